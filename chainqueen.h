@@ -1,0 +1,2751 @@
+/* chainqueen.h - differentiable soft-body simulation (MLS-MPM, the ChainQueen method) in one header.
+   v0.1.0.  Generated from templates/ by generator/ (`make regen`); edit those, not this.
+
+   WHAT IT IS
+     Elastic bodies in 2D or 3D as material points on a background grid: moving-least-squares
+     MPM with APIC transfers and quadratic B-splines (Hu et al., ChainQueen, ICRA 2019),
+     fixed-corotated and NeoHookean materials, per-particle mass, volume,
+     Young's modulus and Poisson ratio, actuation stress per actuator group, optional
+     incompressibility, and four wall boundary conditions (sticky, slip, separate, Coulomb
+     friction).  Float32 or float64.
+
+   DO THIS
+     In exactly one C or C++ file:
+         #define CHAINQUEEN_IMPLEMENTATION
+         #include "chainqueen.h"
+     Everywhere else just #include "chainqueen.h".  (A typo in the switch shows up as undefined
+     cq_* symbols at link time.)  Build with -lm; add -fopenmp for parallel CPU kernels.
+
+   STEP BY STEP
+     cq_sim_desc d = {0};                       zero = defaults everywhere
+     d.dim = 2; d.res[0] = d.res[1] = 64; d.dx = 1.0 / 64; d.dt = 1e-4; d.gravity[1] = -9.8;
+     cq_sim *sim; if (cq_sim_create(&d, &sim) != CQ_SUCCESS) puts(cq_sim_last_error(NULL));
+     cq_particles_desc p = {0}; p.count = n; p.x = positions; p.default_youngs = 1e4;
+     cq_sim_add_particles(sim, &p);             every call returns a cq_result
+     cq_sim_step(sim, 100);                     100 steps of d.substeps substeps
+     cq_sim_get(sim, CQ_FIELD_X, positions);    read back (double, particle-major)
+     cq_sim_destroy(sim);
+
+   UNITS AND CONVENTIONS
+     Grid: res[a] cells (= nodes, node i at i*dx) per axis; the domain is [0, res*dx).  The
+     outer `wall_cells` (default 3) node layers of every face are walls.  A particle must stay
+     where its 3-node stencil exists: x/dx in [0.5, res - 1.5) per axis, else the step fails
+     with CQ_ERROR_OUT_OF_DOMAIN.  Matrices (C, F, actuation stress) are row-major d x d.
+     Stability: explicit; dt must stay under about dx*sqrt(rho/E), a logged warning otherwise.
+
+   ERRORS
+     Every fallible call returns a cq_result; cq_sim_last_error(sim) says which field, particle
+     and step.  Bad input leaves the sim as it was.  A step that goes non-finite or leaves the
+     domain stops: the sim stays at the last completed step.  Nothing calls abort() or exit().
+
+   OPTIONS (define before the implementation include)
+     CQ_NO_CUDA      compile no GPU code paths (this version has no run-time CUDA loader yet)
+
+   WHAT IT DOES NOT DO (YET)
+     The adjoint (cq_sim_backward and the gradient calls return CQ_ERROR_INVALID_STATE in this
+     version), the CUDA backend at run time (the kernels are generated in cuda/ and compiled to
+     PTX by `make ptx`), plasticity, rigid bodies, fluids.
+
+   REQUIREMENTS
+     C99 or C++11 compiler, libm.  OpenMP optional.
+*/
+/* ---- BEGIN GENERATED: public API from templates/api.h.j2.
+   DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
+#ifndef CHAINQUEEN_H
+#define CHAINQUEEN_H
+#define CQ_VERSION_MAJOR 0
+#define CQ_VERSION_MINOR 1
+#define CQ_VERSION_PATCH 0
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cq_sim cq_sim;
+
+typedef enum cq_result {            /* 0 = success, negative = error */
+    CQ_SUCCESS = 0,
+    CQ_ERROR_INVALID_ARGUMENT = -1,
+    CQ_ERROR_OUT_OF_MEMORY = -2,
+    CQ_ERROR_NON_FINITE = -3,       /* NaN/Inf in input or produced by a step        */
+    CQ_ERROR_OUT_OF_DOMAIN = -4,    /* a particle left the grid's usable region       */
+    CQ_ERROR_BACKEND_UNAVAILABLE = -5,
+    CQ_ERROR_INVALID_STATE = -6     /* call-order misuse, e.g. backward with no tape  */
+} cq_result;
+
+typedef enum cq_material {
+    CQ_MATERIAL_DEFAULT = 0         /* = fixed corotated */
+    , CQ_MATERIAL_FIXED_COROTATED = 1
+    , CQ_MATERIAL_NEOHOOKEAN = 2
+} cq_material;
+#define CQ_MATERIAL_COUNT 3
+
+typedef enum cq_precision { CQ_PRECISION_DEFAULT, CQ_PRECISION_F32, CQ_PRECISION_F64 } cq_precision; /* DEFAULT = F32 */
+typedef enum cq_backend   { CQ_BACKEND_DEFAULT, CQ_BACKEND_CPU, CQ_BACKEND_CUDA } cq_backend;
+typedef enum cq_boundary  { CQ_BOUNDARY_DEFAULT, CQ_BOUNDARY_STICKY, CQ_BOUNDARY_SLIP,
+                            CQ_BOUNDARY_SEPARATE, CQ_BOUNDARY_FRICTION } cq_boundary;   /* DEFAULT = STICKY */
+typedef enum cq_field { CQ_FIELD_X, CQ_FIELD_V, CQ_FIELD_C, CQ_FIELD_F, CQ_FIELD_MASS,
+                        CQ_FIELD_VOLUME, CQ_FIELD_YOUNGS, CQ_FIELD_POISSON } cq_field;
+typedef enum cq_log_level { CQ_LOG_ERROR = 1, CQ_LOG_WARNING = 2, CQ_LOG_INFO = 3 } cq_log_level;
+
+/* Optional callbacks.  alloc(size, user) returns NULL on failure; free(ptr, user) accepts NULL. */
+typedef struct cq_allocator {
+    void *(*alloc)(size_t size, void *user);
+    void (*free)(void *ptr, void *user);
+    void *user;
+} cq_allocator;
+/* Receives errors (the same text as cq_sim_last_error), warnings (dt over the stability
+   estimate) and information (which backend was chosen and why).  No logger = silent. */
+typedef struct cq_logger {
+    void (*func)(cq_log_level level, const char *message, void *user);
+    void *user;
+} cq_logger;
+
+typedef struct cq_sim_desc {
+    int dim;                 /* 2 or 3 */
+    int res[3];              /* grid cells per axis (= nodes, at i*dx; res[2] ignored in 2D); the
+                                domain is [0, res*dx); each res >= 2*wall_cells + 4 */
+    double dx, dt;           /* cell size; substep length */
+    int substeps;            /* substeps per cq_sim_step; 0 = 1 */
+    double gravity[3];
+    cq_material material; cq_precision precision; cq_backend backend;
+    cq_boundary boundary;    /* on the domain walls; DEFAULT = STICKY */
+    double friction;         /* Coulomb coefficient for CQ_BOUNDARY_FRICTION (>= 0) */
+    int checkpoint_every;    /* tape: 0 = no tape (forward only), k >= 1 = keep state every k steps */
+    int incompressibility;   /* exponent p >= 2 of seed 003 eq 14; 0 = off */
+    int wall_cells;          /* wall thickness in nodes on every face; 0 = 3 */
+    cq_allocator allocator;  /* zero = malloc/free */
+    cq_logger logger;        /* zero = silent */
+} cq_sim_desc;
+
+typedef struct cq_particles_desc {   /* host arrays, double, particle-major */
+    int count;
+    const double *x;                 /* count*dim, required        */
+    const double *v, *F, *C;         /* NULL = 0, I, 0             */
+    const double *mass, *volume, *youngs, *poisson;   /* NULL = the defaults below */
+    const int *actuator;             /* group per particle, -1 none; NULL = none */
+    double default_mass;             /* 0 = default_volume * 1 (unit density)        */
+    double default_volume;           /* 0 = (dx/2)^dim (2 particles per cell per axis) */
+    double default_youngs;           /* 0 = 1e4                                       */
+    double default_poisson;          /* used as given: 0 is a valid Poisson ratio     */
+} cq_particles_desc;
+
+cq_result   cq_sim_create(const cq_sim_desc *desc, cq_sim **out);
+void        cq_sim_destroy(cq_sim *sim);
+const char *cq_result_string(cq_result r);
+const char *cq_sim_last_error(const cq_sim *sim);   /* detail: which particle, field, step.
+                                                       NULL sim: the last cq_sim_create failure */
+cq_backend  cq_sim_backend(const cq_sim *sim);
+cq_result   cq_sim_add_particles(cq_sim *sim, const cq_particles_desc *p);  /* at step 0 only */
+int         cq_sim_particle_count(const cq_sim *sim);
+int         cq_sim_field_size(const cq_sim *sim, cq_field f);  /* doubles per particle: d, d*d or 1 */
+cq_result   cq_sim_get(const cq_sim *sim, cq_field f, double *out);   /* current state */
+cq_result   cq_sim_set(cq_sim *sim, cq_field f, const double *in);
+cq_result   cq_sim_set_actuation(cq_sim *sim, int groups, const double *stress); /* groups*dim*dim */
+cq_result   cq_sim_step(cq_sim *sim, int steps);
+int         cq_sim_step_count(const cq_sim *sim);
+cq_result   cq_sim_reset(cq_sim *sim);           /* back to step 0, tape cleared */
+
+/* reverse mode: L = g(s_T) + sum_n h(s_n, u_n) */
+typedef void (*cq_backward_hook)(cq_sim *sim, int step, void *user);
+cq_result cq_sim_backward(cq_sim *sim,
+                          const double *dL_dx, const double *dL_dv,   /* seeds at s_T, NULL = 0 */
+                          const double *dL_dF, const double *dL_dC,
+                          cq_backward_hook hook, void *user);
+/* inside the hook for step n (called for n = T-1 ... 0, after step n's adjoint;
+   cq_sim_get then returns the state s_n):                                          */
+cq_result cq_sim_actuation_grad(const cq_sim *sim, double *out);       /* dL/du_n, groups*dim*dim */
+cq_result cq_sim_add_state_grad(cq_sim *sim, cq_field f, const double *g); /* += dh/ds_n etc. */
+/* after cq_sim_backward: gradients w.r.t. the initial state and the parameters */
+cq_result cq_sim_grad(const cq_sim *sim, cq_field f, double *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CHAINQUEEN_H */
+/* ---- END GENERATED: public API ---- */
+
+#if defined(CHAINQUEEN_IMPLEMENTATION) && !defined(CHAINQUEEN_IMPLEMENTATION_DONE)
+#define CHAINQUEEN_IMPLEMENTATION_DONE
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+#include <stdarg.h>
+#include <math.h>
+#include <limits.h>
+
+/* ---- BEGIN GENERATED: kernel machinery from templates/kernels_common.j2.
+   DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
+#if defined(__CUDACC__)
+#  define CQ_HD __host__ __device__ static inline
+#  define CQ__ATOMIC_ADD(addr, val) atomicAdd((addr), (val))
+#else
+#  define CQ_HD static inline
+#  define CQ__ATOMIC_ADD(addr, val) (*(addr) += (val))   /* CPU: the caller makes scatters race-free */
+#endif
+
+/* kernel status codes returned by G2P */
+#define CQ__OK 0
+#define CQ__NONFINITE 1
+#define CQ__OUT_OF_DOMAIN 2
+
+/* boundary codes as stored in the params (cq_boundary with DEFAULT resolved) */
+#define CQ__BC_STICKY 1
+#define CQ__BC_SLIP 2
+#define CQ__BC_SEPARATE 3
+#define CQ__BC_FRICTION 4
+
+/* Everything a kernel needs besides the arrays, in float. */
+typedef struct cq__params_f32 {
+    float dx, inv_dx, dt, friction;
+    float gravity[3];
+    int res[3];            /* nodes per axis */
+    int bound;             /* wall thickness in nodes */
+    int boundary;          /* CQ__BC_* */
+    int incompressibility; /* exponent p of seed 003 eq 14; 0 = off */
+    int act_groups;        /* rows in act_stress */
+} cq__params_f32;
+
+/* Particle arrays, particle-major: x, v [n*d]; C, F [n*d*d] row-major; per-particle
+   parameters [n]; actuator group [n] (-1 = none); act_stress [groups*d*d]. */
+typedef struct cq__pview_f32 {
+    float *x, *v, *C, *F;
+    float *mass, *vol, *E, *nu;
+    int *act;
+    float *act_stress;
+} cq__pview_f32;
+
+/* Grid arrays: m [nodes]; v [nodes*d] holds MOMENTUM after P2G and VELOCITY after the
+   grid update. */
+typedef struct cq__gview_f32 {
+    float *m, *v;
+} cq__gview_f32;
+
+CQ_HD int cq__isfinite_f32(float a) { return a == a && a - a == a - a; }
+
+/* Lame parameters from Young's modulus and Poisson ratio. */
+CQ_HD void cq__lame_f32(float E, float nu, float *mu, float *lam)
+{
+    *mu = E / (2 * (1 + nu));
+    *lam = E * nu / ((1 + nu) * (1 - 2 * nu));
+}
+
+/* Everything a kernel needs besides the arrays, in double. */
+typedef struct cq__params_f64 {
+    double dx, inv_dx, dt, friction;
+    double gravity[3];
+    int res[3];            /* nodes per axis */
+    int bound;             /* wall thickness in nodes */
+    int boundary;          /* CQ__BC_* */
+    int incompressibility; /* exponent p of seed 003 eq 14; 0 = off */
+    int act_groups;        /* rows in act_stress */
+} cq__params_f64;
+
+/* Particle arrays, particle-major: x, v [n*d]; C, F [n*d*d] row-major; per-particle
+   parameters [n]; actuator group [n] (-1 = none); act_stress [groups*d*d]. */
+typedef struct cq__pview_f64 {
+    double *x, *v, *C, *F;
+    double *mass, *vol, *E, *nu;
+    int *act;
+    double *act_stress;
+} cq__pview_f64;
+
+/* Grid arrays: m [nodes]; v [nodes*d] holds MOMENTUM after P2G and VELOCITY after the
+   grid update. */
+typedef struct cq__gview_f64 {
+    double *m, *v;
+} cq__gview_f64;
+
+CQ_HD int cq__isfinite_f64(double a) { return a == a && a - a == a - a; }
+
+/* Lame parameters from Young's modulus and Poisson ratio. */
+CQ_HD void cq__lame_f64(double E, double nu, double *mu, double *lam)
+{
+    *mu = E / (2 * (1 + nu));
+    *lam = E * nu / ((1 + nu) * (1 - 2 * nu));
+}
+
+/* ---- END GENERATED: kernel machinery ---- */
+
+/* ---- BEGIN GENERATED: kernels from templates/kernels.j2.
+   DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
+/* ======================================================================== 2D f32 */
+/* >>weights_2d_f32: quadratic B-spline weights (seed 000 eq 3). base: lower node
+   per axis; fx: position in cells relative to base, in [0.5, 1.5). */
+CQ_HD void cq__weights_2d_f32(const float *xp, float inv_dx, int *base, float *fx, float (*w)[3])
+{
+    for (int a = 0; a < 2; ++a) {
+        float q = xp[a] * inv_dx;
+        base[a] = (int)floorf(q - (float)0.5);
+        fx[a] = q - (float)base[a];
+        float d0 = (float)1.5 - fx[a], d1 = fx[a] - 1, d2 = fx[a] - (float)0.5;
+        w[a][0] = (float)0.5 * d0 * d0;
+        w[a][1] = (float)0.75 - d1 * d1;
+        w[a][2] = (float)0.5 * d2 * d2;
+    }
+}
+
+/* 1 when every node the particle's stencil touches exists: the usable region of the grid. */
+CQ_HD int cq__in_domain_2d_f32(const float *xp, const cq__params_f32 *prm)
+{
+    for (int a = 0; a < 2; ++a) {
+        float q = xp[a] * prm->inv_dx - (float)0.5;
+        if (!(q >= 0 && q < (float)(prm->res[a] - 2))) return 0;   /* also false for NaN */
+    }
+    return 1;
+}
+
+/* cofactor(F) = J F^-T (finite for any F, unlike the inverse) */
+CQ_HD float cq__det_2d_f32(const float *F)
+{
+    return F[0] * F[3] - F[1] * F[2];
+}
+
+CQ_HD void cq__cofactor_2d_f32(const float *F, float *K)
+{
+    K[0] = F[3]; K[1] = -F[2]; K[2] = -F[1]; K[3] = F[0];
+}
+
+/* >>polar_2d_f32: F = R S with R the rotation maximising tr(R^T F), closed form:
+   angle atan2(F10 - F01, F00 + F11).  R = I when that direction is undefined.
+   sig: the signed singular values (trace and "off-trace" of S in the rotated frame) are not
+   needed here; the adjoint uses S = R^T F. */
+CQ_HD void cq__polar_2d_f32(const float *F, float *R)
+{
+    float c = F[0] + F[3], s = F[2] - F[1];
+    float r = sqrtf(c * c + s * s);
+    if (!(r > 0)) { R[0] = 1; R[1] = 0; R[2] = 0; R[3] = 1; return; }
+    c /= r; s /= r;
+    R[0] = c; R[1] = 0 - s; R[2] = s; R[3] = c;   /* 0 - s: +0, not -0, at F = I */
+}
+
+/* >>incompressible_2d_f32: seed 003 eq 14, P += E/(3(2-2nu)) p (J-1)^(p-1) J F^-T. */
+CQ_HD void cq__incompressible_2d_f32(const float *F, float E, float nu, int p, float *P)
+{
+    float K[4], J = cq__det_2d_f32(F), pw = 1;
+    for (int i = 1; i < p; ++i) pw *= J - 1;
+    float s = E / (3 * (2 - 2 * nu)) * (float)p * pw;
+    cq__cofactor_2d_f32(F, K);
+    for (int i = 0; i < 4; ++i) P[i] += s * K[i];
+}
+
+/* >>grid_2d_f32: wall boundary conditions (seed 003 sec 3.2, friction as appendix B
+   eqs B1-B6).  Nodes within `bound` of a face are wall nodes; the normal points into the
+   domain; corners apply each axis in turn. */
+CQ_HD void cq__boundary_2d_f32(const int *c, const cq__params_f32 *prm, float *v)
+{
+    for (int a = 0; a < 2; ++a) {
+        float n = c[a] < prm->bound ? (float)1 : (c[a] >= prm->res[a] - prm->bound ? (float)-1 : (float)0);
+        if (n == 0) continue;
+        float ln = v[a] * n;                       /* l_n, eq B1 */
+        switch (prm->boundary) {
+        case CQ__BC_STICKY:
+            for (int b = 0; b < 2; ++b) v[b] = 0;
+            return;
+        case CQ__BC_SLIP:
+            v[a] = 0;
+            break;
+        case CQ__BC_SEPARATE:
+            if (ln < 0) v[a] = 0;
+            break;
+        default: /* CQ__BC_FRICTION */
+            if (ln < 0) {
+                float lt = 1e-30f;                 /* l_t = |v_t| + eps, eq B3 */
+                float s2 = 0;
+                for (int b = 0; b < 2; ++b) if (b != a) s2 += v[b] * v[b];
+                lt += sqrtf(s2);
+                float lts = lt + prm->friction * ln;  /* eq B5 (ln < 0 here) */
+                if (lts < 0) lts = 0;
+                float scale = lts / lt;
+                for (int b = 0; b < 2; ++b) v[b] = b == a ? (float)0 : v[b] * scale;   /* eq B6 */
+            }
+            break;
+        }
+    }
+}
+
+/* Grid update for one node (seed 003 eq 7 + gravity + walls): v = p / m + dt g. */
+CQ_HD void cq__grid_fwd_2d_f32(int node, const cq__params_f32 *prm, cq__gview_f32 g)
+{
+    float *v = g.v + (long)node * 2;
+    float m = g.m[node];
+    if (!(m > 0)) {
+        for (int a = 0; a < 2; ++a) v[a] = 0;
+        return;
+    }
+    int c[2];
+    c[0] = node / prm->res[1]; c[1] = node % prm->res[1];
+    float inv_m = 1 / m;
+    for (int a = 0; a < 2; ++a) v[a] = v[a] * inv_m + prm->dt * prm->gravity[a];
+    cq__boundary_2d_f32(c, prm, v);
+}
+
+/* >>g2p_2d_f32: seed 000 eqs 8-11 / seed 003 eqs 8-11.  Reads particle p of `in`,
+   writes particle p of `out` (which may alias `in`).  Returns CQ__OK, CQ__NONFINITE or
+   CQ__OUT_OF_DOMAIN. */
+CQ_HD int cq__g2p_fwd_2d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 in,
+                                  cq__pview_f32 out, cq__gview_f32 g)
+{
+    int base[2];
+    float fx[2], w[2][3], xp[2], Fp[4], nv[2] = {0}, nC[4] = {0};
+    for (int a = 0; a < 2; ++a) xp[a] = in.x[(long)p * 2 + a];
+    for (int a = 0; a < 4; ++a) Fp[a] = in.F[(long)p * 4 + a];
+    cq__weights_2d_f32(xp, prm->inv_dx, base, fx, w);
+    const float k4 = 4 * prm->inv_dx;          /* 4/dx^2 times dpos = (node - fx) dx */
+    float dp[2][3];
+    for (int a = 0; a < 2; ++a)
+        for (int i = 0; i < 3; ++i) dp[a][i] = (float)i - fx[a];
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    {
+        const float wt = w[0][i] * w[1][j], d[2] = {dp[0][i], dp[1][j]};
+        const float *vi = g.v + ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * 2;
+        { const float wv = wt * vi[0]; nv[0] += wv; nC[0] += wv * d[0]; nC[1] += wv * d[1]; }
+        { const float wv = wt * vi[1]; nv[1] += wv; nC[2] += wv * d[0]; nC[3] += wv * d[1]; }
+    }
+    for (int a = 0; a < 4; ++a) nC[a] *= k4;
+    int status = CQ__OK;
+    for (int a = 0; a < 2; ++a) {
+        float xn = xp[a] + prm->dt * nv[a];
+        out.x[(long)p * 2 + a] = xn;
+        out.v[(long)p * 2 + a] = nv[a];
+        if (!cq__isfinite_f32(xn) || !cq__isfinite_f32(nv[a])) status = CQ__NONFINITE;
+    }
+    for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 2; ++b) {
+            float f = Fp[a * 2 + b];   /* F <- (I + dt C) F, eq 10 */
+            for (int c = 0; c < 2; ++c) f += prm->dt * nC[a * 2 + c] * Fp[c * 2 + b];
+            out.F[(long)p * 4 + a * 2 + b] = f;
+            out.C[(long)p * 4 + a * 2 + b] = nC[a * 2 + b];
+            if (!cq__isfinite_f32(f) || !cq__isfinite_f32(nC[a * 2 + b])) status = CQ__NONFINITE;
+        }
+    if (status == CQ__OK && !cq__in_domain_2d_f32(out.x + (long)p * 2, prm)) status = CQ__OUT_OF_DOMAIN;
+    return status;
+}
+
+/* >>material_fixed_corotated_2d_f32: Fixed corotated elasticity (Stomakhin et al. 2012; seed 003 eq 12).
+   Generated by SymPy from generator/materials/fixed_corotated.py (stress, then energy). */
+CQ_HD void cq__stress_2d_fixed_corotated_f32(const float *F, const float *R, float mu, float lam, float *P)
+{
+    (void)R; (void)mu; (void)lam;
+    const float t0 = lam*(-F[0]*F[3] + F[1]*F[2] + 1);
+    const float t1 = 2*mu;
+    P[0] = -F[3]*t0 + 2*mu*(F[0] - R[0]);
+    P[1] = F[2]*t0 + t1*(F[1] - R[1]);
+    P[2] = F[1]*t0 + t1*(F[2] - R[2]);
+    P[3] = -F[0]*t0 + 2*mu*(F[3] - R[3]);
+}
+
+CQ_HD float cq__energy_2d_fixed_corotated_f32(const float *F, const float *R, float mu, float lam)
+{
+    float psi;
+    (void)R; (void)mu; (void)lam;
+    psi = (1.0F/2.0F)*lam*((-F[0]*F[3] + F[1]*F[2] + 1)*(-F[0]*F[3] + F[1]*F[2] + 1)) + mu*(((F[0] - R[0])*(F[0] - R[0])) + ((F[1] - R[1])*(F[1] - R[1])) + ((F[2] - R[2])*(F[2] - R[2])) + ((F[3] - R[3])*(F[3] - R[3])));
+    return psi;
+}
+
+/* Total first Piola-Kirchhoff stress of one particle: material + incompressibility + actuation
+   (DESIGN.md sec 3: P = P_material(F; E, nu) [+ P_inc] + F sigma_a). */
+CQ_HD void cq__pk1_2d_fixed_corotated_f32(const float *F, float E, float nu, int group,
+                                           const cq__params_f32 *prm, const float *act_stress, float *P)
+{
+    float mu, lam, R[4];
+    cq__lame_f32(E, nu, &mu, &lam);
+    cq__polar_2d_f32(F, R);
+    cq__stress_2d_fixed_corotated_f32(F, R, mu, lam, P);
+    if (prm->incompressibility) cq__incompressible_2d_f32(F, E, nu, prm->incompressibility, P);
+    if (group >= 0 && group < prm->act_groups) {
+        const float *sa = act_stress + (long)group * 4;
+        for (int a = 0; a < 2; ++a)
+            for (int b = 0; b < 2; ++b)
+                for (int c = 0; c < 2; ++c) P[a * 2 + b] += F[a * 2 + c] * sa[c * 2 + b];
+    }
+}
+
+/* >>p2g_2d_fixed_corotated_f32: seed 000 eqs 3-6 (APIC + MLS force): scatter particle p's
+   mass and momentum  m v + G (x_i - x_p),  G = -(4/dx^2) dt V0 P F^T + m C. */
+CQ_HD void cq__p2g_fwd_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
+                                           cq__gview_f32 g)
+{
+    int base[2];
+    float fx[2], w[2][3], xp[2], Fp[4], Pp[4], G[4], mv[2];
+    for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
+    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    cq__weights_2d_f32(xp, prm->inv_dx, base, fx, w);
+    cq__pk1_2d_fixed_corotated_f32(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    const float mass = s.mass[p];
+    const float k = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];
+    for (int a = 0; a < 2; ++a) {
+        mv[a] = mass * s.v[(long)p * 2 + a];
+        for (int b = 0; b < 2; ++b) {
+            float pf = 0;   /* (P F^T)_ab */
+            for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
+            G[a * 2 + b] = k * pf + mass * s.C[(long)p * 4 + a * 2 + b];
+        }
+    }
+    float dp[2][3];
+    for (int a = 0; a < 2; ++a)
+        for (int i = 0; i < 3; ++i) dp[a][i] = ((float)i - fx[a]) * prm->dx;
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    {
+        const float wt = w[0][i] * w[1][j], d[2] = {dp[0][i], dp[1][j]};
+        const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+        CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
+        CQ__ATOMIC_ADD(&g.v[idx * 2 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1]));   /* m v + G (x_i - x_p) */
+        CQ__ATOMIC_ADD(&g.v[idx * 2 + 1], wt * (mv[1] + G[2] * d[0] + G[3] * d[1]));   /* m v + G (x_i - x_p) */
+    }
+}
+
+/* >>material_neohookean_2d_f32: Compressible NeoHookean elasticity (seed 003 eq 13).
+   Generated by SymPy from generator/materials/neohookean.py (stress, then energy). */
+CQ_HD void cq__stress_2d_neohookean_f32(const float *F, const float *R, float mu, float lam, float *P)
+{
+    (void)R; (void)mu; (void)lam;
+    const float t0 = F[0]*mu;
+    const float t1 = F[0]*F[3] - F[1]*F[2];
+    const float t2 = (1.0F/((t1)));
+    const float t3 = F[3]*mu;
+    const float t4 = lam*t2*logf(t1);
+    const float t5 = F[1]*mu;
+    const float t6 = F[2]*mu;
+    P[0] = F[3]*t4 + t0 - t2*t3;
+    P[1] = -F[2]*t4 + t2*t6 + t5;
+    P[2] = -F[1]*t4 + t2*t5 + t6;
+    P[3] = F[0]*t4 - t0*t2 + t3;
+}
+
+CQ_HD float cq__energy_2d_neohookean_f32(const float *F, const float *R, float mu, float lam)
+{
+    float psi;
+    (void)R; (void)mu; (void)lam;
+    const float t0 = logf(F[0]*F[3] - F[1]*F[2]);
+    psi = (1.0F/2.0F)*lam*((t0)*(t0)) - mu*t0 + (1.0F/2.0F)*mu*(((F[0])*(F[0])) + ((F[1])*(F[1])) + ((F[2])*(F[2])) + ((F[3])*(F[3])) - 2);
+    return psi;
+}
+
+/* Total first Piola-Kirchhoff stress of one particle: material + incompressibility + actuation
+   (DESIGN.md sec 3: P = P_material(F; E, nu) [+ P_inc] + F sigma_a). */
+CQ_HD void cq__pk1_2d_neohookean_f32(const float *F, float E, float nu, int group,
+                                           const cq__params_f32 *prm, const float *act_stress, float *P)
+{
+    float mu, lam, R[4];
+    cq__lame_f32(E, nu, &mu, &lam);
+    for (int a = 0; a < 4; ++a) R[a] = 0;
+    cq__stress_2d_neohookean_f32(F, R, mu, lam, P);
+    if (prm->incompressibility) cq__incompressible_2d_f32(F, E, nu, prm->incompressibility, P);
+    if (group >= 0 && group < prm->act_groups) {
+        const float *sa = act_stress + (long)group * 4;
+        for (int a = 0; a < 2; ++a)
+            for (int b = 0; b < 2; ++b)
+                for (int c = 0; c < 2; ++c) P[a * 2 + b] += F[a * 2 + c] * sa[c * 2 + b];
+    }
+}
+
+/* >>p2g_2d_neohookean_f32: seed 000 eqs 3-6 (APIC + MLS force): scatter particle p's
+   mass and momentum  m v + G (x_i - x_p),  G = -(4/dx^2) dt V0 P F^T + m C. */
+CQ_HD void cq__p2g_fwd_2d_neohookean_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
+                                           cq__gview_f32 g)
+{
+    int base[2];
+    float fx[2], w[2][3], xp[2], Fp[4], Pp[4], G[4], mv[2];
+    for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
+    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    cq__weights_2d_f32(xp, prm->inv_dx, base, fx, w);
+    cq__pk1_2d_neohookean_f32(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    const float mass = s.mass[p];
+    const float k = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];
+    for (int a = 0; a < 2; ++a) {
+        mv[a] = mass * s.v[(long)p * 2 + a];
+        for (int b = 0; b < 2; ++b) {
+            float pf = 0;   /* (P F^T)_ab */
+            for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
+            G[a * 2 + b] = k * pf + mass * s.C[(long)p * 4 + a * 2 + b];
+        }
+    }
+    float dp[2][3];
+    for (int a = 0; a < 2; ++a)
+        for (int i = 0; i < 3; ++i) dp[a][i] = ((float)i - fx[a]) * prm->dx;
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    {
+        const float wt = w[0][i] * w[1][j], d[2] = {dp[0][i], dp[1][j]};
+        const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+        CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
+        CQ__ATOMIC_ADD(&g.v[idx * 2 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1]));   /* m v + G (x_i - x_p) */
+        CQ__ATOMIC_ADD(&g.v[idx * 2 + 1], wt * (mv[1] + G[2] * d[0] + G[3] * d[1]));   /* m v + G (x_i - x_p) */
+    }
+}
+
+/* ======================================================================== 2D f64 */
+/* >>weights_2d_f64: quadratic B-spline weights (seed 000 eq 3). base: lower node
+   per axis; fx: position in cells relative to base, in [0.5, 1.5). */
+CQ_HD void cq__weights_2d_f64(const double *xp, double inv_dx, int *base, double *fx, double (*w)[3])
+{
+    for (int a = 0; a < 2; ++a) {
+        double q = xp[a] * inv_dx;
+        base[a] = (int)floor(q - (double)0.5);
+        fx[a] = q - (double)base[a];
+        double d0 = (double)1.5 - fx[a], d1 = fx[a] - 1, d2 = fx[a] - (double)0.5;
+        w[a][0] = (double)0.5 * d0 * d0;
+        w[a][1] = (double)0.75 - d1 * d1;
+        w[a][2] = (double)0.5 * d2 * d2;
+    }
+}
+
+/* 1 when every node the particle's stencil touches exists: the usable region of the grid. */
+CQ_HD int cq__in_domain_2d_f64(const double *xp, const cq__params_f64 *prm)
+{
+    for (int a = 0; a < 2; ++a) {
+        double q = xp[a] * prm->inv_dx - (double)0.5;
+        if (!(q >= 0 && q < (double)(prm->res[a] - 2))) return 0;   /* also false for NaN */
+    }
+    return 1;
+}
+
+/* cofactor(F) = J F^-T (finite for any F, unlike the inverse) */
+CQ_HD double cq__det_2d_f64(const double *F)
+{
+    return F[0] * F[3] - F[1] * F[2];
+}
+
+CQ_HD void cq__cofactor_2d_f64(const double *F, double *K)
+{
+    K[0] = F[3]; K[1] = -F[2]; K[2] = -F[1]; K[3] = F[0];
+}
+
+/* >>polar_2d_f64: F = R S with R the rotation maximising tr(R^T F), closed form:
+   angle atan2(F10 - F01, F00 + F11).  R = I when that direction is undefined.
+   sig: the signed singular values (trace and "off-trace" of S in the rotated frame) are not
+   needed here; the adjoint uses S = R^T F. */
+CQ_HD void cq__polar_2d_f64(const double *F, double *R)
+{
+    double c = F[0] + F[3], s = F[2] - F[1];
+    double r = sqrt(c * c + s * s);
+    if (!(r > 0)) { R[0] = 1; R[1] = 0; R[2] = 0; R[3] = 1; return; }
+    c /= r; s /= r;
+    R[0] = c; R[1] = 0 - s; R[2] = s; R[3] = c;   /* 0 - s: +0, not -0, at F = I */
+}
+
+/* >>incompressible_2d_f64: seed 003 eq 14, P += E/(3(2-2nu)) p (J-1)^(p-1) J F^-T. */
+CQ_HD void cq__incompressible_2d_f64(const double *F, double E, double nu, int p, double *P)
+{
+    double K[4], J = cq__det_2d_f64(F), pw = 1;
+    for (int i = 1; i < p; ++i) pw *= J - 1;
+    double s = E / (3 * (2 - 2 * nu)) * (double)p * pw;
+    cq__cofactor_2d_f64(F, K);
+    for (int i = 0; i < 4; ++i) P[i] += s * K[i];
+}
+
+/* >>grid_2d_f64: wall boundary conditions (seed 003 sec 3.2, friction as appendix B
+   eqs B1-B6).  Nodes within `bound` of a face are wall nodes; the normal points into the
+   domain; corners apply each axis in turn. */
+CQ_HD void cq__boundary_2d_f64(const int *c, const cq__params_f64 *prm, double *v)
+{
+    for (int a = 0; a < 2; ++a) {
+        double n = c[a] < prm->bound ? (double)1 : (c[a] >= prm->res[a] - prm->bound ? (double)-1 : (double)0);
+        if (n == 0) continue;
+        double ln = v[a] * n;                       /* l_n, eq B1 */
+        switch (prm->boundary) {
+        case CQ__BC_STICKY:
+            for (int b = 0; b < 2; ++b) v[b] = 0;
+            return;
+        case CQ__BC_SLIP:
+            v[a] = 0;
+            break;
+        case CQ__BC_SEPARATE:
+            if (ln < 0) v[a] = 0;
+            break;
+        default: /* CQ__BC_FRICTION */
+            if (ln < 0) {
+                double lt = 1e-300;                 /* l_t = |v_t| + eps, eq B3 */
+                double s2 = 0;
+                for (int b = 0; b < 2; ++b) if (b != a) s2 += v[b] * v[b];
+                lt += sqrt(s2);
+                double lts = lt + prm->friction * ln;  /* eq B5 (ln < 0 here) */
+                if (lts < 0) lts = 0;
+                double scale = lts / lt;
+                for (int b = 0; b < 2; ++b) v[b] = b == a ? (double)0 : v[b] * scale;   /* eq B6 */
+            }
+            break;
+        }
+    }
+}
+
+/* Grid update for one node (seed 003 eq 7 + gravity + walls): v = p / m + dt g. */
+CQ_HD void cq__grid_fwd_2d_f64(int node, const cq__params_f64 *prm, cq__gview_f64 g)
+{
+    double *v = g.v + (long)node * 2;
+    double m = g.m[node];
+    if (!(m > 0)) {
+        for (int a = 0; a < 2; ++a) v[a] = 0;
+        return;
+    }
+    int c[2];
+    c[0] = node / prm->res[1]; c[1] = node % prm->res[1];
+    double inv_m = 1 / m;
+    for (int a = 0; a < 2; ++a) v[a] = v[a] * inv_m + prm->dt * prm->gravity[a];
+    cq__boundary_2d_f64(c, prm, v);
+}
+
+/* >>g2p_2d_f64: seed 000 eqs 8-11 / seed 003 eqs 8-11.  Reads particle p of `in`,
+   writes particle p of `out` (which may alias `in`).  Returns CQ__OK, CQ__NONFINITE or
+   CQ__OUT_OF_DOMAIN. */
+CQ_HD int cq__g2p_fwd_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 in,
+                                  cq__pview_f64 out, cq__gview_f64 g)
+{
+    int base[2];
+    double fx[2], w[2][3], xp[2], Fp[4], nv[2] = {0}, nC[4] = {0};
+    for (int a = 0; a < 2; ++a) xp[a] = in.x[(long)p * 2 + a];
+    for (int a = 0; a < 4; ++a) Fp[a] = in.F[(long)p * 4 + a];
+    cq__weights_2d_f64(xp, prm->inv_dx, base, fx, w);
+    const double k4 = 4 * prm->inv_dx;          /* 4/dx^2 times dpos = (node - fx) dx */
+    double dp[2][3];
+    for (int a = 0; a < 2; ++a)
+        for (int i = 0; i < 3; ++i) dp[a][i] = (double)i - fx[a];
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    {
+        const double wt = w[0][i] * w[1][j], d[2] = {dp[0][i], dp[1][j]};
+        const double *vi = g.v + ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * 2;
+        { const double wv = wt * vi[0]; nv[0] += wv; nC[0] += wv * d[0]; nC[1] += wv * d[1]; }
+        { const double wv = wt * vi[1]; nv[1] += wv; nC[2] += wv * d[0]; nC[3] += wv * d[1]; }
+    }
+    for (int a = 0; a < 4; ++a) nC[a] *= k4;
+    int status = CQ__OK;
+    for (int a = 0; a < 2; ++a) {
+        double xn = xp[a] + prm->dt * nv[a];
+        out.x[(long)p * 2 + a] = xn;
+        out.v[(long)p * 2 + a] = nv[a];
+        if (!cq__isfinite_f64(xn) || !cq__isfinite_f64(nv[a])) status = CQ__NONFINITE;
+    }
+    for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 2; ++b) {
+            double f = Fp[a * 2 + b];   /* F <- (I + dt C) F, eq 10 */
+            for (int c = 0; c < 2; ++c) f += prm->dt * nC[a * 2 + c] * Fp[c * 2 + b];
+            out.F[(long)p * 4 + a * 2 + b] = f;
+            out.C[(long)p * 4 + a * 2 + b] = nC[a * 2 + b];
+            if (!cq__isfinite_f64(f) || !cq__isfinite_f64(nC[a * 2 + b])) status = CQ__NONFINITE;
+        }
+    if (status == CQ__OK && !cq__in_domain_2d_f64(out.x + (long)p * 2, prm)) status = CQ__OUT_OF_DOMAIN;
+    return status;
+}
+
+/* >>material_fixed_corotated_2d_f64: Fixed corotated elasticity (Stomakhin et al. 2012; seed 003 eq 12).
+   Generated by SymPy from generator/materials/fixed_corotated.py (stress, then energy). */
+CQ_HD void cq__stress_2d_fixed_corotated_f64(const double *F, const double *R, double mu, double lam, double *P)
+{
+    (void)R; (void)mu; (void)lam;
+    const double t0 = lam*(-F[0]*F[3] + F[1]*F[2] + 1);
+    const double t1 = 2*mu;
+    P[0] = -F[3]*t0 + 2*mu*(F[0] - R[0]);
+    P[1] = F[2]*t0 + t1*(F[1] - R[1]);
+    P[2] = F[1]*t0 + t1*(F[2] - R[2]);
+    P[3] = -F[0]*t0 + 2*mu*(F[3] - R[3]);
+}
+
+CQ_HD double cq__energy_2d_fixed_corotated_f64(const double *F, const double *R, double mu, double lam)
+{
+    double psi;
+    (void)R; (void)mu; (void)lam;
+    psi = (1.0/2.0)*lam*((-F[0]*F[3] + F[1]*F[2] + 1)*(-F[0]*F[3] + F[1]*F[2] + 1)) + mu*(((F[0] - R[0])*(F[0] - R[0])) + ((F[1] - R[1])*(F[1] - R[1])) + ((F[2] - R[2])*(F[2] - R[2])) + ((F[3] - R[3])*(F[3] - R[3])));
+    return psi;
+}
+
+/* Total first Piola-Kirchhoff stress of one particle: material + incompressibility + actuation
+   (DESIGN.md sec 3: P = P_material(F; E, nu) [+ P_inc] + F sigma_a). */
+CQ_HD void cq__pk1_2d_fixed_corotated_f64(const double *F, double E, double nu, int group,
+                                           const cq__params_f64 *prm, const double *act_stress, double *P)
+{
+    double mu, lam, R[4];
+    cq__lame_f64(E, nu, &mu, &lam);
+    cq__polar_2d_f64(F, R);
+    cq__stress_2d_fixed_corotated_f64(F, R, mu, lam, P);
+    if (prm->incompressibility) cq__incompressible_2d_f64(F, E, nu, prm->incompressibility, P);
+    if (group >= 0 && group < prm->act_groups) {
+        const double *sa = act_stress + (long)group * 4;
+        for (int a = 0; a < 2; ++a)
+            for (int b = 0; b < 2; ++b)
+                for (int c = 0; c < 2; ++c) P[a * 2 + b] += F[a * 2 + c] * sa[c * 2 + b];
+    }
+}
+
+/* >>p2g_2d_fixed_corotated_f64: seed 000 eqs 3-6 (APIC + MLS force): scatter particle p's
+   mass and momentum  m v + G (x_i - x_p),  G = -(4/dx^2) dt V0 P F^T + m C. */
+CQ_HD void cq__p2g_fwd_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
+                                           cq__gview_f64 g)
+{
+    int base[2];
+    double fx[2], w[2][3], xp[2], Fp[4], Pp[4], G[4], mv[2];
+    for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
+    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    cq__weights_2d_f64(xp, prm->inv_dx, base, fx, w);
+    cq__pk1_2d_fixed_corotated_f64(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    const double mass = s.mass[p];
+    const double k = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];
+    for (int a = 0; a < 2; ++a) {
+        mv[a] = mass * s.v[(long)p * 2 + a];
+        for (int b = 0; b < 2; ++b) {
+            double pf = 0;   /* (P F^T)_ab */
+            for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
+            G[a * 2 + b] = k * pf + mass * s.C[(long)p * 4 + a * 2 + b];
+        }
+    }
+    double dp[2][3];
+    for (int a = 0; a < 2; ++a)
+        for (int i = 0; i < 3; ++i) dp[a][i] = ((double)i - fx[a]) * prm->dx;
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    {
+        const double wt = w[0][i] * w[1][j], d[2] = {dp[0][i], dp[1][j]};
+        const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+        CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
+        CQ__ATOMIC_ADD(&g.v[idx * 2 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1]));   /* m v + G (x_i - x_p) */
+        CQ__ATOMIC_ADD(&g.v[idx * 2 + 1], wt * (mv[1] + G[2] * d[0] + G[3] * d[1]));   /* m v + G (x_i - x_p) */
+    }
+}
+
+/* >>material_neohookean_2d_f64: Compressible NeoHookean elasticity (seed 003 eq 13).
+   Generated by SymPy from generator/materials/neohookean.py (stress, then energy). */
+CQ_HD void cq__stress_2d_neohookean_f64(const double *F, const double *R, double mu, double lam, double *P)
+{
+    (void)R; (void)mu; (void)lam;
+    const double t0 = F[0]*mu;
+    const double t1 = F[0]*F[3] - F[1]*F[2];
+    const double t2 = (1.0/((t1)));
+    const double t3 = F[3]*mu;
+    const double t4 = lam*t2*log(t1);
+    const double t5 = F[1]*mu;
+    const double t6 = F[2]*mu;
+    P[0] = F[3]*t4 + t0 - t2*t3;
+    P[1] = -F[2]*t4 + t2*t6 + t5;
+    P[2] = -F[1]*t4 + t2*t5 + t6;
+    P[3] = F[0]*t4 - t0*t2 + t3;
+}
+
+CQ_HD double cq__energy_2d_neohookean_f64(const double *F, const double *R, double mu, double lam)
+{
+    double psi;
+    (void)R; (void)mu; (void)lam;
+    const double t0 = log(F[0]*F[3] - F[1]*F[2]);
+    psi = (1.0/2.0)*lam*((t0)*(t0)) - mu*t0 + (1.0/2.0)*mu*(((F[0])*(F[0])) + ((F[1])*(F[1])) + ((F[2])*(F[2])) + ((F[3])*(F[3])) - 2);
+    return psi;
+}
+
+/* Total first Piola-Kirchhoff stress of one particle: material + incompressibility + actuation
+   (DESIGN.md sec 3: P = P_material(F; E, nu) [+ P_inc] + F sigma_a). */
+CQ_HD void cq__pk1_2d_neohookean_f64(const double *F, double E, double nu, int group,
+                                           const cq__params_f64 *prm, const double *act_stress, double *P)
+{
+    double mu, lam, R[4];
+    cq__lame_f64(E, nu, &mu, &lam);
+    for (int a = 0; a < 4; ++a) R[a] = 0;
+    cq__stress_2d_neohookean_f64(F, R, mu, lam, P);
+    if (prm->incompressibility) cq__incompressible_2d_f64(F, E, nu, prm->incompressibility, P);
+    if (group >= 0 && group < prm->act_groups) {
+        const double *sa = act_stress + (long)group * 4;
+        for (int a = 0; a < 2; ++a)
+            for (int b = 0; b < 2; ++b)
+                for (int c = 0; c < 2; ++c) P[a * 2 + b] += F[a * 2 + c] * sa[c * 2 + b];
+    }
+}
+
+/* >>p2g_2d_neohookean_f64: seed 000 eqs 3-6 (APIC + MLS force): scatter particle p's
+   mass and momentum  m v + G (x_i - x_p),  G = -(4/dx^2) dt V0 P F^T + m C. */
+CQ_HD void cq__p2g_fwd_2d_neohookean_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
+                                           cq__gview_f64 g)
+{
+    int base[2];
+    double fx[2], w[2][3], xp[2], Fp[4], Pp[4], G[4], mv[2];
+    for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
+    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    cq__weights_2d_f64(xp, prm->inv_dx, base, fx, w);
+    cq__pk1_2d_neohookean_f64(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    const double mass = s.mass[p];
+    const double k = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];
+    for (int a = 0; a < 2; ++a) {
+        mv[a] = mass * s.v[(long)p * 2 + a];
+        for (int b = 0; b < 2; ++b) {
+            double pf = 0;   /* (P F^T)_ab */
+            for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
+            G[a * 2 + b] = k * pf + mass * s.C[(long)p * 4 + a * 2 + b];
+        }
+    }
+    double dp[2][3];
+    for (int a = 0; a < 2; ++a)
+        for (int i = 0; i < 3; ++i) dp[a][i] = ((double)i - fx[a]) * prm->dx;
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    {
+        const double wt = w[0][i] * w[1][j], d[2] = {dp[0][i], dp[1][j]};
+        const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+        CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
+        CQ__ATOMIC_ADD(&g.v[idx * 2 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1]));   /* m v + G (x_i - x_p) */
+        CQ__ATOMIC_ADD(&g.v[idx * 2 + 1], wt * (mv[1] + G[2] * d[0] + G[3] * d[1]));   /* m v + G (x_i - x_p) */
+    }
+}
+
+/* ======================================================================== 3D f32 */
+/* >>weights_3d_f32: quadratic B-spline weights (seed 000 eq 3). base: lower node
+   per axis; fx: position in cells relative to base, in [0.5, 1.5). */
+CQ_HD void cq__weights_3d_f32(const float *xp, float inv_dx, int *base, float *fx, float (*w)[3])
+{
+    for (int a = 0; a < 3; ++a) {
+        float q = xp[a] * inv_dx;
+        base[a] = (int)floorf(q - (float)0.5);
+        fx[a] = q - (float)base[a];
+        float d0 = (float)1.5 - fx[a], d1 = fx[a] - 1, d2 = fx[a] - (float)0.5;
+        w[a][0] = (float)0.5 * d0 * d0;
+        w[a][1] = (float)0.75 - d1 * d1;
+        w[a][2] = (float)0.5 * d2 * d2;
+    }
+}
+
+/* 1 when every node the particle's stencil touches exists: the usable region of the grid. */
+CQ_HD int cq__in_domain_3d_f32(const float *xp, const cq__params_f32 *prm)
+{
+    for (int a = 0; a < 3; ++a) {
+        float q = xp[a] * prm->inv_dx - (float)0.5;
+        if (!(q >= 0 && q < (float)(prm->res[a] - 2))) return 0;   /* also false for NaN */
+    }
+    return 1;
+}
+
+/* cofactor(F) = J F^-T (finite for any F, unlike the inverse) */
+CQ_HD float cq__det_3d_f32(const float *F)
+{
+    return F[0] * (F[4] * F[8] - F[5] * F[7]) - F[1] * (F[3] * F[8] - F[5] * F[6]) + F[2] * (F[3] * F[7] - F[4] * F[6]);
+}
+
+CQ_HD void cq__cofactor_3d_f32(const float *F, float *K)
+{
+    K[0] = F[4] * F[8] - F[5] * F[7]; K[1] = F[5] * F[6] - F[3] * F[8]; K[2] = F[3] * F[7] - F[4] * F[6];
+    K[3] = F[2] * F[7] - F[1] * F[8]; K[4] = F[0] * F[8] - F[2] * F[6]; K[5] = F[1] * F[6] - F[0] * F[7];
+    K[6] = F[1] * F[5] - F[2] * F[4]; K[7] = F[2] * F[3] - F[0] * F[5]; K[8] = F[0] * F[4] - F[1] * F[3];
+}
+
+/* >>svd_3d_f32: F = U diag(sig) V^T with U, V rotations (det +1), sig[0] >= sig[1] >= |sig[2]|,
+   sig[2] < 0 when F is inverted.  One-sided (Hestenes) Jacobi rotates the columns of B = F V
+   until they are orthogonal to working precision (judged on F itself, never on F^T F, so small
+   strains keep their skew part); a Givens QR of B then gives U and the signed sig.  Finite for
+   every finite F, including F = I, repeated and zero singular values. */
+CQ_HD void cq__svd_3d_f32(const float *F, float *U, float *sig, float *V)
+{
+    float B[9];
+    for (int i = 0; i < 9; ++i) { B[i] = F[i]; V[i] = (i % 4 == 0); }
+    for (int sweep = 0; sweep < 8; ++sweep) {
+        int rotated = 0;
+        for (int pq = 0; pq < 3; ++pq) {
+            int p = pq == 2 ? 1 : 0, q = pq == 0 ? 1 : 2;
+            float al = 0, be = 0, ga = 0;
+            for (int k = 0; k < 3; ++k) {
+                al += B[k * 3 + p] * B[k * 3 + p]; be += B[k * 3 + q] * B[k * 3 + q]; ga += B[k * 3 + p] * B[k * 3 + q];
+            }
+            if (!(ga * ga > 1e-14f * al * be)) continue;
+            rotated = 1;
+            float zeta = (be - al) / (2 * ga);
+            float t = (zeta >= 0 ? 1 : -1) / (fabsf(zeta) + sqrtf(1 + zeta * zeta));
+            float c = 1 / sqrtf(1 + t * t), s = t * c;
+            for (int k = 0; k < 3; ++k) {   /* B <- B J, V <- V J (J a rotation in the p-q plane) */
+                float bp = B[k * 3 + p], bq = B[k * 3 + q];
+                B[k * 3 + p] = c * bp - s * bq; B[k * 3 + q] = s * bp + c * bq;
+                float vp = V[k * 3 + p], vq = V[k * 3 + q];
+                V[k * 3 + p] = c * vp - s * vq; V[k * 3 + q] = s * vp + c * vq;
+            }
+        }
+        if (!rotated) break;
+    }
+    /* order columns by decreasing norm (a swap negates one column: det V stays +1) */
+    for (int pass = 0; pass < 3; ++pass) {
+        int i = pass == 1 ? 1 : 0, j = i + 1;
+        float ni = B[i] * B[i] + B[3 + i] * B[3 + i] + B[6 + i] * B[6 + i];
+        float nj = B[j] * B[j] + B[3 + j] * B[3 + j] + B[6 + j] * B[6 + j];
+        if (nj > ni)
+            for (int k = 0; k < 3; ++k) {
+                float tb = B[k * 3 + i]; B[k * 3 + i] = B[k * 3 + j]; B[k * 3 + j] = -tb;
+                float tv = V[k * 3 + i]; V[k * 3 + i] = V[k * 3 + j]; V[k * 3 + j] = -tv;
+            }
+    }
+    /* Givens QR: B = U Rup; U accumulates the transposed rotations */
+    for (int i = 0; i < 9; ++i) U[i] = (i % 4 == 0);
+    for (int g = 0; g < 3; ++g) {
+        int col = g == 2 ? 1 : 0, p = col, q = g == 1 ? 2 : (g == 0 ? 1 : 2);
+        float a = B[p * 3 + col], b = B[q * 3 + col];
+        float r = sqrtf(a * a + b * b);
+        if (!(r > 0)) continue;
+        float c = a / r, s = b / r;
+        for (int k = 0; k < 3; ++k) {
+            float bp = B[p * 3 + k], bq = B[q * 3 + k];
+            B[p * 3 + k] = c * bp + s * bq; B[q * 3 + k] = -s * bp + c * bq;
+            float up = U[k * 3 + p], uq = U[k * 3 + q];
+            U[k * 3 + p] = c * up + s * uq; U[k * 3 + q] = -s * up + c * uq;
+        }
+    }
+    sig[0] = B[0]; sig[1] = B[4]; sig[2] = B[8];
+}
+
+/* >>polar_3d_f32: R = U V^T, always a rotation. */
+CQ_HD void cq__polar_3d_f32(const float *F, float *R)
+{
+    float U[9], sig[3], V[9];
+    cq__svd_3d_f32(F, U, sig, V);
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j)
+            R[i * 3 + j] = U[i * 3] * V[j * 3] + U[i * 3 + 1] * V[j * 3 + 1] + U[i * 3 + 2] * V[j * 3 + 2];
+}
+
+/* >>incompressible_3d_f32: seed 003 eq 14, P += E/(3(2-2nu)) p (J-1)^(p-1) J F^-T. */
+CQ_HD void cq__incompressible_3d_f32(const float *F, float E, float nu, int p, float *P)
+{
+    float K[9], J = cq__det_3d_f32(F), pw = 1;
+    for (int i = 1; i < p; ++i) pw *= J - 1;
+    float s = E / (3 * (2 - 2 * nu)) * (float)p * pw;
+    cq__cofactor_3d_f32(F, K);
+    for (int i = 0; i < 9; ++i) P[i] += s * K[i];
+}
+
+/* >>grid_3d_f32: wall boundary conditions (seed 003 sec 3.2, friction as appendix B
+   eqs B1-B6).  Nodes within `bound` of a face are wall nodes; the normal points into the
+   domain; corners apply each axis in turn. */
+CQ_HD void cq__boundary_3d_f32(const int *c, const cq__params_f32 *prm, float *v)
+{
+    for (int a = 0; a < 3; ++a) {
+        float n = c[a] < prm->bound ? (float)1 : (c[a] >= prm->res[a] - prm->bound ? (float)-1 : (float)0);
+        if (n == 0) continue;
+        float ln = v[a] * n;                       /* l_n, eq B1 */
+        switch (prm->boundary) {
+        case CQ__BC_STICKY:
+            for (int b = 0; b < 3; ++b) v[b] = 0;
+            return;
+        case CQ__BC_SLIP:
+            v[a] = 0;
+            break;
+        case CQ__BC_SEPARATE:
+            if (ln < 0) v[a] = 0;
+            break;
+        default: /* CQ__BC_FRICTION */
+            if (ln < 0) {
+                float lt = 1e-30f;                 /* l_t = |v_t| + eps, eq B3 */
+                float s2 = 0;
+                for (int b = 0; b < 3; ++b) if (b != a) s2 += v[b] * v[b];
+                lt += sqrtf(s2);
+                float lts = lt + prm->friction * ln;  /* eq B5 (ln < 0 here) */
+                if (lts < 0) lts = 0;
+                float scale = lts / lt;
+                for (int b = 0; b < 3; ++b) v[b] = b == a ? (float)0 : v[b] * scale;   /* eq B6 */
+            }
+            break;
+        }
+    }
+}
+
+/* Grid update for one node (seed 003 eq 7 + gravity + walls): v = p / m + dt g. */
+CQ_HD void cq__grid_fwd_3d_f32(int node, const cq__params_f32 *prm, cq__gview_f32 g)
+{
+    float *v = g.v + (long)node * 3;
+    float m = g.m[node];
+    if (!(m > 0)) {
+        for (int a = 0; a < 3; ++a) v[a] = 0;
+        return;
+    }
+    int c[3];
+    c[0] = node / (prm->res[1] * prm->res[2]); c[1] = (node / prm->res[2]) % prm->res[1]; c[2] = node % prm->res[2];
+    float inv_m = 1 / m;
+    for (int a = 0; a < 3; ++a) v[a] = v[a] * inv_m + prm->dt * prm->gravity[a];
+    cq__boundary_3d_f32(c, prm, v);
+}
+
+/* >>g2p_3d_f32: seed 000 eqs 8-11 / seed 003 eqs 8-11.  Reads particle p of `in`,
+   writes particle p of `out` (which may alias `in`).  Returns CQ__OK, CQ__NONFINITE or
+   CQ__OUT_OF_DOMAIN. */
+CQ_HD int cq__g2p_fwd_3d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 in,
+                                  cq__pview_f32 out, cq__gview_f32 g)
+{
+    int base[3];
+    float fx[3], w[3][3], xp[3], Fp[9], nv[3] = {0}, nC[9] = {0};
+    for (int a = 0; a < 3; ++a) xp[a] = in.x[(long)p * 3 + a];
+    for (int a = 0; a < 9; ++a) Fp[a] = in.F[(long)p * 9 + a];
+    cq__weights_3d_f32(xp, prm->inv_dx, base, fx, w);
+    const float k4 = 4 * prm->inv_dx;          /* 4/dx^2 times dpos = (node - fx) dx */
+    float dp[3][3];
+    for (int a = 0; a < 3; ++a)
+        for (int i = 0; i < 3; ++i) dp[a][i] = (float)i - fx[a];
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int k = 0; k < 3; ++k)
+    {
+        const float wt = w[0][i] * w[1][j] * w[2][k], d[3] = {dp[0][i], dp[1][j], dp[2][k]};
+        const float *vi = g.v + (((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k)) * 3;
+        { const float wv = wt * vi[0]; nv[0] += wv; nC[0] += wv * d[0]; nC[1] += wv * d[1]; nC[2] += wv * d[2]; }
+        { const float wv = wt * vi[1]; nv[1] += wv; nC[3] += wv * d[0]; nC[4] += wv * d[1]; nC[5] += wv * d[2]; }
+        { const float wv = wt * vi[2]; nv[2] += wv; nC[6] += wv * d[0]; nC[7] += wv * d[1]; nC[8] += wv * d[2]; }
+    }
+    for (int a = 0; a < 9; ++a) nC[a] *= k4;
+    int status = CQ__OK;
+    for (int a = 0; a < 3; ++a) {
+        float xn = xp[a] + prm->dt * nv[a];
+        out.x[(long)p * 3 + a] = xn;
+        out.v[(long)p * 3 + a] = nv[a];
+        if (!cq__isfinite_f32(xn) || !cq__isfinite_f32(nv[a])) status = CQ__NONFINITE;
+    }
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) {
+            float f = Fp[a * 3 + b];   /* F <- (I + dt C) F, eq 10 */
+            for (int c = 0; c < 3; ++c) f += prm->dt * nC[a * 3 + c] * Fp[c * 3 + b];
+            out.F[(long)p * 9 + a * 3 + b] = f;
+            out.C[(long)p * 9 + a * 3 + b] = nC[a * 3 + b];
+            if (!cq__isfinite_f32(f) || !cq__isfinite_f32(nC[a * 3 + b])) status = CQ__NONFINITE;
+        }
+    if (status == CQ__OK && !cq__in_domain_3d_f32(out.x + (long)p * 3, prm)) status = CQ__OUT_OF_DOMAIN;
+    return status;
+}
+
+/* >>material_fixed_corotated_3d_f32: Fixed corotated elasticity (Stomakhin et al. 2012; seed 003 eq 12).
+   Generated by SymPy from generator/materials/fixed_corotated.py (stress, then energy). */
+CQ_HD void cq__stress_3d_fixed_corotated_f32(const float *F, const float *R, float mu, float lam, float *P)
+{
+    (void)R; (void)mu; (void)lam;
+    const float t0 = F[4]*F[8];
+    const float t1 = F[5]*F[7];
+    const float t2 = F[3]*F[8];
+    const float t3 = F[4]*F[6];
+    const float t4 = F[5]*F[6];
+    const float t5 = F[3]*F[7];
+    const float t6 = lam*(-F[0]*t0 + F[0]*t1 + F[1]*t2 - F[1]*t4 + F[2]*t3 - F[2]*t5 + 1);
+    const float t7 = 2*mu;
+    P[0] = 2*mu*(F[0] - R[0]) - t6*(t0 - t1);
+    P[1] = t6*(t2 - t4) + t7*(F[1] - R[1]);
+    P[2] = 2*mu*(F[2] - R[2]) - t6*(-t3 + t5);
+    P[3] = t6*(F[1]*F[8] - F[2]*F[7]) + t7*(F[3] - R[3]);
+    P[4] = 2*mu*(F[4] - R[4]) - t6*(F[0]*F[8] - F[2]*F[6]);
+    P[5] = t6*(F[0]*F[7] - F[1]*F[6]) + t7*(F[5] - R[5]);
+    P[6] = 2*mu*(F[6] - R[6]) - t6*(F[1]*F[5] - F[2]*F[4]);
+    P[7] = t6*(F[0]*F[5] - F[2]*F[3]) + t7*(F[7] - R[7]);
+    P[8] = 2*mu*(F[8] - R[8]) - t6*(F[0]*F[4] - F[1]*F[3]);
+}
+
+CQ_HD float cq__energy_3d_fixed_corotated_f32(const float *F, const float *R, float mu, float lam)
+{
+    float psi;
+    (void)R; (void)mu; (void)lam;
+    psi = (1.0F/2.0F)*lam*((-F[0]*F[4]*F[8] + F[0]*F[5]*F[7] + F[1]*F[3]*F[8] - F[1]*F[5]*F[6] - F[2]*F[3]*F[7] + F[2]*F[4]*F[6] + 1)*(-F[0]*F[4]*F[8] + F[0]*F[5]*F[7] + F[1]*F[3]*F[8] - F[1]*F[5]*F[6] - F[2]*F[3]*F[7] + F[2]*F[4]*F[6] + 1)) + mu*(((F[0] - R[0])*(F[0] - R[0])) + ((F[1] - R[1])*(F[1] - R[1])) + ((F[2] - R[2])*(F[2] - R[2])) + ((F[3] - R[3])*(F[3] - R[3])) + ((F[4] - R[4])*(F[4] - R[4])) + ((F[5] - R[5])*(F[5] - R[5])) + ((F[6] - R[6])*(F[6] - R[6])) + ((F[7] - R[7])*(F[7] - R[7])) + ((F[8] - R[8])*(F[8] - R[8])));
+    return psi;
+}
+
+/* Total first Piola-Kirchhoff stress of one particle: material + incompressibility + actuation
+   (DESIGN.md sec 3: P = P_material(F; E, nu) [+ P_inc] + F sigma_a). */
+CQ_HD void cq__pk1_3d_fixed_corotated_f32(const float *F, float E, float nu, int group,
+                                           const cq__params_f32 *prm, const float *act_stress, float *P)
+{
+    float mu, lam, R[9];
+    cq__lame_f32(E, nu, &mu, &lam);
+    cq__polar_3d_f32(F, R);
+    cq__stress_3d_fixed_corotated_f32(F, R, mu, lam, P);
+    if (prm->incompressibility) cq__incompressible_3d_f32(F, E, nu, prm->incompressibility, P);
+    if (group >= 0 && group < prm->act_groups) {
+        const float *sa = act_stress + (long)group * 9;
+        for (int a = 0; a < 3; ++a)
+            for (int b = 0; b < 3; ++b)
+                for (int c = 0; c < 3; ++c) P[a * 3 + b] += F[a * 3 + c] * sa[c * 3 + b];
+    }
+}
+
+/* >>p2g_3d_fixed_corotated_f32: seed 000 eqs 3-6 (APIC + MLS force): scatter particle p's
+   mass and momentum  m v + G (x_i - x_p),  G = -(4/dx^2) dt V0 P F^T + m C. */
+CQ_HD void cq__p2g_fwd_3d_fixed_corotated_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
+                                           cq__gview_f32 g)
+{
+    int base[3];
+    float fx[3], w[3][3], xp[3], Fp[9], Pp[9], G[9], mv[3];
+    for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
+    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    cq__weights_3d_f32(xp, prm->inv_dx, base, fx, w);
+    cq__pk1_3d_fixed_corotated_f32(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    const float mass = s.mass[p];
+    const float k = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];
+    for (int a = 0; a < 3; ++a) {
+        mv[a] = mass * s.v[(long)p * 3 + a];
+        for (int b = 0; b < 3; ++b) {
+            float pf = 0;   /* (P F^T)_ab */
+            for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
+            G[a * 3 + b] = k * pf + mass * s.C[(long)p * 9 + a * 3 + b];
+        }
+    }
+    float dp[3][3];
+    for (int a = 0; a < 3; ++a)
+        for (int i = 0; i < 3; ++i) dp[a][i] = ((float)i - fx[a]) * prm->dx;
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int k = 0; k < 3; ++k)
+    {
+        const float wt = w[0][i] * w[1][j] * w[2][k], d[3] = {dp[0][i], dp[1][j], dp[2][k]};
+        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+        CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
+        CQ__ATOMIC_ADD(&g.v[idx * 3 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1] + G[2] * d[2]));   /* m v + G (x_i - x_p) */
+        CQ__ATOMIC_ADD(&g.v[idx * 3 + 1], wt * (mv[1] + G[3] * d[0] + G[4] * d[1] + G[5] * d[2]));   /* m v + G (x_i - x_p) */
+        CQ__ATOMIC_ADD(&g.v[idx * 3 + 2], wt * (mv[2] + G[6] * d[0] + G[7] * d[1] + G[8] * d[2]));   /* m v + G (x_i - x_p) */
+    }
+}
+
+/* >>material_neohookean_3d_f32: Compressible NeoHookean elasticity (seed 003 eq 13).
+   Generated by SymPy from generator/materials/neohookean.py (stress, then energy). */
+CQ_HD void cq__stress_3d_neohookean_f32(const float *F, const float *R, float mu, float lam, float *P)
+{
+    (void)R; (void)mu; (void)lam;
+    const float t0 = F[4]*F[8];
+    const float t1 = F[5]*F[7];
+    const float t2 = t0 - t1;
+    const float t3 = F[5]*F[6];
+    const float t4 = F[3]*F[7];
+    const float t5 = F[3]*F[8];
+    const float t6 = F[4]*F[6];
+    const float t7 = F[0]*t0 - F[0]*t1 + F[1]*t3 - F[1]*t5 + F[2]*t4 - F[2]*t6;
+    const float t8 = (1.0F/((t7)));
+    const float t9 = mu*t8;
+    const float t10 = lam*t8*logf(t7);
+    const float t11 = -t3 + t5;
+    const float t12 = t4 - t6;
+    const float t13 = F[1]*F[8] - F[2]*F[7];
+    const float t14 = F[0]*F[8] - F[2]*F[6];
+    const float t15 = F[0]*F[7] - F[1]*F[6];
+    const float t16 = F[1]*F[5] - F[2]*F[4];
+    const float t17 = F[0]*F[5] - F[2]*F[3];
+    const float t18 = F[0]*F[4] - F[1]*F[3];
+    P[0] = F[0]*mu + t10*t2 - t2*t9;
+    P[1] = F[1]*mu - t10*t11 + t11*t9;
+    P[2] = F[2]*mu + t10*t12 - t12*t9;
+    P[3] = F[3]*mu - t10*t13 + t13*t9;
+    P[4] = F[4]*mu + t10*t14 - t14*t9;
+    P[5] = F[5]*mu - t10*t15 + t15*t9;
+    P[6] = F[6]*mu + t10*t16 - t16*t9;
+    P[7] = F[7]*mu - t10*t17 + t17*t9;
+    P[8] = F[8]*mu + t10*t18 - t18*t9;
+}
+
+CQ_HD float cq__energy_3d_neohookean_f32(const float *F, const float *R, float mu, float lam)
+{
+    float psi;
+    (void)R; (void)mu; (void)lam;
+    const float t0 = logf(F[0]*F[4]*F[8] - F[0]*F[5]*F[7] - F[1]*F[3]*F[8] + F[1]*F[5]*F[6] + F[2]*F[3]*F[7] - F[2]*F[4]*F[6]);
+    psi = (1.0F/2.0F)*lam*((t0)*(t0)) - mu*t0 + (1.0F/2.0F)*mu*(((F[0])*(F[0])) + ((F[1])*(F[1])) + ((F[2])*(F[2])) + ((F[3])*(F[3])) + ((F[4])*(F[4])) + ((F[5])*(F[5])) + ((F[6])*(F[6])) + ((F[7])*(F[7])) + ((F[8])*(F[8])) - 3);
+    return psi;
+}
+
+/* Total first Piola-Kirchhoff stress of one particle: material + incompressibility + actuation
+   (DESIGN.md sec 3: P = P_material(F; E, nu) [+ P_inc] + F sigma_a). */
+CQ_HD void cq__pk1_3d_neohookean_f32(const float *F, float E, float nu, int group,
+                                           const cq__params_f32 *prm, const float *act_stress, float *P)
+{
+    float mu, lam, R[9];
+    cq__lame_f32(E, nu, &mu, &lam);
+    for (int a = 0; a < 9; ++a) R[a] = 0;
+    cq__stress_3d_neohookean_f32(F, R, mu, lam, P);
+    if (prm->incompressibility) cq__incompressible_3d_f32(F, E, nu, prm->incompressibility, P);
+    if (group >= 0 && group < prm->act_groups) {
+        const float *sa = act_stress + (long)group * 9;
+        for (int a = 0; a < 3; ++a)
+            for (int b = 0; b < 3; ++b)
+                for (int c = 0; c < 3; ++c) P[a * 3 + b] += F[a * 3 + c] * sa[c * 3 + b];
+    }
+}
+
+/* >>p2g_3d_neohookean_f32: seed 000 eqs 3-6 (APIC + MLS force): scatter particle p's
+   mass and momentum  m v + G (x_i - x_p),  G = -(4/dx^2) dt V0 P F^T + m C. */
+CQ_HD void cq__p2g_fwd_3d_neohookean_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
+                                           cq__gview_f32 g)
+{
+    int base[3];
+    float fx[3], w[3][3], xp[3], Fp[9], Pp[9], G[9], mv[3];
+    for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
+    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    cq__weights_3d_f32(xp, prm->inv_dx, base, fx, w);
+    cq__pk1_3d_neohookean_f32(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    const float mass = s.mass[p];
+    const float k = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];
+    for (int a = 0; a < 3; ++a) {
+        mv[a] = mass * s.v[(long)p * 3 + a];
+        for (int b = 0; b < 3; ++b) {
+            float pf = 0;   /* (P F^T)_ab */
+            for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
+            G[a * 3 + b] = k * pf + mass * s.C[(long)p * 9 + a * 3 + b];
+        }
+    }
+    float dp[3][3];
+    for (int a = 0; a < 3; ++a)
+        for (int i = 0; i < 3; ++i) dp[a][i] = ((float)i - fx[a]) * prm->dx;
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int k = 0; k < 3; ++k)
+    {
+        const float wt = w[0][i] * w[1][j] * w[2][k], d[3] = {dp[0][i], dp[1][j], dp[2][k]};
+        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+        CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
+        CQ__ATOMIC_ADD(&g.v[idx * 3 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1] + G[2] * d[2]));   /* m v + G (x_i - x_p) */
+        CQ__ATOMIC_ADD(&g.v[idx * 3 + 1], wt * (mv[1] + G[3] * d[0] + G[4] * d[1] + G[5] * d[2]));   /* m v + G (x_i - x_p) */
+        CQ__ATOMIC_ADD(&g.v[idx * 3 + 2], wt * (mv[2] + G[6] * d[0] + G[7] * d[1] + G[8] * d[2]));   /* m v + G (x_i - x_p) */
+    }
+}
+
+/* ======================================================================== 3D f64 */
+/* >>weights_3d_f64: quadratic B-spline weights (seed 000 eq 3). base: lower node
+   per axis; fx: position in cells relative to base, in [0.5, 1.5). */
+CQ_HD void cq__weights_3d_f64(const double *xp, double inv_dx, int *base, double *fx, double (*w)[3])
+{
+    for (int a = 0; a < 3; ++a) {
+        double q = xp[a] * inv_dx;
+        base[a] = (int)floor(q - (double)0.5);
+        fx[a] = q - (double)base[a];
+        double d0 = (double)1.5 - fx[a], d1 = fx[a] - 1, d2 = fx[a] - (double)0.5;
+        w[a][0] = (double)0.5 * d0 * d0;
+        w[a][1] = (double)0.75 - d1 * d1;
+        w[a][2] = (double)0.5 * d2 * d2;
+    }
+}
+
+/* 1 when every node the particle's stencil touches exists: the usable region of the grid. */
+CQ_HD int cq__in_domain_3d_f64(const double *xp, const cq__params_f64 *prm)
+{
+    for (int a = 0; a < 3; ++a) {
+        double q = xp[a] * prm->inv_dx - (double)0.5;
+        if (!(q >= 0 && q < (double)(prm->res[a] - 2))) return 0;   /* also false for NaN */
+    }
+    return 1;
+}
+
+/* cofactor(F) = J F^-T (finite for any F, unlike the inverse) */
+CQ_HD double cq__det_3d_f64(const double *F)
+{
+    return F[0] * (F[4] * F[8] - F[5] * F[7]) - F[1] * (F[3] * F[8] - F[5] * F[6]) + F[2] * (F[3] * F[7] - F[4] * F[6]);
+}
+
+CQ_HD void cq__cofactor_3d_f64(const double *F, double *K)
+{
+    K[0] = F[4] * F[8] - F[5] * F[7]; K[1] = F[5] * F[6] - F[3] * F[8]; K[2] = F[3] * F[7] - F[4] * F[6];
+    K[3] = F[2] * F[7] - F[1] * F[8]; K[4] = F[0] * F[8] - F[2] * F[6]; K[5] = F[1] * F[6] - F[0] * F[7];
+    K[6] = F[1] * F[5] - F[2] * F[4]; K[7] = F[2] * F[3] - F[0] * F[5]; K[8] = F[0] * F[4] - F[1] * F[3];
+}
+
+/* >>svd_3d_f64: F = U diag(sig) V^T with U, V rotations (det +1), sig[0] >= sig[1] >= |sig[2]|,
+   sig[2] < 0 when F is inverted.  One-sided (Hestenes) Jacobi rotates the columns of B = F V
+   until they are orthogonal to working precision (judged on F itself, never on F^T F, so small
+   strains keep their skew part); a Givens QR of B then gives U and the signed sig.  Finite for
+   every finite F, including F = I, repeated and zero singular values. */
+CQ_HD void cq__svd_3d_f64(const double *F, double *U, double *sig, double *V)
+{
+    double B[9];
+    for (int i = 0; i < 9; ++i) { B[i] = F[i]; V[i] = (i % 4 == 0); }
+    for (int sweep = 0; sweep < 12; ++sweep) {
+        int rotated = 0;
+        for (int pq = 0; pq < 3; ++pq) {
+            int p = pq == 2 ? 1 : 0, q = pq == 0 ? 1 : 2;
+            double al = 0, be = 0, ga = 0;
+            for (int k = 0; k < 3; ++k) {
+                al += B[k * 3 + p] * B[k * 3 + p]; be += B[k * 3 + q] * B[k * 3 + q]; ga += B[k * 3 + p] * B[k * 3 + q];
+            }
+            if (!(ga * ga > 1e-30 * al * be)) continue;
+            rotated = 1;
+            double zeta = (be - al) / (2 * ga);
+            double t = (zeta >= 0 ? 1 : -1) / (fabs(zeta) + sqrt(1 + zeta * zeta));
+            double c = 1 / sqrt(1 + t * t), s = t * c;
+            for (int k = 0; k < 3; ++k) {   /* B <- B J, V <- V J (J a rotation in the p-q plane) */
+                double bp = B[k * 3 + p], bq = B[k * 3 + q];
+                B[k * 3 + p] = c * bp - s * bq; B[k * 3 + q] = s * bp + c * bq;
+                double vp = V[k * 3 + p], vq = V[k * 3 + q];
+                V[k * 3 + p] = c * vp - s * vq; V[k * 3 + q] = s * vp + c * vq;
+            }
+        }
+        if (!rotated) break;
+    }
+    /* order columns by decreasing norm (a swap negates one column: det V stays +1) */
+    for (int pass = 0; pass < 3; ++pass) {
+        int i = pass == 1 ? 1 : 0, j = i + 1;
+        double ni = B[i] * B[i] + B[3 + i] * B[3 + i] + B[6 + i] * B[6 + i];
+        double nj = B[j] * B[j] + B[3 + j] * B[3 + j] + B[6 + j] * B[6 + j];
+        if (nj > ni)
+            for (int k = 0; k < 3; ++k) {
+                double tb = B[k * 3 + i]; B[k * 3 + i] = B[k * 3 + j]; B[k * 3 + j] = -tb;
+                double tv = V[k * 3 + i]; V[k * 3 + i] = V[k * 3 + j]; V[k * 3 + j] = -tv;
+            }
+    }
+    /* Givens QR: B = U Rup; U accumulates the transposed rotations */
+    for (int i = 0; i < 9; ++i) U[i] = (i % 4 == 0);
+    for (int g = 0; g < 3; ++g) {
+        int col = g == 2 ? 1 : 0, p = col, q = g == 1 ? 2 : (g == 0 ? 1 : 2);
+        double a = B[p * 3 + col], b = B[q * 3 + col];
+        double r = sqrt(a * a + b * b);
+        if (!(r > 0)) continue;
+        double c = a / r, s = b / r;
+        for (int k = 0; k < 3; ++k) {
+            double bp = B[p * 3 + k], bq = B[q * 3 + k];
+            B[p * 3 + k] = c * bp + s * bq; B[q * 3 + k] = -s * bp + c * bq;
+            double up = U[k * 3 + p], uq = U[k * 3 + q];
+            U[k * 3 + p] = c * up + s * uq; U[k * 3 + q] = -s * up + c * uq;
+        }
+    }
+    sig[0] = B[0]; sig[1] = B[4]; sig[2] = B[8];
+}
+
+/* >>polar_3d_f64: R = U V^T, always a rotation. */
+CQ_HD void cq__polar_3d_f64(const double *F, double *R)
+{
+    double U[9], sig[3], V[9];
+    cq__svd_3d_f64(F, U, sig, V);
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j)
+            R[i * 3 + j] = U[i * 3] * V[j * 3] + U[i * 3 + 1] * V[j * 3 + 1] + U[i * 3 + 2] * V[j * 3 + 2];
+}
+
+/* >>incompressible_3d_f64: seed 003 eq 14, P += E/(3(2-2nu)) p (J-1)^(p-1) J F^-T. */
+CQ_HD void cq__incompressible_3d_f64(const double *F, double E, double nu, int p, double *P)
+{
+    double K[9], J = cq__det_3d_f64(F), pw = 1;
+    for (int i = 1; i < p; ++i) pw *= J - 1;
+    double s = E / (3 * (2 - 2 * nu)) * (double)p * pw;
+    cq__cofactor_3d_f64(F, K);
+    for (int i = 0; i < 9; ++i) P[i] += s * K[i];
+}
+
+/* >>grid_3d_f64: wall boundary conditions (seed 003 sec 3.2, friction as appendix B
+   eqs B1-B6).  Nodes within `bound` of a face are wall nodes; the normal points into the
+   domain; corners apply each axis in turn. */
+CQ_HD void cq__boundary_3d_f64(const int *c, const cq__params_f64 *prm, double *v)
+{
+    for (int a = 0; a < 3; ++a) {
+        double n = c[a] < prm->bound ? (double)1 : (c[a] >= prm->res[a] - prm->bound ? (double)-1 : (double)0);
+        if (n == 0) continue;
+        double ln = v[a] * n;                       /* l_n, eq B1 */
+        switch (prm->boundary) {
+        case CQ__BC_STICKY:
+            for (int b = 0; b < 3; ++b) v[b] = 0;
+            return;
+        case CQ__BC_SLIP:
+            v[a] = 0;
+            break;
+        case CQ__BC_SEPARATE:
+            if (ln < 0) v[a] = 0;
+            break;
+        default: /* CQ__BC_FRICTION */
+            if (ln < 0) {
+                double lt = 1e-300;                 /* l_t = |v_t| + eps, eq B3 */
+                double s2 = 0;
+                for (int b = 0; b < 3; ++b) if (b != a) s2 += v[b] * v[b];
+                lt += sqrt(s2);
+                double lts = lt + prm->friction * ln;  /* eq B5 (ln < 0 here) */
+                if (lts < 0) lts = 0;
+                double scale = lts / lt;
+                for (int b = 0; b < 3; ++b) v[b] = b == a ? (double)0 : v[b] * scale;   /* eq B6 */
+            }
+            break;
+        }
+    }
+}
+
+/* Grid update for one node (seed 003 eq 7 + gravity + walls): v = p / m + dt g. */
+CQ_HD void cq__grid_fwd_3d_f64(int node, const cq__params_f64 *prm, cq__gview_f64 g)
+{
+    double *v = g.v + (long)node * 3;
+    double m = g.m[node];
+    if (!(m > 0)) {
+        for (int a = 0; a < 3; ++a) v[a] = 0;
+        return;
+    }
+    int c[3];
+    c[0] = node / (prm->res[1] * prm->res[2]); c[1] = (node / prm->res[2]) % prm->res[1]; c[2] = node % prm->res[2];
+    double inv_m = 1 / m;
+    for (int a = 0; a < 3; ++a) v[a] = v[a] * inv_m + prm->dt * prm->gravity[a];
+    cq__boundary_3d_f64(c, prm, v);
+}
+
+/* >>g2p_3d_f64: seed 000 eqs 8-11 / seed 003 eqs 8-11.  Reads particle p of `in`,
+   writes particle p of `out` (which may alias `in`).  Returns CQ__OK, CQ__NONFINITE or
+   CQ__OUT_OF_DOMAIN. */
+CQ_HD int cq__g2p_fwd_3d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 in,
+                                  cq__pview_f64 out, cq__gview_f64 g)
+{
+    int base[3];
+    double fx[3], w[3][3], xp[3], Fp[9], nv[3] = {0}, nC[9] = {0};
+    for (int a = 0; a < 3; ++a) xp[a] = in.x[(long)p * 3 + a];
+    for (int a = 0; a < 9; ++a) Fp[a] = in.F[(long)p * 9 + a];
+    cq__weights_3d_f64(xp, prm->inv_dx, base, fx, w);
+    const double k4 = 4 * prm->inv_dx;          /* 4/dx^2 times dpos = (node - fx) dx */
+    double dp[3][3];
+    for (int a = 0; a < 3; ++a)
+        for (int i = 0; i < 3; ++i) dp[a][i] = (double)i - fx[a];
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int k = 0; k < 3; ++k)
+    {
+        const double wt = w[0][i] * w[1][j] * w[2][k], d[3] = {dp[0][i], dp[1][j], dp[2][k]};
+        const double *vi = g.v + (((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k)) * 3;
+        { const double wv = wt * vi[0]; nv[0] += wv; nC[0] += wv * d[0]; nC[1] += wv * d[1]; nC[2] += wv * d[2]; }
+        { const double wv = wt * vi[1]; nv[1] += wv; nC[3] += wv * d[0]; nC[4] += wv * d[1]; nC[5] += wv * d[2]; }
+        { const double wv = wt * vi[2]; nv[2] += wv; nC[6] += wv * d[0]; nC[7] += wv * d[1]; nC[8] += wv * d[2]; }
+    }
+    for (int a = 0; a < 9; ++a) nC[a] *= k4;
+    int status = CQ__OK;
+    for (int a = 0; a < 3; ++a) {
+        double xn = xp[a] + prm->dt * nv[a];
+        out.x[(long)p * 3 + a] = xn;
+        out.v[(long)p * 3 + a] = nv[a];
+        if (!cq__isfinite_f64(xn) || !cq__isfinite_f64(nv[a])) status = CQ__NONFINITE;
+    }
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) {
+            double f = Fp[a * 3 + b];   /* F <- (I + dt C) F, eq 10 */
+            for (int c = 0; c < 3; ++c) f += prm->dt * nC[a * 3 + c] * Fp[c * 3 + b];
+            out.F[(long)p * 9 + a * 3 + b] = f;
+            out.C[(long)p * 9 + a * 3 + b] = nC[a * 3 + b];
+            if (!cq__isfinite_f64(f) || !cq__isfinite_f64(nC[a * 3 + b])) status = CQ__NONFINITE;
+        }
+    if (status == CQ__OK && !cq__in_domain_3d_f64(out.x + (long)p * 3, prm)) status = CQ__OUT_OF_DOMAIN;
+    return status;
+}
+
+/* >>material_fixed_corotated_3d_f64: Fixed corotated elasticity (Stomakhin et al. 2012; seed 003 eq 12).
+   Generated by SymPy from generator/materials/fixed_corotated.py (stress, then energy). */
+CQ_HD void cq__stress_3d_fixed_corotated_f64(const double *F, const double *R, double mu, double lam, double *P)
+{
+    (void)R; (void)mu; (void)lam;
+    const double t0 = F[4]*F[8];
+    const double t1 = F[5]*F[7];
+    const double t2 = F[3]*F[8];
+    const double t3 = F[4]*F[6];
+    const double t4 = F[5]*F[6];
+    const double t5 = F[3]*F[7];
+    const double t6 = lam*(-F[0]*t0 + F[0]*t1 + F[1]*t2 - F[1]*t4 + F[2]*t3 - F[2]*t5 + 1);
+    const double t7 = 2*mu;
+    P[0] = 2*mu*(F[0] - R[0]) - t6*(t0 - t1);
+    P[1] = t6*(t2 - t4) + t7*(F[1] - R[1]);
+    P[2] = 2*mu*(F[2] - R[2]) - t6*(-t3 + t5);
+    P[3] = t6*(F[1]*F[8] - F[2]*F[7]) + t7*(F[3] - R[3]);
+    P[4] = 2*mu*(F[4] - R[4]) - t6*(F[0]*F[8] - F[2]*F[6]);
+    P[5] = t6*(F[0]*F[7] - F[1]*F[6]) + t7*(F[5] - R[5]);
+    P[6] = 2*mu*(F[6] - R[6]) - t6*(F[1]*F[5] - F[2]*F[4]);
+    P[7] = t6*(F[0]*F[5] - F[2]*F[3]) + t7*(F[7] - R[7]);
+    P[8] = 2*mu*(F[8] - R[8]) - t6*(F[0]*F[4] - F[1]*F[3]);
+}
+
+CQ_HD double cq__energy_3d_fixed_corotated_f64(const double *F, const double *R, double mu, double lam)
+{
+    double psi;
+    (void)R; (void)mu; (void)lam;
+    psi = (1.0/2.0)*lam*((-F[0]*F[4]*F[8] + F[0]*F[5]*F[7] + F[1]*F[3]*F[8] - F[1]*F[5]*F[6] - F[2]*F[3]*F[7] + F[2]*F[4]*F[6] + 1)*(-F[0]*F[4]*F[8] + F[0]*F[5]*F[7] + F[1]*F[3]*F[8] - F[1]*F[5]*F[6] - F[2]*F[3]*F[7] + F[2]*F[4]*F[6] + 1)) + mu*(((F[0] - R[0])*(F[0] - R[0])) + ((F[1] - R[1])*(F[1] - R[1])) + ((F[2] - R[2])*(F[2] - R[2])) + ((F[3] - R[3])*(F[3] - R[3])) + ((F[4] - R[4])*(F[4] - R[4])) + ((F[5] - R[5])*(F[5] - R[5])) + ((F[6] - R[6])*(F[6] - R[6])) + ((F[7] - R[7])*(F[7] - R[7])) + ((F[8] - R[8])*(F[8] - R[8])));
+    return psi;
+}
+
+/* Total first Piola-Kirchhoff stress of one particle: material + incompressibility + actuation
+   (DESIGN.md sec 3: P = P_material(F; E, nu) [+ P_inc] + F sigma_a). */
+CQ_HD void cq__pk1_3d_fixed_corotated_f64(const double *F, double E, double nu, int group,
+                                           const cq__params_f64 *prm, const double *act_stress, double *P)
+{
+    double mu, lam, R[9];
+    cq__lame_f64(E, nu, &mu, &lam);
+    cq__polar_3d_f64(F, R);
+    cq__stress_3d_fixed_corotated_f64(F, R, mu, lam, P);
+    if (prm->incompressibility) cq__incompressible_3d_f64(F, E, nu, prm->incompressibility, P);
+    if (group >= 0 && group < prm->act_groups) {
+        const double *sa = act_stress + (long)group * 9;
+        for (int a = 0; a < 3; ++a)
+            for (int b = 0; b < 3; ++b)
+                for (int c = 0; c < 3; ++c) P[a * 3 + b] += F[a * 3 + c] * sa[c * 3 + b];
+    }
+}
+
+/* >>p2g_3d_fixed_corotated_f64: seed 000 eqs 3-6 (APIC + MLS force): scatter particle p's
+   mass and momentum  m v + G (x_i - x_p),  G = -(4/dx^2) dt V0 P F^T + m C. */
+CQ_HD void cq__p2g_fwd_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
+                                           cq__gview_f64 g)
+{
+    int base[3];
+    double fx[3], w[3][3], xp[3], Fp[9], Pp[9], G[9], mv[3];
+    for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
+    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    cq__weights_3d_f64(xp, prm->inv_dx, base, fx, w);
+    cq__pk1_3d_fixed_corotated_f64(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    const double mass = s.mass[p];
+    const double k = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];
+    for (int a = 0; a < 3; ++a) {
+        mv[a] = mass * s.v[(long)p * 3 + a];
+        for (int b = 0; b < 3; ++b) {
+            double pf = 0;   /* (P F^T)_ab */
+            for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
+            G[a * 3 + b] = k * pf + mass * s.C[(long)p * 9 + a * 3 + b];
+        }
+    }
+    double dp[3][3];
+    for (int a = 0; a < 3; ++a)
+        for (int i = 0; i < 3; ++i) dp[a][i] = ((double)i - fx[a]) * prm->dx;
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int k = 0; k < 3; ++k)
+    {
+        const double wt = w[0][i] * w[1][j] * w[2][k], d[3] = {dp[0][i], dp[1][j], dp[2][k]};
+        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+        CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
+        CQ__ATOMIC_ADD(&g.v[idx * 3 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1] + G[2] * d[2]));   /* m v + G (x_i - x_p) */
+        CQ__ATOMIC_ADD(&g.v[idx * 3 + 1], wt * (mv[1] + G[3] * d[0] + G[4] * d[1] + G[5] * d[2]));   /* m v + G (x_i - x_p) */
+        CQ__ATOMIC_ADD(&g.v[idx * 3 + 2], wt * (mv[2] + G[6] * d[0] + G[7] * d[1] + G[8] * d[2]));   /* m v + G (x_i - x_p) */
+    }
+}
+
+/* >>material_neohookean_3d_f64: Compressible NeoHookean elasticity (seed 003 eq 13).
+   Generated by SymPy from generator/materials/neohookean.py (stress, then energy). */
+CQ_HD void cq__stress_3d_neohookean_f64(const double *F, const double *R, double mu, double lam, double *P)
+{
+    (void)R; (void)mu; (void)lam;
+    const double t0 = F[4]*F[8];
+    const double t1 = F[5]*F[7];
+    const double t2 = t0 - t1;
+    const double t3 = F[5]*F[6];
+    const double t4 = F[3]*F[7];
+    const double t5 = F[3]*F[8];
+    const double t6 = F[4]*F[6];
+    const double t7 = F[0]*t0 - F[0]*t1 + F[1]*t3 - F[1]*t5 + F[2]*t4 - F[2]*t6;
+    const double t8 = (1.0/((t7)));
+    const double t9 = mu*t8;
+    const double t10 = lam*t8*log(t7);
+    const double t11 = -t3 + t5;
+    const double t12 = t4 - t6;
+    const double t13 = F[1]*F[8] - F[2]*F[7];
+    const double t14 = F[0]*F[8] - F[2]*F[6];
+    const double t15 = F[0]*F[7] - F[1]*F[6];
+    const double t16 = F[1]*F[5] - F[2]*F[4];
+    const double t17 = F[0]*F[5] - F[2]*F[3];
+    const double t18 = F[0]*F[4] - F[1]*F[3];
+    P[0] = F[0]*mu + t10*t2 - t2*t9;
+    P[1] = F[1]*mu - t10*t11 + t11*t9;
+    P[2] = F[2]*mu + t10*t12 - t12*t9;
+    P[3] = F[3]*mu - t10*t13 + t13*t9;
+    P[4] = F[4]*mu + t10*t14 - t14*t9;
+    P[5] = F[5]*mu - t10*t15 + t15*t9;
+    P[6] = F[6]*mu + t10*t16 - t16*t9;
+    P[7] = F[7]*mu - t10*t17 + t17*t9;
+    P[8] = F[8]*mu + t10*t18 - t18*t9;
+}
+
+CQ_HD double cq__energy_3d_neohookean_f64(const double *F, const double *R, double mu, double lam)
+{
+    double psi;
+    (void)R; (void)mu; (void)lam;
+    const double t0 = log(F[0]*F[4]*F[8] - F[0]*F[5]*F[7] - F[1]*F[3]*F[8] + F[1]*F[5]*F[6] + F[2]*F[3]*F[7] - F[2]*F[4]*F[6]);
+    psi = (1.0/2.0)*lam*((t0)*(t0)) - mu*t0 + (1.0/2.0)*mu*(((F[0])*(F[0])) + ((F[1])*(F[1])) + ((F[2])*(F[2])) + ((F[3])*(F[3])) + ((F[4])*(F[4])) + ((F[5])*(F[5])) + ((F[6])*(F[6])) + ((F[7])*(F[7])) + ((F[8])*(F[8])) - 3);
+    return psi;
+}
+
+/* Total first Piola-Kirchhoff stress of one particle: material + incompressibility + actuation
+   (DESIGN.md sec 3: P = P_material(F; E, nu) [+ P_inc] + F sigma_a). */
+CQ_HD void cq__pk1_3d_neohookean_f64(const double *F, double E, double nu, int group,
+                                           const cq__params_f64 *prm, const double *act_stress, double *P)
+{
+    double mu, lam, R[9];
+    cq__lame_f64(E, nu, &mu, &lam);
+    for (int a = 0; a < 9; ++a) R[a] = 0;
+    cq__stress_3d_neohookean_f64(F, R, mu, lam, P);
+    if (prm->incompressibility) cq__incompressible_3d_f64(F, E, nu, prm->incompressibility, P);
+    if (group >= 0 && group < prm->act_groups) {
+        const double *sa = act_stress + (long)group * 9;
+        for (int a = 0; a < 3; ++a)
+            for (int b = 0; b < 3; ++b)
+                for (int c = 0; c < 3; ++c) P[a * 3 + b] += F[a * 3 + c] * sa[c * 3 + b];
+    }
+}
+
+/* >>p2g_3d_neohookean_f64: seed 000 eqs 3-6 (APIC + MLS force): scatter particle p's
+   mass and momentum  m v + G (x_i - x_p),  G = -(4/dx^2) dt V0 P F^T + m C. */
+CQ_HD void cq__p2g_fwd_3d_neohookean_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
+                                           cq__gview_f64 g)
+{
+    int base[3];
+    double fx[3], w[3][3], xp[3], Fp[9], Pp[9], G[9], mv[3];
+    for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
+    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    cq__weights_3d_f64(xp, prm->inv_dx, base, fx, w);
+    cq__pk1_3d_neohookean_f64(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    const double mass = s.mass[p];
+    const double k = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];
+    for (int a = 0; a < 3; ++a) {
+        mv[a] = mass * s.v[(long)p * 3 + a];
+        for (int b = 0; b < 3; ++b) {
+            double pf = 0;   /* (P F^T)_ab */
+            for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
+            G[a * 3 + b] = k * pf + mass * s.C[(long)p * 9 + a * 3 + b];
+        }
+    }
+    double dp[3][3];
+    for (int a = 0; a < 3; ++a)
+        for (int i = 0; i < 3; ++i) dp[a][i] = ((double)i - fx[a]) * prm->dx;
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int k = 0; k < 3; ++k)
+    {
+        const double wt = w[0][i] * w[1][j] * w[2][k], d[3] = {dp[0][i], dp[1][j], dp[2][k]};
+        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+        CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
+        CQ__ATOMIC_ADD(&g.v[idx * 3 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1] + G[2] * d[2]));   /* m v + G (x_i - x_p) */
+        CQ__ATOMIC_ADD(&g.v[idx * 3 + 1], wt * (mv[1] + G[3] * d[0] + G[4] * d[1] + G[5] * d[2]));   /* m v + G (x_i - x_p) */
+        CQ__ATOMIC_ADD(&g.v[idx * 3 + 2], wt * (mv[2] + G[6] * d[0] + G[7] * d[1] + G[8] * d[2]));   /* m v + G (x_i - x_p) */
+    }
+}
+
+/* ---- END GENERATED: kernels ---- */
+
+/* ---- BEGIN GENERATED: host implementation from templates/host.c.j2.
+   DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
+#if defined(_OPENMP)
+#  define CQ__PRAGMA(x) _Pragma(#x)
+#  define CQ__OMP(directive) CQ__PRAGMA(omp directive)
+#else
+#  define CQ__OMP(directive)
+#endif
+
+/* P2G scatters race-free on the CPU: particles are bucketed into slabs of CQ__SLAB node
+   layers along x; slabs of one colour (even / odd) touch disjoint nodes (a particle's
+   stencil spans 3 nodes; 4 leaves a node of margin) and run in parallel, the colours one
+   after the other.  Each node's sum is taken in the same order whatever the thread count,
+   so CPU results are bit-identical run to run and across thread counts. */
+#define CQ__SLAB 4
+
+typedef struct cq__state { void *x, *v, *C, *F; } cq__state;
+
+typedef struct cq__vtable {
+    /* one substep; returns CQ__OK or the status of the lowest failing particle (*bad) */
+    int (*substep)(cq_sim *s, int *bad);
+    /* first particle in [first, first+count) whose stress is not finite, else -1 */
+    int (*check_stress)(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count);
+} cq__vtable;
+
+struct cq_sim {
+    cq_sim_desc desc;            /* defaults resolved */
+    int dim, dd, n;
+    size_t tsize;                /* sizeof(float) or sizeof(double) */
+    const cq__vtable *vt;
+    cq_backend backend;
+    cq__params_f32 prm_f32;
+    cq__params_f64 prm_f64;
+    cq__state cur, nxt, init, snap;   /* particle state: current, G2P output, step 0, step start */
+    void *mass, *vol, *E, *nu;        /* per-particle parameters */
+    int *act;                         /* actuator group, -1 = none */
+    int max_group;
+    void *act_stress;                 /* act_groups * dd */
+    int act_groups;
+    void *grid_m, *grid_v;
+    long nodes;
+    int *order, *slab_start, *slab_fill, nslabs;
+    int step;
+    char error[512];
+};
+
+static char cq__create_error[512];
+
+/* ------------------------------------------------------------------ >>errors */
+const char *cq_result_string(cq_result r)
+{
+    switch (r) {
+    case CQ_SUCCESS: return "success";
+    case CQ_ERROR_INVALID_ARGUMENT: return "invalid argument";
+    case CQ_ERROR_OUT_OF_MEMORY: return "out of memory";
+    case CQ_ERROR_NON_FINITE: return "non-finite value";
+    case CQ_ERROR_OUT_OF_DOMAIN: return "particle outside the grid's usable region";
+    case CQ_ERROR_BACKEND_UNAVAILABLE: return "backend unavailable";
+    case CQ_ERROR_INVALID_STATE: return "invalid state (call order)";
+    }
+    return "unknown cq_result";
+}
+
+static void cq__vlog(const cq_logger *lg, cq_log_level level, const char *fmt, va_list ap, char *buf, size_t cap)
+{
+    vsnprintf(buf, cap, fmt, ap);
+    if (lg && lg->func) lg->func(level, buf, lg->user);
+}
+
+static void cq__log(const cq_sim *s, cq_log_level level, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    if (!s->desc.logger.func) return;
+    va_start(ap, fmt);
+    cq__vlog(&s->desc.logger, level, fmt, ap, buf, sizeof buf);
+    va_end(ap);
+}
+
+/* Records the detail message of a failure and returns its code. */
+static cq_result cq__fail(cq_sim *s, cq_result code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    cq__vlog(&s->desc.logger, CQ_LOG_ERROR, fmt, ap, s->error, sizeof s->error);
+    va_end(ap);
+    return code;
+}
+
+static cq_result cq__create_fail(const cq_sim_desc *d, cq_result code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    cq__vlog(d ? &d->logger : NULL, CQ_LOG_ERROR, fmt, ap, cq__create_error, sizeof cq__create_error);
+    va_end(ap);
+    return code;
+}
+
+const char *cq_sim_last_error(const cq_sim *sim)
+{
+    return sim ? sim->error : cq__create_error;
+}
+
+/* ------------------------------------------------------------------ >>memory */
+static void *cq__default_alloc(size_t size, void *user) { (void)user; return malloc(size); }
+static void cq__default_free(void *ptr, void *user) { (void)user; free(ptr); }
+
+static void *cq__alloc(const cq_sim *s, size_t size)
+{
+    return s->desc.allocator.alloc(size ? size : 1, s->desc.allocator.user);
+}
+static void cq__free(const cq_sim *s, void *p)
+{
+    if (p) s->desc.allocator.free(p, s->desc.allocator.user);
+}
+
+static void cq__state_free(const cq_sim *s, cq__state *st)
+{
+    cq__free(s, st->x); cq__free(s, st->v); cq__free(s, st->C); cq__free(s, st->F);
+    st->x = st->v = st->C = st->F = NULL;
+}
+
+static int cq__state_alloc(const cq_sim *s, cq__state *st, int n)
+{
+    size_t vec = (size_t)n * s->dim * s->tsize, mat = (size_t)n * s->dd * s->tsize;
+    st->x = cq__alloc(s, vec); st->v = cq__alloc(s, vec);
+    st->C = cq__alloc(s, mat); st->F = cq__alloc(s, mat);
+    if (!st->x || !st->v || !st->C || !st->F) { cq__state_free(s, st); return 0; }
+    return 1;
+}
+
+static void cq__state_copy(const cq_sim *s, cq__state *dst, const cq__state *src, int n)
+{
+    size_t vec = (size_t)n * s->dim * s->tsize, mat = (size_t)n * s->dd * s->tsize;
+    memcpy(dst->x, src->x, vec); memcpy(dst->v, src->v, vec);
+    memcpy(dst->C, src->C, mat); memcpy(dst->F, src->F, mat);
+}
+
+/* ------------------------------------------------------------------ >>conversion */
+/* dst[i] = (T)src[i] for the sim's precision; returns the first index that is not finite
+   after conversion (e.g. 1e300 in float), or -1. */
+static long cq__from_double(const cq_sim *s, void *dst, const double *src, long count)
+{
+    long bad = -1;
+    if (s->tsize == sizeof(float)) {
+        float *d = (float *)dst;
+        for (long i = 0; i < count; ++i) { d[i] = (float)src[i]; if (bad < 0 && !cq__isfinite_f32(d[i])) bad = i; }
+    } else {
+        double *d = (double *)dst;
+        for (long i = 0; i < count; ++i) { d[i] = src[i]; if (bad < 0 && !cq__isfinite_f64(d[i])) bad = i; }
+    }
+    return bad;
+}
+
+static void cq__to_double(const cq_sim *s, double *dst, const void *src, long count)
+{
+    if (s->tsize == sizeof(float)) { const float *f = (const float *)src; for (long i = 0; i < count; ++i) dst[i] = f[i]; }
+    else memcpy(dst, src, (size_t)count * sizeof(double));
+}
+
+static double cq__at(const cq_sim *s, const void *a, long i)
+{
+    return s->tsize == sizeof(float) ? (double)((const float *)a)[i] : ((const double *)a)[i];
+}
+
+static int cq__in_domain(const cq_sim *s, const void *x, int p)
+{
+    if (s->dim == 2 && s->tsize == sizeof(float))
+        return cq__in_domain_2d_f32((const float *)x + (long)p * 2, &s->prm_f32);
+    if (s->dim == 2 && s->tsize == sizeof(double))
+        return cq__in_domain_2d_f64((const double *)x + (long)p * 2, &s->prm_f64);
+    if (s->dim == 3 && s->tsize == sizeof(float))
+        return cq__in_domain_3d_f32((const float *)x + (long)p * 3, &s->prm_f32);
+    if (s->dim == 3 && s->tsize == sizeof(double))
+        return cq__in_domain_3d_f64((const double *)x + (long)p * 3, &s->prm_f64);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ >>cpu_drivers */
+static cq__pview_f32 cq__pview_f32_of(const cq_sim *s, const cq__state *st)
+{
+    cq__pview_f32 v;
+    v.x = (float *)st->x; v.v = (float *)st->v; v.C = (float *)st->C; v.F = (float *)st->F;
+    v.mass = (float *)s->mass; v.vol = (float *)s->vol; v.E = (float *)s->E; v.nu = (float *)s->nu;
+    v.act = s->act; v.act_stress = (float *)s->act_stress;
+    return v;
+}
+
+/* Counting sort of particles into x-slabs (see CQ__SLAB): order[] lists particles slab by
+   slab, each slab in increasing particle index. */
+static void cq__bucket_f32(cq_sim *s, const float *x)
+{
+    const float inv_dx = s->prm_f32.inv_dx;
+    int *start = s->slab_start, *fill = s->slab_fill;
+    for (int k = 0; k <= s->nslabs; ++k) start[k] = 0;
+    for (int p = 0; p < s->n; ++p) {
+        int sl = (int)floorf(x[(long)p * s->dim] * inv_dx - (float)0.5) / CQ__SLAB;
+        sl = sl < 0 ? 0 : (sl >= s->nslabs ? s->nslabs - 1 : sl);
+        start[sl + 1]++;
+    }
+    for (int k = 0; k < s->nslabs; ++k) { start[k + 1] += start[k]; fill[k] = start[k]; }
+    for (int p = 0; p < s->n; ++p) {
+        int sl = (int)floorf(x[(long)p * s->dim] * inv_dx - (float)0.5) / CQ__SLAB;
+        sl = sl < 0 ? 0 : (sl >= s->nslabs ? s->nslabs - 1 : sl);
+        s->order[fill[sl]++] = p;
+    }
+}
+static cq__pview_f64 cq__pview_f64_of(const cq_sim *s, const cq__state *st)
+{
+    cq__pview_f64 v;
+    v.x = (double *)st->x; v.v = (double *)st->v; v.C = (double *)st->C; v.F = (double *)st->F;
+    v.mass = (double *)s->mass; v.vol = (double *)s->vol; v.E = (double *)s->E; v.nu = (double *)s->nu;
+    v.act = s->act; v.act_stress = (double *)s->act_stress;
+    return v;
+}
+
+/* Counting sort of particles into x-slabs (see CQ__SLAB): order[] lists particles slab by
+   slab, each slab in increasing particle index. */
+static void cq__bucket_f64(cq_sim *s, const double *x)
+{
+    const double inv_dx = s->prm_f64.inv_dx;
+    int *start = s->slab_start, *fill = s->slab_fill;
+    for (int k = 0; k <= s->nslabs; ++k) start[k] = 0;
+    for (int p = 0; p < s->n; ++p) {
+        int sl = (int)floor(x[(long)p * s->dim] * inv_dx - (double)0.5) / CQ__SLAB;
+        sl = sl < 0 ? 0 : (sl >= s->nslabs ? s->nslabs - 1 : sl);
+        start[sl + 1]++;
+    }
+    for (int k = 0; k < s->nslabs; ++k) { start[k + 1] += start[k]; fill[k] = start[k]; }
+    for (int p = 0; p < s->n; ++p) {
+        int sl = (int)floor(x[(long)p * s->dim] * inv_dx - (double)0.5) / CQ__SLAB;
+        sl = sl < 0 ? 0 : (sl >= s->nslabs ? s->nslabs - 1 : sl);
+        s->order[fill[sl]++] = p;
+    }
+}
+
+/* >>cpu_substep_2d_fixed_corotated_f32: P2G (slab-coloured), grid update, G2P into s->nxt. */
+static int cq__cpu_substep_2d_fixed_corotated_f32(cq_sim *s, int *bad)
+{
+    const cq__params_f32 *prm = &s->prm_f32;
+    cq__pview_f32 in = cq__pview_f32_of(s, &s->cur), out = cq__pview_f32_of(s, &s->nxt);
+    cq__gview_f32 g;
+    const long nodes = s->nodes;
+    const int n = s->n;
+    int first = n;
+    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
+    memset(g.m, 0, (size_t)nodes * sizeof(float));
+    memset(g.v, 0, (size_t)nodes * 2 * sizeof(float));
+    cq__bucket_f32(s, in.x);
+    for (int colour = 0; colour < 2; ++colour) {
+        const int *order = s->order, *start = s->slab_start;
+        CQ__OMP(parallel for schedule(dynamic))
+        for (int sl = colour; sl < s->nslabs; sl += 2)
+            for (int k = start[sl]; k < start[sl + 1]; ++k)
+                cq__p2g_fwd_2d_fixed_corotated_f32(order[k], prm, in, g);
+    }
+    CQ__OMP(parallel for schedule(static))
+    for (long i = 0; i < nodes; ++i)
+        cq__grid_fwd_2d_f32((int)i, prm, g);
+    CQ__OMP(parallel for schedule(static) reduction(min:first))
+    for (int p = 0; p < n; ++p)
+        if (cq__g2p_fwd_2d_f32(p, prm, in, out, g) != CQ__OK && p < first) first = p;
+    if (first == n) { *bad = -1; return CQ__OK; }
+    *bad = first;
+    return cq__g2p_fwd_2d_f32(first, prm, in, out, g);
+}
+
+static int cq__check_stress_2d_fixed_corotated_f32(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
+{
+    const float *f = (const float *)F, *e = (const float *)E, *q = (const float *)nu;
+    for (int p = first; p < first + count; ++p) {
+        float Pp[4];
+        cq__pk1_2d_fixed_corotated_f32(f + (long)p * 4, e[p], q[p], -1, &s->prm_f32, NULL, Pp);
+        for (int a = 0; a < 4; ++a)
+            if (!cq__isfinite_f32(Pp[a])) return p;
+    }
+    return -1;
+}
+
+/* >>cpu_substep_2d_fixed_corotated_f64: P2G (slab-coloured), grid update, G2P into s->nxt. */
+static int cq__cpu_substep_2d_fixed_corotated_f64(cq_sim *s, int *bad)
+{
+    const cq__params_f64 *prm = &s->prm_f64;
+    cq__pview_f64 in = cq__pview_f64_of(s, &s->cur), out = cq__pview_f64_of(s, &s->nxt);
+    cq__gview_f64 g;
+    const long nodes = s->nodes;
+    const int n = s->n;
+    int first = n;
+    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
+    memset(g.m, 0, (size_t)nodes * sizeof(double));
+    memset(g.v, 0, (size_t)nodes * 2 * sizeof(double));
+    cq__bucket_f64(s, in.x);
+    for (int colour = 0; colour < 2; ++colour) {
+        const int *order = s->order, *start = s->slab_start;
+        CQ__OMP(parallel for schedule(dynamic))
+        for (int sl = colour; sl < s->nslabs; sl += 2)
+            for (int k = start[sl]; k < start[sl + 1]; ++k)
+                cq__p2g_fwd_2d_fixed_corotated_f64(order[k], prm, in, g);
+    }
+    CQ__OMP(parallel for schedule(static))
+    for (long i = 0; i < nodes; ++i)
+        cq__grid_fwd_2d_f64((int)i, prm, g);
+    CQ__OMP(parallel for schedule(static) reduction(min:first))
+    for (int p = 0; p < n; ++p)
+        if (cq__g2p_fwd_2d_f64(p, prm, in, out, g) != CQ__OK && p < first) first = p;
+    if (first == n) { *bad = -1; return CQ__OK; }
+    *bad = first;
+    return cq__g2p_fwd_2d_f64(first, prm, in, out, g);
+}
+
+static int cq__check_stress_2d_fixed_corotated_f64(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
+{
+    const double *f = (const double *)F, *e = (const double *)E, *q = (const double *)nu;
+    for (int p = first; p < first + count; ++p) {
+        double Pp[4];
+        cq__pk1_2d_fixed_corotated_f64(f + (long)p * 4, e[p], q[p], -1, &s->prm_f64, NULL, Pp);
+        for (int a = 0; a < 4; ++a)
+            if (!cq__isfinite_f64(Pp[a])) return p;
+    }
+    return -1;
+}
+
+/* >>cpu_substep_2d_neohookean_f32: P2G (slab-coloured), grid update, G2P into s->nxt. */
+static int cq__cpu_substep_2d_neohookean_f32(cq_sim *s, int *bad)
+{
+    const cq__params_f32 *prm = &s->prm_f32;
+    cq__pview_f32 in = cq__pview_f32_of(s, &s->cur), out = cq__pview_f32_of(s, &s->nxt);
+    cq__gview_f32 g;
+    const long nodes = s->nodes;
+    const int n = s->n;
+    int first = n;
+    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
+    memset(g.m, 0, (size_t)nodes * sizeof(float));
+    memset(g.v, 0, (size_t)nodes * 2 * sizeof(float));
+    cq__bucket_f32(s, in.x);
+    for (int colour = 0; colour < 2; ++colour) {
+        const int *order = s->order, *start = s->slab_start;
+        CQ__OMP(parallel for schedule(dynamic))
+        for (int sl = colour; sl < s->nslabs; sl += 2)
+            for (int k = start[sl]; k < start[sl + 1]; ++k)
+                cq__p2g_fwd_2d_neohookean_f32(order[k], prm, in, g);
+    }
+    CQ__OMP(parallel for schedule(static))
+    for (long i = 0; i < nodes; ++i)
+        cq__grid_fwd_2d_f32((int)i, prm, g);
+    CQ__OMP(parallel for schedule(static) reduction(min:first))
+    for (int p = 0; p < n; ++p)
+        if (cq__g2p_fwd_2d_f32(p, prm, in, out, g) != CQ__OK && p < first) first = p;
+    if (first == n) { *bad = -1; return CQ__OK; }
+    *bad = first;
+    return cq__g2p_fwd_2d_f32(first, prm, in, out, g);
+}
+
+static int cq__check_stress_2d_neohookean_f32(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
+{
+    const float *f = (const float *)F, *e = (const float *)E, *q = (const float *)nu;
+    for (int p = first; p < first + count; ++p) {
+        float Pp[4];
+        cq__pk1_2d_neohookean_f32(f + (long)p * 4, e[p], q[p], -1, &s->prm_f32, NULL, Pp);
+        for (int a = 0; a < 4; ++a)
+            if (!cq__isfinite_f32(Pp[a])) return p;
+    }
+    return -1;
+}
+
+/* >>cpu_substep_2d_neohookean_f64: P2G (slab-coloured), grid update, G2P into s->nxt. */
+static int cq__cpu_substep_2d_neohookean_f64(cq_sim *s, int *bad)
+{
+    const cq__params_f64 *prm = &s->prm_f64;
+    cq__pview_f64 in = cq__pview_f64_of(s, &s->cur), out = cq__pview_f64_of(s, &s->nxt);
+    cq__gview_f64 g;
+    const long nodes = s->nodes;
+    const int n = s->n;
+    int first = n;
+    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
+    memset(g.m, 0, (size_t)nodes * sizeof(double));
+    memset(g.v, 0, (size_t)nodes * 2 * sizeof(double));
+    cq__bucket_f64(s, in.x);
+    for (int colour = 0; colour < 2; ++colour) {
+        const int *order = s->order, *start = s->slab_start;
+        CQ__OMP(parallel for schedule(dynamic))
+        for (int sl = colour; sl < s->nslabs; sl += 2)
+            for (int k = start[sl]; k < start[sl + 1]; ++k)
+                cq__p2g_fwd_2d_neohookean_f64(order[k], prm, in, g);
+    }
+    CQ__OMP(parallel for schedule(static))
+    for (long i = 0; i < nodes; ++i)
+        cq__grid_fwd_2d_f64((int)i, prm, g);
+    CQ__OMP(parallel for schedule(static) reduction(min:first))
+    for (int p = 0; p < n; ++p)
+        if (cq__g2p_fwd_2d_f64(p, prm, in, out, g) != CQ__OK && p < first) first = p;
+    if (first == n) { *bad = -1; return CQ__OK; }
+    *bad = first;
+    return cq__g2p_fwd_2d_f64(first, prm, in, out, g);
+}
+
+static int cq__check_stress_2d_neohookean_f64(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
+{
+    const double *f = (const double *)F, *e = (const double *)E, *q = (const double *)nu;
+    for (int p = first; p < first + count; ++p) {
+        double Pp[4];
+        cq__pk1_2d_neohookean_f64(f + (long)p * 4, e[p], q[p], -1, &s->prm_f64, NULL, Pp);
+        for (int a = 0; a < 4; ++a)
+            if (!cq__isfinite_f64(Pp[a])) return p;
+    }
+    return -1;
+}
+
+/* >>cpu_substep_3d_fixed_corotated_f32: P2G (slab-coloured), grid update, G2P into s->nxt. */
+static int cq__cpu_substep_3d_fixed_corotated_f32(cq_sim *s, int *bad)
+{
+    const cq__params_f32 *prm = &s->prm_f32;
+    cq__pview_f32 in = cq__pview_f32_of(s, &s->cur), out = cq__pview_f32_of(s, &s->nxt);
+    cq__gview_f32 g;
+    const long nodes = s->nodes;
+    const int n = s->n;
+    int first = n;
+    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
+    memset(g.m, 0, (size_t)nodes * sizeof(float));
+    memset(g.v, 0, (size_t)nodes * 3 * sizeof(float));
+    cq__bucket_f32(s, in.x);
+    for (int colour = 0; colour < 2; ++colour) {
+        const int *order = s->order, *start = s->slab_start;
+        CQ__OMP(parallel for schedule(dynamic))
+        for (int sl = colour; sl < s->nslabs; sl += 2)
+            for (int k = start[sl]; k < start[sl + 1]; ++k)
+                cq__p2g_fwd_3d_fixed_corotated_f32(order[k], prm, in, g);
+    }
+    CQ__OMP(parallel for schedule(static))
+    for (long i = 0; i < nodes; ++i)
+        cq__grid_fwd_3d_f32((int)i, prm, g);
+    CQ__OMP(parallel for schedule(static) reduction(min:first))
+    for (int p = 0; p < n; ++p)
+        if (cq__g2p_fwd_3d_f32(p, prm, in, out, g) != CQ__OK && p < first) first = p;
+    if (first == n) { *bad = -1; return CQ__OK; }
+    *bad = first;
+    return cq__g2p_fwd_3d_f32(first, prm, in, out, g);
+}
+
+static int cq__check_stress_3d_fixed_corotated_f32(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
+{
+    const float *f = (const float *)F, *e = (const float *)E, *q = (const float *)nu;
+    for (int p = first; p < first + count; ++p) {
+        float Pp[9];
+        cq__pk1_3d_fixed_corotated_f32(f + (long)p * 9, e[p], q[p], -1, &s->prm_f32, NULL, Pp);
+        for (int a = 0; a < 9; ++a)
+            if (!cq__isfinite_f32(Pp[a])) return p;
+    }
+    return -1;
+}
+
+/* >>cpu_substep_3d_fixed_corotated_f64: P2G (slab-coloured), grid update, G2P into s->nxt. */
+static int cq__cpu_substep_3d_fixed_corotated_f64(cq_sim *s, int *bad)
+{
+    const cq__params_f64 *prm = &s->prm_f64;
+    cq__pview_f64 in = cq__pview_f64_of(s, &s->cur), out = cq__pview_f64_of(s, &s->nxt);
+    cq__gview_f64 g;
+    const long nodes = s->nodes;
+    const int n = s->n;
+    int first = n;
+    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
+    memset(g.m, 0, (size_t)nodes * sizeof(double));
+    memset(g.v, 0, (size_t)nodes * 3 * sizeof(double));
+    cq__bucket_f64(s, in.x);
+    for (int colour = 0; colour < 2; ++colour) {
+        const int *order = s->order, *start = s->slab_start;
+        CQ__OMP(parallel for schedule(dynamic))
+        for (int sl = colour; sl < s->nslabs; sl += 2)
+            for (int k = start[sl]; k < start[sl + 1]; ++k)
+                cq__p2g_fwd_3d_fixed_corotated_f64(order[k], prm, in, g);
+    }
+    CQ__OMP(parallel for schedule(static))
+    for (long i = 0; i < nodes; ++i)
+        cq__grid_fwd_3d_f64((int)i, prm, g);
+    CQ__OMP(parallel for schedule(static) reduction(min:first))
+    for (int p = 0; p < n; ++p)
+        if (cq__g2p_fwd_3d_f64(p, prm, in, out, g) != CQ__OK && p < first) first = p;
+    if (first == n) { *bad = -1; return CQ__OK; }
+    *bad = first;
+    return cq__g2p_fwd_3d_f64(first, prm, in, out, g);
+}
+
+static int cq__check_stress_3d_fixed_corotated_f64(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
+{
+    const double *f = (const double *)F, *e = (const double *)E, *q = (const double *)nu;
+    for (int p = first; p < first + count; ++p) {
+        double Pp[9];
+        cq__pk1_3d_fixed_corotated_f64(f + (long)p * 9, e[p], q[p], -1, &s->prm_f64, NULL, Pp);
+        for (int a = 0; a < 9; ++a)
+            if (!cq__isfinite_f64(Pp[a])) return p;
+    }
+    return -1;
+}
+
+/* >>cpu_substep_3d_neohookean_f32: P2G (slab-coloured), grid update, G2P into s->nxt. */
+static int cq__cpu_substep_3d_neohookean_f32(cq_sim *s, int *bad)
+{
+    const cq__params_f32 *prm = &s->prm_f32;
+    cq__pview_f32 in = cq__pview_f32_of(s, &s->cur), out = cq__pview_f32_of(s, &s->nxt);
+    cq__gview_f32 g;
+    const long nodes = s->nodes;
+    const int n = s->n;
+    int first = n;
+    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
+    memset(g.m, 0, (size_t)nodes * sizeof(float));
+    memset(g.v, 0, (size_t)nodes * 3 * sizeof(float));
+    cq__bucket_f32(s, in.x);
+    for (int colour = 0; colour < 2; ++colour) {
+        const int *order = s->order, *start = s->slab_start;
+        CQ__OMP(parallel for schedule(dynamic))
+        for (int sl = colour; sl < s->nslabs; sl += 2)
+            for (int k = start[sl]; k < start[sl + 1]; ++k)
+                cq__p2g_fwd_3d_neohookean_f32(order[k], prm, in, g);
+    }
+    CQ__OMP(parallel for schedule(static))
+    for (long i = 0; i < nodes; ++i)
+        cq__grid_fwd_3d_f32((int)i, prm, g);
+    CQ__OMP(parallel for schedule(static) reduction(min:first))
+    for (int p = 0; p < n; ++p)
+        if (cq__g2p_fwd_3d_f32(p, prm, in, out, g) != CQ__OK && p < first) first = p;
+    if (first == n) { *bad = -1; return CQ__OK; }
+    *bad = first;
+    return cq__g2p_fwd_3d_f32(first, prm, in, out, g);
+}
+
+static int cq__check_stress_3d_neohookean_f32(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
+{
+    const float *f = (const float *)F, *e = (const float *)E, *q = (const float *)nu;
+    for (int p = first; p < first + count; ++p) {
+        float Pp[9];
+        cq__pk1_3d_neohookean_f32(f + (long)p * 9, e[p], q[p], -1, &s->prm_f32, NULL, Pp);
+        for (int a = 0; a < 9; ++a)
+            if (!cq__isfinite_f32(Pp[a])) return p;
+    }
+    return -1;
+}
+
+/* >>cpu_substep_3d_neohookean_f64: P2G (slab-coloured), grid update, G2P into s->nxt. */
+static int cq__cpu_substep_3d_neohookean_f64(cq_sim *s, int *bad)
+{
+    const cq__params_f64 *prm = &s->prm_f64;
+    cq__pview_f64 in = cq__pview_f64_of(s, &s->cur), out = cq__pview_f64_of(s, &s->nxt);
+    cq__gview_f64 g;
+    const long nodes = s->nodes;
+    const int n = s->n;
+    int first = n;
+    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
+    memset(g.m, 0, (size_t)nodes * sizeof(double));
+    memset(g.v, 0, (size_t)nodes * 3 * sizeof(double));
+    cq__bucket_f64(s, in.x);
+    for (int colour = 0; colour < 2; ++colour) {
+        const int *order = s->order, *start = s->slab_start;
+        CQ__OMP(parallel for schedule(dynamic))
+        for (int sl = colour; sl < s->nslabs; sl += 2)
+            for (int k = start[sl]; k < start[sl + 1]; ++k)
+                cq__p2g_fwd_3d_neohookean_f64(order[k], prm, in, g);
+    }
+    CQ__OMP(parallel for schedule(static))
+    for (long i = 0; i < nodes; ++i)
+        cq__grid_fwd_3d_f64((int)i, prm, g);
+    CQ__OMP(parallel for schedule(static) reduction(min:first))
+    for (int p = 0; p < n; ++p)
+        if (cq__g2p_fwd_3d_f64(p, prm, in, out, g) != CQ__OK && p < first) first = p;
+    if (first == n) { *bad = -1; return CQ__OK; }
+    *bad = first;
+    return cq__g2p_fwd_3d_f64(first, prm, in, out, g);
+}
+
+static int cq__check_stress_3d_neohookean_f64(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
+{
+    const double *f = (const double *)F, *e = (const double *)E, *q = (const double *)nu;
+    for (int p = first; p < first + count; ++p) {
+        double Pp[9];
+        cq__pk1_3d_neohookean_f64(f + (long)p * 9, e[p], q[p], -1, &s->prm_f64, NULL, Pp);
+        for (int a = 0; a < 9; ++a)
+            if (!cq__isfinite_f64(Pp[a])) return p;
+    }
+    return -1;
+}
+
+/* [dim - 2][material - 1][precision - 1] */
+static const cq__vtable cq__cpu_table[2][2][2] = {
+    {
+        {
+            { cq__cpu_substep_2d_fixed_corotated_f32, cq__check_stress_2d_fixed_corotated_f32 },
+            { cq__cpu_substep_2d_fixed_corotated_f64, cq__check_stress_2d_fixed_corotated_f64 },
+        },
+        {
+            { cq__cpu_substep_2d_neohookean_f32, cq__check_stress_2d_neohookean_f32 },
+            { cq__cpu_substep_2d_neohookean_f64, cq__check_stress_2d_neohookean_f64 },
+        },
+    },
+    {
+        {
+            { cq__cpu_substep_3d_fixed_corotated_f32, cq__check_stress_3d_fixed_corotated_f32 },
+            { cq__cpu_substep_3d_fixed_corotated_f64, cq__check_stress_3d_fixed_corotated_f64 },
+        },
+        {
+            { cq__cpu_substep_3d_neohookean_f32, cq__check_stress_3d_neohookean_f32 },
+            { cq__cpu_substep_3d_neohookean_f64, cq__check_stress_3d_neohookean_f64 },
+        },
+    },
+};
+
+/* ------------------------------------------------------------------ >>create */
+static int cq__finite(double a) { return a == a && a - a == 0; }
+
+cq_result cq_sim_create(const cq_sim_desc *desc, cq_sim **out)
+{
+    cq_sim_desc d;
+    cq_sim *s;
+    if (!out) return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_create: out is NULL");
+    *out = NULL;
+    if (!desc) return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_create: desc is NULL");
+    d = *desc;
+    if (d.dim != 2 && d.dim != 3)
+        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.dim = %d: must be 2 or 3", d.dim);
+    if (d.wall_cells == 0) d.wall_cells = 3;
+    if (d.wall_cells < 1 || d.wall_cells > 64)
+        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.wall_cells = %d: must be 0 (= 3) or 1..64", d.wall_cells);
+    if (d.dim == 2) d.res[2] = 1;
+    for (int a = 0; a < d.dim; ++a)
+        if (d.res[a] < 2 * d.wall_cells + 4 || d.res[a] > 65536)
+            return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT,
+                                   "cq_sim_desc.res[%d] = %d: must be in [2*wall_cells+4 = %d, 65536]", a, d.res[a], 2 * d.wall_cells + 4);
+    if ((double)d.res[0] * d.res[1] * d.res[2] * (d.dim + 1) > (double)INT_MAX)
+        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.res: %d x %d x %d grid is too large",
+                               d.res[0], d.res[1], d.res[2]);
+    if (!cq__finite(d.dx) || !(d.dx > 0))
+        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.dx = %g: must be finite and > 0", d.dx);
+    if (!cq__finite(d.dt) || !(d.dt > 0))
+        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.dt = %g: must be finite and > 0", d.dt);
+    if (d.substeps == 0) d.substeps = 1;
+    if (d.substeps < 0)
+        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.substeps = %d: must be >= 0", d.substeps);
+    for (int a = 0; a < 3; ++a)
+        if (!cq__finite(d.gravity[a]))
+            return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.gravity[%d] is not finite", a);
+    if (d.dim == 2) d.gravity[2] = 0;
+    if (d.material == CQ_MATERIAL_DEFAULT) d.material = (cq_material)1;
+    if ((int)d.material < 1 || (int)d.material >= CQ_MATERIAL_COUNT)
+        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.material = %d: unknown material", (int)d.material);
+    if (d.precision == CQ_PRECISION_DEFAULT) d.precision = CQ_PRECISION_F32;
+    if (d.precision != CQ_PRECISION_F32 && d.precision != CQ_PRECISION_F64)
+        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.precision = %d: unknown precision", (int)d.precision);
+    if (d.boundary == CQ_BOUNDARY_DEFAULT) d.boundary = CQ_BOUNDARY_STICKY;
+    if ((int)d.boundary < CQ_BOUNDARY_STICKY || (int)d.boundary > CQ_BOUNDARY_FRICTION)
+        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.boundary = %d: unknown boundary", (int)d.boundary);
+    if (!cq__finite(d.friction) || d.friction < 0)
+        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.friction = %g: must be finite and >= 0", d.friction);
+    if (d.checkpoint_every < 0)
+        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.checkpoint_every = %d: must be >= 0", d.checkpoint_every);
+    if (d.incompressibility != 0 && (d.incompressibility < 2 || d.incompressibility > 16))
+        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.incompressibility = %d: must be 0 (off) or 2..16", d.incompressibility);
+    if ((d.allocator.alloc == NULL) != (d.allocator.free == NULL))
+        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.allocator: set both alloc and free, or neither");
+    if (!d.allocator.alloc) { d.allocator.alloc = cq__default_alloc; d.allocator.free = cq__default_free; }
+    if ((int)d.backend < CQ_BACKEND_DEFAULT || (int)d.backend > CQ_BACKEND_CUDA)
+        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.backend = %d: unknown backend", (int)d.backend);
+    if (d.backend == CQ_BACKEND_CUDA)
+        return cq__create_fail(desc, CQ_ERROR_BACKEND_UNAVAILABLE,
+                               "cq_sim_desc.backend = CUDA: this version of chainqueen.h runs on the CPU only "
+                               "(the CUDA kernels are generated and compiled but not yet loaded at run time)");
+
+    s = (cq_sim *)d.allocator.alloc(sizeof(cq_sim), d.allocator.user);
+    if (!s) return cq__create_fail(desc, CQ_ERROR_OUT_OF_MEMORY, "cq_sim_create: cannot allocate the sim");
+    memset(s, 0, sizeof *s);
+    s->desc = d;
+    s->dim = d.dim; s->dd = d.dim * d.dim;
+    s->tsize = d.precision == CQ_PRECISION_F32 ? sizeof(float) : sizeof(double);
+    s->vt = &cq__cpu_table[d.dim - 2][d.material - 1][d.precision - 1];
+    s->backend = CQ_BACKEND_CPU;
+    s->max_group = -1;
+    s->nodes = (long)d.res[0] * d.res[1] * d.res[2];
+    s->nslabs = (d.res[0] + CQ__SLAB - 1) / CQ__SLAB;
+    s->prm_f32.dx = (float)d.dx; s->prm_f32.inv_dx = (float)(1.0 / d.dx); s->prm_f32.dt = (float)d.dt;
+    s->prm_f32.friction = (float)d.friction;
+    for (int a = 0; a < 3; ++a) { s->prm_f32.gravity[a] = (float)d.gravity[a]; s->prm_f32.res[a] = d.res[a]; }
+    s->prm_f32.bound = d.wall_cells; s->prm_f32.boundary = (int)d.boundary;
+    s->prm_f32.incompressibility = d.incompressibility; s->prm_f32.act_groups = 0;
+    s->prm_f64.dx = (double)d.dx; s->prm_f64.inv_dx = (double)(1.0 / d.dx); s->prm_f64.dt = (double)d.dt;
+    s->prm_f64.friction = (double)d.friction;
+    for (int a = 0; a < 3; ++a) { s->prm_f64.gravity[a] = (double)d.gravity[a]; s->prm_f64.res[a] = d.res[a]; }
+    s->prm_f64.bound = d.wall_cells; s->prm_f64.boundary = (int)d.boundary;
+    s->prm_f64.incompressibility = d.incompressibility; s->prm_f64.act_groups = 0;
+    s->grid_m = cq__alloc(s, (size_t)s->nodes * s->tsize);
+    s->grid_v = cq__alloc(s, (size_t)s->nodes * s->dim * s->tsize);
+    s->slab_start = (int *)cq__alloc(s, sizeof(int) * (size_t)(s->nslabs + 1));
+    s->slab_fill = (int *)cq__alloc(s, sizeof(int) * (size_t)s->nslabs);
+    if (!s->grid_m || !s->grid_v || !s->slab_start || !s->slab_fill) {
+        cq_sim_destroy(s);
+        return cq__create_fail(desc, CQ_ERROR_OUT_OF_MEMORY, "cq_sim_create: cannot allocate a %d x %d x %d grid",
+                               d.res[0], d.res[1], d.res[2]);
+    }
+    if (desc->backend == CQ_BACKEND_DEFAULT)
+        cq__log(s, CQ_LOG_INFO, "backend: CPU (%s); CUDA is not loaded by this version of chainqueen.h",
+#if defined(_OPENMP)
+                "OpenMP"
+#else
+                "serial"
+#endif
+        );
+    *out = s;
+    return CQ_SUCCESS;
+}
+
+void cq_sim_destroy(cq_sim *s)
+{
+    if (!s) return;
+    cq__state_free(s, &s->cur); cq__state_free(s, &s->nxt); cq__state_free(s, &s->init); cq__state_free(s, &s->snap);
+    cq__free(s, s->mass); cq__free(s, s->vol); cq__free(s, s->E); cq__free(s, s->nu); cq__free(s, s->act);
+    cq__free(s, s->act_stress); cq__free(s, s->grid_m); cq__free(s, s->grid_v);
+    cq__free(s, s->order); cq__free(s, s->slab_start); cq__free(s, s->slab_fill);
+    s->desc.allocator.free(s, s->desc.allocator.user);
+}
+
+cq_backend cq_sim_backend(const cq_sim *s) { return s ? s->backend : CQ_BACKEND_DEFAULT; }
+int cq_sim_particle_count(const cq_sim *s) { return s ? s->n : 0; }
+int cq_sim_step_count(const cq_sim *s) { return s ? s->step : 0; }
+
+int cq_sim_field_size(const cq_sim *s, cq_field f)
+{
+    if (!s) return 0;
+    switch (f) {
+    case CQ_FIELD_X: case CQ_FIELD_V: return s->dim;
+    case CQ_FIELD_C: case CQ_FIELD_F: return s->dd;
+    case CQ_FIELD_MASS: case CQ_FIELD_VOLUME: case CQ_FIELD_YOUNGS: case CQ_FIELD_POISSON: return 1;
+    }
+    return 0;
+}
+
+static const char *cq__field_name(cq_field f)
+{
+    static const char *names[] = {"x", "v", "C", "F", "mass", "volume", "youngs", "poisson"};
+    return (int)f >= 0 && (int)f < 8 ? names[f] : "?";
+}
+
+/* ------------------------------------------------------------------ >>validation */
+/* Checks `count` values of field f (double input, particle-major), converted into dst
+   (the sim's precision).  `what` names the source in messages; `p0` is the index of the
+   first particle in the sim. */
+static cq_result cq__convert_field(cq_sim *s, cq_field f, void *dst, const double *src, int count, int p0, const char *what)
+{
+    int k = cq_sim_field_size(s, f);
+    long bad = -1;
+    for (long i = 0; i < (long)count * k; ++i)
+        if (!cq__finite(src[i])) { bad = i; break; }
+    if (bad >= 0)
+        return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: %s of particle %ld is not finite (component %ld = %g)",
+                        what, cq__field_name(f), p0 + bad / k, bad % k, src[bad]);
+    bad = cq__from_double(s, dst, src, (long)count * k);
+    if (bad >= 0)
+        return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: %s of particle %ld overflows float (component %ld = %g)",
+                        what, cq__field_name(f), p0 + bad / k, bad % k, src[bad]);
+    for (int p = 0; p < count; ++p) {
+        double a = src[p * k];
+        switch (f) {
+        case CQ_FIELD_X:
+            if (!cq__in_domain(s, dst, p))
+                return cq__fail(s, CQ_ERROR_OUT_OF_DOMAIN, "%s: x of particle %d is outside the usable grid region "
+                                "[0.5 dx, (res - 1.5) dx) on some axis", what, p0 + p);
+            break;
+        case CQ_FIELD_MASS: case CQ_FIELD_VOLUME: case CQ_FIELD_YOUNGS:
+            if (!(a > 0) || !(cq__at(s, dst, p) > 0))
+                return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: %s of particle %d = %g: must be > 0", what,
+                                cq__field_name(f), p0 + p, a);
+            break;
+        case CQ_FIELD_POISSON:
+            if (!(a >= 0 && a < 0.5) || !(cq__at(s, dst, p) < 0.5))
+                return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: poisson of particle %d = %g: must be in [0, 0.5)", what, p0 + p, a);
+            break;
+        default: break;
+        }
+    }
+    return CQ_SUCCESS;
+}
+
+static cq_result cq__check_stress(cq_sim *s, const void *F, const void *E, const void *nu, int first, int count, const char *what)
+{
+    int bad = s->vt->check_stress(s, F, E, nu, first, count);
+    if (bad >= 0) {
+        double det;
+        if (s->dim == 2) det = cq__at(s, F, 4L * bad) * cq__at(s, F, 4L * bad + 3) - cq__at(s, F, 4L * bad + 1) * cq__at(s, F, 4L * bad + 2);
+        else {
+            double m[9];
+            for (int i = 0; i < 9; ++i) m[i] = cq__at(s, F, 9L * bad + i);
+            det = m[0] * (m[4] * m[8] - m[5] * m[7]) - m[1] * (m[3] * m[8] - m[5] * m[6]) + m[2] * (m[3] * m[7] - m[4] * m[6]);
+        }
+        return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: the stress of particle %d is not finite at its F (det F = %g, E = %g, "
+                        "nu = %g); this material may need det F > 0", what, bad, det, cq__at(s, E, bad), cq__at(s, nu, bad));
+    }
+    return CQ_SUCCESS;
+}
+
+static void cq__check_dt(cq_sim *s, int first, int count)
+{
+    double worst = -1;
+    int wp = -1;
+    for (int p = first; p < first + count; ++p) {
+        double rho = cq__at(s, s->mass, p) / cq__at(s, s->vol, p);
+        double lim = s->desc.dx * sqrt(rho / cq__at(s, s->E, p));
+        if (wp < 0 || lim < worst) { worst = lim; wp = p; }
+    }
+    if (wp >= 0 && s->desc.dt > worst)
+        cq__log(s, CQ_LOG_WARNING, "dt = %g exceeds the explicit stability estimate dx*sqrt(rho/E) = %g "
+                "(particle %d); the simulation may blow up", s->desc.dt, worst, wp);
+}
+
+/* ------------------------------------------------------------------ >>particles */
+cq_result cq_sim_add_particles(cq_sim *s, const cq_particles_desc *pd)
+{
+    const char *what = "cq_sim_add_particles";
+    cq__state cur = {0, 0, 0, 0}, nxt = {0, 0, 0, 0}, init = {0, 0, 0, 0};
+    void *mass = NULL, *vol = NULL, *E = NULL, *nu = NULL;
+    int *act = NULL, *order = NULL;
+    cq_result r = CQ_SUCCESS;
+    double *tmp = NULL;
+    int n0, n1, max_group;
+    size_t ts;
+    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
+    if (!pd) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: desc is NULL", what);
+    if (s->step != 0)
+        return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: the sim is at step %d; particles are added at step 0 "
+                        "(call cq_sim_reset first)", what, s->step);
+    if (pd->count < 0) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: count = %d: must be >= 0", what, pd->count);
+    if (pd->count == 0) return CQ_SUCCESS;
+    if (!pd->x) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: x is NULL (positions are required)", what);
+    if (pd->count > (INT_MAX - s->n) / 9)
+        return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: count = %d: too many particles", what, pd->count);
+    {
+        const char *nm[4] = {"default_mass", "default_volume", "default_youngs", "default_poisson"};
+        double dv[4] = {pd->default_mass, pd->default_volume, pd->default_youngs, pd->default_poisson};
+        for (int i = 0; i < 4; ++i)
+            if (!cq__finite(dv[i]) || dv[i] < 0 || (i == 3 && dv[i] >= 0.5))
+                return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: %s = %g: must be finite and %s", what, nm[i], dv[i],
+                                i == 3 ? "in [0, 0.5)" : ">= 0 (0 = library default)");
+    }
+    n0 = s->n; n1 = n0 + pd->count; ts = s->tsize;
+    if (!cq__state_alloc(s, &cur, n1) || !cq__state_alloc(s, &nxt, n1) || !cq__state_alloc(s, &init, n1)) goto oom;
+    mass = cq__alloc(s, (size_t)n1 * ts); vol = cq__alloc(s, (size_t)n1 * ts);
+    E = cq__alloc(s, (size_t)n1 * ts); nu = cq__alloc(s, (size_t)n1 * ts);
+    act = (int *)cq__alloc(s, (size_t)n1 * sizeof(int)); order = (int *)cq__alloc(s, (size_t)n1 * sizeof(int));
+    tmp = (double *)cq__alloc(s, (size_t)pd->count * s->dd * sizeof(double));
+    if (!mass || !vol || !E || !nu || !act || !order || !tmp) goto oom;
+    if (n0) {
+        cq__state_copy(s, &cur, &s->cur, n0);
+        memcpy(mass, s->mass, n0 * ts); memcpy(vol, s->vol, n0 * ts);
+        memcpy(E, s->E, n0 * ts); memcpy(nu, s->nu, n0 * ts); memcpy(act, s->act, n0 * sizeof(int));
+    }
+    {
+        /* state: given arrays, else 0 / I / 0 */
+        const double *srcs[4] = {pd->x, pd->v, pd->C, pd->F};
+        const cq_field fs[4] = {CQ_FIELD_X, CQ_FIELD_V, CQ_FIELD_C, CQ_FIELD_F};
+        void *dsts[4] = {cur.x, cur.v, cur.C, cur.F};
+        for (int i = 0; i < 4 && r == CQ_SUCCESS; ++i) {
+            int k = cq_sim_field_size(s, fs[i]);
+            const double *src = srcs[i];
+            if (!src) {
+                for (long j = 0; j < (long)pd->count * k; ++j)
+                    tmp[j] = fs[i] == CQ_FIELD_F && (j % k) % (s->dim + 1) == 0 ? 1.0 : 0.0;
+                src = tmp;
+            }
+            r = cq__convert_field(s, fs[i], (char *)dsts[i] + (size_t)n0 * k * ts, src, pd->count, n0, what);
+        }
+    }
+    {
+        double defs[4];
+        const double *srcs[4] = {pd->mass, pd->volume, pd->youngs, pd->poisson};
+        const cq_field fs[4] = {CQ_FIELD_MASS, CQ_FIELD_VOLUME, CQ_FIELD_YOUNGS, CQ_FIELD_POISSON};
+        void *dsts[4] = {mass, vol, E, nu};
+        defs[1] = pd->default_volume > 0 ? pd->default_volume : pow(0.5 * s->desc.dx, s->dim);
+        defs[0] = pd->default_mass > 0 ? pd->default_mass : defs[1];
+        defs[2] = pd->default_youngs > 0 ? pd->default_youngs : 1e4;
+        defs[3] = pd->default_poisson;
+        for (int i = 0; i < 4 && r == CQ_SUCCESS; ++i) {
+            const double *src = srcs[i];
+            if (!src) { for (int j = 0; j < pd->count; ++j) tmp[j] = defs[i]; src = tmp; }
+            r = cq__convert_field(s, fs[i], (char *)dsts[i] + (size_t)n0 * ts, src, pd->count, n0, what);
+        }
+    }
+    max_group = s->max_group;
+    for (int j = 0; j < pd->count && r == CQ_SUCCESS; ++j) {
+        int g = pd->actuator ? pd->actuator[j] : -1;
+        if (g < -1) r = cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: actuator of particle %d = %d: must be >= -1", what, n0 + j, g);
+        act[n0 + j] = g;
+        if (g > max_group) max_group = g;
+    }
+    if (r == CQ_SUCCESS) r = cq__check_stress(s, cur.F, E, nu, n0, pd->count, what);
+    if (r != CQ_SUCCESS) goto fail;
+    cq__state_copy(s, &init, &cur, n1);
+    cq__state_free(s, &s->cur); cq__state_free(s, &s->nxt); cq__state_free(s, &s->init); cq__state_free(s, &s->snap);
+    cq__free(s, s->mass); cq__free(s, s->vol); cq__free(s, s->E); cq__free(s, s->nu); cq__free(s, s->act); cq__free(s, s->order);
+    s->cur = cur; s->nxt = nxt; s->init = init;
+    s->mass = mass; s->vol = vol; s->E = E; s->nu = nu; s->act = act; s->order = order;
+    s->n = n1; s->max_group = max_group;
+    cq__free(s, tmp);
+    cq__check_dt(s, n0, pd->count);
+    return CQ_SUCCESS;
+oom:
+    r = cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate storage for %d particles", what, n1);
+fail:
+    cq__state_free(s, &cur); cq__state_free(s, &nxt); cq__state_free(s, &init);
+    cq__free(s, mass); cq__free(s, vol); cq__free(s, E); cq__free(s, nu); cq__free(s, act); cq__free(s, order); cq__free(s, tmp);
+    return r;
+}
+
+static void *cq__field_ptr(const cq_sim *s, const cq__state *st, cq_field f)
+{
+    switch (f) {
+    case CQ_FIELD_X: return st->x;
+    case CQ_FIELD_V: return st->v;
+    case CQ_FIELD_C: return st->C;
+    case CQ_FIELD_F: return st->F;
+    case CQ_FIELD_MASS: return s->mass;
+    case CQ_FIELD_VOLUME: return s->vol;
+    case CQ_FIELD_YOUNGS: return s->E;
+    case CQ_FIELD_POISSON: return s->nu;
+    }
+    return NULL;
+}
+
+cq_result cq_sim_get(const cq_sim *s, cq_field f, double *out)
+{
+    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
+    if (cq_sim_field_size(s, f) == 0)
+        return cq__fail((cq_sim *)s, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_get: field = %d: unknown field", (int)f);
+    if (!out && s->n) return cq__fail((cq_sim *)s, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_get: out is NULL");
+    if (s->n) cq__to_double(s, out, cq__field_ptr(s, &s->cur, f), (long)s->n * cq_sim_field_size(s, f));
+    return CQ_SUCCESS;
+}
+
+cq_result cq_sim_set(cq_sim *s, cq_field f, const double *in)
+{
+    const char *what = "cq_sim_set";
+    int k;
+    void *tmp;
+    cq_result r;
+    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
+    k = cq_sim_field_size(s, f);
+    if (k == 0) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: field = %d: unknown field", what, (int)f);
+    if (!in && s->n) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: %s: input is NULL", what, cq__field_name(f));
+    if (s->step > 0 && s->desc.checkpoint_every > 0)
+        return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: %s at step %d would invalidate the tape; call cq_sim_reset first "
+                        "(or create the sim with checkpoint_every = 0)", what, cq__field_name(f), s->step);
+    if (s->n == 0) return CQ_SUCCESS;
+    tmp = cq__alloc(s, (size_t)s->n * k * s->tsize);
+    if (!tmp) return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate a temporary", what);
+    r = cq__convert_field(s, f, tmp, in, s->n, 0, what);
+    if (r == CQ_SUCCESS && (f == CQ_FIELD_F || f == CQ_FIELD_YOUNGS || f == CQ_FIELD_POISSON))
+        r = cq__check_stress(s, f == CQ_FIELD_F ? tmp : s->cur.F, f == CQ_FIELD_YOUNGS ? tmp : s->E,
+                             f == CQ_FIELD_POISSON ? tmp : s->nu, 0, s->n, what);
+    if (r == CQ_SUCCESS) {
+        size_t bytes = (size_t)s->n * k * s->tsize;
+        memcpy(cq__field_ptr(s, &s->cur, f), tmp, bytes);
+        if (s->step == 0 && f <= CQ_FIELD_F) memcpy(cq__field_ptr(s, &s->init, f), tmp, bytes);
+        if (f == CQ_FIELD_MASS || f == CQ_FIELD_VOLUME || f == CQ_FIELD_YOUNGS) cq__check_dt(s, 0, s->n);
+    }
+    cq__free(s, tmp);
+    return r;
+}
+
+cq_result cq_sim_set_actuation(cq_sim *s, int groups, const double *stress)
+{
+    const char *what = "cq_sim_set_actuation";
+    void *buf = NULL;
+    long bad;
+    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
+    if (groups < 0 || groups > 1 << 20) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: groups = %d: must be in [0, 2^20]", what, groups);
+    if (groups > 0 && groups <= s->max_group)
+        return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: groups = %d but particles use actuator group %d "
+                        "(give all groups, or 0 to switch actuation off)", what, groups, s->max_group);
+    if (groups > 0 && !stress) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: stress is NULL", what);
+    for (long i = 0; i < (long)groups * s->dd; ++i)
+        if (!cq__finite(stress[i]))
+            return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: stress of group %ld (component %ld) is not finite at step %d",
+                            what, i / s->dd, i % s->dd, s->step);
+    if (groups > 0) {
+        buf = cq__alloc(s, (size_t)groups * s->dd * s->tsize);
+        if (!buf) return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate %d groups", what, groups);
+        bad = cq__from_double(s, buf, stress, (long)groups * s->dd);
+        if (bad >= 0) {
+            cq__free(s, buf);
+            return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: stress of group %ld overflows float", what, bad / s->dd);
+        }
+    }
+    cq__free(s, s->act_stress);
+    s->act_stress = buf;
+    s->act_groups = groups;
+    s->prm_f32.act_groups = s->prm_f64.act_groups = groups;
+    return CQ_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ >>step */
+cq_result cq_sim_step(cq_sim *s, int steps)
+{
+    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
+    if (steps < 0) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_step: steps = %d: must be >= 0", steps);
+    if (s->desc.substeps > 1 && s->n && !s->snap.x && !cq__state_alloc(s, &s->snap, s->n))
+        return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "cq_sim_step: cannot allocate the step snapshot");
+    for (int k = 0; k < steps; ++k) {
+        if (s->desc.substeps > 1 && s->n) cq__state_copy(s, &s->snap, &s->cur, s->n);
+        for (int sub = 0; sub < s->desc.substeps && s->n; ++sub) {
+            int bad = -1, st = s->vt->substep(s, &bad);
+            if (st != CQ__OK) {
+                cq_result code = st == CQ__NONFINITE ? CQ_ERROR_NON_FINITE : CQ_ERROR_OUT_OF_DOMAIN;
+                double xb[3] = {0, 0, 0};
+                for (int a = 0; a < s->dim; ++a) xb[a] = cq__at(s, s->nxt.x, (long)bad * s->dim + a);
+                if (sub > 0) cq__state_copy(s, &s->cur, &s->snap, s->n);
+                return cq__fail(s, code, "cq_sim_step: step %d (substep %d): particle %d %s (x = %g %g %g); the sim "
+                                "stays at step %d", s->step, sub, bad,
+                                st == CQ__NONFINITE ? "became non-finite (x, v, C or F)" : "left the usable grid region",
+                                xb[0], xb[1], xb[2], s->step);
+            }
+            { cq__state t = s->cur; s->cur = s->nxt; s->nxt = t; }
+        }
+        s->step++;
+    }
+    return CQ_SUCCESS;
+}
+
+cq_result cq_sim_reset(cq_sim *s)
+{
+    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
+    if (s->n) cq__state_copy(s, &s->cur, &s->init, s->n);
+    s->step = 0;
+    return CQ_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ >>reverse */
+static cq_result cq__no_adjoint(const cq_sim *s, const char *what)
+{
+    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
+    return cq__fail((cq_sim *)s, CQ_ERROR_INVALID_STATE, "%s: the adjoint is not in this version of chainqueen.h", what);
+}
+
+cq_result cq_sim_backward(cq_sim *s, const double *dL_dx, const double *dL_dv, const double *dL_dF,
+                          const double *dL_dC, cq_backward_hook hook, void *user)
+{
+    (void)dL_dx; (void)dL_dv; (void)dL_dF; (void)dL_dC; (void)hook; (void)user;
+    return cq__no_adjoint(s, "cq_sim_backward");
+}
+cq_result cq_sim_actuation_grad(const cq_sim *s, double *out) { (void)out; return cq__no_adjoint(s, "cq_sim_actuation_grad"); }
+cq_result cq_sim_add_state_grad(cq_sim *s, cq_field f, const double *g) { (void)f; (void)g; return cq__no_adjoint(s, "cq_sim_add_state_grad"); }
+cq_result cq_sim_grad(const cq_sim *s, cq_field f, double *out) { (void)f; (void)out; return cq__no_adjoint(s, "cq_sim_grad"); }
+/* ---- END GENERATED: host implementation ---- */
+#endif /* CHAINQUEEN_IMPLEMENTATION */
+
+/*
+   LICENCE: MIT.  Copyright (c) 2026 the chainqueen.h authors.
+   Permission is hereby granted, free of charge, to any person obtaining a copy of this software
+   and associated documentation files (the "Software"), to deal in the Software without
+   restriction, including without limitation the rights to use, copy, modify, merge, publish,
+   distribute, sublicense, and/or sell copies of the Software, and to permit persons to whom the
+   Software is furnished to do so, subject to the following conditions: The above copyright
+   notice and this permission notice shall be included in all copies or substantial portions of
+   the Software.  THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+   IMPLIED.
+*/

@@ -1,0 +1,1626 @@
+/* ---- BEGIN GENERATED: CUDA kernels from templates/kernels.cu.j2.
+   DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
+/* The same CQ_HD functions as chainqueen.h, behind extern "C" __global__ wrappers, one thread
+   per particle (P2G, G2P) or per node (grid).  P2G scatters with atomicAdd.  Compiled to PTX
+   by `make ptx`. */
+
+#if defined(__CUDACC__)
+#  define CQ_HD __host__ __device__ static inline
+#  define CQ__ATOMIC_ADD(addr, val) atomicAdd((addr), (val))
+#else
+#  define CQ_HD static inline
+#  define CQ__ATOMIC_ADD(addr, val) (*(addr) += (val))   /* CPU: the caller makes scatters race-free */
+#endif
+
+/* kernel status codes returned by G2P */
+#define CQ__OK 0
+#define CQ__NONFINITE 1
+#define CQ__OUT_OF_DOMAIN 2
+
+/* boundary codes as stored in the params (cq_boundary with DEFAULT resolved) */
+#define CQ__BC_STICKY 1
+#define CQ__BC_SLIP 2
+#define CQ__BC_SEPARATE 3
+#define CQ__BC_FRICTION 4
+
+/* Everything a kernel needs besides the arrays, in float. */
+typedef struct cq__params_f32 {
+    float dx, inv_dx, dt, friction;
+    float gravity[3];
+    int res[3];            /* nodes per axis */
+    int bound;             /* wall thickness in nodes */
+    int boundary;          /* CQ__BC_* */
+    int incompressibility; /* exponent p of seed 003 eq 14; 0 = off */
+    int act_groups;        /* rows in act_stress */
+} cq__params_f32;
+
+/* Particle arrays, particle-major: x, v [n*d]; C, F [n*d*d] row-major; per-particle
+   parameters [n]; actuator group [n] (-1 = none); act_stress [groups*d*d]. */
+typedef struct cq__pview_f32 {
+    float *x, *v, *C, *F;
+    float *mass, *vol, *E, *nu;
+    int *act;
+    float *act_stress;
+} cq__pview_f32;
+
+/* Grid arrays: m [nodes]; v [nodes*d] holds MOMENTUM after P2G and VELOCITY after the
+   grid update. */
+typedef struct cq__gview_f32 {
+    float *m, *v;
+} cq__gview_f32;
+
+CQ_HD int cq__isfinite_f32(float a) { return a == a && a - a == a - a; }
+
+/* Lame parameters from Young's modulus and Poisson ratio. */
+CQ_HD void cq__lame_f32(float E, float nu, float *mu, float *lam)
+{
+    *mu = E / (2 * (1 + nu));
+    *lam = E * nu / ((1 + nu) * (1 - 2 * nu));
+}
+
+/* Everything a kernel needs besides the arrays, in double. */
+typedef struct cq__params_f64 {
+    double dx, inv_dx, dt, friction;
+    double gravity[3];
+    int res[3];            /* nodes per axis */
+    int bound;             /* wall thickness in nodes */
+    int boundary;          /* CQ__BC_* */
+    int incompressibility; /* exponent p of seed 003 eq 14; 0 = off */
+    int act_groups;        /* rows in act_stress */
+} cq__params_f64;
+
+/* Particle arrays, particle-major: x, v [n*d]; C, F [n*d*d] row-major; per-particle
+   parameters [n]; actuator group [n] (-1 = none); act_stress [groups*d*d]. */
+typedef struct cq__pview_f64 {
+    double *x, *v, *C, *F;
+    double *mass, *vol, *E, *nu;
+    int *act;
+    double *act_stress;
+} cq__pview_f64;
+
+/* Grid arrays: m [nodes]; v [nodes*d] holds MOMENTUM after P2G and VELOCITY after the
+   grid update. */
+typedef struct cq__gview_f64 {
+    double *m, *v;
+} cq__gview_f64;
+
+CQ_HD int cq__isfinite_f64(double a) { return a == a && a - a == a - a; }
+
+/* Lame parameters from Young's modulus and Poisson ratio. */
+CQ_HD void cq__lame_f64(double E, double nu, double *mu, double *lam)
+{
+    *mu = E / (2 * (1 + nu));
+    *lam = E * nu / ((1 + nu) * (1 - 2 * nu));
+}
+
+
+/* ======================================================================== 2D f32 */
+/* >>weights_2d_f32: quadratic B-spline weights (seed 000 eq 3). base: lower node
+   per axis; fx: position in cells relative to base, in [0.5, 1.5). */
+CQ_HD void cq__weights_2d_f32(const float *xp, float inv_dx, int *base, float *fx, float (*w)[3])
+{
+    for (int a = 0; a < 2; ++a) {
+        float q = xp[a] * inv_dx;
+        base[a] = (int)floorf(q - (float)0.5);
+        fx[a] = q - (float)base[a];
+        float d0 = (float)1.5 - fx[a], d1 = fx[a] - 1, d2 = fx[a] - (float)0.5;
+        w[a][0] = (float)0.5 * d0 * d0;
+        w[a][1] = (float)0.75 - d1 * d1;
+        w[a][2] = (float)0.5 * d2 * d2;
+    }
+}
+
+/* 1 when every node the particle's stencil touches exists: the usable region of the grid. */
+CQ_HD int cq__in_domain_2d_f32(const float *xp, const cq__params_f32 *prm)
+{
+    for (int a = 0; a < 2; ++a) {
+        float q = xp[a] * prm->inv_dx - (float)0.5;
+        if (!(q >= 0 && q < (float)(prm->res[a] - 2))) return 0;   /* also false for NaN */
+    }
+    return 1;
+}
+
+/* cofactor(F) = J F^-T (finite for any F, unlike the inverse) */
+CQ_HD float cq__det_2d_f32(const float *F)
+{
+    return F[0] * F[3] - F[1] * F[2];
+}
+
+CQ_HD void cq__cofactor_2d_f32(const float *F, float *K)
+{
+    K[0] = F[3]; K[1] = -F[2]; K[2] = -F[1]; K[3] = F[0];
+}
+
+/* >>polar_2d_f32: F = R S with R the rotation maximising tr(R^T F), closed form:
+   angle atan2(F10 - F01, F00 + F11).  R = I when that direction is undefined.
+   sig: the signed singular values (trace and "off-trace" of S in the rotated frame) are not
+   needed here; the adjoint uses S = R^T F. */
+CQ_HD void cq__polar_2d_f32(const float *F, float *R)
+{
+    float c = F[0] + F[3], s = F[2] - F[1];
+    float r = sqrtf(c * c + s * s);
+    if (!(r > 0)) { R[0] = 1; R[1] = 0; R[2] = 0; R[3] = 1; return; }
+    c /= r; s /= r;
+    R[0] = c; R[1] = 0 - s; R[2] = s; R[3] = c;   /* 0 - s: +0, not -0, at F = I */
+}
+
+/* >>incompressible_2d_f32: seed 003 eq 14, P += E/(3(2-2nu)) p (J-1)^(p-1) J F^-T. */
+CQ_HD void cq__incompressible_2d_f32(const float *F, float E, float nu, int p, float *P)
+{
+    float K[4], J = cq__det_2d_f32(F), pw = 1;
+    for (int i = 1; i < p; ++i) pw *= J - 1;
+    float s = E / (3 * (2 - 2 * nu)) * (float)p * pw;
+    cq__cofactor_2d_f32(F, K);
+    for (int i = 0; i < 4; ++i) P[i] += s * K[i];
+}
+
+/* >>grid_2d_f32: wall boundary conditions (seed 003 sec 3.2, friction as appendix B
+   eqs B1-B6).  Nodes within `bound` of a face are wall nodes; the normal points into the
+   domain; corners apply each axis in turn. */
+CQ_HD void cq__boundary_2d_f32(const int *c, const cq__params_f32 *prm, float *v)
+{
+    for (int a = 0; a < 2; ++a) {
+        float n = c[a] < prm->bound ? (float)1 : (c[a] >= prm->res[a] - prm->bound ? (float)-1 : (float)0);
+        if (n == 0) continue;
+        float ln = v[a] * n;                       /* l_n, eq B1 */
+        switch (prm->boundary) {
+        case CQ__BC_STICKY:
+            for (int b = 0; b < 2; ++b) v[b] = 0;
+            return;
+        case CQ__BC_SLIP:
+            v[a] = 0;
+            break;
+        case CQ__BC_SEPARATE:
+            if (ln < 0) v[a] = 0;
+            break;
+        default: /* CQ__BC_FRICTION */
+            if (ln < 0) {
+                float lt = 1e-30f;                 /* l_t = |v_t| + eps, eq B3 */
+                float s2 = 0;
+                for (int b = 0; b < 2; ++b) if (b != a) s2 += v[b] * v[b];
+                lt += sqrtf(s2);
+                float lts = lt + prm->friction * ln;  /* eq B5 (ln < 0 here) */
+                if (lts < 0) lts = 0;
+                float scale = lts / lt;
+                for (int b = 0; b < 2; ++b) v[b] = b == a ? (float)0 : v[b] * scale;   /* eq B6 */
+            }
+            break;
+        }
+    }
+}
+
+/* Grid update for one node (seed 003 eq 7 + gravity + walls): v = p / m + dt g. */
+CQ_HD void cq__grid_fwd_2d_f32(int node, const cq__params_f32 *prm, cq__gview_f32 g)
+{
+    float *v = g.v + (long)node * 2;
+    float m = g.m[node];
+    if (!(m > 0)) {
+        for (int a = 0; a < 2; ++a) v[a] = 0;
+        return;
+    }
+    int c[2];
+    c[0] = node / prm->res[1]; c[1] = node % prm->res[1];
+    float inv_m = 1 / m;
+    for (int a = 0; a < 2; ++a) v[a] = v[a] * inv_m + prm->dt * prm->gravity[a];
+    cq__boundary_2d_f32(c, prm, v);
+}
+
+/* >>g2p_2d_f32: seed 000 eqs 8-11 / seed 003 eqs 8-11.  Reads particle p of `in`,
+   writes particle p of `out` (which may alias `in`).  Returns CQ__OK, CQ__NONFINITE or
+   CQ__OUT_OF_DOMAIN. */
+CQ_HD int cq__g2p_fwd_2d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 in,
+                                  cq__pview_f32 out, cq__gview_f32 g)
+{
+    int base[2];
+    float fx[2], w[2][3], xp[2], Fp[4], nv[2] = {0}, nC[4] = {0};
+    for (int a = 0; a < 2; ++a) xp[a] = in.x[(long)p * 2 + a];
+    for (int a = 0; a < 4; ++a) Fp[a] = in.F[(long)p * 4 + a];
+    cq__weights_2d_f32(xp, prm->inv_dx, base, fx, w);
+    const float k4 = 4 * prm->inv_dx;          /* 4/dx^2 times dpos = (node - fx) dx */
+    float dp[2][3];
+    for (int a = 0; a < 2; ++a)
+        for (int i = 0; i < 3; ++i) dp[a][i] = (float)i - fx[a];
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    {
+        const float wt = w[0][i] * w[1][j], d[2] = {dp[0][i], dp[1][j]};
+        const float *vi = g.v + ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * 2;
+        { const float wv = wt * vi[0]; nv[0] += wv; nC[0] += wv * d[0]; nC[1] += wv * d[1]; }
+        { const float wv = wt * vi[1]; nv[1] += wv; nC[2] += wv * d[0]; nC[3] += wv * d[1]; }
+    }
+    for (int a = 0; a < 4; ++a) nC[a] *= k4;
+    int status = CQ__OK;
+    for (int a = 0; a < 2; ++a) {
+        float xn = xp[a] + prm->dt * nv[a];
+        out.x[(long)p * 2 + a] = xn;
+        out.v[(long)p * 2 + a] = nv[a];
+        if (!cq__isfinite_f32(xn) || !cq__isfinite_f32(nv[a])) status = CQ__NONFINITE;
+    }
+    for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 2; ++b) {
+            float f = Fp[a * 2 + b];   /* F <- (I + dt C) F, eq 10 */
+            for (int c = 0; c < 2; ++c) f += prm->dt * nC[a * 2 + c] * Fp[c * 2 + b];
+            out.F[(long)p * 4 + a * 2 + b] = f;
+            out.C[(long)p * 4 + a * 2 + b] = nC[a * 2 + b];
+            if (!cq__isfinite_f32(f) || !cq__isfinite_f32(nC[a * 2 + b])) status = CQ__NONFINITE;
+        }
+    if (status == CQ__OK && !cq__in_domain_2d_f32(out.x + (long)p * 2, prm)) status = CQ__OUT_OF_DOMAIN;
+    return status;
+}
+
+/* >>material_fixed_corotated_2d_f32: Fixed corotated elasticity (Stomakhin et al. 2012; seed 003 eq 12).
+   Generated by SymPy from generator/materials/fixed_corotated.py (stress, then energy). */
+CQ_HD void cq__stress_2d_fixed_corotated_f32(const float *F, const float *R, float mu, float lam, float *P)
+{
+    (void)R; (void)mu; (void)lam;
+    const float t0 = lam*(-F[0]*F[3] + F[1]*F[2] + 1);
+    const float t1 = 2*mu;
+    P[0] = -F[3]*t0 + 2*mu*(F[0] - R[0]);
+    P[1] = F[2]*t0 + t1*(F[1] - R[1]);
+    P[2] = F[1]*t0 + t1*(F[2] - R[2]);
+    P[3] = -F[0]*t0 + 2*mu*(F[3] - R[3]);
+}
+
+CQ_HD float cq__energy_2d_fixed_corotated_f32(const float *F, const float *R, float mu, float lam)
+{
+    float psi;
+    (void)R; (void)mu; (void)lam;
+    psi = (1.0F/2.0F)*lam*((-F[0]*F[3] + F[1]*F[2] + 1)*(-F[0]*F[3] + F[1]*F[2] + 1)) + mu*(((F[0] - R[0])*(F[0] - R[0])) + ((F[1] - R[1])*(F[1] - R[1])) + ((F[2] - R[2])*(F[2] - R[2])) + ((F[3] - R[3])*(F[3] - R[3])));
+    return psi;
+}
+
+/* Total first Piola-Kirchhoff stress of one particle: material + incompressibility + actuation
+   (DESIGN.md sec 3: P = P_material(F; E, nu) [+ P_inc] + F sigma_a). */
+CQ_HD void cq__pk1_2d_fixed_corotated_f32(const float *F, float E, float nu, int group,
+                                           const cq__params_f32 *prm, const float *act_stress, float *P)
+{
+    float mu, lam, R[4];
+    cq__lame_f32(E, nu, &mu, &lam);
+    cq__polar_2d_f32(F, R);
+    cq__stress_2d_fixed_corotated_f32(F, R, mu, lam, P);
+    if (prm->incompressibility) cq__incompressible_2d_f32(F, E, nu, prm->incompressibility, P);
+    if (group >= 0 && group < prm->act_groups) {
+        const float *sa = act_stress + (long)group * 4;
+        for (int a = 0; a < 2; ++a)
+            for (int b = 0; b < 2; ++b)
+                for (int c = 0; c < 2; ++c) P[a * 2 + b] += F[a * 2 + c] * sa[c * 2 + b];
+    }
+}
+
+/* >>p2g_2d_fixed_corotated_f32: seed 000 eqs 3-6 (APIC + MLS force): scatter particle p's
+   mass and momentum  m v + G (x_i - x_p),  G = -(4/dx^2) dt V0 P F^T + m C. */
+CQ_HD void cq__p2g_fwd_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
+                                           cq__gview_f32 g)
+{
+    int base[2];
+    float fx[2], w[2][3], xp[2], Fp[4], Pp[4], G[4], mv[2];
+    for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
+    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    cq__weights_2d_f32(xp, prm->inv_dx, base, fx, w);
+    cq__pk1_2d_fixed_corotated_f32(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    const float mass = s.mass[p];
+    const float k = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];
+    for (int a = 0; a < 2; ++a) {
+        mv[a] = mass * s.v[(long)p * 2 + a];
+        for (int b = 0; b < 2; ++b) {
+            float pf = 0;   /* (P F^T)_ab */
+            for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
+            G[a * 2 + b] = k * pf + mass * s.C[(long)p * 4 + a * 2 + b];
+        }
+    }
+    float dp[2][3];
+    for (int a = 0; a < 2; ++a)
+        for (int i = 0; i < 3; ++i) dp[a][i] = ((float)i - fx[a]) * prm->dx;
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    {
+        const float wt = w[0][i] * w[1][j], d[2] = {dp[0][i], dp[1][j]};
+        const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+        CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
+        CQ__ATOMIC_ADD(&g.v[idx * 2 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1]));   /* m v + G (x_i - x_p) */
+        CQ__ATOMIC_ADD(&g.v[idx * 2 + 1], wt * (mv[1] + G[2] * d[0] + G[3] * d[1]));   /* m v + G (x_i - x_p) */
+    }
+}
+
+/* >>material_neohookean_2d_f32: Compressible NeoHookean elasticity (seed 003 eq 13).
+   Generated by SymPy from generator/materials/neohookean.py (stress, then energy). */
+CQ_HD void cq__stress_2d_neohookean_f32(const float *F, const float *R, float mu, float lam, float *P)
+{
+    (void)R; (void)mu; (void)lam;
+    const float t0 = F[0]*mu;
+    const float t1 = F[0]*F[3] - F[1]*F[2];
+    const float t2 = (1.0F/((t1)));
+    const float t3 = F[3]*mu;
+    const float t4 = lam*t2*logf(t1);
+    const float t5 = F[1]*mu;
+    const float t6 = F[2]*mu;
+    P[0] = F[3]*t4 + t0 - t2*t3;
+    P[1] = -F[2]*t4 + t2*t6 + t5;
+    P[2] = -F[1]*t4 + t2*t5 + t6;
+    P[3] = F[0]*t4 - t0*t2 + t3;
+}
+
+CQ_HD float cq__energy_2d_neohookean_f32(const float *F, const float *R, float mu, float lam)
+{
+    float psi;
+    (void)R; (void)mu; (void)lam;
+    const float t0 = logf(F[0]*F[3] - F[1]*F[2]);
+    psi = (1.0F/2.0F)*lam*((t0)*(t0)) - mu*t0 + (1.0F/2.0F)*mu*(((F[0])*(F[0])) + ((F[1])*(F[1])) + ((F[2])*(F[2])) + ((F[3])*(F[3])) - 2);
+    return psi;
+}
+
+/* Total first Piola-Kirchhoff stress of one particle: material + incompressibility + actuation
+   (DESIGN.md sec 3: P = P_material(F; E, nu) [+ P_inc] + F sigma_a). */
+CQ_HD void cq__pk1_2d_neohookean_f32(const float *F, float E, float nu, int group,
+                                           const cq__params_f32 *prm, const float *act_stress, float *P)
+{
+    float mu, lam, R[4];
+    cq__lame_f32(E, nu, &mu, &lam);
+    for (int a = 0; a < 4; ++a) R[a] = 0;
+    cq__stress_2d_neohookean_f32(F, R, mu, lam, P);
+    if (prm->incompressibility) cq__incompressible_2d_f32(F, E, nu, prm->incompressibility, P);
+    if (group >= 0 && group < prm->act_groups) {
+        const float *sa = act_stress + (long)group * 4;
+        for (int a = 0; a < 2; ++a)
+            for (int b = 0; b < 2; ++b)
+                for (int c = 0; c < 2; ++c) P[a * 2 + b] += F[a * 2 + c] * sa[c * 2 + b];
+    }
+}
+
+/* >>p2g_2d_neohookean_f32: seed 000 eqs 3-6 (APIC + MLS force): scatter particle p's
+   mass and momentum  m v + G (x_i - x_p),  G = -(4/dx^2) dt V0 P F^T + m C. */
+CQ_HD void cq__p2g_fwd_2d_neohookean_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
+                                           cq__gview_f32 g)
+{
+    int base[2];
+    float fx[2], w[2][3], xp[2], Fp[4], Pp[4], G[4], mv[2];
+    for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
+    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    cq__weights_2d_f32(xp, prm->inv_dx, base, fx, w);
+    cq__pk1_2d_neohookean_f32(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    const float mass = s.mass[p];
+    const float k = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];
+    for (int a = 0; a < 2; ++a) {
+        mv[a] = mass * s.v[(long)p * 2 + a];
+        for (int b = 0; b < 2; ++b) {
+            float pf = 0;   /* (P F^T)_ab */
+            for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
+            G[a * 2 + b] = k * pf + mass * s.C[(long)p * 4 + a * 2 + b];
+        }
+    }
+    float dp[2][3];
+    for (int a = 0; a < 2; ++a)
+        for (int i = 0; i < 3; ++i) dp[a][i] = ((float)i - fx[a]) * prm->dx;
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    {
+        const float wt = w[0][i] * w[1][j], d[2] = {dp[0][i], dp[1][j]};
+        const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+        CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
+        CQ__ATOMIC_ADD(&g.v[idx * 2 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1]));   /* m v + G (x_i - x_p) */
+        CQ__ATOMIC_ADD(&g.v[idx * 2 + 1], wt * (mv[1] + G[2] * d[0] + G[3] * d[1]));   /* m v + G (x_i - x_p) */
+    }
+}
+
+/* ======================================================================== 2D f64 */
+/* >>weights_2d_f64: quadratic B-spline weights (seed 000 eq 3). base: lower node
+   per axis; fx: position in cells relative to base, in [0.5, 1.5). */
+CQ_HD void cq__weights_2d_f64(const double *xp, double inv_dx, int *base, double *fx, double (*w)[3])
+{
+    for (int a = 0; a < 2; ++a) {
+        double q = xp[a] * inv_dx;
+        base[a] = (int)floor(q - (double)0.5);
+        fx[a] = q - (double)base[a];
+        double d0 = (double)1.5 - fx[a], d1 = fx[a] - 1, d2 = fx[a] - (double)0.5;
+        w[a][0] = (double)0.5 * d0 * d0;
+        w[a][1] = (double)0.75 - d1 * d1;
+        w[a][2] = (double)0.5 * d2 * d2;
+    }
+}
+
+/* 1 when every node the particle's stencil touches exists: the usable region of the grid. */
+CQ_HD int cq__in_domain_2d_f64(const double *xp, const cq__params_f64 *prm)
+{
+    for (int a = 0; a < 2; ++a) {
+        double q = xp[a] * prm->inv_dx - (double)0.5;
+        if (!(q >= 0 && q < (double)(prm->res[a] - 2))) return 0;   /* also false for NaN */
+    }
+    return 1;
+}
+
+/* cofactor(F) = J F^-T (finite for any F, unlike the inverse) */
+CQ_HD double cq__det_2d_f64(const double *F)
+{
+    return F[0] * F[3] - F[1] * F[2];
+}
+
+CQ_HD void cq__cofactor_2d_f64(const double *F, double *K)
+{
+    K[0] = F[3]; K[1] = -F[2]; K[2] = -F[1]; K[3] = F[0];
+}
+
+/* >>polar_2d_f64: F = R S with R the rotation maximising tr(R^T F), closed form:
+   angle atan2(F10 - F01, F00 + F11).  R = I when that direction is undefined.
+   sig: the signed singular values (trace and "off-trace" of S in the rotated frame) are not
+   needed here; the adjoint uses S = R^T F. */
+CQ_HD void cq__polar_2d_f64(const double *F, double *R)
+{
+    double c = F[0] + F[3], s = F[2] - F[1];
+    double r = sqrt(c * c + s * s);
+    if (!(r > 0)) { R[0] = 1; R[1] = 0; R[2] = 0; R[3] = 1; return; }
+    c /= r; s /= r;
+    R[0] = c; R[1] = 0 - s; R[2] = s; R[3] = c;   /* 0 - s: +0, not -0, at F = I */
+}
+
+/* >>incompressible_2d_f64: seed 003 eq 14, P += E/(3(2-2nu)) p (J-1)^(p-1) J F^-T. */
+CQ_HD void cq__incompressible_2d_f64(const double *F, double E, double nu, int p, double *P)
+{
+    double K[4], J = cq__det_2d_f64(F), pw = 1;
+    for (int i = 1; i < p; ++i) pw *= J - 1;
+    double s = E / (3 * (2 - 2 * nu)) * (double)p * pw;
+    cq__cofactor_2d_f64(F, K);
+    for (int i = 0; i < 4; ++i) P[i] += s * K[i];
+}
+
+/* >>grid_2d_f64: wall boundary conditions (seed 003 sec 3.2, friction as appendix B
+   eqs B1-B6).  Nodes within `bound` of a face are wall nodes; the normal points into the
+   domain; corners apply each axis in turn. */
+CQ_HD void cq__boundary_2d_f64(const int *c, const cq__params_f64 *prm, double *v)
+{
+    for (int a = 0; a < 2; ++a) {
+        double n = c[a] < prm->bound ? (double)1 : (c[a] >= prm->res[a] - prm->bound ? (double)-1 : (double)0);
+        if (n == 0) continue;
+        double ln = v[a] * n;                       /* l_n, eq B1 */
+        switch (prm->boundary) {
+        case CQ__BC_STICKY:
+            for (int b = 0; b < 2; ++b) v[b] = 0;
+            return;
+        case CQ__BC_SLIP:
+            v[a] = 0;
+            break;
+        case CQ__BC_SEPARATE:
+            if (ln < 0) v[a] = 0;
+            break;
+        default: /* CQ__BC_FRICTION */
+            if (ln < 0) {
+                double lt = 1e-300;                 /* l_t = |v_t| + eps, eq B3 */
+                double s2 = 0;
+                for (int b = 0; b < 2; ++b) if (b != a) s2 += v[b] * v[b];
+                lt += sqrt(s2);
+                double lts = lt + prm->friction * ln;  /* eq B5 (ln < 0 here) */
+                if (lts < 0) lts = 0;
+                double scale = lts / lt;
+                for (int b = 0; b < 2; ++b) v[b] = b == a ? (double)0 : v[b] * scale;   /* eq B6 */
+            }
+            break;
+        }
+    }
+}
+
+/* Grid update for one node (seed 003 eq 7 + gravity + walls): v = p / m + dt g. */
+CQ_HD void cq__grid_fwd_2d_f64(int node, const cq__params_f64 *prm, cq__gview_f64 g)
+{
+    double *v = g.v + (long)node * 2;
+    double m = g.m[node];
+    if (!(m > 0)) {
+        for (int a = 0; a < 2; ++a) v[a] = 0;
+        return;
+    }
+    int c[2];
+    c[0] = node / prm->res[1]; c[1] = node % prm->res[1];
+    double inv_m = 1 / m;
+    for (int a = 0; a < 2; ++a) v[a] = v[a] * inv_m + prm->dt * prm->gravity[a];
+    cq__boundary_2d_f64(c, prm, v);
+}
+
+/* >>g2p_2d_f64: seed 000 eqs 8-11 / seed 003 eqs 8-11.  Reads particle p of `in`,
+   writes particle p of `out` (which may alias `in`).  Returns CQ__OK, CQ__NONFINITE or
+   CQ__OUT_OF_DOMAIN. */
+CQ_HD int cq__g2p_fwd_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 in,
+                                  cq__pview_f64 out, cq__gview_f64 g)
+{
+    int base[2];
+    double fx[2], w[2][3], xp[2], Fp[4], nv[2] = {0}, nC[4] = {0};
+    for (int a = 0; a < 2; ++a) xp[a] = in.x[(long)p * 2 + a];
+    for (int a = 0; a < 4; ++a) Fp[a] = in.F[(long)p * 4 + a];
+    cq__weights_2d_f64(xp, prm->inv_dx, base, fx, w);
+    const double k4 = 4 * prm->inv_dx;          /* 4/dx^2 times dpos = (node - fx) dx */
+    double dp[2][3];
+    for (int a = 0; a < 2; ++a)
+        for (int i = 0; i < 3; ++i) dp[a][i] = (double)i - fx[a];
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    {
+        const double wt = w[0][i] * w[1][j], d[2] = {dp[0][i], dp[1][j]};
+        const double *vi = g.v + ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * 2;
+        { const double wv = wt * vi[0]; nv[0] += wv; nC[0] += wv * d[0]; nC[1] += wv * d[1]; }
+        { const double wv = wt * vi[1]; nv[1] += wv; nC[2] += wv * d[0]; nC[3] += wv * d[1]; }
+    }
+    for (int a = 0; a < 4; ++a) nC[a] *= k4;
+    int status = CQ__OK;
+    for (int a = 0; a < 2; ++a) {
+        double xn = xp[a] + prm->dt * nv[a];
+        out.x[(long)p * 2 + a] = xn;
+        out.v[(long)p * 2 + a] = nv[a];
+        if (!cq__isfinite_f64(xn) || !cq__isfinite_f64(nv[a])) status = CQ__NONFINITE;
+    }
+    for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 2; ++b) {
+            double f = Fp[a * 2 + b];   /* F <- (I + dt C) F, eq 10 */
+            for (int c = 0; c < 2; ++c) f += prm->dt * nC[a * 2 + c] * Fp[c * 2 + b];
+            out.F[(long)p * 4 + a * 2 + b] = f;
+            out.C[(long)p * 4 + a * 2 + b] = nC[a * 2 + b];
+            if (!cq__isfinite_f64(f) || !cq__isfinite_f64(nC[a * 2 + b])) status = CQ__NONFINITE;
+        }
+    if (status == CQ__OK && !cq__in_domain_2d_f64(out.x + (long)p * 2, prm)) status = CQ__OUT_OF_DOMAIN;
+    return status;
+}
+
+/* >>material_fixed_corotated_2d_f64: Fixed corotated elasticity (Stomakhin et al. 2012; seed 003 eq 12).
+   Generated by SymPy from generator/materials/fixed_corotated.py (stress, then energy). */
+CQ_HD void cq__stress_2d_fixed_corotated_f64(const double *F, const double *R, double mu, double lam, double *P)
+{
+    (void)R; (void)mu; (void)lam;
+    const double t0 = lam*(-F[0]*F[3] + F[1]*F[2] + 1);
+    const double t1 = 2*mu;
+    P[0] = -F[3]*t0 + 2*mu*(F[0] - R[0]);
+    P[1] = F[2]*t0 + t1*(F[1] - R[1]);
+    P[2] = F[1]*t0 + t1*(F[2] - R[2]);
+    P[3] = -F[0]*t0 + 2*mu*(F[3] - R[3]);
+}
+
+CQ_HD double cq__energy_2d_fixed_corotated_f64(const double *F, const double *R, double mu, double lam)
+{
+    double psi;
+    (void)R; (void)mu; (void)lam;
+    psi = (1.0/2.0)*lam*((-F[0]*F[3] + F[1]*F[2] + 1)*(-F[0]*F[3] + F[1]*F[2] + 1)) + mu*(((F[0] - R[0])*(F[0] - R[0])) + ((F[1] - R[1])*(F[1] - R[1])) + ((F[2] - R[2])*(F[2] - R[2])) + ((F[3] - R[3])*(F[3] - R[3])));
+    return psi;
+}
+
+/* Total first Piola-Kirchhoff stress of one particle: material + incompressibility + actuation
+   (DESIGN.md sec 3: P = P_material(F; E, nu) [+ P_inc] + F sigma_a). */
+CQ_HD void cq__pk1_2d_fixed_corotated_f64(const double *F, double E, double nu, int group,
+                                           const cq__params_f64 *prm, const double *act_stress, double *P)
+{
+    double mu, lam, R[4];
+    cq__lame_f64(E, nu, &mu, &lam);
+    cq__polar_2d_f64(F, R);
+    cq__stress_2d_fixed_corotated_f64(F, R, mu, lam, P);
+    if (prm->incompressibility) cq__incompressible_2d_f64(F, E, nu, prm->incompressibility, P);
+    if (group >= 0 && group < prm->act_groups) {
+        const double *sa = act_stress + (long)group * 4;
+        for (int a = 0; a < 2; ++a)
+            for (int b = 0; b < 2; ++b)
+                for (int c = 0; c < 2; ++c) P[a * 2 + b] += F[a * 2 + c] * sa[c * 2 + b];
+    }
+}
+
+/* >>p2g_2d_fixed_corotated_f64: seed 000 eqs 3-6 (APIC + MLS force): scatter particle p's
+   mass and momentum  m v + G (x_i - x_p),  G = -(4/dx^2) dt V0 P F^T + m C. */
+CQ_HD void cq__p2g_fwd_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
+                                           cq__gview_f64 g)
+{
+    int base[2];
+    double fx[2], w[2][3], xp[2], Fp[4], Pp[4], G[4], mv[2];
+    for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
+    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    cq__weights_2d_f64(xp, prm->inv_dx, base, fx, w);
+    cq__pk1_2d_fixed_corotated_f64(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    const double mass = s.mass[p];
+    const double k = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];
+    for (int a = 0; a < 2; ++a) {
+        mv[a] = mass * s.v[(long)p * 2 + a];
+        for (int b = 0; b < 2; ++b) {
+            double pf = 0;   /* (P F^T)_ab */
+            for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
+            G[a * 2 + b] = k * pf + mass * s.C[(long)p * 4 + a * 2 + b];
+        }
+    }
+    double dp[2][3];
+    for (int a = 0; a < 2; ++a)
+        for (int i = 0; i < 3; ++i) dp[a][i] = ((double)i - fx[a]) * prm->dx;
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    {
+        const double wt = w[0][i] * w[1][j], d[2] = {dp[0][i], dp[1][j]};
+        const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+        CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
+        CQ__ATOMIC_ADD(&g.v[idx * 2 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1]));   /* m v + G (x_i - x_p) */
+        CQ__ATOMIC_ADD(&g.v[idx * 2 + 1], wt * (mv[1] + G[2] * d[0] + G[3] * d[1]));   /* m v + G (x_i - x_p) */
+    }
+}
+
+/* >>material_neohookean_2d_f64: Compressible NeoHookean elasticity (seed 003 eq 13).
+   Generated by SymPy from generator/materials/neohookean.py (stress, then energy). */
+CQ_HD void cq__stress_2d_neohookean_f64(const double *F, const double *R, double mu, double lam, double *P)
+{
+    (void)R; (void)mu; (void)lam;
+    const double t0 = F[0]*mu;
+    const double t1 = F[0]*F[3] - F[1]*F[2];
+    const double t2 = (1.0/((t1)));
+    const double t3 = F[3]*mu;
+    const double t4 = lam*t2*log(t1);
+    const double t5 = F[1]*mu;
+    const double t6 = F[2]*mu;
+    P[0] = F[3]*t4 + t0 - t2*t3;
+    P[1] = -F[2]*t4 + t2*t6 + t5;
+    P[2] = -F[1]*t4 + t2*t5 + t6;
+    P[3] = F[0]*t4 - t0*t2 + t3;
+}
+
+CQ_HD double cq__energy_2d_neohookean_f64(const double *F, const double *R, double mu, double lam)
+{
+    double psi;
+    (void)R; (void)mu; (void)lam;
+    const double t0 = log(F[0]*F[3] - F[1]*F[2]);
+    psi = (1.0/2.0)*lam*((t0)*(t0)) - mu*t0 + (1.0/2.0)*mu*(((F[0])*(F[0])) + ((F[1])*(F[1])) + ((F[2])*(F[2])) + ((F[3])*(F[3])) - 2);
+    return psi;
+}
+
+/* Total first Piola-Kirchhoff stress of one particle: material + incompressibility + actuation
+   (DESIGN.md sec 3: P = P_material(F; E, nu) [+ P_inc] + F sigma_a). */
+CQ_HD void cq__pk1_2d_neohookean_f64(const double *F, double E, double nu, int group,
+                                           const cq__params_f64 *prm, const double *act_stress, double *P)
+{
+    double mu, lam, R[4];
+    cq__lame_f64(E, nu, &mu, &lam);
+    for (int a = 0; a < 4; ++a) R[a] = 0;
+    cq__stress_2d_neohookean_f64(F, R, mu, lam, P);
+    if (prm->incompressibility) cq__incompressible_2d_f64(F, E, nu, prm->incompressibility, P);
+    if (group >= 0 && group < prm->act_groups) {
+        const double *sa = act_stress + (long)group * 4;
+        for (int a = 0; a < 2; ++a)
+            for (int b = 0; b < 2; ++b)
+                for (int c = 0; c < 2; ++c) P[a * 2 + b] += F[a * 2 + c] * sa[c * 2 + b];
+    }
+}
+
+/* >>p2g_2d_neohookean_f64: seed 000 eqs 3-6 (APIC + MLS force): scatter particle p's
+   mass and momentum  m v + G (x_i - x_p),  G = -(4/dx^2) dt V0 P F^T + m C. */
+CQ_HD void cq__p2g_fwd_2d_neohookean_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
+                                           cq__gview_f64 g)
+{
+    int base[2];
+    double fx[2], w[2][3], xp[2], Fp[4], Pp[4], G[4], mv[2];
+    for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
+    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    cq__weights_2d_f64(xp, prm->inv_dx, base, fx, w);
+    cq__pk1_2d_neohookean_f64(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    const double mass = s.mass[p];
+    const double k = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];
+    for (int a = 0; a < 2; ++a) {
+        mv[a] = mass * s.v[(long)p * 2 + a];
+        for (int b = 0; b < 2; ++b) {
+            double pf = 0;   /* (P F^T)_ab */
+            for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
+            G[a * 2 + b] = k * pf + mass * s.C[(long)p * 4 + a * 2 + b];
+        }
+    }
+    double dp[2][3];
+    for (int a = 0; a < 2; ++a)
+        for (int i = 0; i < 3; ++i) dp[a][i] = ((double)i - fx[a]) * prm->dx;
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    {
+        const double wt = w[0][i] * w[1][j], d[2] = {dp[0][i], dp[1][j]};
+        const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+        CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
+        CQ__ATOMIC_ADD(&g.v[idx * 2 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1]));   /* m v + G (x_i - x_p) */
+        CQ__ATOMIC_ADD(&g.v[idx * 2 + 1], wt * (mv[1] + G[2] * d[0] + G[3] * d[1]));   /* m v + G (x_i - x_p) */
+    }
+}
+
+/* ======================================================================== 3D f32 */
+/* >>weights_3d_f32: quadratic B-spline weights (seed 000 eq 3). base: lower node
+   per axis; fx: position in cells relative to base, in [0.5, 1.5). */
+CQ_HD void cq__weights_3d_f32(const float *xp, float inv_dx, int *base, float *fx, float (*w)[3])
+{
+    for (int a = 0; a < 3; ++a) {
+        float q = xp[a] * inv_dx;
+        base[a] = (int)floorf(q - (float)0.5);
+        fx[a] = q - (float)base[a];
+        float d0 = (float)1.5 - fx[a], d1 = fx[a] - 1, d2 = fx[a] - (float)0.5;
+        w[a][0] = (float)0.5 * d0 * d0;
+        w[a][1] = (float)0.75 - d1 * d1;
+        w[a][2] = (float)0.5 * d2 * d2;
+    }
+}
+
+/* 1 when every node the particle's stencil touches exists: the usable region of the grid. */
+CQ_HD int cq__in_domain_3d_f32(const float *xp, const cq__params_f32 *prm)
+{
+    for (int a = 0; a < 3; ++a) {
+        float q = xp[a] * prm->inv_dx - (float)0.5;
+        if (!(q >= 0 && q < (float)(prm->res[a] - 2))) return 0;   /* also false for NaN */
+    }
+    return 1;
+}
+
+/* cofactor(F) = J F^-T (finite for any F, unlike the inverse) */
+CQ_HD float cq__det_3d_f32(const float *F)
+{
+    return F[0] * (F[4] * F[8] - F[5] * F[7]) - F[1] * (F[3] * F[8] - F[5] * F[6]) + F[2] * (F[3] * F[7] - F[4] * F[6]);
+}
+
+CQ_HD void cq__cofactor_3d_f32(const float *F, float *K)
+{
+    K[0] = F[4] * F[8] - F[5] * F[7]; K[1] = F[5] * F[6] - F[3] * F[8]; K[2] = F[3] * F[7] - F[4] * F[6];
+    K[3] = F[2] * F[7] - F[1] * F[8]; K[4] = F[0] * F[8] - F[2] * F[6]; K[5] = F[1] * F[6] - F[0] * F[7];
+    K[6] = F[1] * F[5] - F[2] * F[4]; K[7] = F[2] * F[3] - F[0] * F[5]; K[8] = F[0] * F[4] - F[1] * F[3];
+}
+
+/* >>svd_3d_f32: F = U diag(sig) V^T with U, V rotations (det +1), sig[0] >= sig[1] >= |sig[2]|,
+   sig[2] < 0 when F is inverted.  One-sided (Hestenes) Jacobi rotates the columns of B = F V
+   until they are orthogonal to working precision (judged on F itself, never on F^T F, so small
+   strains keep their skew part); a Givens QR of B then gives U and the signed sig.  Finite for
+   every finite F, including F = I, repeated and zero singular values. */
+CQ_HD void cq__svd_3d_f32(const float *F, float *U, float *sig, float *V)
+{
+    float B[9];
+    for (int i = 0; i < 9; ++i) { B[i] = F[i]; V[i] = (i % 4 == 0); }
+    for (int sweep = 0; sweep < 8; ++sweep) {
+        int rotated = 0;
+        for (int pq = 0; pq < 3; ++pq) {
+            int p = pq == 2 ? 1 : 0, q = pq == 0 ? 1 : 2;
+            float al = 0, be = 0, ga = 0;
+            for (int k = 0; k < 3; ++k) {
+                al += B[k * 3 + p] * B[k * 3 + p]; be += B[k * 3 + q] * B[k * 3 + q]; ga += B[k * 3 + p] * B[k * 3 + q];
+            }
+            if (!(ga * ga > 1e-14f * al * be)) continue;
+            rotated = 1;
+            float zeta = (be - al) / (2 * ga);
+            float t = (zeta >= 0 ? 1 : -1) / (fabsf(zeta) + sqrtf(1 + zeta * zeta));
+            float c = 1 / sqrtf(1 + t * t), s = t * c;
+            for (int k = 0; k < 3; ++k) {   /* B <- B J, V <- V J (J a rotation in the p-q plane) */
+                float bp = B[k * 3 + p], bq = B[k * 3 + q];
+                B[k * 3 + p] = c * bp - s * bq; B[k * 3 + q] = s * bp + c * bq;
+                float vp = V[k * 3 + p], vq = V[k * 3 + q];
+                V[k * 3 + p] = c * vp - s * vq; V[k * 3 + q] = s * vp + c * vq;
+            }
+        }
+        if (!rotated) break;
+    }
+    /* order columns by decreasing norm (a swap negates one column: det V stays +1) */
+    for (int pass = 0; pass < 3; ++pass) {
+        int i = pass == 1 ? 1 : 0, j = i + 1;
+        float ni = B[i] * B[i] + B[3 + i] * B[3 + i] + B[6 + i] * B[6 + i];
+        float nj = B[j] * B[j] + B[3 + j] * B[3 + j] + B[6 + j] * B[6 + j];
+        if (nj > ni)
+            for (int k = 0; k < 3; ++k) {
+                float tb = B[k * 3 + i]; B[k * 3 + i] = B[k * 3 + j]; B[k * 3 + j] = -tb;
+                float tv = V[k * 3 + i]; V[k * 3 + i] = V[k * 3 + j]; V[k * 3 + j] = -tv;
+            }
+    }
+    /* Givens QR: B = U Rup; U accumulates the transposed rotations */
+    for (int i = 0; i < 9; ++i) U[i] = (i % 4 == 0);
+    for (int g = 0; g < 3; ++g) {
+        int col = g == 2 ? 1 : 0, p = col, q = g == 1 ? 2 : (g == 0 ? 1 : 2);
+        float a = B[p * 3 + col], b = B[q * 3 + col];
+        float r = sqrtf(a * a + b * b);
+        if (!(r > 0)) continue;
+        float c = a / r, s = b / r;
+        for (int k = 0; k < 3; ++k) {
+            float bp = B[p * 3 + k], bq = B[q * 3 + k];
+            B[p * 3 + k] = c * bp + s * bq; B[q * 3 + k] = -s * bp + c * bq;
+            float up = U[k * 3 + p], uq = U[k * 3 + q];
+            U[k * 3 + p] = c * up + s * uq; U[k * 3 + q] = -s * up + c * uq;
+        }
+    }
+    sig[0] = B[0]; sig[1] = B[4]; sig[2] = B[8];
+}
+
+/* >>polar_3d_f32: R = U V^T, always a rotation. */
+CQ_HD void cq__polar_3d_f32(const float *F, float *R)
+{
+    float U[9], sig[3], V[9];
+    cq__svd_3d_f32(F, U, sig, V);
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j)
+            R[i * 3 + j] = U[i * 3] * V[j * 3] + U[i * 3 + 1] * V[j * 3 + 1] + U[i * 3 + 2] * V[j * 3 + 2];
+}
+
+/* >>incompressible_3d_f32: seed 003 eq 14, P += E/(3(2-2nu)) p (J-1)^(p-1) J F^-T. */
+CQ_HD void cq__incompressible_3d_f32(const float *F, float E, float nu, int p, float *P)
+{
+    float K[9], J = cq__det_3d_f32(F), pw = 1;
+    for (int i = 1; i < p; ++i) pw *= J - 1;
+    float s = E / (3 * (2 - 2 * nu)) * (float)p * pw;
+    cq__cofactor_3d_f32(F, K);
+    for (int i = 0; i < 9; ++i) P[i] += s * K[i];
+}
+
+/* >>grid_3d_f32: wall boundary conditions (seed 003 sec 3.2, friction as appendix B
+   eqs B1-B6).  Nodes within `bound` of a face are wall nodes; the normal points into the
+   domain; corners apply each axis in turn. */
+CQ_HD void cq__boundary_3d_f32(const int *c, const cq__params_f32 *prm, float *v)
+{
+    for (int a = 0; a < 3; ++a) {
+        float n = c[a] < prm->bound ? (float)1 : (c[a] >= prm->res[a] - prm->bound ? (float)-1 : (float)0);
+        if (n == 0) continue;
+        float ln = v[a] * n;                       /* l_n, eq B1 */
+        switch (prm->boundary) {
+        case CQ__BC_STICKY:
+            for (int b = 0; b < 3; ++b) v[b] = 0;
+            return;
+        case CQ__BC_SLIP:
+            v[a] = 0;
+            break;
+        case CQ__BC_SEPARATE:
+            if (ln < 0) v[a] = 0;
+            break;
+        default: /* CQ__BC_FRICTION */
+            if (ln < 0) {
+                float lt = 1e-30f;                 /* l_t = |v_t| + eps, eq B3 */
+                float s2 = 0;
+                for (int b = 0; b < 3; ++b) if (b != a) s2 += v[b] * v[b];
+                lt += sqrtf(s2);
+                float lts = lt + prm->friction * ln;  /* eq B5 (ln < 0 here) */
+                if (lts < 0) lts = 0;
+                float scale = lts / lt;
+                for (int b = 0; b < 3; ++b) v[b] = b == a ? (float)0 : v[b] * scale;   /* eq B6 */
+            }
+            break;
+        }
+    }
+}
+
+/* Grid update for one node (seed 003 eq 7 + gravity + walls): v = p / m + dt g. */
+CQ_HD void cq__grid_fwd_3d_f32(int node, const cq__params_f32 *prm, cq__gview_f32 g)
+{
+    float *v = g.v + (long)node * 3;
+    float m = g.m[node];
+    if (!(m > 0)) {
+        for (int a = 0; a < 3; ++a) v[a] = 0;
+        return;
+    }
+    int c[3];
+    c[0] = node / (prm->res[1] * prm->res[2]); c[1] = (node / prm->res[2]) % prm->res[1]; c[2] = node % prm->res[2];
+    float inv_m = 1 / m;
+    for (int a = 0; a < 3; ++a) v[a] = v[a] * inv_m + prm->dt * prm->gravity[a];
+    cq__boundary_3d_f32(c, prm, v);
+}
+
+/* >>g2p_3d_f32: seed 000 eqs 8-11 / seed 003 eqs 8-11.  Reads particle p of `in`,
+   writes particle p of `out` (which may alias `in`).  Returns CQ__OK, CQ__NONFINITE or
+   CQ__OUT_OF_DOMAIN. */
+CQ_HD int cq__g2p_fwd_3d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 in,
+                                  cq__pview_f32 out, cq__gview_f32 g)
+{
+    int base[3];
+    float fx[3], w[3][3], xp[3], Fp[9], nv[3] = {0}, nC[9] = {0};
+    for (int a = 0; a < 3; ++a) xp[a] = in.x[(long)p * 3 + a];
+    for (int a = 0; a < 9; ++a) Fp[a] = in.F[(long)p * 9 + a];
+    cq__weights_3d_f32(xp, prm->inv_dx, base, fx, w);
+    const float k4 = 4 * prm->inv_dx;          /* 4/dx^2 times dpos = (node - fx) dx */
+    float dp[3][3];
+    for (int a = 0; a < 3; ++a)
+        for (int i = 0; i < 3; ++i) dp[a][i] = (float)i - fx[a];
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int k = 0; k < 3; ++k)
+    {
+        const float wt = w[0][i] * w[1][j] * w[2][k], d[3] = {dp[0][i], dp[1][j], dp[2][k]};
+        const float *vi = g.v + (((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k)) * 3;
+        { const float wv = wt * vi[0]; nv[0] += wv; nC[0] += wv * d[0]; nC[1] += wv * d[1]; nC[2] += wv * d[2]; }
+        { const float wv = wt * vi[1]; nv[1] += wv; nC[3] += wv * d[0]; nC[4] += wv * d[1]; nC[5] += wv * d[2]; }
+        { const float wv = wt * vi[2]; nv[2] += wv; nC[6] += wv * d[0]; nC[7] += wv * d[1]; nC[8] += wv * d[2]; }
+    }
+    for (int a = 0; a < 9; ++a) nC[a] *= k4;
+    int status = CQ__OK;
+    for (int a = 0; a < 3; ++a) {
+        float xn = xp[a] + prm->dt * nv[a];
+        out.x[(long)p * 3 + a] = xn;
+        out.v[(long)p * 3 + a] = nv[a];
+        if (!cq__isfinite_f32(xn) || !cq__isfinite_f32(nv[a])) status = CQ__NONFINITE;
+    }
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) {
+            float f = Fp[a * 3 + b];   /* F <- (I + dt C) F, eq 10 */
+            for (int c = 0; c < 3; ++c) f += prm->dt * nC[a * 3 + c] * Fp[c * 3 + b];
+            out.F[(long)p * 9 + a * 3 + b] = f;
+            out.C[(long)p * 9 + a * 3 + b] = nC[a * 3 + b];
+            if (!cq__isfinite_f32(f) || !cq__isfinite_f32(nC[a * 3 + b])) status = CQ__NONFINITE;
+        }
+    if (status == CQ__OK && !cq__in_domain_3d_f32(out.x + (long)p * 3, prm)) status = CQ__OUT_OF_DOMAIN;
+    return status;
+}
+
+/* >>material_fixed_corotated_3d_f32: Fixed corotated elasticity (Stomakhin et al. 2012; seed 003 eq 12).
+   Generated by SymPy from generator/materials/fixed_corotated.py (stress, then energy). */
+CQ_HD void cq__stress_3d_fixed_corotated_f32(const float *F, const float *R, float mu, float lam, float *P)
+{
+    (void)R; (void)mu; (void)lam;
+    const float t0 = F[4]*F[8];
+    const float t1 = F[5]*F[7];
+    const float t2 = F[3]*F[8];
+    const float t3 = F[4]*F[6];
+    const float t4 = F[5]*F[6];
+    const float t5 = F[3]*F[7];
+    const float t6 = lam*(-F[0]*t0 + F[0]*t1 + F[1]*t2 - F[1]*t4 + F[2]*t3 - F[2]*t5 + 1);
+    const float t7 = 2*mu;
+    P[0] = 2*mu*(F[0] - R[0]) - t6*(t0 - t1);
+    P[1] = t6*(t2 - t4) + t7*(F[1] - R[1]);
+    P[2] = 2*mu*(F[2] - R[2]) - t6*(-t3 + t5);
+    P[3] = t6*(F[1]*F[8] - F[2]*F[7]) + t7*(F[3] - R[3]);
+    P[4] = 2*mu*(F[4] - R[4]) - t6*(F[0]*F[8] - F[2]*F[6]);
+    P[5] = t6*(F[0]*F[7] - F[1]*F[6]) + t7*(F[5] - R[5]);
+    P[6] = 2*mu*(F[6] - R[6]) - t6*(F[1]*F[5] - F[2]*F[4]);
+    P[7] = t6*(F[0]*F[5] - F[2]*F[3]) + t7*(F[7] - R[7]);
+    P[8] = 2*mu*(F[8] - R[8]) - t6*(F[0]*F[4] - F[1]*F[3]);
+}
+
+CQ_HD float cq__energy_3d_fixed_corotated_f32(const float *F, const float *R, float mu, float lam)
+{
+    float psi;
+    (void)R; (void)mu; (void)lam;
+    psi = (1.0F/2.0F)*lam*((-F[0]*F[4]*F[8] + F[0]*F[5]*F[7] + F[1]*F[3]*F[8] - F[1]*F[5]*F[6] - F[2]*F[3]*F[7] + F[2]*F[4]*F[6] + 1)*(-F[0]*F[4]*F[8] + F[0]*F[5]*F[7] + F[1]*F[3]*F[8] - F[1]*F[5]*F[6] - F[2]*F[3]*F[7] + F[2]*F[4]*F[6] + 1)) + mu*(((F[0] - R[0])*(F[0] - R[0])) + ((F[1] - R[1])*(F[1] - R[1])) + ((F[2] - R[2])*(F[2] - R[2])) + ((F[3] - R[3])*(F[3] - R[3])) + ((F[4] - R[4])*(F[4] - R[4])) + ((F[5] - R[5])*(F[5] - R[5])) + ((F[6] - R[6])*(F[6] - R[6])) + ((F[7] - R[7])*(F[7] - R[7])) + ((F[8] - R[8])*(F[8] - R[8])));
+    return psi;
+}
+
+/* Total first Piola-Kirchhoff stress of one particle: material + incompressibility + actuation
+   (DESIGN.md sec 3: P = P_material(F; E, nu) [+ P_inc] + F sigma_a). */
+CQ_HD void cq__pk1_3d_fixed_corotated_f32(const float *F, float E, float nu, int group,
+                                           const cq__params_f32 *prm, const float *act_stress, float *P)
+{
+    float mu, lam, R[9];
+    cq__lame_f32(E, nu, &mu, &lam);
+    cq__polar_3d_f32(F, R);
+    cq__stress_3d_fixed_corotated_f32(F, R, mu, lam, P);
+    if (prm->incompressibility) cq__incompressible_3d_f32(F, E, nu, prm->incompressibility, P);
+    if (group >= 0 && group < prm->act_groups) {
+        const float *sa = act_stress + (long)group * 9;
+        for (int a = 0; a < 3; ++a)
+            for (int b = 0; b < 3; ++b)
+                for (int c = 0; c < 3; ++c) P[a * 3 + b] += F[a * 3 + c] * sa[c * 3 + b];
+    }
+}
+
+/* >>p2g_3d_fixed_corotated_f32: seed 000 eqs 3-6 (APIC + MLS force): scatter particle p's
+   mass and momentum  m v + G (x_i - x_p),  G = -(4/dx^2) dt V0 P F^T + m C. */
+CQ_HD void cq__p2g_fwd_3d_fixed_corotated_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
+                                           cq__gview_f32 g)
+{
+    int base[3];
+    float fx[3], w[3][3], xp[3], Fp[9], Pp[9], G[9], mv[3];
+    for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
+    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    cq__weights_3d_f32(xp, prm->inv_dx, base, fx, w);
+    cq__pk1_3d_fixed_corotated_f32(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    const float mass = s.mass[p];
+    const float k = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];
+    for (int a = 0; a < 3; ++a) {
+        mv[a] = mass * s.v[(long)p * 3 + a];
+        for (int b = 0; b < 3; ++b) {
+            float pf = 0;   /* (P F^T)_ab */
+            for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
+            G[a * 3 + b] = k * pf + mass * s.C[(long)p * 9 + a * 3 + b];
+        }
+    }
+    float dp[3][3];
+    for (int a = 0; a < 3; ++a)
+        for (int i = 0; i < 3; ++i) dp[a][i] = ((float)i - fx[a]) * prm->dx;
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int k = 0; k < 3; ++k)
+    {
+        const float wt = w[0][i] * w[1][j] * w[2][k], d[3] = {dp[0][i], dp[1][j], dp[2][k]};
+        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+        CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
+        CQ__ATOMIC_ADD(&g.v[idx * 3 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1] + G[2] * d[2]));   /* m v + G (x_i - x_p) */
+        CQ__ATOMIC_ADD(&g.v[idx * 3 + 1], wt * (mv[1] + G[3] * d[0] + G[4] * d[1] + G[5] * d[2]));   /* m v + G (x_i - x_p) */
+        CQ__ATOMIC_ADD(&g.v[idx * 3 + 2], wt * (mv[2] + G[6] * d[0] + G[7] * d[1] + G[8] * d[2]));   /* m v + G (x_i - x_p) */
+    }
+}
+
+/* >>material_neohookean_3d_f32: Compressible NeoHookean elasticity (seed 003 eq 13).
+   Generated by SymPy from generator/materials/neohookean.py (stress, then energy). */
+CQ_HD void cq__stress_3d_neohookean_f32(const float *F, const float *R, float mu, float lam, float *P)
+{
+    (void)R; (void)mu; (void)lam;
+    const float t0 = F[4]*F[8];
+    const float t1 = F[5]*F[7];
+    const float t2 = t0 - t1;
+    const float t3 = F[5]*F[6];
+    const float t4 = F[3]*F[7];
+    const float t5 = F[3]*F[8];
+    const float t6 = F[4]*F[6];
+    const float t7 = F[0]*t0 - F[0]*t1 + F[1]*t3 - F[1]*t5 + F[2]*t4 - F[2]*t6;
+    const float t8 = (1.0F/((t7)));
+    const float t9 = mu*t8;
+    const float t10 = lam*t8*logf(t7);
+    const float t11 = -t3 + t5;
+    const float t12 = t4 - t6;
+    const float t13 = F[1]*F[8] - F[2]*F[7];
+    const float t14 = F[0]*F[8] - F[2]*F[6];
+    const float t15 = F[0]*F[7] - F[1]*F[6];
+    const float t16 = F[1]*F[5] - F[2]*F[4];
+    const float t17 = F[0]*F[5] - F[2]*F[3];
+    const float t18 = F[0]*F[4] - F[1]*F[3];
+    P[0] = F[0]*mu + t10*t2 - t2*t9;
+    P[1] = F[1]*mu - t10*t11 + t11*t9;
+    P[2] = F[2]*mu + t10*t12 - t12*t9;
+    P[3] = F[3]*mu - t10*t13 + t13*t9;
+    P[4] = F[4]*mu + t10*t14 - t14*t9;
+    P[5] = F[5]*mu - t10*t15 + t15*t9;
+    P[6] = F[6]*mu + t10*t16 - t16*t9;
+    P[7] = F[7]*mu - t10*t17 + t17*t9;
+    P[8] = F[8]*mu + t10*t18 - t18*t9;
+}
+
+CQ_HD float cq__energy_3d_neohookean_f32(const float *F, const float *R, float mu, float lam)
+{
+    float psi;
+    (void)R; (void)mu; (void)lam;
+    const float t0 = logf(F[0]*F[4]*F[8] - F[0]*F[5]*F[7] - F[1]*F[3]*F[8] + F[1]*F[5]*F[6] + F[2]*F[3]*F[7] - F[2]*F[4]*F[6]);
+    psi = (1.0F/2.0F)*lam*((t0)*(t0)) - mu*t0 + (1.0F/2.0F)*mu*(((F[0])*(F[0])) + ((F[1])*(F[1])) + ((F[2])*(F[2])) + ((F[3])*(F[3])) + ((F[4])*(F[4])) + ((F[5])*(F[5])) + ((F[6])*(F[6])) + ((F[7])*(F[7])) + ((F[8])*(F[8])) - 3);
+    return psi;
+}
+
+/* Total first Piola-Kirchhoff stress of one particle: material + incompressibility + actuation
+   (DESIGN.md sec 3: P = P_material(F; E, nu) [+ P_inc] + F sigma_a). */
+CQ_HD void cq__pk1_3d_neohookean_f32(const float *F, float E, float nu, int group,
+                                           const cq__params_f32 *prm, const float *act_stress, float *P)
+{
+    float mu, lam, R[9];
+    cq__lame_f32(E, nu, &mu, &lam);
+    for (int a = 0; a < 9; ++a) R[a] = 0;
+    cq__stress_3d_neohookean_f32(F, R, mu, lam, P);
+    if (prm->incompressibility) cq__incompressible_3d_f32(F, E, nu, prm->incompressibility, P);
+    if (group >= 0 && group < prm->act_groups) {
+        const float *sa = act_stress + (long)group * 9;
+        for (int a = 0; a < 3; ++a)
+            for (int b = 0; b < 3; ++b)
+                for (int c = 0; c < 3; ++c) P[a * 3 + b] += F[a * 3 + c] * sa[c * 3 + b];
+    }
+}
+
+/* >>p2g_3d_neohookean_f32: seed 000 eqs 3-6 (APIC + MLS force): scatter particle p's
+   mass and momentum  m v + G (x_i - x_p),  G = -(4/dx^2) dt V0 P F^T + m C. */
+CQ_HD void cq__p2g_fwd_3d_neohookean_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
+                                           cq__gview_f32 g)
+{
+    int base[3];
+    float fx[3], w[3][3], xp[3], Fp[9], Pp[9], G[9], mv[3];
+    for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
+    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    cq__weights_3d_f32(xp, prm->inv_dx, base, fx, w);
+    cq__pk1_3d_neohookean_f32(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    const float mass = s.mass[p];
+    const float k = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];
+    for (int a = 0; a < 3; ++a) {
+        mv[a] = mass * s.v[(long)p * 3 + a];
+        for (int b = 0; b < 3; ++b) {
+            float pf = 0;   /* (P F^T)_ab */
+            for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
+            G[a * 3 + b] = k * pf + mass * s.C[(long)p * 9 + a * 3 + b];
+        }
+    }
+    float dp[3][3];
+    for (int a = 0; a < 3; ++a)
+        for (int i = 0; i < 3; ++i) dp[a][i] = ((float)i - fx[a]) * prm->dx;
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int k = 0; k < 3; ++k)
+    {
+        const float wt = w[0][i] * w[1][j] * w[2][k], d[3] = {dp[0][i], dp[1][j], dp[2][k]};
+        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+        CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
+        CQ__ATOMIC_ADD(&g.v[idx * 3 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1] + G[2] * d[2]));   /* m v + G (x_i - x_p) */
+        CQ__ATOMIC_ADD(&g.v[idx * 3 + 1], wt * (mv[1] + G[3] * d[0] + G[4] * d[1] + G[5] * d[2]));   /* m v + G (x_i - x_p) */
+        CQ__ATOMIC_ADD(&g.v[idx * 3 + 2], wt * (mv[2] + G[6] * d[0] + G[7] * d[1] + G[8] * d[2]));   /* m v + G (x_i - x_p) */
+    }
+}
+
+/* ======================================================================== 3D f64 */
+/* >>weights_3d_f64: quadratic B-spline weights (seed 000 eq 3). base: lower node
+   per axis; fx: position in cells relative to base, in [0.5, 1.5). */
+CQ_HD void cq__weights_3d_f64(const double *xp, double inv_dx, int *base, double *fx, double (*w)[3])
+{
+    for (int a = 0; a < 3; ++a) {
+        double q = xp[a] * inv_dx;
+        base[a] = (int)floor(q - (double)0.5);
+        fx[a] = q - (double)base[a];
+        double d0 = (double)1.5 - fx[a], d1 = fx[a] - 1, d2 = fx[a] - (double)0.5;
+        w[a][0] = (double)0.5 * d0 * d0;
+        w[a][1] = (double)0.75 - d1 * d1;
+        w[a][2] = (double)0.5 * d2 * d2;
+    }
+}
+
+/* 1 when every node the particle's stencil touches exists: the usable region of the grid. */
+CQ_HD int cq__in_domain_3d_f64(const double *xp, const cq__params_f64 *prm)
+{
+    for (int a = 0; a < 3; ++a) {
+        double q = xp[a] * prm->inv_dx - (double)0.5;
+        if (!(q >= 0 && q < (double)(prm->res[a] - 2))) return 0;   /* also false for NaN */
+    }
+    return 1;
+}
+
+/* cofactor(F) = J F^-T (finite for any F, unlike the inverse) */
+CQ_HD double cq__det_3d_f64(const double *F)
+{
+    return F[0] * (F[4] * F[8] - F[5] * F[7]) - F[1] * (F[3] * F[8] - F[5] * F[6]) + F[2] * (F[3] * F[7] - F[4] * F[6]);
+}
+
+CQ_HD void cq__cofactor_3d_f64(const double *F, double *K)
+{
+    K[0] = F[4] * F[8] - F[5] * F[7]; K[1] = F[5] * F[6] - F[3] * F[8]; K[2] = F[3] * F[7] - F[4] * F[6];
+    K[3] = F[2] * F[7] - F[1] * F[8]; K[4] = F[0] * F[8] - F[2] * F[6]; K[5] = F[1] * F[6] - F[0] * F[7];
+    K[6] = F[1] * F[5] - F[2] * F[4]; K[7] = F[2] * F[3] - F[0] * F[5]; K[8] = F[0] * F[4] - F[1] * F[3];
+}
+
+/* >>svd_3d_f64: F = U diag(sig) V^T with U, V rotations (det +1), sig[0] >= sig[1] >= |sig[2]|,
+   sig[2] < 0 when F is inverted.  One-sided (Hestenes) Jacobi rotates the columns of B = F V
+   until they are orthogonal to working precision (judged on F itself, never on F^T F, so small
+   strains keep their skew part); a Givens QR of B then gives U and the signed sig.  Finite for
+   every finite F, including F = I, repeated and zero singular values. */
+CQ_HD void cq__svd_3d_f64(const double *F, double *U, double *sig, double *V)
+{
+    double B[9];
+    for (int i = 0; i < 9; ++i) { B[i] = F[i]; V[i] = (i % 4 == 0); }
+    for (int sweep = 0; sweep < 12; ++sweep) {
+        int rotated = 0;
+        for (int pq = 0; pq < 3; ++pq) {
+            int p = pq == 2 ? 1 : 0, q = pq == 0 ? 1 : 2;
+            double al = 0, be = 0, ga = 0;
+            for (int k = 0; k < 3; ++k) {
+                al += B[k * 3 + p] * B[k * 3 + p]; be += B[k * 3 + q] * B[k * 3 + q]; ga += B[k * 3 + p] * B[k * 3 + q];
+            }
+            if (!(ga * ga > 1e-30 * al * be)) continue;
+            rotated = 1;
+            double zeta = (be - al) / (2 * ga);
+            double t = (zeta >= 0 ? 1 : -1) / (fabs(zeta) + sqrt(1 + zeta * zeta));
+            double c = 1 / sqrt(1 + t * t), s = t * c;
+            for (int k = 0; k < 3; ++k) {   /* B <- B J, V <- V J (J a rotation in the p-q plane) */
+                double bp = B[k * 3 + p], bq = B[k * 3 + q];
+                B[k * 3 + p] = c * bp - s * bq; B[k * 3 + q] = s * bp + c * bq;
+                double vp = V[k * 3 + p], vq = V[k * 3 + q];
+                V[k * 3 + p] = c * vp - s * vq; V[k * 3 + q] = s * vp + c * vq;
+            }
+        }
+        if (!rotated) break;
+    }
+    /* order columns by decreasing norm (a swap negates one column: det V stays +1) */
+    for (int pass = 0; pass < 3; ++pass) {
+        int i = pass == 1 ? 1 : 0, j = i + 1;
+        double ni = B[i] * B[i] + B[3 + i] * B[3 + i] + B[6 + i] * B[6 + i];
+        double nj = B[j] * B[j] + B[3 + j] * B[3 + j] + B[6 + j] * B[6 + j];
+        if (nj > ni)
+            for (int k = 0; k < 3; ++k) {
+                double tb = B[k * 3 + i]; B[k * 3 + i] = B[k * 3 + j]; B[k * 3 + j] = -tb;
+                double tv = V[k * 3 + i]; V[k * 3 + i] = V[k * 3 + j]; V[k * 3 + j] = -tv;
+            }
+    }
+    /* Givens QR: B = U Rup; U accumulates the transposed rotations */
+    for (int i = 0; i < 9; ++i) U[i] = (i % 4 == 0);
+    for (int g = 0; g < 3; ++g) {
+        int col = g == 2 ? 1 : 0, p = col, q = g == 1 ? 2 : (g == 0 ? 1 : 2);
+        double a = B[p * 3 + col], b = B[q * 3 + col];
+        double r = sqrt(a * a + b * b);
+        if (!(r > 0)) continue;
+        double c = a / r, s = b / r;
+        for (int k = 0; k < 3; ++k) {
+            double bp = B[p * 3 + k], bq = B[q * 3 + k];
+            B[p * 3 + k] = c * bp + s * bq; B[q * 3 + k] = -s * bp + c * bq;
+            double up = U[k * 3 + p], uq = U[k * 3 + q];
+            U[k * 3 + p] = c * up + s * uq; U[k * 3 + q] = -s * up + c * uq;
+        }
+    }
+    sig[0] = B[0]; sig[1] = B[4]; sig[2] = B[8];
+}
+
+/* >>polar_3d_f64: R = U V^T, always a rotation. */
+CQ_HD void cq__polar_3d_f64(const double *F, double *R)
+{
+    double U[9], sig[3], V[9];
+    cq__svd_3d_f64(F, U, sig, V);
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j)
+            R[i * 3 + j] = U[i * 3] * V[j * 3] + U[i * 3 + 1] * V[j * 3 + 1] + U[i * 3 + 2] * V[j * 3 + 2];
+}
+
+/* >>incompressible_3d_f64: seed 003 eq 14, P += E/(3(2-2nu)) p (J-1)^(p-1) J F^-T. */
+CQ_HD void cq__incompressible_3d_f64(const double *F, double E, double nu, int p, double *P)
+{
+    double K[9], J = cq__det_3d_f64(F), pw = 1;
+    for (int i = 1; i < p; ++i) pw *= J - 1;
+    double s = E / (3 * (2 - 2 * nu)) * (double)p * pw;
+    cq__cofactor_3d_f64(F, K);
+    for (int i = 0; i < 9; ++i) P[i] += s * K[i];
+}
+
+/* >>grid_3d_f64: wall boundary conditions (seed 003 sec 3.2, friction as appendix B
+   eqs B1-B6).  Nodes within `bound` of a face are wall nodes; the normal points into the
+   domain; corners apply each axis in turn. */
+CQ_HD void cq__boundary_3d_f64(const int *c, const cq__params_f64 *prm, double *v)
+{
+    for (int a = 0; a < 3; ++a) {
+        double n = c[a] < prm->bound ? (double)1 : (c[a] >= prm->res[a] - prm->bound ? (double)-1 : (double)0);
+        if (n == 0) continue;
+        double ln = v[a] * n;                       /* l_n, eq B1 */
+        switch (prm->boundary) {
+        case CQ__BC_STICKY:
+            for (int b = 0; b < 3; ++b) v[b] = 0;
+            return;
+        case CQ__BC_SLIP:
+            v[a] = 0;
+            break;
+        case CQ__BC_SEPARATE:
+            if (ln < 0) v[a] = 0;
+            break;
+        default: /* CQ__BC_FRICTION */
+            if (ln < 0) {
+                double lt = 1e-300;                 /* l_t = |v_t| + eps, eq B3 */
+                double s2 = 0;
+                for (int b = 0; b < 3; ++b) if (b != a) s2 += v[b] * v[b];
+                lt += sqrt(s2);
+                double lts = lt + prm->friction * ln;  /* eq B5 (ln < 0 here) */
+                if (lts < 0) lts = 0;
+                double scale = lts / lt;
+                for (int b = 0; b < 3; ++b) v[b] = b == a ? (double)0 : v[b] * scale;   /* eq B6 */
+            }
+            break;
+        }
+    }
+}
+
+/* Grid update for one node (seed 003 eq 7 + gravity + walls): v = p / m + dt g. */
+CQ_HD void cq__grid_fwd_3d_f64(int node, const cq__params_f64 *prm, cq__gview_f64 g)
+{
+    double *v = g.v + (long)node * 3;
+    double m = g.m[node];
+    if (!(m > 0)) {
+        for (int a = 0; a < 3; ++a) v[a] = 0;
+        return;
+    }
+    int c[3];
+    c[0] = node / (prm->res[1] * prm->res[2]); c[1] = (node / prm->res[2]) % prm->res[1]; c[2] = node % prm->res[2];
+    double inv_m = 1 / m;
+    for (int a = 0; a < 3; ++a) v[a] = v[a] * inv_m + prm->dt * prm->gravity[a];
+    cq__boundary_3d_f64(c, prm, v);
+}
+
+/* >>g2p_3d_f64: seed 000 eqs 8-11 / seed 003 eqs 8-11.  Reads particle p of `in`,
+   writes particle p of `out` (which may alias `in`).  Returns CQ__OK, CQ__NONFINITE or
+   CQ__OUT_OF_DOMAIN. */
+CQ_HD int cq__g2p_fwd_3d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 in,
+                                  cq__pview_f64 out, cq__gview_f64 g)
+{
+    int base[3];
+    double fx[3], w[3][3], xp[3], Fp[9], nv[3] = {0}, nC[9] = {0};
+    for (int a = 0; a < 3; ++a) xp[a] = in.x[(long)p * 3 + a];
+    for (int a = 0; a < 9; ++a) Fp[a] = in.F[(long)p * 9 + a];
+    cq__weights_3d_f64(xp, prm->inv_dx, base, fx, w);
+    const double k4 = 4 * prm->inv_dx;          /* 4/dx^2 times dpos = (node - fx) dx */
+    double dp[3][3];
+    for (int a = 0; a < 3; ++a)
+        for (int i = 0; i < 3; ++i) dp[a][i] = (double)i - fx[a];
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int k = 0; k < 3; ++k)
+    {
+        const double wt = w[0][i] * w[1][j] * w[2][k], d[3] = {dp[0][i], dp[1][j], dp[2][k]};
+        const double *vi = g.v + (((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k)) * 3;
+        { const double wv = wt * vi[0]; nv[0] += wv; nC[0] += wv * d[0]; nC[1] += wv * d[1]; nC[2] += wv * d[2]; }
+        { const double wv = wt * vi[1]; nv[1] += wv; nC[3] += wv * d[0]; nC[4] += wv * d[1]; nC[5] += wv * d[2]; }
+        { const double wv = wt * vi[2]; nv[2] += wv; nC[6] += wv * d[0]; nC[7] += wv * d[1]; nC[8] += wv * d[2]; }
+    }
+    for (int a = 0; a < 9; ++a) nC[a] *= k4;
+    int status = CQ__OK;
+    for (int a = 0; a < 3; ++a) {
+        double xn = xp[a] + prm->dt * nv[a];
+        out.x[(long)p * 3 + a] = xn;
+        out.v[(long)p * 3 + a] = nv[a];
+        if (!cq__isfinite_f64(xn) || !cq__isfinite_f64(nv[a])) status = CQ__NONFINITE;
+    }
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) {
+            double f = Fp[a * 3 + b];   /* F <- (I + dt C) F, eq 10 */
+            for (int c = 0; c < 3; ++c) f += prm->dt * nC[a * 3 + c] * Fp[c * 3 + b];
+            out.F[(long)p * 9 + a * 3 + b] = f;
+            out.C[(long)p * 9 + a * 3 + b] = nC[a * 3 + b];
+            if (!cq__isfinite_f64(f) || !cq__isfinite_f64(nC[a * 3 + b])) status = CQ__NONFINITE;
+        }
+    if (status == CQ__OK && !cq__in_domain_3d_f64(out.x + (long)p * 3, prm)) status = CQ__OUT_OF_DOMAIN;
+    return status;
+}
+
+/* >>material_fixed_corotated_3d_f64: Fixed corotated elasticity (Stomakhin et al. 2012; seed 003 eq 12).
+   Generated by SymPy from generator/materials/fixed_corotated.py (stress, then energy). */
+CQ_HD void cq__stress_3d_fixed_corotated_f64(const double *F, const double *R, double mu, double lam, double *P)
+{
+    (void)R; (void)mu; (void)lam;
+    const double t0 = F[4]*F[8];
+    const double t1 = F[5]*F[7];
+    const double t2 = F[3]*F[8];
+    const double t3 = F[4]*F[6];
+    const double t4 = F[5]*F[6];
+    const double t5 = F[3]*F[7];
+    const double t6 = lam*(-F[0]*t0 + F[0]*t1 + F[1]*t2 - F[1]*t4 + F[2]*t3 - F[2]*t5 + 1);
+    const double t7 = 2*mu;
+    P[0] = 2*mu*(F[0] - R[0]) - t6*(t0 - t1);
+    P[1] = t6*(t2 - t4) + t7*(F[1] - R[1]);
+    P[2] = 2*mu*(F[2] - R[2]) - t6*(-t3 + t5);
+    P[3] = t6*(F[1]*F[8] - F[2]*F[7]) + t7*(F[3] - R[3]);
+    P[4] = 2*mu*(F[4] - R[4]) - t6*(F[0]*F[8] - F[2]*F[6]);
+    P[5] = t6*(F[0]*F[7] - F[1]*F[6]) + t7*(F[5] - R[5]);
+    P[6] = 2*mu*(F[6] - R[6]) - t6*(F[1]*F[5] - F[2]*F[4]);
+    P[7] = t6*(F[0]*F[5] - F[2]*F[3]) + t7*(F[7] - R[7]);
+    P[8] = 2*mu*(F[8] - R[8]) - t6*(F[0]*F[4] - F[1]*F[3]);
+}
+
+CQ_HD double cq__energy_3d_fixed_corotated_f64(const double *F, const double *R, double mu, double lam)
+{
+    double psi;
+    (void)R; (void)mu; (void)lam;
+    psi = (1.0/2.0)*lam*((-F[0]*F[4]*F[8] + F[0]*F[5]*F[7] + F[1]*F[3]*F[8] - F[1]*F[5]*F[6] - F[2]*F[3]*F[7] + F[2]*F[4]*F[6] + 1)*(-F[0]*F[4]*F[8] + F[0]*F[5]*F[7] + F[1]*F[3]*F[8] - F[1]*F[5]*F[6] - F[2]*F[3]*F[7] + F[2]*F[4]*F[6] + 1)) + mu*(((F[0] - R[0])*(F[0] - R[0])) + ((F[1] - R[1])*(F[1] - R[1])) + ((F[2] - R[2])*(F[2] - R[2])) + ((F[3] - R[3])*(F[3] - R[3])) + ((F[4] - R[4])*(F[4] - R[4])) + ((F[5] - R[5])*(F[5] - R[5])) + ((F[6] - R[6])*(F[6] - R[6])) + ((F[7] - R[7])*(F[7] - R[7])) + ((F[8] - R[8])*(F[8] - R[8])));
+    return psi;
+}
+
+/* Total first Piola-Kirchhoff stress of one particle: material + incompressibility + actuation
+   (DESIGN.md sec 3: P = P_material(F; E, nu) [+ P_inc] + F sigma_a). */
+CQ_HD void cq__pk1_3d_fixed_corotated_f64(const double *F, double E, double nu, int group,
+                                           const cq__params_f64 *prm, const double *act_stress, double *P)
+{
+    double mu, lam, R[9];
+    cq__lame_f64(E, nu, &mu, &lam);
+    cq__polar_3d_f64(F, R);
+    cq__stress_3d_fixed_corotated_f64(F, R, mu, lam, P);
+    if (prm->incompressibility) cq__incompressible_3d_f64(F, E, nu, prm->incompressibility, P);
+    if (group >= 0 && group < prm->act_groups) {
+        const double *sa = act_stress + (long)group * 9;
+        for (int a = 0; a < 3; ++a)
+            for (int b = 0; b < 3; ++b)
+                for (int c = 0; c < 3; ++c) P[a * 3 + b] += F[a * 3 + c] * sa[c * 3 + b];
+    }
+}
+
+/* >>p2g_3d_fixed_corotated_f64: seed 000 eqs 3-6 (APIC + MLS force): scatter particle p's
+   mass and momentum  m v + G (x_i - x_p),  G = -(4/dx^2) dt V0 P F^T + m C. */
+CQ_HD void cq__p2g_fwd_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
+                                           cq__gview_f64 g)
+{
+    int base[3];
+    double fx[3], w[3][3], xp[3], Fp[9], Pp[9], G[9], mv[3];
+    for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
+    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    cq__weights_3d_f64(xp, prm->inv_dx, base, fx, w);
+    cq__pk1_3d_fixed_corotated_f64(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    const double mass = s.mass[p];
+    const double k = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];
+    for (int a = 0; a < 3; ++a) {
+        mv[a] = mass * s.v[(long)p * 3 + a];
+        for (int b = 0; b < 3; ++b) {
+            double pf = 0;   /* (P F^T)_ab */
+            for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
+            G[a * 3 + b] = k * pf + mass * s.C[(long)p * 9 + a * 3 + b];
+        }
+    }
+    double dp[3][3];
+    for (int a = 0; a < 3; ++a)
+        for (int i = 0; i < 3; ++i) dp[a][i] = ((double)i - fx[a]) * prm->dx;
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int k = 0; k < 3; ++k)
+    {
+        const double wt = w[0][i] * w[1][j] * w[2][k], d[3] = {dp[0][i], dp[1][j], dp[2][k]};
+        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+        CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
+        CQ__ATOMIC_ADD(&g.v[idx * 3 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1] + G[2] * d[2]));   /* m v + G (x_i - x_p) */
+        CQ__ATOMIC_ADD(&g.v[idx * 3 + 1], wt * (mv[1] + G[3] * d[0] + G[4] * d[1] + G[5] * d[2]));   /* m v + G (x_i - x_p) */
+        CQ__ATOMIC_ADD(&g.v[idx * 3 + 2], wt * (mv[2] + G[6] * d[0] + G[7] * d[1] + G[8] * d[2]));   /* m v + G (x_i - x_p) */
+    }
+}
+
+/* >>material_neohookean_3d_f64: Compressible NeoHookean elasticity (seed 003 eq 13).
+   Generated by SymPy from generator/materials/neohookean.py (stress, then energy). */
+CQ_HD void cq__stress_3d_neohookean_f64(const double *F, const double *R, double mu, double lam, double *P)
+{
+    (void)R; (void)mu; (void)lam;
+    const double t0 = F[4]*F[8];
+    const double t1 = F[5]*F[7];
+    const double t2 = t0 - t1;
+    const double t3 = F[5]*F[6];
+    const double t4 = F[3]*F[7];
+    const double t5 = F[3]*F[8];
+    const double t6 = F[4]*F[6];
+    const double t7 = F[0]*t0 - F[0]*t1 + F[1]*t3 - F[1]*t5 + F[2]*t4 - F[2]*t6;
+    const double t8 = (1.0/((t7)));
+    const double t9 = mu*t8;
+    const double t10 = lam*t8*log(t7);
+    const double t11 = -t3 + t5;
+    const double t12 = t4 - t6;
+    const double t13 = F[1]*F[8] - F[2]*F[7];
+    const double t14 = F[0]*F[8] - F[2]*F[6];
+    const double t15 = F[0]*F[7] - F[1]*F[6];
+    const double t16 = F[1]*F[5] - F[2]*F[4];
+    const double t17 = F[0]*F[5] - F[2]*F[3];
+    const double t18 = F[0]*F[4] - F[1]*F[3];
+    P[0] = F[0]*mu + t10*t2 - t2*t9;
+    P[1] = F[1]*mu - t10*t11 + t11*t9;
+    P[2] = F[2]*mu + t10*t12 - t12*t9;
+    P[3] = F[3]*mu - t10*t13 + t13*t9;
+    P[4] = F[4]*mu + t10*t14 - t14*t9;
+    P[5] = F[5]*mu - t10*t15 + t15*t9;
+    P[6] = F[6]*mu + t10*t16 - t16*t9;
+    P[7] = F[7]*mu - t10*t17 + t17*t9;
+    P[8] = F[8]*mu + t10*t18 - t18*t9;
+}
+
+CQ_HD double cq__energy_3d_neohookean_f64(const double *F, const double *R, double mu, double lam)
+{
+    double psi;
+    (void)R; (void)mu; (void)lam;
+    const double t0 = log(F[0]*F[4]*F[8] - F[0]*F[5]*F[7] - F[1]*F[3]*F[8] + F[1]*F[5]*F[6] + F[2]*F[3]*F[7] - F[2]*F[4]*F[6]);
+    psi = (1.0/2.0)*lam*((t0)*(t0)) - mu*t0 + (1.0/2.0)*mu*(((F[0])*(F[0])) + ((F[1])*(F[1])) + ((F[2])*(F[2])) + ((F[3])*(F[3])) + ((F[4])*(F[4])) + ((F[5])*(F[5])) + ((F[6])*(F[6])) + ((F[7])*(F[7])) + ((F[8])*(F[8])) - 3);
+    return psi;
+}
+
+/* Total first Piola-Kirchhoff stress of one particle: material + incompressibility + actuation
+   (DESIGN.md sec 3: P = P_material(F; E, nu) [+ P_inc] + F sigma_a). */
+CQ_HD void cq__pk1_3d_neohookean_f64(const double *F, double E, double nu, int group,
+                                           const cq__params_f64 *prm, const double *act_stress, double *P)
+{
+    double mu, lam, R[9];
+    cq__lame_f64(E, nu, &mu, &lam);
+    for (int a = 0; a < 9; ++a) R[a] = 0;
+    cq__stress_3d_neohookean_f64(F, R, mu, lam, P);
+    if (prm->incompressibility) cq__incompressible_3d_f64(F, E, nu, prm->incompressibility, P);
+    if (group >= 0 && group < prm->act_groups) {
+        const double *sa = act_stress + (long)group * 9;
+        for (int a = 0; a < 3; ++a)
+            for (int b = 0; b < 3; ++b)
+                for (int c = 0; c < 3; ++c) P[a * 3 + b] += F[a * 3 + c] * sa[c * 3 + b];
+    }
+}
+
+/* >>p2g_3d_neohookean_f64: seed 000 eqs 3-6 (APIC + MLS force): scatter particle p's
+   mass and momentum  m v + G (x_i - x_p),  G = -(4/dx^2) dt V0 P F^T + m C. */
+CQ_HD void cq__p2g_fwd_3d_neohookean_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
+                                           cq__gview_f64 g)
+{
+    int base[3];
+    double fx[3], w[3][3], xp[3], Fp[9], Pp[9], G[9], mv[3];
+    for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
+    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    cq__weights_3d_f64(xp, prm->inv_dx, base, fx, w);
+    cq__pk1_3d_neohookean_f64(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    const double mass = s.mass[p];
+    const double k = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];
+    for (int a = 0; a < 3; ++a) {
+        mv[a] = mass * s.v[(long)p * 3 + a];
+        for (int b = 0; b < 3; ++b) {
+            double pf = 0;   /* (P F^T)_ab */
+            for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
+            G[a * 3 + b] = k * pf + mass * s.C[(long)p * 9 + a * 3 + b];
+        }
+    }
+    double dp[3][3];
+    for (int a = 0; a < 3; ++a)
+        for (int i = 0; i < 3; ++i) dp[a][i] = ((double)i - fx[a]) * prm->dx;
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int k = 0; k < 3; ++k)
+    {
+        const double wt = w[0][i] * w[1][j] * w[2][k], d[3] = {dp[0][i], dp[1][j], dp[2][k]};
+        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+        CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
+        CQ__ATOMIC_ADD(&g.v[idx * 3 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1] + G[2] * d[2]));   /* m v + G (x_i - x_p) */
+        CQ__ATOMIC_ADD(&g.v[idx * 3 + 1], wt * (mv[1] + G[3] * d[0] + G[4] * d[1] + G[5] * d[2]));   /* m v + G (x_i - x_p) */
+        CQ__ATOMIC_ADD(&g.v[idx * 3 + 2], wt * (mv[2] + G[6] * d[0] + G[7] * d[1] + G[8] * d[2]));   /* m v + G (x_i - x_p) */
+    }
+}
+
+
+extern "C" {
+__global__ void cq__grid_fwd_2d_f32_kernel(int nodes, cq__params_f32 prm, cq__gview_f32 g)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < nodes) cq__grid_fwd_2d_f32(i, &prm, g);
+}
+
+__global__ void cq__g2p_fwd_2d_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 in,
+                                                 cq__pview_f32 out, cq__gview_f32 g, int *first_bad)
+{
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p < n && cq__g2p_fwd_2d_f32(p, &prm, in, out, g) != CQ__OK) atomicMin(first_bad, p);
+}
+
+__global__ void cq__p2g_fwd_2d_fixed_corotated_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s,
+                                                         cq__gview_f32 g)
+{
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p < n) cq__p2g_fwd_2d_fixed_corotated_f32(p, &prm, s, g);
+}
+
+__global__ void cq__p2g_fwd_2d_neohookean_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s,
+                                                         cq__gview_f32 g)
+{
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p < n) cq__p2g_fwd_2d_neohookean_f32(p, &prm, s, g);
+}
+
+__global__ void cq__grid_fwd_2d_f64_kernel(int nodes, cq__params_f64 prm, cq__gview_f64 g)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < nodes) cq__grid_fwd_2d_f64(i, &prm, g);
+}
+
+__global__ void cq__g2p_fwd_2d_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 in,
+                                                 cq__pview_f64 out, cq__gview_f64 g, int *first_bad)
+{
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p < n && cq__g2p_fwd_2d_f64(p, &prm, in, out, g) != CQ__OK) atomicMin(first_bad, p);
+}
+
+__global__ void cq__p2g_fwd_2d_fixed_corotated_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s,
+                                                         cq__gview_f64 g)
+{
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p < n) cq__p2g_fwd_2d_fixed_corotated_f64(p, &prm, s, g);
+}
+
+__global__ void cq__p2g_fwd_2d_neohookean_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s,
+                                                         cq__gview_f64 g)
+{
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p < n) cq__p2g_fwd_2d_neohookean_f64(p, &prm, s, g);
+}
+
+__global__ void cq__grid_fwd_3d_f32_kernel(int nodes, cq__params_f32 prm, cq__gview_f32 g)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < nodes) cq__grid_fwd_3d_f32(i, &prm, g);
+}
+
+__global__ void cq__g2p_fwd_3d_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 in,
+                                                 cq__pview_f32 out, cq__gview_f32 g, int *first_bad)
+{
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p < n && cq__g2p_fwd_3d_f32(p, &prm, in, out, g) != CQ__OK) atomicMin(first_bad, p);
+}
+
+__global__ void cq__p2g_fwd_3d_fixed_corotated_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s,
+                                                         cq__gview_f32 g)
+{
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p < n) cq__p2g_fwd_3d_fixed_corotated_f32(p, &prm, s, g);
+}
+
+__global__ void cq__p2g_fwd_3d_neohookean_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s,
+                                                         cq__gview_f32 g)
+{
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p < n) cq__p2g_fwd_3d_neohookean_f32(p, &prm, s, g);
+}
+
+__global__ void cq__grid_fwd_3d_f64_kernel(int nodes, cq__params_f64 prm, cq__gview_f64 g)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < nodes) cq__grid_fwd_3d_f64(i, &prm, g);
+}
+
+__global__ void cq__g2p_fwd_3d_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 in,
+                                                 cq__pview_f64 out, cq__gview_f64 g, int *first_bad)
+{
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p < n && cq__g2p_fwd_3d_f64(p, &prm, in, out, g) != CQ__OK) atomicMin(first_bad, p);
+}
+
+__global__ void cq__p2g_fwd_3d_fixed_corotated_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s,
+                                                         cq__gview_f64 g)
+{
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p < n) cq__p2g_fwd_3d_fixed_corotated_f64(p, &prm, s, g);
+}
+
+__global__ void cq__p2g_fwd_3d_neohookean_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s,
+                                                         cq__gview_f64 g)
+{
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p < n) cq__p2g_fwd_3d_neohookean_f64(p, &prm, s, g);
+}
+
+} /* extern "C" */
+/* ---- END GENERATED: CUDA kernels ---- */

@@ -1,0 +1,517 @@
+/* cq_image.h - tiny dependency-free RGB canvas + PNG / animated GIF writer.
+ *
+ * Single-file C99 library (also compiles as C++). In exactly ONE translation
+ * unit write
+ *     #define CQ_IMAGE_IMPLEMENTATION
+ *     #include "cq_image.h"
+ * (define CQ_IMAGE_STATIC as well to make every function static).
+ *
+ * Conventions
+ *  - Pixel (x, y) is centred on the integer point (x, y); x grows right,
+ *    y grows down; im->rgb is row-major, 3 bytes per pixel, no padding.
+ *  - Fallible functions return int: 0 = success, nonzero = failure. Nothing
+ *    calls abort()/exit(); there is no global mutable state.
+ *  - Canvas size: 1..65535 in each dimension (also the GIF limit).
+ *  - Drawing functions clip to the canvas and do nothing on an empty canvas.
+ *  - PNG: 8-bit RGB, stored (uncompressed) deflate blocks, one IDAT chunk.
+ *  - GIF: GIF89a, fixed global 6x7x6 colour-cube palette (252 colours used,
+ *    entries 252..255 are black and never referenced), nearest-colour
+ *    quantisation, LZW with 8-bit minimum code size, loops forever.
+ */
+#ifndef CQ_IMAGE_H
+#define CQ_IMAGE_H
+
+#include <stdio.h>
+
+#if defined(CQ_IMAGE_STATIC) && defined(__GNUC__)
+#define CQ_IMG_DEF static __attribute__((unused))
+#elif defined(CQ_IMAGE_STATIC)
+#define CQ_IMG_DEF static
+#else
+#define CQ_IMG_DEF extern
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cq_img {
+    int w, h;
+    unsigned char *rgb; /* w*h*3 bytes, or NULL */
+} cq_img;
+
+typedef struct cq_gif {
+    FILE *f;            /* NULL when not open */
+    int w, h, delay, err;
+    unsigned char *idx; /* w*h quantised indices of the current frame */
+    int *hkey;          /* LZW hash table: keys (-1 = empty) */
+    unsigned short *hval; /* LZW hash table: codes */
+} cq_gif;
+
+/* Allocates a w x h canvas filled with white. On failure im->rgb is NULL. */
+CQ_IMG_DEF int cq_img_init(cq_img *im, int w, int h);
+/* Frees the pixels; safe on a zeroed or already freed canvas. */
+CQ_IMG_DEF void cq_img_free(cq_img *im);
+CQ_IMG_DEF void cq_img_clear(cq_img *im, unsigned char r, unsigned char g, unsigned char b);
+/* Filled disc: every pixel whose centre is within `radius` of (cx, cy). */
+CQ_IMG_DEF void cq_img_disc(cq_img *im, double cx, double cy, double radius,
+                            unsigned char r, unsigned char g, unsigned char b);
+/* Filled rectangle, both corners inclusive, any corner order. */
+CQ_IMG_DEF void cq_img_rect(cq_img *im, int x0, int y0, int x1, int y1,
+                            unsigned char r, unsigned char g, unsigned char b);
+/* 1-pixel line, both endpoints inclusive. Coordinates beyond +-2^28 are
+ * rejected (nothing drawn). */
+CQ_IMG_DEF void cq_img_line(cq_img *im, int x0, int y0, int x1, int y1,
+                            unsigned char r, unsigned char g, unsigned char b);
+CQ_IMG_DEF int cq_img_write_png(const char *path, const cq_img *im);
+
+/* GIF palette helpers: index of the nearest palette colour, palette entry. */
+CQ_IMG_DEF int cq_img_palette_index(unsigned char r, unsigned char g, unsigned char b);
+CQ_IMG_DEF void cq_img_palette_color(int index, unsigned char rgb[3]);
+
+/* Animated GIF. After a failed cq_gif_begin nothing is left open (calling
+ * cq_gif_end is harmless and returns nonzero). cq_gif_end always closes and
+ * frees, and returns nonzero if any write since cq_gif_begin failed. */
+CQ_IMG_DEF int cq_gif_begin(cq_gif *g, const char *path, int w, int h, int delay_centiseconds);
+CQ_IMG_DEF int cq_gif_frame(cq_gif *g, const cq_img *im); /* im must be w x h */
+CQ_IMG_DEF int cq_gif_end(cq_gif *g);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CQ_IMAGE_H */
+
+#ifdef CQ_IMAGE_IMPLEMENTATION
+#ifndef CQ_IMAGE_IMPLEMENTED
+#define CQ_IMAGE_IMPLEMENTED
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+static int cq__img_ok(const cq_img *im)
+{
+    return im && im->rgb && im->w > 0 && im->h > 0;
+}
+
+static int cq__dims_ok(int w, int h)
+{
+    return w > 0 && h > 0 && w <= 65535 && h <= 65535 &&
+           (size_t)h <= ((size_t)-1) / 3 / (size_t)w;
+}
+
+CQ_IMG_DEF int cq_img_init(cq_img *im, int w, int h)
+{
+    if (!im) return 1;
+    im->w = im->h = 0;
+    im->rgb = NULL;
+    if (!cq__dims_ok(w, h)) return 1;
+    im->rgb = (unsigned char *)malloc((size_t)w * (size_t)h * 3);
+    if (!im->rgb) return 1;
+    im->w = w;
+    im->h = h;
+    memset(im->rgb, 255, (size_t)w * (size_t)h * 3);
+    return 0;
+}
+
+CQ_IMG_DEF void cq_img_free(cq_img *im)
+{
+    if (!im) return;
+    free(im->rgb);
+    im->rgb = NULL;
+    im->w = im->h = 0;
+}
+
+static void cq__put(cq_img *im, int x, int y, unsigned char r, unsigned char g, unsigned char b)
+{
+    unsigned char *p;
+    if (x < 0 || y < 0 || x >= im->w || y >= im->h) return;
+    p = im->rgb + ((size_t)y * (size_t)im->w + (size_t)x) * 3;
+    p[0] = r; p[1] = g; p[2] = b;
+}
+
+CQ_IMG_DEF void cq_img_clear(cq_img *im, unsigned char r, unsigned char g, unsigned char b)
+{
+    size_t i, n;
+    if (!cq__img_ok(im)) return;
+    n = (size_t)im->w * (size_t)im->h;
+    for (i = 0; i < n; i++) {
+        im->rgb[3 * i] = r; im->rgb[3 * i + 1] = g; im->rgb[3 * i + 2] = b;
+    }
+}
+
+/* integer range [*a, *b] of [c - r, c + r] within [0, n - 1]; 0 if empty.
+ * Clamps in double before converting, so inf/huge values are safe. */
+static int cq__span(double c, double r, int n, int *a, int *b)
+{
+    double lo = c - r, hi = c + r;
+    if (lo != lo || hi != hi || hi < 0 || lo > n - 1) return 0;
+    if (lo < 0) lo = 0;
+    if (hi > n - 1) hi = n - 1;
+    *a = (int)lo;
+    if ((double)*a < lo) (*a)++;
+    *b = (int)hi;
+    return 1;
+}
+
+CQ_IMG_DEF void cq_img_disc(cq_img *im, double cx, double cy, double radius,
+                            unsigned char r, unsigned char g, unsigned char b)
+{
+    double dx, dy, s, rr;
+    int x, y, x0, x1, y0, y1;
+    if (!cq__img_ok(im) || !(radius >= 0) || cx != cx || cy != cy) return;
+    if (!cq__span(cx, radius, im->w, &x0, &x1) || !cq__span(cy, radius, im->h, &y0, &y1))
+        return;
+    s = radius > 1e150 ? 1.0 / radius : 1.0; /* avoid overflow to inf */
+    rr = (radius * s) * (radius * s);
+    for (y = y0; y <= y1; y++) {
+        dy = (y - cy) * s;
+        for (x = x0; x <= x1; x++) {
+            dx = (x - cx) * s;
+            if (dx * dx + dy * dy <= rr) cq__put(im, x, y, r, g, b);
+        }
+    }
+}
+
+CQ_IMG_DEF void cq_img_rect(cq_img *im, int x0, int y0, int x1, int y1,
+                            unsigned char r, unsigned char g, unsigned char b)
+{
+    int x, y, t;
+    if (!cq__img_ok(im)) return;
+    if (x0 > x1) { t = x0; x0 = x1; x1 = t; }
+    if (y0 > y1) { t = y0; y0 = y1; y1 = t; }
+    if (x1 < 0 || y1 < 0 || x0 >= im->w || y0 >= im->h) return;
+    if (x0 < 0) x0 = 0;
+    if (y0 < 0) y0 = 0;
+    if (x1 >= im->w) x1 = im->w - 1;
+    if (y1 >= im->h) y1 = im->h - 1;
+    for (y = y0; y <= y1; y++)
+        for (x = x0; x <= x1; x++) cq__put(im, x, y, r, g, b);
+}
+
+/* floor(n / d) for d > 0 */
+static long long cq__fdiv(long long n, long long d)
+{
+    long long q = n / d;
+    if (n % d != 0 && n < 0) q--;
+    return q;
+}
+
+CQ_IMG_DEF void cq_img_line(cq_img *im, int x0, int y0, int x1, int y1,
+                            unsigned char r, unsigned char g, unsigned char b)
+{
+    const long long lim = 1LL << 28;
+    long long a0, b0, a1, b1, da, db, t, lo, hi, s, n;
+    int steep;
+    if (!cq__img_ok(im)) return;
+    if (x0 < -lim || x0 > lim || x1 < -lim || x1 > lim ||
+        y0 < -lim || y0 > lim || y1 < -lim || y1 > lim) return;
+    /* walk the major axis a; minor axis b = round(b0 + (a - a0) * db / da) */
+    steep = (y1 > y0 ? y1 - y0 : y0 - y1) > (x1 > x0 ? x1 - x0 : x0 - x1);
+    if (steep) { a0 = y0; b0 = x0; a1 = y1; b1 = x1; n = im->h; }
+    else       { a0 = x0; b0 = y0; a1 = x1; b1 = y1; n = im->w; }
+    if (a0 > a1) { t = a0; a0 = a1; a1 = t; t = b0; b0 = b1; b1 = t; }
+    da = a1 - a0;
+    db = b1 - b0;
+    lo = a0 < 0 ? 0 : a0;
+    hi = a1 > n - 1 ? n - 1 : a1;
+    for (t = lo; t <= hi; t++) {
+        s = da ? b0 + cq__fdiv(2 * (t - a0) * db + da, 2 * da) : b0;
+        if (s < -1 || s > 65536) continue;
+        if (steep) cq__put(im, (int)s, (int)t, r, g, b);
+        else       cq__put(im, (int)t, (int)s, r, g, b);
+    }
+}
+
+/* ---------------------------------------------------------------- PNG --- */
+
+typedef struct cq__out {
+    FILE *f;
+    unsigned long crc;   /* running CRC-32 of the current chunk */
+    unsigned long s1, s2; /* running Adler-32 */
+    unsigned long left;  /* bytes left in the current stored block */
+    unsigned long long raw_left; /* raw zlib payload bytes still to come */
+    int err;
+} cq__out;
+
+static unsigned long cq__crc_update(unsigned long crc, const unsigned char *p, size_t n)
+{
+    size_t i;
+    int k;
+    for (i = 0; i < n; i++) {
+        crc ^= p[i];
+        for (k = 0; k < 8; k++)
+            crc = (crc >> 1) ^ (0xEDB88320UL & (0UL - (crc & 1UL)));
+    }
+    return crc;
+}
+
+static void cq__bytes(cq__out *o, const unsigned char *p, size_t n)
+{
+    if (n && fwrite(p, 1, n, o->f) != n) o->err = 1;
+    o->crc = cq__crc_update(o->crc, p, n);
+}
+
+static void cq__be32(cq__out *o, unsigned long v)
+{
+    unsigned char b[4];
+    b[0] = (unsigned char)(v >> 24); b[1] = (unsigned char)(v >> 16);
+    b[2] = (unsigned char)(v >> 8);  b[3] = (unsigned char)v;
+    cq__bytes(o, b, 4);
+}
+
+static void cq__chunk_begin(cq__out *o, unsigned long len, const char *type)
+{
+    cq__be32(o, len);
+    o->crc = 0xFFFFFFFFUL;
+    cq__bytes(o, (const unsigned char *)type, 4);
+}
+
+static void cq__chunk_end(cq__out *o)
+{
+    cq__be32(o, (o->crc ^ 0xFFFFFFFFUL) & 0xFFFFFFFFUL);
+}
+
+/* raw payload bytes -> stored deflate blocks, updating the Adler-32 */
+static void cq__zdata(cq__out *o, const unsigned char *p, size_t n)
+{
+    unsigned char hdr[5];
+    size_t i, m;
+    while (n > 0) {
+        if (o->left == 0) {
+            o->left = o->raw_left > 65535 ? 65535UL : (unsigned long)o->raw_left;
+            hdr[0] = (unsigned char)(o->raw_left == o->left); /* BFINAL, BTYPE=00 */
+            hdr[1] = (unsigned char)(o->left & 255); hdr[2] = (unsigned char)(o->left >> 8);
+            hdr[3] = (unsigned char)(~o->left & 255); hdr[4] = (unsigned char)((~o->left >> 8) & 255);
+            cq__bytes(o, hdr, 5);
+        }
+        m = n < o->left ? n : (size_t)o->left;
+        for (i = 0; i < m; i++) {
+            o->s1 = (o->s1 + p[i]) % 65521UL;
+            o->s2 = (o->s2 + o->s1) % 65521UL;
+        }
+        cq__bytes(o, p, m);
+        o->left -= (unsigned long)m;
+        o->raw_left -= m;
+        p += m;
+        n -= m;
+    }
+}
+
+CQ_IMG_DEF int cq_img_write_png(const char *path, const cq_img *im)
+{
+    static const unsigned char sig[8] = {137, 80, 78, 71, 13, 10, 26, 10};
+    static const unsigned char zhdr[2] = {0x78, 0x01};
+    unsigned char ihdr[5] = {8, 2, 0, 0, 0}; /* depth, RGB, deflate, filter, no interlace */
+    unsigned char zero = 0;
+    unsigned long long raw, nblk, zlen;
+    cq__out o;
+    int y;
+    if (!path || !cq__img_ok(im)) return 1;
+    raw = (unsigned long long)im->h * (1ULL + 3ULL * (unsigned long long)im->w);
+    nblk = (raw + 65534) / 65535;
+    zlen = 2 + raw + 5 * nblk + 4;
+    if (zlen > 0x7FFFFFFFULL) return 1; /* PNG chunk length limit */
+    memset(&o, 0, sizeof o);
+    o.f = fopen(path, "wb");
+    if (!o.f) return 1;
+    o.s1 = 1;
+    o.raw_left = raw;
+    cq__bytes(&o, sig, 8);
+    cq__chunk_begin(&o, 13, "IHDR");
+    cq__be32(&o, (unsigned long)im->w);
+    cq__be32(&o, (unsigned long)im->h);
+    cq__bytes(&o, ihdr, 5);
+    cq__chunk_end(&o);
+    cq__chunk_begin(&o, (unsigned long)zlen, "IDAT");
+    cq__bytes(&o, zhdr, 2);
+    for (y = 0; y < im->h && !o.err; y++) {
+        cq__zdata(&o, &zero, 1); /* filter type 0 */
+        cq__zdata(&o, im->rgb + (size_t)y * (size_t)im->w * 3, (size_t)im->w * 3);
+    }
+    cq__be32(&o, (o.s2 << 16) | o.s1);
+    cq__chunk_end(&o);
+    cq__chunk_begin(&o, 0, "IEND");
+    cq__chunk_end(&o);
+    if (fclose(o.f) != 0) o.err = 1;
+    return o.err;
+}
+
+/* ---------------------------------------------------------------- GIF --- */
+
+static const unsigned char cq__lv6[6] = {0, 51, 102, 153, 204, 255};
+static const unsigned char cq__lv7[7] = {0, 43, 85, 128, 170, 213, 255};
+
+static int cq__nearest(unsigned char v, const unsigned char *lv, int n)
+{
+    int i, best = 0;
+    for (i = 1; i < n; i++)
+        if (abs((int)v - (int)lv[i]) < abs((int)v - (int)lv[best])) best = i;
+    return best;
+}
+
+CQ_IMG_DEF int cq_img_palette_index(unsigned char r, unsigned char g, unsigned char b)
+{
+    return (cq__nearest(r, cq__lv6, 6) * 7 + cq__nearest(g, cq__lv7, 7)) * 6 +
+           cq__nearest(b, cq__lv6, 6);
+}
+
+CQ_IMG_DEF void cq_img_palette_color(int index, unsigned char rgb[3])
+{
+    if (index < 0 || index >= 252) { rgb[0] = rgb[1] = rgb[2] = 0; return; }
+    rgb[0] = cq__lv6[index / 42];
+    rgb[1] = cq__lv7[(index / 6) % 7];
+    rgb[2] = cq__lv6[index % 6];
+}
+
+static void cq__gput(cq_gif *g, const unsigned char *p, size_t n)
+{
+    if (n && fwrite(p, 1, n, g->f) != n) g->err = 1;
+}
+
+static void cq__gle16(cq_gif *g, int v)
+{
+    unsigned char b[2];
+    b[0] = (unsigned char)(v & 255); b[1] = (unsigned char)((v >> 8) & 255);
+    cq__gput(g, b, 2);
+}
+
+static void cq__gif_reset(cq_gif *g)
+{
+    free(g->idx); free(g->hkey); free(g->hval);
+    memset(g, 0, sizeof *g);
+}
+
+CQ_IMG_DEF int cq_gif_begin(cq_gif *g, const char *path, int w, int h, int delay_centiseconds)
+{
+    static const unsigned char lsd_tail[3] = {0xF7, 0, 0}; /* GCT, 8bpp, 256 colours */
+    static const unsigned char loop[19] = {0x21, 0xFF, 11, 'N', 'E', 'T', 'S', 'C', 'A', 'P',
+                                           'E', '2', '.', '0', 3, 1, 0, 0, 0};
+    unsigned char pal[768];
+    int i;
+    if (!g) return 1;
+    memset(g, 0, sizeof *g);
+    if (!path || !cq__dims_ok(w, h)) return 1;
+    g->idx = (unsigned char *)malloc((size_t)w * (size_t)h);
+    g->hkey = (int *)malloc(8192 * sizeof(int));
+    g->hval = (unsigned short *)malloc(8192 * sizeof(unsigned short));
+    if (g->idx && g->hkey && g->hval) g->f = fopen(path, "wb");
+    if (!g->f) { cq__gif_reset(g); return 1; }
+    g->w = w; g->h = h;
+    g->delay = delay_centiseconds < 0 ? 0 : delay_centiseconds > 65535 ? 65535 : delay_centiseconds;
+    for (i = 0; i < 256; i++) cq_img_palette_color(i, pal + 3 * i);
+    cq__gput(g, (const unsigned char *)"GIF89a", 6);
+    cq__gle16(g, w);
+    cq__gle16(g, h);
+    cq__gput(g, lsd_tail, 3);
+    cq__gput(g, pal, 768);
+    cq__gput(g, loop, 19);
+    return g->err;
+}
+
+typedef struct cq__bits {
+    cq_gif *g;
+    unsigned long acc;
+    int nbits, size, len;
+    unsigned char blk[256]; /* blk[0] = sub-block length */
+} cq__bits;
+
+static void cq__code(cq__bits *b, int code)
+{
+    b->acc |= (unsigned long)code << b->nbits;
+    b->nbits += b->size;
+    while (b->nbits >= 8) {
+        b->blk[1 + b->len++] = (unsigned char)(b->acc & 255);
+        b->acc >>= 8;
+        b->nbits -= 8;
+        if (b->len == 255) {
+            b->blk[0] = 255;
+            cq__gput(b->g, b->blk, 256);
+            b->len = 0;
+        }
+    }
+}
+
+/* LZW-encode n (>= 1) 8-bit indices as GIF image data sub-blocks */
+static void cq__lzw(cq_gif *g, const unsigned char *px, size_t n)
+{
+    enum { CLEAR = 256, EOI = 257, FIRST = 258, MAXC = 4096, HMASK = 8191 };
+    cq__bits b;
+    size_t i;
+    int prefix, next = FIRST, key;
+    unsigned long hh;
+    unsigned char min_size = 8;
+    memset(&b, 0, sizeof b);
+    b.g = g;
+    b.size = 9;
+    cq__gput(g, &min_size, 1);
+    for (i = 0; i < 8192; i++) g->hkey[i] = -1;
+    cq__code(&b, CLEAR);
+    prefix = px[0];
+    for (i = 1; i < n; i++) {
+        key = (prefix << 8) | px[i];
+        hh = (((unsigned long)key * 2654435761UL) & 0xFFFFFFFFUL) >> 19;
+        while (g->hkey[hh] != -1 && g->hkey[hh] != key) hh = (hh + 1) & HMASK;
+        if (g->hkey[hh] == key) { prefix = g->hval[hh]; continue; }
+        cq__code(&b, prefix);
+        g->hkey[hh] = key;
+        g->hval[hh] = (unsigned short)next++;
+        if (next == MAXC) { /* table full: start over */
+            cq__code(&b, CLEAR);
+            for (hh = 0; hh < 8192; hh++) g->hkey[hh] = -1;
+            next = FIRST;
+            b.size = 9;
+        } else if (next == (1 << b.size) + 1) {
+            b.size++; /* the decoder widens one code later than we add */
+        }
+        prefix = px[i];
+    }
+    cq__code(&b, prefix);
+    next++; /* the decoder adds an entry for the last code before EOI */
+    if (next == (1 << b.size) + 1 && b.size < 12) b.size++;
+    cq__code(&b, EOI);
+    if (b.nbits > 0) { b.size = 8 - b.nbits; cq__code(&b, 0); } /* pad last byte */
+    if (b.len > 0) { b.blk[0] = (unsigned char)b.len; cq__gput(g, b.blk, (size_t)b.len + 1); }
+    b.blk[0] = 0;
+    cq__gput(g, b.blk, 1); /* block terminator */
+}
+
+CQ_IMG_DEF int cq_gif_frame(cq_gif *g, const cq_img *im)
+{
+    unsigned char gce[8] = {0x21, 0xF9, 4, 0x04, 0, 0, 0, 0}; /* disposal: keep */
+    unsigned char desc[10] = {0x2C, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    size_t i, n;
+    const unsigned char *p;
+    if (!g || !g->f || !cq__img_ok(im) || im->w != g->w || im->h != g->h) return 1;
+    n = (size_t)g->w * (size_t)g->h;
+    for (i = 0, p = im->rgb; i < n; i++, p += 3)
+        g->idx[i] = (unsigned char)cq_img_palette_index(p[0], p[1], p[2]);
+    gce[4] = (unsigned char)(g->delay & 255);
+    gce[5] = (unsigned char)(g->delay >> 8);
+    desc[5] = (unsigned char)(g->w & 255); desc[6] = (unsigned char)(g->w >> 8);
+    desc[7] = (unsigned char)(g->h & 255); desc[8] = (unsigned char)(g->h >> 8);
+    cq__gput(g, gce, 8);
+    cq__gput(g, desc, 10);
+    cq__lzw(g, g->idx, n);
+    return g->err;
+}
+
+CQ_IMG_DEF int cq_gif_end(cq_gif *g)
+{
+    unsigned char trailer = 0x3B;
+    int err;
+    if (!g || !g->f) return 1;
+    cq__gput(g, &trailer, 1);
+    if (fclose(g->f) != 0) g->err = 1;
+    err = g->err;
+    cq__gif_reset(g);
+    return err;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CQ_IMAGE_IMPLEMENTED */
+#endif /* CQ_IMAGE_IMPLEMENTATION */

@@ -1,0 +1,45 @@
+# chainqueen.h -- `make demo`, `make test`, `make bench`, `make regen`, `make ptx`.
+# Nothing here needs a GPU; CUDA steps say what they did or skipped.
+CC      ?= cc
+CXX     ?= c++
+PYTHON  ?= python3
+NVCC    ?= nvcc
+CFLAGS  ?= -O2
+WARN     = -Wall -Wextra -Werror -pedantic
+BUILD    = build
+OUT      = out
+NVCCFLAGS = -arch=compute_75 -Werror all-warnings -diag-suppress 177
+
+.PHONY: all demo test bench regen ptx pydeps clean
+all: demo
+
+$(BUILD):
+	@mkdir -p $(BUILD)
+
+# Generator dependencies (Jinja2, SymPy), pinned: installed only when missing or different.
+pydeps: | $(BUILD)
+	@$(PYTHON) -c "import jinja2, sympy, sys; sys.exit(0 if (jinja2.__version__, sympy.__version__) == ('3.1.6', '1.14.0') else 1)" 2>/dev/null \
+	  || $(PYTHON) -m pip install -q -r generator/requirements.txt
+
+regen: pydeps
+	$(PYTHON) -m generator
+
+ptx: | $(BUILD)
+	@if command -v $(NVCC) >/dev/null 2>&1; then \
+	  $(NVCC) -ptx $(NVCCFLAGS) cuda/chainqueen_kernels.cu -o $(BUILD)/chainqueen_kernels.ptx && \
+	  echo "ptx: wrote $(BUILD)/chainqueen_kernels.ptx ($$(wc -c < $(BUILD)/chainqueen_kernels.ptx) bytes)"; \
+	else echo "ptx: SKIP (no nvcc on PATH)"; fi
+
+demo: | $(BUILD)
+	$(CC) -std=c99 $(CFLAGS) $(WARN) examples/02_demo.c -o $(BUILD)/demo -lm
+	./$(BUILD)/demo $(OUT)
+
+test: pydeps | $(BUILD)
+	@CC="$(CC)" CXX="$(CXX)" PYTHON="$(PYTHON)" NVCC="$(NVCC)" NVCCFLAGS="$(NVCCFLAGS)" sh tests/run.sh
+
+bench: | $(BUILD)
+	$(CC) -std=c99 -O3 -march=native -fopenmp $(WARN) bench/bench.c -o $(BUILD)/bench -lm
+	./$(BUILD)/bench
+
+clean:
+	rm -rf $(BUILD) $(OUT)

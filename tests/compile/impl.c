@@ -1,0 +1,3 @@
+/* The one translation unit with the implementation (see decl_only.c). */
+#define CHAINQUEEN_IMPLEMENTATION
+#include "../../chainqueen.h"

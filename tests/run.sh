@@ -1,0 +1,83 @@
+#!/bin/sh
+# Runs every test of the project (called by `make test`).  Each item either prints its own
+# "N passed, N failed" line (C test programs), whose counts are added, or counts as one test
+# by its exit status.  Logs: build/logs/<item>.log.  Closing line: N passed, N failed, N skipped.
+CC=${CC:-cc}; CXX=${CXX:-c++}; PYTHON=${PYTHON:-python3}; NVCC=${NVCC:-nvcc}
+NVCCFLAGS=${NVCCFLAGS:--arch=compute_75 -Werror all-warnings -diag-suppress 177}
+B=build; L=$B/logs
+mkdir -p $L
+P=0; F=0; S=0
+WARN="-Wall -Wextra -Werror -pedantic"
+SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+
+# item NAME CMD...: run CMD, log it, count it
+item() {
+    name=$1; shift
+    start=$(date +%s)
+    if "$@" >$L/$name.log 2>&1; then rc=0; else rc=1; fi
+    line=$(grep -E '^[a-z_]*:? ?[0-9]+ passed, [0-9]+ failed' $L/$name.log | tail -n 1 | sed 's/^[a-z_]*: //')
+    secs=$(( $(date +%s) - start ))
+    if [ -n "$line" ]; then
+        np=$(echo "$line" | sed -E 's/^([0-9]+) passed.*/\1/'); nf=$(echo "$line" | sed -E 's/^[0-9]+ passed, ([0-9]+) failed.*/\1/')
+        if [ $rc -ne 0 ] && [ "$nf" -eq 0 ]; then nf=1; fi
+        P=$((P + np)); F=$((F + nf))
+        if [ "$nf" -eq 0 ]; then echo "ok   $name ($np tests, ${secs}s)"; else echo "FAIL $name ($np passed, $nf failed, ${secs}s; see $L/$name.log)"; grep -E '^(FAIL|    )' $L/$name.log | head -n 30; fi
+    elif [ $rc -eq 0 ]; then
+        P=$((P + 1)); echo "ok   $name (${secs}s)"
+    else
+        F=$((F + 1)); echo "FAIL $name (see $L/$name.log)"; tail -n 30 $L/$name.log
+    fi
+}
+skip() { S=$((S + 1)); echo "SKIP $1: $2"; }
+
+# ---- generated files are current (regenerate elsewhere, compare)
+item regen_current sh -c "rm -rf $B/regen && mkdir -p $B/regen && $PYTHON -m generator -o $B/regen/chainqueen.h --cuda-dir $B/regen && \
+    cmp $B/regen/chainqueen.h chainqueen.h && cmp $B/regen/chainqueen_kernels.cu cuda/chainqueen_kernels.cu"
+
+# ---- compile matrix
+item compile_c99 $CC -std=c99 $WARN -c tests/compile/impl.c -o $B/impl_c99.o
+item compile_cxx11 $CXX -std=c++11 $WARN -x c++ -c tests/compile/impl.c -o $B/impl_cxx.o
+item compile_c99_openmp $CC -std=c99 $WARN -fopenmp -c tests/compile/impl.c -o $B/impl_omp.o
+item compile_cxx11_openmp $CXX -std=c++11 $WARN -fopenmp -x c++ -c tests/compile/impl.c -o $B/impl_cxx_omp.o
+item compile_no_cuda sh -c "$CC -std=c99 $WARN tests/compile/no_cuda.c -o $B/no_cuda -lm && ./$B/no_cuda"
+item decl_only_c89_link sh -c "$CC -std=c89 -Wall -Wextra -Werror -pedantic -Wno-long-long -c tests/compile/decl_only.c -o $B/decl.o && \
+    $CC $B/decl.o $B/impl_c99.o -o $B/decl_only -lm && ./$B/decl_only"
+item decl_only_cxx_link sh -c "$CXX -std=c++98 $WARN -x c++ -c tests/compile/decl_only.c -o $B/decl_cxx.o && \
+    $CXX $B/decl_cxx.o $B/impl_cxx.o -o $B/decl_only_cxx -lm && ./$B/decl_only_cxx"
+
+# ---- CUDA sources compile (no GPU needed)
+if command -v $NVCC >/dev/null 2>&1; then
+    item cuda_ptx_compiles $NVCC -ptx $NVCCFLAGS cuda/chainqueen_kernels.cu -o $B/chainqueen_kernels.ptx
+else
+    skip cuda_ptx_compiles "no nvcc on PATH"
+fi
+skip gpu_parity "no CUDA run-time backend in this version (the GPU tests arrive with the CUDA loader); and no GPU on this machine"
+
+# ---- the C test programs: plain, OpenMP, C++, sanitizers, valgrind
+for t in test_physics test_errors; do
+    [ -f tests/$t.c ] || continue
+    item ${t} sh -c "$CC -std=c99 -O2 -g $WARN tests/$t.c -o $B/$t -lm && ./$B/$t"
+    item ${t}_openmp sh -c "$CC -std=c99 -O2 -g $WARN -fopenmp tests/$t.c -o $B/${t}_omp -lm && OMP_NUM_THREADS=2 ./$B/${t}_omp"
+    item ${t}_cxx sh -c "$CXX -std=c++11 -O2 $WARN -x c++ tests/$t.c -o $B/${t}_cxx -lm && ./$B/${t}_cxx"
+    item ${t}_asan_ubsan sh -c "$CC -std=c99 -O1 -g $WARN $SAN tests/$t.c -o $B/${t}_san -lm && ./$B/${t}_san"
+done
+if command -v valgrind >/dev/null 2>&1 && [ -f tests/test_errors.c ]; then
+    item test_errors_valgrind sh -c "$CC -std=c99 -O1 -g $WARN tests/test_errors.c -o $B/test_errors_vg -lm && \
+        valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=all ./$B/test_errors_vg"
+else
+    skip test_errors_valgrind "valgrind not installed"
+fi
+
+# ---- image writer used by the demo (PNG/GIF validated by an independent decoder)
+item test_image sh -c "$CC -std=c99 -O2 $WARN tests/test_image.c -o $B/test_image && ./$B/test_image $B && $PYTHON tests/check_image.py $B"
+
+# ---- examples and bench build and run
+for ex in examples/[0-9]*.c; do
+    n=$(basename $ex .c)
+    case $n in 02_demo) item example_$n sh -c "$CC -std=c99 -O2 $WARN $ex -o $B/$n -lm && ./$B/$n $B/demo_out" ;;
+              *) item example_$n sh -c "$CC -std=c99 -O2 $WARN $ex -o $B/$n -lm && ./$B/$n" ;; esac
+done
+[ -f bench/bench.c ] && item bench_quick sh -c "$CC -std=c99 -O2 $WARN bench/bench.c -o $B/bench_quick -lm && ./$B/bench_quick quick"
+
+echo "$P passed, $F failed, $S skipped"
+[ $F -eq 0 ]

@@ -4,6 +4,7 @@
 #define CHAINQUEEN_IMPLEMENTATION          /* this file holds the library's implementation */
 #include "../chainqueen.h"
 #include <stdio.h>
+#include <string.h>
 
 #define RES 64                             /* grid: 64 x 64 cells covering [0, 1)^2     */
 #define MAXP 4096
@@ -39,7 +40,8 @@ static void centroid(const double *x, int first, int count, double c[2])
 
 int main(void)
 {
-    cq_sim_desc d = {0};                   /* zero = library defaults (f32, CPU, ...)   */
+    cq_sim_desc d;
+    memset(&d, 0, sizeof d);               /* zero = library defaults (f32, CPU, ...)   */
     d.dim = 2;
     d.res[0] = d.res[1] = RES;
     d.dx = 1.0 / RES;                      /* domain [0, 1); walls are the outer 3 cells */
@@ -57,10 +59,11 @@ int main(void)
     }
 
     /* Lower block: stiffer, just above the floor.  Upper block: softer (E in Pa, density 1),
-       higher up and shifted right, so it lands half on the lower block's corner. */
+       higher up and shifted a little to the right. */
     int na = block(xs, 0.25, 0.06, 0.50, 0.26);
-    int nb = block(xs + 2 * na, 0.38, 0.42, 0.58, 0.62);
-    cq_particles_desc pa = {0}, pb = {0};
+    int nb = block(xs + 2 * na, 0.32, 0.42, 0.52, 0.62);
+    cq_particles_desc pa, pb;
+    memset(&pa, 0, sizeof pa); memset(&pb, 0, sizeof pb);   /* zero = defaults again */
     pa.count = na; pa.x = xs;          pa.default_youngs = 3e3; pa.default_poisson = 0.3;
     pb.count = nb; pb.x = xs + 2 * na; pb.default_youngs = 2e3; pb.default_poisson = 0.3;
     if (cq_sim_add_particles(sim, &pa) != CQ_SUCCESS || cq_sim_add_particles(sim, &pb) != CQ_SUCCESS)

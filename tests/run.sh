@@ -68,6 +68,10 @@ else
     skip test_errors_valgrind "valgrind not installed"
 fi
 
+# ---- a header generated with a user material file (examples/materials/stvk.py)
+item custom_material sh -c "$PYTHON -m generator --material examples/materials/stvk.py -o $B/cq_stvk.h && \
+    $CC -std=c99 -O2 $WARN -I$B tests/test_custom_material.c -o $B/test_custom_material -lm && ./$B/test_custom_material"
+
 # ---- image writer used by the demo (PNG/GIF validated by an independent decoder)
 item test_image sh -c "$CC -std=c99 -O2 $WARN tests/test_image.c -o $B/test_image && ./$B/test_image $B && $PYTHON tests/check_image.py $B"
 

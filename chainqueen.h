@@ -147,15 +147,20 @@ cq_result   cq_sim_set_actuation(cq_sim *sim, int groups, const double *stress);
 cq_result   cq_sim_step(cq_sim *sim, int steps);
 int         cq_sim_step_count(const cq_sim *sim);
 cq_result   cq_sim_reset(cq_sim *sim);           /* back to step 0, tape cleared */
+size_t      cq_sim_tape_bytes(const cq_sim *sim); /* memory held by the tape (checkpoints, actuation log,
+                                                     the backward pass's segment buffer) */
 
-/* reverse mode: L = g(s_T) + sum_n h(s_n, u_n) */
+/* reverse mode: L = g(s_T) + sum_n h(s_n, u_n).  Needs checkpoint_every >= 1: the state is kept
+   every checkpoint_every steps and the backward pass recomputes one segment at a time
+   (checkpoint_every ~ sqrt(T): O(sqrt T) memory; 1: every step kept).  Gradients are computed
+   in the sim's precision.  After it the sim is still at step T. */
 typedef void (*cq_backward_hook)(cq_sim *sim, int step, void *user);
 cq_result cq_sim_backward(cq_sim *sim,
                           const double *dL_dx, const double *dL_dv,   /* seeds at s_T, NULL = 0 */
                           const double *dL_dF, const double *dL_dC,
                           cq_backward_hook hook, void *user);
 /* inside the hook for step n (called for n = T-1 ... 0, after step n's adjoint;
-   cq_sim_get then returns the state s_n):                                          */
+   cq_sim_get then returns the state s_n; stepping, setting or resetting is refused): */
 cq_result cq_sim_actuation_grad(const cq_sim *sim, double *out);       /* dL/du_n, groups*dim*dim */
 cq_result cq_sim_add_state_grad(cq_sim *sim, cq_field f, const double *g); /* += dh/ds_n etc. */
 /* after cq_sim_backward: gradients w.r.t. the initial state and the parameters */
@@ -334,35 +339,48 @@ CQ_HD void cq__incompressible_2d_f32(const float *F, float E, float nu, int p, f
 /* >>grid_2d_f32: wall boundary conditions (seed 003 sec 3.2, friction as appendix B
    eqs B1-B6).  Nodes within `bound` of a face are wall nodes; the normal points into the
    domain; corners apply each axis in turn. */
+/* One wall axis a with inward normal n (+1 or -1) applied to v.  Returns 1 when the node is
+   sticky (v zeroed: the other axes do not matter). */
+CQ_HD int cq__bc_axis_2d_f32(int a, float n, const cq__params_f32 *prm, float *v)
+{
+    float ln = v[a] * n;                           /* l_n, eq B1 */
+    switch (prm->boundary) {
+    case CQ__BC_STICKY:
+        for (int b = 0; b < 2; ++b) v[b] = 0;
+        return 1;
+    case CQ__BC_SLIP:
+        v[a] = 0;
+        break;
+    case CQ__BC_SEPARATE:
+        if (ln < 0) v[a] = 0;
+        break;
+    default: /* CQ__BC_FRICTION */
+        if (ln < 0) {
+            float s2 = 0;
+            for (int b = 0; b < 2; ++b) if (b != a) s2 += v[b] * v[b];
+            float lt = sqrtf(s2) + 1e-30f;        /* l_t = |v_t| + eps, eq B3 */
+            float lts = lt + prm->friction * ln;          /* eq B5 (ln < 0 here) */
+            if (lts < 0) lts = 0;
+            float scale = lts / lt;
+            for (int b = 0; b < 2; ++b) v[b] = b == a ? (float)0 : v[b] * scale;   /* eq B6 */
+        }
+        break;
+    }
+    return 0;
+}
+
+/* Inward normal of node coordinate c on axis a: +1 near the low face, -1 near the high face,
+   0 inside. */
+CQ_HD int cq__wall_normal_2d_f32(const int *c, int a, const cq__params_f32 *prm)
+{
+    return c[a] < prm->bound ? 1 : (c[a] >= prm->res[a] - prm->bound ? -1 : 0);
+}
+
 CQ_HD void cq__boundary_2d_f32(const int *c, const cq__params_f32 *prm, float *v)
 {
     for (int a = 0; a < 2; ++a) {
-        float n = c[a] < prm->bound ? (float)1 : (c[a] >= prm->res[a] - prm->bound ? (float)-1 : (float)0);
-        if (n == 0) continue;
-        float ln = v[a] * n;                       /* l_n, eq B1 */
-        switch (prm->boundary) {
-        case CQ__BC_STICKY:
-            for (int b = 0; b < 2; ++b) v[b] = 0;
-            return;
-        case CQ__BC_SLIP:
-            v[a] = 0;
-            break;
-        case CQ__BC_SEPARATE:
-            if (ln < 0) v[a] = 0;
-            break;
-        default: /* CQ__BC_FRICTION */
-            if (ln < 0) {
-                float lt = 1e-30f;                 /* l_t = |v_t| + eps, eq B3 */
-                float s2 = 0;
-                for (int b = 0; b < 2; ++b) if (b != a) s2 += v[b] * v[b];
-                lt += sqrtf(s2);
-                float lts = lt + prm->friction * ln;  /* eq B5 (ln < 0 here) */
-                if (lts < 0) lts = 0;
-                float scale = lts / lt;
-                for (int b = 0; b < 2; ++b) v[b] = b == a ? (float)0 : v[b] * scale;   /* eq B6 */
-            }
-            break;
-        }
+        int n = cq__wall_normal_2d_f32(c, a, prm);
+        if (n && cq__bc_axis_2d_f32(a, (float)n, prm, v)) return;
     }
 }
 
@@ -642,35 +660,48 @@ CQ_HD void cq__incompressible_2d_f64(const double *F, double E, double nu, int p
 /* >>grid_2d_f64: wall boundary conditions (seed 003 sec 3.2, friction as appendix B
    eqs B1-B6).  Nodes within `bound` of a face are wall nodes; the normal points into the
    domain; corners apply each axis in turn. */
+/* One wall axis a with inward normal n (+1 or -1) applied to v.  Returns 1 when the node is
+   sticky (v zeroed: the other axes do not matter). */
+CQ_HD int cq__bc_axis_2d_f64(int a, double n, const cq__params_f64 *prm, double *v)
+{
+    double ln = v[a] * n;                           /* l_n, eq B1 */
+    switch (prm->boundary) {
+    case CQ__BC_STICKY:
+        for (int b = 0; b < 2; ++b) v[b] = 0;
+        return 1;
+    case CQ__BC_SLIP:
+        v[a] = 0;
+        break;
+    case CQ__BC_SEPARATE:
+        if (ln < 0) v[a] = 0;
+        break;
+    default: /* CQ__BC_FRICTION */
+        if (ln < 0) {
+            double s2 = 0;
+            for (int b = 0; b < 2; ++b) if (b != a) s2 += v[b] * v[b];
+            double lt = sqrt(s2) + 1e-300;        /* l_t = |v_t| + eps, eq B3 */
+            double lts = lt + prm->friction * ln;          /* eq B5 (ln < 0 here) */
+            if (lts < 0) lts = 0;
+            double scale = lts / lt;
+            for (int b = 0; b < 2; ++b) v[b] = b == a ? (double)0 : v[b] * scale;   /* eq B6 */
+        }
+        break;
+    }
+    return 0;
+}
+
+/* Inward normal of node coordinate c on axis a: +1 near the low face, -1 near the high face,
+   0 inside. */
+CQ_HD int cq__wall_normal_2d_f64(const int *c, int a, const cq__params_f64 *prm)
+{
+    return c[a] < prm->bound ? 1 : (c[a] >= prm->res[a] - prm->bound ? -1 : 0);
+}
+
 CQ_HD void cq__boundary_2d_f64(const int *c, const cq__params_f64 *prm, double *v)
 {
     for (int a = 0; a < 2; ++a) {
-        double n = c[a] < prm->bound ? (double)1 : (c[a] >= prm->res[a] - prm->bound ? (double)-1 : (double)0);
-        if (n == 0) continue;
-        double ln = v[a] * n;                       /* l_n, eq B1 */
-        switch (prm->boundary) {
-        case CQ__BC_STICKY:
-            for (int b = 0; b < 2; ++b) v[b] = 0;
-            return;
-        case CQ__BC_SLIP:
-            v[a] = 0;
-            break;
-        case CQ__BC_SEPARATE:
-            if (ln < 0) v[a] = 0;
-            break;
-        default: /* CQ__BC_FRICTION */
-            if (ln < 0) {
-                double lt = 1e-300;                 /* l_t = |v_t| + eps, eq B3 */
-                double s2 = 0;
-                for (int b = 0; b < 2; ++b) if (b != a) s2 += v[b] * v[b];
-                lt += sqrt(s2);
-                double lts = lt + prm->friction * ln;  /* eq B5 (ln < 0 here) */
-                if (lts < 0) lts = 0;
-                double scale = lts / lt;
-                for (int b = 0; b < 2; ++b) v[b] = b == a ? (double)0 : v[b] * scale;   /* eq B6 */
-            }
-            break;
-        }
+        int n = cq__wall_normal_2d_f64(c, a, prm);
+        if (n && cq__bc_axis_2d_f64(a, (double)n, prm, v)) return;
     }
 }
 
@@ -1009,35 +1040,48 @@ CQ_HD void cq__incompressible_3d_f32(const float *F, float E, float nu, int p, f
 /* >>grid_3d_f32: wall boundary conditions (seed 003 sec 3.2, friction as appendix B
    eqs B1-B6).  Nodes within `bound` of a face are wall nodes; the normal points into the
    domain; corners apply each axis in turn. */
+/* One wall axis a with inward normal n (+1 or -1) applied to v.  Returns 1 when the node is
+   sticky (v zeroed: the other axes do not matter). */
+CQ_HD int cq__bc_axis_3d_f32(int a, float n, const cq__params_f32 *prm, float *v)
+{
+    float ln = v[a] * n;                           /* l_n, eq B1 */
+    switch (prm->boundary) {
+    case CQ__BC_STICKY:
+        for (int b = 0; b < 3; ++b) v[b] = 0;
+        return 1;
+    case CQ__BC_SLIP:
+        v[a] = 0;
+        break;
+    case CQ__BC_SEPARATE:
+        if (ln < 0) v[a] = 0;
+        break;
+    default: /* CQ__BC_FRICTION */
+        if (ln < 0) {
+            float s2 = 0;
+            for (int b = 0; b < 3; ++b) if (b != a) s2 += v[b] * v[b];
+            float lt = sqrtf(s2) + 1e-30f;        /* l_t = |v_t| + eps, eq B3 */
+            float lts = lt + prm->friction * ln;          /* eq B5 (ln < 0 here) */
+            if (lts < 0) lts = 0;
+            float scale = lts / lt;
+            for (int b = 0; b < 3; ++b) v[b] = b == a ? (float)0 : v[b] * scale;   /* eq B6 */
+        }
+        break;
+    }
+    return 0;
+}
+
+/* Inward normal of node coordinate c on axis a: +1 near the low face, -1 near the high face,
+   0 inside. */
+CQ_HD int cq__wall_normal_3d_f32(const int *c, int a, const cq__params_f32 *prm)
+{
+    return c[a] < prm->bound ? 1 : (c[a] >= prm->res[a] - prm->bound ? -1 : 0);
+}
+
 CQ_HD void cq__boundary_3d_f32(const int *c, const cq__params_f32 *prm, float *v)
 {
     for (int a = 0; a < 3; ++a) {
-        float n = c[a] < prm->bound ? (float)1 : (c[a] >= prm->res[a] - prm->bound ? (float)-1 : (float)0);
-        if (n == 0) continue;
-        float ln = v[a] * n;                       /* l_n, eq B1 */
-        switch (prm->boundary) {
-        case CQ__BC_STICKY:
-            for (int b = 0; b < 3; ++b) v[b] = 0;
-            return;
-        case CQ__BC_SLIP:
-            v[a] = 0;
-            break;
-        case CQ__BC_SEPARATE:
-            if (ln < 0) v[a] = 0;
-            break;
-        default: /* CQ__BC_FRICTION */
-            if (ln < 0) {
-                float lt = 1e-30f;                 /* l_t = |v_t| + eps, eq B3 */
-                float s2 = 0;
-                for (int b = 0; b < 3; ++b) if (b != a) s2 += v[b] * v[b];
-                lt += sqrtf(s2);
-                float lts = lt + prm->friction * ln;  /* eq B5 (ln < 0 here) */
-                if (lts < 0) lts = 0;
-                float scale = lts / lt;
-                for (int b = 0; b < 3; ++b) v[b] = b == a ? (float)0 : v[b] * scale;   /* eq B6 */
-            }
-            break;
-        }
+        int n = cq__wall_normal_3d_f32(c, a, prm);
+        if (n && cq__bc_axis_3d_f32(a, (float)n, prm, v)) return;
     }
 }
 
@@ -1410,35 +1454,48 @@ CQ_HD void cq__incompressible_3d_f64(const double *F, double E, double nu, int p
 /* >>grid_3d_f64: wall boundary conditions (seed 003 sec 3.2, friction as appendix B
    eqs B1-B6).  Nodes within `bound` of a face are wall nodes; the normal points into the
    domain; corners apply each axis in turn. */
+/* One wall axis a with inward normal n (+1 or -1) applied to v.  Returns 1 when the node is
+   sticky (v zeroed: the other axes do not matter). */
+CQ_HD int cq__bc_axis_3d_f64(int a, double n, const cq__params_f64 *prm, double *v)
+{
+    double ln = v[a] * n;                           /* l_n, eq B1 */
+    switch (prm->boundary) {
+    case CQ__BC_STICKY:
+        for (int b = 0; b < 3; ++b) v[b] = 0;
+        return 1;
+    case CQ__BC_SLIP:
+        v[a] = 0;
+        break;
+    case CQ__BC_SEPARATE:
+        if (ln < 0) v[a] = 0;
+        break;
+    default: /* CQ__BC_FRICTION */
+        if (ln < 0) {
+            double s2 = 0;
+            for (int b = 0; b < 3; ++b) if (b != a) s2 += v[b] * v[b];
+            double lt = sqrt(s2) + 1e-300;        /* l_t = |v_t| + eps, eq B3 */
+            double lts = lt + prm->friction * ln;          /* eq B5 (ln < 0 here) */
+            if (lts < 0) lts = 0;
+            double scale = lts / lt;
+            for (int b = 0; b < 3; ++b) v[b] = b == a ? (double)0 : v[b] * scale;   /* eq B6 */
+        }
+        break;
+    }
+    return 0;
+}
+
+/* Inward normal of node coordinate c on axis a: +1 near the low face, -1 near the high face,
+   0 inside. */
+CQ_HD int cq__wall_normal_3d_f64(const int *c, int a, const cq__params_f64 *prm)
+{
+    return c[a] < prm->bound ? 1 : (c[a] >= prm->res[a] - prm->bound ? -1 : 0);
+}
+
 CQ_HD void cq__boundary_3d_f64(const int *c, const cq__params_f64 *prm, double *v)
 {
     for (int a = 0; a < 3; ++a) {
-        double n = c[a] < prm->bound ? (double)1 : (c[a] >= prm->res[a] - prm->bound ? (double)-1 : (double)0);
-        if (n == 0) continue;
-        double ln = v[a] * n;                       /* l_n, eq B1 */
-        switch (prm->boundary) {
-        case CQ__BC_STICKY:
-            for (int b = 0; b < 3; ++b) v[b] = 0;
-            return;
-        case CQ__BC_SLIP:
-            v[a] = 0;
-            break;
-        case CQ__BC_SEPARATE:
-            if (ln < 0) v[a] = 0;
-            break;
-        default: /* CQ__BC_FRICTION */
-            if (ln < 0) {
-                double lt = 1e-300;                 /* l_t = |v_t| + eps, eq B3 */
-                double s2 = 0;
-                for (int b = 0; b < 3; ++b) if (b != a) s2 += v[b] * v[b];
-                lt += sqrt(s2);
-                double lts = lt + prm->friction * ln;  /* eq B5 (ln < 0 here) */
-                if (lts < 0) lts = 0;
-                double scale = lts / lt;
-                for (int b = 0; b < 3; ++b) v[b] = b == a ? (double)0 : v[b] * scale;   /* eq B6 */
-            }
-            break;
-        }
+        int n = cq__wall_normal_3d_f64(c, a, prm);
+        if (n && cq__bc_axis_3d_f64(a, (double)n, prm, v)) return;
     }
 }
 
@@ -1880,6 +1937,314 @@ CQ_HD void cq__pk1_vjp_2d_neohookean_f32(const float *F, float E, float nu, int 
     }
 }
 
+/* ------------------------------------------------------------------ transfer adjoints 2D f32
+   Reverse order of the forward substep (seed 002; seed 003 appendix A.2): G2P adjoint scatters
+   into the grid velocity adjoints, the grid adjoint backs through the wall projection and
+   v = p/m + dt g, the P2G adjoint gathers into the particle adjoints.  The grid is recomputed
+   from the substep's input state by the caller, never stored across substeps. */
+
+/* dw/dx_p for the quadratic B-spline: grad[a][i] = d w_a(i) / d x_a (times inv_dx). */
+CQ_HD void cq__weight_grads_2d_f32(const float *fx, float inv_dx, float (*dw)[3])
+{
+    for (int a = 0; a < 2; ++a) {
+        dw[a][0] = -((float)1.5 - fx[a]) * inv_dx;
+        dw[a][1] = -2 * (fx[a] - 1) * inv_dx;
+        dw[a][2] = (fx[a] - (float)0.5) * inv_dx;
+    }
+}
+
+/* >>grid_adj_2d_f32: adjoint of the wall projection (cq__boundary_2d_f32).
+   v0: the velocity BEFORE the projection; vb: dL/d(projected v) on entry, dL/dv0 on return.
+   Friction follows seed 003 appendix B (B9-B15, whose dl_t* / dl_n bookkeeping is done here by
+   direct differentiation of B3-B6). */
+CQ_HD void cq__boundary_adj_2d_f32(const int *c, const cq__params_f32 *prm, const float *v0, float *vb)
+{
+    float vs[3][2];   /* velocity before each axis' projection */
+    int axis_n[2], last = 2;
+    for (int b = 0; b < 2; ++b) vs[0][b] = v0[b];
+    for (int a = 0; a < 2; ++a) {
+        for (int b = 0; b < 2; ++b) vs[a + 1][b] = vs[a][b];
+        axis_n[a] = cq__wall_normal_2d_f32(c, a, prm);
+        if (axis_n[a] && cq__bc_axis_2d_f32(a, (float)axis_n[a], prm, vs[a + 1])) { last = a; break; }
+    }
+    if (last < 2) { for (int b = 0; b < 2; ++b) vb[b] = 0; return; }   /* sticky wall node */
+    for (int a = 2 - 1; a >= 0; --a) {
+        if (!axis_n[a]) continue;
+        const float *v = vs[a];
+        float n = (float)axis_n[a], ln = v[a] * n;
+        switch (prm->boundary) {
+        case CQ__BC_SLIP:
+            vb[a] = 0;
+            break;
+        case CQ__BC_SEPARATE:
+            if (ln < 0) vb[a] = 0;
+            break;
+        default: /* CQ__BC_FRICTION */
+            if (ln < 0) {
+                float s2 = 0, sc_b = 0;
+                for (int b = 0; b < 2; ++b) if (b != a) s2 += v[b] * v[b];
+                float r = sqrtf(s2), lt = r + 1e-30f;
+                float lts = lt + prm->friction * ln;
+                int open = lts > 0;
+                if (!open) lts = 0;
+                float scale = lts / lt;
+                for (int b = 0; b < 2; ++b) if (b != a) sc_b += vb[b] * v[b];
+                float lts_b = sc_b / lt, lt_b = -sc_b * lts / (lt * lt);
+                if (open) lt_b += lts_b;
+                float ln_b = open ? prm->friction * lts_b : 0;
+                for (int b = 0; b < 2; ++b)
+                    if (b != a) vb[b] = vb[b] * scale + (r > 0 ? lt_b * v[b] / r : 0);
+                vb[a] = ln_b * n;
+            }
+            break;
+        }
+    }
+}
+
+/* Grid-update adjoint for one node: v = bc(p/m + dt g).  gp: momentum (pre-projection) of the
+   forward pass; gv_adj: dL/dv; writes dL/dp and dL/dm of the node. */
+CQ_HD void cq__grid_adj_2d_f32(int node, const cq__params_f32 *prm, const float *gm,
+                                                   const float *gp, const float *gv_adj, float *gp_adj, float *gm_adj)
+{
+    float m = gm[node], v0[2], vb[2];
+    int c[2];
+    if (!(m > 0)) {
+        for (int a = 0; a < 2; ++a) gp_adj[(long)node * 2 + a] = 0;
+        gm_adj[node] = 0;
+        return;
+    }
+    c[0] = node / prm->res[1]; c[1] = node % prm->res[1];
+    float inv_m = 1 / m, mb = 0;
+    for (int a = 0; a < 2; ++a) {
+        v0[a] = gp[(long)node * 2 + a] * inv_m + prm->dt * prm->gravity[a];
+        vb[a] = gv_adj[(long)node * 2 + a];
+    }
+    cq__boundary_adj_2d_f32(c, prm, v0, vb);
+    for (int a = 0; a < 2; ++a) {
+        gp_adj[(long)node * 2 + a] = vb[a] * inv_m;
+        mb -= vb[a] * gp[(long)node * 2 + a] * inv_m * inv_m;
+    }
+    gm_adj[node] = mb;
+}
+
+/* >>g2p_adj_2d_f32: adjoint of G2P (eqs 8-11) for particle p.  `s` is the substep's
+   input state, g the recomputed grid (v = projected velocity), `ao` the adjoint of the output
+   state.  Scatters dL/dv_i into gv_adj; SETS ai.x and ai.F to the G2P part of the input
+   state's adjoint (the P2G adjoint adds its part after). */
+CQ_HD void cq__g2p_adj_2d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
+                                                  cq__gview_f32 g, cq__pview_f32 ao, cq__pview_f32 ai,
+                                                  float *gv_adj)
+{
+    int base[2];
+    float fx[2], w[2][3], dw[2][3], xp[2], Fp[4], nC[4] = {0};
+    float vbt[2], Cbt[4], xb[2];
+    const float c4 = 4 * prm->inv_dx * prm->inv_dx, dt = prm->dt;
+    for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
+    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    cq__weights_2d_f32(xp, prm->inv_dx, base, fx, w);
+    cq__weight_grads_2d_f32(fx, prm->inv_dx, dw);
+    /* x' = x + dt v'  ->  vbar' += dt xbar';   F' = (I + dt C') F  ->  Cbar' += dt Fbar' F^T */
+    for (int a = 0; a < 2; ++a) {
+        xb[a] = ao.x[(long)p * 2 + a];
+        vbt[a] = ao.v[(long)p * 2 + a] + dt * xb[a];
+        for (int b = 0; b < 2; ++b) {
+            float acc = ao.C[(long)p * 4 + a * 2 + b];
+            for (int k = 0; k < 2; ++k) acc += dt * ao.F[(long)p * 4 + a * 2 + k] * Fp[b * 2 + k];
+            Cbt[a * 2 + b] = acc;
+        }
+    }
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    {
+        const int o[2] = {i, j};
+        const float wt = w[0][i] * w[1][j];
+        const float gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
+        const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+        float dpos[2], sdot = 0;
+        const float *vi = g.v + idx * 2;
+        for (int a = 0; a < 2; ++a) dpos[a] = ((float)o[a] - fx[a]) * prm->dx;
+        for (int a = 0; a < 2; ++a) {
+            float cd = 0, vc = 0;   /* (Cbar' dpos)_a, (Cbar'^T v_i)_a */
+            for (int b = 0; b < 2; ++b) {
+                cd += Cbt[a * 2 + b] * dpos[b];
+                vc += Cbt[b * 2 + a] * vi[b];
+                nC[a * 2 + b] += c4 * wt * vi[a] * dpos[b];
+            }
+            CQ__ATOMIC_ADD(&gv_adj[idx * 2 + a], wt * (vbt[a] + c4 * cd));
+            sdot += vi[a] * (vbt[a] + c4 * cd);
+            xb[a] -= c4 * wt * vc;            /* dpos = x_i - x_p */
+        }
+        for (int a = 0; a < 2; ++a) xb[a] += sdot * gw[a];   /* through the weights */
+    }
+    for (int a = 0; a < 2; ++a) ai.x[(long)p * 2 + a] = xb[a];
+    for (int a = 0; a < 2; ++a)       /* Fbar = (I + dt C')^T Fbar' */
+        for (int b = 0; b < 2; ++b) {
+            float acc = ao.F[(long)p * 4 + a * 2 + b];
+            for (int k = 0; k < 2; ++k) acc += dt * nC[k * 2 + a] * ao.F[(long)p * 4 + k * 2 + b];
+            ai.F[(long)p * 4 + a * 2 + b] = acc;
+        }
+}
+
+/* >>p2g_adj_2d_fixed_corotated_f32: adjoint of P2G (eqs 3-6) for particle p, a gather:
+   reads dL/dp_i (gp_adj) and dL/dm_i (gm_adj) of its stencil; ADDS to ai.x and ai.F, SETS ai.v
+   and ai.C (v and C enter the substep only here), ADDS the parameter gradients to pg (mass,
+   vol, E, nu arrays) and SETS dact[0..d*d) to this particle's actuation gradient F^T dP. */
+CQ_HD void cq__p2g_adj_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
+        cq__pview_f32 s, const float *gp_adj, const float *gm_adj, cq__pview_f32 ai,
+        cq__pview_f32 pg, float *dact)
+{
+    int base[2];
+    float fx[2], w[2][3], dw[2][3], xp[2], vp[2], Fp[4], Pp[4], G[4], Gb[4] = {0};
+    float xb[2] = {0}, vb[2] = {0}, Pb[4], Fb[4] = {0}, mb = 0, Eb = 0, nub = 0;
+    const int group = s.act ? s.act[p] : -1;
+    for (int a = 0; a < 2; ++a) { xp[a] = s.x[(long)p * 2 + a]; vp[a] = s.v[(long)p * 2 + a]; }
+    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    cq__weights_2d_f32(xp, prm->inv_dx, base, fx, w);
+    cq__weight_grads_2d_f32(fx, prm->inv_dx, dw);
+    cq__pk1_2d_fixed_corotated_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
+    const float mass = s.mass[p], vol = s.vol[p];
+    const float k = -4 * prm->inv_dx * prm->inv_dx * prm->dt;
+    for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 2; ++b) {
+            float pf = 0;
+            for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
+            G[a * 2 + b] = k * vol * pf + mass * s.C[(long)p * 4 + a * 2 + b];
+        }
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    {
+        const int o[2] = {i, j};
+        const float wt = w[0][i] * w[1][j];
+        const float gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
+        const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+        float dpos[2];
+        const float *pb = gp_adj + idx * 2;
+        const float mbi = gm_adj[idx];
+        float sdot = mbi * mass;   /* d(contribution)/dw */
+        for (int a = 0; a < 2; ++a) dpos[a] = ((float)o[a] - fx[a]) * prm->dx;
+        for (int a = 0; a < 2; ++a) {
+            float mom = mass * vp[a], gtp = 0;
+            for (int b = 0; b < 2; ++b) {
+                mom += G[a * 2 + b] * dpos[b];
+                Gb[a * 2 + b] += wt * pb[a] * dpos[b];
+                gtp += G[b * 2 + a] * pb[b];
+            }
+            sdot += pb[a] * mom;
+            vb[a] += wt * mass * pb[a];
+            mb += wt * pb[a] * vp[a];
+            xb[a] -= wt * gtp;                 /* dpos = x_i - x_p */
+        }
+        mb += wt * mbi;
+        for (int a = 0; a < 2; ++a) xb[a] += sdot * gw[a];
+    }
+    /* G = k V0 P F^T + m C */
+    float volb = 0;
+    for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 2; ++b) {
+            float pbab = 0, fbab = 0, pf = 0;
+            for (int c = 0; c < 2; ++c) {
+                pbab += Gb[a * 2 + c] * Fp[c * 2 + b];   /* (Gbar F)_ab */
+                fbab += Gb[c * 2 + a] * Pp[c * 2 + b];   /* (Gbar^T P)_ab */
+                pf += Pp[a * 2 + c] * Fp[b * 2 + c];     /* (P F^T)_ab */
+            }
+            Pb[a * 2 + b] = k * vol * pbab;
+            Fb[a * 2 + b] += k * vol * fbab;
+            volb += k * pf * Gb[a * 2 + b];
+            mb += s.C[(long)p * 4 + a * 2 + b] * Gb[a * 2 + b];
+        }
+    for (int a = 0; a < 4; ++a) dact[a] = 0;
+    cq__pk1_vjp_2d_fixed_corotated_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pb, Fb, &Eb, &nub, dact);
+    for (int a = 0; a < 2; ++a) {
+        ai.x[(long)p * 2 + a] += xb[a];
+        ai.v[(long)p * 2 + a] = vb[a];
+    }
+    for (int a = 0; a < 4; ++a) {
+        ai.F[(long)p * 4 + a] += Fb[a];
+        ai.C[(long)p * 4 + a] = mass * Gb[a];
+    }
+    pg.mass[p] += mb; pg.vol[p] += volb; pg.E[p] += Eb; pg.nu[p] += nub;
+}
+
+/* >>p2g_adj_2d_neohookean_f32: adjoint of P2G (eqs 3-6) for particle p, a gather:
+   reads dL/dp_i (gp_adj) and dL/dm_i (gm_adj) of its stencil; ADDS to ai.x and ai.F, SETS ai.v
+   and ai.C (v and C enter the substep only here), ADDS the parameter gradients to pg (mass,
+   vol, E, nu arrays) and SETS dact[0..d*d) to this particle's actuation gradient F^T dP. */
+CQ_HD void cq__p2g_adj_2d_neohookean_f32(int p, const cq__params_f32 *prm,
+        cq__pview_f32 s, const float *gp_adj, const float *gm_adj, cq__pview_f32 ai,
+        cq__pview_f32 pg, float *dact)
+{
+    int base[2];
+    float fx[2], w[2][3], dw[2][3], xp[2], vp[2], Fp[4], Pp[4], G[4], Gb[4] = {0};
+    float xb[2] = {0}, vb[2] = {0}, Pb[4], Fb[4] = {0}, mb = 0, Eb = 0, nub = 0;
+    const int group = s.act ? s.act[p] : -1;
+    for (int a = 0; a < 2; ++a) { xp[a] = s.x[(long)p * 2 + a]; vp[a] = s.v[(long)p * 2 + a]; }
+    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    cq__weights_2d_f32(xp, prm->inv_dx, base, fx, w);
+    cq__weight_grads_2d_f32(fx, prm->inv_dx, dw);
+    cq__pk1_2d_neohookean_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
+    const float mass = s.mass[p], vol = s.vol[p];
+    const float k = -4 * prm->inv_dx * prm->inv_dx * prm->dt;
+    for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 2; ++b) {
+            float pf = 0;
+            for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
+            G[a * 2 + b] = k * vol * pf + mass * s.C[(long)p * 4 + a * 2 + b];
+        }
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    {
+        const int o[2] = {i, j};
+        const float wt = w[0][i] * w[1][j];
+        const float gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
+        const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+        float dpos[2];
+        const float *pb = gp_adj + idx * 2;
+        const float mbi = gm_adj[idx];
+        float sdot = mbi * mass;   /* d(contribution)/dw */
+        for (int a = 0; a < 2; ++a) dpos[a] = ((float)o[a] - fx[a]) * prm->dx;
+        for (int a = 0; a < 2; ++a) {
+            float mom = mass * vp[a], gtp = 0;
+            for (int b = 0; b < 2; ++b) {
+                mom += G[a * 2 + b] * dpos[b];
+                Gb[a * 2 + b] += wt * pb[a] * dpos[b];
+                gtp += G[b * 2 + a] * pb[b];
+            }
+            sdot += pb[a] * mom;
+            vb[a] += wt * mass * pb[a];
+            mb += wt * pb[a] * vp[a];
+            xb[a] -= wt * gtp;                 /* dpos = x_i - x_p */
+        }
+        mb += wt * mbi;
+        for (int a = 0; a < 2; ++a) xb[a] += sdot * gw[a];
+    }
+    /* G = k V0 P F^T + m C */
+    float volb = 0;
+    for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 2; ++b) {
+            float pbab = 0, fbab = 0, pf = 0;
+            for (int c = 0; c < 2; ++c) {
+                pbab += Gb[a * 2 + c] * Fp[c * 2 + b];   /* (Gbar F)_ab */
+                fbab += Gb[c * 2 + a] * Pp[c * 2 + b];   /* (Gbar^T P)_ab */
+                pf += Pp[a * 2 + c] * Fp[b * 2 + c];     /* (P F^T)_ab */
+            }
+            Pb[a * 2 + b] = k * vol * pbab;
+            Fb[a * 2 + b] += k * vol * fbab;
+            volb += k * pf * Gb[a * 2 + b];
+            mb += s.C[(long)p * 4 + a * 2 + b] * Gb[a * 2 + b];
+        }
+    for (int a = 0; a < 4; ++a) dact[a] = 0;
+    cq__pk1_vjp_2d_neohookean_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pb, Fb, &Eb, &nub, dact);
+    for (int a = 0; a < 2; ++a) {
+        ai.x[(long)p * 2 + a] += xb[a];
+        ai.v[(long)p * 2 + a] = vb[a];
+    }
+    for (int a = 0; a < 4; ++a) {
+        ai.F[(long)p * 4 + a] += Fb[a];
+        ai.C[(long)p * 4 + a] = mass * Gb[a];
+    }
+    pg.mass[p] += mb; pg.vol[p] += volb; pg.E[p] += Eb; pg.nu[p] += nub;
+}
+
 /* ======================================================================== 2D f64 adjoint */
 /* >>polar_vjp_2d_f64: dF += dL/dF given dR = dL/dR, for R the polar rotation of F
    (cq__polar_2d_f64).  With F = U diag(sig) V^T (signed sig, R = U V^T) and
@@ -2065,6 +2430,314 @@ CQ_HD void cq__pk1_vjp_2d_neohookean_f64(const double *F, double E, double nu, i
                     dact[c * 2 + b] += g;
                 }
     }
+}
+
+/* ------------------------------------------------------------------ transfer adjoints 2D f64
+   Reverse order of the forward substep (seed 002; seed 003 appendix A.2): G2P adjoint scatters
+   into the grid velocity adjoints, the grid adjoint backs through the wall projection and
+   v = p/m + dt g, the P2G adjoint gathers into the particle adjoints.  The grid is recomputed
+   from the substep's input state by the caller, never stored across substeps. */
+
+/* dw/dx_p for the quadratic B-spline: grad[a][i] = d w_a(i) / d x_a (times inv_dx). */
+CQ_HD void cq__weight_grads_2d_f64(const double *fx, double inv_dx, double (*dw)[3])
+{
+    for (int a = 0; a < 2; ++a) {
+        dw[a][0] = -((double)1.5 - fx[a]) * inv_dx;
+        dw[a][1] = -2 * (fx[a] - 1) * inv_dx;
+        dw[a][2] = (fx[a] - (double)0.5) * inv_dx;
+    }
+}
+
+/* >>grid_adj_2d_f64: adjoint of the wall projection (cq__boundary_2d_f64).
+   v0: the velocity BEFORE the projection; vb: dL/d(projected v) on entry, dL/dv0 on return.
+   Friction follows seed 003 appendix B (B9-B15, whose dl_t* / dl_n bookkeeping is done here by
+   direct differentiation of B3-B6). */
+CQ_HD void cq__boundary_adj_2d_f64(const int *c, const cq__params_f64 *prm, const double *v0, double *vb)
+{
+    double vs[3][2];   /* velocity before each axis' projection */
+    int axis_n[2], last = 2;
+    for (int b = 0; b < 2; ++b) vs[0][b] = v0[b];
+    for (int a = 0; a < 2; ++a) {
+        for (int b = 0; b < 2; ++b) vs[a + 1][b] = vs[a][b];
+        axis_n[a] = cq__wall_normal_2d_f64(c, a, prm);
+        if (axis_n[a] && cq__bc_axis_2d_f64(a, (double)axis_n[a], prm, vs[a + 1])) { last = a; break; }
+    }
+    if (last < 2) { for (int b = 0; b < 2; ++b) vb[b] = 0; return; }   /* sticky wall node */
+    for (int a = 2 - 1; a >= 0; --a) {
+        if (!axis_n[a]) continue;
+        const double *v = vs[a];
+        double n = (double)axis_n[a], ln = v[a] * n;
+        switch (prm->boundary) {
+        case CQ__BC_SLIP:
+            vb[a] = 0;
+            break;
+        case CQ__BC_SEPARATE:
+            if (ln < 0) vb[a] = 0;
+            break;
+        default: /* CQ__BC_FRICTION */
+            if (ln < 0) {
+                double s2 = 0, sc_b = 0;
+                for (int b = 0; b < 2; ++b) if (b != a) s2 += v[b] * v[b];
+                double r = sqrt(s2), lt = r + 1e-300;
+                double lts = lt + prm->friction * ln;
+                int open = lts > 0;
+                if (!open) lts = 0;
+                double scale = lts / lt;
+                for (int b = 0; b < 2; ++b) if (b != a) sc_b += vb[b] * v[b];
+                double lts_b = sc_b / lt, lt_b = -sc_b * lts / (lt * lt);
+                if (open) lt_b += lts_b;
+                double ln_b = open ? prm->friction * lts_b : 0;
+                for (int b = 0; b < 2; ++b)
+                    if (b != a) vb[b] = vb[b] * scale + (r > 0 ? lt_b * v[b] / r : 0);
+                vb[a] = ln_b * n;
+            }
+            break;
+        }
+    }
+}
+
+/* Grid-update adjoint for one node: v = bc(p/m + dt g).  gp: momentum (pre-projection) of the
+   forward pass; gv_adj: dL/dv; writes dL/dp and dL/dm of the node. */
+CQ_HD void cq__grid_adj_2d_f64(int node, const cq__params_f64 *prm, const double *gm,
+                                                   const double *gp, const double *gv_adj, double *gp_adj, double *gm_adj)
+{
+    double m = gm[node], v0[2], vb[2];
+    int c[2];
+    if (!(m > 0)) {
+        for (int a = 0; a < 2; ++a) gp_adj[(long)node * 2 + a] = 0;
+        gm_adj[node] = 0;
+        return;
+    }
+    c[0] = node / prm->res[1]; c[1] = node % prm->res[1];
+    double inv_m = 1 / m, mb = 0;
+    for (int a = 0; a < 2; ++a) {
+        v0[a] = gp[(long)node * 2 + a] * inv_m + prm->dt * prm->gravity[a];
+        vb[a] = gv_adj[(long)node * 2 + a];
+    }
+    cq__boundary_adj_2d_f64(c, prm, v0, vb);
+    for (int a = 0; a < 2; ++a) {
+        gp_adj[(long)node * 2 + a] = vb[a] * inv_m;
+        mb -= vb[a] * gp[(long)node * 2 + a] * inv_m * inv_m;
+    }
+    gm_adj[node] = mb;
+}
+
+/* >>g2p_adj_2d_f64: adjoint of G2P (eqs 8-11) for particle p.  `s` is the substep's
+   input state, g the recomputed grid (v = projected velocity), `ao` the adjoint of the output
+   state.  Scatters dL/dv_i into gv_adj; SETS ai.x and ai.F to the G2P part of the input
+   state's adjoint (the P2G adjoint adds its part after). */
+CQ_HD void cq__g2p_adj_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
+                                                  cq__gview_f64 g, cq__pview_f64 ao, cq__pview_f64 ai,
+                                                  double *gv_adj)
+{
+    int base[2];
+    double fx[2], w[2][3], dw[2][3], xp[2], Fp[4], nC[4] = {0};
+    double vbt[2], Cbt[4], xb[2];
+    const double c4 = 4 * prm->inv_dx * prm->inv_dx, dt = prm->dt;
+    for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
+    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    cq__weights_2d_f64(xp, prm->inv_dx, base, fx, w);
+    cq__weight_grads_2d_f64(fx, prm->inv_dx, dw);
+    /* x' = x + dt v'  ->  vbar' += dt xbar';   F' = (I + dt C') F  ->  Cbar' += dt Fbar' F^T */
+    for (int a = 0; a < 2; ++a) {
+        xb[a] = ao.x[(long)p * 2 + a];
+        vbt[a] = ao.v[(long)p * 2 + a] + dt * xb[a];
+        for (int b = 0; b < 2; ++b) {
+            double acc = ao.C[(long)p * 4 + a * 2 + b];
+            for (int k = 0; k < 2; ++k) acc += dt * ao.F[(long)p * 4 + a * 2 + k] * Fp[b * 2 + k];
+            Cbt[a * 2 + b] = acc;
+        }
+    }
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    {
+        const int o[2] = {i, j};
+        const double wt = w[0][i] * w[1][j];
+        const double gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
+        const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+        double dpos[2], sdot = 0;
+        const double *vi = g.v + idx * 2;
+        for (int a = 0; a < 2; ++a) dpos[a] = ((double)o[a] - fx[a]) * prm->dx;
+        for (int a = 0; a < 2; ++a) {
+            double cd = 0, vc = 0;   /* (Cbar' dpos)_a, (Cbar'^T v_i)_a */
+            for (int b = 0; b < 2; ++b) {
+                cd += Cbt[a * 2 + b] * dpos[b];
+                vc += Cbt[b * 2 + a] * vi[b];
+                nC[a * 2 + b] += c4 * wt * vi[a] * dpos[b];
+            }
+            CQ__ATOMIC_ADD(&gv_adj[idx * 2 + a], wt * (vbt[a] + c4 * cd));
+            sdot += vi[a] * (vbt[a] + c4 * cd);
+            xb[a] -= c4 * wt * vc;            /* dpos = x_i - x_p */
+        }
+        for (int a = 0; a < 2; ++a) xb[a] += sdot * gw[a];   /* through the weights */
+    }
+    for (int a = 0; a < 2; ++a) ai.x[(long)p * 2 + a] = xb[a];
+    for (int a = 0; a < 2; ++a)       /* Fbar = (I + dt C')^T Fbar' */
+        for (int b = 0; b < 2; ++b) {
+            double acc = ao.F[(long)p * 4 + a * 2 + b];
+            for (int k = 0; k < 2; ++k) acc += dt * nC[k * 2 + a] * ao.F[(long)p * 4 + k * 2 + b];
+            ai.F[(long)p * 4 + a * 2 + b] = acc;
+        }
+}
+
+/* >>p2g_adj_2d_fixed_corotated_f64: adjoint of P2G (eqs 3-6) for particle p, a gather:
+   reads dL/dp_i (gp_adj) and dL/dm_i (gm_adj) of its stencil; ADDS to ai.x and ai.F, SETS ai.v
+   and ai.C (v and C enter the substep only here), ADDS the parameter gradients to pg (mass,
+   vol, E, nu arrays) and SETS dact[0..d*d) to this particle's actuation gradient F^T dP. */
+CQ_HD void cq__p2g_adj_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
+        cq__pview_f64 s, const double *gp_adj, const double *gm_adj, cq__pview_f64 ai,
+        cq__pview_f64 pg, double *dact)
+{
+    int base[2];
+    double fx[2], w[2][3], dw[2][3], xp[2], vp[2], Fp[4], Pp[4], G[4], Gb[4] = {0};
+    double xb[2] = {0}, vb[2] = {0}, Pb[4], Fb[4] = {0}, mb = 0, Eb = 0, nub = 0;
+    const int group = s.act ? s.act[p] : -1;
+    for (int a = 0; a < 2; ++a) { xp[a] = s.x[(long)p * 2 + a]; vp[a] = s.v[(long)p * 2 + a]; }
+    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    cq__weights_2d_f64(xp, prm->inv_dx, base, fx, w);
+    cq__weight_grads_2d_f64(fx, prm->inv_dx, dw);
+    cq__pk1_2d_fixed_corotated_f64(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
+    const double mass = s.mass[p], vol = s.vol[p];
+    const double k = -4 * prm->inv_dx * prm->inv_dx * prm->dt;
+    for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 2; ++b) {
+            double pf = 0;
+            for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
+            G[a * 2 + b] = k * vol * pf + mass * s.C[(long)p * 4 + a * 2 + b];
+        }
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    {
+        const int o[2] = {i, j};
+        const double wt = w[0][i] * w[1][j];
+        const double gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
+        const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+        double dpos[2];
+        const double *pb = gp_adj + idx * 2;
+        const double mbi = gm_adj[idx];
+        double sdot = mbi * mass;   /* d(contribution)/dw */
+        for (int a = 0; a < 2; ++a) dpos[a] = ((double)o[a] - fx[a]) * prm->dx;
+        for (int a = 0; a < 2; ++a) {
+            double mom = mass * vp[a], gtp = 0;
+            for (int b = 0; b < 2; ++b) {
+                mom += G[a * 2 + b] * dpos[b];
+                Gb[a * 2 + b] += wt * pb[a] * dpos[b];
+                gtp += G[b * 2 + a] * pb[b];
+            }
+            sdot += pb[a] * mom;
+            vb[a] += wt * mass * pb[a];
+            mb += wt * pb[a] * vp[a];
+            xb[a] -= wt * gtp;                 /* dpos = x_i - x_p */
+        }
+        mb += wt * mbi;
+        for (int a = 0; a < 2; ++a) xb[a] += sdot * gw[a];
+    }
+    /* G = k V0 P F^T + m C */
+    double volb = 0;
+    for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 2; ++b) {
+            double pbab = 0, fbab = 0, pf = 0;
+            for (int c = 0; c < 2; ++c) {
+                pbab += Gb[a * 2 + c] * Fp[c * 2 + b];   /* (Gbar F)_ab */
+                fbab += Gb[c * 2 + a] * Pp[c * 2 + b];   /* (Gbar^T P)_ab */
+                pf += Pp[a * 2 + c] * Fp[b * 2 + c];     /* (P F^T)_ab */
+            }
+            Pb[a * 2 + b] = k * vol * pbab;
+            Fb[a * 2 + b] += k * vol * fbab;
+            volb += k * pf * Gb[a * 2 + b];
+            mb += s.C[(long)p * 4 + a * 2 + b] * Gb[a * 2 + b];
+        }
+    for (int a = 0; a < 4; ++a) dact[a] = 0;
+    cq__pk1_vjp_2d_fixed_corotated_f64(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pb, Fb, &Eb, &nub, dact);
+    for (int a = 0; a < 2; ++a) {
+        ai.x[(long)p * 2 + a] += xb[a];
+        ai.v[(long)p * 2 + a] = vb[a];
+    }
+    for (int a = 0; a < 4; ++a) {
+        ai.F[(long)p * 4 + a] += Fb[a];
+        ai.C[(long)p * 4 + a] = mass * Gb[a];
+    }
+    pg.mass[p] += mb; pg.vol[p] += volb; pg.E[p] += Eb; pg.nu[p] += nub;
+}
+
+/* >>p2g_adj_2d_neohookean_f64: adjoint of P2G (eqs 3-6) for particle p, a gather:
+   reads dL/dp_i (gp_adj) and dL/dm_i (gm_adj) of its stencil; ADDS to ai.x and ai.F, SETS ai.v
+   and ai.C (v and C enter the substep only here), ADDS the parameter gradients to pg (mass,
+   vol, E, nu arrays) and SETS dact[0..d*d) to this particle's actuation gradient F^T dP. */
+CQ_HD void cq__p2g_adj_2d_neohookean_f64(int p, const cq__params_f64 *prm,
+        cq__pview_f64 s, const double *gp_adj, const double *gm_adj, cq__pview_f64 ai,
+        cq__pview_f64 pg, double *dact)
+{
+    int base[2];
+    double fx[2], w[2][3], dw[2][3], xp[2], vp[2], Fp[4], Pp[4], G[4], Gb[4] = {0};
+    double xb[2] = {0}, vb[2] = {0}, Pb[4], Fb[4] = {0}, mb = 0, Eb = 0, nub = 0;
+    const int group = s.act ? s.act[p] : -1;
+    for (int a = 0; a < 2; ++a) { xp[a] = s.x[(long)p * 2 + a]; vp[a] = s.v[(long)p * 2 + a]; }
+    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    cq__weights_2d_f64(xp, prm->inv_dx, base, fx, w);
+    cq__weight_grads_2d_f64(fx, prm->inv_dx, dw);
+    cq__pk1_2d_neohookean_f64(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
+    const double mass = s.mass[p], vol = s.vol[p];
+    const double k = -4 * prm->inv_dx * prm->inv_dx * prm->dt;
+    for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 2; ++b) {
+            double pf = 0;
+            for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
+            G[a * 2 + b] = k * vol * pf + mass * s.C[(long)p * 4 + a * 2 + b];
+        }
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    {
+        const int o[2] = {i, j};
+        const double wt = w[0][i] * w[1][j];
+        const double gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
+        const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+        double dpos[2];
+        const double *pb = gp_adj + idx * 2;
+        const double mbi = gm_adj[idx];
+        double sdot = mbi * mass;   /* d(contribution)/dw */
+        for (int a = 0; a < 2; ++a) dpos[a] = ((double)o[a] - fx[a]) * prm->dx;
+        for (int a = 0; a < 2; ++a) {
+            double mom = mass * vp[a], gtp = 0;
+            for (int b = 0; b < 2; ++b) {
+                mom += G[a * 2 + b] * dpos[b];
+                Gb[a * 2 + b] += wt * pb[a] * dpos[b];
+                gtp += G[b * 2 + a] * pb[b];
+            }
+            sdot += pb[a] * mom;
+            vb[a] += wt * mass * pb[a];
+            mb += wt * pb[a] * vp[a];
+            xb[a] -= wt * gtp;                 /* dpos = x_i - x_p */
+        }
+        mb += wt * mbi;
+        for (int a = 0; a < 2; ++a) xb[a] += sdot * gw[a];
+    }
+    /* G = k V0 P F^T + m C */
+    double volb = 0;
+    for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 2; ++b) {
+            double pbab = 0, fbab = 0, pf = 0;
+            for (int c = 0; c < 2; ++c) {
+                pbab += Gb[a * 2 + c] * Fp[c * 2 + b];   /* (Gbar F)_ab */
+                fbab += Gb[c * 2 + a] * Pp[c * 2 + b];   /* (Gbar^T P)_ab */
+                pf += Pp[a * 2 + c] * Fp[b * 2 + c];     /* (P F^T)_ab */
+            }
+            Pb[a * 2 + b] = k * vol * pbab;
+            Fb[a * 2 + b] += k * vol * fbab;
+            volb += k * pf * Gb[a * 2 + b];
+            mb += s.C[(long)p * 4 + a * 2 + b] * Gb[a * 2 + b];
+        }
+    for (int a = 0; a < 4; ++a) dact[a] = 0;
+    cq__pk1_vjp_2d_neohookean_f64(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pb, Fb, &Eb, &nub, dact);
+    for (int a = 0; a < 2; ++a) {
+        ai.x[(long)p * 2 + a] += xb[a];
+        ai.v[(long)p * 2 + a] = vb[a];
+    }
+    for (int a = 0; a < 4; ++a) {
+        ai.F[(long)p * 4 + a] += Fb[a];
+        ai.C[(long)p * 4 + a] = mass * Gb[a];
+    }
+    pg.mass[p] += mb; pg.vol[p] += volb; pg.E[p] += Eb; pg.nu[p] += nub;
 }
 
 /* ======================================================================== 3D f32 adjoint */
@@ -2329,6 +3002,317 @@ CQ_HD void cq__pk1_vjp_3d_neohookean_f32(const float *F, float E, float nu, int 
     }
 }
 
+/* ------------------------------------------------------------------ transfer adjoints 3D f32
+   Reverse order of the forward substep (seed 002; seed 003 appendix A.2): G2P adjoint scatters
+   into the grid velocity adjoints, the grid adjoint backs through the wall projection and
+   v = p/m + dt g, the P2G adjoint gathers into the particle adjoints.  The grid is recomputed
+   from the substep's input state by the caller, never stored across substeps. */
+
+/* dw/dx_p for the quadratic B-spline: grad[a][i] = d w_a(i) / d x_a (times inv_dx). */
+CQ_HD void cq__weight_grads_3d_f32(const float *fx, float inv_dx, float (*dw)[3])
+{
+    for (int a = 0; a < 3; ++a) {
+        dw[a][0] = -((float)1.5 - fx[a]) * inv_dx;
+        dw[a][1] = -2 * (fx[a] - 1) * inv_dx;
+        dw[a][2] = (fx[a] - (float)0.5) * inv_dx;
+    }
+}
+
+/* >>grid_adj_3d_f32: adjoint of the wall projection (cq__boundary_3d_f32).
+   v0: the velocity BEFORE the projection; vb: dL/d(projected v) on entry, dL/dv0 on return.
+   Friction follows seed 003 appendix B (B9-B15, whose dl_t* / dl_n bookkeeping is done here by
+   direct differentiation of B3-B6). */
+CQ_HD void cq__boundary_adj_3d_f32(const int *c, const cq__params_f32 *prm, const float *v0, float *vb)
+{
+    float vs[4][3];   /* velocity before each axis' projection */
+    int axis_n[3], last = 3;
+    for (int b = 0; b < 3; ++b) vs[0][b] = v0[b];
+    for (int a = 0; a < 3; ++a) {
+        for (int b = 0; b < 3; ++b) vs[a + 1][b] = vs[a][b];
+        axis_n[a] = cq__wall_normal_3d_f32(c, a, prm);
+        if (axis_n[a] && cq__bc_axis_3d_f32(a, (float)axis_n[a], prm, vs[a + 1])) { last = a; break; }
+    }
+    if (last < 3) { for (int b = 0; b < 3; ++b) vb[b] = 0; return; }   /* sticky wall node */
+    for (int a = 3 - 1; a >= 0; --a) {
+        if (!axis_n[a]) continue;
+        const float *v = vs[a];
+        float n = (float)axis_n[a], ln = v[a] * n;
+        switch (prm->boundary) {
+        case CQ__BC_SLIP:
+            vb[a] = 0;
+            break;
+        case CQ__BC_SEPARATE:
+            if (ln < 0) vb[a] = 0;
+            break;
+        default: /* CQ__BC_FRICTION */
+            if (ln < 0) {
+                float s2 = 0, sc_b = 0;
+                for (int b = 0; b < 3; ++b) if (b != a) s2 += v[b] * v[b];
+                float r = sqrtf(s2), lt = r + 1e-30f;
+                float lts = lt + prm->friction * ln;
+                int open = lts > 0;
+                if (!open) lts = 0;
+                float scale = lts / lt;
+                for (int b = 0; b < 3; ++b) if (b != a) sc_b += vb[b] * v[b];
+                float lts_b = sc_b / lt, lt_b = -sc_b * lts / (lt * lt);
+                if (open) lt_b += lts_b;
+                float ln_b = open ? prm->friction * lts_b : 0;
+                for (int b = 0; b < 3; ++b)
+                    if (b != a) vb[b] = vb[b] * scale + (r > 0 ? lt_b * v[b] / r : 0);
+                vb[a] = ln_b * n;
+            }
+            break;
+        }
+    }
+}
+
+/* Grid-update adjoint for one node: v = bc(p/m + dt g).  gp: momentum (pre-projection) of the
+   forward pass; gv_adj: dL/dv; writes dL/dp and dL/dm of the node. */
+CQ_HD void cq__grid_adj_3d_f32(int node, const cq__params_f32 *prm, const float *gm,
+                                                   const float *gp, const float *gv_adj, float *gp_adj, float *gm_adj)
+{
+    float m = gm[node], v0[3], vb[3];
+    int c[3];
+    if (!(m > 0)) {
+        for (int a = 0; a < 3; ++a) gp_adj[(long)node * 3 + a] = 0;
+        gm_adj[node] = 0;
+        return;
+    }
+    c[0] = node / (prm->res[1] * prm->res[2]); c[1] = (node / prm->res[2]) % prm->res[1]; c[2] = node % prm->res[2];
+    float inv_m = 1 / m, mb = 0;
+    for (int a = 0; a < 3; ++a) {
+        v0[a] = gp[(long)node * 3 + a] * inv_m + prm->dt * prm->gravity[a];
+        vb[a] = gv_adj[(long)node * 3 + a];
+    }
+    cq__boundary_adj_3d_f32(c, prm, v0, vb);
+    for (int a = 0; a < 3; ++a) {
+        gp_adj[(long)node * 3 + a] = vb[a] * inv_m;
+        mb -= vb[a] * gp[(long)node * 3 + a] * inv_m * inv_m;
+    }
+    gm_adj[node] = mb;
+}
+
+/* >>g2p_adj_3d_f32: adjoint of G2P (eqs 8-11) for particle p.  `s` is the substep's
+   input state, g the recomputed grid (v = projected velocity), `ao` the adjoint of the output
+   state.  Scatters dL/dv_i into gv_adj; SETS ai.x and ai.F to the G2P part of the input
+   state's adjoint (the P2G adjoint adds its part after). */
+CQ_HD void cq__g2p_adj_3d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
+                                                  cq__gview_f32 g, cq__pview_f32 ao, cq__pview_f32 ai,
+                                                  float *gv_adj)
+{
+    int base[3];
+    float fx[3], w[3][3], dw[3][3], xp[3], Fp[9], nC[9] = {0};
+    float vbt[3], Cbt[9], xb[3];
+    const float c4 = 4 * prm->inv_dx * prm->inv_dx, dt = prm->dt;
+    for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
+    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    cq__weights_3d_f32(xp, prm->inv_dx, base, fx, w);
+    cq__weight_grads_3d_f32(fx, prm->inv_dx, dw);
+    /* x' = x + dt v'  ->  vbar' += dt xbar';   F' = (I + dt C') F  ->  Cbar' += dt Fbar' F^T */
+    for (int a = 0; a < 3; ++a) {
+        xb[a] = ao.x[(long)p * 3 + a];
+        vbt[a] = ao.v[(long)p * 3 + a] + dt * xb[a];
+        for (int b = 0; b < 3; ++b) {
+            float acc = ao.C[(long)p * 9 + a * 3 + b];
+            for (int k = 0; k < 3; ++k) acc += dt * ao.F[(long)p * 9 + a * 3 + k] * Fp[b * 3 + k];
+            Cbt[a * 3 + b] = acc;
+        }
+    }
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int k = 0; k < 3; ++k)
+    {
+        const int o[3] = {i, j, k};
+        const float wt = w[0][i] * w[1][j] * w[2][k];
+        const float gw[3] = {dw[0][i] * w[1][j] * w[2][k], w[0][i] * dw[1][j] * w[2][k], w[0][i] * w[1][j] * dw[2][k]};
+        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+        float dpos[3], sdot = 0;
+        const float *vi = g.v + idx * 3;
+        for (int a = 0; a < 3; ++a) dpos[a] = ((float)o[a] - fx[a]) * prm->dx;
+        for (int a = 0; a < 3; ++a) {
+            float cd = 0, vc = 0;   /* (Cbar' dpos)_a, (Cbar'^T v_i)_a */
+            for (int b = 0; b < 3; ++b) {
+                cd += Cbt[a * 3 + b] * dpos[b];
+                vc += Cbt[b * 3 + a] * vi[b];
+                nC[a * 3 + b] += c4 * wt * vi[a] * dpos[b];
+            }
+            CQ__ATOMIC_ADD(&gv_adj[idx * 3 + a], wt * (vbt[a] + c4 * cd));
+            sdot += vi[a] * (vbt[a] + c4 * cd);
+            xb[a] -= c4 * wt * vc;            /* dpos = x_i - x_p */
+        }
+        for (int a = 0; a < 3; ++a) xb[a] += sdot * gw[a];   /* through the weights */
+    }
+    for (int a = 0; a < 3; ++a) ai.x[(long)p * 3 + a] = xb[a];
+    for (int a = 0; a < 3; ++a)       /* Fbar = (I + dt C')^T Fbar' */
+        for (int b = 0; b < 3; ++b) {
+            float acc = ao.F[(long)p * 9 + a * 3 + b];
+            for (int k = 0; k < 3; ++k) acc += dt * nC[k * 3 + a] * ao.F[(long)p * 9 + k * 3 + b];
+            ai.F[(long)p * 9 + a * 3 + b] = acc;
+        }
+}
+
+/* >>p2g_adj_3d_fixed_corotated_f32: adjoint of P2G (eqs 3-6) for particle p, a gather:
+   reads dL/dp_i (gp_adj) and dL/dm_i (gm_adj) of its stencil; ADDS to ai.x and ai.F, SETS ai.v
+   and ai.C (v and C enter the substep only here), ADDS the parameter gradients to pg (mass,
+   vol, E, nu arrays) and SETS dact[0..d*d) to this particle's actuation gradient F^T dP. */
+CQ_HD void cq__p2g_adj_3d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
+        cq__pview_f32 s, const float *gp_adj, const float *gm_adj, cq__pview_f32 ai,
+        cq__pview_f32 pg, float *dact)
+{
+    int base[3];
+    float fx[3], w[3][3], dw[3][3], xp[3], vp[3], Fp[9], Pp[9], G[9], Gb[9] = {0};
+    float xb[3] = {0}, vb[3] = {0}, Pb[9], Fb[9] = {0}, mb = 0, Eb = 0, nub = 0;
+    const int group = s.act ? s.act[p] : -1;
+    for (int a = 0; a < 3; ++a) { xp[a] = s.x[(long)p * 3 + a]; vp[a] = s.v[(long)p * 3 + a]; }
+    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    cq__weights_3d_f32(xp, prm->inv_dx, base, fx, w);
+    cq__weight_grads_3d_f32(fx, prm->inv_dx, dw);
+    cq__pk1_3d_fixed_corotated_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
+    const float mass = s.mass[p], vol = s.vol[p];
+    const float k = -4 * prm->inv_dx * prm->inv_dx * prm->dt;
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) {
+            float pf = 0;
+            for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
+            G[a * 3 + b] = k * vol * pf + mass * s.C[(long)p * 9 + a * 3 + b];
+        }
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int kk = 0; kk < 3; ++kk)
+    {
+        const int o[3] = {i, j, kk};
+        const float wt = w[0][i] * w[1][j] * w[2][kk];
+        const float gw[3] = {dw[0][i] * w[1][j] * w[2][kk], w[0][i] * dw[1][j] * w[2][kk], w[0][i] * w[1][j] * dw[2][kk]};
+        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + kk);
+        float dpos[3];
+        const float *pb = gp_adj + idx * 3;
+        const float mbi = gm_adj[idx];
+        float sdot = mbi * mass;   /* d(contribution)/dw */
+        for (int a = 0; a < 3; ++a) dpos[a] = ((float)o[a] - fx[a]) * prm->dx;
+        for (int a = 0; a < 3; ++a) {
+            float mom = mass * vp[a], gtp = 0;
+            for (int b = 0; b < 3; ++b) {
+                mom += G[a * 3 + b] * dpos[b];
+                Gb[a * 3 + b] += wt * pb[a] * dpos[b];
+                gtp += G[b * 3 + a] * pb[b];
+            }
+            sdot += pb[a] * mom;
+            vb[a] += wt * mass * pb[a];
+            mb += wt * pb[a] * vp[a];
+            xb[a] -= wt * gtp;                 /* dpos = x_i - x_p */
+        }
+        mb += wt * mbi;
+        for (int a = 0; a < 3; ++a) xb[a] += sdot * gw[a];
+    }
+    /* G = k V0 P F^T + m C */
+    float volb = 0;
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) {
+            float pbab = 0, fbab = 0, pf = 0;
+            for (int c = 0; c < 3; ++c) {
+                pbab += Gb[a * 3 + c] * Fp[c * 3 + b];   /* (Gbar F)_ab */
+                fbab += Gb[c * 3 + a] * Pp[c * 3 + b];   /* (Gbar^T P)_ab */
+                pf += Pp[a * 3 + c] * Fp[b * 3 + c];     /* (P F^T)_ab */
+            }
+            Pb[a * 3 + b] = k * vol * pbab;
+            Fb[a * 3 + b] += k * vol * fbab;
+            volb += k * pf * Gb[a * 3 + b];
+            mb += s.C[(long)p * 9 + a * 3 + b] * Gb[a * 3 + b];
+        }
+    for (int a = 0; a < 9; ++a) dact[a] = 0;
+    cq__pk1_vjp_3d_fixed_corotated_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pb, Fb, &Eb, &nub, dact);
+    for (int a = 0; a < 3; ++a) {
+        ai.x[(long)p * 3 + a] += xb[a];
+        ai.v[(long)p * 3 + a] = vb[a];
+    }
+    for (int a = 0; a < 9; ++a) {
+        ai.F[(long)p * 9 + a] += Fb[a];
+        ai.C[(long)p * 9 + a] = mass * Gb[a];
+    }
+    pg.mass[p] += mb; pg.vol[p] += volb; pg.E[p] += Eb; pg.nu[p] += nub;
+}
+
+/* >>p2g_adj_3d_neohookean_f32: adjoint of P2G (eqs 3-6) for particle p, a gather:
+   reads dL/dp_i (gp_adj) and dL/dm_i (gm_adj) of its stencil; ADDS to ai.x and ai.F, SETS ai.v
+   and ai.C (v and C enter the substep only here), ADDS the parameter gradients to pg (mass,
+   vol, E, nu arrays) and SETS dact[0..d*d) to this particle's actuation gradient F^T dP. */
+CQ_HD void cq__p2g_adj_3d_neohookean_f32(int p, const cq__params_f32 *prm,
+        cq__pview_f32 s, const float *gp_adj, const float *gm_adj, cq__pview_f32 ai,
+        cq__pview_f32 pg, float *dact)
+{
+    int base[3];
+    float fx[3], w[3][3], dw[3][3], xp[3], vp[3], Fp[9], Pp[9], G[9], Gb[9] = {0};
+    float xb[3] = {0}, vb[3] = {0}, Pb[9], Fb[9] = {0}, mb = 0, Eb = 0, nub = 0;
+    const int group = s.act ? s.act[p] : -1;
+    for (int a = 0; a < 3; ++a) { xp[a] = s.x[(long)p * 3 + a]; vp[a] = s.v[(long)p * 3 + a]; }
+    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    cq__weights_3d_f32(xp, prm->inv_dx, base, fx, w);
+    cq__weight_grads_3d_f32(fx, prm->inv_dx, dw);
+    cq__pk1_3d_neohookean_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
+    const float mass = s.mass[p], vol = s.vol[p];
+    const float k = -4 * prm->inv_dx * prm->inv_dx * prm->dt;
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) {
+            float pf = 0;
+            for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
+            G[a * 3 + b] = k * vol * pf + mass * s.C[(long)p * 9 + a * 3 + b];
+        }
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int kk = 0; kk < 3; ++kk)
+    {
+        const int o[3] = {i, j, kk};
+        const float wt = w[0][i] * w[1][j] * w[2][kk];
+        const float gw[3] = {dw[0][i] * w[1][j] * w[2][kk], w[0][i] * dw[1][j] * w[2][kk], w[0][i] * w[1][j] * dw[2][kk]};
+        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + kk);
+        float dpos[3];
+        const float *pb = gp_adj + idx * 3;
+        const float mbi = gm_adj[idx];
+        float sdot = mbi * mass;   /* d(contribution)/dw */
+        for (int a = 0; a < 3; ++a) dpos[a] = ((float)o[a] - fx[a]) * prm->dx;
+        for (int a = 0; a < 3; ++a) {
+            float mom = mass * vp[a], gtp = 0;
+            for (int b = 0; b < 3; ++b) {
+                mom += G[a * 3 + b] * dpos[b];
+                Gb[a * 3 + b] += wt * pb[a] * dpos[b];
+                gtp += G[b * 3 + a] * pb[b];
+            }
+            sdot += pb[a] * mom;
+            vb[a] += wt * mass * pb[a];
+            mb += wt * pb[a] * vp[a];
+            xb[a] -= wt * gtp;                 /* dpos = x_i - x_p */
+        }
+        mb += wt * mbi;
+        for (int a = 0; a < 3; ++a) xb[a] += sdot * gw[a];
+    }
+    /* G = k V0 P F^T + m C */
+    float volb = 0;
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) {
+            float pbab = 0, fbab = 0, pf = 0;
+            for (int c = 0; c < 3; ++c) {
+                pbab += Gb[a * 3 + c] * Fp[c * 3 + b];   /* (Gbar F)_ab */
+                fbab += Gb[c * 3 + a] * Pp[c * 3 + b];   /* (Gbar^T P)_ab */
+                pf += Pp[a * 3 + c] * Fp[b * 3 + c];     /* (P F^T)_ab */
+            }
+            Pb[a * 3 + b] = k * vol * pbab;
+            Fb[a * 3 + b] += k * vol * fbab;
+            volb += k * pf * Gb[a * 3 + b];
+            mb += s.C[(long)p * 9 + a * 3 + b] * Gb[a * 3 + b];
+        }
+    for (int a = 0; a < 9; ++a) dact[a] = 0;
+    cq__pk1_vjp_3d_neohookean_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pb, Fb, &Eb, &nub, dact);
+    for (int a = 0; a < 3; ++a) {
+        ai.x[(long)p * 3 + a] += xb[a];
+        ai.v[(long)p * 3 + a] = vb[a];
+    }
+    for (int a = 0; a < 9; ++a) {
+        ai.F[(long)p * 9 + a] += Fb[a];
+        ai.C[(long)p * 9 + a] = mass * Gb[a];
+    }
+    pg.mass[p] += mb; pg.vol[p] += volb; pg.E[p] += Eb; pg.nu[p] += nub;
+}
+
 /* ======================================================================== 3D f64 adjoint */
 /* >>polar_vjp_3d_f64: dF += dL/dF given dR = dL/dR, for R the polar rotation of F
    (cq__polar_3d_f64).  With F = U diag(sig) V^T (signed sig, R = U V^T) and
@@ -2591,6 +3575,317 @@ CQ_HD void cq__pk1_vjp_3d_neohookean_f64(const double *F, double E, double nu, i
     }
 }
 
+/* ------------------------------------------------------------------ transfer adjoints 3D f64
+   Reverse order of the forward substep (seed 002; seed 003 appendix A.2): G2P adjoint scatters
+   into the grid velocity adjoints, the grid adjoint backs through the wall projection and
+   v = p/m + dt g, the P2G adjoint gathers into the particle adjoints.  The grid is recomputed
+   from the substep's input state by the caller, never stored across substeps. */
+
+/* dw/dx_p for the quadratic B-spline: grad[a][i] = d w_a(i) / d x_a (times inv_dx). */
+CQ_HD void cq__weight_grads_3d_f64(const double *fx, double inv_dx, double (*dw)[3])
+{
+    for (int a = 0; a < 3; ++a) {
+        dw[a][0] = -((double)1.5 - fx[a]) * inv_dx;
+        dw[a][1] = -2 * (fx[a] - 1) * inv_dx;
+        dw[a][2] = (fx[a] - (double)0.5) * inv_dx;
+    }
+}
+
+/* >>grid_adj_3d_f64: adjoint of the wall projection (cq__boundary_3d_f64).
+   v0: the velocity BEFORE the projection; vb: dL/d(projected v) on entry, dL/dv0 on return.
+   Friction follows seed 003 appendix B (B9-B15, whose dl_t* / dl_n bookkeeping is done here by
+   direct differentiation of B3-B6). */
+CQ_HD void cq__boundary_adj_3d_f64(const int *c, const cq__params_f64 *prm, const double *v0, double *vb)
+{
+    double vs[4][3];   /* velocity before each axis' projection */
+    int axis_n[3], last = 3;
+    for (int b = 0; b < 3; ++b) vs[0][b] = v0[b];
+    for (int a = 0; a < 3; ++a) {
+        for (int b = 0; b < 3; ++b) vs[a + 1][b] = vs[a][b];
+        axis_n[a] = cq__wall_normal_3d_f64(c, a, prm);
+        if (axis_n[a] && cq__bc_axis_3d_f64(a, (double)axis_n[a], prm, vs[a + 1])) { last = a; break; }
+    }
+    if (last < 3) { for (int b = 0; b < 3; ++b) vb[b] = 0; return; }   /* sticky wall node */
+    for (int a = 3 - 1; a >= 0; --a) {
+        if (!axis_n[a]) continue;
+        const double *v = vs[a];
+        double n = (double)axis_n[a], ln = v[a] * n;
+        switch (prm->boundary) {
+        case CQ__BC_SLIP:
+            vb[a] = 0;
+            break;
+        case CQ__BC_SEPARATE:
+            if (ln < 0) vb[a] = 0;
+            break;
+        default: /* CQ__BC_FRICTION */
+            if (ln < 0) {
+                double s2 = 0, sc_b = 0;
+                for (int b = 0; b < 3; ++b) if (b != a) s2 += v[b] * v[b];
+                double r = sqrt(s2), lt = r + 1e-300;
+                double lts = lt + prm->friction * ln;
+                int open = lts > 0;
+                if (!open) lts = 0;
+                double scale = lts / lt;
+                for (int b = 0; b < 3; ++b) if (b != a) sc_b += vb[b] * v[b];
+                double lts_b = sc_b / lt, lt_b = -sc_b * lts / (lt * lt);
+                if (open) lt_b += lts_b;
+                double ln_b = open ? prm->friction * lts_b : 0;
+                for (int b = 0; b < 3; ++b)
+                    if (b != a) vb[b] = vb[b] * scale + (r > 0 ? lt_b * v[b] / r : 0);
+                vb[a] = ln_b * n;
+            }
+            break;
+        }
+    }
+}
+
+/* Grid-update adjoint for one node: v = bc(p/m + dt g).  gp: momentum (pre-projection) of the
+   forward pass; gv_adj: dL/dv; writes dL/dp and dL/dm of the node. */
+CQ_HD void cq__grid_adj_3d_f64(int node, const cq__params_f64 *prm, const double *gm,
+                                                   const double *gp, const double *gv_adj, double *gp_adj, double *gm_adj)
+{
+    double m = gm[node], v0[3], vb[3];
+    int c[3];
+    if (!(m > 0)) {
+        for (int a = 0; a < 3; ++a) gp_adj[(long)node * 3 + a] = 0;
+        gm_adj[node] = 0;
+        return;
+    }
+    c[0] = node / (prm->res[1] * prm->res[2]); c[1] = (node / prm->res[2]) % prm->res[1]; c[2] = node % prm->res[2];
+    double inv_m = 1 / m, mb = 0;
+    for (int a = 0; a < 3; ++a) {
+        v0[a] = gp[(long)node * 3 + a] * inv_m + prm->dt * prm->gravity[a];
+        vb[a] = gv_adj[(long)node * 3 + a];
+    }
+    cq__boundary_adj_3d_f64(c, prm, v0, vb);
+    for (int a = 0; a < 3; ++a) {
+        gp_adj[(long)node * 3 + a] = vb[a] * inv_m;
+        mb -= vb[a] * gp[(long)node * 3 + a] * inv_m * inv_m;
+    }
+    gm_adj[node] = mb;
+}
+
+/* >>g2p_adj_3d_f64: adjoint of G2P (eqs 8-11) for particle p.  `s` is the substep's
+   input state, g the recomputed grid (v = projected velocity), `ao` the adjoint of the output
+   state.  Scatters dL/dv_i into gv_adj; SETS ai.x and ai.F to the G2P part of the input
+   state's adjoint (the P2G adjoint adds its part after). */
+CQ_HD void cq__g2p_adj_3d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
+                                                  cq__gview_f64 g, cq__pview_f64 ao, cq__pview_f64 ai,
+                                                  double *gv_adj)
+{
+    int base[3];
+    double fx[3], w[3][3], dw[3][3], xp[3], Fp[9], nC[9] = {0};
+    double vbt[3], Cbt[9], xb[3];
+    const double c4 = 4 * prm->inv_dx * prm->inv_dx, dt = prm->dt;
+    for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
+    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    cq__weights_3d_f64(xp, prm->inv_dx, base, fx, w);
+    cq__weight_grads_3d_f64(fx, prm->inv_dx, dw);
+    /* x' = x + dt v'  ->  vbar' += dt xbar';   F' = (I + dt C') F  ->  Cbar' += dt Fbar' F^T */
+    for (int a = 0; a < 3; ++a) {
+        xb[a] = ao.x[(long)p * 3 + a];
+        vbt[a] = ao.v[(long)p * 3 + a] + dt * xb[a];
+        for (int b = 0; b < 3; ++b) {
+            double acc = ao.C[(long)p * 9 + a * 3 + b];
+            for (int k = 0; k < 3; ++k) acc += dt * ao.F[(long)p * 9 + a * 3 + k] * Fp[b * 3 + k];
+            Cbt[a * 3 + b] = acc;
+        }
+    }
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int k = 0; k < 3; ++k)
+    {
+        const int o[3] = {i, j, k};
+        const double wt = w[0][i] * w[1][j] * w[2][k];
+        const double gw[3] = {dw[0][i] * w[1][j] * w[2][k], w[0][i] * dw[1][j] * w[2][k], w[0][i] * w[1][j] * dw[2][k]};
+        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+        double dpos[3], sdot = 0;
+        const double *vi = g.v + idx * 3;
+        for (int a = 0; a < 3; ++a) dpos[a] = ((double)o[a] - fx[a]) * prm->dx;
+        for (int a = 0; a < 3; ++a) {
+            double cd = 0, vc = 0;   /* (Cbar' dpos)_a, (Cbar'^T v_i)_a */
+            for (int b = 0; b < 3; ++b) {
+                cd += Cbt[a * 3 + b] * dpos[b];
+                vc += Cbt[b * 3 + a] * vi[b];
+                nC[a * 3 + b] += c4 * wt * vi[a] * dpos[b];
+            }
+            CQ__ATOMIC_ADD(&gv_adj[idx * 3 + a], wt * (vbt[a] + c4 * cd));
+            sdot += vi[a] * (vbt[a] + c4 * cd);
+            xb[a] -= c4 * wt * vc;            /* dpos = x_i - x_p */
+        }
+        for (int a = 0; a < 3; ++a) xb[a] += sdot * gw[a];   /* through the weights */
+    }
+    for (int a = 0; a < 3; ++a) ai.x[(long)p * 3 + a] = xb[a];
+    for (int a = 0; a < 3; ++a)       /* Fbar = (I + dt C')^T Fbar' */
+        for (int b = 0; b < 3; ++b) {
+            double acc = ao.F[(long)p * 9 + a * 3 + b];
+            for (int k = 0; k < 3; ++k) acc += dt * nC[k * 3 + a] * ao.F[(long)p * 9 + k * 3 + b];
+            ai.F[(long)p * 9 + a * 3 + b] = acc;
+        }
+}
+
+/* >>p2g_adj_3d_fixed_corotated_f64: adjoint of P2G (eqs 3-6) for particle p, a gather:
+   reads dL/dp_i (gp_adj) and dL/dm_i (gm_adj) of its stencil; ADDS to ai.x and ai.F, SETS ai.v
+   and ai.C (v and C enter the substep only here), ADDS the parameter gradients to pg (mass,
+   vol, E, nu arrays) and SETS dact[0..d*d) to this particle's actuation gradient F^T dP. */
+CQ_HD void cq__p2g_adj_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
+        cq__pview_f64 s, const double *gp_adj, const double *gm_adj, cq__pview_f64 ai,
+        cq__pview_f64 pg, double *dact)
+{
+    int base[3];
+    double fx[3], w[3][3], dw[3][3], xp[3], vp[3], Fp[9], Pp[9], G[9], Gb[9] = {0};
+    double xb[3] = {0}, vb[3] = {0}, Pb[9], Fb[9] = {0}, mb = 0, Eb = 0, nub = 0;
+    const int group = s.act ? s.act[p] : -1;
+    for (int a = 0; a < 3; ++a) { xp[a] = s.x[(long)p * 3 + a]; vp[a] = s.v[(long)p * 3 + a]; }
+    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    cq__weights_3d_f64(xp, prm->inv_dx, base, fx, w);
+    cq__weight_grads_3d_f64(fx, prm->inv_dx, dw);
+    cq__pk1_3d_fixed_corotated_f64(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
+    const double mass = s.mass[p], vol = s.vol[p];
+    const double k = -4 * prm->inv_dx * prm->inv_dx * prm->dt;
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) {
+            double pf = 0;
+            for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
+            G[a * 3 + b] = k * vol * pf + mass * s.C[(long)p * 9 + a * 3 + b];
+        }
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int kk = 0; kk < 3; ++kk)
+    {
+        const int o[3] = {i, j, kk};
+        const double wt = w[0][i] * w[1][j] * w[2][kk];
+        const double gw[3] = {dw[0][i] * w[1][j] * w[2][kk], w[0][i] * dw[1][j] * w[2][kk], w[0][i] * w[1][j] * dw[2][kk]};
+        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + kk);
+        double dpos[3];
+        const double *pb = gp_adj + idx * 3;
+        const double mbi = gm_adj[idx];
+        double sdot = mbi * mass;   /* d(contribution)/dw */
+        for (int a = 0; a < 3; ++a) dpos[a] = ((double)o[a] - fx[a]) * prm->dx;
+        for (int a = 0; a < 3; ++a) {
+            double mom = mass * vp[a], gtp = 0;
+            for (int b = 0; b < 3; ++b) {
+                mom += G[a * 3 + b] * dpos[b];
+                Gb[a * 3 + b] += wt * pb[a] * dpos[b];
+                gtp += G[b * 3 + a] * pb[b];
+            }
+            sdot += pb[a] * mom;
+            vb[a] += wt * mass * pb[a];
+            mb += wt * pb[a] * vp[a];
+            xb[a] -= wt * gtp;                 /* dpos = x_i - x_p */
+        }
+        mb += wt * mbi;
+        for (int a = 0; a < 3; ++a) xb[a] += sdot * gw[a];
+    }
+    /* G = k V0 P F^T + m C */
+    double volb = 0;
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) {
+            double pbab = 0, fbab = 0, pf = 0;
+            for (int c = 0; c < 3; ++c) {
+                pbab += Gb[a * 3 + c] * Fp[c * 3 + b];   /* (Gbar F)_ab */
+                fbab += Gb[c * 3 + a] * Pp[c * 3 + b];   /* (Gbar^T P)_ab */
+                pf += Pp[a * 3 + c] * Fp[b * 3 + c];     /* (P F^T)_ab */
+            }
+            Pb[a * 3 + b] = k * vol * pbab;
+            Fb[a * 3 + b] += k * vol * fbab;
+            volb += k * pf * Gb[a * 3 + b];
+            mb += s.C[(long)p * 9 + a * 3 + b] * Gb[a * 3 + b];
+        }
+    for (int a = 0; a < 9; ++a) dact[a] = 0;
+    cq__pk1_vjp_3d_fixed_corotated_f64(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pb, Fb, &Eb, &nub, dact);
+    for (int a = 0; a < 3; ++a) {
+        ai.x[(long)p * 3 + a] += xb[a];
+        ai.v[(long)p * 3 + a] = vb[a];
+    }
+    for (int a = 0; a < 9; ++a) {
+        ai.F[(long)p * 9 + a] += Fb[a];
+        ai.C[(long)p * 9 + a] = mass * Gb[a];
+    }
+    pg.mass[p] += mb; pg.vol[p] += volb; pg.E[p] += Eb; pg.nu[p] += nub;
+}
+
+/* >>p2g_adj_3d_neohookean_f64: adjoint of P2G (eqs 3-6) for particle p, a gather:
+   reads dL/dp_i (gp_adj) and dL/dm_i (gm_adj) of its stencil; ADDS to ai.x and ai.F, SETS ai.v
+   and ai.C (v and C enter the substep only here), ADDS the parameter gradients to pg (mass,
+   vol, E, nu arrays) and SETS dact[0..d*d) to this particle's actuation gradient F^T dP. */
+CQ_HD void cq__p2g_adj_3d_neohookean_f64(int p, const cq__params_f64 *prm,
+        cq__pview_f64 s, const double *gp_adj, const double *gm_adj, cq__pview_f64 ai,
+        cq__pview_f64 pg, double *dact)
+{
+    int base[3];
+    double fx[3], w[3][3], dw[3][3], xp[3], vp[3], Fp[9], Pp[9], G[9], Gb[9] = {0};
+    double xb[3] = {0}, vb[3] = {0}, Pb[9], Fb[9] = {0}, mb = 0, Eb = 0, nub = 0;
+    const int group = s.act ? s.act[p] : -1;
+    for (int a = 0; a < 3; ++a) { xp[a] = s.x[(long)p * 3 + a]; vp[a] = s.v[(long)p * 3 + a]; }
+    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    cq__weights_3d_f64(xp, prm->inv_dx, base, fx, w);
+    cq__weight_grads_3d_f64(fx, prm->inv_dx, dw);
+    cq__pk1_3d_neohookean_f64(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
+    const double mass = s.mass[p], vol = s.vol[p];
+    const double k = -4 * prm->inv_dx * prm->inv_dx * prm->dt;
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) {
+            double pf = 0;
+            for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
+            G[a * 3 + b] = k * vol * pf + mass * s.C[(long)p * 9 + a * 3 + b];
+        }
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int kk = 0; kk < 3; ++kk)
+    {
+        const int o[3] = {i, j, kk};
+        const double wt = w[0][i] * w[1][j] * w[2][kk];
+        const double gw[3] = {dw[0][i] * w[1][j] * w[2][kk], w[0][i] * dw[1][j] * w[2][kk], w[0][i] * w[1][j] * dw[2][kk]};
+        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + kk);
+        double dpos[3];
+        const double *pb = gp_adj + idx * 3;
+        const double mbi = gm_adj[idx];
+        double sdot = mbi * mass;   /* d(contribution)/dw */
+        for (int a = 0; a < 3; ++a) dpos[a] = ((double)o[a] - fx[a]) * prm->dx;
+        for (int a = 0; a < 3; ++a) {
+            double mom = mass * vp[a], gtp = 0;
+            for (int b = 0; b < 3; ++b) {
+                mom += G[a * 3 + b] * dpos[b];
+                Gb[a * 3 + b] += wt * pb[a] * dpos[b];
+                gtp += G[b * 3 + a] * pb[b];
+            }
+            sdot += pb[a] * mom;
+            vb[a] += wt * mass * pb[a];
+            mb += wt * pb[a] * vp[a];
+            xb[a] -= wt * gtp;                 /* dpos = x_i - x_p */
+        }
+        mb += wt * mbi;
+        for (int a = 0; a < 3; ++a) xb[a] += sdot * gw[a];
+    }
+    /* G = k V0 P F^T + m C */
+    double volb = 0;
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) {
+            double pbab = 0, fbab = 0, pf = 0;
+            for (int c = 0; c < 3; ++c) {
+                pbab += Gb[a * 3 + c] * Fp[c * 3 + b];   /* (Gbar F)_ab */
+                fbab += Gb[c * 3 + a] * Pp[c * 3 + b];   /* (Gbar^T P)_ab */
+                pf += Pp[a * 3 + c] * Fp[b * 3 + c];     /* (P F^T)_ab */
+            }
+            Pb[a * 3 + b] = k * vol * pbab;
+            Fb[a * 3 + b] += k * vol * fbab;
+            volb += k * pf * Gb[a * 3 + b];
+            mb += s.C[(long)p * 9 + a * 3 + b] * Gb[a * 3 + b];
+        }
+    for (int a = 0; a < 9; ++a) dact[a] = 0;
+    cq__pk1_vjp_3d_neohookean_f64(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pb, Fb, &Eb, &nub, dact);
+    for (int a = 0; a < 3; ++a) {
+        ai.x[(long)p * 3 + a] += xb[a];
+        ai.v[(long)p * 3 + a] = vb[a];
+    }
+    for (int a = 0; a < 9; ++a) {
+        ai.F[(long)p * 9 + a] += Fb[a];
+        ai.C[(long)p * 9 + a] = mass * Gb[a];
+    }
+    pg.mass[p] += mb; pg.vol[p] += volb; pg.E[p] += Eb; pg.nu[p] += nub;
+}
+
 /* ---- END GENERATED: adjoint kernels ---- */
 
 /* ---- BEGIN GENERATED: host implementation from templates/host.c.j2.
@@ -2612,8 +3907,12 @@ CQ_HD void cq__pk1_vjp_3d_neohookean_f64(const double *F, double E, double nu, i
 typedef struct cq__state { void *x, *v, *C, *F; } cq__state;
 
 typedef struct cq__vtable {
-    /* one substep; returns CQ__OK or the status of the lowest failing particle (*bad) */
-    int (*substep)(cq_sim *s, int *bad);
+    /* one substep from `in` to `out`; returns CQ__OK or the status of the lowest failing
+       particle (*bad) */
+    int (*substep)(cq_sim *s, const cq__state *in, cq__state *out, int *bad);
+    /* adjoint of that substep: `ao` holds dL/d(out), `ai` receives dL/d(in); parameter and
+       per-particle actuation gradients accumulate in the sim */
+    void (*substep_adj)(cq_sim *s, const cq__state *in, const cq__state *ao, cq__state *ai);
     /* first particle in [first, first+count) whose stress is not finite, else -1 */
     int (*check_stress)(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count);
 } cq__vtable;
@@ -2637,9 +3936,30 @@ struct cq_sim {
     int *order, *slab_start, *slab_fill, nslabs;
     int step;
     char error[512];
+    /* >>tape: state at every checkpoint_every-th step, actuation of every step */
+    cq__state *ckpt;
+    int n_ckpt, cap_ckpt;
+    struct cq__tape_act { int groups; void *stress; } *acts;
+    int cap_acts;
+    /* >>adjoint buffers (allocated by the first cq_sim_backward) */
+    cq__state *seg;                   /* recomputed substep inputs of one segment (+1 scratch) */
+    int n_seg;
+    cq__state adj[2];                 /* particle adjoints: dL/d(state) */
+    const cq__state *grad_state;      /* dL/ds_0 after backward */
+    void *g_mass, *g_vol, *g_E, *g_nu; /* parameter gradients */
+    void *dact;                       /* n * dd per-particle actuation gradients of one substep */
+    double *act_grad;                 /* dL/du_n of the step being reversed: groups * dd */
+    int act_grad_groups;
+    void *grid_p, *grid_vb, *grid_pb, *grid_mb;
+    int adj_n;                        /* particle count the adjoint buffers were sized for */
+    int in_backward, has_grad;
+    const cq__state *hook_state;      /* s_n while the hook of step n runs */
+    cq__state *hook_adj;              /* dL/ds_n while the hook of step n runs */
 };
 
 static char cq__create_error[512];
+static void cq__tape_clear(cq_sim *s);
+static void cq__adjoint_free(cq_sim *s);
 
 /* ------------------------------------------------------------------ >>errors */
 const char *cq_result_string(cq_result r)
@@ -2829,15 +4149,13 @@ static void cq__bucket_f64(cq_sim *s, const double *x)
     }
 }
 
-/* >>cpu_substep_2d_fixed_corotated_f32: P2G (slab-coloured), grid update, G2P into s->nxt. */
-static int cq__cpu_substep_2d_fixed_corotated_f32(cq_sim *s, int *bad)
+/* >>cpu_grid_2d_fixed_corotated_f32: P2G (slab-coloured) and the grid update from particle state `in`.
+   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
+static void cq__cpu_grid_2d_fixed_corotated_f32(cq_sim *s, cq__pview_f32 in, int keep_momentum)
 {
     const cq__params_f32 *prm = &s->prm_f32;
-    cq__pview_f32 in = cq__pview_f32_of(s, &s->cur), out = cq__pview_f32_of(s, &s->nxt);
     cq__gview_f32 g;
     const long nodes = s->nodes;
-    const int n = s->n;
-    int first = n;
     g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
     memset(g.m, 0, (size_t)nodes * sizeof(float));
     memset(g.v, 0, (size_t)nodes * 2 * sizeof(float));
@@ -2849,15 +4167,61 @@ static int cq__cpu_substep_2d_fixed_corotated_f32(cq_sim *s, int *bad)
             for (int k = start[sl]; k < start[sl + 1]; ++k)
                 cq__p2g_fwd_2d_fixed_corotated_f32(order[k], prm, in, g);
     }
+    if (keep_momentum) memcpy(s->grid_p, g.v, (size_t)nodes * 2 * sizeof(float));
     CQ__OMP(parallel for schedule(static))
     for (long i = 0; i < nodes; ++i)
         cq__grid_fwd_2d_f32((int)i, prm, g);
+}
+
+/* >>cpu_substep_2d_fixed_corotated_f32: grid phase, then G2P from `in` into `out`. */
+static int cq__cpu_substep_2d_fixed_corotated_f32(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
+{
+    const cq__params_f32 *prm = &s->prm_f32;
+    cq__pview_f32 in = cq__pview_f32_of(s, in_st), out = cq__pview_f32_of(s, out_st);
+    cq__gview_f32 g;
+    const int n = s->n;
+    int first = n;
+    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
+    cq__cpu_grid_2d_fixed_corotated_f32(s, in, 0);
     CQ__OMP(parallel for schedule(static) reduction(min:first))
     for (int p = 0; p < n; ++p)
         if (cq__g2p_fwd_2d_f32(p, prm, in, out, g) != CQ__OK && p < first) first = p;
     if (first == n) { *bad = -1; return CQ__OK; }
     *bad = first;
     return cq__g2p_fwd_2d_f32(first, prm, in, out, g);
+}
+
+/* >>cpu_substep_adj_2d_fixed_corotated_f32: the substep's adjoint, phases reversed: recompute the grid
+   from `in`, G2P adjoint (slab-coloured scatter into dL/dv_i), grid adjoint per node, P2G
+   adjoint (gather) per particle. */
+static void cq__cpu_substep_adj_2d_fixed_corotated_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
+{
+    const cq__params_f32 *prm = &s->prm_f32;
+    cq__pview_f32 in = cq__pview_f32_of(s, in_st), ao = cq__pview_f32_of(s, ao_st);
+    cq__pview_f32 ai = cq__pview_f32_of(s, ai_st), pg = in;
+    cq__gview_f32 g;
+    float *gvb = (float *)s->grid_vb, *gpb = (float *)s->grid_pb, *gmb = (float *)s->grid_mb;
+    const float *gp = (const float *)s->grid_p;
+    float *dact = (float *)s->dact;
+    const long nodes = s->nodes;
+    const int n = s->n;
+    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
+    pg.mass = (float *)s->g_mass; pg.vol = (float *)s->g_vol; pg.E = (float *)s->g_E; pg.nu = (float *)s->g_nu;
+    cq__cpu_grid_2d_fixed_corotated_f32(s, in, 1);
+    memset(gvb, 0, (size_t)nodes * 2 * sizeof(float));
+    for (int colour = 0; colour < 2; ++colour) {
+        const int *order = s->order, *start = s->slab_start;
+        CQ__OMP(parallel for schedule(dynamic))
+        for (int sl = colour; sl < s->nslabs; sl += 2)
+            for (int k = start[sl]; k < start[sl + 1]; ++k)
+                cq__g2p_adj_2d_f32(order[k], prm, in, g, ao, ai, gvb);
+    }
+    CQ__OMP(parallel for schedule(static))
+    for (long i = 0; i < nodes; ++i)
+        cq__grid_adj_2d_f32((int)i, prm, g.m, gp, gvb, gpb, gmb);
+    CQ__OMP(parallel for schedule(static))
+    for (int p = 0; p < n; ++p)
+        cq__p2g_adj_2d_fixed_corotated_f32(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 4);
 }
 
 static int cq__check_stress_2d_fixed_corotated_f32(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
@@ -2872,15 +4236,13 @@ static int cq__check_stress_2d_fixed_corotated_f32(const cq_sim *s, const void *
     return -1;
 }
 
-/* >>cpu_substep_2d_fixed_corotated_f64: P2G (slab-coloured), grid update, G2P into s->nxt. */
-static int cq__cpu_substep_2d_fixed_corotated_f64(cq_sim *s, int *bad)
+/* >>cpu_grid_2d_fixed_corotated_f64: P2G (slab-coloured) and the grid update from particle state `in`.
+   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
+static void cq__cpu_grid_2d_fixed_corotated_f64(cq_sim *s, cq__pview_f64 in, int keep_momentum)
 {
     const cq__params_f64 *prm = &s->prm_f64;
-    cq__pview_f64 in = cq__pview_f64_of(s, &s->cur), out = cq__pview_f64_of(s, &s->nxt);
     cq__gview_f64 g;
     const long nodes = s->nodes;
-    const int n = s->n;
-    int first = n;
     g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
     memset(g.m, 0, (size_t)nodes * sizeof(double));
     memset(g.v, 0, (size_t)nodes * 2 * sizeof(double));
@@ -2892,15 +4254,61 @@ static int cq__cpu_substep_2d_fixed_corotated_f64(cq_sim *s, int *bad)
             for (int k = start[sl]; k < start[sl + 1]; ++k)
                 cq__p2g_fwd_2d_fixed_corotated_f64(order[k], prm, in, g);
     }
+    if (keep_momentum) memcpy(s->grid_p, g.v, (size_t)nodes * 2 * sizeof(double));
     CQ__OMP(parallel for schedule(static))
     for (long i = 0; i < nodes; ++i)
         cq__grid_fwd_2d_f64((int)i, prm, g);
+}
+
+/* >>cpu_substep_2d_fixed_corotated_f64: grid phase, then G2P from `in` into `out`. */
+static int cq__cpu_substep_2d_fixed_corotated_f64(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
+{
+    const cq__params_f64 *prm = &s->prm_f64;
+    cq__pview_f64 in = cq__pview_f64_of(s, in_st), out = cq__pview_f64_of(s, out_st);
+    cq__gview_f64 g;
+    const int n = s->n;
+    int first = n;
+    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
+    cq__cpu_grid_2d_fixed_corotated_f64(s, in, 0);
     CQ__OMP(parallel for schedule(static) reduction(min:first))
     for (int p = 0; p < n; ++p)
         if (cq__g2p_fwd_2d_f64(p, prm, in, out, g) != CQ__OK && p < first) first = p;
     if (first == n) { *bad = -1; return CQ__OK; }
     *bad = first;
     return cq__g2p_fwd_2d_f64(first, prm, in, out, g);
+}
+
+/* >>cpu_substep_adj_2d_fixed_corotated_f64: the substep's adjoint, phases reversed: recompute the grid
+   from `in`, G2P adjoint (slab-coloured scatter into dL/dv_i), grid adjoint per node, P2G
+   adjoint (gather) per particle. */
+static void cq__cpu_substep_adj_2d_fixed_corotated_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
+{
+    const cq__params_f64 *prm = &s->prm_f64;
+    cq__pview_f64 in = cq__pview_f64_of(s, in_st), ao = cq__pview_f64_of(s, ao_st);
+    cq__pview_f64 ai = cq__pview_f64_of(s, ai_st), pg = in;
+    cq__gview_f64 g;
+    double *gvb = (double *)s->grid_vb, *gpb = (double *)s->grid_pb, *gmb = (double *)s->grid_mb;
+    const double *gp = (const double *)s->grid_p;
+    double *dact = (double *)s->dact;
+    const long nodes = s->nodes;
+    const int n = s->n;
+    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
+    pg.mass = (double *)s->g_mass; pg.vol = (double *)s->g_vol; pg.E = (double *)s->g_E; pg.nu = (double *)s->g_nu;
+    cq__cpu_grid_2d_fixed_corotated_f64(s, in, 1);
+    memset(gvb, 0, (size_t)nodes * 2 * sizeof(double));
+    for (int colour = 0; colour < 2; ++colour) {
+        const int *order = s->order, *start = s->slab_start;
+        CQ__OMP(parallel for schedule(dynamic))
+        for (int sl = colour; sl < s->nslabs; sl += 2)
+            for (int k = start[sl]; k < start[sl + 1]; ++k)
+                cq__g2p_adj_2d_f64(order[k], prm, in, g, ao, ai, gvb);
+    }
+    CQ__OMP(parallel for schedule(static))
+    for (long i = 0; i < nodes; ++i)
+        cq__grid_adj_2d_f64((int)i, prm, g.m, gp, gvb, gpb, gmb);
+    CQ__OMP(parallel for schedule(static))
+    for (int p = 0; p < n; ++p)
+        cq__p2g_adj_2d_fixed_corotated_f64(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 4);
 }
 
 static int cq__check_stress_2d_fixed_corotated_f64(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
@@ -2915,15 +4323,13 @@ static int cq__check_stress_2d_fixed_corotated_f64(const cq_sim *s, const void *
     return -1;
 }
 
-/* >>cpu_substep_2d_neohookean_f32: P2G (slab-coloured), grid update, G2P into s->nxt. */
-static int cq__cpu_substep_2d_neohookean_f32(cq_sim *s, int *bad)
+/* >>cpu_grid_2d_neohookean_f32: P2G (slab-coloured) and the grid update from particle state `in`.
+   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
+static void cq__cpu_grid_2d_neohookean_f32(cq_sim *s, cq__pview_f32 in, int keep_momentum)
 {
     const cq__params_f32 *prm = &s->prm_f32;
-    cq__pview_f32 in = cq__pview_f32_of(s, &s->cur), out = cq__pview_f32_of(s, &s->nxt);
     cq__gview_f32 g;
     const long nodes = s->nodes;
-    const int n = s->n;
-    int first = n;
     g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
     memset(g.m, 0, (size_t)nodes * sizeof(float));
     memset(g.v, 0, (size_t)nodes * 2 * sizeof(float));
@@ -2935,15 +4341,61 @@ static int cq__cpu_substep_2d_neohookean_f32(cq_sim *s, int *bad)
             for (int k = start[sl]; k < start[sl + 1]; ++k)
                 cq__p2g_fwd_2d_neohookean_f32(order[k], prm, in, g);
     }
+    if (keep_momentum) memcpy(s->grid_p, g.v, (size_t)nodes * 2 * sizeof(float));
     CQ__OMP(parallel for schedule(static))
     for (long i = 0; i < nodes; ++i)
         cq__grid_fwd_2d_f32((int)i, prm, g);
+}
+
+/* >>cpu_substep_2d_neohookean_f32: grid phase, then G2P from `in` into `out`. */
+static int cq__cpu_substep_2d_neohookean_f32(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
+{
+    const cq__params_f32 *prm = &s->prm_f32;
+    cq__pview_f32 in = cq__pview_f32_of(s, in_st), out = cq__pview_f32_of(s, out_st);
+    cq__gview_f32 g;
+    const int n = s->n;
+    int first = n;
+    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
+    cq__cpu_grid_2d_neohookean_f32(s, in, 0);
     CQ__OMP(parallel for schedule(static) reduction(min:first))
     for (int p = 0; p < n; ++p)
         if (cq__g2p_fwd_2d_f32(p, prm, in, out, g) != CQ__OK && p < first) first = p;
     if (first == n) { *bad = -1; return CQ__OK; }
     *bad = first;
     return cq__g2p_fwd_2d_f32(first, prm, in, out, g);
+}
+
+/* >>cpu_substep_adj_2d_neohookean_f32: the substep's adjoint, phases reversed: recompute the grid
+   from `in`, G2P adjoint (slab-coloured scatter into dL/dv_i), grid adjoint per node, P2G
+   adjoint (gather) per particle. */
+static void cq__cpu_substep_adj_2d_neohookean_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
+{
+    const cq__params_f32 *prm = &s->prm_f32;
+    cq__pview_f32 in = cq__pview_f32_of(s, in_st), ao = cq__pview_f32_of(s, ao_st);
+    cq__pview_f32 ai = cq__pview_f32_of(s, ai_st), pg = in;
+    cq__gview_f32 g;
+    float *gvb = (float *)s->grid_vb, *gpb = (float *)s->grid_pb, *gmb = (float *)s->grid_mb;
+    const float *gp = (const float *)s->grid_p;
+    float *dact = (float *)s->dact;
+    const long nodes = s->nodes;
+    const int n = s->n;
+    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
+    pg.mass = (float *)s->g_mass; pg.vol = (float *)s->g_vol; pg.E = (float *)s->g_E; pg.nu = (float *)s->g_nu;
+    cq__cpu_grid_2d_neohookean_f32(s, in, 1);
+    memset(gvb, 0, (size_t)nodes * 2 * sizeof(float));
+    for (int colour = 0; colour < 2; ++colour) {
+        const int *order = s->order, *start = s->slab_start;
+        CQ__OMP(parallel for schedule(dynamic))
+        for (int sl = colour; sl < s->nslabs; sl += 2)
+            for (int k = start[sl]; k < start[sl + 1]; ++k)
+                cq__g2p_adj_2d_f32(order[k], prm, in, g, ao, ai, gvb);
+    }
+    CQ__OMP(parallel for schedule(static))
+    for (long i = 0; i < nodes; ++i)
+        cq__grid_adj_2d_f32((int)i, prm, g.m, gp, gvb, gpb, gmb);
+    CQ__OMP(parallel for schedule(static))
+    for (int p = 0; p < n; ++p)
+        cq__p2g_adj_2d_neohookean_f32(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 4);
 }
 
 static int cq__check_stress_2d_neohookean_f32(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
@@ -2958,15 +4410,13 @@ static int cq__check_stress_2d_neohookean_f32(const cq_sim *s, const void *F, co
     return -1;
 }
 
-/* >>cpu_substep_2d_neohookean_f64: P2G (slab-coloured), grid update, G2P into s->nxt. */
-static int cq__cpu_substep_2d_neohookean_f64(cq_sim *s, int *bad)
+/* >>cpu_grid_2d_neohookean_f64: P2G (slab-coloured) and the grid update from particle state `in`.
+   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
+static void cq__cpu_grid_2d_neohookean_f64(cq_sim *s, cq__pview_f64 in, int keep_momentum)
 {
     const cq__params_f64 *prm = &s->prm_f64;
-    cq__pview_f64 in = cq__pview_f64_of(s, &s->cur), out = cq__pview_f64_of(s, &s->nxt);
     cq__gview_f64 g;
     const long nodes = s->nodes;
-    const int n = s->n;
-    int first = n;
     g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
     memset(g.m, 0, (size_t)nodes * sizeof(double));
     memset(g.v, 0, (size_t)nodes * 2 * sizeof(double));
@@ -2978,15 +4428,61 @@ static int cq__cpu_substep_2d_neohookean_f64(cq_sim *s, int *bad)
             for (int k = start[sl]; k < start[sl + 1]; ++k)
                 cq__p2g_fwd_2d_neohookean_f64(order[k], prm, in, g);
     }
+    if (keep_momentum) memcpy(s->grid_p, g.v, (size_t)nodes * 2 * sizeof(double));
     CQ__OMP(parallel for schedule(static))
     for (long i = 0; i < nodes; ++i)
         cq__grid_fwd_2d_f64((int)i, prm, g);
+}
+
+/* >>cpu_substep_2d_neohookean_f64: grid phase, then G2P from `in` into `out`. */
+static int cq__cpu_substep_2d_neohookean_f64(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
+{
+    const cq__params_f64 *prm = &s->prm_f64;
+    cq__pview_f64 in = cq__pview_f64_of(s, in_st), out = cq__pview_f64_of(s, out_st);
+    cq__gview_f64 g;
+    const int n = s->n;
+    int first = n;
+    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
+    cq__cpu_grid_2d_neohookean_f64(s, in, 0);
     CQ__OMP(parallel for schedule(static) reduction(min:first))
     for (int p = 0; p < n; ++p)
         if (cq__g2p_fwd_2d_f64(p, prm, in, out, g) != CQ__OK && p < first) first = p;
     if (first == n) { *bad = -1; return CQ__OK; }
     *bad = first;
     return cq__g2p_fwd_2d_f64(first, prm, in, out, g);
+}
+
+/* >>cpu_substep_adj_2d_neohookean_f64: the substep's adjoint, phases reversed: recompute the grid
+   from `in`, G2P adjoint (slab-coloured scatter into dL/dv_i), grid adjoint per node, P2G
+   adjoint (gather) per particle. */
+static void cq__cpu_substep_adj_2d_neohookean_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
+{
+    const cq__params_f64 *prm = &s->prm_f64;
+    cq__pview_f64 in = cq__pview_f64_of(s, in_st), ao = cq__pview_f64_of(s, ao_st);
+    cq__pview_f64 ai = cq__pview_f64_of(s, ai_st), pg = in;
+    cq__gview_f64 g;
+    double *gvb = (double *)s->grid_vb, *gpb = (double *)s->grid_pb, *gmb = (double *)s->grid_mb;
+    const double *gp = (const double *)s->grid_p;
+    double *dact = (double *)s->dact;
+    const long nodes = s->nodes;
+    const int n = s->n;
+    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
+    pg.mass = (double *)s->g_mass; pg.vol = (double *)s->g_vol; pg.E = (double *)s->g_E; pg.nu = (double *)s->g_nu;
+    cq__cpu_grid_2d_neohookean_f64(s, in, 1);
+    memset(gvb, 0, (size_t)nodes * 2 * sizeof(double));
+    for (int colour = 0; colour < 2; ++colour) {
+        const int *order = s->order, *start = s->slab_start;
+        CQ__OMP(parallel for schedule(dynamic))
+        for (int sl = colour; sl < s->nslabs; sl += 2)
+            for (int k = start[sl]; k < start[sl + 1]; ++k)
+                cq__g2p_adj_2d_f64(order[k], prm, in, g, ao, ai, gvb);
+    }
+    CQ__OMP(parallel for schedule(static))
+    for (long i = 0; i < nodes; ++i)
+        cq__grid_adj_2d_f64((int)i, prm, g.m, gp, gvb, gpb, gmb);
+    CQ__OMP(parallel for schedule(static))
+    for (int p = 0; p < n; ++p)
+        cq__p2g_adj_2d_neohookean_f64(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 4);
 }
 
 static int cq__check_stress_2d_neohookean_f64(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
@@ -3001,15 +4497,13 @@ static int cq__check_stress_2d_neohookean_f64(const cq_sim *s, const void *F, co
     return -1;
 }
 
-/* >>cpu_substep_3d_fixed_corotated_f32: P2G (slab-coloured), grid update, G2P into s->nxt. */
-static int cq__cpu_substep_3d_fixed_corotated_f32(cq_sim *s, int *bad)
+/* >>cpu_grid_3d_fixed_corotated_f32: P2G (slab-coloured) and the grid update from particle state `in`.
+   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
+static void cq__cpu_grid_3d_fixed_corotated_f32(cq_sim *s, cq__pview_f32 in, int keep_momentum)
 {
     const cq__params_f32 *prm = &s->prm_f32;
-    cq__pview_f32 in = cq__pview_f32_of(s, &s->cur), out = cq__pview_f32_of(s, &s->nxt);
     cq__gview_f32 g;
     const long nodes = s->nodes;
-    const int n = s->n;
-    int first = n;
     g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
     memset(g.m, 0, (size_t)nodes * sizeof(float));
     memset(g.v, 0, (size_t)nodes * 3 * sizeof(float));
@@ -3021,15 +4515,61 @@ static int cq__cpu_substep_3d_fixed_corotated_f32(cq_sim *s, int *bad)
             for (int k = start[sl]; k < start[sl + 1]; ++k)
                 cq__p2g_fwd_3d_fixed_corotated_f32(order[k], prm, in, g);
     }
+    if (keep_momentum) memcpy(s->grid_p, g.v, (size_t)nodes * 3 * sizeof(float));
     CQ__OMP(parallel for schedule(static))
     for (long i = 0; i < nodes; ++i)
         cq__grid_fwd_3d_f32((int)i, prm, g);
+}
+
+/* >>cpu_substep_3d_fixed_corotated_f32: grid phase, then G2P from `in` into `out`. */
+static int cq__cpu_substep_3d_fixed_corotated_f32(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
+{
+    const cq__params_f32 *prm = &s->prm_f32;
+    cq__pview_f32 in = cq__pview_f32_of(s, in_st), out = cq__pview_f32_of(s, out_st);
+    cq__gview_f32 g;
+    const int n = s->n;
+    int first = n;
+    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
+    cq__cpu_grid_3d_fixed_corotated_f32(s, in, 0);
     CQ__OMP(parallel for schedule(static) reduction(min:first))
     for (int p = 0; p < n; ++p)
         if (cq__g2p_fwd_3d_f32(p, prm, in, out, g) != CQ__OK && p < first) first = p;
     if (first == n) { *bad = -1; return CQ__OK; }
     *bad = first;
     return cq__g2p_fwd_3d_f32(first, prm, in, out, g);
+}
+
+/* >>cpu_substep_adj_3d_fixed_corotated_f32: the substep's adjoint, phases reversed: recompute the grid
+   from `in`, G2P adjoint (slab-coloured scatter into dL/dv_i), grid adjoint per node, P2G
+   adjoint (gather) per particle. */
+static void cq__cpu_substep_adj_3d_fixed_corotated_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
+{
+    const cq__params_f32 *prm = &s->prm_f32;
+    cq__pview_f32 in = cq__pview_f32_of(s, in_st), ao = cq__pview_f32_of(s, ao_st);
+    cq__pview_f32 ai = cq__pview_f32_of(s, ai_st), pg = in;
+    cq__gview_f32 g;
+    float *gvb = (float *)s->grid_vb, *gpb = (float *)s->grid_pb, *gmb = (float *)s->grid_mb;
+    const float *gp = (const float *)s->grid_p;
+    float *dact = (float *)s->dact;
+    const long nodes = s->nodes;
+    const int n = s->n;
+    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
+    pg.mass = (float *)s->g_mass; pg.vol = (float *)s->g_vol; pg.E = (float *)s->g_E; pg.nu = (float *)s->g_nu;
+    cq__cpu_grid_3d_fixed_corotated_f32(s, in, 1);
+    memset(gvb, 0, (size_t)nodes * 3 * sizeof(float));
+    for (int colour = 0; colour < 2; ++colour) {
+        const int *order = s->order, *start = s->slab_start;
+        CQ__OMP(parallel for schedule(dynamic))
+        for (int sl = colour; sl < s->nslabs; sl += 2)
+            for (int k = start[sl]; k < start[sl + 1]; ++k)
+                cq__g2p_adj_3d_f32(order[k], prm, in, g, ao, ai, gvb);
+    }
+    CQ__OMP(parallel for schedule(static))
+    for (long i = 0; i < nodes; ++i)
+        cq__grid_adj_3d_f32((int)i, prm, g.m, gp, gvb, gpb, gmb);
+    CQ__OMP(parallel for schedule(static))
+    for (int p = 0; p < n; ++p)
+        cq__p2g_adj_3d_fixed_corotated_f32(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 9);
 }
 
 static int cq__check_stress_3d_fixed_corotated_f32(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
@@ -3044,15 +4584,13 @@ static int cq__check_stress_3d_fixed_corotated_f32(const cq_sim *s, const void *
     return -1;
 }
 
-/* >>cpu_substep_3d_fixed_corotated_f64: P2G (slab-coloured), grid update, G2P into s->nxt. */
-static int cq__cpu_substep_3d_fixed_corotated_f64(cq_sim *s, int *bad)
+/* >>cpu_grid_3d_fixed_corotated_f64: P2G (slab-coloured) and the grid update from particle state `in`.
+   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
+static void cq__cpu_grid_3d_fixed_corotated_f64(cq_sim *s, cq__pview_f64 in, int keep_momentum)
 {
     const cq__params_f64 *prm = &s->prm_f64;
-    cq__pview_f64 in = cq__pview_f64_of(s, &s->cur), out = cq__pview_f64_of(s, &s->nxt);
     cq__gview_f64 g;
     const long nodes = s->nodes;
-    const int n = s->n;
-    int first = n;
     g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
     memset(g.m, 0, (size_t)nodes * sizeof(double));
     memset(g.v, 0, (size_t)nodes * 3 * sizeof(double));
@@ -3064,15 +4602,61 @@ static int cq__cpu_substep_3d_fixed_corotated_f64(cq_sim *s, int *bad)
             for (int k = start[sl]; k < start[sl + 1]; ++k)
                 cq__p2g_fwd_3d_fixed_corotated_f64(order[k], prm, in, g);
     }
+    if (keep_momentum) memcpy(s->grid_p, g.v, (size_t)nodes * 3 * sizeof(double));
     CQ__OMP(parallel for schedule(static))
     for (long i = 0; i < nodes; ++i)
         cq__grid_fwd_3d_f64((int)i, prm, g);
+}
+
+/* >>cpu_substep_3d_fixed_corotated_f64: grid phase, then G2P from `in` into `out`. */
+static int cq__cpu_substep_3d_fixed_corotated_f64(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
+{
+    const cq__params_f64 *prm = &s->prm_f64;
+    cq__pview_f64 in = cq__pview_f64_of(s, in_st), out = cq__pview_f64_of(s, out_st);
+    cq__gview_f64 g;
+    const int n = s->n;
+    int first = n;
+    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
+    cq__cpu_grid_3d_fixed_corotated_f64(s, in, 0);
     CQ__OMP(parallel for schedule(static) reduction(min:first))
     for (int p = 0; p < n; ++p)
         if (cq__g2p_fwd_3d_f64(p, prm, in, out, g) != CQ__OK && p < first) first = p;
     if (first == n) { *bad = -1; return CQ__OK; }
     *bad = first;
     return cq__g2p_fwd_3d_f64(first, prm, in, out, g);
+}
+
+/* >>cpu_substep_adj_3d_fixed_corotated_f64: the substep's adjoint, phases reversed: recompute the grid
+   from `in`, G2P adjoint (slab-coloured scatter into dL/dv_i), grid adjoint per node, P2G
+   adjoint (gather) per particle. */
+static void cq__cpu_substep_adj_3d_fixed_corotated_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
+{
+    const cq__params_f64 *prm = &s->prm_f64;
+    cq__pview_f64 in = cq__pview_f64_of(s, in_st), ao = cq__pview_f64_of(s, ao_st);
+    cq__pview_f64 ai = cq__pview_f64_of(s, ai_st), pg = in;
+    cq__gview_f64 g;
+    double *gvb = (double *)s->grid_vb, *gpb = (double *)s->grid_pb, *gmb = (double *)s->grid_mb;
+    const double *gp = (const double *)s->grid_p;
+    double *dact = (double *)s->dact;
+    const long nodes = s->nodes;
+    const int n = s->n;
+    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
+    pg.mass = (double *)s->g_mass; pg.vol = (double *)s->g_vol; pg.E = (double *)s->g_E; pg.nu = (double *)s->g_nu;
+    cq__cpu_grid_3d_fixed_corotated_f64(s, in, 1);
+    memset(gvb, 0, (size_t)nodes * 3 * sizeof(double));
+    for (int colour = 0; colour < 2; ++colour) {
+        const int *order = s->order, *start = s->slab_start;
+        CQ__OMP(parallel for schedule(dynamic))
+        for (int sl = colour; sl < s->nslabs; sl += 2)
+            for (int k = start[sl]; k < start[sl + 1]; ++k)
+                cq__g2p_adj_3d_f64(order[k], prm, in, g, ao, ai, gvb);
+    }
+    CQ__OMP(parallel for schedule(static))
+    for (long i = 0; i < nodes; ++i)
+        cq__grid_adj_3d_f64((int)i, prm, g.m, gp, gvb, gpb, gmb);
+    CQ__OMP(parallel for schedule(static))
+    for (int p = 0; p < n; ++p)
+        cq__p2g_adj_3d_fixed_corotated_f64(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 9);
 }
 
 static int cq__check_stress_3d_fixed_corotated_f64(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
@@ -3087,15 +4671,13 @@ static int cq__check_stress_3d_fixed_corotated_f64(const cq_sim *s, const void *
     return -1;
 }
 
-/* >>cpu_substep_3d_neohookean_f32: P2G (slab-coloured), grid update, G2P into s->nxt. */
-static int cq__cpu_substep_3d_neohookean_f32(cq_sim *s, int *bad)
+/* >>cpu_grid_3d_neohookean_f32: P2G (slab-coloured) and the grid update from particle state `in`.
+   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
+static void cq__cpu_grid_3d_neohookean_f32(cq_sim *s, cq__pview_f32 in, int keep_momentum)
 {
     const cq__params_f32 *prm = &s->prm_f32;
-    cq__pview_f32 in = cq__pview_f32_of(s, &s->cur), out = cq__pview_f32_of(s, &s->nxt);
     cq__gview_f32 g;
     const long nodes = s->nodes;
-    const int n = s->n;
-    int first = n;
     g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
     memset(g.m, 0, (size_t)nodes * sizeof(float));
     memset(g.v, 0, (size_t)nodes * 3 * sizeof(float));
@@ -3107,15 +4689,61 @@ static int cq__cpu_substep_3d_neohookean_f32(cq_sim *s, int *bad)
             for (int k = start[sl]; k < start[sl + 1]; ++k)
                 cq__p2g_fwd_3d_neohookean_f32(order[k], prm, in, g);
     }
+    if (keep_momentum) memcpy(s->grid_p, g.v, (size_t)nodes * 3 * sizeof(float));
     CQ__OMP(parallel for schedule(static))
     for (long i = 0; i < nodes; ++i)
         cq__grid_fwd_3d_f32((int)i, prm, g);
+}
+
+/* >>cpu_substep_3d_neohookean_f32: grid phase, then G2P from `in` into `out`. */
+static int cq__cpu_substep_3d_neohookean_f32(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
+{
+    const cq__params_f32 *prm = &s->prm_f32;
+    cq__pview_f32 in = cq__pview_f32_of(s, in_st), out = cq__pview_f32_of(s, out_st);
+    cq__gview_f32 g;
+    const int n = s->n;
+    int first = n;
+    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
+    cq__cpu_grid_3d_neohookean_f32(s, in, 0);
     CQ__OMP(parallel for schedule(static) reduction(min:first))
     for (int p = 0; p < n; ++p)
         if (cq__g2p_fwd_3d_f32(p, prm, in, out, g) != CQ__OK && p < first) first = p;
     if (first == n) { *bad = -1; return CQ__OK; }
     *bad = first;
     return cq__g2p_fwd_3d_f32(first, prm, in, out, g);
+}
+
+/* >>cpu_substep_adj_3d_neohookean_f32: the substep's adjoint, phases reversed: recompute the grid
+   from `in`, G2P adjoint (slab-coloured scatter into dL/dv_i), grid adjoint per node, P2G
+   adjoint (gather) per particle. */
+static void cq__cpu_substep_adj_3d_neohookean_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
+{
+    const cq__params_f32 *prm = &s->prm_f32;
+    cq__pview_f32 in = cq__pview_f32_of(s, in_st), ao = cq__pview_f32_of(s, ao_st);
+    cq__pview_f32 ai = cq__pview_f32_of(s, ai_st), pg = in;
+    cq__gview_f32 g;
+    float *gvb = (float *)s->grid_vb, *gpb = (float *)s->grid_pb, *gmb = (float *)s->grid_mb;
+    const float *gp = (const float *)s->grid_p;
+    float *dact = (float *)s->dact;
+    const long nodes = s->nodes;
+    const int n = s->n;
+    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
+    pg.mass = (float *)s->g_mass; pg.vol = (float *)s->g_vol; pg.E = (float *)s->g_E; pg.nu = (float *)s->g_nu;
+    cq__cpu_grid_3d_neohookean_f32(s, in, 1);
+    memset(gvb, 0, (size_t)nodes * 3 * sizeof(float));
+    for (int colour = 0; colour < 2; ++colour) {
+        const int *order = s->order, *start = s->slab_start;
+        CQ__OMP(parallel for schedule(dynamic))
+        for (int sl = colour; sl < s->nslabs; sl += 2)
+            for (int k = start[sl]; k < start[sl + 1]; ++k)
+                cq__g2p_adj_3d_f32(order[k], prm, in, g, ao, ai, gvb);
+    }
+    CQ__OMP(parallel for schedule(static))
+    for (long i = 0; i < nodes; ++i)
+        cq__grid_adj_3d_f32((int)i, prm, g.m, gp, gvb, gpb, gmb);
+    CQ__OMP(parallel for schedule(static))
+    for (int p = 0; p < n; ++p)
+        cq__p2g_adj_3d_neohookean_f32(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 9);
 }
 
 static int cq__check_stress_3d_neohookean_f32(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
@@ -3130,15 +4758,13 @@ static int cq__check_stress_3d_neohookean_f32(const cq_sim *s, const void *F, co
     return -1;
 }
 
-/* >>cpu_substep_3d_neohookean_f64: P2G (slab-coloured), grid update, G2P into s->nxt. */
-static int cq__cpu_substep_3d_neohookean_f64(cq_sim *s, int *bad)
+/* >>cpu_grid_3d_neohookean_f64: P2G (slab-coloured) and the grid update from particle state `in`.
+   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
+static void cq__cpu_grid_3d_neohookean_f64(cq_sim *s, cq__pview_f64 in, int keep_momentum)
 {
     const cq__params_f64 *prm = &s->prm_f64;
-    cq__pview_f64 in = cq__pview_f64_of(s, &s->cur), out = cq__pview_f64_of(s, &s->nxt);
     cq__gview_f64 g;
     const long nodes = s->nodes;
-    const int n = s->n;
-    int first = n;
     g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
     memset(g.m, 0, (size_t)nodes * sizeof(double));
     memset(g.v, 0, (size_t)nodes * 3 * sizeof(double));
@@ -3150,15 +4776,61 @@ static int cq__cpu_substep_3d_neohookean_f64(cq_sim *s, int *bad)
             for (int k = start[sl]; k < start[sl + 1]; ++k)
                 cq__p2g_fwd_3d_neohookean_f64(order[k], prm, in, g);
     }
+    if (keep_momentum) memcpy(s->grid_p, g.v, (size_t)nodes * 3 * sizeof(double));
     CQ__OMP(parallel for schedule(static))
     for (long i = 0; i < nodes; ++i)
         cq__grid_fwd_3d_f64((int)i, prm, g);
+}
+
+/* >>cpu_substep_3d_neohookean_f64: grid phase, then G2P from `in` into `out`. */
+static int cq__cpu_substep_3d_neohookean_f64(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
+{
+    const cq__params_f64 *prm = &s->prm_f64;
+    cq__pview_f64 in = cq__pview_f64_of(s, in_st), out = cq__pview_f64_of(s, out_st);
+    cq__gview_f64 g;
+    const int n = s->n;
+    int first = n;
+    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
+    cq__cpu_grid_3d_neohookean_f64(s, in, 0);
     CQ__OMP(parallel for schedule(static) reduction(min:first))
     for (int p = 0; p < n; ++p)
         if (cq__g2p_fwd_3d_f64(p, prm, in, out, g) != CQ__OK && p < first) first = p;
     if (first == n) { *bad = -1; return CQ__OK; }
     *bad = first;
     return cq__g2p_fwd_3d_f64(first, prm, in, out, g);
+}
+
+/* >>cpu_substep_adj_3d_neohookean_f64: the substep's adjoint, phases reversed: recompute the grid
+   from `in`, G2P adjoint (slab-coloured scatter into dL/dv_i), grid adjoint per node, P2G
+   adjoint (gather) per particle. */
+static void cq__cpu_substep_adj_3d_neohookean_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
+{
+    const cq__params_f64 *prm = &s->prm_f64;
+    cq__pview_f64 in = cq__pview_f64_of(s, in_st), ao = cq__pview_f64_of(s, ao_st);
+    cq__pview_f64 ai = cq__pview_f64_of(s, ai_st), pg = in;
+    cq__gview_f64 g;
+    double *gvb = (double *)s->grid_vb, *gpb = (double *)s->grid_pb, *gmb = (double *)s->grid_mb;
+    const double *gp = (const double *)s->grid_p;
+    double *dact = (double *)s->dact;
+    const long nodes = s->nodes;
+    const int n = s->n;
+    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
+    pg.mass = (double *)s->g_mass; pg.vol = (double *)s->g_vol; pg.E = (double *)s->g_E; pg.nu = (double *)s->g_nu;
+    cq__cpu_grid_3d_neohookean_f64(s, in, 1);
+    memset(gvb, 0, (size_t)nodes * 3 * sizeof(double));
+    for (int colour = 0; colour < 2; ++colour) {
+        const int *order = s->order, *start = s->slab_start;
+        CQ__OMP(parallel for schedule(dynamic))
+        for (int sl = colour; sl < s->nslabs; sl += 2)
+            for (int k = start[sl]; k < start[sl + 1]; ++k)
+                cq__g2p_adj_3d_f64(order[k], prm, in, g, ao, ai, gvb);
+    }
+    CQ__OMP(parallel for schedule(static))
+    for (long i = 0; i < nodes; ++i)
+        cq__grid_adj_3d_f64((int)i, prm, g.m, gp, gvb, gpb, gmb);
+    CQ__OMP(parallel for schedule(static))
+    for (int p = 0; p < n; ++p)
+        cq__p2g_adj_3d_neohookean_f64(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 9);
 }
 
 static int cq__check_stress_3d_neohookean_f64(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
@@ -3177,22 +4849,30 @@ static int cq__check_stress_3d_neohookean_f64(const cq_sim *s, const void *F, co
 static const cq__vtable cq__cpu_table[2][2][2] = {
     {
         {
-            { cq__cpu_substep_2d_fixed_corotated_f32, cq__check_stress_2d_fixed_corotated_f32 },
-            { cq__cpu_substep_2d_fixed_corotated_f64, cq__check_stress_2d_fixed_corotated_f64 },
+            { cq__cpu_substep_2d_fixed_corotated_f32, cq__cpu_substep_adj_2d_fixed_corotated_f32,
+              cq__check_stress_2d_fixed_corotated_f32 },
+            { cq__cpu_substep_2d_fixed_corotated_f64, cq__cpu_substep_adj_2d_fixed_corotated_f64,
+              cq__check_stress_2d_fixed_corotated_f64 },
         },
         {
-            { cq__cpu_substep_2d_neohookean_f32, cq__check_stress_2d_neohookean_f32 },
-            { cq__cpu_substep_2d_neohookean_f64, cq__check_stress_2d_neohookean_f64 },
+            { cq__cpu_substep_2d_neohookean_f32, cq__cpu_substep_adj_2d_neohookean_f32,
+              cq__check_stress_2d_neohookean_f32 },
+            { cq__cpu_substep_2d_neohookean_f64, cq__cpu_substep_adj_2d_neohookean_f64,
+              cq__check_stress_2d_neohookean_f64 },
         },
     },
     {
         {
-            { cq__cpu_substep_3d_fixed_corotated_f32, cq__check_stress_3d_fixed_corotated_f32 },
-            { cq__cpu_substep_3d_fixed_corotated_f64, cq__check_stress_3d_fixed_corotated_f64 },
+            { cq__cpu_substep_3d_fixed_corotated_f32, cq__cpu_substep_adj_3d_fixed_corotated_f32,
+              cq__check_stress_3d_fixed_corotated_f32 },
+            { cq__cpu_substep_3d_fixed_corotated_f64, cq__cpu_substep_adj_3d_fixed_corotated_f64,
+              cq__check_stress_3d_fixed_corotated_f64 },
         },
         {
-            { cq__cpu_substep_3d_neohookean_f32, cq__check_stress_3d_neohookean_f32 },
-            { cq__cpu_substep_3d_neohookean_f64, cq__check_stress_3d_neohookean_f64 },
+            { cq__cpu_substep_3d_neohookean_f32, cq__cpu_substep_adj_3d_neohookean_f32,
+              cq__check_stress_3d_neohookean_f32 },
+            { cq__cpu_substep_3d_neohookean_f64, cq__cpu_substep_adj_3d_neohookean_f64,
+              cq__check_stress_3d_neohookean_f64 },
         },
     },
 };
@@ -3316,6 +4996,8 @@ void cq_sim_destroy(cq_sim *s)
     cq__free(s, s->mass); cq__free(s, s->vol); cq__free(s, s->E); cq__free(s, s->nu); cq__free(s, s->act);
     cq__free(s, s->act_stress); cq__free(s, s->grid_m); cq__free(s, s->grid_v);
     cq__free(s, s->order); cq__free(s, s->slab_start); cq__free(s, s->slab_fill);
+    cq__tape_clear(s);
+    cq__adjoint_free(s);
     s->desc.allocator.free(s, s->desc.allocator.user);
 }
 
@@ -3533,7 +5215,8 @@ cq_result cq_sim_get(const cq_sim *s, cq_field f, double *out)
     if (cq_sim_field_size(s, f) == 0)
         return cq__fail((cq_sim *)s, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_get: field = %d: unknown field", (int)f);
     if (!out && s->n) return cq__fail((cq_sim *)s, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_get: out is NULL");
-    if (s->n) cq__to_double(s, out, cq__field_ptr(s, &s->cur, f), (long)s->n * cq_sim_field_size(s, f));
+    if (s->n) cq__to_double(s, out, cq__field_ptr(s, s->hook_state ? s->hook_state : &s->cur, f),
+                            (long)s->n * cq_sim_field_size(s, f));
     return CQ_SUCCESS;
 }
 
@@ -3547,6 +5230,7 @@ cq_result cq_sim_set(cq_sim *s, cq_field f, const double *in)
     k = cq_sim_field_size(s, f);
     if (k == 0) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: field = %d: unknown field", what, (int)f);
     if (!in && s->n) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: %s: input is NULL", what, cq__field_name(f));
+    if (s->in_backward) return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: called inside a backward hook", what);
     if (s->step > 0 && s->desc.checkpoint_every > 0)
         return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: %s at step %d would invalidate the tape; call cq_sim_reset first "
                         "(or create the sim with checkpoint_every = 0)", what, cq__field_name(f), s->step);
@@ -3559,6 +5243,7 @@ cq_result cq_sim_set(cq_sim *s, cq_field f, const double *in)
                              f == CQ_FIELD_POISSON ? tmp : s->nu, 0, s->n, what);
     if (r == CQ_SUCCESS) {
         size_t bytes = (size_t)s->n * k * s->tsize;
+        s->has_grad = 0;
         memcpy(cq__field_ptr(s, &s->cur, f), tmp, bytes);
         if (s->step == 0 && f <= CQ_FIELD_F) memcpy(cq__field_ptr(s, &s->init, f), tmp, bytes);
         if (f == CQ_FIELD_MASS || f == CQ_FIELD_VOLUME || f == CQ_FIELD_YOUNGS) cq__check_dt(s, 0, s->n);
@@ -3573,6 +5258,7 @@ cq_result cq_sim_set_actuation(cq_sim *s, int groups, const double *stress)
     void *buf = NULL;
     long bad;
     if (!s) return CQ_ERROR_INVALID_ARGUMENT;
+    if (s->in_backward) return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: called inside a backward hook", what);
     if (groups < 0 || groups > 1 << 20) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: groups = %d: must be in [0, 2^20]", what, groups);
     if (groups > 0 && groups <= s->max_group)
         return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: groups = %d but particles use actuator group %d "
@@ -3598,20 +5284,103 @@ cq_result cq_sim_set_actuation(cq_sim *s, int groups, const double *stress)
     return CQ_SUCCESS;
 }
 
+/* ------------------------------------------------------------------ >>tape */
+static void cq__tape_clear(cq_sim *s)
+{
+    for (int i = 0; i < s->cap_ckpt; ++i) cq__state_free(s, &s->ckpt[i]);
+    cq__free(s, s->ckpt);
+    for (int i = 0; i < s->cap_acts; ++i) cq__free(s, s->acts[i].stress);
+    cq__free(s, s->acts);
+    s->ckpt = NULL; s->acts = NULL;
+    s->n_ckpt = s->cap_ckpt = s->cap_acts = 0;
+}
+
+static void cq__adjoint_free(cq_sim *s)
+{
+    for (int i = 0; i < s->n_seg; ++i) cq__state_free(s, &s->seg[i]);
+    cq__free(s, s->seg); s->seg = NULL; s->n_seg = 0;
+    cq__state_free(s, &s->adj[0]); cq__state_free(s, &s->adj[1]);
+    cq__free(s, s->g_mass); cq__free(s, s->g_vol); cq__free(s, s->g_E); cq__free(s, s->g_nu); cq__free(s, s->dact);
+    cq__free(s, s->act_grad); cq__free(s, s->grid_p); cq__free(s, s->grid_vb); cq__free(s, s->grid_pb); cq__free(s, s->grid_mb);
+    s->g_mass = s->g_vol = s->g_E = s->g_nu = s->dact = s->grid_p = s->grid_vb = s->grid_pb = s->grid_mb = NULL;
+    s->act_grad = NULL; s->act_grad_groups = 0; s->adj_n = 0; s->has_grad = 0; s->grad_state = NULL;
+}
+
+/* Records what the backward pass needs before step s->step runs: the state when the step is a
+   multiple of checkpoint_every, and the step's actuation. */
+static cq_result cq__tape_record(cq_sim *s)
+{
+    const int k = s->desc.checkpoint_every, n = s->step;
+    if (n >= s->cap_acts) {
+        int cap = s->cap_acts ? 2 * s->cap_acts : 64;
+        struct cq__tape_act *na;
+        while (cap <= n) cap *= 2;
+        na = (struct cq__tape_act *)cq__alloc(s, sizeof *na * (size_t)cap);
+        if (!na) return CQ_ERROR_OUT_OF_MEMORY;
+        memset(na, 0, sizeof *na * (size_t)cap);
+        if (s->acts) memcpy(na, s->acts, sizeof *na * (size_t)s->cap_acts);
+        cq__free(s, s->acts);
+        s->acts = na; s->cap_acts = cap;
+    }
+    cq__free(s, s->acts[n].stress);
+    s->acts[n].stress = NULL; s->acts[n].groups = s->act_groups;
+    if (s->act_groups) {
+        size_t bytes = (size_t)s->act_groups * s->dd * s->tsize;
+        s->acts[n].stress = cq__alloc(s, bytes);
+        if (!s->acts[n].stress) return CQ_ERROR_OUT_OF_MEMORY;
+        memcpy(s->acts[n].stress, s->act_stress, bytes);
+    }
+    if (n % k == 0) {
+        int c = n / k;
+        if (c >= s->cap_ckpt) {
+            int cap = s->cap_ckpt ? 2 * s->cap_ckpt : 16;
+            cq__state *nc;
+            while (cap <= c) cap *= 2;
+            nc = (cq__state *)cq__alloc(s, sizeof *nc * (size_t)cap);
+            if (!nc) return CQ_ERROR_OUT_OF_MEMORY;
+            memset(nc, 0, sizeof *nc * (size_t)cap);
+            if (s->ckpt) memcpy(nc, s->ckpt, sizeof *nc * (size_t)s->cap_ckpt);
+            cq__free(s, s->ckpt);
+            s->ckpt = nc; s->cap_ckpt = cap;
+        }
+        if (!s->ckpt[c].x && !cq__state_alloc(s, &s->ckpt[c], s->n)) return CQ_ERROR_OUT_OF_MEMORY;
+        cq__state_copy(s, &s->ckpt[c], &s->cur, s->n);
+        s->n_ckpt = c + 1;
+    }
+    return CQ_SUCCESS;
+}
+
+size_t cq_sim_tape_bytes(const cq_sim *s)
+{
+    size_t state, total = 0;
+    if (!s) return 0;
+    state = (size_t)s->n * (2 * s->dim + 2 * s->dd) * s->tsize;
+    for (int i = 0; i < s->cap_ckpt; ++i) if (s->ckpt[i].x) total += state;
+    for (int i = 0; i < s->step && i < s->cap_acts; ++i) total += (size_t)s->acts[i].groups * s->dd * s->tsize;
+    total += sizeof(*s->acts) * (size_t)s->cap_acts + sizeof(cq__state) * (size_t)s->cap_ckpt;
+    total += (size_t)s->n_seg * state;   /* the segment buffer of the last backward pass */
+    return total;
+}
+
 /* ------------------------------------------------------------------ >>step */
 cq_result cq_sim_step(cq_sim *s, int steps)
 {
     if (!s) return CQ_ERROR_INVALID_ARGUMENT;
+    if (s->in_backward) return cq__fail(s, CQ_ERROR_INVALID_STATE, "cq_sim_step: called inside a backward hook");
     if (steps < 0 || steps > INT_MAX - s->step)
         return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_step: steps = %d: must be >= 0 and keep the step count "
                         "(now %d) within INT_MAX", steps, s->step);
+    s->has_grad = 0;
     if (s->n == 0) { s->step += steps; return CQ_SUCCESS; }   /* nothing moves */
-    if (s->desc.substeps > 1 && s->n && !s->snap.x && !cq__state_alloc(s, &s->snap, s->n))
+    if (s->desc.substeps > 1 && !s->snap.x && !cq__state_alloc(s, &s->snap, s->n))
         return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "cq_sim_step: cannot allocate the step snapshot");
     for (int k = 0; k < steps; ++k) {
-        if (s->desc.substeps > 1 && s->n) cq__state_copy(s, &s->snap, &s->cur, s->n);
-        for (int sub = 0; sub < s->desc.substeps && s->n; ++sub) {
-            int bad = -1, st = s->vt->substep(s, &bad);
+        if (s->desc.checkpoint_every > 0 && cq__tape_record(s) != CQ_SUCCESS)
+            return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "cq_sim_step: step %d: cannot grow the tape (%lu bytes so far)",
+                            s->step, (unsigned long)cq_sim_tape_bytes(s));
+        if (s->desc.substeps > 1) cq__state_copy(s, &s->snap, &s->cur, s->n);
+        for (int sub = 0; sub < s->desc.substeps; ++sub) {
+            int bad = -1, st = s->vt->substep(s, &s->cur, &s->nxt, &bad);
             if (st != CQ__OK) {
                 cq_result code = st == CQ__NONFINITE ? CQ_ERROR_NON_FINITE : CQ_ERROR_OUT_OF_DOMAIN;
                 double xb[3] = {0, 0, 0};
@@ -3632,27 +5401,214 @@ cq_result cq_sim_step(cq_sim *s, int steps)
 cq_result cq_sim_reset(cq_sim *s)
 {
     if (!s) return CQ_ERROR_INVALID_ARGUMENT;
+    if (s->in_backward) return cq__fail(s, CQ_ERROR_INVALID_STATE, "cq_sim_reset: called inside a backward hook");
     if (s->n) cq__state_copy(s, &s->cur, &s->init, s->n);
     s->step = 0;
+    s->has_grad = 0;
+    cq__tape_clear(s);
     return CQ_SUCCESS;
 }
 
 /* ------------------------------------------------------------------ >>reverse */
-static cq_result cq__no_adjoint(const cq_sim *s, const char *what)
+static cq_result cq__adjoint_alloc(cq_sim *s)
 {
-    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
-    return cq__fail((cq_sim *)s, CQ_ERROR_INVALID_STATE, "%s: the adjoint is not in this version of chainqueen.h", what);
+    const int S = s->desc.substeps, k = s->desc.checkpoint_every;
+    const size_t ts = s->tsize, n = (size_t)s->n;
+    if (s->adj_n != s->n) cq__adjoint_free(s);
+    if (!s->adj[0].x) {
+        if (!cq__state_alloc(s, &s->adj[0], s->n) || !cq__state_alloc(s, &s->adj[1], s->n)) return CQ_ERROR_OUT_OF_MEMORY;
+        s->g_mass = cq__alloc(s, n * ts); s->g_vol = cq__alloc(s, n * ts); s->g_E = cq__alloc(s, n * ts); s->g_nu = cq__alloc(s, n * ts);
+        s->dact = cq__alloc(s, n * s->dd * ts);
+        s->grid_p = cq__alloc(s, (size_t)s->nodes * s->dim * ts); s->grid_vb = cq__alloc(s, (size_t)s->nodes * s->dim * ts);
+        s->grid_pb = cq__alloc(s, (size_t)s->nodes * s->dim * ts); s->grid_mb = cq__alloc(s, (size_t)s->nodes * ts);
+        s->adj_n = s->n;
+        if (!s->g_mass || !s->g_vol || !s->g_E || !s->g_nu || !s->dact || !s->grid_p || !s->grid_vb || !s->grid_pb || !s->grid_mb)
+            return CQ_ERROR_OUT_OF_MEMORY;
+    }
+    if (s->n_seg < k * S + 1) {
+        cq__state *ns = (cq__state *)cq__alloc(s, sizeof *ns * (size_t)(k * S + 1));
+        if (!ns) return CQ_ERROR_OUT_OF_MEMORY;
+        memset(ns, 0, sizeof *ns * (size_t)(k * S + 1));
+        if (s->seg) memcpy(ns, s->seg, sizeof *ns * (size_t)s->n_seg);
+        cq__free(s, s->seg);
+        s->seg = ns;
+        for (int i = s->n_seg; i < k * S + 1; ++i) {
+            if (!cq__state_alloc(s, &s->seg[i], s->n)) { s->n_seg = i; return CQ_ERROR_OUT_OF_MEMORY; }
+        }
+        s->n_seg = k * S + 1;
+    }
+    return CQ_SUCCESS;
+}
+
+static void cq__use_actuation(cq_sim *s, int groups, void *stress)
+{
+    s->act_stress = stress; s->act_groups = groups;
+    s->prm_f32.act_groups = s->prm_f64.act_groups = groups;
+}
+
+/* Converts a seed (NULL = 0) into adjoint array dst; names the first non-finite entry. */
+static cq_result cq__seed(cq_sim *s, void *dst, const double *src, cq_field f, const char *what)
+{
+    const long cnt = (long)s->n * cq_sim_field_size(s, f);
+    if (!src) { memset(dst, 0, (size_t)cnt * s->tsize); return CQ_SUCCESS; }
+    for (long i = 0; i < cnt; ++i)
+        if (!cq__finite(src[i]))
+            return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: %s of particle %ld is not finite", what,
+                            cq__field_name(f), i / cq_sim_field_size(s, f));
+    if (cq__from_double(s, dst, src, cnt) >= 0)
+        return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: %s overflows float", what, cq__field_name(f));
+    return CQ_SUCCESS;
 }
 
 cq_result cq_sim_backward(cq_sim *s, const double *dL_dx, const double *dL_dv, const double *dL_dF,
                           const double *dL_dC, cq_backward_hook hook, void *user)
 {
-    (void)dL_dx; (void)dL_dv; (void)dL_dF; (void)dL_dC; (void)hook; (void)user;
-    return cq__no_adjoint(s, "cq_sim_backward");
+    const char *what = "cq_sim_backward";
+    const int T = s ? s->step : 0, S = s ? s->desc.substeps : 1, k = s ? s->desc.checkpoint_every : 0;
+    cq__state *A, *B;
+    cq_result r;
+    void *saved_stress;
+    int saved_groups;
+    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
+    if (s->in_backward) return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: called inside a backward hook", what);
+    if (k <= 0)
+        return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: no tape: create the sim with checkpoint_every >= 1 "
+                        "(1 = keep every step, ~sqrt(steps) = O(sqrt T) memory)", what);
+    if (s->n == 0) {
+        s->in_backward = 1;
+        for (int n = T - 1; n >= 0; --n) if (hook) hook(s, n, user);
+        s->in_backward = 0; s->has_grad = 1;
+        return CQ_SUCCESS;
+    }
+    if (cq__adjoint_alloc(s) != CQ_SUCCESS) {
+        cq__adjoint_free(s);
+        return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate the adjoint buffers", what);
+    }
+    A = &s->adj[0]; B = &s->adj[1];
+    if ((r = cq__seed(s, A->x, dL_dx, CQ_FIELD_X, what)) || (r = cq__seed(s, A->v, dL_dv, CQ_FIELD_V, what)) ||
+        (r = cq__seed(s, A->F, dL_dF, CQ_FIELD_F, what)) || (r = cq__seed(s, A->C, dL_dC, CQ_FIELD_C, what)))
+        return r;
+    memset(s->g_mass, 0, (size_t)s->n * s->tsize); memset(s->g_vol, 0, (size_t)s->n * s->tsize);
+    memset(s->g_E, 0, (size_t)s->n * s->tsize); memset(s->g_nu, 0, (size_t)s->n * s->tsize);
+    saved_stress = s->act_stress; saved_groups = s->act_groups;
+    s->in_backward = 1;
+    for (int c = T > 0 ? ((T - 1) / k) * k : -1; c >= 0; c -= k) {
+        const int e = c + k < T ? c + k : T;
+        /* recompute the segment's substep inputs from its checkpoint */
+        cq__state_copy(s, &s->seg[0], &s->ckpt[c / k], s->n);
+        for (int m = 0; m < e - c; ++m) {
+            cq__use_actuation(s, s->acts[c + m].groups, s->acts[c + m].stress);
+            for (int sub = 0; sub < S; ++sub) {
+                int idx = m * S + sub, bad = -1;
+                if (s->vt->substep(s, &s->seg[idx], &s->seg[idx + 1], &bad) != CQ__OK) {
+                    s->in_backward = 0;
+                    cq__use_actuation(s, saved_groups, saved_stress);
+                    return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: recomputing step %d from the tape failed at particle %d",
+                                    what, c + m, bad);
+                }
+            }
+        }
+        for (int m = e - c - 1; m >= 0; --m) {
+            const int n = c + m, groups = s->acts[n].groups;
+            cq__use_actuation(s, groups, s->acts[n].stress);
+            if (groups > s->act_grad_groups) {
+                cq__free(s, s->act_grad);
+                s->act_grad = (double *)cq__alloc(s, sizeof(double) * (size_t)groups * s->dd);
+                s->act_grad_groups = s->act_grad ? groups : 0;
+                if (!s->act_grad) {
+                    s->in_backward = 0;
+                    cq__use_actuation(s, saved_groups, saved_stress);
+                    return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate the actuation gradient", what);
+                }
+            }
+            if (groups) memset(s->act_grad, 0, sizeof(double) * (size_t)groups * s->dd);
+            for (int sub = S - 1; sub >= 0; --sub) {
+                cq__state *t;
+                s->vt->substep_adj(s, &s->seg[m * S + sub], A, B);
+                t = A; A = B; B = t;
+                for (int p = 0; p < s->n && groups; ++p)   /* particle order: deterministic */
+                    if (s->act[p] >= 0 && s->act[p] < groups)
+                        for (int a = 0; a < s->dd; ++a) s->act_grad[s->act[p] * s->dd + a] += cq__at(s, s->dact, (long)p * s->dd + a);
+            }
+            s->hook_state = &s->seg[m * S];
+            s->hook_adj = A;
+            if (hook) hook(s, n, user);
+        }
+    }
+    s->hook_state = NULL; s->hook_adj = NULL;
+    s->in_backward = 0;
+    cq__use_actuation(s, saved_groups, saved_stress);
+    s->grad_state = A;
+    s->has_grad = 1;
+    return CQ_SUCCESS;
 }
-cq_result cq_sim_actuation_grad(const cq_sim *s, double *out) { (void)out; return cq__no_adjoint(s, "cq_sim_actuation_grad"); }
-cq_result cq_sim_add_state_grad(cq_sim *s, cq_field f, const double *g) { (void)f; (void)g; return cq__no_adjoint(s, "cq_sim_add_state_grad"); }
-cq_result cq_sim_grad(const cq_sim *s, cq_field f, double *out) { (void)f; (void)out; return cq__no_adjoint(s, "cq_sim_grad"); }
+
+cq_result cq_sim_actuation_grad(const cq_sim *s, double *out)
+{
+    int groups;
+    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
+    if (!s->hook_adj)
+        return cq__fail((cq_sim *)s, CQ_ERROR_INVALID_STATE, "cq_sim_actuation_grad: only inside a cq_sim_backward hook");
+    groups = s->act_groups;
+    if (groups && !out) return cq__fail((cq_sim *)s, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_actuation_grad: out is NULL");
+    if (groups) memcpy(out, s->act_grad, sizeof(double) * (size_t)groups * s->dd);
+    return CQ_SUCCESS;
+}
+
+cq_result cq_sim_add_state_grad(cq_sim *s, cq_field f, const double *g)
+{
+    const char *what = "cq_sim_add_state_grad";
+    int k;
+    void *dst;
+    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
+    if (!s->hook_adj) return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: only inside a cq_sim_backward hook", what);
+    k = cq_sim_field_size(s, f);
+    if (!k) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: field = %d: unknown field", what, (int)f);
+    if (!g) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: %s: g is NULL", what, cq__field_name(f));
+    for (long i = 0; i < (long)s->n * k; ++i)
+        if (!cq__finite(g[i]))
+            return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: %s of particle %ld is not finite (step %d)", what,
+                            cq__field_name(f), i / k, s->hook_state ? -1 : -1);
+    switch (f) {
+    case CQ_FIELD_X: dst = s->hook_adj->x; break;
+    case CQ_FIELD_V: dst = s->hook_adj->v; break;
+    case CQ_FIELD_C: dst = s->hook_adj->C; break;
+    case CQ_FIELD_F: dst = s->hook_adj->F; break;
+    case CQ_FIELD_MASS: dst = s->g_mass; break;
+    case CQ_FIELD_VOLUME: dst = s->g_vol; break;
+    case CQ_FIELD_YOUNGS: dst = s->g_E; break;
+    default: dst = s->g_nu; break;
+    }
+    if (s->tsize == sizeof(float)) { float *d = (float *)dst; for (long i = 0; i < (long)s->n * k; ++i) d[i] += (float)g[i]; }
+    else { double *d = (double *)dst; for (long i = 0; i < (long)s->n * k; ++i) d[i] += g[i]; }
+    return CQ_SUCCESS;
+}
+
+cq_result cq_sim_grad(const cq_sim *s, cq_field f, double *out)
+{
+    const void *src;
+    int k;
+    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
+    if (!s->has_grad)
+        return cq__fail((cq_sim *)s, CQ_ERROR_INVALID_STATE, "cq_sim_grad: no gradients: call cq_sim_backward first "
+                        "(stepping, setting or resetting clears them)");
+    k = cq_sim_field_size(s, f);
+    if (!k) return cq__fail((cq_sim *)s, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_grad: field = %d: unknown field", (int)f);
+    if (!out && s->n) return cq__fail((cq_sim *)s, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_grad: out is NULL");
+    if (!s->n) return CQ_SUCCESS;
+    switch (f) {
+    case CQ_FIELD_X: src = s->grad_state->x; break;
+    case CQ_FIELD_V: src = s->grad_state->v; break;
+    case CQ_FIELD_C: src = s->grad_state->C; break;
+    case CQ_FIELD_F: src = s->grad_state->F; break;
+    case CQ_FIELD_MASS: src = s->g_mass; break;
+    case CQ_FIELD_VOLUME: src = s->g_vol; break;
+    case CQ_FIELD_YOUNGS: src = s->g_E; break;
+    default: src = s->g_nu; break;
+    }
+    cq__to_double(s, out, src, (long)s->n * k);
+    return CQ_SUCCESS;
+}
 /* ---- END GENERATED: host implementation ---- */
 #endif /* CHAINQUEEN_IMPLEMENTATION */
 

@@ -157,35 +157,48 @@ CQ_HD void cq__incompressible_2d_f32(const float *F, float E, float nu, int p, f
 /* >>grid_2d_f32: wall boundary conditions (seed 003 sec 3.2, friction as appendix B
    eqs B1-B6).  Nodes within `bound` of a face are wall nodes; the normal points into the
    domain; corners apply each axis in turn. */
+/* One wall axis a with inward normal n (+1 or -1) applied to v.  Returns 1 when the node is
+   sticky (v zeroed: the other axes do not matter). */
+CQ_HD int cq__bc_axis_2d_f32(int a, float n, const cq__params_f32 *prm, float *v)
+{
+    float ln = v[a] * n;                           /* l_n, eq B1 */
+    switch (prm->boundary) {
+    case CQ__BC_STICKY:
+        for (int b = 0; b < 2; ++b) v[b] = 0;
+        return 1;
+    case CQ__BC_SLIP:
+        v[a] = 0;
+        break;
+    case CQ__BC_SEPARATE:
+        if (ln < 0) v[a] = 0;
+        break;
+    default: /* CQ__BC_FRICTION */
+        if (ln < 0) {
+            float s2 = 0;
+            for (int b = 0; b < 2; ++b) if (b != a) s2 += v[b] * v[b];
+            float lt = sqrtf(s2) + 1e-30f;        /* l_t = |v_t| + eps, eq B3 */
+            float lts = lt + prm->friction * ln;          /* eq B5 (ln < 0 here) */
+            if (lts < 0) lts = 0;
+            float scale = lts / lt;
+            for (int b = 0; b < 2; ++b) v[b] = b == a ? (float)0 : v[b] * scale;   /* eq B6 */
+        }
+        break;
+    }
+    return 0;
+}
+
+/* Inward normal of node coordinate c on axis a: +1 near the low face, -1 near the high face,
+   0 inside. */
+CQ_HD int cq__wall_normal_2d_f32(const int *c, int a, const cq__params_f32 *prm)
+{
+    return c[a] < prm->bound ? 1 : (c[a] >= prm->res[a] - prm->bound ? -1 : 0);
+}
+
 CQ_HD void cq__boundary_2d_f32(const int *c, const cq__params_f32 *prm, float *v)
 {
     for (int a = 0; a < 2; ++a) {
-        float n = c[a] < prm->bound ? (float)1 : (c[a] >= prm->res[a] - prm->bound ? (float)-1 : (float)0);
-        if (n == 0) continue;
-        float ln = v[a] * n;                       /* l_n, eq B1 */
-        switch (prm->boundary) {
-        case CQ__BC_STICKY:
-            for (int b = 0; b < 2; ++b) v[b] = 0;
-            return;
-        case CQ__BC_SLIP:
-            v[a] = 0;
-            break;
-        case CQ__BC_SEPARATE:
-            if (ln < 0) v[a] = 0;
-            break;
-        default: /* CQ__BC_FRICTION */
-            if (ln < 0) {
-                float lt = 1e-30f;                 /* l_t = |v_t| + eps, eq B3 */
-                float s2 = 0;
-                for (int b = 0; b < 2; ++b) if (b != a) s2 += v[b] * v[b];
-                lt += sqrtf(s2);
-                float lts = lt + prm->friction * ln;  /* eq B5 (ln < 0 here) */
-                if (lts < 0) lts = 0;
-                float scale = lts / lt;
-                for (int b = 0; b < 2; ++b) v[b] = b == a ? (float)0 : v[b] * scale;   /* eq B6 */
-            }
-            break;
-        }
+        int n = cq__wall_normal_2d_f32(c, a, prm);
+        if (n && cq__bc_axis_2d_f32(a, (float)n, prm, v)) return;
     }
 }
 
@@ -465,35 +478,48 @@ CQ_HD void cq__incompressible_2d_f64(const double *F, double E, double nu, int p
 /* >>grid_2d_f64: wall boundary conditions (seed 003 sec 3.2, friction as appendix B
    eqs B1-B6).  Nodes within `bound` of a face are wall nodes; the normal points into the
    domain; corners apply each axis in turn. */
+/* One wall axis a with inward normal n (+1 or -1) applied to v.  Returns 1 when the node is
+   sticky (v zeroed: the other axes do not matter). */
+CQ_HD int cq__bc_axis_2d_f64(int a, double n, const cq__params_f64 *prm, double *v)
+{
+    double ln = v[a] * n;                           /* l_n, eq B1 */
+    switch (prm->boundary) {
+    case CQ__BC_STICKY:
+        for (int b = 0; b < 2; ++b) v[b] = 0;
+        return 1;
+    case CQ__BC_SLIP:
+        v[a] = 0;
+        break;
+    case CQ__BC_SEPARATE:
+        if (ln < 0) v[a] = 0;
+        break;
+    default: /* CQ__BC_FRICTION */
+        if (ln < 0) {
+            double s2 = 0;
+            for (int b = 0; b < 2; ++b) if (b != a) s2 += v[b] * v[b];
+            double lt = sqrt(s2) + 1e-300;        /* l_t = |v_t| + eps, eq B3 */
+            double lts = lt + prm->friction * ln;          /* eq B5 (ln < 0 here) */
+            if (lts < 0) lts = 0;
+            double scale = lts / lt;
+            for (int b = 0; b < 2; ++b) v[b] = b == a ? (double)0 : v[b] * scale;   /* eq B6 */
+        }
+        break;
+    }
+    return 0;
+}
+
+/* Inward normal of node coordinate c on axis a: +1 near the low face, -1 near the high face,
+   0 inside. */
+CQ_HD int cq__wall_normal_2d_f64(const int *c, int a, const cq__params_f64 *prm)
+{
+    return c[a] < prm->bound ? 1 : (c[a] >= prm->res[a] - prm->bound ? -1 : 0);
+}
+
 CQ_HD void cq__boundary_2d_f64(const int *c, const cq__params_f64 *prm, double *v)
 {
     for (int a = 0; a < 2; ++a) {
-        double n = c[a] < prm->bound ? (double)1 : (c[a] >= prm->res[a] - prm->bound ? (double)-1 : (double)0);
-        if (n == 0) continue;
-        double ln = v[a] * n;                       /* l_n, eq B1 */
-        switch (prm->boundary) {
-        case CQ__BC_STICKY:
-            for (int b = 0; b < 2; ++b) v[b] = 0;
-            return;
-        case CQ__BC_SLIP:
-            v[a] = 0;
-            break;
-        case CQ__BC_SEPARATE:
-            if (ln < 0) v[a] = 0;
-            break;
-        default: /* CQ__BC_FRICTION */
-            if (ln < 0) {
-                double lt = 1e-300;                 /* l_t = |v_t| + eps, eq B3 */
-                double s2 = 0;
-                for (int b = 0; b < 2; ++b) if (b != a) s2 += v[b] * v[b];
-                lt += sqrt(s2);
-                double lts = lt + prm->friction * ln;  /* eq B5 (ln < 0 here) */
-                if (lts < 0) lts = 0;
-                double scale = lts / lt;
-                for (int b = 0; b < 2; ++b) v[b] = b == a ? (double)0 : v[b] * scale;   /* eq B6 */
-            }
-            break;
-        }
+        int n = cq__wall_normal_2d_f64(c, a, prm);
+        if (n && cq__bc_axis_2d_f64(a, (double)n, prm, v)) return;
     }
 }
 
@@ -832,35 +858,48 @@ CQ_HD void cq__incompressible_3d_f32(const float *F, float E, float nu, int p, f
 /* >>grid_3d_f32: wall boundary conditions (seed 003 sec 3.2, friction as appendix B
    eqs B1-B6).  Nodes within `bound` of a face are wall nodes; the normal points into the
    domain; corners apply each axis in turn. */
+/* One wall axis a with inward normal n (+1 or -1) applied to v.  Returns 1 when the node is
+   sticky (v zeroed: the other axes do not matter). */
+CQ_HD int cq__bc_axis_3d_f32(int a, float n, const cq__params_f32 *prm, float *v)
+{
+    float ln = v[a] * n;                           /* l_n, eq B1 */
+    switch (prm->boundary) {
+    case CQ__BC_STICKY:
+        for (int b = 0; b < 3; ++b) v[b] = 0;
+        return 1;
+    case CQ__BC_SLIP:
+        v[a] = 0;
+        break;
+    case CQ__BC_SEPARATE:
+        if (ln < 0) v[a] = 0;
+        break;
+    default: /* CQ__BC_FRICTION */
+        if (ln < 0) {
+            float s2 = 0;
+            for (int b = 0; b < 3; ++b) if (b != a) s2 += v[b] * v[b];
+            float lt = sqrtf(s2) + 1e-30f;        /* l_t = |v_t| + eps, eq B3 */
+            float lts = lt + prm->friction * ln;          /* eq B5 (ln < 0 here) */
+            if (lts < 0) lts = 0;
+            float scale = lts / lt;
+            for (int b = 0; b < 3; ++b) v[b] = b == a ? (float)0 : v[b] * scale;   /* eq B6 */
+        }
+        break;
+    }
+    return 0;
+}
+
+/* Inward normal of node coordinate c on axis a: +1 near the low face, -1 near the high face,
+   0 inside. */
+CQ_HD int cq__wall_normal_3d_f32(const int *c, int a, const cq__params_f32 *prm)
+{
+    return c[a] < prm->bound ? 1 : (c[a] >= prm->res[a] - prm->bound ? -1 : 0);
+}
+
 CQ_HD void cq__boundary_3d_f32(const int *c, const cq__params_f32 *prm, float *v)
 {
     for (int a = 0; a < 3; ++a) {
-        float n = c[a] < prm->bound ? (float)1 : (c[a] >= prm->res[a] - prm->bound ? (float)-1 : (float)0);
-        if (n == 0) continue;
-        float ln = v[a] * n;                       /* l_n, eq B1 */
-        switch (prm->boundary) {
-        case CQ__BC_STICKY:
-            for (int b = 0; b < 3; ++b) v[b] = 0;
-            return;
-        case CQ__BC_SLIP:
-            v[a] = 0;
-            break;
-        case CQ__BC_SEPARATE:
-            if (ln < 0) v[a] = 0;
-            break;
-        default: /* CQ__BC_FRICTION */
-            if (ln < 0) {
-                float lt = 1e-30f;                 /* l_t = |v_t| + eps, eq B3 */
-                float s2 = 0;
-                for (int b = 0; b < 3; ++b) if (b != a) s2 += v[b] * v[b];
-                lt += sqrtf(s2);
-                float lts = lt + prm->friction * ln;  /* eq B5 (ln < 0 here) */
-                if (lts < 0) lts = 0;
-                float scale = lts / lt;
-                for (int b = 0; b < 3; ++b) v[b] = b == a ? (float)0 : v[b] * scale;   /* eq B6 */
-            }
-            break;
-        }
+        int n = cq__wall_normal_3d_f32(c, a, prm);
+        if (n && cq__bc_axis_3d_f32(a, (float)n, prm, v)) return;
     }
 }
 
@@ -1233,35 +1272,48 @@ CQ_HD void cq__incompressible_3d_f64(const double *F, double E, double nu, int p
 /* >>grid_3d_f64: wall boundary conditions (seed 003 sec 3.2, friction as appendix B
    eqs B1-B6).  Nodes within `bound` of a face are wall nodes; the normal points into the
    domain; corners apply each axis in turn. */
+/* One wall axis a with inward normal n (+1 or -1) applied to v.  Returns 1 when the node is
+   sticky (v zeroed: the other axes do not matter). */
+CQ_HD int cq__bc_axis_3d_f64(int a, double n, const cq__params_f64 *prm, double *v)
+{
+    double ln = v[a] * n;                           /* l_n, eq B1 */
+    switch (prm->boundary) {
+    case CQ__BC_STICKY:
+        for (int b = 0; b < 3; ++b) v[b] = 0;
+        return 1;
+    case CQ__BC_SLIP:
+        v[a] = 0;
+        break;
+    case CQ__BC_SEPARATE:
+        if (ln < 0) v[a] = 0;
+        break;
+    default: /* CQ__BC_FRICTION */
+        if (ln < 0) {
+            double s2 = 0;
+            for (int b = 0; b < 3; ++b) if (b != a) s2 += v[b] * v[b];
+            double lt = sqrt(s2) + 1e-300;        /* l_t = |v_t| + eps, eq B3 */
+            double lts = lt + prm->friction * ln;          /* eq B5 (ln < 0 here) */
+            if (lts < 0) lts = 0;
+            double scale = lts / lt;
+            for (int b = 0; b < 3; ++b) v[b] = b == a ? (double)0 : v[b] * scale;   /* eq B6 */
+        }
+        break;
+    }
+    return 0;
+}
+
+/* Inward normal of node coordinate c on axis a: +1 near the low face, -1 near the high face,
+   0 inside. */
+CQ_HD int cq__wall_normal_3d_f64(const int *c, int a, const cq__params_f64 *prm)
+{
+    return c[a] < prm->bound ? 1 : (c[a] >= prm->res[a] - prm->bound ? -1 : 0);
+}
+
 CQ_HD void cq__boundary_3d_f64(const int *c, const cq__params_f64 *prm, double *v)
 {
     for (int a = 0; a < 3; ++a) {
-        double n = c[a] < prm->bound ? (double)1 : (c[a] >= prm->res[a] - prm->bound ? (double)-1 : (double)0);
-        if (n == 0) continue;
-        double ln = v[a] * n;                       /* l_n, eq B1 */
-        switch (prm->boundary) {
-        case CQ__BC_STICKY:
-            for (int b = 0; b < 3; ++b) v[b] = 0;
-            return;
-        case CQ__BC_SLIP:
-            v[a] = 0;
-            break;
-        case CQ__BC_SEPARATE:
-            if (ln < 0) v[a] = 0;
-            break;
-        default: /* CQ__BC_FRICTION */
-            if (ln < 0) {
-                double lt = 1e-300;                 /* l_t = |v_t| + eps, eq B3 */
-                double s2 = 0;
-                for (int b = 0; b < 3; ++b) if (b != a) s2 += v[b] * v[b];
-                lt += sqrt(s2);
-                double lts = lt + prm->friction * ln;  /* eq B5 (ln < 0 here) */
-                if (lts < 0) lts = 0;
-                double scale = lts / lt;
-                for (int b = 0; b < 3; ++b) v[b] = b == a ? (double)0 : v[b] * scale;   /* eq B6 */
-            }
-            break;
-        }
+        int n = cq__wall_normal_3d_f64(c, a, prm);
+        if (n && cq__bc_axis_3d_f64(a, (double)n, prm, v)) return;
     }
 }
 
@@ -1700,6 +1752,314 @@ CQ_HD void cq__pk1_vjp_2d_neohookean_f32(const float *F, float E, float nu, int 
     }
 }
 
+/* ------------------------------------------------------------------ transfer adjoints 2D f32
+   Reverse order of the forward substep (seed 002; seed 003 appendix A.2): G2P adjoint scatters
+   into the grid velocity adjoints, the grid adjoint backs through the wall projection and
+   v = p/m + dt g, the P2G adjoint gathers into the particle adjoints.  The grid is recomputed
+   from the substep's input state by the caller, never stored across substeps. */
+
+/* dw/dx_p for the quadratic B-spline: grad[a][i] = d w_a(i) / d x_a (times inv_dx). */
+CQ_HD void cq__weight_grads_2d_f32(const float *fx, float inv_dx, float (*dw)[3])
+{
+    for (int a = 0; a < 2; ++a) {
+        dw[a][0] = -((float)1.5 - fx[a]) * inv_dx;
+        dw[a][1] = -2 * (fx[a] - 1) * inv_dx;
+        dw[a][2] = (fx[a] - (float)0.5) * inv_dx;
+    }
+}
+
+/* >>grid_adj_2d_f32: adjoint of the wall projection (cq__boundary_2d_f32).
+   v0: the velocity BEFORE the projection; vb: dL/d(projected v) on entry, dL/dv0 on return.
+   Friction follows seed 003 appendix B (B9-B15, whose dl_t* / dl_n bookkeeping is done here by
+   direct differentiation of B3-B6). */
+CQ_HD void cq__boundary_adj_2d_f32(const int *c, const cq__params_f32 *prm, const float *v0, float *vb)
+{
+    float vs[3][2];   /* velocity before each axis' projection */
+    int axis_n[2], last = 2;
+    for (int b = 0; b < 2; ++b) vs[0][b] = v0[b];
+    for (int a = 0; a < 2; ++a) {
+        for (int b = 0; b < 2; ++b) vs[a + 1][b] = vs[a][b];
+        axis_n[a] = cq__wall_normal_2d_f32(c, a, prm);
+        if (axis_n[a] && cq__bc_axis_2d_f32(a, (float)axis_n[a], prm, vs[a + 1])) { last = a; break; }
+    }
+    if (last < 2) { for (int b = 0; b < 2; ++b) vb[b] = 0; return; }   /* sticky wall node */
+    for (int a = 2 - 1; a >= 0; --a) {
+        if (!axis_n[a]) continue;
+        const float *v = vs[a];
+        float n = (float)axis_n[a], ln = v[a] * n;
+        switch (prm->boundary) {
+        case CQ__BC_SLIP:
+            vb[a] = 0;
+            break;
+        case CQ__BC_SEPARATE:
+            if (ln < 0) vb[a] = 0;
+            break;
+        default: /* CQ__BC_FRICTION */
+            if (ln < 0) {
+                float s2 = 0, sc_b = 0;
+                for (int b = 0; b < 2; ++b) if (b != a) s2 += v[b] * v[b];
+                float r = sqrtf(s2), lt = r + 1e-30f;
+                float lts = lt + prm->friction * ln;
+                int open = lts > 0;
+                if (!open) lts = 0;
+                float scale = lts / lt;
+                for (int b = 0; b < 2; ++b) if (b != a) sc_b += vb[b] * v[b];
+                float lts_b = sc_b / lt, lt_b = -sc_b * lts / (lt * lt);
+                if (open) lt_b += lts_b;
+                float ln_b = open ? prm->friction * lts_b : 0;
+                for (int b = 0; b < 2; ++b)
+                    if (b != a) vb[b] = vb[b] * scale + (r > 0 ? lt_b * v[b] / r : 0);
+                vb[a] = ln_b * n;
+            }
+            break;
+        }
+    }
+}
+
+/* Grid-update adjoint for one node: v = bc(p/m + dt g).  gp: momentum (pre-projection) of the
+   forward pass; gv_adj: dL/dv; writes dL/dp and dL/dm of the node. */
+CQ_HD void cq__grid_adj_2d_f32(int node, const cq__params_f32 *prm, const float *gm,
+                                                   const float *gp, const float *gv_adj, float *gp_adj, float *gm_adj)
+{
+    float m = gm[node], v0[2], vb[2];
+    int c[2];
+    if (!(m > 0)) {
+        for (int a = 0; a < 2; ++a) gp_adj[(long)node * 2 + a] = 0;
+        gm_adj[node] = 0;
+        return;
+    }
+    c[0] = node / prm->res[1]; c[1] = node % prm->res[1];
+    float inv_m = 1 / m, mb = 0;
+    for (int a = 0; a < 2; ++a) {
+        v0[a] = gp[(long)node * 2 + a] * inv_m + prm->dt * prm->gravity[a];
+        vb[a] = gv_adj[(long)node * 2 + a];
+    }
+    cq__boundary_adj_2d_f32(c, prm, v0, vb);
+    for (int a = 0; a < 2; ++a) {
+        gp_adj[(long)node * 2 + a] = vb[a] * inv_m;
+        mb -= vb[a] * gp[(long)node * 2 + a] * inv_m * inv_m;
+    }
+    gm_adj[node] = mb;
+}
+
+/* >>g2p_adj_2d_f32: adjoint of G2P (eqs 8-11) for particle p.  `s` is the substep's
+   input state, g the recomputed grid (v = projected velocity), `ao` the adjoint of the output
+   state.  Scatters dL/dv_i into gv_adj; SETS ai.x and ai.F to the G2P part of the input
+   state's adjoint (the P2G adjoint adds its part after). */
+CQ_HD void cq__g2p_adj_2d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
+                                                  cq__gview_f32 g, cq__pview_f32 ao, cq__pview_f32 ai,
+                                                  float *gv_adj)
+{
+    int base[2];
+    float fx[2], w[2][3], dw[2][3], xp[2], Fp[4], nC[4] = {0};
+    float vbt[2], Cbt[4], xb[2];
+    const float c4 = 4 * prm->inv_dx * prm->inv_dx, dt = prm->dt;
+    for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
+    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    cq__weights_2d_f32(xp, prm->inv_dx, base, fx, w);
+    cq__weight_grads_2d_f32(fx, prm->inv_dx, dw);
+    /* x' = x + dt v'  ->  vbar' += dt xbar';   F' = (I + dt C') F  ->  Cbar' += dt Fbar' F^T */
+    for (int a = 0; a < 2; ++a) {
+        xb[a] = ao.x[(long)p * 2 + a];
+        vbt[a] = ao.v[(long)p * 2 + a] + dt * xb[a];
+        for (int b = 0; b < 2; ++b) {
+            float acc = ao.C[(long)p * 4 + a * 2 + b];
+            for (int k = 0; k < 2; ++k) acc += dt * ao.F[(long)p * 4 + a * 2 + k] * Fp[b * 2 + k];
+            Cbt[a * 2 + b] = acc;
+        }
+    }
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    {
+        const int o[2] = {i, j};
+        const float wt = w[0][i] * w[1][j];
+        const float gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
+        const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+        float dpos[2], sdot = 0;
+        const float *vi = g.v + idx * 2;
+        for (int a = 0; a < 2; ++a) dpos[a] = ((float)o[a] - fx[a]) * prm->dx;
+        for (int a = 0; a < 2; ++a) {
+            float cd = 0, vc = 0;   /* (Cbar' dpos)_a, (Cbar'^T v_i)_a */
+            for (int b = 0; b < 2; ++b) {
+                cd += Cbt[a * 2 + b] * dpos[b];
+                vc += Cbt[b * 2 + a] * vi[b];
+                nC[a * 2 + b] += c4 * wt * vi[a] * dpos[b];
+            }
+            CQ__ATOMIC_ADD(&gv_adj[idx * 2 + a], wt * (vbt[a] + c4 * cd));
+            sdot += vi[a] * (vbt[a] + c4 * cd);
+            xb[a] -= c4 * wt * vc;            /* dpos = x_i - x_p */
+        }
+        for (int a = 0; a < 2; ++a) xb[a] += sdot * gw[a];   /* through the weights */
+    }
+    for (int a = 0; a < 2; ++a) ai.x[(long)p * 2 + a] = xb[a];
+    for (int a = 0; a < 2; ++a)       /* Fbar = (I + dt C')^T Fbar' */
+        for (int b = 0; b < 2; ++b) {
+            float acc = ao.F[(long)p * 4 + a * 2 + b];
+            for (int k = 0; k < 2; ++k) acc += dt * nC[k * 2 + a] * ao.F[(long)p * 4 + k * 2 + b];
+            ai.F[(long)p * 4 + a * 2 + b] = acc;
+        }
+}
+
+/* >>p2g_adj_2d_fixed_corotated_f32: adjoint of P2G (eqs 3-6) for particle p, a gather:
+   reads dL/dp_i (gp_adj) and dL/dm_i (gm_adj) of its stencil; ADDS to ai.x and ai.F, SETS ai.v
+   and ai.C (v and C enter the substep only here), ADDS the parameter gradients to pg (mass,
+   vol, E, nu arrays) and SETS dact[0..d*d) to this particle's actuation gradient F^T dP. */
+CQ_HD void cq__p2g_adj_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
+        cq__pview_f32 s, const float *gp_adj, const float *gm_adj, cq__pview_f32 ai,
+        cq__pview_f32 pg, float *dact)
+{
+    int base[2];
+    float fx[2], w[2][3], dw[2][3], xp[2], vp[2], Fp[4], Pp[4], G[4], Gb[4] = {0};
+    float xb[2] = {0}, vb[2] = {0}, Pb[4], Fb[4] = {0}, mb = 0, Eb = 0, nub = 0;
+    const int group = s.act ? s.act[p] : -1;
+    for (int a = 0; a < 2; ++a) { xp[a] = s.x[(long)p * 2 + a]; vp[a] = s.v[(long)p * 2 + a]; }
+    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    cq__weights_2d_f32(xp, prm->inv_dx, base, fx, w);
+    cq__weight_grads_2d_f32(fx, prm->inv_dx, dw);
+    cq__pk1_2d_fixed_corotated_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
+    const float mass = s.mass[p], vol = s.vol[p];
+    const float k = -4 * prm->inv_dx * prm->inv_dx * prm->dt;
+    for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 2; ++b) {
+            float pf = 0;
+            for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
+            G[a * 2 + b] = k * vol * pf + mass * s.C[(long)p * 4 + a * 2 + b];
+        }
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    {
+        const int o[2] = {i, j};
+        const float wt = w[0][i] * w[1][j];
+        const float gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
+        const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+        float dpos[2];
+        const float *pb = gp_adj + idx * 2;
+        const float mbi = gm_adj[idx];
+        float sdot = mbi * mass;   /* d(contribution)/dw */
+        for (int a = 0; a < 2; ++a) dpos[a] = ((float)o[a] - fx[a]) * prm->dx;
+        for (int a = 0; a < 2; ++a) {
+            float mom = mass * vp[a], gtp = 0;
+            for (int b = 0; b < 2; ++b) {
+                mom += G[a * 2 + b] * dpos[b];
+                Gb[a * 2 + b] += wt * pb[a] * dpos[b];
+                gtp += G[b * 2 + a] * pb[b];
+            }
+            sdot += pb[a] * mom;
+            vb[a] += wt * mass * pb[a];
+            mb += wt * pb[a] * vp[a];
+            xb[a] -= wt * gtp;                 /* dpos = x_i - x_p */
+        }
+        mb += wt * mbi;
+        for (int a = 0; a < 2; ++a) xb[a] += sdot * gw[a];
+    }
+    /* G = k V0 P F^T + m C */
+    float volb = 0;
+    for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 2; ++b) {
+            float pbab = 0, fbab = 0, pf = 0;
+            for (int c = 0; c < 2; ++c) {
+                pbab += Gb[a * 2 + c] * Fp[c * 2 + b];   /* (Gbar F)_ab */
+                fbab += Gb[c * 2 + a] * Pp[c * 2 + b];   /* (Gbar^T P)_ab */
+                pf += Pp[a * 2 + c] * Fp[b * 2 + c];     /* (P F^T)_ab */
+            }
+            Pb[a * 2 + b] = k * vol * pbab;
+            Fb[a * 2 + b] += k * vol * fbab;
+            volb += k * pf * Gb[a * 2 + b];
+            mb += s.C[(long)p * 4 + a * 2 + b] * Gb[a * 2 + b];
+        }
+    for (int a = 0; a < 4; ++a) dact[a] = 0;
+    cq__pk1_vjp_2d_fixed_corotated_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pb, Fb, &Eb, &nub, dact);
+    for (int a = 0; a < 2; ++a) {
+        ai.x[(long)p * 2 + a] += xb[a];
+        ai.v[(long)p * 2 + a] = vb[a];
+    }
+    for (int a = 0; a < 4; ++a) {
+        ai.F[(long)p * 4 + a] += Fb[a];
+        ai.C[(long)p * 4 + a] = mass * Gb[a];
+    }
+    pg.mass[p] += mb; pg.vol[p] += volb; pg.E[p] += Eb; pg.nu[p] += nub;
+}
+
+/* >>p2g_adj_2d_neohookean_f32: adjoint of P2G (eqs 3-6) for particle p, a gather:
+   reads dL/dp_i (gp_adj) and dL/dm_i (gm_adj) of its stencil; ADDS to ai.x and ai.F, SETS ai.v
+   and ai.C (v and C enter the substep only here), ADDS the parameter gradients to pg (mass,
+   vol, E, nu arrays) and SETS dact[0..d*d) to this particle's actuation gradient F^T dP. */
+CQ_HD void cq__p2g_adj_2d_neohookean_f32(int p, const cq__params_f32 *prm,
+        cq__pview_f32 s, const float *gp_adj, const float *gm_adj, cq__pview_f32 ai,
+        cq__pview_f32 pg, float *dact)
+{
+    int base[2];
+    float fx[2], w[2][3], dw[2][3], xp[2], vp[2], Fp[4], Pp[4], G[4], Gb[4] = {0};
+    float xb[2] = {0}, vb[2] = {0}, Pb[4], Fb[4] = {0}, mb = 0, Eb = 0, nub = 0;
+    const int group = s.act ? s.act[p] : -1;
+    for (int a = 0; a < 2; ++a) { xp[a] = s.x[(long)p * 2 + a]; vp[a] = s.v[(long)p * 2 + a]; }
+    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    cq__weights_2d_f32(xp, prm->inv_dx, base, fx, w);
+    cq__weight_grads_2d_f32(fx, prm->inv_dx, dw);
+    cq__pk1_2d_neohookean_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
+    const float mass = s.mass[p], vol = s.vol[p];
+    const float k = -4 * prm->inv_dx * prm->inv_dx * prm->dt;
+    for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 2; ++b) {
+            float pf = 0;
+            for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
+            G[a * 2 + b] = k * vol * pf + mass * s.C[(long)p * 4 + a * 2 + b];
+        }
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    {
+        const int o[2] = {i, j};
+        const float wt = w[0][i] * w[1][j];
+        const float gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
+        const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+        float dpos[2];
+        const float *pb = gp_adj + idx * 2;
+        const float mbi = gm_adj[idx];
+        float sdot = mbi * mass;   /* d(contribution)/dw */
+        for (int a = 0; a < 2; ++a) dpos[a] = ((float)o[a] - fx[a]) * prm->dx;
+        for (int a = 0; a < 2; ++a) {
+            float mom = mass * vp[a], gtp = 0;
+            for (int b = 0; b < 2; ++b) {
+                mom += G[a * 2 + b] * dpos[b];
+                Gb[a * 2 + b] += wt * pb[a] * dpos[b];
+                gtp += G[b * 2 + a] * pb[b];
+            }
+            sdot += pb[a] * mom;
+            vb[a] += wt * mass * pb[a];
+            mb += wt * pb[a] * vp[a];
+            xb[a] -= wt * gtp;                 /* dpos = x_i - x_p */
+        }
+        mb += wt * mbi;
+        for (int a = 0; a < 2; ++a) xb[a] += sdot * gw[a];
+    }
+    /* G = k V0 P F^T + m C */
+    float volb = 0;
+    for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 2; ++b) {
+            float pbab = 0, fbab = 0, pf = 0;
+            for (int c = 0; c < 2; ++c) {
+                pbab += Gb[a * 2 + c] * Fp[c * 2 + b];   /* (Gbar F)_ab */
+                fbab += Gb[c * 2 + a] * Pp[c * 2 + b];   /* (Gbar^T P)_ab */
+                pf += Pp[a * 2 + c] * Fp[b * 2 + c];     /* (P F^T)_ab */
+            }
+            Pb[a * 2 + b] = k * vol * pbab;
+            Fb[a * 2 + b] += k * vol * fbab;
+            volb += k * pf * Gb[a * 2 + b];
+            mb += s.C[(long)p * 4 + a * 2 + b] * Gb[a * 2 + b];
+        }
+    for (int a = 0; a < 4; ++a) dact[a] = 0;
+    cq__pk1_vjp_2d_neohookean_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pb, Fb, &Eb, &nub, dact);
+    for (int a = 0; a < 2; ++a) {
+        ai.x[(long)p * 2 + a] += xb[a];
+        ai.v[(long)p * 2 + a] = vb[a];
+    }
+    for (int a = 0; a < 4; ++a) {
+        ai.F[(long)p * 4 + a] += Fb[a];
+        ai.C[(long)p * 4 + a] = mass * Gb[a];
+    }
+    pg.mass[p] += mb; pg.vol[p] += volb; pg.E[p] += Eb; pg.nu[p] += nub;
+}
+
 /* ======================================================================== 2D f64 adjoint */
 /* >>polar_vjp_2d_f64: dF += dL/dF given dR = dL/dR, for R the polar rotation of F
    (cq__polar_2d_f64).  With F = U diag(sig) V^T (signed sig, R = U V^T) and
@@ -1885,6 +2245,314 @@ CQ_HD void cq__pk1_vjp_2d_neohookean_f64(const double *F, double E, double nu, i
                     dact[c * 2 + b] += g;
                 }
     }
+}
+
+/* ------------------------------------------------------------------ transfer adjoints 2D f64
+   Reverse order of the forward substep (seed 002; seed 003 appendix A.2): G2P adjoint scatters
+   into the grid velocity adjoints, the grid adjoint backs through the wall projection and
+   v = p/m + dt g, the P2G adjoint gathers into the particle adjoints.  The grid is recomputed
+   from the substep's input state by the caller, never stored across substeps. */
+
+/* dw/dx_p for the quadratic B-spline: grad[a][i] = d w_a(i) / d x_a (times inv_dx). */
+CQ_HD void cq__weight_grads_2d_f64(const double *fx, double inv_dx, double (*dw)[3])
+{
+    for (int a = 0; a < 2; ++a) {
+        dw[a][0] = -((double)1.5 - fx[a]) * inv_dx;
+        dw[a][1] = -2 * (fx[a] - 1) * inv_dx;
+        dw[a][2] = (fx[a] - (double)0.5) * inv_dx;
+    }
+}
+
+/* >>grid_adj_2d_f64: adjoint of the wall projection (cq__boundary_2d_f64).
+   v0: the velocity BEFORE the projection; vb: dL/d(projected v) on entry, dL/dv0 on return.
+   Friction follows seed 003 appendix B (B9-B15, whose dl_t* / dl_n bookkeeping is done here by
+   direct differentiation of B3-B6). */
+CQ_HD void cq__boundary_adj_2d_f64(const int *c, const cq__params_f64 *prm, const double *v0, double *vb)
+{
+    double vs[3][2];   /* velocity before each axis' projection */
+    int axis_n[2], last = 2;
+    for (int b = 0; b < 2; ++b) vs[0][b] = v0[b];
+    for (int a = 0; a < 2; ++a) {
+        for (int b = 0; b < 2; ++b) vs[a + 1][b] = vs[a][b];
+        axis_n[a] = cq__wall_normal_2d_f64(c, a, prm);
+        if (axis_n[a] && cq__bc_axis_2d_f64(a, (double)axis_n[a], prm, vs[a + 1])) { last = a; break; }
+    }
+    if (last < 2) { for (int b = 0; b < 2; ++b) vb[b] = 0; return; }   /* sticky wall node */
+    for (int a = 2 - 1; a >= 0; --a) {
+        if (!axis_n[a]) continue;
+        const double *v = vs[a];
+        double n = (double)axis_n[a], ln = v[a] * n;
+        switch (prm->boundary) {
+        case CQ__BC_SLIP:
+            vb[a] = 0;
+            break;
+        case CQ__BC_SEPARATE:
+            if (ln < 0) vb[a] = 0;
+            break;
+        default: /* CQ__BC_FRICTION */
+            if (ln < 0) {
+                double s2 = 0, sc_b = 0;
+                for (int b = 0; b < 2; ++b) if (b != a) s2 += v[b] * v[b];
+                double r = sqrt(s2), lt = r + 1e-300;
+                double lts = lt + prm->friction * ln;
+                int open = lts > 0;
+                if (!open) lts = 0;
+                double scale = lts / lt;
+                for (int b = 0; b < 2; ++b) if (b != a) sc_b += vb[b] * v[b];
+                double lts_b = sc_b / lt, lt_b = -sc_b * lts / (lt * lt);
+                if (open) lt_b += lts_b;
+                double ln_b = open ? prm->friction * lts_b : 0;
+                for (int b = 0; b < 2; ++b)
+                    if (b != a) vb[b] = vb[b] * scale + (r > 0 ? lt_b * v[b] / r : 0);
+                vb[a] = ln_b * n;
+            }
+            break;
+        }
+    }
+}
+
+/* Grid-update adjoint for one node: v = bc(p/m + dt g).  gp: momentum (pre-projection) of the
+   forward pass; gv_adj: dL/dv; writes dL/dp and dL/dm of the node. */
+CQ_HD void cq__grid_adj_2d_f64(int node, const cq__params_f64 *prm, const double *gm,
+                                                   const double *gp, const double *gv_adj, double *gp_adj, double *gm_adj)
+{
+    double m = gm[node], v0[2], vb[2];
+    int c[2];
+    if (!(m > 0)) {
+        for (int a = 0; a < 2; ++a) gp_adj[(long)node * 2 + a] = 0;
+        gm_adj[node] = 0;
+        return;
+    }
+    c[0] = node / prm->res[1]; c[1] = node % prm->res[1];
+    double inv_m = 1 / m, mb = 0;
+    for (int a = 0; a < 2; ++a) {
+        v0[a] = gp[(long)node * 2 + a] * inv_m + prm->dt * prm->gravity[a];
+        vb[a] = gv_adj[(long)node * 2 + a];
+    }
+    cq__boundary_adj_2d_f64(c, prm, v0, vb);
+    for (int a = 0; a < 2; ++a) {
+        gp_adj[(long)node * 2 + a] = vb[a] * inv_m;
+        mb -= vb[a] * gp[(long)node * 2 + a] * inv_m * inv_m;
+    }
+    gm_adj[node] = mb;
+}
+
+/* >>g2p_adj_2d_f64: adjoint of G2P (eqs 8-11) for particle p.  `s` is the substep's
+   input state, g the recomputed grid (v = projected velocity), `ao` the adjoint of the output
+   state.  Scatters dL/dv_i into gv_adj; SETS ai.x and ai.F to the G2P part of the input
+   state's adjoint (the P2G adjoint adds its part after). */
+CQ_HD void cq__g2p_adj_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
+                                                  cq__gview_f64 g, cq__pview_f64 ao, cq__pview_f64 ai,
+                                                  double *gv_adj)
+{
+    int base[2];
+    double fx[2], w[2][3], dw[2][3], xp[2], Fp[4], nC[4] = {0};
+    double vbt[2], Cbt[4], xb[2];
+    const double c4 = 4 * prm->inv_dx * prm->inv_dx, dt = prm->dt;
+    for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
+    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    cq__weights_2d_f64(xp, prm->inv_dx, base, fx, w);
+    cq__weight_grads_2d_f64(fx, prm->inv_dx, dw);
+    /* x' = x + dt v'  ->  vbar' += dt xbar';   F' = (I + dt C') F  ->  Cbar' += dt Fbar' F^T */
+    for (int a = 0; a < 2; ++a) {
+        xb[a] = ao.x[(long)p * 2 + a];
+        vbt[a] = ao.v[(long)p * 2 + a] + dt * xb[a];
+        for (int b = 0; b < 2; ++b) {
+            double acc = ao.C[(long)p * 4 + a * 2 + b];
+            for (int k = 0; k < 2; ++k) acc += dt * ao.F[(long)p * 4 + a * 2 + k] * Fp[b * 2 + k];
+            Cbt[a * 2 + b] = acc;
+        }
+    }
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    {
+        const int o[2] = {i, j};
+        const double wt = w[0][i] * w[1][j];
+        const double gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
+        const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+        double dpos[2], sdot = 0;
+        const double *vi = g.v + idx * 2;
+        for (int a = 0; a < 2; ++a) dpos[a] = ((double)o[a] - fx[a]) * prm->dx;
+        for (int a = 0; a < 2; ++a) {
+            double cd = 0, vc = 0;   /* (Cbar' dpos)_a, (Cbar'^T v_i)_a */
+            for (int b = 0; b < 2; ++b) {
+                cd += Cbt[a * 2 + b] * dpos[b];
+                vc += Cbt[b * 2 + a] * vi[b];
+                nC[a * 2 + b] += c4 * wt * vi[a] * dpos[b];
+            }
+            CQ__ATOMIC_ADD(&gv_adj[idx * 2 + a], wt * (vbt[a] + c4 * cd));
+            sdot += vi[a] * (vbt[a] + c4 * cd);
+            xb[a] -= c4 * wt * vc;            /* dpos = x_i - x_p */
+        }
+        for (int a = 0; a < 2; ++a) xb[a] += sdot * gw[a];   /* through the weights */
+    }
+    for (int a = 0; a < 2; ++a) ai.x[(long)p * 2 + a] = xb[a];
+    for (int a = 0; a < 2; ++a)       /* Fbar = (I + dt C')^T Fbar' */
+        for (int b = 0; b < 2; ++b) {
+            double acc = ao.F[(long)p * 4 + a * 2 + b];
+            for (int k = 0; k < 2; ++k) acc += dt * nC[k * 2 + a] * ao.F[(long)p * 4 + k * 2 + b];
+            ai.F[(long)p * 4 + a * 2 + b] = acc;
+        }
+}
+
+/* >>p2g_adj_2d_fixed_corotated_f64: adjoint of P2G (eqs 3-6) for particle p, a gather:
+   reads dL/dp_i (gp_adj) and dL/dm_i (gm_adj) of its stencil; ADDS to ai.x and ai.F, SETS ai.v
+   and ai.C (v and C enter the substep only here), ADDS the parameter gradients to pg (mass,
+   vol, E, nu arrays) and SETS dact[0..d*d) to this particle's actuation gradient F^T dP. */
+CQ_HD void cq__p2g_adj_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
+        cq__pview_f64 s, const double *gp_adj, const double *gm_adj, cq__pview_f64 ai,
+        cq__pview_f64 pg, double *dact)
+{
+    int base[2];
+    double fx[2], w[2][3], dw[2][3], xp[2], vp[2], Fp[4], Pp[4], G[4], Gb[4] = {0};
+    double xb[2] = {0}, vb[2] = {0}, Pb[4], Fb[4] = {0}, mb = 0, Eb = 0, nub = 0;
+    const int group = s.act ? s.act[p] : -1;
+    for (int a = 0; a < 2; ++a) { xp[a] = s.x[(long)p * 2 + a]; vp[a] = s.v[(long)p * 2 + a]; }
+    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    cq__weights_2d_f64(xp, prm->inv_dx, base, fx, w);
+    cq__weight_grads_2d_f64(fx, prm->inv_dx, dw);
+    cq__pk1_2d_fixed_corotated_f64(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
+    const double mass = s.mass[p], vol = s.vol[p];
+    const double k = -4 * prm->inv_dx * prm->inv_dx * prm->dt;
+    for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 2; ++b) {
+            double pf = 0;
+            for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
+            G[a * 2 + b] = k * vol * pf + mass * s.C[(long)p * 4 + a * 2 + b];
+        }
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    {
+        const int o[2] = {i, j};
+        const double wt = w[0][i] * w[1][j];
+        const double gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
+        const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+        double dpos[2];
+        const double *pb = gp_adj + idx * 2;
+        const double mbi = gm_adj[idx];
+        double sdot = mbi * mass;   /* d(contribution)/dw */
+        for (int a = 0; a < 2; ++a) dpos[a] = ((double)o[a] - fx[a]) * prm->dx;
+        for (int a = 0; a < 2; ++a) {
+            double mom = mass * vp[a], gtp = 0;
+            for (int b = 0; b < 2; ++b) {
+                mom += G[a * 2 + b] * dpos[b];
+                Gb[a * 2 + b] += wt * pb[a] * dpos[b];
+                gtp += G[b * 2 + a] * pb[b];
+            }
+            sdot += pb[a] * mom;
+            vb[a] += wt * mass * pb[a];
+            mb += wt * pb[a] * vp[a];
+            xb[a] -= wt * gtp;                 /* dpos = x_i - x_p */
+        }
+        mb += wt * mbi;
+        for (int a = 0; a < 2; ++a) xb[a] += sdot * gw[a];
+    }
+    /* G = k V0 P F^T + m C */
+    double volb = 0;
+    for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 2; ++b) {
+            double pbab = 0, fbab = 0, pf = 0;
+            for (int c = 0; c < 2; ++c) {
+                pbab += Gb[a * 2 + c] * Fp[c * 2 + b];   /* (Gbar F)_ab */
+                fbab += Gb[c * 2 + a] * Pp[c * 2 + b];   /* (Gbar^T P)_ab */
+                pf += Pp[a * 2 + c] * Fp[b * 2 + c];     /* (P F^T)_ab */
+            }
+            Pb[a * 2 + b] = k * vol * pbab;
+            Fb[a * 2 + b] += k * vol * fbab;
+            volb += k * pf * Gb[a * 2 + b];
+            mb += s.C[(long)p * 4 + a * 2 + b] * Gb[a * 2 + b];
+        }
+    for (int a = 0; a < 4; ++a) dact[a] = 0;
+    cq__pk1_vjp_2d_fixed_corotated_f64(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pb, Fb, &Eb, &nub, dact);
+    for (int a = 0; a < 2; ++a) {
+        ai.x[(long)p * 2 + a] += xb[a];
+        ai.v[(long)p * 2 + a] = vb[a];
+    }
+    for (int a = 0; a < 4; ++a) {
+        ai.F[(long)p * 4 + a] += Fb[a];
+        ai.C[(long)p * 4 + a] = mass * Gb[a];
+    }
+    pg.mass[p] += mb; pg.vol[p] += volb; pg.E[p] += Eb; pg.nu[p] += nub;
+}
+
+/* >>p2g_adj_2d_neohookean_f64: adjoint of P2G (eqs 3-6) for particle p, a gather:
+   reads dL/dp_i (gp_adj) and dL/dm_i (gm_adj) of its stencil; ADDS to ai.x and ai.F, SETS ai.v
+   and ai.C (v and C enter the substep only here), ADDS the parameter gradients to pg (mass,
+   vol, E, nu arrays) and SETS dact[0..d*d) to this particle's actuation gradient F^T dP. */
+CQ_HD void cq__p2g_adj_2d_neohookean_f64(int p, const cq__params_f64 *prm,
+        cq__pview_f64 s, const double *gp_adj, const double *gm_adj, cq__pview_f64 ai,
+        cq__pview_f64 pg, double *dact)
+{
+    int base[2];
+    double fx[2], w[2][3], dw[2][3], xp[2], vp[2], Fp[4], Pp[4], G[4], Gb[4] = {0};
+    double xb[2] = {0}, vb[2] = {0}, Pb[4], Fb[4] = {0}, mb = 0, Eb = 0, nub = 0;
+    const int group = s.act ? s.act[p] : -1;
+    for (int a = 0; a < 2; ++a) { xp[a] = s.x[(long)p * 2 + a]; vp[a] = s.v[(long)p * 2 + a]; }
+    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    cq__weights_2d_f64(xp, prm->inv_dx, base, fx, w);
+    cq__weight_grads_2d_f64(fx, prm->inv_dx, dw);
+    cq__pk1_2d_neohookean_f64(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
+    const double mass = s.mass[p], vol = s.vol[p];
+    const double k = -4 * prm->inv_dx * prm->inv_dx * prm->dt;
+    for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 2; ++b) {
+            double pf = 0;
+            for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
+            G[a * 2 + b] = k * vol * pf + mass * s.C[(long)p * 4 + a * 2 + b];
+        }
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    {
+        const int o[2] = {i, j};
+        const double wt = w[0][i] * w[1][j];
+        const double gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
+        const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+        double dpos[2];
+        const double *pb = gp_adj + idx * 2;
+        const double mbi = gm_adj[idx];
+        double sdot = mbi * mass;   /* d(contribution)/dw */
+        for (int a = 0; a < 2; ++a) dpos[a] = ((double)o[a] - fx[a]) * prm->dx;
+        for (int a = 0; a < 2; ++a) {
+            double mom = mass * vp[a], gtp = 0;
+            for (int b = 0; b < 2; ++b) {
+                mom += G[a * 2 + b] * dpos[b];
+                Gb[a * 2 + b] += wt * pb[a] * dpos[b];
+                gtp += G[b * 2 + a] * pb[b];
+            }
+            sdot += pb[a] * mom;
+            vb[a] += wt * mass * pb[a];
+            mb += wt * pb[a] * vp[a];
+            xb[a] -= wt * gtp;                 /* dpos = x_i - x_p */
+        }
+        mb += wt * mbi;
+        for (int a = 0; a < 2; ++a) xb[a] += sdot * gw[a];
+    }
+    /* G = k V0 P F^T + m C */
+    double volb = 0;
+    for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 2; ++b) {
+            double pbab = 0, fbab = 0, pf = 0;
+            for (int c = 0; c < 2; ++c) {
+                pbab += Gb[a * 2 + c] * Fp[c * 2 + b];   /* (Gbar F)_ab */
+                fbab += Gb[c * 2 + a] * Pp[c * 2 + b];   /* (Gbar^T P)_ab */
+                pf += Pp[a * 2 + c] * Fp[b * 2 + c];     /* (P F^T)_ab */
+            }
+            Pb[a * 2 + b] = k * vol * pbab;
+            Fb[a * 2 + b] += k * vol * fbab;
+            volb += k * pf * Gb[a * 2 + b];
+            mb += s.C[(long)p * 4 + a * 2 + b] * Gb[a * 2 + b];
+        }
+    for (int a = 0; a < 4; ++a) dact[a] = 0;
+    cq__pk1_vjp_2d_neohookean_f64(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pb, Fb, &Eb, &nub, dact);
+    for (int a = 0; a < 2; ++a) {
+        ai.x[(long)p * 2 + a] += xb[a];
+        ai.v[(long)p * 2 + a] = vb[a];
+    }
+    for (int a = 0; a < 4; ++a) {
+        ai.F[(long)p * 4 + a] += Fb[a];
+        ai.C[(long)p * 4 + a] = mass * Gb[a];
+    }
+    pg.mass[p] += mb; pg.vol[p] += volb; pg.E[p] += Eb; pg.nu[p] += nub;
 }
 
 /* ======================================================================== 3D f32 adjoint */
@@ -2149,6 +2817,317 @@ CQ_HD void cq__pk1_vjp_3d_neohookean_f32(const float *F, float E, float nu, int 
     }
 }
 
+/* ------------------------------------------------------------------ transfer adjoints 3D f32
+   Reverse order of the forward substep (seed 002; seed 003 appendix A.2): G2P adjoint scatters
+   into the grid velocity adjoints, the grid adjoint backs through the wall projection and
+   v = p/m + dt g, the P2G adjoint gathers into the particle adjoints.  The grid is recomputed
+   from the substep's input state by the caller, never stored across substeps. */
+
+/* dw/dx_p for the quadratic B-spline: grad[a][i] = d w_a(i) / d x_a (times inv_dx). */
+CQ_HD void cq__weight_grads_3d_f32(const float *fx, float inv_dx, float (*dw)[3])
+{
+    for (int a = 0; a < 3; ++a) {
+        dw[a][0] = -((float)1.5 - fx[a]) * inv_dx;
+        dw[a][1] = -2 * (fx[a] - 1) * inv_dx;
+        dw[a][2] = (fx[a] - (float)0.5) * inv_dx;
+    }
+}
+
+/* >>grid_adj_3d_f32: adjoint of the wall projection (cq__boundary_3d_f32).
+   v0: the velocity BEFORE the projection; vb: dL/d(projected v) on entry, dL/dv0 on return.
+   Friction follows seed 003 appendix B (B9-B15, whose dl_t* / dl_n bookkeeping is done here by
+   direct differentiation of B3-B6). */
+CQ_HD void cq__boundary_adj_3d_f32(const int *c, const cq__params_f32 *prm, const float *v0, float *vb)
+{
+    float vs[4][3];   /* velocity before each axis' projection */
+    int axis_n[3], last = 3;
+    for (int b = 0; b < 3; ++b) vs[0][b] = v0[b];
+    for (int a = 0; a < 3; ++a) {
+        for (int b = 0; b < 3; ++b) vs[a + 1][b] = vs[a][b];
+        axis_n[a] = cq__wall_normal_3d_f32(c, a, prm);
+        if (axis_n[a] && cq__bc_axis_3d_f32(a, (float)axis_n[a], prm, vs[a + 1])) { last = a; break; }
+    }
+    if (last < 3) { for (int b = 0; b < 3; ++b) vb[b] = 0; return; }   /* sticky wall node */
+    for (int a = 3 - 1; a >= 0; --a) {
+        if (!axis_n[a]) continue;
+        const float *v = vs[a];
+        float n = (float)axis_n[a], ln = v[a] * n;
+        switch (prm->boundary) {
+        case CQ__BC_SLIP:
+            vb[a] = 0;
+            break;
+        case CQ__BC_SEPARATE:
+            if (ln < 0) vb[a] = 0;
+            break;
+        default: /* CQ__BC_FRICTION */
+            if (ln < 0) {
+                float s2 = 0, sc_b = 0;
+                for (int b = 0; b < 3; ++b) if (b != a) s2 += v[b] * v[b];
+                float r = sqrtf(s2), lt = r + 1e-30f;
+                float lts = lt + prm->friction * ln;
+                int open = lts > 0;
+                if (!open) lts = 0;
+                float scale = lts / lt;
+                for (int b = 0; b < 3; ++b) if (b != a) sc_b += vb[b] * v[b];
+                float lts_b = sc_b / lt, lt_b = -sc_b * lts / (lt * lt);
+                if (open) lt_b += lts_b;
+                float ln_b = open ? prm->friction * lts_b : 0;
+                for (int b = 0; b < 3; ++b)
+                    if (b != a) vb[b] = vb[b] * scale + (r > 0 ? lt_b * v[b] / r : 0);
+                vb[a] = ln_b * n;
+            }
+            break;
+        }
+    }
+}
+
+/* Grid-update adjoint for one node: v = bc(p/m + dt g).  gp: momentum (pre-projection) of the
+   forward pass; gv_adj: dL/dv; writes dL/dp and dL/dm of the node. */
+CQ_HD void cq__grid_adj_3d_f32(int node, const cq__params_f32 *prm, const float *gm,
+                                                   const float *gp, const float *gv_adj, float *gp_adj, float *gm_adj)
+{
+    float m = gm[node], v0[3], vb[3];
+    int c[3];
+    if (!(m > 0)) {
+        for (int a = 0; a < 3; ++a) gp_adj[(long)node * 3 + a] = 0;
+        gm_adj[node] = 0;
+        return;
+    }
+    c[0] = node / (prm->res[1] * prm->res[2]); c[1] = (node / prm->res[2]) % prm->res[1]; c[2] = node % prm->res[2];
+    float inv_m = 1 / m, mb = 0;
+    for (int a = 0; a < 3; ++a) {
+        v0[a] = gp[(long)node * 3 + a] * inv_m + prm->dt * prm->gravity[a];
+        vb[a] = gv_adj[(long)node * 3 + a];
+    }
+    cq__boundary_adj_3d_f32(c, prm, v0, vb);
+    for (int a = 0; a < 3; ++a) {
+        gp_adj[(long)node * 3 + a] = vb[a] * inv_m;
+        mb -= vb[a] * gp[(long)node * 3 + a] * inv_m * inv_m;
+    }
+    gm_adj[node] = mb;
+}
+
+/* >>g2p_adj_3d_f32: adjoint of G2P (eqs 8-11) for particle p.  `s` is the substep's
+   input state, g the recomputed grid (v = projected velocity), `ao` the adjoint of the output
+   state.  Scatters dL/dv_i into gv_adj; SETS ai.x and ai.F to the G2P part of the input
+   state's adjoint (the P2G adjoint adds its part after). */
+CQ_HD void cq__g2p_adj_3d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
+                                                  cq__gview_f32 g, cq__pview_f32 ao, cq__pview_f32 ai,
+                                                  float *gv_adj)
+{
+    int base[3];
+    float fx[3], w[3][3], dw[3][3], xp[3], Fp[9], nC[9] = {0};
+    float vbt[3], Cbt[9], xb[3];
+    const float c4 = 4 * prm->inv_dx * prm->inv_dx, dt = prm->dt;
+    for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
+    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    cq__weights_3d_f32(xp, prm->inv_dx, base, fx, w);
+    cq__weight_grads_3d_f32(fx, prm->inv_dx, dw);
+    /* x' = x + dt v'  ->  vbar' += dt xbar';   F' = (I + dt C') F  ->  Cbar' += dt Fbar' F^T */
+    for (int a = 0; a < 3; ++a) {
+        xb[a] = ao.x[(long)p * 3 + a];
+        vbt[a] = ao.v[(long)p * 3 + a] + dt * xb[a];
+        for (int b = 0; b < 3; ++b) {
+            float acc = ao.C[(long)p * 9 + a * 3 + b];
+            for (int k = 0; k < 3; ++k) acc += dt * ao.F[(long)p * 9 + a * 3 + k] * Fp[b * 3 + k];
+            Cbt[a * 3 + b] = acc;
+        }
+    }
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int k = 0; k < 3; ++k)
+    {
+        const int o[3] = {i, j, k};
+        const float wt = w[0][i] * w[1][j] * w[2][k];
+        const float gw[3] = {dw[0][i] * w[1][j] * w[2][k], w[0][i] * dw[1][j] * w[2][k], w[0][i] * w[1][j] * dw[2][k]};
+        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+        float dpos[3], sdot = 0;
+        const float *vi = g.v + idx * 3;
+        for (int a = 0; a < 3; ++a) dpos[a] = ((float)o[a] - fx[a]) * prm->dx;
+        for (int a = 0; a < 3; ++a) {
+            float cd = 0, vc = 0;   /* (Cbar' dpos)_a, (Cbar'^T v_i)_a */
+            for (int b = 0; b < 3; ++b) {
+                cd += Cbt[a * 3 + b] * dpos[b];
+                vc += Cbt[b * 3 + a] * vi[b];
+                nC[a * 3 + b] += c4 * wt * vi[a] * dpos[b];
+            }
+            CQ__ATOMIC_ADD(&gv_adj[idx * 3 + a], wt * (vbt[a] + c4 * cd));
+            sdot += vi[a] * (vbt[a] + c4 * cd);
+            xb[a] -= c4 * wt * vc;            /* dpos = x_i - x_p */
+        }
+        for (int a = 0; a < 3; ++a) xb[a] += sdot * gw[a];   /* through the weights */
+    }
+    for (int a = 0; a < 3; ++a) ai.x[(long)p * 3 + a] = xb[a];
+    for (int a = 0; a < 3; ++a)       /* Fbar = (I + dt C')^T Fbar' */
+        for (int b = 0; b < 3; ++b) {
+            float acc = ao.F[(long)p * 9 + a * 3 + b];
+            for (int k = 0; k < 3; ++k) acc += dt * nC[k * 3 + a] * ao.F[(long)p * 9 + k * 3 + b];
+            ai.F[(long)p * 9 + a * 3 + b] = acc;
+        }
+}
+
+/* >>p2g_adj_3d_fixed_corotated_f32: adjoint of P2G (eqs 3-6) for particle p, a gather:
+   reads dL/dp_i (gp_adj) and dL/dm_i (gm_adj) of its stencil; ADDS to ai.x and ai.F, SETS ai.v
+   and ai.C (v and C enter the substep only here), ADDS the parameter gradients to pg (mass,
+   vol, E, nu arrays) and SETS dact[0..d*d) to this particle's actuation gradient F^T dP. */
+CQ_HD void cq__p2g_adj_3d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
+        cq__pview_f32 s, const float *gp_adj, const float *gm_adj, cq__pview_f32 ai,
+        cq__pview_f32 pg, float *dact)
+{
+    int base[3];
+    float fx[3], w[3][3], dw[3][3], xp[3], vp[3], Fp[9], Pp[9], G[9], Gb[9] = {0};
+    float xb[3] = {0}, vb[3] = {0}, Pb[9], Fb[9] = {0}, mb = 0, Eb = 0, nub = 0;
+    const int group = s.act ? s.act[p] : -1;
+    for (int a = 0; a < 3; ++a) { xp[a] = s.x[(long)p * 3 + a]; vp[a] = s.v[(long)p * 3 + a]; }
+    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    cq__weights_3d_f32(xp, prm->inv_dx, base, fx, w);
+    cq__weight_grads_3d_f32(fx, prm->inv_dx, dw);
+    cq__pk1_3d_fixed_corotated_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
+    const float mass = s.mass[p], vol = s.vol[p];
+    const float k = -4 * prm->inv_dx * prm->inv_dx * prm->dt;
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) {
+            float pf = 0;
+            for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
+            G[a * 3 + b] = k * vol * pf + mass * s.C[(long)p * 9 + a * 3 + b];
+        }
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int kk = 0; kk < 3; ++kk)
+    {
+        const int o[3] = {i, j, kk};
+        const float wt = w[0][i] * w[1][j] * w[2][kk];
+        const float gw[3] = {dw[0][i] * w[1][j] * w[2][kk], w[0][i] * dw[1][j] * w[2][kk], w[0][i] * w[1][j] * dw[2][kk]};
+        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + kk);
+        float dpos[3];
+        const float *pb = gp_adj + idx * 3;
+        const float mbi = gm_adj[idx];
+        float sdot = mbi * mass;   /* d(contribution)/dw */
+        for (int a = 0; a < 3; ++a) dpos[a] = ((float)o[a] - fx[a]) * prm->dx;
+        for (int a = 0; a < 3; ++a) {
+            float mom = mass * vp[a], gtp = 0;
+            for (int b = 0; b < 3; ++b) {
+                mom += G[a * 3 + b] * dpos[b];
+                Gb[a * 3 + b] += wt * pb[a] * dpos[b];
+                gtp += G[b * 3 + a] * pb[b];
+            }
+            sdot += pb[a] * mom;
+            vb[a] += wt * mass * pb[a];
+            mb += wt * pb[a] * vp[a];
+            xb[a] -= wt * gtp;                 /* dpos = x_i - x_p */
+        }
+        mb += wt * mbi;
+        for (int a = 0; a < 3; ++a) xb[a] += sdot * gw[a];
+    }
+    /* G = k V0 P F^T + m C */
+    float volb = 0;
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) {
+            float pbab = 0, fbab = 0, pf = 0;
+            for (int c = 0; c < 3; ++c) {
+                pbab += Gb[a * 3 + c] * Fp[c * 3 + b];   /* (Gbar F)_ab */
+                fbab += Gb[c * 3 + a] * Pp[c * 3 + b];   /* (Gbar^T P)_ab */
+                pf += Pp[a * 3 + c] * Fp[b * 3 + c];     /* (P F^T)_ab */
+            }
+            Pb[a * 3 + b] = k * vol * pbab;
+            Fb[a * 3 + b] += k * vol * fbab;
+            volb += k * pf * Gb[a * 3 + b];
+            mb += s.C[(long)p * 9 + a * 3 + b] * Gb[a * 3 + b];
+        }
+    for (int a = 0; a < 9; ++a) dact[a] = 0;
+    cq__pk1_vjp_3d_fixed_corotated_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pb, Fb, &Eb, &nub, dact);
+    for (int a = 0; a < 3; ++a) {
+        ai.x[(long)p * 3 + a] += xb[a];
+        ai.v[(long)p * 3 + a] = vb[a];
+    }
+    for (int a = 0; a < 9; ++a) {
+        ai.F[(long)p * 9 + a] += Fb[a];
+        ai.C[(long)p * 9 + a] = mass * Gb[a];
+    }
+    pg.mass[p] += mb; pg.vol[p] += volb; pg.E[p] += Eb; pg.nu[p] += nub;
+}
+
+/* >>p2g_adj_3d_neohookean_f32: adjoint of P2G (eqs 3-6) for particle p, a gather:
+   reads dL/dp_i (gp_adj) and dL/dm_i (gm_adj) of its stencil; ADDS to ai.x and ai.F, SETS ai.v
+   and ai.C (v and C enter the substep only here), ADDS the parameter gradients to pg (mass,
+   vol, E, nu arrays) and SETS dact[0..d*d) to this particle's actuation gradient F^T dP. */
+CQ_HD void cq__p2g_adj_3d_neohookean_f32(int p, const cq__params_f32 *prm,
+        cq__pview_f32 s, const float *gp_adj, const float *gm_adj, cq__pview_f32 ai,
+        cq__pview_f32 pg, float *dact)
+{
+    int base[3];
+    float fx[3], w[3][3], dw[3][3], xp[3], vp[3], Fp[9], Pp[9], G[9], Gb[9] = {0};
+    float xb[3] = {0}, vb[3] = {0}, Pb[9], Fb[9] = {0}, mb = 0, Eb = 0, nub = 0;
+    const int group = s.act ? s.act[p] : -1;
+    for (int a = 0; a < 3; ++a) { xp[a] = s.x[(long)p * 3 + a]; vp[a] = s.v[(long)p * 3 + a]; }
+    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    cq__weights_3d_f32(xp, prm->inv_dx, base, fx, w);
+    cq__weight_grads_3d_f32(fx, prm->inv_dx, dw);
+    cq__pk1_3d_neohookean_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
+    const float mass = s.mass[p], vol = s.vol[p];
+    const float k = -4 * prm->inv_dx * prm->inv_dx * prm->dt;
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) {
+            float pf = 0;
+            for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
+            G[a * 3 + b] = k * vol * pf + mass * s.C[(long)p * 9 + a * 3 + b];
+        }
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int kk = 0; kk < 3; ++kk)
+    {
+        const int o[3] = {i, j, kk};
+        const float wt = w[0][i] * w[1][j] * w[2][kk];
+        const float gw[3] = {dw[0][i] * w[1][j] * w[2][kk], w[0][i] * dw[1][j] * w[2][kk], w[0][i] * w[1][j] * dw[2][kk]};
+        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + kk);
+        float dpos[3];
+        const float *pb = gp_adj + idx * 3;
+        const float mbi = gm_adj[idx];
+        float sdot = mbi * mass;   /* d(contribution)/dw */
+        for (int a = 0; a < 3; ++a) dpos[a] = ((float)o[a] - fx[a]) * prm->dx;
+        for (int a = 0; a < 3; ++a) {
+            float mom = mass * vp[a], gtp = 0;
+            for (int b = 0; b < 3; ++b) {
+                mom += G[a * 3 + b] * dpos[b];
+                Gb[a * 3 + b] += wt * pb[a] * dpos[b];
+                gtp += G[b * 3 + a] * pb[b];
+            }
+            sdot += pb[a] * mom;
+            vb[a] += wt * mass * pb[a];
+            mb += wt * pb[a] * vp[a];
+            xb[a] -= wt * gtp;                 /* dpos = x_i - x_p */
+        }
+        mb += wt * mbi;
+        for (int a = 0; a < 3; ++a) xb[a] += sdot * gw[a];
+    }
+    /* G = k V0 P F^T + m C */
+    float volb = 0;
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) {
+            float pbab = 0, fbab = 0, pf = 0;
+            for (int c = 0; c < 3; ++c) {
+                pbab += Gb[a * 3 + c] * Fp[c * 3 + b];   /* (Gbar F)_ab */
+                fbab += Gb[c * 3 + a] * Pp[c * 3 + b];   /* (Gbar^T P)_ab */
+                pf += Pp[a * 3 + c] * Fp[b * 3 + c];     /* (P F^T)_ab */
+            }
+            Pb[a * 3 + b] = k * vol * pbab;
+            Fb[a * 3 + b] += k * vol * fbab;
+            volb += k * pf * Gb[a * 3 + b];
+            mb += s.C[(long)p * 9 + a * 3 + b] * Gb[a * 3 + b];
+        }
+    for (int a = 0; a < 9; ++a) dact[a] = 0;
+    cq__pk1_vjp_3d_neohookean_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pb, Fb, &Eb, &nub, dact);
+    for (int a = 0; a < 3; ++a) {
+        ai.x[(long)p * 3 + a] += xb[a];
+        ai.v[(long)p * 3 + a] = vb[a];
+    }
+    for (int a = 0; a < 9; ++a) {
+        ai.F[(long)p * 9 + a] += Fb[a];
+        ai.C[(long)p * 9 + a] = mass * Gb[a];
+    }
+    pg.mass[p] += mb; pg.vol[p] += volb; pg.E[p] += Eb; pg.nu[p] += nub;
+}
+
 /* ======================================================================== 3D f64 adjoint */
 /* >>polar_vjp_3d_f64: dF += dL/dF given dR = dL/dR, for R the polar rotation of F
    (cq__polar_3d_f64).  With F = U diag(sig) V^T (signed sig, R = U V^T) and
@@ -2409,6 +3388,317 @@ CQ_HD void cq__pk1_vjp_3d_neohookean_f64(const double *F, double E, double nu, i
                     dact[c * 3 + b] += g;
                 }
     }
+}
+
+/* ------------------------------------------------------------------ transfer adjoints 3D f64
+   Reverse order of the forward substep (seed 002; seed 003 appendix A.2): G2P adjoint scatters
+   into the grid velocity adjoints, the grid adjoint backs through the wall projection and
+   v = p/m + dt g, the P2G adjoint gathers into the particle adjoints.  The grid is recomputed
+   from the substep's input state by the caller, never stored across substeps. */
+
+/* dw/dx_p for the quadratic B-spline: grad[a][i] = d w_a(i) / d x_a (times inv_dx). */
+CQ_HD void cq__weight_grads_3d_f64(const double *fx, double inv_dx, double (*dw)[3])
+{
+    for (int a = 0; a < 3; ++a) {
+        dw[a][0] = -((double)1.5 - fx[a]) * inv_dx;
+        dw[a][1] = -2 * (fx[a] - 1) * inv_dx;
+        dw[a][2] = (fx[a] - (double)0.5) * inv_dx;
+    }
+}
+
+/* >>grid_adj_3d_f64: adjoint of the wall projection (cq__boundary_3d_f64).
+   v0: the velocity BEFORE the projection; vb: dL/d(projected v) on entry, dL/dv0 on return.
+   Friction follows seed 003 appendix B (B9-B15, whose dl_t* / dl_n bookkeeping is done here by
+   direct differentiation of B3-B6). */
+CQ_HD void cq__boundary_adj_3d_f64(const int *c, const cq__params_f64 *prm, const double *v0, double *vb)
+{
+    double vs[4][3];   /* velocity before each axis' projection */
+    int axis_n[3], last = 3;
+    for (int b = 0; b < 3; ++b) vs[0][b] = v0[b];
+    for (int a = 0; a < 3; ++a) {
+        for (int b = 0; b < 3; ++b) vs[a + 1][b] = vs[a][b];
+        axis_n[a] = cq__wall_normal_3d_f64(c, a, prm);
+        if (axis_n[a] && cq__bc_axis_3d_f64(a, (double)axis_n[a], prm, vs[a + 1])) { last = a; break; }
+    }
+    if (last < 3) { for (int b = 0; b < 3; ++b) vb[b] = 0; return; }   /* sticky wall node */
+    for (int a = 3 - 1; a >= 0; --a) {
+        if (!axis_n[a]) continue;
+        const double *v = vs[a];
+        double n = (double)axis_n[a], ln = v[a] * n;
+        switch (prm->boundary) {
+        case CQ__BC_SLIP:
+            vb[a] = 0;
+            break;
+        case CQ__BC_SEPARATE:
+            if (ln < 0) vb[a] = 0;
+            break;
+        default: /* CQ__BC_FRICTION */
+            if (ln < 0) {
+                double s2 = 0, sc_b = 0;
+                for (int b = 0; b < 3; ++b) if (b != a) s2 += v[b] * v[b];
+                double r = sqrt(s2), lt = r + 1e-300;
+                double lts = lt + prm->friction * ln;
+                int open = lts > 0;
+                if (!open) lts = 0;
+                double scale = lts / lt;
+                for (int b = 0; b < 3; ++b) if (b != a) sc_b += vb[b] * v[b];
+                double lts_b = sc_b / lt, lt_b = -sc_b * lts / (lt * lt);
+                if (open) lt_b += lts_b;
+                double ln_b = open ? prm->friction * lts_b : 0;
+                for (int b = 0; b < 3; ++b)
+                    if (b != a) vb[b] = vb[b] * scale + (r > 0 ? lt_b * v[b] / r : 0);
+                vb[a] = ln_b * n;
+            }
+            break;
+        }
+    }
+}
+
+/* Grid-update adjoint for one node: v = bc(p/m + dt g).  gp: momentum (pre-projection) of the
+   forward pass; gv_adj: dL/dv; writes dL/dp and dL/dm of the node. */
+CQ_HD void cq__grid_adj_3d_f64(int node, const cq__params_f64 *prm, const double *gm,
+                                                   const double *gp, const double *gv_adj, double *gp_adj, double *gm_adj)
+{
+    double m = gm[node], v0[3], vb[3];
+    int c[3];
+    if (!(m > 0)) {
+        for (int a = 0; a < 3; ++a) gp_adj[(long)node * 3 + a] = 0;
+        gm_adj[node] = 0;
+        return;
+    }
+    c[0] = node / (prm->res[1] * prm->res[2]); c[1] = (node / prm->res[2]) % prm->res[1]; c[2] = node % prm->res[2];
+    double inv_m = 1 / m, mb = 0;
+    for (int a = 0; a < 3; ++a) {
+        v0[a] = gp[(long)node * 3 + a] * inv_m + prm->dt * prm->gravity[a];
+        vb[a] = gv_adj[(long)node * 3 + a];
+    }
+    cq__boundary_adj_3d_f64(c, prm, v0, vb);
+    for (int a = 0; a < 3; ++a) {
+        gp_adj[(long)node * 3 + a] = vb[a] * inv_m;
+        mb -= vb[a] * gp[(long)node * 3 + a] * inv_m * inv_m;
+    }
+    gm_adj[node] = mb;
+}
+
+/* >>g2p_adj_3d_f64: adjoint of G2P (eqs 8-11) for particle p.  `s` is the substep's
+   input state, g the recomputed grid (v = projected velocity), `ao` the adjoint of the output
+   state.  Scatters dL/dv_i into gv_adj; SETS ai.x and ai.F to the G2P part of the input
+   state's adjoint (the P2G adjoint adds its part after). */
+CQ_HD void cq__g2p_adj_3d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
+                                                  cq__gview_f64 g, cq__pview_f64 ao, cq__pview_f64 ai,
+                                                  double *gv_adj)
+{
+    int base[3];
+    double fx[3], w[3][3], dw[3][3], xp[3], Fp[9], nC[9] = {0};
+    double vbt[3], Cbt[9], xb[3];
+    const double c4 = 4 * prm->inv_dx * prm->inv_dx, dt = prm->dt;
+    for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
+    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    cq__weights_3d_f64(xp, prm->inv_dx, base, fx, w);
+    cq__weight_grads_3d_f64(fx, prm->inv_dx, dw);
+    /* x' = x + dt v'  ->  vbar' += dt xbar';   F' = (I + dt C') F  ->  Cbar' += dt Fbar' F^T */
+    for (int a = 0; a < 3; ++a) {
+        xb[a] = ao.x[(long)p * 3 + a];
+        vbt[a] = ao.v[(long)p * 3 + a] + dt * xb[a];
+        for (int b = 0; b < 3; ++b) {
+            double acc = ao.C[(long)p * 9 + a * 3 + b];
+            for (int k = 0; k < 3; ++k) acc += dt * ao.F[(long)p * 9 + a * 3 + k] * Fp[b * 3 + k];
+            Cbt[a * 3 + b] = acc;
+        }
+    }
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int k = 0; k < 3; ++k)
+    {
+        const int o[3] = {i, j, k};
+        const double wt = w[0][i] * w[1][j] * w[2][k];
+        const double gw[3] = {dw[0][i] * w[1][j] * w[2][k], w[0][i] * dw[1][j] * w[2][k], w[0][i] * w[1][j] * dw[2][k]};
+        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+        double dpos[3], sdot = 0;
+        const double *vi = g.v + idx * 3;
+        for (int a = 0; a < 3; ++a) dpos[a] = ((double)o[a] - fx[a]) * prm->dx;
+        for (int a = 0; a < 3; ++a) {
+            double cd = 0, vc = 0;   /* (Cbar' dpos)_a, (Cbar'^T v_i)_a */
+            for (int b = 0; b < 3; ++b) {
+                cd += Cbt[a * 3 + b] * dpos[b];
+                vc += Cbt[b * 3 + a] * vi[b];
+                nC[a * 3 + b] += c4 * wt * vi[a] * dpos[b];
+            }
+            CQ__ATOMIC_ADD(&gv_adj[idx * 3 + a], wt * (vbt[a] + c4 * cd));
+            sdot += vi[a] * (vbt[a] + c4 * cd);
+            xb[a] -= c4 * wt * vc;            /* dpos = x_i - x_p */
+        }
+        for (int a = 0; a < 3; ++a) xb[a] += sdot * gw[a];   /* through the weights */
+    }
+    for (int a = 0; a < 3; ++a) ai.x[(long)p * 3 + a] = xb[a];
+    for (int a = 0; a < 3; ++a)       /* Fbar = (I + dt C')^T Fbar' */
+        for (int b = 0; b < 3; ++b) {
+            double acc = ao.F[(long)p * 9 + a * 3 + b];
+            for (int k = 0; k < 3; ++k) acc += dt * nC[k * 3 + a] * ao.F[(long)p * 9 + k * 3 + b];
+            ai.F[(long)p * 9 + a * 3 + b] = acc;
+        }
+}
+
+/* >>p2g_adj_3d_fixed_corotated_f64: adjoint of P2G (eqs 3-6) for particle p, a gather:
+   reads dL/dp_i (gp_adj) and dL/dm_i (gm_adj) of its stencil; ADDS to ai.x and ai.F, SETS ai.v
+   and ai.C (v and C enter the substep only here), ADDS the parameter gradients to pg (mass,
+   vol, E, nu arrays) and SETS dact[0..d*d) to this particle's actuation gradient F^T dP. */
+CQ_HD void cq__p2g_adj_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
+        cq__pview_f64 s, const double *gp_adj, const double *gm_adj, cq__pview_f64 ai,
+        cq__pview_f64 pg, double *dact)
+{
+    int base[3];
+    double fx[3], w[3][3], dw[3][3], xp[3], vp[3], Fp[9], Pp[9], G[9], Gb[9] = {0};
+    double xb[3] = {0}, vb[3] = {0}, Pb[9], Fb[9] = {0}, mb = 0, Eb = 0, nub = 0;
+    const int group = s.act ? s.act[p] : -1;
+    for (int a = 0; a < 3; ++a) { xp[a] = s.x[(long)p * 3 + a]; vp[a] = s.v[(long)p * 3 + a]; }
+    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    cq__weights_3d_f64(xp, prm->inv_dx, base, fx, w);
+    cq__weight_grads_3d_f64(fx, prm->inv_dx, dw);
+    cq__pk1_3d_fixed_corotated_f64(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
+    const double mass = s.mass[p], vol = s.vol[p];
+    const double k = -4 * prm->inv_dx * prm->inv_dx * prm->dt;
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) {
+            double pf = 0;
+            for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
+            G[a * 3 + b] = k * vol * pf + mass * s.C[(long)p * 9 + a * 3 + b];
+        }
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int kk = 0; kk < 3; ++kk)
+    {
+        const int o[3] = {i, j, kk};
+        const double wt = w[0][i] * w[1][j] * w[2][kk];
+        const double gw[3] = {dw[0][i] * w[1][j] * w[2][kk], w[0][i] * dw[1][j] * w[2][kk], w[0][i] * w[1][j] * dw[2][kk]};
+        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + kk);
+        double dpos[3];
+        const double *pb = gp_adj + idx * 3;
+        const double mbi = gm_adj[idx];
+        double sdot = mbi * mass;   /* d(contribution)/dw */
+        for (int a = 0; a < 3; ++a) dpos[a] = ((double)o[a] - fx[a]) * prm->dx;
+        for (int a = 0; a < 3; ++a) {
+            double mom = mass * vp[a], gtp = 0;
+            for (int b = 0; b < 3; ++b) {
+                mom += G[a * 3 + b] * dpos[b];
+                Gb[a * 3 + b] += wt * pb[a] * dpos[b];
+                gtp += G[b * 3 + a] * pb[b];
+            }
+            sdot += pb[a] * mom;
+            vb[a] += wt * mass * pb[a];
+            mb += wt * pb[a] * vp[a];
+            xb[a] -= wt * gtp;                 /* dpos = x_i - x_p */
+        }
+        mb += wt * mbi;
+        for (int a = 0; a < 3; ++a) xb[a] += sdot * gw[a];
+    }
+    /* G = k V0 P F^T + m C */
+    double volb = 0;
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) {
+            double pbab = 0, fbab = 0, pf = 0;
+            for (int c = 0; c < 3; ++c) {
+                pbab += Gb[a * 3 + c] * Fp[c * 3 + b];   /* (Gbar F)_ab */
+                fbab += Gb[c * 3 + a] * Pp[c * 3 + b];   /* (Gbar^T P)_ab */
+                pf += Pp[a * 3 + c] * Fp[b * 3 + c];     /* (P F^T)_ab */
+            }
+            Pb[a * 3 + b] = k * vol * pbab;
+            Fb[a * 3 + b] += k * vol * fbab;
+            volb += k * pf * Gb[a * 3 + b];
+            mb += s.C[(long)p * 9 + a * 3 + b] * Gb[a * 3 + b];
+        }
+    for (int a = 0; a < 9; ++a) dact[a] = 0;
+    cq__pk1_vjp_3d_fixed_corotated_f64(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pb, Fb, &Eb, &nub, dact);
+    for (int a = 0; a < 3; ++a) {
+        ai.x[(long)p * 3 + a] += xb[a];
+        ai.v[(long)p * 3 + a] = vb[a];
+    }
+    for (int a = 0; a < 9; ++a) {
+        ai.F[(long)p * 9 + a] += Fb[a];
+        ai.C[(long)p * 9 + a] = mass * Gb[a];
+    }
+    pg.mass[p] += mb; pg.vol[p] += volb; pg.E[p] += Eb; pg.nu[p] += nub;
+}
+
+/* >>p2g_adj_3d_neohookean_f64: adjoint of P2G (eqs 3-6) for particle p, a gather:
+   reads dL/dp_i (gp_adj) and dL/dm_i (gm_adj) of its stencil; ADDS to ai.x and ai.F, SETS ai.v
+   and ai.C (v and C enter the substep only here), ADDS the parameter gradients to pg (mass,
+   vol, E, nu arrays) and SETS dact[0..d*d) to this particle's actuation gradient F^T dP. */
+CQ_HD void cq__p2g_adj_3d_neohookean_f64(int p, const cq__params_f64 *prm,
+        cq__pview_f64 s, const double *gp_adj, const double *gm_adj, cq__pview_f64 ai,
+        cq__pview_f64 pg, double *dact)
+{
+    int base[3];
+    double fx[3], w[3][3], dw[3][3], xp[3], vp[3], Fp[9], Pp[9], G[9], Gb[9] = {0};
+    double xb[3] = {0}, vb[3] = {0}, Pb[9], Fb[9] = {0}, mb = 0, Eb = 0, nub = 0;
+    const int group = s.act ? s.act[p] : -1;
+    for (int a = 0; a < 3; ++a) { xp[a] = s.x[(long)p * 3 + a]; vp[a] = s.v[(long)p * 3 + a]; }
+    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    cq__weights_3d_f64(xp, prm->inv_dx, base, fx, w);
+    cq__weight_grads_3d_f64(fx, prm->inv_dx, dw);
+    cq__pk1_3d_neohookean_f64(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
+    const double mass = s.mass[p], vol = s.vol[p];
+    const double k = -4 * prm->inv_dx * prm->inv_dx * prm->dt;
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) {
+            double pf = 0;
+            for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
+            G[a * 3 + b] = k * vol * pf + mass * s.C[(long)p * 9 + a * 3 + b];
+        }
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int kk = 0; kk < 3; ++kk)
+    {
+        const int o[3] = {i, j, kk};
+        const double wt = w[0][i] * w[1][j] * w[2][kk];
+        const double gw[3] = {dw[0][i] * w[1][j] * w[2][kk], w[0][i] * dw[1][j] * w[2][kk], w[0][i] * w[1][j] * dw[2][kk]};
+        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + kk);
+        double dpos[3];
+        const double *pb = gp_adj + idx * 3;
+        const double mbi = gm_adj[idx];
+        double sdot = mbi * mass;   /* d(contribution)/dw */
+        for (int a = 0; a < 3; ++a) dpos[a] = ((double)o[a] - fx[a]) * prm->dx;
+        for (int a = 0; a < 3; ++a) {
+            double mom = mass * vp[a], gtp = 0;
+            for (int b = 0; b < 3; ++b) {
+                mom += G[a * 3 + b] * dpos[b];
+                Gb[a * 3 + b] += wt * pb[a] * dpos[b];
+                gtp += G[b * 3 + a] * pb[b];
+            }
+            sdot += pb[a] * mom;
+            vb[a] += wt * mass * pb[a];
+            mb += wt * pb[a] * vp[a];
+            xb[a] -= wt * gtp;                 /* dpos = x_i - x_p */
+        }
+        mb += wt * mbi;
+        for (int a = 0; a < 3; ++a) xb[a] += sdot * gw[a];
+    }
+    /* G = k V0 P F^T + m C */
+    double volb = 0;
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) {
+            double pbab = 0, fbab = 0, pf = 0;
+            for (int c = 0; c < 3; ++c) {
+                pbab += Gb[a * 3 + c] * Fp[c * 3 + b];   /* (Gbar F)_ab */
+                fbab += Gb[c * 3 + a] * Pp[c * 3 + b];   /* (Gbar^T P)_ab */
+                pf += Pp[a * 3 + c] * Fp[b * 3 + c];     /* (P F^T)_ab */
+            }
+            Pb[a * 3 + b] = k * vol * pbab;
+            Fb[a * 3 + b] += k * vol * fbab;
+            volb += k * pf * Gb[a * 3 + b];
+            mb += s.C[(long)p * 9 + a * 3 + b] * Gb[a * 3 + b];
+        }
+    for (int a = 0; a < 9; ++a) dact[a] = 0;
+    cq__pk1_vjp_3d_neohookean_f64(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pb, Fb, &Eb, &nub, dact);
+    for (int a = 0; a < 3; ++a) {
+        ai.x[(long)p * 3 + a] += xb[a];
+        ai.v[(long)p * 3 + a] = vb[a];
+    }
+    for (int a = 0; a < 9; ++a) {
+        ai.F[(long)p * 9 + a] += Fb[a];
+        ai.C[(long)p * 9 + a] = mass * Gb[a];
+    }
+    pg.mass[p] += mb; pg.vol[p] += volb; pg.E[p] += Eb; pg.nu[p] += nub;
 }
 
 

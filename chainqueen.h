@@ -41,10 +41,20 @@
    OPTIONS (define before the implementation include)
      CQ_NO_CUDA      compile no GPU code paths (this version has no run-time CUDA loader yet)
 
+   GRADIENTS (reverse mode)
+     Create the sim with checkpoint_every = k >= 1: the state is kept every k steps (and the
+     actuation of every step); cq_sim_backward(sim, dL/dx_T, dL/dv_T, dL/dF_T, dL/dC_T, hook,
+     user) runs the adjoint from step T back to 0, recomputing one segment of k steps at a time
+     (k ~ sqrt(T) gives O(sqrt T) memory; any k gives the same gradients, bit for bit, on the
+     CPU).  The hook is called for n = T-1 ... 0: there cq_sim_get returns s_n,
+     cq_sim_actuation_grad gives dL/du_n and cq_sim_add_state_grad adds a running loss
+     dh/ds_n (or a controller's dependence of u_n on s_n).  Afterwards cq_sim_grad returns
+     dL/d(x0, v0, C0, F0, mass, volume, youngs, poisson).  Gradients are computed in the sim's
+     precision; f64 is the one to check against finite differences.
+
    WHAT IT DOES NOT DO (YET)
-     The adjoint (cq_sim_backward and the gradient calls return CQ_ERROR_INVALID_STATE in this
-     version), the CUDA backend at run time (the kernels are generated in cuda/ and compiled to
-     PTX by `make ptx`), plasticity, rigid bodies, fluids.
+     The CUDA backend at run time (the kernels are generated in cuda/ and compiled to PTX by
+     `make ptx`), plasticity, rigid bodies, fluids.
 
    REQUIREMENTS
      C99 or C++11 compiler, libm.  OpenMP optional.

@@ -1,15 +1,25 @@
-/* bench.c - forward CPU throughput of chainqueen.h on the falling-cube scenes of the ChainQueen
-   paper (seed 000, Table II): a 2D 80x80 block (6.4k particles), a 3D 20^3 cube (8k) and a 3D
-   40^3 cube (64k), each in float32 and float64, dropped under gravity onto a sticky floor.
+/* bench.c - forward and backward CPU throughput of chainqueen.h on the falling-cube scenes of the
+   ChainQueen paper (seed 000, Table II): a 2D 80x80 block (6.4k particles), a 3D 20^3 cube (8k)
+   and a 3D 40^3 cube (64k), each in float32 and float64, dropped under gravity onto a sticky floor.
 
    `make bench` builds and runs it (the Makefile supplies the flags, e.g. -O3 -march=native
    -fopenmp); by hand, from the repository root:
        cc -O3 -march=native -fopenmp bench/bench.c -o build/bench -lm && ./build/bench
-   `./build/bench quick` times each scene for ~0.2 s instead of ~1 s (a smoke test).
+   `./build/bench quick` is a smoke test: ~0.2 s per scene, checkpoint_every = 4, only the 2D
+   scenes, the 3D 20^3 fixed-corotated f32 and NeoHookean f64 ones.
 
    substeps = 1, so one cq_sim_step is one MLS-MPM substep (P2G, grid update, G2P); a
-   "particle-step" is one particle advanced by one substep.  Timing: 2 warm-up steps, then
-   steps until at least the target wall time has passed (CLOCK_MONOTONIC, POSIX). */
+   "particle-step" is one particle advanced by one substep.  Per scene:
+   - forward, no tape (`particle-steps/s`): a sim with checkpoint_every = 0; 2 warm-up steps,
+     then steps until at least the target wall time has passed (CLOCK_MONOTONIC, POSIX);
+   - forward with tape (`fwd p-steps/s`): a second sim with checkpoint_every = 10; 2 warm-up
+     steps and cq_sim_reset, then from step 0 steps until at least 0.6 s has passed (and at
+     least 15 steps, 1.5 segments; at most MAX_T): T steps;
+   - backward (`bwd p-steps/s`): one cq_sim_backward over those T steps with the seed
+     dL/dx = 1/count (L = mean of the coordinate sums), no other seeds, no hook; it includes the
+     recomputation of every checkpoint segment (T forward substeps) and the first-call allocation
+     of the adjoint buffers.  `bwd/fwd` is backward time / taped forward time, and `tape MB` is
+     cq_sim_tape_bytes after the backward (checkpoints, actuation log, segment buffer). */
 #define _POSIX_C_SOURCE 199309L
 #define CHAINQUEEN_IMPLEMENTATION
 #include "../chainqueen.h"
@@ -27,17 +37,21 @@ typedef struct scene {
     int res;                /* grid cells per axis; dx = 1/res, domain [0, 1)^dim */
     cq_material material;
     cq_precision precision;
+    int quick;              /* also run in quick mode */
 } scene;
 
+#define CKPT_EVERY 10       /* checkpoint_every of the taped sim (quick mode: 4) */
+#define MAX_T 100000        /* cap on the taped step count (tape memory) */
+
 static const scene scenes[] = {
-    {"2D block", 2, 80, 128, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32},
-    {"2D block", 2, 80, 128, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F64},
-    {"3D cube", 3, 20, 64, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32},
-    {"3D cube", 3, 20, 64, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F64},
-    {"3D cube", 3, 20, 64, CQ_MATERIAL_NEOHOOKEAN, CQ_PRECISION_F32},
-    {"3D cube", 3, 20, 64, CQ_MATERIAL_NEOHOOKEAN, CQ_PRECISION_F64},
-    {"3D cube", 3, 40, 64, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32},
-    {"3D cube", 3, 40, 64, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F64},
+    {"2D block", 2, 80, 128, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 1},
+    {"2D block", 2, 80, 128, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F64, 1},
+    {"3D cube", 3, 20, 64, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 1},
+    {"3D cube", 3, 20, 64, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F64, 0},
+    {"3D cube", 3, 20, 64, CQ_MATERIAL_NEOHOOKEAN, CQ_PRECISION_F32, 0},
+    {"3D cube", 3, 20, 64, CQ_MATERIAL_NEOHOOKEAN, CQ_PRECISION_F64, 1},
+    {"3D cube", 3, 40, 64, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 0},
+    {"3D cube", 3, 40, 64, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F64, 0},
 };
 
 static double now_s(void)
@@ -54,18 +68,23 @@ static void on_log(cq_log_level level, const char *msg, void *user)
     if (level <= CQ_LOG_WARNING) fprintf(stderr, "chainqueen: %s\n", msg);
 }
 
-/* Runs one scene; returns 0 and fills ms per substep and the CPU time used per wall second
-   (about the thread count on an idle machine), or nonzero after printing the error. */
-static int run_scene(const scene *sc, double target_s, double *ms_per_step, double *cpu_per_wall)
+/* What run_scene measures. */
+typedef struct result {
+    double ms_per_step;     /* forward without tape */
+    double cpu_per_wall;    /* CPU time per wall second over all timed parts */
+    int T;                  /* steps of the taped forward and the backward */
+    double fwd_s, bwd_s;    /* taped forward, backward: seconds for T steps */
+    double tape_mb;         /* cq_sim_tape_bytes after the backward, MB (1e6 bytes) */
+} result;
+
+/* Creates the scene's sim (checkpoint_every = ckpt) with its particles; NULL after printing the
+   error. */
+static cq_sim *make_sim(const scene *sc, int ckpt, const double *x, int n)
 {
-    const double dx = 1.0 / sc->res, h = dx / 2;
-    const int n = sc->dim == 2 ? sc->side * sc->side : sc->side * sc->side * sc->side;
+    const double dx = 1.0 / sc->res;
     cq_sim_desc d;
     cq_particles_desc pd;
     cq_sim *sim = NULL;
-    double *x, lo[3], t0, el;
-    clock_t c0;
-    int p = 0, steps = 0, rc = 1;
 
     memset(&d, 0, sizeof d);
     d.dim = sc->dim;
@@ -77,15 +96,46 @@ static int run_scene(const scene *sc, double target_s, double *ms_per_step, doub
     d.material = sc->material;
     d.precision = sc->precision;
     d.boundary = CQ_BOUNDARY_STICKY;
+    d.checkpoint_every = ckpt;
     d.logger.func = on_log;
+    memset(&pd, 0, sizeof pd);
+    pd.count = n;
+    pd.x = x;
+    pd.default_youngs = 1e4;
+    pd.default_poisson = 0.3;
+    if (cq_sim_create(&d, &sim) != CQ_SUCCESS) {
+        fprintf(stderr, "%s: cq_sim_create: %s\n", sc->name, cq_sim_last_error(NULL));
+        return NULL;
+    }
+    if (cq_sim_add_particles(sim, &pd) != CQ_SUCCESS) {
+        fprintf(stderr, "%s: %s\n", sc->name, cq_sim_last_error(sim));
+        cq_sim_destroy(sim);
+        return NULL;
+    }
+    return sim;
+}
 
+/* Runs one scene: the untaped forward for at least target_s, then a taped forward of about
+   bwd_fwd_s and the backward over it.  Returns 0 and fills *r, or nonzero after printing the
+   error. */
+static int run_scene(const scene *sc, double target_s, double bwd_fwd_s, int ckpt, result *r)
+{
+    const double h = 0.5 / sc->res;
+    const int n = sc->dim == 2 ? sc->side * sc->side : sc->side * sc->side * sc->side;
+    cq_sim *sim = NULL;
+    double *x = NULL, *seed = NULL, lo[3], t0, el, wall = 0, cpu = 0;
+    clock_t c0;
+    int p = 0, steps = 0, rc = 1;
+
+    memset(r, 0, sizeof *r);
     /* The cube is centred in x (and z), its bottom one cell above the 3-cell floor wall; it
        lands within the first few hundred substeps (the cost of a substep hardly depends on
        whether it has). */
     for (int a = 0; a < 3; ++a) lo[a] = 0.5 - sc->side * h / 2;
-    lo[1] = 4 * dx;
+    lo[1] = 8 * h;
     x = (double *)malloc(sizeof(double) * (size_t)n * sc->dim);
-    if (!x) { fprintf(stderr, "out of memory\n"); return 1; }
+    seed = (double *)malloc(sizeof(double) * (size_t)n * sc->dim);
+    if (!x || !seed) { fprintf(stderr, "out of memory\n"); goto done; }
     for (int i = 0; i < sc->side; ++i)
         for (int j = 0; j < sc->side; ++j)
             for (int k = 0; k < (sc->dim == 3 ? sc->side : 1); ++k) {
@@ -94,14 +144,10 @@ static int run_scene(const scene *sc, double target_s, double *ms_per_step, doub
                 if (sc->dim == 3) x[p * sc->dim + 2] = lo[2] + (k + 0.5) * h;
                 p++;
             }
+    for (long i = 0; i < (long)n * sc->dim; ++i) seed[i] = 1.0 / n;
 
-    memset(&pd, 0, sizeof pd);
-    pd.count = n;
-    pd.x = x;
-    pd.default_youngs = 1e4;
-    pd.default_poisson = 0.3;
-    if (cq_sim_create(&d, &sim) != CQ_SUCCESS) { fprintf(stderr, "cq_sim_create: %s\n", cq_sim_last_error(NULL)); goto done; }
-    if (cq_sim_add_particles(sim, &pd) != CQ_SUCCESS) goto fail;
+    /* forward, no tape */
+    if (!(sim = make_sim(sc, 0, x, n))) goto done;
     if (cq_sim_step(sim, 2) != CQ_SUCCESS) goto fail;    /* warm-up: page in, caches */
     t0 = now_s();
     c0 = clock();
@@ -110,8 +156,35 @@ static int run_scene(const scene *sc, double target_s, double *ms_per_step, doub
         steps++;
         el = now_s() - t0;
     } while (el < target_s);
-    *ms_per_step = 1e3 * el / steps;
-    *cpu_per_wall = (double)(clock() - c0) / CLOCKS_PER_SEC / el;
+    r->ms_per_step = 1e3 * el / steps;
+    wall += el;
+    cpu += (double)(clock() - c0) / CLOCKS_PER_SEC;
+    cq_sim_destroy(sim);
+
+    /* forward with tape, then backward */
+    if (!(sim = make_sim(sc, ckpt, x, n))) goto done;
+    if (cq_sim_step(sim, 2) != CQ_SUCCESS || cq_sim_reset(sim) != CQ_SUCCESS) goto fail;
+    t0 = now_s();
+    c0 = clock();
+    do {   /* at least 1.5 segments, so the backward recomputes a full and a partial one */
+        if (cq_sim_step(sim, 1) != CQ_SUCCESS) goto fail;
+        r->T++;
+        el = now_s() - t0;
+    } while ((el < bwd_fwd_s || r->T < ckpt + ckpt / 2) && r->T < MAX_T);
+    r->fwd_s = el;
+    if (cq_sim_backward(sim, seed, NULL, NULL, NULL, NULL, NULL) != CQ_SUCCESS) goto fail;
+    r->bwd_s = now_s() - t0 - r->fwd_s;
+    wall += r->fwd_s + r->bwd_s;
+    cpu += (double)(clock() - c0) / CLOCKS_PER_SEC;
+    r->cpu_per_wall = cpu / wall;
+    r->tape_mb = 1e-6 * (double)cq_sim_tape_bytes(sim);
+    /* the gradient should be finite (a NaN backward would make a meaningless timing) */
+    if (cq_sim_grad(sim, CQ_FIELD_X, x) != CQ_SUCCESS) goto fail;
+    for (long i = 0; i < (long)n * sc->dim; ++i)
+        if (!(x[i] - x[i] == 0)) {
+            fprintf(stderr, "%s: dL/dx0 of particle %ld is not finite\n", sc->name, i / sc->dim);
+            goto done;
+        }
     rc = 0;
     goto done;
 fail:
@@ -119,39 +192,48 @@ fail:
 done:
     cq_sim_destroy(sim);
     free(x);
+    free(seed);
     return rc;
 }
 
 int main(int argc, char **argv)
 {
-    double target = 1.0;
-    int threads = 1, failures = 0, busy = 0;
+    double target = 1.0, bwd_fwd = 0.6;
+    int threads = 1, failures = 0, busy = 0, quick = 0, ckpt = CKPT_EVERY;
     const char *mode = "serial";
-    if (argc > 1 && strcmp(argv[1], "quick") == 0) target = 0.2;
+    if (argc > 1 && strcmp(argv[1], "quick") == 0) { target = 0.05; bwd_fwd = 0.02; quick = 1; ckpt = 4; }
     else if (argc > 1) { fprintf(stderr, "usage: %s [quick]\n", argv[0]); return 2; }
 #ifdef _OPENMP
     threads = omp_get_max_threads();
     mode = "OpenMP";
 #endif
-    printf("chainqueen.h %d.%d.%d forward CPU benchmark: %s, %d thread%s, substeps = 1, "
-           ">= %.1f s per scene\n", CQ_VERSION_MAJOR, CQ_VERSION_MINOR, CQ_VERSION_PATCH, mode, threads,
-           threads == 1 ? "" : "s", target);
+    printf("chainqueen.h %d.%d.%d CPU benchmark: %s, %d thread%s, substeps = 1; forward >= %.2f s per "
+           "scene, then a taped forward of ~%.2f s (checkpoint_every = %d) and its backward\n",
+           CQ_VERSION_MAJOR, CQ_VERSION_MINOR, CQ_VERSION_PATCH, mode, threads, threads == 1 ? "" : "s",
+           target, bwd_fwd, ckpt);
     printf("domain [0, 1)^dim, dx = 1/grid, 3-cell sticky walls; E = 1e4, nu = 0.3, density 1, "
-           "dt = half the stability limit dx*sqrt(rho/E)\n\n");
-    printf("| scene | material | particles | grid | precision | ms/substep | particle-steps/s |\n");
-    printf("|---|---|---:|---|---|---:|---:|\n");
+           "dt = half the stability limit dx*sqrt(rho/E)\n");
+    printf("particle-steps/s: forward without tape; fwd: forward with tape over T steps; bwd: "
+           "cq_sim_backward over them, seed dL/dx = 1/count (includes recomputing the segments); "
+           "tape MB after the backward\n\n");
+    printf("| scene | material | particles | grid | precision | ms/substep | particle-steps/s "
+           "| T | fwd p-steps/s | bwd p-steps/s | bwd/fwd | tape MB |\n");
+    printf("|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    fflush(stdout);
     for (size_t i = 0; i < sizeof scenes / sizeof scenes[0]; ++i) {
         const scene *sc = &scenes[i];
         int n = sc->dim == 2 ? sc->side * sc->side : sc->side * sc->side * sc->side;
         char grid[32];
-        double ms = 0, cpu = 0;
+        result r;
+        if (quick && !sc->quick) continue;
         if (sc->dim == 2) sprintf(grid, "%d^2", sc->res);
         else sprintf(grid, "%d^3", sc->res);
-        if (run_scene(sc, target, &ms, &cpu) != 0) { failures++; continue; }
-        if (cpu < 0.8 * threads) busy = 1;
-        printf("| %s | %s | %d | %s | %s | %.3f | %.3g |\n", sc->name,
+        if (run_scene(sc, target, bwd_fwd, ckpt, &r) != 0) { failures++; continue; }
+        if (r.cpu_per_wall < 0.8 * threads) busy = 1;
+        printf("| %s | %s | %d | %s | %s | %.3f | %.3g | %d | %.3g | %.3g | %.2f | %.1f |\n", sc->name,
                sc->material == CQ_MATERIAL_NEOHOOKEAN ? "NeoHookean" : "fixed corotated", n, grid,
-               sc->precision == CQ_PRECISION_F64 ? "f64" : "f32", ms, n / (ms * 1e-3));
+               sc->precision == CQ_PRECISION_F64 ? "f64" : "f32", r.ms_per_step, n / (r.ms_per_step * 1e-3),
+               r.T, (double)n * r.T / r.fwd_s, (double)n * r.T / r.bwd_s, r.bwd_s / r.fwd_s, r.tape_mb);
         fflush(stdout);
     }
     if (busy)

@@ -347,14 +347,430 @@ TEST(f32_variants_finite_and_close_to_f64)
     }
 }
 
+/* ================================================================ transfer-stage adjoints
+   Each of P2G, the grid update (every wall condition) and G2P alone, float64, against central
+   differences of the forward kernel.  Particles sit at cell offsets in [0.6, 1.4) so no step
+   moves `base`; grid inputs keep |v.n|, |v_t| and the friction clamp l_t + c l_n away from
+   their kinks (margin KINK), with cases on both sides of each kink. */
+#define RES 12
+#define NPT 4                  /* particles */
+#define MAXNODES (RES * RES * RES)
+#define KINK 1e-2
+/* L is exactly linear in vol, E and act_stress (P is linear in E and act_stress; G in vol), so
+   their central differences have no truncation error at any step: a larger step keeps their
+   rounding noise (their share of L is small next to the mass and momentum terms) well below TOL */
+#define HLIN 1e-4
+
+typedef void (*p2g64_fn)(int, const cq__params_f64 *, cq__pview_f64, cq__gview_f64);
+typedef void (*p2gadj64_fn)(int, const cq__params_f64 *, cq__pview_f64, const double *, const double *,
+                            cq__pview_f64, cq__pview_f64, double *);
+typedef void (*gridfwd64_fn)(int, const cq__params_f64 *, cq__gview_f64);
+typedef void (*gridadj64_fn)(int, const cq__params_f64 *, const double *, const double *, const double *, double *, double *);
+typedef int (*g2p64_fn)(int, const cq__params_f64 *, cq__pview_f64, cq__pview_f64, cq__gview_f64);
+typedef void (*g2padj64_fn)(int, const cq__params_f64 *, cq__pview_f64, cq__gview_f64, cq__pview_f64, cq__pview_f64, double *);
+typedef int (*bcaxis64_fn)(int, double, const cq__params_f64 *, double *);
+typedef int (*wnormal64_fn)(const int *, int, const cq__params_f64 *);
+
+typedef struct tvariant { const char *name; int dim; p2g64_fn p2g; p2gadj64_fn p2g_adj; } tvariant;
+#define TVARIANT(D, M) { #D "d_" #M, D, cq__p2g_fwd_##D##d_##M##_f64, cq__p2g_adj_##D##d_##M##_f64 }
+static const tvariant TVARIANTS[] = {
+    TVARIANT(2, fixed_corotated), TVARIANT(2, neohookean), TVARIANT(3, fixed_corotated), TVARIANT(3, neohookean),
+};
+#define NTV ((int)(sizeof TVARIANTS / sizeof TVARIANTS[0]))
+
+typedef struct dimops {
+    gridfwd64_fn grid; gridadj64_fn grid_adj; g2p64_fn g2p; g2padj64_fn g2p_adj; bcaxis64_fn bc_axis; wnormal64_fn wall_normal;
+} dimops;
+static const dimops DIMOPS[2] = {
+    { cq__grid_fwd_2d_f64, cq__grid_adj_2d_f64, cq__g2p_fwd_2d_f64, cq__g2p_adj_2d_f64, cq__bc_axis_2d_f64, cq__wall_normal_2d_f64 },
+    { cq__grid_fwd_3d_f64, cq__grid_adj_3d_f64, cq__g2p_fwd_3d_f64, cq__g2p_adj_3d_f64, cq__bc_axis_3d_f64, cq__wall_normal_3d_f64 },
+};
+
+static double worst_p2g[NTV], worst_grid[2][5], worst_g2p[2];
+
+static long node_count(int d) { return d == 2 ? RES * RES : (long)RES * RES * RES; }
+
+static void transfer_params(int d, cq__params_f64 *prm)
+{
+    memset(prm, 0, sizeof *prm);
+    prm->dx = 1.0 / RES; prm->inv_dx = RES; prm->dt = 1e-3;
+    prm->gravity[0] = 0.7; prm->gravity[1] = -9.8; prm->gravity[2] = d == 3 ? 1.3 : 0;
+    for (int a = 0; a < 3; ++a) prm->res[a] = a < d ? RES : 1;
+    prm->bound = 3; prm->boundary = CQ__BC_SLIP;
+}
+
+/* particle arrays (plus their view) */
+typedef struct pbuf {
+    double x[NPT * 3], v[NPT * 3], C[NPT * 9], F[NPT * 9], mass[NPT], vol[NPT], E[NPT], nu[NPT], act_stress[2 * 9];
+    int act[NPT];
+} pbuf;
+static cq__pview_f64 view_of(pbuf *b)
+{
+    cq__pview_f64 v;
+    v.x = b->x; v.v = b->v; v.C = b->C; v.F = b->F; v.mass = b->mass; v.vol = b->vol; v.E = b->E; v.nu = b->nu;
+    v.act = b->act; v.act_stress = b->act_stress;
+    return v;
+}
+
+/* x at cells 4..6 (stencils overlap) with offsets in [0.6, 1.4): fx never leaves that range */
+static void random_x(int d, double *x)
+{
+    for (int a = 0; a < d; ++a) x[a] = (4 + (int)(3 * urand()) + 0.6 + 0.8 * urand()) / RES;
+}
+
+/* ---------------------------------------------------------------- P2G */
+typedef struct p2g_ctx {
+    const tvariant *V; const cq__params_f64 *prm; cq__pview_f64 s; int only;
+    const double *wa, *wb; double *gm, *gv;
+} p2g_ctx;
+
+/* L = sum_i a_i m_i + b_i . p_i over the grid P2G scatters (particle `only`, or all when < 0) */
+static double p2g_L(const p2g_ctx *c)
+{
+    int d = c->V->dim;
+    long nodes = node_count(d);
+    cq__gview_f64 g;
+    memset(c->gm, 0, (size_t)nodes * sizeof(double));
+    memset(c->gv, 0, (size_t)nodes * d * sizeof(double));
+    g.m = c->gm; g.v = c->gv;
+    for (int p = 0; p < NPT; ++p) if (c->only < 0 || p == c->only) c->V->p2g(p, c->prm, c->s, g);
+    double L = 0;
+    for (long i = 0; i < nodes; ++i) L += c->wa[i] * c->gm[i] + dot(c->wb + i * d, c->gv + i * d, d);
+    return L;
+}
+static double p2g_fd(const p2g_ctx *c, double *t, double h)
+{
+    double keep = *t, L1, L2;
+    *t = keep + h; L1 = p2g_L(c);
+    *t = keep - h; L2 = p2g_L(c);
+    *t = keep;
+    return (L1 - L2) / (2 * h);
+}
+
+TEST(p2g_adj_matches_central_differences)
+{
+    static double wa[MAXNODES], wb[MAXNODES * 3], gm[MAXNODES], gv[MAXNODES * 3];
+    for (int v = 0; v < NTV; ++v) {
+        const tvariant *V = &TVARIANTS[v];
+        const int d = V->dim, n = d * d;
+        const long nodes = node_count(d);
+        for (int inc = 0; inc <= 3; inc += 3)
+            for (int trial = 0; trial < 6; ++trial) {
+                cq__params_f64 prm;
+                pbuf b, ai, pg;
+                double dact[NPT * 9];
+                transfer_params(d, &prm);
+                prm.incompressibility = inc; prm.act_groups = 2;
+                memset(&b, 0, sizeof b);
+                for (int p = 0; p < NPT; ++p) {
+                    random_x(d, b.x + p * d);
+                    for (int a = 0; a < d; ++a) b.v[p * d + a] = srand1();
+                    for (int a = 0; a < n; ++a) b.C[p * n + a] = 5 * srand1();
+                    do { for (int a = 0; a < n; ++a) b.F[p * n + a] = (a % (d + 1) == 0) + 0.2 * srand1(); } while (det(d, b.F + p * n) < 0.5);
+                    b.vol[p] = (0.5 + urand()) * pow(0.5 / RES, d);
+                    b.mass[p] = (0.5 + urand()) * 1000 * b.vol[p];
+                    b.E[p] = 500 + 1000 * urand(); b.nu[p] = 0.05 + 0.4 * urand();
+                }
+                /* groups: 0, 1, none, 0 (shared with particle 0); one past act_groups on odd trials */
+                b.act[0] = 0; b.act[1] = 1; b.act[2] = trial % 2 ? 2 : -1; b.act[3] = 0;
+                for (int i = 0; i < 2 * n; ++i) b.act_stress[i] = 300 * srand1();
+                /* weights: all, masses only, momenta only */
+                int mode = trial % 3;
+                for (long i = 0; i < nodes; ++i) {
+                    wa[i] = mode == 2 ? 0 : srand1();
+                    for (int a = 0; a < d; ++a) wb[i * d + a] = mode == 1 ? 0 : srand1();
+                }
+                /* analytic: ai.x, ai.F and pg are ADDED to (start from known values), ai.v, ai.C and
+                   dact are SET (start from garbage) */
+                for (int i = 0; i < NPT * 3; ++i) { ai.x[i] = 0.25 * i; ai.v[i] = 1e30; }
+                for (int i = 0; i < NPT * 9; ++i) { ai.F[i] = -0.5 * i; ai.C[i] = -1e30; dact[i] = 7e30; }
+                for (int p = 0; p < NPT; ++p) { pg.mass[p] = 1 + p; pg.vol[p] = 2 + p; pg.E[p] = 3 + p; pg.nu[p] = 4 + p; }
+                cq__pview_f64 s = view_of(&b), vai = view_of(&ai), vpg = view_of(&pg);
+                for (int p = 0; p < NPT; ++p) V->p2g_adj(p, &prm, s, wb, wa, vai, vpg, dact + p * n);
+                double an_x[NPT * 3], an_F[NPT * 9], an_par[4][NPT];
+                for (int i = 0; i < NPT * d; ++i) an_x[i] = ai.x[i] - 0.25 * i;
+                for (int i = 0; i < NPT * n; ++i) an_F[i] = ai.F[i] + 0.5 * i;
+                for (int p = 0; p < NPT; ++p) {
+                    an_par[0][p] = pg.mass[p] - (1 + p); an_par[1][p] = pg.vol[p] - (2 + p);
+                    an_par[2][p] = pg.E[p] - (3 + p); an_par[3][p] = pg.nu[p] - (4 + p);
+                }
+                /* central differences of the forward, of the perturbed particle's part of L alone (the
+                   parts add; fewer terms, less rounding) */
+                p2g_ctx c;
+                double fx[NPT * 3], fv[NPT * 3], fC[NPT * 9], fF[NPT * 9], fpar[4][NPT];
+                c.V = V; c.prm = &prm; c.s = s; c.only = -1; c.wa = wa; c.wb = wb; c.gm = gm; c.gv = gv;
+                for (int i = 0; i < NPT * d; ++i) { c.only = i / d; fx[i] = p2g_fd(&c, &b.x[i], H); fv[i] = p2g_fd(&c, &b.v[i], H); }
+                for (int i = 0; i < NPT * n; ++i) { c.only = i / n; fC[i] = p2g_fd(&c, &b.C[i], H); fF[i] = p2g_fd(&c, &b.F[i], H); }
+                for (int p = 0; p < NPT; ++p) {
+                    c.only = p;
+                    fpar[0][p] = p2g_fd(&c, &b.mass[p], H * b.mass[p]);
+                    fpar[1][p] = p2g_fd(&c, &b.vol[p], HLIN * b.vol[p]);
+                    fpar[2][p] = p2g_fd(&c, &b.E[p], HLIN * b.E[p]);
+                    fpar[3][p] = p2g_fd(&c, &b.nu[p], H);
+                }
+                double e[8];
+                e[0] = relerr(an_x, fx, NPT * d); e[1] = relerr(ai.v, fv, NPT * d);
+                e[2] = relerr(ai.C, fC, NPT * n); e[3] = relerr(an_F, fF, NPT * n);
+                for (int k = 0; k < 4; ++k) e[4 + k] = relerr(an_par[k], fpar[k], NPT);
+                static const char *what[8] = {"x", "v", "C", "F", "mass", "vol", "E", "nu"};
+                for (int k = 0; k < 8; ++k) {
+                    /* the mass weights alone do not see v, C, F, vol, E, nu: both sides must be 0 */
+                    CHECK(e[k] < TOL, "%s inc=%d trial %d: dL/d%s rel err %.3g", V->name, inc, trial, what[k], e[k]);
+                    track(&worst_p2g[v], e[k]);
+                }
+                /* actuation, per particle: L of that particle alone against its group's block */
+                double fa_sum[2 * 9] = {0}, an_sum[2 * 9] = {0};
+                for (int p = 0; p < NPT; ++p) {
+                    int grp = b.act[p];
+                    double fa[9];
+                    c.only = p;
+                    for (int i = 0; i < n; ++i)
+                        fa[i] = grp >= 0 && grp < prm.act_groups ? p2g_fd(&c, &b.act_stress[grp * n + i], HLIN * 300) : 0;
+                    if (grp < 0 || grp >= prm.act_groups) {
+                        /* no valid group: act_stress must not matter, and dact is SET to 0 */
+                        for (int i = 0; i < 2 * n; ++i) {
+                            double f = p2g_fd(&c, &b.act_stress[i], H * 300);
+                            CHECK(f == 0, "%s: particle %d (group %d) depends on act_stress[%d]: %g", V->name, p, grp, i, f);
+                        }
+                        for (int i = 0; i < n; ++i) CHECK(dact[p * n + i] == 0, "%s: dact of particle %d (group %d) = %g, not 0", V->name, p, grp, dact[p * n + i]);
+                        continue;
+                    }
+                    double ea = relerr(dact + p * n, fa, n);
+                    CHECK(ea < TOL, "%s inc=%d trial %d particle %d: dact rel err %.3g", V->name, inc, trial, p, ea);
+                    track(&worst_p2g[v], ea);
+                    for (int i = 0; i < n; ++i) an_sum[grp * n + i] += dact[p * n + i];
+                }
+                /* summed over the particles of each group: the FD of the whole L */
+                c.only = -1;
+                for (int i = 0; i < 2 * n; ++i) fa_sum[i] = p2g_fd(&c, &b.act_stress[i], HLIN * 300);
+                double es = relerr(an_sum, fa_sum, 2 * n);
+                CHECK(es < TOL, "%s inc=%d trial %d: summed dact rel err %.3g", V->name, inc, trial, es);
+                track(&worst_p2g[v], es);
+                /* untouched entries past each particle's d, d*d block */
+                CHECK(all_finite(ai.x, NPT * d) && all_finite(ai.F, NPT * n), "%s: non-finite P2G adjoint", V->name);
+            }
+    }
+}
+
+/* ---------------------------------------------------------------- grid update */
+static const struct { int bc; double friction; const char *name; } GRID_BCS[5] = {
+    {CQ__BC_STICKY, 0, "sticky"}, {CQ__BC_SLIP, 0, "slip"}, {CQ__BC_SEPARATE, 0, "separate"},
+    {CQ__BC_FRICTION, 0.3, "friction c=0.3"}, {CQ__BC_FRICTION, 2, "friction c=2"},
+};
+
+static void node_coords(int d, long node, int *c)
+{
+    if (d == 2) { c[0] = (int)(node / RES); c[1] = (int)(node % RES); }
+    else { c[0] = (int)(node / (RES * RES)); c[1] = (int)((node / RES) % RES); c[2] = (int)(node % RES); }
+}
+
+/* 1 when v0 (pre-projection velocity) is at least KINK away from every kink the projection of
+   node c passes through; counts into cnt[4] {into the wall, away from it, clamped, sliding}. */
+static int away_from_kinks(const dimops *O, int d, const int *c, const cq__params_f64 *prm, const double *v0, int *cnt)
+{
+    double v[3];
+    int k[4] = {0, 0, 0, 0};
+    memcpy(v, v0, sizeof v);
+    for (int a = 0; a < d; ++a) {
+        int n = O->wall_normal(c, a, prm);
+        if (!n) continue;
+        double ln = v[a] * n, r = 0;
+        if (prm->boundary == CQ__BC_STICKY) break;
+        /* an exact 0 is structural (an earlier axis zeroed it) and stays 0 under the steps */
+        if (ln != 0 && fabs(ln) < KINK) return 0;
+        if (ln != 0) ++k[ln < 0 ? 0 : 1];
+        if (prm->boundary == CQ__BC_FRICTION && ln < 0) {
+            for (int b = 0; b < d; ++b) if (b != a) r += v[b] * v[b];
+            r = sqrt(r);
+            if (r != 0 && r < KINK) return 0;
+            if (fabs(r + prm->friction * ln) < KINK) return 0;
+            ++k[r + prm->friction * ln < 0 ? 2 : 3];
+        }
+        O->bc_axis(a, (double)n, prm, v);
+    }
+    for (int i = 0; i < 4; ++i) cnt[i] += k[i];
+    return 1;
+}
+
+TEST(grid_adj_matches_central_differences)
+{
+    static double gm[MAXNODES], gp[MAXNODES * 3], cw[MAXNODES * 3], gpb[MAXNODES * 3], gmb[MAXNODES];
+    static double wm[MAXNODES], wv[MAXNODES * 3];
+    for (int d = 2; d <= 3; ++d) {
+        const dimops *O = &DIMOPS[d - 2];
+        const long nodes = node_count(d);
+        for (int ib = 0; ib < 5; ++ib) {
+            cq__params_f64 prm;
+            int cnt[4] = {0, 0, 0, 0}, walls = 0, corners = 0;
+            transfer_params(d, &prm);
+            prm.boundary = GRID_BCS[ib].bc; prm.friction = GRID_BCS[ib].friction;
+            for (long i = 0; i < nodes; ++i) {
+                int c[3], nw = 0;
+                double v0[3] = {0, 0, 0};
+                node_coords(d, i, c);
+                for (int a = 0; a < d; ++a) nw += O->wall_normal(c, a, &prm) != 0;
+                walls += nw > 0; corners += nw > 1;
+                gm[i] = i % 17 == 5 ? 0 : 0.2 + urand();     /* a few empty nodes */
+                /* mostly-normal velocities on every 3rd node, so the friction clamp is reached */
+                double sc = i % 3 == 0 ? 0.2 : 1;
+                do {
+                    for (int a = 0; a < d; ++a) v0[a] = sc * srand1();
+                    for (int a = 0; a < d; ++a) if (O->wall_normal(c, a, &prm)) { v0[a] = srand1(); break; }
+                } while (gm[i] > 0 && !away_from_kinks(O, d, c, &prm, v0, cnt));
+                for (int a = 0; a < d; ++a) {
+                    gp[i * d + a] = gm[i] * (v0[a] - prm.dt * prm.gravity[a]);
+                    cw[i * d + a] = srand1();
+                    gpb[i * d + a] = 1e30;   /* SET by the adjoint */
+                }
+                gmb[i] = -1e30;
+            }
+            for (long i = 0; i < nodes; ++i) O->grid_adj((int)i, &prm, gm, gp, cw, gpb, gmb);
+            /* central differences node by node (nodes are independent): L_i = c_i . v_i */
+            memcpy(wm, gm, (size_t)nodes * sizeof(double));
+            memcpy(wv, gp, (size_t)nodes * d * sizeof(double));
+            cq__gview_f64 g;
+            g.m = wm; g.v = wv;
+            double worst = 0;
+            for (long i = 0; i < nodes; ++i) {
+                double an[4], fd[4];
+                for (int k = 0; k <= d; ++k) {
+                    double *t = k < d ? &wv[i * d + k] : &wm[i];
+                    double h = k < d ? H : H * (gm[i] > 0 ? gm[i] : 1), keep = *t, L[2];
+                    for (int sgn = 0; sgn < 2; ++sgn) {
+                        memcpy(wv + i * d, gp + i * d, (size_t)d * sizeof(double));
+                        wm[i] = gm[i];
+                        *t = keep + (sgn ? -h : h);
+                        O->grid((int)i, &prm, g);
+                        L[sgn] = dot(cw + i * d, wv + i * d, d);
+                    }
+                    memcpy(wv + i * d, gp + i * d, (size_t)d * sizeof(double));
+                    wm[i] = gm[i];
+                    fd[k] = (L[0] - L[1]) / (2 * h);
+                    an[k] = k < d ? gpb[i * d + k] : gmb[i];
+                }
+                /* a zero-mass node: the forward gives v = 0 at m = 0 but m + h > 0; only the
+                   adjoint's zeros are checked there */
+                if (!(gm[i] > 0)) {
+                    for (int k = 0; k <= d; ++k) CHECK(an[k] == 0, "%dD %s: empty node %ld gradient %g", d, GRID_BCS[ib].name, i, an[k]);
+                    continue;
+                }
+                double e = relerr(an, fd, d + 1);
+                if (e > worst) worst = e;
+                if (!(e < TOL)) {
+                    int c[3] = {0, 0, 0};
+                    node_coords(d, i, c);
+                    CHECK(e < TOL, "%dD %s node (%d,%d,%d): rel err %.3g; dp (%g %g %g) vs (%g %g %g), dm %g vs %g", d,
+                          GRID_BCS[ib].name, c[0], c[1], c[2], e, an[0], an[1], d == 3 ? an[2] : 0, fd[0], fd[1],
+                          d == 3 ? fd[2] : 0, an[d], fd[d]);
+                }
+            }
+            track(&worst_grid[d - 2][ib], worst);
+            CHECK(walls > 0 && corners > 0, "%dD: no wall / corner nodes", d);
+            if (prm.boundary != CQ__BC_STICKY)
+                CHECK(cnt[0] > 20 && cnt[1] > 20, "%dD %s: too few cases into (%d) / away from (%d) the wall", d, GRID_BCS[ib].name, cnt[0], cnt[1]);
+            if (prm.boundary == CQ__BC_FRICTION)
+                CHECK(cnt[2] > 10 && cnt[3] > 10, "%dD %s: too few clamped (%d) / sliding (%d) friction cases", d, GRID_BCS[ib].name, cnt[2], cnt[3]);
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- G2P */
+typedef struct g2p_ctx { const dimops *O; int d; const cq__params_f64 *prm; cq__pview_f64 s, out, w; cq__gview_f64 g; } g2p_ctx;
+
+#define NG2P 3
+/* L = sum_p <ax, x'> + <av, v'> + <aC, C'> + <aF, F'> */
+static double g2p_L(const g2p_ctx *c)
+{
+    int d = c->d, n = d * d;
+    double L = 0;
+    for (int p = 0; p < NG2P; ++p) {
+        int st = c->O->g2p(p, c->prm, c->s, c->out, c->g);
+        CHECK(st == CQ__OK, "%dD: g2p status %d", d, st);
+        L += dot(c->w.x + p * d, c->out.x + p * d, d) + dot(c->w.v + p * d, c->out.v + p * d, d)
+           + dot(c->w.C + p * n, c->out.C + p * n, n) + dot(c->w.F + p * n, c->out.F + p * n, n);
+    }
+    return L;
+}
+static double g2p_fd(const g2p_ctx *c, double *t, double h)
+{
+    double keep = *t, L1, L2;
+    *t = keep + h; L1 = g2p_L(c);
+    *t = keep - h; L2 = g2p_L(c);
+    *t = keep;
+    return (L1 - L2) / (2 * h);
+}
+
+TEST(g2p_adj_matches_central_differences)
+{
+    static double gm[MAXNODES], gv[MAXNODES * 3], gvb[MAXNODES * 3], fgv[MAXNODES * 3], base_gvb[MAXNODES * 3];
+    for (int d = 2; d <= 3; ++d) {
+        const dimops *O = &DIMOPS[d - 2];
+        const int n = d * d;
+        const long nodes = node_count(d);
+        for (int trial = 0; trial < 8; ++trial) {
+            cq__params_f64 prm;
+            pbuf s, out, w, ai;
+            transfer_params(d, &prm);
+            memset(&s, 0, sizeof s); memset(&w, 0, sizeof w);
+            for (int p = 0; p < NG2P; ++p) {
+                random_x(d, s.x + p * d);
+                do { for (int a = 0; a < n; ++a) s.F[p * n + a] = (a % (d + 1) == 0) + 0.3 * srand1(); } while (det(d, s.F + p * n) < 0.3);
+            }
+            for (long i = 0; i < nodes; ++i) {
+                gm[i] = 1;
+                for (int a = 0; a < d; ++a) { gv[i * d + a] = srand1(); base_gvb[i * d + a] = 0.125 * ((i * d + a) % 7); }
+            }
+            /* weights: all; then each output alone, so the small dt terms are not hidden */
+            int mode = trial % 5;
+            for (int p = 0; p < NG2P; ++p) {
+                for (int a = 0; a < d; ++a) {
+                    w.x[p * d + a] = mode == 0 || mode == 1 ? srand1() : 0;
+                    w.v[p * d + a] = mode == 0 || mode == 2 ? srand1() : 0;
+                }
+                for (int a = 0; a < n; ++a) {
+                    w.C[p * n + a] = mode == 0 || mode == 3 ? srand1() : 0;
+                    w.F[p * n + a] = mode == 0 || mode == 4 ? srand1() : 0;
+                }
+            }
+            g2p_ctx c;
+            c.O = O; c.d = d; c.prm = &prm; c.s = view_of(&s); c.out = view_of(&out); c.w = view_of(&w);
+            c.g.m = gm; c.g.v = gv;
+            /* analytic: ai.x, ai.F SET (garbage first); gv_adj accumulated onto base_gvb */
+            for (int i = 0; i < NPT * 3; ++i) ai.x[i] = 1e30;
+            for (int i = 0; i < NPT * 9; ++i) ai.F[i] = -1e30;
+            memcpy(gvb, base_gvb, (size_t)nodes * d * sizeof(double));
+            cq__pview_f64 vai = view_of(&ai);
+            for (int p = 0; p < NG2P; ++p) O->g2p_adj(p, &prm, c.s, c.g, c.w, vai, gvb);
+            for (long i = 0; i < nodes * d; ++i) gvb[i] -= base_gvb[i];
+            double fx[NPT * 3], fF[NPT * 9];
+            for (int i = 0; i < NG2P * d; ++i) fx[i] = g2p_fd(&c, &s.x[i], H);
+            for (int i = 0; i < NG2P * n; ++i) fF[i] = g2p_fd(&c, &s.F[i], H);
+            /* L is linear in the grid velocities (HLIN: with only <ax, x'> weighted, their dt-sized
+               share of L would drown in the rounding of x at the step H) */
+            for (long i = 0; i < nodes * d; ++i) fgv[i] = g2p_fd(&c, &gv[i], HLIN);
+            double e1 = relerr(ai.x, fx, NG2P * d), e2 = relerr(ai.F, fF, NG2P * n), e3 = relerr(gvb, fgv, (int)(nodes * d));
+            CHECK(e1 < TOL, "%dD trial %d (weights %d): dL/dx rel err %.3g", d, trial, mode, e1);
+            CHECK(e2 < TOL, "%dD trial %d (weights %d): dL/dF rel err %.3g", d, trial, mode, e2);
+            CHECK(e3 < TOL, "%dD trial %d (weights %d): dL/dv_i rel err %.3g", d, trial, mode, e3);
+            track(&worst_g2p[d - 2], e1); track(&worst_g2p[d - 2], e2); track(&worst_g2p[d - 2], e3);
+        }
+    }
+}
+
 TEST(report_worst_errors)
 {
     for (int v = 0; v < NV; ++v)
         printf("  # %-18s f64 stress_vjp worst rel err %.2e, pk1_vjp %.2e; f32 vs f64 %.2e\n",
                VARIANTS[v].name, worst_stress[v], worst_pk1[v], worst_f32[v]);
     printf("  # polar_vjp f64 worst rel err: 2D %.2e, 3D %.2e\n", worst_polar[0], worst_polar[1]);
+    for (int v = 0; v < NTV; ++v) printf("  # %-18s p2g_adj worst rel err %.2e\n", TVARIANTS[v].name, worst_p2g[v]);
+    for (int d = 0; d < 2; ++d)
+        for (int b = 0; b < 5; ++b) printf("  # %dD grid_adj %-15s worst rel err %.2e\n", d + 2, GRID_BCS[b].name, worst_grid[d][b]);
+    printf("  # g2p_adj worst rel err: 2D %.2e, 3D %.2e\n", worst_g2p[0], worst_g2p[1]);
 }
 
 RUN_TESTS(CASE(stress_vjp_matches_central_differences), CASE(polar_vjp_special_points), CASE(polar_vjp_random),
           CASE(pk1_vjp_matches_central_differences), CASE(vjp_outputs_accumulate),
-          CASE(f32_variants_finite_and_close_to_f64), CASE(report_worst_errors))
+          CASE(f32_variants_finite_and_close_to_f64), CASE(p2g_adj_matches_central_differences),
+          CASE(grid_adj_matches_central_differences), CASE(g2p_adj_matches_central_differences),
+          CASE(report_worst_errors))

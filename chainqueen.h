@@ -428,8 +428,12 @@ CQ_HD int cq__g2p_fwd_2d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 in,
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
     {
-        const float wt = w[0][i] * w[1][j], d[2] = {dp[0][i], dp[1][j]};
-        const float *vi = g.v + ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * 2;
+        const int o[2] = {i, j};
+        const float wt = w[0][i] * w[1][j];
+        const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+
+        const float d[2] = {dp[0][o[0]], dp[1][o[1]]};
+        const float *vi = g.v + idx * 2;
         { const float wv = wt * vi[0]; nv[0] += wv; nC[0] += wv * d[0]; nC[1] += wv * d[1]; }
         { const float wv = wt * vi[1]; nv[1] += wv; nC[2] += wv * d[0]; nC[3] += wv * d[1]; }
     }
@@ -504,13 +508,13 @@ CQ_HD void cq__p2g_fwd_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm, 
     cq__weights_2d_f32(xp, prm->inv_dx, base, fx, w);
     cq__pk1_2d_fixed_corotated_f32(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     const float mass = s.mass[p];
-    const float k = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];
+    const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];   /* -(4/dx^2) dt V0 */
     for (int a = 0; a < 2; ++a) {
         mv[a] = mass * s.v[(long)p * 2 + a];
         for (int b = 0; b < 2; ++b) {
             float pf = 0;   /* (P F^T)_ab */
             for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
-            G[a * 2 + b] = k * pf + mass * s.C[(long)p * 4 + a * 2 + b];
+            G[a * 2 + b] = ks * pf + mass * s.C[(long)p * 4 + a * 2 + b];
         }
     }
     float dp[2][3];
@@ -519,8 +523,11 @@ CQ_HD void cq__p2g_fwd_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm, 
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
     {
-        const float wt = w[0][i] * w[1][j], d[2] = {dp[0][i], dp[1][j]};
+        const int o[2] = {i, j};
+        const float wt = w[0][i] * w[1][j];
         const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+
+        const float d[2] = {dp[0][o[0]], dp[1][o[1]]};
         CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
         CQ__ATOMIC_ADD(&g.v[idx * 2 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1]));   /* m v + G (x_i - x_p) */
         CQ__ATOMIC_ADD(&g.v[idx * 2 + 1], wt * (mv[1] + G[2] * d[0] + G[3] * d[1]));   /* m v + G (x_i - x_p) */
@@ -584,13 +591,13 @@ CQ_HD void cq__p2g_fwd_2d_neohookean_f32(int p, const cq__params_f32 *prm, cq__p
     cq__weights_2d_f32(xp, prm->inv_dx, base, fx, w);
     cq__pk1_2d_neohookean_f32(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     const float mass = s.mass[p];
-    const float k = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];
+    const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];   /* -(4/dx^2) dt V0 */
     for (int a = 0; a < 2; ++a) {
         mv[a] = mass * s.v[(long)p * 2 + a];
         for (int b = 0; b < 2; ++b) {
             float pf = 0;   /* (P F^T)_ab */
             for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
-            G[a * 2 + b] = k * pf + mass * s.C[(long)p * 4 + a * 2 + b];
+            G[a * 2 + b] = ks * pf + mass * s.C[(long)p * 4 + a * 2 + b];
         }
     }
     float dp[2][3];
@@ -599,8 +606,11 @@ CQ_HD void cq__p2g_fwd_2d_neohookean_f32(int p, const cq__params_f32 *prm, cq__p
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
     {
-        const float wt = w[0][i] * w[1][j], d[2] = {dp[0][i], dp[1][j]};
+        const int o[2] = {i, j};
+        const float wt = w[0][i] * w[1][j];
         const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+
+        const float d[2] = {dp[0][o[0]], dp[1][o[1]]};
         CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
         CQ__ATOMIC_ADD(&g.v[idx * 2 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1]));   /* m v + G (x_i - x_p) */
         CQ__ATOMIC_ADD(&g.v[idx * 2 + 1], wt * (mv[1] + G[2] * d[0] + G[3] * d[1]));   /* m v + G (x_i - x_p) */
@@ -749,8 +759,12 @@ CQ_HD int cq__g2p_fwd_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 in,
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
     {
-        const double wt = w[0][i] * w[1][j], d[2] = {dp[0][i], dp[1][j]};
-        const double *vi = g.v + ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * 2;
+        const int o[2] = {i, j};
+        const double wt = w[0][i] * w[1][j];
+        const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+
+        const double d[2] = {dp[0][o[0]], dp[1][o[1]]};
+        const double *vi = g.v + idx * 2;
         { const double wv = wt * vi[0]; nv[0] += wv; nC[0] += wv * d[0]; nC[1] += wv * d[1]; }
         { const double wv = wt * vi[1]; nv[1] += wv; nC[2] += wv * d[0]; nC[3] += wv * d[1]; }
     }
@@ -825,13 +839,13 @@ CQ_HD void cq__p2g_fwd_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm, 
     cq__weights_2d_f64(xp, prm->inv_dx, base, fx, w);
     cq__pk1_2d_fixed_corotated_f64(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     const double mass = s.mass[p];
-    const double k = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];
+    const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];   /* -(4/dx^2) dt V0 */
     for (int a = 0; a < 2; ++a) {
         mv[a] = mass * s.v[(long)p * 2 + a];
         for (int b = 0; b < 2; ++b) {
             double pf = 0;   /* (P F^T)_ab */
             for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
-            G[a * 2 + b] = k * pf + mass * s.C[(long)p * 4 + a * 2 + b];
+            G[a * 2 + b] = ks * pf + mass * s.C[(long)p * 4 + a * 2 + b];
         }
     }
     double dp[2][3];
@@ -840,8 +854,11 @@ CQ_HD void cq__p2g_fwd_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm, 
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
     {
-        const double wt = w[0][i] * w[1][j], d[2] = {dp[0][i], dp[1][j]};
+        const int o[2] = {i, j};
+        const double wt = w[0][i] * w[1][j];
         const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+
+        const double d[2] = {dp[0][o[0]], dp[1][o[1]]};
         CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
         CQ__ATOMIC_ADD(&g.v[idx * 2 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1]));   /* m v + G (x_i - x_p) */
         CQ__ATOMIC_ADD(&g.v[idx * 2 + 1], wt * (mv[1] + G[2] * d[0] + G[3] * d[1]));   /* m v + G (x_i - x_p) */
@@ -905,13 +922,13 @@ CQ_HD void cq__p2g_fwd_2d_neohookean_f64(int p, const cq__params_f64 *prm, cq__p
     cq__weights_2d_f64(xp, prm->inv_dx, base, fx, w);
     cq__pk1_2d_neohookean_f64(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     const double mass = s.mass[p];
-    const double k = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];
+    const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];   /* -(4/dx^2) dt V0 */
     for (int a = 0; a < 2; ++a) {
         mv[a] = mass * s.v[(long)p * 2 + a];
         for (int b = 0; b < 2; ++b) {
             double pf = 0;   /* (P F^T)_ab */
             for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
-            G[a * 2 + b] = k * pf + mass * s.C[(long)p * 4 + a * 2 + b];
+            G[a * 2 + b] = ks * pf + mass * s.C[(long)p * 4 + a * 2 + b];
         }
     }
     double dp[2][3];
@@ -920,8 +937,11 @@ CQ_HD void cq__p2g_fwd_2d_neohookean_f64(int p, const cq__params_f64 *prm, cq__p
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
     {
-        const double wt = w[0][i] * w[1][j], d[2] = {dp[0][i], dp[1][j]};
+        const int o[2] = {i, j};
+        const double wt = w[0][i] * w[1][j];
         const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+
+        const double d[2] = {dp[0][o[0]], dp[1][o[1]]};
         CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
         CQ__ATOMIC_ADD(&g.v[idx * 2 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1]));   /* m v + G (x_i - x_p) */
         CQ__ATOMIC_ADD(&g.v[idx * 2 + 1], wt * (mv[1] + G[2] * d[0] + G[3] * d[1]));   /* m v + G (x_i - x_p) */
@@ -1130,8 +1150,12 @@ CQ_HD int cq__g2p_fwd_3d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 in,
     for (int j = 0; j < 3; ++j)
     for (int k = 0; k < 3; ++k)
     {
-        const float wt = w[0][i] * w[1][j] * w[2][k], d[3] = {dp[0][i], dp[1][j], dp[2][k]};
-        const float *vi = g.v + (((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k)) * 3;
+        const int o[3] = {i, j, k};
+        const float wt = w[0][i] * w[1][j] * w[2][k];
+        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+
+        const float d[3] = {dp[0][o[0]], dp[1][o[1]], dp[2][o[2]]};
+        const float *vi = g.v + idx * 3;
         { const float wv = wt * vi[0]; nv[0] += wv; nC[0] += wv * d[0]; nC[1] += wv * d[1]; nC[2] += wv * d[2]; }
         { const float wv = wt * vi[1]; nv[1] += wv; nC[3] += wv * d[0]; nC[4] += wv * d[1]; nC[5] += wv * d[2]; }
         { const float wv = wt * vi[2]; nv[2] += wv; nC[6] += wv * d[0]; nC[7] += wv * d[1]; nC[8] += wv * d[2]; }
@@ -1218,13 +1242,13 @@ CQ_HD void cq__p2g_fwd_3d_fixed_corotated_f32(int p, const cq__params_f32 *prm, 
     cq__weights_3d_f32(xp, prm->inv_dx, base, fx, w);
     cq__pk1_3d_fixed_corotated_f32(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     const float mass = s.mass[p];
-    const float k = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];
+    const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];   /* -(4/dx^2) dt V0 */
     for (int a = 0; a < 3; ++a) {
         mv[a] = mass * s.v[(long)p * 3 + a];
         for (int b = 0; b < 3; ++b) {
             float pf = 0;   /* (P F^T)_ab */
             for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
-            G[a * 3 + b] = k * pf + mass * s.C[(long)p * 9 + a * 3 + b];
+            G[a * 3 + b] = ks * pf + mass * s.C[(long)p * 9 + a * 3 + b];
         }
     }
     float dp[3][3];
@@ -1234,8 +1258,11 @@ CQ_HD void cq__p2g_fwd_3d_fixed_corotated_f32(int p, const cq__params_f32 *prm, 
     for (int j = 0; j < 3; ++j)
     for (int k = 0; k < 3; ++k)
     {
-        const float wt = w[0][i] * w[1][j] * w[2][k], d[3] = {dp[0][i], dp[1][j], dp[2][k]};
+        const int o[3] = {i, j, k};
+        const float wt = w[0][i] * w[1][j] * w[2][k];
         const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+
+        const float d[3] = {dp[0][o[0]], dp[1][o[1]], dp[2][o[2]]};
         CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
         CQ__ATOMIC_ADD(&g.v[idx * 3 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1] + G[2] * d[2]));   /* m v + G (x_i - x_p) */
         CQ__ATOMIC_ADD(&g.v[idx * 3 + 1], wt * (mv[1] + G[3] * d[0] + G[4] * d[1] + G[5] * d[2]));   /* m v + G (x_i - x_p) */
@@ -1317,13 +1344,13 @@ CQ_HD void cq__p2g_fwd_3d_neohookean_f32(int p, const cq__params_f32 *prm, cq__p
     cq__weights_3d_f32(xp, prm->inv_dx, base, fx, w);
     cq__pk1_3d_neohookean_f32(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     const float mass = s.mass[p];
-    const float k = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];
+    const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];   /* -(4/dx^2) dt V0 */
     for (int a = 0; a < 3; ++a) {
         mv[a] = mass * s.v[(long)p * 3 + a];
         for (int b = 0; b < 3; ++b) {
             float pf = 0;   /* (P F^T)_ab */
             for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
-            G[a * 3 + b] = k * pf + mass * s.C[(long)p * 9 + a * 3 + b];
+            G[a * 3 + b] = ks * pf + mass * s.C[(long)p * 9 + a * 3 + b];
         }
     }
     float dp[3][3];
@@ -1333,8 +1360,11 @@ CQ_HD void cq__p2g_fwd_3d_neohookean_f32(int p, const cq__params_f32 *prm, cq__p
     for (int j = 0; j < 3; ++j)
     for (int k = 0; k < 3; ++k)
     {
-        const float wt = w[0][i] * w[1][j] * w[2][k], d[3] = {dp[0][i], dp[1][j], dp[2][k]};
+        const int o[3] = {i, j, k};
+        const float wt = w[0][i] * w[1][j] * w[2][k];
         const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+
+        const float d[3] = {dp[0][o[0]], dp[1][o[1]], dp[2][o[2]]};
         CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
         CQ__ATOMIC_ADD(&g.v[idx * 3 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1] + G[2] * d[2]));   /* m v + G (x_i - x_p) */
         CQ__ATOMIC_ADD(&g.v[idx * 3 + 1], wt * (mv[1] + G[3] * d[0] + G[4] * d[1] + G[5] * d[2]));   /* m v + G (x_i - x_p) */
@@ -1544,8 +1574,12 @@ CQ_HD int cq__g2p_fwd_3d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 in,
     for (int j = 0; j < 3; ++j)
     for (int k = 0; k < 3; ++k)
     {
-        const double wt = w[0][i] * w[1][j] * w[2][k], d[3] = {dp[0][i], dp[1][j], dp[2][k]};
-        const double *vi = g.v + (((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k)) * 3;
+        const int o[3] = {i, j, k};
+        const double wt = w[0][i] * w[1][j] * w[2][k];
+        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+
+        const double d[3] = {dp[0][o[0]], dp[1][o[1]], dp[2][o[2]]};
+        const double *vi = g.v + idx * 3;
         { const double wv = wt * vi[0]; nv[0] += wv; nC[0] += wv * d[0]; nC[1] += wv * d[1]; nC[2] += wv * d[2]; }
         { const double wv = wt * vi[1]; nv[1] += wv; nC[3] += wv * d[0]; nC[4] += wv * d[1]; nC[5] += wv * d[2]; }
         { const double wv = wt * vi[2]; nv[2] += wv; nC[6] += wv * d[0]; nC[7] += wv * d[1]; nC[8] += wv * d[2]; }
@@ -1632,13 +1666,13 @@ CQ_HD void cq__p2g_fwd_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm, 
     cq__weights_3d_f64(xp, prm->inv_dx, base, fx, w);
     cq__pk1_3d_fixed_corotated_f64(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     const double mass = s.mass[p];
-    const double k = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];
+    const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];   /* -(4/dx^2) dt V0 */
     for (int a = 0; a < 3; ++a) {
         mv[a] = mass * s.v[(long)p * 3 + a];
         for (int b = 0; b < 3; ++b) {
             double pf = 0;   /* (P F^T)_ab */
             for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
-            G[a * 3 + b] = k * pf + mass * s.C[(long)p * 9 + a * 3 + b];
+            G[a * 3 + b] = ks * pf + mass * s.C[(long)p * 9 + a * 3 + b];
         }
     }
     double dp[3][3];
@@ -1648,8 +1682,11 @@ CQ_HD void cq__p2g_fwd_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm, 
     for (int j = 0; j < 3; ++j)
     for (int k = 0; k < 3; ++k)
     {
-        const double wt = w[0][i] * w[1][j] * w[2][k], d[3] = {dp[0][i], dp[1][j], dp[2][k]};
+        const int o[3] = {i, j, k};
+        const double wt = w[0][i] * w[1][j] * w[2][k];
         const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+
+        const double d[3] = {dp[0][o[0]], dp[1][o[1]], dp[2][o[2]]};
         CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
         CQ__ATOMIC_ADD(&g.v[idx * 3 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1] + G[2] * d[2]));   /* m v + G (x_i - x_p) */
         CQ__ATOMIC_ADD(&g.v[idx * 3 + 1], wt * (mv[1] + G[3] * d[0] + G[4] * d[1] + G[5] * d[2]));   /* m v + G (x_i - x_p) */
@@ -1731,13 +1768,13 @@ CQ_HD void cq__p2g_fwd_3d_neohookean_f64(int p, const cq__params_f64 *prm, cq__p
     cq__weights_3d_f64(xp, prm->inv_dx, base, fx, w);
     cq__pk1_3d_neohookean_f64(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     const double mass = s.mass[p];
-    const double k = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];
+    const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];   /* -(4/dx^2) dt V0 */
     for (int a = 0; a < 3; ++a) {
         mv[a] = mass * s.v[(long)p * 3 + a];
         for (int b = 0; b < 3; ++b) {
             double pf = 0;   /* (P F^T)_ab */
             for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
-            G[a * 3 + b] = k * pf + mass * s.C[(long)p * 9 + a * 3 + b];
+            G[a * 3 + b] = ks * pf + mass * s.C[(long)p * 9 + a * 3 + b];
         }
     }
     double dp[3][3];
@@ -1747,8 +1784,11 @@ CQ_HD void cq__p2g_fwd_3d_neohookean_f64(int p, const cq__params_f64 *prm, cq__p
     for (int j = 0; j < 3; ++j)
     for (int k = 0; k < 3; ++k)
     {
-        const double wt = w[0][i] * w[1][j] * w[2][k], d[3] = {dp[0][i], dp[1][j], dp[2][k]};
+        const int o[3] = {i, j, k};
+        const double wt = w[0][i] * w[1][j] * w[2][k];
         const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+
+        const double d[3] = {dp[0][o[0]], dp[1][o[1]], dp[2][o[2]]};
         CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
         CQ__ATOMIC_ADD(&g.v[idx * 3 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1] + G[2] * d[2]));   /* m v + G (x_i - x_p) */
         CQ__ATOMIC_ADD(&g.v[idx * 3 + 1], wt * (mv[1] + G[3] * d[0] + G[4] * d[1] + G[5] * d[2]));   /* m v + G (x_i - x_p) */
@@ -2070,6 +2110,7 @@ CQ_HD void cq__g2p_adj_2d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
         const float wt = w[0][i] * w[1][j];
         const float gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
         const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+
         float dpos[2], sdot = 0;
         const float *vi = g.v + idx * 2;
         for (int a = 0; a < 2; ++a) dpos[a] = ((float)o[a] - fx[a]) * prm->dx;
@@ -2113,12 +2154,12 @@ CQ_HD void cq__p2g_adj_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
     cq__weight_grads_2d_f32(fx, prm->inv_dx, dw);
     cq__pk1_2d_fixed_corotated_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
     const float mass = s.mass[p], vol = s.vol[p];
-    const float k = -4 * prm->inv_dx * prm->inv_dx * prm->dt;
+    const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
     for (int a = 0; a < 2; ++a)
         for (int b = 0; b < 2; ++b) {
             float pf = 0;
             for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
-            G[a * 2 + b] = k * vol * pf + mass * s.C[(long)p * 4 + a * 2 + b];
+            G[a * 2 + b] = ks * vol * pf + mass * s.C[(long)p * 4 + a * 2 + b];
         }
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
@@ -2127,6 +2168,7 @@ CQ_HD void cq__p2g_adj_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
         const float wt = w[0][i] * w[1][j];
         const float gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
         const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+
         float dpos[2];
         const float *pb = gp_adj + idx * 2;
         const float mbi = gm_adj[idx];
@@ -2157,9 +2199,9 @@ CQ_HD void cq__p2g_adj_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
                 fbab += Gb[c * 2 + a] * Pp[c * 2 + b];   /* (Gbar^T P)_ab */
                 pf += Pp[a * 2 + c] * Fp[b * 2 + c];     /* (P F^T)_ab */
             }
-            Pb[a * 2 + b] = k * vol * pbab;
-            Fb[a * 2 + b] += k * vol * fbab;
-            volb += k * pf * Gb[a * 2 + b];
+            Pb[a * 2 + b] = ks * vol * pbab;
+            Fb[a * 2 + b] += ks * vol * fbab;
+            volb += ks * pf * Gb[a * 2 + b];
             mb += s.C[(long)p * 4 + a * 2 + b] * Gb[a * 2 + b];
         }
     for (int a = 0; a < 4; ++a) dact[a] = 0;
@@ -2193,12 +2235,12 @@ CQ_HD void cq__p2g_adj_2d_neohookean_f32(int p, const cq__params_f32 *prm,
     cq__weight_grads_2d_f32(fx, prm->inv_dx, dw);
     cq__pk1_2d_neohookean_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
     const float mass = s.mass[p], vol = s.vol[p];
-    const float k = -4 * prm->inv_dx * prm->inv_dx * prm->dt;
+    const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
     for (int a = 0; a < 2; ++a)
         for (int b = 0; b < 2; ++b) {
             float pf = 0;
             for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
-            G[a * 2 + b] = k * vol * pf + mass * s.C[(long)p * 4 + a * 2 + b];
+            G[a * 2 + b] = ks * vol * pf + mass * s.C[(long)p * 4 + a * 2 + b];
         }
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
@@ -2207,6 +2249,7 @@ CQ_HD void cq__p2g_adj_2d_neohookean_f32(int p, const cq__params_f32 *prm,
         const float wt = w[0][i] * w[1][j];
         const float gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
         const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+
         float dpos[2];
         const float *pb = gp_adj + idx * 2;
         const float mbi = gm_adj[idx];
@@ -2237,9 +2280,9 @@ CQ_HD void cq__p2g_adj_2d_neohookean_f32(int p, const cq__params_f32 *prm,
                 fbab += Gb[c * 2 + a] * Pp[c * 2 + b];   /* (Gbar^T P)_ab */
                 pf += Pp[a * 2 + c] * Fp[b * 2 + c];     /* (P F^T)_ab */
             }
-            Pb[a * 2 + b] = k * vol * pbab;
-            Fb[a * 2 + b] += k * vol * fbab;
-            volb += k * pf * Gb[a * 2 + b];
+            Pb[a * 2 + b] = ks * vol * pbab;
+            Fb[a * 2 + b] += ks * vol * fbab;
+            volb += ks * pf * Gb[a * 2 + b];
             mb += s.C[(long)p * 4 + a * 2 + b] * Gb[a * 2 + b];
         }
     for (int a = 0; a < 4; ++a) dact[a] = 0;
@@ -2565,6 +2608,7 @@ CQ_HD void cq__g2p_adj_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
         const double wt = w[0][i] * w[1][j];
         const double gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
         const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+
         double dpos[2], sdot = 0;
         const double *vi = g.v + idx * 2;
         for (int a = 0; a < 2; ++a) dpos[a] = ((double)o[a] - fx[a]) * prm->dx;
@@ -2608,12 +2652,12 @@ CQ_HD void cq__p2g_adj_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
     cq__weight_grads_2d_f64(fx, prm->inv_dx, dw);
     cq__pk1_2d_fixed_corotated_f64(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
     const double mass = s.mass[p], vol = s.vol[p];
-    const double k = -4 * prm->inv_dx * prm->inv_dx * prm->dt;
+    const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
     for (int a = 0; a < 2; ++a)
         for (int b = 0; b < 2; ++b) {
             double pf = 0;
             for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
-            G[a * 2 + b] = k * vol * pf + mass * s.C[(long)p * 4 + a * 2 + b];
+            G[a * 2 + b] = ks * vol * pf + mass * s.C[(long)p * 4 + a * 2 + b];
         }
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
@@ -2622,6 +2666,7 @@ CQ_HD void cq__p2g_adj_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
         const double wt = w[0][i] * w[1][j];
         const double gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
         const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+
         double dpos[2];
         const double *pb = gp_adj + idx * 2;
         const double mbi = gm_adj[idx];
@@ -2652,9 +2697,9 @@ CQ_HD void cq__p2g_adj_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
                 fbab += Gb[c * 2 + a] * Pp[c * 2 + b];   /* (Gbar^T P)_ab */
                 pf += Pp[a * 2 + c] * Fp[b * 2 + c];     /* (P F^T)_ab */
             }
-            Pb[a * 2 + b] = k * vol * pbab;
-            Fb[a * 2 + b] += k * vol * fbab;
-            volb += k * pf * Gb[a * 2 + b];
+            Pb[a * 2 + b] = ks * vol * pbab;
+            Fb[a * 2 + b] += ks * vol * fbab;
+            volb += ks * pf * Gb[a * 2 + b];
             mb += s.C[(long)p * 4 + a * 2 + b] * Gb[a * 2 + b];
         }
     for (int a = 0; a < 4; ++a) dact[a] = 0;
@@ -2688,12 +2733,12 @@ CQ_HD void cq__p2g_adj_2d_neohookean_f64(int p, const cq__params_f64 *prm,
     cq__weight_grads_2d_f64(fx, prm->inv_dx, dw);
     cq__pk1_2d_neohookean_f64(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
     const double mass = s.mass[p], vol = s.vol[p];
-    const double k = -4 * prm->inv_dx * prm->inv_dx * prm->dt;
+    const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
     for (int a = 0; a < 2; ++a)
         for (int b = 0; b < 2; ++b) {
             double pf = 0;
             for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
-            G[a * 2 + b] = k * vol * pf + mass * s.C[(long)p * 4 + a * 2 + b];
+            G[a * 2 + b] = ks * vol * pf + mass * s.C[(long)p * 4 + a * 2 + b];
         }
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
@@ -2702,6 +2747,7 @@ CQ_HD void cq__p2g_adj_2d_neohookean_f64(int p, const cq__params_f64 *prm,
         const double wt = w[0][i] * w[1][j];
         const double gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
         const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+
         double dpos[2];
         const double *pb = gp_adj + idx * 2;
         const double mbi = gm_adj[idx];
@@ -2732,9 +2778,9 @@ CQ_HD void cq__p2g_adj_2d_neohookean_f64(int p, const cq__params_f64 *prm,
                 fbab += Gb[c * 2 + a] * Pp[c * 2 + b];   /* (Gbar^T P)_ab */
                 pf += Pp[a * 2 + c] * Fp[b * 2 + c];     /* (P F^T)_ab */
             }
-            Pb[a * 2 + b] = k * vol * pbab;
-            Fb[a * 2 + b] += k * vol * fbab;
-            volb += k * pf * Gb[a * 2 + b];
+            Pb[a * 2 + b] = ks * vol * pbab;
+            Fb[a * 2 + b] += ks * vol * fbab;
+            volb += ks * pf * Gb[a * 2 + b];
             mb += s.C[(long)p * 4 + a * 2 + b] * Gb[a * 2 + b];
         }
     for (int a = 0; a < 4; ++a) dact[a] = 0;
@@ -3136,6 +3182,7 @@ CQ_HD void cq__g2p_adj_3d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
         const float wt = w[0][i] * w[1][j] * w[2][k];
         const float gw[3] = {dw[0][i] * w[1][j] * w[2][k], w[0][i] * dw[1][j] * w[2][k], w[0][i] * w[1][j] * dw[2][k]};
         const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+
         float dpos[3], sdot = 0;
         const float *vi = g.v + idx * 3;
         for (int a = 0; a < 3; ++a) dpos[a] = ((float)o[a] - fx[a]) * prm->dx;
@@ -3179,21 +3226,22 @@ CQ_HD void cq__p2g_adj_3d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
     cq__weight_grads_3d_f32(fx, prm->inv_dx, dw);
     cq__pk1_3d_fixed_corotated_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
     const float mass = s.mass[p], vol = s.vol[p];
-    const float k = -4 * prm->inv_dx * prm->inv_dx * prm->dt;
+    const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
     for (int a = 0; a < 3; ++a)
         for (int b = 0; b < 3; ++b) {
             float pf = 0;
             for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
-            G[a * 3 + b] = k * vol * pf + mass * s.C[(long)p * 9 + a * 3 + b];
+            G[a * 3 + b] = ks * vol * pf + mass * s.C[(long)p * 9 + a * 3 + b];
         }
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
-    for (int kk = 0; kk < 3; ++kk)
+    for (int k = 0; k < 3; ++k)
     {
-        const int o[3] = {i, j, kk};
-        const float wt = w[0][i] * w[1][j] * w[2][kk];
-        const float gw[3] = {dw[0][i] * w[1][j] * w[2][kk], w[0][i] * dw[1][j] * w[2][kk], w[0][i] * w[1][j] * dw[2][kk]};
-        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + kk);
+        const int o[3] = {i, j, k};
+        const float wt = w[0][i] * w[1][j] * w[2][k];
+        const float gw[3] = {dw[0][i] * w[1][j] * w[2][k], w[0][i] * dw[1][j] * w[2][k], w[0][i] * w[1][j] * dw[2][k]};
+        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+
         float dpos[3];
         const float *pb = gp_adj + idx * 3;
         const float mbi = gm_adj[idx];
@@ -3224,9 +3272,9 @@ CQ_HD void cq__p2g_adj_3d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
                 fbab += Gb[c * 3 + a] * Pp[c * 3 + b];   /* (Gbar^T P)_ab */
                 pf += Pp[a * 3 + c] * Fp[b * 3 + c];     /* (P F^T)_ab */
             }
-            Pb[a * 3 + b] = k * vol * pbab;
-            Fb[a * 3 + b] += k * vol * fbab;
-            volb += k * pf * Gb[a * 3 + b];
+            Pb[a * 3 + b] = ks * vol * pbab;
+            Fb[a * 3 + b] += ks * vol * fbab;
+            volb += ks * pf * Gb[a * 3 + b];
             mb += s.C[(long)p * 9 + a * 3 + b] * Gb[a * 3 + b];
         }
     for (int a = 0; a < 9; ++a) dact[a] = 0;
@@ -3260,21 +3308,22 @@ CQ_HD void cq__p2g_adj_3d_neohookean_f32(int p, const cq__params_f32 *prm,
     cq__weight_grads_3d_f32(fx, prm->inv_dx, dw);
     cq__pk1_3d_neohookean_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
     const float mass = s.mass[p], vol = s.vol[p];
-    const float k = -4 * prm->inv_dx * prm->inv_dx * prm->dt;
+    const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
     for (int a = 0; a < 3; ++a)
         for (int b = 0; b < 3; ++b) {
             float pf = 0;
             for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
-            G[a * 3 + b] = k * vol * pf + mass * s.C[(long)p * 9 + a * 3 + b];
+            G[a * 3 + b] = ks * vol * pf + mass * s.C[(long)p * 9 + a * 3 + b];
         }
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
-    for (int kk = 0; kk < 3; ++kk)
+    for (int k = 0; k < 3; ++k)
     {
-        const int o[3] = {i, j, kk};
-        const float wt = w[0][i] * w[1][j] * w[2][kk];
-        const float gw[3] = {dw[0][i] * w[1][j] * w[2][kk], w[0][i] * dw[1][j] * w[2][kk], w[0][i] * w[1][j] * dw[2][kk]};
-        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + kk);
+        const int o[3] = {i, j, k};
+        const float wt = w[0][i] * w[1][j] * w[2][k];
+        const float gw[3] = {dw[0][i] * w[1][j] * w[2][k], w[0][i] * dw[1][j] * w[2][k], w[0][i] * w[1][j] * dw[2][k]};
+        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+
         float dpos[3];
         const float *pb = gp_adj + idx * 3;
         const float mbi = gm_adj[idx];
@@ -3305,9 +3354,9 @@ CQ_HD void cq__p2g_adj_3d_neohookean_f32(int p, const cq__params_f32 *prm,
                 fbab += Gb[c * 3 + a] * Pp[c * 3 + b];   /* (Gbar^T P)_ab */
                 pf += Pp[a * 3 + c] * Fp[b * 3 + c];     /* (P F^T)_ab */
             }
-            Pb[a * 3 + b] = k * vol * pbab;
-            Fb[a * 3 + b] += k * vol * fbab;
-            volb += k * pf * Gb[a * 3 + b];
+            Pb[a * 3 + b] = ks * vol * pbab;
+            Fb[a * 3 + b] += ks * vol * fbab;
+            volb += ks * pf * Gb[a * 3 + b];
             mb += s.C[(long)p * 9 + a * 3 + b] * Gb[a * 3 + b];
         }
     for (int a = 0; a < 9; ++a) dact[a] = 0;
@@ -3709,6 +3758,7 @@ CQ_HD void cq__g2p_adj_3d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
         const double wt = w[0][i] * w[1][j] * w[2][k];
         const double gw[3] = {dw[0][i] * w[1][j] * w[2][k], w[0][i] * dw[1][j] * w[2][k], w[0][i] * w[1][j] * dw[2][k]};
         const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+
         double dpos[3], sdot = 0;
         const double *vi = g.v + idx * 3;
         for (int a = 0; a < 3; ++a) dpos[a] = ((double)o[a] - fx[a]) * prm->dx;
@@ -3752,21 +3802,22 @@ CQ_HD void cq__p2g_adj_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
     cq__weight_grads_3d_f64(fx, prm->inv_dx, dw);
     cq__pk1_3d_fixed_corotated_f64(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
     const double mass = s.mass[p], vol = s.vol[p];
-    const double k = -4 * prm->inv_dx * prm->inv_dx * prm->dt;
+    const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
     for (int a = 0; a < 3; ++a)
         for (int b = 0; b < 3; ++b) {
             double pf = 0;
             for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
-            G[a * 3 + b] = k * vol * pf + mass * s.C[(long)p * 9 + a * 3 + b];
+            G[a * 3 + b] = ks * vol * pf + mass * s.C[(long)p * 9 + a * 3 + b];
         }
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
-    for (int kk = 0; kk < 3; ++kk)
+    for (int k = 0; k < 3; ++k)
     {
-        const int o[3] = {i, j, kk};
-        const double wt = w[0][i] * w[1][j] * w[2][kk];
-        const double gw[3] = {dw[0][i] * w[1][j] * w[2][kk], w[0][i] * dw[1][j] * w[2][kk], w[0][i] * w[1][j] * dw[2][kk]};
-        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + kk);
+        const int o[3] = {i, j, k};
+        const double wt = w[0][i] * w[1][j] * w[2][k];
+        const double gw[3] = {dw[0][i] * w[1][j] * w[2][k], w[0][i] * dw[1][j] * w[2][k], w[0][i] * w[1][j] * dw[2][k]};
+        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+
         double dpos[3];
         const double *pb = gp_adj + idx * 3;
         const double mbi = gm_adj[idx];
@@ -3797,9 +3848,9 @@ CQ_HD void cq__p2g_adj_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
                 fbab += Gb[c * 3 + a] * Pp[c * 3 + b];   /* (Gbar^T P)_ab */
                 pf += Pp[a * 3 + c] * Fp[b * 3 + c];     /* (P F^T)_ab */
             }
-            Pb[a * 3 + b] = k * vol * pbab;
-            Fb[a * 3 + b] += k * vol * fbab;
-            volb += k * pf * Gb[a * 3 + b];
+            Pb[a * 3 + b] = ks * vol * pbab;
+            Fb[a * 3 + b] += ks * vol * fbab;
+            volb += ks * pf * Gb[a * 3 + b];
             mb += s.C[(long)p * 9 + a * 3 + b] * Gb[a * 3 + b];
         }
     for (int a = 0; a < 9; ++a) dact[a] = 0;
@@ -3833,21 +3884,22 @@ CQ_HD void cq__p2g_adj_3d_neohookean_f64(int p, const cq__params_f64 *prm,
     cq__weight_grads_3d_f64(fx, prm->inv_dx, dw);
     cq__pk1_3d_neohookean_f64(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
     const double mass = s.mass[p], vol = s.vol[p];
-    const double k = -4 * prm->inv_dx * prm->inv_dx * prm->dt;
+    const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
     for (int a = 0; a < 3; ++a)
         for (int b = 0; b < 3; ++b) {
             double pf = 0;
             for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
-            G[a * 3 + b] = k * vol * pf + mass * s.C[(long)p * 9 + a * 3 + b];
+            G[a * 3 + b] = ks * vol * pf + mass * s.C[(long)p * 9 + a * 3 + b];
         }
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
-    for (int kk = 0; kk < 3; ++kk)
+    for (int k = 0; k < 3; ++k)
     {
-        const int o[3] = {i, j, kk};
-        const double wt = w[0][i] * w[1][j] * w[2][kk];
-        const double gw[3] = {dw[0][i] * w[1][j] * w[2][kk], w[0][i] * dw[1][j] * w[2][kk], w[0][i] * w[1][j] * dw[2][kk]};
-        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + kk);
+        const int o[3] = {i, j, k};
+        const double wt = w[0][i] * w[1][j] * w[2][k];
+        const double gw[3] = {dw[0][i] * w[1][j] * w[2][k], w[0][i] * dw[1][j] * w[2][k], w[0][i] * w[1][j] * dw[2][k]};
+        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+
         double dpos[3];
         const double *pb = gp_adj + idx * 3;
         const double mbi = gm_adj[idx];
@@ -3878,9 +3930,9 @@ CQ_HD void cq__p2g_adj_3d_neohookean_f64(int p, const cq__params_f64 *prm,
                 fbab += Gb[c * 3 + a] * Pp[c * 3 + b];   /* (Gbar^T P)_ab */
                 pf += Pp[a * 3 + c] * Fp[b * 3 + c];     /* (P F^T)_ab */
             }
-            Pb[a * 3 + b] = k * vol * pbab;
-            Fb[a * 3 + b] += k * vol * fbab;
-            volb += k * pf * Gb[a * 3 + b];
+            Pb[a * 3 + b] = ks * vol * pbab;
+            Fb[a * 3 + b] += ks * vol * fbab;
+            volb += ks * pf * Gb[a * 3 + b];
             mb += s.C[(long)p * 9 + a * 3 + b] * Gb[a * 3 + b];
         }
     for (int a = 0; a < 9; ++a) dact[a] = 0;

@@ -236,8 +236,12 @@ CQ_HD int cq__g2p_fwd_2d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 in,
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
     {
-        const float wt = w[0][i] * w[1][j], d[2] = {dp[0][i], dp[1][j]};
-        const float *vi = g.v + ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * 2;
+        const int o[2] = {i, j};
+        const float wt = w[0][i] * w[1][j];
+        const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+
+        const float d[2] = {dp[0][o[0]], dp[1][o[1]]};
+        const float *vi = g.v + idx * 2;
         { const float wv = wt * vi[0]; nv[0] += wv; nC[0] += wv * d[0]; nC[1] += wv * d[1]; }
         { const float wv = wt * vi[1]; nv[1] += wv; nC[2] += wv * d[0]; nC[3] += wv * d[1]; }
     }
@@ -312,13 +316,13 @@ CQ_HD void cq__p2g_fwd_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm, 
     cq__weights_2d_f32(xp, prm->inv_dx, base, fx, w);
     cq__pk1_2d_fixed_corotated_f32(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     const float mass = s.mass[p];
-    const float k = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];
+    const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];   /* -(4/dx^2) dt V0 */
     for (int a = 0; a < 2; ++a) {
         mv[a] = mass * s.v[(long)p * 2 + a];
         for (int b = 0; b < 2; ++b) {
             float pf = 0;   /* (P F^T)_ab */
             for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
-            G[a * 2 + b] = k * pf + mass * s.C[(long)p * 4 + a * 2 + b];
+            G[a * 2 + b] = ks * pf + mass * s.C[(long)p * 4 + a * 2 + b];
         }
     }
     float dp[2][3];
@@ -327,8 +331,11 @@ CQ_HD void cq__p2g_fwd_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm, 
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
     {
-        const float wt = w[0][i] * w[1][j], d[2] = {dp[0][i], dp[1][j]};
+        const int o[2] = {i, j};
+        const float wt = w[0][i] * w[1][j];
         const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+
+        const float d[2] = {dp[0][o[0]], dp[1][o[1]]};
         CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
         CQ__ATOMIC_ADD(&g.v[idx * 2 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1]));   /* m v + G (x_i - x_p) */
         CQ__ATOMIC_ADD(&g.v[idx * 2 + 1], wt * (mv[1] + G[2] * d[0] + G[3] * d[1]));   /* m v + G (x_i - x_p) */
@@ -392,13 +399,13 @@ CQ_HD void cq__p2g_fwd_2d_neohookean_f32(int p, const cq__params_f32 *prm, cq__p
     cq__weights_2d_f32(xp, prm->inv_dx, base, fx, w);
     cq__pk1_2d_neohookean_f32(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     const float mass = s.mass[p];
-    const float k = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];
+    const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];   /* -(4/dx^2) dt V0 */
     for (int a = 0; a < 2; ++a) {
         mv[a] = mass * s.v[(long)p * 2 + a];
         for (int b = 0; b < 2; ++b) {
             float pf = 0;   /* (P F^T)_ab */
             for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
-            G[a * 2 + b] = k * pf + mass * s.C[(long)p * 4 + a * 2 + b];
+            G[a * 2 + b] = ks * pf + mass * s.C[(long)p * 4 + a * 2 + b];
         }
     }
     float dp[2][3];
@@ -407,8 +414,11 @@ CQ_HD void cq__p2g_fwd_2d_neohookean_f32(int p, const cq__params_f32 *prm, cq__p
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
     {
-        const float wt = w[0][i] * w[1][j], d[2] = {dp[0][i], dp[1][j]};
+        const int o[2] = {i, j};
+        const float wt = w[0][i] * w[1][j];
         const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+
+        const float d[2] = {dp[0][o[0]], dp[1][o[1]]};
         CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
         CQ__ATOMIC_ADD(&g.v[idx * 2 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1]));   /* m v + G (x_i - x_p) */
         CQ__ATOMIC_ADD(&g.v[idx * 2 + 1], wt * (mv[1] + G[2] * d[0] + G[3] * d[1]));   /* m v + G (x_i - x_p) */
@@ -557,8 +567,12 @@ CQ_HD int cq__g2p_fwd_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 in,
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
     {
-        const double wt = w[0][i] * w[1][j], d[2] = {dp[0][i], dp[1][j]};
-        const double *vi = g.v + ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * 2;
+        const int o[2] = {i, j};
+        const double wt = w[0][i] * w[1][j];
+        const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+
+        const double d[2] = {dp[0][o[0]], dp[1][o[1]]};
+        const double *vi = g.v + idx * 2;
         { const double wv = wt * vi[0]; nv[0] += wv; nC[0] += wv * d[0]; nC[1] += wv * d[1]; }
         { const double wv = wt * vi[1]; nv[1] += wv; nC[2] += wv * d[0]; nC[3] += wv * d[1]; }
     }
@@ -633,13 +647,13 @@ CQ_HD void cq__p2g_fwd_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm, 
     cq__weights_2d_f64(xp, prm->inv_dx, base, fx, w);
     cq__pk1_2d_fixed_corotated_f64(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     const double mass = s.mass[p];
-    const double k = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];
+    const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];   /* -(4/dx^2) dt V0 */
     for (int a = 0; a < 2; ++a) {
         mv[a] = mass * s.v[(long)p * 2 + a];
         for (int b = 0; b < 2; ++b) {
             double pf = 0;   /* (P F^T)_ab */
             for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
-            G[a * 2 + b] = k * pf + mass * s.C[(long)p * 4 + a * 2 + b];
+            G[a * 2 + b] = ks * pf + mass * s.C[(long)p * 4 + a * 2 + b];
         }
     }
     double dp[2][3];
@@ -648,8 +662,11 @@ CQ_HD void cq__p2g_fwd_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm, 
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
     {
-        const double wt = w[0][i] * w[1][j], d[2] = {dp[0][i], dp[1][j]};
+        const int o[2] = {i, j};
+        const double wt = w[0][i] * w[1][j];
         const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+
+        const double d[2] = {dp[0][o[0]], dp[1][o[1]]};
         CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
         CQ__ATOMIC_ADD(&g.v[idx * 2 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1]));   /* m v + G (x_i - x_p) */
         CQ__ATOMIC_ADD(&g.v[idx * 2 + 1], wt * (mv[1] + G[2] * d[0] + G[3] * d[1]));   /* m v + G (x_i - x_p) */
@@ -713,13 +730,13 @@ CQ_HD void cq__p2g_fwd_2d_neohookean_f64(int p, const cq__params_f64 *prm, cq__p
     cq__weights_2d_f64(xp, prm->inv_dx, base, fx, w);
     cq__pk1_2d_neohookean_f64(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     const double mass = s.mass[p];
-    const double k = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];
+    const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];   /* -(4/dx^2) dt V0 */
     for (int a = 0; a < 2; ++a) {
         mv[a] = mass * s.v[(long)p * 2 + a];
         for (int b = 0; b < 2; ++b) {
             double pf = 0;   /* (P F^T)_ab */
             for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
-            G[a * 2 + b] = k * pf + mass * s.C[(long)p * 4 + a * 2 + b];
+            G[a * 2 + b] = ks * pf + mass * s.C[(long)p * 4 + a * 2 + b];
         }
     }
     double dp[2][3];
@@ -728,8 +745,11 @@ CQ_HD void cq__p2g_fwd_2d_neohookean_f64(int p, const cq__params_f64 *prm, cq__p
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
     {
-        const double wt = w[0][i] * w[1][j], d[2] = {dp[0][i], dp[1][j]};
+        const int o[2] = {i, j};
+        const double wt = w[0][i] * w[1][j];
         const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+
+        const double d[2] = {dp[0][o[0]], dp[1][o[1]]};
         CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
         CQ__ATOMIC_ADD(&g.v[idx * 2 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1]));   /* m v + G (x_i - x_p) */
         CQ__ATOMIC_ADD(&g.v[idx * 2 + 1], wt * (mv[1] + G[2] * d[0] + G[3] * d[1]));   /* m v + G (x_i - x_p) */
@@ -938,8 +958,12 @@ CQ_HD int cq__g2p_fwd_3d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 in,
     for (int j = 0; j < 3; ++j)
     for (int k = 0; k < 3; ++k)
     {
-        const float wt = w[0][i] * w[1][j] * w[2][k], d[3] = {dp[0][i], dp[1][j], dp[2][k]};
-        const float *vi = g.v + (((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k)) * 3;
+        const int o[3] = {i, j, k};
+        const float wt = w[0][i] * w[1][j] * w[2][k];
+        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+
+        const float d[3] = {dp[0][o[0]], dp[1][o[1]], dp[2][o[2]]};
+        const float *vi = g.v + idx * 3;
         { const float wv = wt * vi[0]; nv[0] += wv; nC[0] += wv * d[0]; nC[1] += wv * d[1]; nC[2] += wv * d[2]; }
         { const float wv = wt * vi[1]; nv[1] += wv; nC[3] += wv * d[0]; nC[4] += wv * d[1]; nC[5] += wv * d[2]; }
         { const float wv = wt * vi[2]; nv[2] += wv; nC[6] += wv * d[0]; nC[7] += wv * d[1]; nC[8] += wv * d[2]; }
@@ -1026,13 +1050,13 @@ CQ_HD void cq__p2g_fwd_3d_fixed_corotated_f32(int p, const cq__params_f32 *prm, 
     cq__weights_3d_f32(xp, prm->inv_dx, base, fx, w);
     cq__pk1_3d_fixed_corotated_f32(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     const float mass = s.mass[p];
-    const float k = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];
+    const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];   /* -(4/dx^2) dt V0 */
     for (int a = 0; a < 3; ++a) {
         mv[a] = mass * s.v[(long)p * 3 + a];
         for (int b = 0; b < 3; ++b) {
             float pf = 0;   /* (P F^T)_ab */
             for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
-            G[a * 3 + b] = k * pf + mass * s.C[(long)p * 9 + a * 3 + b];
+            G[a * 3 + b] = ks * pf + mass * s.C[(long)p * 9 + a * 3 + b];
         }
     }
     float dp[3][3];
@@ -1042,8 +1066,11 @@ CQ_HD void cq__p2g_fwd_3d_fixed_corotated_f32(int p, const cq__params_f32 *prm, 
     for (int j = 0; j < 3; ++j)
     for (int k = 0; k < 3; ++k)
     {
-        const float wt = w[0][i] * w[1][j] * w[2][k], d[3] = {dp[0][i], dp[1][j], dp[2][k]};
+        const int o[3] = {i, j, k};
+        const float wt = w[0][i] * w[1][j] * w[2][k];
         const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+
+        const float d[3] = {dp[0][o[0]], dp[1][o[1]], dp[2][o[2]]};
         CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
         CQ__ATOMIC_ADD(&g.v[idx * 3 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1] + G[2] * d[2]));   /* m v + G (x_i - x_p) */
         CQ__ATOMIC_ADD(&g.v[idx * 3 + 1], wt * (mv[1] + G[3] * d[0] + G[4] * d[1] + G[5] * d[2]));   /* m v + G (x_i - x_p) */
@@ -1125,13 +1152,13 @@ CQ_HD void cq__p2g_fwd_3d_neohookean_f32(int p, const cq__params_f32 *prm, cq__p
     cq__weights_3d_f32(xp, prm->inv_dx, base, fx, w);
     cq__pk1_3d_neohookean_f32(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     const float mass = s.mass[p];
-    const float k = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];
+    const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];   /* -(4/dx^2) dt V0 */
     for (int a = 0; a < 3; ++a) {
         mv[a] = mass * s.v[(long)p * 3 + a];
         for (int b = 0; b < 3; ++b) {
             float pf = 0;   /* (P F^T)_ab */
             for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
-            G[a * 3 + b] = k * pf + mass * s.C[(long)p * 9 + a * 3 + b];
+            G[a * 3 + b] = ks * pf + mass * s.C[(long)p * 9 + a * 3 + b];
         }
     }
     float dp[3][3];
@@ -1141,8 +1168,11 @@ CQ_HD void cq__p2g_fwd_3d_neohookean_f32(int p, const cq__params_f32 *prm, cq__p
     for (int j = 0; j < 3; ++j)
     for (int k = 0; k < 3; ++k)
     {
-        const float wt = w[0][i] * w[1][j] * w[2][k], d[3] = {dp[0][i], dp[1][j], dp[2][k]};
+        const int o[3] = {i, j, k};
+        const float wt = w[0][i] * w[1][j] * w[2][k];
         const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+
+        const float d[3] = {dp[0][o[0]], dp[1][o[1]], dp[2][o[2]]};
         CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
         CQ__ATOMIC_ADD(&g.v[idx * 3 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1] + G[2] * d[2]));   /* m v + G (x_i - x_p) */
         CQ__ATOMIC_ADD(&g.v[idx * 3 + 1], wt * (mv[1] + G[3] * d[0] + G[4] * d[1] + G[5] * d[2]));   /* m v + G (x_i - x_p) */
@@ -1352,8 +1382,12 @@ CQ_HD int cq__g2p_fwd_3d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 in,
     for (int j = 0; j < 3; ++j)
     for (int k = 0; k < 3; ++k)
     {
-        const double wt = w[0][i] * w[1][j] * w[2][k], d[3] = {dp[0][i], dp[1][j], dp[2][k]};
-        const double *vi = g.v + (((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k)) * 3;
+        const int o[3] = {i, j, k};
+        const double wt = w[0][i] * w[1][j] * w[2][k];
+        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+
+        const double d[3] = {dp[0][o[0]], dp[1][o[1]], dp[2][o[2]]};
+        const double *vi = g.v + idx * 3;
         { const double wv = wt * vi[0]; nv[0] += wv; nC[0] += wv * d[0]; nC[1] += wv * d[1]; nC[2] += wv * d[2]; }
         { const double wv = wt * vi[1]; nv[1] += wv; nC[3] += wv * d[0]; nC[4] += wv * d[1]; nC[5] += wv * d[2]; }
         { const double wv = wt * vi[2]; nv[2] += wv; nC[6] += wv * d[0]; nC[7] += wv * d[1]; nC[8] += wv * d[2]; }
@@ -1440,13 +1474,13 @@ CQ_HD void cq__p2g_fwd_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm, 
     cq__weights_3d_f64(xp, prm->inv_dx, base, fx, w);
     cq__pk1_3d_fixed_corotated_f64(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     const double mass = s.mass[p];
-    const double k = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];
+    const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];   /* -(4/dx^2) dt V0 */
     for (int a = 0; a < 3; ++a) {
         mv[a] = mass * s.v[(long)p * 3 + a];
         for (int b = 0; b < 3; ++b) {
             double pf = 0;   /* (P F^T)_ab */
             for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
-            G[a * 3 + b] = k * pf + mass * s.C[(long)p * 9 + a * 3 + b];
+            G[a * 3 + b] = ks * pf + mass * s.C[(long)p * 9 + a * 3 + b];
         }
     }
     double dp[3][3];
@@ -1456,8 +1490,11 @@ CQ_HD void cq__p2g_fwd_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm, 
     for (int j = 0; j < 3; ++j)
     for (int k = 0; k < 3; ++k)
     {
-        const double wt = w[0][i] * w[1][j] * w[2][k], d[3] = {dp[0][i], dp[1][j], dp[2][k]};
+        const int o[3] = {i, j, k};
+        const double wt = w[0][i] * w[1][j] * w[2][k];
         const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+
+        const double d[3] = {dp[0][o[0]], dp[1][o[1]], dp[2][o[2]]};
         CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
         CQ__ATOMIC_ADD(&g.v[idx * 3 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1] + G[2] * d[2]));   /* m v + G (x_i - x_p) */
         CQ__ATOMIC_ADD(&g.v[idx * 3 + 1], wt * (mv[1] + G[3] * d[0] + G[4] * d[1] + G[5] * d[2]));   /* m v + G (x_i - x_p) */
@@ -1539,13 +1576,13 @@ CQ_HD void cq__p2g_fwd_3d_neohookean_f64(int p, const cq__params_f64 *prm, cq__p
     cq__weights_3d_f64(xp, prm->inv_dx, base, fx, w);
     cq__pk1_3d_neohookean_f64(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     const double mass = s.mass[p];
-    const double k = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];
+    const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];   /* -(4/dx^2) dt V0 */
     for (int a = 0; a < 3; ++a) {
         mv[a] = mass * s.v[(long)p * 3 + a];
         for (int b = 0; b < 3; ++b) {
             double pf = 0;   /* (P F^T)_ab */
             for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
-            G[a * 3 + b] = k * pf + mass * s.C[(long)p * 9 + a * 3 + b];
+            G[a * 3 + b] = ks * pf + mass * s.C[(long)p * 9 + a * 3 + b];
         }
     }
     double dp[3][3];
@@ -1555,8 +1592,11 @@ CQ_HD void cq__p2g_fwd_3d_neohookean_f64(int p, const cq__params_f64 *prm, cq__p
     for (int j = 0; j < 3; ++j)
     for (int k = 0; k < 3; ++k)
     {
-        const double wt = w[0][i] * w[1][j] * w[2][k], d[3] = {dp[0][i], dp[1][j], dp[2][k]};
+        const int o[3] = {i, j, k};
+        const double wt = w[0][i] * w[1][j] * w[2][k];
         const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+
+        const double d[3] = {dp[0][o[0]], dp[1][o[1]], dp[2][o[2]]};
         CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
         CQ__ATOMIC_ADD(&g.v[idx * 3 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1] + G[2] * d[2]));   /* m v + G (x_i - x_p) */
         CQ__ATOMIC_ADD(&g.v[idx * 3 + 1], wt * (mv[1] + G[3] * d[0] + G[4] * d[1] + G[5] * d[2]));   /* m v + G (x_i - x_p) */
@@ -1875,6 +1915,7 @@ CQ_HD void cq__g2p_adj_2d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
         const float wt = w[0][i] * w[1][j];
         const float gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
         const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+
         float dpos[2], sdot = 0;
         const float *vi = g.v + idx * 2;
         for (int a = 0; a < 2; ++a) dpos[a] = ((float)o[a] - fx[a]) * prm->dx;
@@ -1918,12 +1959,12 @@ CQ_HD void cq__p2g_adj_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
     cq__weight_grads_2d_f32(fx, prm->inv_dx, dw);
     cq__pk1_2d_fixed_corotated_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
     const float mass = s.mass[p], vol = s.vol[p];
-    const float k = -4 * prm->inv_dx * prm->inv_dx * prm->dt;
+    const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
     for (int a = 0; a < 2; ++a)
         for (int b = 0; b < 2; ++b) {
             float pf = 0;
             for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
-            G[a * 2 + b] = k * vol * pf + mass * s.C[(long)p * 4 + a * 2 + b];
+            G[a * 2 + b] = ks * vol * pf + mass * s.C[(long)p * 4 + a * 2 + b];
         }
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
@@ -1932,6 +1973,7 @@ CQ_HD void cq__p2g_adj_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
         const float wt = w[0][i] * w[1][j];
         const float gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
         const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+
         float dpos[2];
         const float *pb = gp_adj + idx * 2;
         const float mbi = gm_adj[idx];
@@ -1962,9 +2004,9 @@ CQ_HD void cq__p2g_adj_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
                 fbab += Gb[c * 2 + a] * Pp[c * 2 + b];   /* (Gbar^T P)_ab */
                 pf += Pp[a * 2 + c] * Fp[b * 2 + c];     /* (P F^T)_ab */
             }
-            Pb[a * 2 + b] = k * vol * pbab;
-            Fb[a * 2 + b] += k * vol * fbab;
-            volb += k * pf * Gb[a * 2 + b];
+            Pb[a * 2 + b] = ks * vol * pbab;
+            Fb[a * 2 + b] += ks * vol * fbab;
+            volb += ks * pf * Gb[a * 2 + b];
             mb += s.C[(long)p * 4 + a * 2 + b] * Gb[a * 2 + b];
         }
     for (int a = 0; a < 4; ++a) dact[a] = 0;
@@ -1998,12 +2040,12 @@ CQ_HD void cq__p2g_adj_2d_neohookean_f32(int p, const cq__params_f32 *prm,
     cq__weight_grads_2d_f32(fx, prm->inv_dx, dw);
     cq__pk1_2d_neohookean_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
     const float mass = s.mass[p], vol = s.vol[p];
-    const float k = -4 * prm->inv_dx * prm->inv_dx * prm->dt;
+    const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
     for (int a = 0; a < 2; ++a)
         for (int b = 0; b < 2; ++b) {
             float pf = 0;
             for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
-            G[a * 2 + b] = k * vol * pf + mass * s.C[(long)p * 4 + a * 2 + b];
+            G[a * 2 + b] = ks * vol * pf + mass * s.C[(long)p * 4 + a * 2 + b];
         }
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
@@ -2012,6 +2054,7 @@ CQ_HD void cq__p2g_adj_2d_neohookean_f32(int p, const cq__params_f32 *prm,
         const float wt = w[0][i] * w[1][j];
         const float gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
         const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+
         float dpos[2];
         const float *pb = gp_adj + idx * 2;
         const float mbi = gm_adj[idx];
@@ -2042,9 +2085,9 @@ CQ_HD void cq__p2g_adj_2d_neohookean_f32(int p, const cq__params_f32 *prm,
                 fbab += Gb[c * 2 + a] * Pp[c * 2 + b];   /* (Gbar^T P)_ab */
                 pf += Pp[a * 2 + c] * Fp[b * 2 + c];     /* (P F^T)_ab */
             }
-            Pb[a * 2 + b] = k * vol * pbab;
-            Fb[a * 2 + b] += k * vol * fbab;
-            volb += k * pf * Gb[a * 2 + b];
+            Pb[a * 2 + b] = ks * vol * pbab;
+            Fb[a * 2 + b] += ks * vol * fbab;
+            volb += ks * pf * Gb[a * 2 + b];
             mb += s.C[(long)p * 4 + a * 2 + b] * Gb[a * 2 + b];
         }
     for (int a = 0; a < 4; ++a) dact[a] = 0;
@@ -2370,6 +2413,7 @@ CQ_HD void cq__g2p_adj_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
         const double wt = w[0][i] * w[1][j];
         const double gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
         const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+
         double dpos[2], sdot = 0;
         const double *vi = g.v + idx * 2;
         for (int a = 0; a < 2; ++a) dpos[a] = ((double)o[a] - fx[a]) * prm->dx;
@@ -2413,12 +2457,12 @@ CQ_HD void cq__p2g_adj_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
     cq__weight_grads_2d_f64(fx, prm->inv_dx, dw);
     cq__pk1_2d_fixed_corotated_f64(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
     const double mass = s.mass[p], vol = s.vol[p];
-    const double k = -4 * prm->inv_dx * prm->inv_dx * prm->dt;
+    const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
     for (int a = 0; a < 2; ++a)
         for (int b = 0; b < 2; ++b) {
             double pf = 0;
             for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
-            G[a * 2 + b] = k * vol * pf + mass * s.C[(long)p * 4 + a * 2 + b];
+            G[a * 2 + b] = ks * vol * pf + mass * s.C[(long)p * 4 + a * 2 + b];
         }
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
@@ -2427,6 +2471,7 @@ CQ_HD void cq__p2g_adj_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
         const double wt = w[0][i] * w[1][j];
         const double gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
         const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+
         double dpos[2];
         const double *pb = gp_adj + idx * 2;
         const double mbi = gm_adj[idx];
@@ -2457,9 +2502,9 @@ CQ_HD void cq__p2g_adj_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
                 fbab += Gb[c * 2 + a] * Pp[c * 2 + b];   /* (Gbar^T P)_ab */
                 pf += Pp[a * 2 + c] * Fp[b * 2 + c];     /* (P F^T)_ab */
             }
-            Pb[a * 2 + b] = k * vol * pbab;
-            Fb[a * 2 + b] += k * vol * fbab;
-            volb += k * pf * Gb[a * 2 + b];
+            Pb[a * 2 + b] = ks * vol * pbab;
+            Fb[a * 2 + b] += ks * vol * fbab;
+            volb += ks * pf * Gb[a * 2 + b];
             mb += s.C[(long)p * 4 + a * 2 + b] * Gb[a * 2 + b];
         }
     for (int a = 0; a < 4; ++a) dact[a] = 0;
@@ -2493,12 +2538,12 @@ CQ_HD void cq__p2g_adj_2d_neohookean_f64(int p, const cq__params_f64 *prm,
     cq__weight_grads_2d_f64(fx, prm->inv_dx, dw);
     cq__pk1_2d_neohookean_f64(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
     const double mass = s.mass[p], vol = s.vol[p];
-    const double k = -4 * prm->inv_dx * prm->inv_dx * prm->dt;
+    const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
     for (int a = 0; a < 2; ++a)
         for (int b = 0; b < 2; ++b) {
             double pf = 0;
             for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
-            G[a * 2 + b] = k * vol * pf + mass * s.C[(long)p * 4 + a * 2 + b];
+            G[a * 2 + b] = ks * vol * pf + mass * s.C[(long)p * 4 + a * 2 + b];
         }
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
@@ -2507,6 +2552,7 @@ CQ_HD void cq__p2g_adj_2d_neohookean_f64(int p, const cq__params_f64 *prm,
         const double wt = w[0][i] * w[1][j];
         const double gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
         const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+
         double dpos[2];
         const double *pb = gp_adj + idx * 2;
         const double mbi = gm_adj[idx];
@@ -2537,9 +2583,9 @@ CQ_HD void cq__p2g_adj_2d_neohookean_f64(int p, const cq__params_f64 *prm,
                 fbab += Gb[c * 2 + a] * Pp[c * 2 + b];   /* (Gbar^T P)_ab */
                 pf += Pp[a * 2 + c] * Fp[b * 2 + c];     /* (P F^T)_ab */
             }
-            Pb[a * 2 + b] = k * vol * pbab;
-            Fb[a * 2 + b] += k * vol * fbab;
-            volb += k * pf * Gb[a * 2 + b];
+            Pb[a * 2 + b] = ks * vol * pbab;
+            Fb[a * 2 + b] += ks * vol * fbab;
+            volb += ks * pf * Gb[a * 2 + b];
             mb += s.C[(long)p * 4 + a * 2 + b] * Gb[a * 2 + b];
         }
     for (int a = 0; a < 4; ++a) dact[a] = 0;
@@ -2941,6 +2987,7 @@ CQ_HD void cq__g2p_adj_3d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
         const float wt = w[0][i] * w[1][j] * w[2][k];
         const float gw[3] = {dw[0][i] * w[1][j] * w[2][k], w[0][i] * dw[1][j] * w[2][k], w[0][i] * w[1][j] * dw[2][k]};
         const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+
         float dpos[3], sdot = 0;
         const float *vi = g.v + idx * 3;
         for (int a = 0; a < 3; ++a) dpos[a] = ((float)o[a] - fx[a]) * prm->dx;
@@ -2984,21 +3031,22 @@ CQ_HD void cq__p2g_adj_3d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
     cq__weight_grads_3d_f32(fx, prm->inv_dx, dw);
     cq__pk1_3d_fixed_corotated_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
     const float mass = s.mass[p], vol = s.vol[p];
-    const float k = -4 * prm->inv_dx * prm->inv_dx * prm->dt;
+    const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
     for (int a = 0; a < 3; ++a)
         for (int b = 0; b < 3; ++b) {
             float pf = 0;
             for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
-            G[a * 3 + b] = k * vol * pf + mass * s.C[(long)p * 9 + a * 3 + b];
+            G[a * 3 + b] = ks * vol * pf + mass * s.C[(long)p * 9 + a * 3 + b];
         }
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
-    for (int kk = 0; kk < 3; ++kk)
+    for (int k = 0; k < 3; ++k)
     {
-        const int o[3] = {i, j, kk};
-        const float wt = w[0][i] * w[1][j] * w[2][kk];
-        const float gw[3] = {dw[0][i] * w[1][j] * w[2][kk], w[0][i] * dw[1][j] * w[2][kk], w[0][i] * w[1][j] * dw[2][kk]};
-        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + kk);
+        const int o[3] = {i, j, k};
+        const float wt = w[0][i] * w[1][j] * w[2][k];
+        const float gw[3] = {dw[0][i] * w[1][j] * w[2][k], w[0][i] * dw[1][j] * w[2][k], w[0][i] * w[1][j] * dw[2][k]};
+        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+
         float dpos[3];
         const float *pb = gp_adj + idx * 3;
         const float mbi = gm_adj[idx];
@@ -3029,9 +3077,9 @@ CQ_HD void cq__p2g_adj_3d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
                 fbab += Gb[c * 3 + a] * Pp[c * 3 + b];   /* (Gbar^T P)_ab */
                 pf += Pp[a * 3 + c] * Fp[b * 3 + c];     /* (P F^T)_ab */
             }
-            Pb[a * 3 + b] = k * vol * pbab;
-            Fb[a * 3 + b] += k * vol * fbab;
-            volb += k * pf * Gb[a * 3 + b];
+            Pb[a * 3 + b] = ks * vol * pbab;
+            Fb[a * 3 + b] += ks * vol * fbab;
+            volb += ks * pf * Gb[a * 3 + b];
             mb += s.C[(long)p * 9 + a * 3 + b] * Gb[a * 3 + b];
         }
     for (int a = 0; a < 9; ++a) dact[a] = 0;
@@ -3065,21 +3113,22 @@ CQ_HD void cq__p2g_adj_3d_neohookean_f32(int p, const cq__params_f32 *prm,
     cq__weight_grads_3d_f32(fx, prm->inv_dx, dw);
     cq__pk1_3d_neohookean_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
     const float mass = s.mass[p], vol = s.vol[p];
-    const float k = -4 * prm->inv_dx * prm->inv_dx * prm->dt;
+    const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
     for (int a = 0; a < 3; ++a)
         for (int b = 0; b < 3; ++b) {
             float pf = 0;
             for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
-            G[a * 3 + b] = k * vol * pf + mass * s.C[(long)p * 9 + a * 3 + b];
+            G[a * 3 + b] = ks * vol * pf + mass * s.C[(long)p * 9 + a * 3 + b];
         }
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
-    for (int kk = 0; kk < 3; ++kk)
+    for (int k = 0; k < 3; ++k)
     {
-        const int o[3] = {i, j, kk};
-        const float wt = w[0][i] * w[1][j] * w[2][kk];
-        const float gw[3] = {dw[0][i] * w[1][j] * w[2][kk], w[0][i] * dw[1][j] * w[2][kk], w[0][i] * w[1][j] * dw[2][kk]};
-        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + kk);
+        const int o[3] = {i, j, k};
+        const float wt = w[0][i] * w[1][j] * w[2][k];
+        const float gw[3] = {dw[0][i] * w[1][j] * w[2][k], w[0][i] * dw[1][j] * w[2][k], w[0][i] * w[1][j] * dw[2][k]};
+        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+
         float dpos[3];
         const float *pb = gp_adj + idx * 3;
         const float mbi = gm_adj[idx];
@@ -3110,9 +3159,9 @@ CQ_HD void cq__p2g_adj_3d_neohookean_f32(int p, const cq__params_f32 *prm,
                 fbab += Gb[c * 3 + a] * Pp[c * 3 + b];   /* (Gbar^T P)_ab */
                 pf += Pp[a * 3 + c] * Fp[b * 3 + c];     /* (P F^T)_ab */
             }
-            Pb[a * 3 + b] = k * vol * pbab;
-            Fb[a * 3 + b] += k * vol * fbab;
-            volb += k * pf * Gb[a * 3 + b];
+            Pb[a * 3 + b] = ks * vol * pbab;
+            Fb[a * 3 + b] += ks * vol * fbab;
+            volb += ks * pf * Gb[a * 3 + b];
             mb += s.C[(long)p * 9 + a * 3 + b] * Gb[a * 3 + b];
         }
     for (int a = 0; a < 9; ++a) dact[a] = 0;
@@ -3514,6 +3563,7 @@ CQ_HD void cq__g2p_adj_3d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
         const double wt = w[0][i] * w[1][j] * w[2][k];
         const double gw[3] = {dw[0][i] * w[1][j] * w[2][k], w[0][i] * dw[1][j] * w[2][k], w[0][i] * w[1][j] * dw[2][k]};
         const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+
         double dpos[3], sdot = 0;
         const double *vi = g.v + idx * 3;
         for (int a = 0; a < 3; ++a) dpos[a] = ((double)o[a] - fx[a]) * prm->dx;
@@ -3557,21 +3607,22 @@ CQ_HD void cq__p2g_adj_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
     cq__weight_grads_3d_f64(fx, prm->inv_dx, dw);
     cq__pk1_3d_fixed_corotated_f64(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
     const double mass = s.mass[p], vol = s.vol[p];
-    const double k = -4 * prm->inv_dx * prm->inv_dx * prm->dt;
+    const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
     for (int a = 0; a < 3; ++a)
         for (int b = 0; b < 3; ++b) {
             double pf = 0;
             for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
-            G[a * 3 + b] = k * vol * pf + mass * s.C[(long)p * 9 + a * 3 + b];
+            G[a * 3 + b] = ks * vol * pf + mass * s.C[(long)p * 9 + a * 3 + b];
         }
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
-    for (int kk = 0; kk < 3; ++kk)
+    for (int k = 0; k < 3; ++k)
     {
-        const int o[3] = {i, j, kk};
-        const double wt = w[0][i] * w[1][j] * w[2][kk];
-        const double gw[3] = {dw[0][i] * w[1][j] * w[2][kk], w[0][i] * dw[1][j] * w[2][kk], w[0][i] * w[1][j] * dw[2][kk]};
-        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + kk);
+        const int o[3] = {i, j, k};
+        const double wt = w[0][i] * w[1][j] * w[2][k];
+        const double gw[3] = {dw[0][i] * w[1][j] * w[2][k], w[0][i] * dw[1][j] * w[2][k], w[0][i] * w[1][j] * dw[2][k]};
+        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+
         double dpos[3];
         const double *pb = gp_adj + idx * 3;
         const double mbi = gm_adj[idx];
@@ -3602,9 +3653,9 @@ CQ_HD void cq__p2g_adj_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
                 fbab += Gb[c * 3 + a] * Pp[c * 3 + b];   /* (Gbar^T P)_ab */
                 pf += Pp[a * 3 + c] * Fp[b * 3 + c];     /* (P F^T)_ab */
             }
-            Pb[a * 3 + b] = k * vol * pbab;
-            Fb[a * 3 + b] += k * vol * fbab;
-            volb += k * pf * Gb[a * 3 + b];
+            Pb[a * 3 + b] = ks * vol * pbab;
+            Fb[a * 3 + b] += ks * vol * fbab;
+            volb += ks * pf * Gb[a * 3 + b];
             mb += s.C[(long)p * 9 + a * 3 + b] * Gb[a * 3 + b];
         }
     for (int a = 0; a < 9; ++a) dact[a] = 0;
@@ -3638,21 +3689,22 @@ CQ_HD void cq__p2g_adj_3d_neohookean_f64(int p, const cq__params_f64 *prm,
     cq__weight_grads_3d_f64(fx, prm->inv_dx, dw);
     cq__pk1_3d_neohookean_f64(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
     const double mass = s.mass[p], vol = s.vol[p];
-    const double k = -4 * prm->inv_dx * prm->inv_dx * prm->dt;
+    const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
     for (int a = 0; a < 3; ++a)
         for (int b = 0; b < 3; ++b) {
             double pf = 0;
             for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
-            G[a * 3 + b] = k * vol * pf + mass * s.C[(long)p * 9 + a * 3 + b];
+            G[a * 3 + b] = ks * vol * pf + mass * s.C[(long)p * 9 + a * 3 + b];
         }
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
-    for (int kk = 0; kk < 3; ++kk)
+    for (int k = 0; k < 3; ++k)
     {
-        const int o[3] = {i, j, kk};
-        const double wt = w[0][i] * w[1][j] * w[2][kk];
-        const double gw[3] = {dw[0][i] * w[1][j] * w[2][kk], w[0][i] * dw[1][j] * w[2][kk], w[0][i] * w[1][j] * dw[2][kk]};
-        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + kk);
+        const int o[3] = {i, j, k};
+        const double wt = w[0][i] * w[1][j] * w[2][k];
+        const double gw[3] = {dw[0][i] * w[1][j] * w[2][k], w[0][i] * dw[1][j] * w[2][k], w[0][i] * w[1][j] * dw[2][k]};
+        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+
         double dpos[3];
         const double *pb = gp_adj + idx * 3;
         const double mbi = gm_adj[idx];
@@ -3683,9 +3735,9 @@ CQ_HD void cq__p2g_adj_3d_neohookean_f64(int p, const cq__params_f64 *prm,
                 fbab += Gb[c * 3 + a] * Pp[c * 3 + b];   /* (Gbar^T P)_ab */
                 pf += Pp[a * 3 + c] * Fp[b * 3 + c];     /* (P F^T)_ab */
             }
-            Pb[a * 3 + b] = k * vol * pbab;
-            Fb[a * 3 + b] += k * vol * fbab;
-            volb += k * pf * Gb[a * 3 + b];
+            Pb[a * 3 + b] = ks * vol * pbab;
+            Fb[a * 3 + b] += ks * vol * fbab;
+            volb += ks * pf * Gb[a * 3 + b];
             mb += s.C[(long)p * 9 + a * 3 + b] * Gb[a * 3 + b];
         }
     for (int a = 0; a < 9; ++a) dact[a] = 0;

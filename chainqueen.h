@@ -4017,6 +4017,7 @@ struct cq_sim {
     int in_backward, has_grad;
     const cq__state *hook_state;      /* s_n while the hook of step n runs */
     cq__state *hook_adj;              /* dL/ds_n while the hook of step n runs */
+    int hook_step;                    /* n while the hook of step n runs */
 };
 
 static char cq__create_error[512];
@@ -5594,6 +5595,7 @@ cq_result cq_sim_backward(cq_sim *s, const double *dL_dx, const double *dL_dv, c
             }
             s->hook_state = &s->seg[m * S];
             s->hook_adj = A;
+            s->hook_step = n;
             if (hook) hook(s, n, user);
         }
     }
@@ -5629,8 +5631,8 @@ cq_result cq_sim_add_state_grad(cq_sim *s, cq_field f, const double *g)
     if (!g) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: %s: g is NULL", what, cq__field_name(f));
     for (long i = 0; i < (long)s->n * k; ++i)
         if (!cq__finite(g[i]))
-            return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: %s of particle %ld is not finite (step %d)", what,
-                            cq__field_name(f), i / k, s->hook_state ? -1 : -1);
+            return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: %s of particle %ld is not finite (hook of step %d)", what,
+                            cq__field_name(f), i / k, s->hook_step);
     switch (f) {
     case CQ_FIELD_X: dst = s->hook_adj->x; break;
     case CQ_FIELD_V: dst = s->hook_adj->v; break;

@@ -3967,6 +3967,7 @@ CQ_HD void cq__p2g_adj_3d_neohookean_f64(int p, const cq__params_f64 *prm,
 #define CQ__SLAB 4
 
 typedef struct cq__state { void *x, *v, *C, *F; } cq__state;
+typedef struct cq__tape_act { int groups; void *stress; } cq__tape_act;   /* one step's actuation */
 
 typedef struct cq__vtable {
     /* one substep from `in` to `out`; returns CQ__OK or the status of the lowest failing
@@ -4001,7 +4002,7 @@ struct cq_sim {
     /* >>tape: state at every checkpoint_every-th step, actuation of every step */
     cq__state *ckpt;
     int n_ckpt, cap_ckpt;
-    struct cq__tape_act { int groups; void *stress; } *acts;
+    cq__tape_act *acts;
     int cap_acts;
     /* >>adjoint buffers (allocated by the first cq_sim_backward) */
     cq__state *seg;                   /* recomputed substep inputs of one segment (+1 scratch) */
@@ -5376,9 +5377,9 @@ static cq_result cq__tape_record(cq_sim *s)
     const int k = s->desc.checkpoint_every, n = s->step;
     if (n >= s->cap_acts) {
         int cap = s->cap_acts ? 2 * s->cap_acts : 64;
-        struct cq__tape_act *na;
+        cq__tape_act *na;
         while (cap <= n) cap *= 2;
-        na = (struct cq__tape_act *)cq__alloc(s, sizeof *na * (size_t)cap);
+        na = (cq__tape_act *)cq__alloc(s, sizeof *na * (size_t)cap);
         if (!na) return CQ_ERROR_OUT_OF_MEMORY;
         memset(na, 0, sizeof *na * (size_t)cap);
         if (s->acts) memcpy(na, s->acts, sizeof *na * (size_t)s->cap_acts);

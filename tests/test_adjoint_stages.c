@@ -2,7 +2,9 @@
    cq__stress_vjp_* (R held fixed), cq__polar_vjp_* alone (random F, F = I, repeated singular
    values, near inversion; finite at the non-differentiable points), and cq__pk1_vjp_* (the
    whole chain material -> polar -> Lame -> incompressibility -> actuation) for every dim and
-   built-in material.  The float32 variants are checked to be finite and close to float64. */
+   built-in material; then each transfer-kernel adjoint alone (cq__p2g_adj_*, cq__grid_adj_* with
+   every wall condition, cq__g2p_adj_*) against central differences of its forward kernel, 2D and
+   3D.  The float32 variants are checked to be finite and close to float64. */
 #define CHAINQUEEN_IMPLEMENTATION
 #include "../chainqueen.h"
 #include "harness.h"
@@ -356,9 +358,9 @@ TEST(f32_variants_finite_and_close_to_f64)
 #define NPT 4                  /* particles */
 #define MAXNODES (RES * RES * RES)
 #define KINK 1e-2
-/* L is exactly linear in vol, E and act_stress (P is linear in E and act_stress; G in vol), so
-   their central differences have no truncation error at any step: a larger step keeps their
-   rounding noise (their share of L is small next to the mass and momentum terms) well below TOL */
+/* Step for inputs L is exactly linear in (P2G: vol, E, act_stress; G2P: the grid velocities):
+   their central differences have no truncation error at any step, and a larger one keeps the
+   rounding noise (their share of L is small next to the other terms) well below TOL. */
 #define HLIN 1e-4
 
 typedef void (*p2g64_fn)(int, const cq__params_f64 *, cq__pview_f64, cq__gview_f64);
@@ -371,8 +373,13 @@ typedef void (*g2padj64_fn)(int, const cq__params_f64 *, cq__pview_f64, cq__gvie
 typedef int (*bcaxis64_fn)(int, double, const cq__params_f64 *, double *);
 typedef int (*wnormal64_fn)(const int *, int, const cq__params_f64 *);
 
-typedef struct tvariant { const char *name; int dim; p2g64_fn p2g; p2gadj64_fn p2g_adj; } tvariant;
-#define TVARIANT(D, M) { #D "d_" #M, D, cq__p2g_fwd_##D##d_##M##_f64, cq__p2g_adj_##D##d_##M##_f64 }
+typedef void (*p2gadj32_fn)(int, const cq__params_f32 *, cq__pview_f32, const float *, const float *,
+                            cq__pview_f32, cq__pview_f32, float *);
+typedef void (*gridadj32_fn)(int, const cq__params_f32 *, const float *, const float *, const float *, float *, float *);
+typedef void (*g2padj32_fn)(int, const cq__params_f32 *, cq__pview_f32, cq__gview_f32, cq__pview_f32, cq__pview_f32, float *);
+
+typedef struct tvariant { const char *name; int dim; p2g64_fn p2g; p2gadj64_fn p2g_adj; p2gadj32_fn p2g_adj32; } tvariant;
+#define TVARIANT(D, M) { #D "d_" #M, D, cq__p2g_fwd_##D##d_##M##_f64, cq__p2g_adj_##D##d_##M##_f64, cq__p2g_adj_##D##d_##M##_f32 }
 static const tvariant TVARIANTS[] = {
     TVARIANT(2, fixed_corotated), TVARIANT(2, neohookean), TVARIANT(3, fixed_corotated), TVARIANT(3, neohookean),
 };
@@ -380,13 +387,16 @@ static const tvariant TVARIANTS[] = {
 
 typedef struct dimops {
     gridfwd64_fn grid; gridadj64_fn grid_adj; g2p64_fn g2p; g2padj64_fn g2p_adj; bcaxis64_fn bc_axis; wnormal64_fn wall_normal;
+    gridadj32_fn grid_adj32; g2padj32_fn g2p_adj32;
 } dimops;
 static const dimops DIMOPS[2] = {
-    { cq__grid_fwd_2d_f64, cq__grid_adj_2d_f64, cq__g2p_fwd_2d_f64, cq__g2p_adj_2d_f64, cq__bc_axis_2d_f64, cq__wall_normal_2d_f64 },
-    { cq__grid_fwd_3d_f64, cq__grid_adj_3d_f64, cq__g2p_fwd_3d_f64, cq__g2p_adj_3d_f64, cq__bc_axis_3d_f64, cq__wall_normal_3d_f64 },
+    { cq__grid_fwd_2d_f64, cq__grid_adj_2d_f64, cq__g2p_fwd_2d_f64, cq__g2p_adj_2d_f64, cq__bc_axis_2d_f64, cq__wall_normal_2d_f64,
+      cq__grid_adj_2d_f32, cq__g2p_adj_2d_f32 },
+    { cq__grid_fwd_3d_f64, cq__grid_adj_3d_f64, cq__g2p_fwd_3d_f64, cq__g2p_adj_3d_f64, cq__bc_axis_3d_f64, cq__wall_normal_3d_f64,
+      cq__grid_adj_3d_f32, cq__g2p_adj_3d_f32 },
 };
 
-static double worst_p2g[NTV], worst_grid[2][5], worst_g2p[2];
+static double worst_p2g[NTV], worst_grid[2][5], worst_g2p[2], worst_t32[3][2];
 
 static long node_count(int d) { return d == 2 ? RES * RES : (long)RES * RES * RES; }
 
@@ -416,6 +426,25 @@ static cq__pview_f64 view_of(pbuf *b)
 static void random_x(int d, double *x)
 {
     for (int a = 0; a < d; ++a) x[a] = (4 + (int)(3 * urand()) + 0.6 + 0.8 * urand()) / RES;
+}
+
+/* NPT particles for P2G: x as random_x, v ~ 1, C ~ 5, F near I, vol ~ (dx/2)^d, density ~ 1000;
+   groups 0, 1, none, 0 (shared with particle 0), with one past act_groups = 2 on odd trials */
+static void random_particles(int d, int trial, pbuf *b)
+{
+    int n = d * d;
+    memset(b, 0, sizeof *b);
+    for (int p = 0; p < NPT; ++p) {
+        random_x(d, b->x + p * d);
+        for (int a = 0; a < d; ++a) b->v[p * d + a] = srand1();
+        for (int a = 0; a < n; ++a) b->C[p * n + a] = 5 * srand1();
+        do { for (int a = 0; a < n; ++a) b->F[p * n + a] = (a % (d + 1) == 0) + 0.2 * srand1(); } while (det(d, b->F + p * n) < 0.5);
+        b->vol[p] = (0.5 + urand()) * pow(0.5 / RES, d);
+        b->mass[p] = (0.5 + urand()) * 1000 * b->vol[p];
+        b->E[p] = 500 + 1000 * urand(); b->nu[p] = 0.05 + 0.4 * urand();
+    }
+    b->act[0] = 0; b->act[1] = 1; b->act[2] = trial % 2 ? 2 : -1; b->act[3] = 0;
+    for (int i = 0; i < 2 * n; ++i) b->act_stress[i] = 300 * srand1();
 }
 
 /* ---------------------------------------------------------------- P2G */
@@ -449,6 +478,7 @@ static double p2g_fd(const p2g_ctx *c, double *t, double h)
 
 TEST(p2g_adj_matches_central_differences)
 {
+    rng_state = 101u;   /* the same inputs whichever tests run before */
     static double wa[MAXNODES], wb[MAXNODES * 3], gm[MAXNODES], gv[MAXNODES * 3];
     for (int v = 0; v < NTV; ++v) {
         const tvariant *V = &TVARIANTS[v];
@@ -461,19 +491,7 @@ TEST(p2g_adj_matches_central_differences)
                 double dact[NPT * 9];
                 transfer_params(d, &prm);
                 prm.incompressibility = inc; prm.act_groups = 2;
-                memset(&b, 0, sizeof b);
-                for (int p = 0; p < NPT; ++p) {
-                    random_x(d, b.x + p * d);
-                    for (int a = 0; a < d; ++a) b.v[p * d + a] = srand1();
-                    for (int a = 0; a < n; ++a) b.C[p * n + a] = 5 * srand1();
-                    do { for (int a = 0; a < n; ++a) b.F[p * n + a] = (a % (d + 1) == 0) + 0.2 * srand1(); } while (det(d, b.F + p * n) < 0.5);
-                    b.vol[p] = (0.5 + urand()) * pow(0.5 / RES, d);
-                    b.mass[p] = (0.5 + urand()) * 1000 * b.vol[p];
-                    b.E[p] = 500 + 1000 * urand(); b.nu[p] = 0.05 + 0.4 * urand();
-                }
-                /* groups: 0, 1, none, 0 (shared with particle 0); one past act_groups on odd trials */
-                b.act[0] = 0; b.act[1] = 1; b.act[2] = trial % 2 ? 2 : -1; b.act[3] = 0;
-                for (int i = 0; i < 2 * n; ++i) b.act_stress[i] = 300 * srand1();
+                random_particles(d, trial, &b);
                 /* weights: all, masses only, momenta only */
                 int mode = trial % 3;
                 for (long i = 0; i < nodes; ++i) {
@@ -513,8 +531,11 @@ TEST(p2g_adj_matches_central_differences)
                 e[2] = relerr(ai.C, fC, NPT * n); e[3] = relerr(an_F, fF, NPT * n);
                 for (int k = 0; k < 4; ++k) e[4 + k] = relerr(an_par[k], fpar[k], NPT);
                 static const char *what[8] = {"x", "v", "C", "F", "mass", "vol", "E", "nu"};
+                /* (with the mass weights alone, dL/dv, C, F, vol, E, nu are 0 on both sides) */
+                CHECK(all_finite(an_x, NPT * d) && all_finite(ai.v, NPT * d) && all_finite(ai.C, NPT * n) &&
+                      all_finite(an_F, NPT * n) && all_finite(an_par[0], 4 * NPT) && all_finite(dact, NPT * n),
+                      "%s inc=%d trial %d: non-finite P2G adjoint", V->name, inc, trial);
                 for (int k = 0; k < 8; ++k) {
-                    /* the mass weights alone do not see v, C, F, vol, E, nu: both sides must be 0 */
                     CHECK(e[k] < TOL, "%s inc=%d trial %d: dL/d%s rel err %.3g", V->name, inc, trial, what[k], e[k]);
                     track(&worst_p2g[v], e[k]);
                 }
@@ -546,8 +567,6 @@ TEST(p2g_adj_matches_central_differences)
                 double es = relerr(an_sum, fa_sum, 2 * n);
                 CHECK(es < TOL, "%s inc=%d trial %d: summed dact rel err %.3g", V->name, inc, trial, es);
                 track(&worst_p2g[v], es);
-                /* untouched entries past each particle's d, d*d block */
-                CHECK(all_finite(ai.x, NPT * d) && all_finite(ai.F, NPT * n), "%s: non-finite P2G adjoint", V->name);
             }
     }
 }
@@ -592,36 +611,55 @@ static int away_from_kinks(const dimops *O, int d, const int *c, const cq__param
     return 1;
 }
 
+/* every node of the grid: mass 0.2..1.2 (every 17th empty), pre-projection velocity v0 away
+   from the kinks (on a third of the wall nodes mostly normal to the first wall, so the friction
+   clamp is reached, on a third mostly tangential, so friction slides),
+   momentum p = m (v0 - dt g); random weights cw for L = sum c_i . v_i */
+static void random_grid(const dimops *O, int d, const cq__params_f64 *prm, double *gm, double *gp, double *cw,
+                        int *cnt, int *walls, int *corners)
+{
+    const long nodes = node_count(d);
+    *walls = *corners = 0;
+    for (long i = 0; i < nodes; ++i) {
+        int c[3], nw = 0;
+        double v0[3] = {0, 0, 0};
+        node_coords(d, i, c);
+        for (int a = 0; a < d; ++a) nw += O->wall_normal(c, a, prm) != 0;
+        *walls += nw > 0; *corners += nw > 1;
+        gm[i] = i % 17 == 5 ? 0 : 0.2 + urand();
+        do {
+            for (int a = 0; a < d; ++a) v0[a] = srand1();
+            for (int a = 0; a < d; ++a)
+                if (O->wall_normal(c, a, prm)) {
+                    for (int b = 0; b < d; ++b) if (i % 3 == (b == a)) v0[b] *= 0.2;
+                    break;
+                }
+        } while (gm[i] > 0 && !away_from_kinks(O, d, c, prm, v0, cnt));
+        for (int a = 0; a < d; ++a) {
+            gp[i * d + a] = gm[i] * (v0[a] - prm->dt * prm->gravity[a]);
+            cw[i * d + a] = srand1();
+        }
+    }
+}
+
 TEST(grid_adj_matches_central_differences)
 {
+    rng_state = 202u;   /* the same inputs whichever tests run before */
     static double gm[MAXNODES], gp[MAXNODES * 3], cw[MAXNODES * 3], gpb[MAXNODES * 3], gmb[MAXNODES];
     static double wm[MAXNODES], wv[MAXNODES * 3];
     for (int d = 2; d <= 3; ++d) {
         const dimops *O = &DIMOPS[d - 2];
         const long nodes = node_count(d);
-        for (int ib = 0; ib < 5; ++ib) {
+        int cnts[5][4], walls = 0, corners = 0;
+        memset(cnts, 0, sizeof cnts);
+        for (int rep = 0; rep < (d == 2 ? 20 : 5); ++rep) {   /* 2D: 4 grids per condition */
+            const int ib = rep % 5;
             cq__params_f64 prm;
-            int cnt[4] = {0, 0, 0, 0}, walls = 0, corners = 0;
             transfer_params(d, &prm);
             prm.boundary = GRID_BCS[ib].bc; prm.friction = GRID_BCS[ib].friction;
-            for (long i = 0; i < nodes; ++i) {
-                int c[3], nw = 0;
-                double v0[3] = {0, 0, 0};
-                node_coords(d, i, c);
-                for (int a = 0; a < d; ++a) nw += O->wall_normal(c, a, &prm) != 0;
-                walls += nw > 0; corners += nw > 1;
-                gm[i] = i % 17 == 5 ? 0 : 0.2 + urand();     /* a few empty nodes */
-                /* mostly-normal velocities on every 3rd node, so the friction clamp is reached */
-                double sc = i % 3 == 0 ? 0.2 : 1;
-                do {
-                    for (int a = 0; a < d; ++a) v0[a] = sc * srand1();
-                    for (int a = 0; a < d; ++a) if (O->wall_normal(c, a, &prm)) { v0[a] = srand1(); break; }
-                } while (gm[i] > 0 && !away_from_kinks(O, d, c, &prm, v0, cnt));
-                for (int a = 0; a < d; ++a) {
-                    gp[i * d + a] = gm[i] * (v0[a] - prm.dt * prm.gravity[a]);
-                    cw[i * d + a] = srand1();
-                    gpb[i * d + a] = 1e30;   /* SET by the adjoint */
-                }
+            random_grid(O, d, &prm, gm, gp, cw, cnts[ib], &walls, &corners);
+            for (long i = 0; i < nodes; ++i) {   /* SET by the adjoint: garbage first */
+                for (int a = 0; a < d; ++a) gpb[i * d + a] = 1e30;
                 gmb[i] = -1e30;
             }
             for (long i = 0; i < nodes; ++i) O->grid_adj((int)i, &prm, gm, gp, cw, gpb, gmb);
@@ -654,7 +692,7 @@ TEST(grid_adj_matches_central_differences)
                     for (int k = 0; k <= d; ++k) CHECK(an[k] == 0, "%dD %s: empty node %ld gradient %g", d, GRID_BCS[ib].name, i, an[k]);
                     continue;
                 }
-                double e = relerr(an, fd, d + 1);
+                double e = all_finite(an, d + 1) ? relerr(an, fd, d + 1) : 1;
                 if (e > worst) worst = e;
                 if (!(e < TOL)) {
                     int c[3] = {0, 0, 0};
@@ -665,11 +703,15 @@ TEST(grid_adj_matches_central_differences)
                 }
             }
             track(&worst_grid[d - 2][ib], worst);
-            CHECK(walls > 0 && corners > 0, "%dD: no wall / corner nodes", d);
-            if (prm.boundary != CQ__BC_STICKY)
-                CHECK(cnt[0] > 20 && cnt[1] > 20, "%dD %s: too few cases into (%d) / away from (%d) the wall", d, GRID_BCS[ib].name, cnt[0], cnt[1]);
-            if (prm.boundary == CQ__BC_FRICTION)
-                CHECK(cnt[2] > 10 && cnt[3] > 10, "%dD %s: too few clamped (%d) / sliding (%d) friction cases", d, GRID_BCS[ib].name, cnt[2], cnt[3]);
+        }
+        /* both sides of every kink were visited */
+        CHECK(walls > 0 && corners > 0, "%dD: no wall / corner nodes", d);
+        for (int ib = 0; ib < 5; ++ib) {
+            const int *cnt = cnts[ib];
+            if (GRID_BCS[ib].bc != CQ__BC_STICKY)
+                CHECK(cnt[0] > 50 && cnt[1] > 50, "%dD %s: too few cases into (%d) / away from (%d) the wall", d, GRID_BCS[ib].name, cnt[0], cnt[1]);
+            if (GRID_BCS[ib].bc == CQ__BC_FRICTION)
+                CHECK(cnt[2] > 30 && cnt[3] > 30, "%dD %s: too few clamped (%d) / sliding (%d) friction cases", d, GRID_BCS[ib].name, cnt[2], cnt[3]);
         }
     }
 }
@@ -702,6 +744,7 @@ static double g2p_fd(const g2p_ctx *c, double *t, double h)
 
 TEST(g2p_adj_matches_central_differences)
 {
+    rng_state = 303u;   /* the same inputs whichever tests run before */
     static double gm[MAXNODES], gv[MAXNODES * 3], gvb[MAXNODES * 3], fgv[MAXNODES * 3], base_gvb[MAXNODES * 3];
     for (int d = 2; d <= 3; ++d) {
         const dimops *O = &DIMOPS[d - 2];
@@ -749,10 +792,147 @@ TEST(g2p_adj_matches_central_differences)
                share of L would drown in the rounding of x at the step H) */
             for (long i = 0; i < nodes * d; ++i) fgv[i] = g2p_fd(&c, &gv[i], HLIN);
             double e1 = relerr(ai.x, fx, NG2P * d), e2 = relerr(ai.F, fF, NG2P * n), e3 = relerr(gvb, fgv, (int)(nodes * d));
+            CHECK(all_finite(ai.x, NG2P * d) && all_finite(ai.F, NG2P * n) && all_finite(gvb, (int)(nodes * d)),
+                  "%dD trial %d: non-finite G2P adjoint", d, trial);
             CHECK(e1 < TOL, "%dD trial %d (weights %d): dL/dx rel err %.3g", d, trial, mode, e1);
             CHECK(e2 < TOL, "%dD trial %d (weights %d): dL/dF rel err %.3g", d, trial, mode, e2);
             CHECK(e3 < TOL, "%dD trial %d (weights %d): dL/dv_i rel err %.3g", d, trial, mode, e3);
             track(&worst_g2p[d - 2], e1); track(&worst_g2p[d - 2], e2); track(&worst_g2p[d - 2], e3);
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- float32 transfer adjoints
+   The f32 kernels on the same (rounded) inputs: finite and close to the f64 ones. */
+typedef struct pbuf32 {
+    float x[NPT * 3], v[NPT * 3], C[NPT * 9], F[NPT * 9], mass[NPT], vol[NPT], E[NPT], nu[NPT], act_stress[2 * 9];
+    int act[NPT];
+} pbuf32;
+static cq__pview_f32 view32_of(pbuf32 *b)
+{
+    cq__pview_f32 v;
+    v.x = b->x; v.v = b->v; v.C = b->C; v.F = b->F; v.mass = b->mass; v.vol = b->vol; v.E = b->E; v.nu = b->nu;
+    v.act = b->act; v.act_stress = b->act_stress;
+    return v;
+}
+static void to32(const double *a, float *b, long n) { for (long i = 0; i < n; ++i) b[i] = (float)a[i]; }
+static void pbuf_to32(const pbuf *a, pbuf32 *b)
+{
+    to32(a->x, b->x, NPT * 3); to32(a->v, b->v, NPT * 3); to32(a->C, b->C, NPT * 9); to32(a->F, b->F, NPT * 9);
+    to32(a->mass, b->mass, NPT); to32(a->vol, b->vol, NPT); to32(a->E, b->E, NPT); to32(a->nu, b->nu, NPT);
+    to32(a->act_stress, b->act_stress, 2 * 9);
+    memcpy(b->act, a->act, sizeof b->act);
+}
+static void params_to32(const cq__params_f64 *a, cq__params_f32 *b)
+{
+    memset(b, 0, sizeof *b);
+    b->dx = (float)a->dx; b->inv_dx = (float)a->inv_dx; b->dt = (float)a->dt; b->friction = (float)a->friction;
+    for (int i = 0; i < 3; ++i) { b->gravity[i] = (float)a->gravity[i]; b->res[i] = a->res[i]; }
+    b->bound = a->bound; b->boundary = a->boundary; b->incompressibility = a->incompressibility; b->act_groups = a->act_groups;
+}
+/* relerr of a float32 result against a float64 one (1 when an entry is not finite) */
+static double relerr32(const float *a, const double *ref, long n)
+{
+    static double tmp[MAXNODES * 3];
+    for (long i = 0; i < n; ++i) { if (!cq__isfinite_f32(a[i])) return 1; tmp[i] = a[i]; }
+    return relerr(tmp, ref, (int)n);
+}
+
+TEST(transfer_adj_f32_close_to_f64)
+{
+    rng_state = 404u;   /* the same inputs whichever tests run before */
+    static double gm[MAXNODES], gp[MAXNODES * 3], cw[MAXNODES * 3], gpb[MAXNODES * 3], gmb[MAXNODES], gv[MAXNODES * 3];
+    static float gm32[MAXNODES], gp32[MAXNODES * 3], cw32[MAXNODES * 3], gpb32[MAXNODES * 3], gmb32[MAXNODES], gv32[MAXNODES * 3];
+    /* P2G: both materials, incompressibility off / on */
+    for (int v = 0; v < NTV; ++v) {
+        const tvariant *V = &TVARIANTS[v];
+        const int d = V->dim, n = d * d;
+        const long nodes = node_count(d);
+        for (int inc = 0; inc <= 3; inc += 3)
+            for (int trial = 0; trial < 2; ++trial) {
+                cq__params_f64 prm;
+                cq__params_f32 prm32;
+                pbuf b, ai, pg;
+                pbuf32 b32, ai32, pg32;
+                double dact[NPT * 9];
+                float dact32[NPT * 9];
+                transfer_params(d, &prm);
+                prm.incompressibility = inc; prm.act_groups = 2;
+                params_to32(&prm, &prm32);
+                random_particles(d, trial, &b);
+                pbuf_to32(&b, &b32);
+                for (long i = 0; i < nodes; ++i) {
+                    gm[i] = srand1(); gm32[i] = (float)gm[i];
+                    for (int a = 0; a < d; ++a) { gp[i * d + a] = srand1(); gp32[i * d + a] = (float)gp[i * d + a]; }
+                }
+                memset(&ai, 0, sizeof ai); memset(&pg, 0, sizeof pg); memset(&ai32, 0, sizeof ai32); memset(&pg32, 0, sizeof pg32);
+                cq__pview_f64 s = view_of(&b), vai = view_of(&ai), vpg = view_of(&pg);
+                cq__pview_f32 s32 = view32_of(&b32), vai32 = view32_of(&ai32), vpg32 = view32_of(&pg32);
+                for (int p = 0; p < NPT; ++p) {
+                    V->p2g_adj(p, &prm, s, gp, gm, vai, vpg, dact + p * n);
+                    V->p2g_adj32(p, &prm32, s32, gp32, gm32, vai32, vpg32, dact32 + p * n);
+                }
+                double e[9];
+                e[0] = relerr32(ai32.x, ai.x, NPT * d); e[1] = relerr32(ai32.v, ai.v, NPT * d);
+                e[2] = relerr32(ai32.C, ai.C, NPT * n); e[3] = relerr32(ai32.F, ai.F, NPT * n);
+                e[4] = relerr32(pg32.mass, pg.mass, NPT); e[5] = relerr32(pg32.vol, pg.vol, NPT);
+                e[6] = relerr32(pg32.E, pg.E, NPT); e[7] = relerr32(pg32.nu, pg.nu, NPT);
+                e[8] = relerr32(dact32, dact, NPT * n);
+                static const char *what[9] = {"x", "v", "C", "F", "mass", "vol", "E", "nu", "act"};
+                for (int k = 0; k < 9; ++k) {
+                    CHECK(e[k] < 5e-4, "%s f32 inc=%d: P2G adjoint d%s differs from f64 by %.3g", V->name, inc, what[k], e[k]);
+                    track(&worst_t32[0][d - 2], e[k]);
+                }
+            }
+    }
+    for (int d = 2; d <= 3; ++d) {
+        const dimops *O = &DIMOPS[d - 2];
+        const int n = d * d;
+        const long nodes = node_count(d);
+        cq__params_f64 prm;
+        cq__params_f32 prm32;
+        /* grid: every wall condition */
+        for (int ib = 0; ib < 5; ++ib) {
+            int cnt[4] = {0, 0, 0, 0}, walls, corners;
+            transfer_params(d, &prm);
+            prm.boundary = GRID_BCS[ib].bc; prm.friction = GRID_BCS[ib].friction;
+            params_to32(&prm, &prm32);
+            random_grid(O, d, &prm, gm, gp, cw, cnt, &walls, &corners);
+            to32(gm, gm32, nodes); to32(gp, gp32, nodes * d); to32(cw, cw32, nodes * d);
+            for (long i = 0; i < nodes; ++i) {
+                O->grid_adj((int)i, &prm, gm, gp, cw, gpb, gmb);
+                O->grid_adj32((int)i, &prm32, gm32, gp32, cw32, gpb32, gmb32);
+            }
+            double e1 = relerr32(gpb32, gpb, nodes * d), e2 = relerr32(gmb32, gmb, nodes);
+            CHECK(e1 < 1e-4 && e2 < 1e-4, "%dD %s f32: grid adjoint differs from f64 by %.3g / %.3g", d, GRID_BCS[ib].name, e1, e2);
+            track(&worst_t32[1][d - 2], e1); track(&worst_t32[1][d - 2], e2);
+        }
+        /* G2P */
+        for (int trial = 0; trial < 2; ++trial) {
+            pbuf s, w, ai;
+            pbuf32 s32, w32, ai32;
+            transfer_params(d, &prm);
+            params_to32(&prm, &prm32);
+            memset(&s, 0, sizeof s); memset(&w, 0, sizeof w);
+            for (int p = 0; p < NG2P; ++p) {
+                random_x(d, s.x + p * d);
+                do { for (int a = 0; a < n; ++a) s.F[p * n + a] = (a % (d + 1) == 0) + 0.3 * srand1(); } while (det(d, s.F + p * n) < 0.3);
+                for (int a = 0; a < d; ++a) { w.x[p * d + a] = srand1(); w.v[p * d + a] = srand1(); }
+                for (int a = 0; a < n; ++a) { w.C[p * n + a] = srand1(); w.F[p * n + a] = srand1(); }
+            }
+            pbuf_to32(&s, &s32); pbuf_to32(&w, &w32);
+            for (long i = 0; i < nodes; ++i) { gm[i] = 1; gm32[i] = 1; }
+            for (long i = 0; i < nodes * d; ++i) { gv[i] = srand1(); gv32[i] = (float)gv[i]; gpb[i] = 0; gpb32[i] = 0; }
+            cq__gview_f64 g;
+            cq__gview_f32 g32;
+            g.m = gm; g.v = gv; g32.m = gm32; g32.v = gv32;
+            for (int p = 0; p < NG2P; ++p) {
+                O->g2p_adj(p, &prm, view_of(&s), g, view_of(&w), view_of(&ai), gpb);
+                O->g2p_adj32(p, &prm32, view32_of(&s32), g32, view32_of(&w32), view32_of(&ai32), gpb32);
+            }
+            double e1 = relerr32(ai32.x, ai.x, NG2P * d), e2 = relerr32(ai32.F, ai.F, NG2P * n), e3 = relerr32(gpb32, gpb, nodes * d);
+            CHECK(e1 < 1e-4 && e2 < 1e-4 && e3 < 1e-4, "%dD f32: G2P adjoint differs from f64 by %.3g %.3g %.3g", d, e1, e2, e3);
+            track(&worst_t32[2][d - 2], e1); track(&worst_t32[2][d - 2], e2); track(&worst_t32[2][d - 2], e3);
         }
     }
 }
@@ -767,10 +947,13 @@ TEST(report_worst_errors)
     for (int d = 0; d < 2; ++d)
         for (int b = 0; b < 5; ++b) printf("  # %dD grid_adj %-15s worst rel err %.2e\n", d + 2, GRID_BCS[b].name, worst_grid[d][b]);
     printf("  # g2p_adj worst rel err: 2D %.2e, 3D %.2e\n", worst_g2p[0], worst_g2p[1]);
+    printf("  # f32 vs f64 transfer adjoints: p2g 2D %.2e 3D %.2e; grid 2D %.2e 3D %.2e; g2p 2D %.2e 3D %.2e\n",
+           worst_t32[0][0], worst_t32[0][1], worst_t32[1][0], worst_t32[1][1], worst_t32[2][0], worst_t32[2][1]);
 }
 
 RUN_TESTS(CASE(stress_vjp_matches_central_differences), CASE(polar_vjp_special_points), CASE(polar_vjp_random),
           CASE(pk1_vjp_matches_central_differences), CASE(vjp_outputs_accumulate),
           CASE(f32_variants_finite_and_close_to_f64), CASE(p2g_adj_matches_central_differences),
           CASE(grid_adj_matches_central_differences), CASE(g2p_adj_matches_central_differences),
+          CASE(transfer_adj_f32_close_to_f64),
           CASE(report_worst_errors))

@@ -57,7 +57,7 @@ skip gpu_parity "no CUDA run-time backend in this version (the GPU tests arrive 
 for t in test_physics test_errors test_adjoint_stages test_gradients; do
     [ -f tests/$t.c ] || continue
     item ${t} sh -c "$CC -std=c99 -O2 -g $WARN tests/$t.c -o $B/$t -lm && ./$B/$t"
-    item ${t}_openmp sh -c "$CC -std=c99 -O2 -g $WARN -fopenmp tests/$t.c -o $B/${t}_omp -lm && OMP_NUM_THREADS=2 ./$B/${t}_omp"
+    item ${t}_openmp sh -c "$CC -std=c99 -O2 -g $WARN -fopenmp tests/$t.c -o $B/${t}_omp -lm && OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive ./$B/${t}_omp"
     item ${t}_cxx sh -c "$CXX -std=c++11 -O2 $WARN -x c++ tests/$t.c -o $B/${t}_cxx -lm && ./$B/${t}_cxx"
     item ${t}_asan_ubsan sh -c "$CC -std=c99 -O1 -g $WARN $SAN tests/$t.c -o $B/${t}_san -lm && ./$B/${t}_san"
 done

@@ -1197,6 +1197,8 @@ TEST(step_nonfinite_keeps_last_step)
 /* ------------------------------------------------------------------ reverse mode (not yet implemented) */
 static void hook(cq_sim *sim, int step, void *user) { (void)sim; (void)step; (void)user; }
 
+/* The reverse API on a taped sim: misuse fails with a message and leaves the forward state
+   alone; a proper backward succeeds and also leaves the forward state alone. */
 TEST(adjoint_calls_fail_cleanly)
 {
     cq_sim_desc d = desc2d();
@@ -1208,13 +1210,17 @@ TEST(adjoint_calls_fail_cleanly)
     memset(seed, 0, sizeof seed);
     CHECK_OK(cq_sim_step(s, 2));
     before = snap_take(s);
-    CHECK(cq_sim_backward(s, seed, seed, seed, seed, hook, NULL) < 0, "backward succeeded");
-    CHECK(cq_sim_backward(s, NULL, NULL, NULL, NULL, NULL, NULL) < 0, "backward succeeded");
-    CHECK(cq_sim_actuation_grad(s, out) < 0, "actuation_grad succeeded");
-    CHECK(cq_sim_add_state_grad(s, CQ_FIELD_X, seed) < 0, "add_state_grad succeeded");
-    CHECK(cq_sim_grad(s, CQ_FIELD_X, out) < 0, "grad succeeded");
-    if (CQT_ANY_ENUM_VALUE) CHECK(cq_sim_grad(s, (cq_field)99, NULL) < 0, "grad succeeded");
-    CHECK(cq_sim_last_error(s)[0] != 0, "no message");
+    CHECK(cq_sim_grad(s, CQ_FIELD_X, out) == CQ_ERROR_INVALID_STATE, "grad before backward succeeded");
+    CHECK(cq_sim_actuation_grad(s, out) == CQ_ERROR_INVALID_STATE, "actuation_grad outside a hook succeeded");
+    CHECK(cq_sim_add_state_grad(s, CQ_FIELD_X, seed) == CQ_ERROR_INVALID_STATE, "add_state_grad outside a hook succeeded");
+    seed[3] = NAN;
+    CHECK(cq_sim_backward(s, seed, NULL, NULL, NULL, hook, NULL) == CQ_ERROR_NON_FINITE, "NaN seed accepted");
+    CHECK(strstr(cq_sim_last_error(s), "particle 1") != NULL, "message names the particle: %s", cq_sim_last_error(s));
+    seed[3] = 0;
+    CHECK_OK(cq_sim_backward(s, seed, seed, seed, seed, hook, NULL));
+    CHECK_OK(cq_sim_backward(s, NULL, NULL, NULL, NULL, NULL, NULL));
+    CHECK_OK(cq_sim_grad(s, CQ_FIELD_X, out));
+    if (CQT_ANY_ENUM_VALUE) CHECK(cq_sim_grad(s, (cq_field)99, NULL) < 0, "grad of an unknown field succeeded");
     CHECK_UNCHANGED(s, before);
     snap_free(&before);
     cq_sim_destroy(s);

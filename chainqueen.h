@@ -6,8 +6,8 @@
      MPM with APIC transfers and quadratic B-splines (Hu et al., ChainQueen, ICRA 2019),
      fixed-corotated and NeoHookean materials, per-particle mass, volume,
      Young's modulus and Poisson ratio, actuation stress per actuator group, optional
-     incompressibility, and four wall boundary conditions (sticky, slip, separate, Coulomb
-     friction).  Float32 or float64.
+     incompressibility, cable actuators (seed 003 eqs 16-17), and four wall boundary conditions
+     (sticky, slip, separate, Coulomb friction).  Float32 or float64.
 
    DO THIS
      In exactly one C or C++ file:
@@ -47,7 +47,8 @@
      user) runs the adjoint from step T back to 0, recomputing one segment of k steps at a time
      (k ~ sqrt(T) gives O(sqrt T) memory; any k gives the same gradients, bit for bit, on the
      CPU).  The hook is called for n = T-1 ... 0: there cq_sim_get returns s_n,
-     cq_sim_actuation_grad gives dL/du_n and cq_sim_add_state_grad adds a running loss
+     cq_sim_actuation_grad gives dL/du_n (cq_sim_cable_actuation_grad for cables) and
+     cq_sim_add_state_grad adds a running loss
      dh/ds_n (or a controller's dependence of u_n on s_n).  Afterwards cq_sim_grad returns
      dL/d(x0, v0, C0, F0, mass, volume, youngs, poisson).  Gradients are computed in the sim's
      precision; f64 is the one to check against finite differences.
@@ -160,6 +161,15 @@ cq_result   cq_sim_reset(cq_sim *sim);           /* back to step 0, tape cleared
 size_t      cq_sim_tape_bytes(const cq_sim *sim); /* memory held by the tape (checkpoints, actuation log,
                                                      the backward pass's segment buffer) */
 
+/* Cable actuators (seed 003 eqs 16-17): a cable routed through `count` particles (in order),
+   stiffness k, rest length R, stores E = k/2 max(0, L - max(0, R u))^2 where L is the length of
+   its route and u its actuation (normally in [-1, 1]; u = 1 (the default): the cable is R long,
+   smaller u reels it in).  Its force -dE/dx acts on the routed particles every substep.  Cables
+   are added at step 0 and numbered 0, 1, ... in the order added. */
+cq_result cq_sim_add_cable(cq_sim *sim, int count, const int *particles, double stiffness, double rest_length);
+int       cq_sim_cable_count(const cq_sim *sim);
+cq_result cq_sim_set_cable_actuation(cq_sim *sim, int cables, const double *u);   /* held until changed */
+
 /* reverse mode: L = g(s_T) + sum_n h(s_n, u_n).  Needs checkpoint_every >= 1: the state is kept
    every checkpoint_every steps and the backward pass recomputes one segment at a time
    (checkpoint_every ~ sqrt(T): O(sqrt T) memory; 1: every step kept).  Gradients are computed
@@ -172,6 +182,7 @@ cq_result cq_sim_backward(cq_sim *sim,
 /* inside the hook for step n (called for n = T-1 ... 0, after step n's adjoint;
    cq_sim_get then returns the state s_n; stepping, setting or resetting is refused): */
 cq_result cq_sim_actuation_grad(const cq_sim *sim, double *out);       /* dL/du_n, groups*dim*dim */
+cq_result cq_sim_cable_actuation_grad(const cq_sim *sim, double *out); /* dL/du_n per cable */
 cq_result cq_sim_add_state_grad(cq_sim *sim, cq_field f, const double *g); /* += dh/ds_n etc. */
 /* after cq_sim_backward: gradients w.r.t. the initial state and the parameters */
 cq_result cq_sim_grad(const cq_sim *sim, cq_field f, double *out);
@@ -3967,7 +3978,8 @@ CQ_HD void cq__p2g_adj_3d_neohookean_f64(int p, const cq__params_f64 *prm,
 #define CQ__SLAB 4
 
 typedef struct cq__state { void *x, *v, *C, *F; } cq__state;
-typedef struct cq__tape_act { int groups; void *stress; } cq__tape_act;   /* one step's actuation */
+typedef struct cq__tape_act { int groups; void *stress; double *cable_u; } cq__tape_act;   /* one step's actuation */
+typedef struct cq__cable { int first, count; double k, rest; } cq__cable;   /* particles cable_p[first..first+count) */
 
 typedef struct cq__vtable {
     /* one substep from `in` to `out`; returns CQ__OK or the status of the lowest failing
@@ -4019,6 +4031,16 @@ struct cq_sim {
     const cq__state *hook_state;      /* s_n while the hook of step n runs */
     cq__state *hook_adj;              /* dL/ds_n while the hook of step n runs */
     int hook_step;                    /* n while the hook of step n runs */
+    /* >>cables (seed 003 eqs 16-17) */
+    cq__cable *cables;
+    int n_cables, cap_cables;
+    int *cable_p;                     /* routed particles of all cables, concatenated */
+    int n_cable_p;
+    double *cable_u;                  /* current actuation per cable */
+    double *cable_grad;               /* dL/du_n per cable of the step being reversed */
+    void *veff;                       /* v + dt f_cable / m, what P2G reads when cables exist */
+    double *cable_f;                  /* scratch: cable force per particle (n * dim) */
+    int veff_n;
 };
 
 static char cq__create_error[512];
@@ -4155,6 +4177,121 @@ static int cq__in_domain(const cq_sim *s, const void *x, int p)
     return 0;
 }
 
+/* ------------------------------------------------------------------ >>cables */
+/* Cable actuators (seed 003 eqs 16-17): a cable routed through particles p_0..p_{r-1} with
+   stiffness k and rest length R stores E = k/2 max(0, L - max(0, R u))^2, L = sum_i |x_{i+1} - x_i|.
+   Its force f = -dE/dx enters as a velocity impulse v += dt f / m before P2G.  Computed on the
+   host in double: cables are few particles. */
+static void cq__add_at(const cq_sim *s, void *a, long i, double v)
+{
+    if (s->tsize == sizeof(float)) ((float *)a)[i] += (float)v; else ((double *)a)[i] += v;
+}
+
+/* one segment of cable c: unit direction n (from p_i to p_{i+1}) and length; 0 if degenerate */
+static double cq__cable_seg(const cq_sim *s, const cq__cable *c, int i, const void *x, int *pa, int *pb, double *n)
+{
+    double l = 0;
+    *pa = s->cable_p[c->first + i]; *pb = s->cable_p[c->first + i + 1];
+    for (int k = 0; k < s->dim; ++k) {
+        n[k] = cq__at(s, x, (long)*pb * s->dim + k) - cq__at(s, x, (long)*pa * s->dim + k);
+        l += n[k] * n[k];
+    }
+    l = sqrt(l);
+    for (int k = 0; k < s->dim; ++k) n[k] = l > 0 ? n[k] / l : 0;
+    return l;
+}
+
+/* stretch L - max(0, R u) of cable c at positions x */
+static double cq__cable_stretch(const cq_sim *s, int c, const void *x)
+{
+    const cq__cable *cb = &s->cables[c];
+    double L = 0, n[3], target = cb->rest * s->cable_u[c];
+    int a, b;
+    for (int i = 0; i + 1 < cb->count; ++i) L += cq__cable_seg(s, cb, i, x, &a, &b, n);
+    return L - (target > 0 ? target : 0);
+}
+
+static int cq__cable_buffers(cq_sim *s)
+{
+    if (s->veff_n == s->n && s->veff) return 1;
+    cq__free(s, s->veff); cq__free(s, s->cable_f);
+    s->veff = cq__alloc(s, (size_t)s->n * s->dim * s->tsize);
+    s->cable_f = (double *)cq__alloc(s, sizeof(double) * (size_t)s->n * s->dim);
+    s->veff_n = s->veff && s->cable_f ? s->n : 0;
+    return s->veff_n == s->n;
+}
+
+/* Fills s->cable_f with the cable forces at state `in` and s->veff = v + dt f / m. */
+static void cq__cable_veff(cq_sim *s, const cq__state *in)
+{
+    const int d = s->dim;
+    memcpy(s->veff, in->v, (size_t)s->n * d * s->tsize);
+    memset(s->cable_f, 0, sizeof(double) * (size_t)s->n * d);
+    for (int c = 0; c < s->n_cables; ++c) {
+        const cq__cable *cb = &s->cables[c];
+        double st = cq__cable_stretch(s, c, in->x), n[3];
+        int a, b;
+        if (!(st > 0)) continue;
+        for (int i = 0; i + 1 < cb->count; ++i) {   /* f = -k st dL/dx: pulls the route together */
+            cq__cable_seg(s, cb, i, in->x, &a, &b, n);
+            for (int k = 0; k < d; ++k) { s->cable_f[(long)a * d + k] += cb->k * st * n[k]; s->cable_f[(long)b * d + k] -= cb->k * st * n[k]; }
+        }
+    }
+    for (int i = 0; i < s->n_cable_p; ++i) {
+        int p = s->cable_p[i];
+        int first = 1;
+        for (int j = 0; j < i; ++j) if (s->cable_p[j] == p) { first = 0; break; }   /* each particle once */
+        if (first)
+            for (int k = 0; k < d; ++k)
+                cq__add_at(s, s->veff, (long)p * d + k, s->desc.dt * s->cable_f[(long)p * d + k] / cq__at(s, s->mass, p));
+    }
+}
+
+/* Adjoint of the impulse: ai->v holds dL/dveff (= dL/dv); adds dL/dx to ai->x, dL/dm to the
+   mass gradient and dL/du to s->cable_grad.  s->cable_f must hold the forces at `in`. */
+static void cq__cable_adj(cq_sim *s, const cq__state *in, cq__state *ai)
+{
+    const int d = s->dim;
+    const double dt = s->desc.dt;
+    for (int i = 0; i < s->n_cable_p; ++i) {   /* m: veff = v + dt f / m */
+        int p = s->cable_p[i], first = 1;
+        double fv = 0, m = cq__at(s, s->mass, p);
+        for (int j = 0; j < i; ++j) if (s->cable_p[j] == p) { first = 0; break; }
+        if (!first) continue;
+        for (int k = 0; k < d; ++k) fv += s->cable_f[(long)p * d + k] * cq__at(s, ai->v, (long)p * d + k);
+        cq__add_at(s, s->g_mass, p, -dt * fv / (m * m));
+    }
+    for (int c = 0; c < s->n_cables; ++c) {
+        const cq__cable *cb = &s->cables[c];
+        double st = cq__cable_stretch(s, c, in->x), dotLf = 0, n[3], w[3];
+        int a, b;
+        if (!(st > 0)) continue;
+        /* fbar_p = dt / m_p * vbar_p;  dotLf = dL/dx . fbar */
+        for (int i = 0; i + 1 < cb->count; ++i) {
+            cq__cable_seg(s, cb, i, in->x, &a, &b, n);
+            for (int k = 0; k < d; ++k)
+                dotLf += n[k] * (dt / cq__at(s, s->mass, b) * cq__at(s, ai->v, (long)b * d + k)
+                                 - dt / cq__at(s, s->mass, a) * cq__at(s, ai->v, (long)a * d + k));
+        }
+        if (cb->rest * s->cable_u[c] > 0) s->cable_grad[c] += cb->k * cb->rest * dotLf;
+        /* f = -k st dL/dx  ->  xbar += -k (dL/dx . fbar) dL/dx - k st (d2L/dx2) fbar */
+        for (int i = 0; i + 1 < cb->count; ++i) {
+            double l = cq__cable_seg(s, cb, i, in->x, &a, &b, n), nw = 0;
+            if (!(l > 0)) continue;
+            for (int k = 0; k < d; ++k) {
+                w[k] = dt / cq__at(s, s->mass, b) * cq__at(s, ai->v, (long)b * d + k)
+                     - dt / cq__at(s, s->mass, a) * cq__at(s, ai->v, (long)a * d + k);
+                nw += n[k] * w[k];
+            }
+            for (int k = 0; k < d; ++k) {
+                double g = -cb->k * dotLf * n[k] - cb->k * st * (w[k] - n[k] * nw) / l;
+                cq__add_at(s, ai->x, (long)b * d + k, g);
+                cq__add_at(s, ai->x, (long)a * d + k, -g);
+            }
+        }
+    }
+}
+
 /* ------------------------------------------------------------------ >>cpu_drivers */
 static cq__pview_f32 cq__pview_f32_of(const cq_sim *s, const cq__state *st)
 {
@@ -4246,6 +4383,7 @@ static int cq__cpu_substep_2d_fixed_corotated_f32(cq_sim *s, const cq__state *in
     const int n = s->n;
     int first = n;
     g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
+    if (s->n_cables) { cq__cable_veff(s, in_st); in.v = (float *)s->veff; }
     cq__cpu_grid_2d_fixed_corotated_f32(s, in, 0);
     CQ__OMP(parallel for schedule(static) reduction(min:first))
     for (int p = 0; p < n; ++p)
@@ -4271,6 +4409,7 @@ static void cq__cpu_substep_adj_2d_fixed_corotated_f32(cq_sim *s, const cq__stat
     const int n = s->n;
     g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
     pg.mass = (float *)s->g_mass; pg.vol = (float *)s->g_vol; pg.E = (float *)s->g_E; pg.nu = (float *)s->g_nu;
+    if (s->n_cables) { cq__cable_veff(s, in_st); in.v = (float *)s->veff; }
     cq__cpu_grid_2d_fixed_corotated_f32(s, in, 1);
     memset(gvb, 0, (size_t)nodes * 2 * sizeof(float));
     for (int colour = 0; colour < 2; ++colour) {
@@ -4286,6 +4425,7 @@ static void cq__cpu_substep_adj_2d_fixed_corotated_f32(cq_sim *s, const cq__stat
     CQ__OMP(parallel for schedule(static))
     for (int p = 0; p < n; ++p)
         cq__p2g_adj_2d_fixed_corotated_f32(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 4);
+    if (s->n_cables) cq__cable_adj(s, in_st, ai_st);
 }
 
 static int cq__check_stress_2d_fixed_corotated_f32(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
@@ -4333,6 +4473,7 @@ static int cq__cpu_substep_2d_fixed_corotated_f64(cq_sim *s, const cq__state *in
     const int n = s->n;
     int first = n;
     g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
+    if (s->n_cables) { cq__cable_veff(s, in_st); in.v = (double *)s->veff; }
     cq__cpu_grid_2d_fixed_corotated_f64(s, in, 0);
     CQ__OMP(parallel for schedule(static) reduction(min:first))
     for (int p = 0; p < n; ++p)
@@ -4358,6 +4499,7 @@ static void cq__cpu_substep_adj_2d_fixed_corotated_f64(cq_sim *s, const cq__stat
     const int n = s->n;
     g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
     pg.mass = (double *)s->g_mass; pg.vol = (double *)s->g_vol; pg.E = (double *)s->g_E; pg.nu = (double *)s->g_nu;
+    if (s->n_cables) { cq__cable_veff(s, in_st); in.v = (double *)s->veff; }
     cq__cpu_grid_2d_fixed_corotated_f64(s, in, 1);
     memset(gvb, 0, (size_t)nodes * 2 * sizeof(double));
     for (int colour = 0; colour < 2; ++colour) {
@@ -4373,6 +4515,7 @@ static void cq__cpu_substep_adj_2d_fixed_corotated_f64(cq_sim *s, const cq__stat
     CQ__OMP(parallel for schedule(static))
     for (int p = 0; p < n; ++p)
         cq__p2g_adj_2d_fixed_corotated_f64(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 4);
+    if (s->n_cables) cq__cable_adj(s, in_st, ai_st);
 }
 
 static int cq__check_stress_2d_fixed_corotated_f64(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
@@ -4420,6 +4563,7 @@ static int cq__cpu_substep_2d_neohookean_f32(cq_sim *s, const cq__state *in_st, 
     const int n = s->n;
     int first = n;
     g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
+    if (s->n_cables) { cq__cable_veff(s, in_st); in.v = (float *)s->veff; }
     cq__cpu_grid_2d_neohookean_f32(s, in, 0);
     CQ__OMP(parallel for schedule(static) reduction(min:first))
     for (int p = 0; p < n; ++p)
@@ -4445,6 +4589,7 @@ static void cq__cpu_substep_adj_2d_neohookean_f32(cq_sim *s, const cq__state *in
     const int n = s->n;
     g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
     pg.mass = (float *)s->g_mass; pg.vol = (float *)s->g_vol; pg.E = (float *)s->g_E; pg.nu = (float *)s->g_nu;
+    if (s->n_cables) { cq__cable_veff(s, in_st); in.v = (float *)s->veff; }
     cq__cpu_grid_2d_neohookean_f32(s, in, 1);
     memset(gvb, 0, (size_t)nodes * 2 * sizeof(float));
     for (int colour = 0; colour < 2; ++colour) {
@@ -4460,6 +4605,7 @@ static void cq__cpu_substep_adj_2d_neohookean_f32(cq_sim *s, const cq__state *in
     CQ__OMP(parallel for schedule(static))
     for (int p = 0; p < n; ++p)
         cq__p2g_adj_2d_neohookean_f32(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 4);
+    if (s->n_cables) cq__cable_adj(s, in_st, ai_st);
 }
 
 static int cq__check_stress_2d_neohookean_f32(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
@@ -4507,6 +4653,7 @@ static int cq__cpu_substep_2d_neohookean_f64(cq_sim *s, const cq__state *in_st, 
     const int n = s->n;
     int first = n;
     g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
+    if (s->n_cables) { cq__cable_veff(s, in_st); in.v = (double *)s->veff; }
     cq__cpu_grid_2d_neohookean_f64(s, in, 0);
     CQ__OMP(parallel for schedule(static) reduction(min:first))
     for (int p = 0; p < n; ++p)
@@ -4532,6 +4679,7 @@ static void cq__cpu_substep_adj_2d_neohookean_f64(cq_sim *s, const cq__state *in
     const int n = s->n;
     g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
     pg.mass = (double *)s->g_mass; pg.vol = (double *)s->g_vol; pg.E = (double *)s->g_E; pg.nu = (double *)s->g_nu;
+    if (s->n_cables) { cq__cable_veff(s, in_st); in.v = (double *)s->veff; }
     cq__cpu_grid_2d_neohookean_f64(s, in, 1);
     memset(gvb, 0, (size_t)nodes * 2 * sizeof(double));
     for (int colour = 0; colour < 2; ++colour) {
@@ -4547,6 +4695,7 @@ static void cq__cpu_substep_adj_2d_neohookean_f64(cq_sim *s, const cq__state *in
     CQ__OMP(parallel for schedule(static))
     for (int p = 0; p < n; ++p)
         cq__p2g_adj_2d_neohookean_f64(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 4);
+    if (s->n_cables) cq__cable_adj(s, in_st, ai_st);
 }
 
 static int cq__check_stress_2d_neohookean_f64(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
@@ -4594,6 +4743,7 @@ static int cq__cpu_substep_3d_fixed_corotated_f32(cq_sim *s, const cq__state *in
     const int n = s->n;
     int first = n;
     g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
+    if (s->n_cables) { cq__cable_veff(s, in_st); in.v = (float *)s->veff; }
     cq__cpu_grid_3d_fixed_corotated_f32(s, in, 0);
     CQ__OMP(parallel for schedule(static) reduction(min:first))
     for (int p = 0; p < n; ++p)
@@ -4619,6 +4769,7 @@ static void cq__cpu_substep_adj_3d_fixed_corotated_f32(cq_sim *s, const cq__stat
     const int n = s->n;
     g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
     pg.mass = (float *)s->g_mass; pg.vol = (float *)s->g_vol; pg.E = (float *)s->g_E; pg.nu = (float *)s->g_nu;
+    if (s->n_cables) { cq__cable_veff(s, in_st); in.v = (float *)s->veff; }
     cq__cpu_grid_3d_fixed_corotated_f32(s, in, 1);
     memset(gvb, 0, (size_t)nodes * 3 * sizeof(float));
     for (int colour = 0; colour < 2; ++colour) {
@@ -4634,6 +4785,7 @@ static void cq__cpu_substep_adj_3d_fixed_corotated_f32(cq_sim *s, const cq__stat
     CQ__OMP(parallel for schedule(static))
     for (int p = 0; p < n; ++p)
         cq__p2g_adj_3d_fixed_corotated_f32(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 9);
+    if (s->n_cables) cq__cable_adj(s, in_st, ai_st);
 }
 
 static int cq__check_stress_3d_fixed_corotated_f32(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
@@ -4681,6 +4833,7 @@ static int cq__cpu_substep_3d_fixed_corotated_f64(cq_sim *s, const cq__state *in
     const int n = s->n;
     int first = n;
     g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
+    if (s->n_cables) { cq__cable_veff(s, in_st); in.v = (double *)s->veff; }
     cq__cpu_grid_3d_fixed_corotated_f64(s, in, 0);
     CQ__OMP(parallel for schedule(static) reduction(min:first))
     for (int p = 0; p < n; ++p)
@@ -4706,6 +4859,7 @@ static void cq__cpu_substep_adj_3d_fixed_corotated_f64(cq_sim *s, const cq__stat
     const int n = s->n;
     g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
     pg.mass = (double *)s->g_mass; pg.vol = (double *)s->g_vol; pg.E = (double *)s->g_E; pg.nu = (double *)s->g_nu;
+    if (s->n_cables) { cq__cable_veff(s, in_st); in.v = (double *)s->veff; }
     cq__cpu_grid_3d_fixed_corotated_f64(s, in, 1);
     memset(gvb, 0, (size_t)nodes * 3 * sizeof(double));
     for (int colour = 0; colour < 2; ++colour) {
@@ -4721,6 +4875,7 @@ static void cq__cpu_substep_adj_3d_fixed_corotated_f64(cq_sim *s, const cq__stat
     CQ__OMP(parallel for schedule(static))
     for (int p = 0; p < n; ++p)
         cq__p2g_adj_3d_fixed_corotated_f64(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 9);
+    if (s->n_cables) cq__cable_adj(s, in_st, ai_st);
 }
 
 static int cq__check_stress_3d_fixed_corotated_f64(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
@@ -4768,6 +4923,7 @@ static int cq__cpu_substep_3d_neohookean_f32(cq_sim *s, const cq__state *in_st, 
     const int n = s->n;
     int first = n;
     g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
+    if (s->n_cables) { cq__cable_veff(s, in_st); in.v = (float *)s->veff; }
     cq__cpu_grid_3d_neohookean_f32(s, in, 0);
     CQ__OMP(parallel for schedule(static) reduction(min:first))
     for (int p = 0; p < n; ++p)
@@ -4793,6 +4949,7 @@ static void cq__cpu_substep_adj_3d_neohookean_f32(cq_sim *s, const cq__state *in
     const int n = s->n;
     g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
     pg.mass = (float *)s->g_mass; pg.vol = (float *)s->g_vol; pg.E = (float *)s->g_E; pg.nu = (float *)s->g_nu;
+    if (s->n_cables) { cq__cable_veff(s, in_st); in.v = (float *)s->veff; }
     cq__cpu_grid_3d_neohookean_f32(s, in, 1);
     memset(gvb, 0, (size_t)nodes * 3 * sizeof(float));
     for (int colour = 0; colour < 2; ++colour) {
@@ -4808,6 +4965,7 @@ static void cq__cpu_substep_adj_3d_neohookean_f32(cq_sim *s, const cq__state *in
     CQ__OMP(parallel for schedule(static))
     for (int p = 0; p < n; ++p)
         cq__p2g_adj_3d_neohookean_f32(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 9);
+    if (s->n_cables) cq__cable_adj(s, in_st, ai_st);
 }
 
 static int cq__check_stress_3d_neohookean_f32(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
@@ -4855,6 +5013,7 @@ static int cq__cpu_substep_3d_neohookean_f64(cq_sim *s, const cq__state *in_st, 
     const int n = s->n;
     int first = n;
     g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
+    if (s->n_cables) { cq__cable_veff(s, in_st); in.v = (double *)s->veff; }
     cq__cpu_grid_3d_neohookean_f64(s, in, 0);
     CQ__OMP(parallel for schedule(static) reduction(min:first))
     for (int p = 0; p < n; ++p)
@@ -4880,6 +5039,7 @@ static void cq__cpu_substep_adj_3d_neohookean_f64(cq_sim *s, const cq__state *in
     const int n = s->n;
     g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
     pg.mass = (double *)s->g_mass; pg.vol = (double *)s->g_vol; pg.E = (double *)s->g_E; pg.nu = (double *)s->g_nu;
+    if (s->n_cables) { cq__cable_veff(s, in_st); in.v = (double *)s->veff; }
     cq__cpu_grid_3d_neohookean_f64(s, in, 1);
     memset(gvb, 0, (size_t)nodes * 3 * sizeof(double));
     for (int colour = 0; colour < 2; ++colour) {
@@ -4895,6 +5055,7 @@ static void cq__cpu_substep_adj_3d_neohookean_f64(cq_sim *s, const cq__state *in
     CQ__OMP(parallel for schedule(static))
     for (int p = 0; p < n; ++p)
         cq__p2g_adj_3d_neohookean_f64(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 9);
+    if (s->n_cables) cq__cable_adj(s, in_st, ai_st);
 }
 
 static int cq__check_stress_3d_neohookean_f64(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
@@ -5062,6 +5223,7 @@ void cq_sim_destroy(cq_sim *s)
     cq__free(s, s->order); cq__free(s, s->slab_start); cq__free(s, s->slab_fill);
     cq__tape_clear(s);
     cq__adjoint_free(s);
+    cq__free(s, s->cables); cq__free(s, s->cable_p); cq__free(s, s->cable_u); cq__free(s, s->veff); cq__free(s, s->cable_f);
     s->desc.allocator.free(s, s->desc.allocator.user);
 }
 
@@ -5353,7 +5515,7 @@ static void cq__tape_clear(cq_sim *s)
 {
     for (int i = 0; i < s->cap_ckpt; ++i) cq__state_free(s, &s->ckpt[i]);
     cq__free(s, s->ckpt);
-    for (int i = 0; i < s->cap_acts; ++i) cq__free(s, s->acts[i].stress);
+    for (int i = 0; i < s->cap_acts; ++i) { cq__free(s, s->acts[i].stress); cq__free(s, s->acts[i].cable_u); }
     cq__free(s, s->acts);
     s->ckpt = NULL; s->acts = NULL;
     s->n_ckpt = s->cap_ckpt = s->cap_acts = 0;
@@ -5368,6 +5530,7 @@ static void cq__adjoint_free(cq_sim *s)
     cq__free(s, s->act_grad); cq__free(s, s->grid_p); cq__free(s, s->grid_vb); cq__free(s, s->grid_pb); cq__free(s, s->grid_mb);
     s->g_mass = s->g_vol = s->g_E = s->g_nu = s->dact = s->grid_p = s->grid_vb = s->grid_pb = s->grid_mb = NULL;
     s->act_grad = NULL; s->act_grad_groups = 0; s->adj_n = 0; s->has_grad = 0; s->grad_state = NULL;
+    cq__free(s, s->cable_grad); s->cable_grad = NULL;
 }
 
 /* Records what the backward pass needs before step s->step runs: the state when the step is a
@@ -5387,7 +5550,13 @@ static cq_result cq__tape_record(cq_sim *s)
         s->acts = na; s->cap_acts = cap;
     }
     cq__free(s, s->acts[n].stress);
-    s->acts[n].stress = NULL; s->acts[n].groups = s->act_groups;
+    cq__free(s, s->acts[n].cable_u);
+    s->acts[n].stress = NULL; s->acts[n].cable_u = NULL; s->acts[n].groups = s->act_groups;
+    if (s->n_cables) {
+        s->acts[n].cable_u = (double *)cq__alloc(s, sizeof(double) * (size_t)s->n_cables);
+        if (!s->acts[n].cable_u) return CQ_ERROR_OUT_OF_MEMORY;
+        memcpy(s->acts[n].cable_u, s->cable_u, sizeof(double) * (size_t)s->n_cables);
+    }
     if (s->act_groups) {
         size_t bytes = (size_t)s->act_groups * s->dd * s->tsize;
         s->acts[n].stress = cq__alloc(s, bytes);
@@ -5438,6 +5607,8 @@ cq_result cq_sim_step(cq_sim *s, int steps)
     if (s->n == 0) { s->step += steps; return CQ_SUCCESS; }   /* nothing moves */
     if (s->desc.substeps > 1 && !s->snap.x && !cq__state_alloc(s, &s->snap, s->n))
         return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "cq_sim_step: cannot allocate the step snapshot");
+    if (s->n_cables && !cq__cable_buffers(s))
+        return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "cq_sim_step: cannot allocate the cable buffers");
     for (int k = 0; k < steps; ++k) {
         if (s->desc.checkpoint_every > 0 && cq__tape_record(s) != CQ_SUCCESS)
             return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "cq_sim_step: step %d: cannot grow the tape (%lu bytes so far)",
@@ -5504,9 +5675,10 @@ static cq_result cq__adjoint_alloc(cq_sim *s)
     return CQ_SUCCESS;
 }
 
-static void cq__use_actuation(cq_sim *s, int groups, void *stress)
+static void cq__use_actuation(cq_sim *s, int groups, void *stress, double *cable_u)
 {
     s->act_stress = stress; s->act_groups = groups;
+    if (s->n_cables) s->cable_u = cable_u;
     s->prm_f32.act_groups = s->prm_f64.act_groups = groups;
 }
 
@@ -5532,6 +5704,7 @@ cq_result cq_sim_backward(cq_sim *s, const double *dL_dx, const double *dL_dv, c
     cq__state *A, *B;
     cq_result r;
     void *saved_stress;
+    double *saved_cable_u;
     int saved_groups;
     if (!s) return CQ_ERROR_INVALID_ARGUMENT;
     if (s->in_backward) return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: called inside a backward hook", what);
@@ -5548,25 +5721,31 @@ cq_result cq_sim_backward(cq_sim *s, const double *dL_dx, const double *dL_dv, c
         cq__adjoint_free(s);
         return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate the adjoint buffers", what);
     }
+    if (s->n_cables) {
+        cq__free(s, s->cable_grad);
+        s->cable_grad = (double *)cq__alloc(s, sizeof(double) * (size_t)s->n_cables);
+        if (!s->cable_grad || !cq__cable_buffers(s))
+            return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate the cable buffers", what);
+    }
     A = &s->adj[0]; B = &s->adj[1];
     if ((r = cq__seed(s, A->x, dL_dx, CQ_FIELD_X, what)) || (r = cq__seed(s, A->v, dL_dv, CQ_FIELD_V, what)) ||
         (r = cq__seed(s, A->F, dL_dF, CQ_FIELD_F, what)) || (r = cq__seed(s, A->C, dL_dC, CQ_FIELD_C, what)))
         return r;
     memset(s->g_mass, 0, (size_t)s->n * s->tsize); memset(s->g_vol, 0, (size_t)s->n * s->tsize);
     memset(s->g_E, 0, (size_t)s->n * s->tsize); memset(s->g_nu, 0, (size_t)s->n * s->tsize);
-    saved_stress = s->act_stress; saved_groups = s->act_groups;
+    saved_stress = s->act_stress; saved_groups = s->act_groups; saved_cable_u = s->cable_u;
     s->in_backward = 1;
     for (int c = T > 0 ? ((T - 1) / k) * k : -1; c >= 0; c -= k) {
         const int e = c + k < T ? c + k : T;
         /* recompute the segment's substep inputs from its checkpoint */
         cq__state_copy(s, &s->seg[0], &s->ckpt[c / k], s->n);
         for (int m = 0; m < e - c; ++m) {
-            cq__use_actuation(s, s->acts[c + m].groups, s->acts[c + m].stress);
+            cq__use_actuation(s, s->acts[c + m].groups, s->acts[c + m].stress, s->acts[c + m].cable_u);
             for (int sub = 0; sub < S; ++sub) {
                 int idx = m * S + sub, bad = -1;
                 if (s->vt->substep(s, &s->seg[idx], &s->seg[idx + 1], &bad) != CQ__OK) {
                     s->in_backward = 0;
-                    cq__use_actuation(s, saved_groups, saved_stress);
+                    cq__use_actuation(s, saved_groups, saved_stress, saved_cable_u);
                     return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: recomputing step %d from the tape failed at particle %d",
                                     what, c + m, bad);
                 }
@@ -5574,14 +5753,15 @@ cq_result cq_sim_backward(cq_sim *s, const double *dL_dx, const double *dL_dv, c
         }
         for (int m = e - c - 1; m >= 0; --m) {
             const int n = c + m, groups = s->acts[n].groups;
-            cq__use_actuation(s, groups, s->acts[n].stress);
+            cq__use_actuation(s, groups, s->acts[n].stress, s->acts[n].cable_u);
+            if (s->n_cables) memset(s->cable_grad, 0, sizeof(double) * (size_t)s->n_cables);
             if (groups > s->act_grad_groups) {
                 cq__free(s, s->act_grad);
                 s->act_grad = (double *)cq__alloc(s, sizeof(double) * (size_t)groups * s->dd);
                 s->act_grad_groups = s->act_grad ? groups : 0;
                 if (!s->act_grad) {
                     s->in_backward = 0;
-                    cq__use_actuation(s, saved_groups, saved_stress);
+                    cq__use_actuation(s, saved_groups, saved_stress, saved_cable_u);
                     return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate the actuation gradient", what);
                 }
             }
@@ -5602,7 +5782,7 @@ cq_result cq_sim_backward(cq_sim *s, const double *dL_dx, const double *dL_dv, c
     }
     s->hook_state = NULL; s->hook_adj = NULL;
     s->in_backward = 0;
-    cq__use_actuation(s, saved_groups, saved_stress);
+    cq__use_actuation(s, saved_groups, saved_stress, saved_cable_u);
     s->grad_state = A;
     s->has_grad = 1;
     return CQ_SUCCESS;
@@ -5672,6 +5852,72 @@ cq_result cq_sim_grad(const cq_sim *s, cq_field f, double *out)
     default: src = s->g_nu; break;
     }
     cq__to_double(s, out, src, (long)s->n * k);
+    return CQ_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ >>cable_api */
+int cq_sim_cable_count(const cq_sim *s) { return s ? s->n_cables : 0; }
+
+cq_result cq_sim_add_cable(cq_sim *s, int count, const int *particles, double stiffness, double rest_length)
+{
+    const char *what = "cq_sim_add_cable";
+    cq__cable *nc;
+    int *np;
+    double *nu;
+    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
+    if (s->in_backward) return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: called inside a backward hook", what);
+    if (s->step != 0)
+        return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: the sim is at step %d; cables are added at step 0 (call cq_sim_reset first)", what, s->step);
+    if (count < 2 || count > s->n) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: count = %d: a cable runs through 2..%d particles", what, count, s->n);
+    if (!particles) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: particles is NULL", what);
+    for (int i = 0; i < count; ++i)
+        if (particles[i] < 0 || particles[i] >= s->n)
+            return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: particles[%d] = %d: no such particle (the sim has %d)", what, i, particles[i], s->n);
+    if (!cq__finite(stiffness) || !(stiffness > 0))
+        return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: stiffness = %g: must be finite and > 0", what, stiffness);
+    if (!cq__finite(rest_length) || rest_length < 0)
+        return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: rest_length = %g: must be finite and >= 0", what, rest_length);
+    nc = (cq__cable *)cq__alloc(s, sizeof *nc * (size_t)(s->n_cables + 1));
+    np = (int *)cq__alloc(s, sizeof(int) * (size_t)(s->n_cable_p + count));
+    nu = (double *)cq__alloc(s, sizeof(double) * (size_t)(s->n_cables + 1));
+    if (!nc || !np || !nu) {
+        cq__free(s, nc); cq__free(s, np); cq__free(s, nu);
+        return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate the cable", what);
+    }
+    if (s->n_cables) { memcpy(nc, s->cables, sizeof *nc * (size_t)s->n_cables); memcpy(nu, s->cable_u, sizeof(double) * (size_t)s->n_cables); }
+    if (s->n_cable_p) memcpy(np, s->cable_p, sizeof(int) * (size_t)s->n_cable_p);
+    memcpy(np + s->n_cable_p, particles, sizeof(int) * (size_t)count);
+    nc[s->n_cables].first = s->n_cable_p; nc[s->n_cables].count = count;
+    nc[s->n_cables].k = stiffness; nc[s->n_cables].rest = rest_length;
+    nu[s->n_cables] = 1.0;   /* u = 1: the cable is its rest length */
+    cq__free(s, s->cables); cq__free(s, s->cable_p); cq__free(s, s->cable_u);
+    s->cables = nc; s->cable_p = np; s->cable_u = nu;
+    s->n_cables++; s->n_cable_p += count;
+    s->has_grad = 0;
+    return CQ_SUCCESS;
+}
+
+cq_result cq_sim_set_cable_actuation(cq_sim *s, int cables, const double *u)
+{
+    const char *what = "cq_sim_set_cable_actuation";
+    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
+    if (s->in_backward) return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: called inside a backward hook", what);
+    if (cables != s->n_cables)
+        return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: cables = %d but the sim has %d cables", what, cables, s->n_cables);
+    if (cables && !u) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: u is NULL", what);
+    for (int c = 0; c < cables; ++c)
+        if (!cq__finite(u[c])) return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: u of cable %d is not finite at step %d", what, c, s->step);
+    if (cables) memcpy(s->cable_u, u, sizeof(double) * (size_t)cables);
+    return CQ_SUCCESS;
+}
+
+cq_result cq_sim_cable_actuation_grad(const cq_sim *s, double *out)
+{
+    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
+    if (!s->hook_adj)
+        return cq__fail((cq_sim *)s, CQ_ERROR_INVALID_STATE, "cq_sim_cable_actuation_grad: only inside a cq_sim_backward hook");
+    if (s->n_cables && !out) return cq__fail((cq_sim *)s, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_cable_actuation_grad: out is NULL");
+    if (s->n_cables) memcpy(out, s->cable_grad, sizeof(double) * (size_t)s->n_cables);
     return CQ_SUCCESS;
 }
 /* ---- END GENERATED: host implementation ---- */

@@ -265,7 +265,140 @@ TEST(reverse_api_misuse)
     cq_sim_destroy(s);
 }
 
+/* ---------------------------------------------------------------- cables (seed 003 eqs 16-17) */
+typedef struct cable_run { double *ugrad; } cable_run;
+static void cable_hook(cq_sim *s, int step, void *user)
+{
+    cable_run *cr = (cable_run *)user;
+    CHECK_OK(cq_sim_cable_actuation_grad(s, cr->ugrad + 2 * step));
+}
+
+/* A 2D block with two cables along its top and bottom rows; loss <w, x_T>. */
+static double cable_rollout(int pstep, int pc, double h, int field, int idx, double fh, double **grads, double *ugrad)
+{
+    cq_sim_desc d;
+    cq_sim *s = NULL;
+    cq_particles_desc p;
+    double x[2 * 48], w[2 * 48], buf[2 * 48], L = 0;
+    int top[6], bot[6];
+    memset(&d, 0, sizeof d);
+    d.dim = 2; d.res[0] = d.res[1] = 20; d.dx = 1.0 / 20; d.dt = 2.5e-4; d.substeps = 2; d.gravity[1] = -5;
+    d.material = CQ_MATERIAL_NEOHOOKEAN; d.precision = CQ_PRECISION_F64; d.boundary = CQ_BOUNDARY_FRICTION; d.friction = 0.5;
+    d.checkpoint_every = 3;
+    CHECK_OK(cq_sim_create(&d, &s));
+    for (int i = 0; i < 48; ++i) { x[2 * i] = 0.35 + (i % 8) / 40.0; x[2 * i + 1] = 0.18 + (i / 8) / 40.0; w[2 * i] = 0.1 * ((i * 5) % 7 - 3); w[2 * i + 1] = 0.1 * ((i * 3) % 5 - 2); }
+    memset(&p, 0, sizeof p);
+    p.count = 48; p.x = x; p.default_youngs = 2e3; p.default_poisson = 0.3;
+    CHECK_OK(cq_sim_add_particles(s, &p));
+    for (int i = 0; i < 6; ++i) { top[i] = 40 + i + 1; bot[i] = i + 1; }
+    CHECK_OK(cq_sim_add_cable(s, 6, top, 400.0, 0.125));
+    CHECK_OK(cq_sim_add_cable(s, 6, bot, 300.0, 0.125));
+    if (field >= 0) { cq_sim_get(s, (cq_field)field, buf); buf[idx] += fh; CHECK_OK(cq_sim_set(s, (cq_field)field, buf)); }
+    for (int n = 0; n < 12; ++n) {
+        double u[2] = {0.6 + 0.02 * n, 0.9 - 0.03 * n};
+        if (n == pstep) u[pc] += h;
+        CHECK_OK(cq_sim_set_cable_actuation(s, 2, u));
+        CHECK_OK(cq_sim_step(s, 1));
+    }
+    cq_sim_get(s, CQ_FIELD_X, buf);
+    for (int i = 0; i < 96; ++i) L += w[i] * buf[i];
+    if (grads) {
+        cable_run cr;
+        cr.ugrad = ugrad;
+        CHECK_OK(cq_sim_backward(s, w, NULL, NULL, NULL, cable_hook, &cr));
+        for (int f = 0; f < 8; ++f) if (grads[f]) CHECK_OK(cq_sim_grad(s, (cq_field)f, grads[f]));
+    }
+    cq_sim_destroy(s);
+    return L;
+}
+
+TEST(cable_actuation_gradients)
+{
+    static double g[8][2 * 48 * 2];
+    double *grads[8], ug[2 * 12], num = 0, den = 0, numx = 0, denx = 0;
+    for (int f = 0; f < 8; ++f) grads[f] = (f == 0 || f == 1 || f == 4) ? g[f] : NULL;
+    cable_rollout(-1, 0, 0, -1, 0, 0, grads, ug);
+    for (int t = 0; t < 6; ++t) {
+        int n = (t * 5) % 12, c = t % 2;
+        double fd = (cable_rollout(n, c, 1e-5, -1, 0, 0, NULL, NULL) - cable_rollout(n, c, -1e-5, -1, 0, 0, NULL, NULL)) / 2e-5;
+        num += (fd - ug[2 * n + c]) * (fd - ug[2 * n + c]); den += fd * fd;
+    }
+    CHECK(den > 0 && sqrt(num / den) < 1e-5, "dL/du (cables) relative error %.3e (|fd| %.3e)", sqrt(num / (den > 0 ? den : 1)), sqrt(den));
+    /* x0 and v0 of routed particles (the Hessian term), mass of a routed particle */
+    const int fields[6] = {0, 0, 1, 1, 4, 4}, idxs[6] = {2 * 42, 2 * 3 + 1, 2 * 43 + 1, 2 * 2, 44, 3};
+    const double hs[6] = {1e-6, 1e-6, 1e-6, 1e-6, 1e-7, 1e-7};   /* mass ~6e-4: 1e-9 would drown in roundoff */
+    for (int t = 0; t < 6; ++t) {
+        double fd = (cable_rollout(-1, 0, 0, fields[t], idxs[t], hs[t], NULL, NULL) - cable_rollout(-1, 0, 0, fields[t], idxs[t], -hs[t], NULL, NULL)) / (2 * hs[t]);
+        double adj = g[fields[t]][idxs[t]], e = fabs(fd - adj) / fmax(fabs(fd), 1e-12);
+        CHECK(e < 1e-5, "cable scene d/d%s[%d]: adjoint %.8e fd %.8e", FIELD[fields[t]], idxs[t], adj, fd);
+        numx += e * e; denx += 1;
+    }
+    printf("    cables: dL/du relative error %.2e; x0/v0/mass %.2e\n", sqrt(num / den), sqrt(numx / denx));
+}
+
+TEST(cable_contracts_its_route_without_net_force)
+{
+    cq_sim_desc d;
+    cq_sim *s = NULL;
+    cq_particles_desc p;
+    double x[2 * 48], v[2 * 48], route[2];
+    int top[8];
+    memset(&d, 0, sizeof d);
+    d.dim = 2; d.res[0] = d.res[1] = 20; d.dx = 1.0 / 20; d.dt = 2.5e-4; d.substeps = 4;
+    d.material = CQ_MATERIAL_NEOHOOKEAN; d.precision = CQ_PRECISION_F64;
+    for (int run = 0; run < 2; ++run) {
+        CHECK_OK(cq_sim_create(&d, &s));
+        for (int i = 0; i < 48; ++i) { x[2 * i] = 0.35 + (i % 8) / 40.0; x[2 * i + 1] = 0.4 + (i / 8) / 40.0; }
+        memset(&p, 0, sizeof p);
+        p.count = 48; p.x = x; p.default_youngs = 2e3; p.default_poisson = 0.3;
+        CHECK_OK(cq_sim_add_particles(s, &p));
+        for (int i = 0; i < 8; ++i) top[i] = 40 + i;
+        CHECK_OK(cq_sim_add_cable(s, 8, top, 500.0, 7 / 40.0));
+        CHECK(cq_sim_cable_count(s) == 1, "one cable");
+        { double u = run ? 0.5 : 1.0; CHECK_OK(cq_sim_set_cable_actuation(s, 1, &u)); }
+        CHECK_OK(cq_sim_step(s, 30));
+        cq_sim_get(s, CQ_FIELD_X, x);
+        cq_sim_get(s, CQ_FIELD_V, v);
+        route[run] = x[2 * 47] - x[2 * 40];
+        double P[2] = {0, 0};
+        for (int i = 0; i < 48; ++i) { P[0] += v[2 * i]; P[1] += v[2 * i + 1]; }
+        CHECK(fabs(P[0]) < 1e-9 && fabs(P[1]) < 1e-9, "run %d: cable forces are internal: momentum (%g, %g)", run, P[0], P[1]);
+        cq_sim_destroy(s);
+    }
+    CHECK(fabs(route[0] - 7 / 40.0) < 1e-9, "u = 1: the cable is slack at its rest length (route %g)", route[0]);
+    CHECK(route[1] < route[0] - 0.005, "u = 0.5 reels the route in: %g vs %g", route[1], route[0]);
+}
+
+TEST(cable_bad_input)
+{
+    cq_sim_desc d;
+    cq_sim *s = NULL;
+    cq_particles_desc p;
+    double x[4] = {0.4, 0.4, 0.45, 0.4}, u[2] = {0.5, NAN};
+    int ok[2] = {0, 1}, bad[2] = {0, 7};
+    memset(&d, 0, sizeof d);
+    d.dim = 2; d.res[0] = d.res[1] = 20; d.dx = 1.0 / 20; d.dt = 1e-4; d.checkpoint_every = 1;
+    CHECK_OK(cq_sim_create(&d, &s));
+    memset(&p, 0, sizeof p);
+    p.count = 2; p.x = x;
+    CHECK_OK(cq_sim_add_particles(s, &p));
+    CHECK(cq_sim_add_cable(s, 2, bad, 1, 0.1) == CQ_ERROR_INVALID_ARGUMENT && strstr(cq_sim_last_error(s), "particles[1] = 7"),
+          "cable through a missing particle: %s", cq_sim_last_error(s));
+    CHECK(cq_sim_add_cable(s, 1, ok, 1, 0.1) == CQ_ERROR_INVALID_ARGUMENT, "a one-particle cable");
+    CHECK(cq_sim_add_cable(s, 2, ok, -1, 0.1) == CQ_ERROR_INVALID_ARGUMENT, "negative stiffness");
+    CHECK(cq_sim_add_cable(s, 2, ok, 1, NAN) == CQ_ERROR_INVALID_ARGUMENT, "NaN rest length");
+    CHECK(cq_sim_cable_count(s) == 0, "nothing added");
+    CHECK_OK(cq_sim_add_cable(s, 2, ok, 1, 0.1));
+    CHECK(cq_sim_set_cable_actuation(s, 2, u) == CQ_ERROR_INVALID_ARGUMENT, "wrong cable count");
+    CHECK(cq_sim_set_cable_actuation(s, 1, u + 1) == CQ_ERROR_NON_FINITE, "NaN actuation");
+    CHECK(cq_sim_cable_actuation_grad(s, u) == CQ_ERROR_INVALID_STATE, "grad outside a hook");
+    CHECK_OK(cq_sim_step(s, 1));
+    CHECK(cq_sim_add_cable(s, 2, ok, 1, 0.1) == CQ_ERROR_INVALID_STATE, "cable after step 0");
+    cq_sim_destroy(s);
+}
+
 RUN_TESTS(CASE(end_to_end_gradients_all_variants), CASE(gradients_under_each_wall_condition),
           CASE(running_loss_through_the_hook), CASE(long_horizon_with_walls),
           CASE(checkpointed_and_fully_stored_tapes_agree_exactly), CASE(tape_memory_grows_with_the_checkpoints),
-          CASE(reverse_api_misuse))
+          CASE(reverse_api_misuse), CASE(cable_actuation_gradients), CASE(cable_contracts_its_route_without_net_force),
+          CASE(cable_bad_input))

@@ -4017,7 +4017,7 @@ struct cq_sim {
     cq__tape_act *acts;
     int cap_acts;
     /* >>adjoint buffers (allocated by the first cq_sim_backward) */
-    cq__state *seg;                   /* recomputed substep inputs of one segment (+1 scratch) */
+    cq__state *seg;                   /* recomputed substep inputs of one segment */
     int n_seg;
     cq__state adj[2];                 /* particle adjoints: dL/d(state) */
     const cq__state *grad_state;      /* dL/ds_0 after backward */
@@ -5743,6 +5743,7 @@ cq_result cq_sim_backward(cq_sim *s, const double *dL_dx, const double *dL_dv, c
             cq__use_actuation(s, s->acts[c + m].groups, s->acts[c + m].stress, s->acts[c + m].cable_u);
             for (int sub = 0; sub < S; ++sub) {
                 int idx = m * S + sub, bad = -1;
+                if (m == e - c - 1 && sub == S - 1) break;   /* the segment's end state is not needed */
                 if (s->vt->substep(s, &s->seg[idx], &s->seg[idx + 1], &bad) != CQ__OK) {
                     s->in_backward = 0;
                     cq__use_actuation(s, saved_groups, saved_stress, saved_cable_u);

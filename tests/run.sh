@@ -68,6 +68,9 @@ else
     skip test_errors_valgrind "valgrind not installed"
 fi
 
+# ---- seed 000 Table III reproduced (long horizons; plain build only: ~35 s)
+item test_table3 sh -c "$CC -std=c99 -O2 $WARN tests/test_table3.c -o $B/test_table3 -lm && ./$B/test_table3"
+
 # ---- a header generated with a user material file (examples/materials/stvk.py)
 item custom_material sh -c "$PYTHON -m generator --material examples/materials/stvk.py -o $B/cq_stvk.h && \
     $CC -std=c99 -O2 $WARN -I$B tests/test_custom_material.c -o $B/test_custom_material -lm && ./$B/test_custom_material"

@@ -21,7 +21,8 @@
          #include "chainqueen.h"
          #define CHAINQUEEN_ROBOT_IMPLEMENTATION
          #include "chainqueen_robot.h"
-     Everywhere else just #include "chainqueen_robot.h" (after chainqueen.h).  C99 / C++11, -lm.
+     Everywhere else just #include "chainqueen_robot.h" (it includes chainqueen.h, declarations
+     only, when that is not included yet).  C99 / C++11, -lm.
 
    ERRORS
      Every fallible call returns a cq_result (the core's codes) and never aborts.  Each object keeps
@@ -93,12 +94,18 @@
    FRAGILE
      Gradients through contact and clamps are only piecewise smooth; long horizons can make
      gradients large (clip with optimizer clip_norm).  An action that drives a particle out of
-     the grid or makes the state non-finite stops the rollout with the sim's error.
+     the grid or makes the state non-finite stops the rollout with the sim's error.  Actuation
+     stress is absolute: with unit density, stresses near E throw a small robot across the grid
+     within a few steps (tens to hundreds of Pa suit E ~ 3e3).  Design parameters (E, nu, mass,
+     volume) must be set with cq_sim_set at step 0, i.e. after cq_sim_reset (the core refuses
+     cq_sim_set once a taped sim has stepped); they survive reset.  The rollout needs the sim at
+     step 0 (desc->reset = 1 does that).  Observers and controllers keep scratch memory: one object
+     per thread.  f32 sims give f32-accurate gradients (~1e-5 relative here, vs ~1e-8 for f64).
 */
 #ifndef CHAINQUEEN_ROBOT_H
 #define CHAINQUEEN_ROBOT_H
 #ifndef CHAINQUEEN_H
-#error "include chainqueen.h before chainqueen_robot.h"
+#include "chainqueen.h"        /* the core's declarations (same directory) */
 #endif
 #include <stddef.h>
 
@@ -252,7 +259,8 @@ typedef struct cq_robot_rollout_out {
    cq_sim_step; then (unless forward_only) cq_sim_backward seeded with the final loss's grads,
    whose hook chains dL/du_n -> dL/da_n (+ running loss, penalty) -> controller VJP (dL/dparams,
    dL/dobs_n) -> observer VJP -> cq_sim_add_state_grad.  The sim needs checkpoint_every >= 1 for
-   the reverse pass and stays at step T afterwards. */
+   the reverse pass and stays at step T afterwards (at the failing step when a step fails).
+   Arguments are checked before the sim is touched: bad input leaves it as it was. */
 cq_result cq_robot_rollout(cq_sim *sim, const cq_robot_rollout_desc *desc, cq_robot_rollout_out *out);
 
 /* ---- optimizers over a flat parameter vector --------------------------------------------- */
@@ -1013,6 +1021,8 @@ cq_result cq_robot_rollout(cq_sim *sim, const cq_robot_rollout_desc *d, cq_robot
     if (k.O && cq_robot_observer_size(d->observer) != k.O)
         return cq_rb__fail(e, CQ_ERROR_INVALID_ARGUMENT, "%s: the observer gives %d numbers, the controller takes %d", what,
                            cq_robot_observer_size(d->observer), k.O);
+    if (k.O && !d->observer->custom && (r = cq_rb__check_sim(d->observer, sim, what)) != CQ_SUCCESS)
+        return cq_rb__fail(e, r, "%s: %s", what, cq_robot_last_error(d->observer));
     if (d->controller->kind == CQ_RB__OPEN_LOOP && d->controller->steps < T)
         return cq_rb__fail(e, CQ_ERROR_INVALID_ARGUMENT, "%s: steps = %d but the open-loop controller has %d", what, T,
                            d->controller->steps);

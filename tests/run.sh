@@ -54,7 +54,7 @@ fi
 skip gpu_parity "no CUDA run-time backend in this version (the GPU tests arrive with the CUDA loader); and no GPU on this machine"
 
 # ---- the C test programs: plain, OpenMP, C++, sanitizers, valgrind
-for t in test_physics test_errors test_adjoint_stages test_gradients; do
+for t in test_physics test_errors test_adjoint_stages test_gradients test_robot; do
     [ -f tests/$t.c ] || continue
     item ${t} sh -c "$CC -std=c99 -O2 -g $WARN tests/$t.c -o $B/$t -lm && ./$B/$t"
     item ${t}_openmp sh -c "$CC -std=c99 -O2 -g $WARN -fopenmp tests/$t.c -o $B/${t}_omp -lm && OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive ./$B/${t}_omp"

@@ -114,7 +114,8 @@ void cq_io_robot_particles(const cq_io_robot *r, cq_particles_desc *out);
    A pixel is skipped when its alpha < alpha_cutoff, or when use_background is set and its
    RGB equals background.  Other pixels take the material whose colour is nearest (largest
    per-channel difference) if that difference is <= tolerance; otherwise it is an error that
-   names the pixel and colour, or (ignore_unmatched) the pixel is skipped. */
+   names the pixel and colour, or (ignore_unmatched) the pixel is skipped.  An image with no
+   solid pixel at all is an error. */
 typedef struct cq_io_png_robot_desc {
     const cq_io_material *materials;
     int material_count;
@@ -543,7 +544,7 @@ static unsigned long cq_io__adler32(const unsigned char *p, size_t n)
     while (n) {
         size_t k = n < 5552 ? n : 5552;
         n -= k;
-        while (k--) { a += *p++; b += a; }
+        for (; k > 0; --k) { a += *p++; b += a; }
         a %= 65521UL;
         b %= 65521UL;
     }
@@ -1347,6 +1348,11 @@ cq_result cq_io_robot_from_image(const cq_io_image *img, const cq_io_png_robot_d
             }
         }
         if (pass == 0) {
+            if (solid == 0) {
+                r = cq_io__fail(err, cap, CQ_ERROR_INVALID_ARGUMENT,
+                                "robot image: no pixel is solid (all are transparent, background or unmatched)");
+                goto done;
+            }
             if ((double)solid * n * n > (double)maxp) {
                 r = cq_io__fail(err, cap, CQ_ERROR_INVALID_ARGUMENT, "robot image: %.0f particles exceed the limit of %ld",
                                 (double)solid * n * n, maxp);

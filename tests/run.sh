@@ -75,6 +75,14 @@ item test_table3 sh -c "$CC -std=c99 -O2 $WARN tests/test_table3.c -o $B/test_ta
 item custom_material sh -c "$PYTHON -m generator --material examples/materials/stvk.py -o $B/cq_stvk.h && \
     $CC -std=c99 -O2 $WARN -I$B tests/test_custom_material.c -o $B/test_custom_material -lm && ./$B/test_custom_material"
 
+# ---- chainqueen_io.h: PNG/STL robots (fixtures made by a stdlib-only Python script)
+item test_io sh -c "mkdir -p $B/io && $PYTHON tests/make_io_fixtures.py $B/io && $CC -std=c99 -O2 -g $WARN tests/test_io.c -o $B/test_io -lm && ./$B/test_io $B/io"
+item test_io_cxx sh -c "$CXX -std=c++11 -O2 $WARN -x c++ tests/test_io.c -o $B/test_io_cxx -lm && ./$B/test_io_cxx $B/io"
+item test_io_asan_ubsan sh -c "$CC -std=c99 -O1 -g $WARN $SAN tests/test_io.c -o $B/test_io_san -lm && ./$B/test_io_san $B/io"
+if command -v valgrind >/dev/null 2>&1; then
+    item test_io_valgrind sh -c "$CC -std=c99 -O1 -g $WARN tests/test_io.c -o $B/test_io_vg -lm && valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=all ./$B/test_io_vg $B/io"
+fi
+
 # ---- image writer used by the demo (PNG/GIF validated by an independent decoder)
 item test_image sh -c "$CC -std=c99 -O2 $WARN tests/test_image.c -o $B/test_image && ./$B/test_image $B && $PYTHON tests/check_image.py $B"
 

@@ -283,6 +283,17 @@ cq_result cq_robot_optimizer_project(const cq_robot_optimizer *opt, double *para
 void      cq_robot_optimizer_reset(cq_robot_optimizer *opt);      /* moments and count to 0 */
 int       cq_robot_optimizer_iterations(const cq_robot_optimizer *opt);
 
+/* ------------------------------------------------------------------ shapes
+   A box (a rectangle in 2D) of particles on a regular lattice: `per_dx` particles per grid
+   cell per axis (2 is the usual MPM density), filling [lo, lo + size) on each axis, particle
+   centres at lo + (i + 1/2) dx / per_dx.  Writes positions (dim doubles each) into x when x
+   is not NULL (cap particles at most) and the count into *count; with x == NULL it only
+   counts.  Each particle's volume is (dx / per_dx)^dim: pass it as default_volume, and
+   density * volume as default_mass.  Errors (with cq_robot_last_error(NULL)): dim not 2 or 3,
+   non-finite or non-positive size/dx, per_dx < 1, cap too small, more than INT_MAX/9 particles. */
+cq_result cq_robot_box(int dim, const double *lo, const double *size, double dx, int per_dx,
+                       double *x, int cap, int *count);
+
 #ifdef __cplusplus
 }
 #endif
@@ -1227,6 +1238,42 @@ cq_result cq_robot_optimizer_step(cq_robot_optimizer *o, double *p, const double
     return cq_robot_optimizer_project(o, p);
 }
 
+
+/* ------------------------------------------------------------------------------ shapes */
+cq_result cq_robot_box(int dim, const double *lo, const double *size, double dx, int per_dx,
+                       double *x, int cap, int *count)
+{
+    long n[3] = {1, 1, 1}, total = 1;
+    double h;
+    if (count) *count = 0;
+    if (dim != 2 && dim != 3) return cq_rb__fail(cq_rb__create_error, CQ_ERROR_INVALID_ARGUMENT, "cq_robot_box: dim = %d: must be 2 or 3", dim);
+    if (!lo || !size || !count) return cq_rb__fail(cq_rb__create_error, CQ_ERROR_INVALID_ARGUMENT, "cq_robot_box: lo, size and count are required");
+    if (!cq_rb__finite(dx) || !(dx > 0) || per_dx < 1 || per_dx > 64)
+        return cq_rb__fail(cq_rb__create_error, CQ_ERROR_INVALID_ARGUMENT, "cq_robot_box: dx = %g, per_dx = %d: need dx > 0 and 1 <= per_dx <= 64", dx, per_dx);
+    h = dx / per_dx;
+    for (int a = 0; a < dim; ++a) {
+        if (!cq_rb__finite(lo[a]) || !cq_rb__finite(size[a]) || !(size[a] > 0))
+            return cq_rb__fail(cq_rb__create_error, CQ_ERROR_INVALID_ARGUMENT, "cq_robot_box: lo[%d] = %g, size[%d] = %g: need finite values and size > 0", a, lo[a], a, size[a]);
+        if (size[a] / h > 1e7) return cq_rb__fail(cq_rb__create_error, CQ_ERROR_INVALID_ARGUMENT, "cq_robot_box: size[%d] = %g is too many particles", a, size[a]);
+        n[a] = (long)floor(size[a] / h + 1e-9);
+        if (n[a] < 1) n[a] = 1;
+        total *= n[a];
+        if (total > 2147483647L / 9) return cq_rb__fail(cq_rb__create_error, CQ_ERROR_INVALID_ARGUMENT, "cq_robot_box: more than %ld particles", 2147483647L / 9);
+    }
+    if (x && total > cap)
+        return cq_rb__fail(cq_rb__create_error, CQ_ERROR_INVALID_ARGUMENT, "cq_robot_box: %ld particles but cap = %d", total, cap);
+    if (x) {
+        long c = 0;
+        for (long i = 0; i < n[0]; ++i)
+            for (long j = 0; j < n[1]; ++j)
+                for (long k = 0; k < n[2]; ++k, ++c) {
+                    long idx[3] = {i, j, k};
+                    for (int a = 0; a < dim; ++a) x[c * dim + a] = lo[a] + (idx[a] + 0.5) * h;
+                }
+    }
+    *count = (int)total;
+    return CQ_SUCCESS;
+}
 #endif /* CHAINQUEEN_ROBOT_IMPLEMENTATION */
 
 /*

@@ -841,7 +841,24 @@ TEST(bad_input_returns_errors_with_messages)
     cq_robot_optimizer_destroy(NULL);
 }
 
-RUN_TESTS(CASE(actuator_map_and_vjp_match_finite_differences),
+TEST(box_shape_fills_a_lattice)
+{
+    double lo[3] = {0.25, 0.5, 0.125}, size[3] = {0.25, 0.125, 0.0625}, x[3 * 4096];
+    int n = 0;
+    CHECK_OK(cq_robot_box(3, lo, size, 1.0 / 64, 2, NULL, 0, &n));
+    CHECK(n == 32 * 16 * 8, "count %d", n);
+    CHECK_OK(cq_robot_box(3, lo, size, 1.0 / 64, 2, x, 4096, &n));
+    CHECK(x[0] == 0.25 + 0.5 / 128 && x[3 * n - 1] == 0.125 + 0.0625 - 0.5 / 128, "lattice corners %g %g", x[0], x[3 * n - 1]);
+    CHECK_OK(cq_robot_box(2, lo, size, 1.0 / 64, 3, NULL, 0, &n));
+    CHECK(n == 48 * 24, "2D count %d", n);
+    CHECK(cq_robot_box(3, lo, size, 1.0 / 64, 2, x, 10, &n) == CQ_ERROR_INVALID_ARGUMENT, "cap too small refused");
+    size[1] = -1;
+    CHECK(cq_robot_box(3, lo, size, 1.0 / 64, 2, NULL, 0, &n) == CQ_ERROR_INVALID_ARGUMENT && strstr(cq_robot_last_error(NULL), "size[1]"),
+          "negative size refused: %s", cq_robot_last_error(NULL));
+    CHECK(cq_robot_box(4, lo, size, 1.0 / 64, 2, NULL, 0, &n) == CQ_ERROR_INVALID_ARGUMENT, "dim 4 refused");
+}
+
+RUN_TESTS(CASE(box_shape_fills_a_lattice), CASE(actuator_map_and_vjp_match_finite_differences),
           CASE(centroid_observer_and_vjp_match_finite_differences),
           CASE(controllers_vjp_match_finite_differences),
           CASE(rollout_gradient_matches_finite_differences_of_whole_rollouts),

@@ -86,6 +86,9 @@ fi
 # ---- image writer used by the demo (PNG/GIF validated by an independent decoder)
 item test_image sh -c "$CC -std=c99 -O2 $WARN tests/test_image.c -o $B/test_image && ./$B/test_image $B && $PYTHON tests/check_image.py $B"
 
+# ---- the README's C blocks compile and run as written
+item readme_snippets env CC="$CC" sh tests/readme_snippets.sh
+
 # ---- examples and bench build and run
 for ex in examples/[0-9]*.c; do
     n=$(basename $ex .c)

@@ -21,13 +21,18 @@ pydeps: | $(BUILD)
 	@$(PYTHON) -c "import jinja2, sympy, sys; sys.exit(0 if (jinja2.__version__, sympy.__version__) == ('3.1.6', '1.14.0') else 1)" 2>/dev/null \
 	  || $(PYTHON) -m pip install -q -r generator/requirements.txt
 
+# Regenerates chainqueen.h and cuda/*.cu.  PTX is recompiled (nvcc) only for CUDA modules whose
+# source changed; otherwise it is carried over from the committed header.
 regen: pydeps
-	$(PYTHON) -m generator
+	NVCC=$(NVCC) $(PYTHON) -m generator
 
+# Compiles the CUDA sources to PTX (what `make regen` embeds in chainqueen.h, from the same flags).
 ptx: | $(BUILD)
 	@if command -v $(NVCC) >/dev/null 2>&1; then \
-	  $(NVCC) -ptx $(NVCCFLAGS) cuda/chainqueen_kernels.cu -o $(BUILD)/chainqueen_kernels.ptx && \
-	  echo "ptx: wrote $(BUILD)/chainqueen_kernels.ptx ($$(wc -c < $(BUILD)/chainqueen_kernels.ptx) bytes)"; \
+	  for t in 2d_f32 2d_f64 3d_f32 3d_f64; do \
+	    $(NVCC) -ptx $(NVCCFLAGS) cuda/chainqueen_kernels_$$t.cu -o $(BUILD)/chainqueen_kernels_$$t.ptx || exit 1; \
+	    echo "ptx: wrote $(BUILD)/chainqueen_kernels_$$t.ptx ($$(wc -c < $(BUILD)/chainqueen_kernels_$$t.ptx) bytes)"; \
+	  done; \
 	else echo "ptx: SKIP (no nvcc on PATH)"; fi
 
 # The 2D walker: optimises an MLP gait with gradients (about 1-2 minutes on one CPU core);

@@ -1,4 +1,4 @@
-/* bench.c - forward and backward CPU throughput of chainqueen.h on the falling-cube scenes of the
+/* bench.c - forward and backward CPU (or, with `gpu`, CUDA) throughput of chainqueen.h on the falling-cube scenes of the
    ChainQueen paper (seed 000, Table II): a 2D 80x80 block (6.4k particles), a 3D 20^3 cube (8k)
    and a 3D 40^3 cube (64k), each in float32 and float64, dropped under gravity onto a sticky floor.
 
@@ -38,21 +38,28 @@ typedef struct scene {
     cq_material material;
     cq_precision precision;
     int quick;              /* also run in quick mode */
+    int gpu_only;           /* only with the `gpu` argument (too big for a CPU run) */
 } scene;
 
 #define CKPT_EVERY 10       /* checkpoint_every of the taped sim (quick mode: 4) */
 #define MAX_T 100000        /* cap on the taped step count (tape memory) */
 
 static const scene scenes[] = {
-    {"2D block", 2, 80, 128, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 1},
-    {"2D block", 2, 80, 128, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F64, 1},
-    {"3D cube", 3, 20, 64, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 1},
-    {"3D cube", 3, 20, 64, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F64, 0},
-    {"3D cube", 3, 20, 64, CQ_MATERIAL_NEOHOOKEAN, CQ_PRECISION_F32, 0},
-    {"3D cube", 3, 20, 64, CQ_MATERIAL_NEOHOOKEAN, CQ_PRECISION_F64, 1},
-    {"3D cube", 3, 40, 64, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 0},
-    {"3D cube", 3, 40, 64, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F64, 0},
+    {"2D block", 2, 80, 128, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 1, 0},
+    {"2D block", 2, 80, 128, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F64, 1, 0},
+    {"3D cube", 3, 20, 64, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 1, 0},
+    {"3D cube", 3, 20, 64, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F64, 0, 0},
+    {"3D cube", 3, 20, 64, CQ_MATERIAL_NEOHOOKEAN, CQ_PRECISION_F32, 0, 0},
+    {"3D cube", 3, 20, 64, CQ_MATERIAL_NEOHOOKEAN, CQ_PRECISION_F64, 1, 0},
+    {"3D cube", 3, 40, 64, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 0, 0},
+    {"3D cube", 3, 40, 64, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F64, 0, 0},
+    {"3D cube", 3, 80, 128, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 0, 1},    /* 512k: seed 000's largest */
+    {"3D cube", 3, 80, 128, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F64, 0, 1},
+    {"3D cube", 3, 80, 128, CQ_MATERIAL_NEOHOOKEAN, CQ_PRECISION_F32, 0, 1},
+    {"3D cube", 3, 160, 256, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 0, 1},   /* 4.1M */
+    {"3D cube", 3, 160, 256, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F64, 0, 1},
 };
+static cq_backend g_backend = CQ_BACKEND_CPU;
 
 static double now_s(void)
 {
@@ -66,6 +73,13 @@ static void on_log(cq_log_level level, const char *msg, void *user)
 {
     (void)user;
     if (level <= CQ_LOG_WARNING) fprintf(stderr, "chainqueen: %s\n", msg);
+}
+
+/* keeps the backend line of the log: "backend: CUDA (device 0: ...)" */
+static void name_log(cq_log_level level, const char *msg, void *user)
+{
+    if (level == CQ_LOG_INFO && strncmp(msg, "backend: ", 9) == 0) snprintf((char *)user, 300, "%s", msg + 9);
+    else on_log(level, msg, user);
 }
 
 /* What run_scene measures. */
@@ -97,6 +111,7 @@ static cq_sim *make_sim(const scene *sc, int ckpt, const double *x, int n)
     d.precision = sc->precision;
     d.boundary = CQ_BOUNDARY_STICKY;
     d.checkpoint_every = ckpt;
+    d.backend = g_backend;
     d.logger.func = on_log;
     memset(&pd, 0, sizeof pd);
     pd.count = n;
@@ -201,16 +216,30 @@ int main(int argc, char **argv)
     double target = 1.0, bwd_fwd = 0.6;
     int threads = 1, failures = 0, busy = 0, quick = 0, ckpt = CKPT_EVERY;
     const char *mode = "serial";
-    if (argc > 1 && strcmp(argv[1], "quick") == 0) { target = 0.05; bwd_fwd = 0.02; quick = 1; ckpt = 4; }
-    else if (argc > 1) { fprintf(stderr, "usage: %s [quick]\n", argv[0]); return 2; }
+    char devname[300] = "";
+    for (int a = 1; a < argc; ++a) {
+        if (strcmp(argv[a], "quick") == 0) { target = 0.05; bwd_fwd = 0.02; quick = 1; ckpt = 4; }
+        else if (strcmp(argv[a], "gpu") == 0) g_backend = CQ_BACKEND_CUDA;
+        else { fprintf(stderr, "usage: %s [quick] [gpu]\n", argv[0]); return 2; }
+    }
 #ifdef _OPENMP
     threads = omp_get_max_threads();
     mode = "OpenMP";
 #endif
-    printf("chainqueen.h %d.%d.%d CPU benchmark: %s, %d thread%s, substeps = 1; forward >= %.2f s per "
+    if (g_backend == CQ_BACKEND_CUDA) {   /* the device, as the library's log names it */
+        cq_sim_desc d;
+        cq_sim *sim;
+        memset(&d, 0, sizeof d);
+        d.dim = 2; d.res[0] = d.res[1] = 16; d.dx = 1.0 / 16; d.dt = 1e-4; d.backend = CQ_BACKEND_CUDA;
+        d.logger.func = name_log; d.logger.user = devname;
+        if (cq_sim_create(&d, &sim) != CQ_SUCCESS) { fprintf(stderr, "%s\n", cq_sim_last_error(NULL)); return 1; }
+        cq_sim_destroy(sim);
+        mode = devname;
+    }
+    printf("chainqueen.h %d.%d.%d %s benchmark: %s, %d host thread%s, substeps = 1; forward >= %.2f s per "
            "scene, then a taped forward of ~%.2f s (checkpoint_every = %d) and its backward\n",
-           CQ_VERSION_MAJOR, CQ_VERSION_MINOR, CQ_VERSION_PATCH, mode, threads, threads == 1 ? "" : "s",
-           target, bwd_fwd, ckpt);
+           CQ_VERSION_MAJOR, CQ_VERSION_MINOR, CQ_VERSION_PATCH, g_backend == CQ_BACKEND_CUDA ? "CUDA" : "CPU", mode,
+           threads, threads == 1 ? "" : "s", target, bwd_fwd, ckpt);
     printf("domain [0, 1)^dim, dx = 1/grid, 3-cell sticky walls; E = 1e4, nu = 0.3, density 1, "
            "dt = half the stability limit dx*sqrt(rho/E)\n");
     printf("particle-steps/s: forward without tape; fwd: forward with tape over T steps; bwd: "
@@ -226,10 +255,11 @@ int main(int argc, char **argv)
         char grid[32];
         result r;
         if (quick && !sc->quick) continue;
+        if (sc->gpu_only && g_backend != CQ_BACKEND_CUDA) continue;
         if (sc->dim == 2) sprintf(grid, "%d^2", sc->res);
         else sprintf(grid, "%d^3", sc->res);
         if (run_scene(sc, target, bwd_fwd, ckpt, &r) != 0) { failures++; continue; }
-        if (r.cpu_per_wall < 0.8 * threads) busy = 1;
+        if (r.cpu_per_wall < 0.8 * threads && g_backend == CQ_BACKEND_CPU) busy = 1;
         printf("| %s | %s | %d | %s | %s | %.3f | %.3g | %d | %.3g | %.3g | %.2f | %.1f |\n", sc->name,
                sc->material == CQ_MATERIAL_NEOHOOKEAN ? "NeoHookean" : "fixed corotated", n, grid,
                sc->precision == CQ_PRECISION_F64 ? "f64" : "f32", r.ms_per_step, n / (r.ms_per_step * 1e-3),

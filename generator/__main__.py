@@ -1,15 +1,28 @@
-"""python3 -m generator [--material FILE ...] [-o HEADER] [--cuda-dir DIR]
+"""python3 -m generator [--material FILE ...] [-o HEADER] [--cuda-dir DIR] [--rebuild-ptx]
 
-Without options: regenerates the repository's chainqueen.h and cuda/chainqueen_kernels.cu.
-With --material: emits a complete header with the extra material(s) added (forward
-kernels, both dimensions, both precisions) to the path given by -o.
+Without options: regenerates the repository's chainqueen.h and cuda/chainqueen_kernels_*.cu,
+embedding each CUDA module's PTX (reused from the existing header when its source is unchanged,
+else compiled with nvcc; see generator/ptx.py).  With --material: emits a complete header with
+the extra material(s) added (forward and adjoint kernels, both dimensions, both precisions, and
+their PTX when nvcc is on PATH) to the path given by -o.
 """
 
 import argparse
 import os
 import sys
 
-from . import ROOT, context, render, write_if_changed
+from . import ROOT, context, render, write_if_changed, ptx
+
+
+def cuda_sources(ctx):
+    """[(tag, text)]: one CUDA module per (dimension, precision), all materials inside."""
+    out = []
+    for d in ctx["dims"]:
+        for p in ctx["precisions"]:
+            sub = dict(ctx, dims=[d], precisions=[p],
+                       variants=[v for v in ctx["variants"] if v["dim"] == d and v["prec"].name == p.name])
+            out.append(("%dd_%s" % (d, p.name), render("kernels.cu.j2", sub)))
+    return out
 
 
 def main(argv=None):
@@ -19,20 +32,31 @@ def main(argv=None):
     ap.add_argument("-o", "--output", help="header to write (default: chainqueen.h in the repo)")
     ap.add_argument("--cuda-dir", help="where to write the CUDA sources (default: cuda/ in the repo "
                     "when no --material is given, else none)")
+    ap.add_argument("--rebuild-ptx", action="store_true", help="compile every module with nvcc, reusing none")
+    ap.add_argument("--nvcc", default=os.environ.get("NVCC", "nvcc"), help="nvcc to use (default: $NVCC or nvcc)")
     args = ap.parse_args(argv)
 
     ctx = context(args.material)
-    header = args.output or os.path.join(ROOT, "chainqueen.h")
+    repo_header = os.path.join(ROOT, "chainqueen.h")
+    header = args.output or repo_header
     if args.material and not args.output:
         ap.error("--material needs -o OUT.h (the repository's chainqueen.h holds only built-in materials)")
     cuda_dir = args.cuda_dir or (None if args.material else os.path.join(ROOT, "cuda"))
 
+    sources = cuda_sources(ctx)
+    mods = ptx.modules(sources, [header, repo_header], nvcc=args.nvcc, rebuild=args.rebuild_ptx)
+    ctx["ptx_modules"] = [m for m in mods if m]
+    ctx["ptx_missing"] = [tag for (tag, _), m in zip(sources, mods) if m is None]
+    ctx["ptx_min_driver"], ctx["ptx_min_cuda"] = ptx.min_driver(mods)
+    ctx["ptx_arch"] = ptx.ARCH
+
     outs = [(header, render("chainqueen.h.j2", ctx))]
     if cuda_dir:
-        outs.append((os.path.join(cuda_dir, "chainqueen_kernels.cu"), render("kernels.cu.j2", ctx)))
+        outs += [(os.path.join(cuda_dir, "chainqueen_kernels_%s.cu" % tag), text) for tag, text in sources]
     for path, text in outs:
         changed = write_if_changed(path, text)
-        print("%s %s (%d lines)" % ("wrote" if changed else "unchanged", os.path.relpath(path), text.count("\n")))
+        print("%s %s (%d lines, %d bytes)" % ("wrote" if changed else "unchanged", os.path.relpath(path),
+                                              text.count("\n"), len(text.encode("utf-8"))))
     return 0
 
 

@@ -49,7 +49,8 @@ SLOW=$!
 
 # ---- generated files are current (regenerate elsewhere, compare)
 item regen_current sh -c "rm -rf $B/regen && mkdir -p $B/regen && $PYTHON -m generator -o $B/regen/chainqueen.h --cuda-dir $B/regen && \
-    cmp $B/regen/chainqueen.h chainqueen.h && cmp $B/regen/chainqueen_kernels.cu cuda/chainqueen_kernels.cu"
+    cmp $B/regen/chainqueen.h chainqueen.h && for t in 2d_f32 2d_f64 3d_f32 3d_f64; do \
+    cmp $B/regen/chainqueen_kernels_\$t.cu cuda/chainqueen_kernels_\$t.cu || exit 1; done"
 
 # ---- compile matrix
 item compile_c99 $CC -std=c99 $WARN -c tests/compile/impl.c -o $B/impl_c99.o
@@ -63,12 +64,13 @@ item decl_only_cxx_link sh -c "$CXX -std=c++98 $WARN -x c++ -c tests/compile/dec
     $CXX $B/decl_cxx.o $B/impl_cxx.o -o $B/decl_only_cxx -lm && ./$B/decl_only_cxx"
 
 # ---- CUDA sources compile (no GPU needed)
-if command -v $NVCC >/dev/null 2>&1; then
-    item cuda_ptx_compiles $NVCC -ptx $NVCCFLAGS cuda/chainqueen_kernels.cu -o $B/chainqueen_kernels.ptx
-else
-    skip cuda_ptx_compiles "no nvcc on PATH"
-fi
-skip gpu_parity "no CUDA run-time backend in this version (the GPU tests arrive with the CUDA loader); and no GPU on this machine"
+for t in 2d_f32 2d_f64 3d_f32 3d_f64; do
+    if command -v $NVCC >/dev/null 2>&1; then
+        item cuda_ptx_$t $NVCC -ptx $NVCCFLAGS cuda/chainqueen_kernels_$t.cu -o $B/chainqueen_kernels_$t.ptx
+    else
+        skip cuda_ptx_$t "no nvcc on PATH"
+    fi
+done
 
 # ---- the C test programs: plain, OpenMP, C++, sanitizers, valgrind
 for t in test_physics test_errors test_adjoint_stages test_gradients test_robot; do
@@ -77,6 +79,27 @@ for t in test_physics test_errors test_adjoint_stages test_gradients test_robot;
     item ${t}_openmp sh -c "$CC -std=c99 -O2 -g $WARN -fopenmp tests/$t.c -o $B/${t}_omp -lm && OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive ./$B/${t}_omp"
     item ${t}_cxx sh -c "$CXX -std=c++11 -O2 $WARN -x c++ tests/$t.c -o $B/${t}_cxx -lm && ./$B/${t}_cxx"
 done
+
+# ---- the CUDA backend's host side against a mock driver (tests/gpu/mock_libcuda.c: the
+#      kernels run on the CPU, device memory is inaccessible to the host, faults on demand)
+MOCK=$PWD/$B/mock/libcuda.so.1
+item cuda_mock_build sh tests/gpu/build_mock.sh "$CC"
+item cuda_mock_selftest sh -c "$CC -std=c99 -O1 -g $WARN tests/gpu/mock_selftest.c -o $B/mock_selftest -ldl && ./$B/mock_selftest $MOCK"
+item test_cuda_build $CC -std=c99 -O2 -g $WARN tests/test_cuda.c -o $B/test_cuda -lm -ldl
+item test_cuda_on_mock env CQ_CUDA_LIBRARY=$MOCK ./$B/test_cuda
+for f in init nodevice oldriver ptx oom oom_after=20 launch_after=40; do
+    item test_cuda_fault_$(echo $f | tr = _) env CQ_CUDA_LIBRARY=$MOCK ./$B/test_cuda fault:$f
+done
+# the CPU test programs again, with the default backend on the mock GPU
+for t in test_physics test_errors test_gradients test_robot; do
+    item ${t}_on_mock_cuda env CQ_CUDA_LIBRARY=$MOCK ./$B/$t
+done
+# a real GPU, where there is one (tests/gpu/run.sh is the full GPU suite)
+if ./$B/test_cuda > $L/gpu_probe.log 2>&1 && ! grep -q '^SKIP' $L/gpu_probe.log; then
+    item test_cuda_gpu ./$B/test_cuda
+else
+    skip test_cuda_gpu "$(grep '^SKIP' $L/gpu_probe.log | head -n 1 | cut -c7-)"
+fi
 
 # ---- a header generated with a user material file (examples/materials/stvk.py)
 item custom_material sh -c "$PYTHON -m generator --material examples/materials/stvk.py -o $B/cq_stvk.h && \

@@ -83,7 +83,9 @@ static double now(void) { return (double)clock() / CLOCKS_PER_SEC; }
 static cq_sim *create(const cq_sim_desc *d)
 {
     cq_sim *s = NULL;
+    static int said;
     if (cq_sim_create(d, &s) != CQ_SUCCESS) printf("    create: %s\n", cq_sim_last_error(NULL));
+    else if (!said++) printf("    backend: %s\n", cq_sim_backend(s) == CQ_BACKEND_CUDA ? "CUDA" : "CPU");
     return s;
 }
 

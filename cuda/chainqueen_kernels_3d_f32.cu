@@ -1,0 +1,1175 @@
+/* ---- BEGIN GENERATED: CUDA kernels 3d_f32 from templates/kernels.cu.j2.
+   DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
+/* The same CQ_HD functions as chainqueen.h, behind extern "C" __global__ wrappers: one thread
+   per particle (P2G, G2P, their adjoints) or per grid node (grid update and its adjoint).
+   Scatters (P2G, the G2P adjoint) use atomicAdd, so GPU sums are not in a fixed order. */
+
+#if !defined(__CUDACC__)
+/* Host emulation, for tests only: tests/gpu/mock_libcuda.c compiles this file as C and runs
+   each launch serially, one thread at a time, so plain adds are race-free. */
+#  define __global__
+typedef struct cq__emu_dim3 { unsigned x, y, z; } cq__emu_dim3;
+extern cq__emu_dim3 cq__emu_blockIdx, cq__emu_blockDim, cq__emu_threadIdx;
+#  define blockIdx cq__emu_blockIdx
+#  define blockDim cq__emu_blockDim
+#  define threadIdx cq__emu_threadIdx
+static int cq__emu_atomic_min(int *a, int v) { int o = *a; if (v < o) *a = v; return o; }
+#  define atomicMin cq__emu_atomic_min
+#endif
+
+#if defined(__CUDACC__)
+#  define CQ_HD __host__ __device__ static inline
+#  define CQ__ATOMIC_ADD(addr, val) atomicAdd((addr), (val))
+#else
+#  define CQ_HD static inline
+#  define CQ__ATOMIC_ADD(addr, val) (*(addr) += (val))   /* CPU: the caller makes scatters race-free */
+#endif
+
+/* kernel status codes returned by G2P */
+#define CQ__OK 0
+#define CQ__NONFINITE 1
+#define CQ__OUT_OF_DOMAIN 2
+
+/* boundary codes as stored in the params (cq_boundary with DEFAULT resolved) */
+#define CQ__BC_STICKY 1
+#define CQ__BC_SLIP 2
+#define CQ__BC_SEPARATE 3
+#define CQ__BC_FRICTION 4
+
+/* Everything a kernel needs besides the arrays, in float. */
+typedef struct cq__params_f32 {
+    float dx, inv_dx, dt, friction;
+    float gravity[3];
+    int res[3];            /* nodes per axis */
+    int bound;             /* wall thickness in nodes */
+    int boundary;          /* CQ__BC_* */
+    int incompressibility; /* exponent p of seed 003 eq 14; 0 = off */
+    int act_groups;        /* rows in act_stress */
+} cq__params_f32;
+
+/* Particle arrays, particle-major: x, v [n*d]; C, F [n*d*d] row-major; per-particle
+   parameters [n]; actuator group [n] (-1 = none); act_stress [groups*d*d]. */
+typedef struct cq__pview_f32 {
+    float *x, *v, *C, *F;
+    float *mass, *vol, *E, *nu;
+    int *act;
+    float *act_stress;
+} cq__pview_f32;
+
+/* Grid arrays: m [nodes]; v [nodes*d] holds MOMENTUM after P2G and VELOCITY after the
+   grid update. */
+typedef struct cq__gview_f32 {
+    float *m, *v;
+} cq__gview_f32;
+
+CQ_HD int cq__isfinite_f32(float a) { return a == a && a - a == a - a; }
+
+/* Lame parameters from Young's modulus and Poisson ratio. */
+CQ_HD void cq__lame_f32(float E, float nu, float *mu, float *lam)
+{
+    *mu = E / (2 * (1 + nu));
+    *lam = E * nu / ((1 + nu) * (1 - 2 * nu));
+}
+
+
+/* ======================================================================== 3D f32 */
+/* >>weights_3d_f32: quadratic B-spline weights (seed 000 eq 3). base: lower node
+   per axis; fx: position in cells relative to base, in [0.5, 1.5). */
+CQ_HD void cq__weights_3d_f32(const float *xp, float inv_dx, int *base, float *fx, float (*w)[3])
+{
+    for (int a = 0; a < 3; ++a) {
+        float q = xp[a] * inv_dx;
+        base[a] = (int)floorf(q - (float)0.5);
+        fx[a] = q - (float)base[a];
+        float d0 = (float)1.5 - fx[a], d1 = fx[a] - 1, d2 = fx[a] - (float)0.5;
+        w[a][0] = (float)0.5 * d0 * d0;
+        w[a][1] = (float)0.75 - d1 * d1;
+        w[a][2] = (float)0.5 * d2 * d2;
+    }
+}
+
+/* 1 when every node the particle's stencil touches exists: the usable region of the grid. */
+CQ_HD int cq__in_domain_3d_f32(const float *xp, const cq__params_f32 *prm)
+{
+    for (int a = 0; a < 3; ++a) {
+        float q = xp[a] * prm->inv_dx - (float)0.5;
+        if (!(q >= 0 && q < (float)(prm->res[a] - 2))) return 0;   /* also false for NaN */
+    }
+    return 1;
+}
+
+/* cofactor(F) = J F^-T (finite for any F, unlike the inverse) */
+CQ_HD float cq__det_3d_f32(const float *F)
+{
+    return F[0] * (F[4] * F[8] - F[5] * F[7]) - F[1] * (F[3] * F[8] - F[5] * F[6]) + F[2] * (F[3] * F[7] - F[4] * F[6]);
+}
+
+CQ_HD void cq__cofactor_3d_f32(const float *F, float *K)
+{
+    K[0] = F[4] * F[8] - F[5] * F[7]; K[1] = F[5] * F[6] - F[3] * F[8]; K[2] = F[3] * F[7] - F[4] * F[6];
+    K[3] = F[2] * F[7] - F[1] * F[8]; K[4] = F[0] * F[8] - F[2] * F[6]; K[5] = F[1] * F[6] - F[0] * F[7];
+    K[6] = F[1] * F[5] - F[2] * F[4]; K[7] = F[2] * F[3] - F[0] * F[5]; K[8] = F[0] * F[4] - F[1] * F[3];
+}
+
+/* >>svd_3d_f32: F = U diag(sig) V^T with U, V rotations (det +1), sig[0] >= sig[1] >= |sig[2]|,
+   sig[2] < 0 when F is inverted.  One-sided (Hestenes) Jacobi rotates the columns of B = F V
+   until they are orthogonal to working precision (judged on F itself, never on F^T F, so small
+   strains keep their skew part); a Givens QR of B then gives U and the signed sig.  Finite for
+   every finite F, including F = I, repeated and zero singular values. */
+CQ_HD void cq__svd_3d_f32(const float *F, float *U, float *sig, float *V)
+{
+    float B[9];
+    for (int i = 0; i < 9; ++i) { B[i] = F[i]; V[i] = (i % 4 == 0); }
+    for (int sweep = 0; sweep < 8; ++sweep) {
+        int rotated = 0;
+        for (int pq = 0; pq < 3; ++pq) {
+            int p = pq == 2 ? 1 : 0, q = pq == 0 ? 1 : 2;
+            float al = 0, be = 0, ga = 0;
+            for (int k = 0; k < 3; ++k) {
+                al += B[k * 3 + p] * B[k * 3 + p]; be += B[k * 3 + q] * B[k * 3 + q]; ga += B[k * 3 + p] * B[k * 3 + q];
+            }
+            if (!(ga * ga > 1e-14f * al * be)) continue;
+            rotated = 1;
+            float zeta = (be - al) / (2 * ga);
+            float t = (zeta >= 0 ? 1 : -1) / (fabsf(zeta) + sqrtf(1 + zeta * zeta));
+            float c = 1 / sqrtf(1 + t * t), s = t * c;
+            for (int k = 0; k < 3; ++k) {   /* B <- B J, V <- V J (J a rotation in the p-q plane) */
+                float bp = B[k * 3 + p], bq = B[k * 3 + q];
+                B[k * 3 + p] = c * bp - s * bq; B[k * 3 + q] = s * bp + c * bq;
+                float vp = V[k * 3 + p], vq = V[k * 3 + q];
+                V[k * 3 + p] = c * vp - s * vq; V[k * 3 + q] = s * vp + c * vq;
+            }
+        }
+        if (!rotated) break;
+    }
+    /* order columns by decreasing norm (a swap negates one column: det V stays +1) */
+    for (int pass = 0; pass < 3; ++pass) {
+        int i = pass == 1 ? 1 : 0, j = i + 1;
+        float ni = B[i] * B[i] + B[3 + i] * B[3 + i] + B[6 + i] * B[6 + i];
+        float nj = B[j] * B[j] + B[3 + j] * B[3 + j] + B[6 + j] * B[6 + j];
+        if (nj > ni)
+            for (int k = 0; k < 3; ++k) {
+                float tb = B[k * 3 + i]; B[k * 3 + i] = B[k * 3 + j]; B[k * 3 + j] = -tb;
+                float tv = V[k * 3 + i]; V[k * 3 + i] = V[k * 3 + j]; V[k * 3 + j] = -tv;
+            }
+    }
+    /* Givens QR: B = U Rup; U accumulates the transposed rotations */
+    for (int i = 0; i < 9; ++i) U[i] = (i % 4 == 0);
+    for (int g = 0; g < 3; ++g) {
+        int col = g == 2 ? 1 : 0, p = col, q = g == 1 ? 2 : (g == 0 ? 1 : 2);
+        float a = B[p * 3 + col], b = B[q * 3 + col];
+        float r = sqrtf(a * a + b * b);
+        if (!(r > 0)) continue;
+        float c = a / r, s = b / r;
+        for (int k = 0; k < 3; ++k) {
+            float bp = B[p * 3 + k], bq = B[q * 3 + k];
+            B[p * 3 + k] = c * bp + s * bq; B[q * 3 + k] = -s * bp + c * bq;
+            float up = U[k * 3 + p], uq = U[k * 3 + q];
+            U[k * 3 + p] = c * up + s * uq; U[k * 3 + q] = -s * up + c * uq;
+        }
+    }
+    sig[0] = B[0]; sig[1] = B[4]; sig[2] = B[8];
+}
+
+/* >>polar_3d_f32: R = U V^T, always a rotation. */
+CQ_HD void cq__polar_3d_f32(const float *F, float *R)
+{
+    float U[9], sig[3], V[9];
+    cq__svd_3d_f32(F, U, sig, V);
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j)
+            R[i * 3 + j] = U[i * 3] * V[j * 3] + U[i * 3 + 1] * V[j * 3 + 1] + U[i * 3 + 2] * V[j * 3 + 2];
+}
+
+/* >>incompressible_3d_f32: seed 003 eq 14, P += E/(3(2-2nu)) p (J-1)^(p-1) J F^-T. */
+CQ_HD void cq__incompressible_3d_f32(const float *F, float E, float nu, int p, float *P)
+{
+    float K[9], J = cq__det_3d_f32(F), pw = 1;
+    for (int i = 1; i < p; ++i) pw *= J - 1;
+    float s = E / (3 * (2 - 2 * nu)) * (float)p * pw;
+    cq__cofactor_3d_f32(F, K);
+    for (int i = 0; i < 9; ++i) P[i] += s * K[i];
+}
+
+/* >>grid_3d_f32: wall boundary conditions (seed 003 sec 3.2, friction as appendix B
+   eqs B1-B6).  Nodes within `bound` of a face are wall nodes; the normal points into the
+   domain; corners apply each axis in turn. */
+/* One wall axis a with inward normal n (+1 or -1) applied to v.  Returns 1 when the node is
+   sticky (v zeroed: the other axes do not matter). */
+CQ_HD int cq__bc_axis_3d_f32(int a, float n, const cq__params_f32 *prm, float *v)
+{
+    float ln = v[a] * n;                           /* l_n, eq B1 */
+    switch (prm->boundary) {
+    case CQ__BC_STICKY:
+        for (int b = 0; b < 3; ++b) v[b] = 0;
+        return 1;
+    case CQ__BC_SLIP:
+        v[a] = 0;
+        break;
+    case CQ__BC_SEPARATE:
+        if (ln < 0) v[a] = 0;
+        break;
+    default: /* CQ__BC_FRICTION */
+        if (ln < 0) {
+            float s2 = 0;
+            for (int b = 0; b < 3; ++b) if (b != a) s2 += v[b] * v[b];
+            float lt = sqrtf(s2) + 1e-30f;        /* l_t = |v_t| + eps, eq B3 */
+            float lts = lt + prm->friction * ln;          /* eq B5 (ln < 0 here) */
+            if (lts < 0) lts = 0;
+            float scale = lts / lt;
+            for (int b = 0; b < 3; ++b) v[b] = b == a ? (float)0 : v[b] * scale;   /* eq B6 */
+        }
+        break;
+    }
+    return 0;
+}
+
+/* Inward normal of node coordinate c on axis a: +1 near the low face, -1 near the high face,
+   0 inside. */
+CQ_HD int cq__wall_normal_3d_f32(const int *c, int a, const cq__params_f32 *prm)
+{
+    return c[a] < prm->bound ? 1 : (c[a] >= prm->res[a] - prm->bound ? -1 : 0);
+}
+
+CQ_HD void cq__boundary_3d_f32(const int *c, const cq__params_f32 *prm, float *v)
+{
+    for (int a = 0; a < 3; ++a) {
+        int n = cq__wall_normal_3d_f32(c, a, prm);
+        if (n && cq__bc_axis_3d_f32(a, (float)n, prm, v)) return;
+    }
+}
+
+/* Grid update for one node (seed 003 eq 7 + gravity + walls): v = p / m + dt g. */
+CQ_HD void cq__grid_fwd_3d_f32(int node, const cq__params_f32 *prm, cq__gview_f32 g)
+{
+    float *v = g.v + (long)node * 3;
+    float m = g.m[node];
+    if (!(m > 0)) {
+        for (int a = 0; a < 3; ++a) v[a] = 0;
+        return;
+    }
+    int c[3];
+    c[0] = node / (prm->res[1] * prm->res[2]); c[1] = (node / prm->res[2]) % prm->res[1]; c[2] = node % prm->res[2];
+    float inv_m = 1 / m;
+    for (int a = 0; a < 3; ++a) v[a] = v[a] * inv_m + prm->dt * prm->gravity[a];
+    cq__boundary_3d_f32(c, prm, v);
+}
+
+/* >>g2p_3d_f32: seed 000 eqs 8-11 / seed 003 eqs 8-11.  Reads particle p of `in`,
+   writes particle p of `out` (which may alias `in`).  Returns CQ__OK, CQ__NONFINITE or
+   CQ__OUT_OF_DOMAIN. */
+CQ_HD int cq__g2p_fwd_3d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 in,
+                                  cq__pview_f32 out, cq__gview_f32 g)
+{
+    int base[3];
+    float fx[3], w[3][3], xp[3], Fp[9], nv[3] = {0}, nC[9] = {0};
+    for (int a = 0; a < 3; ++a) xp[a] = in.x[(long)p * 3 + a];
+    for (int a = 0; a < 9; ++a) Fp[a] = in.F[(long)p * 9 + a];
+    cq__weights_3d_f32(xp, prm->inv_dx, base, fx, w);
+    const float k4 = 4 * prm->inv_dx;          /* 4/dx^2 times dpos = (node - fx) dx */
+    float dp[3][3];
+    for (int a = 0; a < 3; ++a)
+        for (int i = 0; i < 3; ++i) dp[a][i] = (float)i - fx[a];
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int k = 0; k < 3; ++k)
+    {
+        const int o[3] = {i, j, k};
+        const float wt = w[0][i] * w[1][j] * w[2][k];
+        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+
+        const float d[3] = {dp[0][o[0]], dp[1][o[1]], dp[2][o[2]]};
+        const float *vi = g.v + idx * 3;
+        { const float wv = wt * vi[0]; nv[0] += wv; nC[0] += wv * d[0]; nC[1] += wv * d[1]; nC[2] += wv * d[2]; }
+        { const float wv = wt * vi[1]; nv[1] += wv; nC[3] += wv * d[0]; nC[4] += wv * d[1]; nC[5] += wv * d[2]; }
+        { const float wv = wt * vi[2]; nv[2] += wv; nC[6] += wv * d[0]; nC[7] += wv * d[1]; nC[8] += wv * d[2]; }
+    }
+    for (int a = 0; a < 9; ++a) nC[a] *= k4;
+    int status = CQ__OK;
+    for (int a = 0; a < 3; ++a) {
+        float xn = xp[a] + prm->dt * nv[a];
+        out.x[(long)p * 3 + a] = xn;
+        out.v[(long)p * 3 + a] = nv[a];
+        if (!cq__isfinite_f32(xn) || !cq__isfinite_f32(nv[a])) status = CQ__NONFINITE;
+    }
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) {
+            float f = Fp[a * 3 + b];   /* F <- (I + dt C) F, eq 10 */
+            for (int c = 0; c < 3; ++c) f += prm->dt * nC[a * 3 + c] * Fp[c * 3 + b];
+            out.F[(long)p * 9 + a * 3 + b] = f;
+            out.C[(long)p * 9 + a * 3 + b] = nC[a * 3 + b];
+            if (!cq__isfinite_f32(f) || !cq__isfinite_f32(nC[a * 3 + b])) status = CQ__NONFINITE;
+        }
+    if (status == CQ__OK && !cq__in_domain_3d_f32(out.x + (long)p * 3, prm)) status = CQ__OUT_OF_DOMAIN;
+    return status;
+}
+
+/* >>material_fixed_corotated_3d_f32: Fixed corotated elasticity (Stomakhin et al. 2012; seed 003 eq 12).
+   Generated by SymPy from generator/materials/fixed_corotated.py (stress, then energy). */
+CQ_HD void cq__stress_3d_fixed_corotated_f32(const float *F, const float *R, float mu, float lam, float *P)
+{
+    (void)R; (void)mu; (void)lam;
+    const float t0 = F[4]*F[8];
+    const float t1 = F[5]*F[7];
+    const float t2 = F[3]*F[8];
+    const float t3 = F[4]*F[6];
+    const float t4 = F[5]*F[6];
+    const float t5 = F[3]*F[7];
+    const float t6 = lam*(-F[0]*t0 + F[0]*t1 + F[1]*t2 - F[1]*t4 + F[2]*t3 - F[2]*t5 + 1);
+    const float t7 = 2*mu;
+    P[0] = 2*mu*(F[0] - R[0]) - t6*(t0 - t1);
+    P[1] = t6*(t2 - t4) + t7*(F[1] - R[1]);
+    P[2] = 2*mu*(F[2] - R[2]) - t6*(-t3 + t5);
+    P[3] = t6*(F[1]*F[8] - F[2]*F[7]) + t7*(F[3] - R[3]);
+    P[4] = 2*mu*(F[4] - R[4]) - t6*(F[0]*F[8] - F[2]*F[6]);
+    P[5] = t6*(F[0]*F[7] - F[1]*F[6]) + t7*(F[5] - R[5]);
+    P[6] = 2*mu*(F[6] - R[6]) - t6*(F[1]*F[5] - F[2]*F[4]);
+    P[7] = t6*(F[0]*F[5] - F[2]*F[3]) + t7*(F[7] - R[7]);
+    P[8] = 2*mu*(F[8] - R[8]) - t6*(F[0]*F[4] - F[1]*F[3]);
+}
+
+CQ_HD float cq__energy_3d_fixed_corotated_f32(const float *F, const float *R, float mu, float lam)
+{
+    float psi;
+    (void)R; (void)mu; (void)lam;
+    psi = (1.0F/2.0F)*lam*((-F[0]*F[4]*F[8] + F[0]*F[5]*F[7] + F[1]*F[3]*F[8] - F[1]*F[5]*F[6] - F[2]*F[3]*F[7] + F[2]*F[4]*F[6] + 1)*(-F[0]*F[4]*F[8] + F[0]*F[5]*F[7] + F[1]*F[3]*F[8] - F[1]*F[5]*F[6] - F[2]*F[3]*F[7] + F[2]*F[4]*F[6] + 1)) + mu*(((F[0] - R[0])*(F[0] - R[0])) + ((F[1] - R[1])*(F[1] - R[1])) + ((F[2] - R[2])*(F[2] - R[2])) + ((F[3] - R[3])*(F[3] - R[3])) + ((F[4] - R[4])*(F[4] - R[4])) + ((F[5] - R[5])*(F[5] - R[5])) + ((F[6] - R[6])*(F[6] - R[6])) + ((F[7] - R[7])*(F[7] - R[7])) + ((F[8] - R[8])*(F[8] - R[8])));
+    return psi;
+}
+
+/* Total first Piola-Kirchhoff stress of one particle: material + incompressibility + actuation
+   (DESIGN.md sec 3: P = P_material(F; E, nu) [+ P_inc] + F sigma_a). */
+CQ_HD void cq__pk1_3d_fixed_corotated_f32(const float *F, float E, float nu, int group,
+                                           const cq__params_f32 *prm, const float *act_stress, float *P)
+{
+    float mu, lam, R[9];
+    cq__lame_f32(E, nu, &mu, &lam);
+    cq__polar_3d_f32(F, R);
+    cq__stress_3d_fixed_corotated_f32(F, R, mu, lam, P);
+    if (prm->incompressibility) cq__incompressible_3d_f32(F, E, nu, prm->incompressibility, P);
+    if (group >= 0 && group < prm->act_groups) {
+        const float *sa = act_stress + (long)group * 9;
+        for (int a = 0; a < 3; ++a)
+            for (int b = 0; b < 3; ++b)
+                for (int c = 0; c < 3; ++c) P[a * 3 + b] += F[a * 3 + c] * sa[c * 3 + b];
+    }
+}
+
+/* >>p2g_3d_fixed_corotated_f32: seed 000 eqs 3-6 (APIC + MLS force): scatter particle p's
+   mass and momentum  m v + G (x_i - x_p),  G = -(4/dx^2) dt V0 P F^T + m C. */
+CQ_HD void cq__p2g_fwd_3d_fixed_corotated_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
+                                           cq__gview_f32 g)
+{
+    int base[3];
+    float fx[3], w[3][3], xp[3], Fp[9], Pp[9], G[9], mv[3];
+    for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
+    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    cq__weights_3d_f32(xp, prm->inv_dx, base, fx, w);
+    cq__pk1_3d_fixed_corotated_f32(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    const float mass = s.mass[p];
+    const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];   /* -(4/dx^2) dt V0 */
+    for (int a = 0; a < 3; ++a) {
+        mv[a] = mass * s.v[(long)p * 3 + a];
+        for (int b = 0; b < 3; ++b) {
+            float pf = 0;   /* (P F^T)_ab */
+            for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
+            G[a * 3 + b] = ks * pf + mass * s.C[(long)p * 9 + a * 3 + b];
+        }
+    }
+    float dp[3][3];
+    for (int a = 0; a < 3; ++a)
+        for (int i = 0; i < 3; ++i) dp[a][i] = ((float)i - fx[a]) * prm->dx;
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int k = 0; k < 3; ++k)
+    {
+        const int o[3] = {i, j, k};
+        const float wt = w[0][i] * w[1][j] * w[2][k];
+        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+
+        const float d[3] = {dp[0][o[0]], dp[1][o[1]], dp[2][o[2]]};
+        CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
+        CQ__ATOMIC_ADD(&g.v[idx * 3 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1] + G[2] * d[2]));   /* m v + G (x_i - x_p) */
+        CQ__ATOMIC_ADD(&g.v[idx * 3 + 1], wt * (mv[1] + G[3] * d[0] + G[4] * d[1] + G[5] * d[2]));   /* m v + G (x_i - x_p) */
+        CQ__ATOMIC_ADD(&g.v[idx * 3 + 2], wt * (mv[2] + G[6] * d[0] + G[7] * d[1] + G[8] * d[2]));   /* m v + G (x_i - x_p) */
+    }
+}
+
+/* >>material_neohookean_3d_f32: Compressible NeoHookean elasticity (seed 003 eq 13).
+   Generated by SymPy from generator/materials/neohookean.py (stress, then energy). */
+CQ_HD void cq__stress_3d_neohookean_f32(const float *F, const float *R, float mu, float lam, float *P)
+{
+    (void)R; (void)mu; (void)lam;
+    const float t0 = F[4]*F[8];
+    const float t1 = F[5]*F[7];
+    const float t2 = t0 - t1;
+    const float t3 = F[5]*F[6];
+    const float t4 = F[3]*F[7];
+    const float t5 = F[3]*F[8];
+    const float t6 = F[4]*F[6];
+    const float t7 = F[0]*t0 - F[0]*t1 + F[1]*t3 - F[1]*t5 + F[2]*t4 - F[2]*t6;
+    const float t8 = (1.0F/((t7)));
+    const float t9 = mu*t8;
+    const float t10 = lam*t8*logf(t7);
+    const float t11 = -t3 + t5;
+    const float t12 = t4 - t6;
+    const float t13 = F[1]*F[8] - F[2]*F[7];
+    const float t14 = F[0]*F[8] - F[2]*F[6];
+    const float t15 = F[0]*F[7] - F[1]*F[6];
+    const float t16 = F[1]*F[5] - F[2]*F[4];
+    const float t17 = F[0]*F[5] - F[2]*F[3];
+    const float t18 = F[0]*F[4] - F[1]*F[3];
+    P[0] = F[0]*mu + t10*t2 - t2*t9;
+    P[1] = F[1]*mu - t10*t11 + t11*t9;
+    P[2] = F[2]*mu + t10*t12 - t12*t9;
+    P[3] = F[3]*mu - t10*t13 + t13*t9;
+    P[4] = F[4]*mu + t10*t14 - t14*t9;
+    P[5] = F[5]*mu - t10*t15 + t15*t9;
+    P[6] = F[6]*mu + t10*t16 - t16*t9;
+    P[7] = F[7]*mu - t10*t17 + t17*t9;
+    P[8] = F[8]*mu + t10*t18 - t18*t9;
+}
+
+CQ_HD float cq__energy_3d_neohookean_f32(const float *F, const float *R, float mu, float lam)
+{
+    float psi;
+    (void)R; (void)mu; (void)lam;
+    const float t0 = logf(F[0]*F[4]*F[8] - F[0]*F[5]*F[7] - F[1]*F[3]*F[8] + F[1]*F[5]*F[6] + F[2]*F[3]*F[7] - F[2]*F[4]*F[6]);
+    psi = (1.0F/2.0F)*lam*((t0)*(t0)) - mu*t0 + (1.0F/2.0F)*mu*(((F[0])*(F[0])) + ((F[1])*(F[1])) + ((F[2])*(F[2])) + ((F[3])*(F[3])) + ((F[4])*(F[4])) + ((F[5])*(F[5])) + ((F[6])*(F[6])) + ((F[7])*(F[7])) + ((F[8])*(F[8])) - 3);
+    return psi;
+}
+
+/* Total first Piola-Kirchhoff stress of one particle: material + incompressibility + actuation
+   (DESIGN.md sec 3: P = P_material(F; E, nu) [+ P_inc] + F sigma_a). */
+CQ_HD void cq__pk1_3d_neohookean_f32(const float *F, float E, float nu, int group,
+                                           const cq__params_f32 *prm, const float *act_stress, float *P)
+{
+    float mu, lam, R[9];
+    cq__lame_f32(E, nu, &mu, &lam);
+    for (int a = 0; a < 9; ++a) R[a] = 0;
+    cq__stress_3d_neohookean_f32(F, R, mu, lam, P);
+    if (prm->incompressibility) cq__incompressible_3d_f32(F, E, nu, prm->incompressibility, P);
+    if (group >= 0 && group < prm->act_groups) {
+        const float *sa = act_stress + (long)group * 9;
+        for (int a = 0; a < 3; ++a)
+            for (int b = 0; b < 3; ++b)
+                for (int c = 0; c < 3; ++c) P[a * 3 + b] += F[a * 3 + c] * sa[c * 3 + b];
+    }
+}
+
+/* >>p2g_3d_neohookean_f32: seed 000 eqs 3-6 (APIC + MLS force): scatter particle p's
+   mass and momentum  m v + G (x_i - x_p),  G = -(4/dx^2) dt V0 P F^T + m C. */
+CQ_HD void cq__p2g_fwd_3d_neohookean_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
+                                           cq__gview_f32 g)
+{
+    int base[3];
+    float fx[3], w[3][3], xp[3], Fp[9], Pp[9], G[9], mv[3];
+    for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
+    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    cq__weights_3d_f32(xp, prm->inv_dx, base, fx, w);
+    cq__pk1_3d_neohookean_f32(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    const float mass = s.mass[p];
+    const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];   /* -(4/dx^2) dt V0 */
+    for (int a = 0; a < 3; ++a) {
+        mv[a] = mass * s.v[(long)p * 3 + a];
+        for (int b = 0; b < 3; ++b) {
+            float pf = 0;   /* (P F^T)_ab */
+            for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
+            G[a * 3 + b] = ks * pf + mass * s.C[(long)p * 9 + a * 3 + b];
+        }
+    }
+    float dp[3][3];
+    for (int a = 0; a < 3; ++a)
+        for (int i = 0; i < 3; ++i) dp[a][i] = ((float)i - fx[a]) * prm->dx;
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int k = 0; k < 3; ++k)
+    {
+        const int o[3] = {i, j, k};
+        const float wt = w[0][i] * w[1][j] * w[2][k];
+        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+
+        const float d[3] = {dp[0][o[0]], dp[1][o[1]], dp[2][o[2]]};
+        CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
+        CQ__ATOMIC_ADD(&g.v[idx * 3 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1] + G[2] * d[2]));   /* m v + G (x_i - x_p) */
+        CQ__ATOMIC_ADD(&g.v[idx * 3 + 1], wt * (mv[1] + G[3] * d[0] + G[4] * d[1] + G[5] * d[2]));   /* m v + G (x_i - x_p) */
+        CQ__ATOMIC_ADD(&g.v[idx * 3 + 2], wt * (mv[2] + G[6] * d[0] + G[7] * d[1] + G[8] * d[2]));   /* m v + G (x_i - x_p) */
+    }
+}
+
+
+/* ======================================================================== 3D f32 adjoint */
+/* >>polar_vjp_3d_f32: dF += dL/dF given dR = dL/dR, for R the polar rotation of F
+   (cq__polar_3d_f32).  With F = U diag(sig) V^T (signed sig, R = U V^T) and
+   H = U^T dR V, the result is  U A V^T,  A_ij = (H_ij - H_ji) / (sig_i + sig_j)  (i != j),
+   A_ii = 0: only sums of singular values appear, never differences, so F = I and repeated
+   singular values are regular points.  sig_i + sig_j >= 0 by the sign convention and is 0
+   only where R itself is not differentiable (an inverted pair cancelling, e.g. sig =
+   (1, s, -s)); there the denominator is clamped to 1e-4 * sig_max (2D: * |F|), which keeps the
+   gradient finite (bounded by |dR| / (1e-4 sig_max)) but no longer exact.  F = 0
+   (where the forward pass returns the constant R = I) adds nothing. */
+CQ_HD void cq__polar_vjp_3d_f32(const float *F, const float *R, const float *dR, float *dF)
+{
+    float U[9], sig[3], V[9], H[9], A[9];
+    (void)R;
+    cq__svd_3d_f32(F, U, sig, V);
+    if (!(sig[0] > 0)) return;
+    float fl = 0.0001f * sig[0];
+    for (int i = 0; i < 3; ++i)       /* H = U^T dR V */
+        for (int j = 0; j < 3; ++j) {
+            float h = 0;
+            for (int k = 0; k < 3; ++k)
+                for (int l = 0; l < 3; ++l) h += U[k * 3 + i] * dR[k * 3 + l] * V[l * 3 + j];
+            H[i * 3 + j] = h;
+        }
+    for (int i = 0; i < 3; ++i) {
+        A[i * 3 + i] = 0;
+        for (int j = i + 1; j < 3; ++j) {
+            float d = sig[i] + sig[j];
+            if (!(d > fl)) d = fl;    /* also catches rounding below 0 */
+            float x = (H[i * 3 + j] - H[j * 3 + i]) / d;
+            A[i * 3 + j] = x; A[j * 3 + i] = -x;
+        }
+    }
+    for (int i = 0; i < 3; ++i)       /* dF += U A V^T */
+        for (int j = 0; j < 3; ++j) {
+            float g = 0;
+            for (int k = 0; k < 3; ++k)
+                for (int l = 0; l < 3; ++l) g += U[i * 3 + k] * A[k * 3 + l] * V[j * 3 + l];
+            dF[i * 3 + j] += g;
+        }
+}
+
+/* dF += s * d<dK, cofactor(F)>/dF (cofactor as cq__cofactor_3d_f32). */
+CQ_HD void cq__cofactor_vjp_3d_f32(const float *F, const float *dK, float s, float *dF)
+{
+    /* K_ij = F[i1][j1] F[i2][j2] - F[i1][j2] F[i2][j1], i1 = i+1, i2 = i+2 (mod 3) */
+    for (int i = 0; i < 3; ++i) {
+        int i1 = (i + 1) % 3, i2 = (i + 2) % 3;
+        for (int j = 0; j < 3; ++j) {
+            int j1 = (j + 1) % 3, j2 = (j + 2) % 3;
+            float a = s * dK[i * 3 + j];
+            dF[i1 * 3 + j1] += a * F[i2 * 3 + j2]; dF[i2 * 3 + j2] += a * F[i1 * 3 + j1];
+            dF[i1 * 3 + j2] -= a * F[i2 * 3 + j1]; dF[i2 * 3 + j1] -= a * F[i1 * 3 + j2];
+        }
+    }
+}
+
+/* >>incompressible_vjp_3d_f32: adjoint of cq__incompressible_3d_f32
+   (P += s K, s = E p (J-1)^(p-1) / (3(2-2nu)), K = cofactor(F), dJ/dF = K). */
+CQ_HD void cq__incompressible_vjp_3d_f32(const float *F, float E, float nu, int p, const float *dP,
+                                                 float *dF, float *dE, float *dnu)
+{
+    float K[9], J = cq__det_3d_f32(F), pw = 1, dpw = 0, g = 0;
+    for (int i = 1; i < p; ++i) pw *= J - 1;                 /* (J-1)^(p-1) */
+    if (p >= 2) { dpw = (float)(p - 1); for (int i = 2; i < p; ++i) dpw *= J - 1; }   /* its dJ */
+    float c = (float)p / (3 * (2 - 2 * nu));
+    float s = E * c * pw;
+    cq__cofactor_3d_f32(F, K);
+    for (int i = 0; i < 9; ++i) g += dP[i] * K[i];
+    *dE += g * c * pw;
+    *dnu += g * s / (1 - nu);                               /* d/dnu 1/(6(1-nu)) = 1/(6(1-nu)^2) */
+    float sj = g * E * c * dpw;
+    for (int i = 0; i < 9; ++i) dF[i] += sj * K[i];
+    cq__cofactor_vjp_3d_f32(F, dP, s, dF);
+}
+
+/* >>stress_vjp_3d_fixed_corotated_f32: adjoint of cq__stress_3d_fixed_corotated_f32: given dP =
+   dL/dP, ADDS d<dP, P>/dF to dF, /dR to dR (R held independent of F),
+   /dmu to *dmu and /dlam to *dlam.  Generated by SymPy from generator/materials/fixed_corotated.py. */
+CQ_HD void cq__stress_vjp_3d_fixed_corotated_f32(const float *F, const float *R, float mu, float lam, const float *dP,
+                                                float *dF, float *dR, float *dmu, float *dlam)
+{
+    (void)F; (void)R; (void)mu; (void)lam; (void)dP; (void)dF; (void)dR; (void)dmu; (void)dlam;
+    const float t0 = F[4]*F[8];
+    const float t1 = F[5]*F[7];
+    const float t2 = F[3]*F[8];
+    const float t3 = F[4]*F[6];
+    const float t4 = F[5]*F[6];
+    const float t5 = F[3]*F[7];
+    const float t6 = lam*(-F[0]*t0 + F[0]*t1 + F[1]*t2 - F[1]*t4 + F[2]*t3 - F[2]*t5 + 1);
+    const float t7 = 2*mu;
+    const float b0 = dP[1]*(F[1] - R[1]) + dP[3]*(F[3] - R[3]) + dP[5]*(F[5] - R[5]) + dP[7]*(F[7] - R[7]);
+    const float b1 = dP[0]*(-t0 + t1) + dP[1]*(t2 - t4) + dP[2]*(t3 - t5) + dP[3]*(F[1]*F[8] - F[2]*F[7]) + dP[4]*(-F[0]*F[8] + F[2]*F[6]) + dP[5]*(F[0]*F[7] - F[1]*F[6]) + dP[6]*(-F[1]*F[5] + F[2]*F[4]) + dP[7]*(F[0]*F[5] - F[2]*F[3]) + dP[8]*(-F[0]*F[4] + F[1]*F[3]);
+    const float b2 = -F[2]*b1*lam - dP[2]*t6;
+    const float b3 = -F[1]*b1*lam - dP[1]*t6;
+    const float b4 = F[2]*b1*lam + dP[2]*t6;
+    const float b5 = F[1]*b1*lam + dP[1]*t6;
+    const float b6 = F[0]*b1*lam + dP[0]*t6;
+    const float b7 = -F[0]*b1*lam - dP[0]*t6;
+    dF[0] += -F[4]*dP[8]*t6 + F[5]*dP[7]*t6 + F[7]*dP[5]*t6 - F[8]*dP[4]*t6 + b1*lam*(-t0 + t1) + 2*dP[0]*mu;
+    dF[1] += F[3]*dP[8]*t6 - F[5]*dP[6]*t6 - F[6]*dP[5]*t6 + F[8]*dP[3]*t6 + b1*lam*(t2 - t4) + dP[1]*t7;
+    dF[2] += -F[3]*dP[7]*t6 + F[4]*dP[6]*t6 + F[6]*dP[4]*t6 - F[7]*dP[3]*t6 + b1*lam*(t3 - t5) + 2*dP[2]*mu;
+    dF[3] += F[1]*dP[8]*t6 - F[2]*dP[7]*t6 + F[7]*b2 + F[8]*b5 + dP[3]*t7;
+    dF[4] += -F[0]*dP[8]*t6 + F[2]*dP[6]*t6 + F[6]*b4 + F[8]*b7 + 2*dP[4]*mu;
+    dF[5] += F[0]*dP[7]*t6 - F[1]*dP[6]*t6 + F[6]*b3 + F[7]*b6 + dP[5]*t7;
+    dF[6] += -F[1]*dP[5]*t6 + F[2]*dP[4]*t6 + F[4]*b4 + F[5]*b3 + 2*dP[6]*mu;
+    dF[7] += F[0]*dP[5]*t6 - F[2]*dP[3]*t6 + F[3]*b2 + F[5]*b6 + dP[7]*t7;
+    dF[8] += -F[0]*dP[4]*t6 + F[1]*dP[3]*t6 + F[3]*b5 + F[4]*b7 + 2*dP[8]*mu;
+    dR[0] += -2*dP[0]*mu;
+    dR[1] += -dP[1]*t7;
+    dR[2] += -2*dP[2]*mu;
+    dR[3] += -dP[3]*t7;
+    dR[4] += -2*dP[4]*mu;
+    dR[5] += -dP[5]*t7;
+    dR[6] += -2*dP[6]*mu;
+    dR[7] += -dP[7]*t7;
+    dR[8] += -2*dP[8]*mu;
+    *dmu += 2*b0 + dP[0]*(2*F[0] - 2*R[0]) + dP[2]*(2*F[2] - 2*R[2]) + dP[4]*(2*F[4] - 2*R[4]) + dP[6]*(2*F[6] - 2*R[6]) + dP[8]*(2*F[8] - 2*R[8]);
+    *dlam += b1*(-F[0]*t0 + F[0]*t1 + F[1]*t2 - F[1]*t4 + F[2]*t3 - F[2]*t5 + 1);
+}
+
+/* >>pk1_vjp_3d_fixed_corotated_f32: adjoint of cq__pk1_3d_fixed_corotated_f32 (same arguments,
+   then dP = dL/dP).  ADDS dL/dF to dF (through the polar rotation too when the material uses
+   it), dL/dE to *dE, dL/dnu to *dnu (through mu = E/(2(1+nu)), lam = E nu/((1+nu)(1-2nu)) and
+   the incompressibility term), and F^T dP to dact, which is the d x d block of THIS particle's
+   group (not the whole act_stress array); dact may be NULL, and is untouched when the particle
+   has no valid group.  Plain +=: a caller summing many particles into one group block must
+   make that race-free itself. */
+CQ_HD void cq__pk1_vjp_3d_fixed_corotated_f32(const float *F, float E, float nu, int group,
+                                               const cq__params_f32 *prm, const float *act_stress,
+                                               const float *dP, float *dF, float *dE, float *dnu, float *dact)
+{
+    float mu, lam, R[9], dR[9], gmu = 0, glam = 0;
+    cq__lame_f32(E, nu, &mu, &lam);
+    for (int a = 0; a < 9; ++a) dR[a] = 0;
+    cq__polar_3d_f32(F, R);
+    cq__stress_vjp_3d_fixed_corotated_f32(F, R, mu, lam, dP, dF, dR, &gmu, &glam);
+    cq__polar_vjp_3d_f32(F, R, dR, dF);
+    {
+        const float op = 1 + nu, om = 1 - 2 * nu;
+        *dE += gmu / (2 * op) + glam * nu / (op * om);
+        *dnu += -gmu * E / (2 * op * op) + glam * E * (1 + 2 * nu * nu) / (op * op * om * om);
+    }
+    if (prm->incompressibility) cq__incompressible_vjp_3d_f32(F, E, nu, prm->incompressibility, dP, dF, dE, dnu);
+    if (group >= 0 && group < prm->act_groups) {   /* P += F sa: dF += dP sa^T, dsa += F^T dP */
+        const float *sa = act_stress + (long)group * 9;
+        for (int a = 0; a < 3; ++a)
+            for (int c = 0; c < 3; ++c) {
+                float g = 0;
+                for (int b = 0; b < 3; ++b) g += dP[a * 3 + b] * sa[c * 3 + b];
+                dF[a * 3 + c] += g;
+            }
+        if (dact)
+            for (int c = 0; c < 3; ++c)
+                for (int b = 0; b < 3; ++b) {
+                    float g = 0;
+                    for (int a = 0; a < 3; ++a) g += F[a * 3 + c] * dP[a * 3 + b];
+                    dact[c * 3 + b] += g;
+                }
+    }
+}
+
+/* >>stress_vjp_3d_neohookean_f32: adjoint of cq__stress_3d_neohookean_f32: given dP =
+   dL/dP, ADDS d<dP, P>/dF to dF, /dR to dR (R held independent of F; this material has no R, so dR is untouched and may be NULL),
+   /dmu to *dmu and /dlam to *dlam.  Generated by SymPy from generator/materials/neohookean.py. */
+CQ_HD void cq__stress_vjp_3d_neohookean_f32(const float *F, const float *R, float mu, float lam, const float *dP,
+                                                float *dF, float *dR, float *dmu, float *dlam)
+{
+    (void)F; (void)R; (void)mu; (void)lam; (void)dP; (void)dF; (void)dR; (void)dmu; (void)dlam;
+    const float t0 = F[4]*F[8];
+    const float t1 = F[5]*F[7];
+    const float t2 = t0 - t1;
+    const float t3 = F[5]*F[6];
+    const float t4 = F[3]*F[7];
+    const float t5 = F[3]*F[8];
+    const float t6 = F[4]*F[6];
+    const float t7 = F[0]*t0 - F[0]*t1 + F[1]*t3 - F[1]*t5 + F[2]*t4 - F[2]*t6;
+    const float t8 = (1.0F/((t7)));
+    const float t9 = mu*t8;
+    const float f0 = logf(t7);
+    const float t10 = f0*lam*t8;
+    const float t11 = -t3 + t5;
+    const float t12 = t4 - t6;
+    const float t13 = F[1]*F[8] - F[2]*F[7];
+    const float t14 = F[0]*F[8] - F[2]*F[6];
+    const float t15 = F[0]*F[7] - F[1]*F[6];
+    const float t16 = F[1]*F[5] - F[2]*F[4];
+    const float t17 = F[0]*F[5] - F[2]*F[3];
+    const float t18 = F[0]*F[4] - F[1]*F[3];
+    const float b0 = dP[8]*(t10 - t9);
+    const float b1 = dP[7]*(-t10 + t9);
+    const float b2 = dP[6]*(t10 - t9);
+    const float b3 = dP[5]*(-t10 + t9);
+    const float b4 = dP[4]*(t10 - t9);
+    const float b5 = dP[3]*(-t10 + t9);
+    const float b6 = dP[2]*(t10 - t9);
+    const float b7 = dP[1]*(-t10 + t9);
+    const float b8 = dP[0]*t2 - dP[1]*t11 + dP[2]*t12 - dP[3]*t13 + dP[4]*t14 - dP[5]*t15 + dP[6]*t16 - dP[7]*t17 + dP[8]*t18;
+    const float b9 = b8*lam*t8;
+    const float b10 = -dP[0]*t2 + dP[1]*t11 - dP[2]*t12 + dP[3]*t13 - dP[4]*t14 + dP[5]*t15 - dP[6]*t16 + dP[7]*t17 - dP[8]*t18;
+    const float b11 = b10*mu + b8*f0*lam;
+    const float b12 = -b11/((t7)*(t7)) + b9/t7;
+    const float b13 = -F[2]*b12 - b6;
+    const float b14 = -F[1]*b12 + b7;
+    const float b15 = F[2]*b12 + b6;
+    const float b16 = F[1]*b12 - b7;
+    const float b17 = dP[0]*(t10 - t9);
+    const float b18 = -F[0]*b12 - b17;
+    const float b19 = F[0]*b12 + b17;
+    dF[0] += F[4]*b0 + F[5]*b1 + F[7]*b3 + F[8]*b4 + b12*(t0 - t1) + dP[0]*mu;
+    dF[1] += -F[3]*b0 + F[5]*b2 - F[6]*b3 + F[8]*b5 + b12*(t3 - t5) + dP[1]*mu;
+    dF[2] += -F[3]*b1 - F[4]*b2 - F[6]*b4 - F[7]*b5 + b12*(t4 - t6) + dP[2]*mu;
+    dF[3] += -F[1]*b0 - F[2]*b1 + F[7]*b15 + F[8]*b14 + dP[3]*mu;
+    dF[4] += F[0]*b0 - F[2]*b2 + F[6]*b13 + F[8]*b19 + dP[4]*mu;
+    dF[5] += F[0]*b1 + F[1]*b2 + F[6]*b16 + F[7]*b18 + dP[5]*mu;
+    dF[6] += -F[1]*b3 - F[2]*b4 + F[4]*b13 + F[5]*b16 + dP[6]*mu;
+    dF[7] += F[0]*b3 - F[2]*b5 + F[3]*b15 + F[5]*b18 + dP[7]*mu;
+    dF[8] += F[0]*b4 + F[1]*b5 + F[3]*b14 + F[4]*b19 + dP[8]*mu;
+    *dmu += F[0]*dP[0] + F[1]*dP[1] + F[2]*dP[2] + F[3]*dP[3] + F[4]*dP[4] + F[5]*dP[5] + F[6]*dP[6] + F[7]*dP[7] + F[8]*dP[8] + b10*t8;
+    *dlam += b8*f0*t8;
+}
+
+/* >>pk1_vjp_3d_neohookean_f32: adjoint of cq__pk1_3d_neohookean_f32 (same arguments,
+   then dP = dL/dP).  ADDS dL/dF to dF (through the polar rotation too when the material uses
+   it), dL/dE to *dE, dL/dnu to *dnu (through mu = E/(2(1+nu)), lam = E nu/((1+nu)(1-2nu)) and
+   the incompressibility term), and F^T dP to dact, which is the d x d block of THIS particle's
+   group (not the whole act_stress array); dact may be NULL, and is untouched when the particle
+   has no valid group.  Plain +=: a caller summing many particles into one group block must
+   make that race-free itself. */
+CQ_HD void cq__pk1_vjp_3d_neohookean_f32(const float *F, float E, float nu, int group,
+                                               const cq__params_f32 *prm, const float *act_stress,
+                                               const float *dP, float *dF, float *dE, float *dnu, float *dact)
+{
+    float mu, lam, R[9], dR[9], gmu = 0, glam = 0;
+    cq__lame_f32(E, nu, &mu, &lam);
+    for (int a = 0; a < 9; ++a) dR[a] = 0;
+    for (int a = 0; a < 9; ++a) R[a] = 0;
+    cq__stress_vjp_3d_neohookean_f32(F, R, mu, lam, dP, dF, dR, &gmu, &glam);
+    {
+        const float op = 1 + nu, om = 1 - 2 * nu;
+        *dE += gmu / (2 * op) + glam * nu / (op * om);
+        *dnu += -gmu * E / (2 * op * op) + glam * E * (1 + 2 * nu * nu) / (op * op * om * om);
+    }
+    if (prm->incompressibility) cq__incompressible_vjp_3d_f32(F, E, nu, prm->incompressibility, dP, dF, dE, dnu);
+    if (group >= 0 && group < prm->act_groups) {   /* P += F sa: dF += dP sa^T, dsa += F^T dP */
+        const float *sa = act_stress + (long)group * 9;
+        for (int a = 0; a < 3; ++a)
+            for (int c = 0; c < 3; ++c) {
+                float g = 0;
+                for (int b = 0; b < 3; ++b) g += dP[a * 3 + b] * sa[c * 3 + b];
+                dF[a * 3 + c] += g;
+            }
+        if (dact)
+            for (int c = 0; c < 3; ++c)
+                for (int b = 0; b < 3; ++b) {
+                    float g = 0;
+                    for (int a = 0; a < 3; ++a) g += F[a * 3 + c] * dP[a * 3 + b];
+                    dact[c * 3 + b] += g;
+                }
+    }
+}
+
+/* ------------------------------------------------------------------ transfer adjoints 3D f32
+   Reverse order of the forward substep (seed 002; seed 003 appendix A.2): G2P adjoint scatters
+   into the grid velocity adjoints, the grid adjoint backs through the wall projection and
+   v = p/m + dt g, the P2G adjoint gathers into the particle adjoints.  The grid is recomputed
+   from the substep's input state by the caller, never stored across substeps. */
+
+/* dw/dx_p for the quadratic B-spline: grad[a][i] = d w_a(i) / d x_a (times inv_dx). */
+CQ_HD void cq__weight_grads_3d_f32(const float *fx, float inv_dx, float (*dw)[3])
+{
+    for (int a = 0; a < 3; ++a) {
+        dw[a][0] = -((float)1.5 - fx[a]) * inv_dx;
+        dw[a][1] = -2 * (fx[a] - 1) * inv_dx;
+        dw[a][2] = (fx[a] - (float)0.5) * inv_dx;
+    }
+}
+
+/* >>grid_adj_3d_f32: adjoint of the wall projection (cq__boundary_3d_f32).
+   v0: the velocity BEFORE the projection; vb: dL/d(projected v) on entry, dL/dv0 on return.
+   Friction follows seed 003 appendix B (B9-B15, whose dl_t* / dl_n bookkeeping is done here by
+   direct differentiation of B3-B6). */
+CQ_HD void cq__boundary_adj_3d_f32(const int *c, const cq__params_f32 *prm, const float *v0, float *vb)
+{
+    float vs[4][3];   /* velocity before each axis' projection */
+    int axis_n[3], last = 3;
+    for (int b = 0; b < 3; ++b) vs[0][b] = v0[b];
+    for (int a = 0; a < 3; ++a) {
+        for (int b = 0; b < 3; ++b) vs[a + 1][b] = vs[a][b];
+        axis_n[a] = cq__wall_normal_3d_f32(c, a, prm);
+        if (axis_n[a] && cq__bc_axis_3d_f32(a, (float)axis_n[a], prm, vs[a + 1])) { last = a; break; }
+    }
+    if (last < 3) { for (int b = 0; b < 3; ++b) vb[b] = 0; return; }   /* sticky wall node */
+    for (int a = 3 - 1; a >= 0; --a) {
+        if (!axis_n[a]) continue;
+        const float *v = vs[a];
+        float n = (float)axis_n[a], ln = v[a] * n;
+        switch (prm->boundary) {
+        case CQ__BC_SLIP:
+            vb[a] = 0;
+            break;
+        case CQ__BC_SEPARATE:
+            if (ln < 0) vb[a] = 0;
+            break;
+        default: /* CQ__BC_FRICTION */
+            if (ln < 0) {
+                float s2 = 0, sc_b = 0;
+                for (int b = 0; b < 3; ++b) if (b != a) s2 += v[b] * v[b];
+                float r = sqrtf(s2), lt = r + 1e-30f;
+                float lts = lt + prm->friction * ln;
+                int open = lts > 0;
+                if (!open) lts = 0;
+                float scale = lts / lt;
+                for (int b = 0; b < 3; ++b) if (b != a) sc_b += vb[b] * v[b];
+                float lts_b = sc_b / lt, lt_b = -sc_b * lts / (lt * lt);
+                if (open) lt_b += lts_b;
+                float ln_b = open ? prm->friction * lts_b : 0;
+                for (int b = 0; b < 3; ++b)
+                    if (b != a) vb[b] = vb[b] * scale + (r > 0 ? lt_b * v[b] / r : 0);
+                vb[a] = ln_b * n;
+            }
+            break;
+        }
+    }
+}
+
+/* Grid-update adjoint for one node: v = bc(p/m + dt g).  gp: momentum (pre-projection) of the
+   forward pass; gv_adj: dL/dv; writes dL/dp and dL/dm of the node. */
+CQ_HD void cq__grid_adj_3d_f32(int node, const cq__params_f32 *prm, const float *gm,
+                                                   const float *gp, const float *gv_adj, float *gp_adj, float *gm_adj)
+{
+    float m = gm[node], v0[3], vb[3];
+    int c[3];
+    if (!(m > 0)) {
+        for (int a = 0; a < 3; ++a) gp_adj[(long)node * 3 + a] = 0;
+        gm_adj[node] = 0;
+        return;
+    }
+    c[0] = node / (prm->res[1] * prm->res[2]); c[1] = (node / prm->res[2]) % prm->res[1]; c[2] = node % prm->res[2];
+    float inv_m = 1 / m, mb = 0;
+    for (int a = 0; a < 3; ++a) {
+        v0[a] = gp[(long)node * 3 + a] * inv_m + prm->dt * prm->gravity[a];
+        vb[a] = gv_adj[(long)node * 3 + a];
+    }
+    cq__boundary_adj_3d_f32(c, prm, v0, vb);
+    for (int a = 0; a < 3; ++a) {
+        gp_adj[(long)node * 3 + a] = vb[a] * inv_m;
+        mb -= vb[a] * gp[(long)node * 3 + a] * inv_m * inv_m;
+    }
+    gm_adj[node] = mb;
+}
+
+/* >>g2p_adj_3d_f32: adjoint of G2P (eqs 8-11) for particle p.  `s` is the substep's
+   input state, g the recomputed grid (v = projected velocity), `ao` the adjoint of the output
+   state.  Scatters dL/dv_i into gv_adj; SETS ai.x and ai.F to the G2P part of the input
+   state's adjoint (the P2G adjoint adds its part after). */
+CQ_HD void cq__g2p_adj_3d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
+                                                  cq__gview_f32 g, cq__pview_f32 ao, cq__pview_f32 ai,
+                                                  float *gv_adj)
+{
+    int base[3];
+    float fx[3], w[3][3], dw[3][3], xp[3], Fp[9], nC[9] = {0};
+    float vbt[3], Cbt[9], xb[3];
+    const float c4 = 4 * prm->inv_dx * prm->inv_dx, dt = prm->dt;
+    for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
+    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    cq__weights_3d_f32(xp, prm->inv_dx, base, fx, w);
+    cq__weight_grads_3d_f32(fx, prm->inv_dx, dw);
+    /* x' = x + dt v'  ->  vbar' += dt xbar';   F' = (I + dt C') F  ->  Cbar' += dt Fbar' F^T */
+    for (int a = 0; a < 3; ++a) {
+        xb[a] = ao.x[(long)p * 3 + a];
+        vbt[a] = ao.v[(long)p * 3 + a] + dt * xb[a];
+        for (int b = 0; b < 3; ++b) {
+            float acc = ao.C[(long)p * 9 + a * 3 + b];
+            for (int k = 0; k < 3; ++k) acc += dt * ao.F[(long)p * 9 + a * 3 + k] * Fp[b * 3 + k];
+            Cbt[a * 3 + b] = acc;
+        }
+    }
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int k = 0; k < 3; ++k)
+    {
+        const int o[3] = {i, j, k};
+        const float wt = w[0][i] * w[1][j] * w[2][k];
+        const float gw[3] = {dw[0][i] * w[1][j] * w[2][k], w[0][i] * dw[1][j] * w[2][k], w[0][i] * w[1][j] * dw[2][k]};
+        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+
+        float dpos[3], sdot = 0;
+        const float *vi = g.v + idx * 3;
+        for (int a = 0; a < 3; ++a) dpos[a] = ((float)o[a] - fx[a]) * prm->dx;
+        for (int a = 0; a < 3; ++a) {
+            float cd = 0, vc = 0;   /* (Cbar' dpos)_a, (Cbar'^T v_i)_a */
+            for (int b = 0; b < 3; ++b) {
+                cd += Cbt[a * 3 + b] * dpos[b];
+                vc += Cbt[b * 3 + a] * vi[b];
+                nC[a * 3 + b] += c4 * wt * vi[a] * dpos[b];
+            }
+            CQ__ATOMIC_ADD(&gv_adj[idx * 3 + a], wt * (vbt[a] + c4 * cd));
+            sdot += vi[a] * (vbt[a] + c4 * cd);
+            xb[a] -= c4 * wt * vc;            /* dpos = x_i - x_p */
+        }
+        for (int a = 0; a < 3; ++a) xb[a] += sdot * gw[a];   /* through the weights */
+    }
+    for (int a = 0; a < 3; ++a) ai.x[(long)p * 3 + a] = xb[a];
+    for (int a = 0; a < 3; ++a)       /* Fbar = (I + dt C')^T Fbar' */
+        for (int b = 0; b < 3; ++b) {
+            float acc = ao.F[(long)p * 9 + a * 3 + b];
+            for (int k = 0; k < 3; ++k) acc += dt * nC[k * 3 + a] * ao.F[(long)p * 9 + k * 3 + b];
+            ai.F[(long)p * 9 + a * 3 + b] = acc;
+        }
+}
+
+/* >>p2g_adj_3d_fixed_corotated_f32: adjoint of P2G (eqs 3-6) for particle p, a gather:
+   reads dL/dp_i (gp_adj) and dL/dm_i (gm_adj) of its stencil; ADDS to ai.x and ai.F, SETS ai.v
+   and ai.C (v and C enter the substep only here), ADDS the parameter gradients to pg (mass,
+   vol, E, nu arrays) and SETS dact[0..d*d) to this particle's actuation gradient F^T dP. */
+CQ_HD void cq__p2g_adj_3d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
+        cq__pview_f32 s, const float *gp_adj, const float *gm_adj, cq__pview_f32 ai,
+        cq__pview_f32 pg, float *dact)
+{
+    int base[3];
+    float fx[3], w[3][3], dw[3][3], xp[3], vp[3], Fp[9], Pp[9], G[9], Gb[9] = {0};
+    float xb[3] = {0}, vb[3] = {0}, Pb[9], Fb[9] = {0}, mb = 0, Eb = 0, nub = 0;
+    const int group = s.act ? s.act[p] : -1;
+    for (int a = 0; a < 3; ++a) { xp[a] = s.x[(long)p * 3 + a]; vp[a] = s.v[(long)p * 3 + a]; }
+    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    cq__weights_3d_f32(xp, prm->inv_dx, base, fx, w);
+    cq__weight_grads_3d_f32(fx, prm->inv_dx, dw);
+    cq__pk1_3d_fixed_corotated_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
+    const float mass = s.mass[p], vol = s.vol[p];
+    const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) {
+            float pf = 0;
+            for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
+            G[a * 3 + b] = ks * vol * pf + mass * s.C[(long)p * 9 + a * 3 + b];
+        }
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int k = 0; k < 3; ++k)
+    {
+        const int o[3] = {i, j, k};
+        const float wt = w[0][i] * w[1][j] * w[2][k];
+        const float gw[3] = {dw[0][i] * w[1][j] * w[2][k], w[0][i] * dw[1][j] * w[2][k], w[0][i] * w[1][j] * dw[2][k]};
+        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+
+        float dpos[3];
+        const float *pb = gp_adj + idx * 3;
+        const float mbi = gm_adj[idx];
+        float sdot = mbi * mass;   /* d(contribution)/dw */
+        for (int a = 0; a < 3; ++a) dpos[a] = ((float)o[a] - fx[a]) * prm->dx;
+        for (int a = 0; a < 3; ++a) {
+            float mom = mass * vp[a], gtp = 0;
+            for (int b = 0; b < 3; ++b) {
+                mom += G[a * 3 + b] * dpos[b];
+                Gb[a * 3 + b] += wt * pb[a] * dpos[b];
+                gtp += G[b * 3 + a] * pb[b];
+            }
+            sdot += pb[a] * mom;
+            vb[a] += wt * mass * pb[a];
+            mb += wt * pb[a] * vp[a];
+            xb[a] -= wt * gtp;                 /* dpos = x_i - x_p */
+        }
+        mb += wt * mbi;
+        for (int a = 0; a < 3; ++a) xb[a] += sdot * gw[a];
+    }
+    /* G = k V0 P F^T + m C */
+    float volb = 0;
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) {
+            float pbab = 0, fbab = 0, pf = 0;
+            for (int c = 0; c < 3; ++c) {
+                pbab += Gb[a * 3 + c] * Fp[c * 3 + b];   /* (Gbar F)_ab */
+                fbab += Gb[c * 3 + a] * Pp[c * 3 + b];   /* (Gbar^T P)_ab */
+                pf += Pp[a * 3 + c] * Fp[b * 3 + c];     /* (P F^T)_ab */
+            }
+            Pb[a * 3 + b] = ks * vol * pbab;
+            Fb[a * 3 + b] += ks * vol * fbab;
+            volb += ks * pf * Gb[a * 3 + b];
+            mb += s.C[(long)p * 9 + a * 3 + b] * Gb[a * 3 + b];
+        }
+    for (int a = 0; a < 9; ++a) dact[a] = 0;
+    cq__pk1_vjp_3d_fixed_corotated_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pb, Fb, &Eb, &nub, dact);
+    for (int a = 0; a < 3; ++a) {
+        ai.x[(long)p * 3 + a] += xb[a];
+        ai.v[(long)p * 3 + a] = vb[a];
+    }
+    for (int a = 0; a < 9; ++a) {
+        ai.F[(long)p * 9 + a] += Fb[a];
+        ai.C[(long)p * 9 + a] = mass * Gb[a];
+    }
+    pg.mass[p] += mb; pg.vol[p] += volb; pg.E[p] += Eb; pg.nu[p] += nub;
+}
+
+/* >>p2g_adj_3d_neohookean_f32: adjoint of P2G (eqs 3-6) for particle p, a gather:
+   reads dL/dp_i (gp_adj) and dL/dm_i (gm_adj) of its stencil; ADDS to ai.x and ai.F, SETS ai.v
+   and ai.C (v and C enter the substep only here), ADDS the parameter gradients to pg (mass,
+   vol, E, nu arrays) and SETS dact[0..d*d) to this particle's actuation gradient F^T dP. */
+CQ_HD void cq__p2g_adj_3d_neohookean_f32(int p, const cq__params_f32 *prm,
+        cq__pview_f32 s, const float *gp_adj, const float *gm_adj, cq__pview_f32 ai,
+        cq__pview_f32 pg, float *dact)
+{
+    int base[3];
+    float fx[3], w[3][3], dw[3][3], xp[3], vp[3], Fp[9], Pp[9], G[9], Gb[9] = {0};
+    float xb[3] = {0}, vb[3] = {0}, Pb[9], Fb[9] = {0}, mb = 0, Eb = 0, nub = 0;
+    const int group = s.act ? s.act[p] : -1;
+    for (int a = 0; a < 3; ++a) { xp[a] = s.x[(long)p * 3 + a]; vp[a] = s.v[(long)p * 3 + a]; }
+    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    cq__weights_3d_f32(xp, prm->inv_dx, base, fx, w);
+    cq__weight_grads_3d_f32(fx, prm->inv_dx, dw);
+    cq__pk1_3d_neohookean_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
+    const float mass = s.mass[p], vol = s.vol[p];
+    const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) {
+            float pf = 0;
+            for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
+            G[a * 3 + b] = ks * vol * pf + mass * s.C[(long)p * 9 + a * 3 + b];
+        }
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int k = 0; k < 3; ++k)
+    {
+        const int o[3] = {i, j, k};
+        const float wt = w[0][i] * w[1][j] * w[2][k];
+        const float gw[3] = {dw[0][i] * w[1][j] * w[2][k], w[0][i] * dw[1][j] * w[2][k], w[0][i] * w[1][j] * dw[2][k]};
+        const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+
+        float dpos[3];
+        const float *pb = gp_adj + idx * 3;
+        const float mbi = gm_adj[idx];
+        float sdot = mbi * mass;   /* d(contribution)/dw */
+        for (int a = 0; a < 3; ++a) dpos[a] = ((float)o[a] - fx[a]) * prm->dx;
+        for (int a = 0; a < 3; ++a) {
+            float mom = mass * vp[a], gtp = 0;
+            for (int b = 0; b < 3; ++b) {
+                mom += G[a * 3 + b] * dpos[b];
+                Gb[a * 3 + b] += wt * pb[a] * dpos[b];
+                gtp += G[b * 3 + a] * pb[b];
+            }
+            sdot += pb[a] * mom;
+            vb[a] += wt * mass * pb[a];
+            mb += wt * pb[a] * vp[a];
+            xb[a] -= wt * gtp;                 /* dpos = x_i - x_p */
+        }
+        mb += wt * mbi;
+        for (int a = 0; a < 3; ++a) xb[a] += sdot * gw[a];
+    }
+    /* G = k V0 P F^T + m C */
+    float volb = 0;
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) {
+            float pbab = 0, fbab = 0, pf = 0;
+            for (int c = 0; c < 3; ++c) {
+                pbab += Gb[a * 3 + c] * Fp[c * 3 + b];   /* (Gbar F)_ab */
+                fbab += Gb[c * 3 + a] * Pp[c * 3 + b];   /* (Gbar^T P)_ab */
+                pf += Pp[a * 3 + c] * Fp[b * 3 + c];     /* (P F^T)_ab */
+            }
+            Pb[a * 3 + b] = ks * vol * pbab;
+            Fb[a * 3 + b] += ks * vol * fbab;
+            volb += ks * pf * Gb[a * 3 + b];
+            mb += s.C[(long)p * 9 + a * 3 + b] * Gb[a * 3 + b];
+        }
+    for (int a = 0; a < 9; ++a) dact[a] = 0;
+    cq__pk1_vjp_3d_neohookean_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pb, Fb, &Eb, &nub, dact);
+    for (int a = 0; a < 3; ++a) {
+        ai.x[(long)p * 3 + a] += xb[a];
+        ai.v[(long)p * 3 + a] = vb[a];
+    }
+    for (int a = 0; a < 9; ++a) {
+        ai.F[(long)p * 9 + a] += Fb[a];
+        ai.C[(long)p * 9 + a] = mass * Gb[a];
+    }
+    pg.mass[p] += mb; pg.vol[p] += volb; pg.E[p] += Eb; pg.nu[p] += nub;
+}
+
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* grid update (eq 7 and the walls), one thread per node */
+__global__ void cq__grid_fwd_3d_f32_kernel(int nodes, cq__params_f32 prm, cq__gview_f32 g)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < nodes) cq__grid_fwd_3d_f32(i, &prm, g);
+}
+
+/* G2P; the lowest failing particle p with status st lands in *bad as 4 p + st (host decodes) */
+__global__ void cq__g2p_fwd_3d_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 in, cq__pview_f32 out, cq__gview_f32 g, int * bad)
+{
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p < n) {
+        int st = cq__g2p_fwd_3d_f32(p, &prm, in, out, g);
+        if (st != CQ__OK) atomicMin(bad, 4 * p + st);
+    }
+}
+
+__global__ void cq__p2g_fwd_3d_fixed_corotated_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, cq__gview_f32 g)
+{
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p < n) cq__p2g_fwd_3d_fixed_corotated_f32(p, &prm, s, g);
+}
+
+__global__ void cq__p2g_adj_3d_fixed_corotated_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, const float * gp_adj, const float * gm_adj, cq__pview_f32 ai, cq__pview_f32 pg, float * dact)
+{
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p < n) cq__p2g_adj_3d_fixed_corotated_f32(p, &prm, s, gp_adj, gm_adj, ai, pg, dact + (long)p * 9);
+}
+
+__global__ void cq__p2g_fwd_3d_neohookean_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, cq__gview_f32 g)
+{
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p < n) cq__p2g_fwd_3d_neohookean_f32(p, &prm, s, g);
+}
+
+__global__ void cq__p2g_adj_3d_neohookean_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, const float * gp_adj, const float * gm_adj, cq__pview_f32 ai, cq__pview_f32 pg, float * dact)
+{
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p < n) cq__p2g_adj_3d_neohookean_f32(p, &prm, s, gp_adj, gm_adj, ai, pg, dact + (long)p * 9);
+}
+
+__global__ void cq__grid_adj_3d_f32_kernel(int nodes, cq__params_f32 prm, const float * gm, const float * gp, const float * gv_adj, float * gp_adj, float * gm_adj)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < nodes) cq__grid_adj_3d_f32(i, &prm, gm, gp, gv_adj, gp_adj, gm_adj);
+}
+
+__global__ void cq__g2p_adj_3d_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, cq__gview_f32 g, cq__pview_f32 ao, cq__pview_f32 ai, float * gv_adj)
+{
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p < n) cq__g2p_adj_3d_f32(p, &prm, s, g, ao, ai, gv_adj);
+}
+
+/* per-group actuation gradient of one substep: out[g*dd + a] += sum over particles of group g of
+   dact[p*dd + a], accumulated in double (the CPU sums in particle order, also in double) */
+__global__ void cq__act_reduce_3d_f32_kernel(int n, const int * act, int groups, const float * dact, double * out)
+{
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p < n) {
+        int grp = act[p];
+        if (grp >= 0 && grp < groups)
+            for (int a = 0; a < 9; ++a) CQ__ATOMIC_ADD(&out[(long)grp * 9 + a], (double)dact[(long)p * 9 + a]);
+    }
+}
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#if !defined(__CUDACC__)
+/* The emulation's launch table: name -> a trampoline unpacking cuLaunchKernel's argument array. */
+typedef struct cq__emu_kernel { const char *name; void (*call)(void **args); } cq__emu_kernel;
+static void cq__grid_fwd_3d_f32_kernel_emu(void **a) { cq__grid_fwd_3d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__gview_f32 *)a[2]); }
+static void cq__g2p_fwd_3d_f32_kernel_emu(void **a) { cq__g2p_fwd_3d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__pview_f32 *)a[3], *(cq__gview_f32 *)a[4], *(int * *)a[5]); }
+static void cq__p2g_fwd_3d_fixed_corotated_f32_kernel_emu(void **a) { cq__p2g_fwd_3d_fixed_corotated_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__gview_f32 *)a[3]); }
+static void cq__p2g_adj_3d_fixed_corotated_f32_kernel_emu(void **a) { cq__p2g_adj_3d_fixed_corotated_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(const float * *)a[3], *(const float * *)a[4], *(cq__pview_f32 *)a[5], *(cq__pview_f32 *)a[6], *(float * *)a[7]); }
+static void cq__p2g_fwd_3d_neohookean_f32_kernel_emu(void **a) { cq__p2g_fwd_3d_neohookean_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__gview_f32 *)a[3]); }
+static void cq__p2g_adj_3d_neohookean_f32_kernel_emu(void **a) { cq__p2g_adj_3d_neohookean_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(const float * *)a[3], *(const float * *)a[4], *(cq__pview_f32 *)a[5], *(cq__pview_f32 *)a[6], *(float * *)a[7]); }
+static void cq__grid_adj_3d_f32_kernel_emu(void **a) { cq__grid_adj_3d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(const float * *)a[2], *(const float * *)a[3], *(const float * *)a[4], *(float * *)a[5], *(float * *)a[6]); }
+static void cq__g2p_adj_3d_f32_kernel_emu(void **a) { cq__g2p_adj_3d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__gview_f32 *)a[3], *(cq__pview_f32 *)a[4], *(cq__pview_f32 *)a[5], *(float * *)a[6]); }
+static void cq__act_reduce_3d_f32_kernel_emu(void **a) { cq__act_reduce_3d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(int *)a[2], *(const float * *)a[3], *(double * *)a[4]); }
+const cq__emu_kernel cq__emu_kernels_3d_f32[] = {
+    {"cq__grid_fwd_3d_f32_kernel", cq__grid_fwd_3d_f32_kernel_emu},
+    {"cq__g2p_fwd_3d_f32_kernel", cq__g2p_fwd_3d_f32_kernel_emu},
+    {"cq__p2g_fwd_3d_fixed_corotated_f32_kernel", cq__p2g_fwd_3d_fixed_corotated_f32_kernel_emu},
+    {"cq__p2g_adj_3d_fixed_corotated_f32_kernel", cq__p2g_adj_3d_fixed_corotated_f32_kernel_emu},
+    {"cq__p2g_fwd_3d_neohookean_f32_kernel", cq__p2g_fwd_3d_neohookean_f32_kernel_emu},
+    {"cq__p2g_adj_3d_neohookean_f32_kernel", cq__p2g_adj_3d_neohookean_f32_kernel_emu},
+    {"cq__grid_adj_3d_f32_kernel", cq__grid_adj_3d_f32_kernel_emu},
+    {"cq__g2p_adj_3d_f32_kernel", cq__g2p_adj_3d_f32_kernel_emu},
+    {"cq__act_reduce_3d_f32_kernel", cq__act_reduce_3d_f32_kernel_emu},
+    {0, 0}
+};
+#endif
+/* ---- END GENERATED: CUDA kernels 3d_f32 ---- */

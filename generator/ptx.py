@@ -1,0 +1,122 @@
+"""PTX for the header: compile cuda/*.cu with nvcc, or reuse what a header already embeds.
+
+Each CUDA module (one per dimension x precision) is keyed by the SHA-256 of its .cu text.  A
+module whose source is unchanged is copied from the existing header (the committed one, or the
+output), so `make regen` is reproducible and needs nvcc only when a kernel changed.  A changed
+module is compiled with nvcc at the lowest virtual architecture CUDA 13 supports; with no nvcc
+it is left out and the header's CUDA backend reports that module as missing.
+"""
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+
+from . import lz
+
+ARCH = "compute_75"
+NVCC_FLAGS = ["-ptx", "-arch=" + ARCH, "-Werror", "all-warnings", "-diag-suppress", "177"]
+BYTES_PER_LINE = 32
+
+# what a module in the header looks like (templates/ptx.j2 writes it, this parses it back)
+_MODULE = re.compile(
+    r"/\* PTX module (?P<tag>\w+): sha256 (?P<sha>[0-9a-f]{64}), nvcc (?P<nvcc>[\w.]+), "
+    r"PTX ISA (?P<isa>[\d.]+), (?P<size>\d+) bytes, fnv1a (?P<fnv>0x[0-9a-f]{8}), lz (?P<lz>\d+) bytes \*/\n"
+    r"static const unsigned char cq__ptx_(?P=tag)_lz\[\] = \{\n(?P<body>[\d,\n ]*?)\};", re.S)
+
+
+def fnv1a(data):
+    h = 0x811c9dc5
+    for b in data:
+        h = ((h ^ b) * 0x01000193) & 0xffffffff
+    return h
+
+
+def sha256(text):
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def embedded_modules(header_path):
+    """{tag: module dict} of the PTX a header embeds; {} if none or no such file."""
+    if not header_path or not os.path.exists(header_path):
+        return {}
+    with open(header_path, encoding="utf-8") as f:
+        text = f.read()
+    mods = {}
+    for m in _MODULE.finditer(text):
+        comp = bytes(int(b) for b in re.findall(r"\d+", m.group("body")))
+        try:
+            data = lz.decode(comp, int(m.group("size")))
+        except (ValueError, IndexError):
+            continue   # damaged: recompile
+        if len(comp) != int(m.group("lz")) or "0x%08x" % fnv1a(data) != m.group("fnv"):
+            continue
+        mods[m.group("tag")] = {"sha": m.group("sha"), "nvcc": m.group("nvcc"), "isa": m.group("isa"), "ptx": data,
+                                "lz": comp}
+    return mods
+
+
+def nvcc_version(nvcc):
+    try:
+        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    m = re.search(r"release [\d.]+, V([\d.]+)", out)
+    return m.group(1) if m else None
+
+
+def compile_ptx(nvcc, source_text, tag):
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "chainqueen_kernels_%s.cu" % tag)
+        out = os.path.join(tmp, tag + ".ptx")
+        with open(src, "w", encoding="utf-8") as f:
+            f.write(source_text)
+        r = subprocess.run([nvcc] + NVCC_FLAGS + [src, "-o", out], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise SystemExit("nvcc failed on module %s:\n%s%s" % (tag, r.stdout, r.stderr))
+        with open(out, "rb") as f:
+            return f.read()
+
+
+def modules(sources, reuse_headers, nvcc="nvcc", rebuild=False, log=print):
+    """sources: [(tag, cu_text)].  Returns [module dict] in the same order, each with tag, sha,
+    nvcc, isa, size, ptx (bytes) and lines (the C initialiser, NUL included), or None for a
+    module that could not be built."""
+    known = {}
+    for h in reuse_headers:
+        for tag, m in embedded_modules(h).items():
+            known.setdefault((tag, m["sha"]), m)
+    have_nvcc = shutil.which(nvcc) is not None
+    version = nvcc_version(nvcc) if have_nvcc else None
+    out = []
+    for tag, text in sources:
+        sha = sha256(text)
+        m = None if rebuild else known.get((tag, sha))
+        if m is None:
+            if not have_nvcc:
+                log("ptx %s: SKIP (source changed and no nvcc on PATH: the header will have no PTX for it)" % tag)
+                out.append(None)
+                continue
+            data = compile_ptx(nvcc, text, tag)
+            isa = re.search(rb"^\.version ([\d.]+)", data, re.M)
+            m = {"sha": sha, "nvcc": version or "unknown", "isa": isa.group(1).decode() if isa else "?", "ptx": data}
+            log("ptx %s: compiled with nvcc %s (%d bytes)" % (tag, m["nvcc"], len(data)))
+        comp = m.get("lz") or lz.encode(m["ptx"])
+        lines = [",".join(str(b) for b in comp[i:i + BYTES_PER_LINE]) + ","
+                 for i in range(0, len(comp), BYTES_PER_LINE)]
+        lines[-1] = lines[-1].rstrip(",")
+        out.append(dict(m, tag=tag, sha=sha, size=len(m["ptx"]), lz_size=len(comp), fnv="0x%08x" % fnv1a(m["ptx"]),
+                        lines=lines))
+    return out
+
+
+def min_driver(mods):
+    """(cuDriverGetVersion value, 'major.minor') a driver needs for PTX from this nvcc: the PTX ISA
+    of a CUDA release is understood by that release's driver and later ones."""
+    vers = [m["nvcc"] for m in mods if m]
+    if not vers:
+        return 0, "none"
+    major, minor = (int(x) for x in max(vers, key=lambda v: [int(x) for x in v.split(".")]).split(".")[:2])
+    return major * 1000 + minor * 10, "%d.%d" % (major, minor)

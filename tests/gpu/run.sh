@@ -1,0 +1,45 @@
+#!/bin/sh
+# The GPU test suite, for a machine with an NVIDIA GPU and driver (`sh tests/gpu/run.sh` from the
+# repository root; needs cc, and compute-sanitizer for the last two items, which are skipped
+# without it).  `make test` runs the same host code against a mock driver everywhere else.
+#   1. parity with the CPU backend: forward states and every gradient, all 8 variants
+#      (tests/test_cuda.c; f64 to 1e-9, f32 to 1e-4 relative), cables, failing steps
+#   2. the Table III gradient checks of the paper, on the GPU (DEFAULT picks it)
+#   3. the end-to-end finite-difference gradient tests on the GPU
+#   4. compute-sanitizer memcheck and racecheck over the parity run
+# Last line: N passed, N failed, N skipped.
+CC=${CC:-cc}; B=build/gpu; L=$B/logs
+mkdir -p $L
+WARN="-Wall -Wextra -Werror -pedantic"
+pass=0; fail=0; skipped=0
+item() {
+    name=$1; shift
+    start=$(date +%s)
+    if "$@" >$L/$name.log 2>&1; then echo "ok   $name ($(( $(date +%s) - start ))s)"; pass=$((pass + 1))
+    else echo "FAIL $name (see $L/$name.log)"; tail -n 25 $L/$name.log; fail=$((fail + 1)); fi
+}
+skip() { echo "SKIP $1: $2"; skipped=$((skipped + 1)); }
+
+echo "device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo 'nvidia-smi not found')"
+item build_test_cuda $CC -std=c99 -O2 -g $WARN tests/test_cuda.c -o $B/test_cuda -lm -ldl
+./$B/test_cuda > $L/probe.log 2>&1
+if grep -q '^SKIP' $L/probe.log; then
+    skip all "$(head -n 1 $L/probe.log)"
+    echo "$pass passed, $fail failed, $skipped skipped"; exit 1
+fi
+item parity sh -c "./$B/test_cuda | tee /dev/stderr | grep -q '^[0-9]* passed, 0 failed'"
+grep '^    [23]D' $L/parity.log
+item table3_on_gpu sh -c "$CC -std=c99 -O2 $WARN tests/test_table3.c -o $B/test_table3 -lm -ldl && \
+    ./$B/test_table3 > $L/table3.out 2>&1; rc=\$?; cat $L/table3.out; grep -q 'backend: CUDA' $L/table3.out && [ \$rc -eq 0 ]"
+# the finite-difference gradient tests; the bitwise checkpoint test is CPU-only (GPU atomics sum
+# in a varying order), the relative-error ones run as they are
+item gradients_on_gpu sh -c "$CC -std=c99 -O2 $WARN tests/test_gradients.c -o $B/test_gradients -lm -ldl && \
+    for t in end_to_end each_wall running_loss long_horizon cable_actuation; do ./$B/test_gradients \$t || exit 1; done"
+if command -v compute-sanitizer >/dev/null 2>&1; then
+    item memcheck compute-sanitizer --tool memcheck --error-exitcode 99 ./$B/test_cuda parity_all
+    item racecheck compute-sanitizer --tool racecheck --error-exitcode 99 ./$B/test_cuda parity_all
+else
+    skip memcheck "compute-sanitizer not on PATH"; skip racecheck "compute-sanitizer not on PATH"
+fi
+echo "$pass passed, $fail failed, $skipped skipped"
+[ $fail -eq 0 ]

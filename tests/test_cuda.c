@@ -1,0 +1,362 @@
+/* test_cuda.c - the CUDA backend against the CPU backend.
+
+   ./test_cuda [filter]        parity: every variant (2D/3D x corotated/NeoHookean x f32/f64)
+                               steps the same scene (two bodies, actuation, friction walls) on
+                               the CPU and on CUDA; states, all gradients and the per-step
+                               actuation gradients must agree (f64 to 1e-9, f32 to 1e-4,
+                               relative to the field's norm: GPU sums are in another order).
+                               Also cables, a failing step, checkpoint segments, set/get/reset.
+   ./test_cuda fault:MODE      one fault of the mock driver (tests/gpu/mock_libcuda.c, via
+                               CQ_MOCK_FAIL=MODE): what the backend must report.
+
+   Needs a CUDA driver: a real one (tests/gpu/run.sh on a GPU machine) or the mock
+   (CQ_CUDA_LIBRARY=build/mock/libcuda.so.1, which runs the kernels on the CPU and makes any
+   host access to device memory fault).  Without either, it prints SKIP and passes nothing. */
+#define _POSIX_C_SOURCE 200112L
+#define CHAINQUEEN_IMPLEMENTATION
+#include "../chainqueen.h"
+#include "harness.h"
+#include <stdlib.h>
+#include <dlfcn.h>
+
+#define MAXN 2200
+#define STEPS 12
+#define GROUPS 2
+
+typedef struct { int dim, prec, mat; } variant;
+static int g_n;
+static double g_x0[MAXN * 3], g_v0[MAXN * 3], g_w[MAXN * 9];
+static int g_act[MAXN];
+static char g_log[1024];
+
+static void logger(cq_log_level l, const char *m, void *u) { (void)u; if (l == CQ_LOG_INFO) snprintf(g_log, sizeof g_log, "%s", m); }
+static double urand(unsigned *s) { *s = *s * 1664525u + 1013904223u; return (*s >> 8) / 16777216.0; }
+
+/* two boxes, the upper one falling onto the lower one resting near the floor */
+static void build_scene(int dim)
+{
+    const double h = 1.0 / 32 / 2;
+    unsigned seed = 7;
+    int side = dim == 2 ? 12 : 6;
+    g_n = 0;
+    for (int b = 0; b < 2; ++b)
+        for (int i = 0; i < side; ++i)
+            for (int j = 0; j < side; ++j)
+                for (int k = 0; k < (dim == 3 ? side : 1); ++k) {
+                    double *x = g_x0 + g_n * dim, *v = g_v0 + g_n * dim;
+                    x[0] = 0.3 + 0.1 * b + (i + 0.5) * h;
+                    x[1] = 0.1 + 0.25 * b + (j + 0.5) * h;
+                    if (dim == 3) x[2] = 0.4 + (k + 0.5) * h;
+                    for (int a = 0; a < dim; ++a) v[a] = (b ? -0.6 : 0.1) * (a == 1) + 0.05 * (urand(&seed) - 0.5);
+                    g_act[g_n] = (i < side / 2) ? b : -1;
+                    ++g_n;
+                }
+    for (int i = 0; i < g_n * 9; ++i) g_w[i] = urand(&seed) - 0.5;
+}
+
+static cq_sim *make(const variant *v, cq_backend be, int ckpt)
+{
+    cq_sim_desc d;
+    cq_particles_desc p;
+    cq_sim *s = NULL;
+    memset(&d, 0, sizeof d); memset(&p, 0, sizeof p);
+    d.dim = v->dim; d.res[0] = d.res[1] = d.res[2] = 32; d.dx = 1.0 / 32; d.dt = 2e-4; d.substeps = 2;
+    d.gravity[1] = -9.8; d.material = (cq_material)v->mat; d.precision = (cq_precision)v->prec; d.backend = be;
+    d.boundary = CQ_BOUNDARY_FRICTION; d.friction = 0.4; d.checkpoint_every = ckpt; d.logger.func = logger;
+    if (cq_sim_create(&d, &s) != CQ_SUCCESS) { printf("    create (backend %d): %s\n", (int)be, cq_sim_last_error(NULL)); return NULL; }
+    p.count = g_n; p.x = g_x0; p.v = g_v0; p.actuator = g_act; p.default_youngs = 3e3; p.default_poisson = 0.3;
+    if (cq_sim_add_particles(s, &p) != CQ_SUCCESS) { printf("    add: %s\n", cq_sim_last_error(s)); cq_sim_destroy(s); return NULL; }
+    return s;
+}
+
+static void actuation(int step, int dim, double *u)
+{
+    for (int g = 0; g < GROUPS; ++g)
+        for (int a = 0; a < dim * dim; ++a) u[g * dim * dim + a] = (a % (dim + 1) == 0) * 300.0 * sin(0.7 * step + g) + 40.0 * (a == 1);
+}
+
+typedef struct { double ag[STEPS][GROUPS * 9]; int dim; } hook_data;
+static void hook(cq_sim *s, int step, void *user)
+{
+    hook_data *hd = (hook_data *)user;
+    double x[MAXN * 3];
+    CHECK_OK(cq_sim_actuation_grad(s, hd->ag[step]));
+    CHECK_OK(cq_sim_get(s, CQ_FIELD_X, x));       /* running loss: sum of w . x_n */
+    for (int i = 0; i < g_n * hd->dim; ++i) x[i] = 0.01 * g_w[i];
+    CHECK_OK(cq_sim_add_state_grad(s, CQ_FIELD_X, x));
+}
+
+/* runs the scene forward and backward; out: 4 state fields, 8 gradient fields, actuation grads */
+static int run(const variant *v, cq_backend be, int ckpt, double *st[4], double *gr[8], hook_data *hd)
+{
+    cq_sim *s = make(v, be, ckpt);
+    double u[GROUPS * 9];
+    int ok = 1;
+    if (!s) return 0;
+    if (be == CQ_BACKEND_CUDA) CHECK(cq_sim_backend(s) == CQ_BACKEND_CUDA, "backend is %d", (int)cq_sim_backend(s));
+    for (int n = 0; n < STEPS && ok; ++n) {
+        actuation(n, v->dim, u);
+        CHECK_OK(cq_sim_set_actuation(s, GROUPS, u));
+        if (cq_sim_step(s, 1) != CQ_SUCCESS) { printf("    step %d: %s\n", n, cq_sim_last_error(s)); ok = 0; }
+    }
+    for (int f = 0; f < 4 && ok; ++f) CHECK_OK(cq_sim_get(s, (cq_field)f, st[f]));
+    hd->dim = v->dim;
+    if (ok && cq_sim_backward(s, g_w, g_w + 1, g_w + 2, g_w + 3, hook, hd) != CQ_SUCCESS) {
+        printf("    backward: %s\n", cq_sim_last_error(s)); ok = 0;
+    }
+    for (int f = 0; f < 8 && ok; ++f) CHECK_OK(cq_sim_grad(s, (cq_field)f, gr[f]));
+    cq_sim_destroy(s);
+    return ok;
+}
+
+/* |a - b| / max(|b|) over count values */
+static double rel_err(const double *a, const double *b, long count)
+{
+    double num = 0, den = 0;
+    for (long i = 0; i < count; ++i) { double d = fabs(a[i] - b[i]); if (d > num) num = d; if (fabs(b[i]) > den) den = fabs(b[i]); }
+    return den > 0 ? num / den : num;
+}
+
+static const char *FIELD[] = {"x", "v", "C", "F", "mass", "volume", "youngs", "poisson"};
+
+static void parity(const variant *v)
+{
+    static double buf[2][12][MAXN * 9];
+    static hook_data hd[2];
+    double *st[2][4], *gr[2][8], worst_s = 0, worst_g = 0;
+    const double tol = v->prec == 2 ? 1e-9 : 1e-4;
+    const char *name[2] = {"corotated", "neohookean"};
+    int k;
+    build_scene(v->dim);
+    for (int b = 0; b < 2; ++b) { for (int f = 0; f < 4; ++f) st[b][f] = buf[b][f]; for (int f = 0; f < 8; ++f) gr[b][f] = buf[b][4 + f]; }
+    memset(hd, 0, sizeof hd);
+    if (!run(v, CQ_BACKEND_CPU, 3, st[0], gr[0], &hd[0]) || !run(v, CQ_BACKEND_CUDA, 3, st[1], gr[1], &hd[1])) {
+        CHECK(0, "%dD %s %s: a run failed", v->dim, name[v->mat - 1], v->prec == 1 ? "f32" : "f64");
+        return;
+    }
+    for (int f = 0; f < 4; ++f) {
+        long cnt = (long)g_n * (f < 2 ? v->dim : v->dim * v->dim);
+        double e = rel_err(st[1][f], st[0][f], cnt);
+        if (e > worst_s) worst_s = e;
+        CHECK(e <= tol, "%dD %s f%d: state %s differs: %.3g", v->dim, name[v->mat - 1], v->prec == 1 ? 32 : 64, FIELD[f], e);
+    }
+    for (int f = 0; f < 8; ++f) {
+        long cnt = (long)g_n * (f < 2 ? v->dim : f < 4 ? v->dim * v->dim : 1);
+        double e = rel_err(gr[1][f], gr[0][f], cnt);
+        if (e > worst_g) worst_g = e;
+        CHECK(e <= tol, "%dD %s f%d: dL/d%s differs: %.3g", v->dim, name[v->mat - 1], v->prec == 1 ? 32 : 64, FIELD[f], e);
+    }
+    k = GROUPS * v->dim * v->dim;
+    for (int n = 0; n < STEPS; ++n) {
+        double e = rel_err(hd[1].ag[n], hd[0].ag[n], k);
+        if (e > worst_g) worst_g = e;
+        CHECK(e <= tol, "%dD %s: dL/du of step %d differs: %.3g", v->dim, name[v->mat - 1], n, e);
+    }
+    printf("    %dD %-10s f%d: worst relative difference CUDA vs CPU: state %.2e, gradients %.2e\n", v->dim,
+           name[v->mat - 1], v->prec == 1 ? 32 : 64, worst_s, worst_g);
+}
+
+static int cuda_available(void)
+{
+    static int known = -1;
+    if (known < 0) {
+        variant v = {2, 2, 1};
+        cq_sim *s;
+        build_scene(2);
+        s = make(&v, CQ_BACKEND_CUDA, 0);
+        known = s != NULL;
+        cq_sim_destroy(s);
+    }
+    return known;
+}
+
+TEST(parity_all_variants)
+{
+    for (int dim = 2; dim <= 3; ++dim)
+        for (int mat = 1; mat <= 2; ++mat)
+            for (int prec = 1; prec <= 2; ++prec) { variant v; v.dim = dim; v.prec = prec; v.mat = mat; parity(&v); }
+}
+
+TEST(cables_match_the_cpu)
+{
+    variant v = {2, 2, 1};
+    double x[2][MAXN * 3], g[2][MAXN * 3], ug[2][STEPS];
+    for (int b = 0; b < 2; ++b) {
+        cq_sim *s;
+        int route[12];
+        build_scene(2);
+        s = make(&v, b ? CQ_BACKEND_CUDA : CQ_BACKEND_CPU, 1);
+        if (!s) { CHECK(0, "create"); return; }
+        for (int i = 0; i < 12; ++i) route[i] = 144 + i * 12;   /* a column of the upper box */
+        CHECK_OK(cq_sim_add_cable(s, 12, route, 2e3, 0.0));
+        for (int n = 0; n < 6; ++n) { double u = 0.5 + 0.05 * n; CHECK_OK(cq_sim_set_cable_actuation(s, 1, &u)); CHECK_OK(cq_sim_step(s, 1)); }
+        CHECK_OK(cq_sim_get(s, CQ_FIELD_X, x[b]));
+        CHECK_OK(cq_sim_backward(s, g_w, NULL, NULL, NULL, NULL, NULL));
+        CHECK_OK(cq_sim_grad(s, CQ_FIELD_X, g[b]));
+        CHECK_OK(cq_sim_grad(s, CQ_FIELD_MASS, g[b] + 2 * g_n));
+        (void)ug;
+        cq_sim_destroy(s);
+    }
+    CHECK(rel_err(x[1], x[0], 2L * g_n) < 1e-9, "x differs: %.3g", rel_err(x[1], x[0], 2L * g_n));
+    CHECK(rel_err(g[1], g[0], 3L * g_n) < 1e-9, "gradients differ: %.3g", rel_err(g[1], g[0], 3L * g_n));
+}
+
+TEST(a_failing_step_reports_like_the_cpu)
+{
+    variant v = {2, 2, 1};
+    char msg[2][512];
+    cq_result r[2];
+    int steps[2];
+    for (int b = 0; b < 2; ++b) {
+        cq_sim *s;
+        build_scene(2);
+        g_v0[2 * 7] = 1e5;   /* particle 7 flies out of the grid in the first substeps */
+        s = make(&v, b ? CQ_BACKEND_CUDA : CQ_BACKEND_CPU, 0);
+        if (!s) { CHECK(0, "create"); return; }
+        r[b] = cq_sim_step(s, 5);
+        snprintf(msg[b], sizeof msg[b], "%s", cq_sim_last_error(s));
+        steps[b] = cq_sim_step_count(s);
+        cq_sim_destroy(s);
+    }
+    CHECK(r[0] == CQ_ERROR_OUT_OF_DOMAIN && r[1] == r[0], "codes %d / %d", (int)r[0], (int)r[1]);
+    CHECK(steps[0] == steps[1], "steps %d / %d", steps[0], steps[1]);
+    CHECK(strcmp(msg[0], msg[1]) == 0, "messages differ:\n      cpu:  %s\n      cuda: %s", msg[0], msg[1]);
+}
+
+TEST(set_get_reset_and_logs)
+{
+    variant v = {3, 1, 2};
+    cq_sim *s;
+    double x[MAXN * 3], x2[MAXN * 3], e[MAXN];
+    build_scene(3);
+    g_log[0] = 0;
+    s = make(&v, CQ_BACKEND_DEFAULT, 2);
+    if (!s) { CHECK(0, "create"); return; }
+    CHECK(cq_sim_backend(s) == CQ_BACKEND_CUDA, "DEFAULT picked %d with a usable GPU", (int)cq_sim_backend(s));
+    CHECK(strstr(g_log, "backend: CUDA") != NULL, "log: %s", g_log);
+    for (int i = 0; i < g_n; ++i) e[i] = 2e3 + i;
+    CHECK_OK(cq_sim_set(s, CQ_FIELD_YOUNGS, e));
+    CHECK_OK(cq_sim_step(s, 3));
+    CHECK_OK(cq_sim_get(s, CQ_FIELD_X, x));
+    CHECK_OK(cq_sim_reset(s));
+    CHECK_OK(cq_sim_get(s, CQ_FIELD_X, x2));
+    CHECK(rel_err(x2, g_x0, 3L * g_n) < 1e-6, "reset did not restore x: %.3g", rel_err(x2, g_x0, 3L * g_n));
+    CHECK_OK(cq_sim_step(s, 3));
+    CHECK_OK(cq_sim_get(s, CQ_FIELD_X, x2));
+    CHECK(memcmp(x, x2, sizeof(double) * 3 * g_n) == 0 || rel_err(x2, x, 3L * g_n) < 1e-5, "rerun after reset differs");
+    CHECK_OK(cq_sim_get(s, CQ_FIELD_YOUNGS, x2));
+    CHECK(x2[5] == 2e3 + 5, "youngs read back %g", x2[5]);
+    cq_sim_destroy(s);
+}
+
+/* ---- faults of the mock driver (CQ_MOCK_FAIL); each in its own process */
+typedef int (*counter_fn)(void);
+static counter_fn mock_sym(const char *name)   /* a counter exported by the mock driver, or NULL */
+{
+    const char *path = getenv("CQ_CUDA_LIBRARY");
+    void *h = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL, *f = h ? dlsym(h, name) : NULL;
+    counter_fn fn = NULL;
+    if (f) memcpy(&fn, &f, sizeof fn);
+    return fn;
+}
+
+static int fault(const char *mode)
+{
+    variant v = {2, 2, 1};
+    cq_sim *s;
+    cq_result r;
+    int ok = 1;
+    build_scene(2);
+    setenv("CQ_MOCK_FAIL", mode, 1);
+#define EXPECT(cond, ...) do { if (!(cond)) { ok = 0; printf("    FAIL: "); printf(__VA_ARGS__); printf("\n"); } } while (0)
+    if (!strcmp(mode, "init") || !strcmp(mode, "nodevice") || !strcmp(mode, "oldriver") || !strcmp(mode, "ptx")) {
+        const char *want = !strcmp(mode, "init") ? "cuInit" : !strcmp(mode, "nodevice") ? "no CUDA device"
+                         : !strcmp(mode, "oldriver") ? "needs a driver" : "rejected the embedded PTX";
+        cq_sim_desc d;
+        memset(&d, 0, sizeof d);
+        d.dim = 2; d.res[0] = d.res[1] = 32; d.dx = 1.0 / 32; d.dt = 1e-4; d.backend = CQ_BACKEND_CUDA; d.logger.func = logger;
+        r = cq_sim_create(&d, &s);
+        EXPECT(r == CQ_ERROR_BACKEND_UNAVAILABLE, "CUDA with fault %s: %s", mode, cq_result_string(r));
+        EXPECT(strstr(cq_sim_last_error(NULL), want) != NULL, "reason '%s' lacks '%s'", cq_sim_last_error(NULL), want);
+        printf("    CUDA: %s\n", cq_sim_last_error(NULL));
+        d.backend = CQ_BACKEND_DEFAULT;
+        g_log[0] = 0;
+        r = cq_sim_create(&d, &s);
+        EXPECT(r == CQ_SUCCESS && cq_sim_backend(s) == CQ_BACKEND_CPU, "DEFAULT did not fall back to the CPU");
+        EXPECT(strstr(g_log, "backend: CPU") && strstr(g_log, want), "DEFAULT's log: %s", g_log);
+        printf("    DEFAULT: %s\n", g_log);
+        cq_sim_destroy(s);
+    } else if (!strcmp(mode, "oom")) {
+        cq_sim_desc d;
+        memset(&d, 0, sizeof d);
+        d.dim = 2; d.res[0] = d.res[1] = 32; d.dx = 1.0 / 32; d.dt = 1e-4; d.backend = CQ_BACKEND_CUDA;
+        r = cq_sim_create(&d, &s);
+        EXPECT(r == CQ_ERROR_BACKEND_UNAVAILABLE || r == CQ_ERROR_OUT_OF_MEMORY, "create: %s", cq_result_string(r));
+        EXPECT(strstr(cq_sim_last_error(NULL), "memory") != NULL, "reason: %s", cq_sim_last_error(NULL));
+        printf("    %s\n", cq_sim_last_error(NULL));
+    } else if (!strncmp(mode, "oom_after=", 10) || !strncmp(mode, "launch_after=", 13)) {
+        /* the sim is created with the fault armed after N operations: every public call must
+           return an error (never crash), and a failed add_particles must leave the sim usable
+           for reading */
+        setenv("CQ_MOCK_FAIL", "", 1);
+        s = make(&v, CQ_BACKEND_CUDA, 1);
+        if (!s) { printf("    create failed without a fault\n"); return 1; }
+        setenv("CQ_MOCK_FAIL", mode, 1);
+        {
+            double u[GROUPS * 4] = {0};
+            int failures = 0;
+            for (int n = 0; n < 30; ++n) {
+                r = cq_sim_set_actuation(s, GROUPS, u);
+                if (r == CQ_SUCCESS) r = cq_sim_step(s, 1);
+                if (r != CQ_SUCCESS) {
+                    ++failures;
+                    EXPECT(r == CQ_ERROR_OUT_OF_MEMORY || r == CQ_ERROR_DEVICE, "step %d: %s", n, cq_result_string(r));
+                    printf("    step %d: %s: %s\n", n, cq_result_string(r), cq_sim_last_error(s));
+                    break;
+                }
+            }
+            r = cq_sim_backward(s, g_w, NULL, NULL, NULL, NULL, NULL);
+            if (!strncmp(mode, "launch_after=", 13)) {
+                EXPECT(failures == 1, "the launch fault never surfaced");
+                EXPECT(r == CQ_ERROR_DEVICE, "backward after a device fault: %s", cq_result_string(r));
+                r = cq_sim_step(s, 1);
+                EXPECT(r == CQ_ERROR_DEVICE, "step after a device fault: %s", cq_result_string(r));
+            } else
+                printf("    backward: %s %s\n", cq_result_string(r), r ? cq_sim_last_error(s) : "");
+        }
+        cq_sim_destroy(s);
+    } else {
+        printf("unknown fault mode %s\n", mode);
+        return 1;
+    }
+    setenv("CQ_MOCK_FAIL", "", 1);
+    {
+        counter_fn live = mock_sym("cq_mock_live_allocations");
+        counter_fn viol = mock_sym("cq_mock_violations");
+        if (live) EXPECT(live() == 0, "%d device allocations leaked", live());
+        if (viol) EXPECT(viol() == 0, "%d out-of-bounds device accesses", viol());
+    }
+    printf("%d passed, %d failed\n", ok, !ok);
+    return !ok;
+}
+
+TEST(no_device_memory_leaks_or_violations)
+{
+    counter_fn live = mock_sym("cq_mock_live_allocations");
+    counter_fn viol = mock_sym("cq_mock_violations");
+    if (!live) { printf("    (not the mock driver: no allocation counters)\n"); return; }
+    CHECK(live() == 0, "%d device allocations still live after every sim was destroyed", live());
+    CHECK(viol() == 0, "%d out-of-bounds or unknown-pointer device accesses", viol());
+}
+
+int main(int argc, char **argv)
+{
+    static const cqt_case cases[] = { CASE(parity_all_variants), CASE(cables_match_the_cpu),
+        CASE(a_failing_step_reports_like_the_cpu), CASE(set_get_reset_and_logs), CASE(no_device_memory_leaks_or_violations) };
+    if (argc > 1 && !strncmp(argv[1], "fault:", 6)) return fault(argv[1] + 6);
+    if (!cuda_available()) {
+        printf("SKIP: no usable CUDA driver/device (%s)\n0 passed, 0 failed\n", cq_sim_last_error(NULL));
+        return 0;
+    }
+    return cqt_run(cases, (int)(sizeof cases / sizeof cases[0]), argc, argv);
+}

@@ -3998,7 +3998,7 @@ typedef struct cq__ptx_module {
     size_t lz_size, size;         /* compressed and PTX sizes (bytes, no NUL) */
     unsigned hash;                /* FNV-1a of the PTX */
 } cq__ptx_module;
-/* PTX module 2d_f32: sha256 73148bb27fab3d128b9ac71c620883f9e29867c4b74313c0528fc37993965ca4, nvcc 13.0.88, PTX ISA 9.0, 142263 bytes, fnv1a 0x5dc17790, lz 40391 bytes */
+/* PTX module 2d_f32: sha256 7db7578d7fc091fc02e419cb9e0d38aa54f803519a6a5548ff69624c6e4ef17d, nvcc 13.0.88, PTX ISA 9.0, 142263 bytes, fnv1a 0x5dc17790, lz 40391 bytes */
 static const unsigned char cq__ptx_2d_f32_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -5265,7 +5265,7 @@ static const unsigned char cq__ptx_2d_f32_lz[] = {
 116,59,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_2d_f32 = { cq__ptx_2d_f32_lz, 40391, 142263, 0x5dc17790u };
-/* PTX module 2d_f64: sha256 cdd2c7af116f3b19cc2b2252885804924da99af1bd1dfda7b61053b5f65a5f47, nvcc 13.0.88, PTX ISA 9.0, 159945 bytes, fnv1a 0xdba255a2, lz 42520 bytes */
+/* PTX module 2d_f64: sha256 c01ab55d7cb33536bf435f6b2f44bdf606eb8da9ab39768a1532c87037772229, nvcc 13.0.88, PTX ISA 9.0, 159945 bytes, fnv1a 0xdba255a2, lz 42520 bytes */
 static const unsigned char cq__ptx_2d_f64_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -6598,7 +6598,7 @@ static const unsigned char cq__ptx_2d_f64_lz[] = {
 4,85,127,3,102,9,6,138,108,32,56,95,120,151,144,114,101,116,59,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_2d_f64 = { cq__ptx_2d_f64_lz, 42520, 159945, 0xdba255a2u };
-/* PTX module 3d_f32: sha256 5f6c2f73b636cca8d9bfb910d9ce47ec88c9c0841d0a03018bf93e6b141948f0, nvcc 13.0.88, PTX ISA 9.0, 306461 bytes, fnv1a 0xa02ddb44, lz 90053 bytes */
+/* PTX module 3d_f32: sha256 4ac7373058420336097de7b4490a90674cd8b74828358dd63086e7852586ba9c, nvcc 13.0.88, PTX ISA 9.0, 306461 bytes, fnv1a 0xa02ddb44, lz 90053 bytes */
 static const unsigned char cq__ptx_3d_f32_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -9417,7 +9417,7 @@ static const unsigned char cq__ptx_3d_f32_lz[] = {
 10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_3d_f32 = { cq__ptx_3d_f32_lz, 90053, 306461, 0xa02ddb44u };
-/* PTX module 3d_f64: sha256 115def76f9475fc458761d31b76907dd5da6dd36e40d837797fb9e03868bfac9, nvcc 13.0.88, PTX ISA 9.0, 339329 bytes, fnv1a 0xde792c8b, lz 93597 bytes */
+/* PTX module 3d_f64: sha256 3df3e9d341f8499659502d087f3f5360827e89c57c2c557849255a10d203f24a, nvcc 13.0.88, PTX ISA 9.0, 339329 bytes, fnv1a 0xde792c8b, lz 93597 bytes */
 static const unsigned char cq__ptx_3d_f64_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -12503,7 +12503,10 @@ static int cq__cu_load(void)
                  e == 100 ? ": no CUDA-capable device" : "");
         goto done;
     }
-    cq__cu.api.DriverGetVersion(&cq__cu.driver_version);
+    if ((e = cq__cu.api.DriverGetVersion(&cq__cu.driver_version)) != 0) {
+        snprintf(cq__cu.reason, sizeof cq__cu.reason, "cuDriverGetVersion failed: %s (%d)", cq__cu_error_name(e), e);
+        goto done;
+    }
     if ((e = cq__cu.api.DeviceGetCount(&count)) != 0 || count < 1) {
         snprintf(cq__cu.reason, sizeof cq__cu.reason, "no CUDA device (cuDeviceGetCount: %d devices, %s)", count,
                  e ? cq__cu_error_name(e) : "ok");
@@ -12608,6 +12611,7 @@ struct cq_sim {
         void *hx, *hv, *hw, *hm;      /* host staging for cables (n * dim, n * dim, n * dim, n) */
         int stage_n;
         int failed;                   /* a driver call failed: the sim is unusable */
+        int depth;                    /* context pushes not yet popped */
         char err[384];
     } cu;
 #endif
@@ -12712,8 +12716,19 @@ static int cq__cu_check(const cq_sim *cs, cq__CUresult e, const char *call)
     }
     return 0;
 }
-static void cq__cu_push(const cq_sim *s) { cq__cu_check(s, CQ__CU(CtxPushCurrent)(s->cu.ctx), "cuCtxPushCurrent"); }
-static void cq__cu_pop(const cq_sim *s) { cq__CUcontext c; cq__cu_check(s, CQ__CU(CtxPopCurrent)(&c), "cuCtxPopCurrent"); }
+/* Every driver call runs with the sim's context current: push before, pop after (pops match
+   successful pushes only, so a failed push never pops the application's own context). */
+static void cq__cu_push(const cq_sim *cs)
+{
+    cq_sim *s = (cq_sim *)cs;
+    if (cq__cu_check(s, CQ__CU(CtxPushCurrent)(s->cu.ctx), "cuCtxPushCurrent")) s->cu.depth++;
+}
+static void cq__cu_pop(const cq_sim *cs)
+{
+    cq_sim *s = (cq_sim *)cs;
+    cq__CUcontext c;
+    if (s->cu.depth > 0 && cq__cu_check(s, CQ__CU(CtxPopCurrent)(&c), "cuCtxPopCurrent")) s->cu.depth--;
+}
 #endif
 
 static void *cq__walloc(const cq_sim *s, size_t bytes)
@@ -14576,7 +14591,7 @@ static int cq__cuda_open(cq_sim *s, int ordinal, char *why, size_t cap)
                  s->desc.precision == CQ_PRECISION_F32 ? "f32" : "f64");
         return 0;
     }
-    CQ__CU(DeviceGetCount)(&count);
+    if ((e = CQ__CU(DeviceGetCount)(&count)) != 0) count = 0;
     if (ordinal < 0 || ordinal >= count) {
         snprintf(why, cap, "cq_sim_desc.device = %d: the machine has %d CUDA device%s", ordinal, count, count == 1 ? "" : "s");
         return 0;
@@ -15054,17 +15069,21 @@ static void *cq__field_ptr(const cq_sim *s, const cq__state *st, cq_field f)
     return NULL;
 }
 
-/* out[0..count) = work array src converted to double */
+/* out[0..count) = work array src converted to double.  CUDA: f64 straight into out, f32
+   through a stack buffer in chunks (no allocation, so reading never runs out of memory). */
 static cq_result cq__read_work(const cq_sim *s, double *out, const void *src, long count, const char *what)
 {
-    void *tmp;
     if (cq__device_failed(s)) return cq__fail((cq_sim *)s, CQ_ERROR_DEVICE, "%s: %s", what, cq__device_error(s));
     if (!cq__on_gpu(s)) { cq__to_double(s, out, src, count); return CQ_SUCCESS; }
-    if (s->tsize == sizeof(double)) tmp = out;
-    else if (!(tmp = cq__alloc(s, (size_t)count * s->tsize)))
-        return cq__fail((cq_sim *)s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate a staging buffer", what);
-    cq__wget(s, tmp, src, 0, (size_t)count * s->tsize);
-    if (tmp != out) { cq__to_double(s, out, tmp, count); cq__free(s, tmp); }
+    if (s->tsize == sizeof(double)) cq__wget(s, out, src, 0, (size_t)count * sizeof(double));
+    else {
+        float chunk[1024];
+        for (long i = 0; i < count; i += 1024) {
+            long m = count - i < 1024 ? count - i : 1024;
+            cq__wget(s, chunk, src, (size_t)i * sizeof(float), (size_t)m * sizeof(float));
+            for (long j = 0; j < m; ++j) out[i + j] = chunk[j];
+        }
+    }
     if (cq__device_failed(s)) return cq__fail((cq_sim *)s, CQ_ERROR_DEVICE, "%s: %s", what, cq__device_error(s));
     return CQ_SUCCESS;
 }
@@ -15414,7 +15433,9 @@ cq_result cq_sim_backward(cq_sim *s, const double *dL_dx, const double *dL_dv, c
                 if (st != CQ__OK) {
                     s->in_backward = 0;
                     cq__use_actuation(s, saved_groups, saved_stress, saved_cable_u);
-                    if (st == CQ__DEVICE) return cq__fail(s, CQ_ERROR_DEVICE, "%s: step %d: %s", what, c + m, cq__device_error(s));
+                    if (st == CQ__DEVICE)
+                        return cq__fail(s, CQ_ERROR_DEVICE, "%s: step %d: %s; the sim is unusable, destroy it", what, c + m,
+                                        cq__device_error(s));
                     return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: recomputing step %d from the tape failed at particle %d",
                                     what, c + m, bad);
                 }

@@ -7,6 +7,7 @@
 #if !defined(__CUDACC__)
 /* Host emulation, for tests only: tests/gpu/mock_libcuda.c compiles this file as C and runs
    each launch serially, one thread at a time, so plain adds are race-free. */
+#  include <math.h>
 #  define __global__
 typedef struct cq__emu_dim3 { unsigned x, y, z; } cq__emu_dim3;
 extern cq__emu_dim3 cq__emu_blockIdx, cq__emu_blockDim, cq__emu_threadIdx;

@@ -43,7 +43,12 @@ lane_slow() {
         skip test_errors_valgrind "valgrind not installed"
     fi
     item test_table3 sh -c "$CC -std=c99 -O2 $WARN tests/test_table3.c -o $B/test_table3 -lm && ./$B/test_table3"
+    # the CUDA host code under the sanitizers, on the mock driver
+    item test_cuda_asan_ubsan_on_mock sh -c "$CC -std=c99 -O1 -g $WARN $SAN tests/test_cuda.c -o $B/test_cuda_san -lm && \
+        CQ_CUDA_LIBRARY=$PWD/$B/mock/libcuda.so.1 ./$B/test_cuda_san"
 }
+# the mock CUDA driver (tests/gpu/mock_libcuda.c) both lanes use
+item cuda_mock_build sh tests/gpu/build_mock.sh "$CC"
 lane_slow > $L/lane_slow.out 2>&1 &
 SLOW=$!
 
@@ -83,17 +88,21 @@ done
 # ---- the CUDA backend's host side against a mock driver (tests/gpu/mock_libcuda.c: the
 #      kernels run on the CPU, device memory is inaccessible to the host, faults on demand)
 MOCK=$PWD/$B/mock/libcuda.so.1
-item cuda_mock_build sh tests/gpu/build_mock.sh "$CC"
 item cuda_mock_selftest sh -c "$CC -std=c99 -O1 -g $WARN tests/gpu/mock_selftest.c -o $B/mock_selftest -ldl && ./$B/mock_selftest $MOCK"
 item test_cuda_build $CC -std=c99 -O2 -g $WARN tests/test_cuda.c -o $B/test_cuda -lm -ldl
 item test_cuda_on_mock env CQ_CUDA_LIBRARY=$MOCK ./$B/test_cuda
 for f in init nodevice oldriver ptx oom oom_after=20 launch_after=40; do
     item test_cuda_fault_$(echo $f | tr = _) env CQ_CUDA_LIBRARY=$MOCK ./$B/test_cuda fault:$f
 done
-# the CPU test programs again, with the default backend on the mock GPU
+# the CPU test programs again, with the default backend on the mock GPU (device memory left
+# host-readable here for speed: test_cuda above checks that with protection on)
 for t in test_physics test_errors test_gradients test_robot; do
-    item ${t}_on_mock_cuda env CQ_CUDA_LIBRARY=$MOCK ./$B/$t
+    item ${t}_on_mock_cuda env CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_NO_PROTECT=1 ./$B/$t
 done
+item example_10_on_mock_cuda sh -c "$CC -std=c99 -O2 $WARN examples/10_cpu_vs_gpu.c -o $B/cpu_vs_gpu -lm && \
+    CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_NO_PROTECT=1 ./$B/cpu_vs_gpu | tee /dev/stderr | grep -q 'largest difference'"
+item bench_quick_on_mock_cuda sh -c "$CC -std=c99 -O2 $WARN bench/bench.c -o $B/bench_gpu -lm && \
+    CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_NO_PROTECT=1 ./$B/bench_gpu quick gpu"
 # a real GPU, where there is one (tests/gpu/run.sh is the full GPU suite)
 if ./$B/test_cuda > $L/gpu_probe.log 2>&1 && ! grep -q '^SKIP' $L/gpu_probe.log; then
     item test_cuda_gpu ./$B/test_cuda

@@ -1,0 +1,1235 @@
+/* mock_libcuda.c: a strict, CPU-only stand-in for the CUDA driver (libcuda.so.1), for testing
+   chainqueen.h's CUDA backend host code on machines without a GPU.
+
+   Built by tests/gpu/build_mock.sh together with cuda/chainqueen_kernels_{2d,3d}_{f32,f64}.cu
+   (compiled as C: each defines a table cq__emu_kernels_<tag>[] of {name, trampoline}); a
+   cuLaunchKernel runs every block and thread of the grid serially on the calling thread.
+
+   Exports the 26 driver entry points chainqueen.h dlsyms (see CQ__CUDA_FUNCS in
+   templates/cuda_loader.j2) plus a few test hooks (bottom of this file):
+     int  cq_mock_live_allocations(void)   device allocations not yet freed
+     long cq_mock_launches(void)           kernel launches that ran
+     int  cq_mock_violations(void)         host bugs seen (see "Violations" below)
+     int  cq_mock_live_modules(void)       modules loaded and not unloaded
+     int  cq_mock_ctx_refs(void)           primary context reference count (device 0)
+     int  cq_mock_ctx_depth(void)          context stack depth of the calling thread
+     size_t cq_mock_live_bytes(void)       bytes in live allocations
+     void cq_mock_reset_faults(void)       restart the CQ_MOCK_FAIL counters (oom_after, launch_after)
+
+   Strict device memory.  Each allocation is its own mmap (page-rounded, plus one guard page that
+   is never accessible); the returned device pointer is the start of the mapping, so the kernels,
+   which run in-process, use it directly.  Allocations are PROT_NONE while control is in the host
+   program: they are made readable/writable only for the duration of a launch (all of them) or of
+   a memcpy/memset (just the allocation(s) it touches).  A host dereference of a device pointer
+   therefore dies with SIGSEGV (a handler prints which allocation first, then re-raises).  New
+   allocations are filled with 0xFF bytes (NaN floats, -1 ints): real device memory is not zeroed.
+
+   Violations (each prints "mock_libcuda: ..." to stderr, bumps cq_mock_violations(), and the call
+   returns an error rather than crashing):
+     - a memcpy/memset device range not entirely inside one live allocation -> 1
+     - a host pointer of HtoD/DtoH that lies in device memory, or is NULL -> 1
+     - overlapping cuMemcpyDtoD ranges, cuMemsetD32 on an unaligned address -> 1
+     - cuMemFree of a pointer that is not the base of a live allocation -> 1
+     - an unknown module/function handle -> 400
+     - cuLaunchKernel kernelParams: NULL, or an entry that is NULL or points INTO device memory
+       (a device pointer passed where the address of a host variable was wanted) -> 1
+     - a kernel argument that must be a device pointer (a .u64 parameter of the PTX entry, or an
+       8-byte-aligned word of an .align 8 struct parameter that holds a host address) pointing to
+       host memory or to freed device memory -> 700 (CUDA_ERROR_ILLEGAL_ADDRESS), context sticky
+     - cuCtxPopCurrent on an empty stack, releasing the primary context more than retained -> 201
+
+   Contexts: one primary context per device, retained/released with a reference count (it is
+   destroyed when the count reaches 0; a later retain creates a fresh one); a per-thread stack for
+   push/pop.  Memory, module and launch calls with no (live) current context return 201.
+
+   Fault injection: the environment variable CQ_MOCK_FAIL, read at every call, a comma-separated
+   list of
+     init            cuInit returns 100 (CUDA_ERROR_NO_DEVICE)
+     nodevice        cuInit succeeds, cuDeviceGetCount gives 0 devices
+     oldriver        cuDriverGetVersion reports 12040 (CUDA 12.4)
+     ptx             cuModuleLoadDataEx returns 218 with log "ptxas fatal: mock rejects this PTX"
+     oom             every cuMemAlloc returns 2
+     oom_after=N     the first N cuMemAlloc succeed, later ones return 2
+     launch_after=N  the first N cuLaunchKernel run, the next returns 719 and the context becomes
+                     sticky-failed: every later memory/module/launch/sync call in it returns 719
+                     until the primary context is released to 0 and retained again (its memory
+                     and modules are then reclaimed, as a real driver does)
+   The counters for oom_after/launch_after restart whenever the value of CQ_MOCK_FAIL changes (or
+   on cq_mock_reset_faults()).  CQ_MOCK_QUIET=1 silences the per-violation stderr lines (the
+   counter still counts). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------ driver types and codes */
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef struct mock_ctx *CUcontext;
+typedef struct mock_module *CUmodule;
+typedef struct mock_func *CUfunction;
+typedef void *CUstream;
+
+#define OK 0
+#define E_INVALID_VALUE 1
+#define E_OUT_OF_MEMORY 2
+#define E_NOT_INITIALIZED 3
+#define E_NO_DEVICE 100
+#define E_INVALID_DEVICE 101
+#define E_INVALID_IMAGE 200
+#define E_INVALID_CONTEXT 201
+#define E_INVALID_PTX 218
+#define E_UNSUPPORTED_PTX_VERSION 222
+#define E_INVALID_HANDLE 400
+#define E_NOT_FOUND 500
+#define E_ILLEGAL_ADDRESS 700
+#define E_LAUNCH_FAILED 719
+
+#define MOCK_DRIVER_VERSION 13000
+#define MOCK_OLD_DRIVER_VERSION 12040
+#define MOCK_TOTAL_MEM ((size_t)8 << 30)
+#define MOCK_DEVICE_NAME "Mock GPU (CPU emulation)"
+#define MOCK_CC_MAJOR 9
+#define MOCK_CC_MINOR 0
+#define MOCK_PTX_ISA_MAX 90          /* PTX ISA 9.0, what a CUDA 13.0 driver JITs */
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* ------------------------------------------------------------------ the emulated kernels */
+typedef struct cq__emu_dim3 { unsigned x, y, z; } cq__emu_dim3;
+typedef struct cq__emu_kernel { const char *name; void (*call)(void **args); } cq__emu_kernel;
+EXPORT cq__emu_dim3 cq__emu_blockIdx, cq__emu_blockDim, cq__emu_threadIdx;
+extern const cq__emu_kernel cq__emu_kernels_2d_f32[], cq__emu_kernels_2d_f64[],
+    cq__emu_kernels_3d_f32[], cq__emu_kernels_3d_f64[];
+static const cq__emu_kernel *const emu_tables[] = {
+    cq__emu_kernels_2d_f32, cq__emu_kernels_2d_f64, cq__emu_kernels_3d_f32, cq__emu_kernels_3d_f64
+};
+
+static const cq__emu_kernel *emu_find(const char *name)
+{
+    for (size_t t = 0; t < sizeof emu_tables / sizeof emu_tables[0]; ++t)
+        for (const cq__emu_kernel *k = emu_tables[t]; k->name; ++k)
+            if (strcmp(k->name, name) == 0) return k;
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ state */
+typedef struct alloc_rec {
+    char *base;        /* device pointer == start of the mapping */
+    size_t size;       /* bytes asked for */
+    size_t prot_len;   /* page-rounded size (made accessible when needed) */
+    size_t map_len;    /* prot_len + one guard page */
+    int open;          /* currently PROT_READ|PROT_WRITE */
+} alloc_rec;
+
+#define MAX_PARAMS 32
+enum { P_SCALAR, P_PTR64, P_STRUCT8, P_STRUCT };   /* PTX parameter kinds */
+typedef struct mock_func {
+    unsigned magic;
+    struct mock_module *mod;
+    const cq__emu_kernel *k;
+    char name[128];
+    int nparams;                       /* -1: the PTX declaration was not parsed */
+    unsigned char kind[MAX_PARAMS];
+    unsigned size[MAX_PARAMS];
+    struct mock_func *next;
+} mock_func;
+
+typedef struct mock_module {
+    unsigned magic;
+    char *ptx;
+    struct mock_ctx *ctx;
+    mock_func *funcs;
+    struct mock_module *next;
+} mock_module;
+
+typedef struct mock_ctx {
+    unsigned magic;
+    int alive;
+    int refs;
+    int sticky;        /* 0, or the sticky error (719/700) every later call returns */
+} mock_ctx;
+
+#define MAGIC_MOD 0x4d4f4455u
+#define MAGIC_FUNC 0x46554e43u
+#define MAGIC_CTX 0x43545854u
+#define DEAD 0xdeadbeefu
+
+static pthread_mutex_t lock_;         /* recursive; every entry point holds it (launches included) */
+static pthread_once_t lock_once = PTHREAD_ONCE_INIT;
+static void lock_init(void)
+{
+    pthread_mutexattr_t at;
+    pthread_mutexattr_init(&at);
+    pthread_mutexattr_settype(&at, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&lock_, &at);
+    pthread_mutexattr_destroy(&at);
+}
+static void lock(void) { pthread_once(&lock_once, lock_init); pthread_mutex_lock(&lock_); }
+static void unlock(void) { pthread_mutex_unlock(&lock_); }
+static int initialized;
+static size_t page;
+
+static alloc_rec *allocs;          /* live allocations */
+static int n_allocs, cap_allocs;
+static size_t live_bytes;
+static long launches;
+static int violations;
+
+#define N_FREED 1024
+static struct { char *base; size_t size; } freed[N_FREED];   /* recently freed, for use-after-free */
+static unsigned freed_next;
+
+static mock_module *modules;       /* live modules */
+static int n_modules;
+static mock_ctx *primary;          /* device 0's primary context, NULL when destroyed */
+
+#define CTX_STACK 64
+static __thread mock_ctx *ctx_stack[CTX_STACK];
+static __thread int ctx_depth;
+
+/* fault injection */
+static char fail_seen[256];
+static long allocs_since, launches_since;
+
+/* the kernel being run (for the SIGSEGV report) */
+static const char *volatile running_kernel;
+
+/* ------------------------------------------------------------------ helpers */
+static int quiet(void)
+{
+    const char *q = getenv("CQ_MOCK_QUIET");
+    return q && *q && *q != '0';
+}
+
+static void violation(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void violation(const char *fmt, ...)
+{
+    ++violations;
+    if (!quiet()) {
+        va_list ap;
+        va_start(ap, fmt);
+        fputs("mock_libcuda: ", stderr);
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+        va_end(ap);
+    }
+}
+
+static void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void note(const char *fmt, ...)
+{
+    if (!quiet()) {
+        va_list ap;
+        va_start(ap, fmt);
+        fputs("mock_libcuda: ", stderr);
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+        va_end(ap);
+    }
+}
+
+/* The fault modes in CQ_MOCK_FAIL: 1 if `mode` is listed; for "oom_after"/"launch_after",
+   *n receives its number.  Restarts the counters when the variable's value changed. */
+static const char *fail_env(void)
+{
+    const char *f = getenv("CQ_MOCK_FAIL");
+    if (!f) f = "";
+    if (strncmp(f, fail_seen, sizeof fail_seen - 1) != 0) {
+        snprintf(fail_seen, sizeof fail_seen, "%s", f);
+        allocs_since = launches_since = 0;
+    }
+    return f;
+}
+
+static int fail_mode(const char *mode, long *n)
+{
+    const char *f = fail_env();
+    size_t len = strlen(mode);
+    while (*f) {
+        const char *end = strchr(f, ',');
+        size_t tl = end ? (size_t)(end - f) : strlen(f);
+        while (tl && (*f == ' ')) { ++f; --tl; }
+        if (tl >= len && strncmp(f, mode, len) == 0) {
+            if (tl == len && !n) return 1;
+            if (n && tl > len && f[len] == '=') { *n = strtol(f + len + 1, NULL, 10); return 1; }
+        }
+        if (!end) break;
+        f = end + 1;
+    }
+    return 0;
+}
+
+static mock_ctx *current_ctx(void)
+{
+    return ctx_depth > 0 ? ctx_stack[ctx_depth - 1] : NULL;
+}
+
+/* The check every memory/module/launch call starts with. */
+static CUresult need_ctx(void)
+{
+    mock_ctx *c;
+    if (!initialized) return E_NOT_INITIALIZED;
+    c = current_ctx();
+    if (!c || c->magic != MAGIC_CTX || !c->alive) return E_INVALID_CONTEXT;
+    if (c->sticky) return c->sticky;
+    return OK;
+}
+
+static alloc_rec *find_alloc(const char *p, int inclusive_end)
+{
+    for (int i = 0; i < n_allocs; ++i) {
+        alloc_rec *a = &allocs[i];
+        if (p >= a->base && (p < a->base + a->size || (inclusive_end && p == a->base + a->size))) return a;
+    }
+    return NULL;
+}
+
+/* the live allocation whose whole mapping (guard page included) holds p */
+static alloc_rec *find_mapping(const char *p)
+{
+    for (int i = 0; i < n_allocs; ++i)
+        if (p >= allocs[i].base && p < allocs[i].base + allocs[i].map_len) return &allocs[i];
+    return NULL;
+}
+
+static int find_freed(const char *p, char **base, size_t *size)
+{
+    for (unsigned i = 0; i < N_FREED; ++i)
+        if (freed[i].base && p >= freed[i].base && p < freed[i].base + freed[i].size) {
+            *base = freed[i].base; *size = freed[i].size;
+            return 1;
+        }
+    return 0;
+}
+
+static void forget_freed(const char *base, size_t len)   /* a new mapping reused the range */
+{
+    for (unsigned i = 0; i < N_FREED; ++i)
+        if (freed[i].base && freed[i].base < base + len && base < freed[i].base + freed[i].size)
+            freed[i].base = NULL;
+}
+
+/* CQ_MOCK_NO_PROTECT=1: device memory stays readable by the host (bounds and argument checks
+   remain).  For long test programs: toggling protection costs two mprotect calls per
+   allocation per launch. */
+static int no_protect(void)
+{
+    static int v = -1;
+    if (v < 0) { const char *e = getenv("CQ_MOCK_NO_PROTECT"); v = e && *e && *e != '0'; }
+    return v;
+}
+
+static void set_open(alloc_rec *a, int open)
+{
+    if (a->open == open) return;
+    if (no_protect()) { a->open = open; return; }
+    if (mprotect(a->base, a->prot_len, open ? PROT_READ | PROT_WRITE : PROT_NONE) != 0) {
+        fprintf(stderr, "mock_libcuda: mprotect failed: %s\n", strerror(errno));
+        abort();
+    }
+    a->open = open;
+}
+
+/* The allocation holding the device range [p, p + bytes), or NULL after reporting a violation. */
+static alloc_rec *check_range(const char *call, const char *what, CUdeviceptr dp, size_t bytes)
+{
+    const char *p = (const char *)(size_t)dp;
+    alloc_rec *a = find_alloc(p, bytes == 0);
+    char *fb;
+    size_t fs;
+    if (a && (size_t)(a->base + a->size - p) >= bytes) return a;
+    if (a)
+        violation("%s out of bounds: %s 0x%llx + %zu bytes runs %zu bytes past the end of the allocation "
+                  "0x%llx (%zu bytes) [offset %zu]", call, what, dp, bytes, (size_t)(p + bytes - (a->base + a->size)),
+                  (unsigned long long)(size_t)a->base, a->size, (size_t)(p - a->base));
+    else if (find_freed(p, &fb, &fs))
+        violation("%s out of bounds: %s 0x%llx + %zu bytes is in FREED device memory (allocation 0x%llx, %zu bytes)",
+                  call, what, dp, bytes, (unsigned long long)(size_t)fb, fs);
+    else
+        violation("%s out of bounds: %s 0x%llx + %zu bytes is not inside any live device allocation%s", call, what,
+                  dp, bytes, dp == 0 ? " (NULL)" : "");
+    return NULL;
+}
+
+/* host pointers of HtoD/DtoH must be ordinary memory */
+static int check_host(const char *call, const char *what, const void *h, size_t bytes)
+{
+    alloc_rec *a;
+    if (!h && bytes) { violation("%s: %s host pointer is NULL (%zu bytes)", call, what, bytes); return 0; }
+    if (h && (a = find_mapping((const char *)h)) != NULL) {
+        violation("%s: %s host pointer %p is DEVICE memory (allocation 0x%llx, %zu bytes): wrong copy direction or "
+                  "argument order?", call, what, h, (unsigned long long)(size_t)a->base, a->size);
+        return 0;
+    }
+    return 1;
+}
+
+/* ------------------------------------------------------------------ SIGSEGV report */
+static struct sigaction old_segv;
+static int segv_installed;
+
+static void put_str(const char *s) { ssize_t r = write(2, s, strlen(s)); (void)r; }
+static void put_hex(unsigned long long v)
+{
+    char b[20];
+    int i = 19;
+    b[i] = 0;
+    do { b[--i] = "0123456789abcdef"[v & 15]; v >>= 4; } while (v && i > 2);
+    b[--i] = 'x'; b[--i] = '0';
+    put_str(b + i);
+}
+
+static void on_segv(int sig, siginfo_t *si, void *uc)
+{
+    const char *addr = (const char *)si->si_addr;
+    (void)uc;
+    for (int i = 0; i < n_allocs; ++i) {
+        const alloc_rec *a = &allocs[i];
+        if (addr >= a->base && addr < a->base + a->map_len) {
+            put_str("mock_libcuda: SIGSEGV at ");
+            put_hex((unsigned long long)(size_t)addr);
+            if (running_kernel) {
+                put_str(" in kernel ");
+                put_str(running_kernel);
+                put_str(addr >= a->base + a->prot_len ? ": past the end of device allocation " : ": device allocation ");
+            } else {
+                put_str(": the HOST touched device memory (allocation ");
+            }
+            put_hex((unsigned long long)(size_t)a->base);
+            put_str(running_kernel ? "\n" : ")\n");
+            break;
+        }
+    }
+    if (running_kernel && (!n_allocs || !find_mapping(addr))) {
+        put_str("mock_libcuda: SIGSEGV in kernel ");
+        put_str(running_kernel);
+        put_str(" at ");
+        put_hex((unsigned long long)(size_t)addr);
+        put_str(" (not device memory)\n");
+    }
+    /* Hand the fault back: restore the previous handler and return, so the access faults again. */
+    sigaction(sig, &old_segv, NULL);
+    segv_installed = 0;
+}
+
+__attribute__((constructor)) static void mock_init(void)
+{
+    const char *no = getenv("CQ_MOCK_NO_SEGV_HANDLER");
+    long ps = sysconf(_SC_PAGESIZE);
+    page = ps > 0 ? (size_t)ps : 4096;
+    if (!(no && *no && *no != '0')) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_segv;
+        sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(SIGSEGV, &sa, &old_segv) == 0) segv_installed = 1;
+    }
+}
+
+__attribute__((destructor)) static void mock_fini(void)
+{
+    struct sigaction cur;
+    /* restore the previous handler only if ours is still the one installed */
+    if (segv_installed && sigaction(SIGSEGV, NULL, &cur) == 0 && cur.sa_sigaction == on_segv)
+        sigaction(SIGSEGV, &old_segv, NULL);
+}
+
+/* ------------------------------------------------------------------ errors */
+static const struct { int code; const char *name, *text; } errors[] = {
+    {0, "CUDA_SUCCESS", "no error"},
+    {1, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {2, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+    {3, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+    {4, "CUDA_ERROR_DEINITIALIZED", "driver shutting down"},
+    {100, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+    {101, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+    {200, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
+    {201, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+    {209, "CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on the device"},
+    {218, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
+    {222, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "the provided PTX was compiled with an unsupported toolchain."},
+    {400, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+    {500, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
+    {701, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "too many resources requested for launch"},
+    {719, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
+    {999, "CUDA_ERROR_UNKNOWN", "unknown error"},
+};
+
+EXPORT CUresult cuGetErrorName(CUresult e, const char **name)
+{
+    if (!name) return E_INVALID_VALUE;
+    for (size_t i = 0; i < sizeof errors / sizeof errors[0]; ++i)
+        if (errors[i].code == e) { *name = errors[i].name; return OK; }
+    *name = NULL;
+    return E_INVALID_VALUE;
+}
+
+EXPORT CUresult cuGetErrorString(CUresult e, const char **text)
+{
+    if (!text) return E_INVALID_VALUE;
+    for (size_t i = 0; i < sizeof errors / sizeof errors[0]; ++i)
+        if (errors[i].code == e) { *text = errors[i].text; return OK; }
+    *text = NULL;
+    return E_INVALID_VALUE;
+}
+
+/* ------------------------------------------------------------------ init, device */
+EXPORT CUresult cuInit(unsigned flags)
+{
+    CUresult r = OK;
+    lock();
+    if (flags != 0) r = E_INVALID_VALUE;
+    else if (fail_mode("init", NULL)) r = E_NO_DEVICE;
+    else initialized = 1;
+    unlock();
+    return r;
+}
+
+EXPORT CUresult cuDriverGetVersion(int *version)
+{
+    if (!version) return E_INVALID_VALUE;
+    lock();
+    *version = fail_mode("oldriver", NULL) ? MOCK_OLD_DRIVER_VERSION : MOCK_DRIVER_VERSION;
+    unlock();
+    return OK;
+}
+
+static int device_count(void)
+{
+    int n;
+    lock();
+    n = fail_mode("nodevice", NULL) ? 0 : 1;
+    unlock();
+    return n;
+}
+
+static CUresult check_dev(CUdevice dev)
+{
+    if (!initialized) return E_NOT_INITIALIZED;
+    if (dev < 0 || dev >= device_count()) return E_INVALID_DEVICE;
+    return OK;
+}
+
+EXPORT CUresult cuDeviceGetCount(int *count)
+{
+    if (!initialized) return E_NOT_INITIALIZED;
+    if (!count) return E_INVALID_VALUE;
+    *count = device_count();
+    return OK;
+}
+
+EXPORT CUresult cuDeviceGet(CUdevice *dev, int ordinal)
+{
+    if (!initialized) return E_NOT_INITIALIZED;
+    if (!dev) return E_INVALID_VALUE;
+    if (ordinal < 0 || ordinal >= device_count()) return E_INVALID_DEVICE;
+    *dev = ordinal;
+    return OK;
+}
+
+EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
+{
+    CUresult r = check_dev(dev);
+    if (r) return r;
+    if (!name || len <= 0) return E_INVALID_VALUE;
+    snprintf(name, (size_t)len, "%s", MOCK_DEVICE_NAME);
+    return OK;
+}
+
+EXPORT CUresult cuDeviceGetAttribute(int *value, int attrib, CUdevice dev)
+{
+    CUresult r = check_dev(dev);
+    if (r) return r;
+    if (!value) return E_INVALID_VALUE;
+    switch (attrib) {
+    case 1: *value = 1024; break;                 /* MAX_THREADS_PER_BLOCK */
+    case 2: case 3: *value = 1024; break;         /* MAX_BLOCK_DIM_X, Y */
+    case 4: *value = 64; break;                   /* MAX_BLOCK_DIM_Z */
+    case 5: *value = 2147483647; break;           /* MAX_GRID_DIM_X */
+    case 6: case 7: *value = 65535; break;        /* MAX_GRID_DIM_Y, Z */
+    case 8: *value = 49152; break;                /* MAX_SHARED_MEMORY_PER_BLOCK */
+    case 10: *value = 32; break;                  /* WARP_SIZE */
+    case 13: *value = 1980000; break;             /* CLOCK_RATE (kHz) */
+    case 16: *value = 132; break;                 /* MULTIPROCESSOR_COUNT */
+    case 75: *value = MOCK_CC_MAJOR; break;       /* COMPUTE_CAPABILITY_MAJOR */
+    case 76: *value = MOCK_CC_MINOR; break;       /* COMPUTE_CAPABILITY_MINOR */
+    default: return E_INVALID_VALUE;
+    }
+    return OK;
+}
+
+EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
+{
+    CUresult r = check_dev(dev);
+    if (r) return r;
+    if (!bytes) return E_INVALID_VALUE;
+    *bytes = MOCK_TOTAL_MEM;
+    return OK;
+}
+
+/* ------------------------------------------------------------------ contexts */
+static void free_module(mock_module *m)
+{
+    mock_func *f = m->funcs;
+    while (f) { mock_func *nx = f->next; f->magic = DEAD; free(f); f = nx; }
+    free(m->ptx);
+    m->magic = DEAD;
+    free(m);
+}
+
+static void free_alloc_at(int i)
+{
+    alloc_rec *a = &allocs[i];
+    freed[freed_next % N_FREED].base = a->base;
+    freed[freed_next % N_FREED].size = a->size;
+    ++freed_next;
+    munmap(a->base, a->map_len);
+    live_bytes -= a->size;
+    allocs[i] = allocs[--n_allocs];
+}
+
+EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
+{
+    CUresult r;
+    lock();
+    r = check_dev(dev);
+    if (!r && !ctx) r = E_INVALID_VALUE;
+    if (!r) {
+        if (!primary) {
+            /* from a static pool, never reused: stale handles stay readable (and are no leak) */
+            static mock_ctx pool[256];
+            static unsigned pool_used;
+            primary = pool_used < sizeof pool / sizeof pool[0] ? &pool[pool_used++] : NULL;
+            if (primary) memset(primary, 0, sizeof *primary);
+            if (!primary) r = E_OUT_OF_MEMORY;
+            else { primary->magic = MAGIC_CTX; primary->alive = 1; }
+        }
+        if (!r) { ++primary->refs; *ctx = primary; }
+    }
+    unlock();
+    return r;
+}
+
+EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+    CUresult r;
+    lock();
+    r = check_dev(dev);
+    if (!r && (!primary || primary->refs <= 0)) {
+        violation("cuDevicePrimaryCtxRelease_v2: device %d's primary context released more times than retained", dev);
+        r = E_INVALID_CONTEXT;
+    }
+    if (!r && --primary->refs == 0) {
+        /* destroyed: a real driver frees its memory and modules with it */
+        if (primary->sticky) {
+            while (modules) { mock_module *m = modules; modules = m->next; free_module(m); --n_modules; }
+            while (n_allocs) free_alloc_at(n_allocs - 1);
+        } else if (n_allocs || n_modules) {
+            note("primary context destroyed with %d live allocation(s) (%zu bytes) and %d module(s): leaked by the "
+                 "host (kept, so cq_mock_live_allocations() shows them)", n_allocs, live_bytes, n_modules);
+        }
+        primary->alive = 0;
+        primary = NULL;
+    }
+    unlock();
+    return r;
+}
+
+EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx)
+{
+    if (!initialized) return E_NOT_INITIALIZED;
+    if (!ctx || ctx->magic != MAGIC_CTX || !ctx->alive) return E_INVALID_CONTEXT;
+    if (ctx_depth >= CTX_STACK) {
+        lock();
+        violation("cuCtxPushCurrent_v2: context stack deeper than %d: a push without its pop?", CTX_STACK);
+        unlock();
+        return E_OUT_OF_MEMORY;
+    }
+    ctx_stack[ctx_depth++] = ctx;
+    return OK;
+}
+
+EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *ctx)
+{
+    if (!initialized) return E_NOT_INITIALIZED;
+    if (ctx_depth <= 0) {
+        lock();
+        violation("cuCtxPopCurrent_v2: no current context to pop (a pop without its push?)");
+        unlock();
+        return E_INVALID_CONTEXT;
+    }
+    --ctx_depth;
+    if (ctx) *ctx = ctx_stack[ctx_depth];
+    return OK;
+}
+
+EXPORT CUresult cuCtxSynchronize(void)
+{
+    CUresult r;
+    lock();
+    r = need_ctx();
+    unlock();
+    return r;
+}
+
+/* ------------------------------------------------------------------ modules */
+static void write_log(unsigned n, const int *options, void **values, int buf_opt, int size_opt, const char *msg)
+{
+    char *buf = NULL;
+    size_t cap = 0;
+    int size_index = -1;
+    for (unsigned i = 0; i < n; ++i) {
+        if (options[i] == buf_opt) buf = (char *)values[i];
+        if (options[i] == size_opt) { cap = (size_t)values[i]; size_index = (int)i; }
+    }
+    if (!buf || !cap) return;
+    snprintf(buf, cap, "%s", msg);
+    values[size_index] = (void *)(strlen(buf) + (msg[0] ? 1 : 0));   /* bytes written, as the driver reports */
+}
+
+/* 10 * major + minor of ".version X.Y", or -1 */
+static int ptx_isa(const char *ptx)
+{
+    const char *v = strstr(ptx, ".version");
+    int major, minor;
+    if (!v || sscanf(v + 8, " %d.%d", &major, &minor) != 2) return -1;
+    return major * 10 + minor;
+}
+
+static int ptx_target(const char *ptx)
+{
+    const char *t = strstr(ptx, ".target");
+    int sm;
+    if (!t || sscanf(t + 7, " sm_%d", &sm) != 1) return -1;
+    return sm;
+}
+
+EXPORT CUresult cuModuleLoadDataEx(CUmodule *mod, const void *image, unsigned n, int *options, void **values)
+{
+    CUresult r;
+    const char *ptx = (const char *)image;
+    char msg[256];
+    lock();
+    msg[0] = 0;
+    if ((r = need_ctx()) != OK) goto out;
+    if (!mod || !image || (n && (!options || !values))) { r = E_INVALID_VALUE; goto out; }
+    if (fail_mode("ptx", NULL)) {
+        r = E_INVALID_PTX;
+        snprintf(msg, sizeof msg, "ptxas fatal: mock rejects this PTX");
+    } else if (!strstr(ptx, ".version") || !strstr(ptx, ".target")) {
+        r = E_INVALID_IMAGE;
+        snprintf(msg, sizeof msg, "mock_libcuda: the image is not PTX text (no .version/.target directive)");
+    } else if (ptx_isa(ptx) > MOCK_PTX_ISA_MAX) {
+        r = E_UNSUPPORTED_PTX_VERSION;
+        snprintf(msg, sizeof msg, "ptxas fatal: Unsupported .version %d.%d; current version is '%d.%d'",
+                 ptx_isa(ptx) / 10, ptx_isa(ptx) % 10, MOCK_PTX_ISA_MAX / 10, MOCK_PTX_ISA_MAX % 10);
+    } else if (ptx_target(ptx) > MOCK_CC_MAJOR * 10 + MOCK_CC_MINOR) {
+        r = E_INVALID_PTX;
+        snprintf(msg, sizeof msg, "ptxas fatal: PTX .target sm_%d is newer than the device (sm_%d%d)",
+                 ptx_target(ptx), MOCK_CC_MAJOR, MOCK_CC_MINOR);
+    } else {
+        mock_module *m = (mock_module *)calloc(1, sizeof *m);
+        size_t len = strlen(ptx);
+        if (!m || !(m->ptx = (char *)malloc(len + 1))) { free(m); r = E_OUT_OF_MEMORY; goto out; }
+        memcpy(m->ptx, ptx, len + 1);
+        m->magic = MAGIC_MOD;
+        m->ctx = current_ctx();
+        m->next = modules;
+        modules = m;
+        ++n_modules;
+        *mod = m;
+    }
+    if (n) {
+        write_log(n, options, values, 5, 6, msg);                                   /* error log */
+        write_log(n, options, values, 3, 4, r ? "" : "mock_libcuda: PTX accepted");  /* info log */
+    }
+out:
+    unlock();
+    return r;
+}
+
+static int module_live(const mock_module *m)
+{
+    for (const mock_module *x = modules; x; x = x->next)
+        if (x == m) return 1;
+    return 0;
+}
+
+EXPORT CUresult cuModuleUnload(CUmodule mod)
+{
+    CUresult r;
+    lock();
+    if ((r = need_ctx()) != OK) goto out;
+    if (!mod || !module_live(mod)) {
+        violation("cuModuleUnload: %p is not a loaded module (unloaded twice?)", (void *)mod);
+        r = E_INVALID_HANDLE;
+        goto out;
+    }
+    for (mock_module **pp = &modules; *pp; pp = &(*pp)->next)
+        if (*pp == mod) { *pp = mod->next; break; }
+    --n_modules;
+    free_module(mod);
+out:
+    unlock();
+    return r;
+}
+
+/* Parses the parameter list of ".entry NAME(" in the PTX into f (nparams = -1 if it cannot). */
+static void parse_params(mock_func *f, const char *decl)
+{
+    const char *p = decl, *close = strchr(decl, ')');
+    f->nparams = -1;
+    if (!close) return;
+    f->nparams = 0;
+    while ((p = strstr(p, ".param")) != NULL && p < close) {
+        const char *end = strchr(p + 6, ',');
+        char buf[256];
+        size_t len;
+        unsigned align = 0, size = 0;
+        if (!end || end > close) end = close;
+        len = (size_t)(end - p) < sizeof buf - 1 ? (size_t)(end - p) : sizeof buf - 1;
+        memcpy(buf, p, len);
+        buf[len] = 0;
+        if (f->nparams >= MAX_PARAMS) { f->nparams = -1; return; }
+        if (strstr(buf, ".b8") && strchr(buf, '[')) {
+            const char *al = strstr(buf, ".align");
+            if (al) align = (unsigned)strtoul(al + 6, NULL, 10);
+            size = (unsigned)strtoul(strchr(buf, '[') + 1, NULL, 10);
+            f->kind[f->nparams] = align >= 8 ? P_STRUCT8 : P_STRUCT;
+        } else if (strstr(buf, ".u64") || strstr(buf, ".b64") || strstr(buf, ".s64")) {
+            size = 8;
+            f->kind[f->nparams] = strstr(buf, ".u64") ? P_PTR64 : P_SCALAR;
+        } else {
+            size = strstr(buf, ".f64") ? 8 : strstr(buf, "16") ? 2 : strstr(buf, "8 ") ? 1 : 4;
+            f->kind[f->nparams] = P_SCALAR;
+        }
+        f->size[f->nparams++] = size;
+        p = end;
+    }
+}
+
+EXPORT CUresult cuModuleGetFunction(CUfunction *fn, CUmodule mod, const char *name)
+{
+    CUresult r;
+    char pat[200];
+    const char *decl;
+    const cq__emu_kernel *k;
+    mock_func *f;
+    lock();
+    if ((r = need_ctx()) != OK) goto out;
+    if (!fn || !name) { r = E_INVALID_VALUE; goto out; }
+    if (!mod || !module_live(mod)) {
+        violation("cuModuleGetFunction(%s): %p is not a loaded module", name, (void *)mod);
+        r = E_INVALID_HANDLE;
+        goto out;
+    }
+    for (f = mod->funcs; f; f = f->next)
+        if (strcmp(f->name, name) == 0) { *fn = f; goto out; }
+    snprintf(pat, sizeof pat, ".entry %s(", name);
+    decl = strlen(name) < sizeof pat - 10 ? strstr(mod->ptx, pat) : NULL;
+    k = emu_find(name);
+    if (!decl || !k) { r = E_NOT_FOUND; goto out; }
+    if (!(f = (mock_func *)calloc(1, sizeof *f))) { r = E_OUT_OF_MEMORY; goto out; }
+    f->magic = MAGIC_FUNC;
+    f->mod = mod;
+    f->k = k;
+    snprintf(f->name, sizeof f->name, "%s", name);
+    parse_params(f, decl + strlen(pat));
+    f->next = mod->funcs;
+    mod->funcs = f;
+    *fn = f;
+out:
+    unlock();
+    return r;
+}
+
+static int func_live(const mock_func *fn)
+{
+    for (const mock_module *m = modules; m; m = m->next)
+        for (const mock_func *f = m->funcs; f; f = f->next)
+            if (f == fn) return 1;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ launches */
+/* 1 if v (a value the kernel will use as a device address) is fine; else reports it. */
+static int check_kernel_pointer(const mock_func *f, int i, size_t off, int certain, unsigned long long v)
+{
+    const char *p = (const char *)(size_t)v;
+    char *fb;
+    size_t fs;
+    unsigned char vec;
+    char where[64];
+    if (v == 0 || find_alloc(p, 1)) return 1;
+    if (certain) snprintf(where, sizeof where, "argument %d", i);
+    else snprintf(where, sizeof where, "argument %d (word at +%zu)", i, off);
+    if (find_freed(p, &fb, &fs)) {
+        violation("cuLaunchKernel(%s): %s holds 0x%llx, in FREED device memory (allocation 0x%llx, %zu "
+                  "bytes)", f->name, where, v, (unsigned long long)(size_t)fb, fs);
+        return 0;
+    }
+    if (v < 65536 || v >= (1ull << 47)) {
+        if (!certain) return 1;   /* not an address: some other struct field */
+        violation("cuLaunchKernel(%s): argument %d (a pointer) holds 0x%llx, which is not device memory", f->name, i, v);
+        return 0;
+    }
+    /* a struct word whose high half is a small number is more likely two int fields (e.g.
+       res[0], res[1] = 32, 32 -> 0x2000000020, which lands in ASan's shadow) than a pointer */
+    if (!certain && (v >> 32) < 0x100) return 1;
+    /* a mapped host page? (mincore fails with ENOMEM on unmapped ranges) */
+    if (mincore((void *)((size_t)v & ~(page - 1)), 1, &vec) == 0) {
+        violation("cuLaunchKernel(%s): %s holds 0x%llx, a HOST address: kernels may only touch device "
+                  "memory", f->name, where, v);
+        return 0;
+    }
+    if (certain) {
+        violation("cuLaunchKernel(%s): argument %d (a pointer) holds 0x%llx, which is not device memory", f->name, i, v);
+        return 0;
+    }
+    return 1;
+}
+
+EXPORT CUresult cuLaunchKernel(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                               unsigned bz, unsigned shared_bytes, CUstream stream, void **params, void **extra)
+{
+    CUresult r;
+    long limit = 0;
+    mock_ctx *ctx;
+    lock();
+    if ((r = need_ctx()) != OK) goto out;
+    ctx = current_ctx();
+    if (!fn || !func_live(fn)) {
+        violation("cuLaunchKernel: %p is not a function of a loaded module", (void *)fn);
+        r = E_INVALID_HANDLE;
+        goto out;
+    }
+    if (stream && stream != (CUstream)1 && stream != (CUstream)2) {   /* NULL, CU_STREAM_LEGACY, _PER_THREAD */
+        violation("cuLaunchKernel(%s): unknown stream %p", fn->name, stream);
+        r = E_INVALID_HANDLE;
+        goto out;
+    }
+    if (!gx || !gy || !gz || !bx || !by || !bz || gy > 65535 || gz > 65535 || bx > 1024 || by > 1024 || bz > 64 ||
+        (unsigned long long)bx * by * bz > 1024 || shared_bytes > 49152) {
+        note("cuLaunchKernel(%s): invalid configuration grid (%u,%u,%u) block (%u,%u,%u) shared %u", fn->name, gx, gy,
+             gz, bx, by, bz, shared_bytes);
+        r = E_INVALID_VALUE;
+        goto out;
+    }
+    if (!params || extra) {
+        violation("cuLaunchKernel(%s): %s", fn->name, params ? "`extra` is not supported by the mock" : "kernelParams is NULL");
+        r = E_INVALID_VALUE;
+        goto out;
+    }
+    for (int i = 0; i < fn->nparams; ++i) {
+        alloc_rec *a;
+        if (!params[i]) {
+            violation("cuLaunchKernel(%s): kernelParams[%d] is NULL (the kernel has %d parameters)", fn->name, i, fn->nparams);
+            r = E_INVALID_VALUE;
+            goto out;
+        }
+        if ((a = find_mapping((const char *)params[i])) != NULL) {
+            violation("cuLaunchKernel(%s): kernelParams[%d] = %p points INTO device memory (allocation 0x%llx): pass "
+                      "the address of a host variable holding the argument", fn->name, i, params[i],
+                      (unsigned long long)(size_t)a->base);
+            r = E_INVALID_VALUE;
+            goto out;
+        }
+    }
+    for (int i = 0; i < fn->nparams; ++i) {
+        int okp = 1;
+        if (fn->kind[i] == P_PTR64) {
+            unsigned long long v;
+            memcpy(&v, params[i], 8);
+            okp = check_kernel_pointer(fn, i, 0, 1, v);
+        } else if (fn->kind[i] == P_STRUCT8 && ((size_t)params[i] & 7) == 0) {
+            for (size_t off = 0; okp && off + 8 <= fn->size[i]; off += 8) {
+                unsigned long long v;
+                memcpy(&v, (const char *)params[i] + off, 8);
+                okp = check_kernel_pointer(fn, i, off, 0, v);
+            }
+        }
+        if (!okp) { r = ctx->sticky = E_ILLEGAL_ADDRESS; goto out; }
+    }
+    if (fail_mode("launch_after", &limit) && launches_since >= limit) {
+        note("cuLaunchKernel(%s): CQ_MOCK_FAIL=launch_after=%ld: injected launch failure, context now sticky", fn->name, limit);
+        r = ctx->sticky = E_LAUNCH_FAILED;
+        goto out;
+    }
+    ++launches_since;
+    for (int i = 0; i < n_allocs; ++i) set_open(&allocs[i], 1);
+    running_kernel = fn->name;
+    cq__emu_blockDim.x = bx; cq__emu_blockDim.y = by; cq__emu_blockDim.z = bz;
+    for (unsigned z = 0; z < gz; ++z)
+        for (unsigned y = 0; y < gy; ++y)
+            for (unsigned x = 0; x < gx; ++x) {
+                cq__emu_blockIdx.x = x; cq__emu_blockIdx.y = y; cq__emu_blockIdx.z = z;
+                for (unsigned tz = 0; tz < bz; ++tz)
+                    for (unsigned ty = 0; ty < by; ++ty)
+                        for (unsigned tx = 0; tx < bx; ++tx) {
+                            cq__emu_threadIdx.x = tx; cq__emu_threadIdx.y = ty; cq__emu_threadIdx.z = tz;
+                            fn->k->call(params);
+                        }
+            }
+    running_kernel = NULL;
+    for (int i = 0; i < n_allocs; ++i) set_open(&allocs[i], 0);
+    ++launches;
+out:
+    unlock();
+    return r;
+}
+
+/* ------------------------------------------------------------------ memory */
+EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *ptr, size_t bytes)
+{
+    CUresult r;
+    long limit = 0;
+    lock();
+    if ((r = need_ctx()) != OK) goto out;
+    if (!ptr || bytes == 0) { r = E_INVALID_VALUE; goto out; }
+    if (fail_mode("oom", NULL) || (fail_mode("oom_after", &limit) && allocs_since >= limit) ||
+        bytes > MOCK_TOTAL_MEM - live_bytes) {
+        r = E_OUT_OF_MEMORY;
+        goto out;
+    }
+    {
+        size_t prot_len = (bytes + page - 1) / page * page, map_len = prot_len + page;
+        char *b = (char *)mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (b == MAP_FAILED) { r = E_OUT_OF_MEMORY; goto out; }
+        if (n_allocs == cap_allocs) {
+            int nc = cap_allocs ? cap_allocs * 2 : 64;
+            alloc_rec *na = (alloc_rec *)realloc(allocs, (size_t)nc * sizeof *na);
+            if (!na) { munmap(b, map_len); r = E_OUT_OF_MEMORY; goto out; }
+            allocs = na;
+            cap_allocs = nc;
+        }
+        memset(b, 0xff, bytes);                       /* device memory is not zeroed: poison it */
+        mprotect(b + prot_len, page, PROT_NONE);      /* guard page, never opened */
+        forget_freed(b, map_len);
+        allocs[n_allocs].base = b;
+        allocs[n_allocs].size = bytes;
+        allocs[n_allocs].prot_len = prot_len;
+        allocs[n_allocs].map_len = map_len;
+        allocs[n_allocs].open = 1;
+        set_open(&allocs[n_allocs], 0);
+        ++n_allocs;
+        live_bytes += bytes;
+        ++allocs_since;
+        *ptr = (CUdeviceptr)(size_t)b;
+    }
+out:
+    unlock();
+    return r;
+}
+
+EXPORT CUresult cuMemFree_v2(CUdeviceptr ptr)
+{
+    CUresult r;
+    int i;
+    lock();
+    if ((r = need_ctx()) != OK) goto out;
+    if (ptr == 0) goto out;
+    for (i = 0; i < n_allocs; ++i)
+        if ((CUdeviceptr)(size_t)allocs[i].base == ptr) break;
+    if (i == n_allocs) {
+        char *fb;
+        size_t fs;
+        alloc_rec *a = find_mapping((const char *)(size_t)ptr);
+        if (a)
+            violation("cuMemFree_v2: 0x%llx is inside allocation 0x%llx (offset %zu), not its base", ptr,
+                      (unsigned long long)(size_t)a->base, (size_t)((const char *)(size_t)ptr - a->base));
+        else if (find_freed((const char *)(size_t)ptr, &fb, &fs) && (CUdeviceptr)(size_t)fb == ptr)
+            violation("cuMemFree_v2: 0x%llx was already freed (double free)", ptr);
+        else
+            violation("cuMemFree_v2: 0x%llx is not a device allocation", ptr);
+        r = E_INVALID_VALUE;
+        goto out;
+    }
+    free_alloc_at(i);
+out:
+    unlock();
+    return r;
+}
+
+EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes)
+{
+    CUresult r;
+    lock();
+    if ((r = need_ctx()) == OK) {
+        if (!free_bytes || !total_bytes) r = E_INVALID_VALUE;
+        else { *free_bytes = MOCK_TOTAL_MEM - live_bytes; *total_bytes = MOCK_TOTAL_MEM; }
+    }
+    unlock();
+    return r;
+}
+
+EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes)
+{
+    CUresult r;
+    alloc_rec *a;
+    lock();
+    if ((r = need_ctx()) != OK) goto out;
+    if (!(a = check_range("cuMemcpyHtoD_v2", "dst", dst, bytes)) || !check_host("cuMemcpyHtoD_v2", "src", src, bytes)) {
+        r = E_INVALID_VALUE;
+        goto out;
+    }
+    if (bytes) {
+        set_open(a, 1);
+        memcpy((void *)(size_t)dst, src, bytes);
+        set_open(a, 0);
+    }
+out:
+    unlock();
+    return r;
+}
+
+EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes)
+{
+    CUresult r;
+    alloc_rec *a;
+    lock();
+    if ((r = need_ctx()) != OK) goto out;
+    if (!(a = check_range("cuMemcpyDtoH_v2", "src", src, bytes)) || !check_host("cuMemcpyDtoH_v2", "dst", dst, bytes)) {
+        r = E_INVALID_VALUE;
+        goto out;
+    }
+    if (bytes) {
+        set_open(a, 1);
+        memcpy(dst, (const void *)(size_t)src, bytes);
+        set_open(a, 0);
+    }
+out:
+    unlock();
+    return r;
+}
+
+EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t bytes)
+{
+    CUresult r;
+    alloc_rec *a, *b;
+    lock();
+    if ((r = need_ctx()) != OK) goto out;
+    if (!(a = check_range("cuMemcpyDtoD_v2", "dst", dst, bytes)) || !(b = check_range("cuMemcpyDtoD_v2", "src", src, bytes))) {
+        r = E_INVALID_VALUE;
+        goto out;
+    }
+    if (bytes && dst < src + bytes && src < dst + bytes) {
+        violation("cuMemcpyDtoD_v2: overlapping ranges dst 0x%llx, src 0x%llx, %zu bytes", dst, src, bytes);
+        r = E_INVALID_VALUE;
+        goto out;
+    }
+    if (bytes) {
+        set_open(a, 1); set_open(b, 1);
+        memcpy((void *)(size_t)dst, (const void *)(size_t)src, bytes);
+        set_open(a, 0); set_open(b, 0);
+    }
+out:
+    unlock();
+    return r;
+}
+
+EXPORT CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char value, size_t count)
+{
+    CUresult r;
+    alloc_rec *a;
+    lock();
+    if ((r = need_ctx()) != OK) goto out;
+    if (!(a = check_range("cuMemsetD8_v2", "dst", dst, count))) { r = E_INVALID_VALUE; goto out; }
+    if (count) {
+        set_open(a, 1);
+        memset((void *)(size_t)dst, value, count);
+        set_open(a, 0);
+    }
+out:
+    unlock();
+    return r;
+}
+
+EXPORT CUresult cuMemsetD32_v2(CUdeviceptr dst, unsigned value, size_t count)
+{
+    CUresult r;
+    alloc_rec *a;
+    lock();
+    if ((r = need_ctx()) != OK) goto out;
+    if (dst & 3) {
+        violation("cuMemsetD32_v2: dst 0x%llx is not 4-byte aligned", dst);
+        r = E_INVALID_VALUE;
+        goto out;
+    }
+    if (count > ((size_t)-1) / 4 || !(a = check_range("cuMemsetD32_v2", "dst", dst, count * 4))) {
+        if (count > ((size_t)-1) / 4) violation("cuMemsetD32_v2 out of bounds: count %zu overflows", count);
+        r = E_INVALID_VALUE;
+        goto out;
+    }
+    if (count) {
+        unsigned *p = (unsigned *)(size_t)dst;
+        set_open(a, 1);
+        for (size_t i = 0; i < count; ++i) p[i] = value;
+        set_open(a, 0);
+    }
+out:
+    unlock();
+    return r;
+}
+
+/* ------------------------------------------------------------------ test hooks */
+EXPORT int cq_mock_live_allocations(void)
+{
+    int n;
+    lock(); n = n_allocs; unlock();
+    return n;
+}
+
+EXPORT size_t cq_mock_live_bytes(void)
+{
+    size_t n;
+    lock(); n = live_bytes; unlock();
+    return n;
+}
+
+EXPORT long cq_mock_launches(void)
+{
+    long n;
+    lock(); n = launches; unlock();
+    return n;
+}
+
+EXPORT int cq_mock_violations(void)
+{
+    int n;
+    lock(); n = violations; unlock();
+    return n;
+}
+
+EXPORT int cq_mock_live_modules(void)
+{
+    int n;
+    lock(); n = n_modules; unlock();
+    return n;
+}
+
+EXPORT int cq_mock_ctx_refs(void)
+{
+    int n;
+    lock(); n = primary ? primary->refs : 0; unlock();
+    return n;
+}
+
+EXPORT int cq_mock_ctx_depth(void) { return ctx_depth; }
+
+EXPORT void cq_mock_reset_faults(void)
+{
+    lock();
+    allocs_since = launches_since = 0;
+    unlock();
+}

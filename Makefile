@@ -21,9 +21,12 @@ pydeps: | $(BUILD)
 	@$(PYTHON) -c "import jinja2, sympy, sys; sys.exit(0 if (jinja2.__version__, sympy.__version__) == ('3.1.6', '1.14.0') else 1)" 2>/dev/null \
 	  || $(PYTHON) -m pip install -q -r generator/requirements.txt
 
-# Regenerates chainqueen.h and cuda/*.cu.  PTX is recompiled (nvcc) only for CUDA modules whose
-# source changed; otherwise it is carried over from the committed header.
+# Regenerates chainqueen.h and cuda/*.cu.  PTX is recompiled only for CUDA modules whose source
+# changed, by the pinned NVRTC (generator/requirements-cuda.txt, installed here if missing);
+# otherwise it is carried over from the committed header.
 regen: pydeps
+	@$(PYTHON) -c "import nvidia.cuda_nvrtc" 2>/dev/null || $(PYTHON) -m pip install -q -r generator/requirements-cuda.txt \
+	  || echo "regen: the pinned NVRTC could not be installed; changed CUDA modules fall back to nvcc"
 	NVCC=$(NVCC) $(PYTHON) -m generator
 
 # Compiles the CUDA sources to PTX (what `make regen` embeds in chainqueen.h, from the same flags).

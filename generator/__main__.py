@@ -2,9 +2,9 @@
 
 Without options: regenerates the repository's chainqueen.h and cuda/chainqueen_kernels_*.cu,
 embedding each CUDA module's PTX (reused from the existing header when its source is unchanged,
-else compiled with nvcc; see generator/ptx.py).  With --material: emits a complete header with
+else compiled with the pinned NVRTC or nvcc; see generator/ptx.py).  With --material: emits a complete header with
 the extra material(s) added (forward and adjoint kernels, both dimensions, both precisions, and
-their PTX when nvcc is on PATH) to the path given by -o.
+their PTX when a CUDA compiler is available) to the path given by -o.
 """
 
 import argparse
@@ -32,7 +32,7 @@ def main(argv=None):
     ap.add_argument("-o", "--output", help="header to write (default: chainqueen.h in the repo)")
     ap.add_argument("--cuda-dir", help="where to write the CUDA sources (default: cuda/ in the repo "
                     "when no --material is given, else none)")
-    ap.add_argument("--rebuild-ptx", action="store_true", help="compile every module with nvcc, reusing none")
+    ap.add_argument("--rebuild-ptx", action="store_true", help="compile every module, reusing none")
     ap.add_argument("--nvcc", default=os.environ.get("NVCC", "nvcc"), help="nvcc to use (default: $NVCC or nvcc)")
     args = ap.parse_args(argv)
 
@@ -49,6 +49,7 @@ def main(argv=None):
     ctx["ptx_missing"] = [tag for (tag, _), m in zip(sources, mods) if m is None]
     ctx["ptx_min_driver"], ctx["ptx_min_cuda"] = ptx.min_driver(mods)
     ctx["ptx_arch"] = ptx.ARCH
+    ctx["ptx_compilers"] = sorted({m["nvcc"] for m in mods if m}) or ["nothing"]
 
     outs = [(header, render("chainqueen.h.j2", ctx))]
     if cuda_dir:

@@ -1,10 +1,14 @@
-"""PTX for the header: compile cuda/*.cu with nvcc, or reuse what a header already embeds.
+"""PTX for the header: compile cuda/*.cu, or reuse what a header already embeds.
 
 Each CUDA module (one per dimension x precision) is keyed by the SHA-256 of its .cu text.  A
 module whose source is unchanged is copied from the existing header (the committed one, or the
-output), so `make regen` is reproducible and needs nvcc only when a kernel changed.  A changed
-module is compiled with nvcc at the lowest virtual architecture CUDA 13 supports; with no nvcc
-it is left out and the header's CUDA backend reports that module as missing.
+output), so `make regen` is reproducible and needs a CUDA compiler only when a kernel changed.
+
+A changed module is compiled at compute_75 (the lowest virtual architecture CUDA 12 and 13 share)
+by the PINNED compiler: NVRTC from the pip wheel in generator/requirements-cuda.txt (CUDA 12.0:
+PTX ISA 8.0, so any driver for CUDA 12.0 or later, R525+, loads it).  Without that wheel, nvcc
+from PATH is used (its release sets the PTX ISA and so the minimum driver), and with neither the
+module is left out and the header's CUDA backend reports it as missing.
 """
 
 import hashlib
@@ -17,12 +21,13 @@ import tempfile
 from . import lz
 
 ARCH = "compute_75"
+NVRTC_FLAGS = ["-arch=" + ARCH]
 NVCC_FLAGS = ["-ptx", "-arch=" + ARCH, "-Werror", "all-warnings", "-diag-suppress", "177"]
 BYTES_PER_LINE = 32
 
 # what a module in the header looks like (templates/ptx.j2 writes it, this parses it back)
 _MODULE = re.compile(
-    r"/\* PTX module (?P<tag>\w+): sha256 (?P<sha>[0-9a-f]{64}), nvcc (?P<nvcc>[\w.]+), "
+    r"/\* PTX module (?P<tag>\w+): sha256 (?P<sha>[0-9a-f]{64}), (?P<nvcc>(?:nvcc|nvrtc) [\w.]+), "
     r"PTX ISA (?P<isa>[\d.]+), (?P<size>\d+) bytes, fnv1a (?P<fnv>0x[0-9a-f]{8}), lz (?P<lz>\d+) bytes \*/\n"
     r"static const unsigned char cq__ptx_(?P=tag)_lz\[\] = \{\n(?P<body>[\d,\n ]*?)\};", re.S)
 
@@ -67,6 +72,49 @@ def nvcc_version(nvcc):
     return m.group(1) if m else None
 
 
+def nvrtc_library():
+    """(ctypes library, 'nvrtc X.Y') of the pinned NVRTC wheel, or (None, None)."""
+    try:
+        import ctypes
+        import nvidia.cuda_nvrtc as pkg
+    except ImportError:
+        return None, None
+    base = os.path.join(list(pkg.__path__)[0], "lib")
+    names = sorted(n for n in os.listdir(base) if n.startswith("libnvrtc.so")) if os.path.isdir(base) else []
+    if not names:
+        return None, None
+    lib = ctypes.CDLL(os.path.join(base, names[0]))
+    major, minor = ctypes.c_int(), ctypes.c_int()
+    lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor))
+    return lib, "nvrtc %d.%d" % (major.value, minor.value)
+
+
+def compile_nvrtc(lib, source_text, tag):
+    import ctypes
+    lib.nvrtcGetErrorString.restype = ctypes.c_char_p
+    prog = ctypes.c_void_p()
+    r = lib.nvrtcCreateProgram(ctypes.byref(prog), source_text.encode("utf-8"),
+                               ("chainqueen_kernels_%s.cu" % tag).encode(), 0, None, None)
+    if r != 0:
+        raise SystemExit("nvrtcCreateProgram failed on module %s: %s" % (tag, lib.nvrtcGetErrorString(r)))
+    opts = (ctypes.c_char_p * len(NVRTC_FLAGS))(*[o.encode() for o in NVRTC_FLAGS])
+    r = lib.nvrtcCompileProgram(prog, len(NVRTC_FLAGS), opts)
+    n = ctypes.c_size_t()
+    lib.nvrtcGetProgramLogSize(prog, ctypes.byref(n))
+    log = ctypes.create_string_buffer(n.value)
+    lib.nvrtcGetProgramLog(prog, log)
+    text = log.value.decode("utf-8", "replace")
+    # warnings are errors, as with nvcc -Werror all-warnings, except #177 (unused static helper)
+    warnings = [l for l in text.splitlines() if re.search(r"warning #\d+", l) and "#177" not in l]
+    if r != 0 or warnings:
+        raise SystemExit("NVRTC failed on module %s:\n%s" % (tag, text))
+    lib.nvrtcGetPTXSize(prog, ctypes.byref(n))
+    out = ctypes.create_string_buffer(n.value)
+    lib.nvrtcGetPTX(prog, out)
+    lib.nvrtcDestroyProgram(ctypes.byref(prog))
+    return out.value
+
+
 def compile_ptx(nvcc, source_text, tag):
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, "chainqueen_kernels_%s.cu" % tag)
@@ -88,21 +136,28 @@ def modules(sources, reuse_headers, nvcc="nvcc", rebuild=False, log=print):
     for h in reuse_headers:
         for tag, m in embedded_modules(h).items():
             known.setdefault((tag, m["sha"]), m)
+    nvrtc, nvrtc_version = nvrtc_library()
     have_nvcc = shutil.which(nvcc) is not None
-    version = nvcc_version(nvcc) if have_nvcc else None
+    version = nvcc_version(nvcc) if have_nvcc and not nvrtc else None
     out = []
     for tag, text in sources:
         sha = sha256(text)
         m = None if rebuild else known.get((tag, sha))
         if m is None:
-            if not have_nvcc:
-                log("ptx %s: SKIP (source changed and no nvcc on PATH: the header will have no PTX for it)" % tag)
+            if nvrtc:
+                data, compiler = compile_nvrtc(nvrtc, text, tag), nvrtc_version
+            elif have_nvcc:
+                data, compiler = compile_ptx(nvcc, text, tag), "nvcc " + (version or "unknown")
+                log("ptx %s: WARNING: the pinned NVRTC wheel is not installed (pip install -r "
+                    "generator/requirements-cuda.txt); using %s, whose PTX ISA may need a newer driver" % (tag, compiler))
+            else:
+                log("ptx %s: SKIP (source changed, and neither NVRTC (generator/requirements-cuda.txt) nor nvcc is "
+                    "available: the header will have no PTX for it)" % tag)
                 out.append(None)
                 continue
-            data = compile_ptx(nvcc, text, tag)
             isa = re.search(rb"^\.version ([\d.]+)", data, re.M)
-            m = {"sha": sha, "nvcc": version or "unknown", "isa": isa.group(1).decode() if isa else "?", "ptx": data}
-            log("ptx %s: compiled with nvcc %s (%d bytes)" % (tag, m["nvcc"], len(data)))
+            m = {"sha": sha, "nvcc": compiler, "isa": isa.group(1).decode() if isa else "?", "ptx": data}
+            log("ptx %s: compiled with %s (%d bytes, PTX ISA %s)" % (tag, compiler, len(data), m["isa"]))
         comp = m.get("lz") or lz.encode(m["ptx"])
         lines = [",".join(str(b) for b in comp[i:i + BYTES_PER_LINE]) + ","
                  for i in range(0, len(comp), BYTES_PER_LINE)]
@@ -115,7 +170,7 @@ def modules(sources, reuse_headers, nvcc="nvcc", rebuild=False, log=print):
 def min_driver(mods):
     """(cuDriverGetVersion value, 'major.minor') a driver needs for PTX from this nvcc: the PTX ISA
     of a CUDA release is understood by that release's driver and later ones."""
-    vers = [m["nvcc"] for m in mods if m]
+    vers = [m["nvcc"].split()[-1] for m in mods if m]
     if not vers:
         return 0, "none"
     major, minor = (int(x) for x in max(vers, key=lambda v: [int(x) for x in v.split(".")]).split(".")[:2])

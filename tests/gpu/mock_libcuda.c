@@ -46,7 +46,7 @@
    list of
      init            cuInit returns 100 (CUDA_ERROR_NO_DEVICE)
      nodevice        cuInit succeeds, cuDeviceGetCount gives 0 devices
-     oldriver        cuDriverGetVersion reports 12040 (CUDA 12.4)
+     oldriver        cuDriverGetVersion reports 11080 (CUDA 11.8)
      ptx             cuModuleLoadDataEx returns 218 with log "ptxas fatal: mock rejects this PTX"
      oom             every cuMemAlloc returns 2
      oom_after=N     the first N cuMemAlloc succeed, later ones return 2
@@ -94,7 +94,7 @@ typedef void *CUstream;
 #define E_LAUNCH_FAILED 719
 
 #define MOCK_DRIVER_VERSION 13000
-#define MOCK_OLD_DRIVER_VERSION 12040
+#define MOCK_OLD_DRIVER_VERSION 11080
 #define MOCK_TOTAL_MEM ((size_t)8 << 30)
 #define MOCK_DEVICE_NAME "Mock GPU (CPU emulation)"
 #define MOCK_CC_MAJOR 9

@@ -282,7 +282,7 @@ int main(int argc, char **argv)
     /* fault injection */
     setfail("init");     EQ(cu.Init(0), 100);
     setfail("nodevice"); EQ(cu.Init(0), 0); EQ(cu.DeviceGetCount(&count), 0); EQ(count, 0); EQ(cu.DeviceGet(&dev, 0), 101);
-    setfail("oldriver"); EQ(cu.DriverGetVersion(&v), 0); EQ(v, 12040);
+    setfail("oldriver"); EQ(cu.DriverGetVersion(&v), 0); EQ(v, 11080);
     setfail("ptx");
     vals[1] = (void *)sizeof log; log[0] = 0;
     {

@@ -62,7 +62,7 @@ item compile_c99 $CC -std=c99 $WARN -c tests/compile/impl.c -o $B/impl_c99.o
 item compile_cxx11 $CXX -std=c++11 $WARN -x c++ -c tests/compile/impl.c -o $B/impl_cxx.o
 item compile_c99_openmp $CC -std=c99 $WARN -fopenmp -c tests/compile/impl.c -o $B/impl_omp.o
 item compile_cxx11_openmp $CXX -std=c++11 $WARN -fopenmp -x c++ -c tests/compile/impl.c -o $B/impl_cxx_omp.o
-item compile_no_cuda sh -c "$CC -std=c99 $WARN tests/compile/no_cuda.c -o $B/no_cuda -lm && ./$B/no_cuda"
+item compile_no_cuda sh -c "$CC -std=c99 $WARN tests/compile/no_cuda.c -o $B/no_cuda -lm && ./$B/no_cuda && ! nm $B/no_cuda | grep -q dlopen"
 item decl_only_c89_link sh -c "$CC -std=c89 -Wall -Wextra -Werror -pedantic -Wno-long-long -c tests/compile/decl_only.c -o $B/decl.o && \
     $CC $B/decl.o $B/impl_c99.o -o $B/decl_only -lm && ./$B/decl_only"
 item decl_only_cxx_link sh -c "$CXX -std=c++98 $WARN -x c++ -c tests/compile/decl_only.c -o $B/decl_cxx.o && \

@@ -102,7 +102,8 @@ for t in test_physics test_errors test_gradients test_robot; do
     item ${t}_on_mock_cuda env CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_NO_PROTECT=1 ./$B/$t
 done
 item example_10_on_mock_cuda sh -c "$CC -std=c99 -O2 $WARN examples/10_cpu_vs_gpu.c -o $B/cpu_vs_gpu -lm && \
-    CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_NO_PROTECT=1 ./$B/cpu_vs_gpu | tee /dev/stderr | grep -q 'largest difference'"
+    CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_NO_PROTECT=1 ./$B/cpu_vs_gpu > $L/cpu_vs_gpu.out; rc=\$?; cat $L/cpu_vs_gpu.out; \
+    grep -q 'largest difference' $L/cpu_vs_gpu.out && [ \$rc -eq 0 ]"
 item bench_quick_on_mock_cuda sh -c "$CC -std=c99 -O2 $WARN bench/bench.c -o $B/bench_gpu -lm && \
     CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_NO_PROTECT=1 ./$B/bench_gpu quick gpu"
 # a real GPU, where there is one (tests/gpu/run.sh is the full GPU suite)

@@ -12,17 +12,7 @@
 #include "../chainqueen.h"
 #define CQ_IMAGE_IMPLEMENTATION
 #include "cq_image.h"
-#include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#ifdef _WIN32
-#include <direct.h>
-#define make_dir(path) _mkdir(path)
-#else
-#include <sys/stat.h>
-#define make_dir(path) mkdir((path), 0777)
-#endif
+#include "cq_example.h"   /* cqx_make_dir, cqx_log_all */
 
 #define RES 80                /* grid cells per axis; the domain is [0, 1)^2, y up */
 #define WALL 3                /* wall thickness in cells (the library default) */
@@ -47,14 +37,6 @@ static const body bodies[] = {
     {"thrown block", 0.80, 0.50, 0.90, 0.60, -2.0, 2.0, 5e3, 1.0, {60, 100, 210}},
 };
 #define NBODIES (int)(sizeof bodies / sizeof bodies[0])
-
-/* Library messages (backend choice, dt warnings, errors) go to stderr. */
-static void on_log(cq_log_level level, const char *msg, void *user)
-{
-    (void)user;
-    fprintf(stderr, "chainqueen %s: %s\n",
-            level == CQ_LOG_ERROR ? "error" : level == CQ_LOG_WARNING ? "warning" : "info", msg);
-}
 
 /* Particles on a lattice of spacing dx/2 (matching the default volume (dx/2)^2) filling the
    rectangle; writes positions and velocities, returns the count (at most cap). */
@@ -110,10 +92,7 @@ int main(int argc, char **argv)
 
     memset(&gif, 0, sizeof gif);
     if (!x || !v || !F || cq_img_init(&im, IMG, IMG) != 0) { fprintf(stderr, "out of memory\n"); goto done; }
-    if (make_dir(dir) != 0 && errno != EEXIST) {
-        fprintf(stderr, "cannot create directory %s: %s\n", dir, strerror(errno));
-        goto done;
-    }
+    if (cqx_make_dir(dir)) goto done;
 
     memset(&d, 0, sizeof d);                 /* zero = defaults: f32, fixed corotated, CPU */
     d.dim = 2;
@@ -124,7 +103,7 @@ int main(int argc, char **argv)
     d.gravity[1] = -9.8;
     d.boundary = CQ_BOUNDARY_FRICTION;
     d.friction = 0.4;
-    d.logger.func = on_log;
+    d.logger.func = cqx_log_all;             /* library messages (backend choice, dt warnings, errors) to stderr */
     if (cq_sim_create(&d, &sim) != CQ_SUCCESS) goto done;   /* the logger printed why */
 
     /* One cq_sim_add_particles call per body, each with its own stiffness and density. */
@@ -176,7 +155,7 @@ int main(int argc, char **argv)
     printf("wrote %s (%d frames) and %s/frame_*.png (%d frames)\n", path, FRAMES, dir, pngs);
     rc = 0;
 done:
-    /* a failing cq_* call has already reported itself through on_log (CQ_LOG_ERROR carries the
+    /* a failing cq_* call has already reported itself through cqx_log_all (CQ_LOG_ERROR carries the
        same text as cq_sim_last_error) */
     cq_gif_end(&gif);                        /* harmless when already closed */
     cq_sim_destroy(sim);

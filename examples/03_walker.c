@@ -25,19 +25,7 @@
 #include "../chainqueen_robot.h"
 #define CQ_IMAGE_IMPLEMENTATION
 #include "cq_image.h"
-#include <errno.h>
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#ifdef _WIN32
-#include <direct.h>
-#define make_dir(path) _mkdir(path)
-#else
-#include <sys/stat.h>
-#define make_dir(path) mkdir((path), 0777)
-#endif
+#include "cq_example.h"   /* arguments, loss plot, GIF, keep-the-best bookkeeping */
 
 /* ---- world: a 128 x 32 grid of dx = 1/64, so the domain is [0, 2) x [0, 0.5), y up; the
    outer 3 node layers are walls (floor top at y = 3/64), Coulomb friction on them. */
@@ -142,48 +130,10 @@ static double final_loss(const cq_robot_state *s, double *dL_dx, double *dL_dv, 
     return -(cx - c->x0);
 }
 
-/* ---- recording a forward rollout: a running "loss" that is always 0 and keeps every state */
-typedef struct recorder {
-    int n, steps;
-    double *x;                /* [(steps + 1) * 2n] */
-    double *a;                /* [(steps + 1) * NACT] actions (the last frame repeats the last) */
-} recorder;
-static double record_state(const cq_robot_state *s, const double *a, double *dL_da, double *dL_dx, double *dL_dv,
-                           void *user)
-{
-    recorder *rec = (recorder *)user;
-    (void)dL_da; (void)dL_dx; (void)dL_dv;
-    if (s->step <= rec->steps) {
-        memcpy(rec->x + (size_t)s->step * 2 * rec->n, s->x, sizeof(double) * 2 * rec->n);
-        memcpy(rec->a + (size_t)s->step * NACT, a, sizeof(double) * NACT);
-    }
-    return 0;
-}
-static double record_final(const cq_robot_state *s, double *dL_dx, double *dL_dv, void *user)
-{
-    recorder *rec = (recorder *)user;
-    (void)dL_dx; (void)dL_dv;
-    if (s->step <= rec->steps && s->step > 0) {
-        memcpy(rec->x + (size_t)s->step * 2 * rec->n, s->x, sizeof(double) * 2 * rec->n);
-        memcpy(rec->a + (size_t)s->step * NACT, rec->a + (size_t)(s->step - 1) * NACT, sizeof(double) * NACT);
-    }
-    return 0;
-}
-
 /* ---- drawing */
 static int px_x(double x) { return (int)floor(x / (RESX * DX) * IMG_W + 0.5); }
 
-static void draw_world(cq_img *im, double start_x)
-{
-    const int wall = WALL * PX_PER_CELL;
-    cq_img_clear(im, 245, 243, 235);
-    cq_img_rect(im, 0, IMG_H - wall, IMG_W - 1, IMG_H - 1, 90, 90, 100);               /* floor */
-    for (int k = 1; k < 10 * RESX * DX; ++k)                                           /* marks every 0.1 */
-        cq_img_rect(im, px_x(0.1 * k), IMG_H - wall, px_x(0.1 * k), IMG_H - wall + (k % 5 ? 3 : 8), 230, 230, 230);
-    cq_img_rect(im, 0, 0, wall - 1, IMG_H - wall - 1, 200, 200, 205);                  /* side walls */
-    cq_img_rect(im, IMG_W - wall, 0, IMG_W - 1, IMG_H - wall - 1, 200, 200, 205);
-    cq_img_line(im, px_x(start_x), wall, px_x(start_x), IMG_H - wall - 1, 170, 170, 170);   /* start line */
-}
+static void draw_world(cq_img *im, double start_x) { cqx_draw_side_world(im, RESX * DX, WALL * PX_PER_CELL, start_x); }
 
 /* Body dark green; each leg half by its signal: grey at a = 0, red towards a = 1, blue towards -1. */
 static void draw_robot(cq_img *im, const robot *r, const double *x, const double *a, int faint)
@@ -208,79 +158,19 @@ static void draw_robot(cq_img *im, const robot *r, const double *x, const double
     }
 }
 
-/* A round tick spacing (1, 2 or 5 times a power of 10) giving 3 to 10 ticks over range. */
-static double nice_step(double range)
+/* one GIF frame: the recorded state of step f */
+typedef struct movie { const robot *rob; const cqx_recorder *rec; double start_x; } movie;
+static void draw_frame(cq_img *im, int f, void *user)
 {
-    double step = pow(10, floor(log10(range)));
-    while (range / step < 3) step *= range / step < 1.5 ? 0.2 : 0.5;   /* 1 -> 0.5 -> 0.2 -> 0.1 ... */
-    return step;
-}
-
-/* Loss curve (no text: the ticks are printed to stdout): x = iteration, y = loss; red = the loss
-   of each iteration, blue = the best so far, grey = loss 0. */
-static int write_loss_plot(const char *path, const double *loss, int iters, double *ystep, int *xstep)
-{
-    const int W = 480, H = 320, L = 40, R = 20, T = 20, B = 30;
-    double lo = 0, hi = 0, best = 0;
-    cq_img im = {0, 0, NULL};
-    int rc;
-    if (cq_img_init(&im, W, H) != 0) return -1;
-    cq_img_clear(&im, 255, 255, 255);
-    for (int i = 0; i < iters; ++i) {
-        if (i == 0 || loss[i] < lo) lo = loss[i];
-        if (i == 0 || loss[i] > hi) hi = loss[i];
-    }
-    if (hi - lo < 1e-6) { hi += 0.5e-3; lo -= 0.5e-3; }
-    {   const double pad = 0.05 * (hi - lo); hi += pad; lo -= pad; }
-    *ystep = nice_step(hi - lo);
-    *xstep = iters > 50 ? 10 : (iters > 10 ? 5 : 1);
-#define PLOT_X(i) (L + (int)((double)(i) / (iters > 1 ? iters - 1 : 1) * (W - L - R) + 0.5))
-#define PLOT_Y(v) (T + (int)((hi - (v)) / (hi - lo) * (H - T - B) + 0.5))
-    for (double v = ceil(lo / *ystep) * *ystep; v <= hi; v += *ystep) {      /* y ticks + light grid */
-        cq_img_line(&im, L + 1, PLOT_Y(v), W - R, PLOT_Y(v), 232, 232, 232);
-        cq_img_line(&im, L - 5, PLOT_Y(v), L, PLOT_Y(v), 0, 0, 0);
-    }
-    for (int i = 0; i < iters; i += *xstep)                                 /* x ticks, longer every 5th */
-        cq_img_line(&im, PLOT_X(i), H - B, PLOT_X(i), H - B + (i % (5 * *xstep) ? 4 : 8), 0, 0, 0);
-    if (lo < 0 && hi > 0) cq_img_line(&im, L + 1, PLOT_Y(0.0), W - R, PLOT_Y(0.0), 150, 150, 150);
-    cq_img_line(&im, L, T, L, H - B, 0, 0, 0);                              /* axes */
-    cq_img_line(&im, L, H - B, W - R, H - B, 0, 0, 0);
-    for (int i = 0; i < iters; ++i) {
-        const double prev = best;
-        best = i == 0 || loss[i] < best ? loss[i] : best;
-        if (i > 0) {
-            cq_img_line(&im, PLOT_X(i - 1), PLOT_Y(prev), PLOT_X(i), PLOT_Y(best), 60, 90, 220);
-            cq_img_line(&im, PLOT_X(i - 1), PLOT_Y(loss[i - 1]), PLOT_X(i), PLOT_Y(loss[i]), 210, 40, 40);
-        }
-        cq_img_disc(&im, PLOT_X(i), PLOT_Y(loss[i]), iters > 60 ? 1.0 : 2.0, 210, 40, 40);
-    }
-#undef PLOT_X
-#undef PLOT_Y
-    rc = cq_img_write_png(path, &im);
-    cq_img_free(&im);
-    return rc;
-}
-
-static void on_log(cq_log_level level, const char *msg, void *user)
-{
-    (void)user;
-    if (level == CQ_LOG_INFO) return;           /* which backend was chosen: not news here */
-    fprintf(stderr, "chainqueen %s: %s\n",
-            level == CQ_LOG_ERROR ? "error" : level == CQ_LOG_WARNING ? "warning" : "info", msg);
-}
-
-static int is_number(const char *s)
-{
-    if (!*s) return 0;
-    for (; *s; ++s)
-        if (*s < '0' || *s > '9') return 0;
-    return 1;
+    const movie *m = (const movie *)user;
+    draw_world(im, m->start_x);
+    draw_robot(im, m->rob, m->rec->x + (size_t)f * 2 * m->rob->n, m->rec->a + (size_t)f * NACT, 0);
 }
 
 int main(int argc, char **argv)
 {
-    const char *dir = "out";
-    int quick = 0, iters = -1, steps, rc = 1, n_obs, n_act = 0;
+    cqx_args args;
+    int iters, steps, rc = 1, n_obs, n_act = 0;
     robot rob = {0, NULL, NULL, NULL};
     cq_sim_desc d;
     cq_particles_desc pd;
@@ -295,29 +185,21 @@ int main(int argc, char **argv)
     cq_robot_rollout_desc rd;
     cq_robot_rollout_out ro;
     loss_ctx lc;
-    recorder rec = {0, 0, NULL, NULL};
-    double *theta = NULL, *theta0 = NULL, *theta_best = NULL, *grad = NULL, *grad_best = NULL;
+    cqx_recorder rec = {0, 2, NACT, 0, NULL, NULL};
+    cqx_best best = {0, HUGE_VAL, -1, NULL, NULL};
+    movie mov;
+    double *theta = NULL, *theta0 = NULL, *grad = NULL;
     double *xs = NULL, *losses = NULL, *offset = NULL, *scale = NULL;
-    double dist_init = 0, dist_opt = 0, best_loss = HUGE_VAL, lr = LEARNING_RATE, ystep = 1;
-    int hidden[1] = {HIDDEN}, P, done_iters = 0, best_it = -1, xstep = 1, frames = 0;
+    double dist_init = 0, dist_opt = 0, ystep = 1;
+    int hidden[1] = {HIDDEN}, P, done_iters = 0, xstep = 1, frames = 0;
     char path[1024];
     cq_img im = {0, 0, NULL};
-    cq_gif gif;
     clock_t t_start = clock();
 
-    memset(&gif, 0, sizeof gif);
-    for (int i = 1; i < argc; ++i) {
-        if (strcmp(argv[i], "quick") == 0) quick = 1;
-        else if (is_number(argv[i])) iters = atoi(argv[i]);
-        else dir = argv[i];
-    }
-    steps = quick ? QUICK_STEPS : STEPS;
-    if (iters < 0) iters = quick ? QUICK_ITERS : ITERS;
+    if (cqx_parse_args(argc, argv, 1, NULL, NULL, &args)) return 1;
+    steps = args.quick ? QUICK_STEPS : STEPS;
+    iters = args.iters >= 0 ? args.iters : args.quick ? QUICK_ITERS : ITERS;
     if (iters < 1) iters = 1;
-    if (make_dir(dir) != 0 && errno != EEXIST) {
-        fprintf(stderr, "cannot create directory %s: %s\n", dir, strerror(errno));
-        return 1;
-    }
     if (build_robot(&rob) != 0) { fprintf(stderr, "out of memory\n"); goto done; }
     lc.x0 = centroid_x(rob.x, rob.n);
     for (int p = 0; p < rob.n; ++p) n_act += rob.act[p] >= 0;
@@ -329,7 +211,7 @@ int main(int argc, char **argv)
     d.precision = CQ_PRECISION_F32;
     d.boundary = CQ_BOUNDARY_FRICTION; d.friction = FRICTION;
     d.checkpoint_every = (int)(sqrt((double)steps) + 0.5);
-    d.logger.func = on_log;
+    d.logger.func = cqx_log_warnings;
     if (cq_sim_create(&d, &sim) != CQ_SUCCESS) goto done;
     memset(&pd, 0, sizeof pd);
     pd.count = rob.n; pd.x = rob.x; pd.actuator = rob.act;
@@ -376,11 +258,12 @@ int main(int argc, char **argv)
     P = cq_robot_controller_params(mlp);
     theta = (double *)calloc((size_t)P, sizeof *theta);
     theta0 = (double *)calloc((size_t)P, sizeof *theta0);
-    theta_best = (double *)calloc((size_t)P, sizeof *theta_best);
-    grad_best = (double *)calloc((size_t)P, sizeof *grad_best);
+    best.n = P;
+    best.params = (double *)calloc((size_t)P, sizeof *best.params);
+    best.grad = (double *)calloc((size_t)P, sizeof *best.grad);
     grad = (double *)calloc((size_t)P, sizeof *grad);
     losses = (double *)calloc((size_t)iters, sizeof *losses);
-    if (!theta || !theta0 || !theta_best || !grad || !grad_best || !losses) goto oom;
+    if (!theta || !theta0 || !best.params || !grad || !best.grad || !losses) goto oom;
     cq_robot_controller_init_params(mlp, theta);
     memcpy(theta0, theta, sizeof(double) * (size_t)P);
 
@@ -391,7 +274,7 @@ int main(int argc, char **argv)
     printf("walker: %d particles (%d actuated), grid %dx%d, %d steps x %d substeps (%.2f s), "
            "MLP %d-%d-%d (%d params)%s\n",
            rob.n, n_act, RESX, RESY, steps, SUBSTEPS, steps * SUBSTEPS * DT, n_obs + 2 * md.phase_harmonics, HIDDEN,
-           md.outputs, P, quick ? ", quick" : "");
+           md.outputs, P, args.quick ? ", quick" : "");
 
     /* ---- optimise: rollout (forward + reverse) -> dL/dtheta -> Adam */
     memset(&rd, 0, sizeof rd);
@@ -408,7 +291,7 @@ int main(int argc, char **argv)
         if (cq_robot_rollout(sim, &rd, &ro) != CQ_SUCCESS) {
             /* e.g. a gait that throws a particle out of the grid: stop, keep the best params */
             fprintf(stderr, "iteration %d: %s; stopping\n", it, ro.error);
-            if (best_it < 0) goto done;
+            if (best.it < 0) goto done;
             break;
         }
         cq_sim_get(sim, CQ_FIELD_X, xs);                   /* the sim stays at step T */
@@ -416,20 +299,12 @@ int main(int argc, char **argv)
         for (int i = 0; i < P; ++i) gn += grad[i] * grad[i];
         losses[it] = ro.loss;
         done_iters = it + 1;
-        if (ro.loss < best_loss) {
-            best_loss = ro.loss; best_it = it;
-            memcpy(theta_best, theta, sizeof(double) * (size_t)P);
-            memcpy(grad_best, grad, sizeof(double) * (size_t)P);
-        } else if (ro.loss > best_loss + BACKTRACK * fabs(best_loss) + 0.01 && it + 1 < iters) {
-            /* Walking gaits have cliffs (a stumble, a fall): when a step lands far worse than the
-               best so far, go back to the best params and continue with half the step size. */
-            lr *= 0.5;
-            memcpy(theta, theta_best, sizeof(double) * (size_t)P);
-            memcpy(grad, grad_best, sizeof(double) * (size_t)P);
-            cq_robot_optimizer_destroy(opt); opt = NULL;
-            od.learning_rate = lr;
-            if (cq_robot_optimizer_create(&od, &opt) != CQ_SUCCESS) goto robot_error;
-            note = "  -> back to the best, step size halved";
+        /* Walking gaits have cliffs (a stumble, a fall): when a step lands far worse than the
+           best so far, go back to the best params and continue with half the step size. */
+        switch (cqx_best_update(&best, it, iters, ro.loss, BACKTRACK, 0.01, theta, grad, &opt, &od)) {
+        case -1: goto robot_error;
+        case 1: note = CQX_WENT_BACK; break;
+        default: break;
         }
         printf("iteration %3d  loss %+.5f  walked %+.4f  |grad| %.2e%s\n", it, ro.loss, walked, sqrt(gn), note);
         fflush(stdout);
@@ -440,51 +315,39 @@ int main(int argc, char **argv)
     }
 
     /* ---- evaluate initial and optimised controllers (forward only), recording every state */
-    rec.n = rob.n; rec.steps = steps;
+    rec.n = rob.n; rec.steps = steps;   /* dim 2, NACT signals */
     rec.x = (double *)malloc(sizeof(double) * (size_t)(steps + 1) * 2 * rob.n);
     rec.a = (double *)malloc(sizeof(double) * (size_t)(steps + 1) * NACT);
     if (!rec.x || !rec.a) goto oom;
     rd.forward_only = 1; rd.action_penalty = 0;
-    rd.running_loss = record_state; rd.running_user = &rec;
-    rd.final_loss = record_final; rd.final_user = &rec;
+    rd.running_loss = cqx_record_state; rd.running_user = &rec;
+    rd.final_loss = cqx_record_final; rd.final_user = &rec;
     rd.params = theta0;
     if (cq_robot_rollout(sim, &rd, &ro) != CQ_SUCCESS) { fprintf(stderr, "%s\n", ro.error); goto done; }
     dist_init = centroid_x(rec.x + (size_t)steps * 2 * rob.n, rob.n) - lc.x0;
-    rd.params = theta_best;
+    rd.params = best.params;
     if (cq_robot_rollout(sim, &rd, &ro) != CQ_SUCCESS) { fprintf(stderr, "%s\n", ro.error); goto done; }
     dist_opt = centroid_x(rec.x + (size_t)steps * 2 * rob.n, rob.n) - lc.x0;
 
     /* ---- pictures: the optimised gait as a GIF (at most ~80 frames: every step or every 2nd, at half
        speed), its final pose over the initial one, the loss curve */
+    snprintf(path, sizeof path, "%s/walker.gif", args.dir);
+    mov.rob = &rob; mov.rec = &rec; mov.start_x = lc.x0;
+    if (cqx_write_rollout_gif(path, IMG_W, IMG_H, steps, draw_frame, &mov, &frames) != 0) goto write_error;
     if (cq_img_init(&im, IMG_W, IMG_H) != 0) goto oom;
-    snprintf(path, sizeof path, "%s/walker.gif", dir);
-    if (cq_gif_begin(&gif, path, IMG_W, IMG_H, 2 * ((steps + 1) / 80 + 1)) != 0) goto write_error;
-    for (int f = 0; f <= steps; f += (steps + 1) / 80 + 1) {
-        draw_world(&im, lc.x0);
-        draw_robot(&im, &rob, rec.x + (size_t)f * 2 * rob.n, rec.a + (size_t)f * NACT, 0);
-        if (cq_gif_frame(&gif, &im) != 0) goto write_error;
-        frames++;
-    }
-    if (cq_gif_end(&gif) != 0) goto write_error;
     draw_world(&im, lc.x0);
     draw_robot(&im, &rob, rec.x, rec.a, 1);
     draw_robot(&im, &rob, rec.x + (size_t)steps * 2 * rob.n, rec.a + (size_t)steps * NACT, 0);
-    snprintf(path, sizeof path, "%s/walker_final.png", dir);
+    snprintf(path, sizeof path, "%s/walker_final.png", args.dir);
     if (cq_img_write_png(path, &im) != 0) goto write_error;
-    snprintf(path, sizeof path, "%s/walker_loss.png", dir);
-    if (write_loss_plot(path, losses, done_iters, &ystep, &xstep) != 0) goto write_error;
+    snprintf(path, sizeof path, "%s/walker_loss.png", args.dir);
+    if (cqx_plot_loss(path, losses, done_iters, &ystep, &xstep) != 0) goto write_error;
 
     printf("initial controller walked %.4f, optimised walked %.4f (best of %d iterations: iteration %d; %.1f s CPU)\n",
-           dist_init, dist_opt, done_iters, best_it, (double)(clock() - t_start) / CLOCKS_PER_SEC);
+           dist_init, dist_opt, done_iters, best.it, (double)(clock() - t_start) / CLOCKS_PER_SEC);
     printf("wrote %s/walker.gif (%d frames), %s/walker_final.png, %s/walker_loss.png (x ticks every %d iterations, "
-           "y ticks every %g in loss)\n", dir, frames, dir, dir, xstep, ystep);
-    if (quick) {
-        const int ok = done_iters > 1 && losses[done_iters - 1] < losses[0];
-        printf("loss decreased: %s (%.5f -> %.5f)\n", ok ? "yes" : "no", losses[0], losses[done_iters - 1]);
-        rc = ok ? 0 : 1;
-    } else {
-        rc = 0;
-    }
+           "y ticks every %g in loss)\n", args.dir, frames, args.dir, args.dir, xstep, ystep);
+    rc = args.quick ? cqx_quick_verdict(done_iters, losses[0], losses[done_iters - 1]) : 0;
     goto done;
 
 oom:
@@ -496,7 +359,6 @@ robot_error:
 write_error:
     fprintf(stderr, "cannot write %s\n", path);
 done:
-    cq_gif_end(&gif);
     cq_img_free(&im);
     cq_robot_optimizer_destroy(opt);
     cq_robot_controller_destroy(mlp);
@@ -504,7 +366,7 @@ done:
     cq_robot_actuators_destroy(act);
     cq_sim_destroy(sim);
     free(rob.x); free(rob.act); free(rob.obs_group);
-    free(theta); free(theta0); free(theta_best); free(grad); free(grad_best);
+    free(theta); free(theta0); free(best.params); free(grad); free(best.grad);
     free(xs); free(losses); free(offset); free(scale);
     free(rec.x); free(rec.a);
     return rc;

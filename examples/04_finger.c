@@ -18,18 +18,7 @@
 #include "../chainqueen_robot.h"
 #define CQ_IMAGE_IMPLEMENTATION
 #include "cq_image.h"
-#include <errno.h>
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#ifdef _WIN32
-#include <direct.h>
-#define make_dir(path) _mkdir(path)
-#else
-#include <sys/stat.h>
-#define make_dir(path) mkdir((path), 0777)
-#endif
+#include "cq_example.h"   /* arguments, log callback, loss plot */
 
 #define RES 64                /* grid cells per axis; the domain is [0, 1)^2, y up */
 #define WALL 3                /* wall thickness in cells (library default): sticky floor below y = 3/64 */
@@ -56,12 +45,6 @@ typedef struct finger {
     int nroute;
     double *x, *F, *seed, *grad;   /* grad: dL/du, STEPS x 2 */
 } finger;
-
-static void on_log(cq_log_level level, const char *msg, void *user)
-{
-    (void)user;
-    if (level <= CQ_LOG_WARNING) fprintf(stderr, "chainqueen: %s\n", msg);
-}
 
 static int pid(int i, int j) { return j * NX + i; }   /* particle of column i, row j */
 
@@ -161,47 +144,11 @@ done:
     return rc;
 }
 
-/* log10(loss) per iteration, with one grid line per decade */
-static int plot_loss(const char *path, const double *loss, int n)
-{
-    const int W = 480, H = 320, L = 40, R = 460, T = 20, B = 290;
-    double lo = 1e300, hi = -1e300;
-    cq_img im;
-    int rc;
-    if (cq_img_init(&im, W, H)) return 1;
-    cq_img_clear(&im, 250, 250, 250);
-    for (int i = 0; i < n; ++i) {
-        double l = log10(loss[i] > 1e-30 ? loss[i] : 1e-30);
-        if (l < lo) lo = l;
-        if (l > hi) hi = l;
-    }
-    lo = floor(lo); hi = ceil(hi);
-    if (hi <= lo) hi = lo + 1;
-    for (double d = lo; d <= hi + 1e-9; d += 1) {
-        int y = B - (int)((d - lo) / (hi - lo) * (B - T));
-        cq_img_line(&im, L, y, R, y, 215, 215, 215);
-    }
-    cq_img_line(&im, L, B, R, B, 0, 0, 0);
-    cq_img_line(&im, L, T, L, B, 0, 0, 0);
-    for (int i = 0; i < n; ++i) {
-        double l = log10(loss[i] > 1e-30 ? loss[i] : 1e-30);
-        int px = L + (n > 1 ? (int)((double)i / (n - 1) * (R - L)) : 0), py = B - (int)((l - lo) / (hi - lo) * (B - T));
-        if (i > 0) {
-            double l0 = log10(loss[i - 1] > 1e-30 ? loss[i - 1] : 1e-30);
-            int qx = L + (int)((double)(i - 1) / (n - 1) * (R - L)), qy = B - (int)((l0 - lo) / (hi - lo) * (B - T));
-            cq_img_line(&im, qx, qy, px, py, 30, 90, 200);
-        }
-        cq_img_disc(&im, px, py, 2.5, 200, 50, 40);
-    }
-    rc = cq_img_write_png(path, &im);
-    cq_img_free(&im);
-    return rc;
-}
-
 int main(int argc, char **argv)
 {
-    const char *dir = "out";
-    int quick = 0, iters, rc = 1;
+    cqx_args args;
+    static const unsigned char BLUE[1][3] = {{30, 90, 200}}, RED[1][3] = {{200, 50, 40}};   /* loss plot */
+    int iters, rc = 1;
     static double x[2 * NX * NY], F[4 * NX * NY], seed[2 * NX * NY];
     double u[2 * STEPS], grad[2 * STEPS], lo[2 * STEPS], hi[2 * STEPS], losses[128], t[2];
     char path[1024];
@@ -210,19 +157,14 @@ int main(int argc, char **argv)
     cq_robot_optimizer_desc od;
     cq_robot_optimizer *opt = NULL;
     cq_gif gif;
+    const double *curve[1];
     finger f;
 
-    for (int i = 1; i < argc; ++i) {
-        if (strcmp(argv[i], "quick") == 0) quick = 1;
-        else dir = argv[i];
-    }
-    iters = quick ? 3 : 40;
+    curve[0] = losses;
+    if (cqx_parse_args(argc, argv, 0, NULL, NULL, &args)) return 1;
+    iters = args.quick ? 3 : 40;
     memset(&gif, 0, sizeof gif);
     memset(&f, 0, sizeof f);
-    if (make_dir(dir) != 0 && errno != EEXIST) {
-        fprintf(stderr, "cannot create directory %s: %s\n", dir, strerror(errno));
-        return 1;
-    }
 
     memset(&d, 0, sizeof d);
     d.dim = 2; d.res[0] = d.res[1] = RES; d.dx = 1.0 / RES; d.dt = DT; d.substeps = SUBSTEPS;
@@ -230,7 +172,7 @@ int main(int argc, char **argv)
     d.boundary = CQ_BOUNDARY_STICKY;       /* the base rows sit inside the sticky floor: clamped */
     d.precision = CQ_PRECISION_F64;
     d.checkpoint_every = CKPT;
-    d.logger.func = on_log;
+    d.logger.func = cqx_log_terse;   /* warnings and errors */
     if (cq_sim_create(&d, &f.sim) != CQ_SUCCESS) return 1;
 
     /* the finger: NX x NY particles at spacing dx/2, centred on x = 0.5, from y = dx (in the floor) */
@@ -262,7 +204,7 @@ int main(int argc, char **argv)
     memset(&od, 0, sizeof od);
     od.kind = CQ_ROBOT_OPTIMIZER_ADAM; od.params = 2 * STEPS; od.lo = lo; od.hi = hi;
 
-    snprintf(path, sizeof path, "%s/finger_first.png", dir);
+    snprintf(path, sizeof path, "%s/finger_first.png", args.dir);
     if (animate(&f, u, NULL, path)) { fprintf(stderr, "cannot write %s\n", path); goto done; }
     for (int it = 0; it < iters; ++it) {
         double gn = 0;
@@ -287,13 +229,13 @@ int main(int argc, char **argv)
     printf("initial loss %.3e (tip distance %.4f), final loss %.3e (tip distance %.4f)\n", losses[0], sqrt(losses[0]),
            losses[iters - 1], sqrt(losses[iters - 1]));
 
-    snprintf(path, sizeof path, "%s/finger_loss.png", dir);
-    if (plot_loss(path, losses, iters)) { fprintf(stderr, "cannot write %s\n", path); goto done; }
-    snprintf(path, sizeof path, "%s/finger.gif", dir);
+    snprintf(path, sizeof path, "%s/finger_loss.png", args.dir);
+    if (cqx_plot_log_loss(path, 1, curve, iters, BLUE, RED)) { fprintf(stderr, "cannot write %s\n", path); goto done; }
+    snprintf(path, sizeof path, "%s/finger.gif", args.dir);
     if (cq_gif_begin(&gif, path, IMG, IMG, 5)) { fprintf(stderr, "cannot write %s\n", path); goto done; }
-    snprintf(path, sizeof path, "%s/finger_final.png", dir);
+    snprintf(path, sizeof path, "%s/finger_final.png", args.dir);
     if (animate(&f, u, &gif, path) || cq_gif_end(&gif)) { fprintf(stderr, "cannot write the pictures\n"); goto done; }
-    printf("wrote %s/finger.gif, finger_first.png, finger_final.png, finger_loss.png\n", dir);
+    printf("wrote %s/finger.gif, finger_first.png, finger_final.png, finger_loss.png\n", args.dir);
 
     if (losses[iters - 1] < losses[0]) {
         printf("loss decreased: %.3e -> %.3e\n", losses[0], losses[iters - 1]);

@@ -20,18 +20,7 @@
 #include "../chainqueen_robot.h"
 #define CQ_IMAGE_IMPLEMENTATION
 #include "cq_image.h"
-#include <errno.h>
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#ifdef _WIN32
-#include <direct.h>
-#define make_dir(path) _mkdir(path)
-#else
-#include <sys/stat.h>
-#define make_dir(path) mkdir((path), 0777)
-#endif
+#include "cq_example.h"   /* arguments, log callback, loss plot */
 
 #define RES 64                /* grid cells per axis; the table is [0, 1)^2 */
 #define WALL 3                /* wall thickness in cells (library default) */
@@ -51,12 +40,6 @@
 #define MAXP 2048
 
 static const double A0[2] = {0.18, 0.465}, B0[2] = {0.42, 0.50}, VA[2] = {2.0, 0.0};
-
-static void on_log(cq_log_level level, const char *msg, void *user)
-{
-    (void)user;
-    if (level <= CQ_LOG_WARNING) fprintf(stderr, "chainqueen: %s\n", msg);
-}
 
 /* disc of particles on the dx/2 lattice (matching the default volume (dx/2)^2) */
 static int disc(double *x, double *v, double cx, double cy, double vx, double vy)
@@ -138,43 +121,6 @@ static void render(cq_img *im, const double *x, int nA, int n, const double *tar
     cq_img_line(im, tx, ty - 5, tx, ty + 5, 20, 20, 20);
 }
 
-/* log10(loss) per iteration as a polyline on a light canvas, with decade grid lines */
-static int plot_loss(const char *path, const double *loss, int n)
-{
-    const int W = 480, H = 320, L = 40, R = 460, T = 20, B = 290;
-    double lo = 1e300, hi = -1e300;
-    cq_img im;
-    int rc;
-    if (cq_img_init(&im, W, H)) return 1;
-    cq_img_clear(&im, 250, 250, 250);
-    for (int i = 0; i < n; ++i) {
-        double l = log10(loss[i] > 1e-30 ? loss[i] : 1e-30);
-        if (l < lo) lo = l;
-        if (l > hi) hi = l;
-    }
-    lo = floor(lo); hi = ceil(hi);
-    if (hi <= lo) hi = lo + 1;
-    for (double d = lo; d <= hi + 1e-9; d += 1) {                         /* one line per decade */
-        int y = B - (int)((d - lo) / (hi - lo) * (B - T));
-        cq_img_line(&im, L, y, R, y, 215, 215, 215);
-    }
-    cq_img_line(&im, L, B, R, B, 0, 0, 0);
-    cq_img_line(&im, L, T, L, B, 0, 0, 0);
-    for (int i = 0; i < n; ++i) {
-        double l = log10(loss[i] > 1e-30 ? loss[i] : 1e-30);
-        int px = L + (n > 1 ? (int)((double)i / (n - 1) * (R - L)) : 0), py = B - (int)((l - lo) / (hi - lo) * (B - T));
-        if (i > 0) {
-            double l0 = log10(loss[i - 1] > 1e-30 ? loss[i - 1] : 1e-30);
-            int qx = L + (int)((double)(i - 1) / (n - 1) * (R - L)), qy = B - (int)((l0 - lo) / (hi - lo) * (B - T));
-            cq_img_line(&im, qx, qy, px, py, 30, 90, 200);
-        }
-        cq_img_disc(&im, px, py, 2.5, 200, 50, 40);
-    }
-    rc = cq_img_write_png(path, &im);
-    cq_img_free(&im);
-    return rc;
-}
-
 /* Re-runs the shot frame by frame into a GIF (when gif != NULL) and writes the last frame as a PNG. */
 static int animate(scene *s, double rho, const double *target, cq_gif *gif, const char *png)
 {
@@ -200,8 +146,9 @@ done:
 
 int main(int argc, char **argv)
 {
-    const char *dir = "out";
-    int quick = 0, iters, rc = 1;
+    cqx_args args;
+    static const unsigned char BLUE[1][3] = {{30, 90, 200}}, RED[1][3] = {{200, 50, 40}};   /* loss plot */
+    int iters, rc = 1;
     double x[2 * MAXP], v[2 * MAXP], target[2], cB[2], rho = INIT_DENSITY;
     double mass[MAXP], gmass[MAXP], losses[64], lo = DENSITY_LO, hi = DENSITY_HI;
     char path[1024];
@@ -210,26 +157,21 @@ int main(int argc, char **argv)
     cq_robot_optimizer_desc od;
     cq_robot_optimizer *opt = NULL;
     cq_gif gif;
+    const double *curve[1];
     scene s;
 
-    for (int i = 1; i < argc; ++i) {
-        if (strcmp(argv[i], "quick") == 0) quick = 1;
-        else dir = argv[i];
-    }
-    iters = quick ? 4 : 30;
+    curve[0] = losses;
+    if (cqx_parse_args(argc, argv, 0, NULL, NULL, &args)) return 1;
+    iters = args.quick ? 4 : 30;
     memset(&gif, 0, sizeof gif);
     memset(&s, 0, sizeof s);
-    if (make_dir(dir) != 0 && errno != EEXIST) {
-        fprintf(stderr, "cannot create directory %s: %s\n", dir, strerror(errno));
-        return 1;
-    }
 
     memset(&d, 0, sizeof d);
     d.dim = 2; d.res[0] = d.res[1] = RES; d.dx = 1.0 / RES; d.dt = DT; d.substeps = SUBSTEPS;
     d.boundary = CQ_BOUNDARY_SLIP;          /* frictionless cushions; gravity 0: top view */
     d.precision = CQ_PRECISION_F64;         /* seed 000 case B is float64 */
     d.checkpoint_every = CKPT;
-    d.logger.func = on_log;
+    d.logger.func = cqx_log_terse;   /* warnings and errors */
     if (cq_sim_create(&d, &s.sim) != CQ_SUCCESS) return 1;
 
     s.nA = disc(x, v, A0[0], A0[1], VA[0], VA[1]);
@@ -269,18 +211,18 @@ int main(int argc, char **argv)
     printf("initial loss %.3e (density %.2f), final loss %.3e (density %.4f; the target was made with %.2f)\n",
            losses[0], INIT_DENSITY, losses[iters - 1], rho, TRUE_DENSITY);
 
-    snprintf(path, sizeof path, "%s/billiards_loss.png", dir);
-    if (plot_loss(path, losses, iters)) { fprintf(stderr, "cannot write %s\n", path); goto done; }
-    snprintf(path, sizeof path, "%s/billiards_first.png", dir);
+    snprintf(path, sizeof path, "%s/billiards_loss.png", args.dir);
+    if (cqx_plot_log_loss(path, 1, curve, iters, BLUE, RED)) { fprintf(stderr, "cannot write %s\n", path); goto done; }
+    snprintf(path, sizeof path, "%s/billiards_first.png", args.dir);
     if (animate(&s, INIT_DENSITY, target, NULL, path)) { fprintf(stderr, "cannot write %s\n", path); goto done; }
-    snprintf(path, sizeof path, "%s/billiards.gif", dir);
+    snprintf(path, sizeof path, "%s/billiards.gif", args.dir);
     if (cq_gif_begin(&gif, path, IMG, IMG, 4)) { fprintf(stderr, "cannot write %s\n", path); goto done; }
-    snprintf(path, sizeof path, "%s/billiards_final.png", dir);
+    snprintf(path, sizeof path, "%s/billiards_final.png", args.dir);
     if (animate(&s, rho, target, &gif, path) || cq_gif_end(&gif)) {
         fprintf(stderr, "cannot write the pictures\n");
         goto done;
     }
-    printf("wrote %s/billiards.gif, billiards_first.png, billiards_final.png, billiards_loss.png\n", dir);
+    printf("wrote %s/billiards.gif, billiards_first.png, billiards_final.png, billiards_loss.png\n", args.dir);
 
     if (losses[iters - 1] < losses[0]) {
         printf("loss decreased: %.3e -> %.3e\n", losses[0], losses[iters - 1]);

@@ -29,19 +29,7 @@
 #include "../chainqueen_robot.h"
 #define CQ_IMAGE_IMPLEMENTATION
 #include "cq_image.h"
-#include <errno.h>
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#ifdef _WIN32
-#include <direct.h>
-#define make_dir(path) _mkdir(path)
-#else
-#include <sys/stat.h>
-#define make_dir(path) mkdir((path), 0777)
-#endif
+#include "cq_example.h"   /* arguments, loss plot, GIF, keep-the-best bookkeeping */
 
 /* ---- world: a 128 x 32 grid of dx = 1/64 ([0, 2) x [0, 0.5), y up), walls 3 nodes thick
    (floor top at y = 3/64) with Coulomb friction */
@@ -178,17 +166,7 @@ static int rollout(biped *b, const double *u, int steps, double *loss, double *w
 static int px_x(double x) { return (int)floor(x / (RESX * DX) * IMG_W + 0.5); }
 static int px_y(double y) { return (int)floor((1 - y / (RESY * DX)) * IMG_H + 0.5); }
 
-static void draw_world(cq_img *im, double start_x)
-{
-    const int wall = WALL * PX_PER_CELL;
-    cq_img_clear(im, 245, 243, 235);
-    cq_img_rect(im, 0, IMG_H - wall, IMG_W - 1, IMG_H - 1, 90, 90, 100);               /* floor */
-    for (int k = 1; k < 10 * RESX * DX; ++k)                                           /* marks every 0.1 */
-        cq_img_rect(im, px_x(0.1 * k), IMG_H - wall, px_x(0.1 * k), IMG_H - wall + (k % 5 ? 3 : 8), 230, 230, 230);
-    cq_img_rect(im, 0, 0, wall - 1, IMG_H - wall - 1, 200, 200, 205);                  /* side walls */
-    cq_img_rect(im, IMG_W - wall, 0, IMG_W - 1, IMG_H - wall - 1, 200, 200, 205);
-    cq_img_line(im, px_x(start_x), wall, px_x(start_x), IMG_H - wall - 1, 170, 170, 170);   /* start line */
-}
+static void draw_world(cq_img *im, double start_x) { cqx_draw_side_world(im, RESX * DX, WALL * PX_PER_CELL, start_x); }
 
 /* body dark green, legs blue-grey; cables from dark (slack) to red (u = 0.75) */
 static void draw_robot(cq_img *im, const robot *r, const double *x, const double *u, int faint)
@@ -217,104 +195,37 @@ static void draw_robot(cq_img *im, const robot *r, const double *x, const double
     }
 }
 
-static double nice_step(double range)
+/* one GIF frame: the recorded state of step f with the signals that led to it */
+typedef struct movie { const robot *rob; const double *rec, *u; double start_x; } movie;
+static void draw_frame(cq_img *im, int f, void *user)
 {
-    double step = pow(10, floor(log10(range)));
-    while (range / step < 3) step *= range / step < 1.5 ? 0.2 : 0.5;
-    return step;
-}
-
-/* Loss curve (no text): x = iteration, y = loss; red = each iteration, blue = best so far,
-   grey = loss 0. */
-static int write_loss_plot(const char *path, const double *loss, int iters, double *ystep, int *xstep)
-{
-    const int W = 480, H = 320, L = 40, R = 20, T = 20, B = 30;
-    double lo = 0, hi = 0, best = 0;
-    cq_img im = {0, 0, NULL};
-    int rc;
-    if (cq_img_init(&im, W, H) != 0) return -1;
-    cq_img_clear(&im, 255, 255, 255);
-    for (int i = 0; i < iters; ++i) {
-        if (i == 0 || loss[i] < lo) lo = loss[i];
-        if (i == 0 || loss[i] > hi) hi = loss[i];
-    }
-    if (hi - lo < 1e-6) { hi += 0.5e-3; lo -= 0.5e-3; }
-    {   const double pad = 0.05 * (hi - lo); hi += pad; lo -= pad; }
-    *ystep = nice_step(hi - lo);
-    *xstep = iters > 50 ? 10 : (iters > 10 ? 5 : 1);
-#define PLOT_X(i) (L + (int)((double)(i) / (iters > 1 ? iters - 1 : 1) * (W - L - R) + 0.5))
-#define PLOT_Y(v) (T + (int)((hi - (v)) / (hi - lo) * (H - T - B) + 0.5))
-    for (double v = ceil(lo / *ystep) * *ystep; v <= hi; v += *ystep) {
-        cq_img_line(&im, L + 1, PLOT_Y(v), W - R, PLOT_Y(v), 232, 232, 232);
-        cq_img_line(&im, L - 5, PLOT_Y(v), L, PLOT_Y(v), 0, 0, 0);
-    }
-    for (int i = 0; i < iters; i += *xstep)
-        cq_img_line(&im, PLOT_X(i), H - B, PLOT_X(i), H - B + (i % (5 * *xstep) ? 4 : 8), 0, 0, 0);
-    if (lo < 0 && hi > 0) cq_img_line(&im, L + 1, PLOT_Y(0.0), W - R, PLOT_Y(0.0), 150, 150, 150);
-    cq_img_line(&im, L, T, L, H - B, 0, 0, 0);
-    cq_img_line(&im, L, H - B, W - R, H - B, 0, 0, 0);
-    for (int i = 0; i < iters; ++i) {
-        const double prev = best;
-        best = i == 0 || loss[i] < best ? loss[i] : best;
-        if (i > 0) {
-            cq_img_line(&im, PLOT_X(i - 1), PLOT_Y(prev), PLOT_X(i), PLOT_Y(best), 60, 90, 220);
-            cq_img_line(&im, PLOT_X(i - 1), PLOT_Y(loss[i - 1]), PLOT_X(i), PLOT_Y(loss[i]), 210, 40, 40);
-        }
-        cq_img_disc(&im, PLOT_X(i), PLOT_Y(loss[i]), iters > 60 ? 1.0 : 2.0, 210, 40, 40);
-    }
-#undef PLOT_X
-#undef PLOT_Y
-    rc = cq_img_write_png(path, &im);
-    cq_img_free(&im);
-    return rc;
-}
-
-static void on_log(cq_log_level level, const char *msg, void *user)
-{
-    (void)user;
-    if (level == CQ_LOG_INFO) return;
-    fprintf(stderr, "chainqueen %s: %s\n",
-            level == CQ_LOG_ERROR ? "error" : level == CQ_LOG_WARNING ? "warning" : "info", msg);
-}
-
-static int is_number(const char *s)
-{
-    if (!*s) return 0;
-    for (; *s; ++s)
-        if (*s < '0' || *s > '9') return 0;
-    return 1;
+    const movie *m = (const movie *)user;
+    draw_world(im, m->start_x);
+    draw_robot(im, m->rob, m->rec + (size_t)f * 2 * m->rob->n, m->u + NCAB * (f > 0 ? f - 1 : 0), 0);
 }
 
 int main(int argc, char **argv)
 {
-    const char *dir = "out";
-    int quick = 0, iters = -1, steps, rc = 1, NP, done_iters = 0, best_it = -1, xstep = 1, frames = 0;
+    cqx_args args;
+    int iters, steps, rc = 1, NP, done_iters = 0, xstep = 1, frames = 0;
     static biped b;
     cq_sim_desc d;
     cq_particles_desc pd;
     cq_robot_optimizer *opt = NULL;
     cq_robot_optimizer_desc od;
-    double *u = NULL, *u0 = NULL, *u_best = NULL, *grad_best = NULL, *lo = NULL, *hi = NULL, *losses = NULL;
+    cqx_best best = {0, HUGE_VAL, -1, NULL, NULL};
+    movie mov;
+    double *u = NULL, *u0 = NULL, *lo = NULL, *hi = NULL, *losses = NULL;
     double *rec = NULL;
-    double dist_init = 0, dist_opt = 0, best_loss = HUGE_VAL, lr = LEARNING_RATE, ystep = 1, dummy;
+    double dist_init = 0, dist_opt = 0, ystep = 1, dummy;
     char path[1024];
     cq_img im = {0, 0, NULL};
-    cq_gif gif;
     clock_t t_start = clock();
 
-    memset(&gif, 0, sizeof gif);
-    for (int i = 1; i < argc; ++i) {
-        if (strcmp(argv[i], "quick") == 0) quick = 1;
-        else if (is_number(argv[i])) iters = atoi(argv[i]);
-        else dir = argv[i];
-    }
-    steps = quick ? QUICK_STEPS : STEPS;
-    if (iters < 0) iters = quick ? QUICK_ITERS : ITERS;
+    if (cqx_parse_args(argc, argv, 1, NULL, NULL, &args)) return 1;
+    steps = args.quick ? QUICK_STEPS : STEPS;
+    iters = args.iters >= 0 ? args.iters : args.quick ? QUICK_ITERS : ITERS;
     if (iters < 1) iters = 1;
-    if (make_dir(dir) != 0 && errno != EEXIST) {
-        fprintf(stderr, "cannot create directory %s: %s\n", dir, strerror(errno));
-        return 1;
-    }
     build_robot(&b.rob);
     b.x0 = centroid_x(b.rob.x, b.rob.n);
 
@@ -325,7 +236,7 @@ int main(int argc, char **argv)
     d.precision = CQ_PRECISION_F32;
     d.boundary = CQ_BOUNDARY_FRICTION; d.friction = FRICTION;
     d.checkpoint_every = (int)(sqrt((double)steps) + 0.5);
-    d.logger.func = on_log;
+    d.logger.func = cqx_log_warnings;
     if (cq_sim_create(&d, &b.sim) != CQ_SUCCESS) goto done;
     memset(&pd, 0, sizeof pd);
     pd.count = b.rob.n; pd.x = b.rob.x;
@@ -337,8 +248,9 @@ int main(int argc, char **argv)
     NP = steps * NCAB;
     u = (double *)malloc(sizeof(double) * NP);
     u0 = (double *)malloc(sizeof(double) * NP);
-    u_best = (double *)malloc(sizeof(double) * NP);
-    grad_best = (double *)malloc(sizeof(double) * NP);
+    best.n = NP;
+    best.params = (double *)malloc(sizeof(double) * NP);
+    best.grad = (double *)malloc(sizeof(double) * NP);
     b.grad = (double *)malloc(sizeof(double) * NP);
     lo = (double *)malloc(sizeof(double) * NP);
     hi = (double *)malloc(sizeof(double) * NP);
@@ -346,7 +258,7 @@ int main(int argc, char **argv)
     b.xs = (double *)malloc(sizeof(double) * 2 * b.rob.n);
     b.seed = (double *)malloc(sizeof(double) * 2 * b.rob.n);
     rec = (double *)malloc(sizeof(double) * (size_t)(steps + 1) * 2 * b.rob.n);
-    if (!u || !u0 || !u_best || !grad_best || !b.grad || !lo || !hi || !losses || !b.xs || !b.seed || !rec) goto oom;
+    if (!u || !u0 || !best.params || !best.grad || !b.grad || !lo || !hi || !losses || !b.xs || !b.seed || !rec) goto oom;
     /* initial signals: the two sides of a leg in antiphase, the two legs half a period apart */
     for (int s = 0; s < steps; ++s)
         for (int c = 0; c < NCAB; ++c) {
@@ -357,37 +269,29 @@ int main(int argc, char **argv)
     memcpy(u0, u, sizeof(double) * NP);
 
     memset(&od, 0, sizeof od);
-    od.kind = CQ_ROBOT_OPTIMIZER_ADAM; od.params = NP; od.lo = lo; od.hi = hi; od.learning_rate = lr;
+    od.kind = CQ_ROBOT_OPTIMIZER_ADAM; od.params = NP; od.lo = lo; od.hi = hi; od.learning_rate = LEARNING_RATE;
     if (cq_robot_optimizer_create(&od, &opt) != CQ_SUCCESS) goto robot_error;
 
     printf("biped: %d particles, %d cables of %d particles, grid %dx%d, %d steps x %d substeps (%.2f s), "
            "%d open-loop signals in [%.2f, %.2f]%s\n",
            b.rob.n, NCAB, CAB_LEN, RESX, RESY, steps, SUBSTEPS, steps * SUBSTEPS * DT, NP, U_LO, U_HI,
-           quick ? ", quick" : "");
+           args.quick ? ", quick" : "");
 
     for (int it = 0; it < iters; ++it) {
         double gn = 0, walked = 0, loss = 0;
         const char *note = "";
         if (rollout(&b, u, steps, &loss, &walked, 1, NULL)) {
             fprintf(stderr, "iteration %d: %s; stopping\n", it, cq_sim_last_error(b.sim));
-            if (best_it < 0) goto done;
+            if (best.it < 0) goto done;
             break;
         }
         for (int k = 0; k < NP; ++k) gn += b.grad[k] * b.grad[k];
         losses[it] = loss;
         done_iters = it + 1;
-        if (loss < best_loss) {
-            best_loss = loss; best_it = it;
-            memcpy(u_best, u, sizeof(double) * NP);
-            memcpy(grad_best, b.grad, sizeof(double) * NP);
-        } else if (loss > best_loss + BACKTRACK * fabs(best_loss) + 0.002 && it + 1 < iters) {
-            lr *= 0.5;
-            memcpy(u, u_best, sizeof(double) * NP);
-            memcpy(b.grad, grad_best, sizeof(double) * NP);
-            cq_robot_optimizer_destroy(opt); opt = NULL;
-            od.learning_rate = lr;
-            if (cq_robot_optimizer_create(&od, &opt) != CQ_SUCCESS) goto robot_error;
-            note = "  -> back to the best, step size halved";
+        switch (cqx_best_update(&best, it, iters, loss, BACKTRACK, 0.002, u, b.grad, &opt, &od)) {
+        case -1: goto robot_error;
+        case 1: note = CQX_WENT_BACK; break;
+        default: break;
         }
         printf("iteration %3d  loss %+.5f  walked %+.4f  |grad| %.2e%s\n", it, loss, walked, sqrt(gn), note);
         fflush(stdout);
@@ -402,34 +306,22 @@ int main(int argc, char **argv)
     if (cq_img_init(&im, IMG_W, IMG_H) != 0) goto oom;
     draw_world(&im, b.x0);
     draw_robot(&im, &b.rob, rec + (size_t)steps * 2 * b.rob.n, NULL, 1);   /* initial pose at T, faint */
-    if (rollout(&b, u_best, steps, &dummy, &dist_opt, 0, rec)) goto sim_error;
-    draw_robot(&im, &b.rob, rec + (size_t)steps * 2 * b.rob.n, u_best + NCAB * (steps - 1), 0);
-    snprintf(path, sizeof path, "%s/biped_final.png", dir);
+    if (rollout(&b, best.params, steps, &dummy, &dist_opt, 0, rec)) goto sim_error;
+    draw_robot(&im, &b.rob, rec + (size_t)steps * 2 * b.rob.n, best.params + NCAB * (steps - 1), 0);
+    snprintf(path, sizeof path, "%s/biped_final.png", args.dir);
     if (cq_img_write_png(path, &im) != 0) goto write_error;
 
-    snprintf(path, sizeof path, "%s/biped.gif", dir);
-    if (cq_gif_begin(&gif, path, IMG_W, IMG_H, 2 * ((steps + 1) / 80 + 1)) != 0) goto write_error;
-    for (int f = 0; f <= steps; f += (steps + 1) / 80 + 1) {
-        draw_world(&im, b.x0);
-        draw_robot(&im, &b.rob, rec + (size_t)f * 2 * b.rob.n, u_best + NCAB * (f > 0 ? f - 1 : 0), 0);
-        if (cq_gif_frame(&gif, &im) != 0) goto write_error;
-        frames++;
-    }
-    if (cq_gif_end(&gif) != 0) goto write_error;
-    snprintf(path, sizeof path, "%s/biped_loss.png", dir);
-    if (write_loss_plot(path, losses, done_iters, &ystep, &xstep) != 0) goto write_error;
+    snprintf(path, sizeof path, "%s/biped.gif", args.dir);
+    mov.rob = &b.rob; mov.rec = rec; mov.u = best.params; mov.start_x = b.x0;
+    if (cqx_write_rollout_gif(path, IMG_W, IMG_H, steps, draw_frame, &mov, &frames) != 0) goto write_error;
+    snprintf(path, sizeof path, "%s/biped_loss.png", args.dir);
+    if (cqx_plot_loss(path, losses, done_iters, &ystep, &xstep) != 0) goto write_error;
 
     printf("initial walked %.4f, optimised walked %.4f (best of %d iterations: iteration %d; %.1f s CPU)\n",
-           dist_init, dist_opt, done_iters, best_it, (double)(clock() - t_start) / CLOCKS_PER_SEC);
+           dist_init, dist_opt, done_iters, best.it, (double)(clock() - t_start) / CLOCKS_PER_SEC);
     printf("wrote %s/biped.gif (%d frames), %s/biped_final.png, %s/biped_loss.png (x ticks every %d iterations, "
-           "y ticks every %g in loss)\n", dir, frames, dir, dir, xstep, ystep);
-    if (quick) {
-        const int ok = done_iters > 1 && best_loss < losses[0];
-        printf("loss decreased: %s (%.5f -> %.5f)\n", ok ? "yes" : "no", losses[0], best_loss);
-        rc = ok ? 0 : 1;
-    } else {
-        rc = 0;
-    }
+           "y ticks every %g in loss)\n", args.dir, frames, args.dir, args.dir, xstep, ystep);
+    rc = args.quick ? cqx_quick_verdict(done_iters, losses[0], best.loss) : 0;
     goto done;
 
 oom:
@@ -444,12 +336,11 @@ sim_error:
 write_error:
     fprintf(stderr, "cannot write %s\n", path);
 done:
-    if (rc && b.sim && best_it < 0 && cq_sim_last_error(b.sim)[0]) fprintf(stderr, "chainqueen: %s\n", cq_sim_last_error(b.sim));
-    cq_gif_end(&gif);
+    if (rc && b.sim && best.it < 0 && cq_sim_last_error(b.sim)[0]) fprintf(stderr, "chainqueen: %s\n", cq_sim_last_error(b.sim));
     cq_img_free(&im);
     cq_robot_optimizer_destroy(opt);
     cq_sim_destroy(b.sim);
-    free(u); free(u0); free(u_best); free(grad_best); free(b.grad); free(lo); free(hi); free(losses);
+    free(u); free(u0); free(best.params); free(best.grad); free(b.grad); free(lo); free(hi); free(losses);
     free(b.xs); free(b.seed); free(rec);
     return rc;
 }

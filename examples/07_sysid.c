@@ -62,19 +62,7 @@
 #include "../chainqueen.h"
 #define CQ_IMAGE_IMPLEMENTATION
 #include "cq_image.h"
-#include <errno.h>
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#ifdef _WIN32
-#include <direct.h>
-#define make_dir(path) _mkdir(path)
-#else
-#include <sys/stat.h>
-#define make_dir(path) mkdir((path), 0777)
-#endif
+#include "cq_example.h"   /* arguments, log callback */
 
 #define RES 64                /* grid cells per axis; the domain is [0, 1)^2, y up */
 #define WALL 3                /* sticky floor below y = 3/64 */
@@ -118,12 +106,6 @@ typedef struct sysid {
     double meas[NEP][FRAMES][NM][2];
     double x[2 * NP], seed[2 * NP], buf[NP], vol[NP];
 } sysid;
-
-static void on_log(cq_log_level level, const char *msg, void *user)
-{
-    (void)user;
-    if (level <= CQ_LOG_ERROR) fprintf(stderr, "chainqueen: %s\n", msg);
-}
 
 static int pid(int i, int j) { return j * NX + i; }
 
@@ -312,52 +294,48 @@ static void cross(cq_img *im, double x, double y, unsigned char r, unsigned char
    markers (red).  The view is zoomed VIEW x on the finger: x in 0.5 -+ 0.5 / VIEW, y in [0, 1 / VIEW]. */
 #define VIEW 1.8
 #define VIEW_X0 (0.5 - 0.5 / VIEW)
-static int write_gif(const char *path, sysid *s, double *const *tr_true, double *const *tr_guess,
-                     double *const *tr_fit)
+typedef struct movie { const sysid *s; double *const *tr_true, *const *tr_guess, *const *tr_fit; } movie;
+static void draw_frame(cq_img *im, int n, void *user)
 {
     const int wall_px = (int)(VIEW * WALL * (double)IMG / RES + 0.5);
     static double zx[2 * NP];
-    cq_img im;
-    cq_gif gif;
-    int rc = 1;
-    memset(&gif, 0, sizeof gif);
-    if (cq_img_init(&im, NEP * IMG, IMG)) return 1;
-    if (cq_gif_begin(&gif, path, NEP * IMG, IMG, 5)) goto done;
-    for (int n = 0; n <= STEPS; ++n) {
-        int f = n / REC - 1;
-        cq_img_clear(&im, 245, 243, 235);
-        for (int e = 0; e < NEP; ++e) {
-            const int ox = e * IMG;
-            const double *tr[3];
-            static const unsigned char col[3][3] = {{175, 175, 175}, {235, 130, 30}, {40, 90, 200}};
-            static const double rad[3] = {2.6 * VIEW, 1.0 * VIEW, 1.3 * VIEW};
-            tr[0] = tr_true[e] + (size_t)2 * NP * n; tr[1] = tr_guess[e] + (size_t)2 * NP * n;
-            tr[2] = tr_fit[e] + (size_t)2 * NP * n;
-            cq_img_rect(&im, ox, IMG - wall_px, ox + IMG - 1, IMG - 1, 90, 90, 100);
-            for (int k = 0; k < 3; ++k) {
-                for (int p = 0; p < NP; ++p) {
-                    zx[2 * p] = (tr[k][2 * p] - VIEW_X0) * VIEW;
-                    zx[2 * p + 1] = tr[k][2 * p + 1] * VIEW;
-                }
-                draw_body(&im, ox, zx, rad[k] * 0.5, col[k][0], col[k][1], col[k][2]);
+    const movie *m = (const movie *)user;
+    const sysid *s = m->s;
+    int f = n / REC - 1;
+    cq_img_clear(im, 245, 243, 235);
+    for (int e = 0; e < NEP; ++e) {
+        const int ox = e * IMG;
+        const double *tr[3];
+        static const unsigned char col[3][3] = {{175, 175, 175}, {235, 130, 30}, {40, 90, 200}};
+        static const double rad[3] = {2.6 * VIEW, 1.0 * VIEW, 1.3 * VIEW};
+        tr[0] = m->tr_true[e] + (size_t)2 * NP * n; tr[1] = m->tr_guess[e] + (size_t)2 * NP * n;
+        tr[2] = m->tr_fit[e] + (size_t)2 * NP * n;
+        cq_img_rect(im, ox, IMG - wall_px, ox + IMG - 1, IMG - 1, 90, 90, 100);
+        for (int k = 0; k < 3; ++k) {
+            for (int p = 0; p < NP; ++p) {
+                zx[2 * p] = (tr[k][2 * p] - VIEW_X0) * VIEW;
+                zx[2 * p + 1] = tr[k][2 * p + 1] * VIEW;
             }
-            if (f >= 0)
-                for (int k = 0; k < NM; ++k)
-                    cross(&im, (double)ox / IMG + (s->meas[e][f][k][0] - VIEW_X0) * VIEW, s->meas[e][f][k][1] * VIEW, 200,
-                          30, 30);
-            if (e > 0) cq_img_line(&im, ox, 0, ox, IMG - 1, 150, 150, 150);
+            draw_body(im, ox, zx, rad[k] * 0.5, col[k][0], col[k][1], col[k][2]);
         }
-        cq_img_rect(&im, 8, 8, 20, 14, 175, 175, 175);      /* legend swatches */
-        cq_img_rect(&im, 8, 20, 20, 26, 235, 130, 30);
-        cq_img_rect(&im, 8, 32, 20, 38, 40, 90, 200);
-        cross(&im, 14.0 / IMG, 1 - 47.0 / IMG, 200, 30, 30);
-        if (cq_gif_frame(&gif, &im)) goto done;
+        if (f >= 0)
+            for (int k = 0; k < NM; ++k)
+                cross(im, (double)ox / IMG + (s->meas[e][f][k][0] - VIEW_X0) * VIEW, s->meas[e][f][k][1] * VIEW, 200,
+                      30, 30);
+        if (e > 0) cq_img_line(im, ox, 0, ox, IMG - 1, 150, 150, 150);
     }
-    rc = 0;
-done:
-    if (cq_gif_end(&gif)) rc = 1;
-    cq_img_free(&im);
-    return rc;
+    cq_img_rect(im, 8, 8, 20, 14, 175, 175, 175);      /* legend swatches */
+    cq_img_rect(im, 8, 20, 20, 26, 235, 130, 30);
+    cq_img_rect(im, 8, 32, 20, 38, 40, 90, 200);
+    cross(im, 14.0 / IMG, 1 - 47.0 / IMG, 200, 30, 30);
+}
+
+static int write_gif(const char *path, sysid *s, double *const *tr_true, double *const *tr_guess,
+                     double *const *tr_fit)
+{
+    movie m;
+    m.s = s; m.tr_true = tr_true; m.tr_guess = tr_guess; m.tr_fit = tr_fit;
+    return cqx_write_gif(path, NEP * IMG, IMG, 5, STEPS, 1, draw_frame, &m, NULL);
 }
 
 /* top: log10 loss; bottom: E, nu, rho divided by their true values (1 = the dashed line) */
@@ -426,8 +404,9 @@ int main(int argc, char **argv)
     static sysid s;
     static double losses[MAXIT], hist[MAXIT][3], res[NR], rtry[NR], rtmp[NR], jac[3][NR];
     static const char *pname[3] = {"E", "nu", "rho"};
-    const char *dir = "out";
-    int quick = 0, iters, rc = 1;
+    static cq_log_level errors_only = CQ_LOG_ERROR;
+    cqx_args args;
+    int quick, iters, rc = 1;
     double th[3], prm[3], lo[3], hi[3], cur_th[3], cur_loss = 0, cur_g[3] = {0, 0, 0}, JJ[3][3], Jr[3];
     double lambda = LAMBDA0, t0 = seconds(), cov[3][3], prev_loss = HUGE_VAL;
     double *tr_true[NEP] = {NULL}, *tr_guess[NEP] = {NULL}, *tr_fit[NEP] = {NULL};
@@ -435,15 +414,9 @@ int main(int argc, char **argv)
     cq_sim_desc d;
     cq_particles_desc pd;
 
-    for (int i = 1; i < argc; ++i) {
-        if (strcmp(argv[i], "quick") == 0) quick = 1;
-        else dir = argv[i];
-    }
+    if (cqx_parse_args(argc, argv, 0, NULL, NULL, &args)) return 1;
+    quick = args.quick;
     iters = quick ? 8 : MAXIT;       /* quick: until the first accepted step, at most 8 trials */
-    if (make_dir(dir) != 0 && errno != EEXIST) {
-        fprintf(stderr, "cannot create directory %s: %s\n", dir, strerror(errno));
-        return 1;
-    }
 
     memset(&d, 0, sizeof d);
     d.dim = 2; d.res[0] = d.res[1] = RES; d.dx = 1.0 / RES; d.dt = DT; d.substeps = SUBSTEPS;
@@ -451,7 +424,7 @@ int main(int argc, char **argv)
     d.boundary = CQ_BOUNDARY_STICKY;
     d.precision = CQ_PRECISION_F64;
     d.checkpoint_every = CKPT;
-    d.logger.func = on_log;
+    d.logger.func = cqx_log_terse; d.logger.user = &errors_only;
     if (cq_sim_create(&d, &s.sim) != CQ_SUCCESS) return 1;
 
     for (int j = 0; j < NY; ++j)
@@ -646,13 +619,13 @@ int main(int argc, char **argv)
         }
     }
 
-    snprintf(path, sizeof path, "%s/sysid_loss.png", dir);
+    snprintf(path, sizeof path, "%s/sysid_loss.png", args.dir);
     if (plot(path, losses, hist, iters)) { fprintf(stderr, "cannot write %s\n", path); goto done; }
     for (int e = 0; e < NEP; ++e)
         if (rollout(&s, e, prm, NULL, tr_fit[e], NULL)) goto done;
-    snprintf(path, sizeof path, "%s/sysid.gif", dir);
+    snprintf(path, sizeof path, "%s/sysid.gif", args.dir);
     if (write_gif(path, &s, tr_true, tr_guess, tr_fit)) { fprintf(stderr, "cannot write %s\n", path); goto done; }
-    printf("wrote %s/sysid_loss.png and %s/sysid.gif (%.1f s CPU)\n", dir, dir, seconds() - t0);
+    printf("wrote %s/sysid_loss.png and %s/sysid.gif (%.1f s CPU)\n", args.dir, args.dir, seconds() - t0);
 
     if (losses[iters - 1] < losses[0]) {
         printf("loss decreased: yes (%.4e -> %.4e)\n", losses[0], losses[iters - 1]);

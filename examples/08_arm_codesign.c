@@ -51,19 +51,7 @@
 #include "../chainqueen_robot.h"
 #define CQ_IMAGE_IMPLEMENTATION
 #include "cq_image.h"
-#include <errno.h>
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#ifdef _WIN32
-#include <direct.h>
-#define make_dir(path) _mkdir(path)
-#else
-#include <sys/stat.h>
-#define make_dir(path) mkdir((path), 0777)
-#endif
+#include "cq_example.h"   /* arguments, log callback, loss plot */
 
 #define RES 48                /* grid cells per axis; the domain is [0, 1)^2, y up */
 #define WALL 3                /* sticky floor below y = 3/48 (library default wall) */
@@ -97,12 +85,6 @@ typedef struct arm {
     cq_robot_controller *ctl;
     double x0[2 * N];
 } arm;
-
-static void on_log(cq_log_level level, const char *msg, void *user)
-{
-    (void)user;
-    if (level <= CQ_LOG_WARNING) fprintf(stderr, "chainqueen: %s\n", msg);
-}
 
 static int pid(int i, int j) { return j * NX + i; }
 
@@ -263,26 +245,22 @@ static void panel(cq_img *im, int ox, const double *traj, int n, const double *e
     draw_target(im, ox);
 }
 
+/* the GIF: step n of both arms side by side, A (controller only) left, B (co-design) right */
+typedef struct movie { const double *trA, *eA, *trB, *eB; } movie;
+static void draw_frame(cq_img *im, int n, void *user)
+{
+    const movie *m = (const movie *)user;
+    cq_img_clear(im, 245, 243, 235);
+    panel(im, 0, m->trA, n, m->eA);
+    panel(im, IMG, m->trB, n, m->eB);
+    cq_img_line(im, IMG, 0, IMG, IMG - 1, 150, 150, 150);
+}
+
 static int write_gif(const char *path, const double *trA, const double *eA, const double *trB, const double *eB)
 {
-    cq_img im;
-    cq_gif gif;
-    int rc = 1;
-    memset(&gif, 0, sizeof gif);
-    if (cq_img_init(&im, 2 * IMG, IMG)) return 1;
-    if (cq_gif_begin(&gif, path, 2 * IMG, IMG, 4)) goto done;
-    for (int n = 0; n <= STEPS; ++n) {
-        cq_img_clear(&im, 245, 243, 235);
-        panel(&im, 0, trA, n, eA);
-        panel(&im, IMG, trB, n, eB);
-        cq_img_line(&im, IMG, 0, IMG, IMG - 1, 150, 150, 150);
-        if (cq_gif_frame(&gif, &im)) goto done;
-    }
-    rc = 0;
-done:
-    if (cq_gif_end(&gif)) rc = 1;
-    cq_img_free(&im);
-    return rc;
+    movie m;
+    m.trA = trA; m.eA = eA; m.trB = trB; m.eB = eB;
+    return cqx_write_gif(path, 2 * IMG, IMG, 4, STEPS, 1, draw_frame, &m, NULL);
 }
 
 /* co-designed arm: pose at T (left part) and rest pose shifted right, coloured by E; colour bar */
@@ -309,54 +287,11 @@ static int write_youngs(const char *path, const double *traj, const double *e)
     return rc;
 }
 
-static double lg(double v) { return log10(v > 1e-30 ? v : 1e-30); }
-
-/* log10 loss per iteration: a (blue) and b (red) */
-static int plot_loss(const char *path, const double *a, const double *b, int n)
-{
-    const int W = 480, H = 320, L = 40, R = 460, T = 20, B = 290;
-    double lo = 1e300, hi = -1e300;
-    const double *s[2];
-    cq_img im;
-    int rc;
-    s[0] = a; s[1] = b;
-    if (cq_img_init(&im, W, H)) return 1;
-    cq_img_clear(&im, 250, 250, 250);
-    for (int k = 0; k < 2; ++k)
-        for (int i = 0; i < n; ++i) {
-            if (lg(s[k][i]) < lo) lo = lg(s[k][i]);
-            if (lg(s[k][i]) > hi) hi = lg(s[k][i]);
-        }
-    lo = floor(lo); hi = ceil(hi);
-    if (hi <= lo) hi = lo + 1;
-    for (double d = lo; d <= hi + 1e-9; d += 1) {
-        int y = B - (int)((d - lo) / (hi - lo) * (B - T));
-        cq_img_line(&im, L, y, R, y, 215, 215, 215);
-    }
-    cq_img_line(&im, L, B, R, B, 0, 0, 0);
-    cq_img_line(&im, L, T, L, B, 0, 0, 0);
-    for (int k = 0; k < 2; ++k) {
-        unsigned char r = k ? 210 : 40, g = k ? 50 : 90, bl = k ? 40 : 200;
-        for (int i = 0; i < n; ++i) {
-            int px = L + (n > 1 ? (int)((double)i / (n - 1) * (R - L)) : 0);
-            int py = B - (int)((lg(s[k][i]) - lo) / (hi - lo) * (B - T));
-            if (i > 0) {
-                int qx = L + (int)((double)(i - 1) / (n - 1) * (R - L));
-                int qy = B - (int)((lg(s[k][i - 1]) - lo) / (hi - lo) * (B - T));
-                cq_img_line(&im, qx, qy, px, py, r, g, bl);
-            }
-            cq_img_disc(&im, px, py, 2.5, r, g, bl);
-        }
-    }
-    rc = cq_img_write_png(path, &im);
-    cq_img_free(&im);
-    return rc;
-}
-
 int main(int argc, char **argv)
 {
-    const char *dir = "out";
-    int quick = 0, iters, rc = 1, P, grp[N];
+    static const unsigned char COLOURS[2][3] = {{40, 90, 200}, {210, 50, 40}};   /* loss plot: blue, red */
+    cqx_args args;
+    int iters, rc = 1, P, grp[N];
     double mass[N];
     double *thA = NULL, *thB = NULL, *trA = NULL, *trB = NULL, lossA[64], lossB[64], distA = 0, distB = 0, t[2];
     char path[1024];
@@ -364,18 +299,12 @@ int main(int argc, char **argv)
     cq_particles_desc pd;
     cq_robot_actuator_desc ad[GROUPS];
     arm a;
+    const double *curves[2];
     clock_t c0 = clock(), c1;
 
-    for (int i = 1; i < argc; ++i) {
-        if (strcmp(argv[i], "quick") == 0) quick = 1;
-        else dir = argv[i];
-    }
-    iters = quick ? 4 : 60;
+    if (cqx_parse_args(argc, argv, 0, NULL, NULL, &args)) return 1;
+    iters = args.quick ? 4 : 60;
     memset(&a, 0, sizeof a);
-    if (make_dir(dir) != 0 && errno != EEXIST) {
-        fprintf(stderr, "cannot create directory %s: %s\n", dir, strerror(errno));
-        return 1;
-    }
 
     memset(&d, 0, sizeof d);
     d.dim = 2; d.res[0] = d.res[1] = RES; d.dx = 1.0 / RES; d.dt = DT; d.substeps = SUBSTEPS;
@@ -383,7 +312,7 @@ int main(int argc, char **argv)
     d.boundary = CQ_BOUNDARY_STICKY;      /* the base rows sit inside the sticky floor: clamped */
     d.precision = CQ_PRECISION_F64;
     d.checkpoint_every = CKPT;
-    d.logger.func = on_log;
+    d.logger.func = cqx_log_terse;   /* warnings and errors */
     if (cq_sim_create(&d, &a.sim) != CQ_SUCCESS) return 1;
 
     /* the arm: NX x NY particles at spacing dx/2 centred on x = 0.5, from y = dx (in the floor);
@@ -450,13 +379,14 @@ int main(int argc, char **argv)
     printf("optimisation time %.1f s\n", (double)(c1 - c0) / CLOCKS_PER_SEC);
 
     if (replay(&a, thA, trA) || replay(&a, thB, trB)) goto done;
-    snprintf(path, sizeof path, "%s/arm.gif", dir);
+    snprintf(path, sizeof path, "%s/arm.gif", args.dir);
     if (write_gif(path, trA, thA + P, trB, thB + P)) { fprintf(stderr, "cannot write %s\n", path); goto done; }
-    snprintf(path, sizeof path, "%s/arm_loss.png", dir);
-    if (plot_loss(path, lossA, lossB, iters)) { fprintf(stderr, "cannot write %s\n", path); goto done; }
-    snprintf(path, sizeof path, "%s/arm_youngs.png", dir);
+    snprintf(path, sizeof path, "%s/arm_loss.png", args.dir);
+    curves[0] = lossA; curves[1] = lossB;
+    if (cqx_plot_log_loss(path, 2, curves, iters, COLOURS, COLOURS)) { fprintf(stderr, "cannot write %s\n", path); goto done; }
+    snprintf(path, sizeof path, "%s/arm_youngs.png", args.dir);
     if (write_youngs(path, trB, thB + P)) { fprintf(stderr, "cannot write %s\n", path); goto done; }
-    printf("wrote %s/arm.gif, arm_loss.png, arm_youngs.png\n", dir);
+    printf("wrote %s/arm.gif, arm_loss.png, arm_youngs.png\n", args.dir);
 
     if (lossA[iters - 1] < lossA[0] && lossB[iters - 1] < lossB[0]) {
         printf("loss decreased: yes\n");

@@ -27,19 +27,7 @@
 #include "../chainqueen_robot.h"
 #define CQ_IMAGE_IMPLEMENTATION
 #include "cq_image.h"
-#include <errno.h>
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#ifdef _WIN32
-#include <direct.h>
-#define make_dir(path) _mkdir(path)
-#else
-#include <sys/stat.h>
-#define make_dir(path) mkdir((path), 0777)
-#endif
+#include "cq_example.h"   /* arguments, loss plot, GIF, keep-the-best bookkeeping */
 
 /* ---- world: a RESX x RESY x RESZ grid, domain [0, 1) x [0, 0.5) x [0, 0.5) in both sizes (dx =
    1/48, or 1/96 for "large"), y up; the outer 3 node layers are walls with Coulomb friction. */
@@ -154,34 +142,6 @@ static double final_loss(const cq_robot_state *s, double *dL_dx, double *dL_dv, 
     return -(cx - c->x0);
 }
 
-/* ---- recording a forward rollout: a running "loss" that is always 0 and keeps every state */
-typedef struct recorder {
-    int n, steps;
-    double *x;                /* [(steps + 1) * 3n] */
-    double *a;                /* [(steps + 1) * NACT] */
-} recorder;
-static double record_state(const cq_robot_state *s, const double *a, double *dL_da, double *dL_dx, double *dL_dv,
-                           void *user)
-{
-    recorder *rec = (recorder *)user;
-    (void)dL_da; (void)dL_dx; (void)dL_dv;
-    if (s->step <= rec->steps) {
-        memcpy(rec->x + (size_t)s->step * 3 * rec->n, s->x, sizeof(double) * 3 * rec->n);
-        memcpy(rec->a + (size_t)s->step * NACT, a, sizeof(double) * NACT);
-    }
-    return 0;
-}
-static double record_final(const cq_robot_state *s, double *dL_dx, double *dL_dv, void *user)
-{
-    recorder *rec = (recorder *)user;
-    (void)dL_dx; (void)dL_dv;
-    if (s->step <= rec->steps && s->step > 0) {
-        memcpy(rec->x + (size_t)s->step * 3 * rec->n, s->x, sizeof(double) * 3 * rec->n);
-        memcpy(rec->a + (size_t)s->step * NACT, rec->a + (size_t)(s->step - 1) * NACT, sizeof(double) * NACT);
-    }
-    return 0;
-}
-
 /* ---- drawing: orthographic side view (looking along -z), depth-sorted */
 static int px_x(double x) { return (int)floor(x * PX_PER_M + 0.5); }
 static int px_y(double y) { return IMG_H - (int)floor(y * PX_PER_M + 0.5); }
@@ -233,77 +193,29 @@ static void draw_robot(cq_img *im, const robot *r, const config *c, int *order, 
     }
 }
 
-static double nice_step(double range)
+/* one GIF frame: the recorded state of step f */
+typedef struct movie { const robot *rob; const config *cfg; const cqx_recorder *rec; int *order; double start_x; } movie;
+static void draw_frame(cq_img *im, int f, void *user)
 {
-    double step = pow(10, floor(log10(range)));
-    while (range / step < 3) step *= range / step < 1.5 ? 0.2 : 0.5;
-    return step;
+    const movie *m = (const movie *)user;
+    draw_world(im, m->cfg, m->start_x);
+    draw_robot(im, m->rob, m->cfg, m->order, m->rec->x + (size_t)f * 3 * m->rob->n, m->rec->a + (size_t)f * NACT);
 }
 
-/* Loss curve (no text): red = loss of each iteration, blue = best so far, grey = loss 0. */
-static int write_loss_plot(const char *path, const double *loss, int iters, double *ystep, int *xstep)
+/* the size arguments: "large", "--size paper" or "--size=paper" */
+static int size_arg(int argc, char **argv, int *i, void *user)
 {
-    const int W = 480, H = 320, L = 40, R = 20, T = 20, B = 30;
-    double lo = 0, hi = 0, best = 0;
-    cq_img im = {0, 0, NULL};
-    int rc;
-    if (cq_img_init(&im, W, H) != 0) return -1;
-    cq_img_clear(&im, 255, 255, 255);
-    for (int i = 0; i < iters; ++i) {
-        if (i == 0 || loss[i] < lo) lo = loss[i];
-        if (i == 0 || loss[i] > hi) hi = loss[i];
-    }
-    if (hi - lo < 1e-6) { hi += 0.5e-3; lo -= 0.5e-3; }
-    {   const double pad = 0.05 * (hi - lo); hi += pad; lo -= pad; }
-    *ystep = nice_step(hi - lo);
-    *xstep = iters > 50 ? 10 : (iters > 10 ? 5 : 1);
-#define PLOT_X(i) (L + (int)((double)(i) / (iters > 1 ? iters - 1 : 1) * (W - L - R) + 0.5))
-#define PLOT_Y(v) (T + (int)((hi - (v)) / (hi - lo) * (H - T - B) + 0.5))
-    for (double v = ceil(lo / *ystep) * *ystep; v <= hi; v += *ystep) {
-        cq_img_line(&im, L + 1, PLOT_Y(v), W - R, PLOT_Y(v), 232, 232, 232);
-        cq_img_line(&im, L - 5, PLOT_Y(v), L, PLOT_Y(v), 0, 0, 0);
-    }
-    for (int i = 0; i < iters; i += *xstep)
-        cq_img_line(&im, PLOT_X(i), H - B, PLOT_X(i), H - B + (i % (5 * *xstep) ? 4 : 8), 0, 0, 0);
-    if (lo < 0 && hi > 0) cq_img_line(&im, L + 1, PLOT_Y(0.0), W - R, PLOT_Y(0.0), 150, 150, 150);
-    cq_img_line(&im, L, T, L, H - B, 0, 0, 0);
-    cq_img_line(&im, L, H - B, W - R, H - B, 0, 0, 0);
-    for (int i = 0; i < iters; ++i) {
-        const double prev = best;
-        best = i == 0 || loss[i] < best ? loss[i] : best;
-        if (i > 0) {
-            cq_img_line(&im, PLOT_X(i - 1), PLOT_Y(prev), PLOT_X(i), PLOT_Y(best), 60, 90, 220);
-            cq_img_line(&im, PLOT_X(i - 1), PLOT_Y(loss[i - 1]), PLOT_X(i), PLOT_Y(loss[i]), 210, 40, 40);
-        }
-        cq_img_disc(&im, PLOT_X(i), PLOT_Y(loss[i]), iters > 60 ? 1.0 : 2.0, 210, 40, 40);
-    }
-#undef PLOT_X
-#undef PLOT_Y
-    rc = cq_img_write_png(path, &im);
-    cq_img_free(&im);
-    return rc;
-}
-
-static void on_log(cq_log_level level, const char *msg, void *user)
-{
-    (void)user;
-    if (level == CQ_LOG_INFO) return;
-    fprintf(stderr, "chainqueen %s: %s\n",
-            level == CQ_LOG_ERROR ? "error" : level == CQ_LOG_WARNING ? "warning" : "info", msg);
-}
-
-static int is_number(const char *s)
-{
-    if (!*s) return 0;
-    for (; *s; ++s)
-        if (*s < '0' || *s > '9') return 0;
+    int *large = (int *)user;
+    if (strcmp(argv[*i], "large") == 0 || strcmp(argv[*i], "--size=paper") == 0) *large = 1;
+    else if (strcmp(argv[*i], "--size") == 0 && *i + 1 < argc) { ++*i; *large = strcmp(argv[*i], "paper") == 0; }
+    else return 0;
     return 1;
 }
 
 int main(int argc, char **argv)
 {
-    const char *dir = "out";
-    int quick = 0, large = 0, iters = -1, steps, rc = 1, n_obs, n_act = 0;
+    cqx_args args;
+    int large = 0, iters, steps, rc = 1, n_obs, n_act = 0;
     config cfg;
     robot rob = {0, NULL, NULL, NULL, 0, 0};
     cq_sim_desc d;
@@ -319,32 +231,21 @@ int main(int argc, char **argv)
     cq_robot_rollout_desc rd;
     cq_robot_rollout_out ro;
     loss_ctx lc;
-    recorder rec = {0, 0, NULL, NULL};
-    double *theta = NULL, *theta0 = NULL, *theta_best = NULL, *grad = NULL, *grad_best = NULL;
+    cqx_recorder rec = {0, 3, NACT, 0, NULL, NULL};
+    cqx_best best = {0, HUGE_VAL, -1, NULL, NULL};
+    movie mov;
+    double *theta = NULL, *theta0 = NULL, *grad = NULL;
     double *xs = NULL, *losses = NULL, *offset = NULL, *scale = NULL, *o0 = NULL, *v0 = NULL;
-    double dist_init = 0, dist_opt = 0, best_loss = HUGE_VAL, lr = LEARNING_RATE, ystep = 1;
-    int hidden[1] = {HIDDEN}, P, done_iters = 0, best_it = -1, xstep = 1, frames = 0;
+    double dist_init = 0, dist_opt = 0, ystep = 1;
+    int hidden[1] = {HIDDEN}, P, done_iters = 0, xstep = 1, frames = 0;
     int *order = NULL;
     char path[1024];
-    cq_img im = {0, 0, NULL};
-    cq_gif gif;
     clock_t t_start = clock();
 
-    memset(&gif, 0, sizeof gif);
-    for (int i = 1; i < argc; ++i) {
-        if (strcmp(argv[i], "quick") == 0) quick = 1;
-        else if (strcmp(argv[i], "large") == 0 || strcmp(argv[i], "--size=paper") == 0) large = 1;
-        else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc) large = strcmp(argv[++i], "paper") == 0;
-        else if (is_number(argv[i])) iters = atoi(argv[i]);
-        else dir = argv[i];
-    }
-    steps = quick ? QUICK_STEPS : STEPS;
-    if (iters < 0) iters = quick ? QUICK_ITERS : ITERS;
+    if (cqx_parse_args(argc, argv, 1, size_arg, &large, &args)) return 1;
+    steps = args.quick ? QUICK_STEPS : STEPS;
+    iters = args.iters >= 0 ? args.iters : args.quick ? QUICK_ITERS : ITERS;
     if (iters < 1) iters = 1;
-    if (make_dir(dir) != 0 && errno != EEXIST) {
-        fprintf(stderr, "cannot create directory %s: %s\n", dir, strerror(errno));
-        return 1;
-    }
     /* The default robot is small enough for one CPU core.  "large" / --size paper: 8x the
        particles (7424) on a 96x48x48 grid with dx/2 and dt/2: closer to the paper's 3D
        quadruped, a size meant for a GPU (on the CPU, ~16x the time per iteration). */
@@ -365,7 +266,7 @@ int main(int argc, char **argv)
     d.precision = CQ_PRECISION_F32;
     d.boundary = CQ_BOUNDARY_FRICTION; d.friction = FRICTION;
     d.checkpoint_every = (int)(sqrt((double)steps) + 0.5);
-    d.logger.func = on_log;
+    d.logger.func = cqx_log_warnings;
     if (cq_sim_create(&d, &sim) != CQ_SUCCESS) goto done;
     memset(&pd, 0, sizeof pd);
     pd.count = rob.n; pd.x = rob.x; pd.actuator = rob.act;
@@ -411,11 +312,12 @@ int main(int argc, char **argv)
     P = cq_robot_controller_params(mlp);
     theta = (double *)calloc((size_t)P, sizeof *theta);
     theta0 = (double *)calloc((size_t)P, sizeof *theta0);
-    theta_best = (double *)calloc((size_t)P, sizeof *theta_best);
-    grad_best = (double *)calloc((size_t)P, sizeof *grad_best);
+    best.n = P;
+    best.params = (double *)calloc((size_t)P, sizeof *best.params);
+    best.grad = (double *)calloc((size_t)P, sizeof *best.grad);
     grad = (double *)calloc((size_t)P, sizeof *grad);
     losses = (double *)calloc((size_t)iters, sizeof *losses);
-    if (!theta || !theta0 || !theta_best || !grad || !grad_best || !losses) goto oom;
+    if (!theta || !theta0 || !best.params || !grad || !best.grad || !losses) goto oom;
     cq_robot_controller_init_params(mlp, theta);
     memcpy(theta0, theta, sizeof(double) * (size_t)P);
 
@@ -427,7 +329,7 @@ int main(int argc, char **argv)
            "MLP %d-%d-%d (%d params)%s%s\n",
            rob.n, n_act, cfg.res[0], cfg.res[1], cfg.res[2], steps, cfg.substeps, steps * cfg.substeps * cfg.dt,
            n_obs + 2 * md.phase_harmonics, HIDDEN, md.outputs, P, large ? ", large (paper-like) size" : "",
-           quick ? ", quick" : "");
+           args.quick ? ", quick" : "");
 
     /* ---- optimise: rollout (forward + reverse) -> dL/dtheta -> Adam */
     memset(&rd, 0, sizeof rd);
@@ -445,32 +347,20 @@ int main(int argc, char **argv)
             /* e.g. a gait that throws a particle out of the grid: go back to the best params
                with half the step (the failed iteration is not plotted) */
             fprintf(stderr, "iteration %d: %s\n", it, ro.error);
-            if (best_it < 0 || it + 1 >= iters) break;
-            printf("iteration %3d  failed  -> back to the best, step size halved\n", it);
-            lr *= 0.5;
-            memcpy(theta, theta_best, sizeof(double) * (size_t)P);
-            cq_robot_optimizer_destroy(opt); opt = NULL;
-            od.learning_rate = lr;
-            if (cq_robot_optimizer_create(&od, &opt) != CQ_SUCCESS) goto robot_error;
-            if (cq_robot_optimizer_step(opt, theta, grad_best) != CQ_SUCCESS) break;
+            if (best.it < 0 || it + 1 >= iters) break;
+            printf("iteration %3d  failed%s\n", it, CQX_WENT_BACK);
+            if (cqx_go_back(&best, theta, NULL, &opt, &od)) goto robot_error;
+            if (cq_robot_optimizer_step(opt, theta, best.grad) != CQ_SUCCESS) break;
             continue;
         }
         cq_sim_get(sim, CQ_FIELD_X, xs);
         walked = centroid_x(xs, rob.n) - lc.x0;
         for (int i = 0; i < P; ++i) gn += grad[i] * grad[i];
         losses[done_iters++] = ro.loss;
-        if (ro.loss < best_loss) {
-            best_loss = ro.loss; best_it = it;
-            memcpy(theta_best, theta, sizeof(double) * (size_t)P);
-            memcpy(grad_best, grad, sizeof(double) * (size_t)P);
-        } else if (ro.loss > best_loss + BACKTRACK * fabs(best_loss) + 0.01 && it + 1 < iters) {
-            lr *= 0.5;
-            memcpy(theta, theta_best, sizeof(double) * (size_t)P);
-            memcpy(grad, grad_best, sizeof(double) * (size_t)P);
-            cq_robot_optimizer_destroy(opt); opt = NULL;
-            od.learning_rate = lr;
-            if (cq_robot_optimizer_create(&od, &opt) != CQ_SUCCESS) goto robot_error;
-            note = "  -> back to the best, step size halved";
+        switch (cqx_best_update(&best, it, iters, ro.loss, BACKTRACK, 0.01, theta, grad, &opt, &od)) {
+        case -1: goto robot_error;
+        case 1: note = CQX_WENT_BACK; break;
+        default: break;
         }
         printf("iteration %3d  loss %+.5f  walked %+.4f  |grad| %.2e  (%.1f s)%s\n", it, ro.loss, walked, sqrt(gn),
                (double)(clock() - t_start) / CLOCKS_PER_SEC, note);
@@ -481,49 +371,36 @@ int main(int argc, char **argv)
         }
     }
 
-    if (best_it < 0) { fprintf(stderr, "no successful rollout\n"); goto done; }
+    if (best.it < 0) { fprintf(stderr, "no successful rollout\n"); goto done; }
 
     /* ---- evaluate initial and optimised controllers (forward only), recording every state */
-    rec.n = rob.n; rec.steps = steps;
+    rec.n = rob.n; rec.steps = steps;   /* dim 3, NACT signals */
     rec.x = (double *)malloc(sizeof(double) * (size_t)(steps + 1) * 3 * rob.n);
     rec.a = (double *)malloc(sizeof(double) * (size_t)(steps + 1) * NACT);
     order = (int *)malloc(sizeof(int) * (size_t)rob.n);
     if (!rec.x || !rec.a || !order) goto oom;
     rd.forward_only = 1; rd.action_penalty = 0;
-    rd.running_loss = record_state; rd.running_user = &rec;
-    rd.final_loss = record_final; rd.final_user = &rec;
+    rd.running_loss = cqx_record_state; rd.running_user = &rec;
+    rd.final_loss = cqx_record_final; rd.final_user = &rec;
     rd.params = theta0;
     if (cq_robot_rollout(sim, &rd, &ro) != CQ_SUCCESS) { fprintf(stderr, "%s\n", ro.error); goto done; }
     dist_init = centroid_x(rec.x + (size_t)steps * 3 * rob.n, rob.n) - lc.x0;
-    rd.params = theta_best;
+    rd.params = best.params;
     if (cq_robot_rollout(sim, &rd, &ro) != CQ_SUCCESS) { fprintf(stderr, "%s\n", ro.error); goto done; }
     dist_opt = centroid_x(rec.x + (size_t)steps * 3 * rob.n, rob.n) - lc.x0;
 
     /* ---- pictures: the optimised gait (at most ~80 frames, half speed), the loss curve */
-    if (cq_img_init(&im, IMG_W, IMG_H) != 0) goto oom;
-    snprintf(path, sizeof path, "%s/quadruped.gif", dir);
-    if (cq_gif_begin(&gif, path, IMG_W, IMG_H, 2 * ((steps + 1) / 80 + 1)) != 0) goto write_error;
-    for (int f = 0; f <= steps; f += (steps + 1) / 80 + 1) {
-        draw_world(&im, &cfg, lc.x0);
-        draw_robot(&im, &rob, &cfg, order, rec.x + (size_t)f * 3 * rob.n, rec.a + (size_t)f * NACT);
-        if (cq_gif_frame(&gif, &im) != 0) goto write_error;
-        frames++;
-    }
-    if (cq_gif_end(&gif) != 0) goto write_error;
-    snprintf(path, sizeof path, "%s/quadruped_loss.png", dir);
-    if (write_loss_plot(path, losses, done_iters, &ystep, &xstep) != 0) goto write_error;
+    snprintf(path, sizeof path, "%s/quadruped.gif", args.dir);
+    mov.rob = &rob; mov.cfg = &cfg; mov.rec = &rec; mov.order = order; mov.start_x = lc.x0;
+    if (cqx_write_rollout_gif(path, IMG_W, IMG_H, steps, draw_frame, &mov, &frames) != 0) goto write_error;
+    snprintf(path, sizeof path, "%s/quadruped_loss.png", args.dir);
+    if (cqx_plot_loss(path, losses, done_iters, &ystep, &xstep) != 0) goto write_error;
 
     printf("initial walked %.4f, optimised walked %.4f (best of %d iterations: iteration %d; %.1f s CPU)\n",
-           dist_init, dist_opt, done_iters, best_it, (double)(clock() - t_start) / CLOCKS_PER_SEC);
+           dist_init, dist_opt, done_iters, best.it, (double)(clock() - t_start) / CLOCKS_PER_SEC);
     printf("wrote %s/quadruped.gif (%d frames), %s/quadruped_loss.png (x ticks every %d iterations, "
-           "y ticks every %g in loss)\n", dir, frames, dir, xstep, ystep);
-    if (quick) {
-        const int ok = done_iters > 1 && losses[done_iters - 1] < losses[0];
-        printf("loss decreased: %s (%.5f -> %.5f)\n", ok ? "yes" : "no", losses[0], losses[done_iters - 1]);
-        rc = ok ? 0 : 1;
-    } else {
-        rc = 0;
-    }
+           "y ticks every %g in loss)\n", args.dir, frames, args.dir, xstep, ystep);
+    rc = args.quick ? cqx_quick_verdict(done_iters, losses[0], losses[done_iters - 1]) : 0;
     goto done;
 
 oom:
@@ -535,15 +412,13 @@ robot_error:
 write_error:
     fprintf(stderr, "cannot write %s\n", path);
 done:
-    cq_gif_end(&gif);
-    cq_img_free(&im);
     cq_robot_optimizer_destroy(opt);
     cq_robot_controller_destroy(mlp);
     cq_robot_observer_destroy(obs);
     cq_robot_actuators_destroy(act);
     cq_sim_destroy(sim);
     free(rob.x); free(rob.act); free(rob.obs_group);
-    free(theta); free(theta0); free(theta_best); free(grad); free(grad_best);
+    free(theta); free(theta0); free(best.params); free(grad); free(best.grad);
     free(xs); free(losses); free(offset); free(scale); free(o0); free(v0);
     free(rec.x); free(rec.a); free(order);
     return rc;

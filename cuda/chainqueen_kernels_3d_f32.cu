@@ -1075,6 +1075,103 @@ CQ_HD void cq__p2g_adj_3d_neohookean_f32(int p, const cq__params_f32 *prm,
 }
 
 
+/* >>cables_3d_f32: cable actuators (seed 003 eqs 16-17).  A cable routed through
+   particles p_0..p_{r-1}, stiffness k, rest length R and actuation u stores
+   E = k/2 max(0, L - max(0, R u))^2 with L = sum_i |x_{i+1} - x_i|; its force f = -dE/dx
+   enters as a velocity impulse veff = v + dt f / m before P2G.  Work is split by segment
+   (seg[3 s .. 3 s + 2] = a, b, cable: from particle a to b) and by particle, accumulating with
+   CQ__ATOMIC_ADD; cable and force sums are in double.  target[c] = max(0, R u). */
+CQ_HD double cq__cable_dir_3d_f32(const int *seg, int s, const float *x, double *n)
+{
+    const long a = seg[3 * s], b = seg[3 * s + 1];
+    double l = 0;
+    for (int k = 0; k < 3; ++k) { n[k] = (double)x[b * 3 + k] - (double)x[a * 3 + k]; l += n[k] * n[k]; }
+    l = sqrt(l);
+    for (int k = 0; k < 3; ++k) n[k] = l > 0 ? n[k] / l : 0;
+    return l;
+}
+
+/* forward 1: L[c] += |segment s| */
+CQ_HD void cq__cable_len_3d_f32(int s, const int *seg, const float *x, double *L)
+{
+    double n[3], l = cq__cable_dir_3d_f32(seg, s, x, n);
+    CQ__ATOMIC_ADD(&L[seg[3 * s + 2]], l);
+}
+
+/* forward 2: the force of segment s on its ends, k st n on a and -k st n on b (st = L - target) */
+CQ_HD void cq__cable_force_3d_f32(int s, const int *seg, const float *x, const double *L, const double *k,
+                                            const double *target, double *f)
+{
+    const int c = seg[3 * s + 2];
+    const long a = seg[3 * s], b = seg[3 * s + 1];
+    double n[3], st = L[c] - target[c];
+    if (!(st > 0)) return;
+    cq__cable_dir_3d_f32(seg, s, x, n);
+    for (int q = 0; q < 3; ++q) {
+        CQ__ATOMIC_ADD(&f[a * 3 + q], k[c] * st * n[q]);
+        CQ__ATOMIC_ADD(&f[b * 3 + q], -k[c] * st * n[q]);
+    }
+}
+
+/* forward 3, per particle: veff = v + dt f / m (f = 0 off the cables) */
+CQ_HD void cq__cable_veff_3d_f32(int p, const float *v, const double *f, const float *m, double dt, float *veff)
+{
+    for (int q = 0; q < 3; ++q)
+        veff[(long)p * 3 + q] = v[(long)p * 3 + q] + (float)(dt * f[(long)p * 3 + q] / (double)m[p]);
+}
+
+/* adjoint 1, per particle: dL/dm += -dt (f . vbar) / m^2 (av = dL/dveff) */
+CQ_HD void cq__cable_mass_adj_3d_f32(int p, const double *f, const float *av, const float *m, double dt, float *gmass)
+{
+    double fv = 0, mp = m[p];
+    for (int q = 0; q < 3; ++q) fv += f[(long)p * 3 + q] * (double)av[(long)p * 3 + q];
+    gmass[p] += (float)(-dt * fv / (mp * mp));
+}
+
+/* adjoint 2, per segment: dot[c] += n . (fbar_b - fbar_a), fbar = dt vbar / m = dL/df */
+CQ_HD void cq__cable_dot_3d_f32(int s, const int *seg, const float *x, const float *av, const float *m,
+                                          const double *L, const double *target, double dt, double *dot)
+{
+    const int c = seg[3 * s + 2];
+    const long a = seg[3 * s], b = seg[3 * s + 1];
+    double n[3], acc = 0;
+    if (!(L[c] - target[c] > 0)) return;
+    cq__cable_dir_3d_f32(seg, s, x, n);
+    for (int q = 0; q < 3; ++q)
+        acc += n[q] * (dt / (double)m[b] * (double)av[b * 3 + q] - dt / (double)m[a] * (double)av[a * 3 + q]);
+    CQ__ATOMIC_ADD(&dot[c], acc);
+}
+
+/* adjoint 3, per cable: dL/du += k R dot (when R u > 0: the target is R u) */
+CQ_HD void cq__cable_grad_3d_f32(int c, const double *k, const double *rest, const double *target,
+                                           const double *dot, double *grad)
+{
+    if (target[c] > 0) grad[c] += k[c] * rest[c] * dot[c];
+}
+
+/* adjoint 4, per segment: f = -k st dL/dx  ->  xbar += -k dot dL/dx - k st (d2L/dx2) fbar */
+CQ_HD void cq__cable_x_adj_3d_f32(int s, const int *seg, const float *x, const float *av, const float *m,
+                                            const double *L, const double *target, const double *k, const double *dot,
+                                            double dt, float *ax)
+{
+    const int c = seg[3 * s + 2];
+    const long a = seg[3 * s], b = seg[3 * s + 1];
+    double n[3], w[3], nw = 0, l, st = L[c] - target[c];
+    if (!(st > 0)) return;
+    l = cq__cable_dir_3d_f32(seg, s, x, n);
+    if (!(l > 0)) return;
+    for (int q = 0; q < 3; ++q) {
+        w[q] = dt / (double)m[b] * (double)av[b * 3 + q] - dt / (double)m[a] * (double)av[a * 3 + q];
+        nw += n[q] * w[q];
+    }
+    for (int q = 0; q < 3; ++q) {
+        double g = -k[c] * dot[c] * n[q] - k[c] * st * (w[q] - n[q] * nw) / l;
+        CQ__ATOMIC_ADD(&ax[b * 3 + q], (float)g);
+        CQ__ATOMIC_ADD(&ax[a * 3 + q], (float)-g);
+    }
+}
+
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -1144,6 +1241,49 @@ __global__ void cq__act_reduce_3d_f32_kernel(int n, const int * act, int groups,
     }
 }
 
+/* cables (templates/cables.j2): per segment, per particle or per cable */
+__global__ void cq__cable_len_3d_f32_kernel(int ns, const int * seg, const float * x, double * L)
+{
+    int s = blockIdx.x * blockDim.x + threadIdx.x;
+    if (s < ns) cq__cable_len_3d_f32(s, seg, x, L);
+}
+
+__global__ void cq__cable_force_3d_f32_kernel(int ns, const int * seg, const float * x, const double * L, const double * k, const double * target, double * f)
+{
+    int s = blockIdx.x * blockDim.x + threadIdx.x;
+    if (s < ns) cq__cable_force_3d_f32(s, seg, x, L, k, target, f);
+}
+
+__global__ void cq__cable_veff_3d_f32_kernel(int np, const float * v, const double * f, const float * m, double dt, float * veff)
+{
+    int s = blockIdx.x * blockDim.x + threadIdx.x;
+    if (s < np) cq__cable_veff_3d_f32(s, v, f, m, dt, veff);
+}
+
+__global__ void cq__cable_mass_adj_3d_f32_kernel(int np, const double * f, const float * av, const float * m, double dt, float * gmass)
+{
+    int s = blockIdx.x * blockDim.x + threadIdx.x;
+    if (s < np) cq__cable_mass_adj_3d_f32(s, f, av, m, dt, gmass);
+}
+
+__global__ void cq__cable_dot_3d_f32_kernel(int ns, const int * seg, const float * x, const float * av, const float * m, const double * L, const double * target, double dt, double * dot)
+{
+    int s = blockIdx.x * blockDim.x + threadIdx.x;
+    if (s < ns) cq__cable_dot_3d_f32(s, seg, x, av, m, L, target, dt, dot);
+}
+
+__global__ void cq__cable_grad_3d_f32_kernel(int nc, const double * k, const double * rest, const double * target, const double * dot, double * grad)
+{
+    int s = blockIdx.x * blockDim.x + threadIdx.x;
+    if (s < nc) cq__cable_grad_3d_f32(s, k, rest, target, dot, grad);
+}
+
+__global__ void cq__cable_x_adj_3d_f32_kernel(int ns, const int * seg, const float * x, const float * av, const float * m, const double * L, const double * target, const double * k, const double * dot, double dt, float * ax)
+{
+    int s = blockIdx.x * blockDim.x + threadIdx.x;
+    if (s < ns) cq__cable_x_adj_3d_f32(s, seg, x, av, m, L, target, k, dot, dt, ax);
+}
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
@@ -1160,6 +1300,13 @@ static void cq__p2g_adj_3d_neohookean_f32_kernel_emu(void **a) { cq__p2g_adj_3d_
 static void cq__grid_adj_3d_f32_kernel_emu(void **a) { cq__grid_adj_3d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(const float * *)a[2], *(const float * *)a[3], *(const float * *)a[4], *(float * *)a[5], *(float * *)a[6]); }
 static void cq__g2p_adj_3d_f32_kernel_emu(void **a) { cq__g2p_adj_3d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__gview_f32 *)a[3], *(cq__pview_f32 *)a[4], *(cq__pview_f32 *)a[5], *(float * *)a[6]); }
 static void cq__act_reduce_3d_f32_kernel_emu(void **a) { cq__act_reduce_3d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(int *)a[2], *(const float * *)a[3], *(double * *)a[4]); }
+static void cq__cable_len_3d_f32_kernel_emu(void **a) { cq__cable_len_3d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const float * *)a[2], *(double * *)a[3]); }
+static void cq__cable_force_3d_f32_kernel_emu(void **a) { cq__cable_force_3d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const float * *)a[2], *(const double * *)a[3], *(const double * *)a[4], *(const double * *)a[5], *(double * *)a[6]); }
+static void cq__cable_veff_3d_f32_kernel_emu(void **a) { cq__cable_veff_3d_f32_kernel(*(int *)a[0], *(const float * *)a[1], *(const double * *)a[2], *(const float * *)a[3], *(double *)a[4], *(float * *)a[5]); }
+static void cq__cable_mass_adj_3d_f32_kernel_emu(void **a) { cq__cable_mass_adj_3d_f32_kernel(*(int *)a[0], *(const double * *)a[1], *(const float * *)a[2], *(const float * *)a[3], *(double *)a[4], *(float * *)a[5]); }
+static void cq__cable_dot_3d_f32_kernel_emu(void **a) { cq__cable_dot_3d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const float * *)a[2], *(const float * *)a[3], *(const float * *)a[4], *(const double * *)a[5], *(const double * *)a[6], *(double *)a[7], *(double * *)a[8]); }
+static void cq__cable_grad_3d_f32_kernel_emu(void **a) { cq__cable_grad_3d_f32_kernel(*(int *)a[0], *(const double * *)a[1], *(const double * *)a[2], *(const double * *)a[3], *(const double * *)a[4], *(double * *)a[5]); }
+static void cq__cable_x_adj_3d_f32_kernel_emu(void **a) { cq__cable_x_adj_3d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const float * *)a[2], *(const float * *)a[3], *(const float * *)a[4], *(const double * *)a[5], *(const double * *)a[6], *(const double * *)a[7], *(const double * *)a[8], *(double *)a[9], *(float * *)a[10]); }
 const cq__emu_kernel cq__emu_kernels_3d_f32[] = {
     {"cq__grid_fwd_3d_f32_kernel", cq__grid_fwd_3d_f32_kernel_emu},
     {"cq__g2p_fwd_3d_f32_kernel", cq__g2p_fwd_3d_f32_kernel_emu},
@@ -1170,6 +1317,13 @@ const cq__emu_kernel cq__emu_kernels_3d_f32[] = {
     {"cq__grid_adj_3d_f32_kernel", cq__grid_adj_3d_f32_kernel_emu},
     {"cq__g2p_adj_3d_f32_kernel", cq__g2p_adj_3d_f32_kernel_emu},
     {"cq__act_reduce_3d_f32_kernel", cq__act_reduce_3d_f32_kernel_emu},
+    {"cq__cable_len_3d_f32_kernel", cq__cable_len_3d_f32_kernel_emu},
+    {"cq__cable_force_3d_f32_kernel", cq__cable_force_3d_f32_kernel_emu},
+    {"cq__cable_veff_3d_f32_kernel", cq__cable_veff_3d_f32_kernel_emu},
+    {"cq__cable_mass_adj_3d_f32_kernel", cq__cable_mass_adj_3d_f32_kernel_emu},
+    {"cq__cable_dot_3d_f32_kernel", cq__cable_dot_3d_f32_kernel_emu},
+    {"cq__cable_grad_3d_f32_kernel", cq__cable_grad_3d_f32_kernel_emu},
+    {"cq__cable_x_adj_3d_f32_kernel", cq__cable_x_adj_3d_f32_kernel_emu},
     {0, 0}
 };
 #endif

@@ -177,6 +177,8 @@ TEST(parity_all_variants)
             for (int prec = 1; prec <= 2; ++prec) { variant v; v.dim = dim; v.prec = prec; v.mat = mat; parity(&v); }
 }
 
+static void cable_hook(cq_sim *s, int step, void *user) { CHECK_OK(cq_sim_cable_actuation_grad(s, (double *)user + step)); }
+
 TEST(cables_match_the_cpu)
 {
     variant v = {2, 2, 1};
@@ -188,17 +190,18 @@ TEST(cables_match_the_cpu)
         s = make(&v, b ? CQ_BACKEND_CUDA : CQ_BACKEND_CPU, 1);
         if (!s) { CHECK(0, "create"); return; }
         for (int i = 0; i < 12; ++i) route[i] = 144 + i * 12;   /* a column of the upper box */
-        CHECK_OK(cq_sim_add_cable(s, 12, route, 2e3, 0.0));
+        CHECK_OK(cq_sim_add_cable(s, 12, route, 2e3, 0.15));
         for (int n = 0; n < 6; ++n) { double u = 0.5 + 0.05 * n; CHECK_OK(cq_sim_set_cable_actuation(s, 1, &u)); CHECK_OK(cq_sim_step(s, 1)); }
         CHECK_OK(cq_sim_get(s, CQ_FIELD_X, x[b]));
-        CHECK_OK(cq_sim_backward(s, g_w, NULL, NULL, NULL, NULL, NULL));
+        CHECK_OK(cq_sim_backward(s, g_w, NULL, NULL, NULL, cable_hook, ug[b]));
         CHECK_OK(cq_sim_grad(s, CQ_FIELD_X, g[b]));
         CHECK_OK(cq_sim_grad(s, CQ_FIELD_MASS, g[b] + 2 * g_n));
-        (void)ug;
         cq_sim_destroy(s);
     }
     CHECK(rel_err(x[1], x[0], 2L * g_n) < 1e-9, "x differs: %.3g", rel_err(x[1], x[0], 2L * g_n));
     CHECK(rel_err(g[1], g[0], 3L * g_n) < 1e-9, "gradients differ: %.3g", rel_err(g[1], g[0], 3L * g_n));
+    CHECK(rel_err(ug[1], ug[0], 6) < 1e-9, "dL/du of the cable differs: %.3g", rel_err(ug[1], ug[0], 6));
+    CHECK(fabs(ug[0][0]) > 0, "the cable's actuation gradient is zero: the test would not see a difference");
 }
 
 TEST(a_failing_step_reports_like_the_cpu)

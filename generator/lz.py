@@ -71,29 +71,30 @@ def encode(data):
     return bytes(out)
 
 
+def _read_length(comp, i, n):
+    """LZ4's extended length: n == 15 continues in the following bytes until one is not 255."""
+    if n == 15:
+        while True:
+            b = comp[i]
+            i += 1
+            n += b
+            if b != 255:
+                break
+    return n, i
+
+
 def decode(comp, size):
     out = bytearray()
     i = 0
     while i < len(comp):
-        t = comp[i]; i += 1
-        ll = t >> 4
-        if ll == 15:
-            while True:
-                b = comp[i]; i += 1
-                ll += b
-                if b != 255:
-                    break
-        out += comp[i:i + ll]; i += ll
+        t = comp[i]
+        ll, i = _read_length(comp, i + 1, t >> 4)
+        out += comp[i:i + ll]
+        i += ll
         if i >= len(comp):
             break
-        off = comp[i] | comp[i + 1] << 8; i += 2
-        ml = (t & 15)
-        if ml == 15:
-            while True:
-                b = comp[i]; i += 1
-                ml += b
-                if b != 255:
-                    break
+        off = comp[i] | comp[i + 1] << 8
+        ml, i = _read_length(comp, i + 2, t & 15)
         ml += MIN_MATCH
         start = len(out) - off
         for k in range(ml):

@@ -44,7 +44,7 @@ static void build_scene(int dim)
             for (int j = 0; j < side; ++j)
                 for (int k = 0; k < (dim == 3 ? side : 1); ++k) {
                     double *x = g_x0 + g_n * dim, *v = g_v0 + g_n * dim;
-                    x[0] = 0.3 + 0.1 * b + (i + 0.5) * h;
+                    x[0] = (dim == 3 ? 0.35 : 0.3) + 0.1 * b + (i + 0.5) * h;   /* 3D: across a CPU slab boundary */
                     x[1] = 0.1 + 0.25 * b + (j + 0.5) * h;
                     if (dim == 3) x[2] = 0.4 + (k + 0.5) * h;
                     for (int a = 0; a < dim; ++a) v[a] = (b ? -0.6 : 0.1) * (a == 1) + 0.05 * (urand(&seed) - 0.5);
@@ -52,6 +52,23 @@ static void build_scene(int dim)
                     ++g_n;
                 }
     for (int i = 0; i < g_n * 9; ++i) g_w[i] = urand(&seed) - 0.5;
+}
+
+/* particles in a shuffled order: the CPU then sums each node in another order than the GPU
+   (slab by slab vs particle by particle), so parity is about rounding, not luck */
+static void shuffle_scene(int dim)
+{
+    unsigned seed = 99;
+    for (int i = g_n - 1; i > 0; --i) {
+        int j = (int)(urand(&seed) * (i + 1)), t;
+        double tmp;
+        if (j > i) j = i;
+        for (int a = 0; a < dim; ++a) {
+            tmp = g_x0[i * dim + a]; g_x0[i * dim + a] = g_x0[j * dim + a]; g_x0[j * dim + a] = tmp;
+            tmp = g_v0[i * dim + a]; g_v0[i * dim + a] = g_v0[j * dim + a]; g_v0[j * dim + a] = tmp;
+        }
+        t = g_act[i]; g_act[i] = g_act[j]; g_act[j] = t;
+    }
 }
 
 static cq_sim *make(const variant *v, cq_backend be, int ckpt)
@@ -128,6 +145,7 @@ static void parity(const variant *v)
     const char *name[2] = {"corotated", "neohookean"};
     int k;
     build_scene(v->dim);
+    shuffle_scene(v->dim);
     for (int b = 0; b < 2; ++b) { for (int f = 0; f < 4; ++f) st[b][f] = buf[b][f]; for (int f = 0; f < 8; ++f) gr[b][f] = buf[b][4 + f]; }
     memset(hd, 0, sizeof hd);
     if (!run(v, CQ_BACKEND_CPU, 3, st[0], gr[0], &hd[0]) || !run(v, CQ_BACKEND_CUDA, 3, st[1], gr[1], &hd[1])) {

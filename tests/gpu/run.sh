@@ -24,7 +24,7 @@ echo "device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format
 item build_test_cuda $CC -std=c99 -O2 -g $WARN tests/test_cuda.c -o $B/test_cuda -lm -ldl
 ./$B/test_cuda > $L/probe.log 2>&1
 if grep -q '^SKIP' $L/probe.log; then
-    skip all "$(head -n 1 $L/probe.log)"
+    skip all "$(grep '^SKIP' $L/probe.log | head -n 1)"
     echo "$pass passed, $fail failed, $skipped skipped"; exit 1
 fi
 item parity sh -c "./$B/test_cuda | tee /dev/stderr | grep -q '^[0-9]* passed, 0 failed'"
@@ -35,9 +35,10 @@ item table3_on_gpu sh -c "$CC -std=c99 -O2 $WARN tests/test_table3.c -o $B/test_
 # in a varying order), the relative-error ones run as they are
 item gradients_on_gpu sh -c "$CC -std=c99 -O2 $WARN tests/test_gradients.c -o $B/test_gradients -lm -ldl && \
     for t in end_to_end each_wall running_loss long_horizon cable_actuation; do ./$B/test_gradients \$t || exit 1; done"
-if command -v compute-sanitizer >/dev/null 2>&1; then
-    item memcheck compute-sanitizer --tool memcheck --error-exitcode 99 ./$B/test_cuda parity_all
-    item racecheck compute-sanitizer --tool racecheck --error-exitcode 99 ./$B/test_cuda parity_all
+CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer 2>/dev/null | head -n 1)
+if [ -n "$CS" ]; then
+    item memcheck $CS --tool memcheck --error-exitcode 99 ./$B/test_cuda parity_all
+    item racecheck $CS --tool racecheck --error-exitcode 99 ./$B/test_cuda parity_all
 else
     skip memcheck "compute-sanitizer not on PATH"; skip racecheck "compute-sanitizer not on PATH"
 fi

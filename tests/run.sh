@@ -65,6 +65,13 @@ item compile_cxx11 $CXX -std=c++11 $WARN -x c++ -c tests/compile/impl.c -o $B/im
 item compile_c99_openmp $CC -std=c99 $WARN -fopenmp -c tests/compile/impl.c -o $B/impl_omp.o
 item compile_cxx11_openmp $CXX -std=c++11 $WARN -fopenmp -x c++ -c tests/compile/impl.c -o $B/impl_cxx_omp.o
 item compile_no_cuda sh -c "$CC -std=c99 $WARN tests/compile/no_cuda.c -o $B/no_cuda -lm && ./$B/no_cuda && ! nm $B/no_cuda | grep -q dlopen"
+CUDA_INC=$(dirname "$(ls /usr/local/cuda/include/cuda.h 2>/dev/null | head -n 1)" 2>/dev/null)
+if [ -f "$CUDA_INC/cuda.h" ]; then   # cuda.h itself needs C11 or C++ (anonymous unions)
+    item compile_with_cuda_h sh -c "$CC -std=c11 -Wall -Wextra -Werror -I$CUDA_INC tests/compile/with_cuda_h.c -o $B/with_cuda_h -lm && \
+        $CXX -std=c++11 $WARN -I$CUDA_INC -x c++ tests/compile/with_cuda_h.c -o $B/with_cuda_h_cxx -lm && ./$B/with_cuda_h"
+else
+    skip compile_with_cuda_h "no CUDA SDK (cuda.h) under /usr/local/cuda"
+fi
 item decl_only_c89_link sh -c "$CC -std=c89 -Wall -Wextra -Werror -pedantic -Wno-long-long -c tests/compile/decl_only.c -o $B/decl.o && \
     $CC $B/decl.o $B/impl_c99.o -o $B/decl_only -lm && ./$B/decl_only"
 item decl_only_cxx_link sh -c "$CXX -std=c++98 $WARN -x c++ -c tests/compile/decl_only.c -o $B/decl_cxx.o && \

@@ -13713,18 +13713,21 @@ static int cq__cu_check(const cq_sim *cs, cq__CUresult e, const char *call)
     }
     return 0;
 }
-/* Every driver call runs with the sim's context current: push before, pop after (pops match
-   successful pushes only, so a failed push never pops the application's own context). */
+/* Every driver call runs with the sim's context current.  Only the outermost push and pop
+   reach the driver (a substep pushes once around its launches and copies); nested ones count
+   in s->cu.depth, and pops match successful pushes, so a failed push never pops the
+   application's own context. */
 static void cq__cu_push(const cq_sim *cs)
 {
     cq_sim *s = (cq_sim *)cs;
-    if (cq__cu_check(s, CQ__CU(CtxPushCurrent)(s->cu.ctx), "cuCtxPushCurrent")) s->cu.depth++;
+    if (s->cu.depth > 0 || cq__cu_check(s, CQ__CU(CtxPushCurrent)(s->cu.ctx), "cuCtxPushCurrent")) s->cu.depth++;
 }
 static void cq__cu_pop(const cq_sim *cs)
 {
     cq_sim *s = (cq_sim *)cs;
     cq__CUcontext c;
-    if (s->cu.depth > 0 && cq__cu_check(s, CQ__CU(CtxPopCurrent)(&c), "cuCtxPopCurrent")) s->cu.depth--;
+    if (s->cu.depth > 1) s->cu.depth--;
+    else if (s->cu.depth == 1 && cq__cu_check(s, CQ__CU(CtxPopCurrent)(&c), "cuCtxPopCurrent")) s->cu.depth--;
 }
 #endif
 

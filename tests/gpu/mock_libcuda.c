@@ -1183,47 +1183,15 @@ out:
 }
 
 /* ------------------------------------------------------------------ test hooks */
-EXPORT int cq_mock_live_allocations(void)
-{
-    int n;
-    lock(); n = n_allocs; unlock();
-    return n;
-}
-
-EXPORT size_t cq_mock_live_bytes(void)
-{
-    size_t n;
-    lock(); n = live_bytes; unlock();
-    return n;
-}
-
-EXPORT long cq_mock_launches(void)
-{
-    long n;
-    lock(); n = launches; unlock();
-    return n;
-}
-
-EXPORT int cq_mock_violations(void)
-{
-    int n;
-    lock(); n = violations; unlock();
-    return n;
-}
-
-EXPORT int cq_mock_live_modules(void)
-{
-    int n;
-    lock(); n = n_modules; unlock();
-    return n;
-}
-
-EXPORT int cq_mock_ctx_refs(void)
-{
-    int n;
-    lock(); n = primary ? primary->refs : 0; unlock();
-    return n;
-}
+/* each counter read under the lock */
+#define MOCK_COUNTER(type, name, expr) \
+    EXPORT type name(void) { type n; lock(); n = (expr); unlock(); return n; }
+MOCK_COUNTER(int, cq_mock_live_allocations, n_allocs)
+MOCK_COUNTER(size_t, cq_mock_live_bytes, live_bytes)
+MOCK_COUNTER(long, cq_mock_launches, launches)
+MOCK_COUNTER(int, cq_mock_violations, violations)
+MOCK_COUNTER(int, cq_mock_live_modules, n_modules)
+MOCK_COUNTER(int, cq_mock_ctx_refs, primary ? primary->refs : 0)
 
 EXPORT int cq_mock_ctx_depth(void) { return ctx_depth; }
 

@@ -63,7 +63,9 @@ typedef struct cq__gview_f32 {
     float *m, *v;
 } cq__gview_f32;
 
-CQ_HD int cq__isfinite_f32(float a) { return a == a && a - a == a - a; }
+/* Finite test on the bits (exponent field not all ones): arithmetic tests such as a == a fold
+   away under -ffast-math / -ffinite-math-only, which game engines build with. */
+CQ_HD int cq__isfinite_f32(float a) { union { float f; unsigned int u; } b; b.f = a; return (b.u & 0x7f800000u) != 0x7f800000u; }
 
 /* Lame parameters from Young's modulus and Poisson ratio. */
 CQ_HD void cq__lame_f32(float E, float nu, float *mu, float *lam)
@@ -1241,6 +1243,14 @@ __global__ void cq__act_reduce_3d_f32_kernel(int n, const int * act, int groups,
     }
 }
 
+/* >>nonfinite: the backward pass's check of one gradient array of `count` = n * k values: the
+   lowest non-finite entry's particle p lands in *status as 8 p + field (host decodes) */
+__global__ void cq__nonfinite_3d_f32_kernel(int count, int k, int field, const float * a, int * status)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < count && !cq__isfinite_f32(a[i])) atomicMin(status, (i / k) * 8 + field);
+}
+
 /* cables (templates/cables.j2): per segment, per particle or per cable */
 __global__ void cq__cable_len_3d_f32_kernel(int ns, const int * seg, const float * x, double * L)
 {
@@ -1300,6 +1310,7 @@ static void cq__p2g_adj_3d_neohookean_f32_kernel_emu(void **a) { cq__p2g_adj_3d_
 static void cq__grid_adj_3d_f32_kernel_emu(void **a) { cq__grid_adj_3d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(const float * *)a[2], *(const float * *)a[3], *(const float * *)a[4], *(float * *)a[5], *(float * *)a[6]); }
 static void cq__g2p_adj_3d_f32_kernel_emu(void **a) { cq__g2p_adj_3d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__gview_f32 *)a[3], *(cq__pview_f32 *)a[4], *(cq__pview_f32 *)a[5], *(float * *)a[6]); }
 static void cq__act_reduce_3d_f32_kernel_emu(void **a) { cq__act_reduce_3d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(int *)a[2], *(const float * *)a[3], *(double * *)a[4]); }
+static void cq__nonfinite_3d_f32_kernel_emu(void **a) { cq__nonfinite_3d_f32_kernel(*(int *)a[0], *(int *)a[1], *(int *)a[2], *(const float * *)a[3], *(int * *)a[4]); }
 static void cq__cable_len_3d_f32_kernel_emu(void **a) { cq__cable_len_3d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const float * *)a[2], *(double * *)a[3]); }
 static void cq__cable_force_3d_f32_kernel_emu(void **a) { cq__cable_force_3d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const float * *)a[2], *(const double * *)a[3], *(const double * *)a[4], *(const double * *)a[5], *(double * *)a[6]); }
 static void cq__cable_veff_3d_f32_kernel_emu(void **a) { cq__cable_veff_3d_f32_kernel(*(int *)a[0], *(const float * *)a[1], *(const double * *)a[2], *(const float * *)a[3], *(double *)a[4], *(float * *)a[5]); }
@@ -1317,6 +1328,7 @@ const cq__emu_kernel cq__emu_kernels_3d_f32[] = {
     {"cq__grid_adj_3d_f32_kernel", cq__grid_adj_3d_f32_kernel_emu},
     {"cq__g2p_adj_3d_f32_kernel", cq__g2p_adj_3d_f32_kernel_emu},
     {"cq__act_reduce_3d_f32_kernel", cq__act_reduce_3d_f32_kernel_emu},
+    {"cq__nonfinite_3d_f32_kernel", cq__nonfinite_3d_f32_kernel_emu},
     {"cq__cable_len_3d_f32_kernel", cq__cable_len_3d_f32_kernel_emu},
     {"cq__cable_force_3d_f32_kernel", cq__cable_force_3d_f32_kernel_emu},
     {"cq__cable_veff_3d_f32_kernel", cq__cable_veff_3d_f32_kernel_emu},

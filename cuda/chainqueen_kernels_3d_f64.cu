@@ -63,7 +63,14 @@ typedef struct cq__gview_f64 {
     double *m, *v;
 } cq__gview_f64;
 
-CQ_HD int cq__isfinite_f64(double a) { return a == a && a - a == a - a; }
+/* Finite test on the bits (exponent field not all ones): arithmetic tests such as a == a fold
+   away under -ffast-math / -ffinite-math-only, which game engines build with. */
+CQ_HD int cq__isfinite_f64(double a)
+{
+    union { double f; unsigned long long u; } b;
+    b.f = a;
+    return (b.u & 0x7ff0000000000000ull) != 0x7ff0000000000000ull;
+}
 
 /* Lame parameters from Young's modulus and Poisson ratio. */
 CQ_HD void cq__lame_f64(double E, double nu, double *mu, double *lam)
@@ -1241,6 +1248,14 @@ __global__ void cq__act_reduce_3d_f64_kernel(int n, const int * act, int groups,
     }
 }
 
+/* >>nonfinite: the backward pass's check of one gradient array of `count` = n * k values: the
+   lowest non-finite entry's particle p lands in *status as 8 p + field (host decodes) */
+__global__ void cq__nonfinite_3d_f64_kernel(int count, int k, int field, const double * a, int * status)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < count && !cq__isfinite_f64(a[i])) atomicMin(status, (i / k) * 8 + field);
+}
+
 /* cables (templates/cables.j2): per segment, per particle or per cable */
 __global__ void cq__cable_len_3d_f64_kernel(int ns, const int * seg, const double * x, double * L)
 {
@@ -1300,6 +1315,7 @@ static void cq__p2g_adj_3d_neohookean_f64_kernel_emu(void **a) { cq__p2g_adj_3d_
 static void cq__grid_adj_3d_f64_kernel_emu(void **a) { cq__grid_adj_3d_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(const double * *)a[2], *(const double * *)a[3], *(const double * *)a[4], *(double * *)a[5], *(double * *)a[6]); }
 static void cq__g2p_adj_3d_f64_kernel_emu(void **a) { cq__g2p_adj_3d_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(cq__pview_f64 *)a[2], *(cq__gview_f64 *)a[3], *(cq__pview_f64 *)a[4], *(cq__pview_f64 *)a[5], *(double * *)a[6]); }
 static void cq__act_reduce_3d_f64_kernel_emu(void **a) { cq__act_reduce_3d_f64_kernel(*(int *)a[0], *(const int * *)a[1], *(int *)a[2], *(const double * *)a[3], *(double * *)a[4]); }
+static void cq__nonfinite_3d_f64_kernel_emu(void **a) { cq__nonfinite_3d_f64_kernel(*(int *)a[0], *(int *)a[1], *(int *)a[2], *(const double * *)a[3], *(int * *)a[4]); }
 static void cq__cable_len_3d_f64_kernel_emu(void **a) { cq__cable_len_3d_f64_kernel(*(int *)a[0], *(const int * *)a[1], *(const double * *)a[2], *(double * *)a[3]); }
 static void cq__cable_force_3d_f64_kernel_emu(void **a) { cq__cable_force_3d_f64_kernel(*(int *)a[0], *(const int * *)a[1], *(const double * *)a[2], *(const double * *)a[3], *(const double * *)a[4], *(const double * *)a[5], *(double * *)a[6]); }
 static void cq__cable_veff_3d_f64_kernel_emu(void **a) { cq__cable_veff_3d_f64_kernel(*(int *)a[0], *(const double * *)a[1], *(const double * *)a[2], *(const double * *)a[3], *(double *)a[4], *(double * *)a[5]); }
@@ -1317,6 +1333,7 @@ const cq__emu_kernel cq__emu_kernels_3d_f64[] = {
     {"cq__grid_adj_3d_f64_kernel", cq__grid_adj_3d_f64_kernel_emu},
     {"cq__g2p_adj_3d_f64_kernel", cq__g2p_adj_3d_f64_kernel_emu},
     {"cq__act_reduce_3d_f64_kernel", cq__act_reduce_3d_f64_kernel_emu},
+    {"cq__nonfinite_3d_f64_kernel", cq__nonfinite_3d_f64_kernel_emu},
     {"cq__cable_len_3d_f64_kernel", cq__cable_len_3d_f64_kernel_emu},
     {"cq__cable_force_3d_f64_kernel", cq__cable_force_3d_f64_kernel_emu},
     {"cq__cable_veff_3d_f64_kernel", cq__cable_veff_3d_f64_kernel_emu},

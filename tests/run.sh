@@ -33,7 +33,7 @@ skip() { echo "0 0 1" >> $R; echo "SKIP $1: $2"; }
 # The slow items (sanitizers, valgrind, the long-horizon Table III) run in a second lane, in
 # parallel with the rest: the suite keeps well inside CI's time on 2 cores.
 lane_slow() {
-    for t in test_physics test_errors test_adjoint_stages test_gradients test_robot; do
+    for t in test_physics test_errors test_adjoint_stages test_gradients test_robot test_reverse; do
         item ${t}_asan_ubsan sh -c "$CC -std=c99 -O1 -g $WARN $SAN tests/$t.c -o $B/${t}_san -lm && ./$B/${t}_san"
     done
     if command -v valgrind >/dev/null 2>&1; then
@@ -87,7 +87,7 @@ for t in 2d_f32 2d_f64 3d_f32 3d_f64; do
 done
 
 # ---- the C test programs: plain, OpenMP, C++, sanitizers, valgrind
-for t in test_physics test_errors test_adjoint_stages test_gradients test_robot; do
+for t in test_physics test_errors test_adjoint_stages test_gradients test_robot test_reverse; do
     [ -f tests/$t.c ] || continue
     item ${t} sh -c "$CC -std=c99 -O2 -g $WARN tests/$t.c -o $B/$t -lm && ./$B/$t"
     item ${t}_openmp sh -c "$CC -std=c99 -O2 -g $WARN -fopenmp tests/$t.c -o $B/${t}_omp -lm && OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive ./$B/${t}_omp"
@@ -105,7 +105,7 @@ for f in init nodevice oldriver ptx oom oom_after=20 launch_after=40; do
 done
 # the CPU test programs again, with the default backend on the mock GPU (device memory left
 # host-readable here for speed: test_cuda above checks that with protection on)
-for t in test_physics test_errors test_gradients test_robot; do
+for t in test_physics test_errors test_gradients test_robot test_reverse; do
     item ${t}_on_mock_cuda env CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_NO_PROTECT=1 ./$B/$t
 done
 item example_10_on_mock_cuda sh -c "$CC -std=c99 -O2 $WARN examples/10_cpu_vs_gpu.c -o $B/cpu_vs_gpu -lm && \

@@ -1,0 +1,416 @@
+#define CHAINQUEEN_IMPLEMENTATION
+#include "../chainqueen.h"
+#include "harness.h"
+/* The reverse API's state machine (step / tape / backward / gradients / add_particles): each
+   test is the reproducer of a defect once seen under AddressSanitizer/UBSan, kept as a
+   regression test.  Runs plain, under the sanitizers and on the mock CUDA driver. */
+#include <stdlib.h>
+#include <float.h>
+
+static int has(const char *msg, const char *key) { return msg && strstr(msg, key) != NULL; }
+#define CHECK_MSG(sim, key) CHECK(has(cq_sim_last_error(sim), key), "message \"%s\" lacks \"%s\"", cq_sim_last_error(sim), key)
+
+static int all_finite(const double *a, long n)
+{
+    for (long i = 0; i < n; ++i) if (!(a[i] - a[i] == 0)) return 0;
+    return 1;
+}
+
+/* a failing-on-demand allocator: fails every allocation once `limit` allocations were made */
+typedef struct counter { long allocs, live, limit; } counter;
+static void *count_alloc(size_t size, void *user)
+{
+    counter *c = (counter *)user;
+    void *p;
+    if (c->limit >= 0 && c->allocs >= c->limit) return NULL;
+    p = malloc(size);
+    if (p) { c->allocs++; c->live++; }
+    return p;
+}
+static void count_free(void *ptr, void *user)
+{
+    counter *c = (counter *)user;
+    if (!ptr) return;
+    c->live--;
+    free(ptr);
+}
+
+static cq_sim_desc desc2d(int taped)
+{
+    cq_sim_desc d;
+    memset(&d, 0, sizeof d);
+    d.dim = 2;
+    d.res[0] = d.res[1] = 32;
+    d.dx = 1.0 / 32;
+    d.dt = 1e-4;
+    d.gravity[1] = -9.8;
+    d.checkpoint_every = taped;
+    return d;
+}
+
+/* count particles in a block at (x0, y0), spacing dx/2 */
+static void block(double *x, int count, double x0, double y0)
+{
+    for (int i = 0; i < count; ++i) { x[2 * i] = x0 + (i % 8) / 64.0; x[2 * i + 1] = y0 + (i / 8) / 64.0; }
+}
+
+static cq_result add(cq_sim *s, int count, const double *x, const double *v)
+{
+    cq_particles_desc p;
+    memset(&p, 0, sizeof p);
+    p.count = count; p.x = x; p.v = v;
+    return cq_sim_add_particles(s, &p);
+}
+
+static cq_sim *make(cq_sim_desc d, int count, double x0, double y0)
+{
+    cq_sim *s = NULL;
+    double x[2 * 256];
+    CHECK_OK(cq_sim_create(&d, &s));
+    if (s && count) { block(x, count, x0, y0); CHECK_OK(add(s, count, x, NULL)); }
+    return s;
+}
+
+static int hook_calls;
+static void count_hook(cq_sim *s, int step, void *user) { (void)s; (void)step; (void)user; ++hook_calls; }
+
+/* Defect 1: a taped sim whose first step fails at step 0 kept a step-0 checkpoint for the old
+   particle count; particles added at step 0 then overflowed it on the next step. */
+TEST(failed_first_step_then_add_particles)
+{
+    cq_sim *s = make(desc2d(1), 0, 0, 0), *ref = make(desc2d(1), 0, 0, 0);
+    double x[2 * 65], v[2 * 65], seed[2 * 65], g[2 * 65], gr[2 * 65];
+    memset(v, 0, sizeof v);
+    x[0] = 0.5; x[1] = 0.5; v[0] = 1e6;   /* leaves the grid in the first substep */
+    CHECK_OK(add(s, 1, x, v));
+    CHECK(cq_sim_step(s, 1) == CQ_ERROR_OUT_OF_DOMAIN, "the first step should leave the grid");
+    CHECK(cq_sim_step_count(s) == 0, "step count %d", cq_sim_step_count(s));
+    block(x + 2, 64, 0.3, 0.3);
+    CHECK_OK(add(s, 64, x + 2, v + 2));
+    CHECK(cq_sim_step(s, 1) == CQ_ERROR_OUT_OF_DOMAIN, "particle 0 still leaves");
+    v[0] = 0;
+    CHECK_OK(cq_sim_set(s, CQ_FIELD_V, v));
+    CHECK_OK(cq_sim_step(s, 3));
+    /* the same particles in a fresh sim give the same gradients, bit for bit */
+    CHECK_OK(add(ref, 65, x, v));
+    CHECK_OK(cq_sim_step(ref, 3));
+    for (int i = 0; i < 2 * 65; ++i) seed[i] = 0.01 * (i % 7) - 0.02;
+    CHECK_OK(cq_sim_backward(s, seed, seed, NULL, NULL, NULL, NULL));
+    CHECK_OK(cq_sim_backward(ref, seed, seed, NULL, NULL, NULL, NULL));
+    CHECK_OK(cq_sim_grad(s, CQ_FIELD_X, g));
+    CHECK_OK(cq_sim_grad(ref, CQ_FIELD_X, gr));
+    CHECK(memcmp(g, gr, sizeof g) == 0, "gradients differ from a fresh sim's");
+    cq_sim_destroy(s); cq_sim_destroy(ref);
+}
+
+/* Defect 1 with cables: a failed step at step 0, then a cable added. */
+TEST(failed_first_step_then_add_cable)
+{
+    cq_sim *s = make(desc2d(2), 16, 0.4, 0.4);
+    double v[2 * 16], seed[2 * 16], g[2 * 16];
+    int route[4] = {0, 5, 10, 15};
+    memset(v, 0, sizeof v);
+    v[0] = 1e5;
+    CHECK_OK(cq_sim_set(s, CQ_FIELD_V, v));
+    CHECK(cq_sim_step(s, 1) == CQ_ERROR_OUT_OF_DOMAIN, "the first step should leave the grid");
+    CHECK_OK(cq_sim_add_cable(s, 4, route, 10.0, 0.0));
+    v[0] = 0;
+    CHECK_OK(cq_sim_set(s, CQ_FIELD_V, v));
+    CHECK_OK(cq_sim_step(s, 5));
+    for (int i = 0; i < 2 * 16; ++i) seed[i] = 1;
+    CHECK_OK(cq_sim_backward(s, seed, NULL, NULL, NULL, NULL, NULL));
+    CHECK_OK(cq_sim_grad(s, CQ_FIELD_X, g));
+    CHECK(all_finite(g, 2 * 16), "gradient not finite");
+    cq_sim_destroy(s);
+}
+
+/* Defect 2: gradients stayed available when the particle count grew. */
+TEST(grad_after_add_particles)
+{
+    cq_sim *s = make(desc2d(1), 0, 0, 0);
+    double x[2 * 64], out[4 * 64];
+    block(x, 64, 0.4, 0.4);
+    CHECK_OK(cq_sim_backward(s, NULL, NULL, NULL, NULL, NULL, NULL));   /* empty sim */
+    CHECK_OK(cq_sim_grad(s, CQ_FIELD_X, out));
+    CHECK_OK(add(s, 64, x, NULL));
+    CHECK(cq_sim_grad(s, CQ_FIELD_X, out) == CQ_ERROR_INVALID_STATE, "grad after add_particles succeeded");
+    CHECK_MSG(s, "no gradients");
+    cq_sim_destroy(s);
+    s = make(desc2d(1), 1, 0.5, 0.5);
+    CHECK_OK(cq_sim_backward(s, NULL, NULL, NULL, NULL, NULL, NULL));   /* step 0, one particle */
+    CHECK_OK(add(s, 63, x, NULL));
+    for (int f = 0; f < 8; ++f)
+        CHECK(cq_sim_grad(s, (cq_field)f, out) == CQ_ERROR_INVALID_STATE, "grad of field %d after add_particles", f);
+    CHECK_OK(cq_sim_backward(s, NULL, NULL, NULL, NULL, NULL, NULL));
+    CHECK_OK(cq_sim_grad(s, CQ_FIELD_F, out));   /* sized for 64 now (ASan checks the reads) */
+    cq_sim_destroy(s);
+}
+
+/* Defect 3: a backward that fails part-way left the hook's state pointers set. */
+static counter *g_counter;
+static int fail_hook_calls;
+static void failing_hook(cq_sim *s, int step, void *user)
+{
+    (void)s; (void)step; (void)user;
+    if (++fail_hook_calls == 2) g_counter->limit = g_counter->allocs;   /* every later allocation fails */
+}
+
+TEST(backward_failing_part_way)
+{
+    counter c = {0, 0, -1};
+    cq_sim_desc d = desc2d(1);
+    cq_sim *s;
+    double x[2 * 64], st1[4] = {1, 0, 0, 1}, st3[12], xs[2 * 64], xa[2 * 64], out[12];
+    int act[64];
+    cq_particles_desc p;
+    memset(st3, 0, sizeof st3);
+    d.allocator.alloc = count_alloc; d.allocator.free = count_free; d.allocator.user = &c;
+    CHECK_OK(cq_sim_create(&d, &s));
+    block(x, 64, 0.4, 0.4);
+    for (int i = 0; i < 64; ++i) act[i] = i % 2 ? 0 : -1;
+    memset(&p, 0, sizeof p);
+    p.count = 64; p.x = x; p.actuator = act;
+    CHECK_OK(cq_sim_add_particles(s, &p));
+    /* step 0 with 3 actuator groups, later steps with 1: the reverse pass grows the actuation
+       gradient at step 0, after the hooks of steps 4..1 ran */
+    CHECK_OK(cq_sim_set_actuation(s, 3, st3));
+    CHECK_OK(cq_sim_step(s, 1));
+    CHECK_OK(cq_sim_set_actuation(s, 1, st1));
+    CHECK_OK(cq_sim_step(s, 4));
+    CHECK_OK(cq_sim_get(s, CQ_FIELD_X, xs));
+    g_counter = &c; fail_hook_calls = 0;
+    CHECK(cq_sim_backward(s, x, NULL, NULL, NULL, failing_hook, NULL) == CQ_ERROR_OUT_OF_MEMORY, "backward should run out of memory");
+    CHECK(fail_hook_calls == 4, "hooks run before the failure: %d", fail_hook_calls);
+    CHECK_MSG(s, "step 0");
+    c.limit = -1;
+    CHECK_OK(cq_sim_get(s, CQ_FIELD_X, xa));
+    CHECK(memcmp(xs, xa, sizeof xs) == 0, "cq_sim_get after a failed backward returns a tape state");
+    CHECK(cq_sim_actuation_grad(s, out) == CQ_ERROR_INVALID_STATE, "actuation_grad outside a hook succeeded");
+    CHECK(cq_sim_add_state_grad(s, CQ_FIELD_X, x) == CQ_ERROR_INVALID_STATE, "add_state_grad outside a hook succeeded");
+    CHECK(cq_sim_cable_actuation_grad(s, out) == CQ_ERROR_INVALID_STATE, "cable_actuation_grad outside a hook succeeded");
+    CHECK(cq_sim_grad(s, CQ_FIELD_X, out) == CQ_ERROR_INVALID_STATE, "gradients of a failed backward are available");
+    CHECK_OK(cq_sim_reset(s));
+    CHECK_OK(cq_sim_set_actuation(s, 0, NULL));
+    CHECK_OK(add(s, 64, x, NULL));
+    {
+        double big[2 * 128];
+        CHECK_OK(cq_sim_get(s, CQ_FIELD_X, big));   /* 128 particles: ASan checks the read */
+    }
+    /* the sim still works: forward and a full backward */
+    CHECK_OK(cq_sim_step(s, 2));
+    CHECK_OK(cq_sim_backward(s, NULL, NULL, NULL, NULL, NULL, NULL));
+    cq_sim_destroy(s);
+    CHECK(c.live == 0, "%ld allocations leaked", c.live);
+}
+
+/* Defect 4: a refused backward overwrote the previous gradients. */
+TEST(refused_backward_keeps_gradients)
+{
+    cq_sim *s = make(desc2d(1), 64, 0.4, 0.4);
+    double seed[2 * 64], bad[2 * 64], g1[2 * 64], g2[2 * 64], m1[64], m2[64];
+    for (int i = 0; i < 2 * 64; ++i) { seed[i] = 0.1 * (i % 5); bad[i] = 1; }
+    bad[17] = NAN;
+    CHECK_OK(cq_sim_step(s, 3));
+    CHECK_OK(cq_sim_backward(s, seed, NULL, NULL, NULL, NULL, NULL));
+    CHECK_OK(cq_sim_grad(s, CQ_FIELD_X, g1));
+    CHECK_OK(cq_sim_grad(s, CQ_FIELD_MASS, m1));
+    CHECK(cq_sim_backward(s, bad, bad, NULL, NULL, NULL, NULL) == CQ_ERROR_NON_FINITE, "NaN dL/dx accepted");
+    CHECK(cq_sim_backward(s, seed, bad, NULL, NULL, NULL, NULL) == CQ_ERROR_NON_FINITE, "NaN dL/dv accepted");
+    CHECK_MSG(s, "particle 8");
+    bad[17] = 1e300;   /* finite in double, not in float */
+    CHECK(cq_sim_backward(s, seed, NULL, NULL, bad, NULL, NULL) == CQ_ERROR_NON_FINITE, "1e300 in float accepted");
+    CHECK_OK(cq_sim_grad(s, CQ_FIELD_X, g2));
+    CHECK_OK(cq_sim_grad(s, CQ_FIELD_MASS, m2));
+    CHECK(memcmp(g1, g2, sizeof g1) == 0 && memcmp(m1, m2, sizeof m1) == 0, "refused backward changed the gradients");
+    cq_sim_destroy(s);
+}
+
+/* Defect 5: non-finite gradients returned as success.  dt = 4e-4 is over the stability limit
+   dx sqrt(rho / E) = 3.1e-4: the forward stays finite for 200 steps, the adjoint does not. */
+TEST(nonfinite_adjoint_is_an_error)
+{
+    cq_sim_desc d = desc2d(1);
+    cq_sim *s;
+    double seed[2 * 64], g[2 * 64];
+    d.dt = 4e-4;
+    s = make(d, 64, 0.4, 0.4);
+    for (int i = 0; i < 2 * 64; ++i) seed[i] = 1;
+    CHECK_OK(cq_sim_step(s, 200));
+    CHECK_OK(cq_sim_get(s, CQ_FIELD_X, g));
+    CHECK(all_finite(g, 2 * 64), "the forward should stay finite");
+    hook_calls = 0;
+    {
+        cq_result r = cq_sim_backward(s, seed, NULL, NULL, NULL, count_hook, NULL);
+        CHECK(r == CQ_ERROR_NON_FINITE, "backward returned %s", cq_result_string(r));
+    }
+    CHECK_MSG(s, "non-finite at step");
+    CHECK_MSG(s, "particle");
+    CHECK(hook_calls > 0 && hook_calls < 200, "the hooks stop at the failing step: %d calls", hook_calls);
+    CHECK(cq_sim_grad(s, CQ_FIELD_X, g) == CQ_ERROR_INVALID_STATE, "gradients of a non-finite backward are available");
+    /* the sim is intact: the state after 200 steps is still there and a new backward is the same */
+    CHECK(cq_sim_step_count(s) == 200, "step count %d", cq_sim_step_count(s));
+    CHECK(cq_sim_backward(s, seed, NULL, NULL, NULL, NULL, NULL) == CQ_ERROR_NON_FINITE, "second backward differs");
+    cq_sim_destroy(s);
+}
+
+/* Defect 5, second reproducer: a particle at rest at the last in-range f32 position in 3D.  The
+   backward either gives finite gradients or says where they became non-finite. */
+TEST(particle_at_the_last_f32_position_3d)
+{
+    cq_sim_desc d;
+    cq_sim *s;
+    double x[3], seed[3] = {1, 1, 1}, g[9];
+    memset(&d, 0, sizeof d);
+    d.dim = 3; d.res[0] = d.res[1] = d.res[2] = 16; d.dx = 1.0 / 16; d.dt = 1e-4; d.checkpoint_every = 1;
+    CHECK_OK(cq_sim_create(&d, &s));
+    for (int a = 0; a < 3; ++a) x[a] = (double)nextafterf((float)((16 - 1.5) / 16.0), 0.0f);
+    CHECK_OK(add(s, 1, x, NULL));
+    CHECK_OK(cq_sim_step(s, 5));
+    {
+        cq_result r = cq_sim_backward(s, seed, seed, NULL, NULL, NULL, NULL);
+        CHECK(r == CQ_SUCCESS || r == CQ_ERROR_NON_FINITE, "backward returned %s", cq_result_string(r));
+        if (r == CQ_SUCCESS) {
+            for (int f = 0; f < 4; ++f) {
+                CHECK_OK(cq_sim_grad(s, (cq_field)f, g));
+                CHECK(all_finite(g, cq_sim_field_size(s, (cq_field)f)), "field %d: success with a non-finite gradient", f);
+            }
+        } else {
+            CHECK_MSG(s, "step");
+            CHECK(cq_sim_grad(s, CQ_FIELD_X, g) == CQ_ERROR_INVALID_STATE, "gradients kept after a non-finite backward");
+        }
+    }
+    cq_sim_destroy(s);
+}
+
+/* A hook that adds a gradient overflowing float is refused and adds nothing. */
+static void overflow_hook(cq_sim *s, int step, void *user)
+{
+    double g[2 * 64];
+    int *codes = (int *)user;
+    (void)step;
+    for (int i = 0; i < 2 * 64; ++i) g[i] = 3e38;
+    codes[0] = cq_sim_add_state_grad(s, CQ_FIELD_X, g);
+    codes[1] = cq_sim_add_state_grad(s, CQ_FIELD_X, g);   /* 6e38 > FLT_MAX */
+}
+
+TEST(hook_gradient_overflow_refused)
+{
+    cq_sim *s = make(desc2d(1), 64, 0.4, 0.4);
+    int codes[2] = {1, 1};
+    double g[2 * 64];
+    CHECK_OK(cq_sim_step(s, 1));
+    CHECK_OK(cq_sim_backward(s, NULL, NULL, NULL, NULL, overflow_hook, codes));
+    CHECK(codes[0] == CQ_SUCCESS, "first add: %d", codes[0]);
+    CHECK(codes[1] == CQ_ERROR_NON_FINITE, "overflowing add: %d", codes[1]);
+    CHECK_OK(cq_sim_grad(s, CQ_FIELD_X, g));
+    CHECK(all_finite(g, 2 * 64), "gradient not finite");
+    CHECK(fabs(g[0] - 3e38) < 1e33, "the first add is kept exactly once: %g", g[0]);
+    cq_sim_destroy(s);
+}
+
+/* Item 9: small ones. */
+TEST(f64_dx_subnormal_refused)
+{
+    cq_sim_desc d = desc2d(0);
+    cq_sim *s = NULL;
+    d.precision = CQ_PRECISION_F64;
+    d.dx = 1e-310;
+    CHECK(cq_sim_create(&d, &s) == CQ_ERROR_INVALID_ARGUMENT && s == NULL, "dx = 1e-310 accepted");
+    CHECK(has(cq_sim_last_error(NULL), "dx"), "message: %s", cq_sim_last_error(NULL));
+}
+
+TEST(failed_step_without_progress_keeps_gradients)
+{
+    cq_sim *s = make(desc2d(1), 64, 0.4, 0.4);
+    double v[2 * 64], g1[2 * 64], g2[2 * 64], seed[2 * 64];
+    for (int i = 0; i < 2 * 64; ++i) seed[i] = 1;
+    CHECK_OK(cq_sim_step(s, 2));
+    CHECK_OK(cq_sim_backward(s, seed, NULL, NULL, NULL, NULL, NULL));
+    CHECK_OK(cq_sim_grad(s, CQ_FIELD_X, g1));
+    CHECK(cq_sim_step(s, -1) == CQ_ERROR_INVALID_ARGUMENT, "negative steps accepted");
+    CHECK_OK(cq_sim_step(s, 0));
+    CHECK_OK(cq_sim_grad(s, CQ_FIELD_X, g2));
+    CHECK(memcmp(g1, g2, sizeof g1) == 0, "gradients changed");
+    /* a sim whose next step fails at once: no progress, gradients kept */
+    cq_sim_destroy(s);
+    s = make(desc2d(1), 64, 0.4, 0.4);
+    CHECK_OK(cq_sim_step(s, 1));
+    CHECK_OK(cq_sim_backward(s, seed, NULL, NULL, NULL, NULL, NULL));
+    CHECK_OK(cq_sim_grad(s, CQ_FIELD_X, g1));
+    cq_sim_destroy(s);
+    {
+        cq_sim_desc d = desc2d(1);
+        double x[2 * 2] = {0.5, 0.5, 0.4, 0.5}, vv[4] = {0, 0, 1e6, 0};
+        CHECK_OK(cq_sim_create(&d, &s));
+        CHECK_OK(add(s, 2, x, vv));
+        CHECK_OK(cq_sim_backward(s, x, NULL, NULL, NULL, NULL, NULL));   /* at step 0: dL/dx0 = seed */
+        CHECK(cq_sim_step(s, 1) == CQ_ERROR_OUT_OF_DOMAIN, "the step should fail");
+        CHECK_OK(cq_sim_grad(s, CQ_FIELD_X, v));
+        for (int i = 0; i < 4; ++i)
+            CHECK(v[i] == (double)(float)x[i], "gradient %d changed by a step that made no progress: %g", i, v[i]);
+        cq_sim_destroy(s);
+    }
+    (void)v;
+}
+
+static void empty_hook(cq_sim *s, int step, void *user)
+{
+    int *bad = (int *)user;
+    double out[4];
+    (void)step;
+    if (cq_sim_add_state_grad(s, CQ_FIELD_X, NULL) != CQ_SUCCESS) ++*bad;
+    if (cq_sim_actuation_grad(s, out) != CQ_SUCCESS) ++*bad;
+    if (out[0] != 0 || out[3] != 0) ++*bad;
+    if (cq_sim_cable_actuation_grad(s, NULL) != CQ_SUCCESS) ++*bad;
+}
+
+TEST(empty_taped_sim_hooks)
+{
+    cq_sim *s = make(desc2d(1), 0, 0, 0);
+    double st[4] = {1, 2, 3, 4};
+    int bad = 0;
+    CHECK_OK(cq_sim_set_actuation(s, 1, st));
+    CHECK_OK(cq_sim_step(s, 3));
+    hook_calls = 0;
+    CHECK_OK(cq_sim_backward(s, NULL, NULL, NULL, NULL, count_hook, NULL));
+    CHECK(hook_calls == 3, "hooks: %d", hook_calls);
+    CHECK_OK(cq_sim_backward(s, NULL, NULL, NULL, NULL, empty_hook, &bad));
+    CHECK(bad == 0, "%d hook-only calls failed inside the hooks of an empty sim", bad);
+    CHECK(cq_sim_add_state_grad(s, CQ_FIELD_X, NULL) == CQ_ERROR_INVALID_STATE, "add_state_grad outside a hook");
+    cq_sim_destroy(s);
+}
+
+/* Calls that change the sim are refused inside a hook, and the sim is usable afterwards. */
+static void meddling_hook(cq_sim *s, int step, void *user)
+{
+    int *refused = (int *)user;
+    double x[2] = {0.5, 0.5}, u = 1;
+    cq_particles_desc p;
+    memset(&p, 0, sizeof p);
+    p.count = 1; p.x = x;
+    (void)step;
+    *refused += cq_sim_add_particles(s, &p) == CQ_ERROR_INVALID_STATE;
+    *refused += cq_sim_step(s, 1) == CQ_ERROR_INVALID_STATE;
+    *refused += cq_sim_reset(s) == CQ_ERROR_INVALID_STATE;
+    *refused += cq_sim_backward(s, NULL, NULL, NULL, NULL, NULL, NULL) == CQ_ERROR_INVALID_STATE;
+    *refused += cq_sim_set(s, CQ_FIELD_X, x) == CQ_ERROR_INVALID_STATE;
+    *refused += cq_sim_set_actuation(s, 0, NULL) == CQ_ERROR_INVALID_STATE;
+    *refused += cq_sim_set_cable_actuation(s, 0, &u) == CQ_ERROR_INVALID_STATE;
+    *refused += cq_sim_grad(s, CQ_FIELD_X, x) == CQ_ERROR_INVALID_STATE;
+}
+
+TEST(hooks_cannot_change_the_sim)
+{
+    cq_sim *s = make(desc2d(1), 64, 0.4, 0.4);
+    int refused = 0;
+    CHECK_OK(cq_sim_step(s, 2));
+    CHECK_OK(cq_sim_backward(s, NULL, NULL, NULL, NULL, meddling_hook, &refused));
+    CHECK(refused == 16, "refused %d of 16 calls", refused);
+    CHECK(cq_sim_particle_count(s) == 64 && cq_sim_step_count(s) == 2, "the hooks changed the sim");
+    cq_sim_destroy(s);
+}
+
+RUN_TESTS(CASE(failed_first_step_then_add_particles), CASE(failed_first_step_then_add_cable), CASE(grad_after_add_particles),
+          CASE(backward_failing_part_way), CASE(refused_backward_keeps_gradients), CASE(nonfinite_adjoint_is_an_error),
+          CASE(particle_at_the_last_f32_position_3d), CASE(hook_gradient_overflow_refused), CASE(f64_dx_subnormal_refused),
+          CASE(failed_step_without_progress_keeps_gradients), CASE(empty_taped_sim_hooks), CASE(hooks_cannot_change_the_sim))

@@ -42,6 +42,9 @@ lane_slow() {
     else
         skip test_errors_valgrind "valgrind not installed"
     fi
+    # the API state-machine fuzzer: a fixed seed set (tests/fuzz_api.c; longer runs: see README)
+    item fuzz_api_asan_ubsan sh -c "$CC -std=c99 -O1 -g $WARN $SAN tests/fuzz_api.c -o $B/fuzz_api_san -lm && ./$B/fuzz_api_san 200 400 1"
+    item fuzz_api_on_mock_cuda sh -c "CQ_CUDA_LIBRARY=$PWD/$B/mock/libcuda.so.1 ./$B/fuzz_api_san 20 300 1001"
     item test_table3 sh -c "$CC -std=c99 -O2 $WARN tests/test_table3.c -o $B/test_table3 -lm && ./$B/test_table3"
     # the CUDA host code under the sanitizers, on the mock driver
     item test_cuda_asan_ubsan_on_mock sh -c "$CC -std=c99 -O1 -g $WARN $SAN tests/test_cuda.c -o $B/test_cuda_san -lm && \

@@ -38,6 +38,38 @@
      and step.  Bad input leaves the sim as it was.  A step that goes non-finite or leaves the
      domain stops: the sim stays at the last completed step.  Nothing calls abort() or exit().
 
+   WHAT A FAILURE LEAVES BEHIND (per call; "unchanged" = particle count, step count, every
+   field cq_sim_get reads, the tape and the gradients, bit for bit)
+     cq_sim_create          *out = NULL; cq_sim_last_error(NULL) holds the message (per thread).
+     cq_sim_add_particles   unchanged.  On success: the tape is cleared (step 0 holds at most a
+                            failed step's record) and the gradients are gone (other count).
+     cq_sim_set             unchanged.  On success the gradients are gone.
+     cq_sim_set_actuation   unchanged (the previous actuation stays in force).
+     cq_sim_add_cable, cq_sim_set_cable_actuation   unchanged.  add_cable clears the tape.
+     cq_sim_step            the sim stays at the last completed step with that step's state;
+                            a step that failed without completing any step keeps the gradients;
+                            once a step completes the gradients are gone.
+     cq_sim_reset           cannot fail outside a hook; clears tape and gradients.
+     cq_sim_backward        never changes the state.  Refused before it begins (inside a hook, no
+                            tape, a non-finite seed or one that overflows float, out of memory
+                            for the adjoint buffers): the previous gradients stay, unchanged.
+                            Failing after it began (out of memory part-way, a recomputation
+                            that fails, an adjoint that becomes non-finite: CQ_ERROR_NON_FINITE
+                            naming the step, the field dL/dx|v|C|F|mass|volume|youngs|poisson
+                            and the particle): no gradients (cq_sim_grad says so); the hooks of
+                            the steps reversed before the failure have run.
+     hook-only calls        (actuation_grad, cable_actuation_grad, add_state_grad) refused with
+                            CQ_ERROR_INVALID_STATE outside a running hook; add_state_grad adds
+                            all or nothing (a sum that overflows is refused).
+     CQ_ERROR_DEVICE        the GPU failed: only cq_sim_destroy is useful afterwards.
+
+   THREADS
+     One sim is used by one thread at a time (calls on it are not synchronised); distinct sims
+     may run on distinct threads at once.  cq_sim_create may be called from many threads at
+     once: the first CUDA create loads the driver once (atomics), and the create error is
+     thread-local (CQ_THREAD_LOCAL; define it to override).  A hook runs on the thread that
+     called cq_sim_backward and must not destroy the sim.
+
    OPTIONS (define before the implementation include)
      CQ_NO_CUDA      compile the CUDA backend out (no loader, no embedded PTX, no <dlfcn.h>)
 
@@ -63,7 +95,10 @@
      cq_sim_add_state_grad adds a running loss
      dh/ds_n (or a controller's dependence of u_n on s_n).  Afterwards cq_sim_grad returns
      dL/d(x0, v0, C0, F0, mass, volume, youngs, poisson).  Gradients are computed in the sim's
-     precision; f64 is the one to check against finite differences.
+     precision; f64 is the one to check against finite differences.  A gradient that becomes
+     NaN or infinite (dt over the stability limit, a particle at the grid's edge) is never
+     returned: the adjoint is checked after every step and the backward fails with
+     CQ_ERROR_NON_FINITE naming where it first happened.
 
    WHAT IT DOES NOT DO (YET)
      Plasticity, rigid bodies, fluids, several GPUs per sim.

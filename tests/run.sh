@@ -83,6 +83,12 @@ item decl_only_c89_link sh -c "$CC -std=c89 -Wall -Wextra -Werror -pedantic -Wno
 item decl_only_cxx_link sh -c "$CXX -std=c++98 $WARN -x c++ -c tests/compile/decl_only.c -o $B/decl_cxx.o && \
     $CXX $B/decl_cxx.o $B/impl_cxx.o -o $B/decl_only_cxx -lm && ./$B/decl_only_cxx"
 
+# game-engine flags: the finite checks test bits, so NaN/Inf input and blow-ups stay errors
+for t in test_errors test_reverse; do
+    item ${t}_fast_math sh -c "$CC -std=c99 -O3 -ffast-math $WARN tests/$t.c -o $B/${t}_fm -lm && ./$B/${t}_fm"
+done
+item test_errors_finite_math_only_cxx sh -c "$CXX -std=c++11 -O2 -ffinite-math-only $WARN -x c++ tests/test_errors.c -o $B/test_errors_fmo -lm && ./$B/test_errors_fmo"
+
 # ---- CUDA sources compile (no GPU needed)
 for t in 2d_f32 2d_f64 3d_f32 3d_f64; do
     if command -v $NVCC >/dev/null 2>&1; then

@@ -99,7 +99,11 @@ TEST(failed_first_step_then_add_particles)
     CHECK_OK(cq_sim_backward(ref, seed, seed, NULL, NULL, NULL, NULL));
     CHECK_OK(cq_sim_grad(s, CQ_FIELD_X, g));
     CHECK_OK(cq_sim_grad(ref, CQ_FIELD_X, gr));
-    CHECK(memcmp(g, gr, sizeof g) == 0, "gradients differ from a fresh sim's");
+    if (cq_sim_backend(s) == CQ_BACKEND_CPU)   /* CPU sums in a fixed order: bit for bit */
+        CHECK(memcmp(g, gr, sizeof g) == 0, "gradients differ from a fresh sim's");
+    else   /* GPU atomics sum in a varying order (until deterministic GPU sums land) */
+        for (int i = 0; i < 2 * 65; ++i)
+            CHECK(fabs(g[i] - gr[i]) <= 1e-5 * (1 + fabs(gr[i])), "gradient %d: %g vs a fresh sim's %g", i, g[i], gr[i]);
     cq_sim_destroy(s); cq_sim_destroy(ref);
 }
 

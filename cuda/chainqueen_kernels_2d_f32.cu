@@ -15,7 +15,9 @@ extern cq__emu_dim3 cq__emu_blockIdx, cq__emu_blockDim, cq__emu_threadIdx;
 #  define blockDim cq__emu_blockDim
 #  define threadIdx cq__emu_threadIdx
 static int cq__emu_atomic_min(int *a, int v) { int o = *a; if (v < o) *a = v; return o; }
+static int cq__emu_atomic_max(int *a, int v) { int o = *a; if (v > o) *a = v; return o; }
 #  define atomicMin cq__emu_atomic_min
+#  define atomicMax cq__emu_atomic_max
 #endif
 
 #if defined(__CUDACC__)
@@ -1072,12 +1074,28 @@ __global__ void cq__act_reduce_2d_f32_kernel(int n, const int * act, int groups,
     }
 }
 
-/* >>nonfinite: the backward pass's check of one gradient array of `count` = n * k values: the
-   lowest non-finite entry's particle p lands in *status as 8 p + field (host decodes) */
-__global__ void cq__nonfinite_2d_f32_kernel(int count, int k, int field, const float * a, int * status)
+/* >>nonfinite: the backward pass's check after a step, one thread per particle over its adjoint
+   state (a.x, v, C, F) and parameter gradients (a.mass, vol, E, nu); the lowest failing
+   particle p lands in *status as INT_MAX - (8 p + its cq_field), 0 = all finite (host decodes;
+   the maximum, so that the status word starts at 0) */
+__global__ void cq__nonfinite_2d_f32_kernel(int n, cq__pview_f32 a, int * status)
 {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < count && !cq__isfinite_f32(a[i])) atomicMin(status, (i / k) * 8 + field);
+    int p = blockIdx.x * blockDim.x + threadIdx.x, f = 8;   /* the lowest failing field, 8 = none */
+    if (p < n) {
+        for (int i = 0; i < 2; ++i) {
+            if (!cq__isfinite_f32(a.x[(long)p * 2 + i]) && f > 0) f = 0;
+            if (!cq__isfinite_f32(a.v[(long)p * 2 + i]) && f > 1) f = 1;
+        }
+        for (int i = 0; i < 4; ++i) {
+            if (!cq__isfinite_f32(a.C[(long)p * 4 + i]) && f > 2) f = 2;
+            if (!cq__isfinite_f32(a.F[(long)p * 4 + i]) && f > 3) f = 3;
+        }
+        if (!cq__isfinite_f32(a.mass[p]) && f > 4) f = 4;
+        if (!cq__isfinite_f32(a.vol[p]) && f > 5) f = 5;
+        if (!cq__isfinite_f32(a.E[p]) && f > 6) f = 6;
+        if (!cq__isfinite_f32(a.nu[p]) && f > 7) f = 7;
+        if (f < 8) atomicMax(status, 2147483647 - (p * 8 + f));
+    }
 }
 
 /* cables (templates/cables.j2): per segment, per particle or per cable */
@@ -1139,7 +1157,7 @@ static void cq__p2g_adj_2d_neohookean_f32_kernel_emu(void **a) { cq__p2g_adj_2d_
 static void cq__grid_adj_2d_f32_kernel_emu(void **a) { cq__grid_adj_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(const float * *)a[2], *(const float * *)a[3], *(const float * *)a[4], *(float * *)a[5], *(float * *)a[6]); }
 static void cq__g2p_adj_2d_f32_kernel_emu(void **a) { cq__g2p_adj_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__gview_f32 *)a[3], *(cq__pview_f32 *)a[4], *(cq__pview_f32 *)a[5], *(float * *)a[6]); }
 static void cq__act_reduce_2d_f32_kernel_emu(void **a) { cq__act_reduce_2d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(int *)a[2], *(const float * *)a[3], *(double * *)a[4]); }
-static void cq__nonfinite_2d_f32_kernel_emu(void **a) { cq__nonfinite_2d_f32_kernel(*(int *)a[0], *(int *)a[1], *(int *)a[2], *(const float * *)a[3], *(int * *)a[4]); }
+static void cq__nonfinite_2d_f32_kernel_emu(void **a) { cq__nonfinite_2d_f32_kernel(*(int *)a[0], *(cq__pview_f32 *)a[1], *(int * *)a[2]); }
 static void cq__cable_len_2d_f32_kernel_emu(void **a) { cq__cable_len_2d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const float * *)a[2], *(double * *)a[3]); }
 static void cq__cable_force_2d_f32_kernel_emu(void **a) { cq__cable_force_2d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const float * *)a[2], *(const double * *)a[3], *(const double * *)a[4], *(const double * *)a[5], *(double * *)a[6]); }
 static void cq__cable_veff_2d_f32_kernel_emu(void **a) { cq__cable_veff_2d_f32_kernel(*(int *)a[0], *(const float * *)a[1], *(const double * *)a[2], *(const float * *)a[3], *(double *)a[4], *(float * *)a[5]); }

@@ -14187,7 +14187,7 @@ static void cq__state_free(const cq_sim *s, cq__state *st)
 
 static int cq__state_alloc(const cq_sim *s, cq__state *st, int n)
 {
-    size_t vec = (size_t)n * s->dim * s->tsize, mat = (size_t)n * s->dd * s->tsize;
+    size_t vec = (size_t)n * (size_t)s->dim * s->tsize, mat = (size_t)n * (size_t)s->dd * s->tsize;
     st->x = cq__alloc(s, vec); st->v = cq__alloc(s, vec);
     st->C = cq__alloc(s, mat); st->F = cq__alloc(s, mat);
     if (!st->x || !st->v || !st->C || !st->F) { cq__state_free(s, st); return 0; }
@@ -14196,7 +14196,7 @@ static int cq__state_alloc(const cq_sim *s, cq__state *st, int n)
 
 static void cq__state_copy(const cq_sim *s, cq__state *dst, const cq__state *src, int n)
 {
-    size_t vec = (size_t)n * s->dim * s->tsize, mat = (size_t)n * s->dd * s->tsize;
+    size_t vec = (size_t)n * (size_t)s->dim * s->tsize, mat = (size_t)n * (size_t)s->dd * s->tsize;
     memcpy(dst->x, src->x, vec); memcpy(dst->v, src->v, vec);
     memcpy(dst->C, src->C, mat); memcpy(dst->F, src->F, mat);
 }
@@ -14210,7 +14210,7 @@ static void cq__wstate_free(const cq_sim *s, cq__state *st)
 
 static int cq__wstate_alloc(const cq_sim *s, cq__state *st, int n)
 {
-    size_t vec = (size_t)n * s->dim * s->tsize, mat = (size_t)n * s->dd * s->tsize;
+    size_t vec = (size_t)n * (size_t)s->dim * s->tsize, mat = (size_t)n * (size_t)s->dd * s->tsize;
     st->x = cq__walloc(s, vec); st->v = cq__walloc(s, vec);
     st->C = cq__walloc(s, mat); st->F = cq__walloc(s, mat);
     if (!st->x || !st->v || !st->C || !st->F) { cq__wstate_free(s, st); return 0; }
@@ -14219,14 +14219,14 @@ static int cq__wstate_alloc(const cq_sim *s, cq__state *st, int n)
 
 static void cq__wstate_copy(const cq_sim *s, cq__state *dst, const cq__state *src, int n)
 {
-    size_t vec = (size_t)n * s->dim * s->tsize, mat = (size_t)n * s->dd * s->tsize;
+    size_t vec = (size_t)n * (size_t)s->dim * s->tsize, mat = (size_t)n * (size_t)s->dd * s->tsize;
     cq__wcopy(s, dst->x, src->x, vec); cq__wcopy(s, dst->v, src->v, vec);
     cq__wcopy(s, dst->C, src->C, mat); cq__wcopy(s, dst->F, src->F, mat);
 }
 
 static void cq__wstate_put(const cq_sim *s, cq__state *dst, const cq__state *host, int n)   /* host -> work */
 {
-    size_t vec = (size_t)n * s->dim * s->tsize, mat = (size_t)n * s->dd * s->tsize;
+    size_t vec = (size_t)n * (size_t)s->dim * s->tsize, mat = (size_t)n * (size_t)s->dd * s->tsize;
     cq__wput(s, dst->x, 0, host->x, vec); cq__wput(s, dst->v, 0, host->v, vec);
     cq__wput(s, dst->C, 0, host->C, mat); cq__wput(s, dst->F, 0, host->F, mat);
 }
@@ -14263,7 +14263,7 @@ static int cq__reserve_actuation(cq_sim *s, int groups)
 {
     void *p;
     if (!cq__on_gpu(s) || groups <= s->wact_cap) return 1;
-    if (!(p = cq__walloc(s, (size_t)groups * s->dd * s->tsize))) return 0;
+    if (!(p = cq__walloc(s, (size_t)groups * (size_t)s->dd * s->tsize))) return 0;
     cq__wfree(s, s->wact_stress);
     s->wact_stress = p; s->wact_cap = groups;
     return 1;
@@ -14273,7 +14273,7 @@ static int cq__reserve_actuation(cq_sim *s, int groups)
 static void cq__sync_actuation(cq_sim *s)
 {
     if (!cq__on_gpu(s)) { s->wact_stress = s->act_stress; return; }
-    cq__wput(s, s->wact_stress, 0, s->act_stress, (size_t)s->act_groups * s->dd * s->tsize);
+    cq__wput(s, s->wact_stress, 0, s->act_stress, (size_t)s->act_groups * (size_t)s->dd * s->tsize);
 }
 
 /* ------------------------------------------------------------------ >>conversion */
@@ -14355,8 +14355,8 @@ static int cq__cable_buffers(cq_sim *s)
     if (s->veff_n == s->n && s->veff && s->wcable_n == s->n_cables) return 1;
     cq__cable_free(s);
     s->n_cseg = s->n_cable_p - s->n_cables;   /* a cable through r particles has r - 1 segments */
-    s->veff = cq__walloc(s, (size_t)s->n * s->dim * s->tsize);
-    s->cable_f = (double *)cq__walloc(s, sizeof(double) * (size_t)s->n * s->dim);
+    s->veff = cq__walloc(s, (size_t)s->n * (size_t)s->dim * s->tsize);
+    s->cable_f = (double *)cq__walloc(s, sizeof(double) * (size_t)s->n * (size_t)s->dim);
     s->wcseg = (int *)cq__walloc(s, sizeof(int) * 3 * (size_t)s->n_cseg);
     s->wck = (double *)cq__walloc(s, nc); s->wcrest = (double *)cq__walloc(s, nc); s->wctarget = (double *)cq__walloc(s, nc);
     s->wcL = (double *)cq__walloc(s, nc); s->wcdot = (double *)cq__walloc(s, nc); s->wcgrad = (double *)cq__walloc(s, nc);
@@ -16405,7 +16405,7 @@ cq_result cq_sim_create(const cq_sim_desc *desc, cq_sim **out)
     s->prm_f64.bound = d.wall_cells; s->prm_f64.boundary = (int)d.boundary;
     s->prm_f64.incompressibility = d.incompressibility; s->prm_f64.act_groups = 0;
     s->grid_m = cq__walloc(s, (size_t)s->nodes * s->tsize);
-    s->grid_v = cq__walloc(s, (size_t)s->nodes * s->dim * s->tsize);
+    s->grid_v = cq__walloc(s, (size_t)s->nodes * (size_t)s->dim * s->tsize);
     s->slab_start = (int *)cq__alloc(s, sizeof(int) * (size_t)(s->nslabs + 1));
     s->slab_fill = (int *)cq__alloc(s, sizeof(int) * (size_t)s->nslabs);
     if (!s->grid_m || !s->grid_v || !s->slab_start || !s->slab_fill) {
@@ -16582,7 +16582,7 @@ cq_result cq_sim_add_particles(cq_sim *s, const cq_particles_desc *pd)
     mass = cq__alloc(s, (size_t)n1 * ts); vol = cq__alloc(s, (size_t)n1 * ts);
     E = cq__alloc(s, (size_t)n1 * ts); nu = cq__alloc(s, (size_t)n1 * ts);
     act = (int *)cq__alloc(s, (size_t)n1 * sizeof(int)); order = (int *)cq__alloc(s, (size_t)n1 * sizeof(int));
-    tmp = (double *)cq__alloc(s, (size_t)pd->count * s->dd * sizeof(double));
+    tmp = (double *)cq__alloc(s, (size_t)pd->count * (size_t)s->dd * sizeof(double));
     if (!mass || !vol || !E || !nu || !act || !order || !tmp) goto oom;
     if (gpu) {   /* device copies of the state and the parameters, before anything is committed */
         if (!cq__wstate_alloc(s, &wcur, n1)) goto oom;
@@ -16591,8 +16591,8 @@ cq_result cq_sim_add_particles(cq_sim *s, const cq_particles_desc *pd)
     }
     if (n0) {
         cq__state_copy(s, &cur, &s->init, n0);   /* at step 0 the current state is the initial one */
-        memcpy(mass, s->mass, n0 * ts); memcpy(vol, s->vol, n0 * ts);
-        memcpy(E, s->E, n0 * ts); memcpy(nu, s->nu, n0 * ts); memcpy(act, s->act, n0 * sizeof(int));
+        memcpy(mass, s->mass, (size_t)n0 * ts); memcpy(vol, s->vol, (size_t)n0 * ts);
+        memcpy(E, s->E, (size_t)n0 * ts); memcpy(nu, s->nu, (size_t)n0 * ts); memcpy(act, s->act, (size_t)n0 * sizeof(int));
     }
     {
         /* state: given arrays, else 0 / I / 0 */
@@ -16607,7 +16607,7 @@ cq_result cq_sim_add_particles(cq_sim *s, const cq_particles_desc *pd)
                     tmp[j] = fs[i] == CQ_FIELD_F && (j % k) % (s->dim + 1) == 0 ? 1.0 : 0.0;
                 src = tmp;
             }
-            r = cq__convert_field(s, fs[i], (char *)dsts[i] + (size_t)n0 * k * ts, src, pd->count, n0, what);
+            r = cq__convert_field(s, fs[i], (char *)dsts[i] + (size_t)n0 * (size_t)k * ts, src, pd->count, n0, what);
         }
     }
     {
@@ -16727,22 +16727,22 @@ cq_result cq_sim_set(cq_sim *s, cq_field f, const double *in)
         return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: %s at step %d would invalidate the tape; call cq_sim_reset first "
                         "(or create the sim with checkpoint_every = 0)", what, cq__field_name(f), s->step);
     if (s->n == 0) return CQ_SUCCESS;
-    tmp = cq__alloc(s, (size_t)s->n * k * s->tsize);
+    tmp = cq__alloc(s, (size_t)s->n * (size_t)k * s->tsize);
     if (!tmp) return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate a temporary", what);
     r = cq__convert_field(s, f, tmp, in, s->n, 0, what);
     if (r == CQ_SUCCESS && (f == CQ_FIELD_F || f == CQ_FIELD_YOUNGS || f == CQ_FIELD_POISSON)) {
         void *F = f == CQ_FIELD_F ? tmp : s->cur.F;
         if (f != CQ_FIELD_F && cq__on_gpu(s)) {   /* the current F is in device memory */
-            F = cq__alloc(s, (size_t)s->n * s->dd * s->tsize);
+            F = cq__alloc(s, (size_t)s->n * (size_t)s->dd * s->tsize);
             if (!F) r = cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate a staging buffer", what);
-            else cq__wget(s, F, s->cur.F, 0, (size_t)s->n * s->dd * s->tsize);
+            else cq__wget(s, F, s->cur.F, 0, (size_t)s->n * (size_t)s->dd * s->tsize);
         }
         if (r == CQ_SUCCESS)
             r = cq__check_stress(s, F, f == CQ_FIELD_YOUNGS ? tmp : s->E, f == CQ_FIELD_POISSON ? tmp : s->nu, 0, s->n, what);
         if (F != tmp && F != s->cur.F) cq__free(s, F);
     }
     if (r == CQ_SUCCESS) {
-        size_t bytes = (size_t)s->n * k * s->tsize;
+        size_t bytes = (size_t)s->n * (size_t)k * s->tsize;
         s->has_grad = 0;
         if (f <= CQ_FIELD_F) {
             cq__wput(s, cq__field_ptr(s, &s->cur, f), 0, tmp, bytes);
@@ -16777,7 +16777,7 @@ cq_result cq_sim_set_actuation(cq_sim *s, int groups, const double *stress)
     if (!cq__reserve_actuation(s, groups))
         return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate %d groups in device memory", what, groups);
     if (groups > 0) {
-        buf = cq__alloc(s, (size_t)groups * s->dd * s->tsize);
+        buf = cq__alloc(s, (size_t)groups * (size_t)s->dd * s->tsize);
         if (!buf) return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate %d groups", what, groups);
         bad = cq__from_double(s, buf, stress, (long)groups * s->dd);
         if (bad >= 0) {
@@ -16844,7 +16844,7 @@ static cq_result cq__tape_record(cq_sim *s)
         memcpy(s->acts[n].cable_u, s->cable_u, sizeof(double) * (size_t)s->n_cables);
     }
     if (s->act_groups) {
-        size_t bytes = (size_t)s->act_groups * s->dd * s->tsize;
+        size_t bytes = (size_t)s->act_groups * (size_t)s->dd * s->tsize;
         s->acts[n].stress = cq__alloc(s, bytes);
         if (!s->acts[n].stress) return CQ_ERROR_OUT_OF_MEMORY;
         memcpy(s->acts[n].stress, s->act_stress, bytes);
@@ -16878,9 +16878,9 @@ size_t cq_sim_tape_bytes(const cq_sim *s)
 {
     size_t state, total = 0;
     if (!s) return 0;
-    state = (size_t)s->n * (2 * s->dim + 2 * s->dd) * s->tsize;
+    state = (size_t)s->n * (2 * (size_t)s->dim + 2 * (size_t)s->dd) * s->tsize;
     for (int i = 0; i < s->cap_ckpt; ++i) if (s->ckpt[i].x) total += state;
-    for (int i = 0; i < s->step && i < s->cap_acts; ++i) total += (size_t)s->acts[i].groups * s->dd * s->tsize;
+    for (int i = 0; i < s->step && i < s->cap_acts; ++i) total += (size_t)s->acts[i].groups * (size_t)s->dd * s->tsize;
     total += sizeof(*s->acts) * (size_t)s->cap_acts + sizeof(cq__state) * (size_t)s->cap_ckpt;
     total += (size_t)s->n_seg * state;   /* the segment buffer of the last backward pass */
     return total;
@@ -16915,7 +16915,7 @@ cq_result cq_sim_step(cq_sim *s, int steps)
                 cq_result code = st == CQ__NONFINITE ? CQ_ERROR_NON_FINITE : CQ_ERROR_OUT_OF_DOMAIN;
                 double xb[3] = {0, 0, 0};
                 char raw[3 * sizeof(double)];
-                cq__wget(s, raw, s->nxt.x, (size_t)bad * s->dim * s->tsize, (size_t)s->dim * s->tsize);
+                cq__wget(s, raw, s->nxt.x, (size_t)bad * (size_t)s->dim * s->tsize, (size_t)s->dim * s->tsize);
                 for (int a = 0; a < s->dim; ++a) xb[a] = cq__at(s, raw, a);
                 if (sub > 0) cq__wstate_copy(s, &s->cur, &s->snap, s->n);
                 return cq__fail(s, code, "cq_sim_step: step %d (substep %d): particle %d %s (x = %g %g %g); the sim "
@@ -16962,8 +16962,8 @@ static cq_result cq__adjoint_alloc(cq_sim *s)
     if (!s->adj[0].x) {   /* all or nothing: a partial set is never left behind */
         cq__state a0 = {0, 0, 0, 0}, a1 = {0, 0, 0, 0};
         void *b[10] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-        const size_t bytes[10] = {n * ts, n * ts, n * ts, n * ts, n * s->dd * ts,
-                                  nodes * s->dim * ts, nodes * s->dim * ts, nodes * s->dim * ts, nodes * ts,
+        const size_t bytes[10] = {n * ts, n * ts, n * ts, n * ts, n * (size_t)s->dd * ts,
+                                  nodes * (size_t)s->dim * ts, nodes * (size_t)s->dim * ts, nodes * (size_t)s->dim * ts, nodes * ts,
                                   (size_t)k * sizeof(int)};
         int *chk = (int *)cq__alloc(s, (size_t)k * sizeof(int));
         int ok = chk && cq__wstate_alloc(s, &a0, s->n) && cq__wstate_alloc(s, &a1, s->n);
@@ -17132,7 +17132,7 @@ cq_result cq_sim_backward(cq_sim *s, const double *dL_dx, const double *dL_dv, c
             cq__use_actuation(s, groups, s->acts[n].stress, s->acts[n].cable_u);
             if (s->n_cables) cq__wzero(s, s->wcgrad, sizeof(double) * (size_t)s->n_cables);
             if (groups > s->act_grad_groups) {
-                double *ag = (double *)cq__alloc(s, sizeof(double) * (size_t)groups * s->dd);
+                double *ag = (double *)cq__alloc(s, sizeof(double) * (size_t)groups * (size_t)s->dd);
                 if (!ag) {
                     r = cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: step %d: cannot allocate the actuation gradient", what, n);
                     goto done;
@@ -17140,19 +17140,19 @@ cq_result cq_sim_backward(cq_sim *s, const double *dL_dx, const double *dL_dv, c
                 cq__free(s, s->act_grad);
                 s->act_grad = ag; s->act_grad_groups = groups;
             }
-            if (groups) memset(s->act_grad, 0, sizeof(double) * (size_t)groups * s->dd);
+            if (groups) memset(s->act_grad, 0, sizeof(double) * (size_t)groups * (size_t)s->dd);
 #if CQ__HAS_CUDA
             if (groups && cq__on_gpu(s)) {   /* the per-group sums accumulate on the device, in double */
                 if (groups > s->cu.act_grad_cap) {
                     cq__wfree(s, s->cu.act_grad);
-                    s->cu.act_grad = (double *)cq__walloc(s, sizeof(double) * (size_t)groups * s->dd);
+                    s->cu.act_grad = (double *)cq__walloc(s, sizeof(double) * (size_t)groups * (size_t)s->dd);
                     s->cu.act_grad_cap = s->cu.act_grad ? groups : 0;
                     if (!s->cu.act_grad) {
                         r = cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: step %d: cannot allocate the actuation gradient in device memory", what, n);
                         goto done;
                     }
                 }
-                cq__wzero(s, s->cu.act_grad, sizeof(double) * (size_t)groups * s->dd);
+                cq__wzero(s, s->cu.act_grad, sizeof(double) * (size_t)groups * (size_t)s->dd);
             }
 #endif
             for (int sub = S - 1; sub >= 0; --sub) {
@@ -17167,7 +17167,7 @@ cq_result cq_sim_backward(cq_sim *s, const double *dL_dx, const double *dL_dv, c
                         for (int a = 0; a < s->dd; ++a) s->act_grad[s->act[p] * s->dd + a] += cq__at(s, s->dact, (long)p * s->dd + a);
             }
 #if CQ__HAS_CUDA
-            if (groups && cq__on_gpu(s)) cq__wget(s, s->act_grad, s->cu.act_grad, 0, sizeof(double) * (size_t)groups * s->dd);
+            if (groups && cq__on_gpu(s)) cq__wget(s, s->act_grad, s->cu.act_grad, 0, sizeof(double) * (size_t)groups * (size_t)s->dd);
 #endif
             if (s->n_cables) cq__wget(s, s->cable_grad, s->wcgrad, 0, sizeof(double) * (size_t)s->n_cables);
             if (!cq__device_failed(s)) s->vt->check_adjoint(s, A, s->wchk + m);
@@ -17218,8 +17218,8 @@ cq_result cq_sim_actuation_grad(const cq_sim *s, double *out)
     groups = s->act_groups;
     if (groups && !out) return cq__fail((cq_sim *)s, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_actuation_grad: out is NULL");
     if (!groups) return CQ_SUCCESS;
-    if (s->n == 0) memset(out, 0, sizeof(double) * (size_t)groups * s->dd);   /* no particle: no gradient */
-    else memcpy(out, s->act_grad, sizeof(double) * (size_t)groups * s->dd);
+    if (s->n == 0) memset(out, 0, sizeof(double) * (size_t)groups * (size_t)s->dd);   /* no particle: no gradient */
+    else memcpy(out, s->act_grad, sizeof(double) * (size_t)groups * (size_t)s->dd);
     return CQ_SUCCESS;
 }
 

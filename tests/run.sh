@@ -70,6 +70,18 @@ item compile_c99 $CC -std=c99 $WARN -c tests/compile/impl.c -o $B/impl_c99.o
 item compile_cxx11 $CXX -std=c++11 $WARN -x c++ -c tests/compile/impl.c -o $B/impl_cxx.o
 item compile_c99_openmp $CC -std=c99 $WARN -fopenmp -c tests/compile/impl.c -o $B/impl_omp.o
 item compile_cxx11_openmp $CXX -std=c++11 $WARN -fopenmp -x c++ -c tests/compile/impl.c -o $B/impl_cxx_omp.o
+# warning-clean under what game engines build with (gcc and clang, C and C++, -O0 and -O2)
+STRICT="-Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wsign-conversion -Werror"
+item compile_strict_gcc sh -c "$CC -std=c99 $STRICT -c tests/compile/impl.c -o $B/strict1.o && \
+    $CC -std=c99 -O2 -fopenmp $STRICT -c tests/compile/impl.c -o $B/strict2.o && \
+    $CXX -std=c++11 -O2 $STRICT -x c++ -c tests/compile/impl.c -o $B/strict3.o && \
+    $CC -std=c99 -O2 $STRICT -DCQ_NO_CUDA -c tests/compile/impl.c -o $B/strict4.o"
+if command -v clang >/dev/null 2>&1 && command -v clang++ >/dev/null 2>&1; then
+    item compile_strict_clang sh -c "clang -std=c99 -O2 $STRICT -c tests/compile/impl.c -o $B/strict5.o && \
+        clang++ -std=c++11 $STRICT -x c++ -c tests/compile/impl.c -o $B/strict6.o"
+else
+    skip compile_strict_clang "clang/clang++ not installed"
+fi
 item compile_no_cuda sh -c "$CC -std=c99 $WARN tests/compile/no_cuda.c -o $B/no_cuda -lm && ./$B/no_cuda && ! nm $B/no_cuda | grep -q dlopen"
 CUDA_INC=$(dirname "$(ls /usr/local/cuda/include/cuda.h 2>/dev/null | head -n 1)" 2>/dev/null)
 if [ -f "$CUDA_INC/cuda.h" ]; then   # cuda.h itself needs C11 or C++ (anonymous unions)

@@ -157,7 +157,8 @@ typedef struct cq_allocator {
     void *user;
 } cq_allocator;
 /* Receives errors (the same text as cq_sim_last_error), warnings (dt over the stability
-   estimate) and information (which backend was chosen and why).  No logger = silent. */
+   estimate) and information (which backend was chosen and why).  No logger (func NULL):
+   errors and warnings go to stderr, information nowhere.  func = cq_log_silent: nothing. */
 typedef struct cq_logger {
     void (*func)(cq_log_level level, const char *message, void *user);
     void *user;
@@ -177,7 +178,7 @@ typedef struct cq_sim_desc {
     int incompressibility;   /* exponent p >= 2 of seed 003 eq 14; 0 = off */
     int wall_cells;          /* wall thickness in nodes on every face; 0 = 3 */
     cq_allocator allocator;  /* zero = malloc/free */
-    cq_logger logger;        /* zero = silent */
+    cq_logger logger;        /* zero = errors and warnings to stderr; cq_log_silent = nothing */
     int device;              /* CUDA device ordinal for CQ_BACKEND_CUDA / DEFAULT; 0 = the first */
 } cq_sim_desc;
 
@@ -193,6 +194,7 @@ typedef struct cq_particles_desc {   /* host arrays, double, particle-major */
     double default_poisson;          /* used as given: 0 is a valid Poisson ratio     */
 } cq_particles_desc;
 
+void        cq_log_silent(cq_log_level level, const char *message, void *user);   /* a logger that drops all */
 cq_result   cq_sim_create(const cq_sim_desc *desc, cq_sim **out);
 void        cq_sim_destroy(cq_sim *sim);
 const char *cq_result_string(cq_result r);
@@ -13986,17 +13988,21 @@ const char *cq_result_string(cq_result r)
     return "unknown cq_result";
 }
 
+void cq_log_silent(cq_log_level level, const char *message, void *user) { (void)level; (void)message; (void)user; }
+
+/* Formats into buf and hands it to the logger; without one, errors and warnings go to stderr. */
 static void cq__vlog(const cq_logger *lg, cq_log_level level, const char *fmt, va_list ap, char *buf, size_t cap)
 {
     vsnprintf(buf, cap, fmt, ap);
     if (lg && lg->func) lg->func(level, buf, lg->user);
+    else if (level != CQ_LOG_INFO) fprintf(stderr, "chainqueen: %s: %s\n", level == CQ_LOG_ERROR ? "error" : "warning", buf);
 }
 
 static void cq__log(const cq_sim *s, cq_log_level level, const char *fmt, ...)
 {
     char buf[512];
     va_list ap;
-    if (!s->desc.logger.func) return;
+    if (!s->desc.logger.func && level == CQ_LOG_INFO) return;
     va_start(ap, fmt);
     cq__vlog(&s->desc.logger, level, fmt, ap, buf, sizeof buf);
     va_end(ap);

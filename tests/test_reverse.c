@@ -426,7 +426,42 @@ TEST(hooks_cannot_change_the_sim)
     cq_sim_destroy(s);
 }
 
+/* Without a logger, errors and warnings reach stderr (a dt over the stability limit used to
+   pass silently); cq_log_silent drops everything. */
+static long stderr_lines_of(int silent)
+{
+    const char *path = "build/test_reverse_stderr.txt";
+    cq_sim_desc d = desc2d(0);
+    cq_sim *s = NULL;
+    double x[2] = {0.5, 0.5};
+    char line[512];
+    long lines = 0, warn = 0;
+    FILE *f;
+    fflush(stderr);
+    if (!freopen(path, "w", stderr)) return -1;
+    d.dt = 1e-2;   /* far over dx sqrt(rho/E) */
+    if (silent) d.logger.func = cq_log_silent;
+    if (cq_sim_create(&d, &s) == CQ_SUCCESS) {
+        (void)add(s, 1, x, NULL);            /* warning: dt */
+        (void)cq_sim_step(s, -1);            /* error */
+        cq_sim_destroy(s);
+    }
+    fflush(stderr);
+    f = fopen(path, "r");
+    while (f && fgets(line, sizeof line, f)) { ++lines; warn += strstr(line, "chainqueen: warning: dt") != NULL; }
+    if (f) fclose(f);
+    return silent ? lines : (warn == 1 ? lines : -2);
+}
+
+TEST(default_logger_is_stderr)
+{
+    long loud = stderr_lines_of(0), quiet = stderr_lines_of(1);
+    CHECK(loud == 2, "stderr lines without a logger: %ld (want the dt warning and the error)", loud);
+    CHECK(quiet == 0, "stderr lines with cq_log_silent: %ld", quiet);
+}
+
 RUN_TESTS(CASE(failed_first_step_then_add_particles), CASE(failed_first_step_then_add_cable), CASE(grad_after_add_particles),
           CASE(backward_failing_part_way), CASE(refused_backward_keeps_gradients), CASE(nonfinite_adjoint_is_an_error),
           CASE(particle_at_the_last_f32_position_3d), CASE(hook_gradient_overflow_refused), CASE(f64_dx_subnormal_refused),
-          CASE(failed_step_without_progress_keeps_gradients), CASE(empty_taped_sim_hooks), CASE(hooks_cannot_change_the_sim))
+          CASE(failed_step_without_progress_keeps_gradients), CASE(empty_taped_sim_hooks), CASE(hooks_cannot_change_the_sim),
+          CASE(default_logger_is_stderr))

@@ -72,6 +72,11 @@
 
    OPTIONS (define before the implementation include)
      CQ_NO_CUDA      compile the CUDA backend out (no loader, no embedded PTX, no <dlfcn.h>)
+     CQ_API          linkage of the public functions (default extern): e.g. dllexport/dllimport
+                     or visibility("default") to build the implementation as a shared library,
+                     `static` to keep it private to one file (define it for every includer)
+     CQ_THREAD_LOCAL storage class of the per-thread create error (default: thread_local,
+                     _Thread_local, __declspec(thread) or __thread as the compiler has)
 
    GPU (CUDA)
      backend = CQ_BACKEND_CUDA runs forward, adjoint and tape on an NVIDIA GPU: particle state,
@@ -116,6 +121,15 @@
 #define CQ_VERSION_PATCH 0
 
 #include <stddef.h>
+
+/* Linkage of every public function (as stb's STBIDEF, miniaudio's MA_API).  Default: extern.
+   To build the implementation as a shared library define it the same way in the library and
+   in its users, e.g. __declspec(dllexport) / __declspec(dllimport) on Windows, or
+   __attribute__((visibility("default"))) with -fvisibility=hidden; `static` keeps the whole
+   implementation private to one translation unit. */
+#ifndef CQ_API
+#  define CQ_API extern
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -194,23 +208,23 @@ typedef struct cq_particles_desc {   /* host arrays, double, particle-major */
     double default_poisson;          /* used as given: 0 is a valid Poisson ratio     */
 } cq_particles_desc;
 
-void        cq_log_silent(cq_log_level level, const char *message, void *user);   /* a logger that drops all */
-cq_result   cq_sim_create(const cq_sim_desc *desc, cq_sim **out);
-void        cq_sim_destroy(cq_sim *sim);
-const char *cq_result_string(cq_result r);
-const char *cq_sim_last_error(const cq_sim *sim);   /* detail: which particle, field, step.
+CQ_API void        cq_log_silent(cq_log_level level, const char *message, void *user);   /* a logger that drops all */
+CQ_API cq_result   cq_sim_create(const cq_sim_desc *desc, cq_sim **out);
+CQ_API void        cq_sim_destroy(cq_sim *sim);
+CQ_API const char *cq_result_string(cq_result r);
+CQ_API const char *cq_sim_last_error(const cq_sim *sim);   /* detail: which particle, field, step.
                                                        NULL sim: the last cq_sim_create failure */
-cq_backend  cq_sim_backend(const cq_sim *sim);
-cq_result   cq_sim_add_particles(cq_sim *sim, const cq_particles_desc *p);  /* at step 0 only */
-int         cq_sim_particle_count(const cq_sim *sim);
-int         cq_sim_field_size(const cq_sim *sim, cq_field f);  /* doubles per particle: d, d*d or 1 */
-cq_result   cq_sim_get(const cq_sim *sim, cq_field f, double *out);   /* current state */
-cq_result   cq_sim_set(cq_sim *sim, cq_field f, const double *in);
-cq_result   cq_sim_set_actuation(cq_sim *sim, int groups, const double *stress); /* groups*dim*dim */
-cq_result   cq_sim_step(cq_sim *sim, int steps);
-int         cq_sim_step_count(const cq_sim *sim);
-cq_result   cq_sim_reset(cq_sim *sim);           /* back to step 0, tape cleared */
-size_t      cq_sim_tape_bytes(const cq_sim *sim); /* memory held by the tape (checkpoints, actuation log,
+CQ_API cq_backend  cq_sim_backend(const cq_sim *sim);
+CQ_API cq_result   cq_sim_add_particles(cq_sim *sim, const cq_particles_desc *p);  /* at step 0 only */
+CQ_API int         cq_sim_particle_count(const cq_sim *sim);
+CQ_API int         cq_sim_field_size(const cq_sim *sim, cq_field f);  /* doubles per particle: d, d*d or 1 */
+CQ_API cq_result   cq_sim_get(const cq_sim *sim, cq_field f, double *out);   /* current state */
+CQ_API cq_result   cq_sim_set(cq_sim *sim, cq_field f, const double *in);
+CQ_API cq_result   cq_sim_set_actuation(cq_sim *sim, int groups, const double *stress); /* groups*dim*dim */
+CQ_API cq_result   cq_sim_step(cq_sim *sim, int steps);
+CQ_API int         cq_sim_step_count(const cq_sim *sim);
+CQ_API cq_result   cq_sim_reset(cq_sim *sim);           /* back to step 0, tape cleared */
+CQ_API size_t      cq_sim_tape_bytes(const cq_sim *sim); /* memory held by the tape (checkpoints, actuation log,
                                                      the backward pass's segment buffer) */
 
 /* Cable actuators (seed 003 eqs 16-17): a cable routed through `count` particles (in order),
@@ -218,26 +232,34 @@ size_t      cq_sim_tape_bytes(const cq_sim *sim); /* memory held by the tape (ch
    its route and u its actuation (normally in [-1, 1]; u = 1 (the default): the cable is R long,
    smaller u reels it in).  Its force -dE/dx acts on the routed particles every substep.  Cables
    are added at step 0 and numbered 0, 1, ... in the order added. */
-cq_result cq_sim_add_cable(cq_sim *sim, int count, const int *particles, double stiffness, double rest_length);
-int       cq_sim_cable_count(const cq_sim *sim);
-cq_result cq_sim_set_cable_actuation(cq_sim *sim, int cables, const double *u);   /* held until changed */
+CQ_API cq_result cq_sim_add_cable(cq_sim *sim, int count, const int *particles, double stiffness, double rest_length);
+CQ_API int       cq_sim_cable_count(const cq_sim *sim);
+CQ_API cq_result cq_sim_set_cable_actuation(cq_sim *sim, int cables, const double *u);   /* held until changed */
 
 /* reverse mode: L = g(s_T) + sum_n h(s_n, u_n).  Needs checkpoint_every >= 1: the state is kept
    every checkpoint_every steps and the backward pass recomputes one segment at a time
    (checkpoint_every ~ sqrt(T): O(sqrt T) memory; 1: every step kept).  Gradients are computed
    in the sim's precision.  After it the sim is still at step T. */
 typedef void (*cq_backward_hook)(cq_sim *sim, int step, void *user);
-cq_result cq_sim_backward(cq_sim *sim,
+CQ_API cq_result cq_sim_backward(cq_sim *sim,
                           const double *dL_dx, const double *dL_dv,   /* seeds at s_T, NULL = 0 */
                           const double *dL_dF, const double *dL_dC,
                           cq_backward_hook hook, void *user);
+/* The same call with its arguments named (sokol-style descriptor; zero = no seed, no hook).
+   Seeds are in field order (x, v, C, F), each n * cq_sim_field_size doubles or NULL = 0. */
+typedef struct cq_backward_desc {
+    const double *dL_dx, *dL_dv, *dL_dC, *dL_dF;
+    cq_backward_hook hook;
+    void *user;
+} cq_backward_desc;
+CQ_API cq_result cq_sim_backward_desc(cq_sim *sim, const cq_backward_desc *desc);
 /* inside the hook for step n (called for n = T-1 ... 0, after step n's adjoint;
    cq_sim_get then returns the state s_n; stepping, setting or resetting is refused): */
-cq_result cq_sim_actuation_grad(const cq_sim *sim, double *out);       /* dL/du_n, groups*dim*dim */
-cq_result cq_sim_cable_actuation_grad(const cq_sim *sim, double *out); /* dL/du_n per cable */
-cq_result cq_sim_add_state_grad(cq_sim *sim, cq_field f, const double *g); /* += dh/ds_n etc. */
+CQ_API cq_result cq_sim_actuation_grad(const cq_sim *sim, double *out);       /* dL/du_n, groups*dim*dim */
+CQ_API cq_result cq_sim_cable_actuation_grad(const cq_sim *sim, double *out); /* dL/du_n per cable */
+CQ_API cq_result cq_sim_add_state_grad(cq_sim *sim, cq_field f, const double *g); /* += dh/ds_n etc. */
 /* after cq_sim_backward: gradients w.r.t. the initial state and the parameters */
-cq_result cq_sim_grad(const cq_sim *sim, cq_field f, double *out);
+CQ_API cq_result cq_sim_grad(const cq_sim *sim, cq_field f, double *out);
 
 #ifdef __cplusplus
 }
@@ -17213,6 +17235,13 @@ done:   /* the one exit of a backward that began: hook state cleared, actuation 
         r = cq__fail(s, CQ_ERROR_DEVICE, "%s: %s; the sim is unusable, destroy it", what, cq__device_error(s));
     if (r != CQ_SUCCESS) { s->has_grad = 0; s->grad_state = NULL; }
     return r;
+}
+
+cq_result cq_sim_backward_desc(cq_sim *s, const cq_backward_desc *d)
+{
+    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
+    if (!d) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_backward_desc: desc is NULL");
+    return cq_sim_backward(s, d->dL_dx, d->dL_dv, d->dL_dF, d->dL_dC, d->hook, d->user);
 }
 
 cq_result cq_sim_actuation_grad(const cq_sim *s, double *out)

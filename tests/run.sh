@@ -82,6 +82,8 @@ if command -v clang >/dev/null 2>&1 && command -v clang++ >/dev/null 2>&1; then
 else
     skip compile_strict_clang "clang/clang++ not installed"
 fi
+# the implementation as a shared library (CQ_API), only the public names exported; CQ_API static
+item shared_library_cq_api sh tests/compile/shared_lib.sh "$CC" $B
 item compile_no_cuda sh -c "$CC -std=c99 $WARN tests/compile/no_cuda.c -o $B/no_cuda -lm && ./$B/no_cuda && ! nm $B/no_cuda | grep -q dlopen"
 CUDA_INC=$(dirname "$(ls /usr/local/cuda/include/cuda.h 2>/dev/null | head -n 1)" 2>/dev/null)
 if [ -f "$CUDA_INC/cuda.h" ]; then   # cuda.h itself needs C11 or C++ (anonymous unions)

@@ -426,6 +426,28 @@ TEST(hooks_cannot_change_the_sim)
     cq_sim_destroy(s);
 }
 
+/* cq_sim_backward_desc: the same call with named arguments, the same gradients bit for bit. */
+TEST(backward_desc_matches_positional)
+{
+    cq_sim *s = make(desc2d(2), 64, 0.4, 0.4);
+    double sx[2 * 64], sv[2 * 64], sF[4 * 64], g1[4 * 64], g2[4 * 64];
+    cq_backward_desc bd;
+    for (int i = 0; i < 4 * 64; ++i) { sF[i] = 0.01 * (i % 9); if (i < 2 * 64) { sx[i] = 0.1 * (i % 3); sv[i] = -0.2 * (i % 5); } }
+    CHECK_OK(cq_sim_step(s, 5));
+    CHECK_OK(cq_sim_backward(s, sx, sv, sF, NULL, count_hook, NULL));
+    CHECK_OK(cq_sim_grad(s, CQ_FIELD_F, g1));
+    memset(&bd, 0, sizeof bd);
+    bd.dL_dx = sx; bd.dL_dv = sv; bd.dL_dF = sF; bd.hook = count_hook;
+    hook_calls = 0;
+    CHECK_OK(cq_sim_backward_desc(s, &bd));
+    CHECK(hook_calls == 5, "hooks: %d", hook_calls);
+    CHECK_OK(cq_sim_grad(s, CQ_FIELD_F, g2));
+    CHECK(memcmp(g1, g2, sizeof g1) == 0 || cq_sim_backend(s) != CQ_BACKEND_CPU, "gradients differ");
+    CHECK(cq_sim_backward_desc(s, NULL) == CQ_ERROR_INVALID_ARGUMENT, "NULL desc accepted");
+    CHECK(cq_sim_backward_desc(NULL, &bd) == CQ_ERROR_INVALID_ARGUMENT, "NULL sim accepted");
+    cq_sim_destroy(s);
+}
+
 /* Without a logger, errors and warnings reach stderr (a dt over the stability limit used to
    pass silently); cq_log_silent drops everything. */
 static long stderr_lines_of(int silent)
@@ -464,4 +486,4 @@ RUN_TESTS(CASE(failed_first_step_then_add_particles), CASE(failed_first_step_the
           CASE(backward_failing_part_way), CASE(refused_backward_keeps_gradients), CASE(nonfinite_adjoint_is_an_error),
           CASE(particle_at_the_last_f32_position_3d), CASE(hook_gradient_overflow_refused), CASE(f64_dx_subnormal_refused),
           CASE(failed_step_without_progress_keeps_gradients), CASE(empty_taped_sim_hooks), CASE(hooks_cannot_change_the_sim),
-          CASE(default_logger_is_stderr))
+          CASE(backward_desc_matches_positional), CASE(default_logger_is_stderr))

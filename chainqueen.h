@@ -4440,7 +4440,7 @@ CQ_HD void cq__cable_x_adj_3d_f64(int s, const int *seg, const double *x, const 
 #endif
 
 #if CQ__HAS_CUDA
-/* ---- BEGIN GENERATED: embedded PTX from templates/ptx.j2.
+/* ---- BEGIN GENERATED: embedded PTX: what the host code needs from templates/ptx_head.j2.
    DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
 /* PTX built by nvrtc 12.0 at -arch=compute_75 (the driver JIT-compiles it for the GPU at hand on first
    use and caches the result), compressed about 3.5x; cq__lz_decode restores it, NUL-terminated,
@@ -4453,6 +4453,3751 @@ typedef struct cq__ptx_module {
     size_t lz_size, size;         /* compressed and PTX sizes (bytes, no NUL) */
     unsigned hash;                /* FNV-1a of the PTX */
 } cq__ptx_module;
+/* ---- END GENERATED: embedded PTX: what the host code needs ---- */
+#endif
+
+/* ---- BEGIN GENERATED: host implementation from templates/host.c.j2.
+   DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
+#if defined(_OPENMP)
+#  define CQ__PRAGMA(x) _Pragma(#x)
+#  define CQ__OMP(directive) CQ__PRAGMA(omp directive)
+#else
+#  define CQ__OMP(directive)
+#endif
+
+/* P2G scatters race-free on the CPU: particles are bucketed into slabs of CQ__SLAB node
+   layers along x; slabs of one colour (even / odd) touch disjoint nodes (a particle's
+   stencil spans 3 nodes; 4 leaves a node of margin) and run in parallel, the colours one
+   after the other.  Each node's sum is taken in the same order whatever the thread count,
+   so CPU results are bit-identical run to run and across thread counts. */
+#define CQ__SLAB 4
+#define CQ__DEVICE 3   /* substep status besides CQ__OK / CQ__NONFINITE / CQ__OUT_OF_DOMAIN: the GPU driver failed */
+
+/* ------------------------------------------------------------------ >>cuda_loader
+   The CUDA driver API, loaded at run time with dlopen (LoadLibrary on Windows): no CUDA header,
+   SDK, nvcc or link flag is needed (glibc before 2.34 wants -ldl).  Only the handful of driver
+   types and codes used are declared, under cq__ names, so a program that also includes cuda.h
+   compiles.  The library is libcuda.so.1 (nvcuda.dll), or the path in the environment variable
+   CQ_CUDA_LIBRARY; one already loaded by the process is reused.  Each sim uses its device's
+   primary context, shared with the host application's own CUDA work. */
+#if CQ__HAS_CUDA
+#if defined(_WIN32)
+#  ifndef WIN32_LEAN_AND_MEAN
+#    define WIN32_LEAN_AND_MEAN
+#  endif
+#  include <windows.h>
+#  define CQ__CUDAAPI __stdcall
+#else
+#  include <dlfcn.h>
+#  define CQ__CUDAAPI
+#endif
+
+typedef int cq__CUresult;                    /* 0 = CUDA_SUCCESS */
+typedef int cq__CUdevice;
+typedef unsigned long long cq__CUdeviceptr;
+typedef struct cq__CUctx_st *cq__CUcontext;
+typedef struct cq__CUmod_st *cq__CUmodule;
+typedef struct cq__CUfunc_st *cq__CUfunction;
+typedef struct cq__CUstream_st *cq__CUstream;
+#define CQ__CUDA_ERROR_OUT_OF_MEMORY 2
+#define CQ__CU_JIT_INFO_LOG_BUFFER 3
+#define CQ__CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES 4
+#define CQ__CU_JIT_ERROR_LOG_BUFFER 5
+#define CQ__CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES 6
+#define CQ__CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
+#define CQ__CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+
+/* X(field, exported symbol, return type, parameter list) */
+#define CQ__CUDA_FUNCS(X) \
+    X(Init, "cuInit", cq__CUresult, (unsigned flags)) \
+    X(DriverGetVersion, "cuDriverGetVersion", cq__CUresult, (int *version)) \
+    X(GetErrorName, "cuGetErrorName", cq__CUresult, (cq__CUresult err, const char **name)) \
+    X(GetErrorString, "cuGetErrorString", cq__CUresult, (cq__CUresult err, const char **text)) \
+    X(DeviceGetCount, "cuDeviceGetCount", cq__CUresult, (int *count)) \
+    X(DeviceGet, "cuDeviceGet", cq__CUresult, (cq__CUdevice *dev, int ordinal)) \
+    X(DeviceGetName, "cuDeviceGetName", cq__CUresult, (char *name, int len, cq__CUdevice dev)) \
+    X(DeviceGetAttribute, "cuDeviceGetAttribute", cq__CUresult, (int *value, int attrib, cq__CUdevice dev)) \
+    X(DeviceTotalMem, "cuDeviceTotalMem_v2", cq__CUresult, (size_t *bytes, cq__CUdevice dev)) \
+    X(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", cq__CUresult, (cq__CUcontext *ctx, cq__CUdevice dev)) \
+    X(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", cq__CUresult, (cq__CUdevice dev)) \
+    X(CtxPushCurrent, "cuCtxPushCurrent_v2", cq__CUresult, (cq__CUcontext ctx)) \
+    X(CtxPopCurrent, "cuCtxPopCurrent_v2", cq__CUresult, (cq__CUcontext *ctx)) \
+    X(CtxSynchronize, "cuCtxSynchronize", cq__CUresult, (void)) \
+    X(ModuleLoadDataEx, "cuModuleLoadDataEx", cq__CUresult, (cq__CUmodule *mod, const void *image, unsigned n, int *options, void **values)) \
+    X(ModuleUnload, "cuModuleUnload", cq__CUresult, (cq__CUmodule mod)) \
+    X(ModuleGetFunction, "cuModuleGetFunction", cq__CUresult, (cq__CUfunction *fn, cq__CUmodule mod, const char *name)) \
+    X(LaunchKernel, "cuLaunchKernel", cq__CUresult, (cq__CUfunction fn, unsigned gx, unsigned gy, unsigned gz, \
+        unsigned bx, unsigned by, unsigned bz, unsigned shared_bytes, cq__CUstream stream, void **params, void **extra)) \
+    X(MemAlloc, "cuMemAlloc_v2", cq__CUresult, (cq__CUdeviceptr *ptr, size_t bytes)) \
+    X(MemFree, "cuMemFree_v2", cq__CUresult, (cq__CUdeviceptr ptr)) \
+    X(MemGetInfo, "cuMemGetInfo_v2", cq__CUresult, (size_t *free_bytes, size_t *total_bytes)) \
+    X(MemcpyHtoD, "cuMemcpyHtoD_v2", cq__CUresult, (cq__CUdeviceptr dst, const void *src, size_t bytes)) \
+    X(MemcpyDtoH, "cuMemcpyDtoH_v2", cq__CUresult, (void *dst, cq__CUdeviceptr src, size_t bytes)) \
+    X(MemcpyDtoD, "cuMemcpyDtoD_v2", cq__CUresult, (cq__CUdeviceptr dst, cq__CUdeviceptr src, size_t bytes)) \
+    X(MemsetD8, "cuMemsetD8_v2", cq__CUresult, (cq__CUdeviceptr dst, unsigned char value, size_t count)) \
+    X(MemsetD32, "cuMemsetD32_v2", cq__CUresult, (cq__CUdeviceptr dst, unsigned value, size_t count))
+
+typedef struct cq__cuda_api {
+#define CQ__CUDA_FIELD(field, sym, ret, params) ret (CQ__CUDAAPI *field) params;
+    CQ__CUDA_FUNCS(CQ__CUDA_FIELD)
+#undef CQ__CUDA_FIELD
+} cq__cuda_api;
+
+/* Process-wide driver state: loaded and initialised once, then shared by every sim. */
+static struct {
+    int state;                /* 0 not tried, 1 loading, 2 done: read and written atomically */
+    int ok;
+    int driver_version;
+    char reason[256];         /* why the driver is unusable (ok == 0) */
+    void *lib;
+    cq__cuda_api api;
+} cq__cu;   /* static: zero-initialised */
+#define CQ__CU(call) (cq__cu.api.call)
+
+/* The state word: an acquire load (what the loader wrote before publishing 2 is visible after
+   reading 2), a release store, and a compare-and-swap that takes the loader's role. */
+static int cq__cu_state_get(void)
+{
+#if defined(_WIN32)
+    return (int)InterlockedCompareExchange((volatile LONG *)&cq__cu.state, 0, 0);   /* full barrier */
+#elif defined(__GNUC__)
+    return __atomic_load_n(&cq__cu.state, __ATOMIC_ACQUIRE);
+#else
+    return cq__cu.state;   /* no atomics known for this compiler: load CUDA from one thread first */
+#endif
+}
+
+static void cq__cu_state_done(void)
+{
+#if defined(_WIN32)
+    InterlockedExchange((volatile LONG *)&cq__cu.state, 2);
+#elif defined(__GNUC__)
+    __atomic_store_n(&cq__cu.state, 2, __ATOMIC_RELEASE);
+#else
+    cq__cu.state = 2;
+#endif
+}
+
+/* Returns 1 if this thread is to load the driver, 0 once another thread has (state 2). */
+static int cq__cu_lock(void)
+{
+    for (;;) {
+#if defined(_WIN32)
+        LONG prev = InterlockedCompareExchange((volatile LONG *)&cq__cu.state, 1, 0);
+        if (prev == 0) return 1;
+        if (prev == 2) return 0;
+        Sleep(0);
+#elif defined(__GNUC__)
+        int expected = 0;
+        if (__atomic_compare_exchange_n(&cq__cu.state, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return 1;
+        if (expected == 2) return 0;
+#else
+        if (cq__cu.state == 2) return 0;
+        cq__cu.state = 1;
+        return 1;
+#endif
+    }
+}
+
+static const char *cq__cu_error_name(cq__CUresult e)
+{
+    const char *name = NULL;
+    if (cq__cu.api.GetErrorName && cq__cu.api.GetErrorName(e, &name) == 0 && name) return name;
+    return "CUDA error";
+}
+
+/* Loads and initialises the driver once; returns 1 if usable, else 0 with cq__cu.reason set. */
+static int cq__cu_load(void)
+{
+    const char *path;
+    cq__CUresult e;
+    int count = 0;
+    if (cq__cu_state_get() == 2) return cq__cu.ok;
+    if (!cq__cu_lock()) return cq__cu.ok;   /* another thread loaded it meanwhile */
+    path = getenv("CQ_CUDA_LIBRARY");
+#if defined(_WIN32)
+    if (!path || !*path) path = "nvcuda.dll";
+    cq__cu.lib = (void *)GetModuleHandleA(path);
+    if (!cq__cu.lib) cq__cu.lib = (void *)LoadLibraryA(path);
+#else
+    if (!path || !*path) path = "libcuda.so.1";
+    cq__cu.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+#endif
+    if (!cq__cu.lib) {
+        snprintf(cq__cu.reason, sizeof cq__cu.reason, "no CUDA driver: cannot load %s%s", path,
+                 getenv("CQ_CUDA_LIBRARY") ? " (from CQ_CUDA_LIBRARY)" : " (set CQ_CUDA_LIBRARY to its path if it is elsewhere)");
+        goto done;
+    }
+#if defined(_WIN32)
+#  define CQ__CUDA_SYM(name) ((void *)GetProcAddress((HMODULE)cq__cu.lib, name))
+#else
+#  define CQ__CUDA_SYM(name) dlsym(cq__cu.lib, name)
+#endif
+#define CQ__CUDA_RESOLVE(field, sym, ret, params) \
+    { void *f_ = CQ__CUDA_SYM(sym); \
+      if (!f_) { snprintf(cq__cu.reason, sizeof cq__cu.reason, "CUDA driver %s lacks %s (driver too old)", path, sym); goto done; } \
+      memcpy(&cq__cu.api.field, &f_, sizeof f_); }
+    CQ__CUDA_FUNCS(CQ__CUDA_RESOLVE)
+#undef CQ__CUDA_RESOLVE
+#undef CQ__CUDA_SYM
+    if ((e = cq__cu.api.Init(0)) != 0) {
+        snprintf(cq__cu.reason, sizeof cq__cu.reason, "cuInit failed: %s (%d)%s", cq__cu_error_name(e), e,
+                 e == 100 ? ": no CUDA-capable device" : "");
+        goto done;
+    }
+    if ((e = cq__cu.api.DriverGetVersion(&cq__cu.driver_version)) != 0) {
+        snprintf(cq__cu.reason, sizeof cq__cu.reason, "cuDriverGetVersion failed: %s (%d)", cq__cu_error_name(e), e);
+        goto done;
+    }
+    if ((e = cq__cu.api.DeviceGetCount(&count)) != 0 || count < 1) {
+        snprintf(cq__cu.reason, sizeof cq__cu.reason, "no CUDA device (cuDeviceGetCount: %d devices, %s)", count,
+                 e ? cq__cu_error_name(e) : "ok");
+        goto done;
+    }
+    if (cq__cu.driver_version < CQ__PTX_MIN_DRIVER) {
+        snprintf(cq__cu.reason, sizeof cq__cu.reason, "the CUDA driver supports CUDA %d.%d; the embedded PTX needs a "
+                 "driver for CUDA %d.%d or later", cq__cu.driver_version / 1000, cq__cu.driver_version % 1000 / 10,
+                 CQ__PTX_MIN_DRIVER / 1000, CQ__PTX_MIN_DRIVER % 1000 / 10);
+        goto done;
+    }
+    cq__cu.ok = 1;
+done:
+    cq__cu_state_done();
+    return cq__cu.ok;
+}
+#endif /* CQ__HAS_CUDA */
+
+/* Particle state.  "Work" states (cur, nxt, snap, the tape's checkpoints, the adjoint buffers)
+   live where the kernels run: host memory on the CPU backend, device memory on CUDA (each
+   pointer then holds a CUdeviceptr and is reached only through the cq__w* functions below).
+   `init` is always host memory. */
+typedef struct cq__state { void *x, *v, *C, *F; } cq__state;
+typedef struct cq__tape_act { int groups; void *stress; double *cable_u; } cq__tape_act;   /* one step's actuation */
+typedef struct cq__cable { int first, count; double k, rest; } cq__cable;   /* particles cable_p[first..first+count) */
+
+typedef struct cq__vtable {
+    /* one substep from `in` to `out`; returns CQ__OK or the status of the lowest failing
+       particle (*bad) */
+    int (*substep)(cq_sim *s, const cq__state *in, cq__state *out, int *bad);
+    /* adjoint of that substep: `ao` holds dL/d(out), `ai` receives dL/d(in); parameter and
+       per-particle actuation gradients accumulate in the sim */
+    void (*substep_adj)(cq_sim *s, const cq__state *in, const cq__state *ao, cq__state *ai);
+    /* first particle in [first, first+count) whose stress is not finite, else -1 */
+    int (*check_stress)(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count);
+    /* the backward pass's check after each step: writes to the work int *status (0 before)
+       INT_MAX - (8 p + f) for the lowest particle p whose adjoint state `a` or parameter
+       gradient is not finite, f its cq_field; leaves 0 if all are finite.  CUDA: a launch, no
+       readback (the caller reads the status of a whole segment at once where it can) */
+    void (*check_adjoint)(cq_sim *s, const cq__state *a, int *status);
+} cq__vtable;
+
+struct cq_sim {
+    cq_sim_desc desc;            /* defaults resolved */
+    int dim, dd, n;
+    size_t tsize;                /* sizeof(float) or sizeof(double) */
+    const cq__vtable *vt;
+    cq_backend backend;
+    cq__params_f32 prm_f32;
+    cq__params_f64 prm_f64;
+    cq__state cur, nxt, init, snap;   /* particle state: current, G2P output, step 0, step start */
+    void *mass, *vol, *E, *nu;        /* per-particle parameters */
+    int *act;                         /* actuator group, -1 = none */
+    int max_group;
+    void *act_stress;                 /* act_groups * dd */
+    int act_groups;
+    void *grid_m, *grid_v;
+    long nodes;
+    int *order, *slab_start, *slab_fill, nslabs;
+    int step;
+    int tape_n;                       /* particles the tape's checkpoints were recorded with */
+    char error[512];
+    /* >>tape: state at every checkpoint_every-th step, actuation of every step */
+    cq__state *ckpt;
+    int n_ckpt, cap_ckpt;
+    cq__tape_act *acts;
+    int cap_acts;
+    /* >>adjoint buffers (allocated by the first cq_sim_backward) */
+    cq__state *seg;                   /* recomputed substep inputs of one segment */
+    int n_seg;
+    cq__state adj[2];                 /* particle adjoints: dL/d(state) */
+    const cq__state *grad_state;      /* dL/ds_0 after backward */
+    void *g_mass, *g_vol, *g_E, *g_nu; /* parameter gradients */
+    void *dact;                       /* n * dd per-particle actuation gradients of one substep */
+    double *act_grad;                 /* dL/du_n of the step being reversed: groups * dd */
+    int act_grad_groups;
+    void *grid_p, *grid_vb, *grid_pb, *grid_mb;
+    int adj_n;                        /* particle count the adjoint buffers were sized for */
+    int *wchk, *chk;                  /* non-finite status per step of a segment: work, host copy */
+    int in_backward, has_grad;
+    int in_hook;                      /* a backward hook is running: the hook-only calls work */
+    const cq__state *hook_state;      /* s_n while the hook of step n runs */
+    cq__state *hook_adj;              /* dL/ds_n while the hook of step n runs */
+    int hook_step;                    /* n while the hook of step n runs */
+    /* >>cables (seed 003 eqs 16-17) */
+    cq__cable *cables;
+    int n_cables, cap_cables;
+    int *cable_p;                     /* routed particles of all cables, concatenated */
+    int n_cable_p;
+    double *cable_u;                  /* current actuation per cable (host) */
+    double *cable_grad;               /* dL/du_n per cable of the step being reversed (host) */
+    /* work memory for the cable kernels (templates/cables.j2), built by cq__cable_buffers */
+    void *veff;                       /* v + dt f_cable / m, what P2G reads when cables exist */
+    double *cable_f;                  /* cable force per particle (n * dim) */
+    int veff_n;
+    int *wcseg, n_cseg;               /* segments: a, b, cable */
+    double *wck, *wcrest, *wctarget;  /* per cable: k, R, max(0, R u) */
+    double *wcL, *wcdot, *wcgrad;     /* per cable: length, adjoint dot product, dL/du of a step */
+    int wcable_n;                     /* cables those describe; -1: rebuild */
+    /* >>work copies of the parameters: the kernels' view of mass, vol, E, nu, act and the
+       actuation stress in use (on the CPU the same pointers as the host arrays) */
+    void *wmass, *wvol, *wE, *wnu, *wact_stress;
+    int *wact;
+    int wparam_n, wact_cap;
+#if CQ__HAS_CUDA
+    struct {
+        int ordinal;
+        cq__CUdevice dev;
+        cq__CUcontext ctx;
+        cq__CUmodule mod;
+        cq__CUfunction grid, g2p, p2g, grid_adj, g2p_adj, p2g_adj, act_reduce, nonfinite;
+        cq__CUfunction cable[7];      /* len, force, veff, mass_adj, dot, grad, x_adj */
+        void *bad;                    /* int: 4 p + status of the lowest failing particle in G2P */
+        double *act_grad;             /* device: groups * dd, the actuation gradient of one step */
+        int act_grad_cap;
+        int failed;                   /* a driver call failed: the sim is unusable */
+        int depth;                    /* context pushes not yet popped */
+        char err[384];
+    } cu;
+#endif
+};
+
+/* The message of the last failed cq_sim_create, per thread (creates may run concurrently).
+   Define CQ_THREAD_LOCAL before the implementation to choose the storage class yourself. */
+#if !defined(CQ_THREAD_LOCAL)
+#  if defined(__cplusplus) && __cplusplus >= 201103L
+#    define CQ_THREAD_LOCAL thread_local
+#  elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__STDC_NO_THREADS__)
+#    define CQ_THREAD_LOCAL _Thread_local
+#  elif defined(_MSC_VER)
+#    define CQ_THREAD_LOCAL __declspec(thread)
+#  elif defined(__GNUC__)
+#    define CQ_THREAD_LOCAL __thread
+#  else
+#    define CQ_THREAD_LOCAL
+#  endif
+#endif
+static CQ_THREAD_LOCAL char cq__create_error[512];
+static void cq__tape_clear(cq_sim *s);
+static void cq__adjoint_free(cq_sim *s);
+
+/* ------------------------------------------------------------------ >>errors */
+const char *cq_result_string(cq_result r)
+{
+    switch (r) {
+    case CQ_SUCCESS: return "success";
+    case CQ_ERROR_INVALID_ARGUMENT: return "invalid argument";
+    case CQ_ERROR_OUT_OF_MEMORY: return "out of memory";
+    case CQ_ERROR_NON_FINITE: return "non-finite value";
+    case CQ_ERROR_OUT_OF_DOMAIN: return "particle outside the grid's usable region";
+    case CQ_ERROR_BACKEND_UNAVAILABLE: return "backend unavailable";
+    case CQ_ERROR_DEVICE: return "GPU device error";
+    case CQ_ERROR_INVALID_STATE: return "invalid state (call order)";
+    }
+    return "unknown cq_result";
+}
+
+void cq_log_silent(cq_log_level level, const char *message, void *user) { (void)level; (void)message; (void)user; }
+
+/* Formats into buf and hands it to the logger; without one, errors and warnings go to stderr. */
+static void cq__vlog(const cq_logger *lg, cq_log_level level, const char *fmt, va_list ap, char *buf, size_t cap)
+{
+    vsnprintf(buf, cap, fmt, ap);
+    if (lg && lg->func) lg->func(level, buf, lg->user);
+    else if (level != CQ_LOG_INFO) fprintf(stderr, "chainqueen: %s: %s\n", level == CQ_LOG_ERROR ? "error" : "warning", buf);
+}
+
+static void cq__log(const cq_sim *s, cq_log_level level, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    if (!s->desc.logger.func && level == CQ_LOG_INFO) return;
+    va_start(ap, fmt);
+    cq__vlog(&s->desc.logger, level, fmt, ap, buf, sizeof buf);
+    va_end(ap);
+}
+
+/* Records the detail message of a failure and returns its code. */
+static cq_result cq__fail(cq_sim *s, cq_result code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    cq__vlog(&s->desc.logger, CQ_LOG_ERROR, fmt, ap, s->error, sizeof s->error);
+    va_end(ap);
+    return code;
+}
+
+static cq_result cq__create_fail(const cq_sim_desc *d, cq_result code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    cq__vlog(d ? &d->logger : NULL, CQ_LOG_ERROR, fmt, ap, cq__create_error, sizeof cq__create_error);
+    va_end(ap);
+    return code;
+}
+
+const char *cq_sim_last_error(const cq_sim *sim)
+{
+    return sim ? sim->error : cq__create_error;
+}
+
+/* ------------------------------------------------------------------ >>memory */
+static void *cq__default_alloc(size_t size, void *user) { (void)user; return malloc(size); }
+static void cq__default_free(void *ptr, void *user) { (void)user; free(ptr); }
+
+static void *cq__alloc(const cq_sim *s, size_t size)
+{
+    return s->desc.allocator.alloc(size ? size : 1, s->desc.allocator.user);
+}
+static void cq__free(const cq_sim *s, void *p)
+{
+    if (p) s->desc.allocator.free(p, s->desc.allocator.user);
+}
+
+/* ------------------------------------------------------------------ >>work_memory
+   Work memory is what the kernels read and write (see cq__state).  CPU: the allocator's host
+   memory.  CUDA: device memory; a driver failure is recorded in s->cu (the first one wins) and
+   surfaces as CQ_ERROR_DEVICE from the public call that met it. */
+static int cq__on_gpu(const cq_sim *s)
+{
+#if CQ__HAS_CUDA
+    return s->backend == CQ_BACKEND_CUDA;
+#else
+    (void)s;
+    return 0;
+#endif
+}
+
+#if CQ__HAS_CUDA
+#define CQ__DPTR(p) ((cq__CUdeviceptr)(size_t)(p))
+static int cq__cu_check(const cq_sim *cs, cq__CUresult e, const char *call)
+{
+    cq_sim *s = (cq_sim *)cs;
+    if (e == 0) return 1;
+    if (!s->cu.failed) {
+        s->cu.failed = 1;
+        snprintf(s->cu.err, sizeof s->cu.err, "%s failed: %s (%d)", call, cq__cu_error_name(e), e);
+    }
+    return 0;
+}
+/* Every driver call runs with the sim's context current.  Only the outermost push and pop
+   reach the driver (a substep pushes once around its launches and copies); nested ones count
+   in s->cu.depth, and pops match successful pushes, so a failed push never pops the
+   application's own context. */
+static void cq__cu_push(const cq_sim *cs)
+{
+    cq_sim *s = (cq_sim *)cs;
+    if (s->cu.depth > 0 || cq__cu_check(s, CQ__CU(CtxPushCurrent)(s->cu.ctx), "cuCtxPushCurrent")) s->cu.depth++;
+}
+static void cq__cu_pop(const cq_sim *cs)
+{
+    cq_sim *s = (cq_sim *)cs;
+    cq__CUcontext c;
+    if (s->cu.depth > 1) s->cu.depth--;
+    else if (s->cu.depth == 1 && cq__cu_check(s, CQ__CU(CtxPopCurrent)(&c), "cuCtxPopCurrent")) s->cu.depth--;
+}
+#endif
+
+static void *cq__walloc(const cq_sim *s, size_t bytes)
+{
+#if CQ__HAS_CUDA
+    if (cq__on_gpu(s)) {
+        cq__CUdeviceptr p = 0;
+        cq__CUresult e;
+        cq__cu_push(s);
+        e = CQ__CU(MemAlloc)(&p, bytes ? bytes : 1);
+        cq__cu_pop(s);
+        if (e != CQ__CUDA_ERROR_OUT_OF_MEMORY) cq__cu_check(s, e, "cuMemAlloc");
+        return e ? NULL : (void *)(size_t)p;
+    }
+#endif
+    return cq__alloc(s, bytes);
+}
+
+static void cq__wfree(const cq_sim *s, void *p)
+{
+    if (!p) return;
+#if CQ__HAS_CUDA
+    if (cq__on_gpu(s)) { cq__cu_push(s); cq__cu_check(s, CQ__CU(MemFree)(CQ__DPTR(p)), "cuMemFree"); cq__cu_pop(s); return; }
+#endif
+    cq__free(s, p);
+}
+
+static void cq__wcopy(const cq_sim *s, void *dst, const void *src, size_t bytes)   /* work -> work */
+{
+    (void)s;
+    if (!bytes) return;
+#if CQ__HAS_CUDA
+    if (cq__on_gpu(s)) {
+        cq__cu_push(s); cq__cu_check(s, CQ__CU(MemcpyDtoD)(CQ__DPTR(dst), CQ__DPTR(src), bytes), "cuMemcpyDtoD"); cq__cu_pop(s);
+        return;
+    }
+#endif
+    memcpy(dst, src, bytes);
+}
+
+static void cq__wzero(const cq_sim *s, void *dst, size_t bytes)
+{
+    (void)s;
+    if (!bytes) return;
+#if CQ__HAS_CUDA
+    if (cq__on_gpu(s)) { cq__cu_push(s); cq__cu_check(s, CQ__CU(MemsetD8)(CQ__DPTR(dst), 0, bytes), "cuMemsetD8"); cq__cu_pop(s); return; }
+#endif
+    memset(dst, 0, bytes);
+}
+
+static void cq__wput(const cq_sim *s, void *dst, size_t offset, const void *src, size_t bytes)   /* host -> work */
+{
+    (void)s;
+    if (!bytes) return;
+#if CQ__HAS_CUDA
+    if (cq__on_gpu(s)) {
+        cq__cu_push(s); cq__cu_check(s, CQ__CU(MemcpyHtoD)(CQ__DPTR(dst) + offset, src, bytes), "cuMemcpyHtoD"); cq__cu_pop(s);
+        return;
+    }
+#endif
+    memcpy((char *)dst + offset, src, bytes);
+}
+
+static void cq__wget(const cq_sim *s, void *dst, const void *src, size_t offset, size_t bytes)   /* work -> host */
+{
+    (void)s;
+    if (!bytes) return;
+#if CQ__HAS_CUDA
+    if (cq__on_gpu(s)) {
+        cq__cu_push(s); cq__cu_check(s, CQ__CU(MemcpyDtoH)(dst, CQ__DPTR(src) + offset, bytes), "cuMemcpyDtoH"); cq__cu_pop(s);
+        return;
+    }
+#endif
+    memcpy(dst, (const char *)src + offset, bytes);
+}
+
+/* 1 if a driver call of this sim failed; the message then names it */
+static int cq__device_failed(const cq_sim *s)
+{
+#if CQ__HAS_CUDA
+    return s->cu.failed;
+#else
+    (void)s;
+    return 0;
+#endif
+}
+
+static const char *cq__device_error(const cq_sim *s)
+{
+#if CQ__HAS_CUDA
+    return s->cu.err;
+#else
+    (void)s;
+    return "";
+#endif
+}
+
+/* host states (init, staging) */
+static void cq__state_free(const cq_sim *s, cq__state *st)
+{
+    cq__free(s, st->x); cq__free(s, st->v); cq__free(s, st->C); cq__free(s, st->F);
+    st->x = st->v = st->C = st->F = NULL;
+}
+
+static int cq__state_alloc(const cq_sim *s, cq__state *st, int n)
+{
+    size_t vec = (size_t)n * (size_t)s->dim * s->tsize, mat = (size_t)n * (size_t)s->dd * s->tsize;
+    st->x = cq__alloc(s, vec); st->v = cq__alloc(s, vec);
+    st->C = cq__alloc(s, mat); st->F = cq__alloc(s, mat);
+    if (!st->x || !st->v || !st->C || !st->F) { cq__state_free(s, st); return 0; }
+    return 1;
+}
+
+static void cq__state_copy(const cq_sim *s, cq__state *dst, const cq__state *src, int n)
+{
+    size_t vec = (size_t)n * (size_t)s->dim * s->tsize, mat = (size_t)n * (size_t)s->dd * s->tsize;
+    memcpy(dst->x, src->x, vec); memcpy(dst->v, src->v, vec);
+    memcpy(dst->C, src->C, mat); memcpy(dst->F, src->F, mat);
+}
+
+/* work states */
+static void cq__wstate_free(const cq_sim *s, cq__state *st)
+{
+    cq__wfree(s, st->x); cq__wfree(s, st->v); cq__wfree(s, st->C); cq__wfree(s, st->F);
+    st->x = st->v = st->C = st->F = NULL;
+}
+
+static int cq__wstate_alloc(const cq_sim *s, cq__state *st, int n)
+{
+    size_t vec = (size_t)n * (size_t)s->dim * s->tsize, mat = (size_t)n * (size_t)s->dd * s->tsize;
+    st->x = cq__walloc(s, vec); st->v = cq__walloc(s, vec);
+    st->C = cq__walloc(s, mat); st->F = cq__walloc(s, mat);
+    if (!st->x || !st->v || !st->C || !st->F) { cq__wstate_free(s, st); return 0; }
+    return 1;
+}
+
+static void cq__wstate_copy(const cq_sim *s, cq__state *dst, const cq__state *src, int n)
+{
+    size_t vec = (size_t)n * (size_t)s->dim * s->tsize, mat = (size_t)n * (size_t)s->dd * s->tsize;
+    cq__wcopy(s, dst->x, src->x, vec); cq__wcopy(s, dst->v, src->v, vec);
+    cq__wcopy(s, dst->C, src->C, mat); cq__wcopy(s, dst->F, src->F, mat);
+}
+
+static void cq__wstate_put(const cq_sim *s, cq__state *dst, const cq__state *host, int n)   /* host -> work */
+{
+    size_t vec = (size_t)n * (size_t)s->dim * s->tsize, mat = (size_t)n * (size_t)s->dd * s->tsize;
+    cq__wput(s, dst->x, 0, host->x, vec); cq__wput(s, dst->v, 0, host->v, vec);
+    cq__wput(s, dst->C, 0, host->C, mat); cq__wput(s, dst->F, 0, host->F, mat);
+}
+
+/* Makes the kernels' parameter arrays current after the host arrays changed (CPU: they are
+   the host arrays).  0 if device memory ran out. */
+static int cq__sync_params(cq_sim *s)
+{
+    const size_t ts = s->tsize, n = (size_t)s->n;
+    if (!cq__on_gpu(s)) {
+        s->wmass = s->mass; s->wvol = s->vol; s->wE = s->E; s->wnu = s->nu; s->wact = s->act; s->wparam_n = s->n;
+        return 1;
+    }
+    if (s->wparam_n != s->n || !s->wmass) {
+        cq__wfree(s, s->wmass); cq__wfree(s, s->wvol); cq__wfree(s, s->wE); cq__wfree(s, s->wnu); cq__wfree(s, s->wact);
+        s->wmass = cq__walloc(s, n * ts); s->wvol = cq__walloc(s, n * ts); s->wE = cq__walloc(s, n * ts);
+        s->wnu = cq__walloc(s, n * ts); s->wact = (int *)cq__walloc(s, n * sizeof(int));
+        s->wparam_n = s->n;
+        if (!s->wmass || !s->wvol || !s->wE || !s->wnu || !s->wact) {
+            cq__wfree(s, s->wmass); cq__wfree(s, s->wvol); cq__wfree(s, s->wE); cq__wfree(s, s->wnu); cq__wfree(s, s->wact);
+            s->wmass = s->wvol = s->wE = s->wnu = NULL; s->wact = NULL; s->wparam_n = 0;
+            return 0;
+        }
+    }
+    cq__wput(s, s->wmass, 0, s->mass, n * ts); cq__wput(s, s->wvol, 0, s->vol, n * ts);
+    cq__wput(s, s->wE, 0, s->E, n * ts); cq__wput(s, s->wnu, 0, s->nu, n * ts);
+    cq__wput(s, s->wact, 0, s->act, n * sizeof(int));
+    return 1;
+}
+
+/* CUDA: grows the device actuation buffer to `groups` rows (before anything is committed, so a
+   failure leaves the sim as it was); 0 if device memory ran out.  CPU: nothing to do. */
+static int cq__reserve_actuation(cq_sim *s, int groups)
+{
+    void *p;
+    if (!cq__on_gpu(s) || groups <= s->wact_cap) return 1;
+    if (!(p = cq__walloc(s, (size_t)groups * (size_t)s->dd * s->tsize))) return 0;
+    cq__wfree(s, s->wact_stress);
+    s->wact_stress = p; s->wact_cap = groups;
+    return 1;
+}
+
+/* Makes the kernels' actuation stress the host's s->act_stress (s->act_groups rows, reserved). */
+static void cq__sync_actuation(cq_sim *s)
+{
+    if (!cq__on_gpu(s)) { s->wact_stress = s->act_stress; return; }
+    cq__wput(s, s->wact_stress, 0, s->act_stress, (size_t)s->act_groups * (size_t)s->dd * s->tsize);
+}
+
+/* ------------------------------------------------------------------ >>conversion */
+/* dst[i] = (T)src[i] for the sim's precision; returns the first index that is not finite
+   after conversion (e.g. 1e300 in float), or -1. */
+static long cq__from_double(const cq_sim *s, void *dst, const double *src, long count)
+{
+    long bad = -1;
+    if (s->tsize == sizeof(float)) {
+        float *d = (float *)dst;
+        for (long i = 0; i < count; ++i) { d[i] = (float)src[i]; if (bad < 0 && !cq__isfinite_f32(d[i])) bad = i; }
+    } else {
+        double *d = (double *)dst;
+        for (long i = 0; i < count; ++i) { d[i] = src[i]; if (bad < 0 && !cq__isfinite_f64(d[i])) bad = i; }
+    }
+    return bad;
+}
+
+static void cq__to_double(const cq_sim *s, double *dst, const void *src, long count)
+{
+    if (s->tsize == sizeof(float)) { const float *f = (const float *)src; for (long i = 0; i < count; ++i) dst[i] = f[i]; }
+    else memcpy(dst, src, (size_t)count * sizeof(double));
+}
+
+static double cq__at(const cq_sim *s, const void *a, long i)
+{
+    return s->tsize == sizeof(float) ? (double)((const float *)a)[i] : ((const double *)a)[i];
+}
+
+static int cq__in_domain(const cq_sim *s, const void *x, int p)
+{
+    if (s->dim == 2 && s->tsize == sizeof(float))
+        return cq__in_domain_2d_f32((const float *)x + (long)p * 2, &s->prm_f32);
+    if (s->dim == 2 && s->tsize == sizeof(double))
+        return cq__in_domain_2d_f64((const double *)x + (long)p * 2, &s->prm_f64);
+    if (s->dim == 3 && s->tsize == sizeof(float))
+        return cq__in_domain_3d_f32((const float *)x + (long)p * 3, &s->prm_f32);
+    if (s->dim == 3 && s->tsize == sizeof(double))
+        return cq__in_domain_3d_f64((const double *)x + (long)p * 3, &s->prm_f64);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ >>cables
+   Cable actuators (seed 003 eqs 16-17): the physics is in templates/cables.j2 (CQ_HD, the same
+   code on the CPU and in the CUDA kernels).  Here: their work buffers.  The segment list and
+   per-cable k and R are built when the cable set or the particle count changed; the target
+   max(0, R u) is uploaded whenever u changes (cq_sim_set_cable_actuation, and per step of the
+   backward pass from the tape). */
+static void cq__cable_free(cq_sim *s)
+{
+    cq__wfree(s, s->veff); cq__wfree(s, s->cable_f); cq__wfree(s, s->wcseg);
+    cq__wfree(s, s->wck); cq__wfree(s, s->wcrest); cq__wfree(s, s->wctarget);
+    cq__wfree(s, s->wcL); cq__wfree(s, s->wcdot); cq__wfree(s, s->wcgrad);
+    s->veff = NULL; s->cable_f = NULL; s->wcseg = NULL;
+    s->wck = s->wcrest = s->wctarget = s->wcL = s->wcdot = s->wcgrad = NULL;
+    s->veff_n = 0; s->n_cseg = 0; s->wcable_n = -1;
+}
+
+/* uploads target[c] = max(0, R_c u_c) for the current u (in chunks: no allocation) */
+static void cq__cable_target(cq_sim *s)
+{
+    double buf[256];
+    if (s->wcable_n != s->n_cables || !s->wctarget) return;   /* built later, with the current u */
+    for (int c0 = 0; c0 < s->n_cables; c0 += 256) {
+        int m = s->n_cables - c0 < 256 ? s->n_cables - c0 : 256;
+        for (int i = 0; i < m; ++i) {
+            double t = s->cables[c0 + i].rest * s->cable_u[c0 + i];
+            buf[i] = t > 0 ? t : 0;
+        }
+        cq__wput(s, s->wctarget, (size_t)c0 * sizeof(double), buf, (size_t)m * sizeof(double));
+    }
+}
+
+static int cq__cable_buffers(cq_sim *s)
+{
+    const size_t nc = (size_t)s->n_cables * sizeof(double);
+    int *seg = NULL;
+    double *kr = NULL;
+    if (s->veff_n == s->n && s->veff && s->wcable_n == s->n_cables) return 1;
+    cq__cable_free(s);
+    s->n_cseg = s->n_cable_p - s->n_cables;   /* a cable through r particles has r - 1 segments */
+    s->veff = cq__walloc(s, (size_t)s->n * (size_t)s->dim * s->tsize);
+    s->cable_f = (double *)cq__walloc(s, sizeof(double) * (size_t)s->n * (size_t)s->dim);
+    s->wcseg = (int *)cq__walloc(s, sizeof(int) * 3 * (size_t)s->n_cseg);
+    s->wck = (double *)cq__walloc(s, nc); s->wcrest = (double *)cq__walloc(s, nc); s->wctarget = (double *)cq__walloc(s, nc);
+    s->wcL = (double *)cq__walloc(s, nc); s->wcdot = (double *)cq__walloc(s, nc); s->wcgrad = (double *)cq__walloc(s, nc);
+    seg = (int *)cq__alloc(s, sizeof(int) * 3 * (size_t)s->n_cseg);
+    kr = (double *)cq__alloc(s, 2 * nc);
+    if (!s->veff || !s->cable_f || !s->wcseg || !s->wck || !s->wcrest || !s->wctarget || !s->wcL || !s->wcdot ||
+        !s->wcgrad || !seg || !kr) {
+        cq__free(s, seg); cq__free(s, kr);
+        cq__cable_free(s);
+        return 0;
+    }
+    for (int c = 0, j = 0; c < s->n_cables; ++c) {
+        const cq__cable *cb = &s->cables[c];
+        for (int i = 0; i + 1 < cb->count; ++i, ++j) {
+            seg[3 * j] = s->cable_p[cb->first + i]; seg[3 * j + 1] = s->cable_p[cb->first + i + 1]; seg[3 * j + 2] = c;
+        }
+        kr[c] = cb->k; kr[s->n_cables + c] = cb->rest;
+    }
+    cq__wput(s, s->wcseg, 0, seg, sizeof(int) * 3 * (size_t)s->n_cseg);
+    cq__wput(s, s->wck, 0, kr, nc); cq__wput(s, s->wcrest, 0, kr + s->n_cables, nc);
+    cq__free(s, seg); cq__free(s, kr);
+    s->veff_n = s->n; s->wcable_n = s->n_cables;
+    cq__cable_target(s);
+    return 1;
+}
+
+/* ------------------------------------------------------------------ >>check_adjoint
+   The backward pass checks, after each step, the adjoint state and the parameter gradients in
+   cq_field order: x, v, C, F of `a`, then mass, volume, youngs, poisson. */
+static void cq__adjoint_arrays(const cq_sim *s, const cq__state *a, const void *arr[8])
+{
+    arr[0] = a->x; arr[1] = a->v; arr[2] = a->C; arr[3] = a->F;
+    arr[4] = s->g_mass; arr[5] = s->g_vol; arr[6] = s->g_E; arr[7] = s->g_nu;
+}
+
+/* >>cpu_check_adjoint: lowest particle with a non-finite entry (bit test), and its field */
+static void cq__cpu_check_adjoint(cq_sim *s, const cq__state *a, int *status)
+{
+    const void *arr[8];
+    long best = -1;
+    cq__adjoint_arrays(s, a, arr);
+    for (int f = 0; f < 8; ++f) {
+        const int k = cq_sim_field_size(s, (cq_field)f);
+        const long count = (long)s->n * k;
+        long i = 0;
+        if (s->tsize == sizeof(float)) { const float *v = (const float *)arr[f]; while (i < count && cq__isfinite_f32(v[i])) ++i; }
+        else { const double *v = (const double *)arr[f]; while (i < count && cq__isfinite_f64(v[i])) ++i; }
+        if (i < count && (best < 0 || (i / k) * 8 + f < best)) best = (i / k) * 8 + f;
+    }
+    *status = best < 0 ? 0 : INT_MAX - (int)best;
+}
+
+/* ------------------------------------------------------------------ >>cpu_drivers */
+static cq__pview_f32 cq__pview_f32_of(const cq_sim *s, const cq__state *st)
+{
+    cq__pview_f32 v;
+    v.x = (float *)st->x; v.v = (float *)st->v; v.C = (float *)st->C; v.F = (float *)st->F;
+    v.mass = (float *)s->wmass; v.vol = (float *)s->wvol; v.E = (float *)s->wE; v.nu = (float *)s->wnu;
+    v.act = s->wact; v.act_stress = (float *)s->wact_stress;
+    return v;
+}
+
+/* Counting sort of particles into x-slabs (see CQ__SLAB): order[] lists particles slab by
+   slab, each slab in increasing particle index. */
+static void cq__bucket_f32(cq_sim *s, const float *x)
+{
+    const float inv_dx = s->prm_f32.inv_dx;
+    int *start = s->slab_start, *fill = s->slab_fill;
+    for (int k = 0; k <= s->nslabs; ++k) start[k] = 0;
+    for (int p = 0; p < s->n; ++p) {
+        int sl = (int)floorf(x[(long)p * s->dim] * inv_dx - (float)0.5) / CQ__SLAB;
+        sl = sl < 0 ? 0 : (sl >= s->nslabs ? s->nslabs - 1 : sl);
+        start[sl + 1]++;
+    }
+    for (int k = 0; k < s->nslabs; ++k) { start[k + 1] += start[k]; fill[k] = start[k]; }
+    for (int p = 0; p < s->n; ++p) {
+        int sl = (int)floorf(x[(long)p * s->dim] * inv_dx - (float)0.5) / CQ__SLAB;
+        sl = sl < 0 ? 0 : (sl >= s->nslabs ? s->nslabs - 1 : sl);
+        s->order[fill[sl]++] = p;
+    }
+}
+static cq__pview_f64 cq__pview_f64_of(const cq_sim *s, const cq__state *st)
+{
+    cq__pview_f64 v;
+    v.x = (double *)st->x; v.v = (double *)st->v; v.C = (double *)st->C; v.F = (double *)st->F;
+    v.mass = (double *)s->wmass; v.vol = (double *)s->wvol; v.E = (double *)s->wE; v.nu = (double *)s->wnu;
+    v.act = s->wact; v.act_stress = (double *)s->wact_stress;
+    return v;
+}
+
+/* Counting sort of particles into x-slabs (see CQ__SLAB): order[] lists particles slab by
+   slab, each slab in increasing particle index. */
+static void cq__bucket_f64(cq_sim *s, const double *x)
+{
+    const double inv_dx = s->prm_f64.inv_dx;
+    int *start = s->slab_start, *fill = s->slab_fill;
+    for (int k = 0; k <= s->nslabs; ++k) start[k] = 0;
+    for (int p = 0; p < s->n; ++p) {
+        int sl = (int)floor(x[(long)p * s->dim] * inv_dx - (double)0.5) / CQ__SLAB;
+        sl = sl < 0 ? 0 : (sl >= s->nslabs ? s->nslabs - 1 : sl);
+        start[sl + 1]++;
+    }
+    for (int k = 0; k < s->nslabs; ++k) { start[k + 1] += start[k]; fill[k] = start[k]; }
+    for (int p = 0; p < s->n; ++p) {
+        int sl = (int)floor(x[(long)p * s->dim] * inv_dx - (double)0.5) / CQ__SLAB;
+        sl = sl < 0 ? 0 : (sl >= s->nslabs ? s->nslabs - 1 : sl);
+        s->order[fill[sl]++] = p;
+    }
+}
+
+/* >>cpu_cables_2d_f32: the cable impulse of a substep from `in` into s->veff (and s->cable_f) */
+static void cq__cpu_cable_veff_2d_f32(cq_sim *s, const cq__state *in)
+{
+    const float *x = (const float *)in->x;
+    memset(s->wcL, 0, sizeof(double) * (size_t)s->n_cables);
+    memset(s->cable_f, 0, sizeof(double) * (size_t)s->n * 2);
+    for (int q = 0; q < s->n_cseg; ++q) cq__cable_len_2d_f32(q, s->wcseg, x, s->wcL);
+    for (int q = 0; q < s->n_cseg; ++q) cq__cable_force_2d_f32(q, s->wcseg, x, s->wcL, s->wck, s->wctarget, s->cable_f);
+    CQ__OMP(parallel for schedule(static))
+    for (int p = 0; p < s->n; ++p)
+        cq__cable_veff_2d_f32(p, (const float *)in->v, s->cable_f, (const float *)s->wmass, s->desc.dt, (float *)s->veff);
+}
+
+/* its adjoint: ai->v holds dL/dveff; adds to ai->x, the mass gradient and s->wcgrad.  Needs
+   s->cable_f and s->wcL of the same `in` (cq__cpu_cable_veff first). */
+static void cq__cpu_cable_adj_2d_f32(cq_sim *s, const cq__state *in, cq__state *ai)
+{
+    const float *x = (const float *)in->x, *av = (const float *)ai->v, *m = (const float *)s->wmass;
+    const double dt = s->desc.dt;
+    CQ__OMP(parallel for schedule(static))
+    for (int p = 0; p < s->n; ++p) cq__cable_mass_adj_2d_f32(p, s->cable_f, av, m, dt, (float *)s->g_mass);
+    memset(s->wcdot, 0, sizeof(double) * (size_t)s->n_cables);
+    for (int q = 0; q < s->n_cseg; ++q) cq__cable_dot_2d_f32(q, s->wcseg, x, av, m, s->wcL, s->wctarget, dt, s->wcdot);
+    for (int c = 0; c < s->n_cables; ++c) cq__cable_grad_2d_f32(c, s->wck, s->wcrest, s->wctarget, s->wcdot, s->wcgrad);
+    for (int q = 0; q < s->n_cseg; ++q)
+        cq__cable_x_adj_2d_f32(q, s->wcseg, x, av, m, s->wcL, s->wctarget, s->wck, s->wcdot, dt, (float *)ai->x);
+}
+
+/* >>cpu_cables_2d_f64: the cable impulse of a substep from `in` into s->veff (and s->cable_f) */
+static void cq__cpu_cable_veff_2d_f64(cq_sim *s, const cq__state *in)
+{
+    const double *x = (const double *)in->x;
+    memset(s->wcL, 0, sizeof(double) * (size_t)s->n_cables);
+    memset(s->cable_f, 0, sizeof(double) * (size_t)s->n * 2);
+    for (int q = 0; q < s->n_cseg; ++q) cq__cable_len_2d_f64(q, s->wcseg, x, s->wcL);
+    for (int q = 0; q < s->n_cseg; ++q) cq__cable_force_2d_f64(q, s->wcseg, x, s->wcL, s->wck, s->wctarget, s->cable_f);
+    CQ__OMP(parallel for schedule(static))
+    for (int p = 0; p < s->n; ++p)
+        cq__cable_veff_2d_f64(p, (const double *)in->v, s->cable_f, (const double *)s->wmass, s->desc.dt, (double *)s->veff);
+}
+
+/* its adjoint: ai->v holds dL/dveff; adds to ai->x, the mass gradient and s->wcgrad.  Needs
+   s->cable_f and s->wcL of the same `in` (cq__cpu_cable_veff first). */
+static void cq__cpu_cable_adj_2d_f64(cq_sim *s, const cq__state *in, cq__state *ai)
+{
+    const double *x = (const double *)in->x, *av = (const double *)ai->v, *m = (const double *)s->wmass;
+    const double dt = s->desc.dt;
+    CQ__OMP(parallel for schedule(static))
+    for (int p = 0; p < s->n; ++p) cq__cable_mass_adj_2d_f64(p, s->cable_f, av, m, dt, (double *)s->g_mass);
+    memset(s->wcdot, 0, sizeof(double) * (size_t)s->n_cables);
+    for (int q = 0; q < s->n_cseg; ++q) cq__cable_dot_2d_f64(q, s->wcseg, x, av, m, s->wcL, s->wctarget, dt, s->wcdot);
+    for (int c = 0; c < s->n_cables; ++c) cq__cable_grad_2d_f64(c, s->wck, s->wcrest, s->wctarget, s->wcdot, s->wcgrad);
+    for (int q = 0; q < s->n_cseg; ++q)
+        cq__cable_x_adj_2d_f64(q, s->wcseg, x, av, m, s->wcL, s->wctarget, s->wck, s->wcdot, dt, (double *)ai->x);
+}
+
+/* >>cpu_cables_3d_f32: the cable impulse of a substep from `in` into s->veff (and s->cable_f) */
+static void cq__cpu_cable_veff_3d_f32(cq_sim *s, const cq__state *in)
+{
+    const float *x = (const float *)in->x;
+    memset(s->wcL, 0, sizeof(double) * (size_t)s->n_cables);
+    memset(s->cable_f, 0, sizeof(double) * (size_t)s->n * 3);
+    for (int q = 0; q < s->n_cseg; ++q) cq__cable_len_3d_f32(q, s->wcseg, x, s->wcL);
+    for (int q = 0; q < s->n_cseg; ++q) cq__cable_force_3d_f32(q, s->wcseg, x, s->wcL, s->wck, s->wctarget, s->cable_f);
+    CQ__OMP(parallel for schedule(static))
+    for (int p = 0; p < s->n; ++p)
+        cq__cable_veff_3d_f32(p, (const float *)in->v, s->cable_f, (const float *)s->wmass, s->desc.dt, (float *)s->veff);
+}
+
+/* its adjoint: ai->v holds dL/dveff; adds to ai->x, the mass gradient and s->wcgrad.  Needs
+   s->cable_f and s->wcL of the same `in` (cq__cpu_cable_veff first). */
+static void cq__cpu_cable_adj_3d_f32(cq_sim *s, const cq__state *in, cq__state *ai)
+{
+    const float *x = (const float *)in->x, *av = (const float *)ai->v, *m = (const float *)s->wmass;
+    const double dt = s->desc.dt;
+    CQ__OMP(parallel for schedule(static))
+    for (int p = 0; p < s->n; ++p) cq__cable_mass_adj_3d_f32(p, s->cable_f, av, m, dt, (float *)s->g_mass);
+    memset(s->wcdot, 0, sizeof(double) * (size_t)s->n_cables);
+    for (int q = 0; q < s->n_cseg; ++q) cq__cable_dot_3d_f32(q, s->wcseg, x, av, m, s->wcL, s->wctarget, dt, s->wcdot);
+    for (int c = 0; c < s->n_cables; ++c) cq__cable_grad_3d_f32(c, s->wck, s->wcrest, s->wctarget, s->wcdot, s->wcgrad);
+    for (int q = 0; q < s->n_cseg; ++q)
+        cq__cable_x_adj_3d_f32(q, s->wcseg, x, av, m, s->wcL, s->wctarget, s->wck, s->wcdot, dt, (float *)ai->x);
+}
+
+/* >>cpu_cables_3d_f64: the cable impulse of a substep from `in` into s->veff (and s->cable_f) */
+static void cq__cpu_cable_veff_3d_f64(cq_sim *s, const cq__state *in)
+{
+    const double *x = (const double *)in->x;
+    memset(s->wcL, 0, sizeof(double) * (size_t)s->n_cables);
+    memset(s->cable_f, 0, sizeof(double) * (size_t)s->n * 3);
+    for (int q = 0; q < s->n_cseg; ++q) cq__cable_len_3d_f64(q, s->wcseg, x, s->wcL);
+    for (int q = 0; q < s->n_cseg; ++q) cq__cable_force_3d_f64(q, s->wcseg, x, s->wcL, s->wck, s->wctarget, s->cable_f);
+    CQ__OMP(parallel for schedule(static))
+    for (int p = 0; p < s->n; ++p)
+        cq__cable_veff_3d_f64(p, (const double *)in->v, s->cable_f, (const double *)s->wmass, s->desc.dt, (double *)s->veff);
+}
+
+/* its adjoint: ai->v holds dL/dveff; adds to ai->x, the mass gradient and s->wcgrad.  Needs
+   s->cable_f and s->wcL of the same `in` (cq__cpu_cable_veff first). */
+static void cq__cpu_cable_adj_3d_f64(cq_sim *s, const cq__state *in, cq__state *ai)
+{
+    const double *x = (const double *)in->x, *av = (const double *)ai->v, *m = (const double *)s->wmass;
+    const double dt = s->desc.dt;
+    CQ__OMP(parallel for schedule(static))
+    for (int p = 0; p < s->n; ++p) cq__cable_mass_adj_3d_f64(p, s->cable_f, av, m, dt, (double *)s->g_mass);
+    memset(s->wcdot, 0, sizeof(double) * (size_t)s->n_cables);
+    for (int q = 0; q < s->n_cseg; ++q) cq__cable_dot_3d_f64(q, s->wcseg, x, av, m, s->wcL, s->wctarget, dt, s->wcdot);
+    for (int c = 0; c < s->n_cables; ++c) cq__cable_grad_3d_f64(c, s->wck, s->wcrest, s->wctarget, s->wcdot, s->wcgrad);
+    for (int q = 0; q < s->n_cseg; ++q)
+        cq__cable_x_adj_3d_f64(q, s->wcseg, x, av, m, s->wcL, s->wctarget, s->wck, s->wcdot, dt, (double *)ai->x);
+}
+
+/* >>cpu_grid_2d_fixed_corotated_f32: P2G (slab-coloured) and the grid update from particle state `in`.
+   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
+static void cq__cpu_grid_2d_fixed_corotated_f32(cq_sim *s, cq__pview_f32 in, int keep_momentum)
+{
+    const cq__params_f32 *prm = &s->prm_f32;
+    cq__gview_f32 g;
+    const long nodes = s->nodes;
+    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
+    memset(g.m, 0, (size_t)nodes * sizeof(float));
+    memset(g.v, 0, (size_t)nodes * 2 * sizeof(float));
+    cq__bucket_f32(s, in.x);
+    for (int colour = 0; colour < 2; ++colour) {
+        const int *order = s->order, *start = s->slab_start;
+        CQ__OMP(parallel for schedule(dynamic))
+        for (int sl = colour; sl < s->nslabs; sl += 2)
+            for (int k = start[sl]; k < start[sl + 1]; ++k)
+                cq__p2g_fwd_2d_fixed_corotated_f32(order[k], prm, in, g);
+    }
+    if (keep_momentum) memcpy(s->grid_p, g.v, (size_t)nodes * 2 * sizeof(float));
+    CQ__OMP(parallel for schedule(static))
+    for (long i = 0; i < nodes; ++i)
+        cq__grid_fwd_2d_f32((int)i, prm, g);
+}
+
+/* >>cpu_substep_2d_fixed_corotated_f32: grid phase, then G2P from `in` into `out`. */
+static int cq__cpu_substep_2d_fixed_corotated_f32(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
+{
+    const cq__params_f32 *prm = &s->prm_f32;
+    cq__pview_f32 in = cq__pview_f32_of(s, in_st), out = cq__pview_f32_of(s, out_st);
+    cq__gview_f32 g;
+    const int n = s->n;
+    int first = n;
+    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
+    if (s->n_cables) { cq__cpu_cable_veff_2d_f32(s, in_st); in.v = (float *)s->veff; }
+    cq__cpu_grid_2d_fixed_corotated_f32(s, in, 0);
+    CQ__OMP(parallel for schedule(static) reduction(min:first))
+    for (int p = 0; p < n; ++p)
+        if (cq__g2p_fwd_2d_f32(p, prm, in, out, g) != CQ__OK && p < first) first = p;
+    if (first == n) { *bad = -1; return CQ__OK; }
+    *bad = first;
+    return cq__g2p_fwd_2d_f32(first, prm, in, out, g);
+}
+
+/* >>cpu_substep_adj_2d_fixed_corotated_f32: the substep's adjoint, phases reversed: recompute the grid
+   from `in`, G2P adjoint (slab-coloured scatter into dL/dv_i), grid adjoint per node, P2G
+   adjoint (gather) per particle. */
+static void cq__cpu_substep_adj_2d_fixed_corotated_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
+{
+    const cq__params_f32 *prm = &s->prm_f32;
+    cq__pview_f32 in = cq__pview_f32_of(s, in_st), ao = cq__pview_f32_of(s, ao_st);
+    cq__pview_f32 ai = cq__pview_f32_of(s, ai_st), pg = in;
+    cq__gview_f32 g;
+    float *gvb = (float *)s->grid_vb, *gpb = (float *)s->grid_pb, *gmb = (float *)s->grid_mb;
+    const float *gp = (const float *)s->grid_p;
+    float *dact = (float *)s->dact;
+    const long nodes = s->nodes;
+    const int n = s->n;
+    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
+    pg.mass = (float *)s->g_mass; pg.vol = (float *)s->g_vol; pg.E = (float *)s->g_E; pg.nu = (float *)s->g_nu;
+    if (s->n_cables) { cq__cpu_cable_veff_2d_f32(s, in_st); in.v = (float *)s->veff; }
+    cq__cpu_grid_2d_fixed_corotated_f32(s, in, 1);
+    memset(gvb, 0, (size_t)nodes * 2 * sizeof(float));
+    for (int colour = 0; colour < 2; ++colour) {
+        const int *order = s->order, *start = s->slab_start;
+        CQ__OMP(parallel for schedule(dynamic))
+        for (int sl = colour; sl < s->nslabs; sl += 2)
+            for (int k = start[sl]; k < start[sl + 1]; ++k)
+                cq__g2p_adj_2d_f32(order[k], prm, in, g, ao, ai, gvb);
+    }
+    CQ__OMP(parallel for schedule(static))
+    for (long i = 0; i < nodes; ++i)
+        cq__grid_adj_2d_f32((int)i, prm, g.m, gp, gvb, gpb, gmb);
+    CQ__OMP(parallel for schedule(static))
+    for (int p = 0; p < n; ++p)
+        cq__p2g_adj_2d_fixed_corotated_f32(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 4);
+    if (s->n_cables) cq__cpu_cable_adj_2d_f32(s, in_st, ai_st);
+}
+
+static int cq__check_stress_2d_fixed_corotated_f32(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
+{
+    const float *f = (const float *)F, *e = (const float *)E, *q = (const float *)nu;
+    for (int p = first; p < first + count; ++p) {
+        float Pp[4];
+        cq__pk1_2d_fixed_corotated_f32(f + (long)p * 4, e[p], q[p], -1, &s->prm_f32, NULL, Pp);
+        for (int a = 0; a < 4; ++a)
+            if (!cq__isfinite_f32(Pp[a])) return p;
+    }
+    return -1;
+}
+
+/* >>cpu_grid_2d_fixed_corotated_f64: P2G (slab-coloured) and the grid update from particle state `in`.
+   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
+static void cq__cpu_grid_2d_fixed_corotated_f64(cq_sim *s, cq__pview_f64 in, int keep_momentum)
+{
+    const cq__params_f64 *prm = &s->prm_f64;
+    cq__gview_f64 g;
+    const long nodes = s->nodes;
+    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
+    memset(g.m, 0, (size_t)nodes * sizeof(double));
+    memset(g.v, 0, (size_t)nodes * 2 * sizeof(double));
+    cq__bucket_f64(s, in.x);
+    for (int colour = 0; colour < 2; ++colour) {
+        const int *order = s->order, *start = s->slab_start;
+        CQ__OMP(parallel for schedule(dynamic))
+        for (int sl = colour; sl < s->nslabs; sl += 2)
+            for (int k = start[sl]; k < start[sl + 1]; ++k)
+                cq__p2g_fwd_2d_fixed_corotated_f64(order[k], prm, in, g);
+    }
+    if (keep_momentum) memcpy(s->grid_p, g.v, (size_t)nodes * 2 * sizeof(double));
+    CQ__OMP(parallel for schedule(static))
+    for (long i = 0; i < nodes; ++i)
+        cq__grid_fwd_2d_f64((int)i, prm, g);
+}
+
+/* >>cpu_substep_2d_fixed_corotated_f64: grid phase, then G2P from `in` into `out`. */
+static int cq__cpu_substep_2d_fixed_corotated_f64(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
+{
+    const cq__params_f64 *prm = &s->prm_f64;
+    cq__pview_f64 in = cq__pview_f64_of(s, in_st), out = cq__pview_f64_of(s, out_st);
+    cq__gview_f64 g;
+    const int n = s->n;
+    int first = n;
+    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
+    if (s->n_cables) { cq__cpu_cable_veff_2d_f64(s, in_st); in.v = (double *)s->veff; }
+    cq__cpu_grid_2d_fixed_corotated_f64(s, in, 0);
+    CQ__OMP(parallel for schedule(static) reduction(min:first))
+    for (int p = 0; p < n; ++p)
+        if (cq__g2p_fwd_2d_f64(p, prm, in, out, g) != CQ__OK && p < first) first = p;
+    if (first == n) { *bad = -1; return CQ__OK; }
+    *bad = first;
+    return cq__g2p_fwd_2d_f64(first, prm, in, out, g);
+}
+
+/* >>cpu_substep_adj_2d_fixed_corotated_f64: the substep's adjoint, phases reversed: recompute the grid
+   from `in`, G2P adjoint (slab-coloured scatter into dL/dv_i), grid adjoint per node, P2G
+   adjoint (gather) per particle. */
+static void cq__cpu_substep_adj_2d_fixed_corotated_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
+{
+    const cq__params_f64 *prm = &s->prm_f64;
+    cq__pview_f64 in = cq__pview_f64_of(s, in_st), ao = cq__pview_f64_of(s, ao_st);
+    cq__pview_f64 ai = cq__pview_f64_of(s, ai_st), pg = in;
+    cq__gview_f64 g;
+    double *gvb = (double *)s->grid_vb, *gpb = (double *)s->grid_pb, *gmb = (double *)s->grid_mb;
+    const double *gp = (const double *)s->grid_p;
+    double *dact = (double *)s->dact;
+    const long nodes = s->nodes;
+    const int n = s->n;
+    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
+    pg.mass = (double *)s->g_mass; pg.vol = (double *)s->g_vol; pg.E = (double *)s->g_E; pg.nu = (double *)s->g_nu;
+    if (s->n_cables) { cq__cpu_cable_veff_2d_f64(s, in_st); in.v = (double *)s->veff; }
+    cq__cpu_grid_2d_fixed_corotated_f64(s, in, 1);
+    memset(gvb, 0, (size_t)nodes * 2 * sizeof(double));
+    for (int colour = 0; colour < 2; ++colour) {
+        const int *order = s->order, *start = s->slab_start;
+        CQ__OMP(parallel for schedule(dynamic))
+        for (int sl = colour; sl < s->nslabs; sl += 2)
+            for (int k = start[sl]; k < start[sl + 1]; ++k)
+                cq__g2p_adj_2d_f64(order[k], prm, in, g, ao, ai, gvb);
+    }
+    CQ__OMP(parallel for schedule(static))
+    for (long i = 0; i < nodes; ++i)
+        cq__grid_adj_2d_f64((int)i, prm, g.m, gp, gvb, gpb, gmb);
+    CQ__OMP(parallel for schedule(static))
+    for (int p = 0; p < n; ++p)
+        cq__p2g_adj_2d_fixed_corotated_f64(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 4);
+    if (s->n_cables) cq__cpu_cable_adj_2d_f64(s, in_st, ai_st);
+}
+
+static int cq__check_stress_2d_fixed_corotated_f64(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
+{
+    const double *f = (const double *)F, *e = (const double *)E, *q = (const double *)nu;
+    for (int p = first; p < first + count; ++p) {
+        double Pp[4];
+        cq__pk1_2d_fixed_corotated_f64(f + (long)p * 4, e[p], q[p], -1, &s->prm_f64, NULL, Pp);
+        for (int a = 0; a < 4; ++a)
+            if (!cq__isfinite_f64(Pp[a])) return p;
+    }
+    return -1;
+}
+
+/* >>cpu_grid_2d_neohookean_f32: P2G (slab-coloured) and the grid update from particle state `in`.
+   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
+static void cq__cpu_grid_2d_neohookean_f32(cq_sim *s, cq__pview_f32 in, int keep_momentum)
+{
+    const cq__params_f32 *prm = &s->prm_f32;
+    cq__gview_f32 g;
+    const long nodes = s->nodes;
+    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
+    memset(g.m, 0, (size_t)nodes * sizeof(float));
+    memset(g.v, 0, (size_t)nodes * 2 * sizeof(float));
+    cq__bucket_f32(s, in.x);
+    for (int colour = 0; colour < 2; ++colour) {
+        const int *order = s->order, *start = s->slab_start;
+        CQ__OMP(parallel for schedule(dynamic))
+        for (int sl = colour; sl < s->nslabs; sl += 2)
+            for (int k = start[sl]; k < start[sl + 1]; ++k)
+                cq__p2g_fwd_2d_neohookean_f32(order[k], prm, in, g);
+    }
+    if (keep_momentum) memcpy(s->grid_p, g.v, (size_t)nodes * 2 * sizeof(float));
+    CQ__OMP(parallel for schedule(static))
+    for (long i = 0; i < nodes; ++i)
+        cq__grid_fwd_2d_f32((int)i, prm, g);
+}
+
+/* >>cpu_substep_2d_neohookean_f32: grid phase, then G2P from `in` into `out`. */
+static int cq__cpu_substep_2d_neohookean_f32(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
+{
+    const cq__params_f32 *prm = &s->prm_f32;
+    cq__pview_f32 in = cq__pview_f32_of(s, in_st), out = cq__pview_f32_of(s, out_st);
+    cq__gview_f32 g;
+    const int n = s->n;
+    int first = n;
+    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
+    if (s->n_cables) { cq__cpu_cable_veff_2d_f32(s, in_st); in.v = (float *)s->veff; }
+    cq__cpu_grid_2d_neohookean_f32(s, in, 0);
+    CQ__OMP(parallel for schedule(static) reduction(min:first))
+    for (int p = 0; p < n; ++p)
+        if (cq__g2p_fwd_2d_f32(p, prm, in, out, g) != CQ__OK && p < first) first = p;
+    if (first == n) { *bad = -1; return CQ__OK; }
+    *bad = first;
+    return cq__g2p_fwd_2d_f32(first, prm, in, out, g);
+}
+
+/* >>cpu_substep_adj_2d_neohookean_f32: the substep's adjoint, phases reversed: recompute the grid
+   from `in`, G2P adjoint (slab-coloured scatter into dL/dv_i), grid adjoint per node, P2G
+   adjoint (gather) per particle. */
+static void cq__cpu_substep_adj_2d_neohookean_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
+{
+    const cq__params_f32 *prm = &s->prm_f32;
+    cq__pview_f32 in = cq__pview_f32_of(s, in_st), ao = cq__pview_f32_of(s, ao_st);
+    cq__pview_f32 ai = cq__pview_f32_of(s, ai_st), pg = in;
+    cq__gview_f32 g;
+    float *gvb = (float *)s->grid_vb, *gpb = (float *)s->grid_pb, *gmb = (float *)s->grid_mb;
+    const float *gp = (const float *)s->grid_p;
+    float *dact = (float *)s->dact;
+    const long nodes = s->nodes;
+    const int n = s->n;
+    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
+    pg.mass = (float *)s->g_mass; pg.vol = (float *)s->g_vol; pg.E = (float *)s->g_E; pg.nu = (float *)s->g_nu;
+    if (s->n_cables) { cq__cpu_cable_veff_2d_f32(s, in_st); in.v = (float *)s->veff; }
+    cq__cpu_grid_2d_neohookean_f32(s, in, 1);
+    memset(gvb, 0, (size_t)nodes * 2 * sizeof(float));
+    for (int colour = 0; colour < 2; ++colour) {
+        const int *order = s->order, *start = s->slab_start;
+        CQ__OMP(parallel for schedule(dynamic))
+        for (int sl = colour; sl < s->nslabs; sl += 2)
+            for (int k = start[sl]; k < start[sl + 1]; ++k)
+                cq__g2p_adj_2d_f32(order[k], prm, in, g, ao, ai, gvb);
+    }
+    CQ__OMP(parallel for schedule(static))
+    for (long i = 0; i < nodes; ++i)
+        cq__grid_adj_2d_f32((int)i, prm, g.m, gp, gvb, gpb, gmb);
+    CQ__OMP(parallel for schedule(static))
+    for (int p = 0; p < n; ++p)
+        cq__p2g_adj_2d_neohookean_f32(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 4);
+    if (s->n_cables) cq__cpu_cable_adj_2d_f32(s, in_st, ai_st);
+}
+
+static int cq__check_stress_2d_neohookean_f32(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
+{
+    const float *f = (const float *)F, *e = (const float *)E, *q = (const float *)nu;
+    for (int p = first; p < first + count; ++p) {
+        float Pp[4];
+        cq__pk1_2d_neohookean_f32(f + (long)p * 4, e[p], q[p], -1, &s->prm_f32, NULL, Pp);
+        for (int a = 0; a < 4; ++a)
+            if (!cq__isfinite_f32(Pp[a])) return p;
+    }
+    return -1;
+}
+
+/* >>cpu_grid_2d_neohookean_f64: P2G (slab-coloured) and the grid update from particle state `in`.
+   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
+static void cq__cpu_grid_2d_neohookean_f64(cq_sim *s, cq__pview_f64 in, int keep_momentum)
+{
+    const cq__params_f64 *prm = &s->prm_f64;
+    cq__gview_f64 g;
+    const long nodes = s->nodes;
+    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
+    memset(g.m, 0, (size_t)nodes * sizeof(double));
+    memset(g.v, 0, (size_t)nodes * 2 * sizeof(double));
+    cq__bucket_f64(s, in.x);
+    for (int colour = 0; colour < 2; ++colour) {
+        const int *order = s->order, *start = s->slab_start;
+        CQ__OMP(parallel for schedule(dynamic))
+        for (int sl = colour; sl < s->nslabs; sl += 2)
+            for (int k = start[sl]; k < start[sl + 1]; ++k)
+                cq__p2g_fwd_2d_neohookean_f64(order[k], prm, in, g);
+    }
+    if (keep_momentum) memcpy(s->grid_p, g.v, (size_t)nodes * 2 * sizeof(double));
+    CQ__OMP(parallel for schedule(static))
+    for (long i = 0; i < nodes; ++i)
+        cq__grid_fwd_2d_f64((int)i, prm, g);
+}
+
+/* >>cpu_substep_2d_neohookean_f64: grid phase, then G2P from `in` into `out`. */
+static int cq__cpu_substep_2d_neohookean_f64(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
+{
+    const cq__params_f64 *prm = &s->prm_f64;
+    cq__pview_f64 in = cq__pview_f64_of(s, in_st), out = cq__pview_f64_of(s, out_st);
+    cq__gview_f64 g;
+    const int n = s->n;
+    int first = n;
+    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
+    if (s->n_cables) { cq__cpu_cable_veff_2d_f64(s, in_st); in.v = (double *)s->veff; }
+    cq__cpu_grid_2d_neohookean_f64(s, in, 0);
+    CQ__OMP(parallel for schedule(static) reduction(min:first))
+    for (int p = 0; p < n; ++p)
+        if (cq__g2p_fwd_2d_f64(p, prm, in, out, g) != CQ__OK && p < first) first = p;
+    if (first == n) { *bad = -1; return CQ__OK; }
+    *bad = first;
+    return cq__g2p_fwd_2d_f64(first, prm, in, out, g);
+}
+
+/* >>cpu_substep_adj_2d_neohookean_f64: the substep's adjoint, phases reversed: recompute the grid
+   from `in`, G2P adjoint (slab-coloured scatter into dL/dv_i), grid adjoint per node, P2G
+   adjoint (gather) per particle. */
+static void cq__cpu_substep_adj_2d_neohookean_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
+{
+    const cq__params_f64 *prm = &s->prm_f64;
+    cq__pview_f64 in = cq__pview_f64_of(s, in_st), ao = cq__pview_f64_of(s, ao_st);
+    cq__pview_f64 ai = cq__pview_f64_of(s, ai_st), pg = in;
+    cq__gview_f64 g;
+    double *gvb = (double *)s->grid_vb, *gpb = (double *)s->grid_pb, *gmb = (double *)s->grid_mb;
+    const double *gp = (const double *)s->grid_p;
+    double *dact = (double *)s->dact;
+    const long nodes = s->nodes;
+    const int n = s->n;
+    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
+    pg.mass = (double *)s->g_mass; pg.vol = (double *)s->g_vol; pg.E = (double *)s->g_E; pg.nu = (double *)s->g_nu;
+    if (s->n_cables) { cq__cpu_cable_veff_2d_f64(s, in_st); in.v = (double *)s->veff; }
+    cq__cpu_grid_2d_neohookean_f64(s, in, 1);
+    memset(gvb, 0, (size_t)nodes * 2 * sizeof(double));
+    for (int colour = 0; colour < 2; ++colour) {
+        const int *order = s->order, *start = s->slab_start;
+        CQ__OMP(parallel for schedule(dynamic))
+        for (int sl = colour; sl < s->nslabs; sl += 2)
+            for (int k = start[sl]; k < start[sl + 1]; ++k)
+                cq__g2p_adj_2d_f64(order[k], prm, in, g, ao, ai, gvb);
+    }
+    CQ__OMP(parallel for schedule(static))
+    for (long i = 0; i < nodes; ++i)
+        cq__grid_adj_2d_f64((int)i, prm, g.m, gp, gvb, gpb, gmb);
+    CQ__OMP(parallel for schedule(static))
+    for (int p = 0; p < n; ++p)
+        cq__p2g_adj_2d_neohookean_f64(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 4);
+    if (s->n_cables) cq__cpu_cable_adj_2d_f64(s, in_st, ai_st);
+}
+
+static int cq__check_stress_2d_neohookean_f64(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
+{
+    const double *f = (const double *)F, *e = (const double *)E, *q = (const double *)nu;
+    for (int p = first; p < first + count; ++p) {
+        double Pp[4];
+        cq__pk1_2d_neohookean_f64(f + (long)p * 4, e[p], q[p], -1, &s->prm_f64, NULL, Pp);
+        for (int a = 0; a < 4; ++a)
+            if (!cq__isfinite_f64(Pp[a])) return p;
+    }
+    return -1;
+}
+
+/* >>cpu_grid_3d_fixed_corotated_f32: P2G (slab-coloured) and the grid update from particle state `in`.
+   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
+static void cq__cpu_grid_3d_fixed_corotated_f32(cq_sim *s, cq__pview_f32 in, int keep_momentum)
+{
+    const cq__params_f32 *prm = &s->prm_f32;
+    cq__gview_f32 g;
+    const long nodes = s->nodes;
+    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
+    memset(g.m, 0, (size_t)nodes * sizeof(float));
+    memset(g.v, 0, (size_t)nodes * 3 * sizeof(float));
+    cq__bucket_f32(s, in.x);
+    for (int colour = 0; colour < 2; ++colour) {
+        const int *order = s->order, *start = s->slab_start;
+        CQ__OMP(parallel for schedule(dynamic))
+        for (int sl = colour; sl < s->nslabs; sl += 2)
+            for (int k = start[sl]; k < start[sl + 1]; ++k)
+                cq__p2g_fwd_3d_fixed_corotated_f32(order[k], prm, in, g);
+    }
+    if (keep_momentum) memcpy(s->grid_p, g.v, (size_t)nodes * 3 * sizeof(float));
+    CQ__OMP(parallel for schedule(static))
+    for (long i = 0; i < nodes; ++i)
+        cq__grid_fwd_3d_f32((int)i, prm, g);
+}
+
+/* >>cpu_substep_3d_fixed_corotated_f32: grid phase, then G2P from `in` into `out`. */
+static int cq__cpu_substep_3d_fixed_corotated_f32(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
+{
+    const cq__params_f32 *prm = &s->prm_f32;
+    cq__pview_f32 in = cq__pview_f32_of(s, in_st), out = cq__pview_f32_of(s, out_st);
+    cq__gview_f32 g;
+    const int n = s->n;
+    int first = n;
+    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
+    if (s->n_cables) { cq__cpu_cable_veff_3d_f32(s, in_st); in.v = (float *)s->veff; }
+    cq__cpu_grid_3d_fixed_corotated_f32(s, in, 0);
+    CQ__OMP(parallel for schedule(static) reduction(min:first))
+    for (int p = 0; p < n; ++p)
+        if (cq__g2p_fwd_3d_f32(p, prm, in, out, g) != CQ__OK && p < first) first = p;
+    if (first == n) { *bad = -1; return CQ__OK; }
+    *bad = first;
+    return cq__g2p_fwd_3d_f32(first, prm, in, out, g);
+}
+
+/* >>cpu_substep_adj_3d_fixed_corotated_f32: the substep's adjoint, phases reversed: recompute the grid
+   from `in`, G2P adjoint (slab-coloured scatter into dL/dv_i), grid adjoint per node, P2G
+   adjoint (gather) per particle. */
+static void cq__cpu_substep_adj_3d_fixed_corotated_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
+{
+    const cq__params_f32 *prm = &s->prm_f32;
+    cq__pview_f32 in = cq__pview_f32_of(s, in_st), ao = cq__pview_f32_of(s, ao_st);
+    cq__pview_f32 ai = cq__pview_f32_of(s, ai_st), pg = in;
+    cq__gview_f32 g;
+    float *gvb = (float *)s->grid_vb, *gpb = (float *)s->grid_pb, *gmb = (float *)s->grid_mb;
+    const float *gp = (const float *)s->grid_p;
+    float *dact = (float *)s->dact;
+    const long nodes = s->nodes;
+    const int n = s->n;
+    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
+    pg.mass = (float *)s->g_mass; pg.vol = (float *)s->g_vol; pg.E = (float *)s->g_E; pg.nu = (float *)s->g_nu;
+    if (s->n_cables) { cq__cpu_cable_veff_3d_f32(s, in_st); in.v = (float *)s->veff; }
+    cq__cpu_grid_3d_fixed_corotated_f32(s, in, 1);
+    memset(gvb, 0, (size_t)nodes * 3 * sizeof(float));
+    for (int colour = 0; colour < 2; ++colour) {
+        const int *order = s->order, *start = s->slab_start;
+        CQ__OMP(parallel for schedule(dynamic))
+        for (int sl = colour; sl < s->nslabs; sl += 2)
+            for (int k = start[sl]; k < start[sl + 1]; ++k)
+                cq__g2p_adj_3d_f32(order[k], prm, in, g, ao, ai, gvb);
+    }
+    CQ__OMP(parallel for schedule(static))
+    for (long i = 0; i < nodes; ++i)
+        cq__grid_adj_3d_f32((int)i, prm, g.m, gp, gvb, gpb, gmb);
+    CQ__OMP(parallel for schedule(static))
+    for (int p = 0; p < n; ++p)
+        cq__p2g_adj_3d_fixed_corotated_f32(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 9);
+    if (s->n_cables) cq__cpu_cable_adj_3d_f32(s, in_st, ai_st);
+}
+
+static int cq__check_stress_3d_fixed_corotated_f32(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
+{
+    const float *f = (const float *)F, *e = (const float *)E, *q = (const float *)nu;
+    for (int p = first; p < first + count; ++p) {
+        float Pp[9];
+        cq__pk1_3d_fixed_corotated_f32(f + (long)p * 9, e[p], q[p], -1, &s->prm_f32, NULL, Pp);
+        for (int a = 0; a < 9; ++a)
+            if (!cq__isfinite_f32(Pp[a])) return p;
+    }
+    return -1;
+}
+
+/* >>cpu_grid_3d_fixed_corotated_f64: P2G (slab-coloured) and the grid update from particle state `in`.
+   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
+static void cq__cpu_grid_3d_fixed_corotated_f64(cq_sim *s, cq__pview_f64 in, int keep_momentum)
+{
+    const cq__params_f64 *prm = &s->prm_f64;
+    cq__gview_f64 g;
+    const long nodes = s->nodes;
+    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
+    memset(g.m, 0, (size_t)nodes * sizeof(double));
+    memset(g.v, 0, (size_t)nodes * 3 * sizeof(double));
+    cq__bucket_f64(s, in.x);
+    for (int colour = 0; colour < 2; ++colour) {
+        const int *order = s->order, *start = s->slab_start;
+        CQ__OMP(parallel for schedule(dynamic))
+        for (int sl = colour; sl < s->nslabs; sl += 2)
+            for (int k = start[sl]; k < start[sl + 1]; ++k)
+                cq__p2g_fwd_3d_fixed_corotated_f64(order[k], prm, in, g);
+    }
+    if (keep_momentum) memcpy(s->grid_p, g.v, (size_t)nodes * 3 * sizeof(double));
+    CQ__OMP(parallel for schedule(static))
+    for (long i = 0; i < nodes; ++i)
+        cq__grid_fwd_3d_f64((int)i, prm, g);
+}
+
+/* >>cpu_substep_3d_fixed_corotated_f64: grid phase, then G2P from `in` into `out`. */
+static int cq__cpu_substep_3d_fixed_corotated_f64(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
+{
+    const cq__params_f64 *prm = &s->prm_f64;
+    cq__pview_f64 in = cq__pview_f64_of(s, in_st), out = cq__pview_f64_of(s, out_st);
+    cq__gview_f64 g;
+    const int n = s->n;
+    int first = n;
+    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
+    if (s->n_cables) { cq__cpu_cable_veff_3d_f64(s, in_st); in.v = (double *)s->veff; }
+    cq__cpu_grid_3d_fixed_corotated_f64(s, in, 0);
+    CQ__OMP(parallel for schedule(static) reduction(min:first))
+    for (int p = 0; p < n; ++p)
+        if (cq__g2p_fwd_3d_f64(p, prm, in, out, g) != CQ__OK && p < first) first = p;
+    if (first == n) { *bad = -1; return CQ__OK; }
+    *bad = first;
+    return cq__g2p_fwd_3d_f64(first, prm, in, out, g);
+}
+
+/* >>cpu_substep_adj_3d_fixed_corotated_f64: the substep's adjoint, phases reversed: recompute the grid
+   from `in`, G2P adjoint (slab-coloured scatter into dL/dv_i), grid adjoint per node, P2G
+   adjoint (gather) per particle. */
+static void cq__cpu_substep_adj_3d_fixed_corotated_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
+{
+    const cq__params_f64 *prm = &s->prm_f64;
+    cq__pview_f64 in = cq__pview_f64_of(s, in_st), ao = cq__pview_f64_of(s, ao_st);
+    cq__pview_f64 ai = cq__pview_f64_of(s, ai_st), pg = in;
+    cq__gview_f64 g;
+    double *gvb = (double *)s->grid_vb, *gpb = (double *)s->grid_pb, *gmb = (double *)s->grid_mb;
+    const double *gp = (const double *)s->grid_p;
+    double *dact = (double *)s->dact;
+    const long nodes = s->nodes;
+    const int n = s->n;
+    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
+    pg.mass = (double *)s->g_mass; pg.vol = (double *)s->g_vol; pg.E = (double *)s->g_E; pg.nu = (double *)s->g_nu;
+    if (s->n_cables) { cq__cpu_cable_veff_3d_f64(s, in_st); in.v = (double *)s->veff; }
+    cq__cpu_grid_3d_fixed_corotated_f64(s, in, 1);
+    memset(gvb, 0, (size_t)nodes * 3 * sizeof(double));
+    for (int colour = 0; colour < 2; ++colour) {
+        const int *order = s->order, *start = s->slab_start;
+        CQ__OMP(parallel for schedule(dynamic))
+        for (int sl = colour; sl < s->nslabs; sl += 2)
+            for (int k = start[sl]; k < start[sl + 1]; ++k)
+                cq__g2p_adj_3d_f64(order[k], prm, in, g, ao, ai, gvb);
+    }
+    CQ__OMP(parallel for schedule(static))
+    for (long i = 0; i < nodes; ++i)
+        cq__grid_adj_3d_f64((int)i, prm, g.m, gp, gvb, gpb, gmb);
+    CQ__OMP(parallel for schedule(static))
+    for (int p = 0; p < n; ++p)
+        cq__p2g_adj_3d_fixed_corotated_f64(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 9);
+    if (s->n_cables) cq__cpu_cable_adj_3d_f64(s, in_st, ai_st);
+}
+
+static int cq__check_stress_3d_fixed_corotated_f64(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
+{
+    const double *f = (const double *)F, *e = (const double *)E, *q = (const double *)nu;
+    for (int p = first; p < first + count; ++p) {
+        double Pp[9];
+        cq__pk1_3d_fixed_corotated_f64(f + (long)p * 9, e[p], q[p], -1, &s->prm_f64, NULL, Pp);
+        for (int a = 0; a < 9; ++a)
+            if (!cq__isfinite_f64(Pp[a])) return p;
+    }
+    return -1;
+}
+
+/* >>cpu_grid_3d_neohookean_f32: P2G (slab-coloured) and the grid update from particle state `in`.
+   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
+static void cq__cpu_grid_3d_neohookean_f32(cq_sim *s, cq__pview_f32 in, int keep_momentum)
+{
+    const cq__params_f32 *prm = &s->prm_f32;
+    cq__gview_f32 g;
+    const long nodes = s->nodes;
+    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
+    memset(g.m, 0, (size_t)nodes * sizeof(float));
+    memset(g.v, 0, (size_t)nodes * 3 * sizeof(float));
+    cq__bucket_f32(s, in.x);
+    for (int colour = 0; colour < 2; ++colour) {
+        const int *order = s->order, *start = s->slab_start;
+        CQ__OMP(parallel for schedule(dynamic))
+        for (int sl = colour; sl < s->nslabs; sl += 2)
+            for (int k = start[sl]; k < start[sl + 1]; ++k)
+                cq__p2g_fwd_3d_neohookean_f32(order[k], prm, in, g);
+    }
+    if (keep_momentum) memcpy(s->grid_p, g.v, (size_t)nodes * 3 * sizeof(float));
+    CQ__OMP(parallel for schedule(static))
+    for (long i = 0; i < nodes; ++i)
+        cq__grid_fwd_3d_f32((int)i, prm, g);
+}
+
+/* >>cpu_substep_3d_neohookean_f32: grid phase, then G2P from `in` into `out`. */
+static int cq__cpu_substep_3d_neohookean_f32(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
+{
+    const cq__params_f32 *prm = &s->prm_f32;
+    cq__pview_f32 in = cq__pview_f32_of(s, in_st), out = cq__pview_f32_of(s, out_st);
+    cq__gview_f32 g;
+    const int n = s->n;
+    int first = n;
+    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
+    if (s->n_cables) { cq__cpu_cable_veff_3d_f32(s, in_st); in.v = (float *)s->veff; }
+    cq__cpu_grid_3d_neohookean_f32(s, in, 0);
+    CQ__OMP(parallel for schedule(static) reduction(min:first))
+    for (int p = 0; p < n; ++p)
+        if (cq__g2p_fwd_3d_f32(p, prm, in, out, g) != CQ__OK && p < first) first = p;
+    if (first == n) { *bad = -1; return CQ__OK; }
+    *bad = first;
+    return cq__g2p_fwd_3d_f32(first, prm, in, out, g);
+}
+
+/* >>cpu_substep_adj_3d_neohookean_f32: the substep's adjoint, phases reversed: recompute the grid
+   from `in`, G2P adjoint (slab-coloured scatter into dL/dv_i), grid adjoint per node, P2G
+   adjoint (gather) per particle. */
+static void cq__cpu_substep_adj_3d_neohookean_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
+{
+    const cq__params_f32 *prm = &s->prm_f32;
+    cq__pview_f32 in = cq__pview_f32_of(s, in_st), ao = cq__pview_f32_of(s, ao_st);
+    cq__pview_f32 ai = cq__pview_f32_of(s, ai_st), pg = in;
+    cq__gview_f32 g;
+    float *gvb = (float *)s->grid_vb, *gpb = (float *)s->grid_pb, *gmb = (float *)s->grid_mb;
+    const float *gp = (const float *)s->grid_p;
+    float *dact = (float *)s->dact;
+    const long nodes = s->nodes;
+    const int n = s->n;
+    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
+    pg.mass = (float *)s->g_mass; pg.vol = (float *)s->g_vol; pg.E = (float *)s->g_E; pg.nu = (float *)s->g_nu;
+    if (s->n_cables) { cq__cpu_cable_veff_3d_f32(s, in_st); in.v = (float *)s->veff; }
+    cq__cpu_grid_3d_neohookean_f32(s, in, 1);
+    memset(gvb, 0, (size_t)nodes * 3 * sizeof(float));
+    for (int colour = 0; colour < 2; ++colour) {
+        const int *order = s->order, *start = s->slab_start;
+        CQ__OMP(parallel for schedule(dynamic))
+        for (int sl = colour; sl < s->nslabs; sl += 2)
+            for (int k = start[sl]; k < start[sl + 1]; ++k)
+                cq__g2p_adj_3d_f32(order[k], prm, in, g, ao, ai, gvb);
+    }
+    CQ__OMP(parallel for schedule(static))
+    for (long i = 0; i < nodes; ++i)
+        cq__grid_adj_3d_f32((int)i, prm, g.m, gp, gvb, gpb, gmb);
+    CQ__OMP(parallel for schedule(static))
+    for (int p = 0; p < n; ++p)
+        cq__p2g_adj_3d_neohookean_f32(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 9);
+    if (s->n_cables) cq__cpu_cable_adj_3d_f32(s, in_st, ai_st);
+}
+
+static int cq__check_stress_3d_neohookean_f32(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
+{
+    const float *f = (const float *)F, *e = (const float *)E, *q = (const float *)nu;
+    for (int p = first; p < first + count; ++p) {
+        float Pp[9];
+        cq__pk1_3d_neohookean_f32(f + (long)p * 9, e[p], q[p], -1, &s->prm_f32, NULL, Pp);
+        for (int a = 0; a < 9; ++a)
+            if (!cq__isfinite_f32(Pp[a])) return p;
+    }
+    return -1;
+}
+
+/* >>cpu_grid_3d_neohookean_f64: P2G (slab-coloured) and the grid update from particle state `in`.
+   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
+static void cq__cpu_grid_3d_neohookean_f64(cq_sim *s, cq__pview_f64 in, int keep_momentum)
+{
+    const cq__params_f64 *prm = &s->prm_f64;
+    cq__gview_f64 g;
+    const long nodes = s->nodes;
+    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
+    memset(g.m, 0, (size_t)nodes * sizeof(double));
+    memset(g.v, 0, (size_t)nodes * 3 * sizeof(double));
+    cq__bucket_f64(s, in.x);
+    for (int colour = 0; colour < 2; ++colour) {
+        const int *order = s->order, *start = s->slab_start;
+        CQ__OMP(parallel for schedule(dynamic))
+        for (int sl = colour; sl < s->nslabs; sl += 2)
+            for (int k = start[sl]; k < start[sl + 1]; ++k)
+                cq__p2g_fwd_3d_neohookean_f64(order[k], prm, in, g);
+    }
+    if (keep_momentum) memcpy(s->grid_p, g.v, (size_t)nodes * 3 * sizeof(double));
+    CQ__OMP(parallel for schedule(static))
+    for (long i = 0; i < nodes; ++i)
+        cq__grid_fwd_3d_f64((int)i, prm, g);
+}
+
+/* >>cpu_substep_3d_neohookean_f64: grid phase, then G2P from `in` into `out`. */
+static int cq__cpu_substep_3d_neohookean_f64(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
+{
+    const cq__params_f64 *prm = &s->prm_f64;
+    cq__pview_f64 in = cq__pview_f64_of(s, in_st), out = cq__pview_f64_of(s, out_st);
+    cq__gview_f64 g;
+    const int n = s->n;
+    int first = n;
+    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
+    if (s->n_cables) { cq__cpu_cable_veff_3d_f64(s, in_st); in.v = (double *)s->veff; }
+    cq__cpu_grid_3d_neohookean_f64(s, in, 0);
+    CQ__OMP(parallel for schedule(static) reduction(min:first))
+    for (int p = 0; p < n; ++p)
+        if (cq__g2p_fwd_3d_f64(p, prm, in, out, g) != CQ__OK && p < first) first = p;
+    if (first == n) { *bad = -1; return CQ__OK; }
+    *bad = first;
+    return cq__g2p_fwd_3d_f64(first, prm, in, out, g);
+}
+
+/* >>cpu_substep_adj_3d_neohookean_f64: the substep's adjoint, phases reversed: recompute the grid
+   from `in`, G2P adjoint (slab-coloured scatter into dL/dv_i), grid adjoint per node, P2G
+   adjoint (gather) per particle. */
+static void cq__cpu_substep_adj_3d_neohookean_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
+{
+    const cq__params_f64 *prm = &s->prm_f64;
+    cq__pview_f64 in = cq__pview_f64_of(s, in_st), ao = cq__pview_f64_of(s, ao_st);
+    cq__pview_f64 ai = cq__pview_f64_of(s, ai_st), pg = in;
+    cq__gview_f64 g;
+    double *gvb = (double *)s->grid_vb, *gpb = (double *)s->grid_pb, *gmb = (double *)s->grid_mb;
+    const double *gp = (const double *)s->grid_p;
+    double *dact = (double *)s->dact;
+    const long nodes = s->nodes;
+    const int n = s->n;
+    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
+    pg.mass = (double *)s->g_mass; pg.vol = (double *)s->g_vol; pg.E = (double *)s->g_E; pg.nu = (double *)s->g_nu;
+    if (s->n_cables) { cq__cpu_cable_veff_3d_f64(s, in_st); in.v = (double *)s->veff; }
+    cq__cpu_grid_3d_neohookean_f64(s, in, 1);
+    memset(gvb, 0, (size_t)nodes * 3 * sizeof(double));
+    for (int colour = 0; colour < 2; ++colour) {
+        const int *order = s->order, *start = s->slab_start;
+        CQ__OMP(parallel for schedule(dynamic))
+        for (int sl = colour; sl < s->nslabs; sl += 2)
+            for (int k = start[sl]; k < start[sl + 1]; ++k)
+                cq__g2p_adj_3d_f64(order[k], prm, in, g, ao, ai, gvb);
+    }
+    CQ__OMP(parallel for schedule(static))
+    for (long i = 0; i < nodes; ++i)
+        cq__grid_adj_3d_f64((int)i, prm, g.m, gp, gvb, gpb, gmb);
+    CQ__OMP(parallel for schedule(static))
+    for (int p = 0; p < n; ++p)
+        cq__p2g_adj_3d_neohookean_f64(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 9);
+    if (s->n_cables) cq__cpu_cable_adj_3d_f64(s, in_st, ai_st);
+}
+
+static int cq__check_stress_3d_neohookean_f64(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
+{
+    const double *f = (const double *)F, *e = (const double *)E, *q = (const double *)nu;
+    for (int p = first; p < first + count; ++p) {
+        double Pp[9];
+        cq__pk1_3d_neohookean_f64(f + (long)p * 9, e[p], q[p], -1, &s->prm_f64, NULL, Pp);
+        for (int a = 0; a < 9; ++a)
+            if (!cq__isfinite_f64(Pp[a])) return p;
+    }
+    return -1;
+}
+
+/* [dim - 2][material - 1][precision - 1] */
+static const cq__vtable cq__cpu_table[2][2][2] = {
+    {
+        {
+            { cq__cpu_substep_2d_fixed_corotated_f32, cq__cpu_substep_adj_2d_fixed_corotated_f32,
+              cq__check_stress_2d_fixed_corotated_f32, cq__cpu_check_adjoint },
+            { cq__cpu_substep_2d_fixed_corotated_f64, cq__cpu_substep_adj_2d_fixed_corotated_f64,
+              cq__check_stress_2d_fixed_corotated_f64, cq__cpu_check_adjoint },
+        },
+        {
+            { cq__cpu_substep_2d_neohookean_f32, cq__cpu_substep_adj_2d_neohookean_f32,
+              cq__check_stress_2d_neohookean_f32, cq__cpu_check_adjoint },
+            { cq__cpu_substep_2d_neohookean_f64, cq__cpu_substep_adj_2d_neohookean_f64,
+              cq__check_stress_2d_neohookean_f64, cq__cpu_check_adjoint },
+        },
+    },
+    {
+        {
+            { cq__cpu_substep_3d_fixed_corotated_f32, cq__cpu_substep_adj_3d_fixed_corotated_f32,
+              cq__check_stress_3d_fixed_corotated_f32, cq__cpu_check_adjoint },
+            { cq__cpu_substep_3d_fixed_corotated_f64, cq__cpu_substep_adj_3d_fixed_corotated_f64,
+              cq__check_stress_3d_fixed_corotated_f64, cq__cpu_check_adjoint },
+        },
+        {
+            { cq__cpu_substep_3d_neohookean_f32, cq__cpu_substep_adj_3d_neohookean_f32,
+              cq__check_stress_3d_neohookean_f32, cq__cpu_check_adjoint },
+            { cq__cpu_substep_3d_neohookean_f64, cq__cpu_substep_adj_3d_neohookean_f64,
+              cq__check_stress_3d_neohookean_f64, cq__cpu_check_adjoint },
+        },
+    },
+};
+
+#if CQ__HAS_CUDA
+/* ------------------------------------------------------------------ >>cuda_drivers
+   One thread per particle or node, CQ__CUDA_BLOCK threads per block, the default stream.
+   Every substep reads one int back (the lowest failing particle of G2P), so a failure stops
+   the step at the substep where it happened, as on the CPU. */
+#define CQ__CUDA_BLOCK 128
+
+static void cq__cu_launch(const cq_sim *s, cq__CUfunction f, long threads, void **args, const char *what)
+{
+    unsigned blocks = (unsigned)((threads + CQ__CUDA_BLOCK - 1) / CQ__CUDA_BLOCK);
+    if (threads <= 0 || s->cu.failed) return;
+    cq__cu_check(s, CQ__CU(LaunchKernel)(f, blocks, 1, 1, CQ__CUDA_BLOCK, 1, 1, 0, NULL, args, NULL), what);
+}
+
+/* >>cuda_cables_2d_f32: as cq__cpu_cable_veff_2d_f32 / cq__cpu_cable_adj_2d_f32, as launches */
+static void cq__cuda_cable_veff_2d_f32(cq_sim *s, const cq__state *in)
+{
+    int ns = s->n_cseg, n = s->n;
+    double dt = s->desc.dt;
+    void *x = in->x, *v = in->v;
+    cq__wzero(s, s->wcL, sizeof(double) * (size_t)s->n_cables);
+    cq__wzero(s, s->cable_f, sizeof(double) * (size_t)n * 2);
+    { void *a[4]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &s->wcL; cq__cu_launch(s, s->cu.cable[0], ns, a, "cable length"); }
+    { void *a[7]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &s->wcL; a[4] = &s->wck; a[5] = &s->wctarget; a[6] = &s->cable_f;
+      cq__cu_launch(s, s->cu.cable[1], ns, a, "cable force"); }
+    { void *a[6]; a[0] = &n; a[1] = &v; a[2] = &s->cable_f; a[3] = &s->wmass; a[4] = &dt; a[5] = &s->veff;
+      cq__cu_launch(s, s->cu.cable[2], n, a, "cable impulse"); }
+}
+
+static void cq__cuda_cable_adj_2d_f32(cq_sim *s, const cq__state *in, cq__state *ai)
+{
+    int ns = s->n_cseg, n = s->n, nc = s->n_cables;
+    double dt = s->desc.dt;
+    void *x = in->x, *av = ai->v, *ax = ai->x;
+    { void *a[6]; a[0] = &n; a[1] = &s->cable_f; a[2] = &av; a[3] = &s->wmass; a[4] = &dt; a[5] = &s->g_mass;
+      cq__cu_launch(s, s->cu.cable[3], n, a, "cable mass adjoint"); }
+    cq__wzero(s, s->wcdot, sizeof(double) * (size_t)nc);
+    { void *a[9]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &av; a[4] = &s->wmass; a[5] = &s->wcL; a[6] = &s->wctarget;
+      a[7] = &dt; a[8] = &s->wcdot; cq__cu_launch(s, s->cu.cable[4], ns, a, "cable dot"); }
+    { void *a[6]; a[0] = &nc; a[1] = &s->wck; a[2] = &s->wcrest; a[3] = &s->wctarget; a[4] = &s->wcdot; a[5] = &s->wcgrad;
+      cq__cu_launch(s, s->cu.cable[5], nc, a, "cable actuation gradient"); }
+    { void *a[11]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &av; a[4] = &s->wmass; a[5] = &s->wcL; a[6] = &s->wctarget;
+      a[7] = &s->wck; a[8] = &s->wcdot; a[9] = &dt; a[10] = &ax; cq__cu_launch(s, s->cu.cable[6], ns, a, "cable position adjoint"); }
+}
+
+/* >>cuda_cables_2d_f64: as cq__cpu_cable_veff_2d_f64 / cq__cpu_cable_adj_2d_f64, as launches */
+static void cq__cuda_cable_veff_2d_f64(cq_sim *s, const cq__state *in)
+{
+    int ns = s->n_cseg, n = s->n;
+    double dt = s->desc.dt;
+    void *x = in->x, *v = in->v;
+    cq__wzero(s, s->wcL, sizeof(double) * (size_t)s->n_cables);
+    cq__wzero(s, s->cable_f, sizeof(double) * (size_t)n * 2);
+    { void *a[4]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &s->wcL; cq__cu_launch(s, s->cu.cable[0], ns, a, "cable length"); }
+    { void *a[7]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &s->wcL; a[4] = &s->wck; a[5] = &s->wctarget; a[6] = &s->cable_f;
+      cq__cu_launch(s, s->cu.cable[1], ns, a, "cable force"); }
+    { void *a[6]; a[0] = &n; a[1] = &v; a[2] = &s->cable_f; a[3] = &s->wmass; a[4] = &dt; a[5] = &s->veff;
+      cq__cu_launch(s, s->cu.cable[2], n, a, "cable impulse"); }
+}
+
+static void cq__cuda_cable_adj_2d_f64(cq_sim *s, const cq__state *in, cq__state *ai)
+{
+    int ns = s->n_cseg, n = s->n, nc = s->n_cables;
+    double dt = s->desc.dt;
+    void *x = in->x, *av = ai->v, *ax = ai->x;
+    { void *a[6]; a[0] = &n; a[1] = &s->cable_f; a[2] = &av; a[3] = &s->wmass; a[4] = &dt; a[5] = &s->g_mass;
+      cq__cu_launch(s, s->cu.cable[3], n, a, "cable mass adjoint"); }
+    cq__wzero(s, s->wcdot, sizeof(double) * (size_t)nc);
+    { void *a[9]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &av; a[4] = &s->wmass; a[5] = &s->wcL; a[6] = &s->wctarget;
+      a[7] = &dt; a[8] = &s->wcdot; cq__cu_launch(s, s->cu.cable[4], ns, a, "cable dot"); }
+    { void *a[6]; a[0] = &nc; a[1] = &s->wck; a[2] = &s->wcrest; a[3] = &s->wctarget; a[4] = &s->wcdot; a[5] = &s->wcgrad;
+      cq__cu_launch(s, s->cu.cable[5], nc, a, "cable actuation gradient"); }
+    { void *a[11]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &av; a[4] = &s->wmass; a[5] = &s->wcL; a[6] = &s->wctarget;
+      a[7] = &s->wck; a[8] = &s->wcdot; a[9] = &dt; a[10] = &ax; cq__cu_launch(s, s->cu.cable[6], ns, a, "cable position adjoint"); }
+}
+
+/* >>cuda_cables_3d_f32: as cq__cpu_cable_veff_3d_f32 / cq__cpu_cable_adj_3d_f32, as launches */
+static void cq__cuda_cable_veff_3d_f32(cq_sim *s, const cq__state *in)
+{
+    int ns = s->n_cseg, n = s->n;
+    double dt = s->desc.dt;
+    void *x = in->x, *v = in->v;
+    cq__wzero(s, s->wcL, sizeof(double) * (size_t)s->n_cables);
+    cq__wzero(s, s->cable_f, sizeof(double) * (size_t)n * 3);
+    { void *a[4]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &s->wcL; cq__cu_launch(s, s->cu.cable[0], ns, a, "cable length"); }
+    { void *a[7]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &s->wcL; a[4] = &s->wck; a[5] = &s->wctarget; a[6] = &s->cable_f;
+      cq__cu_launch(s, s->cu.cable[1], ns, a, "cable force"); }
+    { void *a[6]; a[0] = &n; a[1] = &v; a[2] = &s->cable_f; a[3] = &s->wmass; a[4] = &dt; a[5] = &s->veff;
+      cq__cu_launch(s, s->cu.cable[2], n, a, "cable impulse"); }
+}
+
+static void cq__cuda_cable_adj_3d_f32(cq_sim *s, const cq__state *in, cq__state *ai)
+{
+    int ns = s->n_cseg, n = s->n, nc = s->n_cables;
+    double dt = s->desc.dt;
+    void *x = in->x, *av = ai->v, *ax = ai->x;
+    { void *a[6]; a[0] = &n; a[1] = &s->cable_f; a[2] = &av; a[3] = &s->wmass; a[4] = &dt; a[5] = &s->g_mass;
+      cq__cu_launch(s, s->cu.cable[3], n, a, "cable mass adjoint"); }
+    cq__wzero(s, s->wcdot, sizeof(double) * (size_t)nc);
+    { void *a[9]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &av; a[4] = &s->wmass; a[5] = &s->wcL; a[6] = &s->wctarget;
+      a[7] = &dt; a[8] = &s->wcdot; cq__cu_launch(s, s->cu.cable[4], ns, a, "cable dot"); }
+    { void *a[6]; a[0] = &nc; a[1] = &s->wck; a[2] = &s->wcrest; a[3] = &s->wctarget; a[4] = &s->wcdot; a[5] = &s->wcgrad;
+      cq__cu_launch(s, s->cu.cable[5], nc, a, "cable actuation gradient"); }
+    { void *a[11]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &av; a[4] = &s->wmass; a[5] = &s->wcL; a[6] = &s->wctarget;
+      a[7] = &s->wck; a[8] = &s->wcdot; a[9] = &dt; a[10] = &ax; cq__cu_launch(s, s->cu.cable[6], ns, a, "cable position adjoint"); }
+}
+
+/* >>cuda_cables_3d_f64: as cq__cpu_cable_veff_3d_f64 / cq__cpu_cable_adj_3d_f64, as launches */
+static void cq__cuda_cable_veff_3d_f64(cq_sim *s, const cq__state *in)
+{
+    int ns = s->n_cseg, n = s->n;
+    double dt = s->desc.dt;
+    void *x = in->x, *v = in->v;
+    cq__wzero(s, s->wcL, sizeof(double) * (size_t)s->n_cables);
+    cq__wzero(s, s->cable_f, sizeof(double) * (size_t)n * 3);
+    { void *a[4]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &s->wcL; cq__cu_launch(s, s->cu.cable[0], ns, a, "cable length"); }
+    { void *a[7]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &s->wcL; a[4] = &s->wck; a[5] = &s->wctarget; a[6] = &s->cable_f;
+      cq__cu_launch(s, s->cu.cable[1], ns, a, "cable force"); }
+    { void *a[6]; a[0] = &n; a[1] = &v; a[2] = &s->cable_f; a[3] = &s->wmass; a[4] = &dt; a[5] = &s->veff;
+      cq__cu_launch(s, s->cu.cable[2], n, a, "cable impulse"); }
+}
+
+static void cq__cuda_cable_adj_3d_f64(cq_sim *s, const cq__state *in, cq__state *ai)
+{
+    int ns = s->n_cseg, n = s->n, nc = s->n_cables;
+    double dt = s->desc.dt;
+    void *x = in->x, *av = ai->v, *ax = ai->x;
+    { void *a[6]; a[0] = &n; a[1] = &s->cable_f; a[2] = &av; a[3] = &s->wmass; a[4] = &dt; a[5] = &s->g_mass;
+      cq__cu_launch(s, s->cu.cable[3], n, a, "cable mass adjoint"); }
+    cq__wzero(s, s->wcdot, sizeof(double) * (size_t)nc);
+    { void *a[9]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &av; a[4] = &s->wmass; a[5] = &s->wcL; a[6] = &s->wctarget;
+      a[7] = &dt; a[8] = &s->wcdot; cq__cu_launch(s, s->cu.cable[4], ns, a, "cable dot"); }
+    { void *a[6]; a[0] = &nc; a[1] = &s->wck; a[2] = &s->wcrest; a[3] = &s->wctarget; a[4] = &s->wcdot; a[5] = &s->wcgrad;
+      cq__cu_launch(s, s->cu.cable[5], nc, a, "cable actuation gradient"); }
+    { void *a[11]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &av; a[4] = &s->wmass; a[5] = &s->wcL; a[6] = &s->wctarget;
+      a[7] = &s->wck; a[8] = &s->wcdot; a[9] = &dt; a[10] = &ax; cq__cu_launch(s, s->cu.cable[6], ns, a, "cable position adjoint"); }
+}
+
+/* >>cuda_grid_2d_fixed_corotated_f32: P2G and the grid update from `in`, as cq__cpu_grid_2d_fixed_corotated_f32 */
+static void cq__cuda_grid_2d_fixed_corotated_f32(cq_sim *s, cq__pview_f32 in, int keep_momentum)
+{
+    cq__params_f32 prm = s->prm_f32;
+    cq__gview_f32 g;
+    int n = s->n, nodes = (int)s->nodes;
+    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
+    cq__wzero(s, g.m, (size_t)nodes * sizeof(float));
+    cq__wzero(s, g.v, (size_t)nodes * 2 * sizeof(float));
+    { void *a[4]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; cq__cu_launch(s, s->cu.p2g, n, a, "P2G"); }
+    if (keep_momentum) cq__wcopy(s, s->grid_p, g.v, (size_t)nodes * 2 * sizeof(float));
+    { void *a[3]; a[0] = &nodes; a[1] = &prm; a[2] = &g; cq__cu_launch(s, s->cu.grid, nodes, a, "grid update"); }
+}
+
+/* >>cuda_substep_2d_fixed_corotated_f32: as cq__cpu_substep_2d_fixed_corotated_f32; CQ__DEVICE if the driver failed */
+static int cq__cuda_substep_2d_fixed_corotated_f32(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
+{
+    cq__params_f32 prm = s->prm_f32;
+    cq__pview_f32 in = cq__pview_f32_of(s, in_st), out = cq__pview_f32_of(s, out_st);
+    cq__gview_f32 g;
+    int n = s->n, code = INT_MAX;
+    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
+    cq__cu_push(s);
+    if (s->n_cables) { cq__cuda_cable_veff_2d_f32(s, in_st); in.v = (float *)s->veff; }
+    cq__cuda_grid_2d_fixed_corotated_f32(s, in, 0);
+    cq__cu_check(s, CQ__CU(MemsetD32)(CQ__DPTR(s->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");
+    { void *a[6]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &out; a[4] = &g; a[5] = &s->cu.bad; cq__cu_launch(s, s->cu.g2p, n, a, "G2P"); }
+    if (!s->cu.failed) cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
+    cq__cu_pop(s);
+    if (s->cu.failed) { *bad = -1; return CQ__DEVICE; }
+    if (code == INT_MAX) { *bad = -1; return CQ__OK; }
+    *bad = code / 4;
+    return code % 4;
+}
+
+/* >>cuda_substep_adj_2d_fixed_corotated_f32: as cq__cpu_substep_adj_2d_fixed_corotated_f32 */
+static void cq__cuda_substep_adj_2d_fixed_corotated_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
+{
+    cq__params_f32 prm = s->prm_f32;
+    cq__pview_f32 in = cq__pview_f32_of(s, in_st), ao = cq__pview_f32_of(s, ao_st);
+    cq__pview_f32 ai = cq__pview_f32_of(s, ai_st), pg = in;
+    cq__gview_f32 g;
+    float *gvb = (float *)s->grid_vb, *gpb = (float *)s->grid_pb, *gmb = (float *)s->grid_mb, *dact = (float *)s->dact;
+    const float *gp = (const float *)s->grid_p, *gm;
+    int n = s->n, nodes = (int)s->nodes;
+    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v; gm = g.m;
+    pg.mass = (float *)s->g_mass; pg.vol = (float *)s->g_vol; pg.E = (float *)s->g_E; pg.nu = (float *)s->g_nu;
+    cq__cu_push(s);
+    if (s->n_cables) { cq__cuda_cable_veff_2d_f32(s, in_st); in.v = (float *)s->veff; }
+    cq__cuda_grid_2d_fixed_corotated_f32(s, in, 1);
+    cq__wzero(s, gvb, (size_t)nodes * 2 * sizeof(float));
+    { void *a[7]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; a[4] = &ao; a[5] = &ai; a[6] = &gvb;
+      cq__cu_launch(s, s->cu.g2p_adj, n, a, "G2P adjoint"); }
+    { void *a[7]; a[0] = &nodes; a[1] = &prm; a[2] = &gm; a[3] = &gp; a[4] = &gvb; a[5] = &gpb; a[6] = &gmb;
+      cq__cu_launch(s, s->cu.grid_adj, nodes, a, "grid adjoint"); }
+    { void *a[8]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &gpb; a[4] = &gmb; a[5] = &ai; a[6] = &pg; a[7] = &dact;
+      cq__cu_launch(s, s->cu.p2g_adj, n, a, "P2G adjoint"); }
+    if (s->n_cables) cq__cuda_cable_adj_2d_f32(s, in_st, ai_st);
+    cq__cu_pop(s);
+}
+
+/* >>cuda_grid_2d_fixed_corotated_f64: P2G and the grid update from `in`, as cq__cpu_grid_2d_fixed_corotated_f64 */
+static void cq__cuda_grid_2d_fixed_corotated_f64(cq_sim *s, cq__pview_f64 in, int keep_momentum)
+{
+    cq__params_f64 prm = s->prm_f64;
+    cq__gview_f64 g;
+    int n = s->n, nodes = (int)s->nodes;
+    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
+    cq__wzero(s, g.m, (size_t)nodes * sizeof(double));
+    cq__wzero(s, g.v, (size_t)nodes * 2 * sizeof(double));
+    { void *a[4]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; cq__cu_launch(s, s->cu.p2g, n, a, "P2G"); }
+    if (keep_momentum) cq__wcopy(s, s->grid_p, g.v, (size_t)nodes * 2 * sizeof(double));
+    { void *a[3]; a[0] = &nodes; a[1] = &prm; a[2] = &g; cq__cu_launch(s, s->cu.grid, nodes, a, "grid update"); }
+}
+
+/* >>cuda_substep_2d_fixed_corotated_f64: as cq__cpu_substep_2d_fixed_corotated_f64; CQ__DEVICE if the driver failed */
+static int cq__cuda_substep_2d_fixed_corotated_f64(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
+{
+    cq__params_f64 prm = s->prm_f64;
+    cq__pview_f64 in = cq__pview_f64_of(s, in_st), out = cq__pview_f64_of(s, out_st);
+    cq__gview_f64 g;
+    int n = s->n, code = INT_MAX;
+    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
+    cq__cu_push(s);
+    if (s->n_cables) { cq__cuda_cable_veff_2d_f64(s, in_st); in.v = (double *)s->veff; }
+    cq__cuda_grid_2d_fixed_corotated_f64(s, in, 0);
+    cq__cu_check(s, CQ__CU(MemsetD32)(CQ__DPTR(s->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");
+    { void *a[6]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &out; a[4] = &g; a[5] = &s->cu.bad; cq__cu_launch(s, s->cu.g2p, n, a, "G2P"); }
+    if (!s->cu.failed) cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
+    cq__cu_pop(s);
+    if (s->cu.failed) { *bad = -1; return CQ__DEVICE; }
+    if (code == INT_MAX) { *bad = -1; return CQ__OK; }
+    *bad = code / 4;
+    return code % 4;
+}
+
+/* >>cuda_substep_adj_2d_fixed_corotated_f64: as cq__cpu_substep_adj_2d_fixed_corotated_f64 */
+static void cq__cuda_substep_adj_2d_fixed_corotated_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
+{
+    cq__params_f64 prm = s->prm_f64;
+    cq__pview_f64 in = cq__pview_f64_of(s, in_st), ao = cq__pview_f64_of(s, ao_st);
+    cq__pview_f64 ai = cq__pview_f64_of(s, ai_st), pg = in;
+    cq__gview_f64 g;
+    double *gvb = (double *)s->grid_vb, *gpb = (double *)s->grid_pb, *gmb = (double *)s->grid_mb, *dact = (double *)s->dact;
+    const double *gp = (const double *)s->grid_p, *gm;
+    int n = s->n, nodes = (int)s->nodes;
+    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v; gm = g.m;
+    pg.mass = (double *)s->g_mass; pg.vol = (double *)s->g_vol; pg.E = (double *)s->g_E; pg.nu = (double *)s->g_nu;
+    cq__cu_push(s);
+    if (s->n_cables) { cq__cuda_cable_veff_2d_f64(s, in_st); in.v = (double *)s->veff; }
+    cq__cuda_grid_2d_fixed_corotated_f64(s, in, 1);
+    cq__wzero(s, gvb, (size_t)nodes * 2 * sizeof(double));
+    { void *a[7]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; a[4] = &ao; a[5] = &ai; a[6] = &gvb;
+      cq__cu_launch(s, s->cu.g2p_adj, n, a, "G2P adjoint"); }
+    { void *a[7]; a[0] = &nodes; a[1] = &prm; a[2] = &gm; a[3] = &gp; a[4] = &gvb; a[5] = &gpb; a[6] = &gmb;
+      cq__cu_launch(s, s->cu.grid_adj, nodes, a, "grid adjoint"); }
+    { void *a[8]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &gpb; a[4] = &gmb; a[5] = &ai; a[6] = &pg; a[7] = &dact;
+      cq__cu_launch(s, s->cu.p2g_adj, n, a, "P2G adjoint"); }
+    if (s->n_cables) cq__cuda_cable_adj_2d_f64(s, in_st, ai_st);
+    cq__cu_pop(s);
+}
+
+/* >>cuda_grid_2d_neohookean_f32: P2G and the grid update from `in`, as cq__cpu_grid_2d_neohookean_f32 */
+static void cq__cuda_grid_2d_neohookean_f32(cq_sim *s, cq__pview_f32 in, int keep_momentum)
+{
+    cq__params_f32 prm = s->prm_f32;
+    cq__gview_f32 g;
+    int n = s->n, nodes = (int)s->nodes;
+    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
+    cq__wzero(s, g.m, (size_t)nodes * sizeof(float));
+    cq__wzero(s, g.v, (size_t)nodes * 2 * sizeof(float));
+    { void *a[4]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; cq__cu_launch(s, s->cu.p2g, n, a, "P2G"); }
+    if (keep_momentum) cq__wcopy(s, s->grid_p, g.v, (size_t)nodes * 2 * sizeof(float));
+    { void *a[3]; a[0] = &nodes; a[1] = &prm; a[2] = &g; cq__cu_launch(s, s->cu.grid, nodes, a, "grid update"); }
+}
+
+/* >>cuda_substep_2d_neohookean_f32: as cq__cpu_substep_2d_neohookean_f32; CQ__DEVICE if the driver failed */
+static int cq__cuda_substep_2d_neohookean_f32(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
+{
+    cq__params_f32 prm = s->prm_f32;
+    cq__pview_f32 in = cq__pview_f32_of(s, in_st), out = cq__pview_f32_of(s, out_st);
+    cq__gview_f32 g;
+    int n = s->n, code = INT_MAX;
+    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
+    cq__cu_push(s);
+    if (s->n_cables) { cq__cuda_cable_veff_2d_f32(s, in_st); in.v = (float *)s->veff; }
+    cq__cuda_grid_2d_neohookean_f32(s, in, 0);
+    cq__cu_check(s, CQ__CU(MemsetD32)(CQ__DPTR(s->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");
+    { void *a[6]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &out; a[4] = &g; a[5] = &s->cu.bad; cq__cu_launch(s, s->cu.g2p, n, a, "G2P"); }
+    if (!s->cu.failed) cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
+    cq__cu_pop(s);
+    if (s->cu.failed) { *bad = -1; return CQ__DEVICE; }
+    if (code == INT_MAX) { *bad = -1; return CQ__OK; }
+    *bad = code / 4;
+    return code % 4;
+}
+
+/* >>cuda_substep_adj_2d_neohookean_f32: as cq__cpu_substep_adj_2d_neohookean_f32 */
+static void cq__cuda_substep_adj_2d_neohookean_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
+{
+    cq__params_f32 prm = s->prm_f32;
+    cq__pview_f32 in = cq__pview_f32_of(s, in_st), ao = cq__pview_f32_of(s, ao_st);
+    cq__pview_f32 ai = cq__pview_f32_of(s, ai_st), pg = in;
+    cq__gview_f32 g;
+    float *gvb = (float *)s->grid_vb, *gpb = (float *)s->grid_pb, *gmb = (float *)s->grid_mb, *dact = (float *)s->dact;
+    const float *gp = (const float *)s->grid_p, *gm;
+    int n = s->n, nodes = (int)s->nodes;
+    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v; gm = g.m;
+    pg.mass = (float *)s->g_mass; pg.vol = (float *)s->g_vol; pg.E = (float *)s->g_E; pg.nu = (float *)s->g_nu;
+    cq__cu_push(s);
+    if (s->n_cables) { cq__cuda_cable_veff_2d_f32(s, in_st); in.v = (float *)s->veff; }
+    cq__cuda_grid_2d_neohookean_f32(s, in, 1);
+    cq__wzero(s, gvb, (size_t)nodes * 2 * sizeof(float));
+    { void *a[7]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; a[4] = &ao; a[5] = &ai; a[6] = &gvb;
+      cq__cu_launch(s, s->cu.g2p_adj, n, a, "G2P adjoint"); }
+    { void *a[7]; a[0] = &nodes; a[1] = &prm; a[2] = &gm; a[3] = &gp; a[4] = &gvb; a[5] = &gpb; a[6] = &gmb;
+      cq__cu_launch(s, s->cu.grid_adj, nodes, a, "grid adjoint"); }
+    { void *a[8]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &gpb; a[4] = &gmb; a[5] = &ai; a[6] = &pg; a[7] = &dact;
+      cq__cu_launch(s, s->cu.p2g_adj, n, a, "P2G adjoint"); }
+    if (s->n_cables) cq__cuda_cable_adj_2d_f32(s, in_st, ai_st);
+    cq__cu_pop(s);
+}
+
+/* >>cuda_grid_2d_neohookean_f64: P2G and the grid update from `in`, as cq__cpu_grid_2d_neohookean_f64 */
+static void cq__cuda_grid_2d_neohookean_f64(cq_sim *s, cq__pview_f64 in, int keep_momentum)
+{
+    cq__params_f64 prm = s->prm_f64;
+    cq__gview_f64 g;
+    int n = s->n, nodes = (int)s->nodes;
+    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
+    cq__wzero(s, g.m, (size_t)nodes * sizeof(double));
+    cq__wzero(s, g.v, (size_t)nodes * 2 * sizeof(double));
+    { void *a[4]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; cq__cu_launch(s, s->cu.p2g, n, a, "P2G"); }
+    if (keep_momentum) cq__wcopy(s, s->grid_p, g.v, (size_t)nodes * 2 * sizeof(double));
+    { void *a[3]; a[0] = &nodes; a[1] = &prm; a[2] = &g; cq__cu_launch(s, s->cu.grid, nodes, a, "grid update"); }
+}
+
+/* >>cuda_substep_2d_neohookean_f64: as cq__cpu_substep_2d_neohookean_f64; CQ__DEVICE if the driver failed */
+static int cq__cuda_substep_2d_neohookean_f64(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
+{
+    cq__params_f64 prm = s->prm_f64;
+    cq__pview_f64 in = cq__pview_f64_of(s, in_st), out = cq__pview_f64_of(s, out_st);
+    cq__gview_f64 g;
+    int n = s->n, code = INT_MAX;
+    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
+    cq__cu_push(s);
+    if (s->n_cables) { cq__cuda_cable_veff_2d_f64(s, in_st); in.v = (double *)s->veff; }
+    cq__cuda_grid_2d_neohookean_f64(s, in, 0);
+    cq__cu_check(s, CQ__CU(MemsetD32)(CQ__DPTR(s->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");
+    { void *a[6]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &out; a[4] = &g; a[5] = &s->cu.bad; cq__cu_launch(s, s->cu.g2p, n, a, "G2P"); }
+    if (!s->cu.failed) cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
+    cq__cu_pop(s);
+    if (s->cu.failed) { *bad = -1; return CQ__DEVICE; }
+    if (code == INT_MAX) { *bad = -1; return CQ__OK; }
+    *bad = code / 4;
+    return code % 4;
+}
+
+/* >>cuda_substep_adj_2d_neohookean_f64: as cq__cpu_substep_adj_2d_neohookean_f64 */
+static void cq__cuda_substep_adj_2d_neohookean_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
+{
+    cq__params_f64 prm = s->prm_f64;
+    cq__pview_f64 in = cq__pview_f64_of(s, in_st), ao = cq__pview_f64_of(s, ao_st);
+    cq__pview_f64 ai = cq__pview_f64_of(s, ai_st), pg = in;
+    cq__gview_f64 g;
+    double *gvb = (double *)s->grid_vb, *gpb = (double *)s->grid_pb, *gmb = (double *)s->grid_mb, *dact = (double *)s->dact;
+    const double *gp = (const double *)s->grid_p, *gm;
+    int n = s->n, nodes = (int)s->nodes;
+    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v; gm = g.m;
+    pg.mass = (double *)s->g_mass; pg.vol = (double *)s->g_vol; pg.E = (double *)s->g_E; pg.nu = (double *)s->g_nu;
+    cq__cu_push(s);
+    if (s->n_cables) { cq__cuda_cable_veff_2d_f64(s, in_st); in.v = (double *)s->veff; }
+    cq__cuda_grid_2d_neohookean_f64(s, in, 1);
+    cq__wzero(s, gvb, (size_t)nodes * 2 * sizeof(double));
+    { void *a[7]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; a[4] = &ao; a[5] = &ai; a[6] = &gvb;
+      cq__cu_launch(s, s->cu.g2p_adj, n, a, "G2P adjoint"); }
+    { void *a[7]; a[0] = &nodes; a[1] = &prm; a[2] = &gm; a[3] = &gp; a[4] = &gvb; a[5] = &gpb; a[6] = &gmb;
+      cq__cu_launch(s, s->cu.grid_adj, nodes, a, "grid adjoint"); }
+    { void *a[8]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &gpb; a[4] = &gmb; a[5] = &ai; a[6] = &pg; a[7] = &dact;
+      cq__cu_launch(s, s->cu.p2g_adj, n, a, "P2G adjoint"); }
+    if (s->n_cables) cq__cuda_cable_adj_2d_f64(s, in_st, ai_st);
+    cq__cu_pop(s);
+}
+
+/* >>cuda_grid_3d_fixed_corotated_f32: P2G and the grid update from `in`, as cq__cpu_grid_3d_fixed_corotated_f32 */
+static void cq__cuda_grid_3d_fixed_corotated_f32(cq_sim *s, cq__pview_f32 in, int keep_momentum)
+{
+    cq__params_f32 prm = s->prm_f32;
+    cq__gview_f32 g;
+    int n = s->n, nodes = (int)s->nodes;
+    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
+    cq__wzero(s, g.m, (size_t)nodes * sizeof(float));
+    cq__wzero(s, g.v, (size_t)nodes * 3 * sizeof(float));
+    { void *a[4]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; cq__cu_launch(s, s->cu.p2g, n, a, "P2G"); }
+    if (keep_momentum) cq__wcopy(s, s->grid_p, g.v, (size_t)nodes * 3 * sizeof(float));
+    { void *a[3]; a[0] = &nodes; a[1] = &prm; a[2] = &g; cq__cu_launch(s, s->cu.grid, nodes, a, "grid update"); }
+}
+
+/* >>cuda_substep_3d_fixed_corotated_f32: as cq__cpu_substep_3d_fixed_corotated_f32; CQ__DEVICE if the driver failed */
+static int cq__cuda_substep_3d_fixed_corotated_f32(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
+{
+    cq__params_f32 prm = s->prm_f32;
+    cq__pview_f32 in = cq__pview_f32_of(s, in_st), out = cq__pview_f32_of(s, out_st);
+    cq__gview_f32 g;
+    int n = s->n, code = INT_MAX;
+    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
+    cq__cu_push(s);
+    if (s->n_cables) { cq__cuda_cable_veff_3d_f32(s, in_st); in.v = (float *)s->veff; }
+    cq__cuda_grid_3d_fixed_corotated_f32(s, in, 0);
+    cq__cu_check(s, CQ__CU(MemsetD32)(CQ__DPTR(s->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");
+    { void *a[6]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &out; a[4] = &g; a[5] = &s->cu.bad; cq__cu_launch(s, s->cu.g2p, n, a, "G2P"); }
+    if (!s->cu.failed) cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
+    cq__cu_pop(s);
+    if (s->cu.failed) { *bad = -1; return CQ__DEVICE; }
+    if (code == INT_MAX) { *bad = -1; return CQ__OK; }
+    *bad = code / 4;
+    return code % 4;
+}
+
+/* >>cuda_substep_adj_3d_fixed_corotated_f32: as cq__cpu_substep_adj_3d_fixed_corotated_f32 */
+static void cq__cuda_substep_adj_3d_fixed_corotated_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
+{
+    cq__params_f32 prm = s->prm_f32;
+    cq__pview_f32 in = cq__pview_f32_of(s, in_st), ao = cq__pview_f32_of(s, ao_st);
+    cq__pview_f32 ai = cq__pview_f32_of(s, ai_st), pg = in;
+    cq__gview_f32 g;
+    float *gvb = (float *)s->grid_vb, *gpb = (float *)s->grid_pb, *gmb = (float *)s->grid_mb, *dact = (float *)s->dact;
+    const float *gp = (const float *)s->grid_p, *gm;
+    int n = s->n, nodes = (int)s->nodes;
+    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v; gm = g.m;
+    pg.mass = (float *)s->g_mass; pg.vol = (float *)s->g_vol; pg.E = (float *)s->g_E; pg.nu = (float *)s->g_nu;
+    cq__cu_push(s);
+    if (s->n_cables) { cq__cuda_cable_veff_3d_f32(s, in_st); in.v = (float *)s->veff; }
+    cq__cuda_grid_3d_fixed_corotated_f32(s, in, 1);
+    cq__wzero(s, gvb, (size_t)nodes * 3 * sizeof(float));
+    { void *a[7]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; a[4] = &ao; a[5] = &ai; a[6] = &gvb;
+      cq__cu_launch(s, s->cu.g2p_adj, n, a, "G2P adjoint"); }
+    { void *a[7]; a[0] = &nodes; a[1] = &prm; a[2] = &gm; a[3] = &gp; a[4] = &gvb; a[5] = &gpb; a[6] = &gmb;
+      cq__cu_launch(s, s->cu.grid_adj, nodes, a, "grid adjoint"); }
+    { void *a[8]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &gpb; a[4] = &gmb; a[5] = &ai; a[6] = &pg; a[7] = &dact;
+      cq__cu_launch(s, s->cu.p2g_adj, n, a, "P2G adjoint"); }
+    if (s->n_cables) cq__cuda_cable_adj_3d_f32(s, in_st, ai_st);
+    cq__cu_pop(s);
+}
+
+/* >>cuda_grid_3d_fixed_corotated_f64: P2G and the grid update from `in`, as cq__cpu_grid_3d_fixed_corotated_f64 */
+static void cq__cuda_grid_3d_fixed_corotated_f64(cq_sim *s, cq__pview_f64 in, int keep_momentum)
+{
+    cq__params_f64 prm = s->prm_f64;
+    cq__gview_f64 g;
+    int n = s->n, nodes = (int)s->nodes;
+    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
+    cq__wzero(s, g.m, (size_t)nodes * sizeof(double));
+    cq__wzero(s, g.v, (size_t)nodes * 3 * sizeof(double));
+    { void *a[4]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; cq__cu_launch(s, s->cu.p2g, n, a, "P2G"); }
+    if (keep_momentum) cq__wcopy(s, s->grid_p, g.v, (size_t)nodes * 3 * sizeof(double));
+    { void *a[3]; a[0] = &nodes; a[1] = &prm; a[2] = &g; cq__cu_launch(s, s->cu.grid, nodes, a, "grid update"); }
+}
+
+/* >>cuda_substep_3d_fixed_corotated_f64: as cq__cpu_substep_3d_fixed_corotated_f64; CQ__DEVICE if the driver failed */
+static int cq__cuda_substep_3d_fixed_corotated_f64(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
+{
+    cq__params_f64 prm = s->prm_f64;
+    cq__pview_f64 in = cq__pview_f64_of(s, in_st), out = cq__pview_f64_of(s, out_st);
+    cq__gview_f64 g;
+    int n = s->n, code = INT_MAX;
+    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
+    cq__cu_push(s);
+    if (s->n_cables) { cq__cuda_cable_veff_3d_f64(s, in_st); in.v = (double *)s->veff; }
+    cq__cuda_grid_3d_fixed_corotated_f64(s, in, 0);
+    cq__cu_check(s, CQ__CU(MemsetD32)(CQ__DPTR(s->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");
+    { void *a[6]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &out; a[4] = &g; a[5] = &s->cu.bad; cq__cu_launch(s, s->cu.g2p, n, a, "G2P"); }
+    if (!s->cu.failed) cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
+    cq__cu_pop(s);
+    if (s->cu.failed) { *bad = -1; return CQ__DEVICE; }
+    if (code == INT_MAX) { *bad = -1; return CQ__OK; }
+    *bad = code / 4;
+    return code % 4;
+}
+
+/* >>cuda_substep_adj_3d_fixed_corotated_f64: as cq__cpu_substep_adj_3d_fixed_corotated_f64 */
+static void cq__cuda_substep_adj_3d_fixed_corotated_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
+{
+    cq__params_f64 prm = s->prm_f64;
+    cq__pview_f64 in = cq__pview_f64_of(s, in_st), ao = cq__pview_f64_of(s, ao_st);
+    cq__pview_f64 ai = cq__pview_f64_of(s, ai_st), pg = in;
+    cq__gview_f64 g;
+    double *gvb = (double *)s->grid_vb, *gpb = (double *)s->grid_pb, *gmb = (double *)s->grid_mb, *dact = (double *)s->dact;
+    const double *gp = (const double *)s->grid_p, *gm;
+    int n = s->n, nodes = (int)s->nodes;
+    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v; gm = g.m;
+    pg.mass = (double *)s->g_mass; pg.vol = (double *)s->g_vol; pg.E = (double *)s->g_E; pg.nu = (double *)s->g_nu;
+    cq__cu_push(s);
+    if (s->n_cables) { cq__cuda_cable_veff_3d_f64(s, in_st); in.v = (double *)s->veff; }
+    cq__cuda_grid_3d_fixed_corotated_f64(s, in, 1);
+    cq__wzero(s, gvb, (size_t)nodes * 3 * sizeof(double));
+    { void *a[7]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; a[4] = &ao; a[5] = &ai; a[6] = &gvb;
+      cq__cu_launch(s, s->cu.g2p_adj, n, a, "G2P adjoint"); }
+    { void *a[7]; a[0] = &nodes; a[1] = &prm; a[2] = &gm; a[3] = &gp; a[4] = &gvb; a[5] = &gpb; a[6] = &gmb;
+      cq__cu_launch(s, s->cu.grid_adj, nodes, a, "grid adjoint"); }
+    { void *a[8]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &gpb; a[4] = &gmb; a[5] = &ai; a[6] = &pg; a[7] = &dact;
+      cq__cu_launch(s, s->cu.p2g_adj, n, a, "P2G adjoint"); }
+    if (s->n_cables) cq__cuda_cable_adj_3d_f64(s, in_st, ai_st);
+    cq__cu_pop(s);
+}
+
+/* >>cuda_grid_3d_neohookean_f32: P2G and the grid update from `in`, as cq__cpu_grid_3d_neohookean_f32 */
+static void cq__cuda_grid_3d_neohookean_f32(cq_sim *s, cq__pview_f32 in, int keep_momentum)
+{
+    cq__params_f32 prm = s->prm_f32;
+    cq__gview_f32 g;
+    int n = s->n, nodes = (int)s->nodes;
+    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
+    cq__wzero(s, g.m, (size_t)nodes * sizeof(float));
+    cq__wzero(s, g.v, (size_t)nodes * 3 * sizeof(float));
+    { void *a[4]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; cq__cu_launch(s, s->cu.p2g, n, a, "P2G"); }
+    if (keep_momentum) cq__wcopy(s, s->grid_p, g.v, (size_t)nodes * 3 * sizeof(float));
+    { void *a[3]; a[0] = &nodes; a[1] = &prm; a[2] = &g; cq__cu_launch(s, s->cu.grid, nodes, a, "grid update"); }
+}
+
+/* >>cuda_substep_3d_neohookean_f32: as cq__cpu_substep_3d_neohookean_f32; CQ__DEVICE if the driver failed */
+static int cq__cuda_substep_3d_neohookean_f32(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
+{
+    cq__params_f32 prm = s->prm_f32;
+    cq__pview_f32 in = cq__pview_f32_of(s, in_st), out = cq__pview_f32_of(s, out_st);
+    cq__gview_f32 g;
+    int n = s->n, code = INT_MAX;
+    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
+    cq__cu_push(s);
+    if (s->n_cables) { cq__cuda_cable_veff_3d_f32(s, in_st); in.v = (float *)s->veff; }
+    cq__cuda_grid_3d_neohookean_f32(s, in, 0);
+    cq__cu_check(s, CQ__CU(MemsetD32)(CQ__DPTR(s->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");
+    { void *a[6]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &out; a[4] = &g; a[5] = &s->cu.bad; cq__cu_launch(s, s->cu.g2p, n, a, "G2P"); }
+    if (!s->cu.failed) cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
+    cq__cu_pop(s);
+    if (s->cu.failed) { *bad = -1; return CQ__DEVICE; }
+    if (code == INT_MAX) { *bad = -1; return CQ__OK; }
+    *bad = code / 4;
+    return code % 4;
+}
+
+/* >>cuda_substep_adj_3d_neohookean_f32: as cq__cpu_substep_adj_3d_neohookean_f32 */
+static void cq__cuda_substep_adj_3d_neohookean_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
+{
+    cq__params_f32 prm = s->prm_f32;
+    cq__pview_f32 in = cq__pview_f32_of(s, in_st), ao = cq__pview_f32_of(s, ao_st);
+    cq__pview_f32 ai = cq__pview_f32_of(s, ai_st), pg = in;
+    cq__gview_f32 g;
+    float *gvb = (float *)s->grid_vb, *gpb = (float *)s->grid_pb, *gmb = (float *)s->grid_mb, *dact = (float *)s->dact;
+    const float *gp = (const float *)s->grid_p, *gm;
+    int n = s->n, nodes = (int)s->nodes;
+    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v; gm = g.m;
+    pg.mass = (float *)s->g_mass; pg.vol = (float *)s->g_vol; pg.E = (float *)s->g_E; pg.nu = (float *)s->g_nu;
+    cq__cu_push(s);
+    if (s->n_cables) { cq__cuda_cable_veff_3d_f32(s, in_st); in.v = (float *)s->veff; }
+    cq__cuda_grid_3d_neohookean_f32(s, in, 1);
+    cq__wzero(s, gvb, (size_t)nodes * 3 * sizeof(float));
+    { void *a[7]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; a[4] = &ao; a[5] = &ai; a[6] = &gvb;
+      cq__cu_launch(s, s->cu.g2p_adj, n, a, "G2P adjoint"); }
+    { void *a[7]; a[0] = &nodes; a[1] = &prm; a[2] = &gm; a[3] = &gp; a[4] = &gvb; a[5] = &gpb; a[6] = &gmb;
+      cq__cu_launch(s, s->cu.grid_adj, nodes, a, "grid adjoint"); }
+    { void *a[8]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &gpb; a[4] = &gmb; a[5] = &ai; a[6] = &pg; a[7] = &dact;
+      cq__cu_launch(s, s->cu.p2g_adj, n, a, "P2G adjoint"); }
+    if (s->n_cables) cq__cuda_cable_adj_3d_f32(s, in_st, ai_st);
+    cq__cu_pop(s);
+}
+
+/* >>cuda_grid_3d_neohookean_f64: P2G and the grid update from `in`, as cq__cpu_grid_3d_neohookean_f64 */
+static void cq__cuda_grid_3d_neohookean_f64(cq_sim *s, cq__pview_f64 in, int keep_momentum)
+{
+    cq__params_f64 prm = s->prm_f64;
+    cq__gview_f64 g;
+    int n = s->n, nodes = (int)s->nodes;
+    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
+    cq__wzero(s, g.m, (size_t)nodes * sizeof(double));
+    cq__wzero(s, g.v, (size_t)nodes * 3 * sizeof(double));
+    { void *a[4]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; cq__cu_launch(s, s->cu.p2g, n, a, "P2G"); }
+    if (keep_momentum) cq__wcopy(s, s->grid_p, g.v, (size_t)nodes * 3 * sizeof(double));
+    { void *a[3]; a[0] = &nodes; a[1] = &prm; a[2] = &g; cq__cu_launch(s, s->cu.grid, nodes, a, "grid update"); }
+}
+
+/* >>cuda_substep_3d_neohookean_f64: as cq__cpu_substep_3d_neohookean_f64; CQ__DEVICE if the driver failed */
+static int cq__cuda_substep_3d_neohookean_f64(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
+{
+    cq__params_f64 prm = s->prm_f64;
+    cq__pview_f64 in = cq__pview_f64_of(s, in_st), out = cq__pview_f64_of(s, out_st);
+    cq__gview_f64 g;
+    int n = s->n, code = INT_MAX;
+    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
+    cq__cu_push(s);
+    if (s->n_cables) { cq__cuda_cable_veff_3d_f64(s, in_st); in.v = (double *)s->veff; }
+    cq__cuda_grid_3d_neohookean_f64(s, in, 0);
+    cq__cu_check(s, CQ__CU(MemsetD32)(CQ__DPTR(s->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");
+    { void *a[6]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &out; a[4] = &g; a[5] = &s->cu.bad; cq__cu_launch(s, s->cu.g2p, n, a, "G2P"); }
+    if (!s->cu.failed) cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
+    cq__cu_pop(s);
+    if (s->cu.failed) { *bad = -1; return CQ__DEVICE; }
+    if (code == INT_MAX) { *bad = -1; return CQ__OK; }
+    *bad = code / 4;
+    return code % 4;
+}
+
+/* >>cuda_substep_adj_3d_neohookean_f64: as cq__cpu_substep_adj_3d_neohookean_f64 */
+static void cq__cuda_substep_adj_3d_neohookean_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
+{
+    cq__params_f64 prm = s->prm_f64;
+    cq__pview_f64 in = cq__pview_f64_of(s, in_st), ao = cq__pview_f64_of(s, ao_st);
+    cq__pview_f64 ai = cq__pview_f64_of(s, ai_st), pg = in;
+    cq__gview_f64 g;
+    double *gvb = (double *)s->grid_vb, *gpb = (double *)s->grid_pb, *gmb = (double *)s->grid_mb, *dact = (double *)s->dact;
+    const double *gp = (const double *)s->grid_p, *gm;
+    int n = s->n, nodes = (int)s->nodes;
+    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v; gm = g.m;
+    pg.mass = (double *)s->g_mass; pg.vol = (double *)s->g_vol; pg.E = (double *)s->g_E; pg.nu = (double *)s->g_nu;
+    cq__cu_push(s);
+    if (s->n_cables) { cq__cuda_cable_veff_3d_f64(s, in_st); in.v = (double *)s->veff; }
+    cq__cuda_grid_3d_neohookean_f64(s, in, 1);
+    cq__wzero(s, gvb, (size_t)nodes * 3 * sizeof(double));
+    { void *a[7]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; a[4] = &ao; a[5] = &ai; a[6] = &gvb;
+      cq__cu_launch(s, s->cu.g2p_adj, n, a, "G2P adjoint"); }
+    { void *a[7]; a[0] = &nodes; a[1] = &prm; a[2] = &gm; a[3] = &gp; a[4] = &gvb; a[5] = &gpb; a[6] = &gmb;
+      cq__cu_launch(s, s->cu.grid_adj, nodes, a, "grid adjoint"); }
+    { void *a[8]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &gpb; a[4] = &gmb; a[5] = &ai; a[6] = &pg; a[7] = &dact;
+      cq__cu_launch(s, s->cu.p2g_adj, n, a, "P2G adjoint"); }
+    if (s->n_cables) cq__cuda_cable_adj_3d_f64(s, in_st, ai_st);
+    cq__cu_pop(s);
+}
+
+/* >>cuda_check_adjoint_f32: as cq__cpu_check_adjoint, one launch (kernels.cu.j2 >>nonfinite) */
+static void cq__cuda_check_adjoint_f32(cq_sim *s, const cq__state *a, int *status)
+{
+    cq__pview_f32 v = cq__pview_f32_of(s, a);
+    int n = s->n;
+    void *args[3];
+    v.mass = (float *)s->g_mass; v.vol = (float *)s->g_vol; v.E = (float *)s->g_E; v.nu = (float *)s->g_nu;
+    args[0] = &n; args[1] = &v; args[2] = &status;
+    cq__cu_push(s);
+    cq__cu_launch(s, s->cu.nonfinite, n, args, "gradient check");
+    cq__cu_pop(s);
+}
+
+/* >>cuda_check_adjoint_f64: as cq__cpu_check_adjoint, one launch (kernels.cu.j2 >>nonfinite) */
+static void cq__cuda_check_adjoint_f64(cq_sim *s, const cq__state *a, int *status)
+{
+    cq__pview_f64 v = cq__pview_f64_of(s, a);
+    int n = s->n;
+    void *args[3];
+    v.mass = (double *)s->g_mass; v.vol = (double *)s->g_vol; v.E = (double *)s->g_E; v.nu = (double *)s->g_nu;
+    args[0] = &n; args[1] = &v; args[2] = &status;
+    cq__cu_push(s);
+    cq__cu_launch(s, s->cu.nonfinite, n, args, "gradient check");
+    cq__cu_pop(s);
+}
+
+/* [dim - 2][material - 1][precision - 1]; check_stress validates host arrays: the CPU's */
+static const cq__vtable cq__cuda_table[2][2][2] = {
+    {
+        {
+            { cq__cuda_substep_2d_fixed_corotated_f32, cq__cuda_substep_adj_2d_fixed_corotated_f32,
+              cq__check_stress_2d_fixed_corotated_f32, cq__cuda_check_adjoint_f32 },
+            { cq__cuda_substep_2d_fixed_corotated_f64, cq__cuda_substep_adj_2d_fixed_corotated_f64,
+              cq__check_stress_2d_fixed_corotated_f64, cq__cuda_check_adjoint_f64 },
+        },
+        {
+            { cq__cuda_substep_2d_neohookean_f32, cq__cuda_substep_adj_2d_neohookean_f32,
+              cq__check_stress_2d_neohookean_f32, cq__cuda_check_adjoint_f32 },
+            { cq__cuda_substep_2d_neohookean_f64, cq__cuda_substep_adj_2d_neohookean_f64,
+              cq__check_stress_2d_neohookean_f64, cq__cuda_check_adjoint_f64 },
+        },
+    },
+    {
+        {
+            { cq__cuda_substep_3d_fixed_corotated_f32, cq__cuda_substep_adj_3d_fixed_corotated_f32,
+              cq__check_stress_3d_fixed_corotated_f32, cq__cuda_check_adjoint_f32 },
+            { cq__cuda_substep_3d_fixed_corotated_f64, cq__cuda_substep_adj_3d_fixed_corotated_f64,
+              cq__check_stress_3d_fixed_corotated_f64, cq__cuda_check_adjoint_f64 },
+        },
+        {
+            { cq__cuda_substep_3d_neohookean_f32, cq__cuda_substep_adj_3d_neohookean_f32,
+              cq__check_stress_3d_neohookean_f32, cq__cuda_check_adjoint_f32 },
+            { cq__cuda_substep_3d_neohookean_f64, cq__cuda_substep_adj_3d_neohookean_f64,
+              cq__check_stress_3d_neohookean_f64, cq__cuda_check_adjoint_f64 },
+        },
+    },
+};
+
+/* kernel names per [dim - 2][material - 1][precision - 1]: grid, g2p, p2g, grid_adj, g2p_adj,
+   p2g_adj, act_reduce, nonfinite, then the 7 cable kernels */
+#define CQ__CUDA_KERNELS 15
+static const char *const cq__cuda_kernel_names[2][2][2][CQ__CUDA_KERNELS] = {
+    {
+        {
+            { "cq__grid_fwd_2d_f32_kernel", "cq__g2p_fwd_2d_f32_kernel",
+              "cq__p2g_fwd_2d_fixed_corotated_f32_kernel", "cq__grid_adj_2d_f32_kernel",
+              "cq__g2p_adj_2d_f32_kernel", "cq__p2g_adj_2d_fixed_corotated_f32_kernel",
+              "cq__act_reduce_2d_f32_kernel", "cq__nonfinite_2d_f32_kernel",
+              "cq__cable_len_2d_f32_kernel",
+              "cq__cable_force_2d_f32_kernel",
+              "cq__cable_veff_2d_f32_kernel",
+              "cq__cable_mass_adj_2d_f32_kernel",
+              "cq__cable_dot_2d_f32_kernel",
+              "cq__cable_grad_2d_f32_kernel",
+              "cq__cable_x_adj_2d_f32_kernel" },
+            { "cq__grid_fwd_2d_f64_kernel", "cq__g2p_fwd_2d_f64_kernel",
+              "cq__p2g_fwd_2d_fixed_corotated_f64_kernel", "cq__grid_adj_2d_f64_kernel",
+              "cq__g2p_adj_2d_f64_kernel", "cq__p2g_adj_2d_fixed_corotated_f64_kernel",
+              "cq__act_reduce_2d_f64_kernel", "cq__nonfinite_2d_f64_kernel",
+              "cq__cable_len_2d_f64_kernel",
+              "cq__cable_force_2d_f64_kernel",
+              "cq__cable_veff_2d_f64_kernel",
+              "cq__cable_mass_adj_2d_f64_kernel",
+              "cq__cable_dot_2d_f64_kernel",
+              "cq__cable_grad_2d_f64_kernel",
+              "cq__cable_x_adj_2d_f64_kernel" },
+        },
+        {
+            { "cq__grid_fwd_2d_f32_kernel", "cq__g2p_fwd_2d_f32_kernel",
+              "cq__p2g_fwd_2d_neohookean_f32_kernel", "cq__grid_adj_2d_f32_kernel",
+              "cq__g2p_adj_2d_f32_kernel", "cq__p2g_adj_2d_neohookean_f32_kernel",
+              "cq__act_reduce_2d_f32_kernel", "cq__nonfinite_2d_f32_kernel",
+              "cq__cable_len_2d_f32_kernel",
+              "cq__cable_force_2d_f32_kernel",
+              "cq__cable_veff_2d_f32_kernel",
+              "cq__cable_mass_adj_2d_f32_kernel",
+              "cq__cable_dot_2d_f32_kernel",
+              "cq__cable_grad_2d_f32_kernel",
+              "cq__cable_x_adj_2d_f32_kernel" },
+            { "cq__grid_fwd_2d_f64_kernel", "cq__g2p_fwd_2d_f64_kernel",
+              "cq__p2g_fwd_2d_neohookean_f64_kernel", "cq__grid_adj_2d_f64_kernel",
+              "cq__g2p_adj_2d_f64_kernel", "cq__p2g_adj_2d_neohookean_f64_kernel",
+              "cq__act_reduce_2d_f64_kernel", "cq__nonfinite_2d_f64_kernel",
+              "cq__cable_len_2d_f64_kernel",
+              "cq__cable_force_2d_f64_kernel",
+              "cq__cable_veff_2d_f64_kernel",
+              "cq__cable_mass_adj_2d_f64_kernel",
+              "cq__cable_dot_2d_f64_kernel",
+              "cq__cable_grad_2d_f64_kernel",
+              "cq__cable_x_adj_2d_f64_kernel" },
+        },
+    },
+    {
+        {
+            { "cq__grid_fwd_3d_f32_kernel", "cq__g2p_fwd_3d_f32_kernel",
+              "cq__p2g_fwd_3d_fixed_corotated_f32_kernel", "cq__grid_adj_3d_f32_kernel",
+              "cq__g2p_adj_3d_f32_kernel", "cq__p2g_adj_3d_fixed_corotated_f32_kernel",
+              "cq__act_reduce_3d_f32_kernel", "cq__nonfinite_3d_f32_kernel",
+              "cq__cable_len_3d_f32_kernel",
+              "cq__cable_force_3d_f32_kernel",
+              "cq__cable_veff_3d_f32_kernel",
+              "cq__cable_mass_adj_3d_f32_kernel",
+              "cq__cable_dot_3d_f32_kernel",
+              "cq__cable_grad_3d_f32_kernel",
+              "cq__cable_x_adj_3d_f32_kernel" },
+            { "cq__grid_fwd_3d_f64_kernel", "cq__g2p_fwd_3d_f64_kernel",
+              "cq__p2g_fwd_3d_fixed_corotated_f64_kernel", "cq__grid_adj_3d_f64_kernel",
+              "cq__g2p_adj_3d_f64_kernel", "cq__p2g_adj_3d_fixed_corotated_f64_kernel",
+              "cq__act_reduce_3d_f64_kernel", "cq__nonfinite_3d_f64_kernel",
+              "cq__cable_len_3d_f64_kernel",
+              "cq__cable_force_3d_f64_kernel",
+              "cq__cable_veff_3d_f64_kernel",
+              "cq__cable_mass_adj_3d_f64_kernel",
+              "cq__cable_dot_3d_f64_kernel",
+              "cq__cable_grad_3d_f64_kernel",
+              "cq__cable_x_adj_3d_f64_kernel" },
+        },
+        {
+            { "cq__grid_fwd_3d_f32_kernel", "cq__g2p_fwd_3d_f32_kernel",
+              "cq__p2g_fwd_3d_neohookean_f32_kernel", "cq__grid_adj_3d_f32_kernel",
+              "cq__g2p_adj_3d_f32_kernel", "cq__p2g_adj_3d_neohookean_f32_kernel",
+              "cq__act_reduce_3d_f32_kernel", "cq__nonfinite_3d_f32_kernel",
+              "cq__cable_len_3d_f32_kernel",
+              "cq__cable_force_3d_f32_kernel",
+              "cq__cable_veff_3d_f32_kernel",
+              "cq__cable_mass_adj_3d_f32_kernel",
+              "cq__cable_dot_3d_f32_kernel",
+              "cq__cable_grad_3d_f32_kernel",
+              "cq__cable_x_adj_3d_f32_kernel" },
+            { "cq__grid_fwd_3d_f64_kernel", "cq__g2p_fwd_3d_f64_kernel",
+              "cq__p2g_fwd_3d_neohookean_f64_kernel", "cq__grid_adj_3d_f64_kernel",
+              "cq__g2p_adj_3d_f64_kernel", "cq__p2g_adj_3d_neohookean_f64_kernel",
+              "cq__act_reduce_3d_f64_kernel", "cq__nonfinite_3d_f64_kernel",
+              "cq__cable_len_3d_f64_kernel",
+              "cq__cable_force_3d_f64_kernel",
+              "cq__cable_veff_3d_f64_kernel",
+              "cq__cable_mass_adj_3d_f64_kernel",
+              "cq__cable_dot_3d_f64_kernel",
+              "cq__cable_grad_3d_f64_kernel",
+              "cq__cable_x_adj_3d_f64_kernel" },
+        },
+    },
+};
+
+/* cq__cuda_ptx(dim, precision): the PTX module, defined with the embedded PTX at the end of the
+   header (NULL if the header was generated without it) */
+static const cq__ptx_module *cq__cuda_ptx(int dim, int prec);
+
+/* Restores a module's PTX (generator/lz.py: LZ4 block format) into a NUL-terminated host buffer,
+   checking bounds, length and hash; NULL if it is corrupt or memory ran out. */
+static char *cq__lz_decode(const cq_sim *s, const cq__ptx_module *m)
+{
+    const unsigned char *in = m->lz, *end = m->lz + m->lz_size;
+    unsigned char *out = (unsigned char *)cq__alloc(s, m->size + 1), *o = out, *oend;
+    unsigned long h = 0x811c9dc5UL;
+    if (!out) return NULL;
+    oend = out + m->size;
+    while (in < end) {
+        const unsigned t = *in++;
+        size_t ll = t >> 4, ml = t & 15, off;
+        unsigned b;
+        if (ll == 15) do { if (in >= end) goto bad; b = *in++; ll += b; } while (b == 255);
+        if ((size_t)(end - in) < ll || (size_t)(oend - o) < ll) goto bad;
+        memcpy(o, in, ll); o += ll; in += ll;
+        if (in == end) break;                      /* the last token has literals only */
+        if (end - in < 2) goto bad;
+        off = (size_t)in[0] | (size_t)in[1] << 8; in += 2;
+        if (ml == 15) do { if (in >= end) goto bad; b = *in++; ml += b; } while (b == 255);
+        ml += 4;
+        if (off == 0 || off > (size_t)(o - out) || (size_t)(oend - o) < ml) goto bad;
+        for (size_t k = 0; k < ml; ++k, ++o) *o = *(o - off);   /* may overlap: byte by byte */
+    }
+    if (o != oend) goto bad;
+    *o = 0;
+    for (size_t i = 0; i < m->size; ++i) h = ((h ^ out[i]) * 0x01000193UL) & 0xffffffffUL;
+    if (h != m->hash) goto bad;
+    return (char *)out;
+bad:
+    cq__free(s, out);
+    return NULL;
+}
+
+/* Per-group actuation gradient of one substep, added to s->cu.act_grad (device, double). */
+static void cq__cuda_act_reduce(cq_sim *s, int groups)
+{
+    int n = s->n;
+    void *act = s->wact, *dact = s->dact, *out = s->cu.act_grad;
+    void *a[5];
+    a[0] = &n; a[1] = &act; a[2] = &groups; a[3] = &dact; a[4] = &out;
+    cq__cu_push(s);
+    cq__cu_launch(s, s->cu.act_reduce, n, a, "actuation gradient");
+    cq__cu_pop(s);
+}
+
+/* Makes s a CUDA sim on device `ordinal`: primary context, module, kernels, status word.
+   Returns 1, or 0 with `why` set (and everything acquired released). */
+static int cq__cuda_open(cq_sim *s, int ordinal, char *why, size_t cap)
+{
+    const cq__ptx_module *mod = cq__cuda_ptx(s->dim, (int)s->desc.precision);
+    char *ptx = NULL;
+    const char *const *names = cq__cuda_kernel_names[s->dim - 2][s->desc.material - 1][s->desc.precision - 1];
+    cq__CUfunction *fns[CQ__CUDA_KERNELS];
+    char log[2048];
+    int opts[2], count = 0, retained = 0, pushed = 0;
+    void *vals[2];
+    cq__CUresult e;
+    cq__CUdeviceptr bad = 0;
+    fns[0] = &s->cu.grid; fns[1] = &s->cu.g2p; fns[2] = &s->cu.p2g; fns[3] = &s->cu.grid_adj;
+    fns[4] = &s->cu.g2p_adj; fns[5] = &s->cu.p2g_adj; fns[6] = &s->cu.act_reduce;
+    fns[7] = &s->cu.nonfinite;
+    for (int i = 0; i < 7; ++i) fns[8 + i] = &s->cu.cable[i];
+    if (!cq__cu_load()) { snprintf(why, cap, "%s", cq__cu.reason); return 0; }
+    if (!mod) {
+        snprintf(why, cap, "this chainqueen.h was generated without a CUDA compiler: it has no PTX for %dD %s", s->dim,
+                 s->desc.precision == CQ_PRECISION_F32 ? "f32" : "f64");
+        return 0;
+    }
+    if ((e = CQ__CU(DeviceGetCount)(&count)) != 0) count = 0;
+    if (ordinal < 0 || ordinal >= count) {
+        snprintf(why, cap, "cq_sim_desc.device = %d: the machine has %d CUDA device%s", ordinal, count, count == 1 ? "" : "s");
+        return 0;
+    }
+    s->cu.ordinal = ordinal;
+    if ((e = CQ__CU(DeviceGet)(&s->cu.dev, ordinal)) != 0 ||
+        (e = CQ__CU(DevicePrimaryCtxRetain)(&s->cu.ctx, s->cu.dev)) != 0) {
+        snprintf(why, cap, "device %d: cannot retain its primary context: %s (%d)", ordinal, cq__cu_error_name(e), e);
+        return 0;
+    }
+    retained = 1;
+    if ((e = CQ__CU(CtxPushCurrent)(s->cu.ctx)) != 0) {
+        snprintf(why, cap, "device %d: cuCtxPushCurrent: %s (%d)", ordinal, cq__cu_error_name(e), e);
+        goto fail;
+    }
+    pushed = 1;
+    log[0] = 0;
+    opts[0] = CQ__CU_JIT_ERROR_LOG_BUFFER; vals[0] = log;
+    opts[1] = CQ__CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES; vals[1] = (void *)(size_t)sizeof log;
+    if (!(ptx = cq__lz_decode(s, mod))) {
+        snprintf(why, cap, "the embedded PTX for %dD %s is corrupt (or host memory ran out)", s->dim,
+                 s->desc.precision == CQ_PRECISION_F32 ? "f32" : "f64");
+        goto fail;
+    }
+    e = CQ__CU(ModuleLoadDataEx)(&s->cu.mod, ptx, 2, opts, vals);
+    cq__free(s, ptx);
+    if (e != 0) {
+        log[sizeof log - 1] = 0;
+        snprintf(why, cap, "the driver rejected the embedded PTX: %s (%d)%s%.200s", cq__cu_error_name(e), e,
+                 log[0] ? ": " : "", log);
+        s->cu.mod = NULL;
+        goto fail;
+    }
+    for (int i = 0; i < CQ__CUDA_KERNELS; ++i)
+        if ((e = CQ__CU(ModuleGetFunction)(fns[i], s->cu.mod, names[i])) != 0) {
+            snprintf(why, cap, "the PTX module lacks kernel %s: %s (%d)", names[i], cq__cu_error_name(e), e);
+            goto fail;
+        }
+    if ((e = CQ__CU(MemAlloc)(&bad, sizeof(int))) != 0) {
+        snprintf(why, cap, "device %d: out of device memory (%s)", ordinal, cq__cu_error_name(e));
+        goto fail;
+    }
+    s->cu.bad = (void *)(size_t)bad;
+    { cq__CUcontext c; CQ__CU(CtxPopCurrent)(&c); }
+    return 1;
+fail:
+    if (s->cu.mod) CQ__CU(ModuleUnload)(s->cu.mod);
+    s->cu.mod = NULL;
+    if (pushed) { cq__CUcontext c; CQ__CU(CtxPopCurrent)(&c); }
+    if (retained) CQ__CU(DevicePrimaryCtxRelease)(s->cu.dev);
+    s->cu.ctx = NULL;
+    return 0;
+}
+
+/* What the log says about the device: name, compute capability, memory, driver. */
+static void cq__cuda_describe(const cq_sim *s, char *out, size_t cap)
+{
+    char name[128] = "?";
+    int major = 0, minor = 0;
+    size_t mem = 0;
+    CQ__CU(DeviceGetName)(name, (int)sizeof name, s->cu.dev);
+    name[sizeof name - 1] = 0;
+    CQ__CU(DeviceGetAttribute)(&major, CQ__CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, s->cu.dev);
+    CQ__CU(DeviceGetAttribute)(&minor, CQ__CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, s->cu.dev);
+    CQ__CU(DeviceTotalMem)(&mem, s->cu.dev);
+    snprintf(out, cap, "device %d: %s, sm_%d%d, %.1f GiB, driver for CUDA %d.%d", s->cu.ordinal, name, major, minor,
+             (double)mem / (1024.0 * 1024.0 * 1024.0), cq__cu.driver_version / 1000, cq__cu.driver_version % 1000 / 10);
+}
+
+/* Releases what cq__cuda_open acquired (work memory is freed by the caller first). */
+static void cq__cuda_close(cq_sim *s)
+{
+    if (!s->cu.ctx) return;
+    cq__wfree(s, s->cu.bad); s->cu.bad = NULL;
+    cq__wfree(s, s->cu.act_grad); s->cu.act_grad = NULL;
+    cq__cu_push(s);
+    if (s->cu.mod) CQ__CU(ModuleUnload)(s->cu.mod);
+    cq__cu_pop(s);
+    CQ__CU(DevicePrimaryCtxRelease)(s->cu.dev);
+    s->cu.mod = NULL; s->cu.ctx = NULL;
+}
+#endif /* CQ__HAS_CUDA */
+
+/* ------------------------------------------------------------------ >>create */
+static int cq__finite(double a) { return cq__isfinite_f64(a); }   /* bits: safe under -ffast-math */
+
+cq_result cq_sim_create(const cq_sim_desc *desc, cq_sim **out)
+{
+    cq_sim_desc d;
+    cq_sim *s;
+    char why[320];
+    if (!out) return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_create: out is NULL");
+    *out = NULL;
+    if (!desc) return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_create: desc is NULL");
+    d = *desc;
+    if (d.dim != 2 && d.dim != 3)
+        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.dim = %d: must be 2 or 3", d.dim);
+    if (d.wall_cells == 0) d.wall_cells = 3;
+    if (d.wall_cells < 1 || d.wall_cells > 64)
+        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.wall_cells = %d: must be 0 (= 3) or 1..64", d.wall_cells);
+    if (d.dim == 2) d.res[2] = 1;
+    for (int a = 0; a < d.dim; ++a)
+        if (d.res[a] < 2 * d.wall_cells + 4 || d.res[a] > 65536)
+            return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT,
+                                   "cq_sim_desc.res[%d] = %d: must be in [2*wall_cells+4 = %d, 65536]", a, d.res[a], 2 * d.wall_cells + 4);
+    if ((double)d.res[0] * d.res[1] * d.res[2] * (d.dim + 1) > (double)INT_MAX)
+        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.res: %d x %d x %d grid is too large",
+                               d.res[0], d.res[1], d.res[2]);
+    if (!cq__finite(d.dx) || !(d.dx > 0) || !cq__finite(1.0 / d.dx))
+        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.dx = %g: must be finite and > 0, with 1/dx finite", d.dx);
+    if (!cq__finite(d.dt) || !(d.dt > 0))
+        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.dt = %g: must be finite and > 0", d.dt);
+    if (d.substeps == 0) d.substeps = 1;
+    if (d.substeps < 0)
+        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.substeps = %d: must be >= 0", d.substeps);
+    for (int a = 0; a < 3; ++a)
+        if (!cq__finite(d.gravity[a]))
+            return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.gravity[%d] is not finite", a);
+    if (d.dim == 2) d.gravity[2] = 0;
+    if (d.material == CQ_MATERIAL_DEFAULT) d.material = (cq_material)1;
+    if ((int)d.material < 1 || (int)d.material >= CQ_MATERIAL_COUNT)
+        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.material = %d: unknown material", (int)d.material);
+    if (d.precision == CQ_PRECISION_DEFAULT) d.precision = CQ_PRECISION_F32;
+    if (d.precision != CQ_PRECISION_F32 && d.precision != CQ_PRECISION_F64)
+        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.precision = %d: unknown precision", (int)d.precision);
+    if (d.boundary == CQ_BOUNDARY_DEFAULT) d.boundary = CQ_BOUNDARY_STICKY;
+    if ((int)d.boundary < CQ_BOUNDARY_STICKY || (int)d.boundary > CQ_BOUNDARY_FRICTION)
+        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.boundary = %d: unknown boundary", (int)d.boundary);
+    if (!cq__finite(d.friction) || d.friction < 0)
+        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.friction = %g: must be finite and >= 0", d.friction);
+    if (d.checkpoint_every < 0)
+        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.checkpoint_every = %d: must be >= 0", d.checkpoint_every);
+    if (d.incompressibility != 0 && (d.incompressibility < 2 || d.incompressibility > 16))
+        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.incompressibility = %d: must be 0 (off) or 2..16", d.incompressibility);
+    if ((d.allocator.alloc == NULL) != (d.allocator.free == NULL))
+        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.allocator: set both alloc and free, or neither");
+    if (!d.allocator.alloc) { d.allocator.alloc = cq__default_alloc; d.allocator.free = cq__default_free; }
+    if ((int)d.backend < CQ_BACKEND_DEFAULT || (int)d.backend > CQ_BACKEND_CUDA)
+        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.backend = %d: unknown backend", (int)d.backend);
+    if (d.precision == CQ_PRECISION_F32) {   /* the values must survive the conversion to float */
+        const char *nm[6] = {"dx", "dt", "gravity[0]", "gravity[1]", "gravity[2]", "friction"};
+        double dv[6];
+        dv[0] = d.dx; dv[1] = d.dt; dv[2] = d.gravity[0]; dv[3] = d.gravity[1]; dv[4] = d.gravity[2]; dv[5] = d.friction;
+        for (int i = 0; i < 6; ++i) {
+            float f = (float)dv[i], inv = i == 0 ? 1.0f / f : 1.0f;
+            if (!cq__isfinite_f32(f) || !cq__isfinite_f32(inv) || (i < 2 && !(f > 0)))
+                return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.%s = %g: out of float range (precision F32)", nm[i], dv[i]);
+        }
+    }
+    if (d.device < 0)
+        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.device = %d: must be >= 0", d.device);
+#if !CQ__HAS_CUDA
+    if (d.backend == CQ_BACKEND_CUDA)
+        return cq__create_fail(desc, CQ_ERROR_BACKEND_UNAVAILABLE, "cq_sim_desc.backend = CUDA: %s",
+#  if defined(CQ_NO_CUDA)
+                               "this program was compiled with CQ_NO_CUDA"
+#  else
+                               "no CUDA driver on this platform"
+#  endif
+        );
+#endif
+
+    s = (cq_sim *)d.allocator.alloc(sizeof(cq_sim), d.allocator.user);
+    if (!s) return cq__create_fail(desc, CQ_ERROR_OUT_OF_MEMORY, "cq_sim_create: cannot allocate the sim");
+    memset(s, 0, sizeof *s);
+    s->desc = d;
+    s->dim = d.dim; s->dd = d.dim * d.dim;
+    s->tsize = d.precision == CQ_PRECISION_F32 ? sizeof(float) : sizeof(double);
+    s->vt = &cq__cpu_table[d.dim - 2][d.material - 1][d.precision - 1];
+    s->backend = CQ_BACKEND_CPU;
+    why[0] = 0;
+#if CQ__HAS_CUDA
+    if (d.backend == CQ_BACKEND_DEFAULT && getenv("CQ_DISABLE_CUDA") && *getenv("CQ_DISABLE_CUDA"))
+        snprintf(why, sizeof why, "CQ_DISABLE_CUDA is set");
+    else if (d.backend != CQ_BACKEND_CPU) {
+        if (cq__cuda_open(s, d.device, why, sizeof why)) {
+            s->backend = CQ_BACKEND_CUDA;
+            s->vt = &cq__cuda_table[d.dim - 2][d.material - 1][d.precision - 1];
+        } else if (d.backend == CQ_BACKEND_CUDA) {
+            cq__create_fail(desc, CQ_ERROR_BACKEND_UNAVAILABLE, "cq_sim_desc.backend = CUDA: %s", why);
+            d.allocator.free(s, d.allocator.user);
+            return CQ_ERROR_BACKEND_UNAVAILABLE;
+        }
+    }
+#elif defined(CQ_NO_CUDA)
+    snprintf(why, sizeof why, "compiled with CQ_NO_CUDA");
+#else
+    snprintf(why, sizeof why, "no CUDA driver on this platform");
+#endif
+    s->max_group = -1;
+    s->nodes = (long)d.res[0] * d.res[1] * d.res[2];
+    s->nslabs = (d.res[0] + CQ__SLAB - 1) / CQ__SLAB;
+    s->prm_f32.dx = (float)d.dx; s->prm_f32.inv_dx = (float)(1.0 / d.dx); s->prm_f32.dt = (float)d.dt;
+    s->prm_f32.friction = (float)d.friction;
+    for (int a = 0; a < 3; ++a) { s->prm_f32.gravity[a] = (float)d.gravity[a]; s->prm_f32.res[a] = d.res[a]; }
+    s->prm_f32.bound = d.wall_cells; s->prm_f32.boundary = (int)d.boundary;
+    s->prm_f32.incompressibility = d.incompressibility; s->prm_f32.act_groups = 0;
+    s->prm_f64.dx = (double)d.dx; s->prm_f64.inv_dx = (double)(1.0 / d.dx); s->prm_f64.dt = (double)d.dt;
+    s->prm_f64.friction = (double)d.friction;
+    for (int a = 0; a < 3; ++a) { s->prm_f64.gravity[a] = (double)d.gravity[a]; s->prm_f64.res[a] = d.res[a]; }
+    s->prm_f64.bound = d.wall_cells; s->prm_f64.boundary = (int)d.boundary;
+    s->prm_f64.incompressibility = d.incompressibility; s->prm_f64.act_groups = 0;
+    s->grid_m = cq__walloc(s, (size_t)s->nodes * s->tsize);
+    s->grid_v = cq__walloc(s, (size_t)s->nodes * (size_t)s->dim * s->tsize);
+    s->slab_start = (int *)cq__alloc(s, sizeof(int) * (size_t)(s->nslabs + 1));
+    s->slab_fill = (int *)cq__alloc(s, sizeof(int) * (size_t)s->nslabs);
+    if (!s->grid_m || !s->grid_v || !s->slab_start || !s->slab_fill) {
+        int gpu = cq__on_gpu(s);
+        cq_sim_destroy(s);
+        return cq__create_fail(desc, CQ_ERROR_OUT_OF_MEMORY, "cq_sim_create: cannot allocate a %d x %d x %d grid%s",
+                               d.res[0], d.res[1], d.res[2], gpu ? " in device memory" : "");
+    }
+#if CQ__HAS_CUDA
+    if (cq__on_gpu(s)) {
+        char dev[256];
+        cq__cuda_describe(s, dev, sizeof dev);
+        cq__log(s, CQ_LOG_INFO, "backend: CUDA (%s)", dev);
+    } else
+#endif
+    if (d.backend == CQ_BACKEND_DEFAULT)
+        cq__log(s, CQ_LOG_INFO, "backend: CPU (%s); CUDA not used: %s",
+#if defined(_OPENMP)
+                "OpenMP",
+#else
+                "serial",
+#endif
+                why);
+    cq__sync_params(s);
+    *out = s;
+    return CQ_SUCCESS;
+}
+
+void cq_sim_destroy(cq_sim *s)
+{
+    if (!s) return;
+    cq__wstate_free(s, &s->cur); cq__wstate_free(s, &s->nxt); cq__state_free(s, &s->init); cq__wstate_free(s, &s->snap);
+    if (cq__on_gpu(s)) {   /* on the CPU these alias the host arrays */
+        cq__wfree(s, s->wmass); cq__wfree(s, s->wvol); cq__wfree(s, s->wE); cq__wfree(s, s->wnu); cq__wfree(s, s->wact);
+        cq__wfree(s, s->wact_stress);
+    }
+    cq__free(s, s->mass); cq__free(s, s->vol); cq__free(s, s->E); cq__free(s, s->nu); cq__free(s, s->act);
+    cq__free(s, s->act_stress); cq__wfree(s, s->grid_m); cq__wfree(s, s->grid_v);
+    cq__free(s, s->order); cq__free(s, s->slab_start); cq__free(s, s->slab_fill);
+    cq__tape_clear(s);
+    cq__adjoint_free(s);
+    cq__free(s, s->cables); cq__free(s, s->cable_p); cq__free(s, s->cable_u); cq__cable_free(s);
+#if CQ__HAS_CUDA
+    if (cq__on_gpu(s)) cq__cuda_close(s);
+#endif
+    s->desc.allocator.free(s, s->desc.allocator.user);
+}
+
+cq_backend cq_sim_backend(const cq_sim *s) { return s ? s->backend : CQ_BACKEND_DEFAULT; }
+int cq_sim_particle_count(const cq_sim *s) { return s ? s->n : 0; }
+int cq_sim_step_count(const cq_sim *s) { return s ? s->step : 0; }
+
+int cq_sim_field_size(const cq_sim *s, cq_field f)
+{
+    if (!s) return 0;
+    switch (f) {
+    case CQ_FIELD_X: case CQ_FIELD_V: return s->dim;
+    case CQ_FIELD_C: case CQ_FIELD_F: return s->dd;
+    case CQ_FIELD_MASS: case CQ_FIELD_VOLUME: case CQ_FIELD_YOUNGS: case CQ_FIELD_POISSON: return 1;
+    }
+    return 0;
+}
+
+static const char *cq__field_name(cq_field f)
+{
+    static const char *names[] = {"x", "v", "C", "F", "mass", "volume", "youngs", "poisson"};
+    return (int)f >= 0 && (int)f < 8 ? names[f] : "?";
+}
+
+/* ------------------------------------------------------------------ >>validation */
+/* Checks `count` values of field f (double input, particle-major), converted into dst
+   (the sim's precision).  `what` names the source in messages; `p0` is the index of the
+   first particle in the sim. */
+static cq_result cq__convert_field(cq_sim *s, cq_field f, void *dst, const double *src, int count, int p0, const char *what)
+{
+    int k = cq_sim_field_size(s, f);
+    long bad = -1;
+    for (long i = 0; i < (long)count * k; ++i)
+        if (!cq__finite(src[i])) { bad = i; break; }
+    if (bad >= 0)
+        return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: %s of particle %ld is not finite (component %ld = %g)",
+                        what, cq__field_name(f), p0 + bad / k, bad % k, src[bad]);
+    bad = cq__from_double(s, dst, src, (long)count * k);
+    if (bad >= 0)
+        return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: %s of particle %ld overflows float (component %ld = %g)",
+                        what, cq__field_name(f), p0 + bad / k, bad % k, src[bad]);
+    for (int p = 0; p < count; ++p) {
+        double a = src[p * k];
+        switch (f) {
+        case CQ_FIELD_X:
+            if (!cq__in_domain(s, dst, p))
+                return cq__fail(s, CQ_ERROR_OUT_OF_DOMAIN, "%s: x of particle %d is outside the usable grid region "
+                                "[0.5 dx, (res - 1.5) dx) on some axis", what, p0 + p);
+            break;
+        case CQ_FIELD_MASS: case CQ_FIELD_VOLUME: case CQ_FIELD_YOUNGS:
+            if (!(a > 0) || !(cq__at(s, dst, p) > 0))
+                return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: %s of particle %d = %g: must be > 0", what,
+                                cq__field_name(f), p0 + p, a);
+            break;
+        case CQ_FIELD_POISSON:
+            if (!(a >= 0 && a < 0.5) || !(cq__at(s, dst, p) < 0.5))
+                return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: poisson of particle %d = %g: must be in [0, 0.5)", what, p0 + p, a);
+            break;
+        default: break;
+        }
+    }
+    return CQ_SUCCESS;
+}
+
+static cq_result cq__check_stress(cq_sim *s, const void *F, const void *E, const void *nu, int first, int count, const char *what)
+{
+    int bad = s->vt->check_stress(s, F, E, nu, first, count);
+    if (bad >= 0) {
+        double det;
+        if (s->dim == 2) det = cq__at(s, F, 4L * bad) * cq__at(s, F, 4L * bad + 3) - cq__at(s, F, 4L * bad + 1) * cq__at(s, F, 4L * bad + 2);
+        else {
+            double m[9];
+            for (int i = 0; i < 9; ++i) m[i] = cq__at(s, F, 9L * bad + i);
+            det = m[0] * (m[4] * m[8] - m[5] * m[7]) - m[1] * (m[3] * m[8] - m[5] * m[6]) + m[2] * (m[3] * m[7] - m[4] * m[6]);
+        }
+        return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: the stress of particle %d is not finite at its F (det F = %g, E = %g, "
+                        "nu = %g); this material may need det F > 0", what, bad, det, cq__at(s, E, bad), cq__at(s, nu, bad));
+    }
+    return CQ_SUCCESS;
+}
+
+static void cq__check_dt(cq_sim *s, int first, int count)
+{
+    double worst = -1;
+    int wp = -1;
+    for (int p = first; p < first + count; ++p) {
+        double rho = cq__at(s, s->mass, p) / cq__at(s, s->vol, p);
+        double lim = s->desc.dx * sqrt(rho / cq__at(s, s->E, p));
+        if (wp < 0 || lim < worst) { worst = lim; wp = p; }
+    }
+    if (wp >= 0 && s->desc.dt > worst)
+        cq__log(s, CQ_LOG_WARNING, "dt = %g exceeds the explicit stability estimate dx*sqrt(rho/E) = %g "
+                "(particle %d); the simulation may blow up", s->desc.dt, worst, wp);
+}
+
+/* ------------------------------------------------------------------ >>particles */
+cq_result cq_sim_add_particles(cq_sim *s, const cq_particles_desc *pd)
+{
+    const char *what = "cq_sim_add_particles";
+    cq__state cur = {0, 0, 0, 0}, nxt = {0, 0, 0, 0}, init = {0, 0, 0, 0}, wcur = {0, 0, 0, 0};
+    void *mass = NULL, *vol = NULL, *E = NULL, *nu = NULL, *wp[5] = {0, 0, 0, 0, 0};
+    int *act = NULL, *order = NULL;
+    const int gpu = s && cq__on_gpu(s);
+    cq_result r = CQ_SUCCESS;
+    double *tmp = NULL;
+    int n0, n1, max_group;
+    size_t ts;
+    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
+    if (!pd) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: desc is NULL", what);
+    if (s->in_backward) return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: called inside a backward hook", what);
+    if (s->step != 0)
+        return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: the sim is at step %d; particles are added at step 0 "
+                        "(call cq_sim_reset first)", what, s->step);
+    if (pd->count < 0) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: count = %d: must be >= 0", what, pd->count);
+    if (pd->count == 0) return CQ_SUCCESS;
+    if (!pd->x) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: x is NULL (positions are required)", what);
+    if (pd->count > (INT_MAX - s->n) / 9)
+        return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: count = %d: too many particles", what, pd->count);
+    {
+        const char *nm[4] = {"default_mass", "default_volume", "default_youngs", "default_poisson"};
+        double dv[4] = {pd->default_mass, pd->default_volume, pd->default_youngs, pd->default_poisson};
+        for (int i = 0; i < 4; ++i)
+            if (!cq__finite(dv[i]) || dv[i] < 0 || (i == 3 && dv[i] >= 0.5))
+                return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: %s = %g: must be finite and %s", what, nm[i], dv[i],
+                                i == 3 ? "in [0, 0.5)" : ">= 0 (0 = library default)");
+    }
+    n0 = s->n; n1 = n0 + pd->count; ts = s->tsize;
+    if (!cq__state_alloc(s, &cur, n1) || !cq__wstate_alloc(s, &nxt, n1) || !cq__state_alloc(s, &init, n1)) goto oom;
+    mass = cq__alloc(s, (size_t)n1 * ts); vol = cq__alloc(s, (size_t)n1 * ts);
+    E = cq__alloc(s, (size_t)n1 * ts); nu = cq__alloc(s, (size_t)n1 * ts);
+    act = (int *)cq__alloc(s, (size_t)n1 * sizeof(int)); order = (int *)cq__alloc(s, (size_t)n1 * sizeof(int));
+    tmp = (double *)cq__alloc(s, (size_t)pd->count * (size_t)s->dd * sizeof(double));
+    if (!mass || !vol || !E || !nu || !act || !order || !tmp) goto oom;
+    if (gpu) {   /* device copies of the state and the parameters, before anything is committed */
+        if (!cq__wstate_alloc(s, &wcur, n1)) goto oom;
+        for (int i = 0; i < 5; ++i)
+            if (!(wp[i] = cq__walloc(s, (size_t)n1 * (i < 4 ? ts : sizeof(int))))) goto oom;
+    }
+    if (n0) {
+        cq__state_copy(s, &cur, &s->init, n0);   /* at step 0 the current state is the initial one */
+        memcpy(mass, s->mass, (size_t)n0 * ts); memcpy(vol, s->vol, (size_t)n0 * ts);
+        memcpy(E, s->E, (size_t)n0 * ts); memcpy(nu, s->nu, (size_t)n0 * ts); memcpy(act, s->act, (size_t)n0 * sizeof(int));
+    }
+    {
+        /* state: given arrays, else 0 / I / 0 */
+        const double *srcs[4] = {pd->x, pd->v, pd->C, pd->F};
+        const cq_field fs[4] = {CQ_FIELD_X, CQ_FIELD_V, CQ_FIELD_C, CQ_FIELD_F};
+        void *dsts[4] = {cur.x, cur.v, cur.C, cur.F};
+        for (int i = 0; i < 4 && r == CQ_SUCCESS; ++i) {
+            int k = cq_sim_field_size(s, fs[i]);
+            const double *src = srcs[i];
+            if (!src) {
+                for (long j = 0; j < (long)pd->count * k; ++j)
+                    tmp[j] = fs[i] == CQ_FIELD_F && (j % k) % (s->dim + 1) == 0 ? 1.0 : 0.0;
+                src = tmp;
+            }
+            r = cq__convert_field(s, fs[i], (char *)dsts[i] + (size_t)n0 * (size_t)k * ts, src, pd->count, n0, what);
+        }
+    }
+    {
+        double defs[4];
+        const double *srcs[4] = {pd->mass, pd->volume, pd->youngs, pd->poisson};
+        const cq_field fs[4] = {CQ_FIELD_MASS, CQ_FIELD_VOLUME, CQ_FIELD_YOUNGS, CQ_FIELD_POISSON};
+        void *dsts[4] = {mass, vol, E, nu};
+        defs[1] = pd->default_volume > 0 ? pd->default_volume : pow(0.5 * s->desc.dx, s->dim);
+        defs[0] = pd->default_mass > 0 ? pd->default_mass : defs[1];
+        defs[2] = pd->default_youngs > 0 ? pd->default_youngs : 1e4;
+        defs[3] = pd->default_poisson;
+        for (int i = 0; i < 4 && r == CQ_SUCCESS; ++i) {
+            const double *src = srcs[i];
+            if (!src) { for (int j = 0; j < pd->count; ++j) tmp[j] = defs[i]; src = tmp; }
+            r = cq__convert_field(s, fs[i], (char *)dsts[i] + (size_t)n0 * ts, src, pd->count, n0, what);
+        }
+    }
+    max_group = s->max_group;
+    for (int j = 0; j < pd->count && r == CQ_SUCCESS; ++j) {
+        int g = pd->actuator ? pd->actuator[j] : -1;
+        if (g < -1) r = cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: actuator of particle %d = %d: must be >= -1", what, n0 + j, g);
+        else if (s->act_groups > 0 && g >= s->act_groups)
+            r = cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: actuator of particle %d = %d, but the actuation set has %d groups "
+                         "(add particles first, or set the actuation with 0 groups)", what, n0 + j, g, s->act_groups);
+        act[n0 + j] = g;
+        if (g > max_group) max_group = g;
+    }
+    if (r == CQ_SUCCESS) r = cq__check_stress(s, cur.F, E, nu, n0, pd->count, what);
+    if (r != CQ_SUCCESS) goto fail;
+    cq__state_copy(s, &init, &cur, n1);
+    if (gpu) { cq__wstate_put(s, &wcur, &cur, n1); cq__state_free(s, &cur); cur = wcur; }
+    cq__wstate_free(s, &s->cur); cq__wstate_free(s, &s->nxt); cq__state_free(s, &s->init); cq__wstate_free(s, &s->snap);
+    cq__free(s, s->mass); cq__free(s, s->vol); cq__free(s, s->E); cq__free(s, s->nu); cq__free(s, s->act); cq__free(s, s->order);
+    s->cur = cur; s->nxt = nxt; s->init = init;
+    s->mass = mass; s->vol = vol; s->E = E; s->nu = nu; s->act = act; s->order = order;
+    s->n = n1; s->max_group = max_group;
+    cq__tape_clear(s);    /* at step 0 the tape holds at most a failed step's record, sized for n0 */
+    s->has_grad = 0;      /* gradients were for n0 particles */
+    if (gpu) {
+        cq__wfree(s, s->wmass); cq__wfree(s, s->wvol); cq__wfree(s, s->wE); cq__wfree(s, s->wnu); cq__wfree(s, s->wact);
+        s->wmass = wp[0]; s->wvol = wp[1]; s->wE = wp[2]; s->wnu = wp[3]; s->wact = (int *)wp[4]; s->wparam_n = n1;
+    }
+    cq__sync_params(s);   /* uploads on CUDA, aliases on the CPU: cannot run out of memory here */
+    cq__free(s, tmp);
+    cq__check_dt(s, n0, pd->count);
+    if (cq__device_failed(s))
+        return cq__fail(s, CQ_ERROR_DEVICE, "%s: %s", what, cq__device_error(s));
+    return CQ_SUCCESS;
+oom:
+    r = cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate storage for %d particles%s", what, n1,
+                 gpu ? " (host or device memory)" : "");
+fail:
+    cq__state_free(s, &cur); cq__wstate_free(s, &nxt); cq__state_free(s, &init); cq__wstate_free(s, &wcur);
+    for (int i = 0; i < 5; ++i) cq__wfree(s, wp[i]);
+    cq__free(s, mass); cq__free(s, vol); cq__free(s, E); cq__free(s, nu); cq__free(s, act); cq__free(s, order); cq__free(s, tmp);
+    return r;
+}
+
+static void *cq__field_ptr(const cq_sim *s, const cq__state *st, cq_field f)
+{
+    switch (f) {
+    case CQ_FIELD_X: return st->x;
+    case CQ_FIELD_V: return st->v;
+    case CQ_FIELD_C: return st->C;
+    case CQ_FIELD_F: return st->F;
+    case CQ_FIELD_MASS: return s->mass;
+    case CQ_FIELD_VOLUME: return s->vol;
+    case CQ_FIELD_YOUNGS: return s->E;
+    case CQ_FIELD_POISSON: return s->nu;
+    }
+    return NULL;
+}
+
+/* out[0..count) = work array src converted to double.  CUDA: f64 straight into out, f32
+   through a stack buffer in chunks (no allocation, so reading never runs out of memory). */
+static cq_result cq__read_work(const cq_sim *s, double *out, const void *src, long count, const char *what)
+{
+    if (cq__device_failed(s)) return cq__fail((cq_sim *)s, CQ_ERROR_DEVICE, "%s: %s", what, cq__device_error(s));
+    if (!cq__on_gpu(s)) { cq__to_double(s, out, src, count); return CQ_SUCCESS; }
+    if (s->tsize == sizeof(double)) cq__wget(s, out, src, 0, (size_t)count * sizeof(double));
+    else {
+        float chunk[1024];
+        for (long i = 0; i < count; i += 1024) {
+            long m = count - i < 1024 ? count - i : 1024;
+            cq__wget(s, chunk, src, (size_t)i * sizeof(float), (size_t)m * sizeof(float));
+            for (long j = 0; j < m; ++j) out[i + j] = chunk[j];
+        }
+    }
+    if (cq__device_failed(s)) return cq__fail((cq_sim *)s, CQ_ERROR_DEVICE, "%s: %s", what, cq__device_error(s));
+    return CQ_SUCCESS;
+}
+
+cq_result cq_sim_get(const cq_sim *s, cq_field f, double *out)
+{
+    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
+    if (cq_sim_field_size(s, f) == 0)
+        return cq__fail((cq_sim *)s, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_get: field = %d: unknown field", (int)f);
+    if (!out && s->n) return cq__fail((cq_sim *)s, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_get: out is NULL");
+    if (!s->n) return CQ_SUCCESS;
+    if (f > CQ_FIELD_F) { cq__to_double(s, out, cq__field_ptr(s, &s->cur, f), s->n); return CQ_SUCCESS; }   /* host */
+    return cq__read_work(s, out, cq__field_ptr(s, s->in_hook && s->hook_state ? s->hook_state : &s->cur, f),
+                         (long)s->n * cq_sim_field_size(s, f), "cq_sim_get");
+}
+
+cq_result cq_sim_set(cq_sim *s, cq_field f, const double *in)
+{
+    const char *what = "cq_sim_set";
+    int k;
+    void *tmp;
+    cq_result r;
+    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
+    k = cq_sim_field_size(s, f);
+    if (k == 0) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: field = %d: unknown field", what, (int)f);
+    if (!in && s->n) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: %s: input is NULL", what, cq__field_name(f));
+    if (s->in_backward) return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: called inside a backward hook", what);
+    if (s->step > 0 && s->desc.checkpoint_every > 0)
+        return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: %s at step %d would invalidate the tape; call cq_sim_reset first "
+                        "(or create the sim with checkpoint_every = 0)", what, cq__field_name(f), s->step);
+    if (s->n == 0) return CQ_SUCCESS;
+    tmp = cq__alloc(s, (size_t)s->n * (size_t)k * s->tsize);
+    if (!tmp) return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate a temporary", what);
+    r = cq__convert_field(s, f, tmp, in, s->n, 0, what);
+    if (r == CQ_SUCCESS && (f == CQ_FIELD_F || f == CQ_FIELD_YOUNGS || f == CQ_FIELD_POISSON)) {
+        void *F = f == CQ_FIELD_F ? tmp : s->cur.F;
+        if (f != CQ_FIELD_F && cq__on_gpu(s)) {   /* the current F is in device memory */
+            F = cq__alloc(s, (size_t)s->n * (size_t)s->dd * s->tsize);
+            if (!F) r = cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate a staging buffer", what);
+            else cq__wget(s, F, s->cur.F, 0, (size_t)s->n * (size_t)s->dd * s->tsize);
+        }
+        if (r == CQ_SUCCESS)
+            r = cq__check_stress(s, F, f == CQ_FIELD_YOUNGS ? tmp : s->E, f == CQ_FIELD_POISSON ? tmp : s->nu, 0, s->n, what);
+        if (F != tmp && F != s->cur.F) cq__free(s, F);
+    }
+    if (r == CQ_SUCCESS) {
+        size_t bytes = (size_t)s->n * (size_t)k * s->tsize;
+        s->has_grad = 0;
+        if (f <= CQ_FIELD_F) {
+            cq__wput(s, cq__field_ptr(s, &s->cur, f), 0, tmp, bytes);
+            if (s->step == 0) memcpy(cq__field_ptr(s, &s->init, f), tmp, bytes);
+        } else {
+            memcpy(cq__field_ptr(s, &s->cur, f), tmp, bytes);
+            cq__sync_params(s);
+        }
+        if (f == CQ_FIELD_MASS || f == CQ_FIELD_VOLUME || f == CQ_FIELD_YOUNGS) cq__check_dt(s, 0, s->n);
+        if (cq__device_failed(s)) r = cq__fail(s, CQ_ERROR_DEVICE, "%s: %s", what, cq__device_error(s));
+    }
+    cq__free(s, tmp);
+    return r;
+}
+
+cq_result cq_sim_set_actuation(cq_sim *s, int groups, const double *stress)
+{
+    const char *what = "cq_sim_set_actuation";
+    void *buf = NULL;
+    long bad;
+    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
+    if (s->in_backward) return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: called inside a backward hook", what);
+    if (groups < 0 || groups > 1 << 20) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: groups = %d: must be in [0, 2^20]", what, groups);
+    if (groups > 0 && groups <= s->max_group)
+        return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: groups = %d but particles use actuator group %d "
+                        "(give all groups, or 0 to switch actuation off)", what, groups, s->max_group);
+    if (groups > 0 && !stress) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: stress is NULL", what);
+    for (long i = 0; i < (long)groups * s->dd; ++i)
+        if (!cq__finite(stress[i]))
+            return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: stress of group %ld (component %ld) is not finite at step %d",
+                            what, i / s->dd, i % s->dd, s->step);
+    if (!cq__reserve_actuation(s, groups))
+        return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate %d groups in device memory", what, groups);
+    if (groups > 0) {
+        buf = cq__alloc(s, (size_t)groups * (size_t)s->dd * s->tsize);
+        if (!buf) return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate %d groups", what, groups);
+        bad = cq__from_double(s, buf, stress, (long)groups * s->dd);
+        if (bad >= 0) {
+            cq__free(s, buf);
+            return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: stress of group %ld overflows float", what, bad / s->dd);
+        }
+    }
+    cq__free(s, s->act_stress);
+    s->act_stress = buf;
+    s->act_groups = groups;
+    s->prm_f32.act_groups = s->prm_f64.act_groups = groups;
+    cq__sync_actuation(s);
+    if (cq__device_failed(s)) return cq__fail(s, CQ_ERROR_DEVICE, "%s: %s", what, cq__device_error(s));
+    return CQ_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ >>tape */
+static void cq__tape_clear(cq_sim *s)
+{
+    for (int i = 0; i < s->cap_ckpt; ++i) cq__wstate_free(s, &s->ckpt[i]);
+    cq__free(s, s->ckpt);
+    for (int i = 0; i < s->cap_acts; ++i) { cq__free(s, s->acts[i].stress); cq__free(s, s->acts[i].cable_u); }
+    cq__free(s, s->acts);
+    s->ckpt = NULL; s->acts = NULL;
+    s->n_ckpt = s->cap_ckpt = s->cap_acts = 0;
+    s->tape_n = 0;
+}
+
+static void cq__adjoint_free(cq_sim *s)
+{
+    for (int i = 0; i < s->n_seg; ++i) cq__wstate_free(s, &s->seg[i]);
+    cq__free(s, s->seg); s->seg = NULL; s->n_seg = 0;
+    cq__wstate_free(s, &s->adj[0]); cq__wstate_free(s, &s->adj[1]);
+    cq__wfree(s, s->g_mass); cq__wfree(s, s->g_vol); cq__wfree(s, s->g_E); cq__wfree(s, s->g_nu); cq__wfree(s, s->dact);
+    cq__free(s, s->act_grad); cq__wfree(s, s->grid_p); cq__wfree(s, s->grid_vb); cq__wfree(s, s->grid_pb); cq__wfree(s, s->grid_mb);
+    s->g_mass = s->g_vol = s->g_E = s->g_nu = s->dact = s->grid_p = s->grid_vb = s->grid_pb = s->grid_mb = NULL;
+    cq__wfree(s, s->wchk); cq__free(s, s->chk); s->wchk = NULL; s->chk = NULL;
+    s->act_grad = NULL; s->act_grad_groups = 0; s->adj_n = 0; s->has_grad = 0; s->grad_state = NULL;
+    cq__free(s, s->cable_grad); s->cable_grad = NULL;
+}
+
+/* Records what the backward pass needs before step s->step runs: the state when the step is a
+   multiple of checkpoint_every, and the step's actuation. */
+static cq_result cq__tape_record(cq_sim *s)
+{
+    const int k = s->desc.checkpoint_every, n = s->step;
+    if (n >= s->cap_acts) {
+        int cap = s->cap_acts ? 2 * s->cap_acts : 64;
+        cq__tape_act *na;
+        while (cap <= n) cap *= 2;
+        na = (cq__tape_act *)cq__alloc(s, sizeof *na * (size_t)cap);
+        if (!na) return CQ_ERROR_OUT_OF_MEMORY;
+        memset(na, 0, sizeof *na * (size_t)cap);
+        if (s->acts) memcpy(na, s->acts, sizeof *na * (size_t)s->cap_acts);
+        cq__free(s, s->acts);
+        s->acts = na; s->cap_acts = cap;
+    }
+    cq__free(s, s->acts[n].stress);
+    cq__free(s, s->acts[n].cable_u);
+    s->acts[n].stress = NULL; s->acts[n].cable_u = NULL; s->acts[n].groups = s->act_groups;
+    if (s->n_cables) {
+        s->acts[n].cable_u = (double *)cq__alloc(s, sizeof(double) * (size_t)s->n_cables);
+        if (!s->acts[n].cable_u) return CQ_ERROR_OUT_OF_MEMORY;
+        memcpy(s->acts[n].cable_u, s->cable_u, sizeof(double) * (size_t)s->n_cables);
+    }
+    if (s->act_groups) {
+        size_t bytes = (size_t)s->act_groups * (size_t)s->dd * s->tsize;
+        s->acts[n].stress = cq__alloc(s, bytes);
+        if (!s->acts[n].stress) return CQ_ERROR_OUT_OF_MEMORY;
+        memcpy(s->acts[n].stress, s->act_stress, bytes);
+    }
+    if (s->tape_n != s->n) {   /* the checkpoints hold another particle count: drop them */
+        for (int i = 0; i < s->cap_ckpt; ++i) cq__wstate_free(s, &s->ckpt[i]);
+        s->n_ckpt = 0;
+        s->tape_n = s->n;
+    }
+    if (n % k == 0) {
+        int c = n / k;
+        if (c >= s->cap_ckpt) {
+            int cap = s->cap_ckpt ? 2 * s->cap_ckpt : 16;
+            cq__state *nc;
+            while (cap <= c) cap *= 2;
+            nc = (cq__state *)cq__alloc(s, sizeof *nc * (size_t)cap);
+            if (!nc) return CQ_ERROR_OUT_OF_MEMORY;
+            memset(nc, 0, sizeof *nc * (size_t)cap);
+            if (s->ckpt) memcpy(nc, s->ckpt, sizeof *nc * (size_t)s->cap_ckpt);
+            cq__free(s, s->ckpt);
+            s->ckpt = nc; s->cap_ckpt = cap;
+        }
+        if (!s->ckpt[c].x && !cq__wstate_alloc(s, &s->ckpt[c], s->n)) return CQ_ERROR_OUT_OF_MEMORY;
+        cq__wstate_copy(s, &s->ckpt[c], &s->cur, s->n);
+        s->n_ckpt = c + 1;
+    }
+    return CQ_SUCCESS;
+}
+
+size_t cq_sim_tape_bytes(const cq_sim *s)
+{
+    size_t state, total = 0;
+    if (!s) return 0;
+    state = (size_t)s->n * (2 * (size_t)s->dim + 2 * (size_t)s->dd) * s->tsize;
+    for (int i = 0; i < s->cap_ckpt; ++i) if (s->ckpt[i].x) total += state;
+    for (int i = 0; i < s->step && i < s->cap_acts; ++i) total += (size_t)s->acts[i].groups * (size_t)s->dd * s->tsize;
+    total += sizeof(*s->acts) * (size_t)s->cap_acts + sizeof(cq__state) * (size_t)s->cap_ckpt;
+    total += (size_t)s->n_seg * state;   /* the segment buffer of the last backward pass */
+    return total;
+}
+
+/* ------------------------------------------------------------------ >>step */
+cq_result cq_sim_step(cq_sim *s, int steps)
+{
+    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
+    if (s->in_backward) return cq__fail(s, CQ_ERROR_INVALID_STATE, "cq_sim_step: called inside a backward hook");
+    if (cq__device_failed(s)) return cq__fail(s, CQ_ERROR_DEVICE, "cq_sim_step: the GPU failed earlier (%s); destroy this sim", cq__device_error(s));
+    if (steps < 0 || steps > INT_MAX - s->step)
+        return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_step: steps = %d: must be >= 0 and keep the step count "
+                        "(now %d) within INT_MAX", steps, s->step);
+    if (steps == 0) return CQ_SUCCESS;
+    if (s->n == 0) { s->step += steps; s->has_grad = 0; return CQ_SUCCESS; }   /* nothing moves */
+    if (s->desc.substeps > 1 && !s->snap.x && !cq__wstate_alloc(s, &s->snap, s->n))
+        return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "cq_sim_step: cannot allocate the step snapshot");
+    if (s->n_cables && !cq__cable_buffers(s))
+        return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "cq_sim_step: cannot allocate the cable buffers");
+    for (int k = 0; k < steps; ++k) {
+        if (s->desc.checkpoint_every > 0 && cq__tape_record(s) != CQ_SUCCESS)
+            return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "cq_sim_step: step %d: cannot grow the tape (%lu bytes so far)",
+                            s->step, (unsigned long)cq_sim_tape_bytes(s));
+        if (s->desc.substeps > 1) cq__wstate_copy(s, &s->snap, &s->cur, s->n);
+        for (int sub = 0; sub < s->desc.substeps; ++sub) {
+            int bad = -1, st = s->vt->substep(s, &s->cur, &s->nxt, &bad);
+            if (st == CQ__DEVICE)
+                return cq__fail(s, CQ_ERROR_DEVICE, "cq_sim_step: step %d (substep %d): %s; the sim is unusable, destroy it",
+                                s->step, sub, cq__device_error(s));
+            if (st != CQ__OK) {
+                cq_result code = st == CQ__NONFINITE ? CQ_ERROR_NON_FINITE : CQ_ERROR_OUT_OF_DOMAIN;
+                double xb[3] = {0, 0, 0};
+                char raw[3 * sizeof(double)];
+                cq__wget(s, raw, s->nxt.x, (size_t)bad * (size_t)s->dim * s->tsize, (size_t)s->dim * s->tsize);
+                for (int a = 0; a < s->dim; ++a) xb[a] = cq__at(s, raw, a);
+                if (sub > 0) cq__wstate_copy(s, &s->cur, &s->snap, s->n);
+                return cq__fail(s, code, "cq_sim_step: step %d (substep %d): particle %d %s (x = %g %g %g); the sim "
+                                "stays at step %d", s->step, sub, bad,
+                                st == CQ__NONFINITE ? "became non-finite (x, v, C or F)" : "left the usable grid region",
+                                xb[0], xb[1], xb[2], s->step);
+            }
+            { cq__state t = s->cur; s->cur = s->nxt; s->nxt = t; }
+        }
+        s->step++;
+        s->has_grad = 0;   /* the gradients were of a shorter trajectory (a step that fails leaves them) */
+    }
+    return CQ_SUCCESS;
+}
+
+cq_result cq_sim_reset(cq_sim *s)
+{
+    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
+    if (s->in_backward) return cq__fail(s, CQ_ERROR_INVALID_STATE, "cq_sim_reset: called inside a backward hook");
+    if (s->n) cq__wstate_put(s, &s->cur, &s->init, s->n);
+    s->step = 0;
+    s->has_grad = 0;
+    cq__tape_clear(s);
+    return CQ_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ >>reverse
+   State machine of the reverse pass (what every call may rely on):
+   - has_grad: cq_sim_grad works.  Set by a backward that completed; cleared by a step that
+     advances, set, reset, add_particles, add_cable, and by a backward that failed after it began
+     overwriting the gradient buffers.  A backward refused before that (bad seed, no tape, out of
+     memory while allocating) leaves the previous gradients as they were.
+   - in_backward: a backward is running; every call that changes the sim is refused.
+   - in_hook: a hook is running; only then do hook_state / hook_adj / hook_step mean anything and
+     the hook-only calls (actuation_grad, add_state_grad, cable_actuation_grad) work.  Every exit
+     of cq_sim_backward, success or failure, goes through one cleanup that clears all three.
+   - tape_n: the particle count of the tape's checkpoints; adding particles or cables (step 0
+     only) clears the tape, and cq__tape_record drops checkpoints of another size. */
+static cq_result cq__adjoint_alloc(cq_sim *s)
+{
+    const int S = s->desc.substeps, k = s->desc.checkpoint_every, need = k * S + 1;
+    const size_t ts = s->tsize, n = (size_t)s->n, nodes = (size_t)s->nodes;
+    if (s->adj_n != s->n) cq__adjoint_free(s);   /* sized for another particle count */
+    if (!s->adj[0].x) {   /* all or nothing: a partial set is never left behind */
+        cq__state a0 = {0, 0, 0, 0}, a1 = {0, 0, 0, 0};
+        void *b[10] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+        const size_t bytes[10] = {n * ts, n * ts, n * ts, n * ts, n * (size_t)s->dd * ts,
+                                  nodes * (size_t)s->dim * ts, nodes * (size_t)s->dim * ts, nodes * (size_t)s->dim * ts, nodes * ts,
+                                  (size_t)k * sizeof(int)};
+        int *chk = (int *)cq__alloc(s, (size_t)k * sizeof(int));
+        int ok = chk && cq__wstate_alloc(s, &a0, s->n) && cq__wstate_alloc(s, &a1, s->n);
+        for (int i = 0; i < 10 && ok; ++i) ok = (b[i] = cq__walloc(s, bytes[i])) != NULL;
+        if (!ok) {
+            cq__wstate_free(s, &a0); cq__wstate_free(s, &a1);
+            for (int i = 0; i < 10; ++i) cq__wfree(s, b[i]);
+            cq__free(s, chk);
+            return CQ_ERROR_OUT_OF_MEMORY;
+        }
+        s->wchk = (int *)b[9]; s->chk = chk;
+        s->adj[0] = a0; s->adj[1] = a1;
+        s->g_mass = b[0]; s->g_vol = b[1]; s->g_E = b[2]; s->g_nu = b[3]; s->dact = b[4];
+        s->grid_p = b[5]; s->grid_vb = b[6]; s->grid_pb = b[7]; s->grid_mb = b[8];
+        s->adj_n = s->n;
+    }
+    if (s->n_seg < need) {
+        cq__state *ns = (cq__state *)cq__alloc(s, sizeof *ns * (size_t)need);
+        if (!ns) return CQ_ERROR_OUT_OF_MEMORY;
+        memset(ns, 0, sizeof *ns * (size_t)need);
+        if (s->seg) memcpy(ns, s->seg, sizeof *ns * (size_t)s->n_seg);
+        for (int i = s->n_seg; i < need; ++i)
+            if (!cq__wstate_alloc(s, &ns[i], s->n)) {
+                for (int j = s->n_seg; j < i; ++j) cq__wstate_free(s, &ns[j]);
+                cq__free(s, ns);
+                return CQ_ERROR_OUT_OF_MEMORY;
+            }
+        cq__free(s, s->seg);
+        s->seg = ns;
+        s->n_seg = need;
+    }
+    return CQ_SUCCESS;
+}
+
+static void cq__use_actuation(cq_sim *s, int groups, void *stress, double *cable_u)
+{
+    s->act_stress = stress; s->act_groups = groups;
+    if (s->n_cables) { s->cable_u = cable_u; cq__cable_target(s); }
+    s->prm_f32.act_groups = s->prm_f64.act_groups = groups;
+    cq__sync_actuation(s);   /* CUDA: uploads groups * d * d values; the buffer was reserved when they were set */
+}
+
+/* Checks a seed (NULL = 0) without writing anything: finite, and finite in the sim's precision. */
+static cq_result cq__check_seed(cq_sim *s, const double *src, cq_field f, const char *what)
+{
+    const int k = cq_sim_field_size(s, f);
+    if (!src) return CQ_SUCCESS;
+    for (long i = 0; i < (long)s->n * k; ++i)
+        if (!cq__finite(src[i]) || (s->tsize == sizeof(float) && !cq__isfinite_f32((float)src[i])))
+            return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: dL_d%s of particle %ld (component %ld) = %g is not finite%s; the "
+                            "previous gradients are kept", what, cq__field_name(f), i / k, i % k, src[i],
+                            cq__finite(src[i]) ? " in float" : "");
+    return CQ_SUCCESS;
+}
+
+/* Writes a checked seed (NULL = 0) into adjoint work array dst. */
+static cq_result cq__seed(cq_sim *s, void *dst, const double *src, cq_field f, const char *what)
+{
+    const long cnt = (long)s->n * cq_sim_field_size(s, f);
+    void *tmp;
+    if (!src) { cq__wzero(s, dst, (size_t)cnt * s->tsize); return CQ_SUCCESS; }
+    tmp = cq__on_gpu(s) ? cq__alloc(s, (size_t)cnt * s->tsize) : dst;
+    if (!tmp) return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate a staging buffer", what);
+    cq__from_double(s, tmp, src, cnt);
+    if (tmp != dst) { cq__wput(s, dst, 0, tmp, (size_t)cnt * s->tsize); cq__free(s, tmp); }
+    return CQ_SUCCESS;
+}
+
+/* The failure of a backward whose adjoint became non-finite at step n (status as check_adjoint). */
+static cq_result cq__nonfinite_adjoint(cq_sim *s, int n, int status)
+{
+    const int code = INT_MAX - status;
+    return cq__fail(s, CQ_ERROR_NON_FINITE, "cq_sim_backward: the adjoint became non-finite at step %d: dL/d%s of particle %d "
+                    "(no gradients are kept; a dt over the stability limit or a particle at the grid's edge are the "
+                    "usual causes)", n, cq__field_name((cq_field)(code % 8)), code / 8);
+}
+
+/* Runs the hook of step n with the hook-only calls enabled. */
+static void cq__run_hook(cq_sim *s, cq_backward_hook hook, void *user, int n, const cq__state *state, cq__state *adj)
+{
+    if (!hook) return;
+    s->hook_state = state; s->hook_adj = adj; s->hook_step = n;
+    s->in_hook = 1;
+    hook(s, n, user);
+    s->in_hook = 0;
+}
+
+cq_result cq_sim_backward(cq_sim *s, const double *dL_dx, const double *dL_dv, const double *dL_dF,
+                          const double *dL_dC, cq_backward_hook hook, void *user)
+{
+    const char *what = "cq_sim_backward";
+    const int T = s ? s->step : 0, S = s ? s->desc.substeps : 1, k = s ? s->desc.checkpoint_every : 0;
+    cq__state *A, *B;
+    cq_result r = CQ_SUCCESS;
+    void *saved_stress;
+    double *saved_cable_u;
+    int saved_groups;
+    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
+    /* ---- refusals: nothing has been touched, the previous gradients stay */
+    if (s->in_backward) return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: called inside a backward hook", what);
+    if (cq__device_failed(s)) return cq__fail(s, CQ_ERROR_DEVICE, "%s: the GPU failed earlier (%s); destroy this sim", what, cq__device_error(s));
+    if (k <= 0)
+        return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: no tape: create the sim with checkpoint_every >= 1 "
+                        "(1 = keep every step, ~sqrt(steps) = O(sqrt T) memory)", what);
+    if ((r = cq__check_seed(s, dL_dx, CQ_FIELD_X, what)) || (r = cq__check_seed(s, dL_dv, CQ_FIELD_V, what)) ||
+        (r = cq__check_seed(s, dL_dF, CQ_FIELD_F, what)) || (r = cq__check_seed(s, dL_dC, CQ_FIELD_C, what)))
+        return r;
+    if (T > 0 && s->n > 0 && (s->tape_n != s->n || s->n_ckpt < (T - 1) / k + 1 || s->cap_acts < T))
+        return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: the tape does not cover the %d steps taken (%d checkpoints of %d "
+                        "particles); call cq_sim_reset", what, T, s->n_ckpt, s->tape_n);
+    saved_stress = s->act_stress; saved_groups = s->act_groups; saved_cable_u = s->cable_u;
+    if (s->n == 0) {   /* nothing to differentiate; the hooks still run, in reverse step order */
+        s->has_grad = 0;
+        s->in_backward = 1;
+        for (int n = T - 1; n >= 0; --n) cq__run_hook(s, hook, user, n, NULL, NULL);
+        s->has_grad = 1;
+        goto done;
+    }
+    if (cq__adjoint_alloc(s) != CQ_SUCCESS)
+        return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate the adjoint buffers", what);
+    if (s->n_cables) {
+        double *cg = (double *)cq__alloc(s, sizeof(double) * (size_t)s->n_cables);
+        if (!cg || !cq__cable_buffers(s)) {
+            cq__free(s, cg);
+            return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate the cable buffers", what);
+        }
+        cq__free(s, s->cable_grad);
+        s->cable_grad = cg;
+    }
+    /* ---- from here the gradient buffers are overwritten: a failure leaves no gradients */
+    s->has_grad = 0; s->grad_state = NULL;
+    s->in_backward = 1;
+    A = &s->adj[0]; B = &s->adj[1];
+    if ((r = cq__seed(s, A->x, dL_dx, CQ_FIELD_X, what)) || (r = cq__seed(s, A->v, dL_dv, CQ_FIELD_V, what)) ||
+        (r = cq__seed(s, A->F, dL_dF, CQ_FIELD_F, what)) || (r = cq__seed(s, A->C, dL_dC, CQ_FIELD_C, what)))
+        goto done;
+    cq__wzero(s, s->g_mass, (size_t)s->n * s->tsize); cq__wzero(s, s->g_vol, (size_t)s->n * s->tsize);
+    cq__wzero(s, s->g_E, (size_t)s->n * s->tsize); cq__wzero(s, s->g_nu, (size_t)s->n * s->tsize);
+    for (int c = T > 0 ? ((T - 1) / k) * k : -1; c >= 0; c -= k) {
+        const int e = c + k < T ? c + k : T;
+        /* recompute the segment's substep inputs from its checkpoint */
+        cq__wstate_copy(s, &s->seg[0], &s->ckpt[c / k], s->n);
+        for (int m = 0; m < e - c; ++m) {
+            cq__use_actuation(s, s->acts[c + m].groups, s->acts[c + m].stress, s->acts[c + m].cable_u);
+            for (int sub = 0; sub < S; ++sub) {
+                int idx = m * S + sub, bad = -1, st;
+                if (m == e - c - 1 && sub == S - 1) break;   /* the segment's end state is not needed */
+                st = s->vt->substep(s, &s->seg[idx], &s->seg[idx + 1], &bad);
+                if (st == CQ__DEVICE) {
+                    r = cq__fail(s, CQ_ERROR_DEVICE, "%s: step %d: %s; the sim is unusable, destroy it", what, c + m, cq__device_error(s));
+                    goto done;
+                }
+                if (st != CQ__OK) {
+                    r = cq__fail(s, CQ_ERROR_NON_FINITE, "%s: recomputing step %d from the tape failed at particle %d",
+                                 what, c + m, bad);
+                    goto done;
+                }
+            }
+        }
+        cq__wzero(s, s->wchk, sizeof(int) * (size_t)(e - c));
+        for (int m = e - c - 1; m >= 0; --m) {
+            const int n = c + m, groups = s->acts[n].groups;
+            /* the hook (and the actuation gradients it may read) must not see a non-finite
+               adjoint: check this step now; otherwise read the segment's statuses at its end */
+            const int now = hook != NULL || groups > 0 || s->n_cables > 0;
+            cq__use_actuation(s, groups, s->acts[n].stress, s->acts[n].cable_u);
+            if (s->n_cables) cq__wzero(s, s->wcgrad, sizeof(double) * (size_t)s->n_cables);
+            if (groups > s->act_grad_groups) {
+                double *ag = (double *)cq__alloc(s, sizeof(double) * (size_t)groups * (size_t)s->dd);
+                if (!ag) {
+                    r = cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: step %d: cannot allocate the actuation gradient", what, n);
+                    goto done;
+                }
+                cq__free(s, s->act_grad);
+                s->act_grad = ag; s->act_grad_groups = groups;
+            }
+            if (groups) memset(s->act_grad, 0, sizeof(double) * (size_t)groups * (size_t)s->dd);
+#if CQ__HAS_CUDA
+            if (groups && cq__on_gpu(s)) {   /* the per-group sums accumulate on the device, in double */
+                if (groups > s->cu.act_grad_cap) {
+                    cq__wfree(s, s->cu.act_grad);
+                    s->cu.act_grad = (double *)cq__walloc(s, sizeof(double) * (size_t)groups * (size_t)s->dd);
+                    s->cu.act_grad_cap = s->cu.act_grad ? groups : 0;
+                    if (!s->cu.act_grad) {
+                        r = cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: step %d: cannot allocate the actuation gradient in device memory", what, n);
+                        goto done;
+                    }
+                }
+                cq__wzero(s, s->cu.act_grad, sizeof(double) * (size_t)groups * (size_t)s->dd);
+            }
+#endif
+            for (int sub = S - 1; sub >= 0; --sub) {
+                cq__state *t;
+                s->vt->substep_adj(s, &s->seg[m * S + sub], A, B);
+                t = A; A = B; B = t;
+#if CQ__HAS_CUDA
+                if (groups && cq__on_gpu(s)) { cq__cuda_act_reduce(s, groups); continue; }
+#endif
+                for (int p = 0; p < s->n && groups; ++p)   /* particle order: deterministic */
+                    if (s->act[p] >= 0 && s->act[p] < groups)
+                        for (int a = 0; a < s->dd; ++a) s->act_grad[s->act[p] * s->dd + a] += cq__at(s, s->dact, (long)p * s->dd + a);
+            }
+#if CQ__HAS_CUDA
+            if (groups && cq__on_gpu(s)) cq__wget(s, s->act_grad, s->cu.act_grad, 0, sizeof(double) * (size_t)groups * (size_t)s->dd);
+#endif
+            if (s->n_cables) cq__wget(s, s->cable_grad, s->wcgrad, 0, sizeof(double) * (size_t)s->n_cables);
+            if (!cq__device_failed(s)) s->vt->check_adjoint(s, A, s->wchk + m);
+            if (now) cq__wget(s, s->chk + m, s->wchk, sizeof(int) * (size_t)m, sizeof(int));
+            if (cq__device_failed(s)) {
+                r = cq__fail(s, CQ_ERROR_DEVICE, "%s: step %d: %s; the sim is unusable, destroy it", what, n, cq__device_error(s));
+                goto done;
+            }
+            if (now && s->chk[m] != 0) { r = cq__nonfinite_adjoint(s, n, s->chk[m]); goto done; }
+            for (int i = 0; i < groups * s->dd; ++i)
+                if (!cq__finite(s->act_grad[i])) {
+                    r = cq__fail(s, CQ_ERROR_NON_FINITE, "%s: the actuation gradient of group %d (component %d) became "
+                                 "non-finite at step %d (no gradients are kept)", what, i / s->dd, i % s->dd, n);
+                    goto done;
+                }
+            for (int i = 0; i < s->n_cables; ++i)
+                if (!cq__finite(s->cable_grad[i])) {
+                    r = cq__fail(s, CQ_ERROR_NON_FINITE, "%s: the actuation gradient of cable %d became non-finite at "
+                                 "step %d (no gradients are kept)", what, i, n);
+                    goto done;
+                }
+            cq__run_hook(s, hook, user, n, &s->seg[m * S], A);
+        }
+        if (!hook) {   /* the statuses not read yet: the first step reversed that failed counts */
+            cq__wget(s, s->chk, s->wchk, 0, sizeof(int) * (size_t)(e - c));
+            for (int m = e - c - 1; m >= 0 && !cq__device_failed(s); --m)
+                if (s->chk[m] != 0) { r = cq__nonfinite_adjoint(s, c + m, s->chk[m]); goto done; }
+        }
+    }
+    s->grad_state = A;
+    s->has_grad = 1;
+done:   /* the one exit of a backward that began: hook state cleared, actuation restored */
+    s->in_backward = 0; s->in_hook = 0;
+    s->hook_state = NULL; s->hook_adj = NULL; s->hook_step = -1;
+    cq__use_actuation(s, saved_groups, saved_stress, saved_cable_u);
+    if (r == CQ_SUCCESS && cq__device_failed(s))
+        r = cq__fail(s, CQ_ERROR_DEVICE, "%s: %s; the sim is unusable, destroy it", what, cq__device_error(s));
+    if (r != CQ_SUCCESS) { s->has_grad = 0; s->grad_state = NULL; }
+    return r;
+}
+
+cq_result cq_sim_backward_desc(cq_sim *s, const cq_backward_desc *d)
+{
+    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
+    if (!d) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_backward_desc: desc is NULL");
+    return cq_sim_backward(s, d->dL_dx, d->dL_dv, d->dL_dF, d->dL_dC, d->hook, d->user);
+}
+
+cq_result cq_sim_actuation_grad(const cq_sim *s, double *out)
+{
+    int groups;
+    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
+    if (!s->in_hook)
+        return cq__fail((cq_sim *)s, CQ_ERROR_INVALID_STATE, "cq_sim_actuation_grad: only inside a cq_sim_backward hook");
+    groups = s->act_groups;
+    if (groups && !out) return cq__fail((cq_sim *)s, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_actuation_grad: out is NULL");
+    if (!groups) return CQ_SUCCESS;
+    if (s->n == 0) memset(out, 0, sizeof(double) * (size_t)groups * (size_t)s->dd);   /* no particle: no gradient */
+    else memcpy(out, s->act_grad, sizeof(double) * (size_t)groups * (size_t)s->dd);
+    return CQ_SUCCESS;
+}
+
+cq_result cq_sim_add_state_grad(cq_sim *s, cq_field f, const double *g)
+{
+    const char *what = "cq_sim_add_state_grad";
+    int k;
+    long cnt;
+    void *dst, *h;
+    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
+    if (!s->in_hook) return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: only inside a cq_sim_backward hook", what);
+    k = cq_sim_field_size(s, f);
+    if (!k) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: field = %d: unknown field", what, (int)f);
+    if (!g && s->n) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: %s: g is NULL", what, cq__field_name(f));
+    cnt = (long)s->n * k;
+    for (long i = 0; i < cnt; ++i)
+        if (!cq__finite(g[i]))
+            return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: %s of particle %ld is not finite (hook of step %d)", what,
+                            cq__field_name(f), i / k, s->hook_step);
+    if (!s->n) return CQ_SUCCESS;
+    switch (f) {
+    case CQ_FIELD_X: dst = s->hook_adj->x; break;
+    case CQ_FIELD_V: dst = s->hook_adj->v; break;
+    case CQ_FIELD_C: dst = s->hook_adj->C; break;
+    case CQ_FIELD_F: dst = s->hook_adj->F; break;
+    case CQ_FIELD_MASS: dst = s->g_mass; break;
+    case CQ_FIELD_VOLUME: dst = s->g_vol; break;
+    case CQ_FIELD_YOUNGS: dst = s->g_E; break;
+    default: dst = s->g_nu; break;
+    }
+    h = cq__on_gpu(s) ? cq__alloc(s, (size_t)cnt * s->tsize) : dst;   /* CUDA: stage, add, write back */
+    if (!h) return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate a staging buffer", what);
+    if (h != dst) cq__wget(s, h, dst, 0, (size_t)cnt * s->tsize);
+    {   /* the sums must stay finite in the sim's precision: check all, then add (or add nothing) */
+        long bad = -1;
+        if (s->tsize == sizeof(float)) {
+            float *d = (float *)h;
+            for (long i = 0; i < cnt && bad < 0; ++i) if (!cq__isfinite_f32(d[i] + (float)g[i])) bad = i;
+            for (long i = 0; i < cnt && bad < 0; ++i) d[i] += (float)g[i];
+        } else {
+            double *d = (double *)h;
+            for (long i = 0; i < cnt && bad < 0; ++i) if (!cq__isfinite_f64(d[i] + g[i])) bad = i;
+            for (long i = 0; i < cnt && bad < 0; ++i) d[i] += g[i];
+        }
+        if (h != dst) {
+            if (bad < 0) cq__wput(s, dst, 0, h, (size_t)cnt * s->tsize);
+            cq__free(s, h);
+        }
+        if (bad >= 0)
+            return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: adding %s of particle %ld (component %ld) overflows the gradient "
+                            "(hook of step %d); nothing was added", what, cq__field_name(f), bad / k, bad % k, s->hook_step);
+    }
+    if (cq__device_failed(s)) return cq__fail(s, CQ_ERROR_DEVICE, "%s: %s", what, cq__device_error(s));
+    return CQ_SUCCESS;
+}
+
+cq_result cq_sim_grad(const cq_sim *s, cq_field f, double *out)
+{
+    const void *src;
+    int k;
+    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
+    if (!s->has_grad)
+        return cq__fail((cq_sim *)s, CQ_ERROR_INVALID_STATE, "cq_sim_grad: no gradients: call cq_sim_backward first "
+                        "(stepping, setting, resetting, adding particles or cables, or a failed backward clears them)");
+    k = cq_sim_field_size(s, f);
+    if (!k) return cq__fail((cq_sim *)s, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_grad: field = %d: unknown field", (int)f);
+    if (!out && s->n) return cq__fail((cq_sim *)s, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_grad: out is NULL");
+    if (!s->n) return CQ_SUCCESS;
+    switch (f) {
+    case CQ_FIELD_X: src = s->grad_state->x; break;
+    case CQ_FIELD_V: src = s->grad_state->v; break;
+    case CQ_FIELD_C: src = s->grad_state->C; break;
+    case CQ_FIELD_F: src = s->grad_state->F; break;
+    case CQ_FIELD_MASS: src = s->g_mass; break;
+    case CQ_FIELD_VOLUME: src = s->g_vol; break;
+    case CQ_FIELD_YOUNGS: src = s->g_E; break;
+    default: src = s->g_nu; break;
+    }
+    return cq__read_work(s, out, src, (long)s->n * k, "cq_sim_grad");
+}
+
+/* ------------------------------------------------------------------ >>cable_api */
+int cq_sim_cable_count(const cq_sim *s) { return s ? s->n_cables : 0; }
+
+cq_result cq_sim_add_cable(cq_sim *s, int count, const int *particles, double stiffness, double rest_length)
+{
+    const char *what = "cq_sim_add_cable";
+    cq__cable *nc;
+    int *np;
+    double *nu;
+    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
+    if (s->in_backward) return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: called inside a backward hook", what);
+    if (s->step != 0)
+        return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: the sim is at step %d; cables are added at step 0 (call cq_sim_reset first)", what, s->step);
+    if (count < 2 || count > s->n) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: count = %d: a cable runs through 2..%d particles", what, count, s->n);
+    if (!particles) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: particles is NULL", what);
+    for (int i = 0; i < count; ++i)
+        if (particles[i] < 0 || particles[i] >= s->n)
+            return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: particles[%d] = %d: no such particle (the sim has %d)", what, i, particles[i], s->n);
+    if (!cq__finite(stiffness) || !(stiffness > 0))
+        return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: stiffness = %g: must be finite and > 0", what, stiffness);
+    if (!cq__finite(rest_length) || rest_length < 0)
+        return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: rest_length = %g: must be finite and >= 0", what, rest_length);
+    nc = (cq__cable *)cq__alloc(s, sizeof *nc * (size_t)(s->n_cables + 1));
+    np = (int *)cq__alloc(s, sizeof(int) * (size_t)(s->n_cable_p + count));
+    nu = (double *)cq__alloc(s, sizeof(double) * (size_t)(s->n_cables + 1));
+    if (!nc || !np || !nu) {
+        cq__free(s, nc); cq__free(s, np); cq__free(s, nu);
+        return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate the cable", what);
+    }
+    if (s->n_cables) { memcpy(nc, s->cables, sizeof *nc * (size_t)s->n_cables); memcpy(nu, s->cable_u, sizeof(double) * (size_t)s->n_cables); }
+    if (s->n_cable_p) memcpy(np, s->cable_p, sizeof(int) * (size_t)s->n_cable_p);
+    memcpy(np + s->n_cable_p, particles, sizeof(int) * (size_t)count);
+    nc[s->n_cables].first = s->n_cable_p; nc[s->n_cables].count = count;
+    nc[s->n_cables].k = stiffness; nc[s->n_cables].rest = rest_length;
+    nu[s->n_cables] = 1.0;   /* u = 1: the cable is its rest length */
+    cq__free(s, s->cables); cq__free(s, s->cable_p); cq__free(s, s->cable_u);
+    s->cables = nc; s->cable_p = np; s->cable_u = nu;
+    s->n_cables++; s->n_cable_p += count;
+    s->wcable_n = -1;   /* the cable buffers are rebuilt by the next step */
+    s->has_grad = 0;
+    cq__tape_clear(s);  /* step 0: at most a failed step's record, with the old cable count */
+    return CQ_SUCCESS;
+}
+
+cq_result cq_sim_set_cable_actuation(cq_sim *s, int cables, const double *u)
+{
+    const char *what = "cq_sim_set_cable_actuation";
+    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
+    if (s->in_backward) return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: called inside a backward hook", what);
+    if (cables != s->n_cables)
+        return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: cables = %d but the sim has %d cables", what, cables, s->n_cables);
+    if (cables && !u) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: u is NULL", what);
+    for (int c = 0; c < cables; ++c)
+        if (!cq__finite(u[c])) return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: u of cable %d is not finite at step %d", what, c, s->step);
+    if (cables) { memcpy(s->cable_u, u, sizeof(double) * (size_t)cables); cq__cable_target(s); }
+    if (cq__device_failed(s)) return cq__fail(s, CQ_ERROR_DEVICE, "%s: %s", what, cq__device_error(s));
+    return CQ_SUCCESS;
+}
+
+cq_result cq_sim_cable_actuation_grad(const cq_sim *s, double *out)
+{
+    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
+    if (!s->in_hook)
+        return cq__fail((cq_sim *)s, CQ_ERROR_INVALID_STATE, "cq_sim_cable_actuation_grad: only inside a cq_sim_backward hook");
+    if (s->n_cables && !out) return cq__fail((cq_sim *)s, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_cable_actuation_grad: out is NULL");
+    if (s->n_cables) memcpy(out, s->cable_grad, sizeof(double) * (size_t)s->n_cables);
+    return CQ_SUCCESS;
+}
+/* ---- END GENERATED: host implementation ---- */
+
+#if CQ__HAS_CUDA
+/* ---- BEGIN GENERATED: embedded PTX (byte arrays; the readable code ends above) from templates/ptx.j2.
+   DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
 /* PTX module 2d_f32: sha256 ac630542d7fafe18f400f71a8638f55396bbb20786127b0df21089881068ed39, nvrtc 12.0, PTX ISA 8.0, 172071 bytes, fnv1a 0x8eac67fd, lz 46627 bytes */
 static const unsigned char cq__ptx_2d_f32_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
@@ -13657,2497 +17402,6 @@ static const unsigned char cq__ptx_3d_f64_lz[] = {
 84,1,97,0,3,57,115,0,148,137,6,189,10,16,49,107,222,144,114,101,116,59,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_3d_f64 = { cq__ptx_3d_f64_lz, 100987, 373910, 0x33a2d5bbu };
-/* ---- END GENERATED: embedded PTX ---- */
-#endif
-
-/* ---- BEGIN GENERATED: host implementation from templates/host.c.j2.
-   DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
-#if defined(_OPENMP)
-#  define CQ__PRAGMA(x) _Pragma(#x)
-#  define CQ__OMP(directive) CQ__PRAGMA(omp directive)
-#else
-#  define CQ__OMP(directive)
-#endif
-
-/* P2G scatters race-free on the CPU: particles are bucketed into slabs of CQ__SLAB node
-   layers along x; slabs of one colour (even / odd) touch disjoint nodes (a particle's
-   stencil spans 3 nodes; 4 leaves a node of margin) and run in parallel, the colours one
-   after the other.  Each node's sum is taken in the same order whatever the thread count,
-   so CPU results are bit-identical run to run and across thread counts. */
-#define CQ__SLAB 4
-#define CQ__DEVICE 3   /* substep status besides CQ__OK / CQ__NONFINITE / CQ__OUT_OF_DOMAIN: the GPU driver failed */
-
-/* ------------------------------------------------------------------ >>cuda_loader
-   The CUDA driver API, loaded at run time with dlopen (LoadLibrary on Windows): no CUDA header,
-   SDK, nvcc or link flag is needed (glibc before 2.34 wants -ldl).  Only the handful of driver
-   types and codes used are declared, under cq__ names, so a program that also includes cuda.h
-   compiles.  The library is libcuda.so.1 (nvcuda.dll), or the path in the environment variable
-   CQ_CUDA_LIBRARY; one already loaded by the process is reused.  Each sim uses its device's
-   primary context, shared with the host application's own CUDA work. */
-#if CQ__HAS_CUDA
-#if defined(_WIN32)
-#  ifndef WIN32_LEAN_AND_MEAN
-#    define WIN32_LEAN_AND_MEAN
-#  endif
-#  include <windows.h>
-#  define CQ__CUDAAPI __stdcall
-#else
-#  include <dlfcn.h>
-#  define CQ__CUDAAPI
-#endif
-
-typedef int cq__CUresult;                    /* 0 = CUDA_SUCCESS */
-typedef int cq__CUdevice;
-typedef unsigned long long cq__CUdeviceptr;
-typedef struct cq__CUctx_st *cq__CUcontext;
-typedef struct cq__CUmod_st *cq__CUmodule;
-typedef struct cq__CUfunc_st *cq__CUfunction;
-typedef struct cq__CUstream_st *cq__CUstream;
-#define CQ__CUDA_ERROR_OUT_OF_MEMORY 2
-#define CQ__CU_JIT_INFO_LOG_BUFFER 3
-#define CQ__CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES 4
-#define CQ__CU_JIT_ERROR_LOG_BUFFER 5
-#define CQ__CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES 6
-#define CQ__CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
-#define CQ__CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
-
-/* X(field, exported symbol, return type, parameter list) */
-#define CQ__CUDA_FUNCS(X) \
-    X(Init, "cuInit", cq__CUresult, (unsigned flags)) \
-    X(DriverGetVersion, "cuDriverGetVersion", cq__CUresult, (int *version)) \
-    X(GetErrorName, "cuGetErrorName", cq__CUresult, (cq__CUresult err, const char **name)) \
-    X(GetErrorString, "cuGetErrorString", cq__CUresult, (cq__CUresult err, const char **text)) \
-    X(DeviceGetCount, "cuDeviceGetCount", cq__CUresult, (int *count)) \
-    X(DeviceGet, "cuDeviceGet", cq__CUresult, (cq__CUdevice *dev, int ordinal)) \
-    X(DeviceGetName, "cuDeviceGetName", cq__CUresult, (char *name, int len, cq__CUdevice dev)) \
-    X(DeviceGetAttribute, "cuDeviceGetAttribute", cq__CUresult, (int *value, int attrib, cq__CUdevice dev)) \
-    X(DeviceTotalMem, "cuDeviceTotalMem_v2", cq__CUresult, (size_t *bytes, cq__CUdevice dev)) \
-    X(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", cq__CUresult, (cq__CUcontext *ctx, cq__CUdevice dev)) \
-    X(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", cq__CUresult, (cq__CUdevice dev)) \
-    X(CtxPushCurrent, "cuCtxPushCurrent_v2", cq__CUresult, (cq__CUcontext ctx)) \
-    X(CtxPopCurrent, "cuCtxPopCurrent_v2", cq__CUresult, (cq__CUcontext *ctx)) \
-    X(CtxSynchronize, "cuCtxSynchronize", cq__CUresult, (void)) \
-    X(ModuleLoadDataEx, "cuModuleLoadDataEx", cq__CUresult, (cq__CUmodule *mod, const void *image, unsigned n, int *options, void **values)) \
-    X(ModuleUnload, "cuModuleUnload", cq__CUresult, (cq__CUmodule mod)) \
-    X(ModuleGetFunction, "cuModuleGetFunction", cq__CUresult, (cq__CUfunction *fn, cq__CUmodule mod, const char *name)) \
-    X(LaunchKernel, "cuLaunchKernel", cq__CUresult, (cq__CUfunction fn, unsigned gx, unsigned gy, unsigned gz, \
-        unsigned bx, unsigned by, unsigned bz, unsigned shared_bytes, cq__CUstream stream, void **params, void **extra)) \
-    X(MemAlloc, "cuMemAlloc_v2", cq__CUresult, (cq__CUdeviceptr *ptr, size_t bytes)) \
-    X(MemFree, "cuMemFree_v2", cq__CUresult, (cq__CUdeviceptr ptr)) \
-    X(MemGetInfo, "cuMemGetInfo_v2", cq__CUresult, (size_t *free_bytes, size_t *total_bytes)) \
-    X(MemcpyHtoD, "cuMemcpyHtoD_v2", cq__CUresult, (cq__CUdeviceptr dst, const void *src, size_t bytes)) \
-    X(MemcpyDtoH, "cuMemcpyDtoH_v2", cq__CUresult, (void *dst, cq__CUdeviceptr src, size_t bytes)) \
-    X(MemcpyDtoD, "cuMemcpyDtoD_v2", cq__CUresult, (cq__CUdeviceptr dst, cq__CUdeviceptr src, size_t bytes)) \
-    X(MemsetD8, "cuMemsetD8_v2", cq__CUresult, (cq__CUdeviceptr dst, unsigned char value, size_t count)) \
-    X(MemsetD32, "cuMemsetD32_v2", cq__CUresult, (cq__CUdeviceptr dst, unsigned value, size_t count))
-
-typedef struct cq__cuda_api {
-#define CQ__CUDA_FIELD(field, sym, ret, params) ret (CQ__CUDAAPI *field) params;
-    CQ__CUDA_FUNCS(CQ__CUDA_FIELD)
-#undef CQ__CUDA_FIELD
-} cq__cuda_api;
-
-/* Process-wide driver state: loaded and initialised once, then shared by every sim. */
-static struct {
-    int state;                /* 0 not tried, 1 loading, 2 done: read and written atomically */
-    int ok;
-    int driver_version;
-    char reason[256];         /* why the driver is unusable (ok == 0) */
-    void *lib;
-    cq__cuda_api api;
-} cq__cu;   /* static: zero-initialised */
-#define CQ__CU(call) (cq__cu.api.call)
-
-/* The state word: an acquire load (what the loader wrote before publishing 2 is visible after
-   reading 2), a release store, and a compare-and-swap that takes the loader's role. */
-static int cq__cu_state_get(void)
-{
-#if defined(_WIN32)
-    return (int)InterlockedCompareExchange((volatile LONG *)&cq__cu.state, 0, 0);   /* full barrier */
-#elif defined(__GNUC__)
-    return __atomic_load_n(&cq__cu.state, __ATOMIC_ACQUIRE);
-#else
-    return cq__cu.state;   /* no atomics known for this compiler: load CUDA from one thread first */
-#endif
-}
-
-static void cq__cu_state_done(void)
-{
-#if defined(_WIN32)
-    InterlockedExchange((volatile LONG *)&cq__cu.state, 2);
-#elif defined(__GNUC__)
-    __atomic_store_n(&cq__cu.state, 2, __ATOMIC_RELEASE);
-#else
-    cq__cu.state = 2;
-#endif
-}
-
-/* Returns 1 if this thread is to load the driver, 0 once another thread has (state 2). */
-static int cq__cu_lock(void)
-{
-    for (;;) {
-#if defined(_WIN32)
-        LONG prev = InterlockedCompareExchange((volatile LONG *)&cq__cu.state, 1, 0);
-        if (prev == 0) return 1;
-        if (prev == 2) return 0;
-        Sleep(0);
-#elif defined(__GNUC__)
-        int expected = 0;
-        if (__atomic_compare_exchange_n(&cq__cu.state, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return 1;
-        if (expected == 2) return 0;
-#else
-        if (cq__cu.state == 2) return 0;
-        cq__cu.state = 1;
-        return 1;
-#endif
-    }
-}
-
-static const char *cq__cu_error_name(cq__CUresult e)
-{
-    const char *name = NULL;
-    if (cq__cu.api.GetErrorName && cq__cu.api.GetErrorName(e, &name) == 0 && name) return name;
-    return "CUDA error";
-}
-
-/* Loads and initialises the driver once; returns 1 if usable, else 0 with cq__cu.reason set. */
-static int cq__cu_load(void)
-{
-    const char *path;
-    cq__CUresult e;
-    int count = 0;
-    if (cq__cu_state_get() == 2) return cq__cu.ok;
-    if (!cq__cu_lock()) return cq__cu.ok;   /* another thread loaded it meanwhile */
-    path = getenv("CQ_CUDA_LIBRARY");
-#if defined(_WIN32)
-    if (!path || !*path) path = "nvcuda.dll";
-    cq__cu.lib = (void *)GetModuleHandleA(path);
-    if (!cq__cu.lib) cq__cu.lib = (void *)LoadLibraryA(path);
-#else
-    if (!path || !*path) path = "libcuda.so.1";
-    cq__cu.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-#endif
-    if (!cq__cu.lib) {
-        snprintf(cq__cu.reason, sizeof cq__cu.reason, "no CUDA driver: cannot load %s%s", path,
-                 getenv("CQ_CUDA_LIBRARY") ? " (from CQ_CUDA_LIBRARY)" : " (set CQ_CUDA_LIBRARY to its path if it is elsewhere)");
-        goto done;
-    }
-#if defined(_WIN32)
-#  define CQ__CUDA_SYM(name) ((void *)GetProcAddress((HMODULE)cq__cu.lib, name))
-#else
-#  define CQ__CUDA_SYM(name) dlsym(cq__cu.lib, name)
-#endif
-#define CQ__CUDA_RESOLVE(field, sym, ret, params) \
-    { void *f_ = CQ__CUDA_SYM(sym); \
-      if (!f_) { snprintf(cq__cu.reason, sizeof cq__cu.reason, "CUDA driver %s lacks %s (driver too old)", path, sym); goto done; } \
-      memcpy(&cq__cu.api.field, &f_, sizeof f_); }
-    CQ__CUDA_FUNCS(CQ__CUDA_RESOLVE)
-#undef CQ__CUDA_RESOLVE
-#undef CQ__CUDA_SYM
-    if ((e = cq__cu.api.Init(0)) != 0) {
-        snprintf(cq__cu.reason, sizeof cq__cu.reason, "cuInit failed: %s (%d)%s", cq__cu_error_name(e), e,
-                 e == 100 ? ": no CUDA-capable device" : "");
-        goto done;
-    }
-    if ((e = cq__cu.api.DriverGetVersion(&cq__cu.driver_version)) != 0) {
-        snprintf(cq__cu.reason, sizeof cq__cu.reason, "cuDriverGetVersion failed: %s (%d)", cq__cu_error_name(e), e);
-        goto done;
-    }
-    if ((e = cq__cu.api.DeviceGetCount(&count)) != 0 || count < 1) {
-        snprintf(cq__cu.reason, sizeof cq__cu.reason, "no CUDA device (cuDeviceGetCount: %d devices, %s)", count,
-                 e ? cq__cu_error_name(e) : "ok");
-        goto done;
-    }
-    if (cq__cu.driver_version < CQ__PTX_MIN_DRIVER) {
-        snprintf(cq__cu.reason, sizeof cq__cu.reason, "the CUDA driver supports CUDA %d.%d; the embedded PTX needs a "
-                 "driver for CUDA %d.%d or later", cq__cu.driver_version / 1000, cq__cu.driver_version % 1000 / 10,
-                 CQ__PTX_MIN_DRIVER / 1000, CQ__PTX_MIN_DRIVER % 1000 / 10);
-        goto done;
-    }
-    cq__cu.ok = 1;
-done:
-    cq__cu_state_done();
-    return cq__cu.ok;
-}
-#endif /* CQ__HAS_CUDA */
-
-/* Particle state.  "Work" states (cur, nxt, snap, the tape's checkpoints, the adjoint buffers)
-   live where the kernels run: host memory on the CPU backend, device memory on CUDA (each
-   pointer then holds a CUdeviceptr and is reached only through the cq__w* functions below).
-   `init` is always host memory. */
-typedef struct cq__state { void *x, *v, *C, *F; } cq__state;
-typedef struct cq__tape_act { int groups; void *stress; double *cable_u; } cq__tape_act;   /* one step's actuation */
-typedef struct cq__cable { int first, count; double k, rest; } cq__cable;   /* particles cable_p[first..first+count) */
-
-typedef struct cq__vtable {
-    /* one substep from `in` to `out`; returns CQ__OK or the status of the lowest failing
-       particle (*bad) */
-    int (*substep)(cq_sim *s, const cq__state *in, cq__state *out, int *bad);
-    /* adjoint of that substep: `ao` holds dL/d(out), `ai` receives dL/d(in); parameter and
-       per-particle actuation gradients accumulate in the sim */
-    void (*substep_adj)(cq_sim *s, const cq__state *in, const cq__state *ao, cq__state *ai);
-    /* first particle in [first, first+count) whose stress is not finite, else -1 */
-    int (*check_stress)(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count);
-    /* the backward pass's check after each step: writes to the work int *status (0 before)
-       INT_MAX - (8 p + f) for the lowest particle p whose adjoint state `a` or parameter
-       gradient is not finite, f its cq_field; leaves 0 if all are finite.  CUDA: a launch, no
-       readback (the caller reads the status of a whole segment at once where it can) */
-    void (*check_adjoint)(cq_sim *s, const cq__state *a, int *status);
-} cq__vtable;
-
-struct cq_sim {
-    cq_sim_desc desc;            /* defaults resolved */
-    int dim, dd, n;
-    size_t tsize;                /* sizeof(float) or sizeof(double) */
-    const cq__vtable *vt;
-    cq_backend backend;
-    cq__params_f32 prm_f32;
-    cq__params_f64 prm_f64;
-    cq__state cur, nxt, init, snap;   /* particle state: current, G2P output, step 0, step start */
-    void *mass, *vol, *E, *nu;        /* per-particle parameters */
-    int *act;                         /* actuator group, -1 = none */
-    int max_group;
-    void *act_stress;                 /* act_groups * dd */
-    int act_groups;
-    void *grid_m, *grid_v;
-    long nodes;
-    int *order, *slab_start, *slab_fill, nslabs;
-    int step;
-    int tape_n;                       /* particles the tape's checkpoints were recorded with */
-    char error[512];
-    /* >>tape: state at every checkpoint_every-th step, actuation of every step */
-    cq__state *ckpt;
-    int n_ckpt, cap_ckpt;
-    cq__tape_act *acts;
-    int cap_acts;
-    /* >>adjoint buffers (allocated by the first cq_sim_backward) */
-    cq__state *seg;                   /* recomputed substep inputs of one segment */
-    int n_seg;
-    cq__state adj[2];                 /* particle adjoints: dL/d(state) */
-    const cq__state *grad_state;      /* dL/ds_0 after backward */
-    void *g_mass, *g_vol, *g_E, *g_nu; /* parameter gradients */
-    void *dact;                       /* n * dd per-particle actuation gradients of one substep */
-    double *act_grad;                 /* dL/du_n of the step being reversed: groups * dd */
-    int act_grad_groups;
-    void *grid_p, *grid_vb, *grid_pb, *grid_mb;
-    int adj_n;                        /* particle count the adjoint buffers were sized for */
-    int *wchk, *chk;                  /* non-finite status per step of a segment: work, host copy */
-    int in_backward, has_grad;
-    int in_hook;                      /* a backward hook is running: the hook-only calls work */
-    const cq__state *hook_state;      /* s_n while the hook of step n runs */
-    cq__state *hook_adj;              /* dL/ds_n while the hook of step n runs */
-    int hook_step;                    /* n while the hook of step n runs */
-    /* >>cables (seed 003 eqs 16-17) */
-    cq__cable *cables;
-    int n_cables, cap_cables;
-    int *cable_p;                     /* routed particles of all cables, concatenated */
-    int n_cable_p;
-    double *cable_u;                  /* current actuation per cable (host) */
-    double *cable_grad;               /* dL/du_n per cable of the step being reversed (host) */
-    /* work memory for the cable kernels (templates/cables.j2), built by cq__cable_buffers */
-    void *veff;                       /* v + dt f_cable / m, what P2G reads when cables exist */
-    double *cable_f;                  /* cable force per particle (n * dim) */
-    int veff_n;
-    int *wcseg, n_cseg;               /* segments: a, b, cable */
-    double *wck, *wcrest, *wctarget;  /* per cable: k, R, max(0, R u) */
-    double *wcL, *wcdot, *wcgrad;     /* per cable: length, adjoint dot product, dL/du of a step */
-    int wcable_n;                     /* cables those describe; -1: rebuild */
-    /* >>work copies of the parameters: the kernels' view of mass, vol, E, nu, act and the
-       actuation stress in use (on the CPU the same pointers as the host arrays) */
-    void *wmass, *wvol, *wE, *wnu, *wact_stress;
-    int *wact;
-    int wparam_n, wact_cap;
-#if CQ__HAS_CUDA
-    struct {
-        int ordinal;
-        cq__CUdevice dev;
-        cq__CUcontext ctx;
-        cq__CUmodule mod;
-        cq__CUfunction grid, g2p, p2g, grid_adj, g2p_adj, p2g_adj, act_reduce, nonfinite;
-        cq__CUfunction cable[7];      /* len, force, veff, mass_adj, dot, grad, x_adj */
-        void *bad;                    /* int: 4 p + status of the lowest failing particle in G2P */
-        double *act_grad;             /* device: groups * dd, the actuation gradient of one step */
-        int act_grad_cap;
-        int failed;                   /* a driver call failed: the sim is unusable */
-        int depth;                    /* context pushes not yet popped */
-        char err[384];
-    } cu;
-#endif
-};
-
-/* The message of the last failed cq_sim_create, per thread (creates may run concurrently).
-   Define CQ_THREAD_LOCAL before the implementation to choose the storage class yourself. */
-#if !defined(CQ_THREAD_LOCAL)
-#  if defined(__cplusplus) && __cplusplus >= 201103L
-#    define CQ_THREAD_LOCAL thread_local
-#  elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__STDC_NO_THREADS__)
-#    define CQ_THREAD_LOCAL _Thread_local
-#  elif defined(_MSC_VER)
-#    define CQ_THREAD_LOCAL __declspec(thread)
-#  elif defined(__GNUC__)
-#    define CQ_THREAD_LOCAL __thread
-#  else
-#    define CQ_THREAD_LOCAL
-#  endif
-#endif
-static CQ_THREAD_LOCAL char cq__create_error[512];
-static void cq__tape_clear(cq_sim *s);
-static void cq__adjoint_free(cq_sim *s);
-
-/* ------------------------------------------------------------------ >>errors */
-const char *cq_result_string(cq_result r)
-{
-    switch (r) {
-    case CQ_SUCCESS: return "success";
-    case CQ_ERROR_INVALID_ARGUMENT: return "invalid argument";
-    case CQ_ERROR_OUT_OF_MEMORY: return "out of memory";
-    case CQ_ERROR_NON_FINITE: return "non-finite value";
-    case CQ_ERROR_OUT_OF_DOMAIN: return "particle outside the grid's usable region";
-    case CQ_ERROR_BACKEND_UNAVAILABLE: return "backend unavailable";
-    case CQ_ERROR_DEVICE: return "GPU device error";
-    case CQ_ERROR_INVALID_STATE: return "invalid state (call order)";
-    }
-    return "unknown cq_result";
-}
-
-void cq_log_silent(cq_log_level level, const char *message, void *user) { (void)level; (void)message; (void)user; }
-
-/* Formats into buf and hands it to the logger; without one, errors and warnings go to stderr. */
-static void cq__vlog(const cq_logger *lg, cq_log_level level, const char *fmt, va_list ap, char *buf, size_t cap)
-{
-    vsnprintf(buf, cap, fmt, ap);
-    if (lg && lg->func) lg->func(level, buf, lg->user);
-    else if (level != CQ_LOG_INFO) fprintf(stderr, "chainqueen: %s: %s\n", level == CQ_LOG_ERROR ? "error" : "warning", buf);
-}
-
-static void cq__log(const cq_sim *s, cq_log_level level, const char *fmt, ...)
-{
-    char buf[512];
-    va_list ap;
-    if (!s->desc.logger.func && level == CQ_LOG_INFO) return;
-    va_start(ap, fmt);
-    cq__vlog(&s->desc.logger, level, fmt, ap, buf, sizeof buf);
-    va_end(ap);
-}
-
-/* Records the detail message of a failure and returns its code. */
-static cq_result cq__fail(cq_sim *s, cq_result code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    cq__vlog(&s->desc.logger, CQ_LOG_ERROR, fmt, ap, s->error, sizeof s->error);
-    va_end(ap);
-    return code;
-}
-
-static cq_result cq__create_fail(const cq_sim_desc *d, cq_result code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    cq__vlog(d ? &d->logger : NULL, CQ_LOG_ERROR, fmt, ap, cq__create_error, sizeof cq__create_error);
-    va_end(ap);
-    return code;
-}
-
-const char *cq_sim_last_error(const cq_sim *sim)
-{
-    return sim ? sim->error : cq__create_error;
-}
-
-/* ------------------------------------------------------------------ >>memory */
-static void *cq__default_alloc(size_t size, void *user) { (void)user; return malloc(size); }
-static void cq__default_free(void *ptr, void *user) { (void)user; free(ptr); }
-
-static void *cq__alloc(const cq_sim *s, size_t size)
-{
-    return s->desc.allocator.alloc(size ? size : 1, s->desc.allocator.user);
-}
-static void cq__free(const cq_sim *s, void *p)
-{
-    if (p) s->desc.allocator.free(p, s->desc.allocator.user);
-}
-
-/* ------------------------------------------------------------------ >>work_memory
-   Work memory is what the kernels read and write (see cq__state).  CPU: the allocator's host
-   memory.  CUDA: device memory; a driver failure is recorded in s->cu (the first one wins) and
-   surfaces as CQ_ERROR_DEVICE from the public call that met it. */
-static int cq__on_gpu(const cq_sim *s)
-{
-#if CQ__HAS_CUDA
-    return s->backend == CQ_BACKEND_CUDA;
-#else
-    (void)s;
-    return 0;
-#endif
-}
-
-#if CQ__HAS_CUDA
-#define CQ__DPTR(p) ((cq__CUdeviceptr)(size_t)(p))
-static int cq__cu_check(const cq_sim *cs, cq__CUresult e, const char *call)
-{
-    cq_sim *s = (cq_sim *)cs;
-    if (e == 0) return 1;
-    if (!s->cu.failed) {
-        s->cu.failed = 1;
-        snprintf(s->cu.err, sizeof s->cu.err, "%s failed: %s (%d)", call, cq__cu_error_name(e), e);
-    }
-    return 0;
-}
-/* Every driver call runs with the sim's context current.  Only the outermost push and pop
-   reach the driver (a substep pushes once around its launches and copies); nested ones count
-   in s->cu.depth, and pops match successful pushes, so a failed push never pops the
-   application's own context. */
-static void cq__cu_push(const cq_sim *cs)
-{
-    cq_sim *s = (cq_sim *)cs;
-    if (s->cu.depth > 0 || cq__cu_check(s, CQ__CU(CtxPushCurrent)(s->cu.ctx), "cuCtxPushCurrent")) s->cu.depth++;
-}
-static void cq__cu_pop(const cq_sim *cs)
-{
-    cq_sim *s = (cq_sim *)cs;
-    cq__CUcontext c;
-    if (s->cu.depth > 1) s->cu.depth--;
-    else if (s->cu.depth == 1 && cq__cu_check(s, CQ__CU(CtxPopCurrent)(&c), "cuCtxPopCurrent")) s->cu.depth--;
-}
-#endif
-
-static void *cq__walloc(const cq_sim *s, size_t bytes)
-{
-#if CQ__HAS_CUDA
-    if (cq__on_gpu(s)) {
-        cq__CUdeviceptr p = 0;
-        cq__CUresult e;
-        cq__cu_push(s);
-        e = CQ__CU(MemAlloc)(&p, bytes ? bytes : 1);
-        cq__cu_pop(s);
-        if (e != CQ__CUDA_ERROR_OUT_OF_MEMORY) cq__cu_check(s, e, "cuMemAlloc");
-        return e ? NULL : (void *)(size_t)p;
-    }
-#endif
-    return cq__alloc(s, bytes);
-}
-
-static void cq__wfree(const cq_sim *s, void *p)
-{
-    if (!p) return;
-#if CQ__HAS_CUDA
-    if (cq__on_gpu(s)) { cq__cu_push(s); cq__cu_check(s, CQ__CU(MemFree)(CQ__DPTR(p)), "cuMemFree"); cq__cu_pop(s); return; }
-#endif
-    cq__free(s, p);
-}
-
-static void cq__wcopy(const cq_sim *s, void *dst, const void *src, size_t bytes)   /* work -> work */
-{
-    (void)s;
-    if (!bytes) return;
-#if CQ__HAS_CUDA
-    if (cq__on_gpu(s)) {
-        cq__cu_push(s); cq__cu_check(s, CQ__CU(MemcpyDtoD)(CQ__DPTR(dst), CQ__DPTR(src), bytes), "cuMemcpyDtoD"); cq__cu_pop(s);
-        return;
-    }
-#endif
-    memcpy(dst, src, bytes);
-}
-
-static void cq__wzero(const cq_sim *s, void *dst, size_t bytes)
-{
-    (void)s;
-    if (!bytes) return;
-#if CQ__HAS_CUDA
-    if (cq__on_gpu(s)) { cq__cu_push(s); cq__cu_check(s, CQ__CU(MemsetD8)(CQ__DPTR(dst), 0, bytes), "cuMemsetD8"); cq__cu_pop(s); return; }
-#endif
-    memset(dst, 0, bytes);
-}
-
-static void cq__wput(const cq_sim *s, void *dst, size_t offset, const void *src, size_t bytes)   /* host -> work */
-{
-    (void)s;
-    if (!bytes) return;
-#if CQ__HAS_CUDA
-    if (cq__on_gpu(s)) {
-        cq__cu_push(s); cq__cu_check(s, CQ__CU(MemcpyHtoD)(CQ__DPTR(dst) + offset, src, bytes), "cuMemcpyHtoD"); cq__cu_pop(s);
-        return;
-    }
-#endif
-    memcpy((char *)dst + offset, src, bytes);
-}
-
-static void cq__wget(const cq_sim *s, void *dst, const void *src, size_t offset, size_t bytes)   /* work -> host */
-{
-    (void)s;
-    if (!bytes) return;
-#if CQ__HAS_CUDA
-    if (cq__on_gpu(s)) {
-        cq__cu_push(s); cq__cu_check(s, CQ__CU(MemcpyDtoH)(dst, CQ__DPTR(src) + offset, bytes), "cuMemcpyDtoH"); cq__cu_pop(s);
-        return;
-    }
-#endif
-    memcpy(dst, (const char *)src + offset, bytes);
-}
-
-/* 1 if a driver call of this sim failed; the message then names it */
-static int cq__device_failed(const cq_sim *s)
-{
-#if CQ__HAS_CUDA
-    return s->cu.failed;
-#else
-    (void)s;
-    return 0;
-#endif
-}
-
-static const char *cq__device_error(const cq_sim *s)
-{
-#if CQ__HAS_CUDA
-    return s->cu.err;
-#else
-    (void)s;
-    return "";
-#endif
-}
-
-/* host states (init, staging) */
-static void cq__state_free(const cq_sim *s, cq__state *st)
-{
-    cq__free(s, st->x); cq__free(s, st->v); cq__free(s, st->C); cq__free(s, st->F);
-    st->x = st->v = st->C = st->F = NULL;
-}
-
-static int cq__state_alloc(const cq_sim *s, cq__state *st, int n)
-{
-    size_t vec = (size_t)n * (size_t)s->dim * s->tsize, mat = (size_t)n * (size_t)s->dd * s->tsize;
-    st->x = cq__alloc(s, vec); st->v = cq__alloc(s, vec);
-    st->C = cq__alloc(s, mat); st->F = cq__alloc(s, mat);
-    if (!st->x || !st->v || !st->C || !st->F) { cq__state_free(s, st); return 0; }
-    return 1;
-}
-
-static void cq__state_copy(const cq_sim *s, cq__state *dst, const cq__state *src, int n)
-{
-    size_t vec = (size_t)n * (size_t)s->dim * s->tsize, mat = (size_t)n * (size_t)s->dd * s->tsize;
-    memcpy(dst->x, src->x, vec); memcpy(dst->v, src->v, vec);
-    memcpy(dst->C, src->C, mat); memcpy(dst->F, src->F, mat);
-}
-
-/* work states */
-static void cq__wstate_free(const cq_sim *s, cq__state *st)
-{
-    cq__wfree(s, st->x); cq__wfree(s, st->v); cq__wfree(s, st->C); cq__wfree(s, st->F);
-    st->x = st->v = st->C = st->F = NULL;
-}
-
-static int cq__wstate_alloc(const cq_sim *s, cq__state *st, int n)
-{
-    size_t vec = (size_t)n * (size_t)s->dim * s->tsize, mat = (size_t)n * (size_t)s->dd * s->tsize;
-    st->x = cq__walloc(s, vec); st->v = cq__walloc(s, vec);
-    st->C = cq__walloc(s, mat); st->F = cq__walloc(s, mat);
-    if (!st->x || !st->v || !st->C || !st->F) { cq__wstate_free(s, st); return 0; }
-    return 1;
-}
-
-static void cq__wstate_copy(const cq_sim *s, cq__state *dst, const cq__state *src, int n)
-{
-    size_t vec = (size_t)n * (size_t)s->dim * s->tsize, mat = (size_t)n * (size_t)s->dd * s->tsize;
-    cq__wcopy(s, dst->x, src->x, vec); cq__wcopy(s, dst->v, src->v, vec);
-    cq__wcopy(s, dst->C, src->C, mat); cq__wcopy(s, dst->F, src->F, mat);
-}
-
-static void cq__wstate_put(const cq_sim *s, cq__state *dst, const cq__state *host, int n)   /* host -> work */
-{
-    size_t vec = (size_t)n * (size_t)s->dim * s->tsize, mat = (size_t)n * (size_t)s->dd * s->tsize;
-    cq__wput(s, dst->x, 0, host->x, vec); cq__wput(s, dst->v, 0, host->v, vec);
-    cq__wput(s, dst->C, 0, host->C, mat); cq__wput(s, dst->F, 0, host->F, mat);
-}
-
-/* Makes the kernels' parameter arrays current after the host arrays changed (CPU: they are
-   the host arrays).  0 if device memory ran out. */
-static int cq__sync_params(cq_sim *s)
-{
-    const size_t ts = s->tsize, n = (size_t)s->n;
-    if (!cq__on_gpu(s)) {
-        s->wmass = s->mass; s->wvol = s->vol; s->wE = s->E; s->wnu = s->nu; s->wact = s->act; s->wparam_n = s->n;
-        return 1;
-    }
-    if (s->wparam_n != s->n || !s->wmass) {
-        cq__wfree(s, s->wmass); cq__wfree(s, s->wvol); cq__wfree(s, s->wE); cq__wfree(s, s->wnu); cq__wfree(s, s->wact);
-        s->wmass = cq__walloc(s, n * ts); s->wvol = cq__walloc(s, n * ts); s->wE = cq__walloc(s, n * ts);
-        s->wnu = cq__walloc(s, n * ts); s->wact = (int *)cq__walloc(s, n * sizeof(int));
-        s->wparam_n = s->n;
-        if (!s->wmass || !s->wvol || !s->wE || !s->wnu || !s->wact) {
-            cq__wfree(s, s->wmass); cq__wfree(s, s->wvol); cq__wfree(s, s->wE); cq__wfree(s, s->wnu); cq__wfree(s, s->wact);
-            s->wmass = s->wvol = s->wE = s->wnu = NULL; s->wact = NULL; s->wparam_n = 0;
-            return 0;
-        }
-    }
-    cq__wput(s, s->wmass, 0, s->mass, n * ts); cq__wput(s, s->wvol, 0, s->vol, n * ts);
-    cq__wput(s, s->wE, 0, s->E, n * ts); cq__wput(s, s->wnu, 0, s->nu, n * ts);
-    cq__wput(s, s->wact, 0, s->act, n * sizeof(int));
-    return 1;
-}
-
-/* CUDA: grows the device actuation buffer to `groups` rows (before anything is committed, so a
-   failure leaves the sim as it was); 0 if device memory ran out.  CPU: nothing to do. */
-static int cq__reserve_actuation(cq_sim *s, int groups)
-{
-    void *p;
-    if (!cq__on_gpu(s) || groups <= s->wact_cap) return 1;
-    if (!(p = cq__walloc(s, (size_t)groups * (size_t)s->dd * s->tsize))) return 0;
-    cq__wfree(s, s->wact_stress);
-    s->wact_stress = p; s->wact_cap = groups;
-    return 1;
-}
-
-/* Makes the kernels' actuation stress the host's s->act_stress (s->act_groups rows, reserved). */
-static void cq__sync_actuation(cq_sim *s)
-{
-    if (!cq__on_gpu(s)) { s->wact_stress = s->act_stress; return; }
-    cq__wput(s, s->wact_stress, 0, s->act_stress, (size_t)s->act_groups * (size_t)s->dd * s->tsize);
-}
-
-/* ------------------------------------------------------------------ >>conversion */
-/* dst[i] = (T)src[i] for the sim's precision; returns the first index that is not finite
-   after conversion (e.g. 1e300 in float), or -1. */
-static long cq__from_double(const cq_sim *s, void *dst, const double *src, long count)
-{
-    long bad = -1;
-    if (s->tsize == sizeof(float)) {
-        float *d = (float *)dst;
-        for (long i = 0; i < count; ++i) { d[i] = (float)src[i]; if (bad < 0 && !cq__isfinite_f32(d[i])) bad = i; }
-    } else {
-        double *d = (double *)dst;
-        for (long i = 0; i < count; ++i) { d[i] = src[i]; if (bad < 0 && !cq__isfinite_f64(d[i])) bad = i; }
-    }
-    return bad;
-}
-
-static void cq__to_double(const cq_sim *s, double *dst, const void *src, long count)
-{
-    if (s->tsize == sizeof(float)) { const float *f = (const float *)src; for (long i = 0; i < count; ++i) dst[i] = f[i]; }
-    else memcpy(dst, src, (size_t)count * sizeof(double));
-}
-
-static double cq__at(const cq_sim *s, const void *a, long i)
-{
-    return s->tsize == sizeof(float) ? (double)((const float *)a)[i] : ((const double *)a)[i];
-}
-
-static int cq__in_domain(const cq_sim *s, const void *x, int p)
-{
-    if (s->dim == 2 && s->tsize == sizeof(float))
-        return cq__in_domain_2d_f32((const float *)x + (long)p * 2, &s->prm_f32);
-    if (s->dim == 2 && s->tsize == sizeof(double))
-        return cq__in_domain_2d_f64((const double *)x + (long)p * 2, &s->prm_f64);
-    if (s->dim == 3 && s->tsize == sizeof(float))
-        return cq__in_domain_3d_f32((const float *)x + (long)p * 3, &s->prm_f32);
-    if (s->dim == 3 && s->tsize == sizeof(double))
-        return cq__in_domain_3d_f64((const double *)x + (long)p * 3, &s->prm_f64);
-    return 0;
-}
-
-/* ------------------------------------------------------------------ >>cables
-   Cable actuators (seed 003 eqs 16-17): the physics is in templates/cables.j2 (CQ_HD, the same
-   code on the CPU and in the CUDA kernels).  Here: their work buffers.  The segment list and
-   per-cable k and R are built when the cable set or the particle count changed; the target
-   max(0, R u) is uploaded whenever u changes (cq_sim_set_cable_actuation, and per step of the
-   backward pass from the tape). */
-static void cq__cable_free(cq_sim *s)
-{
-    cq__wfree(s, s->veff); cq__wfree(s, s->cable_f); cq__wfree(s, s->wcseg);
-    cq__wfree(s, s->wck); cq__wfree(s, s->wcrest); cq__wfree(s, s->wctarget);
-    cq__wfree(s, s->wcL); cq__wfree(s, s->wcdot); cq__wfree(s, s->wcgrad);
-    s->veff = NULL; s->cable_f = NULL; s->wcseg = NULL;
-    s->wck = s->wcrest = s->wctarget = s->wcL = s->wcdot = s->wcgrad = NULL;
-    s->veff_n = 0; s->n_cseg = 0; s->wcable_n = -1;
-}
-
-/* uploads target[c] = max(0, R_c u_c) for the current u (in chunks: no allocation) */
-static void cq__cable_target(cq_sim *s)
-{
-    double buf[256];
-    if (s->wcable_n != s->n_cables || !s->wctarget) return;   /* built later, with the current u */
-    for (int c0 = 0; c0 < s->n_cables; c0 += 256) {
-        int m = s->n_cables - c0 < 256 ? s->n_cables - c0 : 256;
-        for (int i = 0; i < m; ++i) {
-            double t = s->cables[c0 + i].rest * s->cable_u[c0 + i];
-            buf[i] = t > 0 ? t : 0;
-        }
-        cq__wput(s, s->wctarget, (size_t)c0 * sizeof(double), buf, (size_t)m * sizeof(double));
-    }
-}
-
-static int cq__cable_buffers(cq_sim *s)
-{
-    const size_t nc = (size_t)s->n_cables * sizeof(double);
-    int *seg = NULL;
-    double *kr = NULL;
-    if (s->veff_n == s->n && s->veff && s->wcable_n == s->n_cables) return 1;
-    cq__cable_free(s);
-    s->n_cseg = s->n_cable_p - s->n_cables;   /* a cable through r particles has r - 1 segments */
-    s->veff = cq__walloc(s, (size_t)s->n * (size_t)s->dim * s->tsize);
-    s->cable_f = (double *)cq__walloc(s, sizeof(double) * (size_t)s->n * (size_t)s->dim);
-    s->wcseg = (int *)cq__walloc(s, sizeof(int) * 3 * (size_t)s->n_cseg);
-    s->wck = (double *)cq__walloc(s, nc); s->wcrest = (double *)cq__walloc(s, nc); s->wctarget = (double *)cq__walloc(s, nc);
-    s->wcL = (double *)cq__walloc(s, nc); s->wcdot = (double *)cq__walloc(s, nc); s->wcgrad = (double *)cq__walloc(s, nc);
-    seg = (int *)cq__alloc(s, sizeof(int) * 3 * (size_t)s->n_cseg);
-    kr = (double *)cq__alloc(s, 2 * nc);
-    if (!s->veff || !s->cable_f || !s->wcseg || !s->wck || !s->wcrest || !s->wctarget || !s->wcL || !s->wcdot ||
-        !s->wcgrad || !seg || !kr) {
-        cq__free(s, seg); cq__free(s, kr);
-        cq__cable_free(s);
-        return 0;
-    }
-    for (int c = 0, j = 0; c < s->n_cables; ++c) {
-        const cq__cable *cb = &s->cables[c];
-        for (int i = 0; i + 1 < cb->count; ++i, ++j) {
-            seg[3 * j] = s->cable_p[cb->first + i]; seg[3 * j + 1] = s->cable_p[cb->first + i + 1]; seg[3 * j + 2] = c;
-        }
-        kr[c] = cb->k; kr[s->n_cables + c] = cb->rest;
-    }
-    cq__wput(s, s->wcseg, 0, seg, sizeof(int) * 3 * (size_t)s->n_cseg);
-    cq__wput(s, s->wck, 0, kr, nc); cq__wput(s, s->wcrest, 0, kr + s->n_cables, nc);
-    cq__free(s, seg); cq__free(s, kr);
-    s->veff_n = s->n; s->wcable_n = s->n_cables;
-    cq__cable_target(s);
-    return 1;
-}
-
-/* ------------------------------------------------------------------ >>check_adjoint
-   The backward pass checks, after each step, the adjoint state and the parameter gradients in
-   cq_field order: x, v, C, F of `a`, then mass, volume, youngs, poisson. */
-static void cq__adjoint_arrays(const cq_sim *s, const cq__state *a, const void *arr[8])
-{
-    arr[0] = a->x; arr[1] = a->v; arr[2] = a->C; arr[3] = a->F;
-    arr[4] = s->g_mass; arr[5] = s->g_vol; arr[6] = s->g_E; arr[7] = s->g_nu;
-}
-
-/* >>cpu_check_adjoint: lowest particle with a non-finite entry (bit test), and its field */
-static void cq__cpu_check_adjoint(cq_sim *s, const cq__state *a, int *status)
-{
-    const void *arr[8];
-    long best = -1;
-    cq__adjoint_arrays(s, a, arr);
-    for (int f = 0; f < 8; ++f) {
-        const int k = cq_sim_field_size(s, (cq_field)f);
-        const long count = (long)s->n * k;
-        long i = 0;
-        if (s->tsize == sizeof(float)) { const float *v = (const float *)arr[f]; while (i < count && cq__isfinite_f32(v[i])) ++i; }
-        else { const double *v = (const double *)arr[f]; while (i < count && cq__isfinite_f64(v[i])) ++i; }
-        if (i < count && (best < 0 || (i / k) * 8 + f < best)) best = (i / k) * 8 + f;
-    }
-    *status = best < 0 ? 0 : INT_MAX - (int)best;
-}
-
-/* ------------------------------------------------------------------ >>cpu_drivers */
-static cq__pview_f32 cq__pview_f32_of(const cq_sim *s, const cq__state *st)
-{
-    cq__pview_f32 v;
-    v.x = (float *)st->x; v.v = (float *)st->v; v.C = (float *)st->C; v.F = (float *)st->F;
-    v.mass = (float *)s->wmass; v.vol = (float *)s->wvol; v.E = (float *)s->wE; v.nu = (float *)s->wnu;
-    v.act = s->wact; v.act_stress = (float *)s->wact_stress;
-    return v;
-}
-
-/* Counting sort of particles into x-slabs (see CQ__SLAB): order[] lists particles slab by
-   slab, each slab in increasing particle index. */
-static void cq__bucket_f32(cq_sim *s, const float *x)
-{
-    const float inv_dx = s->prm_f32.inv_dx;
-    int *start = s->slab_start, *fill = s->slab_fill;
-    for (int k = 0; k <= s->nslabs; ++k) start[k] = 0;
-    for (int p = 0; p < s->n; ++p) {
-        int sl = (int)floorf(x[(long)p * s->dim] * inv_dx - (float)0.5) / CQ__SLAB;
-        sl = sl < 0 ? 0 : (sl >= s->nslabs ? s->nslabs - 1 : sl);
-        start[sl + 1]++;
-    }
-    for (int k = 0; k < s->nslabs; ++k) { start[k + 1] += start[k]; fill[k] = start[k]; }
-    for (int p = 0; p < s->n; ++p) {
-        int sl = (int)floorf(x[(long)p * s->dim] * inv_dx - (float)0.5) / CQ__SLAB;
-        sl = sl < 0 ? 0 : (sl >= s->nslabs ? s->nslabs - 1 : sl);
-        s->order[fill[sl]++] = p;
-    }
-}
-static cq__pview_f64 cq__pview_f64_of(const cq_sim *s, const cq__state *st)
-{
-    cq__pview_f64 v;
-    v.x = (double *)st->x; v.v = (double *)st->v; v.C = (double *)st->C; v.F = (double *)st->F;
-    v.mass = (double *)s->wmass; v.vol = (double *)s->wvol; v.E = (double *)s->wE; v.nu = (double *)s->wnu;
-    v.act = s->wact; v.act_stress = (double *)s->wact_stress;
-    return v;
-}
-
-/* Counting sort of particles into x-slabs (see CQ__SLAB): order[] lists particles slab by
-   slab, each slab in increasing particle index. */
-static void cq__bucket_f64(cq_sim *s, const double *x)
-{
-    const double inv_dx = s->prm_f64.inv_dx;
-    int *start = s->slab_start, *fill = s->slab_fill;
-    for (int k = 0; k <= s->nslabs; ++k) start[k] = 0;
-    for (int p = 0; p < s->n; ++p) {
-        int sl = (int)floor(x[(long)p * s->dim] * inv_dx - (double)0.5) / CQ__SLAB;
-        sl = sl < 0 ? 0 : (sl >= s->nslabs ? s->nslabs - 1 : sl);
-        start[sl + 1]++;
-    }
-    for (int k = 0; k < s->nslabs; ++k) { start[k + 1] += start[k]; fill[k] = start[k]; }
-    for (int p = 0; p < s->n; ++p) {
-        int sl = (int)floor(x[(long)p * s->dim] * inv_dx - (double)0.5) / CQ__SLAB;
-        sl = sl < 0 ? 0 : (sl >= s->nslabs ? s->nslabs - 1 : sl);
-        s->order[fill[sl]++] = p;
-    }
-}
-
-/* >>cpu_cables_2d_f32: the cable impulse of a substep from `in` into s->veff (and s->cable_f) */
-static void cq__cpu_cable_veff_2d_f32(cq_sim *s, const cq__state *in)
-{
-    const float *x = (const float *)in->x;
-    memset(s->wcL, 0, sizeof(double) * (size_t)s->n_cables);
-    memset(s->cable_f, 0, sizeof(double) * (size_t)s->n * 2);
-    for (int q = 0; q < s->n_cseg; ++q) cq__cable_len_2d_f32(q, s->wcseg, x, s->wcL);
-    for (int q = 0; q < s->n_cseg; ++q) cq__cable_force_2d_f32(q, s->wcseg, x, s->wcL, s->wck, s->wctarget, s->cable_f);
-    CQ__OMP(parallel for schedule(static))
-    for (int p = 0; p < s->n; ++p)
-        cq__cable_veff_2d_f32(p, (const float *)in->v, s->cable_f, (const float *)s->wmass, s->desc.dt, (float *)s->veff);
-}
-
-/* its adjoint: ai->v holds dL/dveff; adds to ai->x, the mass gradient and s->wcgrad.  Needs
-   s->cable_f and s->wcL of the same `in` (cq__cpu_cable_veff first). */
-static void cq__cpu_cable_adj_2d_f32(cq_sim *s, const cq__state *in, cq__state *ai)
-{
-    const float *x = (const float *)in->x, *av = (const float *)ai->v, *m = (const float *)s->wmass;
-    const double dt = s->desc.dt;
-    CQ__OMP(parallel for schedule(static))
-    for (int p = 0; p < s->n; ++p) cq__cable_mass_adj_2d_f32(p, s->cable_f, av, m, dt, (float *)s->g_mass);
-    memset(s->wcdot, 0, sizeof(double) * (size_t)s->n_cables);
-    for (int q = 0; q < s->n_cseg; ++q) cq__cable_dot_2d_f32(q, s->wcseg, x, av, m, s->wcL, s->wctarget, dt, s->wcdot);
-    for (int c = 0; c < s->n_cables; ++c) cq__cable_grad_2d_f32(c, s->wck, s->wcrest, s->wctarget, s->wcdot, s->wcgrad);
-    for (int q = 0; q < s->n_cseg; ++q)
-        cq__cable_x_adj_2d_f32(q, s->wcseg, x, av, m, s->wcL, s->wctarget, s->wck, s->wcdot, dt, (float *)ai->x);
-}
-
-/* >>cpu_cables_2d_f64: the cable impulse of a substep from `in` into s->veff (and s->cable_f) */
-static void cq__cpu_cable_veff_2d_f64(cq_sim *s, const cq__state *in)
-{
-    const double *x = (const double *)in->x;
-    memset(s->wcL, 0, sizeof(double) * (size_t)s->n_cables);
-    memset(s->cable_f, 0, sizeof(double) * (size_t)s->n * 2);
-    for (int q = 0; q < s->n_cseg; ++q) cq__cable_len_2d_f64(q, s->wcseg, x, s->wcL);
-    for (int q = 0; q < s->n_cseg; ++q) cq__cable_force_2d_f64(q, s->wcseg, x, s->wcL, s->wck, s->wctarget, s->cable_f);
-    CQ__OMP(parallel for schedule(static))
-    for (int p = 0; p < s->n; ++p)
-        cq__cable_veff_2d_f64(p, (const double *)in->v, s->cable_f, (const double *)s->wmass, s->desc.dt, (double *)s->veff);
-}
-
-/* its adjoint: ai->v holds dL/dveff; adds to ai->x, the mass gradient and s->wcgrad.  Needs
-   s->cable_f and s->wcL of the same `in` (cq__cpu_cable_veff first). */
-static void cq__cpu_cable_adj_2d_f64(cq_sim *s, const cq__state *in, cq__state *ai)
-{
-    const double *x = (const double *)in->x, *av = (const double *)ai->v, *m = (const double *)s->wmass;
-    const double dt = s->desc.dt;
-    CQ__OMP(parallel for schedule(static))
-    for (int p = 0; p < s->n; ++p) cq__cable_mass_adj_2d_f64(p, s->cable_f, av, m, dt, (double *)s->g_mass);
-    memset(s->wcdot, 0, sizeof(double) * (size_t)s->n_cables);
-    for (int q = 0; q < s->n_cseg; ++q) cq__cable_dot_2d_f64(q, s->wcseg, x, av, m, s->wcL, s->wctarget, dt, s->wcdot);
-    for (int c = 0; c < s->n_cables; ++c) cq__cable_grad_2d_f64(c, s->wck, s->wcrest, s->wctarget, s->wcdot, s->wcgrad);
-    for (int q = 0; q < s->n_cseg; ++q)
-        cq__cable_x_adj_2d_f64(q, s->wcseg, x, av, m, s->wcL, s->wctarget, s->wck, s->wcdot, dt, (double *)ai->x);
-}
-
-/* >>cpu_cables_3d_f32: the cable impulse of a substep from `in` into s->veff (and s->cable_f) */
-static void cq__cpu_cable_veff_3d_f32(cq_sim *s, const cq__state *in)
-{
-    const float *x = (const float *)in->x;
-    memset(s->wcL, 0, sizeof(double) * (size_t)s->n_cables);
-    memset(s->cable_f, 0, sizeof(double) * (size_t)s->n * 3);
-    for (int q = 0; q < s->n_cseg; ++q) cq__cable_len_3d_f32(q, s->wcseg, x, s->wcL);
-    for (int q = 0; q < s->n_cseg; ++q) cq__cable_force_3d_f32(q, s->wcseg, x, s->wcL, s->wck, s->wctarget, s->cable_f);
-    CQ__OMP(parallel for schedule(static))
-    for (int p = 0; p < s->n; ++p)
-        cq__cable_veff_3d_f32(p, (const float *)in->v, s->cable_f, (const float *)s->wmass, s->desc.dt, (float *)s->veff);
-}
-
-/* its adjoint: ai->v holds dL/dveff; adds to ai->x, the mass gradient and s->wcgrad.  Needs
-   s->cable_f and s->wcL of the same `in` (cq__cpu_cable_veff first). */
-static void cq__cpu_cable_adj_3d_f32(cq_sim *s, const cq__state *in, cq__state *ai)
-{
-    const float *x = (const float *)in->x, *av = (const float *)ai->v, *m = (const float *)s->wmass;
-    const double dt = s->desc.dt;
-    CQ__OMP(parallel for schedule(static))
-    for (int p = 0; p < s->n; ++p) cq__cable_mass_adj_3d_f32(p, s->cable_f, av, m, dt, (float *)s->g_mass);
-    memset(s->wcdot, 0, sizeof(double) * (size_t)s->n_cables);
-    for (int q = 0; q < s->n_cseg; ++q) cq__cable_dot_3d_f32(q, s->wcseg, x, av, m, s->wcL, s->wctarget, dt, s->wcdot);
-    for (int c = 0; c < s->n_cables; ++c) cq__cable_grad_3d_f32(c, s->wck, s->wcrest, s->wctarget, s->wcdot, s->wcgrad);
-    for (int q = 0; q < s->n_cseg; ++q)
-        cq__cable_x_adj_3d_f32(q, s->wcseg, x, av, m, s->wcL, s->wctarget, s->wck, s->wcdot, dt, (float *)ai->x);
-}
-
-/* >>cpu_cables_3d_f64: the cable impulse of a substep from `in` into s->veff (and s->cable_f) */
-static void cq__cpu_cable_veff_3d_f64(cq_sim *s, const cq__state *in)
-{
-    const double *x = (const double *)in->x;
-    memset(s->wcL, 0, sizeof(double) * (size_t)s->n_cables);
-    memset(s->cable_f, 0, sizeof(double) * (size_t)s->n * 3);
-    for (int q = 0; q < s->n_cseg; ++q) cq__cable_len_3d_f64(q, s->wcseg, x, s->wcL);
-    for (int q = 0; q < s->n_cseg; ++q) cq__cable_force_3d_f64(q, s->wcseg, x, s->wcL, s->wck, s->wctarget, s->cable_f);
-    CQ__OMP(parallel for schedule(static))
-    for (int p = 0; p < s->n; ++p)
-        cq__cable_veff_3d_f64(p, (const double *)in->v, s->cable_f, (const double *)s->wmass, s->desc.dt, (double *)s->veff);
-}
-
-/* its adjoint: ai->v holds dL/dveff; adds to ai->x, the mass gradient and s->wcgrad.  Needs
-   s->cable_f and s->wcL of the same `in` (cq__cpu_cable_veff first). */
-static void cq__cpu_cable_adj_3d_f64(cq_sim *s, const cq__state *in, cq__state *ai)
-{
-    const double *x = (const double *)in->x, *av = (const double *)ai->v, *m = (const double *)s->wmass;
-    const double dt = s->desc.dt;
-    CQ__OMP(parallel for schedule(static))
-    for (int p = 0; p < s->n; ++p) cq__cable_mass_adj_3d_f64(p, s->cable_f, av, m, dt, (double *)s->g_mass);
-    memset(s->wcdot, 0, sizeof(double) * (size_t)s->n_cables);
-    for (int q = 0; q < s->n_cseg; ++q) cq__cable_dot_3d_f64(q, s->wcseg, x, av, m, s->wcL, s->wctarget, dt, s->wcdot);
-    for (int c = 0; c < s->n_cables; ++c) cq__cable_grad_3d_f64(c, s->wck, s->wcrest, s->wctarget, s->wcdot, s->wcgrad);
-    for (int q = 0; q < s->n_cseg; ++q)
-        cq__cable_x_adj_3d_f64(q, s->wcseg, x, av, m, s->wcL, s->wctarget, s->wck, s->wcdot, dt, (double *)ai->x);
-}
-
-/* >>cpu_grid_2d_fixed_corotated_f32: P2G (slab-coloured) and the grid update from particle state `in`.
-   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
-static void cq__cpu_grid_2d_fixed_corotated_f32(cq_sim *s, cq__pview_f32 in, int keep_momentum)
-{
-    const cq__params_f32 *prm = &s->prm_f32;
-    cq__gview_f32 g;
-    const long nodes = s->nodes;
-    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
-    memset(g.m, 0, (size_t)nodes * sizeof(float));
-    memset(g.v, 0, (size_t)nodes * 2 * sizeof(float));
-    cq__bucket_f32(s, in.x);
-    for (int colour = 0; colour < 2; ++colour) {
-        const int *order = s->order, *start = s->slab_start;
-        CQ__OMP(parallel for schedule(dynamic))
-        for (int sl = colour; sl < s->nslabs; sl += 2)
-            for (int k = start[sl]; k < start[sl + 1]; ++k)
-                cq__p2g_fwd_2d_fixed_corotated_f32(order[k], prm, in, g);
-    }
-    if (keep_momentum) memcpy(s->grid_p, g.v, (size_t)nodes * 2 * sizeof(float));
-    CQ__OMP(parallel for schedule(static))
-    for (long i = 0; i < nodes; ++i)
-        cq__grid_fwd_2d_f32((int)i, prm, g);
-}
-
-/* >>cpu_substep_2d_fixed_corotated_f32: grid phase, then G2P from `in` into `out`. */
-static int cq__cpu_substep_2d_fixed_corotated_f32(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
-{
-    const cq__params_f32 *prm = &s->prm_f32;
-    cq__pview_f32 in = cq__pview_f32_of(s, in_st), out = cq__pview_f32_of(s, out_st);
-    cq__gview_f32 g;
-    const int n = s->n;
-    int first = n;
-    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
-    if (s->n_cables) { cq__cpu_cable_veff_2d_f32(s, in_st); in.v = (float *)s->veff; }
-    cq__cpu_grid_2d_fixed_corotated_f32(s, in, 0);
-    CQ__OMP(parallel for schedule(static) reduction(min:first))
-    for (int p = 0; p < n; ++p)
-        if (cq__g2p_fwd_2d_f32(p, prm, in, out, g) != CQ__OK && p < first) first = p;
-    if (first == n) { *bad = -1; return CQ__OK; }
-    *bad = first;
-    return cq__g2p_fwd_2d_f32(first, prm, in, out, g);
-}
-
-/* >>cpu_substep_adj_2d_fixed_corotated_f32: the substep's adjoint, phases reversed: recompute the grid
-   from `in`, G2P adjoint (slab-coloured scatter into dL/dv_i), grid adjoint per node, P2G
-   adjoint (gather) per particle. */
-static void cq__cpu_substep_adj_2d_fixed_corotated_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
-{
-    const cq__params_f32 *prm = &s->prm_f32;
-    cq__pview_f32 in = cq__pview_f32_of(s, in_st), ao = cq__pview_f32_of(s, ao_st);
-    cq__pview_f32 ai = cq__pview_f32_of(s, ai_st), pg = in;
-    cq__gview_f32 g;
-    float *gvb = (float *)s->grid_vb, *gpb = (float *)s->grid_pb, *gmb = (float *)s->grid_mb;
-    const float *gp = (const float *)s->grid_p;
-    float *dact = (float *)s->dact;
-    const long nodes = s->nodes;
-    const int n = s->n;
-    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
-    pg.mass = (float *)s->g_mass; pg.vol = (float *)s->g_vol; pg.E = (float *)s->g_E; pg.nu = (float *)s->g_nu;
-    if (s->n_cables) { cq__cpu_cable_veff_2d_f32(s, in_st); in.v = (float *)s->veff; }
-    cq__cpu_grid_2d_fixed_corotated_f32(s, in, 1);
-    memset(gvb, 0, (size_t)nodes * 2 * sizeof(float));
-    for (int colour = 0; colour < 2; ++colour) {
-        const int *order = s->order, *start = s->slab_start;
-        CQ__OMP(parallel for schedule(dynamic))
-        for (int sl = colour; sl < s->nslabs; sl += 2)
-            for (int k = start[sl]; k < start[sl + 1]; ++k)
-                cq__g2p_adj_2d_f32(order[k], prm, in, g, ao, ai, gvb);
-    }
-    CQ__OMP(parallel for schedule(static))
-    for (long i = 0; i < nodes; ++i)
-        cq__grid_adj_2d_f32((int)i, prm, g.m, gp, gvb, gpb, gmb);
-    CQ__OMP(parallel for schedule(static))
-    for (int p = 0; p < n; ++p)
-        cq__p2g_adj_2d_fixed_corotated_f32(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 4);
-    if (s->n_cables) cq__cpu_cable_adj_2d_f32(s, in_st, ai_st);
-}
-
-static int cq__check_stress_2d_fixed_corotated_f32(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
-{
-    const float *f = (const float *)F, *e = (const float *)E, *q = (const float *)nu;
-    for (int p = first; p < first + count; ++p) {
-        float Pp[4];
-        cq__pk1_2d_fixed_corotated_f32(f + (long)p * 4, e[p], q[p], -1, &s->prm_f32, NULL, Pp);
-        for (int a = 0; a < 4; ++a)
-            if (!cq__isfinite_f32(Pp[a])) return p;
-    }
-    return -1;
-}
-
-/* >>cpu_grid_2d_fixed_corotated_f64: P2G (slab-coloured) and the grid update from particle state `in`.
-   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
-static void cq__cpu_grid_2d_fixed_corotated_f64(cq_sim *s, cq__pview_f64 in, int keep_momentum)
-{
-    const cq__params_f64 *prm = &s->prm_f64;
-    cq__gview_f64 g;
-    const long nodes = s->nodes;
-    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
-    memset(g.m, 0, (size_t)nodes * sizeof(double));
-    memset(g.v, 0, (size_t)nodes * 2 * sizeof(double));
-    cq__bucket_f64(s, in.x);
-    for (int colour = 0; colour < 2; ++colour) {
-        const int *order = s->order, *start = s->slab_start;
-        CQ__OMP(parallel for schedule(dynamic))
-        for (int sl = colour; sl < s->nslabs; sl += 2)
-            for (int k = start[sl]; k < start[sl + 1]; ++k)
-                cq__p2g_fwd_2d_fixed_corotated_f64(order[k], prm, in, g);
-    }
-    if (keep_momentum) memcpy(s->grid_p, g.v, (size_t)nodes * 2 * sizeof(double));
-    CQ__OMP(parallel for schedule(static))
-    for (long i = 0; i < nodes; ++i)
-        cq__grid_fwd_2d_f64((int)i, prm, g);
-}
-
-/* >>cpu_substep_2d_fixed_corotated_f64: grid phase, then G2P from `in` into `out`. */
-static int cq__cpu_substep_2d_fixed_corotated_f64(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
-{
-    const cq__params_f64 *prm = &s->prm_f64;
-    cq__pview_f64 in = cq__pview_f64_of(s, in_st), out = cq__pview_f64_of(s, out_st);
-    cq__gview_f64 g;
-    const int n = s->n;
-    int first = n;
-    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
-    if (s->n_cables) { cq__cpu_cable_veff_2d_f64(s, in_st); in.v = (double *)s->veff; }
-    cq__cpu_grid_2d_fixed_corotated_f64(s, in, 0);
-    CQ__OMP(parallel for schedule(static) reduction(min:first))
-    for (int p = 0; p < n; ++p)
-        if (cq__g2p_fwd_2d_f64(p, prm, in, out, g) != CQ__OK && p < first) first = p;
-    if (first == n) { *bad = -1; return CQ__OK; }
-    *bad = first;
-    return cq__g2p_fwd_2d_f64(first, prm, in, out, g);
-}
-
-/* >>cpu_substep_adj_2d_fixed_corotated_f64: the substep's adjoint, phases reversed: recompute the grid
-   from `in`, G2P adjoint (slab-coloured scatter into dL/dv_i), grid adjoint per node, P2G
-   adjoint (gather) per particle. */
-static void cq__cpu_substep_adj_2d_fixed_corotated_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
-{
-    const cq__params_f64 *prm = &s->prm_f64;
-    cq__pview_f64 in = cq__pview_f64_of(s, in_st), ao = cq__pview_f64_of(s, ao_st);
-    cq__pview_f64 ai = cq__pview_f64_of(s, ai_st), pg = in;
-    cq__gview_f64 g;
-    double *gvb = (double *)s->grid_vb, *gpb = (double *)s->grid_pb, *gmb = (double *)s->grid_mb;
-    const double *gp = (const double *)s->grid_p;
-    double *dact = (double *)s->dact;
-    const long nodes = s->nodes;
-    const int n = s->n;
-    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
-    pg.mass = (double *)s->g_mass; pg.vol = (double *)s->g_vol; pg.E = (double *)s->g_E; pg.nu = (double *)s->g_nu;
-    if (s->n_cables) { cq__cpu_cable_veff_2d_f64(s, in_st); in.v = (double *)s->veff; }
-    cq__cpu_grid_2d_fixed_corotated_f64(s, in, 1);
-    memset(gvb, 0, (size_t)nodes * 2 * sizeof(double));
-    for (int colour = 0; colour < 2; ++colour) {
-        const int *order = s->order, *start = s->slab_start;
-        CQ__OMP(parallel for schedule(dynamic))
-        for (int sl = colour; sl < s->nslabs; sl += 2)
-            for (int k = start[sl]; k < start[sl + 1]; ++k)
-                cq__g2p_adj_2d_f64(order[k], prm, in, g, ao, ai, gvb);
-    }
-    CQ__OMP(parallel for schedule(static))
-    for (long i = 0; i < nodes; ++i)
-        cq__grid_adj_2d_f64((int)i, prm, g.m, gp, gvb, gpb, gmb);
-    CQ__OMP(parallel for schedule(static))
-    for (int p = 0; p < n; ++p)
-        cq__p2g_adj_2d_fixed_corotated_f64(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 4);
-    if (s->n_cables) cq__cpu_cable_adj_2d_f64(s, in_st, ai_st);
-}
-
-static int cq__check_stress_2d_fixed_corotated_f64(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
-{
-    const double *f = (const double *)F, *e = (const double *)E, *q = (const double *)nu;
-    for (int p = first; p < first + count; ++p) {
-        double Pp[4];
-        cq__pk1_2d_fixed_corotated_f64(f + (long)p * 4, e[p], q[p], -1, &s->prm_f64, NULL, Pp);
-        for (int a = 0; a < 4; ++a)
-            if (!cq__isfinite_f64(Pp[a])) return p;
-    }
-    return -1;
-}
-
-/* >>cpu_grid_2d_neohookean_f32: P2G (slab-coloured) and the grid update from particle state `in`.
-   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
-static void cq__cpu_grid_2d_neohookean_f32(cq_sim *s, cq__pview_f32 in, int keep_momentum)
-{
-    const cq__params_f32 *prm = &s->prm_f32;
-    cq__gview_f32 g;
-    const long nodes = s->nodes;
-    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
-    memset(g.m, 0, (size_t)nodes * sizeof(float));
-    memset(g.v, 0, (size_t)nodes * 2 * sizeof(float));
-    cq__bucket_f32(s, in.x);
-    for (int colour = 0; colour < 2; ++colour) {
-        const int *order = s->order, *start = s->slab_start;
-        CQ__OMP(parallel for schedule(dynamic))
-        for (int sl = colour; sl < s->nslabs; sl += 2)
-            for (int k = start[sl]; k < start[sl + 1]; ++k)
-                cq__p2g_fwd_2d_neohookean_f32(order[k], prm, in, g);
-    }
-    if (keep_momentum) memcpy(s->grid_p, g.v, (size_t)nodes * 2 * sizeof(float));
-    CQ__OMP(parallel for schedule(static))
-    for (long i = 0; i < nodes; ++i)
-        cq__grid_fwd_2d_f32((int)i, prm, g);
-}
-
-/* >>cpu_substep_2d_neohookean_f32: grid phase, then G2P from `in` into `out`. */
-static int cq__cpu_substep_2d_neohookean_f32(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
-{
-    const cq__params_f32 *prm = &s->prm_f32;
-    cq__pview_f32 in = cq__pview_f32_of(s, in_st), out = cq__pview_f32_of(s, out_st);
-    cq__gview_f32 g;
-    const int n = s->n;
-    int first = n;
-    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
-    if (s->n_cables) { cq__cpu_cable_veff_2d_f32(s, in_st); in.v = (float *)s->veff; }
-    cq__cpu_grid_2d_neohookean_f32(s, in, 0);
-    CQ__OMP(parallel for schedule(static) reduction(min:first))
-    for (int p = 0; p < n; ++p)
-        if (cq__g2p_fwd_2d_f32(p, prm, in, out, g) != CQ__OK && p < first) first = p;
-    if (first == n) { *bad = -1; return CQ__OK; }
-    *bad = first;
-    return cq__g2p_fwd_2d_f32(first, prm, in, out, g);
-}
-
-/* >>cpu_substep_adj_2d_neohookean_f32: the substep's adjoint, phases reversed: recompute the grid
-   from `in`, G2P adjoint (slab-coloured scatter into dL/dv_i), grid adjoint per node, P2G
-   adjoint (gather) per particle. */
-static void cq__cpu_substep_adj_2d_neohookean_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
-{
-    const cq__params_f32 *prm = &s->prm_f32;
-    cq__pview_f32 in = cq__pview_f32_of(s, in_st), ao = cq__pview_f32_of(s, ao_st);
-    cq__pview_f32 ai = cq__pview_f32_of(s, ai_st), pg = in;
-    cq__gview_f32 g;
-    float *gvb = (float *)s->grid_vb, *gpb = (float *)s->grid_pb, *gmb = (float *)s->grid_mb;
-    const float *gp = (const float *)s->grid_p;
-    float *dact = (float *)s->dact;
-    const long nodes = s->nodes;
-    const int n = s->n;
-    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
-    pg.mass = (float *)s->g_mass; pg.vol = (float *)s->g_vol; pg.E = (float *)s->g_E; pg.nu = (float *)s->g_nu;
-    if (s->n_cables) { cq__cpu_cable_veff_2d_f32(s, in_st); in.v = (float *)s->veff; }
-    cq__cpu_grid_2d_neohookean_f32(s, in, 1);
-    memset(gvb, 0, (size_t)nodes * 2 * sizeof(float));
-    for (int colour = 0; colour < 2; ++colour) {
-        const int *order = s->order, *start = s->slab_start;
-        CQ__OMP(parallel for schedule(dynamic))
-        for (int sl = colour; sl < s->nslabs; sl += 2)
-            for (int k = start[sl]; k < start[sl + 1]; ++k)
-                cq__g2p_adj_2d_f32(order[k], prm, in, g, ao, ai, gvb);
-    }
-    CQ__OMP(parallel for schedule(static))
-    for (long i = 0; i < nodes; ++i)
-        cq__grid_adj_2d_f32((int)i, prm, g.m, gp, gvb, gpb, gmb);
-    CQ__OMP(parallel for schedule(static))
-    for (int p = 0; p < n; ++p)
-        cq__p2g_adj_2d_neohookean_f32(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 4);
-    if (s->n_cables) cq__cpu_cable_adj_2d_f32(s, in_st, ai_st);
-}
-
-static int cq__check_stress_2d_neohookean_f32(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
-{
-    const float *f = (const float *)F, *e = (const float *)E, *q = (const float *)nu;
-    for (int p = first; p < first + count; ++p) {
-        float Pp[4];
-        cq__pk1_2d_neohookean_f32(f + (long)p * 4, e[p], q[p], -1, &s->prm_f32, NULL, Pp);
-        for (int a = 0; a < 4; ++a)
-            if (!cq__isfinite_f32(Pp[a])) return p;
-    }
-    return -1;
-}
-
-/* >>cpu_grid_2d_neohookean_f64: P2G (slab-coloured) and the grid update from particle state `in`.
-   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
-static void cq__cpu_grid_2d_neohookean_f64(cq_sim *s, cq__pview_f64 in, int keep_momentum)
-{
-    const cq__params_f64 *prm = &s->prm_f64;
-    cq__gview_f64 g;
-    const long nodes = s->nodes;
-    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
-    memset(g.m, 0, (size_t)nodes * sizeof(double));
-    memset(g.v, 0, (size_t)nodes * 2 * sizeof(double));
-    cq__bucket_f64(s, in.x);
-    for (int colour = 0; colour < 2; ++colour) {
-        const int *order = s->order, *start = s->slab_start;
-        CQ__OMP(parallel for schedule(dynamic))
-        for (int sl = colour; sl < s->nslabs; sl += 2)
-            for (int k = start[sl]; k < start[sl + 1]; ++k)
-                cq__p2g_fwd_2d_neohookean_f64(order[k], prm, in, g);
-    }
-    if (keep_momentum) memcpy(s->grid_p, g.v, (size_t)nodes * 2 * sizeof(double));
-    CQ__OMP(parallel for schedule(static))
-    for (long i = 0; i < nodes; ++i)
-        cq__grid_fwd_2d_f64((int)i, prm, g);
-}
-
-/* >>cpu_substep_2d_neohookean_f64: grid phase, then G2P from `in` into `out`. */
-static int cq__cpu_substep_2d_neohookean_f64(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
-{
-    const cq__params_f64 *prm = &s->prm_f64;
-    cq__pview_f64 in = cq__pview_f64_of(s, in_st), out = cq__pview_f64_of(s, out_st);
-    cq__gview_f64 g;
-    const int n = s->n;
-    int first = n;
-    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
-    if (s->n_cables) { cq__cpu_cable_veff_2d_f64(s, in_st); in.v = (double *)s->veff; }
-    cq__cpu_grid_2d_neohookean_f64(s, in, 0);
-    CQ__OMP(parallel for schedule(static) reduction(min:first))
-    for (int p = 0; p < n; ++p)
-        if (cq__g2p_fwd_2d_f64(p, prm, in, out, g) != CQ__OK && p < first) first = p;
-    if (first == n) { *bad = -1; return CQ__OK; }
-    *bad = first;
-    return cq__g2p_fwd_2d_f64(first, prm, in, out, g);
-}
-
-/* >>cpu_substep_adj_2d_neohookean_f64: the substep's adjoint, phases reversed: recompute the grid
-   from `in`, G2P adjoint (slab-coloured scatter into dL/dv_i), grid adjoint per node, P2G
-   adjoint (gather) per particle. */
-static void cq__cpu_substep_adj_2d_neohookean_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
-{
-    const cq__params_f64 *prm = &s->prm_f64;
-    cq__pview_f64 in = cq__pview_f64_of(s, in_st), ao = cq__pview_f64_of(s, ao_st);
-    cq__pview_f64 ai = cq__pview_f64_of(s, ai_st), pg = in;
-    cq__gview_f64 g;
-    double *gvb = (double *)s->grid_vb, *gpb = (double *)s->grid_pb, *gmb = (double *)s->grid_mb;
-    const double *gp = (const double *)s->grid_p;
-    double *dact = (double *)s->dact;
-    const long nodes = s->nodes;
-    const int n = s->n;
-    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
-    pg.mass = (double *)s->g_mass; pg.vol = (double *)s->g_vol; pg.E = (double *)s->g_E; pg.nu = (double *)s->g_nu;
-    if (s->n_cables) { cq__cpu_cable_veff_2d_f64(s, in_st); in.v = (double *)s->veff; }
-    cq__cpu_grid_2d_neohookean_f64(s, in, 1);
-    memset(gvb, 0, (size_t)nodes * 2 * sizeof(double));
-    for (int colour = 0; colour < 2; ++colour) {
-        const int *order = s->order, *start = s->slab_start;
-        CQ__OMP(parallel for schedule(dynamic))
-        for (int sl = colour; sl < s->nslabs; sl += 2)
-            for (int k = start[sl]; k < start[sl + 1]; ++k)
-                cq__g2p_adj_2d_f64(order[k], prm, in, g, ao, ai, gvb);
-    }
-    CQ__OMP(parallel for schedule(static))
-    for (long i = 0; i < nodes; ++i)
-        cq__grid_adj_2d_f64((int)i, prm, g.m, gp, gvb, gpb, gmb);
-    CQ__OMP(parallel for schedule(static))
-    for (int p = 0; p < n; ++p)
-        cq__p2g_adj_2d_neohookean_f64(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 4);
-    if (s->n_cables) cq__cpu_cable_adj_2d_f64(s, in_st, ai_st);
-}
-
-static int cq__check_stress_2d_neohookean_f64(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
-{
-    const double *f = (const double *)F, *e = (const double *)E, *q = (const double *)nu;
-    for (int p = first; p < first + count; ++p) {
-        double Pp[4];
-        cq__pk1_2d_neohookean_f64(f + (long)p * 4, e[p], q[p], -1, &s->prm_f64, NULL, Pp);
-        for (int a = 0; a < 4; ++a)
-            if (!cq__isfinite_f64(Pp[a])) return p;
-    }
-    return -1;
-}
-
-/* >>cpu_grid_3d_fixed_corotated_f32: P2G (slab-coloured) and the grid update from particle state `in`.
-   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
-static void cq__cpu_grid_3d_fixed_corotated_f32(cq_sim *s, cq__pview_f32 in, int keep_momentum)
-{
-    const cq__params_f32 *prm = &s->prm_f32;
-    cq__gview_f32 g;
-    const long nodes = s->nodes;
-    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
-    memset(g.m, 0, (size_t)nodes * sizeof(float));
-    memset(g.v, 0, (size_t)nodes * 3 * sizeof(float));
-    cq__bucket_f32(s, in.x);
-    for (int colour = 0; colour < 2; ++colour) {
-        const int *order = s->order, *start = s->slab_start;
-        CQ__OMP(parallel for schedule(dynamic))
-        for (int sl = colour; sl < s->nslabs; sl += 2)
-            for (int k = start[sl]; k < start[sl + 1]; ++k)
-                cq__p2g_fwd_3d_fixed_corotated_f32(order[k], prm, in, g);
-    }
-    if (keep_momentum) memcpy(s->grid_p, g.v, (size_t)nodes * 3 * sizeof(float));
-    CQ__OMP(parallel for schedule(static))
-    for (long i = 0; i < nodes; ++i)
-        cq__grid_fwd_3d_f32((int)i, prm, g);
-}
-
-/* >>cpu_substep_3d_fixed_corotated_f32: grid phase, then G2P from `in` into `out`. */
-static int cq__cpu_substep_3d_fixed_corotated_f32(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
-{
-    const cq__params_f32 *prm = &s->prm_f32;
-    cq__pview_f32 in = cq__pview_f32_of(s, in_st), out = cq__pview_f32_of(s, out_st);
-    cq__gview_f32 g;
-    const int n = s->n;
-    int first = n;
-    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
-    if (s->n_cables) { cq__cpu_cable_veff_3d_f32(s, in_st); in.v = (float *)s->veff; }
-    cq__cpu_grid_3d_fixed_corotated_f32(s, in, 0);
-    CQ__OMP(parallel for schedule(static) reduction(min:first))
-    for (int p = 0; p < n; ++p)
-        if (cq__g2p_fwd_3d_f32(p, prm, in, out, g) != CQ__OK && p < first) first = p;
-    if (first == n) { *bad = -1; return CQ__OK; }
-    *bad = first;
-    return cq__g2p_fwd_3d_f32(first, prm, in, out, g);
-}
-
-/* >>cpu_substep_adj_3d_fixed_corotated_f32: the substep's adjoint, phases reversed: recompute the grid
-   from `in`, G2P adjoint (slab-coloured scatter into dL/dv_i), grid adjoint per node, P2G
-   adjoint (gather) per particle. */
-static void cq__cpu_substep_adj_3d_fixed_corotated_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
-{
-    const cq__params_f32 *prm = &s->prm_f32;
-    cq__pview_f32 in = cq__pview_f32_of(s, in_st), ao = cq__pview_f32_of(s, ao_st);
-    cq__pview_f32 ai = cq__pview_f32_of(s, ai_st), pg = in;
-    cq__gview_f32 g;
-    float *gvb = (float *)s->grid_vb, *gpb = (float *)s->grid_pb, *gmb = (float *)s->grid_mb;
-    const float *gp = (const float *)s->grid_p;
-    float *dact = (float *)s->dact;
-    const long nodes = s->nodes;
-    const int n = s->n;
-    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
-    pg.mass = (float *)s->g_mass; pg.vol = (float *)s->g_vol; pg.E = (float *)s->g_E; pg.nu = (float *)s->g_nu;
-    if (s->n_cables) { cq__cpu_cable_veff_3d_f32(s, in_st); in.v = (float *)s->veff; }
-    cq__cpu_grid_3d_fixed_corotated_f32(s, in, 1);
-    memset(gvb, 0, (size_t)nodes * 3 * sizeof(float));
-    for (int colour = 0; colour < 2; ++colour) {
-        const int *order = s->order, *start = s->slab_start;
-        CQ__OMP(parallel for schedule(dynamic))
-        for (int sl = colour; sl < s->nslabs; sl += 2)
-            for (int k = start[sl]; k < start[sl + 1]; ++k)
-                cq__g2p_adj_3d_f32(order[k], prm, in, g, ao, ai, gvb);
-    }
-    CQ__OMP(parallel for schedule(static))
-    for (long i = 0; i < nodes; ++i)
-        cq__grid_adj_3d_f32((int)i, prm, g.m, gp, gvb, gpb, gmb);
-    CQ__OMP(parallel for schedule(static))
-    for (int p = 0; p < n; ++p)
-        cq__p2g_adj_3d_fixed_corotated_f32(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 9);
-    if (s->n_cables) cq__cpu_cable_adj_3d_f32(s, in_st, ai_st);
-}
-
-static int cq__check_stress_3d_fixed_corotated_f32(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
-{
-    const float *f = (const float *)F, *e = (const float *)E, *q = (const float *)nu;
-    for (int p = first; p < first + count; ++p) {
-        float Pp[9];
-        cq__pk1_3d_fixed_corotated_f32(f + (long)p * 9, e[p], q[p], -1, &s->prm_f32, NULL, Pp);
-        for (int a = 0; a < 9; ++a)
-            if (!cq__isfinite_f32(Pp[a])) return p;
-    }
-    return -1;
-}
-
-/* >>cpu_grid_3d_fixed_corotated_f64: P2G (slab-coloured) and the grid update from particle state `in`.
-   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
-static void cq__cpu_grid_3d_fixed_corotated_f64(cq_sim *s, cq__pview_f64 in, int keep_momentum)
-{
-    const cq__params_f64 *prm = &s->prm_f64;
-    cq__gview_f64 g;
-    const long nodes = s->nodes;
-    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
-    memset(g.m, 0, (size_t)nodes * sizeof(double));
-    memset(g.v, 0, (size_t)nodes * 3 * sizeof(double));
-    cq__bucket_f64(s, in.x);
-    for (int colour = 0; colour < 2; ++colour) {
-        const int *order = s->order, *start = s->slab_start;
-        CQ__OMP(parallel for schedule(dynamic))
-        for (int sl = colour; sl < s->nslabs; sl += 2)
-            for (int k = start[sl]; k < start[sl + 1]; ++k)
-                cq__p2g_fwd_3d_fixed_corotated_f64(order[k], prm, in, g);
-    }
-    if (keep_momentum) memcpy(s->grid_p, g.v, (size_t)nodes * 3 * sizeof(double));
-    CQ__OMP(parallel for schedule(static))
-    for (long i = 0; i < nodes; ++i)
-        cq__grid_fwd_3d_f64((int)i, prm, g);
-}
-
-/* >>cpu_substep_3d_fixed_corotated_f64: grid phase, then G2P from `in` into `out`. */
-static int cq__cpu_substep_3d_fixed_corotated_f64(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
-{
-    const cq__params_f64 *prm = &s->prm_f64;
-    cq__pview_f64 in = cq__pview_f64_of(s, in_st), out = cq__pview_f64_of(s, out_st);
-    cq__gview_f64 g;
-    const int n = s->n;
-    int first = n;
-    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
-    if (s->n_cables) { cq__cpu_cable_veff_3d_f64(s, in_st); in.v = (double *)s->veff; }
-    cq__cpu_grid_3d_fixed_corotated_f64(s, in, 0);
-    CQ__OMP(parallel for schedule(static) reduction(min:first))
-    for (int p = 0; p < n; ++p)
-        if (cq__g2p_fwd_3d_f64(p, prm, in, out, g) != CQ__OK && p < first) first = p;
-    if (first == n) { *bad = -1; return CQ__OK; }
-    *bad = first;
-    return cq__g2p_fwd_3d_f64(first, prm, in, out, g);
-}
-
-/* >>cpu_substep_adj_3d_fixed_corotated_f64: the substep's adjoint, phases reversed: recompute the grid
-   from `in`, G2P adjoint (slab-coloured scatter into dL/dv_i), grid adjoint per node, P2G
-   adjoint (gather) per particle. */
-static void cq__cpu_substep_adj_3d_fixed_corotated_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
-{
-    const cq__params_f64 *prm = &s->prm_f64;
-    cq__pview_f64 in = cq__pview_f64_of(s, in_st), ao = cq__pview_f64_of(s, ao_st);
-    cq__pview_f64 ai = cq__pview_f64_of(s, ai_st), pg = in;
-    cq__gview_f64 g;
-    double *gvb = (double *)s->grid_vb, *gpb = (double *)s->grid_pb, *gmb = (double *)s->grid_mb;
-    const double *gp = (const double *)s->grid_p;
-    double *dact = (double *)s->dact;
-    const long nodes = s->nodes;
-    const int n = s->n;
-    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
-    pg.mass = (double *)s->g_mass; pg.vol = (double *)s->g_vol; pg.E = (double *)s->g_E; pg.nu = (double *)s->g_nu;
-    if (s->n_cables) { cq__cpu_cable_veff_3d_f64(s, in_st); in.v = (double *)s->veff; }
-    cq__cpu_grid_3d_fixed_corotated_f64(s, in, 1);
-    memset(gvb, 0, (size_t)nodes * 3 * sizeof(double));
-    for (int colour = 0; colour < 2; ++colour) {
-        const int *order = s->order, *start = s->slab_start;
-        CQ__OMP(parallel for schedule(dynamic))
-        for (int sl = colour; sl < s->nslabs; sl += 2)
-            for (int k = start[sl]; k < start[sl + 1]; ++k)
-                cq__g2p_adj_3d_f64(order[k], prm, in, g, ao, ai, gvb);
-    }
-    CQ__OMP(parallel for schedule(static))
-    for (long i = 0; i < nodes; ++i)
-        cq__grid_adj_3d_f64((int)i, prm, g.m, gp, gvb, gpb, gmb);
-    CQ__OMP(parallel for schedule(static))
-    for (int p = 0; p < n; ++p)
-        cq__p2g_adj_3d_fixed_corotated_f64(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 9);
-    if (s->n_cables) cq__cpu_cable_adj_3d_f64(s, in_st, ai_st);
-}
-
-static int cq__check_stress_3d_fixed_corotated_f64(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
-{
-    const double *f = (const double *)F, *e = (const double *)E, *q = (const double *)nu;
-    for (int p = first; p < first + count; ++p) {
-        double Pp[9];
-        cq__pk1_3d_fixed_corotated_f64(f + (long)p * 9, e[p], q[p], -1, &s->prm_f64, NULL, Pp);
-        for (int a = 0; a < 9; ++a)
-            if (!cq__isfinite_f64(Pp[a])) return p;
-    }
-    return -1;
-}
-
-/* >>cpu_grid_3d_neohookean_f32: P2G (slab-coloured) and the grid update from particle state `in`.
-   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
-static void cq__cpu_grid_3d_neohookean_f32(cq_sim *s, cq__pview_f32 in, int keep_momentum)
-{
-    const cq__params_f32 *prm = &s->prm_f32;
-    cq__gview_f32 g;
-    const long nodes = s->nodes;
-    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
-    memset(g.m, 0, (size_t)nodes * sizeof(float));
-    memset(g.v, 0, (size_t)nodes * 3 * sizeof(float));
-    cq__bucket_f32(s, in.x);
-    for (int colour = 0; colour < 2; ++colour) {
-        const int *order = s->order, *start = s->slab_start;
-        CQ__OMP(parallel for schedule(dynamic))
-        for (int sl = colour; sl < s->nslabs; sl += 2)
-            for (int k = start[sl]; k < start[sl + 1]; ++k)
-                cq__p2g_fwd_3d_neohookean_f32(order[k], prm, in, g);
-    }
-    if (keep_momentum) memcpy(s->grid_p, g.v, (size_t)nodes * 3 * sizeof(float));
-    CQ__OMP(parallel for schedule(static))
-    for (long i = 0; i < nodes; ++i)
-        cq__grid_fwd_3d_f32((int)i, prm, g);
-}
-
-/* >>cpu_substep_3d_neohookean_f32: grid phase, then G2P from `in` into `out`. */
-static int cq__cpu_substep_3d_neohookean_f32(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
-{
-    const cq__params_f32 *prm = &s->prm_f32;
-    cq__pview_f32 in = cq__pview_f32_of(s, in_st), out = cq__pview_f32_of(s, out_st);
-    cq__gview_f32 g;
-    const int n = s->n;
-    int first = n;
-    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
-    if (s->n_cables) { cq__cpu_cable_veff_3d_f32(s, in_st); in.v = (float *)s->veff; }
-    cq__cpu_grid_3d_neohookean_f32(s, in, 0);
-    CQ__OMP(parallel for schedule(static) reduction(min:first))
-    for (int p = 0; p < n; ++p)
-        if (cq__g2p_fwd_3d_f32(p, prm, in, out, g) != CQ__OK && p < first) first = p;
-    if (first == n) { *bad = -1; return CQ__OK; }
-    *bad = first;
-    return cq__g2p_fwd_3d_f32(first, prm, in, out, g);
-}
-
-/* >>cpu_substep_adj_3d_neohookean_f32: the substep's adjoint, phases reversed: recompute the grid
-   from `in`, G2P adjoint (slab-coloured scatter into dL/dv_i), grid adjoint per node, P2G
-   adjoint (gather) per particle. */
-static void cq__cpu_substep_adj_3d_neohookean_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
-{
-    const cq__params_f32 *prm = &s->prm_f32;
-    cq__pview_f32 in = cq__pview_f32_of(s, in_st), ao = cq__pview_f32_of(s, ao_st);
-    cq__pview_f32 ai = cq__pview_f32_of(s, ai_st), pg = in;
-    cq__gview_f32 g;
-    float *gvb = (float *)s->grid_vb, *gpb = (float *)s->grid_pb, *gmb = (float *)s->grid_mb;
-    const float *gp = (const float *)s->grid_p;
-    float *dact = (float *)s->dact;
-    const long nodes = s->nodes;
-    const int n = s->n;
-    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
-    pg.mass = (float *)s->g_mass; pg.vol = (float *)s->g_vol; pg.E = (float *)s->g_E; pg.nu = (float *)s->g_nu;
-    if (s->n_cables) { cq__cpu_cable_veff_3d_f32(s, in_st); in.v = (float *)s->veff; }
-    cq__cpu_grid_3d_neohookean_f32(s, in, 1);
-    memset(gvb, 0, (size_t)nodes * 3 * sizeof(float));
-    for (int colour = 0; colour < 2; ++colour) {
-        const int *order = s->order, *start = s->slab_start;
-        CQ__OMP(parallel for schedule(dynamic))
-        for (int sl = colour; sl < s->nslabs; sl += 2)
-            for (int k = start[sl]; k < start[sl + 1]; ++k)
-                cq__g2p_adj_3d_f32(order[k], prm, in, g, ao, ai, gvb);
-    }
-    CQ__OMP(parallel for schedule(static))
-    for (long i = 0; i < nodes; ++i)
-        cq__grid_adj_3d_f32((int)i, prm, g.m, gp, gvb, gpb, gmb);
-    CQ__OMP(parallel for schedule(static))
-    for (int p = 0; p < n; ++p)
-        cq__p2g_adj_3d_neohookean_f32(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 9);
-    if (s->n_cables) cq__cpu_cable_adj_3d_f32(s, in_st, ai_st);
-}
-
-static int cq__check_stress_3d_neohookean_f32(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
-{
-    const float *f = (const float *)F, *e = (const float *)E, *q = (const float *)nu;
-    for (int p = first; p < first + count; ++p) {
-        float Pp[9];
-        cq__pk1_3d_neohookean_f32(f + (long)p * 9, e[p], q[p], -1, &s->prm_f32, NULL, Pp);
-        for (int a = 0; a < 9; ++a)
-            if (!cq__isfinite_f32(Pp[a])) return p;
-    }
-    return -1;
-}
-
-/* >>cpu_grid_3d_neohookean_f64: P2G (slab-coloured) and the grid update from particle state `in`.
-   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
-static void cq__cpu_grid_3d_neohookean_f64(cq_sim *s, cq__pview_f64 in, int keep_momentum)
-{
-    const cq__params_f64 *prm = &s->prm_f64;
-    cq__gview_f64 g;
-    const long nodes = s->nodes;
-    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
-    memset(g.m, 0, (size_t)nodes * sizeof(double));
-    memset(g.v, 0, (size_t)nodes * 3 * sizeof(double));
-    cq__bucket_f64(s, in.x);
-    for (int colour = 0; colour < 2; ++colour) {
-        const int *order = s->order, *start = s->slab_start;
-        CQ__OMP(parallel for schedule(dynamic))
-        for (int sl = colour; sl < s->nslabs; sl += 2)
-            for (int k = start[sl]; k < start[sl + 1]; ++k)
-                cq__p2g_fwd_3d_neohookean_f64(order[k], prm, in, g);
-    }
-    if (keep_momentum) memcpy(s->grid_p, g.v, (size_t)nodes * 3 * sizeof(double));
-    CQ__OMP(parallel for schedule(static))
-    for (long i = 0; i < nodes; ++i)
-        cq__grid_fwd_3d_f64((int)i, prm, g);
-}
-
-/* >>cpu_substep_3d_neohookean_f64: grid phase, then G2P from `in` into `out`. */
-static int cq__cpu_substep_3d_neohookean_f64(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
-{
-    const cq__params_f64 *prm = &s->prm_f64;
-    cq__pview_f64 in = cq__pview_f64_of(s, in_st), out = cq__pview_f64_of(s, out_st);
-    cq__gview_f64 g;
-    const int n = s->n;
-    int first = n;
-    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
-    if (s->n_cables) { cq__cpu_cable_veff_3d_f64(s, in_st); in.v = (double *)s->veff; }
-    cq__cpu_grid_3d_neohookean_f64(s, in, 0);
-    CQ__OMP(parallel for schedule(static) reduction(min:first))
-    for (int p = 0; p < n; ++p)
-        if (cq__g2p_fwd_3d_f64(p, prm, in, out, g) != CQ__OK && p < first) first = p;
-    if (first == n) { *bad = -1; return CQ__OK; }
-    *bad = first;
-    return cq__g2p_fwd_3d_f64(first, prm, in, out, g);
-}
-
-/* >>cpu_substep_adj_3d_neohookean_f64: the substep's adjoint, phases reversed: recompute the grid
-   from `in`, G2P adjoint (slab-coloured scatter into dL/dv_i), grid adjoint per node, P2G
-   adjoint (gather) per particle. */
-static void cq__cpu_substep_adj_3d_neohookean_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
-{
-    const cq__params_f64 *prm = &s->prm_f64;
-    cq__pview_f64 in = cq__pview_f64_of(s, in_st), ao = cq__pview_f64_of(s, ao_st);
-    cq__pview_f64 ai = cq__pview_f64_of(s, ai_st), pg = in;
-    cq__gview_f64 g;
-    double *gvb = (double *)s->grid_vb, *gpb = (double *)s->grid_pb, *gmb = (double *)s->grid_mb;
-    const double *gp = (const double *)s->grid_p;
-    double *dact = (double *)s->dact;
-    const long nodes = s->nodes;
-    const int n = s->n;
-    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
-    pg.mass = (double *)s->g_mass; pg.vol = (double *)s->g_vol; pg.E = (double *)s->g_E; pg.nu = (double *)s->g_nu;
-    if (s->n_cables) { cq__cpu_cable_veff_3d_f64(s, in_st); in.v = (double *)s->veff; }
-    cq__cpu_grid_3d_neohookean_f64(s, in, 1);
-    memset(gvb, 0, (size_t)nodes * 3 * sizeof(double));
-    for (int colour = 0; colour < 2; ++colour) {
-        const int *order = s->order, *start = s->slab_start;
-        CQ__OMP(parallel for schedule(dynamic))
-        for (int sl = colour; sl < s->nslabs; sl += 2)
-            for (int k = start[sl]; k < start[sl + 1]; ++k)
-                cq__g2p_adj_3d_f64(order[k], prm, in, g, ao, ai, gvb);
-    }
-    CQ__OMP(parallel for schedule(static))
-    for (long i = 0; i < nodes; ++i)
-        cq__grid_adj_3d_f64((int)i, prm, g.m, gp, gvb, gpb, gmb);
-    CQ__OMP(parallel for schedule(static))
-    for (int p = 0; p < n; ++p)
-        cq__p2g_adj_3d_neohookean_f64(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 9);
-    if (s->n_cables) cq__cpu_cable_adj_3d_f64(s, in_st, ai_st);
-}
-
-static int cq__check_stress_3d_neohookean_f64(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
-{
-    const double *f = (const double *)F, *e = (const double *)E, *q = (const double *)nu;
-    for (int p = first; p < first + count; ++p) {
-        double Pp[9];
-        cq__pk1_3d_neohookean_f64(f + (long)p * 9, e[p], q[p], -1, &s->prm_f64, NULL, Pp);
-        for (int a = 0; a < 9; ++a)
-            if (!cq__isfinite_f64(Pp[a])) return p;
-    }
-    return -1;
-}
-
-/* [dim - 2][material - 1][precision - 1] */
-static const cq__vtable cq__cpu_table[2][2][2] = {
-    {
-        {
-            { cq__cpu_substep_2d_fixed_corotated_f32, cq__cpu_substep_adj_2d_fixed_corotated_f32,
-              cq__check_stress_2d_fixed_corotated_f32, cq__cpu_check_adjoint },
-            { cq__cpu_substep_2d_fixed_corotated_f64, cq__cpu_substep_adj_2d_fixed_corotated_f64,
-              cq__check_stress_2d_fixed_corotated_f64, cq__cpu_check_adjoint },
-        },
-        {
-            { cq__cpu_substep_2d_neohookean_f32, cq__cpu_substep_adj_2d_neohookean_f32,
-              cq__check_stress_2d_neohookean_f32, cq__cpu_check_adjoint },
-            { cq__cpu_substep_2d_neohookean_f64, cq__cpu_substep_adj_2d_neohookean_f64,
-              cq__check_stress_2d_neohookean_f64, cq__cpu_check_adjoint },
-        },
-    },
-    {
-        {
-            { cq__cpu_substep_3d_fixed_corotated_f32, cq__cpu_substep_adj_3d_fixed_corotated_f32,
-              cq__check_stress_3d_fixed_corotated_f32, cq__cpu_check_adjoint },
-            { cq__cpu_substep_3d_fixed_corotated_f64, cq__cpu_substep_adj_3d_fixed_corotated_f64,
-              cq__check_stress_3d_fixed_corotated_f64, cq__cpu_check_adjoint },
-        },
-        {
-            { cq__cpu_substep_3d_neohookean_f32, cq__cpu_substep_adj_3d_neohookean_f32,
-              cq__check_stress_3d_neohookean_f32, cq__cpu_check_adjoint },
-            { cq__cpu_substep_3d_neohookean_f64, cq__cpu_substep_adj_3d_neohookean_f64,
-              cq__check_stress_3d_neohookean_f64, cq__cpu_check_adjoint },
-        },
-    },
-};
-
-#if CQ__HAS_CUDA
-/* ------------------------------------------------------------------ >>cuda_drivers
-   One thread per particle or node, CQ__CUDA_BLOCK threads per block, the default stream.
-   Every substep reads one int back (the lowest failing particle of G2P), so a failure stops
-   the step at the substep where it happened, as on the CPU. */
-#define CQ__CUDA_BLOCK 128
-
-static void cq__cu_launch(const cq_sim *s, cq__CUfunction f, long threads, void **args, const char *what)
-{
-    unsigned blocks = (unsigned)((threads + CQ__CUDA_BLOCK - 1) / CQ__CUDA_BLOCK);
-    if (threads <= 0 || s->cu.failed) return;
-    cq__cu_check(s, CQ__CU(LaunchKernel)(f, blocks, 1, 1, CQ__CUDA_BLOCK, 1, 1, 0, NULL, args, NULL), what);
-}
-
-/* >>cuda_cables_2d_f32: as cq__cpu_cable_veff_2d_f32 / cq__cpu_cable_adj_2d_f32, as launches */
-static void cq__cuda_cable_veff_2d_f32(cq_sim *s, const cq__state *in)
-{
-    int ns = s->n_cseg, n = s->n;
-    double dt = s->desc.dt;
-    void *x = in->x, *v = in->v;
-    cq__wzero(s, s->wcL, sizeof(double) * (size_t)s->n_cables);
-    cq__wzero(s, s->cable_f, sizeof(double) * (size_t)n * 2);
-    { void *a[4]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &s->wcL; cq__cu_launch(s, s->cu.cable[0], ns, a, "cable length"); }
-    { void *a[7]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &s->wcL; a[4] = &s->wck; a[5] = &s->wctarget; a[6] = &s->cable_f;
-      cq__cu_launch(s, s->cu.cable[1], ns, a, "cable force"); }
-    { void *a[6]; a[0] = &n; a[1] = &v; a[2] = &s->cable_f; a[3] = &s->wmass; a[4] = &dt; a[5] = &s->veff;
-      cq__cu_launch(s, s->cu.cable[2], n, a, "cable impulse"); }
-}
-
-static void cq__cuda_cable_adj_2d_f32(cq_sim *s, const cq__state *in, cq__state *ai)
-{
-    int ns = s->n_cseg, n = s->n, nc = s->n_cables;
-    double dt = s->desc.dt;
-    void *x = in->x, *av = ai->v, *ax = ai->x;
-    { void *a[6]; a[0] = &n; a[1] = &s->cable_f; a[2] = &av; a[3] = &s->wmass; a[4] = &dt; a[5] = &s->g_mass;
-      cq__cu_launch(s, s->cu.cable[3], n, a, "cable mass adjoint"); }
-    cq__wzero(s, s->wcdot, sizeof(double) * (size_t)nc);
-    { void *a[9]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &av; a[4] = &s->wmass; a[5] = &s->wcL; a[6] = &s->wctarget;
-      a[7] = &dt; a[8] = &s->wcdot; cq__cu_launch(s, s->cu.cable[4], ns, a, "cable dot"); }
-    { void *a[6]; a[0] = &nc; a[1] = &s->wck; a[2] = &s->wcrest; a[3] = &s->wctarget; a[4] = &s->wcdot; a[5] = &s->wcgrad;
-      cq__cu_launch(s, s->cu.cable[5], nc, a, "cable actuation gradient"); }
-    { void *a[11]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &av; a[4] = &s->wmass; a[5] = &s->wcL; a[6] = &s->wctarget;
-      a[7] = &s->wck; a[8] = &s->wcdot; a[9] = &dt; a[10] = &ax; cq__cu_launch(s, s->cu.cable[6], ns, a, "cable position adjoint"); }
-}
-
-/* >>cuda_cables_2d_f64: as cq__cpu_cable_veff_2d_f64 / cq__cpu_cable_adj_2d_f64, as launches */
-static void cq__cuda_cable_veff_2d_f64(cq_sim *s, const cq__state *in)
-{
-    int ns = s->n_cseg, n = s->n;
-    double dt = s->desc.dt;
-    void *x = in->x, *v = in->v;
-    cq__wzero(s, s->wcL, sizeof(double) * (size_t)s->n_cables);
-    cq__wzero(s, s->cable_f, sizeof(double) * (size_t)n * 2);
-    { void *a[4]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &s->wcL; cq__cu_launch(s, s->cu.cable[0], ns, a, "cable length"); }
-    { void *a[7]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &s->wcL; a[4] = &s->wck; a[5] = &s->wctarget; a[6] = &s->cable_f;
-      cq__cu_launch(s, s->cu.cable[1], ns, a, "cable force"); }
-    { void *a[6]; a[0] = &n; a[1] = &v; a[2] = &s->cable_f; a[3] = &s->wmass; a[4] = &dt; a[5] = &s->veff;
-      cq__cu_launch(s, s->cu.cable[2], n, a, "cable impulse"); }
-}
-
-static void cq__cuda_cable_adj_2d_f64(cq_sim *s, const cq__state *in, cq__state *ai)
-{
-    int ns = s->n_cseg, n = s->n, nc = s->n_cables;
-    double dt = s->desc.dt;
-    void *x = in->x, *av = ai->v, *ax = ai->x;
-    { void *a[6]; a[0] = &n; a[1] = &s->cable_f; a[2] = &av; a[3] = &s->wmass; a[4] = &dt; a[5] = &s->g_mass;
-      cq__cu_launch(s, s->cu.cable[3], n, a, "cable mass adjoint"); }
-    cq__wzero(s, s->wcdot, sizeof(double) * (size_t)nc);
-    { void *a[9]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &av; a[4] = &s->wmass; a[5] = &s->wcL; a[6] = &s->wctarget;
-      a[7] = &dt; a[8] = &s->wcdot; cq__cu_launch(s, s->cu.cable[4], ns, a, "cable dot"); }
-    { void *a[6]; a[0] = &nc; a[1] = &s->wck; a[2] = &s->wcrest; a[3] = &s->wctarget; a[4] = &s->wcdot; a[5] = &s->wcgrad;
-      cq__cu_launch(s, s->cu.cable[5], nc, a, "cable actuation gradient"); }
-    { void *a[11]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &av; a[4] = &s->wmass; a[5] = &s->wcL; a[6] = &s->wctarget;
-      a[7] = &s->wck; a[8] = &s->wcdot; a[9] = &dt; a[10] = &ax; cq__cu_launch(s, s->cu.cable[6], ns, a, "cable position adjoint"); }
-}
-
-/* >>cuda_cables_3d_f32: as cq__cpu_cable_veff_3d_f32 / cq__cpu_cable_adj_3d_f32, as launches */
-static void cq__cuda_cable_veff_3d_f32(cq_sim *s, const cq__state *in)
-{
-    int ns = s->n_cseg, n = s->n;
-    double dt = s->desc.dt;
-    void *x = in->x, *v = in->v;
-    cq__wzero(s, s->wcL, sizeof(double) * (size_t)s->n_cables);
-    cq__wzero(s, s->cable_f, sizeof(double) * (size_t)n * 3);
-    { void *a[4]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &s->wcL; cq__cu_launch(s, s->cu.cable[0], ns, a, "cable length"); }
-    { void *a[7]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &s->wcL; a[4] = &s->wck; a[5] = &s->wctarget; a[6] = &s->cable_f;
-      cq__cu_launch(s, s->cu.cable[1], ns, a, "cable force"); }
-    { void *a[6]; a[0] = &n; a[1] = &v; a[2] = &s->cable_f; a[3] = &s->wmass; a[4] = &dt; a[5] = &s->veff;
-      cq__cu_launch(s, s->cu.cable[2], n, a, "cable impulse"); }
-}
-
-static void cq__cuda_cable_adj_3d_f32(cq_sim *s, const cq__state *in, cq__state *ai)
-{
-    int ns = s->n_cseg, n = s->n, nc = s->n_cables;
-    double dt = s->desc.dt;
-    void *x = in->x, *av = ai->v, *ax = ai->x;
-    { void *a[6]; a[0] = &n; a[1] = &s->cable_f; a[2] = &av; a[3] = &s->wmass; a[4] = &dt; a[5] = &s->g_mass;
-      cq__cu_launch(s, s->cu.cable[3], n, a, "cable mass adjoint"); }
-    cq__wzero(s, s->wcdot, sizeof(double) * (size_t)nc);
-    { void *a[9]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &av; a[4] = &s->wmass; a[5] = &s->wcL; a[6] = &s->wctarget;
-      a[7] = &dt; a[8] = &s->wcdot; cq__cu_launch(s, s->cu.cable[4], ns, a, "cable dot"); }
-    { void *a[6]; a[0] = &nc; a[1] = &s->wck; a[2] = &s->wcrest; a[3] = &s->wctarget; a[4] = &s->wcdot; a[5] = &s->wcgrad;
-      cq__cu_launch(s, s->cu.cable[5], nc, a, "cable actuation gradient"); }
-    { void *a[11]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &av; a[4] = &s->wmass; a[5] = &s->wcL; a[6] = &s->wctarget;
-      a[7] = &s->wck; a[8] = &s->wcdot; a[9] = &dt; a[10] = &ax; cq__cu_launch(s, s->cu.cable[6], ns, a, "cable position adjoint"); }
-}
-
-/* >>cuda_cables_3d_f64: as cq__cpu_cable_veff_3d_f64 / cq__cpu_cable_adj_3d_f64, as launches */
-static void cq__cuda_cable_veff_3d_f64(cq_sim *s, const cq__state *in)
-{
-    int ns = s->n_cseg, n = s->n;
-    double dt = s->desc.dt;
-    void *x = in->x, *v = in->v;
-    cq__wzero(s, s->wcL, sizeof(double) * (size_t)s->n_cables);
-    cq__wzero(s, s->cable_f, sizeof(double) * (size_t)n * 3);
-    { void *a[4]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &s->wcL; cq__cu_launch(s, s->cu.cable[0], ns, a, "cable length"); }
-    { void *a[7]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &s->wcL; a[4] = &s->wck; a[5] = &s->wctarget; a[6] = &s->cable_f;
-      cq__cu_launch(s, s->cu.cable[1], ns, a, "cable force"); }
-    { void *a[6]; a[0] = &n; a[1] = &v; a[2] = &s->cable_f; a[3] = &s->wmass; a[4] = &dt; a[5] = &s->veff;
-      cq__cu_launch(s, s->cu.cable[2], n, a, "cable impulse"); }
-}
-
-static void cq__cuda_cable_adj_3d_f64(cq_sim *s, const cq__state *in, cq__state *ai)
-{
-    int ns = s->n_cseg, n = s->n, nc = s->n_cables;
-    double dt = s->desc.dt;
-    void *x = in->x, *av = ai->v, *ax = ai->x;
-    { void *a[6]; a[0] = &n; a[1] = &s->cable_f; a[2] = &av; a[3] = &s->wmass; a[4] = &dt; a[5] = &s->g_mass;
-      cq__cu_launch(s, s->cu.cable[3], n, a, "cable mass adjoint"); }
-    cq__wzero(s, s->wcdot, sizeof(double) * (size_t)nc);
-    { void *a[9]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &av; a[4] = &s->wmass; a[5] = &s->wcL; a[6] = &s->wctarget;
-      a[7] = &dt; a[8] = &s->wcdot; cq__cu_launch(s, s->cu.cable[4], ns, a, "cable dot"); }
-    { void *a[6]; a[0] = &nc; a[1] = &s->wck; a[2] = &s->wcrest; a[3] = &s->wctarget; a[4] = &s->wcdot; a[5] = &s->wcgrad;
-      cq__cu_launch(s, s->cu.cable[5], nc, a, "cable actuation gradient"); }
-    { void *a[11]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &av; a[4] = &s->wmass; a[5] = &s->wcL; a[6] = &s->wctarget;
-      a[7] = &s->wck; a[8] = &s->wcdot; a[9] = &dt; a[10] = &ax; cq__cu_launch(s, s->cu.cable[6], ns, a, "cable position adjoint"); }
-}
-
-/* >>cuda_grid_2d_fixed_corotated_f32: P2G and the grid update from `in`, as cq__cpu_grid_2d_fixed_corotated_f32 */
-static void cq__cuda_grid_2d_fixed_corotated_f32(cq_sim *s, cq__pview_f32 in, int keep_momentum)
-{
-    cq__params_f32 prm = s->prm_f32;
-    cq__gview_f32 g;
-    int n = s->n, nodes = (int)s->nodes;
-    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
-    cq__wzero(s, g.m, (size_t)nodes * sizeof(float));
-    cq__wzero(s, g.v, (size_t)nodes * 2 * sizeof(float));
-    { void *a[4]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; cq__cu_launch(s, s->cu.p2g, n, a, "P2G"); }
-    if (keep_momentum) cq__wcopy(s, s->grid_p, g.v, (size_t)nodes * 2 * sizeof(float));
-    { void *a[3]; a[0] = &nodes; a[1] = &prm; a[2] = &g; cq__cu_launch(s, s->cu.grid, nodes, a, "grid update"); }
-}
-
-/* >>cuda_substep_2d_fixed_corotated_f32: as cq__cpu_substep_2d_fixed_corotated_f32; CQ__DEVICE if the driver failed */
-static int cq__cuda_substep_2d_fixed_corotated_f32(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
-{
-    cq__params_f32 prm = s->prm_f32;
-    cq__pview_f32 in = cq__pview_f32_of(s, in_st), out = cq__pview_f32_of(s, out_st);
-    cq__gview_f32 g;
-    int n = s->n, code = INT_MAX;
-    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
-    cq__cu_push(s);
-    if (s->n_cables) { cq__cuda_cable_veff_2d_f32(s, in_st); in.v = (float *)s->veff; }
-    cq__cuda_grid_2d_fixed_corotated_f32(s, in, 0);
-    cq__cu_check(s, CQ__CU(MemsetD32)(CQ__DPTR(s->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");
-    { void *a[6]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &out; a[4] = &g; a[5] = &s->cu.bad; cq__cu_launch(s, s->cu.g2p, n, a, "G2P"); }
-    if (!s->cu.failed) cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
-    cq__cu_pop(s);
-    if (s->cu.failed) { *bad = -1; return CQ__DEVICE; }
-    if (code == INT_MAX) { *bad = -1; return CQ__OK; }
-    *bad = code / 4;
-    return code % 4;
-}
-
-/* >>cuda_substep_adj_2d_fixed_corotated_f32: as cq__cpu_substep_adj_2d_fixed_corotated_f32 */
-static void cq__cuda_substep_adj_2d_fixed_corotated_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
-{
-    cq__params_f32 prm = s->prm_f32;
-    cq__pview_f32 in = cq__pview_f32_of(s, in_st), ao = cq__pview_f32_of(s, ao_st);
-    cq__pview_f32 ai = cq__pview_f32_of(s, ai_st), pg = in;
-    cq__gview_f32 g;
-    float *gvb = (float *)s->grid_vb, *gpb = (float *)s->grid_pb, *gmb = (float *)s->grid_mb, *dact = (float *)s->dact;
-    const float *gp = (const float *)s->grid_p, *gm;
-    int n = s->n, nodes = (int)s->nodes;
-    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v; gm = g.m;
-    pg.mass = (float *)s->g_mass; pg.vol = (float *)s->g_vol; pg.E = (float *)s->g_E; pg.nu = (float *)s->g_nu;
-    cq__cu_push(s);
-    if (s->n_cables) { cq__cuda_cable_veff_2d_f32(s, in_st); in.v = (float *)s->veff; }
-    cq__cuda_grid_2d_fixed_corotated_f32(s, in, 1);
-    cq__wzero(s, gvb, (size_t)nodes * 2 * sizeof(float));
-    { void *a[7]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; a[4] = &ao; a[5] = &ai; a[6] = &gvb;
-      cq__cu_launch(s, s->cu.g2p_adj, n, a, "G2P adjoint"); }
-    { void *a[7]; a[0] = &nodes; a[1] = &prm; a[2] = &gm; a[3] = &gp; a[4] = &gvb; a[5] = &gpb; a[6] = &gmb;
-      cq__cu_launch(s, s->cu.grid_adj, nodes, a, "grid adjoint"); }
-    { void *a[8]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &gpb; a[4] = &gmb; a[5] = &ai; a[6] = &pg; a[7] = &dact;
-      cq__cu_launch(s, s->cu.p2g_adj, n, a, "P2G adjoint"); }
-    if (s->n_cables) cq__cuda_cable_adj_2d_f32(s, in_st, ai_st);
-    cq__cu_pop(s);
-}
-
-/* >>cuda_grid_2d_fixed_corotated_f64: P2G and the grid update from `in`, as cq__cpu_grid_2d_fixed_corotated_f64 */
-static void cq__cuda_grid_2d_fixed_corotated_f64(cq_sim *s, cq__pview_f64 in, int keep_momentum)
-{
-    cq__params_f64 prm = s->prm_f64;
-    cq__gview_f64 g;
-    int n = s->n, nodes = (int)s->nodes;
-    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
-    cq__wzero(s, g.m, (size_t)nodes * sizeof(double));
-    cq__wzero(s, g.v, (size_t)nodes * 2 * sizeof(double));
-    { void *a[4]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; cq__cu_launch(s, s->cu.p2g, n, a, "P2G"); }
-    if (keep_momentum) cq__wcopy(s, s->grid_p, g.v, (size_t)nodes * 2 * sizeof(double));
-    { void *a[3]; a[0] = &nodes; a[1] = &prm; a[2] = &g; cq__cu_launch(s, s->cu.grid, nodes, a, "grid update"); }
-}
-
-/* >>cuda_substep_2d_fixed_corotated_f64: as cq__cpu_substep_2d_fixed_corotated_f64; CQ__DEVICE if the driver failed */
-static int cq__cuda_substep_2d_fixed_corotated_f64(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
-{
-    cq__params_f64 prm = s->prm_f64;
-    cq__pview_f64 in = cq__pview_f64_of(s, in_st), out = cq__pview_f64_of(s, out_st);
-    cq__gview_f64 g;
-    int n = s->n, code = INT_MAX;
-    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
-    cq__cu_push(s);
-    if (s->n_cables) { cq__cuda_cable_veff_2d_f64(s, in_st); in.v = (double *)s->veff; }
-    cq__cuda_grid_2d_fixed_corotated_f64(s, in, 0);
-    cq__cu_check(s, CQ__CU(MemsetD32)(CQ__DPTR(s->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");
-    { void *a[6]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &out; a[4] = &g; a[5] = &s->cu.bad; cq__cu_launch(s, s->cu.g2p, n, a, "G2P"); }
-    if (!s->cu.failed) cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
-    cq__cu_pop(s);
-    if (s->cu.failed) { *bad = -1; return CQ__DEVICE; }
-    if (code == INT_MAX) { *bad = -1; return CQ__OK; }
-    *bad = code / 4;
-    return code % 4;
-}
-
-/* >>cuda_substep_adj_2d_fixed_corotated_f64: as cq__cpu_substep_adj_2d_fixed_corotated_f64 */
-static void cq__cuda_substep_adj_2d_fixed_corotated_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
-{
-    cq__params_f64 prm = s->prm_f64;
-    cq__pview_f64 in = cq__pview_f64_of(s, in_st), ao = cq__pview_f64_of(s, ao_st);
-    cq__pview_f64 ai = cq__pview_f64_of(s, ai_st), pg = in;
-    cq__gview_f64 g;
-    double *gvb = (double *)s->grid_vb, *gpb = (double *)s->grid_pb, *gmb = (double *)s->grid_mb, *dact = (double *)s->dact;
-    const double *gp = (const double *)s->grid_p, *gm;
-    int n = s->n, nodes = (int)s->nodes;
-    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v; gm = g.m;
-    pg.mass = (double *)s->g_mass; pg.vol = (double *)s->g_vol; pg.E = (double *)s->g_E; pg.nu = (double *)s->g_nu;
-    cq__cu_push(s);
-    if (s->n_cables) { cq__cuda_cable_veff_2d_f64(s, in_st); in.v = (double *)s->veff; }
-    cq__cuda_grid_2d_fixed_corotated_f64(s, in, 1);
-    cq__wzero(s, gvb, (size_t)nodes * 2 * sizeof(double));
-    { void *a[7]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; a[4] = &ao; a[5] = &ai; a[6] = &gvb;
-      cq__cu_launch(s, s->cu.g2p_adj, n, a, "G2P adjoint"); }
-    { void *a[7]; a[0] = &nodes; a[1] = &prm; a[2] = &gm; a[3] = &gp; a[4] = &gvb; a[5] = &gpb; a[6] = &gmb;
-      cq__cu_launch(s, s->cu.grid_adj, nodes, a, "grid adjoint"); }
-    { void *a[8]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &gpb; a[4] = &gmb; a[5] = &ai; a[6] = &pg; a[7] = &dact;
-      cq__cu_launch(s, s->cu.p2g_adj, n, a, "P2G adjoint"); }
-    if (s->n_cables) cq__cuda_cable_adj_2d_f64(s, in_st, ai_st);
-    cq__cu_pop(s);
-}
-
-/* >>cuda_grid_2d_neohookean_f32: P2G and the grid update from `in`, as cq__cpu_grid_2d_neohookean_f32 */
-static void cq__cuda_grid_2d_neohookean_f32(cq_sim *s, cq__pview_f32 in, int keep_momentum)
-{
-    cq__params_f32 prm = s->prm_f32;
-    cq__gview_f32 g;
-    int n = s->n, nodes = (int)s->nodes;
-    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
-    cq__wzero(s, g.m, (size_t)nodes * sizeof(float));
-    cq__wzero(s, g.v, (size_t)nodes * 2 * sizeof(float));
-    { void *a[4]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; cq__cu_launch(s, s->cu.p2g, n, a, "P2G"); }
-    if (keep_momentum) cq__wcopy(s, s->grid_p, g.v, (size_t)nodes * 2 * sizeof(float));
-    { void *a[3]; a[0] = &nodes; a[1] = &prm; a[2] = &g; cq__cu_launch(s, s->cu.grid, nodes, a, "grid update"); }
-}
-
-/* >>cuda_substep_2d_neohookean_f32: as cq__cpu_substep_2d_neohookean_f32; CQ__DEVICE if the driver failed */
-static int cq__cuda_substep_2d_neohookean_f32(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
-{
-    cq__params_f32 prm = s->prm_f32;
-    cq__pview_f32 in = cq__pview_f32_of(s, in_st), out = cq__pview_f32_of(s, out_st);
-    cq__gview_f32 g;
-    int n = s->n, code = INT_MAX;
-    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
-    cq__cu_push(s);
-    if (s->n_cables) { cq__cuda_cable_veff_2d_f32(s, in_st); in.v = (float *)s->veff; }
-    cq__cuda_grid_2d_neohookean_f32(s, in, 0);
-    cq__cu_check(s, CQ__CU(MemsetD32)(CQ__DPTR(s->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");
-    { void *a[6]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &out; a[4] = &g; a[5] = &s->cu.bad; cq__cu_launch(s, s->cu.g2p, n, a, "G2P"); }
-    if (!s->cu.failed) cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
-    cq__cu_pop(s);
-    if (s->cu.failed) { *bad = -1; return CQ__DEVICE; }
-    if (code == INT_MAX) { *bad = -1; return CQ__OK; }
-    *bad = code / 4;
-    return code % 4;
-}
-
-/* >>cuda_substep_adj_2d_neohookean_f32: as cq__cpu_substep_adj_2d_neohookean_f32 */
-static void cq__cuda_substep_adj_2d_neohookean_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
-{
-    cq__params_f32 prm = s->prm_f32;
-    cq__pview_f32 in = cq__pview_f32_of(s, in_st), ao = cq__pview_f32_of(s, ao_st);
-    cq__pview_f32 ai = cq__pview_f32_of(s, ai_st), pg = in;
-    cq__gview_f32 g;
-    float *gvb = (float *)s->grid_vb, *gpb = (float *)s->grid_pb, *gmb = (float *)s->grid_mb, *dact = (float *)s->dact;
-    const float *gp = (const float *)s->grid_p, *gm;
-    int n = s->n, nodes = (int)s->nodes;
-    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v; gm = g.m;
-    pg.mass = (float *)s->g_mass; pg.vol = (float *)s->g_vol; pg.E = (float *)s->g_E; pg.nu = (float *)s->g_nu;
-    cq__cu_push(s);
-    if (s->n_cables) { cq__cuda_cable_veff_2d_f32(s, in_st); in.v = (float *)s->veff; }
-    cq__cuda_grid_2d_neohookean_f32(s, in, 1);
-    cq__wzero(s, gvb, (size_t)nodes * 2 * sizeof(float));
-    { void *a[7]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; a[4] = &ao; a[5] = &ai; a[6] = &gvb;
-      cq__cu_launch(s, s->cu.g2p_adj, n, a, "G2P adjoint"); }
-    { void *a[7]; a[0] = &nodes; a[1] = &prm; a[2] = &gm; a[3] = &gp; a[4] = &gvb; a[5] = &gpb; a[6] = &gmb;
-      cq__cu_launch(s, s->cu.grid_adj, nodes, a, "grid adjoint"); }
-    { void *a[8]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &gpb; a[4] = &gmb; a[5] = &ai; a[6] = &pg; a[7] = &dact;
-      cq__cu_launch(s, s->cu.p2g_adj, n, a, "P2G adjoint"); }
-    if (s->n_cables) cq__cuda_cable_adj_2d_f32(s, in_st, ai_st);
-    cq__cu_pop(s);
-}
-
-/* >>cuda_grid_2d_neohookean_f64: P2G and the grid update from `in`, as cq__cpu_grid_2d_neohookean_f64 */
-static void cq__cuda_grid_2d_neohookean_f64(cq_sim *s, cq__pview_f64 in, int keep_momentum)
-{
-    cq__params_f64 prm = s->prm_f64;
-    cq__gview_f64 g;
-    int n = s->n, nodes = (int)s->nodes;
-    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
-    cq__wzero(s, g.m, (size_t)nodes * sizeof(double));
-    cq__wzero(s, g.v, (size_t)nodes * 2 * sizeof(double));
-    { void *a[4]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; cq__cu_launch(s, s->cu.p2g, n, a, "P2G"); }
-    if (keep_momentum) cq__wcopy(s, s->grid_p, g.v, (size_t)nodes * 2 * sizeof(double));
-    { void *a[3]; a[0] = &nodes; a[1] = &prm; a[2] = &g; cq__cu_launch(s, s->cu.grid, nodes, a, "grid update"); }
-}
-
-/* >>cuda_substep_2d_neohookean_f64: as cq__cpu_substep_2d_neohookean_f64; CQ__DEVICE if the driver failed */
-static int cq__cuda_substep_2d_neohookean_f64(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
-{
-    cq__params_f64 prm = s->prm_f64;
-    cq__pview_f64 in = cq__pview_f64_of(s, in_st), out = cq__pview_f64_of(s, out_st);
-    cq__gview_f64 g;
-    int n = s->n, code = INT_MAX;
-    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
-    cq__cu_push(s);
-    if (s->n_cables) { cq__cuda_cable_veff_2d_f64(s, in_st); in.v = (double *)s->veff; }
-    cq__cuda_grid_2d_neohookean_f64(s, in, 0);
-    cq__cu_check(s, CQ__CU(MemsetD32)(CQ__DPTR(s->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");
-    { void *a[6]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &out; a[4] = &g; a[5] = &s->cu.bad; cq__cu_launch(s, s->cu.g2p, n, a, "G2P"); }
-    if (!s->cu.failed) cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
-    cq__cu_pop(s);
-    if (s->cu.failed) { *bad = -1; return CQ__DEVICE; }
-    if (code == INT_MAX) { *bad = -1; return CQ__OK; }
-    *bad = code / 4;
-    return code % 4;
-}
-
-/* >>cuda_substep_adj_2d_neohookean_f64: as cq__cpu_substep_adj_2d_neohookean_f64 */
-static void cq__cuda_substep_adj_2d_neohookean_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
-{
-    cq__params_f64 prm = s->prm_f64;
-    cq__pview_f64 in = cq__pview_f64_of(s, in_st), ao = cq__pview_f64_of(s, ao_st);
-    cq__pview_f64 ai = cq__pview_f64_of(s, ai_st), pg = in;
-    cq__gview_f64 g;
-    double *gvb = (double *)s->grid_vb, *gpb = (double *)s->grid_pb, *gmb = (double *)s->grid_mb, *dact = (double *)s->dact;
-    const double *gp = (const double *)s->grid_p, *gm;
-    int n = s->n, nodes = (int)s->nodes;
-    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v; gm = g.m;
-    pg.mass = (double *)s->g_mass; pg.vol = (double *)s->g_vol; pg.E = (double *)s->g_E; pg.nu = (double *)s->g_nu;
-    cq__cu_push(s);
-    if (s->n_cables) { cq__cuda_cable_veff_2d_f64(s, in_st); in.v = (double *)s->veff; }
-    cq__cuda_grid_2d_neohookean_f64(s, in, 1);
-    cq__wzero(s, gvb, (size_t)nodes * 2 * sizeof(double));
-    { void *a[7]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; a[4] = &ao; a[5] = &ai; a[6] = &gvb;
-      cq__cu_launch(s, s->cu.g2p_adj, n, a, "G2P adjoint"); }
-    { void *a[7]; a[0] = &nodes; a[1] = &prm; a[2] = &gm; a[3] = &gp; a[4] = &gvb; a[5] = &gpb; a[6] = &gmb;
-      cq__cu_launch(s, s->cu.grid_adj, nodes, a, "grid adjoint"); }
-    { void *a[8]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &gpb; a[4] = &gmb; a[5] = &ai; a[6] = &pg; a[7] = &dact;
-      cq__cu_launch(s, s->cu.p2g_adj, n, a, "P2G adjoint"); }
-    if (s->n_cables) cq__cuda_cable_adj_2d_f64(s, in_st, ai_st);
-    cq__cu_pop(s);
-}
-
-/* >>cuda_grid_3d_fixed_corotated_f32: P2G and the grid update from `in`, as cq__cpu_grid_3d_fixed_corotated_f32 */
-static void cq__cuda_grid_3d_fixed_corotated_f32(cq_sim *s, cq__pview_f32 in, int keep_momentum)
-{
-    cq__params_f32 prm = s->prm_f32;
-    cq__gview_f32 g;
-    int n = s->n, nodes = (int)s->nodes;
-    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
-    cq__wzero(s, g.m, (size_t)nodes * sizeof(float));
-    cq__wzero(s, g.v, (size_t)nodes * 3 * sizeof(float));
-    { void *a[4]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; cq__cu_launch(s, s->cu.p2g, n, a, "P2G"); }
-    if (keep_momentum) cq__wcopy(s, s->grid_p, g.v, (size_t)nodes * 3 * sizeof(float));
-    { void *a[3]; a[0] = &nodes; a[1] = &prm; a[2] = &g; cq__cu_launch(s, s->cu.grid, nodes, a, "grid update"); }
-}
-
-/* >>cuda_substep_3d_fixed_corotated_f32: as cq__cpu_substep_3d_fixed_corotated_f32; CQ__DEVICE if the driver failed */
-static int cq__cuda_substep_3d_fixed_corotated_f32(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
-{
-    cq__params_f32 prm = s->prm_f32;
-    cq__pview_f32 in = cq__pview_f32_of(s, in_st), out = cq__pview_f32_of(s, out_st);
-    cq__gview_f32 g;
-    int n = s->n, code = INT_MAX;
-    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
-    cq__cu_push(s);
-    if (s->n_cables) { cq__cuda_cable_veff_3d_f32(s, in_st); in.v = (float *)s->veff; }
-    cq__cuda_grid_3d_fixed_corotated_f32(s, in, 0);
-    cq__cu_check(s, CQ__CU(MemsetD32)(CQ__DPTR(s->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");
-    { void *a[6]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &out; a[4] = &g; a[5] = &s->cu.bad; cq__cu_launch(s, s->cu.g2p, n, a, "G2P"); }
-    if (!s->cu.failed) cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
-    cq__cu_pop(s);
-    if (s->cu.failed) { *bad = -1; return CQ__DEVICE; }
-    if (code == INT_MAX) { *bad = -1; return CQ__OK; }
-    *bad = code / 4;
-    return code % 4;
-}
-
-/* >>cuda_substep_adj_3d_fixed_corotated_f32: as cq__cpu_substep_adj_3d_fixed_corotated_f32 */
-static void cq__cuda_substep_adj_3d_fixed_corotated_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
-{
-    cq__params_f32 prm = s->prm_f32;
-    cq__pview_f32 in = cq__pview_f32_of(s, in_st), ao = cq__pview_f32_of(s, ao_st);
-    cq__pview_f32 ai = cq__pview_f32_of(s, ai_st), pg = in;
-    cq__gview_f32 g;
-    float *gvb = (float *)s->grid_vb, *gpb = (float *)s->grid_pb, *gmb = (float *)s->grid_mb, *dact = (float *)s->dact;
-    const float *gp = (const float *)s->grid_p, *gm;
-    int n = s->n, nodes = (int)s->nodes;
-    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v; gm = g.m;
-    pg.mass = (float *)s->g_mass; pg.vol = (float *)s->g_vol; pg.E = (float *)s->g_E; pg.nu = (float *)s->g_nu;
-    cq__cu_push(s);
-    if (s->n_cables) { cq__cuda_cable_veff_3d_f32(s, in_st); in.v = (float *)s->veff; }
-    cq__cuda_grid_3d_fixed_corotated_f32(s, in, 1);
-    cq__wzero(s, gvb, (size_t)nodes * 3 * sizeof(float));
-    { void *a[7]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; a[4] = &ao; a[5] = &ai; a[6] = &gvb;
-      cq__cu_launch(s, s->cu.g2p_adj, n, a, "G2P adjoint"); }
-    { void *a[7]; a[0] = &nodes; a[1] = &prm; a[2] = &gm; a[3] = &gp; a[4] = &gvb; a[5] = &gpb; a[6] = &gmb;
-      cq__cu_launch(s, s->cu.grid_adj, nodes, a, "grid adjoint"); }
-    { void *a[8]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &gpb; a[4] = &gmb; a[5] = &ai; a[6] = &pg; a[7] = &dact;
-      cq__cu_launch(s, s->cu.p2g_adj, n, a, "P2G adjoint"); }
-    if (s->n_cables) cq__cuda_cable_adj_3d_f32(s, in_st, ai_st);
-    cq__cu_pop(s);
-}
-
-/* >>cuda_grid_3d_fixed_corotated_f64: P2G and the grid update from `in`, as cq__cpu_grid_3d_fixed_corotated_f64 */
-static void cq__cuda_grid_3d_fixed_corotated_f64(cq_sim *s, cq__pview_f64 in, int keep_momentum)
-{
-    cq__params_f64 prm = s->prm_f64;
-    cq__gview_f64 g;
-    int n = s->n, nodes = (int)s->nodes;
-    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
-    cq__wzero(s, g.m, (size_t)nodes * sizeof(double));
-    cq__wzero(s, g.v, (size_t)nodes * 3 * sizeof(double));
-    { void *a[4]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; cq__cu_launch(s, s->cu.p2g, n, a, "P2G"); }
-    if (keep_momentum) cq__wcopy(s, s->grid_p, g.v, (size_t)nodes * 3 * sizeof(double));
-    { void *a[3]; a[0] = &nodes; a[1] = &prm; a[2] = &g; cq__cu_launch(s, s->cu.grid, nodes, a, "grid update"); }
-}
-
-/* >>cuda_substep_3d_fixed_corotated_f64: as cq__cpu_substep_3d_fixed_corotated_f64; CQ__DEVICE if the driver failed */
-static int cq__cuda_substep_3d_fixed_corotated_f64(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
-{
-    cq__params_f64 prm = s->prm_f64;
-    cq__pview_f64 in = cq__pview_f64_of(s, in_st), out = cq__pview_f64_of(s, out_st);
-    cq__gview_f64 g;
-    int n = s->n, code = INT_MAX;
-    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
-    cq__cu_push(s);
-    if (s->n_cables) { cq__cuda_cable_veff_3d_f64(s, in_st); in.v = (double *)s->veff; }
-    cq__cuda_grid_3d_fixed_corotated_f64(s, in, 0);
-    cq__cu_check(s, CQ__CU(MemsetD32)(CQ__DPTR(s->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");
-    { void *a[6]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &out; a[4] = &g; a[5] = &s->cu.bad; cq__cu_launch(s, s->cu.g2p, n, a, "G2P"); }
-    if (!s->cu.failed) cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
-    cq__cu_pop(s);
-    if (s->cu.failed) { *bad = -1; return CQ__DEVICE; }
-    if (code == INT_MAX) { *bad = -1; return CQ__OK; }
-    *bad = code / 4;
-    return code % 4;
-}
-
-/* >>cuda_substep_adj_3d_fixed_corotated_f64: as cq__cpu_substep_adj_3d_fixed_corotated_f64 */
-static void cq__cuda_substep_adj_3d_fixed_corotated_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
-{
-    cq__params_f64 prm = s->prm_f64;
-    cq__pview_f64 in = cq__pview_f64_of(s, in_st), ao = cq__pview_f64_of(s, ao_st);
-    cq__pview_f64 ai = cq__pview_f64_of(s, ai_st), pg = in;
-    cq__gview_f64 g;
-    double *gvb = (double *)s->grid_vb, *gpb = (double *)s->grid_pb, *gmb = (double *)s->grid_mb, *dact = (double *)s->dact;
-    const double *gp = (const double *)s->grid_p, *gm;
-    int n = s->n, nodes = (int)s->nodes;
-    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v; gm = g.m;
-    pg.mass = (double *)s->g_mass; pg.vol = (double *)s->g_vol; pg.E = (double *)s->g_E; pg.nu = (double *)s->g_nu;
-    cq__cu_push(s);
-    if (s->n_cables) { cq__cuda_cable_veff_3d_f64(s, in_st); in.v = (double *)s->veff; }
-    cq__cuda_grid_3d_fixed_corotated_f64(s, in, 1);
-    cq__wzero(s, gvb, (size_t)nodes * 3 * sizeof(double));
-    { void *a[7]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; a[4] = &ao; a[5] = &ai; a[6] = &gvb;
-      cq__cu_launch(s, s->cu.g2p_adj, n, a, "G2P adjoint"); }
-    { void *a[7]; a[0] = &nodes; a[1] = &prm; a[2] = &gm; a[3] = &gp; a[4] = &gvb; a[5] = &gpb; a[6] = &gmb;
-      cq__cu_launch(s, s->cu.grid_adj, nodes, a, "grid adjoint"); }
-    { void *a[8]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &gpb; a[4] = &gmb; a[5] = &ai; a[6] = &pg; a[7] = &dact;
-      cq__cu_launch(s, s->cu.p2g_adj, n, a, "P2G adjoint"); }
-    if (s->n_cables) cq__cuda_cable_adj_3d_f64(s, in_st, ai_st);
-    cq__cu_pop(s);
-}
-
-/* >>cuda_grid_3d_neohookean_f32: P2G and the grid update from `in`, as cq__cpu_grid_3d_neohookean_f32 */
-static void cq__cuda_grid_3d_neohookean_f32(cq_sim *s, cq__pview_f32 in, int keep_momentum)
-{
-    cq__params_f32 prm = s->prm_f32;
-    cq__gview_f32 g;
-    int n = s->n, nodes = (int)s->nodes;
-    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
-    cq__wzero(s, g.m, (size_t)nodes * sizeof(float));
-    cq__wzero(s, g.v, (size_t)nodes * 3 * sizeof(float));
-    { void *a[4]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; cq__cu_launch(s, s->cu.p2g, n, a, "P2G"); }
-    if (keep_momentum) cq__wcopy(s, s->grid_p, g.v, (size_t)nodes * 3 * sizeof(float));
-    { void *a[3]; a[0] = &nodes; a[1] = &prm; a[2] = &g; cq__cu_launch(s, s->cu.grid, nodes, a, "grid update"); }
-}
-
-/* >>cuda_substep_3d_neohookean_f32: as cq__cpu_substep_3d_neohookean_f32; CQ__DEVICE if the driver failed */
-static int cq__cuda_substep_3d_neohookean_f32(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
-{
-    cq__params_f32 prm = s->prm_f32;
-    cq__pview_f32 in = cq__pview_f32_of(s, in_st), out = cq__pview_f32_of(s, out_st);
-    cq__gview_f32 g;
-    int n = s->n, code = INT_MAX;
-    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
-    cq__cu_push(s);
-    if (s->n_cables) { cq__cuda_cable_veff_3d_f32(s, in_st); in.v = (float *)s->veff; }
-    cq__cuda_grid_3d_neohookean_f32(s, in, 0);
-    cq__cu_check(s, CQ__CU(MemsetD32)(CQ__DPTR(s->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");
-    { void *a[6]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &out; a[4] = &g; a[5] = &s->cu.bad; cq__cu_launch(s, s->cu.g2p, n, a, "G2P"); }
-    if (!s->cu.failed) cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
-    cq__cu_pop(s);
-    if (s->cu.failed) { *bad = -1; return CQ__DEVICE; }
-    if (code == INT_MAX) { *bad = -1; return CQ__OK; }
-    *bad = code / 4;
-    return code % 4;
-}
-
-/* >>cuda_substep_adj_3d_neohookean_f32: as cq__cpu_substep_adj_3d_neohookean_f32 */
-static void cq__cuda_substep_adj_3d_neohookean_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
-{
-    cq__params_f32 prm = s->prm_f32;
-    cq__pview_f32 in = cq__pview_f32_of(s, in_st), ao = cq__pview_f32_of(s, ao_st);
-    cq__pview_f32 ai = cq__pview_f32_of(s, ai_st), pg = in;
-    cq__gview_f32 g;
-    float *gvb = (float *)s->grid_vb, *gpb = (float *)s->grid_pb, *gmb = (float *)s->grid_mb, *dact = (float *)s->dact;
-    const float *gp = (const float *)s->grid_p, *gm;
-    int n = s->n, nodes = (int)s->nodes;
-    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v; gm = g.m;
-    pg.mass = (float *)s->g_mass; pg.vol = (float *)s->g_vol; pg.E = (float *)s->g_E; pg.nu = (float *)s->g_nu;
-    cq__cu_push(s);
-    if (s->n_cables) { cq__cuda_cable_veff_3d_f32(s, in_st); in.v = (float *)s->veff; }
-    cq__cuda_grid_3d_neohookean_f32(s, in, 1);
-    cq__wzero(s, gvb, (size_t)nodes * 3 * sizeof(float));
-    { void *a[7]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; a[4] = &ao; a[5] = &ai; a[6] = &gvb;
-      cq__cu_launch(s, s->cu.g2p_adj, n, a, "G2P adjoint"); }
-    { void *a[7]; a[0] = &nodes; a[1] = &prm; a[2] = &gm; a[3] = &gp; a[4] = &gvb; a[5] = &gpb; a[6] = &gmb;
-      cq__cu_launch(s, s->cu.grid_adj, nodes, a, "grid adjoint"); }
-    { void *a[8]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &gpb; a[4] = &gmb; a[5] = &ai; a[6] = &pg; a[7] = &dact;
-      cq__cu_launch(s, s->cu.p2g_adj, n, a, "P2G adjoint"); }
-    if (s->n_cables) cq__cuda_cable_adj_3d_f32(s, in_st, ai_st);
-    cq__cu_pop(s);
-}
-
-/* >>cuda_grid_3d_neohookean_f64: P2G and the grid update from `in`, as cq__cpu_grid_3d_neohookean_f64 */
-static void cq__cuda_grid_3d_neohookean_f64(cq_sim *s, cq__pview_f64 in, int keep_momentum)
-{
-    cq__params_f64 prm = s->prm_f64;
-    cq__gview_f64 g;
-    int n = s->n, nodes = (int)s->nodes;
-    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
-    cq__wzero(s, g.m, (size_t)nodes * sizeof(double));
-    cq__wzero(s, g.v, (size_t)nodes * 3 * sizeof(double));
-    { void *a[4]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; cq__cu_launch(s, s->cu.p2g, n, a, "P2G"); }
-    if (keep_momentum) cq__wcopy(s, s->grid_p, g.v, (size_t)nodes * 3 * sizeof(double));
-    { void *a[3]; a[0] = &nodes; a[1] = &prm; a[2] = &g; cq__cu_launch(s, s->cu.grid, nodes, a, "grid update"); }
-}
-
-/* >>cuda_substep_3d_neohookean_f64: as cq__cpu_substep_3d_neohookean_f64; CQ__DEVICE if the driver failed */
-static int cq__cuda_substep_3d_neohookean_f64(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
-{
-    cq__params_f64 prm = s->prm_f64;
-    cq__pview_f64 in = cq__pview_f64_of(s, in_st), out = cq__pview_f64_of(s, out_st);
-    cq__gview_f64 g;
-    int n = s->n, code = INT_MAX;
-    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
-    cq__cu_push(s);
-    if (s->n_cables) { cq__cuda_cable_veff_3d_f64(s, in_st); in.v = (double *)s->veff; }
-    cq__cuda_grid_3d_neohookean_f64(s, in, 0);
-    cq__cu_check(s, CQ__CU(MemsetD32)(CQ__DPTR(s->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");
-    { void *a[6]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &out; a[4] = &g; a[5] = &s->cu.bad; cq__cu_launch(s, s->cu.g2p, n, a, "G2P"); }
-    if (!s->cu.failed) cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
-    cq__cu_pop(s);
-    if (s->cu.failed) { *bad = -1; return CQ__DEVICE; }
-    if (code == INT_MAX) { *bad = -1; return CQ__OK; }
-    *bad = code / 4;
-    return code % 4;
-}
-
-/* >>cuda_substep_adj_3d_neohookean_f64: as cq__cpu_substep_adj_3d_neohookean_f64 */
-static void cq__cuda_substep_adj_3d_neohookean_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
-{
-    cq__params_f64 prm = s->prm_f64;
-    cq__pview_f64 in = cq__pview_f64_of(s, in_st), ao = cq__pview_f64_of(s, ao_st);
-    cq__pview_f64 ai = cq__pview_f64_of(s, ai_st), pg = in;
-    cq__gview_f64 g;
-    double *gvb = (double *)s->grid_vb, *gpb = (double *)s->grid_pb, *gmb = (double *)s->grid_mb, *dact = (double *)s->dact;
-    const double *gp = (const double *)s->grid_p, *gm;
-    int n = s->n, nodes = (int)s->nodes;
-    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v; gm = g.m;
-    pg.mass = (double *)s->g_mass; pg.vol = (double *)s->g_vol; pg.E = (double *)s->g_E; pg.nu = (double *)s->g_nu;
-    cq__cu_push(s);
-    if (s->n_cables) { cq__cuda_cable_veff_3d_f64(s, in_st); in.v = (double *)s->veff; }
-    cq__cuda_grid_3d_neohookean_f64(s, in, 1);
-    cq__wzero(s, gvb, (size_t)nodes * 3 * sizeof(double));
-    { void *a[7]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; a[4] = &ao; a[5] = &ai; a[6] = &gvb;
-      cq__cu_launch(s, s->cu.g2p_adj, n, a, "G2P adjoint"); }
-    { void *a[7]; a[0] = &nodes; a[1] = &prm; a[2] = &gm; a[3] = &gp; a[4] = &gvb; a[5] = &gpb; a[6] = &gmb;
-      cq__cu_launch(s, s->cu.grid_adj, nodes, a, "grid adjoint"); }
-    { void *a[8]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &gpb; a[4] = &gmb; a[5] = &ai; a[6] = &pg; a[7] = &dact;
-      cq__cu_launch(s, s->cu.p2g_adj, n, a, "P2G adjoint"); }
-    if (s->n_cables) cq__cuda_cable_adj_3d_f64(s, in_st, ai_st);
-    cq__cu_pop(s);
-}
-
-/* >>cuda_check_adjoint_f32: as cq__cpu_check_adjoint, one launch (kernels.cu.j2 >>nonfinite) */
-static void cq__cuda_check_adjoint_f32(cq_sim *s, const cq__state *a, int *status)
-{
-    cq__pview_f32 v = cq__pview_f32_of(s, a);
-    int n = s->n;
-    void *args[3];
-    v.mass = (float *)s->g_mass; v.vol = (float *)s->g_vol; v.E = (float *)s->g_E; v.nu = (float *)s->g_nu;
-    args[0] = &n; args[1] = &v; args[2] = &status;
-    cq__cu_push(s);
-    cq__cu_launch(s, s->cu.nonfinite, n, args, "gradient check");
-    cq__cu_pop(s);
-}
-
-/* >>cuda_check_adjoint_f64: as cq__cpu_check_adjoint, one launch (kernels.cu.j2 >>nonfinite) */
-static void cq__cuda_check_adjoint_f64(cq_sim *s, const cq__state *a, int *status)
-{
-    cq__pview_f64 v = cq__pview_f64_of(s, a);
-    int n = s->n;
-    void *args[3];
-    v.mass = (double *)s->g_mass; v.vol = (double *)s->g_vol; v.E = (double *)s->g_E; v.nu = (double *)s->g_nu;
-    args[0] = &n; args[1] = &v; args[2] = &status;
-    cq__cu_push(s);
-    cq__cu_launch(s, s->cu.nonfinite, n, args, "gradient check");
-    cq__cu_pop(s);
-}
-
-/* [dim - 2][material - 1][precision - 1]; check_stress validates host arrays: the CPU's */
-static const cq__vtable cq__cuda_table[2][2][2] = {
-    {
-        {
-            { cq__cuda_substep_2d_fixed_corotated_f32, cq__cuda_substep_adj_2d_fixed_corotated_f32,
-              cq__check_stress_2d_fixed_corotated_f32, cq__cuda_check_adjoint_f32 },
-            { cq__cuda_substep_2d_fixed_corotated_f64, cq__cuda_substep_adj_2d_fixed_corotated_f64,
-              cq__check_stress_2d_fixed_corotated_f64, cq__cuda_check_adjoint_f64 },
-        },
-        {
-            { cq__cuda_substep_2d_neohookean_f32, cq__cuda_substep_adj_2d_neohookean_f32,
-              cq__check_stress_2d_neohookean_f32, cq__cuda_check_adjoint_f32 },
-            { cq__cuda_substep_2d_neohookean_f64, cq__cuda_substep_adj_2d_neohookean_f64,
-              cq__check_stress_2d_neohookean_f64, cq__cuda_check_adjoint_f64 },
-        },
-    },
-    {
-        {
-            { cq__cuda_substep_3d_fixed_corotated_f32, cq__cuda_substep_adj_3d_fixed_corotated_f32,
-              cq__check_stress_3d_fixed_corotated_f32, cq__cuda_check_adjoint_f32 },
-            { cq__cuda_substep_3d_fixed_corotated_f64, cq__cuda_substep_adj_3d_fixed_corotated_f64,
-              cq__check_stress_3d_fixed_corotated_f64, cq__cuda_check_adjoint_f64 },
-        },
-        {
-            { cq__cuda_substep_3d_neohookean_f32, cq__cuda_substep_adj_3d_neohookean_f32,
-              cq__check_stress_3d_neohookean_f32, cq__cuda_check_adjoint_f32 },
-            { cq__cuda_substep_3d_neohookean_f64, cq__cuda_substep_adj_3d_neohookean_f64,
-              cq__check_stress_3d_neohookean_f64, cq__cuda_check_adjoint_f64 },
-        },
-    },
-};
-
-/* kernel names per [dim - 2][material - 1][precision - 1]: grid, g2p, p2g, grid_adj, g2p_adj,
-   p2g_adj, act_reduce, nonfinite, then the 7 cable kernels */
-#define CQ__CUDA_KERNELS 15
-static const char *const cq__cuda_kernel_names[2][2][2][CQ__CUDA_KERNELS] = {
-    {
-        {
-            { "cq__grid_fwd_2d_f32_kernel", "cq__g2p_fwd_2d_f32_kernel",
-              "cq__p2g_fwd_2d_fixed_corotated_f32_kernel", "cq__grid_adj_2d_f32_kernel",
-              "cq__g2p_adj_2d_f32_kernel", "cq__p2g_adj_2d_fixed_corotated_f32_kernel",
-              "cq__act_reduce_2d_f32_kernel", "cq__nonfinite_2d_f32_kernel",
-              "cq__cable_len_2d_f32_kernel",
-              "cq__cable_force_2d_f32_kernel",
-              "cq__cable_veff_2d_f32_kernel",
-              "cq__cable_mass_adj_2d_f32_kernel",
-              "cq__cable_dot_2d_f32_kernel",
-              "cq__cable_grad_2d_f32_kernel",
-              "cq__cable_x_adj_2d_f32_kernel" },
-            { "cq__grid_fwd_2d_f64_kernel", "cq__g2p_fwd_2d_f64_kernel",
-              "cq__p2g_fwd_2d_fixed_corotated_f64_kernel", "cq__grid_adj_2d_f64_kernel",
-              "cq__g2p_adj_2d_f64_kernel", "cq__p2g_adj_2d_fixed_corotated_f64_kernel",
-              "cq__act_reduce_2d_f64_kernel", "cq__nonfinite_2d_f64_kernel",
-              "cq__cable_len_2d_f64_kernel",
-              "cq__cable_force_2d_f64_kernel",
-              "cq__cable_veff_2d_f64_kernel",
-              "cq__cable_mass_adj_2d_f64_kernel",
-              "cq__cable_dot_2d_f64_kernel",
-              "cq__cable_grad_2d_f64_kernel",
-              "cq__cable_x_adj_2d_f64_kernel" },
-        },
-        {
-            { "cq__grid_fwd_2d_f32_kernel", "cq__g2p_fwd_2d_f32_kernel",
-              "cq__p2g_fwd_2d_neohookean_f32_kernel", "cq__grid_adj_2d_f32_kernel",
-              "cq__g2p_adj_2d_f32_kernel", "cq__p2g_adj_2d_neohookean_f32_kernel",
-              "cq__act_reduce_2d_f32_kernel", "cq__nonfinite_2d_f32_kernel",
-              "cq__cable_len_2d_f32_kernel",
-              "cq__cable_force_2d_f32_kernel",
-              "cq__cable_veff_2d_f32_kernel",
-              "cq__cable_mass_adj_2d_f32_kernel",
-              "cq__cable_dot_2d_f32_kernel",
-              "cq__cable_grad_2d_f32_kernel",
-              "cq__cable_x_adj_2d_f32_kernel" },
-            { "cq__grid_fwd_2d_f64_kernel", "cq__g2p_fwd_2d_f64_kernel",
-              "cq__p2g_fwd_2d_neohookean_f64_kernel", "cq__grid_adj_2d_f64_kernel",
-              "cq__g2p_adj_2d_f64_kernel", "cq__p2g_adj_2d_neohookean_f64_kernel",
-              "cq__act_reduce_2d_f64_kernel", "cq__nonfinite_2d_f64_kernel",
-              "cq__cable_len_2d_f64_kernel",
-              "cq__cable_force_2d_f64_kernel",
-              "cq__cable_veff_2d_f64_kernel",
-              "cq__cable_mass_adj_2d_f64_kernel",
-              "cq__cable_dot_2d_f64_kernel",
-              "cq__cable_grad_2d_f64_kernel",
-              "cq__cable_x_adj_2d_f64_kernel" },
-        },
-    },
-    {
-        {
-            { "cq__grid_fwd_3d_f32_kernel", "cq__g2p_fwd_3d_f32_kernel",
-              "cq__p2g_fwd_3d_fixed_corotated_f32_kernel", "cq__grid_adj_3d_f32_kernel",
-              "cq__g2p_adj_3d_f32_kernel", "cq__p2g_adj_3d_fixed_corotated_f32_kernel",
-              "cq__act_reduce_3d_f32_kernel", "cq__nonfinite_3d_f32_kernel",
-              "cq__cable_len_3d_f32_kernel",
-              "cq__cable_force_3d_f32_kernel",
-              "cq__cable_veff_3d_f32_kernel",
-              "cq__cable_mass_adj_3d_f32_kernel",
-              "cq__cable_dot_3d_f32_kernel",
-              "cq__cable_grad_3d_f32_kernel",
-              "cq__cable_x_adj_3d_f32_kernel" },
-            { "cq__grid_fwd_3d_f64_kernel", "cq__g2p_fwd_3d_f64_kernel",
-              "cq__p2g_fwd_3d_fixed_corotated_f64_kernel", "cq__grid_adj_3d_f64_kernel",
-              "cq__g2p_adj_3d_f64_kernel", "cq__p2g_adj_3d_fixed_corotated_f64_kernel",
-              "cq__act_reduce_3d_f64_kernel", "cq__nonfinite_3d_f64_kernel",
-              "cq__cable_len_3d_f64_kernel",
-              "cq__cable_force_3d_f64_kernel",
-              "cq__cable_veff_3d_f64_kernel",
-              "cq__cable_mass_adj_3d_f64_kernel",
-              "cq__cable_dot_3d_f64_kernel",
-              "cq__cable_grad_3d_f64_kernel",
-              "cq__cable_x_adj_3d_f64_kernel" },
-        },
-        {
-            { "cq__grid_fwd_3d_f32_kernel", "cq__g2p_fwd_3d_f32_kernel",
-              "cq__p2g_fwd_3d_neohookean_f32_kernel", "cq__grid_adj_3d_f32_kernel",
-              "cq__g2p_adj_3d_f32_kernel", "cq__p2g_adj_3d_neohookean_f32_kernel",
-              "cq__act_reduce_3d_f32_kernel", "cq__nonfinite_3d_f32_kernel",
-              "cq__cable_len_3d_f32_kernel",
-              "cq__cable_force_3d_f32_kernel",
-              "cq__cable_veff_3d_f32_kernel",
-              "cq__cable_mass_adj_3d_f32_kernel",
-              "cq__cable_dot_3d_f32_kernel",
-              "cq__cable_grad_3d_f32_kernel",
-              "cq__cable_x_adj_3d_f32_kernel" },
-            { "cq__grid_fwd_3d_f64_kernel", "cq__g2p_fwd_3d_f64_kernel",
-              "cq__p2g_fwd_3d_neohookean_f64_kernel", "cq__grid_adj_3d_f64_kernel",
-              "cq__g2p_adj_3d_f64_kernel", "cq__p2g_adj_3d_neohookean_f64_kernel",
-              "cq__act_reduce_3d_f64_kernel", "cq__nonfinite_3d_f64_kernel",
-              "cq__cable_len_3d_f64_kernel",
-              "cq__cable_force_3d_f64_kernel",
-              "cq__cable_veff_3d_f64_kernel",
-              "cq__cable_mass_adj_3d_f64_kernel",
-              "cq__cable_dot_3d_f64_kernel",
-              "cq__cable_grad_3d_f64_kernel",
-              "cq__cable_x_adj_3d_f64_kernel" },
-        },
-    },
-};
 
 /* the PTX module of a dimension and precision (NULL if the header was generated without it) */
 static const cq__ptx_module *cq__cuda_ptx(int dim, int prec)
@@ -16160,1251 +17414,8 @@ static const cq__ptx_module *cq__cuda_ptx(int dim, int prec)
     return NULL;
 }
 
-/* Restores a module's PTX (generator/lz.py: LZ4 block format) into a NUL-terminated host buffer,
-   checking bounds, length and hash; NULL if it is corrupt or memory ran out. */
-static char *cq__lz_decode(const cq_sim *s, const cq__ptx_module *m)
-{
-    const unsigned char *in = m->lz, *end = m->lz + m->lz_size;
-    unsigned char *out = (unsigned char *)cq__alloc(s, m->size + 1), *o = out, *oend;
-    unsigned long h = 0x811c9dc5UL;
-    if (!out) return NULL;
-    oend = out + m->size;
-    while (in < end) {
-        const unsigned t = *in++;
-        size_t ll = t >> 4, ml = t & 15, off;
-        unsigned b;
-        if (ll == 15) do { if (in >= end) goto bad; b = *in++; ll += b; } while (b == 255);
-        if ((size_t)(end - in) < ll || (size_t)(oend - o) < ll) goto bad;
-        memcpy(o, in, ll); o += ll; in += ll;
-        if (in == end) break;                      /* the last token has literals only */
-        if (end - in < 2) goto bad;
-        off = (size_t)in[0] | (size_t)in[1] << 8; in += 2;
-        if (ml == 15) do { if (in >= end) goto bad; b = *in++; ml += b; } while (b == 255);
-        ml += 4;
-        if (off == 0 || off > (size_t)(o - out) || (size_t)(oend - o) < ml) goto bad;
-        for (size_t k = 0; k < ml; ++k, ++o) *o = *(o - off);   /* may overlap: byte by byte */
-    }
-    if (o != oend) goto bad;
-    *o = 0;
-    for (size_t i = 0; i < m->size; ++i) h = ((h ^ out[i]) * 0x01000193UL) & 0xffffffffUL;
-    if (h != m->hash) goto bad;
-    return (char *)out;
-bad:
-    cq__free(s, out);
-    return NULL;
-}
-
-/* Per-group actuation gradient of one substep, added to s->cu.act_grad (device, double). */
-static void cq__cuda_act_reduce(cq_sim *s, int groups)
-{
-    int n = s->n;
-    void *act = s->wact, *dact = s->dact, *out = s->cu.act_grad;
-    void *a[5];
-    a[0] = &n; a[1] = &act; a[2] = &groups; a[3] = &dact; a[4] = &out;
-    cq__cu_push(s);
-    cq__cu_launch(s, s->cu.act_reduce, n, a, "actuation gradient");
-    cq__cu_pop(s);
-}
-
-/* Makes s a CUDA sim on device `ordinal`: primary context, module, kernels, status word.
-   Returns 1, or 0 with `why` set (and everything acquired released). */
-static int cq__cuda_open(cq_sim *s, int ordinal, char *why, size_t cap)
-{
-    const cq__ptx_module *mod = cq__cuda_ptx(s->dim, (int)s->desc.precision);
-    char *ptx = NULL;
-    const char *const *names = cq__cuda_kernel_names[s->dim - 2][s->desc.material - 1][s->desc.precision - 1];
-    cq__CUfunction *fns[CQ__CUDA_KERNELS];
-    char log[2048];
-    int opts[2], count = 0, retained = 0, pushed = 0;
-    void *vals[2];
-    cq__CUresult e;
-    cq__CUdeviceptr bad = 0;
-    fns[0] = &s->cu.grid; fns[1] = &s->cu.g2p; fns[2] = &s->cu.p2g; fns[3] = &s->cu.grid_adj;
-    fns[4] = &s->cu.g2p_adj; fns[5] = &s->cu.p2g_adj; fns[6] = &s->cu.act_reduce;
-    fns[7] = &s->cu.nonfinite;
-    for (int i = 0; i < 7; ++i) fns[8 + i] = &s->cu.cable[i];
-    if (!cq__cu_load()) { snprintf(why, cap, "%s", cq__cu.reason); return 0; }
-    if (!mod) {
-        snprintf(why, cap, "this chainqueen.h was generated without a CUDA compiler: it has no PTX for %dD %s", s->dim,
-                 s->desc.precision == CQ_PRECISION_F32 ? "f32" : "f64");
-        return 0;
-    }
-    if ((e = CQ__CU(DeviceGetCount)(&count)) != 0) count = 0;
-    if (ordinal < 0 || ordinal >= count) {
-        snprintf(why, cap, "cq_sim_desc.device = %d: the machine has %d CUDA device%s", ordinal, count, count == 1 ? "" : "s");
-        return 0;
-    }
-    s->cu.ordinal = ordinal;
-    if ((e = CQ__CU(DeviceGet)(&s->cu.dev, ordinal)) != 0 ||
-        (e = CQ__CU(DevicePrimaryCtxRetain)(&s->cu.ctx, s->cu.dev)) != 0) {
-        snprintf(why, cap, "device %d: cannot retain its primary context: %s (%d)", ordinal, cq__cu_error_name(e), e);
-        return 0;
-    }
-    retained = 1;
-    if ((e = CQ__CU(CtxPushCurrent)(s->cu.ctx)) != 0) {
-        snprintf(why, cap, "device %d: cuCtxPushCurrent: %s (%d)", ordinal, cq__cu_error_name(e), e);
-        goto fail;
-    }
-    pushed = 1;
-    log[0] = 0;
-    opts[0] = CQ__CU_JIT_ERROR_LOG_BUFFER; vals[0] = log;
-    opts[1] = CQ__CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES; vals[1] = (void *)(size_t)sizeof log;
-    if (!(ptx = cq__lz_decode(s, mod))) {
-        snprintf(why, cap, "the embedded PTX for %dD %s is corrupt (or host memory ran out)", s->dim,
-                 s->desc.precision == CQ_PRECISION_F32 ? "f32" : "f64");
-        goto fail;
-    }
-    e = CQ__CU(ModuleLoadDataEx)(&s->cu.mod, ptx, 2, opts, vals);
-    cq__free(s, ptx);
-    if (e != 0) {
-        log[sizeof log - 1] = 0;
-        snprintf(why, cap, "the driver rejected the embedded PTX: %s (%d)%s%.200s", cq__cu_error_name(e), e,
-                 log[0] ? ": " : "", log);
-        s->cu.mod = NULL;
-        goto fail;
-    }
-    for (int i = 0; i < CQ__CUDA_KERNELS; ++i)
-        if ((e = CQ__CU(ModuleGetFunction)(fns[i], s->cu.mod, names[i])) != 0) {
-            snprintf(why, cap, "the PTX module lacks kernel %s: %s (%d)", names[i], cq__cu_error_name(e), e);
-            goto fail;
-        }
-    if ((e = CQ__CU(MemAlloc)(&bad, sizeof(int))) != 0) {
-        snprintf(why, cap, "device %d: out of device memory (%s)", ordinal, cq__cu_error_name(e));
-        goto fail;
-    }
-    s->cu.bad = (void *)(size_t)bad;
-    { cq__CUcontext c; CQ__CU(CtxPopCurrent)(&c); }
-    return 1;
-fail:
-    if (s->cu.mod) CQ__CU(ModuleUnload)(s->cu.mod);
-    s->cu.mod = NULL;
-    if (pushed) { cq__CUcontext c; CQ__CU(CtxPopCurrent)(&c); }
-    if (retained) CQ__CU(DevicePrimaryCtxRelease)(s->cu.dev);
-    s->cu.ctx = NULL;
-    return 0;
-}
-
-/* What the log says about the device: name, compute capability, memory, driver. */
-static void cq__cuda_describe(const cq_sim *s, char *out, size_t cap)
-{
-    char name[128] = "?";
-    int major = 0, minor = 0;
-    size_t mem = 0;
-    CQ__CU(DeviceGetName)(name, (int)sizeof name, s->cu.dev);
-    name[sizeof name - 1] = 0;
-    CQ__CU(DeviceGetAttribute)(&major, CQ__CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, s->cu.dev);
-    CQ__CU(DeviceGetAttribute)(&minor, CQ__CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, s->cu.dev);
-    CQ__CU(DeviceTotalMem)(&mem, s->cu.dev);
-    snprintf(out, cap, "device %d: %s, sm_%d%d, %.1f GiB, driver for CUDA %d.%d", s->cu.ordinal, name, major, minor,
-             (double)mem / (1024.0 * 1024.0 * 1024.0), cq__cu.driver_version / 1000, cq__cu.driver_version % 1000 / 10);
-}
-
-/* Releases what cq__cuda_open acquired (work memory is freed by the caller first). */
-static void cq__cuda_close(cq_sim *s)
-{
-    if (!s->cu.ctx) return;
-    cq__wfree(s, s->cu.bad); s->cu.bad = NULL;
-    cq__wfree(s, s->cu.act_grad); s->cu.act_grad = NULL;
-    cq__cu_push(s);
-    if (s->cu.mod) CQ__CU(ModuleUnload)(s->cu.mod);
-    cq__cu_pop(s);
-    CQ__CU(DevicePrimaryCtxRelease)(s->cu.dev);
-    s->cu.mod = NULL; s->cu.ctx = NULL;
-}
-#endif /* CQ__HAS_CUDA */
-
-/* ------------------------------------------------------------------ >>create */
-static int cq__finite(double a) { return cq__isfinite_f64(a); }   /* bits: safe under -ffast-math */
-
-cq_result cq_sim_create(const cq_sim_desc *desc, cq_sim **out)
-{
-    cq_sim_desc d;
-    cq_sim *s;
-    char why[320];
-    if (!out) return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_create: out is NULL");
-    *out = NULL;
-    if (!desc) return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_create: desc is NULL");
-    d = *desc;
-    if (d.dim != 2 && d.dim != 3)
-        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.dim = %d: must be 2 or 3", d.dim);
-    if (d.wall_cells == 0) d.wall_cells = 3;
-    if (d.wall_cells < 1 || d.wall_cells > 64)
-        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.wall_cells = %d: must be 0 (= 3) or 1..64", d.wall_cells);
-    if (d.dim == 2) d.res[2] = 1;
-    for (int a = 0; a < d.dim; ++a)
-        if (d.res[a] < 2 * d.wall_cells + 4 || d.res[a] > 65536)
-            return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT,
-                                   "cq_sim_desc.res[%d] = %d: must be in [2*wall_cells+4 = %d, 65536]", a, d.res[a], 2 * d.wall_cells + 4);
-    if ((double)d.res[0] * d.res[1] * d.res[2] * (d.dim + 1) > (double)INT_MAX)
-        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.res: %d x %d x %d grid is too large",
-                               d.res[0], d.res[1], d.res[2]);
-    if (!cq__finite(d.dx) || !(d.dx > 0) || !cq__finite(1.0 / d.dx))
-        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.dx = %g: must be finite and > 0, with 1/dx finite", d.dx);
-    if (!cq__finite(d.dt) || !(d.dt > 0))
-        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.dt = %g: must be finite and > 0", d.dt);
-    if (d.substeps == 0) d.substeps = 1;
-    if (d.substeps < 0)
-        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.substeps = %d: must be >= 0", d.substeps);
-    for (int a = 0; a < 3; ++a)
-        if (!cq__finite(d.gravity[a]))
-            return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.gravity[%d] is not finite", a);
-    if (d.dim == 2) d.gravity[2] = 0;
-    if (d.material == CQ_MATERIAL_DEFAULT) d.material = (cq_material)1;
-    if ((int)d.material < 1 || (int)d.material >= CQ_MATERIAL_COUNT)
-        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.material = %d: unknown material", (int)d.material);
-    if (d.precision == CQ_PRECISION_DEFAULT) d.precision = CQ_PRECISION_F32;
-    if (d.precision != CQ_PRECISION_F32 && d.precision != CQ_PRECISION_F64)
-        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.precision = %d: unknown precision", (int)d.precision);
-    if (d.boundary == CQ_BOUNDARY_DEFAULT) d.boundary = CQ_BOUNDARY_STICKY;
-    if ((int)d.boundary < CQ_BOUNDARY_STICKY || (int)d.boundary > CQ_BOUNDARY_FRICTION)
-        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.boundary = %d: unknown boundary", (int)d.boundary);
-    if (!cq__finite(d.friction) || d.friction < 0)
-        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.friction = %g: must be finite and >= 0", d.friction);
-    if (d.checkpoint_every < 0)
-        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.checkpoint_every = %d: must be >= 0", d.checkpoint_every);
-    if (d.incompressibility != 0 && (d.incompressibility < 2 || d.incompressibility > 16))
-        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.incompressibility = %d: must be 0 (off) or 2..16", d.incompressibility);
-    if ((d.allocator.alloc == NULL) != (d.allocator.free == NULL))
-        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.allocator: set both alloc and free, or neither");
-    if (!d.allocator.alloc) { d.allocator.alloc = cq__default_alloc; d.allocator.free = cq__default_free; }
-    if ((int)d.backend < CQ_BACKEND_DEFAULT || (int)d.backend > CQ_BACKEND_CUDA)
-        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.backend = %d: unknown backend", (int)d.backend);
-    if (d.precision == CQ_PRECISION_F32) {   /* the values must survive the conversion to float */
-        const char *nm[6] = {"dx", "dt", "gravity[0]", "gravity[1]", "gravity[2]", "friction"};
-        double dv[6];
-        dv[0] = d.dx; dv[1] = d.dt; dv[2] = d.gravity[0]; dv[3] = d.gravity[1]; dv[4] = d.gravity[2]; dv[5] = d.friction;
-        for (int i = 0; i < 6; ++i) {
-            float f = (float)dv[i], inv = i == 0 ? 1.0f / f : 1.0f;
-            if (!cq__isfinite_f32(f) || !cq__isfinite_f32(inv) || (i < 2 && !(f > 0)))
-                return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.%s = %g: out of float range (precision F32)", nm[i], dv[i]);
-        }
-    }
-    if (d.device < 0)
-        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.device = %d: must be >= 0", d.device);
-#if !CQ__HAS_CUDA
-    if (d.backend == CQ_BACKEND_CUDA)
-        return cq__create_fail(desc, CQ_ERROR_BACKEND_UNAVAILABLE, "cq_sim_desc.backend = CUDA: %s",
-#  if defined(CQ_NO_CUDA)
-                               "this program was compiled with CQ_NO_CUDA"
-#  else
-                               "no CUDA driver on this platform"
-#  endif
-        );
+/* ---- END GENERATED: embedded PTX ---- */
 #endif
-
-    s = (cq_sim *)d.allocator.alloc(sizeof(cq_sim), d.allocator.user);
-    if (!s) return cq__create_fail(desc, CQ_ERROR_OUT_OF_MEMORY, "cq_sim_create: cannot allocate the sim");
-    memset(s, 0, sizeof *s);
-    s->desc = d;
-    s->dim = d.dim; s->dd = d.dim * d.dim;
-    s->tsize = d.precision == CQ_PRECISION_F32 ? sizeof(float) : sizeof(double);
-    s->vt = &cq__cpu_table[d.dim - 2][d.material - 1][d.precision - 1];
-    s->backend = CQ_BACKEND_CPU;
-    why[0] = 0;
-#if CQ__HAS_CUDA
-    if (d.backend == CQ_BACKEND_DEFAULT && getenv("CQ_DISABLE_CUDA") && *getenv("CQ_DISABLE_CUDA"))
-        snprintf(why, sizeof why, "CQ_DISABLE_CUDA is set");
-    else if (d.backend != CQ_BACKEND_CPU) {
-        if (cq__cuda_open(s, d.device, why, sizeof why)) {
-            s->backend = CQ_BACKEND_CUDA;
-            s->vt = &cq__cuda_table[d.dim - 2][d.material - 1][d.precision - 1];
-        } else if (d.backend == CQ_BACKEND_CUDA) {
-            cq__create_fail(desc, CQ_ERROR_BACKEND_UNAVAILABLE, "cq_sim_desc.backend = CUDA: %s", why);
-            d.allocator.free(s, d.allocator.user);
-            return CQ_ERROR_BACKEND_UNAVAILABLE;
-        }
-    }
-#elif defined(CQ_NO_CUDA)
-    snprintf(why, sizeof why, "compiled with CQ_NO_CUDA");
-#else
-    snprintf(why, sizeof why, "no CUDA driver on this platform");
-#endif
-    s->max_group = -1;
-    s->nodes = (long)d.res[0] * d.res[1] * d.res[2];
-    s->nslabs = (d.res[0] + CQ__SLAB - 1) / CQ__SLAB;
-    s->prm_f32.dx = (float)d.dx; s->prm_f32.inv_dx = (float)(1.0 / d.dx); s->prm_f32.dt = (float)d.dt;
-    s->prm_f32.friction = (float)d.friction;
-    for (int a = 0; a < 3; ++a) { s->prm_f32.gravity[a] = (float)d.gravity[a]; s->prm_f32.res[a] = d.res[a]; }
-    s->prm_f32.bound = d.wall_cells; s->prm_f32.boundary = (int)d.boundary;
-    s->prm_f32.incompressibility = d.incompressibility; s->prm_f32.act_groups = 0;
-    s->prm_f64.dx = (double)d.dx; s->prm_f64.inv_dx = (double)(1.0 / d.dx); s->prm_f64.dt = (double)d.dt;
-    s->prm_f64.friction = (double)d.friction;
-    for (int a = 0; a < 3; ++a) { s->prm_f64.gravity[a] = (double)d.gravity[a]; s->prm_f64.res[a] = d.res[a]; }
-    s->prm_f64.bound = d.wall_cells; s->prm_f64.boundary = (int)d.boundary;
-    s->prm_f64.incompressibility = d.incompressibility; s->prm_f64.act_groups = 0;
-    s->grid_m = cq__walloc(s, (size_t)s->nodes * s->tsize);
-    s->grid_v = cq__walloc(s, (size_t)s->nodes * (size_t)s->dim * s->tsize);
-    s->slab_start = (int *)cq__alloc(s, sizeof(int) * (size_t)(s->nslabs + 1));
-    s->slab_fill = (int *)cq__alloc(s, sizeof(int) * (size_t)s->nslabs);
-    if (!s->grid_m || !s->grid_v || !s->slab_start || !s->slab_fill) {
-        int gpu = cq__on_gpu(s);
-        cq_sim_destroy(s);
-        return cq__create_fail(desc, CQ_ERROR_OUT_OF_MEMORY, "cq_sim_create: cannot allocate a %d x %d x %d grid%s",
-                               d.res[0], d.res[1], d.res[2], gpu ? " in device memory" : "");
-    }
-#if CQ__HAS_CUDA
-    if (cq__on_gpu(s)) {
-        char dev[256];
-        cq__cuda_describe(s, dev, sizeof dev);
-        cq__log(s, CQ_LOG_INFO, "backend: CUDA (%s)", dev);
-    } else
-#endif
-    if (d.backend == CQ_BACKEND_DEFAULT)
-        cq__log(s, CQ_LOG_INFO, "backend: CPU (%s); CUDA not used: %s",
-#if defined(_OPENMP)
-                "OpenMP",
-#else
-                "serial",
-#endif
-                why);
-    cq__sync_params(s);
-    *out = s;
-    return CQ_SUCCESS;
-}
-
-void cq_sim_destroy(cq_sim *s)
-{
-    if (!s) return;
-    cq__wstate_free(s, &s->cur); cq__wstate_free(s, &s->nxt); cq__state_free(s, &s->init); cq__wstate_free(s, &s->snap);
-    if (cq__on_gpu(s)) {   /* on the CPU these alias the host arrays */
-        cq__wfree(s, s->wmass); cq__wfree(s, s->wvol); cq__wfree(s, s->wE); cq__wfree(s, s->wnu); cq__wfree(s, s->wact);
-        cq__wfree(s, s->wact_stress);
-    }
-    cq__free(s, s->mass); cq__free(s, s->vol); cq__free(s, s->E); cq__free(s, s->nu); cq__free(s, s->act);
-    cq__free(s, s->act_stress); cq__wfree(s, s->grid_m); cq__wfree(s, s->grid_v);
-    cq__free(s, s->order); cq__free(s, s->slab_start); cq__free(s, s->slab_fill);
-    cq__tape_clear(s);
-    cq__adjoint_free(s);
-    cq__free(s, s->cables); cq__free(s, s->cable_p); cq__free(s, s->cable_u); cq__cable_free(s);
-#if CQ__HAS_CUDA
-    if (cq__on_gpu(s)) cq__cuda_close(s);
-#endif
-    s->desc.allocator.free(s, s->desc.allocator.user);
-}
-
-cq_backend cq_sim_backend(const cq_sim *s) { return s ? s->backend : CQ_BACKEND_DEFAULT; }
-int cq_sim_particle_count(const cq_sim *s) { return s ? s->n : 0; }
-int cq_sim_step_count(const cq_sim *s) { return s ? s->step : 0; }
-
-int cq_sim_field_size(const cq_sim *s, cq_field f)
-{
-    if (!s) return 0;
-    switch (f) {
-    case CQ_FIELD_X: case CQ_FIELD_V: return s->dim;
-    case CQ_FIELD_C: case CQ_FIELD_F: return s->dd;
-    case CQ_FIELD_MASS: case CQ_FIELD_VOLUME: case CQ_FIELD_YOUNGS: case CQ_FIELD_POISSON: return 1;
-    }
-    return 0;
-}
-
-static const char *cq__field_name(cq_field f)
-{
-    static const char *names[] = {"x", "v", "C", "F", "mass", "volume", "youngs", "poisson"};
-    return (int)f >= 0 && (int)f < 8 ? names[f] : "?";
-}
-
-/* ------------------------------------------------------------------ >>validation */
-/* Checks `count` values of field f (double input, particle-major), converted into dst
-   (the sim's precision).  `what` names the source in messages; `p0` is the index of the
-   first particle in the sim. */
-static cq_result cq__convert_field(cq_sim *s, cq_field f, void *dst, const double *src, int count, int p0, const char *what)
-{
-    int k = cq_sim_field_size(s, f);
-    long bad = -1;
-    for (long i = 0; i < (long)count * k; ++i)
-        if (!cq__finite(src[i])) { bad = i; break; }
-    if (bad >= 0)
-        return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: %s of particle %ld is not finite (component %ld = %g)",
-                        what, cq__field_name(f), p0 + bad / k, bad % k, src[bad]);
-    bad = cq__from_double(s, dst, src, (long)count * k);
-    if (bad >= 0)
-        return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: %s of particle %ld overflows float (component %ld = %g)",
-                        what, cq__field_name(f), p0 + bad / k, bad % k, src[bad]);
-    for (int p = 0; p < count; ++p) {
-        double a = src[p * k];
-        switch (f) {
-        case CQ_FIELD_X:
-            if (!cq__in_domain(s, dst, p))
-                return cq__fail(s, CQ_ERROR_OUT_OF_DOMAIN, "%s: x of particle %d is outside the usable grid region "
-                                "[0.5 dx, (res - 1.5) dx) on some axis", what, p0 + p);
-            break;
-        case CQ_FIELD_MASS: case CQ_FIELD_VOLUME: case CQ_FIELD_YOUNGS:
-            if (!(a > 0) || !(cq__at(s, dst, p) > 0))
-                return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: %s of particle %d = %g: must be > 0", what,
-                                cq__field_name(f), p0 + p, a);
-            break;
-        case CQ_FIELD_POISSON:
-            if (!(a >= 0 && a < 0.5) || !(cq__at(s, dst, p) < 0.5))
-                return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: poisson of particle %d = %g: must be in [0, 0.5)", what, p0 + p, a);
-            break;
-        default: break;
-        }
-    }
-    return CQ_SUCCESS;
-}
-
-static cq_result cq__check_stress(cq_sim *s, const void *F, const void *E, const void *nu, int first, int count, const char *what)
-{
-    int bad = s->vt->check_stress(s, F, E, nu, first, count);
-    if (bad >= 0) {
-        double det;
-        if (s->dim == 2) det = cq__at(s, F, 4L * bad) * cq__at(s, F, 4L * bad + 3) - cq__at(s, F, 4L * bad + 1) * cq__at(s, F, 4L * bad + 2);
-        else {
-            double m[9];
-            for (int i = 0; i < 9; ++i) m[i] = cq__at(s, F, 9L * bad + i);
-            det = m[0] * (m[4] * m[8] - m[5] * m[7]) - m[1] * (m[3] * m[8] - m[5] * m[6]) + m[2] * (m[3] * m[7] - m[4] * m[6]);
-        }
-        return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: the stress of particle %d is not finite at its F (det F = %g, E = %g, "
-                        "nu = %g); this material may need det F > 0", what, bad, det, cq__at(s, E, bad), cq__at(s, nu, bad));
-    }
-    return CQ_SUCCESS;
-}
-
-static void cq__check_dt(cq_sim *s, int first, int count)
-{
-    double worst = -1;
-    int wp = -1;
-    for (int p = first; p < first + count; ++p) {
-        double rho = cq__at(s, s->mass, p) / cq__at(s, s->vol, p);
-        double lim = s->desc.dx * sqrt(rho / cq__at(s, s->E, p));
-        if (wp < 0 || lim < worst) { worst = lim; wp = p; }
-    }
-    if (wp >= 0 && s->desc.dt > worst)
-        cq__log(s, CQ_LOG_WARNING, "dt = %g exceeds the explicit stability estimate dx*sqrt(rho/E) = %g "
-                "(particle %d); the simulation may blow up", s->desc.dt, worst, wp);
-}
-
-/* ------------------------------------------------------------------ >>particles */
-cq_result cq_sim_add_particles(cq_sim *s, const cq_particles_desc *pd)
-{
-    const char *what = "cq_sim_add_particles";
-    cq__state cur = {0, 0, 0, 0}, nxt = {0, 0, 0, 0}, init = {0, 0, 0, 0}, wcur = {0, 0, 0, 0};
-    void *mass = NULL, *vol = NULL, *E = NULL, *nu = NULL, *wp[5] = {0, 0, 0, 0, 0};
-    int *act = NULL, *order = NULL;
-    const int gpu = s && cq__on_gpu(s);
-    cq_result r = CQ_SUCCESS;
-    double *tmp = NULL;
-    int n0, n1, max_group;
-    size_t ts;
-    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
-    if (!pd) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: desc is NULL", what);
-    if (s->in_backward) return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: called inside a backward hook", what);
-    if (s->step != 0)
-        return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: the sim is at step %d; particles are added at step 0 "
-                        "(call cq_sim_reset first)", what, s->step);
-    if (pd->count < 0) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: count = %d: must be >= 0", what, pd->count);
-    if (pd->count == 0) return CQ_SUCCESS;
-    if (!pd->x) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: x is NULL (positions are required)", what);
-    if (pd->count > (INT_MAX - s->n) / 9)
-        return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: count = %d: too many particles", what, pd->count);
-    {
-        const char *nm[4] = {"default_mass", "default_volume", "default_youngs", "default_poisson"};
-        double dv[4] = {pd->default_mass, pd->default_volume, pd->default_youngs, pd->default_poisson};
-        for (int i = 0; i < 4; ++i)
-            if (!cq__finite(dv[i]) || dv[i] < 0 || (i == 3 && dv[i] >= 0.5))
-                return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: %s = %g: must be finite and %s", what, nm[i], dv[i],
-                                i == 3 ? "in [0, 0.5)" : ">= 0 (0 = library default)");
-    }
-    n0 = s->n; n1 = n0 + pd->count; ts = s->tsize;
-    if (!cq__state_alloc(s, &cur, n1) || !cq__wstate_alloc(s, &nxt, n1) || !cq__state_alloc(s, &init, n1)) goto oom;
-    mass = cq__alloc(s, (size_t)n1 * ts); vol = cq__alloc(s, (size_t)n1 * ts);
-    E = cq__alloc(s, (size_t)n1 * ts); nu = cq__alloc(s, (size_t)n1 * ts);
-    act = (int *)cq__alloc(s, (size_t)n1 * sizeof(int)); order = (int *)cq__alloc(s, (size_t)n1 * sizeof(int));
-    tmp = (double *)cq__alloc(s, (size_t)pd->count * (size_t)s->dd * sizeof(double));
-    if (!mass || !vol || !E || !nu || !act || !order || !tmp) goto oom;
-    if (gpu) {   /* device copies of the state and the parameters, before anything is committed */
-        if (!cq__wstate_alloc(s, &wcur, n1)) goto oom;
-        for (int i = 0; i < 5; ++i)
-            if (!(wp[i] = cq__walloc(s, (size_t)n1 * (i < 4 ? ts : sizeof(int))))) goto oom;
-    }
-    if (n0) {
-        cq__state_copy(s, &cur, &s->init, n0);   /* at step 0 the current state is the initial one */
-        memcpy(mass, s->mass, (size_t)n0 * ts); memcpy(vol, s->vol, (size_t)n0 * ts);
-        memcpy(E, s->E, (size_t)n0 * ts); memcpy(nu, s->nu, (size_t)n0 * ts); memcpy(act, s->act, (size_t)n0 * sizeof(int));
-    }
-    {
-        /* state: given arrays, else 0 / I / 0 */
-        const double *srcs[4] = {pd->x, pd->v, pd->C, pd->F};
-        const cq_field fs[4] = {CQ_FIELD_X, CQ_FIELD_V, CQ_FIELD_C, CQ_FIELD_F};
-        void *dsts[4] = {cur.x, cur.v, cur.C, cur.F};
-        for (int i = 0; i < 4 && r == CQ_SUCCESS; ++i) {
-            int k = cq_sim_field_size(s, fs[i]);
-            const double *src = srcs[i];
-            if (!src) {
-                for (long j = 0; j < (long)pd->count * k; ++j)
-                    tmp[j] = fs[i] == CQ_FIELD_F && (j % k) % (s->dim + 1) == 0 ? 1.0 : 0.0;
-                src = tmp;
-            }
-            r = cq__convert_field(s, fs[i], (char *)dsts[i] + (size_t)n0 * (size_t)k * ts, src, pd->count, n0, what);
-        }
-    }
-    {
-        double defs[4];
-        const double *srcs[4] = {pd->mass, pd->volume, pd->youngs, pd->poisson};
-        const cq_field fs[4] = {CQ_FIELD_MASS, CQ_FIELD_VOLUME, CQ_FIELD_YOUNGS, CQ_FIELD_POISSON};
-        void *dsts[4] = {mass, vol, E, nu};
-        defs[1] = pd->default_volume > 0 ? pd->default_volume : pow(0.5 * s->desc.dx, s->dim);
-        defs[0] = pd->default_mass > 0 ? pd->default_mass : defs[1];
-        defs[2] = pd->default_youngs > 0 ? pd->default_youngs : 1e4;
-        defs[3] = pd->default_poisson;
-        for (int i = 0; i < 4 && r == CQ_SUCCESS; ++i) {
-            const double *src = srcs[i];
-            if (!src) { for (int j = 0; j < pd->count; ++j) tmp[j] = defs[i]; src = tmp; }
-            r = cq__convert_field(s, fs[i], (char *)dsts[i] + (size_t)n0 * ts, src, pd->count, n0, what);
-        }
-    }
-    max_group = s->max_group;
-    for (int j = 0; j < pd->count && r == CQ_SUCCESS; ++j) {
-        int g = pd->actuator ? pd->actuator[j] : -1;
-        if (g < -1) r = cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: actuator of particle %d = %d: must be >= -1", what, n0 + j, g);
-        else if (s->act_groups > 0 && g >= s->act_groups)
-            r = cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: actuator of particle %d = %d, but the actuation set has %d groups "
-                         "(add particles first, or set the actuation with 0 groups)", what, n0 + j, g, s->act_groups);
-        act[n0 + j] = g;
-        if (g > max_group) max_group = g;
-    }
-    if (r == CQ_SUCCESS) r = cq__check_stress(s, cur.F, E, nu, n0, pd->count, what);
-    if (r != CQ_SUCCESS) goto fail;
-    cq__state_copy(s, &init, &cur, n1);
-    if (gpu) { cq__wstate_put(s, &wcur, &cur, n1); cq__state_free(s, &cur); cur = wcur; }
-    cq__wstate_free(s, &s->cur); cq__wstate_free(s, &s->nxt); cq__state_free(s, &s->init); cq__wstate_free(s, &s->snap);
-    cq__free(s, s->mass); cq__free(s, s->vol); cq__free(s, s->E); cq__free(s, s->nu); cq__free(s, s->act); cq__free(s, s->order);
-    s->cur = cur; s->nxt = nxt; s->init = init;
-    s->mass = mass; s->vol = vol; s->E = E; s->nu = nu; s->act = act; s->order = order;
-    s->n = n1; s->max_group = max_group;
-    cq__tape_clear(s);    /* at step 0 the tape holds at most a failed step's record, sized for n0 */
-    s->has_grad = 0;      /* gradients were for n0 particles */
-    if (gpu) {
-        cq__wfree(s, s->wmass); cq__wfree(s, s->wvol); cq__wfree(s, s->wE); cq__wfree(s, s->wnu); cq__wfree(s, s->wact);
-        s->wmass = wp[0]; s->wvol = wp[1]; s->wE = wp[2]; s->wnu = wp[3]; s->wact = (int *)wp[4]; s->wparam_n = n1;
-    }
-    cq__sync_params(s);   /* uploads on CUDA, aliases on the CPU: cannot run out of memory here */
-    cq__free(s, tmp);
-    cq__check_dt(s, n0, pd->count);
-    if (cq__device_failed(s))
-        return cq__fail(s, CQ_ERROR_DEVICE, "%s: %s", what, cq__device_error(s));
-    return CQ_SUCCESS;
-oom:
-    r = cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate storage for %d particles%s", what, n1,
-                 gpu ? " (host or device memory)" : "");
-fail:
-    cq__state_free(s, &cur); cq__wstate_free(s, &nxt); cq__state_free(s, &init); cq__wstate_free(s, &wcur);
-    for (int i = 0; i < 5; ++i) cq__wfree(s, wp[i]);
-    cq__free(s, mass); cq__free(s, vol); cq__free(s, E); cq__free(s, nu); cq__free(s, act); cq__free(s, order); cq__free(s, tmp);
-    return r;
-}
-
-static void *cq__field_ptr(const cq_sim *s, const cq__state *st, cq_field f)
-{
-    switch (f) {
-    case CQ_FIELD_X: return st->x;
-    case CQ_FIELD_V: return st->v;
-    case CQ_FIELD_C: return st->C;
-    case CQ_FIELD_F: return st->F;
-    case CQ_FIELD_MASS: return s->mass;
-    case CQ_FIELD_VOLUME: return s->vol;
-    case CQ_FIELD_YOUNGS: return s->E;
-    case CQ_FIELD_POISSON: return s->nu;
-    }
-    return NULL;
-}
-
-/* out[0..count) = work array src converted to double.  CUDA: f64 straight into out, f32
-   through a stack buffer in chunks (no allocation, so reading never runs out of memory). */
-static cq_result cq__read_work(const cq_sim *s, double *out, const void *src, long count, const char *what)
-{
-    if (cq__device_failed(s)) return cq__fail((cq_sim *)s, CQ_ERROR_DEVICE, "%s: %s", what, cq__device_error(s));
-    if (!cq__on_gpu(s)) { cq__to_double(s, out, src, count); return CQ_SUCCESS; }
-    if (s->tsize == sizeof(double)) cq__wget(s, out, src, 0, (size_t)count * sizeof(double));
-    else {
-        float chunk[1024];
-        for (long i = 0; i < count; i += 1024) {
-            long m = count - i < 1024 ? count - i : 1024;
-            cq__wget(s, chunk, src, (size_t)i * sizeof(float), (size_t)m * sizeof(float));
-            for (long j = 0; j < m; ++j) out[i + j] = chunk[j];
-        }
-    }
-    if (cq__device_failed(s)) return cq__fail((cq_sim *)s, CQ_ERROR_DEVICE, "%s: %s", what, cq__device_error(s));
-    return CQ_SUCCESS;
-}
-
-cq_result cq_sim_get(const cq_sim *s, cq_field f, double *out)
-{
-    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
-    if (cq_sim_field_size(s, f) == 0)
-        return cq__fail((cq_sim *)s, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_get: field = %d: unknown field", (int)f);
-    if (!out && s->n) return cq__fail((cq_sim *)s, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_get: out is NULL");
-    if (!s->n) return CQ_SUCCESS;
-    if (f > CQ_FIELD_F) { cq__to_double(s, out, cq__field_ptr(s, &s->cur, f), s->n); return CQ_SUCCESS; }   /* host */
-    return cq__read_work(s, out, cq__field_ptr(s, s->in_hook && s->hook_state ? s->hook_state : &s->cur, f),
-                         (long)s->n * cq_sim_field_size(s, f), "cq_sim_get");
-}
-
-cq_result cq_sim_set(cq_sim *s, cq_field f, const double *in)
-{
-    const char *what = "cq_sim_set";
-    int k;
-    void *tmp;
-    cq_result r;
-    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
-    k = cq_sim_field_size(s, f);
-    if (k == 0) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: field = %d: unknown field", what, (int)f);
-    if (!in && s->n) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: %s: input is NULL", what, cq__field_name(f));
-    if (s->in_backward) return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: called inside a backward hook", what);
-    if (s->step > 0 && s->desc.checkpoint_every > 0)
-        return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: %s at step %d would invalidate the tape; call cq_sim_reset first "
-                        "(or create the sim with checkpoint_every = 0)", what, cq__field_name(f), s->step);
-    if (s->n == 0) return CQ_SUCCESS;
-    tmp = cq__alloc(s, (size_t)s->n * (size_t)k * s->tsize);
-    if (!tmp) return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate a temporary", what);
-    r = cq__convert_field(s, f, tmp, in, s->n, 0, what);
-    if (r == CQ_SUCCESS && (f == CQ_FIELD_F || f == CQ_FIELD_YOUNGS || f == CQ_FIELD_POISSON)) {
-        void *F = f == CQ_FIELD_F ? tmp : s->cur.F;
-        if (f != CQ_FIELD_F && cq__on_gpu(s)) {   /* the current F is in device memory */
-            F = cq__alloc(s, (size_t)s->n * (size_t)s->dd * s->tsize);
-            if (!F) r = cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate a staging buffer", what);
-            else cq__wget(s, F, s->cur.F, 0, (size_t)s->n * (size_t)s->dd * s->tsize);
-        }
-        if (r == CQ_SUCCESS)
-            r = cq__check_stress(s, F, f == CQ_FIELD_YOUNGS ? tmp : s->E, f == CQ_FIELD_POISSON ? tmp : s->nu, 0, s->n, what);
-        if (F != tmp && F != s->cur.F) cq__free(s, F);
-    }
-    if (r == CQ_SUCCESS) {
-        size_t bytes = (size_t)s->n * (size_t)k * s->tsize;
-        s->has_grad = 0;
-        if (f <= CQ_FIELD_F) {
-            cq__wput(s, cq__field_ptr(s, &s->cur, f), 0, tmp, bytes);
-            if (s->step == 0) memcpy(cq__field_ptr(s, &s->init, f), tmp, bytes);
-        } else {
-            memcpy(cq__field_ptr(s, &s->cur, f), tmp, bytes);
-            cq__sync_params(s);
-        }
-        if (f == CQ_FIELD_MASS || f == CQ_FIELD_VOLUME || f == CQ_FIELD_YOUNGS) cq__check_dt(s, 0, s->n);
-        if (cq__device_failed(s)) r = cq__fail(s, CQ_ERROR_DEVICE, "%s: %s", what, cq__device_error(s));
-    }
-    cq__free(s, tmp);
-    return r;
-}
-
-cq_result cq_sim_set_actuation(cq_sim *s, int groups, const double *stress)
-{
-    const char *what = "cq_sim_set_actuation";
-    void *buf = NULL;
-    long bad;
-    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
-    if (s->in_backward) return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: called inside a backward hook", what);
-    if (groups < 0 || groups > 1 << 20) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: groups = %d: must be in [0, 2^20]", what, groups);
-    if (groups > 0 && groups <= s->max_group)
-        return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: groups = %d but particles use actuator group %d "
-                        "(give all groups, or 0 to switch actuation off)", what, groups, s->max_group);
-    if (groups > 0 && !stress) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: stress is NULL", what);
-    for (long i = 0; i < (long)groups * s->dd; ++i)
-        if (!cq__finite(stress[i]))
-            return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: stress of group %ld (component %ld) is not finite at step %d",
-                            what, i / s->dd, i % s->dd, s->step);
-    if (!cq__reserve_actuation(s, groups))
-        return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate %d groups in device memory", what, groups);
-    if (groups > 0) {
-        buf = cq__alloc(s, (size_t)groups * (size_t)s->dd * s->tsize);
-        if (!buf) return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate %d groups", what, groups);
-        bad = cq__from_double(s, buf, stress, (long)groups * s->dd);
-        if (bad >= 0) {
-            cq__free(s, buf);
-            return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: stress of group %ld overflows float", what, bad / s->dd);
-        }
-    }
-    cq__free(s, s->act_stress);
-    s->act_stress = buf;
-    s->act_groups = groups;
-    s->prm_f32.act_groups = s->prm_f64.act_groups = groups;
-    cq__sync_actuation(s);
-    if (cq__device_failed(s)) return cq__fail(s, CQ_ERROR_DEVICE, "%s: %s", what, cq__device_error(s));
-    return CQ_SUCCESS;
-}
-
-/* ------------------------------------------------------------------ >>tape */
-static void cq__tape_clear(cq_sim *s)
-{
-    for (int i = 0; i < s->cap_ckpt; ++i) cq__wstate_free(s, &s->ckpt[i]);
-    cq__free(s, s->ckpt);
-    for (int i = 0; i < s->cap_acts; ++i) { cq__free(s, s->acts[i].stress); cq__free(s, s->acts[i].cable_u); }
-    cq__free(s, s->acts);
-    s->ckpt = NULL; s->acts = NULL;
-    s->n_ckpt = s->cap_ckpt = s->cap_acts = 0;
-    s->tape_n = 0;
-}
-
-static void cq__adjoint_free(cq_sim *s)
-{
-    for (int i = 0; i < s->n_seg; ++i) cq__wstate_free(s, &s->seg[i]);
-    cq__free(s, s->seg); s->seg = NULL; s->n_seg = 0;
-    cq__wstate_free(s, &s->adj[0]); cq__wstate_free(s, &s->adj[1]);
-    cq__wfree(s, s->g_mass); cq__wfree(s, s->g_vol); cq__wfree(s, s->g_E); cq__wfree(s, s->g_nu); cq__wfree(s, s->dact);
-    cq__free(s, s->act_grad); cq__wfree(s, s->grid_p); cq__wfree(s, s->grid_vb); cq__wfree(s, s->grid_pb); cq__wfree(s, s->grid_mb);
-    s->g_mass = s->g_vol = s->g_E = s->g_nu = s->dact = s->grid_p = s->grid_vb = s->grid_pb = s->grid_mb = NULL;
-    cq__wfree(s, s->wchk); cq__free(s, s->chk); s->wchk = NULL; s->chk = NULL;
-    s->act_grad = NULL; s->act_grad_groups = 0; s->adj_n = 0; s->has_grad = 0; s->grad_state = NULL;
-    cq__free(s, s->cable_grad); s->cable_grad = NULL;
-}
-
-/* Records what the backward pass needs before step s->step runs: the state when the step is a
-   multiple of checkpoint_every, and the step's actuation. */
-static cq_result cq__tape_record(cq_sim *s)
-{
-    const int k = s->desc.checkpoint_every, n = s->step;
-    if (n >= s->cap_acts) {
-        int cap = s->cap_acts ? 2 * s->cap_acts : 64;
-        cq__tape_act *na;
-        while (cap <= n) cap *= 2;
-        na = (cq__tape_act *)cq__alloc(s, sizeof *na * (size_t)cap);
-        if (!na) return CQ_ERROR_OUT_OF_MEMORY;
-        memset(na, 0, sizeof *na * (size_t)cap);
-        if (s->acts) memcpy(na, s->acts, sizeof *na * (size_t)s->cap_acts);
-        cq__free(s, s->acts);
-        s->acts = na; s->cap_acts = cap;
-    }
-    cq__free(s, s->acts[n].stress);
-    cq__free(s, s->acts[n].cable_u);
-    s->acts[n].stress = NULL; s->acts[n].cable_u = NULL; s->acts[n].groups = s->act_groups;
-    if (s->n_cables) {
-        s->acts[n].cable_u = (double *)cq__alloc(s, sizeof(double) * (size_t)s->n_cables);
-        if (!s->acts[n].cable_u) return CQ_ERROR_OUT_OF_MEMORY;
-        memcpy(s->acts[n].cable_u, s->cable_u, sizeof(double) * (size_t)s->n_cables);
-    }
-    if (s->act_groups) {
-        size_t bytes = (size_t)s->act_groups * (size_t)s->dd * s->tsize;
-        s->acts[n].stress = cq__alloc(s, bytes);
-        if (!s->acts[n].stress) return CQ_ERROR_OUT_OF_MEMORY;
-        memcpy(s->acts[n].stress, s->act_stress, bytes);
-    }
-    if (s->tape_n != s->n) {   /* the checkpoints hold another particle count: drop them */
-        for (int i = 0; i < s->cap_ckpt; ++i) cq__wstate_free(s, &s->ckpt[i]);
-        s->n_ckpt = 0;
-        s->tape_n = s->n;
-    }
-    if (n % k == 0) {
-        int c = n / k;
-        if (c >= s->cap_ckpt) {
-            int cap = s->cap_ckpt ? 2 * s->cap_ckpt : 16;
-            cq__state *nc;
-            while (cap <= c) cap *= 2;
-            nc = (cq__state *)cq__alloc(s, sizeof *nc * (size_t)cap);
-            if (!nc) return CQ_ERROR_OUT_OF_MEMORY;
-            memset(nc, 0, sizeof *nc * (size_t)cap);
-            if (s->ckpt) memcpy(nc, s->ckpt, sizeof *nc * (size_t)s->cap_ckpt);
-            cq__free(s, s->ckpt);
-            s->ckpt = nc; s->cap_ckpt = cap;
-        }
-        if (!s->ckpt[c].x && !cq__wstate_alloc(s, &s->ckpt[c], s->n)) return CQ_ERROR_OUT_OF_MEMORY;
-        cq__wstate_copy(s, &s->ckpt[c], &s->cur, s->n);
-        s->n_ckpt = c + 1;
-    }
-    return CQ_SUCCESS;
-}
-
-size_t cq_sim_tape_bytes(const cq_sim *s)
-{
-    size_t state, total = 0;
-    if (!s) return 0;
-    state = (size_t)s->n * (2 * (size_t)s->dim + 2 * (size_t)s->dd) * s->tsize;
-    for (int i = 0; i < s->cap_ckpt; ++i) if (s->ckpt[i].x) total += state;
-    for (int i = 0; i < s->step && i < s->cap_acts; ++i) total += (size_t)s->acts[i].groups * (size_t)s->dd * s->tsize;
-    total += sizeof(*s->acts) * (size_t)s->cap_acts + sizeof(cq__state) * (size_t)s->cap_ckpt;
-    total += (size_t)s->n_seg * state;   /* the segment buffer of the last backward pass */
-    return total;
-}
-
-/* ------------------------------------------------------------------ >>step */
-cq_result cq_sim_step(cq_sim *s, int steps)
-{
-    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
-    if (s->in_backward) return cq__fail(s, CQ_ERROR_INVALID_STATE, "cq_sim_step: called inside a backward hook");
-    if (cq__device_failed(s)) return cq__fail(s, CQ_ERROR_DEVICE, "cq_sim_step: the GPU failed earlier (%s); destroy this sim", cq__device_error(s));
-    if (steps < 0 || steps > INT_MAX - s->step)
-        return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_step: steps = %d: must be >= 0 and keep the step count "
-                        "(now %d) within INT_MAX", steps, s->step);
-    if (steps == 0) return CQ_SUCCESS;
-    if (s->n == 0) { s->step += steps; s->has_grad = 0; return CQ_SUCCESS; }   /* nothing moves */
-    if (s->desc.substeps > 1 && !s->snap.x && !cq__wstate_alloc(s, &s->snap, s->n))
-        return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "cq_sim_step: cannot allocate the step snapshot");
-    if (s->n_cables && !cq__cable_buffers(s))
-        return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "cq_sim_step: cannot allocate the cable buffers");
-    for (int k = 0; k < steps; ++k) {
-        if (s->desc.checkpoint_every > 0 && cq__tape_record(s) != CQ_SUCCESS)
-            return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "cq_sim_step: step %d: cannot grow the tape (%lu bytes so far)",
-                            s->step, (unsigned long)cq_sim_tape_bytes(s));
-        if (s->desc.substeps > 1) cq__wstate_copy(s, &s->snap, &s->cur, s->n);
-        for (int sub = 0; sub < s->desc.substeps; ++sub) {
-            int bad = -1, st = s->vt->substep(s, &s->cur, &s->nxt, &bad);
-            if (st == CQ__DEVICE)
-                return cq__fail(s, CQ_ERROR_DEVICE, "cq_sim_step: step %d (substep %d): %s; the sim is unusable, destroy it",
-                                s->step, sub, cq__device_error(s));
-            if (st != CQ__OK) {
-                cq_result code = st == CQ__NONFINITE ? CQ_ERROR_NON_FINITE : CQ_ERROR_OUT_OF_DOMAIN;
-                double xb[3] = {0, 0, 0};
-                char raw[3 * sizeof(double)];
-                cq__wget(s, raw, s->nxt.x, (size_t)bad * (size_t)s->dim * s->tsize, (size_t)s->dim * s->tsize);
-                for (int a = 0; a < s->dim; ++a) xb[a] = cq__at(s, raw, a);
-                if (sub > 0) cq__wstate_copy(s, &s->cur, &s->snap, s->n);
-                return cq__fail(s, code, "cq_sim_step: step %d (substep %d): particle %d %s (x = %g %g %g); the sim "
-                                "stays at step %d", s->step, sub, bad,
-                                st == CQ__NONFINITE ? "became non-finite (x, v, C or F)" : "left the usable grid region",
-                                xb[0], xb[1], xb[2], s->step);
-            }
-            { cq__state t = s->cur; s->cur = s->nxt; s->nxt = t; }
-        }
-        s->step++;
-        s->has_grad = 0;   /* the gradients were of a shorter trajectory (a step that fails leaves them) */
-    }
-    return CQ_SUCCESS;
-}
-
-cq_result cq_sim_reset(cq_sim *s)
-{
-    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
-    if (s->in_backward) return cq__fail(s, CQ_ERROR_INVALID_STATE, "cq_sim_reset: called inside a backward hook");
-    if (s->n) cq__wstate_put(s, &s->cur, &s->init, s->n);
-    s->step = 0;
-    s->has_grad = 0;
-    cq__tape_clear(s);
-    return CQ_SUCCESS;
-}
-
-/* ------------------------------------------------------------------ >>reverse
-   State machine of the reverse pass (what every call may rely on):
-   - has_grad: cq_sim_grad works.  Set by a backward that completed; cleared by a step that
-     advances, set, reset, add_particles, add_cable, and by a backward that failed after it began
-     overwriting the gradient buffers.  A backward refused before that (bad seed, no tape, out of
-     memory while allocating) leaves the previous gradients as they were.
-   - in_backward: a backward is running; every call that changes the sim is refused.
-   - in_hook: a hook is running; only then do hook_state / hook_adj / hook_step mean anything and
-     the hook-only calls (actuation_grad, add_state_grad, cable_actuation_grad) work.  Every exit
-     of cq_sim_backward, success or failure, goes through one cleanup that clears all three.
-   - tape_n: the particle count of the tape's checkpoints; adding particles or cables (step 0
-     only) clears the tape, and cq__tape_record drops checkpoints of another size. */
-static cq_result cq__adjoint_alloc(cq_sim *s)
-{
-    const int S = s->desc.substeps, k = s->desc.checkpoint_every, need = k * S + 1;
-    const size_t ts = s->tsize, n = (size_t)s->n, nodes = (size_t)s->nodes;
-    if (s->adj_n != s->n) cq__adjoint_free(s);   /* sized for another particle count */
-    if (!s->adj[0].x) {   /* all or nothing: a partial set is never left behind */
-        cq__state a0 = {0, 0, 0, 0}, a1 = {0, 0, 0, 0};
-        void *b[10] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-        const size_t bytes[10] = {n * ts, n * ts, n * ts, n * ts, n * (size_t)s->dd * ts,
-                                  nodes * (size_t)s->dim * ts, nodes * (size_t)s->dim * ts, nodes * (size_t)s->dim * ts, nodes * ts,
-                                  (size_t)k * sizeof(int)};
-        int *chk = (int *)cq__alloc(s, (size_t)k * sizeof(int));
-        int ok = chk && cq__wstate_alloc(s, &a0, s->n) && cq__wstate_alloc(s, &a1, s->n);
-        for (int i = 0; i < 10 && ok; ++i) ok = (b[i] = cq__walloc(s, bytes[i])) != NULL;
-        if (!ok) {
-            cq__wstate_free(s, &a0); cq__wstate_free(s, &a1);
-            for (int i = 0; i < 10; ++i) cq__wfree(s, b[i]);
-            cq__free(s, chk);
-            return CQ_ERROR_OUT_OF_MEMORY;
-        }
-        s->wchk = (int *)b[9]; s->chk = chk;
-        s->adj[0] = a0; s->adj[1] = a1;
-        s->g_mass = b[0]; s->g_vol = b[1]; s->g_E = b[2]; s->g_nu = b[3]; s->dact = b[4];
-        s->grid_p = b[5]; s->grid_vb = b[6]; s->grid_pb = b[7]; s->grid_mb = b[8];
-        s->adj_n = s->n;
-    }
-    if (s->n_seg < need) {
-        cq__state *ns = (cq__state *)cq__alloc(s, sizeof *ns * (size_t)need);
-        if (!ns) return CQ_ERROR_OUT_OF_MEMORY;
-        memset(ns, 0, sizeof *ns * (size_t)need);
-        if (s->seg) memcpy(ns, s->seg, sizeof *ns * (size_t)s->n_seg);
-        for (int i = s->n_seg; i < need; ++i)
-            if (!cq__wstate_alloc(s, &ns[i], s->n)) {
-                for (int j = s->n_seg; j < i; ++j) cq__wstate_free(s, &ns[j]);
-                cq__free(s, ns);
-                return CQ_ERROR_OUT_OF_MEMORY;
-            }
-        cq__free(s, s->seg);
-        s->seg = ns;
-        s->n_seg = need;
-    }
-    return CQ_SUCCESS;
-}
-
-static void cq__use_actuation(cq_sim *s, int groups, void *stress, double *cable_u)
-{
-    s->act_stress = stress; s->act_groups = groups;
-    if (s->n_cables) { s->cable_u = cable_u; cq__cable_target(s); }
-    s->prm_f32.act_groups = s->prm_f64.act_groups = groups;
-    cq__sync_actuation(s);   /* CUDA: uploads groups * d * d values; the buffer was reserved when they were set */
-}
-
-/* Checks a seed (NULL = 0) without writing anything: finite, and finite in the sim's precision. */
-static cq_result cq__check_seed(cq_sim *s, const double *src, cq_field f, const char *what)
-{
-    const int k = cq_sim_field_size(s, f);
-    if (!src) return CQ_SUCCESS;
-    for (long i = 0; i < (long)s->n * k; ++i)
-        if (!cq__finite(src[i]) || (s->tsize == sizeof(float) && !cq__isfinite_f32((float)src[i])))
-            return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: dL_d%s of particle %ld (component %ld) = %g is not finite%s; the "
-                            "previous gradients are kept", what, cq__field_name(f), i / k, i % k, src[i],
-                            cq__finite(src[i]) ? " in float" : "");
-    return CQ_SUCCESS;
-}
-
-/* Writes a checked seed (NULL = 0) into adjoint work array dst. */
-static cq_result cq__seed(cq_sim *s, void *dst, const double *src, cq_field f, const char *what)
-{
-    const long cnt = (long)s->n * cq_sim_field_size(s, f);
-    void *tmp;
-    if (!src) { cq__wzero(s, dst, (size_t)cnt * s->tsize); return CQ_SUCCESS; }
-    tmp = cq__on_gpu(s) ? cq__alloc(s, (size_t)cnt * s->tsize) : dst;
-    if (!tmp) return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate a staging buffer", what);
-    cq__from_double(s, tmp, src, cnt);
-    if (tmp != dst) { cq__wput(s, dst, 0, tmp, (size_t)cnt * s->tsize); cq__free(s, tmp); }
-    return CQ_SUCCESS;
-}
-
-/* The failure of a backward whose adjoint became non-finite at step n (status as check_adjoint). */
-static cq_result cq__nonfinite_adjoint(cq_sim *s, int n, int status)
-{
-    const int code = INT_MAX - status;
-    return cq__fail(s, CQ_ERROR_NON_FINITE, "cq_sim_backward: the adjoint became non-finite at step %d: dL/d%s of particle %d "
-                    "(no gradients are kept; a dt over the stability limit or a particle at the grid's edge are the "
-                    "usual causes)", n, cq__field_name((cq_field)(code % 8)), code / 8);
-}
-
-/* Runs the hook of step n with the hook-only calls enabled. */
-static void cq__run_hook(cq_sim *s, cq_backward_hook hook, void *user, int n, const cq__state *state, cq__state *adj)
-{
-    if (!hook) return;
-    s->hook_state = state; s->hook_adj = adj; s->hook_step = n;
-    s->in_hook = 1;
-    hook(s, n, user);
-    s->in_hook = 0;
-}
-
-cq_result cq_sim_backward(cq_sim *s, const double *dL_dx, const double *dL_dv, const double *dL_dF,
-                          const double *dL_dC, cq_backward_hook hook, void *user)
-{
-    const char *what = "cq_sim_backward";
-    const int T = s ? s->step : 0, S = s ? s->desc.substeps : 1, k = s ? s->desc.checkpoint_every : 0;
-    cq__state *A, *B;
-    cq_result r = CQ_SUCCESS;
-    void *saved_stress;
-    double *saved_cable_u;
-    int saved_groups;
-    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
-    /* ---- refusals: nothing has been touched, the previous gradients stay */
-    if (s->in_backward) return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: called inside a backward hook", what);
-    if (cq__device_failed(s)) return cq__fail(s, CQ_ERROR_DEVICE, "%s: the GPU failed earlier (%s); destroy this sim", what, cq__device_error(s));
-    if (k <= 0)
-        return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: no tape: create the sim with checkpoint_every >= 1 "
-                        "(1 = keep every step, ~sqrt(steps) = O(sqrt T) memory)", what);
-    if ((r = cq__check_seed(s, dL_dx, CQ_FIELD_X, what)) || (r = cq__check_seed(s, dL_dv, CQ_FIELD_V, what)) ||
-        (r = cq__check_seed(s, dL_dF, CQ_FIELD_F, what)) || (r = cq__check_seed(s, dL_dC, CQ_FIELD_C, what)))
-        return r;
-    if (T > 0 && s->n > 0 && (s->tape_n != s->n || s->n_ckpt < (T - 1) / k + 1 || s->cap_acts < T))
-        return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: the tape does not cover the %d steps taken (%d checkpoints of %d "
-                        "particles); call cq_sim_reset", what, T, s->n_ckpt, s->tape_n);
-    saved_stress = s->act_stress; saved_groups = s->act_groups; saved_cable_u = s->cable_u;
-    if (s->n == 0) {   /* nothing to differentiate; the hooks still run, in reverse step order */
-        s->has_grad = 0;
-        s->in_backward = 1;
-        for (int n = T - 1; n >= 0; --n) cq__run_hook(s, hook, user, n, NULL, NULL);
-        s->has_grad = 1;
-        goto done;
-    }
-    if (cq__adjoint_alloc(s) != CQ_SUCCESS)
-        return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate the adjoint buffers", what);
-    if (s->n_cables) {
-        double *cg = (double *)cq__alloc(s, sizeof(double) * (size_t)s->n_cables);
-        if (!cg || !cq__cable_buffers(s)) {
-            cq__free(s, cg);
-            return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate the cable buffers", what);
-        }
-        cq__free(s, s->cable_grad);
-        s->cable_grad = cg;
-    }
-    /* ---- from here the gradient buffers are overwritten: a failure leaves no gradients */
-    s->has_grad = 0; s->grad_state = NULL;
-    s->in_backward = 1;
-    A = &s->adj[0]; B = &s->adj[1];
-    if ((r = cq__seed(s, A->x, dL_dx, CQ_FIELD_X, what)) || (r = cq__seed(s, A->v, dL_dv, CQ_FIELD_V, what)) ||
-        (r = cq__seed(s, A->F, dL_dF, CQ_FIELD_F, what)) || (r = cq__seed(s, A->C, dL_dC, CQ_FIELD_C, what)))
-        goto done;
-    cq__wzero(s, s->g_mass, (size_t)s->n * s->tsize); cq__wzero(s, s->g_vol, (size_t)s->n * s->tsize);
-    cq__wzero(s, s->g_E, (size_t)s->n * s->tsize); cq__wzero(s, s->g_nu, (size_t)s->n * s->tsize);
-    for (int c = T > 0 ? ((T - 1) / k) * k : -1; c >= 0; c -= k) {
-        const int e = c + k < T ? c + k : T;
-        /* recompute the segment's substep inputs from its checkpoint */
-        cq__wstate_copy(s, &s->seg[0], &s->ckpt[c / k], s->n);
-        for (int m = 0; m < e - c; ++m) {
-            cq__use_actuation(s, s->acts[c + m].groups, s->acts[c + m].stress, s->acts[c + m].cable_u);
-            for (int sub = 0; sub < S; ++sub) {
-                int idx = m * S + sub, bad = -1, st;
-                if (m == e - c - 1 && sub == S - 1) break;   /* the segment's end state is not needed */
-                st = s->vt->substep(s, &s->seg[idx], &s->seg[idx + 1], &bad);
-                if (st == CQ__DEVICE) {
-                    r = cq__fail(s, CQ_ERROR_DEVICE, "%s: step %d: %s; the sim is unusable, destroy it", what, c + m, cq__device_error(s));
-                    goto done;
-                }
-                if (st != CQ__OK) {
-                    r = cq__fail(s, CQ_ERROR_NON_FINITE, "%s: recomputing step %d from the tape failed at particle %d",
-                                 what, c + m, bad);
-                    goto done;
-                }
-            }
-        }
-        cq__wzero(s, s->wchk, sizeof(int) * (size_t)(e - c));
-        for (int m = e - c - 1; m >= 0; --m) {
-            const int n = c + m, groups = s->acts[n].groups;
-            /* the hook (and the actuation gradients it may read) must not see a non-finite
-               adjoint: check this step now; otherwise read the segment's statuses at its end */
-            const int now = hook != NULL || groups > 0 || s->n_cables > 0;
-            cq__use_actuation(s, groups, s->acts[n].stress, s->acts[n].cable_u);
-            if (s->n_cables) cq__wzero(s, s->wcgrad, sizeof(double) * (size_t)s->n_cables);
-            if (groups > s->act_grad_groups) {
-                double *ag = (double *)cq__alloc(s, sizeof(double) * (size_t)groups * (size_t)s->dd);
-                if (!ag) {
-                    r = cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: step %d: cannot allocate the actuation gradient", what, n);
-                    goto done;
-                }
-                cq__free(s, s->act_grad);
-                s->act_grad = ag; s->act_grad_groups = groups;
-            }
-            if (groups) memset(s->act_grad, 0, sizeof(double) * (size_t)groups * (size_t)s->dd);
-#if CQ__HAS_CUDA
-            if (groups && cq__on_gpu(s)) {   /* the per-group sums accumulate on the device, in double */
-                if (groups > s->cu.act_grad_cap) {
-                    cq__wfree(s, s->cu.act_grad);
-                    s->cu.act_grad = (double *)cq__walloc(s, sizeof(double) * (size_t)groups * (size_t)s->dd);
-                    s->cu.act_grad_cap = s->cu.act_grad ? groups : 0;
-                    if (!s->cu.act_grad) {
-                        r = cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: step %d: cannot allocate the actuation gradient in device memory", what, n);
-                        goto done;
-                    }
-                }
-                cq__wzero(s, s->cu.act_grad, sizeof(double) * (size_t)groups * (size_t)s->dd);
-            }
-#endif
-            for (int sub = S - 1; sub >= 0; --sub) {
-                cq__state *t;
-                s->vt->substep_adj(s, &s->seg[m * S + sub], A, B);
-                t = A; A = B; B = t;
-#if CQ__HAS_CUDA
-                if (groups && cq__on_gpu(s)) { cq__cuda_act_reduce(s, groups); continue; }
-#endif
-                for (int p = 0; p < s->n && groups; ++p)   /* particle order: deterministic */
-                    if (s->act[p] >= 0 && s->act[p] < groups)
-                        for (int a = 0; a < s->dd; ++a) s->act_grad[s->act[p] * s->dd + a] += cq__at(s, s->dact, (long)p * s->dd + a);
-            }
-#if CQ__HAS_CUDA
-            if (groups && cq__on_gpu(s)) cq__wget(s, s->act_grad, s->cu.act_grad, 0, sizeof(double) * (size_t)groups * (size_t)s->dd);
-#endif
-            if (s->n_cables) cq__wget(s, s->cable_grad, s->wcgrad, 0, sizeof(double) * (size_t)s->n_cables);
-            if (!cq__device_failed(s)) s->vt->check_adjoint(s, A, s->wchk + m);
-            if (now) cq__wget(s, s->chk + m, s->wchk, sizeof(int) * (size_t)m, sizeof(int));
-            if (cq__device_failed(s)) {
-                r = cq__fail(s, CQ_ERROR_DEVICE, "%s: step %d: %s; the sim is unusable, destroy it", what, n, cq__device_error(s));
-                goto done;
-            }
-            if (now && s->chk[m] != 0) { r = cq__nonfinite_adjoint(s, n, s->chk[m]); goto done; }
-            for (int i = 0; i < groups * s->dd; ++i)
-                if (!cq__finite(s->act_grad[i])) {
-                    r = cq__fail(s, CQ_ERROR_NON_FINITE, "%s: the actuation gradient of group %d (component %d) became "
-                                 "non-finite at step %d (no gradients are kept)", what, i / s->dd, i % s->dd, n);
-                    goto done;
-                }
-            for (int i = 0; i < s->n_cables; ++i)
-                if (!cq__finite(s->cable_grad[i])) {
-                    r = cq__fail(s, CQ_ERROR_NON_FINITE, "%s: the actuation gradient of cable %d became non-finite at "
-                                 "step %d (no gradients are kept)", what, i, n);
-                    goto done;
-                }
-            cq__run_hook(s, hook, user, n, &s->seg[m * S], A);
-        }
-        if (!hook) {   /* the statuses not read yet: the first step reversed that failed counts */
-            cq__wget(s, s->chk, s->wchk, 0, sizeof(int) * (size_t)(e - c));
-            for (int m = e - c - 1; m >= 0 && !cq__device_failed(s); --m)
-                if (s->chk[m] != 0) { r = cq__nonfinite_adjoint(s, c + m, s->chk[m]); goto done; }
-        }
-    }
-    s->grad_state = A;
-    s->has_grad = 1;
-done:   /* the one exit of a backward that began: hook state cleared, actuation restored */
-    s->in_backward = 0; s->in_hook = 0;
-    s->hook_state = NULL; s->hook_adj = NULL; s->hook_step = -1;
-    cq__use_actuation(s, saved_groups, saved_stress, saved_cable_u);
-    if (r == CQ_SUCCESS && cq__device_failed(s))
-        r = cq__fail(s, CQ_ERROR_DEVICE, "%s: %s; the sim is unusable, destroy it", what, cq__device_error(s));
-    if (r != CQ_SUCCESS) { s->has_grad = 0; s->grad_state = NULL; }
-    return r;
-}
-
-cq_result cq_sim_backward_desc(cq_sim *s, const cq_backward_desc *d)
-{
-    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
-    if (!d) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_backward_desc: desc is NULL");
-    return cq_sim_backward(s, d->dL_dx, d->dL_dv, d->dL_dF, d->dL_dC, d->hook, d->user);
-}
-
-cq_result cq_sim_actuation_grad(const cq_sim *s, double *out)
-{
-    int groups;
-    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
-    if (!s->in_hook)
-        return cq__fail((cq_sim *)s, CQ_ERROR_INVALID_STATE, "cq_sim_actuation_grad: only inside a cq_sim_backward hook");
-    groups = s->act_groups;
-    if (groups && !out) return cq__fail((cq_sim *)s, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_actuation_grad: out is NULL");
-    if (!groups) return CQ_SUCCESS;
-    if (s->n == 0) memset(out, 0, sizeof(double) * (size_t)groups * (size_t)s->dd);   /* no particle: no gradient */
-    else memcpy(out, s->act_grad, sizeof(double) * (size_t)groups * (size_t)s->dd);
-    return CQ_SUCCESS;
-}
-
-cq_result cq_sim_add_state_grad(cq_sim *s, cq_field f, const double *g)
-{
-    const char *what = "cq_sim_add_state_grad";
-    int k;
-    long cnt;
-    void *dst, *h;
-    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
-    if (!s->in_hook) return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: only inside a cq_sim_backward hook", what);
-    k = cq_sim_field_size(s, f);
-    if (!k) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: field = %d: unknown field", what, (int)f);
-    if (!g && s->n) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: %s: g is NULL", what, cq__field_name(f));
-    cnt = (long)s->n * k;
-    for (long i = 0; i < cnt; ++i)
-        if (!cq__finite(g[i]))
-            return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: %s of particle %ld is not finite (hook of step %d)", what,
-                            cq__field_name(f), i / k, s->hook_step);
-    if (!s->n) return CQ_SUCCESS;
-    switch (f) {
-    case CQ_FIELD_X: dst = s->hook_adj->x; break;
-    case CQ_FIELD_V: dst = s->hook_adj->v; break;
-    case CQ_FIELD_C: dst = s->hook_adj->C; break;
-    case CQ_FIELD_F: dst = s->hook_adj->F; break;
-    case CQ_FIELD_MASS: dst = s->g_mass; break;
-    case CQ_FIELD_VOLUME: dst = s->g_vol; break;
-    case CQ_FIELD_YOUNGS: dst = s->g_E; break;
-    default: dst = s->g_nu; break;
-    }
-    h = cq__on_gpu(s) ? cq__alloc(s, (size_t)cnt * s->tsize) : dst;   /* CUDA: stage, add, write back */
-    if (!h) return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate a staging buffer", what);
-    if (h != dst) cq__wget(s, h, dst, 0, (size_t)cnt * s->tsize);
-    {   /* the sums must stay finite in the sim's precision: check all, then add (or add nothing) */
-        long bad = -1;
-        if (s->tsize == sizeof(float)) {
-            float *d = (float *)h;
-            for (long i = 0; i < cnt && bad < 0; ++i) if (!cq__isfinite_f32(d[i] + (float)g[i])) bad = i;
-            for (long i = 0; i < cnt && bad < 0; ++i) d[i] += (float)g[i];
-        } else {
-            double *d = (double *)h;
-            for (long i = 0; i < cnt && bad < 0; ++i) if (!cq__isfinite_f64(d[i] + g[i])) bad = i;
-            for (long i = 0; i < cnt && bad < 0; ++i) d[i] += g[i];
-        }
-        if (h != dst) {
-            if (bad < 0) cq__wput(s, dst, 0, h, (size_t)cnt * s->tsize);
-            cq__free(s, h);
-        }
-        if (bad >= 0)
-            return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: adding %s of particle %ld (component %ld) overflows the gradient "
-                            "(hook of step %d); nothing was added", what, cq__field_name(f), bad / k, bad % k, s->hook_step);
-    }
-    if (cq__device_failed(s)) return cq__fail(s, CQ_ERROR_DEVICE, "%s: %s", what, cq__device_error(s));
-    return CQ_SUCCESS;
-}
-
-cq_result cq_sim_grad(const cq_sim *s, cq_field f, double *out)
-{
-    const void *src;
-    int k;
-    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
-    if (!s->has_grad)
-        return cq__fail((cq_sim *)s, CQ_ERROR_INVALID_STATE, "cq_sim_grad: no gradients: call cq_sim_backward first "
-                        "(stepping, setting, resetting, adding particles or cables, or a failed backward clears them)");
-    k = cq_sim_field_size(s, f);
-    if (!k) return cq__fail((cq_sim *)s, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_grad: field = %d: unknown field", (int)f);
-    if (!out && s->n) return cq__fail((cq_sim *)s, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_grad: out is NULL");
-    if (!s->n) return CQ_SUCCESS;
-    switch (f) {
-    case CQ_FIELD_X: src = s->grad_state->x; break;
-    case CQ_FIELD_V: src = s->grad_state->v; break;
-    case CQ_FIELD_C: src = s->grad_state->C; break;
-    case CQ_FIELD_F: src = s->grad_state->F; break;
-    case CQ_FIELD_MASS: src = s->g_mass; break;
-    case CQ_FIELD_VOLUME: src = s->g_vol; break;
-    case CQ_FIELD_YOUNGS: src = s->g_E; break;
-    default: src = s->g_nu; break;
-    }
-    return cq__read_work(s, out, src, (long)s->n * k, "cq_sim_grad");
-}
-
-/* ------------------------------------------------------------------ >>cable_api */
-int cq_sim_cable_count(const cq_sim *s) { return s ? s->n_cables : 0; }
-
-cq_result cq_sim_add_cable(cq_sim *s, int count, const int *particles, double stiffness, double rest_length)
-{
-    const char *what = "cq_sim_add_cable";
-    cq__cable *nc;
-    int *np;
-    double *nu;
-    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
-    if (s->in_backward) return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: called inside a backward hook", what);
-    if (s->step != 0)
-        return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: the sim is at step %d; cables are added at step 0 (call cq_sim_reset first)", what, s->step);
-    if (count < 2 || count > s->n) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: count = %d: a cable runs through 2..%d particles", what, count, s->n);
-    if (!particles) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: particles is NULL", what);
-    for (int i = 0; i < count; ++i)
-        if (particles[i] < 0 || particles[i] >= s->n)
-            return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: particles[%d] = %d: no such particle (the sim has %d)", what, i, particles[i], s->n);
-    if (!cq__finite(stiffness) || !(stiffness > 0))
-        return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: stiffness = %g: must be finite and > 0", what, stiffness);
-    if (!cq__finite(rest_length) || rest_length < 0)
-        return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: rest_length = %g: must be finite and >= 0", what, rest_length);
-    nc = (cq__cable *)cq__alloc(s, sizeof *nc * (size_t)(s->n_cables + 1));
-    np = (int *)cq__alloc(s, sizeof(int) * (size_t)(s->n_cable_p + count));
-    nu = (double *)cq__alloc(s, sizeof(double) * (size_t)(s->n_cables + 1));
-    if (!nc || !np || !nu) {
-        cq__free(s, nc); cq__free(s, np); cq__free(s, nu);
-        return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate the cable", what);
-    }
-    if (s->n_cables) { memcpy(nc, s->cables, sizeof *nc * (size_t)s->n_cables); memcpy(nu, s->cable_u, sizeof(double) * (size_t)s->n_cables); }
-    if (s->n_cable_p) memcpy(np, s->cable_p, sizeof(int) * (size_t)s->n_cable_p);
-    memcpy(np + s->n_cable_p, particles, sizeof(int) * (size_t)count);
-    nc[s->n_cables].first = s->n_cable_p; nc[s->n_cables].count = count;
-    nc[s->n_cables].k = stiffness; nc[s->n_cables].rest = rest_length;
-    nu[s->n_cables] = 1.0;   /* u = 1: the cable is its rest length */
-    cq__free(s, s->cables); cq__free(s, s->cable_p); cq__free(s, s->cable_u);
-    s->cables = nc; s->cable_p = np; s->cable_u = nu;
-    s->n_cables++; s->n_cable_p += count;
-    s->wcable_n = -1;   /* the cable buffers are rebuilt by the next step */
-    s->has_grad = 0;
-    cq__tape_clear(s);  /* step 0: at most a failed step's record, with the old cable count */
-    return CQ_SUCCESS;
-}
-
-cq_result cq_sim_set_cable_actuation(cq_sim *s, int cables, const double *u)
-{
-    const char *what = "cq_sim_set_cable_actuation";
-    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
-    if (s->in_backward) return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: called inside a backward hook", what);
-    if (cables != s->n_cables)
-        return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: cables = %d but the sim has %d cables", what, cables, s->n_cables);
-    if (cables && !u) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: u is NULL", what);
-    for (int c = 0; c < cables; ++c)
-        if (!cq__finite(u[c])) return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: u of cable %d is not finite at step %d", what, c, s->step);
-    if (cables) { memcpy(s->cable_u, u, sizeof(double) * (size_t)cables); cq__cable_target(s); }
-    if (cq__device_failed(s)) return cq__fail(s, CQ_ERROR_DEVICE, "%s: %s", what, cq__device_error(s));
-    return CQ_SUCCESS;
-}
-
-cq_result cq_sim_cable_actuation_grad(const cq_sim *s, double *out)
-{
-    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
-    if (!s->in_hook)
-        return cq__fail((cq_sim *)s, CQ_ERROR_INVALID_STATE, "cq_sim_cable_actuation_grad: only inside a cq_sim_backward hook");
-    if (s->n_cables && !out) return cq__fail((cq_sim *)s, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_cable_actuation_grad: out is NULL");
-    if (s->n_cables) memcpy(out, s->cable_grad, sizeof(double) * (size_t)s->n_cables);
-    return CQ_SUCCESS;
-}
-/* ---- END GENERATED: host implementation ---- */
 #endif /* CHAINQUEEN_IMPLEMENTATION */
 
 /*

@@ -6,7 +6,7 @@
      MPM with APIC transfers and quadratic B-splines (Hu et al., ChainQueen, ICRA 2019),
      fixed-corotated and NeoHookean materials, per-particle mass, volume,
      Young's modulus and Poisson ratio, actuation stress per actuator group, optional
-     incompressibility, cable actuators (seed 003 eqs 16-17), and four wall boundary conditions
+     incompressibility, cable actuators ([Spielberg21] eqs 16-17), and four wall boundary conditions
      (sticky, slip, separate, Coulomb friction).  Float32 or float64.
 
    DO THIS
@@ -105,6 +105,54 @@
      returned: the adjoint is checked after every step and the backward fails with
      CQ_ERROR_NON_FINITE naming where it first happened.
 
+   LIMITS (every cap the implementation enforces; each refusal names the value)
+     dim 2 or 3; res[a] in [2*wall_cells + 4, 65536] per axis and res0*res1*res2*(dim+1) <= INT_MAX
+     (grid nodes and their components are indexed by int); wall_cells 1..64 (0 = 3);
+     particles: n * 9 <= INT_MAX (about 238 million); actuator groups <= 2^20 (group ids
+     -1..groups-1); incompressibility exponent 2..16; a cable runs through 2..n particles;
+     steps: the step count stays <= INT_MAX.  Float32 sims: dx, 1/dx, dt, gravity, friction and
+     every value given must be finite as floats (1e300 is refused).  Positions: x/dx in
+     [0.5, res - 1.5) per axis.  Memory: the tape holds (T / checkpoint_every + 1) states of
+     n * (2 dim + 2 dim^2) reals, and the backward pass checkpoint_every * substeps + 1 more
+     (cq_sim_tape_bytes reports it).  chainqueen_io.h and chainqueen_robot.h state their own.
+
+   MAP OF THIS FILE (grep the anchor; each region names its template in templates/)
+     public API ............. api.h.j2            cq_sim_desc, cq_particles_desc, cq_sim_*
+     kernel machinery ....... kernels_common.j2   CQ_HD, params/view structs, cq__isfinite_*
+     forward kernels ........ kernels.j2          >>weights_ >>p2g_ >>grid_ >>g2p_ >>material_
+                                                  >>svd_3d >>polar_2d >>incompressible_
+     adjoint kernels ........ adjoint.j2          >>p2g_adj_ >>grid_adj_ >>g2p_adj_ >>pk1_vjp_
+                                                  >>stress_vjp_ >>polar_vjp_ >>boundary_adj_
+     cables ................. cables.j2           >>cables_
+     CUDA driver loader ..... cuda_loader.j2      >>cuda_loader
+     host: state, errors .... host.c.j2           >>errors >>memory >>work_memory >>conversion
+     host: CPU backend ...... host.c.j2           >>cpu_drivers >>cpu_substep_ >>cpu_substep_adj_
+                                                  >>cpu_check_adjoint >>cpu_cables_
+     host: CUDA backend ..... cuda_backend.j2     >>cuda_substep_ >>cuda_substep_adj_
+                                                  >>cuda_check_adjoint_ (launches: cq__cu_launch)
+     host: API .............. host.c.j2           >>create >>validation >>particles >>tape >>step
+                                                  >>reverse (the state machine) >>cable_api
+     embedded PTX ........... ptx.j2              at the end, after all readable code
+     The CUDA kernels are the same CQ_HD functions behind __global__ wrappers
+     (templates/kernels.cu.j2 -> cuda/*.cu, compiled to the PTX embedded here).
+
+   REFERENCES (cited in comments by the tag in brackets)
+     [ChainQueen]   Y. Hu, J. Liu, A. Spielberg, J. B. Tenenbaum, W. T. Freeman, J. Wu, D. Rus,
+                    W. Matusik.  ChainQueen: A Real-Time Differentiable Physical Simulator for
+                    Soft Robotics.  IEEE International Conference on Robotics and Automation
+                    (ICRA), 2019.  Equation numbers as in the paper.
+     [ChainQueen-supp]  The same authors: its supplemental material (the backward pass).
+     [Spielberg21]  A. Spielberg, T. Du, Y. Hu, D. Rus, W. Matusik.  Advanced soft robot modeling
+                    in ChainQueen.  Robotica, 2021.
+     [MLS-MPM]      Y. Hu, Y. Fang, Z. Ge, Z. Qu, Y. Zhu, A. Pradhana, C. Jiang.  A Moving Least
+                    Squares Material Point Method with Displacement Discontinuity and Two-Way
+                    Rigid Body Coupling.  ACM Transactions on Graphics (SIGGRAPH), 2018.
+     [Stomakhin12]  A. Stomakhin, R. Howes, C. Schroeder, J. M. Teran.  Energetically Consistent
+                    Invertible Elasticity.  Symposium on Computer Animation (SCA), 2012.
+     [DiffFR]       Z. Li, Q. Xu, X. Ye, B. Ren, L. Liu.  DiffFR: Differentiable SPH-based
+                    Fluid-Rigid Coupling for Rigid Body Control.  ACM Transactions on Graphics
+                    (SIGGRAPH Asia), 2023.
+
    WHAT IT DOES NOT DO (YET)
      Plasticity, rigid bodies, fluids, several GPUs per sim.
 
@@ -189,7 +237,7 @@ typedef struct cq_sim_desc {
     cq_boundary boundary;    /* on the domain walls; DEFAULT = STICKY */
     double friction;         /* Coulomb coefficient for CQ_BOUNDARY_FRICTION (>= 0) */
     int checkpoint_every;    /* tape: 0 = no tape (forward only), k >= 1 = keep state every k steps */
-    int incompressibility;   /* exponent p >= 2 of seed 003 eq 14; 0 = off */
+    int incompressibility;   /* exponent p >= 2 of [Spielberg21] eq 14; 0 = off */
     int wall_cells;          /* wall thickness in nodes on every face; 0 = 3 */
     cq_allocator allocator;  /* zero = malloc/free */
     cq_logger logger;        /* zero = errors and warnings to stderr; cq_log_silent = nothing */
@@ -227,7 +275,7 @@ CQ_API cq_result   cq_sim_reset(cq_sim *sim);           /* back to step 0, tape 
 CQ_API size_t      cq_sim_tape_bytes(const cq_sim *sim); /* memory held by the tape (checkpoints, actuation log,
                                                      the backward pass's segment buffer) */
 
-/* Cable actuators (seed 003 eqs 16-17): a cable routed through `count` particles (in order),
+/* Cable actuators ([Spielberg21] eqs 16-17): a cable routed through `count` particles (in order),
    stiffness k, rest length R, stores E = k/2 max(0, L - max(0, R u))^2 where L is the length of
    its route and u its actuation (normally in [-1, 1]; u = 1 (the default): the cable is R long,
    smaller u reels it in).  Its force -dE/dx acts on the routed particles every substep.  Cables
@@ -304,7 +352,7 @@ typedef struct cq__params_f32 {
     int res[3];            /* nodes per axis */
     int bound;             /* wall thickness in nodes */
     int boundary;          /* CQ__BC_* */
-    int incompressibility; /* exponent p of seed 003 eq 14; 0 = off */
+    int incompressibility; /* exponent p of [Spielberg21] eq 14; 0 = off */
     int act_groups;        /* rows in act_stress */
 } cq__params_f32;
 
@@ -341,7 +389,7 @@ typedef struct cq__params_f64 {
     int res[3];            /* nodes per axis */
     int bound;             /* wall thickness in nodes */
     int boundary;          /* CQ__BC_* */
-    int incompressibility; /* exponent p of seed 003 eq 14; 0 = off */
+    int incompressibility; /* exponent p of [Spielberg21] eq 14; 0 = off */
     int act_groups;        /* rows in act_stress */
 } cq__params_f64;
 
@@ -381,7 +429,7 @@ CQ_HD void cq__lame_f64(double E, double nu, double *mu, double *lam)
 /* ---- BEGIN GENERATED: kernels from templates/kernels.j2.
    DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
 /* ======================================================================== 2D f32 */
-/* >>weights_2d_f32: quadratic B-spline weights (seed 000 eq 3). base: lower node
+/* >>weights_2d_f32: quadratic B-spline weights ([ChainQueen] eq 3). base: lower node
    per axis; fx: position in cells relative to base, in [0.5, 1.5). */
 CQ_HD void cq__weights_2d_f32(const float *xp, float inv_dx, int *base, float *fx, float (*w)[3])
 {
@@ -430,7 +478,7 @@ CQ_HD void cq__polar_2d_f32(const float *F, float *R)
     R[0] = c; R[1] = 0 - s; R[2] = s; R[3] = c;   /* 0 - s: +0, not -0, at F = I */
 }
 
-/* >>incompressible_2d_f32: seed 003 eq 14, P += E/(3(2-2nu)) p (J-1)^(p-1) J F^-T. */
+/* >>incompressible_2d_f32: [Spielberg21] eq 14, P += E/(3(2-2nu)) p (J-1)^(p-1) J F^-T. */
 CQ_HD void cq__incompressible_2d_f32(const float *F, float E, float nu, int p, float *P)
 {
     float K[4], J = cq__det_2d_f32(F), pw = 1;
@@ -440,7 +488,7 @@ CQ_HD void cq__incompressible_2d_f32(const float *F, float E, float nu, int p, f
     for (int i = 0; i < 4; ++i) P[i] += s * K[i];
 }
 
-/* >>grid_2d_f32: wall boundary conditions (seed 003 sec 3.2, friction as appendix B
+/* >>grid_2d_f32: wall boundary conditions ([Spielberg21] sec 3.2, friction as appendix B
    eqs B1-B6).  Nodes within `bound` of a face are wall nodes; the normal points into the
    domain; corners apply each axis in turn. */
 /* One wall axis a with inward normal n (+1 or -1) applied to v.  Returns 1 when the node is
@@ -488,7 +536,7 @@ CQ_HD void cq__boundary_2d_f32(const int *c, const cq__params_f32 *prm, float *v
     }
 }
 
-/* Grid update for one node (seed 003 eq 7 + gravity + walls): v = p / m + dt g. */
+/* Grid update for one node ([Spielberg21] eq 7 + gravity + walls): v = p / m + dt g. */
 CQ_HD void cq__grid_fwd_2d_f32(int node, const cq__params_f32 *prm, cq__gview_f32 g)
 {
     float *v = g.v + (long)node * 2;
@@ -504,7 +552,7 @@ CQ_HD void cq__grid_fwd_2d_f32(int node, const cq__params_f32 *prm, cq__gview_f3
     cq__boundary_2d_f32(c, prm, v);
 }
 
-/* >>g2p_2d_f32: seed 000 eqs 8-11 / seed 003 eqs 8-11.  Reads particle p of `in`,
+/* >>g2p_2d_f32: [ChainQueen] eqs 8-11 / [Spielberg21] eqs 8-11.  Reads particle p of `in`,
    writes particle p of `out` (which may alias `in`).  Returns CQ__OK, CQ__NONFINITE or
    CQ__OUT_OF_DOMAIN. */
 CQ_HD int cq__g2p_fwd_2d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 in,
@@ -551,7 +599,7 @@ CQ_HD int cq__g2p_fwd_2d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 in,
     return status;
 }
 
-/* >>material_fixed_corotated_2d_f32: Fixed corotated elasticity (Stomakhin et al. 2012; seed 003 eq 12).
+/* >>material_fixed_corotated_2d_f32: Fixed corotated elasticity (Stomakhin et al. 2012; [Spielberg21] eq 12).
    Generated by SymPy from generator/materials/fixed_corotated.py (stress, then energy). */
 CQ_HD void cq__stress_2d_fixed_corotated_f32(const float *F, const float *R, float mu, float lam, float *P)
 {
@@ -590,7 +638,7 @@ CQ_HD void cq__pk1_2d_fixed_corotated_f32(const float *F, float E, float nu, int
     }
 }
 
-/* >>p2g_2d_fixed_corotated_f32: seed 000 eqs 3-6 (APIC + MLS force): scatter particle p's
+/* >>p2g_2d_fixed_corotated_f32: [ChainQueen] eqs 3-6 (APIC + MLS force): scatter particle p's
    mass and momentum  m v + G (x_i - x_p),  G = -(4/dx^2) dt V0 P F^T + m C. */
 CQ_HD void cq__p2g_fwd_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
                                            cq__gview_f32 g)
@@ -628,7 +676,7 @@ CQ_HD void cq__p2g_fwd_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm, 
     }
 }
 
-/* >>material_neohookean_2d_f32: Compressible NeoHookean elasticity (seed 003 eq 13).
+/* >>material_neohookean_2d_f32: Compressible NeoHookean elasticity ([Spielberg21] eq 13).
    Generated by SymPy from generator/materials/neohookean.py (stress, then energy). */
 CQ_HD void cq__stress_2d_neohookean_f32(const float *F, const float *R, float mu, float lam, float *P)
 {
@@ -673,7 +721,7 @@ CQ_HD void cq__pk1_2d_neohookean_f32(const float *F, float E, float nu, int grou
     }
 }
 
-/* >>p2g_2d_neohookean_f32: seed 000 eqs 3-6 (APIC + MLS force): scatter particle p's
+/* >>p2g_2d_neohookean_f32: [ChainQueen] eqs 3-6 (APIC + MLS force): scatter particle p's
    mass and momentum  m v + G (x_i - x_p),  G = -(4/dx^2) dt V0 P F^T + m C. */
 CQ_HD void cq__p2g_fwd_2d_neohookean_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
                                            cq__gview_f32 g)
@@ -712,7 +760,7 @@ CQ_HD void cq__p2g_fwd_2d_neohookean_f32(int p, const cq__params_f32 *prm, cq__p
 }
 
 /* ======================================================================== 2D f64 */
-/* >>weights_2d_f64: quadratic B-spline weights (seed 000 eq 3). base: lower node
+/* >>weights_2d_f64: quadratic B-spline weights ([ChainQueen] eq 3). base: lower node
    per axis; fx: position in cells relative to base, in [0.5, 1.5). */
 CQ_HD void cq__weights_2d_f64(const double *xp, double inv_dx, int *base, double *fx, double (*w)[3])
 {
@@ -761,7 +809,7 @@ CQ_HD void cq__polar_2d_f64(const double *F, double *R)
     R[0] = c; R[1] = 0 - s; R[2] = s; R[3] = c;   /* 0 - s: +0, not -0, at F = I */
 }
 
-/* >>incompressible_2d_f64: seed 003 eq 14, P += E/(3(2-2nu)) p (J-1)^(p-1) J F^-T. */
+/* >>incompressible_2d_f64: [Spielberg21] eq 14, P += E/(3(2-2nu)) p (J-1)^(p-1) J F^-T. */
 CQ_HD void cq__incompressible_2d_f64(const double *F, double E, double nu, int p, double *P)
 {
     double K[4], J = cq__det_2d_f64(F), pw = 1;
@@ -771,7 +819,7 @@ CQ_HD void cq__incompressible_2d_f64(const double *F, double E, double nu, int p
     for (int i = 0; i < 4; ++i) P[i] += s * K[i];
 }
 
-/* >>grid_2d_f64: wall boundary conditions (seed 003 sec 3.2, friction as appendix B
+/* >>grid_2d_f64: wall boundary conditions ([Spielberg21] sec 3.2, friction as appendix B
    eqs B1-B6).  Nodes within `bound` of a face are wall nodes; the normal points into the
    domain; corners apply each axis in turn. */
 /* One wall axis a with inward normal n (+1 or -1) applied to v.  Returns 1 when the node is
@@ -819,7 +867,7 @@ CQ_HD void cq__boundary_2d_f64(const int *c, const cq__params_f64 *prm, double *
     }
 }
 
-/* Grid update for one node (seed 003 eq 7 + gravity + walls): v = p / m + dt g. */
+/* Grid update for one node ([Spielberg21] eq 7 + gravity + walls): v = p / m + dt g. */
 CQ_HD void cq__grid_fwd_2d_f64(int node, const cq__params_f64 *prm, cq__gview_f64 g)
 {
     double *v = g.v + (long)node * 2;
@@ -835,7 +883,7 @@ CQ_HD void cq__grid_fwd_2d_f64(int node, const cq__params_f64 *prm, cq__gview_f6
     cq__boundary_2d_f64(c, prm, v);
 }
 
-/* >>g2p_2d_f64: seed 000 eqs 8-11 / seed 003 eqs 8-11.  Reads particle p of `in`,
+/* >>g2p_2d_f64: [ChainQueen] eqs 8-11 / [Spielberg21] eqs 8-11.  Reads particle p of `in`,
    writes particle p of `out` (which may alias `in`).  Returns CQ__OK, CQ__NONFINITE or
    CQ__OUT_OF_DOMAIN. */
 CQ_HD int cq__g2p_fwd_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 in,
@@ -882,7 +930,7 @@ CQ_HD int cq__g2p_fwd_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 in,
     return status;
 }
 
-/* >>material_fixed_corotated_2d_f64: Fixed corotated elasticity (Stomakhin et al. 2012; seed 003 eq 12).
+/* >>material_fixed_corotated_2d_f64: Fixed corotated elasticity (Stomakhin et al. 2012; [Spielberg21] eq 12).
    Generated by SymPy from generator/materials/fixed_corotated.py (stress, then energy). */
 CQ_HD void cq__stress_2d_fixed_corotated_f64(const double *F, const double *R, double mu, double lam, double *P)
 {
@@ -921,7 +969,7 @@ CQ_HD void cq__pk1_2d_fixed_corotated_f64(const double *F, double E, double nu, 
     }
 }
 
-/* >>p2g_2d_fixed_corotated_f64: seed 000 eqs 3-6 (APIC + MLS force): scatter particle p's
+/* >>p2g_2d_fixed_corotated_f64: [ChainQueen] eqs 3-6 (APIC + MLS force): scatter particle p's
    mass and momentum  m v + G (x_i - x_p),  G = -(4/dx^2) dt V0 P F^T + m C. */
 CQ_HD void cq__p2g_fwd_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
                                            cq__gview_f64 g)
@@ -959,7 +1007,7 @@ CQ_HD void cq__p2g_fwd_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm, 
     }
 }
 
-/* >>material_neohookean_2d_f64: Compressible NeoHookean elasticity (seed 003 eq 13).
+/* >>material_neohookean_2d_f64: Compressible NeoHookean elasticity ([Spielberg21] eq 13).
    Generated by SymPy from generator/materials/neohookean.py (stress, then energy). */
 CQ_HD void cq__stress_2d_neohookean_f64(const double *F, const double *R, double mu, double lam, double *P)
 {
@@ -1004,7 +1052,7 @@ CQ_HD void cq__pk1_2d_neohookean_f64(const double *F, double E, double nu, int g
     }
 }
 
-/* >>p2g_2d_neohookean_f64: seed 000 eqs 3-6 (APIC + MLS force): scatter particle p's
+/* >>p2g_2d_neohookean_f64: [ChainQueen] eqs 3-6 (APIC + MLS force): scatter particle p's
    mass and momentum  m v + G (x_i - x_p),  G = -(4/dx^2) dt V0 P F^T + m C. */
 CQ_HD void cq__p2g_fwd_2d_neohookean_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
                                            cq__gview_f64 g)
@@ -1043,7 +1091,7 @@ CQ_HD void cq__p2g_fwd_2d_neohookean_f64(int p, const cq__params_f64 *prm, cq__p
 }
 
 /* ======================================================================== 3D f32 */
-/* >>weights_3d_f32: quadratic B-spline weights (seed 000 eq 3). base: lower node
+/* >>weights_3d_f32: quadratic B-spline weights ([ChainQueen] eq 3). base: lower node
    per axis; fx: position in cells relative to base, in [0.5, 1.5). */
 CQ_HD void cq__weights_3d_f32(const float *xp, float inv_dx, int *base, float *fx, float (*w)[3])
 {
@@ -1151,7 +1199,7 @@ CQ_HD void cq__polar_3d_f32(const float *F, float *R)
             R[i * 3 + j] = U[i * 3] * V[j * 3] + U[i * 3 + 1] * V[j * 3 + 1] + U[i * 3 + 2] * V[j * 3 + 2];
 }
 
-/* >>incompressible_3d_f32: seed 003 eq 14, P += E/(3(2-2nu)) p (J-1)^(p-1) J F^-T. */
+/* >>incompressible_3d_f32: [Spielberg21] eq 14, P += E/(3(2-2nu)) p (J-1)^(p-1) J F^-T. */
 CQ_HD void cq__incompressible_3d_f32(const float *F, float E, float nu, int p, float *P)
 {
     float K[9], J = cq__det_3d_f32(F), pw = 1;
@@ -1161,7 +1209,7 @@ CQ_HD void cq__incompressible_3d_f32(const float *F, float E, float nu, int p, f
     for (int i = 0; i < 9; ++i) P[i] += s * K[i];
 }
 
-/* >>grid_3d_f32: wall boundary conditions (seed 003 sec 3.2, friction as appendix B
+/* >>grid_3d_f32: wall boundary conditions ([Spielberg21] sec 3.2, friction as appendix B
    eqs B1-B6).  Nodes within `bound` of a face are wall nodes; the normal points into the
    domain; corners apply each axis in turn. */
 /* One wall axis a with inward normal n (+1 or -1) applied to v.  Returns 1 when the node is
@@ -1209,7 +1257,7 @@ CQ_HD void cq__boundary_3d_f32(const int *c, const cq__params_f32 *prm, float *v
     }
 }
 
-/* Grid update for one node (seed 003 eq 7 + gravity + walls): v = p / m + dt g. */
+/* Grid update for one node ([Spielberg21] eq 7 + gravity + walls): v = p / m + dt g. */
 CQ_HD void cq__grid_fwd_3d_f32(int node, const cq__params_f32 *prm, cq__gview_f32 g)
 {
     float *v = g.v + (long)node * 3;
@@ -1225,7 +1273,7 @@ CQ_HD void cq__grid_fwd_3d_f32(int node, const cq__params_f32 *prm, cq__gview_f3
     cq__boundary_3d_f32(c, prm, v);
 }
 
-/* >>g2p_3d_f32: seed 000 eqs 8-11 / seed 003 eqs 8-11.  Reads particle p of `in`,
+/* >>g2p_3d_f32: [ChainQueen] eqs 8-11 / [Spielberg21] eqs 8-11.  Reads particle p of `in`,
    writes particle p of `out` (which may alias `in`).  Returns CQ__OK, CQ__NONFINITE or
    CQ__OUT_OF_DOMAIN. */
 CQ_HD int cq__g2p_fwd_3d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 in,
@@ -1274,7 +1322,7 @@ CQ_HD int cq__g2p_fwd_3d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 in,
     return status;
 }
 
-/* >>material_fixed_corotated_3d_f32: Fixed corotated elasticity (Stomakhin et al. 2012; seed 003 eq 12).
+/* >>material_fixed_corotated_3d_f32: Fixed corotated elasticity (Stomakhin et al. 2012; [Spielberg21] eq 12).
    Generated by SymPy from generator/materials/fixed_corotated.py (stress, then energy). */
 CQ_HD void cq__stress_3d_fixed_corotated_f32(const float *F, const float *R, float mu, float lam, float *P)
 {
@@ -1324,7 +1372,7 @@ CQ_HD void cq__pk1_3d_fixed_corotated_f32(const float *F, float E, float nu, int
     }
 }
 
-/* >>p2g_3d_fixed_corotated_f32: seed 000 eqs 3-6 (APIC + MLS force): scatter particle p's
+/* >>p2g_3d_fixed_corotated_f32: [ChainQueen] eqs 3-6 (APIC + MLS force): scatter particle p's
    mass and momentum  m v + G (x_i - x_p),  G = -(4/dx^2) dt V0 P F^T + m C. */
 CQ_HD void cq__p2g_fwd_3d_fixed_corotated_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
                                            cq__gview_f32 g)
@@ -1364,7 +1412,7 @@ CQ_HD void cq__p2g_fwd_3d_fixed_corotated_f32(int p, const cq__params_f32 *prm, 
     }
 }
 
-/* >>material_neohookean_3d_f32: Compressible NeoHookean elasticity (seed 003 eq 13).
+/* >>material_neohookean_3d_f32: Compressible NeoHookean elasticity ([Spielberg21] eq 13).
    Generated by SymPy from generator/materials/neohookean.py (stress, then energy). */
 CQ_HD void cq__stress_3d_neohookean_f32(const float *F, const float *R, float mu, float lam, float *P)
 {
@@ -1426,7 +1474,7 @@ CQ_HD void cq__pk1_3d_neohookean_f32(const float *F, float E, float nu, int grou
     }
 }
 
-/* >>p2g_3d_neohookean_f32: seed 000 eqs 3-6 (APIC + MLS force): scatter particle p's
+/* >>p2g_3d_neohookean_f32: [ChainQueen] eqs 3-6 (APIC + MLS force): scatter particle p's
    mass and momentum  m v + G (x_i - x_p),  G = -(4/dx^2) dt V0 P F^T + m C. */
 CQ_HD void cq__p2g_fwd_3d_neohookean_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
                                            cq__gview_f32 g)
@@ -1467,7 +1515,7 @@ CQ_HD void cq__p2g_fwd_3d_neohookean_f32(int p, const cq__params_f32 *prm, cq__p
 }
 
 /* ======================================================================== 3D f64 */
-/* >>weights_3d_f64: quadratic B-spline weights (seed 000 eq 3). base: lower node
+/* >>weights_3d_f64: quadratic B-spline weights ([ChainQueen] eq 3). base: lower node
    per axis; fx: position in cells relative to base, in [0.5, 1.5). */
 CQ_HD void cq__weights_3d_f64(const double *xp, double inv_dx, int *base, double *fx, double (*w)[3])
 {
@@ -1575,7 +1623,7 @@ CQ_HD void cq__polar_3d_f64(const double *F, double *R)
             R[i * 3 + j] = U[i * 3] * V[j * 3] + U[i * 3 + 1] * V[j * 3 + 1] + U[i * 3 + 2] * V[j * 3 + 2];
 }
 
-/* >>incompressible_3d_f64: seed 003 eq 14, P += E/(3(2-2nu)) p (J-1)^(p-1) J F^-T. */
+/* >>incompressible_3d_f64: [Spielberg21] eq 14, P += E/(3(2-2nu)) p (J-1)^(p-1) J F^-T. */
 CQ_HD void cq__incompressible_3d_f64(const double *F, double E, double nu, int p, double *P)
 {
     double K[9], J = cq__det_3d_f64(F), pw = 1;
@@ -1585,7 +1633,7 @@ CQ_HD void cq__incompressible_3d_f64(const double *F, double E, double nu, int p
     for (int i = 0; i < 9; ++i) P[i] += s * K[i];
 }
 
-/* >>grid_3d_f64: wall boundary conditions (seed 003 sec 3.2, friction as appendix B
+/* >>grid_3d_f64: wall boundary conditions ([Spielberg21] sec 3.2, friction as appendix B
    eqs B1-B6).  Nodes within `bound` of a face are wall nodes; the normal points into the
    domain; corners apply each axis in turn. */
 /* One wall axis a with inward normal n (+1 or -1) applied to v.  Returns 1 when the node is
@@ -1633,7 +1681,7 @@ CQ_HD void cq__boundary_3d_f64(const int *c, const cq__params_f64 *prm, double *
     }
 }
 
-/* Grid update for one node (seed 003 eq 7 + gravity + walls): v = p / m + dt g. */
+/* Grid update for one node ([Spielberg21] eq 7 + gravity + walls): v = p / m + dt g. */
 CQ_HD void cq__grid_fwd_3d_f64(int node, const cq__params_f64 *prm, cq__gview_f64 g)
 {
     double *v = g.v + (long)node * 3;
@@ -1649,7 +1697,7 @@ CQ_HD void cq__grid_fwd_3d_f64(int node, const cq__params_f64 *prm, cq__gview_f6
     cq__boundary_3d_f64(c, prm, v);
 }
 
-/* >>g2p_3d_f64: seed 000 eqs 8-11 / seed 003 eqs 8-11.  Reads particle p of `in`,
+/* >>g2p_3d_f64: [ChainQueen] eqs 8-11 / [Spielberg21] eqs 8-11.  Reads particle p of `in`,
    writes particle p of `out` (which may alias `in`).  Returns CQ__OK, CQ__NONFINITE or
    CQ__OUT_OF_DOMAIN. */
 CQ_HD int cq__g2p_fwd_3d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 in,
@@ -1698,7 +1746,7 @@ CQ_HD int cq__g2p_fwd_3d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 in,
     return status;
 }
 
-/* >>material_fixed_corotated_3d_f64: Fixed corotated elasticity (Stomakhin et al. 2012; seed 003 eq 12).
+/* >>material_fixed_corotated_3d_f64: Fixed corotated elasticity (Stomakhin et al. 2012; [Spielberg21] eq 12).
    Generated by SymPy from generator/materials/fixed_corotated.py (stress, then energy). */
 CQ_HD void cq__stress_3d_fixed_corotated_f64(const double *F, const double *R, double mu, double lam, double *P)
 {
@@ -1748,7 +1796,7 @@ CQ_HD void cq__pk1_3d_fixed_corotated_f64(const double *F, double E, double nu, 
     }
 }
 
-/* >>p2g_3d_fixed_corotated_f64: seed 000 eqs 3-6 (APIC + MLS force): scatter particle p's
+/* >>p2g_3d_fixed_corotated_f64: [ChainQueen] eqs 3-6 (APIC + MLS force): scatter particle p's
    mass and momentum  m v + G (x_i - x_p),  G = -(4/dx^2) dt V0 P F^T + m C. */
 CQ_HD void cq__p2g_fwd_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
                                            cq__gview_f64 g)
@@ -1788,7 +1836,7 @@ CQ_HD void cq__p2g_fwd_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm, 
     }
 }
 
-/* >>material_neohookean_3d_f64: Compressible NeoHookean elasticity (seed 003 eq 13).
+/* >>material_neohookean_3d_f64: Compressible NeoHookean elasticity ([Spielberg21] eq 13).
    Generated by SymPy from generator/materials/neohookean.py (stress, then energy). */
 CQ_HD void cq__stress_3d_neohookean_f64(const double *F, const double *R, double mu, double lam, double *P)
 {
@@ -1850,7 +1898,7 @@ CQ_HD void cq__pk1_3d_neohookean_f64(const double *F, double E, double nu, int g
     }
 }
 
-/* >>p2g_3d_neohookean_f64: seed 000 eqs 3-6 (APIC + MLS force): scatter particle p's
+/* >>p2g_3d_neohookean_f64: [ChainQueen] eqs 3-6 (APIC + MLS force): scatter particle p's
    mass and momentum  m v + G (x_i - x_p),  G = -(4/dx^2) dt V0 P F^T + m C. */
 CQ_HD void cq__p2g_fwd_3d_neohookean_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
                                            cq__gview_f64 g)
@@ -2082,7 +2130,7 @@ CQ_HD void cq__pk1_vjp_2d_neohookean_f32(const float *F, float E, float nu, int 
 }
 
 /* ------------------------------------------------------------------ transfer adjoints 2D f32
-   Reverse order of the forward substep (seed 002; seed 003 appendix A.2): G2P adjoint scatters
+   Reverse order of the forward substep ([ChainQueen-supp]; [Spielberg21] appendix A.2): G2P adjoint scatters
    into the grid velocity adjoints, the grid adjoint backs through the wall projection and
    v = p/m + dt g, the P2G adjoint gathers into the particle adjoints.  The grid is recomputed
    from the substep's input state by the caller, never stored across substeps. */
@@ -2097,9 +2145,9 @@ CQ_HD void cq__weight_grads_2d_f32(const float *fx, float inv_dx, float (*dw)[3]
     }
 }
 
-/* >>grid_adj_2d_f32: adjoint of the wall projection (cq__boundary_2d_f32).
+/* >>boundary_adj_2d_f32: adjoint of the wall projection (cq__boundary_2d_f32).
    v0: the velocity BEFORE the projection; vb: dL/d(projected v) on entry, dL/dv0 on return.
-   Friction follows seed 003 appendix B (B9-B15, whose dl_t* / dl_n bookkeeping is done here by
+   Friction follows [Spielberg21] appendix B (B9-B15, whose dl_t* / dl_n bookkeeping is done here by
    direct differentiation of B3-B6). */
 CQ_HD void cq__boundary_adj_2d_f32(const int *c, const cq__params_f32 *prm, const float *v0, float *vb)
 {
@@ -2580,7 +2628,7 @@ CQ_HD void cq__pk1_vjp_2d_neohookean_f64(const double *F, double E, double nu, i
 }
 
 /* ------------------------------------------------------------------ transfer adjoints 2D f64
-   Reverse order of the forward substep (seed 002; seed 003 appendix A.2): G2P adjoint scatters
+   Reverse order of the forward substep ([ChainQueen-supp]; [Spielberg21] appendix A.2): G2P adjoint scatters
    into the grid velocity adjoints, the grid adjoint backs through the wall projection and
    v = p/m + dt g, the P2G adjoint gathers into the particle adjoints.  The grid is recomputed
    from the substep's input state by the caller, never stored across substeps. */
@@ -2595,9 +2643,9 @@ CQ_HD void cq__weight_grads_2d_f64(const double *fx, double inv_dx, double (*dw)
     }
 }
 
-/* >>grid_adj_2d_f64: adjoint of the wall projection (cq__boundary_2d_f64).
+/* >>boundary_adj_2d_f64: adjoint of the wall projection (cq__boundary_2d_f64).
    v0: the velocity BEFORE the projection; vb: dL/d(projected v) on entry, dL/dv0 on return.
-   Friction follows seed 003 appendix B (B9-B15, whose dl_t* / dl_n bookkeeping is done here by
+   Friction follows [Spielberg21] appendix B (B9-B15, whose dl_t* / dl_n bookkeeping is done here by
    direct differentiation of B3-B6). */
 CQ_HD void cq__boundary_adj_2d_f64(const int *c, const cq__params_f64 *prm, const double *v0, double *vb)
 {
@@ -3153,7 +3201,7 @@ CQ_HD void cq__pk1_vjp_3d_neohookean_f32(const float *F, float E, float nu, int 
 }
 
 /* ------------------------------------------------------------------ transfer adjoints 3D f32
-   Reverse order of the forward substep (seed 002; seed 003 appendix A.2): G2P adjoint scatters
+   Reverse order of the forward substep ([ChainQueen-supp]; [Spielberg21] appendix A.2): G2P adjoint scatters
    into the grid velocity adjoints, the grid adjoint backs through the wall projection and
    v = p/m + dt g, the P2G adjoint gathers into the particle adjoints.  The grid is recomputed
    from the substep's input state by the caller, never stored across substeps. */
@@ -3168,9 +3216,9 @@ CQ_HD void cq__weight_grads_3d_f32(const float *fx, float inv_dx, float (*dw)[3]
     }
 }
 
-/* >>grid_adj_3d_f32: adjoint of the wall projection (cq__boundary_3d_f32).
+/* >>boundary_adj_3d_f32: adjoint of the wall projection (cq__boundary_3d_f32).
    v0: the velocity BEFORE the projection; vb: dL/d(projected v) on entry, dL/dv0 on return.
-   Friction follows seed 003 appendix B (B9-B15, whose dl_t* / dl_n bookkeeping is done here by
+   Friction follows [Spielberg21] appendix B (B9-B15, whose dl_t* / dl_n bookkeeping is done here by
    direct differentiation of B3-B6). */
 CQ_HD void cq__boundary_adj_3d_f32(const int *c, const cq__params_f32 *prm, const float *v0, float *vb)
 {
@@ -3729,7 +3777,7 @@ CQ_HD void cq__pk1_vjp_3d_neohookean_f64(const double *F, double E, double nu, i
 }
 
 /* ------------------------------------------------------------------ transfer adjoints 3D f64
-   Reverse order of the forward substep (seed 002; seed 003 appendix A.2): G2P adjoint scatters
+   Reverse order of the forward substep ([ChainQueen-supp]; [Spielberg21] appendix A.2): G2P adjoint scatters
    into the grid velocity adjoints, the grid adjoint backs through the wall projection and
    v = p/m + dt g, the P2G adjoint gathers into the particle adjoints.  The grid is recomputed
    from the substep's input state by the caller, never stored across substeps. */
@@ -3744,9 +3792,9 @@ CQ_HD void cq__weight_grads_3d_f64(const double *fx, double inv_dx, double (*dw)
     }
 }
 
-/* >>grid_adj_3d_f64: adjoint of the wall projection (cq__boundary_3d_f64).
+/* >>boundary_adj_3d_f64: adjoint of the wall projection (cq__boundary_3d_f64).
    v0: the velocity BEFORE the projection; vb: dL/d(projected v) on entry, dL/dv0 on return.
-   Friction follows seed 003 appendix B (B9-B15, whose dl_t* / dl_n bookkeeping is done here by
+   Friction follows [Spielberg21] appendix B (B9-B15, whose dl_t* / dl_n bookkeeping is done here by
    direct differentiation of B3-B6). */
 CQ_HD void cq__boundary_adj_3d_f64(const int *c, const cq__params_f64 *prm, const double *v0, double *vb)
 {
@@ -4046,7 +4094,7 @@ CQ_HD void cq__p2g_adj_3d_neohookean_f64(int p, const cq__params_f64 *prm,
 
 /* ---- BEGIN GENERATED: cable actuators from templates/cables.j2.
    DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
-/* >>cables_2d_f32: cable actuators (seed 003 eqs 16-17).  A cable routed through
+/* >>cables_2d_f32: cable actuators ([Spielberg21] eqs 16-17).  A cable routed through
    particles p_0..p_{r-1}, stiffness k, rest length R and actuation u stores
    E = k/2 max(0, L - max(0, R u))^2 with L = sum_i |x_{i+1} - x_i|; its force f = -dE/dx
    enters as a velocity impulse veff = v + dt f / m before P2G.  Work is split by segment
@@ -4142,7 +4190,7 @@ CQ_HD void cq__cable_x_adj_2d_f32(int s, const int *seg, const float *x, const f
     }
 }
 
-/* >>cables_2d_f64: cable actuators (seed 003 eqs 16-17).  A cable routed through
+/* >>cables_2d_f64: cable actuators ([Spielberg21] eqs 16-17).  A cable routed through
    particles p_0..p_{r-1}, stiffness k, rest length R and actuation u stores
    E = k/2 max(0, L - max(0, R u))^2 with L = sum_i |x_{i+1} - x_i|; its force f = -dE/dx
    enters as a velocity impulse veff = v + dt f / m before P2G.  Work is split by segment
@@ -4238,7 +4286,7 @@ CQ_HD void cq__cable_x_adj_2d_f64(int s, const int *seg, const double *x, const 
     }
 }
 
-/* >>cables_3d_f32: cable actuators (seed 003 eqs 16-17).  A cable routed through
+/* >>cables_3d_f32: cable actuators ([Spielberg21] eqs 16-17).  A cable routed through
    particles p_0..p_{r-1}, stiffness k, rest length R and actuation u stores
    E = k/2 max(0, L - max(0, R u))^2 with L = sum_i |x_{i+1} - x_i|; its force f = -dE/dx
    enters as a velocity impulse veff = v + dt f / m before P2G.  Work is split by segment
@@ -4334,7 +4382,7 @@ CQ_HD void cq__cable_x_adj_3d_f32(int s, const int *seg, const float *x, const f
     }
 }
 
-/* >>cables_3d_f64: cable actuators (seed 003 eqs 16-17).  A cable routed through
+/* >>cables_3d_f64: cable actuators ([Spielberg21] eqs 16-17).  A cable routed through
    particles p_0..p_{r-1}, stiffness k, rest length R and actuation u stores
    E = k/2 max(0, L - max(0, R u))^2 with L = sum_i |x_{i+1} - x_i|; its force f = -dE/dx
    enters as a velocity impulse veff = v + dt f / m before P2G.  Work is split by segment
@@ -4733,7 +4781,7 @@ struct cq_sim {
     const cq__state *hook_state;      /* s_n while the hook of step n runs */
     cq__state *hook_adj;              /* dL/ds_n while the hook of step n runs */
     int hook_step;                    /* n while the hook of step n runs */
-    /* >>cables (seed 003 eqs 16-17) */
+    /* >>cables ([Spielberg21] eqs 16-17) */
     cq__cable *cables;
     int n_cables, cap_cables;
     int *cable_p;                     /* routed particles of all cables, concatenated */
@@ -5141,7 +5189,7 @@ static int cq__in_domain(const cq_sim *s, const void *x, int p)
 }
 
 /* ------------------------------------------------------------------ >>cables
-   Cable actuators (seed 003 eqs 16-17): the physics is in templates/cables.j2 (CQ_HD, the same
+   Cable actuators ([Spielberg21] eqs 16-17): the physics is in templates/cables.j2 (CQ_HD, the same
    code on the CPU and in the CUDA kernels).  Here: their work buffers.  The segment list and
    per-cable k and R are built when the cable set or the particle count changed; the target
    max(0, R u) is uploaded whenever u changes (cq_sim_set_cable_actuation, and per step of the
@@ -8198,7 +8246,7 @@ cq_result cq_sim_cable_actuation_grad(const cq_sim *s, double *out)
 #if CQ__HAS_CUDA
 /* ---- BEGIN GENERATED: embedded PTX (byte arrays; the readable code ends above) from templates/ptx.j2.
    DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
-/* PTX module 2d_f32: sha256 ac630542d7fafe18f400f71a8638f55396bbb20786127b0df21089881068ed39, nvrtc 12.0, PTX ISA 8.0, 172071 bytes, fnv1a 0x8eac67fd, lz 46627 bytes */
+/* PTX module 2d_f32: sha256 cbe0ecb2776744650fc16c4664963e0cc30a84ff7cfaa6a49f479ac94fd4e1fc, nvrtc 12.0, PTX ISA 8.0, 172071 bytes, fnv1a 0x8eac67fd, lz 46627 bytes */
 static const unsigned char cq__ptx_2d_f32_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -9660,7 +9708,7 @@ static const unsigned char cq__ptx_2d_f32_lz[] = {
 125,10,10
 };
 static const cq__ptx_module cq__ptx_2d_f32 = { cq__ptx_2d_f32_lz, 46627, 172071, 0x8eac67fdu };
-/* PTX module 2d_f64: sha256 736b78197b41624821ce3b878f63c9591c9cbf681a457f636e71b53fb9babfdc, nvrtc 12.0, PTX ISA 8.0, 189189 bytes, fnv1a 0x74896aeb, lz 48392 bytes */
+/* PTX module 2d_f64: sha256 3153f1b197791a842afff392f882f4060e2b89ac4a99024307bd25abcca4c508, nvrtc 12.0, PTX ISA 8.0, 189189 bytes, fnv1a 0x74896aeb, lz 48392 bytes */
 static const unsigned char cq__ptx_2d_f64_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -11177,7 +11225,7 @@ static const unsigned char cq__ptx_2d_f64_lz[] = {
 101,116,59,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_2d_f64 = { cq__ptx_2d_f64_lz, 48392, 189189, 0x74896aebu };
-/* PTX module 3d_f32: sha256 207d35cb42e004158c5495780c0ce0b640d7d28da771a927860ae5e63db1fb12, nvrtc 12.0, PTX ISA 8.0, 341561 bytes, fnv1a 0x9c6ed0df, lz 97928 bytes */
+/* PTX module 3d_f32: sha256 14c1b709050b9f7a1b03f26463072b641ff93e7ad11f53c6fa63c375706f0ff8, nvrtc 12.0, PTX ISA 8.0, 341561 bytes, fnv1a 0x9c6ed0df, lz 97928 bytes */
 static const unsigned char cq__ptx_3d_f32_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -14242,7 +14290,7 @@ static const unsigned char cq__ptx_3d_f32_lz[] = {
 112,116,59,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_3d_f32 = { cq__ptx_3d_f32_lz, 97928, 341561, 0x9c6ed0dfu };
-/* PTX module 3d_f64: sha256 733104000deadcf99e85a7f7b25b302da91bbd8ecf36edb20bb45de609c8d82d, nvrtc 12.0, PTX ISA 8.0, 373910 bytes, fnv1a 0x33a2d5bb, lz 100987 bytes */
+/* PTX module 3d_f64: sha256 7fe1ed1400faf5a2f24d77600e7c574f8a4d672ef121383db002acb0538bc9d5, nvrtc 12.0, PTX ISA 8.0, 373910 bytes, fnv1a 0x33a2d5bb, lz 100987 bytes */
 static const unsigned char cq__ptx_3d_f64_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,

@@ -1,5 +1,5 @@
 /* bench.c - forward and backward CPU (or, with `gpu`, CUDA) throughput of chainqueen.h on the falling-cube scenes of the
-   ChainQueen paper (seed 000, Table II): a 2D 80x80 block (6.4k particles), a 3D 20^3 cube (8k)
+   ChainQueen paper ([ChainQueen], Table II): a 2D 80x80 block (6.4k particles), a 3D 20^3 cube (8k)
    and a 3D 40^3 cube (64k), each in float32 and float64, dropped under gravity onto a sticky floor.
 
    `make bench` builds and runs it (the Makefile supplies the flags, e.g. -O3 -march=native
@@ -53,7 +53,7 @@ static const scene scenes[] = {
     {"3D cube", 3, 20, 64, CQ_MATERIAL_NEOHOOKEAN, CQ_PRECISION_F64, 1, 0},
     {"3D cube", 3, 40, 64, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 0, 0},
     {"3D cube", 3, 40, 64, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F64, 0, 0},
-    {"3D cube", 3, 80, 128, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 0, 1},    /* 512k: seed 000's largest */
+    {"3D cube", 3, 80, 128, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 0, 1},    /* 512k: [ChainQueen]'s largest */
     {"3D cube", 3, 80, 128, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F64, 0, 1},
     {"3D cube", 3, 80, 128, CQ_MATERIAL_NEOHOOKEAN, CQ_PRECISION_F32, 0, 1},
     {"3D cube", 3, 160, 256, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 0, 1},   /* 4.1M */

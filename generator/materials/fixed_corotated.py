@@ -1,4 +1,4 @@
-"""Fixed corotated elasticity (Stomakhin et al. 2012; seed 003 eq 12).
+"""Fixed corotated elasticity (Stomakhin et al. 2012; [Spielberg21] eq 12).
 
     psi(F) = mu |F - R|^2 + lam/2 (J - 1)^2
     P(F)   = 2 mu (F - R) + lam (J - 1) J F^-T

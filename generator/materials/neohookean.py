@@ -1,4 +1,4 @@
-"""Compressible NeoHookean elasticity (seed 003 eq 13).
+"""Compressible NeoHookean elasticity ([Spielberg21] eq 13).
 
     psi(F) = mu/2 (tr(F^T F) - d) - mu log J + lam/2 (log J)^2
     P(F)   = mu (F - F^-T) + lam log(J) F^-T

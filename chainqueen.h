@@ -134,7 +134,7 @@
                                                   >>reverse (the state machine) >>cable_api
      embedded PTX ........... ptx.j2              at the end, after all readable code
      The CUDA kernels are the same CQ_HD functions behind __global__ wrappers
-     (templates/kernels.cu.j2 -> cuda/*.cu, compiled to the PTX embedded here).
+     (templates/kernels.cu.j2 -> the cuda/ directory, compiled to the PTX embedded here).
 
    REFERENCES (cited in comments by the tag in brackets)
      [ChainQueen]   Y. Hu, J. Liu, A. Spielberg, J. B. Tenenbaum, W. T. Freeman, J. Wu, D. Rus,
@@ -2193,7 +2193,7 @@ CQ_HD void cq__boundary_adj_2d_f32(const int *c, const cq__params_f32 *prm, cons
     }
 }
 
-/* Grid-update adjoint for one node: v = bc(p/m + dt g).  gp: momentum (pre-projection) of the
+/* >>grid_adj_2d_f32: grid-update adjoint for one node: v = bc(p/m + dt g).  gp: momentum (pre-projection) of the
    forward pass; gv_adj: dL/dv; writes dL/dp and dL/dm of the node. */
 CQ_HD void cq__grid_adj_2d_f32(int node, const cq__params_f32 *prm, const float *gm,
                                                    const float *gp, const float *gv_adj, float *gp_adj, float *gm_adj)
@@ -2691,7 +2691,7 @@ CQ_HD void cq__boundary_adj_2d_f64(const int *c, const cq__params_f64 *prm, cons
     }
 }
 
-/* Grid-update adjoint for one node: v = bc(p/m + dt g).  gp: momentum (pre-projection) of the
+/* >>grid_adj_2d_f64: grid-update adjoint for one node: v = bc(p/m + dt g).  gp: momentum (pre-projection) of the
    forward pass; gv_adj: dL/dv; writes dL/dp and dL/dm of the node. */
 CQ_HD void cq__grid_adj_2d_f64(int node, const cq__params_f64 *prm, const double *gm,
                                                    const double *gp, const double *gv_adj, double *gp_adj, double *gm_adj)
@@ -3264,7 +3264,7 @@ CQ_HD void cq__boundary_adj_3d_f32(const int *c, const cq__params_f32 *prm, cons
     }
 }
 
-/* Grid-update adjoint for one node: v = bc(p/m + dt g).  gp: momentum (pre-projection) of the
+/* >>grid_adj_3d_f32: grid-update adjoint for one node: v = bc(p/m + dt g).  gp: momentum (pre-projection) of the
    forward pass; gv_adj: dL/dv; writes dL/dp and dL/dm of the node. */
 CQ_HD void cq__grid_adj_3d_f32(int node, const cq__params_f32 *prm, const float *gm,
                                                    const float *gp, const float *gv_adj, float *gp_adj, float *gm_adj)
@@ -3840,7 +3840,7 @@ CQ_HD void cq__boundary_adj_3d_f64(const int *c, const cq__params_f64 *prm, cons
     }
 }
 
-/* Grid-update adjoint for one node: v = bc(p/m + dt g).  gp: momentum (pre-projection) of the
+/* >>grid_adj_3d_f64: grid-update adjoint for one node: v = bc(p/m + dt g).  gp: momentum (pre-projection) of the
    forward pass; gv_adj: dL/dv; writes dL/dp and dL/dm of the node. */
 CQ_HD void cq__grid_adj_3d_f64(int node, const cq__params_f64 *prm, const double *gm,
                                                    const double *gp, const double *gv_adj, double *gp_adj, double *gm_adj)
@@ -8246,7 +8246,7 @@ cq_result cq_sim_cable_actuation_grad(const cq_sim *s, double *out)
 #if CQ__HAS_CUDA
 /* ---- BEGIN GENERATED: embedded PTX (byte arrays; the readable code ends above) from templates/ptx.j2.
    DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
-/* PTX module 2d_f32: sha256 cbe0ecb2776744650fc16c4664963e0cc30a84ff7cfaa6a49f479ac94fd4e1fc, nvrtc 12.0, PTX ISA 8.0, 172071 bytes, fnv1a 0x8eac67fd, lz 46627 bytes */
+/* PTX module 2d_f32: sha256 2679d489264656e495151f1ab5f6d409a99838f3a54b6bf9017b13e8b29051af, nvrtc 12.0, PTX ISA 8.0, 172071 bytes, fnv1a 0x8eac67fd, lz 46627 bytes */
 static const unsigned char cq__ptx_2d_f32_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -9708,7 +9708,7 @@ static const unsigned char cq__ptx_2d_f32_lz[] = {
 125,10,10
 };
 static const cq__ptx_module cq__ptx_2d_f32 = { cq__ptx_2d_f32_lz, 46627, 172071, 0x8eac67fdu };
-/* PTX module 2d_f64: sha256 3153f1b197791a842afff392f882f4060e2b89ac4a99024307bd25abcca4c508, nvrtc 12.0, PTX ISA 8.0, 189189 bytes, fnv1a 0x74896aeb, lz 48392 bytes */
+/* PTX module 2d_f64: sha256 c1bb730cd70109749d31b5561798d11c94eca8423322b6f4286e7200e7343132, nvrtc 12.0, PTX ISA 8.0, 189189 bytes, fnv1a 0x74896aeb, lz 48392 bytes */
 static const unsigned char cq__ptx_2d_f64_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -11225,7 +11225,7 @@ static const unsigned char cq__ptx_2d_f64_lz[] = {
 101,116,59,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_2d_f64 = { cq__ptx_2d_f64_lz, 48392, 189189, 0x74896aebu };
-/* PTX module 3d_f32: sha256 14c1b709050b9f7a1b03f26463072b641ff93e7ad11f53c6fa63c375706f0ff8, nvrtc 12.0, PTX ISA 8.0, 341561 bytes, fnv1a 0x9c6ed0df, lz 97928 bytes */
+/* PTX module 3d_f32: sha256 7d5ce03ca25ee9532a1cee2f962edc6fd88980623363a112476c0e7282bb923d, nvrtc 12.0, PTX ISA 8.0, 341561 bytes, fnv1a 0x9c6ed0df, lz 97928 bytes */
 static const unsigned char cq__ptx_3d_f32_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -14290,7 +14290,7 @@ static const unsigned char cq__ptx_3d_f32_lz[] = {
 112,116,59,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_3d_f32 = { cq__ptx_3d_f32_lz, 97928, 341561, 0x9c6ed0dfu };
-/* PTX module 3d_f64: sha256 7fe1ed1400faf5a2f24d77600e7c574f8a4d672ef121383db002acb0538bc9d5, nvrtc 12.0, PTX ISA 8.0, 373910 bytes, fnv1a 0x33a2d5bb, lz 100987 bytes */
+/* PTX module 3d_f64: sha256 8e560a081bca932c05ff5addc4a47798de316503094be81410a122c59387a584, nvrtc 12.0, PTX ISA 8.0, 373910 bytes, fnv1a 0x33a2d5bb, lz 100987 bytes */
 static const unsigned char cq__ptx_3d_f64_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,

@@ -660,7 +660,7 @@ CQ_HD void cq__boundary_adj_2d_f32(const int *c, const cq__params_f32 *prm, cons
     }
 }
 
-/* Grid-update adjoint for one node: v = bc(p/m + dt g).  gp: momentum (pre-projection) of the
+/* >>grid_adj_2d_f32: grid-update adjoint for one node: v = bc(p/m + dt g).  gp: momentum (pre-projection) of the
    forward pass; gv_adj: dL/dv; writes dL/dp and dL/dm of the node. */
 CQ_HD void cq__grid_adj_2d_f32(int node, const cq__params_f32 *prm, const float *gm,
                                                    const float *gp, const float *gv_adj, float *gp_adj, float *gm_adj)

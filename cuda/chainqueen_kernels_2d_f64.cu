@@ -665,7 +665,7 @@ CQ_HD void cq__boundary_adj_2d_f64(const int *c, const cq__params_f64 *prm, cons
     }
 }
 
-/* Grid-update adjoint for one node: v = bc(p/m + dt g).  gp: momentum (pre-projection) of the
+/* >>grid_adj_2d_f64: grid-update adjoint for one node: v = bc(p/m + dt g).  gp: momentum (pre-projection) of the
    forward pass; gv_adj: dL/dv; writes dL/dp and dL/dm of the node. */
 CQ_HD void cq__grid_adj_2d_f64(int node, const cq__params_f64 *prm, const double *gm,
                                                    const double *gp, const double *gv_adj, double *gp_adj, double *gm_adj)

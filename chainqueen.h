@@ -4737,6 +4737,12 @@ typedef struct cq__vtable {
        gradient is not finite, f its cq_field; leaves 0 if all are finite.  CUDA: a launch, no
        readback (the caller reads the status of a whole segment at once where it can) */
     void (*check_adjoint)(cq_sim *s, const cq__state *a, int *status);
+    /* the per-group actuation gradient dL/du_n of one step into the host's s->act_grad (zeroed
+       by the caller): begin (0 = out of memory), add after each substep's adjoint (from the
+       per-particle s->dact), end */
+    int (*act_grad_begin)(cq_sim *s, int groups);
+    void (*act_grad_add)(cq_sim *s, int groups);
+    void (*act_grad_end)(cq_sim *s, int groups);
 } cq__vtable;
 
 struct cq_sim {
@@ -5148,6 +5154,29 @@ static void cq__sync_actuation(cq_sim *s)
     cq__wput(s, s->wact_stress, 0, s->act_stress, (size_t)s->act_groups * (size_t)s->dd * s->tsize);
 }
 
+/* Work memory seen from the host.  cq__work_is_host: the kernels' arrays are host memory (the
+   CPU backend: host and work copies of the parameters are then the same arrays).
+   cq__wmap returns a host view of `bytes` of work array w (the array itself where work memory is
+   host memory, else a staged copy, read from w if `read`; NULL when out of memory);
+   cq__wunmap writes the view back if `write` and releases it. */
+static int cq__work_is_host(const cq_sim *s) { return !cq__on_gpu(s); }
+
+static void *cq__wmap(const cq_sim *s, void *w, size_t bytes, int read)
+{
+    void *h;
+    if (cq__work_is_host(s)) return w;
+    h = cq__alloc(s, bytes);
+    if (h && read) cq__wget(s, h, w, 0, bytes);
+    return h;
+}
+
+static void cq__wunmap(const cq_sim *s, void *w, void *h, size_t bytes, int write)
+{
+    if (!h || h == w) return;
+    if (write) cq__wput(s, w, 0, h, bytes);
+    cq__free(s, h);
+}
+
 /* ------------------------------------------------------------------ >>conversion */
 /* dst[i] = (T)src[i] for the sim's precision; returns the first index that is not finite
    after conversion (e.g. 1e300 in float), or -1. */
@@ -5186,6 +5215,25 @@ static int cq__in_domain(const cq_sim *s, const void *x, int p)
     if (s->dim == 3 && s->tsize == sizeof(double))
         return cq__in_domain_3d_f64((const double *)x + (long)p * 3, &s->prm_f64);
     return 0;
+}
+
+/* out[0..count) = work array src converted to double.  CUDA: f64 straight into out, f32
+   through a stack buffer in chunks (no allocation, so reading never runs out of memory). */
+static cq_result cq__read_work(const cq_sim *s, double *out, const void *src, long count, const char *what)
+{
+    if (cq__device_failed(s)) return cq__fail((cq_sim *)s, CQ_ERROR_DEVICE, "%s: %s", what, cq__device_error(s));
+    if (cq__work_is_host(s)) { cq__to_double(s, out, src, count); return CQ_SUCCESS; }
+    if (s->tsize == sizeof(double)) cq__wget(s, out, src, 0, (size_t)count * sizeof(double));
+    else {
+        float chunk[1024];
+        for (long i = 0; i < count; i += 1024) {
+            long m = count - i < 1024 ? count - i : 1024;
+            cq__wget(s, chunk, src, (size_t)i * sizeof(float), (size_t)m * sizeof(float));
+            for (long j = 0; j < m; ++j) out[i + j] = chunk[j];
+        }
+    }
+    if (cq__device_failed(s)) return cq__fail((cq_sim *)s, CQ_ERROR_DEVICE, "%s: %s", what, cq__device_error(s));
+    return CQ_SUCCESS;
 }
 
 /* ------------------------------------------------------------------ >>cables
@@ -5280,6 +5328,16 @@ static void cq__cpu_check_adjoint(cq_sim *s, const cq__state *a, int *status)
     }
     *status = best < 0 ? 0 : INT_MAX - (int)best;
 }
+
+/* >>cpu_act_grad: per-group sums in particle order (deterministic), in double, on the host */
+static int cq__cpu_act_grad_begin(cq_sim *s, int groups) { (void)s; (void)groups; return 1; }
+static void cq__cpu_act_grad_add(cq_sim *s, int groups)
+{
+    for (int p = 0; p < s->n; ++p)
+        if (s->act[p] >= 0 && s->act[p] < groups)
+            for (int a = 0; a < s->dd; ++a) s->act_grad[s->act[p] * s->dd + a] += cq__at(s, s->dact, (long)p * s->dd + a);
+}
+static void cq__cpu_act_grad_end(cq_sim *s, int groups) { (void)s; (void)groups; }
 
 /* ------------------------------------------------------------------ >>cpu_drivers */
 static cq__pview_f32 cq__pview_f32_of(const cq_sim *s, const cq__state *st)
@@ -6176,29 +6234,37 @@ static const cq__vtable cq__cpu_table[2][2][2] = {
     {
         {
             { cq__cpu_substep_2d_fixed_corotated_f32, cq__cpu_substep_adj_2d_fixed_corotated_f32,
-              cq__check_stress_2d_fixed_corotated_f32, cq__cpu_check_adjoint },
+              cq__check_stress_2d_fixed_corotated_f32, cq__cpu_check_adjoint,
+              cq__cpu_act_grad_begin, cq__cpu_act_grad_add, cq__cpu_act_grad_end },
             { cq__cpu_substep_2d_fixed_corotated_f64, cq__cpu_substep_adj_2d_fixed_corotated_f64,
-              cq__check_stress_2d_fixed_corotated_f64, cq__cpu_check_adjoint },
+              cq__check_stress_2d_fixed_corotated_f64, cq__cpu_check_adjoint,
+              cq__cpu_act_grad_begin, cq__cpu_act_grad_add, cq__cpu_act_grad_end },
         },
         {
             { cq__cpu_substep_2d_neohookean_f32, cq__cpu_substep_adj_2d_neohookean_f32,
-              cq__check_stress_2d_neohookean_f32, cq__cpu_check_adjoint },
+              cq__check_stress_2d_neohookean_f32, cq__cpu_check_adjoint,
+              cq__cpu_act_grad_begin, cq__cpu_act_grad_add, cq__cpu_act_grad_end },
             { cq__cpu_substep_2d_neohookean_f64, cq__cpu_substep_adj_2d_neohookean_f64,
-              cq__check_stress_2d_neohookean_f64, cq__cpu_check_adjoint },
+              cq__check_stress_2d_neohookean_f64, cq__cpu_check_adjoint,
+              cq__cpu_act_grad_begin, cq__cpu_act_grad_add, cq__cpu_act_grad_end },
         },
     },
     {
         {
             { cq__cpu_substep_3d_fixed_corotated_f32, cq__cpu_substep_adj_3d_fixed_corotated_f32,
-              cq__check_stress_3d_fixed_corotated_f32, cq__cpu_check_adjoint },
+              cq__check_stress_3d_fixed_corotated_f32, cq__cpu_check_adjoint,
+              cq__cpu_act_grad_begin, cq__cpu_act_grad_add, cq__cpu_act_grad_end },
             { cq__cpu_substep_3d_fixed_corotated_f64, cq__cpu_substep_adj_3d_fixed_corotated_f64,
-              cq__check_stress_3d_fixed_corotated_f64, cq__cpu_check_adjoint },
+              cq__check_stress_3d_fixed_corotated_f64, cq__cpu_check_adjoint,
+              cq__cpu_act_grad_begin, cq__cpu_act_grad_add, cq__cpu_act_grad_end },
         },
         {
             { cq__cpu_substep_3d_neohookean_f32, cq__cpu_substep_adj_3d_neohookean_f32,
-              cq__check_stress_3d_neohookean_f32, cq__cpu_check_adjoint },
+              cq__check_stress_3d_neohookean_f32, cq__cpu_check_adjoint,
+              cq__cpu_act_grad_begin, cq__cpu_act_grad_add, cq__cpu_act_grad_end },
             { cq__cpu_substep_3d_neohookean_f64, cq__cpu_substep_adj_3d_neohookean_f64,
-              cq__check_stress_3d_neohookean_f64, cq__cpu_check_adjoint },
+              cq__check_stress_3d_neohookean_f64, cq__cpu_check_adjoint,
+              cq__cpu_act_grad_begin, cq__cpu_act_grad_add, cq__cpu_act_grad_end },
         },
     },
 };
@@ -6855,34 +6921,46 @@ static void cq__cuda_check_adjoint_f64(cq_sim *s, const cq__state *a, int *statu
     cq__cu_pop(s);
 }
 
+static int cq__cuda_act_grad_begin(cq_sim *s, int groups);
+static void cq__cuda_act_reduce(cq_sim *s, int groups);
+static void cq__cuda_act_grad_end(cq_sim *s, int groups);
+
 /* [dim - 2][material - 1][precision - 1]; check_stress validates host arrays: the CPU's */
 static const cq__vtable cq__cuda_table[2][2][2] = {
     {
         {
             { cq__cuda_substep_2d_fixed_corotated_f32, cq__cuda_substep_adj_2d_fixed_corotated_f32,
-              cq__check_stress_2d_fixed_corotated_f32, cq__cuda_check_adjoint_f32 },
+              cq__check_stress_2d_fixed_corotated_f32, cq__cuda_check_adjoint_f32,
+              cq__cuda_act_grad_begin, cq__cuda_act_reduce, cq__cuda_act_grad_end },
             { cq__cuda_substep_2d_fixed_corotated_f64, cq__cuda_substep_adj_2d_fixed_corotated_f64,
-              cq__check_stress_2d_fixed_corotated_f64, cq__cuda_check_adjoint_f64 },
+              cq__check_stress_2d_fixed_corotated_f64, cq__cuda_check_adjoint_f64,
+              cq__cuda_act_grad_begin, cq__cuda_act_reduce, cq__cuda_act_grad_end },
         },
         {
             { cq__cuda_substep_2d_neohookean_f32, cq__cuda_substep_adj_2d_neohookean_f32,
-              cq__check_stress_2d_neohookean_f32, cq__cuda_check_adjoint_f32 },
+              cq__check_stress_2d_neohookean_f32, cq__cuda_check_adjoint_f32,
+              cq__cuda_act_grad_begin, cq__cuda_act_reduce, cq__cuda_act_grad_end },
             { cq__cuda_substep_2d_neohookean_f64, cq__cuda_substep_adj_2d_neohookean_f64,
-              cq__check_stress_2d_neohookean_f64, cq__cuda_check_adjoint_f64 },
+              cq__check_stress_2d_neohookean_f64, cq__cuda_check_adjoint_f64,
+              cq__cuda_act_grad_begin, cq__cuda_act_reduce, cq__cuda_act_grad_end },
         },
     },
     {
         {
             { cq__cuda_substep_3d_fixed_corotated_f32, cq__cuda_substep_adj_3d_fixed_corotated_f32,
-              cq__check_stress_3d_fixed_corotated_f32, cq__cuda_check_adjoint_f32 },
+              cq__check_stress_3d_fixed_corotated_f32, cq__cuda_check_adjoint_f32,
+              cq__cuda_act_grad_begin, cq__cuda_act_reduce, cq__cuda_act_grad_end },
             { cq__cuda_substep_3d_fixed_corotated_f64, cq__cuda_substep_adj_3d_fixed_corotated_f64,
-              cq__check_stress_3d_fixed_corotated_f64, cq__cuda_check_adjoint_f64 },
+              cq__check_stress_3d_fixed_corotated_f64, cq__cuda_check_adjoint_f64,
+              cq__cuda_act_grad_begin, cq__cuda_act_reduce, cq__cuda_act_grad_end },
         },
         {
             { cq__cuda_substep_3d_neohookean_f32, cq__cuda_substep_adj_3d_neohookean_f32,
-              cq__check_stress_3d_neohookean_f32, cq__cuda_check_adjoint_f32 },
+              cq__check_stress_3d_neohookean_f32, cq__cuda_check_adjoint_f32,
+              cq__cuda_act_grad_begin, cq__cuda_act_reduce, cq__cuda_act_grad_end },
             { cq__cuda_substep_3d_neohookean_f64, cq__cuda_substep_adj_3d_neohookean_f64,
-              cq__check_stress_3d_neohookean_f64, cq__cuda_check_adjoint_f64 },
+              cq__check_stress_3d_neohookean_f64, cq__cuda_check_adjoint_f64,
+              cq__cuda_act_grad_begin, cq__cuda_act_reduce, cq__cuda_act_grad_end },
         },
     },
 };
@@ -7031,6 +7109,24 @@ bad:
     return NULL;
 }
 
+/* >>cuda_act_grad: the per-group sums accumulate on the device, in double (s->cu.act_grad) */
+static int cq__cuda_act_grad_begin(cq_sim *s, int groups)
+{
+    if (groups > s->cu.act_grad_cap) {
+        cq__wfree(s, s->cu.act_grad);
+        s->cu.act_grad = (double *)cq__walloc(s, sizeof(double) * (size_t)groups * (size_t)s->dd);
+        s->cu.act_grad_cap = s->cu.act_grad ? groups : 0;
+        if (!s->cu.act_grad) return 0;
+    }
+    cq__wzero(s, s->cu.act_grad, sizeof(double) * (size_t)groups * (size_t)s->dd);
+    return 1;
+}
+
+static void cq__cuda_act_grad_end(cq_sim *s, int groups)
+{
+    cq__wget(s, s->act_grad, s->cu.act_grad, 0, sizeof(double) * (size_t)groups * (size_t)s->dd);
+}
+
 /* Per-group actuation gradient of one substep, added to s->cu.act_grad (device, double). */
 static void cq__cuda_act_reduce(cq_sim *s, int groups)
 {
@@ -7150,6 +7246,68 @@ static void cq__cuda_close(cq_sim *s)
 }
 #endif /* CQ__HAS_CUDA */
 
+/* ------------------------------------------------------------------ >>backend_select
+   Gives s (desc filled in) its backend: s->vt and s->backend.  CQ_SUCCESS, with `why` saying
+   why CUDA was not used when it was not; or CQ_ERROR_BACKEND_UNAVAILABLE with the reason in
+   `why` when CQ_BACKEND_CUDA was asked for and cannot be had. */
+static cq_result cq__backend_open(cq_sim *s, char *why, size_t cap)
+{
+    const cq_sim_desc *d = &s->desc;
+    s->vt = &cq__cpu_table[d->dim - 2][d->material - 1][d->precision - 1];
+    s->backend = CQ_BACKEND_CPU;
+    why[0] = 0;
+#if CQ__HAS_CUDA
+    if (d->backend == CQ_BACKEND_DEFAULT && getenv("CQ_DISABLE_CUDA") && *getenv("CQ_DISABLE_CUDA"))
+        snprintf(why, cap, "CQ_DISABLE_CUDA is set");
+    else if (d->backend != CQ_BACKEND_CPU) {
+        if (cq__cuda_open(s, d->device, why, cap)) {
+            s->backend = CQ_BACKEND_CUDA;
+            s->vt = &cq__cuda_table[d->dim - 2][d->material - 1][d->precision - 1];
+        } else if (d->backend == CQ_BACKEND_CUDA)
+            return CQ_ERROR_BACKEND_UNAVAILABLE;
+    }
+#else
+#  if defined(CQ_NO_CUDA)
+    snprintf(why, cap, "this program was compiled with CQ_NO_CUDA");
+#  else
+    snprintf(why, cap, "no CUDA driver on this platform");
+#  endif
+    if (d->backend == CQ_BACKEND_CUDA) return CQ_ERROR_BACKEND_UNAVAILABLE;
+#endif
+    return CQ_SUCCESS;
+}
+
+/* What the log says about the backend in use (why: from cq__backend_open). */
+static void cq__backend_describe(const cq_sim *s, const char *why, char *out, size_t cap)
+{
+#if CQ__HAS_CUDA
+    if (s->backend == CQ_BACKEND_CUDA) {
+        char dev[256];
+        cq__cuda_describe(s, dev, sizeof dev);
+        snprintf(out, cap, "backend: CUDA (%s)", dev);
+        return;
+    }
+#endif
+    (void)s;
+    snprintf(out, cap, "backend: CPU (%s); CUDA not used: %s",
+#if defined(_OPENMP)
+             "OpenMP",
+#else
+             "serial",
+#endif
+             why);
+}
+
+/* Releases what cq__backend_open acquired (after the sim's work memory was freed). */
+static void cq__backend_close(cq_sim *s)
+{
+#if CQ__HAS_CUDA
+    if (s->backend == CQ_BACKEND_CUDA) cq__cuda_close(s);
+#else
+    (void)s;
+#endif
+}
+
 /* ------------------------------------------------------------------ >>create */
 static int cq__finite(double a) { return cq__isfinite_f64(a); }   /* bits: safe under -ffast-math */
 
@@ -7218,44 +7376,17 @@ cq_result cq_sim_create(const cq_sim_desc *desc, cq_sim **out)
     }
     if (d.device < 0)
         return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.device = %d: must be >= 0", d.device);
-#if !CQ__HAS_CUDA
-    if (d.backend == CQ_BACKEND_CUDA)
-        return cq__create_fail(desc, CQ_ERROR_BACKEND_UNAVAILABLE, "cq_sim_desc.backend = CUDA: %s",
-#  if defined(CQ_NO_CUDA)
-                               "this program was compiled with CQ_NO_CUDA"
-#  else
-                               "no CUDA driver on this platform"
-#  endif
-        );
-#endif
-
     s = (cq_sim *)d.allocator.alloc(sizeof(cq_sim), d.allocator.user);
     if (!s) return cq__create_fail(desc, CQ_ERROR_OUT_OF_MEMORY, "cq_sim_create: cannot allocate the sim");
     memset(s, 0, sizeof *s);
     s->desc = d;
     s->dim = d.dim; s->dd = d.dim * d.dim;
     s->tsize = d.precision == CQ_PRECISION_F32 ? sizeof(float) : sizeof(double);
-    s->vt = &cq__cpu_table[d.dim - 2][d.material - 1][d.precision - 1];
-    s->backend = CQ_BACKEND_CPU;
-    why[0] = 0;
-#if CQ__HAS_CUDA
-    if (d.backend == CQ_BACKEND_DEFAULT && getenv("CQ_DISABLE_CUDA") && *getenv("CQ_DISABLE_CUDA"))
-        snprintf(why, sizeof why, "CQ_DISABLE_CUDA is set");
-    else if (d.backend != CQ_BACKEND_CPU) {
-        if (cq__cuda_open(s, d.device, why, sizeof why)) {
-            s->backend = CQ_BACKEND_CUDA;
-            s->vt = &cq__cuda_table[d.dim - 2][d.material - 1][d.precision - 1];
-        } else if (d.backend == CQ_BACKEND_CUDA) {
-            cq__create_fail(desc, CQ_ERROR_BACKEND_UNAVAILABLE, "cq_sim_desc.backend = CUDA: %s", why);
-            d.allocator.free(s, d.allocator.user);
-            return CQ_ERROR_BACKEND_UNAVAILABLE;
-        }
+    if (cq__backend_open(s, why, sizeof why) != CQ_SUCCESS) {   /* >>backend_select */
+        cq__create_fail(desc, CQ_ERROR_BACKEND_UNAVAILABLE, "cq_sim_desc.backend = CUDA: %s", why);
+        d.allocator.free(s, d.allocator.user);
+        return CQ_ERROR_BACKEND_UNAVAILABLE;
     }
-#elif defined(CQ_NO_CUDA)
-    snprintf(why, sizeof why, "compiled with CQ_NO_CUDA");
-#else
-    snprintf(why, sizeof why, "no CUDA driver on this platform");
-#endif
     s->max_group = -1;
     s->nodes = (long)d.res[0] * d.res[1] * d.res[2];
     s->nslabs = (d.res[0] + CQ__SLAB - 1) / CQ__SLAB;
@@ -7274,26 +7405,16 @@ cq_result cq_sim_create(const cq_sim_desc *desc, cq_sim **out)
     s->slab_start = (int *)cq__alloc(s, sizeof(int) * (size_t)(s->nslabs + 1));
     s->slab_fill = (int *)cq__alloc(s, sizeof(int) * (size_t)s->nslabs);
     if (!s->grid_m || !s->grid_v || !s->slab_start || !s->slab_fill) {
-        int gpu = cq__on_gpu(s);
+        int device = !cq__work_is_host(s);
         cq_sim_destroy(s);
         return cq__create_fail(desc, CQ_ERROR_OUT_OF_MEMORY, "cq_sim_create: cannot allocate a %d x %d x %d grid%s",
-                               d.res[0], d.res[1], d.res[2], gpu ? " in device memory" : "");
+                               d.res[0], d.res[1], d.res[2], device ? " in device memory" : "");
     }
-#if CQ__HAS_CUDA
-    if (cq__on_gpu(s)) {
-        char dev[256];
-        cq__cuda_describe(s, dev, sizeof dev);
-        cq__log(s, CQ_LOG_INFO, "backend: CUDA (%s)", dev);
-    } else
-#endif
-    if (d.backend == CQ_BACKEND_DEFAULT)
-        cq__log(s, CQ_LOG_INFO, "backend: CPU (%s); CUDA not used: %s",
-#if defined(_OPENMP)
-                "OpenMP",
-#else
-                "serial",
-#endif
-                why);
+    if (s->backend != CQ_BACKEND_CPU || d.backend == CQ_BACKEND_DEFAULT) {
+        char line[640];
+        cq__backend_describe(s, why, line, sizeof line);
+        cq__log(s, CQ_LOG_INFO, "%s", line);
+    }
     cq__sync_params(s);
     *out = s;
     return CQ_SUCCESS;
@@ -7303,7 +7424,7 @@ void cq_sim_destroy(cq_sim *s)
 {
     if (!s) return;
     cq__wstate_free(s, &s->cur); cq__wstate_free(s, &s->nxt); cq__state_free(s, &s->init); cq__wstate_free(s, &s->snap);
-    if (cq__on_gpu(s)) {   /* on the CPU these alias the host arrays */
+    if (!cq__work_is_host(s)) {   /* otherwise these alias the host arrays */
         cq__wfree(s, s->wmass); cq__wfree(s, s->wvol); cq__wfree(s, s->wE); cq__wfree(s, s->wnu); cq__wfree(s, s->wact);
         cq__wfree(s, s->wact_stress);
     }
@@ -7313,9 +7434,7 @@ void cq_sim_destroy(cq_sim *s)
     cq__tape_clear(s);
     cq__adjoint_free(s);
     cq__free(s, s->cables); cq__free(s, s->cable_p); cq__free(s, s->cable_u); cq__cable_free(s);
-#if CQ__HAS_CUDA
-    if (cq__on_gpu(s)) cq__cuda_close(s);
-#endif
+    cq__backend_close(s);
     s->desc.allocator.free(s, s->desc.allocator.user);
 }
 
@@ -7418,7 +7537,7 @@ cq_result cq_sim_add_particles(cq_sim *s, const cq_particles_desc *pd)
     cq__state cur = {0, 0, 0, 0}, nxt = {0, 0, 0, 0}, init = {0, 0, 0, 0}, wcur = {0, 0, 0, 0};
     void *mass = NULL, *vol = NULL, *E = NULL, *nu = NULL, *wp[5] = {0, 0, 0, 0, 0};
     int *act = NULL, *order = NULL;
-    const int gpu = s && cq__on_gpu(s);
+    const int gpu = s && !cq__work_is_host(s);   /* work copies of state and parameters are separate */
     cq_result r = CQ_SUCCESS;
     double *tmp = NULL;
     int n0, n1, max_group;
@@ -7546,25 +7665,6 @@ static void *cq__field_ptr(const cq_sim *s, const cq__state *st, cq_field f)
     return NULL;
 }
 
-/* out[0..count) = work array src converted to double.  CUDA: f64 straight into out, f32
-   through a stack buffer in chunks (no allocation, so reading never runs out of memory). */
-static cq_result cq__read_work(const cq_sim *s, double *out, const void *src, long count, const char *what)
-{
-    if (cq__device_failed(s)) return cq__fail((cq_sim *)s, CQ_ERROR_DEVICE, "%s: %s", what, cq__device_error(s));
-    if (!cq__on_gpu(s)) { cq__to_double(s, out, src, count); return CQ_SUCCESS; }
-    if (s->tsize == sizeof(double)) cq__wget(s, out, src, 0, (size_t)count * sizeof(double));
-    else {
-        float chunk[1024];
-        for (long i = 0; i < count; i += 1024) {
-            long m = count - i < 1024 ? count - i : 1024;
-            cq__wget(s, chunk, src, (size_t)i * sizeof(float), (size_t)m * sizeof(float));
-            for (long j = 0; j < m; ++j) out[i + j] = chunk[j];
-        }
-    }
-    if (cq__device_failed(s)) return cq__fail((cq_sim *)s, CQ_ERROR_DEVICE, "%s: %s", what, cq__device_error(s));
-    return CQ_SUCCESS;
-}
-
 cq_result cq_sim_get(const cq_sim *s, cq_field f, double *out)
 {
     if (!s) return CQ_ERROR_INVALID_ARGUMENT;
@@ -7596,15 +7696,11 @@ cq_result cq_sim_set(cq_sim *s, cq_field f, const double *in)
     if (!tmp) return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate a temporary", what);
     r = cq__convert_field(s, f, tmp, in, s->n, 0, what);
     if (r == CQ_SUCCESS && (f == CQ_FIELD_F || f == CQ_FIELD_YOUNGS || f == CQ_FIELD_POISSON)) {
-        void *F = f == CQ_FIELD_F ? tmp : s->cur.F;
-        if (f != CQ_FIELD_F && cq__on_gpu(s)) {   /* the current F is in device memory */
-            F = cq__alloc(s, (size_t)s->n * (size_t)s->dd * s->tsize);
-            if (!F) r = cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate a staging buffer", what);
-            else cq__wget(s, F, s->cur.F, 0, (size_t)s->n * (size_t)s->dd * s->tsize);
-        }
-        if (r == CQ_SUCCESS)
-            r = cq__check_stress(s, F, f == CQ_FIELD_YOUNGS ? tmp : s->E, f == CQ_FIELD_POISSON ? tmp : s->nu, 0, s->n, what);
-        if (F != tmp && F != s->cur.F) cq__free(s, F);
+        const size_t fbytes = (size_t)s->n * (size_t)s->dd * s->tsize;
+        void *F = f == CQ_FIELD_F ? tmp : cq__wmap(s, s->cur.F, fbytes, 1);   /* a host view of the current F */
+        if (!F) r = cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate a staging buffer", what);
+        else r = cq__check_stress(s, F, f == CQ_FIELD_YOUNGS ? tmp : s->E, f == CQ_FIELD_POISSON ? tmp : s->nu, 0, s->n, what);
+        if (F != tmp) cq__wunmap(s, s->cur.F, F, fbytes, 0);
     }
     if (r == CQ_SUCCESS) {
         size_t bytes = (size_t)s->n * (size_t)k * s->tsize;
@@ -7890,10 +7986,10 @@ static cq_result cq__seed(cq_sim *s, void *dst, const double *src, cq_field f, c
     const long cnt = (long)s->n * cq_sim_field_size(s, f);
     void *tmp;
     if (!src) { cq__wzero(s, dst, (size_t)cnt * s->tsize); return CQ_SUCCESS; }
-    tmp = cq__on_gpu(s) ? cq__alloc(s, (size_t)cnt * s->tsize) : dst;
+    tmp = cq__wmap(s, dst, (size_t)cnt * s->tsize, 0);
     if (!tmp) return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate a staging buffer", what);
     cq__from_double(s, tmp, src, cnt);
-    if (tmp != dst) { cq__wput(s, dst, 0, tmp, (size_t)cnt * s->tsize); cq__free(s, tmp); }
+    cq__wunmap(s, dst, tmp, (size_t)cnt * s->tsize, 1);
     return CQ_SUCCESS;
 }
 
@@ -8006,34 +8102,17 @@ cq_result cq_sim_backward(cq_sim *s, const double *dL_dx, const double *dL_dv, c
                 s->act_grad = ag; s->act_grad_groups = groups;
             }
             if (groups) memset(s->act_grad, 0, sizeof(double) * (size_t)groups * (size_t)s->dd);
-#if CQ__HAS_CUDA
-            if (groups && cq__on_gpu(s)) {   /* the per-group sums accumulate on the device, in double */
-                if (groups > s->cu.act_grad_cap) {
-                    cq__wfree(s, s->cu.act_grad);
-                    s->cu.act_grad = (double *)cq__walloc(s, sizeof(double) * (size_t)groups * (size_t)s->dd);
-                    s->cu.act_grad_cap = s->cu.act_grad ? groups : 0;
-                    if (!s->cu.act_grad) {
-                        r = cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: step %d: cannot allocate the actuation gradient in device memory", what, n);
-                        goto done;
-                    }
-                }
-                cq__wzero(s, s->cu.act_grad, sizeof(double) * (size_t)groups * (size_t)s->dd);
+            if (groups && !s->vt->act_grad_begin(s, groups)) {
+                r = cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: step %d: cannot allocate the actuation gradient in device memory", what, n);
+                goto done;
             }
-#endif
             for (int sub = S - 1; sub >= 0; --sub) {
                 cq__state *t;
                 s->vt->substep_adj(s, &s->seg[m * S + sub], A, B);
                 t = A; A = B; B = t;
-#if CQ__HAS_CUDA
-                if (groups && cq__on_gpu(s)) { cq__cuda_act_reduce(s, groups); continue; }
-#endif
-                for (int p = 0; p < s->n && groups; ++p)   /* particle order: deterministic */
-                    if (s->act[p] >= 0 && s->act[p] < groups)
-                        for (int a = 0; a < s->dd; ++a) s->act_grad[s->act[p] * s->dd + a] += cq__at(s, s->dact, (long)p * s->dd + a);
+                if (groups) s->vt->act_grad_add(s, groups);
             }
-#if CQ__HAS_CUDA
-            if (groups && cq__on_gpu(s)) cq__wget(s, s->act_grad, s->cu.act_grad, 0, sizeof(double) * (size_t)groups * (size_t)s->dd);
-#endif
+            if (groups) s->vt->act_grad_end(s, groups);
             if (s->n_cables) cq__wget(s, s->cable_grad, s->wcgrad, 0, sizeof(double) * (size_t)s->n_cables);
             if (!cq__device_failed(s)) s->vt->check_adjoint(s, A, s->wchk + m);
             if (now) cq__wget(s, s->chk + m, s->wchk, sizeof(int) * (size_t)m, sizeof(int));
@@ -8122,9 +8201,8 @@ cq_result cq_sim_add_state_grad(cq_sim *s, cq_field f, const double *g)
     case CQ_FIELD_YOUNGS: dst = s->g_E; break;
     default: dst = s->g_nu; break;
     }
-    h = cq__on_gpu(s) ? cq__alloc(s, (size_t)cnt * s->tsize) : dst;   /* CUDA: stage, add, write back */
+    h = cq__wmap(s, dst, (size_t)cnt * s->tsize, 1);
     if (!h) return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate a staging buffer", what);
-    if (h != dst) cq__wget(s, h, dst, 0, (size_t)cnt * s->tsize);
     {   /* the sums must stay finite in the sim's precision: check all, then add (or add nothing) */
         long bad = -1;
         if (s->tsize == sizeof(float)) {
@@ -8136,10 +8214,7 @@ cq_result cq_sim_add_state_grad(cq_sim *s, cq_field f, const double *g)
             for (long i = 0; i < cnt && bad < 0; ++i) if (!cq__isfinite_f64(d[i] + g[i])) bad = i;
             for (long i = 0; i < cnt && bad < 0; ++i) d[i] += g[i];
         }
-        if (h != dst) {
-            if (bad < 0) cq__wput(s, dst, 0, h, (size_t)cnt * s->tsize);
-            cq__free(s, h);
-        }
+        cq__wunmap(s, dst, h, (size_t)cnt * s->tsize, bad < 0);
         if (bad >= 0)
             return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: adding %s of particle %ld (component %ld) overflows the gradient "
                             "(hook of step %d); nothing was added", what, cq__field_name(f), bad / k, bad % k, s->hook_step);

@@ -125,13 +125,16 @@
                                                   >>stress_vjp_ >>polar_vjp_ >>boundary_adj_
      cables ................. cables.j2           >>cables_
      CUDA driver loader ..... cuda_loader.j2      >>cuda_loader
-     host: state, errors .... host.c.j2           >>errors >>memory >>work_memory >>conversion
-     host: CPU backend ...... host.c.j2           >>cpu_drivers >>cpu_substep_ >>cpu_substep_adj_
-                                                  >>cpu_check_adjoint >>cpu_cables_
-     host: CUDA backend ..... cuda_backend.j2     >>cuda_substep_ >>cuda_substep_adj_
+     host: sim, vtable ...... host_sim.j2         struct cq_sim, cq__vtable (what a backend provides)
+     host: errors, memory ... host_memory.j2      >>errors >>memory >>work_memory >>conversion >>cables
+     host: CPU backend ...... cpu_backend.j2      >>cpu_drivers >>cpu_substep_ >>cpu_substep_adj_
+                                                  >>cpu_check_adjoint >>cpu_act_grad >>cpu_cables_
+     host: CUDA backend ..... cuda_backend.j2     >>cuda_substep_ >>cuda_substep_adj_ >>cuda_act_grad
                                                   >>cuda_check_adjoint_ (launches: cq__cu_launch)
-     host: API .............. host.c.j2           >>create >>validation >>particles >>tape >>step
-                                                  >>reverse (the state machine) >>cable_api
+     backend selection ...... backend_select.j2   >>backend_select
+     host: API .............. api_create.j2       >>create >>validation
+                              api_particles.j2    >>particles
+                              api_reverse.j2      >>tape >>step >>reverse (the state machine) >>cable_api
      embedded PTX ........... ptx.j2              at the end, after all readable code
      The CUDA kernels are the same CQ_HD functions behind __global__ wrappers
      (templates/kernels.cu.j2 -> the cuda/ directory, compiled to the PTX embedded here).

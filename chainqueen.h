@@ -68,7 +68,10 @@
      may run on distinct threads at once.  cq_sim_create may be called from many threads at
      once: the first CUDA create loads the driver once (atomics), and the create error is
      thread-local (CQ_THREAD_LOCAL; define it to override).  A hook runs on the thread that
-     called cq_sim_backward and must not destroy the sim.
+     called cq_sim_backward and must not destroy the sim.  The CPU backend's parallel loops
+     run on OpenMP's threads (with -fopenmp), or on the host's job system given in
+     cq_sim_desc.threads (enqueue/finish, as Box2D v3; examples/11_threads.c has a pthread
+     pool): results are bitwise the same whatever the worker count or the range split.
 
    OPTIONS (define before the implementation include)
      CQ_NO_CUDA      compile the CUDA backend out (no loader, no embedded PTX, no <dlfcn.h>)
@@ -229,6 +232,23 @@ typedef struct cq_logger {
     void *user;
 } cq_logger;
 
+/* The host's threads (Box2D v3's enqueue/finish model): a game engine runs the CPU backend's
+   parallel loops on its own job system instead of OpenMP's.  enqueue(task, items, min_range,
+   task_context, user) must run task(begin, end, worker, task_context) over ranges that cover
+   [0, items) exactly once (each at least min_range long except the last; worker in
+   0..workers-1), on any threads, and return a handle for finish(handle, user), which waits for
+   all of them; or run them all before returning and return NULL (finish is then skipped).
+   Results are bitwise the same whatever `workers` and however the ranges are split, and the
+   same as with OpenMP or serially.  workers = 0: no hook (OpenMP if compiled with it, else
+   serial). */
+typedef void (*cq_task_fn)(int begin, int end, int worker, void *task_context);
+typedef struct cq_threads {
+    int workers;
+    void *(*enqueue)(cq_task_fn task, int items, int min_range, void *task_context, void *user);
+    void (*finish)(void *handle, void *user);
+    void *user;
+} cq_threads;
+
 typedef struct cq_sim_desc {
     int dim;                 /* 2 or 3 */
     int res[3];              /* grid cells per axis (= nodes, at i*dx; res[2] ignored in 2D); the
@@ -245,6 +265,7 @@ typedef struct cq_sim_desc {
     cq_allocator allocator;  /* zero = malloc/free */
     cq_logger logger;        /* zero = errors and warnings to stderr; cq_log_silent = nothing */
     int device;              /* CUDA device ordinal for CQ_BACKEND_CUDA / DEFAULT; 0 = the first */
+    cq_threads threads;      /* the host's job system for the CPU backend; zero = OpenMP/serial */
 } cq_sim_desc;
 
 typedef struct cq_particles_desc {   /* host arrays, double, particle-major */
@@ -5306,6 +5327,68 @@ static int cq__cable_buffers(cq_sim *s)
     return 1;
 }
 
+/* ------------------------------------------------------------------ >>parallel_for
+   Every parallel loop of the CPU backend: fn(ctx, begin, end) over ranges covering [0, items),
+   on the host's job system (cq_sim_desc.threads), else OpenMP, else serially.  The loops'
+   items are independent (a particle, a node, or a slab of one colour), so the results do not
+   depend on how the ranges are split. */
+typedef void (*cq__range_fn)(void *ctx, int begin, int end);
+typedef struct cq__task { cq__range_fn fn; void *ctx; } cq__task;
+
+static void cq__run_task(int begin, int end, int worker, void *task_context)
+{
+    const cq__task *t = (const cq__task *)task_context;
+    (void)worker;
+    if (begin < end) t->fn(t->ctx, begin, end);
+}
+
+static void cq__parallel_for(const cq_sim *s, int items, int min_range, cq__range_fn fn, void *ctx)
+{
+    const cq_threads *th = &s->desc.threads;
+    if (items <= 0) return;
+    if (th->workers > 0) {
+        cq__task t;
+        void *handle;
+        t.fn = fn; t.ctx = ctx;
+        handle = th->enqueue(cq__run_task, items, min_range > 0 ? min_range : 1, &t, th->user);
+        if (handle) th->finish(handle, th->user);
+        return;
+    }
+#if defined(_OPENMP)
+    {
+        const int chunk = min_range > 0 ? min_range : 1, nchunks = (items + chunk - 1) / chunk;
+        CQ__OMP(parallel for schedule(dynamic))
+        for (int c = 0; c < nchunks; ++c) fn(ctx, c * chunk, c * chunk + chunk < items ? c * chunk + chunk : items);
+    }
+#else
+    fn(ctx, 0, items);
+#endif
+}
+
+#if defined(_MSC_VER)
+#  include <intrin.h>
+#endif
+/* *a = min(*a, v), atomically (loops run on several threads); the result is order-free. */
+static void cq__atomic_min_int(int *a, int v)
+{
+#if defined(_MSC_VER)
+    long old = *(volatile long *)a;
+    while (v < old) {
+        long seen = _InterlockedCompareExchange((volatile long *)a, v, old);
+        if (seen == old) break;
+        old = seen;
+    }
+#elif defined(__GNUC__)
+    int old = __atomic_load_n(a, __ATOMIC_RELAXED);
+    while (v < old && !__atomic_compare_exchange_n(a, &old, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) { }
+#elif defined(_OPENMP)
+    CQ__OMP(critical(cq__atomic_min))
+    if (v < *a) *a = v;
+#else
+    if (v < *a) *a = v;   /* unknown compiler: its threads hook must run tasks serially */
+#endif
+}
+
 /* ------------------------------------------------------------------ >>check_adjoint
    The backward pass checks, after each step, the adjoint state and the parameter gradients in
    cq_field order: x, v, C, F of `a`, then mass, volume, youngs, poisson. */
@@ -5400,17 +5483,33 @@ static void cq__bucket_f64(cq_sim *s, const double *x)
     }
 }
 
+typedef struct cq__cable_task_2d_f32 { cq_sim *s; const cq__state *in; const cq__state *ai; } cq__cable_task_2d_f32;
+static void cq__cable_veff_range_2d_f32(void *ctx, int begin, int end)
+{
+    const cq__cable_task_2d_f32 *t = (const cq__cable_task_2d_f32 *)ctx;
+    cq_sim *s = t->s;
+    for (int p = begin; p < end; ++p)
+        cq__cable_veff_2d_f32(p, (const float *)t->in->v, s->cable_f, (const float *)s->wmass, s->desc.dt, (float *)s->veff);
+}
+static void cq__cable_mass_adj_range_2d_f32(void *ctx, int begin, int end)
+{
+    const cq__cable_task_2d_f32 *t = (const cq__cable_task_2d_f32 *)ctx;
+    cq_sim *s = t->s;
+    for (int p = begin; p < end; ++p)
+        cq__cable_mass_adj_2d_f32(p, s->cable_f, (const float *)t->ai->v, (const float *)s->wmass, s->desc.dt, (float *)s->g_mass);
+}
+
 /* >>cpu_cables_2d_f32: the cable impulse of a substep from `in` into s->veff (and s->cable_f) */
 static void cq__cpu_cable_veff_2d_f32(cq_sim *s, const cq__state *in)
 {
     const float *x = (const float *)in->x;
+    cq__cable_task_2d_f32 t;
     memset(s->wcL, 0, sizeof(double) * (size_t)s->n_cables);
     memset(s->cable_f, 0, sizeof(double) * (size_t)s->n * 2);
     for (int q = 0; q < s->n_cseg; ++q) cq__cable_len_2d_f32(q, s->wcseg, x, s->wcL);
     for (int q = 0; q < s->n_cseg; ++q) cq__cable_force_2d_f32(q, s->wcseg, x, s->wcL, s->wck, s->wctarget, s->cable_f);
-    CQ__OMP(parallel for schedule(static))
-    for (int p = 0; p < s->n; ++p)
-        cq__cable_veff_2d_f32(p, (const float *)in->v, s->cable_f, (const float *)s->wmass, s->desc.dt, (float *)s->veff);
+    t.s = s; t.in = in; t.ai = NULL;
+    cq__parallel_for(s, s->n, 1024, cq__cable_veff_range_2d_f32, &t);
 }
 
 /* its adjoint: ai->v holds dL/dveff; adds to ai->x, the mass gradient and s->wcgrad.  Needs
@@ -5419,8 +5518,9 @@ static void cq__cpu_cable_adj_2d_f32(cq_sim *s, const cq__state *in, cq__state *
 {
     const float *x = (const float *)in->x, *av = (const float *)ai->v, *m = (const float *)s->wmass;
     const double dt = s->desc.dt;
-    CQ__OMP(parallel for schedule(static))
-    for (int p = 0; p < s->n; ++p) cq__cable_mass_adj_2d_f32(p, s->cable_f, av, m, dt, (float *)s->g_mass);
+    cq__cable_task_2d_f32 t;
+    t.s = s; t.in = in; t.ai = ai;
+    cq__parallel_for(s, s->n, 1024, cq__cable_mass_adj_range_2d_f32, &t);
     memset(s->wcdot, 0, sizeof(double) * (size_t)s->n_cables);
     for (int q = 0; q < s->n_cseg; ++q) cq__cable_dot_2d_f32(q, s->wcseg, x, av, m, s->wcL, s->wctarget, dt, s->wcdot);
     for (int c = 0; c < s->n_cables; ++c) cq__cable_grad_2d_f32(c, s->wck, s->wcrest, s->wctarget, s->wcdot, s->wcgrad);
@@ -5428,17 +5528,33 @@ static void cq__cpu_cable_adj_2d_f32(cq_sim *s, const cq__state *in, cq__state *
         cq__cable_x_adj_2d_f32(q, s->wcseg, x, av, m, s->wcL, s->wctarget, s->wck, s->wcdot, dt, (float *)ai->x);
 }
 
+typedef struct cq__cable_task_2d_f64 { cq_sim *s; const cq__state *in; const cq__state *ai; } cq__cable_task_2d_f64;
+static void cq__cable_veff_range_2d_f64(void *ctx, int begin, int end)
+{
+    const cq__cable_task_2d_f64 *t = (const cq__cable_task_2d_f64 *)ctx;
+    cq_sim *s = t->s;
+    for (int p = begin; p < end; ++p)
+        cq__cable_veff_2d_f64(p, (const double *)t->in->v, s->cable_f, (const double *)s->wmass, s->desc.dt, (double *)s->veff);
+}
+static void cq__cable_mass_adj_range_2d_f64(void *ctx, int begin, int end)
+{
+    const cq__cable_task_2d_f64 *t = (const cq__cable_task_2d_f64 *)ctx;
+    cq_sim *s = t->s;
+    for (int p = begin; p < end; ++p)
+        cq__cable_mass_adj_2d_f64(p, s->cable_f, (const double *)t->ai->v, (const double *)s->wmass, s->desc.dt, (double *)s->g_mass);
+}
+
 /* >>cpu_cables_2d_f64: the cable impulse of a substep from `in` into s->veff (and s->cable_f) */
 static void cq__cpu_cable_veff_2d_f64(cq_sim *s, const cq__state *in)
 {
     const double *x = (const double *)in->x;
+    cq__cable_task_2d_f64 t;
     memset(s->wcL, 0, sizeof(double) * (size_t)s->n_cables);
     memset(s->cable_f, 0, sizeof(double) * (size_t)s->n * 2);
     for (int q = 0; q < s->n_cseg; ++q) cq__cable_len_2d_f64(q, s->wcseg, x, s->wcL);
     for (int q = 0; q < s->n_cseg; ++q) cq__cable_force_2d_f64(q, s->wcseg, x, s->wcL, s->wck, s->wctarget, s->cable_f);
-    CQ__OMP(parallel for schedule(static))
-    for (int p = 0; p < s->n; ++p)
-        cq__cable_veff_2d_f64(p, (const double *)in->v, s->cable_f, (const double *)s->wmass, s->desc.dt, (double *)s->veff);
+    t.s = s; t.in = in; t.ai = NULL;
+    cq__parallel_for(s, s->n, 1024, cq__cable_veff_range_2d_f64, &t);
 }
 
 /* its adjoint: ai->v holds dL/dveff; adds to ai->x, the mass gradient and s->wcgrad.  Needs
@@ -5447,8 +5563,9 @@ static void cq__cpu_cable_adj_2d_f64(cq_sim *s, const cq__state *in, cq__state *
 {
     const double *x = (const double *)in->x, *av = (const double *)ai->v, *m = (const double *)s->wmass;
     const double dt = s->desc.dt;
-    CQ__OMP(parallel for schedule(static))
-    for (int p = 0; p < s->n; ++p) cq__cable_mass_adj_2d_f64(p, s->cable_f, av, m, dt, (double *)s->g_mass);
+    cq__cable_task_2d_f64 t;
+    t.s = s; t.in = in; t.ai = ai;
+    cq__parallel_for(s, s->n, 1024, cq__cable_mass_adj_range_2d_f64, &t);
     memset(s->wcdot, 0, sizeof(double) * (size_t)s->n_cables);
     for (int q = 0; q < s->n_cseg; ++q) cq__cable_dot_2d_f64(q, s->wcseg, x, av, m, s->wcL, s->wctarget, dt, s->wcdot);
     for (int c = 0; c < s->n_cables; ++c) cq__cable_grad_2d_f64(c, s->wck, s->wcrest, s->wctarget, s->wcdot, s->wcgrad);
@@ -5456,17 +5573,33 @@ static void cq__cpu_cable_adj_2d_f64(cq_sim *s, const cq__state *in, cq__state *
         cq__cable_x_adj_2d_f64(q, s->wcseg, x, av, m, s->wcL, s->wctarget, s->wck, s->wcdot, dt, (double *)ai->x);
 }
 
+typedef struct cq__cable_task_3d_f32 { cq_sim *s; const cq__state *in; const cq__state *ai; } cq__cable_task_3d_f32;
+static void cq__cable_veff_range_3d_f32(void *ctx, int begin, int end)
+{
+    const cq__cable_task_3d_f32 *t = (const cq__cable_task_3d_f32 *)ctx;
+    cq_sim *s = t->s;
+    for (int p = begin; p < end; ++p)
+        cq__cable_veff_3d_f32(p, (const float *)t->in->v, s->cable_f, (const float *)s->wmass, s->desc.dt, (float *)s->veff);
+}
+static void cq__cable_mass_adj_range_3d_f32(void *ctx, int begin, int end)
+{
+    const cq__cable_task_3d_f32 *t = (const cq__cable_task_3d_f32 *)ctx;
+    cq_sim *s = t->s;
+    for (int p = begin; p < end; ++p)
+        cq__cable_mass_adj_3d_f32(p, s->cable_f, (const float *)t->ai->v, (const float *)s->wmass, s->desc.dt, (float *)s->g_mass);
+}
+
 /* >>cpu_cables_3d_f32: the cable impulse of a substep from `in` into s->veff (and s->cable_f) */
 static void cq__cpu_cable_veff_3d_f32(cq_sim *s, const cq__state *in)
 {
     const float *x = (const float *)in->x;
+    cq__cable_task_3d_f32 t;
     memset(s->wcL, 0, sizeof(double) * (size_t)s->n_cables);
     memset(s->cable_f, 0, sizeof(double) * (size_t)s->n * 3);
     for (int q = 0; q < s->n_cseg; ++q) cq__cable_len_3d_f32(q, s->wcseg, x, s->wcL);
     for (int q = 0; q < s->n_cseg; ++q) cq__cable_force_3d_f32(q, s->wcseg, x, s->wcL, s->wck, s->wctarget, s->cable_f);
-    CQ__OMP(parallel for schedule(static))
-    for (int p = 0; p < s->n; ++p)
-        cq__cable_veff_3d_f32(p, (const float *)in->v, s->cable_f, (const float *)s->wmass, s->desc.dt, (float *)s->veff);
+    t.s = s; t.in = in; t.ai = NULL;
+    cq__parallel_for(s, s->n, 1024, cq__cable_veff_range_3d_f32, &t);
 }
 
 /* its adjoint: ai->v holds dL/dveff; adds to ai->x, the mass gradient and s->wcgrad.  Needs
@@ -5475,8 +5608,9 @@ static void cq__cpu_cable_adj_3d_f32(cq_sim *s, const cq__state *in, cq__state *
 {
     const float *x = (const float *)in->x, *av = (const float *)ai->v, *m = (const float *)s->wmass;
     const double dt = s->desc.dt;
-    CQ__OMP(parallel for schedule(static))
-    for (int p = 0; p < s->n; ++p) cq__cable_mass_adj_3d_f32(p, s->cable_f, av, m, dt, (float *)s->g_mass);
+    cq__cable_task_3d_f32 t;
+    t.s = s; t.in = in; t.ai = ai;
+    cq__parallel_for(s, s->n, 1024, cq__cable_mass_adj_range_3d_f32, &t);
     memset(s->wcdot, 0, sizeof(double) * (size_t)s->n_cables);
     for (int q = 0; q < s->n_cseg; ++q) cq__cable_dot_3d_f32(q, s->wcseg, x, av, m, s->wcL, s->wctarget, dt, s->wcdot);
     for (int c = 0; c < s->n_cables; ++c) cq__cable_grad_3d_f32(c, s->wck, s->wcrest, s->wctarget, s->wcdot, s->wcgrad);
@@ -5484,17 +5618,33 @@ static void cq__cpu_cable_adj_3d_f32(cq_sim *s, const cq__state *in, cq__state *
         cq__cable_x_adj_3d_f32(q, s->wcseg, x, av, m, s->wcL, s->wctarget, s->wck, s->wcdot, dt, (float *)ai->x);
 }
 
+typedef struct cq__cable_task_3d_f64 { cq_sim *s; const cq__state *in; const cq__state *ai; } cq__cable_task_3d_f64;
+static void cq__cable_veff_range_3d_f64(void *ctx, int begin, int end)
+{
+    const cq__cable_task_3d_f64 *t = (const cq__cable_task_3d_f64 *)ctx;
+    cq_sim *s = t->s;
+    for (int p = begin; p < end; ++p)
+        cq__cable_veff_3d_f64(p, (const double *)t->in->v, s->cable_f, (const double *)s->wmass, s->desc.dt, (double *)s->veff);
+}
+static void cq__cable_mass_adj_range_3d_f64(void *ctx, int begin, int end)
+{
+    const cq__cable_task_3d_f64 *t = (const cq__cable_task_3d_f64 *)ctx;
+    cq_sim *s = t->s;
+    for (int p = begin; p < end; ++p)
+        cq__cable_mass_adj_3d_f64(p, s->cable_f, (const double *)t->ai->v, (const double *)s->wmass, s->desc.dt, (double *)s->g_mass);
+}
+
 /* >>cpu_cables_3d_f64: the cable impulse of a substep from `in` into s->veff (and s->cable_f) */
 static void cq__cpu_cable_veff_3d_f64(cq_sim *s, const cq__state *in)
 {
     const double *x = (const double *)in->x;
+    cq__cable_task_3d_f64 t;
     memset(s->wcL, 0, sizeof(double) * (size_t)s->n_cables);
     memset(s->cable_f, 0, sizeof(double) * (size_t)s->n * 3);
     for (int q = 0; q < s->n_cseg; ++q) cq__cable_len_3d_f64(q, s->wcseg, x, s->wcL);
     for (int q = 0; q < s->n_cseg; ++q) cq__cable_force_3d_f64(q, s->wcseg, x, s->wcL, s->wck, s->wctarget, s->cable_f);
-    CQ__OMP(parallel for schedule(static))
-    for (int p = 0; p < s->n; ++p)
-        cq__cable_veff_3d_f64(p, (const double *)in->v, s->cable_f, (const double *)s->wmass, s->desc.dt, (double *)s->veff);
+    t.s = s; t.in = in; t.ai = NULL;
+    cq__parallel_for(s, s->n, 1024, cq__cable_veff_range_3d_f64, &t);
 }
 
 /* its adjoint: ai->v holds dL/dveff; adds to ai->x, the mass gradient and s->wcgrad.  Needs
@@ -5503,8 +5653,9 @@ static void cq__cpu_cable_adj_3d_f64(cq_sim *s, const cq__state *in, cq__state *
 {
     const double *x = (const double *)in->x, *av = (const double *)ai->v, *m = (const double *)s->wmass;
     const double dt = s->desc.dt;
-    CQ__OMP(parallel for schedule(static))
-    for (int p = 0; p < s->n; ++p) cq__cable_mass_adj_3d_f64(p, s->cable_f, av, m, dt, (double *)s->g_mass);
+    cq__cable_task_3d_f64 t;
+    t.s = s; t.in = in; t.ai = ai;
+    cq__parallel_for(s, s->n, 1024, cq__cable_mass_adj_range_3d_f64, &t);
     memset(s->wcdot, 0, sizeof(double) * (size_t)s->n_cables);
     for (int q = 0; q < s->n_cseg; ++q) cq__cable_dot_3d_f64(q, s->wcseg, x, av, m, s->wcL, s->wctarget, dt, s->wcdot);
     for (int c = 0; c < s->n_cables; ++c) cq__cable_grad_3d_f64(c, s->wck, s->wcrest, s->wctarget, s->wcdot, s->wcgrad);
@@ -5512,47 +5663,94 @@ static void cq__cpu_cable_adj_3d_f64(cq_sim *s, const cq__state *in, cq__state *
         cq__cable_x_adj_3d_f64(q, s->wcseg, x, av, m, s->wcL, s->wctarget, s->wck, s->wcdot, dt, (double *)ai->x);
 }
 
-/* >>cpu_grid_2d_fixed_corotated_f32: P2G (slab-coloured) and the grid update from particle state `in`.
-   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
-static void cq__cpu_grid_2d_fixed_corotated_f32(cq_sim *s, cq__pview_f32 in, int keep_momentum)
-{
-    const cq__params_f32 *prm = &s->prm_f32;
+/* What the range functions of one substep (or its adjoint) read. */
+typedef struct cq__sub_task_2d_fixed_corotated_f32 {
+    cq_sim *s;
+    const cq__params_f32 *prm;
+    cq__pview_f32 in, out, ao, ai, pg;
     cq__gview_f32 g;
-    const long nodes = s->nodes;
-    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
-    memset(g.m, 0, (size_t)nodes * sizeof(float));
-    memset(g.v, 0, (size_t)nodes * 2 * sizeof(float));
-    cq__bucket_f32(s, in.x);
-    for (int colour = 0; colour < 2; ++colour) {
-        const int *order = s->order, *start = s->slab_start;
-        CQ__OMP(parallel for schedule(dynamic))
-        for (int sl = colour; sl < s->nslabs; sl += 2)
-            for (int k = start[sl]; k < start[sl + 1]; ++k)
-                cq__p2g_fwd_2d_fixed_corotated_f32(order[k], prm, in, g);
+    int colour, first;
+} cq__sub_task_2d_fixed_corotated_f32;
+
+/* P2G of the slabs colour, colour + 2, ... (items: those slabs) */
+static void cq__p2g_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
+{
+    const cq__sub_task_2d_fixed_corotated_f32 *t = (const cq__sub_task_2d_fixed_corotated_f32 *)ctx;
+    const int *order = t->s->order, *start = t->s->slab_start;
+    for (int i = begin; i < end; ++i) {
+        const int sl = t->colour + 2 * i;
+        for (int k = start[sl]; k < start[sl + 1]; ++k) cq__p2g_fwd_2d_fixed_corotated_f32(order[k], t->prm, t->in, t->g);
     }
-    if (keep_momentum) memcpy(s->grid_p, g.v, (size_t)nodes * 2 * sizeof(float));
-    CQ__OMP(parallel for schedule(static))
-    for (long i = 0; i < nodes; ++i)
-        cq__grid_fwd_2d_f32((int)i, prm, g);
+}
+static void cq__grid_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
+{
+    const cq__sub_task_2d_fixed_corotated_f32 *t = (const cq__sub_task_2d_fixed_corotated_f32 *)ctx;
+    for (int i = begin; i < end; ++i) cq__grid_fwd_2d_f32(i, t->prm, t->g);
+}
+static void cq__g2p_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
+{
+    cq__sub_task_2d_fixed_corotated_f32 *t = (cq__sub_task_2d_fixed_corotated_f32 *)ctx;
+    for (int p = begin; p < end; ++p)
+        if (cq__g2p_fwd_2d_f32(p, t->prm, t->in, t->out, t->g) != CQ__OK) { cq__atomic_min_int(&t->first, p); break; }
+}
+static void cq__g2p_adj_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
+{
+    const cq__sub_task_2d_fixed_corotated_f32 *t = (const cq__sub_task_2d_fixed_corotated_f32 *)ctx;
+    const int *order = t->s->order, *start = t->s->slab_start;
+    for (int i = begin; i < end; ++i) {
+        const int sl = t->colour + 2 * i;
+        for (int k = start[sl]; k < start[sl + 1]; ++k)
+            cq__g2p_adj_2d_f32(order[k], t->prm, t->in, t->g, t->ao, t->ai, (float *)t->s->grid_vb);
+    }
+}
+static void cq__grid_adj_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
+{
+    const cq__sub_task_2d_fixed_corotated_f32 *t = (const cq__sub_task_2d_fixed_corotated_f32 *)ctx;
+    const cq_sim *s = t->s;
+    for (int i = begin; i < end; ++i)
+        cq__grid_adj_2d_f32(i, t->prm, t->g.m, (const float *)s->grid_p, (const float *)s->grid_vb,
+                                                      (float *)s->grid_pb, (float *)s->grid_mb);
+}
+static void cq__p2g_adj_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
+{
+    const cq__sub_task_2d_fixed_corotated_f32 *t = (const cq__sub_task_2d_fixed_corotated_f32 *)ctx;
+    const cq_sim *s = t->s;
+    for (int p = begin; p < end; ++p)
+        cq__p2g_adj_2d_fixed_corotated_f32(p, t->prm, t->in, (const float *)s->grid_pb, (const float *)s->grid_mb,
+                                                             t->ai, t->pg, (float *)s->dact + (long)p * 4);
+}
+
+/* >>cpu_grid_2d_fixed_corotated_f32: P2G (slab-coloured) and the grid update from particle state t->in.
+   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
+static void cq__cpu_grid_2d_fixed_corotated_f32(cq__sub_task_2d_fixed_corotated_f32 *t, int keep_momentum)
+{
+    cq_sim *s = t->s;
+    const long nodes = s->nodes;
+    t->g.m = (float *)s->grid_m; t->g.v = (float *)s->grid_v;
+    memset(t->g.m, 0, (size_t)nodes * sizeof(float));
+    memset(t->g.v, 0, (size_t)nodes * 2 * sizeof(float));
+    cq__bucket_f32(s, t->in.x);
+    for (t->colour = 0; t->colour < 2; ++t->colour)   /* slabs of one colour touch disjoint nodes */
+        cq__parallel_for(s, (s->nslabs - t->colour + 1) / 2, 1, cq__p2g_range_2d_fixed_corotated_f32, t);
+    if (keep_momentum) memcpy(s->grid_p, t->g.v, (size_t)nodes * 2 * sizeof(float));
+    cq__parallel_for(s, (int)nodes, 4096, cq__grid_range_2d_fixed_corotated_f32, t);
 }
 
 /* >>cpu_substep_2d_fixed_corotated_f32: grid phase, then G2P from `in` into `out`. */
 static int cq__cpu_substep_2d_fixed_corotated_f32(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
 {
-    const cq__params_f32 *prm = &s->prm_f32;
-    cq__pview_f32 in = cq__pview_f32_of(s, in_st), out = cq__pview_f32_of(s, out_st);
-    cq__gview_f32 g;
+    cq__sub_task_2d_fixed_corotated_f32 t;
     const int n = s->n;
-    int first = n;
-    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
-    if (s->n_cables) { cq__cpu_cable_veff_2d_f32(s, in_st); in.v = (float *)s->veff; }
-    cq__cpu_grid_2d_fixed_corotated_f32(s, in, 0);
-    CQ__OMP(parallel for schedule(static) reduction(min:first))
-    for (int p = 0; p < n; ++p)
-        if (cq__g2p_fwd_2d_f32(p, prm, in, out, g) != CQ__OK && p < first) first = p;
-    if (first == n) { *bad = -1; return CQ__OK; }
-    *bad = first;
-    return cq__g2p_fwd_2d_f32(first, prm, in, out, g);
+    memset(&t, 0, sizeof t);
+    t.s = s; t.prm = &s->prm_f32;
+    t.in = cq__pview_f32_of(s, in_st); t.out = cq__pview_f32_of(s, out_st);
+    if (s->n_cables) { cq__cpu_cable_veff_2d_f32(s, in_st); t.in.v = (float *)s->veff; }
+    cq__cpu_grid_2d_fixed_corotated_f32(&t, 0);
+    t.first = n;
+    cq__parallel_for(s, n, 1024, cq__g2p_range_2d_fixed_corotated_f32, &t);
+    if (t.first == n) { *bad = -1; return CQ__OK; }
+    *bad = t.first;
+    return cq__g2p_fwd_2d_f32(t.first, t.prm, t.in, t.out, t.g);
 }
 
 /* >>cpu_substep_adj_2d_fixed_corotated_f32: the substep's adjoint, phases reversed: recompute the grid
@@ -5560,33 +5758,19 @@ static int cq__cpu_substep_2d_fixed_corotated_f32(cq_sim *s, const cq__state *in
    adjoint (gather) per particle. */
 static void cq__cpu_substep_adj_2d_fixed_corotated_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
-    const cq__params_f32 *prm = &s->prm_f32;
-    cq__pview_f32 in = cq__pview_f32_of(s, in_st), ao = cq__pview_f32_of(s, ao_st);
-    cq__pview_f32 ai = cq__pview_f32_of(s, ai_st), pg = in;
-    cq__gview_f32 g;
-    float *gvb = (float *)s->grid_vb, *gpb = (float *)s->grid_pb, *gmb = (float *)s->grid_mb;
-    const float *gp = (const float *)s->grid_p;
-    float *dact = (float *)s->dact;
-    const long nodes = s->nodes;
-    const int n = s->n;
-    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
-    pg.mass = (float *)s->g_mass; pg.vol = (float *)s->g_vol; pg.E = (float *)s->g_E; pg.nu = (float *)s->g_nu;
-    if (s->n_cables) { cq__cpu_cable_veff_2d_f32(s, in_st); in.v = (float *)s->veff; }
-    cq__cpu_grid_2d_fixed_corotated_f32(s, in, 1);
-    memset(gvb, 0, (size_t)nodes * 2 * sizeof(float));
-    for (int colour = 0; colour < 2; ++colour) {
-        const int *order = s->order, *start = s->slab_start;
-        CQ__OMP(parallel for schedule(dynamic))
-        for (int sl = colour; sl < s->nslabs; sl += 2)
-            for (int k = start[sl]; k < start[sl + 1]; ++k)
-                cq__g2p_adj_2d_f32(order[k], prm, in, g, ao, ai, gvb);
-    }
-    CQ__OMP(parallel for schedule(static))
-    for (long i = 0; i < nodes; ++i)
-        cq__grid_adj_2d_f32((int)i, prm, g.m, gp, gvb, gpb, gmb);
-    CQ__OMP(parallel for schedule(static))
-    for (int p = 0; p < n; ++p)
-        cq__p2g_adj_2d_fixed_corotated_f32(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 4);
+    cq__sub_task_2d_fixed_corotated_f32 t;
+    memset(&t, 0, sizeof t);
+    t.s = s; t.prm = &s->prm_f32;
+    t.in = cq__pview_f32_of(s, in_st); t.ao = cq__pview_f32_of(s, ao_st); t.ai = cq__pview_f32_of(s, ai_st);
+    t.pg = t.in;
+    t.pg.mass = (float *)s->g_mass; t.pg.vol = (float *)s->g_vol; t.pg.E = (float *)s->g_E; t.pg.nu = (float *)s->g_nu;
+    if (s->n_cables) { cq__cpu_cable_veff_2d_f32(s, in_st); t.in.v = (float *)s->veff; }
+    cq__cpu_grid_2d_fixed_corotated_f32(&t, 1);
+    memset(s->grid_vb, 0, (size_t)s->nodes * 2 * sizeof(float));
+    for (t.colour = 0; t.colour < 2; ++t.colour)   /* the G2P adjoint scatters: slab-coloured like P2G */
+        cq__parallel_for(s, (s->nslabs - t.colour + 1) / 2, 1, cq__g2p_adj_range_2d_fixed_corotated_f32, &t);
+    cq__parallel_for(s, (int)s->nodes, 4096, cq__grid_adj_range_2d_fixed_corotated_f32, &t);
+    cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_fixed_corotated_f32, &t);
     if (s->n_cables) cq__cpu_cable_adj_2d_f32(s, in_st, ai_st);
 }
 
@@ -5602,47 +5786,94 @@ static int cq__check_stress_2d_fixed_corotated_f32(const cq_sim *s, const void *
     return -1;
 }
 
-/* >>cpu_grid_2d_fixed_corotated_f64: P2G (slab-coloured) and the grid update from particle state `in`.
-   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
-static void cq__cpu_grid_2d_fixed_corotated_f64(cq_sim *s, cq__pview_f64 in, int keep_momentum)
-{
-    const cq__params_f64 *prm = &s->prm_f64;
+/* What the range functions of one substep (or its adjoint) read. */
+typedef struct cq__sub_task_2d_fixed_corotated_f64 {
+    cq_sim *s;
+    const cq__params_f64 *prm;
+    cq__pview_f64 in, out, ao, ai, pg;
     cq__gview_f64 g;
-    const long nodes = s->nodes;
-    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
-    memset(g.m, 0, (size_t)nodes * sizeof(double));
-    memset(g.v, 0, (size_t)nodes * 2 * sizeof(double));
-    cq__bucket_f64(s, in.x);
-    for (int colour = 0; colour < 2; ++colour) {
-        const int *order = s->order, *start = s->slab_start;
-        CQ__OMP(parallel for schedule(dynamic))
-        for (int sl = colour; sl < s->nslabs; sl += 2)
-            for (int k = start[sl]; k < start[sl + 1]; ++k)
-                cq__p2g_fwd_2d_fixed_corotated_f64(order[k], prm, in, g);
+    int colour, first;
+} cq__sub_task_2d_fixed_corotated_f64;
+
+/* P2G of the slabs colour, colour + 2, ... (items: those slabs) */
+static void cq__p2g_range_2d_fixed_corotated_f64(void *ctx, int begin, int end)
+{
+    const cq__sub_task_2d_fixed_corotated_f64 *t = (const cq__sub_task_2d_fixed_corotated_f64 *)ctx;
+    const int *order = t->s->order, *start = t->s->slab_start;
+    for (int i = begin; i < end; ++i) {
+        const int sl = t->colour + 2 * i;
+        for (int k = start[sl]; k < start[sl + 1]; ++k) cq__p2g_fwd_2d_fixed_corotated_f64(order[k], t->prm, t->in, t->g);
     }
-    if (keep_momentum) memcpy(s->grid_p, g.v, (size_t)nodes * 2 * sizeof(double));
-    CQ__OMP(parallel for schedule(static))
-    for (long i = 0; i < nodes; ++i)
-        cq__grid_fwd_2d_f64((int)i, prm, g);
+}
+static void cq__grid_range_2d_fixed_corotated_f64(void *ctx, int begin, int end)
+{
+    const cq__sub_task_2d_fixed_corotated_f64 *t = (const cq__sub_task_2d_fixed_corotated_f64 *)ctx;
+    for (int i = begin; i < end; ++i) cq__grid_fwd_2d_f64(i, t->prm, t->g);
+}
+static void cq__g2p_range_2d_fixed_corotated_f64(void *ctx, int begin, int end)
+{
+    cq__sub_task_2d_fixed_corotated_f64 *t = (cq__sub_task_2d_fixed_corotated_f64 *)ctx;
+    for (int p = begin; p < end; ++p)
+        if (cq__g2p_fwd_2d_f64(p, t->prm, t->in, t->out, t->g) != CQ__OK) { cq__atomic_min_int(&t->first, p); break; }
+}
+static void cq__g2p_adj_range_2d_fixed_corotated_f64(void *ctx, int begin, int end)
+{
+    const cq__sub_task_2d_fixed_corotated_f64 *t = (const cq__sub_task_2d_fixed_corotated_f64 *)ctx;
+    const int *order = t->s->order, *start = t->s->slab_start;
+    for (int i = begin; i < end; ++i) {
+        const int sl = t->colour + 2 * i;
+        for (int k = start[sl]; k < start[sl + 1]; ++k)
+            cq__g2p_adj_2d_f64(order[k], t->prm, t->in, t->g, t->ao, t->ai, (double *)t->s->grid_vb);
+    }
+}
+static void cq__grid_adj_range_2d_fixed_corotated_f64(void *ctx, int begin, int end)
+{
+    const cq__sub_task_2d_fixed_corotated_f64 *t = (const cq__sub_task_2d_fixed_corotated_f64 *)ctx;
+    const cq_sim *s = t->s;
+    for (int i = begin; i < end; ++i)
+        cq__grid_adj_2d_f64(i, t->prm, t->g.m, (const double *)s->grid_p, (const double *)s->grid_vb,
+                                                      (double *)s->grid_pb, (double *)s->grid_mb);
+}
+static void cq__p2g_adj_range_2d_fixed_corotated_f64(void *ctx, int begin, int end)
+{
+    const cq__sub_task_2d_fixed_corotated_f64 *t = (const cq__sub_task_2d_fixed_corotated_f64 *)ctx;
+    const cq_sim *s = t->s;
+    for (int p = begin; p < end; ++p)
+        cq__p2g_adj_2d_fixed_corotated_f64(p, t->prm, t->in, (const double *)s->grid_pb, (const double *)s->grid_mb,
+                                                             t->ai, t->pg, (double *)s->dact + (long)p * 4);
+}
+
+/* >>cpu_grid_2d_fixed_corotated_f64: P2G (slab-coloured) and the grid update from particle state t->in.
+   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
+static void cq__cpu_grid_2d_fixed_corotated_f64(cq__sub_task_2d_fixed_corotated_f64 *t, int keep_momentum)
+{
+    cq_sim *s = t->s;
+    const long nodes = s->nodes;
+    t->g.m = (double *)s->grid_m; t->g.v = (double *)s->grid_v;
+    memset(t->g.m, 0, (size_t)nodes * sizeof(double));
+    memset(t->g.v, 0, (size_t)nodes * 2 * sizeof(double));
+    cq__bucket_f64(s, t->in.x);
+    for (t->colour = 0; t->colour < 2; ++t->colour)   /* slabs of one colour touch disjoint nodes */
+        cq__parallel_for(s, (s->nslabs - t->colour + 1) / 2, 1, cq__p2g_range_2d_fixed_corotated_f64, t);
+    if (keep_momentum) memcpy(s->grid_p, t->g.v, (size_t)nodes * 2 * sizeof(double));
+    cq__parallel_for(s, (int)nodes, 4096, cq__grid_range_2d_fixed_corotated_f64, t);
 }
 
 /* >>cpu_substep_2d_fixed_corotated_f64: grid phase, then G2P from `in` into `out`. */
 static int cq__cpu_substep_2d_fixed_corotated_f64(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
 {
-    const cq__params_f64 *prm = &s->prm_f64;
-    cq__pview_f64 in = cq__pview_f64_of(s, in_st), out = cq__pview_f64_of(s, out_st);
-    cq__gview_f64 g;
+    cq__sub_task_2d_fixed_corotated_f64 t;
     const int n = s->n;
-    int first = n;
-    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
-    if (s->n_cables) { cq__cpu_cable_veff_2d_f64(s, in_st); in.v = (double *)s->veff; }
-    cq__cpu_grid_2d_fixed_corotated_f64(s, in, 0);
-    CQ__OMP(parallel for schedule(static) reduction(min:first))
-    for (int p = 0; p < n; ++p)
-        if (cq__g2p_fwd_2d_f64(p, prm, in, out, g) != CQ__OK && p < first) first = p;
-    if (first == n) { *bad = -1; return CQ__OK; }
-    *bad = first;
-    return cq__g2p_fwd_2d_f64(first, prm, in, out, g);
+    memset(&t, 0, sizeof t);
+    t.s = s; t.prm = &s->prm_f64;
+    t.in = cq__pview_f64_of(s, in_st); t.out = cq__pview_f64_of(s, out_st);
+    if (s->n_cables) { cq__cpu_cable_veff_2d_f64(s, in_st); t.in.v = (double *)s->veff; }
+    cq__cpu_grid_2d_fixed_corotated_f64(&t, 0);
+    t.first = n;
+    cq__parallel_for(s, n, 1024, cq__g2p_range_2d_fixed_corotated_f64, &t);
+    if (t.first == n) { *bad = -1; return CQ__OK; }
+    *bad = t.first;
+    return cq__g2p_fwd_2d_f64(t.first, t.prm, t.in, t.out, t.g);
 }
 
 /* >>cpu_substep_adj_2d_fixed_corotated_f64: the substep's adjoint, phases reversed: recompute the grid
@@ -5650,33 +5881,19 @@ static int cq__cpu_substep_2d_fixed_corotated_f64(cq_sim *s, const cq__state *in
    adjoint (gather) per particle. */
 static void cq__cpu_substep_adj_2d_fixed_corotated_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
-    const cq__params_f64 *prm = &s->prm_f64;
-    cq__pview_f64 in = cq__pview_f64_of(s, in_st), ao = cq__pview_f64_of(s, ao_st);
-    cq__pview_f64 ai = cq__pview_f64_of(s, ai_st), pg = in;
-    cq__gview_f64 g;
-    double *gvb = (double *)s->grid_vb, *gpb = (double *)s->grid_pb, *gmb = (double *)s->grid_mb;
-    const double *gp = (const double *)s->grid_p;
-    double *dact = (double *)s->dact;
-    const long nodes = s->nodes;
-    const int n = s->n;
-    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
-    pg.mass = (double *)s->g_mass; pg.vol = (double *)s->g_vol; pg.E = (double *)s->g_E; pg.nu = (double *)s->g_nu;
-    if (s->n_cables) { cq__cpu_cable_veff_2d_f64(s, in_st); in.v = (double *)s->veff; }
-    cq__cpu_grid_2d_fixed_corotated_f64(s, in, 1);
-    memset(gvb, 0, (size_t)nodes * 2 * sizeof(double));
-    for (int colour = 0; colour < 2; ++colour) {
-        const int *order = s->order, *start = s->slab_start;
-        CQ__OMP(parallel for schedule(dynamic))
-        for (int sl = colour; sl < s->nslabs; sl += 2)
-            for (int k = start[sl]; k < start[sl + 1]; ++k)
-                cq__g2p_adj_2d_f64(order[k], prm, in, g, ao, ai, gvb);
-    }
-    CQ__OMP(parallel for schedule(static))
-    for (long i = 0; i < nodes; ++i)
-        cq__grid_adj_2d_f64((int)i, prm, g.m, gp, gvb, gpb, gmb);
-    CQ__OMP(parallel for schedule(static))
-    for (int p = 0; p < n; ++p)
-        cq__p2g_adj_2d_fixed_corotated_f64(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 4);
+    cq__sub_task_2d_fixed_corotated_f64 t;
+    memset(&t, 0, sizeof t);
+    t.s = s; t.prm = &s->prm_f64;
+    t.in = cq__pview_f64_of(s, in_st); t.ao = cq__pview_f64_of(s, ao_st); t.ai = cq__pview_f64_of(s, ai_st);
+    t.pg = t.in;
+    t.pg.mass = (double *)s->g_mass; t.pg.vol = (double *)s->g_vol; t.pg.E = (double *)s->g_E; t.pg.nu = (double *)s->g_nu;
+    if (s->n_cables) { cq__cpu_cable_veff_2d_f64(s, in_st); t.in.v = (double *)s->veff; }
+    cq__cpu_grid_2d_fixed_corotated_f64(&t, 1);
+    memset(s->grid_vb, 0, (size_t)s->nodes * 2 * sizeof(double));
+    for (t.colour = 0; t.colour < 2; ++t.colour)   /* the G2P adjoint scatters: slab-coloured like P2G */
+        cq__parallel_for(s, (s->nslabs - t.colour + 1) / 2, 1, cq__g2p_adj_range_2d_fixed_corotated_f64, &t);
+    cq__parallel_for(s, (int)s->nodes, 4096, cq__grid_adj_range_2d_fixed_corotated_f64, &t);
+    cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_fixed_corotated_f64, &t);
     if (s->n_cables) cq__cpu_cable_adj_2d_f64(s, in_st, ai_st);
 }
 
@@ -5692,47 +5909,94 @@ static int cq__check_stress_2d_fixed_corotated_f64(const cq_sim *s, const void *
     return -1;
 }
 
-/* >>cpu_grid_2d_neohookean_f32: P2G (slab-coloured) and the grid update from particle state `in`.
-   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
-static void cq__cpu_grid_2d_neohookean_f32(cq_sim *s, cq__pview_f32 in, int keep_momentum)
-{
-    const cq__params_f32 *prm = &s->prm_f32;
+/* What the range functions of one substep (or its adjoint) read. */
+typedef struct cq__sub_task_2d_neohookean_f32 {
+    cq_sim *s;
+    const cq__params_f32 *prm;
+    cq__pview_f32 in, out, ao, ai, pg;
     cq__gview_f32 g;
-    const long nodes = s->nodes;
-    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
-    memset(g.m, 0, (size_t)nodes * sizeof(float));
-    memset(g.v, 0, (size_t)nodes * 2 * sizeof(float));
-    cq__bucket_f32(s, in.x);
-    for (int colour = 0; colour < 2; ++colour) {
-        const int *order = s->order, *start = s->slab_start;
-        CQ__OMP(parallel for schedule(dynamic))
-        for (int sl = colour; sl < s->nslabs; sl += 2)
-            for (int k = start[sl]; k < start[sl + 1]; ++k)
-                cq__p2g_fwd_2d_neohookean_f32(order[k], prm, in, g);
+    int colour, first;
+} cq__sub_task_2d_neohookean_f32;
+
+/* P2G of the slabs colour, colour + 2, ... (items: those slabs) */
+static void cq__p2g_range_2d_neohookean_f32(void *ctx, int begin, int end)
+{
+    const cq__sub_task_2d_neohookean_f32 *t = (const cq__sub_task_2d_neohookean_f32 *)ctx;
+    const int *order = t->s->order, *start = t->s->slab_start;
+    for (int i = begin; i < end; ++i) {
+        const int sl = t->colour + 2 * i;
+        for (int k = start[sl]; k < start[sl + 1]; ++k) cq__p2g_fwd_2d_neohookean_f32(order[k], t->prm, t->in, t->g);
     }
-    if (keep_momentum) memcpy(s->grid_p, g.v, (size_t)nodes * 2 * sizeof(float));
-    CQ__OMP(parallel for schedule(static))
-    for (long i = 0; i < nodes; ++i)
-        cq__grid_fwd_2d_f32((int)i, prm, g);
+}
+static void cq__grid_range_2d_neohookean_f32(void *ctx, int begin, int end)
+{
+    const cq__sub_task_2d_neohookean_f32 *t = (const cq__sub_task_2d_neohookean_f32 *)ctx;
+    for (int i = begin; i < end; ++i) cq__grid_fwd_2d_f32(i, t->prm, t->g);
+}
+static void cq__g2p_range_2d_neohookean_f32(void *ctx, int begin, int end)
+{
+    cq__sub_task_2d_neohookean_f32 *t = (cq__sub_task_2d_neohookean_f32 *)ctx;
+    for (int p = begin; p < end; ++p)
+        if (cq__g2p_fwd_2d_f32(p, t->prm, t->in, t->out, t->g) != CQ__OK) { cq__atomic_min_int(&t->first, p); break; }
+}
+static void cq__g2p_adj_range_2d_neohookean_f32(void *ctx, int begin, int end)
+{
+    const cq__sub_task_2d_neohookean_f32 *t = (const cq__sub_task_2d_neohookean_f32 *)ctx;
+    const int *order = t->s->order, *start = t->s->slab_start;
+    for (int i = begin; i < end; ++i) {
+        const int sl = t->colour + 2 * i;
+        for (int k = start[sl]; k < start[sl + 1]; ++k)
+            cq__g2p_adj_2d_f32(order[k], t->prm, t->in, t->g, t->ao, t->ai, (float *)t->s->grid_vb);
+    }
+}
+static void cq__grid_adj_range_2d_neohookean_f32(void *ctx, int begin, int end)
+{
+    const cq__sub_task_2d_neohookean_f32 *t = (const cq__sub_task_2d_neohookean_f32 *)ctx;
+    const cq_sim *s = t->s;
+    for (int i = begin; i < end; ++i)
+        cq__grid_adj_2d_f32(i, t->prm, t->g.m, (const float *)s->grid_p, (const float *)s->grid_vb,
+                                                      (float *)s->grid_pb, (float *)s->grid_mb);
+}
+static void cq__p2g_adj_range_2d_neohookean_f32(void *ctx, int begin, int end)
+{
+    const cq__sub_task_2d_neohookean_f32 *t = (const cq__sub_task_2d_neohookean_f32 *)ctx;
+    const cq_sim *s = t->s;
+    for (int p = begin; p < end; ++p)
+        cq__p2g_adj_2d_neohookean_f32(p, t->prm, t->in, (const float *)s->grid_pb, (const float *)s->grid_mb,
+                                                             t->ai, t->pg, (float *)s->dact + (long)p * 4);
+}
+
+/* >>cpu_grid_2d_neohookean_f32: P2G (slab-coloured) and the grid update from particle state t->in.
+   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
+static void cq__cpu_grid_2d_neohookean_f32(cq__sub_task_2d_neohookean_f32 *t, int keep_momentum)
+{
+    cq_sim *s = t->s;
+    const long nodes = s->nodes;
+    t->g.m = (float *)s->grid_m; t->g.v = (float *)s->grid_v;
+    memset(t->g.m, 0, (size_t)nodes * sizeof(float));
+    memset(t->g.v, 0, (size_t)nodes * 2 * sizeof(float));
+    cq__bucket_f32(s, t->in.x);
+    for (t->colour = 0; t->colour < 2; ++t->colour)   /* slabs of one colour touch disjoint nodes */
+        cq__parallel_for(s, (s->nslabs - t->colour + 1) / 2, 1, cq__p2g_range_2d_neohookean_f32, t);
+    if (keep_momentum) memcpy(s->grid_p, t->g.v, (size_t)nodes * 2 * sizeof(float));
+    cq__parallel_for(s, (int)nodes, 4096, cq__grid_range_2d_neohookean_f32, t);
 }
 
 /* >>cpu_substep_2d_neohookean_f32: grid phase, then G2P from `in` into `out`. */
 static int cq__cpu_substep_2d_neohookean_f32(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
 {
-    const cq__params_f32 *prm = &s->prm_f32;
-    cq__pview_f32 in = cq__pview_f32_of(s, in_st), out = cq__pview_f32_of(s, out_st);
-    cq__gview_f32 g;
+    cq__sub_task_2d_neohookean_f32 t;
     const int n = s->n;
-    int first = n;
-    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
-    if (s->n_cables) { cq__cpu_cable_veff_2d_f32(s, in_st); in.v = (float *)s->veff; }
-    cq__cpu_grid_2d_neohookean_f32(s, in, 0);
-    CQ__OMP(parallel for schedule(static) reduction(min:first))
-    for (int p = 0; p < n; ++p)
-        if (cq__g2p_fwd_2d_f32(p, prm, in, out, g) != CQ__OK && p < first) first = p;
-    if (first == n) { *bad = -1; return CQ__OK; }
-    *bad = first;
-    return cq__g2p_fwd_2d_f32(first, prm, in, out, g);
+    memset(&t, 0, sizeof t);
+    t.s = s; t.prm = &s->prm_f32;
+    t.in = cq__pview_f32_of(s, in_st); t.out = cq__pview_f32_of(s, out_st);
+    if (s->n_cables) { cq__cpu_cable_veff_2d_f32(s, in_st); t.in.v = (float *)s->veff; }
+    cq__cpu_grid_2d_neohookean_f32(&t, 0);
+    t.first = n;
+    cq__parallel_for(s, n, 1024, cq__g2p_range_2d_neohookean_f32, &t);
+    if (t.first == n) { *bad = -1; return CQ__OK; }
+    *bad = t.first;
+    return cq__g2p_fwd_2d_f32(t.first, t.prm, t.in, t.out, t.g);
 }
 
 /* >>cpu_substep_adj_2d_neohookean_f32: the substep's adjoint, phases reversed: recompute the grid
@@ -5740,33 +6004,19 @@ static int cq__cpu_substep_2d_neohookean_f32(cq_sim *s, const cq__state *in_st, 
    adjoint (gather) per particle. */
 static void cq__cpu_substep_adj_2d_neohookean_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
-    const cq__params_f32 *prm = &s->prm_f32;
-    cq__pview_f32 in = cq__pview_f32_of(s, in_st), ao = cq__pview_f32_of(s, ao_st);
-    cq__pview_f32 ai = cq__pview_f32_of(s, ai_st), pg = in;
-    cq__gview_f32 g;
-    float *gvb = (float *)s->grid_vb, *gpb = (float *)s->grid_pb, *gmb = (float *)s->grid_mb;
-    const float *gp = (const float *)s->grid_p;
-    float *dact = (float *)s->dact;
-    const long nodes = s->nodes;
-    const int n = s->n;
-    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
-    pg.mass = (float *)s->g_mass; pg.vol = (float *)s->g_vol; pg.E = (float *)s->g_E; pg.nu = (float *)s->g_nu;
-    if (s->n_cables) { cq__cpu_cable_veff_2d_f32(s, in_st); in.v = (float *)s->veff; }
-    cq__cpu_grid_2d_neohookean_f32(s, in, 1);
-    memset(gvb, 0, (size_t)nodes * 2 * sizeof(float));
-    for (int colour = 0; colour < 2; ++colour) {
-        const int *order = s->order, *start = s->slab_start;
-        CQ__OMP(parallel for schedule(dynamic))
-        for (int sl = colour; sl < s->nslabs; sl += 2)
-            for (int k = start[sl]; k < start[sl + 1]; ++k)
-                cq__g2p_adj_2d_f32(order[k], prm, in, g, ao, ai, gvb);
-    }
-    CQ__OMP(parallel for schedule(static))
-    for (long i = 0; i < nodes; ++i)
-        cq__grid_adj_2d_f32((int)i, prm, g.m, gp, gvb, gpb, gmb);
-    CQ__OMP(parallel for schedule(static))
-    for (int p = 0; p < n; ++p)
-        cq__p2g_adj_2d_neohookean_f32(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 4);
+    cq__sub_task_2d_neohookean_f32 t;
+    memset(&t, 0, sizeof t);
+    t.s = s; t.prm = &s->prm_f32;
+    t.in = cq__pview_f32_of(s, in_st); t.ao = cq__pview_f32_of(s, ao_st); t.ai = cq__pview_f32_of(s, ai_st);
+    t.pg = t.in;
+    t.pg.mass = (float *)s->g_mass; t.pg.vol = (float *)s->g_vol; t.pg.E = (float *)s->g_E; t.pg.nu = (float *)s->g_nu;
+    if (s->n_cables) { cq__cpu_cable_veff_2d_f32(s, in_st); t.in.v = (float *)s->veff; }
+    cq__cpu_grid_2d_neohookean_f32(&t, 1);
+    memset(s->grid_vb, 0, (size_t)s->nodes * 2 * sizeof(float));
+    for (t.colour = 0; t.colour < 2; ++t.colour)   /* the G2P adjoint scatters: slab-coloured like P2G */
+        cq__parallel_for(s, (s->nslabs - t.colour + 1) / 2, 1, cq__g2p_adj_range_2d_neohookean_f32, &t);
+    cq__parallel_for(s, (int)s->nodes, 4096, cq__grid_adj_range_2d_neohookean_f32, &t);
+    cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_neohookean_f32, &t);
     if (s->n_cables) cq__cpu_cable_adj_2d_f32(s, in_st, ai_st);
 }
 
@@ -5782,47 +6032,94 @@ static int cq__check_stress_2d_neohookean_f32(const cq_sim *s, const void *F, co
     return -1;
 }
 
-/* >>cpu_grid_2d_neohookean_f64: P2G (slab-coloured) and the grid update from particle state `in`.
-   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
-static void cq__cpu_grid_2d_neohookean_f64(cq_sim *s, cq__pview_f64 in, int keep_momentum)
-{
-    const cq__params_f64 *prm = &s->prm_f64;
+/* What the range functions of one substep (or its adjoint) read. */
+typedef struct cq__sub_task_2d_neohookean_f64 {
+    cq_sim *s;
+    const cq__params_f64 *prm;
+    cq__pview_f64 in, out, ao, ai, pg;
     cq__gview_f64 g;
-    const long nodes = s->nodes;
-    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
-    memset(g.m, 0, (size_t)nodes * sizeof(double));
-    memset(g.v, 0, (size_t)nodes * 2 * sizeof(double));
-    cq__bucket_f64(s, in.x);
-    for (int colour = 0; colour < 2; ++colour) {
-        const int *order = s->order, *start = s->slab_start;
-        CQ__OMP(parallel for schedule(dynamic))
-        for (int sl = colour; sl < s->nslabs; sl += 2)
-            for (int k = start[sl]; k < start[sl + 1]; ++k)
-                cq__p2g_fwd_2d_neohookean_f64(order[k], prm, in, g);
+    int colour, first;
+} cq__sub_task_2d_neohookean_f64;
+
+/* P2G of the slabs colour, colour + 2, ... (items: those slabs) */
+static void cq__p2g_range_2d_neohookean_f64(void *ctx, int begin, int end)
+{
+    const cq__sub_task_2d_neohookean_f64 *t = (const cq__sub_task_2d_neohookean_f64 *)ctx;
+    const int *order = t->s->order, *start = t->s->slab_start;
+    for (int i = begin; i < end; ++i) {
+        const int sl = t->colour + 2 * i;
+        for (int k = start[sl]; k < start[sl + 1]; ++k) cq__p2g_fwd_2d_neohookean_f64(order[k], t->prm, t->in, t->g);
     }
-    if (keep_momentum) memcpy(s->grid_p, g.v, (size_t)nodes * 2 * sizeof(double));
-    CQ__OMP(parallel for schedule(static))
-    for (long i = 0; i < nodes; ++i)
-        cq__grid_fwd_2d_f64((int)i, prm, g);
+}
+static void cq__grid_range_2d_neohookean_f64(void *ctx, int begin, int end)
+{
+    const cq__sub_task_2d_neohookean_f64 *t = (const cq__sub_task_2d_neohookean_f64 *)ctx;
+    for (int i = begin; i < end; ++i) cq__grid_fwd_2d_f64(i, t->prm, t->g);
+}
+static void cq__g2p_range_2d_neohookean_f64(void *ctx, int begin, int end)
+{
+    cq__sub_task_2d_neohookean_f64 *t = (cq__sub_task_2d_neohookean_f64 *)ctx;
+    for (int p = begin; p < end; ++p)
+        if (cq__g2p_fwd_2d_f64(p, t->prm, t->in, t->out, t->g) != CQ__OK) { cq__atomic_min_int(&t->first, p); break; }
+}
+static void cq__g2p_adj_range_2d_neohookean_f64(void *ctx, int begin, int end)
+{
+    const cq__sub_task_2d_neohookean_f64 *t = (const cq__sub_task_2d_neohookean_f64 *)ctx;
+    const int *order = t->s->order, *start = t->s->slab_start;
+    for (int i = begin; i < end; ++i) {
+        const int sl = t->colour + 2 * i;
+        for (int k = start[sl]; k < start[sl + 1]; ++k)
+            cq__g2p_adj_2d_f64(order[k], t->prm, t->in, t->g, t->ao, t->ai, (double *)t->s->grid_vb);
+    }
+}
+static void cq__grid_adj_range_2d_neohookean_f64(void *ctx, int begin, int end)
+{
+    const cq__sub_task_2d_neohookean_f64 *t = (const cq__sub_task_2d_neohookean_f64 *)ctx;
+    const cq_sim *s = t->s;
+    for (int i = begin; i < end; ++i)
+        cq__grid_adj_2d_f64(i, t->prm, t->g.m, (const double *)s->grid_p, (const double *)s->grid_vb,
+                                                      (double *)s->grid_pb, (double *)s->grid_mb);
+}
+static void cq__p2g_adj_range_2d_neohookean_f64(void *ctx, int begin, int end)
+{
+    const cq__sub_task_2d_neohookean_f64 *t = (const cq__sub_task_2d_neohookean_f64 *)ctx;
+    const cq_sim *s = t->s;
+    for (int p = begin; p < end; ++p)
+        cq__p2g_adj_2d_neohookean_f64(p, t->prm, t->in, (const double *)s->grid_pb, (const double *)s->grid_mb,
+                                                             t->ai, t->pg, (double *)s->dact + (long)p * 4);
+}
+
+/* >>cpu_grid_2d_neohookean_f64: P2G (slab-coloured) and the grid update from particle state t->in.
+   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
+static void cq__cpu_grid_2d_neohookean_f64(cq__sub_task_2d_neohookean_f64 *t, int keep_momentum)
+{
+    cq_sim *s = t->s;
+    const long nodes = s->nodes;
+    t->g.m = (double *)s->grid_m; t->g.v = (double *)s->grid_v;
+    memset(t->g.m, 0, (size_t)nodes * sizeof(double));
+    memset(t->g.v, 0, (size_t)nodes * 2 * sizeof(double));
+    cq__bucket_f64(s, t->in.x);
+    for (t->colour = 0; t->colour < 2; ++t->colour)   /* slabs of one colour touch disjoint nodes */
+        cq__parallel_for(s, (s->nslabs - t->colour + 1) / 2, 1, cq__p2g_range_2d_neohookean_f64, t);
+    if (keep_momentum) memcpy(s->grid_p, t->g.v, (size_t)nodes * 2 * sizeof(double));
+    cq__parallel_for(s, (int)nodes, 4096, cq__grid_range_2d_neohookean_f64, t);
 }
 
 /* >>cpu_substep_2d_neohookean_f64: grid phase, then G2P from `in` into `out`. */
 static int cq__cpu_substep_2d_neohookean_f64(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
 {
-    const cq__params_f64 *prm = &s->prm_f64;
-    cq__pview_f64 in = cq__pview_f64_of(s, in_st), out = cq__pview_f64_of(s, out_st);
-    cq__gview_f64 g;
+    cq__sub_task_2d_neohookean_f64 t;
     const int n = s->n;
-    int first = n;
-    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
-    if (s->n_cables) { cq__cpu_cable_veff_2d_f64(s, in_st); in.v = (double *)s->veff; }
-    cq__cpu_grid_2d_neohookean_f64(s, in, 0);
-    CQ__OMP(parallel for schedule(static) reduction(min:first))
-    for (int p = 0; p < n; ++p)
-        if (cq__g2p_fwd_2d_f64(p, prm, in, out, g) != CQ__OK && p < first) first = p;
-    if (first == n) { *bad = -1; return CQ__OK; }
-    *bad = first;
-    return cq__g2p_fwd_2d_f64(first, prm, in, out, g);
+    memset(&t, 0, sizeof t);
+    t.s = s; t.prm = &s->prm_f64;
+    t.in = cq__pview_f64_of(s, in_st); t.out = cq__pview_f64_of(s, out_st);
+    if (s->n_cables) { cq__cpu_cable_veff_2d_f64(s, in_st); t.in.v = (double *)s->veff; }
+    cq__cpu_grid_2d_neohookean_f64(&t, 0);
+    t.first = n;
+    cq__parallel_for(s, n, 1024, cq__g2p_range_2d_neohookean_f64, &t);
+    if (t.first == n) { *bad = -1; return CQ__OK; }
+    *bad = t.first;
+    return cq__g2p_fwd_2d_f64(t.first, t.prm, t.in, t.out, t.g);
 }
 
 /* >>cpu_substep_adj_2d_neohookean_f64: the substep's adjoint, phases reversed: recompute the grid
@@ -5830,33 +6127,19 @@ static int cq__cpu_substep_2d_neohookean_f64(cq_sim *s, const cq__state *in_st, 
    adjoint (gather) per particle. */
 static void cq__cpu_substep_adj_2d_neohookean_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
-    const cq__params_f64 *prm = &s->prm_f64;
-    cq__pview_f64 in = cq__pview_f64_of(s, in_st), ao = cq__pview_f64_of(s, ao_st);
-    cq__pview_f64 ai = cq__pview_f64_of(s, ai_st), pg = in;
-    cq__gview_f64 g;
-    double *gvb = (double *)s->grid_vb, *gpb = (double *)s->grid_pb, *gmb = (double *)s->grid_mb;
-    const double *gp = (const double *)s->grid_p;
-    double *dact = (double *)s->dact;
-    const long nodes = s->nodes;
-    const int n = s->n;
-    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
-    pg.mass = (double *)s->g_mass; pg.vol = (double *)s->g_vol; pg.E = (double *)s->g_E; pg.nu = (double *)s->g_nu;
-    if (s->n_cables) { cq__cpu_cable_veff_2d_f64(s, in_st); in.v = (double *)s->veff; }
-    cq__cpu_grid_2d_neohookean_f64(s, in, 1);
-    memset(gvb, 0, (size_t)nodes * 2 * sizeof(double));
-    for (int colour = 0; colour < 2; ++colour) {
-        const int *order = s->order, *start = s->slab_start;
-        CQ__OMP(parallel for schedule(dynamic))
-        for (int sl = colour; sl < s->nslabs; sl += 2)
-            for (int k = start[sl]; k < start[sl + 1]; ++k)
-                cq__g2p_adj_2d_f64(order[k], prm, in, g, ao, ai, gvb);
-    }
-    CQ__OMP(parallel for schedule(static))
-    for (long i = 0; i < nodes; ++i)
-        cq__grid_adj_2d_f64((int)i, prm, g.m, gp, gvb, gpb, gmb);
-    CQ__OMP(parallel for schedule(static))
-    for (int p = 0; p < n; ++p)
-        cq__p2g_adj_2d_neohookean_f64(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 4);
+    cq__sub_task_2d_neohookean_f64 t;
+    memset(&t, 0, sizeof t);
+    t.s = s; t.prm = &s->prm_f64;
+    t.in = cq__pview_f64_of(s, in_st); t.ao = cq__pview_f64_of(s, ao_st); t.ai = cq__pview_f64_of(s, ai_st);
+    t.pg = t.in;
+    t.pg.mass = (double *)s->g_mass; t.pg.vol = (double *)s->g_vol; t.pg.E = (double *)s->g_E; t.pg.nu = (double *)s->g_nu;
+    if (s->n_cables) { cq__cpu_cable_veff_2d_f64(s, in_st); t.in.v = (double *)s->veff; }
+    cq__cpu_grid_2d_neohookean_f64(&t, 1);
+    memset(s->grid_vb, 0, (size_t)s->nodes * 2 * sizeof(double));
+    for (t.colour = 0; t.colour < 2; ++t.colour)   /* the G2P adjoint scatters: slab-coloured like P2G */
+        cq__parallel_for(s, (s->nslabs - t.colour + 1) / 2, 1, cq__g2p_adj_range_2d_neohookean_f64, &t);
+    cq__parallel_for(s, (int)s->nodes, 4096, cq__grid_adj_range_2d_neohookean_f64, &t);
+    cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_neohookean_f64, &t);
     if (s->n_cables) cq__cpu_cable_adj_2d_f64(s, in_st, ai_st);
 }
 
@@ -5872,47 +6155,94 @@ static int cq__check_stress_2d_neohookean_f64(const cq_sim *s, const void *F, co
     return -1;
 }
 
-/* >>cpu_grid_3d_fixed_corotated_f32: P2G (slab-coloured) and the grid update from particle state `in`.
-   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
-static void cq__cpu_grid_3d_fixed_corotated_f32(cq_sim *s, cq__pview_f32 in, int keep_momentum)
-{
-    const cq__params_f32 *prm = &s->prm_f32;
+/* What the range functions of one substep (or its adjoint) read. */
+typedef struct cq__sub_task_3d_fixed_corotated_f32 {
+    cq_sim *s;
+    const cq__params_f32 *prm;
+    cq__pview_f32 in, out, ao, ai, pg;
     cq__gview_f32 g;
-    const long nodes = s->nodes;
-    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
-    memset(g.m, 0, (size_t)nodes * sizeof(float));
-    memset(g.v, 0, (size_t)nodes * 3 * sizeof(float));
-    cq__bucket_f32(s, in.x);
-    for (int colour = 0; colour < 2; ++colour) {
-        const int *order = s->order, *start = s->slab_start;
-        CQ__OMP(parallel for schedule(dynamic))
-        for (int sl = colour; sl < s->nslabs; sl += 2)
-            for (int k = start[sl]; k < start[sl + 1]; ++k)
-                cq__p2g_fwd_3d_fixed_corotated_f32(order[k], prm, in, g);
+    int colour, first;
+} cq__sub_task_3d_fixed_corotated_f32;
+
+/* P2G of the slabs colour, colour + 2, ... (items: those slabs) */
+static void cq__p2g_range_3d_fixed_corotated_f32(void *ctx, int begin, int end)
+{
+    const cq__sub_task_3d_fixed_corotated_f32 *t = (const cq__sub_task_3d_fixed_corotated_f32 *)ctx;
+    const int *order = t->s->order, *start = t->s->slab_start;
+    for (int i = begin; i < end; ++i) {
+        const int sl = t->colour + 2 * i;
+        for (int k = start[sl]; k < start[sl + 1]; ++k) cq__p2g_fwd_3d_fixed_corotated_f32(order[k], t->prm, t->in, t->g);
     }
-    if (keep_momentum) memcpy(s->grid_p, g.v, (size_t)nodes * 3 * sizeof(float));
-    CQ__OMP(parallel for schedule(static))
-    for (long i = 0; i < nodes; ++i)
-        cq__grid_fwd_3d_f32((int)i, prm, g);
+}
+static void cq__grid_range_3d_fixed_corotated_f32(void *ctx, int begin, int end)
+{
+    const cq__sub_task_3d_fixed_corotated_f32 *t = (const cq__sub_task_3d_fixed_corotated_f32 *)ctx;
+    for (int i = begin; i < end; ++i) cq__grid_fwd_3d_f32(i, t->prm, t->g);
+}
+static void cq__g2p_range_3d_fixed_corotated_f32(void *ctx, int begin, int end)
+{
+    cq__sub_task_3d_fixed_corotated_f32 *t = (cq__sub_task_3d_fixed_corotated_f32 *)ctx;
+    for (int p = begin; p < end; ++p)
+        if (cq__g2p_fwd_3d_f32(p, t->prm, t->in, t->out, t->g) != CQ__OK) { cq__atomic_min_int(&t->first, p); break; }
+}
+static void cq__g2p_adj_range_3d_fixed_corotated_f32(void *ctx, int begin, int end)
+{
+    const cq__sub_task_3d_fixed_corotated_f32 *t = (const cq__sub_task_3d_fixed_corotated_f32 *)ctx;
+    const int *order = t->s->order, *start = t->s->slab_start;
+    for (int i = begin; i < end; ++i) {
+        const int sl = t->colour + 2 * i;
+        for (int k = start[sl]; k < start[sl + 1]; ++k)
+            cq__g2p_adj_3d_f32(order[k], t->prm, t->in, t->g, t->ao, t->ai, (float *)t->s->grid_vb);
+    }
+}
+static void cq__grid_adj_range_3d_fixed_corotated_f32(void *ctx, int begin, int end)
+{
+    const cq__sub_task_3d_fixed_corotated_f32 *t = (const cq__sub_task_3d_fixed_corotated_f32 *)ctx;
+    const cq_sim *s = t->s;
+    for (int i = begin; i < end; ++i)
+        cq__grid_adj_3d_f32(i, t->prm, t->g.m, (const float *)s->grid_p, (const float *)s->grid_vb,
+                                                      (float *)s->grid_pb, (float *)s->grid_mb);
+}
+static void cq__p2g_adj_range_3d_fixed_corotated_f32(void *ctx, int begin, int end)
+{
+    const cq__sub_task_3d_fixed_corotated_f32 *t = (const cq__sub_task_3d_fixed_corotated_f32 *)ctx;
+    const cq_sim *s = t->s;
+    for (int p = begin; p < end; ++p)
+        cq__p2g_adj_3d_fixed_corotated_f32(p, t->prm, t->in, (const float *)s->grid_pb, (const float *)s->grid_mb,
+                                                             t->ai, t->pg, (float *)s->dact + (long)p * 9);
+}
+
+/* >>cpu_grid_3d_fixed_corotated_f32: P2G (slab-coloured) and the grid update from particle state t->in.
+   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
+static void cq__cpu_grid_3d_fixed_corotated_f32(cq__sub_task_3d_fixed_corotated_f32 *t, int keep_momentum)
+{
+    cq_sim *s = t->s;
+    const long nodes = s->nodes;
+    t->g.m = (float *)s->grid_m; t->g.v = (float *)s->grid_v;
+    memset(t->g.m, 0, (size_t)nodes * sizeof(float));
+    memset(t->g.v, 0, (size_t)nodes * 3 * sizeof(float));
+    cq__bucket_f32(s, t->in.x);
+    for (t->colour = 0; t->colour < 2; ++t->colour)   /* slabs of one colour touch disjoint nodes */
+        cq__parallel_for(s, (s->nslabs - t->colour + 1) / 2, 1, cq__p2g_range_3d_fixed_corotated_f32, t);
+    if (keep_momentum) memcpy(s->grid_p, t->g.v, (size_t)nodes * 3 * sizeof(float));
+    cq__parallel_for(s, (int)nodes, 4096, cq__grid_range_3d_fixed_corotated_f32, t);
 }
 
 /* >>cpu_substep_3d_fixed_corotated_f32: grid phase, then G2P from `in` into `out`. */
 static int cq__cpu_substep_3d_fixed_corotated_f32(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
 {
-    const cq__params_f32 *prm = &s->prm_f32;
-    cq__pview_f32 in = cq__pview_f32_of(s, in_st), out = cq__pview_f32_of(s, out_st);
-    cq__gview_f32 g;
+    cq__sub_task_3d_fixed_corotated_f32 t;
     const int n = s->n;
-    int first = n;
-    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
-    if (s->n_cables) { cq__cpu_cable_veff_3d_f32(s, in_st); in.v = (float *)s->veff; }
-    cq__cpu_grid_3d_fixed_corotated_f32(s, in, 0);
-    CQ__OMP(parallel for schedule(static) reduction(min:first))
-    for (int p = 0; p < n; ++p)
-        if (cq__g2p_fwd_3d_f32(p, prm, in, out, g) != CQ__OK && p < first) first = p;
-    if (first == n) { *bad = -1; return CQ__OK; }
-    *bad = first;
-    return cq__g2p_fwd_3d_f32(first, prm, in, out, g);
+    memset(&t, 0, sizeof t);
+    t.s = s; t.prm = &s->prm_f32;
+    t.in = cq__pview_f32_of(s, in_st); t.out = cq__pview_f32_of(s, out_st);
+    if (s->n_cables) { cq__cpu_cable_veff_3d_f32(s, in_st); t.in.v = (float *)s->veff; }
+    cq__cpu_grid_3d_fixed_corotated_f32(&t, 0);
+    t.first = n;
+    cq__parallel_for(s, n, 1024, cq__g2p_range_3d_fixed_corotated_f32, &t);
+    if (t.first == n) { *bad = -1; return CQ__OK; }
+    *bad = t.first;
+    return cq__g2p_fwd_3d_f32(t.first, t.prm, t.in, t.out, t.g);
 }
 
 /* >>cpu_substep_adj_3d_fixed_corotated_f32: the substep's adjoint, phases reversed: recompute the grid
@@ -5920,33 +6250,19 @@ static int cq__cpu_substep_3d_fixed_corotated_f32(cq_sim *s, const cq__state *in
    adjoint (gather) per particle. */
 static void cq__cpu_substep_adj_3d_fixed_corotated_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
-    const cq__params_f32 *prm = &s->prm_f32;
-    cq__pview_f32 in = cq__pview_f32_of(s, in_st), ao = cq__pview_f32_of(s, ao_st);
-    cq__pview_f32 ai = cq__pview_f32_of(s, ai_st), pg = in;
-    cq__gview_f32 g;
-    float *gvb = (float *)s->grid_vb, *gpb = (float *)s->grid_pb, *gmb = (float *)s->grid_mb;
-    const float *gp = (const float *)s->grid_p;
-    float *dact = (float *)s->dact;
-    const long nodes = s->nodes;
-    const int n = s->n;
-    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
-    pg.mass = (float *)s->g_mass; pg.vol = (float *)s->g_vol; pg.E = (float *)s->g_E; pg.nu = (float *)s->g_nu;
-    if (s->n_cables) { cq__cpu_cable_veff_3d_f32(s, in_st); in.v = (float *)s->veff; }
-    cq__cpu_grid_3d_fixed_corotated_f32(s, in, 1);
-    memset(gvb, 0, (size_t)nodes * 3 * sizeof(float));
-    for (int colour = 0; colour < 2; ++colour) {
-        const int *order = s->order, *start = s->slab_start;
-        CQ__OMP(parallel for schedule(dynamic))
-        for (int sl = colour; sl < s->nslabs; sl += 2)
-            for (int k = start[sl]; k < start[sl + 1]; ++k)
-                cq__g2p_adj_3d_f32(order[k], prm, in, g, ao, ai, gvb);
-    }
-    CQ__OMP(parallel for schedule(static))
-    for (long i = 0; i < nodes; ++i)
-        cq__grid_adj_3d_f32((int)i, prm, g.m, gp, gvb, gpb, gmb);
-    CQ__OMP(parallel for schedule(static))
-    for (int p = 0; p < n; ++p)
-        cq__p2g_adj_3d_fixed_corotated_f32(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 9);
+    cq__sub_task_3d_fixed_corotated_f32 t;
+    memset(&t, 0, sizeof t);
+    t.s = s; t.prm = &s->prm_f32;
+    t.in = cq__pview_f32_of(s, in_st); t.ao = cq__pview_f32_of(s, ao_st); t.ai = cq__pview_f32_of(s, ai_st);
+    t.pg = t.in;
+    t.pg.mass = (float *)s->g_mass; t.pg.vol = (float *)s->g_vol; t.pg.E = (float *)s->g_E; t.pg.nu = (float *)s->g_nu;
+    if (s->n_cables) { cq__cpu_cable_veff_3d_f32(s, in_st); t.in.v = (float *)s->veff; }
+    cq__cpu_grid_3d_fixed_corotated_f32(&t, 1);
+    memset(s->grid_vb, 0, (size_t)s->nodes * 3 * sizeof(float));
+    for (t.colour = 0; t.colour < 2; ++t.colour)   /* the G2P adjoint scatters: slab-coloured like P2G */
+        cq__parallel_for(s, (s->nslabs - t.colour + 1) / 2, 1, cq__g2p_adj_range_3d_fixed_corotated_f32, &t);
+    cq__parallel_for(s, (int)s->nodes, 4096, cq__grid_adj_range_3d_fixed_corotated_f32, &t);
+    cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_fixed_corotated_f32, &t);
     if (s->n_cables) cq__cpu_cable_adj_3d_f32(s, in_st, ai_st);
 }
 
@@ -5962,47 +6278,94 @@ static int cq__check_stress_3d_fixed_corotated_f32(const cq_sim *s, const void *
     return -1;
 }
 
-/* >>cpu_grid_3d_fixed_corotated_f64: P2G (slab-coloured) and the grid update from particle state `in`.
-   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
-static void cq__cpu_grid_3d_fixed_corotated_f64(cq_sim *s, cq__pview_f64 in, int keep_momentum)
-{
-    const cq__params_f64 *prm = &s->prm_f64;
+/* What the range functions of one substep (or its adjoint) read. */
+typedef struct cq__sub_task_3d_fixed_corotated_f64 {
+    cq_sim *s;
+    const cq__params_f64 *prm;
+    cq__pview_f64 in, out, ao, ai, pg;
     cq__gview_f64 g;
-    const long nodes = s->nodes;
-    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
-    memset(g.m, 0, (size_t)nodes * sizeof(double));
-    memset(g.v, 0, (size_t)nodes * 3 * sizeof(double));
-    cq__bucket_f64(s, in.x);
-    for (int colour = 0; colour < 2; ++colour) {
-        const int *order = s->order, *start = s->slab_start;
-        CQ__OMP(parallel for schedule(dynamic))
-        for (int sl = colour; sl < s->nslabs; sl += 2)
-            for (int k = start[sl]; k < start[sl + 1]; ++k)
-                cq__p2g_fwd_3d_fixed_corotated_f64(order[k], prm, in, g);
+    int colour, first;
+} cq__sub_task_3d_fixed_corotated_f64;
+
+/* P2G of the slabs colour, colour + 2, ... (items: those slabs) */
+static void cq__p2g_range_3d_fixed_corotated_f64(void *ctx, int begin, int end)
+{
+    const cq__sub_task_3d_fixed_corotated_f64 *t = (const cq__sub_task_3d_fixed_corotated_f64 *)ctx;
+    const int *order = t->s->order, *start = t->s->slab_start;
+    for (int i = begin; i < end; ++i) {
+        const int sl = t->colour + 2 * i;
+        for (int k = start[sl]; k < start[sl + 1]; ++k) cq__p2g_fwd_3d_fixed_corotated_f64(order[k], t->prm, t->in, t->g);
     }
-    if (keep_momentum) memcpy(s->grid_p, g.v, (size_t)nodes * 3 * sizeof(double));
-    CQ__OMP(parallel for schedule(static))
-    for (long i = 0; i < nodes; ++i)
-        cq__grid_fwd_3d_f64((int)i, prm, g);
+}
+static void cq__grid_range_3d_fixed_corotated_f64(void *ctx, int begin, int end)
+{
+    const cq__sub_task_3d_fixed_corotated_f64 *t = (const cq__sub_task_3d_fixed_corotated_f64 *)ctx;
+    for (int i = begin; i < end; ++i) cq__grid_fwd_3d_f64(i, t->prm, t->g);
+}
+static void cq__g2p_range_3d_fixed_corotated_f64(void *ctx, int begin, int end)
+{
+    cq__sub_task_3d_fixed_corotated_f64 *t = (cq__sub_task_3d_fixed_corotated_f64 *)ctx;
+    for (int p = begin; p < end; ++p)
+        if (cq__g2p_fwd_3d_f64(p, t->prm, t->in, t->out, t->g) != CQ__OK) { cq__atomic_min_int(&t->first, p); break; }
+}
+static void cq__g2p_adj_range_3d_fixed_corotated_f64(void *ctx, int begin, int end)
+{
+    const cq__sub_task_3d_fixed_corotated_f64 *t = (const cq__sub_task_3d_fixed_corotated_f64 *)ctx;
+    const int *order = t->s->order, *start = t->s->slab_start;
+    for (int i = begin; i < end; ++i) {
+        const int sl = t->colour + 2 * i;
+        for (int k = start[sl]; k < start[sl + 1]; ++k)
+            cq__g2p_adj_3d_f64(order[k], t->prm, t->in, t->g, t->ao, t->ai, (double *)t->s->grid_vb);
+    }
+}
+static void cq__grid_adj_range_3d_fixed_corotated_f64(void *ctx, int begin, int end)
+{
+    const cq__sub_task_3d_fixed_corotated_f64 *t = (const cq__sub_task_3d_fixed_corotated_f64 *)ctx;
+    const cq_sim *s = t->s;
+    for (int i = begin; i < end; ++i)
+        cq__grid_adj_3d_f64(i, t->prm, t->g.m, (const double *)s->grid_p, (const double *)s->grid_vb,
+                                                      (double *)s->grid_pb, (double *)s->grid_mb);
+}
+static void cq__p2g_adj_range_3d_fixed_corotated_f64(void *ctx, int begin, int end)
+{
+    const cq__sub_task_3d_fixed_corotated_f64 *t = (const cq__sub_task_3d_fixed_corotated_f64 *)ctx;
+    const cq_sim *s = t->s;
+    for (int p = begin; p < end; ++p)
+        cq__p2g_adj_3d_fixed_corotated_f64(p, t->prm, t->in, (const double *)s->grid_pb, (const double *)s->grid_mb,
+                                                             t->ai, t->pg, (double *)s->dact + (long)p * 9);
+}
+
+/* >>cpu_grid_3d_fixed_corotated_f64: P2G (slab-coloured) and the grid update from particle state t->in.
+   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
+static void cq__cpu_grid_3d_fixed_corotated_f64(cq__sub_task_3d_fixed_corotated_f64 *t, int keep_momentum)
+{
+    cq_sim *s = t->s;
+    const long nodes = s->nodes;
+    t->g.m = (double *)s->grid_m; t->g.v = (double *)s->grid_v;
+    memset(t->g.m, 0, (size_t)nodes * sizeof(double));
+    memset(t->g.v, 0, (size_t)nodes * 3 * sizeof(double));
+    cq__bucket_f64(s, t->in.x);
+    for (t->colour = 0; t->colour < 2; ++t->colour)   /* slabs of one colour touch disjoint nodes */
+        cq__parallel_for(s, (s->nslabs - t->colour + 1) / 2, 1, cq__p2g_range_3d_fixed_corotated_f64, t);
+    if (keep_momentum) memcpy(s->grid_p, t->g.v, (size_t)nodes * 3 * sizeof(double));
+    cq__parallel_for(s, (int)nodes, 4096, cq__grid_range_3d_fixed_corotated_f64, t);
 }
 
 /* >>cpu_substep_3d_fixed_corotated_f64: grid phase, then G2P from `in` into `out`. */
 static int cq__cpu_substep_3d_fixed_corotated_f64(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
 {
-    const cq__params_f64 *prm = &s->prm_f64;
-    cq__pview_f64 in = cq__pview_f64_of(s, in_st), out = cq__pview_f64_of(s, out_st);
-    cq__gview_f64 g;
+    cq__sub_task_3d_fixed_corotated_f64 t;
     const int n = s->n;
-    int first = n;
-    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
-    if (s->n_cables) { cq__cpu_cable_veff_3d_f64(s, in_st); in.v = (double *)s->veff; }
-    cq__cpu_grid_3d_fixed_corotated_f64(s, in, 0);
-    CQ__OMP(parallel for schedule(static) reduction(min:first))
-    for (int p = 0; p < n; ++p)
-        if (cq__g2p_fwd_3d_f64(p, prm, in, out, g) != CQ__OK && p < first) first = p;
-    if (first == n) { *bad = -1; return CQ__OK; }
-    *bad = first;
-    return cq__g2p_fwd_3d_f64(first, prm, in, out, g);
+    memset(&t, 0, sizeof t);
+    t.s = s; t.prm = &s->prm_f64;
+    t.in = cq__pview_f64_of(s, in_st); t.out = cq__pview_f64_of(s, out_st);
+    if (s->n_cables) { cq__cpu_cable_veff_3d_f64(s, in_st); t.in.v = (double *)s->veff; }
+    cq__cpu_grid_3d_fixed_corotated_f64(&t, 0);
+    t.first = n;
+    cq__parallel_for(s, n, 1024, cq__g2p_range_3d_fixed_corotated_f64, &t);
+    if (t.first == n) { *bad = -1; return CQ__OK; }
+    *bad = t.first;
+    return cq__g2p_fwd_3d_f64(t.first, t.prm, t.in, t.out, t.g);
 }
 
 /* >>cpu_substep_adj_3d_fixed_corotated_f64: the substep's adjoint, phases reversed: recompute the grid
@@ -6010,33 +6373,19 @@ static int cq__cpu_substep_3d_fixed_corotated_f64(cq_sim *s, const cq__state *in
    adjoint (gather) per particle. */
 static void cq__cpu_substep_adj_3d_fixed_corotated_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
-    const cq__params_f64 *prm = &s->prm_f64;
-    cq__pview_f64 in = cq__pview_f64_of(s, in_st), ao = cq__pview_f64_of(s, ao_st);
-    cq__pview_f64 ai = cq__pview_f64_of(s, ai_st), pg = in;
-    cq__gview_f64 g;
-    double *gvb = (double *)s->grid_vb, *gpb = (double *)s->grid_pb, *gmb = (double *)s->grid_mb;
-    const double *gp = (const double *)s->grid_p;
-    double *dact = (double *)s->dact;
-    const long nodes = s->nodes;
-    const int n = s->n;
-    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
-    pg.mass = (double *)s->g_mass; pg.vol = (double *)s->g_vol; pg.E = (double *)s->g_E; pg.nu = (double *)s->g_nu;
-    if (s->n_cables) { cq__cpu_cable_veff_3d_f64(s, in_st); in.v = (double *)s->veff; }
-    cq__cpu_grid_3d_fixed_corotated_f64(s, in, 1);
-    memset(gvb, 0, (size_t)nodes * 3 * sizeof(double));
-    for (int colour = 0; colour < 2; ++colour) {
-        const int *order = s->order, *start = s->slab_start;
-        CQ__OMP(parallel for schedule(dynamic))
-        for (int sl = colour; sl < s->nslabs; sl += 2)
-            for (int k = start[sl]; k < start[sl + 1]; ++k)
-                cq__g2p_adj_3d_f64(order[k], prm, in, g, ao, ai, gvb);
-    }
-    CQ__OMP(parallel for schedule(static))
-    for (long i = 0; i < nodes; ++i)
-        cq__grid_adj_3d_f64((int)i, prm, g.m, gp, gvb, gpb, gmb);
-    CQ__OMP(parallel for schedule(static))
-    for (int p = 0; p < n; ++p)
-        cq__p2g_adj_3d_fixed_corotated_f64(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 9);
+    cq__sub_task_3d_fixed_corotated_f64 t;
+    memset(&t, 0, sizeof t);
+    t.s = s; t.prm = &s->prm_f64;
+    t.in = cq__pview_f64_of(s, in_st); t.ao = cq__pview_f64_of(s, ao_st); t.ai = cq__pview_f64_of(s, ai_st);
+    t.pg = t.in;
+    t.pg.mass = (double *)s->g_mass; t.pg.vol = (double *)s->g_vol; t.pg.E = (double *)s->g_E; t.pg.nu = (double *)s->g_nu;
+    if (s->n_cables) { cq__cpu_cable_veff_3d_f64(s, in_st); t.in.v = (double *)s->veff; }
+    cq__cpu_grid_3d_fixed_corotated_f64(&t, 1);
+    memset(s->grid_vb, 0, (size_t)s->nodes * 3 * sizeof(double));
+    for (t.colour = 0; t.colour < 2; ++t.colour)   /* the G2P adjoint scatters: slab-coloured like P2G */
+        cq__parallel_for(s, (s->nslabs - t.colour + 1) / 2, 1, cq__g2p_adj_range_3d_fixed_corotated_f64, &t);
+    cq__parallel_for(s, (int)s->nodes, 4096, cq__grid_adj_range_3d_fixed_corotated_f64, &t);
+    cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_fixed_corotated_f64, &t);
     if (s->n_cables) cq__cpu_cable_adj_3d_f64(s, in_st, ai_st);
 }
 
@@ -6052,47 +6401,94 @@ static int cq__check_stress_3d_fixed_corotated_f64(const cq_sim *s, const void *
     return -1;
 }
 
-/* >>cpu_grid_3d_neohookean_f32: P2G (slab-coloured) and the grid update from particle state `in`.
-   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
-static void cq__cpu_grid_3d_neohookean_f32(cq_sim *s, cq__pview_f32 in, int keep_momentum)
-{
-    const cq__params_f32 *prm = &s->prm_f32;
+/* What the range functions of one substep (or its adjoint) read. */
+typedef struct cq__sub_task_3d_neohookean_f32 {
+    cq_sim *s;
+    const cq__params_f32 *prm;
+    cq__pview_f32 in, out, ao, ai, pg;
     cq__gview_f32 g;
-    const long nodes = s->nodes;
-    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
-    memset(g.m, 0, (size_t)nodes * sizeof(float));
-    memset(g.v, 0, (size_t)nodes * 3 * sizeof(float));
-    cq__bucket_f32(s, in.x);
-    for (int colour = 0; colour < 2; ++colour) {
-        const int *order = s->order, *start = s->slab_start;
-        CQ__OMP(parallel for schedule(dynamic))
-        for (int sl = colour; sl < s->nslabs; sl += 2)
-            for (int k = start[sl]; k < start[sl + 1]; ++k)
-                cq__p2g_fwd_3d_neohookean_f32(order[k], prm, in, g);
+    int colour, first;
+} cq__sub_task_3d_neohookean_f32;
+
+/* P2G of the slabs colour, colour + 2, ... (items: those slabs) */
+static void cq__p2g_range_3d_neohookean_f32(void *ctx, int begin, int end)
+{
+    const cq__sub_task_3d_neohookean_f32 *t = (const cq__sub_task_3d_neohookean_f32 *)ctx;
+    const int *order = t->s->order, *start = t->s->slab_start;
+    for (int i = begin; i < end; ++i) {
+        const int sl = t->colour + 2 * i;
+        for (int k = start[sl]; k < start[sl + 1]; ++k) cq__p2g_fwd_3d_neohookean_f32(order[k], t->prm, t->in, t->g);
     }
-    if (keep_momentum) memcpy(s->grid_p, g.v, (size_t)nodes * 3 * sizeof(float));
-    CQ__OMP(parallel for schedule(static))
-    for (long i = 0; i < nodes; ++i)
-        cq__grid_fwd_3d_f32((int)i, prm, g);
+}
+static void cq__grid_range_3d_neohookean_f32(void *ctx, int begin, int end)
+{
+    const cq__sub_task_3d_neohookean_f32 *t = (const cq__sub_task_3d_neohookean_f32 *)ctx;
+    for (int i = begin; i < end; ++i) cq__grid_fwd_3d_f32(i, t->prm, t->g);
+}
+static void cq__g2p_range_3d_neohookean_f32(void *ctx, int begin, int end)
+{
+    cq__sub_task_3d_neohookean_f32 *t = (cq__sub_task_3d_neohookean_f32 *)ctx;
+    for (int p = begin; p < end; ++p)
+        if (cq__g2p_fwd_3d_f32(p, t->prm, t->in, t->out, t->g) != CQ__OK) { cq__atomic_min_int(&t->first, p); break; }
+}
+static void cq__g2p_adj_range_3d_neohookean_f32(void *ctx, int begin, int end)
+{
+    const cq__sub_task_3d_neohookean_f32 *t = (const cq__sub_task_3d_neohookean_f32 *)ctx;
+    const int *order = t->s->order, *start = t->s->slab_start;
+    for (int i = begin; i < end; ++i) {
+        const int sl = t->colour + 2 * i;
+        for (int k = start[sl]; k < start[sl + 1]; ++k)
+            cq__g2p_adj_3d_f32(order[k], t->prm, t->in, t->g, t->ao, t->ai, (float *)t->s->grid_vb);
+    }
+}
+static void cq__grid_adj_range_3d_neohookean_f32(void *ctx, int begin, int end)
+{
+    const cq__sub_task_3d_neohookean_f32 *t = (const cq__sub_task_3d_neohookean_f32 *)ctx;
+    const cq_sim *s = t->s;
+    for (int i = begin; i < end; ++i)
+        cq__grid_adj_3d_f32(i, t->prm, t->g.m, (const float *)s->grid_p, (const float *)s->grid_vb,
+                                                      (float *)s->grid_pb, (float *)s->grid_mb);
+}
+static void cq__p2g_adj_range_3d_neohookean_f32(void *ctx, int begin, int end)
+{
+    const cq__sub_task_3d_neohookean_f32 *t = (const cq__sub_task_3d_neohookean_f32 *)ctx;
+    const cq_sim *s = t->s;
+    for (int p = begin; p < end; ++p)
+        cq__p2g_adj_3d_neohookean_f32(p, t->prm, t->in, (const float *)s->grid_pb, (const float *)s->grid_mb,
+                                                             t->ai, t->pg, (float *)s->dact + (long)p * 9);
+}
+
+/* >>cpu_grid_3d_neohookean_f32: P2G (slab-coloured) and the grid update from particle state t->in.
+   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
+static void cq__cpu_grid_3d_neohookean_f32(cq__sub_task_3d_neohookean_f32 *t, int keep_momentum)
+{
+    cq_sim *s = t->s;
+    const long nodes = s->nodes;
+    t->g.m = (float *)s->grid_m; t->g.v = (float *)s->grid_v;
+    memset(t->g.m, 0, (size_t)nodes * sizeof(float));
+    memset(t->g.v, 0, (size_t)nodes * 3 * sizeof(float));
+    cq__bucket_f32(s, t->in.x);
+    for (t->colour = 0; t->colour < 2; ++t->colour)   /* slabs of one colour touch disjoint nodes */
+        cq__parallel_for(s, (s->nslabs - t->colour + 1) / 2, 1, cq__p2g_range_3d_neohookean_f32, t);
+    if (keep_momentum) memcpy(s->grid_p, t->g.v, (size_t)nodes * 3 * sizeof(float));
+    cq__parallel_for(s, (int)nodes, 4096, cq__grid_range_3d_neohookean_f32, t);
 }
 
 /* >>cpu_substep_3d_neohookean_f32: grid phase, then G2P from `in` into `out`. */
 static int cq__cpu_substep_3d_neohookean_f32(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
 {
-    const cq__params_f32 *prm = &s->prm_f32;
-    cq__pview_f32 in = cq__pview_f32_of(s, in_st), out = cq__pview_f32_of(s, out_st);
-    cq__gview_f32 g;
+    cq__sub_task_3d_neohookean_f32 t;
     const int n = s->n;
-    int first = n;
-    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
-    if (s->n_cables) { cq__cpu_cable_veff_3d_f32(s, in_st); in.v = (float *)s->veff; }
-    cq__cpu_grid_3d_neohookean_f32(s, in, 0);
-    CQ__OMP(parallel for schedule(static) reduction(min:first))
-    for (int p = 0; p < n; ++p)
-        if (cq__g2p_fwd_3d_f32(p, prm, in, out, g) != CQ__OK && p < first) first = p;
-    if (first == n) { *bad = -1; return CQ__OK; }
-    *bad = first;
-    return cq__g2p_fwd_3d_f32(first, prm, in, out, g);
+    memset(&t, 0, sizeof t);
+    t.s = s; t.prm = &s->prm_f32;
+    t.in = cq__pview_f32_of(s, in_st); t.out = cq__pview_f32_of(s, out_st);
+    if (s->n_cables) { cq__cpu_cable_veff_3d_f32(s, in_st); t.in.v = (float *)s->veff; }
+    cq__cpu_grid_3d_neohookean_f32(&t, 0);
+    t.first = n;
+    cq__parallel_for(s, n, 1024, cq__g2p_range_3d_neohookean_f32, &t);
+    if (t.first == n) { *bad = -1; return CQ__OK; }
+    *bad = t.first;
+    return cq__g2p_fwd_3d_f32(t.first, t.prm, t.in, t.out, t.g);
 }
 
 /* >>cpu_substep_adj_3d_neohookean_f32: the substep's adjoint, phases reversed: recompute the grid
@@ -6100,33 +6496,19 @@ static int cq__cpu_substep_3d_neohookean_f32(cq_sim *s, const cq__state *in_st, 
    adjoint (gather) per particle. */
 static void cq__cpu_substep_adj_3d_neohookean_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
-    const cq__params_f32 *prm = &s->prm_f32;
-    cq__pview_f32 in = cq__pview_f32_of(s, in_st), ao = cq__pview_f32_of(s, ao_st);
-    cq__pview_f32 ai = cq__pview_f32_of(s, ai_st), pg = in;
-    cq__gview_f32 g;
-    float *gvb = (float *)s->grid_vb, *gpb = (float *)s->grid_pb, *gmb = (float *)s->grid_mb;
-    const float *gp = (const float *)s->grid_p;
-    float *dact = (float *)s->dact;
-    const long nodes = s->nodes;
-    const int n = s->n;
-    g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
-    pg.mass = (float *)s->g_mass; pg.vol = (float *)s->g_vol; pg.E = (float *)s->g_E; pg.nu = (float *)s->g_nu;
-    if (s->n_cables) { cq__cpu_cable_veff_3d_f32(s, in_st); in.v = (float *)s->veff; }
-    cq__cpu_grid_3d_neohookean_f32(s, in, 1);
-    memset(gvb, 0, (size_t)nodes * 3 * sizeof(float));
-    for (int colour = 0; colour < 2; ++colour) {
-        const int *order = s->order, *start = s->slab_start;
-        CQ__OMP(parallel for schedule(dynamic))
-        for (int sl = colour; sl < s->nslabs; sl += 2)
-            for (int k = start[sl]; k < start[sl + 1]; ++k)
-                cq__g2p_adj_3d_f32(order[k], prm, in, g, ao, ai, gvb);
-    }
-    CQ__OMP(parallel for schedule(static))
-    for (long i = 0; i < nodes; ++i)
-        cq__grid_adj_3d_f32((int)i, prm, g.m, gp, gvb, gpb, gmb);
-    CQ__OMP(parallel for schedule(static))
-    for (int p = 0; p < n; ++p)
-        cq__p2g_adj_3d_neohookean_f32(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 9);
+    cq__sub_task_3d_neohookean_f32 t;
+    memset(&t, 0, sizeof t);
+    t.s = s; t.prm = &s->prm_f32;
+    t.in = cq__pview_f32_of(s, in_st); t.ao = cq__pview_f32_of(s, ao_st); t.ai = cq__pview_f32_of(s, ai_st);
+    t.pg = t.in;
+    t.pg.mass = (float *)s->g_mass; t.pg.vol = (float *)s->g_vol; t.pg.E = (float *)s->g_E; t.pg.nu = (float *)s->g_nu;
+    if (s->n_cables) { cq__cpu_cable_veff_3d_f32(s, in_st); t.in.v = (float *)s->veff; }
+    cq__cpu_grid_3d_neohookean_f32(&t, 1);
+    memset(s->grid_vb, 0, (size_t)s->nodes * 3 * sizeof(float));
+    for (t.colour = 0; t.colour < 2; ++t.colour)   /* the G2P adjoint scatters: slab-coloured like P2G */
+        cq__parallel_for(s, (s->nslabs - t.colour + 1) / 2, 1, cq__g2p_adj_range_3d_neohookean_f32, &t);
+    cq__parallel_for(s, (int)s->nodes, 4096, cq__grid_adj_range_3d_neohookean_f32, &t);
+    cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_neohookean_f32, &t);
     if (s->n_cables) cq__cpu_cable_adj_3d_f32(s, in_st, ai_st);
 }
 
@@ -6142,47 +6524,94 @@ static int cq__check_stress_3d_neohookean_f32(const cq_sim *s, const void *F, co
     return -1;
 }
 
-/* >>cpu_grid_3d_neohookean_f64: P2G (slab-coloured) and the grid update from particle state `in`.
-   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
-static void cq__cpu_grid_3d_neohookean_f64(cq_sim *s, cq__pview_f64 in, int keep_momentum)
-{
-    const cq__params_f64 *prm = &s->prm_f64;
+/* What the range functions of one substep (or its adjoint) read. */
+typedef struct cq__sub_task_3d_neohookean_f64 {
+    cq_sim *s;
+    const cq__params_f64 *prm;
+    cq__pview_f64 in, out, ao, ai, pg;
     cq__gview_f64 g;
-    const long nodes = s->nodes;
-    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
-    memset(g.m, 0, (size_t)nodes * sizeof(double));
-    memset(g.v, 0, (size_t)nodes * 3 * sizeof(double));
-    cq__bucket_f64(s, in.x);
-    for (int colour = 0; colour < 2; ++colour) {
-        const int *order = s->order, *start = s->slab_start;
-        CQ__OMP(parallel for schedule(dynamic))
-        for (int sl = colour; sl < s->nslabs; sl += 2)
-            for (int k = start[sl]; k < start[sl + 1]; ++k)
-                cq__p2g_fwd_3d_neohookean_f64(order[k], prm, in, g);
+    int colour, first;
+} cq__sub_task_3d_neohookean_f64;
+
+/* P2G of the slabs colour, colour + 2, ... (items: those slabs) */
+static void cq__p2g_range_3d_neohookean_f64(void *ctx, int begin, int end)
+{
+    const cq__sub_task_3d_neohookean_f64 *t = (const cq__sub_task_3d_neohookean_f64 *)ctx;
+    const int *order = t->s->order, *start = t->s->slab_start;
+    for (int i = begin; i < end; ++i) {
+        const int sl = t->colour + 2 * i;
+        for (int k = start[sl]; k < start[sl + 1]; ++k) cq__p2g_fwd_3d_neohookean_f64(order[k], t->prm, t->in, t->g);
     }
-    if (keep_momentum) memcpy(s->grid_p, g.v, (size_t)nodes * 3 * sizeof(double));
-    CQ__OMP(parallel for schedule(static))
-    for (long i = 0; i < nodes; ++i)
-        cq__grid_fwd_3d_f64((int)i, prm, g);
+}
+static void cq__grid_range_3d_neohookean_f64(void *ctx, int begin, int end)
+{
+    const cq__sub_task_3d_neohookean_f64 *t = (const cq__sub_task_3d_neohookean_f64 *)ctx;
+    for (int i = begin; i < end; ++i) cq__grid_fwd_3d_f64(i, t->prm, t->g);
+}
+static void cq__g2p_range_3d_neohookean_f64(void *ctx, int begin, int end)
+{
+    cq__sub_task_3d_neohookean_f64 *t = (cq__sub_task_3d_neohookean_f64 *)ctx;
+    for (int p = begin; p < end; ++p)
+        if (cq__g2p_fwd_3d_f64(p, t->prm, t->in, t->out, t->g) != CQ__OK) { cq__atomic_min_int(&t->first, p); break; }
+}
+static void cq__g2p_adj_range_3d_neohookean_f64(void *ctx, int begin, int end)
+{
+    const cq__sub_task_3d_neohookean_f64 *t = (const cq__sub_task_3d_neohookean_f64 *)ctx;
+    const int *order = t->s->order, *start = t->s->slab_start;
+    for (int i = begin; i < end; ++i) {
+        const int sl = t->colour + 2 * i;
+        for (int k = start[sl]; k < start[sl + 1]; ++k)
+            cq__g2p_adj_3d_f64(order[k], t->prm, t->in, t->g, t->ao, t->ai, (double *)t->s->grid_vb);
+    }
+}
+static void cq__grid_adj_range_3d_neohookean_f64(void *ctx, int begin, int end)
+{
+    const cq__sub_task_3d_neohookean_f64 *t = (const cq__sub_task_3d_neohookean_f64 *)ctx;
+    const cq_sim *s = t->s;
+    for (int i = begin; i < end; ++i)
+        cq__grid_adj_3d_f64(i, t->prm, t->g.m, (const double *)s->grid_p, (const double *)s->grid_vb,
+                                                      (double *)s->grid_pb, (double *)s->grid_mb);
+}
+static void cq__p2g_adj_range_3d_neohookean_f64(void *ctx, int begin, int end)
+{
+    const cq__sub_task_3d_neohookean_f64 *t = (const cq__sub_task_3d_neohookean_f64 *)ctx;
+    const cq_sim *s = t->s;
+    for (int p = begin; p < end; ++p)
+        cq__p2g_adj_3d_neohookean_f64(p, t->prm, t->in, (const double *)s->grid_pb, (const double *)s->grid_mb,
+                                                             t->ai, t->pg, (double *)s->dact + (long)p * 9);
+}
+
+/* >>cpu_grid_3d_neohookean_f64: P2G (slab-coloured) and the grid update from particle state t->in.
+   keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint needs it). */
+static void cq__cpu_grid_3d_neohookean_f64(cq__sub_task_3d_neohookean_f64 *t, int keep_momentum)
+{
+    cq_sim *s = t->s;
+    const long nodes = s->nodes;
+    t->g.m = (double *)s->grid_m; t->g.v = (double *)s->grid_v;
+    memset(t->g.m, 0, (size_t)nodes * sizeof(double));
+    memset(t->g.v, 0, (size_t)nodes * 3 * sizeof(double));
+    cq__bucket_f64(s, t->in.x);
+    for (t->colour = 0; t->colour < 2; ++t->colour)   /* slabs of one colour touch disjoint nodes */
+        cq__parallel_for(s, (s->nslabs - t->colour + 1) / 2, 1, cq__p2g_range_3d_neohookean_f64, t);
+    if (keep_momentum) memcpy(s->grid_p, t->g.v, (size_t)nodes * 3 * sizeof(double));
+    cq__parallel_for(s, (int)nodes, 4096, cq__grid_range_3d_neohookean_f64, t);
 }
 
 /* >>cpu_substep_3d_neohookean_f64: grid phase, then G2P from `in` into `out`. */
 static int cq__cpu_substep_3d_neohookean_f64(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
 {
-    const cq__params_f64 *prm = &s->prm_f64;
-    cq__pview_f64 in = cq__pview_f64_of(s, in_st), out = cq__pview_f64_of(s, out_st);
-    cq__gview_f64 g;
+    cq__sub_task_3d_neohookean_f64 t;
     const int n = s->n;
-    int first = n;
-    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
-    if (s->n_cables) { cq__cpu_cable_veff_3d_f64(s, in_st); in.v = (double *)s->veff; }
-    cq__cpu_grid_3d_neohookean_f64(s, in, 0);
-    CQ__OMP(parallel for schedule(static) reduction(min:first))
-    for (int p = 0; p < n; ++p)
-        if (cq__g2p_fwd_3d_f64(p, prm, in, out, g) != CQ__OK && p < first) first = p;
-    if (first == n) { *bad = -1; return CQ__OK; }
-    *bad = first;
-    return cq__g2p_fwd_3d_f64(first, prm, in, out, g);
+    memset(&t, 0, sizeof t);
+    t.s = s; t.prm = &s->prm_f64;
+    t.in = cq__pview_f64_of(s, in_st); t.out = cq__pview_f64_of(s, out_st);
+    if (s->n_cables) { cq__cpu_cable_veff_3d_f64(s, in_st); t.in.v = (double *)s->veff; }
+    cq__cpu_grid_3d_neohookean_f64(&t, 0);
+    t.first = n;
+    cq__parallel_for(s, n, 1024, cq__g2p_range_3d_neohookean_f64, &t);
+    if (t.first == n) { *bad = -1; return CQ__OK; }
+    *bad = t.first;
+    return cq__g2p_fwd_3d_f64(t.first, t.prm, t.in, t.out, t.g);
 }
 
 /* >>cpu_substep_adj_3d_neohookean_f64: the substep's adjoint, phases reversed: recompute the grid
@@ -6190,33 +6619,19 @@ static int cq__cpu_substep_3d_neohookean_f64(cq_sim *s, const cq__state *in_st, 
    adjoint (gather) per particle. */
 static void cq__cpu_substep_adj_3d_neohookean_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
-    const cq__params_f64 *prm = &s->prm_f64;
-    cq__pview_f64 in = cq__pview_f64_of(s, in_st), ao = cq__pview_f64_of(s, ao_st);
-    cq__pview_f64 ai = cq__pview_f64_of(s, ai_st), pg = in;
-    cq__gview_f64 g;
-    double *gvb = (double *)s->grid_vb, *gpb = (double *)s->grid_pb, *gmb = (double *)s->grid_mb;
-    const double *gp = (const double *)s->grid_p;
-    double *dact = (double *)s->dact;
-    const long nodes = s->nodes;
-    const int n = s->n;
-    g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
-    pg.mass = (double *)s->g_mass; pg.vol = (double *)s->g_vol; pg.E = (double *)s->g_E; pg.nu = (double *)s->g_nu;
-    if (s->n_cables) { cq__cpu_cable_veff_3d_f64(s, in_st); in.v = (double *)s->veff; }
-    cq__cpu_grid_3d_neohookean_f64(s, in, 1);
-    memset(gvb, 0, (size_t)nodes * 3 * sizeof(double));
-    for (int colour = 0; colour < 2; ++colour) {
-        const int *order = s->order, *start = s->slab_start;
-        CQ__OMP(parallel for schedule(dynamic))
-        for (int sl = colour; sl < s->nslabs; sl += 2)
-            for (int k = start[sl]; k < start[sl + 1]; ++k)
-                cq__g2p_adj_3d_f64(order[k], prm, in, g, ao, ai, gvb);
-    }
-    CQ__OMP(parallel for schedule(static))
-    for (long i = 0; i < nodes; ++i)
-        cq__grid_adj_3d_f64((int)i, prm, g.m, gp, gvb, gpb, gmb);
-    CQ__OMP(parallel for schedule(static))
-    for (int p = 0; p < n; ++p)
-        cq__p2g_adj_3d_neohookean_f64(p, prm, in, gpb, gmb, ai, pg, dact + (long)p * 9);
+    cq__sub_task_3d_neohookean_f64 t;
+    memset(&t, 0, sizeof t);
+    t.s = s; t.prm = &s->prm_f64;
+    t.in = cq__pview_f64_of(s, in_st); t.ao = cq__pview_f64_of(s, ao_st); t.ai = cq__pview_f64_of(s, ai_st);
+    t.pg = t.in;
+    t.pg.mass = (double *)s->g_mass; t.pg.vol = (double *)s->g_vol; t.pg.E = (double *)s->g_E; t.pg.nu = (double *)s->g_nu;
+    if (s->n_cables) { cq__cpu_cable_veff_3d_f64(s, in_st); t.in.v = (double *)s->veff; }
+    cq__cpu_grid_3d_neohookean_f64(&t, 1);
+    memset(s->grid_vb, 0, (size_t)s->nodes * 3 * sizeof(double));
+    for (t.colour = 0; t.colour < 2; ++t.colour)   /* the G2P adjoint scatters: slab-coloured like P2G */
+        cq__parallel_for(s, (s->nslabs - t.colour + 1) / 2, 1, cq__g2p_adj_range_3d_neohookean_f64, &t);
+    cq__parallel_for(s, (int)s->nodes, 4096, cq__grid_adj_range_3d_neohookean_f64, &t);
+    cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_neohookean_f64, &t);
     if (s->n_cables) cq__cpu_cable_adj_3d_f64(s, in_st, ai_st);
 }
 
@@ -7379,6 +7794,11 @@ cq_result cq_sim_create(const cq_sim_desc *desc, cq_sim **out)
     }
     if (d.device < 0)
         return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.device = %d: must be >= 0", d.device);
+    if (d.threads.workers < 0 || d.threads.workers > 4096)
+        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.threads.workers = %d: must be in [0, 4096]", d.threads.workers);
+    if (d.threads.workers > 0 && (!d.threads.enqueue || !d.threads.finish))
+        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.threads: workers = %d needs both enqueue and finish",
+                               d.threads.workers);
     s = (cq_sim *)d.allocator.alloc(sizeof(cq_sim), d.allocator.user);
     if (!s) return cq__create_fail(desc, CQ_ERROR_OUT_OF_MEMORY, "cq_sim_create: cannot allocate the sim");
     memset(s, 0, sizeof *s);

@@ -169,6 +169,7 @@ for ex in examples/[0-9]*.c; do
     n=$(basename $ex .c)
     case $n in 01_*) item example_$n sh -c "$CC -std=c99 -O2 $WARN $ex -o $B/$n -lm && ./$B/$n" ;;
                02_*) item example_$n sh -c "$CC -std=c99 -O2 $WARN $ex -o $B/$n -lm && ./$B/$n $B/demo_out" ;;
+               11_*) item example_$n sh -c "$CC -std=c99 -O2 $WARN $ex -o $B/$n -lm -pthread && ./$B/$n $B/ex_out quick" ;;
                *) # optimisation examples: the quick mode must reduce the loss (exit status says)
                   item example_$n sh -c "$CC -std=c99 -O2 $WARN $ex -o $B/$n -lm && ./$B/$n $B/ex_out quick" ;; esac
 done

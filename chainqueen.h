@@ -4769,6 +4769,12 @@ typedef struct cq__vtable {
     void (*act_grad_end)(cq_sim *s, int groups);
 } cq__vtable;
 
+/* the cable kernels (templates/cables.j2), in the order of their names in cuda_backend.j2 */
+typedef enum cq__cable_kernel {
+    CQ__CABLE_LEN, CQ__CABLE_FORCE, CQ__CABLE_VEFF, CQ__CABLE_MASS_ADJ, CQ__CABLE_DOT, CQ__CABLE_GRAD,
+    CQ__CABLE_X_ADJ, CQ__CABLE_KERNELS
+} cq__cable_kernel;
+
 struct cq_sim {
     cq_sim_desc desc;            /* defaults resolved */
     int dim, dd, n;
@@ -4838,7 +4844,7 @@ struct cq_sim {
         cq__CUcontext ctx;
         cq__CUmodule mod;
         cq__CUfunction grid, g2p, p2g, grid_adj, g2p_adj, p2g_adj, act_reduce, nonfinite;
-        cq__CUfunction cable[7];      /* len, force, veff, mass_adj, dot, grad, x_adj */
+        cq__CUfunction cable[CQ__CABLE_KERNELS];   /* indexed by cq__cable_kernel */
         void *bad;                    /* int: 4 p + status of the lowest failing particle in G2P */
         double *act_grad;             /* device: groups * dd, the actuation gradient of one step */
         int act_grad_cap;
@@ -6709,11 +6715,11 @@ static void cq__cuda_cable_veff_2d_f32(cq_sim *s, const cq__state *in)
     void *x = in->x, *v = in->v;
     cq__wzero(s, s->wcL, sizeof(double) * (size_t)s->n_cables);
     cq__wzero(s, s->cable_f, sizeof(double) * (size_t)n * 2);
-    { void *a[4]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &s->wcL; cq__cu_launch(s, s->cu.cable[0], ns, a, "cable length"); }
+    { void *a[4]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &s->wcL; cq__cu_launch(s, s->cu.cable[CQ__CABLE_LEN], ns, a, "cable length"); }
     { void *a[7]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &s->wcL; a[4] = &s->wck; a[5] = &s->wctarget; a[6] = &s->cable_f;
-      cq__cu_launch(s, s->cu.cable[1], ns, a, "cable force"); }
+      cq__cu_launch(s, s->cu.cable[CQ__CABLE_FORCE], ns, a, "cable force"); }
     { void *a[6]; a[0] = &n; a[1] = &v; a[2] = &s->cable_f; a[3] = &s->wmass; a[4] = &dt; a[5] = &s->veff;
-      cq__cu_launch(s, s->cu.cable[2], n, a, "cable impulse"); }
+      cq__cu_launch(s, s->cu.cable[CQ__CABLE_VEFF], n, a, "cable impulse"); }
 }
 
 static void cq__cuda_cable_adj_2d_f32(cq_sim *s, const cq__state *in, cq__state *ai)
@@ -6722,14 +6728,14 @@ static void cq__cuda_cable_adj_2d_f32(cq_sim *s, const cq__state *in, cq__state 
     double dt = s->desc.dt;
     void *x = in->x, *av = ai->v, *ax = ai->x;
     { void *a[6]; a[0] = &n; a[1] = &s->cable_f; a[2] = &av; a[3] = &s->wmass; a[4] = &dt; a[5] = &s->g_mass;
-      cq__cu_launch(s, s->cu.cable[3], n, a, "cable mass adjoint"); }
+      cq__cu_launch(s, s->cu.cable[CQ__CABLE_MASS_ADJ], n, a, "cable mass adjoint"); }
     cq__wzero(s, s->wcdot, sizeof(double) * (size_t)nc);
     { void *a[9]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &av; a[4] = &s->wmass; a[5] = &s->wcL; a[6] = &s->wctarget;
-      a[7] = &dt; a[8] = &s->wcdot; cq__cu_launch(s, s->cu.cable[4], ns, a, "cable dot"); }
+      a[7] = &dt; a[8] = &s->wcdot; cq__cu_launch(s, s->cu.cable[CQ__CABLE_DOT], ns, a, "cable dot"); }
     { void *a[6]; a[0] = &nc; a[1] = &s->wck; a[2] = &s->wcrest; a[3] = &s->wctarget; a[4] = &s->wcdot; a[5] = &s->wcgrad;
-      cq__cu_launch(s, s->cu.cable[5], nc, a, "cable actuation gradient"); }
+      cq__cu_launch(s, s->cu.cable[CQ__CABLE_GRAD], nc, a, "cable actuation gradient"); }
     { void *a[11]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &av; a[4] = &s->wmass; a[5] = &s->wcL; a[6] = &s->wctarget;
-      a[7] = &s->wck; a[8] = &s->wcdot; a[9] = &dt; a[10] = &ax; cq__cu_launch(s, s->cu.cable[6], ns, a, "cable position adjoint"); }
+      a[7] = &s->wck; a[8] = &s->wcdot; a[9] = &dt; a[10] = &ax; cq__cu_launch(s, s->cu.cable[CQ__CABLE_X_ADJ], ns, a, "cable position adjoint"); }
 }
 
 /* >>cuda_cables_2d_f64: as cq__cpu_cable_veff_2d_f64 / cq__cpu_cable_adj_2d_f64, as launches */
@@ -6740,11 +6746,11 @@ static void cq__cuda_cable_veff_2d_f64(cq_sim *s, const cq__state *in)
     void *x = in->x, *v = in->v;
     cq__wzero(s, s->wcL, sizeof(double) * (size_t)s->n_cables);
     cq__wzero(s, s->cable_f, sizeof(double) * (size_t)n * 2);
-    { void *a[4]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &s->wcL; cq__cu_launch(s, s->cu.cable[0], ns, a, "cable length"); }
+    { void *a[4]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &s->wcL; cq__cu_launch(s, s->cu.cable[CQ__CABLE_LEN], ns, a, "cable length"); }
     { void *a[7]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &s->wcL; a[4] = &s->wck; a[5] = &s->wctarget; a[6] = &s->cable_f;
-      cq__cu_launch(s, s->cu.cable[1], ns, a, "cable force"); }
+      cq__cu_launch(s, s->cu.cable[CQ__CABLE_FORCE], ns, a, "cable force"); }
     { void *a[6]; a[0] = &n; a[1] = &v; a[2] = &s->cable_f; a[3] = &s->wmass; a[4] = &dt; a[5] = &s->veff;
-      cq__cu_launch(s, s->cu.cable[2], n, a, "cable impulse"); }
+      cq__cu_launch(s, s->cu.cable[CQ__CABLE_VEFF], n, a, "cable impulse"); }
 }
 
 static void cq__cuda_cable_adj_2d_f64(cq_sim *s, const cq__state *in, cq__state *ai)
@@ -6753,14 +6759,14 @@ static void cq__cuda_cable_adj_2d_f64(cq_sim *s, const cq__state *in, cq__state 
     double dt = s->desc.dt;
     void *x = in->x, *av = ai->v, *ax = ai->x;
     { void *a[6]; a[0] = &n; a[1] = &s->cable_f; a[2] = &av; a[3] = &s->wmass; a[4] = &dt; a[5] = &s->g_mass;
-      cq__cu_launch(s, s->cu.cable[3], n, a, "cable mass adjoint"); }
+      cq__cu_launch(s, s->cu.cable[CQ__CABLE_MASS_ADJ], n, a, "cable mass adjoint"); }
     cq__wzero(s, s->wcdot, sizeof(double) * (size_t)nc);
     { void *a[9]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &av; a[4] = &s->wmass; a[5] = &s->wcL; a[6] = &s->wctarget;
-      a[7] = &dt; a[8] = &s->wcdot; cq__cu_launch(s, s->cu.cable[4], ns, a, "cable dot"); }
+      a[7] = &dt; a[8] = &s->wcdot; cq__cu_launch(s, s->cu.cable[CQ__CABLE_DOT], ns, a, "cable dot"); }
     { void *a[6]; a[0] = &nc; a[1] = &s->wck; a[2] = &s->wcrest; a[3] = &s->wctarget; a[4] = &s->wcdot; a[5] = &s->wcgrad;
-      cq__cu_launch(s, s->cu.cable[5], nc, a, "cable actuation gradient"); }
+      cq__cu_launch(s, s->cu.cable[CQ__CABLE_GRAD], nc, a, "cable actuation gradient"); }
     { void *a[11]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &av; a[4] = &s->wmass; a[5] = &s->wcL; a[6] = &s->wctarget;
-      a[7] = &s->wck; a[8] = &s->wcdot; a[9] = &dt; a[10] = &ax; cq__cu_launch(s, s->cu.cable[6], ns, a, "cable position adjoint"); }
+      a[7] = &s->wck; a[8] = &s->wcdot; a[9] = &dt; a[10] = &ax; cq__cu_launch(s, s->cu.cable[CQ__CABLE_X_ADJ], ns, a, "cable position adjoint"); }
 }
 
 /* >>cuda_cables_3d_f32: as cq__cpu_cable_veff_3d_f32 / cq__cpu_cable_adj_3d_f32, as launches */
@@ -6771,11 +6777,11 @@ static void cq__cuda_cable_veff_3d_f32(cq_sim *s, const cq__state *in)
     void *x = in->x, *v = in->v;
     cq__wzero(s, s->wcL, sizeof(double) * (size_t)s->n_cables);
     cq__wzero(s, s->cable_f, sizeof(double) * (size_t)n * 3);
-    { void *a[4]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &s->wcL; cq__cu_launch(s, s->cu.cable[0], ns, a, "cable length"); }
+    { void *a[4]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &s->wcL; cq__cu_launch(s, s->cu.cable[CQ__CABLE_LEN], ns, a, "cable length"); }
     { void *a[7]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &s->wcL; a[4] = &s->wck; a[5] = &s->wctarget; a[6] = &s->cable_f;
-      cq__cu_launch(s, s->cu.cable[1], ns, a, "cable force"); }
+      cq__cu_launch(s, s->cu.cable[CQ__CABLE_FORCE], ns, a, "cable force"); }
     { void *a[6]; a[0] = &n; a[1] = &v; a[2] = &s->cable_f; a[3] = &s->wmass; a[4] = &dt; a[5] = &s->veff;
-      cq__cu_launch(s, s->cu.cable[2], n, a, "cable impulse"); }
+      cq__cu_launch(s, s->cu.cable[CQ__CABLE_VEFF], n, a, "cable impulse"); }
 }
 
 static void cq__cuda_cable_adj_3d_f32(cq_sim *s, const cq__state *in, cq__state *ai)
@@ -6784,14 +6790,14 @@ static void cq__cuda_cable_adj_3d_f32(cq_sim *s, const cq__state *in, cq__state 
     double dt = s->desc.dt;
     void *x = in->x, *av = ai->v, *ax = ai->x;
     { void *a[6]; a[0] = &n; a[1] = &s->cable_f; a[2] = &av; a[3] = &s->wmass; a[4] = &dt; a[5] = &s->g_mass;
-      cq__cu_launch(s, s->cu.cable[3], n, a, "cable mass adjoint"); }
+      cq__cu_launch(s, s->cu.cable[CQ__CABLE_MASS_ADJ], n, a, "cable mass adjoint"); }
     cq__wzero(s, s->wcdot, sizeof(double) * (size_t)nc);
     { void *a[9]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &av; a[4] = &s->wmass; a[5] = &s->wcL; a[6] = &s->wctarget;
-      a[7] = &dt; a[8] = &s->wcdot; cq__cu_launch(s, s->cu.cable[4], ns, a, "cable dot"); }
+      a[7] = &dt; a[8] = &s->wcdot; cq__cu_launch(s, s->cu.cable[CQ__CABLE_DOT], ns, a, "cable dot"); }
     { void *a[6]; a[0] = &nc; a[1] = &s->wck; a[2] = &s->wcrest; a[3] = &s->wctarget; a[4] = &s->wcdot; a[5] = &s->wcgrad;
-      cq__cu_launch(s, s->cu.cable[5], nc, a, "cable actuation gradient"); }
+      cq__cu_launch(s, s->cu.cable[CQ__CABLE_GRAD], nc, a, "cable actuation gradient"); }
     { void *a[11]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &av; a[4] = &s->wmass; a[5] = &s->wcL; a[6] = &s->wctarget;
-      a[7] = &s->wck; a[8] = &s->wcdot; a[9] = &dt; a[10] = &ax; cq__cu_launch(s, s->cu.cable[6], ns, a, "cable position adjoint"); }
+      a[7] = &s->wck; a[8] = &s->wcdot; a[9] = &dt; a[10] = &ax; cq__cu_launch(s, s->cu.cable[CQ__CABLE_X_ADJ], ns, a, "cable position adjoint"); }
 }
 
 /* >>cuda_cables_3d_f64: as cq__cpu_cable_veff_3d_f64 / cq__cpu_cable_adj_3d_f64, as launches */
@@ -6802,11 +6808,11 @@ static void cq__cuda_cable_veff_3d_f64(cq_sim *s, const cq__state *in)
     void *x = in->x, *v = in->v;
     cq__wzero(s, s->wcL, sizeof(double) * (size_t)s->n_cables);
     cq__wzero(s, s->cable_f, sizeof(double) * (size_t)n * 3);
-    { void *a[4]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &s->wcL; cq__cu_launch(s, s->cu.cable[0], ns, a, "cable length"); }
+    { void *a[4]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &s->wcL; cq__cu_launch(s, s->cu.cable[CQ__CABLE_LEN], ns, a, "cable length"); }
     { void *a[7]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &s->wcL; a[4] = &s->wck; a[5] = &s->wctarget; a[6] = &s->cable_f;
-      cq__cu_launch(s, s->cu.cable[1], ns, a, "cable force"); }
+      cq__cu_launch(s, s->cu.cable[CQ__CABLE_FORCE], ns, a, "cable force"); }
     { void *a[6]; a[0] = &n; a[1] = &v; a[2] = &s->cable_f; a[3] = &s->wmass; a[4] = &dt; a[5] = &s->veff;
-      cq__cu_launch(s, s->cu.cable[2], n, a, "cable impulse"); }
+      cq__cu_launch(s, s->cu.cable[CQ__CABLE_VEFF], n, a, "cable impulse"); }
 }
 
 static void cq__cuda_cable_adj_3d_f64(cq_sim *s, const cq__state *in, cq__state *ai)
@@ -6815,14 +6821,14 @@ static void cq__cuda_cable_adj_3d_f64(cq_sim *s, const cq__state *in, cq__state 
     double dt = s->desc.dt;
     void *x = in->x, *av = ai->v, *ax = ai->x;
     { void *a[6]; a[0] = &n; a[1] = &s->cable_f; a[2] = &av; a[3] = &s->wmass; a[4] = &dt; a[5] = &s->g_mass;
-      cq__cu_launch(s, s->cu.cable[3], n, a, "cable mass adjoint"); }
+      cq__cu_launch(s, s->cu.cable[CQ__CABLE_MASS_ADJ], n, a, "cable mass adjoint"); }
     cq__wzero(s, s->wcdot, sizeof(double) * (size_t)nc);
     { void *a[9]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &av; a[4] = &s->wmass; a[5] = &s->wcL; a[6] = &s->wctarget;
-      a[7] = &dt; a[8] = &s->wcdot; cq__cu_launch(s, s->cu.cable[4], ns, a, "cable dot"); }
+      a[7] = &dt; a[8] = &s->wcdot; cq__cu_launch(s, s->cu.cable[CQ__CABLE_DOT], ns, a, "cable dot"); }
     { void *a[6]; a[0] = &nc; a[1] = &s->wck; a[2] = &s->wcrest; a[3] = &s->wctarget; a[4] = &s->wcdot; a[5] = &s->wcgrad;
-      cq__cu_launch(s, s->cu.cable[5], nc, a, "cable actuation gradient"); }
+      cq__cu_launch(s, s->cu.cable[CQ__CABLE_GRAD], nc, a, "cable actuation gradient"); }
     { void *a[11]; a[0] = &ns; a[1] = &s->wcseg; a[2] = &x; a[3] = &av; a[4] = &s->wmass; a[5] = &s->wcL; a[6] = &s->wctarget;
-      a[7] = &s->wck; a[8] = &s->wcdot; a[9] = &dt; a[10] = &ax; cq__cu_launch(s, s->cu.cable[6], ns, a, "cable position adjoint"); }
+      a[7] = &s->wck; a[8] = &s->wcdot; a[9] = &dt; a[10] = &ax; cq__cu_launch(s, s->cu.cable[CQ__CABLE_X_ADJ], ns, a, "cable position adjoint"); }
 }
 
 /* >>cuda_grid_2d_fixed_corotated_f32: P2G and the grid update from `in`, as cq__cpu_grid_2d_fixed_corotated_f32 */
@@ -7573,7 +7579,7 @@ static int cq__cuda_open(cq_sim *s, int ordinal, char *why, size_t cap)
     fns[0] = &s->cu.grid; fns[1] = &s->cu.g2p; fns[2] = &s->cu.p2g; fns[3] = &s->cu.grid_adj;
     fns[4] = &s->cu.g2p_adj; fns[5] = &s->cu.p2g_adj; fns[6] = &s->cu.act_reduce;
     fns[7] = &s->cu.nonfinite;
-    for (int i = 0; i < 7; ++i) fns[8 + i] = &s->cu.cable[i];
+    for (int i = 0; i < CQ__CABLE_KERNELS; ++i) fns[8 + i] = &s->cu.cable[i];
     if (!cq__cu_load()) { snprintf(why, cap, "%s", cq__cu.reason); return 0; }
     if (!mod) {
         snprintf(why, cap, "this chainqueen.h was generated without a CUDA compiler: it has no PTX for %dD %s", s->dim,

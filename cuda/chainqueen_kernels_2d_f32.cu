@@ -27,6 +27,13 @@ static int cq__emu_atomic_max(int *a, int v) { int o = *a; if (v > o) *a = v; re
 #  define CQ_HD static inline
 #  define CQ__ATOMIC_ADD(addr, val) (*(addr) += (val))   /* CPU: the caller makes scatters race-free */
 #endif
+/* CQ__UNROLL before a loop of constant trip count: unrolled by nvcc/NVRTC (registers, not
+   local memory); C compilers unroll such loops themselves at -O2. */
+#if defined(__CUDACC__)
+#  define CQ__UNROLL _Pragma("unroll")
+#else
+#  define CQ__UNROLL
+#endif
 
 /* kernel status codes returned by G2P */
 #define CQ__OK 0
@@ -222,11 +229,14 @@ CQ_HD int cq__g2p_fwd_2d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 in,
         const int o[2] = {i, j};
         const float wt = w[0][i] * w[1][j];
         const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
-
-        const float d[2] = {dp[0][o[0]], dp[1][o[1]]};
         const float *vi = g.v + idx * 2;
-        { const float wv = wt * vi[0]; nv[0] += wv; nC[0] += wv * d[0]; nC[1] += wv * d[1]; }
-        { const float wv = wt * vi[1]; nv[1] += wv; nC[2] += wv * d[0]; nC[3] += wv * d[1]; }
+        float d[2];                  /* x_i - x_p, in cells */
+        CQ__UNROLL for (int a = 0; a < 2; ++a) d[a] = dp[a][o[a]];
+        CQ__UNROLL for (int a = 0; a < 2; ++a) {
+            const float wv = wt * vi[a];
+            nv[a] += wv;
+            CQ__UNROLL for (int b = 0; b < 2; ++b) nC[a * 2 + b] += wv * d[b];
+        }
     }
     for (int a = 0; a < 4; ++a) nC[a] *= k4;
     int status = CQ__OK;
@@ -317,7 +327,6 @@ CQ_HD void cq__p2g_fwd_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm, 
         const int o[2] = {i, j};
         const float wt = w[0][i] * w[1][j];
         const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
-
         const float d[2] = {dp[0][o[0]], dp[1][o[1]]};
         CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
         CQ__ATOMIC_ADD(&g.v[idx * 2 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1]));   /* m v + G (x_i - x_p) */
@@ -400,7 +409,6 @@ CQ_HD void cq__p2g_fwd_2d_neohookean_f32(int p, const cq__params_f32 *prm, cq__p
         const int o[2] = {i, j};
         const float wt = w[0][i] * w[1][j];
         const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
-
         const float d[2] = {dp[0][o[0]], dp[1][o[1]]};
         CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
         CQ__ATOMIC_ADD(&g.v[idx * 2 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1]));   /* m v + G (x_i - x_p) */
@@ -719,7 +727,6 @@ CQ_HD void cq__g2p_adj_2d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
         const float wt = w[0][i] * w[1][j];
         const float gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
         const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
-
         float dpos[2], sdot = 0;
         const float *vi = g.v + idx * 2;
         for (int a = 0; a < 2; ++a) dpos[a] = ((float)o[a] - fx[a]) * prm->dx;
@@ -777,7 +784,6 @@ CQ_HD void cq__p2g_adj_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
         const float wt = w[0][i] * w[1][j];
         const float gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
         const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
-
         float dpos[2];
         const float *pb = gp_adj + idx * 2;
         const float mbi = gm_adj[idx];
@@ -858,7 +864,6 @@ CQ_HD void cq__p2g_adj_2d_neohookean_f32(int p, const cq__params_f32 *prm,
         const float wt = w[0][i] * w[1][j];
         const float gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
         const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
-
         float dpos[2];
         const float *pb = gp_adj + idx * 2;
         const float mbi = gm_adj[idx];

@@ -27,6 +27,13 @@ static int cq__emu_atomic_max(int *a, int v) { int o = *a; if (v > o) *a = v; re
 #  define CQ_HD static inline
 #  define CQ__ATOMIC_ADD(addr, val) (*(addr) += (val))   /* CPU: the caller makes scatters race-free */
 #endif
+/* CQ__UNROLL before a loop of constant trip count: unrolled by nvcc/NVRTC (registers, not
+   local memory); C compilers unroll such loops themselves at -O2. */
+#if defined(__CUDACC__)
+#  define CQ__UNROLL _Pragma("unroll")
+#else
+#  define CQ__UNROLL
+#endif
 
 /* kernel status codes returned by G2P */
 #define CQ__OK 0
@@ -227,11 +234,14 @@ CQ_HD int cq__g2p_fwd_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 in,
         const int o[2] = {i, j};
         const double wt = w[0][i] * w[1][j];
         const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
-
-        const double d[2] = {dp[0][o[0]], dp[1][o[1]]};
         const double *vi = g.v + idx * 2;
-        { const double wv = wt * vi[0]; nv[0] += wv; nC[0] += wv * d[0]; nC[1] += wv * d[1]; }
-        { const double wv = wt * vi[1]; nv[1] += wv; nC[2] += wv * d[0]; nC[3] += wv * d[1]; }
+        double d[2];                  /* x_i - x_p, in cells */
+        CQ__UNROLL for (int a = 0; a < 2; ++a) d[a] = dp[a][o[a]];
+        CQ__UNROLL for (int a = 0; a < 2; ++a) {
+            const double wv = wt * vi[a];
+            nv[a] += wv;
+            CQ__UNROLL for (int b = 0; b < 2; ++b) nC[a * 2 + b] += wv * d[b];
+        }
     }
     for (int a = 0; a < 4; ++a) nC[a] *= k4;
     int status = CQ__OK;
@@ -322,7 +332,6 @@ CQ_HD void cq__p2g_fwd_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm, 
         const int o[2] = {i, j};
         const double wt = w[0][i] * w[1][j];
         const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
-
         const double d[2] = {dp[0][o[0]], dp[1][o[1]]};
         CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
         CQ__ATOMIC_ADD(&g.v[idx * 2 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1]));   /* m v + G (x_i - x_p) */
@@ -405,7 +414,6 @@ CQ_HD void cq__p2g_fwd_2d_neohookean_f64(int p, const cq__params_f64 *prm, cq__p
         const int o[2] = {i, j};
         const double wt = w[0][i] * w[1][j];
         const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
-
         const double d[2] = {dp[0][o[0]], dp[1][o[1]]};
         CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
         CQ__ATOMIC_ADD(&g.v[idx * 2 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1]));   /* m v + G (x_i - x_p) */
@@ -724,7 +732,6 @@ CQ_HD void cq__g2p_adj_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
         const double wt = w[0][i] * w[1][j];
         const double gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
         const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
-
         double dpos[2], sdot = 0;
         const double *vi = g.v + idx * 2;
         for (int a = 0; a < 2; ++a) dpos[a] = ((double)o[a] - fx[a]) * prm->dx;
@@ -782,7 +789,6 @@ CQ_HD void cq__p2g_adj_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
         const double wt = w[0][i] * w[1][j];
         const double gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
         const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
-
         double dpos[2];
         const double *pb = gp_adj + idx * 2;
         const double mbi = gm_adj[idx];
@@ -863,7 +869,6 @@ CQ_HD void cq__p2g_adj_2d_neohookean_f64(int p, const cq__params_f64 *prm,
         const double wt = w[0][i] * w[1][j];
         const double gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
         const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
-
         double dpos[2];
         const double *pb = gp_adj + idx * 2;
         const double mbi = gm_adj[idx];

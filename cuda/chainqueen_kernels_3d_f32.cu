@@ -27,6 +27,13 @@ static int cq__emu_atomic_max(int *a, int v) { int o = *a; if (v > o) *a = v; re
 #  define CQ_HD static inline
 #  define CQ__ATOMIC_ADD(addr, val) (*(addr) += (val))   /* CPU: the caller makes scatters race-free */
 #endif
+/* CQ__UNROLL before a loop of constant trip count: unrolled by nvcc/NVRTC (registers, not
+   local memory); C compilers unroll such loops themselves at -O2. */
+#if defined(__CUDACC__)
+#  define CQ__UNROLL _Pragma("unroll")
+#else
+#  define CQ__UNROLL
+#endif
 
 /* kernel status codes returned by G2P */
 #define CQ__OK 0
@@ -282,12 +289,14 @@ CQ_HD int cq__g2p_fwd_3d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 in,
         const int o[3] = {i, j, k};
         const float wt = w[0][i] * w[1][j] * w[2][k];
         const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
-
-        const float d[3] = {dp[0][o[0]], dp[1][o[1]], dp[2][o[2]]};
         const float *vi = g.v + idx * 3;
-        { const float wv = wt * vi[0]; nv[0] += wv; nC[0] += wv * d[0]; nC[1] += wv * d[1]; nC[2] += wv * d[2]; }
-        { const float wv = wt * vi[1]; nv[1] += wv; nC[3] += wv * d[0]; nC[4] += wv * d[1]; nC[5] += wv * d[2]; }
-        { const float wv = wt * vi[2]; nv[2] += wv; nC[6] += wv * d[0]; nC[7] += wv * d[1]; nC[8] += wv * d[2]; }
+        float d[3];                  /* x_i - x_p, in cells */
+        CQ__UNROLL for (int a = 0; a < 3; ++a) d[a] = dp[a][o[a]];
+        CQ__UNROLL for (int a = 0; a < 3; ++a) {
+            const float wv = wt * vi[a];
+            nv[a] += wv;
+            CQ__UNROLL for (int b = 0; b < 3; ++b) nC[a * 3 + b] += wv * d[b];
+        }
     }
     for (int a = 0; a < 9; ++a) nC[a] *= k4;
     int status = CQ__OK;
@@ -390,7 +399,6 @@ CQ_HD void cq__p2g_fwd_3d_fixed_corotated_f32(int p, const cq__params_f32 *prm, 
         const int o[3] = {i, j, k};
         const float wt = w[0][i] * w[1][j] * w[2][k];
         const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
-
         const float d[3] = {dp[0][o[0]], dp[1][o[1]], dp[2][o[2]]};
         CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
         CQ__ATOMIC_ADD(&g.v[idx * 3 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1] + G[2] * d[2]));   /* m v + G (x_i - x_p) */
@@ -492,7 +500,6 @@ CQ_HD void cq__p2g_fwd_3d_neohookean_f32(int p, const cq__params_f32 *prm, cq__p
         const int o[3] = {i, j, k};
         const float wt = w[0][i] * w[1][j] * w[2][k];
         const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
-
         const float d[3] = {dp[0][o[0]], dp[1][o[1]], dp[2][o[2]]};
         CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
         CQ__ATOMIC_ADD(&g.v[idx * 3 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1] + G[2] * d[2]));   /* m v + G (x_i - x_p) */
@@ -888,7 +895,6 @@ CQ_HD void cq__g2p_adj_3d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
         const float wt = w[0][i] * w[1][j] * w[2][k];
         const float gw[3] = {dw[0][i] * w[1][j] * w[2][k], w[0][i] * dw[1][j] * w[2][k], w[0][i] * w[1][j] * dw[2][k]};
         const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
-
         float dpos[3], sdot = 0;
         const float *vi = g.v + idx * 3;
         for (int a = 0; a < 3; ++a) dpos[a] = ((float)o[a] - fx[a]) * prm->dx;
@@ -947,7 +953,6 @@ CQ_HD void cq__p2g_adj_3d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
         const float wt = w[0][i] * w[1][j] * w[2][k];
         const float gw[3] = {dw[0][i] * w[1][j] * w[2][k], w[0][i] * dw[1][j] * w[2][k], w[0][i] * w[1][j] * dw[2][k]};
         const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
-
         float dpos[3];
         const float *pb = gp_adj + idx * 3;
         const float mbi = gm_adj[idx];
@@ -1029,7 +1034,6 @@ CQ_HD void cq__p2g_adj_3d_neohookean_f32(int p, const cq__params_f32 *prm,
         const float wt = w[0][i] * w[1][j] * w[2][k];
         const float gw[3] = {dw[0][i] * w[1][j] * w[2][k], w[0][i] * dw[1][j] * w[2][k], w[0][i] * w[1][j] * dw[2][k]};
         const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
-
         float dpos[3];
         const float *pb = gp_adj + idx * 3;
         const float mbi = gm_adj[idx];

@@ -422,43 +422,49 @@ CQ_HD void cq__p2g_fwd_2d_neohookean_f64(int p, const cq__params_f64 *prm, cq__p
 }
 
 
+/* Adjoint kernels.  Glossary: X_bar is dL/dX, the adjoint of forward quantity X (x_bar, v_bar,
+   C_bar, F_bar of a particle; P_bar of its stress; m_bar, vol_bar, E_bar, nu_bar of its
+   parameters; gv_bar, gp_bar, gm_bar of a grid node's velocity, momentum and mass; act_bar of
+   its actuation stress).  A VJP function ADDS its X_bar outputs.  ao / ai: the adjoints of a
+   substep's output / input particle state; pg: the parameter gradients.  Host buffers keep
+   short names: grid_vb, grid_pb, grid_mb = gv_bar, gp_bar, gm_bar. */
 /* ======================================================================== 2D f64 adjoint */
-/* >>polar_vjp_2d_f64: dF += dL/dF given dR = dL/dR, for R the polar rotation of F
+/* >>polar_vjp_2d_f64: F_bar += dL/F_bar given R_bar = dL/R_bar, for R the polar rotation of F
    (cq__polar_2d_f64).  With F = U diag(sig) V^T (signed sig, R = U V^T) and
-   H = U^T dR V, the result is  U A V^T,  A_ij = (H_ij - H_ji) / (sig_i + sig_j)  (i != j),
+   H = U^T R_bar V, the result is  U A V^T,  A_ij = (H_ij - H_ji) / (sig_i + sig_j)  (i != j),
    A_ii = 0: only sums of singular values appear, never differences, so F = I and repeated
    singular values are regular points.  sig_i + sig_j >= 0 by the sign convention and is 0
    only where R itself is not differentiable (an inverted pair cancelling, e.g. sig =
    (1, s, -s)); there the denominator is clamped to 1e-6 * sig_max (2D: * |F|), which keeps the
-   gradient finite (bounded by |dR| / (1e-6 sig_max)) but no longer exact.  F = 0
+   gradient finite (bounded by |R_bar| / (1e-6 sig_max)) but no longer exact.  F = 0
    (where the forward pass returns the constant R = I) adds nothing. */
-CQ_HD void cq__polar_vjp_2d_f64(const double *F, const double *R, const double *dR, double *dF)
+CQ_HD void cq__polar_vjp_2d_f64(const double *F, const double *R, const double *R_bar, double *F_bar)
 {
     /* 2D: R is the rotation by theta = atan2(F10 - F01, F00 + F11); r = |(F00 + F11, F10 - F01)|
-       = sig_0 + sig_1.  dL/dtheta = <dR, dR/dtheta>, dtheta/d(F00 + F11) = -sin/r,
+       = sig_0 + sig_1.  dL/dtheta = <R_bar, R_bar/dtheta>, dtheta/d(F00 + F11) = -sin/r,
        dtheta/d(F10 - F01) = cos/r. */
     double a = F[0] + F[3], b = F[2] - F[1];
     double r = sqrt(a * a + b * b);
     if (!(r > 0)) return;
     double fl = 1e-06 * sqrt(F[0] * F[0] + F[1] * F[1] + F[2] * F[2] + F[3] * F[3]);
     double c = R[0], s = R[2];
-    double gth = c * (dR[2] - dR[1]) - s * (dR[0] + dR[3]);
+    double gth = c * (R_bar[2] - R_bar[1]) - s * (R_bar[0] + R_bar[3]);
     double q = gth / (r > fl ? r : fl);
-    dF[0] -= s * q; dF[3] -= s * q;
-    dF[2] += c * q; dF[1] -= c * q;
+    F_bar[0] -= s * q; F_bar[3] -= s * q;
+    F_bar[2] += c * q; F_bar[1] -= c * q;
 }
 
-/* dF += s * d<dK, cofactor(F)>/dF (cofactor as cq__cofactor_2d_f64). */
-CQ_HD void cq__cofactor_vjp_2d_f64(const double *F, const double *dK, double s, double *dF)
+/* F_bar += s * d<K_bar, cofactor(F)>/F_bar (cofactor as cq__cofactor_2d_f64). */
+CQ_HD void cq__cofactor_vjp_2d_f64(const double *F, const double *K_bar, double s, double *F_bar)
 {
     (void)F;
-    dF[0] += s * dK[3]; dF[1] -= s * dK[2]; dF[2] -= s * dK[1]; dF[3] += s * dK[0];
+    F_bar[0] += s * K_bar[3]; F_bar[1] -= s * K_bar[2]; F_bar[2] -= s * K_bar[1]; F_bar[3] += s * K_bar[0];
 }
 
 /* >>incompressible_vjp_2d_f64: adjoint of cq__incompressible_2d_f64
-   (P += s K, s = E p (J-1)^(p-1) / (3(2-2nu)), K = cofactor(F), dJ/dF = K). */
-CQ_HD void cq__incompressible_vjp_2d_f64(const double *F, double E, double nu, int p, const double *dP,
-                                                 double *dF, double *dE, double *dnu)
+   (P += s K, s = E p (J-1)^(p-1) / (3(2-2nu)), K = cofactor(F), dJ/F_bar = K). */
+CQ_HD void cq__incompressible_vjp_2d_f64(const double *F, double E, double nu, int p, const double *P_bar,
+                                                 double *F_bar, double *E_bar, double *nu_bar)
 {
     double K[4], J = cq__det_2d_f64(F), pw = 1, dpw = 0, g = 0;
     for (int i = 1; i < p; ++i) pw *= J - 1;                 /* (J-1)^(p-1) */
@@ -466,85 +472,85 @@ CQ_HD void cq__incompressible_vjp_2d_f64(const double *F, double E, double nu, i
     double c = (double)p / (3 * (2 - 2 * nu));
     double s = E * c * pw;
     cq__cofactor_2d_f64(F, K);
-    for (int i = 0; i < 4; ++i) g += dP[i] * K[i];
-    *dE += g * c * pw;
-    *dnu += g * s / (1 - nu);                               /* d/dnu 1/(6(1-nu)) = 1/(6(1-nu)^2) */
+    for (int i = 0; i < 4; ++i) g += P_bar[i] * K[i];
+    *E_bar += g * c * pw;
+    *nu_bar += g * s / (1 - nu);                               /* d/nu_bar 1/(6(1-nu)) = 1/(6(1-nu)^2) */
     double sj = g * E * c * dpw;
-    for (int i = 0; i < 4; ++i) dF[i] += sj * K[i];
-    cq__cofactor_vjp_2d_f64(F, dP, s, dF);
+    for (int i = 0; i < 4; ++i) F_bar[i] += sj * K[i];
+    cq__cofactor_vjp_2d_f64(F, P_bar, s, F_bar);
 }
 
-/* >>stress_vjp_2d_fixed_corotated_f64: adjoint of cq__stress_2d_fixed_corotated_f64: given dP =
-   dL/dP, ADDS d<dP, P>/dF to dF, /dR to dR (R held independent of F),
-   /dmu to *dmu and /dlam to *dlam.  Generated by SymPy from generator/materials/fixed_corotated.py. */
-CQ_HD void cq__stress_vjp_2d_fixed_corotated_f64(const double *F, const double *R, double mu, double lam, const double *dP,
-                                                double *dF, double *dR, double *dmu, double *dlam)
+/* >>stress_vjp_2d_fixed_corotated_f64: adjoint of cq__stress_2d_fixed_corotated_f64: given P_bar =
+   dL/P_bar, ADDS d<P_bar, P>/F_bar to F_bar, /R_bar to R_bar (R held independent of F),
+   /mu_bar to *mu_bar and /lam_bar to *lam_bar.  Generated by SymPy from generator/materials/fixed_corotated.py. */
+CQ_HD void cq__stress_vjp_2d_fixed_corotated_f64(const double *F, const double *R, double mu, double lam, const double *P_bar,
+                                                double *F_bar, double *R_bar, double *mu_bar, double *lam_bar)
 {
-    (void)F; (void)R; (void)mu; (void)lam; (void)dP; (void)dF; (void)dR; (void)dmu; (void)dlam;
+    (void)F; (void)R; (void)mu; (void)lam; (void)P_bar; (void)F_bar; (void)R_bar; (void)mu_bar; (void)lam_bar;
     const double t0 = lam*(-F[0]*F[3] + F[1]*F[2] + 1);
     const double t1 = 2*mu;
-    const double b0 = dP[1]*(F[1] - R[1]) + dP[2]*(F[2] - R[2]);
-    const double b1 = -F[0]*dP[3] + F[1]*dP[2] + F[2]*dP[1] - F[3]*dP[0];
-    dF[0] += -F[3]*b1*lam + 2*dP[0]*mu - dP[3]*t0;
-    dF[1] += F[2]*b1*lam + dP[1]*t1 + dP[2]*t0;
-    dF[2] += F[1]*b1*lam + dP[1]*t0 + dP[2]*t1;
-    dF[3] += -F[0]*b1*lam - dP[0]*t0 + 2*dP[3]*mu;
-    dR[0] += -2*dP[0]*mu;
-    dR[1] += -dP[1]*t1;
-    dR[2] += -dP[2]*t1;
-    dR[3] += -2*dP[3]*mu;
-    *dmu += 2*b0 + dP[0]*(2*F[0] - 2*R[0]) + dP[3]*(2*F[3] - 2*R[3]);
-    *dlam += b1*(-F[0]*F[3] + F[1]*F[2] + 1);
+    const double b0 = P_bar[1]*(F[1] - R[1]) + P_bar[2]*(F[2] - R[2]);
+    const double b1 = -F[0]*P_bar[3] + F[1]*P_bar[2] + F[2]*P_bar[1] - F[3]*P_bar[0];
+    F_bar[0] += -F[3]*b1*lam + 2*P_bar[0]*mu - P_bar[3]*t0;
+    F_bar[1] += F[2]*b1*lam + P_bar[1]*t1 + P_bar[2]*t0;
+    F_bar[2] += F[1]*b1*lam + P_bar[1]*t0 + P_bar[2]*t1;
+    F_bar[3] += -F[0]*b1*lam - P_bar[0]*t0 + 2*P_bar[3]*mu;
+    R_bar[0] += -2*P_bar[0]*mu;
+    R_bar[1] += -P_bar[1]*t1;
+    R_bar[2] += -P_bar[2]*t1;
+    R_bar[3] += -2*P_bar[3]*mu;
+    *mu_bar += P_bar[0]*(2*F[0] - 2*R[0]) + P_bar[3]*(2*F[3] - 2*R[3]) + 2*b0;
+    *lam_bar += b1*(-F[0]*F[3] + F[1]*F[2] + 1);
 }
 
 /* >>pk1_vjp_2d_fixed_corotated_f64: adjoint of cq__pk1_2d_fixed_corotated_f64 (same arguments,
-   then dP = dL/dP).  ADDS dL/dF to dF (through the polar rotation too when the material uses
-   it), dL/dE to *dE, dL/dnu to *dnu (through mu = E/(2(1+nu)), lam = E nu/((1+nu)(1-2nu)) and
-   the incompressibility term), and F^T dP to dact, which is the d x d block of THIS particle's
-   group (not the whole act_stress array); dact may be NULL, and is untouched when the particle
+   then P_bar = dL/P_bar).  ADDS dL/F_bar to F_bar (through the polar rotation too when the material uses
+   it), dL/E_bar to *E_bar, dL/nu_bar to *nu_bar (through mu = E/(2(1+nu)), lam = E nu/((1+nu)(1-2nu)) and
+   the incompressibility term), and F^T P_bar to act_bar, which is the d x d block of THIS particle's
+   group (not the whole act_stress array); act_bar may be NULL, and is untouched when the particle
    has no valid group.  Plain +=: a caller summing many particles into one group block must
    make that race-free itself. */
 CQ_HD void cq__pk1_vjp_2d_fixed_corotated_f64(const double *F, double E, double nu, int group,
                                                const cq__params_f64 *prm, const double *act_stress,
-                                               const double *dP, double *dF, double *dE, double *dnu, double *dact)
+                                               const double *P_bar, double *F_bar, double *E_bar, double *nu_bar, double *act_bar)
 {
-    double mu, lam, R[4], dR[4], gmu = 0, glam = 0;
+    double mu, lam, R[4], R_bar[4], gmu = 0, glam = 0;
     cq__lame_f64(E, nu, &mu, &lam);
-    for (int a = 0; a < 4; ++a) dR[a] = 0;
+    for (int a = 0; a < 4; ++a) R_bar[a] = 0;
     cq__polar_2d_f64(F, R);
-    cq__stress_vjp_2d_fixed_corotated_f64(F, R, mu, lam, dP, dF, dR, &gmu, &glam);
-    cq__polar_vjp_2d_f64(F, R, dR, dF);
+    cq__stress_vjp_2d_fixed_corotated_f64(F, R, mu, lam, P_bar, F_bar, R_bar, &gmu, &glam);
+    cq__polar_vjp_2d_f64(F, R, R_bar, F_bar);
     {
         const double op = 1 + nu, om = 1 - 2 * nu;
-        *dE += gmu / (2 * op) + glam * nu / (op * om);
-        *dnu += -gmu * E / (2 * op * op) + glam * E * (1 + 2 * nu * nu) / (op * op * om * om);
+        *E_bar += gmu / (2 * op) + glam * nu / (op * om);
+        *nu_bar += -gmu * E / (2 * op * op) + glam * E * (1 + 2 * nu * nu) / (op * op * om * om);
     }
-    if (prm->incompressibility) cq__incompressible_vjp_2d_f64(F, E, nu, prm->incompressibility, dP, dF, dE, dnu);
-    if (group >= 0 && group < prm->act_groups) {   /* P += F sa: dF += dP sa^T, dsa += F^T dP */
+    if (prm->incompressibility) cq__incompressible_vjp_2d_f64(F, E, nu, prm->incompressibility, P_bar, F_bar, E_bar, nu_bar);
+    if (group >= 0 && group < prm->act_groups) {   /* P += F sa: F_bar += P_bar sa^T, dsa += F^T P_bar */
         const double *sa = act_stress + (long)group * 4;
         for (int a = 0; a < 2; ++a)
             for (int c = 0; c < 2; ++c) {
                 double g = 0;
-                for (int b = 0; b < 2; ++b) g += dP[a * 2 + b] * sa[c * 2 + b];
-                dF[a * 2 + c] += g;
+                for (int b = 0; b < 2; ++b) g += P_bar[a * 2 + b] * sa[c * 2 + b];
+                F_bar[a * 2 + c] += g;
             }
-        if (dact)
+        if (act_bar)
             for (int c = 0; c < 2; ++c)
                 for (int b = 0; b < 2; ++b) {
                     double g = 0;
-                    for (int a = 0; a < 2; ++a) g += F[a * 2 + c] * dP[a * 2 + b];
-                    dact[c * 2 + b] += g;
+                    for (int a = 0; a < 2; ++a) g += F[a * 2 + c] * P_bar[a * 2 + b];
+                    act_bar[c * 2 + b] += g;
                 }
     }
 }
 
-/* >>stress_vjp_2d_neohookean_f64: adjoint of cq__stress_2d_neohookean_f64: given dP =
-   dL/dP, ADDS d<dP, P>/dF to dF, /dR to dR (R held independent of F; this material has no R, so dR is untouched and may be NULL),
-   /dmu to *dmu and /dlam to *dlam.  Generated by SymPy from generator/materials/neohookean.py. */
-CQ_HD void cq__stress_vjp_2d_neohookean_f64(const double *F, const double *R, double mu, double lam, const double *dP,
-                                                double *dF, double *dR, double *dmu, double *dlam)
+/* >>stress_vjp_2d_neohookean_f64: adjoint of cq__stress_2d_neohookean_f64: given P_bar =
+   dL/P_bar, ADDS d<P_bar, P>/F_bar to F_bar, /R_bar to R_bar (R held independent of F; this material has no R, so R_bar is untouched and may be NULL),
+   /mu_bar to *mu_bar and /lam_bar to *lam_bar.  Generated by SymPy from generator/materials/neohookean.py. */
+CQ_HD void cq__stress_vjp_2d_neohookean_f64(const double *F, const double *R, double mu, double lam, const double *P_bar,
+                                                double *F_bar, double *R_bar, double *mu_bar, double *lam_bar)
 {
-    (void)F; (void)R; (void)mu; (void)lam; (void)dP; (void)dF; (void)dR; (void)dmu; (void)dlam;
+    (void)F; (void)R; (void)mu; (void)lam; (void)P_bar; (void)F_bar; (void)R_bar; (void)mu_bar; (void)lam_bar;
     const double t0 = F[0]*mu;
     const double t1 = F[0]*F[3] - F[1]*F[2];
     const double t2 = (1.0/((t1)));
@@ -553,58 +559,58 @@ CQ_HD void cq__stress_vjp_2d_neohookean_f64(const double *F, const double *R, do
     const double t4 = f0*lam*t2;
     const double t5 = F[1]*mu;
     const double t6 = F[2]*mu;
-    const double b0 = dP[1]*t2 + dP[2];
-    const double b1 = dP[1] + dP[2]*t2;
-    const double b2 = F[0]*dP[3] - F[1]*dP[2] - F[2]*dP[1] + F[3]*dP[0];
+    const double b0 = P_bar[1]*t2 + P_bar[2];
+    const double b1 = P_bar[1] + P_bar[2]*t2;
+    const double b2 = F[0]*P_bar[3] - F[1]*P_bar[2] - F[2]*P_bar[1] + F[3]*P_bar[0];
     const double b3 = b2*lam*t2;
-    const double b4 = -dP[0]*t2 + dP[3];
-    const double b5 = b2*f0*lam - dP[0]*t3 + dP[1]*t6 + dP[2]*t5 - dP[3]*t0;
+    const double b4 = -P_bar[0]*t2 + P_bar[3];
+    const double b5 = -P_bar[0]*t3 + P_bar[1]*t6 + P_bar[2]*t5 - P_bar[3]*t0 + b2*f0*lam;
     const double b6 = b3/t1 - b5/((t1)*(t1));
-    const double b7 = dP[0] - dP[3]*t2;
-    dF[0] += F[3]*b6 + b7*mu + dP[3]*t4;
-    dF[1] += -F[2]*b6 + b1*mu - dP[2]*t4;
-    dF[2] += -F[1]*b6 + b0*mu - dP[1]*t4;
-    dF[3] += F[0]*b6 + b4*mu + dP[0]*t4;
-    *dmu += F[0]*b7 + F[1]*b1 + F[2]*b0 + F[3]*b4;
-    *dlam += b2*f0*t2;
+    const double b7 = P_bar[0] - P_bar[3]*t2;
+    F_bar[0] += F[3]*b6 + P_bar[3]*t4 + b7*mu;
+    F_bar[1] += -F[2]*b6 - P_bar[2]*t4 + b1*mu;
+    F_bar[2] += -F[1]*b6 - P_bar[1]*t4 + b0*mu;
+    F_bar[3] += F[0]*b6 + P_bar[0]*t4 + b4*mu;
+    *mu_bar += F[0]*b7 + F[1]*b1 + F[2]*b0 + F[3]*b4;
+    *lam_bar += b2*f0*t2;
 }
 
 /* >>pk1_vjp_2d_neohookean_f64: adjoint of cq__pk1_2d_neohookean_f64 (same arguments,
-   then dP = dL/dP).  ADDS dL/dF to dF (through the polar rotation too when the material uses
-   it), dL/dE to *dE, dL/dnu to *dnu (through mu = E/(2(1+nu)), lam = E nu/((1+nu)(1-2nu)) and
-   the incompressibility term), and F^T dP to dact, which is the d x d block of THIS particle's
-   group (not the whole act_stress array); dact may be NULL, and is untouched when the particle
+   then P_bar = dL/P_bar).  ADDS dL/F_bar to F_bar (through the polar rotation too when the material uses
+   it), dL/E_bar to *E_bar, dL/nu_bar to *nu_bar (through mu = E/(2(1+nu)), lam = E nu/((1+nu)(1-2nu)) and
+   the incompressibility term), and F^T P_bar to act_bar, which is the d x d block of THIS particle's
+   group (not the whole act_stress array); act_bar may be NULL, and is untouched when the particle
    has no valid group.  Plain +=: a caller summing many particles into one group block must
    make that race-free itself. */
 CQ_HD void cq__pk1_vjp_2d_neohookean_f64(const double *F, double E, double nu, int group,
                                                const cq__params_f64 *prm, const double *act_stress,
-                                               const double *dP, double *dF, double *dE, double *dnu, double *dact)
+                                               const double *P_bar, double *F_bar, double *E_bar, double *nu_bar, double *act_bar)
 {
-    double mu, lam, R[4], dR[4], gmu = 0, glam = 0;
+    double mu, lam, R[4], R_bar[4], gmu = 0, glam = 0;
     cq__lame_f64(E, nu, &mu, &lam);
-    for (int a = 0; a < 4; ++a) dR[a] = 0;
+    for (int a = 0; a < 4; ++a) R_bar[a] = 0;
     for (int a = 0; a < 4; ++a) R[a] = 0;
-    cq__stress_vjp_2d_neohookean_f64(F, R, mu, lam, dP, dF, dR, &gmu, &glam);
+    cq__stress_vjp_2d_neohookean_f64(F, R, mu, lam, P_bar, F_bar, R_bar, &gmu, &glam);
     {
         const double op = 1 + nu, om = 1 - 2 * nu;
-        *dE += gmu / (2 * op) + glam * nu / (op * om);
-        *dnu += -gmu * E / (2 * op * op) + glam * E * (1 + 2 * nu * nu) / (op * op * om * om);
+        *E_bar += gmu / (2 * op) + glam * nu / (op * om);
+        *nu_bar += -gmu * E / (2 * op * op) + glam * E * (1 + 2 * nu * nu) / (op * op * om * om);
     }
-    if (prm->incompressibility) cq__incompressible_vjp_2d_f64(F, E, nu, prm->incompressibility, dP, dF, dE, dnu);
-    if (group >= 0 && group < prm->act_groups) {   /* P += F sa: dF += dP sa^T, dsa += F^T dP */
+    if (prm->incompressibility) cq__incompressible_vjp_2d_f64(F, E, nu, prm->incompressibility, P_bar, F_bar, E_bar, nu_bar);
+    if (group >= 0 && group < prm->act_groups) {   /* P += F sa: F_bar += P_bar sa^T, dsa += F^T P_bar */
         const double *sa = act_stress + (long)group * 4;
         for (int a = 0; a < 2; ++a)
             for (int c = 0; c < 2; ++c) {
                 double g = 0;
-                for (int b = 0; b < 2; ++b) g += dP[a * 2 + b] * sa[c * 2 + b];
-                dF[a * 2 + c] += g;
+                for (int b = 0; b < 2; ++b) g += P_bar[a * 2 + b] * sa[c * 2 + b];
+                F_bar[a * 2 + c] += g;
             }
-        if (dact)
+        if (act_bar)
             for (int c = 0; c < 2; ++c)
                 for (int b = 0; b < 2; ++b) {
                     double g = 0;
-                    for (int a = 0; a < 2; ++a) g += F[a * 2 + c] * dP[a * 2 + b];
-                    dact[c * 2 + b] += g;
+                    for (int a = 0; a < 2; ++a) g += F[a * 2 + c] * P_bar[a * 2 + b];
+                    act_bar[c * 2 + b] += g;
                 }
     }
 }
@@ -626,10 +632,10 @@ CQ_HD void cq__weight_grads_2d_f64(const double *fx, double inv_dx, double (*dw)
 }
 
 /* >>boundary_adj_2d_f64: adjoint of the wall projection (cq__boundary_2d_f64).
-   v0: the velocity BEFORE the projection; vb: dL/d(projected v) on entry, dL/dv0 on return.
+   v0: the velocity BEFORE the projection; v_bar: dL/d(projected v) on entry, dL/dv0 on return.
    Friction follows [Spielberg21] appendix B (B9-B15, whose dl_t* / dl_n bookkeeping is done here by
    direct differentiation of B3-B6). */
-CQ_HD void cq__boundary_adj_2d_f64(const int *c, const cq__params_f64 *prm, const double *v0, double *vb)
+CQ_HD void cq__boundary_adj_2d_f64(const int *c, const cq__params_f64 *prm, const double *v0, double *v_bar)
 {
     double vs[3][2];   /* velocity before each axis' projection */
     int axis_n[2], last = 2;
@@ -639,34 +645,34 @@ CQ_HD void cq__boundary_adj_2d_f64(const int *c, const cq__params_f64 *prm, cons
         axis_n[a] = cq__wall_normal_2d_f64(c, a, prm);
         if (axis_n[a] && cq__bc_axis_2d_f64(a, (double)axis_n[a], prm, vs[a + 1])) { last = a; break; }
     }
-    if (last < 2) { for (int b = 0; b < 2; ++b) vb[b] = 0; return; }   /* sticky wall node */
+    if (last < 2) { for (int b = 0; b < 2; ++b) v_bar[b] = 0; return; }   /* sticky wall node */
     for (int a = 2 - 1; a >= 0; --a) {
         if (!axis_n[a]) continue;
         const double *v = vs[a];
         double n = (double)axis_n[a], ln = v[a] * n;
         switch (prm->boundary) {
         case CQ__BC_SLIP:
-            vb[a] = 0;
+            v_bar[a] = 0;
             break;
         case CQ__BC_SEPARATE:
-            if (ln < 0) vb[a] = 0;
+            if (ln < 0) v_bar[a] = 0;
             break;
         default: /* CQ__BC_FRICTION */
             if (ln < 0) {
-                double s2 = 0, sc_b = 0;
+                double s2 = 0, sc_bar = 0;
                 for (int b = 0; b < 2; ++b) if (b != a) s2 += v[b] * v[b];
                 double r = sqrt(s2), lt = r + 1e-300;
                 double lts = lt + prm->friction * ln;
                 int open = lts > 0;
                 if (!open) lts = 0;
                 double scale = lts / lt;
-                for (int b = 0; b < 2; ++b) if (b != a) sc_b += vb[b] * v[b];
-                double lts_b = sc_b / lt, lt_b = -sc_b * lts / (lt * lt);
-                if (open) lt_b += lts_b;
-                double ln_b = open ? prm->friction * lts_b : 0;
+                for (int b = 0; b < 2; ++b) if (b != a) sc_bar += v_bar[b] * v[b];
+                double lts_bar = sc_bar / lt, lt_bar = -sc_bar * lts / (lt * lt);
+                if (open) lt_bar += lts_bar;
+                double ln_bar = open ? prm->friction * lts_bar : 0;
                 for (int b = 0; b < 2; ++b)
-                    if (b != a) vb[b] = vb[b] * scale + (r > 0 ? lt_b * v[b] / r : 0);
-                vb[a] = ln_b * n;
+                    if (b != a) v_bar[b] = v_bar[b] * scale + (r > 0 ? lt_bar * v[b] / r : 0);
+                v_bar[a] = ln_bar * n;
             }
             break;
         }
@@ -674,55 +680,55 @@ CQ_HD void cq__boundary_adj_2d_f64(const int *c, const cq__params_f64 *prm, cons
 }
 
 /* >>grid_adj_2d_f64: grid-update adjoint for one node: v = bc(p/m + dt g).  gp: momentum (pre-projection) of the
-   forward pass; gv_adj: dL/dv; writes dL/dp and dL/dm of the node. */
+   forward pass; gv_bar: dL/dv; writes dL/dp and dL/dm of the node. */
 CQ_HD void cq__grid_adj_2d_f64(int node, const cq__params_f64 *prm, const double *gm,
-                                                   const double *gp, const double *gv_adj, double *gp_adj, double *gm_adj)
+                                                   const double *gp, const double *gv_bar, double *gp_bar, double *gm_bar)
 {
-    double m = gm[node], v0[2], vb[2];
+    double m = gm[node], v0[2], v_bar[2];
     int c[2];
     if (!(m > 0)) {
-        for (int a = 0; a < 2; ++a) gp_adj[(long)node * 2 + a] = 0;
-        gm_adj[node] = 0;
+        for (int a = 0; a < 2; ++a) gp_bar[(long)node * 2 + a] = 0;
+        gm_bar[node] = 0;
         return;
     }
     c[0] = node / prm->res[1]; c[1] = node % prm->res[1];
-    double inv_m = 1 / m, mb = 0;
+    double inv_m = 1 / m, m_bar = 0;
     for (int a = 0; a < 2; ++a) {
         v0[a] = gp[(long)node * 2 + a] * inv_m + prm->dt * prm->gravity[a];
-        vb[a] = gv_adj[(long)node * 2 + a];
+        v_bar[a] = gv_bar[(long)node * 2 + a];
     }
-    cq__boundary_adj_2d_f64(c, prm, v0, vb);
+    cq__boundary_adj_2d_f64(c, prm, v0, v_bar);
     for (int a = 0; a < 2; ++a) {
-        gp_adj[(long)node * 2 + a] = vb[a] * inv_m;
-        mb -= vb[a] * gp[(long)node * 2 + a] * inv_m * inv_m;
+        gp_bar[(long)node * 2 + a] = v_bar[a] * inv_m;
+        m_bar -= v_bar[a] * gp[(long)node * 2 + a] * inv_m * inv_m;
     }
-    gm_adj[node] = mb;
+    gm_bar[node] = m_bar;
 }
 
 /* >>g2p_adj_2d_f64: adjoint of G2P (eqs 8-11) for particle p.  `s` is the substep's
    input state, g the recomputed grid (v = projected velocity), `ao` the adjoint of the output
-   state.  Scatters dL/dv_i into gv_adj; SETS ai.x and ai.F to the G2P part of the input
+   state.  Scatters dL/dv_i into gv_bar; SETS ai.x and ai.F to the G2P part of the input
    state's adjoint (the P2G adjoint adds its part after). */
 CQ_HD void cq__g2p_adj_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
                                                   cq__gview_f64 g, cq__pview_f64 ao, cq__pview_f64 ai,
-                                                  double *gv_adj)
+                                                  double *gv_bar)
 {
     int base[2];
     double fx[2], w[2][3], dw[2][3], xp[2], Fp[4], nC[4] = {0};
-    double vbt[2], Cbt[4], xb[2];
+    double v_bar_t[2], C_bar_t[4], x_bar[2];
     const double c4 = 4 * prm->inv_dx * prm->inv_dx, dt = prm->dt;
     for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
     for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__weights_2d_f64(xp, prm->inv_dx, base, fx, w);
     cq__weight_grads_2d_f64(fx, prm->inv_dx, dw);
-    /* x' = x + dt v'  ->  vbar' += dt xbar';   F' = (I + dt C') F  ->  Cbar' += dt Fbar' F^T */
+    /* x' = x + dt v'  ->  v_bar' += dt x_bar';   F' = (I + dt C') F  ->  C_bar' += dt F_bar' F^T */
     for (int a = 0; a < 2; ++a) {
-        xb[a] = ao.x[(long)p * 2 + a];
-        vbt[a] = ao.v[(long)p * 2 + a] + dt * xb[a];
+        x_bar[a] = ao.x[(long)p * 2 + a];
+        v_bar_t[a] = ao.v[(long)p * 2 + a] + dt * x_bar[a];
         for (int b = 0; b < 2; ++b) {
             double acc = ao.C[(long)p * 4 + a * 2 + b];
             for (int k = 0; k < 2; ++k) acc += dt * ao.F[(long)p * 4 + a * 2 + k] * Fp[b * 2 + k];
-            Cbt[a * 2 + b] = acc;
+            C_bar_t[a * 2 + b] = acc;
         }
     }
     for (int i = 0; i < 3; ++i)
@@ -736,20 +742,20 @@ CQ_HD void cq__g2p_adj_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
         const double *vi = g.v + idx * 2;
         for (int a = 0; a < 2; ++a) dpos[a] = ((double)o[a] - fx[a]) * prm->dx;
         for (int a = 0; a < 2; ++a) {
-            double cd = 0, vc = 0;   /* (Cbar' dpos)_a, (Cbar'^T v_i)_a */
+            double cd = 0, vc = 0;   /* (C_bar' dpos)_a, (C_bar'^T v_i)_a */
             for (int b = 0; b < 2; ++b) {
-                cd += Cbt[a * 2 + b] * dpos[b];
-                vc += Cbt[b * 2 + a] * vi[b];
+                cd += C_bar_t[a * 2 + b] * dpos[b];
+                vc += C_bar_t[b * 2 + a] * vi[b];
                 nC[a * 2 + b] += c4 * wt * vi[a] * dpos[b];
             }
-            CQ__ATOMIC_ADD(&gv_adj[idx * 2 + a], wt * (vbt[a] + c4 * cd));
-            sdot += vi[a] * (vbt[a] + c4 * cd);
-            xb[a] -= c4 * wt * vc;            /* dpos = x_i - x_p */
+            CQ__ATOMIC_ADD(&gv_bar[idx * 2 + a], wt * (v_bar_t[a] + c4 * cd));
+            sdot += vi[a] * (v_bar_t[a] + c4 * cd);
+            x_bar[a] -= c4 * wt * vc;            /* dpos = x_i - x_p */
         }
-        for (int a = 0; a < 2; ++a) xb[a] += sdot * gw[a];   /* through the weights */
+        for (int a = 0; a < 2; ++a) x_bar[a] += sdot * gw[a];   /* through the weights */
     }
-    for (int a = 0; a < 2; ++a) ai.x[(long)p * 2 + a] = xb[a];
-    for (int a = 0; a < 2; ++a)       /* Fbar = (I + dt C')^T Fbar' */
+    for (int a = 0; a < 2; ++a) ai.x[(long)p * 2 + a] = x_bar[a];
+    for (int a = 0; a < 2; ++a)       /* F_bar = (I + dt C')^T F_bar' */
         for (int b = 0; b < 2; ++b) {
             double acc = ao.F[(long)p * 4 + a * 2 + b];
             for (int k = 0; k < 2; ++k) acc += dt * nC[k * 2 + a] * ao.F[(long)p * 4 + k * 2 + b];
@@ -758,16 +764,16 @@ CQ_HD void cq__g2p_adj_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
 }
 
 /* >>p2g_adj_2d_fixed_corotated_f64: adjoint of P2G (eqs 3-6) for particle p, a gather:
-   reads dL/dp_i (gp_adj) and dL/dm_i (gm_adj) of its stencil; ADDS to ai.x and ai.F, SETS ai.v
+   reads dL/dp_i (gp_bar) and dL/dm_i (gm_bar) of its stencil; ADDS to ai.x and ai.F, SETS ai.v
    and ai.C (v and C enter the substep only here), ADDS the parameter gradients to pg (mass,
-   vol, E, nu arrays) and SETS dact[0..d*d) to this particle's actuation gradient F^T dP. */
+   vol, E, nu arrays) and SETS act_bar[0..d*d) to this particle's actuation gradient F^T P_bar. */
 CQ_HD void cq__p2g_adj_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
-        cq__pview_f64 s, const double *gp_adj, const double *gm_adj, cq__pview_f64 ai,
-        cq__pview_f64 pg, double *dact)
+        cq__pview_f64 s, const double *gp_bar, const double *gm_bar, cq__pview_f64 ai,
+        cq__pview_f64 pg, double *act_bar)
 {
     int base[2];
-    double fx[2], w[2][3], dw[2][3], xp[2], vp[2], Fp[4], Pp[4], G[4], Gb[4] = {0};
-    double xb[2] = {0}, vb[2] = {0}, Pb[4], Fb[4] = {0}, mb = 0, Eb = 0, nub = 0;
+    double fx[2], w[2][3], dw[2][3], xp[2], vp[2], Fp[4], Pp[4], G[4], G_bar[4] = {0};
+    double x_bar[2] = {0}, v_bar[2] = {0}, P_bar[4], F_bar[4] = {0}, m_bar = 0, E_bar = 0, nu_bar = 0;
     const int group = s.act ? s.act[p] : -1;
     for (int a = 0; a < 2; ++a) { xp[a] = s.x[(long)p * 2 + a]; vp[a] = s.v[(long)p * 2 + a]; }
     for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
@@ -790,64 +796,64 @@ CQ_HD void cq__p2g_adj_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
         const double gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
         const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
         double dpos[2];
-        const double *pb = gp_adj + idx * 2;
-        const double mbi = gm_adj[idx];
-        double sdot = mbi * mass;   /* d(contribution)/dw */
+        const double *p_bar = gp_bar + idx * 2;
+        const double m_bar_i = gm_bar[idx];
+        double sdot = m_bar_i * mass;   /* d(contribution)/dw */
         for (int a = 0; a < 2; ++a) dpos[a] = ((double)o[a] - fx[a]) * prm->dx;
         for (int a = 0; a < 2; ++a) {
             double mom = mass * vp[a], gtp = 0;
             for (int b = 0; b < 2; ++b) {
                 mom += G[a * 2 + b] * dpos[b];
-                Gb[a * 2 + b] += wt * pb[a] * dpos[b];
-                gtp += G[b * 2 + a] * pb[b];
+                G_bar[a * 2 + b] += wt * p_bar[a] * dpos[b];
+                gtp += G[b * 2 + a] * p_bar[b];
             }
-            sdot += pb[a] * mom;
-            vb[a] += wt * mass * pb[a];
-            mb += wt * pb[a] * vp[a];
-            xb[a] -= wt * gtp;                 /* dpos = x_i - x_p */
+            sdot += p_bar[a] * mom;
+            v_bar[a] += wt * mass * p_bar[a];
+            m_bar += wt * p_bar[a] * vp[a];
+            x_bar[a] -= wt * gtp;                 /* dpos = x_i - x_p */
         }
-        mb += wt * mbi;
-        for (int a = 0; a < 2; ++a) xb[a] += sdot * gw[a];
+        m_bar += wt * m_bar_i;
+        for (int a = 0; a < 2; ++a) x_bar[a] += sdot * gw[a];
     }
     /* G = k V0 P F^T + m C */
-    double volb = 0;
+    double vol_bar = 0;
     for (int a = 0; a < 2; ++a)
         for (int b = 0; b < 2; ++b) {
-            double pbab = 0, fbab = 0, pf = 0;
+            double gf_ab = 0, gtp_ab = 0, pf = 0;
             for (int c = 0; c < 2; ++c) {
-                pbab += Gb[a * 2 + c] * Fp[c * 2 + b];   /* (Gbar F)_ab */
-                fbab += Gb[c * 2 + a] * Pp[c * 2 + b];   /* (Gbar^T P)_ab */
+                gf_ab += G_bar[a * 2 + c] * Fp[c * 2 + b];   /* (G_bar F)_ab */
+                gtp_ab += G_bar[c * 2 + a] * Pp[c * 2 + b];   /* (G_bar^T P)_ab */
                 pf += Pp[a * 2 + c] * Fp[b * 2 + c];     /* (P F^T)_ab */
             }
-            Pb[a * 2 + b] = ks * vol * pbab;
-            Fb[a * 2 + b] += ks * vol * fbab;
-            volb += ks * pf * Gb[a * 2 + b];
-            mb += s.C[(long)p * 4 + a * 2 + b] * Gb[a * 2 + b];
+            P_bar[a * 2 + b] = ks * vol * gf_ab;
+            F_bar[a * 2 + b] += ks * vol * gtp_ab;
+            vol_bar += ks * pf * G_bar[a * 2 + b];
+            m_bar += s.C[(long)p * 4 + a * 2 + b] * G_bar[a * 2 + b];
         }
-    for (int a = 0; a < 4; ++a) dact[a] = 0;
-    cq__pk1_vjp_2d_fixed_corotated_f64(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pb, Fb, &Eb, &nub, dact);
+    for (int a = 0; a < 4; ++a) act_bar[a] = 0;
+    cq__pk1_vjp_2d_fixed_corotated_f64(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, P_bar, F_bar, &E_bar, &nu_bar, act_bar);
     for (int a = 0; a < 2; ++a) {
-        ai.x[(long)p * 2 + a] += xb[a];
-        ai.v[(long)p * 2 + a] = vb[a];
+        ai.x[(long)p * 2 + a] += x_bar[a];
+        ai.v[(long)p * 2 + a] = v_bar[a];
     }
     for (int a = 0; a < 4; ++a) {
-        ai.F[(long)p * 4 + a] += Fb[a];
-        ai.C[(long)p * 4 + a] = mass * Gb[a];
+        ai.F[(long)p * 4 + a] += F_bar[a];
+        ai.C[(long)p * 4 + a] = mass * G_bar[a];
     }
-    pg.mass[p] += mb; pg.vol[p] += volb; pg.E[p] += Eb; pg.nu[p] += nub;
+    pg.mass[p] += m_bar; pg.vol[p] += vol_bar; pg.E[p] += E_bar; pg.nu[p] += nu_bar;
 }
 
 /* >>p2g_adj_2d_neohookean_f64: adjoint of P2G (eqs 3-6) for particle p, a gather:
-   reads dL/dp_i (gp_adj) and dL/dm_i (gm_adj) of its stencil; ADDS to ai.x and ai.F, SETS ai.v
+   reads dL/dp_i (gp_bar) and dL/dm_i (gm_bar) of its stencil; ADDS to ai.x and ai.F, SETS ai.v
    and ai.C (v and C enter the substep only here), ADDS the parameter gradients to pg (mass,
-   vol, E, nu arrays) and SETS dact[0..d*d) to this particle's actuation gradient F^T dP. */
+   vol, E, nu arrays) and SETS act_bar[0..d*d) to this particle's actuation gradient F^T P_bar. */
 CQ_HD void cq__p2g_adj_2d_neohookean_f64(int p, const cq__params_f64 *prm,
-        cq__pview_f64 s, const double *gp_adj, const double *gm_adj, cq__pview_f64 ai,
-        cq__pview_f64 pg, double *dact)
+        cq__pview_f64 s, const double *gp_bar, const double *gm_bar, cq__pview_f64 ai,
+        cq__pview_f64 pg, double *act_bar)
 {
     int base[2];
-    double fx[2], w[2][3], dw[2][3], xp[2], vp[2], Fp[4], Pp[4], G[4], Gb[4] = {0};
-    double xb[2] = {0}, vb[2] = {0}, Pb[4], Fb[4] = {0}, mb = 0, Eb = 0, nub = 0;
+    double fx[2], w[2][3], dw[2][3], xp[2], vp[2], Fp[4], Pp[4], G[4], G_bar[4] = {0};
+    double x_bar[2] = {0}, v_bar[2] = {0}, P_bar[4], F_bar[4] = {0}, m_bar = 0, E_bar = 0, nu_bar = 0;
     const int group = s.act ? s.act[p] : -1;
     for (int a = 0; a < 2; ++a) { xp[a] = s.x[(long)p * 2 + a]; vp[a] = s.v[(long)p * 2 + a]; }
     for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
@@ -870,51 +876,51 @@ CQ_HD void cq__p2g_adj_2d_neohookean_f64(int p, const cq__params_f64 *prm,
         const double gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
         const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
         double dpos[2];
-        const double *pb = gp_adj + idx * 2;
-        const double mbi = gm_adj[idx];
-        double sdot = mbi * mass;   /* d(contribution)/dw */
+        const double *p_bar = gp_bar + idx * 2;
+        const double m_bar_i = gm_bar[idx];
+        double sdot = m_bar_i * mass;   /* d(contribution)/dw */
         for (int a = 0; a < 2; ++a) dpos[a] = ((double)o[a] - fx[a]) * prm->dx;
         for (int a = 0; a < 2; ++a) {
             double mom = mass * vp[a], gtp = 0;
             for (int b = 0; b < 2; ++b) {
                 mom += G[a * 2 + b] * dpos[b];
-                Gb[a * 2 + b] += wt * pb[a] * dpos[b];
-                gtp += G[b * 2 + a] * pb[b];
+                G_bar[a * 2 + b] += wt * p_bar[a] * dpos[b];
+                gtp += G[b * 2 + a] * p_bar[b];
             }
-            sdot += pb[a] * mom;
-            vb[a] += wt * mass * pb[a];
-            mb += wt * pb[a] * vp[a];
-            xb[a] -= wt * gtp;                 /* dpos = x_i - x_p */
+            sdot += p_bar[a] * mom;
+            v_bar[a] += wt * mass * p_bar[a];
+            m_bar += wt * p_bar[a] * vp[a];
+            x_bar[a] -= wt * gtp;                 /* dpos = x_i - x_p */
         }
-        mb += wt * mbi;
-        for (int a = 0; a < 2; ++a) xb[a] += sdot * gw[a];
+        m_bar += wt * m_bar_i;
+        for (int a = 0; a < 2; ++a) x_bar[a] += sdot * gw[a];
     }
     /* G = k V0 P F^T + m C */
-    double volb = 0;
+    double vol_bar = 0;
     for (int a = 0; a < 2; ++a)
         for (int b = 0; b < 2; ++b) {
-            double pbab = 0, fbab = 0, pf = 0;
+            double gf_ab = 0, gtp_ab = 0, pf = 0;
             for (int c = 0; c < 2; ++c) {
-                pbab += Gb[a * 2 + c] * Fp[c * 2 + b];   /* (Gbar F)_ab */
-                fbab += Gb[c * 2 + a] * Pp[c * 2 + b];   /* (Gbar^T P)_ab */
+                gf_ab += G_bar[a * 2 + c] * Fp[c * 2 + b];   /* (G_bar F)_ab */
+                gtp_ab += G_bar[c * 2 + a] * Pp[c * 2 + b];   /* (G_bar^T P)_ab */
                 pf += Pp[a * 2 + c] * Fp[b * 2 + c];     /* (P F^T)_ab */
             }
-            Pb[a * 2 + b] = ks * vol * pbab;
-            Fb[a * 2 + b] += ks * vol * fbab;
-            volb += ks * pf * Gb[a * 2 + b];
-            mb += s.C[(long)p * 4 + a * 2 + b] * Gb[a * 2 + b];
+            P_bar[a * 2 + b] = ks * vol * gf_ab;
+            F_bar[a * 2 + b] += ks * vol * gtp_ab;
+            vol_bar += ks * pf * G_bar[a * 2 + b];
+            m_bar += s.C[(long)p * 4 + a * 2 + b] * G_bar[a * 2 + b];
         }
-    for (int a = 0; a < 4; ++a) dact[a] = 0;
-    cq__pk1_vjp_2d_neohookean_f64(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pb, Fb, &Eb, &nub, dact);
+    for (int a = 0; a < 4; ++a) act_bar[a] = 0;
+    cq__pk1_vjp_2d_neohookean_f64(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, P_bar, F_bar, &E_bar, &nu_bar, act_bar);
     for (int a = 0; a < 2; ++a) {
-        ai.x[(long)p * 2 + a] += xb[a];
-        ai.v[(long)p * 2 + a] = vb[a];
+        ai.x[(long)p * 2 + a] += x_bar[a];
+        ai.v[(long)p * 2 + a] = v_bar[a];
     }
     for (int a = 0; a < 4; ++a) {
-        ai.F[(long)p * 4 + a] += Fb[a];
-        ai.C[(long)p * 4 + a] = mass * Gb[a];
+        ai.F[(long)p * 4 + a] += F_bar[a];
+        ai.C[(long)p * 4 + a] = mass * G_bar[a];
     }
-    pg.mass[p] += mb; pg.vol[p] += volb; pg.E[p] += Eb; pg.nu[p] += nub;
+    pg.mass[p] += m_bar; pg.vol[p] += vol_bar; pg.E[p] += E_bar; pg.nu[p] += nu_bar;
 }
 
 

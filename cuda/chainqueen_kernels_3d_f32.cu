@@ -509,28 +509,34 @@ CQ_HD void cq__p2g_fwd_3d_neohookean_f32(int p, const cq__params_f32 *prm, cq__p
 }
 
 
+/* Adjoint kernels.  Glossary: X_bar is dL/dX, the adjoint of forward quantity X (x_bar, v_bar,
+   C_bar, F_bar of a particle; P_bar of its stress; m_bar, vol_bar, E_bar, nu_bar of its
+   parameters; gv_bar, gp_bar, gm_bar of a grid node's velocity, momentum and mass; act_bar of
+   its actuation stress).  A VJP function ADDS its X_bar outputs.  ao / ai: the adjoints of a
+   substep's output / input particle state; pg: the parameter gradients.  Host buffers keep
+   short names: grid_vb, grid_pb, grid_mb = gv_bar, gp_bar, gm_bar. */
 /* ======================================================================== 3D f32 adjoint */
-/* >>polar_vjp_3d_f32: dF += dL/dF given dR = dL/dR, for R the polar rotation of F
+/* >>polar_vjp_3d_f32: F_bar += dL/F_bar given R_bar = dL/R_bar, for R the polar rotation of F
    (cq__polar_3d_f32).  With F = U diag(sig) V^T (signed sig, R = U V^T) and
-   H = U^T dR V, the result is  U A V^T,  A_ij = (H_ij - H_ji) / (sig_i + sig_j)  (i != j),
+   H = U^T R_bar V, the result is  U A V^T,  A_ij = (H_ij - H_ji) / (sig_i + sig_j)  (i != j),
    A_ii = 0: only sums of singular values appear, never differences, so F = I and repeated
    singular values are regular points.  sig_i + sig_j >= 0 by the sign convention and is 0
    only where R itself is not differentiable (an inverted pair cancelling, e.g. sig =
    (1, s, -s)); there the denominator is clamped to 1e-4 * sig_max (2D: * |F|), which keeps the
-   gradient finite (bounded by |dR| / (1e-4 sig_max)) but no longer exact.  F = 0
+   gradient finite (bounded by |R_bar| / (1e-4 sig_max)) but no longer exact.  F = 0
    (where the forward pass returns the constant R = I) adds nothing. */
-CQ_HD void cq__polar_vjp_3d_f32(const float *F, const float *R, const float *dR, float *dF)
+CQ_HD void cq__polar_vjp_3d_f32(const float *F, const float *R, const float *R_bar, float *F_bar)
 {
     float U[9], sig[3], V[9], H[9], A[9];
     (void)R;
     cq__svd_3d_f32(F, U, sig, V);
     if (!(sig[0] > 0)) return;
     float fl = 0.0001f * sig[0];
-    for (int i = 0; i < 3; ++i)       /* H = U^T dR V */
+    for (int i = 0; i < 3; ++i)       /* H = U^T R_bar V */
         for (int j = 0; j < 3; ++j) {
             float h = 0;
             for (int k = 0; k < 3; ++k)
-                for (int l = 0; l < 3; ++l) h += U[k * 3 + i] * dR[k * 3 + l] * V[l * 3 + j];
+                for (int l = 0; l < 3; ++l) h += U[k * 3 + i] * R_bar[k * 3 + l] * V[l * 3 + j];
             H[i * 3 + j] = h;
         }
     for (int i = 0; i < 3; ++i) {
@@ -542,34 +548,34 @@ CQ_HD void cq__polar_vjp_3d_f32(const float *F, const float *R, const float *dR,
             A[i * 3 + j] = x; A[j * 3 + i] = -x;
         }
     }
-    for (int i = 0; i < 3; ++i)       /* dF += U A V^T */
+    for (int i = 0; i < 3; ++i)       /* F_bar += U A V^T */
         for (int j = 0; j < 3; ++j) {
             float g = 0;
             for (int k = 0; k < 3; ++k)
                 for (int l = 0; l < 3; ++l) g += U[i * 3 + k] * A[k * 3 + l] * V[j * 3 + l];
-            dF[i * 3 + j] += g;
+            F_bar[i * 3 + j] += g;
         }
 }
 
-/* dF += s * d<dK, cofactor(F)>/dF (cofactor as cq__cofactor_3d_f32). */
-CQ_HD void cq__cofactor_vjp_3d_f32(const float *F, const float *dK, float s, float *dF)
+/* F_bar += s * d<K_bar, cofactor(F)>/F_bar (cofactor as cq__cofactor_3d_f32). */
+CQ_HD void cq__cofactor_vjp_3d_f32(const float *F, const float *K_bar, float s, float *F_bar)
 {
     /* K_ij = F[i1][j1] F[i2][j2] - F[i1][j2] F[i2][j1], i1 = i+1, i2 = i+2 (mod 3) */
     for (int i = 0; i < 3; ++i) {
         int i1 = (i + 1) % 3, i2 = (i + 2) % 3;
         for (int j = 0; j < 3; ++j) {
             int j1 = (j + 1) % 3, j2 = (j + 2) % 3;
-            float a = s * dK[i * 3 + j];
-            dF[i1 * 3 + j1] += a * F[i2 * 3 + j2]; dF[i2 * 3 + j2] += a * F[i1 * 3 + j1];
-            dF[i1 * 3 + j2] -= a * F[i2 * 3 + j1]; dF[i2 * 3 + j1] -= a * F[i1 * 3 + j2];
+            float a = s * K_bar[i * 3 + j];
+            F_bar[i1 * 3 + j1] += a * F[i2 * 3 + j2]; F_bar[i2 * 3 + j2] += a * F[i1 * 3 + j1];
+            F_bar[i1 * 3 + j2] -= a * F[i2 * 3 + j1]; F_bar[i2 * 3 + j1] -= a * F[i1 * 3 + j2];
         }
     }
 }
 
 /* >>incompressible_vjp_3d_f32: adjoint of cq__incompressible_3d_f32
-   (P += s K, s = E p (J-1)^(p-1) / (3(2-2nu)), K = cofactor(F), dJ/dF = K). */
-CQ_HD void cq__incompressible_vjp_3d_f32(const float *F, float E, float nu, int p, const float *dP,
-                                                 float *dF, float *dE, float *dnu)
+   (P += s K, s = E p (J-1)^(p-1) / (3(2-2nu)), K = cofactor(F), dJ/F_bar = K). */
+CQ_HD void cq__incompressible_vjp_3d_f32(const float *F, float E, float nu, int p, const float *P_bar,
+                                                 float *F_bar, float *E_bar, float *nu_bar)
 {
     float K[9], J = cq__det_3d_f32(F), pw = 1, dpw = 0, g = 0;
     for (int i = 1; i < p; ++i) pw *= J - 1;                 /* (J-1)^(p-1) */
@@ -577,21 +583,21 @@ CQ_HD void cq__incompressible_vjp_3d_f32(const float *F, float E, float nu, int 
     float c = (float)p / (3 * (2 - 2 * nu));
     float s = E * c * pw;
     cq__cofactor_3d_f32(F, K);
-    for (int i = 0; i < 9; ++i) g += dP[i] * K[i];
-    *dE += g * c * pw;
-    *dnu += g * s / (1 - nu);                               /* d/dnu 1/(6(1-nu)) = 1/(6(1-nu)^2) */
+    for (int i = 0; i < 9; ++i) g += P_bar[i] * K[i];
+    *E_bar += g * c * pw;
+    *nu_bar += g * s / (1 - nu);                               /* d/nu_bar 1/(6(1-nu)) = 1/(6(1-nu)^2) */
     float sj = g * E * c * dpw;
-    for (int i = 0; i < 9; ++i) dF[i] += sj * K[i];
-    cq__cofactor_vjp_3d_f32(F, dP, s, dF);
+    for (int i = 0; i < 9; ++i) F_bar[i] += sj * K[i];
+    cq__cofactor_vjp_3d_f32(F, P_bar, s, F_bar);
 }
 
-/* >>stress_vjp_3d_fixed_corotated_f32: adjoint of cq__stress_3d_fixed_corotated_f32: given dP =
-   dL/dP, ADDS d<dP, P>/dF to dF, /dR to dR (R held independent of F),
-   /dmu to *dmu and /dlam to *dlam.  Generated by SymPy from generator/materials/fixed_corotated.py. */
-CQ_HD void cq__stress_vjp_3d_fixed_corotated_f32(const float *F, const float *R, float mu, float lam, const float *dP,
-                                                float *dF, float *dR, float *dmu, float *dlam)
+/* >>stress_vjp_3d_fixed_corotated_f32: adjoint of cq__stress_3d_fixed_corotated_f32: given P_bar =
+   dL/P_bar, ADDS d<P_bar, P>/F_bar to F_bar, /R_bar to R_bar (R held independent of F),
+   /mu_bar to *mu_bar and /lam_bar to *lam_bar.  Generated by SymPy from generator/materials/fixed_corotated.py. */
+CQ_HD void cq__stress_vjp_3d_fixed_corotated_f32(const float *F, const float *R, float mu, float lam, const float *P_bar,
+                                                float *F_bar, float *R_bar, float *mu_bar, float *lam_bar)
 {
-    (void)F; (void)R; (void)mu; (void)lam; (void)dP; (void)dF; (void)dR; (void)dmu; (void)dlam;
+    (void)F; (void)R; (void)mu; (void)lam; (void)P_bar; (void)F_bar; (void)R_bar; (void)mu_bar; (void)lam_bar;
     const float t0 = F[4]*F[8];
     const float t1 = F[5]*F[7];
     const float t2 = F[3]*F[8];
@@ -600,84 +606,84 @@ CQ_HD void cq__stress_vjp_3d_fixed_corotated_f32(const float *F, const float *R,
     const float t5 = F[3]*F[7];
     const float t6 = lam*(-F[0]*t0 + F[0]*t1 + F[1]*t2 - F[1]*t4 + F[2]*t3 - F[2]*t5 + 1);
     const float t7 = 2*mu;
-    const float b0 = dP[1]*(F[1] - R[1]) + dP[3]*(F[3] - R[3]) + dP[5]*(F[5] - R[5]) + dP[7]*(F[7] - R[7]);
-    const float b1 = dP[0]*(-t0 + t1) + dP[1]*(t2 - t4) + dP[2]*(t3 - t5) + dP[3]*(F[1]*F[8] - F[2]*F[7]) + dP[4]*(-F[0]*F[8] + F[2]*F[6]) + dP[5]*(F[0]*F[7] - F[1]*F[6]) + dP[6]*(-F[1]*F[5] + F[2]*F[4]) + dP[7]*(F[0]*F[5] - F[2]*F[3]) + dP[8]*(-F[0]*F[4] + F[1]*F[3]);
-    const float b2 = -F[2]*b1*lam - dP[2]*t6;
-    const float b3 = -F[1]*b1*lam - dP[1]*t6;
-    const float b4 = F[2]*b1*lam + dP[2]*t6;
-    const float b5 = F[1]*b1*lam + dP[1]*t6;
-    const float b6 = F[0]*b1*lam + dP[0]*t6;
-    const float b7 = -F[0]*b1*lam - dP[0]*t6;
-    dF[0] += -F[4]*dP[8]*t6 + F[5]*dP[7]*t6 + F[7]*dP[5]*t6 - F[8]*dP[4]*t6 + b1*lam*(-t0 + t1) + 2*dP[0]*mu;
-    dF[1] += F[3]*dP[8]*t6 - F[5]*dP[6]*t6 - F[6]*dP[5]*t6 + F[8]*dP[3]*t6 + b1*lam*(t2 - t4) + dP[1]*t7;
-    dF[2] += -F[3]*dP[7]*t6 + F[4]*dP[6]*t6 + F[6]*dP[4]*t6 - F[7]*dP[3]*t6 + b1*lam*(t3 - t5) + 2*dP[2]*mu;
-    dF[3] += F[1]*dP[8]*t6 - F[2]*dP[7]*t6 + F[7]*b2 + F[8]*b5 + dP[3]*t7;
-    dF[4] += -F[0]*dP[8]*t6 + F[2]*dP[6]*t6 + F[6]*b4 + F[8]*b7 + 2*dP[4]*mu;
-    dF[5] += F[0]*dP[7]*t6 - F[1]*dP[6]*t6 + F[6]*b3 + F[7]*b6 + dP[5]*t7;
-    dF[6] += -F[1]*dP[5]*t6 + F[2]*dP[4]*t6 + F[4]*b4 + F[5]*b3 + 2*dP[6]*mu;
-    dF[7] += F[0]*dP[5]*t6 - F[2]*dP[3]*t6 + F[3]*b2 + F[5]*b6 + dP[7]*t7;
-    dF[8] += -F[0]*dP[4]*t6 + F[1]*dP[3]*t6 + F[3]*b5 + F[4]*b7 + 2*dP[8]*mu;
-    dR[0] += -2*dP[0]*mu;
-    dR[1] += -dP[1]*t7;
-    dR[2] += -2*dP[2]*mu;
-    dR[3] += -dP[3]*t7;
-    dR[4] += -2*dP[4]*mu;
-    dR[5] += -dP[5]*t7;
-    dR[6] += -2*dP[6]*mu;
-    dR[7] += -dP[7]*t7;
-    dR[8] += -2*dP[8]*mu;
-    *dmu += 2*b0 + dP[0]*(2*F[0] - 2*R[0]) + dP[2]*(2*F[2] - 2*R[2]) + dP[4]*(2*F[4] - 2*R[4]) + dP[6]*(2*F[6] - 2*R[6]) + dP[8]*(2*F[8] - 2*R[8]);
-    *dlam += b1*(-F[0]*t0 + F[0]*t1 + F[1]*t2 - F[1]*t4 + F[2]*t3 - F[2]*t5 + 1);
+    const float b0 = P_bar[1]*(F[1] - R[1]) + P_bar[3]*(F[3] - R[3]) + P_bar[5]*(F[5] - R[5]) + P_bar[7]*(F[7] - R[7]);
+    const float b1 = P_bar[0]*(-t0 + t1) + P_bar[1]*(t2 - t4) + P_bar[2]*(t3 - t5) + P_bar[3]*(F[1]*F[8] - F[2]*F[7]) + P_bar[4]*(-F[0]*F[8] + F[2]*F[6]) + P_bar[5]*(F[0]*F[7] - F[1]*F[6]) + P_bar[6]*(-F[1]*F[5] + F[2]*F[4]) + P_bar[7]*(F[0]*F[5] - F[2]*F[3]) + P_bar[8]*(-F[0]*F[4] + F[1]*F[3]);
+    const float b2 = -F[2]*b1*lam - P_bar[2]*t6;
+    const float b3 = -F[1]*b1*lam - P_bar[1]*t6;
+    const float b4 = F[2]*b1*lam + P_bar[2]*t6;
+    const float b5 = F[1]*b1*lam + P_bar[1]*t6;
+    const float b6 = F[0]*b1*lam + P_bar[0]*t6;
+    const float b7 = -F[0]*b1*lam - P_bar[0]*t6;
+    F_bar[0] += -F[4]*P_bar[8]*t6 + F[5]*P_bar[7]*t6 + F[7]*P_bar[5]*t6 - F[8]*P_bar[4]*t6 + 2*P_bar[0]*mu + b1*lam*(-t0 + t1);
+    F_bar[1] += F[3]*P_bar[8]*t6 - F[5]*P_bar[6]*t6 - F[6]*P_bar[5]*t6 + F[8]*P_bar[3]*t6 + P_bar[1]*t7 + b1*lam*(t2 - t4);
+    F_bar[2] += -F[3]*P_bar[7]*t6 + F[4]*P_bar[6]*t6 + F[6]*P_bar[4]*t6 - F[7]*P_bar[3]*t6 + 2*P_bar[2]*mu + b1*lam*(t3 - t5);
+    F_bar[3] += F[1]*P_bar[8]*t6 - F[2]*P_bar[7]*t6 + F[7]*b2 + F[8]*b5 + P_bar[3]*t7;
+    F_bar[4] += -F[0]*P_bar[8]*t6 + F[2]*P_bar[6]*t6 + F[6]*b4 + F[8]*b7 + 2*P_bar[4]*mu;
+    F_bar[5] += F[0]*P_bar[7]*t6 - F[1]*P_bar[6]*t6 + F[6]*b3 + F[7]*b6 + P_bar[5]*t7;
+    F_bar[6] += -F[1]*P_bar[5]*t6 + F[2]*P_bar[4]*t6 + F[4]*b4 + F[5]*b3 + 2*P_bar[6]*mu;
+    F_bar[7] += F[0]*P_bar[5]*t6 - F[2]*P_bar[3]*t6 + F[3]*b2 + F[5]*b6 + P_bar[7]*t7;
+    F_bar[8] += -F[0]*P_bar[4]*t6 + F[1]*P_bar[3]*t6 + F[3]*b5 + F[4]*b7 + 2*P_bar[8]*mu;
+    R_bar[0] += -2*P_bar[0]*mu;
+    R_bar[1] += -P_bar[1]*t7;
+    R_bar[2] += -2*P_bar[2]*mu;
+    R_bar[3] += -P_bar[3]*t7;
+    R_bar[4] += -2*P_bar[4]*mu;
+    R_bar[5] += -P_bar[5]*t7;
+    R_bar[6] += -2*P_bar[6]*mu;
+    R_bar[7] += -P_bar[7]*t7;
+    R_bar[8] += -2*P_bar[8]*mu;
+    *mu_bar += P_bar[0]*(2*F[0] - 2*R[0]) + P_bar[2]*(2*F[2] - 2*R[2]) + P_bar[4]*(2*F[4] - 2*R[4]) + P_bar[6]*(2*F[6] - 2*R[6]) + P_bar[8]*(2*F[8] - 2*R[8]) + 2*b0;
+    *lam_bar += b1*(-F[0]*t0 + F[0]*t1 + F[1]*t2 - F[1]*t4 + F[2]*t3 - F[2]*t5 + 1);
 }
 
 /* >>pk1_vjp_3d_fixed_corotated_f32: adjoint of cq__pk1_3d_fixed_corotated_f32 (same arguments,
-   then dP = dL/dP).  ADDS dL/dF to dF (through the polar rotation too when the material uses
-   it), dL/dE to *dE, dL/dnu to *dnu (through mu = E/(2(1+nu)), lam = E nu/((1+nu)(1-2nu)) and
-   the incompressibility term), and F^T dP to dact, which is the d x d block of THIS particle's
-   group (not the whole act_stress array); dact may be NULL, and is untouched when the particle
+   then P_bar = dL/P_bar).  ADDS dL/F_bar to F_bar (through the polar rotation too when the material uses
+   it), dL/E_bar to *E_bar, dL/nu_bar to *nu_bar (through mu = E/(2(1+nu)), lam = E nu/((1+nu)(1-2nu)) and
+   the incompressibility term), and F^T P_bar to act_bar, which is the d x d block of THIS particle's
+   group (not the whole act_stress array); act_bar may be NULL, and is untouched when the particle
    has no valid group.  Plain +=: a caller summing many particles into one group block must
    make that race-free itself. */
 CQ_HD void cq__pk1_vjp_3d_fixed_corotated_f32(const float *F, float E, float nu, int group,
                                                const cq__params_f32 *prm, const float *act_stress,
-                                               const float *dP, float *dF, float *dE, float *dnu, float *dact)
+                                               const float *P_bar, float *F_bar, float *E_bar, float *nu_bar, float *act_bar)
 {
-    float mu, lam, R[9], dR[9], gmu = 0, glam = 0;
+    float mu, lam, R[9], R_bar[9], gmu = 0, glam = 0;
     cq__lame_f32(E, nu, &mu, &lam);
-    for (int a = 0; a < 9; ++a) dR[a] = 0;
+    for (int a = 0; a < 9; ++a) R_bar[a] = 0;
     cq__polar_3d_f32(F, R);
-    cq__stress_vjp_3d_fixed_corotated_f32(F, R, mu, lam, dP, dF, dR, &gmu, &glam);
-    cq__polar_vjp_3d_f32(F, R, dR, dF);
+    cq__stress_vjp_3d_fixed_corotated_f32(F, R, mu, lam, P_bar, F_bar, R_bar, &gmu, &glam);
+    cq__polar_vjp_3d_f32(F, R, R_bar, F_bar);
     {
         const float op = 1 + nu, om = 1 - 2 * nu;
-        *dE += gmu / (2 * op) + glam * nu / (op * om);
-        *dnu += -gmu * E / (2 * op * op) + glam * E * (1 + 2 * nu * nu) / (op * op * om * om);
+        *E_bar += gmu / (2 * op) + glam * nu / (op * om);
+        *nu_bar += -gmu * E / (2 * op * op) + glam * E * (1 + 2 * nu * nu) / (op * op * om * om);
     }
-    if (prm->incompressibility) cq__incompressible_vjp_3d_f32(F, E, nu, prm->incompressibility, dP, dF, dE, dnu);
-    if (group >= 0 && group < prm->act_groups) {   /* P += F sa: dF += dP sa^T, dsa += F^T dP */
+    if (prm->incompressibility) cq__incompressible_vjp_3d_f32(F, E, nu, prm->incompressibility, P_bar, F_bar, E_bar, nu_bar);
+    if (group >= 0 && group < prm->act_groups) {   /* P += F sa: F_bar += P_bar sa^T, dsa += F^T P_bar */
         const float *sa = act_stress + (long)group * 9;
         for (int a = 0; a < 3; ++a)
             for (int c = 0; c < 3; ++c) {
                 float g = 0;
-                for (int b = 0; b < 3; ++b) g += dP[a * 3 + b] * sa[c * 3 + b];
-                dF[a * 3 + c] += g;
+                for (int b = 0; b < 3; ++b) g += P_bar[a * 3 + b] * sa[c * 3 + b];
+                F_bar[a * 3 + c] += g;
             }
-        if (dact)
+        if (act_bar)
             for (int c = 0; c < 3; ++c)
                 for (int b = 0; b < 3; ++b) {
                     float g = 0;
-                    for (int a = 0; a < 3; ++a) g += F[a * 3 + c] * dP[a * 3 + b];
-                    dact[c * 3 + b] += g;
+                    for (int a = 0; a < 3; ++a) g += F[a * 3 + c] * P_bar[a * 3 + b];
+                    act_bar[c * 3 + b] += g;
                 }
     }
 }
 
-/* >>stress_vjp_3d_neohookean_f32: adjoint of cq__stress_3d_neohookean_f32: given dP =
-   dL/dP, ADDS d<dP, P>/dF to dF, /dR to dR (R held independent of F; this material has no R, so dR is untouched and may be NULL),
-   /dmu to *dmu and /dlam to *dlam.  Generated by SymPy from generator/materials/neohookean.py. */
-CQ_HD void cq__stress_vjp_3d_neohookean_f32(const float *F, const float *R, float mu, float lam, const float *dP,
-                                                float *dF, float *dR, float *dmu, float *dlam)
+/* >>stress_vjp_3d_neohookean_f32: adjoint of cq__stress_3d_neohookean_f32: given P_bar =
+   dL/P_bar, ADDS d<P_bar, P>/F_bar to F_bar, /R_bar to R_bar (R held independent of F; this material has no R, so R_bar is untouched and may be NULL),
+   /mu_bar to *mu_bar and /lam_bar to *lam_bar.  Generated by SymPy from generator/materials/neohookean.py. */
+CQ_HD void cq__stress_vjp_3d_neohookean_f32(const float *F, const float *R, float mu, float lam, const float *P_bar,
+                                                float *F_bar, float *R_bar, float *mu_bar, float *lam_bar)
 {
-    (void)F; (void)R; (void)mu; (void)lam; (void)dP; (void)dF; (void)dR; (void)dmu; (void)dlam;
+    (void)F; (void)R; (void)mu; (void)lam; (void)P_bar; (void)F_bar; (void)R_bar; (void)mu_bar; (void)lam_bar;
     const float t0 = F[4]*F[8];
     const float t1 = F[5]*F[7];
     const float t2 = t0 - t1;
@@ -698,75 +704,75 @@ CQ_HD void cq__stress_vjp_3d_neohookean_f32(const float *F, const float *R, floa
     const float t16 = F[1]*F[5] - F[2]*F[4];
     const float t17 = F[0]*F[5] - F[2]*F[3];
     const float t18 = F[0]*F[4] - F[1]*F[3];
-    const float b0 = dP[8]*(t10 - t9);
-    const float b1 = dP[7]*(-t10 + t9);
-    const float b2 = dP[6]*(t10 - t9);
-    const float b3 = dP[5]*(-t10 + t9);
-    const float b4 = dP[4]*(t10 - t9);
-    const float b5 = dP[3]*(-t10 + t9);
-    const float b6 = dP[2]*(t10 - t9);
-    const float b7 = dP[1]*(-t10 + t9);
-    const float b8 = dP[0]*t2 - dP[1]*t11 + dP[2]*t12 - dP[3]*t13 + dP[4]*t14 - dP[5]*t15 + dP[6]*t16 - dP[7]*t17 + dP[8]*t18;
+    const float b0 = P_bar[8]*(t10 - t9);
+    const float b1 = P_bar[7]*(-t10 + t9);
+    const float b2 = P_bar[6]*(t10 - t9);
+    const float b3 = P_bar[5]*(-t10 + t9);
+    const float b4 = P_bar[4]*(t10 - t9);
+    const float b5 = P_bar[3]*(-t10 + t9);
+    const float b6 = P_bar[2]*(t10 - t9);
+    const float b7 = P_bar[1]*(-t10 + t9);
+    const float b8 = P_bar[0]*t2 - P_bar[1]*t11 + P_bar[2]*t12 - P_bar[3]*t13 + P_bar[4]*t14 - P_bar[5]*t15 + P_bar[6]*t16 - P_bar[7]*t17 + P_bar[8]*t18;
     const float b9 = b8*lam*t8;
-    const float b10 = -dP[0]*t2 + dP[1]*t11 - dP[2]*t12 + dP[3]*t13 - dP[4]*t14 + dP[5]*t15 - dP[6]*t16 + dP[7]*t17 - dP[8]*t18;
+    const float b10 = -P_bar[0]*t2 + P_bar[1]*t11 - P_bar[2]*t12 + P_bar[3]*t13 - P_bar[4]*t14 + P_bar[5]*t15 - P_bar[6]*t16 + P_bar[7]*t17 - P_bar[8]*t18;
     const float b11 = b10*mu + b8*f0*lam;
     const float b12 = -b11/((t7)*(t7)) + b9/t7;
     const float b13 = -F[2]*b12 - b6;
     const float b14 = -F[1]*b12 + b7;
     const float b15 = F[2]*b12 + b6;
     const float b16 = F[1]*b12 - b7;
-    const float b17 = dP[0]*(t10 - t9);
+    const float b17 = P_bar[0]*(t10 - t9);
     const float b18 = -F[0]*b12 - b17;
     const float b19 = F[0]*b12 + b17;
-    dF[0] += F[4]*b0 + F[5]*b1 + F[7]*b3 + F[8]*b4 + b12*(t0 - t1) + dP[0]*mu;
-    dF[1] += -F[3]*b0 + F[5]*b2 - F[6]*b3 + F[8]*b5 + b12*(t3 - t5) + dP[1]*mu;
-    dF[2] += -F[3]*b1 - F[4]*b2 - F[6]*b4 - F[7]*b5 + b12*(t4 - t6) + dP[2]*mu;
-    dF[3] += -F[1]*b0 - F[2]*b1 + F[7]*b15 + F[8]*b14 + dP[3]*mu;
-    dF[4] += F[0]*b0 - F[2]*b2 + F[6]*b13 + F[8]*b19 + dP[4]*mu;
-    dF[5] += F[0]*b1 + F[1]*b2 + F[6]*b16 + F[7]*b18 + dP[5]*mu;
-    dF[6] += -F[1]*b3 - F[2]*b4 + F[4]*b13 + F[5]*b16 + dP[6]*mu;
-    dF[7] += F[0]*b3 - F[2]*b5 + F[3]*b15 + F[5]*b18 + dP[7]*mu;
-    dF[8] += F[0]*b4 + F[1]*b5 + F[3]*b14 + F[4]*b19 + dP[8]*mu;
-    *dmu += F[0]*dP[0] + F[1]*dP[1] + F[2]*dP[2] + F[3]*dP[3] + F[4]*dP[4] + F[5]*dP[5] + F[6]*dP[6] + F[7]*dP[7] + F[8]*dP[8] + b10*t8;
-    *dlam += b8*f0*t8;
+    F_bar[0] += F[4]*b0 + F[5]*b1 + F[7]*b3 + F[8]*b4 + P_bar[0]*mu + b12*(t0 - t1);
+    F_bar[1] += -F[3]*b0 + F[5]*b2 - F[6]*b3 + F[8]*b5 + P_bar[1]*mu + b12*(t3 - t5);
+    F_bar[2] += -F[3]*b1 - F[4]*b2 - F[6]*b4 - F[7]*b5 + P_bar[2]*mu + b12*(t4 - t6);
+    F_bar[3] += -F[1]*b0 - F[2]*b1 + F[7]*b15 + F[8]*b14 + P_bar[3]*mu;
+    F_bar[4] += F[0]*b0 - F[2]*b2 + F[6]*b13 + F[8]*b19 + P_bar[4]*mu;
+    F_bar[5] += F[0]*b1 + F[1]*b2 + F[6]*b16 + F[7]*b18 + P_bar[5]*mu;
+    F_bar[6] += -F[1]*b3 - F[2]*b4 + F[4]*b13 + F[5]*b16 + P_bar[6]*mu;
+    F_bar[7] += F[0]*b3 - F[2]*b5 + F[3]*b15 + F[5]*b18 + P_bar[7]*mu;
+    F_bar[8] += F[0]*b4 + F[1]*b5 + F[3]*b14 + F[4]*b19 + P_bar[8]*mu;
+    *mu_bar += F[0]*P_bar[0] + F[1]*P_bar[1] + F[2]*P_bar[2] + F[3]*P_bar[3] + F[4]*P_bar[4] + F[5]*P_bar[5] + F[6]*P_bar[6] + F[7]*P_bar[7] + F[8]*P_bar[8] + b10*t8;
+    *lam_bar += b8*f0*t8;
 }
 
 /* >>pk1_vjp_3d_neohookean_f32: adjoint of cq__pk1_3d_neohookean_f32 (same arguments,
-   then dP = dL/dP).  ADDS dL/dF to dF (through the polar rotation too when the material uses
-   it), dL/dE to *dE, dL/dnu to *dnu (through mu = E/(2(1+nu)), lam = E nu/((1+nu)(1-2nu)) and
-   the incompressibility term), and F^T dP to dact, which is the d x d block of THIS particle's
-   group (not the whole act_stress array); dact may be NULL, and is untouched when the particle
+   then P_bar = dL/P_bar).  ADDS dL/F_bar to F_bar (through the polar rotation too when the material uses
+   it), dL/E_bar to *E_bar, dL/nu_bar to *nu_bar (through mu = E/(2(1+nu)), lam = E nu/((1+nu)(1-2nu)) and
+   the incompressibility term), and F^T P_bar to act_bar, which is the d x d block of THIS particle's
+   group (not the whole act_stress array); act_bar may be NULL, and is untouched when the particle
    has no valid group.  Plain +=: a caller summing many particles into one group block must
    make that race-free itself. */
 CQ_HD void cq__pk1_vjp_3d_neohookean_f32(const float *F, float E, float nu, int group,
                                                const cq__params_f32 *prm, const float *act_stress,
-                                               const float *dP, float *dF, float *dE, float *dnu, float *dact)
+                                               const float *P_bar, float *F_bar, float *E_bar, float *nu_bar, float *act_bar)
 {
-    float mu, lam, R[9], dR[9], gmu = 0, glam = 0;
+    float mu, lam, R[9], R_bar[9], gmu = 0, glam = 0;
     cq__lame_f32(E, nu, &mu, &lam);
-    for (int a = 0; a < 9; ++a) dR[a] = 0;
+    for (int a = 0; a < 9; ++a) R_bar[a] = 0;
     for (int a = 0; a < 9; ++a) R[a] = 0;
-    cq__stress_vjp_3d_neohookean_f32(F, R, mu, lam, dP, dF, dR, &gmu, &glam);
+    cq__stress_vjp_3d_neohookean_f32(F, R, mu, lam, P_bar, F_bar, R_bar, &gmu, &glam);
     {
         const float op = 1 + nu, om = 1 - 2 * nu;
-        *dE += gmu / (2 * op) + glam * nu / (op * om);
-        *dnu += -gmu * E / (2 * op * op) + glam * E * (1 + 2 * nu * nu) / (op * op * om * om);
+        *E_bar += gmu / (2 * op) + glam * nu / (op * om);
+        *nu_bar += -gmu * E / (2 * op * op) + glam * E * (1 + 2 * nu * nu) / (op * op * om * om);
     }
-    if (prm->incompressibility) cq__incompressible_vjp_3d_f32(F, E, nu, prm->incompressibility, dP, dF, dE, dnu);
-    if (group >= 0 && group < prm->act_groups) {   /* P += F sa: dF += dP sa^T, dsa += F^T dP */
+    if (prm->incompressibility) cq__incompressible_vjp_3d_f32(F, E, nu, prm->incompressibility, P_bar, F_bar, E_bar, nu_bar);
+    if (group >= 0 && group < prm->act_groups) {   /* P += F sa: F_bar += P_bar sa^T, dsa += F^T P_bar */
         const float *sa = act_stress + (long)group * 9;
         for (int a = 0; a < 3; ++a)
             for (int c = 0; c < 3; ++c) {
                 float g = 0;
-                for (int b = 0; b < 3; ++b) g += dP[a * 3 + b] * sa[c * 3 + b];
-                dF[a * 3 + c] += g;
+                for (int b = 0; b < 3; ++b) g += P_bar[a * 3 + b] * sa[c * 3 + b];
+                F_bar[a * 3 + c] += g;
             }
-        if (dact)
+        if (act_bar)
             for (int c = 0; c < 3; ++c)
                 for (int b = 0; b < 3; ++b) {
                     float g = 0;
-                    for (int a = 0; a < 3; ++a) g += F[a * 3 + c] * dP[a * 3 + b];
-                    dact[c * 3 + b] += g;
+                    for (int a = 0; a < 3; ++a) g += F[a * 3 + c] * P_bar[a * 3 + b];
+                    act_bar[c * 3 + b] += g;
                 }
     }
 }
@@ -788,10 +794,10 @@ CQ_HD void cq__weight_grads_3d_f32(const float *fx, float inv_dx, float (*dw)[3]
 }
 
 /* >>boundary_adj_3d_f32: adjoint of the wall projection (cq__boundary_3d_f32).
-   v0: the velocity BEFORE the projection; vb: dL/d(projected v) on entry, dL/dv0 on return.
+   v0: the velocity BEFORE the projection; v_bar: dL/d(projected v) on entry, dL/dv0 on return.
    Friction follows [Spielberg21] appendix B (B9-B15, whose dl_t* / dl_n bookkeeping is done here by
    direct differentiation of B3-B6). */
-CQ_HD void cq__boundary_adj_3d_f32(const int *c, const cq__params_f32 *prm, const float *v0, float *vb)
+CQ_HD void cq__boundary_adj_3d_f32(const int *c, const cq__params_f32 *prm, const float *v0, float *v_bar)
 {
     float vs[4][3];   /* velocity before each axis' projection */
     int axis_n[3], last = 3;
@@ -801,34 +807,34 @@ CQ_HD void cq__boundary_adj_3d_f32(const int *c, const cq__params_f32 *prm, cons
         axis_n[a] = cq__wall_normal_3d_f32(c, a, prm);
         if (axis_n[a] && cq__bc_axis_3d_f32(a, (float)axis_n[a], prm, vs[a + 1])) { last = a; break; }
     }
-    if (last < 3) { for (int b = 0; b < 3; ++b) vb[b] = 0; return; }   /* sticky wall node */
+    if (last < 3) { for (int b = 0; b < 3; ++b) v_bar[b] = 0; return; }   /* sticky wall node */
     for (int a = 3 - 1; a >= 0; --a) {
         if (!axis_n[a]) continue;
         const float *v = vs[a];
         float n = (float)axis_n[a], ln = v[a] * n;
         switch (prm->boundary) {
         case CQ__BC_SLIP:
-            vb[a] = 0;
+            v_bar[a] = 0;
             break;
         case CQ__BC_SEPARATE:
-            if (ln < 0) vb[a] = 0;
+            if (ln < 0) v_bar[a] = 0;
             break;
         default: /* CQ__BC_FRICTION */
             if (ln < 0) {
-                float s2 = 0, sc_b = 0;
+                float s2 = 0, sc_bar = 0;
                 for (int b = 0; b < 3; ++b) if (b != a) s2 += v[b] * v[b];
                 float r = sqrtf(s2), lt = r + 1e-30f;
                 float lts = lt + prm->friction * ln;
                 int open = lts > 0;
                 if (!open) lts = 0;
                 float scale = lts / lt;
-                for (int b = 0; b < 3; ++b) if (b != a) sc_b += vb[b] * v[b];
-                float lts_b = sc_b / lt, lt_b = -sc_b * lts / (lt * lt);
-                if (open) lt_b += lts_b;
-                float ln_b = open ? prm->friction * lts_b : 0;
+                for (int b = 0; b < 3; ++b) if (b != a) sc_bar += v_bar[b] * v[b];
+                float lts_bar = sc_bar / lt, lt_bar = -sc_bar * lts / (lt * lt);
+                if (open) lt_bar += lts_bar;
+                float ln_bar = open ? prm->friction * lts_bar : 0;
                 for (int b = 0; b < 3; ++b)
-                    if (b != a) vb[b] = vb[b] * scale + (r > 0 ? lt_b * v[b] / r : 0);
-                vb[a] = ln_b * n;
+                    if (b != a) v_bar[b] = v_bar[b] * scale + (r > 0 ? lt_bar * v[b] / r : 0);
+                v_bar[a] = ln_bar * n;
             }
             break;
         }
@@ -836,55 +842,55 @@ CQ_HD void cq__boundary_adj_3d_f32(const int *c, const cq__params_f32 *prm, cons
 }
 
 /* >>grid_adj_3d_f32: grid-update adjoint for one node: v = bc(p/m + dt g).  gp: momentum (pre-projection) of the
-   forward pass; gv_adj: dL/dv; writes dL/dp and dL/dm of the node. */
+   forward pass; gv_bar: dL/dv; writes dL/dp and dL/dm of the node. */
 CQ_HD void cq__grid_adj_3d_f32(int node, const cq__params_f32 *prm, const float *gm,
-                                                   const float *gp, const float *gv_adj, float *gp_adj, float *gm_adj)
+                                                   const float *gp, const float *gv_bar, float *gp_bar, float *gm_bar)
 {
-    float m = gm[node], v0[3], vb[3];
+    float m = gm[node], v0[3], v_bar[3];
     int c[3];
     if (!(m > 0)) {
-        for (int a = 0; a < 3; ++a) gp_adj[(long)node * 3 + a] = 0;
-        gm_adj[node] = 0;
+        for (int a = 0; a < 3; ++a) gp_bar[(long)node * 3 + a] = 0;
+        gm_bar[node] = 0;
         return;
     }
     c[0] = node / (prm->res[1] * prm->res[2]); c[1] = (node / prm->res[2]) % prm->res[1]; c[2] = node % prm->res[2];
-    float inv_m = 1 / m, mb = 0;
+    float inv_m = 1 / m, m_bar = 0;
     for (int a = 0; a < 3; ++a) {
         v0[a] = gp[(long)node * 3 + a] * inv_m + prm->dt * prm->gravity[a];
-        vb[a] = gv_adj[(long)node * 3 + a];
+        v_bar[a] = gv_bar[(long)node * 3 + a];
     }
-    cq__boundary_adj_3d_f32(c, prm, v0, vb);
+    cq__boundary_adj_3d_f32(c, prm, v0, v_bar);
     for (int a = 0; a < 3; ++a) {
-        gp_adj[(long)node * 3 + a] = vb[a] * inv_m;
-        mb -= vb[a] * gp[(long)node * 3 + a] * inv_m * inv_m;
+        gp_bar[(long)node * 3 + a] = v_bar[a] * inv_m;
+        m_bar -= v_bar[a] * gp[(long)node * 3 + a] * inv_m * inv_m;
     }
-    gm_adj[node] = mb;
+    gm_bar[node] = m_bar;
 }
 
 /* >>g2p_adj_3d_f32: adjoint of G2P (eqs 8-11) for particle p.  `s` is the substep's
    input state, g the recomputed grid (v = projected velocity), `ao` the adjoint of the output
-   state.  Scatters dL/dv_i into gv_adj; SETS ai.x and ai.F to the G2P part of the input
+   state.  Scatters dL/dv_i into gv_bar; SETS ai.x and ai.F to the G2P part of the input
    state's adjoint (the P2G adjoint adds its part after). */
 CQ_HD void cq__g2p_adj_3d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
                                                   cq__gview_f32 g, cq__pview_f32 ao, cq__pview_f32 ai,
-                                                  float *gv_adj)
+                                                  float *gv_bar)
 {
     int base[3];
     float fx[3], w[3][3], dw[3][3], xp[3], Fp[9], nC[9] = {0};
-    float vbt[3], Cbt[9], xb[3];
+    float v_bar_t[3], C_bar_t[9], x_bar[3];
     const float c4 = 4 * prm->inv_dx * prm->inv_dx, dt = prm->dt;
     for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
     for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__weights_3d_f32(xp, prm->inv_dx, base, fx, w);
     cq__weight_grads_3d_f32(fx, prm->inv_dx, dw);
-    /* x' = x + dt v'  ->  vbar' += dt xbar';   F' = (I + dt C') F  ->  Cbar' += dt Fbar' F^T */
+    /* x' = x + dt v'  ->  v_bar' += dt x_bar';   F' = (I + dt C') F  ->  C_bar' += dt F_bar' F^T */
     for (int a = 0; a < 3; ++a) {
-        xb[a] = ao.x[(long)p * 3 + a];
-        vbt[a] = ao.v[(long)p * 3 + a] + dt * xb[a];
+        x_bar[a] = ao.x[(long)p * 3 + a];
+        v_bar_t[a] = ao.v[(long)p * 3 + a] + dt * x_bar[a];
         for (int b = 0; b < 3; ++b) {
             float acc = ao.C[(long)p * 9 + a * 3 + b];
             for (int k = 0; k < 3; ++k) acc += dt * ao.F[(long)p * 9 + a * 3 + k] * Fp[b * 3 + k];
-            Cbt[a * 3 + b] = acc;
+            C_bar_t[a * 3 + b] = acc;
         }
     }
     for (int i = 0; i < 3; ++i)
@@ -899,20 +905,20 @@ CQ_HD void cq__g2p_adj_3d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
         const float *vi = g.v + idx * 3;
         for (int a = 0; a < 3; ++a) dpos[a] = ((float)o[a] - fx[a]) * prm->dx;
         for (int a = 0; a < 3; ++a) {
-            float cd = 0, vc = 0;   /* (Cbar' dpos)_a, (Cbar'^T v_i)_a */
+            float cd = 0, vc = 0;   /* (C_bar' dpos)_a, (C_bar'^T v_i)_a */
             for (int b = 0; b < 3; ++b) {
-                cd += Cbt[a * 3 + b] * dpos[b];
-                vc += Cbt[b * 3 + a] * vi[b];
+                cd += C_bar_t[a * 3 + b] * dpos[b];
+                vc += C_bar_t[b * 3 + a] * vi[b];
                 nC[a * 3 + b] += c4 * wt * vi[a] * dpos[b];
             }
-            CQ__ATOMIC_ADD(&gv_adj[idx * 3 + a], wt * (vbt[a] + c4 * cd));
-            sdot += vi[a] * (vbt[a] + c4 * cd);
-            xb[a] -= c4 * wt * vc;            /* dpos = x_i - x_p */
+            CQ__ATOMIC_ADD(&gv_bar[idx * 3 + a], wt * (v_bar_t[a] + c4 * cd));
+            sdot += vi[a] * (v_bar_t[a] + c4 * cd);
+            x_bar[a] -= c4 * wt * vc;            /* dpos = x_i - x_p */
         }
-        for (int a = 0; a < 3; ++a) xb[a] += sdot * gw[a];   /* through the weights */
+        for (int a = 0; a < 3; ++a) x_bar[a] += sdot * gw[a];   /* through the weights */
     }
-    for (int a = 0; a < 3; ++a) ai.x[(long)p * 3 + a] = xb[a];
-    for (int a = 0; a < 3; ++a)       /* Fbar = (I + dt C')^T Fbar' */
+    for (int a = 0; a < 3; ++a) ai.x[(long)p * 3 + a] = x_bar[a];
+    for (int a = 0; a < 3; ++a)       /* F_bar = (I + dt C')^T F_bar' */
         for (int b = 0; b < 3; ++b) {
             float acc = ao.F[(long)p * 9 + a * 3 + b];
             for (int k = 0; k < 3; ++k) acc += dt * nC[k * 3 + a] * ao.F[(long)p * 9 + k * 3 + b];
@@ -921,16 +927,16 @@ CQ_HD void cq__g2p_adj_3d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
 }
 
 /* >>p2g_adj_3d_fixed_corotated_f32: adjoint of P2G (eqs 3-6) for particle p, a gather:
-   reads dL/dp_i (gp_adj) and dL/dm_i (gm_adj) of its stencil; ADDS to ai.x and ai.F, SETS ai.v
+   reads dL/dp_i (gp_bar) and dL/dm_i (gm_bar) of its stencil; ADDS to ai.x and ai.F, SETS ai.v
    and ai.C (v and C enter the substep only here), ADDS the parameter gradients to pg (mass,
-   vol, E, nu arrays) and SETS dact[0..d*d) to this particle's actuation gradient F^T dP. */
+   vol, E, nu arrays) and SETS act_bar[0..d*d) to this particle's actuation gradient F^T P_bar. */
 CQ_HD void cq__p2g_adj_3d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
-        cq__pview_f32 s, const float *gp_adj, const float *gm_adj, cq__pview_f32 ai,
-        cq__pview_f32 pg, float *dact)
+        cq__pview_f32 s, const float *gp_bar, const float *gm_bar, cq__pview_f32 ai,
+        cq__pview_f32 pg, float *act_bar)
 {
     int base[3];
-    float fx[3], w[3][3], dw[3][3], xp[3], vp[3], Fp[9], Pp[9], G[9], Gb[9] = {0};
-    float xb[3] = {0}, vb[3] = {0}, Pb[9], Fb[9] = {0}, mb = 0, Eb = 0, nub = 0;
+    float fx[3], w[3][3], dw[3][3], xp[3], vp[3], Fp[9], Pp[9], G[9], G_bar[9] = {0};
+    float x_bar[3] = {0}, v_bar[3] = {0}, P_bar[9], F_bar[9] = {0}, m_bar = 0, E_bar = 0, nu_bar = 0;
     const int group = s.act ? s.act[p] : -1;
     for (int a = 0; a < 3; ++a) { xp[a] = s.x[(long)p * 3 + a]; vp[a] = s.v[(long)p * 3 + a]; }
     for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
@@ -954,64 +960,64 @@ CQ_HD void cq__p2g_adj_3d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
         const float gw[3] = {dw[0][i] * w[1][j] * w[2][k], w[0][i] * dw[1][j] * w[2][k], w[0][i] * w[1][j] * dw[2][k]};
         const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
         float dpos[3];
-        const float *pb = gp_adj + idx * 3;
-        const float mbi = gm_adj[idx];
-        float sdot = mbi * mass;   /* d(contribution)/dw */
+        const float *p_bar = gp_bar + idx * 3;
+        const float m_bar_i = gm_bar[idx];
+        float sdot = m_bar_i * mass;   /* d(contribution)/dw */
         for (int a = 0; a < 3; ++a) dpos[a] = ((float)o[a] - fx[a]) * prm->dx;
         for (int a = 0; a < 3; ++a) {
             float mom = mass * vp[a], gtp = 0;
             for (int b = 0; b < 3; ++b) {
                 mom += G[a * 3 + b] * dpos[b];
-                Gb[a * 3 + b] += wt * pb[a] * dpos[b];
-                gtp += G[b * 3 + a] * pb[b];
+                G_bar[a * 3 + b] += wt * p_bar[a] * dpos[b];
+                gtp += G[b * 3 + a] * p_bar[b];
             }
-            sdot += pb[a] * mom;
-            vb[a] += wt * mass * pb[a];
-            mb += wt * pb[a] * vp[a];
-            xb[a] -= wt * gtp;                 /* dpos = x_i - x_p */
+            sdot += p_bar[a] * mom;
+            v_bar[a] += wt * mass * p_bar[a];
+            m_bar += wt * p_bar[a] * vp[a];
+            x_bar[a] -= wt * gtp;                 /* dpos = x_i - x_p */
         }
-        mb += wt * mbi;
-        for (int a = 0; a < 3; ++a) xb[a] += sdot * gw[a];
+        m_bar += wt * m_bar_i;
+        for (int a = 0; a < 3; ++a) x_bar[a] += sdot * gw[a];
     }
     /* G = k V0 P F^T + m C */
-    float volb = 0;
+    float vol_bar = 0;
     for (int a = 0; a < 3; ++a)
         for (int b = 0; b < 3; ++b) {
-            float pbab = 0, fbab = 0, pf = 0;
+            float gf_ab = 0, gtp_ab = 0, pf = 0;
             for (int c = 0; c < 3; ++c) {
-                pbab += Gb[a * 3 + c] * Fp[c * 3 + b];   /* (Gbar F)_ab */
-                fbab += Gb[c * 3 + a] * Pp[c * 3 + b];   /* (Gbar^T P)_ab */
+                gf_ab += G_bar[a * 3 + c] * Fp[c * 3 + b];   /* (G_bar F)_ab */
+                gtp_ab += G_bar[c * 3 + a] * Pp[c * 3 + b];   /* (G_bar^T P)_ab */
                 pf += Pp[a * 3 + c] * Fp[b * 3 + c];     /* (P F^T)_ab */
             }
-            Pb[a * 3 + b] = ks * vol * pbab;
-            Fb[a * 3 + b] += ks * vol * fbab;
-            volb += ks * pf * Gb[a * 3 + b];
-            mb += s.C[(long)p * 9 + a * 3 + b] * Gb[a * 3 + b];
+            P_bar[a * 3 + b] = ks * vol * gf_ab;
+            F_bar[a * 3 + b] += ks * vol * gtp_ab;
+            vol_bar += ks * pf * G_bar[a * 3 + b];
+            m_bar += s.C[(long)p * 9 + a * 3 + b] * G_bar[a * 3 + b];
         }
-    for (int a = 0; a < 9; ++a) dact[a] = 0;
-    cq__pk1_vjp_3d_fixed_corotated_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pb, Fb, &Eb, &nub, dact);
+    for (int a = 0; a < 9; ++a) act_bar[a] = 0;
+    cq__pk1_vjp_3d_fixed_corotated_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, P_bar, F_bar, &E_bar, &nu_bar, act_bar);
     for (int a = 0; a < 3; ++a) {
-        ai.x[(long)p * 3 + a] += xb[a];
-        ai.v[(long)p * 3 + a] = vb[a];
+        ai.x[(long)p * 3 + a] += x_bar[a];
+        ai.v[(long)p * 3 + a] = v_bar[a];
     }
     for (int a = 0; a < 9; ++a) {
-        ai.F[(long)p * 9 + a] += Fb[a];
-        ai.C[(long)p * 9 + a] = mass * Gb[a];
+        ai.F[(long)p * 9 + a] += F_bar[a];
+        ai.C[(long)p * 9 + a] = mass * G_bar[a];
     }
-    pg.mass[p] += mb; pg.vol[p] += volb; pg.E[p] += Eb; pg.nu[p] += nub;
+    pg.mass[p] += m_bar; pg.vol[p] += vol_bar; pg.E[p] += E_bar; pg.nu[p] += nu_bar;
 }
 
 /* >>p2g_adj_3d_neohookean_f32: adjoint of P2G (eqs 3-6) for particle p, a gather:
-   reads dL/dp_i (gp_adj) and dL/dm_i (gm_adj) of its stencil; ADDS to ai.x and ai.F, SETS ai.v
+   reads dL/dp_i (gp_bar) and dL/dm_i (gm_bar) of its stencil; ADDS to ai.x and ai.F, SETS ai.v
    and ai.C (v and C enter the substep only here), ADDS the parameter gradients to pg (mass,
-   vol, E, nu arrays) and SETS dact[0..d*d) to this particle's actuation gradient F^T dP. */
+   vol, E, nu arrays) and SETS act_bar[0..d*d) to this particle's actuation gradient F^T P_bar. */
 CQ_HD void cq__p2g_adj_3d_neohookean_f32(int p, const cq__params_f32 *prm,
-        cq__pview_f32 s, const float *gp_adj, const float *gm_adj, cq__pview_f32 ai,
-        cq__pview_f32 pg, float *dact)
+        cq__pview_f32 s, const float *gp_bar, const float *gm_bar, cq__pview_f32 ai,
+        cq__pview_f32 pg, float *act_bar)
 {
     int base[3];
-    float fx[3], w[3][3], dw[3][3], xp[3], vp[3], Fp[9], Pp[9], G[9], Gb[9] = {0};
-    float xb[3] = {0}, vb[3] = {0}, Pb[9], Fb[9] = {0}, mb = 0, Eb = 0, nub = 0;
+    float fx[3], w[3][3], dw[3][3], xp[3], vp[3], Fp[9], Pp[9], G[9], G_bar[9] = {0};
+    float x_bar[3] = {0}, v_bar[3] = {0}, P_bar[9], F_bar[9] = {0}, m_bar = 0, E_bar = 0, nu_bar = 0;
     const int group = s.act ? s.act[p] : -1;
     for (int a = 0; a < 3; ++a) { xp[a] = s.x[(long)p * 3 + a]; vp[a] = s.v[(long)p * 3 + a]; }
     for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
@@ -1035,51 +1041,51 @@ CQ_HD void cq__p2g_adj_3d_neohookean_f32(int p, const cq__params_f32 *prm,
         const float gw[3] = {dw[0][i] * w[1][j] * w[2][k], w[0][i] * dw[1][j] * w[2][k], w[0][i] * w[1][j] * dw[2][k]};
         const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
         float dpos[3];
-        const float *pb = gp_adj + idx * 3;
-        const float mbi = gm_adj[idx];
-        float sdot = mbi * mass;   /* d(contribution)/dw */
+        const float *p_bar = gp_bar + idx * 3;
+        const float m_bar_i = gm_bar[idx];
+        float sdot = m_bar_i * mass;   /* d(contribution)/dw */
         for (int a = 0; a < 3; ++a) dpos[a] = ((float)o[a] - fx[a]) * prm->dx;
         for (int a = 0; a < 3; ++a) {
             float mom = mass * vp[a], gtp = 0;
             for (int b = 0; b < 3; ++b) {
                 mom += G[a * 3 + b] * dpos[b];
-                Gb[a * 3 + b] += wt * pb[a] * dpos[b];
-                gtp += G[b * 3 + a] * pb[b];
+                G_bar[a * 3 + b] += wt * p_bar[a] * dpos[b];
+                gtp += G[b * 3 + a] * p_bar[b];
             }
-            sdot += pb[a] * mom;
-            vb[a] += wt * mass * pb[a];
-            mb += wt * pb[a] * vp[a];
-            xb[a] -= wt * gtp;                 /* dpos = x_i - x_p */
+            sdot += p_bar[a] * mom;
+            v_bar[a] += wt * mass * p_bar[a];
+            m_bar += wt * p_bar[a] * vp[a];
+            x_bar[a] -= wt * gtp;                 /* dpos = x_i - x_p */
         }
-        mb += wt * mbi;
-        for (int a = 0; a < 3; ++a) xb[a] += sdot * gw[a];
+        m_bar += wt * m_bar_i;
+        for (int a = 0; a < 3; ++a) x_bar[a] += sdot * gw[a];
     }
     /* G = k V0 P F^T + m C */
-    float volb = 0;
+    float vol_bar = 0;
     for (int a = 0; a < 3; ++a)
         for (int b = 0; b < 3; ++b) {
-            float pbab = 0, fbab = 0, pf = 0;
+            float gf_ab = 0, gtp_ab = 0, pf = 0;
             for (int c = 0; c < 3; ++c) {
-                pbab += Gb[a * 3 + c] * Fp[c * 3 + b];   /* (Gbar F)_ab */
-                fbab += Gb[c * 3 + a] * Pp[c * 3 + b];   /* (Gbar^T P)_ab */
+                gf_ab += G_bar[a * 3 + c] * Fp[c * 3 + b];   /* (G_bar F)_ab */
+                gtp_ab += G_bar[c * 3 + a] * Pp[c * 3 + b];   /* (G_bar^T P)_ab */
                 pf += Pp[a * 3 + c] * Fp[b * 3 + c];     /* (P F^T)_ab */
             }
-            Pb[a * 3 + b] = ks * vol * pbab;
-            Fb[a * 3 + b] += ks * vol * fbab;
-            volb += ks * pf * Gb[a * 3 + b];
-            mb += s.C[(long)p * 9 + a * 3 + b] * Gb[a * 3 + b];
+            P_bar[a * 3 + b] = ks * vol * gf_ab;
+            F_bar[a * 3 + b] += ks * vol * gtp_ab;
+            vol_bar += ks * pf * G_bar[a * 3 + b];
+            m_bar += s.C[(long)p * 9 + a * 3 + b] * G_bar[a * 3 + b];
         }
-    for (int a = 0; a < 9; ++a) dact[a] = 0;
-    cq__pk1_vjp_3d_neohookean_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pb, Fb, &Eb, &nub, dact);
+    for (int a = 0; a < 9; ++a) act_bar[a] = 0;
+    cq__pk1_vjp_3d_neohookean_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, P_bar, F_bar, &E_bar, &nu_bar, act_bar);
     for (int a = 0; a < 3; ++a) {
-        ai.x[(long)p * 3 + a] += xb[a];
-        ai.v[(long)p * 3 + a] = vb[a];
+        ai.x[(long)p * 3 + a] += x_bar[a];
+        ai.v[(long)p * 3 + a] = v_bar[a];
     }
     for (int a = 0; a < 9; ++a) {
-        ai.F[(long)p * 9 + a] += Fb[a];
-        ai.C[(long)p * 9 + a] = mass * Gb[a];
+        ai.F[(long)p * 9 + a] += F_bar[a];
+        ai.C[(long)p * 9 + a] = mass * G_bar[a];
     }
-    pg.mass[p] += mb; pg.vol[p] += volb; pg.E[p] += Eb; pg.nu[p] += nub;
+    pg.mass[p] += m_bar; pg.vol[p] += vol_bar; pg.E[p] += E_bar; pg.nu[p] += nu_bar;
 }
 
 

@@ -121,17 +121,17 @@ class Material:
 
     def stress_vjp(self):
         """The vector-Jacobian product of the stress as a straight-line program: with the
-        incoming adjoint dP (symbols dP[k], row-major), the gradients of  sum_kl dP_kl P_kl
+        incoming adjoint P_bar (symbols P_bar[k], row-major), the gradients of  sum_kl P_bar_kl P_kl
         with respect to F_ij, R_ij (R taken as independent of F: the chain through the polar
         decomposition is the caller's), mu and lam.  Reverse mode over the CSE'd forward
         stress, so the cost and the code stay linear in the size of P (differentiating the
         whole expression and CSE-ing the result is ~10x slower for 3D NeoHookean).
         Returns (statements, outputs): statements [(symbol, expr)] to evaluate in order,
-        outputs [(lhs_c_string, expr)] in the order dF[..], dR[..], *dmu, *dlam, zero ones
+        outputs [(lhs_c_string, expr)] in the order F_bar[..], R_bar[..], *mu_bar, *lam_bar, zero ones
         left out (R for a material without rotation)."""
         if getattr(self, "_vjp", None) is None:
             m, n = self.symbols, self.dim
-            dP = [sp.Symbol("dP[%d]" % k, real=True) for k in range(n * n)]
+            dP = [sp.Symbol("P_bar[%d]" % k, real=True) for k in range(n * n)]
             temps, red = sp.cse(list(self.P), symbols=sp.numbered_symbols("t"), optimizations="basic")
             # Give every function call (log, sqrt, ...) its own temporary, so the derivatives,
             # which repeat such calls, read the temporary instead of calling again.
@@ -172,7 +172,7 @@ class Material:
                     b = next(bsyms)
                     bars.append((b, sp.Add(*terms[t])))
                     push(e, b)
-            names = ["dF[%d]" % k for k in range(n * n)] + ["dR[%d]" % k for k in range(n * n)] + ["*dmu", "*dlam"]
+            names = ["F_bar[%d]" % k for k in range(n * n)] + ["R_bar[%d]" % k for k in range(n * n)] + ["*mu_bar", "*lam_bar"]
             outputs = [(nm, sp.Add(*terms[x])) for nm, x in zip(names, inputs) if terms[x]]
             outputs = [(nm, e) for nm, e in outputs if e != 0]
             # keep only the temporaries the outputs read (an unused const is a -Wall warning)
@@ -188,7 +188,7 @@ class Material:
         return self._vjp
 
     def stress_vjp_c(self, precision):
-        """C statements ADDING the stress VJP (see stress_vjp) to dF, dR, *dmu, *dlam."""
+        """C statements ADDING the stress VJP (see stress_vjp) to F_bar, R_bar, *mu_bar, *lam_bar."""
         stmts, outputs = self.stress_vjp()
         pr = printer(precision)
         T = c_type(precision)

@@ -13,7 +13,7 @@
  *    calls abort()/exit(); there is no global mutable state.
  *  - Canvas size: 1..65535 in each dimension (also the GIF limit).
  *  - Drawing functions clip to the canvas and do nothing on an empty canvas.
- *  - PNG: 8-bit RGB, stored (uncompressed) deflate blocks, one IDAT chunk.
+ *  - PNG: 8-bit RGB, deflate-compressed (LZ77 + fixed Huffman codes), one IDAT chunk.
  *  - GIF: GIF89a, fixed global 6x7x6 colour-cube palette (252 colours used,
  *    entries 252..255 are black and never referenced), nearest-colour
  *    quantisation, LZW with 8-bit minimum code size, loops forever.
@@ -230,9 +230,6 @@ CQ_IMG_DEF void cq_img_line(cq_img *im, int x0, int y0, int x1, int y1,
 typedef struct cq__out {
     FILE *f;
     unsigned long crc;   /* running CRC-32 of the current chunk */
-    unsigned long s1, s2; /* running Adler-32 */
-    unsigned long left;  /* bytes left in the current stored block */
-    unsigned long long raw_left; /* raw zlib payload bytes still to come */
     int err;
 } cq__out;
 
@@ -274,67 +271,148 @@ static void cq__chunk_end(cq__out *o)
     cq__be32(o, (o->crc ^ 0xFFFFFFFFUL) & 0xFFFFFFFFUL);
 }
 
-/* raw payload bytes -> stored deflate blocks, updating the Adler-32 */
-static void cq__zdata(cq__out *o, const unsigned char *p, size_t n)
+/* ---- deflate: LZ77 over a 32 KiB window (hash chains of 3-byte prefixes) with the fixed
+   Huffman codes of RFC 1951, into a growing memory buffer (the IDAT length comes first). */
+typedef struct cq__zbuf {
+    unsigned char *p;
+    size_t n, cap;
+    unsigned long bits;
+    int nbits, err;
+} cq__zbuf;
+
+static void cq__zbyte(cq__zbuf *z, unsigned char c)
 {
-    unsigned char hdr[5];
-    size_t i, m;
-    while (n > 0) {
-        if (o->left == 0) {
-            o->left = o->raw_left > 65535 ? 65535UL : (unsigned long)o->raw_left;
-            hdr[0] = (unsigned char)(o->raw_left == o->left); /* BFINAL, BTYPE=00 */
-            hdr[1] = (unsigned char)(o->left & 255); hdr[2] = (unsigned char)(o->left >> 8);
-            hdr[3] = (unsigned char)(~o->left & 255); hdr[4] = (unsigned char)((~o->left >> 8) & 255);
-            cq__bytes(o, hdr, 5);
-        }
-        m = n < o->left ? n : (size_t)o->left;
-        for (i = 0; i < m; i++) {
-            o->s1 = (o->s1 + p[i]) % 65521UL;
-            o->s2 = (o->s2 + o->s1) % 65521UL;
-        }
-        cq__bytes(o, p, m);
-        o->left -= (unsigned long)m;
-        o->raw_left -= m;
-        p += m;
-        n -= m;
+    if (z->err) return;
+    if (z->n == z->cap) {
+        size_t cap = z->cap ? 2 * z->cap : 4096;
+        unsigned char *q = (unsigned char *)realloc(z->p, cap);
+        if (!q) { z->err = 1; return; }
+        z->p = q; z->cap = cap;
     }
+    z->p[z->n++] = c;
+}
+
+static void cq__zbits(cq__zbuf *z, unsigned long v, int n)   /* LSB first */
+{
+    z->bits |= v << z->nbits;
+    z->nbits += n;
+    while (z->nbits >= 8) { cq__zbyte(z, (unsigned char)(z->bits & 255)); z->bits >>= 8; z->nbits -= 8; }
+}
+
+static void cq__zhuff(cq__zbuf *z, unsigned code, int len)   /* Huffman codes go MSB first */
+{
+    unsigned r = 0;
+    for (int i = 0; i < len; i++) r |= ((code >> i) & 1u) << (len - 1 - i);
+    cq__zbits(z, r, len);
+}
+
+static void cq__zlit(cq__zbuf *z, int c)   /* fixed code of literal/length symbol c */
+{
+    if (c < 144) cq__zhuff(z, 0x30u + (unsigned)c, 8);
+    else if (c < 256) cq__zhuff(z, 0x190u + (unsigned)(c - 144), 9);
+    else if (c < 280) cq__zhuff(z, (unsigned)(c - 256), 7);
+    else cq__zhuff(z, 0xC0u + (unsigned)(c - 280), 8);
+}
+
+static void cq__zmatch(cq__zbuf *z, int len, int dist)
+{
+    static const int lbase[29] = {3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59,
+                                  67, 83, 99, 115, 131, 163, 195, 227, 258};
+    static const int lext[29] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0};
+    static const int dbase[30] = {1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769,
+                                  1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577};
+    static const int dext[30] = {0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13};
+    int li = 28, di = 29;
+    while (lbase[li] > len) li--;
+    while (dbase[di] > dist) di--;
+    cq__zlit(z, 257 + li);
+    if (lext[li]) cq__zbits(z, (unsigned long)(len - lbase[li]), lext[li]);
+    cq__zhuff(z, (unsigned)di, 5);
+    if (dext[di]) cq__zbits(z, (unsigned long)(dist - dbase[di]), dext[di]);
+}
+
+/* one final fixed-Huffman block of in[0..n); 0 on success */
+static int cq__deflate(cq__zbuf *z, const unsigned char *in, size_t n)
+{
+    enum { HBITS = 15, WIN = 32768, CHAIN = 32 };
+    int *head = (int *)malloc(sizeof(int) << HBITS), *prev = (int *)malloc(sizeof(int) * WIN);
+    size_t i = 0;
+    if (!head || !prev) { free(head); free(prev); return 1; }
+    for (int k = 0; k < (1 << HBITS); k++) head[k] = -1;
+    cq__zbits(z, 1, 1);   /* BFINAL */
+    cq__zbits(z, 1, 2);   /* BTYPE = 01: fixed Huffman */
+#define CQ__ZHASH(q) ((((unsigned)(q)[0] << 10) ^ ((unsigned)(q)[1] << 5) ^ (unsigned)(q)[2]) & ((1u << HBITS) - 1))
+    while (i < n) {
+        int best = 0, bestd = 0;
+        if (i + 3 <= n) {
+            unsigned h = CQ__ZHASH(in + i);
+            int cand = head[h], tries = CHAIN;
+            while (cand >= 0 && i - (size_t)cand <= WIN - 1 && tries--) {
+                size_t m = 0, lim = n - i < 258 ? n - i : 258;
+                while (m < lim && in[(size_t)cand + m] == in[i + m]) m++;
+                if ((int)m > best) { best = (int)m; bestd = (int)(i - (size_t)cand); if (m == lim) break; }
+                cand = prev[cand & (WIN - 1)];
+            }
+        }
+        if (best >= 3) {
+            cq__zmatch(z, best, bestd);
+            for (int k = 0; k < best; k++, i++)
+                if (i + 3 <= n) { unsigned h = CQ__ZHASH(in + i); prev[i & (WIN - 1)] = head[h]; head[h] = (int)i; }
+        } else {
+            if (i + 3 <= n) { unsigned h = CQ__ZHASH(in + i); prev[i & (WIN - 1)] = head[h]; head[h] = (int)i; }
+            cq__zlit(z, in[i]);
+            i++;
+        }
+    }
+#undef CQ__ZHASH
+    cq__zlit(z, 256);   /* end of block */
+    if (z->nbits > 0) cq__zbits(z, 0, 8 - z->nbits);
+    free(head); free(prev);
+    return z->err;
 }
 
 CQ_IMG_DEF int cq_img_write_png(const char *path, const cq_img *im)
 {
     static const unsigned char sig[8] = {137, 80, 78, 71, 13, 10, 26, 10};
-    static const unsigned char zhdr[2] = {0x78, 0x01};
     unsigned char ihdr[5] = {8, 2, 0, 0, 0}; /* depth, RGB, deflate, filter, no interlace */
-    unsigned char zero = 0;
-    unsigned long long raw, nblk, zlen;
+    unsigned long long raw;
+    unsigned long s1 = 1, s2 = 0;
+    unsigned char *scan;
+    cq__zbuf z;
     cq__out o;
-    int y;
+    size_t row;
     if (!path || !cq__img_ok(im)) return 1;
-    raw = (unsigned long long)im->h * (1ULL + 3ULL * (unsigned long long)im->w);
-    nblk = (raw + 65534) / 65535;
-    zlen = 2 + raw + 5 * nblk + 4;
-    if (zlen > 0x7FFFFFFFULL) return 1; /* PNG chunk length limit */
+    row = 1 + 3 * (size_t)im->w;
+    raw = (unsigned long long)im->h * row;
+    if (raw > 0x3FFFFFFFULL) return 1;   /* keeps the compressed IDAT under the chunk limit */
+    scan = (unsigned char *)malloc((size_t)raw);
+    if (!scan) return 1;
+    for (int y = 0; y < im->h; y++) {   /* filter type 0 per row */
+        scan[(size_t)y * row] = 0;
+        memcpy(scan + (size_t)y * row + 1, im->rgb + (size_t)y * (size_t)im->w * 3, row - 1);
+    }
+    for (size_t i = 0; i < (size_t)raw; i++) { s1 = (s1 + scan[i]) % 65521UL; s2 = (s2 + s1) % 65521UL; }
+    memset(&z, 0, sizeof z);
+    cq__zbyte(&z, 0x78); cq__zbyte(&z, 0x01);   /* zlib header: deflate, 32 KiB window */
+    if (cq__deflate(&z, scan, (size_t)raw)) { free(scan); free(z.p); return 1; }
+    free(scan);
+    for (int k = 3; k >= 0; k--) cq__zbyte(&z, (unsigned char)(((s2 << 16) | s1) >> (8 * k)));
+    if (z.err || z.n > 0x7FFFFFFFUL) { free(z.p); return 1; }
     memset(&o, 0, sizeof o);
     o.f = fopen(path, "wb");
-    if (!o.f) return 1;
-    o.s1 = 1;
-    o.raw_left = raw;
+    if (!o.f) { free(z.p); return 1; }
     cq__bytes(&o, sig, 8);
     cq__chunk_begin(&o, 13, "IHDR");
     cq__be32(&o, (unsigned long)im->w);
     cq__be32(&o, (unsigned long)im->h);
     cq__bytes(&o, ihdr, 5);
     cq__chunk_end(&o);
-    cq__chunk_begin(&o, (unsigned long)zlen, "IDAT");
-    cq__bytes(&o, zhdr, 2);
-    for (y = 0; y < im->h && !o.err; y++) {
-        cq__zdata(&o, &zero, 1); /* filter type 0 */
-        cq__zdata(&o, im->rgb + (size_t)y * (size_t)im->w * 3, (size_t)im->w * 3);
-    }
-    cq__be32(&o, (o.s2 << 16) | o.s1);
+    cq__chunk_begin(&o, (unsigned long)z.n, "IDAT");
+    cq__bytes(&o, z.p, z.n);
     cq__chunk_end(&o);
     cq__chunk_begin(&o, 0, "IEND");
     cq__chunk_end(&o);
+    free(z.p);
     if (fclose(o.f) != 0) o.err = 1;
     return o.err;
 }

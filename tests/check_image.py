@@ -223,6 +223,14 @@ def check_gif(outdir, base, size):
                                  % (base, f, i % w, i // w, c, pal[idx[i]]))
 
 
+def check_compressed(out, name, most):
+    """The PNG is at most `most` of its raw scanline bytes (real deflate, not stored blocks)."""
+    w, h, _ = decode_png(read(os.path.join(out, name)))
+    size = os.path.getsize(os.path.join(out, name))
+    raw = h * (1 + 3 * w)
+    need(size <= most * raw, "%s: %d bytes for %d raw bytes (more than %.0f%%)" % (name, size, raw, 100 * most))
+
+
 def main():
     if len(sys.argv) != 2:
         print("usage: check_image.py OUTDIR", file=sys.stderr)
@@ -238,6 +246,8 @@ def main():
             ((300, 50), (300 & 255, 100, (300 ^ 50) & 255))])),
         ("test_image_1x1.png", lambda: check_png(out, "test_image_1x1.png", (1, 1),
                                                  [((0, 0), (12, 34, 56))])),
+        ("test_image.png is compressed", lambda: check_compressed(out, "test_image.png", 0.10)),
+        ("test_image_edge.png is compressed", lambda: check_compressed(out, "test_image_edge.png", 0.75)),
         ("test_image.gif", lambda: check_gif(out, "test_image", (160, 120))),
         ("test_image_small.gif", lambda: check_gif(out, "test_image_small", (1, 1))),
         ("test_image_lzw.gif", lambda: check_gif(out, "test_image_lzw", (4093, 1))),

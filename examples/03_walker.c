@@ -341,7 +341,7 @@ int main(int argc, char **argv)
     snprintf(path, sizeof path, "%s/walker_final.png", args.dir);
     if (cq_img_write_png(path, &im) != 0) goto write_error;
     snprintf(path, sizeof path, "%s/walker_loss.png", args.dir);
-    if (cqx_plot_loss(path, losses, done_iters, &ystep, &xstep) != 0) goto write_error;
+    if (cqx_plot_loss_labeled(path, "2D WALKER: LOSS = -DISTANCE WALKED", "LOSS", losses, done_iters, &ystep, &xstep) != 0) goto write_error;
 
     printf("initial controller walked %.4f, optimised walked %.4f (best of %d iterations: iteration %d; %.1f s CPU)\n",
            dist_init, dist_opt, done_iters, best.it, (double)(clock() - t_start) / CLOCKS_PER_SEC);

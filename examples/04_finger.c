@@ -1,4 +1,4 @@
-/* 04_finger.c - a 2D soft finger driven by two cables (seed 003 eqs 16-17) learns, open loop, to
+/* 04_finger.c - a 2D soft finger driven by two cables (Spielberg et al. (Robotica 2021) eqs 16-17) learns, open loop, to
    put its tip on a target point: one cable runs up the left edge, one up the right edge, the
    base is planted in the sticky floor, and Adam tunes the two cable signals of every step
    (learning rate halved every 10 iterations).
@@ -230,7 +230,7 @@ int main(int argc, char **argv)
            losses[iters - 1], sqrt(losses[iters - 1]));
 
     snprintf(path, sizeof path, "%s/finger_loss.png", args.dir);
-    if (cqx_plot_log_loss(path, 1, curve, iters, BLUE, RED)) { fprintf(stderr, "cannot write %s\n", path); goto done; }
+    if (cqx_plot_log_loss_labeled(path, "FINGER: SQUARED TIP DISTANCE TO TARGET", "LOSS", 1, NULL, curve, iters, BLUE, RED)) { fprintf(stderr, "cannot write %s\n", path); goto done; }
     snprintf(path, sizeof path, "%s/finger.gif", args.dir);
     if (cq_gif_begin(&gif, path, IMG, IMG, 5)) { fprintf(stderr, "cannot write %s\n", path); goto done; }
     snprintf(path, sizeof path, "%s/finger_final.png", args.dir);

@@ -1,4 +1,4 @@
-/* 05_billiards.c - physical parameter inference (seed 000 sec V.A): ball A is shot at ball B
+/* 05_billiards.c - physical parameter inference (ChainQueen (Hu et al., ICRA 2019) sec V.A): ball A is shot at ball B
    on a frictionless table (top view, no gravity); gradient descent on A's density, through the
    collision, makes B end up at a target point C.
 
@@ -169,7 +169,7 @@ int main(int argc, char **argv)
     memset(&d, 0, sizeof d);
     d.dim = 2; d.res[0] = d.res[1] = RES; d.dx = 1.0 / RES; d.dt = DT; d.substeps = SUBSTEPS;
     d.boundary = CQ_BOUNDARY_SLIP;          /* frictionless cushions; gravity 0: top view */
-    d.precision = CQ_PRECISION_F64;         /* seed 000 case B is float64 */
+    d.precision = CQ_PRECISION_F64;         /* ChainQueen (Hu et al., ICRA 2019) case B is float64 */
     d.checkpoint_every = CKPT;
     d.logger.func = cqx_log_terse;   /* warnings and errors */
     if (cq_sim_create(&d, &s.sim) != CQ_SUCCESS) return 1;
@@ -212,7 +212,7 @@ int main(int argc, char **argv)
            losses[0], INIT_DENSITY, losses[iters - 1], rho, TRUE_DENSITY);
 
     snprintf(path, sizeof path, "%s/billiards_loss.png", args.dir);
-    if (cqx_plot_log_loss(path, 1, curve, iters, BLUE, RED)) { fprintf(stderr, "cannot write %s\n", path); goto done; }
+    if (cqx_plot_log_loss_labeled(path, "BILLIARDS: SQUARED MISS OF BALL B", "LOSS", 1, NULL, curve, iters, BLUE, RED)) { fprintf(stderr, "cannot write %s\n", path); goto done; }
     snprintf(path, sizeof path, "%s/billiards_first.png", args.dir);
     if (animate(&s, INIT_DENSITY, target, NULL, path)) { fprintf(stderr, "cannot write %s\n", path); goto done; }
     snprintf(path, sizeof path, "%s/billiards.gif", args.dir);

@@ -1,5 +1,5 @@
 /* 06_biped.c - a 2D cable-driven soft biped learns to walk to the right: a soft body on two
-   legs, each leg with two cables (seed 003 eqs 16-17) routed up its left and right sides into
+   legs, each leg with two cables (Spielberg et al. (Robotica 2021) eqs 16-17) routed up its left and right sides into
    the body.  Reeling a side's cable in bends the leg towards that side.  The controller is open
    loop: one signal u in [0.75, 1] per cable and control step, tuned by Adam with reverse-mode
    gradients through the whole MLS-MPM rollout (cq_sim_cable_actuation_grad in the
@@ -315,7 +315,7 @@ int main(int argc, char **argv)
     mov.rob = &b.rob; mov.rec = rec; mov.u = best.params; mov.start_x = b.x0;
     if (cqx_write_rollout_gif(path, IMG_W, IMG_H, steps, draw_frame, &mov, &frames) != 0) goto write_error;
     snprintf(path, sizeof path, "%s/biped_loss.png", args.dir);
-    if (cqx_plot_loss(path, losses, done_iters, &ystep, &xstep) != 0) goto write_error;
+    if (cqx_plot_loss_labeled(path, "CABLE BIPED: LOSS = -DISTANCE WALKED", "LOSS", losses, done_iters, &ystep, &xstep) != 0) goto write_error;
 
     printf("initial walked %.4f, optimised walked %.4f (best of %d iterations: iteration %d; %.1f s CPU)\n",
            dist_init, dist_opt, done_iters, best.it, (double)(clock() - t_start) / CLOCKS_PER_SEC);

@@ -1,4 +1,4 @@
-/* 07_sysid.c - system identification (seed 003 section 5.1): recover the Young's modulus E,
+/* 07_sysid.c - system identification (Spielberg et al. (Robotica 2021) section 5.1): recover the Young's modulus E,
    Poisson's ratio nu and density rho of a 2D cable-driven soft finger from noisy motion capture.
 
    Build and run from the repository root:
@@ -391,7 +391,25 @@ static int plot(const char *path, const double *loss, double (*prm)[3], int n)
             cq_img_disc(&im, px, ry, 2.0, col[c][0], col[c][1], col[c][2]);
         }
     }
-    for (int c = 0; c < 3; ++c) cq_img_rect(&im, R - 60 + 18 * c, T2 + 4, R - 50 + 18 * c, T2 + 10, col[c][0], col[c][1], col[c][2]);
+    {   /* text: titles, decade values, the ratio axis and the legend */
+        static const char *const names[3] = {"E", "NU", "RHO"};
+        char buf[32];
+        cq_img_text(&im, L, 6, "SYSTEM ID: LOSS (LOG10) PER ITERATION", 1, 20, 20, 20);
+        for (double d = lo; d <= hi + 1e-9; d += 0.25) {
+            snprintf(buf, sizeof buf, "%.2f", d);
+            cq_img_text(&im, 2, B1 - (int)((d - lo) / (hi - lo) * (B1 - T1)) - 3, buf, 1, 40, 40, 40);
+        }
+        cq_img_text(&im, L, B1 + 6, "ITERATION 0 .. ", 1, 60, 60, 60);
+        snprintf(buf, sizeof buf, "%d", n - 1);
+        cq_img_text(&im, L + cq_img_text_width("ITERATION 0 .. ", 1), B1 + 6, buf, 1, 60, 60, 60);
+        cq_img_text(&im, L, T2 - 16, "ESTIMATE / TRUTH (DASHED: 1)", 1, 20, 20, 20);
+        snprintf(buf, sizeof buf, "%.2f", rhi); cq_img_text(&im, 2, T2 - 3, buf, 1, 40, 40, 40);
+        snprintf(buf, sizeof buf, "%.2f", rlo); cq_img_text(&im, 2, B2 - 3, buf, 1, 40, 40, 40);
+        for (int c = 0; c < 3; ++c) {
+            cq_img_rect(&im, R - 110 + 36 * c, T2 + 4, R - 100 + 36 * c, T2 + 10, col[c][0], col[c][1], col[c][2]);
+            cq_img_text(&im, R - 97 + 36 * c, T2 + 4, names[c], 1, 30, 30, 30);
+        }
+    }
     rc = cq_img_write_png(path, &im);
     cq_img_free(&im);
     return rc;

@@ -1,4 +1,4 @@
-/* 08_arm_codesign.c - co-design of a 2D soft arm (seed 000 sec V.C): a vertical beam clamped in
+/* 08_arm_codesign.c - co-design of a 2D soft arm (ChainQueen (Hu et al., ICRA 2019) sec V.C): a vertical beam clamped in
    the sticky floor, with pressure actuators along both sides in four segments and a heavy payload
    in its top rows, must swing its tip onto a target and arrive there slowly.  Two optimisations
    with the same Adam (same learning rate, box bounds on all parameters together), the same
@@ -282,6 +282,9 @@ static int write_youngs(const char *path, const double *traj, const double *e)
         e_color(E_MIN * exp(s * log(E_MAX / E_MIN)), c);
         cq_img_line(&im, IMG - 30, y, IMG - 15, y, c[0], c[1], c[2]);
     }
+    cq_img_text(&im, 6, 6, "CO-DESIGNED ARM: YOUNG'S MODULUS", 1, 20, 20, 20);
+    cq_img_text(&im, IMG - 36 - cq_img_text_width("E MAX", 1), 17, "E MAX", 1, 40, 40, 40);
+    cq_img_text(&im, IMG - 36 - cq_img_text_width("E MIN", 1), 117, "E MIN", 1, 40, 40, 40);
     rc = cq_img_write_png(path, &im);
     cq_img_free(&im);
     return rc;
@@ -290,6 +293,7 @@ static int write_youngs(const char *path, const double *traj, const double *e)
 int main(int argc, char **argv)
 {
     static const unsigned char COLOURS[2][3] = {{40, 90, 200}, {210, 50, 40}};   /* loss plot: blue, red */
+    static const char *const ARM_SERIES[2] = {"controller only", "co-design"};
     cqx_args args;
     int iters, rc = 1, P, grp[N];
     double mass[N];
@@ -383,7 +387,7 @@ int main(int argc, char **argv)
     if (write_gif(path, trA, thA + P, trB, thB + P)) { fprintf(stderr, "cannot write %s\n", path); goto done; }
     snprintf(path, sizeof path, "%s/arm_loss.png", args.dir);
     curves[0] = lossA; curves[1] = lossB;
-    if (cqx_plot_log_loss(path, 2, curves, iters, COLOURS, COLOURS)) { fprintf(stderr, "cannot write %s\n", path); goto done; }
+    if (cqx_plot_log_loss_labeled(path, "ARM: CONTROLLER ONLY VS CO-DESIGN", "LOSS", 2, ARM_SERIES, curves, iters, COLOURS, COLOURS)) { fprintf(stderr, "cannot write %s\n", path); goto done; }
     snprintf(path, sizeof path, "%s/arm_youngs.png", args.dir);
     if (write_youngs(path, trB, thB + P)) { fprintf(stderr, "cannot write %s\n", path); goto done; }
     printf("wrote %s/arm.gif, arm_loss.png, arm_youngs.png\n", args.dir);

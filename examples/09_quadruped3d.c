@@ -394,7 +394,7 @@ int main(int argc, char **argv)
     mov.rob = &rob; mov.cfg = &cfg; mov.rec = &rec; mov.order = order; mov.start_x = lc.x0;
     if (cqx_write_rollout_gif(path, IMG_W, IMG_H, steps, draw_frame, &mov, &frames) != 0) goto write_error;
     snprintf(path, sizeof path, "%s/quadruped_loss.png", args.dir);
-    if (cqx_plot_loss(path, losses, done_iters, &ystep, &xstep) != 0) goto write_error;
+    if (cqx_plot_loss_labeled(path, "3D QUADRUPED: LOSS = -DISTANCE WALKED", "LOSS", losses, done_iters, &ystep, &xstep) != 0) goto write_error;
 
     printf("initial walked %.4f, optimised walked %.4f (best of %d iterations: iteration %d; %.1f s CPU)\n",
            dist_init, dist_opt, done_iters, best.it, (double)(clock() - t_start) / CLOCKS_PER_SEC);

@@ -131,14 +131,47 @@ static inline double cqx_nice_step(double range)
     return step;
 }
 
-/* Loss curve (no text: the caller prints the ticks, *xstep iterations and *ystep in loss apart):
-   x = iteration, y = loss; red = the loss of each iteration, blue = the best so far, grey =
-   loss 0.  480 x 320 PNG; nonzero when it cannot be written. */
-static inline int cqx_plot_loss(const char *path, const double *loss, int iters, double *ystep, int *xstep)
+/* A tick value as short text: 0.05, -1.2, 1500, 2E-05. */
+static inline void cqx_tick_text(char *buf, size_t cap, double v, double step)
 {
-    const int W = 480, H = 320, L = 40, R = 20, T = 20, B = 30;
+    if (fabs(v) < 1e-12 * (step > 0 ? step : 1)) v = 0;
+    if (v != 0 && (fabs(v) >= 1e5 || fabs(v) < 1e-3)) snprintf(buf, cap, "%.0E", v);
+    else {
+        int dec = step >= 1 ? 0 : (int)ceil(-log10(step) - 1e-9);
+        snprintf(buf, cap, "%.*f", dec > 6 ? 6 : dec, v);
+    }
+}
+
+/* Title (top, scale 2 when it fits), the y axis's name above it, the x axis's name below. */
+static inline void cqx_plot_frame_text(cq_img *im, const char *title, const char *xlabel, const char *ylabel, int L, int B)
+{
+    const int ts = cq_img_text_width(title, 2) <= im->w - 8 ? 2 : 1;
+    cq_img_text(im, (im->w - cq_img_text_width(title, ts)) / 2, 4, title, ts, 20, 20, 20);
+    cq_img_text(im, 4, ts == 2 ? 22 : 14, ylabel, 1, 60, 60, 60);
+    cq_img_text(im, L + (im->w - L - cq_img_text_width(xlabel, 1)) / 2, B + 20, xlabel, 1, 60, 60, 60);
+}
+
+/* A legend entry k at the top right: a short line in its colour and its name. */
+static inline void cqx_plot_legend(cq_img *im, int k, const char *name, const unsigned char rgb[3], int right, int top)
+{
+    const int w = cq_img_text_width(name, 1), x = right - w - 22, y = top + 4 + 12 * k;
+    cq_img_rect(im, x - 4, y - 2, right - 2, y + 8, 255, 255, 255);
+    cq_img_line(im, x, y + 3, x + 14, y + 3, rgb[0], rgb[1], rgb[2]);
+    cq_img_line(im, x, y + 4, x + 14, y + 4, rgb[0], rgb[1], rgb[2]);
+    cq_img_text(im, x + 18, y, name, 1, 30, 30, 30);
+}
+
+/* Loss curve: x = iteration, y = loss; red = the loss of each iteration, blue = the best so far,
+   grey = loss 0; title, axis names, tick values and a legend.  *xstep and *ystep get the tick
+   spacing (iterations, loss).  560 x 360 PNG; nonzero when it cannot be written. */
+static inline int cqx_plot_loss_labeled(const char *path, const char *title, const char *ylabel, const double *loss,
+                                        int iters, double *ystep, int *xstep)
+{
+    static const unsigned char RED[3] = {210, 40, 40}, BLUE[3] = {60, 90, 220};
+    const int W = 560, H = 360, L = 70, R = 20, T = 40, B = 45;
     double lo = 0, hi = 0, best = 0;
     cq_img im = {0, 0, NULL};
+    char buf[32];
     int rc;
     if (cq_img_init(&im, W, H) != 0) return -1;
     cq_img_clear(&im, 255, 255, 255);
@@ -152,12 +185,20 @@ static inline int cqx_plot_loss(const char *path, const double *loss, int iters,
     *xstep = iters > 50 ? 10 : (iters > 10 ? 5 : 1);
 #define CQX_PLOT_X(i) (L + (int)((double)(i) / (iters > 1 ? iters - 1 : 1) * (W - L - R) + 0.5))
 #define CQX_PLOT_Y(v) (T + (int)((hi - (v)) / (hi - lo) * (H - T - B) + 0.5))
-    for (double v = ceil(lo / *ystep) * *ystep; v <= hi; v += *ystep) {      /* y ticks + light grid */
+    for (double v = ceil(lo / *ystep) * *ystep; v <= hi; v += *ystep) {      /* y ticks, grid, values */
         cq_img_line(&im, L + 1, CQX_PLOT_Y(v), W - R, CQX_PLOT_Y(v), 232, 232, 232);
         cq_img_line(&im, L - 5, CQX_PLOT_Y(v), L, CQX_PLOT_Y(v), 0, 0, 0);
+        cqx_tick_text(buf, sizeof buf, v, *ystep);
+        cq_img_text(&im, L - 8 - cq_img_text_width(buf, 1), CQX_PLOT_Y(v) - 3, buf, 1, 40, 40, 40);
     }
-    for (int i = 0; i < iters; i += *xstep)                                 /* x ticks, longer every 5th */
-        cq_img_line(&im, CQX_PLOT_X(i), H - B, CQX_PLOT_X(i), H - B + (i % (5 * *xstep) ? 4 : 8), 0, 0, 0);
+    for (int i = 0; i < iters; i += *xstep) {                               /* x ticks, values every 5th */
+        const int major = i % (5 * *xstep) == 0 || *xstep >= 5;
+        cq_img_line(&im, CQX_PLOT_X(i), H - B, CQX_PLOT_X(i), H - B + (major ? 8 : 4), 0, 0, 0);
+        if (major || iters <= 12) {
+            snprintf(buf, sizeof buf, "%d", i);
+            cq_img_text(&im, CQX_PLOT_X(i) - cq_img_text_width(buf, 1) / 2, H - B + 10, buf, 1, 40, 40, 40);
+        }
+    }
     if (lo < 0 && hi > 0) cq_img_line(&im, L + 1, CQX_PLOT_Y(0.0), W - R, CQX_PLOT_Y(0.0), 150, 150, 150);
     cq_img_line(&im, L, T, L, H - B, 0, 0, 0);                              /* axes */
     cq_img_line(&im, L, H - B, W - R, H - B, 0, 0, 0);
@@ -165,30 +206,40 @@ static inline int cqx_plot_loss(const char *path, const double *loss, int iters,
         const double prev = best;
         best = i == 0 || loss[i] < best ? loss[i] : best;
         if (i > 0) {
-            cq_img_line(&im, CQX_PLOT_X(i - 1), CQX_PLOT_Y(prev), CQX_PLOT_X(i), CQX_PLOT_Y(best), 60, 90, 220);
-            cq_img_line(&im, CQX_PLOT_X(i - 1), CQX_PLOT_Y(loss[i - 1]), CQX_PLOT_X(i), CQX_PLOT_Y(loss[i]), 210, 40, 40);
+            cq_img_line(&im, CQX_PLOT_X(i - 1), CQX_PLOT_Y(prev), CQX_PLOT_X(i), CQX_PLOT_Y(best), BLUE[0], BLUE[1], BLUE[2]);
+            cq_img_line(&im, CQX_PLOT_X(i - 1), CQX_PLOT_Y(loss[i - 1]), CQX_PLOT_X(i), CQX_PLOT_Y(loss[i]), RED[0], RED[1], RED[2]);
         }
-        cq_img_disc(&im, CQX_PLOT_X(i), CQX_PLOT_Y(loss[i]), iters > 60 ? 1.0 : 2.0, 210, 40, 40);
+        cq_img_disc(&im, CQX_PLOT_X(i), CQX_PLOT_Y(loss[i]), iters > 60 ? 1.0 : 2.0, RED[0], RED[1], RED[2]);
     }
 #undef CQX_PLOT_X
 #undef CQX_PLOT_Y
+    cqx_plot_frame_text(&im, title, "ITERATION", ylabel, L, H - B);
+    cqx_plot_legend(&im, 0, "loss", RED, W - R, T);
+    cqx_plot_legend(&im, 1, "best so far", BLUE, W - R, T);
     rc = cq_img_write_png(path, &im);
     cq_img_free(&im);
     return rc;
 }
 
+static inline int cqx_plot_loss(const char *path, const double *loss, int iters, double *ystep, int *xstep)
+{
+    return cqx_plot_loss_labeled(path, "LOSS PER ITERATION", "LOSS", loss, iters, ystep, xstep);
+}
+
 static inline double cqx_log10(double v) { return log10(v > 1e-30 ? v : 1e-30); }
 
-/* log10(loss) per iteration of nseries curves of n points on a light canvas, one grid line per
-   decade; curve k is drawn in line[k] with a dot of colour dot[k] at each iteration.  480 x 320
-   PNG; nonzero when it cannot be written. */
-static inline int cqx_plot_log_loss(const char *path, int nseries, const double *const *loss, int n,
-                                    const unsigned char (*line)[3], const unsigned char (*dot)[3])
+/* log10(loss) per iteration of nseries curves of n points, one grid line and value per decade;
+   curve k is drawn in line[k] with a dot of colour dot[k] at each iteration and named names[k]
+   in the legend (names may be NULL).  560 x 360 PNG; nonzero when it cannot be written. */
+static inline int cqx_plot_log_loss_labeled(const char *path, const char *title, const char *ylabel, int nseries,
+                                            const char *const *names, const double *const *loss, int n,
+                                            const unsigned char (*line)[3], const unsigned char (*dot)[3])
 {
-    const int W = 480, H = 320, L = 40, R = 460, T = 20, B = 290;
+    const int W = 560, H = 360, L = 60, R = W - 20, T = 40, B = H - 45;
     double lo = 1e300, hi = -1e300;
     cq_img im;
-    int rc;
+    char buf[32];
+    int rc, xstep = n > 50 ? 10 : (n > 10 ? 5 : 1);
     if (cq_img_init(&im, W, H)) return 1;
     cq_img_clear(&im, 250, 250, 250);
     for (int k = 0; k < nseries; ++k)
@@ -198,9 +249,17 @@ static inline int cqx_plot_log_loss(const char *path, int nseries, const double 
         }
     lo = floor(lo); hi = ceil(hi);
     if (hi <= lo) hi = lo + 1;
-    for (double d = lo; d <= hi + 1e-9; d += 1) {                         /* one line per decade */
+    for (double d = lo; d <= hi + 1e-9; d += 1) {                         /* one line and value per decade */
         int y = B - (int)((d - lo) / (hi - lo) * (B - T));
         cq_img_line(&im, L, y, R, y, 215, 215, 215);
+        snprintf(buf, sizeof buf, "1E%+d", (int)d);
+        cq_img_text(&im, L - 6 - cq_img_text_width(buf, 1), y - 3, buf, 1, 40, 40, 40);
+    }
+    for (int i = 0; i < n; i += xstep) {                                  /* iteration ticks and values */
+        int px = L + (n > 1 ? (int)((double)i / (n - 1) * (R - L)) : 0);
+        cq_img_line(&im, px, B, px, B + 5, 0, 0, 0);
+        snprintf(buf, sizeof buf, "%d", i);
+        cq_img_text(&im, px - cq_img_text_width(buf, 1) / 2, B + 8, buf, 1, 40, 40, 40);
     }
     cq_img_line(&im, L, B, R, B, 0, 0, 0);
     cq_img_line(&im, L, T, L, B, 0, 0, 0);
@@ -215,9 +274,17 @@ static inline int cqx_plot_log_loss(const char *path, int nseries, const double 
             }
             cq_img_disc(&im, px, py, 2.5, dot[k][0], dot[k][1], dot[k][2]);
         }
+    cqx_plot_frame_text(&im, title, "ITERATION", ylabel, L, B);
+    for (int k = 0; names && k < nseries; ++k) cqx_plot_legend(&im, k, names[k], line[k], R, T);
     rc = cq_img_write_png(path, &im);
     cq_img_free(&im);
     return rc;
+}
+
+static inline int cqx_plot_log_loss(const char *path, int nseries, const double *const *loss, int n,
+                                    const unsigned char (*line)[3], const unsigned char (*dot)[3])
+{
+    return cqx_plot_log_loss_labeled(path, "LOSS PER ITERATION (LOG SCALE)", "LOSS", nseries, NULL, loss, n, line, dot);
 }
 
 /* A w x h GIF of the frames f = 0, every, 2 every, ... <= last, delay centiseconds each:

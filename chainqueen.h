@@ -289,6 +289,8 @@ CQ_API const char *cq_sim_last_error(const cq_sim *sim);   /* detail: which part
 CQ_API cq_backend  cq_sim_backend(const cq_sim *sim);
 CQ_API cq_result   cq_sim_add_particles(cq_sim *sim, const cq_particles_desc *p);  /* at step 0 only */
 CQ_API int         cq_sim_particle_count(const cq_sim *sim);
+CQ_API int         cq_sim_actuator_groups(const cq_sim *sim);   /* highest actuator group of a particle + 1 (0: none) */
+CQ_API cq_result   cq_sim_get_desc(const cq_sim *sim, cq_sim_desc *out);   /* the desc with defaults resolved */
 CQ_API int         cq_sim_field_size(const cq_sim *sim, cq_field f);  /* doubles per particle: d, d*d or 1 */
 CQ_API cq_result   cq_sim_get(const cq_sim *sim, cq_field f, double *out);   /* current state */
 CQ_API cq_result   cq_sim_set(cq_sim *sim, cq_field f, const double *in);
@@ -7872,6 +7874,15 @@ void cq_sim_destroy(cq_sim *s)
 
 cq_backend cq_sim_backend(const cq_sim *s) { return s ? s->backend : CQ_BACKEND_DEFAULT; }
 int cq_sim_particle_count(const cq_sim *s) { return s ? s->n : 0; }
+int cq_sim_actuator_groups(const cq_sim *s) { return s ? s->max_group + 1 : 0; }
+
+cq_result cq_sim_get_desc(const cq_sim *s, cq_sim_desc *out)
+{
+    if (!s) return CQ_ERROR_INVALID_ARGUMENT;
+    if (!out) return cq__fail((cq_sim *)s, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_get_desc: out is NULL");
+    *out = s->desc;
+    return CQ_SUCCESS;
+}
 int cq_sim_step_count(const cq_sim *s) { return s ? s->step : 0; }
 
 int cq_sim_field_size(const cq_sim *s, cq_field f)

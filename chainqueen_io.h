@@ -820,17 +820,17 @@ cq_result cq_io_png_decode(const void *data, size_t size, cq_io_image *out, char
         ++row;
         switch (ft) {
         case 0: break;
-        case 1: for (i = (size_t)fb; i < stride; ++i) row[i] = (unsigned char)(row[i] + row[i - fb]); break;
+        case 1: for (i = (size_t)fb; i < stride; ++i) row[i] = (unsigned char)(row[i] + row[i - (size_t)fb]); break;
         case 2: if (prev) for (i = 0; i < stride; ++i) row[i] = (unsigned char)(row[i] + prev[i]); break;
         case 3:
             for (i = 0; i < stride; ++i) {
-                int a = i >= (size_t)fb ? row[i - fb] : 0, b = prev ? prev[i] : 0;
+                int a = i >= (size_t)fb ? row[i - (size_t)fb] : 0, b = prev ? prev[i] : 0;
                 row[i] = (unsigned char)(row[i] + ((a + b) >> 1));
             }
             break;
         case 4:
             for (i = 0; i < stride; ++i) {
-                int a = i >= (size_t)fb ? row[i - fb] : 0, b = prev ? prev[i] : 0, c = (prev && i >= (size_t)fb) ? prev[i - fb] : 0;
+                int a = i >= (size_t)fb ? row[i - (size_t)fb] : 0, b = prev ? prev[i] : 0, c = (prev && i >= (size_t)fb) ? prev[i - (size_t)fb] : 0;
                 row[i] = (unsigned char)(row[i] + cq_io__paeth(a, b, c));
             }
             break;

@@ -311,7 +311,18 @@ cq_result cq_robot_box(int dim, const double *lo, const double *size, double dx,
 #define CQ_RB__ERRLEN 256
 typedef struct cq_rb__head { char error[CQ_RB__ERRLEN]; } cq_rb__head;   /* first member of every object */
 
-static char cq_rb__create_error[CQ_RB__ERRLEN];
+#if defined(__cplusplus) && __cplusplus >= 201103L
+#  define CQ_RB__THREAD_LOCAL thread_local
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__STDC_NO_THREADS__)
+#  define CQ_RB__THREAD_LOCAL _Thread_local
+#elif defined(_MSC_VER)
+#  define CQ_RB__THREAD_LOCAL __declspec(thread)
+#elif defined(__GNUC__)
+#  define CQ_RB__THREAD_LOCAL __thread
+#else
+#  define CQ_RB__THREAD_LOCAL
+#endif
+static CQ_RB__THREAD_LOCAL char cq_rb__create_error[CQ_RB__ERRLEN];   /* per thread, as chainqueen.h's */
 
 static cq_result cq_rb__vfail(char *buf, cq_result r, const char *fmt, va_list ap)
 {
@@ -328,7 +339,12 @@ static cq_result cq_rb__fail(char *buf, cq_result r, const char *fmt, ...)
 }
 #define CQ_RB__ERR(obj) (((cq_rb__head *)(void *)(obj))->error)
 
-static int cq_rb__finite(double a) { return a == a && a - a == a - a; }
+static int cq_rb__finite(double a)   /* on the bits: -ffast-math cannot fold it away */
+{
+    unsigned long long b;
+    memcpy(&b, &a, sizeof b);
+    return (b & 0x7ff0000000000000ull) != 0x7ff0000000000000ull;
+}
 static double cq_rb__clamp1(double a) { return a < -1 ? -1 : (a > 1 ? 1 : a); }
 
 const char *cq_robot_last_error(const void *obj)
@@ -349,7 +365,7 @@ static int cq_rb__group_signals(const cq_robot_actuator_desc *g, int dim)
     switch (g->kind) {
     case CQ_ROBOT_ACTUATOR_PRESSURE: {
         int k = 0;
-        for (int a = 0; a < dim; ++a) k += (g->axis_mask >> a) & 1u;
+        for (int a = 0; a < dim; ++a) k += (int)(((unsigned)g->axis_mask >> a) & 1u);
         return k;
     }
     case CQ_ROBOT_ACTUATOR_ISOTROPIC: return 1;
@@ -419,7 +435,7 @@ cq_result cq_robot_actuators_stress(const cq_robot_actuators *act, const double 
     for (int i = 0; i < act->signals; ++i)
         if (!cq_rb__finite(a[i])) return cq_rb__fail(CQ_RB__ERR(act), CQ_ERROR_NON_FINITE, "%s: a[%d] is not finite", what, i);
     d = act->dim; dd = d * d;
-    memset(stress, 0, sizeof(double) * (size_t)act->groups * dd);
+    memset(stress, 0, sizeof(double) * (size_t)act->groups * (size_t)dd);
     for (int i = 0; i < act->groups; ++i) {
         const cq_robot_actuator_desc *g = &act->g[i];
         const double *ai = a ? a + act->first[i] : NULL;
@@ -519,8 +535,8 @@ cq_result cq_robot_observer_create_centroid(int dim, int particles, const int *g
     if (ob) {
         ob->group = (int *)malloc(sizeof(int) * (size_t)particles);
         ob->inv_count = (double *)malloc(sizeof(double) * (size_t)groups);
-        ob->x = (double *)malloc(sizeof(double) * (size_t)particles * dim);
-        ob->v = (double *)malloc(sizeof(double) * (size_t)particles * dim);
+        ob->x = (double *)malloc(sizeof(double) * (size_t)particles * (size_t)dim);
+        ob->v = (double *)malloc(sizeof(double) * (size_t)particles * (size_t)dim);
     }
     if (!ob || !ob->group || !ob->inv_count || !ob->x || !ob->v) {
         free(cnt); cq_robot_observer_destroy(ob);
@@ -962,7 +978,7 @@ static void cq_rb__hook(cq_sim *sim, int n, void *user)
     for (int i = 0; i < k->A; ++i) k->da[i] += 2 * d->action_penalty * a[i];
     if (d->running_loss) {
         cq_robot_state st;
-        const size_t nd = (size_t)k->n * k->dim;
+        const size_t nd = (size_t)k->n * (size_t)k->dim;
         if ((r = cq_sim_get(sim, CQ_FIELD_X, k->x)) != CQ_SUCCESS || (r = cq_sim_get(sim, CQ_FIELD_V, k->v)) != CQ_SUCCESS) {
             k->err = cq_rb__fail(e, r, "cq_robot_rollout: step %d: %s", n, cq_sim_last_error(sim)); return;
         }
@@ -1043,18 +1059,26 @@ cq_result cq_robot_rollout(cq_sim *sim, const cq_robot_rollout_desc *d, cq_robot
     for (int i = 0; i < P; ++i)
         if (!cq_rb__finite(d->params[i]))
             return cq_rb__fail(e, CQ_ERROR_NON_FINITE, "%s: params[%d] = %g is not finite", what, i, d->params[i]);
-    if (d->reset) {
-        if ((r = cq_sim_reset(sim)) != CQ_SUCCESS) return cq_rb__fail(e, r, "%s: %s", what, cq_sim_last_error(sim));
-    } else if (cq_sim_step_count(sim) != 0) {
-        return cq_rb__fail(e, CQ_ERROR_INVALID_STATE, "%s: the sim is at step %d: reset it (or set desc->reset = 1)", what,
-                           cq_sim_step_count(sim));
+    {   /* everything the sim can be asked about is checked before it is touched (reset, steps) */
+        cq_sim_desc sd;
+        if ((r = cq_sim_get_desc(sim, &sd)) != CQ_SUCCESS) return cq_rb__fail(e, r, "%s: %s", what, cq_sim_last_error(sim));
+        if (!d->forward_only && sd.checkpoint_every < 1)
+            return cq_rb__fail(e, CQ_ERROR_INVALID_STATE, "%s: the sim has no tape (checkpoint_every = 0): create it with "
+                               "checkpoint_every >= 1, or set desc->forward_only = 1", what);
+        if (cq_sim_actuator_groups(sim) > k.G)
+            return cq_rb__fail(e, CQ_ERROR_INVALID_ARGUMENT, "%s: the sim's particles use actuator group %d but the actuators "
+                               "have %d groups", what, cq_sim_actuator_groups(sim) - 1, k.G);
+        if (!d->reset && cq_sim_step_count(sim) != 0)
+            return cq_rb__fail(e, CQ_ERROR_INVALID_STATE, "%s: the sim is at step %d: reset it (or set desc->reset = 1)", what,
+                               cq_sim_step_count(sim));
     }
-    nd = (size_t)k.n * k.dim;
-    k.obs_hist = (double *)malloc(sizeof(double) * ((size_t)T * k.O + 1));
-    k.act_hist = (double *)malloc(sizeof(double) * ((size_t)T * k.A + 1));
+    if (d->reset && (r = cq_sim_reset(sim)) != CQ_SUCCESS) return cq_rb__fail(e, r, "%s: %s", what, cq_sim_last_error(sim));
+    nd = (size_t)k.n * (size_t)k.dim;
+    k.obs_hist = (double *)malloc(sizeof(double) * ((size_t)T * (size_t)k.O + 1));
+    k.act_hist = (double *)malloc(sizeof(double) * ((size_t)T * (size_t)k.A + 1));
     k.x = (double *)malloc(sizeof(double) * nd); k.v = (double *)malloc(sizeof(double) * nd);
     k.gx = (double *)malloc(sizeof(double) * nd); k.gv = (double *)malloc(sizeof(double) * nd);
-    k.dstress = (double *)malloc(sizeof(double) * ((size_t)k.G * dd + 1));
+    k.dstress = (double *)malloc(sizeof(double) * ((size_t)k.G * (size_t)dd + 1));
     k.da = (double *)malloc(sizeof(double) * ((size_t)k.A + 1));
     k.da_run = (double *)malloc(sizeof(double) * ((size_t)k.A + 1));
     k.dobs = (double *)malloc(sizeof(double) * ((size_t)k.O + 1));
@@ -1092,7 +1116,7 @@ cq_result cq_robot_rollout(cq_sim *sim, const cq_robot_rollout_desc *d, cq_robot
             cq_rb__fail(e, r, "%s: step %d: %s", what, n, cq_sim_last_error(sim)); goto done;
         }
     }
-    if (out->actions) memcpy(out->actions, k.act_hist, sizeof(double) * (size_t)T * k.A);
+    if (out->actions) memcpy(out->actions, k.act_hist, sizeof(double) * (size_t)T * (size_t)k.A);
     /* ---- final loss */
     memset(k.gx, 0, sizeof(double) * nd); memset(k.gv, 0, sizeof(double) * nd);
     if (d->final_loss) {
@@ -1257,6 +1281,9 @@ cq_result cq_robot_box(int dim, const double *lo, const double *size, double dx,
         if (size[a] / h > 1e7) return cq_rb__fail(cq_rb__create_error, CQ_ERROR_INVALID_ARGUMENT, "cq_robot_box: size[%d] = %g is too many particles", a, size[a]);
         n[a] = (long)floor(size[a] / h + 1e-9);
         if (n[a] < 1) n[a] = 1;
+        if (!cq_rb__finite(lo[a] + ((double)n[a] - 0.5) * h))   /* the far particle must be finite too */
+            return cq_rb__fail(cq_rb__create_error, CQ_ERROR_NON_FINITE, "cq_robot_box: lo[%d] = %g + size[%d] = %g: positions overflow",
+                               a, lo[a], a, size[a]);
         total *= n[a];
         if (total > 2147483647L / 9) return cq_rb__fail(cq_rb__create_error, CQ_ERROR_INVALID_ARGUMENT, "cq_robot_box: more than %ld particles", 2147483647L / 9);
     }
@@ -1268,7 +1295,7 @@ cq_result cq_robot_box(int dim, const double *lo, const double *size, double dx,
             for (long j = 0; j < n[1]; ++j)
                 for (long k = 0; k < n[2]; ++k, ++c) {
                     long idx[3] = {i, j, k};
-                    for (int a = 0; a < dim; ++a) x[c * dim + a] = lo[a] + (idx[a] + 0.5) * h;
+                    for (int a = 0; a < dim; ++a) x[c * dim + a] = lo[a] + ((double)idx[a] + 0.5) * h;
                 }
     }
     *count = (int)total;

@@ -76,9 +76,13 @@ item compile_strict_gcc sh -c "$CC -std=c99 $STRICT -c tests/compile/impl.c -o $
     $CC -std=c99 -O2 -fopenmp $STRICT -c tests/compile/impl.c -o $B/strict2.o && \
     $CXX -std=c++11 -O2 $STRICT -x c++ -c tests/compile/impl.c -o $B/strict3.o && \
     $CC -std=c99 -O2 $STRICT -DCQ_NO_CUDA -c tests/compile/impl.c -o $B/strict4.o"
+item compile_strict_gcc_robot_io sh -c "for f in robot_impl io_impl; do $CC -std=c99 -O2 $STRICT -c tests/compile/\$f.c -o $B/strict_\$f.o && \
+    $CXX -std=c++11 $STRICT -x c++ -c tests/compile/\$f.c -o $B/strict_\${f}_cxx.o || exit 1; done"
 if command -v clang >/dev/null 2>&1 && command -v clang++ >/dev/null 2>&1; then
     item compile_strict_clang sh -c "clang -std=c99 -O2 $STRICT -c tests/compile/impl.c -o $B/strict5.o && \
-        clang++ -std=c++11 $STRICT -x c++ -c tests/compile/impl.c -o $B/strict6.o"
+        clang++ -std=c++11 $STRICT -x c++ -c tests/compile/impl.c -o $B/strict6.o && \
+        for f in robot_impl io_impl; do clang -std=c99 $STRICT -c tests/compile/\$f.c -o $B/strict_c_\$f.o && \
+        clang++ -std=c++11 -O2 $STRICT -x c++ -c tests/compile/\$f.c -o $B/strict_cxx_\$f.o || exit 1; done"
 else
     skip compile_strict_clang "clang/clang++ not installed"
 fi

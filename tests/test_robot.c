@@ -790,9 +790,13 @@ TEST(bad_input_returns_errors_with_messages)
         CHECK_OK(cq_robot_actuators_create(2, 1, ad, &one));
         md.outputs = 1;
         CHECK_OK(cq_robot_controller_create_mlp(&md, &m1));
-        r2 = rd; r2.actuators = one; r2.controller = m1;
+        const int step0 = cq_sim_step_count(s);
+        const size_t tape0 = cq_sim_tape_bytes(s);
+        r2 = rd; r2.actuators = one; r2.controller = m1;   /* reset = 1: refused before the reset */
         CHECK_FAILS(cq_robot_rollout(s, &r2, &ro), CQ_ERROR_INVALID_ARGUMENT);
-        CHECK(strstr(ro.error, "cq_sim_set_actuation") != NULL, "message: %s", ro.error);
+        CHECK(strstr(ro.error, "actuator group 1") != NULL, "message: %s", ro.error);
+        CHECK(cq_sim_step_count(s) == step0 && step0 > 0, "the sim was reset or stepped: step %d (was %d)", cq_sim_step_count(s), step0);
+        CHECK(cq_sim_tape_bytes(s) == tape0, "the tape changed: %lu -> %lu bytes", (unsigned long)tape0, (unsigned long)cq_sim_tape_bytes(s));
         r2.controller = mlp;        /* 2 outputs vs 1 signal */
         CHECK_FAILS(cq_robot_rollout(s, &r2, &ro), CQ_ERROR_INVALID_ARGUMENT);
         CHECK(strstr(ro.error, "2 outputs") != NULL, "message: %s", ro.error);
@@ -856,9 +860,55 @@ TEST(box_shape_fills_a_lattice)
     CHECK(cq_robot_box(3, lo, size, 1.0 / 64, 2, NULL, 0, &n) == CQ_ERROR_INVALID_ARGUMENT && strstr(cq_robot_last_error(NULL), "size[1]"),
           "negative size refused: %s", cq_robot_last_error(NULL));
     CHECK(cq_robot_box(4, lo, size, 1.0 / 64, 2, NULL, 0, &n) == CQ_ERROR_INVALID_ARGUMENT, "dim 4 refused");
+    /* a box whose far particles overflow double: refused, never infinite positions */
+    {
+        double blo[2] = {1.7e308, 0}, bsize[2] = {1.5e308, 1};
+        n = -1;
+        CHECK(cq_robot_box(2, blo, bsize, 1e307, 1, NULL, 0, &n) == CQ_ERROR_NON_FINITE && n == 0,
+              "overflowing box accepted (count %d): %s", n, cq_robot_last_error(NULL));
+        CHECK(strstr(cq_robot_last_error(NULL), "lo[0]") != NULL, "message: %s", cq_robot_last_error(NULL));
+    }
 }
 
-RUN_TESTS(CASE(box_shape_fills_a_lattice), CASE(actuator_map_and_vjp_match_finite_differences),
+/* A rollout that needs a tape on a sim without one is refused before any step runs. */
+TEST(untaped_rollout_refused_before_stepping)
+{
+    cq_sim_desc d;
+    cq_sim *s = NULL;
+    cq_particles_desc p;
+    cq_robot_actuator_desc ad;
+    cq_robot_actuators *act = NULL;
+    cq_robot_controller *ol = NULL;
+    cq_robot_rollout_desc rd;
+    cq_robot_rollout_out ro;
+    double x[2 * 16], prm[8 * 1];
+    int grp[16];
+    memset(&d, 0, sizeof d);
+    d.dim = 2; d.res[0] = d.res[1] = 32; d.dx = 1.0 / 32; d.dt = 1e-4; d.logger.func = cq_log_silent;   /* no tape */
+    CHECK_OK(cq_sim_create(&d, &s));
+    for (int i = 0; i < 16; ++i) { x[2 * i] = 0.45 + (i % 4) / 64.0; x[2 * i + 1] = 0.45 + (i / 4) / 64.0; grp[i] = 0; }
+    memset(&p, 0, sizeof p);
+    p.count = 16; p.x = x; p.actuator = grp;
+    CHECK_OK(cq_sim_add_particles(s, &p));
+    memset(&ad, 0, sizeof ad);
+    ad.kind = CQ_ROBOT_ACTUATOR_ISOTROPIC; ad.max_stress = 1;
+    CHECK_OK(cq_robot_actuators_create(2, 1, &ad, &act));
+    CHECK_OK(cq_robot_controller_create_open_loop(8, 1, &ol));
+    CHECK_OK(cq_robot_controller_init_params(ol, prm));
+    memset(&rd, 0, sizeof rd);
+    memset(&ro, 0, sizeof ro);
+    rd.steps = 8; rd.controller = ol; rd.params = prm; rd.actuators = act;
+    CHECK(cq_robot_rollout(s, &rd, &ro) == CQ_ERROR_INVALID_STATE, "untaped rollout with gradients accepted");
+    CHECK(strstr(ro.error, "no tape") != NULL, "message: %s", ro.error);
+    CHECK(cq_sim_step_count(s) == 0, "steps ran before the refusal: %d", cq_sim_step_count(s));
+    rd.forward_only = 1;
+    CHECK_OK(cq_robot_rollout(s, &rd, &ro));
+    CHECK(cq_sim_step_count(s) == 8, "forward-only rollout: step %d", cq_sim_step_count(s));
+    cq_robot_controller_destroy(ol); cq_robot_actuators_destroy(act);
+    cq_sim_destroy(s);
+}
+
+RUN_TESTS(CASE(box_shape_fills_a_lattice), CASE(untaped_rollout_refused_before_stepping), CASE(actuator_map_and_vjp_match_finite_differences),
           CASE(centroid_observer_and_vjp_match_finite_differences),
           CASE(controllers_vjp_match_finite_differences),
           CASE(rollout_gradient_matches_finite_differences_of_whole_rollouts),

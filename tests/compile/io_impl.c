@@ -1,0 +1,2 @@
+#define CHAINQUEEN_IO_IMPLEMENTATION
+#include "../../chainqueen_io.h"

@@ -1,0 +1,2 @@
+#define CHAINQUEEN_ROBOT_IMPLEMENTATION
+#include "../../chainqueen_robot.h"

@@ -35,6 +35,12 @@
    Limits (define before including the implementation to change them)
        CQ_IO_MAX_DIM          16384      largest PNG width/height
        CQ_IO_MAX_PIXELS       1 << 26    largest PNG width*height (256 MiB of RGBA)
+   Peak memory of a PNG decode: the compressed image data (at most the file) plus the inflated
+   scanlines (h * (1 + w * bytes per pixel), at most 8 bytes per pixel for 16-bit RGBA), then
+   the scanlines and the RGBA output (converted in place when a pixel has 4 bytes or more): at
+   most the file + 8 bytes per pixel, 512 MiB + the file at the default limits, all checked
+   from the header before the scanlines are allocated.  cq_io_read_file refuses a file over
+   its limit before reading it (when its size can be known; a pipe is read up to the limit).
        CQ_IO_MAX_FILE_BYTES   1 << 30    largest file read by the *_file/_load functions
        CQ_IO_MAX_PARTICLES    1 << 25    most particles in a robot (desc->max_particles overrides)
        CQ_IO_MAX_LATTICE      1 << 30    most lattice points the voxeliser will visit
@@ -275,7 +281,22 @@ cq_result cq_io_read_file(const char *path, size_t max_size, unsigned char **out
     if (max_size == 0) max_size = CQ_IO_MAX_FILE_BYTES;
     f = fopen(path, "rb");
     if (!f) return cq_io__fail(err, cap, CQ_ERROR_INVALID_ARGUMENT, "cannot open '%s' for reading", path);
-    for (;;) {
+    {   /* a file whose size is known is refused before anything is read, and read in one piece */
+        long end = -1;
+        if (fseek(f, 0, SEEK_END) == 0) end = ftell(f);
+        if (fseek(f, 0, SEEK_SET) != 0) end = -1;
+        if (end >= 0 && (unsigned long)end > max_size) {
+            fclose(f);
+            return cq_io__fail(err, cap, CQ_ERROR_INVALID_ARGUMENT, "'%s' is larger than the limit of %lu bytes (%ld bytes)",
+                               path, (unsigned long)max_size, end);
+        }
+        if (end >= 0) {
+            bufcap = (size_t)end + 1;   /* one more byte: a file that grew meanwhile is still caught below */
+            buf = (unsigned char *)CQ_IO_MALLOC(bufcap);
+            if (!buf) { fclose(f); return cq_io__fail(err, cap, CQ_ERROR_OUT_OF_MEMORY, "out of memory reading '%s'", path); }
+        }
+    }
+    for (;;) {   /* streams of unknown size: grow, refusing past max_size */
         size_t n;
         if (len == bufcap) {
             size_t nc;
@@ -552,7 +573,9 @@ static unsigned long cq_io__adler32(const unsigned char *p, size_t n)
 }
 
 /* decompress into *out (exactly *out_size bytes used, buffer owned by caller) */
-static cq_result cq_io__zlib(const unsigned char *in, size_t inlen, size_t max_out,
+/* exact: the output is to be exactly max_out bytes: it is allocated once, up front (no growth
+   by doubling, whose realloc would briefly hold 1.5x). */
+static cq_result cq_io__zlib(const unsigned char *in, size_t inlen, size_t max_out, int exact,
                              unsigned char **out, size_t *out_size, char *err, size_t cap)
 {
     cq_io__inflater s;
@@ -577,6 +600,11 @@ static cq_result cq_io__zlib(const unsigned char *in, size_t inlen, size_t max_o
     s.outmax = max_out;
     s.err = err;
     s.errcap = cap;
+    if (exact && max_out) {
+        s.out = (unsigned char *)CQ_IO_MALLOC(max_out);
+        if (!s.out) return cq_io__fail(err, cap, CQ_ERROR_OUT_OF_MEMORY, "zlib: out of memory (%lu bytes)", (unsigned long)max_out);
+        s.outcap = max_out;
+    }
     do {
         unsigned type;
         last = (int)cq_io__bits(&s, 1);
@@ -618,7 +646,7 @@ cq_result cq_io_zlib_decompress(const void *data, size_t size, size_t max_out,
     if (out_size) *out_size = 0;
     if (!out || !out_size || (!data && size)) return cq_io__fail(err, cap, CQ_ERROR_INVALID_ARGUMENT, "cq_io_zlib_decompress: NULL argument");
     if (max_out == 0) max_out = CQ_IO_MAX_FILE_BYTES;
-    r = cq_io__zlib((const unsigned char *)data, size, max_out, out, out_size, err, cap);
+    r = cq_io__zlib((const unsigned char *)data, size, max_out, 0, out, out_size, err, cap);
     if (r == CQ_SUCCESS) cq_io__ok(err, cap);
     return r;
 }
@@ -669,7 +697,7 @@ cq_result cq_io_png_decode(const void *data, size_t size, cq_io_image *out, char
     static const unsigned char sig[8] = { 137, 80, 78, 71, 13, 10, 26, 10 };
     const unsigned char *p = (const unsigned char *)data;
     unsigned long crctab[256];
-    size_t pos = 8, idatlen = 0, idatcap = 0, rawlen = 0, stride = 0, y;
+    size_t pos = 8, idatlen = 0, idatcap = 0, rawlen = 0, stride = 0, y, idat_total = 0;
     unsigned char *idat = NULL, *raw = NULL, *rgba = NULL;
     unsigned long w = 0, h = 0;
     int have_ihdr = 0, have_iend = 0, idat_state = 0, depth = 0, ctype = 0, channels = 0, bits = 0, fb;
@@ -782,8 +810,17 @@ cq_result cq_io_png_decode(const void *data, size_t size, cq_io_image *out, char
             if (idat_state == 2) CQ_IO__PNGFAIL("PNG: IDAT chunks are not consecutive");
             if (ctype == 3 && !npal) CQ_IO__PNGFAIL("PNG: palette image without PLTE before IDAT");
             idat_state = 1;
+            if (!idatcap && !idat_total) {   /* the IDAT bytes of the whole file, counted once: one exact allocation */
+                size_t q = pos;
+                while (q + 12 <= size) {
+                    unsigned long ql = cq_io__be32(p + q);
+                    if (ql > size - q - 12) break;
+                    if (memcmp(p + q + 4, "IDAT", 4) == 0) idat_total += (size_t)ql;
+                    q += 12 + (size_t)ql;
+                }
+            }
             if (len > idatcap - idatlen) {
-                size_t nc = idatcap ? idatcap : 65536;
+                size_t nc = idatcap ? idatcap : (idat_total > len ? idat_total : (len > 65536 ? len : 65536));
                 unsigned char *nb;
                 while (nc - idatlen < len) nc *= 2;
                 nb = (unsigned char *)CQ_IO_REALLOC(idat, nc);
@@ -804,8 +841,10 @@ cq_result cq_io_png_decode(const void *data, size_t size, cq_io_image *out, char
 
     stride = ((size_t)w * (size_t)bits + 7) / 8;
     rawlen = (size_t)h * (stride + 1);
-    r = cq_io__zlib(idat, idatlen, rawlen, &raw, &y, err, cap);
+    r = cq_io__zlib(idat, idatlen, rawlen, 1, &raw, &y, err, cap);
     if (r != CQ_SUCCESS) { cq_io__prefix(err, cap, "PNG image data"); goto done; }
+    CQ_IO_FREE(idat);   /* not needed any more: the peak is the scanlines plus the RGBA below */
+    idat = NULL;
     if (y != rawlen)
         CQ_IO__PNGFAIL("PNG: image data has %lu bytes, expected %lu for %lu x %lu pixels", (unsigned long)y,
                        (unsigned long)rawlen, w, h);
@@ -838,7 +877,11 @@ cq_result cq_io_png_decode(const void *data, size_t size, cq_io_image *out, char
         }
     }
 
-    rgba = (unsigned char *)CQ_IO_MALLOC((size_t)w * (size_t)h * 4);
+    /* to RGBA8: in place when a pixel has at least 4 bytes (each output pixel then lies at or
+       before its source, and a pixel's samples are read before its output is written), else
+       into a new buffer beside the scanlines (then under 4 + 4 bytes per pixel together) */
+    if (stride >= (size_t)w * 4) rgba = raw;
+    else rgba = (unsigned char *)CQ_IO_MALLOC((size_t)w * (size_t)h * 4);
     if (!rgba) { r = cq_io__fail(err, cap, CQ_ERROR_OUT_OF_MEMORY, "PNG: out of memory (%lu x %lu RGBA)", w, h); goto done; }
     for (y = 0; y < h; ++y) {
         const unsigned char *row = raw + y * (stride + 1) + 1;
@@ -887,6 +930,11 @@ cq_result cq_io_png_decode(const void *data, size_t size, cq_io_image *out, char
             }
         }
     }
+    if (rgba == raw) {   /* converted in place: give back the tail */
+        unsigned char *shrunk = (unsigned char *)CQ_IO_REALLOC(raw, (size_t)w * (size_t)h * 4);
+        if (shrunk) rgba = shrunk;
+        raw = NULL;
+    }
     out->width = (int)w;
     out->height = (int)h;
     out->rgba = rgba;
@@ -894,6 +942,7 @@ cq_result cq_io_png_decode(const void *data, size_t size, cq_io_image *out, char
     cq_io__ok(err, cap);
 done:
     CQ_IO_FREE(idat);
+    if (rgba == raw) rgba = NULL;
     CQ_IO_FREE(raw);
     CQ_IO_FREE(rgba);
     return r;

@@ -157,6 +157,8 @@ item custom_material sh -c "$PYTHON -m generator --material examples/materials/s
 # ---- chainqueen_io.h: PNG/STL robots (fixtures made by a stdlib-only Python script)
 item test_io sh -c "mkdir -p $B/io && $PYTHON tests/make_io_fixtures.py $B/io && $CC -std=c99 -O2 -g $WARN tests/test_io.c -o $B/test_io -lm && ./$B/test_io $B/io"
 item test_io_cxx sh -c "$CXX -std=c++11 -O2 $WARN -x c++ tests/test_io.c -o $B/test_io_cxx -lm && ./$B/test_io_cxx $B/io"
+item test_io_memory sh -c "$CC -std=c99 -O1 -g $WARN $SAN tests/test_io_memory.c -o $B/test_io_memory_san -lm && ./$B/test_io_memory_san && \
+    $CXX -std=c++11 -O2 $WARN -x c++ tests/test_io_memory.c -o $B/test_io_memory_cxx -lm && ./$B/test_io_memory_cxx"
 item test_io_asan_ubsan sh -c "$CC -std=c99 -O1 -g $WARN $SAN tests/test_io.c -o $B/test_io_san -lm && ./$B/test_io_san $B/io"
 if command -v valgrind >/dev/null 2>&1; then
     item test_io_valgrind sh -c "$CC -std=c99 -O1 -g $WARN tests/test_io.c -o $B/test_io_vg -lm && valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=all ./$B/test_io_vg $B/io"

@@ -44,6 +44,8 @@
        CQ_IO_MAX_FILE_BYTES   1 << 30    largest file read by the *_file/_load functions
        CQ_IO_MAX_PARTICLES    1 << 25    most particles in a robot (desc->max_particles overrides)
        CQ_IO_MAX_LATTICE      1 << 30    most lattice points the voxeliser will visit
+       CQ_IO_MAX_CROSSINGS    1 << 24    most ray/triangle crossings it will hold (16 bytes each: 256 MiB);
+                                         counted before they are stored, refused above
    Memory: CQ_IO_MALLOC(n), CQ_IO_REALLOC(p, n), CQ_IO_FREE(p) (default malloc/realloc/free).
    Everything returned is released with the matching *_free function (or cq_io_free). */
 #ifndef CHAINQUEEN_IO_H
@@ -209,6 +211,9 @@ cq_result cq_io_robot_from_stl_file(const char *path, const cq_io_stl_robot_desc
 #endif
 #ifndef CQ_IO_MAX_PARTICLES
 #define CQ_IO_MAX_PARTICLES (1L << 25)
+#endif
+#ifndef CQ_IO_MAX_CROSSINGS
+#define CQ_IO_MAX_CROSSINGS (1L << 24)
 #endif
 #ifndef CQ_IO_MAX_LATTICE
 #define CQ_IO_MAX_LATTICE 1073741824.0
@@ -1554,7 +1559,21 @@ cq_result cq_io_robot_from_mesh(const cq_io_mesh *mesh, const cq_io_stl_robot_de
     }
     rows = (size_t)nax[1] * (size_t)nax[2];
 
-    /* crossings of every lattice row (a ray along x at fixed y, z) with every triangle */
+    /* crossings of every lattice row (a ray along x at fixed y, z) with every triangle: counted
+       first (no memory), refused over CQ_IO_MAX_CROSSINGS, then stored in one exact allocation */
+    for (int store = 0; store < 2; ++store) {
+    if (store) {
+        if ((double)nhits > (double)CQ_IO_MAX_CROSSINGS) {
+            r = cq_io__fail(err, cap, CQ_ERROR_INVALID_ARGUMENT, "mesh robot: %lu ray crossings at spacing %g exceed the limit of "
+                            "%.0f (CQ_IO_MAX_CROSSINGS; %lu bytes each): use a coarser spacing", (unsigned long)nhits, h,
+                            (double)CQ_IO_MAX_CROSSINGS, (unsigned long)sizeof *hits);
+            goto done;
+        }
+        hitcap = nhits ? nhits : 1;
+        hits = (cq_io__hit *)CQ_IO_MALLOC(hitcap * sizeof *hits);
+        if (!hits) { r = cq_io__fail(err, cap, CQ_ERROR_OUT_OF_MEMORY, "mesh robot: out of memory (%lu crossings)", (unsigned long)nhits); goto done; }
+        nhits = 0;
+    }
     for (t = 0; t < nt; ++t) {
         const double *P = v + 9 * t;
         double umin = P[1], umax = P[1], wmin = P[2], wmax = P[2], xmin = P[0], xmax = P[0], D;
@@ -1592,19 +1611,15 @@ cq_result cq_io_robot_from_mesh(const cq_io_mesh *mesh, const cq_io_stl_robot_de
                 x = sum != 0 ? (w0 * P[0] + w1 * P[3] + w2 * P[6]) / sum : P[0];
                 if (!(x >= xmin)) x = xmin;
                 if (x > xmax) x = xmax;
-                if (nhits == hitcap) {
-                    size_t nc = hitcap ? hitcap * 2 : 1024;
-                    cq_io__hit *nb = (cq_io__hit *)CQ_IO_REALLOC(hits, nc * sizeof *hits);
-                    if (!nb) { r = cq_io__fail(err, cap, CQ_ERROR_OUT_OF_MEMORY, "mesh robot: out of memory"); goto done; }
-                    hits = nb;
-                    hitcap = nc;
-                }
+                if (!store || nhits >= hitcap) { ++nhits; continue; }   /* counting (the second count is the same) */
                 hits[nhits].row = (size_t)kk * (size_t)nax[1] + (size_t)jj;
                 hits[nhits].x = x;
                 ++nhits;
             }
         }
     }
+    }   /* count, then store */
+    if (nhits > hitcap) nhits = hitcap;
     if (nhits) qsort(hits, nhits, sizeof *hits, cq_io__hitcmp);
 
     for (pass = 0; pass < 2; ++pass) {

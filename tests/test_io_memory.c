@@ -142,4 +142,35 @@ TEST(too_large_file_refused_before_reading)
     remove(path);
 }
 
-RUN_TESTS(CASE(png_decode_peak_within_the_documented_bound), CASE(too_large_file_refused_before_reading))
+/* A closed box voxelised so finely that its ray crossings pass CQ_IO_MAX_CROSSINGS: refused after
+   counting them, before storing any (this used to allocate 16 bytes per crossing first). */
+TEST(stl_crossings_counted_before_stored)
+{
+    static const double c[8][3] = {{0, 0, 0}, {1, 0, 0}, {1, 1, 0}, {0, 1, 0}, {0, 0, 1}, {1, 0, 1}, {1, 1, 1}, {0, 1, 1}};
+    static const int f[12][3] = {{0, 2, 1}, {0, 3, 2}, {4, 5, 6}, {4, 6, 7}, {0, 1, 5}, {0, 5, 4},
+                                 {2, 3, 7}, {2, 7, 6}, {1, 2, 6}, {1, 6, 5}, {0, 4, 7}, {0, 7, 3}};
+    double v[12 * 9];
+    cq_io_mesh mesh;
+    cq_io_stl_robot_desc d;
+    cq_io_robot rob;
+    char err[256];
+    cq_result r;
+    for (int t = 0; t < 12; ++t)
+        for (int k = 0; k < 3; ++k)
+            for (int a = 0; a < 3; ++a) v[9 * t + 3 * k + a] = c[f[t][k]][a] * (a == 0 ? 0.03 : 1.0);   /* thin in x */
+    memset(&mesh, 0, sizeof mesh);
+    mesh.triangle_count = 12; mesh.v = v;
+    memset(&d, 0, sizeof d);
+    d.spacing = 1.0 / 2900;   /* 87 x 2900 x 2900 lattice points: 8.4M rows, 16.8M crossings */
+    d.material.density = 1; d.material.youngs = 1e4; d.material.poisson = 0.3; d.material.actuator = -1;
+    memset(&rob, 0, sizeof rob);
+    live_bytes = peak_bytes = 0;
+    r = cq_io_robot_from_mesh(&mesh, &d, &rob, err, sizeof err);
+    CHECK(r == CQ_ERROR_INVALID_ARGUMENT && strstr(err, "CQ_IO_MAX_CROSSINGS") != NULL, "result %d: %s", (int)r, err);
+    CHECK(peak_bytes < (1u << 20), "peak %lu bytes before the refusal", (unsigned long)peak_bytes);
+    printf("    box at spacing 1/2900: %s; peak %lu bytes\n", r ? "refused" : "accepted", (unsigned long)peak_bytes);
+    cq_io_robot_free(&rob);
+}
+
+RUN_TESTS(CASE(png_decode_peak_within_the_documented_bound), CASE(too_large_file_refused_before_reading),
+          CASE(stl_crossings_counted_before_stored))

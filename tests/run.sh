@@ -45,6 +45,8 @@ lane_slow() {
     # concurrent creates (per-thread create error) and the CUDA driver's one-time load, under TSan
     item test_threads_tsan sh -c "$CC -std=c99 -O1 -g $WARN -fsanitize=thread tests/test_threads.c -o $B/test_threads_tsan -lm -pthread && \
         ./$B/test_threads_tsan && CQ_CUDA_LIBRARY=$PWD/$B/mock/libcuda.so.1 CQ_MOCK_NO_PROTECT=1 ./$B/test_threads_tsan"
+    # the loaders' fuzz target (tests/fuzz/fuzz_io.c): libFuzzer where clang has it, else a fixed-seed loop
+    item fuzz_io sh tests/fuzz/run_io.sh 20
     # the API state-machine fuzzer: a fixed seed set (tests/fuzz_api.c; longer runs: see README)
     item fuzz_api_asan_ubsan sh -c "$CC -std=c99 -O1 -g $WARN $SAN tests/fuzz_api.c -o $B/fuzz_api_san -lm && ./$B/fuzz_api_san 200 400 1"
     item fuzz_api_on_mock_cuda sh -c "CQ_CUDA_LIBRARY=$PWD/$B/mock/libcuda.so.1 ./$B/fuzz_api_san 20 300 1001"

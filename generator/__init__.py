@@ -41,6 +41,8 @@ class Precision:
 def load_materials(extra_paths=()):
     paths = [os.path.join(MATERIALS, n + ".py") for n in BUILTIN_MATERIALS] + list(extra_paths)
     mods = [symbolic.load_material(p) for p in paths]
+    for m, p in zip(mods, ["generator/materials/%s.py" % n for n in BUILTIN_MATERIALS] + list(extra_paths)):
+        m.cq_source = p   # as the user gave it (never an absolute path of the generating machine)
     names = [m.name for m in mods]
     dup = {n for n in names if names.count(n) > 1}
     if dup:
@@ -55,7 +57,8 @@ def context(extra_materials=()):
         per_dim = {d: symbolic.Material(mod, d) for d in DIMS}
         materials.append({
             "name": mod.name, "index": idx + 1, "enum": "CQ_MATERIAL_" + mod.name.upper(),
-            "uses_rotation": per_dim[2].uses_rotation, "doc": per_dim[2].doc,
+            "uses_rotation": per_dim[2].uses_rotation, "doc": per_dim[2].doc, "doc_rest": per_dim[2].doc_rest,
+            "source": mod.cq_source,
             "builtin": mod.name in BUILTIN_MATERIALS, "dim": per_dim,
         })
     variants = [{"dim": d, "prec": Precision(p), "mat": m}

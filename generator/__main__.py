@@ -11,7 +11,12 @@ import argparse
 import os
 import sys
 
-from . import ROOT, context, render, write_if_changed, ptx
+if __package__ in (None, ""):   # run as `python3 path/to/generator`: import it as the package it is
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    __package__ = "generator"   # noqa: A001 (makes the relative imports below work)
+    import generator            # noqa: F401,E402
+
+from . import ROOT, context, render, write_if_changed, ptx  # noqa: E402
 
 
 def cuda_sources(ctx):

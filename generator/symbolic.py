@@ -93,6 +93,9 @@ class Material:
         self.name = mod.name
         self.uses_rotation = bool(getattr(mod, "uses_rotation", False))
         self.doc = (mod.__doc__ or "").strip().splitlines()[0] if mod.__doc__ else mod.name
+        # the whole docstring (its energy and stress), as lines of a C comment ("*/" defused)
+        rest = (mod.__doc__ or "").strip().splitlines()[1:]
+        self.doc_rest = [l.rstrip().replace("*/", "* /") for l in rest]
         m = MaterialSymbols(dim)
         self.symbols = m
         self.dim = dim

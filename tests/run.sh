@@ -156,6 +156,12 @@ fi
 item custom_material sh -c "$PYTHON -m generator --material examples/materials/stvk.py -o $B/cq_stvk.h && \
     $CC -std=c99 -O2 $WARN -I$B tests/test_custom_material.c -o $B/test_custom_material -lm && ./$B/test_custom_material"
 
+# ---- the generator run from another directory, as a user would (python3 path/to/generator)
+item generator_from_anywhere sh -c "rm -rf $B/gen_elsewhere && mkdir -p $B/gen_elsewhere && cp examples/materials/stvk.py $B/gen_elsewhere/my.py && \
+    cd $B/gen_elsewhere && timeout 600 $PYTHON $PWD/generator --material my.py -o cq_stvk.h && grep -q 'from my.py' cq_stvk.h && \
+    ! grep -q '$PWD' cq_stvk.h && cd $PWD && $CC -std=c99 -O2 $WARN -I$B/gen_elsewhere tests/test_custom_material.c -o $B/test_custom_material_elsewhere -lm && \
+    ./$B/test_custom_material_elsewhere"
+
 # ---- chainqueen_io.h: PNG/STL robots (fixtures made by a stdlib-only Python script)
 item test_io sh -c "mkdir -p $B/io && $PYTHON tests/make_io_fixtures.py $B/io && $CC -std=c99 -O2 -g $WARN tests/test_io.c -o $B/test_io -lm && ./$B/test_io $B/io"
 item test_io_cxx sh -c "$CXX -std=c++11 -O2 $WARN -x c++ tests/test_io.c -o $B/test_io_cxx -lm && ./$B/test_io_cxx $B/io"

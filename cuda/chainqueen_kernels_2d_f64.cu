@@ -339,10 +339,14 @@ CQ_HD void cq__p2g_fwd_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm, 
         const int o[2] = {i, j};
         const double wt = w[0][i] * w[1][j];
         const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
-        const double d[2] = {dp[0][o[0]], dp[1][o[1]]};
+        double d[2];                  /* x_i - x_p */
+        CQ__UNROLL for (int a = 0; a < 2; ++a) d[a] = dp[a][o[a]];
         CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
-        CQ__ATOMIC_ADD(&g.v[idx * 2 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1]));   /* m v + G (x_i - x_p) */
-        CQ__ATOMIC_ADD(&g.v[idx * 2 + 1], wt * (mv[1] + G[2] * d[0] + G[3] * d[1]));   /* m v + G (x_i - x_p) */
+        CQ__UNROLL for (int a = 0; a < 2; ++a) {
+            double mom = mv[a];           /* m v + G (x_i - x_p) */
+            CQ__UNROLL for (int b = 0; b < 2; ++b) mom += G[a * 2 + b] * d[b];
+            CQ__ATOMIC_ADD(&g.v[idx * 2 + a], wt * mom);
+        }
     }
 }
 
@@ -426,10 +430,14 @@ CQ_HD void cq__p2g_fwd_2d_neohookean_f64(int p, const cq__params_f64 *prm, cq__p
         const int o[2] = {i, j};
         const double wt = w[0][i] * w[1][j];
         const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
-        const double d[2] = {dp[0][o[0]], dp[1][o[1]]};
+        double d[2];                  /* x_i - x_p */
+        CQ__UNROLL for (int a = 0; a < 2; ++a) d[a] = dp[a][o[a]];
         CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
-        CQ__ATOMIC_ADD(&g.v[idx * 2 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1]));   /* m v + G (x_i - x_p) */
-        CQ__ATOMIC_ADD(&g.v[idx * 2 + 1], wt * (mv[1] + G[2] * d[0] + G[3] * d[1]));   /* m v + G (x_i - x_p) */
+        CQ__UNROLL for (int a = 0; a < 2; ++a) {
+            double mom = mv[a];           /* m v + G (x_i - x_p) */
+            CQ__UNROLL for (int b = 0; b < 2; ++b) mom += G[a * 2 + b] * d[b];
+            CQ__ATOMIC_ADD(&g.v[idx * 2 + a], wt * mom);
+        }
     }
 }
 

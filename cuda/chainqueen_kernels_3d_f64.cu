@@ -411,11 +411,14 @@ CQ_HD void cq__p2g_fwd_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm, 
         const int o[3] = {i, j, k};
         const double wt = w[0][i] * w[1][j] * w[2][k];
         const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
-        const double d[3] = {dp[0][o[0]], dp[1][o[1]], dp[2][o[2]]};
+        double d[3];                  /* x_i - x_p */
+        CQ__UNROLL for (int a = 0; a < 3; ++a) d[a] = dp[a][o[a]];
         CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
-        CQ__ATOMIC_ADD(&g.v[idx * 3 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1] + G[2] * d[2]));   /* m v + G (x_i - x_p) */
-        CQ__ATOMIC_ADD(&g.v[idx * 3 + 1], wt * (mv[1] + G[3] * d[0] + G[4] * d[1] + G[5] * d[2]));   /* m v + G (x_i - x_p) */
-        CQ__ATOMIC_ADD(&g.v[idx * 3 + 2], wt * (mv[2] + G[6] * d[0] + G[7] * d[1] + G[8] * d[2]));   /* m v + G (x_i - x_p) */
+        CQ__UNROLL for (int a = 0; a < 3; ++a) {
+            double mom = mv[a];           /* m v + G (x_i - x_p) */
+            CQ__UNROLL for (int b = 0; b < 3; ++b) mom += G[a * 3 + b] * d[b];
+            CQ__ATOMIC_ADD(&g.v[idx * 3 + a], wt * mom);
+        }
     }
 }
 
@@ -517,11 +520,14 @@ CQ_HD void cq__p2g_fwd_3d_neohookean_f64(int p, const cq__params_f64 *prm, cq__p
         const int o[3] = {i, j, k};
         const double wt = w[0][i] * w[1][j] * w[2][k];
         const long idx = ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
-        const double d[3] = {dp[0][o[0]], dp[1][o[1]], dp[2][o[2]]};
+        double d[3];                  /* x_i - x_p */
+        CQ__UNROLL for (int a = 0; a < 3; ++a) d[a] = dp[a][o[a]];
         CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
-        CQ__ATOMIC_ADD(&g.v[idx * 3 + 0], wt * (mv[0] + G[0] * d[0] + G[1] * d[1] + G[2] * d[2]));   /* m v + G (x_i - x_p) */
-        CQ__ATOMIC_ADD(&g.v[idx * 3 + 1], wt * (mv[1] + G[3] * d[0] + G[4] * d[1] + G[5] * d[2]));   /* m v + G (x_i - x_p) */
-        CQ__ATOMIC_ADD(&g.v[idx * 3 + 2], wt * (mv[2] + G[6] * d[0] + G[7] * d[1] + G[8] * d[2]));   /* m v + G (x_i - x_p) */
+        CQ__UNROLL for (int a = 0; a < 3; ++a) {
+            double mom = mv[a];           /* m v + G (x_i - x_p) */
+            CQ__UNROLL for (int b = 0; b < 3; ++b) mom += G[a * 3 + b] * d[b];
+            CQ__ATOMIC_ADD(&g.v[idx * 3 + a], wt * mom);
+        }
     }
 }
 

@@ -1,5 +1,5 @@
 /* chainqueen_robot.h - soft-robot control and co-design on top of chainqueen.h, in one header.
-   v0.1.0.  Hand-written companion of the generated chainqueen.h (seed 003 sec 4: observer,
+   v0.1.0.  Hand-written companion of the generated chainqueen.h (Spielberg et al. 2021 sec 4: observer,
    controller, actuators, objective, optimizer).
 
    WHAT IT IS
@@ -85,7 +85,7 @@
          return 0; }
 
    CONVENTIONS
-     Actuation signals are normalised to [-1, 1] (seed 003 sec 3.4): the actuator map clamps them
+     Actuation signals are normalised to [-1, 1] (Spielberg et al. 2021 sec 3.4): the actuator map clamps them
      (gradient 0 outside).  Per group the core adds F sigma to the first Piola-Kirchhoff stress;
      sigma is row-major d x d.  A's layout: the groups in order, each group's signals together.
      The rollout's step n is one cq_sim_step (d.substeps substeps) with the action a_n computed

@@ -265,7 +265,7 @@ TEST(reverse_api_misuse)
     cq_sim_destroy(s);
 }
 
-/* ---------------------------------------------------------------- cables (seed 003 eqs 16-17) */
+/* ---------------------------------------------------------------- cables (Spielberg et al. 2021 eqs 16-17) */
 typedef struct cable_run { double *ugrad; } cable_run;
 static void cable_hook(cq_sim *s, int step, void *user)
 {

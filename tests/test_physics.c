@@ -235,7 +235,7 @@ TEST(boundary_conditions_on_a_block_hitting_the_floor)
     }
 }
 
-/* The projection itself, node by node, against hand-computed values (seed 003 sec 3.2, B1-B6). */
+/* The projection itself, node by node, against hand-computed values (Spielberg et al. 2021 sec 3.2, B1-B6). */
 TEST(boundary_projection_per_node)
 {
     cq__params_f64 prm;

@@ -1,4 +1,4 @@
-/* Table III of the ChainQueen paper (seed 000, sec IV-B "Accuracy"): relative error of the
+/* Table III of the ChainQueen paper (Hu et al., ICRA 2019, sec IV-B "Accuracy"): relative error of the
    gradients of cq_sim_backward, reproduced with this library and printed beside the paper's.
 
      A1 (analytic, 3D, float32)  final position w.r.t. initial velocity, two cubes colliding
@@ -589,7 +589,7 @@ static void fmt(char *buf, double v) { if (v < 0) strcpy(buf, "-"); else sprintf
 
 TEST(table3_print)
 {
-    printf("\n  Table III (ChainQueen, seed 000): relative error |g - g_ref| / |g_ref| of gradients\n");
+    printf("\n  Table III (Hu et al., ChainQueen, ICRA 2019): relative error |g - g_ref| / |g_ref| of gradients\n");
     printf("  case | steps | ours       | paper    | extra\n");
     for (int c = 0; c < 4; ++c)
         for (int k = 0; k < NSTEPS; ++k) {

@@ -91,6 +91,8 @@ def render(name, ctx):
 
 def write_if_changed(path, text):
     old = None
+    if os.path.dirname(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)   # -o into a folder not made yet
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
             old = f.read()

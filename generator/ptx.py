@@ -65,8 +65,9 @@ def embedded_modules(header_path):
 
 def nvcc_version(nvcc):
     try:
-        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
+        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=True,
+                             stdin=subprocess.DEVNULL, timeout=60).stdout
+    except (OSError, subprocess.CalledProcessError, subprocess.TimeoutExpired):
         return None
     m = re.search(r"release [\d.]+, V([\d.]+)", out)
     return m.group(1) if m else None
@@ -121,7 +122,12 @@ def compile_ptx(nvcc, source_text, tag):
         out = os.path.join(tmp, tag + ".ptx")
         with open(src, "w", encoding="utf-8") as f:
             f.write(source_text)
-        r = subprocess.run([nvcc] + NVCC_FLAGS + [src, "-o", out], capture_output=True, text=True)
+        try:   # never wait forever on a compiler (nor let it read our stdin)
+            r = subprocess.run([nvcc] + NVCC_FLAGS + [src, "-o", out], capture_output=True, text=True,
+                               stdin=subprocess.DEVNULL, timeout=900)
+        except subprocess.TimeoutExpired:
+            raise SystemExit("nvcc took over 900 s on module %s; install the pinned NVRTC "
+                             "(pip install -r generator/requirements-cuda.txt)" % tag)
         if r.returncode != 0:
             raise SystemExit("nvcc failed on module %s:\n%s%s" % (tag, r.stdout, r.stderr))
         with open(out, "rb") as f:

@@ -335,6 +335,95 @@ CQ_API cq_result cq_sim_add_state_grad(cq_sim *sim, cq_field f, const double *g)
 /* after cq_sim_backward: gradients w.r.t. the initial state and the parameters */
 CQ_API cq_result cq_sim_grad(const cq_sim *sim, cq_field f, double *out);
 
+/* ================================================================ fluid-rigid worlds
+   SPH fluid solved with DFSPH (Bender & Koschier, SCA 2015 / TVCG 2017), rigid bodies whose
+   surfaces are sampled with boundary particles (Akinci et al., SIGGRAPH 2012) for two-way
+   coupling, the domain box as static boundary particles, and forward-mode gradients of the
+   bodies' trajectories (Li et al., DiffFR, ACM TOG 2023).  See the manual's FLUID-RIGID WORLDS. */
+typedef struct cq_world cq_world;
+typedef struct cq_world_desc {
+    int dim;                        /* 2 or 3 */
+    double particle_radius;         /* fluid particle radius r: spacing 2r, kernel support 4r */
+    double rest_density;            /* 0 = 1000 */
+    double viscosity;               /* kinematic, m^2/s (Monaghan's artificial viscosity as in
+                                       SPlisHSPlasH's "standard" model); 0 = 0.001; < 0 = none */
+    double dt;                      /* fixed step */
+    double gravity[3];
+    double domain_lo[3], domain_hi[3];   /* closed box of static boundary particles */
+    cq_precision precision; cq_backend backend;
+    cq_allocator allocator; cq_logger logger;
+    /* solver tolerances and iteration caps: zero = the defaults given */
+    double max_density_error;       /* average relative density error of the density solver; 0 = 0.001 (0.1%) */
+    double max_divergence_error;    /* average relative density change rate x dt of the divergence
+                                       solver; 0 = 0.001 (0.1%) */
+    int min_iterations;             /* of the density solver; 0 = 2 (the divergence solver: 1) */
+    int max_iterations;             /* of each solver; 0 = 100 */
+    double contact_stiffness;       /* rigid contact penalty, relative; 0 = 1 (see the manual) */
+    double contact_damping;         /* rigid contact normal damping, relative; 0 = 1; < 0 = none */
+    cq_threads threads;             /* the host's job system for the CPU loops; zero = OpenMP/serial */
+} cq_world_desc;
+
+typedef enum cq_shape { CQ_SHAPE_BOX = 1, CQ_SHAPE_SPHERE = 2, CQ_SHAPE_POINTS = 3 } cq_shape;
+typedef struct cq_body_desc {
+    cq_shape shape;
+    double half_extents[3];         /* BOX */
+    double radius;                  /* SPHERE (a disc in 2D) */
+    int point_count; const double *points;   /* POINTS: samples in the body frame (point_count*dim);
+                                       each stands for a voxel of (2r)^dim: mass, centre of mass
+                                       and inertia come from them, and they are the body's
+                                       boundary particles (sample the surface densely, at ~2r,
+                                       and fill the inside if the mass should include it) */
+    double density;                 /* kg/m^3 (mass and inertia from the shape); */
+    int is_static;
+    double x[3], q[4], v[3], w[3];  /* centre of mass, orientation (w, x, y, z; all 0 = identity),
+                                       linear and angular velocity (world frame) */
+    double friction;                /* rigid-rigid contact (seed 004 eq 37) */
+} cq_body_desc;
+typedef struct cq_body_state { double x[3], q[4], v[3], w[3]; } cq_body_state;
+
+/* What the last cq_world_step's last step did (for benchmarks and tests). */
+typedef struct cq_world_stats {
+    int steps;                      /* completed steps since the start (or the last reset) */
+    int divergence_iterations, density_iterations;   /* of the last step */
+    double density_error;           /* average relative density error at the density solver's end */
+    double divergence_error;        /* the divergence solver's, relative (x dt) */
+    int boundary_particles;         /* walls and bodies */
+} cq_world_stats;
+
+CQ_API cq_result   cq_world_create(const cq_world_desc *desc, cq_world **out);
+CQ_API void        cq_world_destroy(cq_world *world);
+CQ_API const char *cq_world_last_error(const cq_world *world);   /* NULL: the last create failure (per thread) */
+CQ_API cq_result   cq_world_add_fluid(cq_world *world, int count, const double *x, const double *v); /* v NULL = 0 */
+CQ_API cq_result   cq_world_add_body(cq_world *world, const cq_body_desc *body, int *id);
+CQ_API int         cq_world_fluid_count(const cq_world *world);
+CQ_API int         cq_world_body_count(const cq_world *world);
+CQ_API cq_result   cq_world_get_fluid(const cq_world *world, cq_field f /* X or V */, double *out);
+CQ_API cq_result   cq_world_get_body(const cq_world *world, int id, cq_body_state *out);
+CQ_API cq_result   cq_world_step(cq_world *world, int steps);
+CQ_API cq_result   cq_world_reset(cq_world *world);   /* back to the state at the first step */
+CQ_API cq_result   cq_world_stats_get(const cq_world *world, cq_world_stats *out);
+/* the body's mass (kg; per metre of depth in 2D) and inertia tensor about its centre of mass
+   in its own frame (row-major 3x3; 2D: only [8], I_zz, is used) */
+CQ_API cq_result   cq_world_body_mass(const cq_world *world, int id, double *mass, double inertia[9]);
+
+/* forward-mode gradients (seed 004 sections 1-2, the localized coupling scheme): derivatives of
+   every body's state with respect to one body's initial linear and angular velocity */
+CQ_API cq_result   cq_world_track(cq_world *world, int id);    /* before the first step */
+CQ_API cq_result   cq_world_body_jacobian(const cq_world *world, int id,
+                                          double *out);        /* 13 x 6, row-major:
+                                   d(x[3], q[4], v[3], w[3]) / d(v0[3], w0[3]) of the tracked body */
+
+/* Per-step controls (beyond DiffFR): a force and a torque (world frame, at the centre of mass)
+   added to a dynamic body at every step until changed.  Once cq_world_track was called, the
+   world records each step's linearisation (O(steps * (13 B)^2) doubles for B bodies), and
+   cq_world_control_grad gives, for a loss L of the bodies' states at the current step (dL_dstate:
+   13 per body in body order, the layout of cq_body_state; NULL entries not allowed), dL/du for
+   every step n < current and body b (dL_dcontrol[(n * B + b) * 6 + k], k = force xyz, torque
+   xyz; zero for static bodies). */
+CQ_API cq_result   cq_world_set_control(cq_world *world, int id, const double force[3], const double torque[3]);
+CQ_API cq_result   cq_world_control_grad(const cq_world *world, const double *dL_dstate, double *dL_dcontrol);
+CQ_API int         cq_world_step_count(const cq_world *world);
+
 #ifdef __cplusplus
 }
 #endif
@@ -4585,6 +4674,1258 @@ CQ_HD void cq__cable_x_adj_3d_f64(int s, const int *seg, const double *x, const 
 
 /* ---- END GENERATED: cable actuators ---- */
 
+/* ---- BEGIN GENERATED: SPH fluid (DFSPH) from templates/sph.j2.
+   DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
+/* ------------------------------------------------------------------ >>sph
+   Fluid particles i, j (mass m), boundary particles b (volume V_b, "mass" rho0 V_b).  Cubic
+   spline kernel W of support h = 4r.  Every function reads the particles near one particle
+   through the cell grid (cells of size h; fluid and boundary particles are counting-sorted by
+   cell, see cq__counting_sort) and writes only that particle's own entries, so loops over
+   particles run in any order and split with bitwise the same results. */
+#define CQ__BODY_WALL (-1)          /* bobj of the domain's walls; static body k: -2 - k */
+typedef struct cq__sph_f32 {
+    float h, h2, sigma, gsigma, m, rho0, dt, visc;
+    float lo[3], hi[3];             /* the fluid's box (the domain) */
+    float glo[3], inv_h;            /* cell grid origin; cell size h */
+    int nc[3], nf, nb;
+    float *x, *v, *vt;              /* fluid [nf*d]; vt: scratch velocity */
+    float *rho, *khat, *g, *kappa, *err;   /* fluid [nf]; g [nf*d] = sum m grad W (+ boundary) */
+    const int *fstart, *forder;     /* fluid particles cell by cell */
+    float *xb, *vb, *Vb;            /* boundary [nb*d], [nb*d], [nb] */
+    const int *bobj;                /* body id (>= 0 dynamic), CQ__BODY_WALL, or -2 - id (static) */
+    const int *bstart, *border;
+    int *foff, *fnb, *boff, *bnb;   /* per fluid particle: its fluid neighbours fnb[foff[i] ..
+                                       foff[i+1]) (itself included) and boundary neighbours */
+    float *Fb, *Gb;                 /* fluid force on each boundary particle [nb*d]; its localized
+                                       derivative d F_b / d v_b [nb*d*d] (seed 004 Alg. 1) */
+} cq__sph_f32;
+typedef struct cq__sph_f64 {
+    double h, h2, sigma, gsigma, m, rho0, dt, visc;
+    double lo[3], hi[3];             /* the fluid's box (the domain) */
+    double glo[3], inv_h;            /* cell grid origin; cell size h */
+    int nc[3], nf, nb;
+    double *x, *v, *vt;              /* fluid [nf*d]; vt: scratch velocity */
+    double *rho, *khat, *g, *kappa, *err;   /* fluid [nf]; g [nf*d] = sum m grad W (+ boundary) */
+    const int *fstart, *forder;     /* fluid particles cell by cell */
+    double *xb, *vb, *Vb;            /* boundary [nb*d], [nb*d], [nb] */
+    const int *bobj;                /* body id (>= 0 dynamic), CQ__BODY_WALL, or -2 - id (static) */
+    const int *bstart, *border;
+    int *foff, *fnb, *boff, *bnb;   /* per fluid particle: its fluid neighbours fnb[foff[i] ..
+                                       foff[i+1]) (itself included) and boundary neighbours */
+    double *Fb, *Gb;                 /* fluid force on each boundary particle [nb*d]; its localized
+                                       derivative d F_b / d v_b [nb*d*d] (seed 004 Alg. 1) */
+} cq__sph_f64;
+
+/* >>sph_neighbours: fluid particle i's neighbours within h, fluid and boundary, in cell order
+   (so in the same order whatever the threads).  count: only their numbers, into foff[i + 1]
+   and boff[i + 1]; else the lists at foff[i], boff[i] (the exclusive prefix sums). */
+CQ_HD void cq__sph_neighbours_2d_f32(const cq__sph_f32 *s, int i, int count)
+{
+    const float *xi = s->x + (long)i * 2;
+    int nf = 0, nb = 0;
+    float d[2];
+{
+        int c0_[3] = {0, 0, 0};
+        for (int a_ = 0; a_ < 2; ++a_) {
+            int c_ = (int)floorf((xi[a_] - s->glo[a_]) * s->inv_h);
+            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
+        }
+        for (int cz_ = 0; cz_ <= 0; ++cz_) {
+            if (cz_ < 0 || cz_ >= s->nc[2]) continue;
+            for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                if (cy_ < 0 || cy_ >= s->nc[1]) continue;
+                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
+                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
+                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
+                    for (int k_ = s->fstart[cell_]; k_ < s->fstart[cell_ + 1]; ++k_) {
+                        const int j = s->forder[k_];
+                        float r2 = 0;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->x[(long)j * 2 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        if (!count) s->fnb[s->foff[i] + nf] = j;
+                        ++nf;
+
+                    }
+                }
+            }
+        }
+    }{
+        int c0_[3] = {0, 0, 0};
+        for (int a_ = 0; a_ < 2; ++a_) {
+            int c_ = (int)floorf((xi[a_] - s->glo[a_]) * s->inv_h);
+            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
+        }
+        for (int cz_ = 0; cz_ <= 0; ++cz_) {
+            if (cz_ < 0 || cz_ >= s->nc[2]) continue;
+            for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                if (cy_ < 0 || cy_ >= s->nc[1]) continue;
+                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
+                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
+                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
+                    for (int k_ = s->bstart[cell_]; k_ < s->bstart[cell_ + 1]; ++k_) {
+                        const int b = s->border[k_];
+                        float r2 = 0;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->xb[(long)b * 2 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        if (!count) s->bnb[s->boff[i] + nb] = b;
+                        ++nb;
+
+                    }
+                }
+            }
+        }
+    }    if (count) { s->foff[i + 1] = nf; s->boff[i + 1] = nb; }
+}
+
+/* W(r) and grad W(d) = W'(|d|) d/|d| of the cubic spline (support h; sigma = 8/(pi h^3) in 3D,
+   40/(7 pi h^2) in 2D) */
+CQ_HD float cq__sph_W_2d_f32(const cq__sph_f32 *s, float r2)
+{
+    const float q = sqrtf(r2) / s->h;
+    if (q <= (float)0.5) return s->sigma * (6 * q * q * q - 6 * q * q + 1);
+    if (q < 1) return s->sigma * 2 * (1 - q) * (1 - q) * (1 - q);
+    return 0;
+}
+CQ_HD void cq__sph_gradW_2d_f32(const cq__sph_f32 *s, const float *d, float r2, float *out)
+{
+    const float r = sqrtf(r2), q = r / s->h;
+    float f = 0;   /* W'(r) / r */
+    if (r > s->h * (float)1e-6 && q < 1)
+        f = q <= (float)0.5 ? s->gsigma * q * (3 * q - 2) / r : -s->gsigma * (1 - q) * (1 - q) / r;
+    CQ__UNROLL for (int a = 0; a < 2; ++a) out[a] = f * d[a];
+}
+
+/* >>sph_density: rho_i, g_i = sum_j m grad W_ij + sum_b rho0 V_b grad W_ib, and the DFSPH
+   factor khat_i = 1 / (|g_i|^2 + sum_j |m grad W_ij|^2) (seed 004 eq 24; 0 when isolated) */
+CQ_HD void cq__sph_density_2d_f32(const cq__sph_f32 *s, int i)
+{
+    const float *xi = s->x + (long)i * 2;
+    float rho = 0, s2 = 0, g[2], d[2], gw[2];
+    CQ__UNROLL for (int a = 0; a < 2; ++a) g[a] = 0;
+for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+        const int j = s->fnb[k_];
+                        float r2 = 0;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->x[(long)j * 2 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        rho += s->m * cq__sph_W_2d_f32(s, r2);
+                        if (j == i) continue;
+                        cq__sph_gradW_2d_f32(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { g[a] += s->m * gw[a]; s2 += s->m * s->m * gw[a] * gw[a]; }
+
+    }for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+        const int b = s->bnb[k_];
+                        float r2 = 0, mb;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->xb[(long)b * 2 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        mb = s->rho0 * s->Vb[b];
+                        rho += mb * cq__sph_W_2d_f32(s, r2);
+                        cq__sph_gradW_2d_f32(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) g[a] += mb * gw[a];
+
+    }    {
+        float den = s2;
+        CQ__UNROLL for (int a = 0; a < 2; ++a) { den += g[a] * g[a]; s->g[(long)i * 2 + a] = g[a]; }
+        s->rho[i] = rho;
+        s->khat[i] = den > 1e-30f * s->rho0 * s->rho0 ? 1 / den : 0;
+    }
+}
+
+/* >>sph_source: the divergence solver's (mode 0: D rho/Dt clamped at 0, kappa = D rho/Dt khat / dt)
+   or the density solver's (mode 1: rho* - rho0 clamped at 0 with rho* = rho + dt D rho/Dt, kappa
+   = (rho* - rho0) khat / dt^2) source (seed 004 eq 23); err_i = the clamped density error */
+CQ_HD void cq__sph_source_2d_f32(const cq__sph_f32 *s, int i, int mode)
+{
+    const float *xi = s->x + (long)i * 2, *vi = s->v + (long)i * 2;
+    float div = 0, d[2], gw[2], e;
+for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+        const int j = s->fnb[k_];
+                        float r2 = 0;
+                        if (j == i) continue;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->x[(long)j * 2 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        cq__sph_gradW_2d_f32(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) div += s->m * (vi[a] - s->v[(long)j * 2 + a]) * gw[a];
+
+    }for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+        const int b = s->bnb[k_];
+                        float r2 = 0;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->xb[(long)b * 2 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        cq__sph_gradW_2d_f32(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) div += s->rho0 * s->Vb[b] * (vi[a] - s->vb[(long)b * 2 + a]) * gw[a];
+
+    }    if (mode == 0) {
+        e = div > 0 ? div : 0;
+        s->kappa[i] = e * s->khat[i] / s->dt;
+        s->err[i] = e * s->dt;
+    } else {
+        e = s->rho[i] + s->dt * div - s->rho0;
+        e = e > 0 ? e : 0;
+        s->kappa[i] = e * s->khat[i] / (s->dt * s->dt);
+        s->err[i] = e;
+    }
+}
+
+/* >>sph_pressure: v_i -= dt (sum_j m (kappa_i + kappa_j) grad W_ij + sum_b rho0 V_b kappa_i grad W_ib) */
+CQ_HD void cq__sph_pressure_2d_f32(const cq__sph_f32 *s, int i)
+{
+    const float *xi = s->x + (long)i * 2;
+    const float ki = s->kappa[i];
+    float acc[2], d[2], gw[2];
+    CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] = 0;
+for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+        const int j = s->fnb[k_];
+                        float r2 = 0, kk;
+                        if (j == i) continue;
+                        kk = ki + s->kappa[j];
+                        if (kk == 0) continue;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->x[(long)j * 2 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        cq__sph_gradW_2d_f32(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] += s->m * kk * gw[a];
+
+    }    if (ki != 0) {
+for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+        const int b = s->bnb[k_];
+                        float r2 = 0;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->xb[(long)b * 2 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        cq__sph_gradW_2d_f32(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] += s->rho0 * s->Vb[b] * ki * gw[a];
+
+    }    }
+    CQ__UNROLL for (int a = 0; a < 2; ++a) s->v[(long)i * 2 + a] -= s->dt * acc[a];
+}
+
+/* >>sph_boundary_force: on a dynamic body's boundary particle b, this iteration's force from the
+   fluid, F_b += sum_f m kappa_f rho0 V_b grad W_fb (seed 004 eq 19, the reaction of the pressure
+   step above), and the localized derivative (seed 004 eqs 21, 29 and Alg. 1 line 8)
+     d F_b/d v_b += sum_f (I + dt/m dF/dv_f)^-1 dF/dv_b
+                  = sum_f -c_f / (1 + rho0 V_b khat_f g_f . grad W_fb) grad W_fb grad W_fb^T,
+   c_f = m rho0^2 V_b^2 khat_f / dt, over the fluid particles with kappa_f > 0 (both solvers
+   have the same form: d kappa_f / d v_b = -rho0 V_b khat_f grad W_fb / dt). */
+CQ_HD void cq__sph_boundary_force_2d_f32(const cq__sph_f32 *s, int b)
+{
+    const float *xb = s->xb + (long)b * 2;
+    const float mb = s->rho0 * s->Vb[b];
+    float F[2], G[4], d[2], gw[2];
+    if (s->bobj[b] < 0) return;
+    CQ__UNROLL for (int a = 0; a < 2; ++a) F[a] = 0;
+    CQ__UNROLL for (int a = 0; a < 4; ++a) G[a] = 0;
+{
+        int c0_[3] = {0, 0, 0};
+        for (int a_ = 0; a_ < 2; ++a_) {
+            int c_ = (int)floorf((xb[a_] - s->glo[a_]) * s->inv_h);
+            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
+        }
+        for (int cz_ = 0; cz_ <= 0; ++cz_) {
+            if (cz_ < 0 || cz_ >= s->nc[2]) continue;
+            for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                if (cy_ < 0 || cy_ >= s->nc[1]) continue;
+                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
+                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
+                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
+                    for (int k_ = s->fstart[cell_]; k_ < s->fstart[cell_ + 1]; ++k_) {
+                        const int f = s->forder[k_];
+                        float r2 = 0, kf = s->kappa[f], gdot = 0, c;
+                        if (kf == 0) continue;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = s->x[(long)f * 2 + a] - xb[a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        cq__sph_gradW_2d_f32(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { F[a] += s->m * kf * mb * gw[a]; gdot += s->g[(long)f * 2 + a] * gw[a]; }
+                        c = s->m * mb * mb * s->khat[f] / s->dt / (1 + mb * s->khat[f] * gdot);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a)
+                            CQ__UNROLL for (int e = 0; e < 2; ++e) G[a * 2 + e] -= c * gw[a] * gw[e];
+
+                    }
+                }
+            }
+        }
+    }    CQ__UNROLL for (int a = 0; a < 2; ++a) s->Fb[(long)b * 2 + a] += F[a];
+    CQ__UNROLL for (int a = 0; a < 4; ++a) s->Gb[(long)b * 4 + a] += G[a];
+}
+
+/* >>sph_viscosity: vt_i = v_i + dt (gravity + 2 (d+2) nu sum_j m/rho_j (v_ij . x_ij) /
+   (|x_ij|^2 + 0.01 h^2) grad W_ij) (Monaghan's artificial viscosity as SPlisHSPlasH's standard
+   model; fluid-fluid only: the walls and bodies are free-slip) */
+CQ_HD void cq__sph_viscosity_2d_f32(const cq__sph_f32 *s, int i, const float *grav)
+{
+    const float *xi = s->x + (long)i * 2, *vi = s->v + (long)i * 2;
+    float acc[2], d[2], gw[2];
+    CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] = 0;
+    if (s->visc > 0) {
+for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+        const int j = s->fnb[k_];
+                        float r2 = 0, vd = 0;
+                        if (j == i) continue;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->x[(long)j * 2 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        cq__sph_gradW_2d_f32(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) vd += (vi[a] - s->v[(long)j * 2 + a]) * d[a];
+                        vd *= s->m / s->rho[j] / (r2 + (float)0.01 * s->h2);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] += vd * gw[a];
+
+    }    }
+    CQ__UNROLL for (int a = 0; a < 2; ++a)
+        s->vt[(long)i * 2 + a] = vi[a] + s->dt * (grav[a] + 2 * (2 + 2) * s->visc * acc[a]);
+}
+
+/* >>sph_advect: x_i += dt v_i, then kept inside the domain (a safety net: the walls' particles
+   normally stop the fluid first; a clamped particle loses its outward velocity).  Returns
+   CQ__NONFINITE if x_i or v_i is not finite. */
+CQ_HD int cq__sph_advect_2d_f32(const cq__sph_f32 *s, int i)
+{
+    float *x = s->x + (long)i * 2, *v = s->v + (long)i * 2;
+    int bad = 0;
+    CQ__UNROLL for (int a = 0; a < 2; ++a) {
+        x[a] += s->dt * v[a];
+        if (!cq__isfinite_f32(x[a]) || !cq__isfinite_f32(v[a])) bad = 1;
+        else if (x[a] < s->lo[a]) { x[a] = s->lo[a]; if (v[a] < 0) v[a] = 0; }
+        else if (x[a] > s->hi[a]) { x[a] = s->hi[a]; if (v[a] > 0) v[a] = 0; }
+    }
+    return bad ? CQ__NONFINITE : CQ__OK;
+}
+
+/* >>sph_volume: Akinci's boundary volume V_b = 1 / sum_{b' of the same object} W_bb' */
+CQ_HD void cq__sph_volume_2d_f32(const cq__sph_f32 *s, int b)
+{
+    const float *xb = s->xb + (long)b * 2;
+    float sum = 0, d[2];
+{
+        int c0_[3] = {0, 0, 0};
+        for (int a_ = 0; a_ < 2; ++a_) {
+            int c_ = (int)floorf((xb[a_] - s->glo[a_]) * s->inv_h);
+            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
+        }
+        for (int cz_ = 0; cz_ <= 0; ++cz_) {
+            if (cz_ < 0 || cz_ >= s->nc[2]) continue;
+            for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                if (cy_ < 0 || cy_ >= s->nc[1]) continue;
+                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
+                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
+                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
+                    for (int k_ = s->bstart[cell_]; k_ < s->bstart[cell_ + 1]; ++k_) {
+                        const int c = s->border[k_];
+                        float r2 = 0;
+                        if (s->bobj[c] != s->bobj[b]) continue;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xb[a] - s->xb[(long)c * 2 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        sum += cq__sph_W_2d_f32(s, r2);
+
+                    }
+                }
+            }
+        }
+    }    s->Vb[b] = sum > 0 ? 1 / sum : 0;
+}
+/* >>sph_neighbours: fluid particle i's neighbours within h, fluid and boundary, in cell order
+   (so in the same order whatever the threads).  count: only their numbers, into foff[i + 1]
+   and boff[i + 1]; else the lists at foff[i], boff[i] (the exclusive prefix sums). */
+CQ_HD void cq__sph_neighbours_2d_f64(const cq__sph_f64 *s, int i, int count)
+{
+    const double *xi = s->x + (long)i * 2;
+    int nf = 0, nb = 0;
+    double d[2];
+{
+        int c0_[3] = {0, 0, 0};
+        for (int a_ = 0; a_ < 2; ++a_) {
+            int c_ = (int)floor((xi[a_] - s->glo[a_]) * s->inv_h);
+            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
+        }
+        for (int cz_ = 0; cz_ <= 0; ++cz_) {
+            if (cz_ < 0 || cz_ >= s->nc[2]) continue;
+            for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                if (cy_ < 0 || cy_ >= s->nc[1]) continue;
+                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
+                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
+                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
+                    for (int k_ = s->fstart[cell_]; k_ < s->fstart[cell_ + 1]; ++k_) {
+                        const int j = s->forder[k_];
+                        double r2 = 0;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->x[(long)j * 2 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        if (!count) s->fnb[s->foff[i] + nf] = j;
+                        ++nf;
+
+                    }
+                }
+            }
+        }
+    }{
+        int c0_[3] = {0, 0, 0};
+        for (int a_ = 0; a_ < 2; ++a_) {
+            int c_ = (int)floor((xi[a_] - s->glo[a_]) * s->inv_h);
+            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
+        }
+        for (int cz_ = 0; cz_ <= 0; ++cz_) {
+            if (cz_ < 0 || cz_ >= s->nc[2]) continue;
+            for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                if (cy_ < 0 || cy_ >= s->nc[1]) continue;
+                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
+                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
+                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
+                    for (int k_ = s->bstart[cell_]; k_ < s->bstart[cell_ + 1]; ++k_) {
+                        const int b = s->border[k_];
+                        double r2 = 0;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->xb[(long)b * 2 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        if (!count) s->bnb[s->boff[i] + nb] = b;
+                        ++nb;
+
+                    }
+                }
+            }
+        }
+    }    if (count) { s->foff[i + 1] = nf; s->boff[i + 1] = nb; }
+}
+
+/* W(r) and grad W(d) = W'(|d|) d/|d| of the cubic spline (support h; sigma = 8/(pi h^3) in 3D,
+   40/(7 pi h^2) in 2D) */
+CQ_HD double cq__sph_W_2d_f64(const cq__sph_f64 *s, double r2)
+{
+    const double q = sqrt(r2) / s->h;
+    if (q <= (double)0.5) return s->sigma * (6 * q * q * q - 6 * q * q + 1);
+    if (q < 1) return s->sigma * 2 * (1 - q) * (1 - q) * (1 - q);
+    return 0;
+}
+CQ_HD void cq__sph_gradW_2d_f64(const cq__sph_f64 *s, const double *d, double r2, double *out)
+{
+    const double r = sqrt(r2), q = r / s->h;
+    double f = 0;   /* W'(r) / r */
+    if (r > s->h * (double)1e-6 && q < 1)
+        f = q <= (double)0.5 ? s->gsigma * q * (3 * q - 2) / r : -s->gsigma * (1 - q) * (1 - q) / r;
+    CQ__UNROLL for (int a = 0; a < 2; ++a) out[a] = f * d[a];
+}
+
+/* >>sph_density: rho_i, g_i = sum_j m grad W_ij + sum_b rho0 V_b grad W_ib, and the DFSPH
+   factor khat_i = 1 / (|g_i|^2 + sum_j |m grad W_ij|^2) (seed 004 eq 24; 0 when isolated) */
+CQ_HD void cq__sph_density_2d_f64(const cq__sph_f64 *s, int i)
+{
+    const double *xi = s->x + (long)i * 2;
+    double rho = 0, s2 = 0, g[2], d[2], gw[2];
+    CQ__UNROLL for (int a = 0; a < 2; ++a) g[a] = 0;
+for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+        const int j = s->fnb[k_];
+                        double r2 = 0;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->x[(long)j * 2 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        rho += s->m * cq__sph_W_2d_f64(s, r2);
+                        if (j == i) continue;
+                        cq__sph_gradW_2d_f64(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { g[a] += s->m * gw[a]; s2 += s->m * s->m * gw[a] * gw[a]; }
+
+    }for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+        const int b = s->bnb[k_];
+                        double r2 = 0, mb;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->xb[(long)b * 2 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        mb = s->rho0 * s->Vb[b];
+                        rho += mb * cq__sph_W_2d_f64(s, r2);
+                        cq__sph_gradW_2d_f64(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) g[a] += mb * gw[a];
+
+    }    {
+        double den = s2;
+        CQ__UNROLL for (int a = 0; a < 2; ++a) { den += g[a] * g[a]; s->g[(long)i * 2 + a] = g[a]; }
+        s->rho[i] = rho;
+        s->khat[i] = den > 1e-300 * s->rho0 * s->rho0 ? 1 / den : 0;
+    }
+}
+
+/* >>sph_source: the divergence solver's (mode 0: D rho/Dt clamped at 0, kappa = D rho/Dt khat / dt)
+   or the density solver's (mode 1: rho* - rho0 clamped at 0 with rho* = rho + dt D rho/Dt, kappa
+   = (rho* - rho0) khat / dt^2) source (seed 004 eq 23); err_i = the clamped density error */
+CQ_HD void cq__sph_source_2d_f64(const cq__sph_f64 *s, int i, int mode)
+{
+    const double *xi = s->x + (long)i * 2, *vi = s->v + (long)i * 2;
+    double div = 0, d[2], gw[2], e;
+for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+        const int j = s->fnb[k_];
+                        double r2 = 0;
+                        if (j == i) continue;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->x[(long)j * 2 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        cq__sph_gradW_2d_f64(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) div += s->m * (vi[a] - s->v[(long)j * 2 + a]) * gw[a];
+
+    }for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+        const int b = s->bnb[k_];
+                        double r2 = 0;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->xb[(long)b * 2 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        cq__sph_gradW_2d_f64(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) div += s->rho0 * s->Vb[b] * (vi[a] - s->vb[(long)b * 2 + a]) * gw[a];
+
+    }    if (mode == 0) {
+        e = div > 0 ? div : 0;
+        s->kappa[i] = e * s->khat[i] / s->dt;
+        s->err[i] = e * s->dt;
+    } else {
+        e = s->rho[i] + s->dt * div - s->rho0;
+        e = e > 0 ? e : 0;
+        s->kappa[i] = e * s->khat[i] / (s->dt * s->dt);
+        s->err[i] = e;
+    }
+}
+
+/* >>sph_pressure: v_i -= dt (sum_j m (kappa_i + kappa_j) grad W_ij + sum_b rho0 V_b kappa_i grad W_ib) */
+CQ_HD void cq__sph_pressure_2d_f64(const cq__sph_f64 *s, int i)
+{
+    const double *xi = s->x + (long)i * 2;
+    const double ki = s->kappa[i];
+    double acc[2], d[2], gw[2];
+    CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] = 0;
+for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+        const int j = s->fnb[k_];
+                        double r2 = 0, kk;
+                        if (j == i) continue;
+                        kk = ki + s->kappa[j];
+                        if (kk == 0) continue;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->x[(long)j * 2 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        cq__sph_gradW_2d_f64(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] += s->m * kk * gw[a];
+
+    }    if (ki != 0) {
+for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+        const int b = s->bnb[k_];
+                        double r2 = 0;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->xb[(long)b * 2 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        cq__sph_gradW_2d_f64(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] += s->rho0 * s->Vb[b] * ki * gw[a];
+
+    }    }
+    CQ__UNROLL for (int a = 0; a < 2; ++a) s->v[(long)i * 2 + a] -= s->dt * acc[a];
+}
+
+/* >>sph_boundary_force: on a dynamic body's boundary particle b, this iteration's force from the
+   fluid, F_b += sum_f m kappa_f rho0 V_b grad W_fb (seed 004 eq 19, the reaction of the pressure
+   step above), and the localized derivative (seed 004 eqs 21, 29 and Alg. 1 line 8)
+     d F_b/d v_b += sum_f (I + dt/m dF/dv_f)^-1 dF/dv_b
+                  = sum_f -c_f / (1 + rho0 V_b khat_f g_f . grad W_fb) grad W_fb grad W_fb^T,
+   c_f = m rho0^2 V_b^2 khat_f / dt, over the fluid particles with kappa_f > 0 (both solvers
+   have the same form: d kappa_f / d v_b = -rho0 V_b khat_f grad W_fb / dt). */
+CQ_HD void cq__sph_boundary_force_2d_f64(const cq__sph_f64 *s, int b)
+{
+    const double *xb = s->xb + (long)b * 2;
+    const double mb = s->rho0 * s->Vb[b];
+    double F[2], G[4], d[2], gw[2];
+    if (s->bobj[b] < 0) return;
+    CQ__UNROLL for (int a = 0; a < 2; ++a) F[a] = 0;
+    CQ__UNROLL for (int a = 0; a < 4; ++a) G[a] = 0;
+{
+        int c0_[3] = {0, 0, 0};
+        for (int a_ = 0; a_ < 2; ++a_) {
+            int c_ = (int)floor((xb[a_] - s->glo[a_]) * s->inv_h);
+            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
+        }
+        for (int cz_ = 0; cz_ <= 0; ++cz_) {
+            if (cz_ < 0 || cz_ >= s->nc[2]) continue;
+            for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                if (cy_ < 0 || cy_ >= s->nc[1]) continue;
+                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
+                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
+                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
+                    for (int k_ = s->fstart[cell_]; k_ < s->fstart[cell_ + 1]; ++k_) {
+                        const int f = s->forder[k_];
+                        double r2 = 0, kf = s->kappa[f], gdot = 0, c;
+                        if (kf == 0) continue;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = s->x[(long)f * 2 + a] - xb[a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        cq__sph_gradW_2d_f64(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { F[a] += s->m * kf * mb * gw[a]; gdot += s->g[(long)f * 2 + a] * gw[a]; }
+                        c = s->m * mb * mb * s->khat[f] / s->dt / (1 + mb * s->khat[f] * gdot);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a)
+                            CQ__UNROLL for (int e = 0; e < 2; ++e) G[a * 2 + e] -= c * gw[a] * gw[e];
+
+                    }
+                }
+            }
+        }
+    }    CQ__UNROLL for (int a = 0; a < 2; ++a) s->Fb[(long)b * 2 + a] += F[a];
+    CQ__UNROLL for (int a = 0; a < 4; ++a) s->Gb[(long)b * 4 + a] += G[a];
+}
+
+/* >>sph_viscosity: vt_i = v_i + dt (gravity + 2 (d+2) nu sum_j m/rho_j (v_ij . x_ij) /
+   (|x_ij|^2 + 0.01 h^2) grad W_ij) (Monaghan's artificial viscosity as SPlisHSPlasH's standard
+   model; fluid-fluid only: the walls and bodies are free-slip) */
+CQ_HD void cq__sph_viscosity_2d_f64(const cq__sph_f64 *s, int i, const double *grav)
+{
+    const double *xi = s->x + (long)i * 2, *vi = s->v + (long)i * 2;
+    double acc[2], d[2], gw[2];
+    CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] = 0;
+    if (s->visc > 0) {
+for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+        const int j = s->fnb[k_];
+                        double r2 = 0, vd = 0;
+                        if (j == i) continue;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->x[(long)j * 2 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        cq__sph_gradW_2d_f64(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) vd += (vi[a] - s->v[(long)j * 2 + a]) * d[a];
+                        vd *= s->m / s->rho[j] / (r2 + (double)0.01 * s->h2);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] += vd * gw[a];
+
+    }    }
+    CQ__UNROLL for (int a = 0; a < 2; ++a)
+        s->vt[(long)i * 2 + a] = vi[a] + s->dt * (grav[a] + 2 * (2 + 2) * s->visc * acc[a]);
+}
+
+/* >>sph_advect: x_i += dt v_i, then kept inside the domain (a safety net: the walls' particles
+   normally stop the fluid first; a clamped particle loses its outward velocity).  Returns
+   CQ__NONFINITE if x_i or v_i is not finite. */
+CQ_HD int cq__sph_advect_2d_f64(const cq__sph_f64 *s, int i)
+{
+    double *x = s->x + (long)i * 2, *v = s->v + (long)i * 2;
+    int bad = 0;
+    CQ__UNROLL for (int a = 0; a < 2; ++a) {
+        x[a] += s->dt * v[a];
+        if (!cq__isfinite_f64(x[a]) || !cq__isfinite_f64(v[a])) bad = 1;
+        else if (x[a] < s->lo[a]) { x[a] = s->lo[a]; if (v[a] < 0) v[a] = 0; }
+        else if (x[a] > s->hi[a]) { x[a] = s->hi[a]; if (v[a] > 0) v[a] = 0; }
+    }
+    return bad ? CQ__NONFINITE : CQ__OK;
+}
+
+/* >>sph_volume: Akinci's boundary volume V_b = 1 / sum_{b' of the same object} W_bb' */
+CQ_HD void cq__sph_volume_2d_f64(const cq__sph_f64 *s, int b)
+{
+    const double *xb = s->xb + (long)b * 2;
+    double sum = 0, d[2];
+{
+        int c0_[3] = {0, 0, 0};
+        for (int a_ = 0; a_ < 2; ++a_) {
+            int c_ = (int)floor((xb[a_] - s->glo[a_]) * s->inv_h);
+            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
+        }
+        for (int cz_ = 0; cz_ <= 0; ++cz_) {
+            if (cz_ < 0 || cz_ >= s->nc[2]) continue;
+            for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                if (cy_ < 0 || cy_ >= s->nc[1]) continue;
+                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
+                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
+                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
+                    for (int k_ = s->bstart[cell_]; k_ < s->bstart[cell_ + 1]; ++k_) {
+                        const int c = s->border[k_];
+                        double r2 = 0;
+                        if (s->bobj[c] != s->bobj[b]) continue;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xb[a] - s->xb[(long)c * 2 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        sum += cq__sph_W_2d_f64(s, r2);
+
+                    }
+                }
+            }
+        }
+    }    s->Vb[b] = sum > 0 ? 1 / sum : 0;
+}
+/* >>sph_neighbours: fluid particle i's neighbours within h, fluid and boundary, in cell order
+   (so in the same order whatever the threads).  count: only their numbers, into foff[i + 1]
+   and boff[i + 1]; else the lists at foff[i], boff[i] (the exclusive prefix sums). */
+CQ_HD void cq__sph_neighbours_3d_f32(const cq__sph_f32 *s, int i, int count)
+{
+    const float *xi = s->x + (long)i * 3;
+    int nf = 0, nb = 0;
+    float d[3];
+{
+        int c0_[3] = {0, 0, 0};
+        for (int a_ = 0; a_ < 3; ++a_) {
+            int c_ = (int)floorf((xi[a_] - s->glo[a_]) * s->inv_h);
+            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
+        }
+        for (int cz_ = c0_[2] - 1; cz_ <= c0_[2] + 1; ++cz_) {
+            if (cz_ < 0 || cz_ >= s->nc[2]) continue;
+            for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                if (cy_ < 0 || cy_ >= s->nc[1]) continue;
+                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
+                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
+                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
+                    for (int k_ = s->fstart[cell_]; k_ < s->fstart[cell_ + 1]; ++k_) {
+                        const int j = s->forder[k_];
+                        float r2 = 0;
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->x[(long)j * 3 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        if (!count) s->fnb[s->foff[i] + nf] = j;
+                        ++nf;
+
+                    }
+                }
+            }
+        }
+    }{
+        int c0_[3] = {0, 0, 0};
+        for (int a_ = 0; a_ < 3; ++a_) {
+            int c_ = (int)floorf((xi[a_] - s->glo[a_]) * s->inv_h);
+            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
+        }
+        for (int cz_ = c0_[2] - 1; cz_ <= c0_[2] + 1; ++cz_) {
+            if (cz_ < 0 || cz_ >= s->nc[2]) continue;
+            for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                if (cy_ < 0 || cy_ >= s->nc[1]) continue;
+                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
+                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
+                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
+                    for (int k_ = s->bstart[cell_]; k_ < s->bstart[cell_ + 1]; ++k_) {
+                        const int b = s->border[k_];
+                        float r2 = 0;
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->xb[(long)b * 3 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        if (!count) s->bnb[s->boff[i] + nb] = b;
+                        ++nb;
+
+                    }
+                }
+            }
+        }
+    }    if (count) { s->foff[i + 1] = nf; s->boff[i + 1] = nb; }
+}
+
+/* W(r) and grad W(d) = W'(|d|) d/|d| of the cubic spline (support h; sigma = 8/(pi h^3) in 3D,
+   40/(7 pi h^2) in 2D) */
+CQ_HD float cq__sph_W_3d_f32(const cq__sph_f32 *s, float r2)
+{
+    const float q = sqrtf(r2) / s->h;
+    if (q <= (float)0.5) return s->sigma * (6 * q * q * q - 6 * q * q + 1);
+    if (q < 1) return s->sigma * 2 * (1 - q) * (1 - q) * (1 - q);
+    return 0;
+}
+CQ_HD void cq__sph_gradW_3d_f32(const cq__sph_f32 *s, const float *d, float r2, float *out)
+{
+    const float r = sqrtf(r2), q = r / s->h;
+    float f = 0;   /* W'(r) / r */
+    if (r > s->h * (float)1e-6 && q < 1)
+        f = q <= (float)0.5 ? s->gsigma * q * (3 * q - 2) / r : -s->gsigma * (1 - q) * (1 - q) / r;
+    CQ__UNROLL for (int a = 0; a < 3; ++a) out[a] = f * d[a];
+}
+
+/* >>sph_density: rho_i, g_i = sum_j m grad W_ij + sum_b rho0 V_b grad W_ib, and the DFSPH
+   factor khat_i = 1 / (|g_i|^2 + sum_j |m grad W_ij|^2) (seed 004 eq 24; 0 when isolated) */
+CQ_HD void cq__sph_density_3d_f32(const cq__sph_f32 *s, int i)
+{
+    const float *xi = s->x + (long)i * 3;
+    float rho = 0, s2 = 0, g[3], d[3], gw[3];
+    CQ__UNROLL for (int a = 0; a < 3; ++a) g[a] = 0;
+for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+        const int j = s->fnb[k_];
+                        float r2 = 0;
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->x[(long)j * 3 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        rho += s->m * cq__sph_W_3d_f32(s, r2);
+                        if (j == i) continue;
+                        cq__sph_gradW_3d_f32(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) { g[a] += s->m * gw[a]; s2 += s->m * s->m * gw[a] * gw[a]; }
+
+    }for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+        const int b = s->bnb[k_];
+                        float r2 = 0, mb;
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->xb[(long)b * 3 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        mb = s->rho0 * s->Vb[b];
+                        rho += mb * cq__sph_W_3d_f32(s, r2);
+                        cq__sph_gradW_3d_f32(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) g[a] += mb * gw[a];
+
+    }    {
+        float den = s2;
+        CQ__UNROLL for (int a = 0; a < 3; ++a) { den += g[a] * g[a]; s->g[(long)i * 3 + a] = g[a]; }
+        s->rho[i] = rho;
+        s->khat[i] = den > 1e-30f * s->rho0 * s->rho0 ? 1 / den : 0;
+    }
+}
+
+/* >>sph_source: the divergence solver's (mode 0: D rho/Dt clamped at 0, kappa = D rho/Dt khat / dt)
+   or the density solver's (mode 1: rho* - rho0 clamped at 0 with rho* = rho + dt D rho/Dt, kappa
+   = (rho* - rho0) khat / dt^2) source (seed 004 eq 23); err_i = the clamped density error */
+CQ_HD void cq__sph_source_3d_f32(const cq__sph_f32 *s, int i, int mode)
+{
+    const float *xi = s->x + (long)i * 3, *vi = s->v + (long)i * 3;
+    float div = 0, d[3], gw[3], e;
+for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+        const int j = s->fnb[k_];
+                        float r2 = 0;
+                        if (j == i) continue;
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->x[(long)j * 3 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        cq__sph_gradW_3d_f32(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) div += s->m * (vi[a] - s->v[(long)j * 3 + a]) * gw[a];
+
+    }for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+        const int b = s->bnb[k_];
+                        float r2 = 0;
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->xb[(long)b * 3 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        cq__sph_gradW_3d_f32(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) div += s->rho0 * s->Vb[b] * (vi[a] - s->vb[(long)b * 3 + a]) * gw[a];
+
+    }    if (mode == 0) {
+        e = div > 0 ? div : 0;
+        s->kappa[i] = e * s->khat[i] / s->dt;
+        s->err[i] = e * s->dt;
+    } else {
+        e = s->rho[i] + s->dt * div - s->rho0;
+        e = e > 0 ? e : 0;
+        s->kappa[i] = e * s->khat[i] / (s->dt * s->dt);
+        s->err[i] = e;
+    }
+}
+
+/* >>sph_pressure: v_i -= dt (sum_j m (kappa_i + kappa_j) grad W_ij + sum_b rho0 V_b kappa_i grad W_ib) */
+CQ_HD void cq__sph_pressure_3d_f32(const cq__sph_f32 *s, int i)
+{
+    const float *xi = s->x + (long)i * 3;
+    const float ki = s->kappa[i];
+    float acc[3], d[3], gw[3];
+    CQ__UNROLL for (int a = 0; a < 3; ++a) acc[a] = 0;
+for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+        const int j = s->fnb[k_];
+                        float r2 = 0, kk;
+                        if (j == i) continue;
+                        kk = ki + s->kappa[j];
+                        if (kk == 0) continue;
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->x[(long)j * 3 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        cq__sph_gradW_3d_f32(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) acc[a] += s->m * kk * gw[a];
+
+    }    if (ki != 0) {
+for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+        const int b = s->bnb[k_];
+                        float r2 = 0;
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->xb[(long)b * 3 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        cq__sph_gradW_3d_f32(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) acc[a] += s->rho0 * s->Vb[b] * ki * gw[a];
+
+    }    }
+    CQ__UNROLL for (int a = 0; a < 3; ++a) s->v[(long)i * 3 + a] -= s->dt * acc[a];
+}
+
+/* >>sph_boundary_force: on a dynamic body's boundary particle b, this iteration's force from the
+   fluid, F_b += sum_f m kappa_f rho0 V_b grad W_fb (seed 004 eq 19, the reaction of the pressure
+   step above), and the localized derivative (seed 004 eqs 21, 29 and Alg. 1 line 8)
+     d F_b/d v_b += sum_f (I + dt/m dF/dv_f)^-1 dF/dv_b
+                  = sum_f -c_f / (1 + rho0 V_b khat_f g_f . grad W_fb) grad W_fb grad W_fb^T,
+   c_f = m rho0^2 V_b^2 khat_f / dt, over the fluid particles with kappa_f > 0 (both solvers
+   have the same form: d kappa_f / d v_b = -rho0 V_b khat_f grad W_fb / dt). */
+CQ_HD void cq__sph_boundary_force_3d_f32(const cq__sph_f32 *s, int b)
+{
+    const float *xb = s->xb + (long)b * 3;
+    const float mb = s->rho0 * s->Vb[b];
+    float F[3], G[9], d[3], gw[3];
+    if (s->bobj[b] < 0) return;
+    CQ__UNROLL for (int a = 0; a < 3; ++a) F[a] = 0;
+    CQ__UNROLL for (int a = 0; a < 9; ++a) G[a] = 0;
+{
+        int c0_[3] = {0, 0, 0};
+        for (int a_ = 0; a_ < 3; ++a_) {
+            int c_ = (int)floorf((xb[a_] - s->glo[a_]) * s->inv_h);
+            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
+        }
+        for (int cz_ = c0_[2] - 1; cz_ <= c0_[2] + 1; ++cz_) {
+            if (cz_ < 0 || cz_ >= s->nc[2]) continue;
+            for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                if (cy_ < 0 || cy_ >= s->nc[1]) continue;
+                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
+                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
+                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
+                    for (int k_ = s->fstart[cell_]; k_ < s->fstart[cell_ + 1]; ++k_) {
+                        const int f = s->forder[k_];
+                        float r2 = 0, kf = s->kappa[f], gdot = 0, c;
+                        if (kf == 0) continue;
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = s->x[(long)f * 3 + a] - xb[a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        cq__sph_gradW_3d_f32(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) { F[a] += s->m * kf * mb * gw[a]; gdot += s->g[(long)f * 3 + a] * gw[a]; }
+                        c = s->m * mb * mb * s->khat[f] / s->dt / (1 + mb * s->khat[f] * gdot);
+                        CQ__UNROLL for (int a = 0; a < 3; ++a)
+                            CQ__UNROLL for (int e = 0; e < 3; ++e) G[a * 3 + e] -= c * gw[a] * gw[e];
+
+                    }
+                }
+            }
+        }
+    }    CQ__UNROLL for (int a = 0; a < 3; ++a) s->Fb[(long)b * 3 + a] += F[a];
+    CQ__UNROLL for (int a = 0; a < 9; ++a) s->Gb[(long)b * 9 + a] += G[a];
+}
+
+/* >>sph_viscosity: vt_i = v_i + dt (gravity + 2 (d+2) nu sum_j m/rho_j (v_ij . x_ij) /
+   (|x_ij|^2 + 0.01 h^2) grad W_ij) (Monaghan's artificial viscosity as SPlisHSPlasH's standard
+   model; fluid-fluid only: the walls and bodies are free-slip) */
+CQ_HD void cq__sph_viscosity_3d_f32(const cq__sph_f32 *s, int i, const float *grav)
+{
+    const float *xi = s->x + (long)i * 3, *vi = s->v + (long)i * 3;
+    float acc[3], d[3], gw[3];
+    CQ__UNROLL for (int a = 0; a < 3; ++a) acc[a] = 0;
+    if (s->visc > 0) {
+for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+        const int j = s->fnb[k_];
+                        float r2 = 0, vd = 0;
+                        if (j == i) continue;
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->x[(long)j * 3 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        cq__sph_gradW_3d_f32(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) vd += (vi[a] - s->v[(long)j * 3 + a]) * d[a];
+                        vd *= s->m / s->rho[j] / (r2 + (float)0.01 * s->h2);
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) acc[a] += vd * gw[a];
+
+    }    }
+    CQ__UNROLL for (int a = 0; a < 3; ++a)
+        s->vt[(long)i * 3 + a] = vi[a] + s->dt * (grav[a] + 2 * (3 + 2) * s->visc * acc[a]);
+}
+
+/* >>sph_advect: x_i += dt v_i, then kept inside the domain (a safety net: the walls' particles
+   normally stop the fluid first; a clamped particle loses its outward velocity).  Returns
+   CQ__NONFINITE if x_i or v_i is not finite. */
+CQ_HD int cq__sph_advect_3d_f32(const cq__sph_f32 *s, int i)
+{
+    float *x = s->x + (long)i * 3, *v = s->v + (long)i * 3;
+    int bad = 0;
+    CQ__UNROLL for (int a = 0; a < 3; ++a) {
+        x[a] += s->dt * v[a];
+        if (!cq__isfinite_f32(x[a]) || !cq__isfinite_f32(v[a])) bad = 1;
+        else if (x[a] < s->lo[a]) { x[a] = s->lo[a]; if (v[a] < 0) v[a] = 0; }
+        else if (x[a] > s->hi[a]) { x[a] = s->hi[a]; if (v[a] > 0) v[a] = 0; }
+    }
+    return bad ? CQ__NONFINITE : CQ__OK;
+}
+
+/* >>sph_volume: Akinci's boundary volume V_b = 1 / sum_{b' of the same object} W_bb' */
+CQ_HD void cq__sph_volume_3d_f32(const cq__sph_f32 *s, int b)
+{
+    const float *xb = s->xb + (long)b * 3;
+    float sum = 0, d[3];
+{
+        int c0_[3] = {0, 0, 0};
+        for (int a_ = 0; a_ < 3; ++a_) {
+            int c_ = (int)floorf((xb[a_] - s->glo[a_]) * s->inv_h);
+            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
+        }
+        for (int cz_ = c0_[2] - 1; cz_ <= c0_[2] + 1; ++cz_) {
+            if (cz_ < 0 || cz_ >= s->nc[2]) continue;
+            for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                if (cy_ < 0 || cy_ >= s->nc[1]) continue;
+                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
+                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
+                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
+                    for (int k_ = s->bstart[cell_]; k_ < s->bstart[cell_ + 1]; ++k_) {
+                        const int c = s->border[k_];
+                        float r2 = 0;
+                        if (s->bobj[c] != s->bobj[b]) continue;
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xb[a] - s->xb[(long)c * 3 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        sum += cq__sph_W_3d_f32(s, r2);
+
+                    }
+                }
+            }
+        }
+    }    s->Vb[b] = sum > 0 ? 1 / sum : 0;
+}
+/* >>sph_neighbours: fluid particle i's neighbours within h, fluid and boundary, in cell order
+   (so in the same order whatever the threads).  count: only their numbers, into foff[i + 1]
+   and boff[i + 1]; else the lists at foff[i], boff[i] (the exclusive prefix sums). */
+CQ_HD void cq__sph_neighbours_3d_f64(const cq__sph_f64 *s, int i, int count)
+{
+    const double *xi = s->x + (long)i * 3;
+    int nf = 0, nb = 0;
+    double d[3];
+{
+        int c0_[3] = {0, 0, 0};
+        for (int a_ = 0; a_ < 3; ++a_) {
+            int c_ = (int)floor((xi[a_] - s->glo[a_]) * s->inv_h);
+            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
+        }
+        for (int cz_ = c0_[2] - 1; cz_ <= c0_[2] + 1; ++cz_) {
+            if (cz_ < 0 || cz_ >= s->nc[2]) continue;
+            for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                if (cy_ < 0 || cy_ >= s->nc[1]) continue;
+                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
+                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
+                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
+                    for (int k_ = s->fstart[cell_]; k_ < s->fstart[cell_ + 1]; ++k_) {
+                        const int j = s->forder[k_];
+                        double r2 = 0;
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->x[(long)j * 3 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        if (!count) s->fnb[s->foff[i] + nf] = j;
+                        ++nf;
+
+                    }
+                }
+            }
+        }
+    }{
+        int c0_[3] = {0, 0, 0};
+        for (int a_ = 0; a_ < 3; ++a_) {
+            int c_ = (int)floor((xi[a_] - s->glo[a_]) * s->inv_h);
+            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
+        }
+        for (int cz_ = c0_[2] - 1; cz_ <= c0_[2] + 1; ++cz_) {
+            if (cz_ < 0 || cz_ >= s->nc[2]) continue;
+            for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                if (cy_ < 0 || cy_ >= s->nc[1]) continue;
+                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
+                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
+                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
+                    for (int k_ = s->bstart[cell_]; k_ < s->bstart[cell_ + 1]; ++k_) {
+                        const int b = s->border[k_];
+                        double r2 = 0;
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->xb[(long)b * 3 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        if (!count) s->bnb[s->boff[i] + nb] = b;
+                        ++nb;
+
+                    }
+                }
+            }
+        }
+    }    if (count) { s->foff[i + 1] = nf; s->boff[i + 1] = nb; }
+}
+
+/* W(r) and grad W(d) = W'(|d|) d/|d| of the cubic spline (support h; sigma = 8/(pi h^3) in 3D,
+   40/(7 pi h^2) in 2D) */
+CQ_HD double cq__sph_W_3d_f64(const cq__sph_f64 *s, double r2)
+{
+    const double q = sqrt(r2) / s->h;
+    if (q <= (double)0.5) return s->sigma * (6 * q * q * q - 6 * q * q + 1);
+    if (q < 1) return s->sigma * 2 * (1 - q) * (1 - q) * (1 - q);
+    return 0;
+}
+CQ_HD void cq__sph_gradW_3d_f64(const cq__sph_f64 *s, const double *d, double r2, double *out)
+{
+    const double r = sqrt(r2), q = r / s->h;
+    double f = 0;   /* W'(r) / r */
+    if (r > s->h * (double)1e-6 && q < 1)
+        f = q <= (double)0.5 ? s->gsigma * q * (3 * q - 2) / r : -s->gsigma * (1 - q) * (1 - q) / r;
+    CQ__UNROLL for (int a = 0; a < 3; ++a) out[a] = f * d[a];
+}
+
+/* >>sph_density: rho_i, g_i = sum_j m grad W_ij + sum_b rho0 V_b grad W_ib, and the DFSPH
+   factor khat_i = 1 / (|g_i|^2 + sum_j |m grad W_ij|^2) (seed 004 eq 24; 0 when isolated) */
+CQ_HD void cq__sph_density_3d_f64(const cq__sph_f64 *s, int i)
+{
+    const double *xi = s->x + (long)i * 3;
+    double rho = 0, s2 = 0, g[3], d[3], gw[3];
+    CQ__UNROLL for (int a = 0; a < 3; ++a) g[a] = 0;
+for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+        const int j = s->fnb[k_];
+                        double r2 = 0;
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->x[(long)j * 3 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        rho += s->m * cq__sph_W_3d_f64(s, r2);
+                        if (j == i) continue;
+                        cq__sph_gradW_3d_f64(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) { g[a] += s->m * gw[a]; s2 += s->m * s->m * gw[a] * gw[a]; }
+
+    }for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+        const int b = s->bnb[k_];
+                        double r2 = 0, mb;
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->xb[(long)b * 3 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        mb = s->rho0 * s->Vb[b];
+                        rho += mb * cq__sph_W_3d_f64(s, r2);
+                        cq__sph_gradW_3d_f64(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) g[a] += mb * gw[a];
+
+    }    {
+        double den = s2;
+        CQ__UNROLL for (int a = 0; a < 3; ++a) { den += g[a] * g[a]; s->g[(long)i * 3 + a] = g[a]; }
+        s->rho[i] = rho;
+        s->khat[i] = den > 1e-300 * s->rho0 * s->rho0 ? 1 / den : 0;
+    }
+}
+
+/* >>sph_source: the divergence solver's (mode 0: D rho/Dt clamped at 0, kappa = D rho/Dt khat / dt)
+   or the density solver's (mode 1: rho* - rho0 clamped at 0 with rho* = rho + dt D rho/Dt, kappa
+   = (rho* - rho0) khat / dt^2) source (seed 004 eq 23); err_i = the clamped density error */
+CQ_HD void cq__sph_source_3d_f64(const cq__sph_f64 *s, int i, int mode)
+{
+    const double *xi = s->x + (long)i * 3, *vi = s->v + (long)i * 3;
+    double div = 0, d[3], gw[3], e;
+for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+        const int j = s->fnb[k_];
+                        double r2 = 0;
+                        if (j == i) continue;
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->x[(long)j * 3 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        cq__sph_gradW_3d_f64(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) div += s->m * (vi[a] - s->v[(long)j * 3 + a]) * gw[a];
+
+    }for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+        const int b = s->bnb[k_];
+                        double r2 = 0;
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->xb[(long)b * 3 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        cq__sph_gradW_3d_f64(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) div += s->rho0 * s->Vb[b] * (vi[a] - s->vb[(long)b * 3 + a]) * gw[a];
+
+    }    if (mode == 0) {
+        e = div > 0 ? div : 0;
+        s->kappa[i] = e * s->khat[i] / s->dt;
+        s->err[i] = e * s->dt;
+    } else {
+        e = s->rho[i] + s->dt * div - s->rho0;
+        e = e > 0 ? e : 0;
+        s->kappa[i] = e * s->khat[i] / (s->dt * s->dt);
+        s->err[i] = e;
+    }
+}
+
+/* >>sph_pressure: v_i -= dt (sum_j m (kappa_i + kappa_j) grad W_ij + sum_b rho0 V_b kappa_i grad W_ib) */
+CQ_HD void cq__sph_pressure_3d_f64(const cq__sph_f64 *s, int i)
+{
+    const double *xi = s->x + (long)i * 3;
+    const double ki = s->kappa[i];
+    double acc[3], d[3], gw[3];
+    CQ__UNROLL for (int a = 0; a < 3; ++a) acc[a] = 0;
+for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+        const int j = s->fnb[k_];
+                        double r2 = 0, kk;
+                        if (j == i) continue;
+                        kk = ki + s->kappa[j];
+                        if (kk == 0) continue;
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->x[(long)j * 3 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        cq__sph_gradW_3d_f64(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) acc[a] += s->m * kk * gw[a];
+
+    }    if (ki != 0) {
+for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+        const int b = s->bnb[k_];
+                        double r2 = 0;
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->xb[(long)b * 3 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        cq__sph_gradW_3d_f64(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) acc[a] += s->rho0 * s->Vb[b] * ki * gw[a];
+
+    }    }
+    CQ__UNROLL for (int a = 0; a < 3; ++a) s->v[(long)i * 3 + a] -= s->dt * acc[a];
+}
+
+/* >>sph_boundary_force: on a dynamic body's boundary particle b, this iteration's force from the
+   fluid, F_b += sum_f m kappa_f rho0 V_b grad W_fb (seed 004 eq 19, the reaction of the pressure
+   step above), and the localized derivative (seed 004 eqs 21, 29 and Alg. 1 line 8)
+     d F_b/d v_b += sum_f (I + dt/m dF/dv_f)^-1 dF/dv_b
+                  = sum_f -c_f / (1 + rho0 V_b khat_f g_f . grad W_fb) grad W_fb grad W_fb^T,
+   c_f = m rho0^2 V_b^2 khat_f / dt, over the fluid particles with kappa_f > 0 (both solvers
+   have the same form: d kappa_f / d v_b = -rho0 V_b khat_f grad W_fb / dt). */
+CQ_HD void cq__sph_boundary_force_3d_f64(const cq__sph_f64 *s, int b)
+{
+    const double *xb = s->xb + (long)b * 3;
+    const double mb = s->rho0 * s->Vb[b];
+    double F[3], G[9], d[3], gw[3];
+    if (s->bobj[b] < 0) return;
+    CQ__UNROLL for (int a = 0; a < 3; ++a) F[a] = 0;
+    CQ__UNROLL for (int a = 0; a < 9; ++a) G[a] = 0;
+{
+        int c0_[3] = {0, 0, 0};
+        for (int a_ = 0; a_ < 3; ++a_) {
+            int c_ = (int)floor((xb[a_] - s->glo[a_]) * s->inv_h);
+            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
+        }
+        for (int cz_ = c0_[2] - 1; cz_ <= c0_[2] + 1; ++cz_) {
+            if (cz_ < 0 || cz_ >= s->nc[2]) continue;
+            for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                if (cy_ < 0 || cy_ >= s->nc[1]) continue;
+                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
+                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
+                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
+                    for (int k_ = s->fstart[cell_]; k_ < s->fstart[cell_ + 1]; ++k_) {
+                        const int f = s->forder[k_];
+                        double r2 = 0, kf = s->kappa[f], gdot = 0, c;
+                        if (kf == 0) continue;
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = s->x[(long)f * 3 + a] - xb[a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        cq__sph_gradW_3d_f64(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) { F[a] += s->m * kf * mb * gw[a]; gdot += s->g[(long)f * 3 + a] * gw[a]; }
+                        c = s->m * mb * mb * s->khat[f] / s->dt / (1 + mb * s->khat[f] * gdot);
+                        CQ__UNROLL for (int a = 0; a < 3; ++a)
+                            CQ__UNROLL for (int e = 0; e < 3; ++e) G[a * 3 + e] -= c * gw[a] * gw[e];
+
+                    }
+                }
+            }
+        }
+    }    CQ__UNROLL for (int a = 0; a < 3; ++a) s->Fb[(long)b * 3 + a] += F[a];
+    CQ__UNROLL for (int a = 0; a < 9; ++a) s->Gb[(long)b * 9 + a] += G[a];
+}
+
+/* >>sph_viscosity: vt_i = v_i + dt (gravity + 2 (d+2) nu sum_j m/rho_j (v_ij . x_ij) /
+   (|x_ij|^2 + 0.01 h^2) grad W_ij) (Monaghan's artificial viscosity as SPlisHSPlasH's standard
+   model; fluid-fluid only: the walls and bodies are free-slip) */
+CQ_HD void cq__sph_viscosity_3d_f64(const cq__sph_f64 *s, int i, const double *grav)
+{
+    const double *xi = s->x + (long)i * 3, *vi = s->v + (long)i * 3;
+    double acc[3], d[3], gw[3];
+    CQ__UNROLL for (int a = 0; a < 3; ++a) acc[a] = 0;
+    if (s->visc > 0) {
+for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+        const int j = s->fnb[k_];
+                        double r2 = 0, vd = 0;
+                        if (j == i) continue;
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->x[(long)j * 3 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        cq__sph_gradW_3d_f64(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) vd += (vi[a] - s->v[(long)j * 3 + a]) * d[a];
+                        vd *= s->m / s->rho[j] / (r2 + (double)0.01 * s->h2);
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) acc[a] += vd * gw[a];
+
+    }    }
+    CQ__UNROLL for (int a = 0; a < 3; ++a)
+        s->vt[(long)i * 3 + a] = vi[a] + s->dt * (grav[a] + 2 * (3 + 2) * s->visc * acc[a]);
+}
+
+/* >>sph_advect: x_i += dt v_i, then kept inside the domain (a safety net: the walls' particles
+   normally stop the fluid first; a clamped particle loses its outward velocity).  Returns
+   CQ__NONFINITE if x_i or v_i is not finite. */
+CQ_HD int cq__sph_advect_3d_f64(const cq__sph_f64 *s, int i)
+{
+    double *x = s->x + (long)i * 3, *v = s->v + (long)i * 3;
+    int bad = 0;
+    CQ__UNROLL for (int a = 0; a < 3; ++a) {
+        x[a] += s->dt * v[a];
+        if (!cq__isfinite_f64(x[a]) || !cq__isfinite_f64(v[a])) bad = 1;
+        else if (x[a] < s->lo[a]) { x[a] = s->lo[a]; if (v[a] < 0) v[a] = 0; }
+        else if (x[a] > s->hi[a]) { x[a] = s->hi[a]; if (v[a] > 0) v[a] = 0; }
+    }
+    return bad ? CQ__NONFINITE : CQ__OK;
+}
+
+/* >>sph_volume: Akinci's boundary volume V_b = 1 / sum_{b' of the same object} W_bb' */
+CQ_HD void cq__sph_volume_3d_f64(const cq__sph_f64 *s, int b)
+{
+    const double *xb = s->xb + (long)b * 3;
+    double sum = 0, d[3];
+{
+        int c0_[3] = {0, 0, 0};
+        for (int a_ = 0; a_ < 3; ++a_) {
+            int c_ = (int)floor((xb[a_] - s->glo[a_]) * s->inv_h);
+            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
+        }
+        for (int cz_ = c0_[2] - 1; cz_ <= c0_[2] + 1; ++cz_) {
+            if (cz_ < 0 || cz_ >= s->nc[2]) continue;
+            for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                if (cy_ < 0 || cy_ >= s->nc[1]) continue;
+                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
+                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
+                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
+                    for (int k_ = s->bstart[cell_]; k_ < s->bstart[cell_ + 1]; ++k_) {
+                        const int c = s->border[k_];
+                        double r2 = 0;
+                        if (s->bobj[c] != s->bobj[b]) continue;
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xb[a] - s->xb[(long)c * 3 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        sum += cq__sph_W_3d_f64(s, r2);
+
+                    }
+                }
+            }
+        }
+    }    s->Vb[b] = sum > 0 ? 1 / sum : 0;
+}
+/* ---- END GENERATED: SPH fluid (DFSPH) ---- */
+
 /* CQ__HAS_CUDA: the CUDA backend is compiled in (not under CQ_NO_CUDA; Linux and Windows) */
 #if !defined(CQ_NO_CUDA) && (defined(__linux__) || defined(_WIN32))
 #  define CQ__HAS_CUDA 1
@@ -5415,7 +6756,7 @@ static int cq__cable_buffers(cq_sim *s)
 }
 
 /* ------------------------------------------------------------------ >>parallel_for
-   Every parallel loop of the CPU backend: fn(ctx, begin, end) over ranges covering [0, items),
+   Every parallel loop of the CPU backend (the MPM's and the fluid's): fn(ctx, begin, end) over ranges covering [0, items),
    on the host's job system (cq_sim_desc.threads), else OpenMP, else serially.  The loops'
    items are independent (a particle, a node, or a slab of one colour), so the results do not
    depend on how the ranges are split. */
@@ -5429,9 +6770,8 @@ static void cq__run_task(int begin, int end, int worker, void *task_context)
     if (begin < end) t->fn(t->ctx, begin, end);
 }
 
-static void cq__parallel_for(const cq_sim *s, int items, int min_range, cq__range_fn fn, void *ctx)
+static void cq__parallel_for_on(const cq_threads *th, int items, int min_range, cq__range_fn fn, void *ctx)
 {
-    const cq_threads *th = &s->desc.threads;
     if (items <= 0) return;
     if (th->workers > 0) {
         cq__task t;
@@ -5450,6 +6790,11 @@ static void cq__parallel_for(const cq_sim *s, int items, int min_range, cq__rang
 #else
     fn(ctx, 0, items);
 #endif
+}
+/* the sim's loops (the fluid-rigid world's call cq__parallel_for_on with its own desc.threads) */
+static void cq__parallel_for(const cq_sim *s, int items, int min_range, cq__range_fn fn, void *ctx)
+{
+    cq__parallel_for_on(&s->desc.threads, items, min_range, fn, ctx);
 }
 
 #if defined(_MSC_VER)
@@ -8833,6 +10178,1605 @@ cq_result cq_sim_cable_actuation_grad(const cq_sim *s, double *out)
         return cq__fail((cq_sim *)s, CQ_ERROR_INVALID_STATE, "cq_sim_cable_actuation_grad: only inside a cq_sim_backward hook");
     if (s->n_cables && !out) return cq__fail((cq_sim *)s, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_cable_actuation_grad: out is NULL");
     if (s->n_cables) memcpy(out, s->cable_grad, sizeof(double) * (size_t)s->n_cables);
+    return CQ_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ >>counting_sort
+   Stable counting sort: items 0..n-1 with key[i] in [0, nkeys) are listed in order[] key by key
+   (start[k] .. start[k+1]), each key's items in increasing index.  start has nkeys + 1 entries. */
+static void cq__counting_sort(int n, const int *key, int nkeys, int *start, int *order)
+{
+    for (int k = 0; k <= nkeys; ++k) start[k] = 0;
+    for (int i = 0; i < n; ++i) start[key[i] + 1]++;
+    for (int k = 0; k < nkeys; ++k) start[k + 1] += start[k];
+    for (int i = 0; i < n; ++i) order[start[key[i]]++] = i;
+    for (int k = nkeys; k > 0; --k) start[k] = start[k - 1];
+    start[0] = 0;
+}
+
+/* ------------------------------------------------------------------ >>dual
+   Forward-mode derivatives of the rigid bodies: every quantity of a body's step carries its
+   value and its derivative along one direction (one column of the step's Jacobian). */
+typedef struct cq__dual { double v, d; } cq__dual;
+static cq__dual cq__dc(double v) { cq__dual r; r.v = v; r.d = 0; return r; }
+static cq__dual cq__dadd(cq__dual a, cq__dual b) { a.v += b.v; a.d += b.d; return a; }
+static cq__dual cq__dsub(cq__dual a, cq__dual b) { a.v -= b.v; a.d -= b.d; return a; }
+static cq__dual cq__dmul(cq__dual a, cq__dual b) { cq__dual r; r.v = a.v * b.v; r.d = a.d * b.v + a.v * b.d; return r; }
+static cq__dual cq__dscale(cq__dual a, double k) { a.v *= k; a.d *= k; return a; }
+static cq__dual cq__ddiv(cq__dual a, cq__dual b) { cq__dual r; r.v = a.v / b.v; r.d = (a.d - r.v * b.d) / b.v; return r; }
+static cq__dual cq__dsqrt(cq__dual a) { cq__dual r; r.v = sqrt(a.v); r.d = r.v > 0 ? a.d / (2 * r.v) : 0; return r; }
+static cq__dual cq__ddot3(const cq__dual *a, const cq__dual *b)
+{
+    return cq__dadd(cq__dadd(cq__dmul(a[0], b[0]), cq__dmul(a[1], b[1])), cq__dmul(a[2], b[2]));
+}
+static void cq__dcross3(const cq__dual *a, const cq__dual *b, cq__dual *o)
+{
+    cq__dual r[3];
+    r[0] = cq__dsub(cq__dmul(a[1], b[2]), cq__dmul(a[2], b[1]));
+    r[1] = cq__dsub(cq__dmul(a[2], b[0]), cq__dmul(a[0], b[2]));
+    r[2] = cq__dsub(cq__dmul(a[0], b[1]), cq__dmul(a[1], b[0]));
+    o[0] = r[0]; o[1] = r[1]; o[2] = r[2];
+}
+/* R(q) for a unit quaternion q = (w, x, y, z), as 2 qv qv^T + (w^2 - qv.qv) I + 2 w [qv]x
+   (seed 004 eq 10): its derivative is taken with q unconstrained, as the paper does */
+static void cq__dquat_mat(const cq__dual *q, cq__dual *R)
+{
+    const cq__dual w = q[0], x = q[1], y = q[2], z = q[3];
+    const cq__dual s = cq__dsub(cq__dmul(w, w), cq__dadd(cq__dadd(cq__dmul(x, x), cq__dmul(y, y)), cq__dmul(z, z)));
+    const cq__dual *v = q + 1;
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) R[a * 3 + b] = cq__dscale(cq__dmul(v[a], v[b]), 2);
+    for (int a = 0; a < 3; ++a) R[a * 3 + a] = cq__dadd(R[a * 3 + a], s);
+    R[1] = cq__dsub(R[1], cq__dscale(cq__dmul(w, z), 2)); R[3] = cq__dadd(R[3], cq__dscale(cq__dmul(w, z), 2));
+    R[2] = cq__dadd(R[2], cq__dscale(cq__dmul(w, y), 2)); R[6] = cq__dsub(R[6], cq__dscale(cq__dmul(w, y), 2));
+    R[5] = cq__dsub(R[5], cq__dscale(cq__dmul(w, x), 2)); R[7] = cq__dadd(R[7], cq__dscale(cq__dmul(w, x), 2));
+}
+static void cq__dmatvec3(const cq__dual *M, const cq__dual *x, cq__dual *o)
+{
+    cq__dual r[3];
+    for (int a = 0; a < 3; ++a) r[a] = cq__dadd(cq__dadd(cq__dmul(M[a * 3], x[0]), cq__dmul(M[a * 3 + 1], x[1])), cq__dmul(M[a * 3 + 2], x[2]));
+    o[0] = r[0]; o[1] = r[1]; o[2] = r[2];
+}
+/* R diag-free similarity: out = R A R^T (A constant, row-major) */
+static void cq__drot_tensor(const cq__dual *R, const double *A, cq__dual *out)
+{
+    cq__dual RA[9];
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) {
+            cq__dual t = cq__dc(0);
+            for (int k = 0; k < 3; ++k) t = cq__dadd(t, cq__dscale(R[a * 3 + k], A[k * 3 + b]));
+            RA[a * 3 + b] = t;
+        }
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) {
+            cq__dual t = cq__dc(0);
+            for (int k = 0; k < 3; ++k) t = cq__dadd(t, cq__dmul(RA[a * 3 + k], R[b * 3 + k]));
+            out[a * 3 + b] = t;
+        }
+}
+
+/* ------------------------------------------------------------------ >>world */
+#define CQ__BS 13                   /* a body's state: x[3], q[4], v[3], w[3] */
+
+typedef struct cq__body {
+    cq_shape shape;
+    int dynamic;
+    double mass, I0[9], I0inv[9];   /* body frame, about the centre of mass */
+    double friction, radius, half[3];
+    double s[CQ__BS], s0[CQ__BS];   /* state now, and at the first step (for reset) */
+    double ctrl[6];                 /* force, torque: added every step */
+    int first, count;               /* its boundary particles: [first, first + count) */
+    double *r0;                     /* their offsets in the body frame [count*3] */
+} cq__body;
+
+struct cq_world {
+    cq_world_desc desc;             /* defaults resolved */
+    int dim, steps, nf, nb, nwall, nbody, body_cap, ncells, prepared;
+    size_t tsize;
+    char error[512];
+    cq__body *body;
+    /* fluid, in the world's precision: x, v (and their values at the first step, and the backup
+       a failing step restores), scratch */
+    void *x, *v, *x0, *v0, *xprev, *vprev, *vt, *rho, *khat, *g, *kappa, *err;
+    /* boundary particles: walls first, then each body's; Fb, Gb as in sph.j2 */
+    void *xb, *vb, *Vb, *Fb, *Gb;
+    int *bobj, *bidx;               /* object (see CQ__BODY_WALL), index in its body */
+    int *fstart, *forder, *bstart, *border, *keys;
+    int *foff, *boff, *fnb, *bnb;   /* neighbour lists (sph.j2), rebuilt every step */
+    size_t fnb_cap, bnb_cap;
+    double *wall;                   /* the walls' particles [nwall*3] */
+    int ncell[3];
+    double glo[3];
+    cq_world_stats stats;
+    /* forward-mode gradients: tracked body (-1 none), J = d state / d(v0, w0) [13 B x 6], and
+       each step's linearisation A_n [13B x 13B], B_n [13B x 6B] for cq_world_control_grad */
+    int track;
+    double *J, *hist;
+    int hist_n, hist_cap;
+    double kc, cc;                  /* contact stiffness / damping factors (desc, resolved) */
+};
+
+static void cq__wlog(const cq_world *w, cq_log_level level, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    if (!w->desc.logger.func && level == CQ_LOG_INFO) return;
+    va_start(ap, fmt);
+    cq__vlog(&w->desc.logger, level, fmt, ap, buf, sizeof buf);
+    va_end(ap);
+}
+static cq_result cq__wfail(const cq_world *cw, cq_result code, const char *fmt, ...)
+{
+    cq_world *w = (cq_world *)cw;
+    va_list ap;
+    va_start(ap, fmt);
+    cq__vlog(&w->desc.logger, CQ_LOG_ERROR, fmt, ap, w->error, sizeof w->error);
+    va_end(ap);
+    return code;
+}
+static cq_result cq__wcreate_fail(const cq_world_desc *d, cq_result code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    cq__vlog(d ? &d->logger : NULL, CQ_LOG_ERROR, fmt, ap, cq__create_error, sizeof cq__create_error);
+    va_end(ap);
+    return code;
+}
+static void *cq__walloc_w(const cq_world *w, size_t bytes)
+{
+    return w->desc.allocator.alloc(bytes ? bytes : 1, w->desc.allocator.user);
+}
+static void cq__wfree_w(const cq_world *w, void *p)
+{
+    if (p) w->desc.allocator.free(p, w->desc.allocator.user);
+}
+static double cq__wat(const cq_world *w, const void *a, long i)
+{
+    return w->tsize == sizeof(float) ? (double)((const float *)a)[i] : ((const double *)a)[i];
+}
+static void cq__wset(const cq_world *w, void *a, long i, double v)
+{
+    if (w->tsize == sizeof(float)) ((float *)a)[i] = (float)v;
+    else ((double *)a)[i] = v;
+}
+
+/* the neighbour lists' storage for this step's counts (foff[nf], boff[nf]); grows by half */
+static int cq__world_lists(cq_world *w)
+{
+    const size_t nf = (size_t)w->foff[w->nf], nb = (size_t)w->boff[w->nf];
+    if (nf > w->fnb_cap || !w->fnb) {
+        int *p = (int *)cq__walloc_w(w, (nf + nf / 2 + 1) * sizeof(int));
+        if (!p) return 0;
+        cq__wfree_w(w, w->fnb); w->fnb = p; w->fnb_cap = nf + nf / 2 + 1;
+    }
+    if (nb > w->bnb_cap || !w->bnb) {
+        int *p = (int *)cq__walloc_w(w, (nb + nb / 2 + 1) * sizeof(int));
+        if (!p) return 0;
+        cq__wfree_w(w, w->bnb); w->bnb = p; w->bnb_cap = nb + nb / 2 + 1;
+    }
+    return 1;
+}
+
+/* ------------------------------------------------------------------ >>world_fluid
+   One step of the fluid (CPU drivers of sph.j2): sort by cell, densities and DFSPH factors,
+   the divergence solver, viscosity and gravity, the density solver, advection.  The boundary
+   particles' positions and velocities were set from the bodies' states before. */
+typedef struct cq__wtask { const void *s; int mode, bad; const void *grav; } cq__wtask;
+
+static void cq__wr_density_2d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_density_2d_f32((const cq__sph_f32 *)t->s, i); }
+static void cq__wr_source_2d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_source_2d_f32((const cq__sph_f32 *)t->s, i, t->mode); }
+static void cq__wr_pressure_2d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_pressure_2d_f32((const cq__sph_f32 *)t->s, i); }
+static void cq__wr_bforce_2d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_boundary_force_2d_f32((const cq__sph_f32 *)t->s, i); }
+static void cq__wr_visc_2d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_viscosity_2d_f32((const cq__sph_f32 *)t->s, i, (const float *)t->grav); }
+static void cq__wr_count_2d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_neighbours_2d_f32((const cq__sph_f32 *)t->s, i, 1); }
+static void cq__wr_fill_2d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_neighbours_2d_f32((const cq__sph_f32 *)t->s, i, 0); }
+static void cq__wr_volume_2d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_volume_2d_f32((const cq__sph_f32 *)t->s, i); }
+static void cq__wr_advect_2d_f32(void *c, int b, int e)
+{
+    cq__wtask *t = (cq__wtask *)c;
+    for (int i = b; i < e; ++i)
+        if (cq__sph_advect_2d_f32((const cq__sph_f32 *)t->s, i) != CQ__OK) { cq__atomic_min_int(&t->bad, i); break; }
+}
+
+static cq__sph_f32 cq__world_sph_2d_f32(const cq_world *w)
+{
+    cq__sph_f32 s;
+    const double h = 4 * w->desc.particle_radius, sp = 2 * w->desc.particle_radius;
+    memset(&s, 0, sizeof s);
+    s.h = (float)h; s.h2 = (float)(h * h); s.inv_h = (float)(1 / h);
+    s.sigma = (float)(40.0 / (7.0 * 3.14159265358979323846 * h * h));
+    s.gsigma = (float)(6 * 40.0 / (7.0 * 3.14159265358979323846 * h * h) / h);
+    s.m = (float)(w->desc.rest_density * sp * sp);
+    s.rho0 = (float)w->desc.rest_density; s.dt = (float)w->desc.dt;
+    s.visc = (float)(w->desc.viscosity > 0 ? w->desc.viscosity : 0);
+    for (int a = 0; a < 3; ++a) {
+        s.lo[a] = (float)w->desc.domain_lo[a]; s.hi[a] = (float)w->desc.domain_hi[a];
+        s.glo[a] = (float)w->glo[a]; s.nc[a] = w->ncell[a];
+    }
+    s.nf = w->nf; s.nb = w->nb;
+    s.x = (float *)w->x; s.v = (float *)w->v; s.vt = (float *)w->vt;
+    s.rho = (float *)w->rho; s.khat = (float *)w->khat; s.g = (float *)w->g; s.kappa = (float *)w->kappa; s.err = (float *)w->err;
+    s.fstart = w->fstart; s.forder = w->forder; s.bstart = w->bstart; s.border = w->border;
+    s.foff = w->foff; s.boff = w->boff; s.fnb = w->fnb; s.bnb = w->bnb;
+    s.xb = (float *)w->xb; s.vb = (float *)w->vb; s.Vb = (float *)w->Vb; s.bobj = w->bobj;
+    s.Fb = (float *)w->Fb; s.Gb = (float *)w->Gb;
+    return s;
+}
+
+static void cq__world_sort_2d_f32(cq_world *w, const float *x, int n, int *start, int *order)
+{
+    for (int i = 0; i < n; ++i) {
+        int cell = 0, mul = 1;
+        for (int a = 0; a < 2; ++a) {
+            int c = (int)floorf((x[(long)i * 2 + a] - (float)w->glo[a]) * (float)(1 / (4 * w->desc.particle_radius)));
+            c = c < 0 ? 0 : (c >= w->ncell[a] ? w->ncell[a] - 1 : c);
+            cell += c * mul; mul *= w->ncell[a];
+        }
+        w->keys[i] = cell;
+    }
+    cq__counting_sort(n, w->keys, w->ncells, start, order);
+}
+
+/* the boundary volumes (once, at the first step: rigid motion keeps them) */
+static void cq__world_volumes_2d_f32(cq_world *w)
+{
+    cq__sph_f32 s;
+    cq__wtask t;
+    cq__world_sort_2d_f32(w, (float *)w->xb, w->nb, w->bstart, w->border);
+    s = cq__world_sph_2d_f32(w);
+    t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = NULL;
+    cq__parallel_for_on(&w->desc.threads, w->nb, 256, cq__wr_volume_2d_f32, &t);
+}
+
+static double cq__world_err_2d_f32(const cq_world *w)
+{
+    const float *e = (const float *)w->err;
+    double sum = 0;
+    for (int i = 0; i < w->nf; ++i) sum += (double)e[i];   /* in particle order: deterministic */
+    return w->nf ? sum / w->nf / w->desc.rest_density : 0;
+}
+
+/* one solver: mode 0 divergence, 1 density; returns the iterations */
+static int cq__world_solve_2d_f32(cq_world *w, cq__sph_f32 *s, int mode, double *err_out)
+{
+    const cq_threads *th = &w->desc.threads;
+    const double eta = mode ? w->desc.max_density_error : w->desc.max_divergence_error;
+    const int min_it = mode ? w->desc.min_iterations : 1;
+    cq__wtask t;
+    int it = 0;
+    double err = 0;
+    t.s = s; t.mode = mode; t.bad = INT_MAX; t.grav = NULL;
+    if (w->nf == 0) { *err_out = 0; return 0; }
+    while (it < w->desc.max_iterations) {
+        cq__parallel_for_on(th, w->nf, 512, cq__wr_source_2d_f32, &t);
+        err = cq__world_err_2d_f32(w);
+        if (it >= min_it && err <= eta) break;
+        cq__parallel_for_on(th, w->nb, 256, cq__wr_bforce_2d_f32, &t);
+        cq__parallel_for_on(th, w->nf, 512, cq__wr_pressure_2d_f32, &t);
+        ++it;
+    }
+    *err_out = err;
+    return it;
+}
+
+/* returns -1, the lowest fluid particle that became non-finite, or -2 (out of memory) */
+static int cq__world_fluid_step_2d_f32(cq_world *w)
+{
+    const cq_threads *th = &w->desc.threads;
+    cq__sph_f32 s;
+    cq__wtask t;
+    float grav[3];
+    void *tmp;
+    for (int a = 0; a < 3; ++a) grav[a] = (float)w->desc.gravity[a];
+    cq__world_sort_2d_f32(w, (float *)w->x, w->nf, w->fstart, w->forder);
+    cq__world_sort_2d_f32(w, (float *)w->xb, w->nb, w->bstart, w->border);
+    memset(w->Fb, 0, (size_t)w->nb * 2 * w->tsize);
+    memset(w->Gb, 0, (size_t)w->nb * 4 * w->tsize);
+    s = cq__world_sph_2d_f32(w);
+    t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = grav;
+    cq__parallel_for_on(th, w->nf, 512, cq__wr_count_2d_f32, &t);
+    w->foff[0] = w->boff[0] = 0;
+    for (int i = 0; i < w->nf; ++i) { w->foff[i + 1] += w->foff[i]; w->boff[i + 1] += w->boff[i]; }
+    if (!cq__world_lists(w)) return -2;
+    s.fnb = w->fnb; s.bnb = w->bnb;
+    cq__parallel_for_on(th, w->nf, 512, cq__wr_fill_2d_f32, &t);
+    cq__parallel_for_on(th, w->nf, 512, cq__wr_density_2d_f32, &t);
+    w->stats.divergence_iterations = cq__world_solve_2d_f32(w, &s, 0, &w->stats.divergence_error);
+    cq__parallel_for_on(th, w->nf, 512, cq__wr_visc_2d_f32, &t);
+    tmp = w->v; w->v = w->vt; w->vt = tmp;
+    s.v = (float *)w->v; s.vt = (float *)w->vt;
+    w->stats.density_iterations = cq__world_solve_2d_f32(w, &s, 1, &w->stats.density_error);
+    cq__parallel_for_on(th, w->nf, 1024, cq__wr_advect_2d_f32, &t);
+    return t.bad == INT_MAX ? -1 : t.bad;
+}
+static void cq__wr_density_2d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_density_2d_f64((const cq__sph_f64 *)t->s, i); }
+static void cq__wr_source_2d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_source_2d_f64((const cq__sph_f64 *)t->s, i, t->mode); }
+static void cq__wr_pressure_2d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_pressure_2d_f64((const cq__sph_f64 *)t->s, i); }
+static void cq__wr_bforce_2d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_boundary_force_2d_f64((const cq__sph_f64 *)t->s, i); }
+static void cq__wr_visc_2d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_viscosity_2d_f64((const cq__sph_f64 *)t->s, i, (const double *)t->grav); }
+static void cq__wr_count_2d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_neighbours_2d_f64((const cq__sph_f64 *)t->s, i, 1); }
+static void cq__wr_fill_2d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_neighbours_2d_f64((const cq__sph_f64 *)t->s, i, 0); }
+static void cq__wr_volume_2d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_volume_2d_f64((const cq__sph_f64 *)t->s, i); }
+static void cq__wr_advect_2d_f64(void *c, int b, int e)
+{
+    cq__wtask *t = (cq__wtask *)c;
+    for (int i = b; i < e; ++i)
+        if (cq__sph_advect_2d_f64((const cq__sph_f64 *)t->s, i) != CQ__OK) { cq__atomic_min_int(&t->bad, i); break; }
+}
+
+static cq__sph_f64 cq__world_sph_2d_f64(const cq_world *w)
+{
+    cq__sph_f64 s;
+    const double h = 4 * w->desc.particle_radius, sp = 2 * w->desc.particle_radius;
+    memset(&s, 0, sizeof s);
+    s.h = (double)h; s.h2 = (double)(h * h); s.inv_h = (double)(1 / h);
+    s.sigma = (double)(40.0 / (7.0 * 3.14159265358979323846 * h * h));
+    s.gsigma = (double)(6 * 40.0 / (7.0 * 3.14159265358979323846 * h * h) / h);
+    s.m = (double)(w->desc.rest_density * sp * sp);
+    s.rho0 = (double)w->desc.rest_density; s.dt = (double)w->desc.dt;
+    s.visc = (double)(w->desc.viscosity > 0 ? w->desc.viscosity : 0);
+    for (int a = 0; a < 3; ++a) {
+        s.lo[a] = (double)w->desc.domain_lo[a]; s.hi[a] = (double)w->desc.domain_hi[a];
+        s.glo[a] = (double)w->glo[a]; s.nc[a] = w->ncell[a];
+    }
+    s.nf = w->nf; s.nb = w->nb;
+    s.x = (double *)w->x; s.v = (double *)w->v; s.vt = (double *)w->vt;
+    s.rho = (double *)w->rho; s.khat = (double *)w->khat; s.g = (double *)w->g; s.kappa = (double *)w->kappa; s.err = (double *)w->err;
+    s.fstart = w->fstart; s.forder = w->forder; s.bstart = w->bstart; s.border = w->border;
+    s.foff = w->foff; s.boff = w->boff; s.fnb = w->fnb; s.bnb = w->bnb;
+    s.xb = (double *)w->xb; s.vb = (double *)w->vb; s.Vb = (double *)w->Vb; s.bobj = w->bobj;
+    s.Fb = (double *)w->Fb; s.Gb = (double *)w->Gb;
+    return s;
+}
+
+static void cq__world_sort_2d_f64(cq_world *w, const double *x, int n, int *start, int *order)
+{
+    for (int i = 0; i < n; ++i) {
+        int cell = 0, mul = 1;
+        for (int a = 0; a < 2; ++a) {
+            int c = (int)floor((x[(long)i * 2 + a] - (double)w->glo[a]) * (double)(1 / (4 * w->desc.particle_radius)));
+            c = c < 0 ? 0 : (c >= w->ncell[a] ? w->ncell[a] - 1 : c);
+            cell += c * mul; mul *= w->ncell[a];
+        }
+        w->keys[i] = cell;
+    }
+    cq__counting_sort(n, w->keys, w->ncells, start, order);
+}
+
+/* the boundary volumes (once, at the first step: rigid motion keeps them) */
+static void cq__world_volumes_2d_f64(cq_world *w)
+{
+    cq__sph_f64 s;
+    cq__wtask t;
+    cq__world_sort_2d_f64(w, (double *)w->xb, w->nb, w->bstart, w->border);
+    s = cq__world_sph_2d_f64(w);
+    t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = NULL;
+    cq__parallel_for_on(&w->desc.threads, w->nb, 256, cq__wr_volume_2d_f64, &t);
+}
+
+static double cq__world_err_2d_f64(const cq_world *w)
+{
+    const double *e = (const double *)w->err;
+    double sum = 0;
+    for (int i = 0; i < w->nf; ++i) sum += (double)e[i];   /* in particle order: deterministic */
+    return w->nf ? sum / w->nf / w->desc.rest_density : 0;
+}
+
+/* one solver: mode 0 divergence, 1 density; returns the iterations */
+static int cq__world_solve_2d_f64(cq_world *w, cq__sph_f64 *s, int mode, double *err_out)
+{
+    const cq_threads *th = &w->desc.threads;
+    const double eta = mode ? w->desc.max_density_error : w->desc.max_divergence_error;
+    const int min_it = mode ? w->desc.min_iterations : 1;
+    cq__wtask t;
+    int it = 0;
+    double err = 0;
+    t.s = s; t.mode = mode; t.bad = INT_MAX; t.grav = NULL;
+    if (w->nf == 0) { *err_out = 0; return 0; }
+    while (it < w->desc.max_iterations) {
+        cq__parallel_for_on(th, w->nf, 512, cq__wr_source_2d_f64, &t);
+        err = cq__world_err_2d_f64(w);
+        if (it >= min_it && err <= eta) break;
+        cq__parallel_for_on(th, w->nb, 256, cq__wr_bforce_2d_f64, &t);
+        cq__parallel_for_on(th, w->nf, 512, cq__wr_pressure_2d_f64, &t);
+        ++it;
+    }
+    *err_out = err;
+    return it;
+}
+
+/* returns -1, the lowest fluid particle that became non-finite, or -2 (out of memory) */
+static int cq__world_fluid_step_2d_f64(cq_world *w)
+{
+    const cq_threads *th = &w->desc.threads;
+    cq__sph_f64 s;
+    cq__wtask t;
+    double grav[3];
+    void *tmp;
+    for (int a = 0; a < 3; ++a) grav[a] = (double)w->desc.gravity[a];
+    cq__world_sort_2d_f64(w, (double *)w->x, w->nf, w->fstart, w->forder);
+    cq__world_sort_2d_f64(w, (double *)w->xb, w->nb, w->bstart, w->border);
+    memset(w->Fb, 0, (size_t)w->nb * 2 * w->tsize);
+    memset(w->Gb, 0, (size_t)w->nb * 4 * w->tsize);
+    s = cq__world_sph_2d_f64(w);
+    t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = grav;
+    cq__parallel_for_on(th, w->nf, 512, cq__wr_count_2d_f64, &t);
+    w->foff[0] = w->boff[0] = 0;
+    for (int i = 0; i < w->nf; ++i) { w->foff[i + 1] += w->foff[i]; w->boff[i + 1] += w->boff[i]; }
+    if (!cq__world_lists(w)) return -2;
+    s.fnb = w->fnb; s.bnb = w->bnb;
+    cq__parallel_for_on(th, w->nf, 512, cq__wr_fill_2d_f64, &t);
+    cq__parallel_for_on(th, w->nf, 512, cq__wr_density_2d_f64, &t);
+    w->stats.divergence_iterations = cq__world_solve_2d_f64(w, &s, 0, &w->stats.divergence_error);
+    cq__parallel_for_on(th, w->nf, 512, cq__wr_visc_2d_f64, &t);
+    tmp = w->v; w->v = w->vt; w->vt = tmp;
+    s.v = (double *)w->v; s.vt = (double *)w->vt;
+    w->stats.density_iterations = cq__world_solve_2d_f64(w, &s, 1, &w->stats.density_error);
+    cq__parallel_for_on(th, w->nf, 1024, cq__wr_advect_2d_f64, &t);
+    return t.bad == INT_MAX ? -1 : t.bad;
+}
+static void cq__wr_density_3d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_density_3d_f32((const cq__sph_f32 *)t->s, i); }
+static void cq__wr_source_3d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_source_3d_f32((const cq__sph_f32 *)t->s, i, t->mode); }
+static void cq__wr_pressure_3d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_pressure_3d_f32((const cq__sph_f32 *)t->s, i); }
+static void cq__wr_bforce_3d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_boundary_force_3d_f32((const cq__sph_f32 *)t->s, i); }
+static void cq__wr_visc_3d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_viscosity_3d_f32((const cq__sph_f32 *)t->s, i, (const float *)t->grav); }
+static void cq__wr_count_3d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_neighbours_3d_f32((const cq__sph_f32 *)t->s, i, 1); }
+static void cq__wr_fill_3d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_neighbours_3d_f32((const cq__sph_f32 *)t->s, i, 0); }
+static void cq__wr_volume_3d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_volume_3d_f32((const cq__sph_f32 *)t->s, i); }
+static void cq__wr_advect_3d_f32(void *c, int b, int e)
+{
+    cq__wtask *t = (cq__wtask *)c;
+    for (int i = b; i < e; ++i)
+        if (cq__sph_advect_3d_f32((const cq__sph_f32 *)t->s, i) != CQ__OK) { cq__atomic_min_int(&t->bad, i); break; }
+}
+
+static cq__sph_f32 cq__world_sph_3d_f32(const cq_world *w)
+{
+    cq__sph_f32 s;
+    const double h = 4 * w->desc.particle_radius, sp = 2 * w->desc.particle_radius;
+    memset(&s, 0, sizeof s);
+    s.h = (float)h; s.h2 = (float)(h * h); s.inv_h = (float)(1 / h);
+    s.sigma = (float)(8.0 / (3.14159265358979323846 * h * h * h));
+    s.gsigma = (float)(6 * 8.0 / (3.14159265358979323846 * h * h * h) / h);
+    s.m = (float)(w->desc.rest_density * sp * sp * sp);
+    s.rho0 = (float)w->desc.rest_density; s.dt = (float)w->desc.dt;
+    s.visc = (float)(w->desc.viscosity > 0 ? w->desc.viscosity : 0);
+    for (int a = 0; a < 3; ++a) {
+        s.lo[a] = (float)w->desc.domain_lo[a]; s.hi[a] = (float)w->desc.domain_hi[a];
+        s.glo[a] = (float)w->glo[a]; s.nc[a] = w->ncell[a];
+    }
+    s.nf = w->nf; s.nb = w->nb;
+    s.x = (float *)w->x; s.v = (float *)w->v; s.vt = (float *)w->vt;
+    s.rho = (float *)w->rho; s.khat = (float *)w->khat; s.g = (float *)w->g; s.kappa = (float *)w->kappa; s.err = (float *)w->err;
+    s.fstart = w->fstart; s.forder = w->forder; s.bstart = w->bstart; s.border = w->border;
+    s.foff = w->foff; s.boff = w->boff; s.fnb = w->fnb; s.bnb = w->bnb;
+    s.xb = (float *)w->xb; s.vb = (float *)w->vb; s.Vb = (float *)w->Vb; s.bobj = w->bobj;
+    s.Fb = (float *)w->Fb; s.Gb = (float *)w->Gb;
+    return s;
+}
+
+static void cq__world_sort_3d_f32(cq_world *w, const float *x, int n, int *start, int *order)
+{
+    for (int i = 0; i < n; ++i) {
+        int cell = 0, mul = 1;
+        for (int a = 0; a < 3; ++a) {
+            int c = (int)floorf((x[(long)i * 3 + a] - (float)w->glo[a]) * (float)(1 / (4 * w->desc.particle_radius)));
+            c = c < 0 ? 0 : (c >= w->ncell[a] ? w->ncell[a] - 1 : c);
+            cell += c * mul; mul *= w->ncell[a];
+        }
+        w->keys[i] = cell;
+    }
+    cq__counting_sort(n, w->keys, w->ncells, start, order);
+}
+
+/* the boundary volumes (once, at the first step: rigid motion keeps them) */
+static void cq__world_volumes_3d_f32(cq_world *w)
+{
+    cq__sph_f32 s;
+    cq__wtask t;
+    cq__world_sort_3d_f32(w, (float *)w->xb, w->nb, w->bstart, w->border);
+    s = cq__world_sph_3d_f32(w);
+    t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = NULL;
+    cq__parallel_for_on(&w->desc.threads, w->nb, 256, cq__wr_volume_3d_f32, &t);
+}
+
+static double cq__world_err_3d_f32(const cq_world *w)
+{
+    const float *e = (const float *)w->err;
+    double sum = 0;
+    for (int i = 0; i < w->nf; ++i) sum += (double)e[i];   /* in particle order: deterministic */
+    return w->nf ? sum / w->nf / w->desc.rest_density : 0;
+}
+
+/* one solver: mode 0 divergence, 1 density; returns the iterations */
+static int cq__world_solve_3d_f32(cq_world *w, cq__sph_f32 *s, int mode, double *err_out)
+{
+    const cq_threads *th = &w->desc.threads;
+    const double eta = mode ? w->desc.max_density_error : w->desc.max_divergence_error;
+    const int min_it = mode ? w->desc.min_iterations : 1;
+    cq__wtask t;
+    int it = 0;
+    double err = 0;
+    t.s = s; t.mode = mode; t.bad = INT_MAX; t.grav = NULL;
+    if (w->nf == 0) { *err_out = 0; return 0; }
+    while (it < w->desc.max_iterations) {
+        cq__parallel_for_on(th, w->nf, 512, cq__wr_source_3d_f32, &t);
+        err = cq__world_err_3d_f32(w);
+        if (it >= min_it && err <= eta) break;
+        cq__parallel_for_on(th, w->nb, 256, cq__wr_bforce_3d_f32, &t);
+        cq__parallel_for_on(th, w->nf, 512, cq__wr_pressure_3d_f32, &t);
+        ++it;
+    }
+    *err_out = err;
+    return it;
+}
+
+/* returns -1, the lowest fluid particle that became non-finite, or -2 (out of memory) */
+static int cq__world_fluid_step_3d_f32(cq_world *w)
+{
+    const cq_threads *th = &w->desc.threads;
+    cq__sph_f32 s;
+    cq__wtask t;
+    float grav[3];
+    void *tmp;
+    for (int a = 0; a < 3; ++a) grav[a] = (float)w->desc.gravity[a];
+    cq__world_sort_3d_f32(w, (float *)w->x, w->nf, w->fstart, w->forder);
+    cq__world_sort_3d_f32(w, (float *)w->xb, w->nb, w->bstart, w->border);
+    memset(w->Fb, 0, (size_t)w->nb * 3 * w->tsize);
+    memset(w->Gb, 0, (size_t)w->nb * 9 * w->tsize);
+    s = cq__world_sph_3d_f32(w);
+    t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = grav;
+    cq__parallel_for_on(th, w->nf, 512, cq__wr_count_3d_f32, &t);
+    w->foff[0] = w->boff[0] = 0;
+    for (int i = 0; i < w->nf; ++i) { w->foff[i + 1] += w->foff[i]; w->boff[i + 1] += w->boff[i]; }
+    if (!cq__world_lists(w)) return -2;
+    s.fnb = w->fnb; s.bnb = w->bnb;
+    cq__parallel_for_on(th, w->nf, 512, cq__wr_fill_3d_f32, &t);
+    cq__parallel_for_on(th, w->nf, 512, cq__wr_density_3d_f32, &t);
+    w->stats.divergence_iterations = cq__world_solve_3d_f32(w, &s, 0, &w->stats.divergence_error);
+    cq__parallel_for_on(th, w->nf, 512, cq__wr_visc_3d_f32, &t);
+    tmp = w->v; w->v = w->vt; w->vt = tmp;
+    s.v = (float *)w->v; s.vt = (float *)w->vt;
+    w->stats.density_iterations = cq__world_solve_3d_f32(w, &s, 1, &w->stats.density_error);
+    cq__parallel_for_on(th, w->nf, 1024, cq__wr_advect_3d_f32, &t);
+    return t.bad == INT_MAX ? -1 : t.bad;
+}
+static void cq__wr_density_3d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_density_3d_f64((const cq__sph_f64 *)t->s, i); }
+static void cq__wr_source_3d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_source_3d_f64((const cq__sph_f64 *)t->s, i, t->mode); }
+static void cq__wr_pressure_3d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_pressure_3d_f64((const cq__sph_f64 *)t->s, i); }
+static void cq__wr_bforce_3d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_boundary_force_3d_f64((const cq__sph_f64 *)t->s, i); }
+static void cq__wr_visc_3d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_viscosity_3d_f64((const cq__sph_f64 *)t->s, i, (const double *)t->grav); }
+static void cq__wr_count_3d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_neighbours_3d_f64((const cq__sph_f64 *)t->s, i, 1); }
+static void cq__wr_fill_3d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_neighbours_3d_f64((const cq__sph_f64 *)t->s, i, 0); }
+static void cq__wr_volume_3d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_volume_3d_f64((const cq__sph_f64 *)t->s, i); }
+static void cq__wr_advect_3d_f64(void *c, int b, int e)
+{
+    cq__wtask *t = (cq__wtask *)c;
+    for (int i = b; i < e; ++i)
+        if (cq__sph_advect_3d_f64((const cq__sph_f64 *)t->s, i) != CQ__OK) { cq__atomic_min_int(&t->bad, i); break; }
+}
+
+static cq__sph_f64 cq__world_sph_3d_f64(const cq_world *w)
+{
+    cq__sph_f64 s;
+    const double h = 4 * w->desc.particle_radius, sp = 2 * w->desc.particle_radius;
+    memset(&s, 0, sizeof s);
+    s.h = (double)h; s.h2 = (double)(h * h); s.inv_h = (double)(1 / h);
+    s.sigma = (double)(8.0 / (3.14159265358979323846 * h * h * h));
+    s.gsigma = (double)(6 * 8.0 / (3.14159265358979323846 * h * h * h) / h);
+    s.m = (double)(w->desc.rest_density * sp * sp * sp);
+    s.rho0 = (double)w->desc.rest_density; s.dt = (double)w->desc.dt;
+    s.visc = (double)(w->desc.viscosity > 0 ? w->desc.viscosity : 0);
+    for (int a = 0; a < 3; ++a) {
+        s.lo[a] = (double)w->desc.domain_lo[a]; s.hi[a] = (double)w->desc.domain_hi[a];
+        s.glo[a] = (double)w->glo[a]; s.nc[a] = w->ncell[a];
+    }
+    s.nf = w->nf; s.nb = w->nb;
+    s.x = (double *)w->x; s.v = (double *)w->v; s.vt = (double *)w->vt;
+    s.rho = (double *)w->rho; s.khat = (double *)w->khat; s.g = (double *)w->g; s.kappa = (double *)w->kappa; s.err = (double *)w->err;
+    s.fstart = w->fstart; s.forder = w->forder; s.bstart = w->bstart; s.border = w->border;
+    s.foff = w->foff; s.boff = w->boff; s.fnb = w->fnb; s.bnb = w->bnb;
+    s.xb = (double *)w->xb; s.vb = (double *)w->vb; s.Vb = (double *)w->Vb; s.bobj = w->bobj;
+    s.Fb = (double *)w->Fb; s.Gb = (double *)w->Gb;
+    return s;
+}
+
+static void cq__world_sort_3d_f64(cq_world *w, const double *x, int n, int *start, int *order)
+{
+    for (int i = 0; i < n; ++i) {
+        int cell = 0, mul = 1;
+        for (int a = 0; a < 3; ++a) {
+            int c = (int)floor((x[(long)i * 3 + a] - (double)w->glo[a]) * (double)(1 / (4 * w->desc.particle_radius)));
+            c = c < 0 ? 0 : (c >= w->ncell[a] ? w->ncell[a] - 1 : c);
+            cell += c * mul; mul *= w->ncell[a];
+        }
+        w->keys[i] = cell;
+    }
+    cq__counting_sort(n, w->keys, w->ncells, start, order);
+}
+
+/* the boundary volumes (once, at the first step: rigid motion keeps them) */
+static void cq__world_volumes_3d_f64(cq_world *w)
+{
+    cq__sph_f64 s;
+    cq__wtask t;
+    cq__world_sort_3d_f64(w, (double *)w->xb, w->nb, w->bstart, w->border);
+    s = cq__world_sph_3d_f64(w);
+    t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = NULL;
+    cq__parallel_for_on(&w->desc.threads, w->nb, 256, cq__wr_volume_3d_f64, &t);
+}
+
+static double cq__world_err_3d_f64(const cq_world *w)
+{
+    const double *e = (const double *)w->err;
+    double sum = 0;
+    for (int i = 0; i < w->nf; ++i) sum += (double)e[i];   /* in particle order: deterministic */
+    return w->nf ? sum / w->nf / w->desc.rest_density : 0;
+}
+
+/* one solver: mode 0 divergence, 1 density; returns the iterations */
+static int cq__world_solve_3d_f64(cq_world *w, cq__sph_f64 *s, int mode, double *err_out)
+{
+    const cq_threads *th = &w->desc.threads;
+    const double eta = mode ? w->desc.max_density_error : w->desc.max_divergence_error;
+    const int min_it = mode ? w->desc.min_iterations : 1;
+    cq__wtask t;
+    int it = 0;
+    double err = 0;
+    t.s = s; t.mode = mode; t.bad = INT_MAX; t.grav = NULL;
+    if (w->nf == 0) { *err_out = 0; return 0; }
+    while (it < w->desc.max_iterations) {
+        cq__parallel_for_on(th, w->nf, 512, cq__wr_source_3d_f64, &t);
+        err = cq__world_err_3d_f64(w);
+        if (it >= min_it && err <= eta) break;
+        cq__parallel_for_on(th, w->nb, 256, cq__wr_bforce_3d_f64, &t);
+        cq__parallel_for_on(th, w->nf, 512, cq__wr_pressure_3d_f64, &t);
+        ++it;
+    }
+    *err_out = err;
+    return it;
+}
+
+/* returns -1, the lowest fluid particle that became non-finite, or -2 (out of memory) */
+static int cq__world_fluid_step_3d_f64(cq_world *w)
+{
+    const cq_threads *th = &w->desc.threads;
+    cq__sph_f64 s;
+    cq__wtask t;
+    double grav[3];
+    void *tmp;
+    for (int a = 0; a < 3; ++a) grav[a] = (double)w->desc.gravity[a];
+    cq__world_sort_3d_f64(w, (double *)w->x, w->nf, w->fstart, w->forder);
+    cq__world_sort_3d_f64(w, (double *)w->xb, w->nb, w->bstart, w->border);
+    memset(w->Fb, 0, (size_t)w->nb * 3 * w->tsize);
+    memset(w->Gb, 0, (size_t)w->nb * 9 * w->tsize);
+    s = cq__world_sph_3d_f64(w);
+    t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = grav;
+    cq__parallel_for_on(th, w->nf, 512, cq__wr_count_3d_f64, &t);
+    w->foff[0] = w->boff[0] = 0;
+    for (int i = 0; i < w->nf; ++i) { w->foff[i + 1] += w->foff[i]; w->boff[i + 1] += w->boff[i]; }
+    if (!cq__world_lists(w)) return -2;
+    s.fnb = w->fnb; s.bnb = w->bnb;
+    cq__parallel_for_on(th, w->nf, 512, cq__wr_fill_3d_f64, &t);
+    cq__parallel_for_on(th, w->nf, 512, cq__wr_density_3d_f64, &t);
+    w->stats.divergence_iterations = cq__world_solve_3d_f64(w, &s, 0, &w->stats.divergence_error);
+    cq__parallel_for_on(th, w->nf, 512, cq__wr_visc_3d_f64, &t);
+    tmp = w->v; w->v = w->vt; w->vt = tmp;
+    s.v = (double *)w->v; s.vt = (double *)w->vt;
+    w->stats.density_iterations = cq__world_solve_3d_f64(w, &s, 1, &w->stats.density_error);
+    cq__parallel_for_on(th, w->nf, 1024, cq__wr_advect_3d_f64, &t);
+    return t.bad == INT_MAX ? -1 : t.bad;
+}
+
+static void cq__world_volumes(cq_world *w)
+{
+    if (w->dim == 2 && w->tsize == sizeof(float)) cq__world_volumes_2d_f32(w);
+    if (w->dim == 2 && w->tsize == sizeof(double)) cq__world_volumes_2d_f64(w);
+    if (w->dim == 3 && w->tsize == sizeof(float)) cq__world_volumes_3d_f32(w);
+    if (w->dim == 3 && w->tsize == sizeof(double)) cq__world_volumes_3d_f64(w);
+}
+static int cq__world_fluid_step(cq_world *w)
+{
+    if (w->dim == 2 && w->tsize == sizeof(float)) return cq__world_fluid_step_2d_f32(w);
+    if (w->dim == 2 && w->tsize == sizeof(double)) return cq__world_fluid_step_2d_f64(w);
+    if (w->dim == 3 && w->tsize == sizeof(float)) return cq__world_fluid_step_3d_f32(w);
+    if (w->dim == 3 && w->tsize == sizeof(double)) return cq__world_fluid_step_3d_f64(w);
+    return -1;
+}
+
+/* ------------------------------------------------------------------ >>bodies */
+/* Surface samples of a box (the lattice points on its surface, spacing ~ sp) or a sphere (a
+   Fibonacci sphere / circle, ~ sp apart), in the body frame; out NULL: count only. */
+static int cq__sample_box(int dim, const double *half, double sp, double *out)
+{
+    int n[3] = {0, 0, 0}, count = 0;
+    for (int a = 0; a < 3; ++a) {
+        n[a] = a < dim ? (int)ceil(2 * half[a] / sp - 1e-9) : 0;
+        if (a < dim && n[a] < 1) n[a] = 1;
+    }
+    for (int k = 0; k <= n[2]; ++k)
+        for (int j = 0; j <= n[1]; ++j)
+            for (int i = 0; i <= n[0]; ++i) {
+                const int on = i == 0 || i == n[0] || j == 0 || j == n[1] || (dim == 3 && (k == 0 || k == n[2]));
+                if (!on) continue;
+                if (out) {
+                    out[count * 3 + 0] = -half[0] + 2 * half[0] * i / n[0];
+                    out[count * 3 + 1] = -half[1] + 2 * half[1] * j / n[1];
+                    out[count * 3 + 2] = dim == 3 ? -half[2] + 2 * half[2] * k / n[2] : 0;
+                }
+                ++count;
+            }
+    return count;
+}
+static int cq__sample_sphere(int dim, double R, double sp, double *out)
+{
+    const double pi = 3.14159265358979323846;
+    int n = dim == 3 ? (int)ceil(4 * pi * R * R / (sp * sp)) : (int)ceil(2 * pi * R / sp);
+    if (n < (dim == 3 ? 8 : 6)) n = dim == 3 ? 8 : 6;
+    if (out)
+        for (int i = 0; i < n; ++i) {
+            if (dim == 2) {
+                const double t = 2 * pi * i / n;
+                out[i * 3] = R * cos(t); out[i * 3 + 1] = R * sin(t); out[i * 3 + 2] = 0;
+            } else {   /* Fibonacci sphere */
+                const double z = 1 - (2 * i + 1.0) / n, rr = sqrt(1 - z * z), t = pi * (3 - sqrt(5.0)) * i;
+                out[i * 3] = R * rr * cos(t); out[i * 3 + 1] = R * rr * sin(t); out[i * 3 + 2] = R * z;
+            }
+        }
+    return n;
+}
+
+/* mass and inertia about the centre of mass (body frame); POINTS: each point is a voxel of
+   (2r)^dim, the points are shifted so that their centre of mass is the origin */
+static void cq__body_mass(int dim, cq__body *b, double density, double sp, double *pts, int count)
+{
+    double I[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+    const double pi = 3.14159265358979323846;
+    if (b->shape == CQ_SHAPE_BOX) {
+        const double *h = b->half;
+        if (dim == 3) {
+            b->mass = density * 8 * h[0] * h[1] * h[2];
+            I[0] = b->mass / 3 * (h[1] * h[1] + h[2] * h[2]);
+            I[4] = b->mass / 3 * (h[0] * h[0] + h[2] * h[2]);
+            I[8] = b->mass / 3 * (h[0] * h[0] + h[1] * h[1]);
+        } else {
+            b->mass = density * 4 * h[0] * h[1];
+            I[0] = I[4] = I[8] = b->mass / 3 * (h[0] * h[0] + h[1] * h[1]);
+        }
+    } else if (b->shape == CQ_SHAPE_SPHERE) {
+        const double R = b->radius;
+        if (dim == 3) { b->mass = density * 4.0 / 3.0 * pi * R * R * R; I[0] = I[4] = I[8] = 0.4 * b->mass * R * R; }
+        else { b->mass = density * pi * R * R; I[0] = I[4] = I[8] = 0.5 * b->mass * R * R; }
+    } else {
+        const double vox = dim == 3 ? sp * sp * sp : sp * sp, mp = density * vox;
+        double c[3] = {0, 0, 0};
+        for (int i = 0; i < count; ++i) for (int a = 0; a < 3; ++a) c[a] += pts[i * 3 + a] / count;
+        for (int i = 0; i < count; ++i) for (int a = 0; a < 3; ++a) pts[i * 3 + a] -= c[a];
+        b->mass = mp * count;
+        for (int i = 0; i < count; ++i) {
+            const double *p = pts + i * 3, r2 = p[0] * p[0] + p[1] * p[1] + p[2] * p[2];
+            for (int a = 0; a < 3; ++a)
+                for (int e = 0; e < 3; ++e) I[a * 3 + e] += mp * ((a == e ? r2 : 0) - p[a] * p[e]);
+            for (int a = 0; a < 3; ++a) I[a * 4] += mp * sp * sp / 6;   /* the voxel's own */
+        }
+        if (dim == 2) { for (int a = 0; a < 9; ++a) I[a] = 0; I[0] = I[4] = I[8] = 0; }
+        if (dim == 2) {
+            double izz = 0;
+            for (int i = 0; i < count; ++i) izz += mp * (pts[i * 3] * pts[i * 3] + pts[i * 3 + 1] * pts[i * 3 + 1] + sp * sp / 6);
+            I[0] = I[4] = I[8] = izz;
+        }
+    }
+    memcpy(b->I0, I, sizeof I);
+    {   /* inverse (symmetric positive definite 3x3) */
+        const double det = I[0] * (I[4] * I[8] - I[5] * I[7]) - I[1] * (I[3] * I[8] - I[5] * I[6]) + I[2] * (I[3] * I[7] - I[4] * I[6]);
+        double *v = b->I0inv;
+        v[0] = (I[4] * I[8] - I[5] * I[7]) / det; v[1] = (I[2] * I[7] - I[1] * I[8]) / det; v[2] = (I[1] * I[5] - I[2] * I[4]) / det;
+        v[3] = (I[5] * I[6] - I[3] * I[8]) / det; v[4] = (I[0] * I[8] - I[2] * I[6]) / det; v[5] = (I[2] * I[3] - I[0] * I[5]) / det;
+        v[6] = (I[3] * I[7] - I[4] * I[6]) / det; v[7] = (I[1] * I[6] - I[0] * I[7]) / det; v[8] = (I[0] * I[4] - I[1] * I[3]) / det;
+    }
+}
+
+/* the body's boundary particles in the world, from its state (values only) */
+static void cq__body_place(cq_world *w, const cq__body *b)
+{
+    cq__dual q[4], R[9];
+    for (int a = 0; a < 4; ++a) q[a] = cq__dc(b->s[3 + a]);
+    cq__dquat_mat(q, R);
+    for (int i = 0; i < b->count; ++i) {
+        const double *p = b->r0 + (long)i * 3;
+        double r[3], wr[3];
+        for (int a = 0; a < 3; ++a) r[a] = R[a * 3].v * p[0] + R[a * 3 + 1].v * p[1] + R[a * 3 + 2].v * p[2];
+        wr[0] = b->s[11] * r[2] - b->s[12] * r[1];
+        wr[1] = b->s[12] * r[0] - b->s[10] * r[2];
+        wr[2] = b->s[10] * r[1] - b->s[11] * r[0];
+        for (int a = 0; a < w->dim; ++a) {
+            cq__wset(w, w->xb, (long)(b->first + i) * w->dim + a, b->s[a] + r[a]);
+            cq__wset(w, w->vb, (long)(b->first + i) * w->dim + a, b->dynamic ? b->s[7 + a] + wr[a] : 0);
+        }
+    }
+}
+
+/* kernel value and W'(r)/r with its derivative in r, as duals of r (the contact model) */
+static void cq__wkernel_dual(const cq_world *w, cq__dual r, cq__dual *W, cq__dual *f)
+{
+    const double h = 4 * w->desc.particle_radius, pi = 3.14159265358979323846;
+    const double sig = w->dim == 3 ? 8.0 / (pi * h * h * h) : 40.0 / (7.0 * pi * h * h), gs = 6 * sig / h;
+    const double q = r.v / h;
+    double Wv = 0, dW = 0, fv = 0, df = 0;
+    if (q <= 0.5) {
+        Wv = sig * (6 * q * q * q - 6 * q * q + 1); dW = gs * q * (3 * q - 2);
+        fv = gs * (3 * q - 2) / h; df = gs * 3 / (h * h);
+    } else if (q < 1) {
+        Wv = sig * 2 * (1 - q) * (1 - q) * (1 - q); dW = -gs * (1 - q) * (1 - q);
+        fv = -gs * (1 - q) * (1 - q) / r.v; df = gs / (h * h) * (1 - q) * (1 + q) / (q * q);
+    }
+    W->v = Wv; W->d = dW * r.d;
+    f->v = fv; f->d = df * r.d;
+}
+
+/* the world frame offset r = R(q) r0 and velocity v + w x r of a body's particle, as duals */
+static void cq__body_point_dual(const cq__dual *S, const cq__dual *R, const double *r0, cq__dual *x, cq__dual *v, cq__dual *r)
+{
+    cq__dual p[3], wr[3];
+    for (int a = 0; a < 3; ++a) p[a] = cq__dc(r0[a]);
+    cq__dmatvec3(R, p, r);
+    cq__dcross3(S + 10, r, wr);
+    for (int a = 0; a < 3; ++a) { x[a] = cq__dadd(S[a], r[a]); v[a] = cq__dadd(S[7 + a], wr[a]); }
+}
+
+/* >>contact: the SPH penalty contact on one particle of body A (seed 004 eq 37, made smooth):
+   phi = sum_b V_b W(x - x_b) over the other objects' particles (walls, other bodies) measures
+   the overlap, n = -grad phi / |grad phi| the normal, v_rel = v - (sum V W v_b) / phi;
+     F = (k phi - c s(phi) v_rel.n) n - mu |k phi - c s(phi) v_rel.n| v_t / sqrt(|v_t|^2 + eps^2),
+   s(phi) = phi / (phi + 0.01), k and c per body (see the manual).  Adds to F, returns phi > 0. */
+static int cq__contact_dual(const cq_world *w, int A, const cq__dual *S, const cq__dual *Rs, const cq__dual *x, const cq__dual *v, cq__dual *F)
+{
+    const cq__body *bA = &w->body[A];
+    const double h = 4 * w->desc.particle_radius;
+    const double m_r = bA->mass / (bA->count > 0 ? bA->count : 1);
+    const double k = w->kc * 0.2 * h * m_r / (w->desc.dt * w->desc.dt), c = w->cc * 2 * sqrt(k / h * m_r);
+    const double eps_n = 1e-6 / h, eps_v = 1e-3 * h / w->desc.dt;
+    cq__dual phi = cq__dc(0), gphi[3], vo[3];
+    int c0[3] = {0, 0, 0}, any = 0;
+    for (int a = 0; a < 3; ++a) { gphi[a] = cq__dc(0); vo[a] = cq__dc(0); }
+    for (int a = 0; a < w->dim; ++a) {
+        int cc = (int)floor((x[a].v - w->glo[a]) / h);
+        c0[a] = cc < 0 ? 0 : (cc >= w->ncell[a] ? w->ncell[a] - 1 : cc);
+    }
+    for (int cz = w->dim == 3 ? c0[2] - 1 : 0; cz <= (w->dim == 3 ? c0[2] + 1 : 0); ++cz)
+        for (int cy = c0[1] - 1; cy <= c0[1] + 1; ++cy)
+            for (int cx = c0[0] - 1; cx <= c0[0] + 1; ++cx) {
+                int cell;
+                if (cz < 0 || cz >= w->ncell[2] || cy < 0 || cy >= w->ncell[1] || cx < 0 || cx >= w->ncell[0]) continue;
+                cell = cx + w->ncell[0] * (cy + w->ncell[1] * cz);
+                for (int kk = w->bstart[cell]; kk < w->bstart[cell + 1]; ++kk) {
+                    const int b = w->border[kk], ob = w->bobj[b];
+                    const int B = ob >= 0 ? ob : (ob <= -2 ? -2 - ob : -1);
+                    cq__dual xb[3], vb[3], d[3], r2, r, W, f;
+                    const double Vb = cq__wat(w, w->Vb, b);
+                    if (B == A) continue;
+                    if (B >= 0) {
+                        cq__dual rb[3];
+                        cq__body_point_dual(S + (long)B * CQ__BS, Rs + (long)B * 9, w->body[B].r0 + (long)w->bidx[b] * 3, xb, vb, rb);
+                        if (!w->body[B].dynamic) for (int a = 0; a < 3; ++a) vb[a] = cq__dc(0);
+                    } else
+                        for (int a = 0; a < 3; ++a) { xb[a] = cq__dc(w->wall[(long)b * 3 + a]); vb[a] = cq__dc(0); }
+                    for (int a = 0; a < 3; ++a) d[a] = cq__dsub(x[a], xb[a]);
+                    r2 = cq__ddot3(d, d);
+                    if (r2.v >= h * h) continue;
+                    r = cq__dsqrt(r2);
+                    cq__wkernel_dual(w, r, &W, &f);
+                    phi = cq__dadd(phi, cq__dscale(W, Vb));
+                    for (int a = 0; a < 3; ++a) {
+                        gphi[a] = cq__dadd(gphi[a], cq__dscale(cq__dmul(f, d[a]), Vb));
+                        vo[a] = cq__dadd(vo[a], cq__dscale(cq__dmul(W, vb[a]), Vb));
+                    }
+                    any = 1;
+                }
+            }
+    if (!any || !(phi.v > 0)) return 0;
+    {
+        cq__dual n[3], vrel[3], vt[3], vn, fn, nn, sphi, vtn, fr;
+        nn = cq__dsqrt(cq__dadd(cq__ddot3(gphi, gphi), cq__dc(eps_n * eps_n)));
+        for (int a = 0; a < 3; ++a) n[a] = cq__dscale(cq__ddiv(gphi[a], nn), -1);
+        for (int a = 0; a < 3; ++a) vrel[a] = cq__dsub(v[a], cq__ddiv(vo[a], phi));
+        vn = cq__ddot3(vrel, n);
+        for (int a = 0; a < 3; ++a) vt[a] = cq__dsub(vrel[a], cq__dmul(vn, n[a]));
+        sphi = cq__ddiv(phi, cq__dadd(phi, cq__dc(0.01)));
+        fn = cq__dsub(cq__dscale(phi, k), cq__dscale(cq__dmul(sphi, vn), c));
+        vtn = cq__dsqrt(cq__dadd(cq__ddot3(vt, vt), cq__dc(eps_v * eps_v)));
+        fr = cq__dscale(cq__ddiv(fn.v < 0 ? cq__dscale(fn, -1) : fn, vtn), -bA->friction);
+        for (int a = 0; a < 3; ++a) F[a] = cq__dadd(F[a], cq__dadd(cq__dmul(fn, n[a]), cq__dmul(fr, vt[a])));
+    }
+    return 1;
+}
+
+/* >>body_step: the semi-implicit step of dynamic body A (seed 004 eqs 1-4), in duals: the fluid
+   force (values F_b and the localized derivatives G_b = dF_b/dv_b of sph.j2), contact, gravity
+   and the control U give
+     v' = v + dt f / M,  x' = x + dt v',
+     w' = w + dt I^-1 (I w x w + tau)  with I = R(q) I0 R(q)^T,
+     q' = normalize(q + dt/2 [0, w'] (x) q);
+   in 2D f_z = tau_x = tau_y = 0 and w' stays along z.  Derivatives of everything (eqs 5-16)
+   follow from the dual arithmetic. */
+static void cq__body_step_dual(const cq_world *w, int A, const cq__dual *S, const cq__dual *Rs, const cq__dual *U, cq__dual *out)
+{
+    const cq__body *bA = &w->body[A];
+    const cq__dual *s = S + (long)A * CQ__BS, *R = Rs + (long)A * 9;
+    const int dim = w->dim;
+    const double dt = w->desc.dt;
+    cq__dual f[3], tau[3], I[9], Iinv[9], L[3], G[3], wn[3], qh[4], nq;
+    for (int a = 0; a < 3; ++a) { f[a] = cq__dc(0); tau[a] = cq__dc(0); }
+    for (int i = 0; i < bA->count; ++i) {
+        const long b = bA->first + i;
+        cq__dual x[3], v[3], r[3], Fi[3], t[3];
+        cq__body_point_dual(s, R, bA->r0 + (long)i * 3, x, v, r);
+        for (int a = 0; a < 3; ++a) Fi[a] = cq__dc(0);
+        for (int a = 0; a < dim; ++a) {
+            Fi[a].v = cq__wat(w, w->Fb, b * dim + a);
+            for (int e = 0; e < dim; ++e) Fi[a].d += cq__wat(w, w->Gb, (b * dim + a) * dim + e) * v[e].d;
+        }
+        cq__contact_dual(w, A, S, Rs, x, v, Fi);
+        cq__dcross3(r, Fi, t);
+        for (int a = 0; a < 3; ++a) { f[a] = cq__dadd(f[a], Fi[a]); tau[a] = cq__dadd(tau[a], t[a]); }
+    }
+    for (int a = 0; a < 3; ++a) {
+        f[a] = cq__dadd(cq__dadd(f[a], cq__dc(bA->mass * w->desc.gravity[a])), U[a]);
+        tau[a] = cq__dadd(tau[a], U[3 + a]);
+    }
+    if (dim == 2) { f[2] = cq__dc(0); tau[0] = cq__dc(0); tau[1] = cq__dc(0); }
+    for (int a = 0; a < 3; ++a) {
+        out[7 + a] = cq__dadd(s[7 + a], cq__dscale(f[a], dt / bA->mass));
+        out[a] = cq__dadd(s[a], cq__dscale(out[7 + a], dt));
+    }
+    cq__drot_tensor(R, bA->I0, I);
+    cq__drot_tensor(R, bA->I0inv, Iinv);
+    cq__dmatvec3(I, s + 10, L);
+    cq__dcross3(L, s + 10, G);
+    for (int a = 0; a < 3; ++a) G[a] = cq__dadd(G[a], tau[a]);
+    cq__dmatvec3(Iinv, G, wn);
+    for (int a = 0; a < 3; ++a) out[10 + a] = cq__dadd(s[10 + a], cq__dscale(wn[a], dt));
+    if (dim == 2) { out[10] = cq__dc(0); out[11] = cq__dc(0); }
+    {   /* q^ = q + dt/2 [0, w'] (x) q;  [0, w] (x) (q0, qv) = (-w.qv, q0 w + w x qv) */
+        cq__dual wq[3];
+        const cq__dual *wv = out + 10;
+        cq__dcross3(wv, s + 4, wq);
+        qh[0] = cq__dsub(s[3], cq__dscale(cq__ddot3(wv, s + 4), dt / 2));
+        for (int a = 0; a < 3; ++a) qh[1 + a] = cq__dadd(s[4 + a], cq__dscale(cq__dadd(cq__dmul(s[3], wv[a]), wq[a]), dt / 2));
+        nq = cq__dsqrt(cq__dadd(cq__dadd(cq__dmul(qh[0], qh[0]), cq__dmul(qh[1], qh[1])), cq__dadd(cq__dmul(qh[2], qh[2]), cq__dmul(qh[3], qh[3]))));
+        for (int a = 0; a < 4; ++a) out[3 + a] = cq__ddiv(qh[a], nq);
+    }
+}
+
+/* All bodies' step.  dir < 0: values only (new states into snew).  Else the derivative along
+   direction dir (state component dir of body dir/13 for dir < 13B, else control component of
+   body (dir-13B)/6) into col[13B] (values into snew as well). */
+static void cq__bodies_step(const cq_world *w, int dir, double *snew, double *col, cq__dual *S, cq__dual *Rs, cq__dual *U)
+{
+    const int B = w->nbody, ns = B * CQ__BS;
+    for (int j = 0; j < ns; ++j) { S[j] = cq__dc(w->body[j / CQ__BS].s[j % CQ__BS]); if (j == dir) S[j].d = 1; }
+    for (int A = 0; A < B; ++A) cq__dquat_mat(S + (long)A * CQ__BS + 3, Rs + (long)A * 9);
+    for (int A = 0; A < B; ++A) {
+        const cq__body *bA = &w->body[A];
+        cq__dual out[CQ__BS];
+        if (!bA->dynamic) {
+            for (int k = 0; k < CQ__BS; ++k) { snew[A * CQ__BS + k] = bA->s[k]; if (col) col[A * CQ__BS + k] = S[A * CQ__BS + k].d; }
+            continue;
+        }
+        for (int k = 0; k < 6; ++k) { U[k] = cq__dc(bA->ctrl[k]); if (dir == ns + A * 6 + k) U[k].d = 1; }
+        cq__body_step_dual(w, A, S, Rs, U, out);
+        for (int k = 0; k < CQ__BS; ++k) { snew[A * CQ__BS + k] = out[k].v; if (col) col[A * CQ__BS + k] = out[k].d; }
+    }
+}
+
+/* ------------------------------------------------------------------ >>world_api */
+#define CQ__WCHECK(w, fn) do { if (!(w)) { cq__create_fail(NULL, CQ_ERROR_INVALID_ARGUMENT, fn ": world is NULL"); return CQ_ERROR_INVALID_ARGUMENT; } } while (0)
+
+static cq_result cq__world_desc_check(const cq_world_desc *desc, cq_world_desc *out)
+{
+    cq_world_desc d = *desc;
+    double r;
+    if (d.dim != 2 && d.dim != 3)
+        return cq__wcreate_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_world_desc.dim = %d: must be 2 or 3", d.dim);
+    r = d.particle_radius;
+    if (!cq__finite(r) || !(r > 0))
+        return cq__wcreate_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_world_desc.particle_radius = %g: must be finite and > 0", r);
+    if (d.rest_density == 0) d.rest_density = 1000;
+    if (!cq__finite(d.rest_density) || !(d.rest_density > 0))
+        return cq__wcreate_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_world_desc.rest_density = %g: must be finite and > 0 (0 = 1000)", d.rest_density);
+    if (!cq__finite(d.viscosity))
+        return cq__wcreate_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_world_desc.viscosity is not finite");
+    if (d.viscosity == 0) d.viscosity = 0.001;
+    if (!cq__finite(d.dt) || !(d.dt > 0))
+        return cq__wcreate_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_world_desc.dt = %g: must be finite and > 0", d.dt);
+    for (int a = 0; a < 3; ++a) {
+        if (!cq__finite(d.gravity[a]))
+            return cq__wcreate_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_world_desc.gravity[%d] is not finite", a);
+        if (a == 2 && d.dim == 2) { d.gravity[2] = 0; d.domain_lo[2] = 0; d.domain_hi[2] = 0; continue; }
+        if (!cq__finite(d.domain_lo[a]) || !cq__finite(d.domain_hi[a]))
+            return cq__wcreate_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_world_desc.domain_lo/hi[%d] is not finite", a);
+        if (!(d.domain_hi[a] - d.domain_lo[a] >= 4 * r))
+            return cq__wcreate_fail(desc, CQ_ERROR_INVALID_ARGUMENT,
+                                   "cq_world_desc.domain_hi[%d] - domain_lo[%d] = %g: must be at least 4 particle radii (%g)",
+                                   a, a, d.domain_hi[a] - d.domain_lo[a], 4 * r);
+        if ((d.domain_hi[a] - d.domain_lo[a]) / (4 * r) > 1e6)
+            return cq__wcreate_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_world_desc.domain[%d]: %g kernel radii across is too many",
+                                   a, (d.domain_hi[a] - d.domain_lo[a]) / (4 * r));
+    }
+    {
+        double cells = 1;
+        for (int a = 0; a < d.dim; ++a) cells *= (d.domain_hi[a] - d.domain_lo[a] + 2 * r + 8 * r) / (4 * r) + 3;
+        if (cells > 1 << 28)
+            return cq__wcreate_fail(desc, CQ_ERROR_INVALID_ARGUMENT,
+                                   "cq_world_desc.domain: %.3g neighbour cells (domain / (4 particle_radius))^dim: at most 2^28", cells);
+    }
+    if (d.precision == CQ_PRECISION_DEFAULT) d.precision = CQ_PRECISION_F32;
+    if (d.precision != CQ_PRECISION_F32 && d.precision != CQ_PRECISION_F64)
+        return cq__wcreate_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_world_desc.precision = %d: unknown precision", (int)d.precision);
+    if ((int)d.backend < CQ_BACKEND_DEFAULT || (int)d.backend > CQ_BACKEND_CUDA)
+        return cq__wcreate_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_world_desc.backend = %d: unknown backend", (int)d.backend);
+    if (d.backend == CQ_BACKEND_CUDA)
+        return cq__wcreate_fail(desc, CQ_ERROR_BACKEND_UNAVAILABLE,
+                               "cq_world_desc.backend = CUDA: the fluid-rigid world runs on the CPU in this version (DEFAULT picks the CPU)");
+    if ((d.allocator.alloc == NULL) != (d.allocator.free == NULL))
+        return cq__wcreate_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_world_desc.allocator: set both alloc and free, or neither");
+    if (!d.allocator.alloc) { d.allocator.alloc = cq__default_alloc; d.allocator.free = cq__default_free; }
+    if (d.max_density_error == 0) d.max_density_error = 0.001;
+    if (d.max_divergence_error == 0) d.max_divergence_error = 0.001;
+    if (!cq__finite(d.max_density_error) || !(d.max_density_error > 0) || !cq__finite(d.max_divergence_error) || !(d.max_divergence_error > 0))
+        return cq__wcreate_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_world_desc.max_density_error = %g, max_divergence_error = %g: must be finite and >= 0 (0 = 0.001)",
+                               desc->max_density_error, desc->max_divergence_error);
+    if (d.max_iterations == 0) d.max_iterations = 100;
+    if (d.min_iterations == 0) d.min_iterations = 2;
+    if (d.max_iterations < 1 || d.max_iterations > 100000 || d.min_iterations < 1 || d.min_iterations > d.max_iterations)
+        return cq__wcreate_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_world_desc.min_iterations = %d, max_iterations = %d: need 1 <= min <= max <= 100000 (0 = 2 and 100)",
+                               desc->min_iterations, desc->max_iterations);
+    if (d.contact_stiffness == 0) d.contact_stiffness = 1;
+    if (d.contact_damping == 0) d.contact_damping = 1;
+    if (!cq__finite(d.contact_stiffness) || !(d.contact_stiffness > 0) || !cq__finite(d.contact_damping))
+        return cq__wcreate_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_world_desc.contact_stiffness = %g, contact_damping = %g: must be finite, stiffness > 0",
+                               desc->contact_stiffness, desc->contact_damping);
+    if (d.threads.workers < 0 || d.threads.workers > 4096)
+        return cq__wcreate_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_world_desc.threads.workers = %d: must be in [0, 4096]", d.threads.workers);
+    if (d.threads.workers > 0 && (!d.threads.enqueue || !d.threads.finish))
+        return cq__wcreate_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_world_desc.threads: workers = %d needs both enqueue and finish", d.threads.workers);
+    if (d.precision == CQ_PRECISION_F32) {
+        const double vals[4] = {d.dt, r, d.rest_density, d.rest_density * pow(2 * r, d.dim)};
+        const char *nm[4] = {"dt", "particle_radius", "rest_density", "particle mass rest_density (2 r)^dim"};
+        for (int i = 0; i < 4; ++i) {
+            const float f = (float)vals[i];
+            if (!cq__isfinite_f32(f) || !(f > 0))
+                return cq__wcreate_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_world_desc: %s = %g is out of float range (precision F32)", nm[i], vals[i]);
+        }
+    }
+    *out = d;
+    return CQ_SUCCESS;
+}
+
+cq_result cq_world_create(const cq_world_desc *desc, cq_world **out)
+{
+    cq_world_desc d;
+    cq_world *w;
+    cq_result rc;
+    if (!out) return cq__wcreate_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_world_create: out is NULL");
+    *out = NULL;
+    if (!desc) return cq__wcreate_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_world_create: desc is NULL");
+    rc = cq__world_desc_check(desc, &d);
+    if (rc != CQ_SUCCESS) return rc;
+    w = (cq_world *)d.allocator.alloc(sizeof(cq_world), d.allocator.user);
+    if (!w) return cq__wcreate_fail(desc, CQ_ERROR_OUT_OF_MEMORY, "cq_world_create: cannot allocate the world");
+    memset(w, 0, sizeof *w);
+    w->desc = d;
+    w->dim = d.dim;
+    w->tsize = d.precision == CQ_PRECISION_F32 ? sizeof(float) : sizeof(double);
+    w->track = -1;
+    w->kc = d.contact_stiffness;
+    w->cc = d.contact_damping > 0 ? d.contact_damping : 0;
+    {
+        const double r = d.particle_radius, h = 4 * r;
+        int cells = 1;
+        for (int a = 0; a < 3; ++a) {
+            if (a >= d.dim) { w->ncell[a] = 1; w->glo[a] = 0; continue; }
+            w->glo[a] = d.domain_lo[a] - r - h;
+            w->ncell[a] = (int)ceil((d.domain_hi[a] - d.domain_lo[a] + 2 * r + 2 * h) / h) + 1;
+            cells *= w->ncell[a];
+        }
+        w->ncells = cells;
+    }
+    cq__wlog(w, CQ_LOG_INFO, "cq_world_create: %dD, %s, CPU backend%s", d.dim, w->tsize == 4 ? "float" : "double",
+             d.backend == CQ_BACKEND_DEFAULT ? " (the world has no GPU backend yet)" : "");
+    *out = w;
+    return CQ_SUCCESS;
+}
+
+static void cq__world_free_prepared(cq_world *w)
+{
+    void **p[] = {&w->xprev, &w->vprev, &w->vt, &w->rho, &w->khat, &w->g, &w->kappa, &w->err,
+                  &w->xb, &w->vb, &w->Vb, &w->Fb, &w->Gb, (void **)&w->bobj, (void **)&w->bidx,
+                  (void **)&w->fstart, (void **)&w->forder, (void **)&w->bstart, (void **)&w->border,
+                  (void **)&w->keys, (void **)&w->wall, (void **)&w->foff, (void **)&w->boff, (void **)&w->fnb, (void **)&w->bnb};
+    for (size_t i = 0; i < sizeof p / sizeof p[0]; ++i) { cq__wfree_w(w, *p[i]); *p[i] = NULL; }
+    w->fnb_cap = w->bnb_cap = 0;
+    w->prepared = 0;
+}
+
+void cq_world_destroy(cq_world *w)
+{
+    if (!w) return;
+    cq__world_free_prepared(w);
+    for (int i = 0; i < w->nbody; ++i) cq__wfree_w(w, w->body[i].r0);
+    cq__wfree_w(w, w->body);
+    cq__wfree_w(w, w->x); cq__wfree_w(w, w->v); cq__wfree_w(w, w->x0); cq__wfree_w(w, w->v0);
+    cq__wfree_w(w, w->J); cq__wfree_w(w, w->hist);
+    w->desc.allocator.free(w, w->desc.allocator.user);
+}
+
+const char *cq_world_last_error(const cq_world *w) { return w ? w->error : cq__create_error; }
+int cq_world_fluid_count(const cq_world *w) { return w ? w->nf : 0; }
+int cq_world_body_count(const cq_world *w) { return w ? w->nbody : 0; }
+int cq_world_step_count(const cq_world *w) { return w ? w->steps : 0; }
+
+cq_result cq_world_add_fluid(cq_world *w, int count, const double *x, const double *v)
+{
+    void *nx, *nv, *nx0, *nv0;
+    size_t bytes;
+    const int d = w ? w->dim : 0;
+    CQ__WCHECK(w, "cq_world_add_fluid");
+    if (w->steps > 0)
+        return cq__wfail(w, CQ_ERROR_INVALID_STATE, "cq_world_add_fluid: the world is at step %d: fluid is added at step 0 (cq_world_reset first)", w->steps);
+    if (count < 0 || count > INT_MAX / 8 - w->nf)
+        return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_add_fluid: count = %d: must be in [0, %d]", count, INT_MAX / 8 - w->nf);
+    if (count == 0) return CQ_SUCCESS;
+    if (!x) return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_add_fluid: x is NULL (count = %d)", count);
+    for (int i = 0; i < count; ++i)
+        for (int a = 0; a < d; ++a) {
+            const double xi = x[(long)i * d + a];
+            if (!cq__finite(xi))
+                return cq__wfail(w, CQ_ERROR_NON_FINITE, "cq_world_add_fluid: x of particle %d (axis %d) is not finite", i, a);
+            if (xi < w->desc.domain_lo[a] || xi > w->desc.domain_hi[a])
+                return cq__wfail(w, CQ_ERROR_OUT_OF_DOMAIN, "cq_world_add_fluid: x of particle %d = %g (axis %d) is outside the domain [%g, %g]",
+                                 i, xi, a, w->desc.domain_lo[a], w->desc.domain_hi[a]);
+            if (v && (!cq__finite(v[(long)i * d + a]) || (w->tsize == 4 && !cq__isfinite_f32((float)v[(long)i * d + a]))))
+                return cq__wfail(w, CQ_ERROR_NON_FINITE, "cq_world_add_fluid: v of particle %d (axis %d) = %g is not finite%s", i, a,
+                                 v[(long)i * d + a], w->tsize == 4 ? " in float" : "");
+        }
+    bytes = (size_t)(w->nf + count) * (size_t)d * w->tsize;
+    nx = cq__walloc_w(w, bytes); nv = cq__walloc_w(w, bytes); nx0 = cq__walloc_w(w, bytes); nv0 = cq__walloc_w(w, bytes);
+    if (!nx || !nv || !nx0 || !nv0) {
+        cq__wfree_w(w, nx); cq__wfree_w(w, nv); cq__wfree_w(w, nx0); cq__wfree_w(w, nv0);
+        return cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "cq_world_add_fluid: cannot allocate %d particles", w->nf + count);
+    }
+    if (w->nf) {
+        memcpy(nx, w->x, (size_t)w->nf * (size_t)d * w->tsize); memcpy(nv, w->v, (size_t)w->nf * (size_t)d * w->tsize);
+    }
+    for (long i = 0; i < (long)count * d; ++i) {
+        cq__wset(w, nx, (long)w->nf * d + i, x[i]);
+        cq__wset(w, nv, (long)w->nf * d + i, v ? v[i] : 0);
+    }
+    memcpy(nx0, nx, bytes); memcpy(nv0, nv, bytes);
+    cq__wfree_w(w, w->x); cq__wfree_w(w, w->v); cq__wfree_w(w, w->x0); cq__wfree_w(w, w->v0);
+    w->x = nx; w->v = nv; w->x0 = nx0; w->v0 = nv0;
+    w->nf += count;
+    cq__world_free_prepared(w);
+    return CQ_SUCCESS;
+}
+
+static cq_result cq__body_check(cq_world *w, const cq_body_desc *b, int *count)
+{
+    const int d = w->dim;
+    const double sp = 2 * w->desc.particle_radius;
+    double qn = 0;
+    if (b->shape != CQ_SHAPE_BOX && b->shape != CQ_SHAPE_SPHERE && b->shape != CQ_SHAPE_POINTS)
+        return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_add_body: body %d: shape = %d: must be CQ_SHAPE_BOX, SPHERE or POINTS", w->nbody, (int)b->shape);
+    if (b->shape == CQ_SHAPE_BOX)
+        for (int a = 0; a < d; ++a)
+            if (!cq__finite(b->half_extents[a]) || !(b->half_extents[a] > 0) || b->half_extents[a] / sp > 1e5)
+                return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_add_body: body %d: half_extents[%d] = %g: must be finite, > 0 and < 1e5 particle spacings",
+                                 w->nbody, a, b->half_extents[a]);
+    if (b->shape == CQ_SHAPE_SPHERE && (!cq__finite(b->radius) || !(b->radius > 0) || b->radius / sp > 1e4))
+        return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_add_body: body %d: radius = %g: must be finite, > 0 and < 1e4 particle spacings", w->nbody, b->radius);
+    if (b->shape == CQ_SHAPE_POINTS) {
+        if (b->point_count <= 0 || b->point_count > (1 << 24) || !b->points)
+            return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_add_body: body %d: point_count = %d, points %s: need 1..2^24 points",
+                             w->nbody, b->point_count, b->points ? "given" : "NULL");
+        for (int i = 0; i < b->point_count; ++i)
+            for (int a = 0; a < d; ++a)
+                if (!cq__finite(b->points[(long)i * d + a]) || fabs(b->points[(long)i * d + a]) > 1e5 * sp)
+                    return cq__wfail(w, CQ_ERROR_NON_FINITE, "cq_world_add_body: body %d: points[%d] (axis %d) = %g: must be finite and within 1e5 spacings",
+                                     w->nbody, i, a, b->points[(long)i * d + a]);
+    }
+    if (!b->is_static && (!cq__finite(b->density) || !(b->density > 0)))
+        return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_add_body: body %d: density = %g: must be finite and > 0", w->nbody, b->density);
+    if (!cq__finite(b->friction) || b->friction < 0)
+        return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_add_body: body %d: friction = %g: must be finite and >= 0", w->nbody, b->friction);
+    for (int a = 0; a < 3; ++a) {
+        if (!cq__finite(b->x[a]) || !cq__finite(b->v[a]) || !cq__finite(b->w[a]))
+            return cq__wfail(w, CQ_ERROR_NON_FINITE, "cq_world_add_body: body %d: x, v or w[%d] is not finite", w->nbody, a);
+        if (a < d && (b->x[a] < w->desc.domain_lo[a] || b->x[a] > w->desc.domain_hi[a]))
+            return cq__wfail(w, CQ_ERROR_OUT_OF_DOMAIN, "cq_world_add_body: body %d: x[%d] = %g is outside the domain [%g, %g]",
+                             w->nbody, a, b->x[a], w->desc.domain_lo[a], w->desc.domain_hi[a]);
+    }
+    for (int a = 0; a < 4; ++a) {
+        if (!cq__finite(b->q[a])) return cq__wfail(w, CQ_ERROR_NON_FINITE, "cq_world_add_body: body %d: q[%d] is not finite", w->nbody, a);
+        qn += b->q[a] * b->q[a];
+    }
+    if (qn > 0 && !(qn > 1e-12 && qn < 1e12))
+        return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_add_body: body %d: |q|^2 = %g: give a unit quaternion (all 0 = identity)", w->nbody, qn);
+    if (d == 2 && (b->q[1] != 0 || b->q[2] != 0 || b->w[0] != 0 || b->w[1] != 0))
+        return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_add_body: body %d: 2D: q must be a rotation about z (q[1] = q[2] = 0) and w[0] = w[1] = 0", w->nbody);
+    if (b->shape == CQ_SHAPE_BOX) *count = cq__sample_box(d, b->half_extents, sp, NULL);
+    else if (b->shape == CQ_SHAPE_SPHERE) *count = cq__sample_sphere(d, b->radius, sp, NULL);
+    else *count = b->point_count;
+    if (*count > (1 << 24) || *count > INT_MAX / 16 - w->nb)
+        return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_add_body: body %d: %d surface particles: too many", w->nbody, *count);
+    return CQ_SUCCESS;
+}
+
+cq_result cq_world_add_body(cq_world *w, const cq_body_desc *b, int *id)
+{
+    int count = 0;
+    cq__body nb;
+    cq_result rc;
+    double qn = 0;
+    CQ__WCHECK(w, "cq_world_add_body");
+    if (!b) return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_add_body: body desc is NULL");
+    if (w->steps > 0)
+        return cq__wfail(w, CQ_ERROR_INVALID_STATE, "cq_world_add_body: the world is at step %d: bodies are added at step 0 (cq_world_reset first)", w->steps);
+    if (w->track >= 0)
+        return cq__wfail(w, CQ_ERROR_INVALID_STATE, "cq_world_add_body: a body is tracked: add bodies before cq_world_track");
+    if (w->nbody >= 1 << 20) return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_add_body: too many bodies (%d)", w->nbody);
+    rc = cq__body_check(w, b, &count);
+    if (rc != CQ_SUCCESS) return rc;
+    memset(&nb, 0, sizeof nb);
+    nb.shape = b->shape; nb.dynamic = !b->is_static; nb.friction = b->friction; nb.radius = b->radius;
+    for (int a = 0; a < 3; ++a) nb.half[a] = a < w->dim ? b->half_extents[a] : 0;
+    nb.count = count;
+    nb.r0 = (double *)cq__walloc_w(w, (size_t)count * 3 * sizeof(double));
+    if (!nb.r0) return cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "cq_world_add_body: body %d: cannot allocate %d particles", w->nbody, count);
+    if (b->shape == CQ_SHAPE_BOX) cq__sample_box(w->dim, nb.half, 2 * w->desc.particle_radius, nb.r0);
+    else if (b->shape == CQ_SHAPE_SPHERE) cq__sample_sphere(w->dim, b->radius, 2 * w->desc.particle_radius, nb.r0);
+    else for (int i = 0; i < count; ++i) for (int a = 0; a < 3; ++a) nb.r0[i * 3 + a] = a < w->dim ? b->points[(long)i * w->dim + a] : 0;
+    cq__body_mass(w->dim, &nb, b->is_static ? (b->density > 0 ? b->density : 1) : b->density, 2 * w->desc.particle_radius, nb.r0, count);
+    if (!(nb.mass > 0) || !cq__finite(nb.mass) || !cq__finite(nb.I0inv[0]) || !cq__finite(nb.I0inv[4]) || !cq__finite(nb.I0inv[8])) {
+        cq__wfree_w(w, nb.r0);
+        return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_add_body: body %d: its mass (%g) or inertia is degenerate", w->nbody, nb.mass);
+    }
+    for (int a = 0; a < 4; ++a) qn += b->q[a] * b->q[a];
+    for (int a = 0; a < 3; ++a) {
+        nb.s[a] = a < w->dim ? b->x[a] : 0;
+        nb.s[7 + a] = nb.dynamic && a < w->dim ? b->v[a] : 0;
+        nb.s[10 + a] = nb.dynamic && (w->dim == 3 || a == 2) ? b->w[a] : 0;
+    }
+    if (qn == 0) { nb.s[3] = 1; nb.s[4] = nb.s[5] = nb.s[6] = 0; }
+    else for (int a = 0; a < 4; ++a) nb.s[3 + a] = b->q[a] / sqrt(qn);
+    memcpy(nb.s0, nb.s, sizeof nb.s);
+    if (w->nbody == w->body_cap) {
+        const int cap = w->body_cap ? 2 * w->body_cap : 4;
+        cq__body *nbuf = (cq__body *)cq__walloc_w(w, (size_t)cap * sizeof(cq__body));
+        if (!nbuf) { cq__wfree_w(w, nb.r0); return cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "cq_world_add_body: cannot grow the body list"); }
+        if (w->nbody) memcpy(nbuf, w->body, (size_t)w->nbody * sizeof(cq__body));
+        cq__wfree_w(w, w->body);
+        w->body = nbuf; w->body_cap = cap;
+    }
+    w->body[w->nbody] = nb;
+    if (id) *id = w->nbody;
+    w->nbody++;
+    cq__world_free_prepared(w);
+    return CQ_SUCCESS;
+}
+
+/* the boundary particles (walls: the lattice points on the surfaces of the boxes [lo - r, hi + r]
+   and [lo - 3r, hi + 3r]),
+   the fluid's scratch arrays and the boundary volumes; at the first step after a change */
+static cq_result cq__world_prepare(cq_world *w)
+{
+    const int d = w->dim;
+    const double r = w->desc.particle_radius;
+    double half[3], centre[3];
+    int nwall, nb, ok = 1;
+    size_t T = w->tsize, nf = (size_t)(w->nf ? w->nf : 1);
+    if (w->prepared) return CQ_SUCCESS;
+    for (int a = 0; a < 3; ++a) {
+        half[a] = a < d ? (w->desc.domain_hi[a] - w->desc.domain_lo[a]) / 2 + r : 0;
+        centre[a] = a < d ? (w->desc.domain_hi[a] + w->desc.domain_lo[a]) / 2 : 0;
+    }
+    {   /* two layers, at r and 3r outside the box: one layer with Akinci's volumes overshoots
+           the density of the fluid next to it (by ~7% in 2D), two give the fluid's own sum */
+        double half2[3];
+        for (int a = 0; a < 3; ++a) half2[a] = a < d ? half[a] + 2 * r : 0;
+        nwall = cq__sample_box(d, half, 2 * r, NULL) + cq__sample_box(d, half2, 2 * r, NULL);
+    }
+    nb = nwall;
+    for (int i = 0; i < w->nbody; ++i) { w->body[i].first = nb; nb += w->body[i].count; }
+    w->nwall = nwall; w->nb = nb;
+    w->xprev = cq__walloc_w(w, nf * (size_t)d * T); w->vprev = cq__walloc_w(w, nf * (size_t)d * T); w->vt = cq__walloc_w(w, nf * (size_t)d * T);
+    w->rho = cq__walloc_w(w, nf * T); w->khat = cq__walloc_w(w, nf * T); w->g = cq__walloc_w(w, nf * (size_t)d * T);
+    w->kappa = cq__walloc_w(w, nf * T); w->err = cq__walloc_w(w, nf * T);
+    w->xb = cq__walloc_w(w, (size_t)nb * (size_t)d * T); w->vb = cq__walloc_w(w, (size_t)nb * (size_t)d * T); w->Vb = cq__walloc_w(w, (size_t)nb * T);
+    w->Fb = cq__walloc_w(w, (size_t)nb * (size_t)d * T); w->Gb = cq__walloc_w(w, (size_t)nb * (size_t)(d * d) * T);
+    w->bobj = (int *)cq__walloc_w(w, (size_t)nb * sizeof(int)); w->bidx = (int *)cq__walloc_w(w, (size_t)nb * sizeof(int));
+    w->fstart = (int *)cq__walloc_w(w, (size_t)(w->ncells + 1) * sizeof(int)); w->forder = (int *)cq__walloc_w(w, nf * sizeof(int));
+    w->bstart = (int *)cq__walloc_w(w, (size_t)(w->ncells + 1) * sizeof(int)); w->border = (int *)cq__walloc_w(w, (size_t)nb * sizeof(int));
+    w->keys = (int *)cq__walloc_w(w, (nf > (size_t)nb ? nf : (size_t)nb) * sizeof(int));
+    w->wall = (double *)cq__walloc_w(w, (size_t)nwall * 3 * sizeof(double));
+    w->foff = (int *)cq__walloc_w(w, (nf + 1) * sizeof(int)); w->boff = (int *)cq__walloc_w(w, (nf + 1) * sizeof(int));
+    {
+        void *all[] = {w->foff, w->boff, w->xprev, w->vprev, w->vt, w->rho, w->khat, w->g, w->kappa, w->err, w->xb, w->vb, w->Vb, w->Fb, w->Gb,
+                       w->bobj, w->bidx, w->fstart, w->forder, w->bstart, w->border, w->keys, w->wall};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) if (!all[i]) ok = 0;
+    }
+    if (!ok) {
+        cq__world_free_prepared(w);
+        return cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "cq_world_step: cannot allocate the solver's arrays (%d fluid, %d boundary particles)", w->nf, nb);
+    }
+    memset(w->kappa, 0, nf * T);
+    {
+        double half2[3];
+        for (int a = 0; a < 3; ++a) half2[a] = a < d ? half[a] + 2 * r : 0;
+        cq__sample_box(d, half2, 2 * r, w->wall + 3 * (size_t)cq__sample_box(d, half, 2 * r, w->wall));
+    }
+    for (int i = 0; i < nwall; ++i) {
+        for (int a = 0; a < 3; ++a) w->wall[i * 3 + a] += centre[a];
+        for (int a = 0; a < d; ++a) { cq__wset(w, w->xb, (long)i * d + a, w->wall[i * 3 + a]); cq__wset(w, w->vb, (long)i * d + a, 0); }
+        w->bobj[i] = CQ__BODY_WALL; w->bidx[i] = i;
+    }
+    for (int k = 0; k < w->nbody; ++k) {
+        const cq__body *b = &w->body[k];
+        for (int i = 0; i < b->count; ++i) { w->bobj[b->first + i] = b->dynamic ? k : -2 - k; w->bidx[b->first + i] = i; }
+        cq__body_place(w, b);
+    }
+    cq__world_volumes(w);
+    w->stats.boundary_particles = nb;
+    w->prepared = 1;
+    return CQ_SUCCESS;
+}
+
+cq_result cq_world_track(cq_world *w, int id)
+{
+    const int ns = w ? w->nbody * CQ__BS : 0;
+    double *J;
+    CQ__WCHECK(w, "cq_world_track");
+    if (w->steps > 0)
+        return cq__wfail(w, CQ_ERROR_INVALID_STATE, "cq_world_track: the world is at step %d: track before the first step (cq_world_reset first)", w->steps);
+    if (id < 0 || id >= w->nbody)
+        return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_track: id = %d: no such body (%d bodies)", id, w->nbody);
+    if (!w->body[id].dynamic)
+        return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_track: body %d is static", id);
+    J = (double *)cq__walloc_w(w, (size_t)ns * 6 * sizeof(double));
+    if (!J) return cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "cq_world_track: cannot allocate the Jacobian");
+    memset(J, 0, (size_t)ns * 6 * sizeof(double));
+    for (int k = 0; k < 3; ++k) { J[(id * CQ__BS + 7 + k) * 6 + k] = 1; J[(id * CQ__BS + 10 + k) * 6 + 3 + k] = 1; }
+    cq__wfree_w(w, w->J);
+    w->J = J; w->track = id;
+    w->hist_n = 0;
+    return CQ_SUCCESS;
+}
+
+/* step n of the bodies: values, and when tracked the step's linearisation (A_n, B_n) and J */
+static cq_result cq__world_bodies(cq_world *w, double *snew)
+{
+    const int B = w->nbody, ns = B * CQ__BS, nu = B * 6;
+    cq__dual *S, *Rs, U[6];
+    double *A = NULL;
+    size_t per = (size_t)ns * (size_t)(ns + nu);
+    S = (cq__dual *)cq__walloc_w(w, (size_t)ns * sizeof(cq__dual));
+    Rs = (cq__dual *)cq__walloc_w(w, (size_t)B * 9 * sizeof(cq__dual));
+    if (!S || !Rs) { cq__wfree_w(w, S); cq__wfree_w(w, Rs); return cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "cq_world_step: step %d: out of memory (bodies)", w->steps); }
+    if (w->track < 0) {
+        cq__bodies_step(w, -1, snew, NULL, S, Rs, U);
+    } else {
+        double *col, *Jn;
+        if (w->hist_n == w->hist_cap) {
+            const int cap = w->hist_cap ? 2 * w->hist_cap : 64;
+            double *h = (double *)cq__walloc_w(w, (size_t)cap * per * sizeof(double));
+            if (!h) { cq__wfree_w(w, S); cq__wfree_w(w, Rs); return cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "cq_world_step: step %d: cannot grow the gradient record (%d steps)", w->steps, cap); }
+            if (w->hist_n) memcpy(h, w->hist, (size_t)w->hist_n * per * sizeof(double));
+            cq__wfree_w(w, w->hist);
+            w->hist = h; w->hist_cap = cap;
+        }
+        A = w->hist + (size_t)w->hist_n * per;   /* [ns rows][ns + nu cols], row-major */
+        col = (double *)cq__walloc_w(w, (size_t)ns * sizeof(double));
+        Jn = (double *)cq__walloc_w(w, (size_t)ns * 6 * sizeof(double));
+        if (!col || !Jn) {
+            cq__wfree_w(w, col); cq__wfree_w(w, Jn); cq__wfree_w(w, S); cq__wfree_w(w, Rs);
+            return cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "cq_world_step: step %d: out of memory (gradients)", w->steps);
+        }
+        cq__bodies_step(w, -1, snew, NULL, S, Rs, U);
+        for (int dir = 0; dir < ns + nu; ++dir) {
+            const int owner = dir < ns ? dir / CQ__BS : (dir - ns) / 6;
+            if (!w->body[owner].dynamic) {
+                for (int r = 0; r < ns; ++r) A[(size_t)r * (size_t)(ns + nu) + (size_t)dir] = (dir < ns && r == dir) ? 1 : 0;
+                continue;
+            }
+            cq__bodies_step(w, dir, snew, col, S, Rs, U);
+            for (int r = 0; r < ns; ++r) A[(size_t)r * (size_t)(ns + nu) + (size_t)dir] = col[r];
+        }
+        for (int r = 0; r < ns; ++r)
+            for (int c = 0; c < 6; ++c) {
+                double acc = 0;
+                for (int k = 0; k < ns; ++k) acc += A[(size_t)r * (size_t)(ns + nu) + (size_t)k] * w->J[k * 6 + c];
+                Jn[r * 6 + c] = acc;
+            }
+        for (int i = 0; i < ns * 6; ++i)
+            if (!cq__finite(Jn[i])) {
+                const int body = i / 6 / CQ__BS;
+                cq__wfree_w(w, col); cq__wfree_w(w, Jn); cq__wfree_w(w, S); cq__wfree_w(w, Rs);
+                return cq__wfail(w, CQ_ERROR_NON_FINITE, "cq_world_step: step %d: the derivative of body %d's state (component %d) is not finite",
+                                 w->steps, body, i / 6 % CQ__BS);
+            }
+        memcpy(w->J, Jn, (size_t)ns * 6 * sizeof(double));
+        cq__wfree_w(w, col); cq__wfree_w(w, Jn);
+    }
+    cq__wfree_w(w, S); cq__wfree_w(w, Rs);
+    return CQ_SUCCESS;
+}
+
+cq_result cq_world_step(cq_world *w, int steps)
+{
+    const int d = w ? w->dim : 0;
+    CQ__WCHECK(w, "cq_world_step");
+    if (steps < 0) return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_step: steps = %d: must be >= 0", steps);
+    for (int n = 0; n < steps; ++n) {
+        const int ns = w->nbody * CQ__BS;
+        double *snew, *Jsave = NULL;
+        cq_result rc = cq__world_prepare(w);
+        int bad;
+        if (rc != CQ_SUCCESS) return rc;
+        snew = (double *)cq__walloc_w(w, (size_t)(ns ? ns : 1) * sizeof(double));
+        if (w->track >= 0) Jsave = (double *)cq__walloc_w(w, (size_t)ns * 6 * sizeof(double));
+        if (!snew || (w->track >= 0 && !Jsave)) {
+            cq__wfree_w(w, snew); cq__wfree_w(w, Jsave);
+            return cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "cq_world_step: step %d: out of memory", w->steps);
+        }
+        if (Jsave) memcpy(Jsave, w->J, (size_t)ns * 6 * sizeof(double));
+        memcpy(w->xprev, w->x, (size_t)w->nf * (size_t)d * w->tsize);
+        memcpy(w->vprev, w->v, (size_t)w->nf * (size_t)d * w->tsize);
+        for (int k = 0; k < w->nbody; ++k) cq__body_place(w, &w->body[k]);
+        bad = cq__world_fluid_step(w);
+        if (bad == -2) rc = cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "cq_world_step: step %d: cannot allocate the neighbour lists", w->steps);
+        if (bad >= 0) rc = cq__wfail(w, CQ_ERROR_NON_FINITE, "cq_world_step: step %d: fluid particle %d became non-finite (x or v)", w->steps, bad);
+        if (rc == CQ_SUCCESS) rc = cq__world_bodies(w, snew);
+        if (rc == CQ_SUCCESS)
+            for (int i = 0; i < ns; ++i)
+                if (!cq__finite(snew[i])) {
+                    static const char *nm[CQ__BS] = {"x", "x", "x", "q", "q", "q", "q", "v", "v", "v", "w", "w", "w"};
+                    rc = cq__wfail(w, CQ_ERROR_NON_FINITE, "cq_world_step: step %d: body %d's %s became non-finite", w->steps, i / CQ__BS, nm[i % CQ__BS]);
+                    break;
+                }
+        if (rc != CQ_SUCCESS) {   /* back to the last completed step */
+            memcpy(w->x, w->xprev, (size_t)w->nf * (size_t)d * w->tsize);
+            memcpy(w->v, w->vprev, (size_t)w->nf * (size_t)d * w->tsize);
+            if (Jsave) memcpy(w->J, Jsave, (size_t)ns * 6 * sizeof(double));
+            for (int k = 0; k < w->nbody; ++k) cq__body_place(w, &w->body[k]);
+            cq__wfree_w(w, snew); cq__wfree_w(w, Jsave);
+            return rc;
+        }
+        for (int i = 0; i < ns; ++i) w->body[i / CQ__BS].s[i % CQ__BS] = snew[i];
+        if (w->track >= 0) w->hist_n++;
+        w->steps++;
+        w->stats.steps = w->steps;
+        cq__wfree_w(w, snew); cq__wfree_w(w, Jsave);
+    }
+    return CQ_SUCCESS;
+}
+
+cq_result cq_world_reset(cq_world *w)
+{
+    CQ__WCHECK(w, "cq_world_reset");
+    if (w->nf) {
+        memcpy(w->x, w->x0, (size_t)w->nf * (size_t)w->dim * w->tsize);
+        memcpy(w->v, w->v0, (size_t)w->nf * (size_t)w->dim * w->tsize);
+    }
+    for (int k = 0; k < w->nbody; ++k) memcpy(w->body[k].s, w->body[k].s0, sizeof w->body[k].s);
+    if (w->track >= 0) {
+        const int id = w->track, ns = w->nbody * CQ__BS;
+        memset(w->J, 0, (size_t)ns * 6 * sizeof(double));
+        for (int k = 0; k < 3; ++k) { w->J[(id * CQ__BS + 7 + k) * 6 + k] = 1; w->J[(id * CQ__BS + 10 + k) * 6 + 3 + k] = 1; }
+    }
+    w->hist_n = 0;
+    w->steps = 0;
+    memset(&w->stats, 0, sizeof w->stats);
+    w->stats.boundary_particles = w->nb;
+    if (w->prepared && w->nf) memset(w->kappa, 0, (size_t)w->nf * w->tsize);
+    return CQ_SUCCESS;
+}
+
+cq_result cq_world_get_fluid(const cq_world *w, cq_field f, double *out)
+{
+    CQ__WCHECK(w, "cq_world_get_fluid");
+    if (f != CQ_FIELD_X && f != CQ_FIELD_V)
+        return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_get_fluid: field %d: the fluid has CQ_FIELD_X and CQ_FIELD_V", (int)f);
+    if (!out && w->nf) return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_get_fluid: out is NULL");
+    for (long i = 0; i < (long)w->nf * w->dim; ++i) out[i] = cq__wat(w, f == CQ_FIELD_X ? w->x : w->v, i);
+    return CQ_SUCCESS;
+}
+
+cq_result cq_world_get_body(const cq_world *w, int id, cq_body_state *out)
+{
+    CQ__WCHECK(w, "cq_world_get_body");
+    if (id < 0 || id >= w->nbody) return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_get_body: id = %d: no such body (%d bodies)", id, w->nbody);
+    if (!out) return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_get_body: out is NULL");
+    memcpy(out->x, w->body[id].s, 3 * sizeof(double));
+    memcpy(out->q, w->body[id].s + 3, 4 * sizeof(double));
+    memcpy(out->v, w->body[id].s + 7, 3 * sizeof(double));
+    memcpy(out->w, w->body[id].s + 10, 3 * sizeof(double));
+    return CQ_SUCCESS;
+}
+
+cq_result cq_world_body_mass(const cq_world *w, int id, double *mass, double inertia[9])
+{
+    CQ__WCHECK(w, "cq_world_body_mass");
+    if (id < 0 || id >= w->nbody) return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_body_mass: id = %d: no such body (%d bodies)", id, w->nbody);
+    if (mass) *mass = w->body[id].mass;
+    if (inertia) memcpy(inertia, w->body[id].I0, 9 * sizeof(double));
+    return CQ_SUCCESS;
+}
+
+cq_result cq_world_stats_get(const cq_world *w, cq_world_stats *out)
+{
+    CQ__WCHECK(w, "cq_world_stats_get");
+    if (!out) return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_stats_get: out is NULL");
+    *out = w->stats;
+    return CQ_SUCCESS;
+}
+
+cq_result cq_world_body_jacobian(const cq_world *w, int id, double *out)
+{
+    CQ__WCHECK(w, "cq_world_body_jacobian");
+    if (w->track < 0) return cq__wfail(w, CQ_ERROR_INVALID_STATE, "cq_world_body_jacobian: no body is tracked (cq_world_track before the first step)");
+    if (id < 0 || id >= w->nbody) return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_body_jacobian: id = %d: no such body (%d bodies)", id, w->nbody);
+    if (!out) return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_body_jacobian: out is NULL");
+    memcpy(out, w->J + (size_t)id * CQ__BS * 6, CQ__BS * 6 * sizeof(double));
+    return CQ_SUCCESS;
+}
+
+cq_result cq_world_set_control(cq_world *w, int id, const double force[3], const double torque[3])
+{
+    double c[6];
+    CQ__WCHECK(w, "cq_world_set_control");
+    if (id < 0 || id >= w->nbody) return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_set_control: id = %d: no such body (%d bodies)", id, w->nbody);
+    if (!w->body[id].dynamic) return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_set_control: body %d is static", id);
+    for (int a = 0; a < 3; ++a) { c[a] = force ? force[a] : 0; c[3 + a] = torque ? torque[a] : 0; }
+    for (int k = 0; k < 6; ++k)
+        if (!cq__finite(c[k]))
+            return cq__wfail(w, CQ_ERROR_NON_FINITE, "cq_world_set_control: body %d: %s[%d] is not finite", id, k < 3 ? "force" : "torque", k % 3);
+    if (w->dim == 2 && (c[2] != 0 || c[3] != 0 || c[4] != 0))
+        return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_set_control: body %d: 2D: force[2], torque[0] and torque[1] must be 0", id);
+    memcpy(w->body[id].ctrl, c, sizeof c);
+    return CQ_SUCCESS;
+}
+
+cq_result cq_world_control_grad(const cq_world *w, const double *dL_dstate, double *dL_dcontrol)
+{
+    int ns, nu;
+    double *lam, *nl;
+    CQ__WCHECK(w, "cq_world_control_grad");
+    if (w->track < 0) return cq__wfail(w, CQ_ERROR_INVALID_STATE, "cq_world_control_grad: nothing recorded: call cq_world_track before the first step");
+    if (!dL_dstate || (!dL_dcontrol && w->steps > 0)) return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_control_grad: dL_dstate or dL_dcontrol is NULL");
+    ns = w->nbody * CQ__BS; nu = w->nbody * 6;
+    for (int i = 0; i < ns; ++i)
+        if (!cq__finite(dL_dstate[i]))
+            return cq__wfail(w, CQ_ERROR_NON_FINITE, "cq_world_control_grad: dL_dstate of body %d (component %d) is not finite", i / CQ__BS, i % CQ__BS);
+    lam = (double *)cq__walloc_w(w, (size_t)ns * sizeof(double));
+    nl = (double *)cq__walloc_w(w, (size_t)ns * sizeof(double));
+    if (!lam || !nl) { cq__wfree_w(w, lam); cq__wfree_w(w, nl); return cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "cq_world_control_grad: out of memory"); }
+    memcpy(lam, dL_dstate, (size_t)ns * sizeof(double));
+    for (int n = w->hist_n - 1; n >= 0; --n) {
+        const double *A = w->hist + (size_t)n * (size_t)ns * (size_t)(ns + nu);
+        for (int c = 0; c < ns + nu; ++c) {
+            double acc = 0;
+            for (int r = 0; r < ns; ++r) acc += lam[r] * A[(size_t)r * (size_t)(ns + nu) + (size_t)c];
+            if (c < ns) nl[c] = acc;
+            else dL_dcontrol[(size_t)n * (size_t)nu + (size_t)(c - ns)] = acc;
+        }
+        memcpy(lam, nl, (size_t)ns * sizeof(double));
+    }
+    for (int i = 0; i < w->hist_n * nu; ++i)
+        if (!cq__finite(dL_dcontrol[i])) {
+            cq__wfree_w(w, lam); cq__wfree_w(w, nl);
+            return cq__wfail(w, CQ_ERROR_NON_FINITE, "cq_world_control_grad: dL/du of step %d, body %d is not finite", i / nu, i % nu / 6);
+        }
+    cq__wfree_w(w, lam); cq__wfree_w(w, nl);
     return CQ_SUCCESS;
 }
 /* ---- END GENERATED: host implementation ---- */

@@ -371,8 +371,9 @@ typedef struct cq_body_desc {
     int point_count; const double *points;   /* POINTS: samples in the body frame (point_count*dim);
                                        each stands for a voxel of (2r)^dim: mass, centre of mass
                                        and inertia come from them, and they are the body's
-                                       boundary particles (sample the surface densely, at ~2r,
-                                       and fill the inside if the mass should include it) */
+                                       boundary particles (sample the surface densely, at ~2r
+                                       and r inside it, as BOX and SPHERE are sampled, and fill
+                                       the inside if the mass should include it) */
     double density;                 /* kg/m^3 (mass and inertia from the shape); */
     int is_static;
     double x[3], q[4], v[3], w[3];  /* centre of mass, orientation (w, x, y, z; all 0 = identity),
@@ -4685,6 +4686,7 @@ CQ_HD void cq__cable_x_adj_3d_f64(int s, const int *seg, const double *x, const 
 #define CQ__BODY_WALL (-1)          /* bobj of the domain's walls; static body k: -2 - k */
 typedef struct cq__sph_f32 {
     float h, h2, sigma, gsigma, m, rho0, dt, visc;
+    float gamma_wall, gamma_body;   /* boundary volume scales (cq__lattice_gamma) */
     float lo[3], hi[3];             /* the fluid's box (the domain) */
     float glo[3], inv_h;            /* cell grid origin; cell size h */
     int nc[3], nf, nb;
@@ -4701,6 +4703,7 @@ typedef struct cq__sph_f32 {
 } cq__sph_f32;
 typedef struct cq__sph_f64 {
     double h, h2, sigma, gsigma, m, rho0, dt, visc;
+    double gamma_wall, gamma_body;   /* boundary volume scales (cq__lattice_gamma) */
     double lo[3], hi[3];             /* the fluid's box (the domain) */
     double glo[3], inv_h;            /* cell grid origin; cell size h */
     int nc[3], nf, nb;
@@ -4947,7 +4950,8 @@ CQ_HD void cq__sph_boundary_force_2d_f32(const cq__sph_f32 *s, int b)
 
 /* >>sph_viscosity: vt_i = v_i + dt (gravity + 2 (d+2) nu sum_j m/rho_j (v_ij . x_ij) /
    (|x_ij|^2 + 0.01 h^2) grad W_ij) (Monaghan's artificial viscosity as SPlisHSPlasH's standard
-   model; fluid-fluid only: the walls and bodies are free-slip) */
+   model), and the same against the walls' and static bodies' particles (rho0 V_b / rho_i in place
+   of m / rho_j: they drag the fluid); moving bodies are free-slip */
 CQ_HD void cq__sph_viscosity_2d_f32(const cq__sph_f32 *s, int i, const float *grav)
 {
     const float *xi = s->x + (long)i * 2, *vi = s->v + (long)i * 2;
@@ -4963,6 +4967,17 @@ for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
                         cq__sph_gradW_2d_f32(s, d, r2, gw);
                         CQ__UNROLL for (int a = 0; a < 2; ++a) vd += (vi[a] - s->v[(long)j * 2 + a]) * d[a];
                         vd *= s->m / s->rho[j] / (r2 + (float)0.01 * s->h2);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] += vd * gw[a];
+
+    }for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+        const int b = s->bnb[k_];
+                        float r2 = 0, vd = 0;
+                        if (s->bobj[b] >= 0) continue;   /* walls and static bodies only */
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->xb[(long)b * 2 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        cq__sph_gradW_2d_f32(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) vd += vi[a] * d[a];
+                        vd *= s->rho0 * s->Vb[b] / s->rho[i] / (r2 + (float)0.01 * s->h2);
                         CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] += vd * gw[a];
 
     }    }
@@ -4986,7 +5001,10 @@ CQ_HD int cq__sph_advect_2d_f32(const cq__sph_f32 *s, int i)
     return bad ? CQ__NONFINITE : CQ__OK;
 }
 
-/* >>sph_volume: Akinci's boundary volume V_b = 1 / sum_{b' of the same object} W_bb' */
+/* >>sph_volume: Akinci's boundary volume V_b = gamma / sum_{b' of the same object} W_bb', gamma
+   scaled so that a flat sampled surface (bodies: one layer; the walls: two) weighs in the fluid's
+   density as much as the fluid lattice it replaces (without it the fluid next to a flat
+   boundary is 7% (one layer, 2D) too dense at rest, and a dam break's toe shoots out) */
 CQ_HD void cq__sph_volume_2d_f32(const cq__sph_f32 *s, int b)
 {
     const float *xb = s->xb + (long)b * 2;
@@ -5016,7 +5034,7 @@ CQ_HD void cq__sph_volume_2d_f32(const cq__sph_f32 *s, int b)
                 }
             }
         }
-    }    s->Vb[b] = sum > 0 ? 1 / sum : 0;
+    }    s->Vb[b] = sum > 0 ? (s->bobj[b] == CQ__BODY_WALL ? s->gamma_wall : s->gamma_body) / sum : 0;
 }
 /* >>sph_neighbours: fluid particle i's neighbours within h, fluid and boundary, in cell order
    (so in the same order whatever the threads).  count: only their numbers, into foff[i + 1]
@@ -5249,7 +5267,8 @@ CQ_HD void cq__sph_boundary_force_2d_f64(const cq__sph_f64 *s, int b)
 
 /* >>sph_viscosity: vt_i = v_i + dt (gravity + 2 (d+2) nu sum_j m/rho_j (v_ij . x_ij) /
    (|x_ij|^2 + 0.01 h^2) grad W_ij) (Monaghan's artificial viscosity as SPlisHSPlasH's standard
-   model; fluid-fluid only: the walls and bodies are free-slip) */
+   model), and the same against the walls' and static bodies' particles (rho0 V_b / rho_i in place
+   of m / rho_j: they drag the fluid); moving bodies are free-slip */
 CQ_HD void cq__sph_viscosity_2d_f64(const cq__sph_f64 *s, int i, const double *grav)
 {
     const double *xi = s->x + (long)i * 2, *vi = s->v + (long)i * 2;
@@ -5265,6 +5284,17 @@ for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
                         cq__sph_gradW_2d_f64(s, d, r2, gw);
                         CQ__UNROLL for (int a = 0; a < 2; ++a) vd += (vi[a] - s->v[(long)j * 2 + a]) * d[a];
                         vd *= s->m / s->rho[j] / (r2 + (double)0.01 * s->h2);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] += vd * gw[a];
+
+    }for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+        const int b = s->bnb[k_];
+                        double r2 = 0, vd = 0;
+                        if (s->bobj[b] >= 0) continue;   /* walls and static bodies only */
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->xb[(long)b * 2 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        cq__sph_gradW_2d_f64(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) vd += vi[a] * d[a];
+                        vd *= s->rho0 * s->Vb[b] / s->rho[i] / (r2 + (double)0.01 * s->h2);
                         CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] += vd * gw[a];
 
     }    }
@@ -5288,7 +5318,10 @@ CQ_HD int cq__sph_advect_2d_f64(const cq__sph_f64 *s, int i)
     return bad ? CQ__NONFINITE : CQ__OK;
 }
 
-/* >>sph_volume: Akinci's boundary volume V_b = 1 / sum_{b' of the same object} W_bb' */
+/* >>sph_volume: Akinci's boundary volume V_b = gamma / sum_{b' of the same object} W_bb', gamma
+   scaled so that a flat sampled surface (bodies: one layer; the walls: two) weighs in the fluid's
+   density as much as the fluid lattice it replaces (without it the fluid next to a flat
+   boundary is 7% (one layer, 2D) too dense at rest, and a dam break's toe shoots out) */
 CQ_HD void cq__sph_volume_2d_f64(const cq__sph_f64 *s, int b)
 {
     const double *xb = s->xb + (long)b * 2;
@@ -5318,7 +5351,7 @@ CQ_HD void cq__sph_volume_2d_f64(const cq__sph_f64 *s, int b)
                 }
             }
         }
-    }    s->Vb[b] = sum > 0 ? 1 / sum : 0;
+    }    s->Vb[b] = sum > 0 ? (s->bobj[b] == CQ__BODY_WALL ? s->gamma_wall : s->gamma_body) / sum : 0;
 }
 /* >>sph_neighbours: fluid particle i's neighbours within h, fluid and boundary, in cell order
    (so in the same order whatever the threads).  count: only their numbers, into foff[i + 1]
@@ -5551,7 +5584,8 @@ CQ_HD void cq__sph_boundary_force_3d_f32(const cq__sph_f32 *s, int b)
 
 /* >>sph_viscosity: vt_i = v_i + dt (gravity + 2 (d+2) nu sum_j m/rho_j (v_ij . x_ij) /
    (|x_ij|^2 + 0.01 h^2) grad W_ij) (Monaghan's artificial viscosity as SPlisHSPlasH's standard
-   model; fluid-fluid only: the walls and bodies are free-slip) */
+   model), and the same against the walls' and static bodies' particles (rho0 V_b / rho_i in place
+   of m / rho_j: they drag the fluid); moving bodies are free-slip */
 CQ_HD void cq__sph_viscosity_3d_f32(const cq__sph_f32 *s, int i, const float *grav)
 {
     const float *xi = s->x + (long)i * 3, *vi = s->v + (long)i * 3;
@@ -5567,6 +5601,17 @@ for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
                         cq__sph_gradW_3d_f32(s, d, r2, gw);
                         CQ__UNROLL for (int a = 0; a < 3; ++a) vd += (vi[a] - s->v[(long)j * 3 + a]) * d[a];
                         vd *= s->m / s->rho[j] / (r2 + (float)0.01 * s->h2);
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) acc[a] += vd * gw[a];
+
+    }for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+        const int b = s->bnb[k_];
+                        float r2 = 0, vd = 0;
+                        if (s->bobj[b] >= 0) continue;   /* walls and static bodies only */
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->xb[(long)b * 3 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        cq__sph_gradW_3d_f32(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) vd += vi[a] * d[a];
+                        vd *= s->rho0 * s->Vb[b] / s->rho[i] / (r2 + (float)0.01 * s->h2);
                         CQ__UNROLL for (int a = 0; a < 3; ++a) acc[a] += vd * gw[a];
 
     }    }
@@ -5590,7 +5635,10 @@ CQ_HD int cq__sph_advect_3d_f32(const cq__sph_f32 *s, int i)
     return bad ? CQ__NONFINITE : CQ__OK;
 }
 
-/* >>sph_volume: Akinci's boundary volume V_b = 1 / sum_{b' of the same object} W_bb' */
+/* >>sph_volume: Akinci's boundary volume V_b = gamma / sum_{b' of the same object} W_bb', gamma
+   scaled so that a flat sampled surface (bodies: one layer; the walls: two) weighs in the fluid's
+   density as much as the fluid lattice it replaces (without it the fluid next to a flat
+   boundary is 7% (one layer, 2D) too dense at rest, and a dam break's toe shoots out) */
 CQ_HD void cq__sph_volume_3d_f32(const cq__sph_f32 *s, int b)
 {
     const float *xb = s->xb + (long)b * 3;
@@ -5620,7 +5668,7 @@ CQ_HD void cq__sph_volume_3d_f32(const cq__sph_f32 *s, int b)
                 }
             }
         }
-    }    s->Vb[b] = sum > 0 ? 1 / sum : 0;
+    }    s->Vb[b] = sum > 0 ? (s->bobj[b] == CQ__BODY_WALL ? s->gamma_wall : s->gamma_body) / sum : 0;
 }
 /* >>sph_neighbours: fluid particle i's neighbours within h, fluid and boundary, in cell order
    (so in the same order whatever the threads).  count: only their numbers, into foff[i + 1]
@@ -5853,7 +5901,8 @@ CQ_HD void cq__sph_boundary_force_3d_f64(const cq__sph_f64 *s, int b)
 
 /* >>sph_viscosity: vt_i = v_i + dt (gravity + 2 (d+2) nu sum_j m/rho_j (v_ij . x_ij) /
    (|x_ij|^2 + 0.01 h^2) grad W_ij) (Monaghan's artificial viscosity as SPlisHSPlasH's standard
-   model; fluid-fluid only: the walls and bodies are free-slip) */
+   model), and the same against the walls' and static bodies' particles (rho0 V_b / rho_i in place
+   of m / rho_j: they drag the fluid); moving bodies are free-slip */
 CQ_HD void cq__sph_viscosity_3d_f64(const cq__sph_f64 *s, int i, const double *grav)
 {
     const double *xi = s->x + (long)i * 3, *vi = s->v + (long)i * 3;
@@ -5869,6 +5918,17 @@ for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
                         cq__sph_gradW_3d_f64(s, d, r2, gw);
                         CQ__UNROLL for (int a = 0; a < 3; ++a) vd += (vi[a] - s->v[(long)j * 3 + a]) * d[a];
                         vd *= s->m / s->rho[j] / (r2 + (double)0.01 * s->h2);
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) acc[a] += vd * gw[a];
+
+    }for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+        const int b = s->bnb[k_];
+                        double r2 = 0, vd = 0;
+                        if (s->bobj[b] >= 0) continue;   /* walls and static bodies only */
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->xb[(long)b * 3 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        cq__sph_gradW_3d_f64(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) vd += vi[a] * d[a];
+                        vd *= s->rho0 * s->Vb[b] / s->rho[i] / (r2 + (double)0.01 * s->h2);
                         CQ__UNROLL for (int a = 0; a < 3; ++a) acc[a] += vd * gw[a];
 
     }    }
@@ -5892,7 +5952,10 @@ CQ_HD int cq__sph_advect_3d_f64(const cq__sph_f64 *s, int i)
     return bad ? CQ__NONFINITE : CQ__OK;
 }
 
-/* >>sph_volume: Akinci's boundary volume V_b = 1 / sum_{b' of the same object} W_bb' */
+/* >>sph_volume: Akinci's boundary volume V_b = gamma / sum_{b' of the same object} W_bb', gamma
+   scaled so that a flat sampled surface (bodies: one layer; the walls: two) weighs in the fluid's
+   density as much as the fluid lattice it replaces (without it the fluid next to a flat
+   boundary is 7% (one layer, 2D) too dense at rest, and a dam break's toe shoots out) */
 CQ_HD void cq__sph_volume_3d_f64(const cq__sph_f64 *s, int b)
 {
     const double *xb = s->xb + (long)b * 3;
@@ -5922,7 +5985,7 @@ CQ_HD void cq__sph_volume_3d_f64(const cq__sph_f64 *s, int b)
                 }
             }
         }
-    }    s->Vb[b] = sum > 0 ? 1 / sum : 0;
+    }    s->Vb[b] = sum > 0 ? (s->bobj[b] == CQ__BODY_WALL ? s->gamma_wall : s->gamma_body) / sum : 0;
 }
 /* ---- END GENERATED: SPH fluid (DFSPH) ---- */
 
@@ -10357,6 +10420,24 @@ static int cq__world_lists(cq_world *w)
     return 1;
 }
 
+/* The kernel sum over `layers` planes of the particle lattice (spacing 2r, support h = 4r) seen
+   from a point of the first plane, over the sum over the whole lattice: the boundary volume scale
+   of a flat surface sampled with that many layers (independent of r) */
+static double cq__lattice_gamma(int dim, int layers)
+{
+    double part = 0, full = 0;
+    for (int k = -2; k <= 2; ++k)
+        for (int j = -2; j <= 2; ++j)
+            for (int i = -2; i <= 2; ++i) {
+                const double q = sqrt((double)(i * i + j * j + (dim == 3 ? k * k : 0))) / 2;   /* |p| / h */
+                double W = q <= 0.5 ? 6 * q * q * q - 6 * q * q + 1 : q < 1 ? 2 * (1 - q) * (1 - q) * (1 - q) : 0;
+                if (dim == 2 && k != 0) continue;
+                full += W;
+                if (j <= 0 && j > -layers) part += W;   /* planes y = 0, -1, .. (spacing units) */
+            }
+    return part / full;
+}
+
 /* ------------------------------------------------------------------ >>world_fluid
    One step of the fluid (CPU drivers of sph.j2): sort by cell, densities and DFSPH factors,
    the divergence solver, viscosity and gravity, the density solver, advection.  The boundary
@@ -10389,6 +10470,7 @@ static cq__sph_f32 cq__world_sph_2d_f32(const cq_world *w)
     s.m = (float)(w->desc.rest_density * sp * sp);
     s.rho0 = (float)w->desc.rest_density; s.dt = (float)w->desc.dt;
     s.visc = (float)(w->desc.viscosity > 0 ? w->desc.viscosity : 0);
+    s.gamma_wall = (float)cq__lattice_gamma(2, 2); s.gamma_body = (float)cq__lattice_gamma(2, 1);
     for (int a = 0; a < 3; ++a) {
         s.lo[a] = (float)w->desc.domain_lo[a]; s.hi[a] = (float)w->desc.domain_hi[a];
         s.glo[a] = (float)w->glo[a]; s.nc[a] = w->ncell[a];
@@ -10515,6 +10597,7 @@ static cq__sph_f64 cq__world_sph_2d_f64(const cq_world *w)
     s.m = (double)(w->desc.rest_density * sp * sp);
     s.rho0 = (double)w->desc.rest_density; s.dt = (double)w->desc.dt;
     s.visc = (double)(w->desc.viscosity > 0 ? w->desc.viscosity : 0);
+    s.gamma_wall = (double)cq__lattice_gamma(2, 2); s.gamma_body = (double)cq__lattice_gamma(2, 1);
     for (int a = 0; a < 3; ++a) {
         s.lo[a] = (double)w->desc.domain_lo[a]; s.hi[a] = (double)w->desc.domain_hi[a];
         s.glo[a] = (double)w->glo[a]; s.nc[a] = w->ncell[a];
@@ -10641,6 +10724,7 @@ static cq__sph_f32 cq__world_sph_3d_f32(const cq_world *w)
     s.m = (float)(w->desc.rest_density * sp * sp * sp);
     s.rho0 = (float)w->desc.rest_density; s.dt = (float)w->desc.dt;
     s.visc = (float)(w->desc.viscosity > 0 ? w->desc.viscosity : 0);
+    s.gamma_wall = (float)cq__lattice_gamma(3, 2); s.gamma_body = (float)cq__lattice_gamma(3, 1);
     for (int a = 0; a < 3; ++a) {
         s.lo[a] = (float)w->desc.domain_lo[a]; s.hi[a] = (float)w->desc.domain_hi[a];
         s.glo[a] = (float)w->glo[a]; s.nc[a] = w->ncell[a];
@@ -10767,6 +10851,7 @@ static cq__sph_f64 cq__world_sph_3d_f64(const cq_world *w)
     s.m = (double)(w->desc.rest_density * sp * sp * sp);
     s.rho0 = (double)w->desc.rest_density; s.dt = (double)w->desc.dt;
     s.visc = (double)(w->desc.viscosity > 0 ? w->desc.viscosity : 0);
+    s.gamma_wall = (double)cq__lattice_gamma(3, 2); s.gamma_body = (double)cq__lattice_gamma(3, 1);
     for (int a = 0; a < 3; ++a) {
         s.lo[a] = (double)w->desc.domain_lo[a]; s.hi[a] = (double)w->desc.domain_hi[a];
         s.glo[a] = (double)w->glo[a]; s.nc[a] = w->ncell[a];
@@ -10959,20 +11044,24 @@ static void cq__body_mass(int dim, cq__body *b, double density, double sp, doubl
                 for (int e = 0; e < 3; ++e) I[a * 3 + e] += mp * ((a == e ? r2 : 0) - p[a] * p[e]);
             for (int a = 0; a < 3; ++a) I[a * 4] += mp * sp * sp / 6;   /* the voxel's own */
         }
-        if (dim == 2) { for (int a = 0; a < 9; ++a) I[a] = 0; I[0] = I[4] = I[8] = 0; }
-        if (dim == 2) {
+        if (dim == 2) {   /* only I_zz acts; isotropic so that w x (I w) = 0 */
             double izz = 0;
             for (int i = 0; i < count; ++i) izz += mp * (pts[i * 3] * pts[i * 3] + pts[i * 3 + 1] * pts[i * 3 + 1] + sp * sp / 6);
             I[0] = I[4] = I[8] = izz;
         }
     }
     memcpy(b->I0, I, sizeof I);
-    {   /* inverse (symmetric positive definite 3x3) */
+    {   /* inverse (symmetric positive definite 3x3), scaled to keep the determinant in range */
+        const double sc = (I[0] + I[4] + I[8]) / 3;
+        for (int a = 0; a < 9; ++a) I[a] /= sc;
+    }
+    {
         const double det = I[0] * (I[4] * I[8] - I[5] * I[7]) - I[1] * (I[3] * I[8] - I[5] * I[6]) + I[2] * (I[3] * I[7] - I[4] * I[6]);
         double *v = b->I0inv;
         v[0] = (I[4] * I[8] - I[5] * I[7]) / det; v[1] = (I[2] * I[7] - I[1] * I[8]) / det; v[2] = (I[1] * I[5] - I[2] * I[4]) / det;
         v[3] = (I[5] * I[6] - I[3] * I[8]) / det; v[4] = (I[0] * I[8] - I[2] * I[6]) / det; v[5] = (I[2] * I[3] - I[0] * I[5]) / det;
         v[6] = (I[3] * I[7] - I[4] * I[6]) / det; v[7] = (I[1] * I[6] - I[0] * I[7]) / det; v[8] = (I[0] * I[4] - I[1] * I[3]) / det;
+        for (int a = 0; a < 9; ++a) v[a] /= (b->I0[0] + b->I0[4] + b->I0[8]) / 3;
     }
 }
 
@@ -10996,10 +11085,11 @@ static void cq__body_place(cq_world *w, const cq__body *b)
     }
 }
 
-/* kernel value and W'(r)/r with its derivative in r, as duals of r (the contact model) */
-static void cq__wkernel_dual(const cq_world *w, cq__dual r, cq__dual *W, cq__dual *f)
+/* the cubic spline of support h: value and W'(r)/r with its derivative in r, as duals of r (the
+   contact model) */
+static void cq__wkernel_dual(const cq_world *w, double h, cq__dual r, cq__dual *W, cq__dual *f)
 {
-    const double h = 4 * w->desc.particle_radius, pi = 3.14159265358979323846;
+    const double pi = 3.14159265358979323846;
     const double sig = w->dim == 3 ? 8.0 / (pi * h * h * h) : 40.0 / (7.0 * pi * h * h), gs = 6 * sig / h;
     const double q = r.v / h;
     double Wv = 0, dW = 0, fv = 0, df = 0;
@@ -11025,22 +11115,23 @@ static void cq__body_point_dual(const cq__dual *S, const cq__dual *R, const doub
 }
 
 /* >>contact: the SPH penalty contact on one particle of body A (seed 004 eq 37, made smooth):
-   phi = sum_b V_b W(x - x_b) over the other objects' particles (walls, other bodies) measures
+   phi = sum_b V_b W(x - x_b) (the cubic spline of support 2r: bodies touch at the particle
+   spacing, where the fluid rests on them too) over the other objects' particles (walls, other bodies) measures
    the overlap, n = -grad phi / |grad phi| the normal, v_rel = v - (sum V W v_b) / phi;
      F = (k phi - c s(phi) v_rel.n) n - mu |k phi - c s(phi) v_rel.n| v_t / sqrt(|v_t|^2 + eps^2),
    s(phi) = phi / (phi + 0.01), k and c per body (see the manual).  Adds to F, returns phi > 0. */
 static int cq__contact_dual(const cq_world *w, int A, const cq__dual *S, const cq__dual *Rs, const cq__dual *x, const cq__dual *v, cq__dual *F)
 {
     const cq__body *bA = &w->body[A];
-    const double h = 4 * w->desc.particle_radius;
+    const double h = 2 * w->desc.particle_radius;   /* contact support: touching at the spacing */
     const double m_r = bA->mass / (bA->count > 0 ? bA->count : 1);
-    const double k = w->kc * 0.2 * h * m_r / (w->desc.dt * w->desc.dt), c = w->cc * 2 * sqrt(k / h * m_r);
+    const double k = w->kc * h * m_r / (w->desc.dt * w->desc.dt), c = w->cc * 2 * sqrt(k / h * m_r);
     const double eps_n = 1e-6 / h, eps_v = 1e-3 * h / w->desc.dt;
     cq__dual phi = cq__dc(0), gphi[3], vo[3];
     int c0[3] = {0, 0, 0}, any = 0;
     for (int a = 0; a < 3; ++a) { gphi[a] = cq__dc(0); vo[a] = cq__dc(0); }
     for (int a = 0; a < w->dim; ++a) {
-        int cc = (int)floor((x[a].v - w->glo[a]) / h);
+        int cc = (int)floor((x[a].v - w->glo[a]) / (4 * w->desc.particle_radius));
         c0[a] = cc < 0 ? 0 : (cc >= w->ncell[a] ? w->ncell[a] - 1 : cc);
     }
     for (int cz = w->dim == 3 ? c0[2] - 1 : 0; cz <= (w->dim == 3 ? c0[2] + 1 : 0); ++cz)
@@ -11065,7 +11156,7 @@ static int cq__contact_dual(const cq_world *w, int A, const cq__dual *S, const c
                     r2 = cq__ddot3(d, d);
                     if (r2.v >= h * h) continue;
                     r = cq__dsqrt(r2);
-                    cq__wkernel_dual(w, r, &W, &f);
+                    cq__wkernel_dual(w, h, r, &W, &f);
                     phi = cq__dadd(phi, cq__dscale(W, Vb));
                     for (int a = 0; a < 3; ++a) {
                         gphi[a] = cq__dadd(gphi[a], cq__dscale(cq__dmul(f, d[a]), Vb));
@@ -11361,6 +11452,18 @@ cq_result cq_world_add_fluid(cq_world *w, int count, const double *x, const doub
     return CQ_SUCCESS;
 }
 
+/* Boxes and spheres are sampled r inside their surface: the fluid keeps its particles' centres r
+   beyond the samples (at the spacing 2r), so its free boundary is the body's surface, and the
+   volume it displaces is the shape's (which gives the mass); thin parts keep at least half their
+   size.  n = 1: a radius. */
+static void cq__inset(int n, const double *half, double radius, double r, double *out)
+{
+    for (int a = 0; a < 3; ++a) {
+        const double h = n == 1 && a == 0 ? radius : (half && a < n ? half[a] : 0);
+        out[a] = h - r > 0.5 * h ? h - r : 0.5 * h;
+    }
+}
+
 static cq_result cq__body_check(cq_world *w, const cq_body_desc *b, int *count)
 {
     const int d = w->dim;
@@ -11404,8 +11507,15 @@ static cq_result cq__body_check(cq_world *w, const cq_body_desc *b, int *count)
         return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_add_body: body %d: |q|^2 = %g: give a unit quaternion (all 0 = identity)", w->nbody, qn);
     if (d == 2 && (b->q[1] != 0 || b->q[2] != 0 || b->w[0] != 0 || b->w[1] != 0))
         return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_add_body: body %d: 2D: q must be a rotation about z (q[1] = q[2] = 0) and w[0] = w[1] = 0", w->nbody);
-    if (b->shape == CQ_SHAPE_BOX) *count = cq__sample_box(d, b->half_extents, sp, NULL);
-    else if (b->shape == CQ_SHAPE_SPHERE) *count = cq__sample_sphere(d, b->radius, sp, NULL);
+    if (b->shape == CQ_SHAPE_BOX) {
+        double in[3];
+        cq__inset(d, b->half_extents, 0, sp / 2, in);
+        *count = cq__sample_box(d, in, sp, NULL);
+    } else if (b->shape == CQ_SHAPE_SPHERE) {
+        double in[3];
+        cq__inset(1, NULL, b->radius, sp / 2, in);
+        *count = cq__sample_sphere(d, in[0], sp, NULL);
+    }
     else *count = b->point_count;
     if (*count > (1 << 24) || *count > INT_MAX / 16 - w->nb)
         return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_add_body: body %d: %d surface particles: too many", w->nbody, *count);
@@ -11433,9 +11543,13 @@ cq_result cq_world_add_body(cq_world *w, const cq_body_desc *b, int *id)
     nb.count = count;
     nb.r0 = (double *)cq__walloc_w(w, (size_t)count * 3 * sizeof(double));
     if (!nb.r0) return cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "cq_world_add_body: body %d: cannot allocate %d particles", w->nbody, count);
-    if (b->shape == CQ_SHAPE_BOX) cq__sample_box(w->dim, nb.half, 2 * w->desc.particle_radius, nb.r0);
-    else if (b->shape == CQ_SHAPE_SPHERE) cq__sample_sphere(w->dim, b->radius, 2 * w->desc.particle_radius, nb.r0);
-    else for (int i = 0; i < count; ++i) for (int a = 0; a < 3; ++a) nb.r0[i * 3 + a] = a < w->dim ? b->points[(long)i * w->dim + a] : 0;
+    {
+        double in[3];
+        const double sp = 2 * w->desc.particle_radius;
+        if (b->shape == CQ_SHAPE_BOX) { cq__inset(w->dim, nb.half, 0, sp / 2, in); cq__sample_box(w->dim, in, sp, nb.r0); }
+        else if (b->shape == CQ_SHAPE_SPHERE) { cq__inset(1, NULL, b->radius, sp / 2, in); cq__sample_sphere(w->dim, in[0], sp, nb.r0); }
+        else for (int i = 0; i < count; ++i) for (int a = 0; a < 3; ++a) nb.r0[i * 3 + a] = a < w->dim ? b->points[(long)i * w->dim + a] : 0;
+    }
     cq__body_mass(w->dim, &nb, b->is_static ? (b->density > 0 ? b->density : 1) : b->density, 2 * w->desc.particle_radius, nb.r0, count);
     if (!(nb.mass > 0) || !cq__finite(nb.mass) || !cq__finite(nb.I0inv[0]) || !cq__finite(nb.I0inv[4]) || !cq__finite(nb.I0inv[8])) {
         cq__wfree_w(w, nb.r0);
@@ -11629,8 +11743,10 @@ cq_result cq_world_step(cq_world *w, int steps)
             return cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "cq_world_step: step %d: out of memory", w->steps);
         }
         if (Jsave) memcpy(Jsave, w->J, (size_t)ns * 6 * sizeof(double));
-        memcpy(w->xprev, w->x, (size_t)w->nf * (size_t)d * w->tsize);
-        memcpy(w->vprev, w->v, (size_t)w->nf * (size_t)d * w->tsize);
+        if (w->nf) {
+            memcpy(w->xprev, w->x, (size_t)w->nf * (size_t)d * w->tsize);
+            memcpy(w->vprev, w->v, (size_t)w->nf * (size_t)d * w->tsize);
+        }
         for (int k = 0; k < w->nbody; ++k) cq__body_place(w, &w->body[k]);
         bad = cq__world_fluid_step(w);
         if (bad == -2) rc = cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "cq_world_step: step %d: cannot allocate the neighbour lists", w->steps);
@@ -11644,8 +11760,10 @@ cq_result cq_world_step(cq_world *w, int steps)
                     break;
                 }
         if (rc != CQ_SUCCESS) {   /* back to the last completed step */
-            memcpy(w->x, w->xprev, (size_t)w->nf * (size_t)d * w->tsize);
-            memcpy(w->v, w->vprev, (size_t)w->nf * (size_t)d * w->tsize);
+            if (w->nf) {
+                memcpy(w->x, w->xprev, (size_t)w->nf * (size_t)d * w->tsize);
+                memcpy(w->v, w->vprev, (size_t)w->nf * (size_t)d * w->tsize);
+            }
             if (Jsave) memcpy(w->J, Jsave, (size_t)ns * 6 * sizeof(double));
             for (int k = 0; k < w->nbody; ++k) cq__body_place(w, &w->body[k]);
             cq__wfree_w(w, snew); cq__wfree_w(w, Jsave);

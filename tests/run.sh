@@ -33,7 +33,9 @@ skip() { echo "0 0 1" >> $R; echo "SKIP $1: $2"; }
 # The slow items (sanitizers, valgrind, the long-horizon Table III) run in a second lane, in
 # parallel with the rest: the suite keeps well inside CI's time on 2 cores.
 lane_slow() {
-    for t in test_physics test_errors test_adjoint_stages test_gradients test_robot test_reverse; do
+    # the fluid-rigid world's physics (tank, Archimedes, dam break) and coupled derivatives' report
+    item test_world_physics sh -c "$CC -std=c99 -O2 $WARN tests/test_world.c -o $B/test_world_phys -lm && ./$B/test_world_phys physics"
+    for t in test_physics test_errors test_adjoint_stages test_gradients test_robot test_reverse test_world; do
         item ${t}_asan_ubsan sh -c "$CC -std=c99 -O1 -g $WARN $SAN tests/$t.c -o $B/${t}_san -lm && ./$B/${t}_san"
     done
     if command -v valgrind >/dev/null 2>&1; then
@@ -104,7 +106,7 @@ item decl_only_cxx_link sh -c "$CXX -std=c++98 $WARN -x c++ -c tests/compile/dec
     $CXX $B/decl_cxx.o $B/impl_cxx.o -o $B/decl_only_cxx -lm && ./$B/decl_only_cxx"
 
 # game-engine flags: the finite checks test bits, so NaN/Inf input and blow-ups stay errors
-for t in test_errors test_reverse; do
+for t in test_errors test_reverse test_world; do
     item ${t}_fast_math sh -c "$CC -std=c99 -O3 -ffast-math $WARN tests/$t.c -o $B/${t}_fm -lm && ./$B/${t}_fm"
 done
 item test_errors_finite_math_only_cxx sh -c "$CXX -std=c++11 -O2 -ffinite-math-only $WARN -x c++ tests/test_errors.c -o $B/test_errors_fmo -lm && ./$B/test_errors_fmo"
@@ -119,7 +121,7 @@ for t in 2d_f32 2d_f64 3d_f32 3d_f64; do
 done
 
 # ---- the C test programs: plain, OpenMP, C++, sanitizers, valgrind
-for t in test_physics test_errors test_adjoint_stages test_gradients test_robot test_reverse; do
+for t in test_physics test_errors test_adjoint_stages test_gradients test_robot test_reverse test_world; do
     [ -f tests/$t.c ] || continue
     item ${t} sh -c "$CC -std=c99 -O2 -g $WARN tests/$t.c -o $B/$t -lm && ./$B/$t"
     item ${t}_openmp sh -c "$CC -std=c99 -O2 -g $WARN -fopenmp tests/$t.c -o $B/${t}_omp -lm && OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive ./$B/${t}_omp"

@@ -1,0 +1,502 @@
+/* Fluid-rigid worlds (cq_world_*): physics (a tank at rest, Archimedes, a dam break against
+   Martin & Moyce 1952, free flight), forward-mode derivatives against float64 central
+   differences (free flight exactly; the coupled localized scheme over growing horizons,
+   reported), per-step control gradients, contact, and bad input. */
+#define CHAINQUEEN_IMPLEMENTATION
+#include "../chainqueen.h"
+#include "harness.h"
+#include <stdlib.h>
+
+/* a 2D or 3D box [0, W] x [0, H] (x [0, Dz]) with a block of fluid [x0, x1] x [0, fh] on a lattice */
+typedef struct scene { int dim; double W, H, Dz, r, dt; cq_precision prec; double x0, x1, fh; } scene;
+
+static cq_world *make_world(const scene *sc)
+{
+    cq_world_desc d;
+    cq_world *w = NULL;
+    memset(&d, 0, sizeof d);
+    d.dim = sc->dim; d.particle_radius = sc->r; d.dt = sc->dt; d.gravity[1] = -9.81; d.precision = sc->prec;
+    d.domain_hi[0] = sc->W; d.domain_hi[1] = sc->H; d.domain_hi[2] = sc->Dz;
+    d.logger.func = cq_log_silent;
+    if (cq_world_create(&d, &w) != CQ_SUCCESS) { printf("    create: %s\n", cq_world_last_error(NULL)); return NULL; }
+    if (sc->fh > 0) {
+        const double sp = 2 * sc->r;
+        const int nx = (int)((sc->x1 - sc->x0) / sp + 1e-9), ny = (int)(sc->fh / sp + 1e-9), nz = sc->dim == 3 ? (int)(sc->Dz / sp + 1e-9) : 1;
+        double *x = (double *)malloc(sizeof(double) * 3 * (size_t)(nx * ny * nz));
+        int n = 0;
+        for (int k = 0; k < nz; ++k)
+            for (int j = 0; j < ny; ++j)
+                for (int i = 0; i < nx; ++i) {
+                    x[n * sc->dim] = sc->x0 + sc->r + i * sp; x[n * sc->dim + 1] = sc->r + j * sp;
+                    if (sc->dim == 3) x[n * sc->dim + 2] = sc->r + k * sp;
+                    ++n;
+                }
+        if (cq_world_add_fluid(w, n, x, NULL) != CQ_SUCCESS) printf("    add_fluid: %s\n", cq_world_last_error(w));
+        free(x);
+    }
+    return w;
+}
+
+static double vmax_of(const cq_world *w, int dim)
+{
+    const int n = cq_world_fluid_count(w);
+    double *v = (double *)malloc(sizeof(double) * (size_t)(n * dim + 1)), m = 0;
+    cq_world_get_fluid(w, CQ_FIELD_V, v);
+    for (int i = 0; i < n * dim; ++i) if (fabs(v[i]) > m) m = fabs(v[i]);
+    free(v);
+    return m;
+}
+
+static void fluid_stats(const cq_world *w, int dim, double *mean_y, double *max_y)
+{
+    const int n = cq_world_fluid_count(w);
+    double *x = (double *)malloc(sizeof(double) * (size_t)(n * dim + 1)), s = 0, m = 0;
+    cq_world_get_fluid(w, CQ_FIELD_X, x);
+    for (int i = 0; i < n; ++i) { s += x[i * dim + 1]; if (x[i * dim + 1] > m) m = x[i * dim + 1]; }
+    *mean_y = s / n; *max_y = m;
+    free(x);
+}
+
+/* ---------------------------------------------------------------- physics */
+TEST(tank_at_rest_2d)
+{
+    scene sc = {2, 0.6, 0.5, 0, 0.01, 0.002, CQ_PRECISION_F64, 0, 0.6, 0.3};
+    cq_world *w = make_world(&sc);
+    double my0, ty0, my, ty;
+    cq_world_stats st;
+    if (!w) { CHECK(0, "create"); return; }
+    fluid_stats(w, 2, &my0, &ty0);
+    CHECK_OK(cq_world_step(w, 750));            /* 1.5 s */
+    fluid_stats(w, 2, &my, &ty);
+    cq_world_stats_get(w, &st);
+    printf("    tank 2D after 1.5 s: mean y %.4f -> %.4f, top %.4f -> %.4f, v_max %.3g m/s, density error %.3g%%, %d/%d iterations\n",
+           my0, my, ty0, ty, vmax_of(w, 2), 100 * st.density_error, st.divergence_iterations, st.density_iterations);
+    CHECK(fabs(my - my0) < 0.5 * sc.r, "the fluid's mean height moved by %g (volume lost or gained)", my - my0);
+    CHECK(fabs(ty - ty0) < 2 * sc.r, "the surface moved by %g", ty - ty0);
+    CHECK(vmax_of(w, 2) < 0.1, "still moving: v_max %g m/s", vmax_of(w, 2));
+    CHECK(st.density_error <= 0.001 + 1e-12, "density error %g above the tolerance", st.density_error);
+    cq_world_destroy(w);
+}
+
+TEST(tank_at_rest_3d_f32)
+{
+    scene sc = {3, 0.24, 0.3, 0.16, 0.01, 0.002, CQ_PRECISION_F32, 0, 0.24, 0.16};
+    cq_world *w = make_world(&sc);
+    double my0, ty0, my, ty;
+    if (!w) { CHECK(0, "create"); return; }
+    fluid_stats(w, 3, &my0, &ty0);
+    CHECK_OK(cq_world_step(w, 300));
+    fluid_stats(w, 3, &my, &ty);
+    printf("    tank 3D f32 after 0.6 s: mean y %.4f -> %.4f, top %.4f -> %.4f, v_max %.3g m/s\n", my0, my, ty0, ty, vmax_of(w, 3));
+    CHECK(fabs(my - my0) < 0.5 * sc.r, "the fluid's mean height moved by %g", my - my0);
+    CHECK(fabs(ty - ty0) < 3 * sc.r, "the surface moved by %g", ty - ty0);
+    cq_world_destroy(w);
+}
+
+/* A box of half the water's density floats half submerged; a heavier one sinks.  The water
+   (a lattice filling [0, W] x [0, 0.3]) rises by the volume the box displaces: a floating box of
+   footprint f and mass M settles with its centre at 0.3 + M / (rho0 A) - M / (rho0 f) + half
+   height (A: the tank's floor area).  Averaged over the last 0.5 s (it still bobs). */
+static double float_box(double density, int dim, double r, double *expect)
+{
+    scene sc = {dim, 0.8, 0.5, 0.4, r, dim == 3 ? 0.002 : 0.001, CQ_PRECISION_F32, 0, 0.8, 0.3};
+    cq_world *w;
+    cq_body_desc b;
+    cq_body_state s;
+    double avg = 0, M = 0, A, f;
+    int id = -1;
+    if (dim == 3) { sc.W = 0.4; sc.x1 = 0.4; }
+    w = make_world(&sc);
+    if (!w) return -1;
+    memset(&b, 0, sizeof b);
+    b.shape = CQ_SHAPE_BOX; b.half_extents[0] = 0.1; b.half_extents[1] = 0.05; b.half_extents[2] = 0.1; b.density = density;
+    b.x[0] = sc.W / 2; b.x[1] = 0.36; b.x[2] = sc.Dz / 2;
+    CHECK_OK(cq_world_add_body(w, &b, &id));
+    cq_world_body_mass(w, id, &M, NULL);
+    A = dim == 3 ? sc.W * sc.Dz : sc.W; f = dim == 3 ? 0.04 : 0.2;
+    *expect = 0.3 + M / (1000 * A) - M / (1000 * f) + 0.05;
+    CHECK_OK(cq_world_step(w, (int)(1.0 / sc.dt)));
+    for (int k = 0; k < 25; ++k) { CHECK_OK(cq_world_step(w, (int)(0.02 / sc.dt))); cq_world_get_body(w, id, &s); avg += s.x[1] / 25; }
+    cq_world_destroy(w);
+    return avg;
+}
+
+TEST(archimedes_2d)
+{
+    double expect, y = float_box(500, 2, 0.01, &expect);
+    printf("    2D box of 500 kg/m^3, 0.1 m tall: centre at %.4f m, floating half submerged puts it at %.4f\n", y, expect);
+    CHECK(fabs(y - expect) < 0.01, "centre %g, expected %g", y, expect);
+    y = float_box(2000, 2, 0.01, &expect);
+    printf("    2D box of 2000 kg/m^3: centre at %.4f m (on the floor: 0.05)\n", y);
+    CHECK(y < 0.07, "the heavy box did not sink: centre at %g", y);
+}
+
+TEST(archimedes_3d)
+{
+    double expect, y = float_box(500, 3, 0.0125, &expect);
+    printf("    3D box of 500 kg/m^3, 0.1 m tall: centre at %.4f m, floating half submerged puts it at %.4f\n", y, expect);
+    CHECK(fabs(y - expect) < 0.015, "centre %g, expected %g", y, expect);
+}
+
+/* Martin & Moyce (1952), n^2 = 2 (column a wide, 2a high): surge front Z = x/a at T = t sqrt(2g/a) */
+TEST(dam_break_martin_moyce_2d)
+{
+    static const double T[] = {1.43, 1.83, 2.20, 2.51, 2.83}, Z[] = {1.67, 2.11, 2.56, 3.00, 3.44};
+    const double a = 0.2;
+    scene sc = {2, 1.2, 0.5, 0, 0.005, 0.0005, CQ_PRECISION_F32, 0, 0.2, 0.4};
+    cq_world *w = make_world(&sc);
+    const int n = w ? cq_world_fluid_count(w) : 0;
+    double *x = (double *)malloc(sizeof(double) * (size_t)(2 * n + 2));
+    int step = 0;
+    if (!w) { CHECK(0, "create"); free(x); return; }
+    for (int k = 0; k < 5; ++k) {
+        const int target = (int)(T[k] / sqrt(2 * 9.81 / a) / sc.dt + 0.5);
+        double front = 0, z;
+        CHECK_OK(cq_world_step(w, target - step));
+        step = target;
+        cq_world_get_fluid(w, CQ_FIELD_X, x);
+        for (int i = 0; i < n; ++i) if (x[2 * i + 1] < 0.05 && x[2 * i] > front) front = x[2 * i];
+        z = (front + sc.r) / a;
+        printf("    T = %.2f: Z = %.3f (Martin & Moyce %.2f, %+.1f%%)\n", T[k], z, Z[k], 100 * (z / Z[k] - 1));
+        /* from T = 1.8 on; before, the front leads by 13-16% (converged in resolution): the
+           experiment's gate needed time to lift, an SPH dam has none */
+        if (T[k] > 1.8) CHECK(fabs(z / Z[k] - 1) < 0.10, "front Z = %g at T = %g, Martin & Moyce %g", z, T[k], Z[k]);
+    }
+    free(x);
+    cq_world_destroy(w);
+}
+
+/* ---------------------------------------------------------------- free flight */
+static cq_world *flight(int dim, const double v0[3], const double w0[3], int steps, int track, cq_body_state *out, double *J, double g)
+{
+    cq_world_desc d;
+    cq_body_desc b;
+    cq_world *w = NULL;
+    double n = 0;
+    int id = 0;
+    memset(&d, 0, sizeof d); memset(&b, 0, sizeof b);
+    d.dim = dim; d.particle_radius = 0.02; d.dt = 0.002; d.gravity[1] = g; d.precision = CQ_PRECISION_F64;
+    for (int a = 0; a < 3; ++a) d.domain_hi[a] = a == 1 ? 2.0 : 1.0;
+    d.logger.func = cq_log_silent;
+    if (cq_world_create(&d, &w) != CQ_SUCCESS) return NULL;
+    b.shape = CQ_SHAPE_BOX; b.half_extents[0] = 0.1; b.half_extents[1] = 0.05; b.half_extents[2] = 0.03; b.density = 500;
+    b.x[0] = 0.5; b.x[1] = 1.0; b.x[2] = 0.5;
+    b.q[0] = 0.9; b.q[1] = dim == 3 ? 0.3 : 0; b.q[2] = dim == 3 ? 0.2 : 0; b.q[3] = 0.1;
+    for (int a = 0; a < 4; ++a) n += b.q[a] * b.q[a];
+    for (int a = 0; a < 4; ++a) b.q[a] /= sqrt(n);
+    for (int a = 0; a < 3; ++a) { b.v[a] = v0[a]; b.w[a] = w0[a]; }
+    cq_world_add_body(w, &b, &id);
+    if (track) cq_world_track(w, id);
+    cq_world_step(w, steps);
+    cq_world_get_body(w, id, out);
+    if (J) cq_world_body_jacobian(w, id, J);
+    return w;
+}
+
+static double state_at(const cq_body_state *s, int r)
+{
+    return r < 3 ? s->x[r] : r < 7 ? s->q[r - 3] : r < 10 ? s->v[r - 7] : s->w[r - 10];
+}
+
+static void free_flight_check(int dim, int steps)
+{
+    const double v0[3] = {0.3, 1.0, dim == 3 ? -0.2 : 0}, w0[3] = {dim == 3 ? 3.0 : 0.0, dim == 3 ? -2.0 : 0.0, 5};
+    cq_body_state s;
+    double J[78], worst = 0;
+    cq_world_destroy(flight(dim, v0, w0, steps, 1, &s, J, -2));
+    for (int c = 0; c < 6; ++c) {
+        double vp[3], wp[3], vm[3], wm[3];
+        const double e = 1e-6;
+        cq_body_state sp, sm;
+        if (dim == 2 && (c == 2 || c == 3 || c == 4)) continue;
+        for (int a = 0; a < 3; ++a) { vp[a] = vm[a] = v0[a]; wp[a] = wm[a] = w0[a]; }
+        if (c < 3) { vp[c] += e; vm[c] -= e; } else { wp[c - 3] += e; wm[c - 3] -= e; }
+        cq_world_destroy(flight(dim, vp, wp, steps, 0, &sp, NULL, -2));
+        cq_world_destroy(flight(dim, vm, wm, steps, 0, &sm, NULL, -2));
+        for (int r = 0; r < 13; ++r) {
+            const double fd = (state_at(&sp, r) - state_at(&sm, r)) / (2 * e), err = fabs(fd - J[r * 6 + c]) / (1 + fabs(fd));
+            if (err > worst) worst = err;
+            CHECK(err < 1e-6, "%dD, %d steps: d state[%d] / d (v0,w0)[%d]: forward mode %.10g, central difference %.10g", dim, steps, r, c, J[r * 6 + c], fd);
+        }
+    }
+    printf("    %dD free flight, %d steps: worst |J - central difference| / (1 + |cd|) = %.2g\n", dim, steps, worst);
+}
+
+TEST(free_flight_jacobian_2d) { free_flight_check(2, 50); free_flight_check(2, 500); }
+TEST(free_flight_jacobian_3d) { free_flight_check(3, 50); free_flight_check(3, 500); }
+
+TEST(free_flight_angular_momentum_3d)
+{
+    const double v0[3] = {0, 0, 0}, w0[3] = {3, -2, 5};
+    cq_body_state s0, s1;
+    double m = 0, I0[9] = {0}, L[2][3];
+    cq_world *w = flight(3, v0, w0, 0, 0, &s0, NULL, 0);
+    cq_world_body_mass(w, 0, &m, I0);
+    CHECK(fabs(m - 500 * 0.2 * 0.1 * 0.06) < 1e-12, "box mass %g", m);
+    CHECK(fabs(I0[0] - m / 3 * (0.05 * 0.05 + 0.03 * 0.03)) < 1e-15, "I_xx %g", I0[0]);
+    CHECK_OK(cq_world_step(w, 1000));
+    cq_world_get_body(w, 0, &s1);
+    for (int k = 0; k < 2; ++k) {   /* L = R I0 R^T w */
+        const cq_body_state *s = k ? &s1 : &s0;
+        const double *q = s->q;
+        double R[9], t[3], u[3];
+        R[0] = 1 - 2 * (q[2] * q[2] + q[3] * q[3]); R[1] = 2 * (q[1] * q[2] - q[0] * q[3]); R[2] = 2 * (q[1] * q[3] + q[0] * q[2]);
+        R[3] = 2 * (q[1] * q[2] + q[0] * q[3]); R[4] = 1 - 2 * (q[1] * q[1] + q[3] * q[3]); R[5] = 2 * (q[2] * q[3] - q[0] * q[1]);
+        R[6] = 2 * (q[1] * q[3] - q[0] * q[2]); R[7] = 2 * (q[2] * q[3] + q[0] * q[1]); R[8] = 1 - 2 * (q[1] * q[1] + q[2] * q[2]);
+        for (int a = 0; a < 3; ++a) t[a] = R[0 * 3 + a] * s->w[0] + R[1 * 3 + a] * s->w[1] + R[2 * 3 + a] * s->w[2];
+        for (int a = 0; a < 3; ++a) u[a] = I0[a * 3] * t[0] + I0[a * 3 + 1] * t[1] + I0[a * 3 + 2] * t[2];
+        for (int a = 0; a < 3; ++a) L[k][a] = R[a * 3] * u[0] + R[a * 3 + 1] * u[1] + R[a * 3 + 2] * u[2];
+    }
+    {
+        const double n0 = sqrt(L[0][0] * L[0][0] + L[0][1] * L[0][1] + L[0][2] * L[0][2]);
+        const double dl = sqrt((L[1][0] - L[0][0]) * (L[1][0] - L[0][0]) + (L[1][1] - L[0][1]) * (L[1][1] - L[0][1]) + (L[1][2] - L[0][2]) * (L[1][2] - L[0][2]));
+        printf("    3D tumbling box, 1000 steps of 2 ms: |L1 - L0| / |L0| = %.3g; |q| = %.15f\n", dl / n0,
+               sqrt(s1.q[0] * s1.q[0] + s1.q[1] * s1.q[1] + s1.q[2] * s1.q[2] + s1.q[3] * s1.q[3]));
+        CHECK(dl / n0 < 0.02, "angular momentum drifted by %g", dl / n0);
+    }
+    cq_world_destroy(w);
+}
+
+/* ---------------------------------------------------------------- controls */
+/* dL/du_n from cq_world_control_grad against central differences of per-step controls */
+static double control_run(int dim, int steps, int kstep, int kcomp, double e, double *grad, int track)
+{
+    const double v0[3] = {0.3, 1.0, 0}, w0[3] = {0, 0, 5};
+    cq_body_state s;
+    cq_world *w = flight(dim, v0, w0, 0, track, &s, NULL, -9.81);
+    double L = 0, seed[13];
+    for (int n = 0; n < steps; ++n) {
+        double f[3] = {0.5 * sin(n * 0.1), 0.2, 0}, t[3] = {0, 0, 0.01 * cos(n * 0.05)};
+        if (n == kstep) { if (kcomp < 3) f[kcomp] += e; else t[kcomp - 3] += e; }
+        cq_world_set_control(w, 0, f, t);
+        cq_world_step(w, 1);
+    }
+    cq_world_get_body(w, 0, &s);
+    /* L = x_x + 2 x_y + q_z + 0.5 w_z */
+    L = s.x[0] + 2 * s.x[1] + s.q[3] + 0.5 * s.w[2];
+    if (grad) {
+        memset(seed, 0, sizeof seed);
+        seed[0] = 1; seed[1] = 2; seed[6] = 1; seed[12] = 0.5;
+        CHECK_OK(cq_world_control_grad(w, seed, grad));
+    }
+    cq_world_destroy(w);
+    return L;
+}
+
+TEST(control_gradients_2d)
+{
+    const int steps = 100;
+    double *g = (double *)malloc(sizeof(double) * steps * 6), worst = 0;
+    const int ks[3] = {0, 37, 99}, comps[3] = {0, 1, 5};
+    control_run(2, steps, -1, 0, 0, g, 1);
+    for (int i = 0; i < 3; ++i)
+        for (int c = 0; c < 3; ++c) {
+            const double e = 1e-4;
+            const double fd = (control_run(2, steps, ks[i], comps[c], e, NULL, 0) - control_run(2, steps, ks[i], comps[c], -e, NULL, 0)) / (2 * e);
+            const double err = fabs(fd - g[ks[i] * 6 + comps[c]]) / (1e-6 + fabs(fd));
+            if (err > worst) worst = err;
+            CHECK(err < 1e-5, "dL/du[step %d][%d]: %.10g, central difference %.10g", ks[i], comps[c], g[ks[i] * 6 + comps[c]], fd);
+        }
+    printf("    2D controls, %d steps: worst relative error %.2g\n", steps, worst);
+    free(g);
+}
+
+/* ---------------------------------------------------------------- contact */
+TEST(contact_box_rests_and_slides)
+{
+    cq_world_desc d;
+    cq_body_desc b;
+    cq_world *w = NULL;
+    cq_body_state s;
+    int id = 0;
+    memset(&d, 0, sizeof d); memset(&b, 0, sizeof b);
+    d.dim = 2; d.particle_radius = 0.01; d.dt = 0.001; d.gravity[1] = -9.81; d.precision = CQ_PRECISION_F64;
+    d.domain_hi[0] = 2.0; d.domain_hi[1] = 1.0; d.logger.func = cq_log_silent;
+    CHECK_OK(cq_world_create(&d, &w));
+    b.shape = CQ_SHAPE_BOX; b.half_extents[0] = 0.1; b.half_extents[1] = 0.05; b.density = 800; b.friction = 0.5;
+    b.x[0] = 0.5; b.x[1] = 0.3; b.v[0] = 1.0;
+    CHECK_OK(cq_world_add_body(w, &b, &id));
+    CHECK_OK(cq_world_step(w, 1500));
+    cq_world_get_body(w, id, &s);
+    printf("    box dropped with v_x = 1 m/s, mu = 0.5, after 1.5 s: y %.4f (half height 0.05), x %.4f, v %.4f %.4f, w %.4f\n",
+           s.x[1], s.x[0], s.v[0], s.v[1], s.w[2]);
+    CHECK(s.x[1] > 0.035 && s.x[1] < 0.06, "resting height %g (the floor is at 0, half height 0.05)", s.x[1]);
+    CHECK(fabs(s.v[1]) < 0.02 && fabs(s.v[0]) < 0.05, "still moving: v = (%g, %g)", s.v[0], s.v[1]);
+    CHECK(s.x[0] > 0.5 && s.x[0] < 0.5 + 1.0 * 1.0 / (2 * 0.5 * 9.81) + 0.3, "slid to x = %g", s.x[0]);
+    cq_world_destroy(w);
+}
+
+/* ---------------------------------------------------------------- coupled derivatives */
+/* a ball thrown into water: the localized derivatives against central differences, growing horizons */
+static cq_world *ball_world(double vx, int steps, int track)
+{
+    scene sc = {2, 0.8, 0.6, 0, 0.01, 0.001, CQ_PRECISION_F64, 0, 0.8, 0.2};
+    cq_world *w = make_world(&sc);
+    cq_body_desc b;
+    int id = 0;
+    memset(&b, 0, sizeof b);
+    b.shape = CQ_SHAPE_SPHERE; b.radius = 0.05; b.density = 700;
+    b.x[0] = 0.3; b.x[1] = 0.28; b.v[0] = vx; b.v[1] = -1.0;
+    cq_world_add_body(w, &b, &id);
+    if (track) cq_world_track(w, id);
+    cq_world_step(w, steps);
+    return w;
+}
+
+TEST(coupled_derivatives_report)
+{
+    static const int H[] = {30, 45, 60, 100, 150};
+    printf("    ball (r 5 cm, 700 kg/m^3) thrown into water at v = (1, -1) m/s; d x / d v0_x, localized scheme vs central difference:\n");
+    for (int k = 0; k < 5; ++k) {
+        double J[78], e = 1e-3;
+        cq_body_state sp, sm;
+        cq_world *w = ball_world(1.0, H[k], 1);
+        cq_world_body_jacobian(w, 0, J);
+        cq_world_destroy(w);
+        w = ball_world(1.0 + e, H[k], 0); cq_world_get_body(w, 0, &sp); cq_world_destroy(w);
+        w = ball_world(1.0 - e, H[k], 0); cq_world_get_body(w, 0, &sm); cq_world_destroy(w);
+        {
+            const double fdx = (sp.x[0] - sm.x[0]) / (2 * e), fdv = (sp.v[0] - sm.v[0]) / (2 * e);
+            printf("      %4d steps: dx/dv0x %.5f (cd %.5f, %+.1f%%)   dvx/dv0x %.5f (cd %.5f)\n", H[k], J[0], fdx,
+                   100 * (J[0] / fdx - 1), J[7 * 6], fdv);
+            CHECK(J[0] > 0 && fdx > 0, "the derivative points the wrong way: %g vs %g", J[0], fdx);
+            if (k <= 1) CHECK(fabs(J[0] / fdx - 1) < 0.05, "short horizon: %g vs central difference %g", J[0], fdx);
+            for (int i = 0; i < 78; ++i) CHECK(J[i] == J[i] && fabs(J[i]) < 1e6, "J[%d] = %g", i, J[i]);
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- API contract */
+TEST(bad_input_named_and_harmless)
+{
+    cq_world_desc d;
+    cq_world *w = NULL;
+    cq_body_desc b;
+    double x[4] = {0.1, 0.1, NAN, 0.2}, y[2] = {5.0, 0.1};
+    int id = -7;
+    memset(&d, 0, sizeof d);
+    d.dim = 2; d.particle_radius = 0.01; d.dt = 0.001; d.domain_hi[0] = 1; d.domain_hi[1] = 1; d.logger.func = cq_log_silent;
+    {
+        cq_world_desc e = d;
+        e.particle_radius = -1;
+        CHECK(cq_world_create(&e, &w) == CQ_ERROR_INVALID_ARGUMENT && w == NULL, "negative radius accepted");
+        CHECK(strstr(cq_world_last_error(NULL), "particle_radius") != NULL, "message: %s", cq_world_last_error(NULL));
+        e = d; e.dt = NAN;
+        CHECK(cq_world_create(&e, &w) == CQ_ERROR_INVALID_ARGUMENT && strstr(cq_world_last_error(NULL), "dt"), "NaN dt");
+        e = d; e.domain_hi[1] = 0.01;
+        CHECK(cq_world_create(&e, &w) == CQ_ERROR_INVALID_ARGUMENT && strstr(cq_world_last_error(NULL), "domain"), "thin domain");
+        e = d; e.dim = 4;
+        CHECK(cq_world_create(&e, &w) == CQ_ERROR_INVALID_ARGUMENT && strstr(cq_world_last_error(NULL), "dim"), "dim 4");
+        e = d; e.backend = CQ_BACKEND_CUDA;
+        CHECK(cq_world_create(&e, &w) == CQ_ERROR_BACKEND_UNAVAILABLE, "CUDA world");
+        e = d; e.min_iterations = 5; e.max_iterations = 2;
+        CHECK(cq_world_create(&e, &w) == CQ_ERROR_INVALID_ARGUMENT && strstr(cq_world_last_error(NULL), "iterations"), "min > max");
+        CHECK(cq_world_create(NULL, &w) == CQ_ERROR_INVALID_ARGUMENT && cq_world_create(&d, NULL) == CQ_ERROR_INVALID_ARGUMENT, "NULLs");
+    }
+    CHECK_OK(cq_world_create(&d, &w));
+    CHECK(cq_world_add_fluid(w, 2, x, NULL) == CQ_ERROR_NON_FINITE && strstr(cq_world_last_error(w), "particle 1"), "%s", cq_world_last_error(w));
+    CHECK(cq_world_add_fluid(w, 1, y, NULL) == CQ_ERROR_OUT_OF_DOMAIN && strstr(cq_world_last_error(w), "particle 0"), "%s", cq_world_last_error(w));
+    CHECK(cq_world_add_fluid(w, -1, y, NULL) == CQ_ERROR_INVALID_ARGUMENT, "negative count");
+    CHECK(cq_world_add_fluid(w, 1, NULL, NULL) == CQ_ERROR_INVALID_ARGUMENT, "NULL x");
+    CHECK(cq_world_fluid_count(w) == 0, "a failed add changed the count");
+    memset(&b, 0, sizeof b);
+    b.shape = CQ_SHAPE_SPHERE; b.radius = 0.05; b.density = 500; b.x[0] = 0.5; b.x[1] = 0.5;
+    {
+        cq_body_desc e = b;
+        e.shape = (cq_shape)9;
+        CHECK(cq_world_add_body(w, &e, &id) == CQ_ERROR_INVALID_ARGUMENT && strstr(cq_world_last_error(w), "shape"), "shape 9");
+        e = b; e.radius = 0;
+        CHECK(cq_world_add_body(w, &e, &id) == CQ_ERROR_INVALID_ARGUMENT && strstr(cq_world_last_error(w), "radius"), "radius 0");
+        e = b; e.density = -3;
+        CHECK(cq_world_add_body(w, &e, &id) == CQ_ERROR_INVALID_ARGUMENT && strstr(cq_world_last_error(w), "density"), "density");
+        e = b; e.v[1] = INFINITY;
+        CHECK(cq_world_add_body(w, &e, &id) == CQ_ERROR_NON_FINITE, "Inf v");
+        e = b; e.q[0] = 0.7; e.q[1] = 0.7;
+        CHECK(cq_world_add_body(w, &e, &id) == CQ_ERROR_INVALID_ARGUMENT && strstr(cq_world_last_error(w), "2D"), "3D rotation in 2D");
+        e = b; e.x[0] = 3;
+        CHECK(cq_world_add_body(w, &e, &id) == CQ_ERROR_OUT_OF_DOMAIN, "outside");
+        e = b; e.shape = CQ_SHAPE_POINTS; e.point_count = 3; e.points = NULL;
+        CHECK(cq_world_add_body(w, &e, &id) == CQ_ERROR_INVALID_ARGUMENT && strstr(cq_world_last_error(w), "points"), "NULL points");
+        CHECK(id == -7 && cq_world_body_count(w) == 0, "a failed add changed the world");
+    }
+    CHECK_OK(cq_world_add_body(w, &b, &id));
+    CHECK(id == 0, "id %d", id);
+    {
+        cq_body_state s;
+        double J[78], f[3] = {0, NAN, 0};
+        CHECK(cq_world_get_body(w, 1, &s) == CQ_ERROR_INVALID_ARGUMENT && strstr(cq_world_last_error(w), "id = 1"), "unknown id");
+        CHECK(cq_world_body_jacobian(w, 0, J) == CQ_ERROR_INVALID_STATE, "jacobian without tracking");
+        CHECK(cq_world_track(w, 3) == CQ_ERROR_INVALID_ARGUMENT, "track unknown");
+        CHECK(cq_world_set_control(w, 0, f, NULL) == CQ_ERROR_NON_FINITE && strstr(cq_world_last_error(w), "force[1]"), "NaN control");
+        CHECK(cq_world_get_fluid(w, CQ_FIELD_C, x) == CQ_ERROR_INVALID_ARGUMENT, "field C");
+        CHECK(cq_world_step(w, -1) == CQ_ERROR_INVALID_ARGUMENT, "negative steps");
+        CHECK_OK(cq_world_step(w, 2));
+        CHECK(cq_world_add_fluid(w, 1, x, NULL) == CQ_ERROR_INVALID_STATE, "fluid added after stepping");
+        CHECK(cq_world_track(w, 0) == CQ_ERROR_INVALID_STATE, "track after stepping");
+        CHECK(cq_world_step(NULL, 1) == CQ_ERROR_INVALID_ARGUMENT && cq_world_fluid_count(NULL) == 0, "NULL world");
+    }
+    cq_world_destroy(w);
+    cq_world_destroy(NULL);
+}
+
+/* a step that blows up reports the step and body and leaves the world at the last step */
+TEST(non_finite_step_restores)
+{
+    cq_world_desc d;
+    cq_body_desc b;
+    cq_body_state s, s2;
+    double J[78], J2[78], f[3] = {1e308, 0, 0};
+    cq_world *w = NULL;
+    memset(&d, 0, sizeof d); memset(&b, 0, sizeof b);
+    d.dim = 2; d.particle_radius = 0.01; d.dt = 0.002; d.domain_hi[0] = d.domain_hi[1] = 1; d.logger.func = cq_log_silent;
+    b.shape = CQ_SHAPE_SPHERE; b.radius = 0.05; b.density = 1e-150; b.x[0] = b.x[1] = 0.5;   /* a feather */
+    CHECK_OK(cq_world_create(&d, &w));
+    CHECK_OK(cq_world_add_body(w, &b, NULL));
+    CHECK_OK(cq_world_track(w, 0));
+    CHECK_OK(cq_world_step(w, 3));
+    cq_world_get_body(w, 0, &s);
+    cq_world_body_jacobian(w, 0, J);
+    CHECK_OK(cq_world_set_control(w, 0, f, NULL));
+    CHECK(cq_world_step(w, 5) == CQ_ERROR_NON_FINITE, "an infinite velocity passed");
+    CHECK(strstr(cq_world_last_error(w), "step 3") && strstr(cq_world_last_error(w), "body 0"), "message: %s", cq_world_last_error(w));
+    cq_world_get_body(w, 0, &s2);
+    cq_world_body_jacobian(w, 0, J2);
+    CHECK(memcmp(&s, &s2, sizeof s) == 0 && memcmp(J, J2, sizeof J) == 0 && cq_world_step_count(w) == 3, "the world changed");
+    CHECK_OK(cq_world_reset(w));
+    CHECK(cq_world_step_count(w) == 0, "reset");
+    cq_world_destroy(w);
+}
+
+TEST(reset_replays_bitwise)
+{
+    scene sc = {2, 0.4, 0.4, 0, 0.01, 0.002, CQ_PRECISION_F32, 0, 0.2, 0.2};
+    cq_world *w = make_world(&sc);
+    const int n = w ? cq_world_fluid_count(w) : 0;
+    double *a = (double *)malloc(sizeof(double) * (size_t)(2 * n + 2)), *b = (double *)malloc(sizeof(double) * (size_t)(2 * n + 2));
+    if (!w) { CHECK(0, "create"); free(a); free(b); return; }
+    CHECK_OK(cq_world_step(w, 40));
+    cq_world_get_fluid(w, CQ_FIELD_X, a);
+    CHECK_OK(cq_world_reset(w));
+    CHECK_OK(cq_world_step(w, 40));
+    cq_world_get_fluid(w, CQ_FIELD_X, b);
+    CHECK(memcmp(a, b, sizeof(double) * (size_t)(2 * n)) == 0, "replay differs");
+    free(a); free(b);
+    cq_world_destroy(w);
+}
+
+/* `test_world` runs the quick checks (in every build: C++, OpenMP, sanitizers); `test_world
+   physics` the physics and the coupled derivatives' report (a minute or two at -O2, run once in
+   the slow lane of tests/run.sh).  A further argument filters by name. */
+int main(int argc, char **argv)
+{
+    static const cqt_case quick[] = {
+        CASE(bad_input_named_and_harmless), CASE(non_finite_step_restores), CASE(reset_replays_bitwise),
+        CASE(free_flight_jacobian_2d), CASE(free_flight_jacobian_3d), CASE(free_flight_angular_momentum_3d),
+        CASE(control_gradients_2d), CASE(contact_box_rests_and_slides), CASE(tank_at_rest_2d)};
+    static const cqt_case physics[] = {
+        CASE(tank_at_rest_3d_f32), CASE(archimedes_2d), CASE(archimedes_3d), CASE(dam_break_martin_moyce_2d),
+        CASE(coupled_derivatives_report)};
+    if (argc > 1 && strcmp(argv[1], "physics") == 0)
+        return cqt_run(physics, (int)(sizeof physics / sizeof physics[0]), argc - 1, argv + 1);
+    return cqt_run(quick, (int)(sizeof quick / sizeof quick[0]), argc, argv);
+}

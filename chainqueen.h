@@ -1,4 +1,5 @@
-/* chainqueen.h - differentiable soft-body simulation (MLS-MPM, the ChainQueen method) in one header.
+/* chainqueen.h - differentiable soft bodies (MLS-MPM, the ChainQueen method) and fluid-rigid coupling
+   (DFSPH, the DiffFR method) in one header.
    v0.1.0.  Generated from templates/ by generator/ (`make regen`); edit those, not this.
 
    WHAT IT IS
@@ -8,6 +9,9 @@
      Young's modulus and Poisson ratio, actuation stress per actuator group, optional
      incompressibility, cable actuators ([Spielberg21] eqs 16-17), and four wall boundary conditions
      (sticky, slip, separate, Coulomb friction).  Float32 or float64.
+     And, separately, fluid-rigid worlds (cq_world_*): SPH fluid with rigid bodies floating,
+     thrown and colliding in it, with forward-mode derivatives of the bodies' trajectories with
+     respect to their initial velocities and per-step controls (see FLUID-RIGID WORLDS).
 
    DO THIS
      In exactly one C or C++ file:
@@ -119,6 +123,36 @@
      n * (2 dim + 2 dim^2) reals, and the backward pass checkpoint_every * substeps + 1 more
      (cq_sim_tape_bytes reports it).  chainqueen_io.h and chainqueen_robot.h state their own.
 
+   FLUID-RIGID WORLDS (cq_world_*, [DiffFR]; examples/12_fluid_rigid.c)
+     A cq_world holds SPH fluid, rigid bodies and the domain box.  Fluid: DFSPH [DFSPH15,17]
+     (divergence solver, then gravity and viscosity, then the density solver; average errors
+     0.1% / 0.1% by default, 2..100 iterations), cubic spline of support 4r, neighbours on a
+     uniform grid of cell 4r (counting sort) with per-step neighbour lists, Monaghan's artificial
+     viscosity (kinematic, default 0.001 m^2/s) also against the walls.  The walls are two layers
+     of boundary particles at r and 3r outside the domain; bodies (boxes, spheres, point sets) are
+     one layer r inside their surface, at the spacing 2r; boundary volumes after [Akinci12],
+     scaled so a flat boundary weighs like the fluid lattice it replaces.  Bodies: semi-implicit
+     Euler with quaternions ([DiffFR-supp] eqs 1-4), two-way pressure coupling (eqs 17-19), and
+     penalty contact between bodies and with the walls (eq 37 with a smooth normal, normal
+     damping and regularised Coulomb friction; a kernel of support 2r: bodies touch at the
+     spacing).  Stiffness per boundary particle k = contact_stiffness * 2r * (M/N) / dt^2 (M, N:
+     the body's mass and particle count), damping c = contact_damping * 2 sqrt(k M / (2r N)).
+     Keep v dt below r: a body faster than that can tunnel through a thin wall or body.
+     Derivatives (forward mode, cq_world_track before the first step): every body's state with
+     respect to the tracked body's initial v and w, exact for the rigid dynamics and contact (dual
+     numbers through eqs 1-16 and the contact model; checked against float64 central
+     differences to 1e-8), and through the fluid by [DiffFR]'s localized scheme: dF_b/dv_b per
+     boundary particle from both solvers' iterations ([DiffFR-supp] Alg. 1, eqs 21, 29), the
+     fluid's own response left out.  It agrees with central differences while the body enters
+     the water and drifts low after (tests/test_world.c prints the table: a ball thrown into
+     water, dx/dv0 within 3% after 45 steps, 20-35% low after 60-150).  Per-step controls
+     (cq_world_set_control) and cq_world_control_grad (reverse sweep over the recorded step
+     Jacobians) are this library's addition.  Runs on the CPU (OpenMP or the host's threads;
+     bitwise the same for any thread count); CQ_BACKEND_CUDA is refused for worlds in this
+     version.  Failure: a refused call leaves the world unchanged; a step that produces a
+     non-finite value (fluid particle, body state or derivative) returns CQ_ERROR_NON_FINITE
+     naming the step and the particle or body, with the world at the last completed step.
+
    MAP OF THIS FILE (grep the anchor; each region names its template in templates/)
      public API ............. api.h.j2            cq_sim_desc, cq_particles_desc, cq_sim_*
      kernel machinery ....... kernels_common.j2   CQ_HD, params/view structs, cq__isfinite_*
@@ -138,6 +172,16 @@
      host: API .............. api_create.j2       >>create >>validation
                               api_particles.j2    >>particles
                               api_reverse.j2      >>tape >>step >>reverse (the state machine) >>cable_api
+     fluid-rigid world ...... world_api.h.j2      cq_world_desc, cq_body_desc, cq_world_*
+                              sph.j2              >>sph >>sph_neighbours >>sph_density (DFSPH factor)
+                                                  >>sph_source (divergence / density solver source)
+                                                  >>sph_pressure >>sph_boundary_force (coupling and its
+                                                  localized derivative) >>sph_viscosity >>sph_advect
+                                                  >>sph_volume
+                              world.j2            >>counting_sort >>dual >>world >>world_fluid
+                                                  (the DFSPH solver loop: cq__world_solve_)
+                              world_bodies.j2     >>bodies >>contact >>body_step
+                              world_api.j2        >>world_api (validation, step, reset, gradients)
      embedded PTX ........... ptx.j2              at the end, after all readable code
      The CUDA kernels are the same CQ_HD functions behind __global__ wrappers
      (templates/kernels.cu.j2 -> the cuda/ directory, compiled to the PTX embedded here).
@@ -157,10 +201,23 @@
                     Invertible Elasticity.  Symposium on Computer Animation (SCA), 2012.
      [DiffFR]       Z. Li, Q. Xu, X. Ye, B. Ren, L. Liu.  DiffFR: Differentiable SPH-based
                     Fluid-Rigid Coupling for Rigid Body Control.  ACM Transactions on Graphics
-                    (SIGGRAPH Asia), 2023.
+                    (SIGGRAPH Asia), 2023.  [DiffFR-supp]: its supplementary material (equation
+                    numbers as there).  Typo found by finite differences: the normalisation's
+                    Jacobian (its eq 13) is (I - q q^T) / |q^| with q = q^/|q^| normalised, not
+                    with q^ itself.
+     [DFSPH15,17]   J. Bender, D. Koschier.  Divergence-Free Smoothed Particle Hydrodynamics.
+                    SCA 2015; Divergence-Free SPH for Incompressible and Viscous Fluids.  IEEE
+                    TVCG 2017.
+     [Akinci12]     N. Akinci, M. Ihmsen, G. Akinci, B. Solenthaler, M. Teschner.  Versatile
+                    Rigid-Fluid Coupling for Incompressible SPH.  ACM TOG (SIGGRAPH), 2012.
+     [Monaghan92]   J. J. Monaghan.  Smoothed Particle Hydrodynamics.  Annual Review of Astronomy
+                    and Astrophysics, 1992 (the artificial viscosity).
+     [MartinMoyce52] J. C. Martin, W. J. Moyce.  An Experimental Study of the Collapse of Liquid
+                    Columns on a Rigid Horizontal Plane.  Phil. Trans. R. Soc. A, 1952 (the dam
+                    break the tests compare with).
 
    WHAT IT DOES NOT DO (YET)
-     Plasticity, rigid bodies, fluids, several GPUs per sim.
+     Plasticity, MPM-rigid coupling, fluid on the GPU, several GPUs per sim.
 
    REQUIREMENTS
      C99 or C++11 compiler, libm.  OpenMP optional.  GPU: an NVIDIA driver new enough for the
@@ -378,7 +435,7 @@ typedef struct cq_body_desc {
     int is_static;
     double x[3], q[4], v[3], w[3];  /* centre of mass, orientation (w, x, y, z; all 0 = identity),
                                        linear and angular velocity (world frame) */
-    double friction;                /* rigid-rigid contact (seed 004 eq 37) */
+    double friction;                /* rigid-rigid contact ([DiffFR-supp] eq 37) */
 } cq_body_desc;
 typedef struct cq_body_state { double x[3], q[4], v[3], w[3]; } cq_body_state;
 
@@ -407,7 +464,7 @@ CQ_API cq_result   cq_world_stats_get(const cq_world *world, cq_world_stats *out
    in its own frame (row-major 3x3; 2D: only [8], I_zz, is used) */
 CQ_API cq_result   cq_world_body_mass(const cq_world *world, int id, double *mass, double inertia[9]);
 
-/* forward-mode gradients (seed 004 sections 1-2, the localized coupling scheme): derivatives of
+/* forward-mode gradients ([DiffFR] and its supplement, sections 1-2: the localized coupling scheme): derivatives of
    every body's state with respect to one body's initial linear and angular velocity */
 CQ_API cq_result   cq_world_track(cq_world *world, int id);    /* before the first step */
 CQ_API cq_result   cq_world_body_jacobian(const cq_world *world, int id,
@@ -4699,7 +4756,7 @@ typedef struct cq__sph_f32 {
     int *foff, *fnb, *boff, *bnb;   /* per fluid particle: its fluid neighbours fnb[foff[i] ..
                                        foff[i+1]) (itself included) and boundary neighbours */
     float *Fb, *Gb;                 /* fluid force on each boundary particle [nb*d]; its localized
-                                       derivative d F_b / d v_b [nb*d*d] (seed 004 Alg. 1) */
+                                       derivative d F_b / d v_b [nb*d*d] ([DiffFR-supp] Alg. 1) */
 } cq__sph_f32;
 typedef struct cq__sph_f64 {
     double h, h2, sigma, gsigma, m, rho0, dt, visc;
@@ -4716,7 +4773,7 @@ typedef struct cq__sph_f64 {
     int *foff, *fnb, *boff, *bnb;   /* per fluid particle: its fluid neighbours fnb[foff[i] ..
                                        foff[i+1]) (itself included) and boundary neighbours */
     double *Fb, *Gb;                 /* fluid force on each boundary particle [nb*d]; its localized
-                                       derivative d F_b / d v_b [nb*d*d] (seed 004 Alg. 1) */
+                                       derivative d F_b / d v_b [nb*d*d] ([DiffFR-supp] Alg. 1) */
 } cq__sph_f64;
 
 /* >>sph_neighbours: fluid particle i's neighbours within h, fluid and boundary, in cell order
@@ -4799,7 +4856,7 @@ CQ_HD void cq__sph_gradW_2d_f32(const cq__sph_f32 *s, const float *d, float r2, 
 }
 
 /* >>sph_density: rho_i, g_i = sum_j m grad W_ij + sum_b rho0 V_b grad W_ib, and the DFSPH
-   factor khat_i = 1 / (|g_i|^2 + sum_j |m grad W_ij|^2) (seed 004 eq 24; 0 when isolated) */
+   factor khat_i = 1 / (|g_i|^2 + sum_j |m grad W_ij|^2) ([DiffFR-supp] eq 24; 0 when isolated) */
 CQ_HD void cq__sph_density_2d_f32(const cq__sph_f32 *s, int i)
 {
     const float *xi = s->x + (long)i * 2;
@@ -4835,7 +4892,7 @@ for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
 
 /* >>sph_source: the divergence solver's (mode 0: D rho/Dt clamped at 0, kappa = D rho/Dt khat / dt)
    or the density solver's (mode 1: rho* - rho0 clamped at 0 with rho* = rho + dt D rho/Dt, kappa
-   = (rho* - rho0) khat / dt^2) source (seed 004 eq 23); err_i = the clamped density error */
+   = (rho* - rho0) khat / dt^2) source ([DiffFR-supp] eq 23); err_i = the clamped density error */
 CQ_HD void cq__sph_source_2d_f32(const cq__sph_f32 *s, int i, int mode)
 {
     const float *xi = s->x + (long)i * 2, *vi = s->v + (long)i * 2;
@@ -4901,8 +4958,8 @@ for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
 }
 
 /* >>sph_boundary_force: on a dynamic body's boundary particle b, this iteration's force from the
-   fluid, F_b += sum_f m kappa_f rho0 V_b grad W_fb (seed 004 eq 19, the reaction of the pressure
-   step above), and the localized derivative (seed 004 eqs 21, 29 and Alg. 1 line 8)
+   fluid, F_b += sum_f m kappa_f rho0 V_b grad W_fb ([DiffFR-supp] eq 19, the reaction of the pressure
+   step above), and the localized derivative ([DiffFR-supp] eqs 21, 29 and Alg. 1 line 8)
      d F_b/d v_b += sum_f (I + dt/m dF/dv_f)^-1 dF/dv_b
                   = sum_f -c_f / (1 + rho0 V_b khat_f g_f . grad W_fb) grad W_fb grad W_fb^T,
    c_f = m rho0^2 V_b^2 khat_f / dt, over the fluid particles with kappa_f > 0 (both solvers
@@ -5116,7 +5173,7 @@ CQ_HD void cq__sph_gradW_2d_f64(const cq__sph_f64 *s, const double *d, double r2
 }
 
 /* >>sph_density: rho_i, g_i = sum_j m grad W_ij + sum_b rho0 V_b grad W_ib, and the DFSPH
-   factor khat_i = 1 / (|g_i|^2 + sum_j |m grad W_ij|^2) (seed 004 eq 24; 0 when isolated) */
+   factor khat_i = 1 / (|g_i|^2 + sum_j |m grad W_ij|^2) ([DiffFR-supp] eq 24; 0 when isolated) */
 CQ_HD void cq__sph_density_2d_f64(const cq__sph_f64 *s, int i)
 {
     const double *xi = s->x + (long)i * 2;
@@ -5152,7 +5209,7 @@ for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
 
 /* >>sph_source: the divergence solver's (mode 0: D rho/Dt clamped at 0, kappa = D rho/Dt khat / dt)
    or the density solver's (mode 1: rho* - rho0 clamped at 0 with rho* = rho + dt D rho/Dt, kappa
-   = (rho* - rho0) khat / dt^2) source (seed 004 eq 23); err_i = the clamped density error */
+   = (rho* - rho0) khat / dt^2) source ([DiffFR-supp] eq 23); err_i = the clamped density error */
 CQ_HD void cq__sph_source_2d_f64(const cq__sph_f64 *s, int i, int mode)
 {
     const double *xi = s->x + (long)i * 2, *vi = s->v + (long)i * 2;
@@ -5218,8 +5275,8 @@ for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
 }
 
 /* >>sph_boundary_force: on a dynamic body's boundary particle b, this iteration's force from the
-   fluid, F_b += sum_f m kappa_f rho0 V_b grad W_fb (seed 004 eq 19, the reaction of the pressure
-   step above), and the localized derivative (seed 004 eqs 21, 29 and Alg. 1 line 8)
+   fluid, F_b += sum_f m kappa_f rho0 V_b grad W_fb ([DiffFR-supp] eq 19, the reaction of the pressure
+   step above), and the localized derivative ([DiffFR-supp] eqs 21, 29 and Alg. 1 line 8)
      d F_b/d v_b += sum_f (I + dt/m dF/dv_f)^-1 dF/dv_b
                   = sum_f -c_f / (1 + rho0 V_b khat_f g_f . grad W_fb) grad W_fb grad W_fb^T,
    c_f = m rho0^2 V_b^2 khat_f / dt, over the fluid particles with kappa_f > 0 (both solvers
@@ -5433,7 +5490,7 @@ CQ_HD void cq__sph_gradW_3d_f32(const cq__sph_f32 *s, const float *d, float r2, 
 }
 
 /* >>sph_density: rho_i, g_i = sum_j m grad W_ij + sum_b rho0 V_b grad W_ib, and the DFSPH
-   factor khat_i = 1 / (|g_i|^2 + sum_j |m grad W_ij|^2) (seed 004 eq 24; 0 when isolated) */
+   factor khat_i = 1 / (|g_i|^2 + sum_j |m grad W_ij|^2) ([DiffFR-supp] eq 24; 0 when isolated) */
 CQ_HD void cq__sph_density_3d_f32(const cq__sph_f32 *s, int i)
 {
     const float *xi = s->x + (long)i * 3;
@@ -5469,7 +5526,7 @@ for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
 
 /* >>sph_source: the divergence solver's (mode 0: D rho/Dt clamped at 0, kappa = D rho/Dt khat / dt)
    or the density solver's (mode 1: rho* - rho0 clamped at 0 with rho* = rho + dt D rho/Dt, kappa
-   = (rho* - rho0) khat / dt^2) source (seed 004 eq 23); err_i = the clamped density error */
+   = (rho* - rho0) khat / dt^2) source ([DiffFR-supp] eq 23); err_i = the clamped density error */
 CQ_HD void cq__sph_source_3d_f32(const cq__sph_f32 *s, int i, int mode)
 {
     const float *xi = s->x + (long)i * 3, *vi = s->v + (long)i * 3;
@@ -5535,8 +5592,8 @@ for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
 }
 
 /* >>sph_boundary_force: on a dynamic body's boundary particle b, this iteration's force from the
-   fluid, F_b += sum_f m kappa_f rho0 V_b grad W_fb (seed 004 eq 19, the reaction of the pressure
-   step above), and the localized derivative (seed 004 eqs 21, 29 and Alg. 1 line 8)
+   fluid, F_b += sum_f m kappa_f rho0 V_b grad W_fb ([DiffFR-supp] eq 19, the reaction of the pressure
+   step above), and the localized derivative ([DiffFR-supp] eqs 21, 29 and Alg. 1 line 8)
      d F_b/d v_b += sum_f (I + dt/m dF/dv_f)^-1 dF/dv_b
                   = sum_f -c_f / (1 + rho0 V_b khat_f g_f . grad W_fb) grad W_fb grad W_fb^T,
    c_f = m rho0^2 V_b^2 khat_f / dt, over the fluid particles with kappa_f > 0 (both solvers
@@ -5750,7 +5807,7 @@ CQ_HD void cq__sph_gradW_3d_f64(const cq__sph_f64 *s, const double *d, double r2
 }
 
 /* >>sph_density: rho_i, g_i = sum_j m grad W_ij + sum_b rho0 V_b grad W_ib, and the DFSPH
-   factor khat_i = 1 / (|g_i|^2 + sum_j |m grad W_ij|^2) (seed 004 eq 24; 0 when isolated) */
+   factor khat_i = 1 / (|g_i|^2 + sum_j |m grad W_ij|^2) ([DiffFR-supp] eq 24; 0 when isolated) */
 CQ_HD void cq__sph_density_3d_f64(const cq__sph_f64 *s, int i)
 {
     const double *xi = s->x + (long)i * 3;
@@ -5786,7 +5843,7 @@ for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
 
 /* >>sph_source: the divergence solver's (mode 0: D rho/Dt clamped at 0, kappa = D rho/Dt khat / dt)
    or the density solver's (mode 1: rho* - rho0 clamped at 0 with rho* = rho + dt D rho/Dt, kappa
-   = (rho* - rho0) khat / dt^2) source (seed 004 eq 23); err_i = the clamped density error */
+   = (rho* - rho0) khat / dt^2) source ([DiffFR-supp] eq 23); err_i = the clamped density error */
 CQ_HD void cq__sph_source_3d_f64(const cq__sph_f64 *s, int i, int mode)
 {
     const double *xi = s->x + (long)i * 3, *vi = s->v + (long)i * 3;
@@ -5852,8 +5909,8 @@ for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
 }
 
 /* >>sph_boundary_force: on a dynamic body's boundary particle b, this iteration's force from the
-   fluid, F_b += sum_f m kappa_f rho0 V_b grad W_fb (seed 004 eq 19, the reaction of the pressure
-   step above), and the localized derivative (seed 004 eqs 21, 29 and Alg. 1 line 8)
+   fluid, F_b += sum_f m kappa_f rho0 V_b grad W_fb ([DiffFR-supp] eq 19, the reaction of the pressure
+   step above), and the localized derivative ([DiffFR-supp] eqs 21, 29 and Alg. 1 line 8)
      d F_b/d v_b += sum_f (I + dt/m dF/dv_f)^-1 dF/dv_b
                   = sum_f -c_f / (1 + rho0 V_b khat_f g_f . grad W_fb) grad W_fb grad W_fb^T,
    c_f = m rho0^2 V_b^2 khat_f / dt, over the fluid particles with kappa_f > 0 (both solvers
@@ -10281,7 +10338,7 @@ static void cq__dcross3(const cq__dual *a, const cq__dual *b, cq__dual *o)
     o[0] = r[0]; o[1] = r[1]; o[2] = r[2];
 }
 /* R(q) for a unit quaternion q = (w, x, y, z), as 2 qv qv^T + (w^2 - qv.qv) I + 2 w [qv]x
-   (seed 004 eq 10): its derivative is taken with q unconstrained, as the paper does */
+   ([DiffFR-supp] eq 10): its derivative is taken with q unconstrained, as the paper does */
 static void cq__dquat_mat(const cq__dual *q, cq__dual *R)
 {
     const cq__dual w = q[0], x = q[1], y = q[2], z = q[3];
@@ -11114,7 +11171,7 @@ static void cq__body_point_dual(const cq__dual *S, const cq__dual *R, const doub
     for (int a = 0; a < 3; ++a) { x[a] = cq__dadd(S[a], r[a]); v[a] = cq__dadd(S[7 + a], wr[a]); }
 }
 
-/* >>contact: the SPH penalty contact on one particle of body A (seed 004 eq 37, made smooth):
+/* >>contact: the SPH penalty contact on one particle of body A ([DiffFR-supp] eq 37, made smooth):
    phi = sum_b V_b W(x - x_b) (the cubic spline of support 2r: bodies touch at the particle
    spacing, where the fluid rests on them too) over the other objects' particles (walls, other bodies) measures
    the overlap, n = -grad phi / |grad phi| the normal, v_rel = v - (sum V W v_b) / phi;
@@ -11182,7 +11239,7 @@ static int cq__contact_dual(const cq_world *w, int A, const cq__dual *S, const c
     return 1;
 }
 
-/* >>body_step: the semi-implicit step of dynamic body A (seed 004 eqs 1-4), in duals: the fluid
+/* >>body_step: the semi-implicit step of dynamic body A ([DiffFR-supp] eqs 1-4), in duals: the fluid
    force (values F_b and the localized derivatives G_b = dF_b/dv_b of sph.j2), contact, gravity
    and the control U give
      v' = v + dt f / M,  x' = x + dt v',

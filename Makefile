@@ -10,7 +10,7 @@ BUILD    = build
 OUT      = out
 NVCCFLAGS = -arch=compute_75 -Werror all-warnings -diag-suppress 177
 
-.PHONY: all demo test bench regen ptx pydeps clean
+.PHONY: all demo test bench bench-fluid regen ptx pydeps clean
 all: demo
 
 $(BUILD):
@@ -50,6 +50,12 @@ test: pydeps | $(BUILD)
 bench: | $(BUILD)
 	$(CC) -std=c99 -O3 -march=native -fopenmp $(WARN) bench/bench.c -o $(BUILD)/bench -lm
 	./$(BUILD)/bench
+
+# The fluid-rigid world's dam breaks (2D and 3D, ~100k particles; see bench/fluid.c) on the CPU.
+# The peer: python3 bench/peer_splishsplash.py (SPlisHSPlasH, same scene; pip install pysplishsplash).
+bench-fluid: | $(BUILD)
+	$(CC) -std=c99 -O3 -march=native -fopenmp $(WARN) bench/fluid.c -o $(BUILD)/bench_fluid -lm
+	./$(BUILD)/bench_fluid --steps 20
 
 clean:
 	rm -rf $(BUILD) $(OUT)

@@ -51,6 +51,8 @@ lane_slow() {
     item fuzz_io sh tests/fuzz/run_io.sh 20
     # the API state-machine fuzzer: a fixed seed set (tests/fuzz_api.c; longer runs: see README)
     item fuzz_api_asan_ubsan sh -c "$CC -std=c99 -O1 -g $WARN $SAN tests/fuzz_api.c -o $B/fuzz_api_san -lm && ./$B/fuzz_api_san 200 400 1"
+    # the world's call-sequence fuzzer (tests/fuzz_world.c: random calls, hostile values, failing allocator)
+    item fuzz_world_asan_ubsan sh -c "$CC -std=c99 -O1 -g $WARN $SAN tests/fuzz_world.c -o $B/fuzz_world_san -lm && ./$B/fuzz_world_san 40 200 1 2>/dev/null"
     item fuzz_api_on_mock_cuda sh -c "CQ_CUDA_LIBRARY=$PWD/$B/mock/libcuda.so.1 ./$B/fuzz_api_san 20 300 1001"
     item test_table3 sh -c "$CC -std=c99 -O2 $WARN tests/test_table3.c -o $B/test_table3 -lm && ./$B/test_table3"
     # the CUDA host code under the sanitizers, on the mock driver
@@ -189,6 +191,7 @@ for ex in examples/[0-9]*.c; do
                *) # optimisation examples: the quick mode must reduce the loss (exit status says)
                   item example_$n sh -c "$CC -std=c99 -O2 $WARN $ex -o $B/$n -lm && ./$B/$n $B/ex_out quick" ;; esac
 done
+[ -f bench/fluid.c ] && item bench_fluid_quick sh -c "$CC -std=c99 -O2 $WARN bench/fluid.c -o $B/bench_fluid_quick -lm && ./$B/bench_fluid_quick quick"
 [ -f bench/bench.c ] && item bench_quick sh -c "$CC -std=c99 -O2 $WARN bench/bench.c -o $B/bench_quick -lm && ./$B/bench_quick quick"
 
 wait $SLOW

@@ -326,6 +326,66 @@ TEST(contact_box_rests_and_slides)
     cq_world_destroy(w);
 }
 
+/* Derivatives through contact (the smooth penalty model with friction): a box sliding on the
+   floor (2D), and a ball hitting a resting box (3D: the box's state w.r.t. the ball's v0, w0),
+   against float64 central differences. */
+static cq_world *contact_world(int dim, const double v0[3], const double w0[3], int steps, int track)
+{
+    cq_world_desc d;
+    cq_body_desc b;
+    cq_world *w = NULL;
+    memset(&d, 0, sizeof d); memset(&b, 0, sizeof b);
+    d.dim = dim; d.particle_radius = 0.01; d.dt = 0.001; d.gravity[1] = -9.81; d.precision = CQ_PRECISION_F64;
+    d.domain_hi[0] = 1.0; d.domain_hi[1] = 0.5; d.domain_hi[2] = 0.4; d.logger.func = cq_log_silent;
+    if (cq_world_create(&d, &w) != CQ_SUCCESS) return NULL;
+    b.shape = CQ_SHAPE_SPHERE; b.radius = 0.04; b.density = 800; b.friction = 0.4;
+    b.x[0] = 0.2; b.x[1] = dim == 3 ? 0.1 : 0.045; b.x[2] = 0.2;
+    for (int a = 0; a < 3; ++a) { b.v[a] = v0[a]; b.w[a] = w0[a]; }
+    cq_world_add_body(w, &b, NULL);
+    if (dim == 3) {   /* a box resting ahead of the ball */
+        memset(&b, 0, sizeof b);
+        b.shape = CQ_SHAPE_BOX; b.half_extents[0] = b.half_extents[1] = b.half_extents[2] = 0.05; b.density = 300; b.friction = 0.4;
+        b.x[0] = 0.4; b.x[1] = 0.052; b.x[2] = 0.2;
+        cq_world_add_body(w, &b, NULL);
+    }
+    if (track) cq_world_track(w, 0);
+    cq_world_step(w, steps);
+    return w;
+}
+
+static void contact_derivative_check(int dim, int steps, int body, double tol)
+{
+    const double v0[3] = {1.5, dim == 3 ? -0.5 : 0.0, 0.1 * (dim == 3)}, w0[3] = {0, 0, dim == 3 ? -10.0 : -5.0};
+    double J[78], worst = 0, big = 0;
+    cq_world *w = contact_world(dim, v0, w0, steps, 1);
+    cq_world_body_jacobian(w, body, J);
+    cq_world_destroy(w);
+    for (int c = 0; c < 6; ++c) {
+        double vp[3], wp[3], vm[3], wm[3];
+        const double e = 1e-6;
+        cq_body_state sp, sm;
+        if (dim == 2 && (c == 2 || c == 3 || c == 4)) continue;
+        for (int a = 0; a < 3; ++a) { vp[a] = vm[a] = v0[a]; wp[a] = wm[a] = w0[a]; }
+        if (c < 3) { vp[c] += e; vm[c] -= e; } else { wp[c - 3] += e; wm[c - 3] -= e; }
+        w = contact_world(dim, vp, wp, steps, 0); cq_world_get_body(w, body, &sp); cq_world_destroy(w);
+        w = contact_world(dim, vm, wm, steps, 0); cq_world_get_body(w, body, &sm); cq_world_destroy(w);
+        for (int r = 0; r < 13; ++r) {
+            const double fd = (state_at(&sp, r) - state_at(&sm, r)) / (2 * e), err = fabs(fd - J[r * 6 + c]) / (1 + fabs(fd));
+            if (err > worst) worst = err;
+            if (fabs(fd) > big) big = fabs(fd);
+            CHECK(err < tol, "%dD contact, body %d, %d steps: d state[%d] / d (v0,w0)[%d]: forward mode %.8g, central difference %.8g",
+                  dim, body, steps, r, c, J[r * 6 + c], fd);
+        }
+    }
+    printf("    %dD contact, body %d, %d steps: worst |J - cd| / (1 + |cd|) = %.2g (largest entry %.3g)\n", dim, body, steps, worst, big);
+}
+
+TEST(contact_derivatives)
+{
+    contact_derivative_check(2, 200, 0, 1e-5);   /* a ball rolling and sliding on the floor */
+    contact_derivative_check(3, 150, 1, 1e-5);   /* the box the 3D ball hits */
+}
+
 /* ---------------------------------------------------------------- coupled derivatives */
 /* a ball thrown into water: the localized derivatives against central differences, growing horizons */
 static cq_world *ball_world(double vx, int steps, int track)
@@ -542,7 +602,8 @@ int main(int argc, char **argv)
     static const cqt_case quick[] = {
         CASE(bad_input_named_and_harmless), CASE(non_finite_step_restores), CASE(reset_replays_bitwise),
         CASE(free_flight_jacobian_2d), CASE(free_flight_jacobian_3d), CASE(free_flight_angular_momentum_3d),
-        CASE(control_gradients_2d), CASE(contact_box_rests_and_slides), CASE(tank_at_rest_2d), CASE(threads_hook_bitwise)};
+        CASE(control_gradients_2d), CASE(contact_box_rests_and_slides), CASE(tank_at_rest_2d), CASE(threads_hook_bitwise),
+        CASE(contact_derivatives)};
     static const cqt_case physics[] = {
         CASE(tank_at_rest_3d_f32), CASE(archimedes_2d), CASE(archimedes_3d), CASE(dam_break_martin_moyce_2d),
         CASE(coupled_derivatives_report)};

@@ -10387,6 +10387,7 @@ typedef struct cq__body {
     double ctrl[6];                 /* force, torque: added every step */
     int first, count;               /* its boundary particles: [first, first + count) */
     double *r0;                     /* their offsets in the body frame [count*3] */
+    double lo[3], hi[3];            /* their bounding box at the step's start (contact broad phase) */
 } cq__body;
 
 struct cq_world {
@@ -10401,6 +10402,8 @@ struct cq_world {
     /* boundary particles: walls first, then each body's; Fb, Gb as in sph.j2 */
     void *xb, *vb, *Vb, *Fb, *Gb;
     int *bobj, *bidx;               /* object (see CQ__BODY_WALL), index in its body */
+    int *perm, *permprev;           /* the fluid is kept in cell order: slot i holds the user's
+                                       particle perm[i] (and before this step: permprev) */
     int *fstart, *forder, *bstart, *border, *keys;
     int *foff, *boff, *fnb, *bnb;   /* neighbour lists (sph.j2), rebuilt every step */
     size_t fnb_cap, bnb_cap;
@@ -10608,6 +10611,19 @@ static int cq__world_fluid_step_2d_f32(cq_world *w)
     void *tmp;
     for (int a = 0; a < 3; ++a) grav[a] = (float)w->desc.gravity[a];
     cq__world_sort_2d_f32(w, (float *)w->x, w->nf, w->fstart, w->forder);
+    {   /* keep the particles in cell order (neighbours near in memory): slot k takes forder[k] */
+        const float *x = (const float *)w->x, *v = (const float *)w->v;
+        float *nx = (float *)w->vt, *nv = (float *)w->g;   /* g (nf*d) is rebuilt by the density pass */
+        for (int k = 0; k < w->nf; ++k) {
+            const int o = w->forder[k];
+            for (int a = 0; a < 2; ++a) { nx[(long)k * 2 + a] = x[(long)o * 2 + a]; nv[(long)k * 2 + a] = v[(long)o * 2 + a]; }
+            w->keys[k] = w->perm[o];
+            w->forder[k] = k;
+        }
+        memcpy(w->perm, w->keys, (size_t)w->nf * sizeof(int));
+        tmp = w->x; w->x = w->vt; w->vt = tmp;
+        tmp = w->v; w->v = w->g; w->g = tmp;
+    }
     cq__world_sort_2d_f32(w, (float *)w->xb, w->nb, w->bstart, w->border);
     memset(w->Fb, 0, (size_t)w->nb * 2 * w->tsize);
     memset(w->Gb, 0, (size_t)w->nb * 4 * w->tsize);
@@ -10735,6 +10751,19 @@ static int cq__world_fluid_step_2d_f64(cq_world *w)
     void *tmp;
     for (int a = 0; a < 3; ++a) grav[a] = (double)w->desc.gravity[a];
     cq__world_sort_2d_f64(w, (double *)w->x, w->nf, w->fstart, w->forder);
+    {   /* keep the particles in cell order (neighbours near in memory): slot k takes forder[k] */
+        const double *x = (const double *)w->x, *v = (const double *)w->v;
+        double *nx = (double *)w->vt, *nv = (double *)w->g;   /* g (nf*d) is rebuilt by the density pass */
+        for (int k = 0; k < w->nf; ++k) {
+            const int o = w->forder[k];
+            for (int a = 0; a < 2; ++a) { nx[(long)k * 2 + a] = x[(long)o * 2 + a]; nv[(long)k * 2 + a] = v[(long)o * 2 + a]; }
+            w->keys[k] = w->perm[o];
+            w->forder[k] = k;
+        }
+        memcpy(w->perm, w->keys, (size_t)w->nf * sizeof(int));
+        tmp = w->x; w->x = w->vt; w->vt = tmp;
+        tmp = w->v; w->v = w->g; w->g = tmp;
+    }
     cq__world_sort_2d_f64(w, (double *)w->xb, w->nb, w->bstart, w->border);
     memset(w->Fb, 0, (size_t)w->nb * 2 * w->tsize);
     memset(w->Gb, 0, (size_t)w->nb * 4 * w->tsize);
@@ -10862,6 +10891,19 @@ static int cq__world_fluid_step_3d_f32(cq_world *w)
     void *tmp;
     for (int a = 0; a < 3; ++a) grav[a] = (float)w->desc.gravity[a];
     cq__world_sort_3d_f32(w, (float *)w->x, w->nf, w->fstart, w->forder);
+    {   /* keep the particles in cell order (neighbours near in memory): slot k takes forder[k] */
+        const float *x = (const float *)w->x, *v = (const float *)w->v;
+        float *nx = (float *)w->vt, *nv = (float *)w->g;   /* g (nf*d) is rebuilt by the density pass */
+        for (int k = 0; k < w->nf; ++k) {
+            const int o = w->forder[k];
+            for (int a = 0; a < 3; ++a) { nx[(long)k * 3 + a] = x[(long)o * 3 + a]; nv[(long)k * 3 + a] = v[(long)o * 3 + a]; }
+            w->keys[k] = w->perm[o];
+            w->forder[k] = k;
+        }
+        memcpy(w->perm, w->keys, (size_t)w->nf * sizeof(int));
+        tmp = w->x; w->x = w->vt; w->vt = tmp;
+        tmp = w->v; w->v = w->g; w->g = tmp;
+    }
     cq__world_sort_3d_f32(w, (float *)w->xb, w->nb, w->bstart, w->border);
     memset(w->Fb, 0, (size_t)w->nb * 3 * w->tsize);
     memset(w->Gb, 0, (size_t)w->nb * 9 * w->tsize);
@@ -10989,6 +11031,19 @@ static int cq__world_fluid_step_3d_f64(cq_world *w)
     void *tmp;
     for (int a = 0; a < 3; ++a) grav[a] = (double)w->desc.gravity[a];
     cq__world_sort_3d_f64(w, (double *)w->x, w->nf, w->fstart, w->forder);
+    {   /* keep the particles in cell order (neighbours near in memory): slot k takes forder[k] */
+        const double *x = (const double *)w->x, *v = (const double *)w->v;
+        double *nx = (double *)w->vt, *nv = (double *)w->g;   /* g (nf*d) is rebuilt by the density pass */
+        for (int k = 0; k < w->nf; ++k) {
+            const int o = w->forder[k];
+            for (int a = 0; a < 3; ++a) { nx[(long)k * 3 + a] = x[(long)o * 3 + a]; nv[(long)k * 3 + a] = v[(long)o * 3 + a]; }
+            w->keys[k] = w->perm[o];
+            w->forder[k] = k;
+        }
+        memcpy(w->perm, w->keys, (size_t)w->nf * sizeof(int));
+        tmp = w->x; w->x = w->vt; w->vt = tmp;
+        tmp = w->v; w->v = w->g; w->g = tmp;
+    }
     cq__world_sort_3d_f64(w, (double *)w->xb, w->nb, w->bstart, w->border);
     memset(w->Fb, 0, (size_t)w->nb * 3 * w->tsize);
     memset(w->Gb, 0, (size_t)w->nb * 9 * w->tsize);
@@ -11123,9 +11178,10 @@ static void cq__body_mass(int dim, cq__body *b, double density, double sp, doubl
 }
 
 /* the body's boundary particles in the world, from its state (values only) */
-static void cq__body_place(cq_world *w, const cq__body *b)
+static void cq__body_place(cq_world *w, cq__body *b)
 {
     cq__dual q[4], R[9];
+    for (int a = 0; a < 3; ++a) { b->lo[a] = b->count ? 1e300 : 0; b->hi[a] = b->count ? -1e300 : 0; }
     for (int a = 0; a < 4; ++a) q[a] = cq__dc(b->s[3 + a]);
     cq__dquat_mat(q, R);
     for (int i = 0; i < b->count; ++i) {
@@ -11135,6 +11191,10 @@ static void cq__body_place(cq_world *w, const cq__body *b)
         wr[0] = b->s[11] * r[2] - b->s[12] * r[1];
         wr[1] = b->s[12] * r[0] - b->s[10] * r[2];
         wr[2] = b->s[10] * r[1] - b->s[11] * r[0];
+        for (int a = 0; a < 3; ++a) {
+            if (b->s[a] + r[a] < b->lo[a]) b->lo[a] = b->s[a] + r[a];
+            if (b->s[a] + r[a] > b->hi[a]) b->hi[a] = b->s[a] + r[a];
+        }
         for (int a = 0; a < w->dim; ++a) {
             cq__wset(w, w->xb, (long)(b->first + i) * w->dim + a, b->s[a] + r[a]);
             cq__wset(w, w->vb, (long)(b->first + i) * w->dim + a, b->dynamic ? b->s[7 + a] + wr[a] : 0);
@@ -11239,6 +11299,25 @@ static int cq__contact_dual(const cq_world *w, int A, const cq__dual *S, const c
     return 1;
 }
 
+/* broad phase: can body A's particles be within the contact support (2r) of the walls' or
+   another body's particles this step?  (bounding boxes with a margin of 2r) */
+static int cq__body_may_touch(const cq_world *w, int A)
+{
+    const cq__body *a = &w->body[A];
+    const double r = w->desc.particle_radius, m = 2 * r;
+    for (int k = 0; k < w->dim; ++k)   /* the walls' first layer is r outside the domain */
+        if (a->lo[k] < w->desc.domain_lo[k] - r + m + r || a->hi[k] > w->desc.domain_hi[k] + r - m - r) return 1;
+    for (int B = 0; B < w->nbody; ++B) {
+        const cq__body *b = &w->body[B];
+        int apart = 0;
+        if (B == A) continue;
+        for (int k = 0; k < w->dim; ++k)
+            if (a->lo[k] > b->hi[k] + m + r || b->lo[k] > a->hi[k] + m + r) apart = 1;
+        if (!apart) return 1;
+    }
+    return 0;
+}
+
 /* >>body_step: the semi-implicit step of dynamic body A ([DiffFR-supp] eqs 1-4), in duals: the fluid
    force (values F_b and the localized derivatives G_b = dF_b/dv_b of sph.j2), contact, gravity
    and the control U give
@@ -11254,6 +11333,7 @@ static void cq__body_step_dual(const cq_world *w, int A, const cq__dual *S, cons
     const int dim = w->dim;
     const double dt = w->desc.dt;
     cq__dual f[3], tau[3], I[9], Iinv[9], L[3], G[3], wn[3], qh[4], nq;
+    const int touch = cq__body_may_touch(w, A);
     for (int a = 0; a < 3; ++a) { f[a] = cq__dc(0); tau[a] = cq__dc(0); }
     for (int i = 0; i < bA->count; ++i) {
         const long b = bA->first + i;
@@ -11264,7 +11344,7 @@ static void cq__body_step_dual(const cq_world *w, int A, const cq__dual *S, cons
             Fi[a].v = cq__wat(w, w->Fb, b * dim + a);
             for (int e = 0; e < dim; ++e) Fi[a].d += cq__wat(w, w->Gb, (b * dim + a) * dim + e) * v[e].d;
         }
-        cq__contact_dual(w, A, S, Rs, x, v, Fi);
+        if (touch) cq__contact_dual(w, A, S, Rs, x, v, Fi);
         cq__dcross3(r, Fi, t);
         for (int a = 0; a < 3; ++a) { f[a] = cq__dadd(f[a], Fi[a]); tau[a] = cq__dadd(tau[a], t[a]); }
     }
@@ -11442,7 +11522,7 @@ static void cq__world_free_prepared(cq_world *w)
     void **p[] = {&w->xprev, &w->vprev, &w->vt, &w->rho, &w->khat, &w->g, &w->kappa, &w->err,
                   &w->xb, &w->vb, &w->Vb, &w->Fb, &w->Gb, (void **)&w->bobj, (void **)&w->bidx,
                   (void **)&w->fstart, (void **)&w->forder, (void **)&w->bstart, (void **)&w->border,
-                  (void **)&w->keys, (void **)&w->wall, (void **)&w->foff, (void **)&w->boff, (void **)&w->fnb, (void **)&w->bnb};
+                  (void **)&w->keys, (void **)&w->wall, (void **)&w->perm, (void **)&w->permprev, (void **)&w->foff, (void **)&w->boff, (void **)&w->fnb, (void **)&w->bnb};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; ++i) { cq__wfree_w(w, *p[i]); *p[i] = NULL; }
     w->fnb_cap = w->bnb_cap = 0;
     w->prepared = 0;
@@ -11671,8 +11751,9 @@ static cq_result cq__world_prepare(cq_world *w)
     w->keys = (int *)cq__walloc_w(w, (nf > (size_t)nb ? nf : (size_t)nb) * sizeof(int));
     w->wall = (double *)cq__walloc_w(w, (size_t)nwall * 3 * sizeof(double));
     w->foff = (int *)cq__walloc_w(w, (nf + 1) * sizeof(int)); w->boff = (int *)cq__walloc_w(w, (nf + 1) * sizeof(int));
+    w->perm = (int *)cq__walloc_w(w, nf * sizeof(int)); w->permprev = (int *)cq__walloc_w(w, nf * sizeof(int));
     {
-        void *all[] = {w->foff, w->boff, w->xprev, w->vprev, w->vt, w->rho, w->khat, w->g, w->kappa, w->err, w->xb, w->vb, w->Vb, w->Fb, w->Gb,
+        void *all[] = {w->perm, w->permprev, w->foff, w->boff, w->xprev, w->vprev, w->vt, w->rho, w->khat, w->g, w->kappa, w->err, w->xb, w->vb, w->Vb, w->Fb, w->Gb,
                        w->bobj, w->bidx, w->fstart, w->forder, w->bstart, w->border, w->keys, w->wall};
         for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) if (!all[i]) ok = 0;
     }
@@ -11681,6 +11762,7 @@ static cq_result cq__world_prepare(cq_world *w)
         return cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "cq_world_step: cannot allocate the solver's arrays (%d fluid, %d boundary particles)", w->nf, nb);
     }
     memset(w->kappa, 0, nf * T);
+    for (int i = 0; i < w->nf; ++i) w->perm[i] = i;
     {
         double half2[3];
         for (int a = 0; a < 3; ++a) half2[a] = a < d ? half[a] + 2 * r : 0;
@@ -11692,7 +11774,7 @@ static cq_result cq__world_prepare(cq_world *w)
         w->bobj[i] = CQ__BODY_WALL; w->bidx[i] = i;
     }
     for (int k = 0; k < w->nbody; ++k) {
-        const cq__body *b = &w->body[k];
+        cq__body *b = &w->body[k];
         for (int i = 0; i < b->count; ++i) { w->bobj[b->first + i] = b->dynamic ? k : -2 - k; w->bidx[b->first + i] = i; }
         cq__body_place(w, b);
     }
@@ -11803,11 +11885,12 @@ cq_result cq_world_step(cq_world *w, int steps)
         if (w->nf) {
             memcpy(w->xprev, w->x, (size_t)w->nf * (size_t)d * w->tsize);
             memcpy(w->vprev, w->v, (size_t)w->nf * (size_t)d * w->tsize);
+            memcpy(w->permprev, w->perm, (size_t)w->nf * sizeof(int));
         }
         for (int k = 0; k < w->nbody; ++k) cq__body_place(w, &w->body[k]);
         bad = cq__world_fluid_step(w);
         if (bad == -2) rc = cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "cq_world_step: step %d: cannot allocate the neighbour lists", w->steps);
-        if (bad >= 0) rc = cq__wfail(w, CQ_ERROR_NON_FINITE, "cq_world_step: step %d: fluid particle %d became non-finite (x or v)", w->steps, bad);
+        if (bad >= 0) rc = cq__wfail(w, CQ_ERROR_NON_FINITE, "cq_world_step: step %d: fluid particle %d became non-finite (x or v)", w->steps, w->perm[bad]);
         if (rc == CQ_SUCCESS) rc = cq__world_bodies(w, snew);
         if (rc == CQ_SUCCESS)
             for (int i = 0; i < ns; ++i)
@@ -11820,6 +11903,7 @@ cq_result cq_world_step(cq_world *w, int steps)
             if (w->nf) {
                 memcpy(w->x, w->xprev, (size_t)w->nf * (size_t)d * w->tsize);
                 memcpy(w->v, w->vprev, (size_t)w->nf * (size_t)d * w->tsize);
+                memcpy(w->perm, w->permprev, (size_t)w->nf * sizeof(int));
             }
             if (Jsave) memcpy(w->J, Jsave, (size_t)ns * 6 * sizeof(double));
             for (int k = 0; k < w->nbody; ++k) cq__body_place(w, &w->body[k]);
@@ -11852,7 +11936,10 @@ cq_result cq_world_reset(cq_world *w)
     w->steps = 0;
     memset(&w->stats, 0, sizeof w->stats);
     w->stats.boundary_particles = w->nb;
-    if (w->prepared && w->nf) memset(w->kappa, 0, (size_t)w->nf * w->tsize);
+    if (w->prepared && w->nf) {
+        memset(w->kappa, 0, (size_t)w->nf * w->tsize);
+        for (int i = 0; i < w->nf; ++i) w->perm[i] = i;
+    }
     return CQ_SUCCESS;
 }
 
@@ -11862,7 +11949,10 @@ cq_result cq_world_get_fluid(const cq_world *w, cq_field f, double *out)
     if (f != CQ_FIELD_X && f != CQ_FIELD_V)
         return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_get_fluid: field %d: the fluid has CQ_FIELD_X and CQ_FIELD_V", (int)f);
     if (!out && w->nf) return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_get_fluid: out is NULL");
-    for (long i = 0; i < (long)w->nf * w->dim; ++i) out[i] = cq__wat(w, f == CQ_FIELD_X ? w->x : w->v, i);
+    for (int i = 0; i < w->nf; ++i) {   /* back to the order the particles were added in */
+        const long u = (long)(w->prepared ? w->perm[i] : i);
+        for (int a = 0; a < w->dim; ++a) out[u * w->dim + a] = cq__wat(w, f == CQ_FIELD_X ? w->x : w->v, (long)i * w->dim + a);
+    }
     return CQ_SUCCESS;
 }
 

@@ -52,7 +52,7 @@ lane_slow() {
     # the API state-machine fuzzer: a fixed seed set (tests/fuzz_api.c; longer runs: see README)
     item fuzz_api_asan_ubsan sh -c "$CC -std=c99 -O1 -g $WARN $SAN tests/fuzz_api.c -o $B/fuzz_api_san -lm && ./$B/fuzz_api_san 200 400 1"
     # the world's call-sequence fuzzer (tests/fuzz_world.c: random calls, hostile values, failing allocator)
-    item fuzz_world_asan_ubsan sh -c "$CC -std=c99 -O1 -g $WARN $SAN tests/fuzz_world.c -o $B/fuzz_world_san -lm && ./$B/fuzz_world_san 40 200 1 2>/dev/null"
+    item fuzz_world_asan_ubsan sh -c "$CC -std=c99 -O1 -g $WARN $SAN tests/fuzz_world.c -o $B/fuzz_world_san -lm && ./$B/fuzz_world_san 25 150 1 2>/dev/null"
     item fuzz_api_on_mock_cuda sh -c "CQ_CUDA_LIBRARY=$PWD/$B/mock/libcuda.so.1 ./$B/fuzz_api_san 20 300 1001"
     item test_table3 sh -c "$CC -std=c99 -O2 $WARN tests/test_table3.c -o $B/test_table3 -lm && ./$B/test_table3"
     # the CUDA host code under the sanitizers, on the mock driver

@@ -13,7 +13,9 @@
                    -> dL/dparams and dL/dobs;
        rollout     runs the closed loop for T steps, then the reverse pass, and returns L,
                    dL/dparams and the design gradients (dL/dE, dL/dnu, dL/dmass, ... per particle);
-       optimizer   gradient descent (optional momentum) or Adam, with box bounds by projection.
+       optimizer   gradient descent (optional momentum) or Adam, with box bounds by projection,
+                   per-parameter rate factors and a plateau scheduler that halves the rate when
+                   the loss stops improving (Li et al., DiffFR, ACM TOG 2023, sec 6).
      Controller parameters live in a flat double array that you own; objects hold no parameters.
 
    DO THIS
@@ -273,6 +275,18 @@ typedef struct cq_robot_optimizer_desc {
     double momentum;                 /* GD: heavy-ball momentum in [0, 1); 0 = plain */
     double clip_norm;                /* > 0: scale the gradient down to this global norm; 0 = off */
     const double *lo, *hi;           /* [params] box bounds (copied; NULL = unbounded; +-INFINITY ok) */
+    const double *rate_scale;        /* [params] factors on the learning rate per parameter (copied;
+                                        NULL = 1; each finite and > 0): e.g. DiffFR's separate rates
+                                        for a body's linear and angular velocity */
+    /* The plateau scheduler (off unless plateau_patience > 0; fed by cq_robot_optimizer_report):
+       when the loss has not improved on the best so far by more than plateau_threshold (relative)
+       for more than plateau_patience reports, the learning rate is multiplied by plateau_factor,
+       not below min_learning_rate, and the count restarts (the rule of PyTorch's
+       ReduceLROnPlateau, which DiffFR's optimiser uses with factor 1/2). */
+    int plateau_patience;            /* reports without improvement tolerated; 0 = scheduler off */
+    double plateau_factor;           /* in (0, 1); 0 = 0.5 */
+    double plateau_threshold;        /* relative improvement that counts, >= 0; 0 = 1e-4 */
+    double min_learning_rate;        /* >= 0: the floor */
 } cq_robot_optimizer_desc;
 cq_result cq_robot_optimizer_create(const cq_robot_optimizer_desc *desc, cq_robot_optimizer **out);
 void      cq_robot_optimizer_destroy(cq_robot_optimizer *opt);
@@ -280,8 +294,16 @@ void      cq_robot_optimizer_destroy(cq_robot_optimizer *opt);
    error, params unchanged. */
 cq_result cq_robot_optimizer_step(cq_robot_optimizer *opt, double *params, const double *grad);
 cq_result cq_robot_optimizer_project(const cq_robot_optimizer *opt, double *params);
-void      cq_robot_optimizer_reset(cq_robot_optimizer *opt);      /* moments and count to 0 */
+void      cq_robot_optimizer_reset(cq_robot_optimizer *opt);      /* moments, count and the
+                                     scheduler to their start; the learning rate back to the desc's */
 int       cq_robot_optimizer_iterations(const cq_robot_optimizer *opt);
+/* The plateau scheduler: report each iteration's loss (before or after the step, but the same
+   way every time).  *reduced (may be NULL) is set to 1 when this report lowered the rate, else
+   0.  A non-finite loss is an error (CQ_ERROR_NON_FINITE) and changes nothing.  Without a
+   scheduler (plateau_patience = 0) it only records the best loss. */
+cq_result cq_robot_optimizer_report(cq_robot_optimizer *opt, double loss, int *reduced);
+double    cq_robot_optimizer_learning_rate(const cq_robot_optimizer *opt);   /* the current rate (0: opt NULL) */
+double    cq_robot_optimizer_best_loss(const cq_robot_optimizer *opt);       /* the least reported (+inf: none) */
 
 /* ------------------------------------------------------------------ shapes
    A box (a rectangle in 2D) of particles on a regular lattice: `per_dx` particles per grid
@@ -1161,7 +1183,9 @@ struct cq_robot_optimizer {
     cq_robot_optimizer_kind kind;
     int n, t;
     double lr, b1, b2, eps, mom, clip;
-    double *m, *v, *lo, *hi;
+    double *m, *v, *lo, *hi, *scale;
+    double lr0, factor, threshold, min_lr, best;   /* the plateau scheduler */
+    int patience, bad;
 };
 
 cq_result cq_robot_optimizer_create(const cq_robot_optimizer_desc *od, cq_robot_optimizer **out)
@@ -1188,21 +1212,34 @@ cq_result cq_robot_optimizer_create(const cq_robot_optimizer_desc *od, cq_robot_
         double lo = od->lo ? od->lo[i] : -HUGE_VAL, hi = od->hi ? od->hi[i] : HUGE_VAL;
         if (lo != lo || hi != hi || lo > hi || lo == HUGE_VAL || hi == -HUGE_VAL)
             return cq_rb__fail(e, CQ_ERROR_INVALID_ARGUMENT, "%s: bounds of parameter %d: [%g, %g] is not a box", what, i, lo, hi);
+        if (od->rate_scale && !(cq_rb__finite(od->rate_scale[i]) && od->rate_scale[i] > 0))
+            return cq_rb__fail(e, CQ_ERROR_INVALID_ARGUMENT, "%s: rate_scale[%d] = %g: must be finite and > 0", what, i, od->rate_scale[i]);
     }
+    if (od->plateau_patience < 0 || !(od->plateau_factor >= 0 && od->plateau_factor < 1) ||
+        !(od->plateau_threshold >= 0 && od->plateau_threshold < 1) || !(od->min_learning_rate >= 0) || !cq_rb__finite(od->min_learning_rate))
+        return cq_rb__fail(e, CQ_ERROR_INVALID_ARGUMENT, "%s: plateau_patience = %d, plateau_factor = %g, plateau_threshold = %g, "
+                           "min_learning_rate = %g: need patience >= 0, factor and threshold in [0, 1), the floor finite and >= 0",
+                           what, od->plateau_patience, od->plateau_factor, od->plateau_threshold, od->min_learning_rate);
     o = (cq_robot_optimizer *)calloc(1, sizeof *o);
     bytes = sizeof(double) * (size_t)od->params;
     if (o) {
         o->m = (double *)calloc(1, bytes); o->v = (double *)calloc(1, bytes);
-        o->lo = (double *)malloc(bytes); o->hi = (double *)malloc(bytes);
+        o->lo = (double *)malloc(bytes); o->hi = (double *)malloc(bytes); o->scale = (double *)malloc(bytes);
     }
-    if (!o || !o->m || !o->v || !o->lo || !o->hi) {
+    if (!o || !o->m || !o->v || !o->lo || !o->hi || !o->scale) {
         cq_robot_optimizer_destroy(o);
         return cq_rb__fail(e, CQ_ERROR_OUT_OF_MEMORY, "%s: out of memory (%d params)", what, od->params);
     }
     o->kind = od->kind; o->n = od->params; o->lr = od->learning_rate;
     o->b1 = od->beta1 > 0 ? od->beta1 : 0.9; o->b2 = od->beta2 > 0 ? od->beta2 : 0.999;
     o->eps = od->epsilon > 0 ? od->epsilon : 1e-8; o->mom = od->momentum; o->clip = od->clip_norm;
-    for (int i = 0; i < o->n; ++i) { o->lo[i] = od->lo ? od->lo[i] : -HUGE_VAL; o->hi[i] = od->hi ? od->hi[i] : HUGE_VAL; }
+    for (int i = 0; i < o->n; ++i) {
+        o->lo[i] = od->lo ? od->lo[i] : -HUGE_VAL; o->hi[i] = od->hi ? od->hi[i] : HUGE_VAL;
+        o->scale[i] = od->rate_scale ? od->rate_scale[i] : 1;
+    }
+    o->lr0 = o->lr; o->patience = od->plateau_patience; o->factor = od->plateau_factor > 0 ? od->plateau_factor : 0.5;
+    o->threshold = od->plateau_threshold > 0 ? od->plateau_threshold : 1e-4; o->min_lr = od->min_learning_rate;
+    o->best = HUGE_VAL; o->bad = 0;
     *out = o;
     return CQ_SUCCESS;
 }
@@ -1210,14 +1247,32 @@ cq_result cq_robot_optimizer_create(const cq_robot_optimizer_desc *od, cq_robot_
 void cq_robot_optimizer_destroy(cq_robot_optimizer *o)
 {
     if (!o) return;
-    free(o->m); free(o->v); free(o->lo); free(o->hi); free(o);
+    free(o->m); free(o->v); free(o->lo); free(o->hi); free(o->scale); free(o);
 }
 void cq_robot_optimizer_reset(cq_robot_optimizer *o)
 {
     if (!o) return;
     memset(o->m, 0, sizeof(double) * (size_t)o->n); memset(o->v, 0, sizeof(double) * (size_t)o->n); o->t = 0;
+    o->lr = o->lr0; o->best = HUGE_VAL; o->bad = 0;
 }
 int cq_robot_optimizer_iterations(const cq_robot_optimizer *o) { return o ? o->t : 0; }
+double cq_robot_optimizer_learning_rate(const cq_robot_optimizer *o) { return o ? o->lr : 0; }
+double cq_robot_optimizer_best_loss(const cq_robot_optimizer *o) { return o ? o->best : HUGE_VAL; }
+
+cq_result cq_robot_optimizer_report(cq_robot_optimizer *o, double loss, int *reduced)
+{
+    if (reduced) *reduced = 0;
+    if (!o) return CQ_ERROR_INVALID_ARGUMENT;
+    if (!cq_rb__finite(loss)) return cq_rb__fail(CQ_RB__ERR(o), CQ_ERROR_NON_FINITE, "cq_robot_optimizer_report: loss = %g", loss);
+    if (o->best == HUGE_VAL || loss < o->best - o->threshold * fabs(o->best)) { o->best = loss; o->bad = 0; return CQ_SUCCESS; }
+    if (o->patience > 0 && ++o->bad > o->patience) {
+        const double lr = o->lr * o->factor;
+        o->bad = 0;
+        if (lr >= o->min_lr && o->lr > o->min_lr) { o->lr = lr; if (reduced) *reduced = 1; }
+        else if (o->lr > o->min_lr) { o->lr = o->min_lr; if (reduced) *reduced = 1; }
+    }
+    return CQ_SUCCESS;
+}
 
 cq_result cq_robot_optimizer_project(const cq_robot_optimizer *o, double *p)
 {
@@ -1251,12 +1306,12 @@ cq_result cq_robot_optimizer_step(cq_robot_optimizer *o, double *p, const double
             const double gi = g[i] * scale;
             o->m[i] = o->b1 * o->m[i] + (1 - o->b1) * gi;
             o->v[i] = o->b2 * o->v[i] + (1 - o->b2) * gi * gi;
-            p[i] -= o->lr * (o->m[i] / c1) / (sqrt(o->v[i] / c2) + o->eps);
+            p[i] -= o->lr * o->scale[i] * (o->m[i] / c1) / (sqrt(o->v[i] / c2) + o->eps);
         }
     } else {
         for (int i = 0; i < o->n; ++i) {
             o->m[i] = o->mom * o->m[i] + g[i] * scale;
-            p[i] -= o->lr * o->m[i];
+            p[i] -= o->lr * o->scale[i] * o->m[i];
         }
     }
     return cq_robot_optimizer_project(o, p);

@@ -602,6 +602,58 @@ TEST(optimizers_respect_bounds_and_reduce_a_quadratic)
     }
 }
 
+/* per-parameter rates and the plateau scheduler (DiffFR's optimiser): the rate halves after
+   `patience` + 1 reports without improvement, never below the floor; reset restores it */
+TEST(optimizer_rate_scale_and_plateau_scheduler)
+{
+    cq_robot_optimizer *o = NULL;
+    cq_robot_optimizer_desc od;
+    const double scale[2] = {8, 1};
+    double p[2] = {0, 0}, g[2] = {1, 1};
+    int reduced = -1, reductions = 0;
+    memset(&od, 0, sizeof od);
+    od.kind = CQ_ROBOT_OPTIMIZER_GD; od.params = 2; od.learning_rate = 0.5; od.rate_scale = scale;
+    od.plateau_patience = 3; od.min_learning_rate = 0.1;
+    CHECK_OK(cq_robot_optimizer_create(&od, &o));
+    CHECK_OK(cq_robot_optimizer_step(o, p, g));
+    CHECK(p[0] == -4 && p[1] == -0.5, "scaled step %g %g", p[0], p[1]);
+    /* improving losses never reduce the rate */
+    for (int i = 0; i < 10; ++i) {
+        CHECK_OK(cq_robot_optimizer_report(o, 10.0 - i, &reduced));
+        CHECK(reduced == 0, "report %d reduced the rate while improving", i);
+    }
+    CHECK(cq_robot_optimizer_best_loss(o) == 1, "best %g", cq_robot_optimizer_best_loss(o));
+    /* a plateau: a change below the relative threshold (1e-4) is no improvement */
+    for (int i = 0; i < 3; ++i) {
+        CHECK_OK(cq_robot_optimizer_report(o, 1 - 1e-6, &reduced));
+        CHECK(reduced == 0 && cq_robot_optimizer_learning_rate(o) == 0.5, "report %d: early reduction", i);
+    }
+    CHECK_OK(cq_robot_optimizer_report(o, 2, &reduced));   /* the 4th bad report > patience 3 */
+    CHECK(reduced == 1 && cq_robot_optimizer_learning_rate(o) == 0.25, "halved: %d %g", reduced, cq_robot_optimizer_learning_rate(o));
+    p[0] = p[1] = 0;
+    CHECK_OK(cq_robot_optimizer_step(o, p, g));
+    CHECK(p[0] == -2 && p[1] == -0.25, "step at the halved rate %g %g", p[0], p[1]);
+    for (int i = 0; i < 40; ++i) { CHECK_OK(cq_robot_optimizer_report(o, 5, &reduced)); reductions += reduced; }
+    CHECK(cq_robot_optimizer_learning_rate(o) == 0.1 && reductions == 2, "floor: rate %g after %d reductions",
+          cq_robot_optimizer_learning_rate(o), reductions);
+    CHECK(cq_robot_optimizer_report(o, NAN, &reduced) == CQ_ERROR_NON_FINITE && reduced == 0, "NaN loss accepted");
+    CHECK(strstr(cq_robot_last_error(o), "loss") != NULL, "message: %s", cq_robot_last_error(o));
+    cq_robot_optimizer_reset(o);
+    CHECK(cq_robot_optimizer_learning_rate(o) == 0.5 && cq_robot_optimizer_best_loss(o) == HUGE_VAL, "reset");
+    cq_robot_optimizer_destroy(o);
+    /* bad scheduler settings and rates are refused by name */
+    od.rate_scale = NULL; od.plateau_factor = 1;
+    CHECK(cq_robot_optimizer_create(&od, &o) == CQ_ERROR_INVALID_ARGUMENT && o == NULL, "factor 1 accepted");
+    CHECK(strstr(cq_robot_last_error(NULL), "plateau_factor") != NULL, "message: %s", cq_robot_last_error(NULL));
+    {
+        const double bad[2] = {1, 0};
+        od.plateau_factor = 0; od.rate_scale = bad;
+        CHECK(cq_robot_optimizer_create(&od, &o) == CQ_ERROR_INVALID_ARGUMENT && o == NULL, "rate_scale 0 accepted");
+        CHECK(strstr(cq_robot_last_error(NULL), "rate_scale[1]") != NULL, "message: %s", cq_robot_last_error(NULL));
+    }
+    CHECK(cq_robot_optimizer_report(NULL, 1, NULL) == CQ_ERROR_INVALID_ARGUMENT, "NULL optimizer");
+}
+
 /* ------------------------------------------------------------------------ a tiny optimisation */
 static double final_forward(const cq_robot_state *s, double *gx, double *gv, void *user)
 {
@@ -914,5 +966,6 @@ RUN_TESTS(CASE(box_shape_fills_a_lattice), CASE(untaped_rollout_refused_before_s
           CASE(rollout_gradient_matches_finite_differences_of_whole_rollouts),
           CASE(open_loop_rollout_matches_finite_differences),
           CASE(optimizers_respect_bounds_and_reduce_a_quadratic),
+          CASE(optimizer_rate_scale_and_plateau_scheduler),
           CASE(tiny_closed_loop_optimisation_moves_the_block_right),
           CASE(bad_input_returns_errors_with_messages))

@@ -125,7 +125,7 @@
      n * (2 dim + 2 dim^2) reals, and the backward pass checkpoint_every * substeps + 1 more
      (cq_sim_tape_bytes reports it).  chainqueen_io.h and chainqueen_robot.h state their own.
 
-   FLUID-RIGID WORLDS (cq_world_*, [DiffFR]; examples/12_fluid_rigid.c)
+   FLUID-RIGID WORLDS (cq_world_*, [DiffFR]; examples/12_fluid_rigid.c, 13-18: DiffFR's tasks)
      A cq_world holds SPH fluid, rigid bodies and the domain box.  Fluid: DFSPH [DFSPH15,17]
      (divergence solver, then gravity and viscosity, then the density solver; average errors
      0.1% / 0.1% by default, 2..100 iterations), cubic spline of support 4r, neighbours on a
@@ -140,9 +140,14 @@
      spacing).  Stiffness per boundary particle k = contact_stiffness * 2r * (M/N) / dt^2 (M, N:
      the body's mass and particle count), damping c = contact_damping * 2 sqrt(k M / (2r N)).
      Keep v dt below r: a body faster than that can tunnel through a thin wall or body.
+     Joints (cq_world_add_joint): spherical (a pin in 2D), between two bodies or a body and a
+     fixed point, by impulses after each step's forces ([BenderSchmitt06], [DiffFR-supp]
+     eqs 39-43): the gap of the predicted positions closed by p = K^-1 d / dt, 4 Gauss-Seidel
+     sweeps per step; jointed bodies do not contact each other.  A rod on a pin swings with the
+     physical pendulum's period to 0.02%, gaps stay below 1e-5 m (tests/test_world.c).
      Derivatives (forward mode, cq_world_track before the first step): every body's state with
-     respect to the tracked body's initial v and w, exact for the rigid dynamics and contact (dual
-     numbers through eqs 1-16 and the contact model; checked against float64 central
+     respect to the tracked body's initial v and w, exact for the rigid dynamics, contact and
+     joints (dual numbers through eqs 1-16, the contact model and eqs 44-47; checked against float64 central
      differences to 1e-8), and through the fluid by [DiffFR]'s localized scheme: dF_b/dv_b per
      boundary particle from both solvers' iterations ([DiffFR-supp] Alg. 1, eqs 21, 29), the
      fluid's own response left out.  It agrees with central differences while the body enters
@@ -182,7 +187,7 @@
                                                   >>sph_volume
                               world.j2            >>counting_sort >>dual >>world >>world_fluid
                                                   (the DFSPH solver loop: cq__world_solve_)
-                              world_bodies.j2     >>bodies >>contact >>body_step
+                              world_bodies.j2     >>bodies >>contact >>body_step >>joint
                               world_api.j2        >>world_api (validation, step, reset, gradients)
      embedded PTX ........... ptx.j2              at the end, after all readable code
      The CUDA kernels are the same CQ_HD functions behind __global__ wrappers
@@ -212,6 +217,8 @@
                     TVCG 2017.
      [Akinci12]     N. Akinci, M. Ihmsen, G. Akinci, B. Solenthaler, M. Teschner.  Versatile
                     Rigid-Fluid Coupling for Incompressible SPH.  ACM TOG (SIGGRAPH), 2012.
+     [BenderSchmitt06]  J. Bender, A. Schmitt.  Constraint-based collision and contact handling
+                    using impulses.  Computer Animation and Social Agents (CASA), 2006.
      [Monaghan92]   J. J. Monaghan.  Smoothed Particle Hydrodynamics.  Annual Review of Astronomy
                     and Astrophysics, 1992 (the artificial viscosity).
      [MartinMoyce52] J. C. Martin, W. J. Moyce.  An Experimental Study of the Collapse of Liquid
@@ -465,6 +472,21 @@ CQ_API cq_result   cq_world_stats_get(const cq_world *world, cq_world_stats *out
 /* the body's mass (kg; per metre of depth in 2D) and inertia tensor about its centre of mass
    in its own frame (row-major 3x3; 2D: only [8], I_zz, is used) */
 CQ_API cq_result   cq_world_body_mass(const cq_world *world, int id, double *mass, double inertia[9]);
+
+/* Joints (beyond DiffFR's API; its supplement, sec 5): a spherical joint (in 2D a pin) keeps the
+   point `anchor` (world coordinates at step 0) of body_a and of body_b together; body_b = -1
+   pins body_a to that fixed point of the world.  Solved by impulses (Bender & Schmitt, CASA 2006;
+   see the manual's FLUID-RIGID WORLDS) after each step's forces, and
+   differentiated with the rest of the bodies' step.  Jointed bodies do not contact each other.
+   At step 0 (like bodies), between existing bodies, at least one of them dynamic. */
+typedef struct cq_joint_desc {
+    int body_a, body_b;             /* body ids; body_b = -1: the world */
+    double anchor[3];               /* the pivot, world frame, at step 0 (2D: z ignored) */
+} cq_joint_desc;
+CQ_API cq_result   cq_world_add_joint(cq_world *world, const cq_joint_desc *joint, int *id);
+CQ_API int         cq_world_joint_count(const cq_world *world);
+/* the joint's current gap: the distance between its two points (metres; 0 when satisfied) */
+CQ_API cq_result   cq_world_joint_gap(const cq_world *world, int id, double *gap);
 
 /* forward-mode gradients ([DiffFR] and its supplement, sections 1-2: the localized coupling scheme): derivatives of
    every body's state with respect to one body's initial linear and angular velocity */
@@ -10356,6 +10378,14 @@ static void cq__dquat_mat(const cq__dual *q, cq__dual *R)
     R[2] = cq__dadd(R[2], cq__dscale(cq__dmul(w, y), 2)); R[6] = cq__dsub(R[6], cq__dscale(cq__dmul(w, y), 2));
     R[5] = cq__dsub(R[5], cq__dscale(cq__dmul(w, x), 2)); R[7] = cq__dadd(R[7], cq__dscale(cq__dmul(w, x), 2));
 }
+/* R(q), values only (q of unit length) */
+static void cq__quat_to_mat(const double *q, double *R)
+{
+    cq__dual qd[4], Rd[9];
+    for (int a = 0; a < 4; ++a) qd[a] = cq__dc(q[a]);
+    cq__dquat_mat(qd, Rd);
+    for (int a = 0; a < 9; ++a) R[a] = Rd[a].v;
+}
 static void cq__dmatvec3(const cq__dual *M, const cq__dual *x, cq__dual *o)
 {
     cq__dual r[3];
@@ -10395,12 +10425,20 @@ typedef struct cq__body {
     double lo[3], hi[3];            /* their bounding box at the step's start (contact broad phase) */
 } cq__body;
 
+/* a spherical joint (a pin in 2D): the point la of body a (its frame) and the point lb of body b
+   (its frame; b = -1: lb is a fixed point of the world) are kept together */
+typedef struct cq__joint { int a, b; double la[3], lb[3]; } cq__joint;
+#define CQ__JOINT_ITERS 4           /* Gauss-Seidel sweeps over the joints per step (a fixed
+                                       count: the step stays a smooth function of the state) */
+
 struct cq_world {
     cq_world_desc desc;             /* defaults resolved */
     int dim, steps, nf, nb, nwall, nbody, body_cap, ncells, prepared;
     size_t tsize;
     char error[512];
     cq__body *body;
+    cq__joint *joint;
+    int njoint, joint_cap;
     /* fluid, in the world's precision: x, v (and their values at the first step, and the backup
        a failing step restores), scratch */
     void *x, *v, *x0, *v0, *xprev, *vprev, *vt, *rho, *khat, *g, *kappa, *err;
@@ -11236,6 +11274,14 @@ static void cq__body_point_dual(const cq__dual *S, const cq__dual *R, const doub
     for (int a = 0; a < 3; ++a) { x[a] = cq__dadd(S[a], r[a]); v[a] = cq__dadd(S[7 + a], wr[a]); }
 }
 
+/* are bodies A and B connected by a joint?  (jointed bodies do not contact each other) */
+static int cq__jointed(const cq_world *w, int A, int B)
+{
+    for (int j = 0; j < w->njoint; ++j)
+        if ((w->joint[j].a == A && w->joint[j].b == B) || (w->joint[j].a == B && w->joint[j].b == A)) return 1;
+    return 0;
+}
+
 /* >>contact: the SPH penalty contact on one particle of body A ([DiffFR-supp] eq 37, made smooth):
    phi = sum_b V_b W(x - x_b) (the cubic spline of support 2r: bodies touch at the particle
    spacing, where the fluid rests on them too) over the other objects' particles (walls, other bodies) measures
@@ -11267,7 +11313,7 @@ static int cq__contact_dual(const cq_world *w, int A, const cq__dual *S, const c
                     const int B = ob >= 0 ? ob : (ob <= -2 ? -2 - ob : -1);
                     cq__dual xb[3], vb[3], d[3], r2, r, W, f;
                     const double Vb = cq__wat(w, w->Vb, b);
-                    if (B == A) continue;
+                    if (B == A || (B >= 0 && w->njoint && cq__jointed(w, A, B))) continue;
                     if (B >= 0) {
                         cq__dual rb[3];
                         cq__body_point_dual(S + (long)B * CQ__BS, Rs + (long)B * 9, w->body[B].r0 + (long)w->bidx[b] * 3, xb, vb, rb);
@@ -11315,12 +11361,26 @@ static int cq__body_may_touch(const cq_world *w, int A)
     for (int B = 0; B < w->nbody; ++B) {
         const cq__body *b = &w->body[B];
         int apart = 0;
-        if (B == A) continue;
+        if (B == A || (w->njoint && cq__jointed(w, A, B))) continue;
         for (int k = 0; k < w->dim; ++k)
             if (a->lo[k] > b->hi[k] + m + r || b->lo[k] > a->hi[k] + m + r) apart = 1;
         if (!apart) return 1;
     }
     return 0;
+}
+
+/* the positions of the semi-implicit step from the new velocities out[7..12]:
+     x' = x + dt v',  q' = normalize(q + dt/2 [0, w'] (x) q),  [0, w] (x) (q0, qv) = (-w.qv, q0 w + w x qv) */
+static void cq__body_integrate_dual(double dt, const cq__dual *s, cq__dual *out)
+{
+    cq__dual wq[3], qh[4], nq;
+    const cq__dual *wv = out + 10;
+    for (int a = 0; a < 3; ++a) out[a] = cq__dadd(s[a], cq__dscale(out[7 + a], dt));
+    cq__dcross3(wv, s + 4, wq);
+    qh[0] = cq__dsub(s[3], cq__dscale(cq__ddot3(wv, s + 4), dt / 2));
+    for (int a = 0; a < 3; ++a) qh[1 + a] = cq__dadd(s[4 + a], cq__dscale(cq__dadd(cq__dmul(s[3], wv[a]), wq[a]), dt / 2));
+    nq = cq__dsqrt(cq__dadd(cq__dadd(cq__dmul(qh[0], qh[0]), cq__dmul(qh[1], qh[1])), cq__dadd(cq__dmul(qh[2], qh[2]), cq__dmul(qh[3], qh[3]))));
+    for (int a = 0; a < 4; ++a) out[3 + a] = cq__ddiv(qh[a], nq);
 }
 
 /* >>body_step: the semi-implicit step of dynamic body A ([DiffFR-supp] eqs 1-4), in duals: the fluid
@@ -11337,7 +11397,7 @@ static void cq__body_step_dual(const cq_world *w, int A, const cq__dual *S, cons
     const cq__dual *s = S + (long)A * CQ__BS, *R = Rs + (long)A * 9;
     const int dim = w->dim;
     const double dt = w->desc.dt;
-    cq__dual f[3], tau[3], I[9], Iinv[9], L[3], G[3], wn[3], qh[4], nq;
+    cq__dual f[3], tau[3], I[9], Iinv[9], L[3], G[3], wn[3];
     const int touch = cq__body_may_touch(w, A);
     for (int a = 0; a < 3; ++a) { f[a] = cq__dc(0); tau[a] = cq__dc(0); }
     for (int i = 0; i < bA->count; ++i) {
@@ -11358,10 +11418,7 @@ static void cq__body_step_dual(const cq_world *w, int A, const cq__dual *S, cons
         tau[a] = cq__dadd(tau[a], U[3 + a]);
     }
     if (dim == 2) { f[2] = cq__dc(0); tau[0] = cq__dc(0); tau[1] = cq__dc(0); }
-    for (int a = 0; a < 3; ++a) {
-        out[7 + a] = cq__dadd(s[7 + a], cq__dscale(f[a], dt / bA->mass));
-        out[a] = cq__dadd(s[a], cq__dscale(out[7 + a], dt));
-    }
+    for (int a = 0; a < 3; ++a) out[7 + a] = cq__dadd(s[7 + a], cq__dscale(f[a], dt / bA->mass));
     cq__drot_tensor(R, bA->I0, I);
     cq__drot_tensor(R, bA->I0inv, Iinv);
     cq__dmatvec3(I, s + 10, L);
@@ -11370,36 +11427,103 @@ static void cq__body_step_dual(const cq_world *w, int A, const cq__dual *S, cons
     cq__dmatvec3(Iinv, G, wn);
     for (int a = 0; a < 3; ++a) out[10 + a] = cq__dadd(s[10 + a], cq__dscale(wn[a], dt));
     if (dim == 2) { out[10] = cq__dc(0); out[11] = cq__dc(0); }
-    {   /* q^ = q + dt/2 [0, w'] (x) q;  [0, w] (x) (q0, qv) = (-w.qv, q0 w + w x qv) */
-        cq__dual wq[3];
-        const cq__dual *wv = out + 10;
-        cq__dcross3(wv, s + 4, wq);
-        qh[0] = cq__dsub(s[3], cq__dscale(cq__ddot3(wv, s + 4), dt / 2));
-        for (int a = 0; a < 3; ++a) qh[1 + a] = cq__dadd(s[4 + a], cq__dscale(cq__dadd(cq__dmul(s[3], wv[a]), wq[a]), dt / 2));
-        nq = cq__dsqrt(cq__dadd(cq__dadd(cq__dmul(qh[0], qh[0]), cq__dmul(qh[1], qh[1])), cq__dadd(cq__dmul(qh[2], qh[2]), cq__dmul(qh[3], qh[3]))));
-        for (int a = 0; a < 4; ++a) out[3 + a] = cq__ddiv(qh[a], nq);
+    cq__body_integrate_dual(dt, s, out);
+}
+
+/* K p = rhs for a symmetric positive definite K (n = 2: the xy block; p[2] = 0), in duals */
+static void cq__dsolve_spd(int n, const cq__dual *K, const cq__dual *rhs, cq__dual *p)
+{
+    cq__dual M[9], b[3];
+    for (int k = 0; k < 9; ++k) M[k] = K[k];
+    for (int a = 0; a < 3; ++a) { b[a] = rhs[a]; p[a] = cq__dc(0); }
+    for (int c = 0; c < n; ++c)          /* Gaussian elimination; no pivoting needed (SPD) */
+        for (int r = c + 1; r < n; ++r) {
+            const cq__dual f = cq__ddiv(M[r * 3 + c], M[c * 3 + c]);
+            for (int e = c; e < n; ++e) M[r * 3 + e] = cq__dsub(M[r * 3 + e], cq__dmul(f, M[c * 3 + e]));
+            b[r] = cq__dsub(b[r], cq__dmul(f, b[c]));
+        }
+    for (int r = n - 1; r >= 0; --r) {
+        cq__dual t = b[r];
+        for (int e = r + 1; e < n; ++e) t = cq__dsub(t, cq__dmul(M[r * 3 + e], p[e]));
+        p[r] = cq__ddiv(t, M[r * 3 + r]);
     }
+}
+
+/* >>joint: spherical joints by impulses ([BenderSchmitt06], as [DiffFR-supp] eqs 39-43):
+   with every body's unconstrained step N done, the gap d = (x_a' + R_a' l_a) - (x_b' + R_b' l_b)
+   of each joint is closed by the impulse p = K^-1 d / dt, K = K_a + K_b,
+   K_i = I/m_i - [R_i l_i] I_i^-1 [R_i l_i] (at the step's start; 0 for a static body or the
+   world), applied as -p at body a's point and +p at body b's; the positions are integrated
+   again from the corrected velocities.  CQ__JOINT_ITERS sweeps (the gap is nonlinear in p).
+   The derivatives of eqs 44-47 follow from the dual arithmetic. */
+static void cq__joints_solve_dual(const cq_world *w, const cq__dual *S, const cq__dual *Rs, cq__dual *N)
+{
+    const double dt = w->desc.dt;
+    for (int it = 0; it < CQ__JOINT_ITERS; ++it)
+        for (int j = 0; j < w->njoint; ++j) {
+            const cq__joint *jt = &w->joint[j];
+            const int ids[2] = {jt->a, jt->b};
+            cq__dual r[2][3], Iinv[2][9], P[2][3], d[3], K[9], p[3];
+            int dyn[2];
+            for (int k = 0; k < 9; ++k) K[k] = cq__dc(0);
+            for (int e = 0; e < 2; ++e) {
+                const int id = ids[e];
+                const double *l = e ? jt->lb : jt->la;
+                cq__dual lc[3], Rn[9], rn[3];
+                dyn[e] = id >= 0 && w->body[id].dynamic;
+                for (int a = 0; a < 3; ++a) lc[a] = cq__dc(l[a]);
+                if (id < 0) { for (int a = 0; a < 3; ++a) P[e][a] = lc[a]; continue; }
+                cq__dmatvec3(Rs + (long)id * 9, lc, r[e]);
+                cq__dquat_mat(N + (long)id * CQ__BS + 3, Rn);
+                cq__dmatvec3(Rn, lc, rn);
+                for (int a = 0; a < 3; ++a) P[e][a] = cq__dadd(N[(long)id * CQ__BS + a], rn[a]);
+                if (!dyn[e]) continue;
+                cq__drot_tensor(Rs + (long)id * 9, w->body[id].I0inv, Iinv[e]);
+                for (int c = 0; c < 3; ++c) {   /* column c of K_i: e_c / m + (I^-1 (r x e_c)) x r */
+                    cq__dual ec[3], rx[3], t[3], col[3];
+                    for (int a = 0; a < 3; ++a) ec[a] = cq__dc(a == c ? 1 : 0);
+                    cq__dcross3(r[e], ec, rx);
+                    cq__dmatvec3(Iinv[e], rx, t);
+                    cq__dcross3(t, r[e], col);
+                    for (int a = 0; a < 3; ++a) K[a * 3 + c] = cq__dadd(K[a * 3 + c], cq__dadd(col[a], cq__dc(a == c ? 1 / w->body[id].mass : 0)));
+                }
+            }
+            for (int a = 0; a < 3; ++a) d[a] = cq__dscale(cq__dsub(P[0][a], P[1][a]), 1 / dt);
+            if (w->dim == 2) d[2] = cq__dc(0);
+            cq__dsolve_spd(w->dim, K, d, p);
+            for (int e = 0; e < 2; ++e) {
+                const int id = ids[e];
+                const double sign = e ? 1 : -1;
+                cq__dual *n = N + (long)id * CQ__BS, rp[3], dw[3];
+                if (!dyn[e]) continue;
+                cq__dcross3(r[e], p, rp);
+                cq__dmatvec3(Iinv[e], rp, dw);
+                for (int a = 0; a < 3; ++a) {
+                    n[7 + a] = cq__dadd(n[7 + a], cq__dscale(p[a], sign / w->body[id].mass));
+                    n[10 + a] = cq__dadd(n[10 + a], cq__dscale(dw[a], sign));
+                }
+                if (w->dim == 2) { n[9] = cq__dc(0); n[10] = cq__dc(0); n[11] = cq__dc(0); }
+                cq__body_integrate_dual(dt, S + (long)id * CQ__BS, n);
+            }
+        }
 }
 
 /* All bodies' step.  dir < 0: values only (new states into snew).  Else the derivative along
    direction dir (state component dir of body dir/13 for dir < 13B, else control component of
-   body (dir-13B)/6) into col[13B] (values into snew as well). */
-static void cq__bodies_step(const cq_world *w, int dir, double *snew, double *col, cq__dual *S, cq__dual *Rs, cq__dual *U)
+   body (dir-13B)/6) into col[13B] (values into snew as well).  N: scratch of 13B duals. */
+static void cq__bodies_step(const cq_world *w, int dir, double *snew, double *col, cq__dual *S, cq__dual *Rs, cq__dual *U, cq__dual *N)
 {
     const int B = w->nbody, ns = B * CQ__BS;
     for (int j = 0; j < ns; ++j) { S[j] = cq__dc(w->body[j / CQ__BS].s[j % CQ__BS]); if (j == dir) S[j].d = 1; }
     for (int A = 0; A < B; ++A) cq__dquat_mat(S + (long)A * CQ__BS + 3, Rs + (long)A * 9);
     for (int A = 0; A < B; ++A) {
         const cq__body *bA = &w->body[A];
-        cq__dual out[CQ__BS];
-        if (!bA->dynamic) {
-            for (int k = 0; k < CQ__BS; ++k) { snew[A * CQ__BS + k] = bA->s[k]; if (col) col[A * CQ__BS + k] = S[A * CQ__BS + k].d; }
-            continue;
-        }
+        if (!bA->dynamic) { for (int k = 0; k < CQ__BS; ++k) N[(long)A * CQ__BS + k] = S[(long)A * CQ__BS + k]; continue; }
         for (int k = 0; k < 6; ++k) { U[k] = cq__dc(bA->ctrl[k]); if (dir == ns + A * 6 + k) U[k].d = 1; }
-        cq__body_step_dual(w, A, S, Rs, U, out);
-        for (int k = 0; k < CQ__BS; ++k) { snew[A * CQ__BS + k] = out[k].v; if (col) col[A * CQ__BS + k] = out[k].d; }
+        cq__body_step_dual(w, A, S, Rs, U, N + (long)A * CQ__BS);
     }
+    if (w->njoint) cq__joints_solve_dual(w, S, Rs, N);
+    for (int j = 0; j < ns; ++j) { snew[j] = N[j].v; if (col) col[j] = N[j].d; }
 }
 
 /* ------------------------------------------------------------------ >>world_api */
@@ -11540,7 +11664,7 @@ void cq_world_destroy(cq_world *w)
     for (int i = 0; i < w->nbody; ++i) cq__wfree_w(w, w->body[i].r0);
     cq__wfree_w(w, w->body);
     cq__wfree_w(w, w->x); cq__wfree_w(w, w->v); cq__wfree_w(w, w->x0); cq__wfree_w(w, w->v0);
-    cq__wfree_w(w, w->J); cq__wfree_w(w, w->hist);
+    cq__wfree_w(w, w->J); cq__wfree_w(w, w->hist); cq__wfree_w(w, w->joint);
     w->desc.allocator.free(w, w->desc.allocator.user);
 }
 
@@ -11548,6 +11672,7 @@ const char *cq_world_last_error(const cq_world *w) { return w ? w->error : cq__c
 int cq_world_fluid_count(const cq_world *w) { return w ? w->nf : 0; }
 int cq_world_body_count(const cq_world *w) { return w ? w->nbody : 0; }
 int cq_world_step_count(const cq_world *w) { return w ? w->steps : 0; }
+int cq_world_joint_count(const cq_world *w) { return w ? w->njoint : 0; }
 
 cq_result cq_world_add_fluid(cq_world *w, int count, const double *x, const double *v)
 {
@@ -11721,6 +11846,74 @@ cq_result cq_world_add_body(cq_world *w, const cq_body_desc *b, int *id)
     return CQ_SUCCESS;
 }
 
+/* a point given in body id's frame (id -1: the world), in the world frame now */
+static void cq__joint_point(const cq_world *w, int id, const double *l, double *out)
+{
+    if (id < 0) { memcpy(out, l, 3 * sizeof(double)); return; }
+    {
+        const double *s = w->body[id].s;
+        double R[9];
+        cq__quat_to_mat(s + 3, R);
+        for (int a = 0; a < 3; ++a) out[a] = s[a] + R[a * 3] * l[0] + R[a * 3 + 1] * l[1] + R[a * 3 + 2] * l[2];
+    }
+}
+
+cq_result cq_world_add_joint(cq_world *w, const cq_joint_desc *j, int *id)
+{
+    cq__joint nj;
+    CQ__WCHECK(w, "cq_world_add_joint");
+    if (!j) return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_add_joint: joint desc is NULL");
+    if (w->steps > 0)
+        return cq__wfail(w, CQ_ERROR_INVALID_STATE, "cq_world_add_joint: the world is at step %d: joints are added at step 0 (cq_world_reset first)", w->steps);
+    if (j->body_a < 0 || j->body_a >= w->nbody || j->body_b < -1 || j->body_b >= w->nbody)
+        return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_add_joint: joint %d: body_a = %d, body_b = %d: no such body (%d bodies; body_b = -1 is the world)",
+                         w->njoint, j->body_a, j->body_b, w->nbody);
+    if (j->body_a == j->body_b)
+        return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_add_joint: joint %d: body_a = body_b = %d", w->njoint, j->body_a);
+    if (!w->body[j->body_a].dynamic && (j->body_b < 0 || !w->body[j->body_b].dynamic))
+        return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_add_joint: joint %d: neither body_a (%d) nor body_b (%d) is dynamic", w->njoint, j->body_a, j->body_b);
+    for (int a = 0; a < w->dim; ++a)
+        if (!cq__finite(j->anchor[a]) || fabs(j->anchor[a]) > 1e12)
+            return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_add_joint: joint %d: anchor[%d] = %g is not a finite position", w->njoint, a, j->anchor[a]);
+    if (w->njoint >= 1 << 20) return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_add_joint: too many joints (%d)", w->njoint);
+    memset(&nj, 0, sizeof nj);
+    nj.a = j->body_a; nj.b = j->body_b;
+    for (int e = 0; e < 2; ++e) {   /* the anchor in each body's frame: R^T (anchor - x) */
+        const int b = e ? nj.b : nj.a;
+        double *l = e ? nj.lb : nj.la, dx[3] = {0, 0, 0}, R[9];
+        for (int a = 0; a < w->dim; ++a) dx[a] = j->anchor[a];
+        if (b < 0) { memcpy(l, dx, sizeof dx); continue; }
+        for (int a = 0; a < 3; ++a) dx[a] -= w->body[b].s0[a];
+        cq__quat_to_mat(w->body[b].s0 + 3, R);
+        for (int a = 0; a < 3; ++a) l[a] = R[a] * dx[0] + R[3 + a] * dx[1] + R[6 + a] * dx[2];
+        if (w->dim == 2) l[2] = 0;
+    }
+    if (w->njoint == w->joint_cap) {
+        const int cap = w->joint_cap ? 2 * w->joint_cap : 4;
+        cq__joint *nbuf = (cq__joint *)cq__walloc_w(w, (size_t)cap * sizeof(cq__joint));
+        if (!nbuf) return cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "cq_world_add_joint: cannot grow the joint list");
+        if (w->njoint) memcpy(nbuf, w->joint, (size_t)w->njoint * sizeof(cq__joint));
+        cq__wfree_w(w, w->joint);
+        w->joint = nbuf; w->joint_cap = cap;
+    }
+    w->joint[w->njoint] = nj;
+    if (id) *id = w->njoint;
+    w->njoint++;
+    return CQ_SUCCESS;
+}
+
+cq_result cq_world_joint_gap(const cq_world *w, int id, double *gap)
+{
+    double pa[3], pb[3];
+    CQ__WCHECK(w, "cq_world_joint_gap");
+    if (id < 0 || id >= w->njoint) return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_joint_gap: id = %d: no such joint (%d joints)", id, w->njoint);
+    if (!gap) return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_joint_gap: gap is NULL");
+    cq__joint_point(w, w->joint[id].a, w->joint[id].la, pa);
+    cq__joint_point(w, w->joint[id].b, w->joint[id].lb, pb);
+    *gap = sqrt((pa[0] - pb[0]) * (pa[0] - pb[0]) + (pa[1] - pb[1]) * (pa[1] - pb[1]) + (pa[2] - pb[2]) * (pa[2] - pb[2]));
+    return CQ_SUCCESS;
+}
+
 /* the boundary particles (walls: the lattice points on the surfaces of the boxes [lo - r, hi + r]
    and [lo - 3r, hi + 3r]),
    the fluid's scratch arrays and the boundary volumes; at the first step after a change */
@@ -11814,14 +12007,15 @@ cq_result cq_world_track(cq_world *w, int id)
 static cq_result cq__world_bodies(cq_world *w, double *snew)
 {
     const int B = w->nbody, ns = B * CQ__BS, nu = B * 6;
-    cq__dual *S, *Rs, U[6];
+    cq__dual *S, *Rs, *N, U[6];
     double *A = NULL;
     size_t per = (size_t)ns * (size_t)(ns + nu);
-    S = (cq__dual *)cq__walloc_w(w, (size_t)ns * sizeof(cq__dual));
+    S = (cq__dual *)cq__walloc_w(w, (size_t)ns * 2 * sizeof(cq__dual));
     Rs = (cq__dual *)cq__walloc_w(w, (size_t)B * 9 * sizeof(cq__dual));
+    N = S ? S + ns : NULL;
     if (!S || !Rs) { cq__wfree_w(w, S); cq__wfree_w(w, Rs); return cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "cq_world_step: step %d: out of memory (bodies)", w->steps); }
     if (w->track < 0) {
-        cq__bodies_step(w, -1, snew, NULL, S, Rs, U);
+        cq__bodies_step(w, -1, snew, NULL, S, Rs, U, N);
     } else {
         double *col, *Jn;
         if (w->hist_n == w->hist_cap) {
@@ -11839,14 +12033,14 @@ static cq_result cq__world_bodies(cq_world *w, double *snew)
             cq__wfree_w(w, col); cq__wfree_w(w, Jn); cq__wfree_w(w, S); cq__wfree_w(w, Rs);
             return cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "cq_world_step: step %d: out of memory (gradients)", w->steps);
         }
-        cq__bodies_step(w, -1, snew, NULL, S, Rs, U);
+        cq__bodies_step(w, -1, snew, NULL, S, Rs, U, N);
         for (int dir = 0; dir < ns + nu; ++dir) {
             const int owner = dir < ns ? dir / CQ__BS : (dir - ns) / 6;
             if (!w->body[owner].dynamic) {
                 for (int r = 0; r < ns; ++r) A[(size_t)r * (size_t)(ns + nu) + (size_t)dir] = (dir < ns && r == dir) ? 1 : 0;
                 continue;
             }
-            cq__bodies_step(w, dir, snew, col, S, Rs, U);
+            cq__bodies_step(w, dir, snew, col, S, Rs, U, N);
             for (int r = 0; r < ns; ++r) A[(size_t)r * (size_t)(ns + nu) + (size_t)dir] = col[r];
         }
         for (int r = 0; r < ns; ++r)

@@ -24,11 +24,11 @@ static int fail_rate;   /* 1 in fail_rate allocations fails; 0 = never */
 static void *fz_alloc(size_t n, void *u) { (void)u; if (fail_rate && pick(fail_rate) == 0) return NULL; ++live; return malloc(n); }
 static void fz_free(void *p, void *u) { (void)u; if (p) { --live; free(p); } }
 
-typedef struct snap { int nf, nb, steps; double *x; cq_body_state *s; } snap;
+typedef struct snap { int nf, nb, nj, steps; double *x; cq_body_state *s; } snap;
 static void take(const cq_world *w, snap *sn)
 {
     const int dim = 3;
-    sn->nf = cq_world_fluid_count(w); sn->nb = cq_world_body_count(w); sn->steps = cq_world_step_count(w);
+    sn->nf = cq_world_fluid_count(w); sn->nb = cq_world_body_count(w); sn->steps = cq_world_step_count(w); sn->nj = cq_world_joint_count(w);
     sn->x = (double *)calloc((size_t)(sn->nf * dim + 1), sizeof(double));
     sn->s = (cq_body_state *)calloc((size_t)(sn->nb + 1), sizeof(cq_body_state));
     cq_world_get_fluid(w, CQ_FIELD_X, sn->x);
@@ -36,7 +36,7 @@ static void take(const cq_world *w, snap *sn)
 }
 static int same(const snap *a, const snap *b, int dim)
 {
-    return a->nf == b->nf && a->nb == b->nb && a->steps == b->steps &&
+    return a->nf == b->nf && a->nb == b->nb && a->nj == b->nj && a->steps == b->steps &&
            memcmp(a->x, b->x, sizeof(double) * (size_t)(a->nf * dim)) == 0 &&
            memcmp(a->s, b->s, sizeof(cq_body_state) * (size_t)a->nb) == 0;
 }
@@ -71,7 +71,7 @@ static int one_run(int calls, int verbose)
     for (int c = 0; c < calls && !bad; ++c) {
         snap before, after;
         cq_result r = CQ_SUCCESS;
-        int op = pick(12), is_step = 0, steps_asked = 0;
+        int op = pick(13), is_step = 0, steps_asked = 0;
         fail_rate = pick(8) == 0 ? 3 + pick(20) : 0;
         take(w, &before);
         switch (op) {
@@ -127,6 +127,17 @@ static int one_run(int calls, int verbose)
             for (int i = 0; i < 13 * nb; ++i) seed[i] = pick(20) ? unif(-1, 1) : val();
             r = cq_world_control_grad(w, seed, g);
             free(seed); free(g);
+            break;
+        }
+        case 11: {   /* joints: between random (maybe missing, static or equal) bodies, odd anchors */
+            cq_joint_desc j;
+            double gap;
+            int id_sink;
+            memset(&j, 0, sizeof j);
+            j.body_a = pick(4) - 1; j.body_b = pick(4) - 1;
+            for (int a = 0; a < 3; ++a) j.anchor[a] = pick(10) ? unif(0.05, 0.25) : val();
+            r = pick(3) ? cq_world_add_joint(w, pick(30) ? &j : NULL, pick(10) ? &id_sink : NULL)
+                        : cq_world_joint_gap(w, pick(3) - 1, pick(10) ? &gap : NULL);
             break;
         }
         default: {

@@ -1,7 +1,8 @@
 /* Fluid-rigid worlds (cq_world_*): physics (a tank at rest, Archimedes, a dam break against
-   Martin & Moyce 1952, free flight), forward-mode derivatives against float64 central
-   differences (free flight exactly; the coupled localized scheme over growing horizons,
-   reported), per-step control gradients, contact, and bad input. */
+   Martin & Moyce 1952, free flight, a pendulum's period), forward-mode derivatives against
+   float64 central differences (free flight, contact and joints exactly; the coupled localized
+   scheme over growing horizons, reported), per-step control gradients, contact, joints, and bad
+   input. */
 #define CHAINQUEEN_IMPLEMENTATION
 #include "../chainqueen.h"
 #include "harness.h"
@@ -386,6 +387,203 @@ TEST(contact_derivatives)
     contact_derivative_check(3, 150, 1, 1e-5);   /* the box the 3D ball hits */
 }
 
+/* ---------------------------------------------------------------- joints */
+/* `links` boxes (0.08 x 0.3 x 0.08) hanging in a chain from the fixed pivot (1, 1.8, 0.5), all
+   turned by theta0 about z; link 0 starts with angular velocity w0 (and the matching v0 + dv) */
+static cq_world *chain_world(int dim, int links, double theta0, const double w0[3], const double dv[3], int steps, int track)
+{
+    cq_world_desc d;
+    cq_world *w = NULL;
+    double p[3] = {1.0, 1.8, dim == 3 ? 0.5 : 0}, c = cos(theta0 / 2), sn = sin(theta0 / 2);
+    memset(&d, 0, sizeof d);
+    d.dim = dim; d.particle_radius = 0.02; d.dt = 0.001; d.gravity[1] = -9.81; d.precision = CQ_PRECISION_F64;
+    d.domain_hi[0] = 2.0; d.domain_hi[1] = 2.0; d.domain_hi[2] = 1.0; d.logger.func = cq_log_silent;
+    if (cq_world_create(&d, &w) != CQ_SUCCESS) return NULL;
+    for (int k = 0; k < links; ++k) {
+        cq_body_desc b;
+        cq_joint_desc j;
+        const double down[3] = {sin(theta0) * 0.15, -cos(theta0) * 0.15, 0};
+        memset(&b, 0, sizeof b); memset(&j, 0, sizeof j);
+        b.shape = CQ_SHAPE_BOX; b.half_extents[0] = 0.04; b.half_extents[1] = 0.15; b.half_extents[2] = 0.04; b.density = 1000;
+        b.q[0] = c; b.q[3] = sn;
+        for (int a = 0; a < 3; ++a) b.x[a] = p[a] + down[a];
+        if (k == 0) {   /* v = w x (x - pivot) + dv */
+            b.v[0] = w0[1] * down[2] - w0[2] * down[1] + dv[0];
+            b.v[1] = w0[2] * down[0] - w0[0] * down[2] + dv[1];
+            b.v[2] = w0[0] * down[1] - w0[1] * down[0] + dv[2];
+            for (int a = 0; a < 3; ++a) b.w[a] = w0[a];
+        }
+        CHECK_OK(cq_world_add_body(w, &b, NULL));
+        j.body_a = k; j.body_b = k - 1;
+        for (int a = 0; a < 3; ++a) j.anchor[a] = p[a];
+        CHECK_OK(cq_world_add_joint(w, &j, NULL));
+        for (int a = 0; a < 3; ++a) p[a] += 2 * down[a];
+    }
+    if (track) CHECK_OK(cq_world_track(w, 0));
+    if (steps) CHECK_OK(cq_world_step(w, steps));
+    return w;
+}
+
+/* the largest gap of the world's joints */
+static double max_gap(const cq_world *w)
+{
+    double worst = 0, g;
+    for (int j = 0; j < cq_world_joint_count(w); ++j)
+        if (cq_world_joint_gap(w, j, &g) == CQ_SUCCESS && g > worst) worst = g;
+    return worst;
+}
+
+/* kinetic + potential energy of the bodies */
+static double body_energy(const cq_world *w, int dim)
+{
+    double E = 0;
+    for (int k = 0; k < cq_world_body_count(w); ++k) {
+        cq_body_state s;
+        double m, I0[9], R[9], Iw[3];
+        const double *q = s.q;
+        cq_world_get_body(w, k, &s);
+        cq_world_body_mass(w, k, &m, I0);
+        R[0] = 1 - 2 * (q[2] * q[2] + q[3] * q[3]); R[1] = 2 * (q[1] * q[2] - q[0] * q[3]); R[2] = 2 * (q[1] * q[3] + q[0] * q[2]);
+        R[3] = 2 * (q[1] * q[2] + q[0] * q[3]); R[4] = 1 - 2 * (q[1] * q[1] + q[3] * q[3]); R[5] = 2 * (q[2] * q[3] - q[0] * q[1]);
+        R[6] = 2 * (q[1] * q[3] - q[0] * q[2]); R[7] = 2 * (q[2] * q[3] + q[0] * q[1]); R[8] = 1 - 2 * (q[1] * q[1] + q[2] * q[2]);
+        {   /* w . R I0 R^T w with u = R^T w */
+            double u[3];
+            for (int a = 0; a < 3; ++a) u[a] = R[a] * s.w[0] + R[3 + a] * s.w[1] + R[6 + a] * s.w[2];
+            for (int a = 0; a < 3; ++a) Iw[a] = I0[a * 3] * u[0] + I0[a * 3 + 1] * u[1] + I0[a * 3 + 2] * u[2];
+            if (dim == 2) E += 0.5 * I0[8] * s.w[2] * s.w[2];
+            else E += 0.5 * (u[0] * Iw[0] + u[1] * Iw[1] + u[2] * Iw[2]);
+        }
+        E += 0.5 * m * (s.v[0] * s.v[0] + s.v[1] * s.v[1] + s.v[2] * s.v[2]) + m * 9.81 * s.x[1];
+    }
+    return E;
+}
+
+/* a rod on a pin: the joint holds (gap), and the small-amplitude period is the physical
+   pendulum's 2 pi sqrt(I_pivot / (m g L)) */
+TEST(joint_pendulum_2d_period)
+{
+    const double zero[3] = {0, 0, 0}, th0 = 0.05;
+    cq_world *w = chain_world(2, 1, th0, zero, zero, 0, 0);
+    double m, I0[9], prev = th0, t_cross[3], worst = 0;
+    int crossings = 0;
+    cq_world_body_mass(w, 0, &m, I0);
+    for (int n = 1; n <= 6000 && crossings < 3; ++n) {
+        cq_body_state s;
+        double th;
+        CHECK_OK(cq_world_step(w, 1));
+        cq_world_get_body(w, 0, &s);
+        th = 2 * atan2(s.q[3], s.q[0]);
+        if ((prev > 0) != (th > 0)) t_cross[crossings++] = 0.001 * (n - 1 + prev / (prev - th));
+        prev = th;
+        if (max_gap(w) > worst) worst = max_gap(w);
+    }
+    {
+        const double T = t_cross[2] - t_cross[0], L = 0.15;   /* two half swings */
+        const double expect = 2 * 3.14159265358979 * sqrt((I0[8] + m * L * L) / (m * 9.81 * L));
+        printf("    2D pendulum: period %.4f s, physical pendulum %.4f s (%+.2f%%); largest joint gap %.2g m\n",
+               T, expect, 100 * (T / expect - 1), worst);
+        CHECK(crossings == 3 && fabs(T / expect - 1) < 0.01, "period %g, expected %g", T, expect);
+        CHECK(worst < 1e-5, "the joint opened by %g m", worst);
+    }
+    cq_world_destroy(w);
+}
+
+/* a 3D chain of three links, spun: joints hold and the energy stays (semi-implicit Euler with
+   impulses loses a little, never gains much) */
+TEST(joint_chain_3d_holds)
+{
+    const double w0[3] = {1.0, 2.0, 3.0}, zero[3] = {0, 0, 0};
+    cq_world *w = chain_world(3, 3, 0.6, w0, zero, 0, 0);
+    const double E0 = body_energy(w, 3);
+    double worst = 0, E;
+    for (int n = 0; n < 12; ++n) {
+        CHECK_OK(cq_world_step(w, 50));
+        if (max_gap(w) > worst) worst = max_gap(w);
+    }
+    E = body_energy(w, 3);
+    printf("    3D chain of 3, 600 steps: largest joint gap %.2g m, energy %.4f -> %.4f J (%+.2f%%)\n", worst, E0, E, 100 * (E / E0 - 1));
+    CHECK(worst < 1e-4, "the joints opened by %g m", worst);
+    CHECK(E < E0 * 1.01 && E > E0 * 0.9, "energy %g -> %g", E0, E);
+    cq_world_destroy(w);
+}
+
+/* derivatives through the joints' impulses ([DiffFR-supp] eqs 44-47) against central differences */
+static void joint_derivative_check(int dim, int links, int steps, int body)
+{
+    const double w0[3] = {dim == 3 ? 1.0 : 0.0, dim == 3 ? -0.5 : 0.0, 2.0}, dv[3] = {0.1, 0.05, dim == 3 ? 0.1 : 0};
+    double J[78], worst = 0, big = 0;
+    cq_world *w = chain_world(dim, links, 0.4, w0, dv, steps, 1);
+    cq_world_body_jacobian(w, body, J);
+    cq_world_destroy(w);
+    for (int c = 0; c < 6; ++c) {
+        double vp[3], wp[3], vm[3], wm[3];
+        const double e = 1e-6;
+        cq_body_state sp, sm;
+        if (dim == 2 && (c == 2 || c == 3 || c == 4)) continue;
+        for (int a = 0; a < 3; ++a) { vp[a] = vm[a] = dv[a]; wp[a] = wm[a] = w0[a]; }
+        /* the world builds v0 = w0 x r + dv: perturbing dv[c] moves v0[c] alone; perturbing w0
+           moves v0 too, so that column is checked against J's chain: dstate/dw0 + dstate/dv0 dv0/dw0 */
+        if (c < 3) { vp[c] += e; vm[c] -= e; } else { wp[c - 3] += e; wm[c - 3] -= e; }
+        w = chain_world(dim, links, 0.4, wp, vp, steps, 0); cq_world_get_body(w, body, &sp); cq_world_destroy(w);
+        w = chain_world(dim, links, 0.4, wm, vm, steps, 0); cq_world_get_body(w, body, &sm); cq_world_destroy(w);
+        for (int r = 0; r < 13; ++r) {
+            double fd = (state_at(&sp, r) - state_at(&sm, r)) / (2 * e), jc = J[r * 6 + c], err;
+            if (c >= 3) {   /* d v0 / d w0[c-3] = e_{c-3} x down */
+                const double th = 0.4, down[3] = {sin(th) * 0.15, -cos(th) * 0.15, 0};
+                double ec[3] = {0, 0, 0}, dv0[3];
+                ec[c - 3] = 1;
+                dv0[0] = ec[1] * down[2] - ec[2] * down[1]; dv0[1] = ec[2] * down[0] - ec[0] * down[2]; dv0[2] = ec[0] * down[1] - ec[1] * down[0];
+                for (int a = 0; a < 3; ++a) jc += J[r * 6 + a] * dv0[a];
+            }
+            err = fabs(fd - jc) / (1 + fabs(fd));
+            if (err > worst) worst = err;
+            if (fabs(fd) > big) big = fabs(fd);
+            CHECK(err < 1e-5, "%dD joints, body %d, %d steps: d state[%d] / d (v0,w0)[%d]: forward mode %.8g, central difference %.8g",
+                  dim, body, steps, r, c, jc, fd);
+        }
+    }
+    printf("    %dD chain of %d, body %d, %d steps: worst |J - cd| / (1 + |cd|) = %.2g (largest entry %.3g)\n", dim, links, body, steps, worst, big);
+}
+
+TEST(joint_derivatives)
+{
+    joint_derivative_check(2, 2, 300, 1);
+    joint_derivative_check(3, 2, 150, 1);
+}
+
+TEST(joint_bad_input)
+{
+    const double zero[3] = {0, 0, 0};
+    cq_world *w = chain_world(2, 1, 0, zero, zero, 0, 0);
+    cq_joint_desc j;
+    cq_body_desc b;
+    double gap = -1;
+    int id = 7;
+    memset(&j, 0, sizeof j); memset(&b, 0, sizeof b);
+    CHECK(cq_world_add_joint(w, NULL, &id) == CQ_ERROR_INVALID_ARGUMENT && id == 7, "NULL desc");
+    j.body_a = 0; j.body_b = 1;
+    CHECK(cq_world_add_joint(w, &j, &id) == CQ_ERROR_INVALID_ARGUMENT && strstr(cq_world_last_error(w), "body_b = 1"), "%s", cq_world_last_error(w));
+    j.body_b = 0;
+    CHECK(cq_world_add_joint(w, &j, &id) == CQ_ERROR_INVALID_ARGUMENT && strstr(cq_world_last_error(w), "body_a = body_b"), "%s", cq_world_last_error(w));
+    b.shape = CQ_SHAPE_SPHERE; b.radius = 0.1; b.density = 100; b.is_static = 1; b.x[0] = 0.5; b.x[1] = 0.5;
+    CHECK_OK(cq_world_add_body(w, &b, NULL));
+    j.body_a = 1; j.body_b = -1;
+    CHECK(cq_world_add_joint(w, &j, &id) == CQ_ERROR_INVALID_ARGUMENT && strstr(cq_world_last_error(w), "dynamic"), "%s", cq_world_last_error(w));
+    j.body_a = 0; j.body_b = 1; j.anchor[1] = NAN;
+    CHECK(cq_world_add_joint(w, &j, &id) == CQ_ERROR_INVALID_ARGUMENT && strstr(cq_world_last_error(w), "anchor[1]"), "%s", cq_world_last_error(w));
+    CHECK(cq_world_joint_count(w) == 1 && id == 7, "a refused joint was added");
+    CHECK(cq_world_joint_gap(w, 1, &gap) == CQ_ERROR_INVALID_ARGUMENT && gap == -1, "gap of joint 1");
+    CHECK(cq_world_joint_gap(w, 0, NULL) == CQ_ERROR_INVALID_ARGUMENT, "NULL gap");
+    CHECK_OK(cq_world_joint_gap(w, 0, &gap));
+    CHECK(gap < 1e-12, "gap at step 0: %g", gap);
+    CHECK_OK(cq_world_step(w, 1));
+    j.anchor[1] = 1;
+    CHECK(cq_world_add_joint(w, &j, &id) == CQ_ERROR_INVALID_STATE && strstr(cq_world_last_error(w), "step 1"), "%s", cq_world_last_error(w));
+    CHECK(cq_world_add_joint(NULL, &j, &id) == CQ_ERROR_INVALID_ARGUMENT, "NULL world");
+    CHECK(cq_world_joint_count(NULL) == 0, "count of NULL");
+    cq_world_destroy(w);
+}
+
 /* ---------------------------------------------------------------- coupled derivatives */
 /* a ball thrown into water: the localized derivatives against central differences, growing horizons */
 static cq_world *ball_world(double vx, int steps, int track)
@@ -603,7 +801,8 @@ int main(int argc, char **argv)
         CASE(bad_input_named_and_harmless), CASE(non_finite_step_restores), CASE(reset_replays_bitwise),
         CASE(free_flight_jacobian_2d), CASE(free_flight_jacobian_3d), CASE(free_flight_angular_momentum_3d),
         CASE(control_gradients_2d), CASE(contact_box_rests_and_slides), CASE(tank_at_rest_2d), CASE(threads_hook_bitwise),
-        CASE(contact_derivatives)};
+        CASE(contact_derivatives), CASE(joint_pendulum_2d_period), CASE(joint_chain_3d_holds), CASE(joint_derivatives),
+        CASE(joint_bad_input)};
     static const cqt_case physics[] = {
         CASE(tank_at_rest_3d_f32), CASE(archimedes_2d), CASE(archimedes_3d), CASE(dam_break_martin_moyce_2d),
         CASE(coupled_derivatives_report)};

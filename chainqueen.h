@@ -504,6 +504,14 @@ CQ_API cq_result   cq_world_body_jacobian(const cq_world *world, int id,
    xyz; zero for static bodies). */
 CQ_API cq_result   cq_world_set_control(cq_world *world, int id, const double force[3], const double torque[3]);
 CQ_API cq_result   cq_world_control_grad(const cq_world *world, const double *dL_dstate, double *dL_dcontrol);
+/* Closed-loop controls (a policy u_n = pi(state_n) set with cq_world_set_control before each
+   step): as cq_world_control_grad, with the feedback carried back through the states:
+   du_dstate[n] (n < current step) is the policy's Jacobian at step n, (B*6) x (13 B) row-major,
+   row b*6+k = d control k of body b / d (the 13 state components of every body).  dL_dcontrol
+   then holds dL/du_n of the closed loop: dL/dtheta = sum_n dL/du_n . du_n/dtheta for the
+   policy's parameters theta (examples/18_water_pendulum.c). */
+CQ_API cq_result   cq_world_control_grad_feedback(const cq_world *world, const double *dL_dstate, const double *du_dstate,
+                                                  double *dL_dcontrol);
 CQ_API int         cq_world_step_count(const cq_world *world);
 
 #ifdef __cplusplus
@@ -12210,38 +12218,66 @@ cq_result cq_world_set_control(cq_world *w, int id, const double force[3], const
     return CQ_SUCCESS;
 }
 
-cq_result cq_world_control_grad(const cq_world *w, const double *dL_dstate, double *dL_dcontrol)
+/* the reverse sweep over the recorded steps: lambda_N = dL/dstate, and for n = N-1 .. 0
+   dL/du_n = lambda_{n+1} B_n,  lambda_n = lambda_{n+1} A_n + dL/du_n K_n  (K_n = du_n/dstate_n:
+   the controls' feedback; NULL: open loop) */
+static cq_result cq__world_control_sweep(const cq_world *w, const char *fn, const double *dL_dstate, const double *K, double *dL_dcontrol)
 {
     int ns, nu;
     double *lam, *nl;
     CQ__WCHECK(w, "cq_world_control_grad");
-    if (w->track < 0) return cq__wfail(w, CQ_ERROR_INVALID_STATE, "cq_world_control_grad: nothing recorded: call cq_world_track before the first step");
-    if (!dL_dstate || (!dL_dcontrol && w->steps > 0)) return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_control_grad: dL_dstate or dL_dcontrol is NULL");
+    if (w->track < 0) return cq__wfail(w, CQ_ERROR_INVALID_STATE, "%s: nothing recorded: call cq_world_track before the first step", fn);
+    if (!dL_dstate || (!dL_dcontrol && w->steps > 0)) return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "%s: dL_dstate or dL_dcontrol is NULL", fn);
     ns = w->nbody * CQ__BS; nu = w->nbody * 6;
     for (int i = 0; i < ns; ++i)
         if (!cq__finite(dL_dstate[i]))
-            return cq__wfail(w, CQ_ERROR_NON_FINITE, "cq_world_control_grad: dL_dstate of body %d (component %d) is not finite", i / CQ__BS, i % CQ__BS);
+            return cq__wfail(w, CQ_ERROR_NON_FINITE, "%s: dL_dstate of body %d (component %d) is not finite", fn, i / CQ__BS, i % CQ__BS);
+    if (K)
+        for (size_t i = 0; i < (size_t)w->hist_n * (size_t)nu * (size_t)ns; ++i)
+            if (!cq__finite(K[i]))
+                return cq__wfail(w, CQ_ERROR_NON_FINITE, "%s: du_dstate of step %d (control %d of body %d, state %d of body %d) is not finite", fn,
+                                 (int)(i / ((size_t)nu * (size_t)ns)), (int)(i / (size_t)ns % 6), (int)(i / (size_t)ns % (size_t)nu / 6),
+                                 (int)(i % (size_t)ns % CQ__BS), (int)(i % (size_t)ns / CQ__BS));
     lam = (double *)cq__walloc_w(w, (size_t)ns * sizeof(double));
     nl = (double *)cq__walloc_w(w, (size_t)ns * sizeof(double));
-    if (!lam || !nl) { cq__wfree_w(w, lam); cq__wfree_w(w, nl); return cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "cq_world_control_grad: out of memory"); }
+    if (!lam || !nl) { cq__wfree_w(w, lam); cq__wfree_w(w, nl); return cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn); }
     memcpy(lam, dL_dstate, (size_t)ns * sizeof(double));
     for (int n = w->hist_n - 1; n >= 0; --n) {
         const double *A = w->hist + (size_t)n * (size_t)ns * (size_t)(ns + nu);
+        double *du = dL_dcontrol + (size_t)n * (size_t)nu;
         for (int c = 0; c < ns + nu; ++c) {
             double acc = 0;
             for (int r = 0; r < ns; ++r) acc += lam[r] * A[(size_t)r * (size_t)(ns + nu) + (size_t)c];
             if (c < ns) nl[c] = acc;
-            else dL_dcontrol[(size_t)n * (size_t)nu + (size_t)(c - ns)] = acc;
+            else du[c - ns] = acc;
+        }
+        if (K) {
+            const double *Kn = K + (size_t)n * (size_t)nu * (size_t)ns;
+            for (int j = 0; j < nu; ++j)
+                if (du[j] != 0)
+                    for (int c = 0; c < ns; ++c) nl[c] += du[j] * Kn[(size_t)j * (size_t)ns + (size_t)c];
         }
         memcpy(lam, nl, (size_t)ns * sizeof(double));
     }
     for (int i = 0; i < w->hist_n * nu; ++i)
         if (!cq__finite(dL_dcontrol[i])) {
             cq__wfree_w(w, lam); cq__wfree_w(w, nl);
-            return cq__wfail(w, CQ_ERROR_NON_FINITE, "cq_world_control_grad: dL/du of step %d, body %d is not finite", i / nu, i % nu / 6);
+            return cq__wfail(w, CQ_ERROR_NON_FINITE, "%s: dL/du of step %d, body %d is not finite", fn, i / nu, i % nu / 6);
         }
     cq__wfree_w(w, lam); cq__wfree_w(w, nl);
     return CQ_SUCCESS;
+}
+
+cq_result cq_world_control_grad(const cq_world *w, const double *dL_dstate, double *dL_dcontrol)
+{
+    return cq__world_control_sweep(w, "cq_world_control_grad", dL_dstate, NULL, dL_dcontrol);
+}
+
+cq_result cq_world_control_grad_feedback(const cq_world *w, const double *dL_dstate, const double *du_dstate, double *dL_dcontrol)
+{
+    if (w && !du_dstate && w->steps > 0)
+        return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_control_grad_feedback: du_dstate is NULL (open loop: cq_world_control_grad)");
+    return cq__world_control_sweep(w, "cq_world_control_grad_feedback", dL_dstate, du_dstate, dL_dcontrol);
 }
 #endif /* CQ_NO_WORLD */
 /* ---- END GENERATED: host implementation ---- */

@@ -551,6 +551,86 @@ TEST(joint_derivatives)
     joint_derivative_check(3, 2, 150, 1);
 }
 
+/* a closed loop: a motor on link 0 of a 2D double pendulum, torque = -kp theta - kd w (a policy
+   of the state, set before every step); d(final x of link 1)/d(kp, kd) by
+   cq_world_control_grad_feedback against central differences of whole rollouts, and the open-loop
+   sweep shown to miss the feedback */
+static double motor_run(double kp, double kd, double *dkp, double *dkd, double *dkp_open)
+{
+    const double zero[3] = {0, 0, 0}, w0[3] = {0, 0, 1.5};
+    const int steps = 300, ns = 26, nu = 12;
+    cq_world *w = chain_world(2, 2, 0.4, w0, zero, 0, 1);
+    double *K = NULL, *g = NULL, th[300], L, seed[26];
+    cq_body_state s;
+    if (dkp) {
+        K = (double *)calloc((size_t)steps * nu * ns, sizeof(double));
+        g = (double *)malloc(sizeof(double) * (size_t)steps * nu);
+    }
+    for (int n = 0; n < steps; ++n) {
+        double t[3] = {0, 0, 0}, qq;
+        const double f[3] = {0, 0, 0};
+        cq_world_get_body(w, 0, &s);
+        th[n] = 2 * atan2(s.q[3], s.q[0]);
+        t[2] = -kp * th[n] - kd * s.w[2];
+        qq = s.q[0] * s.q[0] + s.q[3] * s.q[3];
+        if (K) {   /* row 5 (body 0's torque z): d/d q_w, q_z, w_z of body 0 */
+            double *row = K + ((size_t)n * nu + 5) * ns;
+            row[3] = -kp * (-2 * s.q[3] / qq); row[6] = -kp * (2 * s.q[0] / qq); row[12] = -kd;
+        }
+        cq_world_set_control(w, 0, f, t);
+        CHECK_OK(cq_world_step(w, 1));
+    }
+    cq_world_get_body(w, 1, &s);
+    L = s.x[0];
+    if (dkp) {
+        memset(seed, 0, sizeof seed);
+        seed[13] = 1;
+        CHECK_OK(cq_world_control_grad_feedback(w, seed, K, g));
+        *dkp = *dkd = 0;
+        for (int n = 0; n < steps; ++n) { *dkp += g[n * nu + 5] * -th[n]; }
+        cq_world_destroy(w);
+        w = chain_world(2, 2, 0.4, w0, zero, 0, 1);   /* the same run once more for the derivative in kd: -w_n */
+        for (int n = 0; n < steps; ++n) {
+            double t[3] = {0, 0, 0};
+            const double f[3] = {0, 0, 0};
+            cq_world_get_body(w, 0, &s);
+            t[2] = -kp * th[n] - kd * s.w[2];
+            *dkd += g[n * nu + 5] * -s.w[2];
+            cq_world_set_control(w, 0, f, t);
+            cq_world_step(w, 1);
+        }
+        CHECK_OK(cq_world_control_grad(w, seed, g));
+        *dkp_open = 0;
+        for (int n = 0; n < steps; ++n) *dkp_open += g[n * nu + 5] * -th[n];
+    }
+    cq_world_destroy(w);
+    free(K); free(g);
+    return L;
+}
+
+TEST(closed_loop_control_gradient)
+{
+    const double kp = 3, kd = 0.4, e = 1e-5;
+    double gkp = 0, gkd = 0, open = 0, d1, d2;
+    motor_run(kp, kd, &gkp, &gkd, &open);
+    d1 = (motor_run(kp + e, kd, NULL, NULL, NULL) - motor_run(kp - e, kd, NULL, NULL, NULL)) / (2 * e);
+    d2 = (motor_run(kp, kd + e, NULL, NULL, NULL) - motor_run(kp, kd - e, NULL, NULL, NULL)) / (2 * e);
+    printf("    closed loop, 300 steps: dx/dkp %.8g (cd %.8g; open-loop sweep %.4g), dx/dkd %.8g (cd %.8g)\n", gkp, d1, open, gkd, d2);
+    CHECK(fabs(gkp - d1) < 1e-5 * (1 + fabs(d1)) && fabs(gkd - d2) < 1e-5 * (1 + fabs(d2)), "closed-loop gradient off");
+    CHECK(fabs(open - d1) > 1e-3 * fabs(d1), "the open-loop sweep should differ from the closed loop's");
+    {   /* bad feedback input is refused by name */
+        const double zero[3] = {0, 0, 0};
+        cq_world *w = chain_world(2, 1, 0.4, zero, zero, 3, 1);
+        double K[3 * 6 * 13], seed[13], g[3 * 6];
+        memset(K, 0, sizeof K); memset(seed, 0, sizeof seed);
+        K[(2 * 6 + 1) * 13 + 4] = NAN;
+        CHECK(cq_world_control_grad_feedback(w, seed, K, g) == CQ_ERROR_NON_FINITE &&
+              strstr(cq_world_last_error(w), "step 2 (control 1 of body 0, state 4 of body 0)"), "%s", cq_world_last_error(w));
+        CHECK(cq_world_control_grad_feedback(w, seed, NULL, g) == CQ_ERROR_INVALID_ARGUMENT, "NULL feedback");
+        cq_world_destroy(w);
+    }
+}
+
 TEST(joint_bad_input)
 {
     const double zero[3] = {0, 0, 0};
@@ -802,7 +882,7 @@ int main(int argc, char **argv)
         CASE(free_flight_jacobian_2d), CASE(free_flight_jacobian_3d), CASE(free_flight_angular_momentum_3d),
         CASE(control_gradients_2d), CASE(contact_box_rests_and_slides), CASE(tank_at_rest_2d), CASE(threads_hook_bitwise),
         CASE(contact_derivatives), CASE(joint_pendulum_2d_period), CASE(joint_chain_3d_holds), CASE(joint_derivatives),
-        CASE(joint_bad_input)};
+        CASE(joint_bad_input), CASE(closed_loop_control_gradient)};
     static const cqt_case physics[] = {
         CASE(tank_at_rest_3d_f32), CASE(archimedes_2d), CASE(archimedes_3d), CASE(dam_break_martin_moyce_2d),
         CASE(coupled_derivatives_report)};

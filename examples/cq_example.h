@@ -357,8 +357,8 @@ static inline double cqx_record_state(const cq_robot_state *s, const double *a, 
     cqx_recorder *rec = (cqx_recorder *)user;
     (void)dL_da; (void)dL_dx; (void)dL_dv;
     if (s->step <= rec->steps) {
-        memcpy(rec->x + (size_t)s->step * rec->dim * rec->n, s->x, sizeof(double) * rec->dim * rec->n);
-        memcpy(rec->a + (size_t)s->step * rec->nact, a, sizeof(double) * rec->nact);
+        memcpy(rec->x + (size_t)s->step * (size_t)(rec->dim * rec->n), s->x, sizeof(double) * (size_t)(rec->dim * rec->n));
+        memcpy(rec->a + (size_t)s->step * (size_t)rec->nact, a, sizeof(double) * (size_t)rec->nact);
     }
     return 0;
 }
@@ -368,9 +368,9 @@ static inline double cqx_record_final(const cq_robot_state *s, double *dL_dx, do
     cqx_recorder *rec = (cqx_recorder *)user;
     (void)dL_dx; (void)dL_dv;
     if (s->step <= rec->steps && s->step > 0) {
-        memcpy(rec->x + (size_t)s->step * rec->dim * rec->n, s->x, sizeof(double) * rec->dim * rec->n);
-        memcpy(rec->a + (size_t)s->step * rec->nact, rec->a + (size_t)(s->step - 1) * rec->nact,
-               sizeof(double) * rec->nact);
+        memcpy(rec->x + (size_t)s->step * (size_t)(rec->dim * rec->n), s->x, sizeof(double) * (size_t)(rec->dim * rec->n));
+        memcpy(rec->a + (size_t)s->step * (size_t)rec->nact, rec->a + (size_t)(s->step - 1) * (size_t)rec->nact,
+               sizeof(double) * (size_t)rec->nact);
     }
     return 0;
 }

@@ -152,9 +152,14 @@
      boundary particle from both solvers' iterations ([DiffFR-supp] Alg. 1, eqs 21, 29), the
      fluid's own response left out.  It agrees with central differences while the body enters
      the water and drifts low after (tests/test_world.c prints the table: a ball thrown into
-     water, dx/dv0 within 3% after 45 steps, 20-35% low after 60-150).  Per-step controls
-     (cq_world_set_control) and cq_world_control_grad (reverse sweep over the recorded step
-     Jacobians) are this library's addition.  Runs on the CPU (OpenMP or the host's threads;
+     water, dx/dv0 within 3% after 45 steps, 20-35% low after 60-150).  A body that stays in
+     water (a raft, a floating cart, water held inside a spinning bottle) gets derivatives of the
+     right sign but 2-15x too small, sometimes worse: the scheme holds the water still, so it
+     resists every perturbation (examples 13, 15 and 18 print their measurements).  Gradient
+     descent still works there with larger rates.  Per-step controls (cq_world_set_control),
+     cq_world_control_grad (reverse sweep over the recorded step Jacobians) and
+     cq_world_control_grad_feedback (the same through a feedback policy's Jacobians) are this
+     library's addition.  Runs on the CPU (OpenMP or the host's threads;
      bitwise the same for any thread count); CQ_BACKEND_CUDA is refused for worlds in this
      version.  Failure: a refused call leaves the world unchanged; a step that produces a
      non-finite value (fluid particle, body state or derivative) returns CQ_ERROR_NON_FINITE

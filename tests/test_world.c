@@ -113,7 +113,7 @@ static double float_box(double density, int dim, double r, double *expect)
     b.shape = CQ_SHAPE_BOX; b.half_extents[0] = 0.1; b.half_extents[1] = 0.05; b.half_extents[2] = 0.1; b.density = density;
     b.x[0] = sc.W / 2; b.x[1] = 0.36; b.x[2] = sc.Dz / 2;
     CHECK_OK(cq_world_add_body(w, &b, &id));
-    cq_world_body_mass(w, id, &M, NULL);
+    CHECK_OK(cq_world_body_mass(w, id, &M, NULL));
     A = dim == 3 ? sc.W * sc.Dz : sc.W; f = dim == 3 ? 0.04 : 0.2;
     *expect = 0.3 + M / (1000 * A) - M / (1000 * f) + 0.05;
     CHECK_OK(cq_world_step(w, (int)(1.0 / sc.dt)));
@@ -232,7 +232,7 @@ TEST(free_flight_angular_momentum_3d)
     cq_body_state s0, s1;
     double m = 0, I0[9] = {0}, L[2][3];
     cq_world *w = flight(3, v0, w0, 0, 0, &s0, NULL, 0);
-    cq_world_body_mass(w, 0, &m, I0);
+    CHECK_OK(cq_world_body_mass(w, 0, &m, I0));
     CHECK(fabs(m - 500 * 0.2 * 0.1 * 0.06) < 1e-12, "box mass %g", m);
     CHECK(fabs(I0[0] - m / 3 * (0.05 * 0.05 + 0.03 * 0.03)) < 1e-15, "I_xx %g", I0[0]);
     CHECK_OK(cq_world_step(w, 1000));
@@ -439,10 +439,9 @@ static double body_energy(const cq_world *w, int dim)
     double E = 0;
     for (int k = 0; k < cq_world_body_count(w); ++k) {
         cq_body_state s;
-        double m, I0[9], R[9], Iw[3];
+        double m = 0, I0[9] = {0}, R[9], Iw[3];
         const double *q = s.q;
-        cq_world_get_body(w, k, &s);
-        cq_world_body_mass(w, k, &m, I0);
+        if (cq_world_get_body(w, k, &s) != CQ_SUCCESS || cq_world_body_mass(w, k, &m, I0) != CQ_SUCCESS) return NAN;
         R[0] = 1 - 2 * (q[2] * q[2] + q[3] * q[3]); R[1] = 2 * (q[1] * q[2] - q[0] * q[3]); R[2] = 2 * (q[1] * q[3] + q[0] * q[2]);
         R[3] = 2 * (q[1] * q[2] + q[0] * q[3]); R[4] = 1 - 2 * (q[1] * q[1] + q[3] * q[3]); R[5] = 2 * (q[2] * q[3] - q[0] * q[1]);
         R[6] = 2 * (q[1] * q[3] - q[0] * q[2]); R[7] = 2 * (q[2] * q[3] + q[0] * q[1]); R[8] = 1 - 2 * (q[1] * q[1] + q[2] * q[2]);
@@ -464,9 +463,9 @@ TEST(joint_pendulum_2d_period)
 {
     const double zero[3] = {0, 0, 0}, th0 = 0.05;
     cq_world *w = chain_world(2, 1, th0, zero, zero, 0, 0);
-    double m, I0[9], prev = th0, t_cross[3], worst = 0;
+    double m = 0, I0[9] = {0}, prev = th0, t_cross[3] = {0, 0, 0}, worst = 0;
     int crossings = 0;
-    cq_world_body_mass(w, 0, &m, I0);
+    CHECK_OK(cq_world_body_mass(w, 0, &m, I0));
     for (int n = 1; n <= 6000 && crossings < 3; ++n) {
         cq_body_state s;
         double th;

@@ -6318,6 +6318,42 @@ done:
     cq__cu_state_done();
     return cq__cu.ok;
 }
+
+/* >>cuda_device: one device as a sim or a world holds it: its primary context, the PTX module,
+   and the first driver failure (sticky: the object is unusable after it, and the public call
+   that met it returns CQ_ERROR_DEVICE naming the call).  Every driver call runs with the
+   context current; only the outermost push and pop reach the driver (nested ones count in
+   depth), and pops match successful pushes, so a failed push never pops the application's own
+   context. */
+typedef struct cq__cudev {
+    int ordinal;
+    cq__CUdevice dev;
+    cq__CUcontext ctx;
+    cq__CUmodule mod;
+    int failed;                   /* a driver call failed */
+    int depth;                    /* context pushes not yet popped */
+    char err[384];
+} cq__cudev;
+
+static int cq__dev_check(cq__cudev *d, cq__CUresult e, const char *call)
+{
+    if (e == 0) return 1;
+    if (!d->failed) {
+        d->failed = 1;
+        snprintf(d->err, sizeof d->err, "%s failed: %s (%d)", call, cq__cu_error_name(e), e);
+    }
+    return 0;
+}
+static void cq__dev_push(cq__cudev *d)
+{
+    if (d->depth > 0 || cq__dev_check(d, CQ__CU(CtxPushCurrent)(d->ctx), "cuCtxPushCurrent")) d->depth++;
+}
+static void cq__dev_pop(cq__cudev *d)
+{
+    cq__CUcontext c;
+    if (d->depth > 1) d->depth--;
+    else if (d->depth == 1 && cq__dev_check(d, CQ__CU(CtxPopCurrent)(&c), "cuCtxPopCurrent")) d->depth--;
+}
 #endif /* CQ__HAS_CUDA */
 
 /* Particle state.  "Work" states (cur, nxt, snap, the tape's checkpoints, the adjoint buffers)
@@ -6420,18 +6456,12 @@ struct cq_sim {
     int wparam_n, wact_cap;
 #if CQ__HAS_CUDA
     struct {
-        int ordinal;
-        cq__CUdevice dev;
-        cq__CUcontext ctx;
-        cq__CUmodule mod;
+        cq__cudev d;                  /* context, module, sticky failure (cuda_loader.j2) */
         cq__CUfunction grid, g2p, p2g, grid_adj, g2p_adj, p2g_adj, act_reduce, nonfinite;
         cq__CUfunction cable[CQ__CABLE_KERNELS];   /* indexed by cq__cable_kernel */
         void *bad;                    /* int: 4 p + status of the lowest failing particle in G2P */
         double *act_grad;             /* device: groups * dd, the actuation gradient of one step */
         int act_grad_cap;
-        int failed;                   /* a driver call failed: the sim is unusable */
-        int depth;                    /* context pushes not yet popped */
-        char err[384];
     } cu;
 #endif
 };
@@ -6544,32 +6574,10 @@ static int cq__on_gpu(const cq_sim *s)
 
 #if CQ__HAS_CUDA
 #define CQ__DPTR(p) ((cq__CUdeviceptr)(size_t)(p))
-static int cq__cu_check(const cq_sim *cs, cq__CUresult e, const char *call)
-{
-    cq_sim *s = (cq_sim *)cs;
-    if (e == 0) return 1;
-    if (!s->cu.failed) {
-        s->cu.failed = 1;
-        snprintf(s->cu.err, sizeof s->cu.err, "%s failed: %s (%d)", call, cq__cu_error_name(e), e);
-    }
-    return 0;
-}
-/* Every driver call runs with the sim's context current.  Only the outermost push and pop
-   reach the driver (a substep pushes once around its launches and copies); nested ones count
-   in s->cu.depth, and pops match successful pushes, so a failed push never pops the
-   application's own context. */
-static void cq__cu_push(const cq_sim *cs)
-{
-    cq_sim *s = (cq_sim *)cs;
-    if (s->cu.depth > 0 || cq__cu_check(s, CQ__CU(CtxPushCurrent)(s->cu.ctx), "cuCtxPushCurrent")) s->cu.depth++;
-}
-static void cq__cu_pop(const cq_sim *cs)
-{
-    cq_sim *s = (cq_sim *)cs;
-    cq__CUcontext c;
-    if (s->cu.depth > 1) s->cu.depth--;
-    else if (s->cu.depth == 1 && cq__cu_check(s, CQ__CU(CtxPopCurrent)(&c), "cuCtxPopCurrent")) s->cu.depth--;
-}
+/* the sim's device (cuda_loader.j2 >>cuda_device); a substep pushes once around its launches */
+static int cq__cu_check(const cq_sim *cs, cq__CUresult e, const char *call) { return cq__dev_check(&((cq_sim *)cs)->cu.d, e, call); }
+static void cq__cu_push(const cq_sim *cs) { cq__dev_push(&((cq_sim *)cs)->cu.d); }
+static void cq__cu_pop(const cq_sim *cs) { cq__dev_pop(&((cq_sim *)cs)->cu.d); }
 #endif
 
 static void *cq__walloc(const cq_sim *s, size_t bytes)
@@ -6650,7 +6658,7 @@ static void cq__wget(const cq_sim *s, void *dst, const void *src, size_t offset,
 static int cq__device_failed(const cq_sim *s)
 {
 #if CQ__HAS_CUDA
-    return s->cu.failed;
+    return s->cu.d.failed;
 #else
     (void)s;
     return 0;
@@ -6660,7 +6668,7 @@ static int cq__device_failed(const cq_sim *s)
 static const char *cq__device_error(const cq_sim *s)
 {
 #if CQ__HAS_CUDA
-    return s->cu.err;
+    return s->cu.d.err;
 #else
     (void)s;
     return "";
@@ -8288,7 +8296,7 @@ static const cq__vtable cq__cpu_table[2][2][2] = {
 static void cq__cu_launch(const cq_sim *s, cq__CUfunction f, long threads, void **args, const char *what)
 {
     unsigned blocks = (unsigned)((threads + CQ__CUDA_BLOCK - 1) / CQ__CUDA_BLOCK);
-    if (threads <= 0 || s->cu.failed) return;
+    if (threads <= 0 || s->cu.d.failed) return;
     cq__cu_check(s, CQ__CU(LaunchKernel)(f, blocks, 1, 1, CQ__CUDA_BLOCK, 1, 1, 0, NULL, args, NULL), what);
 }
 
@@ -8443,9 +8451,9 @@ static int cq__cuda_substep_2d_fixed_corotated_f32(cq_sim *s, const cq__state *i
     cq__cuda_grid_2d_fixed_corotated_f32(s, in, 0);
     cq__cu_check(s, CQ__CU(MemsetD32)(CQ__DPTR(s->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");
     { void *a[6]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &out; a[4] = &g; a[5] = &s->cu.bad; cq__cu_launch(s, s->cu.g2p, n, a, "G2P"); }
-    if (!s->cu.failed) cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
+    if (!s->cu.d.failed) cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
     cq__cu_pop(s);
-    if (s->cu.failed) { *bad = -1; return CQ__DEVICE; }
+    if (s->cu.d.failed) { *bad = -1; return CQ__DEVICE; }
     if (code == INT_MAX) { *bad = -1; return CQ__OK; }
     *bad = code / 4;
     return code % 4;
@@ -8504,9 +8512,9 @@ static int cq__cuda_substep_2d_fixed_corotated_f64(cq_sim *s, const cq__state *i
     cq__cuda_grid_2d_fixed_corotated_f64(s, in, 0);
     cq__cu_check(s, CQ__CU(MemsetD32)(CQ__DPTR(s->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");
     { void *a[6]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &out; a[4] = &g; a[5] = &s->cu.bad; cq__cu_launch(s, s->cu.g2p, n, a, "G2P"); }
-    if (!s->cu.failed) cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
+    if (!s->cu.d.failed) cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
     cq__cu_pop(s);
-    if (s->cu.failed) { *bad = -1; return CQ__DEVICE; }
+    if (s->cu.d.failed) { *bad = -1; return CQ__DEVICE; }
     if (code == INT_MAX) { *bad = -1; return CQ__OK; }
     *bad = code / 4;
     return code % 4;
@@ -8565,9 +8573,9 @@ static int cq__cuda_substep_2d_neohookean_f32(cq_sim *s, const cq__state *in_st,
     cq__cuda_grid_2d_neohookean_f32(s, in, 0);
     cq__cu_check(s, CQ__CU(MemsetD32)(CQ__DPTR(s->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");
     { void *a[6]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &out; a[4] = &g; a[5] = &s->cu.bad; cq__cu_launch(s, s->cu.g2p, n, a, "G2P"); }
-    if (!s->cu.failed) cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
+    if (!s->cu.d.failed) cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
     cq__cu_pop(s);
-    if (s->cu.failed) { *bad = -1; return CQ__DEVICE; }
+    if (s->cu.d.failed) { *bad = -1; return CQ__DEVICE; }
     if (code == INT_MAX) { *bad = -1; return CQ__OK; }
     *bad = code / 4;
     return code % 4;
@@ -8626,9 +8634,9 @@ static int cq__cuda_substep_2d_neohookean_f64(cq_sim *s, const cq__state *in_st,
     cq__cuda_grid_2d_neohookean_f64(s, in, 0);
     cq__cu_check(s, CQ__CU(MemsetD32)(CQ__DPTR(s->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");
     { void *a[6]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &out; a[4] = &g; a[5] = &s->cu.bad; cq__cu_launch(s, s->cu.g2p, n, a, "G2P"); }
-    if (!s->cu.failed) cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
+    if (!s->cu.d.failed) cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
     cq__cu_pop(s);
-    if (s->cu.failed) { *bad = -1; return CQ__DEVICE; }
+    if (s->cu.d.failed) { *bad = -1; return CQ__DEVICE; }
     if (code == INT_MAX) { *bad = -1; return CQ__OK; }
     *bad = code / 4;
     return code % 4;
@@ -8687,9 +8695,9 @@ static int cq__cuda_substep_3d_fixed_corotated_f32(cq_sim *s, const cq__state *i
     cq__cuda_grid_3d_fixed_corotated_f32(s, in, 0);
     cq__cu_check(s, CQ__CU(MemsetD32)(CQ__DPTR(s->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");
     { void *a[6]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &out; a[4] = &g; a[5] = &s->cu.bad; cq__cu_launch(s, s->cu.g2p, n, a, "G2P"); }
-    if (!s->cu.failed) cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
+    if (!s->cu.d.failed) cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
     cq__cu_pop(s);
-    if (s->cu.failed) { *bad = -1; return CQ__DEVICE; }
+    if (s->cu.d.failed) { *bad = -1; return CQ__DEVICE; }
     if (code == INT_MAX) { *bad = -1; return CQ__OK; }
     *bad = code / 4;
     return code % 4;
@@ -8748,9 +8756,9 @@ static int cq__cuda_substep_3d_fixed_corotated_f64(cq_sim *s, const cq__state *i
     cq__cuda_grid_3d_fixed_corotated_f64(s, in, 0);
     cq__cu_check(s, CQ__CU(MemsetD32)(CQ__DPTR(s->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");
     { void *a[6]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &out; a[4] = &g; a[5] = &s->cu.bad; cq__cu_launch(s, s->cu.g2p, n, a, "G2P"); }
-    if (!s->cu.failed) cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
+    if (!s->cu.d.failed) cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
     cq__cu_pop(s);
-    if (s->cu.failed) { *bad = -1; return CQ__DEVICE; }
+    if (s->cu.d.failed) { *bad = -1; return CQ__DEVICE; }
     if (code == INT_MAX) { *bad = -1; return CQ__OK; }
     *bad = code / 4;
     return code % 4;
@@ -8809,9 +8817,9 @@ static int cq__cuda_substep_3d_neohookean_f32(cq_sim *s, const cq__state *in_st,
     cq__cuda_grid_3d_neohookean_f32(s, in, 0);
     cq__cu_check(s, CQ__CU(MemsetD32)(CQ__DPTR(s->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");
     { void *a[6]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &out; a[4] = &g; a[5] = &s->cu.bad; cq__cu_launch(s, s->cu.g2p, n, a, "G2P"); }
-    if (!s->cu.failed) cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
+    if (!s->cu.d.failed) cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
     cq__cu_pop(s);
-    if (s->cu.failed) { *bad = -1; return CQ__DEVICE; }
+    if (s->cu.d.failed) { *bad = -1; return CQ__DEVICE; }
     if (code == INT_MAX) { *bad = -1; return CQ__OK; }
     *bad = code / 4;
     return code % 4;
@@ -8870,9 +8878,9 @@ static int cq__cuda_substep_3d_neohookean_f64(cq_sim *s, const cq__state *in_st,
     cq__cuda_grid_3d_neohookean_f64(s, in, 0);
     cq__cu_check(s, CQ__CU(MemsetD32)(CQ__DPTR(s->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");
     { void *a[6]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &out; a[4] = &g; a[5] = &s->cu.bad; cq__cu_launch(s, s->cu.g2p, n, a, "G2P"); }
-    if (!s->cu.failed) cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
+    if (!s->cu.d.failed) cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
     cq__cu_pop(s);
-    if (s->cu.failed) { *bad = -1; return CQ__DEVICE; }
+    if (s->cu.d.failed) { *bad = -1; return CQ__DEVICE; }
     if (code == INT_MAX) { *bad = -1; return CQ__OK; }
     *bad = code / 4;
     return code % 4;
@@ -9084,12 +9092,13 @@ static const char *const cq__cuda_kernel_names[2][2][2][CQ__CUDA_KERNELS] = {
    header (NULL if the header was generated without it) */
 static const cq__ptx_module *cq__cuda_ptx(int dim, int prec);
 
-/* Restores a module's PTX (generator/lz.py: LZ4 block format) into a NUL-terminated host buffer,
-   checking bounds, length and hash; NULL if it is corrupt or memory ran out. */
-static char *cq__lz_decode(const cq_sim *s, const cq__ptx_module *m)
+/* Restores a module's PTX (generator/lz.py: LZ4 block format) into a NUL-terminated host buffer
+   from the allocator `al`, checking bounds, length and hash; NULL if it is corrupt or memory ran
+   out. */
+static char *cq__lz_decode(const cq_allocator *al, const cq__ptx_module *m)
 {
     const unsigned char *in = m->lz, *end = m->lz + m->lz_size;
-    unsigned char *out = (unsigned char *)cq__alloc(s, m->size + 1), *o = out, *oend;
+    unsigned char *out = (unsigned char *)al->alloc(m->size + 1, al->user), *o = out, *oend;
     unsigned long h = 0x811c9dc5UL;
     if (!out) return NULL;
     oend = out + m->size;
@@ -9114,7 +9123,7 @@ static char *cq__lz_decode(const cq_sim *s, const cq__ptx_module *m)
     if (h != m->hash) goto bad;
     return (char *)out;
 bad:
-    cq__free(s, out);
+    al->free(out, al->user);
     return NULL;
 }
 
@@ -9148,42 +9157,40 @@ static void cq__cuda_act_reduce(cq_sim *s, int groups)
     cq__cu_pop(s);
 }
 
-/* Makes s a CUDA sim on device `ordinal`: primary context, module, kernels, status word.
-   Returns 1, or 0 with `why` set (and everything acquired released). */
-static int cq__cuda_open(cq_sim *s, int ordinal, char *why, size_t cap)
+/* >>cuda_device_open: gives d device `ordinal`'s primary context and the (dim, precision) module,
+   and looks up the n kernels names[i] into *fns[i] (the context is not left current); desc_name
+   names the descriptor in messages.  Returns
+   1, or 0 with `why` set and everything acquired released.  Used by sims and worlds alike. */
+static int cq__dev_open(cq__cudev *d, const char *desc_name, const cq_allocator *al, int ordinal, int dim, int prec,
+                        const char *const *names, cq__CUfunction *const *fns, int n, char *why, size_t cap)
 {
-    const cq__ptx_module *mod = cq__cuda_ptx(s->dim, (int)s->desc.precision);
+    const cq__ptx_module *mod = cq__cuda_ptx(dim, prec);
     char *ptx = NULL;
-    const char *const *names = cq__cuda_kernel_names[s->dim - 2][s->desc.material - 1][s->desc.precision - 1];
-    cq__CUfunction *fns[CQ__CUDA_KERNELS];
     char log[2048];
     int opts[2], count = 0, retained = 0, pushed = 0;
     void *vals[2];
     cq__CUresult e;
-    cq__CUdeviceptr bad = 0;
-    fns[0] = &s->cu.grid; fns[1] = &s->cu.g2p; fns[2] = &s->cu.p2g; fns[3] = &s->cu.grid_adj;
-    fns[4] = &s->cu.g2p_adj; fns[5] = &s->cu.p2g_adj; fns[6] = &s->cu.act_reduce;
-    fns[7] = &s->cu.nonfinite;
-    for (int i = 0; i < CQ__CABLE_KERNELS; ++i) fns[8 + i] = &s->cu.cable[i];
+    memset(d, 0, sizeof *d);
     if (!cq__cu_load()) { snprintf(why, cap, "%s", cq__cu.reason); return 0; }
     if (!mod) {
-        snprintf(why, cap, "this chainqueen.h was generated without a CUDA compiler: it has no PTX for %dD %s", s->dim,
-                 s->desc.precision == CQ_PRECISION_F32 ? "f32" : "f64");
+        snprintf(why, cap, "this chainqueen.h was generated without a CUDA compiler: it has no PTX for %dD %s", dim,
+                 prec == CQ_PRECISION_F32 ? "f32" : "f64");
         return 0;
     }
     if ((e = CQ__CU(DeviceGetCount)(&count)) != 0) count = 0;
     if (ordinal < 0 || ordinal >= count) {
-        snprintf(why, cap, "cq_sim_desc.device = %d: the machine has %d CUDA device%s", ordinal, count, count == 1 ? "" : "s");
+        snprintf(why, cap, "%s.device = %d: the machine has %d CUDA device%s", desc_name, ordinal, count, count == 1 ? "" : "s");
         return 0;
     }
-    s->cu.ordinal = ordinal;
-    if ((e = CQ__CU(DeviceGet)(&s->cu.dev, ordinal)) != 0 ||
-        (e = CQ__CU(DevicePrimaryCtxRetain)(&s->cu.ctx, s->cu.dev)) != 0) {
+    d->ordinal = ordinal;
+    if ((e = CQ__CU(DeviceGet)(&d->dev, ordinal)) != 0 ||
+        (e = CQ__CU(DevicePrimaryCtxRetain)(&d->ctx, d->dev)) != 0) {
         snprintf(why, cap, "device %d: cannot retain its primary context: %s (%d)", ordinal, cq__cu_error_name(e), e);
+        d->ctx = NULL;
         return 0;
     }
     retained = 1;
-    if ((e = CQ__CU(CtxPushCurrent)(s->cu.ctx)) != 0) {
+    if ((e = CQ__CU(CtxPushCurrent)(d->ctx)) != 0) {
         snprintf(why, cap, "device %d: cuCtxPushCurrent: %s (%d)", ordinal, cq__cu_error_name(e), e);
         goto fail;
     }
@@ -9191,67 +9198,98 @@ static int cq__cuda_open(cq_sim *s, int ordinal, char *why, size_t cap)
     log[0] = 0;
     opts[0] = CQ__CU_JIT_ERROR_LOG_BUFFER; vals[0] = log;
     opts[1] = CQ__CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES; vals[1] = (void *)(size_t)sizeof log;
-    if (!(ptx = cq__lz_decode(s, mod))) {
-        snprintf(why, cap, "the embedded PTX for %dD %s is corrupt (or host memory ran out)", s->dim,
-                 s->desc.precision == CQ_PRECISION_F32 ? "f32" : "f64");
+    if (!(ptx = cq__lz_decode(al, mod))) {
+        snprintf(why, cap, "the embedded PTX for %dD %s is corrupt (or host memory ran out)", dim,
+                 prec == CQ_PRECISION_F32 ? "f32" : "f64");
         goto fail;
     }
-    e = CQ__CU(ModuleLoadDataEx)(&s->cu.mod, ptx, 2, opts, vals);
-    cq__free(s, ptx);
+    e = CQ__CU(ModuleLoadDataEx)(&d->mod, ptx, 2, opts, vals);
+    al->free(ptx, al->user);
     if (e != 0) {
         log[sizeof log - 1] = 0;
         snprintf(why, cap, "the driver rejected the embedded PTX: %s (%d)%s%.200s", cq__cu_error_name(e), e,
                  log[0] ? ": " : "", log);
-        s->cu.mod = NULL;
+        d->mod = NULL;
         goto fail;
     }
-    for (int i = 0; i < CQ__CUDA_KERNELS; ++i)
-        if ((e = CQ__CU(ModuleGetFunction)(fns[i], s->cu.mod, names[i])) != 0) {
+    for (int i = 0; i < n; ++i)
+        if ((e = CQ__CU(ModuleGetFunction)(fns[i], d->mod, names[i])) != 0) {
             snprintf(why, cap, "the PTX module lacks kernel %s: %s (%d)", names[i], cq__cu_error_name(e), e);
             goto fail;
         }
-    if ((e = CQ__CU(MemAlloc)(&bad, sizeof(int))) != 0) {
-        snprintf(why, cap, "device %d: out of device memory (%s)", ordinal, cq__cu_error_name(e));
-        goto fail;
-    }
-    s->cu.bad = (void *)(size_t)bad;
     { cq__CUcontext c; CQ__CU(CtxPopCurrent)(&c); }
     return 1;
 fail:
-    if (s->cu.mod) CQ__CU(ModuleUnload)(s->cu.mod);
-    s->cu.mod = NULL;
+    if (d->mod) CQ__CU(ModuleUnload)(d->mod);
+    d->mod = NULL;
     if (pushed) { cq__CUcontext c; CQ__CU(CtxPopCurrent)(&c); }
-    if (retained) CQ__CU(DevicePrimaryCtxRelease)(s->cu.dev);
-    s->cu.ctx = NULL;
+    if (retained) CQ__CU(DevicePrimaryCtxRelease)(d->dev);
+    d->ctx = NULL;
     return 0;
 }
 
 /* What the log says about the device: name, compute capability, memory, driver. */
-static void cq__cuda_describe(const cq_sim *s, char *out, size_t cap)
+static void cq__dev_describe(const cq__cudev *d, char *out, size_t cap)
 {
     char name[128] = "?";
     int major = 0, minor = 0;
     size_t mem = 0;
-    CQ__CU(DeviceGetName)(name, (int)sizeof name, s->cu.dev);
+    CQ__CU(DeviceGetName)(name, (int)sizeof name, d->dev);
     name[sizeof name - 1] = 0;
-    CQ__CU(DeviceGetAttribute)(&major, CQ__CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, s->cu.dev);
-    CQ__CU(DeviceGetAttribute)(&minor, CQ__CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, s->cu.dev);
-    CQ__CU(DeviceTotalMem)(&mem, s->cu.dev);
-    snprintf(out, cap, "device %d: %s, sm_%d%d, %.1f GiB, driver for CUDA %d.%d", s->cu.ordinal, name, major, minor,
+    CQ__CU(DeviceGetAttribute)(&major, CQ__CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d->dev);
+    CQ__CU(DeviceGetAttribute)(&minor, CQ__CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d->dev);
+    CQ__CU(DeviceTotalMem)(&mem, d->dev);
+    snprintf(out, cap, "device %d: %s, sm_%d%d, %.1f GiB, driver for CUDA %d.%d", d->ordinal, name, major, minor,
              (double)mem / (1024.0 * 1024.0 * 1024.0), cq__cu.driver_version / 1000, cq__cu.driver_version % 1000 / 10);
 }
+
+/* Releases what cq__dev_open acquired (the owner's device memory is freed first). */
+static void cq__dev_close(cq__cudev *d)
+{
+    if (!d->ctx) return;
+    cq__dev_push(d);
+    if (d->mod) CQ__CU(ModuleUnload)(d->mod);
+    cq__dev_pop(d);
+    CQ__CU(DevicePrimaryCtxRelease)(d->dev);
+    d->mod = NULL; d->ctx = NULL;
+}
+
+/* Makes s a CUDA sim on device `ordinal`: the device, its kernels, the status word.  Returns 1,
+   or 0 with `why` set (and everything acquired released). */
+static int cq__cuda_open(cq_sim *s, int ordinal, char *why, size_t cap)
+{
+    const char *const *names = cq__cuda_kernel_names[s->dim - 2][s->desc.material - 1][s->desc.precision - 1];
+    cq__CUfunction *fns[CQ__CUDA_KERNELS];
+    cq__CUdeviceptr bad = 0;
+    cq__CUresult e;
+    fns[0] = &s->cu.grid; fns[1] = &s->cu.g2p; fns[2] = &s->cu.p2g; fns[3] = &s->cu.grid_adj;
+    fns[4] = &s->cu.g2p_adj; fns[5] = &s->cu.p2g_adj; fns[6] = &s->cu.act_reduce;
+    fns[7] = &s->cu.nonfinite;
+    for (int i = 0; i < CQ__CABLE_KERNELS; ++i) fns[8 + i] = &s->cu.cable[i];
+    if (!cq__dev_open(&s->cu.d, "cq_sim_desc", &s->desc.allocator, ordinal, s->dim, (int)s->desc.precision, names, fns,
+                      CQ__CUDA_KERNELS, why, cap))
+        return 0;
+    cq__cu_push(s);
+    e = CQ__CU(MemAlloc)(&bad, sizeof(int));
+    cq__cu_pop(s);
+    if (e != 0) {
+        snprintf(why, cap, "device %d: out of device memory (%s)", ordinal, cq__cu_error_name(e));
+        cq__dev_close(&s->cu.d);
+        return 0;
+    }
+    s->cu.bad = (void *)(size_t)bad;
+    return 1;
+}
+
+static void cq__cuda_describe(const cq_sim *s, char *out, size_t cap) { cq__dev_describe(&s->cu.d, out, cap); }
 
 /* Releases what cq__cuda_open acquired (work memory is freed by the caller first). */
 static void cq__cuda_close(cq_sim *s)
 {
-    if (!s->cu.ctx) return;
+    if (!s->cu.d.ctx) return;
     cq__wfree(s, s->cu.bad); s->cu.bad = NULL;
     cq__wfree(s, s->cu.act_grad); s->cu.act_grad = NULL;
-    cq__cu_push(s);
-    if (s->cu.mod) CQ__CU(ModuleUnload)(s->cu.mod);
-    cq__cu_pop(s);
-    CQ__CU(DevicePrimaryCtxRelease)(s->cu.dev);
-    s->cu.mod = NULL; s->cu.ctx = NULL;
+    cq__dev_close(&s->cu.d);
 }
 #endif /* CQ__HAS_CUDA */
 

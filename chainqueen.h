@@ -6354,6 +6354,43 @@ static void cq__dev_pop(cq__cudev *d)
     if (d->depth > 1) d->depth--;
     else if (d->depth == 1 && cq__dev_check(d, CQ__CU(CtxPopCurrent)(&c), "cuCtxPopCurrent")) d->depth--;
 }
+#define CQ__DPTR(p) ((cq__CUdeviceptr)(size_t)(p))
+/* device memory of d: NULL when out of memory (not a sticky failure), or on another failure */
+static void *cq__dev_alloc(cq__cudev *d, size_t bytes)
+{
+    cq__CUdeviceptr p = 0;
+    cq__CUresult e;
+    cq__dev_push(d);
+    e = CQ__CU(MemAlloc)(&p, bytes ? bytes : 1);
+    cq__dev_pop(d);
+    if (e != CQ__CUDA_ERROR_OUT_OF_MEMORY) cq__dev_check(d, e, "cuMemAlloc");
+    return e ? NULL : (void *)(size_t)p;
+}
+static void cq__dev_free(cq__cudev *d, void *p)
+{
+    if (!p) return;
+    cq__dev_push(d); cq__dev_check(d, CQ__CU(MemFree)(CQ__DPTR(p)), "cuMemFree"); cq__dev_pop(d);
+}
+static void cq__dev_copy(cq__cudev *d, void *dst, const void *src, size_t bytes)   /* device -> device */
+{
+    if (!bytes) return;
+    cq__dev_push(d); cq__dev_check(d, CQ__CU(MemcpyDtoD)(CQ__DPTR(dst), CQ__DPTR(src), bytes), "cuMemcpyDtoD"); cq__dev_pop(d);
+}
+static void cq__dev_zero(cq__cudev *d, void *dst, size_t bytes)
+{
+    if (!bytes) return;
+    cq__dev_push(d); cq__dev_check(d, CQ__CU(MemsetD8)(CQ__DPTR(dst), 0, bytes), "cuMemsetD8"); cq__dev_pop(d);
+}
+static void cq__dev_put(cq__cudev *d, void *dst, size_t offset, const void *src, size_t bytes)   /* host -> device */
+{
+    if (!bytes) return;
+    cq__dev_push(d); cq__dev_check(d, CQ__CU(MemcpyHtoD)(CQ__DPTR(dst) + offset, src, bytes), "cuMemcpyHtoD"); cq__dev_pop(d);
+}
+static void cq__dev_get(cq__cudev *d, void *dst, const void *src, size_t offset, size_t bytes)   /* device -> host */
+{
+    if (!bytes) return;
+    cq__dev_push(d); cq__dev_check(d, CQ__CU(MemcpyDtoH)(dst, CQ__DPTR(src) + offset, bytes), "cuMemcpyDtoH"); cq__dev_pop(d);
+}
 #endif /* CQ__HAS_CUDA */
 
 /* Particle state.  "Work" states (cur, nxt, snap, the tape's checkpoints, the adjoint buffers)
@@ -6573,25 +6610,17 @@ static int cq__on_gpu(const cq_sim *s)
 }
 
 #if CQ__HAS_CUDA
-#define CQ__DPTR(p) ((cq__CUdeviceptr)(size_t)(p))
 /* the sim's device (cuda_loader.j2 >>cuda_device); a substep pushes once around its launches */
 static int cq__cu_check(const cq_sim *cs, cq__CUresult e, const char *call) { return cq__dev_check(&((cq_sim *)cs)->cu.d, e, call); }
 static void cq__cu_push(const cq_sim *cs) { cq__dev_push(&((cq_sim *)cs)->cu.d); }
 static void cq__cu_pop(const cq_sim *cs) { cq__dev_pop(&((cq_sim *)cs)->cu.d); }
+#define CQ__SIMDEV(s) (&((cq_sim *)(s))->cu.d)
 #endif
 
 static void *cq__walloc(const cq_sim *s, size_t bytes)
 {
 #if CQ__HAS_CUDA
-    if (cq__on_gpu(s)) {
-        cq__CUdeviceptr p = 0;
-        cq__CUresult e;
-        cq__cu_push(s);
-        e = CQ__CU(MemAlloc)(&p, bytes ? bytes : 1);
-        cq__cu_pop(s);
-        if (e != CQ__CUDA_ERROR_OUT_OF_MEMORY) cq__cu_check(s, e, "cuMemAlloc");
-        return e ? NULL : (void *)(size_t)p;
-    }
+    if (cq__on_gpu(s)) return cq__dev_alloc(CQ__SIMDEV(s), bytes);
 #endif
     return cq__alloc(s, bytes);
 }
@@ -6600,57 +6629,48 @@ static void cq__wfree(const cq_sim *s, void *p)
 {
     if (!p) return;
 #if CQ__HAS_CUDA
-    if (cq__on_gpu(s)) { cq__cu_push(s); cq__cu_check(s, CQ__CU(MemFree)(CQ__DPTR(p)), "cuMemFree"); cq__cu_pop(s); return; }
+    if (cq__on_gpu(s)) { cq__dev_free(CQ__SIMDEV(s), p); return; }
 #endif
     cq__free(s, p);
 }
 
 static void cq__wcopy(const cq_sim *s, void *dst, const void *src, size_t bytes)   /* work -> work */
 {
-    (void)s;
     if (!bytes) return;
 #if CQ__HAS_CUDA
-    if (cq__on_gpu(s)) {
-        cq__cu_push(s); cq__cu_check(s, CQ__CU(MemcpyDtoD)(CQ__DPTR(dst), CQ__DPTR(src), bytes), "cuMemcpyDtoD"); cq__cu_pop(s);
-        return;
-    }
+    if (cq__on_gpu(s)) { cq__dev_copy(CQ__SIMDEV(s), dst, src, bytes); return; }
 #endif
+    (void)s;
     memcpy(dst, src, bytes);
 }
 
 static void cq__wzero(const cq_sim *s, void *dst, size_t bytes)
 {
-    (void)s;
     if (!bytes) return;
 #if CQ__HAS_CUDA
-    if (cq__on_gpu(s)) { cq__cu_push(s); cq__cu_check(s, CQ__CU(MemsetD8)(CQ__DPTR(dst), 0, bytes), "cuMemsetD8"); cq__cu_pop(s); return; }
+    if (cq__on_gpu(s)) { cq__dev_zero(CQ__SIMDEV(s), dst, bytes); return; }
 #endif
+    (void)s;
     memset(dst, 0, bytes);
 }
 
 static void cq__wput(const cq_sim *s, void *dst, size_t offset, const void *src, size_t bytes)   /* host -> work */
 {
-    (void)s;
     if (!bytes) return;
 #if CQ__HAS_CUDA
-    if (cq__on_gpu(s)) {
-        cq__cu_push(s); cq__cu_check(s, CQ__CU(MemcpyHtoD)(CQ__DPTR(dst) + offset, src, bytes), "cuMemcpyHtoD"); cq__cu_pop(s);
-        return;
-    }
+    if (cq__on_gpu(s)) { cq__dev_put(CQ__SIMDEV(s), dst, offset, src, bytes); return; }
 #endif
+    (void)s;
     memcpy((char *)dst + offset, src, bytes);
 }
 
 static void cq__wget(const cq_sim *s, void *dst, const void *src, size_t offset, size_t bytes)   /* work -> host */
 {
-    (void)s;
     if (!bytes) return;
 #if CQ__HAS_CUDA
-    if (cq__on_gpu(s)) {
-        cq__cu_push(s); cq__cu_check(s, CQ__CU(MemcpyDtoH)(dst, CQ__DPTR(src) + offset, bytes), "cuMemcpyDtoH"); cq__cu_pop(s);
-        return;
-    }
+    if (cq__on_gpu(s)) { cq__dev_get(CQ__SIMDEV(s), dst, src, offset, bytes); return; }
 #endif
+    (void)s;
     memcpy(dst, (const char *)src + offset, bytes);
 }
 

@@ -432,6 +432,7 @@ typedef struct cq_world_desc {
     double contact_stiffness;       /* rigid contact penalty, relative; 0 = 1 (see the manual) */
     double contact_damping;         /* rigid contact normal damping, relative; 0 = 1; < 0 = none */
     cq_threads threads;             /* the host's job system for the CPU loops; zero = OpenMP/serial */
+    int device;                     /* CUDA device ordinal (backend CUDA); 0 = the first */
 } cq_world_desc;
 
 typedef enum cq_shape { CQ_SHAPE_BOX = 1, CQ_SHAPE_SPHERE = 2, CQ_SHAPE_POINTS = 3 } cq_shape;
@@ -4779,6 +4780,7 @@ CQ_HD void cq__cable_x_adj_3d_f64(int s, const int *seg, const double *x, const 
    cell, see cq__counting_sort) and writes only that particle's own entries, so loops over
    particles run in any order and split with bitwise the same results. */
 #define CQ__BODY_WALL (-1)          /* bobj of the domain's walls; static body k: -2 - k */
+#define CQ__SPH_CHUNK 256           /* particles per partial sum of the solvers' error */
 typedef struct cq__sph_f32 {
     float h, h2, sigma, gsigma, m, rho0, dt, visc;
     float gamma_wall, gamma_body;   /* boundary volume scales (cq__lattice_gamma) */
@@ -5094,6 +5096,17 @@ CQ_HD int cq__sph_advect_2d_f32(const cq__sph_f32 *s, int i)
         else if (x[a] > s->hi[a]) { x[a] = s->hi[a]; if (v[a] > 0) v[a] = 0; }
     }
     return bad ? CQ__NONFINITE : CQ__OK;
+}
+
+/* >>sph_error_sum: the sum of err over chunk c (particles c CQ__SPH_CHUNK ..), in double and in
+   particle order; the host adds the chunks in order, so every backend and thread count sums the
+   solvers' error the same way */
+CQ_HD double cq__sph_err_chunk_2d_f32(const cq__sph_f32 *s, int c)
+{
+    const int b = c * CQ__SPH_CHUNK, e = s->nf - b < CQ__SPH_CHUNK ? s->nf : b + CQ__SPH_CHUNK;
+    double sum = 0;
+    for (int i = b; i < e; ++i) sum += (double)s->err[i];
+    return sum;
 }
 
 /* >>sph_volume: Akinci's boundary volume V_b = gamma / sum_{b' of the same object} W_bb', gamma
@@ -5413,6 +5426,17 @@ CQ_HD int cq__sph_advect_2d_f64(const cq__sph_f64 *s, int i)
     return bad ? CQ__NONFINITE : CQ__OK;
 }
 
+/* >>sph_error_sum: the sum of err over chunk c (particles c CQ__SPH_CHUNK ..), in double and in
+   particle order; the host adds the chunks in order, so every backend and thread count sums the
+   solvers' error the same way */
+CQ_HD double cq__sph_err_chunk_2d_f64(const cq__sph_f64 *s, int c)
+{
+    const int b = c * CQ__SPH_CHUNK, e = s->nf - b < CQ__SPH_CHUNK ? s->nf : b + CQ__SPH_CHUNK;
+    double sum = 0;
+    for (int i = b; i < e; ++i) sum += (double)s->err[i];
+    return sum;
+}
+
 /* >>sph_volume: Akinci's boundary volume V_b = gamma / sum_{b' of the same object} W_bb', gamma
    scaled so that a flat sampled surface (bodies: one layer; the walls: two) weighs in the fluid's
    density as much as the fluid lattice it replaces (without it the fluid next to a flat
@@ -5730,6 +5754,17 @@ CQ_HD int cq__sph_advect_3d_f32(const cq__sph_f32 *s, int i)
     return bad ? CQ__NONFINITE : CQ__OK;
 }
 
+/* >>sph_error_sum: the sum of err over chunk c (particles c CQ__SPH_CHUNK ..), in double and in
+   particle order; the host adds the chunks in order, so every backend and thread count sums the
+   solvers' error the same way */
+CQ_HD double cq__sph_err_chunk_3d_f32(const cq__sph_f32 *s, int c)
+{
+    const int b = c * CQ__SPH_CHUNK, e = s->nf - b < CQ__SPH_CHUNK ? s->nf : b + CQ__SPH_CHUNK;
+    double sum = 0;
+    for (int i = b; i < e; ++i) sum += (double)s->err[i];
+    return sum;
+}
+
 /* >>sph_volume: Akinci's boundary volume V_b = gamma / sum_{b' of the same object} W_bb', gamma
    scaled so that a flat sampled surface (bodies: one layer; the walls: two) weighs in the fluid's
    density as much as the fluid lattice it replaces (without it the fluid next to a flat
@@ -6045,6 +6080,17 @@ CQ_HD int cq__sph_advect_3d_f64(const cq__sph_f64 *s, int i)
         else if (x[a] > s->hi[a]) { x[a] = s->hi[a]; if (v[a] > 0) v[a] = 0; }
     }
     return bad ? CQ__NONFINITE : CQ__OK;
+}
+
+/* >>sph_error_sum: the sum of err over chunk c (particles c CQ__SPH_CHUNK ..), in double and in
+   particle order; the host adds the chunks in order, so every backend and thread count sums the
+   solvers' error the same way */
+CQ_HD double cq__sph_err_chunk_3d_f64(const cq__sph_f64 *s, int c)
+{
+    const int b = c * CQ__SPH_CHUNK, e = s->nf - b < CQ__SPH_CHUNK ? s->nf : b + CQ__SPH_CHUNK;
+    double sum = 0;
+    for (int i = b; i < e; ++i) sum += (double)s->err[i];
+    return sum;
 }
 
 /* >>sph_volume: Akinci's boundary volume V_b = gamma / sum_{b' of the same object} W_bb', gamma
@@ -10502,6 +10548,10 @@ typedef struct cq__joint { int a, b; double la[3], lb[3]; } cq__joint;
 #define CQ__JOINT_ITERS 4           /* Gauss-Seidel sweeps over the joints per step (a fixed
                                        count: the step stays a smooth function of the state) */
 
+/* the fluid's passes (sph.j2), in the order of a step; CUDA: the kernels of kernels.cu.j2 */
+enum { CQ__SPH_COUNT, CQ__SPH_FILL, CQ__SPH_DENSITY, CQ__SPH_SOURCE, CQ__SPH_BFORCE, CQ__SPH_PRESSURE, CQ__SPH_VISC,
+       CQ__SPH_ADVECT, CQ__SPH_ERRSUM, CQ__SPH_PASSES };
+
 struct cq_world {
     cq_world_desc desc;             /* defaults resolved */
     int dim, steps, nf, nb, nwall, nbody, body_cap, ncells, prepared;
@@ -10531,6 +10581,18 @@ struct cq_world {
     double *J, *hist;
     int hist_n, hist_cap;
     double kc, cc;                  /* contact stiffness / damping factors (desc, resolved) */
+    int gpu;                        /* the fluid runs on CUDA (>>world_cuda) */
+#if CQ__HAS_CUDA
+    struct {                        /* the fluid's arrays on the device, as the host's of the same
+                                       names; the host keeps x, v (the results of each step) */
+        cq__cudev d;
+        cq__CUfunction k[CQ__SPH_PASSES];
+        void *x, *v, *vt, *rho, *khat, *g, *kappa, *err, *xb, *vb, *Vb, *Fb, *Gb;
+        int *bobj, *fstart, *forder, *bstart, *border, *foff, *boff, *fnb, *bnb, *bad;
+        double *part, *hpart;       /* the error's chunk sums: device, host */
+        size_t fnb_cap, bnb_cap;
+    } cu;
+#endif
 };
 
 static void cq__wlog(const cq_world *w, cq_log_level level, const char *fmt, ...)
@@ -10577,9 +10639,118 @@ static void cq__wset(const cq_world *w, void *a, long i, double v)
     else ((double *)a)[i] = v;
 }
 
+/* ------------------------------------------------------------------ >>world_cuda
+   The fluid on CUDA (cq_world_desc.backend = CUDA): the passes of sph.j2 as kernels
+   (kernels.cu.j2 >>sph_kernels) in the same PTX module as the MPM's, one launch each, on the
+   world's device arrays; the sort, the bodies, contact, joints and derivatives stay on the host
+   (>>world_fluid_step says what crosses).  A driver failure is sticky: that step and every later
+   one return CQ_ERROR_DEVICE naming the call, and the world keeps its last completed step. */
+static int cq__world_device_failed(const cq_world *w)
+{
+#if CQ__HAS_CUDA
+    return w->gpu && w->cu.d.failed;
+#else
+    (void)w;
+    return 0;
+#endif
+}
+
+#if CQ__HAS_CUDA
+#define CQ__WORLD_CUDA_BLOCK 128
+static void cq__world_launch(cq_world *w, int pass, int n, void **args)
+{
+    static const char *const what[CQ__SPH_PASSES] = {"SPH neighbour count", "SPH neighbour lists", "SPH density",
+        "SPH solver source", "SPH boundary force", "SPH pressure", "SPH viscosity", "SPH advection", "SPH error sum"};
+    const unsigned blocks = (unsigned)((n + CQ__WORLD_CUDA_BLOCK - 1) / CQ__WORLD_CUDA_BLOCK);
+    if (n <= 0 || w->cu.d.failed) return;
+    cq__dev_push(&w->cu.d);
+    cq__dev_check(&w->cu.d, CQ__CU(LaunchKernel)(w->cu.k[pass], blocks, 1, 1, CQ__WORLD_CUDA_BLOCK, 1, 1, 0, NULL, args, NULL),
+                  what[pass]);
+    cq__dev_pop(&w->cu.d);
+}
+
+/* the device and the fluid's kernels (cq_world_create); 0 with `why` set if unavailable */
+static int cq__world_cuda_open(cq_world *w, char *why, size_t cap)
+{
+    static const char *const stage[CQ__SPH_PASSES] = {"count", "fill", "density", "source", "bforce", "pressure", "visc",
+                                                      "advect", "errsum"};
+    char names[CQ__SPH_PASSES][64];
+    const char *np[CQ__SPH_PASSES];
+    cq__CUfunction *fns[CQ__SPH_PASSES];
+    for (int i = 0; i < CQ__SPH_PASSES; ++i) {
+        snprintf(names[i], sizeof names[i], "cq__sph_%s_%dd_%s_kernel", stage[i], w->dim, w->tsize == 4 ? "f32" : "f64");
+        np[i] = names[i];
+        fns[i] = &w->cu.k[i];
+    }
+    return cq__dev_open(&w->cu.d, "cq_world_desc", &w->desc.allocator, w->desc.device, w->dim, (int)w->desc.precision,
+                        np, fns, CQ__SPH_PASSES, why, cap);
+}
+
+static void cq__world_cuda_free(cq_world *w)
+{
+    void **p[] = {&w->cu.x, &w->cu.v, &w->cu.vt, &w->cu.rho, &w->cu.khat, &w->cu.g, &w->cu.kappa, &w->cu.err, &w->cu.xb,
+                  &w->cu.vb, &w->cu.Vb, &w->cu.Fb, &w->cu.Gb, (void **)&w->cu.bobj, (void **)&w->cu.fstart,
+                  (void **)&w->cu.forder, (void **)&w->cu.bstart, (void **)&w->cu.border, (void **)&w->cu.foff,
+                  (void **)&w->cu.boff, (void **)&w->cu.fnb, (void **)&w->cu.bnb, (void **)&w->cu.bad, (void **)&w->cu.part};
+    for (size_t i = 0; i < sizeof p / sizeof p[0]; ++i) { cq__dev_free(&w->cu.d, *p[i]); *p[i] = NULL; }
+    if (w->cu.hpart) w->desc.allocator.free(w->cu.hpart, w->desc.allocator.user);
+    w->cu.hpart = NULL;
+    w->cu.fnb_cap = w->cu.bnb_cap = 0;
+}
+
+/* the device arrays of a prepared world (kappa zeroed); 0 if out of memory or the device failed */
+static int cq__world_cuda_alloc(cq_world *w)
+{
+    const size_t T = w->tsize, d = (size_t)w->dim, nf = (size_t)(w->nf ? w->nf : 1), nb = (size_t)(w->nb ? w->nb : 1);
+    const size_t nc = (size_t)w->ncells + 1, nch = (nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK;
+    cq__cudev *dev = &w->cu.d;
+    int ok = 1;
+    w->cu.x = cq__dev_alloc(dev, nf * d * T); w->cu.v = cq__dev_alloc(dev, nf * d * T); w->cu.vt = cq__dev_alloc(dev, nf * d * T);
+    w->cu.rho = cq__dev_alloc(dev, nf * T); w->cu.khat = cq__dev_alloc(dev, nf * T); w->cu.g = cq__dev_alloc(dev, nf * d * T);
+    w->cu.kappa = cq__dev_alloc(dev, nf * T); w->cu.err = cq__dev_alloc(dev, nf * T);
+    w->cu.xb = cq__dev_alloc(dev, nb * d * T); w->cu.vb = cq__dev_alloc(dev, nb * d * T); w->cu.Vb = cq__dev_alloc(dev, nb * T);
+    w->cu.Fb = cq__dev_alloc(dev, nb * d * T); w->cu.Gb = cq__dev_alloc(dev, nb * d * d * T);
+    w->cu.bobj = (int *)cq__dev_alloc(dev, nb * sizeof(int));
+    w->cu.fstart = (int *)cq__dev_alloc(dev, nc * sizeof(int)); w->cu.forder = (int *)cq__dev_alloc(dev, nf * sizeof(int));
+    w->cu.bstart = (int *)cq__dev_alloc(dev, nc * sizeof(int)); w->cu.border = (int *)cq__dev_alloc(dev, nb * sizeof(int));
+    w->cu.foff = (int *)cq__dev_alloc(dev, (nf + 1) * sizeof(int)); w->cu.boff = (int *)cq__dev_alloc(dev, (nf + 1) * sizeof(int));
+    w->cu.bad = (int *)cq__dev_alloc(dev, sizeof(int)); w->cu.part = (double *)cq__dev_alloc(dev, nch * sizeof(double));
+    w->cu.hpart = (double *)w->desc.allocator.alloc(nch * sizeof(double), w->desc.allocator.user);
+    {
+        void *all[] = {w->cu.x, w->cu.v, w->cu.vt, w->cu.rho, w->cu.khat, w->cu.g, w->cu.kappa, w->cu.err, w->cu.xb, w->cu.vb,
+                       w->cu.Vb, w->cu.Fb, w->cu.Gb, w->cu.bobj, w->cu.fstart, w->cu.forder, w->cu.bstart, w->cu.border,
+                       w->cu.foff, w->cu.boff, w->cu.bad, w->cu.part, w->cu.hpart};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) if (!all[i]) ok = 0;
+    }
+    if (ok) cq__dev_zero(dev, w->cu.kappa, nf * T);
+    if (!ok || dev->failed) { cq__world_cuda_free(w); return 0; }
+    return 1;
+}
+
+/* device neighbour lists for this step's counts; grow by half */
+static int cq__world_dlists(cq_world *w)
+{
+    const size_t nf = (size_t)w->foff[w->nf], nb = (size_t)w->boff[w->nf];
+    if (nf > w->cu.fnb_cap || !w->cu.fnb) {
+        int *p = (int *)cq__dev_alloc(&w->cu.d, (nf + nf / 2 + 1) * sizeof(int));
+        if (!p) return 0;
+        cq__dev_free(&w->cu.d, w->cu.fnb); w->cu.fnb = p; w->cu.fnb_cap = nf + nf / 2 + 1;
+    }
+    if (nb > w->cu.bnb_cap || !w->cu.bnb) {
+        int *p = (int *)cq__dev_alloc(&w->cu.d, (nb + nb / 2 + 1) * sizeof(int));
+        if (!p) return 0;
+        cq__dev_free(&w->cu.d, w->cu.bnb); w->cu.bnb = p; w->cu.bnb_cap = nb + nb / 2 + 1;
+    }
+    return 1;
+}
+#endif
+
 /* the neighbour lists' storage for this step's counts (foff[nf], boff[nf]); grows by half */
 static int cq__world_lists(cq_world *w)
 {
+#if CQ__HAS_CUDA
+    if (w->gpu) return cq__world_dlists(w);
+#endif
     const size_t nf = (size_t)w->foff[w->nf], nb = (size_t)w->boff[w->nf];
     if (nf > w->fnb_cap || !w->fnb) {
         int *p = (int *)cq__walloc_w(w, (nf + nf / 2 + 1) * sizeof(int));
@@ -10684,45 +10855,98 @@ static void cq__world_volumes_2d_f32(cq_world *w)
     cq__parallel_for_on(&w->desc.threads, w->nb, 256, cq__wr_volume_2d_f32, &t);
 }
 
-static double cq__world_err_2d_f32(const cq_world *w)
+#if CQ__HAS_CUDA
+/* device view: the host view s with the device's arrays */
+static cq__sph_f32 cq__world_dview_2d_f32(const cq_world *w, const cq__sph_f32 *s)
 {
-    const float *e = (const float *)w->err;
+    cq__sph_f32 v = *s;
+    v.x = (float *)w->cu.x; v.v = (float *)w->cu.v; v.vt = (float *)w->cu.vt;
+    v.rho = (float *)w->cu.rho; v.khat = (float *)w->cu.khat; v.g = (float *)w->cu.g; v.kappa = (float *)w->cu.kappa; v.err = (float *)w->cu.err;
+    v.fstart = w->cu.fstart; v.forder = w->cu.forder; v.bstart = w->cu.bstart; v.border = w->cu.border;
+    v.foff = w->cu.foff; v.boff = w->cu.boff; v.fnb = w->cu.fnb; v.bnb = w->cu.bnb;
+    v.xb = (float *)w->cu.xb; v.vb = (float *)w->cu.vb; v.Vb = (float *)w->cu.Vb; v.bobj = w->cu.bobj;
+    v.Fb = (float *)w->cu.Fb; v.Gb = (float *)w->cu.Gb;
+    return v;
+}
+#endif
+
+/* >>world_pass: one pass over the fluid particles (bforce: the boundary's; errsum: the error's
+   chunks) on the world's backend.  t->s is the view of the backend's arrays. */
+static void cq__world_pass_2d_f32(cq_world *w, int pass, cq__wtask *t)
+{
+    static void (*const run[])(void *, int, int) = {cq__wr_count_2d_f32, cq__wr_fill_2d_f32, cq__wr_density_2d_f32,
+        cq__wr_source_2d_f32, cq__wr_bforce_2d_f32, cq__wr_pressure_2d_f32, cq__wr_visc_2d_f32, cq__wr_advect_2d_f32};
+    const int n = pass == CQ__SPH_BFORCE ? w->nb : (pass == CQ__SPH_ERRSUM ? (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK : w->nf);
+#if CQ__HAS_CUDA
+    if (w->gpu) {
+        const float *g = (const float *)t->grav;
+        float g0 = g ? g[0] : 0, g1 = g ? g[1] : 0, g2 = g ? g[2] : 0;
+        void *a[5];
+        int na = 2;
+        a[0] = (void *)&n; a[1] = (void *)t->s;
+        if (pass == CQ__SPH_SOURCE) a[na++] = &t->mode;
+        if (pass == CQ__SPH_VISC) { a[na++] = &g0; a[na++] = &g1; a[na++] = &g2; }
+        if (pass == CQ__SPH_ADVECT) a[na++] = &w->cu.bad;
+        if (pass == CQ__SPH_ERRSUM) a[na++] = &w->cu.part;
+        cq__world_launch(w, pass, n, a);
+        return;
+    }
+#endif
+    cq__parallel_for_on(&w->desc.threads, n, pass == CQ__SPH_ADVECT ? 1024 : (pass == CQ__SPH_BFORCE ? 256 : 512), run[pass], t);
+}
+
+/* the solvers' average density error: chunk sums in particle order (sph.j2 >>sph_error_sum) */
+static double cq__world_err_2d_f32(cq_world *w, cq__wtask *t)
+{
+    const int nc = (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK;
     double sum = 0;
-    for (int i = 0; i < w->nf; ++i) sum += (double)e[i];   /* in particle order: deterministic */
+#if CQ__HAS_CUDA
+    if (w->gpu) {
+        cq__world_pass_2d_f32(w, CQ__SPH_ERRSUM, t);
+        cq__dev_get(&w->cu.d, w->cu.hpart, w->cu.part, 0, (size_t)nc * sizeof(double));
+        for (int c = 0; c < nc; ++c) sum += w->cu.d.failed ? 0 : w->cu.hpart[c];
+    } else
+#endif
+    for (int c = 0; c < nc; ++c) sum += cq__sph_err_chunk_2d_f32((const cq__sph_f32 *)t->s, c);
     return w->nf ? sum / w->nf / w->desc.rest_density : 0;
 }
 
 /* one solver: mode 0 divergence, 1 density; returns the iterations */
-static int cq__world_solve_2d_f32(cq_world *w, cq__sph_f32 *s, int mode, double *err_out)
+static int cq__world_solve_2d_f32(cq_world *w, cq__wtask *t, int mode, double *err_out)
 {
-    const cq_threads *th = &w->desc.threads;
     const double eta = mode ? w->desc.max_density_error : w->desc.max_divergence_error;
     const int min_it = mode ? w->desc.min_iterations : 1;
-    cq__wtask t;
     int it = 0;
     double err = 0;
-    t.s = s; t.mode = mode; t.bad = INT_MAX; t.grav = NULL;
+    t->mode = mode;
     if (w->nf == 0) { *err_out = 0; return 0; }
     while (it < w->desc.max_iterations) {
-        cq__parallel_for_on(th, w->nf, 512, cq__wr_source_2d_f32, &t);
-        err = cq__world_err_2d_f32(w);
+        cq__world_pass_2d_f32(w, CQ__SPH_SOURCE, t);
+        err = cq__world_err_2d_f32(w, t);
         if (it >= min_it && err <= eta) break;
-        cq__parallel_for_on(th, w->nb, 256, cq__wr_bforce_2d_f32, &t);
-        cq__parallel_for_on(th, w->nf, 512, cq__wr_pressure_2d_f32, &t);
+        cq__world_pass_2d_f32(w, CQ__SPH_BFORCE, t);
+        cq__world_pass_2d_f32(w, CQ__SPH_PRESSURE, t);
         ++it;
+        if (cq__world_device_failed(w)) break;
     }
     *err_out = err;
     return it;
 }
 
-/* returns -1, the lowest fluid particle that became non-finite, or -2 (out of memory) */
+/* >>world_fluid_step: returns -1, the lowest fluid particle that became non-finite, -2 (out of
+   memory) or -3 (the device failed).  The sort and the neighbour lists' prefix sums run on the
+   host; on CUDA the arrays go up after the sort and the results (x, v, the boundary's forces and
+   their derivatives) come back at the end, so the rest of the step is the same for both. */
 static int cq__world_fluid_step_2d_f32(cq_world *w)
 {
-    const cq_threads *th = &w->desc.threads;
     cq__sph_f32 s;
+#if CQ__HAS_CUDA
+    cq__sph_f32 dv;
+#endif
     cq__wtask t;
     float grav[3];
     void *tmp;
+    const size_t T = w->tsize, d = 2;
     for (int a = 0; a < 3; ++a) grav[a] = (float)w->desc.gravity[a];
     cq__world_sort_2d_f32(w, (float *)w->x, w->nf, w->fstart, w->forder);
     {   /* keep the particles in cell order (neighbours near in memory): slot k takes forder[k] */
@@ -10739,23 +10963,79 @@ static int cq__world_fluid_step_2d_f32(cq_world *w)
         tmp = w->v; w->v = w->g; w->g = tmp;
     }
     cq__world_sort_2d_f32(w, (float *)w->xb, w->nb, w->bstart, w->border);
-    memset(w->Fb, 0, (size_t)w->nb * 2 * w->tsize);
-    memset(w->Gb, 0, (size_t)w->nb * 4 * w->tsize);
     s = cq__world_sph_2d_f32(w);
     t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = grav;
-    cq__parallel_for_on(th, w->nf, 512, cq__wr_count_2d_f32, &t);
+#if CQ__HAS_CUDA
+    if (w->gpu) {
+        cq__cudev *dev = &w->cu.d;
+        const size_t nf = (size_t)w->nf, nb = (size_t)w->nb, nc = (size_t)w->ncells + 1;
+        dv = cq__world_dview_2d_f32(w, &s);
+        t.s = &dv;
+        cq__dev_push(dev);
+        cq__dev_put(dev, w->cu.x, 0, w->x, nf * d * T); cq__dev_put(dev, w->cu.v, 0, w->v, nf * d * T);
+        cq__dev_put(dev, w->cu.xb, 0, w->xb, nb * d * T); cq__dev_put(dev, w->cu.vb, 0, w->vb, nb * d * T);
+        cq__dev_put(dev, w->cu.Vb, 0, w->Vb, nb * T); cq__dev_put(dev, w->cu.bobj, 0, w->bobj, nb * sizeof(int));
+        cq__dev_put(dev, w->cu.fstart, 0, w->fstart, nc * sizeof(int)); cq__dev_put(dev, w->cu.forder, 0, w->forder, nf * sizeof(int));
+        cq__dev_put(dev, w->cu.bstart, 0, w->bstart, nc * sizeof(int)); cq__dev_put(dev, w->cu.border, 0, w->border, nb * sizeof(int));
+        cq__dev_zero(dev, w->cu.Fb, nb * d * T); cq__dev_zero(dev, w->cu.Gb, nb * d * d * T);
+        cq__world_pass_2d_f32(w, CQ__SPH_COUNT, &t);
+        cq__dev_get(dev, w->foff, w->cu.foff, 0, (nf + 1) * sizeof(int));
+        cq__dev_get(dev, w->boff, w->cu.boff, 0, (nf + 1) * sizeof(int));
+        if (dev->failed) { cq__dev_pop(dev); return -3; }
+    } else
+#endif
+    {
+        memset(w->Fb, 0, (size_t)w->nb * d * T);
+        memset(w->Gb, 0, (size_t)w->nb * d * d * T);
+        cq__world_pass_2d_f32(w, CQ__SPH_COUNT, &t);
+    }
     w->foff[0] = w->boff[0] = 0;
     for (int i = 0; i < w->nf; ++i) { w->foff[i + 1] += w->foff[i]; w->boff[i + 1] += w->boff[i]; }
-    if (!cq__world_lists(w)) return -2;
-    s.fnb = w->fnb; s.bnb = w->bnb;
-    cq__parallel_for_on(th, w->nf, 512, cq__wr_fill_2d_f32, &t);
-    cq__parallel_for_on(th, w->nf, 512, cq__wr_density_2d_f32, &t);
-    w->stats.divergence_iterations = cq__world_solve_2d_f32(w, &s, 0, &w->stats.divergence_error);
-    cq__parallel_for_on(th, w->nf, 512, cq__wr_visc_2d_f32, &t);
-    tmp = w->v; w->v = w->vt; w->vt = tmp;
-    s.v = (float *)w->v; s.vt = (float *)w->vt;
-    w->stats.density_iterations = cq__world_solve_2d_f32(w, &s, 1, &w->stats.density_error);
-    cq__parallel_for_on(th, w->nf, 1024, cq__wr_advect_2d_f32, &t);
+    if (!cq__world_lists(w)) {
+#if CQ__HAS_CUDA
+        if (w->gpu) cq__dev_pop(&w->cu.d);
+#endif
+        return -2;
+    }
+#if CQ__HAS_CUDA
+    if (w->gpu) {
+        dv.fnb = w->cu.fnb; dv.bnb = w->cu.bnb;
+        cq__dev_put(&w->cu.d, w->cu.foff, 0, w->foff, ((size_t)w->nf + 1) * sizeof(int));
+        cq__dev_put(&w->cu.d, w->cu.boff, 0, w->boff, ((size_t)w->nf + 1) * sizeof(int));
+    } else
+#endif
+    { s.fnb = w->fnb; s.bnb = w->bnb; }
+    cq__world_pass_2d_f32(w, CQ__SPH_FILL, &t);
+    cq__world_pass_2d_f32(w, CQ__SPH_DENSITY, &t);
+    w->stats.divergence_iterations = cq__world_solve_2d_f32(w, &t, 0, &w->stats.divergence_error);
+    cq__world_pass_2d_f32(w, CQ__SPH_VISC, &t);
+#if CQ__HAS_CUDA
+    if (w->gpu) {
+        tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
+        dv.v = (float *)w->cu.v; dv.vt = (float *)w->cu.vt;
+    } else
+#endif
+    {
+        tmp = w->v; w->v = w->vt; w->vt = tmp;
+        s.v = (float *)w->v; s.vt = (float *)w->vt;
+    }
+    w->stats.density_iterations = cq__world_solve_2d_f32(w, &t, 1, &w->stats.density_error);
+#if CQ__HAS_CUDA
+    if (w->gpu) {
+        cq__cudev *dev = &w->cu.d;
+        const size_t nf = (size_t)w->nf, nb = (size_t)w->nb;
+        int bad = INT_MAX;
+        cq__dev_put(dev, w->cu.bad, 0, &bad, sizeof bad);
+        cq__world_pass_2d_f32(w, CQ__SPH_ADVECT, &t);
+        cq__dev_get(dev, &bad, w->cu.bad, 0, sizeof bad);
+        cq__dev_get(dev, w->x, w->cu.x, 0, nf * d * T); cq__dev_get(dev, w->v, w->cu.v, 0, nf * d * T);
+        cq__dev_get(dev, w->Fb, w->cu.Fb, 0, nb * d * T); cq__dev_get(dev, w->Gb, w->cu.Gb, 0, nb * d * d * T);
+        cq__dev_pop(dev);
+        if (dev->failed) return -3;
+        return bad == INT_MAX ? -1 : bad;
+    }
+#endif
+    cq__world_pass_2d_f32(w, CQ__SPH_ADVECT, &t);
     return t.bad == INT_MAX ? -1 : t.bad;
 }
 static void cq__wr_density_2d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_density_2d_f64((const cq__sph_f64 *)t->s, i); }
@@ -10824,45 +11104,98 @@ static void cq__world_volumes_2d_f64(cq_world *w)
     cq__parallel_for_on(&w->desc.threads, w->nb, 256, cq__wr_volume_2d_f64, &t);
 }
 
-static double cq__world_err_2d_f64(const cq_world *w)
+#if CQ__HAS_CUDA
+/* device view: the host view s with the device's arrays */
+static cq__sph_f64 cq__world_dview_2d_f64(const cq_world *w, const cq__sph_f64 *s)
 {
-    const double *e = (const double *)w->err;
+    cq__sph_f64 v = *s;
+    v.x = (double *)w->cu.x; v.v = (double *)w->cu.v; v.vt = (double *)w->cu.vt;
+    v.rho = (double *)w->cu.rho; v.khat = (double *)w->cu.khat; v.g = (double *)w->cu.g; v.kappa = (double *)w->cu.kappa; v.err = (double *)w->cu.err;
+    v.fstart = w->cu.fstart; v.forder = w->cu.forder; v.bstart = w->cu.bstart; v.border = w->cu.border;
+    v.foff = w->cu.foff; v.boff = w->cu.boff; v.fnb = w->cu.fnb; v.bnb = w->cu.bnb;
+    v.xb = (double *)w->cu.xb; v.vb = (double *)w->cu.vb; v.Vb = (double *)w->cu.Vb; v.bobj = w->cu.bobj;
+    v.Fb = (double *)w->cu.Fb; v.Gb = (double *)w->cu.Gb;
+    return v;
+}
+#endif
+
+/* >>world_pass: one pass over the fluid particles (bforce: the boundary's; errsum: the error's
+   chunks) on the world's backend.  t->s is the view of the backend's arrays. */
+static void cq__world_pass_2d_f64(cq_world *w, int pass, cq__wtask *t)
+{
+    static void (*const run[])(void *, int, int) = {cq__wr_count_2d_f64, cq__wr_fill_2d_f64, cq__wr_density_2d_f64,
+        cq__wr_source_2d_f64, cq__wr_bforce_2d_f64, cq__wr_pressure_2d_f64, cq__wr_visc_2d_f64, cq__wr_advect_2d_f64};
+    const int n = pass == CQ__SPH_BFORCE ? w->nb : (pass == CQ__SPH_ERRSUM ? (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK : w->nf);
+#if CQ__HAS_CUDA
+    if (w->gpu) {
+        const double *g = (const double *)t->grav;
+        double g0 = g ? g[0] : 0, g1 = g ? g[1] : 0, g2 = g ? g[2] : 0;
+        void *a[5];
+        int na = 2;
+        a[0] = (void *)&n; a[1] = (void *)t->s;
+        if (pass == CQ__SPH_SOURCE) a[na++] = &t->mode;
+        if (pass == CQ__SPH_VISC) { a[na++] = &g0; a[na++] = &g1; a[na++] = &g2; }
+        if (pass == CQ__SPH_ADVECT) a[na++] = &w->cu.bad;
+        if (pass == CQ__SPH_ERRSUM) a[na++] = &w->cu.part;
+        cq__world_launch(w, pass, n, a);
+        return;
+    }
+#endif
+    cq__parallel_for_on(&w->desc.threads, n, pass == CQ__SPH_ADVECT ? 1024 : (pass == CQ__SPH_BFORCE ? 256 : 512), run[pass], t);
+}
+
+/* the solvers' average density error: chunk sums in particle order (sph.j2 >>sph_error_sum) */
+static double cq__world_err_2d_f64(cq_world *w, cq__wtask *t)
+{
+    const int nc = (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK;
     double sum = 0;
-    for (int i = 0; i < w->nf; ++i) sum += (double)e[i];   /* in particle order: deterministic */
+#if CQ__HAS_CUDA
+    if (w->gpu) {
+        cq__world_pass_2d_f64(w, CQ__SPH_ERRSUM, t);
+        cq__dev_get(&w->cu.d, w->cu.hpart, w->cu.part, 0, (size_t)nc * sizeof(double));
+        for (int c = 0; c < nc; ++c) sum += w->cu.d.failed ? 0 : w->cu.hpart[c];
+    } else
+#endif
+    for (int c = 0; c < nc; ++c) sum += cq__sph_err_chunk_2d_f64((const cq__sph_f64 *)t->s, c);
     return w->nf ? sum / w->nf / w->desc.rest_density : 0;
 }
 
 /* one solver: mode 0 divergence, 1 density; returns the iterations */
-static int cq__world_solve_2d_f64(cq_world *w, cq__sph_f64 *s, int mode, double *err_out)
+static int cq__world_solve_2d_f64(cq_world *w, cq__wtask *t, int mode, double *err_out)
 {
-    const cq_threads *th = &w->desc.threads;
     const double eta = mode ? w->desc.max_density_error : w->desc.max_divergence_error;
     const int min_it = mode ? w->desc.min_iterations : 1;
-    cq__wtask t;
     int it = 0;
     double err = 0;
-    t.s = s; t.mode = mode; t.bad = INT_MAX; t.grav = NULL;
+    t->mode = mode;
     if (w->nf == 0) { *err_out = 0; return 0; }
     while (it < w->desc.max_iterations) {
-        cq__parallel_for_on(th, w->nf, 512, cq__wr_source_2d_f64, &t);
-        err = cq__world_err_2d_f64(w);
+        cq__world_pass_2d_f64(w, CQ__SPH_SOURCE, t);
+        err = cq__world_err_2d_f64(w, t);
         if (it >= min_it && err <= eta) break;
-        cq__parallel_for_on(th, w->nb, 256, cq__wr_bforce_2d_f64, &t);
-        cq__parallel_for_on(th, w->nf, 512, cq__wr_pressure_2d_f64, &t);
+        cq__world_pass_2d_f64(w, CQ__SPH_BFORCE, t);
+        cq__world_pass_2d_f64(w, CQ__SPH_PRESSURE, t);
         ++it;
+        if (cq__world_device_failed(w)) break;
     }
     *err_out = err;
     return it;
 }
 
-/* returns -1, the lowest fluid particle that became non-finite, or -2 (out of memory) */
+/* >>world_fluid_step: returns -1, the lowest fluid particle that became non-finite, -2 (out of
+   memory) or -3 (the device failed).  The sort and the neighbour lists' prefix sums run on the
+   host; on CUDA the arrays go up after the sort and the results (x, v, the boundary's forces and
+   their derivatives) come back at the end, so the rest of the step is the same for both. */
 static int cq__world_fluid_step_2d_f64(cq_world *w)
 {
-    const cq_threads *th = &w->desc.threads;
     cq__sph_f64 s;
+#if CQ__HAS_CUDA
+    cq__sph_f64 dv;
+#endif
     cq__wtask t;
     double grav[3];
     void *tmp;
+    const size_t T = w->tsize, d = 2;
     for (int a = 0; a < 3; ++a) grav[a] = (double)w->desc.gravity[a];
     cq__world_sort_2d_f64(w, (double *)w->x, w->nf, w->fstart, w->forder);
     {   /* keep the particles in cell order (neighbours near in memory): slot k takes forder[k] */
@@ -10879,23 +11212,79 @@ static int cq__world_fluid_step_2d_f64(cq_world *w)
         tmp = w->v; w->v = w->g; w->g = tmp;
     }
     cq__world_sort_2d_f64(w, (double *)w->xb, w->nb, w->bstart, w->border);
-    memset(w->Fb, 0, (size_t)w->nb * 2 * w->tsize);
-    memset(w->Gb, 0, (size_t)w->nb * 4 * w->tsize);
     s = cq__world_sph_2d_f64(w);
     t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = grav;
-    cq__parallel_for_on(th, w->nf, 512, cq__wr_count_2d_f64, &t);
+#if CQ__HAS_CUDA
+    if (w->gpu) {
+        cq__cudev *dev = &w->cu.d;
+        const size_t nf = (size_t)w->nf, nb = (size_t)w->nb, nc = (size_t)w->ncells + 1;
+        dv = cq__world_dview_2d_f64(w, &s);
+        t.s = &dv;
+        cq__dev_push(dev);
+        cq__dev_put(dev, w->cu.x, 0, w->x, nf * d * T); cq__dev_put(dev, w->cu.v, 0, w->v, nf * d * T);
+        cq__dev_put(dev, w->cu.xb, 0, w->xb, nb * d * T); cq__dev_put(dev, w->cu.vb, 0, w->vb, nb * d * T);
+        cq__dev_put(dev, w->cu.Vb, 0, w->Vb, nb * T); cq__dev_put(dev, w->cu.bobj, 0, w->bobj, nb * sizeof(int));
+        cq__dev_put(dev, w->cu.fstart, 0, w->fstart, nc * sizeof(int)); cq__dev_put(dev, w->cu.forder, 0, w->forder, nf * sizeof(int));
+        cq__dev_put(dev, w->cu.bstart, 0, w->bstart, nc * sizeof(int)); cq__dev_put(dev, w->cu.border, 0, w->border, nb * sizeof(int));
+        cq__dev_zero(dev, w->cu.Fb, nb * d * T); cq__dev_zero(dev, w->cu.Gb, nb * d * d * T);
+        cq__world_pass_2d_f64(w, CQ__SPH_COUNT, &t);
+        cq__dev_get(dev, w->foff, w->cu.foff, 0, (nf + 1) * sizeof(int));
+        cq__dev_get(dev, w->boff, w->cu.boff, 0, (nf + 1) * sizeof(int));
+        if (dev->failed) { cq__dev_pop(dev); return -3; }
+    } else
+#endif
+    {
+        memset(w->Fb, 0, (size_t)w->nb * d * T);
+        memset(w->Gb, 0, (size_t)w->nb * d * d * T);
+        cq__world_pass_2d_f64(w, CQ__SPH_COUNT, &t);
+    }
     w->foff[0] = w->boff[0] = 0;
     for (int i = 0; i < w->nf; ++i) { w->foff[i + 1] += w->foff[i]; w->boff[i + 1] += w->boff[i]; }
-    if (!cq__world_lists(w)) return -2;
-    s.fnb = w->fnb; s.bnb = w->bnb;
-    cq__parallel_for_on(th, w->nf, 512, cq__wr_fill_2d_f64, &t);
-    cq__parallel_for_on(th, w->nf, 512, cq__wr_density_2d_f64, &t);
-    w->stats.divergence_iterations = cq__world_solve_2d_f64(w, &s, 0, &w->stats.divergence_error);
-    cq__parallel_for_on(th, w->nf, 512, cq__wr_visc_2d_f64, &t);
-    tmp = w->v; w->v = w->vt; w->vt = tmp;
-    s.v = (double *)w->v; s.vt = (double *)w->vt;
-    w->stats.density_iterations = cq__world_solve_2d_f64(w, &s, 1, &w->stats.density_error);
-    cq__parallel_for_on(th, w->nf, 1024, cq__wr_advect_2d_f64, &t);
+    if (!cq__world_lists(w)) {
+#if CQ__HAS_CUDA
+        if (w->gpu) cq__dev_pop(&w->cu.d);
+#endif
+        return -2;
+    }
+#if CQ__HAS_CUDA
+    if (w->gpu) {
+        dv.fnb = w->cu.fnb; dv.bnb = w->cu.bnb;
+        cq__dev_put(&w->cu.d, w->cu.foff, 0, w->foff, ((size_t)w->nf + 1) * sizeof(int));
+        cq__dev_put(&w->cu.d, w->cu.boff, 0, w->boff, ((size_t)w->nf + 1) * sizeof(int));
+    } else
+#endif
+    { s.fnb = w->fnb; s.bnb = w->bnb; }
+    cq__world_pass_2d_f64(w, CQ__SPH_FILL, &t);
+    cq__world_pass_2d_f64(w, CQ__SPH_DENSITY, &t);
+    w->stats.divergence_iterations = cq__world_solve_2d_f64(w, &t, 0, &w->stats.divergence_error);
+    cq__world_pass_2d_f64(w, CQ__SPH_VISC, &t);
+#if CQ__HAS_CUDA
+    if (w->gpu) {
+        tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
+        dv.v = (double *)w->cu.v; dv.vt = (double *)w->cu.vt;
+    } else
+#endif
+    {
+        tmp = w->v; w->v = w->vt; w->vt = tmp;
+        s.v = (double *)w->v; s.vt = (double *)w->vt;
+    }
+    w->stats.density_iterations = cq__world_solve_2d_f64(w, &t, 1, &w->stats.density_error);
+#if CQ__HAS_CUDA
+    if (w->gpu) {
+        cq__cudev *dev = &w->cu.d;
+        const size_t nf = (size_t)w->nf, nb = (size_t)w->nb;
+        int bad = INT_MAX;
+        cq__dev_put(dev, w->cu.bad, 0, &bad, sizeof bad);
+        cq__world_pass_2d_f64(w, CQ__SPH_ADVECT, &t);
+        cq__dev_get(dev, &bad, w->cu.bad, 0, sizeof bad);
+        cq__dev_get(dev, w->x, w->cu.x, 0, nf * d * T); cq__dev_get(dev, w->v, w->cu.v, 0, nf * d * T);
+        cq__dev_get(dev, w->Fb, w->cu.Fb, 0, nb * d * T); cq__dev_get(dev, w->Gb, w->cu.Gb, 0, nb * d * d * T);
+        cq__dev_pop(dev);
+        if (dev->failed) return -3;
+        return bad == INT_MAX ? -1 : bad;
+    }
+#endif
+    cq__world_pass_2d_f64(w, CQ__SPH_ADVECT, &t);
     return t.bad == INT_MAX ? -1 : t.bad;
 }
 static void cq__wr_density_3d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_density_3d_f32((const cq__sph_f32 *)t->s, i); }
@@ -10964,45 +11353,98 @@ static void cq__world_volumes_3d_f32(cq_world *w)
     cq__parallel_for_on(&w->desc.threads, w->nb, 256, cq__wr_volume_3d_f32, &t);
 }
 
-static double cq__world_err_3d_f32(const cq_world *w)
+#if CQ__HAS_CUDA
+/* device view: the host view s with the device's arrays */
+static cq__sph_f32 cq__world_dview_3d_f32(const cq_world *w, const cq__sph_f32 *s)
 {
-    const float *e = (const float *)w->err;
+    cq__sph_f32 v = *s;
+    v.x = (float *)w->cu.x; v.v = (float *)w->cu.v; v.vt = (float *)w->cu.vt;
+    v.rho = (float *)w->cu.rho; v.khat = (float *)w->cu.khat; v.g = (float *)w->cu.g; v.kappa = (float *)w->cu.kappa; v.err = (float *)w->cu.err;
+    v.fstart = w->cu.fstart; v.forder = w->cu.forder; v.bstart = w->cu.bstart; v.border = w->cu.border;
+    v.foff = w->cu.foff; v.boff = w->cu.boff; v.fnb = w->cu.fnb; v.bnb = w->cu.bnb;
+    v.xb = (float *)w->cu.xb; v.vb = (float *)w->cu.vb; v.Vb = (float *)w->cu.Vb; v.bobj = w->cu.bobj;
+    v.Fb = (float *)w->cu.Fb; v.Gb = (float *)w->cu.Gb;
+    return v;
+}
+#endif
+
+/* >>world_pass: one pass over the fluid particles (bforce: the boundary's; errsum: the error's
+   chunks) on the world's backend.  t->s is the view of the backend's arrays. */
+static void cq__world_pass_3d_f32(cq_world *w, int pass, cq__wtask *t)
+{
+    static void (*const run[])(void *, int, int) = {cq__wr_count_3d_f32, cq__wr_fill_3d_f32, cq__wr_density_3d_f32,
+        cq__wr_source_3d_f32, cq__wr_bforce_3d_f32, cq__wr_pressure_3d_f32, cq__wr_visc_3d_f32, cq__wr_advect_3d_f32};
+    const int n = pass == CQ__SPH_BFORCE ? w->nb : (pass == CQ__SPH_ERRSUM ? (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK : w->nf);
+#if CQ__HAS_CUDA
+    if (w->gpu) {
+        const float *g = (const float *)t->grav;
+        float g0 = g ? g[0] : 0, g1 = g ? g[1] : 0, g2 = g ? g[2] : 0;
+        void *a[5];
+        int na = 2;
+        a[0] = (void *)&n; a[1] = (void *)t->s;
+        if (pass == CQ__SPH_SOURCE) a[na++] = &t->mode;
+        if (pass == CQ__SPH_VISC) { a[na++] = &g0; a[na++] = &g1; a[na++] = &g2; }
+        if (pass == CQ__SPH_ADVECT) a[na++] = &w->cu.bad;
+        if (pass == CQ__SPH_ERRSUM) a[na++] = &w->cu.part;
+        cq__world_launch(w, pass, n, a);
+        return;
+    }
+#endif
+    cq__parallel_for_on(&w->desc.threads, n, pass == CQ__SPH_ADVECT ? 1024 : (pass == CQ__SPH_BFORCE ? 256 : 512), run[pass], t);
+}
+
+/* the solvers' average density error: chunk sums in particle order (sph.j2 >>sph_error_sum) */
+static double cq__world_err_3d_f32(cq_world *w, cq__wtask *t)
+{
+    const int nc = (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK;
     double sum = 0;
-    for (int i = 0; i < w->nf; ++i) sum += (double)e[i];   /* in particle order: deterministic */
+#if CQ__HAS_CUDA
+    if (w->gpu) {
+        cq__world_pass_3d_f32(w, CQ__SPH_ERRSUM, t);
+        cq__dev_get(&w->cu.d, w->cu.hpart, w->cu.part, 0, (size_t)nc * sizeof(double));
+        for (int c = 0; c < nc; ++c) sum += w->cu.d.failed ? 0 : w->cu.hpart[c];
+    } else
+#endif
+    for (int c = 0; c < nc; ++c) sum += cq__sph_err_chunk_3d_f32((const cq__sph_f32 *)t->s, c);
     return w->nf ? sum / w->nf / w->desc.rest_density : 0;
 }
 
 /* one solver: mode 0 divergence, 1 density; returns the iterations */
-static int cq__world_solve_3d_f32(cq_world *w, cq__sph_f32 *s, int mode, double *err_out)
+static int cq__world_solve_3d_f32(cq_world *w, cq__wtask *t, int mode, double *err_out)
 {
-    const cq_threads *th = &w->desc.threads;
     const double eta = mode ? w->desc.max_density_error : w->desc.max_divergence_error;
     const int min_it = mode ? w->desc.min_iterations : 1;
-    cq__wtask t;
     int it = 0;
     double err = 0;
-    t.s = s; t.mode = mode; t.bad = INT_MAX; t.grav = NULL;
+    t->mode = mode;
     if (w->nf == 0) { *err_out = 0; return 0; }
     while (it < w->desc.max_iterations) {
-        cq__parallel_for_on(th, w->nf, 512, cq__wr_source_3d_f32, &t);
-        err = cq__world_err_3d_f32(w);
+        cq__world_pass_3d_f32(w, CQ__SPH_SOURCE, t);
+        err = cq__world_err_3d_f32(w, t);
         if (it >= min_it && err <= eta) break;
-        cq__parallel_for_on(th, w->nb, 256, cq__wr_bforce_3d_f32, &t);
-        cq__parallel_for_on(th, w->nf, 512, cq__wr_pressure_3d_f32, &t);
+        cq__world_pass_3d_f32(w, CQ__SPH_BFORCE, t);
+        cq__world_pass_3d_f32(w, CQ__SPH_PRESSURE, t);
         ++it;
+        if (cq__world_device_failed(w)) break;
     }
     *err_out = err;
     return it;
 }
 
-/* returns -1, the lowest fluid particle that became non-finite, or -2 (out of memory) */
+/* >>world_fluid_step: returns -1, the lowest fluid particle that became non-finite, -2 (out of
+   memory) or -3 (the device failed).  The sort and the neighbour lists' prefix sums run on the
+   host; on CUDA the arrays go up after the sort and the results (x, v, the boundary's forces and
+   their derivatives) come back at the end, so the rest of the step is the same for both. */
 static int cq__world_fluid_step_3d_f32(cq_world *w)
 {
-    const cq_threads *th = &w->desc.threads;
     cq__sph_f32 s;
+#if CQ__HAS_CUDA
+    cq__sph_f32 dv;
+#endif
     cq__wtask t;
     float grav[3];
     void *tmp;
+    const size_t T = w->tsize, d = 3;
     for (int a = 0; a < 3; ++a) grav[a] = (float)w->desc.gravity[a];
     cq__world_sort_3d_f32(w, (float *)w->x, w->nf, w->fstart, w->forder);
     {   /* keep the particles in cell order (neighbours near in memory): slot k takes forder[k] */
@@ -11019,23 +11461,79 @@ static int cq__world_fluid_step_3d_f32(cq_world *w)
         tmp = w->v; w->v = w->g; w->g = tmp;
     }
     cq__world_sort_3d_f32(w, (float *)w->xb, w->nb, w->bstart, w->border);
-    memset(w->Fb, 0, (size_t)w->nb * 3 * w->tsize);
-    memset(w->Gb, 0, (size_t)w->nb * 9 * w->tsize);
     s = cq__world_sph_3d_f32(w);
     t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = grav;
-    cq__parallel_for_on(th, w->nf, 512, cq__wr_count_3d_f32, &t);
+#if CQ__HAS_CUDA
+    if (w->gpu) {
+        cq__cudev *dev = &w->cu.d;
+        const size_t nf = (size_t)w->nf, nb = (size_t)w->nb, nc = (size_t)w->ncells + 1;
+        dv = cq__world_dview_3d_f32(w, &s);
+        t.s = &dv;
+        cq__dev_push(dev);
+        cq__dev_put(dev, w->cu.x, 0, w->x, nf * d * T); cq__dev_put(dev, w->cu.v, 0, w->v, nf * d * T);
+        cq__dev_put(dev, w->cu.xb, 0, w->xb, nb * d * T); cq__dev_put(dev, w->cu.vb, 0, w->vb, nb * d * T);
+        cq__dev_put(dev, w->cu.Vb, 0, w->Vb, nb * T); cq__dev_put(dev, w->cu.bobj, 0, w->bobj, nb * sizeof(int));
+        cq__dev_put(dev, w->cu.fstart, 0, w->fstart, nc * sizeof(int)); cq__dev_put(dev, w->cu.forder, 0, w->forder, nf * sizeof(int));
+        cq__dev_put(dev, w->cu.bstart, 0, w->bstart, nc * sizeof(int)); cq__dev_put(dev, w->cu.border, 0, w->border, nb * sizeof(int));
+        cq__dev_zero(dev, w->cu.Fb, nb * d * T); cq__dev_zero(dev, w->cu.Gb, nb * d * d * T);
+        cq__world_pass_3d_f32(w, CQ__SPH_COUNT, &t);
+        cq__dev_get(dev, w->foff, w->cu.foff, 0, (nf + 1) * sizeof(int));
+        cq__dev_get(dev, w->boff, w->cu.boff, 0, (nf + 1) * sizeof(int));
+        if (dev->failed) { cq__dev_pop(dev); return -3; }
+    } else
+#endif
+    {
+        memset(w->Fb, 0, (size_t)w->nb * d * T);
+        memset(w->Gb, 0, (size_t)w->nb * d * d * T);
+        cq__world_pass_3d_f32(w, CQ__SPH_COUNT, &t);
+    }
     w->foff[0] = w->boff[0] = 0;
     for (int i = 0; i < w->nf; ++i) { w->foff[i + 1] += w->foff[i]; w->boff[i + 1] += w->boff[i]; }
-    if (!cq__world_lists(w)) return -2;
-    s.fnb = w->fnb; s.bnb = w->bnb;
-    cq__parallel_for_on(th, w->nf, 512, cq__wr_fill_3d_f32, &t);
-    cq__parallel_for_on(th, w->nf, 512, cq__wr_density_3d_f32, &t);
-    w->stats.divergence_iterations = cq__world_solve_3d_f32(w, &s, 0, &w->stats.divergence_error);
-    cq__parallel_for_on(th, w->nf, 512, cq__wr_visc_3d_f32, &t);
-    tmp = w->v; w->v = w->vt; w->vt = tmp;
-    s.v = (float *)w->v; s.vt = (float *)w->vt;
-    w->stats.density_iterations = cq__world_solve_3d_f32(w, &s, 1, &w->stats.density_error);
-    cq__parallel_for_on(th, w->nf, 1024, cq__wr_advect_3d_f32, &t);
+    if (!cq__world_lists(w)) {
+#if CQ__HAS_CUDA
+        if (w->gpu) cq__dev_pop(&w->cu.d);
+#endif
+        return -2;
+    }
+#if CQ__HAS_CUDA
+    if (w->gpu) {
+        dv.fnb = w->cu.fnb; dv.bnb = w->cu.bnb;
+        cq__dev_put(&w->cu.d, w->cu.foff, 0, w->foff, ((size_t)w->nf + 1) * sizeof(int));
+        cq__dev_put(&w->cu.d, w->cu.boff, 0, w->boff, ((size_t)w->nf + 1) * sizeof(int));
+    } else
+#endif
+    { s.fnb = w->fnb; s.bnb = w->bnb; }
+    cq__world_pass_3d_f32(w, CQ__SPH_FILL, &t);
+    cq__world_pass_3d_f32(w, CQ__SPH_DENSITY, &t);
+    w->stats.divergence_iterations = cq__world_solve_3d_f32(w, &t, 0, &w->stats.divergence_error);
+    cq__world_pass_3d_f32(w, CQ__SPH_VISC, &t);
+#if CQ__HAS_CUDA
+    if (w->gpu) {
+        tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
+        dv.v = (float *)w->cu.v; dv.vt = (float *)w->cu.vt;
+    } else
+#endif
+    {
+        tmp = w->v; w->v = w->vt; w->vt = tmp;
+        s.v = (float *)w->v; s.vt = (float *)w->vt;
+    }
+    w->stats.density_iterations = cq__world_solve_3d_f32(w, &t, 1, &w->stats.density_error);
+#if CQ__HAS_CUDA
+    if (w->gpu) {
+        cq__cudev *dev = &w->cu.d;
+        const size_t nf = (size_t)w->nf, nb = (size_t)w->nb;
+        int bad = INT_MAX;
+        cq__dev_put(dev, w->cu.bad, 0, &bad, sizeof bad);
+        cq__world_pass_3d_f32(w, CQ__SPH_ADVECT, &t);
+        cq__dev_get(dev, &bad, w->cu.bad, 0, sizeof bad);
+        cq__dev_get(dev, w->x, w->cu.x, 0, nf * d * T); cq__dev_get(dev, w->v, w->cu.v, 0, nf * d * T);
+        cq__dev_get(dev, w->Fb, w->cu.Fb, 0, nb * d * T); cq__dev_get(dev, w->Gb, w->cu.Gb, 0, nb * d * d * T);
+        cq__dev_pop(dev);
+        if (dev->failed) return -3;
+        return bad == INT_MAX ? -1 : bad;
+    }
+#endif
+    cq__world_pass_3d_f32(w, CQ__SPH_ADVECT, &t);
     return t.bad == INT_MAX ? -1 : t.bad;
 }
 static void cq__wr_density_3d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_density_3d_f64((const cq__sph_f64 *)t->s, i); }
@@ -11104,45 +11602,98 @@ static void cq__world_volumes_3d_f64(cq_world *w)
     cq__parallel_for_on(&w->desc.threads, w->nb, 256, cq__wr_volume_3d_f64, &t);
 }
 
-static double cq__world_err_3d_f64(const cq_world *w)
+#if CQ__HAS_CUDA
+/* device view: the host view s with the device's arrays */
+static cq__sph_f64 cq__world_dview_3d_f64(const cq_world *w, const cq__sph_f64 *s)
 {
-    const double *e = (const double *)w->err;
+    cq__sph_f64 v = *s;
+    v.x = (double *)w->cu.x; v.v = (double *)w->cu.v; v.vt = (double *)w->cu.vt;
+    v.rho = (double *)w->cu.rho; v.khat = (double *)w->cu.khat; v.g = (double *)w->cu.g; v.kappa = (double *)w->cu.kappa; v.err = (double *)w->cu.err;
+    v.fstart = w->cu.fstart; v.forder = w->cu.forder; v.bstart = w->cu.bstart; v.border = w->cu.border;
+    v.foff = w->cu.foff; v.boff = w->cu.boff; v.fnb = w->cu.fnb; v.bnb = w->cu.bnb;
+    v.xb = (double *)w->cu.xb; v.vb = (double *)w->cu.vb; v.Vb = (double *)w->cu.Vb; v.bobj = w->cu.bobj;
+    v.Fb = (double *)w->cu.Fb; v.Gb = (double *)w->cu.Gb;
+    return v;
+}
+#endif
+
+/* >>world_pass: one pass over the fluid particles (bforce: the boundary's; errsum: the error's
+   chunks) on the world's backend.  t->s is the view of the backend's arrays. */
+static void cq__world_pass_3d_f64(cq_world *w, int pass, cq__wtask *t)
+{
+    static void (*const run[])(void *, int, int) = {cq__wr_count_3d_f64, cq__wr_fill_3d_f64, cq__wr_density_3d_f64,
+        cq__wr_source_3d_f64, cq__wr_bforce_3d_f64, cq__wr_pressure_3d_f64, cq__wr_visc_3d_f64, cq__wr_advect_3d_f64};
+    const int n = pass == CQ__SPH_BFORCE ? w->nb : (pass == CQ__SPH_ERRSUM ? (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK : w->nf);
+#if CQ__HAS_CUDA
+    if (w->gpu) {
+        const double *g = (const double *)t->grav;
+        double g0 = g ? g[0] : 0, g1 = g ? g[1] : 0, g2 = g ? g[2] : 0;
+        void *a[5];
+        int na = 2;
+        a[0] = (void *)&n; a[1] = (void *)t->s;
+        if (pass == CQ__SPH_SOURCE) a[na++] = &t->mode;
+        if (pass == CQ__SPH_VISC) { a[na++] = &g0; a[na++] = &g1; a[na++] = &g2; }
+        if (pass == CQ__SPH_ADVECT) a[na++] = &w->cu.bad;
+        if (pass == CQ__SPH_ERRSUM) a[na++] = &w->cu.part;
+        cq__world_launch(w, pass, n, a);
+        return;
+    }
+#endif
+    cq__parallel_for_on(&w->desc.threads, n, pass == CQ__SPH_ADVECT ? 1024 : (pass == CQ__SPH_BFORCE ? 256 : 512), run[pass], t);
+}
+
+/* the solvers' average density error: chunk sums in particle order (sph.j2 >>sph_error_sum) */
+static double cq__world_err_3d_f64(cq_world *w, cq__wtask *t)
+{
+    const int nc = (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK;
     double sum = 0;
-    for (int i = 0; i < w->nf; ++i) sum += (double)e[i];   /* in particle order: deterministic */
+#if CQ__HAS_CUDA
+    if (w->gpu) {
+        cq__world_pass_3d_f64(w, CQ__SPH_ERRSUM, t);
+        cq__dev_get(&w->cu.d, w->cu.hpart, w->cu.part, 0, (size_t)nc * sizeof(double));
+        for (int c = 0; c < nc; ++c) sum += w->cu.d.failed ? 0 : w->cu.hpart[c];
+    } else
+#endif
+    for (int c = 0; c < nc; ++c) sum += cq__sph_err_chunk_3d_f64((const cq__sph_f64 *)t->s, c);
     return w->nf ? sum / w->nf / w->desc.rest_density : 0;
 }
 
 /* one solver: mode 0 divergence, 1 density; returns the iterations */
-static int cq__world_solve_3d_f64(cq_world *w, cq__sph_f64 *s, int mode, double *err_out)
+static int cq__world_solve_3d_f64(cq_world *w, cq__wtask *t, int mode, double *err_out)
 {
-    const cq_threads *th = &w->desc.threads;
     const double eta = mode ? w->desc.max_density_error : w->desc.max_divergence_error;
     const int min_it = mode ? w->desc.min_iterations : 1;
-    cq__wtask t;
     int it = 0;
     double err = 0;
-    t.s = s; t.mode = mode; t.bad = INT_MAX; t.grav = NULL;
+    t->mode = mode;
     if (w->nf == 0) { *err_out = 0; return 0; }
     while (it < w->desc.max_iterations) {
-        cq__parallel_for_on(th, w->nf, 512, cq__wr_source_3d_f64, &t);
-        err = cq__world_err_3d_f64(w);
+        cq__world_pass_3d_f64(w, CQ__SPH_SOURCE, t);
+        err = cq__world_err_3d_f64(w, t);
         if (it >= min_it && err <= eta) break;
-        cq__parallel_for_on(th, w->nb, 256, cq__wr_bforce_3d_f64, &t);
-        cq__parallel_for_on(th, w->nf, 512, cq__wr_pressure_3d_f64, &t);
+        cq__world_pass_3d_f64(w, CQ__SPH_BFORCE, t);
+        cq__world_pass_3d_f64(w, CQ__SPH_PRESSURE, t);
         ++it;
+        if (cq__world_device_failed(w)) break;
     }
     *err_out = err;
     return it;
 }
 
-/* returns -1, the lowest fluid particle that became non-finite, or -2 (out of memory) */
+/* >>world_fluid_step: returns -1, the lowest fluid particle that became non-finite, -2 (out of
+   memory) or -3 (the device failed).  The sort and the neighbour lists' prefix sums run on the
+   host; on CUDA the arrays go up after the sort and the results (x, v, the boundary's forces and
+   their derivatives) come back at the end, so the rest of the step is the same for both. */
 static int cq__world_fluid_step_3d_f64(cq_world *w)
 {
-    const cq_threads *th = &w->desc.threads;
     cq__sph_f64 s;
+#if CQ__HAS_CUDA
+    cq__sph_f64 dv;
+#endif
     cq__wtask t;
     double grav[3];
     void *tmp;
+    const size_t T = w->tsize, d = 3;
     for (int a = 0; a < 3; ++a) grav[a] = (double)w->desc.gravity[a];
     cq__world_sort_3d_f64(w, (double *)w->x, w->nf, w->fstart, w->forder);
     {   /* keep the particles in cell order (neighbours near in memory): slot k takes forder[k] */
@@ -11159,23 +11710,79 @@ static int cq__world_fluid_step_3d_f64(cq_world *w)
         tmp = w->v; w->v = w->g; w->g = tmp;
     }
     cq__world_sort_3d_f64(w, (double *)w->xb, w->nb, w->bstart, w->border);
-    memset(w->Fb, 0, (size_t)w->nb * 3 * w->tsize);
-    memset(w->Gb, 0, (size_t)w->nb * 9 * w->tsize);
     s = cq__world_sph_3d_f64(w);
     t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = grav;
-    cq__parallel_for_on(th, w->nf, 512, cq__wr_count_3d_f64, &t);
+#if CQ__HAS_CUDA
+    if (w->gpu) {
+        cq__cudev *dev = &w->cu.d;
+        const size_t nf = (size_t)w->nf, nb = (size_t)w->nb, nc = (size_t)w->ncells + 1;
+        dv = cq__world_dview_3d_f64(w, &s);
+        t.s = &dv;
+        cq__dev_push(dev);
+        cq__dev_put(dev, w->cu.x, 0, w->x, nf * d * T); cq__dev_put(dev, w->cu.v, 0, w->v, nf * d * T);
+        cq__dev_put(dev, w->cu.xb, 0, w->xb, nb * d * T); cq__dev_put(dev, w->cu.vb, 0, w->vb, nb * d * T);
+        cq__dev_put(dev, w->cu.Vb, 0, w->Vb, nb * T); cq__dev_put(dev, w->cu.bobj, 0, w->bobj, nb * sizeof(int));
+        cq__dev_put(dev, w->cu.fstart, 0, w->fstart, nc * sizeof(int)); cq__dev_put(dev, w->cu.forder, 0, w->forder, nf * sizeof(int));
+        cq__dev_put(dev, w->cu.bstart, 0, w->bstart, nc * sizeof(int)); cq__dev_put(dev, w->cu.border, 0, w->border, nb * sizeof(int));
+        cq__dev_zero(dev, w->cu.Fb, nb * d * T); cq__dev_zero(dev, w->cu.Gb, nb * d * d * T);
+        cq__world_pass_3d_f64(w, CQ__SPH_COUNT, &t);
+        cq__dev_get(dev, w->foff, w->cu.foff, 0, (nf + 1) * sizeof(int));
+        cq__dev_get(dev, w->boff, w->cu.boff, 0, (nf + 1) * sizeof(int));
+        if (dev->failed) { cq__dev_pop(dev); return -3; }
+    } else
+#endif
+    {
+        memset(w->Fb, 0, (size_t)w->nb * d * T);
+        memset(w->Gb, 0, (size_t)w->nb * d * d * T);
+        cq__world_pass_3d_f64(w, CQ__SPH_COUNT, &t);
+    }
     w->foff[0] = w->boff[0] = 0;
     for (int i = 0; i < w->nf; ++i) { w->foff[i + 1] += w->foff[i]; w->boff[i + 1] += w->boff[i]; }
-    if (!cq__world_lists(w)) return -2;
-    s.fnb = w->fnb; s.bnb = w->bnb;
-    cq__parallel_for_on(th, w->nf, 512, cq__wr_fill_3d_f64, &t);
-    cq__parallel_for_on(th, w->nf, 512, cq__wr_density_3d_f64, &t);
-    w->stats.divergence_iterations = cq__world_solve_3d_f64(w, &s, 0, &w->stats.divergence_error);
-    cq__parallel_for_on(th, w->nf, 512, cq__wr_visc_3d_f64, &t);
-    tmp = w->v; w->v = w->vt; w->vt = tmp;
-    s.v = (double *)w->v; s.vt = (double *)w->vt;
-    w->stats.density_iterations = cq__world_solve_3d_f64(w, &s, 1, &w->stats.density_error);
-    cq__parallel_for_on(th, w->nf, 1024, cq__wr_advect_3d_f64, &t);
+    if (!cq__world_lists(w)) {
+#if CQ__HAS_CUDA
+        if (w->gpu) cq__dev_pop(&w->cu.d);
+#endif
+        return -2;
+    }
+#if CQ__HAS_CUDA
+    if (w->gpu) {
+        dv.fnb = w->cu.fnb; dv.bnb = w->cu.bnb;
+        cq__dev_put(&w->cu.d, w->cu.foff, 0, w->foff, ((size_t)w->nf + 1) * sizeof(int));
+        cq__dev_put(&w->cu.d, w->cu.boff, 0, w->boff, ((size_t)w->nf + 1) * sizeof(int));
+    } else
+#endif
+    { s.fnb = w->fnb; s.bnb = w->bnb; }
+    cq__world_pass_3d_f64(w, CQ__SPH_FILL, &t);
+    cq__world_pass_3d_f64(w, CQ__SPH_DENSITY, &t);
+    w->stats.divergence_iterations = cq__world_solve_3d_f64(w, &t, 0, &w->stats.divergence_error);
+    cq__world_pass_3d_f64(w, CQ__SPH_VISC, &t);
+#if CQ__HAS_CUDA
+    if (w->gpu) {
+        tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
+        dv.v = (double *)w->cu.v; dv.vt = (double *)w->cu.vt;
+    } else
+#endif
+    {
+        tmp = w->v; w->v = w->vt; w->vt = tmp;
+        s.v = (double *)w->v; s.vt = (double *)w->vt;
+    }
+    w->stats.density_iterations = cq__world_solve_3d_f64(w, &t, 1, &w->stats.density_error);
+#if CQ__HAS_CUDA
+    if (w->gpu) {
+        cq__cudev *dev = &w->cu.d;
+        const size_t nf = (size_t)w->nf, nb = (size_t)w->nb;
+        int bad = INT_MAX;
+        cq__dev_put(dev, w->cu.bad, 0, &bad, sizeof bad);
+        cq__world_pass_3d_f64(w, CQ__SPH_ADVECT, &t);
+        cq__dev_get(dev, &bad, w->cu.bad, 0, sizeof bad);
+        cq__dev_get(dev, w->x, w->cu.x, 0, nf * d * T); cq__dev_get(dev, w->v, w->cu.v, 0, nf * d * T);
+        cq__dev_get(dev, w->Fb, w->cu.Fb, 0, nb * d * T); cq__dev_get(dev, w->Gb, w->cu.Gb, 0, nb * d * d * T);
+        cq__dev_pop(dev);
+        if (dev->failed) return -3;
+        return bad == INT_MAX ? -1 : bad;
+    }
+#endif
+    cq__world_pass_3d_f64(w, CQ__SPH_ADVECT, &t);
     return t.bad == INT_MAX ? -1 : t.bad;
 }
 
@@ -11643,9 +12250,8 @@ static cq_result cq__world_desc_check(const cq_world_desc *desc, cq_world_desc *
         return cq__wcreate_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_world_desc.precision = %d: unknown precision", (int)d.precision);
     if ((int)d.backend < CQ_BACKEND_DEFAULT || (int)d.backend > CQ_BACKEND_CUDA)
         return cq__wcreate_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_world_desc.backend = %d: unknown backend", (int)d.backend);
-    if (d.backend == CQ_BACKEND_CUDA)
-        return cq__wcreate_fail(desc, CQ_ERROR_BACKEND_UNAVAILABLE,
-                               "cq_world_desc.backend = CUDA: the fluid-rigid world runs on the CPU in this version (DEFAULT picks the CPU)");
+    if (d.device < 0)
+        return cq__wcreate_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_world_desc.device = %d: must be >= 0", d.device);
     if ((d.allocator.alloc == NULL) != (d.allocator.free == NULL))
         return cq__wcreate_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_world_desc.allocator: set both alloc and free, or neither");
     if (!d.allocator.alloc) { d.allocator.alloc = cq__default_alloc; d.allocator.free = cq__default_free; }
@@ -11711,8 +12317,30 @@ cq_result cq_world_create(const cq_world_desc *desc, cq_world **out)
         }
         w->ncells = cells;
     }
-    cq__wlog(w, CQ_LOG_INFO, "cq_world_create: %dD, %s, CPU backend%s", d.dim, w->tsize == 4 ? "float" : "double",
-             d.backend == CQ_BACKEND_DEFAULT ? " (the world has no GPU backend yet)" : "");
+    if (d.backend == CQ_BACKEND_CUDA) {   /* DEFAULT is the CPU: see >>world_cuda */
+        char why[384];
+#if CQ__HAS_CUDA
+        if (cq__world_cuda_open(w, why, sizeof why)) w->gpu = 1;
+#elif defined(CQ_NO_CUDA)
+        snprintf(why, sizeof why, "this program was compiled with CQ_NO_CUDA");
+#else
+        snprintf(why, sizeof why, "no CUDA driver on this platform");
+#endif
+        if (!w->gpu) {
+            d.allocator.free(w, d.allocator.user);
+            return cq__wcreate_fail(desc, CQ_ERROR_BACKEND_UNAVAILABLE, "cq_world_desc.backend = CUDA: %s", why);
+        }
+    }
+#if CQ__HAS_CUDA
+    if (w->gpu) {
+        char dev[256];
+        cq__dev_describe(&w->cu.d, dev, sizeof dev);
+        cq__wlog(w, CQ_LOG_INFO, "cq_world_create: %dD, %s, backend: CUDA (%s; the fluid on the device, the bodies on the host)",
+                 d.dim, w->tsize == 4 ? "float" : "double", dev);
+    } else
+#endif
+    cq__wlog(w, CQ_LOG_INFO, "cq_world_create: %dD, %s, backend: CPU%s", d.dim, w->tsize == 4 ? "float" : "double",
+             d.backend == CQ_BACKEND_DEFAULT ? " (DEFAULT; CUDA when asked for)" : "");
     *out = w;
     return CQ_SUCCESS;
 }
@@ -11726,6 +12354,9 @@ static void cq__world_free_prepared(cq_world *w)
     for (size_t i = 0; i < sizeof p / sizeof p[0]; ++i) { cq__wfree_w(w, *p[i]); *p[i] = NULL; }
     w->fnb_cap = w->bnb_cap = 0;
     w->prepared = 0;
+#if CQ__HAS_CUDA
+    if (w->gpu) cq__world_cuda_free(w);
+#endif
 }
 
 void cq_world_destroy(cq_world *w)
@@ -11736,6 +12367,9 @@ void cq_world_destroy(cq_world *w)
     cq__wfree_w(w, w->body);
     cq__wfree_w(w, w->x); cq__wfree_w(w, w->v); cq__wfree_w(w, w->x0); cq__wfree_w(w, w->v0);
     cq__wfree_w(w, w->J); cq__wfree_w(w, w->hist); cq__wfree_w(w, w->joint);
+#if CQ__HAS_CUDA
+    if (w->gpu) cq__dev_close(&w->cu.d);
+#endif
     w->desc.allocator.free(w, w->desc.allocator.user);
 }
 
@@ -12030,6 +12664,13 @@ static cq_result cq__world_prepare(cq_world *w)
         cq__world_free_prepared(w);
         return cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "cq_world_step: cannot allocate the solver's arrays (%d fluid, %d boundary particles)", w->nf, nb);
     }
+#if CQ__HAS_CUDA
+    if (w->gpu && !cq__world_cuda_alloc(w)) {
+        cq__world_free_prepared(w);
+        if (w->cu.d.failed) return cq__wfail(w, CQ_ERROR_DEVICE, "cq_world_step: the CUDA device failed: %s", w->cu.d.err);
+        return cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "cq_world_step: cannot allocate the solver's device arrays (%d fluid, %d boundary particles)", w->nf, nb);
+    }
+#endif
     memset(w->kappa, 0, nf * T);
     for (int i = 0; i < w->nf; ++i) w->perm[i] = i;
     {
@@ -12142,8 +12783,14 @@ cq_result cq_world_step(cq_world *w, int steps)
     for (int n = 0; n < steps; ++n) {
         const int ns = w->nbody * CQ__BS;
         double *snew, *Jsave = NULL;
-        cq_result rc = cq__world_prepare(w);
+        cq_result rc;
         int bad;
+#if CQ__HAS_CUDA
+        if (cq__world_device_failed(w))
+            return cq__wfail(w, CQ_ERROR_DEVICE, "cq_world_step: step %d: the CUDA device failed earlier (%s); the world is at its last completed step",
+                             w->steps, w->cu.d.err);
+#endif
+        rc = cq__world_prepare(w);
         if (rc != CQ_SUCCESS) return rc;
         snew = (double *)cq__walloc_w(w, (size_t)(ns ? ns : 1) * sizeof(double));
         if (w->track >= 0) Jsave = (double *)cq__walloc_w(w, (size_t)ns * 6 * sizeof(double));
@@ -12160,6 +12807,9 @@ cq_result cq_world_step(cq_world *w, int steps)
         for (int k = 0; k < w->nbody; ++k) cq__body_place(w, &w->body[k]);
         bad = cq__world_fluid_step(w);
         if (bad == -2) rc = cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "cq_world_step: step %d: cannot allocate the neighbour lists", w->steps);
+#if CQ__HAS_CUDA
+        if (bad == -3) rc = cq__wfail(w, CQ_ERROR_DEVICE, "cq_world_step: step %d: the CUDA device failed: %s", w->steps, w->cu.d.err);
+#endif
         if (bad >= 0) rc = cq__wfail(w, CQ_ERROR_NON_FINITE, "cq_world_step: step %d: fluid particle %d became non-finite (x or v)", w->steps, w->perm[bad]);
         if (rc == CQ_SUCCESS) rc = cq__world_bodies(w, snew);
         if (rc == CQ_SUCCESS)
@@ -12208,6 +12858,9 @@ cq_result cq_world_reset(cq_world *w)
     w->stats.boundary_particles = w->nb;
     if (w->prepared && w->nf) {
         memset(w->kappa, 0, (size_t)w->nf * w->tsize);
+#if CQ__HAS_CUDA
+        if (w->gpu) cq__dev_zero(&w->cu.d, w->cu.kappa, (size_t)w->nf * w->tsize);
+#endif
         for (int i = 0; i < w->nf; ++i) w->perm[i] = i;
     }
     return CQ_SUCCESS;
@@ -12348,7 +13001,7 @@ cq_result cq_world_control_grad_feedback(const cq_world *w, const double *dL_dst
 #if CQ__HAS_CUDA
 /* ---- BEGIN GENERATED: embedded PTX (byte arrays; the readable code ends above) from templates/ptx.j2.
    DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
-/* PTX module 2d_f32: sha256 eeee4cc8110b2916afcbdc0ede1181842ac51fdfea958d9666c30a45cf098b1b, nvrtc 12.0, PTX ISA 8.0, 172077 bytes, fnv1a 0xe13f3af7, lz 46667 bytes */
+/* PTX module 2d_f32: sha256 000aedede80943f4d760373c9a941315c7225dc51ea4143f4d8424654b03d39f, nvrtc 12.0, PTX ISA 8.0, 261276 bytes, fnv1a 0x25df7607, lz 71211 bytes */
 static const unsigned char cq__ptx_2d_f32_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -13808,10 +14461,777 @@ static const unsigned char cq__ptx_2d_f32_lz[] = {
 118,4,31,0,3,55,0,3,46,51,0,248,1,12,9,8,3,214,42,3,32,2,12,95,0,3,183,71,3,187,0,13,
 251,1,2,95,6,0,2,2,15,166,51,3,3,55,10,2,200,133,15,181,1,4,4,234,3,3,146,180,12,77,21,2,
 90,81,1,6,2,0,100,0,8,48,2,1,157,0,15,180,71,3,3,34,0,4,203,1,3,98,179,7,199,20,2,230,
-200,144,114,101,116,59,10,10,125,10,10
+200,15,199,20,4,143,115,112,104,95,99,111,117,110,211,42,17,15,44,0,4,15,195,20,0,15,42,0,4,15,193,20,
+0,12,28,98,15,58,0,11,111,49,91,50,56,48,93,130,41,3,31,52,248,18,0,31,48,178,49,0,40,49,55,254,
+26,3,123,1,32,60,56,55,19,15,230,18,0,1,1,163,15,211,0,16,4,115,16,5,15,24,47,56,44,208,0,17,
+10,120,16,1,198,116,15,170,16,1,1,167,112,15,171,16,2,1,118,117,15,172,16,8,2,195,119,2,239,122,3,195,
+189,15,175,16,4,1,212,112,13,176,16,32,55,95,100,5,3,115,0,3,220,0,4,196,66,15,166,17,2,4,80,38,
+52,43,49,48,207,7,15,38,11,2,4,156,38,15,248,15,1,5,148,210,13,89,67,6,182,15,13,112,9,2,26,0,
+3,102,11,3,179,10,3,128,18,9,254,9,63,50,43,54,27,109,3,4,24,62,5,204,15,5,165,9,1,28,0,2,
+28,10,12,85,0,4,130,14,44,43,55,145,115,1,28,5,1,61,0,3,231,10,13,221,173,5,51,9,1,29,0,10,
+189,171,6,245,8,2,114,13,15,253,104,2,8,70,177,15,79,201,0,2,227,154,0,27,0,15,82,16,1,18,55,115,
+13,12,241,2,4,164,14,34,43,56,213,16,10,126,0,1,102,1,1,131,0,1,128,5,13,108,0,3,244,18,10,83,
+13,3,106,0,1,174,1,9,46,0,18,51,146,240,4,169,4,17,55,215,13,12,98,1,5,101,17,47,43,54,123,168,
+3,4,140,87,3,17,209,8,171,159,0,69,1,6,107,7,7,157,1,4,7,185,15,159,1,9,2,178,57,3,79,80,
+12,160,1,1,76,6,6,91,203,6,34,1,1,35,8,6,245,244,9,102,106,34,49,55,226,40,12,116,1,5,154,2,
+18,56,195,0,10,82,0,4,215,42,3,37,19,11,244,1,2,63,73,12,43,192,4,106,0,9,116,1,2,68,0,12,
+116,1,0,179,33,13,246,4,6,146,0,2,248,41,10,146,0,1,73,0,0,36,0,11,192,4,1,167,155,12,133,2,
+2,76,167,20,49,248,15,9,89,196,35,49,55,141,200,9,168,0,2,5,30,0,175,0,1,176,242,5,157,0,34,118,
+50,85,0,50,123,37,114,229,228,58,57,48,125,174,2,8,71,0,1,171,2,1,105,2,10,70,0,8,52,19,3,170,
+4,2,89,2,15,145,82,11,3,98,9,11,68,0,4,152,17,34,43,49,0,4,15,187,53,10,4,78,19,11,68,0,
+4,17,39,15,50,5,12,3,241,68,3,217,14,9,35,3,5,134,0,0,64,0,6,218,1,7,60,202,4,186,1,2,
+8,54,2,98,1,2,167,136,10,218,1,3,123,1,3,253,199,8,64,109,1,137,89,1,140,88,3,142,87,9,85,202,
+0,201,1,5,93,195,7,131,6,2,42,2,2,15,54,2,241,9,8,26,2,2,178,97,7,176,40,18,55,33,207,8,
+37,0,2,146,0,2,145,231,11,187,6,2,63,0,1,33,0,1,245,151,11,204,0,3,209,100,15,204,0,0,2,157,
+99,2,6,99,1,100,5,0,247,6,12,30,5,2,66,205,7,82,2,2,96,231,3,112,157,4,189,10,15,23,99,0,
+0,40,0,12,103,23,3,218,9,2,195,1,15,167,74,2,5,173,119,15,67,23,2,4,141,169,3,0,20,12,10,1,
+2,236,2,2,20,3,4,119,24,12,132,5,13,208,0,6,49,99,10,87,31,4,224,27,4,23,135,3,189,84,6,246,
+88,3,144,96,2,229,24,1,153,1,6,92,89,2,248,230,3,74,214,1,7,71,13,159,98,0,35,0,5,138,8,12,
+22,208,1,36,149,12,40,2,6,78,0,13,7,208,0,217,0,1,234,4,14,141,1,2,236,2,3,208,154,14,245,56,
+3,148,3,15,213,85,2,4,237,139,15,98,83,3,2,160,13,0,36,0,13,160,8,3,0,43,4,57,100,8,160,8,
+5,239,64,1,40,0,15,129,8,2,4,230,19,6,79,24,3,25,0,2,110,6,5,4,12,10,138,117,3,29,12,2,
+36,0,12,155,172,14,101,0,4,117,18,4,65,216,7,103,0,1,179,8,2,26,7,14,222,123,9,3,182,2,6,0,
+6,203,74,22,116,157,206,1,8,13,6,140,212,1,243,91,4,87,1,2,28,210,2,121,99,5,254,12,11,40,6,2,
+68,3,5,20,80,12,42,209,0,33,2,13,119,6,2,145,2,4,202,3,12,99,6,2,33,2,14,229,1,14,169,217,
+10,251,77,1,225,2,0,38,0,15,221,43,4,1,25,99,15,59,21,3,15,221,43,9,4,89,3,2,59,21,9,236,
+152,5,231,1,15,72,123,0,4,159,152,4,6,0,15,231,1,11,4,154,6,4,7,43,8,103,0,1,162,1,2,78,
+0,8,0,25,3,30,0,1,72,2,3,118,153,2,6,0,5,173,3,8,231,1,1,117,2,3,221,122,12,231,1,2,
+67,104,2,231,1,5,144,122,15,231,1,2,5,217,27,11,235,3,3,116,1,11,1,2,1,120,3,4,238,221,13,159,
+210,15,234,1,8,15,51,87,12,2,165,21,0,38,0,13,234,1,2,38,4,1,62,100,15,113,22,3,3,234,1,15,
+112,22,2,5,16,75,12,153,58,3,208,202,1,67,1,14,9,125,3,9,170,2,60,12,12,118,172,14,255,10,4,64,
+21,3,154,21,9,89,141,5,234,1,15,248,153,0,6,104,184,4,6,0,1,151,4,13,234,1,2,22,4,1,45,0,
+12,234,1,1,0,175,5,235,1,5,98,82,15,235,1,1,2,218,168,15,236,1,3,10,2,8,0,145,10,53,110,111,
+116,145,106,2,70,234,13,94,0,2,176,233,3,106,6,1,226,123,4,0,8,2,157,0,2,225,103,2,40,0,3,69,
+84,25,50,175,202,4,20,7,6,14,0,1,116,212,13,29,2,2,72,6,0,174,0,13,133,97,8,74,6,11,227,23,
+5,34,1,4,159,12,15,123,2,4,2,28,9,0,38,0,12,124,2,4,88,22,15,177,62,0,3,89,22,3,148,18,
+15,23,2,3,4,248,181,1,252,19,8,21,2,2,216,12,1,213,1,8,23,23,3,30,0,2,29,4,2,65,70,12,
+230,131,14,101,0,5,188,22,14,124,2,1,33,4,2,124,2,15,88,133,1,1,25,0,2,36,0,2,6,0,5,76,
+33,7,124,2,3,124,128,1,45,0,14,124,2,0,14,173,3,124,2,1,48,5,9,30,2,2,251,14,4,124,2,10,
+200,30,5,66,0,5,204,46,15,3,6,4,2,88,23,1,40,0,13,158,1,6,122,23,13,158,1,2,232,9,3,158,
+1,15,208,29,2,4,68,172,2,140,230,9,168,131,6,158,1,15,182,130,1,1,10,1,2,93,7,12,117,136,14,53,
+30,5,133,22,13,158,1,3,247,186,1,72,0,0,191,0,12,220,125,1,25,0,2,31,0,2,6,0,7,96,3,6,
+158,1,2,20,4,2,45,0,13,158,1,0,31,14,4,158,1,5,34,1,4,29,0,2,214,11,3,165,1,11,67,147,
+5,66,0,4,115,26,15,183,5,5,3,223,16,4,12,243,9,158,1,3,125,1,15,153,27,0,3,102,21,3,33,0,
+15,8,133,3,4,238,184,2,126,122,7,55,1,6,137,9,1,59,24,11,55,1,2,134,31,2,20,7,15,137,9,14,
+5,125,23,4,212,11,7,103,0,6,137,9,15,193,172,0,2,125,23,2,36,0,3,6,0,15,137,9,1,2,48,8,
+3,45,0,12,158,1,1,199,244,4,158,1,5,183,26,4,29,0,2,113,5,3,165,1,1,33,13,14,158,1,4,226,
+24,24,51,133,173,10,159,1,3,64,0,3,34,3,9,159,1,3,18,27,15,40,11,0,3,108,188,3,159,1,15,40,
+11,2,0,164,23,0,123,0,2,76,188,7,56,1,3,127,173,1,248,0,14,65,9,3,136,157,1,36,0,0,6,0,
+15,159,1,11,5,146,188,14,40,11,3,2,139,1,72,0,14,65,9,2,103,24,3,9,223,2,6,0,15,65,9,1,
+3,206,171,15,65,9,2,1,168,179,5,159,1,5,118,6,4,56,7,2,212,4,3,166,1,6,196,228,4,31,0,2,
+180,4,4,176,6,12,63,20,3,24,5,3,195,13,15,127,214,1,1,10,7,9,24,7,4,190,205,5,99,0,5,122,
+15,6,23,4,5,141,14,3,28,114,3,74,16,0,38,3,13,80,214,1,232,15,8,98,0,20,50,79,211,3,98,0,
+3,22,7,0,32,2,15,98,0,1,8,198,16,2,222,20,9,22,19,1,24,0,1,62,5,0,122,0,9,25,221,0,
+22,17,9,121,0,0,111,16,12,79,17,0,11,26,8,42,22,8,251,1,6,185,9,4,209,174,10,59,0,15,15,22,
+6,2,104,30,3,230,189,15,114,20,3,3,15,190,15,18,22,4,3,26,219,15,19,22,1,1,241,0,4,34,221,13,
+248,212,0,231,0,15,235,21,2,4,32,6,15,236,21,4,2,205,14,3,179,109,1,136,29,11,234,19,3,87,221,0,
+113,0,13,13,18,13,242,21,3,49,0,28,50,127,20,31,50,244,21,1,4,241,190,4,244,21,8,212,69,6,213,21,
+12,201,175,3,142,145,2,225,3,15,99,1,4,1,118,3,1,131,160,15,99,1,1,1,175,3,1,85,247,12,248,22,
+1,242,2,4,190,233,8,9,1,1,252,143,11,20,0,2,223,164,2,0,175,13,38,213,0,244,0,15,6,22,2,4,
+115,109,15,7,22,4,2,143,14,2,244,6,13,244,2,2,114,0,4,110,3,10,97,213,5,113,0,8,143,1,3,49,
+0,3,100,21,7,143,1,15,15,22,1,2,138,253,15,16,22,7,3,11,226,0,38,0,3,17,2,10,139,213,0,218,
+23,1,218,74,9,130,0,2,53,0,0,137,0,15,231,21,6,2,35,184,60,114,49,50,233,21,15,130,1,1,7,93,
+0,4,4,5,31,57,253,21,5,4,67,6,63,50,43,50,151,50,10,2,168,6,1,77,6,14,68,0,5,63,3,21,
+50,59,93,15,49,52,8,1,181,143,14,69,0,6,134,22,2,246,1,15,179,96,11,1,75,6,13,46,3,8,255,21,
+9,77,7,7,123,52,9,210,5,31,50,27,22,0,3,52,228,3,151,1,2,216,19,11,231,1,1,216,10,1,34,0,
+12,82,21,3,114,113,0,33,0,17,112,86,12,13,80,212,0,4,2,2,214,220,9,34,22,3,129,191,3,232,1,2,
+52,179,8,216,2,2,103,45,6,193,236,38,49,55,52,217,3,37,0,3,16,7,2,44,251,11,212,0,1,27,0,4,
+49,7,15,36,22,0,2,221,13,1,102,230,12,210,0,1,236,22,7,98,113,0,210,0,12,88,5,2,208,215,8,214,
+2,2,22,21,3,98,110,4,80,35,15,231,192,1,0,41,0,13,141,45,2,84,12,3,117,2,15,180,12,2,4,87,
+181,2,175,96,14,151,9,4,94,92,4,239,96,12,17,1,1,92,0,2,152,173,6,166,216,12,190,5,13,215,0,2,
+189,5,0,55,0,15,43,22,2,4,94,166,4,117,0,7,44,22,2,155,186,2,110,4,5,211,33,5,45,1,2,45,
+27,2,51,1,1,11,18,7,45,22,4,137,2,15,46,22,3,2,29,15,4,139,2,9,51,2,2,124,1,3,131,65,
+28,52,124,5,0,167,15,15,150,1,1,3,54,0,15,86,133,7,3,198,3,15,146,124,3,4,197,25,6,53,86,10,
+94,0,2,130,2,1,212,120,11,11,11,7,166,193,13,11,11,3,109,42,3,251,3,15,67,40,2,4,153,197,2,194,
+191,8,40,7,6,171,12,1,79,151,10,165,10,2,29,152,3,73,167,15,171,12,14,4,151,197,4,207,189,8,103,0,
+6,171,12,15,101,180,0,2,77,151,3,183,197,2,6,0,15,171,12,1,3,157,223,2,45,0,12,12,11,0,80,10,
+5,67,238,12,231,15,2,182,178,4,7,0,2,15,41,11,41,2,1,71,2,0,41,2,12,54,22,3,41,2,3,40,
+10,28,52,178,6,2,41,2,15,235,1,0,4,207,48,3,86,15,14,237,1,3,180,6,15,57,22,0,7,171,191,12,
+237,1,2,6,3,4,237,1,15,134,199,3,4,183,198,28,54,212,17,3,220,178,1,70,1,14,249,12,2,33,152,2,
+36,0,0,6,0,15,237,1,11,4,253,167,30,54,212,17,3,35,153,1,72,0,14,249,12,6,39,225,5,6,0,15,
+249,12,1,2,81,16,3,64,153,13,237,1,7,59,22,1,58,17,15,237,1,8,12,60,22,4,249,3,15,60,22,2,
+2,148,17,0,7,2,3,245,4,28,52,71,26,15,240,1,6,4,33,102,7,206,88,10,59,91,3,169,4,15,135,16,
+0,7,189,189,13,240,1,3,87,4,3,240,1,15,38,18,2,4,224,199,13,135,12,3,58,184,1,73,1,14,64,22,
+9,64,226,15,64,22,14,4,227,199,30,54,38,18,3,86,153,0,5,0,15,216,199,6,3,58,226,2,140,0,15,64,
+22,1,2,85,11,2,45,0,13,240,1,0,88,11,5,240,1,12,18,26,10,240,1,6,168,97,13,240,1,9,64,22,
+28,51,64,22,2,57,11,2,96,6,8,32,32,2,25,4,2,70,15,1,215,98,11,64,22,2,68,18,1,40,0,3,
+210,8,28,52,198,14,2,41,7,14,18,2,2,213,8,0,7,0,13,124,28,3,10,51,2,153,9,0,154,5,7,186,
+0,0,150,9,14,129,2,4,202,21,79,56,53,43,45,130,2,4,3,170,0,15,69,22,0,3,234,187,0,34,0,13,
+130,2,9,95,6,15,74,203,3,5,214,185,12,95,6,3,33,185,1,219,1,14,70,22,2,6,155,3,28,228,15,70,
+22,14,0,210,149,2,101,0,14,130,2,6,70,22,15,158,155,0,3,75,185,1,36,0,3,6,0,15,70,22,1,2,
+152,19,3,239,170,13,130,2,7,70,22,1,72,19,9,36,2,2,201,1,4,130,2,15,70,22,3,4,5,23,0,160,
+1,15,18,6,3,2,141,187,1,41,0,12,160,1,7,119,185,12,160,1,2,94,183,5,173,108,15,59,1,3,4,54,
+32,12,18,6,3,199,179,1,249,0,14,72,22,3,216,199,2,129,38,15,72,22,14,5,125,32,14,18,6,3,49,156,
+1,72,0,14,72,22,9,236,225,2,6,0,15,72,22,1,2,102,44,3,56,202,13,160,1,7,72,22,6,218,207,4,
+29,0,2,201,10,3,167,1,15,130,25,4,4,108,23,18,56,75,67,13,27,89,2,191,5,4,103,25,9,157,1,2,
+191,5,0,34,0,13,157,1,9,191,5,15,229,205,3,5,51,172,13,54,1,6,156,9,15,85,202,0,3,188,226,1,
+36,0,0,6,0,15,157,1,12,4,179,155,14,191,5,3,5,157,1,72,0,14,156,9,4,188,202,1,37,0,3,6,
+0,15,157,9,2,2,236,31,3,80,237,12,159,1,0,136,11,5,159,1,12,163,27,2,60,18,4,166,1,11,168,26,
+5,66,0,4,185,167,3,22,55,14,161,1,3,198,40,15,72,22,0,4,248,176,15,231,23,0,3,255,173,4,161,1,
+15,232,23,2,1,91,28,1,61,1,12,233,23,3,107,203,2,115,33,15,155,172,0,3,229,226,4,39,0,13,235,156,
+15,107,0,0,5,103,174,14,120,33,2,49,157,3,82,0,14,89,9,4,169,200,2,39,0,5,7,0,15,93,9,1,
+3,155,180,2,49,0,14,173,1,7,87,22,1,82,37,15,110,7,0,3,180,1,6,125,9,10,185,6,0,7,0,6,
+184,156,3,59,0,11,240,6,12,192,40,2,82,0,2,37,0,1,217,10,0,174,40,12,163,18,1,110,228,7,89,7,
+11,115,22,3,9,16,0,12,12,5,98,0,5,214,14,2,239,17,11,105,40,29,53,209,11,10,107,42,0,70,16,7,
+98,0,2,0,174,1,221,16,15,98,0,1,9,29,17,1,197,0,9,75,12,1,24,0,1,144,235,0,122,0,12,123,
+37,0,88,31,7,122,0,0,98,90,14,211,64,4,250,106,34,43,50,86,130,15,86,71,5,2,30,16,1,108,0,9,
+108,3,2,87,16,3,231,12,13,88,71,3,221,1,3,191,48,9,217,1,3,34,3,2,88,0,1,232,9,15,96,254,
+0,2,2,169,0,125,24,15,198,18,1,0,222,9,3,189,0,2,80,144,15,189,0,4,4,36,164,12,173,3,4,40,
+161,3,31,0,15,132,0,5,2,88,241,1,88,21,7,79,1,15,165,69,8,0,126,47,79,102,105,108,108,221,48,20,
+14,43,0,15,220,48,4,14,41,0,15,219,48,20,15,57,0,6,15,218,48,8,31,51,218,48,0,31,52,194,75,0,
+39,49,48,251,67,5,217,48,31,53,124,119,4,1,73,18,15,208,0,15,4,109,21,5,226,38,22,48,216,48,15,205,
+0,7,10,31,3,1,17,15,15,226,152,2,0,150,2,15,60,118,3,0,149,2,15,228,152,9,3,81,18,1,12,0,
+5,176,3,15,215,48,1,4,9,18,10,112,4,32,56,95,164,83,15,215,48,1,4,235,137,11,165,43,5,48,22,15,
+215,48,12,3,69,0,3,229,73,14,232,64,15,158,3,2,3,180,242,15,80,40,0,4,125,44,15,199,30,0,2,26,
+0,3,112,0,9,90,44,4,28,10,10,198,26,15,31,32,7,12,55,8,0,60,6,3,219,173,15,87,0,0,15,242,
+48,7,3,209,48,0,5,0,15,84,47,5,3,81,7,15,244,48,9,8,138,13,3,206,1,2,173,28,13,235,19,1,
+61,240,11,19,0,1,23,1,1,6,12,13,241,48,31,56,241,48,58,2,106,0,15,240,48,2,3,105,0,7,158,5,
+2,45,0,11,239,48,31,56,239,48,3,5,96,1,15,239,48,4,5,114,224,14,72,8,3,178,48,1,6,0,1,74,
+23,7,156,1,2,53,8,5,19,65,15,157,1,1,2,102,8,5,58,27,15,241,48,1,5,97,19,15,241,48,20,31,
+56,241,48,58,2,132,8,15,240,48,2,3,105,0,8,116,1,1,45,0,11,239,48,31,56,239,48,2,4,156,173,15,
+239,48,9,0,36,0,3,221,26,10,6,16,19,56,250,46,8,123,0,1,124,10,0,129,0,15,218,26,6,2,179,15,
+47,54,55,216,26,7,0,49,13,12,164,9,1,142,2,0,77,2,15,211,48,4,6,75,48,15,211,48,10,3,251,44,
+9,75,48,5,68,0,5,78,26,15,211,48,11,3,201,44,15,15,8,2,4,35,21,15,46,5,13,3,226,67,15,73,
+31,1,5,150,3,4,188,4,11,98,0,6,46,9,2,129,152,15,113,8,5,2,98,0,15,171,54,2,4,217,19,15,
+114,9,13,4,186,65,13,210,65,2,57,9,15,156,5,0,2,75,9,3,56,0,8,119,10,31,56,148,49,6,2,51,
+2,8,30,23,4,31,0,2,224,48,0,143,174,15,146,49,27,19,56,112,254,15,146,49,1,2,126,2,2,158,172,7,
+95,3,3,167,16,8,176,0,15,144,49,3,6,111,49,15,143,49,3,2,24,251,10,200,0,15,143,49,42,19,56,219,
+43,7,13,3,2,191,18,15,143,49,9,3,226,19,15,212,25,1,3,136,23,2,161,1,10,166,45,4,20,4,4,247,
+21,13,68,222,4,160,3,4,22,73,6,55,6,12,146,49,2,50,50,1,250,190,14,146,49,3,211,0,6,14,0,0,
+14,6,14,196,0,5,73,0,13,125,42,8,102,40,1,116,29,13,163,0,5,107,120,15,225,46,4,1,0,1,1,46,
+148,12,219,2,4,214,44,15,247,44,0,2,181,3,3,75,88,15,87,15,3,4,247,44,12,54,126,3,31,0,4,249,
+38,12,191,6,2,105,16,2,219,22,15,22,45,0,2,219,14,5,128,48,15,0,47,12,4,101,47,3,111,15,14,33,
+0,4,254,8,14,32,47,8,105,47,15,136,47,0,2,68,7,2,37,0,2,6,0,5,44,31,36,103,101,137,15,3,
+106,7,2,72,43,15,185,50,2,33,56,95,6,241,14,182,1,4,40,179,2,226,150,7,162,14,1,78,2,2,167,15,
+1,165,190,14,209,1,1,19,3,0,40,0,13,45,2,3,222,13,2,182,1,1,116,65,14,96,13,17,51,187,207,28,
+114,174,41,1,186,19,1,6,0,9,202,4,16,49,63,71,14,189,0,4,128,30,3,55,3,8,72,0,1,192,0,0,
+6,0,15,227,9,0,3,182,134,2,227,0,4,223,47,12,227,7,0,112,57,7,129,0,0,203,7,8,118,7,2,191,
+4,15,52,38,3,4,40,4,2,65,7,15,41,50,2,0,237,4,9,96,0,0,15,46,7,96,0,2,16,37,4,247,
+56,12,96,0,7,198,5,1,127,10,8,88,5,1,22,0,1,64,6,0,118,0,10,145,38,17,56,145,38,15,158,11,
+11,6,148,0,1,41,39,13,146,11,5,247,7,13,41,26,4,126,172,1,141,2,15,59,56,1,5,238,7,13,206,11,
+8,29,233,3,145,78,12,50,10,3,163,48,3,155,100,12,50,10,3,192,245,6,54,74,6,237,1,2,162,39,14,58,
+37,1,239,20,11,19,0,2,25,2,3,245,9,11,242,49,32,56,95,189,42,15,212,11,0,5,175,13,15,213,11,2,
+2,110,34,3,45,149,11,173,14,2,112,0,1,109,26,0,112,0,12,84,7,2,112,0,8,214,2,2,48,0,0,115,
+144,9,62,2,16,50,151,16,13,170,1,5,115,8,15,204,60,5,4,50,234,15,204,49,5,2,84,1,5,114,69,3,
+28,0,7,202,49,15,171,1,4,15,43,234,11,3,240,47,7,82,20,5,123,13,2,37,1,0,196,25,15,68,49,2,
+33,56,95,161,247,14,130,1,5,148,2,15,227,11,2,2,39,35,3,195,149,11,47,3,1,250,22,17,114,109,25,0,
+112,0,12,185,15,2,112,0,8,130,1,2,48,0,3,110,11,7,130,1,3,161,4,10,122,12,6,152,0,15,235,11,
+1,2,80,15,0,37,0,4,218,40,12,136,8,2,56,16,8,127,0,2,14,56,15,174,60,9,2,140,22,47,55,56,
+197,38,8,1,139,224,10,48,5,2,138,21,0,96,2,15,238,11,3,4,106,151,15,196,38,13,3,3,23,4,127,23,
+11,69,0,6,9,39,15,197,38,11,2,105,16,1,129,33,14,69,0,5,180,14,15,197,38,12,4,52,49,15,137,4,
+0,5,51,12,15,241,11,3,4,114,151,50,50,43,50,242,164,15,60,106,11,4,118,49,11,69,0,5,232,13,15,167,
+20,11,5,108,240,11,23,9,4,105,240,15,66,114,6,4,57,0,7,81,112,48,56,95,50,72,6,11,32,10,3,10,
+59,2,176,7,15,34,5,0,2,249,17,0,32,0,12,45,11,4,39,155,5,186,47,14,192,45,23,56,229,36,6,250,
+11,2,33,22,2,139,2,1,15,26,8,115,3,5,206,43,6,183,0,17,51,108,251,7,46,85,2,137,5,15,250,11,
+0,2,242,45,2,32,0,1,143,32,12,205,0,1,116,0,4,61,43,9,205,0,1,191,12,3,53,155,4,166,66,12,
+227,5,0,101,10,10,9,9,2,174,0,1,208,0,15,238,241,9,0,40,0,13,250,11,2,195,1,4,20,3,15,122,
+50,4,15,13,108,4,4,208,7,5,31,143,15,100,39,2,2,40,8,3,183,54,4,86,69,11,34,45,4,214,0,15,
+53,49,5,0,61,0,12,187,0,3,174,219,4,138,3,7,209,41,51,56,95,51,110,6,10,169,0,0,14,26,0,169,
+0,31,53,222,52,4,2,214,39,3,217,145,9,149,38,2,32,13,1,3,153,12,134,0,3,150,30,2,203,3,1,70,
+26,14,198,6,9,206,237,14,31,0,4,95,51,12,227,6,1,108,8,4,130,54,14,52,54,2,12,32,2,37,0,15,
+24,29,14,4,24,210,4,227,235,14,33,0,4,131,53,14,127,51,1,101,7,3,144,240,14,57,29,12,133,53,4,113,
+240,10,1,12,3,158,181,2,24,35,15,8,46,2,33,56,95,60,101,15,96,2,0,4,127,2,2,184,153,7,226,10,
+1,251,1,2,177,25,2,41,28,14,125,38,2,35,0,15,173,56,0,3,6,239,3,33,5,1,142,44,15,4,12,0,
+17,53,22,133,29,114,30,28,1,179,201,3,116,55,9,121,2,20,53,37,11,10,166,2,0,7,0,15,47,33,2,4,
+82,34,4,61,3,9,101,0,3,218,0,15,35,12,3,2,112,17,4,88,3,4,101,44,13,216,23,9,191,16,16,51,
+4,8,8,173,7,2,59,4,3,224,7,11,196,11,2,48,16,3,232,4,4,75,47,13,0,8,7,125,26,0,105,5,
+10,96,0,2,206,41,1,1,61,15,96,0,0,7,245,5,1,209,10,8,130,5,1,22,0,1,228,41,0,118,0,12,
+43,16,0,70,11,7,118,0,15,209,75,12,127,100,101,110,115,105,116,121,246,26,20,15,46,0,2,15,249,26,4,15,
+44,0,2,15,252,26,20,15,60,0,9,15,255,26,8,31,54,36,254,1,15,217,75,1,31,51,255,26,1,16,56,41,
+27,15,160,10,0,1,164,16,15,214,0,18,4,170,9,5,148,25,22,49,2,27,15,211,0,10,11,226,9,0,225,1,
+15,26,251,2,0,147,2,15,5,27,2,1,124,11,15,26,251,9,5,241,14,4,136,67,15,5,27,5,1,79,17,13,
+5,27,32,57,95,174,7,10,5,27,2,222,5,4,148,138,11,49,21,4,220,15,15,5,27,13,2,68,0,4,130,24,
+14,51,143,3,234,26,15,147,71,6,31,49,146,21,12,5,23,27,15,77,27,2,2,141,32,15,1,5,0,2,53,0,
+3,60,0,15,200,45,2,4,218,137,4,125,95,11,79,19,4,120,56,15,247,7,3,0,88,0,2,67,4,1,63,1,
+15,230,90,0,15,70,64,0,3,71,23,2,6,0,4,20,4,5,241,6,12,230,6,8,29,0,1,165,71,15,29,0,
+6,12,33,19,8,29,0,13,51,213,8,29,0,0,224,7,15,29,0,6,4,201,196,13,169,0,3,207,61,13,24,0,
+2,68,7,1,24,0,13,144,27,18,57,244,33,15,63,24,7,0,223,175,15,221,23,9,15,63,24,1,19,118,212,14,
+22,123,41,226,35,54,53,120,13,10,76,98,9,42,0,3,222,26,4,143,25,4,71,166,6,96,81,2,63,27,4,40,
+0,9,246,24,10,74,17,2,216,175,6,156,15,2,105,47,0,84,1,143,51,53,56,54,51,55,66,68,171,29,7,4,
+145,176,15,70,78,2,11,241,33,1,76,6,0,111,2,15,146,49,2,4,129,9,15,188,71,4,2,120,15,3,246,8,
+4,26,0,2,235,28,3,199,2,11,141,49,2,54,3,4,124,69,4,92,45,2,122,5,3,36,29,3,32,27,0,255,
+1,4,188,5,3,212,14,24,120,243,11,2,41,52,1,47,38,0,228,82,37,111,116,46,0,0,92,1,1,241,173,12,
+3,3,1,237,2,15,138,2,3,1,115,38,15,138,2,0,1,178,53,13,171,27,18,57,66,20,15,210,71,5,0,78,
+1,12,53,4,3,210,71,3,107,2,10,123,106,4,102,11,3,85,14,5,82,206,10,148,21,2,170,32,15,100,23,0,
+3,63,26,15,88,157,0,4,115,143,2,33,0,10,225,1,3,233,0,1,27,230,1,181,21,15,189,190,3,1,9,231,
+0,32,0,12,123,68,3,215,225,2,161,47,31,49,199,47,0,4,22,231,3,74,38,15,14,4,9,15,134,23,14,1,
+88,230,2,166,0,15,134,11,4,5,50,231,14,190,68,3,45,32,4,38,231,14,18,24,3,12,149,2,39,0,3,45,
+0,5,121,26,6,138,11,2,31,73,2,44,0,2,165,216,15,96,2,52,7,171,7,3,42,171,2,117,2,10,225,21,
+4,117,2,5,85,95,3,189,0,6,167,31,4,168,86,3,25,0,8,198,31,6,140,58,22,103,229,39,2,17,1,1,
+87,45,7,179,252,58,64,37,112,58,15,16,57,15,95,135,9,98,114,97,46,117,110,105,22,0,7,116,46,17,57,4,
+95,3,48,1,5,96,0,2,99,25,3,96,0,5,30,240,9,37,6,12,153,6,13,126,28,18,57,71,95,7,53,0,
+1,222,231,15,112,240,6,4,50,247,3,167,32,10,5,5,4,222,230,2,37,0,5,151,130,4,29,0,2,16,1,4,
+66,0,5,172,88,7,172,0,7,31,0,0,233,1,14,20,1,7,95,11,32,57,95,211,12,8,97,0,3,175,233,1,
+17,1,34,52,48,90,253,12,132,0,2,46,3,2,187,1,1,7,49,9,30,0,2,157,2,2,30,0,2,222,38,8,
+251,0,2,155,2,3,37,0,1,31,0,7,121,6,1,89,233,3,38,0,10,144,1,15,228,0,0,3,53,2,7,127,
+18,17,57,253,87,12,194,2,15,225,7,10,15,29,0,7,12,246,1,11,160,15,2,192,62,3,33,3,13,36,249,10,
+144,51,2,130,29,2,171,9,15,75,3,5,15,74,8,0,4,63,42,26,49,75,15,4,100,3,11,74,3,2,184,1,
+2,157,54,6,24,4,6,218,72,2,114,1,1,198,4,8,151,2,2,182,13,6,39,0,2,160,1,2,183,52,12,9,
+3,12,48,1,9,216,30,1,231,6,4,222,30,15,5,30,2,33,57,95,111,31,13,227,3,3,44,2,3,155,0,8,
+103,3,11,70,28,33,57,95,67,4,14,210,2,8,204,26,0,37,0,10,6,2,1,130,233,15,141,3,6,4,81,233,
+2,118,3,12,206,2,10,118,233,1,179,32,8,55,26,3,111,233,4,68,0,5,28,92,4,31,0,1,117,1,2,104,
+233,10,175,1,4,35,210,3,145,233,0,2,2,15,215,0,0,7,223,15,0,229,0,11,171,3,3,236,234,2,162,0,
+15,163,218,0,4,37,234,3,225,238,2,227,238,0,12,0,2,214,3,13,216,3,3,170,47,4,54,0,0,152,4,15,
+181,0,2,4,41,0,10,158,0,0,149,19,9,27,1,2,168,25,3,51,0,15,66,3,0,2,118,6,2,86,27,13,
+84,46,9,74,0,2,214,47,3,41,0,15,44,31,0,2,127,30,3,186,219,0,46,0,15,75,0,7,2,112,19,3,
+149,0,14,240,30,3,35,7,3,149,0,12,167,203,9,74,0,2,179,48,3,41,0,15,73,0,0,6,68,0,6,37,
+229,2,199,18,15,255,3,24,7,96,1,0,50,33,12,136,29,1,83,4,5,224,10,14,70,30,7,118,12,11,16,20,
+3,252,13,11,244,21,4,30,0,4,9,53,15,45,80,5,5,144,11,15,168,33,4,3,49,33,13,87,47,3,6,10,
+3,47,19,15,244,0,15,15,118,31,2,4,104,168,31,49,130,52,5,2,235,33,4,27,57,15,234,33,26,3,134,10,
+15,128,105,3,4,230,251,2,235,33,8,204,21,2,7,6,3,128,2,15,206,33,1,2,33,0,5,6,0,15,207,33,
+12,5,13,74,14,63,49,3,169,21,3,139,33,15,53,75,0,8,207,21,3,158,2,5,115,25,7,178,33,2,43,31,
+2,190,4,1,40,10,14,35,32,19,57,74,67,11,204,9,4,18,22,13,30,4,3,22,201,2,209,4,15,204,9,2,
+3,186,105,3,221,7,9,233,5,13,71,10,0,219,0,15,18,5,0,9,188,8,1,172,71,13,233,6,1,102,1,4,
+101,0,15,210,9,2,0,38,37,12,210,9,11,109,31,19,57,172,89,7,55,0,1,95,236,15,71,6,5,5,204,236,
+3,132,32,11,46,4,2,149,0,3,37,0,11,212,9,5,236,236,3,66,0,5,43,98,7,174,0,7,31,0,15,25,
+1,3,1,174,0,7,39,1,11,141,5,3,173,208,1,21,1,15,214,9,3,1,44,238,5,62,33,12,25,207,3,137,
+237,4,30,0,1,24,15,8,253,0,2,144,2,3,99,92,5,235,99,5,31,0,2,161,5,0,38,0,15,214,9,6,
+4,230,0,3,199,16,9,214,9,1,185,72,12,96,5,6,45,16,4,218,215,6,146,59,7,123,9,2,200,34,4,123,
+9,14,230,32,4,230,2,11,204,2,2,170,2,5,101,32,12,101,2,3,243,85,13,88,8,11,78,9,2,211,79,6,
+24,25,9,133,2,12,81,14,9,44,28,1,72,9,3,235,184,4,86,27,12,82,18,2,29,32,12,101,3,3,130,208,
+3,155,0,8,227,2,28,50,143,9,1,24,20,15,76,2,0,7,122,36,0,37,0,10,78,9,1,196,238,15,7,3,
+6,3,70,85,3,222,208,12,47,9,3,112,85,3,116,254,13,78,9,3,134,35,4,68,0,0,121,1,8,78,9,4,
+187,238,0,55,0,11,153,8,4,117,238,2,252,3,0,234,1,15,215,0,0,10,84,2,4,130,40,5,94,0,2,172,
+1,2,26,8,15,78,9,0,1,253,239,4,89,1,15,78,9,15,5,98,239,2,20,3,1,38,21,15,181,0,4,2,
+177,1,9,193,3,1,207,33,9,78,0,3,32,7,15,168,27,5,9,78,9,3,45,0,13,21,232,3,184,106,3,36,
+0,15,117,87,0,2,175,10,3,147,85,3,15,255,1,178,31,9,70,0,2,217,9,3,139,0,14,71,0,9,68,9,
+3,45,0,2,45,21,8,69,0,7,212,9,1,129,19,15,63,9,3,4,74,234,3,129,40,10,36,1,3,222,46,11,
+170,42,4,30,8,15,27,8,3,2,144,26,15,27,8,0,3,199,44,15,165,79,0,3,155,84,3,27,8,15,165,79,
+2,1,86,240,1,96,29,13,166,79,8,27,8,15,17,235,1,2,2,30,3,43,77,15,27,8,15,5,133,84,15,170,
+79,0,8,27,8,15,135,84,0,4,114,77,6,6,0,2,179,240,11,27,8,3,185,227,10,27,8,28,50,137,13,2,
+26,36,11,27,8,3,120,222,14,27,8,2,167,76,3,185,252,15,27,8,2,3,136,212,15,27,8,0,11,240,33,17,
+57,149,28,15,223,3,1,7,120,56,0,37,0,15,27,8,0,3,224,39,15,27,8,9,0,106,20,12,27,8,11,208,
+79,32,57,95,177,2,10,20,5,0,178,35,15,20,5,6,4,235,240,2,156,15,12,27,8,3,231,236,2,37,0,12,
+27,8,3,8,236,4,66,0,11,31,0,3,236,220,5,31,0,15,3,19,3,1,174,0,7,39,1,11,90,4,2,106,
+32,2,21,1,15,27,8,4,2,185,10,3,28,239,12,245,211,3,226,241,4,30,0,5,227,108,4,194,0,2,197,39,
+5,155,242,11,27,8,4,0,242,1,74,5,15,27,8,4,4,230,0,3,63,2,9,199,5,16,51,236,15,15,27,8,
+8,3,135,222,15,27,8,1,2,170,35,2,87,28,3,233,1,12,134,10,2,230,2,11,204,2,2,48,1,15,27,8,
+7,2,45,1,15,27,8,14,2,54,1,15,27,8,2,0,176,22,15,27,8,6,3,27,192,0,63,0,2,124,191,14,
+109,33,19,57,20,37,12,101,3,3,53,41,15,27,8,0,11,90,32,17,57,178,35,15,76,2,1,9,80,21,1,113,
+32,8,7,3,2,80,27,15,7,3,4,4,237,242,3,133,0,11,70,2,2,177,84,3,37,0,14,27,8,4,169,242,
+3,68,0,0,90,14,8,27,8,3,171,227,9,10,109,7,77,1,5,34,0,1,63,57,15,215,0,0,7,157,48,0,
+229,0,11,35,3,2,180,65,3,100,226,15,27,8,1,2,55,64,2,89,1,15,27,8,16,4,70,244,2,20,3,1,
+143,23,15,181,0,4,2,136,64,9,247,6,1,134,33,9,78,0,2,214,23,2,51,0,1,2,58,15,27,8,8,4,
+45,0,13,96,1,1,36,0,2,145,0,15,164,238,1,3,193,243,4,21,244,3,27,29,12,27,8,3,131,6,3,139,
+0,15,27,8,12,4,45,0,12,27,8,2,123,6,3,139,0,15,68,0,1,8,63,0,5,71,243,9,25,14,1,52,
+34,15,122,16,0,0,7,0,12,91,28,5,203,30,5,73,73,12,236,81,3,43,35,15,36,35,2,0,165,16,9,122,
+0,0,95,5,12,13,59,3,111,63,15,147,42,9,0,255,29,15,166,41,10,7,147,42,15,154,91,0,0,98,0,13,
+167,41,3,247,39,3,58,0,15,53,51,2,4,184,8,2,85,163,14,5,32,4,234,77,4,13,69,11,31,1,2,8,
+18,2,47,29,4,68,36,12,101,12,1,42,16,14,115,3,0,141,27,6,55,1,1,3,65,15,195,42,6,31,49,8,
+43,13,3,227,0,9,25,60,8,224,42,3,112,30,15,176,43,18,9,57,48,7,56,31,4,28,246,47,54,51,98,31,
+2,3,158,2,4,202,227,19,49,134,222,14,143,0,4,59,31,63,43,50,48,240,31,9,4,220,43,11,30,3,3,234,
+242,3,196,8,15,101,31,0,9,178,0,2,53,5,6,20,32,13,234,31,2,79,26,5,41,0,12,126,89,2,255,2,
+3,237,30,15,109,70,0,10,30,2,8,122,31,2,130,50,2,235,61,1,89,3,7,124,31,2,34,50,6,249,46,9,
+124,31,2,225,35,8,120,50,7,124,31,2,106,2,3,113,38,8,125,31,0,70,11,0,104,2,9,126,31,3,186,197,
+1,62,44,1,234,10,8,129,31,11,237,82,12,250,7,0,244,28,15,64,12,0,2,108,43,4,193,20,9,38,12,1,
+185,0,5,139,2,15,108,43,2,4,18,49,5,234,3,9,38,4,3,170,202,15,37,112,2,2,190,42,15,118,77,1,
+15,190,42,44,1,96,248,15,191,42,8,1,83,248,15,91,31,1,3,249,244,4,114,248,15,51,6,0,3,100,248,2,
+141,9,15,196,54,15,4,132,56,15,196,42,6,1,101,248,15,62,31,3,3,106,230,4,134,248,15,4,74,15,1,159,
+0,14,252,12,2,233,10,3,185,245,1,167,78,8,173,23,2,207,37,4,6,63,12,48,20,2,50,2,9,155,1,2,
+12,2,0,216,1,13,155,1,14,160,42,15,240,0,0,4,131,37,6,178,118,3,206,0,1,138,4,2,114,76,2,32,
+249,11,137,13,7,128,74,10,89,8,8,165,74,2,94,248,13,36,10,1,176,1,2,244,230,11,36,10,12,57,19,1,
+112,5,14,218,5,1,68,115,7,37,0,15,137,13,0,2,21,12,4,101,0,15,137,13,2,13,74,77,14,224,84,33,
+57,95,124,48,9,130,10,2,241,29,15,130,10,4,4,59,249,2,230,1,11,120,31,5,51,249,2,177,2,12,219,8,
+3,79,244,4,247,247,12,164,12,4,141,1,3,31,0,15,103,10,3,8,43,49,0,40,1,11,201,9,2,181,82,2,
+22,1,15,138,13,4,2,222,82,2,198,1,2,209,250,9,30,0,2,222,1,3,30,0,4,243,36,5,30,0,2,59,
+6,4,201,250,4,157,25,5,31,0,2,219,9,2,124,12,15,138,13,4,4,230,0,2,43,0,0,47,6,7,207,0,
+0,13,12,15,138,13,2,2,175,2,4,190,234,6,139,13,8,17,2,2,160,3,13,90,20,11,53,13,2,128,22,2,
+191,2,5,121,56,5,157,0,15,54,13,9,1,40,9,4,128,200,3,239,13,28,52,171,8,0,35,5,15,235,2,4,
+15,118,23,3,8,152,48,0,37,0,11,15,13,0,135,33,15,141,2,6,4,187,250,2,72,28,13,141,2,2,153,7,
+3,37,0,13,111,252,4,119,250,3,68,0,5,173,124,3,31,0,3,227,4,1,186,62,11,90,12,3,65,8,3,11,
+5,15,120,30,3,1,8,1,7,229,0,11,168,2,2,122,33,3,103,2,15,112,87,0,1,182,251,6,201,2,15,15,
+13,14,4,20,252,2,81,0,1,237,46,15,181,0,3,2,7,0,0,181,0,7,192,34,1,186,51,7,78,0,2,190,
+5,3,51,0,15,15,80,0,3,15,13,4,99,236,2,46,0,13,16,13,4,180,2,2,114,0,15,190,30,1,2,184,
+1,3,70,0,8,230,20,15,50,6,1,7,176,0,0,204,24,11,200,29,3,220,101,6,46,9,0,157,2,12,247,18,
+1,49,11,15,84,38,0,4,199,234,15,203,29,3,5,89,102,15,204,29,5,2,195,48,15,210,8,1,2,38,90,4,
+210,8,1,91,15,9,83,13,3,24,0,2,8,77,7,225,0,15,158,51,2,4,236,57,35,56,50,182,29,13,254,8,
+2,150,40,4,28,2,15,82,90,0,4,61,40,15,81,90,28,3,254,8,15,242,83,2,1,87,253,1,99,7,12,243,
+83,1,150,100,3,94,1,4,40,253,11,230,2,3,127,33,4,223,126,12,119,32,15,109,0,0,5,191,90,15,255,39,
+0,2,77,0,3,112,252,15,41,81,0,19,49,213,70,3,41,0,3,83,27,1,56,4,11,197,8,3,184,103,3,156,
+112,1,198,8,14,207,85,32,57,95,25,0,11,77,1,2,4,23,5,10,214,8,186,45,2,102,10,4,176,8,15,5,
+23,3,0,23,34,1,107,2,12,78,237,18,49,22,29,3,225,3,2,239,112,11,33,40,3,216,113,1,145,71,11,217,
+36,3,37,65,4,133,111,15,181,8,1,3,182,25,1,112,67,11,182,8,29,52,218,11,15,41,40,4,9,218,18,31,
+53,43,40,1,2,7,18,5,102,0,15,183,8,2,1,201,70,12,183,8,13,43,10,12,47,40,1,199,253,15,42,6,
+5,3,66,254,3,235,253,29,49,32,30,3,212,34,3,104,254,13,30,0,2,241,17,4,68,0,12,66,22,3,212,84,
+4,31,0,15,28,1,4,10,50,40,12,31,19,3,59,37,2,24,1,15,185,8,4,3,34,37,3,8,31,1,124,83,
+9,31,0,1,248,2,5,31,0,11,69,22,5,240,255,3,30,3,11,69,22,3,225,255,1,38,0,15,187,8,6,4,
+233,0,3,220,11,10,179,4,0,226,6,15,187,8,2,3,186,2,4,62,0,15,188,8,3,6,188,0,15,189,8,10,
+3,175,82,2,200,2,13,190,8,13,102,242,9,72,46,1,9,30,1,65,0,2,121,84,14,85,82,32,57,95,26,3,
+15,243,2,3,15,246,20,4,10,109,35,20,54,253,70,4,146,0,1,204,164,15,148,2,5,3,111,124,4,144,44,12,
+118,2,2,21,5,4,180,255,12,191,8,5,129,255,3,69,0,11,206,21,4,201,250,1,26,43,11,10,8,2,117,5,
+3,34,0,17,49,235,51,15,217,0,0,9,114,7,27,54,34,8,18,51,212,5,4,109,2,15,193,8,0,19,51,1,
+241,4,210,2,15,194,8,13,18,51,95,33,3,55,0,17,51,113,35,15,184,0,4,4,4,2,9,161,0,1,176,40,
+8,79,0,3,117,2,4,97,6,15,196,8,5,4,158,2,3,7,0,12,197,8,20,51,130,241,4,51,6,15,198,8,
+5,5,72,0,6,242,50,7,158,0,15,208,7,3,4,44,177,5,185,195,9,205,7,1,74,6,2,110,66,13,32,90,
+1,150,16,4,79,118,9,191,91,2,82,8,0,33,0,13,128,6,3,48,15,2,7,0,1,4,6,14,182,38,4,108,
+71,28,54,108,118,2,22,93,4,205,7,31,51,240,119,0,3,101,243,4,41,0,0,7,0,15,114,59,12,0,2,34,
+2,109,0,14,205,7,4,198,137,2,15,2,1,192,33,11,205,7,2,166,29,4,41,0,4,211,66,8,111,62,4,53,
+4,3,41,0,3,178,15,3,205,7,11,117,85,32,57,95,206,13,11,77,1,2,171,7,4,94,118,9,77,1,3,217,
+9,2,34,0,1,245,19,15,224,0,0,4,127,97,5,73,90,5,188,0,2,105,6,2,209,2,2,254,53,12,238,47,
+2,158,3,1,0,40,11,205,7,2,210,60,3,34,0,15,205,7,3,2,235,25,1,42,0,12,205,7,28,53,135,30,
+1,120,18,15,1,4,0,10,247,47,15,205,7,1,2,16,26,5,102,0,15,205,7,3,15,40,38,0,28,53,152,11,
+0,72,18,10,55,0,2,199,118,15,57,5,4,3,156,33,3,21,119,6,134,138,3,31,0,3,117,33,2,38,0,13,
+205,7,3,24,69,3,68,0,5,45,11,8,176,0,7,31,0,15,246,5,4,9,205,7,27,54,205,7,19,51,152,121,
+2,24,1,15,205,7,3,18,51,178,34,3,204,1,21,51,252,56,5,31,0,6,193,1,4,226,248,9,2,1,2,222,
+5,3,47,74,5,145,113,5,31,0,3,55,0,15,136,16,9,4,233,0,15,136,16,1,31,54,205,7,7,3,250,69,
+3,62,0,15,205,7,2,3,93,48,13,23,2,13,205,7,2,129,5,2,200,2,14,205,7,15,220,37,9,1,153,12,
+2,65,0,17,112,141,10,0,86,2,12,35,10,0,220,17,15,243,2,3,1,240,19,15,80,25,0,9,205,7,28,55,
+205,7,14,209,0,7,146,1,3,109,64,4,156,3,13,148,2,2,48,1,2,38,0,14,205,7,4,147,42,3,69,0,
+11,140,16,19,51,146,42,1,57,35,12,21,7,2,58,0,3,135,42,1,163,23,15,217,0,0,9,205,7,28,55,205,
+7,4,74,5,3,11,2,15,205,7,0,3,4,120,4,210,2,15,205,7,14,3,148,65,4,39,72,15,143,16,0,3,
+184,0,4,231,4,9,109,4,28,55,205,7,2,219,18,3,52,0,2,124,99,15,205,7,3,4,136,120,15,146,16,3,
+18,51,252,18,5,72,0,15,52,37,1,3,192,1,3,72,0,6,148,16,7,158,0,0,205,7,15,198,15,0,0,7,
+0,12,25,29,5,25,16,15,25,29,0,2,16,14,3,224,16,3,149,6,28,54,158,21,0,166,31,7,123,0,15,243,
+79,2,3,172,91,15,238,94,0,2,141,14,1,31,250,15,72,27,1,4,184,24,50,49,43,49,88,120,15,187,83,5,
+2,34,16,15,161,24,0,18,51,55,35,5,232,59,7,212,30,9,46,7,2,137,0,3,72,0,2,53,4,14,93,183,
+17,54,79,78,15,166,251,2,2,128,116,5,126,55,4,133,55,1,186,15,15,73,0,1,3,103,191,2,78,18,14,59,
+93,4,144,69,34,43,49,147,199,15,48,60,5,2,253,25,1,74,99,8,207,0,4,231,97,3,29,30,1,157,5,14,
+134,0,18,55,48,200,2,36,5,13,175,84,6,83,29,13,57,253,18,51,126,16,1,35,0,130,48,102,48,68,65,50,
+52,50,66,94,8,36,0,2,107,1,2,250,36,19,51,45,221,10,96,5,3,44,38,3,59,1,2,73,42,6,207,4,
+1,0,254,12,154,7,29,54,241,63,1,30,24,55,114,99,112,141,1,3,58,254,24,49,102,111,0,42,0,15,166,94,
+2,5,204,29,21,49,70,149,15,107,1,2,2,80,9,1,95,58,9,107,1,3,51,2,2,31,0,15,107,1,6,3,
+142,250,0,124,15,7,146,0,15,93,170,8,0,141,65,63,115,111,117,121,214,19,15,45,0,5,15,244,66,4,15,43,
+0,1,15,243,66,20,15,59,0,8,2,242,66,8,247,161,15,115,0,19,15,233,240,3,24,53,140,213,2,215,1,63,
+60,50,55,247,161,0,1,233,240,13,212,169,31,48,228,161,4,1,63,12,15,8,1,17,1,243,2,8,37,67,22,57,
+37,67,15,5,1,9,9,207,3,3,116,0,8,154,67,15,9,1,9,4,116,0,8,72,67,15,97,67,1,1,153,46,
+15,97,67,3,0,82,3,15,97,67,8,6,34,135,4,212,65,15,97,67,6,15,102,94,1,34,50,48,240,5,2,115,
+0,4,197,32,1,250,2,4,1,134,10,94,3,4,18,22,15,97,67,19,1,236,10,15,101,94,23,3,63,71,15,60,
+6,4,4,254,52,53,49,43,49,28,220,15,14,139,7,4,51,87,11,68,0,15,191,67,20,4,20,153,15,196,84,3,
+2,249,23,15,191,67,5,15,224,153,3,4,130,15,4,187,22,15,186,35,3,4,221,67,15,191,67,8,1,63,1,14,
+205,177,3,37,53,15,134,15,1,2,207,1,2,32,0,5,24,101,4,238,4,2,230,4,6,29,0,8,10,27,13,114,
+51,9,54,40,12,46,11,12,62,67,45,50,48,70,120,4,173,0,15,62,67,20,2,12,24,4,52,105,13,42,35,3,
+222,109,9,218,35,8,177,6,1,30,0,15,115,35,6,4,91,6,6,153,7,15,26,36,1,6,135,36,1,76,6,13,
+222,66,3,111,66,15,222,66,24,1,56,0,2,166,9,11,98,35,1,21,0,2,32,0,2,133,55,8,98,35,2,103,
+34,3,213,35,15,222,66,2,3,50,74,8,97,35,15,222,66,47,3,16,34,2,211,39,12,174,66,48,50,48,95,115,
+52,15,35,3,1,2,24,26,31,51,231,87,17,15,174,66,5,22,51,41,173,6,255,43,1,176,2,2,128,3,15,169,
+0,8,8,206,27,2,80,1,15,247,64,0,15,190,0,7,1,163,0,15,16,67,0,3,84,48,15,238,132,7,3,71,
+36,15,124,18,2,0,28,30,1,71,36,15,179,35,3,4,39,109,15,33,194,2,3,143,35,14,2,19,2,17,30,2,
+33,47,15,253,18,13,4,14,92,4,10,133,14,33,0,4,95,58,14,86,115,0,97,0,2,47,29,1,159,34,10,133,
+0,1,121,1,1,35,0,2,40,0,5,122,15,6,17,19,2,85,36,2,175,3,15,184,1,32,9,104,15,5,184,1,
+12,63,35,1,95,0,14,189,18,6,153,42,1,213,103,12,180,10,2,237,32,1,177,10,15,90,16,0,8,100,68,15,
+112,18,3,16,50,245,10,15,97,63,7,1,4,24,0,95,0,6,56,94,12,130,7,1,237,59,13,118,57,3,142,20,
+14,79,19,10,120,94,32,50,48,26,66,12,130,15,33,50,48,109,98,6,35,0,10,89,16,15,91,63,9,2,104,17,
+3,30,26,11,4,12,3,132,109,1,34,0,12,1,67,3,172,109,2,62,0,11,83,63,2,18,79,0,36,0,13,159,
+1,1,63,1,5,34,0,15,177,33,0,3,33,1,6,216,0,10,170,15,3,39,23,2,218,55,14,32,3,2,237,15,
+1,70,1,15,69,16,15,3,209,110,2,62,32,14,199,24,3,171,0,3,38,0,8,148,0,5,126,130,4,15,4,3,
+150,42,15,15,4,8,1,145,109,1,143,3,11,39,123,5,32,0,3,42,8,14,248,109,3,242,0,3,235,30,11,200,
+19,3,124,109,3,248,0,13,165,1,3,113,17,5,8,49,11,245,14,0,45,61,10,206,109,15,52,110,13,5,160,157,
+15,62,71,5,4,203,32,15,85,110,0,4,93,3,2,29,17,1,129,25,9,128,30,1,166,0,3,52,26,11,171,1,
+1,180,133,5,202,0,15,221,47,0,2,87,4,3,39,0,3,75,0,2,199,135,15,101,4,1,6,203,1,21,49,131,
+52,7,178,63,10,180,7,13,36,67,5,234,8,13,74,6,2,2,86,15,8,7,1,3,136,87,2,8,7,13,60,237,
+2,130,1,5,105,157,7,159,0,3,154,109,10,50,7,4,157,75,35,48,54,168,33,12,80,59,1,135,0,5,208,46,
+13,164,67,0,89,0,1,134,4,13,193,0,2,72,34,15,150,63,0,3,105,88,4,59,135,9,219,0,2,85,10,3,
+13,7,15,128,97,3,5,35,104,15,129,97,4,4,62,160,13,28,74,3,215,1,15,101,27,6,4,114,33,2,40,0,
+15,155,55,14,1,69,27,2,137,0,15,193,2,5,4,44,98,15,255,73,0,3,113,28,4,215,27,15,67,64,0,1,
+26,0,2,39,0,3,45,0,15,189,55,0,8,145,146,4,54,84,10,20,66,5,161,1,11,244,6,2,255,58,1,172,
+26,11,172,4,2,31,3,1,31,0,15,247,6,2,2,61,28,3,190,140,15,249,6,1,3,214,59,15,249,6,9,15,
+187,39,9,3,95,248,1,84,10,5,220,81,13,200,7,2,144,56,12,251,6,2,49,32,15,113,64,1,9,226,39,0,
+65,0,15,75,30,0,0,23,0,6,150,17,1,37,0,11,90,70,13,214,0,8,212,1,3,39,25,4,2,60,11,119,
+4,3,38,25,3,254,59,12,29,0,2,123,2,4,66,0,1,96,11,7,5,7,2,249,24,17,49,116,49,12,90,6,
+3,58,0,3,149,1,15,213,0,3,6,3,26,1,227,0,11,88,70,6,54,1,15,9,7,1,18,49,94,2,2,250,
+0,15,86,70,16,2,25,2,3,54,0,2,152,130,15,179,0,4,2,130,2,6,237,52,1,170,0,12,16,7,2,245,
+11,3,16,7,15,18,4,3,4,83,81,20,52,92,177,12,32,0,4,70,118,12,133,3,2,57,27,1,32,0,1,71,
+0,12,249,28,2,65,59,2,29,0,12,41,72,3,60,61,3,204,0,15,130,118,0,4,236,29,3,98,30,7,133,46,
+14,162,0,5,208,144,3,50,250,15,34,0,0,4,98,117,15,126,30,0,3,151,24,3,247,24,4,121,16,5,31,0,
+1,26,2,6,187,24,10,29,0,4,228,25,2,104,4,15,13,7,6,2,40,0,5,206,29,6,77,21,1,95,4,15,
+152,61,8,34,49,48,136,5,11,139,57,1,15,13,1,219,1,4,139,57,9,77,24,0,23,7,15,67,92,3,3,124,
+104,15,24,49,6,0,32,0,15,24,49,4,3,192,40,15,205,5,3,6,82,91,15,128,1,4,15,101,13,4,4,216,
+29,3,166,25,15,8,2,0,3,17,59,3,224,43,15,86,6,14,4,33,54,15,23,49,6,5,84,120,14,86,6,3,
+208,2,2,10,26,17,49,247,44,12,233,34,1,134,0,3,87,37,2,38,0,15,116,13,0,3,220,5,9,86,6,10,
+171,98,5,161,1,11,86,6,4,201,99,14,68,27,3,243,32,1,83,0,15,86,6,1,2,127,4,3,64,0,15,86,
+6,0,2,27,5,0,71,0,15,86,6,7,15,176,76,9,3,85,96,1,17,46,5,91,96,12,203,8,0,97,5,15,
+172,62,5,4,123,0,8,86,6,10,172,62,0,65,0,15,35,49,0,0,23,0,9,41,10,2,139,66,7,86,6,14,
+88,68,7,223,3,3,134,40,3,68,25,12,86,6,3,141,38,2,37,0,12,86,6,3,130,38,4,66,0,12,91,13,
+2,154,59,2,127,158,12,163,5,2,240,3,2,34,0,15,89,32,1,4,45,1,7,227,0,11,86,6,3,110,27,15,
+86,6,5,3,13,26,15,86,6,21,3,229,42,2,54,0,17,49,246,10,15,179,0,3,3,144,26,9,86,6,1,211,
+68,15,143,51,0,3,222,42,15,137,3,3,4,2,139,2,142,51,15,32,0,0,15,102,13,5,3,208,34,3,202,35,
+1,236,51,9,149,1,7,102,13,1,101,45,9,29,0,3,102,13,3,232,47,15,92,28,0,3,153,1,3,214,26,3,
+87,35,15,86,6,3,4,79,137,31,53,98,13,6,0,138,21,15,86,6,4,3,17,66,2,118,59,17,49,103,60,8,
+169,0,2,62,13,2,198,0,12,240,27,2,50,122,5,198,0,15,86,6,7,2,40,0,3,76,0,16,49,179,45,7,
+180,1,5,221,94,11,217,12,1,8,0,12,188,30,5,83,21,15,188,30,0,3,122,56,2,138,13,15,226,65,1,1,
+29,13,9,124,0,10,72,115,4,53,2,6,235,57,15,187,59,10,3,72,47,1,220,1,9,162,6,3,105,23,15,97,
+101,6,4,57,0,10,230,8,4,113,14,4,80,22,15,0,24,4,4,31,31,15,1,24,4,2,200,56,2,11,22,4,
+177,90,12,212,20,2,15,51,14,248,0,6,116,23,15,150,59,11,2,224,0,10,59,146,5,69,0,6,6,90,15,150,
+59,11,3,225,47,3,210,2,15,248,90,20,7,125,2,5,144,76,15,190,23,13,6,20,26,15,191,23,2,4,148,103,
+15,217,59,6,4,60,3,15,217,59,14,2,169,15,4,68,47,11,214,32,6,21,27,31,57,86,26,9,3,231,208,1,
+106,3,14,177,59,3,192,23,13,21,2,5,177,59,15,77,24,0,1,104,1,15,177,59,4,1,178,0,4,51,2,12,
+79,24,2,49,28,8,5,98,6,79,24,3,58,0,3,118,163,8,80,24,0,20,0,13,81,24,3,219,66,1,240,13,
+1,39,4,9,177,59,1,0,21,4,172,108,10,177,66,35,50,48,95,100,13,32,10,3,110,42,15,157,134,0,3,110,
+42,3,166,2,1,35,45,15,182,50,6,31,54,230,42,2,3,47,108,4,238,4,10,101,91,2,120,0,15,179,50,0,
+3,203,42,15,215,171,1,4,180,41,3,179,34,10,178,63,5,77,5,4,102,49,15,196,5,4,15,177,59,5,2,128,
+7,1,31,0,4,214,93,11,76,6,2,134,5,3,227,154,15,201,134,14,20,49,177,59,4,76,137,14,34,0,15,177,
+59,7,3,184,7,2,177,59,31,49,177,59,0,3,89,154,1,39,0,3,45,0,15,177,59,2,2,79,8,2,254,6,
+5,240,90,7,35,5,7,177,59,12,237,22,2,50,2,12,222,80,1,31,1,1,89,14,11,18,78,2,29,1,3,62,
+1,5,119,51,7,178,10,2,138,38,4,58,78,15,179,10,0,2,146,13,2,203,96,15,179,10,4,1,223,147,15,250,
+69,6,2,113,27,1,114,27,4,50,110,10,120,146,0,214,0,2,128,91,12,214,59,2,79,1,15,32,51,0,28,51,
+251,6,1,49,14,14,222,9,10,228,13,1,131,105,8,179,10,13,55,58,8,60,8,3,153,38,2,129,58,6,11,179,
+4,30,0,2,84,1,2,37,0,12,58,81,5,18,93,3,67,0,0,77,6,9,44,178,2,144,8,1,182,37,11,1,
+10,3,93,2,2,34,0,1,66,36,15,214,0,0,9,19,21,1,77,72,9,125,0,2,95,2,2,251,1,14,114,39,
+18,49,143,59,2,87,1,15,181,10,16,2,123,59,3,54,0,17,49,191,59,15,180,0,4,2,42,2,9,1,9,17,
+51,73,61,8,73,4,2,31,8,0,134,4,13,73,4,3,27,9,2,107,6,1,24,3,14,158,3,5,12,141,13,219,
+126,2,236,60,2,176,74,6,164,91,5,93,0,2,86,0,4,131,6,15,166,4,3,4,37,131,15,216,125,5,4,26,
+105,13,46,11,3,108,139,5,9,92,12,155,0,3,96,17,2,214,7,1,221,116,9,31,0,2,48,11,2,71,1,1,
+22,12,11,178,1,9,93,93,3,78,0,15,48,11,5,4,104,29,4,171,139,15,34,0,0,15,48,11,7,3,148,138,
+2,112,29,2,138,93,8,169,0,2,120,58,4,200,0,1,233,28,9,31,0,2,50,11,3,200,0,15,99,59,0,3,
+50,11,2,40,0,5,78,0,12,149,24,5,1,5,7,71,2,0,252,12,11,150,24,3,246,163,9,128,58,10,18,67,
+8,14,10,10,4,1,0,165,10,5,111,6,14,30,0,4,173,6,15,126,58,4,2,93,41,15,159,7,1,3,44,140,
+4,159,7,0,34,6,10,254,11,3,93,39,27,48,215,24,1,31,73,14,201,7,5,192,122,31,55,128,58,4,2,52,
+33,15,179,50,3,2,51,33,15,179,50,1,3,71,41,4,236,148,9,193,0,3,96,8,3,168,0,15,217,98,3,4,
+128,58,17,55,97,8,13,56,80,3,165,48,15,126,58,0,3,253,91,15,56,80,21,1,213,91,2,105,0,15,56,80,
+4,3,66,14,15,122,58,0,14,56,80,2,28,92,15,60,67,2,11,56,80,10,38,67,35,50,48,97,181,15,56,80,
+44,8,117,7,1,145,0,2,34,0,15,117,7,2,2,111,19,15,244,79,9,1,18,65,15,57,64,7,2,119,10,1,
+120,31,1,28,19,0,97,55,12,125,10,2,241,155,13,150,58,2,190,0,15,40,18,0,10,128,149,0,65,0,15,83,
+17,3,1,115,145,7,37,0,11,96,64,13,241,56,8,252,19,5,124,94,2,133,0,10,97,4,5,45,93,2,57,1,
+13,30,0,2,111,52,4,67,0,0,31,0,9,215,94,1,124,2,17,50,149,139,12,193,6,3,27,0,1,7,0,15,
+120,56,1,4,46,1,7,228,0,12,215,94,1,163,5,2,251,1,15,117,7,1,2,25,32,4,177,80,15,214,94,15,
+3,179,2,3,49,5,14,61,86,3,180,0,3,41,0,7,109,77,1,171,0,11,117,7,3,63,45,0,46,4,13,241,
+3,3,190,11,2,31,7,15,38,143,3,1,16,94,1,136,3,5,16,5,5,26,0,2,0,9,3,122,1,1,103,13,
+8,93,0,3,210,7,2,117,7,15,78,4,3,5,161,92,2,223,122,15,32,0,0,15,249,24,4,1,113,92,5,167,
+92,2,194,92,8,155,0,2,94,31,5,197,94,11,251,24,3,58,90,3,71,1,15,129,78,0,6,24,90,2,7,0,
+15,251,24,9,1,37,90,2,196,0,15,7,72,5,4,209,29,14,117,7,19,50,255,28,5,112,90,12,169,0,3,193,
+0,3,28,27,13,136,91,2,160,18,3,200,0,15,167,18,6,10,235,91,26,50,95,7,1,213,69,14,127,6,5,41,
+126,5,189,199,9,124,6,2,146,18,4,134,3,10,124,6,2,119,15,15,16,144,1,3,29,31,3,123,153,9,46,2,
+3,163,9,3,124,6,15,252,64,3,4,47,57,29,55,78,155,7,124,6,2,143,92,12,208,1,2,42,3,2,136,3,
+15,180,86,15,4,43,57,31,55,82,155,5,3,230,20,15,41,57,0,14,84,155,2,1,93,12,243,64,1,54,3,4,
+78,14,3,124,6,10,223,69,0,156,1,15,248,30,1,1,194,7,17,102,39,49,10,23,4,3,67,154,15,124,6,8,
+2,42,15,2,34,0,15,124,6,3,1,67,1,2,134,154,15,124,6,5,12,109,39,9,124,6,1,244,30,1,103,0,
+2,49,152,13,200,65,0,214,0,15,250,30,2,2,135,14,4,123,0,9,124,6,12,217,9,15,27,13,4,7,173,72,
+1,37,0,12,6,92,15,241,13,8,10,232,91,13,167,72,4,231,91,15,241,13,2,5,230,91,3,67,0,11,241,13,
+4,157,90,1,12,23,12,200,5,3,51,0,1,34,0,15,39,55,1,4,46,1,7,228,0,12,103,91,2,245,1,15,
+124,6,5,3,172,91,2,87,1,15,4,92,17,2,137,4,5,11,92,15,180,0,7,3,75,2,9,157,0,1,75,123,
+14,19,53,0,26,1,12,241,3,2,71,53,5,124,6,15,165,90,4,4,132,69,12,181,51,3,249,91,3,124,6,13,
+36,252,3,36,54,4,124,6,15,78,4,3,4,227,4,2,17,62,15,32,0,0,15,241,13,4,1,59,91,7,227,91,
+12,15,2,3,42,60,3,95,31,1,247,16,9,31,0,3,241,13,2,185,42,15,172,4,0,3,210,30,3,40,0,4,
+120,60,15,124,6,3,4,245,29,31,56,193,109,5,1,199,88,15,124,6,4,15,233,88,0,8,169,0,3,233,88,3,
+200,0,1,74,10,9,31,0,3,241,13,2,200,0,15,124,6,7,3,40,0,4,78,0,9,34,16,1,128,74,15,37,
+13,1,1,8,0,12,35,25,2,212,12,4,156,44,10,35,25,3,86,170,2,63,14,4,65,70,12,203,11,10,125,0,
+1,136,73,11,215,31,2,173,33,0,134,6,4,124,4,12,118,35,1,135,53,14,7,23,5,56,121,15,229,54,12,5,
+75,147,12,178,2,2,46,9,3,31,0,10,199,147,5,114,1,6,209,23,15,237,1,4,4,127,84,17,56,79,9,11,
+144,1,3,183,91,4,151,1,2,190,2,10,130,84,5,43,0,7,243,83,13,54,2,2,159,2,4,5,92,1,56,49,
+38,97,120,31,0,3,95,0,12,202,30,14,50,1,5,149,25,15,172,54,11,1,88,76,0,47,0,12,50,1,2,221,
+3,3,31,0,11,115,26,5,142,0,4,93,95,5,254,113,4,26,0,15,210,88,0,9,31,0,3,246,2,3,38,1,
+15,56,12,0,4,217,89,2,72,0,15,132,168,3,0,83,17,3,228,0,31,53,29,25,9,2,89,135,17,100,85,17,
+8,228,0,1,45,17,5,31,0,1,228,0,15,144,55,0,33,57,50,144,55,31,50,195,168,3,4,177,15,0,199,49,
+15,230,25,9,2,27,188,17,100,186,15,9,132,0,2,181,19,3,31,0,15,132,0,6,2,234,200,2,73,1,14,197,
+6,7,89,59,1,68,3,0,197,6,7,53,2,3,75,91,15,154,9,1,11,205,0,6,68,59,15,53,2,10,1,146,
+13,0,47,0,12,205,0,2,53,2,3,31,0,15,53,2,4,4,39,29,30,57,53,2,2,245,2,4,250,91,15,60,
+3,2,4,65,18,4,166,3,12,55,2,2,63,3,4,74,0,15,50,59,2,1,80,46,15,56,2,17,3,110,125,0,
+49,0,13,110,18,3,3,7,3,34,0,15,184,1,5,36,49,48,61,2,13,96,91,3,156,48,3,236,0,15,169,0,
+4,15,93,2,20,3,161,126,0,49,0,13,169,0,2,96,2,4,34,0,15,169,0,7,3,98,2,7,219,73,1,89,
+2,15,118,58,11,63,98,102,111,118,58,23,15,45,0,1,15,118,58,4,15,43,0,1,15,118,58,20,15,59,0,8,
+15,104,125,8,31,50,65,201,1,31,56,197,242,0,31,52,104,125,1,1,59,220,15,38,220,1,4,51,218,15,212,0,
+13,1,10,3,8,65,201,22,55,66,58,15,209,0,9,10,223,21,1,53,10,15,5,58,2,0,5,2,15,5,58,3,
+0,25,7,15,5,58,9,2,18,32,2,64,54,8,95,118,13,5,58,4,52,37,10,11,19,20,49,168,39,13,5,58,
+1,96,43,13,222,14,2,115,22,15,167,57,4,4,161,14,15,82,31,14,2,135,4,15,167,194,4,4,97,64,12,97,
+22,5,14,217,2,85,11,15,187,14,2,4,227,28,31,50,236,91,2,6,139,63,13,7,63,3,85,14,5,205,9,15,
+95,126,8,47,50,48,226,8,9,4,18,216,12,241,11,7,45,153,14,190,0,4,237,1,4,103,136,15,188,93,1,1,
+209,4,0,34,0,4,187,38,15,200,1,2,14,184,0,12,78,93,13,21,1,5,209,94,2,161,30,15,216,0,5,2,
+162,9,1,194,44,9,61,126,2,76,6,15,4,154,7,3,56,0,15,133,12,3,2,123,0,13,116,54,2,92,8,4,
+98,13,13,179,0,5,118,5,13,23,142,8,77,170,0,240,2,15,108,140,0,2,46,18,1,238,19,15,230,153,5,1,
+25,64,11,127,1,2,105,57,13,1,142,1,162,109,11,19,0,1,168,2,1,141,14,12,125,153,33,50,49,224,120,13,
+136,4,5,209,0,15,17,142,2,2,221,3,1,225,11,15,106,0,1,3,105,0,10,11,41,3,105,0,7,64,12,2,
+45,0,10,230,153,0,39,0,15,9,142,0,4,158,123,31,49,9,142,5,4,61,105,14,46,56,2,35,16,1,69,1,
+11,174,19,2,54,30,3,77,67,15,155,1,4,1,116,7,1,176,14,15,228,153,5,15,143,138,1,1,3,5,6,228,
+153,10,97,31,18,49,235,121,12,114,1,5,126,11,15,1,142,2,1,180,2,1,5,0,11,161,27,3,176,173,15,17,
+59,1,3,105,0,8,114,1,1,45,0,10,228,153,0,39,0,15,249,141,0,6,92,63,15,249,141,2,2,83,20,0,
+205,164,10,142,18,1,78,40,15,167,61,5,1,63,40,3,151,39,10,24,0,3,19,40,12,24,0,4,50,40,13,24,
+0,6,223,39,10,24,0,2,204,28,4,23,134,10,167,18,19,49,140,43,8,16,1,2,194,39,3,101,183,6,4,1,
+7,140,142,2,7,64,38,51,50,0,97,15,58,203,3,0,205,2,15,102,154,4,7,174,128,15,102,154,16,9,167,38,
+5,68,0,5,26,38,15,102,154,18,15,46,65,13,15,196,10,10,3,63,5,15,239,11,2,5,5,29,15,114,65,12,
+2,4,14,4,139,127,13,115,39,3,76,95,5,85,1,12,52,5,1,30,0,2,60,82,15,5,130,17,15,183,228,3,
+7,163,65,15,223,71,10,2,190,7,15,163,65,13,15,223,12,11,3,33,153,4,87,152,9,168,0,6,213,39,15,238,
+6,2,5,50,248,15,205,130,0,2,194,32,1,5,0,12,148,26,2,22,0,1,41,1,7,203,13,23,49,51,56,6,
+115,9,1,142,1,2,236,2,2,249,217,10,204,3,1,1,1,1,127,108,12,55,53,1,77,39,1,184,28,4,176,67,
+10,84,49,19,49,185,186,8,144,4,1,28,6,7,217,121,0,148,0,4,78,123,4,69,40,1,167,2,2,191,72,11,
+29,10,2,30,10,2,205,24,5,16,23,7,138,148,1,193,4,1,70,117,15,61,124,30,0,174,0,2,95,68,9,232,
+143,2,173,66,3,46,186,5,13,13,3,28,0,2,52,1,1,34,0,1,82,55,14,126,10,15,84,57,6,4,135,180,
+2,25,2,10,34,81,4,44,1,5,28,103,10,212,6,7,252,91,2,31,0,15,129,43,2,2,72,57,3,26,210,3,
+204,37,11,74,57,4,242,0,14,199,41,4,61,3,4,120,101,15,87,68,3,4,91,215,9,233,46,3,181,35,2,216,
+0,7,177,47,51,49,95,49,187,7,11,199,0,4,180,90,5,194,246,9,232,83,2,65,1,15,151,144,2,3,155,1,
+15,133,0,0,15,86,155,16,5,232,199,2,47,22,3,87,20,2,29,0,3,229,56,1,82,151,12,197,119,12,173,7,
+0,56,11,11,223,68,3,27,27,3,106,183,15,81,66,21,4,213,3,4,137,132,2,82,66,8,17,87,1,206,3,2,
+204,22,15,61,62,4,6,126,200,15,95,65,12,4,170,197,3,254,53,9,61,81,1,103,0,2,23,9,15,235,78,0,
+1,97,0,2,175,10,2,42,0,15,36,58,1,2,52,9,1,44,0,5,65,207,12,125,8,3,57,1,11,206,51,2,
+195,49,15,18,79,0,2,224,0,1,31,0,7,246,174,12,4,58,2,33,0,0,224,7,13,36,58,1,92,8,1,198,
+103,15,42,27,4,1,227,48,15,36,58,7,1,232,4,1,102,0,21,112,159,72,10,109,22,19,49,210,121,13,206,51,
+1,167,8,4,123,0,8,78,2,11,132,54,17,49,252,162,13,143,19,24,49,89,201,1,37,0,11,27,41,0,52,18,
+15,27,41,6,4,84,173,2,27,2,12,143,55,9,121,173,12,67,38,4,190,63,3,66,0,11,69,89,5,58,173,14,
+27,51,4,46,50,3,57,92,15,163,52,1,3,45,1,7,227,0,11,44,65,5,176,1,2,152,0,11,239,2,1,18,
+10,2,83,1,15,162,33,16,9,156,175,15,119,67,0,4,175,0,2,169,1,7,238,37,0,166,0,15,111,109,0,2,
+250,95,2,220,116,15,44,96,0,4,63,106,8,130,0,2,19,3,3,69,64,12,29,0,2,51,40,2,28,0,11,28,
+83,3,83,88,3,163,0,15,221,81,0,4,238,10,4,15,65,3,233,50,1,36,3,14,16,70,0,163,0,13,248,14,
+3,206,22,1,6,0,15,2,66,5,4,89,106,1,140,6,12,199,62,11,28,65,12,227,11,8,152,8,3,155,11,2,
+206,0,15,124,35,0,3,164,11,3,206,0,3,47,0,15,143,89,3,5,53,199,4,38,70,12,151,0,2,220,2,10,
+87,65,2,5,218,8,25,1,3,166,57,15,152,119,1,2,252,16,3,190,9,4,104,153,12,133,0,4,92,14,12,68,
+105,5,80,97,2,6,0,15,38,3,0,3,35,168,2,40,0,12,239,59,3,170,63,6,61,0,12,222,0,2,233,1,
+4,229,0,12,209,55,12,107,0,2,156,1,4,114,0,12,234,3,5,60,61,3,194,1,12,31,0,2,135,0,3,38,
+0,2,239,127,8,128,54,3,35,54,2,7,0,1,19,62,9,62,0,2,129,1,4,100,0,1,154,2,8,62,0,3,
+225,2,2,7,0,14,198,62,3,225,0,3,193,0,13,93,0,2,164,4,3,38,0,14,155,0,3,59,14,2,7,0,
+1,45,57,9,62,0,2,163,1,4,100,0,12,155,0,4,108,40,2,7,0,8,127,56,0,192,6,12,227,55,2,65,
+3,0,7,0,5,144,8,2,48,4,3,102,196,9,39,149,11,188,157,3,161,101,3,89,6,11,251,58,0,59,9,9,
+123,0,5,100,85,3,96,0,2,85,11,15,206,177,3,3,211,207,2,84,11,4,252,60,12,140,19,8,99,36,0,182,
+11,11,171,161,1,67,0,1,239,178,15,96,0,0,2,224,14,3,43,15,11,126,16,2,133,18,3,3,8,10,30,126,
+1,141,12,9,118,0,4,7,126,4,61,0,0,118,1,15,100,22,2,1,71,9,15,150,22,0,1,122,9,6,175,22,
+9,125,22,2,19,10,2,6,5,3,242,75,0,114,3,13,218,5,2,84,10,15,75,22,2,2,46,55,0,73,0,12,
+41,37,4,166,151,3,236,30,8,121,23,0,144,25,15,121,23,25,4,55,0,3,150,4,9,50,14,4,29,0,4,55,
+30,79,53,50,43,50,4,21,10,8,122,157,15,246,68,0,3,31,0,11,27,195,5,28,3,5,110,68,4,210,16,5,
+26,0,3,164,50,3,22,4,15,2,26,4,4,60,227,15,74,21,3,5,36,65,4,205,68,9,97,0,2,175,3,3,
+12,6,2,244,162,15,97,0,1,3,201,86,2,44,65,14,39,1,4,142,58,50,50,43,50,255,44,15,39,1,5,3,
+251,6,1,104,0,14,226,63,0,20,2,13,231,12,2,52,7,3,58,0,15,227,63,5,4,49,156,1,53,7,8,225,
+0,3,164,65,4,228,91,1,148,6,14,225,0,17,53,38,180,3,211,89,15,95,0,0,4,48,60,3,255,6,9,97,
+0,3,12,60,2,85,5,2,215,15,15,97,0,1,4,66,1,11,242,168,5,71,0,5,123,156,13,217,115,4,6,66,
+3,91,5,1,229,9,15,99,0,3,2,11,250,2,11,66,15,99,0,0,5,31,114,3,170,17,9,100,0,3,106,2,
+2,129,5,1,202,13,15,100,0,3,18,49,23,29,1,181,186,7,83,4,0,126,37,15,110,28,8,127,112,114,101,115,
+115,117,114,112,28,21,15,47,0,3,15,114,28,4,15,45,0,3,15,116,28,20,15,61,0,10,15,183,229,9,7,201,
+180,3,68,1,40,60,50,21,0,15,222,153,11,0,159,28,15,184,86,1,4,44,246,15,216,0,15,12,120,28,0,97,
+7,15,213,0,19,10,203,5,1,20,9,15,224,153,2,0,161,5,15,22,6,2,1,49,9,15,224,153,9,2,168,17,
+2,105,7,7,35,14,14,122,28,1,111,9,13,122,28,18,50,194,105,15,122,28,0,15,251,175,11,15,224,153,20,0,
+220,2,15,127,86,23,2,242,7,15,249,153,5,6,171,35,15,203,21,10,3,83,22,15,237,6,2,2,89,59,15,214,
+28,1,3,243,4,2,60,0,15,216,52,3,3,22,28,15,122,248,3,6,105,22,15,216,86,12,2,93,1,13,45,40,
+3,91,18,3,123,1,15,150,83,2,15,125,140,4,11,222,18,15,112,162,4,1,229,7,2,53,9,12,17,6,3,74,
+150,15,155,47,1,2,142,0,2,155,0,4,4,8,3,15,1,1,27,40,15,156,86,6,2,231,42,15,29,0,5,15,
+58,0,9,5,121,40,15,96,29,1,18,50,91,159,15,180,22,9,15,209,86,18,9,129,8,8,23,63,4,39,81,15,
+166,23,5,3,60,16,15,167,23,13,6,238,29,15,21,63,2,6,68,3,15,212,86,3,15,178,153,12,4,22,54,6,
+135,62,2,142,31,2,86,20,3,238,11,4,230,10,2,200,31,1,32,0,14,178,153,2,186,28,3,210,26,11,133,62,
+2,230,10,4,45,188,15,212,86,59,3,87,42,1,99,4,15,253,1,0,4,91,65,10,94,19,18,50,176,146,15,144,
+22,6,15,88,143,1,2,209,3,3,246,1,15,144,22,2,5,0,177,5,170,248,8,172,4,1,56,1,2,236,89,10,
+164,41,1,27,3,3,134,12,15,221,0,32,8,224,11,5,84,30,13,190,27,4,242,0,15,104,90,0,15,3,87,0,
+6,104,244,15,32,22,6,1,130,16,6,33,22,7,149,8,8,173,17,5,71,6,6,60,22,2,19,30,15,183,3,9,
+15,245,0,40,10,34,43,15,245,0,2,2,194,1,2,7,222,15,125,22,1,3,164,4,15,185,5,3,5,62,244,15,
+217,76,4,4,62,234,12,100,45,3,140,16,7,99,17,12,174,16,2,97,20,3,5,0,15,232,80,13,4,229,221,15,
+157,76,6,15,162,51,7,3,39,16,2,126,4,15,116,81,1,2,11,20,5,5,0,18,49,140,66,10,193,22,3,7,
+17,3,225,4,15,192,1,56,10,49,22,5,192,1,12,171,114,2,121,0,14,198,17,3,202,18,3,90,5,15,6,23,
+1,3,100,17,0,6,0,7,64,27,12,164,151,15,48,50,9,1,178,35,15,6,23,6,2,65,27,1,249,27,5,71,
+27,12,121,6,3,242,88,11,6,23,6,36,236,13,42,81,10,24,16,16,50,68,87,13,48,22,23,50,85,154,0,35,
+0,11,3,23,14,119,152,8,118,79,9,222,18,13,97,18,8,221,18,12,32,23,10,188,18,1,219,18,9,39,81,3,
+213,0,15,120,49,0,3,37,15,4,91,18,15,211,0,2,8,1,17,18,50,249,88,8,2,20,2,173,19,1,130,0,
+15,175,117,1,3,97,0,15,4,23,20,9,229,116,2,1,84,15,178,0,3,4,41,0,8,155,0,1,55,30,14,119,
+19,1,49,0,12,177,22,4,93,143,1,29,0,15,48,49,6,5,185,19,15,3,151,8,4,100,82,2,75,0,15,79,
+142,1,3,34,1,3,75,0,15,45,9,1,12,134,3,7,212,0,15,40,121,0,3,53,29,7,178,3,11,51,29,4,
+87,9,14,145,11,2,90,18,15,90,7,0,3,95,23,2,152,5,1,95,23,9,57,10,3,124,16,2,106,11,7,158,
+0,15,231,55,2,4,211,165,47,55,57,229,120,5,2,118,39,5,208,78,7,88,87,2,121,41,5,83,12,14,205,28,
+20,50,192,26,14,30,23,15,59,87,2,2,30,23,3,99,18,15,29,23,3,5,41,83,1,29,23,7,69,7,7,157,
+231,2,33,18,12,130,29,3,250,1,15,130,29,0,12,235,8,15,181,0,0,3,189,44,3,107,206,9,181,0,3,184,
+12,2,181,0,15,249,18,4,4,154,18,11,249,74,5,32,0,8,92,236,9,105,52,2,207,0,3,103,4,15,162,83,
+1,3,194,51,4,6,0,15,8,7,12,4,79,35,19,52,78,73,15,3,18,7,15,46,52,1,1,134,0,5,20,84,
+14,61,3,3,17,50,6,6,0,3,136,18,11,204,29,3,0,47,2,116,6,4,205,29,12,125,9,3,132,1,11,241,
+87,2,196,1,15,67,86,0,2,84,0,3,117,27,15,200,6,2,2,205,46,5,134,30,13,200,6,2,7,50,12,245,
+24,9,143,7,12,60,2,9,156,81,2,194,6,0,102,0,2,105,231,14,141,29,19,50,137,192,13,206,29,1,181,2,
+4,123,0,8,154,2,11,182,23,31,50,99,152,2,0,23,0,9,202,6,2,249,28,7,203,6,0,32,5,15,203,6,
+6,2,4,65,4,70,85,13,64,86,3,140,19,2,95,59,11,29,0,4,5,111,3,66,0,12,156,81,3,199,76,15,
+119,153,0,3,36,147,3,34,0,1,224,8,14,213,0,1,45,1,7,227,0,11,48,6,3,132,55,1,183,0,15,204,
+6,0,3,54,55,15,223,140,20,10,228,115,2,123,20,15,179,0,3,4,181,111,8,156,0,2,63,31,8,25,1,2,
+190,43,1,6,0,12,205,6,4,178,56,2,35,0,14,79,10,4,206,6,4,2,85,3,47,0,12,153,1,3,64,145,
+3,71,0,14,206,27,4,202,6,4,71,0,3,47,0,10,184,0,3,93,225,11,18,6,4,10,11,15,63,35,3,2,
+155,14,5,67,3,7,17,87,2,41,6,2,72,18,15,22,26,2,18,50,241,146,15,74,93,2,15,62,45,1,8,84,
+13,15,56,89,4,10,10,230,7,15,6,3,202,1,2,253,0,5,82,34,6,15,6,3,140,85,12,44,8,14,85,26,
+15,181,0,2,3,145,35,31,51,15,6,0,8,20,13,1,0,24,15,181,0,0,4,8,25,15,20,13,4,4,23,254,
+13,180,157,3,211,1,3,33,2,15,15,77,0,2,124,55,15,131,179,21,1,122,85,2,137,0,15,94,83,6,4,8,
+63,14,215,35,3,163,29,2,4,4,1,153,85,11,218,35,2,140,0,2,70,35,3,179,0,15,15,77,0,3,84,117,
+2,68,4,4,15,6,11,214,86,5,132,1,11,220,35,2,180,33,14,127,33,8,82,158,15,15,6,3,3,16,87,1,
+34,0,15,15,6,1,3,41,6,15,250,100,9,13,60,2,9,15,6,1,215,35,3,12,184,15,173,82,3,18,50,53,
+178,14,15,6,1,11,1,4,123,0,9,154,2,12,173,15,1,175,5,15,58,5,0,10,230,3,12,1,94,0,85,28,
+15,15,6,6,9,150,85,12,243,59,10,187,85,12,15,6,4,119,31,3,66,0,12,247,76,8,135,85,12,92,5,8,
+249,25,1,72,6,15,213,0,0,9,228,6,12,109,154,3,118,113,2,249,1,15,15,6,0,2,197,54,2,85,1,15,
+15,6,16,15,0,87,0,15,179,0,4,2,190,2,7,78,37,0,170,0,11,156,0,2,109,26,2,50,0,12,15,6,
+2,243,28,3,79,0,15,2,153,0,4,15,6,4,57,32,3,47,0,12,15,6,4,203,150,2,71,0,15,18,100,0,
+3,60,4,4,71,0,3,47,0,10,41,2,12,140,61,4,203,208,31,57,130,146,27,2,208,23,9,130,146,10,94,185,
+1,141,12,8,122,0,6,250,152,6,161,5,3,218,36,14,160,5,10,57,150,0,69,25,11,55,204,7,108,29,4,151,
+22,15,7,47,10,3,56,43,12,199,35,3,49,31,15,236,86,8,3,57,0,10,169,12,12,76,43,15,236,86,4,5,
+11,87,15,51,24,2,3,5,48,2,247,50,4,152,74,13,61,26,15,248,0,4,6,143,23,15,236,86,18,15,17,32,
+2,6,41,88,15,236,86,19,9,9,59,9,236,86,2,67,3,47,54,52,213,23,4,4,61,151,2,77,132,15,214,23,
+8,7,95,63,15,215,23,1,7,218,88,15,236,86,4,7,1,118,15,236,86,17,5,206,72,2,177,1,2,212,2,15,
+87,146,6,4,108,2,15,166,86,0,2,37,28,1,205,15,1,7,70,15,86,146,50,2,108,9,15,86,146,1,3,87,
+47,10,165,86,0,73,2,2,53,0,2,254,229,9,165,86,2,64,24,15,157,83,3,19,50,142,167,14,187,34,3,182,
+0,15,201,32,0,2,19,2,4,95,2,15,10,90,2,4,241,14,31,53,92,72,2,3,209,115,15,86,146,2,2,41,
+41,15,86,146,2,3,71,28,15,11,136,8,3,173,2,15,107,68,2,1,0,215,1,226,25,4,64,2,12,32,0,3,
+182,9,12,150,9,3,241,78,4,123,180,15,125,6,0,2,192,86,6,114,238,15,165,86,13,4,78,28,13,218,202,5,
+34,0,15,211,67,6,3,125,7,2,120,72,2,127,86,10,141,0,2,194,7,3,193,7,3,45,0,8,187,30,4,126,
+5,2,33,0,3,124,6,1,229,38,12,36,140,3,229,14,11,141,85,4,49,2,11,171,9,3,245,79,14,202,76,8,
+119,237,7,35,232,8,47,79,2,178,0,2,65,0,7,91,23,6,33,0,2,27,0,12,176,21,8,172,9,13,140,243,
+9,30,3,1,137,45,3,93,149,3,48,39,10,78,143,0,214,0,15,179,72,3,2,112,8,15,7,174,0,10,248,145,
+0,65,0,15,172,9,3,10,131,7,2,41,155,8,164,86,15,185,164,8,6,36,180,2,133,0,11,19,8,9,194,86,
+1,230,5,9,30,0,2,219,1,4,67,0,0,166,3,9,164,86,2,145,1,1,137,56,11,250,8,3,246,15,2,34,
+0,1,206,9,15,214,0,0,9,173,9,2,116,157,8,125,0,1,198,8,3,251,1,15,82,25,0,2,190,58,2,87,
+1,15,164,86,17,2,100,6,3,101,229,1,48,59,15,180,0,4,1,41,0,8,64,64,0,171,0,12,164,86,2,215,
+7,15,134,132,2,3,188,20,2,35,6,11,128,91,5,142,0,4,100,90,5,118,243,4,26,0,2,174,147,3,92,10,
+15,133,178,5,1,5,0,12,172,147,3,132,178,3,200,0,1,156,6,15,39,10,3,9,172,178,14,39,10,2,163,86,
+4,71,0,15,110,10,1,2,53,2,4,203,86,3,71,0,12,129,26,4,0,4,7,70,1,5,215,170,7,35,144,2,
+251,34,5,250,6,14,134,82,7,196,8,10,69,1,4,17,92,15,32,109,3,4,33,5,3,255,4,13,36,6,2,175,
+92,15,156,6,1,4,174,92,2,156,6,1,111,4,8,31,0,3,147,74,0,38,0,9,59,23,1,198,82,14,227,9,
+5,156,74,15,160,85,5,2,38,11,4,204,1,10,164,0,2,251,41,15,109,93,1,3,157,0,15,160,85,0,3,209,
+127,4,109,93,15,19,17,3,4,207,155,28,54,169,6,2,118,3,3,77,93,1,135,88,12,105,88,1,13,4,3,94,
+78,15,243,51,14,1,145,88,2,105,0,14,5,61,2,251,18,2,69,4,15,25,228,0,12,242,232,1,125,0,14,134,
+6,2,189,18,3,223,3,1,134,6,14,137,84,17,50,13,78,14,36,79,6,228,62,11,36,79,2,229,0,2,133,3,
+15,113,6,2,3,154,79,2,86,5,15,113,6,1,3,69,79,15,250,51,8,1,29,73,15,36,79,7,1,114,9,3,
+223,149,4,214,0,12,120,9,2,40,152,13,113,6,1,160,3,4,123,0,9,113,6,12,136,7,1,246,18,14,155,5,
+0,113,0,7,218,2,11,42,171,1,151,89,15,113,6,6,9,187,89,12,222,62,1,25,88,5,37,0,13,113,6,4,
+250,179,3,67,0,12,251,51,15,194,179,7,3,105,74,3,34,0,1,153,64,15,214,0,0,9,71,7,1,193,153,9,
+248,4,2,68,33,6,11,7,12,250,2,1,139,6,2,87,1,15,160,85,17,2,79,6,8,41,91,15,180,0,4,1,
+41,0,7,56,160,1,171,0,12,113,6,2,79,6,4,232,211,9,241,3,2,212,10,4,113,6,15,79,20,3,5,196,
+146,12,174,72,3,151,86,3,113,6,2,210,196,8,30,0,2,159,3,2,29,0,12,42,6,3,184,144,3,15,82,15,
+237,25,0,3,113,6,9,171,86,14,105,167,3,6,145,4,86,82,15,113,6,5,10,149,182,11,152,16,1,200,81,14,
+126,5,4,206,141,4,205,13,10,123,5,2,3,6,15,234,40,2,2,167,91,15,27,91,8,0,33,0,13,143,39,3,
+251,7,2,123,5,15,205,86,5,4,205,34,12,27,91,2,80,7,3,77,104,15,175,228,0,3,220,88,2,39,0,0,
+6,0,15,159,84,12,5,31,119,14,27,91,2,141,94,3,228,77,1,98,55,10,107,0,12,251,233,4,45,89,12,123,
+5,2,109,31,3,220,12,4,165,4,12,194,20,2,63,129,11,123,5,2,169,94,1,208,5,10,22,3,3,3,234,3,
+118,12,15,123,5,2,2,208,35,2,125,12,15,123,5,2,1,111,2,1,110,217,15,123,5,6,12,15,36,9,44,39,
+1,167,27,1,103,0,6,150,146,13,81,18,15,27,91,2,2,17,78,4,123,0,8,123,5,10,215,146,0,65,0,15,
+157,33,3,7,164,154,1,37,0,12,27,91,15,8,158,9,9,239,88,12,68,189,5,238,88,6,82,11,9,30,0,2,
+199,9,3,67,0,1,7,36,8,159,84,8,3,179,12,199,4,2,71,2,3,108,37,15,168,27,3,7,151,134,1,228,
+0,11,159,84,2,178,57,2,251,1,15,123,5,0,3,218,88,2,87,1,15,159,84,16,2,199,55,5,216,89,15,11,
+30,0,3,180,0,2,41,0,0,180,0,7,157,0,15,27,91,5,15,229,19,0,15,27,91,18,5,250,89,13,27,91,
+2,48,38,3,3,170,14,214,89,6,158,26,28,50,77,191,4,165,89,3,12,3,15,34,28,6,5,205,89,2,234,28,
+13,123,5,3,104,31,3,71,0,15,34,28,6,5,27,90,3,71,0,10,49,1,13,124,139,2,34,11,0,7,0,12,
+19,22,2,228,34,15,124,139,3,2,76,21,3,124,139,4,54,3,13,200,9,9,33,36,25,53,125,225,5,44,68,6,
+222,43,15,7,133,10,5,121,234,15,43,20,0,5,70,90,4,34,67,9,54,1,3,37,3,7,208,6,9,22,2,3,
+15,2,2,95,0,11,154,220,4,68,0,6,61,90,12,67,33,3,235,31,3,143,118,2,23,90,15,95,137,0,2,224,
+50,2,129,179,8,157,0,4,216,120,6,38,7,15,126,0,1,4,148,2,14,187,90,15,221,87,1,15,128,0,2,3,
+197,51,23,50,87,181,1,174,48,15,253,50,11,79,118,105,115,99,249,50,20,14,43,0,15,245,50,4,14,41,0,15,
+241,50,20,15,57,0,6,13,217,137,0,248,0,15,54,0,14,31,50,49,0,29,31,51,49,0,29,31,52,93,232,3,
+7,87,51,3,198,1,48,60,50,50,52,232,12,128,51,8,10,80,3,174,2,15,94,205,7,0,230,35,15,99,1,15,
+1,29,3,8,124,51,7,244,79,15,96,1,7,15,117,47,1,0,20,17,15,100,1,15,15,217,23,1,1,178,78,15,
+110,1,15,4,171,0,4,225,0,0,226,2,15,238,51,2,0,2,3,15,238,51,3,0,1,5,15,238,51,9,2,190,
+4,2,239,38,8,173,14,14,238,51,4,213,36,9,225,4,20,51,75,23,14,238,51,15,111,112,2,7,199,73,15,238,
+51,17,0,143,5,15,238,51,53,6,253,73,15,101,5,10,3,250,38,15,112,143,1,0,89,7,3,99,5,7,206,75,
+7,96,31,0,95,4,0,37,0,15,169,50,7,12,129,16,9,148,46,3,65,63,15,240,137,5,3,136,47,13,84,0,
+3,152,35,4,159,34,12,160,1,11,40,77,4,109,0,6,240,174,15,95,52,11,3,49,28,12,41,65,2,213,71,15,
+73,28,1,2,77,12,4,56,0,10,99,8,4,42,25,8,0,99,14,120,26,4,148,24,15,70,28,3,0,88,0,3,
+119,53,12,8,87,3,116,14,15,40,1,4,15,119,29,1,11,45,1,1,225,61,15,45,1,0,6,103,27,15,13,52,
+10,5,216,192,15,61,29,2,9,214,0,13,193,74,4,98,0,10,30,0,7,118,28,3,70,79,31,57,28,139,9,3,
+118,169,15,28,139,53,14,9,1,6,51,55,15,16,92,10,2,226,15,12,190,9,2,231,17,2,88,24,127,67,50,51,
+68,55,48,65,199,3,1,2,156,49,0,227,1,12,234,20,4,184,194,3,103,1,1,128,65,15,10,3,3,4,224,7,
+20,51,239,234,11,99,2,3,200,0,2,158,186,15,30,44,3,6,253,56,7,73,93,2,25,0,4,130,4,13,159,81,
+31,51,107,50,0,3,44,157,0,85,0,13,69,3,3,10,17,15,130,43,1,2,13,4,3,204,2,15,221,27,2,4,
+178,215,2,147,2,14,31,0,4,9,96,11,48,9,2,109,14,2,253,12,14,181,15,3,84,168,3,5,0,15,178,15,
+11,4,149,21,4,4,187,14,33,0,3,80,2,15,104,165,0,1,45,10,4,183,15,15,182,47,0,1,75,12,3,91,
+50,5,51,12,11,207,15,2,112,12,2,43,0,3,127,11,15,142,1,3,11,57,50,2,174,19,14,26,14,6,124,49,
+9,145,82,7,13,149,6,32,0,7,143,0,5,31,0,2,61,18,13,93,193,8,14,15,15,54,50,9,1,192,15,0,
+99,0,4,91,233,10,26,37,31,51,50,50,4,3,205,42,14,194,15,10,238,27,31,51,48,50,2,24,51,48,50,28,
+51,48,50,2,166,249,15,85,138,4,1,120,1,3,53,20,11,11,14,4,88,140,0,6,0,11,9,14,4,18,175,1,
+6,0,0,59,6,7,181,15,4,21,175,14,255,14,2,248,14,3,110,21,0,54,0,14,200,0,8,37,50,28,51,37,
+50,3,110,112,2,48,37,14,244,2,3,236,43,15,174,15,19,4,186,141,1,6,0,15,75,28,0,3,164,15,5,70,
+51,6,149,0,2,86,80,8,115,41,3,150,27,15,40,42,1,2,250,3,3,40,42,15,154,19,2,4,75,110,31,52,
+234,99,3,5,66,21,12,0,4,2,76,1,1,204,2,15,9,250,1,1,217,0,3,37,0,15,2,4,13,0,41,21,
+2,131,0,15,214,31,5,4,244,93,15,107,135,0,5,66,140,1,107,0,14,108,41,10,148,75,3,146,54,12,108,60,
+4,125,72,15,122,49,1,2,237,16,3,58,50,15,186,65,3,4,116,20,2,220,82,12,103,142,2,239,16,2,126,0,
+4,161,5,5,29,0,7,126,4,14,38,52,5,112,139,2,179,2,12,239,167,5,135,74,3,226,0,15,206,74,3,4,
+247,2,15,255,102,0,4,89,57,2,7,0,2,46,0,13,82,72,4,95,19,3,38,0,15,71,0,0,3,127,0,3,
+33,0,2,47,0,1,114,78,7,66,5,15,194,185,7,11,192,71,3,221,35,9,135,220,6,116,82,1,208,6,3,243,
+212,3,74,12,10,163,20,17,51,193,242,7,139,9,15,138,184,2,7,138,9,15,167,185,10,2,35,8,1,47,26,15,
+230,38,0,4,84,227,15,158,10,3,4,42,12,15,230,38,3,5,105,17,15,230,38,3,2,178,82,3,143,225,4,2,
+79,13,53,13,15,149,11,3,4,139,69,15,230,38,20,4,138,45,11,69,0,7,0,125,15,35,1,9,3,246,23,1,
+49,22,15,104,40,8,15,43,39,12,3,89,38,3,30,4,10,147,18,5,47,13,15,212,10,6,4,20,77,47,49,49,
+214,10,4,3,82,51,3,53,145,15,216,10,7,7,70,66,15,217,10,2,7,222,217,15,74,39,4,6,16,13,15,228,
+94,17,15,25,101,3,4,155,130,15,31,11,13,3,231,130,1,13,24,9,53,66,2,245,9,3,31,0,12,50,136,3,
+211,134,3,15,170,6,65,11,7,131,3,2,124,39,3,231,125,13,186,2,11,185,2,13,239,63,1,204,1,1,246,10,
+15,239,63,3,1,21,15,15,239,63,22,3,100,55,15,240,63,0,1,106,7,12,207,39,1,138,16,4,58,59,12,207,
+39,1,183,3,21,112,113,68,12,231,9,3,35,204,15,138,74,3,0,15,1,13,207,39,3,161,49,3,89,15,15,176,
+13,2,5,186,153,4,138,3,10,140,27,2,251,0,4,38,59,10,120,0,2,135,1,15,15,227,1,2,47,3,4,180,
+39,10,243,73,11,189,56,3,11,177,2,238,9,5,94,4,1,178,0,0,35,0,1,39,91,7,234,17,2,114,4,3,
+58,10,11,254,55,4,34,1,15,90,40,0,0,200,0,12,124,12,4,90,40,3,220,3,15,90,40,3,4,38,24,15,
+90,40,5,4,124,62,13,47,22,3,80,62,2,25,7,15,239,143,7,6,13,137,15,239,143,20,15,90,40,7,5,238,
+13,14,240,49,3,127,4,2,1,7,15,239,143,0,8,1,237,4,45,0,15,203,85,1,1,65,0,4,28,109,15,153,
+1,9,10,109,28,5,153,1,11,4,50,2,99,12,14,162,12,8,89,86,3,164,81,15,19,56,2,3,66,53,7,170,
+0,11,20,56,1,82,43,15,166,12,5,2,45,61,15,166,12,4,15,20,56,16,31,51,20,56,10,4,123,0,8,171,
+12,11,20,56,31,51,20,56,3,25,51,20,56,0,37,0,15,6,144,38,13,142,141,9,33,81,2,157,64,8,30,0,
+2,135,6,15,7,144,32,3,109,14,4,77,169,15,214,0,2,8,21,56,0,228,0,15,7,144,2,4,122,172,14,48,
+3,3,57,87,15,191,12,20,15,8,144,16,4,180,0,2,175,1,9,15,10,4,11,242,11,98,3,4,95,7,15,161,
+109,0,6,198,143,15,208,3,20,4,127,9,3,50,12,15,28,60,2,3,62,60,4,13,0,12,21,12,3,238,40,15,
+219,131,2,3,243,32,2,254,4,15,238,40,4,4,29,21,14,238,40,3,89,3,3,79,14,15,62,0,4,4,54,238,
+1,26,5,12,99,16,10,113,60,12,86,12,3,236,50,2,73,4,15,131,87,0,4,211,57,3,70,0,12,87,12,4,
+15,144,3,150,15,12,199,2,2,85,44,4,28,31,15,88,12,7,4,71,0,15,88,12,4,3,91,113,3,9,17,15,
+88,12,7,4,71,0,6,88,12,15,24,5,2,7,94,2,15,108,64,0,2,112,40,5,155,8,14,129,57,4,78,11,
+15,50,41,4,15,255,7,1,15,50,41,13,2,36,2,11,50,41,21,51,94,243,11,176,7,4,233,6,15,82,185,5,
+3,198,105,4,9,17,15,50,41,0,0,34,0,13,164,0,3,163,8,3,23,41,15,163,8,3,4,222,47,6,204,145,
+6,43,8,3,91,227,4,202,241,14,5,58,19,51,165,65,9,58,3,2,111,0,0,145,0,13,22,8,3,188,8,3,
+183,37,15,175,82,3,4,31,242,15,111,130,5,4,70,145,12,22,8,3,228,130,8,94,61,12,6,58,1,84,2,2,
+40,0,2,230,205,15,70,4,10,4,86,114,15,52,130,7,5,86,114,14,21,135,2,94,3,4,7,0,14,163,8,3,
+15,135,1,32,0,4,38,0,15,111,36,0,3,125,211,3,132,32,15,5,58,2,5,132,1,11,254,134,1,231,3,1,
+190,14,11,5,58,1,83,3,4,90,186,15,1,8,1,2,171,6,3,176,206,15,1,8,1,3,6,58,15,110,36,9,
+2,39,89,15,1,8,5,1,84,48,15,6,58,10,20,51,219,58,15,6,58,3,15,21,64,1,12,236,20,1,253,4,
+15,43,7,0,10,48,4,11,5,159,1,252,59,15,6,58,7,4,214,59,2,133,0,11,213,4,5,117,145,1,57,1,
+12,58,5,3,210,53,3,67,0,1,254,13,9,7,58,15,84,57,7,3,92,10,3,172,57,15,110,36,1,3,46,1,
+7,228,0,12,122,63,5,178,1,15,1,8,3,3,21,2,15,23,64,21,9,185,146,2,114,61,15,180,0,3,3,112,
+135,7,61,35,0,171,0,15,1,8,2,4,170,54,15,1,8,1,3,76,52,2,55,36,15,187,3,16,11,172,132,12,
+78,0,3,80,1,2,20,1,3,211,58,12,99,94,3,99,42,15,30,128,2,3,221,12,3,1,8,15,221,12,3,4,
+22,143,29,55,80,110,3,238,204,3,133,0,15,188,42,3,4,61,142,15,1,8,2,4,118,105,3,205,52,0,3,1,
+8,1,8,3,111,129,2,52,4,15,1,8,0,4,123,56,2,70,0,12,79,130,4,134,143,4,228,52,12,230,10,2,
+80,152,3,224,1,15,217,4,0,4,1,8,5,205,143,1,47,0,13,1,8,2,23,54,4,71,0,15,134,37,0,3,
+1,8,4,71,0,2,47,0,10,89,20,1,31,59,14,210,6,3,252,1,15,207,184,3,3,22,113,15,68,102,2,2,
+231,42,0,64,0,12,74,7,15,230,42,10,4,120,0,4,156,49,2,229,42,11,74,7,2,254,16,3,242,107,15,251,
+59,0,20,51,232,209,15,134,39,0,30,53,74,7,15,134,39,17,5,63,142,2,134,39,15,32,0,0,4,36,123,11,
+189,6,4,186,55,2,229,3,15,142,226,1,3,236,127,15,186,55,21,4,94,113,31,55,95,142,7,4,213,7,15,186,
+55,5,3,189,127,1,221,127,15,186,55,15,15,88,128,0,3,242,155,2,2,5,3,74,7,11,51,61,5,132,1,15,
+164,55,33,15,74,7,2,2,134,11,4,49,118,15,74,7,0,2,197,11,15,164,55,10,0,102,13,15,164,55,7,1,
+45,49,3,80,145,3,95,35,10,183,207,0,214,0,15,51,49,2,2,1,12,15,164,55,1,29,51,97,8,15,51,49,
+1,25,51,114,141,0,37,0,12,164,55,15,168,182,8,10,42,142,14,164,55,2,84,1,2,37,0,13,74,7,4,41,
+142,3,67,0,0,227,4,8,74,7,3,212,232,1,73,54,12,121,77,3,161,48,2,12,2,15,32,8,3,8,234,41,
+0,228,0,12,164,55,2,44,55,2,196,5,15,74,7,0,4,118,56,15,74,7,20,9,172,56,31,49,152,51,0,4,
+180,0,6,20,212,7,157,0,10,85,227,5,1,1,4,124,14,15,252,6,0,9,9,55,15,187,3,16,4,191,125,15,
+74,7,3,9,226,141,4,205,233,13,62,48,3,16,37,15,89,139,1,3,162,12,2,74,7,4,150,42,12,131,0,4,
+104,135,14,221,142,2,22,6,2,8,2,1,89,47,15,62,0,0,4,58,117,15,74,7,1,15,131,235,0,8,74,7,
+2,130,29,3,52,4,15,74,7,0,4,240,50,3,70,0,12,198,2,4,203,141,3,104,50,12,251,1,3,25,142,3,
+15,81,15,188,56,0,3,74,7,3,71,0,4,47,0,12,74,7,3,2,206,3,71,0,15,188,56,0,3,74,7,4,
+71,0,6,228,42,7,73,2,5,15,248,10,192,14,15,76,184,0,3,202,6,4,105,62,10,163,27,3,134,152,2,11,
+24,15,57,63,2,0,3,15,9,122,0,9,244,114,8,216,25,4,25,53,6,242,210,13,150,44,5,10,138,2,161,52,
+24,49,200,2,11,32,45,7,118,36,15,155,243,10,3,81,7,15,244,6,0,10,210,51,2,156,1,15,252,9,3,1,
+182,51,15,129,3,4,4,38,234,4,222,0,3,96,29,4,196,9,11,80,46,3,143,0,15,183,96,5,0,176,43,1,
+63,0,15,58,51,6,5,175,0,2,146,34,15,228,3,2,5,54,51,15,228,3,2,3,0,140,3,177,0,6,154,233,
+15,146,0,5,4,35,45,0,173,106,7,231,1,0,244,11,15,35,45,8,111,97,100,118,101,99,116,37,45,20,15,45,
+0,1,15,39,45,4,15,43,0,1,15,41,45,20,15,59,0,8,14,4,183,47,54,52,56,0,17,15,4,183,3,23,
+49,182,44,3,117,1,40,60,49,54,96,2,121,3,39,60,51,44,183,5,202,44,31,49,202,44,4,8,73,96,15,5,
+1,9,1,82,3,7,203,44,22,52,202,44,15,1,1,9,15,187,28,2,15,115,0,19,12,0,183,0,51,4,15,146,
+44,1,0,148,5,15,145,44,2,0,143,5,15,144,44,8,1,83,6,1,136,4,15,123,96,10,15,122,96,2,20,52,
+242,170,13,140,44,9,201,69,4,27,0,15,120,96,20,3,128,19,15,115,12,1,2,133,42,6,205,102,7,217,20,15,
+100,1,2,15,130,44,20,3,73,107,1,7,11,8,72,40,3,121,33,14,137,7,3,224,12,3,217,14,15,149,22,2,
+3,45,12,15,28,31,2,7,250,218,0,31,0,8,90,0,2,196,12,2,3,1,15,89,0,3,4,34,235,15,124,4,
+0,1,122,4,0,5,0,2,82,36,15,116,4,3,2,224,188,4,66,1,3,46,3,2,88,5,11,109,30,3,116,63,
+166,44,32,50,49,51,57,48,57,53,48,34,165,7,176,79,1,147,1,0,235,56,8,37,0,8,157,1,2,165,34,4,
+185,26,11,65,2,11,165,237,8,89,48,4,62,1,9,147,0,2,140,46,0,124,36,15,148,0,8,2,37,0,0,228,
+37,8,37,0,13,126,44,6,126,0,9,158,1,6,69,33,9,68,124,3,8,12,2,216,5,0,5,0,3,22,13,10,
+254,11,16,52,52,178,13,39,11,24,52,106,35,17,52,127,177,15,154,1,6,15,157,14,3,4,187,98,6,45,15,12,
+6,41,15,209,251,1,7,131,1,3,2,1,10,55,20,3,2,1,15,43,0,0,6,159,0,1,25,0,2,124,0,1,
+201,1,15,7,12,1,2,72,0,6,237,0,15,11,125,0,5,8,45,2,250,99,12,251,13,2,248,16,0,5,0,11,
+38,70,7,188,0,10,27,9,3,188,0,15,72,1,6,15,68,87,3,4,41,18,15,132,0,1,3,65,38,14,181,46,
+10,220,31,15,53,1,36,6,31,1,15,209,19,3,4,243,2,15,83,87,6,3,248,3,15,118,8,1,6,8,56,3,
+74,28,15,112,8,4,0,61,0,1,248,10,10,254,3,6,99,92,15,108,34,3,15,108,3,9,2,222,3,0,148,5,
+11,108,3,10,96,22,17,52,103,174,15,125,33,8,3,248,0,15,142,252,3,15,129,0,9,2,97,11,0,120,20,11,
+129,0,10,50,18,7,129,0,10,84,52,5,238,3,6,92,38,6,238,3,2,46,37,1,95,1,3,121,23,11,68,39,
+17,52,3,111,15,17,3,0,8,137,42,0,37,0,15,243,3,4,3,145,1,15,132,67,3,4,115,252,9,247,38,12,
+185,94,15,167,101,1,9,241,27,4,43,229,11,207,94,4,17,1,8,48,0,3,161,122,15,200,2,1,2,169,0,3,
+11,20,15,99,0,2,15,4,1,0,7,60,24,0,18,1,15,34,129,1,5,23,4,6,82,27,8,93,33,2,121,15,
+1,142,11,15,220,0,10,13,153,8,2,155,18,15,114,1,7,15,78,27,4,14,114,1,14,35,248,12,53,153,15,150,
+0,7,12,238,6,14,114,1,3,190,223,15,114,1,9,4,173,3,13,99,0,7,91,1,1,82,6,10,24,3,2,105,
+54,4,110,164,14,50,94,4,189,9,15,20,9,5,3,15,45,0,148,3,52,116,111,109,31,0,56,109,105,110,120,78,
+1,188,1,2,228,4,7,4,50,0,91,0,15,193,12,11,111,101,114,114,115,117,109,193,12,20,15,45,0,1,15,193,
+12,4,15,43,0,1,15,193,12,20,15,59,0,8,15,193,12,10,15,56,0,8,15,193,12,3,0,133,195,11,192,12,
+15,191,12,1,8,50,109,1,148,1,57,102,100,60,178,57,4,212,12,31,50,148,137,4,9,98,195,15,25,1,9,12,
+213,12,7,213,195,15,21,1,9,15,113,11,1,1,96,7,15,26,1,17,11,214,12,1,154,23,15,105,57,2,0,238,
+2,7,216,12,9,4,127,2,159,12,6,249,43,8,38,3,7,246,12,8,95,62,5,209,12,8,62,30,8,238,12,2,
+34,0,4,61,38,9,50,3,19,53,114,8,0,35,12,3,79,0,4,51,0,5,126,0,9,6,13,10,233,43,2,51,
+0,5,79,45,2,230,168,13,249,41,1,139,13,15,68,128,1,2,221,41,0,142,7,1,182,18,8,100,18,2,134,0,
+0,132,7,2,246,140,52,101,108,112,162,0,6,223,13,3,83,243,14,247,0,3,228,68,0,6,0,4,221,5,4,113,
+2,1,241,242,20,100,235,4,10,21,9,10,78,6,28,53,30,134,7,68,13,3,131,13,15,217,141,10,3,82,13,1,
+231,29,37,111,116,153,8,1,23,0,11,68,83,4,149,69,1,213,0,1,200,12,6,87,43,2,8,42,0,173,41,2,
+137,142,14,79,8,18,55,30,26,0,10,43,4,25,0,2,7,58,4,130,33,15,129,54,1,4,28,0,15,28,1,21,
+10,106,5,18,53,67,136,7,56,2,2,87,27,3,147,233,8,24,0,2,109,42,13,70,20,2,243,5,15,140,27,8,
+3,255,170,15,23,111,0,3,244,26,3,96,1,11,57,15,2,69,1,7,188,11,17,53,188,11,255,3,46,112,114,97,
+103,109,97,32,34,110,111,117,110,114,111,108,108,34,45,7,2,3,218,1,5,211,229,52,102,54,52,28,0,2,145,0,
+1,37,54,1,34,22,7,52,1,6,7,0,1,142,0,8,157,3,5,200,2,4,56,0,11,197,0,0,7,0,11,3,
+49,2,188,1,0,6,0,1,42,28,1,189,1,21,110,219,2,2,77,3,0,210,11,15,66,12,1,24,53,150,13,17,
+53,193,137,8,66,4,0,126,28,1,47,3,15,16,172,3,5,47,17,35,108,116,51,0,2,238,136,0,36,0,3,27,
+14,10,56,12,3,35,3,14,188,1,5,208,2,13,188,1,2,183,28,3,188,1,12,213,28,4,253,141,17,52,47,2,
+6,200,0,10,232,72,6,28,16,1,173,1,63,57,43,45,176,1,3,2,232,22,11,176,1,2,52,44,5,176,1,15,
+155,14,2,4,47,15,8,250,101,9,90,0,2,97,39,12,90,0,1,109,13,4,97,0,1,68,11,13,90,0,4,51,
+14,5,66,96,9,87,0,2,11,31,12,87,0,1,250,16,5,94,0,15,229,9,2,4,130,5,3,174,94,13,89,0,
+2,198,24,15,186,2,3,4,96,0,1,152,47,15,140,1,0,0,137,18,11,158,5,6,214,2,5,34,94,12,144,138,
+5,124,5,13,161,15,24,53,131,194,17,53,101,55,15,176,9,5,2,55,26,5,196,127,10,99,2,1,154,2,3,168,
+6,9,184,0,3,106,18,3,61,0,1,62,6,6,52,11,0,37,0,1,43,1,2,50,121,24,100,200,67,17,53,199,
+14,144,114,101,116,59,10,10,125,10,10
 };
-static const cq__ptx_module cq__ptx_2d_f32 = { cq__ptx_2d_f32_lz, 46667, 172077, 0xe13f3af7u };
-/* PTX module 2d_f64: sha256 1199c64aab5ed7d469b3dc9de52581e557466d495ac6a52ef80c84e9c79e312d, nvrtc 12.0, PTX ISA 8.0, 189195 bytes, fnv1a 0xc7e45bf6, lz 48412 bytes */
+static const cq__ptx_module cq__ptx_2d_f32 = { cq__ptx_2d_f32_lz, 71211, 261276, 0x25df7607u };
+/* PTX module 2d_f64: sha256 5e9a8a62a6c462c191e16d5027ae7c97c31095b72c72a300792dc38efea6d8b1, nvrtc 12.0, PTX ISA 8.0, 279522 bytes, fnv1a 0x6598b5b7, lz 72063 bytes */
 static const unsigned char cq__ptx_2d_f64_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -15325,10 +16745,749 @@ static const unsigned char cq__ptx_2d_f64_lz[] = {
 55,0,8,151,30,13,14,116,4,239,110,4,128,3,11,162,1,4,225,110,3,92,0,12,148,2,4,201,165,2,62,0,
 1,212,132,12,128,48,2,182,2,3,41,0,12,1,2,4,23,166,3,95,0,12,107,61,3,204,173,0,8,2,15,46,
 55,9,4,47,77,19,52,100,67,5,83,198,5,72,0,3,248,21,18,53,72,0,8,54,1,4,77,165,1,51,0,15,
-96,0,5,4,81,166,3,66,95,0,194,110,6,39,8,0,147,200,144,114,101,116,59,10,10,125,10,10
+96,0,5,4,81,166,3,66,95,0,194,110,6,39,8,0,147,200,15,145,19,4,143,115,112,104,95,99,111,117,110,151,
+40,17,15,44,0,4,15,141,19,0,15,42,0,4,15,139,19,0,12,68,95,15,58,0,11,111,49,91,51,54,48,93,
+70,39,3,8,196,46,3,194,17,47,49,55,186,181,1,47,49,48,178,219,1,31,56,201,66,4,1,67,165,15,212,0,
+16,4,82,15,5,218,22,47,55,44,209,0,17,10,87,15,1,75,114,15,137,15,1,1,189,109,15,138,15,2,1,1,
+115,15,139,15,8,2,138,117,2,1,121,3,56,194,15,142,15,4,1,228,109,13,143,15,18,55,40,245,2,115,0,4,
+220,0,2,93,6,3,90,8,11,133,16,4,18,51,49,43,49,56,237,14,15,141,36,12,4,131,58,15,7,93,7,15,
+127,63,0,15,229,92,2,3,168,14,2,33,0,3,244,22,10,95,17,4,103,15,34,43,49,116,58,15,16,25,6,13,
+69,63,3,105,44,1,6,0,9,247,0,5,245,8,5,91,0,14,187,170,8,9,52,3,97,10,14,43,177,6,31,37,
+15,173,174,1,2,127,0,6,38,15,15,213,101,2,8,178,180,8,181,200,5,20,0,1,73,6,2,116,156,13,63,15,
+18,55,192,12,12,255,2,4,2,25,34,43,49,234,81,11,127,0,1,79,8,1,132,0,1,212,5,13,109,0,3,226,
+17,10,161,12,3,107,0,1,189,1,9,46,0,3,203,247,4,185,4,17,55,37,13,14,125,49,4,109,17,34,43,49,
+54,11,15,184,25,6,15,83,64,0,4,22,115,2,81,1,12,107,6,10,252,45,15,172,1,6,7,75,15,15,173,1,
+0,3,175,64,2,141,84,9,46,1,1,45,8,6,39,208,9,75,103,34,49,55,214,38,12,129,1,6,180,2,2,101,
+223,11,83,0,4,204,40,3,32,18,11,2,2,2,129,69,12,146,196,4,107,0,9,129,1,2,68,0,12,129,1,0,
+154,32,13,18,5,7,147,0,2,96,1,10,147,0,1,74,0,0,37,0,11,221,4,1,173,156,12,148,2,3,126,85,
+1,88,7,12,205,214,35,49,55,228,205,9,169,0,2,237,28,0,176,0,1,247,249,5,158,0,7,49,187,2,52,235,
+17,57,7,225,8,189,2,8,72,0,1,186,2,1,120,2,10,71,0,5,5,15,5,210,3,18,50,75,100,15,230,11,
+5,2,112,4,3,122,14,11,68,0,5,62,3,18,50,207,100,15,166,78,11,3,250,67,11,68,0,4,238,103,15,80,
+5,12,3,37,10,3,63,36,10,50,3,5,67,0,0,201,0,6,221,1,7,158,207,4,188,1,2,119,51,2,100,1,
+2,170,135,10,220,1,3,125,1,3,238,95,8,41,106,1,84,85,1,81,86,3,77,83,9,174,207,0,203,1,5,213,
+199,7,162,6,2,44,2,2,180,51,2,98,120,8,28,2,2,6,6,7,8,39,18,55,153,212,8,37,0,3,211,89,
+5,172,0,7,218,6,2,63,0,1,33,0,1,104,152,11,204,0,3,140,255,15,204,0,0,2,122,92,3,91,93,4,
+22,7,12,47,5,2,180,210,7,83,2,2,177,237,7,6,186,14,215,6,1,165,1,0,40,0,13,132,85,2,220,11,
+2,196,1,11,227,97,3,233,0,3,219,11,11,242,4,4,234,70,3,174,2,3,119,44,12,10,1,2,237,2,2,22,
+3,4,117,23,12,148,5,13,208,0,3,133,7,3,7,97,13,115,0,4,190,133,3,115,0,8,181,84,2,149,6,2,
+227,23,1,153,1,6,27,85,2,61,237,3,70,85,1,77,11,7,202,255,2,2,21,4,146,255,5,55,86,3,197,0,
+2,58,0,3,19,216,9,40,2,6,78,0,13,125,213,0,217,0,1,237,4,14,141,1,2,169,1,0,13,89,11,141,
+1,3,139,11,2,141,1,15,121,72,2,5,243,138,4,235,7,10,90,0,1,65,0,0,36,0,13,191,8,3,114,41,
+15,189,185,0,3,195,18,4,236,13,15,158,8,3,4,78,71,2,176,33,9,129,161,7,161,8,15,42,71,8,4,40,
+0,15,46,249,23,4,208,9,19,50,234,130,9,118,0,3,240,15,2,84,0,15,70,121,0,11,104,185,3,7,0,6,
+135,71,22,116,22,212,3,80,18,3,104,15,1,34,0,37,108,112,112,1,17,54,91,99,2,55,96,5,132,15,11,67,
+6,1,7,0,1,63,123,12,58,2,2,65,88,8,25,215,9,58,2,1,164,2,13,204,214,5,58,2,14,254,1,4,
+173,135,15,137,83,4,2,41,21,0,38,0,13,76,40,3,225,17,15,191,10,0,3,228,20,3,111,64,15,174,34,4,
+4,116,69,14,229,73,5,45,25,1,39,0,15,138,1,0,3,39,17,3,218,8,15,37,56,23,5,161,20,15,77,9,
+0,4,17,137,2,84,0,0,181,1,12,118,0,4,13,71,9,7,0,5,221,3,8,0,2,3,118,20,3,111,17,12,
+0,2,2,3,103,2,0,2,5,27,72,15,0,2,2,5,9,27,11,29,4,3,141,1,11,26,2,2,1,90,7,207,
+216,9,2,90,15,3,2,8,4,96,122,15,151,83,4,2,152,22,0,38,0,13,3,2,3,151,21,15,80,42,1,8,
+183,56,15,9,44,5,4,28,72,14,231,25,8,164,12,15,152,21,8,4,193,21,15,152,21,32,15,162,25,1,3,182,
+19,2,6,0,0,64,0,12,55,21,3,113,11,3,40,0,3,159,0,7,143,7,12,25,216,4,42,121,11,3,2,1,
+83,177,5,4,2,5,135,17,15,4,2,1,2,116,170,15,5,2,3,10,77,8,0,223,10,54,110,111,116,194,103,2,
+195,7,12,94,0,2,20,240,3,181,6,1,30,121,4,75,8,2,157,0,2,209,100,2,40,0,3,213,80,25,50,85,
+207,4,95,7,6,14,0,1,38,218,13,54,2,3,198,0,15,118,28,0,3,239,23,3,61,2,15,149,6,2,5,203,
+177,2,226,103,14,94,0,2,43,9,0,38,0,13,149,2,3,64,25,15,120,115,0,3,174,22,3,149,2,15,6,30,
+3,4,173,122,2,52,111,15,87,23,0,15,167,45,15,3,127,23,15,135,27,5,15,7,23,8,4,211,228,9,237,133,
+8,149,2,15,83,131,2,2,27,0,3,40,0,3,7,0,5,172,32,7,149,2,4,113,24,7,29,20,9,149,2,2,
+68,222,1,149,2,6,226,174,4,29,0,2,112,15,4,149,2,10,209,3,5,66,0,4,137,25,15,78,6,5,2,21,
+24,1,40,0,12,183,1,4,199,23,15,25,27,0,3,233,23,3,157,26,15,24,27,3,4,0,174,2,231,21,10,105,
+129,8,183,1,15,85,128,2,2,16,1,3,175,7,15,169,134,5,14,116,0,5,108,105,15,4,52,0,4,62,190,2,
+84,0,15,170,80,0,5,45,123,9,7,0,7,144,3,6,183,1,3,69,4,7,213,23,9,183,1,0,158,14,4,183,
+1,5,36,25,4,29,0,3,40,3,2,190,1,11,141,146,5,66,0,3,60,1,4,91,105,14,183,1,1,171,3,1,
+40,0,13,183,1,3,150,1,15,27,196,7,3,33,0,15,51,28,3,4,132,174,2,194,195,15,173,24,0,3,156,1,
+15,52,125,1,3,217,41,3,102,7,15,6,10,23,4,148,104,4,187,193,9,118,0,8,6,10,15,139,174,1,3,227,
+140,3,40,0,4,7,0,15,6,10,1,3,166,8,4,49,0,12,183,1,3,98,109,2,183,1,5,59,1,4,29,0,
+3,40,3,2,190,1,11,50,71,5,66,0,6,164,103,6,213,43,15,121,197,1,4,184,106,15,123,197,27,3,184,1,
+15,118,25,4,4,4,24,13,190,11,4,58,175,2,253,0,15,190,9,0,10,88,25,0,7,0,15,227,65,21,4,184,
+103,15,190,11,0,4,84,137,2,84,0,15,190,9,0,3,121,25,4,59,25,3,7,0,15,190,9,1,4,105,173,15,
+190,9,3,1,255,181,5,184,1,5,218,6,10,187,7,3,191,1,6,103,235,10,187,7,4,20,7,12,255,20,3,99,
+5,3,114,14,15,38,220,1,1,110,7,9,124,7,4,56,210,5,99,0,5,41,16,6,75,4,5,60,15,3,39,14,
+3,249,16,3,251,33,10,234,219,1,151,16,8,98,0,20,50,112,216,3,98,0,2,95,7,1,55,17,15,98,0,1,
+8,117,17,2,158,21,9,200,19,1,24,0,1,133,5,0,122,0,9,58,227,0,197,17,9,121,0,0,30,17,13,255,
+17,0,34,27,9,248,22,9,6,2,8,55,10,4,144,176,11,64,0,15,220,22,8,10,61,27,3,132,75,13,50,21,
+4,69,27,15,223,22,4,4,19,225,15,224,22,1,1,254,0,0,33,0,4,245,37,12,162,11,0,81,2,14,165,20,
+4,104,6,15,185,22,5,2,111,15,2,92,7,2,53,30,11,169,20,0,29,0,3,114,0,13,202,18,13,191,22,3,
+49,0,28,50,63,21,31,50,193,22,2,4,13,28,5,193,22,9,112,28,8,161,22,13,139,177,4,74,144,3,9,4,
+15,111,1,5,3,169,36,15,161,22,4,3,242,30,2,75,31,11,208,23,1,11,3,4,168,236,8,20,1,1,141,142,
+11,20,0,2,42,106,2,166,176,13,73,218,0,255,0,15,210,22,2,5,238,251,15,211,22,4,2,37,15,2,37,7,
+13,14,3,2,115,0,4,136,3,10,133,218,5,114,0,8,155,1,3,49,0,3,47,22,7,155,1,15,219,22,1,1,
+144,186,15,220,22,9,2,166,15,1,39,0,3,30,2,10,165,218,0,180,24,1,19,73,9,131,0,2,53,0,0,138,
+0,15,179,22,6,2,140,186,34,114,49,188,247,8,185,2,15,133,1,1,7,94,0,4,32,5,31,57,201,22,5,5,
+7,252,63,43,50,57,133,22,9,2,221,6,1,73,21,14,68,0,5,178,2,47,51,48,133,22,9,3,6,7,15,136,
+0,3,6,81,23,2,247,1,15,42,52,11,1,80,142,14,59,3,8,202,22,9,130,7,6,190,73,9,237,5,31,50,
+229,22,0,2,157,15,4,151,1,2,162,20,11,231,1,2,189,9,0,34,0,12,28,22,3,113,110,0,33,0,17,112,
+209,12,13,235,216,0,4,2,2,152,226,9,236,22,2,37,111,4,232,1,2,244,180,8,217,2,2,47,45,7,184,31,
+22,55,106,222,3,37,0,3,43,7,1,216,3,12,212,0,1,27,0,4,76,7,15,238,22,0,2,65,14,1,196,236,
+12,210,0,1,182,23,7,45,110,0,210,0,12,102,5,2,221,220,8,214,2,2,224,21,2,214,0,5,118,33,10,90,
+111,2,104,1,0,41,0,13,85,45,2,186,12,3,116,2,3,249,24,10,172,9,4,90,111,2,168,9,14,203,9,5,
+161,25,31,50,244,22,2,2,116,7,2,177,174,6,179,221,12,203,5,13,215,0,2,202,5,0,55,0,15,245,22,2,
+4,177,166,4,117,0,7,246,22,2,231,188,2,111,4,1,233,6,7,246,22,2,240,185,3,35,0,1,13,167,8,247,
+22,4,137,2,15,248,22,3,2,129,15,4,139,2,9,51,2,2,124,1,3,165,64,28,52,126,5,0,42,36,15,150,
+1,1,1,139,0,0,226,0,15,237,96,4,3,197,3,15,175,14,3,0,113,9,1,1,1,15,84,95,3,3,229,2,
+0,38,0,13,47,67,3,219,12,15,178,40,0,4,106,113,3,250,3,15,1,45,3,4,233,200,2,106,113,9,51,7,
+8,247,12,1,32,36,11,201,10,3,215,150,4,138,167,15,247,12,23,4,239,200,19,53,230,13,9,118,0,8,247,12,
+15,252,181,1,3,255,149,4,19,201,3,7,0,15,247,12,1,4,68,229,3,49,0,12,63,11,0,131,10,5,13,245,
+12,101,16,2,25,180,4,7,0,2,175,41,11,65,2,1,95,2,0,65,2,12,255,22,3,65,2,3,91,10,28,52,
+202,6,2,65,2,15,4,2,0,6,243,98,15,179,16,3,4,118,3,15,2,23,0,7,21,115,12,6,2,4,120,114,
+3,6,2,15,107,18,3,4,19,202,3,213,9,8,137,105,8,69,13,1,222,151,12,144,1,2,171,1,3,40,0,0,
+7,0,15,6,2,20,4,61,168,31,54,107,18,0,4,236,151,2,84,0,15,69,13,0,7,217,230,7,7,0,15,69,
+13,1,3,208,16,4,5,152,13,6,2,7,4,23,1,200,40,15,6,2,8,12,5,23,4,42,4,15,5,23,2,2,
+170,16,0,32,2,3,38,5,28,52,66,27,15,9,2,6,5,97,99,15,5,17,4,2,241,4,1,40,0,12,9,2,
+7,38,116,13,9,2,2,136,4,4,237,88,15,189,18,3,4,69,203,2,137,115,9,147,1,9,173,35,15,9,23,0,
+11,228,231,15,9,23,23,4,79,203,31,54,189,18,0,4,6,152,1,6,0,15,67,203,8,4,226,231,3,159,0,15,
+9,23,1,3,160,11,3,49,0,13,9,2,0,164,11,5,9,2,12,13,27,10,9,2,6,149,95,13,9,2,9,9,
+23,28,51,9,23,2,132,11,2,170,6,8,53,33,2,75,4,2,214,1,1,165,26,11,9,23,2,192,18,1,40,0,
+3,28,9,28,52,43,15,3,198,229,13,43,2,3,115,9,15,41,252,1,3,202,61,2,226,9,0,183,12,7,186,0,
+0,224,9,14,154,2,4,146,22,79,56,52,43,45,155,2,4,2,170,6,0,41,0,13,155,2,2,170,6,0,34,0,
+13,155,2,9,170,6,15,126,189,4,5,158,187,13,170,6,4,220,186,2,224,1,15,15,23,0,3,182,153,4,200,233,
+15,15,23,23,0,9,148,2,116,0,15,155,2,0,8,15,23,15,98,154,1,4,2,187,2,40,0,4,7,0,15,15,
+23,1,3,65,20,4,55,171,13,155,2,7,15,23,1,225,19,9,61,2,2,114,1,4,155,2,15,96,8,3,4,215,
+23,0,185,1,15,93,6,3,2,111,118,1,41,0,13,185,1,2,93,6,0,34,0,12,185,1,3,64,187,4,185,1,
+15,93,6,3,5,223,171,13,93,6,4,214,180,2,254,0,15,17,23,0,4,252,202,2,40,0,15,67,201,6,14,116,
+0,4,186,33,31,55,93,6,0,4,245,154,2,84,0,15,17,23,0,11,56,231,3,7,0,15,17,23,1,3,93,46,
+4,175,205,13,185,1,7,17,23,6,186,211,4,29,0,3,114,1,3,50,3,15,17,23,3,4,77,24,2,165,36,13,
+182,1,3,92,186,0,38,0,12,182,1,5,38,168,15,182,1,0,9,10,6,15,221,175,4,5,141,33,13,10,6,4,
+238,188,2,251,0,15,25,10,0,4,1,232,2,40,0,0,7,0,15,182,1,21,4,97,154,15,10,6,0,4,202,155,
+2,84,0,15,25,10,0,5,30,206,2,41,0,4,7,0,15,26,10,2,3,51,33,4,217,243,12,184,1,0,29,12,
+5,184,1,12,183,28,3,58,26,3,191,1,11,237,49,5,66,0,4,141,167,31,52,205,9,4,2,107,183,1,40,0,
+13,186,1,2,240,22,0,34,0,13,186,1,3,238,56,3,186,1,15,202,24,3,1,112,29,1,71,1,13,7,19,4,
+197,206,3,210,34,15,216,172,1,4,21,232,5,43,0,15,163,155,6,15,122,0,1,4,118,158,15,209,24,0,4,208,
+206,4,95,0,15,214,9,0,5,174,203,3,43,0,6,8,0,15,218,9,1,4,167,181,3,53,0,14,198,1,7,32,
+23,1,129,17,15,210,7,0,3,205,1,6,250,9,10,29,7,0,7,0,6,88,155,9,238,7,5,84,7,12,59,42,
+3,176,38,2,67,42,3,196,19,28,53,82,19,1,183,233,7,189,7,11,60,23,3,183,16,0,162,12,5,98,0,5,
+132,15,2,156,18,11,227,41,29,53,103,12,10,243,43,0,244,16,7,98,0,2,71,174,1,139,17,15,98,0,1,9,
+203,17,1,197,0,9,225,12,1,24,0,1,167,241,0,122,0,12,243,38,0,135,32,7,122,0,0,190,89,14,73,65,
+5,18,20,18,51,138,16,15,184,71,5,2,204,16,1,112,10,9,133,3,2,63,3,3,125,13,13,93,3,3,26,24,
+31,52,246,8,0,3,59,3,3,88,0,1,41,10,5,129,69,1,225,0,1,183,3,2,68,250,2,121,200,14,200,65,
+6,184,19,2,250,23,15,252,19,5,3,143,17,12,4,62,4,94,163,3,162,5,15,132,0,5,1,3,106,2,8,22,
+7,79,1,15,7,70,8,0,21,49,79,102,105,108,108,117,50,20,14,43,0,15,116,50,4,14,41,0,15,115,50,20,
+15,57,0,6,15,114,50,8,31,51,114,50,1,31,48,18,76,1,24,52,58,76,3,91,1,2,177,50,15,31,23,0,
+1,248,18,15,209,0,15,4,27,22,5,112,50,22,57,112,50,15,206,0,7,10,32,3,1,141,15,15,68,151,2,0,
+124,2,15,250,115,3,0,53,4,15,70,151,9,3,0,19,1,12,0,5,177,3,15,111,50,1,4,184,18,10,113,4,
+32,56,95,117,83,15,111,50,2,3,180,9,11,31,45,5,222,22,15,31,45,11,5,57,50,15,163,115,5,15,159,3,
+2,5,238,127,13,201,41,4,247,45,15,198,37,0,2,26,0,3,112,0,9,212,45,5,104,10,11,144,27,15,39,33,
+7,14,211,8,1,66,6,4,156,173,15,93,0,1,15,138,50,9,9,87,95,15,223,48,6,4,116,7,15,140,50,10,
+8,253,13,3,220,1,2,133,29,13,168,20,1,80,246,11,19,0,1,21,5,1,98,12,13,137,50,31,56,137,50,59,
+2,107,0,15,136,50,2,3,106,0,7,174,5,2,45,0,11,135,50,31,56,135,50,4,6,105,1,15,135,50,5,4,
+180,65,15,37,10,0,5,68,50,2,7,0,12,183,58,7,110,229,15,170,1,9,3,133,8,5,8,28,15,137,50,2,
+5,19,20,15,137,50,20,31,56,137,50,59,2,221,163,15,136,50,2,3,106,0,8,129,1,1,45,0,11,135,50,31,
+56,135,50,2,4,138,133,15,135,50,10,0,37,0,3,169,27,10,136,16,19,56,144,48,8,124,0,1,220,15,0,130,
+0,15,166,27,6,2,26,16,47,54,55,164,27,8,0,133,13,12,195,9,1,157,2,0,92,2,15,107,50,4,5,202,
+0,15,107,50,11,3,146,46,9,227,49,5,68,0,5,165,31,15,107,50,11,3,96,46,3,144,11,11,68,0,6,153,
+29,15,76,5,10,2,219,11,4,26,47,10,22,3,5,167,3,10,225,72,5,99,0,6,78,9,2,19,70,15,6,81,
+10,4,99,116,11,68,0,5,63,5,15,146,9,11,5,221,147,11,188,5,6,200,66,12,30,63,3,158,47,3,13,41,
+7,206,8,31,56,44,51,6,2,53,2,8,214,23,4,31,0,2,120,50,0,223,148,15,42,51,27,18,56,175,34,15,
+42,51,2,2,128,2,2,203,171,7,98,3,2,69,10,7,210,19,31,56,40,51,4,6,7,51,15,39,51,3,1,209,
+18,11,200,0,15,39,51,42,19,56,65,45,7,14,3,3,192,17,15,39,51,8,2,125,20,0,40,0,12,20,11,2,
+154,1,3,5,43,15,161,27,3,3,135,16,31,57,19,122,5,13,242,82,12,39,51,2,199,51,1,34,18,14,39,51,
+3,208,0,6,14,0,0,27,6,14,193,0,1,137,6,15,232,51,1,4,250,140,2,194,0,10,208,16,3,162,0,10,
+174,68,14,92,0,5,65,51,13,197,43,4,57,46,15,139,68,6,3,102,52,15,141,15,4,4,90,46,15,205,6,5,
+4,151,144,13,203,6,3,164,16,3,119,23,15,122,46,1,3,0,15,6,7,50,15,125,48,21,4,241,48,3,166,15,
+15,34,0,0,4,46,1,15,158,48,0,10,243,48,15,21,49,1,3,95,7,3,41,0,3,7,0,5,16,32,36,103,
+101,193,15,4,136,7,3,166,44,15,105,52,2,33,56,95,88,246,14,209,1,4,186,178,6,179,32,3,24,0,1,105,
+2,2,223,15,1,92,191,14,236,1,1,93,4,0,40,0,13,72,2,3,22,14,2,209,1,1,126,4,14,152,13,2,
+109,90,7,203,212,6,162,6,2,6,0,9,100,7,16,49,77,72,14,189,0,3,96,1,3,80,3,8,71,0,1,191,
+0,0,6,0,15,11,10,0,3,151,132,2,226,0,4,92,49,12,253,7,0,35,59,7,128,0,0,229,7,8,143,7,
+2,214,4,15,52,39,3,4,63,4,2,89,7,15,191,51,2,0,4,5,9,96,0,0,115,47,7,96,0,2,231,5,
+4,168,58,12,96,0,7,221,5,1,167,10,8,111,5,1,22,0,1,195,48,0,118,0,10,145,39,17,56,145,39,15,
+210,11,12,6,149,0,1,42,40,14,195,11,6,114,39,14,177,39,5,59,171,2,147,2,9,202,7,4,36,0,6,201,
+7,14,4,12,10,246,237,3,73,79,13,91,10,4,38,50,3,79,100,12,91,10,4,41,122,6,81,75,6,251,1,2,
+176,40,14,47,38,1,95,21,11,19,0,2,39,2,3,29,10,11,125,51,33,56,95,239,140,14,10,12,6,63,39,15,
+11,12,2,2,98,35,2,230,7,2,240,221,12,113,0,1,23,27,0,113,0,12,122,7,2,113,0,8,229,2,2,48,
+0,0,240,141,9,77,2,16,50,221,16,14,184,1,4,16,29,15,154,62,8,4,76,51,15,75,51,7,3,91,1,12,
+38,71,10,73,51,15,184,1,5,15,246,238,12,5,60,123,15,190,13,0,2,49,1,0,115,26,15,195,50,2,33,56,
+95,48,253,14,143,1,6,173,2,15,25,12,2,2,10,15,2,183,6,2,130,147,10,19,2,0,28,0,3,113,0,12,
+11,16,2,113,0,8,143,1,2,48,0,3,163,11,7,143,1,3,188,4,10,177,12,7,153,0,15,33,12,1,2,221,
+15,0,38,0,4,233,41,12,188,8,2,139,16,8,128,0,2,25,61,15,124,62,9,2,96,197,47,55,56,199,39,9,
+1,41,228,10,78,5,2,223,21,0,111,2,15,36,12,3,4,95,25,15,198,39,13,3,113,23,4,169,51,10,69,0,
+0,46,24,3,58,11,15,199,39,10,3,106,29,4,50,24,11,69,0,5,127,3,15,200,39,12,4,157,50,15,161,4,
+1,5,7,12,15,39,12,3,6,190,43,18,51,73,3,15,251,91,11,4,224,50,11,69,0,5,140,12,15,253,20,11,
+3,196,73,2,56,147,14,167,49,15,40,12,0,4,80,120,3,7,0,7,204,97,48,56,95,50,103,6,11,89,10,3,
+216,60,1,61,2,1,141,22,12,138,2,1,73,0,0,32,0,12,99,11,4,109,153,5,242,48,14,223,46,23,56,233,
+37,6,48,12,2,156,0,2,141,2,1,132,26,8,118,3,5,223,44,6,183,0,16,51,137,6,7,36,0,2,253,0,
+2,203,231,11,205,0,1,132,3,2,32,0,1,238,22,12,205,0,1,116,0,4,67,44,9,205,0,1,245,12,3,100,
+153,4,133,68,12,244,5,0,130,40,10,39,9,2,174,0,1,208,0,15,44,247,4,2,119,16,15,202,61,0,4,181,
+85,2,21,3,11,205,191,5,142,3,4,209,2,11,112,105,4,239,7,5,9,135,15,104,40,2,2,71,8,3,58,56,
+4,67,71,11,51,46,4,214,0,15,109,50,5,0,61,0,12,187,0,3,48,154,4,139,3,9,118,12,19,51,126,6,
+10,169,0,4,233,43,2,222,240,14,108,0,1,127,2,0,37,0,13,216,50,3,87,13,15,55,31,0,3,122,242,4,
+204,3,15,255,55,4,4,101,220,15,28,108,4,4,34,6,13,58,12,4,41,194,3,111,27,15,104,27,0,5,106,78,
+5,7,0,15,31,56,21,4,186,39,15,93,240,6,4,82,5,15,137,54,1,2,131,7,5,207,78,15,0,55,17,1,
+173,0,14,58,12,4,136,180,3,239,35,15,41,47,2,33,56,95,15,102,15,123,2,0,10,118,172,7,28,11,1,144,
+1,2,213,73,2,160,28,14,132,39,2,145,2,15,75,58,0,3,168,243,3,60,5,1,173,45,15,61,12,0,17,53,
+125,132,29,114,143,28,1,121,202,3,249,56,9,148,2,20,53,95,11,10,193,2,0,7,0,15,235,33,2,4,38,35,
+4,88,3,9,101,0,3,218,0,15,93,12,3,3,235,156,3,115,3,4,132,45,13,72,24,9,16,17,16,51,34,8,
+8,202,7,2,86,4,3,253,7,11,254,11,2,192,15,3,3,5,4,107,48,13,29,8,9,32,18,1,66,37,7,96,
+0,2,211,42,1,184,62,15,96,0,0,7,16,6,1,253,10,8,157,5,2,167,3,4,42,2,12,127,16,0,114,11,
+7,118,0,15,218,77,12,127,100,101,110,115,105,116,121,103,27,20,15,46,0,2,15,106,27,4,15,44,0,2,15,109,
+27,20,15,60,0,9,15,112,27,8,31,52,206,124,0,31,50,165,95,1,31,50,166,95,2,16,56,133,27,15,192,10,
+0,5,179,93,15,215,0,14,4,199,9,5,5,26,22,48,115,27,15,212,0,10,11,255,9,0,66,3,15,118,27,1,
+1,174,6,15,118,27,2,1,239,14,15,118,27,8,2,232,6,2,151,8,6,240,23,15,118,27,1,1,96,55,13,118,
+27,32,57,95,132,47,15,118,27,1,4,127,163,11,131,21,6,131,13,15,118,27,11,2,68,0,15,92,27,2,4,24,
+31,15,58,73,3,6,1,10,15,228,21,11,4,136,27,15,190,27,2,4,99,0,13,2,5,2,53,0,3,60,0,15,
+158,4,2,4,131,15,15,20,8,3,4,44,19,15,19,8,4,0,88,0,3,154,56,12,113,92,3,62,92,15,164,19,
+0,3,86,23,2,6,0,4,40,13,6,18,16,15,161,90,17,4,68,216,17,50,189,47,9,26,0,4,185,213,14,26,
+0,5,76,216,4,134,13,11,26,2,0,94,26,15,45,24,10,15,202,23,11,5,163,171,15,7,12,1,5,71,2,11,
+164,7,10,244,27,3,102,1,15,234,28,8,2,149,158,8,112,109,2,212,0,5,62,27,15,19,75,6,12,30,17,2,
+65,1,1,109,1,255,1,51,69,66,48,67,54,70,55,65,48,66,53,69,68,56,68,105,17,10,11,177,175,13,232,12,
+14,239,192,3,126,44,5,24,8,15,101,38,0,2,61,0,15,144,21,5,4,141,44,15,124,45,4,2,58,57,0,112,
+2,13,90,34,3,219,3,3,154,1,7,82,6,2,85,158,14,90,10,3,193,20,5,46,1,10,105,0,2,51,51,15,
+145,22,0,3,105,25,15,82,127,0,4,50,92,1,6,0,15,206,89,4,5,199,241,2,50,92,9,115,22,2,167,1,
+3,80,22,15,246,218,1,5,228,241,3,73,29,15,178,94,24,5,117,22,3,151,2,15,104,73,1,3,93,0,15,85,
+22,1,14,106,73,2,143,0,15,28,10,0,2,27,0,3,48,0,15,162,30,1,18,57,36,21,13,207,94,8,108,23,
+12,26,127,9,142,23,5,247,37,23,103,84,40,2,33,0,1,134,23,15,164,255,0,13,16,30,16,57,149,94,136,9,
+98,114,97,46,117,110,105,51,6,8,56,2,0,95,9,3,223,0,6,247,38,9,105,0,13,200,241,10,160,4,15,151,
+117,5,13,53,30,18,57,223,94,8,62,0,1,28,49,15,44,242,15,4,252,142,4,42,71,12,98,19,5,95,229,4,
+19,115,13,32,0,3,26,33,4,73,0,1,185,2,9,92,21,5,78,242,4,34,0,0,215,1,14,59,1,9,115,3,
+0,57,11,9,103,0,4,205,73,3,82,236,44,49,56,57,1,9,45,0,3,114,0,4,220,0,13,74,32,4,206,144,
+4,33,0,1,231,16,9,23,1,3,168,1,4,41,0,5,90,65,6,34,0,4,197,2,1,70,3,15,203,1,1,15,
+4,1,2,3,89,6,8,236,0,0,176,10,12,133,25,3,129,6,4,119,94,3,187,5,1,209,38,11,170,50,2,228,
+56,1,88,7,15,212,31,1,5,46,3,2,110,11,5,136,2,3,97,3,6,163,62,12,169,2,4,16,2,15,169,2,
+18,15,137,7,5,13,227,29,1,232,16,3,229,36,10,16,16,33,57,95,173,29,14,154,3,3,96,2,15,155,3,9,
+12,185,9,1,59,34,14,98,2,8,252,24,0,37,0,3,222,17,6,203,2,1,75,15,15,94,245,14,3,59,1,3,
+128,15,15,50,3,0,3,59,1,3,41,0,12,125,91,6,51,244,4,73,0,12,221,90,4,100,244,17,49,178,20,13,
+156,97,3,147,2,4,37,0,0,62,0,15,236,0,0,7,234,13,0,250,0,12,80,3,4,145,2,3,130,55,15,179,
+5,0,4,104,0,4,196,239,9,114,3,0,20,0,30,67,240,1,10,99,0,3,68,3,4,73,0,1,97,23,15,206,
+0,5,4,45,0,9,6,4,16,49,122,7,9,84,0,4,170,227,4,55,0,15,192,46,0,5,53,226,3,39,1,3,
+50,0,15,15,245,0,3,49,38,4,40,0,15,4,1,0,4,50,245,4,133,2,5,125,228,13,82,4,4,216,222,4,
+153,0,15,82,1,0,4,191,226,4,153,0,3,50,0,2,126,10,9,76,0,3,241,50,4,40,0,15,186,78,1,3,
+15,5,3,69,0,6,209,244,10,247,1,0,138,31,15,230,8,0,0,7,0,11,115,68,2,132,11,0,6,0,15,186,
+28,1,1,55,0,2,35,0,4,44,13,12,116,3,10,121,0,1,192,5,7,23,14,0,15,47,15,23,14,26,4,56,
+0,2,144,12,1,69,56,13,149,242,2,102,20,15,26,24,2,4,65,50,31,51,232,22,12,5,53,181,12,167,9,2,
+199,22,0,99,0,13,233,22,3,78,24,3,58,0,15,42,13,3,4,4,11,11,254,19,7,121,34,2,31,0,7,44,
+13,7,111,1,2,45,13,6,14,34,14,68,34,17,57,89,31,15,129,8,1,7,130,17,0,37,0,11,136,1,0,185,
+21,15,136,1,34,2,15,21,4,219,224,11,110,1,7,194,204,15,155,24,11,2,127,2,4,109,33,11,70,0,6,116,
+216,15,69,25,18,4,241,77,11,108,37,11,133,214,14,33,0,12,6,203,14,137,0,6,120,218,47,50,56,199,13,9,
+4,101,117,15,33,70,2,4,88,26,14,168,217,7,40,21,15,81,13,19,4,250,25,5,231,211,8,137,8,4,242,75,
+2,17,4,10,246,25,5,36,0,12,191,209,8,55,21,4,108,2,15,59,36,2,4,98,27,3,169,2,7,219,63,3,
+58,87,0,5,0,1,190,25,7,234,171,2,61,37,1,27,0,2,167,153,8,207,86,2,75,4,3,23,253,4,204,8,
+2,187,18,3,109,36,0,35,0,4,128,2,4,233,18,0,199,17,0,124,2,25,120,108,37,1,9,26,3,40,183,0,
+136,3,0,174,57,5,50,0,0,63,3,2,25,85,14,8,33,19,57,21,69,14,94,34,5,15,1,13,94,34,2,2,
+3,4,195,2,10,207,74,12,167,36,1,244,1,13,172,120,3,166,36,15,249,17,2,1,52,1,15,194,36,1,7,174,
+183,13,97,75,3,181,22,10,85,28,12,187,13,5,100,101,15,143,110,5,4,200,76,14,59,77,4,85,6,4,138,6,
+15,199,36,0,4,86,250,4,50,102,15,84,14,24,5,114,101,15,88,202,6,1,119,251,7,208,15,15,216,77,1,3,
+119,101,2,238,90,15,219,77,14,2,178,0,15,205,36,0,3,42,0,3,91,25,11,29,28,2,139,5,4,138,5,10,
+221,34,4,75,2,9,180,1,3,168,26,15,205,78,1,2,89,6,4,165,29,10,230,67,6,248,0,4,18,80,5,127,
+54,5,211,0,2,140,1,4,68,10,1,18,70,13,217,109,3,147,1,15,216,101,1,3,123,25,3,34,0,6,129,15,
+7,115,84,3,20,12,2,159,4,15,113,11,2,11,149,34,17,57,56,44,15,133,10,1,7,76,52,0,37,0,15,16,
+15,0,3,129,10,4,110,0,15,104,12,11,0,88,1,15,17,15,5,11,184,34,32,57,95,105,3,11,225,11,2,202,
+218,15,225,11,13,11,72,252,15,63,252,7,3,41,0,13,54,238,5,62,252,4,74,0,13,179,74,4,156,238,6,34,
+0,15,178,12,3,1,196,0,7,79,1,12,15,11,4,4,79,1,62,1,15,22,15,13,4,175,103,4,223,0,13,183,
+0,4,206,78,4,33,0,1,41,17,9,98,18,4,116,3,4,65,18,4,37,5,6,34,0,3,221,10,1,84,71,15,
+22,15,14,4,6,1,3,54,0,1,38,74,7,252,0,15,24,15,7,5,234,238,13,25,15,7,91,2,3,238,18,15,
+91,2,6,12,19,15,3,215,84,4,28,3,4,131,6,6,174,0,15,230,14,17,1,168,16,4,236,186,4,250,30,12,
+188,9,2,196,35,15,73,3,2,0,176,6,15,8,2,0,7,22,40,0,37,0,12,186,14,2,78,219,15,217,2,14,
+3,200,5,3,251,69,15,217,2,0,3,86,4,3,41,0,14,100,254,5,171,253,4,74,0,0,75,5,9,187,14,4,
+240,236,1,0,77,12,237,13,4,174,12,4,209,253,0,62,0,15,237,0,0,0,30,1,7,251,0,12,245,2,3,202,
+77,4,203,4,15,138,58,1,3,145,110,4,24,3,15,188,14,31,4,63,71,5,159,255,0,102,0,15,207,0,5,3,
+45,0,0,207,0,7,184,0,1,123,11,9,61,1,3,61,14,8,162,255,15,188,14,4,4,114,7,4,51,0,14,189,
+14,3,185,69,5,77,0,15,112,14,8,5,77,0,4,45,3,4,239,24,12,222,6,7,189,0,0,186,29,11,161,29,
+3,145,35,7,10,7,28,50,20,21,1,125,12,15,208,6,0,5,33,184,15,231,7,3,4,198,72,15,182,23,5,3,
+55,103,15,149,9,0,3,27,86,4,17,34,12,138,110,3,164,57,0,38,0,10,65,3,15,33,67,2,4,154,100,35,
+56,50,103,65,13,193,9,2,229,42,15,151,44,2,2,182,34,4,54,93,15,34,85,27,4,193,9,15,225,96,4,4,
+107,71,14,36,85,4,64,73,4,87,3,15,11,3,1,3,94,71,7,114,73,15,160,9,21,0,175,62,2,120,0,15,
+227,71,0,3,124,63,3,31,3,15,253,222,1,3,229,3,3,42,0,4,58,4,1,246,62,11,125,9,3,109,21,5,
+88,217,15,211,37,2,18,57,118,61,10,57,73,3,138,35,15,91,1,0,3,55,191,4,209,33,15,227,0,5,4,180,
+28,13,244,26,4,27,225,3,18,5,2,213,37,11,104,9,4,61,73,0,42,6,11,28,4,3,241,223,3,34,0,15,
+104,9,2,3,11,22,0,42,0,15,104,9,5,11,83,85,33,57,95,168,16,14,50,5,8,46,62,0,37,0,15,104,
+9,0,3,226,44,4,110,0,15,104,9,11,15,77,87,6,14,109,85,32,57,95,2,17,11,143,6,2,164,69,15,143,
+6,13,4,228,239,3,217,69,1,190,2,9,228,4,3,43,224,4,41,0,14,104,9,3,150,69,6,74,0,12,108,21,
+4,190,246,6,34,0,0,200,1,15,65,1,0,9,31,4,2,99,80,9,110,5,3,153,28,1,216,0,15,104,9,13,
+4,75,73,4,150,3,4,208,51,6,183,0,3,19,3,4,33,0,4,25,79,6,33,0,3,69,7,3,41,0,2,34,
+0,9,104,9,4,229,220,0,42,0,15,104,9,15,5,6,1,6,37,16,7,238,0,0,97,7,15,128,24,5,4,128,
+6,4,8,0,15,104,9,2,8,29,1,15,104,9,17,3,32,1,3,28,3,13,104,9,0,213,10,15,104,9,14,1,
+151,26,4,162,194,4,147,144,10,67,38,19,57,172,44,15,73,3,2,15,8,2,4,9,123,8,1,192,36,9,217,2,
+2,28,241,15,217,2,13,4,229,225,3,162,220,14,217,2,3,114,70,4,41,0,14,104,9,4,212,224,5,74,0,1,
+222,16,8,104,9,4,199,69,1,139,37,12,153,8,3,23,12,4,37,0,1,90,77,15,237,0,0,10,229,30,13,176,
+8,3,187,221,3,167,2,15,104,9,2,4,219,243,3,24,3,15,104,9,31,3,35,72,4,73,0,17,49,141,55,15,
+207,0,6,3,82,6,9,107,22,1,239,37,10,84,0,3,54,27,5,141,250,15,36,24,8,4,86,28,4,51,0,13,
+104,9,3,42,226,4,77,0,15,31,242,1,5,216,23,4,77,0,4,51,0,10,85,4,15,116,8,3,4,4,166,4,
+209,35,10,113,8,2,142,18,15,204,40,3,2,37,22,3,148,198,9,22,7,3,244,6,15,136,63,0,2,232,82,4,
+113,8,11,100,84,6,244,0,4,73,222,2,157,22,14,54,75,4,113,8,1,11,45,13,216,54,2,203,1,7,57,75,
+15,217,54,21,4,117,44,19,53,125,159,9,122,0,2,85,1,4,114,250,15,252,70,1,3,176,2,4,185,75,3,134,
+1,6,131,4,7,101,32,3,250,25,7,204,42,14,206,40,33,57,95,209,11,10,91,1,3,60,45,15,22,44,1,3,
+139,10,3,125,1,15,218,124,4,0,143,71,1,227,0,13,219,124,4,245,237,2,148,0,17,50,121,228,13,19,187,2,
+1,3,15,37,3,1,3,108,4,5,66,225,15,113,8,0,3,243,27,4,196,4,15,113,8,1,11,91,41,17,57,185,
+89,15,59,4,0,8,40,47,0,37,0,15,113,8,0,3,9,27,15,50,5,6,10,243,5,15,38,2,5,0,148,0,
+12,102,12,1,227,221,10,64,0,0,82,98,15,152,5,14,20,50,101,244,3,201,227,1,61,76,9,40,7,4,2,245,
+4,232,228,12,113,8,20,50,5,115,4,74,0,13,45,115,4,89,254,6,34,0,15,65,1,4,9,28,4,1,224,71,
+9,71,0,3,199,73,2,62,1,15,113,8,12,19,50,248,246,4,124,232,1,111,73,10,33,0,3,27,36,4,33,0,
+12,217,17,19,50,133,73,4,41,0,2,34,0,8,113,8,20,50,219,246,0,42,0,15,113,8,16,4,46,0,15,217,
+17,1,31,52,113,8,8,4,128,233,4,65,0,15,113,8,2,3,44,30,15,141,7,7,11,113,8,3,170,31,4,28,
+3,14,113,8,15,238,82,5,9,113,8,1,187,32,1,75,0,2,53,201,0,155,2,12,12,11,0,195,13,15,73,3,
+4,15,113,8,3,0,184,15,7,26,1,12,113,8,16,50,219,12,15,217,2,16,3,236,4,3,198,22,15,217,2,0,
+3,86,4,4,2,37,12,113,8,19,50,44,19,6,74,0,12,217,17,20,50,116,129,1,213,18,13,162,7,3,55,0,
+4,179,130,15,226,35,3,1,30,1,7,251,0,12,245,2,3,82,60,4,217,229,15,248,30,1,4,229,38,3,24,3,
+15,113,8,30,19,50,124,38,4,73,0,17,50,56,26,15,207,0,5,3,45,0,0,207,0,7,184,0,12,113,8,20,
+50,78,61,3,55,0,15,251,246,1,4,113,8,4,224,2,5,51,0,12,113,8,20,50,114,61,4,77,0,15,66,112,
+1,3,113,8,5,77,0,7,217,17,7,168,0,5,211,99,3,162,6,4,209,74,3,125,180,8,253,31,1,188,6,0,
+6,0,5,11,87,7,90,48,3,201,27,1,254,17,3,248,2,13,108,23,9,251,18,20,53,56,53,5,254,31,31,54,
+118,30,36,2,111,7,1,94,16,13,1,9,2,35,81,15,136,72,0,2,68,62,1,32,0,0,10,5,12,85,9,3,
+60,78,15,250,29,1,4,21,100,66,55,53,43,50,41,29,15,50,68,5,2,212,17,1,146,48,12,157,1,5,217,111,
+11,8,0,2,47,236,8,221,44,2,190,16,3,76,0,1,70,16,15,78,146,0,20,54,178,183,1,43,2,13,115,79,
+5,108,10,10,8,0,1,72,22,15,78,0,2,4,220,174,2,7,20,13,3,1,4,136,99,0,3,1,31,48,58,33,
+9,5,172,88,11,126,1,3,169,88,0,102,1,13,206,45,3,85,33,3,58,0,1,117,39,15,163,0,0,3,12,130,
+2,252,5,14,225,44,4,92,33,47,55,53,243,254,1,4,202,61,0,38,0,242,0,48,100,48,49,65,53,54,69,49,
+70,67,50,70,56,70,237,244,10,46,0,4,184,4,3,22,4,1,219,61,12,63,6,4,105,37,4,108,1,2,34,184,
+8,166,5,15,252,137,6,14,131,94,33,57,95,207,96,73,9,114,99,112,54,2,4,74,19,0,120,237,7,74,3,4,
+164,38,5,220,2,31,56,74,3,36,2,216,44,1,140,16,14,244,1,4,192,33,63,55,43,50,91,149,10,5,5,88,
+12,217,1,2,195,2,4,31,0,15,217,1,5,4,122,2,0,64,0,7,228,0,15,20,79,12,63,115,111,117,78,197,
+19,15,45,0,5,15,174,51,4,15,43,0,1,15,173,51,20,15,59,0,8,2,172,51,8,132,147,15,115,0,19,15,
+212,224,3,23,53,116,196,4,223,51,31,51,223,51,2,31,55,234,224,1,32,49,49,31,52,15,224,51,1,8,80,79,
+15,9,1,9,1,96,3,8,223,51,7,82,79,15,6,1,9,10,98,24,1,127,8,15,222,51,1,1,119,8,15,222,
+51,2,1,74,8,15,222,51,8,9,101,34,5,75,34,15,222,51,2,15,84,79,1,47,50,48,222,51,7,15,39,62,
+2,4,164,64,15,222,51,19,1,5,45,15,178,144,2,15,247,51,2,3,189,55,15,248,51,4,4,205,38,79,49,43,
+49,57,248,51,9,2,94,5,4,65,71,11,68,0,6,248,61,15,60,52,10,5,138,117,15,167,0,2,2,103,44,15,
+60,52,5,15,213,139,3,4,183,50,4,16,59,15,17,39,2,4,57,35,15,60,52,8,4,228,71,12,169,39,2,116,
+4,0,66,1,15,61,52,9,1,45,38,8,29,0,2,16,5,3,178,0,4,111,56,6,142,5,15,90,52,22,15,136,
+145,18,45,50,48,247,105,4,191,0,15,252,75,20,2,97,5,15,106,38,3,13,49,52,15,18,52,3,12,43,7,5,
+15,52,15,133,38,20,15,214,51,12,5,89,66,2,214,51,7,94,10,1,248,2,1,6,93,15,251,1,1,4,24,2,
+14,50,125,1,56,0,1,162,1,4,159,47,4,26,0,2,11,2,3,88,0,12,97,38,2,45,28,3,111,0,11,97,
+38,2,96,38,3,229,42,8,96,38,15,95,38,1,1,94,38,1,93,38,12,92,38,1,5,14,13,143,54,4,221,141,
+1,169,9,12,137,47,48,50,48,95,15,76,15,86,3,1,1,220,1,0,32,1,15,115,38,4,3,252,1,15,114,38,
+2,4,70,62,6,187,75,6,26,48,1,227,2,5,26,48,15,171,0,7,7,118,5,3,146,68,2,192,0,9,221,14,
+15,192,0,7,15,234,52,5,3,37,119,15,233,52,0,3,211,38,3,246,28,15,13,20,3,4,188,95,15,143,139,5,
+4,113,131,14,44,110,3,132,13,2,7,0,15,217,95,7,2,40,0,15,61,63,23,4,8,95,4,93,221,15,155,54,
+0,10,125,54,9,47,29,8,176,13,15,43,95,1,9,249,54,6,249,13,11,184,20,3,19,14,2,42,10,15,212,1,
+34,9,112,34,5,212,1,15,123,207,7,12,73,53,2,194,0,3,78,16,15,44,11,0,3,90,19,1,6,0,5,80,
+71,8,239,37,4,76,11,15,22,20,42,9,5,42,1,107,35,1,8,26,5,112,79,12,235,7,2,200,21,12,232,38,
+3,175,23,15,232,38,9,12,198,5,15,108,49,0,33,50,48,177,83,6,35,0,11,195,17,0,203,25,15,194,17,14,
+4,109,95,4,5,12,12,28,22,3,64,2,3,104,34,12,30,0,2,17,2,4,68,0,0,36,6,8,186,17,4,75,
+95,15,207,1,0,4,103,19,4,35,0,15,222,0,2,6,219,15,0,235,0,11,252,16,3,172,17,4,49,21,15,78,
+96,0,3,188,25,15,138,35,37,11,206,97,0,116,2,15,197,0,5,3,42,0,8,175,0,12,3,17,4,235,145,15,
+122,4,9,1,88,96,1,234,3,4,202,157,13,33,0,4,36,15,12,231,3,6,118,95,3,215,26,14,241,26,3,217,
+21,4,233,1,13,72,50,3,204,21,4,213,0,15,153,51,1,5,87,95,3,134,25,0,83,0,15,227,95,22,4,87,
+5,3,226,67,15,35,0,1,5,202,129,15,5,96,0,3,124,4,3,216,21,17,49,108,252,10,192,0,3,53,41,3,
+32,0,13,252,30,4,24,23,3,224,0,15,65,17,1,4,94,26,5,44,4,3,132,33,31,48,217,4,5,6,240,1,
+21,49,99,42,7,183,78,10,72,8,13,192,82,5,157,9,8,232,12,1,117,0,15,233,12,25,5,56,0,2,174,7,
+47,49,48,70,12,2,5,93,1,63,49,48,56,242,9,12,2,25,97,1,51,0,15,140,11,1,2,72,44,15,54,8,
+1,3,163,73,4,64,0,13,219,220,2,88,1,2,40,0,6,49,20,0,61,1,3,236,95,10,98,8,4,171,50,35,
+49,48,22,37,11,102,8,2,214,46,1,246,0,3,129,56,10,4,82,0,89,0,1,128,5,13,195,0,2,134,28,4,
+128,107,8,58,8,3,250,0,15,193,28,0,3,19,146,4,216,37,15,194,2,3,4,13,141,31,52,23,156,5,4,167,
+90,14,98,99,3,224,2,5,233,186,15,21,54,1,4,160,90,3,44,0,15,14,178,24,4,144,156,31,52,249,155,7,
+4,207,134,15,131,99,1,3,8,3,4,191,61,1,187,22,15,86,84,14,2,178,0,14,76,8,10,93,134,4,187,1,
+9,116,37,5,187,1,12,32,8,5,152,204,15,142,5,0,4,34,27,2,7,0,15,35,8,0,5,130,23,1,7,0,
+15,37,8,2,4,196,19,15,37,8,17,0,177,20,15,37,8,15,0,172,1,4,19,50,3,71,70,10,124,43,0,236,
+0,1,189,25,13,39,8,3,237,8,15,54,29,8,10,123,46,0,74,0,15,237,25,0,0,23,0,6,237,25,1,37,
+0,12,94,34,0,140,1,15,178,61,16,4,113,61,4,254,23,12,99,5,4,43,61,4,208,44,13,32,0,3,192,2,
+5,73,0,0,66,0,9,93,34,9,246,60,12,225,1,4,254,46,4,41,86,15,236,25,0,4,77,1,7,250,0,12,
+165,33,7,228,1,15,57,8,3,20,49,139,26,15,235,25,37,2,86,118,6,73,0,31,49,26,64,1,5,206,0,5,
+34,27,9,183,0,5,31,85,4,127,4,2,146,13,3,64,8,15,127,4,4,4,39,69,2,176,41,15,33,0,1,4,
+194,22,13,226,3,3,190,22,7,93,62,13,189,1,3,158,49,3,32,0,4,28,6,6,32,0,3,200,0,4,216,0,
+15,107,105,1,11,211,63,4,84,0,17,50,229,44,15,176,0,0,4,93,84,4,9,42,15,35,0,1,4,163,54,15,
+183,4,0,4,107,60,4,180,58,2,128,84,8,181,0,4,168,152,3,32,0,14,100,64,3,172,4,4,213,0,15,119,
+34,1,4,54,8,13,118,60,6,17,57,1,208,4,15,228,6,1,4,230,54,2,175,57,11,225,6,2,106,20,1,249,
+1,3,38,5,10,5,84,0,64,8,15,202,78,3,3,60,91,15,162,35,0,3,184,42,15,240,136,0,3,184,42,3,
+161,35,15,72,6,4,4,43,57,2,183,42,15,33,0,1,15,30,15,5,4,231,65,6,197,62,15,32,2,1,3,16,
+2,6,7,0,15,225,6,21,4,93,57,31,53,37,15,6,1,183,62,15,225,6,4,4,144,2,9,255,62,12,253,78,
+3,246,4,3,231,2,3,50,0,1,29,17,12,86,44,3,97,6,9,225,6,10,79,85,5,187,1,13,49,185,4,60,
+0,14,50,4,10,115,86,15,225,6,1,3,212,4,4,68,0,15,225,6,0,5,113,159,15,225,6,18,15,15,41,17,
+3,14,83,2,125,50,4,20,83,12,136,9,0,78,4,15,136,44,0,2,49,3,4,141,0,15,136,44,2,12,23,8,
+1,147,38,14,245,5,7,139,229,1,37,0,12,225,6,2,30,56,15,225,6,13,5,168,55,4,153,0,12,15,4,3,
+166,55,4,41,0,14,64,63,3,229,2,5,73,0,12,19,15,4,181,56,2,95,147,13,19,6,3,176,4,4,196,133,
+15,225,6,3,1,77,1,7,250,0,13,170,64,3,6,2,15,225,6,7,4,219,135,15,225,6,38,5,253,63,4,177,
+0,15,30,15,1,5,206,0,2,45,0,7,43,46,1,197,0,15,161,80,3,2,225,6,15,127,4,5,10,85,83,15,
+183,57,8,14,225,6,4,138,44,9,182,57,9,213,0,4,211,54,3,32,0,13,253,1,4,226,30,3,216,0,1,141,
+29,12,90,1,6,160,54,3,8,0,3,44,0,15,225,6,5,0,125,36,2,209,0,15,138,58,7,15,22,15,8,4,
+47,132,6,253,54,13,181,0,9,22,15,1,230,105,9,32,0,3,7,56,5,213,0,15,225,6,9,11,159,56,16,49,
+240,19,7,210,1,5,212,81,3,210,1,4,239,13,1,8,0,11,248,33,3,66,15,4,68,42,10,248,33,2,242,33,
+2,35,0,4,7,77,13,211,22,6,217,37,1,71,15,15,45,110,1,4,111,135,15,115,88,13,5,49,239,12,45,7,
+3,226,25,15,138,65,0,3,50,0,3,7,0,15,202,86,2,4,43,7,15,201,86,4,5,169,65,15,122,26,4,1,
+111,14,2,100,26,5,158,87,12,24,23,5,246,52,15,77,34,3,15,176,89,14,2,224,0,10,103,134,8,105,34,3,
+119,25,15,20,65,11,2,24,15,1,90,2,15,243,64,6,15,34,26,5,5,3,91,12,35,26,15,170,64,38,15,38,
+26,6,6,128,90,15,125,65,4,0,214,2,3,66,0,15,124,65,11,3,130,35,15,103,17,2,5,146,128,63,43,50,
+55,238,28,9,3,25,159,6,121,162,3,97,30,2,113,28,15,20,65,5,4,194,106,4,52,2,8,180,26,1,135,1,
+3,91,152,1,84,3,7,182,26,2,205,45,3,82,2,12,182,26,2,201,30,8,27,85,6,182,26,3,58,0,3,117,
+152,8,183,26,0,20,0,13,184,26,3,27,49,1,243,14,1,74,4,8,187,26,7,242,242,13,33,86,35,50,48,117,
+87,13,202,10,2,222,122,0,18,1,12,78,18,3,205,35,3,197,2,1,14,36,14,132,3,4,243,9,15,229,46,2,
+3,100,95,4,9,6,10,71,79,2,120,0,15,160,89,0,3,103,36,0,33,0,15,103,36,4,4,8,184,15,229,46,
+4,0,185,0,1,149,0,11,20,103,6,33,0,4,178,122,12,240,5,5,247,57,3,90,7,1,188,61,13,130,58,2,
+37,0,4,159,57,15,181,122,23,1,115,58,2,153,0,15,141,6,6,0,105,35,15,68,11,4,4,180,65,6,193,58,
+15,23,65,0,3,56,9,3,87,53,4,50,0,6,24,79,12,41,47,3,49,0,2,165,168,7,129,21,1,245,1,1,
+232,2,13,63,47,5,76,2,13,157,64,4,148,65,15,118,168,0,3,158,42,3,34,0,15,203,43,2,3,50,51,3,
+35,0,7,249,33,12,121,46,1,144,157,15,93,11,15,15,1,28,5,15,223,134,0,1,11,30,4,152,97,10,223,134,
+0,238,0,6,103,77,8,116,47,6,176,62,15,116,47,6,12,85,7,1,0,15,14,113,10,0,8,11,6,108,7,1,
+239,92,9,93,11,0,247,40,15,93,11,15,4,165,50,4,131,61,13,139,8,3,151,53,4,41,0,13,61,170,1,143,
+58,9,74,0,0,175,0,10,4,62,3,82,2,1,249,52,13,144,10,3,153,2,3,37,0,15,24,45,1,4,78,1,
+7,251,0,13,4,62,3,43,2,3,7,0,15,130,3,2,2,32,9,2,123,1,15,95,11,33,5,237,62,3,105,9,
+1,208,132,15,207,0,6,3,2,27,9,12,28,1,91,55,9,182,4,2,171,8,15,171,165,1,4,114,244,3,75,39,
+15,144,106,5,4,250,3,13,64,50,1,204,58,3,98,7,2,42,0,15,165,39,3,4,244,6,15,23,5,4,0,97,
+40,1,97,0,15,124,4,5,0,222,56,15,220,11,3,6,174,56,3,8,0,14,249,56,4,29,64,4,184,57,13,116,
+1,3,162,56,4,87,1,15,117,54,2,1,129,119,11,4,57,15,222,11,9,0,96,58,2,211,0,15,81,5,6,0,
+31,58,15,222,11,5,11,134,58,17,49,91,105,10,181,0,3,207,0,5,215,0,13,0,12,4,141,52,4,215,0,15,
+251,63,1,4,224,11,3,44,0,6,221,58,1,15,19,15,118,5,1,7,105,2,0,200,13,11,248,26,3,11,249,6,
+140,8,13,177,48,8,188,10,11,18,1,0,84,11,5,253,6,15,31,0,0,10,129,6,14,48,8,1,101,2,15,48,
+8,1,4,116,128,3,48,8,5,159,125,3,31,0,3,243,146,1,39,0,10,3,4,3,92,12,11,90,8,4,252,36,
+47,49,49,180,63,4,2,44,36,5,115,20,10,94,8,1,142,3,0,68,0,15,67,46,4,0,33,0,12,168,3,3,
+154,127,3,94,8,1,182,45,15,81,2,1,4,38,3,13,150,158,10,124,173,2,241,56,15,87,57,4,4,43,0,15,
+129,19,24,4,203,111,31,55,154,158,0,4,133,14,3,208,2,1,165,49,11,122,0,5,148,146,8,7,0,22,49,245,
+164,7,26,8,3,70,35,4,182,54,3,96,2,12,84,25,2,40,171,12,4,8,3,200,21,1,120,11,12,216,181,2,
+213,3,3,34,0,15,4,8,3,2,151,0,4,35,0,15,4,8,1,3,66,20,1,33,140,15,4,8,14,1,65,144,
+15,4,8,13,13,70,251,13,120,84,0,238,0,1,219,45,12,4,8,3,10,18,4,141,0,15,194,84,2,12,60,9,
+1,214,0,14,23,7,1,40,134,7,37,0,13,160,60,15,194,84,18,3,79,34,4,31,60,2,119,143,8,175,4,3,
+82,34,4,41,0,14,4,8,3,49,34,6,74,0,12,195,84,4,6,58,2,35,58,12,53,7,3,45,7,4,37,0,
+1,54,12,15,237,0,0,9,227,4,1,102,127,10,133,0,3,224,59,7,169,8,13,73,3,2,84,5,2,123,1,15,
+160,60,34,3,167,3,6,178,61,15,207,0,7,4,45,0,0,207,0,7,184,0,1,29,57,8,92,4,3,186,12,15,
+33,130,1,3,186,12,3,18,50,15,163,7,3,5,39,59,29,55,29,76,1,95,58,6,4,8,2,38,59,9,97,0,
+3,101,8,2,4,8,15,189,4,4,1,125,56,1,97,0,15,254,5,4,1,113,56,15,4,8,2,7,65,56,3,8,
+0,14,140,56,3,255,29,3,171,0,18,50,214,33,9,34,0,3,27,28,3,87,1,1,212,16,13,231,30,3,81,7,
+8,151,56,15,4,8,8,1,243,57,2,211,0,15,53,115,6,4,60,94,15,4,8,0,12,25,58,17,50,222,33,9,
+181,0,4,26,58,4,215,0,14,26,58,3,55,32,5,215,0,15,228,19,8,5,44,0,5,86,0,9,78,29,1,70,
+128,14,12,7,4,124,17,2,19,228,13,9,7,2,207,19,15,126,80,2,3,149,16,15,206,132,1,3,112,33,15,98,
+69,0,3,133,129,4,9,7,15,175,95,3,1,212,55,1,86,1,13,85,1,3,195,11,4,31,53,15,206,32,2,3,
+165,32,3,43,0,0,7,0,15,37,117,22,4,100,29,3,245,9,15,55,71,0,4,229,97,15,172,87,1,15,168,144,
+2,18,50,71,189,10,9,7,4,162,142,10,9,7,28,52,99,36,3,76,62,12,66,70,3,210,64,15,9,7,0,4,
+147,143,15,9,7,8,3,93,16,4,35,0,15,9,7,2,2,65,1,2,217,143,15,9,7,14,15,247,69,5,9,9,
+7,1,69,33,1,123,0,2,106,141,13,208,140,0,238,0,15,75,33,2,3,182,15,4,141,0,15,9,7,2,12,161,
+10,15,32,14,4,7,56,59,1,37,0,12,56,59,0,24,18,15,56,59,15,5,250,167,3,135,1,13,56,59,5,47,
+119,15,13,15,4,20,50,5,33,5,74,0,12,13,15,5,15,56,1,51,27,13,58,6,4,55,0,3,167,1,15,9,
+7,4,10,254,3,14,56,59,3,62,44,15,9,7,7,4,1,60,2,123,1,15,56,59,33,5,33,60,4,11,3,15,
+13,15,1,5,207,0,2,45,0,0,207,0,7,184,0,1,5,112,8,92,4,2,134,6,0,153,4,12,92,4,3,232,
+133,4,9,7,15,99,109,3,5,10,56,2,41,22,10,175,0,9,13,15,29,50,46,240,3,12,59,4,9,7,15,189,
+4,4,4,86,125,2,158,67,15,33,0,1,15,13,15,5,20,50,168,30,4,169,30,13,87,240,20,50,66,30,5,92,
+190,13,116,1,4,160,102,3,87,1,15,80,149,1,5,27,96,4,44,0,4,86,0,15,9,7,5,4,136,51,31,56,
+117,85,6,21,50,207,89,15,63,122,1,3,52,5,4,146,33,1,15,19,10,181,0,4,217,35,4,215,0,13,148,73,
+4,95,32,4,215,0,15,9,7,9,4,44,0,4,86,0,7,193,108,1,85,5,13,237,26,2,185,13,1,8,0,12,
+237,26,2,1,7,15,229,60,3,3,81,160,2,91,15,3,64,31,28,52,205,12,1,84,114,7,59,15,15,96,117,0,
+1,104,53,15,239,55,17,5,109,26,7,116,148,2,53,15,3,44,129,0,129,0,12,88,38,2,59,58,13,239,24,5,
+54,110,15,179,59,12,4,23,139,1,147,32,7,137,3,2,97,130,15,125,191,1,1,252,16,6,57,0,15,88,121,2,
+22,50,95,26,2,170,129,15,83,2,0,4,98,26,17,56,82,10,12,237,1,4,163,95,5,245,1,3,52,3,10,108,
+117,6,47,0,5,101,26,14,92,169,5,18,84,4,84,0,2,179,5,39,97,120,34,0,3,102,0,15,77,86,6,14,
+96,1,5,202,27,15,31,59,11,1,186,17,0,47,0,12,70,1,2,102,4,4,31,0,15,27,70,4,4,195,166,29,
+56,49,92,19,50,128,23,1,35,0,2,195,0,13,34,0,4,32,3,3,59,1,15,58,98,2,5,54,85,4,79,0,
+15,115,28,2,4,199,50,50,49,43,50,203,53,15,216,158,5,2,107,3,1,29,16,8,238,0,1,19,48,5,31,0,
+2,50,147,14,13,60,20,57,200,245,4,246,80,11,133,0,6,211,2,2,229,1,15,133,0,5,2,154,2,1,151,13,
+9,133,0,2,211,2,3,31,0,15,133,0,6,3,19,192,2,81,1,14,121,7,1,35,58,7,126,3,0,121,7,9,
+75,2,4,109,39,15,223,25,8,11,216,0,6,29,107,15,75,2,10,1,89,15,0,47,0,11,171,3,2,10,113,15,
+171,3,1,2,189,113,5,57,0,15,76,82,3,20,50,187,33,30,57,101,2,3,147,33,5,213,0,10,246,160,6,39,
+0,6,126,3,1,238,3,15,173,75,4,5,79,0,10,180,160,6,222,46,15,102,2,20,3,210,114,3,75,49,9,236,
+5,2,130,174,5,34,0,1,243,0,15,143,211,1,20,48,107,2,13,242,88,5,47,65,5,244,0,15,173,0,4,15,
+142,2,20,3,9,116,3,242,144,10,173,0,4,150,47,3,177,2,15,173,0,6,4,147,2,7,205,67,1,138,2,15,
+37,63,11,63,98,102,111,37,63,23,15,45,0,1,15,37,63,4,15,43,0,1,15,37,63,20,15,59,0,8,15,209,
+114,8,31,50,65,142,0,31,52,160,239,2,31,55,252,231,1,47,54,49,119,210,4,8,152,7,15,213,0,9,1,23,
+3,15,179,192,4,15,210,0,9,10,164,23,1,23,12,15,241,62,2,0,7,2,15,241,62,3,0,149,5,15,241,62,
+9,5,216,58,3,139,34,15,241,62,6,4,0,40,10,158,20,20,49,166,42,14,69,142,15,97,50,2,2,56,24,15,
+147,62,4,6,209,192,15,166,33,12,2,149,4,15,209,192,12,5,169,9,3,54,0,5,95,207,2,32,12,15,226,15,
+3,4,213,134,26,50,236,211,4,31,0,4,97,132,4,37,8,9,214,19,2,158,12,4,227,15,15,225,0,1,7,234,
+188,31,56,83,9,9,15,108,115,35,15,47,207,0,14,154,36,5,3,206,5,43,10,12,86,142,3,72,137,13,110,62,
+4,235,1,14,214,0,6,126,6,5,247,32,11,55,1,6,197,116,15,173,37,10,8,194,114,15,205,185,0,15,200,201,
+1,2,49,0,3,56,0,15,159,6,4,2,125,0,13,119,80,4,88,14,5,86,14,14,185,0,6,11,143,14,222,131,
+10,229,160,4,20,72,12,38,130,5,179,87,15,38,130,3,3,125,0,5,37,33,14,103,143,4,80,17,4,217,62,15,
+19,0,0,1,217,2,1,147,10,12,215,112,33,50,49,60,112,14,81,12,5,216,0,15,216,131,2,2,15,4,1,56,
+12,15,107,0,1,3,106,0,10,9,44,3,106,0,7,27,13,2,45,0,10,227,143,0,39,0,15,208,131,1,7,66,
+130,15,208,131,5,4,230,52,15,8,61,0,3,0,29,2,76,1,12,250,21,3,64,29,3,37,0,15,168,1,6,3,
+238,16,15,134,133,4,2,61,0,15,82,128,1,1,117,3,6,225,143,10,193,33,18,49,66,113,12,127,1,15,225,143,
+12,1,31,13,1,5,0,11,127,140,3,96,164,15,9,64,1,3,106,0,8,127,1,1,45,0,10,225,143,0,39,0,
+15,96,14,1,6,135,68,15,192,131,2,2,201,21,3,94,103,9,27,26,15,173,66,6,10,38,0,3,29,28,5,69,
+62,6,26,0,4,221,42,14,26,0,4,255,42,14,26,0,7,163,42,10,26,0,5,197,42,3,66,20,10,247,19,19,
+49,171,46,8,36,1,2,198,57,3,78,174,6,24,1,7,102,132,2,70,69,47,51,50,226,194,14,0,239,2,15,118,
+144,4,6,126,40,15,118,144,10,3,192,5,15,42,70,12,15,118,144,11,3,215,42,15,39,12,2,6,207,135,15,30,
+11,11,2,78,5,4,246,141,11,68,0,6,55,70,15,178,70,10,3,178,5,9,232,7,4,168,1,5,236,3,15,57,
+42,3,4,79,6,13,113,5,2,90,7,15,54,42,21,6,77,8,10,149,6,14,189,70,15,150,77,11,2,48,8,1,
+63,37,14,68,0,6,192,68,15,62,224,11,2,122,20,4,215,109,10,169,0,14,233,16,10,32,0,5,241,237,15,219,
+120,0,4,234,88,2,6,0,13,105,28,8,30,0,7,112,80,39,50,49,212,60,6,237,9,1,180,1,2,19,3,2,
+187,110,10,6,4,1,9,1,1,224,16,12,8,57,1,27,42,1,197,30,4,22,73,10,204,52,19,49,201,177,8,203,
+4,2,198,8,7,11,15,22,49,60,115,4,19,43,1,205,2,1,70,15,12,151,10,2,152,10,2,124,19,5,162,24,
+12,236,110,1,124,193,12,172,0,1,112,39,4,80,145,15,186,61,2,19,49,157,138,0,74,1,6,47,11,3,233,19,
+2,108,7,5,135,8,6,160,19,5,232,19,15,87,80,2,2,229,72,0,40,0,14,57,61,1,27,2,3,45,19,15,
+230,72,2,4,196,17,2,131,27,14,163,27,4,133,2,31,49,147,196,3,2,108,47,2,129,0,3,104,40,11,77,61,
+4,242,0,14,149,44,5,168,61,15,129,193,5,2,163,1,15,251,122,0,3,136,80,3,144,4,7,89,25,18,49,200,
+113,14,199,0,4,29,36,4,251,11,9,105,28,2,198,0,2,214,138,15,189,143,3,0,64,0,12,244,11,14,189,143,
+14,88,8,5,40,140,6,250,6,35,101,113,30,0,4,208,60,1,100,141,15,35,106,5,12,243,7,2,35,106,15,245,
+189,0,0,196,0,13,88,63,2,39,1,3,47,5,15,147,24,3,4,185,164,15,245,189,0,3,219,3,3,202,10,15,
+41,67,6,7,20,192,15,119,163,21,4,111,9,15,245,189,1,2,111,0,3,190,32,15,98,29,0,5,27,141,8,7,
+0,1,78,19,12,47,62,3,149,9,3,158,51,3,81,1,12,218,8,3,81,1,12,78,55,3,123,52,15,60,33,0,
+10,235,190,6,106,149,13,13,62,3,34,0,7,78,134,12,177,108,0,75,0,15,228,28,14,1,19,52,15,47,62,15,
+1,34,5,1,122,0,21,112,63,78,10,141,23,19,49,135,203,13,78,55,3,8,30,3,141,0,15,78,55,2,13,115,
+5,0,25,0,12,126,20,24,49,62,109,1,37,0,12,89,70,15,205,108,18,10,87,165,5,150,3,6,32,0,4,145,
+6,2,40,0,13,179,41,5,210,68,4,141,67,0,138,5,9,238,43,6,114,164,15,48,72,0,4,130,53,3,37,0,
+1,214,4,14,234,0,8,118,61,0,248,0,12,101,70,3,124,2,2,44,2,15,6,27,0,3,135,36,2,117,1,15,
+101,70,33,2,66,2,5,103,71,15,201,0,7,3,42,0,8,159,44,0,191,0,2,137,242,9,7,5,2,239,159,2,
+64,193,8,206,52,4,184,50,6,253,162,6,74,1,3,40,3,4,107,1,13,32,0,3,141,36,3,31,0,13,136,42,
+4,128,165,3,172,0,1,111,7,13,27,55,3,147,11,5,69,70,4,52,0,1,133,100,14,120,114,15,149,176,1,3,
+120,114,2,43,5,15,119,114,5,4,234,68,2,119,114,15,184,86,4,7,73,70,15,158,12,5,9,225,0,4,80,12,
+3,225,0,15,247,45,2,4,62,1,4,225,0,4,190,45,15,50,41,4,4,180,9,4,134,114,13,135,64,3,111,1,
+13,142,70,1,98,14,14,245,113,0,97,1,13,49,1,4,23,22,2,50,1,15,123,45,4,4,150,68,14,245,113,5,
+115,68,4,140,0,15,107,3,1,4,62,159,3,44,0,13,151,124,10,232,246,1,67,0,13,236,0,3,13,2,5,104,
+0,15,83,5,5,13,124,0,3,199,1,5,132,0,13,2,45,6,133,65,4,241,1,13,34,0,3,89,1,4,42,0,
+1,34,0,10,104,57,4,64,57,3,8,0,14,123,125,4,206,68,5,68,0,13,91,103,5,225,14,3,8,0,1,124,
+5,10,68,0,4,253,0,4,170,0,14,102,0,3,20,5,4,42,0,15,170,0,0,4,45,15,3,8,0,15,165,67,
+0,3,210,1,5,68,0,14,170,0,4,87,15,3,8,0,8,93,61,0,106,7,11,251,30,4,198,9,2,57,45,9,
+59,15,1,81,10,10,215,139,11,138,148,3,6,213,4,122,107,12,58,22,1,239,134,7,130,10,10,215,139,3,33,12,
+15,239,168,3,3,46,164,2,125,10,4,133,63,12,175,20,8,205,46,0,130,12,11,149,152,1,67,0,1,16,170,15,
+96,0,0,2,210,15,3,30,16,11,133,17,2,154,19,3,5,19,28,50,60,12,1,252,78,7,114,16,11,237,145,0,
+80,1,15,170,23,2,1,36,10,15,220,23,0,1,195,10,6,245,23,9,195,23,2,249,10,2,67,10,3,241,81,0,
+241,1,13,53,6,2,32,11,15,145,23,2,2,8,59,0,73,0,13,79,66,4,1,59,2,122,4,8,191,24,0,42,
+5,15,191,24,25,4,55,0,3,204,4,15,35,92,2,4,229,12,66,53,51,43,51,172,4,15,145,86,5,2,83,12,
+14,33,222,2,4,7,4,216,197,15,235,50,4,4,27,103,2,108,15,0,64,0,6,27,0,4,9,4,3,51,4,2,
+9,226,14,78,27,19,52,114,90,2,72,69,15,100,0,1,4,15,77,3,38,40,10,102,0,3,189,3,4,82,6,2,
+237,22,15,102,0,1,4,84,93,2,144,69,14,49,1,4,22,67,50,51,43,51,158,22,15,87,18,5,3,33,6,12,
+140,7,3,21,68,0,30,2,12,76,1,3,185,144,3,58,0,4,102,190,13,232,0,4,250,145,5,156,85,6,27,0,
+5,164,19,3,195,0,15,154,28,4,2,252,144,1,49,0,15,100,0,3,4,158,13,19,53,73,7,9,102,0,4,38,
+134,4,119,5,1,247,18,15,102,0,2,5,76,1,15,240,207,4,5,107,70,47,53,50,14,125,0,5,109,70,4,122,
+5,2,31,17,15,105,0,2,19,49,120,222,2,113,70,15,106,0,1,4,156,86,23,50,55,125,6,30,0,4,133,2,
+3,160,5,1,220,10,15,106,0,3,19,50,211,94,23,49,227,248,1,166,25,15,213,29,11,127,112,114,101,115,115,117,
+114,215,29,21,15,47,0,3,15,217,29,4,15,45,0,3,15,219,29,20,15,61,0,10,15,144,222,9,15,46,248,0,
+16,52,178,29,13,207,92,31,53,174,144,1,31,57,143,222,4,5,228,237,15,217,0,15,12,223,29,0,74,4,15,214,
+0,19,10,236,5,1,77,9,15,176,144,2,0,225,2,15,176,144,3,0,146,2,15,176,144,9,2,149,18,2,138,7,
+8,54,149,13,225,29,1,43,45,13,225,29,33,50,95,10,66,15,225,29,0,15,218,166,43,2,97,4,1,253,4,13,
+148,6,4,225,28,15,37,30,2,6,216,166,15,197,22,11,3,77,23,15,245,6,2,2,80,28,15,36,30,1,2,126,
+12,3,60,0,15,79,28,3,4,185,222,15,26,240,3,6,168,23,15,19,93,12,2,69,1,15,161,62,3,3,252,196,
+15,189,216,6,3,60,0,3,32,1,11,226,29,3,70,19,15,43,20,2,4,208,19,15,189,216,3,2,0,30,5,180,
+9,9,194,18,2,187,7,15,94,50,1,2,44,1,2,146,0,4,41,8,4,44,1,1,58,38,15,243,92,15,2,88,
+45,15,38,0,14,15,49,237,17,1,21,40,5,172,38,13,197,30,18,50,77,150,15,202,23,9,15,51,93,18,15,201,
+23,2,5,27,25,15,200,23,3,4,112,24,12,136,13,3,119,14,15,216,24,21,6,127,170,15,109,31,3,7,46,146,
+11,168,26,4,83,30,15,79,65,2,4,207,58,15,147,131,4,2,127,21,3,78,12,4,67,11,2,107,33,1,32,0,
+1,70,69,15,146,131,21,2,137,0,15,145,131,0,15,49,93,49,4,173,40,2,12,149,15,27,2,1,2,56,13,7,
+99,11,1,196,2,3,209,11,10,125,20,18,50,223,139,9,70,1,2,46,0,14,13,29,1,96,0,15,161,2,15,15,
+19,3,7,15,53,24,3,15,163,212,1,3,65,43,2,140,2,15,52,24,2,5,53,132,4,151,26,9,18,12,2,179,
+1,5,228,25,11,222,93,3,94,13,15,68,29,1,15,16,1,89,9,128,4,3,129,40,15,224,146,0,3,251,18,2,
+12,1,15,227,23,3,1,183,17,6,228,23,8,113,9,3,209,9,3,47,15,5,138,51,6,2,24,3,24,32,15,0,
+24,7,10,208,45,15,33,1,102,3,169,41,15,98,24,6,3,162,5,15,103,11,4,0,58,19,6,99,24,15,33,0,
+1,15,148,48,5,5,20,17,3,8,0,15,58,75,1,3,230,18,2,43,0,15,218,86,25,4,35,82,15,91,158,6,
+5,223,18,15,87,48,0,4,250,17,3,88,17,15,118,87,2,3,200,22,7,6,0,2,208,210,11,168,24,4,221,0,
+2,64,4,2,248,1,10,186,23,4,248,1,13,64,148,7,155,29,12,224,18,4,153,0,2,0,6,15,166,24,1,4,
+121,18,1,7,0,7,8,29,6,34,0,3,95,0,15,138,53,18,15,198,26,6,15,107,174,0,1,211,29,5,33,29,
+12,69,7,3,225,95,11,166,24,7,212,229,15,213,86,6,10,47,17,16,50,8,94,13,187,23,23,50,182,147,0,35,
+0,12,144,60,15,191,112,18,13,28,20,13,45,19,11,27,20,14,21,85,11,247,19,13,190,112,7,53,87,15,132,144,
+1,4,225,15,4,250,19,15,234,0,2,8,47,18,18,50,231,95,9,164,0,3,251,20,2,43,2,15,172,109,1,4,
+129,21,15,209,86,39,4,159,21,4,0,21,15,83,54,1,4,205,0,5,45,0,8,182,0,1,76,32,8,85,5,4,
+160,52,8,87,5,15,17,5,6,15,4,21,0,4,64,0,13,206,21,5,64,174,6,88,26,13,247,49,4,119,1,4,
+79,21,15,145,49,5,10,89,0,4,37,50,3,17,4,15,20,53,1,4,23,18,4,89,0,15,244,27,4,7,24,1,
+11,97,189,3,242,77,15,7,173,3,2,166,31,1,102,9,3,225,37,11,165,31,4,187,10,8,105,14,0,249,29,15,
+105,14,27,4,57,0,3,222,46,15,99,13,2,4,172,49,31,57,13,11,14,3,117,6,15,190,8,2,3,255,39,31,
+55,146,6,0,2,140,6,3,62,0,6,104,203,4,127,0,3,108,12,2,249,8,7,79,1,15,161,60,2,4,96,131,
+47,57,51,96,131,5,2,215,12,5,96,5,7,101,94,2,96,9,2,148,44,15,205,31,2,20,50,144,29,15,135,139,
+0,15,72,94,1,2,146,25,2,140,8,15,145,25,5,5,201,89,13,253,17,9,91,226,2,94,20,12,143,32,3,100,
+51,15,74,129,8,11,62,31,15,194,0,2,3,54,48,15,90,10,0,3,62,21,2,161,1,15,22,219,4,6,224,20,
+15,48,157,5,4,164,15,15,193,56,0,3,220,0,4,148,5,15,41,88,1,4,34,88,4,236,3,15,48,8,23,4,
+105,39,4,60,219,15,80,20,8,15,135,56,1,3,108,5,6,201,90,15,37,117,1,2,149,0,4,226,49,3,42,0,
+15,41,88,0,4,139,92,3,49,0,3,157,1,12,78,11,3,157,1,12,10,95,3,231,1,0,128,1,13,14,59,2,
+27,0,6,206,42,13,53,8,3,63,1,3,21,43,15,53,8,1,3,34,13,15,71,7,5,10,53,8,15,226,41,5,
+9,41,88,2,47,8,0,122,0,2,50,226,14,145,32,19,50,7,186,13,219,32,2,239,2,4,141,0,15,219,32,2,
+12,147,18,1,99,0,15,76,7,0,9,55,8,2,241,31,8,56,8,15,204,33,6,10,89,92,4,77,22,3,186,1,
+13,13,93,11,171,153,13,56,8,5,170,153,4,73,0,13,41,88,5,172,153,15,239,60,1,5,107,92,4,7,54,15,
+236,0,2,1,77,1,7,250,0,13,138,153,4,230,59,5,164,0,13,144,91,4,58,66,15,57,8,37,6,130,153,3,
+8,0,15,64,30,0,6,206,0,3,50,3,7,9,38,0,197,0,13,224,88,4,163,15,15,0,8,3,5,169,153,4,
+41,60,15,1,8,8,5,8,0,3,52,0,1,248,57,10,78,0,4,222,60,4,213,3,15,246,7,8,5,78,0,4,
+52,0,7,71,35,0,199,3,15,135,129,9,17,57,210,88,13,152,6,2,6,17,5,161,3,7,28,94,2,178,6,2,
+7,21,15,221,28,2,18,50,28,121,10,214,5,2,35,15,15,255,93,1,3,27,27,3,152,6,15,36,15,4,4,69,
+85,14,26,27,4,196,1,3,2,1,8,74,7,4,197,3,3,137,35,15,187,112,9,12,250,11,15,194,0,0,3,39,
+39,15,38,41,0,3,138,26,3,152,6,15,197,14,4,4,145,150,15,30,173,5,1,252,91,15,152,6,2,4,171,3,
+5,156,148,15,34,78,1,4,176,82,6,7,0,15,152,6,21,4,45,149,15,35,173,7,5,47,149,15,152,6,0,4,
+112,4,15,49,149,9,15,103,229,2,2,226,222,11,152,6,4,90,185,3,38,6,3,157,1,12,107,10,3,157,1,12,
+115,39,3,240,37,15,183,4,0,11,201,173,15,152,6,0,4,18,94,2,34,0,15,152,6,1,4,179,6,15,199,109,
+18,0,193,0,15,152,6,15,1,109,39,3,219,177,15,106,89,3,18,50,233,171,14,152,6,2,33,1,4,141,0,15,
+152,6,2,12,251,17,1,44,6,15,172,5,0,10,245,4,13,162,101,2,155,136,15,152,6,13,11,119,92,14,207,4,
+11,160,92,13,152,6,5,165,34,4,73,0,0,34,0,9,152,6,9,107,92,13,202,5,4,58,34,3,100,2,15,132,
+7,3,7,228,166,1,250,0,13,92,148,2,40,2,3,47,2,15,152,6,1,3,227,59,2,121,1,15,152,6,33,15,
+14,94,2,15,206,0,6,3,164,42,10,207,5,13,79,7,3,143,29,4,26,253,13,115,0,3,172,7,4,135,3,15,
+56,145,1,4,66,6,5,130,35,3,52,0,14,201,1,4,184,93,5,213,3,15,152,6,8,4,78,0,5,52,0,10,
+201,0,12,203,66,3,92,13,0,7,0,12,201,66,3,37,34,15,182,93,3,2,119,40,2,111,34,3,253,2,13,0,
+19,7,74,36,0,172,14,4,96,48,6,38,6,4,89,11,15,37,6,7,10,108,139,0,125,28,5,56,48,5,87,66,
+7,246,127,15,243,14,26,3,144,66,1,71,83,12,140,7,2,185,69,15,241,50,2,4,118,96,47,56,53,106,94,13,
+3,52,33,1,221,15,14,57,137,0,99,0,1,37,25,8,252,47,3,99,35,3,58,0,10,49,14,7,24,36,1,208,
+25,15,107,94,4,4,15,26,15,107,94,3,3,190,52,2,240,23,3,96,45,11,159,91,15,101,1,2,7,17,126,15,
+101,1,27,2,133,8,1,103,116,14,75,1,4,38,70,31,55,189,94,20,15,41,36,2,4,69,84,47,56,55,190,94,
+20,15,96,68,2,4,179,64,22,56,53,109,11,33,0,4,248,1,5,227,237,5,26,0,3,141,19,2,13,74,15,178,
+27,17,4,3,148,31,55,231,120,6,6,26,1,15,194,94,5,4,150,72,31,55,195,94,20,5,156,72,2,40,2,2,
+193,3,15,98,246,5,5,99,52,15,125,94,0,2,65,32,1,128,9,4,78,40,4,27,0,2,200,19,2,66,38,1,
+116,85,8,1,28,1,136,0,0,35,0,15,1,28,1,2,226,10,3,153,94,8,2,28,4,169,70,10,124,94,0,178,
+6,2,53,0,2,10,226,9,124,94,2,33,28,15,66,91,3,19,50,224,147,14,248,38,2,239,4,15,48,25,0,3,
+76,45,11,65,97,11,118,3,4,124,37,4,17,4,10,218,11,2,111,3,4,226,41,10,120,0,3,28,0,15,124,94,
+0,3,109,37,15,228,26,0,2,41,95,5,124,94,15,102,10,4,4,101,131,31,54,192,105,5,4,157,94,13,255,10,
+4,58,8,5,98,156,15,43,25,1,3,153,94,7,164,234,15,124,94,22,4,92,30,15,192,105,7,5,45,130,15,97,
+86,0,3,183,8,9,53,153,11,157,0,3,148,8,4,71,235,4,50,0,15,114,50,0,4,181,15,3,49,0,4,87,
+10,8,133,41,5,144,134,12,74,19,3,43,150,11,21,11,4,80,87,15,24,159,1,2,165,7,4,34,0,7,247,21,
+6,119,86,3,137,0,3,35,0,5,124,7,8,123,94,3,28,0,15,53,171,18,15,128,72,6,9,80,3,1,138,50,
+3,124,138,3,159,43,10,126,135,0,238,0,15,110,79,3,3,185,9,15,57,171,9,12,197,7,15,23,147,1,0,23,
+0,9,23,11,14,23,147,2,66,87,15,123,94,14,3,230,9,8,1,83,9,78,9,11,156,94,14,161,158,5,156,94,
+4,74,0,0,133,1,10,123,94,3,50,11,1,198,63,13,0,73,4,63,0,3,119,11,15,206,121,1,3,78,1,7,
+251,0,13,123,94,3,8,2,3,50,2,15,217,16,0,4,158,94,2,123,1,15,127,156,34,4,181,48,4,52,10,15,
+187,112,1,5,68,160,4,188,2,9,184,0,12,110,79,4,169,99,15,181,4,1,3,40,23,2,79,5,15,92,224,4,
+1,177,95,1,28,4,5,75,189,6,27,0,3,171,3,4,125,1,13,209,12,4,26,93,3,32,0,13,150,11,3,212,
+63,4,211,0,15,235,136,1,5,150,11,4,203,224,3,84,0,15,150,11,0,3,129,94,5,78,0,15,228,11,1,5,
+217,153,4,8,0,3,78,0,13,228,98,4,104,4,7,91,1,5,248,204,6,21,26,4,145,244,7,149,4,11,30,90,
+4,189,9,14,90,1,0,81,2,5,237,5,15,31,0,0,10,112,16,13,168,6,2,239,100,15,32,7,1,3,110,96,
+4,108,93,12,31,0,3,29,75,3,10,217,6,224,0,1,87,90,14,222,10,4,107,26,4,133,222,13,97,86,1,97,
+2,15,39,39,3,2,221,96,15,200,101,2,3,42,7,15,5,82,0,4,177,96,3,34,0,15,13,19,4,5,128,226,
+14,109,66,2,111,2,3,176,3,2,109,96,13,76,96,2,36,0,4,136,85,15,118,57,23,1,126,96,2,120,0,15,
+231,66,0,3,21,21,3,170,2,31,56,108,51,0,14,121,229,2,143,0,14,8,7,3,200,20,3,49,0,1,8,7,
+14,50,92,17,50,41,85,15,97,86,0,7,213,68,12,97,86,2,166,7,4,13,5,15,243,6,1,4,220,86,3,35,
+0,15,243,6,1,4,132,86,15,125,57,17,1,129,78,15,97,86,15,1,38,10,1,123,0,17,112,222,19,0,238,0,
+12,44,10,1,0,86,14,243,6,2,136,4,4,141,0,15,243,6,2,12,43,8,1,59,27,14,6,6,7,161,147,1,
+37,0,12,243,6,2,216,150,15,227,156,14,4,2,2,2,132,2,14,25,5,3,131,150,4,41,0,14,243,6,5,25,
+153,4,74,0,13,219,32,6,67,153,15,243,79,7,5,59,153,15,128,57,1,3,78,1,7,251,0,13,10,154,6,229,
+1,15,243,6,5,3,30,99,2,123,1,15,243,6,33,15,103,99,2,15,207,0,5,3,45,0,0,207,0,7,184,0,
+1,112,183,8,92,4,2,166,22,15,145,216,1,4,135,98,3,243,6,15,167,22,4,6,136,226,13,243,6,3,175,61,
+4,243,6,13,115,147,5,50,94,3,32,0,14,217,1,4,203,24,3,183,38,15,201,11,0,5,243,6,11,134,94,15,
+243,6,0,3,35,59,5,78,0,15,4,88,1,4,243,6,5,59,156,4,74,33,9,222,6,1,76,89,14,254,5,4,
+35,210,15,251,5,3,2,86,65,4,37,34,10,167,145,2,216,16,15,101,99,1,2,146,8,15,228,226,9,2,251,5,
+15,228,226,4,1,126,96,1,159,1,13,69,197,3,35,102,4,251,5,1,20,131,13,28,96,3,229,38,2,43,0,0,
+7,0,15,101,99,22,4,98,39,15,243,232,1,3,202,62,4,120,3,15,154,30,0,14,208,230,2,143,0,15,251,5,
+0,2,192,0,3,49,0,5,251,5,12,23,23,2,202,140,12,251,5,3,36,3,1,252,82,11,72,3,5,30,135,15,
+251,5,8,3,30,1,3,35,0,15,251,5,2,2,80,2,15,10,5,6,9,251,5,2,132,17,15,96,1,0,9,65,
+44,1,157,30,1,123,0,2,186,227,0,167,73,13,105,20,15,101,99,2,3,67,22,4,141,0,15,251,5,1,10,199,
+225,0,74,0,15,233,37,3,7,67,179,1,37,0,12,92,92,1,170,204,15,92,92,14,11,10,97,2,160,214,7,179,
+3,12,116,153,14,157,82,5,220,96,4,74,0,0,200,10,10,101,99,3,55,11,1,35,130,13,137,83,3,78,29,3,
+37,0,1,78,21,15,237,0,0,7,123,57,0,251,0,13,137,154,6,88,1,15,251,5,4,4,243,96,2,123,1,15,
+92,92,33,3,29,64,6,19,98,0,152,1,15,207,0,6,3,176,3,9,179,6,1,155,85,9,92,4,2,220,10,0,
+153,4,13,92,4,3,22,11,2,251,5,1,18,7,14,228,3,6,49,98,1,205,21,9,175,0,3,236,41,4,60,84,
+15,12,98,0,3,245,5,2,32,0,13,200,63,5,214,97,4,180,2,15,28,31,8,6,114,156,15,28,31,5,5,44,
+98,4,78,0,15,28,31,8,6,88,98,4,158,31,9,251,5,1,101,84,15,34,12,0,0,7,0,12,132,24,5,166,
+20,15,132,24,0,2,38,23,2,35,0,4,148,137,10,226,228,1,102,12,9,123,0,4,44,122,5,216,22,7,185,58,
+15,216,22,27,3,197,23,4,30,65,9,141,6,3,30,202,14,140,6,3,113,94,0,32,0,15,63,74,2,4,120,109,
+47,56,51,133,145,12,4,105,149,15,188,150,3,4,14,99,35,56,51,67,74,10,202,1,3,233,3,5,90,215,0,60,
+1,9,187,2,2,209,8,3,100,0,4,141,183,12,187,2,5,251,98,13,48,170,4,33,156,7,6,155,0,34,0,14,
+180,56,35,55,57,134,86,5,28,84,6,67,0,3,116,4,4,165,0,15,168,46,4,1,41,96,2,75,0,15,192,37,
+0,15,78,96,2,15,136,0,2,5,175,152,10,71,35,16,53,145,11,15,59,57,8,79,118,105,115,99,55,57,20,14,
+43,0,15,51,57,4,14,41,0,15,47,57,20,15,57,0,6,13,45,150,0,249,0,15,54,0,14,31,50,49,0,29,
+31,51,49,0,29,31,52,220,229,3,8,148,57,2,81,3,47,60,51,190,57,2,31,49,155,87,1,32,49,48,205,150,
+15,191,57,1,0,102,11,15,101,1,15,1,47,3,8,187,57,7,154,87,15,98,1,7,10,206,17,1,0,5,15,183,
+57,2,0,206,2,15,183,57,3,0,149,3,15,183,57,9,2,253,35,2,155,42,8,32,102,14,183,57,4,91,40,9,
+10,5,20,51,248,24,14,183,57,15,77,62,2,6,234,223,15,183,57,18,0,89,3,15,137,150,23,15,208,57,11,6,
+202,215,15,3,5,10,3,148,57,9,29,81,4,28,2,0,217,11,2,68,0,2,28,81,13,123,34,1,237,3,0,38,
+0,15,110,51,15,15,192,198,6,15,112,199,0,15,92,202,6,3,142,52,14,93,0,8,34,5,13,157,56,19,51,116,
+23,15,185,81,8,15,85,58,12,3,229,51,12,131,30,4,86,190,14,130,30,2,244,5,4,56,0,15,129,30,2,4,
+27,2,11,73,20,7,154,60,2,72,20,15,127,30,2,0,88,0,3,110,59,13,45,101,2,209,1,15,42,1,5,15,
+75,38,8,10,74,38,18,51,233,67,15,54,1,0,7,61,150,15,50,29,9,4,237,151,15,72,55,2,4,181,108,15,
+25,203,4,4,153,1,13,118,7,4,172,9,15,34,30,19,7,10,94,15,103,0,2,7,157,58,15,30,30,2,6,241,
+151,15,172,99,11,2,234,7,15,241,151,3,10,150,83,8,205,0,3,174,13,2,160,12,99,56,52,55,65,69,49,5,
+0,31,66,239,3,1,3,238,188,15,85,226,1,2,244,1,4,113,1,1,23,76,15,31,3,5,4,150,7,20,51,20,
+232,11,120,2,3,242,0,31,57,130,29,3,2,208,33,5,240,62,7,15,101,2,25,0,4,172,4,13,199,88,20,51,
+200,53,15,191,79,0,15,48,47,1,15,93,55,16,4,253,118,15,92,55,5,4,252,118,15,193,54,4,5,68,249,15,
+244,15,0,11,191,54,15,107,16,20,4,237,212,15,87,55,7,4,135,22,15,134,22,0,4,204,55,3,159,13,15,42,
+30,1,4,247,51,8,7,0,1,87,10,11,137,16,4,113,52,2,95,2,3,210,11,15,142,1,3,12,86,55,4,59,
+55,15,86,55,0,6,133,54,0,7,0,15,14,6,0,3,169,18,3,3,13,15,131,16,0,4,224,45,15,130,16,17,
+0,202,14,15,130,16,14,1,123,16,1,174,60,3,38,142,10,57,40,31,51,80,55,4,4,38,46,15,125,16,7,10,
+180,29,31,51,78,55,2,24,51,78,55,29,51,78,55,15,115,22,18,10,183,248,1,203,104,8,33,4,10,36,173,12,
+30,0,4,161,152,3,68,0,12,107,22,5,208,247,15,159,15,0,3,40,16,4,141,22,0,173,1,14,223,0,8,67,
+55,29,51,67,55,4,10,19,3,162,44,15,57,19,6,2,103,1,15,105,16,32,5,18,19,2,7,0,15,97,22,1,
+4,239,16,4,122,2,8,176,0,1,61,55,13,144,38,1,65,8,13,211,210,5,50,105,3,85,35,14,89,79,0,34,
+0,15,89,79,4,3,254,45,15,0,71,3,5,99,84,15,148,108,4,4,58,103,13,183,128,15,74,151,0,12,71,81,
+2,25,1,4,41,0,15,166,4,22,4,213,102,15,201,193,7,4,170,21,15,177,128,0,15,124,81,0,12,151,0,3,
+54,5,3,83,21,3,74,5,12,89,81,3,237,53,0,114,1,15,237,53,4,3,197,54,15,237,53,4,5,246,151,1,
+216,7,13,248,154,3,235,42,3,131,0,4,153,15,6,32,0,4,231,4,1,7,0,15,65,82,1,5,39,83,4,116,
+5,13,50,24,4,199,173,3,77,4,13,59,117,4,211,80,5,108,3,15,232,111,1,3,35,3,5,28,152,4,83,16,
+14,249,83,4,127,20,4,144,0,15,78,0,1,3,7,3,5,78,0,4,246,7,7,125,19,0,249,5,12,55,18,2,
+61,8,0,7,0,11,139,78,3,107,38,9,2,218,6,11,90,1,162,7,2,35,0,0,252,0,14,158,90,17,51,157,
+240,7,78,10,12,53,18,7,181,151,15,19,14,15,4,53,0,2,174,0,1,238,4,13,222,3,5,127,8,9,221,3,
+2,22,9,0,29,0,15,41,13,2,5,202,107,0,228,151,15,229,9,9,15,33,77,5,3,110,42,3,31,0,1,186,
+21,15,217,38,6,15,110,42,4,5,16,90,15,110,42,3,3,210,203,2,163,19,4,226,86,13,153,14,5,85,210,5,
+198,58,31,51,97,1,32,4,17,108,0,212,1,13,97,1,5,140,14,14,70,1,3,194,0,47,57,50,132,42,19,15,
+73,108,3,4,124,77,47,57,50,202,101,12,3,108,26,4,178,50,11,212,41,4,253,32,31,50,202,42,13,3,212,41,
+3,41,5,11,255,19,4,1,59,14,128,232,4,77,19,15,135,12,21,4,77,44,0,145,0,15,137,12,3,4,251,57,
+47,57,50,169,42,6,4,212,27,0,27,1,15,198,103,16,4,93,78,11,70,0,4,13,235,31,50,210,12,12,5,151,
+182,11,78,3,3,148,182,0,10,2,12,185,5,2,183,70,15,142,80,3,5,232,0,4,95,12,3,125,6,9,87,1,
+3,172,20,3,57,9,13,17,13,7,154,4,2,33,43,15,118,43,5,11,77,3,13,116,71,1,246,1,1,4,8,15,
+116,71,4,13,116,43,2,128,3,15,7,203,4,2,116,43,15,7,203,1,15,116,43,1,1,130,18,4,14,66,12,116,
+43,3,36,203,4,50,76,12,181,11,2,214,58,14,252,42,1,129,4,0,15,1,13,116,43,2,109,3,4,116,43,15,
+210,70,10,5,255,98,10,45,30,2,251,0,4,255,6,15,236,43,0,0,64,0,15,236,43,5,3,42,46,15,236,43,
+3,4,28,219,6,32,94,22,103,94,6,1,178,0,0,35,0,1,251,99,7,226,19,2,6,5,4,22,154,10,32,34,
+4,34,1,9,177,2,3,87,32,15,246,75,1,9,87,32,4,157,140,13,107,8,4,14,9,15,195,69,6,4,120,118,
+13,57,23,4,28,8,4,12,9,15,217,30,1,3,225,69,7,35,149,15,198,69,22,4,76,37,15,198,69,8,4,109,
+47,15,254,54,0,4,122,66,3,82,8,15,83,8,1,10,208,235,5,234,90,1,175,46,15,150,61,2,4,208,118,11,
+96,103,10,180,1,10,17,31,5,180,1,12,20,55,3,65,52,15,139,14,0,10,7,95,6,130,64,14,173,61,4,35,
+0,15,174,61,8,2,183,217,15,143,14,14,15,122,138,17,15,174,61,16,31,51,174,61,11,4,141,0,15,174,61,16,
+31,51,174,61,3,25,51,174,61,0,37,0,13,230,69,15,118,130,18,5,36,90,3,150,57,13,223,10,11,7,70,14,
+252,154,5,7,70,4,74,0,12,118,130,6,9,70,15,255,116,1,4,235,92,4,163,95,15,164,14,3,8,104,26,0,
+251,0,13,232,69,3,43,2,4,118,29,15,86,17,1,3,185,57,15,168,14,37,7,225,69,3,8,0,15,206,44,1,
+4,207,0,4,249,98,9,172,14,4,68,241,12,191,3,4,200,221,15,136,119,1,12,216,90,15,58,4,25,4,123,5,
+3,225,13,13,90,0,3,201,0,4,126,60,5,250,69,11,12,8,3,63,49,15,214,143,2,6,192,44,1,41,0,15,
+136,0,4,4,165,44,14,231,253,4,171,65,4,6,2,15,51,67,5,4,120,111,1,157,5,13,9,74,3,164,2,5,
+70,0,4,236,119,6,34,0,3,5,4,3,68,1,15,129,59,0,6,183,66,4,77,0,13,10,47,5,85,221,4,19,
+17,13,35,2,4,136,4,4,147,13,15,13,14,9,4,78,0,4,52,0,14,13,14,4,206,2,3,78,0,1,111,0,
+15,13,14,5,5,78,0,4,76,32,1,206,45,15,155,5,0,7,142,2,0,34,14,11,50,45,2,47,44,5,57,9,
+14,58,63,15,128,12,2,15,244,27,26,4,53,0,2,172,8,1,5,38,14,66,71,4,73,11,31,54,102,12,12,4,
+12,33,15,216,102,2,2,66,47,15,48,9,1,3,141,146,4,108,45,12,214,2,3,182,119,0,38,0,9,219,14,4,
+76,243,11,225,8,4,167,64,31,57,238,138,10,15,49,194,3,2,14,46,0,34,0,13,164,0,3,212,9,3,105,45,
+15,212,9,3,4,89,3,6,183,27,6,92,9,2,0,40,0,35,0,1,92,9,14,68,64,19,51,18,73,15,250,45,
+0,15,145,0,2,3,237,9,3,158,41,15,250,45,4,4,9,84,15,171,142,6,4,87,26,13,170,8,4,58,49,6,
+243,66,15,118,67,1,2,240,2,4,96,215,15,32,40,24,5,126,159,15,113,142,7,4,167,216,15,71,9,0,4,95,
+148,6,71,222,14,157,0,4,187,147,2,43,0,5,50,0,15,69,64,7,4,58,124,4,107,3,12,75,25,3,159,1,
+12,172,147,3,3,1,15,67,40,0,10,91,213,15,50,9,2,3,71,64,5,110,124,15,50,9,0,4,72,64,15,67,
+40,18,0,88,10,15,72,64,49,20,51,52,65,15,72,64,4,15,224,70,9,12,15,24,1,224,5,15,69,8,0,10,
+255,4,12,20,174,1,194,67,15,9,159,16,3,216,1,4,131,2,13,224,70,6,5,67,2,99,1,13,216,5,5,2,
+159,4,74,0,13,73,64,6,76,159,15,99,8,0,4,202,11,8,180,149,15,237,0,0,7,69,38,0,251,0,15,42,
+70,4,4,163,126,15,50,9,1,4,105,154,15,226,70,38,3,37,49,6,169,223,15,164,24,1,5,207,0,2,45,0,
+8,246,46,0,198,0,15,50,9,3,9,30,217,13,184,0,3,146,10,4,136,148,15,37,4,24,4,83,18,15,50,9,
+4,6,19,65,9,227,3,13,27,96,4,228,46,15,240,89,1,3,141,14,3,99,6,15,141,14,4,4,192,17,15,228,
+46,0,5,55,159,3,139,0,15,135,45,4,4,19,61,15,50,9,3,5,236,66,3,116,5,15,52,214,0,4,102,4,
+2,110,0,15,50,9,1,6,125,116,3,8,0,14,216,65,3,46,5,5,56,1,13,45,3,4,198,65,4,164,83,15,
+118,41,1,5,26,233,4,78,0,4,52,0,13,90,3,4,198,65,4,78,0,15,118,41,1,4,50,9,12,250,65,10,
+63,23,1,128,65,14,112,7,4,191,19,15,75,220,2,3,13,124,15,148,93,2,2,113,47,15,46,211,1,15,187,146,
+10,4,120,0,4,84,47,6,162,132,7,232,7,2,205,18,3,170,118,15,92,66,0,19,51,120,247,15,240,142,1,15,
+122,112,0,15,240,142,18,5,46,61,2,240,142,15,33,0,1,4,4,31,12,75,7,15,46,61,84,31,55,170,155,8,
+4,131,8,15,46,61,78,3,149,44,3,101,5,3,232,7,11,166,67,5,159,1,15,25,61,37,15,232,7,2,3,17,
+12,4,35,0,15,232,7,1,3,122,12,15,25,61,19,1,236,223,15,25,61,14,1,32,54,3,206,158,3,89,39,10,
+117,199,0,238,0,15,38,54,2,4,110,170,15,25,61,8,10,116,202,0,74,0,15,38,54,1,25,51,167,154,0,37,
+0,15,25,61,83,14,232,7,15,25,61,44,4,104,16,15,25,61,9,3,78,1,7,251,0,15,25,61,11,15,232,7,
+2,15,25,61,83,4,207,0,15,25,61,0,0,198,0,15,232,7,3,5,223,60,15,142,7,1,3,225,60,4,181,156,
+15,37,4,25,4,99,214,15,232,7,4,11,206,60,4,227,3,1,64,46,9,70,5,3,86,41,15,146,152,1,3,191,
+13,3,29,46,15,216,16,4,5,184,155,14,58,156,3,157,36,4,232,7,15,111,141,4,1,44,59,15,232,7,7,5,
+142,155,4,177,56,4,45,86,6,34,0,3,105,5,3,163,4,15,232,7,1,4,3,34,5,77,0,13,37,20,4,4,
+34,4,56,1,15,142,155,0,4,165,30,3,205,2,15,76,62,1,4,232,7,6,57,214,3,52,0,14,161,57,4,50,
+47,3,78,0,15,76,62,1,4,232,7,6,101,214,3,52,0,10,49,3,5,14,249,3,184,1,4,178,135,30,57,144,
+201,3,53,26,15,144,201,3,5,156,25,5,137,219,11,75,69,0,63,16,9,122,0,4,128,12,5,71,17,31,49,71,
+17,33,2,79,10,1,55,154,14,94,41,0,237,31,15,197,45,15,4,49,170,12,61,0,0,36,3,15,248,46,15,4,
+185,2,10,211,49,2,65,40,15,211,49,0,3,104,35,3,254,57,14,118,0,0,249,31,1,99,9,19,48,141,44,10,
+249,1,3,106,4,0,38,0,0,172,4,31,50,236,3,0,11,36,50,4,138,28,79,48,43,50,48,80,29,9,3,58,
+149,1,194,128,13,150,56,4,63,3,5,122,10,2,16,0,10,190,18,6,47,0,4,196,29,31,48,125,141,6,5,198,
+58,15,218,4,2,5,98,214,3,58,6,4,128,0,1,32,36,9,5,44,2,255,1,3,188,0,2,169,62,14,177,49,
+19,56,174,202,2,241,58,13,109,0,4,223,3,4,221,0,3,57,3,15,174,138,4,1,248,58,15,60,5,8,5,201,
+58,4,188,0,3,95,0,2,28,36,15,157,0,1,5,93,108,0,104,36,7,33,3,0,252,13,15,78,50,8,111,97,
+100,118,101,99,116,80,50,20,15,45,0,1,15,82,50,4,15,43,0,1,15,84,50,20,15,59,0,8,14,131,200,7,
+244,49,15,56,0,8,15,131,200,3,24,49,89,200,2,116,3,39,60,50,151,200,4,142,1,47,60,49,179,107,1,31,
+50,179,107,4,8,178,107,15,6,1,9,1,151,3,7,186,4,7,22,54,15,2,1,9,15,169,32,2,15,115,0,19,
+2,102,4,6,207,22,0,128,3,15,50,50,1,0,124,2,15,49,50,2,0,253,5,15,48,50,8,1,173,7,1,195,
+5,15,228,107,10,4,177,31,9,217,5,20,52,75,187,13,44,50,15,128,77,2,15,225,107,20,3,247,21,15,93,5,
+2,7,92,5,8,20,51,6,40,33,11,78,23,5,114,0,15,34,50,10,3,9,119,12,204,16,3,97,127,15,114,120,
+0,3,185,14,3,209,16,15,252,25,3,3,206,5,10,119,47,5,44,4,4,153,0,6,52,87,5,151,102,2,216,4,
+15,91,0,9,4,116,249,15,133,4,0,5,63,48,5,54,101,1,214,0,14,125,4,19,51,200,54,11,209,2,7,221,
+44,1,32,34,33,54,52,32,34,4,72,216,0,31,0,242,2,57,50,49,56,56,54,56,52,51,55,50,50,55,52,48,
+53,51,90,172,4,46,47,1,73,0,2,18,108,1,54,0,15,47,0,3,8,190,1,2,214,1,15,118,107,2,18,52,
+44,195,7,23,16,4,168,0,4,229,17,1,63,1,9,170,0,3,80,59,31,52,170,0,20,3,217,0,31,53,47,0,
+5,13,55,50,6,148,0,15,139,49,4,2,189,36,4,39,9,3,230,13,3,19,21,1,6,0,3,78,40,10,213,13,
+16,52,184,195,13,231,12,24,52,99,40,17,52,240,194,15,205,1,7,15,177,16,4,4,40,11,6,66,17,13,178,46,
+15,71,109,9,7,167,1,3,143,14,10,192,22,3,16,1,9,5,4,3,11,140,6,171,0,1,26,0,2,134,0,3,
+245,17,15,237,0,2,7,187,21,20,52,191,49,15,209,50,4,39,49,48,2,137,6,209,0,3,182,19,1,6,0,1,
+140,11,15,194,0,2,10,161,10,3,194,0,15,89,1,7,15,149,61,3,4,159,34,6,89,1,14,44,48,15,255,129,
+8,10,218,35,15,70,1,1,3,134,132,15,70,1,8,7,55,8,17,52,161,47,15,66,30,1,3,166,0,15,253,25,
+7,3,79,4,15,214,8,2,3,240,9,2,6,0,3,94,4,1,118,17,15,45,1,0,4,207,8,4,90,109,5,85,
+4,3,103,15,13,171,3,3,31,51,31,56,171,3,20,3,135,27,31,57,171,3,8,10,17,25,17,52,251,190,15,64,
+4,1,0,117,33,7,22,1,9,151,0,3,240,143,0,35,0,15,151,0,18,6,128,37,15,151,0,6,10,151,20,7,
+151,0,10,221,2,5,34,7,2,27,42,11,67,4,4,233,63,1,6,0,4,235,101,10,82,19,17,52,28,123,15,89,
+3,0,8,59,48,0,37,0,15,72,4,4,4,194,1,10,227,43,5,42,2,3,0,11,4,205,167,12,112,36,4,83,
+23,15,77,4,16,10,234,43,12,97,5,2,31,1,8,12,3,1,139,42,15,12,3,4,2,181,0,0,36,0,15,101,
+0,6,15,17,1,0,7,19,27,0,31,1,15,92,142,2,5,108,4,2,61,57,13,132,37,3,106,20,1,6,0,11,
+18,38,11,226,0,13,57,9,2,249,20,15,131,1,8,15,109,95,5,14,131,1,8,146,0,4,120,26,15,131,1,30,
+12,120,7,15,131,1,0,3,65,144,15,131,1,10,15,154,9,0,2,101,0,7,108,1,5,205,235,12,182,197,1,220,
+251,3,144,0,12,29,7,2,106,10,15,93,60,5,2,185,23,1,97,4,52,116,111,109,31,0,53,109,105,110,236,10,
+4,71,35,1,251,120,0,226,45,7,145,0,15,111,13,12,111,101,114,114,115,117,109,111,13,20,15,45,0,1,15,111,
+13,4,15,43,0,1,15,111,13,20,15,59,0,8,15,111,13,10,15,56,0,8,15,111,13,3,7,221,213,5,100,63,
+7,54,121,5,110,13,1,89,13,13,110,13,15,98,63,5,8,96,17,15,6,1,9,12,111,13,7,80,49,15,2,1,
+9,15,11,12,1,1,173,7,15,7,1,17,11,112,13,1,188,6,15,163,63,2,0,219,2,7,114,13,9,244,139,2,
+57,13,6,98,3,8,144,36,7,144,13,8,194,68,5,107,13,7,89,56,9,136,13,2,34,0,4,100,42,9,31,3,
+19,53,193,8,0,189,12,3,79,0,4,51,0,5,126,0,4,8,1,5,235,12,12,150,1,6,73,147,6,38,174,9,
+60,46,1,89,11,15,53,141,1,2,32,46,0,78,81,12,61,90,3,49,183,0,179,13,3,59,225,36,108,112,163,0,
+6,122,14,3,159,242,14,248,0,3,200,75,0,6,0,4,214,37,5,233,12,15,227,4,5,13,176,11,28,53,75,147,
+4,10,1,6,213,144,15,70,155,10,3,203,12,0,248,0,0,202,46,3,190,0,2,48,38,11,160,110,4,121,76,1,
+213,0,1,11,5,6,154,47,2,75,46,0,240,45,17,50,217,26,9,127,47,1,192,4,3,213,168,0,77,47,4,25,
+0,2,47,64,4,78,31,15,146,60,1,4,28,0,15,28,1,21,10,88,5,18,53,124,149,7,57,2,2,203,29,3,
+226,122,8,24,0,2,176,46,13,28,22,2,27,22,15,0,30,8,3,190,186,15,52,123,0,3,104,29,3,96,1,11,
+58,6,2,69,1,7,16,12,17,53,16,12,255,3,46,112,114,97,103,109,97,32,34,110,111,117,110,114,111,108,108,34,
+55,41,4,3,220,1,5,95,15,8,28,1,6,7,0,1,118,0,8,134,3,5,176,2,4,47,24,11,173,0,0,7,
+0,12,124,72,1,164,1,0,6,0,1,134,30,1,165,1,21,110,195,2,2,53,3,0,7,12,15,122,12,1,24,53,
+223,13,17,53,226,150,8,43,4,0,218,30,1,23,3,15,183,187,3,5,178,17,35,108,116,51,0,2,2,150,0,36,
+0,3,100,14,10,101,12,3,11,3,14,164,1,5,184,2,13,164,1,2,90,7,4,207,15,12,30,0,3,193,11,0,
+222,214,7,139,12,17,53,168,14,15,106,12,7,79,49,57,43,45,44,129,0,10,154,1,15,205,14,4,4,166,4,61,
+57,43,45,220,1,4,192,21,3,66,0,15,122,26,5,4,66,0,13,63,0,4,197,27,2,7,0,15,129,9,4,4,
+84,18,3,72,72,15,92,2,0,4,72,0,1,101,51,15,46,1,0,0,243,88,15,120,2,6,5,175,30,12,69,151,
+5,6,5,13,129,15,24,53,242,211,17,53,200,60,15,233,18,5,3,28,17,4,200,28,10,5,2,1,60,2,8,224,
+99,4,54,0,3,141,18,3,61,0,15,119,132,4,36,49,55,189,162,8,141,0,4,91,9,80,10,10,125,10,10
 };
-static const cq__ptx_module cq__ptx_2d_f64 = { cq__ptx_2d_f64_lz, 48412, 189195, 0xc7e45bf6u };
-/* PTX module 3d_f32: sha256 1b19308ae5f1f66ea336972dc529b3dedba80b8fee8e10342eb40bc401f48903, nvrtc 12.0, PTX ISA 8.0, 308305 bytes, fnv1a 0x8a986235, lz 88129 bytes */
+static const cq__ptx_module cq__ptx_2d_f64 = { cq__ptx_2d_f64_lz, 72063, 279522, 0x6598b5b7u };
+/* PTX module 3d_f32: sha256 747ca0f8dcb823a545bcf9c0559dee11bbb604ffb1ca90480dd34dce25c43fdb, nvrtc 12.0, PTX ISA 8.0, 386697 bytes, fnv1a 0xfc4887ba, lz 110062 bytes */
 static const unsigned char cq__ptx_3d_f32_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -18083,11 +20242,696 @@ static const unsigned char cq__ptx_3d_f32_lz[] = {
 208,66,1,112,91,9,30,0,3,242,1,4,169,5,12,178,1,3,86,6,3,39,82,4,247,14,5,31,0,3,145,1,
 2,99,0,1,79,140,12,235,10,2,243,1,3,41,0,12,17,2,2,6,140,4,187,0,13,41,90,2,213,98,1,17,
 2,15,69,4,3,3,124,71,2,129,210,15,163,164,5,3,111,1,3,162,164,13,254,5,3,57,6,18,53,100,0,8,
-17,2,2,157,50,1,49,0,15,58,162,5,3,92,0,3,57,162,9,203,11,18,49,233,235,112,116,59,10,10,125,10,
-10
+17,2,2,157,50,1,49,0,15,58,162,5,3,92,0,3,57,162,9,203,11,18,49,233,235,15,214,24,2,143,115,112,
+104,95,99,111,117,110,222,48,17,15,44,0,4,15,210,24,0,15,42,0,4,15,208,24,0,12,6,118,15,58,0,11,
+111,49,91,50,56,48,93,141,47,3,15,225,204,0,47,49,53,68,56,0,47,49,57,45,127,1,31,55,245,22,4,2,
+93,198,15,212,0,16,4,130,20,5,31,28,47,55,44,209,0,17,10,135,20,2,65,140,15,185,201,2,1,158,136,15,
+186,201,3,1,182,138,15,187,201,9,1,60,0,3,93,0,0,47,0,15,196,20,9,20,49,63,14,10,198,20,32,55,
+95,157,7,3,120,0,4,227,0,2,198,8,3,142,6,11,188,21,4,167,77,63,43,49,48,242,141,10,3,103,9,4,
+213,68,10,191,110,4,136,92,14,174,115,3,196,19,2,59,7,3,41,9,3,125,22,9,129,13,63,49,43,54,192,132,
+3,4,206,18,5,199,19,5,29,13,1,28,0,5,124,61,9,85,0,4,247,20,18,43,224,188,1,129,4,6,223,12,
+3,62,0,5,27,61,12,13,199,1,91,0,3,23,10,15,11,199,4,5,175,16,15,83,127,2,8,245,1,1,5,216,
+12,20,0,1,82,8,2,83,188,13,79,20,18,55,176,16,12,225,2,4,40,30,34,43,56,210,20,10,126,0,1,145,
+10,1,131,0,1,222,7,13,108,0,3,242,22,10,38,16,3,106,0,1,176,1,9,46,0,16,51,175,239,6,154,4,
+17,55,20,17,12,100,1,5,165,80,47,43,54,118,133,3,4,76,19,2,63,13,8,66,195,1,132,5,2,156,12,5,
+94,6,6,119,12,4,33,0,15,160,1,5,6,122,12,15,160,1,0,2,223,20,5,254,23,6,34,1,1,37,10,3,
+140,1,12,188,128,49,49,55,95,29,226,12,116,1,4,30,23,34,43,56,195,0,10,82,0,4,209,48,3,34,23,11,
+244,1,2,97,83,12,230,220,4,106,0,9,116,1,2,68,0,12,116,1,0,27,226,13,116,1,4,82,31,18,43,95,
+210,15,134,20,6,3,3,255,7,116,1,1,144,7,2,94,1,5,165,9,6,182,10,4,33,0,15,116,1,5,2,111,
+3,5,83,7,11,169,199,3,138,189,2,214,97,9,36,1,2,250,24,1,70,222,2,14,1,9,0,223,35,49,55,168,
+18,13,206,5,4,215,24,34,43,56,201,0,10,86,0,2,184,59,2,247,101,1,140,3,12,146,253,0,89,0,1,171,
+217,9,104,1,3,48,0,2,105,1,12,33,221,4,51,0,7,154,0,10,97,239,4,198,0,7,34,0,4,12,230,5,
+98,0,2,24,60,0,41,0,1,99,0,13,215,0,4,113,33,3,215,0,9,60,0,3,19,4,12,59,0,34,118,50,
+62,0,16,123,243,5,2,134,35,58,48,57,125,13,4,8,166,0,0,56,9,5,22,9,3,20,0,3,151,0,29,53,
+151,0,4,166,5,5,111,1,18,49,204,3,15,108,15,5,2,199,5,15,68,0,3,5,15,4,18,49,117,5,15,242,
+94,11,3,141,19,11,68,0,5,229,4,15,141,6,11,4,5,25,15,250,5,0,5,98,1,0,64,0,7,171,1,5,
+38,231,6,76,7,2,77,1,3,180,1,15,50,4,0,3,54,1,3,80,1,8,10,133,1,69,6,2,156,119,0,19,
+3,13,177,253,35,49,55,111,243,10,7,28,2,217,26,3,55,150,2,233,193,9,186,1,2,216,7,6,86,216,0,184,
+0,0,122,5,12,4,8,2,40,0,3,47,0,2,181,247,10,186,0,2,217,36,1,34,0,13,187,0,0,196,1,2,
+33,0,2,56,120,0,189,0,12,23,6,2,246,243,8,66,2,2,36,37,3,193,0,5,104,12,7,219,0,2,210,6,
+3,208,120,1,178,160,9,219,0,1,58,2,0,33,4,7,219,0,11,193,242,2,78,26,2,60,194,12,242,0,1,53,
+2,3,33,0,1,93,0,12,241,0,2,229,6,3,103,4,9,240,0,0,88,3,4,190,119,3,4,83,10,239,250,0,
+240,0,1,51,9,9,240,0,2,40,30,3,87,0,15,244,8,2,1,148,0,15,62,152,2,3,220,21,2,165,2,10,
+219,21,4,236,0,4,145,210,15,149,29,2,1,143,207,1,31,0,3,59,7,11,14,1,1,8,1,3,255,204,1,65,
+7,13,141,251,15,212,0,1,6,8,119,10,134,14,4,96,8,4,94,240,3,190,97,6,247,101,3,166,116,2,2,2,
+4,208,20,5,41,1,2,115,31,2,47,1,1,230,22,13,182,118,1,36,0,5,214,1,12,119,120,0,36,0,12,32,
+9,2,79,105,4,133,223,10,40,252,0,219,0,5,53,229,10,146,1,3,54,0,15,43,137,5,3,122,4,15,175,124,
+3,4,155,5,5,166,144,15,160,121,1,1,169,123,15,6,29,4,4,175,48,15,5,29,2,4,49,83,2,140,137,8,
+233,188,5,199,10,9,254,27,3,30,0,1,109,10,3,126,167,12,96,178,14,101,0,6,111,109,12,113,9,3,248,161,
+5,157,14,11,103,0,2,182,14,1,36,0,3,6,0,15,43,25,2,5,186,84,3,42,28,8,97,0,6,94,8,15,
+162,147,0,4,250,173,7,6,0,7,111,5,11,20,253,2,45,0,2,32,0,38,108,112,160,1,17,54,105,123,1,121,
+5,6,163,17,7,244,6,6,7,0,3,165,123,10,85,120,1,190,2,1,213,81,15,108,2,3,0,83,0,0,139,11,
+13,200,5,4,70,155,12,48,2,5,86,145,15,237,100,3,4,159,3,15,125,100,1,3,145,26,4,87,20,15,108,1,
+2,4,200,83,2,55,43,8,150,171,6,50,2,15,74,158,0,1,25,0,2,36,0,2,211,203,15,50,2,9,4,125,
+148,4,172,121,8,103,0,6,163,11,15,235,167,1,2,80,2,2,31,0,2,6,0,15,193,74,2,5,51,85,3,131,
+120,9,114,163,5,50,2,15,188,182,0,3,97,167,1,36,0,3,6,0,6,34,30,6,50,2,4,16,160,15,50,2,
+3,2,37,127,1,50,2,1,179,8,15,50,2,8,5,159,27,11,129,4,15,197,251,3,2,104,13,3,4,29,0,53,
+2,12,193,13,15,53,2,6,14,4,202,15,166,111,1,0,39,0,13,53,2,3,96,29,2,53,2,15,95,29,3,5,
+63,86,1,40,20,9,135,159,5,53,2,15,238,160,0,3,213,168,2,219,32,15,157,187,0,11,98,12,4,114,27,3,
+48,77,7,103,0,2,186,26,1,16,2,1,42,86,12,89,150,1,25,0,1,36,0,3,6,0,15,97,0,3,4,122,
+26,3,127,76,8,97,0,1,170,4,1,53,2,1,4,86,11,97,0,2,83,2,2,36,0,2,6,0,6,222,35,7,
+53,2,2,136,0,6,122,68,8,53,2,0,40,4,5,53,2,5,249,19,15,53,2,2,6,237,192,13,53,2,7,186,
+101,0,13,2,100,58,10,9,110,111,116,217,18,2,85,209,3,45,7,7,63,0,3,87,2,2,214,9,9,37,255,2,
+157,0,4,61,254,0,40,0,3,233,32,10,228,253,4,245,7,6,14,0,4,72,229,10,101,2,3,197,9,3,208,22,
+15,49,31,0,2,41,7,15,86,124,3,1,97,214,1,159,1,15,184,95,4,3,165,0,0,178,160,13,195,2,3,171,
+46,2,95,0,15,244,30,2,7,159,87,11,251,1,2,165,14,1,187,1,15,39,155,0,1,189,2,3,203,150,15,61,
+247,0,10,101,0,4,122,27,4,46,55,7,103,0,7,148,170,15,32,185,0,2,122,27,2,36,0,3,196,150,15,83,
+80,2,4,111,150,4,145,54,8,97,0,2,190,2,1,66,0,14,139,7,2,134,27,2,36,0,3,6,0,6,185,63,
+7,195,2,2,39,0,2,6,0,13,195,2,2,147,130,2,195,2,5,204,26,4,29,0,2,168,11,4,195,2,15,157,
+10,2,1,196,215,2,227,1,15,221,6,4,2,190,32,1,40,0,14,229,1,8,15,9,15,183,30,3,4,28,186,28,
+51,15,9,3,42,170,1,215,0,14,71,8,2,67,28,2,36,0,0,6,0,15,229,1,12,4,63,33,14,15,9,7,
+157,170,1,77,28,10,103,0,2,94,27,2,36,0,2,6,0,15,59,190,3,4,149,170,30,51,15,9,2,137,27,1,
+192,1,1,225,119,11,97,0,2,25,0,2,88,37,2,6,0,7,238,3,6,229,1,1,162,4,3,184,240,13,229,1,
+0,88,8,4,229,1,5,156,49,4,29,0,2,124,8,3,236,1,11,136,94,5,66,0,5,179,59,15,141,6,5,3,
+70,0,15,141,6,2,8,194,8,15,82,175,3,0,110,16,1,96,0,12,194,8,2,81,28,2,101,1,14,250,7,2,
+75,18,3,138,237,12,229,179,14,101,0,4,242,6,14,194,8,2,88,28,2,95,1,14,244,6,2,88,28,2,36,0,
+3,6,0,15,5,34,2,4,155,27,30,51,194,8,2,117,27,1,159,1,15,65,209,0,2,116,27,2,36,0,3,6,
+0,0,194,0,13,229,1,2,245,36,2,140,2,12,229,1,1,42,93,4,229,1,5,11,94,4,29,0,3,41,6,2,
+166,1,15,19,117,3,1,143,218,3,229,1,6,97,52,10,75,101,2,115,8,1,26,11,12,230,1,3,41,33,2,230,
+1,15,173,7,3,4,211,209,2,155,28,8,30,1,2,166,21,1,222,0,14,171,7,2,255,27,2,36,0,0,6,0,
+15,230,1,11,4,62,171,30,52,115,8,3,57,171,1,72,0,14,23,6,2,68,28,2,36,0,3,6,0,15,145,4,
+2,4,232,186,30,52,115,8,3,214,196,0,5,0,15,108,168,0,2,176,36,2,36,0,2,6,0,3,219,118,11,230,
+1,1,124,0,2,45,0,14,230,1,0,43,7,4,230,1,13,137,10,2,169,5,3,237,1,6,181,96,4,31,0,3,
+207,5,3,204,7,12,147,24,3,176,8,2,212,23,4,188,44,28,57,52,8,7,103,65,0,66,8,11,212,20,2,187,
+17,1,112,4,5,98,0,5,139,16,3,21,16,3,144,21,0,219,0,0,101,24,12,68,13,10,211,18,16,50,248,17,
+7,98,0,2,179,29,1,173,18,15,98,0,1,9,237,18,2,96,32,13,52,19,1,107,95,0,122,0,12,12,27,0,
+242,17,7,122,0,0,83,23,7,122,0,3,8,244,0,0,4,15,122,0,1,2,40,9,5,212,21,12,228,23,1,24,
+0,1,37,8,0,122,0,12,3,12,1,253,86,14,237,26,5,225,20,2,238,26,8,105,2,2,156,23,1,41,2,15,
+217,20,1,6,250,23,12,211,26,2,28,173,3,99,240,15,192,23,3,3,98,211,3,157,107,12,192,23,2,203,8,1,
+1,168,12,87,26,1,253,1,1,87,70,11,255,0,1,83,45,12,20,0,2,50,1,5,135,43,12,87,20,0,37,14,
+14,21,23,4,212,96,15,218,26,5,1,81,10,3,231,129,1,46,26,13,114,0,5,16,69,12,15,11,2,113,0,8,
+206,2,3,49,0,28,50,109,25,16,51,203,23,13,174,1,5,0,26,2,22,23,8,174,1,6,120,4,1,182,165,8,
+143,1,2,53,42,1,33,0,15,143,1,4,2,166,174,1,8,169,15,143,1,1,1,208,1,1,163,165,12,12,1,1,
+202,3,1,48,103,3,242,0,12,93,26,0,86,11,15,99,1,0,5,61,2,15,201,26,2,2,207,9,2,94,130,1,
+120,9,12,233,1,0,29,0,3,113,0,12,59,21,2,113,0,9,99,1,2,49,0,3,201,24,7,99,1,15,69,28,
+1,4,133,174,4,209,26,8,226,29,6,96,7,1,72,163,7,99,1,2,117,174,2,33,0,15,99,1,5,2,57,0,
+5,204,82,11,99,1,1,164,1,1,20,174,12,12,1,1,204,4,1,164,202,11,9,1,0,105,171,13,242,2,2,238,
+12,1,125,171,0,30,1,12,133,21,0,90,42,14,143,1,4,1,38,15,222,26,4,2,121,9,2,255,132,2,228,37,
+13,114,0,1,183,10,0,113,0,12,27,21,2,113,0,9,143,1,2,249,28,29,48,143,1,11,13,5,2,37,214,2,
+48,0,15,189,26,2,4,33,132,15,189,26,0,3,208,30,0,250,1,15,189,26,7,3,80,10,28,51,189,26,8,72,
+0,2,35,0,0,165,3,15,169,26,3,1,243,237,1,60,0,31,50,181,60,10,3,6,36,15,101,26,2,4,168,102,
+63,49,43,50,228,174,10,3,230,35,9,140,5,5,68,0,5,12,1,18,49,82,3,15,147,62,11,4,138,136,9,251,
+2,5,93,4,5,119,94,5,249,53,2,120,9,2,78,118,7,178,1,7,180,249,5,44,2,2,158,6,2,188,1,3,
+167,131,10,247,30,2,228,6,0,33,0,12,27,25,2,18,138,1,33,0,17,112,168,44,0,23,31,13,78,34,5,74,
+246,6,237,25,3,141,7,5,124,0,12,163,2,1,126,1,7,69,246,0,65,32,0,77,29,11,188,0,2,63,43,3,
+47,0,2,195,227,12,189,0,2,55,26,0,34,0,13,189,0,0,215,2,8,9,138,0,189,0,12,0,6,2,94,253,
+8,229,2,2,15,1,3,193,0,1,231,167,11,219,0,2,209,3,4,22,11,12,200,26,2,74,128,0,80,12,7,219,
+0,0,224,17,7,37,0,3,148,9,1,222,5,12,242,0,1,27,0,3,33,0,1,93,0,12,241,0,2,11,32,3,
+225,5,9,240,0,0,152,4,2,32,0,2,131,253,0,240,0,12,111,4,1,15,104,10,240,0,1,234,0,3,109,133,
+4,182,43,10,1,12,2,142,0,0,41,0,13,129,56,2,190,35,3,77,3,15,56,25,2,4,155,11,12,108,235,4,
+49,1,5,177,3,4,6,34,11,17,1,1,92,0,2,70,133,2,231,213,0,215,0,12,213,4,13,215,0,2,141,130,
+0,55,0,15,203,26,2,4,176,132,4,117,0,7,204,26,6,177,132,0,70,0,3,113,6,5,45,1,1,39,1,3,
+35,0,4,223,129,5,69,130,2,52,2,0,36,0,15,204,26,0,2,20,40,0,36,0,13,55,6,2,130,1,3,213,
+129,28,52,126,11,1,166,71,15,150,1,0,2,9,2,31,55,247,116,6,3,158,4,15,122,115,2,1,87,229,1,1,
+1,15,164,19,3,2,210,42,1,38,0,14,244,13,2,238,1,4,185,4,15,21,15,2,0,23,176,1,47,13,12,22,
+9,2,140,178,1,78,10,1,58,189,10,45,13,2,184,178,2,36,0,1,77,7,15,245,13,10,4,186,178,19,52,127,
+49,8,103,0,6,219,15,15,149,219,0,3,240,219,2,37,0,3,6,0,15,225,49,3,4,179,178,19,52,228,48,8,
+47,35,3,101,176,1,208,0,15,145,219,0,4,58,222,9,146,219,2,147,39,12,253,13,3,250,205,2,49,0,1,189,
+52,8,254,13,0,233,1,4,254,13,2,251,107,8,184,33,2,147,7,3,7,0,3,42,142,15,255,140,0,0,120,2,
+12,216,26,3,120,2,3,26,13,28,53,216,5,2,120,2,15,59,2,0,6,52,119,15,252,19,3,2,234,2,1,40,
+0,13,61,2,2,81,13,5,61,2,15,203,127,3,4,125,179,22,53,154,59,4,26,0,6,52,16,2,89,182,12,116,
+1,2,95,2,3,39,0,0,7,0,15,67,2,11,5,129,239,19,53,62,127,9,109,0,6,194,11,31,49,56,220,0,
+2,166,33,5,52,223,4,7,0,15,135,51,3,4,52,53,19,53,243,126,8,104,0,3,179,93,1,63,0,9,159,126,
+4,32,0,3,82,40,2,247,0,4,125,40,15,70,16,1,2,126,22,3,49,0,14,73,2,7,239,26,1,40,13,15,
+73,2,8,12,102,16,4,164,4,15,239,26,2,2,20,145,0,99,2,3,160,5,29,53,70,40,15,76,2,5,6,53,
+163,15,99,20,3,2,190,2,1,40,0,14,76,2,3,59,42,2,76,2,15,249,173,3,1,123,240,1,121,1,12,61,
+12,4,158,235,2,50,1,14,105,23,10,101,240,3,144,240,15,76,2,10,4,123,39,31,53,208,40,0,3,167,199,2,
+75,0,14,185,22,5,113,240,3,141,54,3,7,0,15,142,59,2,5,36,28,31,53,196,39,0,3,69,60,2,63,0,
+14,186,22,6,53,240,8,7,0,3,145,153,11,76,2,2,69,0,3,204,255,12,76,2,0,200,3,5,76,2,5,129,
+6,15,76,2,2,14,180,4,5,76,2,9,6,27,16,52,189,10,8,6,27,2,252,1,6,204,138,4,23,0,1,247,
+1,2,132,7,3,99,235,10,6,27,2,167,14,1,40,0,3,104,16,28,53,5,15,2,48,8,14,110,2,3,133,36,
+15,178,35,1,3,222,44,3,241,20,9,186,0,16,53,187,10,14,221,2,4,228,25,39,54,57,81,209,10,112,0,2,
+76,10,0,41,0,14,222,2,2,85,21,4,222,2,15,200,63,3,4,83,39,28,53,13,27,4,230,241,2,196,1,14,
+98,24,4,226,241,3,39,0,0,7,0,15,222,2,12,4,67,156,30,53,19,27,3,211,241,3,75,0,14,215,7,6,
+199,241,9,7,0,15,211,0,4,3,214,7,30,53,26,27,3,17,241,3,186,0,15,216,7,0,3,251,32,3,56,241,
+4,7,0,2,189,2,11,222,2,2,132,0,2,49,0,14,222,2,7,33,27,1,239,16,9,128,2,2,95,2,4,222,
+2,15,33,27,3,4,80,17,0,252,1,15,38,7,3,2,131,149,1,41,0,14,252,1,3,52,75,3,252,1,15,218,
+57,4,3,156,8,28,53,36,27,4,99,242,2,226,0,15,154,8,0,3,163,59,3,39,0,1,95,37,15,252,1,11,
+4,27,119,30,53,42,27,3,77,242,3,82,0,15,147,7,0,4,45,242,2,78,5,4,7,0,15,82,58,3,4,86,
+155,30,53,49,27,3,108,241,3,253,45,15,142,7,0,7,20,242,7,7,0,7,178,20,6,252,1,2,142,2,2,49,
+0,14,252,1,7,56,27,1,73,213,9,252,1,2,138,14,4,98,4,15,56,27,3,4,88,28,17,54,216,26,14,249,
+1,3,68,0,15,211,6,2,3,102,4,3,249,1,15,55,27,2,1,123,14,1,38,1,12,56,27,2,204,13,3,249,
+1,9,57,60,4,32,0,2,242,1,3,39,0,13,145,216,15,107,0,0,4,62,7,14,62,27,3,23,242,2,249,1,
+1,4,17,12,109,0,2,235,1,5,62,242,2,7,0,15,56,38,2,1,228,10,3,104,0,13,249,1,3,253,181,2,
+63,0,15,59,7,0,4,75,242,2,214,1,4,7,0,15,63,38,1,4,101,222,2,232,25,12,249,1,0,1,19,5,
+249,1,12,0,9,2,205,149,4,0,2,11,205,215,5,66,0,4,149,41,3,46,1,13,251,1,2,57,150,1,40,0,
+13,251,1,2,98,0,5,244,114,15,144,1,4,4,91,2,12,77,27,4,211,242,2,225,0,15,249,7,0,3,189,242,
+4,101,218,15,250,37,14,1,63,7,2,107,0,14,251,1,3,253,201,2,75,0,15,93,6,0,3,60,8,2,39,0,
+5,7,0,15,161,9,3,4,168,154,30,54,90,27,3,123,242,3,77,0,15,88,6,0,3,202,3,3,205,5,4,7,
+0,15,8,38,1,2,207,21,3,49,0,14,251,1,7,97,27,6,61,60,3,29,0,3,233,5,3,2,2,1,28,59,
+15,25,8,0,1,35,26,12,43,6,2,234,8,5,80,8,12,250,48,2,14,2,3,15,9,3,95,19,28,54,27,27,
+0,63,9,7,107,8,12,81,48,2,112,18,0,16,18,15,161,26,0,2,180,0,4,111,18,3,157,11,29,54,233,13,
+7,134,113,0,18,19,10,98,0,1,148,15,2,98,19,15,98,0,1,9,162,19,12,149,228,3,24,0,1,93,15,0,
+122,0,13,199,52,10,220,0,0,179,81,8,122,0,6,186,20,15,122,0,1,3,250,19,4,148,22,12,122,0,1,24,
+0,1,143,255,0,122,0,13,105,26,4,145,12,10,182,21,4,194,3,53,49,43,50,197,175,15,50,110,2,2,99,17,
+1,187,33,9,39,4,2,209,9,3,108,15,13,255,3,2,30,0,0,7,0,13,95,10,2,238,9,4,88,0,1,46,
+2,5,233,82,1,212,0,1,36,3,2,87,147,20,49,186,201,11,189,0,5,196,25,18,50,120,17,15,189,0,5,2,
+94,8,1,42,29,9,132,0,2,217,17,4,31,0,15,132,0,5,1,244,58,2,210,24,7,188,1,0,21,30,15,153,
+58,8,79,102,105,108,108,152,58,20,14,43,0,15,151,58,4,14,41,0,15,150,58,20,15,57,0,6,15,149,58,8,
+31,52,149,58,0,24,53,127,58,2,228,1,63,60,49,51,122,89,1,47,53,49,148,58,3,1,87,32,15,208,0,15,
+1,77,6,8,146,58,22,57,146,58,15,205,0,7,10,18,3,1,158,20,15,144,58,1,1,241,28,15,143,58,2,1,
+168,27,15,142,58,8,3,234,150,2,12,0,15,139,58,10,1,25,33,13,138,58,20,56,220,20,14,138,58,15,225,2,
+2,4,37,47,15,253,51,13,4,135,101,0,117,0,12,176,78,2,176,4,15,144,45,2,2,27,0,15,204,36,1,2,
+79,0,3,86,0,9,51,26,3,11,2,5,84,52,15,163,58,4,4,207,38,11,225,6,2,202,36,0,5,0,3,234,
+15,10,203,55,15,208,31,7,1,198,6,1,210,6,15,220,28,4,0,28,0,15,140,55,4,1,4,10,15,75,25,0,
+15,159,58,5,0,231,18,13,20,0,4,103,54,15,159,58,1,31,56,159,58,59,2,108,0,15,159,58,2,3,106,0,
+8,130,5,2,46,0,11,159,58,31,56,159,58,3,5,79,2,15,159,58,4,5,59,72,15,242,14,0,1,125,1,3,
+139,19,10,157,1,2,155,58,3,34,0,15,45,57,4,3,199,12,15,161,58,9,15,170,27,1,0,219,0,15,161,58,
+5,31,56,161,58,59,2,131,54,15,161,58,2,3,106,0,9,118,1,2,134,8,12,118,1,15,161,58,2,5,44,3,
+15,161,58,4,4,71,19,3,19,20,8,118,1,2,243,2,3,231,9,11,118,1,2,220,11,15,21,3,9,15,163,58,
+12,2,248,61,15,163,58,7,0,32,0,3,122,1,10,227,32,31,56,163,58,41,3,16,55,15,163,58,2,31,56,163,
+58,0,4,48,0,15,163,58,4,3,51,0,7,154,0,11,163,58,3,198,0,7,34,0,12,82,10,3,27,56,0,41,
+0,15,163,58,36,0,14,2,15,230,31,6,2,19,10,31,56,161,58,9,0,232,5,13,53,20,2,90,0,31,56,161,
+58,6,6,25,58,15,161,58,10,2,186,46,10,25,58,5,68,0,6,180,31,15,161,58,10,3,151,51,9,179,31,5,
+68,0,5,30,1,15,164,6,11,2,2,56,4,107,54,15,155,64,3,15,135,88,3,4,124,45,0,231,9,4,238,152,
+15,196,95,7,4,111,54,11,68,0,5,23,4,15,232,10,11,4,210,72,12,82,79,4,253,104,14,82,79,3,49,0,
+3,7,0,7,207,57,31,56,98,59,8,3,115,2,15,98,59,6,4,191,179,15,98,59,26,18,56,184,40,15,98,59,
+2,2,54,13,2,27,57,9,30,3,3,162,11,9,183,0,15,97,59,7,2,47,0,6,200,31,13,96,59,1,54,24,
+15,96,59,31,32,56,95,161,2,10,13,13,2,72,41,4,87,0,13,151,32,2,203,45,2,38,0,2,182,32,8,215,
+0,3,145,23,9,215,0,15,93,59,3,6,27,55,15,93,59,3,1,92,0,12,237,0,2,215,50,15,92,59,35,19,
+56,12,53,8,236,0,1,94,1,15,91,59,9,2,86,42,15,168,23,1,3,246,30,1,6,0,15,243,44,3,4,164,
+160,3,165,17,14,199,17,4,241,68,6,144,98,12,90,59,2,175,25,17,114,59,229,14,90,59,3,210,0,6,106,1,
+0,90,103,14,195,0,3,67,2,15,141,58,0,3,176,82,3,60,47,15,140,59,3,4,155,8,15,180,45,3,2,150,
+41,0,37,0,14,205,10,2,28,1,2,128,4,15,136,21,3,4,104,11,2,40,163,14,31,0,4,124,0,11,159,7,
+9,141,58,14,126,20,3,68,231,2,37,0,15,116,22,14,4,140,5,19,51,18,146,14,33,0,4,62,48,14,204,58,
+1,33,8,4,180,58,14,136,0,2,96,58,2,37,0,2,6,0,15,6,1,3,5,46,164,15,52,202,4,5,32,49,
+14,187,56,1,75,8,3,166,249,14,168,24,12,132,57,3,169,249,4,107,2,3,179,18,3,46,147,2,79,1,15,232,
+60,2,32,56,95,5,54,15,227,2,1,4,129,217,11,160,7,2,151,221,2,97,225,2,158,54,14,58,2,2,72,4,
+15,163,16,0,3,145,84,2,87,6,2,186,224,14,30,16,2,119,140,22,114,88,84,7,211,7,4,61,55,8,28,3,
+19,50,86,43,11,192,0,4,187,230,7,250,38,7,157,3,4,187,57,15,138,4,0,3,216,5,2,159,3,3,5,37,
+26,49,82,35,0,145,3,9,131,0,11,241,18,3,46,5,15,208,46,4,2,201,0,8,105,64,14,20,60,0,93,5,
+9,98,0,11,217,18,3,232,40,1,185,248,15,98,0,0,8,92,6,2,99,13,14,163,6,1,27,38,0,122,0,12,
+82,15,8,208,46,0,2,7,11,74,47,3,62,10,3,230,60,12,122,0,3,94,6,4,1,10,12,122,0,1,24,0,
+1,88,24,14,211,58,0,223,7,15,208,46,1,4,96,50,15,27,15,6,0,171,4,15,78,4,1,9,66,60,15,116,
+15,1,5,241,9,13,31,15,3,147,26,2,65,0,15,12,12,3,3,51,60,15,239,46,4,3,204,227,15,239,46,0,
+2,202,92,1,58,25,12,181,10,3,235,7,9,20,0,3,106,3,3,250,6,29,50,230,7,11,134,20,3,126,0,15,
+239,46,11,2,229,57,3,160,181,12,193,8,4,160,0,15,254,57,2,4,113,0,9,153,3,2,49,0,11,239,46,0,
+42,0,15,188,13,0,4,160,27,15,209,73,7,4,52,5,14,47,62,2,146,37,2,212,4,11,16,47,9,95,60,15,
+176,1,3,3,78,209,4,210,17,12,176,1,2,204,59,15,17,4,0,2,69,8,0,32,0,4,183,2,12,204,14,15,
+115,48,3,4,145,26,15,56,15,4,2,238,65,2,25,41,1,148,26,12,10,2,0,29,0,3,113,0,12,239,8,14,
+115,48,3,49,0,11,16,47,0,42,0,15,132,1,0,6,30,2,15,225,73,5,4,81,3,14,29,61,1,18,3,4,
+102,61,11,132,1,2,67,1,15,52,3,9,4,62,61,15,132,1,4,2,156,31,15,52,3,1,1,45,5,0,32,0,
+12,32,3,1,198,89,12,62,1,3,252,42,4,63,1,12,92,9,15,192,48,4,15,49,47,11,2,144,12,3,170,180,
+15,114,0,3,1,53,27,0,113,0,12,100,7,14,192,48,2,49,0,0,115,0,11,176,1,11,110,5,2,248,32,2,
+48,0,15,75,15,2,0,40,27,15,75,15,4,3,99,30,0,27,2,15,238,73,8,2,207,5,47,48,49,49,47,7,
+3,178,28,0,231,3,15,57,15,3,6,212,3,15,49,47,11,3,153,28,4,10,91,11,69,0,5,164,79,15,50,47,
+11,4,137,205,9,146,79,8,168,89,3,59,15,15,51,47,11,2,31,11,4,196,213,10,30,3,15,60,15,11,4,59,
+31,50,49,43,50,88,199,15,206,109,11,4,210,56,11,69,0,5,216,17,15,104,25,11,4,253,89,5,12,9,4,93,
+0,2,130,11,3,31,0,10,36,15,16,51,72,25,11,116,12,3,165,55,2,77,2,8,222,28,4,33,0,3,21,66,
+15,129,13,1,4,31,188,1,59,56,4,19,50,13,134,23,15,138,74,0,3,239,28,3,105,82,2,134,13,8,52,3,
+2,75,3,7,194,47,18,56,48,50,11,188,0,3,35,55,3,195,0,2,65,240,11,189,0,3,36,7,15,69,75,0,
+1,194,7,4,29,188,4,1,22,12,211,6,0,114,4,11,141,20,1,116,0,3,193,0,1,245,0,11,219,0,3,90,
+9,2,155,0,5,43,98,5,149,4,1,78,1,0,2,32,7,219,0,1,195,13,6,37,0,3,207,50,3,119,189,10,
+242,0,2,84,21,2,33,0,8,239,43,5,33,0,2,138,49,15,194,47,0,4,65,188,1,6,0,4,79,53,12,0,
+5,0,128,5,11,240,0,1,66,1,3,169,181,15,194,47,3,3,242,0,31,51,45,46,0,9,103,38,15,17,187,3,
+5,37,60,2,251,137,14,32,0,4,177,43,4,146,137,12,19,1,3,192,49,3,113,1,3,14,9,11,154,52,4,218,
+0,15,127,48,5,0,62,0,12,189,0,4,78,44,2,86,4,1,64,0,6,78,0,0,215,11,14,249,47,5,136,43,
+15,56,15,2,3,85,47,0,166,12,13,247,46,3,148,37,3,213,3,15,148,37,2,4,27,45,28,52,150,163,3,31,
+0,4,30,9,12,152,7,2,59,7,2,225,36,14,219,36,3,53,217,2,37,0,15,126,69,14,0,233,33,2,132,0,
+15,57,15,4,5,34,154,14,219,66,1,26,8,4,195,66,14,136,0,1,29,8,3,37,0,2,6,0,15,130,0,3,
+4,253,47,15,109,217,5,5,222,65,14,252,66,2,187,65,2,19,27,14,241,33,12,224,65,0,148,0,14,57,15,2,
+73,10,2,44,0,4,108,2,12,3,14,0,233,2,15,202,2,2,4,191,21,13,121,14,1,91,46,2,33,0,4,159,
+8,14,63,2,3,23,27,15,171,107,0,3,19,90,4,89,6,1,70,19,14,63,15,2,245,89,18,114,141,92,7,125,
+0,2,85,4,1,7,0,10,215,26,5,114,8,10,18,3,0,7,0,15,203,3,3,4,241,46,4,171,3,9,102,0,
+2,161,3,4,4,75,12,126,26,2,102,6,4,198,3,4,175,50,12,251,14,8,78,34,0,212,3,11,19,9,2,94,
+5,0,254,4,15,129,14,0,2,213,12,3,60,5,1,150,17,14,113,54,0,141,5,9,98,0,11,45,62,3,43,52,
+1,149,66,15,98,0,0,9,144,6,2,159,241,13,215,6,5,139,51,12,227,14,1,60,57,7,55,7,11,122,0,6,
+168,7,15,122,0,1,3,232,6,4,19,10,12,122,0,1,24,0,4,6,36,28,52,42,14,0,112,2,7,122,0,0,
+157,13,15,110,33,8,127,100,101,110,115,105,116,121,113,33,20,15,46,0,2,15,116,33,4,15,44,0,2,15,119,33,
+20,15,60,0,9,15,122,33,8,1,253,218,12,22,115,24,48,231,156,2,67,1,40,60,50,99,219,5,122,33,0,41,
+0,15,157,27,5,15,214,0,18,4,158,26,15,15,92,1,15,211,0,10,12,226,1,15,16,92,5,0,25,2,15,15,
+92,3,0,113,5,15,14,92,9,3,83,2,1,6,0,8,9,5,4,14,19,1,25,0,1,5,0,4,104,24,9,87,
+2,19,57,140,14,15,128,33,0,15,10,92,42,3,152,49,4,105,29,13,47,112,15,127,33,2,4,58,37,15,154,27,
+2,4,243,48,15,176,26,14,3,17,8,4,245,9,10,225,33,4,16,1,13,71,8,1,53,0,15,48,208,10,4,251,
+0,15,1,9,4,4,28,47,15,255,8,2,3,35,39,1,6,0,1,55,21,15,224,136,18,3,33,28,2,6,0,4,
+231,17,3,0,3,16,49,33,21,9,7,8,9,29,0,2,33,31,1,255,20,9,24,0,2,29,31,13,24,0,2,107,
+69,15,48,0,0,2,83,31,4,71,21,10,13,5,32,57,95,204,0,15,91,28,1,6,61,61,15,159,28,10,5,231,
+208,11,221,14,1,126,0,18,123,222,55,0,158,55,4,219,14,15,121,1,2,4,159,44,11,239,13,7,71,0,3,236,
+55,9,36,15,4,248,6,4,86,8,2,33,0,3,40,0,9,243,13,3,34,0,4,13,18,11,104,20,4,191,35,16,
+48,49,245,95,54,51,55,66,68,60,0,0,6,52,3,12,167,20,2,165,35,1,5,0,15,8,33,2,4,111,85,15,
+68,9,2,4,93,32,13,208,140,4,32,0,5,33,86,15,123,50,3,3,103,17,15,126,26,0,3,87,53,4,160,1,
+7,121,6,2,196,187,13,133,1,4,253,2,15,139,26,3,2,43,19,15,23,85,8,3,111,0,15,107,108,4,9,30,
+114,8,12,34,3,111,55,2,6,0,15,132,44,0,3,127,57,2,39,0,15,241,77,14,5,195,12,15,28,85,0,3,
+56,34,3,237,35,15,118,56,1,2,66,2,2,39,0,3,21,56,15,225,48,3,4,13,236,15,33,85,1,3,188,50,
+2,63,0,15,35,85,0,3,88,27,6,6,0,17,49,39,236,12,253,10,1,32,0,1,44,0,4,253,42,10,76,8,
+18,57,35,24,6,103,113,3,95,0,3,189,27,7,110,101,3,25,0,7,183,27,1,76,59,2,113,0,6,91,45,1,
+22,12,2,65,52,37,51,70,98,1,13,160,36,16,57,32,113,13,176,34,41,57,95,96,2,0,204,9,3,209,0,6,
+187,45,8,96,0,31,56,241,4,1,0,243,9,9,223,1,13,179,36,18,57,51,113,8,53,0,0,61,7,9,82,0,
+15,28,56,0,3,102,96,5,15,105,4,30,0,8,26,56,12,136,36,3,159,36,4,66,0,12,31,0,2,28,103,5,
+31,0,15,20,1,3,7,124,16,32,57,95,66,11,8,66,0,2,50,238,2,17,1,53,52,48,67,17,1,8,35,0,
+1,246,2,3,220,53,1,170,11,9,30,0,2,152,28,3,30,0,4,227,62,5,192,0,3,92,2,4,221,58,10,44,
+5,5,134,58,1,65,48,8,144,1,15,228,0,0,3,50,3,7,111,36,17,57,141,114,11,63,3,2,234,5,3,192,
+37,3,164,6,5,105,2,11,238,213,2,182,4,15,134,37,1,4,216,2,11,190,2,2,10,1,1,190,2,7,218,32,
+5,93,2,2,76,1,1,31,4,8,11,2,2,187,11,5,38,0,7,69,0,4,9,19,5,236,0,12,91,4,8,209,
+17,2,158,34,1,208,194,2,179,0,10,135,14,33,57,95,194,185,13,82,3,2,131,1,4,150,0,8,214,2,11,227,
+34,17,57,117,27,15,65,2,0,8,5,38,0,37,0,4,108,116,4,28,6,1,250,51,15,252,2,4,2,232,0,3,
+249,57,1,190,30,8,220,1,4,49,56,3,168,4,4,203,9,5,31,0,3,157,55,3,68,0,5,97,108,4,31,0,
+2,58,3,1,120,13,10,169,1,1,73,1,5,34,0,1,241,8,15,215,0,0,7,119,57,0,229,0,11,26,3,2,
+237,5,2,243,1,15,147,63,2,6,64,90,0,59,3,17,52,254,0,0,12,0,2,69,3,13,200,2,4,31,59,3,
+0,6,8,138,106,11,181,0,2,177,1,7,250,14,0,172,0,11,158,0,3,247,56,3,51,0,15,190,56,0,2,160,
+9,3,82,0,3,148,9,12,188,3,2,189,32,3,217,56,15,13,53,0,3,253,0,4,99,57,2,78,3,1,211,78,
+9,70,0,2,65,0,3,139,0,15,46,52,0,2,67,10,3,76,0,3,216,6,12,69,0,2,186,32,4,107,57,15,
+145,55,0,2,255,3,3,63,0,4,155,57,12,80,2,3,133,56,2,139,0,15,54,34,0,1,235,10,4,139,0,3,
+45,0,2,170,10,8,69,0,1,149,2,3,105,0,15,12,8,0,3,226,10,4,241,56,3,173,56,10,36,3,13,74,
+17,3,133,35,8,119,20,1,79,0,4,203,11,15,130,32,4,2,101,12,2,134,44,3,181,3,13,118,13,9,121,0,
+0,224,5,14,70,11,6,81,25,15,100,24,10,5,249,214,11,88,12,3,134,119,15,232,182,0,4,4,135,2,57,0,
+15,22,82,4,4,111,13,11,84,150,4,31,0,4,16,11,4,53,65,15,252,38,2,2,14,17,3,66,44,29,49,62,
+12,15,250,6,3,1,161,30,7,37,0,15,28,1,1,4,252,36,15,197,25,13,3,71,37,4,65,37,11,69,0,6,
+48,42,15,109,26,11,3,178,26,15,167,12,5,1,28,59,1,217,58,11,169,12,10,151,26,6,207,1,15,84,131,3,
+4,98,59,0,33,0,15,54,13,9,4,252,26,15,221,19,2,4,101,0,3,151,1,8,222,29,3,28,3,1,197,64,
+15,173,12,1,9,210,0,3,46,3,31,55,50,13,7,3,73,3,3,41,0,15,195,87,3,4,254,62,15,3,22,3,
+3,240,0,15,191,12,5,5,22,56,15,123,86,5,3,133,61,15,191,12,0,2,98,21,4,253,1,9,95,10,19,49,
+145,46,11,207,2,4,118,60,5,226,121,9,241,138,2,106,0,15,135,40,3,2,20,22,15,233,68,1,3,229,88,4,
+63,2,15,195,61,4,4,17,24,12,222,12,3,86,88,3,169,4,15,234,62,1,1,209,1,6,131,88,15,200,59,13,
+4,210,39,15,235,88,0,1,167,5,3,178,57,15,53,60,2,1,33,0,3,244,88,2,212,5,15,63,243,3,5,203,
+73,15,240,88,1,2,85,24,3,19,60,15,242,88,0,1,235,0,2,38,0,2,6,0,22,49,207,33,7,20,39,2,
+39,0,3,24,1,4,224,37,12,225,12,2,90,103,9,15,5,2,144,44,0,204,1,15,169,88,4,4,89,3,15,115,
+61,4,4,84,33,5,211,61,4,184,0,2,83,33,2,159,6,2,77,94,10,88,13,2,216,116,1,54,58,10,60,8,
+3,193,88,3,16,63,6,190,19,7,7,10,1,92,0,2,227,88,11,7,10,12,91,13,1,57,7,15,48,9,0,7,
+42,23,0,37,0,15,94,13,0,2,204,12,4,101,0,15,95,13,2,0,48,40,12,95,13,28,49,96,13,3,114,101,
+7,55,0,2,100,60,15,101,10,4,9,143,60,6,20,118,4,30,0,2,2,2,3,71,93,11,170,34,6,80,60,2,
+7,0,12,31,0,2,251,81,5,31,0,0,122,1,15,104,6,0,10,172,9,4,162,43,5,240,1,7,123,1,15,100,
+13,4,2,49,35,3,171,90,6,112,182,4,30,0,2,222,1,3,30,0,1,168,15,13,211,62,3,37,0,2,31,0,
+8,100,13,7,210,62,15,100,13,6,3,230,0,3,43,0,0,96,4,7,233,1,0,240,11,15,101,13,2,2,175,2,
+4,61,0,7,207,15,7,17,2,5,186,0,15,19,13,10,2,106,51,2,191,2,2,128,122,8,50,2,12,45,71,9,
+20,46,1,17,13,3,52,225,4,31,8,10,12,30,19,57,96,106,15,235,2,2,0,46,1,15,209,1,0,7,248,40,
+0,37,0,11,242,12,0,14,28,15,141,2,7,2,30,7,2,50,28,13,141,2,2,101,5,4,37,0,12,188,38,2,
+24,62,5,31,0,1,184,63,8,242,12,3,205,4,1,192,93,11,61,12,2,129,84,3,34,0,1,185,31,15,215,0,
+0,10,217,1,4,175,97,5,186,0,8,133,2,15,22,67,1,2,75,29,4,201,2,15,242,12,14,11,81,63,0,148,
+0,15,181,0,3,2,41,0,8,194,81,0,172,0,11,158,0,3,168,5,2,51,0,1,26,1,15,242,12,2,3,149,
+2,4,46,0,13,97,1,3,180,2,2,70,0,15,214,13,0,2,173,12,4,70,0,3,46,0,13,198,1,3,164,19,
+2,70,0,15,36,12,0,2,104,12,4,70,0,3,46,0,10,224,0,5,240,27,10,107,8,0,7,0,13,3,73,4,
+159,8,15,148,40,1,3,248,63,0,6,0,15,65,44,3,0,170,8,9,122,0,9,141,41,14,205,36,47,49,52,195,
+10,9,3,165,93,15,220,7,1,4,151,113,9,7,0,1,47,14,9,188,30,3,181,30,7,1,59,15,141,169,0,18,
+52,147,188,2,193,1,12,104,0,3,106,14,3,214,14,2,7,0,1,49,91,15,73,0,2,3,52,179,2,198,1,10,
+75,0,2,203,90,3,174,1,4,7,0,1,191,95,15,74,0,3,3,105,178,1,51,14,14,66,1,6,241,53,5,56,
+240,15,66,1,2,2,34,26,1,230,5,15,20,34,0,3,31,0,2,14,36,15,134,0,0,2,219,123,2,111,5,13,
+15,57,0,57,66,8,27,12,9,73,19,2,123,4,1,97,112,118,102,48,68,65,50,52,50,211,125,4,36,0,2,128,
+4,2,163,96,23,49,67,96,6,172,5,2,203,17,3,58,1,2,155,111,6,27,5,16,50,41,23,12,223,7,11,87,
+46,32,57,95,220,0,88,10,9,114,99,112,92,19,2,99,23,0,52,92,7,34,24,3,12,75,11,105,1,6,6,25,
+5,173,132,15,105,1,2,3,191,51,5,127,69,4,106,3,3,195,2,7,181,14,15,105,1,0,18,53,56,241,16,50,
+125,23,7,146,0,0,39,18,15,45,31,8,63,115,111,117,24,205,19,15,45,0,5,15,43,31,4,15,43,0,1,15,
+42,31,20,15,59,0,8,2,41,31,8,115,146,15,115,0,19,15,64,241,3,24,49,75,146,2,214,1,33,60,49,22,
+204,12,92,31,0,193,64,13,106,123,15,71,212,4,5,45,144,15,7,1,13,12,91,31,0,169,2,15,4,1,17,9,
+204,3,3,116,0,8,208,31,15,8,1,9,4,116,0,8,126,31,15,151,31,2,0,10,6,15,151,31,3,0,73,3,
+15,151,31,9,2,203,30,2,235,30,8,163,25,14,151,31,4,216,51,8,110,3,35,50,48,254,55,14,151,31,15,88,
+117,14,15,151,31,16,1,191,5,15,151,31,6,15,88,59,9,5,232,210,15,88,59,39,15,190,31,12,3,137,31,4,
+77,11,15,97,113,1,15,190,31,6,3,7,0,15,239,86,3,4,50,81,15,207,18,10,15,190,31,9,6,205,18,14,
+153,0,2,210,35,15,211,73,1,2,147,0,2,6,0,5,75,76,3,29,0,3,59,6,6,29,0,8,175,10,1,25,
+47,12,148,5,11,37,2,2,28,62,15,58,20,10,15,128,31,10,7,58,20,15,88,31,32,3,160,109,24,51,246,18,
+7,151,6,3,100,48,15,28,31,12,7,127,7,15,54,19,1,6,75,61,5,59,31,15,13,111,1,15,5,18,0,2,
+147,100,8,229,20,3,16,6,47,50,48,196,30,10,18,55,155,41,10,121,26,1,76,0,8,121,26,9,112,16,0,138,
+1,1,29,7,13,159,0,2,106,21,3,174,223,15,175,198,0,0,32,0,13,142,16,3,46,2,2,184,0,10,139,34,
+4,53,1,6,168,198,15,31,0,2,4,58,19,11,130,17,1,220,9,4,230,49,13,87,9,2,139,14,1,36,0,15,
+56,107,14,5,130,109,3,232,84,15,232,42,6,4,157,118,7,21,99,1,127,0,15,233,42,5,2,166,20,6,14,28,
+15,101,43,3,5,156,109,3,255,84,15,2,43,6,3,60,20,8,23,90,0,86,0,3,86,16,15,14,11,0,6,209,
+24,3,108,43,14,129,18,2,31,12,2,145,43,4,160,40,15,14,2,2,11,7,18,7,43,68,11,81,13,2,32,14,
+2,223,52,5,92,87,7,189,9,3,108,30,0,6,0,7,99,71,5,31,0,3,233,25,15,191,17,8,13,230,115,8,
+141,15,1,134,15,0,99,0,1,4,243,12,130,66,34,50,48,208,173,12,154,18,3,25,26,14,153,18,9,199,15,32,
+50,48,201,30,12,213,14,33,50,48,63,68,6,35,0,10,170,15,0,123,14,15,169,15,5,8,30,44,12,23,128,8,
+27,44,11,141,17,2,155,15,3,61,0,0,146,0,7,160,15,3,105,21,0,234,1,11,152,1,2,177,26,3,253,15,
+15,107,67,0,3,28,1,6,213,0,10,253,14,3,165,18,2,38,5,15,75,45,4,2,66,1,15,151,15,15,9,244,
+111,14,74,20,3,171,0,3,93,21,6,214,26,0,162,0,11,178,14,3,253,61,2,6,0,15,95,4,3,4,92,138,
+15,253,61,4,4,34,77,13,178,22,8,193,21,11,22,30,3,162,110,1,27,0,11,76,33,4,0,21,1,194,0,14,
+18,4,8,37,21,3,155,15,11,6,238,4,41,0,4,148,4,15,47,62,5,4,8,110,15,1,23,0,2,75,23,2,
+253,17,11,125,16,2,129,13,2,127,0,5,101,141,3,27,0,3,11,23,1,34,0,15,63,110,0,2,46,32,1,37,
+0,3,75,110,15,206,4,2,4,3,231,15,102,62,6,4,64,109,14,84,23,3,29,109,1,23,1,1,20,125,8,158,
+0,2,67,47,1,27,0,11,46,29,3,99,33,3,191,29,15,91,24,0,2,54,0,2,12,6,2,23,6,6,45,21,
+1,224,4,11,85,2,3,109,7,0,7,0,15,7,17,25,5,28,0,5,41,29,9,30,33,0,170,7,9,119,0,9,
+13,57,5,56,27,5,36,8,15,40,29,11,4,78,147,12,128,41,6,88,169,13,40,29,3,132,7,3,57,0,15,235,
+85,2,5,145,76,15,220,98,4,5,251,98,15,90,10,2,3,50,127,2,197,8,3,33,34,10,225,33,0,11,12,11,
+91,72,7,209,24,3,248,0,15,4,29,11,3,2,9,15,113,55,2,7,65,18,15,4,29,11,15,14,55,1,7,12,
+10,3,57,111,9,171,41,7,113,2,3,67,92,2,130,21,9,13,10,15,191,28,3,6,87,8,9,14,10,7,231,12,
+15,46,10,2,7,121,42,15,100,29,3,7,184,55,15,100,29,11,3,37,5,15,16,13,2,6,127,59,47,49,57,204,
+12,9,4,59,199,15,240,86,2,4,17,13,15,28,29,3,4,218,66,15,28,29,5,4,1,72,15,28,29,5,2,175,
+19,0,88,2,13,23,11,3,249,5,3,102,17,10,96,3,15,24,11,2,4,248,44,20,55,32,2,10,28,29,3,10,
+33,15,134,0,1,3,252,3,3,161,215,9,120,147,2,134,0,1,92,250,12,81,19,2,54,1,4,113,2,15,34,92,
+2,5,139,113,12,244,92,3,236,37,1,16,5,15,138,113,1,3,209,36,4,6,0,15,229,10,11,4,240,233,30,52,
+239,92,3,216,67,2,152,34,14,74,22,2,151,149,3,37,0,2,210,10,15,105,7,2,0,71,107,3,98,0,15,64,
+68,4,2,133,35,14,62,8,14,64,68,9,126,81,3,165,9,3,52,10,2,125,3,3,11,42,10,139,34,0,246,1,
+2,224,9,10,173,10,2,40,35,1,31,8,10,106,8,4,142,65,2,208,3,15,22,26,1,2,58,0,6,76,42,13,
+94,26,2,66,0,15,206,41,9,2,165,32,15,176,10,4,3,48,252,0,97,0,17,112,64,79,13,35,26,0,213,0,
+1,237,41,13,79,29,1,177,1,4,123,0,8,182,10,10,205,28,0,65,0,0,142,5,14,240,9,7,214,67,1,37,
+0,10,186,10,0,84,74,15,186,10,5,4,207,111,2,130,0,10,31,5,1,238,72,3,34,0,2,233,47,7,28,0,
+2,119,43,2,171,7,0,80,1,7,187,10,4,227,110,15,16,10,0,1,3,3,2,32,0,1,15,37,15,203,0,0,
+6,104,35,1,217,0,10,189,10,2,13,114,2,238,1,15,61,96,0,1,162,234,3,74,1,15,190,10,15,2,232,112,
+2,52,0,1,10,108,15,174,0,2,3,47,113,10,106,8,1,207,108,8,58,4,2,141,7,0,85,4,15,159,57,5,
+3,188,5,15,108,9,2,0,253,25,3,145,23,11,103,1,5,100,44,3,243,111,15,186,55,1,7,4,24,14,90,0,
+6,181,145,15,31,0,2,4,11,130,12,144,14,2,228,48,2,212,39,11,178,26,3,152,104,1,154,0,1,58,24,8,
+245,23,3,173,48,2,59,1,15,10,97,1,1,184,61,10,233,104,15,58,11,4,5,99,47,29,52,17,75,5,34,0,
+3,90,7,15,27,47,0,0,55,47,6,109,47,1,136,47,9,168,0,2,191,0,2,229,11,1,59,47,9,30,0,3,
+184,28,2,198,0,15,139,10,0,2,235,44,12,214,103,15,78,5,2,1,244,44,3,199,0,15,206,83,4,0,211,44,
+15,74,11,3,15,245,44,1,8,169,0,2,75,5,3,199,0,13,240,83,3,195,15,3,112,70,15,88,16,0,3,245,
+96,10,200,103,0,151,45,7,235,2,12,170,13,3,171,7,0,7,0,11,85,11,3,130,72,2,74,73,13,124,39,1,
+34,3,2,35,0,4,23,79,9,40,45,1,234,7,8,122,0,6,22,34,7,120,135,2,211,20,3,230,70,13,226,76,
+0,54,0,10,237,71,4,246,8,6,135,67,15,81,27,11,3,208,25,6,27,102,4,24,0,3,82,29,3,54,37,9,
+134,54,5,111,1,7,97,52,15,233,1,3,4,154,156,2,209,37,12,4,44,3,114,14,3,148,1,2,185,2,4,241,
+200,11,106,0,6,106,81,13,138,106,5,163,103,2,7,0,1,189,3,38,97,120,31,0,2,35,17,0,38,0,12,104,
+8,11,50,1,6,4,21,15,26,27,10,3,15,102,6,108,103,4,24,0,2,19,5,3,31,0,15,168,158,4,5,0,
+23,13,236,146,15,227,44,0,9,31,0,3,238,47,3,38,1,15,124,16,0,4,234,45,3,223,43,15,52,11,2,0,
+123,17,3,228,0,2,37,52,15,228,0,5,2,166,37,6,118,99,4,24,0,2,130,5,3,31,0,1,228,0,15,254,
+27,1,2,49,151,2,238,102,13,132,0,6,82,117,47,49,54,253,11,9,3,135,97,1,103,29,9,204,23,2,15,14,
+3,31,0,15,132,0,5,18,54,60,220,2,73,1,14,118,7,1,216,25,7,68,3,0,118,7,7,53,2,3,92,47,
+13,253,23,14,205,0,6,149,25,15,53,2,10,2,20,66,2,208,155,9,205,0,2,53,2,3,31,0,15,221,160,5,
+4,165,12,14,53,2,2,245,2,4,11,48,15,60,3,2,8,166,84,0,64,0,12,55,2,2,63,3,4,74,0,15,
+165,84,2,4,212,17,15,55,2,13,5,184,94,12,230,0,2,55,2,3,31,0,15,179,1,6,4,55,2,13,107,47,
+3,230,20,3,230,0,15,163,0,2,4,79,66,15,86,2,13,2,79,116,3,101,156,8,230,5,2,86,2,3,31,0,
+15,163,0,5,19,55,86,2,7,29,45,1,77,2,15,216,30,11,31,98,240,235,21,15,45,0,5,15,216,30,4,15,
+43,0,1,15,216,30,20,15,59,0,8,15,1,62,9,7,103,95,3,157,1,63,60,51,50,1,62,0,31,54,165,30,
+1,31,53,228,234,5,8,165,30,15,212,0,9,1,254,2,8,0,62,22,52,165,30,15,209,0,9,10,53,30,1,77,
+11,15,104,30,1,1,55,8,15,104,30,2,1,163,6,15,104,30,8,2,205,21,3,235,83,15,104,30,10,4,61,71,
+10,254,13,33,49,95,111,11,15,255,61,1,15,130,29,2,2,37,30,15,162,61,5,6,137,19,15,93,17,11,3,195,
+11,15,64,67,2,3,120,8,15,233,174,7,3,61,0,15,177,4,3,5,24,48,4,0,10,10,146,4,6,138,80,14,
+105,35,2,120,5,3,200,9,15,196,6,2,7,130,62,31,48,145,49,10,2,95,49,13,36,160,5,148,96,15,194,0,
+1,4,241,1,4,30,58,2,222,103,11,54,38,1,201,1,6,254,93,10,15,30,4,204,1,15,29,32,9,2,228,19,
+14,24,1,11,114,128,15,217,0,5,3,83,29,1,164,26,14,138,174,15,66,21,0,4,19,32,2,7,0,15,56,13,
+2,4,123,12,12,94,9,3,19,12,2,144,1,15,236,128,1,15,253,81,7,5,99,108,2,143,11,15,203,78,3,6,
+150,108,15,205,78,3,4,224,48,14,135,1,2,92,19,13,183,78,4,114,127,8,19,0,1,0,1,5,23,127,11,175,
+1,11,61,63,3,1,2,4,214,0,15,249,81,2,1,80,0,2,7,2,15,106,0,1,3,228,3,10,13,17,3,105,
+0,7,63,12,2,45,0,10,33,97,0,39,0,15,171,95,1,15,240,81,14,4,81,15,15,23,110,0,2,194,29,2,
+72,1,12,91,7,9,172,109,15,163,1,5,2,22,82,2,108,48,15,38,97,7,6,240,38,13,213,96,3,41,3,10,
+221,17,3,33,232,12,122,1,15,39,97,11,1,119,4,1,5,0,11,8,77,2,119,11,3,59,29,10,104,13,3,105,
+0,8,122,1,1,45,0,10,37,97,0,39,0,15,122,1,1,6,172,22,15,230,81,4,4,100,73,15,48,109,0,2,
+107,49,2,31,1,12,160,57,3,240,169,3,136,143,15,122,1,5,2,183,1,1,225,30,15,27,129,1,7,244,46,11,
+41,1,1,192,5,1,195,29,15,78,30,1,29,49,180,34,3,206,6,15,41,97,11,1,252,5,3,47,113,3,130,33,
+10,104,30,19,49,124,86,8,108,1,3,47,0,15,39,97,3,4,50,0,7,152,0,10,224,77,3,195,0,7,33,0,
+11,37,88,2,162,113,4,195,130,14,210,0,15,36,97,13,0,12,2,15,216,81,6,2,106,73,31,52,214,81,8,2,
+93,23,0,203,3,15,14,97,4,7,59,35,15,136,15,10,2,156,5,15,29,43,2,6,194,11,15,14,97,11,3,230,
+36,15,104,96,12,15,195,11,11,3,10,66,15,118,70,2,6,209,36,15,223,38,11,2,35,8,4,208,36,13,165,26,
+5,220,46,31,56,167,26,4,2,239,11,2,55,142,15,180,36,8,6,165,82,15,162,186,3,4,22,92,15,150,45,13,
+3,127,37,15,233,104,2,4,106,153,15,224,13,13,4,148,83,9,37,14,4,198,3,6,235,82,15,248,7,3,7,210,
+157,12,67,7,3,205,48,2,203,14,12,23,13,6,27,0,1,55,33,8,75,44,0,47,30,15,151,70,5,18,50,82,
+30,18,50,141,60,8,24,0,2,146,25,14,24,0,2,66,25,13,24,0,2,254,167,15,24,0,0,2,224,25,14,24,
+0,2,142,24,14,24,0,2,223,22,14,24,0,2,124,8,14,24,0,2,37,22,14,24,0,1,15,5,15,24,0,0,
+6,240,0,7,72,4,0,181,13,11,168,11,2,204,3,2,251,10,15,3,99,0,3,71,38,15,94,97,1,0,242,0,
+4,9,99,15,225,25,2,19,49,185,45,8,219,4,2,180,27,10,150,0,15,118,84,0,2,0,31,2,46,0,15,90,
+89,1,2,164,27,1,88,51,15,164,25,3,0,32,0,21,112,226,42,12,151,8,1,247,84,9,152,0,3,16,32,9,
+152,0,4,99,25,4,112,31,2,83,9,15,56,131,0,3,131,98,1,32,0,15,20,8,1,3,24,21,15,143,99,1,
+3,137,52,2,169,98,15,239,20,2,19,49,56,91,0,7,3,6,132,13,2,172,20,2,21,49,12,41,118,2,61,62,
+2,34,0,1,115,36,11,59,0,2,53,0,1,37,0,1,174,0,7,59,0,2,190,29,2,34,0,15,10,43,3,2,
+63,40,0,40,0,13,39,13,3,87,21,2,22,4,15,201,74,2,5,243,48,6,35,87,10,33,0,5,41,19,6,133,
+12,7,103,1,1,15,2,2,185,114,1,0,8,13,188,53,5,45,1,14,45,33,4,80,6,9,122,161,0,48,0,1,
+164,104,15,133,150,3,0,107,0,13,137,96,2,82,12,3,153,33,10,97,31,4,230,0,4,29,98,15,131,150,9,4,
+176,173,9,92,0,2,60,1,3,22,34,15,180,12,2,5,33,37,2,128,30,3,58,23,2,29,0,3,162,156,0,35,
+0,13,50,57,10,222,34,19,49,166,58,12,83,31,2,37,10,1,19,56,4,52,2,4,221,1,3,28,23,15,81,42,
+1,3,24,15,15,133,13,0,3,225,34,3,4,19,15,135,60,3,4,243,1,14,135,60,3,189,54,2,114,5,15,215,
+51,0,1,115,5,6,182,59,15,134,60,12,7,16,149,13,133,37,2,152,10,2,75,0,15,99,73,0,9,12,149,3,
+44,0,15,8,26,3,4,133,138,15,133,60,1,8,35,54,14,94,84,8,103,38,5,148,54,14,88,31,2,235,22,3,
+185,38,1,221,3,13,193,53,5,222,1,12,13,60,3,207,38,14,13,60,2,9,55,3,119,55,5,13,100,13,196,51,
+2,34,0,15,183,57,1,3,227,70,13,51,58,8,81,7,12,88,22,8,7,5,1,167,15,2,102,0,17,112,228,15,
+13,176,96,0,213,0,1,150,57,12,89,31,2,114,33,4,123,0,8,244,2,10,128,96,0,65,0,15,230,56,0,0,
+23,0,6,189,57,1,37,0,11,189,57,2,0,53,15,189,57,4,7,36,53,14,192,39,4,30,53,2,37,0,11,194,
+39,18,49,164,39,4,66,0,1,25,53,9,236,179,2,104,2,1,223,176,11,86,72,3,188,148,2,34,0,1,217,39,
+15,213,0,0,9,99,7,13,187,57,3,12,2,2,252,29,15,154,55,5,2,85,1,15,185,57,16,3,97,55,3,208,
+55,1,146,0,15,179,0,3,3,232,40,10,156,0,0,255,31,13,137,4,1,84,4,5,137,4,5,21,1,2,237,1,
+15,28,10,3,7,211,149,22,49,52,178,4,29,0,3,40,9,2,102,3,14,78,4,3,97,9,4,69,0,3,47,0,
+1,146,146,15,176,63,0,3,216,38,15,209,4,3,4,116,138,2,175,63,12,13,70,2,43,1,3,7,41,14,179,10,
+8,179,0,3,131,10,6,187,42,12,179,0,2,178,3,4,179,0,2,47,0,1,229,32,14,149,0,4,184,36,4,138,
+152,11,151,0,2,191,10,1,38,0,5,75,0,17,49,101,35,8,146,0,4,205,10,3,171,4,15,146,0,0,3,215,
+0,2,146,0,3,47,0,1,129,146,15,146,0,0,5,214,64,2,43,5,12,146,0,2,4,5,2,40,11,3,75,0,
+17,49,204,36,15,70,185,0,0,47,2,13,1,20,6,232,48,7,63,40,12,133,0,4,202,16,12,144,13,2,195,121,
+4,113,12,1,8,2,11,69,26,3,236,0,3,40,0,12,189,1,2,82,34,3,86,1,14,238,5,2,58,123,6,230,
+0,12,33,62,12,248,60,2,152,1,4,115,0,12,75,4,2,197,35,4,38,0,13,113,73,2,200,35,4,38,0,1,
+31,0,9,185,38,3,155,38,3,69,0,15,210,64,4,4,62,0,1,255,10,8,62,0,2,159,7,3,58,2,1,209,
+146,9,62,0,2,225,0,3,62,0,6,184,185,4,24,4,3,228,2,2,14,1,1,254,34,9,62,0,2,73,2,4,
+217,0,13,248,0,3,210,59,4,180,3,12,93,0,3,220,13,4,255,59,12,62,0,3,120,60,4,63,3,12,62,0,
+3,66,13,4,158,60,12,62,0,3,86,0,4,235,2,12,62,0,4,152,13,2,38,0,12,74,3,3,21,35,4,216,
+1,11,116,1,19,50,98,35,3,38,0,14,178,1,3,89,3,2,7,0,12,57,4,19,50,127,35,4,62,0,13,178,
+1,2,123,14,3,7,0,12,69,77,19,50,44,140,3,62,0,13,217,0,3,161,14,3,7,0,0,116,35,7,203,5,
+11,148,90,2,171,11,1,219,128,15,83,24,0,2,190,20,2,80,34,3,197,20,10,32,103,1,158,11,9,96,0,0,
+174,20,8,233,12,1,136,5,1,81,160,6,181,8,5,96,0,5,117,13,3,184,98,13,15,103,1,228,13,9,96,0,
+5,8,35,2,96,0,4,141,97,15,96,0,3,2,133,19,2,32,20,11,81,91,2,22,0,5,211,154,13,137,20,6,
+181,60,1,37,15,11,118,0,3,213,13,15,118,0,3,2,112,0,3,1,20,11,118,0,1,22,0,1,122,13,13,75,
+102,1,254,15,12,245,14,0,223,0,15,253,27,2,1,118,38,15,248,202,1,0,126,0,6,72,28,9,22,28,2,4,
+39,2,3,94,2,139,94,1,195,52,13,218,7,2,254,12,15,210,72,2,3,213,14,2,156,137,9,232,5,4,16,77,
+3,100,12,8,18,29,0,173,14,15,18,29,25,4,55,0,3,58,6,15,104,45,10,79,53,48,43,50,152,26,10,5,
+106,191,15,75,44,3,3,31,0,1,38,70,14,127,26,4,218,38,2,76,44,0,63,0,5,26,0,3,101,3,2,245,
+17,2,105,183,15,219,63,0,2,199,189,17,50,219,38,15,95,0,0,4,220,6,7,109,95,5,28,0,3,224,8,2,
+7,0,2,203,85,15,97,0,1,3,12,65,31,50,89,142,3,20,50,208,95,4,70,44,9,99,0,3,236,44,2,71,
+5,1,8,84,15,99,0,3,3,199,186,1,248,38,14,138,1,4,31,59,50,48,43,50,141,24,15,138,1,5,3,211,
+58,4,230,5,8,200,202,3,218,35,0,27,147,13,94,66,3,142,46,3,62,0,15,129,73,2,20,50,188,39,2,97,
+41,8,229,0,4,45,83,2,67,7,2,23,143,15,229,0,0,3,78,187,1,38,8,14,95,0,4,13,21,4,4,41,
+9,97,0,3,235,5,2,104,0,2,217,183,15,97,0,1,4,169,1,1,243,18,15,99,0,0,4,107,2,3,109,9,
+9,99,0,3,115,20,2,139,7,2,114,204,15,99,0,2,3,169,1,15,160,239,3,20,50,118,24,35,52,57,157,22,
+9,100,0,3,15,7,2,20,2,2,105,20,15,100,0,2,18,49,110,34,28,50,220,254,4,72,0,4,113,2,19,57,
+57,22,9,101,0,3,240,7,2,114,2,1,230,30,15,101,0,4,2,75,191,31,50,171,202,3,20,50,110,31,35,52,
+57,173,31,8,101,0,3,110,83,3,224,7,2,177,123,15,101,0,2,34,50,48,101,0,4,86,186,11,101,0,4,200,
+116,0,42,0,13,246,1,3,16,89,3,225,7,2,204,46,15,101,0,3,3,247,1,15,18,175,4,4,150,50,0,42,
+0,13,248,1,3,76,175,3,8,8,1,61,63,15,101,0,4,3,249,1,15,70,31,4,4,239,25,50,52,57,43,22,
+60,9,101,0,3,105,4,2,108,0,2,88,175,15,101,0,2,19,51,249,1,10,185,14,31,51,81,239,8,0,241,5,
+127,112,114,101,115,115,117,114,105,36,21,15,47,0,3,15,107,36,4,15,45,0,3,15,109,36,20,15,61,0,10,15,
+111,36,8,8,209,237,3,68,1,33,60,51,134,246,11,111,36,23,51,120,221,6,20,67,0,82,67,15,228,28,1,4,
+2,211,15,216,0,15,1,8,13,8,22,67,22,53,95,7,15,213,0,11,10,43,8,1,20,23,15,219,66,2,0,18,
+2,15,219,66,3,0,185,3,15,219,66,9,2,87,29,1,91,7,2,222,3,15,219,66,6,4,30,22,9,3,9,19,
+50,124,190,13,73,52,1,51,0,11,32,8,3,11,63,15,157,28,10,31,50,89,28,12,3,125,34,15,185,65,11,12,
+5,22,3,190,124,3,60,0,15,60,15,3,3,127,0,10,107,36,12,4,28,31,50,179,28,12,3,34,35,15,174,98,
+2,2,100,1,15,110,37,4,4,33,28,31,50,82,67,12,3,106,64,1,7,11,9,27,41,2,23,0,3,148,36,15,
+141,36,3,4,65,96,15,38,24,2,4,24,54,15,128,182,3,2,165,34,1,6,0,2,92,148,14,141,205,15,138,81,
+0,3,1,8,2,155,0,4,100,10,4,198,4,13,133,80,12,67,28,15,29,0,7,12,51,107,12,77,28,15,29,0,
+6,2,58,15,18,50,82,15,8,24,0,2,21,10,1,24,0,13,138,37,19,50,115,27,14,180,1,5,238,190,15,153,
+67,11,3,125,2,15,113,86,6,5,220,89,3,200,30,6,23,222,2,159,0,2,239,15,0,38,0,15,200,30,10,4,
+121,179,15,78,57,4,6,96,3,5,229,7,4,29,13,4,221,1,15,96,26,3,9,24,2,7,88,157,2,179,32,2,
+125,36,3,209,14,3,26,0,8,16,77,1,248,1,8,85,157,3,11,177,8,193,14,35,101,113,131,5,3,141,37,7,
+219,154,4,197,5,3,232,27,24,120,226,22,0,181,1,1,50,0,16,112,240,3,0,105,150,4,46,0,1,252,27,11,
+254,100,1,113,2,1,91,2,15,21,2,3,2,10,17,14,21,2,4,234,136,10,231,14,19,50,250,34,15,138,26,4,
+15,220,110,1,3,138,26,3,14,2,15,240,87,2,4,220,39,6,221,232,8,84,5,2,154,15,5,83,66,6,222,49,
+1,104,3,3,236,121,15,245,0,56,7,71,6,2,228,3,3,31,3,10,123,15,4,10,1,15,191,26,0,15,16,58,
+0,6,159,61,15,237,21,7,4,59,89,2,190,26,7,250,8,2,55,18,1,5,0,6,96,85,6,171,27,2,181,60,
+15,255,3,9,15,13,1,64,10,18,16,8,23,2,7,46,13,3,174,86,15,87,175,8,3,37,5,15,173,86,3,5,
+86,88,15,141,54,3,1,126,39,0,32,0,12,238,27,2,79,19,5,156,39,15,10,88,0,2,198,56,3,5,0,15,
+115,88,13,6,24,175,15,167,51,4,4,227,15,14,14,28,2,131,0,5,174,148,15,138,0,0,2,171,55,5,5,0,
+2,8,40,15,99,0,0,4,28,2,15,21,54,6,4,42,30,15,21,54,0,2,2,20,5,199,148,15,75,52,0,1,
+26,0,3,59,54,2,38,0,15,48,28,0,3,91,51,3,181,5,15,100,2,80,10,105,30,5,113,3,11,145,70,3,
+141,54,15,144,57,0,2,170,0,3,70,6,15,139,28,0,3,236,0,5,171,29,13,228,59,3,116,3,15,139,28,8,
+1,7,163,15,228,59,6,0,90,0,3,215,34,5,185,108,12,101,7,3,102,71,12,228,59,3,66,51,15,228,59,0,
+10,204,28,16,50,189,69,13,181,27,23,50,122,101,0,35,0,12,69,86,15,210,88,22,6,81,211,4,30,0,2,80,
+1,3,124,72,12,29,0,2,182,0,8,209,88,8,136,28,5,78,149,14,213,27,3,50,24,4,79,70,15,211,0,2,
+1,42,1,6,225,0,12,234,88,3,14,68,4,152,0,12,105,3,3,21,4,15,135,28,20,3,104,94,5,193,88,15,
+178,0,6,3,41,0,7,188,22,0,169,0,15,222,86,2,2,9,29,12,51,1,3,213,14,1,78,0,14,171,4,3,
+40,3,3,66,0,1,46,0,15,229,27,6,2,24,40,3,75,0,14,138,29,3,139,3,5,75,0,13,50,6,8,75,
+0,3,113,19,3,25,4,15,76,0,0,3,234,1,4,61,32,15,126,6,0,12,210,3,7,32,1,0,165,42,11,141,
+22,2,240,60,5,86,9,14,106,37,4,143,10,13,122,8,2,184,27,15,122,8,1,3,183,27,2,133,6,6,159,36,
+4,166,11,2,173,7,3,14,168,7,158,0,15,64,66,2,4,255,16,35,55,54,8,157,13,250,13,1,232,0,2,251,
+16,11,133,58,2,211,37,2,118,50,15,169,63,2,19,50,0,133,9,143,28,2,95,12,0,87,0,13,18,22,3,71,
+8,2,192,0,15,175,17,2,5,188,155,2,105,209,8,71,17,2,118,11,2,184,1,5,129,38,7,249,35,2,145,2,
+12,105,2,14,128,59,4,181,0,12,34,21,2,211,7,1,154,131,15,203,22,5,2,6,0,15,3,18,2,5,196,35,
+2,202,22,15,32,0,0,3,143,7,13,96,194,3,50,32,2,218,0,15,165,89,1,2,148,35,6,156,193,15,229,35,
+13,5,83,23,15,248,7,5,4,162,35,15,134,194,0,3,198,32,7,125,35,12,141,0,3,0,7,6,6,0,17,49,
+75,32,15,102,0,0,4,147,63,3,25,23,15,34,0,0,5,161,193,13,140,109,2,158,4,8,78,33,11,130,67,2,
+131,20,7,228,67,2,220,180,12,131,67,1,65,0,4,251,102,4,227,71,12,17,11,3,197,2,11,132,67,1,145,1,
+1,185,15,11,132,67,2,187,47,3,80,8,15,160,7,2,2,87,49,1,34,0,15,160,7,2,2,135,66,15,52,78,
+8,18,50,14,31,15,160,7,4,1,176,13,4,199,93,4,54,129,10,0,37,19,50,184,72,13,43,36,2,214,0,15,
+58,78,0,10,114,88,0,80,4,15,161,7,3,8,185,66,0,37,0,11,163,7,0,211,35,15,43,36,7,4,209,35,
+2,133,0,11,189,5,2,218,34,3,37,0,13,247,34,8,241,35,2,220,34,9,43,36,4,8,34,15,241,6,0,3,
+111,34,1,34,0,1,26,28,14,213,0,8,100,29,0,227,0,12,43,36,5,177,1,15,164,7,2,2,192,36,2,85,
+1,15,164,7,16,9,19,37,2,100,202,15,179,0,4,2,173,1,7,173,50,0,170,0,11,156,0,3,235,23,2,205,
+36,12,106,0,3,167,3,3,21,24,15,166,7,6,4,139,35,2,40,0,13,222,105,4,87,35,3,78,0,15,162,7,
+6,4,71,0,3,150,3,12,202,32,4,39,33,3,102,0,15,157,7,6,3,71,0,3,47,0,0,229,17,7,255,0,
+15,175,138,2,4,42,61,5,39,49,10,226,6,2,166,16,8,130,14,4,39,19,2,252,6,1,216,5,4,51,30,12,
+232,10,2,40,45,15,5,69,1,15,114,55,1,8,47,15,15,4,69,3,1,104,36,1,24,5,12,47,15,3,111,13,
+2,253,0,8,109,17,4,188,3,1,31,1,2,212,85,10,226,6,11,40,40,4,181,0,15,4,28,3,0,184,0,14,
+226,6,8,215,14,15,3,28,3,1,129,36,6,3,28,15,206,36,7,12,226,6,3,243,52,5,199,36,15,233,36,5,
+3,24,135,15,10,167,15,5,178,36,15,218,14,6,0,213,29,15,226,6,3,3,91,53,3,179,36,15,151,36,2,1,
+127,2,3,171,135,3,46,0,15,243,7,3,0,202,2,8,82,28,15,34,0,0,15,242,68,6,3,214,14,4,4,37,
+14,85,3,14,43,197,17,49,70,38,12,13,43,2,168,0,4,147,20,15,247,41,2,5,197,2,10,226,6,3,216,163,
+14,171,40,4,32,86,2,84,0,15,226,6,1,2,55,64,3,65,0,15,226,6,0,2,143,4,2,231,195,15,226,6,
+4,0,146,37,15,226,6,7,1,20,48,1,102,0,2,60,193,14,67,34,19,50,231,46,13,226,6,2,189,0,15,188,
+113,0,11,14,34,17,50,35,44,15,13,6,1,7,127,27,0,37,0,11,226,6,2,92,101,15,226,6,4,4,174,37,
+2,150,1,13,243,36,8,173,37,12,102,5,10,140,37,1,171,37,8,226,6,4,109,37,15,211,13,0,4,221,38,3,
+183,1,15,213,0,3,9,183,7,13,42,100,2,157,38,2,249,1,15,20,3,0,3,233,185,15,184,113,21,4,48,39,
+4,117,39,15,179,0,7,2,243,3,7,130,36,0,170,0,12,156,0,1,36,3,2,30,5,11,226,6,3,38,38,3,
+79,0,15,5,167,0,4,226,6,2,68,0,5,47,0,11,124,1,3,47,38,4,71,0,15,214,41,0,4,196,39,3,
+71,0,3,47,0,11,226,6,3,56,38,4,71,0,14,72,1,4,226,6,4,71,0,3,47,0,10,226,6,13,137,72,
+2,111,6,0,7,0,5,150,97,2,218,6,3,163,14,3,106,13,12,92,38,3,207,23,1,159,14,3,1,3,13,153,
+18,9,122,0,1,133,37,11,116,6,5,204,204,12,115,6,10,66,192,0,88,28,11,23,140,7,100,36,4,117,25,15,
+145,72,21,15,246,36,0,15,59,232,0,4,86,247,3,57,0,15,135,50,2,5,214,111,15,121,94,3,5,166,57,15,
+55,135,4,1,91,0,2,34,24,1,6,29,13,188,137,15,248,0,8,6,109,26,15,233,138,11,2,222,1,1,92,18,
+15,156,72,6,31,50,32,84,13,2,119,8,4,11,173,13,179,26,3,41,100,63,50,48,52,179,26,4,2,210,49,3,
+138,100,15,180,26,8,4,58,14,15,181,26,6,5,213,26,15,3,84,4,4,87,112,0,33,0,15,166,66,10,3,176,
+36,5,125,46,2,177,1,2,212,2,3,237,40,14,20,29,4,58,53,3,207,1,7,253,26,3,189,96,1,115,17,4,
+13,42,4,27,0,2,143,25,1,33,0,1,167,24,9,254,26,1,136,0,9,82,132,7,254,26,2,63,10,3,28,41,
+8,255,26,1,155,79,12,0,27,3,78,139,1,93,21,1,94,28,8,3,27,1,110,26,17,112,128,0,13,53,192,0,
+156,3,5,209,9,15,196,174,0,0,89,0,13,151,74,2,19,2,4,95,2,10,139,10,4,255,2,4,150,74,5,250,
+239,9,55,11,2,192,26,15,28,31,3,2,23,1,15,66,173,9,3,147,2,15,78,38,4,4,179,126,15,75,10,3,
+1,156,39,15,75,10,1,2,180,49,4,187,39,1,180,39,11,98,5,2,178,78,15,157,200,21,1,162,39,2,137,0,
+15,236,85,5,6,181,78,13,51,53,3,215,39,3,205,5,15,24,13,0,2,169,23,6,74,50,4,5,40,15,0,39,
+7,4,128,173,15,34,0,0,5,173,25,13,86,53,3,82,38,2,78,6,1,177,23,11,88,53,2,155,51,2,121,50,
+3,45,0,1,104,5,10,75,10,2,147,67,2,45,0,2,81,41,8,15,21,1,6,5,4,209,126,12,82,19,2,159,
+2,11,96,10,4,193,201,13,254,7,8,149,91,3,218,41,11,96,10,2,48,210,3,65,0,15,118,95,1,2,186,66,
+1,62,217,15,97,10,6,12,119,32,9,140,3,0,230,0,4,240,141,3,67,54,10,164,138,0,214,0,15,97,10,2,
+2,133,27,4,123,0,8,20,7,10,139,137,0,65,0,15,140,9,3,7,45,112,1,37,0,10,97,10,1,225,39,15,
+97,10,5,4,225,39,2,217,18,6,78,230,4,30,0,3,193,40,2,235,1,12,159,8,3,184,39,4,67,0,0,153,
+1,8,26,229,3,113,124,1,173,39,12,175,9,2,88,0,3,73,90,0,33,0,15,214,0,0,9,98,10,27,51,98,
+10,3,99,41,2,251,1,15,56,51,1,2,201,79,2,87,1,15,99,10,15,4,78,41,2,54,0,2,144,41,15,180,
+0,3,2,41,0,0,180,0,7,157,0,12,216,84,2,131,47,15,18,89,2,4,23,176,2,145,6,15,23,176,3,1,
+173,40,1,118,33,13,123,91,3,156,243,2,167,0,12,94,86,3,128,40,3,120,1,11,179,26,1,85,40,5,200,0,
+15,4,21,0,4,140,28,4,178,125,3,45,35,12,220,10,3,127,40,3,71,0,15,5,18,1,3,153,40,2,40,0,
+4,71,0,13,61,2,2,192,4,3,71,0,15,5,18,1,3,69,41,2,40,0,4,71,0,11,42,71,5,71,4,7,
+141,1,0,241,10,11,86,25,2,2,25,6,175,7,13,134,140,8,121,9,10,140,1,4,95,17,15,2,144,3,4,196,
+16,15,156,143,5,5,196,16,15,219,91,4,2,134,80,15,113,7,1,3,58,174,3,113,7,6,153,174,4,198,11,2,
+16,7,0,38,0,9,182,25,31,52,209,18,2,4,95,38,47,55,55,182,25,4,3,138,212,4,22,3,15,230,174,0,
+1,154,206,13,205,2,2,52,11,3,157,7,1,135,3,15,205,2,0,4,91,38,12,224,91,3,67,88,3,175,2,15,
+3,2,0,3,110,91,2,39,0,15,170,24,14,21,50,208,220,14,227,91,3,180,88,2,211,6,15,211,85,0,18,50,
+94,23,3,39,0,2,209,4,4,203,67,12,102,0,4,156,3,14,231,91,3,8,202,2,185,2,15,184,126,0,8,54,
+90,2,6,0,17,50,65,22,11,57,7,2,155,14,3,65,90,4,94,147,10,188,142,0,234,1,15,145,60,1,4,124,
+90,13,191,4,3,121,90,3,85,47,15,36,7,1,3,131,33,2,81,5,15,36,7,1,2,189,18,2,104,17,15,36,
+7,3,16,51,73,9,15,36,7,6,1,118,18,4,192,197,4,214,0,12,153,10,2,254,149,13,36,7,1,76,4,4,
+123,0,9,36,7,12,59,8,1,39,15,14,78,6,1,32,146,7,37,0,11,36,7,0,186,7,15,36,7,6,2,29,
+8,1,36,0,3,160,91,8,201,4,2,96,35,3,37,0,13,36,7,2,222,7,5,67,0,12,36,7,2,140,123,17,
+50,149,29,11,23,26,3,149,10,2,34,0,1,244,16,15,214,0,0,9,250,7,1,61,146,9,155,0,5,178,1,15,
+36,7,3,2,90,77,2,87,1,15,36,7,16,2,209,9,3,54,0,17,50,92,12,15,180,0,3,2,41,0,0,180,
+0,7,157,0,1,11,136,8,36,7,2,218,4,0,122,4,13,87,4,3,109,12,3,36,7,15,184,48,3,4,110,36,
+28,54,253,91,18,50,202,2,3,36,7,12,24,157,19,50,132,21,2,29,0,12,36,7,2,26,21,3,200,0,1,32,
+21,15,36,7,3,2,40,0,3,76,0,14,36,7,2,176,2,4,71,0,15,226,24,6,3,40,0,5,71,0,13,61,
+2,3,111,28,2,71,0,15,226,24,6,3,40,0,5,71,0,9,134,17,1,213,146,14,17,6,4,214,6,15,171,13,
+2,2,164,31,1,155,4,14,14,6,1,149,1,15,138,166,2,4,83,191,3,14,6,15,171,13,3,5,76,108,13,237,
+186,2,191,18,3,15,6,1,236,20,11,238,0,3,100,34,7,129,197,15,17,6,12,4,45,18,4,192,185,9,110,0,
+1,59,1,3,18,6,15,61,108,0,19,50,190,35,4,10,93,3,106,1,15,20,6,3,5,92,185,15,239,186,0,2,
+121,54,3,21,6,15,93,185,1,4,7,93,2,152,2,3,168,54,6,8,193,7,24,6,2,210,21,2,48,0,6,25,
+6,12,200,22,2,192,203,12,31,38,5,116,93,14,33,38,9,150,93,15,29,6,4,2,46,22,2,35,0,15,30,6,
+3,3,157,1,15,177,66,8,18,51,101,138,15,31,6,4,1,105,37,2,105,0,20,112,188,159,29,53,22,20,1,24,
+78,12,31,6,4,171,1,15,178,66,0,10,6,199,0,66,0,15,74,5,3,7,150,185,1,37,0,11,32,6,3,70,
+76,15,32,6,3,3,38,36,3,144,76,12,159,139,18,50,125,75,3,38,0,13,33,6,3,140,69,4,68,0,12,33,
+6,2,200,33,2,38,120,11,109,5,3,41,55,3,234,33,1,79,56,15,216,0,0,9,146,37,1,217,194,9,156,0,
+3,117,2,2,83,16,15,35,6,0,3,218,36,2,91,1,15,36,6,16,3,200,37,2,55,0,17,50,66,20,15,183,
+0,3,3,117,80,0,183,0,7,160,0,1,82,174,7,37,6,1,179,15,2,145,4,13,2,11,9,73,13,1,69,14,
+14,153,3,5,222,108,13,73,13,3,123,70,2,168,0,1,95,11,9,30,0,7,37,6,12,227,108,18,50,53,0,3,
+201,0,15,172,144,1,4,38,6,4,94,0,15,38,6,4,2,86,18,5,72,0,15,110,24,1,2,58,0,3,167,18,
+4,72,0,13,67,2,2,39,6,4,72,0,15,111,24,1,2,126,4,3,52,18,4,72,0,9,40,6,6,173,187,10,
+98,12,0,7,0,12,40,24,2,17,12,3,228,148,11,40,24,2,97,23,3,20,224,4,133,3,13,188,10,9,27,8,
+25,53,205,181,5,67,80,4,42,146,15,169,118,12,4,174,108,3,177,23,9,64,22,20,50,38,110,0,47,24,13,2,
+2,2,152,3,3,194,18,1,158,1,9,0,1,2,220,12,3,95,0,11,151,74,4,68,0,4,48,92,29,55,188,104,
+2,154,16,1,33,0,1,108,0,0,31,0,15,10,92,0,3,112,60,13,122,17,2,212,34,5,157,0,15,90,13,3,
+4,108,110,31,55,212,104,0,2,254,34,1,35,0,1,79,0,15,128,0,5,4,230,58,12,223,69,3,147,68,5,130,
+0,3,81,24,12,130,0,4,89,21,14,13,13,6,32,80,2,7,0,15,168,56,4,1,58,0,2,34,0,9,183,27,
+15,129,188,13,79,118,105,115,99,163,56,20,14,43,0,15,159,56,4,14,41,0,15,155,56,20,15,57,0,6,13,222,
+123,0,248,0,15,54,0,14,31,50,49,0,29,31,51,49,0,29,31,52,62,124,3,15,153,93,0,17,49,1,57,15,
+62,124,17,16,54,63,57,15,168,247,2,7,42,57,15,99,1,7,1,159,3,8,38,57,7,151,93,15,96,1,7,15,
+245,3,0,1,20,26,15,100,1,15,15,112,26,1,1,201,160,15,110,1,15,15,59,0,2,0,125,40,15,120,1,15,
+4,230,0,7,42,87,15,211,57,3,0,0,4,15,211,57,3,0,210,3,15,211,57,9,2,9,52,2,12,0,8,191,
+48,14,211,57,3,159,5,10,35,9,19,51,174,124,15,211,57,25,9,41,28,12,180,86,15,53,57,13,2,97,5,2,
+65,159,15,69,156,26,7,52,58,15,34,6,10,2,201,5,10,209,86,3,182,1,4,70,43,19,50,205,61,13,153,34,
+1,37,8,12,176,30,14,161,40,7,29,0,9,76,93,2,68,7,15,14,156,6,3,154,0,12,46,124,8,169,76,9,
+24,0,3,24,39,0,24,0,13,168,56,31,51,196,103,5,4,128,19,15,92,58,13,15,123,144,12,15,51,31,0,2,
+222,0,15,122,144,18,11,63,21,8,69,61,7,13,27,11,48,31,1,253,1,1,94,0,1,145,23,8,123,0,2,246,
+9,3,59,2,13,64,1,15,212,38,0,10,211,38,28,51,222,176,5,141,2,5,118,8,15,213,57,11,3,180,82,15,
+174,82,3,10,95,107,13,169,87,4,98,0,10,30,0,7,96,31,3,91,27,4,128,115,12,94,31,2,186,10,15,127,
+115,0,9,103,0,15,91,31,12,6,157,3,4,17,60,11,9,1,7,64,0,15,105,33,9,3,253,1,11,62,8,5,
+251,27,175,48,102,51,67,50,51,68,55,48,65,223,3,1,15,246,143,7,4,203,102,3,103,1,11,205,57,15,34,3,
+17,4,75,8,20,51,44,192,11,123,2,4,149,115,15,198,48,8,6,190,87,7,247,215,2,25,0,4,13,5,13,161,
+95,31,51,3,56,3,3,237,83,0,88,0,15,237,83,31,3,5,1,15,8,19,2,5,175,230,15,161,24,3,4,70,
+11,15,13,55,3,4,213,120,13,50,12,3,96,1,5,11,55,15,105,17,11,4,211,120,4,8,84,14,33,0,3,109,
+1,14,217,215,2,92,54,4,250,120,14,136,0,2,38,14,2,227,14,2,43,0,15,137,10,2,5,33,80,15,163,168,
+5,0,140,44,2,130,0,13,10,1,2,4,1,2,1,30,14,242,19,10,63,55,1,37,0,5,194,40,6,155,17,2,
+38,15,2,43,0,3,244,12,15,22,2,2,12,150,17,2,175,2,14,9,54,4,242,252,2,234,3,15,153,6,0,2,
+24,1,1,32,0,15,142,17,1,2,139,16,1,32,84,15,150,115,4,13,213,6,8,140,17,1,133,17,0,99,0,4,
+232,154,10,235,40,31,51,174,55,4,2,3,18,3,118,0,8,125,5,10,10,31,31,51,172,55,2,24,51,172,55,28,
+51,172,55,1,125,228,15,129,17,4,2,239,43,3,16,44,11,101,15,8,42,229,11,164,4,3,34,229,2,61,0,0,
+55,0,7,120,17,15,222,114,7,2,111,17,3,55,80,0,82,0,14,200,0,8,161,55,28,51,161,55,3,214,79,2,
+241,42,13,110,2,4,0,56,15,110,17,19,9,140,232,14,34,18,4,172,0,2,188,2,7,1,25,0,163,0,12,73,
+126,2,200,5,2,145,8,15,106,4,3,4,159,44,15,135,60,4,4,156,44,12,168,130,9,245,26,14,214,21,8,46,
+117,15,106,4,15,4,236,189,15,133,60,6,4,42,187,14,171,130,4,31,228,1,6,0,15,156,27,0,2,12,25,2,
+145,3,6,116,25,14,97,0,4,236,172,15,90,35,5,4,28,116,15,174,130,0,1,100,4,7,30,116,11,130,0,1,
+35,1,3,152,43,2,175,27,1,128,6,14,156,83,15,13,55,2,2,15,19,3,120,47,15,61,1,2,1,62,116,0,
+155,0,2,155,83,12,6,22,1,245,0,3,239,19,0,64,0,7,75,48,4,116,23,2,122,8,15,60,0,0,3,47,
+6,3,139,20,12,138,51,2,212,22,3,255,80,1,232,18,9,30,0,2,116,0,4,200,20,15,16,51,0,3,241,23,
+3,172,20,2,47,0,2,251,7,8,71,0,2,19,5,7,202,86,12,71,0,3,165,0,3,71,0,2,47,0,12,104,
+127,4,13,23,3,71,0,15,175,23,0,3,99,8,4,71,0,3,164,50,10,94,3,5,131,197,10,206,8,9,41,206,
+1,79,0,15,82,127,11,3,28,198,2,166,40,3,172,13,10,18,23,17,51,49,201,7,213,10,15,173,141,2,7,212,
+10,15,22,143,10,3,104,50,15,26,43,4,4,111,57,15,232,11,2,5,58,127,15,147,137,11,15,26,43,4,3,124,
+253,2,239,0,3,160,47,11,250,96,15,223,12,6,4,241,63,15,26,43,13,3,103,51,4,213,226,11,69,0,3,181,
+3,0,72,42,15,35,1,9,3,143,33,11,37,225,3,229,0,11,138,175,14,101,0,5,137,13,15,127,43,18,4,55,
+51,10,210,20,5,68,0,15,62,12,6,5,186,222,15,64,12,6,3,109,5,15,66,12,13,4,37,28,15,67,12,5,
+7,44,13,15,161,127,4,5,55,73,15,158,43,18,4,93,27,15,242,45,5,15,131,118,35,2,63,3,5,131,118,11,
+67,7,3,60,160,1,20,205,15,171,12,10,2,73,83,15,133,127,1,3,5,35,3,96,2,7,74,220,0,145,3,15,
+124,12,3,4,35,6,15,232,69,2,3,202,69,15,207,83,3,2,127,12,15,37,228,0,4,95,220,3,134,0,10,49,
+22,11,229,73,3,94,220,2,190,9,5,132,3,2,119,0,4,145,201,14,164,65,31,51,233,60,3,3,177,118,0,182,
+0,15,248,218,6,3,189,43,15,193,54,3,5,172,42,15,194,12,3,1,103,121,15,195,12,1,2,144,33,6,134,121,
+14,171,5,3,157,126,2,31,25,15,234,60,15,5,103,120,15,199,12,5,1,30,120,15,200,12,3,3,160,218,5,74,
+168,15,141,0,0,2,238,25,1,40,0,4,46,0,15,204,12,2,5,105,254,4,54,219,15,34,0,0,15,206,12,6,
+3,238,69,5,175,120,14,8,54,2,93,58,2,130,58,3,45,0,15,209,12,0,2,59,1,3,190,34,4,121,122,12,
+68,17,15,233,60,2,7,218,191,11,7,54,2,199,50,3,231,7,15,110,128,2,2,167,11,1,34,0,8,139,185,11,
+243,127,3,135,142,15,60,170,4,15,138,68,10,1,212,12,3,208,102,4,28,102,10,66,36,31,51,234,60,4,2,34,
+43,4,123,0,8,221,12,11,0,62,31,51,234,60,3,25,51,234,60,0,37,0,12,196,167,15,192,170,9,9,222,223,
+12,211,34,6,134,167,1,57,1,12,197,95,5,159,223,2,7,0,11,234,12,6,204,223,15,14,167,0,3,5,9,2,
+251,0,15,57,31,1,3,46,1,7,228,0,12,37,167,1,66,2,3,159,110,15,163,3,0,2,3,44,2,87,1,15,
+194,167,17,3,136,15,3,153,0,15,244,12,0,4,180,0,3,109,2,8,157,0,1,236,60,14,77,3,5,160,40,0,
+75,3,12,159,0,2,34,3,2,5,56,15,67,4,16,5,131,40,15,19,96,2,3,229,63,3,233,131,3,233,11,15,
+82,34,2,5,221,116,3,70,12,12,73,0,2,182,6,3,59,64,2,164,0,2,74,40,8,235,52,2,86,7,15,97,
+37,1,4,85,49,3,22,51,15,119,74,4,4,15,5,12,36,161,4,35,224,3,20,12,15,205,58,3,4,252,116,17,
+49,62,0,12,147,72,2,116,2,4,218,115,4,66,88,5,31,0,2,122,56,2,39,1,15,29,17,0,4,242,0,3,
+70,0,12,23,57,4,105,114,3,37,1,12,227,94,3,130,4,3,14,63,15,242,17,0,3,112,12,3,71,0,4,47,
+0,12,117,3,3,95,61,3,71,0,15,94,75,0,3,112,12,4,71,0,3,47,0,12,112,12,3,206,60,3,71,0,
+15,57,100,0,3,112,12,4,71,0,3,47,0,9,247,11,1,198,62,15,147,8,0,0,7,0,11,112,12,15,109,128,
+11,2,135,51,1,35,0,4,221,66,13,250,17,10,122,0,9,113,12,8,133,10,4,116,114,4,71,167,15,130,31,0,
+5,87,72,2,239,16,39,49,50,88,3,10,4,10,4,13,69,0,4,10,15,237,125,21,11,71,1,10,202,72,2,227,
+1,1,15,54,14,187,2,5,55,38,15,122,3,0,3,107,36,4,222,0,3,242,18,12,116,10,4,247,219,2,143,0,
+2,13,204,15,170,124,0,3,97,157,15,155,189,0,4,96,74,4,175,0,1,246,1,15,64,9,4,5,153,167,15,116,
+4,2,4,9,166,2,7,0,4,183,74,15,154,88,4,21,54,170,157,1,65,10,12,75,0,3,149,20,3,148,0,1,
+82,0,11,51,227,5,43,0,10,211,138,12,73,0,3,62,19,3,148,0,2,87,0,1,222,0,15,148,0,3,3,244,
+157,0,108,0,7,123,2,15,47,125,12,111,97,100,118,101,99,116,35,32,20,15,45,0,1,15,37,32,4,15,43,0,
+1,15,39,32,20,15,59,0,8,14,7,156,47,54,52,56,0,17,15,7,156,3,8,160,31,3,117,1,39,60,50,7,
+89,4,200,31,31,52,98,187,1,16,49,160,187,15,147,199,1,7,225,30,15,5,1,9,1,230,3,7,201,31,7,200,
+31,15,1,1,9,15,252,13,2,15,115,0,19,12,4,156,0,241,8,15,85,31,1,0,119,2,15,25,221,3,15,83,
+31,11,1,191,12,1,231,12,7,170,107,14,80,31,4,81,10,9,50,5,19,52,58,108,8,54,31,2,23,4,15,53,
+31,2,6,164,117,15,52,31,10,3,99,43,15,66,0,1,6,94,117,15,21,31,10,2,2,8,4,59,7,15,232,152,
+0,15,226,43,1,2,239,31,3,61,8,15,69,13,4,7,116,16,15,250,28,4,4,194,116,9,128,22,1,84,0,3,
+47,14,15,90,0,3,4,251,21,14,81,4,2,213,4,1,5,0,6,183,19,15,75,4,0,2,112,5,4,52,28,4,
+151,236,2,228,12,11,169,59,3,64,33,0,210,153,118,49,51,57,48,57,53,48,134,114,7,241,69,1,37,0,0,26,
+31,8,37,0,8,160,52,7,205,59,4,19,0,1,229,0,5,240,207,11,45,2,1,249,56,14,185,15,4,254,61,1,
+55,1,8,167,0,2,16,16,0,59,28,15,167,0,8,2,73,31,0,134,32,8,37,0,13,21,31,6,126,0,10,231,
+17,4,182,1,2,17,31,4,52,8,2,30,0,3,46,184,1,189,8,15,15,29,1,16,52,29,152,13,55,12,24,52,
+183,20,17,52,107,151,15,175,1,6,15,36,15,3,4,158,30,7,77,20,11,253,26,12,118,142,11,131,1,3,2,1,
+10,188,13,3,2,1,15,43,0,0,15,220,195,0,1,94,95,31,114,148,57,2,2,72,0,6,237,0,15,247,205,1,
+4,86,1,3,201,240,11,11,15,2,125,39,0,5,0,12,57,59,6,188,0,10,99,28,3,188,0,15,72,1,6,15,
+167,11,4,12,72,1,13,100,28,15,78,164,0,10,50,15,15,53,1,36,6,31,1,0,10,15,15,67,8,0,12,233,
+20,11,32,0,5,116,198,15,246,8,0,2,82,8,2,53,8,1,6,0,15,92,8,4,4,239,8,4,95,32,3,19,
+4,2,95,14,1,17,42,8,188,63,2,159,63,12,238,3,11,108,3,2,67,11,0,116,13,11,108,3,10,73,11,18,
+52,40,105,15,73,23,0,5,120,33,2,36,5,8,129,0,1,214,11,0,33,0,15,129,0,9,2,103,63,0,143,93,
+11,129,0,10,133,29,7,129,0,10,18,37,5,238,3,6,169,23,6,238,3,2,45,5,1,84,1,4,167,23,10,145,
+24,17,52,138,105,15,17,3,0,8,27,84,0,37,0,15,243,3,4,3,145,1,15,235,74,4,9,27,1,13,29,18,
+2,27,13,15,132,83,9,2,188,50,4,219,12,12,254,4,2,17,1,7,48,0,4,129,205,15,200,2,1,2,169,0,
+3,207,218,15,99,0,2,15,4,1,0,9,247,2,10,173,25,3,228,0,5,96,125,2,204,24,13,34,19,6,165,27,
+15,121,0,7,14,61,25,4,220,0,15,114,1,8,15,200,11,3,5,23,25,7,13,2,12,30,148,13,20,141,15,150,
+0,7,12,238,6,14,114,1,3,107,128,15,114,1,9,11,163,107,6,99,0,7,91,1,10,245,52,4,206,0,5,143,
+24,15,20,65,4,4,209,113,15,181,12,1,2,245,12,1,5,0,3,210,64,15,83,4,5,2,174,12,4,1,90,4,
+83,4,2,0,31,11,210,3,2,91,39,0,28,0,15,210,3,9,3,34,216,12,140,8,8,4,1,3,64,28,14,47,
+86,17,52,163,117,15,104,4,0,6,189,25,2,198,102,8,150,0,2,255,53,12,196,4,12,150,0,1,142,4,0,44,
+0,12,105,4,11,214,85,7,131,0,9,235,2,5,88,127,3,85,252,11,106,4,2,158,33,0,5,0,4,11,125,12,
+119,6,1,226,62,14,102,3,8,146,20,0,37,0,15,106,4,5,2,168,1,15,209,53,3,10,29,1,13,106,4,3,
+191,64,15,248,2,8,2,180,29,4,57,23,12,123,5,2,17,1,8,48,0,3,111,134,15,248,2,2,2,161,235,5,
+4,39,14,99,0,15,4,1,0,7,15,111,0,18,1,15,46,231,11,7,216,9,12,17,178,3,75,28,15,222,0,10,
+12,68,9,2,222,0,15,116,1,8,15,181,107,5,14,117,1,13,6,85,2,234,190,15,117,1,18,12,113,7,14,117,
+1,3,86,98,15,117,1,9,12,126,9,5,99,0,7,94,1,5,109,127,7,25,12,1,217,3,0,46,0,3,20,3,
+11,80,85,4,22,14,15,17,29,5,3,204,28,0,153,3,52,116,111,109,31,0,53,109,105,110,132,51,5,125,125,2,
+190,237,9,145,0,0,254,4,15,26,17,8,111,101,114,114,115,117,109,26,17,20,15,45,0,1,15,26,17,4,15,43,
+0,1,15,26,17,20,15,59,0,8,15,26,17,10,15,56,0,8,15,26,17,3,15,32,173,0,8,246,105,2,93,1,
+40,60,51,51,106,1,148,1,64,102,100,60,50,30,173,12,45,17,1,164,204,15,245,48,1,8,15,48,15,25,1,9,
+12,46,17,7,10,238,15,21,1,9,15,250,15,1,9,105,49,15,26,1,9,11,47,17,1,90,3,15,133,48,2,0,
+238,2,7,49,17,9,244,128,2,33,15,2,191,34,4,237,6,4,198,7,7,79,17,8,56,54,5,42,17,5,56,54,
+11,71,17,2,34,0,4,46,8,9,50,3,19,53,223,12,0,225,24,3,79,0,4,51,0,5,126,0,9,95,17,10,
+77,32,2,51,0,5,70,135,2,235,159,13,180,102,2,211,6,15,26,23,0,2,251,11,0,130,7,12,63,250,2,208,
+102,0,140,0,2,27,0,1,136,244,3,162,0,1,51,18,2,181,11,0,38,0,31,112,247,0,0,2,107,7,1,68,
+0,4,216,8,4,113,2,1,221,130,20,100,235,4,10,130,13,10,187,10,28,53,4,139,7,71,4,3,12,18,15,206,
+146,10,2,215,17,1,66,31,7,176,253,2,240,12,11,50,77,4,27,62,2,230,12,1,47,19,5,21,77,1,217,16,
+1,153,218,18,50,64,131,8,188,12,1,196,8,3,135,116,0,199,76,11,3,9,0,73,114,14,100,8,1,53,0,4,
+28,0,15,28,1,21,10,1,9,18,53,49,141,7,56,2,3,42,203,2,56,2,8,24,0,1,175,1,29,50,239,56,
+5,81,13,4,124,10,13,48,19,2,243,56,15,231,144,7,3,96,1,4,121,18,4,76,6,1,69,1,7,41,16,17,
+53,41,16,255,3,46,112,114,97,103,109,97,32,34,110,111,117,110,114,111,108,108,34,154,11,2,3,218,1,4,18,35,
+0,26,1,4,28,0,2,145,0,1,137,44,1,86,27,7,52,1,6,7,0,6,220,19,9,78,3,3,124,105,15,197,
+0,0,9,91,204,3,52,0,2,230,6,4,89,236,1,189,1,21,110,219,2,2,77,3,6,101,237,10,22,10,24,53,
+3,18,18,53,21,201,10,122,13,17,45,47,3,7,163,3,2,91,15,1,102,2,6,82,129,19,116,51,0,2,212,141,
+0,36,0,3,136,18,10,46,10,3,35,3,14,188,1,5,208,2,13,188,1,2,180,39,3,188,1,0,85,0,15,86,
+36,0,0,37,0,7,13,8,20,53,34,239,11,218,8,4,11,29,47,43,45,176,1,3,2,165,57,11,176,1,2,14,
+33,5,176,1,15,8,19,2,4,156,19,4,150,254,13,90,0,2,170,29,12,90,0,1,92,11,4,97,0,1,177,15,
+13,90,0,4,160,18,1,191,29,13,87,0,2,18,32,12,87,0,1,162,9,5,94,0,15,82,14,2,4,130,5,3,
+192,43,13,89,0,1,90,11,4,116,4,11,186,2,4,96,0,0,218,5,15,140,1,1,15,178,249,0,6,214,2,0,
+173,0,11,213,5,2,137,21,5,124,5,13,14,20,24,53,217,172,17,53,201,45,15,29,166,11,5,179,126,10,99,2,
+1,154,2,3,168,6,9,184,0,3,239,22,4,186,37,10,81,14,0,37,0,1,43,1,2,110,184,1,101,55,6,141,
+0,0,52,19,144,114,101,116,59,10,10,125,10,10
 };
-static const cq__ptx_module cq__ptx_3d_f32 = { cq__ptx_3d_f32_lz, 88129, 308305, 0x8a986235u };
-/* PTX module 3d_f64: sha256 e03a17e2b7c90bc8888556dd6edbc17b421cfefc0fbed2982b6e66ec2c7b5983, nvrtc 12.0, PTX ISA 8.0, 337853 bytes, fnv1a 0x3629e1fd, lz 90966 bytes */
+static const cq__ptx_module cq__ptx_3d_f32 = { cq__ptx_3d_f32_lz, 110062, 386697, 0xfc4887bau };
+/* PTX module 3d_f64: sha256 adbdf0b2556484683ca54fcbe5ae2f180d62de12334174391d05400f712202af, nvrtc 12.0, PTX ISA 8.0, 422320 bytes, fnv1a 0x873aa379, lz 113460 bytes */
 static const unsigned char cq__ptx_3d_f64_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -20931,9 +23775,712 @@ static const unsigned char cq__ptx_3d_f64_lz[] = {
 4,121,5,11,154,1,4,108,138,2,154,1,1,231,82,9,62,0,2,55,1,3,99,0,1,30,125,11,249,1,3,92,
 138,3,41,0,12,249,1,3,0,138,4,187,0,12,253,22,3,207,93,0,249,1,2,247,171,15,24,116,5,4,83,1,
 3,195,22,13,202,157,4,76,100,0,185,250,0,73,0,9,56,1,3,149,46,15,244,29,9,0,79,84,1,97,0,3,
-57,115,0,148,137,6,189,10,16,49,107,222,144,114,101,116,59,10,10,125,10,10
+57,115,0,148,137,6,189,10,16,49,107,222,15,38,23,4,143,115,112,104,95,99,111,117,110,196,45,17,15,44,0,4,
+15,34,23,0,15,42,0,4,15,32,23,0,12,99,114,15,58,0,11,111,49,91,51,54,48,93,115,44,3,8,47,21,
+3,87,21,24,50,195,82,4,44,1,63,60,49,53,55,29,1,16,55,64,0,15,90,21,0,2,119,201,15,213,0,16,
+4,231,18,5,112,26,47,55,44,210,0,17,10,236,18,2,103,136,15,31,19,1,2,27,180,15,33,19,2,2,192,134,
+15,35,19,8,2,60,0,3,93,0,0,47,0,15,41,19,9,2,253,193,13,43,19,32,55,95,88,7,3,120,0,4,
+227,0,2,129,8,3,85,10,11,33,20,4,148,49,63,43,49,56,26,138,10,3,34,9,4,249,3,10,12,112,15,47,
+51,6,3,252,8,3,215,36,3,228,8,10,226,20,6,129,0,2,176,64,15,147,28,6,13,218,71,8,205,64,3,218,
+15,10,91,0,4,99,19,46,43,49,155,231,9,75,50,3,27,10,15,131,200,0,2,99,0,3,223,9,15,129,200,5,
+5,176,15,15,232,122,2,8,3,2,0,227,4,13,20,0,2,208,1,1,28,88,13,194,18,18,55,177,15,12,239,2,
+4,135,28,50,43,49,54,70,19,10,127,0,1,91,10,1,132,0,1,107,5,13,109,0,15,28,16,2,3,107,0,1,
+191,1,9,46,0,16,51,77,249,6,170,4,17,55,22,16,15,170,22,3,2,148,0,2,212,13,15,61,29,6,15,234,
+72,0,4,103,136,2,81,1,12,118,10,10,199,43,15,173,1,6,7,56,51,15,173,1,0,7,1,74,11,46,1,1,
+25,10,3,52,226,12,94,124,49,49,55,95,74,233,12,129,1,4,158,21,34,43,49,108,94,11,83,0,4,232,45,3,
+163,21,11,2,2,2,26,78,0,85,220,15,107,0,1,9,129,1,1,46,0,28,55,129,1,0,48,233,14,129,1,4,
+192,29,19,43,68,212,15,79,12,0,4,129,1,15,210,83,0,8,226,29,2,137,182,8,130,1,4,36,60,15,130,1,
+11,7,170,74,15,130,1,0,5,132,188,2,254,91,9,49,1,2,136,23,0,33,0,3,134,1,9,36,229,35,49,55,
+196,17,13,247,5,4,101,23,50,43,49,54,85,2,10,87,0,2,35,56,2,159,177,1,168,3,57,64,37,112,186,237,
+0,90,0,1,127,222,9,118,1,3,48,0,2,119,1,12,177,226,4,51,0,7,155,0,4,132,249,7,64,0,6,112,
+248,1,48,0,3,198,178,5,98,0,1,33,2,1,41,0,1,99,0,13,216,0,4,236,31,4,216,0,8,61,0,3,
+44,1,28,50,60,0,8,252,212,1,108,140,64,114,49,48,57,254,212,8,42,4,8,168,0,0,36,146,5,106,93,4,
+20,0,2,93,0,4,252,0,14,99,36,5,114,1,18,50,214,100,15,83,15,5,2,243,5,15,68,0,3,5,43,4,
+18,50,98,99,15,26,89,11,3,196,18,11,68,0,6,3,5,15,185,6,10,7,60,74,13,50,3,5,101,1,0,201,
+0,7,174,1,5,149,238,6,121,7,2,79,1,3,183,1,15,68,4,0,3,55,1,3,81,1,8,190,128,2,197,114,
+1,221,97,0,24,3,0,178,7,9,202,229,35,49,55,24,253,9,66,2,2,185,2,7,227,55,48,55,95,49,119,5,
+12,16,8,3,60,6,2,47,0,2,9,142,10,153,0,2,54,35,1,34,0,13,154,0,0,164,1,2,33,0,2,65,
+116,0,156,0,12,20,6,2,126,253,9,156,0,2,236,0,7,188,10,52,55,95,49,228,21,4,233,30,3,121,3,5,
+145,0,7,179,0,1,214,1,3,33,0,1,101,187,12,178,0,1,101,1,1,84,205,12,177,0,0,250,2,4,90,115,
+3,252,77,28,49,41,4,0,73,184,12,230,27,1,151,195,1,33,1,3,167,1,11,245,2,2,189,99,4,38,0,1,
+196,11,11,65,0,2,15,100,4,41,0,1,183,0,8,65,0,3,136,1,2,38,0,5,95,178,10,37,9,1,248,0,
+1,42,0,12,38,9,3,48,21,2,170,2,11,189,107,3,80,1,3,38,9,11,89,7,5,6,5,3,81,3,3,251,
+51,12,114,1,1,108,1,3,169,112,1,93,7,0,56,1,12,7,5,2,56,1,7,213,0,3,164,148,0,16,120,15,
+117,0,1,4,75,77,3,116,0,8,17,96,2,54,8,3,17,101,3,104,6,5,42,1,2,9,30,2,135,8,1,71,
+1,0,168,97,33,51,50,168,97,2,215,22,1,36,0,5,253,10,6,45,233,2,118,29,1,4,201,12,201,4,6,79,
+0,0,219,0,9,219,233,0,219,0,5,252,247,5,230,4,3,49,0,2,220,0,7,188,0,2,49,197,3,189,0,6,
+196,223,5,30,0,2,26,6,2,37,0,13,191,0,2,99,196,2,38,0,15,81,30,2,2,36,28,0,119,0,12,3,
+2,3,84,16,2,3,2,11,188,103,4,58,1,4,70,138,4,203,10,10,91,0,2,22,6,1,50,115,13,134,11,8,
+57,71,15,50,23,4,5,108,27,2,183,133,9,73,184,7,104,11,1,196,11,12,223,26,3,177,23,3,34,0,15,176,
+51,23,5,86,27,3,2,28,10,94,178,7,18,10,1,191,5,12,118,0,4,46,27,9,7,0,15,240,24,4,5,34,
+29,15,250,8,0,4,36,144,2,65,0,15,79,22,0,10,166,80,4,7,0,7,5,6,5,166,27,4,187,170,3,168,
+20,1,34,0,38,108,112,194,1,17,54,253,119,1,17,6,1,5,9,9,147,2,2,92,6,3,7,0,3,57,120,9,
+0,3,3,103,13,0,101,2,3,174,5,29,50,74,6,5,75,238,10,42,65,2,140,3,15,120,2,0,4,244,215,1,
+6,0,6,236,228,4,246,4,1,114,3,15,39,3,1,2,203,105,3,39,3,1,145,105,8,39,3,2,25,106,3,37,
+0,14,39,3,2,180,110,1,38,0,10,31,24,5,41,1,3,95,11,47,54,57,72,96,4,4,205,4,15,15,96,1,
+3,251,26,4,139,21,15,1,27,10,2,68,51,9,1,26,8,186,52,1,190,4,12,0,26,3,27,25,6,113,25,15,
+0,26,21,4,103,30,3,130,119,9,118,0,8,0,13,15,40,167,2,3,15,3,3,34,0,3,7,0,15,52,22,3,
+5,9,82,4,53,118,10,209,161,7,238,2,1,12,82,12,106,0,9,15,82,4,7,0,6,148,30,6,238,2,5,22,
+158,15,238,2,4,2,74,126,1,238,2,6,92,160,15,238,2,3,12,80,7,6,160,5,9,157,103,3,8,3,2,102,
+5,1,9,231,3,8,3,12,53,15,15,8,3,5,2,152,15,15,128,5,1,2,37,17,3,8,3,15,235,90,2,1,
+75,214,1,129,5,3,6,67,13,95,0,3,15,3,1,71,117,12,97,0,3,19,30,2,150,2,15,18,30,4,5,95,
+83,1,212,21,10,173,157,7,150,2,15,48,159,1,4,0,28,2,40,0,15,136,247,6,15,19,14,0,4,136,29,3,
+213,0,9,106,27,9,23,55,15,255,98,1,3,27,0,3,53,28,3,7,0,15,105,0,4,4,225,84,4,220,67,9,
+106,0,3,58,26,2,6,0,15,118,29,0,10,66,83,4,7,0,6,35,36,7,150,2,3,148,0,6,216,76,9,150,
+2,0,69,5,5,150,2,5,219,23,15,150,2,2,1,236,6,15,150,2,3,7,38,98,0,109,2,102,58,10,9,110,
+111,116,228,125,7,222,8,7,63,0,2,184,2,3,85,121,2,1,34,3,250,10,2,157,0,3,87,123,1,40,0,0,
+154,0,0,217,2,12,141,16,1,166,9,6,14,0,1,177,235,13,135,2,2,32,3,0,174,0,13,134,2,3,117,28,
+2,134,2,15,231,2,3,4,150,7,6,132,55,10,94,0,3,165,0,0,188,116,13,95,0,3,222,46,2,95,0,15,
+249,31,3,7,225,84,12,5,2,8,92,26,1,176,106,12,5,2,9,95,26,15,219,247,6,15,39,29,7,4,36,55,
+9,55,28,3,85,3,2,47,2,15,223,8,0,10,43,29,4,11,55,15,252,38,3,0,125,28,3,105,0,14,229,2,
+4,215,147,2,72,0,15,211,8,0,3,64,29,4,2,29,3,7,0,6,182,62,7,229,2,4,68,29,15,229,2,4,
+0,235,24,4,229,2,12,237,12,3,141,125,4,229,2,15,112,12,2,1,63,219,2,5,2,15,130,7,4,2,229,33,
+1,40,0,14,7,2,8,112,10,15,68,32,4,4,70,122,29,51,112,10,4,253,185,2,219,0,15,144,9,0,11,7,
+30,15,71,243,5,15,116,0,0,4,65,33,15,112,10,0,4,7,165,2,84,0,15,248,7,0,3,244,29,3,40,0,
+3,7,0,4,156,238,12,150,29,4,7,87,15,112,10,1,4,183,151,2,72,0,15,236,7,0,5,179,29,9,7,0,
+7,48,4,6,7,2,3,197,29,5,11,37,11,7,2,23,55,7,2,5,22,27,4,29,0,2,67,9,3,14,2,11,
+217,91,5,66,0,5,41,36,15,243,6,5,3,70,0,15,243,6,2,8,137,9,15,203,153,4,4,159,170,2,138,130,
+9,39,1,8,181,90,1,207,116,12,39,1,4,163,30,5,7,0,15,7,2,20,4,153,119,4,11,129,9,118,0,3,
+65,7,2,84,0,15,105,7,0,3,196,30,3,40,0,4,7,0,15,177,35,3,4,13,212,5,190,127,9,174,30,3,
+46,7,1,6,0,15,70,170,1,3,207,30,4,244,30,3,7,0,0,211,0,13,7,2,3,242,30,5,124,39,10,7,
+2,1,209,90,4,7,2,5,212,28,4,29,0,3,143,6,2,200,1,11,153,8,5,66,0,4,208,2,38,51,43,250,
+52,10,48,98,2,251,8,0,41,0,13,8,2,3,44,35,2,8,2,15,30,8,4,5,118,31,13,251,8,4,149,212,
+2,227,0,15,27,8,0,3,73,166,4,124,31,15,145,37,23,5,99,31,15,251,8,0,4,248,166,2,84,0,15,140,
+6,0,11,102,31,3,7,0,15,236,4,3,4,129,117,31,52,251,8,1,3,182,30,2,8,2,1,119,31,12,211,107,
+3,23,31,3,233,26,3,9,1,7,235,19,6,8,2,2,134,0,3,49,0,14,8,2,23,51,8,2,13,114,11,2,
+8,4,3,15,2,6,126,94,9,251,8,5,84,8,12,239,26,3,19,20,3,249,17,3,188,8,28,57,188,8,7,90,
+65,0,202,8,12,20,23,3,61,19,8,20,167,5,196,18,3,78,18,3,87,20,4,138,66,12,255,14,10,49,21,16,
+50,149,20,7,98,0,2,8,32,1,11,21,15,98,0,1,9,75,21,1,142,27,14,146,21,1,52,93,0,122,0,12,
+118,29,0,143,20,7,122,0,0,161,25,7,122,0,2,231,251,1,31,22,15,122,0,1,3,163,21,4,20,24,12,122,
+0,1,24,0,1,154,8,0,122,0,12,235,12,0,209,19,15,87,29,1,6,32,23,2,88,29,15,144,33,0,3,82,
+2,15,28,23,2,6,77,26,14,60,29,4,176,33,3,168,6,15,14,26,4,5,180,33,15,14,26,3,4,62,222,5,
+233,16,7,191,28,1,166,10,1,249,69,12,233,19,0,217,12,12,20,0,2,215,1,1,170,166,0,33,1,12,194,22,
+0,38,15,14,98,25,4,170,94,15,67,29,6,1,231,10,2,46,127,2,7,39,13,115,0,5,17,69,12,165,11,2,
+114,0,9,63,3,2,49,0,3,179,25,6,41,2,16,51,25,26,14,188,1,6,94,28,2,75,29,9,188,1,8,154,
+4,5,171,22,5,30,0,3,135,34,2,37,0,15,155,1,5,3,55,172,1,159,23,15,155,1,1,3,21,38,7,108,
+6,5,23,1,2,141,2,3,232,24,0,253,0,12,196,28,0,247,11,15,111,1,0,6,80,2,15,49,29,2,2,79,
+10,4,253,247,15,246,1,0,3,20,247,0,114,0,12,242,23,2,114,0,9,111,1,2,49,0,29,54,111,1,15,186,
+30,2,0,183,4,9,57,29,9,101,32,8,167,7,1,16,22,8,111,1,3,99,42,3,37,0,15,111,1,6,3,62,
+0,0,105,3,15,111,1,1,3,139,37,15,89,5,0,2,74,11,0,33,0,11,246,2,2,87,211,11,20,0,2,41,
+169,20,50,227,23,28,51,227,23,0,88,44,14,155,1,4,238,40,15,68,29,5,2,227,9,2,252,132,2,231,223,13,
+115,0,1,48,11,0,114,0,12,122,23,2,114,0,8,85,24,2,49,0,0,116,0,11,155,1,11,51,5,2,3,215,
+2,48,0,15,35,29,2,4,250,40,15,35,29,1,3,97,20,0,7,2,15,35,29,7,3,187,10,29,51,35,29,8,
+73,0,3,92,4,31,56,15,29,5,4,123,185,79,49,43,50,57,203,28,9,3,131,38,15,203,28,2,4,79,45,79,
+49,43,51,48,203,28,9,3,171,21,9,175,5,5,68,0,5,14,1,18,50,96,3,15,118,63,11,4,35,134,10,9,
+3,5,119,4,6,80,1,4,55,0,2,195,9,2,107,115,7,181,1,0,113,49,11,110,26,2,246,11,3,191,1,3,
+167,128,10,111,33,2,166,2,0,33,0,12,225,27,2,194,135,1,33,0,17,112,196,46,0,143,33,13,225,36,5,122,
+253,6,160,27,3,186,27,5,124,0,12,166,2,2,227,33,9,60,17,16,52,182,31,11,188,0,2,141,45,3,47,0,
+2,128,231,12,189,0,2,91,35,0,34,0,13,189,0,0,54,0,8,163,135,0,189,0,12,27,6,0,75,6,10,172,
+4,2,15,1,2,193,0,2,95,248,11,219,0,2,141,0,4,97,11,1,129,37,8,219,0,2,107,34,9,151,1,16,
+52,145,18,7,37,0,2,190,126,3,154,248,11,242,0,1,27,0,2,33,0,3,147,232,11,241,0,2,198,34,15,217,
+30,0,3,183,135,1,148,29,1,165,47,0,240,0,12,115,4,1,1,102,10,240,0,1,234,0,2,214,0,1,252,42,
+14,76,12,2,142,0,0,41,0,13,121,57,2,81,38,3,78,3,15,40,27,2,4,214,11,12,235,119,4,77,6,5,
+178,3,31,50,45,29,2,2,37,10,2,46,130,2,241,232,0,215,0,12,216,4,13,215,0,2,41,127,0,55,0,15,
+45,29,2,4,169,182,4,117,0,7,75,25,2,93,214,2,57,127,2,150,176,7,73,25,2,181,46,3,35,0,4,91,
+126,4,72,25,3,57,38,0,36,0,15,46,29,0,2,173,42,0,36,0,13,180,5,1,221,0,1,79,0,0,220,0,
+12,167,11,1,138,72,15,150,1,0,2,9,2,31,55,39,114,6,3,159,4,15,170,112,2,1,54,233,1,1,1,15,
+85,20,3,2,84,45,1,38,0,14,63,14,2,238,1,4,186,4,15,107,15,3,4,86,222,2,148,34,9,193,7,8,
+72,16,15,228,180,1,3,219,174,3,40,0,0,7,0,15,64,14,20,4,195,177,19,52,144,51,9,118,0,8,72,16,
+1,183,177,13,203,90,3,129,40,3,253,7,3,7,0,15,2,83,4,0,19,42,3,107,0,15,187,37,0,4,189,177,
+2,233,0,1,41,244,13,110,0,3,123,37,4,186,222,5,8,0,15,80,16,1,4,190,79,3,53,0,1,125,54,8,
+73,14,0,11,2,4,73,14,2,15,106,7,184,7,3,78,116,3,120,34,3,208,139,9,154,2,2,85,11,0,154,2,
+11,87,43,4,154,2,3,101,13,28,53,250,5,2,154,2,15,93,2,0,6,134,116,15,173,20,3,2,12,3,1,40,
+0,13,95,2,2,156,13,5,95,2,15,212,60,4,4,250,243,30,53,181,60,4,24,226,3,52,1,15,162,16,0,5,
+14,226,4,43,0,15,159,198,6,15,122,0,1,3,221,0,31,53,13,124,0,4,173,222,4,221,1,15,168,16,0,5,
+224,225,4,21,226,5,8,0,15,77,60,4,4,88,101,31,53,248,123,3,8,174,16,31,49,208,193,1,6,90,243,3,
+18,1,5,69,43,15,179,16,1,4,159,209,3,53,0,14,107,2,7,69,28,1,135,13,15,107,2,8,11,211,16,5,
+232,4,15,69,28,2,2,96,146,0,133,2,3,228,5,29,53,14,43,15,110,2,5,6,255,163,15,20,21,3,2,224,
+2,1,40,0,14,110,2,3,18,45,2,110,2,1,66,14,15,132,1,1,3,18,10,2,123,15,10,129,1,8,187,15,
+2,27,245,13,129,1,3,102,2,5,172,94,15,176,116,24,4,69,42,31,53,165,43,1,4,156,200,3,87,0,15,48,
+62,1,5,40,244,3,197,23,5,8,0,15,230,50,3,5,84,29,31,53,148,42,2,4,200,178,3,68,0,15,104,126,
+2,3,10,1,4,10,62,5,175,195,7,204,8,6,110,2,3,74,0,3,53,0,13,110,2,0,12,4,5,110,2,5,
+187,1,15,110,2,2,13,248,4,6,110,2,9,29,28,16,52,35,11,8,29,28,2,30,2,6,218,135,4,23,0,1,
+87,0,2,234,7,3,49,239,10,29,28,2,28,15,1,40,0,3,29,28,28,53,123,15,2,150,8,14,144,2,3,180,
+10,15,187,7,0,3,206,140,3,223,11,1,90,11,6,78,0,0,33,11,14,255,2,4,227,26,39,55,51,19,204,10,
+112,0,2,178,10,0,41,0,14,0,3,2,6,22,4,0,3,15,35,28,3,1,2,29,1,22,2,14,126,121,4,29,
+241,3,201,1,15,63,25,0,14,108,246,15,154,129,23,1,15,25,2,122,0,15,0,3,0,4,141,190,3,87,0,15,
+76,120,1,4,240,116,4,51,243,5,8,0,15,234,0,5,3,68,8,31,53,49,28,1,4,43,246,4,208,0,15,71,
+8,1,5,174,61,3,231,5,5,8,0,2,221,2,11,0,3,3,142,0,3,53,0,14,0,3,7,56,28,6,117,225,
+4,29,0,2,70,12,4,0,3,15,56,28,3,4,232,17,0,30,2,15,140,7,3,1,132,0,2,41,0,14,30,2,
+2,57,28,4,30,2,15,162,6,4,4,59,62,29,53,59,28,5,241,245,3,231,0,15,10,9,1,5,128,245,3,43,
+0,2,84,241,15,30,2,19,4,165,117,31,53,65,28,0,4,185,246,4,95,0,15,8,8,1,5,152,246,3,162,5,
+5,8,0,15,38,61,3,1,166,246,3,112,0,15,30,2,0,4,206,61,3,68,0,15,253,7,1,5,84,218,3,151,
+5,5,8,0,7,118,21,6,30,2,3,188,2,3,53,0,14,30,2,7,79,28,1,164,242,9,30,2,2,42,17,4,
+166,4,15,79,28,3,4,129,29,31,55,6,12,3,4,68,0,15,57,7,2,3,129,52,3,27,2,15,189,80,4,4,
+217,158,29,53,79,28,5,27,247,2,6,0,15,3,63,1,7,8,247,6,8,0,15,27,2,21,4,197,17,31,53,85,
+28,0,4,8,247,3,27,2,1,194,17,13,124,0,3,11,2,5,51,247,4,8,0,15,210,40,3,1,132,11,3,112,
+0,15,27,2,0,4,244,62,3,68,0,15,170,7,1,5,252,246,3,246,1,5,8,0,15,217,40,1,4,218,201,3,
+53,0,13,27,2,0,208,19,5,27,2,12,91,26,2,175,147,4,34,2,1,67,20,14,27,2,4,51,31,31,55,196,
+11,5,2,37,148,1,40,0,13,29,2,3,189,152,3,29,2,11,98,0,6,242,0,3,126,2,29,54,100,28,5,57,
+247,3,230,0,15,105,8,1,3,176,24,5,43,0,0,8,0,15,29,2,21,4,109,24,31,54,106,28,0,4,237,246,
+3,29,2,15,9,220,1,4,226,246,5,24,247,5,8,0,15,64,10,4,4,113,182,31,54,113,28,1,4,171,246,4,
+84,0,15,199,6,1,6,173,246,11,8,0,15,8,40,1,4,211,202,3,53,0,14,29,2,7,120,28,6,51,63,9,
+86,9,4,36,2,14,147,244,2,161,8,0,7,0,6,179,231,9,114,9,5,216,8,12,82,52,3,103,20,2,151,9,
+3,77,20,28,54,50,28,0,199,9,7,243,8,11,168,51,3,94,19,0,254,18,15,184,27,0,2,180,0,3,60,19,
+1,228,15,0,98,0,13,181,14,0,242,19,7,0,20,10,98,0,1,125,16,2,80,20,15,98,0,1,9,144,20,1,
+226,26,14,215,20,1,52,16,0,122,0,13,58,56,10,220,0,0,133,83,8,122,0,6,168,21,15,122,0,1,3,52,
+10,4,133,23,12,122,0,1,24,0,4,115,27,29,54,115,27,2,67,18,8,197,28,0,142,1,15,48,59,1,1,249,
+18,15,74,59,2,1,83,19,7,74,59,10,49,59,3,162,19,3,26,149,2,63,19,5,30,243,10,28,23,4,91,4,
+50,49,43,51,21,20,15,107,110,5,2,108,2,2,121,205,8,192,4,2,127,1,4,221,19,14,154,4,2,32,0,0,
+7,0,13,153,4,2,239,10,4,90,0,1,167,2,5,52,85,1,233,0,1,167,3,1,4,66,0,132,31,15,191,0,
+2,5,59,27,18,51,202,29,15,191,0,5,2,61,9,1,179,65,9,132,0,2,64,19,4,31,0,15,132,0,5,1,
+245,62,2,61,26,7,53,2,0,165,31,15,148,62,8,79,102,105,108,108,147,62,20,14,43,0,15,146,62,4,14,41,
+0,15,145,62,20,15,57,0,6,15,144,62,8,31,52,144,62,0,47,49,51,6,107,2,15,67,185,1,47,53,49,143,
+62,3,1,242,33,15,209,0,15,1,233,6,8,141,62,22,57,141,62,15,206,0,7,10,40,3,1,6,22,15,65,3,
+1,1,7,34,15,138,62,2,1,224,56,15,137,62,8,2,118,58,2,95,22,7,148,148,15,134,62,0,1,113,3,13,
+133,62,20,56,68,22,14,133,62,3,95,19,11,204,55,6,130,28,15,204,55,10,4,181,102,0,117,0,15,106,136,2,
+15,159,3,2,3,47,46,15,161,38,1,2,79,0,3,86,0,9,156,27,4,247,1,6,136,57,15,158,62,5,4,200,
+40,12,103,7,3,158,38,1,6,0,9,216,3,5,101,7,15,98,33,9,2,74,7,2,88,7,15,86,30,5,1,30,
+0,15,108,59,4,2,202,10,15,193,26,0,2,209,5,14,70,33,0,39,20,13,20,0,2,93,5,1,185,19,13,154,
+62,31,56,154,62,60,2,109,0,15,154,62,2,3,107,0,8,148,5,2,46,0,11,154,62,31,56,154,62,4,6,95,
+2,15,154,62,5,4,72,60,15,23,104,0,11,202,144,1,36,1,15,51,114,7,15,26,61,5,4,165,13,15,156,62,
+10,15,45,29,1,0,231,0,15,156,62,5,31,56,156,62,60,2,31,57,15,156,62,2,3,107,0,9,131,1,2,179,
+26,12,131,1,15,156,62,3,6,72,3,15,156,62,5,4,122,20,15,16,105,1,5,162,82,3,105,10,12,132,1,3,
+158,12,15,48,3,11,15,158,62,13,4,51,116,15,158,62,6,4,202,174,13,158,62,31,56,158,62,42,3,109,118,15,
+158,62,2,31,56,158,62,0,4,48,0,15,158,62,4,3,51,0,7,155,0,11,158,62,3,199,0,7,34,0,12,158,
+62,3,148,11,0,41,0,15,158,62,37,0,29,2,15,123,33,6,2,206,155,31,56,156,62,10,0,20,6,13,128,49,
+2,91,0,15,141,33,6,6,20,62,15,156,62,11,2,255,48,10,20,62,5,68,0,6,73,33,15,156,62,10,2,217,
+9,4,215,19,11,68,0,6,32,1,15,208,6,10,2,248,59,4,239,57,15,188,68,4,10,24,90,5,99,0,7,21,
+10,1,60,1,15,61,98,10,4,244,57,11,68,0,5,41,4,15,24,11,11,5,184,180,0,194,2,8,183,86,2,147,
+17,4,247,166,7,89,7,3,49,0,3,7,0,7,42,62,31,56,93,63,8,4,89,20,14,40,3,2,248,1,4,242,
+36,15,93,63,26,18,56,118,42,11,84,33,2,19,8,3,201,62,2,111,68,8,33,3,3,208,11,9,183,0,15,125,
+63,7,2,47,0,6,235,62,13,124,63,1,128,25,15,124,63,31,32,56,95,162,2,10,180,13,2,212,14,4,87,0,
+13,44,34,2,205,47,2,38,0,27,56,42,34,1,219,25,10,184,63,31,56,184,63,5,6,126,58,15,184,63,3,1,
+92,0,12,237,0,2,31,22,15,183,63,35,30,56,164,61,3,109,53,3,86,0,15,217,9,1,2,20,44,15,231,52,
+1,8,213,58,15,211,46,3,5,147,213,15,126,91,4,1,201,26,1,33,0,5,184,5,12,81,63,2,236,26,20,114,
+105,87,11,81,63,3,210,0,6,106,1,0,211,105,14,195,0,3,67,2,15,146,56,0,3,227,85,3,62,49,15,131,
+63,3,4,182,8,15,148,47,3,2,71,43,0,37,0,14,250,10,2,28,1,3,121,64,15,126,22,3,4,150,11,31,
+51,177,7,4,4,10,68,13,250,10,11,16,62,15,106,21,0,5,44,89,5,7,0,15,50,62,21,4,69,56,15,80,
+145,6,4,124,5,15,225,113,1,2,63,8,5,57,62,15,152,0,0,3,220,61,3,41,0,3,7,0,15,31,1,4,
+4,70,50,15,82,145,8,4,62,51,15,136,59,1,2,110,8,4,202,235,15,219,25,0,14,105,60,1,162,0,7,143,
+2,3,128,19,3,255,8,4,193,226,15,5,65,2,32,56,95,113,56,15,9,3,1,4,37,165,11,200,7,2,218,222,
+2,252,226,2,10,57,14,96,2,2,110,4,15,247,16,0,3,2,88,2,125,6,1,101,60,15,114,16,0,2,36,140,
+22,114,225,87,7,250,7,4,169,57,8,66,3,19,50,44,45,11,192,0,3,240,1,3,201,3,9,199,8,3,88,6,
+3,191,62,12,176,4,3,254,5,2,197,3,3,192,38,26,49,13,37,0,183,3,9,131,0,11,190,19,3,84,5,15,
+180,48,4,2,201,0,8,234,68,14,179,63,0,131,5,9,98,0,11,166,19,3,165,42,1,179,252,15,98,0,0,8,
+130,6,2,168,13,14,201,6,1,214,39,0,122,0,12,165,15,8,180,48,0,40,7,11,46,49,3,103,10,15,32,20,
+3,4,132,6,4,42,10,12,122,0,1,24,0,1,101,25,14,159,61,0,5,8,15,180,48,2,4,103,52,15,110,15,
+8,5,217,89,13,80,3,3,99,25,3,77,23,15,205,15,2,6,156,14,14,114,15,4,190,27,3,71,0,15,68,12,
+4,4,15,63,15,212,48,4,8,55,89,12,120,15,1,74,3,1,82,26,12,234,10,7,233,253,5,20,0,3,120,3,
+3,46,7,29,50,26,8,4,156,34,9,152,11,6,141,44,15,125,15,3,2,96,60,2,129,41,2,87,208,13,115,0,
+1,230,61,14,121,60,4,114,0,9,168,3,2,49,0,11,212,48,0,42,0,15,2,14,1,4,203,28,15,31,78,9,
+4,82,5,15,32,65,0,3,79,39,3,234,4,12,246,48,11,254,62,15,189,1,4,5,68,146,15,189,1,4,2,2,
+2,2,232,246,11,57,1,1,234,4,0,33,0,4,210,2,12,30,15,15,101,50,3,4,165,27,15,139,15,5,2,181,
+69,2,240,42,1,165,27,12,24,2,0,29,0,3,114,0,12,49,9,14,101,50,3,49,0,11,246,48,0,42,0,15,
+145,1,1,7,45,2,15,47,78,6,4,109,3,15,178,63,1,2,41,3,5,2,64,12,146,1,3,77,1,15,79,3,
+11,5,214,63,15,146,1,4,3,255,32,15,79,3,1,2,143,53,15,181,18,0,1,146,93,12,75,1,3,224,44,4,
+76,1,12,171,9,15,180,50,4,15,25,49,12,2,224,12,2,92,40,2,12,91,13,115,0,1,74,28,0,114,0,12,
+142,7,14,180,50,2,49,0,0,116,0,11,190,1,11,152,5,2,99,34,2,48,0,15,158,15,2,4,124,184,15,158,
+15,1,3,159,31,0,42,2,15,60,78,8,2,250,5,47,48,49,25,49,8,3,205,29,0,4,4,15,140,15,3,6,
+240,3,15,25,49,11,3,180,29,4,243,94,11,69,0,5,29,84,15,26,49,11,4,138,205,9,6,84,8,221,93,3,
+138,0,15,27,49,11,2,113,11,1,246,47,14,46,3,15,143,15,11,4,120,32,50,49,43,51,222,4,15,76,143,12,
+15,168,26,2,4,139,67,15,233,25,13,4,51,94,5,57,9,4,93,0,2,213,11,3,31,0,10,119,15,16,51,201,
+25,11,199,12,3,182,57,2,80,2,8,218,29,4,33,0,3,208,68,15,212,13,1,4,250,187,1,76,58,4,254,51,
+13,6,24,2,216,78,10,113,105,2,179,8,3,228,86,2,217,13,8,55,3,5,235,53,7,188,0,0,83,20,11,188,
+0,3,52,57,3,195,0,1,243,44,12,189,0,3,67,7,3,35,4,9,189,0,1,170,49,3,225,187,4,114,22,12,
+241,6,0,118,4,11,241,20,1,116,0,3,193,0,1,245,0,11,219,0,3,135,9,2,155,0,12,52,29,2,117,37,
+16,114,30,33,7,219,0,1,22,14,6,37,0,3,185,52,3,82,189,10,242,0,2,184,21,2,33,0,8,183,45,5,
+33,0,1,77,6,1,253,232,12,240,0,1,170,49,1,32,0,2,177,188,14,29,54,32,56,95,133,5,11,240,0,1,
+66,1,2,214,0,5,233,247,10,88,45,3,242,0,31,51,21,48,0,9,233,39,12,147,186,4,19,1,4,132,6,11,
+104,128,5,145,22,4,119,3,31,53,172,49,2,4,194,53,3,113,1,3,45,9,11,133,54,4,218,0,15,103,50,5,
+0,62,0,15,20,46,5,2,87,4,1,64,0,6,78,0,0,4,12,14,225,49,5,54,45,15,139,15,2,3,61,49,
+4,188,208,8,108,0,3,79,94,4,197,170,15,114,99,4,4,171,62,15,227,105,4,4,243,153,13,23,11,11,51,69,
+15,36,38,0,10,246,153,1,82,7,15,78,67,20,4,148,48,15,192,105,6,5,14,154,15,118,69,0,3,172,64,2,
+2,16,1,200,34,12,152,0,2,59,8,4,41,0,3,7,0,15,139,0,4,4,254,49,15,194,105,7,5,112,68,15,
+153,69,1,2,247,15,3,229,34,15,17,35,1,14,115,68,1,162,0,14,140,15,3,131,10,4,130,217,3,146,2,12,
+86,14,0,15,3,15,240,2,2,9,28,140,9,140,3,3,87,23,7,201,8,14,101,2,3,175,27,15,177,110,0,3,
+186,94,4,127,6,1,191,19,14,146,15,2,152,94,29,114,7,78,2,123,4,1,7,0,10,110,27,5,155,8,10,56,
+3,0,7,0,15,241,3,3,4,205,48,4,209,3,9,102,0,2,199,3,1,217,156,15,9,27,0,2,140,6,4,236,
+3,4,189,52,12,78,15,8,110,35,0,250,3,11,60,9,2,132,5,0,36,5,15,212,14,0,2,25,13,3,98,5,
+1,246,17,14,127,56,0,179,5,9,98,0,11,100,64,3,151,34,10,218,231,11,96,56,4,182,6,2,36,110,13,253,
+6,5,153,53,12,54,15,1,77,59,7,93,7,11,122,0,6,206,7,15,122,0,1,3,14,7,4,60,10,12,122,0,
+9,38,37,28,52,111,14,7,212,179,1,221,31,15,21,34,11,127,100,101,110,115,105,116,121,24,34,20,15,46,0,2,
+15,27,34,4,15,44,0,2,15,30,34,20,15,60,0,9,15,33,34,8,31,50,228,125,0,8,250,156,4,34,4,47,
+60,49,10,118,2,16,54,16,126,15,27,28,5,15,215,0,18,4,25,27,15,177,96,1,15,212,0,10,12,227,1,15,
+104,37,5,0,26,2,15,177,96,3,0,130,5,15,176,96,9,3,84,2,1,6,0,8,12,5,4,98,19,1,25,0,
+1,5,0,4,226,24,9,88,2,19,57,196,14,15,39,34,0,15,172,96,42,3,99,51,15,171,96,2,2,177,8,5,
+120,82,11,97,0,5,42,12,15,17,27,12,3,31,8,4,3,10,10,111,34,4,247,0,13,85,8,1,53,0,15,23,
+209,4,3,87,1,4,14,48,15,15,9,3,4,156,48,15,13,9,2,2,135,1,3,66,45,12,170,27,3,93,8,14,
+200,106,3,131,28,2,6,0,4,19,18,4,212,2,2,208,90,15,113,112,13,20,49,138,240,1,234,67,10,26,0,3,
+146,31,14,26,0,4,222,73,15,52,0,0,3,205,31,1,26,0,13,118,34,32,57,95,221,0,15,205,28,1,6,69,
+63,15,17,29,10,5,94,210,15,147,35,10,11,209,8,4,112,25,9,128,1,15,179,29,7,14,107,155,3,240,24,5,
+161,23,15,96,14,6,12,151,20,3,71,17,1,249,238,255,0,69,66,48,67,54,70,55,65,48,66,53,69,68,56,68,
+71,0,1,5,112,18,11,185,213,4,32,0,6,242,29,15,115,36,10,15,100,59,4,2,61,0,15,67,35,5,5,16,
+90,15,199,99,5,3,94,1,8,53,110,15,30,89,0,15,12,27,1,2,132,12,5,188,1,7,142,6,2,99,186,13,
+170,1,4,0,45,15,62,86,4,2,109,68,15,42,89,7,3,16,3,15,140,11,3,0,34,60,0,93,0,14,42,89,
+3,129,34,3,203,59,15,117,47,0,3,107,60,4,169,34,15,186,78,23,4,107,60,15,42,89,1,4,254,34,2,200,
+11,15,108,60,1,3,93,60,5,100,255,2,41,0,15,107,60,5,5,9,90,15,137,35,1,3,74,0,4,13,37,15,
+220,27,1,4,71,35,8,7,0,1,42,44,12,43,11,2,14,3,3,47,0,15,248,37,1,18,57,163,24,13,40,117,
+8,90,28,12,56,115,9,124,28,6,149,6,6,174,46,2,87,12,2,116,28,60,51,70,69,124,1,13,101,37,16,57,
+238,116,13,102,35,41,57,95,133,2,0,6,10,3,223,0,6,23,47,9,105,0,13,181,242,10,15,5,15,11,2,5,
+13,137,37,18,57,19,117,9,62,0,0,86,11,15,100,0,2,15,44,60,1,1,46,0,4,43,91,9,70,37,11,42,
+60,12,166,107,5,33,37,5,73,0,12,193,109,2,241,89,7,34,0,1,24,26,14,59,1,7,3,17,32,57,95,163,
+11,10,135,0,3,222,1,1,57,1,76,52,48,49,56,57,1,9,45,0,6,67,30,2,60,0,13,33,0,9,107,30,
+2,120,242,10,23,1,3,155,39,6,34,63,11,188,5,6,182,61,2,135,5,15,203,1,0,15,4,1,2,3,0,2,
+8,236,0,0,57,11,12,107,49,3,240,6,4,226,38,4,50,7,5,98,33,6,179,60,4,182,4,2,232,42,13,134,
+38,5,46,3,2,250,11,5,136,2,3,239,1,2,86,1,7,3,68,5,33,0,2,129,0,15,169,2,20,15,117,85,
+5,8,112,18,1,144,35,1,116,18,3,123,28,10,0,15,33,57,95,102,185,13,154,3,9,15,32,15,155,3,3,11,
+74,28,17,57,74,28,15,98,2,0,8,3,39,0,37,0,11,130,120,1,35,61,15,50,3,15,4,112,40,3,81,61,
+14,50,3,5,222,60,3,132,82,13,32,0,4,8,3,4,73,0,0,116,5,8,54,110,1,0,61,2,42,0,15,108,
+156,0,4,109,113,4,87,94,15,239,39,1,3,77,1,7,250,0,12,80,3,4,201,119,2,7,0,15,181,61,2,6,
+36,3,0,114,3,25,48,114,3,0,20,0,30,67,240,1,10,99,0,4,162,61,4,27,62,0,42,1,15,206,0,6,
+3,130,5,10,163,1,0,199,7,9,84,0,4,25,6,4,55,0,15,223,56,1,3,96,10,3,134,1,4,50,0,13,
+21,77,4,240,61,3,74,0,15,146,34,1,2,157,89,8,72,62,3,227,6,13,2,115,5,87,60,4,153,0,15,150,
+59,1,3,19,11,4,153,0,3,50,0,1,236,78,10,76,0,2,12,1,4,153,0,15,25,56,1,3,175,34,6,206,
+60,4,14,60,13,142,2,4,108,60,4,153,0,15,198,54,1,3,187,79,4,153,0,9,134,11,9,76,0,2,34,0,
+4,153,0,15,54,2,1,4,195,11,5,227,60,4,85,0,9,26,7,1,57,39,15,204,9,0,9,46,51,6,254,12,
+2,6,0,15,175,33,1,2,87,13,2,247,45,3,78,14,13,79,14,9,121,0,1,89,6,7,57,15,0,182,19,15,
+57,15,26,4,56,0,2,36,13,1,211,58,12,118,48,2,182,63,15,141,42,3,4,204,13,31,54,207,25,12,4,71,
+41,1,242,5,14,95,124,0,99,0,12,96,41,4,60,139,2,58,0,15,181,85,4,4,205,14,11,54,153,4,31,0,
+6,100,192,15,154,30,1,3,214,15,2,84,18,3,18,46,29,49,125,5,15,26,9,3,1,43,32,7,37,0,11,136,
+1,0,13,53,15,136,1,33,2,13,55,2,202,118,14,229,27,4,93,12,31,50,130,27,12,5,205,221,15,70,0,2,
+3,226,13,47,54,50,44,28,13,3,113,28,15,70,14,2,4,140,77,22,54,224,193,11,33,0,4,159,12,31,50,223,
+227,5,4,105,62,0,137,0,31,56,207,14,9,4,181,28,15,111,21,2,6,253,169,15,14,14,3,4,159,32,30,54,
+206,140,2,204,3,0,33,0,15,121,14,19,4,129,24,21,54,106,222,11,236,146,8,184,93,15,65,0,1,4,109,31,
+0,242,0,15,143,32,4,4,113,24,15,226,23,5,5,5,105,15,143,24,5,4,222,1,15,129,14,5,3,232,22,31,
+57,200,55,6,4,61,2,10,226,4,3,242,48,11,96,3,4,195,100,4,15,253,9,56,4,2,30,27,1,212,6,14,
+134,0,2,235,23,15,172,72,1,3,89,93,4,126,2,15,32,65,4,5,154,40,14,91,93,3,199,24,3,220,6,15,
+81,66,2,3,146,40,4,43,0,15,101,95,23,1,93,23,2,120,0,15,240,25,0,3,86,0,3,102,7,1,179,4,
+13,173,64,3,163,10,3,43,0,3,26,9,15,142,247,4,6,148,90,15,100,93,2,2,198,7,4,40,61,15,82,101,
+1,15,208,93,2,2,51,66,12,96,41,2,70,0,3,49,0,1,203,28,14,174,45,19,57,198,109,9,194,5,2,1,
+47,5,29,220,8,202,1,3,145,25,3,81,2,15,207,64,4,5,238,38,1,134,44,8,161,3,1,13,5,6,119,182,
+2,200,128,11,39,15,8,58,94,11,141,9,10,99,94,6,97,35,7,142,11,3,167,9,0,42,0,15,142,11,5,28,
+49,42,15,1,90,9,15,162,10,0,7,51,25,0,37,0,15,45,15,0,3,99,11,4,110,0,15,133,12,11,1,96,
+113,15,46,15,4,28,49,47,15,3,11,102,8,64,0,0,76,26,15,254,11,15,5,6,66,3,34,2,4,111,47,6,
+33,0,3,205,2,4,88,38,13,15,15,3,29,37,6,74,0,13,179,9,4,18,115,5,34,0,0,200,1,15,82,7,
+0,9,70,14,5,75,46,6,40,2,8,172,1,15,51,15,13,3,234,40,3,3,2,2,169,68,10,33,0,3,206,12,
+4,33,0,1,52,14,9,121,68,3,234,9,6,207,68,12,51,15,5,104,68,15,154,16,5,15,6,1,2,4,209,68,
+9,64,8,1,116,43,15,53,15,4,3,6,3,5,65,0,6,54,15,8,91,2,6,207,0,15,245,1,3,11,48,15,
+3,213,13,4,28,3,4,162,34,6,124,0,15,79,75,5,9,244,48,0,161,0,4,11,228,4,64,9,10,153,32,19,
+57,92,113,15,73,3,2,0,82,1,15,8,2,0,7,178,43,0,37,0,12,215,14,2,19,101,15,217,2,14,3,90,
+5,3,144,7,14,217,2,4,227,66,4,10,186,13,177,1,4,65,6,4,74,0,1,34,0,9,216,14,4,233,5,1,
+218,31,12,10,14,4,127,92,3,37,0,1,210,9,15,237,0,0,7,25,45,0,251,0,12,245,2,3,252,4,4,253,
+98,15,82,6,1,3,96,40,4,24,3,15,217,14,31,5,21,69,4,162,57,0,152,1,15,207,0,5,3,45,0,0,
+207,0,7,184,0,1,255,10,9,61,1,4,173,2,3,185,0,15,64,14,2,3,75,0,4,70,1,4,51,0,13,218,
+14,4,26,68,4,77,0,15,244,13,2,3,6,1,4,77,0,4,51,0,13,142,14,3,248,91,4,77,0,1,72,69,
+15,65,14,4,5,77,0,4,51,0,9,19,9,6,0,95,3,239,6,4,8,65,30,53,245,13,2,99,12,9,48,31,
+6,98,41,2,245,31,1,35,0,15,64,47,3,0,127,9,9,122,0,0,99,19,9,246,13,7,83,63,15,246,13,26,
+2,188,7,1,81,1,13,163,9,3,71,41,14,202,141,3,130,220,0,32,0,4,244,42,9,47,14,2,50,29,15,66,
+40,9,66,53,56,43,50,1,11,15,254,39,5,3,149,36,15,157,1,1,4,183,69,5,120,27,4,86,20,13,19,129,
+3,9,34,2,76,0,2,201,34,14,204,151,19,52,231,191,2,120,2,13,109,0,4,0,17,4,69,16,4,158,59,1,
+163,50,15,78,0,1,5,47,183,1,123,2,11,80,0,5,196,5,5,82,2,3,79,0,10,173,34,8,79,0,5,152,
+182,1,192,16,14,83,1,4,174,75,79,56,43,50,48,81,41,10,2,158,2,1,218,9,9,255,135,3,250,15,15,0,
+136,1,2,138,11,4,58,0,1,65,9,15,164,0,0,3,228,131,2,153,6,15,22,61,0,4,254,80,19,56,9,14,
+10,74,22,4,106,72,2,148,37,213,49,65,53,54,69,49,70,67,50,70,56,70,51,152,2,6,46,0,3,148,5,4,
+56,11,3,254,220,10,220,6,4,9,19,4,195,18,4,246,2,5,70,0,15,156,141,9,11,65,50,32,57,95,198,11,
+89,10,9,114,99,112,24,2,3,20,95,0,57,66,7,166,27,4,134,60,5,6,16,31,49,6,16,36,2,251,16,4,
+47,135,11,242,1,4,134,14,63,48,43,50,39,155,10,5,22,232,12,164,31,3,93,3,3,31,0,15,215,1,4,20,
+53,33,246,0,210,95,7,228,0,0,123,21,15,24,35,8,63,115,111,117,46,208,19,15,45,0,5,15,22,35,4,15,
+43,0,1,15,21,35,20,15,59,0,8,2,20,35,8,80,153,15,115,0,19,15,42,246,3,24,49,205,131,4,71,35,
+0,61,69,13,71,35,31,51,110,176,1,31,55,105,184,4,5,31,151,15,8,1,13,12,70,35,0,9,3,15,5,1,
+17,9,102,2,15,187,35,0,15,9,1,9,4,116,0,8,105,35,15,130,35,2,0,53,6,15,130,35,3,0,95,4,
+15,130,35,9,2,207,34,2,86,6,15,222,93,0,7,130,35,4,23,56,8,195,3,35,50,48,99,60,14,130,35,15,
+185,125,13,15,130,35,17,1,162,22,15,184,150,2,15,190,63,12,47,49,57,126,35,9,15,193,33,1,14,190,63,15,
+194,35,12,3,141,35,4,251,10,15,75,121,1,15,194,35,6,3,7,0,15,233,92,3,4,210,5,15,117,21,10,15,
+194,35,9,6,115,21,14,153,0,2,190,39,15,1,79,1,2,147,0,2,6,0,5,155,81,3,29,0,3,171,6,6,
+29,0,9,242,5,0,118,17,15,78,151,18,35,50,48,141,66,15,235,22,6,15,124,35,14,7,234,22,15,93,35,29,
+13,155,35,15,124,35,3,12,69,7,5,121,35,15,199,20,20,15,64,35,12,5,217,65,15,115,61,5,5,177,10,12,
+162,1,3,201,78,7,179,23,3,57,6,47,50,48,195,34,10,2,43,83,11,10,30,1,76,0,8,10,30,9,140,18,
+0,169,1,1,154,7,13,159,0,2,56,24,3,157,10,9,170,18,3,120,39,0,141,226,15,136,62,3,10,55,23,11,
+169,18,4,76,54,5,110,250,12,32,0,4,122,21,12,168,19,3,103,22,7,69,54,11,22,10,3,65,54,5,232,27,
+15,214,118,21,4,6,62,15,99,217,6,5,252,22,14,172,20,3,134,16,7,156,54,12,149,0,8,29,27,3,46,0,
+10,129,23,5,42,0,4,139,21,15,104,217,7,5,150,82,15,199,20,0,6,148,47,4,56,23,13,222,93,1,27,0,
+3,101,35,2,39,0,15,34,62,0,4,227,32,2,7,0,15,230,34,0,5,51,2,13,159,217,4,234,35,15,248,14,
+0,3,3,14,6,119,62,12,110,10,3,194,11,3,21,59,15,155,17,0,4,58,28,15,245,19,17,0,150,5,15,119,
+17,14,1,112,17,0,119,0,1,5,248,12,79,71,34,50,48,189,179,12,235,20,4,230,28,15,234,20,7,9,186,17,
+32,50,48,194,34,12,178,16,33,50,48,35,73,6,35,0,12,164,176,15,128,18,6,8,39,23,2,51,1,5,168,92,
+11,206,4,5,162,48,2,234,1,12,30,0,3,151,48,3,68,0,0,2,1,9,212,147,4,196,48,15,203,1,1,3,
+89,0,4,163,31,15,223,0,2,6,198,21,0,236,0,11,215,16,5,84,24,5,155,0,12,67,49,4,97,31,15,140,
+17,36,15,50,50,0,15,198,0,5,4,134,32,8,176,0,0,52,21,9,215,4,3,45,55,15,215,4,9,5,48,118,
+15,145,26,4,4,58,107,13,104,25,10,92,24,13,172,13,3,61,17,3,74,17,12,179,36,3,121,20,4,206,0,15,
+123,15,0,11,33,118,4,84,25,15,197,0,3,5,98,117,15,51,67,6,4,97,82,15,22,119,1,3,136,18,3,66,
+18,12,39,32,3,106,32,3,201,0,12,157,18,3,29,117,4,201,0,15,77,117,15,7,144,20,14,166,0,5,77,117,
+15,112,67,7,4,186,235,15,18,26,1,11,78,117,12,117,1,1,144,104,4,202,0,1,192,147,9,30,0,4,132,33,
+2,202,0,15,101,19,1,3,189,26,4,134,116,3,183,6,9,231,7,1,138,75,15,20,8,0,0,7,0,15,22,19,
+25,5,28,0,5,10,33,9,96,37,0,81,8,9,119,0,9,255,61,5,98,30,7,203,8,15,28,17,9,5,73,251,
+12,50,8,2,86,10,0,228,95,12,157,32,3,43,8,3,57,0,15,10,92,2,5,242,81,15,165,105,4,5,196,105,
+15,209,134,3,2,89,67,2,108,9,3,46,51,10,248,73,0,218,12,11,147,77,4,184,0,6,172,10,15,40,32,11,
+3,169,9,15,83,60,2,6,239,59,15,39,32,12,3,103,19,3,165,8,11,210,10,5,110,48,15,211,10,4,4,101,
+0,12,212,10,5,255,42,15,214,10,7,15,8,32,3,3,78,1,14,106,0,6,197,110,15,33,0,4,5,155,13,15,
+176,32,4,6,187,60,15,175,32,12,3,118,5,15,190,17,3,6,135,0,31,55,189,13,9,3,91,58,15,26,93,4,
+4,3,14,15,148,71,5,4,124,33,15,65,72,6,5,25,10,15,38,32,4,6,166,245,13,228,11,3,78,6,3,62,
+18,10,134,3,15,229,11,2,4,241,49,20,55,70,2,10,38,32,3,17,37,15,134,0,1,4,169,141,14,204,11,3,
+233,154,5,35,247,8,182,20,3,149,59,3,151,2,15,105,5,4,4,161,152,14,47,164,3,42,42,3,221,4,15,197,
+21,0,1,255,54,6,41,0,15,61,32,23,5,207,152,15,120,99,0,4,36,73,3,91,5,15,72,6,1,3,34,0,
+9,7,0,1,72,55,14,106,0,5,141,121,15,114,99,1,4,102,73,3,178,6,15,100,23,0,15,150,73,2,6,142,
+121,7,54,32,3,41,0,3,24,9,3,91,55,10,180,38,0,24,2,2,146,10,11,119,11,5,112,216,15,159,161,0,
+2,201,6,4,38,161,15,194,28,2,3,62,0,4,12,47,15,21,29,1,3,70,0,1,239,21,15,123,11,13,15,229,
+134,6,9,242,28,1,85,63,3,210,78,4,162,39,13,101,12,1,189,46,13,107,32,2,218,1,4,141,0,15,107,32,
+2,9,215,31,0,74,0,0,222,1,14,164,10,7,78,73,1,37,0,11,133,11,2,209,52,15,133,11,12,10,109,154,
+1,91,33,8,127,5,4,110,154,2,38,0,13,135,41,3,155,30,4,69,0,12,242,43,5,161,119,15,192,10,0,3,
+78,2,3,35,0,1,181,34,15,226,0,0,6,30,31,1,240,0,11,136,11,3,253,123,3,38,2,15,32,103,1,3,
+253,23,2,110,1,15,137,11,32,3,30,28,3,71,0,1,41,123,15,201,0,5,2,42,0,0,201,0,7,178,0,1,
+52,116,14,102,25,4,203,4,15,28,63,1,3,54,6,15,144,51,4,4,209,3,5,25,141,5,26,0,3,41,7,2,
+170,0,1,207,120,15,21,61,1,7,254,25,15,94,0,0,4,168,159,4,97,173,12,32,0,4,15,105,13,188,15,2,
+253,0,5,34,120,12,156,0,2,94,2,4,174,167,12,204,13,4,182,112,4,145,4,15,214,51,1,3,110,52,3,148,
+10,4,10,36,15,6,12,3,5,172,112,3,159,100,15,34,0,0,4,156,101,15,103,110,1,3,103,16,3,104,16,4,
+145,6,6,32,0,3,198,0,8,23,52,10,33,0,5,248,37,3,162,5,15,203,16,1,5,129,49,3,8,0,3,85,
+0,15,168,52,5,4,50,128,4,1,101,15,36,0,1,4,69,19,15,54,113,2,3,99,1,6,223,49,13,182,0,3,
+98,1,4,215,0,13,49,31,4,232,50,5,14,6,15,25,12,7,12,127,51,1,223,155,7,22,3,12,160,14,3,76,
+8,0,7,0,11,28,12,3,87,78,2,31,79,13,184,43,1,77,3,2,35,0,4,18,85,9,39,50,1,139,8,8,
+122,0,6,143,37,7,106,145,2,105,22,3,173,76,13,221,82,0,54,0,10,194,77,5,54,31,6,25,11,15,114,29,
+10,3,104,27,1,181,33,9,64,31,3,60,12,14,11,4,2,59,31,5,57,0,15,69,57,2,1,194,52,3,168,10,
+15,133,56,6,4,104,31,1,88,21,13,10,49,3,173,1,5,181,1,4,159,49,15,194,11,3,6,244,154,2,24,11,
+10,62,50,4,135,16,3,76,0,2,206,17,39,97,120,34,0,7,55,49,15,40,9,5,11,96,1,6,161,22,15,224,
+28,10,3,103,109,6,196,110,4,24,0,3,210,30,3,31,0,15,92,104,4,5,105,60,5,1,11,6,27,0,10,19,
+51,6,133,86,6,34,0,4,224,2,4,78,54,0,236,3,13,160,215,15,25,51,1,14,238,0,6,68,74,2,90,22,
+15,238,0,5,3,172,33,12,249,24,3,52,106,4,31,0,1,163,20,15,206,29,0,3,142,161,2,132,51,13,133,0,
+6,31,125,18,50,229,1,15,205,89,5,2,154,2,1,119,31,9,155,25,3,183,46,7,185,2,15,133,0,0,19,54,
+247,225,2,81,1,14,246,7,1,168,27,7,126,3,0,246,7,9,75,2,3,110,1,15,206,25,6,14,216,0,6,45,
+91,15,75,2,10,4,176,49,12,103,12,4,19,45,15,84,62,0,2,101,2,4,57,0,15,250,113,4,4,223,14,30,
+54,101,2,4,124,51,4,213,0,15,57,160,3,5,38,112,4,238,3,13,15,20,4,73,19,4,155,20,9,53,4,5,
+224,0,15,101,2,20,5,71,101,12,238,0,2,101,2,4,31,0,10,237,84,6,224,1,4,101,2,1,184,28,10,238,
+0,4,6,4,4,238,0,15,167,0,2,4,97,72,15,135,2,13,5,124,255,12,156,14,2,135,2,3,31,0,15,167,
+0,5,20,55,135,2,7,106,40,1,126,2,15,218,32,11,31,98,8,241,21,15,45,0,5,15,218,32,4,15,43,0,
+1,15,218,32,20,15,59,0,8,15,238,67,9,8,229,101,3,167,32,31,54,167,32,1,40,51,50,56,217,3,100,1,
+17,60,179,164,15,21,99,1,8,167,32,15,213,0,9,1,11,3,8,237,67,22,52,167,32,15,210,0,9,10,55,32,
+1,253,11,15,106,32,1,1,245,22,15,106,32,2,1,21,44,15,106,32,8,2,47,23,3,82,90,15,106,32,10,4,
+81,77,10,233,14,33,49,95,6,12,15,236,67,1,15,132,31,2,2,39,32,15,168,67,5,5,188,20,15,110,18,12,
+3,90,12,15,46,73,2,3,228,8,15,214,206,7,3,61,0,15,127,10,4,4,113,52,5,223,183,11,157,4,6,204,
+86,15,218,37,0,3,172,5,11,185,23,11,229,0,6,183,80,2,209,252,15,141,68,58,4,202,183,15,142,68,9,4,
+217,251,3,84,237,11,155,41,1,236,1,6,154,100,10,43,32,4,239,1,15,229,33,8,3,58,21,15,58,1,0,12,
+186,136,15,202,67,16,9,237,68,15,153,6,6,3,49,0,3,7,0,15,152,6,3,4,239,13,13,207,9,3,100,47,
+4,180,1,15,250,53,2,15,97,88,9,6,237,115,3,22,15,15,20,85,4,10,86,47,15,118,166,7,15,101,88,1,
+2,154,20,13,0,85,4,175,135,8,19,0,1,5,1,5,83,135,11,189,1,11,99,69,9,161,33,15,93,88,5,1,
+81,0,2,22,2,15,107,0,1,3,22,4,10,17,18,3,106,0,7,221,12,2,45,0,10,216,103,0,39,0,15,85,
+102,2,15,84,88,16,4,37,14,15,176,117,1,3,186,31,3,79,1,13,91,45,11,60,117,15,176,1,6,4,185,234,
+1,57,84,15,221,103,8,6,170,19,13,139,103,3,68,3,10,228,18,3,25,238,12,135,1,15,222,103,12,1,182,4,
+1,5,0,11,91,83,2,244,11,3,23,31,10,19,14,3,106,0,8,135,1,1,45,0,10,220,103,0,39,0,15,135,
+1,2,6,253,23,15,74,88,6,4,160,79,15,172,116,2,8,14,29,17,49,27,24,10,132,47,4,36,51,3,218,18,
+15,136,1,6,4,135,47,15,101,105,4,4,196,114,2,231,43,10,54,1,1,12,6,0,33,0,3,138,1,10,239,14,
+29,49,249,36,3,26,7,15,224,103,12,1,73,6,3,240,120,3,118,33,10,73,32,19,49,10,93,8,122,1,3,47,
+0,15,222,103,3,4,50,0,7,153,0,10,65,84,3,196,0,7,33,0,11,179,94,2,99,121,4,27,139,14,211,0,
+15,219,103,14,0,27,2,15,60,88,6,2,166,79,31,52,58,88,9,2,185,24,0,232,3,15,197,103,4,7,196,72,
+15,67,16,10,2,198,5,15,218,102,12,15,197,103,11,3,55,39,15,125,14,2,6,213,38,15,24,12,11,2,163,20,
+4,212,38,11,68,0,5,196,7,15,48,41,11,2,114,8,4,234,56,10,95,3,5,15,1,15,105,8,3,4,234,0,
+12,111,6,5,86,68,15,249,38,19,6,109,8,10,150,7,5,15,29,6,127,12,15,158,48,10,10,146,62,11,68,0,
+6,37,28,15,196,200,11,2,149,8,10,23,9,6,228,17,13,227,17,12,149,17,4,33,0,14,228,74,5,33,49,3,
+114,13,13,139,13,8,30,0,1,79,16,8,61,24,16,50,141,19,15,15,77,14,19,50,3,32,17,50,172,148,10,26,
+0,3,51,24,15,26,0,0,3,56,27,15,26,0,0,3,75,27,15,26,0,0,3,238,26,14,26,0,3,227,179,15,
+26,0,1,3,18,23,15,26,0,0,3,45,26,15,26,0,0,3,75,24,15,26,0,0,3,19,9,15,26,0,0,7,
+4,1,7,140,4,0,71,14,11,57,12,2,14,4,2,140,11,15,251,105,0,3,178,40,15,86,104,1,0,203,0,4,
+1,106,15,93,27,2,19,49,161,48,8,31,5,2,82,29,7,37,26,18,49,41,66,12,207,12,1,201,8,2,46,0,
+15,17,96,1,2,66,29,1,29,61,15,7,27,3,0,32,0,21,112,117,45,12,246,8,1,156,91,9,152,0,3,212,
+33,9,152,0,4,189,26,4,52,33,2,179,9,8,107,28,4,142,0,1,12,5,3,255,95,15,103,8,0,3,21,22,
+15,135,106,1,3,161,56,2,161,105,15,236,21,2,19,49,251,97,0,41,3,6,21,14,2,143,21,2,64,52,12,12,
+126,2,197,21,2,34,0,1,190,51,11,59,0,2,53,0,1,37,0,1,174,0,7,59,0,2,92,31,2,34,0,15,
+157,45,3,2,143,42,0,40,0,12,211,12,4,197,130,2,61,4,10,219,20,3,67,1,5,38,143,31,49,247,105,4,
+5,237,19,2,35,124,11,103,1,1,15,2,2,129,50,5,6,62,12,209,7,5,154,99,10,89,0,5,214,6,2,122,
+0,6,230,1,1,127,23,14,230,0,1,8,1,0,107,0,13,3,64,3,86,19,2,230,0,10,155,104,4,230,0,5,
+242,37,4,0,5,15,230,64,0,4,191,184,9,92,0,2,86,0,3,218,35,15,32,13,3,0,200,20,1,93,0,2,
+201,9,3,56,24,2,30,0,4,0,167,0,36,0,15,160,61,6,10,172,36,19,49,55,63,13,42,55,1,139,0,1,
+125,43,4,62,2,4,231,1,3,9,24,3,61,166,15,148,36,0,0,34,0,13,198,44,2,99,7,2,6,0,15,96,
+191,4,1,210,54,1,220,0,14,8,39,4,239,56,3,142,5,15,15,55,1,3,252,0,3,212,58,15,86,130,24,4,
+117,2,4,216,191,9,121,0,4,170,53,2,211,5,15,88,41,0,4,249,53,10,47,158,17,49,40,4,15,109,0,1,
+4,171,45,15,74,140,1,4,243,61,4,161,40,15,123,40,0,3,236,39,3,130,40,4,48,0,15,54,65,0,3,73,
+73,4,49,0,15,190,57,1,5,254,1,13,186,64,7,112,40,12,186,64,9,146,40,5,236,44,14,228,54,3,34,0,
+15,18,62,1,4,11,75,15,157,62,6,9,103,7,15,157,25,5,8,72,5,1,107,22,2,122,0,17,112,192,21,13,
+181,103,0,236,0,1,239,61,13,246,76,3,75,1,3,141,0,15,246,76,2,13,64,6,15,31,62,0,0,23,0,9,
+110,7,14,31,62,15,241,0,6,9,144,13,4,63,74,4,106,1,13,25,15,4,216,41,3,41,0,13,138,56,3,214,
+41,6,73,0,0,34,0,9,30,62,3,193,189,31,49,228,189,1,1,113,1,7,37,0,1,188,58,15,236,0,0,9,
+196,7,14,30,62,4,162,2,3,195,29,15,56,3,1,4,183,42,15,29,62,37,4,1,75,3,73,0,17,49,185,42,
+15,206,0,5,5,167,160,9,183,0,0,190,33,13,251,4,1,198,4,5,251,4,6,53,1,3,182,2,15,189,10,5,
+4,106,0,3,62,1,13,108,66,3,148,42,4,146,0,15,122,162,1,4,236,9,5,76,0,4,52,0,1,6,124,9,
+75,19,2,164,11,3,239,11,15,80,5,4,0,10,11,1,247,15,1,4,14,12,128,1,3,14,11,1,38,0,4,108,
+0,15,94,11,3,9,198,0,4,42,11,4,239,4,15,198,0,1,3,151,4,5,198,0,4,150,38,15,227,33,3,1,
+69,128,2,168,0,2,129,5,13,170,0,3,241,2,3,140,11,4,80,0,17,49,2,39,9,158,0,5,122,11,3,158,
+0,15,176,5,0,4,28,11,5,158,0,4,52,0,4,197,60,12,158,0,0,180,11,3,158,0,2,178,5,13,147,63,
+3,157,6,3,221,11,4,81,0,18,49,150,38,8,106,35,3,34,9,2,164,140,10,208,1,2,16,22,4,175,99,15,
+69,34,3,1,104,67,1,139,0,14,90,13,4,116,1,4,140,0,0,97,0,13,41,65,3,250,0,4,44,0,13,221,
+1,4,67,62,7,68,0,15,26,65,4,6,245,0,2,163,74,14,212,4,13,125,0,4,175,62,4,133,0,13,216,4,
+3,120,37,5,42,0,2,215,12,8,34,0,3,56,157,5,42,0,1,34,0,9,171,40,5,149,13,3,34,0,1,117,
+36,10,68,0,4,222,0,4,68,0,1,196,6,9,68,0,4,243,13,3,136,0,13,118,156,19,49,112,156,6,178,0,
+12,197,5,6,81,14,3,47,1,13,128,36,4,167,61,6,238,0,13,16,1,3,194,36,5,42,0,15,238,0,0,4,
+209,14,3,184,1,13,199,36,2,87,162,8,68,0,14,238,0,4,43,14,4,42,0,13,249,4,4,12,37,5,178,0,
+14,238,0,5,137,14,3,42,0,13,153,3,4,122,89,5,6,2,14,152,1,4,110,1,4,221,3,13,238,0,5,169,
+3,3,6,2,14,8,37,4,105,89,5,68,0,13,238,0,4,129,15,4,172,3,2,212,133,8,221,45,3,108,37,6,
+178,0,13,238,0,4,171,15,4,8,0,0,239,2,7,84,6,11,24,98,2,176,12,1,161,137,15,198,25,0,2,21,
+22,2,82,36,4,164,9,12,135,22,1,74,47,7,225,12,11,81,20,1,4,6,1,114,170,6,141,9,5,96,0,5,
+122,14,3,98,106,13,202,110,1,233,14,9,96,0,5,10,37,3,119,24,2,2,16,9,22,82,6,96,0,2,206,20,
+2,105,21,11,213,98,2,22,0,5,142,164,13,211,21,6,178,68,1,42,16,11,118,0,3,218,14,15,118,0,3,2,
+112,0,3,74,21,11,118,0,1,22,0,1,188,18,13,248,109,1,3,17,12,250,15,0,223,0,15,147,29,2,1,159,
+40,15,130,213,1,0,126,0,6,222,29,9,172,29,2,49,41,2,135,101,2,15,102,1,150,74,13,99,8,2,3,14,
+15,127,78,2,2,130,25,0,73,0,13,221,68,3,122,13,3,71,96,9,102,69,31,50,168,30,27,4,55,0,15,206,
+37,1,5,15,48,4,18,60,50,49,43,51,88,24,15,17,62,5,3,31,42,13,212,6,2,207,14,3,31,0,1,113,
+173,15,240,27,0,5,91,153,13,183,80,2,230,136,7,2,19,2,103,108,15,231,67,0,3,136,68,2,121,158,15,100,
+0,1,4,56,7,3,118,48,10,102,0,4,100,9,3,8,0,2,248,195,15,102,0,1,4,64,69,2,39,158,15,104,
+0,1,4,113,9,4,189,48,10,105,0,3,174,5,4,157,19,2,16,158,15,105,0,2,4,90,69,20,50,38,152,11,
+155,1,4,152,144,50,49,43,51,234,28,15,155,1,5,2,113,15,5,106,2,8,99,213,3,157,37,61,53,44,32,171,
+201,3,72,104,4,62,0,15,203,14,3,1,219,139,1,134,0,13,218,254,19,50,109,41,5,143,7,1,48,104,15,252,
+37,1,20,48,232,0,15,130,79,3,20,50,82,40,4,126,153,9,102,0,3,81,59,5,177,7,2,226,152,15,102,0,
+1,5,186,1,15,242,247,5,4,182,22,5,118,153,10,105,0,4,157,21,3,214,7,15,146,254,5,2,62,0,3,36,
+0,15,140,2,4,5,92,152,19,48,236,23,10,106,0,4,74,7,3,44,2,2,134,215,15,106,0,2,19,50,30,205,
+17,50,194,33,15,106,0,1,4,71,40,19,48,139,23,10,106,0,4,60,8,3,142,2,2,254,21,15,106,0,2,19,
+51,150,36,31,50,230,254,4,20,50,48,54,35,53,48,110,33,10,106,0,5,67,23,3,70,0,15,13,2,6,0,62,
+0,3,36,0,15,16,2,4,5,224,65,19,48,128,24,9,106,0,3,244,16,5,42,8,2,76,132,15,106,0,3,4,
+18,2,4,221,38,12,106,0,4,95,125,50,53,48,43,196,26,10,106,0,4,155,4,3,80,8,2,229,49,15,106,0,
+2,20,53,18,2,15,29,187,5,4,148,33,50,53,48,43,83,30,10,106,0,4,159,4,3,114,0,2,112,33,15,106,
+0,2,20,54,18,2,10,137,16,31,51,157,248,8,0,49,6,127,112,114,101,115,115,117,114,64,38,21,15,47,0,3,
+15,66,38,4,15,45,0,3,15,68,38,20,15,61,0,10,15,70,38,8,9,49,247,2,87,7,47,60,51,25,232,1,
+47,51,50,52,106,1,31,57,52,106,5,4,205,221,15,217,0,15,1,159,13,8,239,70,22,53,160,7,15,214,0,11,
+10,108,8,1,90,24,15,180,70,2,0,190,3,15,180,70,3,0,164,4,15,180,70,9,2,225,30,1,130,8,2,138,
+3,15,180,70,6,4,100,23,9,68,9,31,50,226,202,0,3,205,36,15,6,76,2,5,252,189,15,200,29,12,2,221,
+8,1,5,11,14,71,37,15,44,38,5,3,227,132,3,60,0,15,7,17,4,3,128,0,15,58,118,3,5,138,188,15,
+35,30,12,3,181,36,15,143,78,3,3,158,0,15,26,91,3,4,208,101,15,19,71,12,3,3,68,1,48,11,15,118,
+25,4,15,187,194,7,3,60,0,15,117,25,2,4,10,39,11,162,35,11,2,57,15,187,194,3,2,80,36,2,125,0,
+13,32,93,3,143,10,14,205,16,8,241,70,2,191,53,7,6,21,18,51,221,19,15,104,18,1,15,236,29,35,15,38,
+0,16,15,187,66,5,10,152,0,2,203,5,31,51,26,0,0,3,250,34,15,151,71,3,19,50,231,28,14,182,59,4,
+249,1,15,41,31,3,4,125,193,12,203,17,3,159,38,15,58,32,21,4,109,190,15,60,60,5,5,127,3,6,4,8,
+4,100,13,4,221,1,15,126,40,2,4,199,59,13,49,167,2,65,34,2,40,38,3,27,15,3,26,0,8,47,82,1,
+140,2,8,46,167,3,149,187,8,8,15,35,101,113,159,5,3,57,39,7,146,164,4,204,5,3,52,29,24,120,237,23,
+0,111,3,1,50,0,16,112,14,3,0,220,159,4,46,0,1,72,29,12,210,108,1,113,2,2,83,2,15,243,1,4,
+18,50,8,169,15,243,1,0,17,50,99,20,13,177,37,19,50,145,36,8,227,5,0,30,17,15,227,5,27,4,57,0,
+2,62,5,1,158,174,13,62,4,4,28,175,16,57,192,1,15,108,43,9,2,117,136,3,34,175,12,202,0,15,253,2,
+19,15,38,0,16,15,187,3,6,15,229,28,3,15,220,119,1,3,229,28,3,176,0,11,230,28,4,174,29,4,37,27,
+4,167,34,9,62,15,2,241,16,5,241,70,6,55,53,1,120,4,3,26,131,10,21,7,2,195,4,3,22,59,10,138,
+16,8,204,1,15,53,1,91,15,59,29,0,15,52,62,0,4,112,221,2,6,0,15,14,45,5,5,86,28,12,64,10,
+9,113,35,1,149,3,11,52,30,7,169,36,15,202,0,4,15,68,1,1,10,88,17,15,68,1,103,11,213,14,3,251,
+63,15,193,158,1,3,50,25,3,150,6,15,213,94,5,4,124,63,15,235,252,6,3,234,12,13,111,58,4,138,56,3,
+112,1,1,30,44,13,139,56,3,155,60,4,6,0,15,217,95,22,4,134,220,3,5,15,15,35,0,0,4,18,67,15,
+62,58,0,3,20,21,9,39,43,13,169,89,2,33,2,3,96,58,3,41,0,15,21,95,4,4,39,66,5,16,25,15,
+36,0,1,4,150,59,15,249,57,2,3,145,0,5,88,42,15,9,56,1,2,28,0,3,43,0,4,50,0,15,231,30,
+0,4,33,56,2,175,5,15,178,2,8,10,248,32,4,178,2,13,112,75,3,218,23,15,223,72,1,4,207,52,2,160,
+7,15,250,30,0,4,168,0,2,34,0,5,231,42,8,247,63,4,137,3,15,250,30,17,0,44,23,15,247,63,15,0,
+109,0,3,135,37,5,231,117,12,161,8,3,92,76,12,247,63,3,209,0,15,247,63,9,10,68,31,16,50,132,74,13,
+13,30,23,50,81,110,0,35,0,15,22,93,50,1,249,16,10,60,40,4,6,2,2,41,0,13,167,24,15,21,93,43,
+1,110,1,8,37,0,15,254,63,1,3,74,1,6,248,0,15,20,93,4,3,90,1,15,192,33,0,5,202,92,15,254,
+63,37,15,19,93,18,5,205,0,4,45,0,7,180,44,0,196,0,15,19,93,4,3,113,32,13,89,1,4,130,16,3,
+185,4,15,149,67,0,4,52,62,5,25,161,15,76,30,18,3,42,77,4,89,0,15,153,4,0,4,162,9,6,89,0,
+15,241,11,6,9,89,0,4,106,21,3,7,1,0,33,0,13,90,0,3,79,2,5,90,0,15,37,12,9,12,81,4,
+7,77,1,0,1,46,11,160,24,2,48,65,5,34,11,14,130,40,4,51,12,8,64,10,0,76,28,15,64,10,34,2,
+206,149,2,77,186,13,64,10,4,203,186,47,56,56,64,10,12,1,251,29,0,48,0,15,206,9,1,2,185,30,15,206,
+9,1,3,184,30,3,62,0,13,19,133,2,198,142,1,38,0,7,147,18,31,50,142,71,4,4,9,19,35,57,52,189,
+168,13,145,71,1,110,0,2,2,19,11,50,63,2,131,41,2,183,54,15,179,68,2,19,50,130,143,9,145,31,2,86,
+9,0,87,0,13,189,24,3,41,8,2,192,0,15,188,24,3,1,207,44,1,11,7,14,183,19,9,74,31,2,147,93,
+11,172,39,3,164,2,15,119,2,5,14,58,64,4,194,0,12,201,23,3,85,72,15,251,193,2,3,152,1,2,6,0,
+15,225,32,4,4,119,39,2,130,25,15,33,0,1,4,155,66,12,203,7,4,115,110,5,130,164,15,35,83,1,3,59,
+39,7,191,207,15,153,39,22,5,27,26,15,248,8,6,5,183,166,15,183,72,0,4,255,36,3,156,4,1,37,39,13,
+157,0,3,91,26,3,163,22,4,51,0,15,145,0,5,5,156,226,15,251,8,7,4,240,79,15,235,208,2,4,186,37,
+8,178,36,13,153,4,2,139,0,9,76,73,2,153,165,12,226,72,2,82,1,4,49,0,15,62,44,2,5,246,2,12,
+225,72,4,237,16,15,225,72,0,3,225,8,3,34,0,15,232,8,1,3,146,53,2,34,0,15,232,8,2,4,67,71,
+15,232,8,17,1,7,217,15,226,39,14,2,226,8,0,122,0,2,188,209,14,206,40,19,50,116,78,13,226,39,3,202,
+0,15,216,116,9,12,228,20,1,99,0,15,255,7,0,9,234,8,2,9,104,8,235,8,0,123,39,15,235,8,15,6,
+127,39,3,153,0,12,192,6,3,107,38,4,41,0,14,139,38,10,163,39,2,109,38,10,226,39,5,131,37,15,30,8,
+0,4,21,34,3,37,0,1,45,31,14,236,0,8,119,32,0,250,0,13,226,39,3,127,2,15,172,42,6,4,129,40,
+2,121,1,15,226,39,34,10,234,40,17,49,12,41,15,206,0,5,4,59,200,7,50,55,0,197,0,3,88,32,6,22,
+4,14,154,5,10,92,1,4,149,8,3,49,40,13,32,0,3,184,5,3,119,0,1,117,22,15,15,9,5,5,91,39,
+2,52,0,18,51,25,189,15,79,39,1,4,78,0,15,93,9,2,4,230,1,4,78,0,4,248,3,14,131,40,3,199,
+4,4,78,0,15,82,9,2,4,158,38,4,78,0,3,165,1,8,198,34,0,54,4,15,161,7,2,3,0,5,31,57,
+158,7,3,2,198,19,5,16,4,12,50,210,3,95,207,3,114,3,12,164,12,2,148,49,9,158,7,15,79,46,7,3,
+154,30,3,158,7,15,255,40,5,4,55,15,13,21,17,4,58,108,3,2,1,5,211,49,6,158,7,4,198,208,15,196,
+16,5,14,96,44,4,194,0,15,103,31,3,0,197,0,15,251,184,5,3,158,7,15,147,16,4,4,48,79,2,102,31,
+15,160,40,8,13,158,7,4,97,15,6,152,40,15,189,40,7,4,3,92,15,171,179,24,4,141,40,4,155,31,15,35,
+0,1,3,48,2,15,158,7,0,4,46,58,4,140,40,15,109,40,3,2,164,2,4,236,146,4,43,0,15,55,71,4,
+0,178,3,6,134,31,15,36,0,4,4,192,17,15,5,211,7,6,227,40,15,196,17,0,15,8,211,2,2,0,103,12,
+128,47,3,181,0,3,47,4,15,74,46,2,5,246,2,11,158,7,5,255,115,14,239,4,5,74,140,2,182,3,15,158,
+7,0,3,168,81,4,68,0,15,158,7,0,3,157,10,15,152,15,6,10,158,7,15,146,140,5,9,158,7,1,200,52,
+1,122,0,2,234,206,14,242,37,19,50,155,51,13,158,7,3,209,0,3,141,0,15,158,7,2,12,110,20,1,117,5,
+15,178,6,0,7,221,45,0,37,0,12,158,7,2,29,247,15,158,7,13,4,231,40,4,122,198,14,102,40,10,152,41,
+14,48,41,11,116,41,1,150,41,9,158,7,5,82,41,15,188,15,1,5,197,40,3,166,1,15,236,0,4,9,138,8,
+14,230,108,3,155,42,3,47,2,15,158,7,1,3,77,43,2,121,1,15,158,7,33,4,74,43,6,150,43,15,206,0,
+9,3,45,10,7,108,40,0,197,0,13,158,7,9,176,22,1,154,5,15,72,42,1,4,40,0,14,104,42,4,2,7,
+3,255,0,15,86,4,0,5,158,7,4,226,41,3,52,0,15,158,7,0,3,70,0,5,78,0,15,175,11,2,4,6,
+1,4,78,0,3,135,8,13,158,7,4,90,42,5,78,0,15,149,1,0,5,158,7,4,232,0,3,16,0,12,158,7,
+12,174,78,3,104,15,0,7,0,5,35,31,9,179,16,3,197,122,12,127,42,3,171,27,1,175,16,3,108,3,13,40,
+21,9,239,16,1,168,41,11,44,7,6,179,219,15,43,7,5,10,41,206,0,67,32,2,21,164,8,255,16,15,63,27,
+37,2,45,173,2,70,205,12,146,8,3,148,141,15,25,17,1,4,205,120,16,56,89,27,15,232,62,10,2,96,0,2,
+19,188,14,142,41,0,99,0,13,130,91,2,146,15,4,58,0,15,37,56,2,4,98,122,15,123,147,4,5,195,166,15,
+122,147,4,2,145,17,1,246,1,1,119,33,13,255,149,15,101,1,3,15,135,34,30,4,57,0,2,96,2,15,232,109,
+3,4,21,79,47,56,52,126,151,13,2,142,16,4,187,186,11,70,0,3,242,0,47,56,52,213,91,13,2,23,10,1,
+111,44,14,238,30,4,215,1,6,110,95,11,33,0,3,49,16,2,237,33,8,160,3,7,207,95,15,237,137,20,6,248,
+0,15,124,31,5,6,212,0,15,185,91,4,4,23,147,0,68,0,15,76,73,11,2,242,10,12,22,188,2,193,3,3,
+253,45,14,221,33,4,79,59,3,70,2,7,198,31,3,101,105,1,130,10,1,0,11,7,199,31,2,72,29,1,33,0,
+1,158,118,9,199,31,1,136,0,9,230,144,7,199,31,2,232,11,4,176,224,7,200,31,1,238,86,12,201,31,3,8,
+152,1,194,24,1,40,34,8,204,31,1,66,30,17,112,128,0,13,231,206,0,137,4,5,109,11,10,139,35,2,255,45,
+15,20,163,0,3,134,80,4,132,2,15,23,95,3,5,16,112,15,224,12,2,2,121,30,15,3,36,3,3,28,0,15,
+28,106,1,2,230,11,4,183,2,15,77,43,5,4,93,125,15,231,11,4,1,13,45,15,231,11,2,3,218,54,5,46,
+45,15,128,198,1,1,2,45,7,217,57,15,101,199,23,1,31,45,2,153,0,15,178,93,6,6,231,85,15,193,98,5,
+2,201,183,4,58,45,13,157,0,3,150,0,3,212,7,4,51,0,15,49,46,5,4,218,125,15,231,11,7,1,128,44,
+15,231,11,5,3,77,16,5,164,44,15,182,197,1,11,18,99,4,42,0,6,168,123,6,70,139,3,188,0,3,49,0,
+12,120,32,1,56,5,3,175,18,10,57,209,5,196,2,12,253,11,5,149,99,15,128,247,0,2,108,8,4,34,0,15,
+244,103,1,3,129,30,4,35,0,7,55,20,6,35,0,3,243,31,1,177,7,15,255,11,12,16,51,156,1,15,255,11,
+14,1,119,31,4,231,154,3,247,86,10,117,151,0,238,0,15,255,11,2,3,151,30,4,141,0,15,16,140,2,12,62,
+8,1,6,33,14,19,11,0,116,31,7,170,8,12,255,11,1,122,45,15,255,11,14,5,130,45,3,196,27,13,170,100,
+1,87,45,7,41,0,13,191,121,5,90,45,5,74,0,0,170,6,8,0,12,1,48,45,2,42,0,15,255,255,1,4,
+63,0,4,202,1,15,237,0,3,9,0,12,28,51,0,12,4,28,47,4,197,59,15,119,3,1,3,141,30,2,123,1,
+15,1,12,32,5,23,47,4,126,31,15,166,106,1,6,207,0,2,45,0,8,147,101,0,198,0,11,141,92,4,74,190,
+15,9,35,0,3,201,85,3,9,7,15,176,251,4,1,109,46,1,30,4,13,88,39,1,60,46,6,18,63,2,99,46,
+9,33,0,4,124,136,3,32,0,13,27,54,4,73,22,4,176,4,15,32,16,0,5,57,38,4,37,100,3,84,0,14,
+93,12,4,67,46,5,78,0,15,73,20,2,4,70,0,4,86,0,4,78,0,13,150,2,3,177,18,5,78,0,15,73,
+20,2,3,129,12,5,255,171,7,93,12,15,182,4,2,7,169,1,0,114,12,11,231,28,2,22,28,6,67,8,13,174,
+153,5,132,10,14,168,1,9,181,18,15,31,0,0,10,215,25,15,33,0,0,11,97,34,13,145,7,2,243,187,15,9,
+8,1,3,24,87,3,9,8,13,242,190,2,137,219,4,32,137,6,2,1,31,52,18,21,2,4,222,43,47,57,53,179,
+28,4,3,117,228,15,37,39,2,2,195,87,0,67,0,14,53,8,2,158,0,3,53,8,15,196,87,4,1,28,48,1,
+237,2,13,229,6,10,147,251,1,17,48,13,0,4,3,41,18,4,43,0,15,153,27,23,21,50,164,101,15,190,111,1,
+3,38,32,4,178,2,15,37,3,0,20,50,222,138,3,43,0,3,95,7,15,18,82,5,5,125,239,15,163,111,1,4,
+208,97,4,211,2,15,169,95,1,2,231,2,4,42,0,3,212,15,15,202,173,1,3,24,22,3,49,0,1,99,4,13,
+9,156,0,11,2,15,53,67,2,4,75,96,15,5,5,0,3,75,18,3,34,0,15,184,7,2,3,129,21,4,35,0,
+15,184,7,1,3,0,21,15,198,18,6,9,184,7,15,212,92,6,9,67,212,1,100,11,3,51,213,3,106,11,28,52,
+106,11,2,137,163,13,184,7,2,104,4,4,141,0,15,184,7,2,12,240,8,1,242,16,14,203,6,1,142,159,7,37,
+0,12,184,7,15,37,101,6,9,184,7,4,32,84,3,122,99,13,113,61,19,50,0,84,4,41,0,14,184,7,3,203,
+9,6,74,0,13,184,7,3,93,9,17,50,222,39,12,233,6,4,198,143,3,37,0,1,138,43,15,237,0,0,9,165,
+8,1,194,159,10,133,0,2,124,2,4,210,218,15,184,3,1,3,120,29,2,123,1,15,184,7,33,4,153,102,4,178,
+176,15,6,30,2,5,207,0,4,188,2,9,184,0,1,113,149,8,184,7,2,169,4,4,59,233,9,203,4,3,121,13,
+3,184,7,15,173,25,3,20,50,24,108,2,246,80,10,175,0,10,184,7,2,131,215,8,33,0,4,219,40,3,32,0,
+13,184,7,4,23,174,3,211,0,15,78,127,1,5,184,7,3,44,0,4,84,0,15,184,7,0,4,8,83,4,78,0,
+15,179,27,8,4,44,0,6,78,0,13,184,7,3,248,3,5,78,0,15,179,27,8,4,44,0,6,78,0,9,76,9,
+1,145,160,14,161,6,4,65,46,15,8,139,2,2,49,35,1,1,30,14,158,6,2,92,16,15,239,120,1,2,208,240,
+5,158,6,15,211,14,4,4,238,75,31,55,180,211,0,2,24,1,4,159,6,15,89,21,1,20,50,93,25,8,51,213,
+15,161,6,21,4,94,118,31,55,181,211,2,3,107,1,4,156,1,15,162,6,1,4,57,39,5,21,101,4,123,1,15,
+164,6,4,4,105,118,31,55,182,211,2,3,99,60,4,165,6,15,74,118,3,4,239,0,3,94,24,4,151,60,15,80,
+118,2,4,158,0,2,52,0,5,169,6,12,114,25,2,171,219,13,228,42,6,122,101,15,230,42,0,5,32,101,3,73,
+10,15,173,6,2,4,88,39,3,36,0,15,174,6,2,3,249,23,15,29,153,6,10,175,6,15,126,8,5,9,249,49,
+1,4,34,1,125,0,20,112,218,173,29,53,91,22,1,210,85,12,175,6,4,29,42,4,142,0,15,176,6,1,10,240,
+214,0,75,0,15,195,5,3,7,180,200,1,37,0,12,176,6,0,26,22,15,176,6,15,4,86,41,4,128,40,1,135,
+16,9,27,4,4,31,41,3,42,0,14,177,6,4,231,40,5,75,0,13,177,6,3,112,83,17,50,55,20,13,226,5,
+4,29,0,5,242,1,15,239,0,3,9,61,42,1,150,210,10,134,0,4,165,45,3,191,17,15,204,3,1,10,127,1,
+15,180,6,33,3,151,43,4,74,0,17,50,222,43,15,210,0,6,4,51,4,9,109,7,1,252,201,8,181,6,3,141,
+97,0,5,5,13,195,54,9,109,14,1,5,16,15,246,3,0,4,58,39,2,47,113,10,176,0,10,181,6,5,136,81,
+5,33,0,4,94,132,3,32,0,13,181,6,3,104,74,4,212,0,2,24,155,15,182,6,5,3,45,0,4,85,0,15,
+182,6,0,3,6,39,6,79,0,15,26,27,2,4,71,0,4,87,0,15,183,6,6,3,45,23,6,79,0,15,27,27,
+2,3,184,6,4,101,39,5,79,0,10,65,3,5,115,183,3,124,1,3,130,13,0,7,0,12,205,26,2,84,43,31,
+52,205,26,2,2,111,25,3,31,241,4,211,3,13,187,11,9,199,8,17,53,127,9,8,33,25,7,151,130,15,33,25,
+27,2,18,7,1,26,233,13,74,7,3,37,203,14,210,67,2,174,168,1,32,0,15,254,53,2,0,232,37,1,30,24,
+31,48,148,129,12,4,174,106,9,70,0,6,173,1,4,169,24,4,53,63,10,203,1,3,163,2,3,178,77,2,60,2,
+9,12,3,2,140,14,4,100,0,15,193,9,4,5,198,120,14,246,40,4,210,21,4,170,22,15,254,100,6,4,42,63,
+13,244,78,20,50,131,21,5,165,0,15,146,3,4,0,181,8,2,75,0,15,17,42,0,3,21,21,1,37,0,2,85,
+0,15,136,0,5,5,48,66,1,126,19,9,138,0,3,82,19,6,138,0,15,131,8,4,5,13,121,15,182,14,1,4,
+161,76,1,38,0,2,86,0,15,139,0,6,5,82,66,0,222,1,7,188,2,15,27,204,12,79,118,105,115,99,210,63,
+20,14,43,0,15,206,63,4,14,41,0,15,202,63,20,15,57,0,6,13,230,134,0,250,0,15,54,0,14,31,50,49,
+0,29,31,51,49,0,29,31,52,70,135,3,15,159,102,0,15,70,135,3,31,55,70,135,2,15,159,102,4,1,167,27,
+15,100,1,15,1,186,3,8,85,64,7,157,102,15,97,1,7,10,219,19,1,171,21,15,81,64,2,0,137,2,15,81,
+64,3,0,171,2,15,81,64,9,1,120,5,3,32,156,8,167,44,14,81,64,4,216,46,9,149,5,19,51,5,135,13,
+111,27,1,51,0,11,104,5,2,151,7,15,247,197,11,15,203,63,13,2,185,31,2,132,173,15,160,170,26,6,203,64,
+15,142,5,11,2,192,6,10,27,95,4,27,2,4,161,30,19,50,86,68,13,190,37,2,55,8,15,22,57,17,15,182,
+164,7,9,143,101,2,100,6,15,124,170,6,3,173,0,12,109,93,10,116,43,10,26,0,4,150,43,0,26,0,13,15,
+63,31,51,156,112,5,4,199,19,15,9,65,13,15,144,157,12,3,50,224,14,112,64,15,142,157,18,11,112,22,8,218,
+67,1,78,22,15,109,33,2,1,20,2,2,75,34,12,10,15,13,128,66,15,161,1,19,13,244,101,28,51,148,191,5,
+173,2,5,70,64,15,192,51,11,3,142,65,15,3,66,4,9,223,0,14,179,95,3,99,0,13,27,8,4,162,10,15,
+16,33,19,4,209,64,15,14,33,5,3,101,1,4,138,64,14,235,0,5,33,0,15,189,114,11,3,232,1,9,4,4,
+4,100,0,5,3,4,13,232,8,2,124,8,3,128,120,99,56,52,55,65,69,49,5,0,31,66,9,4,1,15,140,156,
+7,3,15,9,4,113,1,12,59,64,15,57,3,20,4,201,7,20,51,52,207,11,146,2,4,83,31,15,2,63,2,12,
+171,201,7,118,232,2,25,0,4,59,5,13,242,103,20,51,170,61,15,213,91,2,4,9,53,9,119,3,3,138,24,15,
+213,91,1,2,121,3,3,9,1,15,28,74,3,5,237,247,15,234,25,4,4,177,9,15,167,17,0,2,10,5,4,138,
+31,14,96,12,4,232,88,6,7,0,15,237,124,21,4,68,93,15,95,26,6,4,189,9,15,18,92,0,4,54,29,3,
+207,28,15,109,33,0,4,158,49,3,244,14,4,180,31,15,105,0,3,4,81,199,15,58,183,7,4,198,87,15,123,232,
+2,3,134,0,2,195,11,15,158,247,1,11,32,209,3,48,0,15,78,52,0,13,186,58,13,17,105,4,60,2,13,80,
+18,3,178,18,15,107,50,0,4,167,116,3,34,0,15,240,6,0,4,198,58,2,227,10,15,72,18,0,3,97,14,15,
+57,124,5,9,97,3,15,196,57,6,8,70,18,1,63,18,1,42,68,3,192,6,10,94,44,31,51,46,61,4,4,227,
+54,15,64,18,7,10,241,32,31,51,44,61,2,24,51,44,61,29,51,44,61,0,71,14,15,32,125,15,2,82,2,4,
+7,85,12,128,44,10,176,248,12,71,61,4,55,124,3,68,0,12,57,52,5,93,124,15,204,1,1,2,172,1,5,111,
+153,15,223,0,2,8,33,61,29,51,33,61,4,15,87,2,23,2,15,131,16,0,4,116,87,1,103,1,15,40,18,32,
+11,23,250,15,48,52,0,4,199,0,4,34,88,7,125,26,0,190,0,15,17,92,0,3,98,220,0,104,1,9,254,4,
+2,136,6,2,64,9,15,254,4,4,0,113,41,1,223,3,15,190,124,4,4,179,48,15,192,29,6,3,115,1,15,43,
+44,0,4,61,29,4,129,17,15,254,4,22,0,1,29,2,148,0,15,139,124,6,10,75,178,9,77,66,4,229,28,2,
+125,0,15,174,24,0,10,236,28,3,254,4,4,128,151,12,105,0,5,96,161,15,254,4,6,0,211,44,2,140,0,15,
+159,141,0,2,71,2,8,223,245,12,141,0,3,166,28,3,135,4,3,155,0,1,103,4,8,105,52,2,90,10,0,232,
+1,13,105,52,2,35,20,2,235,1,15,60,253,4,0,172,45,0,163,0,2,60,253,12,251,29,3,223,48,2,122,0,
+4,170,101,5,30,0,3,133,2,3,158,39,15,143,23,1,3,16,28,3,35,63,13,17,47,4,166,125,4,211,23,13,
+166,47,5,155,63,4,34,0,15,169,55,1,4,69,2,4,167,21,3,52,0,14,124,96,4,16,25,4,78,0,15,84,
+59,2,4,30,24,4,78,0,3,52,0,1,196,7,10,78,0,3,75,4,4,78,0,15,10,68,1,4,53,9,5,78,
+0,3,52,0,0,118,26,7,185,3,5,68,213,3,185,1,4,181,18,8,141,189,6,11,12,15,220,137,6,3,221,213,
+2,251,26,3,174,14,10,98,24,17,51,13,217,7,183,11,15,50,4,1,2,70,0,11,103,2,3,170,120,1,134,192,
+11,203,15,0,51,1,15,203,15,23,4,53,0,3,127,27,15,35,137,3,4,246,77,31,55,206,196,13,2,191,9,1,
+134,69,15,197,46,0,3,31,0,11,228,27,4,48,43,5,96,44,15,87,13,3,4,117,103,15,197,46,3,2,51,16,
+3,53,76,4,164,161,13,28,16,5,183,118,5,53,21,15,247,16,26,4,53,0,3,174,47,0,12,2,12,174,1,2,
+108,35,15,38,48,2,4,203,103,47,55,51,219,46,12,4,105,63,15,33,47,2,4,175,87,47,55,51,76,118,12,3,
+148,36,11,209,56,3,78,1,11,187,191,14,102,0,4,141,24,31,51,65,47,19,15,8,170,3,4,166,15,6,35,232,
+5,26,0,3,54,21,2,169,53,15,16,14,17,4,148,72,31,51,18,14,5,4,157,30,0,117,230,15,217,138,4,5,
+178,232,15,32,47,19,4,70,57,11,102,47,7,138,0,15,24,129,41,0,42,2,12,34,6,2,44,4,15,25,129,11,
+4,197,15,23,55,179,240,5,28,0,3,74,25,3,73,35,15,154,14,15,4,79,238,15,154,14,0,3,217,1,3,217,
+17,7,47,22,18,51,8,176,14,162,3,4,154,2,1,158,13,15,188,38,3,15,38,171,3,3,101,238,15,212,238,0,
+4,99,238,10,237,49,11,120,0,5,119,237,6,24,4,12,252,174,4,103,218,14,209,72,31,51,9,67,3,3,93,129,
+0,182,0,15,218,236,6,3,133,47,15,174,9,3,5,176,132,2,218,236,15,33,0,1,4,175,49,12,139,8,4,248,
+75,9,91,31,13,227,31,2,37,0,3,44,0,2,156,167,15,179,9,18,1,189,132,2,153,0,15,108,59,6,4,42,
+91,15,179,14,0,4,14,168,6,97,184,15,157,0,0,3,71,15,4,110,119,4,51,0,15,92,61,4,5,48,91,15,
+184,14,7,5,158,131,15,185,14,1,4,221,119,5,112,75,15,73,8,0,11,86,208,4,50,0,1,156,3,11,10,67,
+2,68,3,4,49,0,4,11,67,12,99,19,15,11,67,3,8,151,208,12,109,59,2,158,0,4,20,36,5,204,106,8,
+12,67,3,231,59,3,35,0,7,30,112,12,95,139,2,76,62,15,225,183,14,15,195,14,17,3,49,112,1,63,51,5,
+55,112,10,110,39,31,51,13,67,4,3,177,29,4,141,0,15,245,75,2,10,71,34,31,51,13,67,3,25,51,13,67,
+0,37,0,13,229,183,15,239,106,18,11,178,244,14,164,171,6,163,183,2,222,1,13,226,10,6,115,244,3,8,0,13,
+240,106,6,165,244,15,24,183,1,4,125,10,3,8,2,15,245,33,1,3,78,1,7,251,0,13,230,183,3,8,2,4,
+213,45,15,98,3,1,8,8,2,15,231,183,34,4,117,11,3,207,12,1,131,15,15,207,0,5,3,45,0,8,241,30,
+0,198,0,9,6,6,6,33,1,8,36,88,12,184,0,5,200,131,3,220,0,15,184,4,24,5,161,44,15,217,105,3,
+5,92,183,3,76,29,3,193,1,15,242,217,4,1,255,149,8,12,14,13,79,0,3,133,5,4,40,244,3,57,2,1,
+234,25,9,206,7,2,44,8,15,173,40,1,4,231,240,3,110,55,15,3,81,4,5,92,182,13,24,176,4,191,177,4,
+193,136,11,108,159,5,39,0,5,208,119,1,66,0,13,106,80,4,62,0,4,31,14,0,95,1,8,56,14,4,188,128,
+4,242,4,15,175,17,1,5,105,243,3,77,0,14,103,70,3,233,42,5,56,1,13,107,143,5,52,127,3,85,2,15,
+228,242,2,4,61,14,4,78,0,5,52,0,13,61,14,4,90,127,4,78,0,15,46,74,2,3,4,2,5,78,0,4,
+52,0,13,61,14,4,115,7,4,78,0,15,100,110,2,4,65,1,4,78,0,4,52,0,9,61,14,1,237,68,15,73,
+9,0,9,109,255,6,242,12,15,253,139,7,2,28,57,1,35,0,3,92,20,11,160,116,0,136,9,9,122,0,4,26,
+189,5,221,12,7,201,101,15,221,12,23,2,124,10,1,6,72,14,221,25,1,152,181,15,241,30,15,15,26,26,3,1,
+39,61,15,95,31,15,15,61,0,4,15,216,30,18,15,202,161,3,3,7,204,14,144,24,5,215,136,11,165,29,6,24,
+2,4,194,12,19,49,99,29,10,54,2,4,18,2,3,247,64,46,50,52,198,4,10,61,12,5,102,156,0,85,141,15,
+130,138,21,12,137,2,6,126,85,4,29,3,2,8,0,4,81,207,11,196,0,4,211,127,31,55,74,141,8,5,226,15,
+15,11,5,1,13,251,178,3,128,0,13,231,15,4,27,239,3,188,0,1,47,68,15,63,137,0,4,138,172,15,60,245,
+3,4,94,3,4,221,0,4,197,21,15,165,35,3,1,38,83,15,22,6,8,5,218,82,4,188,0,4,113,22,15,55,
+36,4,22,54,217,172,15,106,245,3,4,161,4,4,159,0,4,203,23,15,72,70,4,5,198,170,15,103,6,4,5,170,
+84,4,160,0,3,96,0,11,215,207,8,160,0,5,42,173,0,160,14,7,255,3,15,216,137,12,111,97,100,118,101,99,
+116,198,35,20,15,45,0,1,15,200,35,4,15,43,0,1,15,202,35,20,15,59,0,8,14,178,170,7,106,35,15,56,
+0,8,15,178,170,3,8,88,35,5,108,35,7,175,99,4,143,1,10,34,206,3,214,2,32,60,51,35,206,15,84,218,
+1,7,146,4,15,6,1,9,1,56,4,7,152,5,7,116,18,15,2,1,9,15,125,16,2,15,115,0,19,12,175,170,
+0,5,3,15,169,35,1,0,109,2,15,86,240,3,15,167,35,11,1,211,6,1,34,15,7,147,119,14,164,35,4,78,
+12,9,183,6,19,52,40,120,8,117,6,2,49,4,15,137,35,2,6,118,221,15,136,35,10,3,191,20,15,66,0,1,
+6,106,206,15,105,35,10,2,173,9,15,160,155,3,2,87,20,15,100,202,1,1,53,0,3,232,9,15,184,10,4,8,
+18,33,15,47,33,5,4,155,5,9,20,26,2,137,7,15,92,0,10,4,171,93,15,91,4,0,5,113,33,3,132,0,
+1,47,0,15,85,4,3,3,145,5,12,73,22,7,9,91,1,182,65,33,54,52,182,65,4,21,160,0,31,0,242,2,
+57,50,49,56,56,54,56,52,51,55,50,50,55,52,48,53,51,99,0,4,72,32,1,73,0,2,249,99,1,54,0,15,
+47,0,3,7,120,2,0,71,11,11,102,38,3,236,97,4,245,74,11,76,2,1,246,62,7,19,18,4,187,0,8,17,
+99,10,189,0,3,178,57,31,51,189,0,20,3,205,32,31,52,47,0,5,13,126,35,6,148,0,15,210,34,2,34,49,
+43,123,20,4,239,9,2,31,0,4,202,202,2,126,10,15,109,33,1,16,52,146,166,13,76,14,24,52,65,24,17,52,
+201,165,15,224,1,7,15,10,13,4,4,42,35,7,86,23,12,49,31,15,64,101,9,7,167,1,3,244,15,10,243,15,
+3,16,1,9,239,3,3,157,135,7,183,214,4,171,0,1,30,108,0,34,0,15,237,0,2,7,241,6,31,52,32,242,
+3,6,48,223,2,101,222,12,99,17,3,160,44,1,6,0,1,4,49,15,194,0,2,10,172,32,3,194,0,15,89,1,
+7,10,151,20,6,31,10,12,89,1,14,171,32,15,162,179,8,10,131,17,15,70,1,1,3,10,140,15,70,1,8,7,
+23,115,17,52,32,32,15,166,0,0,10,230,36,15,33,0,0,5,109,217,15,97,9,1,3,160,13,3,5,9,3,20,
+9,15,102,4,4,4,90,9,4,230,36,5,104,4,2,102,2,1,20,31,9,171,3,3,237,55,31,55,171,3,20,6,
+28,56,15,171,3,6,10,66,13,18,52,175,116,15,64,4,1,5,202,105,2,151,5,8,151,0,5,165,143,15,151,0,
+20,3,131,40,31,48,151,0,8,10,238,33,7,151,0,11,240,41,5,67,4,2,151,21,10,67,4,3,117,21,3,199,
+53,15,112,28,2,17,52,42,117,15,89,3,0,8,213,93,0,37,0,15,72,4,4,4,194,1,15,243,22,4,5,149,
+41,6,159,0,14,167,160,0,38,0,15,77,4,14,1,51,6,1,8,111,14,124,21,4,31,1,9,203,43,3,41,143,
+15,12,3,1,2,181,0,7,19,213,14,101,0,15,17,1,0,7,87,39,0,31,1,15,108,4,1,6,190,141,2,132,
+42,13,207,21,2,23,3,3,80,37,15,226,0,10,12,35,9,2,226,0,15,131,1,9,15,168,84,5,14,131,1,14,
+77,162,15,33,55,6,15,161,0,7,12,120,7,15,131,1,0,3,63,5,15,131,1,10,12,220,7,5,101,0,7,108,
+1,10,123,58,5,218,0,6,92,109,15,169,71,6,4,169,4,15,107,13,2,3,72,14,2,6,0,3,127,28,10,176,
+0,7,101,1,4,100,13,1,15,10,8,39,47,3,242,36,13,20,4,2,86,8,0,31,0,15,20,4,18,3,134,8,
+0,55,0,15,20,9,15,18,51,20,9,14,251,95,17,52,61,130,15,192,4,1,7,191,46,2,112,114,9,173,0,3,
+220,26,31,53,173,0,21,4,132,46,15,194,4,8,11,33,95,7,154,0,10,52,3,5,156,140,2,73,230,12,195,4,
+3,163,36,1,6,0,4,9,138,12,9,7,1,210,21,14,178,3,8,85,23,0,37,0,15,195,4,5,4,219,1,15,
+105,60,4,5,35,45,3,104,26,12,197,4,4,242,65,15,66,3,16,2,92,29,4,33,1,12,228,5,2,33,1,9,
+66,3,3,131,138,15,66,3,2,2,183,0,3,203,46,15,102,0,3,15,20,1,0,9,1,8,4,177,23,11,130,12,
+6,26,233,2,21,46,13,53,4,3,63,38,2,58,3,15,229,0,11,12,251,9,2,229,0,15,136,1,10,15,70,119,
+6,15,137,1,0,14,56,94,1,118,4,15,137,1,27,12,4,8,15,137,1,0,3,163,140,15,137,1,11,12,210,5,
+5,102,0,7,114,1,5,143,140,7,192,90,2,246,21,3,196,78,14,122,94,4,32,15,15,210,48,11,1,45,9,52,
+116,111,109,31,0,56,109,105,110,87,22,1,171,0,2,2,226,9,93,5,1,200,86,15,37,18,8,111,101,114,114,115,
+117,109,37,18,20,15,45,0,1,15,37,18,4,15,43,0,1,15,37,18,20,15,59,0,8,15,37,18,10,15,56,0,
+8,15,37,18,3,15,214,188,0,8,192,188,6,36,18,0,192,188,12,36,18,1,71,224,15,143,53,1,0,145,7,15,
+6,1,17,12,37,18,7,194,101,15,2,1,9,15,241,16,1,9,3,54,15,7,1,9,11,38,18,1,83,3,15,208,
+53,2,0,116,2,7,40,18,9,3,142,2,239,17,2,8,39,12,156,4,7,70,18,8,122,59,5,33,18,7,164,45,
+9,62,18,2,34,0,4,247,24,9,31,3,19,53,141,13,0,198,23,3,79,0,4,51,0,5,126,0,4,8,1,2,
+157,17,9,35,1,6,186,19,2,243,4,2,110,61,13,120,114,2,77,73,15,151,25,0,2,177,8,0,118,39,12,62,
+83,2,168,16,1,227,66,1,27,0,68,115,101,108,112,163,0,1,113,7,1,84,0,3,87,138,14,248,0,3,61,67,
+0,6,0,4,134,128,5,11,5,15,127,15,5,13,124,16,28,53,103,152,4,10,1,6,174,147,15,113,160,10,4,217,
+17,3,63,83,3,190,0,2,166,9,5,179,44,8,239,4,2,177,0,2,90,11,6,16,84,1,180,18,1,79,238,18,
+50,80,144,8,244,83,1,250,8,3,146,128,0,194,83,4,25,0,2,147,53,0,31,0,5,81,48,11,139,50,4,28,
+0,15,28,1,21,10,45,9,18,53,160,154,7,57,2,3,164,222,2,57,2,8,24,0,1,175,1,29,50,50,62,1,
+228,2,3,197,250,15,91,120,2,2,25,19,0,20,1,15,136,158,4,4,10,19,10,39,3,2,69,1,7,220,16,17,
+53,220,16,255,3,46,112,114,97,103,109,97,32,34,110,111,117,110,114,111,108,108,34,4,20,10,2,189,158,9,1,91,
+4,246,67,6,253,19,8,134,3,5,176,2,0,239,1,15,173,0,0,0,7,0,12,52,63,1,164,1,0,6,0,1,
+78,37,1,165,1,21,110,195,2,5,130,76,15,70,17,2,24,53,171,18,18,53,43,220,7,43,4,0,160,154,1,23,
+3,7,139,3,2,3,29,1,78,2,5,185,68,35,108,116,51,0,2,30,155,0,36,0,3,48,19,10,40,10,3,11,
+3,14,164,1,5,184,2,13,164,1,3,148,11,2,253,0,15,155,39,4,1,189,247,7,10,66,17,53,116,19,15,253,
+17,7,78,49,57,43,45,5,128,4,163,50,7,237,50,15,154,17,7,0,67,0,13,220,1,4,191,33,4,245,44,15,
+14,14,10,2,25,32,9,63,0,4,88,54,3,16,14,15,63,0,3,4,173,11,3,221,47,15,92,2,0,4,72,0,
+0,101,5,15,46,1,1,0,123,81,15,120,2,6,5,79,96,11,188,155,6,6,5,13,77,20,24,53,152,187,17,53,
+19,50,15,89,180,11,5,152,138,10,5,2,1,60,2,3,51,6,9,184,0,3,111,23,4,119,40,15,32,14,3,19,
+49,11,200,8,27,127,17,53,96,19,144,114,101,116,59,10,10,125,10,10
 };
-static const cq__ptx_module cq__ptx_3d_f64 = { cq__ptx_3d_f64_lz, 90966, 337853, 0x3629e1fdu };
+static const cq__ptx_module cq__ptx_3d_f64 = { cq__ptx_3d_f64_lz, 113460, 422320, 0x873aa379u };
 
 /* the PTX module of a dimension and precision (NULL if the header was generated without it) */
 static const cq__ptx_module *cq__cuda_ptx(int dim, int prec)

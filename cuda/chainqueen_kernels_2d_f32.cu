@@ -1036,6 +1036,361 @@ CQ_HD void cq__cable_x_adj_2d_f32(int s, const int *seg, const float *x, const f
 }
 
 
+/* ------------------------------------------------------------------ >>sph
+   Fluid particles i, j (mass m), boundary particles b (volume V_b, "mass" rho0 V_b).  Cubic
+   spline kernel W of support h = 4r.  Every function reads the particles near one particle
+   through the cell grid (cells of size h; fluid and boundary particles are counting-sorted by
+   cell, see cq__counting_sort) and writes only that particle's own entries, so loops over
+   particles run in any order and split with bitwise the same results. */
+#define CQ__BODY_WALL (-1)          /* bobj of the domain's walls; static body k: -2 - k */
+#define CQ__SPH_CHUNK 256           /* particles per partial sum of the solvers' error */
+typedef struct cq__sph_f32 {
+    float h, h2, sigma, gsigma, m, rho0, dt, visc;
+    float gamma_wall, gamma_body;   /* boundary volume scales (cq__lattice_gamma) */
+    float lo[3], hi[3];             /* the fluid's box (the domain) */
+    float glo[3], inv_h;            /* cell grid origin; cell size h */
+    int nc[3], nf, nb;
+    float *x, *v, *vt;              /* fluid [nf*d]; vt: scratch velocity */
+    float *rho, *khat, *g, *kappa, *err;   /* fluid [nf]; g [nf*d] = sum m grad W (+ boundary) */
+    const int *fstart, *forder;     /* fluid particles cell by cell */
+    float *xb, *vb, *Vb;            /* boundary [nb*d], [nb*d], [nb] */
+    const int *bobj;                /* body id (>= 0 dynamic), CQ__BODY_WALL, or -2 - id (static) */
+    const int *bstart, *border;
+    int *foff, *fnb, *boff, *bnb;   /* per fluid particle: its fluid neighbours fnb[foff[i] ..
+                                       foff[i+1]) (itself included) and boundary neighbours */
+    float *Fb, *Gb;                 /* fluid force on each boundary particle [nb*d]; its localized
+                                       derivative d F_b / d v_b [nb*d*d] ([DiffFR-supp] Alg. 1) */
+} cq__sph_f32;
+
+/* >>sph_neighbours: fluid particle i's neighbours within h, fluid and boundary, in cell order
+   (so in the same order whatever the threads).  count: only their numbers, into foff[i + 1]
+   and boff[i + 1]; else the lists at foff[i], boff[i] (the exclusive prefix sums). */
+CQ_HD void cq__sph_neighbours_2d_f32(const cq__sph_f32 *s, int i, int count)
+{
+    const float *xi = s->x + (long)i * 2;
+    int nf = 0, nb = 0;
+    float d[2];
+{
+        int c0_[3] = {0, 0, 0};
+        for (int a_ = 0; a_ < 2; ++a_) {
+            int c_ = (int)floorf((xi[a_] - s->glo[a_]) * s->inv_h);
+            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
+        }
+        for (int cz_ = 0; cz_ <= 0; ++cz_) {
+            if (cz_ < 0 || cz_ >= s->nc[2]) continue;
+            for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                if (cy_ < 0 || cy_ >= s->nc[1]) continue;
+                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
+                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
+                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
+                    for (int k_ = s->fstart[cell_]; k_ < s->fstart[cell_ + 1]; ++k_) {
+                        const int j = s->forder[k_];
+                        float r2 = 0;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->x[(long)j * 2 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        if (!count) s->fnb[s->foff[i] + nf] = j;
+                        ++nf;
+
+                    }
+                }
+            }
+        }
+    }{
+        int c0_[3] = {0, 0, 0};
+        for (int a_ = 0; a_ < 2; ++a_) {
+            int c_ = (int)floorf((xi[a_] - s->glo[a_]) * s->inv_h);
+            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
+        }
+        for (int cz_ = 0; cz_ <= 0; ++cz_) {
+            if (cz_ < 0 || cz_ >= s->nc[2]) continue;
+            for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                if (cy_ < 0 || cy_ >= s->nc[1]) continue;
+                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
+                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
+                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
+                    for (int k_ = s->bstart[cell_]; k_ < s->bstart[cell_ + 1]; ++k_) {
+                        const int b = s->border[k_];
+                        float r2 = 0;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->xb[(long)b * 2 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        if (!count) s->bnb[s->boff[i] + nb] = b;
+                        ++nb;
+
+                    }
+                }
+            }
+        }
+    }    if (count) { s->foff[i + 1] = nf; s->boff[i + 1] = nb; }
+}
+
+/* W(r) and grad W(d) = W'(|d|) d/|d| of the cubic spline (support h; sigma = 8/(pi h^3) in 3D,
+   40/(7 pi h^2) in 2D) */
+CQ_HD float cq__sph_W_2d_f32(const cq__sph_f32 *s, float r2)
+{
+    const float q = sqrtf(r2) / s->h;
+    if (q <= (float)0.5) return s->sigma * (6 * q * q * q - 6 * q * q + 1);
+    if (q < 1) return s->sigma * 2 * (1 - q) * (1 - q) * (1 - q);
+    return 0;
+}
+CQ_HD void cq__sph_gradW_2d_f32(const cq__sph_f32 *s, const float *d, float r2, float *out)
+{
+    const float r = sqrtf(r2), q = r / s->h;
+    float f = 0;   /* W'(r) / r */
+    if (r > s->h * (float)1e-6 && q < 1)
+        f = q <= (float)0.5 ? s->gsigma * q * (3 * q - 2) / r : -s->gsigma * (1 - q) * (1 - q) / r;
+    CQ__UNROLL for (int a = 0; a < 2; ++a) out[a] = f * d[a];
+}
+
+/* >>sph_density: rho_i, g_i = sum_j m grad W_ij + sum_b rho0 V_b grad W_ib, and the DFSPH
+   factor khat_i = 1 / (|g_i|^2 + sum_j |m grad W_ij|^2) ([DiffFR-supp] eq 24; 0 when isolated) */
+CQ_HD void cq__sph_density_2d_f32(const cq__sph_f32 *s, int i)
+{
+    const float *xi = s->x + (long)i * 2;
+    float rho = 0, s2 = 0, g[2], d[2], gw[2];
+    CQ__UNROLL for (int a = 0; a < 2; ++a) g[a] = 0;
+for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+        const int j = s->fnb[k_];
+                        float r2 = 0;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->x[(long)j * 2 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        rho += s->m * cq__sph_W_2d_f32(s, r2);
+                        if (j == i) continue;
+                        cq__sph_gradW_2d_f32(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { g[a] += s->m * gw[a]; s2 += s->m * s->m * gw[a] * gw[a]; }
+
+    }for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+        const int b = s->bnb[k_];
+                        float r2 = 0, mb;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->xb[(long)b * 2 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        mb = s->rho0 * s->Vb[b];
+                        rho += mb * cq__sph_W_2d_f32(s, r2);
+                        cq__sph_gradW_2d_f32(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) g[a] += mb * gw[a];
+
+    }    {
+        float den = s2;
+        CQ__UNROLL for (int a = 0; a < 2; ++a) { den += g[a] * g[a]; s->g[(long)i * 2 + a] = g[a]; }
+        s->rho[i] = rho;
+        s->khat[i] = den > 1e-30f * s->rho0 * s->rho0 ? 1 / den : 0;
+    }
+}
+
+/* >>sph_source: the divergence solver's (mode 0: D rho/Dt clamped at 0, kappa = D rho/Dt khat / dt)
+   or the density solver's (mode 1: rho* - rho0 clamped at 0 with rho* = rho + dt D rho/Dt, kappa
+   = (rho* - rho0) khat / dt^2) source ([DiffFR-supp] eq 23); err_i = the clamped density error */
+CQ_HD void cq__sph_source_2d_f32(const cq__sph_f32 *s, int i, int mode)
+{
+    const float *xi = s->x + (long)i * 2, *vi = s->v + (long)i * 2;
+    float div = 0, d[2], gw[2], e;
+for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+        const int j = s->fnb[k_];
+                        float r2 = 0;
+                        if (j == i) continue;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->x[(long)j * 2 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        cq__sph_gradW_2d_f32(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) div += s->m * (vi[a] - s->v[(long)j * 2 + a]) * gw[a];
+
+    }for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+        const int b = s->bnb[k_];
+                        float r2 = 0;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->xb[(long)b * 2 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        cq__sph_gradW_2d_f32(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) div += s->rho0 * s->Vb[b] * (vi[a] - s->vb[(long)b * 2 + a]) * gw[a];
+
+    }    if (mode == 0) {
+        e = div > 0 ? div : 0;
+        s->kappa[i] = e * s->khat[i] / s->dt;
+        s->err[i] = e * s->dt;
+    } else {
+        e = s->rho[i] + s->dt * div - s->rho0;
+        e = e > 0 ? e : 0;
+        s->kappa[i] = e * s->khat[i] / (s->dt * s->dt);
+        s->err[i] = e;
+    }
+}
+
+/* >>sph_pressure: v_i -= dt (sum_j m (kappa_i + kappa_j) grad W_ij + sum_b rho0 V_b kappa_i grad W_ib) */
+CQ_HD void cq__sph_pressure_2d_f32(const cq__sph_f32 *s, int i)
+{
+    const float *xi = s->x + (long)i * 2;
+    const float ki = s->kappa[i];
+    float acc[2], d[2], gw[2];
+    CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] = 0;
+for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+        const int j = s->fnb[k_];
+                        float r2 = 0, kk;
+                        if (j == i) continue;
+                        kk = ki + s->kappa[j];
+                        if (kk == 0) continue;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->x[(long)j * 2 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        cq__sph_gradW_2d_f32(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] += s->m * kk * gw[a];
+
+    }    if (ki != 0) {
+for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+        const int b = s->bnb[k_];
+                        float r2 = 0;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->xb[(long)b * 2 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        cq__sph_gradW_2d_f32(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] += s->rho0 * s->Vb[b] * ki * gw[a];
+
+    }    }
+    CQ__UNROLL for (int a = 0; a < 2; ++a) s->v[(long)i * 2 + a] -= s->dt * acc[a];
+}
+
+/* >>sph_boundary_force: on a dynamic body's boundary particle b, this iteration's force from the
+   fluid, F_b += sum_f m kappa_f rho0 V_b grad W_fb ([DiffFR-supp] eq 19, the reaction of the pressure
+   step above), and the localized derivative ([DiffFR-supp] eqs 21, 29 and Alg. 1 line 8)
+     d F_b/d v_b += sum_f (I + dt/m dF/dv_f)^-1 dF/dv_b
+                  = sum_f -c_f / (1 + rho0 V_b khat_f g_f . grad W_fb) grad W_fb grad W_fb^T,
+   c_f = m rho0^2 V_b^2 khat_f / dt, over the fluid particles with kappa_f > 0 (both solvers
+   have the same form: d kappa_f / d v_b = -rho0 V_b khat_f grad W_fb / dt). */
+CQ_HD void cq__sph_boundary_force_2d_f32(const cq__sph_f32 *s, int b)
+{
+    const float *xb = s->xb + (long)b * 2;
+    const float mb = s->rho0 * s->Vb[b];
+    float F[2], G[4], d[2], gw[2];
+    if (s->bobj[b] < 0) return;
+    CQ__UNROLL for (int a = 0; a < 2; ++a) F[a] = 0;
+    CQ__UNROLL for (int a = 0; a < 4; ++a) G[a] = 0;
+{
+        int c0_[3] = {0, 0, 0};
+        for (int a_ = 0; a_ < 2; ++a_) {
+            int c_ = (int)floorf((xb[a_] - s->glo[a_]) * s->inv_h);
+            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
+        }
+        for (int cz_ = 0; cz_ <= 0; ++cz_) {
+            if (cz_ < 0 || cz_ >= s->nc[2]) continue;
+            for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                if (cy_ < 0 || cy_ >= s->nc[1]) continue;
+                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
+                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
+                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
+                    for (int k_ = s->fstart[cell_]; k_ < s->fstart[cell_ + 1]; ++k_) {
+                        const int f = s->forder[k_];
+                        float r2 = 0, kf = s->kappa[f], gdot = 0, c;
+                        if (kf == 0) continue;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = s->x[(long)f * 2 + a] - xb[a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        cq__sph_gradW_2d_f32(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { F[a] += s->m * kf * mb * gw[a]; gdot += s->g[(long)f * 2 + a] * gw[a]; }
+                        c = s->m * mb * mb * s->khat[f] / s->dt / (1 + mb * s->khat[f] * gdot);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a)
+                            CQ__UNROLL for (int e = 0; e < 2; ++e) G[a * 2 + e] -= c * gw[a] * gw[e];
+
+                    }
+                }
+            }
+        }
+    }    CQ__UNROLL for (int a = 0; a < 2; ++a) s->Fb[(long)b * 2 + a] += F[a];
+    CQ__UNROLL for (int a = 0; a < 4; ++a) s->Gb[(long)b * 4 + a] += G[a];
+}
+
+/* >>sph_viscosity: vt_i = v_i + dt (gravity + 2 (d+2) nu sum_j m/rho_j (v_ij . x_ij) /
+   (|x_ij|^2 + 0.01 h^2) grad W_ij) (Monaghan's artificial viscosity as SPlisHSPlasH's standard
+   model), and the same against the walls' and static bodies' particles (rho0 V_b / rho_i in place
+   of m / rho_j: they drag the fluid); moving bodies are free-slip */
+CQ_HD void cq__sph_viscosity_2d_f32(const cq__sph_f32 *s, int i, const float *grav)
+{
+    const float *xi = s->x + (long)i * 2, *vi = s->v + (long)i * 2;
+    float acc[2], d[2], gw[2];
+    CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] = 0;
+    if (s->visc > 0) {
+for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+        const int j = s->fnb[k_];
+                        float r2 = 0, vd = 0;
+                        if (j == i) continue;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->x[(long)j * 2 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        cq__sph_gradW_2d_f32(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) vd += (vi[a] - s->v[(long)j * 2 + a]) * d[a];
+                        vd *= s->m / s->rho[j] / (r2 + (float)0.01 * s->h2);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] += vd * gw[a];
+
+    }for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+        const int b = s->bnb[k_];
+                        float r2 = 0, vd = 0;
+                        if (s->bobj[b] >= 0) continue;   /* walls and static bodies only */
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->xb[(long)b * 2 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        cq__sph_gradW_2d_f32(s, d, r2, gw);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) vd += vi[a] * d[a];
+                        vd *= s->rho0 * s->Vb[b] / s->rho[i] / (r2 + (float)0.01 * s->h2);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] += vd * gw[a];
+
+    }    }
+    CQ__UNROLL for (int a = 0; a < 2; ++a)
+        s->vt[(long)i * 2 + a] = vi[a] + s->dt * (grav[a] + 2 * (2 + 2) * s->visc * acc[a]);
+}
+
+/* >>sph_advect: x_i += dt v_i, then kept inside the domain (a safety net: the walls' particles
+   normally stop the fluid first; a clamped particle loses its outward velocity).  Returns
+   CQ__NONFINITE if x_i or v_i is not finite. */
+CQ_HD int cq__sph_advect_2d_f32(const cq__sph_f32 *s, int i)
+{
+    float *x = s->x + (long)i * 2, *v = s->v + (long)i * 2;
+    int bad = 0;
+    CQ__UNROLL for (int a = 0; a < 2; ++a) {
+        x[a] += s->dt * v[a];
+        if (!cq__isfinite_f32(x[a]) || !cq__isfinite_f32(v[a])) bad = 1;
+        else if (x[a] < s->lo[a]) { x[a] = s->lo[a]; if (v[a] < 0) v[a] = 0; }
+        else if (x[a] > s->hi[a]) { x[a] = s->hi[a]; if (v[a] > 0) v[a] = 0; }
+    }
+    return bad ? CQ__NONFINITE : CQ__OK;
+}
+
+/* >>sph_error_sum: the sum of err over chunk c (particles c CQ__SPH_CHUNK ..), in double and in
+   particle order; the host adds the chunks in order, so every backend and thread count sums the
+   solvers' error the same way */
+CQ_HD double cq__sph_err_chunk_2d_f32(const cq__sph_f32 *s, int c)
+{
+    const int b = c * CQ__SPH_CHUNK, e = s->nf - b < CQ__SPH_CHUNK ? s->nf : b + CQ__SPH_CHUNK;
+    double sum = 0;
+    for (int i = b; i < e; ++i) sum += (double)s->err[i];
+    return sum;
+}
+
+/* >>sph_volume: Akinci's boundary volume V_b = gamma / sum_{b' of the same object} W_bb', gamma
+   scaled so that a flat sampled surface (bodies: one layer; the walls: two) weighs in the fluid's
+   density as much as the fluid lattice it replaces (without it the fluid next to a flat
+   boundary is 7% (one layer, 2D) too dense at rest, and a dam break's toe shoots out) */
+CQ_HD void cq__sph_volume_2d_f32(const cq__sph_f32 *s, int b)
+{
+    const float *xb = s->xb + (long)b * 2;
+    float sum = 0, d[2];
+{
+        int c0_[3] = {0, 0, 0};
+        for (int a_ = 0; a_ < 2; ++a_) {
+            int c_ = (int)floorf((xb[a_] - s->glo[a_]) * s->inv_h);
+            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
+        }
+        for (int cz_ = 0; cz_ <= 0; ++cz_) {
+            if (cz_ < 0 || cz_ >= s->nc[2]) continue;
+            for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                if (cy_ < 0 || cy_ >= s->nc[1]) continue;
+                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
+                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
+                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
+                    for (int k_ = s->bstart[cell_]; k_ < s->bstart[cell_ + 1]; ++k_) {
+                        const int c = s->border[k_];
+                        float r2 = 0;
+                        if (s->bobj[c] != s->bobj[b]) continue;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xb[a] - s->xb[(long)c * 2 + a]; r2 += d[a] * d[a]; }
+                        if (r2 >= s->h2) continue;
+                        sum += cq__sph_W_2d_f32(s, r2);
+
+                    }
+                }
+            }
+        }
+    }    s->Vb[b] = sum > 0 ? (s->bobj[b] == CQ__BODY_WALL ? s->gamma_wall : s->gamma_body) / sum : 0;
+}
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -1172,6 +1527,63 @@ __global__ void cq__cable_x_adj_2d_f32_kernel(int ns, const int * seg, const flo
     if (s < ns) cq__cable_x_adj_2d_f32(s, seg, x, av, m, L, target, k, dot, dt, ax);
 }
 
+/* >>sph_kernels: the fluid's passes (sph.j2), one thread per fluid particle (per boundary particle
+   for bforce, per CQ__SPH_CHUNK fluid particles for errsum); the world's CUDA driver in world.j2
+   launches them in the CPU driver's order */
+__global__ void cq__sph_count_2d_f32_kernel(int n, cq__sph_f32 s)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) cq__sph_neighbours_2d_f32(&s, i, 1);
+}
+
+__global__ void cq__sph_fill_2d_f32_kernel(int n, cq__sph_f32 s)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) cq__sph_neighbours_2d_f32(&s, i, 0);
+}
+
+__global__ void cq__sph_density_2d_f32_kernel(int n, cq__sph_f32 s)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) cq__sph_density_2d_f32(&s, i);
+}
+
+__global__ void cq__sph_source_2d_f32_kernel(int n, cq__sph_f32 s, int mode)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) cq__sph_source_2d_f32(&s, i, mode);
+}
+
+__global__ void cq__sph_bforce_2d_f32_kernel(int n, cq__sph_f32 s)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) cq__sph_boundary_force_2d_f32(&s, i);
+}
+
+__global__ void cq__sph_pressure_2d_f32_kernel(int n, cq__sph_f32 s)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) cq__sph_pressure_2d_f32(&s, i);
+}
+
+__global__ void cq__sph_visc_2d_f32_kernel(int n, cq__sph_f32 s, float g0, float g1, float g2)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) { const float grav[3] = {g0, g1, g2}; cq__sph_viscosity_2d_f32(&s, i, grav); };
+}
+
+__global__ void cq__sph_advect_2d_f32_kernel(int n, cq__sph_f32 s, int * bad)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) { if (cq__sph_advect_2d_f32(&s, i) != CQ__OK) atomicMin(bad, i); };
+}
+
+__global__ void cq__sph_errsum_2d_f32_kernel(int n, cq__sph_f32 s, double * out)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = cq__sph_err_chunk_2d_f32(&s, i);
+}
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
@@ -1196,6 +1608,15 @@ static void cq__cable_mass_adj_2d_f32_kernel_emu(void **a) { cq__cable_mass_adj_
 static void cq__cable_dot_2d_f32_kernel_emu(void **a) { cq__cable_dot_2d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const float * *)a[2], *(const float * *)a[3], *(const float * *)a[4], *(const double * *)a[5], *(const double * *)a[6], *(double *)a[7], *(double * *)a[8]); }
 static void cq__cable_grad_2d_f32_kernel_emu(void **a) { cq__cable_grad_2d_f32_kernel(*(int *)a[0], *(const double * *)a[1], *(const double * *)a[2], *(const double * *)a[3], *(const double * *)a[4], *(double * *)a[5]); }
 static void cq__cable_x_adj_2d_f32_kernel_emu(void **a) { cq__cable_x_adj_2d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const float * *)a[2], *(const float * *)a[3], *(const float * *)a[4], *(const double * *)a[5], *(const double * *)a[6], *(const double * *)a[7], *(const double * *)a[8], *(double *)a[9], *(float * *)a[10]); }
+static void cq__sph_count_2d_f32_kernel_emu(void **a) { cq__sph_count_2d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1]); }
+static void cq__sph_fill_2d_f32_kernel_emu(void **a) { cq__sph_fill_2d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1]); }
+static void cq__sph_density_2d_f32_kernel_emu(void **a) { cq__sph_density_2d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1]); }
+static void cq__sph_source_2d_f32_kernel_emu(void **a) { cq__sph_source_2d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1], *(int *)a[2]); }
+static void cq__sph_bforce_2d_f32_kernel_emu(void **a) { cq__sph_bforce_2d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1]); }
+static void cq__sph_pressure_2d_f32_kernel_emu(void **a) { cq__sph_pressure_2d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1]); }
+static void cq__sph_visc_2d_f32_kernel_emu(void **a) { cq__sph_visc_2d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1], *(float *)a[2], *(float *)a[3], *(float *)a[4]); }
+static void cq__sph_advect_2d_f32_kernel_emu(void **a) { cq__sph_advect_2d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1], *(int * *)a[2]); }
+static void cq__sph_errsum_2d_f32_kernel_emu(void **a) { cq__sph_errsum_2d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1], *(double * *)a[2]); }
 const cq__emu_kernel cq__emu_kernels_2d_f32[] = {
     {"cq__grid_fwd_2d_f32_kernel", cq__grid_fwd_2d_f32_kernel_emu},
     {"cq__g2p_fwd_2d_f32_kernel", cq__g2p_fwd_2d_f32_kernel_emu},
@@ -1214,6 +1635,15 @@ const cq__emu_kernel cq__emu_kernels_2d_f32[] = {
     {"cq__cable_dot_2d_f32_kernel", cq__cable_dot_2d_f32_kernel_emu},
     {"cq__cable_grad_2d_f32_kernel", cq__cable_grad_2d_f32_kernel_emu},
     {"cq__cable_x_adj_2d_f32_kernel", cq__cable_x_adj_2d_f32_kernel_emu},
+    {"cq__sph_count_2d_f32_kernel", cq__sph_count_2d_f32_kernel_emu},
+    {"cq__sph_fill_2d_f32_kernel", cq__sph_fill_2d_f32_kernel_emu},
+    {"cq__sph_density_2d_f32_kernel", cq__sph_density_2d_f32_kernel_emu},
+    {"cq__sph_source_2d_f32_kernel", cq__sph_source_2d_f32_kernel_emu},
+    {"cq__sph_bforce_2d_f32_kernel", cq__sph_bforce_2d_f32_kernel_emu},
+    {"cq__sph_pressure_2d_f32_kernel", cq__sph_pressure_2d_f32_kernel_emu},
+    {"cq__sph_visc_2d_f32_kernel", cq__sph_visc_2d_f32_kernel_emu},
+    {"cq__sph_advect_2d_f32_kernel", cq__sph_advect_2d_f32_kernel_emu},
+    {"cq__sph_errsum_2d_f32_kernel", cq__sph_errsum_2d_f32_kernel_emu},
     {0, 0}
 };
 #endif

@@ -46,28 +46,30 @@ lane_slow() {
     [ -f bench/fluid.c ] && item bench_fluid_quick sh -c "$CC -std=c99 -O2 $WARN bench/fluid.c -o $B/bench_fluid_quick -lm && ./$B/bench_fluid_quick quick"
     item test_world_physics sh -c "$CC -std=c99 -O2 $WARN tests/test_world.c -o $B/test_world_phys -lm && ./$B/test_world_phys physics"
     for t in test_physics test_errors test_adjoint_stages test_gradients test_robot test_reverse test_world; do
-        item ${t}_asan_ubsan sh -c "$CC -std=c99 -O1 -g $WARN $SAN $(nw $t) tests/$t.c -o $B/${t}_san -lm && ./$B/${t}_san"
+        item ${t}_asan_ubsan sh -c "$CC -std=c99 -O1 -g1 $WARN $SAN $(nw $t) tests/$t.c -o $B/${t}_san -lm && ./$B/${t}_san"
     done
     if command -v valgrind >/dev/null 2>&1; then
-        item test_errors_valgrind sh -c "$CC -std=c99 -O1 -g $WARN $NW tests/test_errors.c -o $B/test_errors_vg -lm && \
+        item test_errors_valgrind sh -c "$CC -std=c99 -O1 -g1 $WARN $NW tests/test_errors.c -o $B/test_errors_vg -lm && \
             valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=all ./$B/test_errors_vg"
     else
         skip test_errors_valgrind "valgrind not installed"
     fi
     # concurrent creates (per-thread create error) and the CUDA driver's one-time load, under TSan
-    item test_threads_tsan sh -c "$CC -std=c99 -O1 -g $WARN -fsanitize=thread $NW tests/test_threads.c -o $B/test_threads_tsan -lm -pthread && \
+    item test_threads_tsan sh -c "$CC -std=c99 -O1 -g1 $WARN -fsanitize=thread $NW tests/test_threads.c -o $B/test_threads_tsan -lm -pthread && \
         ./$B/test_threads_tsan && CQ_CUDA_LIBRARY=$PWD/$B/mock/libcuda.so.1 CQ_MOCK_NO_PROTECT=1 ./$B/test_threads_tsan"
     # the loaders' fuzz target (tests/fuzz/fuzz_io.c): libFuzzer where clang has it, else a fixed-seed loop
     item fuzz_io sh tests/fuzz/run_io.sh 20
     # the API state-machine fuzzer: a fixed seed set (tests/fuzz_api.c; longer runs: see README)
-    item fuzz_api_asan_ubsan sh -c "$CC -std=c99 -O1 -g $WARN $SAN $NW tests/fuzz_api.c -o $B/fuzz_api_san -lm && ./$B/fuzz_api_san 200 400 1"
+    item fuzz_api_asan_ubsan sh -c "$CC -std=c99 -O1 -g1 $WARN $SAN $NW tests/fuzz_api.c -o $B/fuzz_api_san -lm && ./$B/fuzz_api_san 200 400 1"
     # the world's call-sequence fuzzer (tests/fuzz_world.c: random calls, hostile values, failing allocator)
-    item fuzz_world_asan_ubsan sh -c "$CC -std=c99 -O1 -g $WARN $SAN tests/fuzz_world.c -o $B/fuzz_world_san -lm && ./$B/fuzz_world_san 25 150 1 2>/dev/null"
+    item fuzz_world_asan_ubsan sh -c "$CC -std=c99 -O1 -g1 $WARN $SAN tests/fuzz_world.c -o $B/fuzz_world_san -lm && ./$B/fuzz_world_san 25 150 1 2>/dev/null"
     item fuzz_api_on_mock_cuda sh -c "CQ_CUDA_LIBRARY=$PWD/$B/mock/libcuda.so.1 ./$B/fuzz_api_san 20 300 1001"
     item test_table3 sh -c "$CC -std=c99 -O2 $WARN $NW tests/test_table3.c -o $B/test_table3 -lm && ./$B/test_table3"
     # the CUDA host code under the sanitizers, on the mock driver
-    item test_cuda_asan_ubsan_on_mock sh -c "$CC -std=c99 -O1 -g $WARN $SAN $NW tests/test_cuda.c -o $B/test_cuda_san -lm && \
+    item test_cuda_asan_ubsan_on_mock sh -c "$CC -std=c99 -O1 -g1 $WARN $SAN $NW tests/test_cuda.c -o $B/test_cuda_san -lm && \
         CQ_CUDA_LIBRARY=$PWD/$B/mock/libcuda.so.1 ./$B/test_cuda_san"
+    item test_world_cuda_asan_ubsan_on_mock sh -c "$CC -std=c99 -O1 -g1 $WARN $SAN tests/test_world_cuda.c -o $B/test_world_cuda_san -lm -ldl && \
+        CQ_CUDA_LIBRARY=$PWD/$B/mock/libcuda.so.1 ./$B/test_world_cuda_san"
     item test_table3_on_mock_cuda sh -c "CQ_CUDA_LIBRARY=$PWD/$B/mock/libcuda.so.1 CQ_MOCK_NO_PROTECT=1 ./$B/test_table3 | \
         tee /dev/stderr | grep 'backend: CUDA' >/dev/null"
 }
@@ -135,19 +137,25 @@ done
 # ---- the C test programs: plain, OpenMP, C++, sanitizers, valgrind
 for t in test_physics test_errors test_adjoint_stages test_gradients test_robot test_reverse test_world; do
     [ -f tests/$t.c ] || continue
-    item ${t} sh -c "$CC -std=c99 -O2 -g $WARN $(nw $t) tests/$t.c -o $B/$t -lm && ./$B/$t"
-    item ${t}_openmp sh -c "$CC -std=c99 -O2 -g $WARN $(nw $t) -fopenmp tests/$t.c -o $B/${t}_omp -lm && OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive ./$B/${t}_omp"
+    item ${t} sh -c "$CC -std=c99 -O2 -g1 $WARN $(nw $t) tests/$t.c -o $B/$t -lm && ./$B/$t"
+    item ${t}_openmp sh -c "$CC -std=c99 -O2 -g1 $WARN $(nw $t) -fopenmp tests/$t.c -o $B/${t}_omp -lm && OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive ./$B/${t}_omp"
     [ $t = test_world ] || item ${t}_cxx sh -c "$CXX -std=c++11 -O2 $WARN $(nw $t) -x c++ tests/$t.c -o $B/${t}_cxx -lm && ./$B/${t}_cxx"
 done
 
 # ---- the CUDA backend's host side against a mock driver (tests/gpu/mock_libcuda.c: the
 #      kernels run on the CPU, device memory is inaccessible to the host, faults on demand)
 MOCK=$PWD/$B/mock/libcuda.so.1
-item cuda_mock_selftest sh -c "$CC -std=c99 -O1 -g $WARN tests/gpu/mock_selftest.c -o $B/mock_selftest -ldl && ./$B/mock_selftest $MOCK"
-item test_cuda_build $CC -std=c99 -O2 -g $WARN $NW tests/test_cuda.c -o $B/test_cuda -lm -ldl
+item cuda_mock_selftest sh -c "$CC -std=c99 -O1 -g1 $WARN tests/gpu/mock_selftest.c -o $B/mock_selftest -ldl && ./$B/mock_selftest $MOCK"
+item test_cuda_build $CC -std=c99 -O2 -g1 $WARN $NW tests/test_cuda.c -o $B/test_cuda -lm -ldl
 item test_cuda_on_mock env CQ_CUDA_LIBRARY=$MOCK ./$B/test_cuda
 for f in init nodevice oldriver ptx oom oom_after=20 launch_after=40; do
     item test_cuda_fault_$(echo $f | tr = _) env CQ_CUDA_LIBRARY=$MOCK ./$B/test_cuda fault:$f
+done
+# the fluid-rigid world's CUDA backend against its CPU backend (tests/test_world_cuda.c), and faults
+item test_world_cuda_build $CC -std=c99 -O2 -g1 $WARN tests/test_world_cuda.c -o $B/test_world_cuda -lm -ldl
+item test_world_cuda_on_mock env CQ_CUDA_LIBRARY=$MOCK ./$B/test_world_cuda
+for f in init ptx oom_after=10 oom_after=22 oom_after=24 launch_after=5 launch_after=300; do
+    item test_world_cuda_fault_$(echo $f | tr = _) env CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_QUIET=1 ./$B/test_world_cuda fault:$f
 done
 # the CPU test programs again, with the default backend on the mock GPU (device memory left
 # host-readable here for speed: test_cuda above checks that with protection on)
@@ -177,13 +185,13 @@ item generator_from_anywhere sh -c "rm -rf $B/gen_elsewhere && mkdir -p $B/gen_e
     ./$B/test_custom_material_elsewhere"
 
 # ---- chainqueen_io.h: PNG/STL robots (fixtures made by a stdlib-only Python script)
-item test_io sh -c "mkdir -p $B/io && $PYTHON tests/make_io_fixtures.py $B/io && $CC -std=c99 -O2 -g $WARN $NW tests/test_io.c -o $B/test_io -lm && ./$B/test_io $B/io"
+item test_io sh -c "mkdir -p $B/io && $PYTHON tests/make_io_fixtures.py $B/io && $CC -std=c99 -O2 -g1 $WARN $NW tests/test_io.c -o $B/test_io -lm && ./$B/test_io $B/io"
 item test_io_cxx sh -c "$CXX -std=c++11 -O2 $WARN $NW -x c++ tests/test_io.c -o $B/test_io_cxx -lm && ./$B/test_io_cxx $B/io"
-item test_io_memory sh -c "$CC -std=c99 -O1 -g $WARN $SAN $NW tests/test_io_memory.c -o $B/test_io_memory_san -lm && ./$B/test_io_memory_san && \
+item test_io_memory sh -c "$CC -std=c99 -O1 -g1 $WARN $SAN $NW tests/test_io_memory.c -o $B/test_io_memory_san -lm && ./$B/test_io_memory_san && \
     $CXX -std=c++11 -O2 $WARN $NW -x c++ tests/test_io_memory.c -o $B/test_io_memory_cxx -lm && ./$B/test_io_memory_cxx"
-item test_io_asan_ubsan sh -c "$CC -std=c99 -O1 -g $WARN $SAN $NW tests/test_io.c -o $B/test_io_san -lm && ./$B/test_io_san $B/io"
+item test_io_asan_ubsan sh -c "$CC -std=c99 -O1 -g1 $WARN $SAN $NW tests/test_io.c -o $B/test_io_san -lm && ./$B/test_io_san $B/io"
 if command -v valgrind >/dev/null 2>&1; then
-    item test_io_valgrind sh -c "$CC -std=c99 -O1 -g $WARN $NW tests/test_io.c -o $B/test_io_vg -lm && valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=all ./$B/test_io_vg $B/io"
+    item test_io_valgrind sh -c "$CC -std=c99 -O1 -g1 $WARN $NW tests/test_io.c -o $B/test_io_vg -lm && valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=all ./$B/test_io_vg $B/io"
 fi
 
 # ---- image writer used by the demo (PNG/GIF validated by an independent decoder)

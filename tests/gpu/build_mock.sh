@@ -13,7 +13,7 @@ mkdir -p "$OUT"
 TMP="$OUT/tmp.$$"
 mkdir -p "$TMP"
 trap 'rm -rf "$TMP"' EXIT INT TERM
-FLAGS="-std=c99 -O1 -g -fPIC -Wall -Wextra ${MOCK_CFLAGS:-}"
+FLAGS="-std=c99 -O1 -g1 -fPIC -Wall -Wextra ${MOCK_CFLAGS:-}"
 $CC $FLAGS -c tests/gpu/mock_libcuda.c -o "$TMP/mock_libcuda.o"
 OBJS="$TMP/mock_libcuda.o"
 for v in 2d_f32 2d_f64 3d_f32 3d_f64; do

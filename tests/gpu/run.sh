@@ -6,7 +6,8 @@
 #      (tests/test_cuda.c; f64 to 1e-9, f32 to 1e-4 relative), cables, failing steps
 #   2. the Table III gradient checks of the paper, on the GPU (DEFAULT picks it)
 #   3. the end-to-end finite-difference gradient tests on the GPU
-#   4. compute-sanitizer memcheck and racecheck over the parity run
+#   4. the fluid-rigid world's parity with its CPU backend (tests/test_world_cuda.c)
+#   5. compute-sanitizer memcheck and racecheck over the parity runs
 # Last line: N passed, N failed, N skipped.
 CC=${CC:-cc}; B=build/gpu; L=$B/logs
 mkdir -p $L
@@ -35,12 +36,17 @@ item table3_on_gpu sh -c "$CC -std=c99 -O2 $WARN tests/test_table3.c -o $B/test_
 # in a varying order), the relative-error ones run as they are
 item gradients_on_gpu sh -c "$CC -std=c99 -O2 $WARN tests/test_gradients.c -o $B/test_gradients -lm -ldl && \
     for t in end_to_end each_wall running_loss long_horizon cable_actuation; do ./$B/test_gradients \$t || exit 1; done"
+item world_parity sh -c "$CC -std=c99 -O2 -g $WARN tests/test_world_cuda.c -o $B/test_world_cuda -lm -ldl && \
+    ./$B/test_world_cuda | tee /dev/stderr | grep -q '^[0-9]* passed, 0 failed'"
+grep '^    [23]D' $L/world_parity.log
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer 2>/dev/null | head -n 1)
 if [ -n "$CS" ]; then
     item memcheck $CS --tool memcheck --error-exitcode 99 ./$B/test_cuda parity_all
     item racecheck $CS --tool racecheck --error-exitcode 99 ./$B/test_cuda parity_all
+    item world_memcheck $CS --tool memcheck --error-exitcode 99 ./$B/test_world_cuda parity
 else
     skip memcheck "compute-sanitizer not on PATH"; skip racecheck "compute-sanitizer not on PATH"
+    skip world_memcheck "compute-sanitizer not on PATH"
 fi
 echo "$pass passed, $fail failed, $skipped skipped"
 [ $fail -eq 0 ]

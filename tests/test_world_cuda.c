@@ -1,0 +1,293 @@
+/* test_world_cuda.c - the fluid-rigid world's CUDA backend against its CPU backend.
+
+   ./test_world_cuda [filter]     parity: 2D and 3D, f32 and f64: a tank with a floating box
+                                  (tracked: its Jacobian) and a ball dropped into the water,
+                                  stepped on the CPU and on CUDA; fluid positions, body states,
+                                  the Jacobian, the solvers' iterations agree (f64 to 1e-9, f32
+                                  to 1e-4 of the field's scale).  Also reset (run to run equal
+                                  bitwise), a failing step, the log, leaks and violations.
+   ./test_world_cuda fault:MODE   one fault of the mock driver (CQ_MOCK_FAIL=MODE: init,
+                                  oom_after=N, launch_after=N): what the world must report.
+
+   Needs a CUDA driver: a real one (tests/gpu/run.sh) or the mock (CQ_CUDA_LIBRARY=
+   build/mock/libcuda.so.1: the kernels run on the CPU, and any host access to device memory
+   faults).  Without either it prints SKIP and passes nothing. */
+#define _POSIX_C_SOURCE 200112L
+#define CHAINQUEEN_IMPLEMENTATION
+#include "../chainqueen.h"
+#include "harness.h"
+#include <stdlib.h>
+#include <dlfcn.h>
+
+#define STEPS 40
+typedef int (*counter_fn)(void);
+typedef long (*launches_fn)(void);
+static counter_fn mock_sym(const char *name);
+static char g_log[1024];
+static void logger(cq_log_level l, const char *m, void *u) { (void)u; if (l == CQ_LOG_INFO) snprintf(g_log, sizeof g_log, "%s", m); }
+
+/* a tank 0.4 (x 0.2) wide, 12 cm of water, a box of 500 kg/m^3 floating in it and a ball of
+   1500 kg/m^3 falling into it at a slant; the box is tracked */
+static cq_world *make(int dim, cq_precision prec, cq_backend be)
+{
+    cq_world_desc d;
+    cq_body_desc b;
+    cq_world *w = NULL;
+    const double r = dim == 2 ? 0.005 : 0.01, sp = 2 * r;
+    double *x;
+    int n = 0, id;
+    memset(&d, 0, sizeof d);
+    d.dim = dim; d.particle_radius = r; d.dt = 1e-3; d.gravity[1] = -9.81; d.precision = prec; d.backend = be;
+    d.domain_hi[0] = 0.4; d.domain_hi[1] = 0.3; d.domain_hi[2] = dim == 3 ? 0.2 : 0;
+    d.logger.func = logger;
+    if (cq_world_create(&d, &w) != CQ_SUCCESS) { printf("    create: %s\n", cq_world_last_error(NULL)); return NULL; }
+    x = (double *)malloc(sizeof(double) * 3 * 20000);
+    for (int k = 0; k < (dim == 3 ? 10 : 1); ++k)
+        for (int j = 0; j < (int)(0.12 / sp); ++j)
+            for (int i = 0; i < (int)(0.4 / sp); ++i) {
+                x[n * dim] = r + i * sp; x[n * dim + 1] = r + j * sp;
+                if (dim == 3) x[n * dim + 2] = r + k * sp;
+                ++n;
+            }
+    if (cq_world_add_fluid(w, n, x, NULL) != CQ_SUCCESS) printf("    add_fluid: %s\n", cq_world_last_error(w));
+    free(x);
+    memset(&b, 0, sizeof b);
+    b.shape = CQ_SHAPE_BOX; b.half_extents[0] = 0.06; b.half_extents[1] = 0.03; b.half_extents[2] = 0.05; b.density = 500;
+    b.x[0] = 0.12; b.x[1] = 0.14; b.x[2] = 0.1; b.q[0] = 1;
+    if (cq_world_add_body(w, &b, &id) != CQ_SUCCESS) printf("    add_body: %s\n", cq_world_last_error(w));
+    memset(&b, 0, sizeof b);
+    b.shape = CQ_SHAPE_SPHERE; b.radius = 0.03; b.density = 1500;
+    b.x[0] = 0.28; b.x[1] = 0.2; b.x[2] = 0.1; b.q[0] = 1; b.v[0] = -0.3; b.v[1] = -1;
+    if (cq_world_add_body(w, &b, NULL) != CQ_SUCCESS) printf("    add_body: %s\n", cq_world_last_error(w));
+    if (cq_world_track(w, id) != CQ_SUCCESS) printf("    track: %s\n", cq_world_last_error(w));
+    return w;
+}
+
+/* largest difference of the fluid's x, relative to scale */
+static double fluid_diff(const cq_world *a, const cq_world *b, int dim, double scale)
+{
+    const int n = cq_world_fluid_count(a);
+    double *xa = (double *)malloc(sizeof(double) * (size_t)(n * dim + 1)), *xb = (double *)malloc(sizeof(double) * (size_t)(n * dim + 1)), m = 0;
+    cq_world_get_fluid(a, CQ_FIELD_X, xa); cq_world_get_fluid(b, CQ_FIELD_X, xb);
+    for (int i = 0; i < n * dim; ++i) if (fabs(xa[i] - xb[i]) > m) m = fabs(xa[i] - xb[i]);
+    free(xa); free(xb);
+    return m / scale;
+}
+
+static double body_diff(const cq_world *a, const cq_world *b)
+{
+    double m = 0;
+    for (int k = 0; k < cq_world_body_count(a); ++k) {
+        cq_body_state sa, sb;
+        cq_world_get_body(a, k, &sa); cq_world_get_body(b, k, &sb);
+        for (int i = 0; i < 3; ++i) {
+            if (fabs(sa.x[i] - sb.x[i]) > m) m = fabs(sa.x[i] - sb.x[i]);
+            if (fabs(sa.v[i] - sb.v[i]) > m) m = fabs(sa.v[i] - sb.v[i]);
+            if (fabs(sa.w[i] - sb.w[i]) > m) m = fabs(sa.w[i] - sb.w[i]);
+        }
+    }
+    return m;
+}
+
+static double jac_diff(const cq_world *a, const cq_world *b)
+{
+    double ja[13 * 6], jb[13 * 6], m = 0, s = 1e-30;
+    if (cq_world_body_jacobian(a, 0, ja) != CQ_SUCCESS || cq_world_body_jacobian(b, 0, jb) != CQ_SUCCESS) return 1e30;
+    for (int i = 0; i < 13 * 6; ++i) { if (fabs(ja[i] - jb[i]) > m) m = fabs(ja[i] - jb[i]); if (fabs(ja[i]) > s) s = fabs(ja[i]); }
+    return m / s;
+}
+
+static void parity(int dim, cq_precision prec)
+{
+    const double tol = prec == CQ_PRECISION_F64 ? 1e-9 : 1e-4;
+    cq_world *c = make(dim, prec, CQ_BACKEND_CPU), *g = make(dim, prec, CQ_BACKEND_CUDA);
+    double df = 0, db = 0, dj = 0;
+    int it_c = 0, it_g = 0;
+    CHECK(c && g, "create");
+    if (!c || !g) { cq_world_destroy(c); cq_world_destroy(g); return; }
+    CHECK(strstr(g_log, "backend: CUDA") != NULL, "the CUDA world's log: %s", g_log);
+    {   /* the mock counts launches: the CUDA world must launch kernels (not fall back silently) */
+        counter_fn f = mock_sym("cq_mock_launches");
+        if (f) {
+            launches_fn lf;
+            long before;
+            memcpy(&lf, &f, sizeof lf);
+            before = lf();
+            CHECK_OK(cq_world_step(c, 1));
+            CHECK_OK(cq_world_step(g, 1));
+            CHECK(lf() > before + 10, "the CUDA world's step launched %ld kernels", lf() - before);
+            CHECK_OK(cq_world_reset(c));
+            CHECK_OK(cq_world_reset(g));
+        }
+    }
+    for (int n = 0; n < STEPS; ++n) {
+        cq_world_stats sc, sg;
+        CHECK_OK(cq_world_step(c, 1));
+        CHECK_OK(cq_world_step(g, 1));
+        cq_world_stats_get(c, &sc); cq_world_stats_get(g, &sg);
+        it_c += sc.density_iterations + sc.divergence_iterations; it_g += sg.density_iterations + sg.divergence_iterations;
+    }
+    df = fluid_diff(c, g, dim, 0.4); db = body_diff(c, g); dj = jac_diff(c, g);
+    printf("    %dD %s, %d fluid particles, %d steps: fluid x %.2g, bodies %.2g, Jacobian %.2g (relative); solver iterations CPU %d, CUDA %d\n",
+           dim, prec == CQ_PRECISION_F64 ? "f64" : "f32", cq_world_fluid_count(c), STEPS, df, db, dj, it_c, it_g);
+    CHECK(df < tol && db < tol * 10 && dj < tol * 10, "CPU and CUDA differ: fluid %g, bodies %g, Jacobian %g (tolerance %g)", df, db, dj, tol);
+    CHECK(abs(it_c - it_g) <= STEPS / 10, "solver iterations differ: %d vs %d", it_c, it_g);
+    cq_world_destroy(c); cq_world_destroy(g);
+}
+
+TEST(parity_2d_f32) { parity(2, CQ_PRECISION_F32); }
+TEST(parity_2d_f64) { parity(2, CQ_PRECISION_F64); }
+TEST(parity_3d_f32) { parity(3, CQ_PRECISION_F32); }
+TEST(parity_3d_f64) { parity(3, CQ_PRECISION_F64); }
+
+/* the same world stepped again after a reset gives bitwise the same states */
+TEST(reset_repeats_bitwise)
+{
+    cq_world *g = make(2, CQ_PRECISION_F32, CQ_BACKEND_CUDA);
+    cq_body_state a[2], b[2];
+    const int n = g ? cq_world_fluid_count(g) : 0;
+    double *xa = (double *)malloc(sizeof(double) * (size_t)(2 * n + 1)), *xb = (double *)malloc(sizeof(double) * (size_t)(2 * n + 1));
+    CHECK(g != NULL, "create");
+    if (g) {
+        CHECK_OK(cq_world_step(g, 25));
+        cq_world_get_body(g, 0, &a[0]); cq_world_get_body(g, 1, &a[1]); cq_world_get_fluid(g, CQ_FIELD_X, xa);
+        CHECK_OK(cq_world_reset(g));
+        CHECK_OK(cq_world_step(g, 25));
+        cq_world_get_body(g, 0, &b[0]); cq_world_get_body(g, 1, &b[1]); cq_world_get_fluid(g, CQ_FIELD_X, xb);
+        CHECK(!memcmp(a, b, sizeof a), "the bodies differ after a reset and the same steps");
+        CHECK(!memcmp(xa, xb, sizeof(double) * (size_t)(2 * n)), "the fluid differs after a reset and the same steps");
+    }
+    free(xa); free(xb);
+    cq_world_destroy(g);
+}
+
+/* a fluid particle thrown at 3e38 m/s (finite in float): the step's velocities overflow on the
+   device, the step fails naming the particle as the CPU's does, and the world is unchanged */
+static cq_result overflow(cq_backend be, char *msg, size_t cap, int *steps, double *x_after, double *x_before)
+{
+    cq_world_desc d;
+    cq_world *w = NULL;
+    double x[2 * 200], v[2 * 200];
+    cq_result r;
+    memset(&d, 0, sizeof d);
+    d.dim = 2; d.particle_radius = 0.01; d.dt = 1e-3; d.gravity[1] = -9.81; d.domain_hi[0] = d.domain_hi[1] = 0.4;
+    d.precision = CQ_PRECISION_F32; d.backend = be; d.logger.func = cq_log_silent;
+    if (cq_world_create(&d, &w) != CQ_SUCCESS) return CQ_ERROR_BACKEND_UNAVAILABLE;
+    for (int i = 0; i < 200; ++i) { x[2 * i] = 0.01 + 0.02 * (i % 20); x[2 * i + 1] = 0.01 + 0.02 * (i / 20); v[2 * i] = v[2 * i + 1] = 0; }
+    v[2 * 77] = 3e38;
+    cq_world_add_fluid(w, 200, x, v);
+    cq_world_get_fluid(w, CQ_FIELD_X, x_before);
+    r = cq_world_step(w, 3);
+    snprintf(msg, cap, "%s", cq_world_last_error(w));
+    *steps = cq_world_step_count(w);
+    cq_world_get_fluid(w, CQ_FIELD_X, x_after);
+    cq_world_destroy(w);
+    return r;
+}
+
+TEST(failing_step_keeps_the_state)
+{
+    char mc[512], mg[512];
+    int sc = -1, sg = -1;
+    static double xc[400], xg[400], x0c[400], x0g[400];
+    const cq_result rc = overflow(CQ_BACKEND_CPU, mc, sizeof mc, &sc, xc, x0c), rg = overflow(CQ_BACKEND_CUDA, mg, sizeof mg, &sg, xg, x0g);
+    printf("    CPU: %s\n    CUDA: %s\n", mc, mg);
+    CHECK(rc == CQ_ERROR_NON_FINITE && rg == CQ_ERROR_NON_FINITE, "results %s, %s", cq_result_string(rc), cq_result_string(rg));
+    CHECK(!strcmp(mc, mg), "the messages differ");
+    CHECK(sc == 0 && sg == 0, "step counts %d, %d after the failure", sc, sg);
+    CHECK(!memcmp(xg, x0g, sizeof xg) && !memcmp(xc, x0c, sizeof xc), "the failed step changed the fluid");
+}
+
+static counter_fn mock_sym(const char *name)
+{
+    const char *path = getenv("CQ_CUDA_LIBRARY");
+    void *h = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL, *f = h ? dlsym(h, name) : NULL;
+    counter_fn fn = NULL;
+    if (f) memcpy(&fn, &f, sizeof fn);
+    return fn;
+}
+
+TEST(no_device_memory_leaks_or_violations)
+{
+    counter_fn live = mock_sym("cq_mock_live_allocations"), viol = mock_sym("cq_mock_violations");
+    counter_fn mods = mock_sym("cq_mock_live_modules"), refs = mock_sym("cq_mock_ctx_refs");
+    if (!live) { printf("    (not the mock driver: no allocation counters)\n"); return; }
+    CHECK(live() == 0, "%d device allocations still live after every world was destroyed", live());
+    CHECK(viol() == 0, "%d out-of-bounds or unknown-pointer device accesses", viol());
+    CHECK(!mods || mods() == 0, "%d modules still loaded", mods());
+    CHECK(!refs || refs() == 0, "the primary context is still retained %d times", refs());
+}
+
+/* CQ_MOCK_FAIL=mode armed after the create: every step must fail cleanly or succeed */
+static int fault(const char *mode)
+{
+    cq_world *w;
+    int ok = 1;
+#define EXPECT(cond, ...) do { if (!(cond)) { ok = 0; printf("    FAIL: "); printf(__VA_ARGS__); printf("\n"); } } while (0)
+    if (!strcmp(mode, "init") || !strcmp(mode, "ptx")) {
+        setenv("CQ_MOCK_FAIL", mode, 1);
+        w = make(2, CQ_PRECISION_F32, CQ_BACKEND_CUDA);
+        EXPECT(w == NULL, "a CUDA world was created with fault %s", mode);
+        EXPECT(strstr(cq_world_last_error(NULL), "cq_world_desc.backend = CUDA") != NULL, "reason: %s", cq_world_last_error(NULL));
+        printf("    %s\n", cq_world_last_error(NULL));
+        w = make(2, CQ_PRECISION_F32, CQ_BACKEND_DEFAULT);
+        EXPECT(w != NULL && cq_world_step(w, 2) == CQ_SUCCESS, "DEFAULT (the CPU) failed");
+        cq_world_destroy(w);
+    } else if (!strncmp(mode, "oom_after=", 10) || !strncmp(mode, "launch_after=", 13)) {
+        cq_body_state s0, s1;
+        int steps0, failures = 0;
+        setenv("CQ_MOCK_FAIL", "", 1);
+        w = make(2, CQ_PRECISION_F32, CQ_BACKEND_CUDA);
+        if (!w) { printf("    create failed without a fault\n"); return 1; }
+        setenv("CQ_MOCK_FAIL", mode, 1);
+        for (int n = 0; n < 40; ++n) {
+            cq_result r;
+            cq_world_get_body(w, 0, &s0);
+            steps0 = cq_world_step_count(w);
+            r = cq_world_step(w, 1);
+            if (r != CQ_SUCCESS) {
+                ++failures;
+                cq_world_get_body(w, 0, &s1);
+                EXPECT(r == CQ_ERROR_OUT_OF_MEMORY || r == CQ_ERROR_DEVICE, "step %d: %s", n, cq_result_string(r));
+                EXPECT(cq_world_step_count(w) == steps0 && !memcmp(&s0, &s1, sizeof s0), "the failed step changed the world");
+                printf("    step %d: %s: %s\n", n, cq_result_string(r), cq_world_last_error(w));
+                break;
+            }
+        }
+        EXPECT(failures == 1, "the fault never surfaced");
+        if (!strncmp(mode, "launch_after=", 13)) {
+            cq_result r = cq_world_step(w, 1);
+            EXPECT(r == CQ_ERROR_DEVICE, "a step after a device fault: %s", cq_result_string(r));
+        }
+        cq_world_destroy(w);
+    } else {
+        printf("unknown fault mode %s\n", mode);
+        return 1;
+    }
+    setenv("CQ_MOCK_FAIL", "", 1);
+    {
+        counter_fn live = mock_sym("cq_mock_live_allocations"), viol = mock_sym("cq_mock_violations");
+        if (live) EXPECT(live() == 0, "%d device allocations leaked", live());
+        if (viol) EXPECT(viol() == 0, "%d out-of-bounds device accesses", viol());
+    }
+    printf("%d passed, %d failed\n", ok, !ok);
+    return !ok;
+}
+
+int main(int argc, char **argv)
+{
+    static const cqt_case cases[] = { CASE(parity_2d_f32), CASE(parity_2d_f64), CASE(parity_3d_f32), CASE(parity_3d_f64),
+        CASE(reset_repeats_bitwise), CASE(failing_step_keeps_the_state), CASE(no_device_memory_leaks_or_violations) };
+    cq_world_desc d;
+    cq_world *w = NULL;
+    if (argc > 1 && !strncmp(argv[1], "fault:", 6)) return fault(argv[1] + 6);
+    memset(&d, 0, sizeof d);
+    d.dim = 2; d.particle_radius = 0.01; d.dt = 1e-3; d.domain_hi[0] = d.domain_hi[1] = 0.2; d.backend = CQ_BACKEND_CUDA;
+    d.logger.func = cq_log_silent;
+    if (cq_world_create(&d, &w) != CQ_SUCCESS) {
+        printf("SKIP: no usable CUDA driver/device (%s)\n0 passed, 0 failed\n", cq_world_last_error(NULL));
+        return 0;
+    }
+    cq_world_destroy(w);
+    return cqt_run(cases, (int)(sizeof cases / sizeof cases[0]), argc, argv);
+}

@@ -4,8 +4,9 @@
    target after 0.35 s, through its splash into the water.
 
    Build and run from the repository root:
-       cc -O2 examples/12_fluid_rigid.c -o build/fluid_rigid -lm && ./build/fluid_rigid [out-dir] [quick]
-   Writes OUT/fluid_rigid_float.png (the box afloat) and OUT/fluid_rigid_throw.png (the last
+       cc -O2 examples/12_fluid_rigid.c -o build/fluid_rigid -lm && ./build/fluid_rigid [out-dir] [quick] [gpu]
+   "gpu": the fluid on the CUDA backend (cq_world_desc.backend = CUDA; exits nonzero if there is
+   none; glibc before 2.34 wants -ldl).  Writes OUT/fluid_rigid_float.png (the box afloat) and OUT/fluid_rigid_throw.png (the last
    throw's final frame).  OUT defaults to "out".  "quick" runs 3 gradient steps and exits
    nonzero unless the loss dropped.  2D, float32, about 800 fluid particles: seconds on one core. */
 #define _POSIX_C_SOURCE 200112L
@@ -22,6 +23,15 @@
 #define DT 0.001
 #define THROW_STEPS 350
 #define TARGET_X 0.75         /* where the ball should be after THROW_STEPS */
+static cq_backend g_backend = CQ_BACKEND_CPU;
+
+static int parse_gpu(int argc, char **argv, int *i, void *user)
+{
+    (void)argc; (void)user;
+    if (strcmp(argv[*i], "gpu") != 0) return 0;
+    g_backend = CQ_BACKEND_CUDA;
+    return 1;
+}
 
 static cq_world *tank(void)
 {
@@ -32,6 +42,7 @@ static cq_world *tank(void)
     memset(&d, 0, sizeof d);
     d.dim = 2; d.particle_radius = R; d.dt = DT; d.gravity[1] = -9.81;
     d.domain_hi[0] = W; d.domain_hi[1] = H;
+    d.backend = g_backend;
     d.logger.func = cqx_log_warnings;
     if (cq_world_create(&d, &w) != CQ_SUCCESS) { fprintf(stderr, "%s\n", cq_world_last_error(NULL)); return NULL; }
     for (double py = R; py < DEPTH; py += 2 * R)
@@ -96,7 +107,8 @@ int main(int argc, char **argv)
     char path[512];
     int iters;
     double vx = 1.0, first = 0, last = 0;
-    if (cqx_parse_args(argc, argv, 0, NULL, NULL, &a) != 0) return 1;
+    if (cqx_parse_args(argc, argv, 0, parse_gpu, NULL, &a) != 0) return 1;
+    if (g_backend == CQ_BACKEND_CUDA) printf("the fluid on the CUDA backend\n");
     iters = a.quick ? 3 : 8;
     {   /* 1. a box of 500 kg/m^3, 0.12 x 0.06 m, dropped into the tank: it floats half submerged */
         cq_world *w = tank();

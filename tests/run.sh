@@ -174,6 +174,10 @@ else
     skip test_cuda_gpu "$(grep '^SKIP' $L/gpu_probe.log | head -n 1 | cut -c7-)"
 fi
 
+# example 12 (a tank, a floating box, a thrown ball's gradient) with the world on the mock GPU
+item example_12_on_mock_cuda sh -c "$CC -std=c99 -O2 $WARN examples/12_fluid_rigid.c -o $B/fluid_rigid_gpu -lm -ldl && \
+    CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_NO_PROTECT=1 ./$B/fluid_rigid_gpu $B/ex_out quick gpu"
+
 # ---- a header generated with a user material file (examples/materials/stvk.py)
 item custom_material sh -c "$PYTHON -m generator --material examples/materials/stvk.py -o $B/cq_stvk.h && \
     $CC -std=c99 -O2 $WARN -I$B tests/test_custom_material.c -o $B/test_custom_material -lm && ./$B/test_custom_material"

@@ -66,6 +66,7 @@ static int one_run(int calls, int verbose)
     d.allocator.alloc = fz_alloc; d.allocator.free = fz_free;
     d.logger.func = cq_log_silent;
     d.max_iterations = 20;
+    if (getenv("CQ_FUZZ_WORLD_CUDA")) d.backend = CQ_BACKEND_CUDA;   /* the world on the (mock) GPU */
     fail_rate = 0;
     if (cq_world_create(&d, &w) != CQ_SUCCESS) { printf("    create failed: %s\n", cq_world_last_error(NULL)); return 1; }
     for (int c = 0; c < calls && !bad; ++c) {

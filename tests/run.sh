@@ -63,6 +63,7 @@ lane_slow() {
     item fuzz_api_asan_ubsan sh -c "$CC -std=c99 -O1 -g1 $WARN $SAN $NW tests/fuzz_api.c -o $B/fuzz_api_san -lm && ./$B/fuzz_api_san 200 400 1"
     # the world's call-sequence fuzzer (tests/fuzz_world.c: random calls, hostile values, failing allocator)
     item fuzz_world_asan_ubsan sh -c "$CC -std=c99 -O1 -g1 $WARN $SAN tests/fuzz_world.c -o $B/fuzz_world_san -lm && ./$B/fuzz_world_san 25 150 1 2>/dev/null"
+    item fuzz_world_on_mock_cuda sh -c "CQ_FUZZ_WORLD_CUDA=1 CQ_CUDA_LIBRARY=$PWD/$B/mock/libcuda.so.1 ./$B/fuzz_world_san 12 150 3 2>/dev/null"
     item fuzz_api_on_mock_cuda sh -c "CQ_CUDA_LIBRARY=$PWD/$B/mock/libcuda.so.1 ./$B/fuzz_api_san 20 300 1001"
     item test_table3 sh -c "$CC -std=c99 -O2 $WARN $NW tests/test_table3.c -o $B/test_table3 -lm && ./$B/test_table3"
     # the CUDA host code under the sanitizers, on the mock driver

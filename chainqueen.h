@@ -159,9 +159,15 @@
      descent still works there with larger rates.  Per-step controls (cq_world_set_control),
      cq_world_control_grad (reverse sweep over the recorded step Jacobians) and
      cq_world_control_grad_feedback (the same through a feedback policy's Jacobians) are this
-     library's addition.  Runs on the CPU (OpenMP or the host's threads;
-     bitwise the same for any thread count); CQ_BACKEND_CUDA is refused for worlds in this
-     version.  Failure: a refused call leaves the world unchanged; a step that produces a
+     library's addition.  Runs on the CPU (OpenMP or the host's threads; bitwise the same for
+     any thread count), or with cq_world_desc.backend = CQ_BACKEND_CUDA (.device) the fluid's
+     passes run as CUDA kernels (the same functions; DEFAULT stays on the CPU): the counting
+     sort, the bodies, contact, joints and all derivatives stay on the host, so each step moves
+     the fluid's positions and velocities up and down once and reads one number per solver
+     iteration (the error's chunk sums: the same order on both backends, so a world's solver
+     stops at the same iteration on either).  A driver failure returns CQ_ERROR_DEVICE with the
+     world at its last completed step; it is sticky (only cq_world_destroy is useful after it).
+     Failure: a refused call leaves the world unchanged; a step that produces a
      non-finite value (fluid particle, body state or derivative) returns CQ_ERROR_NON_FINITE
      naming the step and the particle or body, with the world at the last completed step.
 
@@ -180,6 +186,8 @@
                                                   >>cpu_check_adjoint >>cpu_act_grad >>cpu_cables_
      host: CUDA backend ..... cuda_backend.j2     >>cuda_substep_ >>cuda_substep_adj_ >>cuda_act_grad
                                                   >>cuda_check_adjoint_ (launches: cq__cu_launch)
+                                                  >>cuda_device_open (a device for a sim or a world;
+                                                  context and memory calls: cuda_loader.j2 >>cuda_device)
      backend selection ...... backend_select.j2   >>backend_select
      host: API .............. api_create.j2       >>create >>validation
                               api_particles.j2    >>particles
@@ -189,9 +197,13 @@
                                                   >>sph_source (divergence / density solver source)
                                                   >>sph_pressure >>sph_boundary_force (coupling and its
                                                   localized derivative) >>sph_viscosity >>sph_advect
-                                                  >>sph_volume
-                              world.j2            >>counting_sort >>dual >>world >>world_fluid
-                                                  (the DFSPH solver loop: cq__world_solve_)
+                                                  >>sph_volume >>sph_error_sum
+                              world.j2            >>counting_sort >>dual >>world >>world_cuda
+                                                  (device arrays, launches) >>world_fluid
+                                                  >>world_pass (CPU loop or CUDA launch)
+                                                  >>world_fluid_step (the DFSPH solver loop:
+                                                  cq__world_solve_)
+                              kernels.cu.j2       >>sph_kernels (the fluid's CUDA kernels)
                               world_bodies.j2     >>bodies >>contact >>body_step >>joint
                               world_api.j2        >>world_api (validation, step, reset, gradients)
      embedded PTX ........... ptx.j2              at the end, after all readable code
@@ -421,7 +433,8 @@ typedef struct cq_world_desc {
     double dt;                      /* fixed step */
     double gravity[3];
     double domain_lo[3], domain_hi[3];   /* closed box of static boundary particles */
-    cq_precision precision; cq_backend backend;
+    cq_precision precision;
+    cq_backend backend;             /* DEFAULT and CPU: the CPU; CUDA: the fluid on the GPU (.device) */
     cq_allocator allocator; cq_logger logger;
     /* solver tolerances and iteration caps: zero = the defaults given */
     double max_density_error;       /* average relative density error of the density solver; 0 = 0.001 (0.1%) */

@@ -7,8 +7,11 @@
    The first step (allocation, boundary volumes) is not timed.  Prints one line per scene:
      chainqueen dam3d particles=N steps=S seconds=T particle_steps_per_s=X
          avg_pressure_iters=Y avg_divergence_iters=Z precision=f32 threads=K
-   Usage: bench/fluid [--dim 2|3] [--particles N] [--steps S] [--f64] [quick]
-   Build: make bench-fluid (with -fopenmp: OMP_NUM_THREADS picks the threads). */
+   Usage: bench/fluid [--dim 2|3] [--particles N] [--steps S] [--f64] [--gpu] [quick]
+   --gpu: the world on the CUDA backend (the fluid's passes on the device; sort and bodies on
+   the host); the line then says backend=cuda.  bench/gpu.sh runs it at ~100k and ~1M.
+   Build: make bench-fluid (with -fopenmp: OMP_NUM_THREADS picks the threads; -ldl for --gpu on
+   glibc before 2.34). */
 #define _POSIX_C_SOURCE 200112L
 #define CHAINQUEEN_IMPLEMENTATION
 #include "../chainqueen.h"
@@ -27,6 +30,8 @@ static double now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+static int g_gpu;
+
 static int run(int dim, long target, int steps, int f64)
 {
     const double a = 1.0;
@@ -43,6 +48,7 @@ static int run(int dim, long target, int steps, int f64)
     memset(&d, 0, sizeof d);
     d.dim = dim; d.particle_radius = r; d.dt = dt; d.gravity[1] = -9.81; d.viscosity = -1;
     d.precision = f64 ? CQ_PRECISION_F64 : CQ_PRECISION_F32;
+    d.backend = g_gpu ? CQ_BACKEND_CUDA : CQ_BACKEND_CPU;
     d.domain_hi[0] = 4 * a; d.domain_hi[1] = 3 * a; d.domain_hi[2] = a;
     if (cq_world_create(&d, &w) != CQ_SUCCESS) { fprintf(stderr, "%s\n", cq_world_last_error(NULL)); return 1; }
     x = (double *)malloc(sizeof(double) * (size_t)(count * dim));
@@ -70,9 +76,9 @@ static int run(int dim, long target, int steps, int f64)
 #endif
     cq_world_stats_get(w, &st);
     printf("chainqueen dam%dd particles=%ld steps=%d seconds=%.3f particle_steps_per_s=%.4g avg_pressure_iters=%.2f "
-           "avg_divergence_iters=%.2f precision=%s threads=%d dt=%g radius=%g boundary=%d\n",
+           "avg_divergence_iters=%.2f precision=%s threads=%d dt=%g radius=%g boundary=%d backend=%s\n",
            dim, count, steps, secs, (double)count * steps / secs, it_p / steps, it_v / steps, f64 ? "f64" : "f32", threads, dt, r,
-           st.boundary_particles);
+           st.boundary_particles, g_gpu ? "cuda" : "cpu");
     free(x);
     cq_world_destroy(w);
     return 0;
@@ -87,8 +93,9 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--particles") && i + 1 < argc) particles = atol(argv[++i]);
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--f64")) f64 = 1;
+        else if (!strcmp(argv[i], "--gpu")) g_gpu = 1;
         else if (!strcmp(argv[i], "quick")) quick = 1;
-        else { fprintf(stderr, "usage: %s [--dim 2|3] [--particles N] [--steps S] [--f64] [quick]\n", argv[0]); return 2; }
+        else { fprintf(stderr, "usage: %s [--dim 2|3] [--particles N] [--steps S] [--f64] [--gpu] [quick]\n", argv[0]); return 2; }
     }
     if (quick) { particles = 2000; steps = 3; }
     if (dim == 0) return run(2, particles, steps, f64) || run(3, particles, steps, f64);

@@ -1,7 +1,8 @@
 #!/bin/sh
 # GPU benchmark: `sh bench/gpu.sh` on a machine with an NVIDIA GPU (from the repository root).
 # Prints the device, date and commit, then bench.c's table for the CUDA backend: 2D 6.4k,
-# 3D 8k, 64k, 512k and 4.1M particles, f32 and f64, forward and backward.  PROFILE=1 also runs
+# 3D 8k, 64k, 512k and 4.1M particles, f32 and f64, forward and backward; then the fluid
+# dam breaks (bench/fluid.c --gpu, 2D and 3D, ~100k and ~1M particles).  PROFILE=1 also runs
 # Nsight Compute (ncu) once on the slowest kernel of the 512k scene.
 CC=${CC:-cc}
 mkdir -p build
@@ -9,6 +10,9 @@ $CC -std=c99 -O3 -Wall -Wextra -Werror -pedantic bench/bench.c -o build/bench_gp
 echo "date: $(date -u +%Y-%m-%d), commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 echo "device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo 'nvidia-smi not found')"
 ./build/bench_gpu gpu || exit 1
+# the fluid-rigid world's dam breaks with the fluid on the GPU (bench/fluid.c --gpu), ~100k and ~1M
+$CC -std=c99 -O3 -Wall -Wextra -Werror -pedantic bench/fluid.c -o build/bench_fluid_gpu -lm -ldl || exit 1
+for p in 100000 1000000; do ./build/bench_fluid_gpu --gpu --particles $p --steps 20 || exit 1; done
 if [ "${PROFILE:-0}" = 1 ] && command -v ncu >/dev/null 2>&1; then
     ncu --kernel-name regex:'p2g_fwd_3d|g2p_fwd_3d|p2g_adj_3d' --launch-skip 20 --launch-count 3 \
         --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy ./build/bench_gpu gpu quick

@@ -885,8 +885,10 @@ static int check_kernel_pointer(const mock_func *f, int i, size_t off, int certa
         return 0;
     }
     /* a struct word whose high half is a small number is more likely two int fields (e.g.
-       res[0], res[1] = 32, 32 -> 0x2000000020, which lands in ASan's shadow) than a pointer */
-    if (!certain && (v >> 32) < 0x100) return 1;
+       res[0], res[1] = 32, 32 -> 0x2000000020, or nc[2], nf = 1, 480 -> 0x1e000000001) than a
+       pointer: below 2^44 + 2^31 lies only ASan's shadow memory (x86-64: [0x7fff8000,
+       0x10007fff8000)), which no program hands a kernel, and unmapped space without ASan */
+    if (!certain && v < 0x10007fff8000ull) return 1;
     /* a mapped host page? (mincore fails with ENOMEM on unmapped ranges) */
     if (mincore((void *)((size_t)v & ~(page - 1)), 1, &vec) == 0) {
         violation("cuLaunchKernel(%s): %s holds 0x%llx, a HOST address: kernels may only touch device "

@@ -10,7 +10,7 @@ BUILD    = build
 OUT      = out
 NVCCFLAGS = -arch=compute_75 -Werror all-warnings -diag-suppress 177
 
-.PHONY: all demo test bench bench-fluid regen ptx pydeps clean
+.PHONY: all demo test bench bench-fluid bench-peers regen ptx pydeps clean
 all: demo
 
 $(BUILD):
@@ -50,6 +50,11 @@ test: pydeps | $(BUILD)
 bench: | $(BUILD)
 	$(CC) -std=c99 -O3 -march=native -fopenmp $(WARN) bench/bench.c -o $(BUILD)/bench -lm
 	./$(BUILD)/bench
+
+# The same scenes in Taichi (bench/peer_taichi.py, in a venv at build/venv-peers: pip, PyPI), side by
+# side with `bench`, CPU (and CUDA where nvidia-smi works); `sh bench/peers.sh quick` is shorter.
+bench-peers: | $(BUILD)
+	CC="$(CC)" PYTHON="$(PYTHON)" sh bench/peers.sh
 
 # The fluid-rigid world's dam breaks (2D and 3D, ~100k particles; see bench/fluid.c) on the CPU.
 # The peer: python3 bench/peer_splishsplash.py (SPlisHSPlasH, same scene; pip install pysplishsplash).

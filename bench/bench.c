@@ -7,6 +7,8 @@
        cc -O3 -march=native -fopenmp bench/bench.c -o build/bench -lm && ./build/bench
    `./build/bench quick` is a smoke test: ~0.2 s per scene, checkpoint_every = 4, only the 2D
    scenes, the 3D 20^3 fixed-corotated f32 and NeoHookean f64 ones.
+   `./build/bench [quick] com=N` times nothing: it prints each scene's centre-of-mass height after
+   0, N/4, ..., N substeps (bench/peers.sh compares it with Taichi's, bench/peer_taichi.py).
 
    substeps = 1, so one cq_sim_step is one MLS-MPM substep (P2G, grid update, G2P); a
    "particle-step" is one particle advanced by one substep.  Per scene:
@@ -130,27 +132,16 @@ static cq_sim *make_sim(const scene *sc, int ckpt, const double *x, int n)
     return sim;
 }
 
-/* Runs one scene: the untaped forward for at least target_s, then a taped forward of about
-   bwd_fwd_s and the backward over it.  Returns 0 and fills *r, or nonzero after printing the
-   error. */
-static int run_scene(const scene *sc, double target_s, double bwd_fwd_s, int ckpt, result *r)
+/* The scene's particles, 2 per cell per axis (spacing h = dx/2): the cube is centred in x (and
+   z), its bottom one cell above the 3-cell floor wall; it lands within the first few hundred
+   substeps (the cost of a substep hardly depends on whether it has). */
+static void fill_cube(const scene *sc, double *x)
 {
     const double h = 0.5 / sc->res;
-    const int n = sc->dim == 2 ? sc->side * sc->side : sc->side * sc->side * sc->side;
-    cq_sim *sim = NULL;
-    double *x = NULL, *seed = NULL, lo[3], t0, el, wall = 0, cpu = 0;
-    clock_t c0;
-    int p = 0, steps = 0, rc = 1;
-
-    memset(r, 0, sizeof *r);
-    /* The cube is centred in x (and z), its bottom one cell above the 3-cell floor wall; it
-       lands within the first few hundred substeps (the cost of a substep hardly depends on
-       whether it has). */
+    double lo[3];
+    int p = 0;
     for (int a = 0; a < 3; ++a) lo[a] = 0.5 - sc->side * h / 2;
     lo[1] = 8 * h;
-    x = (double *)malloc(sizeof(double) * (size_t)n * sc->dim);
-    seed = (double *)malloc(sizeof(double) * (size_t)n * sc->dim);
-    if (!x || !seed) { fprintf(stderr, "out of memory\n"); goto done; }
     for (int i = 0; i < sc->side; ++i)
         for (int j = 0; j < sc->side; ++j)
             for (int k = 0; k < (sc->dim == 3 ? sc->side : 1); ++k) {
@@ -159,6 +150,58 @@ static int run_scene(const scene *sc, double target_s, double bwd_fwd_s, int ckp
                 if (sc->dim == 3) x[p * sc->dim + 2] = lo[2] + (k + 0.5) * h;
                 p++;
             }
+}
+
+/* `com=N` (a check for bench/peers.sh, not a timing): steps the untaped sim N substeps and prints
+   the mean particle height (the centre of mass: equal masses) after 0, N/4, N/2, 3N/4 and N. */
+static int com_scene(const scene *sc, const char *grid, int N)
+{
+    const int n = sc->dim == 2 ? sc->side * sc->side : sc->side * sc->side * sc->side;
+    double *x = (double *)malloc(sizeof(double) * (size_t)n * sc->dim);
+    cq_sim *sim = NULL;
+    int rc = 1;
+    if (!x) { fprintf(stderr, "out of memory\n"); return 1; }
+    fill_cube(sc, x);
+    if (!(sim = make_sim(sc, 0, x, n))) goto done;
+    printf("com | %s | %s | %d | %s | %s | %d |", sc->name,
+           sc->material == CQ_MATERIAL_NEOHOOKEAN ? "NeoHookean" : "fixed corotated", n, grid,
+           sc->precision == CQ_PRECISION_F64 ? "f64" : "f32", N);
+    for (int q = 0; q <= 4; ++q) {
+        double y = 0;
+        if (q > 0 && cq_sim_step(sim, q * N / 4 - (q - 1) * N / 4) != CQ_SUCCESS) {
+            fprintf(stderr, "%s: %s\n", sc->name, cq_sim_last_error(sim));
+            printf("\n");
+            goto done;
+        }
+        if (cq_sim_get(sim, CQ_FIELD_X, x) != CQ_SUCCESS) goto done;
+        for (int p = 0; p < n; ++p) y += x[p * sc->dim + 1];
+        printf(" %.7f |", y / n);
+    }
+    printf("\n");
+    fflush(stdout);
+    rc = 0;
+done:
+    cq_sim_destroy(sim);
+    free(x);
+    return rc;
+}
+
+/* Runs one scene: the untaped forward for at least target_s, then a taped forward of about
+   bwd_fwd_s and the backward over it.  Returns 0 and fills *r, or nonzero after printing the
+   error. */
+static int run_scene(const scene *sc, double target_s, double bwd_fwd_s, int ckpt, result *r)
+{
+    const int n = sc->dim == 2 ? sc->side * sc->side : sc->side * sc->side * sc->side;
+    cq_sim *sim = NULL;
+    double *x = NULL, *seed = NULL, t0, el, wall = 0, cpu = 0;
+    clock_t c0;
+    int steps = 0, rc = 1;
+
+    memset(r, 0, sizeof *r);
+    x = (double *)malloc(sizeof(double) * (size_t)n * sc->dim);
+    seed = (double *)malloc(sizeof(double) * (size_t)n * sc->dim);
+    if (!x || !seed) { fprintf(stderr, "out of memory\n"); goto done; }
+    fill_cube(sc, x);
     for (long i = 0; i < (long)n * sc->dim; ++i) seed[i] = 1.0 / n;
 
     /* forward, no tape */
@@ -214,13 +257,14 @@ done:
 int main(int argc, char **argv)
 {
     double target = 1.0, bwd_fwd = 0.6;
-    int threads = 1, failures = 0, busy = 0, quick = 0, ckpt = CKPT_EVERY;
+    int threads = 1, failures = 0, busy = 0, quick = 0, ckpt = CKPT_EVERY, com = 0;
     const char *mode = "serial";
     char devname[300] = "";
     for (int a = 1; a < argc; ++a) {
         if (strcmp(argv[a], "quick") == 0) { target = 0.05; bwd_fwd = 0.02; quick = 1; ckpt = 4; }
         else if (strcmp(argv[a], "gpu") == 0) g_backend = CQ_BACKEND_CUDA;
-        else { fprintf(stderr, "usage: %s [quick] [gpu]\n", argv[0]); return 2; }
+        else if (strncmp(argv[a], "com=", 4) == 0 && (com = atoi(argv[a] + 4)) >= 4) {}
+        else { fprintf(stderr, "usage: %s [quick] [gpu] [com=N (N >= 4)]\n", argv[0]); return 2; }
     }
 #ifdef _OPENMP
     threads = omp_get_max_threads();
@@ -235,6 +279,16 @@ int main(int argc, char **argv)
         if (cq_sim_create(&d, &sim) != CQ_SUCCESS) { fprintf(stderr, "%s\n", cq_sim_last_error(NULL)); return 1; }
         cq_sim_destroy(sim);
         mode = devname;
+    }
+    if (com) {   /* the centre-of-mass check of bench/peers.sh instead of the timings */
+        for (size_t i = 0; i < sizeof scenes / sizeof scenes[0]; ++i) {
+            const scene *sc = &scenes[i];
+            char grid[32];
+            if ((quick && !sc->quick) || (sc->gpu_only && g_backend != CQ_BACKEND_CUDA)) continue;
+            sprintf(grid, "%d^%d", sc->res, sc->dim);
+            failures += com_scene(sc, grid, com) != 0;
+        }
+        return failures ? 1 : 0;
     }
     printf("chainqueen.h %d.%d.%d %s benchmark: %s, %d host thread%s, substeps = 1; forward >= %.2f s per "
            "scene, then a taped forward of ~%.2f s (checkpoint_every = %d) and its backward\n",

@@ -10740,42 +10740,38 @@ static int cq__world_cuda_alloc(cq_world *w)
     return 1;
 }
 
-/* device neighbour lists for this step's counts; grow by half */
-static int cq__world_dlists(cq_world *w)
-{
-    const size_t nf = (size_t)w->foff[w->nf], nb = (size_t)w->boff[w->nf];
-    if (nf > w->cu.fnb_cap || !w->cu.fnb) {
-        int *p = (int *)cq__dev_alloc(&w->cu.d, (nf + nf / 2 + 1) * sizeof(int));
-        if (!p) return 0;
-        cq__dev_free(&w->cu.d, w->cu.fnb); w->cu.fnb = p; w->cu.fnb_cap = nf + nf / 2 + 1;
-    }
-    if (nb > w->cu.bnb_cap || !w->cu.bnb) {
-        int *p = (int *)cq__dev_alloc(&w->cu.d, (nb + nb / 2 + 1) * sizeof(int));
-        if (!p) return 0;
-        cq__dev_free(&w->cu.d, w->cu.bnb); w->cu.bnb = p; w->cu.bnb_cap = nb + nb / 2 + 1;
-    }
-    return 1;
-}
 #endif
 
-/* the neighbour lists' storage for this step's counts (foff[nf], boff[nf]); grows by half */
+/* makes the int list *p (capacity *cap) hold n, growing by half; device memory if dev */
+static int cq__world_grow(cq_world *w, int dev, int **p, size_t *cap, size_t n)
+{
+    int *q;
+    if (n <= *cap && *p) return 1;
+#if CQ__HAS_CUDA
+    if (dev) {
+        if (!(q = (int *)cq__dev_alloc(&w->cu.d, (n + n / 2 + 1) * sizeof(int)))) return 0;
+        cq__dev_free(&w->cu.d, *p);
+    } else
+#endif
+    {
+        (void)dev;
+        if (!(q = (int *)cq__walloc_w(w, (n + n / 2 + 1) * sizeof(int)))) return 0;
+        cq__wfree_w(w, *p);
+    }
+    *p = q;
+    *cap = n + n / 2 + 1;
+    return 1;
+}
+
+/* the neighbour lists' storage for this step's counts (foff[nf], boff[nf]), where the passes
+   run (host, or the device's copies) */
 static int cq__world_lists(cq_world *w)
 {
-#if CQ__HAS_CUDA
-    if (w->gpu) return cq__world_dlists(w);
-#endif
     const size_t nf = (size_t)w->foff[w->nf], nb = (size_t)w->boff[w->nf];
-    if (nf > w->fnb_cap || !w->fnb) {
-        int *p = (int *)cq__walloc_w(w, (nf + nf / 2 + 1) * sizeof(int));
-        if (!p) return 0;
-        cq__wfree_w(w, w->fnb); w->fnb = p; w->fnb_cap = nf + nf / 2 + 1;
-    }
-    if (nb > w->bnb_cap || !w->bnb) {
-        int *p = (int *)cq__walloc_w(w, (nb + nb / 2 + 1) * sizeof(int));
-        if (!p) return 0;
-        cq__wfree_w(w, w->bnb); w->bnb = p; w->bnb_cap = nb + nb / 2 + 1;
-    }
-    return 1;
+#if CQ__HAS_CUDA
+    if (w->gpu) return cq__world_grow(w, 1, &w->cu.fnb, &w->cu.fnb_cap, nf) && cq__world_grow(w, 1, &w->cu.bnb, &w->cu.bnb_cap, nb);
+#endif
+    return cq__world_grow(w, 0, &w->fnb, &w->fnb_cap, nf) && cq__world_grow(w, 0, &w->bnb, &w->bnb_cap, nb);
 }
 
 /* The kernel sum over `layers` planes of the particle lattice (spacing 2r, support h = 4r) seen

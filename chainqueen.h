@@ -349,6 +349,10 @@ typedef struct cq_sim_desc {
     cq_logger logger;        /* zero = errors and warnings to stderr; cq_log_silent = nothing */
     int device;              /* CUDA device ordinal for CQ_BACKEND_CUDA / DEFAULT; 0 = the first */
     cq_threads threads;      /* the host's job system for the CPU backend; zero = OpenMP/serial */
+    int scenes;              /* independent scenes, each with its own grid (res, dx, walls as above);
+                                0 = 1.  One launch / one parallel loop advances all of them; each
+                                scene's results are those of a sim holding it alone (bitwise on
+                                the CPU).  Particles name their scene (cq_particles_desc.scene). */
 } cq_sim_desc;
 
 typedef struct cq_particles_desc {   /* host arrays, double, particle-major */
@@ -361,6 +365,7 @@ typedef struct cq_particles_desc {   /* host arrays, double, particle-major */
     double default_volume;           /* 0 = (dx/2)^dim (2 particles per cell per axis) */
     double default_youngs;           /* 0 = 1e4                                       */
     double default_poisson;          /* used as given: 0 is a valid Poisson ratio     */
+    const int *scene;                /* scene per particle, 0..scenes-1; NULL = 0 (cq_sim_desc.scenes) */
 } cq_particles_desc;
 
 CQ_API void        cq_log_silent(cq_log_level level, const char *message, void *user);   /* a logger that drops all */

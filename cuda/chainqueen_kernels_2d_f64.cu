@@ -1,8 +1,11 @@
 /* ---- BEGIN GENERATED: CUDA kernels 2d_f64 from templates/kernels.cu.j2.
    DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
 /* The same CQ_HD functions as chainqueen.h, behind extern "C" __global__ wrappers: one thread
-   per particle (P2G, G2P, their adjoints) or per grid node (grid update and its adjoint).
-   Scatters (P2G, the G2P adjoint) use atomicAdd, so GPU sums are not in a fixed order. */
+   per particle (P2G's particle half, G2P, their adjoints), per sorted slot, per cell (the
+   counting sort) or per grid node (the gather with the grid update, the grid adjoint).  No
+   float sum depends on thread order: the grid's sums are gathers in a fixed order over
+   particles counting-sorted by cell (kernels.j2 >>cell_sort_, >>grid_gather_), so a forward
+   and its recomputation are bitwise equal run to run. */
 
 #if !defined(__CUDACC__)
 /* Host emulation, for tests only: tests/gpu/mock_libcuda.c compiles this file as C and runs
@@ -16,7 +19,9 @@ extern cq__emu_dim3 cq__emu_blockIdx, cq__emu_blockDim, cq__emu_threadIdx;
 #  define threadIdx cq__emu_threadIdx
 static int cq__emu_atomic_min(int *a, int v) { int o = *a; if (v < o) *a = v; return o; }
 static int cq__emu_atomic_max(int *a, int v) { int o = *a; if (v > o) *a = v; return o; }
+static int cq__emu_atomic_add(int *a, int v) { int o = *a; *a += v; return o; }
 #  define atomicMin cq__emu_atomic_min
+#  define atomicAdd cq__emu_atomic_add
 #  define atomicMax cq__emu_atomic_max
 #endif
 
@@ -40,6 +45,10 @@ static int cq__emu_atomic_max(int *a, int v) { int o = *a; if (v > o) *a = v; re
 #define CQ__NONFINITE 1
 #define CQ__OUT_OF_DOMAIN 2
 
+/* values per particle in the packed array P2G's particle half writes for the gather (kernels.j2
+   >>cell_sort_): mass, fx[D], a[D], B[D*D] */
+#define CQ__PK(D) (1 + 2 * (D) + (D) * (D))
+
 /* boundary codes as stored in the params (cq_boundary with DEFAULT resolved) */
 #define CQ__BC_STICKY 1
 #define CQ__BC_SLIP 2
@@ -51,6 +60,8 @@ typedef struct cq__params_f64 {
     double dx, inv_dx, dt, friction;
     double gravity[3];
     int res[3];            /* nodes per axis */
+    int nodes;             /* nodes of one scene's grid (res[0] res[1] res[2]); scene k's nodes and
+                              cells are k * nodes + (node index) in the grid arrays */
     int bound;             /* wall thickness in nodes */
     int boundary;          /* CQ__BC_* */
     int incompressibility; /* exponent p of [Spielberg21] eq 14; 0 = off */
@@ -64,6 +75,7 @@ typedef struct cq__pview_f64 {
     double *mass, *vol, *E, *nu;
     int *act;
     double *act_stress;
+    int *scene;            /* scene per particle (cq_sim_desc.scenes); NULL: all in scene 0 */
 } cq__pview_f64;
 
 /* Grid arrays: m [nodes]; v [nodes*d] holds MOMENTUM after P2G and VELOCITY after the
@@ -197,6 +209,13 @@ CQ_HD void cq__boundary_2d_f64(const int *c, const cq__params_f64 *prm, double *
     }
 }
 
+/* The coordinates c[D] of grid node `node` (of any scene: node = scene * nodes + local index). */
+CQ_HD void cq__node_coords_2d_f64(int node, const cq__params_f64 *prm, int *c)
+{
+    const int l = node % prm->nodes;
+    c[0] = l / prm->res[1]; c[1] = l % prm->res[1];
+}
+
 /* Grid update for one node ([Spielberg21] eq 7 + gravity + walls): v = p / m + dt g. */
 CQ_HD void cq__grid_fwd_2d_f64(int node, const cq__params_f64 *prm, cq__gview_f64 g)
 {
@@ -207,7 +226,7 @@ CQ_HD void cq__grid_fwd_2d_f64(int node, const cq__params_f64 *prm, cq__gview_f6
         return;
     }
     int c[2];
-    c[0] = node / prm->res[1]; c[1] = node % prm->res[1];
+    cq__node_coords_2d_f64(node, prm, c);
     double inv_m = 1 / m;
     for (int a = 0; a < 2; ++a) v[a] = v[a] * inv_m + prm->dt * prm->gravity[a];
     cq__boundary_2d_f64(c, prm, v);
@@ -221,6 +240,7 @@ CQ_HD int cq__g2p_fwd_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 in,
 {
     int base[2];
     double fx[2], w[2][3], xp[2], Fp[4], nv[2] = {0}, nC[4] = {0};
+    const long goff = in.scene ? (long)in.scene[p] * prm->nodes : 0;
     for (int a = 0; a < 2; ++a) xp[a] = in.x[(long)p * 2 + a];
     for (int a = 0; a < 4; ++a) Fp[a] = in.F[(long)p * 4 + a];
     cq__weights_2d_f64(xp, prm->inv_dx, base, fx, w);
@@ -233,7 +253,7 @@ CQ_HD int cq__g2p_fwd_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 in,
     {
         const int o[2] = {i, j};
         const double wt = w[0][i] * w[1][j];
-        const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+        const long idx = goff + (long)(base[0] + i) * prm->res[1] + (base[1] + j);
         const double *vi = g.v + idx * 2;
         double d[2];                  /* x_i - x_p, in cells */
         CQ__UNROLL for (int a = 0; a < 2; ++a) d[a] = dp[a][o[a]];
@@ -261,6 +281,83 @@ CQ_HD int cq__g2p_fwd_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 in,
         }
     if (status == CQ__OK && !cq__in_domain_2d_f64(out.x + (long)p * 2, prm)) status = CQ__OUT_OF_DOMAIN;
     return status;
+}
+
+/* >>cell_sort_2d_f64: particles are counting-sorted by cell before P2G: a particle's cell is
+   the lowest node of its stencil (base), so the particles that reach node i are those of the
+   cells i-2..i on every axis.  base[D] and fx[D] (position in cells relative to base, as in
+   cq__weights) of a particle; a particle outside the usable region (possible only in a failing
+   substep) is clamped into the grid, so the sort and the gather stay in bounds.  Returns the
+   cell's index in the grid arrays (scene * nodes + the base node's index). */
+CQ_HD int cq__base_2d_f64(const double *xp, const cq__params_f64 *prm, int *base, double *fx)
+{
+    int cell = 0;
+    for (int a = 0; a < 2; ++a) {
+        const double q = xp[a] * prm->inv_dx, t = q - (double)0.5;
+        const int top = prm->res[a] - 3;
+        base[a] = t >= 0 ? (t < (double)top ? (int)floor(t) : top) : 0;   /* NaN: 0 */
+        fx[a] = q - (double)base[a];
+        cell = cell * prm->res[a] + base[a];
+    }
+    return cell;
+}
+
+CQ_HD int cq__cell_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s)
+{
+    int base[2];
+    double fx[2];
+    const int cell = cq__base_2d_f64(s.x + (long)p * 2, prm, base, fx);
+    return (s.scene ? s.scene[p] * prm->nodes : 0) + cell;
+}
+
+/* One packed particle's contribution to the node at offset o[D] (0..2 per axis) from its cell:
+   *m += w mass (when m), mom += w (a + B (x_i - x_p)).  pk: mass, fx[D], a[D], B[D*D]
+   (P2G: a = m v, B = G; the G2P adjoint: a = dL/dv', B = (4/dx^2) dL/dC'). */
+CQ_HD void cq__gather_add_2d_f64(const double *pk, const int *o, const cq__params_f64 *prm, double *m, double *mom)
+{
+    double w[2], d[2];
+    CQ__UNROLL for (int a = 0; a < 2; ++a) {
+        const double f = pk[1 + a];
+        const double e = o[a] == 0 ? (double)1.5 - f : (o[a] == 1 ? f - 1 : f - (double)0.5);
+        w[a] = o[a] == 1 ? (double)0.75 - e * e : (double)0.5 * e * e;   /* cq__weights' formulas */
+        d[a] = ((double)o[a] - f) * prm->dx;
+    }
+    const double wt = w[0] * w[1];
+    if (m) *m += wt * pk[0];
+    CQ__UNROLL for (int a = 0; a < 2; ++a) {
+        double v = pk[1 + 2 + a];
+        CQ__UNROLL for (int b = 0; b < 2; ++b) v += pk[1 + 2 * 2 + a * 2 + b] * d[b];
+        mom[a] += wt * v;
+    }
+}
+
+/* >>grid_gather_2d_f64: P2G's node half, a gather: node `node` sums the contributions of the
+   particles of cells c = node - o, o in {2, 1, 0} per axis (cells in increasing order), each
+   cell's particles in sorted order (by particle index): a fixed order, so a node's sum is
+   bitwise the same on any number of threads, run to run, and on the GPU up to fused
+   multiply-adds (the CPU driver walks the same order row by row).  cell_end[c]: end of cell c's
+   range in the sorted packed array pk (start: cell_end[c - 1], 0 for c = 0).  Writes *m (when m)
+   and mom[D]. */
+CQ_HD void cq__gather_fwd_2d_f64(int node, const cq__params_f64 *prm, const int *cell_end, const double *pk,
+                                    double *m, double *mom)
+{
+    int c[2], o[2];
+    const int first = node - node % prm->nodes;   /* the scene's node 0 */
+    cq__node_coords_2d_f64(node, prm, c);
+    if (m) *m = 0;
+    for (int a = 0; a < 2; ++a) mom[a] = 0;
+    for (o[0] = 2; o[0] >= 0; --o[0]) {
+        if (c[0] - o[0] < 0) continue;
+        for (o[1] = 2; o[1] >= 0; --o[1]) {
+            if (c[1] - o[1] < 0) continue;
+            {
+                const int cell = first + (c[0] - o[0]) * prm->res[1] + (c[1] - o[1]);
+                const int end = cell_end[cell];
+                for (int k = cell > 0 ? cell_end[cell - 1] : 0; k < end; ++k)
+                    cq__gather_add_2d_f64(pk + (long)k * CQ__PK(2), o, prm, m, mom);
+            }
+        }
+    }
 }
 
 /* >>material_fixed_corotated_2d_f64: Fixed corotated elasticity (Stomakhin et al. 2012; [Spielberg21] eq 12).
@@ -309,43 +406,27 @@ CQ_HD void cq__pk1_2d_fixed_corotated_f64(const double *F, double E, double nu, 
     }
 }
 
-/* >>p2g_2d_fixed_corotated_f64: [ChainQueen] eqs 3-6 (APIC + MLS force): scatter particle p's
-   mass and momentum  m v + G (x_i - x_p),  G = -(4/dx^2) dt V0 P F^T + m C. */
-CQ_HD void cq__p2g_fwd_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
-                                           cq__gview_f64 g)
+/* >>p2g_2d_fixed_corotated_f64: P2G's particle half ([ChainQueen] eqs 3-6, APIC + MLS force):
+   particle p's mass, its position in its cell, its momentum m v and its affine matrix
+   G = -(4/dx^2) dt V0 P F^T + m C, packed into pk[CQ__PK(D)] for the node half
+   (>>grid_gather_2d_f64), which adds w (m v + G (x_i - x_p)) to each node's momentum. */
+CQ_HD void cq__p2g_fwd_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk)
 {
     int base[2];
-    double fx[2], w[2][3], xp[2], Fp[4], Pp[4], G[4], mv[2];
+    double xp[2], Fp[4], Pp[4];
     for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
     for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
-    cq__weights_2d_f64(xp, prm->inv_dx, base, fx, w);
+    cq__base_2d_f64(xp, prm, base, pk + 1);
     cq__pk1_2d_fixed_corotated_f64(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     const double mass = s.mass[p];
     const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];   /* -(4/dx^2) dt V0 */
+    pk[0] = mass;
     for (int a = 0; a < 2; ++a) {
-        mv[a] = mass * s.v[(long)p * 2 + a];
+        pk[1 + 2 + a] = mass * s.v[(long)p * 2 + a];
         for (int b = 0; b < 2; ++b) {
             double pf = 0;   /* (P F^T)_ab */
             for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
-            G[a * 2 + b] = ks * pf + mass * s.C[(long)p * 4 + a * 2 + b];
-        }
-    }
-    double dp[2][3];
-    for (int a = 0; a < 2; ++a)
-        for (int i = 0; i < 3; ++i) dp[a][i] = ((double)i - fx[a]) * prm->dx;
-    for (int i = 0; i < 3; ++i)
-    for (int j = 0; j < 3; ++j)
-    {
-        const int o[2] = {i, j};
-        const double wt = w[0][i] * w[1][j];
-        const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
-        double d[2];                  /* x_i - x_p */
-        CQ__UNROLL for (int a = 0; a < 2; ++a) d[a] = dp[a][o[a]];
-        CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
-        CQ__UNROLL for (int a = 0; a < 2; ++a) {
-            double mom = mv[a];           /* m v + G (x_i - x_p) */
-            CQ__UNROLL for (int b = 0; b < 2; ++b) mom += G[a * 2 + b] * d[b];
-            CQ__ATOMIC_ADD(&g.v[idx * 2 + a], wt * mom);
+            pk[1 + 2 * 2 + a * 2 + b] = ks * pf + mass * s.C[(long)p * 4 + a * 2 + b];
         }
     }
 }
@@ -400,43 +481,27 @@ CQ_HD void cq__pk1_2d_neohookean_f64(const double *F, double E, double nu, int g
     }
 }
 
-/* >>p2g_2d_neohookean_f64: [ChainQueen] eqs 3-6 (APIC + MLS force): scatter particle p's
-   mass and momentum  m v + G (x_i - x_p),  G = -(4/dx^2) dt V0 P F^T + m C. */
-CQ_HD void cq__p2g_fwd_2d_neohookean_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
-                                           cq__gview_f64 g)
+/* >>p2g_2d_neohookean_f64: P2G's particle half ([ChainQueen] eqs 3-6, APIC + MLS force):
+   particle p's mass, its position in its cell, its momentum m v and its affine matrix
+   G = -(4/dx^2) dt V0 P F^T + m C, packed into pk[CQ__PK(D)] for the node half
+   (>>grid_gather_2d_f64), which adds w (m v + G (x_i - x_p)) to each node's momentum. */
+CQ_HD void cq__p2g_fwd_2d_neohookean_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk)
 {
     int base[2];
-    double fx[2], w[2][3], xp[2], Fp[4], Pp[4], G[4], mv[2];
+    double xp[2], Fp[4], Pp[4];
     for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
     for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
-    cq__weights_2d_f64(xp, prm->inv_dx, base, fx, w);
+    cq__base_2d_f64(xp, prm, base, pk + 1);
     cq__pk1_2d_neohookean_f64(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     const double mass = s.mass[p];
     const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];   /* -(4/dx^2) dt V0 */
+    pk[0] = mass;
     for (int a = 0; a < 2; ++a) {
-        mv[a] = mass * s.v[(long)p * 2 + a];
+        pk[1 + 2 + a] = mass * s.v[(long)p * 2 + a];
         for (int b = 0; b < 2; ++b) {
             double pf = 0;   /* (P F^T)_ab */
             for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
-            G[a * 2 + b] = ks * pf + mass * s.C[(long)p * 4 + a * 2 + b];
-        }
-    }
-    double dp[2][3];
-    for (int a = 0; a < 2; ++a)
-        for (int i = 0; i < 3; ++i) dp[a][i] = ((double)i - fx[a]) * prm->dx;
-    for (int i = 0; i < 3; ++i)
-    for (int j = 0; j < 3; ++j)
-    {
-        const int o[2] = {i, j};
-        const double wt = w[0][i] * w[1][j];
-        const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
-        double d[2];                  /* x_i - x_p */
-        CQ__UNROLL for (int a = 0; a < 2; ++a) d[a] = dp[a][o[a]];
-        CQ__ATOMIC_ADD(&g.m[idx], wt * mass);
-        CQ__UNROLL for (int a = 0; a < 2; ++a) {
-            double mom = mv[a];           /* m v + G (x_i - x_p) */
-            CQ__UNROLL for (int b = 0; b < 2; ++b) mom += G[a * 2 + b] * d[b];
-            CQ__ATOMIC_ADD(&g.v[idx * 2 + a], wt * mom);
+            pk[1 + 2 * 2 + a * 2 + b] = ks * pf + mass * s.C[(long)p * 4 + a * 2 + b];
         }
     }
 }
@@ -711,7 +776,7 @@ CQ_HD void cq__grid_adj_2d_f64(int node, const cq__params_f64 *prm, const double
         gm_bar[node] = 0;
         return;
     }
-    c[0] = node / prm->res[1]; c[1] = node % prm->res[1];
+    cq__node_coords_2d_f64(node, prm, c);
     double inv_m = 1 / m, m_bar = 0;
     for (int a = 0; a < 2; ++a) {
         v0[a] = gp[(long)node * 2 + a] * inv_m + prm->dt * prm->gravity[a];
@@ -727,12 +792,15 @@ CQ_HD void cq__grid_adj_2d_f64(int node, const cq__params_f64 *prm, const double
 
 /* >>g2p_adj_2d_f64: adjoint of G2P (eqs 8-11) for particle p.  `s` is the substep's
    input state, g the recomputed grid (v = projected velocity), `ao` the adjoint of the output
-   state.  Scatters dL/dv_i into gv_bar; SETS ai.x and ai.F to the G2P part of the input
-   state's adjoint (the P2G adjoint adds its part after). */
+   state.  Its scatter, dL/dv_i += w (dL/dv' + (4/dx^2) dL/dC' (x_i - x_p)), is left to the gather
+   (>>grid_gather_): this writes a = dL/dv' and B = (4/dx^2) dL/dC' into the particle's packed
+   record pk (whose fx P2G's particle half wrote).  SETS ai.x and ai.F to the G2P part of the
+   input state's adjoint (the P2G adjoint adds its part after). */
 CQ_HD void cq__g2p_adj_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
                                                   cq__gview_f64 g, cq__pview_f64 ao, cq__pview_f64 ai,
-                                                  double *gv_bar)
+                                                  double *pk)
 {
+    const long goff = s.scene ? (long)s.scene[p] * prm->nodes : 0;
     int base[2];
     double fx[2], w[2][3], dw[2][3], xp[2], Fp[4], nC[4] = {0};
     double v_bar_t[2], C_bar_t[4], x_bar[2];
@@ -757,7 +825,7 @@ CQ_HD void cq__g2p_adj_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
         const int o[2] = {i, j};
         const double wt = w[0][i] * w[1][j];
         const double gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
-        const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+        const long idx = goff + (long)(base[0] + i) * prm->res[1] + (base[1] + j);
         double dpos[2], sdot = 0;
         const double *vi = g.v + idx * 2;
         for (int a = 0; a < 2; ++a) dpos[a] = ((double)o[a] - fx[a]) * prm->dx;
@@ -768,13 +836,16 @@ CQ_HD void cq__g2p_adj_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
                 vc += C_bar_t[b * 2 + a] * vi[b];
                 nC[a * 2 + b] += c4 * wt * vi[a] * dpos[b];
             }
-            CQ__ATOMIC_ADD(&gv_bar[idx * 2 + a], wt * (v_bar_t[a] + c4 * cd));
             sdot += vi[a] * (v_bar_t[a] + c4 * cd);
             x_bar[a] -= c4 * wt * vc;            /* dpos = x_i - x_p */
         }
         for (int a = 0; a < 2; ++a) x_bar[a] += sdot * gw[a];   /* through the weights */
     }
-    for (int a = 0; a < 2; ++a) ai.x[(long)p * 2 + a] = x_bar[a];
+    for (int a = 0; a < 2; ++a) {
+        ai.x[(long)p * 2 + a] = x_bar[a];
+        pk[1 + 2 + a] = v_bar_t[a];
+        for (int b = 0; b < 2; ++b) pk[1 + 2 * 2 + a * 2 + b] = c4 * C_bar_t[a * 2 + b];
+    }
     for (int a = 0; a < 2; ++a)       /* F_bar = (I + dt C')^T F_bar' */
         for (int b = 0; b < 2; ++b) {
             double acc = ao.F[(long)p * 4 + a * 2 + b];
@@ -795,6 +866,7 @@ CQ_HD void cq__p2g_adj_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
     double fx[2], w[2][3], dw[2][3], xp[2], vp[2], Fp[4], Pp[4], G[4], G_bar[4] = {0};
     double x_bar[2] = {0}, v_bar[2] = {0}, P_bar[4], F_bar[4] = {0}, m_bar = 0, E_bar = 0, nu_bar = 0;
     const int group = s.act ? s.act[p] : -1;
+    const long goff = s.scene ? (long)s.scene[p] * prm->nodes : 0;
     for (int a = 0; a < 2; ++a) { xp[a] = s.x[(long)p * 2 + a]; vp[a] = s.v[(long)p * 2 + a]; }
     for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__weights_2d_f64(xp, prm->inv_dx, base, fx, w);
@@ -814,7 +886,7 @@ CQ_HD void cq__p2g_adj_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
         const int o[2] = {i, j};
         const double wt = w[0][i] * w[1][j];
         const double gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
-        const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+        const long idx = goff + (long)(base[0] + i) * prm->res[1] + (base[1] + j);
         double dpos[2];
         const double *p_bar = gp_bar + idx * 2;
         const double m_bar_i = gm_bar[idx];
@@ -875,6 +947,7 @@ CQ_HD void cq__p2g_adj_2d_neohookean_f64(int p, const cq__params_f64 *prm,
     double fx[2], w[2][3], dw[2][3], xp[2], vp[2], Fp[4], Pp[4], G[4], G_bar[4] = {0};
     double x_bar[2] = {0}, v_bar[2] = {0}, P_bar[4], F_bar[4] = {0}, m_bar = 0, E_bar = 0, nu_bar = 0;
     const int group = s.act ? s.act[p] : -1;
+    const long goff = s.scene ? (long)s.scene[p] * prm->nodes : 0;
     for (int a = 0; a < 2; ++a) { xp[a] = s.x[(long)p * 2 + a]; vp[a] = s.v[(long)p * 2 + a]; }
     for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__weights_2d_f64(xp, prm->inv_dx, base, fx, w);
@@ -894,7 +967,7 @@ CQ_HD void cq__p2g_adj_2d_neohookean_f64(int p, const cq__params_f64 *prm,
         const int o[2] = {i, j};
         const double wt = w[0][i] * w[1][j];
         const double gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
-        const long idx = (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+        const long idx = goff + (long)(base[0] + i) * prm->res[1] + (base[1] + j);
         double dpos[2];
         const double *p_bar = gp_bar + idx * 2;
         const double m_bar_i = gm_bar[idx];
@@ -1400,11 +1473,87 @@ CQ_HD void cq__sph_volume_2d_f64(const cq__sph_f64 *s, int b)
 extern "C" {
 #endif
 
-/* grid update (eq 7 and the walls), one thread per node */
-__global__ void cq__grid_fwd_2d_f64_kernel(int nodes, cq__params_f64 prm, cq__gview_f64 g)
+/* >>cuda_sort: the counting sort of the particles by cell (kernels.j2 >>cell_sort_).  cell_count:
+   each particle's cell into keys[p], and counts per cell (integer atomics: exact); the counts
+   become starts by an exclusive scan (scan_up, scan_top, scan_down over chunks); cell_fill
+   places each particle at its cell's cursor (the cursor ends at the cell's end: cell_end);
+   cell_order puts each cell's particles in index order, so the order does not depend on which
+   thread won a cursor. */
+__global__ void cq__cell_count_2d_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s, int * keys, int * cell_end)
+{
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p < n) {
+        int key = cq__cell_2d_f64(p, &prm, s);
+        keys[p] = key;
+        atomicAdd(&cell_end[key], 1);
+    }
+}
+
+/* sums[t] = data[t chunk .. (t + 1) chunk) summed */
+__global__ void cq__scan_up_2d_f64_kernel(int n, const int * data, int chunk, int * sums)
+{
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if ((long)t * chunk < n) {
+        int acc = 0, end = (long)(t + 1) * chunk < n ? (t + 1) * chunk : n;
+        for (int i = t * chunk; i < end; ++i) acc += data[i];
+        sums[t] = acc;
+    }
+}
+
+/* one thread: data[0..n) exclusive-scanned in place */
+__global__ void cq__scan_top_2d_f64_kernel(int n, int * data)
+{
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        int acc = 0;
+        for (int i = 0; i < n; ++i) { int v = data[i]; data[i] = acc; acc += v; }
+    }
+}
+
+/* data[t chunk .. (t + 1) chunk) exclusive-scanned in place, plus offsets[t] */
+__global__ void cq__scan_down_2d_f64_kernel(int n, int * data, int chunk, const int * offsets)
+{
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if ((long)t * chunk < n) {
+        int acc = offsets[t], end = (long)(t + 1) * chunk < n ? (t + 1) * chunk : n;
+        for (int i = t * chunk; i < end; ++i) { int v = data[i]; data[i] = acc; acc += v; }
+    }
+}
+
+__global__ void cq__cell_fill_2d_f64_kernel(int n, const int * keys, int * cell_end, int * order)
+{
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p < n) order[atomicAdd(&cell_end[keys[p]], 1)] = p;
+}
+
+/* insertion sort of each cell's range by particle index (cells hold a few particles) */
+__global__ void cq__cell_order_2d_f64_kernel(int cells, const int * cell_end, int * order)
+{
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c < cells) {
+        int b = c > 0 ? cell_end[c - 1] : 0, e = cell_end[c];
+        for (int i = b + 1; i < e; ++i) {
+            int v = order[i], j = i - 1;
+            while (j >= b && order[j] > v) { order[j + 1] = order[j]; --j; }
+            order[j + 1] = v;
+        }
+    }
+}
+
+/* >>cuda_gather: P2G's node half (kernels.j2 >>grid_gather_), one thread per node of every scene.
+   Forward (g.m set): mass and momentum, the momentum also into gp when gp is set (the adjoint
+   keeps it), then the grid update (eq 7 and the walls) in the same thread.  The G2P adjoint
+   (g.m NULL, update 0): dL/dv_i into g.v. */
+__global__ void cq__gather_fwd_2d_f64_kernel(int nodes, cq__params_f64 prm, const int * cell_end, const double * pk, cq__gview_f64 g, double * gp, int update)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < nodes) cq__grid_fwd_2d_f64(i, &prm, g);
+    if (i < nodes) {
+        double m, mom[2];
+        cq__gather_fwd_2d_f64(i, &prm, cell_end, pk, g.m ? &m : 0, mom);
+        if (g.m) g.m[i] = m;
+        for (int a = 0; a < 2; ++a) g.v[(long)i * 2 + a] = mom[a];
+        if (gp) for (int a = 0; a < 2; ++a) gp[(long)i * 2 + a] = mom[a];
+        if (update) cq__grid_fwd_2d_f64(i, &prm, g);
+    }
 }
 
 /* G2P; the lowest failing particle p with status st lands in *bad as 4 p + st (host decodes) */
@@ -1417,10 +1566,10 @@ __global__ void cq__g2p_fwd_2d_f64_kernel(int n, cq__params_f64 prm, cq__pview_f
     }
 }
 
-__global__ void cq__p2g_fwd_2d_fixed_corotated_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s, cq__gview_f64 g)
+__global__ void cq__p2g_fwd_2d_fixed_corotated_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s, const int * order, double * pk)
 {
-    int p = blockIdx.x * blockDim.x + threadIdx.x;
-    if (p < n) cq__p2g_fwd_2d_fixed_corotated_f64(p, &prm, s, g);
+    int k = blockIdx.x * blockDim.x + threadIdx.x;   /* sorted slot */
+    if (k < n) cq__p2g_fwd_2d_fixed_corotated_f64(order[k], &prm, s, pk + (long)k * CQ__PK(2));
 }
 
 __global__ void cq__p2g_adj_2d_fixed_corotated_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s, const double * gp_adj, const double * gm_adj, cq__pview_f64 ai, cq__pview_f64 pg, double * dact)
@@ -1429,10 +1578,10 @@ __global__ void cq__p2g_adj_2d_fixed_corotated_f64_kernel(int n, cq__params_f64 
     if (p < n) cq__p2g_adj_2d_fixed_corotated_f64(p, &prm, s, gp_adj, gm_adj, ai, pg, dact + (long)p * 4);
 }
 
-__global__ void cq__p2g_fwd_2d_neohookean_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s, cq__gview_f64 g)
+__global__ void cq__p2g_fwd_2d_neohookean_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s, const int * order, double * pk)
 {
-    int p = blockIdx.x * blockDim.x + threadIdx.x;
-    if (p < n) cq__p2g_fwd_2d_neohookean_f64(p, &prm, s, g);
+    int k = blockIdx.x * blockDim.x + threadIdx.x;   /* sorted slot */
+    if (k < n) cq__p2g_fwd_2d_neohookean_f64(order[k], &prm, s, pk + (long)k * CQ__PK(2));
 }
 
 __global__ void cq__p2g_adj_2d_neohookean_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s, const double * gp_adj, const double * gm_adj, cq__pview_f64 ai, cq__pview_f64 pg, double * dact)
@@ -1447,10 +1596,10 @@ __global__ void cq__grid_adj_2d_f64_kernel(int nodes, cq__params_f64 prm, const 
     if (i < nodes) cq__grid_adj_2d_f64(i, &prm, gm, gp, gv_adj, gp_adj, gm_adj);
 }
 
-__global__ void cq__g2p_adj_2d_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s, cq__gview_f64 g, cq__pview_f64 ao, cq__pview_f64 ai, double * gv_adj)
+__global__ void cq__g2p_adj_2d_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s, cq__gview_f64 g, cq__pview_f64 ao, cq__pview_f64 ai, const int * order, double * pk)
 {
-    int p = blockIdx.x * blockDim.x + threadIdx.x;
-    if (p < n) cq__g2p_adj_2d_f64(p, &prm, s, g, ao, ai, gv_adj);
+    int k = blockIdx.x * blockDim.x + threadIdx.x;   /* sorted slot */
+    if (k < n) cq__g2p_adj_2d_f64(order[k], &prm, s, g, ao, ai, pk + (long)k * CQ__PK(2));
 }
 
 /* per-group actuation gradient of one substep: out[g*dd + a] += sum over particles of group g of
@@ -1596,14 +1745,20 @@ __global__ void cq__sph_errsum_2d_f64_kernel(int n, cq__sph_f64 s, double * out)
 #if !defined(__CUDACC__)
 /* The emulation's launch table: name -> a trampoline unpacking cuLaunchKernel's argument array. */
 typedef struct cq__emu_kernel { const char *name; void (*call)(void **args); } cq__emu_kernel;
-static void cq__grid_fwd_2d_f64_kernel_emu(void **a) { cq__grid_fwd_2d_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(cq__gview_f64 *)a[2]); }
+static void cq__cell_count_2d_f64_kernel_emu(void **a) { cq__cell_count_2d_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(cq__pview_f64 *)a[2], *(int * *)a[3], *(int * *)a[4]); }
+static void cq__scan_up_2d_f64_kernel_emu(void **a) { cq__scan_up_2d_f64_kernel(*(int *)a[0], *(const int * *)a[1], *(int *)a[2], *(int * *)a[3]); }
+static void cq__scan_top_2d_f64_kernel_emu(void **a) { cq__scan_top_2d_f64_kernel(*(int *)a[0], *(int * *)a[1]); }
+static void cq__scan_down_2d_f64_kernel_emu(void **a) { cq__scan_down_2d_f64_kernel(*(int *)a[0], *(int * *)a[1], *(int *)a[2], *(const int * *)a[3]); }
+static void cq__cell_fill_2d_f64_kernel_emu(void **a) { cq__cell_fill_2d_f64_kernel(*(int *)a[0], *(const int * *)a[1], *(int * *)a[2], *(int * *)a[3]); }
+static void cq__cell_order_2d_f64_kernel_emu(void **a) { cq__cell_order_2d_f64_kernel(*(int *)a[0], *(const int * *)a[1], *(int * *)a[2]); }
+static void cq__gather_fwd_2d_f64_kernel_emu(void **a) { cq__gather_fwd_2d_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(const int * *)a[2], *(const double * *)a[3], *(cq__gview_f64 *)a[4], *(double * *)a[5], *(int *)a[6]); }
 static void cq__g2p_fwd_2d_f64_kernel_emu(void **a) { cq__g2p_fwd_2d_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(cq__pview_f64 *)a[2], *(cq__pview_f64 *)a[3], *(cq__gview_f64 *)a[4], *(int * *)a[5]); }
-static void cq__p2g_fwd_2d_fixed_corotated_f64_kernel_emu(void **a) { cq__p2g_fwd_2d_fixed_corotated_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(cq__pview_f64 *)a[2], *(cq__gview_f64 *)a[3]); }
+static void cq__p2g_fwd_2d_fixed_corotated_f64_kernel_emu(void **a) { cq__p2g_fwd_2d_fixed_corotated_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(cq__pview_f64 *)a[2], *(const int * *)a[3], *(double * *)a[4]); }
 static void cq__p2g_adj_2d_fixed_corotated_f64_kernel_emu(void **a) { cq__p2g_adj_2d_fixed_corotated_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(cq__pview_f64 *)a[2], *(const double * *)a[3], *(const double * *)a[4], *(cq__pview_f64 *)a[5], *(cq__pview_f64 *)a[6], *(double * *)a[7]); }
-static void cq__p2g_fwd_2d_neohookean_f64_kernel_emu(void **a) { cq__p2g_fwd_2d_neohookean_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(cq__pview_f64 *)a[2], *(cq__gview_f64 *)a[3]); }
+static void cq__p2g_fwd_2d_neohookean_f64_kernel_emu(void **a) { cq__p2g_fwd_2d_neohookean_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(cq__pview_f64 *)a[2], *(const int * *)a[3], *(double * *)a[4]); }
 static void cq__p2g_adj_2d_neohookean_f64_kernel_emu(void **a) { cq__p2g_adj_2d_neohookean_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(cq__pview_f64 *)a[2], *(const double * *)a[3], *(const double * *)a[4], *(cq__pview_f64 *)a[5], *(cq__pview_f64 *)a[6], *(double * *)a[7]); }
 static void cq__grid_adj_2d_f64_kernel_emu(void **a) { cq__grid_adj_2d_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(const double * *)a[2], *(const double * *)a[3], *(const double * *)a[4], *(double * *)a[5], *(double * *)a[6]); }
-static void cq__g2p_adj_2d_f64_kernel_emu(void **a) { cq__g2p_adj_2d_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(cq__pview_f64 *)a[2], *(cq__gview_f64 *)a[3], *(cq__pview_f64 *)a[4], *(cq__pview_f64 *)a[5], *(double * *)a[6]); }
+static void cq__g2p_adj_2d_f64_kernel_emu(void **a) { cq__g2p_adj_2d_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(cq__pview_f64 *)a[2], *(cq__gview_f64 *)a[3], *(cq__pview_f64 *)a[4], *(cq__pview_f64 *)a[5], *(const int * *)a[6], *(double * *)a[7]); }
 static void cq__act_reduce_2d_f64_kernel_emu(void **a) { cq__act_reduce_2d_f64_kernel(*(int *)a[0], *(const int * *)a[1], *(int *)a[2], *(const double * *)a[3], *(double * *)a[4]); }
 static void cq__nonfinite_2d_f64_kernel_emu(void **a) { cq__nonfinite_2d_f64_kernel(*(int *)a[0], *(cq__pview_f64 *)a[1], *(int * *)a[2]); }
 static void cq__cable_len_2d_f64_kernel_emu(void **a) { cq__cable_len_2d_f64_kernel(*(int *)a[0], *(const int * *)a[1], *(const double * *)a[2], *(double * *)a[3]); }
@@ -1623,7 +1778,13 @@ static void cq__sph_visc_2d_f64_kernel_emu(void **a) { cq__sph_visc_2d_f64_kerne
 static void cq__sph_advect_2d_f64_kernel_emu(void **a) { cq__sph_advect_2d_f64_kernel(*(int *)a[0], *(cq__sph_f64 *)a[1], *(int * *)a[2]); }
 static void cq__sph_errsum_2d_f64_kernel_emu(void **a) { cq__sph_errsum_2d_f64_kernel(*(int *)a[0], *(cq__sph_f64 *)a[1], *(double * *)a[2]); }
 const cq__emu_kernel cq__emu_kernels_2d_f64[] = {
-    {"cq__grid_fwd_2d_f64_kernel", cq__grid_fwd_2d_f64_kernel_emu},
+    {"cq__cell_count_2d_f64_kernel", cq__cell_count_2d_f64_kernel_emu},
+    {"cq__scan_up_2d_f64_kernel", cq__scan_up_2d_f64_kernel_emu},
+    {"cq__scan_top_2d_f64_kernel", cq__scan_top_2d_f64_kernel_emu},
+    {"cq__scan_down_2d_f64_kernel", cq__scan_down_2d_f64_kernel_emu},
+    {"cq__cell_fill_2d_f64_kernel", cq__cell_fill_2d_f64_kernel_emu},
+    {"cq__cell_order_2d_f64_kernel", cq__cell_order_2d_f64_kernel_emu},
+    {"cq__gather_fwd_2d_f64_kernel", cq__gather_fwd_2d_f64_kernel_emu},
     {"cq__g2p_fwd_2d_f64_kernel", cq__g2p_fwd_2d_f64_kernel_emu},
     {"cq__p2g_fwd_2d_fixed_corotated_f64_kernel", cq__p2g_fwd_2d_fixed_corotated_f64_kernel_emu},
     {"cq__p2g_adj_2d_fixed_corotated_f64_kernel", cq__p2g_adj_2d_fixed_corotated_f64_kernel_emu},

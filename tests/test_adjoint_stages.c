@@ -378,8 +378,52 @@ typedef void (*p2gadj32_fn)(int, const cq__params_f32 *, cq__pview_f32, const fl
 typedef void (*gridadj32_fn)(int, const cq__params_f32 *, const float *, const float *, const float *, float *, float *);
 typedef void (*g2padj32_fn)(int, const cq__params_f32 *, cq__pview_f32, cq__gview_f32, cq__pview_f32, cq__pview_f32, float *);
 
+/* P2G and the G2P adjoint as one particle's scatter, from the kernels' two halves: the particle
+   half packs (kernels.j2 >>p2g_, >>g2p_adj_), then the packed record is added to each node of
+   its stencil by cq__gather_add, the very arithmetic the node half (>>grid_gather_) runs per
+   particle; the gather's walk over the sorted cells is checked end to end (test_physics,
+   test_gradients, test_batch). */
+#define SCATTER(D, PK, M_OUT, V_OUT)                                                                   \
+    do {                                                                                               \
+        int base_[3], o_[3] = {0, 0, 0};                                                               \
+        double fx_[3];                                                                                 \
+        cq__base_##D##d_f64(s.x + (long)p * D, prm, base_, fx_);                                       \
+        for (o_[0] = 0; o_[0] < 3; ++o_[0])                                                           \
+            for (o_[1] = 0; o_[1] < 3; ++o_[1])                                                       \
+                for (o_[2] = 0; o_[2] < (D == 3 ? 3 : 1); ++o_[2]) {                                  \
+                    long idx_ = 0;                                                                     \
+                    for (int a_ = 0; a_ < D; ++a_) idx_ = idx_ * prm->res[a_] + base_[a_] + o_[a_];    \
+                    cq__gather_add_##D##d_f64(PK, o_, prm, M_OUT ? M_OUT + idx_ : NULL, V_OUT + idx_ * D); \
+                }                                                                                      \
+    } while (0)
+#define P2G_SCATTER(D, M)                                                                              \
+    static void p2g_##D##d_##M(int p, const cq__params_f64 *prm, cq__pview_f64 s, cq__gview_f64 g)    \
+    {                                                                                                  \
+        double pk[CQ__PK(3)];                                                                          \
+        cq__p2g_fwd_##D##d_##M##_f64(p, prm, s, pk);                                                   \
+        SCATTER(D, pk, g.m, g.v);                                                                      \
+    }
+P2G_SCATTER(2, fixed_corotated) P2G_SCATTER(2, neohookean) P2G_SCATTER(3, fixed_corotated) P2G_SCATTER(3, neohookean)
+#define G2P_ADJ_SCATTER(D, P, T)                                                                        \
+    static void g2p_adj_##D##d_##P(int p, const cq__params_##P *prm, cq__pview_##P s, cq__gview_##P g,  \
+                                   cq__pview_##P ao, cq__pview_##P ai, T *gvb)                          \
+    {                                                                                                  \
+        T pk[CQ__PK(3)], *none = NULL;                                                                 \
+        int base_[3], o_[3] = {0, 0, 0};                                                               \
+        cq__base_##D##d_##P(s.x + (long)p * D, prm, base_, pk + 1);                                    \
+        cq__g2p_adj_##D##d_##P(p, prm, s, g, ao, ai, pk);                                              \
+        for (o_[0] = 0; o_[0] < 3; ++o_[0])                                                           \
+            for (o_[1] = 0; o_[1] < 3; ++o_[1])                                                       \
+                for (o_[2] = 0; o_[2] < (D == 3 ? 3 : 1); ++o_[2]) {                                  \
+                    long idx_ = 0;                                                                     \
+                    for (int a_ = 0; a_ < D; ++a_) idx_ = idx_ * prm->res[a_] + base_[a_] + o_[a_];    \
+                    cq__gather_add_##D##d_##P(pk, o_, prm, none, gvb + idx_ * D);                      \
+                }                                                                                      \
+    }
+G2P_ADJ_SCATTER(2, f64, double) G2P_ADJ_SCATTER(3, f64, double) G2P_ADJ_SCATTER(2, f32, float) G2P_ADJ_SCATTER(3, f32, float)
+
 typedef struct tvariant { const char *name; int dim; p2g64_fn p2g; p2gadj64_fn p2g_adj; p2gadj32_fn p2g_adj32; } tvariant;
-#define TVARIANT(D, M) { #D "d_" #M, D, cq__p2g_fwd_##D##d_##M##_f64, cq__p2g_adj_##D##d_##M##_f64, cq__p2g_adj_##D##d_##M##_f32 }
+#define TVARIANT(D, M) { #D "d_" #M, D, p2g_##D##d_##M, cq__p2g_adj_##D##d_##M##_f64, cq__p2g_adj_##D##d_##M##_f32 }
 static const tvariant TVARIANTS[] = {
     TVARIANT(2, fixed_corotated), TVARIANT(2, neohookean), TVARIANT(3, fixed_corotated), TVARIANT(3, neohookean),
 };
@@ -390,10 +434,10 @@ typedef struct dimops {
     gridadj32_fn grid_adj32; g2padj32_fn g2p_adj32;
 } dimops;
 static const dimops DIMOPS[2] = {
-    { cq__grid_fwd_2d_f64, cq__grid_adj_2d_f64, cq__g2p_fwd_2d_f64, cq__g2p_adj_2d_f64, cq__bc_axis_2d_f64, cq__wall_normal_2d_f64,
-      cq__grid_adj_2d_f32, cq__g2p_adj_2d_f32 },
-    { cq__grid_fwd_3d_f64, cq__grid_adj_3d_f64, cq__g2p_fwd_3d_f64, cq__g2p_adj_3d_f64, cq__bc_axis_3d_f64, cq__wall_normal_3d_f64,
-      cq__grid_adj_3d_f32, cq__g2p_adj_3d_f32 },
+    { cq__grid_fwd_2d_f64, cq__grid_adj_2d_f64, cq__g2p_fwd_2d_f64, g2p_adj_2d_f64, cq__bc_axis_2d_f64, cq__wall_normal_2d_f64,
+      cq__grid_adj_2d_f32, g2p_adj_2d_f32 },
+    { cq__grid_fwd_3d_f64, cq__grid_adj_3d_f64, cq__g2p_fwd_3d_f64, g2p_adj_3d_f64, cq__bc_axis_3d_f64, cq__wall_normal_3d_f64,
+      cq__grid_adj_3d_f32, g2p_adj_3d_f32 },
 };
 
 static double worst_p2g[NTV], worst_grid[2][5], worst_g2p[2], worst_t32[3][2];
@@ -406,7 +450,7 @@ static void transfer_params(int d, cq__params_f64 *prm)
     prm->dx = 1.0 / RES; prm->inv_dx = RES; prm->dt = 1e-3;
     prm->gravity[0] = 0.7; prm->gravity[1] = -9.8; prm->gravity[2] = d == 3 ? 1.3 : 0;
     for (int a = 0; a < 3; ++a) prm->res[a] = a < d ? RES : 1;
-    prm->bound = 3; prm->boundary = CQ__BC_SLIP;
+    prm->bound = 3; prm->boundary = CQ__BC_SLIP; prm->nodes = (int)node_count(d);
 }
 
 /* particle arrays (plus their view) */
@@ -418,7 +462,7 @@ static cq__pview_f64 view_of(pbuf *b)
 {
     cq__pview_f64 v;
     v.x = b->x; v.v = b->v; v.C = b->C; v.F = b->F; v.mass = b->mass; v.vol = b->vol; v.E = b->E; v.nu = b->nu;
-    v.act = b->act; v.act_stress = b->act_stress;
+    v.act = b->act; v.act_stress = b->act_stress; v.scene = NULL;
     return v;
 }
 
@@ -812,7 +856,7 @@ static cq__pview_f32 view32_of(pbuf32 *b)
 {
     cq__pview_f32 v;
     v.x = b->x; v.v = b->v; v.C = b->C; v.F = b->F; v.mass = b->mass; v.vol = b->vol; v.E = b->E; v.nu = b->nu;
-    v.act = b->act; v.act_stress = b->act_stress;
+    v.act = b->act; v.act_stress = b->act_stress; v.scene = NULL;
     return v;
 }
 static void to32(const double *a, float *b, long n) { for (long i = 0; i < n; ++i) b[i] = (float)a[i]; }
@@ -828,7 +872,7 @@ static void params_to32(const cq__params_f64 *a, cq__params_f32 *b)
     memset(b, 0, sizeof *b);
     b->dx = (float)a->dx; b->inv_dx = (float)a->inv_dx; b->dt = (float)a->dt; b->friction = (float)a->friction;
     for (int i = 0; i < 3; ++i) { b->gravity[i] = (float)a->gravity[i]; b->res[i] = a->res[i]; }
-    b->bound = a->bound; b->boundary = a->boundary; b->incompressibility = a->incompressibility; b->act_groups = a->act_groups;
+    b->nodes = a->nodes; b->bound = a->bound; b->boundary = a->boundary; b->incompressibility = a->incompressibility; b->act_groups = a->act_groups;
 }
 /* relerr of a float32 result against a float64 one (1 when an entry is not finite) */
 static double relerr32(const float *a, const double *ref, long n)

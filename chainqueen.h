@@ -97,7 +97,21 @@
      driver on first use.  cq_sim_desc.device picks the GPU; $CQ_DISABLE_CUDA makes DEFAULT use
      the CPU.  Without a usable GPU, CQ_BACKEND_CUDA fails with CQ_ERROR_BACKEND_UNAVAILABLE and
      the reason (no driver, no device, driver too old for the PTX, PTX rejected, out of device
-     memory).  GPU sums use atomics: results match the CPU to rounding, not bit for bit.
+     memory).  Deterministic: no float sum depends on thread order (grid sums are gathers in
+     a fixed order over particles counting-sorted by cell, the same order as the CPU's), so a
+     forward and its recomputation in the backward pass are bitwise equal, run to run; GPU and
+     CPU differ only where the GPU fuses multiply-adds.  The actuation and cable gradients'
+     per-group sums still use double atomics on the GPU (last-bit differences run to run).
+
+   MANY SCENES (cq_sim_desc.scenes, cq_particles_desc.scene)
+     One sim holds `scenes` independent scenes sharing its settings (res, dx, dt, material,
+     precision, walls); each has its own grid and each particle belongs to one (scene[p], NULL =
+     0).  One launch / one parallel loop advances them all; a scene's results are those of a
+     sim holding it alone (bitwise on the CPU, given its particles in the same relative order).
+     Actuation groups and cables are per sim: give each scene its own group numbers.  A step
+     that fails in one scene fails the whole sim's step (the message names the particle; all
+     scenes stay at the step's start).  This is how a small robot fills a GPU: 256 copies of a
+     6.4k-particle scene are one sim of 1.6M particles.
 
    GRADIENTS (reverse mode)
      Create the sim with checkpoint_every = k >= 1: the state is kept every k steps (and the
@@ -174,17 +188,21 @@
    MAP OF THIS FILE (grep the anchor; each region names its template in templates/)
      public API ............. api.h.j2            cq_sim_desc, cq_particles_desc, cq_sim_*
      kernel machinery ....... kernels_common.j2   CQ_HD, params/view structs, cq__isfinite_*
-     forward kernels ........ kernels.j2          >>weights_ >>p2g_ >>grid_ >>g2p_ >>material_
-                                                  >>svd_3d >>polar_2d >>incompressible_
+     forward kernels ........ kernels.j2          >>weights_ >>cell_sort_ (the cell of a particle)
+                                                  >>p2g_ (P2G's particle half) >>grid_gather_ (its
+                                                  node half, a gather in a fixed order) >>grid_
+                                                  >>g2p_ >>material_ >>svd_3d >>polar_2d >>incompressible_
      adjoint kernels ........ adjoint.j2          >>p2g_adj_ >>grid_adj_ >>g2p_adj_ >>pk1_vjp_
                                                   >>stress_vjp_ >>polar_vjp_ >>boundary_adj_
      cables ................. cables.j2           >>cables_
      CUDA driver loader ..... cuda_loader.j2      >>cuda_loader
      host: sim, vtable ...... host_sim.j2         struct cq_sim, cq__vtable (what a backend provides)
      host: errors, memory ... host_memory.j2      >>errors >>memory >>work_memory >>conversion >>cables
-     host: CPU backend ...... cpu_backend.j2      >>cpu_drivers >>cpu_substep_ >>cpu_substep_adj_
+     host: CPU backend ...... cpu_backend.j2      >>cpu_drivers >>cpu_sort_ >>cpu_gather_ (row by row)
+                                                  >>cpu_grid_ >>cpu_substep_ >>cpu_substep_adj_
                                                   >>cpu_check_adjoint >>cpu_act_grad >>cpu_cables_
-     host: CUDA backend ..... cuda_backend.j2     >>cuda_substep_ >>cuda_substep_adj_ >>cuda_act_grad
+     host: CUDA backend ..... cuda_backend.j2     >>cuda_sort_ >>cuda_grid_ >>cuda_substep_
+                                                  >>cuda_substep_adj_ >>cuda_act_grad
                                                   >>cuda_check_adjoint_ (launches: cq__cu_launch)
                                                   >>cuda_device_open (a device for a sim or a world;
                                                   context and memory calls: cuda_loader.j2 >>cuda_device)
@@ -10740,9 +10758,11 @@ cq_result cq_sim_step(cq_sim *s, int steps)
                 char raw[3 * sizeof(double)];
                 cq__wget(s, raw, s->nxt.x, (size_t)bad * (size_t)s->dim * s->tsize, (size_t)s->dim * s->tsize);
                 for (int a = 0; a < s->dim; ++a) xb[a] = cq__at(s, raw, a);
+                char in_scene[32] = "";
+                if (s->scene) snprintf(in_scene, sizeof in_scene, " of scene %d", s->scene[bad]);
                 if (sub > 0) cq__wstate_copy(s, &s->cur, &s->snap, s->n);
-                return cq__fail(s, code, "cq_sim_step: step %d (substep %d): particle %d %s (x = %g %g %g); the sim "
-                                "stays at step %d", s->step, sub, bad,
+                return cq__fail(s, code, "cq_sim_step: step %d (substep %d): particle %d%s %s (x = %g %g %g); the sim "
+                                "stays at step %d", s->step, sub, bad, in_scene,
                                 st == CQ__NONFINITE ? "became non-finite (x, v, C or F)" : "left the usable grid region",
                                 xb[0], xb[1], xb[2], s->step);
             }

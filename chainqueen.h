@@ -922,6 +922,35 @@ CQ_HD void cq__gather_add_2d_f32(const float *pk, const int *o, const cq__params
     }
 }
 
+/* The same contributions of one packed particle to the 3 nodes o[D-1] = 0, 1, 2 of a row (the
+   other offsets o[0..D-2] given): the CPU's row-by-row gather.  The factors that do not depend on
+   o[D-1] are computed once, in the order cq__gather_add uses, so each node gets bitwise the
+   same sum as from it.  m: 3 nodes (or NULL), mom: 3 x D. */
+CQ_HD void cq__gather_row_2d_f32(const float *pk, const int *o, const cq__params_f32 *prm, float *m, float *mom)
+{
+    float w[2][3], d[2][3], part[2];
+    for (int a = 0; a < 2; ++a) {
+        const float f = pk[1 + a];
+        for (int k = 0; k < 3; ++k) {
+            const int ok = a < 1 ? o[a] : k;
+            const float e = ok == 0 ? (float)1.5 - f : (ok == 1 ? f - 1 : f - (float)0.5);
+            w[a][k] = ok == 1 ? (float)0.75 - e * e : (float)0.5 * e * e;
+            d[a][k] = ((float)ok - f) * prm->dx;
+        }
+    }
+    const float wf = w[0][0];
+    for (int a = 0; a < 2; ++a) {
+        part[a] = pk[1 + 2 + a];
+        for (int b = 0; b < 1; ++b) part[a] += pk[1 + 2 * 2 + a * 2 + b] * d[b][0];
+    }
+    for (int k = 0; k < 3; ++k) {
+        const float wt = wf * w[1][k];
+        if (m) m[k] += wt * pk[0];
+        for (int a = 0; a < 2; ++a)
+            mom[k * 2 + a] += wt * (part[a] + pk[1 + 2 * 2 + a * 2 + 1] * d[1][k]);
+    }
+}
+
 /* >>grid_gather_2d_f32: P2G's node half, a gather: node `node` sums the contributions of the
    particles of cells c = node - o, o in {2, 1, 0} per axis (cells in increasing order), each
    cell's particles in sorted order (by particle index): a fixed order, so a node's sum is
@@ -1324,6 +1353,35 @@ CQ_HD void cq__gather_add_2d_f64(const double *pk, const int *o, const cq__param
         double v = pk[1 + 2 + a];
         CQ__UNROLL for (int b = 0; b < 2; ++b) v += pk[1 + 2 * 2 + a * 2 + b] * d[b];
         mom[a] += wt * v;
+    }
+}
+
+/* The same contributions of one packed particle to the 3 nodes o[D-1] = 0, 1, 2 of a row (the
+   other offsets o[0..D-2] given): the CPU's row-by-row gather.  The factors that do not depend on
+   o[D-1] are computed once, in the order cq__gather_add uses, so each node gets bitwise the
+   same sum as from it.  m: 3 nodes (or NULL), mom: 3 x D. */
+CQ_HD void cq__gather_row_2d_f64(const double *pk, const int *o, const cq__params_f64 *prm, double *m, double *mom)
+{
+    double w[2][3], d[2][3], part[2];
+    for (int a = 0; a < 2; ++a) {
+        const double f = pk[1 + a];
+        for (int k = 0; k < 3; ++k) {
+            const int ok = a < 1 ? o[a] : k;
+            const double e = ok == 0 ? (double)1.5 - f : (ok == 1 ? f - 1 : f - (double)0.5);
+            w[a][k] = ok == 1 ? (double)0.75 - e * e : (double)0.5 * e * e;
+            d[a][k] = ((double)ok - f) * prm->dx;
+        }
+    }
+    const double wf = w[0][0];
+    for (int a = 0; a < 2; ++a) {
+        part[a] = pk[1 + 2 + a];
+        for (int b = 0; b < 1; ++b) part[a] += pk[1 + 2 * 2 + a * 2 + b] * d[b][0];
+    }
+    for (int k = 0; k < 3; ++k) {
+        const double wt = wf * w[1][k];
+        if (m) m[k] += wt * pk[0];
+        for (int a = 0; a < 2; ++a)
+            mom[k * 2 + a] += wt * (part[a] + pk[1 + 2 * 2 + a * 2 + 1] * d[1][k]);
     }
 }
 
@@ -1789,6 +1847,35 @@ CQ_HD void cq__gather_add_3d_f32(const float *pk, const int *o, const cq__params
         float v = pk[1 + 3 + a];
         CQ__UNROLL for (int b = 0; b < 3; ++b) v += pk[1 + 2 * 3 + a * 3 + b] * d[b];
         mom[a] += wt * v;
+    }
+}
+
+/* The same contributions of one packed particle to the 3 nodes o[D-1] = 0, 1, 2 of a row (the
+   other offsets o[0..D-2] given): the CPU's row-by-row gather.  The factors that do not depend on
+   o[D-1] are computed once, in the order cq__gather_add uses, so each node gets bitwise the
+   same sum as from it.  m: 3 nodes (or NULL), mom: 3 x D. */
+CQ_HD void cq__gather_row_3d_f32(const float *pk, const int *o, const cq__params_f32 *prm, float *m, float *mom)
+{
+    float w[3][3], d[3][3], part[3];
+    for (int a = 0; a < 3; ++a) {
+        const float f = pk[1 + a];
+        for (int k = 0; k < 3; ++k) {
+            const int ok = a < 2 ? o[a] : k;
+            const float e = ok == 0 ? (float)1.5 - f : (ok == 1 ? f - 1 : f - (float)0.5);
+            w[a][k] = ok == 1 ? (float)0.75 - e * e : (float)0.5 * e * e;
+            d[a][k] = ((float)ok - f) * prm->dx;
+        }
+    }
+    const float wf = w[0][0] * w[1][0];
+    for (int a = 0; a < 3; ++a) {
+        part[a] = pk[1 + 3 + a];
+        for (int b = 0; b < 2; ++b) part[a] += pk[1 + 2 * 3 + a * 3 + b] * d[b][0];
+    }
+    for (int k = 0; k < 3; ++k) {
+        const float wt = wf * w[2][k];
+        if (m) m[k] += wt * pk[0];
+        for (int a = 0; a < 3; ++a)
+            mom[k * 3 + a] += wt * (part[a] + pk[1 + 2 * 3 + a * 3 + 2] * d[2][k]);
     }
 }
 
@@ -2283,6 +2370,35 @@ CQ_HD void cq__gather_add_3d_f64(const double *pk, const int *o, const cq__param
         double v = pk[1 + 3 + a];
         CQ__UNROLL for (int b = 0; b < 3; ++b) v += pk[1 + 2 * 3 + a * 3 + b] * d[b];
         mom[a] += wt * v;
+    }
+}
+
+/* The same contributions of one packed particle to the 3 nodes o[D-1] = 0, 1, 2 of a row (the
+   other offsets o[0..D-2] given): the CPU's row-by-row gather.  The factors that do not depend on
+   o[D-1] are computed once, in the order cq__gather_add uses, so each node gets bitwise the
+   same sum as from it.  m: 3 nodes (or NULL), mom: 3 x D. */
+CQ_HD void cq__gather_row_3d_f64(const double *pk, const int *o, const cq__params_f64 *prm, double *m, double *mom)
+{
+    double w[3][3], d[3][3], part[3];
+    for (int a = 0; a < 3; ++a) {
+        const double f = pk[1 + a];
+        for (int k = 0; k < 3; ++k) {
+            const int ok = a < 2 ? o[a] : k;
+            const double e = ok == 0 ? (double)1.5 - f : (ok == 1 ? f - 1 : f - (double)0.5);
+            w[a][k] = ok == 1 ? (double)0.75 - e * e : (double)0.5 * e * e;
+            d[a][k] = ((double)ok - f) * prm->dx;
+        }
+    }
+    const double wf = w[0][0] * w[1][0];
+    for (int a = 0; a < 3; ++a) {
+        part[a] = pk[1 + 3 + a];
+        for (int b = 0; b < 2; ++b) part[a] += pk[1 + 2 * 3 + a * 3 + b] * d[b][0];
+    }
+    for (int k = 0; k < 3; ++k) {
+        const double wt = wf * w[2][k];
+        if (m) m[k] += wt * pk[0];
+        for (int a = 0; a < 3; ++a)
+            mom[k * 3 + a] += wt * (part[a] + pk[1 + 2 * 3 + a * 3 + 2] * d[2][k]);
     }
 }
 
@@ -7413,6 +7529,9 @@ static void cq__cpu_act_grad_add(cq_sim *s, int groups)
 static void cq__cpu_act_grad_end(cq_sim *s, int groups) { (void)s; (void)groups; }
 
 /* ------------------------------------------------------------------ >>cpu_drivers */
+/* rows of nodes along the last axis, of all scenes: the gather's items (ranges of about 1/64 of
+   them: most rows of a sparse scene are empty, and short ranges do not scale) */
+static int cq__rows(const cq_sim *s) { return (int)(s->nodes / s->desc.res[s->dim - 1]); }
 static cq__pview_f32 cq__pview_f32_of(const cq_sim *s, const cq__state *st)
 {
     cq__pview_f32 v;
@@ -7735,11 +7854,7 @@ static void cq__gather_rows_2d_fixed_corotated_f32(void *ctx, int begin, int end
                 const int kb = crow > 0 ? cell_end[crow - 1] : 0, ke = cell_end[crow + L - 1];
                 for (int k = kb; k < ke; ++k) {
                     const int b = skey[k] - crow;
-                    const float *q = pk + (long)k * CQ__PK(2);
-                    for (o[1] = 0; o[1] < 3; ++o[1]) {
-                        const int z = b + o[1];
-                        cq__gather_add_2d_f32(q, o, prm, m ? m + z : NULL, v + (long)z * 2);
-                    }
+                    cq__gather_row_2d_f32(pk + (long)k * CQ__PK(2), o, prm, m ? m + b : NULL, v + (long)b * 2);
                 }
             }
         }
@@ -7759,7 +7874,7 @@ static void cq__cpu_grid_2d_fixed_corotated_f32(cq__sub_task_2d_fixed_corotated_
     cq__cpu_sort_f32(s, t->in);
     cq__parallel_for(s, s->n, 512, cq__p2g_range_2d_fixed_corotated_f32, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (float *)s->grid_p : NULL; t->update = 1;
-    cq__parallel_for(s, (int)(s->nodes / t->prm->res[1]), 4, cq__gather_rows_2d_fixed_corotated_f32, t);
+    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_2d_fixed_corotated_f32, t);
 }
 
 /* >>cpu_substep_2d_fixed_corotated_f32: grid phase, then G2P from `in` into `out`. */
@@ -7794,7 +7909,7 @@ static void cq__cpu_substep_adj_2d_fixed_corotated_f32(cq_sim *s, const cq__stat
     cq__cpu_grid_2d_fixed_corotated_f32(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_2d_fixed_corotated_f32, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0;
-    cq__parallel_for(s, (int)(s->nodes / t.prm->res[1]), 4, cq__gather_rows_2d_fixed_corotated_f32, &t);
+    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_2d_fixed_corotated_f32, &t);
     cq__parallel_for(s, (int)s->nodes, 4096, cq__grid_adj_range_2d_fixed_corotated_f32, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_fixed_corotated_f32, &t);
     if (s->n_cables) cq__cpu_cable_adj_2d_f32(s, in_st, ai_st);
@@ -7889,11 +8004,7 @@ static void cq__gather_rows_2d_fixed_corotated_f64(void *ctx, int begin, int end
                 const int kb = crow > 0 ? cell_end[crow - 1] : 0, ke = cell_end[crow + L - 1];
                 for (int k = kb; k < ke; ++k) {
                     const int b = skey[k] - crow;
-                    const double *q = pk + (long)k * CQ__PK(2);
-                    for (o[1] = 0; o[1] < 3; ++o[1]) {
-                        const int z = b + o[1];
-                        cq__gather_add_2d_f64(q, o, prm, m ? m + z : NULL, v + (long)z * 2);
-                    }
+                    cq__gather_row_2d_f64(pk + (long)k * CQ__PK(2), o, prm, m ? m + b : NULL, v + (long)b * 2);
                 }
             }
         }
@@ -7913,7 +8024,7 @@ static void cq__cpu_grid_2d_fixed_corotated_f64(cq__sub_task_2d_fixed_corotated_
     cq__cpu_sort_f64(s, t->in);
     cq__parallel_for(s, s->n, 512, cq__p2g_range_2d_fixed_corotated_f64, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (double *)s->grid_p : NULL; t->update = 1;
-    cq__parallel_for(s, (int)(s->nodes / t->prm->res[1]), 4, cq__gather_rows_2d_fixed_corotated_f64, t);
+    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_2d_fixed_corotated_f64, t);
 }
 
 /* >>cpu_substep_2d_fixed_corotated_f64: grid phase, then G2P from `in` into `out`. */
@@ -7948,7 +8059,7 @@ static void cq__cpu_substep_adj_2d_fixed_corotated_f64(cq_sim *s, const cq__stat
     cq__cpu_grid_2d_fixed_corotated_f64(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_2d_fixed_corotated_f64, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0;
-    cq__parallel_for(s, (int)(s->nodes / t.prm->res[1]), 4, cq__gather_rows_2d_fixed_corotated_f64, &t);
+    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_2d_fixed_corotated_f64, &t);
     cq__parallel_for(s, (int)s->nodes, 4096, cq__grid_adj_range_2d_fixed_corotated_f64, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_fixed_corotated_f64, &t);
     if (s->n_cables) cq__cpu_cable_adj_2d_f64(s, in_st, ai_st);
@@ -8043,11 +8154,7 @@ static void cq__gather_rows_2d_neohookean_f32(void *ctx, int begin, int end)
                 const int kb = crow > 0 ? cell_end[crow - 1] : 0, ke = cell_end[crow + L - 1];
                 for (int k = kb; k < ke; ++k) {
                     const int b = skey[k] - crow;
-                    const float *q = pk + (long)k * CQ__PK(2);
-                    for (o[1] = 0; o[1] < 3; ++o[1]) {
-                        const int z = b + o[1];
-                        cq__gather_add_2d_f32(q, o, prm, m ? m + z : NULL, v + (long)z * 2);
-                    }
+                    cq__gather_row_2d_f32(pk + (long)k * CQ__PK(2), o, prm, m ? m + b : NULL, v + (long)b * 2);
                 }
             }
         }
@@ -8067,7 +8174,7 @@ static void cq__cpu_grid_2d_neohookean_f32(cq__sub_task_2d_neohookean_f32 *t, in
     cq__cpu_sort_f32(s, t->in);
     cq__parallel_for(s, s->n, 512, cq__p2g_range_2d_neohookean_f32, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (float *)s->grid_p : NULL; t->update = 1;
-    cq__parallel_for(s, (int)(s->nodes / t->prm->res[1]), 4, cq__gather_rows_2d_neohookean_f32, t);
+    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_2d_neohookean_f32, t);
 }
 
 /* >>cpu_substep_2d_neohookean_f32: grid phase, then G2P from `in` into `out`. */
@@ -8102,7 +8209,7 @@ static void cq__cpu_substep_adj_2d_neohookean_f32(cq_sim *s, const cq__state *in
     cq__cpu_grid_2d_neohookean_f32(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_2d_neohookean_f32, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0;
-    cq__parallel_for(s, (int)(s->nodes / t.prm->res[1]), 4, cq__gather_rows_2d_neohookean_f32, &t);
+    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_2d_neohookean_f32, &t);
     cq__parallel_for(s, (int)s->nodes, 4096, cq__grid_adj_range_2d_neohookean_f32, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_neohookean_f32, &t);
     if (s->n_cables) cq__cpu_cable_adj_2d_f32(s, in_st, ai_st);
@@ -8197,11 +8304,7 @@ static void cq__gather_rows_2d_neohookean_f64(void *ctx, int begin, int end)
                 const int kb = crow > 0 ? cell_end[crow - 1] : 0, ke = cell_end[crow + L - 1];
                 for (int k = kb; k < ke; ++k) {
                     const int b = skey[k] - crow;
-                    const double *q = pk + (long)k * CQ__PK(2);
-                    for (o[1] = 0; o[1] < 3; ++o[1]) {
-                        const int z = b + o[1];
-                        cq__gather_add_2d_f64(q, o, prm, m ? m + z : NULL, v + (long)z * 2);
-                    }
+                    cq__gather_row_2d_f64(pk + (long)k * CQ__PK(2), o, prm, m ? m + b : NULL, v + (long)b * 2);
                 }
             }
         }
@@ -8221,7 +8324,7 @@ static void cq__cpu_grid_2d_neohookean_f64(cq__sub_task_2d_neohookean_f64 *t, in
     cq__cpu_sort_f64(s, t->in);
     cq__parallel_for(s, s->n, 512, cq__p2g_range_2d_neohookean_f64, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (double *)s->grid_p : NULL; t->update = 1;
-    cq__parallel_for(s, (int)(s->nodes / t->prm->res[1]), 4, cq__gather_rows_2d_neohookean_f64, t);
+    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_2d_neohookean_f64, t);
 }
 
 /* >>cpu_substep_2d_neohookean_f64: grid phase, then G2P from `in` into `out`. */
@@ -8256,7 +8359,7 @@ static void cq__cpu_substep_adj_2d_neohookean_f64(cq_sim *s, const cq__state *in
     cq__cpu_grid_2d_neohookean_f64(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_2d_neohookean_f64, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0;
-    cq__parallel_for(s, (int)(s->nodes / t.prm->res[1]), 4, cq__gather_rows_2d_neohookean_f64, &t);
+    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_2d_neohookean_f64, &t);
     cq__parallel_for(s, (int)s->nodes, 4096, cq__grid_adj_range_2d_neohookean_f64, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_neohookean_f64, &t);
     if (s->n_cables) cq__cpu_cable_adj_2d_f64(s, in_st, ai_st);
@@ -8352,11 +8455,7 @@ static void cq__gather_rows_3d_fixed_corotated_f32(void *ctx, int begin, int end
                 const int kb = crow > 0 ? cell_end[crow - 1] : 0, ke = cell_end[crow + L - 1];
                 for (int k = kb; k < ke; ++k) {
                     const int b = skey[k] - crow;
-                    const float *q = pk + (long)k * CQ__PK(3);
-                    for (o[2] = 0; o[2] < 3; ++o[2]) {
-                        const int z = b + o[2];
-                        cq__gather_add_3d_f32(q, o, prm, m ? m + z : NULL, v + (long)z * 3);
-                    }
+                    cq__gather_row_3d_f32(pk + (long)k * CQ__PK(3), o, prm, m ? m + b : NULL, v + (long)b * 3);
                 }
             }
         }
@@ -8376,7 +8475,7 @@ static void cq__cpu_grid_3d_fixed_corotated_f32(cq__sub_task_3d_fixed_corotated_
     cq__cpu_sort_f32(s, t->in);
     cq__parallel_for(s, s->n, 512, cq__p2g_range_3d_fixed_corotated_f32, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (float *)s->grid_p : NULL; t->update = 1;
-    cq__parallel_for(s, (int)(s->nodes / t->prm->res[2]), 4, cq__gather_rows_3d_fixed_corotated_f32, t);
+    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_3d_fixed_corotated_f32, t);
 }
 
 /* >>cpu_substep_3d_fixed_corotated_f32: grid phase, then G2P from `in` into `out`. */
@@ -8411,7 +8510,7 @@ static void cq__cpu_substep_adj_3d_fixed_corotated_f32(cq_sim *s, const cq__stat
     cq__cpu_grid_3d_fixed_corotated_f32(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_3d_fixed_corotated_f32, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0;
-    cq__parallel_for(s, (int)(s->nodes / t.prm->res[2]), 4, cq__gather_rows_3d_fixed_corotated_f32, &t);
+    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_3d_fixed_corotated_f32, &t);
     cq__parallel_for(s, (int)s->nodes, 4096, cq__grid_adj_range_3d_fixed_corotated_f32, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_fixed_corotated_f32, &t);
     if (s->n_cables) cq__cpu_cable_adj_3d_f32(s, in_st, ai_st);
@@ -8507,11 +8606,7 @@ static void cq__gather_rows_3d_fixed_corotated_f64(void *ctx, int begin, int end
                 const int kb = crow > 0 ? cell_end[crow - 1] : 0, ke = cell_end[crow + L - 1];
                 for (int k = kb; k < ke; ++k) {
                     const int b = skey[k] - crow;
-                    const double *q = pk + (long)k * CQ__PK(3);
-                    for (o[2] = 0; o[2] < 3; ++o[2]) {
-                        const int z = b + o[2];
-                        cq__gather_add_3d_f64(q, o, prm, m ? m + z : NULL, v + (long)z * 3);
-                    }
+                    cq__gather_row_3d_f64(pk + (long)k * CQ__PK(3), o, prm, m ? m + b : NULL, v + (long)b * 3);
                 }
             }
         }
@@ -8531,7 +8626,7 @@ static void cq__cpu_grid_3d_fixed_corotated_f64(cq__sub_task_3d_fixed_corotated_
     cq__cpu_sort_f64(s, t->in);
     cq__parallel_for(s, s->n, 512, cq__p2g_range_3d_fixed_corotated_f64, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (double *)s->grid_p : NULL; t->update = 1;
-    cq__parallel_for(s, (int)(s->nodes / t->prm->res[2]), 4, cq__gather_rows_3d_fixed_corotated_f64, t);
+    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_3d_fixed_corotated_f64, t);
 }
 
 /* >>cpu_substep_3d_fixed_corotated_f64: grid phase, then G2P from `in` into `out`. */
@@ -8566,7 +8661,7 @@ static void cq__cpu_substep_adj_3d_fixed_corotated_f64(cq_sim *s, const cq__stat
     cq__cpu_grid_3d_fixed_corotated_f64(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_3d_fixed_corotated_f64, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0;
-    cq__parallel_for(s, (int)(s->nodes / t.prm->res[2]), 4, cq__gather_rows_3d_fixed_corotated_f64, &t);
+    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_3d_fixed_corotated_f64, &t);
     cq__parallel_for(s, (int)s->nodes, 4096, cq__grid_adj_range_3d_fixed_corotated_f64, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_fixed_corotated_f64, &t);
     if (s->n_cables) cq__cpu_cable_adj_3d_f64(s, in_st, ai_st);
@@ -8662,11 +8757,7 @@ static void cq__gather_rows_3d_neohookean_f32(void *ctx, int begin, int end)
                 const int kb = crow > 0 ? cell_end[crow - 1] : 0, ke = cell_end[crow + L - 1];
                 for (int k = kb; k < ke; ++k) {
                     const int b = skey[k] - crow;
-                    const float *q = pk + (long)k * CQ__PK(3);
-                    for (o[2] = 0; o[2] < 3; ++o[2]) {
-                        const int z = b + o[2];
-                        cq__gather_add_3d_f32(q, o, prm, m ? m + z : NULL, v + (long)z * 3);
-                    }
+                    cq__gather_row_3d_f32(pk + (long)k * CQ__PK(3), o, prm, m ? m + b : NULL, v + (long)b * 3);
                 }
             }
         }
@@ -8686,7 +8777,7 @@ static void cq__cpu_grid_3d_neohookean_f32(cq__sub_task_3d_neohookean_f32 *t, in
     cq__cpu_sort_f32(s, t->in);
     cq__parallel_for(s, s->n, 512, cq__p2g_range_3d_neohookean_f32, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (float *)s->grid_p : NULL; t->update = 1;
-    cq__parallel_for(s, (int)(s->nodes / t->prm->res[2]), 4, cq__gather_rows_3d_neohookean_f32, t);
+    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_3d_neohookean_f32, t);
 }
 
 /* >>cpu_substep_3d_neohookean_f32: grid phase, then G2P from `in` into `out`. */
@@ -8721,7 +8812,7 @@ static void cq__cpu_substep_adj_3d_neohookean_f32(cq_sim *s, const cq__state *in
     cq__cpu_grid_3d_neohookean_f32(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_3d_neohookean_f32, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0;
-    cq__parallel_for(s, (int)(s->nodes / t.prm->res[2]), 4, cq__gather_rows_3d_neohookean_f32, &t);
+    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_3d_neohookean_f32, &t);
     cq__parallel_for(s, (int)s->nodes, 4096, cq__grid_adj_range_3d_neohookean_f32, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_neohookean_f32, &t);
     if (s->n_cables) cq__cpu_cable_adj_3d_f32(s, in_st, ai_st);
@@ -8817,11 +8908,7 @@ static void cq__gather_rows_3d_neohookean_f64(void *ctx, int begin, int end)
                 const int kb = crow > 0 ? cell_end[crow - 1] : 0, ke = cell_end[crow + L - 1];
                 for (int k = kb; k < ke; ++k) {
                     const int b = skey[k] - crow;
-                    const double *q = pk + (long)k * CQ__PK(3);
-                    for (o[2] = 0; o[2] < 3; ++o[2]) {
-                        const int z = b + o[2];
-                        cq__gather_add_3d_f64(q, o, prm, m ? m + z : NULL, v + (long)z * 3);
-                    }
+                    cq__gather_row_3d_f64(pk + (long)k * CQ__PK(3), o, prm, m ? m + b : NULL, v + (long)b * 3);
                 }
             }
         }
@@ -8841,7 +8928,7 @@ static void cq__cpu_grid_3d_neohookean_f64(cq__sub_task_3d_neohookean_f64 *t, in
     cq__cpu_sort_f64(s, t->in);
     cq__parallel_for(s, s->n, 512, cq__p2g_range_3d_neohookean_f64, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (double *)s->grid_p : NULL; t->update = 1;
-    cq__parallel_for(s, (int)(s->nodes / t->prm->res[2]), 4, cq__gather_rows_3d_neohookean_f64, t);
+    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_3d_neohookean_f64, t);
 }
 
 /* >>cpu_substep_3d_neohookean_f64: grid phase, then G2P from `in` into `out`. */
@@ -8876,7 +8963,7 @@ static void cq__cpu_substep_adj_3d_neohookean_f64(cq_sim *s, const cq__state *in
     cq__cpu_grid_3d_neohookean_f64(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_3d_neohookean_f64, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0;
-    cq__parallel_for(s, (int)(s->nodes / t.prm->res[2]), 4, cq__gather_rows_3d_neohookean_f64, &t);
+    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_3d_neohookean_f64, &t);
     cq__parallel_for(s, (int)s->nodes, 4096, cq__grid_adj_range_3d_neohookean_f64, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_neohookean_f64, &t);
     if (s->n_cables) cq__cpu_cable_adj_3d_f64(s, in_st, ai_st);
@@ -13752,7 +13839,7 @@ cq_result cq_world_control_grad_feedback(const cq_world *w, const double *dL_dst
 #if CQ__HAS_CUDA
 /* ---- BEGIN GENERATED: embedded PTX (byte arrays; the readable code ends above) from templates/ptx.j2.
    DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
-/* PTX module 2d_f32: sha256 b57fefa65b171f0a2316f9df7cbc7653306fb81543fddb24ff70ef949ff1d357, nvrtc 12.0, PTX ISA 8.0, 275354 bytes, fnv1a 0xe6764899, lz 74903 bytes */
+/* PTX module 2d_f32: sha256 62b4304f6ba1c8db1e75e69741372834095822dc5c6c00e97250b4c21b640fae, nvrtc 12.0, PTX ISA 8.0, 275354 bytes, fnv1a 0xe6764899, lz 74903 bytes */
 static const unsigned char cq__ptx_2d_f32_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -16097,7 +16184,7 @@ static const unsigned char cq__ptx_2d_f32_lz[] = {
 2,50,121,23,100,200,67,0,13,7,192,58,10,9,114,101,116,59,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_2d_f32 = { cq__ptx_2d_f32_lz, 74903, 275354, 0xe6764899u };
-/* PTX module 2d_f64: sha256 481257d5a1084274e3905223ae5f5dcfa04804d74b3b2847ca78906251fd92d3, nvrtc 12.0, PTX ISA 8.0, 293422 bytes, fnv1a 0x2aae298d, lz 75802 bytes */
+/* PTX module 2d_f64: sha256 10fd3cb0fca018342a42e066577281d99a57839e50f3e4cea4564d133cbc9a22, nvrtc 12.0, PTX ISA 8.0, 293422 bytes, fnv1a 0x2aae298d, lz 75802 bytes */
 static const unsigned char cq__ptx_2d_f64_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -18470,7 +18557,7 @@ static const unsigned char cq__ptx_2d_f64_lz[] = {
 141,18,3,61,0,15,119,132,4,36,49,55,189,162,8,141,0,4,91,9,80,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_2d_f64 = { cq__ptx_2d_f64_lz, 75802, 293422, 0x2aae298du };
-/* PTX module 3d_f32: sha256 3af88c1bee585fb38b555cb2bc9f622aeb20a96b78a73adfe37341eae4cc617a, nvrtc 12.0, PTX ISA 8.0, 391853 bytes, fnv1a 0x1969d9de, lz 110485 bytes */
+/* PTX module 3d_f32: sha256 ba6010d3ca08ce9762d0a0a5fa8e1a3e1f282530a48d11e3445d7c2ea3526490, nvrtc 12.0, PTX ISA 8.0, 391853 bytes, fnv1a 0x1969d9de, lz 110485 bytes */
 static const unsigned char cq__ptx_3d_f32_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -21927,7 +22014,7 @@ static const unsigned char cq__ptx_3d_f32_lz[] = {
 110,184,1,101,55,6,141,0,0,52,19,144,114,101,116,59,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_3d_f32 = { cq__ptx_3d_f32_lz, 110485, 391853, 0x1969d9deu };
-/* PTX module 3d_f64: sha256 cf8e1e892e26c4e993b16a8547d5a4b9a8cd766271efbc7ef7bbfb3234752a6a, nvrtc 12.0, PTX ISA 8.0, 426254 bytes, fnv1a 0x9cc30c12, lz 114120 bytes */
+/* PTX module 3d_f64: sha256 b19d6521f4e3758aedd299270ed99c864fc54f74069da892524b7ee6bbcd19a5, nvrtc 12.0, PTX ISA 8.0, 426254 bytes, fnv1a 0x9cc30c12, lz 114120 bytes */
 static const unsigned char cq__ptx_3d_f64_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,

@@ -391,6 +391,35 @@ CQ_HD void cq__gather_add_3d_f64(const double *pk, const int *o, const cq__param
     }
 }
 
+/* The same contributions of one packed particle to the 3 nodes o[D-1] = 0, 1, 2 of a row (the
+   other offsets o[0..D-2] given): the CPU's row-by-row gather.  The factors that do not depend on
+   o[D-1] are computed once, in the order cq__gather_add uses, so each node gets bitwise the
+   same sum as from it.  m: 3 nodes (or NULL), mom: 3 x D. */
+CQ_HD void cq__gather_row_3d_f64(const double *pk, const int *o, const cq__params_f64 *prm, double *m, double *mom)
+{
+    double w[3][3], d[3][3], part[3];
+    for (int a = 0; a < 3; ++a) {
+        const double f = pk[1 + a];
+        for (int k = 0; k < 3; ++k) {
+            const int ok = a < 2 ? o[a] : k;
+            const double e = ok == 0 ? (double)1.5 - f : (ok == 1 ? f - 1 : f - (double)0.5);
+            w[a][k] = ok == 1 ? (double)0.75 - e * e : (double)0.5 * e * e;
+            d[a][k] = ((double)ok - f) * prm->dx;
+        }
+    }
+    const double wf = w[0][0] * w[1][0];
+    for (int a = 0; a < 3; ++a) {
+        part[a] = pk[1 + 3 + a];
+        for (int b = 0; b < 2; ++b) part[a] += pk[1 + 2 * 3 + a * 3 + b] * d[b][0];
+    }
+    for (int k = 0; k < 3; ++k) {
+        const double wt = wf * w[2][k];
+        if (m) m[k] += wt * pk[0];
+        for (int a = 0; a < 3; ++a)
+            mom[k * 3 + a] += wt * (part[a] + pk[1 + 2 * 3 + a * 3 + 2] * d[2][k]);
+    }
+}
+
 /* >>grid_gather_3d_f64: P2G's node half, a gather: node `node` sums the contributions of the
    particles of cells c = node - o, o in {2, 1, 0} per axis (cells in increasing order), each
    cell's particles in sorted order (by particle index): a fixed order, so a node's sum is

@@ -41,26 +41,38 @@ typedef struct scene {
     cq_precision precision;
     int quick;              /* also run in quick mode */
     int gpu_only;           /* only with the `gpu` argument (too big for a CPU run) */
+    int batch;              /* 1: g_batch copies of the scene in one sim (cq_sim_desc.scenes) */
 } scene;
+/* scenes of a batch row: 256 on a GPU, 16 on the CPU (quick: 4, quick on a GPU: 2) */
+static int g_batch = 16;
 
 #define CKPT_EVERY 10       /* checkpoint_every of the taped sim (quick mode: 4) */
 #define MAX_T 100000        /* cap on the taped step count (tape memory) */
 
 static const scene scenes[] = {
-    {"2D block", 2, 80, 128, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 1, 0},
-    {"2D block", 2, 80, 128, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F64, 1, 0},
-    {"3D cube", 3, 20, 64, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 1, 0},
-    {"3D cube", 3, 20, 64, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F64, 0, 0},
-    {"3D cube", 3, 20, 64, CQ_MATERIAL_NEOHOOKEAN, CQ_PRECISION_F32, 0, 0},
-    {"3D cube", 3, 20, 64, CQ_MATERIAL_NEOHOOKEAN, CQ_PRECISION_F64, 1, 0},
-    {"3D cube", 3, 40, 64, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 0, 0},
-    {"3D cube", 3, 40, 64, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F64, 0, 0},
-    {"3D cube", 3, 80, 128, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 0, 1},    /* 512k: [ChainQueen]'s largest */
-    {"3D cube", 3, 80, 128, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F64, 0, 1},
-    {"3D cube", 3, 80, 128, CQ_MATERIAL_NEOHOOKEAN, CQ_PRECISION_F32, 0, 1},
-    {"3D cube", 3, 160, 256, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 0, 1},   /* 4.1M */
-    {"3D cube", 3, 160, 256, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F64, 0, 1},
+    {"2D block", 2, 80, 128, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 1, 0, 0},
+    {"2D block", 2, 80, 128, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F64, 1, 0, 0},
+    {"3D cube", 3, 20, 64, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 1, 0, 0},
+    {"3D cube", 3, 20, 64, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F64, 0, 0, 0},
+    {"3D cube", 3, 20, 64, CQ_MATERIAL_NEOHOOKEAN, CQ_PRECISION_F32, 0, 0, 0},
+    {"3D cube", 3, 20, 64, CQ_MATERIAL_NEOHOOKEAN, CQ_PRECISION_F64, 1, 0, 0},
+    {"3D cube", 3, 40, 64, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 0, 0, 0},
+    {"3D cube", 3, 40, 64, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F64, 0, 0, 0},
+    {"3D cube", 3, 80, 128, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 0, 1, 0},    /* 512k: [ChainQueen]'s largest */
+    {"3D cube", 3, 80, 128, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F64, 0, 1, 0},
+    {"3D cube", 3, 80, 128, CQ_MATERIAL_NEOHOOKEAN, CQ_PRECISION_F32, 0, 1, 0},
+    {"3D cube", 3, 160, 256, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 0, 1, 0},   /* 4.1M */
+    {"3D cube", 3, 160, 256, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F64, 0, 1, 0},
+    /* the 2D block in g_batch scenes of one sim: aggregate throughput (DESIGN.md section 8) */
+    {"2D block x scenes", 2, 80, 128, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 1, 0, 1},
 };
+
+/* particles of a scene row: side^dim, times g_batch for a batch row */
+static int count_of(const scene *sc)
+{
+    const int n = sc->dim == 2 ? sc->side * sc->side : sc->side * sc->side * sc->side;
+    return sc->batch ? n * g_batch : n;
+}
 static cq_backend g_backend = CQ_BACKEND_CPU;
 
 static double now_s(void)
@@ -118,6 +130,15 @@ static cq_sim *make_sim(const scene *sc, int ckpt, const double *x, int n)
     memset(&pd, 0, sizeof pd);
     pd.count = n;
     pd.x = x;
+    if (sc->batch) {   /* x holds g_batch copies of the scene, scene by scene */
+        static int *scn;
+        static int scn_n;
+        if (scn_n < n) { free(scn); scn = (int *)malloc(sizeof(int) * (size_t)n); scn_n = scn ? n : 0; }
+        if (!scn) { fprintf(stderr, "out of memory\n"); return NULL; }
+        for (int p = 0; p < n; ++p) scn[p] = p / (n / g_batch);
+        d.scenes = g_batch;
+        pd.scene = scn;
+    }
     pd.default_youngs = 1e4;
     pd.default_poisson = 0.3;
     if (cq_sim_create(&d, &sim) != CQ_SUCCESS) {
@@ -191,7 +212,7 @@ done:
    error. */
 static int run_scene(const scene *sc, double target_s, double bwd_fwd_s, int ckpt, result *r)
 {
-    const int n = sc->dim == 2 ? sc->side * sc->side : sc->side * sc->side * sc->side;
+    const int n = count_of(sc), n1 = sc->dim == 2 ? sc->side * sc->side : sc->side * sc->side * sc->side;
     cq_sim *sim = NULL;
     double *x = NULL, *seed = NULL, t0, el, wall = 0, cpu = 0;
     clock_t c0;
@@ -202,6 +223,7 @@ static int run_scene(const scene *sc, double target_s, double bwd_fwd_s, int ckp
     seed = (double *)malloc(sizeof(double) * (size_t)n * sc->dim);
     if (!x || !seed) { fprintf(stderr, "out of memory\n"); goto done; }
     fill_cube(sc, x);
+    for (long i = (long)n1 * sc->dim; i < (long)n * sc->dim; ++i) x[i] = x[i % ((long)n1 * sc->dim)];   /* batch copies */
     for (long i = 0; i < (long)n * sc->dim; ++i) seed[i] = 1.0 / n;
 
     /* forward, no tape */
@@ -257,7 +279,8 @@ done:
 int main(int argc, char **argv)
 {
     double target = 1.0, bwd_fwd = 0.6;
-    int threads = 1, failures = 0, busy = 0, quick = 0, ckpt = CKPT_EVERY, com = 0;
+    int threads = 1, failures = 0, busy = 0, quick = 0, ckpt = CKPT_EVERY, com = 0, have_batch = 0;
+    result single, batched;
     const char *mode = "serial";
     char devname[300] = "";
     for (int a = 1; a < argc; ++a) {
@@ -280,11 +303,13 @@ int main(int argc, char **argv)
         cq_sim_destroy(sim);
         mode = devname;
     }
+    g_batch = g_backend == CQ_BACKEND_CUDA ? (quick ? 2 : 256) : (quick ? 4 : 16);
+    memset(&single, 0, sizeof single); memset(&batched, 0, sizeof batched);
     if (com) {   /* the centre-of-mass check of bench/peers.sh instead of the timings */
         for (size_t i = 0; i < sizeof scenes / sizeof scenes[0]; ++i) {
             const scene *sc = &scenes[i];
             char grid[32];
-            if ((quick && !sc->quick) || (sc->gpu_only && g_backend != CQ_BACKEND_CUDA)) continue;
+            if ((quick && !sc->quick) || (sc->gpu_only && g_backend != CQ_BACKEND_CUDA) || sc->batch) continue;
             sprintf(grid, "%d^%d", sc->res, sc->dim);
             failures += com_scene(sc, grid, com) != 0;
         }
@@ -305,14 +330,17 @@ int main(int argc, char **argv)
     fflush(stdout);
     for (size_t i = 0; i < sizeof scenes / sizeof scenes[0]; ++i) {
         const scene *sc = &scenes[i];
-        int n = sc->dim == 2 ? sc->side * sc->side : sc->side * sc->side * sc->side;
+        int n = count_of(sc);
         char grid[32];
         result r;
         if (quick && !sc->quick) continue;
         if (sc->gpu_only && g_backend != CQ_BACKEND_CUDA) continue;
-        if (sc->dim == 2) sprintf(grid, "%d^2", sc->res);
+        if (sc->batch) sprintf(grid, "%d x %d^2", g_batch, sc->res);
+        else if (sc->dim == 2) sprintf(grid, "%d^2", sc->res);
         else sprintf(grid, "%d^3", sc->res);
         if (run_scene(sc, target, bwd_fwd, ckpt, &r) != 0) { failures++; continue; }
+        if (!sc->batch && sc->dim == 2 && sc->precision == CQ_PRECISION_F32) single = r;
+        if (sc->batch) batched = r, have_batch = 1;
         if (r.cpu_per_wall < 0.8 * threads && g_backend == CQ_BACKEND_CPU) busy = 1;
         printf("| %s | %s | %d | %s | %s | %.3f | %.3g | %d | %.3g | %.3g | %.2f | %.1f |\n", sc->name,
                sc->material == CQ_MATERIAL_NEOHOOKEAN ? "NeoHookean" : "fixed corotated", n, grid,
@@ -320,6 +348,10 @@ int main(int argc, char **argv)
                r.T, (double)n * r.T / r.fwd_s, (double)n * r.T / r.bwd_s, r.bwd_s / r.fwd_s, r.tape_mb);
         fflush(stdout);
     }
+    if (have_batch && single.ms_per_step > 0)
+        printf("\n%d batched 2D blocks: aggregate throughput %.1fx one block's (forward), %.1fx (backward)\n", g_batch,
+               (double)g_batch * single.ms_per_step / batched.ms_per_step,
+               (double)g_batch * (single.bwd_s / single.T) / (batched.bwd_s / batched.T));
     if (busy)
         printf("\nnote: some scenes got less than 80%% of the %d core%s asked for (the machine is busy); "
                "their timings are pessimistic\n", threads, threads == 1 ? "" : "s");

@@ -36,6 +36,10 @@ item table3_on_gpu sh -c "$CC -std=c99 -O2 $WARN tests/test_table3.c -o $B/test_
 # in a varying order), the relative-error ones run as they are
 item gradients_on_gpu sh -c "$CC -std=c99 -O2 $WARN tests/test_gradients.c -o $B/test_gradients -lm -ldl && \
     for t in end_to_end each_wall running_loss long_horizon cable_actuation; do ./$B/test_gradients \$t || exit 1; done"
+# batched scenes: CUDA vs CPU (1e-9 relative in f64: a GPU fuses multiply-adds) and two CUDA runs
+# bitwise equal (the sums are gathers in a fixed order: deterministic)
+item scenes_on_gpu sh -c "$CC -std=c99 -O2 $WARN tests/test_scenes.c -o $B/test_scenes -lm -ldl && \
+    ./$B/test_scenes | tee /dev/stderr | grep -q '^[0-9]* passed, 0 failed'"
 item world_parity sh -c "$CC -std=c99 -O2 -g $WARN tests/test_world_cuda.c -o $B/test_world_cuda -lm -ldl && \
     ./$B/test_world_cuda | tee /dev/stderr | grep -q '^[0-9]* passed, 0 failed'"
 grep '^    [23]D' $L/world_parity.log

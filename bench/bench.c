@@ -6,7 +6,8 @@
    -fopenmp); by hand, from the repository root:
        cc -O3 -march=native -fopenmp bench/bench.c -o build/bench -lm && ./build/bench
    `./build/bench quick` is a smoke test: ~0.2 s per scene, checkpoint_every = 4, only the 2D
-   scenes, the 3D 20^3 fixed-corotated f32 and NeoHookean f64 ones.
+   scenes, the 3D 20^3 fixed-corotated f32 and NeoHookean f64 ones, and the batch row (4 scenes;
+   2 with `gpu`).
    `./build/bench [quick] com=N` times nothing: it prints each scene's centre-of-mass height after
    0, N/4, ..., N substeps (bench/peers.sh compares it with Taichi's, bench/peer_taichi.py).
 
@@ -21,10 +22,24 @@
      dL/dx = 1/count (L = mean of the coordinate sums), no other seeds, no hook; it includes the
      recomputation of every checkpoint segment (T forward substeps) and the first-call allocation
      of the adjoint buffers.  `bwd/fwd` is backward time / taped forward time, and `tape MB` is
-     cq_sim_tape_bytes after the backward (checkpoints, actuation log, segment buffer). */
+     cq_sim_tape_bytes after the backward (checkpoints, actuation log, segment buffer).
+
+   The batch row ("2D block x scenes") is the 2D f32 block in B scenes of one sim
+   (cq_sim_desc.scenes = B, cq_particles_desc.scene = 0..B-1, the same particles in each): B = 256
+   with `gpu`, 16 on the CPU, 4 in quick mode (2 with `quick gpu`: the mock driver of `make test`
+   is ~100x slower).  It is timed like the other rows; its particles and particle-steps/s are the
+   aggregate of all B scenes (B * 6400 * substeps / s), and a line after the table gives its
+   aggregate throughput over the single 2D f32 block's of the same run.  Untimed checks (see
+   check_batch): first 20 steps of the B scenes with even and odd ones moving apart must match the
+   block alone (identical scenes could not show a leak between scenes); after the untaped forward
+   every scene's positions must match the block stepped as often alone, and after the backward
+   every scene's dL/dx0 must match scene 0's.  A batched sim that cq_sim_create (or
+   cq_sim_add_particles) refuses skips the row, printing the reason (not a failure); a wrong
+   result fails the run.  `com=N` skips the row. */
 #define _POSIX_C_SOURCE 199309L
 #define CHAINQUEEN_IMPLEMENTATION
 #include "../chainqueen.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +63,8 @@ static int g_batch = 16;
 
 #define CKPT_EVERY 10       /* checkpoint_every of the taped sim (quick mode: 4) */
 #define MAX_T 100000        /* cap on the taped step count (tape memory) */
+#define BATCH_X_TOL 1e-4    /* batch row: largest |x| difference of a scene vs the block alone (domain [0, 1)) */
+#define BATCH_G_TOL 1e-4    /* batch row: largest dL/dx0 difference vs scene 0's, of scene 0's largest entry */
 
 static const scene scenes[] = {
     {"2D block", 2, 80, 128, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 1, 0, 0},
@@ -103,11 +120,19 @@ typedef struct result {
     int T;                  /* steps of the taped forward and the backward */
     double fwd_s, bwd_s;    /* taped forward, backward: seconds for T steps */
     double tape_mb;         /* cq_sim_tape_bytes after the backward, MB (1e6 bytes) */
+    double batch_indep;     /* batch row: check_batch's largest |x| difference (scenes moving apart) */
+    double batch_dx;        /* batch row: largest |x| difference of a scene vs the block alone */
+    double batch_dg;        /* batch row: largest dL/dx0 difference vs scene 0's (relative) */
 } result;
 
-/* Creates the scene's sim (checkpoint_every = ckpt) with its particles; NULL after printing the
-   error. */
-static cq_sim *make_sim(const scene *sc, int ckpt, const double *x, int n)
+/* why make_sim's last sim was refused (cq_sim_create's or cq_sim_add_particles' message) */
+static char g_refused[600];
+
+/* Creates the scene's sim (checkpoint_every = ckpt) with its n particles at x (velocities v, NULL =
+   0); nscenes > 1: a batched sim, scn[p] the scene of particle p.  NULL after printing the error
+   (and setting *refused when refused is not NULL: cq_sim_create or cq_sim_add_particles said no). */
+static cq_sim *make_sim(const scene *sc, int ckpt, const double *x, const double *v, int n, int nscenes, const int *scn,
+                        int *refused)
 {
     const double dx = 1.0 / sc->res;
     cq_sim_desc d;
@@ -130,23 +155,23 @@ static cq_sim *make_sim(const scene *sc, int ckpt, const double *x, int n)
     memset(&pd, 0, sizeof pd);
     pd.count = n;
     pd.x = x;
-    if (sc->batch) {   /* x holds g_batch copies of the scene, scene by scene */
-        static int *scn;
-        static int scn_n;
-        if (scn_n < n) { free(scn); scn = (int *)malloc(sizeof(int) * (size_t)n); scn_n = scn ? n : 0; }
-        if (!scn) { fprintf(stderr, "out of memory\n"); return NULL; }
-        for (int p = 0; p < n; ++p) scn[p] = p / (n / g_batch);
-        d.scenes = g_batch;
+    pd.v = v;
+    if (nscenes > 1) {
+        d.scenes = nscenes;
         pd.scene = scn;
     }
     pd.default_youngs = 1e4;
     pd.default_poisson = 0.3;
     if (cq_sim_create(&d, &sim) != CQ_SUCCESS) {
-        fprintf(stderr, "%s: cq_sim_create: %s\n", sc->name, cq_sim_last_error(NULL));
+        snprintf(g_refused, sizeof g_refused, "cq_sim_create: %s", cq_sim_last_error(NULL));
+        fprintf(stderr, "%s: %s\n", sc->name, g_refused);
+        if (refused) *refused = 1;
         return NULL;
     }
     if (cq_sim_add_particles(sim, &pd) != CQ_SUCCESS) {
-        fprintf(stderr, "%s: %s\n", sc->name, cq_sim_last_error(sim));
+        snprintf(g_refused, sizeof g_refused, "%s", cq_sim_last_error(sim));   /* names the call */
+        fprintf(stderr, "%s: %s\n", sc->name, g_refused);
+        if (refused) *refused = 1;
         cq_sim_destroy(sim);
         return NULL;
     }
@@ -183,7 +208,7 @@ static int com_scene(const scene *sc, const char *grid, int N)
     int rc = 1;
     if (!x) { fprintf(stderr, "out of memory\n"); return 1; }
     fill_cube(sc, x);
-    if (!(sim = make_sim(sc, 0, x, n))) goto done;
+    if (!(sim = make_sim(sc, 0, x, NULL, n, 1, NULL, NULL))) goto done;
     printf("com | %s | %s | %d | %s | %s | %d |", sc->name,
            sc->material == CQ_MATERIAL_NEOHOOKEAN ? "NeoHookean" : "fixed corotated", n, grid,
            sc->precision == CQ_PRECISION_F64 ? "f64" : "f32", N);
@@ -207,27 +232,90 @@ done:
     return rc;
 }
 
+/* Batch row, untimed: are the scenes independent?  (Identical scenes cannot tell: merged into one
+   grid, identical copies move exactly as one.)  A batched sim of the nsc copies at x (scene by
+   scene, scn) in which even scenes start moving at +BATCH_V along x and odd ones at -BATCH_V,
+   against the block alone at either velocity, after BATCH_CHECK_STEPS steps: *err = the largest
+   |x| difference (scenes that shared a grid would differ by ~BATCH_V * steps * dt, 1.6e-3).
+   Returns 0; 2 when the batched sim is refused (g_refused says why); 1 after printing the error. */
+#define BATCH_V 2.0
+#define BATCH_CHECK_STEPS 20
+static int check_batch(const scene *sc, const double *x, const int *scn, int n1, int nsc, double *err)
+{
+    const int n = n1 * nsc;
+    const long m1 = (long)n1 * sc->dim, m = (long)n * sc->dim;
+    double *v = (double *)calloc((size_t)m, sizeof(double)), *xb = (double *)malloc(sizeof(double) * (size_t)m);
+    double *alone = (double *)malloc(sizeof(double) * (size_t)m1 * 2);
+    scene one = *sc;
+    cq_sim *sim = NULL;
+    int rc = 1, refused = 0;
+
+    *err = 0;
+    one.batch = 0;
+    if (!v || !xb || !alone) { fprintf(stderr, "out of memory\n"); goto done; }
+    for (int p = 0; p < n; ++p) v[(long)p * sc->dim] = scn[p] % 2 ? -BATCH_V : BATCH_V;
+    if (!(sim = make_sim(sc, 0, x, v, n, nsc, scn, &refused))) { rc = refused ? 2 : 1; goto done; }
+    if (cq_sim_step(sim, BATCH_CHECK_STEPS) != CQ_SUCCESS || cq_sim_get(sim, CQ_FIELD_X, xb) != CQ_SUCCESS) goto fail;
+    for (int k = 0; k < 2 && k < nsc; ++k) {   /* the block alone at +BATCH_V (scene 0's start), -BATCH_V (scene 1's) */
+        cq_sim_destroy(sim);
+        if (!(sim = make_sim(&one, 0, x, v + k * m1, n1, 1, NULL, NULL))) goto done;
+        if (cq_sim_step(sim, BATCH_CHECK_STEPS) != CQ_SUCCESS || cq_sim_get(sim, CQ_FIELD_X, alone + k * m1) != CQ_SUCCESS)
+            goto fail;
+    }
+    for (long i = 0; i < m; ++i) {
+        const long s = i / m1;
+        const double e = fabs(xb[i] - alone[(s % 2) * m1 + i % m1]);
+        if (!(e <= *err)) *err = e;   /* NaN too */
+    }
+    if (!(*err <= BATCH_X_TOL)) {
+        fprintf(stderr, "%s: scenes moving apart: a scene's positions after %d steps differ from the block's alone by "
+                "%.3g (> %g): the batched scenes are not independent\n", sc->name, BATCH_CHECK_STEPS, *err, BATCH_X_TOL);
+        goto done;
+    }
+    rc = 0;
+    goto done;
+fail:
+    fprintf(stderr, "%s: %s\n", sc->name, cq_sim_last_error(sim));
+done:
+    cq_sim_destroy(sim);
+    free(v);
+    free(xb);
+    free(alone);
+    return rc;
+}
+
 /* Runs one scene: the untaped forward for at least target_s, then a taped forward of about
-   bwd_fwd_s and the backward over it.  Returns 0 and fills *r, or nonzero after printing the
-   error. */
+   bwd_fwd_s and the backward over it.  Returns 0 and fills *r; 2 when a batch row's sim is
+   refused (g_refused says why: the row is skipped); 1 after printing the error. */
 static int run_scene(const scene *sc, double target_s, double bwd_fwd_s, int ckpt, result *r)
 {
-    const int n = count_of(sc), n1 = sc->dim == 2 ? sc->side * sc->side : sc->side * sc->side * sc->side;
+    const int n1 = sc->dim == 2 ? sc->side * sc->side : sc->side * sc->side * sc->side;
+    const int nsc = sc->batch ? g_batch : 1, n = n1 * nsc;
+    const long m1 = (long)n1 * sc->dim, m = (long)n * sc->dim;   /* coordinates of one scene, of all */
     cq_sim *sim = NULL;
-    double *x = NULL, *seed = NULL, t0, el, wall = 0, cpu = 0;
+    double *x = NULL, *seed = NULL, *xb = NULL, *alone = NULL, t0, el, wall = 0, cpu = 0;
+    int *scn = NULL;
     clock_t c0;
-    int steps = 0, rc = 1;
+    int steps = 0, rc = 1, refused = 0;
 
     memset(r, 0, sizeof *r);
-    x = (double *)malloc(sizeof(double) * (size_t)n * sc->dim);
-    seed = (double *)malloc(sizeof(double) * (size_t)n * sc->dim);
-    if (!x || !seed) { fprintf(stderr, "out of memory\n"); goto done; }
+    x = (double *)malloc(sizeof(double) * (size_t)m);
+    seed = (double *)malloc(sizeof(double) * (size_t)m);
+    if (nsc > 1) {
+        xb = (double *)malloc(sizeof(double) * (size_t)m);
+        alone = (double *)malloc(sizeof(double) * (size_t)m1);
+        scn = (int *)malloc(sizeof(int) * (size_t)n);
+    }
+    if (!x || !seed || (nsc > 1 && (!xb || !alone || !scn))) { fprintf(stderr, "out of memory\n"); goto done; }
     fill_cube(sc, x);
-    for (long i = (long)n1 * sc->dim; i < (long)n * sc->dim; ++i) x[i] = x[i % ((long)n1 * sc->dim)];   /* batch copies */
-    for (long i = 0; i < (long)n * sc->dim; ++i) seed[i] = 1.0 / n;
+    for (long i = m1; i < m; ++i) x[i] = x[i - m1];          /* batch: the same particles in each scene */
+    for (int p = 0; p < n && scn; ++p) scn[p] = p / n1;      /* scene by scene: 0..nsc-1 */
+    for (long i = 0; i < m; ++i) seed[i] = 1.0 / n;
+    if (nsc > 1 && (rc = check_batch(sc, x, scn, n1, nsc, &r->batch_indep)) != 0) goto done;
+    rc = 1;
 
     /* forward, no tape */
-    if (!(sim = make_sim(sc, 0, x, n))) goto done;
+    if (!(sim = make_sim(sc, 0, x, NULL, n, nsc, scn, &refused))) { if (refused && nsc > 1) rc = 2; goto done; }
     if (cq_sim_step(sim, 2) != CQ_SUCCESS) goto fail;    /* warm-up: page in, caches */
     t0 = now_s();
     c0 = clock();
@@ -239,10 +327,27 @@ static int run_scene(const scene *sc, double target_s, double bwd_fwd_s, int ckp
     r->ms_per_step = 1e3 * el / steps;
     wall += el;
     cpu += (double)(clock() - c0) / CLOCKS_PER_SEC;
+    if (nsc > 1) {   /* untimed: every scene against the block stepped as often in a sim of its own */
+        scene one = *sc;
+        one.batch = 0;
+        if (cq_sim_get(sim, CQ_FIELD_X, xb) != CQ_SUCCESS) goto fail;
+        cq_sim_destroy(sim);
+        if (!(sim = make_sim(&one, 0, x, NULL, n1, 1, NULL, NULL))) goto done;
+        if (cq_sim_step(sim, 2 + steps) != CQ_SUCCESS || cq_sim_get(sim, CQ_FIELD_X, alone) != CQ_SUCCESS) goto fail;
+        for (long i = 0; i < m; ++i) {
+            const double e = fabs(xb[i] - alone[i % m1]);
+            if (!(e <= r->batch_dx)) r->batch_dx = e;   /* NaN too */
+        }
+        if (!(r->batch_dx <= BATCH_X_TOL)) {
+            fprintf(stderr, "%s: a scene's positions after %d steps differ from the block's alone by %.3g (> %g): "
+                    "the batched scenes are wrong\n", sc->name, 2 + steps, r->batch_dx, BATCH_X_TOL);
+            goto done;
+        }
+    }
     cq_sim_destroy(sim);
 
     /* forward with tape, then backward */
-    if (!(sim = make_sim(sc, ckpt, x, n))) goto done;
+    if (!(sim = make_sim(sc, ckpt, x, NULL, n, nsc, scn, &refused))) { if (refused && nsc > 1) rc = 2; goto done; }
     if (cq_sim_step(sim, 2) != CQ_SUCCESS || cq_sim_reset(sim) != CQ_SUCCESS) goto fail;
     t0 = now_s();
     c0 = clock();
@@ -260,11 +365,24 @@ static int run_scene(const scene *sc, double target_s, double bwd_fwd_s, int ckp
     r->tape_mb = 1e-6 * (double)cq_sim_tape_bytes(sim);
     /* the gradient should be finite (a NaN backward would make a meaningless timing) */
     if (cq_sim_grad(sim, CQ_FIELD_X, x) != CQ_SUCCESS) goto fail;
-    for (long i = 0; i < (long)n * sc->dim; ++i)
+    for (long i = 0; i < m; ++i)
         if (!(x[i] - x[i] == 0)) {
             fprintf(stderr, "%s: dL/dx0 of particle %ld is not finite\n", sc->name, i / sc->dim);
             goto done;
         }
+    if (nsc > 1) {   /* every scene's dL/dx0 against scene 0's, relative to its largest entry */
+        double g = 0;
+        for (long i = 0; i < m1; ++i) g = fabs(x[i]) > g ? fabs(x[i]) : g;
+        for (long i = m1; i < m; ++i) {
+            const double e = fabs(x[i] - x[i % m1]) / (g > 0 ? g : 1);
+            if (!(e <= r->batch_dg)) r->batch_dg = e;
+        }
+        if (!(r->batch_dg <= BATCH_G_TOL)) {
+            fprintf(stderr, "%s: a scene's dL/dx0 differs from scene 0's by %.3g of its largest entry (> %g): "
+                    "the batched scenes are wrong\n", sc->name, r->batch_dg, BATCH_G_TOL);
+            goto done;
+        }
+    }
     rc = 0;
     goto done;
 fail:
@@ -273,13 +391,17 @@ done:
     cq_sim_destroy(sim);
     free(x);
     free(seed);
+    free(xb);
+    free(alone);
+    free(scn);
     return rc;
 }
 
 int main(int argc, char **argv)
 {
     double target = 1.0, bwd_fwd = 0.6;
-    int threads = 1, failures = 0, busy = 0, quick = 0, ckpt = CKPT_EVERY, com = 0, have_batch = 0;
+    int threads = 1, failures = 0, busy = 0, quick = 0, ckpt = CKPT_EVERY, com = 0, have_batch = 0, rc;
+    char skipped[800] = "";
     result single, batched;
     const char *mode = "serial";
     char devname[300] = "";
@@ -338,7 +460,11 @@ int main(int argc, char **argv)
         if (sc->batch) sprintf(grid, "%d x %d^2", g_batch, sc->res);
         else if (sc->dim == 2) sprintf(grid, "%d^2", sc->res);
         else sprintf(grid, "%d^3", sc->res);
-        if (run_scene(sc, target, bwd_fwd, ckpt, &r) != 0) { failures++; continue; }
+        if ((rc = run_scene(sc, target, bwd_fwd, ckpt, &r)) == 2) {   /* a refused batched sim: skip the row */
+            snprintf(skipped, sizeof skipped, "%s (%d scenes of one sim): skipped, %s", sc->name, g_batch, g_refused);
+            continue;
+        }
+        if (rc != 0) { failures++; continue; }
         if (!sc->batch && sc->dim == 2 && sc->precision == CQ_PRECISION_F32) single = r;
         if (sc->batch) batched = r, have_batch = 1;
         if (r.cpu_per_wall < 0.8 * threads && g_backend == CQ_BACKEND_CPU) busy = 1;
@@ -348,10 +474,15 @@ int main(int argc, char **argv)
                r.T, (double)n * r.T / r.fwd_s, (double)n * r.T / r.bwd_s, r.bwd_s / r.fwd_s, r.tape_mb);
         fflush(stdout);
     }
-    if (have_batch && single.ms_per_step > 0)
-        printf("\n%d batched 2D blocks: aggregate throughput %.1fx one block's (forward), %.1fx (backward)\n", g_batch,
-               (double)g_batch * single.ms_per_step / batched.ms_per_step,
-               (double)g_batch * (single.bwd_s / single.T) / (batched.bwd_s / batched.T));
+    if (have_batch && single.ms_per_step > 0)   /* aggregate particle-steps/s of the batch row / the 2D f32 row's */
+        printf("\n%d batched 2D blocks: aggregate throughput %.2fx one block's (forward), %.2fx (taped forward), "
+               "%.2fx (backward); each scene matches the block alone (largest |x| difference %.2g with the scenes moving "
+               "apart, %.2g after the timed forward; dL/dx0 vs scene 0's %.2g)\n",
+               g_batch, (double)g_batch * single.ms_per_step / batched.ms_per_step,
+               (double)g_batch * (batched.T / batched.fwd_s) / (single.T / single.fwd_s),
+               (double)g_batch * (batched.T / batched.bwd_s) / (single.T / single.bwd_s), batched.batch_indep,
+               batched.batch_dx, batched.batch_dg);
+    if (skipped[0]) printf("\n%s\n", skipped);
     if (busy)
         printf("\nnote: some scenes got less than 80%% of the %d core%s asked for (the machine is busy); "
                "their timings are pessimistic\n", threads, threads == 1 ? "" : "s");

@@ -70,6 +70,8 @@ lane_slow() {
     # batched scenes (tests/test_scenes.c): under the sanitizers, and on the mock driver (bitwise vs the CPU there)
     item test_scenes_asan_ubsan sh -c "$CC -std=c99 -O1 -g1 $WARN $SAN $NW tests/test_scenes.c -o $B/test_scenes_san -lm -ldl && \
         ./$B/test_scenes_san && CQ_CUDA_LIBRARY=$PWD/$B/mock/libcuda.so.1 CQ_MOCK_BITWISE=1 ./$B/test_scenes_san"
+    item test_batch_asan_ubsan sh -c "$CC -std=c99 -O1 -g1 $WARN $SAN $NW tests/test_batch.c -o $B/test_batch_san -lm -ldl && \
+        ./$B/test_batch_san && CQ_CUDA_LIBRARY=$PWD/$B/mock/libcuda.so.1 ./$B/test_batch_san cuda"
     item test_table3 sh -c "$CC -std=c99 -O2 $WARN $NW tests/test_table3.c -o $B/test_table3 -lm && ./$B/test_table3"
     # the CUDA host code under the sanitizers, on the mock driver
     item test_cuda_asan_ubsan_on_mock sh -c "$CC -std=c99 -O1 -g1 $WARN $SAN $NW tests/test_cuda.c -o $B/test_cuda_san -lm && \
@@ -156,6 +158,11 @@ MOCK=$PWD/$B/mock/libcuda.so.1
 item cuda_mock_selftest sh -c "$CC -std=c99 -O1 -g1 $WARN tests/gpu/mock_selftest.c -o $B/mock_selftest -ldl && ./$B/mock_selftest $MOCK"
 item test_cuda_build $CC -std=c99 -O2 -g1 $WARN $NW tests/test_cuda.c -o $B/test_cuda -lm -ldl
 item test_cuda_on_mock env CQ_CUDA_LIBRARY=$MOCK ./$B/test_cuda
+# batched scenes again, from the contract (tests/test_batch.c): K = 3 or 4 scenes bitwise alone on the CPU
+# (state, all gradients, actuation gradients; host threads), bad scenes, a failing step; then on the
+# mock driver (filter "cuda"): CUDA batched bitwise the CPU's, twice from reset
+item test_batch sh -c "$CC -std=c99 -O2 -g1 $WARN $NW tests/test_batch.c -o $B/test_batch -lm -ldl && ./$B/test_batch"
+item test_batch_on_mock_cuda env CQ_CUDA_LIBRARY=$MOCK ./$B/test_batch cuda
 item test_scenes sh -c "$CC -std=c99 -O2 -g1 $WARN $NW tests/test_scenes.c -o $B/test_scenes -lm -ldl && ./$B/test_scenes && \
     CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_BITWISE=1 ./$B/test_scenes"
 for f in init nodevice oldriver ptx oom oom_after=20 launch_after=40; do

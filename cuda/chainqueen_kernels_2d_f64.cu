@@ -1585,12 +1585,16 @@ __global__ void cq__gather_fwd_2d_f64_kernel(int nodes, cq__params_f64 prm, cons
     }
 }
 
-/* G2P; the lowest failing particle p with status st lands in *bad as 4 p + st (host decodes) */
+/* G2P; the lowest failing particle p with status st lands in *bad as 4 p + st (host decodes).
+   A particle whose input is outside the usable region (possible only when an earlier substep of
+   a step with a deferred status failed: cuda_backend.j2 >>cuda_drivers) reads no grid and
+   reports itself, so a failed step stays within its arrays until the host looks. */
 __global__ void cq__g2p_fwd_2d_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 in, cq__pview_f64 out, cq__gview_f64 g, int * bad)
 {
     int p = blockIdx.x * blockDim.x + threadIdx.x;
     if (p < n) {
-        int st = cq__g2p_fwd_2d_f64(p, &prm, in, out, g);
+        int st = !cq__in_domain_2d_f64(in.x + (long)p * 2, &prm) ? CQ__OUT_OF_DOMAIN
+                 : cq__g2p_fwd_2d_f64(p, &prm, in, out, g);
         if (st != CQ__OK) atomicMin(bad, 4 * p + st);
     }
 }

@@ -9,6 +9,7 @@
    templates/cuda_loader.j2) plus a few test hooks (bottom of this file):
      int  cq_mock_live_allocations(void)   device allocations not yet freed
      long cq_mock_launches(void)           kernel launches that ran
+     long cq_mock_readbacks(void)          cuMemcpyDtoH calls (each a host round trip on a GPU)
      int  cq_mock_violations(void)         host bugs seen (see "Violations" below)
      int  cq_mock_live_modules(void)       modules loaded and not unloaded
      int  cq_mock_ctx_refs(void)           primary context reference count (device 0)
@@ -181,7 +182,7 @@ static size_t page;
 static alloc_rec *allocs;          /* live allocations */
 static int n_allocs, cap_allocs;
 static size_t live_bytes;
-static long launches;
+static long launches, readbacks;
 static int violations;
 
 #define N_FREED 1024
@@ -1105,6 +1106,7 @@ EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes)
         r = E_INVALID_VALUE;
         goto out;
     }
+    ++readbacks;
     if (bytes) {
         set_open(a, 1);
         memcpy(dst, (const void *)(size_t)src, bytes);
@@ -1191,6 +1193,7 @@ out:
 MOCK_COUNTER(int, cq_mock_live_allocations, n_allocs)
 MOCK_COUNTER(size_t, cq_mock_live_bytes, live_bytes)
 MOCK_COUNTER(long, cq_mock_launches, launches)
+MOCK_COUNTER(long, cq_mock_readbacks, readbacks)
 MOCK_COUNTER(int, cq_mock_violations, violations)
 MOCK_COUNTER(int, cq_mock_live_modules, n_modules)
 MOCK_COUNTER(int, cq_mock_ctx_refs, primary ? primary->refs : 0)

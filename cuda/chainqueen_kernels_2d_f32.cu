@@ -24,6 +24,13 @@ static int cq__emu_atomic_add(int *a, int v) { int o = *a; *a += v; return o; }
 #  define atomicAdd cq__emu_atomic_add
 #  define atomicMax cq__emu_atomic_max
 #endif
+/* CQ__BOUNDS(b): at least b blocks of CQ__CUDA_BLOCK (128) threads per SM, i.e. at most
+   65536 / (128 b) registers per thread (5: 96, 8: 64).  The PTX carries it (.minnctapersm). */
+#if defined(__CUDACC__)
+#  define CQ__BOUNDS(b) __launch_bounds__(128, b)
+#else
+#  define CQ__BOUNDS(b)
+#endif
 
 #if defined(__CUDACC__)
 #  define CQ_HD __host__ __device__ static inline
@@ -229,7 +236,10 @@ CQ_HD void cq__grid_fwd_2d_f32(int node, const cq__params_f32 *prm, cq__gview_f3
 
 /* >>g2p_2d_f32: [ChainQueen] eqs 8-11 / [Spielberg21] eqs 8-11.  Reads particle p of `in`,
    writes particle p of `out` (which may alias `in`).  Returns CQ__OK, CQ__NONFINITE or
-   CQ__OUT_OF_DOMAIN. */
+   CQ__OUT_OF_DOMAIN.  An input outside the usable region (possible only on the GPU, when an
+   earlier substep of a step whose status is read once failed: cuda_backend.j2 >>cuda_drivers)
+   reads no grid, writes nothing and returns CQ__OUT_OF_DOMAIN, so a failed step stays within its
+   arrays until the host looks. */
 CQ_HD int cq__g2p_fwd_2d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 in,
                                   cq__pview_f32 out, cq__gview_f32 g)
 {
@@ -237,6 +247,7 @@ CQ_HD int cq__g2p_fwd_2d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 in,
     float fx[2], w[2][3], xp[2], Fp[4], nv[2] = {0}, nC[4] = {0};
     const long goff = in.scene ? (long)in.scene[p] * prm->nodes : 0;
     for (int a = 0; a < 2; ++a) xp[a] = in.x[(long)p * 2 + a];
+    if (!cq__in_domain_2d_f32(xp, prm)) return CQ__OUT_OF_DOMAIN;
     for (int a = 0; a < 4; ++a) Fp[a] = in.F[(long)p * 4 + a];
     cq__weights_2d_f32(xp, prm->inv_dx, base, fx, w);
     const float k4 = 4 * prm->inv_dx;          /* 4/dx^2 times dpos = (node - fx) dx */
@@ -817,8 +828,8 @@ CQ_HD void cq__grid_adj_2d_f32(int node, const cq__params_f32 *prm, const float 
 /* >>g2p_adj_2d_f32: adjoint of G2P (eqs 8-11) for particle p.  `s` is the substep's
    input state, g the recomputed grid (v = projected velocity), `ao` the adjoint of the output
    state.  Its scatter, dL/dv_i += w (dL/dv' + (4/dx^2) dL/dC' (x_i - x_p)), is left to the gather
-   (>>grid_gather_): this writes a = dL/dv' and B = (4/dx^2) dL/dC' into the particle's packed
-   record pk (whose fx P2G's particle half wrote).  SETS ai.x and ai.F to the G2P part of the
+   (>>grid_gather_): this writes fx, a = dL/dv' and B = (4/dx^2) dL/dC' into the particle's packed
+   record pk (not the mass: the gather does not read it).  SETS ai.x and ai.F to the G2P part of the
    input state's adjoint (the P2G adjoint adds its part after). */
 CQ_HD void cq__g2p_adj_2d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
                                                   cq__gview_f32 g, cq__pview_f32 ao, cq__pview_f32 ai,
@@ -867,6 +878,7 @@ CQ_HD void cq__g2p_adj_2d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
     }
     for (int a = 0; a < 2; ++a) {
         ai.x[(long)p * 2 + a] = x_bar[a];
+        pk[1 + a] = fx[a];                   /* as P2G's particle half (in the usable region: same base) */
         pk[1 + 2 + a] = v_bar_t[a];
         for (int b = 0; b < 2; ++b) pk[1 + 2 * 2 + a * 2 + b] = c4 * C_bar_t[a * 2 + b];
     }
@@ -878,32 +890,143 @@ CQ_HD void cq__g2p_adj_2d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
         }
 }
 
-/* >>p2g_adj_2d_fixed_corotated_f32: adjoint of P2G (eqs 3-6) for particle p, a gather:
-   reads dL/dp_i (gp_bar) and dL/dm_i (gm_bar) of its stencil; ADDS to ai.x and ai.F, SETS ai.v
-   and ai.C (v and C enter the substep only here), ADDS the parameter gradients to pg (mass,
-   vol, E, nu arrays) and SETS act_bar[0..d*d) to this particle's actuation gradient F^T P_bar. */
+/* >>p2g_adj_2d_fixed_corotated_f32: adjoint of P2G (eqs 3-6) for particle p, in two halves
+   (cq__p2g_adj_2d_fixed_corotated_f32 runs both).  The transfer half is a gather: given the
+   particle's affine matrix G = (-(4/dx^2) dt V0) P F^T + m C (what P2G packed), it reads dL/dp_i
+   (gp_bar) and dL/dm_i (gm_bar) of its stencil, ADDS to ai.x, SETS ai.v and ai.C (v and C enter
+   the substep only here), ADDS the mass gradient to pg.mass, and SETS G_bar = dL/dG.  The stress
+   half backs G_bar through G to P and F and through the stress (pk1_vjp): ADDS to ai.F, to
+   pg.vol, pg.E and pg.nu, and SETS act_bar[0..d*d) to this particle's actuation gradient
+   F^T P_bar.  On the GPU they are two kernels, the first taking G from P2G's packed particles
+   (no stress there), so neither holds the stencil's and the stress derivative's registers at
+   once. */
+CQ_HD void cq__p2g_adj_transfer_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
+        cq__pview_f32 s, const float *G_in, const float *gp_bar, const float *gm_bar, cq__pview_f32 ai,
+        cq__pview_f32 pg, float *G_bar_out)
+{
+    int base[2];
+    float fx[2], w[2][3], dw[2][3], xp[2], vp[2], G[4], G_bar[4] = {0};
+    float x_bar[2] = {0}, v_bar[2] = {0}, m_bar = 0;
+    const long goff = s.scene ? (long)s.scene[p] * prm->nodes : 0;
+    for (int a = 0; a < 2; ++a) { xp[a] = s.x[(long)p * 2 + a]; vp[a] = s.v[(long)p * 2 + a]; }
+    for (int a = 0; a < 4; ++a) G[a] = G_in[a];   /* (G_in may be G_bar_out's memory) */
+    cq__weights_2d_f32(xp, prm->inv_dx, base, fx, w);
+    cq__weight_grads_2d_f32(fx, prm->inv_dx, dw);
+    const float mass = s.mass[p];
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    {
+        const int o[2] = {i, j};
+        const float wt = w[0][i] * w[1][j];
+        const float gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
+        const long idx = goff + (long)(base[0] + i) * prm->res[1] + (base[1] + j);
+        float dpos[2];
+        const float *p_bar = gp_bar + idx * 2;
+        const float m_bar_i = gm_bar[idx];
+        float sdot = m_bar_i * mass;   /* d(contribution)/dw */
+        for (int a = 0; a < 2; ++a) dpos[a] = ((float)o[a] - fx[a]) * prm->dx;
+        for (int a = 0; a < 2; ++a) {
+            float mom = mass * vp[a], gtp = 0;
+            for (int b = 0; b < 2; ++b) {
+                mom += G[a * 2 + b] * dpos[b];
+                G_bar[a * 2 + b] += wt * p_bar[a] * dpos[b];
+                gtp += G[b * 2 + a] * p_bar[b];
+            }
+            sdot += p_bar[a] * mom;
+            v_bar[a] += wt * mass * p_bar[a];
+            m_bar += wt * p_bar[a] * vp[a];
+            x_bar[a] -= wt * gtp;                 /* dpos = x_i - x_p */
+        }
+        m_bar += wt * m_bar_i;
+        for (int a = 0; a < 2; ++a) x_bar[a] += sdot * gw[a];
+    }
+    for (int a = 0; a < 4; ++a) m_bar += s.C[(long)p * 4 + a] * G_bar[a];   /* G = ... + m C */
+    for (int a = 0; a < 2; ++a) {
+        ai.x[(long)p * 2 + a] += x_bar[a];
+        ai.v[(long)p * 2 + a] = v_bar[a];
+    }
+    for (int a = 0; a < 4; ++a) {
+        ai.C[(long)p * 4 + a] = mass * G_bar[a];
+        G_bar_out[a] = G_bar[a];
+    }
+    pg.mass[p] += m_bar;
+}
+
+/* Pp: P's first Piola-Kirchhoff stress when the caller has it, else NULL (computed here) */
+CQ_HD void cq__p2g_adj_stress_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
+        cq__pview_f32 s, const float *Pp_in, const float *G_bar_in, cq__pview_f32 ai, cq__pview_f32 pg,
+        float *act_bar)
+{
+    float Fp[4], Pp[4], G_bar[4], P_bar[4], F_bar[4], vol_bar = 0, E_bar = 0, nu_bar = 0;
+    const int group = s.act ? s.act[p] : -1;
+    const float vol = s.vol[p];
+    const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
+    for (int a = 0; a < 4; ++a) { Fp[a] = s.F[(long)p * 4 + a]; G_bar[a] = G_bar_in[a]; }
+    if (Pp_in) for (int a = 0; a < 4; ++a) Pp[a] = Pp_in[a];
+    else cq__pk1_2d_fixed_corotated_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
+    /* G = k V0 P F^T + m C */
+    for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 2; ++b) {
+            float gf_ab = 0, gtp_ab = 0, pf = 0;
+            for (int c = 0; c < 2; ++c) {
+                gf_ab += G_bar[a * 2 + c] * Fp[c * 2 + b];   /* (G_bar F)_ab */
+                gtp_ab += G_bar[c * 2 + a] * Pp[c * 2 + b];   /* (G_bar^T P)_ab */
+                pf += Pp[a * 2 + c] * Fp[b * 2 + c];     /* (P F^T)_ab */
+            }
+            P_bar[a * 2 + b] = ks * vol * gf_ab;
+            F_bar[a * 2 + b] = ks * vol * gtp_ab;
+            vol_bar += ks * pf * G_bar[a * 2 + b];
+        }
+    for (int a = 0; a < 4; ++a) act_bar[a] = 0;
+    cq__pk1_vjp_2d_fixed_corotated_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, P_bar, F_bar, &E_bar, &nu_bar, act_bar);
+    for (int a = 0; a < 4; ++a) ai.F[(long)p * 4 + a] += F_bar[a];
+    pg.vol[p] += vol_bar; pg.E[p] += E_bar; pg.nu[p] += nu_bar;
+}
+
+/* both halves for particle p, G and P computed here (the CPU's P2G adjoint, and the unit the
+   tests check) */
 CQ_HD void cq__p2g_adj_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
         cq__pview_f32 s, const float *gp_bar, const float *gm_bar, cq__pview_f32 ai,
         cq__pview_f32 pg, float *act_bar)
 {
-    int base[2];
-    float fx[2], w[2][3], dw[2][3], xp[2], vp[2], Fp[4], Pp[4], G[4], G_bar[4] = {0};
-    float x_bar[2] = {0}, v_bar[2] = {0}, P_bar[4], F_bar[4] = {0}, m_bar = 0, E_bar = 0, nu_bar = 0;
-    const int group = s.act ? s.act[p] : -1;
-    const long goff = s.scene ? (long)s.scene[p] * prm->nodes : 0;
-    for (int a = 0; a < 2; ++a) { xp[a] = s.x[(long)p * 2 + a]; vp[a] = s.v[(long)p * 2 + a]; }
-    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
-    cq__weights_2d_f32(xp, prm->inv_dx, base, fx, w);
-    cq__weight_grads_2d_f32(fx, prm->inv_dx, dw);
-    cq__pk1_2d_fixed_corotated_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
+    float Fp[4], Pp[4], G[4], G_bar[4];
     const float mass = s.mass[p], vol = s.vol[p];
-    const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
+    const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt: G as P2G's (>>p2g_) */
+    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    cq__pk1_2d_fixed_corotated_f32(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     for (int a = 0; a < 2; ++a)
         for (int b = 0; b < 2; ++b) {
             float pf = 0;
             for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
             G[a * 2 + b] = ks * vol * pf + mass * s.C[(long)p * 4 + a * 2 + b];
         }
+    cq__p2g_adj_transfer_2d_fixed_corotated_f32(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
+    cq__p2g_adj_stress_2d_fixed_corotated_f32(p, prm, s, Pp, G_bar, ai, pg, act_bar);
+}
+
+/* >>p2g_adj_2d_neohookean_f32: adjoint of P2G (eqs 3-6) for particle p, in two halves
+   (cq__p2g_adj_2d_neohookean_f32 runs both).  The transfer half is a gather: given the
+   particle's affine matrix G = (-(4/dx^2) dt V0) P F^T + m C (what P2G packed), it reads dL/dp_i
+   (gp_bar) and dL/dm_i (gm_bar) of its stencil, ADDS to ai.x, SETS ai.v and ai.C (v and C enter
+   the substep only here), ADDS the mass gradient to pg.mass, and SETS G_bar = dL/dG.  The stress
+   half backs G_bar through G to P and F and through the stress (pk1_vjp): ADDS to ai.F, to
+   pg.vol, pg.E and pg.nu, and SETS act_bar[0..d*d) to this particle's actuation gradient
+   F^T P_bar.  On the GPU they are two kernels, the first taking G from P2G's packed particles
+   (no stress there), so neither holds the stencil's and the stress derivative's registers at
+   once. */
+CQ_HD void cq__p2g_adj_transfer_2d_neohookean_f32(int p, const cq__params_f32 *prm,
+        cq__pview_f32 s, const float *G_in, const float *gp_bar, const float *gm_bar, cq__pview_f32 ai,
+        cq__pview_f32 pg, float *G_bar_out)
+{
+    int base[2];
+    float fx[2], w[2][3], dw[2][3], xp[2], vp[2], G[4], G_bar[4] = {0};
+    float x_bar[2] = {0}, v_bar[2] = {0}, m_bar = 0;
+    const long goff = s.scene ? (long)s.scene[p] * prm->nodes : 0;
+    for (int a = 0; a < 2; ++a) { xp[a] = s.x[(long)p * 2 + a]; vp[a] = s.v[(long)p * 2 + a]; }
+    for (int a = 0; a < 4; ++a) G[a] = G_in[a];   /* (G_in may be G_bar_out's memory) */
+    cq__weights_2d_f32(xp, prm->inv_dx, base, fx, w);
+    cq__weight_grads_2d_f32(fx, prm->inv_dx, dw);
+    const float mass = s.mass[p];
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
     {
@@ -931,8 +1054,31 @@ CQ_HD void cq__p2g_adj_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
         m_bar += wt * m_bar_i;
         for (int a = 0; a < 2; ++a) x_bar[a] += sdot * gw[a];
     }
+    for (int a = 0; a < 4; ++a) m_bar += s.C[(long)p * 4 + a] * G_bar[a];   /* G = ... + m C */
+    for (int a = 0; a < 2; ++a) {
+        ai.x[(long)p * 2 + a] += x_bar[a];
+        ai.v[(long)p * 2 + a] = v_bar[a];
+    }
+    for (int a = 0; a < 4; ++a) {
+        ai.C[(long)p * 4 + a] = mass * G_bar[a];
+        G_bar_out[a] = G_bar[a];
+    }
+    pg.mass[p] += m_bar;
+}
+
+/* Pp: P's first Piola-Kirchhoff stress when the caller has it, else NULL (computed here) */
+CQ_HD void cq__p2g_adj_stress_2d_neohookean_f32(int p, const cq__params_f32 *prm,
+        cq__pview_f32 s, const float *Pp_in, const float *G_bar_in, cq__pview_f32 ai, cq__pview_f32 pg,
+        float *act_bar)
+{
+    float Fp[4], Pp[4], G_bar[4], P_bar[4], F_bar[4], vol_bar = 0, E_bar = 0, nu_bar = 0;
+    const int group = s.act ? s.act[p] : -1;
+    const float vol = s.vol[p];
+    const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
+    for (int a = 0; a < 4; ++a) { Fp[a] = s.F[(long)p * 4 + a]; G_bar[a] = G_bar_in[a]; }
+    if (Pp_in) for (int a = 0; a < 4; ++a) Pp[a] = Pp_in[a];
+    else cq__pk1_2d_neohookean_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
     /* G = k V0 P F^T + m C */
-    float vol_bar = 0;
     for (int a = 0; a < 2; ++a)
         for (int b = 0; b < 2; ++b) {
             float gf_ab = 0, gtp_ab = 0, pf = 0;
@@ -942,102 +1088,34 @@ CQ_HD void cq__p2g_adj_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
                 pf += Pp[a * 2 + c] * Fp[b * 2 + c];     /* (P F^T)_ab */
             }
             P_bar[a * 2 + b] = ks * vol * gf_ab;
-            F_bar[a * 2 + b] += ks * vol * gtp_ab;
+            F_bar[a * 2 + b] = ks * vol * gtp_ab;
             vol_bar += ks * pf * G_bar[a * 2 + b];
-            m_bar += s.C[(long)p * 4 + a * 2 + b] * G_bar[a * 2 + b];
         }
     for (int a = 0; a < 4; ++a) act_bar[a] = 0;
-    cq__pk1_vjp_2d_fixed_corotated_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, P_bar, F_bar, &E_bar, &nu_bar, act_bar);
-    for (int a = 0; a < 2; ++a) {
-        ai.x[(long)p * 2 + a] += x_bar[a];
-        ai.v[(long)p * 2 + a] = v_bar[a];
-    }
-    for (int a = 0; a < 4; ++a) {
-        ai.F[(long)p * 4 + a] += F_bar[a];
-        ai.C[(long)p * 4 + a] = mass * G_bar[a];
-    }
-    pg.mass[p] += m_bar; pg.vol[p] += vol_bar; pg.E[p] += E_bar; pg.nu[p] += nu_bar;
+    cq__pk1_vjp_2d_neohookean_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, P_bar, F_bar, &E_bar, &nu_bar, act_bar);
+    for (int a = 0; a < 4; ++a) ai.F[(long)p * 4 + a] += F_bar[a];
+    pg.vol[p] += vol_bar; pg.E[p] += E_bar; pg.nu[p] += nu_bar;
 }
 
-/* >>p2g_adj_2d_neohookean_f32: adjoint of P2G (eqs 3-6) for particle p, a gather:
-   reads dL/dp_i (gp_bar) and dL/dm_i (gm_bar) of its stencil; ADDS to ai.x and ai.F, SETS ai.v
-   and ai.C (v and C enter the substep only here), ADDS the parameter gradients to pg (mass,
-   vol, E, nu arrays) and SETS act_bar[0..d*d) to this particle's actuation gradient F^T P_bar. */
+/* both halves for particle p, G and P computed here (the CPU's P2G adjoint, and the unit the
+   tests check) */
 CQ_HD void cq__p2g_adj_2d_neohookean_f32(int p, const cq__params_f32 *prm,
         cq__pview_f32 s, const float *gp_bar, const float *gm_bar, cq__pview_f32 ai,
         cq__pview_f32 pg, float *act_bar)
 {
-    int base[2];
-    float fx[2], w[2][3], dw[2][3], xp[2], vp[2], Fp[4], Pp[4], G[4], G_bar[4] = {0};
-    float x_bar[2] = {0}, v_bar[2] = {0}, P_bar[4], F_bar[4] = {0}, m_bar = 0, E_bar = 0, nu_bar = 0;
-    const int group = s.act ? s.act[p] : -1;
-    const long goff = s.scene ? (long)s.scene[p] * prm->nodes : 0;
-    for (int a = 0; a < 2; ++a) { xp[a] = s.x[(long)p * 2 + a]; vp[a] = s.v[(long)p * 2 + a]; }
-    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
-    cq__weights_2d_f32(xp, prm->inv_dx, base, fx, w);
-    cq__weight_grads_2d_f32(fx, prm->inv_dx, dw);
-    cq__pk1_2d_neohookean_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
+    float Fp[4], Pp[4], G[4], G_bar[4];
     const float mass = s.mass[p], vol = s.vol[p];
-    const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
+    const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt: G as P2G's (>>p2g_) */
+    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    cq__pk1_2d_neohookean_f32(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     for (int a = 0; a < 2; ++a)
         for (int b = 0; b < 2; ++b) {
             float pf = 0;
             for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
             G[a * 2 + b] = ks * vol * pf + mass * s.C[(long)p * 4 + a * 2 + b];
         }
-    for (int i = 0; i < 3; ++i)
-    for (int j = 0; j < 3; ++j)
-    {
-        const int o[2] = {i, j};
-        const float wt = w[0][i] * w[1][j];
-        const float gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
-        const long idx = goff + (long)(base[0] + i) * prm->res[1] + (base[1] + j);
-        float dpos[2];
-        const float *p_bar = gp_bar + idx * 2;
-        const float m_bar_i = gm_bar[idx];
-        float sdot = m_bar_i * mass;   /* d(contribution)/dw */
-        for (int a = 0; a < 2; ++a) dpos[a] = ((float)o[a] - fx[a]) * prm->dx;
-        for (int a = 0; a < 2; ++a) {
-            float mom = mass * vp[a], gtp = 0;
-            for (int b = 0; b < 2; ++b) {
-                mom += G[a * 2 + b] * dpos[b];
-                G_bar[a * 2 + b] += wt * p_bar[a] * dpos[b];
-                gtp += G[b * 2 + a] * p_bar[b];
-            }
-            sdot += p_bar[a] * mom;
-            v_bar[a] += wt * mass * p_bar[a];
-            m_bar += wt * p_bar[a] * vp[a];
-            x_bar[a] -= wt * gtp;                 /* dpos = x_i - x_p */
-        }
-        m_bar += wt * m_bar_i;
-        for (int a = 0; a < 2; ++a) x_bar[a] += sdot * gw[a];
-    }
-    /* G = k V0 P F^T + m C */
-    float vol_bar = 0;
-    for (int a = 0; a < 2; ++a)
-        for (int b = 0; b < 2; ++b) {
-            float gf_ab = 0, gtp_ab = 0, pf = 0;
-            for (int c = 0; c < 2; ++c) {
-                gf_ab += G_bar[a * 2 + c] * Fp[c * 2 + b];   /* (G_bar F)_ab */
-                gtp_ab += G_bar[c * 2 + a] * Pp[c * 2 + b];   /* (G_bar^T P)_ab */
-                pf += Pp[a * 2 + c] * Fp[b * 2 + c];     /* (P F^T)_ab */
-            }
-            P_bar[a * 2 + b] = ks * vol * gf_ab;
-            F_bar[a * 2 + b] += ks * vol * gtp_ab;
-            vol_bar += ks * pf * G_bar[a * 2 + b];
-            m_bar += s.C[(long)p * 4 + a * 2 + b] * G_bar[a * 2 + b];
-        }
-    for (int a = 0; a < 4; ++a) act_bar[a] = 0;
-    cq__pk1_vjp_2d_neohookean_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, P_bar, F_bar, &E_bar, &nu_bar, act_bar);
-    for (int a = 0; a < 2; ++a) {
-        ai.x[(long)p * 2 + a] += x_bar[a];
-        ai.v[(long)p * 2 + a] = v_bar[a];
-    }
-    for (int a = 0; a < 4; ++a) {
-        ai.F[(long)p * 4 + a] += F_bar[a];
-        ai.C[(long)p * 4 + a] = mass * G_bar[a];
-    }
-    pg.mass[p] += m_bar; pg.vol[p] += vol_bar; pg.E[p] += E_bar; pg.nu[p] += nu_bar;
+    cq__p2g_adj_transfer_2d_neohookean_f32(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
+    cq__p2g_adj_stress_2d_neohookean_f32(p, prm, s, Pp, G_bar, ai, pg, act_bar);
 }
 
 
@@ -1580,16 +1658,12 @@ __global__ void cq__gather_fwd_2d_f32_kernel(int nodes, cq__params_f32 prm, cons
     }
 }
 
-/* G2P; the lowest failing particle p with status st lands in *bad as 4 p + st (host decodes).
-   A particle whose input is outside the usable region (possible only when an earlier substep of
-   a step with a deferred status failed: cuda_backend.j2 >>cuda_drivers) reads no grid and
-   reports itself, so a failed step stays within its arrays until the host looks. */
-__global__ void cq__g2p_fwd_2d_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 in, cq__pview_f32 out, cq__gview_f32 g, int * bad)
+/* G2P; the lowest failing particle p with status st lands in *bad as 4 p + st (host decodes) */
+__global__ void CQ__BOUNDS(8) cq__g2p_fwd_2d_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 in, cq__pview_f32 out, cq__gview_f32 g, int * bad)
 {
     int p = blockIdx.x * blockDim.x + threadIdx.x;
     if (p < n) {
-        int st = !cq__in_domain_2d_f32(in.x + (long)p * 2, &prm) ? CQ__OUT_OF_DOMAIN
-                 : cq__g2p_fwd_2d_f32(p, &prm, in, out, g);
+        int st = cq__g2p_fwd_2d_f32(p, &prm, in, out, g);
         if (st != CQ__OK) atomicMin(bad, 4 * p + st);
     }
 }
@@ -1600,10 +1674,27 @@ __global__ void cq__p2g_fwd_2d_fixed_corotated_f32_kernel(int n, cq__params_f32 
     if (k < n) cq__p2g_fwd_2d_fixed_corotated_f32(order[k], &prm, s, pk + (long)k * CQ__PK(2));
 }
 
-__global__ void cq__p2g_adj_2d_fixed_corotated_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, const float * gp_adj, const float * gm_adj, cq__pview_f32 ai, cq__pview_f32 pg, float * dact)
+/* the P2G adjoint in its two halves (adjoint.j2 >>p2g_adj_), one thread per sorted slot k
+   (particle order[k]): the transfer half takes G from P2G's packed particle in pk (the backward's
+   P2G ran in this substep; the G2P adjoint packs into pkb) and leaves G_bar in its place; the
+   stress half reads it back */
+__global__ void cq__p2g_adj_2d_fixed_corotated_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, const float * gp_adj, const float * gm_adj, cq__pview_f32 ai, cq__pview_f32 pg, const int * order, float * pk)
 {
-    int p = blockIdx.x * blockDim.x + threadIdx.x;
-    if (p < n) cq__p2g_adj_2d_fixed_corotated_f32(p, &prm, s, gp_adj, gm_adj, ai, pg, dact + (long)p * 4);
+    int k = blockIdx.x * blockDim.x + threadIdx.x;   /* sorted slot */
+    if (k < n) {
+        float *G = pk + (long)k * CQ__PK(2) + 1 + 2 * 2;
+        cq__p2g_adj_transfer_2d_fixed_corotated_f32(order[k], &prm, s, G, gp_adj, gm_adj, ai, pg, G);
+    }
+}
+
+__global__ void CQ__BOUNDS(5) cq__p2g_adj_stress_2d_fixed_corotated_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, cq__pview_f32 ai, cq__pview_f32 pg, const int * order, const float * pk, float * dact)
+{
+    int k = blockIdx.x * blockDim.x + threadIdx.x;   /* sorted slot */
+    if (k < n) {
+        const int p = order[k];
+        cq__p2g_adj_stress_2d_fixed_corotated_f32(p, &prm, s, 0, pk + (long)k * CQ__PK(2) + 1 + 2 * 2, ai, pg,
+                                                     dact + (long)p * 4);
+    }
 }
 
 __global__ void cq__p2g_fwd_2d_neohookean_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, const int * order, float * pk)
@@ -1612,10 +1703,27 @@ __global__ void cq__p2g_fwd_2d_neohookean_f32_kernel(int n, cq__params_f32 prm, 
     if (k < n) cq__p2g_fwd_2d_neohookean_f32(order[k], &prm, s, pk + (long)k * CQ__PK(2));
 }
 
-__global__ void cq__p2g_adj_2d_neohookean_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, const float * gp_adj, const float * gm_adj, cq__pview_f32 ai, cq__pview_f32 pg, float * dact)
+/* the P2G adjoint in its two halves (adjoint.j2 >>p2g_adj_), one thread per sorted slot k
+   (particle order[k]): the transfer half takes G from P2G's packed particle in pk (the backward's
+   P2G ran in this substep; the G2P adjoint packs into pkb) and leaves G_bar in its place; the
+   stress half reads it back */
+__global__ void cq__p2g_adj_2d_neohookean_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, const float * gp_adj, const float * gm_adj, cq__pview_f32 ai, cq__pview_f32 pg, const int * order, float * pk)
 {
-    int p = blockIdx.x * blockDim.x + threadIdx.x;
-    if (p < n) cq__p2g_adj_2d_neohookean_f32(p, &prm, s, gp_adj, gm_adj, ai, pg, dact + (long)p * 4);
+    int k = blockIdx.x * blockDim.x + threadIdx.x;   /* sorted slot */
+    if (k < n) {
+        float *G = pk + (long)k * CQ__PK(2) + 1 + 2 * 2;
+        cq__p2g_adj_transfer_2d_neohookean_f32(order[k], &prm, s, G, gp_adj, gm_adj, ai, pg, G);
+    }
+}
+
+__global__ void CQ__BOUNDS(5) cq__p2g_adj_stress_2d_neohookean_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, cq__pview_f32 ai, cq__pview_f32 pg, const int * order, const float * pk, float * dact)
+{
+    int k = blockIdx.x * blockDim.x + threadIdx.x;   /* sorted slot */
+    if (k < n) {
+        const int p = order[k];
+        cq__p2g_adj_stress_2d_neohookean_f32(p, &prm, s, 0, pk + (long)k * CQ__PK(2) + 1 + 2 * 2, ai, pg,
+                                                     dact + (long)p * 4);
+    }
 }
 
 __global__ void cq__grid_adj_2d_f32_kernel(int nodes, cq__params_f32 prm, const float * gm, const float * gp, const float * gv_adj, float * gp_adj, float * gm_adj)
@@ -1782,9 +1890,11 @@ static void cq__cell_order_2d_f32_kernel_emu(void **a) { cq__cell_order_2d_f32_k
 static void cq__gather_fwd_2d_f32_kernel_emu(void **a) { cq__gather_fwd_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(const int * *)a[2], *(const float * *)a[3], *(cq__gview_f32 *)a[4], *(float * *)a[5], *(int *)a[6]); }
 static void cq__g2p_fwd_2d_f32_kernel_emu(void **a) { cq__g2p_fwd_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__pview_f32 *)a[3], *(cq__gview_f32 *)a[4], *(int * *)a[5]); }
 static void cq__p2g_fwd_2d_fixed_corotated_f32_kernel_emu(void **a) { cq__p2g_fwd_2d_fixed_corotated_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(const int * *)a[3], *(float * *)a[4]); }
-static void cq__p2g_adj_2d_fixed_corotated_f32_kernel_emu(void **a) { cq__p2g_adj_2d_fixed_corotated_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(const float * *)a[3], *(const float * *)a[4], *(cq__pview_f32 *)a[5], *(cq__pview_f32 *)a[6], *(float * *)a[7]); }
+static void cq__p2g_adj_2d_fixed_corotated_f32_kernel_emu(void **a) { cq__p2g_adj_2d_fixed_corotated_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(const float * *)a[3], *(const float * *)a[4], *(cq__pview_f32 *)a[5], *(cq__pview_f32 *)a[6], *(const int * *)a[7], *(float * *)a[8]); }
+static void cq__p2g_adj_stress_2d_fixed_corotated_f32_kernel_emu(void **a) { cq__p2g_adj_stress_2d_fixed_corotated_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__pview_f32 *)a[3], *(cq__pview_f32 *)a[4], *(const int * *)a[5], *(const float * *)a[6], *(float * *)a[7]); }
 static void cq__p2g_fwd_2d_neohookean_f32_kernel_emu(void **a) { cq__p2g_fwd_2d_neohookean_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(const int * *)a[3], *(float * *)a[4]); }
-static void cq__p2g_adj_2d_neohookean_f32_kernel_emu(void **a) { cq__p2g_adj_2d_neohookean_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(const float * *)a[3], *(const float * *)a[4], *(cq__pview_f32 *)a[5], *(cq__pview_f32 *)a[6], *(float * *)a[7]); }
+static void cq__p2g_adj_2d_neohookean_f32_kernel_emu(void **a) { cq__p2g_adj_2d_neohookean_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(const float * *)a[3], *(const float * *)a[4], *(cq__pview_f32 *)a[5], *(cq__pview_f32 *)a[6], *(const int * *)a[7], *(float * *)a[8]); }
+static void cq__p2g_adj_stress_2d_neohookean_f32_kernel_emu(void **a) { cq__p2g_adj_stress_2d_neohookean_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__pview_f32 *)a[3], *(cq__pview_f32 *)a[4], *(const int * *)a[5], *(const float * *)a[6], *(float * *)a[7]); }
 static void cq__grid_adj_2d_f32_kernel_emu(void **a) { cq__grid_adj_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(const float * *)a[2], *(const float * *)a[3], *(const float * *)a[4], *(float * *)a[5], *(float * *)a[6]); }
 static void cq__g2p_adj_2d_f32_kernel_emu(void **a) { cq__g2p_adj_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__gview_f32 *)a[3], *(cq__pview_f32 *)a[4], *(cq__pview_f32 *)a[5], *(const int * *)a[6], *(float * *)a[7]); }
 static void cq__act_reduce_2d_f32_kernel_emu(void **a) { cq__act_reduce_2d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(int *)a[2], *(const float * *)a[3], *(double * *)a[4]); }
@@ -1816,8 +1926,10 @@ const cq__emu_kernel cq__emu_kernels_2d_f32[] = {
     {"cq__g2p_fwd_2d_f32_kernel", cq__g2p_fwd_2d_f32_kernel_emu},
     {"cq__p2g_fwd_2d_fixed_corotated_f32_kernel", cq__p2g_fwd_2d_fixed_corotated_f32_kernel_emu},
     {"cq__p2g_adj_2d_fixed_corotated_f32_kernel", cq__p2g_adj_2d_fixed_corotated_f32_kernel_emu},
+    {"cq__p2g_adj_stress_2d_fixed_corotated_f32_kernel", cq__p2g_adj_stress_2d_fixed_corotated_f32_kernel_emu},
     {"cq__p2g_fwd_2d_neohookean_f32_kernel", cq__p2g_fwd_2d_neohookean_f32_kernel_emu},
     {"cq__p2g_adj_2d_neohookean_f32_kernel", cq__p2g_adj_2d_neohookean_f32_kernel_emu},
+    {"cq__p2g_adj_stress_2d_neohookean_f32_kernel", cq__p2g_adj_stress_2d_neohookean_f32_kernel_emu},
     {"cq__grid_adj_2d_f32_kernel", cq__grid_adj_2d_f32_kernel_emu},
     {"cq__g2p_adj_2d_f32_kernel", cq__g2p_adj_2d_f32_kernel_emu},
     {"cq__act_reduce_2d_f32_kernel", cq__act_reduce_2d_f32_kernel_emu},

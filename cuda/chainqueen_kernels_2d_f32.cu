@@ -56,6 +56,12 @@ static int cq__emu_atomic_add(int *a, int v) { int o = *a; *a += v; return o; }
    >>cell_sort_): mass, fx[D], a[D], B[D*D] */
 #define CQ__PK(D) (1 + 2 * (D) + (D) * (D))
 
+/* the actuation gradient of a substep, per group and component: the sum, in double, over the
+   group's chunks in order of each chunk's sum, chunk k holding the group's particles
+   k * CQ__ACT_CHUNK .. (k + 1) * CQ__ACT_CHUNK - 1 in index order (the CPU and the GPU alike:
+   cpu_backend.j2 >>cpu_act_grad, kernels.cu.j2 act_part / act_sum) */
+#define CQ__ACT_CHUNK 256
+
 /* boundary codes as stored in the params (cq_boundary with DEFAULT resolved) */
 #define CQ__BC_STICKY 1
 #define CQ__BC_SLIP 2
@@ -1738,15 +1744,29 @@ __global__ void cq__g2p_adj_2d_f32_kernel(int n, cq__params_f32 prm, cq__pview_f
     if (k < n) cq__g2p_adj_2d_f32(order[k], &prm, s, g, ao, ai, pk + (long)k * CQ__PK(2));
 }
 
-/* per-group actuation gradient of one substep: out[g*dd + a] += sum over particles of group g of
-   dact[p*dd + a], accumulated in double (the CPU sums in particle order, also in double) */
-__global__ void cq__act_reduce_2d_f32_kernel(int n, const int * act, int groups, const float * dact, double * out)
+/* per-group actuation gradient of one substep, no atomics (the order of kernels_common.j2
+   CQ__ACT_CHUNK, the CPU's too): act_part sums each chunk's particles (one thread per chunk and
+   component), act_sum each group's chunks and adds that to out[g*dd + a] (one thread per group
+   and component) */
+__global__ void cq__act_reduce_2d_f32_kernel(int chunks, const int * perm, const int * beg, const int * end, const float * dact, double * part)
 {
-    int p = blockIdx.x * blockDim.x + threadIdx.x;
-    if (p < n) {
-        int grp = act[p];
-        if (grp >= 0 && grp < groups)
-            for (int a = 0; a < 4; ++a) CQ__ATOMIC_ADD(&out[(long)grp * 4 + a], (double)dact[(long)p * 4 + a]);
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < chunks * 4) {
+        const int k = i / 4, a = i % 4;
+        double sum = 0;
+        for (int j = beg[k]; j < end[k]; ++j) sum += (double)dact[(long)perm[j] * 4 + a];
+        part[i] = sum;
+    }
+}
+
+__global__ void cq__act_sum_2d_f32_kernel(int groups, const int * first, const double * part, double * out)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < groups * 4) {
+        const int g = i / 4, a = i % 4;
+        double sum = 0;
+        for (int k = first[g]; k < first[g + 1]; ++k) sum += part[(long)k * 4 + a];
+        out[i] += sum;
     }
 }
 
@@ -1897,7 +1917,8 @@ static void cq__p2g_adj_2d_neohookean_f32_kernel_emu(void **a) { cq__p2g_adj_2d_
 static void cq__p2g_adj_stress_2d_neohookean_f32_kernel_emu(void **a) { cq__p2g_adj_stress_2d_neohookean_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__pview_f32 *)a[3], *(cq__pview_f32 *)a[4], *(const int * *)a[5], *(const float * *)a[6], *(float * *)a[7]); }
 static void cq__grid_adj_2d_f32_kernel_emu(void **a) { cq__grid_adj_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(const float * *)a[2], *(const float * *)a[3], *(const float * *)a[4], *(float * *)a[5], *(float * *)a[6]); }
 static void cq__g2p_adj_2d_f32_kernel_emu(void **a) { cq__g2p_adj_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__gview_f32 *)a[3], *(cq__pview_f32 *)a[4], *(cq__pview_f32 *)a[5], *(const int * *)a[6], *(float * *)a[7]); }
-static void cq__act_reduce_2d_f32_kernel_emu(void **a) { cq__act_reduce_2d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(int *)a[2], *(const float * *)a[3], *(double * *)a[4]); }
+static void cq__act_reduce_2d_f32_kernel_emu(void **a) { cq__act_reduce_2d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const int * *)a[2], *(const int * *)a[3], *(const float * *)a[4], *(double * *)a[5]); }
+static void cq__act_sum_2d_f32_kernel_emu(void **a) { cq__act_sum_2d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const double * *)a[2], *(double * *)a[3]); }
 static void cq__nonfinite_2d_f32_kernel_emu(void **a) { cq__nonfinite_2d_f32_kernel(*(int *)a[0], *(cq__pview_f32 *)a[1], *(int * *)a[2]); }
 static void cq__cable_len_2d_f32_kernel_emu(void **a) { cq__cable_len_2d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const float * *)a[2], *(double * *)a[3]); }
 static void cq__cable_force_2d_f32_kernel_emu(void **a) { cq__cable_force_2d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const float * *)a[2], *(const double * *)a[3], *(const double * *)a[4], *(const double * *)a[5], *(double * *)a[6]); }
@@ -1933,6 +1954,7 @@ const cq__emu_kernel cq__emu_kernels_2d_f32[] = {
     {"cq__grid_adj_2d_f32_kernel", cq__grid_adj_2d_f32_kernel_emu},
     {"cq__g2p_adj_2d_f32_kernel", cq__g2p_adj_2d_f32_kernel_emu},
     {"cq__act_reduce_2d_f32_kernel", cq__act_reduce_2d_f32_kernel_emu},
+    {"cq__act_sum_2d_f32_kernel", cq__act_sum_2d_f32_kernel_emu},
     {"cq__nonfinite_2d_f32_kernel", cq__nonfinite_2d_f32_kernel_emu},
     {"cq__cable_len_2d_f32_kernel", cq__cable_len_2d_f32_kernel_emu},
     {"cq__cable_force_2d_f32_kernel", cq__cable_force_2d_f32_kernel_emu},

@@ -330,6 +330,47 @@ TEST(a_step_reads_its_status_once_and_a_late_failure_reports_like_the_cpu)
     CHECK(rel_err(x[1], x[0], 2L * (g_n + 1)) < 1e-9, "the state after the failed step differs: %.3g", rel_err(x[1], x[0], 2L * (g_n + 1)));
 }
 
+/* The per-group actuation gradient is summed in chunks of CQ__ACT_CHUNK particles of a group, in
+   a fixed order, on both backends (no atomics): groups of 600 and 300 particles (3 and 2 chunks)
+   give the CPU's dL/du on CUDA, bitwise on the mock (which has no fused multiply-adds). */
+TEST(actuation_gradients_over_several_chunks_are_the_cpus)
+{
+    static hook_data hd[2];
+    double u[GROUPS * 9];
+    const int side = 30;
+    const double h = 1.0 / 64;
+    counter_fn reads = mock_sym("cq_mock_readbacks");
+    g_n = 0;
+    for (int i = 0; i < side; ++i)
+        for (int j = 0; j < side; ++j) {
+            g_x0[2 * g_n] = 0.27 + (i + 0.5) * h; g_x0[2 * g_n + 1] = 0.2 + (j + 0.5) * h;
+            g_v0[2 * g_n] = 0.1 * (j % 3 - 1); g_v0[2 * g_n + 1] = -0.2;
+            g_act[g_n] = i < 20 ? 0 : 1;
+            ++g_n;
+        }
+    memset(hd, 0, sizeof hd);
+    for (int b = 0; b < 2; ++b) {
+        variant v = {2, 2, 1};
+        cq_sim *s = make(&v, b ? CQ_BACKEND_CUDA : CQ_BACKEND_CPU, 2);
+        if (!s) { CHECK(0, "create"); return; }
+        for (int n = 0; n < 6; ++n) {
+            actuation(n, 2, u);
+            CHECK_OK(cq_sim_set_actuation(s, GROUPS, u));
+            CHECK_OK(cq_sim_step(s, 1));
+        }
+        hd[b].dim = 2;
+        CHECK_OK(cq_sim_backward(s, g_w, NULL, NULL, NULL, hook, &hd[b]));
+        cq_sim_destroy(s);
+    }
+    CHECK(hd[0].ag[0][0] != 0 && hd[0].ag[5][4 + 3] != 0, "zero actuation gradients: the test would not see a difference");
+    for (int n = 0; n < 6; ++n) {
+        const double e = rel_err(hd[1].ag[n], hd[0].ag[n], GROUPS * 4);
+        if (reads) CHECK(memcmp(hd[1].ag[n], hd[0].ag[n], sizeof(double) * GROUPS * 4) == 0,
+                         "step %d: dL/du on the mock is not the CPU's bitwise (relative difference %.3g)", n, e);
+        else CHECK(e < 1e-9, "step %d: dL/du differs: %.3g", n, e);
+    }
+}
+
 static int fault(const char *mode)
 {
     variant v = {2, 2, 1};
@@ -423,6 +464,7 @@ int main(int argc, char **argv)
 {
     static const cqt_case cases[] = { CASE(parity_all_variants), CASE(cables_match_the_cpu),
         CASE(a_failing_step_reports_like_the_cpu), CASE(a_step_reads_its_status_once_and_a_late_failure_reports_like_the_cpu),
+        CASE(actuation_gradients_over_several_chunks_are_the_cpus),
         CASE(set_get_reset_and_logs), CASE(no_device_memory_leaks_or_violations) };
     if (argc > 1 && !strncmp(argv[1], "fault:", 6)) return fault(argv[1] + 6);
     if (!cuda_available()) {

@@ -34,10 +34,8 @@ static int cq__emu_atomic_add(int *a, int v) { int o = *a; *a += v; return o; }
 
 #if defined(__CUDACC__)
 #  define CQ_HD __host__ __device__ static inline
-#  define CQ__ATOMIC_ADD(addr, val) atomicAdd((addr), (val))
 #else
 #  define CQ_HD static inline
-#  define CQ__ATOMIC_ADD(addr, val) (*(addr) += (val))   /* CPU: the caller makes scatters race-free */
 #endif
 /* CQ__UNROLL before a loop of constant trip count: unrolled by nvcc/NVRTC (registers, not
    local memory); C compilers unroll such loops themselves at -O2. */
@@ -1133,9 +1131,13 @@ CQ_HD void cq__p2g_adj_2d_neohookean_f64(int p, const cq__params_f64 *prm,
 /* >>cables_2d_f64: cable actuators ([Spielberg21] eqs 16-17).  A cable routed through
    particles p_0..p_{r-1}, stiffness k, rest length R and actuation u stores
    E = k/2 max(0, L - max(0, R u))^2 with L = sum_i |x_{i+1} - x_i|; its force f = -dE/dx
-   enters as a velocity impulse veff = v + dt f / m before P2G.  Work is split by segment
-   (seg[3 s .. 3 s + 2] = a, b, cable: from particle a to b) and by particle, accumulating with
-   CQ__ATOMIC_ADD; cable and force sums are in double.  target[c] = max(0, R u). */
+   enters as a velocity impulse veff = v + dt f / m before P2G.  Segments seg[3 s .. 3 s + 2] =
+   a, b, cable (from particle a to b), a cable's consecutive.  The CPU walks the segments in order
+   (the per-segment functions, adding into per-cable and per-particle sums); the GPU computes
+   the same sums in the same order without atomics: per cable over its segments (first[c] ..
+   first[c + 1]), and per particle over the segments that touch it (row r: particle row[r],
+   entries ent[rbeg[r] .. rbeg[r + 1]) = 2 s + (1 if it is the segment's b), by segment).  Cable
+   and force sums are in double.  target[c] = max(0, R u). */
 CQ_HD double cq__cable_dir_2d_f64(const int *seg, int s, const double *x, double *n)
 {
     const long a = seg[3 * s], b = seg[3 * s + 1];
@@ -1150,22 +1152,50 @@ CQ_HD double cq__cable_dir_2d_f64(const int *seg, int s, const double *x, double
 CQ_HD void cq__cable_len_2d_f64(int s, const int *seg, const double *x, double *L)
 {
     double n[2], l = cq__cable_dir_2d_f64(seg, s, x, n);
-    CQ__ATOMIC_ADD(&L[seg[3 * s + 2]], l);
+    L[seg[3 * s + 2]] += l;
 }
 
-/* forward 2: the force of segment s on its ends, k st n on a and -k st n on b (st = L - target) */
+/* the force of segment s on its end a, k st n (on b: minus that; st = L - target); 0 if slack */
+CQ_HD int cq__cable_seg_force_2d_f64(int s, const int *seg, const double *x, const double *L, const double *k,
+                                               const double *target, double *fa)
+{
+    const int c = seg[3 * s + 2];
+    double n[2], st = L[c] - target[c];
+    if (!(st > 0)) return 0;
+    cq__cable_dir_2d_f64(seg, s, x, n);
+    for (int q = 0; q < 2; ++q) fa[q] = k[c] * st * n[q];
+    return 1;
+}
+
+/* forward 2: the force of segment s on its ends */
 CQ_HD void cq__cable_force_2d_f64(int s, const int *seg, const double *x, const double *L, const double *k,
                                             const double *target, double *f)
 {
-    const int c = seg[3 * s + 2];
     const long a = seg[3 * s], b = seg[3 * s + 1];
-    double n[2], st = L[c] - target[c];
-    if (!(st > 0)) return;
-    cq__cable_dir_2d_f64(seg, s, x, n);
+    double fa[2];
+    if (!cq__cable_seg_force_2d_f64(s, seg, x, L, k, target, fa)) return;
     for (int q = 0; q < 2; ++q) {
-        CQ__ATOMIC_ADD(&f[a * 2 + q], k[c] * st * n[q]);
-        CQ__ATOMIC_ADD(&f[b * 2 + q], -k[c] * st * n[q]);
+        f[a * 2 + q] += fa[q];
+        f[b * 2 + q] += -fa[q];
     }
+}
+
+/* the GPU's: cable c's length; row r's force (what cq__cable_len / cq__cable_force add up) */
+CQ_HD void cq__cable_len_cable_2d_f64(int c, const int *first, const int *seg, const double *x, double *L)
+{
+    double sum = 0, n[2];
+    for (int s = first[c]; s < first[c + 1]; ++s) sum += cq__cable_dir_2d_f64(seg, s, x, n);
+    L[c] = sum;
+}
+
+CQ_HD void cq__cable_force_row_2d_f64(int r, const int *row, const int *rbeg, const int *ent, const int *seg,
+                                                const double *x, const double *L, const double *k, const double *target, double *f)
+{
+    double sum[2] = {0}, fa[2];
+    for (int e = rbeg[r]; e < rbeg[r + 1]; ++e)
+        if (cq__cable_seg_force_2d_f64(ent[e] >> 1, seg, x, L, k, target, fa))
+            for (int q = 0; q < 2; ++q) sum[q] += (ent[e] & 1) ? -fa[q] : fa[q];
+    for (int q = 0; q < 2; ++q) f[(long)row[r] * 2 + q] = sum[q];
 }
 
 /* forward 3, per particle: veff = v + dt f / m (f = 0 off the cables) */
@@ -1183,18 +1213,37 @@ CQ_HD void cq__cable_mass_adj_2d_f64(int p, const double *f, const double *av, c
     gmass[p] += (double)(-dt * fv / (mp * mp));
 }
 
-/* adjoint 2, per segment: dot[c] += n . (fbar_b - fbar_a), fbar = dt vbar / m = dL/df */
-CQ_HD void cq__cable_dot_2d_f64(int s, const int *seg, const double *x, const double *av, const double *m,
-                                          const double *L, const double *target, double dt, double *dot)
+/* adjoint 2, per segment: dot[c] += n . (fbar_b - fbar_a), fbar = dt vbar / m = dL/df (the
+   segment's term; 0 and nothing to add when the cable is slack) */
+CQ_HD int cq__cable_seg_dot_2d_f64(int s, const int *seg, const double *x, const double *av, const double *m,
+                                             const double *L, const double *target, double dt, double *acc)
 {
     const int c = seg[3 * s + 2];
     const long a = seg[3 * s], b = seg[3 * s + 1];
-    double n[2], acc = 0;
-    if (!(L[c] - target[c] > 0)) return;
+    double n[2];
+    *acc = 0;
+    if (!(L[c] - target[c] > 0)) return 0;
     cq__cable_dir_2d_f64(seg, s, x, n);
     for (int q = 0; q < 2; ++q)
-        acc += n[q] * (dt / (double)m[b] * (double)av[b * 2 + q] - dt / (double)m[a] * (double)av[a * 2 + q]);
-    CQ__ATOMIC_ADD(&dot[c], acc);
+        *acc += n[q] * (dt / (double)m[b] * (double)av[b * 2 + q] - dt / (double)m[a] * (double)av[a * 2 + q]);
+    return 1;
+}
+
+CQ_HD void cq__cable_dot_2d_f64(int s, const int *seg, const double *x, const double *av, const double *m,
+                                          const double *L, const double *target, double dt, double *dot)
+{
+    double acc;
+    if (cq__cable_seg_dot_2d_f64(s, seg, x, av, m, L, target, dt, &acc)) dot[seg[3 * s + 2]] += acc;
+}
+
+/* the GPU's: cable c's dot (what cq__cable_dot adds up) */
+CQ_HD void cq__cable_dot_cable_2d_f64(int c, const int *first, const int *seg, const double *x, const double *av,
+                                                const double *m, const double *L, const double *target, double dt, double *dot)
+{
+    double sum = 0, acc;
+    for (int s = first[c]; s < first[c + 1]; ++s)
+        if (cq__cable_seg_dot_2d_f64(s, seg, x, av, m, L, target, dt, &acc)) sum += acc;
+    dot[c] = sum;
 }
 
 /* adjoint 3, per cable: dL/du += k R dot (when R u > 0: the target is R u) */
@@ -1204,26 +1253,49 @@ CQ_HD void cq__cable_grad_2d_f64(int c, const double *k, const double *rest, con
     if (target[c] > 0) grad[c] += k[c] * rest[c] * dot[c];
 }
 
-/* adjoint 4, per segment: f = -k st dL/dx  ->  xbar += -k dot dL/dx - k st (d2L/dx2) fbar */
-CQ_HD void cq__cable_x_adj_2d_f64(int s, const int *seg, const double *x, const double *av, const double *m,
-                                            const double *L, const double *target, const double *k, const double *dot,
-                                            double dt, double *ax)
+/* adjoint 4, per segment: f = -k st dL/dx  ->  xbar += -k dot dL/dx - k st (d2L/dx2) fbar:
+   g[D] is the segment's term for its end b (a gets -g); 0 when there is none */
+CQ_HD int cq__cable_seg_x_adj_2d_f64(int s, const int *seg, const double *x, const double *av, const double *m,
+                                               const double *L, const double *target, const double *k, const double *dot,
+                                               double dt, double *g)
 {
     const int c = seg[3 * s + 2];
     const long a = seg[3 * s], b = seg[3 * s + 1];
     double n[2], w[2], nw = 0, l, st = L[c] - target[c];
-    if (!(st > 0)) return;
+    if (!(st > 0)) return 0;
     l = cq__cable_dir_2d_f64(seg, s, x, n);
-    if (!(l > 0)) return;
+    if (!(l > 0)) return 0;
     for (int q = 0; q < 2; ++q) {
         w[q] = dt / (double)m[b] * (double)av[b * 2 + q] - dt / (double)m[a] * (double)av[a * 2 + q];
         nw += n[q] * w[q];
     }
+    for (int q = 0; q < 2; ++q) g[q] = -k[c] * dot[c] * n[q] - k[c] * st * (w[q] - n[q] * nw) / l;
+    return 1;
+}
+
+CQ_HD void cq__cable_x_adj_2d_f64(int s, const int *seg, const double *x, const double *av, const double *m,
+                                            const double *L, const double *target, const double *k, const double *dot,
+                                            double dt, double *ax)
+{
+    const long a = seg[3 * s], b = seg[3 * s + 1];
+    double g[2];
+    if (!cq__cable_seg_x_adj_2d_f64(s, seg, x, av, m, L, target, k, dot, dt, g)) return;
     for (int q = 0; q < 2; ++q) {
-        double g = -k[c] * dot[c] * n[q] - k[c] * st * (w[q] - n[q] * nw) / l;
-        CQ__ATOMIC_ADD(&ax[b * 2 + q], (double)g);
-        CQ__ATOMIC_ADD(&ax[a * 2 + q], (double)-g);
+        ax[b * 2 + q] += (double)g[q];
+        ax[a * 2 + q] += (double)-g[q];
     }
+}
+
+/* the GPU's: row r's position adjoint, added in segment order (as cq__cable_x_adj adds it) */
+CQ_HD void cq__cable_x_adj_row_2d_f64(int r, const int *row, const int *rbeg, const int *ent, const int *seg,
+                                                const double *x, const double *av, const double *m, const double *L,
+                                                const double *target, const double *k, const double *dot, double dt, double *ax)
+{
+    const long p = row[r];
+    double g[2];
+    for (int e = rbeg[r]; e < rbeg[r + 1]; ++e)
+        if (cq__cable_seg_x_adj_2d_f64(ent[e] >> 1, seg, x, av, m, L, target, k, dot, dt, g))
+            for (int q = 0; q < 2; ++q) ax[p * 2 + q] += (ent[e] & 1) ? (double)g[q] : (double)-g[q];
 }
 
 
@@ -1799,17 +1871,18 @@ __global__ void cq__nonfinite_2d_f64_kernel(int n, cq__pview_f64 a, int * status
     }
 }
 
-/* cables (templates/cables.j2): per segment, per particle or per cable */
-__global__ void cq__cable_len_2d_f64_kernel(int ns, const int * seg, const double * x, double * L)
+/* cables (templates/cables.j2): per cable (len, dot, grad), per particle (veff, mass_adj) or per
+   row of the particles the segments touch (force, x_adj); no atomics */
+__global__ void cq__cable_len_2d_f64_kernel(int nc, const int * first, const int * seg, const double * x, double * L)
 {
     int s = blockIdx.x * blockDim.x + threadIdx.x;
-    if (s < ns) cq__cable_len_2d_f64(s, seg, x, L);
+    if (s < nc) cq__cable_len_cable_2d_f64(s, first, seg, x, L);
 }
 
-__global__ void cq__cable_force_2d_f64_kernel(int ns, const int * seg, const double * x, const double * L, const double * k, const double * target, double * f)
+__global__ void cq__cable_force_2d_f64_kernel(int nr, const int * row, const int * rbeg, const int * ent, const int * seg, const double * x, const double * L, const double * k, const double * target, double * f)
 {
     int s = blockIdx.x * blockDim.x + threadIdx.x;
-    if (s < ns) cq__cable_force_2d_f64(s, seg, x, L, k, target, f);
+    if (s < nr) cq__cable_force_row_2d_f64(s, row, rbeg, ent, seg, x, L, k, target, f);
 }
 
 __global__ void cq__cable_veff_2d_f64_kernel(int np, const double * v, const double * f, const double * m, double dt, double * veff)
@@ -1824,10 +1897,10 @@ __global__ void cq__cable_mass_adj_2d_f64_kernel(int np, const double * f, const
     if (s < np) cq__cable_mass_adj_2d_f64(s, f, av, m, dt, gmass);
 }
 
-__global__ void cq__cable_dot_2d_f64_kernel(int ns, const int * seg, const double * x, const double * av, const double * m, const double * L, const double * target, double dt, double * dot)
+__global__ void cq__cable_dot_2d_f64_kernel(int nc, const int * first, const int * seg, const double * x, const double * av, const double * m, const double * L, const double * target, double dt, double * dot)
 {
     int s = blockIdx.x * blockDim.x + threadIdx.x;
-    if (s < ns) cq__cable_dot_2d_f64(s, seg, x, av, m, L, target, dt, dot);
+    if (s < nc) cq__cable_dot_cable_2d_f64(s, first, seg, x, av, m, L, target, dt, dot);
 }
 
 __global__ void cq__cable_grad_2d_f64_kernel(int nc, const double * k, const double * rest, const double * target, const double * dot, double * grad)
@@ -1836,10 +1909,10 @@ __global__ void cq__cable_grad_2d_f64_kernel(int nc, const double * k, const dou
     if (s < nc) cq__cable_grad_2d_f64(s, k, rest, target, dot, grad);
 }
 
-__global__ void cq__cable_x_adj_2d_f64_kernel(int ns, const int * seg, const double * x, const double * av, const double * m, const double * L, const double * target, const double * k, const double * dot, double dt, double * ax)
+__global__ void cq__cable_x_adj_2d_f64_kernel(int nr, const int * row, const int * rbeg, const int * ent, const int * seg, const double * x, const double * av, const double * m, const double * L, const double * target, const double * k, const double * dot, double dt, double * ax)
 {
     int s = blockIdx.x * blockDim.x + threadIdx.x;
-    if (s < ns) cq__cable_x_adj_2d_f64(s, seg, x, av, m, L, target, k, dot, dt, ax);
+    if (s < nr) cq__cable_x_adj_row_2d_f64(s, row, rbeg, ent, seg, x, av, m, L, target, k, dot, dt, ax);
 }
 
 /* >>sph_kernels: the fluid's passes (sph.j2), one thread per fluid particle (per boundary particle
@@ -1925,13 +1998,13 @@ static void cq__g2p_adj_2d_f64_kernel_emu(void **a) { cq__g2p_adj_2d_f64_kernel(
 static void cq__act_reduce_2d_f64_kernel_emu(void **a) { cq__act_reduce_2d_f64_kernel(*(int *)a[0], *(const int * *)a[1], *(const int * *)a[2], *(const int * *)a[3], *(const double * *)a[4], *(double * *)a[5]); }
 static void cq__act_sum_2d_f64_kernel_emu(void **a) { cq__act_sum_2d_f64_kernel(*(int *)a[0], *(const int * *)a[1], *(const double * *)a[2], *(double * *)a[3]); }
 static void cq__nonfinite_2d_f64_kernel_emu(void **a) { cq__nonfinite_2d_f64_kernel(*(int *)a[0], *(cq__pview_f64 *)a[1], *(int * *)a[2]); }
-static void cq__cable_len_2d_f64_kernel_emu(void **a) { cq__cable_len_2d_f64_kernel(*(int *)a[0], *(const int * *)a[1], *(const double * *)a[2], *(double * *)a[3]); }
-static void cq__cable_force_2d_f64_kernel_emu(void **a) { cq__cable_force_2d_f64_kernel(*(int *)a[0], *(const int * *)a[1], *(const double * *)a[2], *(const double * *)a[3], *(const double * *)a[4], *(const double * *)a[5], *(double * *)a[6]); }
+static void cq__cable_len_2d_f64_kernel_emu(void **a) { cq__cable_len_2d_f64_kernel(*(int *)a[0], *(const int * *)a[1], *(const int * *)a[2], *(const double * *)a[3], *(double * *)a[4]); }
+static void cq__cable_force_2d_f64_kernel_emu(void **a) { cq__cable_force_2d_f64_kernel(*(int *)a[0], *(const int * *)a[1], *(const int * *)a[2], *(const int * *)a[3], *(const int * *)a[4], *(const double * *)a[5], *(const double * *)a[6], *(const double * *)a[7], *(const double * *)a[8], *(double * *)a[9]); }
 static void cq__cable_veff_2d_f64_kernel_emu(void **a) { cq__cable_veff_2d_f64_kernel(*(int *)a[0], *(const double * *)a[1], *(const double * *)a[2], *(const double * *)a[3], *(double *)a[4], *(double * *)a[5]); }
 static void cq__cable_mass_adj_2d_f64_kernel_emu(void **a) { cq__cable_mass_adj_2d_f64_kernel(*(int *)a[0], *(const double * *)a[1], *(const double * *)a[2], *(const double * *)a[3], *(double *)a[4], *(double * *)a[5]); }
-static void cq__cable_dot_2d_f64_kernel_emu(void **a) { cq__cable_dot_2d_f64_kernel(*(int *)a[0], *(const int * *)a[1], *(const double * *)a[2], *(const double * *)a[3], *(const double * *)a[4], *(const double * *)a[5], *(const double * *)a[6], *(double *)a[7], *(double * *)a[8]); }
+static void cq__cable_dot_2d_f64_kernel_emu(void **a) { cq__cable_dot_2d_f64_kernel(*(int *)a[0], *(const int * *)a[1], *(const int * *)a[2], *(const double * *)a[3], *(const double * *)a[4], *(const double * *)a[5], *(const double * *)a[6], *(const double * *)a[7], *(double *)a[8], *(double * *)a[9]); }
 static void cq__cable_grad_2d_f64_kernel_emu(void **a) { cq__cable_grad_2d_f64_kernel(*(int *)a[0], *(const double * *)a[1], *(const double * *)a[2], *(const double * *)a[3], *(const double * *)a[4], *(double * *)a[5]); }
-static void cq__cable_x_adj_2d_f64_kernel_emu(void **a) { cq__cable_x_adj_2d_f64_kernel(*(int *)a[0], *(const int * *)a[1], *(const double * *)a[2], *(const double * *)a[3], *(const double * *)a[4], *(const double * *)a[5], *(const double * *)a[6], *(const double * *)a[7], *(const double * *)a[8], *(double *)a[9], *(double * *)a[10]); }
+static void cq__cable_x_adj_2d_f64_kernel_emu(void **a) { cq__cable_x_adj_2d_f64_kernel(*(int *)a[0], *(const int * *)a[1], *(const int * *)a[2], *(const int * *)a[3], *(const int * *)a[4], *(const double * *)a[5], *(const double * *)a[6], *(const double * *)a[7], *(const double * *)a[8], *(const double * *)a[9], *(const double * *)a[10], *(const double * *)a[11], *(double *)a[12], *(double * *)a[13]); }
 static void cq__sph_count_2d_f64_kernel_emu(void **a) { cq__sph_count_2d_f64_kernel(*(int *)a[0], *(cq__sph_f64 *)a[1]); }
 static void cq__sph_fill_2d_f64_kernel_emu(void **a) { cq__sph_fill_2d_f64_kernel(*(int *)a[0], *(cq__sph_f64 *)a[1]); }
 static void cq__sph_density_2d_f64_kernel_emu(void **a) { cq__sph_density_2d_f64_kernel(*(int *)a[0], *(cq__sph_f64 *)a[1]); }

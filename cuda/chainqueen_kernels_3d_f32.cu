@@ -34,10 +34,8 @@ static int cq__emu_atomic_add(int *a, int v) { int o = *a; *a += v; return o; }
 
 #if defined(__CUDACC__)
 #  define CQ_HD __host__ __device__ static inline
-#  define CQ__ATOMIC_ADD(addr, val) atomicAdd((addr), (val))
 #else
 #  define CQ_HD static inline
-#  define CQ__ATOMIC_ADD(addr, val) (*(addr) += (val))   /* CPU: the caller makes scatters race-free */
 #endif
 /* CQ__UNROLL before a loop of constant trip count: unrolled by nvcc/NVRTC (registers, not
    local memory); C compilers unroll such loops themselves at -O2. */
@@ -1295,9 +1293,13 @@ CQ_HD void cq__p2g_adj_3d_neohookean_f32(int p, const cq__params_f32 *prm,
 /* >>cables_3d_f32: cable actuators ([Spielberg21] eqs 16-17).  A cable routed through
    particles p_0..p_{r-1}, stiffness k, rest length R and actuation u stores
    E = k/2 max(0, L - max(0, R u))^2 with L = sum_i |x_{i+1} - x_i|; its force f = -dE/dx
-   enters as a velocity impulse veff = v + dt f / m before P2G.  Work is split by segment
-   (seg[3 s .. 3 s + 2] = a, b, cable: from particle a to b) and by particle, accumulating with
-   CQ__ATOMIC_ADD; cable and force sums are in double.  target[c] = max(0, R u). */
+   enters as a velocity impulse veff = v + dt f / m before P2G.  Segments seg[3 s .. 3 s + 2] =
+   a, b, cable (from particle a to b), a cable's consecutive.  The CPU walks the segments in order
+   (the per-segment functions, adding into per-cable and per-particle sums); the GPU computes
+   the same sums in the same order without atomics: per cable over its segments (first[c] ..
+   first[c + 1]), and per particle over the segments that touch it (row r: particle row[r],
+   entries ent[rbeg[r] .. rbeg[r + 1]) = 2 s + (1 if it is the segment's b), by segment).  Cable
+   and force sums are in double.  target[c] = max(0, R u). */
 CQ_HD double cq__cable_dir_3d_f32(const int *seg, int s, const float *x, double *n)
 {
     const long a = seg[3 * s], b = seg[3 * s + 1];
@@ -1312,22 +1314,50 @@ CQ_HD double cq__cable_dir_3d_f32(const int *seg, int s, const float *x, double 
 CQ_HD void cq__cable_len_3d_f32(int s, const int *seg, const float *x, double *L)
 {
     double n[3], l = cq__cable_dir_3d_f32(seg, s, x, n);
-    CQ__ATOMIC_ADD(&L[seg[3 * s + 2]], l);
+    L[seg[3 * s + 2]] += l;
 }
 
-/* forward 2: the force of segment s on its ends, k st n on a and -k st n on b (st = L - target) */
+/* the force of segment s on its end a, k st n (on b: minus that; st = L - target); 0 if slack */
+CQ_HD int cq__cable_seg_force_3d_f32(int s, const int *seg, const float *x, const double *L, const double *k,
+                                               const double *target, double *fa)
+{
+    const int c = seg[3 * s + 2];
+    double n[3], st = L[c] - target[c];
+    if (!(st > 0)) return 0;
+    cq__cable_dir_3d_f32(seg, s, x, n);
+    for (int q = 0; q < 3; ++q) fa[q] = k[c] * st * n[q];
+    return 1;
+}
+
+/* forward 2: the force of segment s on its ends */
 CQ_HD void cq__cable_force_3d_f32(int s, const int *seg, const float *x, const double *L, const double *k,
                                             const double *target, double *f)
 {
-    const int c = seg[3 * s + 2];
     const long a = seg[3 * s], b = seg[3 * s + 1];
-    double n[3], st = L[c] - target[c];
-    if (!(st > 0)) return;
-    cq__cable_dir_3d_f32(seg, s, x, n);
+    double fa[3];
+    if (!cq__cable_seg_force_3d_f32(s, seg, x, L, k, target, fa)) return;
     for (int q = 0; q < 3; ++q) {
-        CQ__ATOMIC_ADD(&f[a * 3 + q], k[c] * st * n[q]);
-        CQ__ATOMIC_ADD(&f[b * 3 + q], -k[c] * st * n[q]);
+        f[a * 3 + q] += fa[q];
+        f[b * 3 + q] += -fa[q];
     }
+}
+
+/* the GPU's: cable c's length; row r's force (what cq__cable_len / cq__cable_force add up) */
+CQ_HD void cq__cable_len_cable_3d_f32(int c, const int *first, const int *seg, const float *x, double *L)
+{
+    double sum = 0, n[3];
+    for (int s = first[c]; s < first[c + 1]; ++s) sum += cq__cable_dir_3d_f32(seg, s, x, n);
+    L[c] = sum;
+}
+
+CQ_HD void cq__cable_force_row_3d_f32(int r, const int *row, const int *rbeg, const int *ent, const int *seg,
+                                                const float *x, const double *L, const double *k, const double *target, double *f)
+{
+    double sum[3] = {0}, fa[3];
+    for (int e = rbeg[r]; e < rbeg[r + 1]; ++e)
+        if (cq__cable_seg_force_3d_f32(ent[e] >> 1, seg, x, L, k, target, fa))
+            for (int q = 0; q < 3; ++q) sum[q] += (ent[e] & 1) ? -fa[q] : fa[q];
+    for (int q = 0; q < 3; ++q) f[(long)row[r] * 3 + q] = sum[q];
 }
 
 /* forward 3, per particle: veff = v + dt f / m (f = 0 off the cables) */
@@ -1345,18 +1375,37 @@ CQ_HD void cq__cable_mass_adj_3d_f32(int p, const double *f, const float *av, co
     gmass[p] += (float)(-dt * fv / (mp * mp));
 }
 
-/* adjoint 2, per segment: dot[c] += n . (fbar_b - fbar_a), fbar = dt vbar / m = dL/df */
-CQ_HD void cq__cable_dot_3d_f32(int s, const int *seg, const float *x, const float *av, const float *m,
-                                          const double *L, const double *target, double dt, double *dot)
+/* adjoint 2, per segment: dot[c] += n . (fbar_b - fbar_a), fbar = dt vbar / m = dL/df (the
+   segment's term; 0 and nothing to add when the cable is slack) */
+CQ_HD int cq__cable_seg_dot_3d_f32(int s, const int *seg, const float *x, const float *av, const float *m,
+                                             const double *L, const double *target, double dt, double *acc)
 {
     const int c = seg[3 * s + 2];
     const long a = seg[3 * s], b = seg[3 * s + 1];
-    double n[3], acc = 0;
-    if (!(L[c] - target[c] > 0)) return;
+    double n[3];
+    *acc = 0;
+    if (!(L[c] - target[c] > 0)) return 0;
     cq__cable_dir_3d_f32(seg, s, x, n);
     for (int q = 0; q < 3; ++q)
-        acc += n[q] * (dt / (double)m[b] * (double)av[b * 3 + q] - dt / (double)m[a] * (double)av[a * 3 + q]);
-    CQ__ATOMIC_ADD(&dot[c], acc);
+        *acc += n[q] * (dt / (double)m[b] * (double)av[b * 3 + q] - dt / (double)m[a] * (double)av[a * 3 + q]);
+    return 1;
+}
+
+CQ_HD void cq__cable_dot_3d_f32(int s, const int *seg, const float *x, const float *av, const float *m,
+                                          const double *L, const double *target, double dt, double *dot)
+{
+    double acc;
+    if (cq__cable_seg_dot_3d_f32(s, seg, x, av, m, L, target, dt, &acc)) dot[seg[3 * s + 2]] += acc;
+}
+
+/* the GPU's: cable c's dot (what cq__cable_dot adds up) */
+CQ_HD void cq__cable_dot_cable_3d_f32(int c, const int *first, const int *seg, const float *x, const float *av,
+                                                const float *m, const double *L, const double *target, double dt, double *dot)
+{
+    double sum = 0, acc;
+    for (int s = first[c]; s < first[c + 1]; ++s)
+        if (cq__cable_seg_dot_3d_f32(s, seg, x, av, m, L, target, dt, &acc)) sum += acc;
+    dot[c] = sum;
 }
 
 /* adjoint 3, per cable: dL/du += k R dot (when R u > 0: the target is R u) */
@@ -1366,26 +1415,49 @@ CQ_HD void cq__cable_grad_3d_f32(int c, const double *k, const double *rest, con
     if (target[c] > 0) grad[c] += k[c] * rest[c] * dot[c];
 }
 
-/* adjoint 4, per segment: f = -k st dL/dx  ->  xbar += -k dot dL/dx - k st (d2L/dx2) fbar */
-CQ_HD void cq__cable_x_adj_3d_f32(int s, const int *seg, const float *x, const float *av, const float *m,
-                                            const double *L, const double *target, const double *k, const double *dot,
-                                            double dt, float *ax)
+/* adjoint 4, per segment: f = -k st dL/dx  ->  xbar += -k dot dL/dx - k st (d2L/dx2) fbar:
+   g[D] is the segment's term for its end b (a gets -g); 0 when there is none */
+CQ_HD int cq__cable_seg_x_adj_3d_f32(int s, const int *seg, const float *x, const float *av, const float *m,
+                                               const double *L, const double *target, const double *k, const double *dot,
+                                               double dt, double *g)
 {
     const int c = seg[3 * s + 2];
     const long a = seg[3 * s], b = seg[3 * s + 1];
     double n[3], w[3], nw = 0, l, st = L[c] - target[c];
-    if (!(st > 0)) return;
+    if (!(st > 0)) return 0;
     l = cq__cable_dir_3d_f32(seg, s, x, n);
-    if (!(l > 0)) return;
+    if (!(l > 0)) return 0;
     for (int q = 0; q < 3; ++q) {
         w[q] = dt / (double)m[b] * (double)av[b * 3 + q] - dt / (double)m[a] * (double)av[a * 3 + q];
         nw += n[q] * w[q];
     }
+    for (int q = 0; q < 3; ++q) g[q] = -k[c] * dot[c] * n[q] - k[c] * st * (w[q] - n[q] * nw) / l;
+    return 1;
+}
+
+CQ_HD void cq__cable_x_adj_3d_f32(int s, const int *seg, const float *x, const float *av, const float *m,
+                                            const double *L, const double *target, const double *k, const double *dot,
+                                            double dt, float *ax)
+{
+    const long a = seg[3 * s], b = seg[3 * s + 1];
+    double g[3];
+    if (!cq__cable_seg_x_adj_3d_f32(s, seg, x, av, m, L, target, k, dot, dt, g)) return;
     for (int q = 0; q < 3; ++q) {
-        double g = -k[c] * dot[c] * n[q] - k[c] * st * (w[q] - n[q] * nw) / l;
-        CQ__ATOMIC_ADD(&ax[b * 3 + q], (float)g);
-        CQ__ATOMIC_ADD(&ax[a * 3 + q], (float)-g);
+        ax[b * 3 + q] += (float)g[q];
+        ax[a * 3 + q] += (float)-g[q];
     }
+}
+
+/* the GPU's: row r's position adjoint, added in segment order (as cq__cable_x_adj adds it) */
+CQ_HD void cq__cable_x_adj_row_3d_f32(int r, const int *row, const int *rbeg, const int *ent, const int *seg,
+                                                const float *x, const float *av, const float *m, const double *L,
+                                                const double *target, const double *k, const double *dot, double dt, float *ax)
+{
+    const long p = row[r];
+    double g[3];
+    for (int e = rbeg[r]; e < rbeg[r + 1]; ++e)
+        if (cq__cable_seg_x_adj_3d_f32(ent[e] >> 1, seg, x, av, m, L, target, k, dot, dt, g))
+            for (int q = 0; q < 3; ++q) ax[p * 3 + q] += (ent[e] & 1) ? (float)g[q] : (float)-g[q];
 }
 
 
@@ -1961,17 +2033,18 @@ __global__ void cq__nonfinite_3d_f32_kernel(int n, cq__pview_f32 a, int * status
     }
 }
 
-/* cables (templates/cables.j2): per segment, per particle or per cable */
-__global__ void cq__cable_len_3d_f32_kernel(int ns, const int * seg, const float * x, double * L)
+/* cables (templates/cables.j2): per cable (len, dot, grad), per particle (veff, mass_adj) or per
+   row of the particles the segments touch (force, x_adj); no atomics */
+__global__ void cq__cable_len_3d_f32_kernel(int nc, const int * first, const int * seg, const float * x, double * L)
 {
     int s = blockIdx.x * blockDim.x + threadIdx.x;
-    if (s < ns) cq__cable_len_3d_f32(s, seg, x, L);
+    if (s < nc) cq__cable_len_cable_3d_f32(s, first, seg, x, L);
 }
 
-__global__ void cq__cable_force_3d_f32_kernel(int ns, const int * seg, const float * x, const double * L, const double * k, const double * target, double * f)
+__global__ void cq__cable_force_3d_f32_kernel(int nr, const int * row, const int * rbeg, const int * ent, const int * seg, const float * x, const double * L, const double * k, const double * target, double * f)
 {
     int s = blockIdx.x * blockDim.x + threadIdx.x;
-    if (s < ns) cq__cable_force_3d_f32(s, seg, x, L, k, target, f);
+    if (s < nr) cq__cable_force_row_3d_f32(s, row, rbeg, ent, seg, x, L, k, target, f);
 }
 
 __global__ void cq__cable_veff_3d_f32_kernel(int np, const float * v, const double * f, const float * m, double dt, float * veff)
@@ -1986,10 +2059,10 @@ __global__ void cq__cable_mass_adj_3d_f32_kernel(int np, const double * f, const
     if (s < np) cq__cable_mass_adj_3d_f32(s, f, av, m, dt, gmass);
 }
 
-__global__ void cq__cable_dot_3d_f32_kernel(int ns, const int * seg, const float * x, const float * av, const float * m, const double * L, const double * target, double dt, double * dot)
+__global__ void cq__cable_dot_3d_f32_kernel(int nc, const int * first, const int * seg, const float * x, const float * av, const float * m, const double * L, const double * target, double dt, double * dot)
 {
     int s = blockIdx.x * blockDim.x + threadIdx.x;
-    if (s < ns) cq__cable_dot_3d_f32(s, seg, x, av, m, L, target, dt, dot);
+    if (s < nc) cq__cable_dot_cable_3d_f32(s, first, seg, x, av, m, L, target, dt, dot);
 }
 
 __global__ void cq__cable_grad_3d_f32_kernel(int nc, const double * k, const double * rest, const double * target, const double * dot, double * grad)
@@ -1998,10 +2071,10 @@ __global__ void cq__cable_grad_3d_f32_kernel(int nc, const double * k, const dou
     if (s < nc) cq__cable_grad_3d_f32(s, k, rest, target, dot, grad);
 }
 
-__global__ void cq__cable_x_adj_3d_f32_kernel(int ns, const int * seg, const float * x, const float * av, const float * m, const double * L, const double * target, const double * k, const double * dot, double dt, float * ax)
+__global__ void cq__cable_x_adj_3d_f32_kernel(int nr, const int * row, const int * rbeg, const int * ent, const int * seg, const float * x, const float * av, const float * m, const double * L, const double * target, const double * k, const double * dot, double dt, float * ax)
 {
     int s = blockIdx.x * blockDim.x + threadIdx.x;
-    if (s < ns) cq__cable_x_adj_3d_f32(s, seg, x, av, m, L, target, k, dot, dt, ax);
+    if (s < nr) cq__cable_x_adj_row_3d_f32(s, row, rbeg, ent, seg, x, av, m, L, target, k, dot, dt, ax);
 }
 
 /* >>sph_kernels: the fluid's passes (sph.j2), one thread per fluid particle (per boundary particle
@@ -2087,13 +2160,13 @@ static void cq__g2p_adj_3d_f32_kernel_emu(void **a) { cq__g2p_adj_3d_f32_kernel(
 static void cq__act_reduce_3d_f32_kernel_emu(void **a) { cq__act_reduce_3d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const int * *)a[2], *(const int * *)a[3], *(const float * *)a[4], *(double * *)a[5]); }
 static void cq__act_sum_3d_f32_kernel_emu(void **a) { cq__act_sum_3d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const double * *)a[2], *(double * *)a[3]); }
 static void cq__nonfinite_3d_f32_kernel_emu(void **a) { cq__nonfinite_3d_f32_kernel(*(int *)a[0], *(cq__pview_f32 *)a[1], *(int * *)a[2]); }
-static void cq__cable_len_3d_f32_kernel_emu(void **a) { cq__cable_len_3d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const float * *)a[2], *(double * *)a[3]); }
-static void cq__cable_force_3d_f32_kernel_emu(void **a) { cq__cable_force_3d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const float * *)a[2], *(const double * *)a[3], *(const double * *)a[4], *(const double * *)a[5], *(double * *)a[6]); }
+static void cq__cable_len_3d_f32_kernel_emu(void **a) { cq__cable_len_3d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const int * *)a[2], *(const float * *)a[3], *(double * *)a[4]); }
+static void cq__cable_force_3d_f32_kernel_emu(void **a) { cq__cable_force_3d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const int * *)a[2], *(const int * *)a[3], *(const int * *)a[4], *(const float * *)a[5], *(const double * *)a[6], *(const double * *)a[7], *(const double * *)a[8], *(double * *)a[9]); }
 static void cq__cable_veff_3d_f32_kernel_emu(void **a) { cq__cable_veff_3d_f32_kernel(*(int *)a[0], *(const float * *)a[1], *(const double * *)a[2], *(const float * *)a[3], *(double *)a[4], *(float * *)a[5]); }
 static void cq__cable_mass_adj_3d_f32_kernel_emu(void **a) { cq__cable_mass_adj_3d_f32_kernel(*(int *)a[0], *(const double * *)a[1], *(const float * *)a[2], *(const float * *)a[3], *(double *)a[4], *(float * *)a[5]); }
-static void cq__cable_dot_3d_f32_kernel_emu(void **a) { cq__cable_dot_3d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const float * *)a[2], *(const float * *)a[3], *(const float * *)a[4], *(const double * *)a[5], *(const double * *)a[6], *(double *)a[7], *(double * *)a[8]); }
+static void cq__cable_dot_3d_f32_kernel_emu(void **a) { cq__cable_dot_3d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const int * *)a[2], *(const float * *)a[3], *(const float * *)a[4], *(const float * *)a[5], *(const double * *)a[6], *(const double * *)a[7], *(double *)a[8], *(double * *)a[9]); }
 static void cq__cable_grad_3d_f32_kernel_emu(void **a) { cq__cable_grad_3d_f32_kernel(*(int *)a[0], *(const double * *)a[1], *(const double * *)a[2], *(const double * *)a[3], *(const double * *)a[4], *(double * *)a[5]); }
-static void cq__cable_x_adj_3d_f32_kernel_emu(void **a) { cq__cable_x_adj_3d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const float * *)a[2], *(const float * *)a[3], *(const float * *)a[4], *(const double * *)a[5], *(const double * *)a[6], *(const double * *)a[7], *(const double * *)a[8], *(double *)a[9], *(float * *)a[10]); }
+static void cq__cable_x_adj_3d_f32_kernel_emu(void **a) { cq__cable_x_adj_3d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const int * *)a[2], *(const int * *)a[3], *(const int * *)a[4], *(const float * *)a[5], *(const float * *)a[6], *(const float * *)a[7], *(const double * *)a[8], *(const double * *)a[9], *(const double * *)a[10], *(const double * *)a[11], *(double *)a[12], *(float * *)a[13]); }
 static void cq__sph_count_3d_f32_kernel_emu(void **a) { cq__sph_count_3d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1]); }
 static void cq__sph_fill_3d_f32_kernel_emu(void **a) { cq__sph_fill_3d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1]); }
 static void cq__sph_density_3d_f32_kernel_emu(void **a) { cq__sph_density_3d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1]); }

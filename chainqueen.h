@@ -100,12 +100,13 @@
      memory).  Deterministic: no float sum depends on thread order (grid sums are gathers in
      a fixed order over particles counting-sorted by cell, the same order as the CPU's), so a
      forward and its recomputation in the backward pass are bitwise equal, run to run; GPU and
-     CPU differ only where the GPU fuses multiply-adds.  The actuation gradient's per-group sums
-     are in fixed chunks of 256 particles on both backends (deterministic); only the cable
-     kernels still add with double atomics on the GPU (last-bit differences run to run in
-     sims with cables).  A step of several substeps queues all its launches and reads the
-     GPU's status once; a failing step is then rerun substep by substep from its start, so
-     its error names the same substep and particle as on the CPU.
+     CPU differ only where the GPU fuses multiply-adds.  No kernel adds floats with atomics:
+     the actuation gradient's per-group sums are in fixed chunks of 256 particles, cable sums
+     per cable and per particle in segment order, on both backends alike.  Gradients are
+     therefore bitwise the same run to run, and with checkpoints or without.  A step of
+     several substeps queues all its launches and reads the GPU's status once; a failing step
+     is then rerun substep by substep from its start, so its error names the same substep and
+     particle as on the CPU.
 
    MANY SCENES (cq_sim_desc.scenes, cq_particles_desc.scene)
      One sim holds `scenes` independent scenes sharing its settings (res, dx, dt, material,

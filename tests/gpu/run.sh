@@ -33,8 +33,7 @@ grep '^    [23]D' $L/parity.log
 item table3_on_gpu sh -c "$CC -std=c99 -O2 $WARN tests/test_table3.c -o $B/test_table3 -lm -ldl && \
     ./$B/test_table3 > $L/table3.out 2>&1; rc=\$?; cat $L/table3.out; grep -q 'backend: CUDA' $L/table3.out && [ \$rc -eq 0 ]"
 # the finite-difference gradient tests, and the bitwise one (checkpointed vs fully stored tapes:
-# every sum on the GPU is in a fixed order, actuation gradients included; only the cable kernels
-# still add with atomics, and that test has no cables)
+# every sum on the GPU is in a fixed order, actuation and cable gradients included)
 item gradients_on_gpu sh -c "$CC -std=c99 -O2 $WARN tests/test_gradients.c -o $B/test_gradients -lm -ldl && \
     for t in end_to_end each_wall running_loss long_horizon checkpointed cable_actuation; do ./$B/test_gradients \$t || exit 1; done"
 # batched scenes: CUDA vs CPU (1e-9 relative in f64: a GPU fuses multiply-adds) and two CUDA runs

@@ -7368,6 +7368,7 @@ typedef struct cq__cudev {
     cq__CUdevice dev;
     cq__CUcontext ctx;
     cq__CUmodule mod;
+    int slot;                     /* its entry in the module cache (cq__modcache), -1: its own module */
     int failed;                   /* a driver call failed */
     int depth;                    /* context pushes not yet popped */
     char err[384];
@@ -10823,6 +10824,78 @@ out:
     return ok;
 }
 
+/* >>cuda_module_cache: the PTX modules loaded, per device and (dim, precision), shared by every
+   sim and world that holds that device's primary context: a create while another sim or world
+   of the same kind is alive neither decodes nor loads the PTX again (the driver's JIT cache,
+   ~/.nv/ComputeCache, already spares the compile itself across processes).  A module is
+   unloaded when its last holder closes (before it releases the context, so an entry never
+   outlives its context).  One spin lock guards the table: creates may run on many threads. */
+#define CQ__MODCACHE 16
+typedef struct cq__modslot { int ordinal, dim, prec, refs; cq__CUcontext ctx; cq__CUmodule mod; } cq__modslot;
+static cq__modslot cq__modcache[CQ__MODCACHE];
+static volatile long cq__modlock_word;
+static void cq__modlock(int take)
+{
+#if defined(_WIN32)
+    if (!take) { InterlockedExchange((volatile LONG *)&cq__modlock_word, 0); return; }
+    while (InterlockedCompareExchange((volatile LONG *)&cq__modlock_word, 1, 0) != 0) Sleep(0);
+#elif defined(__GNUC__)
+    if (!take) { __atomic_store_n(&cq__modlock_word, 0, __ATOMIC_RELEASE); return; }
+    while (__atomic_exchange_n(&cq__modlock_word, 1, __ATOMIC_ACQUIRE)) { }
+#else
+    cq__modlock_word = take;   /* no atomics known for this compiler: create sims from one thread */
+#endif
+}
+
+/* the cached module of (ordinal, dim, prec) in context ctx, one more reference taken; -1 if none */
+static int cq__modcache_get(int ordinal, int dim, int prec, cq__CUcontext ctx, cq__CUmodule *mod)
+{
+    int slot = -1;
+    cq__modlock(1);
+    for (int i = 0; i < CQ__MODCACHE && slot < 0; ++i) {
+        cq__modslot *m = &cq__modcache[i];
+        if (m->refs > 0 && m->ordinal == ordinal && m->dim == dim && m->prec == prec && m->ctx == ctx) {
+            m->refs++; *mod = m->mod; slot = i;
+        }
+    }
+    cq__modlock(0);
+    return slot;
+}
+
+/* enters a module just loaded (one reference: the caller's); -1 when the table is full (the
+   caller then keeps it to itself) or another thread entered the same meanwhile (likewise) */
+static int cq__modcache_put(int ordinal, int dim, int prec, cq__CUcontext ctx, cq__CUmodule mod)
+{
+    int slot = -1, dup = 0;
+    cq__modlock(1);
+    for (int i = 0; i < CQ__MODCACHE; ++i) {
+        const cq__modslot *m = &cq__modcache[i];
+        if (m->refs > 0 && m->ordinal == ordinal && m->dim == dim && m->prec == prec && m->ctx == ctx) dup = 1;
+        if (m->refs == 0 && slot < 0) slot = i;
+    }
+    if (dup) slot = -1;
+    if (slot >= 0) {
+        cq__modslot *m = &cq__modcache[slot];
+        m->ordinal = ordinal; m->dim = dim; m->prec = prec; m->ctx = ctx; m->mod = mod; m->refs = 1;
+    }
+    cq__modlock(0);
+    return slot;
+}
+
+/* drops d's reference to its module (unloading it when it was the last); the context is current */
+static void cq__modcache_release(cq__cudev *d)
+{
+    int unload = d->slot < 0;
+    if (!d->mod) return;
+    if (d->slot >= 0) {
+        cq__modlock(1);
+        unload = --cq__modcache[d->slot].refs == 0;
+        cq__modlock(0);
+    }
+    if (unload) CQ__CU(ModuleUnload)(d->mod);
+    d->mod = NULL; d->slot = -1;
+}
+
 /* >>cuda_device_open: gives d device `ordinal`'s primary context and the (dim, precision) module,
    and looks up the n kernels names[i] into *fns[i] (the context is not left current); desc_name
    names the descriptor in messages.  Returns
@@ -10837,6 +10910,7 @@ static int cq__dev_open(cq__cudev *d, const char *desc_name, const cq_allocator 
     void *vals[2];
     cq__CUresult e;
     memset(d, 0, sizeof *d);
+    d->slot = -1;
     if (!cq__cu_load()) { snprintf(why, cap, "%s", cq__cu.reason); return 0; }
     if (!mod) {
         snprintf(why, cap, "this chainqueen.h was generated without a CUDA compiler: it has no PTX for %dD %s", dim,
@@ -10864,6 +10938,7 @@ static int cq__dev_open(cq__cudev *d, const char *desc_name, const cq_allocator 
     log[0] = 0;
     opts[0] = CQ__CU_JIT_ERROR_LOG_BUFFER; vals[0] = log;
     opts[1] = CQ__CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES; vals[1] = (void *)(size_t)sizeof log;
+    if ((d->slot = cq__modcache_get(ordinal, dim, prec, d->ctx, &d->mod)) >= 0) goto functions;
     if (!(ptx = cq__lz_decode(al, mod))) {
         snprintf(why, cap, "the embedded PTX for %dD %s is corrupt (or host memory ran out)", dim,
                  prec == CQ_PRECISION_F32 ? "f32" : "f64");
@@ -10878,6 +10953,8 @@ static int cq__dev_open(cq__cudev *d, const char *desc_name, const cq_allocator 
         d->mod = NULL;
         goto fail;
     }
+    d->slot = cq__modcache_put(ordinal, dim, prec, d->ctx, d->mod);
+functions:
     for (int i = 0; i < n; ++i)
         if ((e = CQ__CU(ModuleGetFunction)(fns[i], d->mod, names[i])) != 0) {
             snprintf(why, cap, "the PTX module lacks kernel %s: %s (%d)", names[i], cq__cu_error_name(e), e);
@@ -10886,8 +10963,7 @@ static int cq__dev_open(cq__cudev *d, const char *desc_name, const cq_allocator 
     { cq__CUcontext c; CQ__CU(CtxPopCurrent)(&c); }
     return 1;
 fail:
-    if (d->mod) CQ__CU(ModuleUnload)(d->mod);
-    d->mod = NULL;
+    cq__modcache_release(d);
     if (pushed) { cq__CUcontext c; CQ__CU(CtxPopCurrent)(&c); }
     if (retained) CQ__CU(DevicePrimaryCtxRelease)(d->dev);
     d->ctx = NULL;
@@ -10914,7 +10990,7 @@ static void cq__dev_close(cq__cudev *d)
 {
     if (!d->ctx) return;
     cq__dev_push(d);
-    if (d->mod) CQ__CU(ModuleUnload)(d->mod);
+    cq__modcache_release(d);
     cq__dev_pop(d);
     CQ__CU(DevicePrimaryCtxRelease)(d->dev);
     d->mod = NULL; d->ctx = NULL;

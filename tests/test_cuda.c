@@ -467,6 +467,32 @@ static int fault(const char *mode)
     return !ok;
 }
 
+/* sims on the same device and of the same dimension and precision share one loaded module (the
+   process-wide module cache): a second create loads nothing, and the module goes with the last */
+TEST(sims_alive_together_share_their_module)
+{
+    counter_fn mods = mock_sym("cq_mock_live_modules");
+    variant v32 = {2, 1, 1}, v64 = {2, 2, 1};
+    cq_sim *a, *b, *c;
+    int m0;
+    if (!mods) { printf("    (not the mock driver: no module counter)\n"); return; }
+    build_scene(2);
+    m0 = mods();
+    a = make(&v32, CQ_BACKEND_CUDA, 0);
+    b = make(&v32, CQ_BACKEND_CUDA, 0);
+    c = make(&v64, CQ_BACKEND_CUDA, 0);
+    if (!a || !b || !c) { CHECK(0, "create"); cq_sim_destroy(a); cq_sim_destroy(b); cq_sim_destroy(c); return; }
+    CHECK(mods() == m0 + 2, "2 f32 sims and 1 f64 sim hold %d modules (want 2: one per precision)", mods() - m0);
+    CHECK_OK(cq_sim_step(a, 2)); CHECK_OK(cq_sim_step(b, 2));
+    cq_sim_destroy(a);
+    CHECK(mods() == m0 + 2, "destroying one of two f32 sims unloaded their module");
+    CHECK_OK(cq_sim_step(b, 2));   /* still works */
+    cq_sim_destroy(b);
+    CHECK(mods() == m0 + 1, "the last f32 sim left its module loaded (%d modules)", mods() - m0);
+    cq_sim_destroy(c);
+    CHECK(mods() == m0, "modules left after every sim was destroyed: %d", mods() - m0);
+}
+
 TEST(no_device_memory_leaks_or_violations)
 {
     counter_fn live = mock_sym("cq_mock_live_allocations");
@@ -481,7 +507,7 @@ int main(int argc, char **argv)
     static const cqt_case cases[] = { CASE(parity_all_variants), CASE(cables_match_the_cpu),
         CASE(a_failing_step_reports_like_the_cpu), CASE(a_step_reads_its_status_once_and_a_late_failure_reports_like_the_cpu),
         CASE(actuation_gradients_over_several_chunks_are_the_cpus),
-        CASE(set_get_reset_and_logs), CASE(no_device_memory_leaks_or_violations) };
+        CASE(set_get_reset_and_logs), CASE(sims_alive_together_share_their_module), CASE(no_device_memory_leaks_or_violations) };
     if (argc > 1 && !strncmp(argv[1], "fault:", 6)) return fault(argv[1] + 6);
     if (!cuda_available()) {
         printf("SKIP: no usable CUDA driver/device (%s)\n0 passed, 0 failed\n", cq_sim_last_error(NULL));

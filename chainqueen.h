@@ -94,7 +94,9 @@
      when one is usable, else the CPU, and logs why (CQ_LOG_INFO).  Nothing CUDA is needed to
      build: the driver (libcuda.so.1 / nvcuda.dll, or the path in $CQ_CUDA_LIBRARY) is loaded at
      run time (glibc < 2.34: link -ldl) and the kernels are embedded as PTX, JIT-compiled by the
-     driver on first use.  cq_sim_desc.device picks the GPU; $CQ_DISABLE_CUDA makes DEFAULT use
+     driver on first use (its JIT cache keeps the result across processes); sims and worlds
+     alive together on a device share the loaded module, so only the first create of a kind
+     loads it.  cq_sim_desc.device picks the GPU; $CQ_DISABLE_CUDA makes DEFAULT use
      the CPU.  Without a usable GPU, CQ_BACKEND_CUDA fails with CQ_ERROR_BACKEND_UNAVAILABLE and
      the reason (no driver, no device, driver too old for the PTX, PTX rejected, out of device
      memory).  Deterministic: no float sum depends on thread order (grid sums are gathers in

@@ -1685,13 +1685,33 @@ __global__ void cq__scan_up_2d_f64_kernel(int n, const int * data, int chunk, in
     }
 }
 
-/* one thread: data[0..n) exclusive-scanned in place */
+/* data[0..n) exclusive-scanned in place by one block of CQ__SCAN_BLOCK threads: each thread
+   sums a contiguous run of ceil(n / CQ__SCAN_BLOCK) values, the block scans those sums (warp
+   shuffles, then the warps' totals in shared memory), and each thread writes its run's prefixes.
+   Integer sums: exact, so the result is the serial scan's.  The host emulation (the mock runs
+   threads one at a time, without barriers) does that serial scan in thread 0. */
+#define CQ__SCAN_BLOCK 1024
 __global__ void cq__scan_top_2d_f64_kernel(int n, int * data)
 {
+#if defined(__CUDACC__)
+    __shared__ int warp_sum[CQ__SCAN_BLOCK / 32];
+    const int t = threadIdx.x, lane = t & 31, w = t >> 5, per = (n + CQ__SCAN_BLOCK - 1) / CQ__SCAN_BLOCK;
+    const int b = t * per < n ? t * per : n, e = b + per < n ? b + per : n;
+    int sum = 0, x, acc = 0;
+    for (int i = b; i < e; ++i) sum += data[i];
+    x = sum;   /* inclusive scan of the runs' sums within the warp */
+    for (int o = 1; o < 32; o <<= 1) { const int y = __shfl_up_sync(0xffffffffu, x, o); if (lane >= o) x += y; }
+    if (lane == 31) warp_sum[w] = x;
+    __syncthreads();
+    for (int k = 0; k < w; ++k) acc += warp_sum[k];
+    acc += x - sum;   /* the exclusive prefix of this thread's run */
+    for (int i = b; i < e; ++i) { const int v = data[i]; data[i] = acc; acc += v; }
+#else
     if (blockIdx.x == 0 && threadIdx.x == 0) {
         int acc = 0;
         for (int i = 0; i < n; ++i) { int v = data[i]; data[i] = acc; acc += v; }
     }
+#endif
 }
 
 /* data[t chunk .. (t + 1) chunk) exclusive-scanned in place, plus offsets[t] */

@@ -467,6 +467,31 @@ static int fault(const char *mode)
     return !ok;
 }
 
+/* a grid of more than 65536 nodes (48^3): the sort's scan takes its multi-level path (chunk sums,
+   then the block scan, then the chunks) and must still give the CPU's state */
+TEST(a_large_grid_sorts_like_the_cpu)
+{
+    double x[2][MAXN * 3];
+    const int mock = mock_sym("cq_mock_readbacks") != NULL;
+    build_scene(3);
+    for (int b = 0; b < 2; ++b) {
+        cq_sim_desc d;
+        cq_particles_desc p;
+        cq_sim *s = NULL;
+        memset(&d, 0, sizeof d); memset(&p, 0, sizeof p);
+        d.dim = 3; d.res[0] = d.res[1] = d.res[2] = 48; d.dx = 1.0 / 48; d.dt = 2e-4; d.substeps = 2; d.gravity[1] = -9.8;
+        d.precision = CQ_PRECISION_F64; d.backend = b ? CQ_BACKEND_CUDA : CQ_BACKEND_CPU;
+        if (cq_sim_create(&d, &s) != CQ_SUCCESS) { CHECK(0, "create: %s", cq_sim_last_error(NULL)); return; }
+        p.count = g_n; p.x = g_x0; p.v = g_v0; p.default_youngs = 3e3; p.default_poisson = 0.3;
+        CHECK_OK(cq_sim_add_particles(s, &p));
+        CHECK_OK(cq_sim_step(s, 4));
+        CHECK_OK(cq_sim_get(s, CQ_FIELD_X, x[b]));
+        cq_sim_destroy(s);
+    }
+    if (mock) CHECK(memcmp(x[1], x[0], sizeof(double) * 3 * (size_t)g_n) == 0, "x on the mock is not the CPU's bitwise");
+    else CHECK(rel_err(x[1], x[0], 3L * g_n) < 1e-9, "x differs: %.3g", rel_err(x[1], x[0], 3L * g_n));
+}
+
 /* sims on the same device and of the same dimension and precision share one loaded module (the
    process-wide module cache): a second create loads nothing, and the module goes with the last */
 TEST(sims_alive_together_share_their_module)
@@ -507,7 +532,7 @@ int main(int argc, char **argv)
     static const cqt_case cases[] = { CASE(parity_all_variants), CASE(cables_match_the_cpu),
         CASE(a_failing_step_reports_like_the_cpu), CASE(a_step_reads_its_status_once_and_a_late_failure_reports_like_the_cpu),
         CASE(actuation_gradients_over_several_chunks_are_the_cpus),
-        CASE(set_get_reset_and_logs), CASE(sims_alive_together_share_their_module), CASE(no_device_memory_leaks_or_violations) };
+        CASE(set_get_reset_and_logs), CASE(a_large_grid_sorts_like_the_cpu), CASE(sims_alive_together_share_their_module), CASE(no_device_memory_leaks_or_violations) };
     if (argc > 1 && !strncmp(argv[1], "fault:", 6)) return fault(argv[1] + 6);
     if (!cuda_available()) {
         printf("SKIP: no usable CUDA driver/device (%s)\n0 passed, 0 failed\n", cq_sim_last_error(NULL));

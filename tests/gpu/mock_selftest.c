@@ -68,12 +68,11 @@ static void *sym(void *lib, const char *name)
 
 static const char fake_ptx[] =
     "//\n// mock_selftest: a fake PTX module\n//\n.version 9.0\n.target sm_75\n.address_size 64\n\n"
-    ".visible .entry cq__act_reduce_2d_f32_kernel(\n"
-    "\t.param .u32 cq__act_reduce_2d_f32_kernel_param_0,\n"
-    "\t.param .u64 cq__act_reduce_2d_f32_kernel_param_1,\n"
-    "\t.param .u32 cq__act_reduce_2d_f32_kernel_param_2,\n"
-    "\t.param .u64 cq__act_reduce_2d_f32_kernel_param_3,\n"
-    "\t.param .u64 cq__act_reduce_2d_f32_kernel_param_4\n"
+    ".visible .entry cq__act_sum_2d_f32_kernel(\n"
+    "\t.param .u32 cq__act_sum_2d_f32_kernel_param_0,\n"
+    "\t.param .u64 cq__act_sum_2d_f32_kernel_param_1,\n"
+    "\t.param .u64 cq__act_sum_2d_f32_kernel_param_2,\n"
+    "\t.param .u64 cq__act_sum_2d_f32_kernel_param_3\n"
     ")\n{\n\tret;\n}\n"
     ".visible .entry not_a_table_kernel(\n)\n{\n\tret;\n}\n";
 
@@ -96,8 +95,8 @@ int main(int argc, char **argv)
     CUmodule mod = NULL;
     CUfunction fn = NULL, fn2 = NULL;
     CUdeviceptr d_act = 0, d_dact = 0, d_out = 0, d_tmp = 0;
-    int act[3] = {0, 1, -1}, groups = 2, n = 3, opts[2];
-    float dact[12];
+    int act[3] = {0, 1, 2}, groups = 2, opts[2];   /* act_sum's first[]: group g's chunks first[g] .. first[g + 1] */
+    double dact[12];                               /* its chunk sums: 3 chunks of 4 (the last in no group) */
     double out[8];
     void *vals[2], *args[5];
     int viol;
@@ -165,14 +164,14 @@ int main(int argc, char **argv)
     vals[1] = (void *)sizeof log; log[0] = 0;
     EQ(cu.ModuleLoadDataEx(&mod, fake_ptx, 2, opts, vals), 0); EQ(log[0], 0);
     EQ(cu.live_modules(), 1);
-    EQ(cu.ModuleGetFunction(&fn, mod, "cq__act_reduce_2d_f32_kernel"), 0); CHECK(fn != NULL);
-    EQ(cu.ModuleGetFunction(&fn2, mod, "cq__act_reduce_2d_f32_kernel"), 0); CHECK(fn2 == fn);
+    EQ(cu.ModuleGetFunction(&fn, mod, "cq__act_sum_2d_f32_kernel"), 0); CHECK(fn != NULL);
+    EQ(cu.ModuleGetFunction(&fn2, mod, "cq__act_sum_2d_f32_kernel"), 0); CHECK(fn2 == fn);
     EQ(cu.ModuleGetFunction(&fn2, mod, "cq__grid_fwd_2d_f32_kernel"), 500);   /* in a table, not in the PTX */
     EQ(cu.ModuleGetFunction(&fn2, mod, "not_a_table_kernel"), 500);          /* in the PTX, not in a table */
-    EQ(cu.ModuleGetFunction(&fn2, mod, "cq__act_reduce_2d_f32"), 500);       /* a prefix is not a name */
+    EQ(cu.ModuleGetFunction(&fn2, mod, "cq__act_sum_2d_f32"), 500);       /* a prefix is not a name */
 
     /* memory and a real launch */
-    for (int i = 0; i < 12; ++i) dact[i] = (float)(i + 1);
+    for (int i = 0; i < 12; ++i) dact[i] = (double)(i + 1);
     EQ(cu.MemAlloc(&d_act, sizeof act), 0);
     EQ(cu.MemAlloc(&d_dact, sizeof dact), 0);
     EQ(cu.MemAlloc(&d_out, sizeof out), 0);
@@ -182,11 +181,11 @@ int main(int argc, char **argv)
     EQ(cu.MemcpyHtoD(d_act, act, sizeof act), 0);
     EQ(cu.MemcpyHtoD(d_dact, dact, sizeof dact), 0);
     EQ(cu.MemsetD8(d_out, 0, sizeof out), 0);
-    args[0] = &n; args[1] = &d_act; args[2] = &groups; args[3] = &d_dact; args[4] = &d_out;
+    args[0] = &groups; args[1] = &d_act; args[2] = &d_dact; args[3] = &d_out;
     {
         long before = cu.launches();
         EQ(cu.LaunchKernel(fn, 1, 1, 1, 128, 1, 1, 0, NULL, args, NULL), 0);
-        EQ(cu.LaunchKernel(fn, 2, 1, 1, 2, 1, 1, 0, NULL, args, NULL), 0);    /* 4 threads: adds again */
+        EQ(cu.LaunchKernel(fn, 4, 1, 1, 2, 1, 1, 0, NULL, args, NULL), 0);    /* 8 threads: adds again */
         EQ(cu.launches(), before + 2);
         EQ(cu.LaunchKernel(fn, 1, 1, 1, 2048, 1, 1, 0, NULL, args, NULL), 1);
         EQ(cu.LaunchKernel(fn, 1, 1, 1, 64, 32, 1, 0, NULL, args, NULL), 1);
@@ -197,8 +196,8 @@ int main(int argc, char **argv)
     memset(out, 0, sizeof out);
     EQ(cu.MemcpyDtoH(out, d_out, sizeof out), 0);
     for (int a = 0; a < 4; ++a) {
-        EQ(out[a] * 2, (double)dact[a] * 4);          /* particle 0 -> group 0, twice */
-        EQ(out[4 + a] * 2, (double)dact[4 + a] * 4);  /* particle 1 -> group 1; particle 2 has none */
+        EQ(out[a] * 2, dact[a] * 4);          /* chunk 0 -> group 0, twice */
+        EQ(out[4 + a] * 2, dact[4 + a] * 4);  /* chunk 1 -> group 1; chunk 2 is in none */
     }
     EQ(cu.MemcpyDtoD(d_out, d_out + 32, 32), 0);   /* group 1 over group 0 */
     EQ(cu.MemcpyDtoH(out, d_out, 8), 0); EQ(out[0], 2.0 * dact[4]);
@@ -211,7 +210,7 @@ int main(int argc, char **argv)
     EQ(cu.MemcpyHtoD(d_act + 4, act, sizeof act), 1);
     EQ(cu.MemcpyDtoH(out, d_out + 60, 8), 1);
     EQ(cu.MemcpyDtoH(out, d_out - 8, 8), 1);
-    EQ(cu.MemcpyDtoD(d_out, d_dact, sizeof out), 1);          /* src is 48 bytes */
+    EQ(cu.MemcpyDtoD(d_out, d_act, sizeof out), 1);           /* src is 12 bytes */
     EQ(cu.MemcpyDtoD(d_out, d_out + 8, 16), 1);               /* overlap */
     EQ(cu.MemsetD8(d_act, 0, sizeof act + 1), 1);
     EQ(cu.MemsetD32(d_act, 0, 4), 1);
@@ -275,7 +274,7 @@ int main(int argc, char **argv)
     EQ(cu.MemAlloc(&d_out, sizeof out), 0);
     EQ(cu.MemsetD8(d_out, 0, sizeof out), 0);
     EQ(cu.ModuleLoadDataEx(&mod, fake_ptx, 0, NULL, NULL), 0);
-    EQ(cu.ModuleGetFunction(&fn, mod, "cq__act_reduce_2d_f32_kernel"), 0);
+    EQ(cu.ModuleGetFunction(&fn, mod, "cq__act_sum_2d_f32_kernel"), 0);
     EQ(cu.MemAlloc(&d_act, sizeof act), 0);
     EQ(cu.MemAlloc(&d_dact, sizeof dact), 0);
 

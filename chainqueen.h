@@ -7500,6 +7500,8 @@ struct cq_sim {
     int *order;                       /* sorted slot -> particle */
     int *keys;                        /* particle -> cell */
     int *skey;                        /* CPU: sorted slot -> cell */
+    int *rkey, *rorder;               /* CPU: slot -> cell, particle, by bucket (cq__sort_plan; NULL: one bucket) */
+    int *rcount;                      /* CPU: per block and bucket counts, then offsets; buckets' starts */
     int *scan;                        /* CUDA: the scan's chunk sums */
     void *pk;                         /* n * CQ__PK(dim): packed particles, in sorted order */
     int sort_n;
@@ -7845,25 +7847,55 @@ static int cq__sync_params(cq_sim *s)
     return 1;
 }
 
+/* >>sort_plan: the shape of the CPU's cell sort (cpu_backend.j2 >>cpu_sort), a function of the
+   particle count and the cell count alone (never of the threads): the particles in `blocks`
+   fixed blocks of `block` (at least CQ__SORT_BLOCK, at most CQ__SORT_BLOCKS blocks); a key's
+   (a cell's) top `bucket_bits` bits (at most CQ__SORT_BUCKET_BITS) name its bucket, the low
+   `cell_bits` its cell in the bucket (the bits of the largest key, cells - 1, in all).  One
+   block and at most 4 cells per particle: one bucket (a plain counting sort is faster). */
+#define CQ__SORT_BLOCK 8192
+#define CQ__SORT_BLOCKS 256
+#define CQ__SORT_BUCKET_BITS 11
+typedef struct cq__sort_plan { int blocks, block, bucket_bits, cell_bits; } cq__sort_plan;
+static cq__sort_plan cq__sort_plan_of(int n, long cells)
+{
+    cq__sort_plan q;
+    int width = 0;
+    while (width < 31 && ((cells - 1) >> width) > 0) ++width;
+    q.block = n > CQ__SORT_BLOCK * CQ__SORT_BLOCKS ? (n + CQ__SORT_BLOCKS - 1) / CQ__SORT_BLOCKS : CQ__SORT_BLOCK;
+    q.blocks = (n + q.block - 1) / q.block;
+    q.bucket_bits = q.blocks <= 1 && cells <= 4 * (long)n ? 0 : width < CQ__SORT_BUCKET_BITS ? width : CQ__SORT_BUCKET_BITS;
+    q.cell_bits = width - q.bucket_bits;
+    return q;
+}
+
 /* >>sort_alloc: the cell sort's per-particle work memory (host_sim.j2 >>cell_sort), sized for the
    current particle count; all or nothing.  0 if memory ran out (the sim is unchanged). */
 static void cq__sort_free(cq_sim *s)
 {
     cq__wfree(s, s->order); cq__wfree(s, s->keys); cq__wfree(s, s->pk); cq__wfree(s, s->scan); cq__free(s, s->skey);
-    s->order = s->keys = s->skey = s->scan = NULL; s->pk = NULL; s->sort_n = 0;
+    cq__free(s, s->rkey); cq__free(s, s->rorder); cq__free(s, s->rcount);
+    s->order = s->keys = s->skey = s->scan = s->rkey = s->rorder = s->rcount = NULL; s->pk = NULL; s->sort_n = 0;
 }
 
 static int cq__sort_alloc(cq_sim *s)
 {
     const size_t n = (size_t)s->n;
+    int cpu = 1;
     if (s->n == 0 || (s->order && s->sort_n == s->n)) return 1;
     cq__sort_free(s);
     s->order = (int *)cq__walloc(s, n * sizeof(int));
     s->keys = (int *)cq__walloc(s, n * sizeof(int));
     s->pk = cq__walloc(s, n * (size_t)CQ__PK(s->dim) * s->tsize);
-    if (!cq__on_gpu(s)) s->skey = (int *)cq__alloc(s, n * sizeof(int));
+    if (!cq__on_gpu(s)) {   /* the bucket pass's memory (cpu_backend.j2 >>cpu_sort) */
+        const cq__sort_plan q = cq__sort_plan_of(s->n, s->nodes);
+        s->skey = (int *)cq__alloc(s, n * sizeof(int));
+        s->rcount = (int *)cq__alloc(s, sizeof(int) * ((size_t)q.blocks + 1) * ((size_t)1 << q.bucket_bits));
+        if (q.bucket_bits > 0) { s->rkey = (int *)cq__alloc(s, n * sizeof(int)); s->rorder = (int *)cq__alloc(s, n * sizeof(int)); }
+        cpu = s->skey && s->rcount && (q.bucket_bits == 0 || (s->rkey && s->rorder));
+    }
     else s->scan = (int *)cq__walloc(s, sizeof(int) * ((size_t)s->nodes / 128 + 64));   /* >>cuda_sort's chunk sums */
-    if (!s->order || !s->keys || !s->pk || (!s->skey && !s->scan)) { cq__sort_free(s); return 0; }
+    if (!s->order || !s->keys || !s->pk || (!s->skey && !s->scan) || !cpu) { cq__sort_free(s); return 0; }
     s->sort_n = s->n;
     return 1;
 }
@@ -8208,6 +8240,118 @@ static void cq__cpu_act_grad_end(cq_sim *s, int groups) { (void)s; (void)groups;
 /* rows of nodes along the last axis, of all scenes: the gather's items (ranges of about 1/64 of
    them: most rows of a sparse scene are empty, and short ranges do not scale) */
 static int cq__rows(const cq_sim *s) { return (int)(s->nodes / s->desc.res[s->dim - 1]); }
+
+/* >>cpu_sort: the particles sorted by cell (kernels.j2 >>cell_sort_) from s->keys: order[] lists
+   the particles cell by cell, each cell's in increasing index (stable), skey[] each slot's cell,
+   cell_end[] each cell's end (the slots of cell c: cell_end[c - 1] .. cell_end[c]), as a serial
+   counting sort gives them.  Two stable passes (cq__sort_plan_of: a bucket is 2^q.cell_bits
+   consecutive cells, at most 2^CQ__SORT_BUCKET_BITS buckets):
+   1. by bucket, over q.blocks fixed blocks of particles: each block counts its particles per
+      bucket (in parallel, with the keys), per bucket the counts become exclusive sums over the
+      blocks (in parallel over buckets), a serial exclusive scan over the buckets gives each
+      bucket's first slot, and each block moves its particles in index order to its slots of
+      each bucket (in parallel): s->rkey, s->rorder, particles by bucket, then by index;
+   2. per bucket (in parallel over buckets), a counting sort of its slots by cell into skey and
+      order, counting in cell_end's entries for the bucket's cells, which end as the cells' ends.
+   Both passes keep equal keys in their order, so the result is by cell, then by particle.  The
+   blocks depend on the particle count alone, and each block's and each bucket's writes on the
+   counts alone, so the arrays do not depend on the thread count or the order ranges run in.
+   One block: the passes run on the calling thread; one bucket: pass 2 alone, from s->keys. */
+typedef struct cq__bucket_task {
+    cq_sim *s;
+    cq__sort_plan q;
+    const int *bkey, *border;   /* pass 2's input: slot -> cell, particle (NULL: slot k holds particle k) */
+} cq__bucket_task;
+
+/* fn over [0, items): on the calling thread when the sort has one block, else in parallel */
+static void cq__sort_for(const cq__bucket_task *r, int items, int min_range, cq__range_fn fn, void *ctx)
+{
+    if (r->q.blocks <= 1) fn(ctx, 0, items);
+    else cq__parallel_for(r->s, items, min_range, fn, ctx);
+}
+
+/* block b's count of its keys per bucket, into its row of s->rcount */
+static void cq__bucket_count(const cq__bucket_task *r, int b)
+{
+    const int buckets = 1 << r->q.bucket_bits, shift = r->q.cell_bits, *key = r->s->keys;
+    const int first = b * r->q.block, last = first + r->q.block < r->s->n ? first + r->q.block : r->s->n;
+    int *c = r->s->rcount + (size_t)b * (size_t)buckets;
+    memset(c, 0, sizeof(int) * (size_t)buckets);
+    for (int i = first; i < last; ++i) c[key[i] >> shift]++;
+}
+/* buckets [begin, end): each block's count becomes the bucket's count in the blocks before it;
+   the bucket's total goes to the row after the blocks' */
+static void cq__bucket_columns_range(void *ctx, int begin, int end)
+{
+    const cq__bucket_task *r = (const cq__bucket_task *)ctx;
+    const size_t buckets = (size_t)1 << r->q.bucket_bits;
+    int *total = r->s->rcount + (size_t)r->q.blocks * buckets;
+    for (int d = begin; d < end; ++d) total[d] = 0;
+    for (int b = 0; b < r->q.blocks; ++b) {
+        int *c = r->s->rcount + (size_t)b * buckets;
+        for (int d = begin; d < end; ++d) { const int v = c[d]; c[d] = total[d]; total[d] += v; }
+    }
+}
+/* blocks [begin, end): each particle to the next slot of its bucket in its block's range */
+static void cq__bucket_move_range(void *ctx, int begin, int end)
+{
+    const cq__bucket_task *r = (const cq__bucket_task *)ctx;
+    const int buckets = 1 << r->q.bucket_bits, shift = r->q.cell_bits, n = r->s->n;
+    const int *start = r->s->rcount + (size_t)r->q.blocks * (size_t)buckets, *key = r->s->keys;
+    int *rkey = r->s->rkey, *rorder = r->s->rorder;
+    for (int b = begin; b < end; ++b) {
+        const int first = b * r->q.block, last = first + r->q.block < n ? first + r->q.block : n;
+        int *next = r->s->rcount + (size_t)b * (size_t)buckets;
+        for (int d = 0; d < buckets; ++d) next[d] += start[d];
+        for (int i = first; i < last; ++i) {
+            const int k = next[key[i] >> shift]++;
+            rkey[k] = key[i];
+            rorder[k] = i;
+        }
+    }
+}
+/* buckets [begin, end): the counting sort of each bucket's slots by cell */
+static void cq__bucket_sort_range(void *ctx, int begin, int end)
+{
+    const cq__bucket_task *r = (const cq__bucket_task *)ctx;
+    cq_sim *s = r->s;
+    const int buckets = 1 << r->q.bucket_bits, span = 1 << r->q.cell_bits, cells = (int)s->nodes;
+    const int *start = s->rcount + (size_t)r->q.blocks * (size_t)buckets, *rkey = r->bkey, *rorder = r->border;
+    int *cell_end = s->cell_end;
+    for (int d = begin; d < end && d * span < cells; ++d) {
+        const int c0 = d * span, c1 = cells - c0 > span ? c0 + span : cells;   /* the bucket's cells */
+        const int k0 = start[d], k1 = d + 1 < buckets ? start[d + 1] : s->n;    /* and slots */
+        int acc = k0;
+        if (k0 == k1) {   /* empty: every cell ends where the bucket starts */
+            for (int c = c0; c < c1; ++c) cell_end[c] = k0;
+            continue;
+        }
+        memset(cell_end + c0, 0, sizeof(int) * (size_t)(c1 - c0));
+        for (int k = k0; k < k1; ++k) cell_end[rkey[k]]++;
+        for (int c = c0; c < c1; ++c) { const int v = cell_end[c]; cell_end[c] = acc; acc += v; }   /* starts */
+        for (int k = k0; k < k1; ++k) {   /* -> ends */
+            const int j = cell_end[rkey[k]]++;
+            s->skey[j] = rkey[k];
+            s->order[j] = rorder ? rorder[k] : k;
+        }
+    }
+}
+/* the passes after the keys and the blocks' counts (cq__key_range_*) */
+static void cq__bucket_sort(cq__bucket_task *r)
+{
+    const int buckets = 1 << r->q.bucket_bits;
+    int *start = r->s->rcount + (size_t)r->q.blocks * (size_t)buckets, acc = 0;
+    r->bkey = r->s->keys; r->border = NULL;
+    if (buckets > 1) {
+        if (r->q.blocks * buckets >= 65536) cq__parallel_for(r->s, buckets, 64, cq__bucket_columns_range, r);
+        else cq__bucket_columns_range(r, 0, buckets);
+        for (int d = 0; d < buckets; ++d) { const int v = start[d]; start[d] = acc; acc += v; }
+        cq__sort_for(r, r->q.blocks, 1, cq__bucket_move_range, r);
+        r->bkey = r->s->rkey; r->border = r->s->rorder;
+    }
+    else start[0] = 0;
+    cq__sort_for(r, buckets, buckets / 256 > 1 ? buckets / 256 : 1, cq__bucket_sort_range, r);
+}
 static cq__pview_f32 cq__pview_f32_of(const cq_sim *s, const cq__state *st)
 {
     cq__pview_f32 v;
@@ -8217,28 +8361,39 @@ static cq__pview_f32 cq__pview_f32_of(const cq_sim *s, const cq__state *st)
     return v;
 }
 
-/* >>cpu_sort_f32: the counting sort of the particles of `in` by cell (kernels.j2 >>cell_sort_):
-   order[] lists the particles cell by cell, each cell's in increasing index (stable), skey[]
-   each slot's cell, cell_end[] each cell's end.  The cells are computed in parallel; the count,
-   scan and placement are one O(n + cells) serial pass each. */
-typedef struct cq__key_task_f32 { cq_sim *s; cq__pview_f32 in; } cq__key_task_f32;
+/* >>cpu_sort_f32: the cell of each particle of `in`, with each block's counts per bucket;
+   then the sort (>>cpu_sort).  One block: the cells in parallel (ranges of 4096), then its counts. */
+typedef struct cq__key_task_f32 { const cq__bucket_task *r; cq__pview_f32 in; } cq__key_task_f32;
 static void cq__key_range_f32(void *ctx, int begin, int end)
 {
     const cq__key_task_f32 *t = (const cq__key_task_f32 *)ctx;
-    const cq__params_f32 *prm = &t->s->prm_f32;
+    cq_sim *s = t->r->s;
+    const cq__params_f32 *prm = &s->prm_f32;
     for (int p = begin; p < end; ++p)
-        t->s->keys[p] = t->s->dim == 2 ? cq__cell_2d_f32(p, prm, t->in) : cq__cell_3d_f32(p, prm, t->in);
+        s->keys[p] = s->dim == 2 ? cq__cell_2d_f32(p, prm, t->in) : cq__cell_3d_f32(p, prm, t->in);
+}
+static void cq__key_block_range_f32(void *ctx, int begin, int end)
+{
+    const cq__key_task_f32 *t = (const cq__key_task_f32 *)ctx;
+    const int n = t->r->s->n, block = t->r->q.block;
+    for (int b = begin; b < end; ++b) {
+        cq__key_range_f32(ctx, b * block, b * block + block < n ? b * block + block : n);
+        cq__bucket_count(t->r, b);
+    }
 }
 static void cq__cpu_sort_f32(cq_sim *s, cq__pview_f32 in)
 {
-    int *end = s->cell_end, *keys = s->keys, acc = 0;
+    cq__bucket_task r;
     cq__key_task_f32 t;
-    t.s = s; t.in = in;
-    cq__parallel_for(s, s->n, 4096, cq__key_range_f32, &t);
-    memset(end, 0, sizeof(int) * (size_t)s->nodes);
-    for (int p = 0; p < s->n; ++p) end[keys[p]]++;
-    for (long c = 0; c < s->nodes; ++c) { int v = end[c]; end[c] = acc; acc += v; }   /* starts */
-    for (int p = 0; p < s->n; ++p) { int k = end[keys[p]]++; s->order[k] = p; s->skey[k] = keys[p]; }   /* -> ends */
+    if (s->n == 0) { memset(s->cell_end, 0, sizeof(int) * (size_t)s->nodes); return; }
+    r.s = s; r.q = cq__sort_plan_of(s->n, s->nodes);
+    t.r = &r; t.in = in;
+    if (r.q.blocks > 1) cq__parallel_for(s, r.q.blocks, 1, cq__key_block_range_f32, &t);
+    else {
+        cq__parallel_for(s, s->n, 4096, cq__key_range_f32, &t);
+        cq__bucket_count(&r, 0);
+    }
+    cq__bucket_sort(&r);
 }
 static cq__pview_f64 cq__pview_f64_of(const cq_sim *s, const cq__state *st)
 {
@@ -8249,28 +8404,39 @@ static cq__pview_f64 cq__pview_f64_of(const cq_sim *s, const cq__state *st)
     return v;
 }
 
-/* >>cpu_sort_f64: the counting sort of the particles of `in` by cell (kernels.j2 >>cell_sort_):
-   order[] lists the particles cell by cell, each cell's in increasing index (stable), skey[]
-   each slot's cell, cell_end[] each cell's end.  The cells are computed in parallel; the count,
-   scan and placement are one O(n + cells) serial pass each. */
-typedef struct cq__key_task_f64 { cq_sim *s; cq__pview_f64 in; } cq__key_task_f64;
+/* >>cpu_sort_f64: the cell of each particle of `in`, with each block's counts per bucket;
+   then the sort (>>cpu_sort).  One block: the cells in parallel (ranges of 4096), then its counts. */
+typedef struct cq__key_task_f64 { const cq__bucket_task *r; cq__pview_f64 in; } cq__key_task_f64;
 static void cq__key_range_f64(void *ctx, int begin, int end)
 {
     const cq__key_task_f64 *t = (const cq__key_task_f64 *)ctx;
-    const cq__params_f64 *prm = &t->s->prm_f64;
+    cq_sim *s = t->r->s;
+    const cq__params_f64 *prm = &s->prm_f64;
     for (int p = begin; p < end; ++p)
-        t->s->keys[p] = t->s->dim == 2 ? cq__cell_2d_f64(p, prm, t->in) : cq__cell_3d_f64(p, prm, t->in);
+        s->keys[p] = s->dim == 2 ? cq__cell_2d_f64(p, prm, t->in) : cq__cell_3d_f64(p, prm, t->in);
+}
+static void cq__key_block_range_f64(void *ctx, int begin, int end)
+{
+    const cq__key_task_f64 *t = (const cq__key_task_f64 *)ctx;
+    const int n = t->r->s->n, block = t->r->q.block;
+    for (int b = begin; b < end; ++b) {
+        cq__key_range_f64(ctx, b * block, b * block + block < n ? b * block + block : n);
+        cq__bucket_count(t->r, b);
+    }
 }
 static void cq__cpu_sort_f64(cq_sim *s, cq__pview_f64 in)
 {
-    int *end = s->cell_end, *keys = s->keys, acc = 0;
+    cq__bucket_task r;
     cq__key_task_f64 t;
-    t.s = s; t.in = in;
-    cq__parallel_for(s, s->n, 4096, cq__key_range_f64, &t);
-    memset(end, 0, sizeof(int) * (size_t)s->nodes);
-    for (int p = 0; p < s->n; ++p) end[keys[p]]++;
-    for (long c = 0; c < s->nodes; ++c) { int v = end[c]; end[c] = acc; acc += v; }   /* starts */
-    for (int p = 0; p < s->n; ++p) { int k = end[keys[p]]++; s->order[k] = p; s->skey[k] = keys[p]; }   /* -> ends */
+    if (s->n == 0) { memset(s->cell_end, 0, sizeof(int) * (size_t)s->nodes); return; }
+    r.s = s; r.q = cq__sort_plan_of(s->n, s->nodes);
+    t.r = &r; t.in = in;
+    if (r.q.blocks > 1) cq__parallel_for(s, r.q.blocks, 1, cq__key_block_range_f64, &t);
+    else {
+        cq__parallel_for(s, s->n, 4096, cq__key_range_f64, &t);
+        cq__bucket_count(&r, 0);
+    }
+    cq__bucket_sort(&r);
 }
 
 typedef struct cq__cable_task_2d_f32 { cq_sim *s; const cq__state *in; const cq__state *ai; } cq__cable_task_2d_f32;

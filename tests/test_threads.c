@@ -3,10 +3,15 @@
 #include "harness.h"
 /* What may run concurrently (built with -fsanitize=thread in make test): cq_sim_create from many
    threads at once, failing ones included (the create error is per thread), the first ones
-   racing to load the CUDA driver (run on the mock driver too), and distinct sims stepped and
-   differentiated on distinct threads. */
+   racing to load the CUDA driver (run on the mock driver too), distinct sims stepped and
+   differentiated on distinct threads, and one sim's loops on the host's threads (results
+   bitwise independent of the split; the cell sort a serial counting sort's on 1, 2, 3 threads). */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #define THREADS 6
 
@@ -150,6 +155,138 @@ TEST(host_threads_bitwise_independent_of_the_split)
     }
 }
 
+/* ---- the CPU's cell sort (cpu_backend.j2 >>cpu_sort): on scenes with several blocks of
+   particles (and with one), the sorted arrays of the last substep are a serial stable counting sort's,
+   and they and the state are bitwise the same on 1, 2 and 3 threads (the host's threads, each
+   running a fixed share of the ranges; OpenMP's too where built with it) */
+typedef struct fixed_pool { int workers; } fixed_pool;
+typedef struct fixed_job { cq_task_fn task; void *ctx; int items, range, count, worker, workers; } fixed_job;
+static struct { pthread_t t[8]; fixed_job j[8]; int workers; } g_fixed;
+static void *fixed_thread(void *arg)
+{
+    const fixed_job *j = (const fixed_job *)arg;
+    for (int r = j->worker; r < j->count; r += j->workers)
+        j->task(r * j->range, r * j->range + j->range < j->items ? r * j->range + j->range : j->items, j->worker, j->ctx);
+    return NULL;
+}
+/* `workers` threads, worker w running ranges w, w + workers, ... of about items / (4 workers) */
+static void *fixed_enqueue(cq_task_fn task, int items, int min_range, void *ctx, void *user)
+{
+    const fixed_pool *p = (const fixed_pool *)user;
+    const int share = (items + 4 * p->workers - 1) / (4 * p->workers), range = share > min_range ? share : min_range;
+    g_fixed.workers = p->workers;
+    for (int w = 0; w < p->workers; ++w) {
+        fixed_job *j = &g_fixed.j[w];
+        j->task = task; j->ctx = ctx; j->items = items; j->range = range; j->count = (items + range - 1) / range;
+        j->worker = w; j->workers = p->workers;
+        pthread_create(&g_fixed.t[w], NULL, fixed_thread, j);
+    }
+    return &g_fixed;
+}
+static void fixed_finish(void *handle, void *user)
+{
+    (void)handle; (void)user;
+    for (int w = 0; w < g_fixed.workers; ++w) pthread_join(g_fixed.t[w], NULL);
+}
+
+/* what a run of sort_scene leaves: the last substep's sort and the state */
+typedef struct sort_result { int n; long cells; int *order, *skey, *cell_end, *keys; double *state; } sort_result;
+static void sort_result_free(sort_result *r) { free(r->order); free(r->skey); free(r->cell_end); free(r->keys); free(r->state); }
+
+/* 3D, res^3 cells per scene, n particles at pseudo-random places in [0.15, 0.15 + span)^3 (equal
+   keys far apart in index) in pseudo-random scenes; 2 substeps on `workers` host threads (0: no
+   hook) */
+static int sort_scene(int res, int scenes, int n, double span, int workers, sort_result *out)
+{
+    cq_sim_desc d;
+    cq_sim *s = NULL;
+    cq_particles_desc p;
+    fixed_pool pool;
+    double *x = (double *)malloc(sizeof(double) * 3 * (size_t)n);
+    int *scene = (int *)malloc(sizeof(int) * (size_t)n), ok;
+    unsigned u = 12345u;
+    memset(out, 0, sizeof *out);
+    memset(&d, 0, sizeof d);
+    d.dim = 3; d.res[0] = d.res[1] = d.res[2] = res; d.dx = 1.0 / res; d.dt = 1e-4; d.gravity[1] = -9.8;
+    d.scenes = scenes; d.backend = CQ_BACKEND_CPU; d.logger.func = cq_log_silent;
+    pool.workers = workers;
+    if (workers) { d.threads.workers = workers; d.threads.enqueue = fixed_enqueue; d.threads.finish = fixed_finish; d.threads.user = &pool; }
+    for (int i = 0; i < 3 * n; ++i) { u = u * 1664525u + 1013904223u; x[i] = 0.15 + span * (u >> 8) / 16777216.0; }
+    for (int i = 0; i < n; ++i) { u = u * 1664525u + 1013904223u; scene[i] = (int)((u >> 8) % (unsigned)scenes); }
+    memset(&p, 0, sizeof p);
+    p.count = n; p.x = x; p.scene = scene;
+    ok = cq_sim_create(&d, &s) == CQ_SUCCESS && cq_sim_add_particles(s, &p) == CQ_SUCCESS && cq_sim_step(s, 2) == CQ_SUCCESS;
+    if (ok) {
+        const size_t ni = sizeof(int) * (size_t)n;
+        out->n = n; out->cells = s->nodes;
+        out->order = (int *)malloc(ni); out->skey = (int *)malloc(ni); out->keys = (int *)malloc(ni);
+        out->cell_end = (int *)malloc(sizeof(int) * (size_t)s->nodes);
+        out->state = (double *)malloc(sizeof(double) * 24 * (size_t)n);
+        memcpy(out->order, s->order, ni); memcpy(out->skey, s->skey, ni); memcpy(out->keys, s->keys, ni);
+        memcpy(out->cell_end, s->cell_end, sizeof(int) * (size_t)s->nodes);
+        ok = cq_sim_get(s, CQ_FIELD_X, out->state) == CQ_SUCCESS && cq_sim_get(s, CQ_FIELD_V, out->state + 3 * n) == CQ_SUCCESS &&
+             cq_sim_get(s, CQ_FIELD_C, out->state + 6 * n) == CQ_SUCCESS && cq_sim_get(s, CQ_FIELD_F, out->state + 15 * n) == CQ_SUCCESS;
+    }
+    cq_sim_destroy(s);
+    free(x); free(scene);
+    return ok;
+}
+
+/* the serial stable counting sort of r->keys; 0 if r's arrays differ from it */
+static int sort_is_serial(const sort_result *r)
+{
+    int *count = (int *)calloc((size_t)r->cells + 1, sizeof(int)), same = 1;
+    for (int p = 0; p < r->n; ++p) count[r->keys[p] + 1]++;
+    for (long c = 0; c < r->cells; ++c) count[c + 1] += count[c];   /* count[c]: first slot of cell c */
+    for (long c = 0; c < r->cells; ++c) same &= r->cell_end[c] == count[c + 1];
+    for (int p = 0; p < r->n; ++p) { const int k = count[r->keys[p]]++; same &= r->order[k] == p && r->skey[k] == r->keys[p]; }
+    free(count);
+    return same;
+}
+
+TEST(cell_sort_serial_result_on_any_threads)
+{
+    /* {res, scenes, particles, bucket bits, cell bits}: 32^3 cells, ~3 particles per cell: buckets
+       of 16 cells; 16^3 cells x 520 scenes (over 2^21 cells): buckets of 2048 cells; 12^3 cells:
+       buckets of one cell; 64^3 cells, the particles in 4^3 of them: a few full buckets; then one
+       block of particles: 12^3 cells, one bucket (a plain counting sort), and 32^3 cells, buckets */
+    const int cfg[6][5] = {{32, 1, 100000, 11, 4}, {16, 520, 40000, 11, 11}, {12, 1, 40000, 11, 0}, {64, 1, 50000, 11, 7},
+                           {12, 1, 6000, 0, 11}, {32, 1, 6000, 11, 4}};
+    const double span[6] = {0.7, 0.7, 0.7, 0.06, 0.7, 0.7};
+    for (int c = 0; c < 6; ++c) {
+        sort_result ref, got;
+        const cq__sort_plan q = cq__sort_plan_of(cfg[c][2], (long)cfg[c][0] * cfg[c][0] * cfg[c][0] * cfg[c][1]);
+        CHECK((q.blocks > 1) == (c < 4) && q.bucket_bits == cfg[c][3] && q.cell_bits == cfg[c][4],
+              "config %d: %d blocks, 2^%d buckets of 2^%d cells", c, q.blocks, q.bucket_bits, q.cell_bits);
+        if (!sort_scene(cfg[c][0], cfg[c][1], cfg[c][2], span[c], 0, &ref)) { CHECK(0, "config %d: the scene failed", c); continue; }
+        CHECK(sort_is_serial(&ref), "config %d: the sort differs from the serial counting sort", c);
+        for (int workers = 1; workers <= 3; ++workers) {
+            const size_t ni = sizeof(int) * (size_t)ref.n;
+            CHECK(sort_scene(cfg[c][0], cfg[c][1], cfg[c][2], span[c], workers, &got), "config %d, %d threads: the scene failed", c, workers);
+            CHECK(got.order && memcmp(got.order, ref.order, ni) == 0 && memcmp(got.skey, ref.skey, ni) == 0 &&
+                  memcmp(got.cell_end, ref.cell_end, sizeof(int) * (size_t)ref.cells) == 0,
+                  "config %d, %d threads: the sorted arrays differ from the run without the hook", c, workers);
+            CHECK(got.state && memcmp(got.state, ref.state, sizeof(double) * 24 * (size_t)ref.n) == 0,
+                  "config %d, %d threads: the state differs from the run without the hook", c, workers);
+            sort_result_free(&got);
+        }
+#ifdef _OPENMP
+        const int threads0 = omp_get_max_threads();
+        for (int threads = 1; threads <= 3; ++threads) {
+            omp_set_num_threads(threads);
+            CHECK(sort_scene(cfg[c][0], cfg[c][1], cfg[c][2], span[c], 0, &got), "config %d, %d OpenMP threads: the scene failed", c, threads);
+            CHECK(got.order && memcmp(got.order, ref.order, sizeof(int) * (size_t)ref.n) == 0 &&
+                  memcmp(got.cell_end, ref.cell_end, sizeof(int) * (size_t)ref.cells) == 0 &&
+                  memcmp(got.state, ref.state, sizeof(double) * 24 * (size_t)ref.n) == 0,
+                  "config %d, %d OpenMP threads: differs from the first run", c, threads);
+            sort_result_free(&got);
+        }
+        omp_set_num_threads(threads0);
+#endif
+        sort_result_free(&ref);
+    }
+}
+
 TEST(host_threads_validated)
 {
     cq_sim_desc d;
@@ -164,4 +301,5 @@ TEST(host_threads_validated)
 }
 
 RUN_TESTS(CASE(concurrent_sims_on_their_own_threads), CASE(concurrent_failing_creates_keep_their_own_message),
-          CASE(host_threads_bitwise_independent_of_the_split), CASE(host_threads_validated))
+          CASE(host_threads_bitwise_independent_of_the_split), CASE(cell_sort_serial_result_on_any_threads),
+          CASE(host_threads_validated))

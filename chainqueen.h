@@ -2985,17 +2985,8 @@ CQ_HD void cq__g2p_adj_2d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
         }
 }
 
-/* >>p2g_adj_2d_fixed_corotated_f32: adjoint of P2G (eqs 3-6) for particle p, in two halves
-   (cq__p2g_adj_2d_fixed_corotated_f32 runs both).  The transfer half is a gather: given the
-   particle's affine matrix G = (-(4/dx^2) dt V0) P F^T + m C (what P2G packed), it reads dL/dp_i
-   (gp_bar) and dL/dm_i (gm_bar) of its stencil, ADDS to ai.x, SETS ai.v and ai.C (v and C enter
-   the substep only here), ADDS the mass gradient to pg.mass, and SETS G_bar = dL/dG.  The stress
-   half backs G_bar through G to P and F and through the stress (pk1_vjp): ADDS to ai.F, to
-   pg.vol, pg.E and pg.nu, and SETS act_bar[0..d*d) to this particle's actuation gradient
-   F^T P_bar.  On the GPU they are two kernels, the first taking G from P2G's packed particles
-   (no stress there), so neither holds the stencil's and the stress derivative's registers at
-   once. */
-CQ_HD void cq__p2g_adj_transfer_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
+/* the transfer half of the P2G adjoint (>>p2g_adj_ below): the same for every material */
+CQ_HD void cq__p2g_adj_transfer_2d_f32(int p, const cq__params_f32 *prm,
         cq__pview_f32 s, const float *G_in, const float *gp_bar, const float *gm_bar, cq__pview_f32 ai,
         cq__pview_f32 pg, float *G_bar_out)
 {
@@ -3047,6 +3038,16 @@ CQ_HD void cq__p2g_adj_transfer_2d_fixed_corotated_f32(int p, const cq__params_f
     pg.mass[p] += m_bar;
 }
 
+/* >>p2g_adj_2d_fixed_corotated_f32: adjoint of P2G (eqs 3-6) for particle p, in two halves
+   (cq__p2g_adj_2d_fixed_corotated_f32 runs both).  The transfer half is a gather: given the
+   particle's affine matrix G = (-(4/dx^2) dt V0) P F^T + m C (what P2G packed), it reads dL/dp_i
+   (gp_bar) and dL/dm_i (gm_bar) of its stencil, ADDS to ai.x, SETS ai.v and ai.C (v and C enter
+   the substep only here), ADDS the mass gradient to pg.mass, and SETS G_bar = dL/dG.  The stress
+   half backs G_bar through G to P and F and through the stress (pk1_vjp): ADDS to ai.F, to
+   pg.vol, pg.E and pg.nu, and SETS act_bar[0..d*d) to this particle's actuation gradient
+   F^T P_bar.  On the GPU they are two kernels, the first taking G from P2G's packed particles
+   (no stress there), so neither holds the stencil's and the stress derivative's registers at
+   once. */
 /* Pp: P's first Piola-Kirchhoff stress when the caller has it, else NULL (computed here) */
 CQ_HD void cq__p2g_adj_stress_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
         cq__pview_f32 s, const float *Pp_in, const float *G_bar_in, cq__pview_f32 ai, cq__pview_f32 pg,
@@ -3095,7 +3096,7 @@ CQ_HD void cq__p2g_adj_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
             for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
             G[a * 2 + b] = ks * vol * pf + mass * s.C[(long)p * 4 + a * 2 + b];
         }
-    cq__p2g_adj_transfer_2d_fixed_corotated_f32(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
+    cq__p2g_adj_transfer_2d_f32(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
     cq__p2g_adj_stress_2d_fixed_corotated_f32(p, prm, s, Pp, G_bar, ai, pg, act_bar);
 }
 
@@ -3109,58 +3110,6 @@ CQ_HD void cq__p2g_adj_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
    F^T P_bar.  On the GPU they are two kernels, the first taking G from P2G's packed particles
    (no stress there), so neither holds the stencil's and the stress derivative's registers at
    once. */
-CQ_HD void cq__p2g_adj_transfer_2d_neohookean_f32(int p, const cq__params_f32 *prm,
-        cq__pview_f32 s, const float *G_in, const float *gp_bar, const float *gm_bar, cq__pview_f32 ai,
-        cq__pview_f32 pg, float *G_bar_out)
-{
-    int base[2];
-    float fx[2], w[2][3], dw[2][3], xp[2], vp[2], G[4], G_bar[4] = {0};
-    float x_bar[2] = {0}, v_bar[2] = {0}, m_bar = 0;
-    const long goff = s.scene ? (long)s.scene[p] * prm->nodes : 0;
-    for (int a = 0; a < 2; ++a) { xp[a] = s.x[(long)p * 2 + a]; vp[a] = s.v[(long)p * 2 + a]; }
-    for (int a = 0; a < 4; ++a) G[a] = G_in[a];   /* (G_in may be G_bar_out's memory) */
-    cq__weights_2d_f32(xp, prm->inv_dx, base, fx, w);
-    cq__weight_grads_2d_f32(fx, prm->inv_dx, dw);
-    const float mass = s.mass[p];
-    for (int i = 0; i < 3; ++i)
-    for (int j = 0; j < 3; ++j)
-    {
-        const int o[2] = {i, j};
-        const float wt = w[0][i] * w[1][j];
-        const float gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
-        const long idx = goff + (long)(base[0] + i) * prm->res[1] + (base[1] + j);
-        float dpos[2];
-        const float *p_bar = gp_bar + idx * 2;
-        const float m_bar_i = gm_bar[idx];
-        float sdot = m_bar_i * mass;   /* d(contribution)/dw */
-        for (int a = 0; a < 2; ++a) dpos[a] = ((float)o[a] - fx[a]) * prm->dx;
-        for (int a = 0; a < 2; ++a) {
-            float mom = mass * vp[a], gtp = 0;
-            for (int b = 0; b < 2; ++b) {
-                mom += G[a * 2 + b] * dpos[b];
-                G_bar[a * 2 + b] += wt * p_bar[a] * dpos[b];
-                gtp += G[b * 2 + a] * p_bar[b];
-            }
-            sdot += p_bar[a] * mom;
-            v_bar[a] += wt * mass * p_bar[a];
-            m_bar += wt * p_bar[a] * vp[a];
-            x_bar[a] -= wt * gtp;                 /* dpos = x_i - x_p */
-        }
-        m_bar += wt * m_bar_i;
-        for (int a = 0; a < 2; ++a) x_bar[a] += sdot * gw[a];
-    }
-    for (int a = 0; a < 4; ++a) m_bar += s.C[(long)p * 4 + a] * G_bar[a];   /* G = ... + m C */
-    for (int a = 0; a < 2; ++a) {
-        ai.x[(long)p * 2 + a] += x_bar[a];
-        ai.v[(long)p * 2 + a] = v_bar[a];
-    }
-    for (int a = 0; a < 4; ++a) {
-        ai.C[(long)p * 4 + a] = mass * G_bar[a];
-        G_bar_out[a] = G_bar[a];
-    }
-    pg.mass[p] += m_bar;
-}
-
 /* Pp: P's first Piola-Kirchhoff stress when the caller has it, else NULL (computed here) */
 CQ_HD void cq__p2g_adj_stress_2d_neohookean_f32(int p, const cq__params_f32 *prm,
         cq__pview_f32 s, const float *Pp_in, const float *G_bar_in, cq__pview_f32 ai, cq__pview_f32 pg,
@@ -3209,7 +3158,7 @@ CQ_HD void cq__p2g_adj_2d_neohookean_f32(int p, const cq__params_f32 *prm,
             for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
             G[a * 2 + b] = ks * vol * pf + mass * s.C[(long)p * 4 + a * 2 + b];
         }
-    cq__p2g_adj_transfer_2d_neohookean_f32(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
+    cq__p2g_adj_transfer_2d_f32(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
     cq__p2g_adj_stress_2d_neohookean_f32(p, prm, s, Pp, G_bar, ai, pg, act_bar);
 }
 
@@ -3555,17 +3504,8 @@ CQ_HD void cq__g2p_adj_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
         }
 }
 
-/* >>p2g_adj_2d_fixed_corotated_f64: adjoint of P2G (eqs 3-6) for particle p, in two halves
-   (cq__p2g_adj_2d_fixed_corotated_f64 runs both).  The transfer half is a gather: given the
-   particle's affine matrix G = (-(4/dx^2) dt V0) P F^T + m C (what P2G packed), it reads dL/dp_i
-   (gp_bar) and dL/dm_i (gm_bar) of its stencil, ADDS to ai.x, SETS ai.v and ai.C (v and C enter
-   the substep only here), ADDS the mass gradient to pg.mass, and SETS G_bar = dL/dG.  The stress
-   half backs G_bar through G to P and F and through the stress (pk1_vjp): ADDS to ai.F, to
-   pg.vol, pg.E and pg.nu, and SETS act_bar[0..d*d) to this particle's actuation gradient
-   F^T P_bar.  On the GPU they are two kernels, the first taking G from P2G's packed particles
-   (no stress there), so neither holds the stencil's and the stress derivative's registers at
-   once. */
-CQ_HD void cq__p2g_adj_transfer_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
+/* the transfer half of the P2G adjoint (>>p2g_adj_ below): the same for every material */
+CQ_HD void cq__p2g_adj_transfer_2d_f64(int p, const cq__params_f64 *prm,
         cq__pview_f64 s, const double *G_in, const double *gp_bar, const double *gm_bar, cq__pview_f64 ai,
         cq__pview_f64 pg, double *G_bar_out)
 {
@@ -3617,6 +3557,16 @@ CQ_HD void cq__p2g_adj_transfer_2d_fixed_corotated_f64(int p, const cq__params_f
     pg.mass[p] += m_bar;
 }
 
+/* >>p2g_adj_2d_fixed_corotated_f64: adjoint of P2G (eqs 3-6) for particle p, in two halves
+   (cq__p2g_adj_2d_fixed_corotated_f64 runs both).  The transfer half is a gather: given the
+   particle's affine matrix G = (-(4/dx^2) dt V0) P F^T + m C (what P2G packed), it reads dL/dp_i
+   (gp_bar) and dL/dm_i (gm_bar) of its stencil, ADDS to ai.x, SETS ai.v and ai.C (v and C enter
+   the substep only here), ADDS the mass gradient to pg.mass, and SETS G_bar = dL/dG.  The stress
+   half backs G_bar through G to P and F and through the stress (pk1_vjp): ADDS to ai.F, to
+   pg.vol, pg.E and pg.nu, and SETS act_bar[0..d*d) to this particle's actuation gradient
+   F^T P_bar.  On the GPU they are two kernels, the first taking G from P2G's packed particles
+   (no stress there), so neither holds the stencil's and the stress derivative's registers at
+   once. */
 /* Pp: P's first Piola-Kirchhoff stress when the caller has it, else NULL (computed here) */
 CQ_HD void cq__p2g_adj_stress_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
         cq__pview_f64 s, const double *Pp_in, const double *G_bar_in, cq__pview_f64 ai, cq__pview_f64 pg,
@@ -3665,7 +3615,7 @@ CQ_HD void cq__p2g_adj_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
             for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
             G[a * 2 + b] = ks * vol * pf + mass * s.C[(long)p * 4 + a * 2 + b];
         }
-    cq__p2g_adj_transfer_2d_fixed_corotated_f64(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
+    cq__p2g_adj_transfer_2d_f64(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
     cq__p2g_adj_stress_2d_fixed_corotated_f64(p, prm, s, Pp, G_bar, ai, pg, act_bar);
 }
 
@@ -3679,58 +3629,6 @@ CQ_HD void cq__p2g_adj_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
    F^T P_bar.  On the GPU they are two kernels, the first taking G from P2G's packed particles
    (no stress there), so neither holds the stencil's and the stress derivative's registers at
    once. */
-CQ_HD void cq__p2g_adj_transfer_2d_neohookean_f64(int p, const cq__params_f64 *prm,
-        cq__pview_f64 s, const double *G_in, const double *gp_bar, const double *gm_bar, cq__pview_f64 ai,
-        cq__pview_f64 pg, double *G_bar_out)
-{
-    int base[2];
-    double fx[2], w[2][3], dw[2][3], xp[2], vp[2], G[4], G_bar[4] = {0};
-    double x_bar[2] = {0}, v_bar[2] = {0}, m_bar = 0;
-    const long goff = s.scene ? (long)s.scene[p] * prm->nodes : 0;
-    for (int a = 0; a < 2; ++a) { xp[a] = s.x[(long)p * 2 + a]; vp[a] = s.v[(long)p * 2 + a]; }
-    for (int a = 0; a < 4; ++a) G[a] = G_in[a];   /* (G_in may be G_bar_out's memory) */
-    cq__weights_2d_f64(xp, prm->inv_dx, base, fx, w);
-    cq__weight_grads_2d_f64(fx, prm->inv_dx, dw);
-    const double mass = s.mass[p];
-    for (int i = 0; i < 3; ++i)
-    for (int j = 0; j < 3; ++j)
-    {
-        const int o[2] = {i, j};
-        const double wt = w[0][i] * w[1][j];
-        const double gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
-        const long idx = goff + (long)(base[0] + i) * prm->res[1] + (base[1] + j);
-        double dpos[2];
-        const double *p_bar = gp_bar + idx * 2;
-        const double m_bar_i = gm_bar[idx];
-        double sdot = m_bar_i * mass;   /* d(contribution)/dw */
-        for (int a = 0; a < 2; ++a) dpos[a] = ((double)o[a] - fx[a]) * prm->dx;
-        for (int a = 0; a < 2; ++a) {
-            double mom = mass * vp[a], gtp = 0;
-            for (int b = 0; b < 2; ++b) {
-                mom += G[a * 2 + b] * dpos[b];
-                G_bar[a * 2 + b] += wt * p_bar[a] * dpos[b];
-                gtp += G[b * 2 + a] * p_bar[b];
-            }
-            sdot += p_bar[a] * mom;
-            v_bar[a] += wt * mass * p_bar[a];
-            m_bar += wt * p_bar[a] * vp[a];
-            x_bar[a] -= wt * gtp;                 /* dpos = x_i - x_p */
-        }
-        m_bar += wt * m_bar_i;
-        for (int a = 0; a < 2; ++a) x_bar[a] += sdot * gw[a];
-    }
-    for (int a = 0; a < 4; ++a) m_bar += s.C[(long)p * 4 + a] * G_bar[a];   /* G = ... + m C */
-    for (int a = 0; a < 2; ++a) {
-        ai.x[(long)p * 2 + a] += x_bar[a];
-        ai.v[(long)p * 2 + a] = v_bar[a];
-    }
-    for (int a = 0; a < 4; ++a) {
-        ai.C[(long)p * 4 + a] = mass * G_bar[a];
-        G_bar_out[a] = G_bar[a];
-    }
-    pg.mass[p] += m_bar;
-}
-
 /* Pp: P's first Piola-Kirchhoff stress when the caller has it, else NULL (computed here) */
 CQ_HD void cq__p2g_adj_stress_2d_neohookean_f64(int p, const cq__params_f64 *prm,
         cq__pview_f64 s, const double *Pp_in, const double *G_bar_in, cq__pview_f64 ai, cq__pview_f64 pg,
@@ -3779,7 +3677,7 @@ CQ_HD void cq__p2g_adj_2d_neohookean_f64(int p, const cq__params_f64 *prm,
             for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
             G[a * 2 + b] = ks * vol * pf + mass * s.C[(long)p * 4 + a * 2 + b];
         }
-    cq__p2g_adj_transfer_2d_neohookean_f64(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
+    cq__p2g_adj_transfer_2d_f64(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
     cq__p2g_adj_stress_2d_neohookean_f64(p, prm, s, Pp, G_bar, ai, pg, act_bar);
 }
 
@@ -4201,17 +4099,8 @@ CQ_HD void cq__g2p_adj_3d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
         }
 }
 
-/* >>p2g_adj_3d_fixed_corotated_f32: adjoint of P2G (eqs 3-6) for particle p, in two halves
-   (cq__p2g_adj_3d_fixed_corotated_f32 runs both).  The transfer half is a gather: given the
-   particle's affine matrix G = (-(4/dx^2) dt V0) P F^T + m C (what P2G packed), it reads dL/dp_i
-   (gp_bar) and dL/dm_i (gm_bar) of its stencil, ADDS to ai.x, SETS ai.v and ai.C (v and C enter
-   the substep only here), ADDS the mass gradient to pg.mass, and SETS G_bar = dL/dG.  The stress
-   half backs G_bar through G to P and F and through the stress (pk1_vjp): ADDS to ai.F, to
-   pg.vol, pg.E and pg.nu, and SETS act_bar[0..d*d) to this particle's actuation gradient
-   F^T P_bar.  On the GPU they are two kernels, the first taking G from P2G's packed particles
-   (no stress there), so neither holds the stencil's and the stress derivative's registers at
-   once. */
-CQ_HD void cq__p2g_adj_transfer_3d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
+/* the transfer half of the P2G adjoint (>>p2g_adj_ below): the same for every material */
+CQ_HD void cq__p2g_adj_transfer_3d_f32(int p, const cq__params_f32 *prm,
         cq__pview_f32 s, const float *G_in, const float *gp_bar, const float *gm_bar, cq__pview_f32 ai,
         cq__pview_f32 pg, float *G_bar_out)
 {
@@ -4264,6 +4153,16 @@ CQ_HD void cq__p2g_adj_transfer_3d_fixed_corotated_f32(int p, const cq__params_f
     pg.mass[p] += m_bar;
 }
 
+/* >>p2g_adj_3d_fixed_corotated_f32: adjoint of P2G (eqs 3-6) for particle p, in two halves
+   (cq__p2g_adj_3d_fixed_corotated_f32 runs both).  The transfer half is a gather: given the
+   particle's affine matrix G = (-(4/dx^2) dt V0) P F^T + m C (what P2G packed), it reads dL/dp_i
+   (gp_bar) and dL/dm_i (gm_bar) of its stencil, ADDS to ai.x, SETS ai.v and ai.C (v and C enter
+   the substep only here), ADDS the mass gradient to pg.mass, and SETS G_bar = dL/dG.  The stress
+   half backs G_bar through G to P and F and through the stress (pk1_vjp): ADDS to ai.F, to
+   pg.vol, pg.E and pg.nu, and SETS act_bar[0..d*d) to this particle's actuation gradient
+   F^T P_bar.  On the GPU they are two kernels, the first taking G from P2G's packed particles
+   (no stress there), so neither holds the stencil's and the stress derivative's registers at
+   once. */
 /* Pp: P's first Piola-Kirchhoff stress when the caller has it, else NULL (computed here) */
 CQ_HD void cq__p2g_adj_stress_3d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
         cq__pview_f32 s, const float *Pp_in, const float *G_bar_in, cq__pview_f32 ai, cq__pview_f32 pg,
@@ -4312,7 +4211,7 @@ CQ_HD void cq__p2g_adj_3d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
             for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
             G[a * 3 + b] = ks * vol * pf + mass * s.C[(long)p * 9 + a * 3 + b];
         }
-    cq__p2g_adj_transfer_3d_fixed_corotated_f32(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
+    cq__p2g_adj_transfer_3d_f32(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
     cq__p2g_adj_stress_3d_fixed_corotated_f32(p, prm, s, Pp, G_bar, ai, pg, act_bar);
 }
 
@@ -4326,59 +4225,6 @@ CQ_HD void cq__p2g_adj_3d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
    F^T P_bar.  On the GPU they are two kernels, the first taking G from P2G's packed particles
    (no stress there), so neither holds the stencil's and the stress derivative's registers at
    once. */
-CQ_HD void cq__p2g_adj_transfer_3d_neohookean_f32(int p, const cq__params_f32 *prm,
-        cq__pview_f32 s, const float *G_in, const float *gp_bar, const float *gm_bar, cq__pview_f32 ai,
-        cq__pview_f32 pg, float *G_bar_out)
-{
-    int base[3];
-    float fx[3], w[3][3], dw[3][3], xp[3], vp[3], G[9], G_bar[9] = {0};
-    float x_bar[3] = {0}, v_bar[3] = {0}, m_bar = 0;
-    const long goff = s.scene ? (long)s.scene[p] * prm->nodes : 0;
-    for (int a = 0; a < 3; ++a) { xp[a] = s.x[(long)p * 3 + a]; vp[a] = s.v[(long)p * 3 + a]; }
-    for (int a = 0; a < 9; ++a) G[a] = G_in[a];   /* (G_in may be G_bar_out's memory) */
-    cq__weights_3d_f32(xp, prm->inv_dx, base, fx, w);
-    cq__weight_grads_3d_f32(fx, prm->inv_dx, dw);
-    const float mass = s.mass[p];
-    for (int i = 0; i < 3; ++i)
-    for (int j = 0; j < 3; ++j)
-    for (int k = 0; k < 3; ++k)
-    {
-        const int o[3] = {i, j, k};
-        const float wt = w[0][i] * w[1][j] * w[2][k];
-        const float gw[3] = {dw[0][i] * w[1][j] * w[2][k], w[0][i] * dw[1][j] * w[2][k], w[0][i] * w[1][j] * dw[2][k]};
-        const long idx = goff + ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
-        float dpos[3];
-        const float *p_bar = gp_bar + idx * 3;
-        const float m_bar_i = gm_bar[idx];
-        float sdot = m_bar_i * mass;   /* d(contribution)/dw */
-        for (int a = 0; a < 3; ++a) dpos[a] = ((float)o[a] - fx[a]) * prm->dx;
-        for (int a = 0; a < 3; ++a) {
-            float mom = mass * vp[a], gtp = 0;
-            for (int b = 0; b < 3; ++b) {
-                mom += G[a * 3 + b] * dpos[b];
-                G_bar[a * 3 + b] += wt * p_bar[a] * dpos[b];
-                gtp += G[b * 3 + a] * p_bar[b];
-            }
-            sdot += p_bar[a] * mom;
-            v_bar[a] += wt * mass * p_bar[a];
-            m_bar += wt * p_bar[a] * vp[a];
-            x_bar[a] -= wt * gtp;                 /* dpos = x_i - x_p */
-        }
-        m_bar += wt * m_bar_i;
-        for (int a = 0; a < 3; ++a) x_bar[a] += sdot * gw[a];
-    }
-    for (int a = 0; a < 9; ++a) m_bar += s.C[(long)p * 9 + a] * G_bar[a];   /* G = ... + m C */
-    for (int a = 0; a < 3; ++a) {
-        ai.x[(long)p * 3 + a] += x_bar[a];
-        ai.v[(long)p * 3 + a] = v_bar[a];
-    }
-    for (int a = 0; a < 9; ++a) {
-        ai.C[(long)p * 9 + a] = mass * G_bar[a];
-        G_bar_out[a] = G_bar[a];
-    }
-    pg.mass[p] += m_bar;
-}
-
 /* Pp: P's first Piola-Kirchhoff stress when the caller has it, else NULL (computed here) */
 CQ_HD void cq__p2g_adj_stress_3d_neohookean_f32(int p, const cq__params_f32 *prm,
         cq__pview_f32 s, const float *Pp_in, const float *G_bar_in, cq__pview_f32 ai, cq__pview_f32 pg,
@@ -4427,7 +4273,7 @@ CQ_HD void cq__p2g_adj_3d_neohookean_f32(int p, const cq__params_f32 *prm,
             for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
             G[a * 3 + b] = ks * vol * pf + mass * s.C[(long)p * 9 + a * 3 + b];
         }
-    cq__p2g_adj_transfer_3d_neohookean_f32(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
+    cq__p2g_adj_transfer_3d_f32(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
     cq__p2g_adj_stress_3d_neohookean_f32(p, prm, s, Pp, G_bar, ai, pg, act_bar);
 }
 
@@ -4849,17 +4695,8 @@ CQ_HD void cq__g2p_adj_3d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
         }
 }
 
-/* >>p2g_adj_3d_fixed_corotated_f64: adjoint of P2G (eqs 3-6) for particle p, in two halves
-   (cq__p2g_adj_3d_fixed_corotated_f64 runs both).  The transfer half is a gather: given the
-   particle's affine matrix G = (-(4/dx^2) dt V0) P F^T + m C (what P2G packed), it reads dL/dp_i
-   (gp_bar) and dL/dm_i (gm_bar) of its stencil, ADDS to ai.x, SETS ai.v and ai.C (v and C enter
-   the substep only here), ADDS the mass gradient to pg.mass, and SETS G_bar = dL/dG.  The stress
-   half backs G_bar through G to P and F and through the stress (pk1_vjp): ADDS to ai.F, to
-   pg.vol, pg.E and pg.nu, and SETS act_bar[0..d*d) to this particle's actuation gradient
-   F^T P_bar.  On the GPU they are two kernels, the first taking G from P2G's packed particles
-   (no stress there), so neither holds the stencil's and the stress derivative's registers at
-   once. */
-CQ_HD void cq__p2g_adj_transfer_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
+/* the transfer half of the P2G adjoint (>>p2g_adj_ below): the same for every material */
+CQ_HD void cq__p2g_adj_transfer_3d_f64(int p, const cq__params_f64 *prm,
         cq__pview_f64 s, const double *G_in, const double *gp_bar, const double *gm_bar, cq__pview_f64 ai,
         cq__pview_f64 pg, double *G_bar_out)
 {
@@ -4912,6 +4749,16 @@ CQ_HD void cq__p2g_adj_transfer_3d_fixed_corotated_f64(int p, const cq__params_f
     pg.mass[p] += m_bar;
 }
 
+/* >>p2g_adj_3d_fixed_corotated_f64: adjoint of P2G (eqs 3-6) for particle p, in two halves
+   (cq__p2g_adj_3d_fixed_corotated_f64 runs both).  The transfer half is a gather: given the
+   particle's affine matrix G = (-(4/dx^2) dt V0) P F^T + m C (what P2G packed), it reads dL/dp_i
+   (gp_bar) and dL/dm_i (gm_bar) of its stencil, ADDS to ai.x, SETS ai.v and ai.C (v and C enter
+   the substep only here), ADDS the mass gradient to pg.mass, and SETS G_bar = dL/dG.  The stress
+   half backs G_bar through G to P and F and through the stress (pk1_vjp): ADDS to ai.F, to
+   pg.vol, pg.E and pg.nu, and SETS act_bar[0..d*d) to this particle's actuation gradient
+   F^T P_bar.  On the GPU they are two kernels, the first taking G from P2G's packed particles
+   (no stress there), so neither holds the stencil's and the stress derivative's registers at
+   once. */
 /* Pp: P's first Piola-Kirchhoff stress when the caller has it, else NULL (computed here) */
 CQ_HD void cq__p2g_adj_stress_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
         cq__pview_f64 s, const double *Pp_in, const double *G_bar_in, cq__pview_f64 ai, cq__pview_f64 pg,
@@ -4960,7 +4807,7 @@ CQ_HD void cq__p2g_adj_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
             for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
             G[a * 3 + b] = ks * vol * pf + mass * s.C[(long)p * 9 + a * 3 + b];
         }
-    cq__p2g_adj_transfer_3d_fixed_corotated_f64(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
+    cq__p2g_adj_transfer_3d_f64(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
     cq__p2g_adj_stress_3d_fixed_corotated_f64(p, prm, s, Pp, G_bar, ai, pg, act_bar);
 }
 
@@ -4974,59 +4821,6 @@ CQ_HD void cq__p2g_adj_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
    F^T P_bar.  On the GPU they are two kernels, the first taking G from P2G's packed particles
    (no stress there), so neither holds the stencil's and the stress derivative's registers at
    once. */
-CQ_HD void cq__p2g_adj_transfer_3d_neohookean_f64(int p, const cq__params_f64 *prm,
-        cq__pview_f64 s, const double *G_in, const double *gp_bar, const double *gm_bar, cq__pview_f64 ai,
-        cq__pview_f64 pg, double *G_bar_out)
-{
-    int base[3];
-    double fx[3], w[3][3], dw[3][3], xp[3], vp[3], G[9], G_bar[9] = {0};
-    double x_bar[3] = {0}, v_bar[3] = {0}, m_bar = 0;
-    const long goff = s.scene ? (long)s.scene[p] * prm->nodes : 0;
-    for (int a = 0; a < 3; ++a) { xp[a] = s.x[(long)p * 3 + a]; vp[a] = s.v[(long)p * 3 + a]; }
-    for (int a = 0; a < 9; ++a) G[a] = G_in[a];   /* (G_in may be G_bar_out's memory) */
-    cq__weights_3d_f64(xp, prm->inv_dx, base, fx, w);
-    cq__weight_grads_3d_f64(fx, prm->inv_dx, dw);
-    const double mass = s.mass[p];
-    for (int i = 0; i < 3; ++i)
-    for (int j = 0; j < 3; ++j)
-    for (int k = 0; k < 3; ++k)
-    {
-        const int o[3] = {i, j, k};
-        const double wt = w[0][i] * w[1][j] * w[2][k];
-        const double gw[3] = {dw[0][i] * w[1][j] * w[2][k], w[0][i] * dw[1][j] * w[2][k], w[0][i] * w[1][j] * dw[2][k]};
-        const long idx = goff + ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
-        double dpos[3];
-        const double *p_bar = gp_bar + idx * 3;
-        const double m_bar_i = gm_bar[idx];
-        double sdot = m_bar_i * mass;   /* d(contribution)/dw */
-        for (int a = 0; a < 3; ++a) dpos[a] = ((double)o[a] - fx[a]) * prm->dx;
-        for (int a = 0; a < 3; ++a) {
-            double mom = mass * vp[a], gtp = 0;
-            for (int b = 0; b < 3; ++b) {
-                mom += G[a * 3 + b] * dpos[b];
-                G_bar[a * 3 + b] += wt * p_bar[a] * dpos[b];
-                gtp += G[b * 3 + a] * p_bar[b];
-            }
-            sdot += p_bar[a] * mom;
-            v_bar[a] += wt * mass * p_bar[a];
-            m_bar += wt * p_bar[a] * vp[a];
-            x_bar[a] -= wt * gtp;                 /* dpos = x_i - x_p */
-        }
-        m_bar += wt * m_bar_i;
-        for (int a = 0; a < 3; ++a) x_bar[a] += sdot * gw[a];
-    }
-    for (int a = 0; a < 9; ++a) m_bar += s.C[(long)p * 9 + a] * G_bar[a];   /* G = ... + m C */
-    for (int a = 0; a < 3; ++a) {
-        ai.x[(long)p * 3 + a] += x_bar[a];
-        ai.v[(long)p * 3 + a] = v_bar[a];
-    }
-    for (int a = 0; a < 9; ++a) {
-        ai.C[(long)p * 9 + a] = mass * G_bar[a];
-        G_bar_out[a] = G_bar[a];
-    }
-    pg.mass[p] += m_bar;
-}
-
 /* Pp: P's first Piola-Kirchhoff stress when the caller has it, else NULL (computed here) */
 CQ_HD void cq__p2g_adj_stress_3d_neohookean_f64(int p, const cq__params_f64 *prm,
         cq__pview_f64 s, const double *Pp_in, const double *G_bar_in, cq__pview_f64 ai, cq__pview_f64 pg,
@@ -5075,7 +4869,7 @@ CQ_HD void cq__p2g_adj_3d_neohookean_f64(int p, const cq__params_f64 *prm,
             for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
             G[a * 3 + b] = ks * vol * pf + mass * s.C[(long)p * 9 + a * 3 + b];
         }
-    cq__p2g_adj_transfer_3d_neohookean_f64(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
+    cq__p2g_adj_transfer_3d_f64(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
     cq__p2g_adj_stress_3d_neohookean_f64(p, prm, s, Pp, G_bar, ai, pg, act_bar);
 }
 
@@ -14918,7 +14712,7 @@ cq_result cq_world_control_grad_feedback(const cq_world *w, const double *dL_dst
 #if CQ__HAS_CUDA
 /* ---- BEGIN GENERATED: embedded PTX (byte arrays; the readable code ends above) from templates/ptx.j2.
    DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
-/* PTX module 2d_f32: sha256 774453d5a7814e308a6fb013d3ceedc4af9948d5654dc8f31fc4fe24f13bdfa5, nvrtc 12.0, PTX ISA 8.0, 296423 bytes, fnv1a 0xd95fb5bf, lz 75532 bytes */
+/* PTX module 2d_f32: sha256 9a488168b9e6a8977365694d0a2af11ff862e1e22d4a6c06cf459c3fb73650e3, nvrtc 12.0, PTX ISA 8.0, 296423 bytes, fnv1a 0xd95fb5bf, lz 75532 bytes */
 static const unsigned char cq__ptx_2d_f32_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -17283,7 +17077,7 @@ static const unsigned char cq__ptx_2d_f32_lz[] = {
 199,14,144,114,101,116,59,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_2d_f32 = { cq__ptx_2d_f32_lz, 75532, 296423, 0xd95fb5bfu };
-/* PTX module 2d_f64: sha256 73fcb33f728687577b1a83a7997d8194ff7d00f1028f176a2bad782d89e5ad4d, nvrtc 12.0, PTX ISA 8.0, 318641 bytes, fnv1a 0x04c0055f, lz 77606 bytes */
+/* PTX module 2d_f64: sha256 01c93d0400b27dd1250709ba25c81b9bc4ceb67f2f3ee237594d270bbc4fbdd4, nvrtc 12.0, PTX ISA 8.0, 318641 bytes, fnv1a 0x04c0055f, lz 77606 bytes */
 static const unsigned char cq__ptx_2d_f64_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -19713,7 +19507,7 @@ static const unsigned char cq__ptx_2d_f64_lz[] = {
 80,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_2d_f64 = { cq__ptx_2d_f64_lz, 77606, 318641, 0x04c0055fu };
-/* PTX module 3d_f32: sha256 609e2970af24a6f17a9cf3afdd1ddad3565fd1b506ad1e67b1ae6f90e50ceaab, nvrtc 12.0, PTX ISA 8.0, 410491 bytes, fnv1a 0xdece10ac, lz 115362 bytes */
+/* PTX module 3d_f32: sha256 488d08f431fd5ef801230b113875aaa1e3121e1c1e4ebb56d24455728951aa5b, nvrtc 12.0, PTX ISA 8.0, 410491 bytes, fnv1a 0xdece10ac, lz 115362 bytes */
 static const unsigned char cq__ptx_3d_f32_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -23323,7 +23117,7 @@ static const unsigned char cq__ptx_3d_f32_lz[] = {
 10,10
 };
 static const cq__ptx_module cq__ptx_3d_f32 = { cq__ptx_3d_f32_lz, 115362, 410491, 0xdece10acu };
-/* PTX module 3d_f64: sha256 7ea5c1874409aacfcdffc396f749f796be908bec997eb80c76c39cdf688de524, nvrtc 12.0, PTX ISA 8.0, 444229 bytes, fnv1a 0xfeced34f, lz 118391 bytes */
+/* PTX module 3d_f64: sha256 8e42e69dd9d60bc8083c3ac992c8e0702972b52005bdb5398404ea249d91beba, nvrtc 12.0, PTX ISA 8.0, 444229 bytes, fnv1a 0xfeced34f, lz 118391 bytes */
 static const unsigned char cq__ptx_3d_f64_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,

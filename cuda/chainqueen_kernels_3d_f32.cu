@@ -1059,17 +1059,8 @@ CQ_HD void cq__g2p_adj_3d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
         }
 }
 
-/* >>p2g_adj_3d_fixed_corotated_f32: adjoint of P2G (eqs 3-6) for particle p, in two halves
-   (cq__p2g_adj_3d_fixed_corotated_f32 runs both).  The transfer half is a gather: given the
-   particle's affine matrix G = (-(4/dx^2) dt V0) P F^T + m C (what P2G packed), it reads dL/dp_i
-   (gp_bar) and dL/dm_i (gm_bar) of its stencil, ADDS to ai.x, SETS ai.v and ai.C (v and C enter
-   the substep only here), ADDS the mass gradient to pg.mass, and SETS G_bar = dL/dG.  The stress
-   half backs G_bar through G to P and F and through the stress (pk1_vjp): ADDS to ai.F, to
-   pg.vol, pg.E and pg.nu, and SETS act_bar[0..d*d) to this particle's actuation gradient
-   F^T P_bar.  On the GPU they are two kernels, the first taking G from P2G's packed particles
-   (no stress there), so neither holds the stencil's and the stress derivative's registers at
-   once. */
-CQ_HD void cq__p2g_adj_transfer_3d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
+/* the transfer half of the P2G adjoint (>>p2g_adj_ below): the same for every material */
+CQ_HD void cq__p2g_adj_transfer_3d_f32(int p, const cq__params_f32 *prm,
         cq__pview_f32 s, const float *G_in, const float *gp_bar, const float *gm_bar, cq__pview_f32 ai,
         cq__pview_f32 pg, float *G_bar_out)
 {
@@ -1122,6 +1113,16 @@ CQ_HD void cq__p2g_adj_transfer_3d_fixed_corotated_f32(int p, const cq__params_f
     pg.mass[p] += m_bar;
 }
 
+/* >>p2g_adj_3d_fixed_corotated_f32: adjoint of P2G (eqs 3-6) for particle p, in two halves
+   (cq__p2g_adj_3d_fixed_corotated_f32 runs both).  The transfer half is a gather: given the
+   particle's affine matrix G = (-(4/dx^2) dt V0) P F^T + m C (what P2G packed), it reads dL/dp_i
+   (gp_bar) and dL/dm_i (gm_bar) of its stencil, ADDS to ai.x, SETS ai.v and ai.C (v and C enter
+   the substep only here), ADDS the mass gradient to pg.mass, and SETS G_bar = dL/dG.  The stress
+   half backs G_bar through G to P and F and through the stress (pk1_vjp): ADDS to ai.F, to
+   pg.vol, pg.E and pg.nu, and SETS act_bar[0..d*d) to this particle's actuation gradient
+   F^T P_bar.  On the GPU they are two kernels, the first taking G from P2G's packed particles
+   (no stress there), so neither holds the stencil's and the stress derivative's registers at
+   once. */
 /* Pp: P's first Piola-Kirchhoff stress when the caller has it, else NULL (computed here) */
 CQ_HD void cq__p2g_adj_stress_3d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
         cq__pview_f32 s, const float *Pp_in, const float *G_bar_in, cq__pview_f32 ai, cq__pview_f32 pg,
@@ -1170,7 +1171,7 @@ CQ_HD void cq__p2g_adj_3d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
             for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
             G[a * 3 + b] = ks * vol * pf + mass * s.C[(long)p * 9 + a * 3 + b];
         }
-    cq__p2g_adj_transfer_3d_fixed_corotated_f32(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
+    cq__p2g_adj_transfer_3d_f32(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
     cq__p2g_adj_stress_3d_fixed_corotated_f32(p, prm, s, Pp, G_bar, ai, pg, act_bar);
 }
 
@@ -1184,59 +1185,6 @@ CQ_HD void cq__p2g_adj_3d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
    F^T P_bar.  On the GPU they are two kernels, the first taking G from P2G's packed particles
    (no stress there), so neither holds the stencil's and the stress derivative's registers at
    once. */
-CQ_HD void cq__p2g_adj_transfer_3d_neohookean_f32(int p, const cq__params_f32 *prm,
-        cq__pview_f32 s, const float *G_in, const float *gp_bar, const float *gm_bar, cq__pview_f32 ai,
-        cq__pview_f32 pg, float *G_bar_out)
-{
-    int base[3];
-    float fx[3], w[3][3], dw[3][3], xp[3], vp[3], G[9], G_bar[9] = {0};
-    float x_bar[3] = {0}, v_bar[3] = {0}, m_bar = 0;
-    const long goff = s.scene ? (long)s.scene[p] * prm->nodes : 0;
-    for (int a = 0; a < 3; ++a) { xp[a] = s.x[(long)p * 3 + a]; vp[a] = s.v[(long)p * 3 + a]; }
-    for (int a = 0; a < 9; ++a) G[a] = G_in[a];   /* (G_in may be G_bar_out's memory) */
-    cq__weights_3d_f32(xp, prm->inv_dx, base, fx, w);
-    cq__weight_grads_3d_f32(fx, prm->inv_dx, dw);
-    const float mass = s.mass[p];
-    for (int i = 0; i < 3; ++i)
-    for (int j = 0; j < 3; ++j)
-    for (int k = 0; k < 3; ++k)
-    {
-        const int o[3] = {i, j, k};
-        const float wt = w[0][i] * w[1][j] * w[2][k];
-        const float gw[3] = {dw[0][i] * w[1][j] * w[2][k], w[0][i] * dw[1][j] * w[2][k], w[0][i] * w[1][j] * dw[2][k]};
-        const long idx = goff + ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
-        float dpos[3];
-        const float *p_bar = gp_bar + idx * 3;
-        const float m_bar_i = gm_bar[idx];
-        float sdot = m_bar_i * mass;   /* d(contribution)/dw */
-        for (int a = 0; a < 3; ++a) dpos[a] = ((float)o[a] - fx[a]) * prm->dx;
-        for (int a = 0; a < 3; ++a) {
-            float mom = mass * vp[a], gtp = 0;
-            for (int b = 0; b < 3; ++b) {
-                mom += G[a * 3 + b] * dpos[b];
-                G_bar[a * 3 + b] += wt * p_bar[a] * dpos[b];
-                gtp += G[b * 3 + a] * p_bar[b];
-            }
-            sdot += p_bar[a] * mom;
-            v_bar[a] += wt * mass * p_bar[a];
-            m_bar += wt * p_bar[a] * vp[a];
-            x_bar[a] -= wt * gtp;                 /* dpos = x_i - x_p */
-        }
-        m_bar += wt * m_bar_i;
-        for (int a = 0; a < 3; ++a) x_bar[a] += sdot * gw[a];
-    }
-    for (int a = 0; a < 9; ++a) m_bar += s.C[(long)p * 9 + a] * G_bar[a];   /* G = ... + m C */
-    for (int a = 0; a < 3; ++a) {
-        ai.x[(long)p * 3 + a] += x_bar[a];
-        ai.v[(long)p * 3 + a] = v_bar[a];
-    }
-    for (int a = 0; a < 9; ++a) {
-        ai.C[(long)p * 9 + a] = mass * G_bar[a];
-        G_bar_out[a] = G_bar[a];
-    }
-    pg.mass[p] += m_bar;
-}
-
 /* Pp: P's first Piola-Kirchhoff stress when the caller has it, else NULL (computed here) */
 CQ_HD void cq__p2g_adj_stress_3d_neohookean_f32(int p, const cq__params_f32 *prm,
         cq__pview_f32 s, const float *Pp_in, const float *G_bar_in, cq__pview_f32 ai, cq__pview_f32 pg,
@@ -1285,7 +1233,7 @@ CQ_HD void cq__p2g_adj_3d_neohookean_f32(int p, const cq__params_f32 *prm,
             for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
             G[a * 3 + b] = ks * vol * pf + mass * s.C[(long)p * 9 + a * 3 + b];
         }
-    cq__p2g_adj_transfer_3d_neohookean_f32(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
+    cq__p2g_adj_transfer_3d_f32(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
     cq__p2g_adj_stress_3d_neohookean_f32(p, prm, s, Pp, G_bar, ai, pg, act_bar);
 }
 
@@ -1948,7 +1896,7 @@ __global__ void cq__p2g_adj_3d_fixed_corotated_f32_kernel(int n, cq__params_f32 
     int k = blockIdx.x * blockDim.x + threadIdx.x;   /* sorted slot */
     if (k < n) {
         float *G = pk + (long)k * CQ__PK(3) + 1 + 2 * 3;
-        cq__p2g_adj_transfer_3d_fixed_corotated_f32(order[k], &prm, s, G, gp_adj, gm_adj, ai, pg, G);
+        cq__p2g_adj_transfer_3d_f32(order[k], &prm, s, G, gp_adj, gm_adj, ai, pg, G);
     }
 }
 
@@ -1977,7 +1925,7 @@ __global__ void cq__p2g_adj_3d_neohookean_f32_kernel(int n, cq__params_f32 prm, 
     int k = blockIdx.x * blockDim.x + threadIdx.x;   /* sorted slot */
     if (k < n) {
         float *G = pk + (long)k * CQ__PK(3) + 1 + 2 * 3;
-        cq__p2g_adj_transfer_3d_neohookean_f32(order[k], &prm, s, G, gp_adj, gm_adj, ai, pg, G);
+        cq__p2g_adj_transfer_3d_f32(order[k], &prm, s, G, gp_adj, gm_adj, ai, pg, G);
     }
 }
 

@@ -16,6 +16,6 @@ echo "device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format
 $CC -std=c99 -O3 -Wall -Wextra -Werror -pedantic bench/fluid.c -o build/bench_fluid_gpu -lm -ldl || exit 1
 for p in 100000 1000000; do ./build/bench_fluid_gpu --gpu --particles $p --steps 20 || exit 1; done
 if [ "${PROFILE:-0}" = 1 ] && command -v ncu >/dev/null 2>&1; then
-    ncu --kernel-name regex:'p2g_fwd_3d|gather_fwd_3d|g2p_fwd_3d|g2p_adj_3d|p2g_adj_3d|cell_' --launch-skip 20 --launch-count 3 \
+    ncu --kernel-name regex:'p2g_fwd_3d|gather_fwd_3d|g2p_fwd_3d|g2p_adj_3d|p2g_adj_|cell_|scan_' --launch-skip 20 --launch-count 3 \
         --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy ./build/bench_gpu gpu quick
 fi

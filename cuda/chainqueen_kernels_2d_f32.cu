@@ -1715,23 +1715,23 @@ __global__ void CQ__BOUNDS(8) cq__g2p_fwd_2d_f32_kernel(int n, cq__params_f32 pr
     }
 }
 
-__global__ void cq__p2g_fwd_2d_fixed_corotated_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, const int * order, float * pk)
-{
-    int k = blockIdx.x * blockDim.x + threadIdx.x;   /* sorted slot */
-    if (k < n) cq__p2g_fwd_2d_fixed_corotated_f32(order[k], &prm, s, pk + (long)k * CQ__PK(2));
-}
-
 /* the P2G adjoint in its two halves (adjoint.j2 >>p2g_adj_), one thread per sorted slot k
-   (particle order[k]): the transfer half takes G from P2G's packed particle in pk (the backward's
-   P2G ran in this substep; the G2P adjoint packs into pkb) and leaves G_bar in its place; the
-   stress half reads it back */
-__global__ void cq__p2g_adj_2d_fixed_corotated_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, const float * gp_adj, const float * gm_adj, cq__pview_f32 ai, cq__pview_f32 pg, const int * order, float * pk)
+   (particle order[k]): the transfer half (one for all materials) takes G from P2G's packed
+   particle in pk (the backward's P2G ran in this substep; the G2P adjoint packs into pkb) and
+   leaves G_bar in its place; the stress half (per material, below) reads it back */
+__global__ void cq__p2g_adj_transfer_2d_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, const float * gp_adj, const float * gm_adj, cq__pview_f32 ai, cq__pview_f32 pg, const int * order, float * pk)
 {
     int k = blockIdx.x * blockDim.x + threadIdx.x;   /* sorted slot */
     if (k < n) {
         float *G = pk + (long)k * CQ__PK(2) + 1 + 2 * 2;
         cq__p2g_adj_transfer_2d_f32(order[k], &prm, s, G, gp_adj, gm_adj, ai, pg, G);
     }
+}
+
+__global__ void cq__p2g_fwd_2d_fixed_corotated_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, const int * order, float * pk)
+{
+    int k = blockIdx.x * blockDim.x + threadIdx.x;   /* sorted slot */
+    if (k < n) cq__p2g_fwd_2d_fixed_corotated_f32(order[k], &prm, s, pk + (long)k * CQ__PK(2));
 }
 
 __global__ void CQ__BOUNDS(5) cq__p2g_adj_stress_2d_fixed_corotated_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, cq__pview_f32 ai, cq__pview_f32 pg, const int * order, const float * pk, float * dact)
@@ -1748,19 +1748,6 @@ __global__ void cq__p2g_fwd_2d_neohookean_f32_kernel(int n, cq__params_f32 prm, 
 {
     int k = blockIdx.x * blockDim.x + threadIdx.x;   /* sorted slot */
     if (k < n) cq__p2g_fwd_2d_neohookean_f32(order[k], &prm, s, pk + (long)k * CQ__PK(2));
-}
-
-/* the P2G adjoint in its two halves (adjoint.j2 >>p2g_adj_), one thread per sorted slot k
-   (particle order[k]): the transfer half takes G from P2G's packed particle in pk (the backward's
-   P2G ran in this substep; the G2P adjoint packs into pkb) and leaves G_bar in its place; the
-   stress half reads it back */
-__global__ void cq__p2g_adj_2d_neohookean_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, const float * gp_adj, const float * gm_adj, cq__pview_f32 ai, cq__pview_f32 pg, const int * order, float * pk)
-{
-    int k = blockIdx.x * blockDim.x + threadIdx.x;   /* sorted slot */
-    if (k < n) {
-        float *G = pk + (long)k * CQ__PK(2) + 1 + 2 * 2;
-        cq__p2g_adj_transfer_2d_f32(order[k], &prm, s, G, gp_adj, gm_adj, ai, pg, G);
-    }
 }
 
 __global__ void CQ__BOUNDS(5) cq__p2g_adj_stress_2d_neohookean_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, cq__pview_f32 ai, cq__pview_f32 pg, const int * order, const float * pk, float * dact)
@@ -1951,11 +1938,10 @@ static void cq__cell_fill_2d_f32_kernel_emu(void **a) { cq__cell_fill_2d_f32_ker
 static void cq__cell_order_2d_f32_kernel_emu(void **a) { cq__cell_order_2d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(int * *)a[2]); }
 static void cq__gather_fwd_2d_f32_kernel_emu(void **a) { cq__gather_fwd_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(const int * *)a[2], *(const float * *)a[3], *(cq__gview_f32 *)a[4], *(float * *)a[5], *(int *)a[6]); }
 static void cq__g2p_fwd_2d_f32_kernel_emu(void **a) { cq__g2p_fwd_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__pview_f32 *)a[3], *(cq__gview_f32 *)a[4], *(int * *)a[5]); }
+static void cq__p2g_adj_transfer_2d_f32_kernel_emu(void **a) { cq__p2g_adj_transfer_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(const float * *)a[3], *(const float * *)a[4], *(cq__pview_f32 *)a[5], *(cq__pview_f32 *)a[6], *(const int * *)a[7], *(float * *)a[8]); }
 static void cq__p2g_fwd_2d_fixed_corotated_f32_kernel_emu(void **a) { cq__p2g_fwd_2d_fixed_corotated_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(const int * *)a[3], *(float * *)a[4]); }
-static void cq__p2g_adj_2d_fixed_corotated_f32_kernel_emu(void **a) { cq__p2g_adj_2d_fixed_corotated_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(const float * *)a[3], *(const float * *)a[4], *(cq__pview_f32 *)a[5], *(cq__pview_f32 *)a[6], *(const int * *)a[7], *(float * *)a[8]); }
 static void cq__p2g_adj_stress_2d_fixed_corotated_f32_kernel_emu(void **a) { cq__p2g_adj_stress_2d_fixed_corotated_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__pview_f32 *)a[3], *(cq__pview_f32 *)a[4], *(const int * *)a[5], *(const float * *)a[6], *(float * *)a[7]); }
 static void cq__p2g_fwd_2d_neohookean_f32_kernel_emu(void **a) { cq__p2g_fwd_2d_neohookean_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(const int * *)a[3], *(float * *)a[4]); }
-static void cq__p2g_adj_2d_neohookean_f32_kernel_emu(void **a) { cq__p2g_adj_2d_neohookean_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(const float * *)a[3], *(const float * *)a[4], *(cq__pview_f32 *)a[5], *(cq__pview_f32 *)a[6], *(const int * *)a[7], *(float * *)a[8]); }
 static void cq__p2g_adj_stress_2d_neohookean_f32_kernel_emu(void **a) { cq__p2g_adj_stress_2d_neohookean_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__pview_f32 *)a[3], *(cq__pview_f32 *)a[4], *(const int * *)a[5], *(const float * *)a[6], *(float * *)a[7]); }
 static void cq__grid_adj_2d_f32_kernel_emu(void **a) { cq__grid_adj_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(const float * *)a[2], *(const float * *)a[3], *(const float * *)a[4], *(float * *)a[5], *(float * *)a[6]); }
 static void cq__g2p_adj_2d_f32_kernel_emu(void **a) { cq__g2p_adj_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__gview_f32 *)a[3], *(cq__pview_f32 *)a[4], *(cq__pview_f32 *)a[5], *(const int * *)a[6], *(float * *)a[7]); }
@@ -1987,11 +1973,10 @@ const cq__emu_kernel cq__emu_kernels_2d_f32[] = {
     {"cq__cell_order_2d_f32_kernel", cq__cell_order_2d_f32_kernel_emu},
     {"cq__gather_fwd_2d_f32_kernel", cq__gather_fwd_2d_f32_kernel_emu},
     {"cq__g2p_fwd_2d_f32_kernel", cq__g2p_fwd_2d_f32_kernel_emu},
+    {"cq__p2g_adj_transfer_2d_f32_kernel", cq__p2g_adj_transfer_2d_f32_kernel_emu},
     {"cq__p2g_fwd_2d_fixed_corotated_f32_kernel", cq__p2g_fwd_2d_fixed_corotated_f32_kernel_emu},
-    {"cq__p2g_adj_2d_fixed_corotated_f32_kernel", cq__p2g_adj_2d_fixed_corotated_f32_kernel_emu},
     {"cq__p2g_adj_stress_2d_fixed_corotated_f32_kernel", cq__p2g_adj_stress_2d_fixed_corotated_f32_kernel_emu},
     {"cq__p2g_fwd_2d_neohookean_f32_kernel", cq__p2g_fwd_2d_neohookean_f32_kernel_emu},
-    {"cq__p2g_adj_2d_neohookean_f32_kernel", cq__p2g_adj_2d_neohookean_f32_kernel_emu},
     {"cq__p2g_adj_stress_2d_neohookean_f32_kernel", cq__p2g_adj_stress_2d_neohookean_f32_kernel_emu},
     {"cq__grid_adj_2d_f32_kernel", cq__grid_adj_2d_f32_kernel_emu},
     {"cq__g2p_adj_2d_f32_kernel", cq__g2p_adj_2d_f32_kernel_emu},

@@ -1886,23 +1886,23 @@ __global__ void cq__g2p_fwd_3d_f64_kernel(int n, cq__params_f64 prm, cq__pview_f
     }
 }
 
-__global__ void cq__p2g_fwd_3d_fixed_corotated_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s, const int * order, double * pk)
-{
-    int k = blockIdx.x * blockDim.x + threadIdx.x;   /* sorted slot */
-    if (k < n) cq__p2g_fwd_3d_fixed_corotated_f64(order[k], &prm, s, pk + (long)k * CQ__PK(3));
-}
-
 /* the P2G adjoint in its two halves (adjoint.j2 >>p2g_adj_), one thread per sorted slot k
-   (particle order[k]): the transfer half takes G from P2G's packed particle in pk (the backward's
-   P2G ran in this substep; the G2P adjoint packs into pkb) and leaves G_bar in its place; the
-   stress half reads it back */
-__global__ void cq__p2g_adj_3d_fixed_corotated_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s, const double * gp_adj, const double * gm_adj, cq__pview_f64 ai, cq__pview_f64 pg, const int * order, double * pk)
+   (particle order[k]): the transfer half (one for all materials) takes G from P2G's packed
+   particle in pk (the backward's P2G ran in this substep; the G2P adjoint packs into pkb) and
+   leaves G_bar in its place; the stress half (per material, below) reads it back */
+__global__ void cq__p2g_adj_transfer_3d_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s, const double * gp_adj, const double * gm_adj, cq__pview_f64 ai, cq__pview_f64 pg, const int * order, double * pk)
 {
     int k = blockIdx.x * blockDim.x + threadIdx.x;   /* sorted slot */
     if (k < n) {
         double *G = pk + (long)k * CQ__PK(3) + 1 + 2 * 3;
         cq__p2g_adj_transfer_3d_f64(order[k], &prm, s, G, gp_adj, gm_adj, ai, pg, G);
     }
+}
+
+__global__ void cq__p2g_fwd_3d_fixed_corotated_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s, const int * order, double * pk)
+{
+    int k = blockIdx.x * blockDim.x + threadIdx.x;   /* sorted slot */
+    if (k < n) cq__p2g_fwd_3d_fixed_corotated_f64(order[k], &prm, s, pk + (long)k * CQ__PK(3));
 }
 
 __global__ void cq__p2g_adj_stress_3d_fixed_corotated_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s, cq__pview_f64 ai, cq__pview_f64 pg, const int * order, const double * pk, double * dact)
@@ -1919,19 +1919,6 @@ __global__ void cq__p2g_fwd_3d_neohookean_f64_kernel(int n, cq__params_f64 prm, 
 {
     int k = blockIdx.x * blockDim.x + threadIdx.x;   /* sorted slot */
     if (k < n) cq__p2g_fwd_3d_neohookean_f64(order[k], &prm, s, pk + (long)k * CQ__PK(3));
-}
-
-/* the P2G adjoint in its two halves (adjoint.j2 >>p2g_adj_), one thread per sorted slot k
-   (particle order[k]): the transfer half takes G from P2G's packed particle in pk (the backward's
-   P2G ran in this substep; the G2P adjoint packs into pkb) and leaves G_bar in its place; the
-   stress half reads it back */
-__global__ void cq__p2g_adj_3d_neohookean_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s, const double * gp_adj, const double * gm_adj, cq__pview_f64 ai, cq__pview_f64 pg, const int * order, double * pk)
-{
-    int k = blockIdx.x * blockDim.x + threadIdx.x;   /* sorted slot */
-    if (k < n) {
-        double *G = pk + (long)k * CQ__PK(3) + 1 + 2 * 3;
-        cq__p2g_adj_transfer_3d_f64(order[k], &prm, s, G, gp_adj, gm_adj, ai, pg, G);
-    }
 }
 
 __global__ void cq__p2g_adj_stress_3d_neohookean_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s, cq__pview_f64 ai, cq__pview_f64 pg, const int * order, const double * pk, double * dact)
@@ -2122,11 +2109,10 @@ static void cq__cell_fill_3d_f64_kernel_emu(void **a) { cq__cell_fill_3d_f64_ker
 static void cq__cell_order_3d_f64_kernel_emu(void **a) { cq__cell_order_3d_f64_kernel(*(int *)a[0], *(const int * *)a[1], *(int * *)a[2]); }
 static void cq__gather_fwd_3d_f64_kernel_emu(void **a) { cq__gather_fwd_3d_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(const int * *)a[2], *(const double * *)a[3], *(cq__gview_f64 *)a[4], *(double * *)a[5], *(int *)a[6]); }
 static void cq__g2p_fwd_3d_f64_kernel_emu(void **a) { cq__g2p_fwd_3d_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(cq__pview_f64 *)a[2], *(cq__pview_f64 *)a[3], *(cq__gview_f64 *)a[4], *(int * *)a[5]); }
+static void cq__p2g_adj_transfer_3d_f64_kernel_emu(void **a) { cq__p2g_adj_transfer_3d_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(cq__pview_f64 *)a[2], *(const double * *)a[3], *(const double * *)a[4], *(cq__pview_f64 *)a[5], *(cq__pview_f64 *)a[6], *(const int * *)a[7], *(double * *)a[8]); }
 static void cq__p2g_fwd_3d_fixed_corotated_f64_kernel_emu(void **a) { cq__p2g_fwd_3d_fixed_corotated_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(cq__pview_f64 *)a[2], *(const int * *)a[3], *(double * *)a[4]); }
-static void cq__p2g_adj_3d_fixed_corotated_f64_kernel_emu(void **a) { cq__p2g_adj_3d_fixed_corotated_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(cq__pview_f64 *)a[2], *(const double * *)a[3], *(const double * *)a[4], *(cq__pview_f64 *)a[5], *(cq__pview_f64 *)a[6], *(const int * *)a[7], *(double * *)a[8]); }
 static void cq__p2g_adj_stress_3d_fixed_corotated_f64_kernel_emu(void **a) { cq__p2g_adj_stress_3d_fixed_corotated_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(cq__pview_f64 *)a[2], *(cq__pview_f64 *)a[3], *(cq__pview_f64 *)a[4], *(const int * *)a[5], *(const double * *)a[6], *(double * *)a[7]); }
 static void cq__p2g_fwd_3d_neohookean_f64_kernel_emu(void **a) { cq__p2g_fwd_3d_neohookean_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(cq__pview_f64 *)a[2], *(const int * *)a[3], *(double * *)a[4]); }
-static void cq__p2g_adj_3d_neohookean_f64_kernel_emu(void **a) { cq__p2g_adj_3d_neohookean_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(cq__pview_f64 *)a[2], *(const double * *)a[3], *(const double * *)a[4], *(cq__pview_f64 *)a[5], *(cq__pview_f64 *)a[6], *(const int * *)a[7], *(double * *)a[8]); }
 static void cq__p2g_adj_stress_3d_neohookean_f64_kernel_emu(void **a) { cq__p2g_adj_stress_3d_neohookean_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(cq__pview_f64 *)a[2], *(cq__pview_f64 *)a[3], *(cq__pview_f64 *)a[4], *(const int * *)a[5], *(const double * *)a[6], *(double * *)a[7]); }
 static void cq__grid_adj_3d_f64_kernel_emu(void **a) { cq__grid_adj_3d_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(const double * *)a[2], *(const double * *)a[3], *(const double * *)a[4], *(double * *)a[5], *(double * *)a[6]); }
 static void cq__g2p_adj_3d_f64_kernel_emu(void **a) { cq__g2p_adj_3d_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(cq__pview_f64 *)a[2], *(cq__gview_f64 *)a[3], *(cq__pview_f64 *)a[4], *(cq__pview_f64 *)a[5], *(const int * *)a[6], *(double * *)a[7]); }
@@ -2158,11 +2144,10 @@ const cq__emu_kernel cq__emu_kernels_3d_f64[] = {
     {"cq__cell_order_3d_f64_kernel", cq__cell_order_3d_f64_kernel_emu},
     {"cq__gather_fwd_3d_f64_kernel", cq__gather_fwd_3d_f64_kernel_emu},
     {"cq__g2p_fwd_3d_f64_kernel", cq__g2p_fwd_3d_f64_kernel_emu},
+    {"cq__p2g_adj_transfer_3d_f64_kernel", cq__p2g_adj_transfer_3d_f64_kernel_emu},
     {"cq__p2g_fwd_3d_fixed_corotated_f64_kernel", cq__p2g_fwd_3d_fixed_corotated_f64_kernel_emu},
-    {"cq__p2g_adj_3d_fixed_corotated_f64_kernel", cq__p2g_adj_3d_fixed_corotated_f64_kernel_emu},
     {"cq__p2g_adj_stress_3d_fixed_corotated_f64_kernel", cq__p2g_adj_stress_3d_fixed_corotated_f64_kernel_emu},
     {"cq__p2g_fwd_3d_neohookean_f64_kernel", cq__p2g_fwd_3d_neohookean_f64_kernel_emu},
-    {"cq__p2g_adj_3d_neohookean_f64_kernel", cq__p2g_adj_3d_neohookean_f64_kernel_emu},
     {"cq__p2g_adj_stress_3d_neohookean_f64_kernel", cq__p2g_adj_stress_3d_neohookean_f64_kernel_emu},
     {"cq__grid_adj_3d_f64_kernel", cq__grid_adj_3d_f64_kernel_emu},
     {"cq__g2p_adj_3d_f64_kernel", cq__g2p_adj_3d_f64_kernel_emu},

@@ -1776,13 +1776,13 @@ __global__ void cq__g2p_adj_2d_f32_kernel(int n, cq__params_f32 prm, cq__pview_f
    CQ__ACT_CHUNK, the CPU's too): act_part sums each chunk's particles (one thread per chunk and
    component), act_sum each group's chunks and adds that to out[g*dd + a] (one thread per group
    and component) */
-__global__ void cq__act_reduce_2d_f32_kernel(int chunks, const int * perm, const int * beg, const int * end, const float * dact, double * part)
+__global__ void cq__act_reduce_2d_f32_kernel(int chunks, const int * perm, const int * beg, const float * dact, double * part)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < chunks * 4) {
         const int k = i / 4, a = i % 4;
         double sum = 0;
-        for (int j = beg[k]; j < end[k]; ++j) sum += (double)dact[(long)perm[j] * 4 + a];
+        for (int j = beg[k]; j < beg[k + 1]; ++j) sum += (double)dact[(long)perm[j] * 4 + a];
         part[i] = sum;
     }
 }
@@ -1945,7 +1945,7 @@ static void cq__p2g_fwd_2d_neohookean_f32_kernel_emu(void **a) { cq__p2g_fwd_2d_
 static void cq__p2g_adj_stress_2d_neohookean_f32_kernel_emu(void **a) { cq__p2g_adj_stress_2d_neohookean_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__pview_f32 *)a[3], *(cq__pview_f32 *)a[4], *(const int * *)a[5], *(const float * *)a[6], *(float * *)a[7]); }
 static void cq__grid_adj_2d_f32_kernel_emu(void **a) { cq__grid_adj_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(const float * *)a[2], *(const float * *)a[3], *(const float * *)a[4], *(float * *)a[5], *(float * *)a[6]); }
 static void cq__g2p_adj_2d_f32_kernel_emu(void **a) { cq__g2p_adj_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__gview_f32 *)a[3], *(cq__pview_f32 *)a[4], *(cq__pview_f32 *)a[5], *(const int * *)a[6], *(float * *)a[7]); }
-static void cq__act_reduce_2d_f32_kernel_emu(void **a) { cq__act_reduce_2d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const int * *)a[2], *(const int * *)a[3], *(const float * *)a[4], *(double * *)a[5]); }
+static void cq__act_reduce_2d_f32_kernel_emu(void **a) { cq__act_reduce_2d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const int * *)a[2], *(const float * *)a[3], *(double * *)a[4]); }
 static void cq__act_sum_2d_f32_kernel_emu(void **a) { cq__act_sum_2d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const double * *)a[2], *(double * *)a[3]); }
 static void cq__nonfinite_2d_f32_kernel_emu(void **a) { cq__nonfinite_2d_f32_kernel(*(int *)a[0], *(cq__pview_f32 *)a[1], *(int * *)a[2]); }
 static void cq__cable_len_2d_f32_kernel_emu(void **a) { cq__cable_len_2d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const int * *)a[2], *(const float * *)a[3], *(double * *)a[4]); }

@@ -383,17 +383,17 @@ typedef void (*g2padj32_fn)(int, const cq__params_f32 *, cq__pview_f32, cq__gvie
    its stencil by cq__gather_add, the very arithmetic the node half (>>grid_gather_) runs per
    particle; the gather's walk over the sorted cells is checked end to end (test_physics,
    test_gradients, test_batch). */
-#define SCATTER(D, PK, M_OUT, V_OUT)                                                                   \
+#define SCATTER(D, P, T, PK, M_OUT, V_OUT)                                                             \
     do {                                                                                               \
         int base_[3], o_[3] = {0, 0, 0};                                                               \
-        double fx_[3];                                                                                 \
-        cq__base_##D##d_f64(s.x + (long)p * D, prm, base_, fx_);                                       \
+        T fx_[3];                                                                                      \
+        cq__base_##D##d_##P(s.x + (long)p * D, prm, base_, fx_);                                       \
         for (o_[0] = 0; o_[0] < 3; ++o_[0])                                                           \
             for (o_[1] = 0; o_[1] < 3; ++o_[1])                                                       \
                 for (o_[2] = 0; o_[2] < (D == 3 ? 3 : 1); ++o_[2]) {                                  \
                     long idx_ = 0;                                                                     \
                     for (int a_ = 0; a_ < D; ++a_) idx_ = idx_ * prm->res[a_] + base_[a_] + o_[a_];    \
-                    cq__gather_add_##D##d_f64(PK, o_, prm, M_OUT ? M_OUT + idx_ : NULL, V_OUT + idx_ * D); \
+                    cq__gather_add_##D##d_##P(PK, o_, prm, M_OUT ? M_OUT + idx_ : NULL, V_OUT + idx_ * D); \
                 }                                                                                      \
     } while (0)
 #define P2G_SCATTER(D, M)                                                                              \
@@ -401,7 +401,7 @@ typedef void (*g2padj32_fn)(int, const cq__params_f32 *, cq__pview_f32, cq__gvie
     {                                                                                                  \
         double pk[CQ__PK(3)];                                                                          \
         cq__p2g_fwd_##D##d_##M##_f64(p, prm, s, pk);                                                   \
-        SCATTER(D, pk, g.m, g.v);                                                                      \
+        SCATTER(D, f64, double, pk, g.m, g.v);                                                         \
     }
 P2G_SCATTER(2, fixed_corotated) P2G_SCATTER(2, neohookean) P2G_SCATTER(3, fixed_corotated) P2G_SCATTER(3, neohookean)
 #define G2P_ADJ_SCATTER(D, P, T)                                                                        \
@@ -409,16 +409,8 @@ P2G_SCATTER(2, fixed_corotated) P2G_SCATTER(2, neohookean) P2G_SCATTER(3, fixed_
                                    cq__pview_##P ao, cq__pview_##P ai, T *gvb)                          \
     {                                                                                                  \
         T pk[CQ__PK(3)], *none = NULL;                                                                 \
-        int base_[3], o_[3] = {0, 0, 0};                                                               \
-        cq__base_##D##d_##P(s.x + (long)p * D, prm, base_, pk + 1);                                    \
-        cq__g2p_adj_##D##d_##P(p, prm, s, g, ao, ai, pk);                                              \
-        for (o_[0] = 0; o_[0] < 3; ++o_[0])                                                           \
-            for (o_[1] = 0; o_[1] < 3; ++o_[1])                                                       \
-                for (o_[2] = 0; o_[2] < (D == 3 ? 3 : 1); ++o_[2]) {                                  \
-                    long idx_ = 0;                                                                     \
-                    for (int a_ = 0; a_ < D; ++a_) idx_ = idx_ * prm->res[a_] + base_[a_] + o_[a_];    \
-                    cq__gather_add_##D##d_##P(pk, o_, prm, none, gvb + idx_ * D);                      \
-                }                                                                                      \
+        cq__g2p_adj_##D##d_##P(p, prm, s, g, ao, ai, pk);   /* packs fx, a, B (not the mass) */       \
+        SCATTER(D, P, T, pk, none, gvb);                                                               \
     }
 G2P_ADJ_SCATTER(2, f64, double) G2P_ADJ_SCATTER(3, f64, double) G2P_ADJ_SCATTER(2, f32, float) G2P_ADJ_SCATTER(3, f32, float)
 

@@ -12,7 +12,9 @@
    0, N/4, ..., N substeps (bench/peers.sh compares it with Taichi's, bench/peer_taichi.py).
 
    substeps = 1, so one cq_sim_step is one MLS-MPM substep (P2G, grid update, G2P); a
-   "particle-step" is one particle advanced by one substep.  Per scene:
+   "particle-step" is one particle advanced by one substep.  `substeps=N` makes a step N
+   substeps (the CUDA backend reads its status back once per step, not per substep); the
+   figures stay per substep.  `only=NAME` runs the scenes of that name (e.g. only="2D block").  Per scene:
    - forward, no tape (`particle-steps/s`): a sim with checkpoint_every = 0; 2 warm-up steps,
      then steps until at least the target wall time has passed (CLOCK_MONOTONIC, POSIX);
    - forward with tape (`fwd p-steps/s`): a second sim with checkpoint_every = 10; 2 warm-up
@@ -60,6 +62,7 @@ typedef struct scene {
 } scene;
 /* scenes of a batch row: 256 on a GPU, 16 on the CPU (quick: 4, quick on a GPU: 2) */
 static int g_batch = 16;
+static int g_substeps = 1;   /* substeps=N: cq_sim_desc.substeps (one status readback per N substeps on a GPU) */
 
 #define CKPT_EVERY 10       /* checkpoint_every of the taped sim (quick mode: 4) */
 #define MAX_T 100000        /* cap on the taped step count (tape memory) */
@@ -144,7 +147,7 @@ static cq_sim *make_sim(const scene *sc, int ckpt, const double *x, const double
     d.res[0] = d.res[1] = d.res[2] = sc->res;
     d.dx = dx;
     d.dt = 0.5 * dx * 0.01;              /* half the stability limit dx*sqrt(rho/E), rho 1, E 1e4 */
-    d.substeps = 1;
+    d.substeps = g_substeps;
     d.gravity[1] = -9.8;                 /* y is up; the floor is the y = 0 wall */
     d.material = sc->material;
     d.precision = sc->precision;
@@ -324,7 +327,7 @@ static int run_scene(const scene *sc, double target_s, double bwd_fwd_s, int ckp
         steps++;
         el = now_s() - t0;
     } while (el < target_s);
-    r->ms_per_step = 1e3 * el / steps;
+    r->ms_per_step = 1e3 * el / ((double)steps * g_substeps);
     wall += el;
     cpu += (double)(clock() - c0) / CLOCKS_PER_SEC;
     if (nsc > 1) {   /* untimed: every scene against the block stepped as often in a sim of its own */
@@ -403,13 +406,17 @@ int main(int argc, char **argv)
     int threads = 1, failures = 0, busy = 0, quick = 0, ckpt = CKPT_EVERY, com = 0, have_batch = 0, rc;
     char skipped[800] = "";
     result single, batched;
-    const char *mode = "serial";
+    const char *mode = "serial", *only = NULL;   /* only: the scenes of that name (e.g. only="2D block") */
     char devname[300] = "";
     for (int a = 1; a < argc; ++a) {
         if (strcmp(argv[a], "quick") == 0) { target = 0.05; bwd_fwd = 0.02; quick = 1; ckpt = 4; }
         else if (strcmp(argv[a], "gpu") == 0) g_backend = CQ_BACKEND_CUDA;
         else if (strncmp(argv[a], "com=", 4) == 0 && (com = atoi(argv[a] + 4)) >= 4) {}
-        else { fprintf(stderr, "usage: %s [quick] [gpu] [com=N (N >= 4)]\n", argv[0]); return 2; }
+        else if (strncmp(argv[a], "only=", 5) == 0) only = argv[a] + 5;
+        else if (strncmp(argv[a], "substeps=", 9) == 0 && (g_substeps = atoi(argv[a] + 9)) >= 1) {}
+        else { fprintf(stderr, "usage: %s [quick] [gpu] [com=N (N >= 4)] [only=SCENE NAME] [substeps=N]\n", argv[0]); return 2; }
+    }
+    if (com && g_substeps != 1) { fprintf(stderr, "%s: com=N counts substeps: use it without substeps=N\n", argv[0]); return 2;
     }
 #ifdef _OPENMP
     threads = omp_get_max_threads();
@@ -437,10 +444,10 @@ int main(int argc, char **argv)
         }
         return failures ? 1 : 0;
     }
-    printf("chainqueen.h %d.%d.%d %s benchmark: %s, %d host thread%s, substeps = 1; forward >= %.2f s per "
+    printf("chainqueen.h %d.%d.%d %s benchmark: %s, %d host thread%s, substeps = %d; forward >= %.2f s per "
            "scene, then a taped forward of ~%.2f s (checkpoint_every = %d) and its backward\n",
            CQ_VERSION_MAJOR, CQ_VERSION_MINOR, CQ_VERSION_PATCH, g_backend == CQ_BACKEND_CUDA ? "CUDA" : "CPU", mode,
-           threads, threads == 1 ? "" : "s", target, bwd_fwd, ckpt);
+           threads, threads == 1 ? "" : "s", g_substeps, target, bwd_fwd, ckpt);
     printf("domain [0, 1)^dim, dx = 1/grid, 3-cell sticky walls; E = 1e4, nu = 0.3, density 1, "
            "dt = half the stability limit dx*sqrt(rho/E)\n");
     printf("particle-steps/s: forward without tape; fwd: forward with tape over T steps; bwd: "
@@ -455,7 +462,7 @@ int main(int argc, char **argv)
         int n = count_of(sc);
         char grid[32];
         result r;
-        if (quick && !sc->quick) continue;
+        if ((quick && !sc->quick) || (only && strcmp(sc->name, only) != 0)) continue;
         if (sc->gpu_only && g_backend != CQ_BACKEND_CUDA) continue;
         if (sc->batch) sprintf(grid, "%d x %d^2", g_batch, sc->res);
         else if (sc->dim == 2) sprintf(grid, "%d^2", sc->res);
@@ -471,7 +478,7 @@ int main(int argc, char **argv)
         printf("| %s | %s | %d | %s | %s | %.3f | %.3g | %d | %.3g | %.3g | %.2f | %.1f |\n", sc->name,
                sc->material == CQ_MATERIAL_NEOHOOKEAN ? "NeoHookean" : "fixed corotated", n, grid,
                sc->precision == CQ_PRECISION_F64 ? "f64" : "f32", r.ms_per_step, n / (r.ms_per_step * 1e-3),
-               r.T, (double)n * r.T / r.fwd_s, (double)n * r.T / r.bwd_s, r.bwd_s / r.fwd_s, r.tape_mb);
+               r.T, (double)n * r.T * g_substeps / r.fwd_s, (double)n * r.T * g_substeps / r.bwd_s, r.bwd_s / r.fwd_s, r.tape_mb);
         fflush(stdout);
     }
     if (have_batch && single.ms_per_step > 0)   /* aggregate particle-steps/s of the batch row / the 2D f32 row's */

@@ -4,7 +4,8 @@
 # 3D 8k, 64k, 512k and 4.1M particles, f32 and f64, forward and backward, and the batch row (the
 # 2D 6.4k block in 256 scenes of one sim: aggregate particle-steps/s, and a line giving its
 # aggregate throughput over the single block's; issue 12's target is >= 20x); then the fluid
-# dam breaks (bench/fluid.c --gpu, 2D and 3D, ~100k and ~1M particles).  PROFILE=1 also runs
+# dam breaks (bench/fluid.c --gpu, 2D and 3D, ~100k and ~1M particles).  Between the two: the 2D
+# block again with 10 substeps per step, and with the sort of small scenes as launches.  PROFILE=1 also runs
 # Nsight Compute (ncu) once on the slowest kernel of the 512k scene.
 CC=${CC:-cc}
 mkdir -p build
@@ -12,6 +13,13 @@ $CC -std=c99 -O3 -Wall -Wextra -Werror -pedantic bench/bench.c -o build/bench_gp
 echo "date: $(date -u +%Y-%m-%d), commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 echo "device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo 'nvidia-smi not found')"
 ./build/bench_gpu gpu || exit 1
+# small scenes: the 2D block with 10 substeps per step (one status readback per step, not per
+# substep), with a small scene's sort in one block (the default) and as launches over the GPU
+# (CQ_CUDA_SORT_ONE_BLOCK=0), and the default row above again without the one-block sort
+$CC -std=c99 -O3 -Wall -Wextra -Werror -pedantic -DCQ_CUDA_SORT_ONE_BLOCK=0 bench/bench.c -o build/bench_gpu_launches -lm -ldl || exit 1
+./build/bench_gpu gpu only="2D block" substeps=10 || exit 1
+./build/bench_gpu_launches gpu only="2D block" substeps=10 || exit 1
+./build/bench_gpu_launches gpu only="2D block" || exit 1
 # the fluid-rigid world's dam breaks with the fluid on the GPU (bench/fluid.c --gpu), ~100k and ~1M
 $CC -std=c99 -O3 -Wall -Wextra -Werror -pedantic bench/fluid.c -o build/bench_fluid_gpu -lm -ldl || exit 1
 for p in 100000 1000000; do ./build/bench_fluid_gpu --gpu --particles $p --steps 20 || exit 1; done

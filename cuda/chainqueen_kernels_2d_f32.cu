@@ -23,6 +23,20 @@ static int cq__emu_atomic_add(int *a, int v) { int o = *a; *a += v; return o; }
 #  define atomicMin cq__emu_atomic_min
 #  define atomicAdd cq__emu_atomic_add
 #  define atomicMax cq__emu_atomic_max
+/* Barriers (kernels with `barriers`, one block each): the mock runs the block in thread 0 alone
+   (CQ__BLOCK_SERIAL: the same loops with stride 1), or, with CQ_MOCK_FIBERS=1, every thread as a
+   fiber that yields at each barrier (cq__emu_fibers is then 1: the parallel path runs). */
+extern int cq__emu_fibers;
+void cq__emu_syncthreads(void);
+int cq__emu_shfl_up(int x, int o);
+#  define __syncthreads() cq__emu_syncthreads()
+#  define __shfl_up_sync(mask, x, o) cq__emu_shfl_up(x, o)
+#  define __shared__ static
+#  define CQ__DEV static
+#  define CQ__BLOCK_SERIAL (!cq__emu_fibers)
+#else
+#  define CQ__DEV static __device__
+#  define CQ__BLOCK_SERIAL 0
 #endif
 /* CQ__BOUNDS(b): at least b blocks of CQ__CUDA_BLOCK (128) threads per SM, i.e. at most
    65536 / (128 b) registers per thread (5: 96, 8: 64).  The PTX carries it (.minnctapersm). */
@@ -1602,20 +1616,85 @@ CQ_HD void cq__sph_volume_2d_f32(const cq__sph_f32 *s, int b)
 extern "C" {
 #endif
 
-/* >>cuda_sort: the counting sort of the particles by cell (kernels.j2 >>cell_sort_).  cell_count:
+/* >>cuda_sort: the counting sort of the particles by cell (kernels.j2 >>cell_sort_).  count:
    each particle's cell into keys[p], and counts per cell (integer atomics: exact); the counts
-   become starts by an exclusive scan (scan_up, scan_top, scan_down over chunks); cell_fill
-   places each particle at its cell's cursor (the cursor ends at the cell's end: cell_end);
-   cell_order puts each cell's particles in index order, so the order does not depend on which
-   thread won a cursor. */
+   become starts by an exclusive scan (scan_up, scan_top, scan_down over chunks); fill places
+   each particle at its cell's cursor (the cursor ends at the cell's end: cell_end); order puts
+   each cell's particles in index order, so the order does not depend on which thread won a
+   cursor.  A small scene (host: cq__cuda_sort) does all of it in one launch of one block,
+   cell_sort; a larger one in cell_count, the scan's launches, cell_fill and cell_order, which
+   run the same per-particle and per-cell steps. */
+CQ__DEV void cq__sort_count_2d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s, int *keys, int *cell_end)
+{
+    int key = cq__cell_2d_f32(p, prm, s);
+    keys[p] = key;
+    atomicAdd(&cell_end[key], 1);
+}
+
+CQ__DEV void cq__sort_fill_2d_f32(int p, const int *keys, int *cell_end, int *order)
+{
+    order[atomicAdd(&cell_end[keys[p]], 1)] = p;
+}
+
+/* insertion sort of cell c's range by particle index (cells hold a few particles) */
+CQ__DEV void cq__sort_order_2d_f32(int c, const int *cell_end, int *order)
+{
+    int b = c > 0 ? cell_end[c - 1] : 0, e = cell_end[c];
+    for (int i = b + 1; i < e; ++i) {
+        int v = order[i], j = i - 1;
+        while (j >= b && order[j] > v) { order[j + 1] = order[j]; --j; }
+        order[j + 1] = v;
+    }
+}
+
+/* data[0..n) exclusive-scanned in place by a block's nt threads (t: this one), nt 1 or
+   CQ__SCAN_BLOCK: each thread sums a contiguous run of ceil(n / nt) values, the block scans
+   those sums (warp shuffles, then the warps' totals in shared memory), and each thread writes
+   its run's prefixes.  Integer sums: exact, so the result is the serial scan's.  The caller
+   synchronises before reading data. */
+#define CQ__SCAN_BLOCK 1024
+CQ__DEV void cq__block_scan_2d_f32(int n, int *data, int t, int nt)
+{
+    __shared__ int warp_sum[CQ__SCAN_BLOCK / 32];
+    const int lane = t & 31, w = t >> 5, per = (n + nt - 1) / nt;
+    const int b = t * per < n ? t * per : n, e = b + per < n ? b + per : n;
+    int sum = 0, x, acc = 0;
+    if (nt == 1) {
+        for (int i = 0; i < n; ++i) { const int v = data[i]; data[i] = acc; acc += v; }
+        return;
+    }
+    for (int i = b; i < e; ++i) sum += data[i];
+    x = sum;   /* inclusive scan of the runs' sums within the warp */
+    for (int o = 1; o < 32; o <<= 1) { const int y = __shfl_up_sync(0xffffffffu, x, o); if (lane >= o) x += y; }
+    if (lane == 31) warp_sum[w] = x;
+    __syncthreads();
+    for (int k = 0; k < w; ++k) acc += warp_sum[k];
+    acc += x - sum;   /* the exclusive prefix of this thread's run */
+    for (int i = b; i < e; ++i) { const int v = data[i]; data[i] = acc; acc += v; }
+}
+
+/* The whole sort in one block of CQ__SCAN_BLOCK threads (cells <= 64 CQ__SCAN_BLOCK): zero the
+   counts, count, scan, fill, order, with a barrier between the steps.  It replaces a memset and
+   four launches or more. */
+__global__ void cq__cell_sort_2d_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, int cells, int * keys, int * cell_end, int * order)
+{
+    const int serial = CQ__BLOCK_SERIAL, t = serial ? 0 : (int)threadIdx.x, nt = serial ? 1 : (int)blockDim.x;
+    if (serial && threadIdx.x) return;
+    for (int c = t; c < cells; c += nt) cell_end[c] = 0;
+    __syncthreads();
+    for (int p = t; p < n; p += nt) cq__sort_count_2d_f32(p, &prm, s, keys, cell_end);
+    __syncthreads();
+    cq__block_scan_2d_f32(cells, cell_end, t, nt);
+    __syncthreads();
+    for (int p = t; p < n; p += nt) cq__sort_fill_2d_f32(p, keys, cell_end, order);
+    __syncthreads();
+    for (int c = t; c < cells; c += nt) cq__sort_order_2d_f32(c, cell_end, order);
+}
+
 __global__ void cq__cell_count_2d_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, int * keys, int * cell_end)
 {
     int p = blockIdx.x * blockDim.x + threadIdx.x;
-    if (p < n) {
-        int key = cq__cell_2d_f32(p, &prm, s);
-        keys[p] = key;
-        atomicAdd(&cell_end[key], 1);
-    }
+    if (p < n) cq__sort_count_2d_f32(p, &prm, s, keys, cell_end);
 }
 
 /* sums[t] = data[t chunk .. (t + 1) chunk) summed */
@@ -1629,33 +1708,12 @@ __global__ void cq__scan_up_2d_f32_kernel(int n, const int * data, int chunk, in
     }
 }
 
-/* data[0..n) exclusive-scanned in place by one block of CQ__SCAN_BLOCK threads: each thread
-   sums a contiguous run of ceil(n / CQ__SCAN_BLOCK) values, the block scans those sums (warp
-   shuffles, then the warps' totals in shared memory), and each thread writes its run's prefixes.
-   Integer sums: exact, so the result is the serial scan's.  The host emulation (the mock runs
-   threads one at a time, without barriers) does that serial scan in thread 0. */
-#define CQ__SCAN_BLOCK 1024
+/* data[0..n) (n <= 64 CQ__SCAN_BLOCK) exclusive-scanned in place by one block */
 __global__ void cq__scan_top_2d_f32_kernel(int n, int * data)
 {
-#if defined(__CUDACC__)
-    __shared__ int warp_sum[CQ__SCAN_BLOCK / 32];
-    const int t = threadIdx.x, lane = t & 31, w = t >> 5, per = (n + CQ__SCAN_BLOCK - 1) / CQ__SCAN_BLOCK;
-    const int b = t * per < n ? t * per : n, e = b + per < n ? b + per : n;
-    int sum = 0, x, acc = 0;
-    for (int i = b; i < e; ++i) sum += data[i];
-    x = sum;   /* inclusive scan of the runs' sums within the warp */
-    for (int o = 1; o < 32; o <<= 1) { const int y = __shfl_up_sync(0xffffffffu, x, o); if (lane >= o) x += y; }
-    if (lane == 31) warp_sum[w] = x;
-    __syncthreads();
-    for (int k = 0; k < w; ++k) acc += warp_sum[k];
-    acc += x - sum;   /* the exclusive prefix of this thread's run */
-    for (int i = b; i < e; ++i) { const int v = data[i]; data[i] = acc; acc += v; }
-#else
-    if (blockIdx.x == 0 && threadIdx.x == 0) {
-        int acc = 0;
-        for (int i = 0; i < n; ++i) { int v = data[i]; data[i] = acc; acc += v; }
-    }
-#endif
+    const int serial = CQ__BLOCK_SERIAL;
+    if (serial && threadIdx.x) return;
+    cq__block_scan_2d_f32(n, data, serial ? 0 : (int)threadIdx.x, serial ? 1 : (int)blockDim.x);
 }
 
 /* data[t chunk .. (t + 1) chunk) exclusive-scanned in place, plus offsets[t] */
@@ -1671,30 +1729,24 @@ __global__ void cq__scan_down_2d_f32_kernel(int n, int * data, int chunk, const 
 __global__ void cq__cell_fill_2d_f32_kernel(int n, const int * keys, int * cell_end, int * order)
 {
     int p = blockIdx.x * blockDim.x + threadIdx.x;
-    if (p < n) order[atomicAdd(&cell_end[keys[p]], 1)] = p;
+    if (p < n) cq__sort_fill_2d_f32(p, keys, cell_end, order);
 }
 
-/* insertion sort of each cell's range by particle index (cells hold a few particles) */
 __global__ void cq__cell_order_2d_f32_kernel(int cells, const int * cell_end, int * order)
 {
     int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c < cells) {
-        int b = c > 0 ? cell_end[c - 1] : 0, e = cell_end[c];
-        for (int i = b + 1; i < e; ++i) {
-            int v = order[i], j = i - 1;
-            while (j >= b && order[j] > v) { order[j + 1] = order[j]; --j; }
-            order[j + 1] = v;
-        }
-    }
+    if (c < cells) cq__sort_order_2d_f32(c, cell_end, order);
 }
 
 /* >>cuda_gather: P2G's node half (kernels.j2 >>grid_gather_), one thread per node of every scene.
    Forward (g.m set): mass and momentum, the momentum also into gp when gp is set (the adjoint
-   keeps it), then the grid update (eq 7 and the walls) in the same thread.  The G2P adjoint
-   (g.m NULL, update 0): dL/dv_i into g.v. */
-__global__ void cq__gather_fwd_2d_f32_kernel(int nodes, cq__params_f32 prm, const int * cell_end, const float * pk, cq__gview_f32 g, float * gp, int update)
+   keeps it), then the grid update (eq 7 and the walls) in the same thread; status, when set,
+   is G2P's status word, which node 0 resets for the G2P that follows (no separate memset).  The
+   G2P adjoint (g.m NULL, update 0): dL/dv_i into g.v. */
+__global__ void cq__gather_fwd_2d_f32_kernel(int nodes, cq__params_f32 prm, const int * cell_end, const float * pk, cq__gview_f32 g, float * gp, int update, int * status)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (status && i == 0) *status = 0x7fffffff;   /* INT_MAX: no particle failed */
     if (i < nodes) {
         float m, mom[2];
         cq__gather_fwd_2d_f32(i, &prm, cell_end, pk, g.m ? &m : 0, mom);
@@ -1929,14 +1981,15 @@ __global__ void cq__sph_errsum_2d_f32_kernel(int n, cq__sph_f32 s, double * out)
 
 #if !defined(__CUDACC__)
 /* The emulation's launch table: name -> a trampoline unpacking cuLaunchKernel's argument array. */
-typedef struct cq__emu_kernel { const char *name; void (*call)(void **args); } cq__emu_kernel;
+typedef struct cq__emu_kernel { const char *name; void (*call)(void **args); int barriers; } cq__emu_kernel;
+static void cq__cell_sort_2d_f32_kernel_emu(void **a) { cq__cell_sort_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(int *)a[3], *(int * *)a[4], *(int * *)a[5], *(int * *)a[6]); }
 static void cq__cell_count_2d_f32_kernel_emu(void **a) { cq__cell_count_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(int * *)a[3], *(int * *)a[4]); }
 static void cq__scan_up_2d_f32_kernel_emu(void **a) { cq__scan_up_2d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(int *)a[2], *(int * *)a[3]); }
 static void cq__scan_top_2d_f32_kernel_emu(void **a) { cq__scan_top_2d_f32_kernel(*(int *)a[0], *(int * *)a[1]); }
 static void cq__scan_down_2d_f32_kernel_emu(void **a) { cq__scan_down_2d_f32_kernel(*(int *)a[0], *(int * *)a[1], *(int *)a[2], *(const int * *)a[3]); }
 static void cq__cell_fill_2d_f32_kernel_emu(void **a) { cq__cell_fill_2d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(int * *)a[2], *(int * *)a[3]); }
 static void cq__cell_order_2d_f32_kernel_emu(void **a) { cq__cell_order_2d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(int * *)a[2]); }
-static void cq__gather_fwd_2d_f32_kernel_emu(void **a) { cq__gather_fwd_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(const int * *)a[2], *(const float * *)a[3], *(cq__gview_f32 *)a[4], *(float * *)a[5], *(int *)a[6]); }
+static void cq__gather_fwd_2d_f32_kernel_emu(void **a) { cq__gather_fwd_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(const int * *)a[2], *(const float * *)a[3], *(cq__gview_f32 *)a[4], *(float * *)a[5], *(int *)a[6], *(int * *)a[7]); }
 static void cq__g2p_fwd_2d_f32_kernel_emu(void **a) { cq__g2p_fwd_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__pview_f32 *)a[3], *(cq__gview_f32 *)a[4], *(int * *)a[5]); }
 static void cq__p2g_adj_transfer_2d_f32_kernel_emu(void **a) { cq__p2g_adj_transfer_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(const float * *)a[3], *(const float * *)a[4], *(cq__pview_f32 *)a[5], *(cq__pview_f32 *)a[6], *(const int * *)a[7], *(float * *)a[8]); }
 static void cq__p2g_fwd_2d_fixed_corotated_f32_kernel_emu(void **a) { cq__p2g_fwd_2d_fixed_corotated_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(const int * *)a[3], *(float * *)a[4]); }
@@ -1965,41 +2018,42 @@ static void cq__sph_visc_2d_f32_kernel_emu(void **a) { cq__sph_visc_2d_f32_kerne
 static void cq__sph_advect_2d_f32_kernel_emu(void **a) { cq__sph_advect_2d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1], *(int * *)a[2]); }
 static void cq__sph_errsum_2d_f32_kernel_emu(void **a) { cq__sph_errsum_2d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1], *(double * *)a[2]); }
 const cq__emu_kernel cq__emu_kernels_2d_f32[] = {
-    {"cq__cell_count_2d_f32_kernel", cq__cell_count_2d_f32_kernel_emu},
-    {"cq__scan_up_2d_f32_kernel", cq__scan_up_2d_f32_kernel_emu},
-    {"cq__scan_top_2d_f32_kernel", cq__scan_top_2d_f32_kernel_emu},
-    {"cq__scan_down_2d_f32_kernel", cq__scan_down_2d_f32_kernel_emu},
-    {"cq__cell_fill_2d_f32_kernel", cq__cell_fill_2d_f32_kernel_emu},
-    {"cq__cell_order_2d_f32_kernel", cq__cell_order_2d_f32_kernel_emu},
-    {"cq__gather_fwd_2d_f32_kernel", cq__gather_fwd_2d_f32_kernel_emu},
-    {"cq__g2p_fwd_2d_f32_kernel", cq__g2p_fwd_2d_f32_kernel_emu},
-    {"cq__p2g_adj_transfer_2d_f32_kernel", cq__p2g_adj_transfer_2d_f32_kernel_emu},
-    {"cq__p2g_fwd_2d_fixed_corotated_f32_kernel", cq__p2g_fwd_2d_fixed_corotated_f32_kernel_emu},
-    {"cq__p2g_adj_stress_2d_fixed_corotated_f32_kernel", cq__p2g_adj_stress_2d_fixed_corotated_f32_kernel_emu},
-    {"cq__p2g_fwd_2d_neohookean_f32_kernel", cq__p2g_fwd_2d_neohookean_f32_kernel_emu},
-    {"cq__p2g_adj_stress_2d_neohookean_f32_kernel", cq__p2g_adj_stress_2d_neohookean_f32_kernel_emu},
-    {"cq__grid_adj_2d_f32_kernel", cq__grid_adj_2d_f32_kernel_emu},
-    {"cq__g2p_adj_2d_f32_kernel", cq__g2p_adj_2d_f32_kernel_emu},
-    {"cq__act_reduce_2d_f32_kernel", cq__act_reduce_2d_f32_kernel_emu},
-    {"cq__act_sum_2d_f32_kernel", cq__act_sum_2d_f32_kernel_emu},
-    {"cq__nonfinite_2d_f32_kernel", cq__nonfinite_2d_f32_kernel_emu},
-    {"cq__cable_len_2d_f32_kernel", cq__cable_len_2d_f32_kernel_emu},
-    {"cq__cable_force_2d_f32_kernel", cq__cable_force_2d_f32_kernel_emu},
-    {"cq__cable_veff_2d_f32_kernel", cq__cable_veff_2d_f32_kernel_emu},
-    {"cq__cable_mass_adj_2d_f32_kernel", cq__cable_mass_adj_2d_f32_kernel_emu},
-    {"cq__cable_dot_2d_f32_kernel", cq__cable_dot_2d_f32_kernel_emu},
-    {"cq__cable_grad_2d_f32_kernel", cq__cable_grad_2d_f32_kernel_emu},
-    {"cq__cable_x_adj_2d_f32_kernel", cq__cable_x_adj_2d_f32_kernel_emu},
-    {"cq__sph_count_2d_f32_kernel", cq__sph_count_2d_f32_kernel_emu},
-    {"cq__sph_fill_2d_f32_kernel", cq__sph_fill_2d_f32_kernel_emu},
-    {"cq__sph_density_2d_f32_kernel", cq__sph_density_2d_f32_kernel_emu},
-    {"cq__sph_source_2d_f32_kernel", cq__sph_source_2d_f32_kernel_emu},
-    {"cq__sph_bforce_2d_f32_kernel", cq__sph_bforce_2d_f32_kernel_emu},
-    {"cq__sph_pressure_2d_f32_kernel", cq__sph_pressure_2d_f32_kernel_emu},
-    {"cq__sph_visc_2d_f32_kernel", cq__sph_visc_2d_f32_kernel_emu},
-    {"cq__sph_advect_2d_f32_kernel", cq__sph_advect_2d_f32_kernel_emu},
-    {"cq__sph_errsum_2d_f32_kernel", cq__sph_errsum_2d_f32_kernel_emu},
-    {0, 0}
+    {"cq__cell_sort_2d_f32_kernel", cq__cell_sort_2d_f32_kernel_emu, 1},
+    {"cq__cell_count_2d_f32_kernel", cq__cell_count_2d_f32_kernel_emu, 0},
+    {"cq__scan_up_2d_f32_kernel", cq__scan_up_2d_f32_kernel_emu, 0},
+    {"cq__scan_top_2d_f32_kernel", cq__scan_top_2d_f32_kernel_emu, 1},
+    {"cq__scan_down_2d_f32_kernel", cq__scan_down_2d_f32_kernel_emu, 0},
+    {"cq__cell_fill_2d_f32_kernel", cq__cell_fill_2d_f32_kernel_emu, 0},
+    {"cq__cell_order_2d_f32_kernel", cq__cell_order_2d_f32_kernel_emu, 0},
+    {"cq__gather_fwd_2d_f32_kernel", cq__gather_fwd_2d_f32_kernel_emu, 0},
+    {"cq__g2p_fwd_2d_f32_kernel", cq__g2p_fwd_2d_f32_kernel_emu, 0},
+    {"cq__p2g_adj_transfer_2d_f32_kernel", cq__p2g_adj_transfer_2d_f32_kernel_emu, 0},
+    {"cq__p2g_fwd_2d_fixed_corotated_f32_kernel", cq__p2g_fwd_2d_fixed_corotated_f32_kernel_emu, 0},
+    {"cq__p2g_adj_stress_2d_fixed_corotated_f32_kernel", cq__p2g_adj_stress_2d_fixed_corotated_f32_kernel_emu, 0},
+    {"cq__p2g_fwd_2d_neohookean_f32_kernel", cq__p2g_fwd_2d_neohookean_f32_kernel_emu, 0},
+    {"cq__p2g_adj_stress_2d_neohookean_f32_kernel", cq__p2g_adj_stress_2d_neohookean_f32_kernel_emu, 0},
+    {"cq__grid_adj_2d_f32_kernel", cq__grid_adj_2d_f32_kernel_emu, 0},
+    {"cq__g2p_adj_2d_f32_kernel", cq__g2p_adj_2d_f32_kernel_emu, 0},
+    {"cq__act_reduce_2d_f32_kernel", cq__act_reduce_2d_f32_kernel_emu, 0},
+    {"cq__act_sum_2d_f32_kernel", cq__act_sum_2d_f32_kernel_emu, 0},
+    {"cq__nonfinite_2d_f32_kernel", cq__nonfinite_2d_f32_kernel_emu, 0},
+    {"cq__cable_len_2d_f32_kernel", cq__cable_len_2d_f32_kernel_emu, 0},
+    {"cq__cable_force_2d_f32_kernel", cq__cable_force_2d_f32_kernel_emu, 0},
+    {"cq__cable_veff_2d_f32_kernel", cq__cable_veff_2d_f32_kernel_emu, 0},
+    {"cq__cable_mass_adj_2d_f32_kernel", cq__cable_mass_adj_2d_f32_kernel_emu, 0},
+    {"cq__cable_dot_2d_f32_kernel", cq__cable_dot_2d_f32_kernel_emu, 0},
+    {"cq__cable_grad_2d_f32_kernel", cq__cable_grad_2d_f32_kernel_emu, 0},
+    {"cq__cable_x_adj_2d_f32_kernel", cq__cable_x_adj_2d_f32_kernel_emu, 0},
+    {"cq__sph_count_2d_f32_kernel", cq__sph_count_2d_f32_kernel_emu, 0},
+    {"cq__sph_fill_2d_f32_kernel", cq__sph_fill_2d_f32_kernel_emu, 0},
+    {"cq__sph_density_2d_f32_kernel", cq__sph_density_2d_f32_kernel_emu, 0},
+    {"cq__sph_source_2d_f32_kernel", cq__sph_source_2d_f32_kernel_emu, 0},
+    {"cq__sph_bforce_2d_f32_kernel", cq__sph_bforce_2d_f32_kernel_emu, 0},
+    {"cq__sph_pressure_2d_f32_kernel", cq__sph_pressure_2d_f32_kernel_emu, 0},
+    {"cq__sph_visc_2d_f32_kernel", cq__sph_visc_2d_f32_kernel_emu, 0},
+    {"cq__sph_advect_2d_f32_kernel", cq__sph_advect_2d_f32_kernel_emu, 0},
+    {"cq__sph_errsum_2d_f32_kernel", cq__sph_errsum_2d_f32_kernel_emu, 0},
+    {0, 0, 0}
 };
 #endif
 /* ---- END GENERATED: CUDA kernels 2d_f32 ---- */

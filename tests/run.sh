@@ -158,6 +158,9 @@ MOCK=$PWD/$B/mock/libcuda.so.1
 item cuda_mock_selftest sh -c "$CC -std=c99 -O1 -g1 $WARN tests/gpu/mock_selftest.c -o $B/mock_selftest -ldl && ./$B/mock_selftest $MOCK"
 item test_cuda_build $CC -std=c99 -O2 -g1 $WARN $NW tests/test_cuda.c -o $B/test_cuda -lm -ldl
 item test_cuda_on_mock env CQ_CUDA_LIBRARY=$MOCK ./$B/test_cuda
+# again with each one-block kernel (the sort in one block, the block scan) run as 1024 fibers that
+# meet at its barriers, so their parallel path runs, not the emulation's thread-0 loop
+item test_cuda_on_mock_fibers env CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_FIBERS=1 ./$B/test_cuda
 # batched scenes again, from the contract (tests/test_batch.c): K = 3 or 4 scenes bitwise alone on the CPU
 # (state, all gradients, actuation gradients; host threads), bad scenes, a failing step; then on the
 # mock driver (filter "cuda"): CUDA batched bitwise the CPU's, twice from reset

@@ -57,7 +57,15 @@
                      and modules are then reclaimed, as a real driver does)
    The counters for oom_after/launch_after restart whenever the value of CQ_MOCK_FAIL changes (or
    on cq_mock_reset_faults()).  CQ_MOCK_QUIET=1 silences the per-violation stderr lines (the
-   counter still counts). */
+   counter still counts).
+
+   Barriers: a kernel whose table entry has `barriers` set (the counting sort's one-block kernel,
+   the block scan) calls __syncthreads / __shfl_up_sync.  By default the mock runs such a block
+   in its thread 0 alone (the kernel's CQ__BLOCK_SERIAL path: the same loops with stride 1).
+   With CQ_MOCK_FIBERS=1 it runs every thread of the block as a fiber (ucontext) that yields at
+   each barrier, so the kernel's real parallel path runs with CUDA's barrier semantics: a thread
+   that reads another's result without a barrier in between sees the old value.  A barrier
+   reached by some threads of a block while others have already returned is a violation. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -68,6 +76,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------------ driver types and codes */
@@ -106,8 +115,9 @@ typedef void *CUstream;
 
 /* ------------------------------------------------------------------ the emulated kernels */
 typedef struct cq__emu_dim3 { unsigned x, y, z; } cq__emu_dim3;
-typedef struct cq__emu_kernel { const char *name; void (*call)(void **args); } cq__emu_kernel;
+typedef struct cq__emu_kernel { const char *name; void (*call)(void **args); int barriers; } cq__emu_kernel;
 EXPORT cq__emu_dim3 cq__emu_blockIdx, cq__emu_blockDim, cq__emu_threadIdx;
+EXPORT int cq__emu_fibers;   /* 1 while a block runs as fibers: the kernels take their parallel path */
 extern const cq__emu_kernel cq__emu_kernels_2d_f32[], cq__emu_kernels_2d_f64[],
     cq__emu_kernels_3d_f32[], cq__emu_kernels_3d_f64[];
 static const cq__emu_kernel *const emu_tables[] = {
@@ -903,6 +913,90 @@ static int check_kernel_pointer(const mock_func *f, int i, size_t off, int certa
     return 1;
 }
 
+/* ------------------------------------------------------------------ fibers (CQ_MOCK_FIBERS) */
+#define FIBER_MAX 1024
+#define FIBER_STACK (64 * 1024)
+static ucontext_t fiber_main, fiber_ctx[FIBER_MAX];
+static char *fiber_stacks;                  /* FIBER_MAX stacks, mapped on first use and kept */
+static unsigned char fiber_state[FIBER_MAX]; /* 0 running, 1 waiting at a barrier, 2 returned */
+static unsigned fiber_cur;
+static int shfl_buf[FIBER_MAX];
+static const mock_func *fiber_fn;
+static void **fiber_params;
+
+static int fibers_on(void)
+{
+    const char *e = getenv("CQ_MOCK_FIBERS");
+    return e && *e && *e != '0';
+}
+
+static void fiber_entry(void)
+{
+    fiber_fn->k->call(fiber_params);
+    fiber_state[fiber_cur] = 2;   /* returns to fiber_main through uc_link */
+}
+
+/* __syncthreads: this thread waits until every thread of the block got here */
+EXPORT void cq__emu_syncthreads(void)
+{
+    if (!cq__emu_fibers) return;
+    fiber_state[fiber_cur] = 1;
+    swapcontext(&fiber_ctx[fiber_cur], &fiber_main);
+}
+
+/* __shfl_up_sync(full mask, x, o): lane l gets lane l - o's x (its own when l < o).  Through a
+   buffer between two barriers, so every thread of the block must call it (the kernels do). */
+EXPORT int cq__emu_shfl_up(int x, int o)
+{
+    unsigned t = fiber_cur, lane = t & 31u;
+    int y;
+    shfl_buf[t] = x;
+    cq__emu_syncthreads();
+    y = lane >= (unsigned)o ? shfl_buf[t - (unsigned)o] : x;
+    cq__emu_syncthreads();
+    return y;
+}
+
+/* Runs the current block's nt threads (a 1-D block) as fibers, round by round: each round
+   resumes every thread that has not returned until it returns or waits at a barrier.  0, or -1
+   if the stacks could not be mapped. */
+static int run_block_fibers(const mock_func *fn, void **params, unsigned nt)
+{
+    if (!fiber_stacks) {
+        void *m = mmap(NULL, (size_t)FIBER_MAX * FIBER_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED) return -1;
+        fiber_stacks = (char *)m;
+    }
+    fiber_fn = fn;
+    fiber_params = params;
+    for (unsigned t = 0; t < nt; ++t) {
+        getcontext(&fiber_ctx[t]);
+        fiber_ctx[t].uc_stack.ss_sp = fiber_stacks + (size_t)t * FIBER_STACK;
+        fiber_ctx[t].uc_stack.ss_size = FIBER_STACK;
+        fiber_ctx[t].uc_link = &fiber_main;
+        makecontext(&fiber_ctx[t], fiber_entry, 0);
+        fiber_state[t] = 0;
+    }
+    cq__emu_fibers = 1;
+    for (int round = 0;; ++round) {
+        unsigned waiting = 0, done = 0;
+        for (unsigned t = 0; t < nt; ++t) {
+            if (fiber_state[t] == 2) continue;
+            fiber_state[t] = 0;
+            fiber_cur = t;
+            cq__emu_threadIdx.x = t; cq__emu_threadIdx.y = 0; cq__emu_threadIdx.z = 0;
+            swapcontext(&fiber_main, &fiber_ctx[t]);
+        }
+        for (unsigned t = 0; t < nt; ++t) { waiting += fiber_state[t] == 1; done += fiber_state[t] == 2; }
+        if (!waiting) break;
+        if (done)
+            violation("cuLaunchKernel(%s): block %u: barrier %d reached by %u threads while %u had returned", fn->name,
+                      cq__emu_blockIdx.x, round + 1, waiting, done);
+    }
+    cq__emu_fibers = 0;
+    return 0;
+}
+
 EXPORT CUresult cuLaunchKernel(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                unsigned bz, unsigned shared_bytes, CUstream stream, void **params, void **extra)
 {
@@ -977,6 +1071,7 @@ EXPORT CUresult cuLaunchKernel(CUfunction fn, unsigned gx, unsigned gy, unsigned
         for (unsigned y = 0; y < gy; ++y)
             for (unsigned x = 0; x < gx; ++x) {
                 cq__emu_blockIdx.x = x; cq__emu_blockIdx.y = y; cq__emu_blockIdx.z = z;
+                if (fn->k->barriers && fibers_on() && by == 1 && bz == 1 && run_block_fibers(fn, params, bx) == 0) continue;
                 for (unsigned tz = 0; tz < bz; ++tz)
                     for (unsigned ty = 0; ty < by; ++ty)
                         for (unsigned tx = 0; tx < bx; ++tx) {

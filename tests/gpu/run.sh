@@ -7,7 +7,10 @@
 #   2. the Table III gradient checks of the paper, on the GPU (DEFAULT picks it)
 #   3. the end-to-end finite-difference gradient tests on the GPU
 #   4. the fluid-rigid world's parity with its CPU backend (tests/test_world_cuda.c)
-#   5. compute-sanitizer memcheck and racecheck over the parity runs
+#   5. parity again with every sort as launches over the whole GPU (CQ_CUDA_SORT_ONE_BLOCK=0;
+#      by default a small scene sorts in one block)
+#   6. compute-sanitizer memcheck, racecheck and synccheck (the one-block kernels' barriers) over
+#      the parity runs
 # Last line: N passed, N failed, N skipped.
 CC=${CC:-cc}; B=build/gpu; L=$B/logs
 mkdir -p $L
@@ -30,6 +33,8 @@ if grep -q '^SKIP' $L/probe.log; then
 fi
 item parity sh -c "./$B/test_cuda | tee /dev/stderr | grep -q '^[0-9]* passed, 0 failed'"
 grep '^    [23]D' $L/parity.log
+item parity_sort_launches sh -c "$CC -std=c99 -O2 -g $WARN -DCQ_CUDA_SORT_ONE_BLOCK=0 tests/test_cuda.c -o $B/test_cuda_launches -lm -ldl && \
+    ./$B/test_cuda_launches | tee /dev/stderr | grep -q '^[0-9]* passed, 0 failed'"
 item table3_on_gpu sh -c "$CC -std=c99 -O2 $WARN tests/test_table3.c -o $B/test_table3 -lm -ldl && \
     ./$B/test_table3 > $L/table3.out 2>&1; rc=\$?; cat $L/table3.out; grep -q 'backend: CUDA' $L/table3.out && [ \$rc -eq 0 ]"
 # the finite-difference gradient tests, and the bitwise one (checkpointed vs fully stored tapes:
@@ -47,9 +52,11 @@ CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer /u
 if [ -n "$CS" ]; then
     item memcheck $CS --tool memcheck --error-exitcode 99 ./$B/test_cuda parity_all
     item racecheck $CS --tool racecheck --error-exitcode 99 ./$B/test_cuda parity_all
+    item synccheck $CS --tool synccheck --error-exitcode 99 ./$B/test_cuda parity_all
     item world_memcheck $CS --tool memcheck --error-exitcode 99 ./$B/test_world_cuda parity
 else
     skip memcheck "compute-sanitizer not on PATH"; skip racecheck "compute-sanitizer not on PATH"
+    skip synccheck "compute-sanitizer not on PATH"
     skip world_memcheck "compute-sanitizer not on PATH"
 fi
 echo "$pass passed, $fail failed, $skipped skipped"

@@ -109,9 +109,12 @@
      the actuation gradient's per-group sums are in fixed chunks of 256 particles, cable sums
      per cable and per particle in segment order, on both backends alike.  Gradients are
      therefore bitwise the same run to run, and with checkpoints or without.  A step of
-     several substeps queues all its launches and reads the GPU's status once; a failing step
-     is then rerun substep by substep from its start, so its error names the same substep and
-     particle as on the CPU.
+     several substeps queues all its launches and reads the GPU's status once, and so does
+     a cq_sim_step of several steps without a tape (checkpoint_every = 0); a failing call is
+     then rerun step by step and substep by substep from its start, so its error names the
+     same step, substep and particle as on the CPU and the sim stays at that step's start.
+     Pass many steps to one call where nothing must happen between them: each call waits
+     for the GPU once.
 
    MANY SCENES (cq_sim_desc.scenes, cq_particles_desc.scene)
      One sim holds `scenes` independent scenes sharing its settings (res, dx, dt, material,
@@ -11700,20 +11703,23 @@ size_t cq_sim_tape_bytes(const cq_sim *s)
 }
 
 /* ------------------------------------------------------------------ >>step
-   The substeps of one step from s->cur (s->snap holds the step's start when substeps > 1).
-   Returns CQ__OK with s->cur the step's end, or the status with the failing substep *sub and
-   its lowest failing particle *bad (s->nxt holds that substep's output).  Where the backend
-   defers its status (CUDA), the substeps are queued and their status read once; after a
-   failure the step goes back to s->snap and runs again checking each substep: the substeps
-   are deterministic, so it stops at the same substep and particle as checking all along would.
-   (Should that second run succeed, its state is kept: it was checked substep by substep.) */
-static int cq__step_substeps(cq_sim *s, int *sub, int *bad)
+   The substeps of `steps` steps from s->cur (s->snap holds their start when there is more than
+   one substep).  Returns CQ__OK with s->cur the end, or the status with the failing substep *sub
+   (counted from the first step's first) and its lowest failing particle *bad (s->nxt holds that
+   substep's output).  Where the backend defers its status (CUDA), the substeps are queued and
+   their status read once; after a failure the run goes back to s->snap and, for one step, runs
+   again checking each substep: the substeps are deterministic, so it stops at the same substep
+   and particle as checking all along would.  (Should that second run succeed, its state is
+   kept: it was checked substep by substep.)  For several steps it returns CQ__AGAIN there: the
+   caller goes step by step. */
+#define CQ__AGAIN (-1)
+static int cq__step_substeps(cq_sim *s, int steps, int *sub, int *bad)
 {
-    const int S = s->desc.substeps;
-    for (int deferred = S > 1 && s->vt->defer_begin; deferred >= 0; --deferred) {
+    const int total = steps * s->desc.substeps;
+    for (int deferred = total > 1 && s->vt->defer_begin; deferred >= 0; --deferred) {
         int st = CQ__OK;
         if (deferred) s->vt->defer_begin(s);
-        for (*sub = 0; *sub < S && st == CQ__OK; ++*sub) {
+        for (*sub = 0; *sub < total && st == CQ__OK; ++*sub) {
             st = s->vt->substep(s, &s->cur, &s->nxt, bad);
             if (st == CQ__OK) { cq__state t = s->cur; s->cur = s->nxt; s->nxt = t; }
         }
@@ -11723,6 +11729,7 @@ static int cq__step_substeps(cq_sim *s, int *sub, int *bad)
             if (st == CQ__OK) st = end;
             if (st == CQ__OK || st == CQ__DEVICE) return st;
             cq__wstate_copy(s, &s->cur, &s->snap, s->n);
+            if (steps > 1) return CQ__AGAIN;
             continue;
         }
         if (st == CQ__OK) *sub = -1;
@@ -11741,19 +11748,35 @@ cq_result cq_sim_step(cq_sim *s, int steps)
                         "(now %d) within INT_MAX", steps, s->step);
     if (steps == 0) return CQ_SUCCESS;
     if (s->n == 0) { s->step += steps; s->has_grad = 0; return CQ_SUCCESS; }   /* nothing moves */
-    if (s->desc.substeps > 1 && !s->snap.x && !cq__wstate_alloc(s, &s->snap, s->n))
+    /* untaped, on a backend that defers its status: every step of the call queued, the status
+       read once (a failure comes back to the call's start and goes step by step, below) */
+    const int at_once = steps > 1 && s->desc.checkpoint_every <= 0 && s->vt->defer_begin && steps <= INT_MAX / s->desc.substeps;
+    if ((s->desc.substeps > 1 || at_once) && !s->snap.x && !cq__wstate_alloc(s, &s->snap, s->n))
         return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "cq_sim_step: cannot allocate the step snapshot");
     if (s->n_cables && !cq__cable_buffers(s))
         return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "cq_sim_step: cannot allocate the cable buffers");
     if (!cq__sort_alloc(s))
         return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "cq_sim_step: cannot allocate the cell sort's buffers for %d particles", s->n);
+    if (at_once) {
+        int sub = 0, bad = -1, st;
+        cq__wstate_copy(s, &s->snap, &s->cur, s->n);
+        st = cq__step_substeps(s, steps, &sub, &bad);
+        if (st == CQ__DEVICE)
+            return cq__fail(s, CQ_ERROR_DEVICE, "cq_sim_step: steps %d to %d: %s; the sim is unusable, destroy it", s->step,
+                            s->step + steps - 1, cq__device_error(s));
+        if (st == CQ__OK) {
+            s->step += steps;
+            s->has_grad = 0;
+            return CQ_SUCCESS;
+        }
+    }
     for (int k = 0; k < steps; ++k) {
         if (s->desc.checkpoint_every > 0 && cq__tape_record(s) != CQ_SUCCESS)
             return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "cq_sim_step: step %d: cannot grow the tape (%lu bytes so far)",
                             s->step, (unsigned long)cq_sim_tape_bytes(s));
         if (s->desc.substeps > 1) cq__wstate_copy(s, &s->snap, &s->cur, s->n);
         {
-            int sub = 0, bad = -1, st = cq__step_substeps(s, &sub, &bad);
+            int sub = 0, bad = -1, st = cq__step_substeps(s, 1, &sub, &bad);
             if (st == CQ__DEVICE)
                 return cq__fail(s, CQ_ERROR_DEVICE, "cq_sim_step: step %d (substep %d): %s; the sim is unusable, destroy it",
                                 s->step, sub, cq__device_error(s));

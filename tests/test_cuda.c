@@ -297,11 +297,27 @@ static counter_fn mock_sym(const char *name)   /* a counter exported by the mock
     return fn;
 }
 
-/* A step of several substeps reads its status once (on the mock: one cuMemcpyDtoH per step),
-   and a particle that leaves the grid at a later substep of a later step (the substeps after it
-   then run on a particle outside the grid before the status is read) fails with the CPU's
-   code, step, substep, particle and position, leaving the sim where the CPU's is. */
-TEST(a_step_reads_its_status_once_and_a_late_failure_reports_like_the_cpu)
+/* A step of several substeps reads its status once (on the mock: one cuMemcpyDtoH per step), an
+   untaped cq_sim_step of several steps once per call; a particle that leaves the grid at a later
+   substep of a later step of a call (the substeps after it then run on a particle outside the
+   grid before the status is read) fails with the CPU's code, step, substep, particle and
+   position, leaving the sim where the CPU's is, taped (checkpoints: step by step) or not. */
+static cq_sim *late_sim(cq_backend backend, int ckpt)
+{
+    cq_sim_desc d;
+    cq_particles_desc p;
+    cq_sim *s = NULL;
+    memset(&d, 0, sizeof d); memset(&p, 0, sizeof p);
+    d.dim = 2; d.res[0] = d.res[1] = 32; d.dx = 1.0 / 32; d.dt = 2e-4; d.substeps = 3; d.gravity[1] = -9.8;
+    d.precision = CQ_PRECISION_F64; d.backend = backend; d.boundary = CQ_BOUNDARY_FRICTION;
+    d.friction = 0.4; d.checkpoint_every = ckpt;
+    if (cq_sim_create(&d, &s) != CQ_SUCCESS) { CHECK(0, "create: %s", cq_sim_last_error(NULL)); return NULL; }
+    p.count = g_n; p.x = g_x0; p.v = g_v0; p.default_youngs = 3e3; p.default_poisson = 0.3;
+    CHECK_OK(cq_sim_add_particles(s, &p));
+    return s;
+}
+
+TEST(a_call_reads_its_status_once_and_a_late_failure_reports_like_the_cpu)
 {
     char msg[2][512];
     double x[2][(MAXN + 1) * 2];
@@ -312,38 +328,38 @@ TEST(a_step_reads_its_status_once_and_a_late_failure_reports_like_the_cpu)
     g_x0[2 * g_n] = 0.37; g_x0[2 * g_n + 1] = 0.8;   /* a lone particle, 0.13 to the right per substep */
     g_v0[2 * g_n] = 0.13 / 2e-4; g_v0[2 * g_n + 1] = 0;
     g_act[g_n] = -1;
-    ++g_n;
-    for (int b = 0; b < 2; ++b) {
-        cq_sim_desc d;
-        cq_particles_desc p;
-        cq_sim *s = NULL;
-        memset(&d, 0, sizeof d); memset(&p, 0, sizeof p);
-        d.dim = 2; d.res[0] = d.res[1] = 32; d.dx = 1.0 / 32; d.dt = 2e-4; d.substeps = 3; d.gravity[1] = -9.8;
-        d.precision = CQ_PRECISION_F64; d.backend = b ? CQ_BACKEND_CUDA : CQ_BACKEND_CPU; d.boundary = CQ_BOUNDARY_FRICTION;
-        d.friction = 0.4;
-        if (cq_sim_create(&d, &s) != CQ_SUCCESS) { CHECK(0, "create: %s", cq_sim_last_error(NULL)); return; }
-        p.count = g_n; p.x = g_x0; p.v = g_v0; p.default_youngs = 3e3; p.default_poisson = 0.3;
-        CHECK_OK(cq_sim_add_particles(s, &p));
-        if (b && reads) {
+    if (reads) {   /* the block alone: 4 steps of 3 substeps, untaped and taped */
+        for (int ckpt = 0; ckpt < 4; ckpt += 2) {
+            cq_sim *s = late_sim(CQ_BACKEND_CUDA, ckpt);
             long before = (long)reads();
-            CHECK_OK(cq_sim_step(s, 1));
-            CHECK((long)reads() - before == 1, "a step of 3 substeps read back %ld times (want 1)", (long)reads() - before);
-        } else {
-            if (b) printf("    (a real driver: the readbacks are not counted)\n");
-            CHECK_OK(cq_sim_step(s, 1));
+            if (!s) return;
+            CHECK_OK(cq_sim_step(s, 4));
+            CHECK((long)reads() - before == (ckpt ? 4 : 1), "4 steps of 3 substeps (checkpoint_every %d) read back %ld "
+                  "times (want %d)", ckpt, (long)reads() - before, ckpt ? 4 : 1);
+            cq_sim_destroy(s);
         }
-        r[b] = cq_sim_step(s, 5);
-        snprintf(msg[b], sizeof msg[b], "%s", cq_sim_last_error(s));
-        steps[b] = cq_sim_step_count(s);
-        CHECK_OK(cq_sim_get(s, CQ_FIELD_X, x[b]));
-        cq_sim_destroy(s);
+    } else {
+        printf("    (a real driver: the readbacks are not counted)\n");
+    }
+    ++g_n;
+    for (int ckpt = 0; ckpt < 4; ckpt += 2) {
+        for (int b = 0; b < 2; ++b) {
+            cq_sim *s = late_sim(b ? CQ_BACKEND_CUDA : CQ_BACKEND_CPU, ckpt);
+            if (!s) { --g_n; return; }
+            r[b] = cq_sim_step(s, 5);   /* its second step fails */
+            snprintf(msg[b], sizeof msg[b], "%s", cq_sim_last_error(s));
+            steps[b] = cq_sim_step_count(s);
+            CHECK_OK(cq_sim_get(s, CQ_FIELD_X, x[b]));
+            cq_sim_destroy(s);
+        }
+        CHECK(r[0] == CQ_ERROR_OUT_OF_DOMAIN && r[1] == r[0], "codes %d / %d", (int)r[0], (int)r[1]);
+        CHECK(strstr(msg[0], "step 1 (substep 1): particle ") != NULL, "the scene no longer fails where meant: %s", msg[0]);
+        CHECK(steps[0] == 1 && steps[1] == 1, "checkpoint_every %d: steps %d / %d", ckpt, steps[0], steps[1]);
+        CHECK(strcmp(msg[0], msg[1]) == 0, "messages differ:\n      cpu:  %s\n      cuda: %s", msg[0], msg[1]);
+        CHECK(rel_err(x[1], x[0], 2L * g_n) < 1e-9, "checkpoint_every %d: the state after the failed step differs: %.3g", ckpt,
+              rel_err(x[1], x[0], 2L * g_n));
     }
     --g_n;
-    CHECK(r[0] == CQ_ERROR_OUT_OF_DOMAIN && r[1] == r[0], "codes %d / %d", (int)r[0], (int)r[1]);
-    CHECK(strstr(msg[0], "step 1 (substep 1): particle ") != NULL, "the scene no longer fails where meant: %s", msg[0]);
-    CHECK(steps[0] == 1 && steps[1] == 1, "steps %d / %d", steps[0], steps[1]);
-    CHECK(strcmp(msg[0], msg[1]) == 0, "messages differ:\n      cpu:  %s\n      cuda: %s", msg[0], msg[1]);
-    CHECK(rel_err(x[1], x[0], 2L * (g_n + 1)) < 1e-9, "the state after the failed step differs: %.3g", rel_err(x[1], x[0], 2L * (g_n + 1)));
 }
 
 /* The per-group actuation gradient is summed in chunks of CQ__ACT_CHUNK particles of a group, in
@@ -530,7 +546,7 @@ TEST(no_device_memory_leaks_or_violations)
 int main(int argc, char **argv)
 {
     static const cqt_case cases[] = { CASE(parity_all_variants), CASE(cables_match_the_cpu),
-        CASE(a_failing_step_reports_like_the_cpu), CASE(a_step_reads_its_status_once_and_a_late_failure_reports_like_the_cpu),
+        CASE(a_failing_step_reports_like_the_cpu), CASE(a_call_reads_its_status_once_and_a_late_failure_reports_like_the_cpu),
         CASE(actuation_gradients_over_several_chunks_are_the_cpus),
         CASE(set_get_reset_and_logs), CASE(a_large_grid_sorts_like_the_cpu), CASE(sims_alive_together_share_their_module), CASE(no_device_memory_leaks_or_violations) };
     if (argc > 1 && !strncmp(argv[1], "fault:", 6)) return fault(argv[1] + 6);

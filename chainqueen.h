@@ -11703,40 +11703,70 @@ size_t cq_sim_tape_bytes(const cq_sim *s)
 }
 
 /* ------------------------------------------------------------------ >>step
-   The substeps of `steps` steps from s->cur (s->snap holds their start when there is more than
-   one substep).  Returns CQ__OK with s->cur the end, or the status with the failing substep *sub
-   (counted from the first step's first) and its lowest failing particle *bad (s->nxt holds that
-   substep's output).  Where the backend defers its status (CUDA), the substeps are queued and
-   their status read once; after a failure the run goes back to s->snap and, for one step, runs
-   again checking each substep: the substeps are deterministic, so it stops at the same substep
-   and particle as checking all along would.  (Should that second run succeed, its state is
-   kept: it was checked substep by substep.)  For several steps it returns CQ__AGAIN there: the
-   caller goes step by step. */
+   cq__run_substeps: `total` substeps, substep j run by one(s, ctx, j, bad), which returns CQ__OK
+   or a status with the lowest failing particle in *bad.  Where the backend defers its status
+   (CUDA), they are all queued and the status read once; after a failure back(s, ctx) restores
+   the run's start and the run goes again checking each substep: the substeps are
+   deterministic, so it stops at the same substep and particle as checking all along would.
+   (Should that second run succeed, its state is kept: it was checked substep by substep.)
+   With `again` set it returns CQ__AGAIN there instead (the caller then goes step by step).
+   *at: the failing substep (-1 if none). */
 #define CQ__AGAIN (-1)
-static int cq__step_substeps(cq_sim *s, int steps, int *sub, int *bad)
+typedef int (*cq__substep_fn)(cq_sim *s, void *ctx, int j, int *bad);
+static int cq__run_substeps(cq_sim *s, int total, cq__substep_fn one, void (*back)(cq_sim *, void *), void *ctx,
+                            int again, int *at, int *bad)
 {
-    const int total = steps * s->desc.substeps;
     for (int deferred = total > 1 && s->vt->defer_begin; deferred >= 0; --deferred) {
         int st = CQ__OK;
         if (deferred) s->vt->defer_begin(s);
-        for (*sub = 0; *sub < total && st == CQ__OK; ++*sub) {
-            st = s->vt->substep(s, &s->cur, &s->nxt, bad);
-            if (st == CQ__OK) { cq__state t = s->cur; s->cur = s->nxt; s->nxt = t; }
-        }
-        --*sub;
+        for (*at = 0; *at < total && st == CQ__OK; ++*at) st = one(s, ctx, *at, bad);
+        --*at;
         if (deferred) {
             const int end = s->vt->defer_end(s, bad);
             if (st == CQ__OK) st = end;
             if (st == CQ__OK || st == CQ__DEVICE) return st;
-            cq__wstate_copy(s, &s->cur, &s->snap, s->n);
-            if (steps > 1) return CQ__AGAIN;
+            back(s, ctx);
+            if (again) return CQ__AGAIN;
             continue;
         }
-        if (st == CQ__OK) *sub = -1;
+        if (st == CQ__OK) *at = -1;
         return st;
     }
     return CQ__OK;
 }
+
+/* the forward's substep: s->cur to s->nxt, swapped on success; its run starts at s->snap */
+static int cq__step_one(cq_sim *s, void *ctx, int j, int *bad)
+{
+    const int st = s->vt->substep(s, &s->cur, &s->nxt, bad);
+    (void)ctx; (void)j;
+    if (st == CQ__OK) { cq__state t = s->cur; s->cur = s->nxt; s->nxt = t; }
+    return st;
+}
+
+static void cq__step_back(cq_sim *s, void *ctx) { (void)ctx; cq__wstate_copy(s, &s->cur, &s->snap, s->n); }
+
+/* The substeps of `steps` steps from s->cur (s->snap holds their start when there is more than
+   one substep).  CQ__OK with s->cur the end, or the status with the failing substep *sub
+   (counted from the first step's first) and its particle *bad (s->nxt holds that substep's
+   output); CQ__AGAIN for several steps that failed deferred (s->cur back at s->snap). */
+static int cq__step_substeps(cq_sim *s, int steps, int *sub, int *bad)
+{
+    return cq__run_substeps(s, steps * s->desc.substeps, cq__step_one, cq__step_back, NULL, steps > 1, sub, bad);
+}
+
+static void cq__use_actuation(cq_sim *s, int groups, void *stress, double *cable_u);
+
+/* the backward's recomputation of a segment from its checkpoint seg[0]: substep j from seg[j]
+   to seg[j + 1], with the actuation of its step (ctx: the segment's first step) */
+static int cq__segment_one(cq_sim *s, void *ctx, int j, int *bad)
+{
+    const int S = s->desc.substeps, n = *(const int *)ctx + j / S;
+    if (j % S == 0) cq__use_actuation(s, s->acts[n].groups, s->acts[n].stress, s->acts[n].cable_u);
+    return s->vt->substep(s, &s->seg[j], &s->seg[j + 1], bad);
+}
+
+static void cq__segment_back(cq_sim *s, void *ctx) { (void)s; (void)ctx; }   /* seg[0] is never written */
 
 cq_result cq_sim_step(cq_sim *s, int steps)
 {
@@ -11974,36 +12004,22 @@ cq_result cq_sim_backward(cq_sim *s, const double *dL_dx, const double *dL_dv, c
     cq__wzero(s, s->g_E, (size_t)s->n * s->tsize); cq__wzero(s, s->g_nu, (size_t)s->n * s->tsize);
     for (int c = T > 0 ? ((T - 1) / k) * k : -1; c >= 0; c -= k) {
         const int e = c + k < T ? c + k : T;
-        /* recompute the segment's substep inputs from its checkpoint (its status read once at
-           the end where the backend defers it; a failure runs it again checking each substep,
-           for the step to name) */
+        /* recompute the segment's substep inputs from its checkpoint (all but its end state; the
+           status read once where the backend defers it, see cq__run_substeps) */
         cq__wstate_copy(s, &s->seg[0], &s->ckpt[c / k], s->n);
-        for (int deferred = s->vt->defer_begin != NULL; deferred >= 0; --deferred) {
-            int bad = -1, st = CQ__OK, m = 0;
-            if (deferred) s->vt->defer_begin(s);
-            for (m = 0; m < e - c && st == CQ__OK; ++m) {
-                cq__use_actuation(s, s->acts[c + m].groups, s->acts[c + m].stress, s->acts[c + m].cable_u);
-                for (int sub = 0; sub < S && st == CQ__OK; ++sub) {
-                    const int idx = m * S + sub;
-                    if (m == e - c - 1 && sub == S - 1) break;   /* the segment's end state is not needed */
-                    st = s->vt->substep(s, &s->seg[idx], &s->seg[idx + 1], &bad);
-                }
-            }
-            if (deferred) {
-                const int end = s->vt->defer_end(s, &bad);
-                if (st == CQ__OK) st = end;
-                if (st != CQ__OK && st != CQ__DEVICE) continue;   /* again, checking each substep */
-            }
+        {
+            int bad = -1, at = -1, first = c;
+            const int st = cq__run_substeps(s, (e - c) * S - 1, cq__segment_one, cq__segment_back, &first, 0, &at, &bad);
             if (st == CQ__DEVICE) {
-                r = cq__fail(s, CQ_ERROR_DEVICE, "%s: step %d: %s; the sim is unusable, destroy it", what, c + m - 1, cq__device_error(s));
+                r = cq__fail(s, CQ_ERROR_DEVICE, "%s: step %d: %s; the sim is unusable, destroy it", what,
+                             c + (at > 0 ? at : 0) / S, cq__device_error(s));
                 goto done;
             }
             if (st != CQ__OK) {
                 r = cq__fail(s, CQ_ERROR_NON_FINITE, "%s: recomputing step %d from the tape failed at particle %d",
-                             what, c + m - 1, bad);
+                             what, c + at / S, bad);
                 goto done;
             }
-            break;
         }
         cq__wzero(s, s->wchk, sizeof(int) * (size_t)(e - c));
         for (int m = e - c - 1; m >= 0; --m) {

@@ -110,9 +110,10 @@
      per cable and per particle in segment order, on both backends alike.  Gradients are
      therefore bitwise the same run to run, and with checkpoints or without.  A step of
      several substeps queues all its launches and reads the GPU's status once, and so does
-     a cq_sim_step of several steps without a tape (checkpoint_every = 0); a failing call is
-     then rerun step by step and substep by substep from its start, so its error names the
-     same step, substep and particle as on the CPU and the sim stays at that step's start.
+     a cq_sim_step of several steps (with a tape too: its records are queued device copies);
+     a failing call is then rerun step by step and substep by substep from its start, so its
+     error names the same step, substep and particle as on the CPU, and the sim and its tape
+     stay at that step's start.
      Pass many steps to one call where nothing must happen between them: each call waits
      for the GPU once.
 
@@ -11635,6 +11636,19 @@ static void cq__adjoint_free(cq_sim *s)
     cq__free(s, s->act_part); cq__free(s, s->act_cnt); s->act_part = NULL; s->act_cnt = NULL; s->act_part_cap = 0;
 }
 
+/* Drops what steps >= from recorded: a run of steps that failed with its status deferred goes
+   back to its start and records its steps again, up to the failing one. */
+static void cq__tape_truncate(cq_sim *s, int from)
+{
+    const int keep = (from + s->desc.checkpoint_every - 1) / s->desc.checkpoint_every;   /* checkpoints of steps < from */
+    for (int c = keep; c < s->cap_ckpt; ++c) cq__wstate_free(s, &s->ckpt[c]);
+    if (s->n_ckpt > keep) s->n_ckpt = keep;
+    for (int n = from; n < s->cap_acts; ++n) {
+        cq__free(s, s->acts[n].stress); cq__free(s, s->acts[n].cable_u);
+        s->acts[n].stress = NULL; s->acts[n].cable_u = NULL; s->acts[n].groups = 0;
+    }
+}
+
 /* Records what the backward pass needs before step s->step runs: the state when the step is a
    multiple of checkpoint_every, and the step's actuation. */
 static cq_result cq__tape_record(cq_sim *s)
@@ -11735,24 +11749,40 @@ static int cq__run_substeps(cq_sim *s, int total, cq__substep_fn one, void (*bac
     return CQ__OK;
 }
 
-/* the forward's substep: s->cur to s->nxt, swapped on success; its run starts at s->snap */
+/* The forward's substep j: s->cur to s->nxt, swapped on success; its run starts at s->snap.
+   ctx, for a run of several steps from step *ctx: s->step follows the run, and with a tape
+   each step is recorded before its first substep (CQ__TAPE_FULL if the tape cannot grow). */
+#define CQ__TAPE_FULL 5   /* a host status, not a device one */
 static int cq__step_one(cq_sim *s, void *ctx, int j, int *bad)
 {
-    const int st = s->vt->substep(s, &s->cur, &s->nxt, bad);
-    (void)ctx; (void)j;
+    int st;
+    if (ctx && j % s->desc.substeps == 0) {
+        s->step = *(const int *)ctx + j / s->desc.substeps;
+        if (s->desc.checkpoint_every > 0 && cq__tape_record(s) != CQ_SUCCESS) return CQ__TAPE_FULL;
+    }
+    st = s->vt->substep(s, &s->cur, &s->nxt, bad);
     if (st == CQ__OK) { cq__state t = s->cur; s->cur = s->nxt; s->nxt = t; }
     return st;
 }
 
-static void cq__step_back(cq_sim *s, void *ctx) { (void)ctx; cq__wstate_copy(s, &s->cur, &s->snap, s->n); }
+static void cq__step_back(cq_sim *s, void *ctx)
+{
+    cq__wstate_copy(s, &s->cur, &s->snap, s->n);
+    if (!ctx) return;
+    s->step = *(const int *)ctx;
+    if (s->desc.checkpoint_every > 0) cq__tape_truncate(s, s->step);
+}
 
 /* The substeps of `steps` steps from s->cur (s->snap holds their start when there is more than
-   one substep).  CQ__OK with s->cur the end, or the status with the failing substep *sub
-   (counted from the first step's first) and its particle *bad (s->nxt holds that substep's
-   output); CQ__AGAIN for several steps that failed deferred (s->cur back at s->snap). */
+   one substep).  One step: CQ__OK with s->cur the end, or the status with the failing substep
+   *sub and its particle *bad (s->nxt holds that substep's output).  Several steps (a backend
+   that defers its status; they are recorded on the tape as they go): CQ__OK with s->step
+   their end, CQ__DEVICE, or CQ__AGAIN with s->cur, s->step and the tape back at their start. */
 static int cq__step_substeps(cq_sim *s, int steps, int *sub, int *bad)
 {
-    return cq__run_substeps(s, steps * s->desc.substeps, cq__step_one, cq__step_back, NULL, steps > 1, sub, bad);
+    int start = s->step;
+    return cq__run_substeps(s, steps * s->desc.substeps, cq__step_one, cq__step_back, steps > 1 ? &start : NULL,
+                            steps > 1, sub, bad);
 }
 
 static void cq__use_actuation(cq_sim *s, int groups, void *stress, double *cable_u);
@@ -11778,9 +11808,9 @@ cq_result cq_sim_step(cq_sim *s, int steps)
                         "(now %d) within INT_MAX", steps, s->step);
     if (steps == 0) return CQ_SUCCESS;
     if (s->n == 0) { s->step += steps; s->has_grad = 0; return CQ_SUCCESS; }   /* nothing moves */
-    /* untaped, on a backend that defers its status: every step of the call queued, the status
-       read once (a failure comes back to the call's start and goes step by step, below) */
-    const int at_once = steps > 1 && s->desc.checkpoint_every <= 0 && s->vt->defer_begin && steps <= INT_MAX / s->desc.substeps;
+    /* on a backend that defers its status: every step of the call queued (and recorded), the
+       status read once; a failure comes back to the call's start and goes step by step, below */
+    const int at_once = steps > 1 && s->vt->defer_begin && steps <= INT_MAX / s->desc.substeps;
     if ((s->desc.substeps > 1 || at_once) && !s->snap.x && !cq__wstate_alloc(s, &s->snap, s->n))
         return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "cq_sim_step: cannot allocate the step snapshot");
     if (s->n_cables && !cq__cable_buffers(s))
@@ -11788,14 +11818,17 @@ cq_result cq_sim_step(cq_sim *s, int steps)
     if (!cq__sort_alloc(s))
         return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "cq_sim_step: cannot allocate the cell sort's buffers for %d particles", s->n);
     if (at_once) {
+        const int start = s->step;
         int sub = 0, bad = -1, st;
         cq__wstate_copy(s, &s->snap, &s->cur, s->n);
         st = cq__step_substeps(s, steps, &sub, &bad);
-        if (st == CQ__DEVICE)
-            return cq__fail(s, CQ_ERROR_DEVICE, "cq_sim_step: steps %d to %d: %s; the sim is unusable, destroy it", s->step,
-                            s->step + steps - 1, cq__device_error(s));
+        if (st == CQ__DEVICE) {
+            s->step = start;
+            return cq__fail(s, CQ_ERROR_DEVICE, "cq_sim_step: steps %d to %d: %s; the sim is unusable, destroy it", start,
+                            start + steps - 1, cq__device_error(s));
+        }
         if (st == CQ__OK) {
-            s->step += steps;
+            s->step = start + steps;
             s->has_grad = 0;
             return CQ_SUCCESS;
         }

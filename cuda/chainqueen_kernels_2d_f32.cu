@@ -413,6 +413,21 @@ CQ_HD void cq__gather_fwd_2d_f32(int node, const cq__params_f32 *prm, const int 
     }
 }
 
+/* particle p's affine matrix G = -(4/dx^2) dt V0 P F^T + m C, from its stress P and F (P2G's,
+   and the CPU's P2G adjoint, which recomputes it) */
+CQ_HD void cq__affine_2d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s, const float *Pp,
+        const float *Fp, float *G)
+{
+    const float mass = s.mass[p];
+    const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];   /* -(4/dx^2) dt V0 */
+    for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 2; ++b) {
+            float pf = 0;   /* (P F^T)_ab */
+            for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
+            G[a * 2 + b] = ks * pf + mass * s.C[(long)p * 4 + a * 2 + b];
+        }
+}
+
 /* >>material_fixed_corotated_2d_f32: Fixed corotated elasticity (Stomakhin et al. 2012; [Spielberg21] eq 12).
 
        psi(F) = mu |F - R|^2 + lam/2 (J - 1)^2
@@ -471,17 +486,9 @@ CQ_HD void cq__p2g_fwd_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm, 
     for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__base_2d_f32(xp, prm, base, pk + 1);
     cq__pk1_2d_fixed_corotated_f32(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
-    const float mass = s.mass[p];
-    const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];   /* -(4/dx^2) dt V0 */
-    pk[0] = mass;
-    for (int a = 0; a < 2; ++a) {
-        pk[1 + 2 + a] = mass * s.v[(long)p * 2 + a];
-        for (int b = 0; b < 2; ++b) {
-            float pf = 0;   /* (P F^T)_ab */
-            for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
-            pk[1 + 2 * 2 + a * 2 + b] = ks * pf + mass * s.C[(long)p * 4 + a * 2 + b];
-        }
-    }
+    pk[0] = s.mass[p];
+    for (int a = 0; a < 2; ++a) pk[1 + 2 + a] = s.mass[p] * s.v[(long)p * 2 + a];
+    cq__affine_2d_f32(p, prm, s, Pp, Fp, pk + 1 + 2 * 2);
 }
 
 /* >>material_neohookean_2d_f32: Compressible NeoHookean elasticity ([Spielberg21] eq 13).
@@ -546,17 +553,9 @@ CQ_HD void cq__p2g_fwd_2d_neohookean_f32(int p, const cq__params_f32 *prm, cq__p
     for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__base_2d_f32(xp, prm, base, pk + 1);
     cq__pk1_2d_neohookean_f32(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
-    const float mass = s.mass[p];
-    const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];   /* -(4/dx^2) dt V0 */
-    pk[0] = mass;
-    for (int a = 0; a < 2; ++a) {
-        pk[1 + 2 + a] = mass * s.v[(long)p * 2 + a];
-        for (int b = 0; b < 2; ++b) {
-            float pf = 0;   /* (P F^T)_ab */
-            for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
-            pk[1 + 2 * 2 + a * 2 + b] = ks * pf + mass * s.C[(long)p * 4 + a * 2 + b];
-        }
-    }
+    pk[0] = s.mass[p];
+    for (int a = 0; a < 2; ++a) pk[1 + 2 + a] = s.mass[p] * s.v[(long)p * 2 + a];
+    cq__affine_2d_f32(p, prm, s, Pp, Fp, pk + 1 + 2 * 2);
 }
 
 
@@ -1009,16 +1008,9 @@ CQ_HD void cq__p2g_adj_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
         cq__pview_f32 pg, float *act_bar)
 {
     float Fp[4], Pp[4], G[4], G_bar[4];
-    const float mass = s.mass[p], vol = s.vol[p];
-    const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt: G as P2G's (>>p2g_) */
     for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__pk1_2d_fixed_corotated_f32(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
-    for (int a = 0; a < 2; ++a)
-        for (int b = 0; b < 2; ++b) {
-            float pf = 0;
-            for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
-            G[a * 2 + b] = ks * vol * pf + mass * s.C[(long)p * 4 + a * 2 + b];
-        }
+    cq__affine_2d_f32(p, prm, s, Pp, Fp, G);   /* G as P2G's */
     cq__p2g_adj_transfer_2d_f32(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
     cq__p2g_adj_stress_2d_fixed_corotated_f32(p, prm, s, Pp, G_bar, ai, pg, act_bar);
 }
@@ -1071,16 +1063,9 @@ CQ_HD void cq__p2g_adj_2d_neohookean_f32(int p, const cq__params_f32 *prm,
         cq__pview_f32 pg, float *act_bar)
 {
     float Fp[4], Pp[4], G[4], G_bar[4];
-    const float mass = s.mass[p], vol = s.vol[p];
-    const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt: G as P2G's (>>p2g_) */
     for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__pk1_2d_neohookean_f32(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
-    for (int a = 0; a < 2; ++a)
-        for (int b = 0; b < 2; ++b) {
-            float pf = 0;
-            for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
-            G[a * 2 + b] = ks * vol * pf + mass * s.C[(long)p * 4 + a * 2 + b];
-        }
+    cq__affine_2d_f32(p, prm, s, Pp, Fp, G);   /* G as P2G's */
     cq__p2g_adj_transfer_2d_f32(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
     cq__p2g_adj_stress_2d_neohookean_f32(p, prm, s, Pp, G_bar, ai, pg, act_bar);
 }

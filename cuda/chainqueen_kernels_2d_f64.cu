@@ -418,6 +418,21 @@ CQ_HD void cq__gather_fwd_2d_f64(int node, const cq__params_f64 *prm, const int 
     }
 }
 
+/* particle p's affine matrix G = -(4/dx^2) dt V0 P F^T + m C, from its stress P and F (P2G's,
+   and the CPU's P2G adjoint, which recomputes it) */
+CQ_HD void cq__affine_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, const double *Pp,
+        const double *Fp, double *G)
+{
+    const double mass = s.mass[p];
+    const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];   /* -(4/dx^2) dt V0 */
+    for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 2; ++b) {
+            double pf = 0;   /* (P F^T)_ab */
+            for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
+            G[a * 2 + b] = ks * pf + mass * s.C[(long)p * 4 + a * 2 + b];
+        }
+}
+
 /* >>material_fixed_corotated_2d_f64: Fixed corotated elasticity (Stomakhin et al. 2012; [Spielberg21] eq 12).
 
        psi(F) = mu |F - R|^2 + lam/2 (J - 1)^2
@@ -476,17 +491,9 @@ CQ_HD void cq__p2g_fwd_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm, 
     for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__base_2d_f64(xp, prm, base, pk + 1);
     cq__pk1_2d_fixed_corotated_f64(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
-    const double mass = s.mass[p];
-    const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];   /* -(4/dx^2) dt V0 */
-    pk[0] = mass;
-    for (int a = 0; a < 2; ++a) {
-        pk[1 + 2 + a] = mass * s.v[(long)p * 2 + a];
-        for (int b = 0; b < 2; ++b) {
-            double pf = 0;   /* (P F^T)_ab */
-            for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
-            pk[1 + 2 * 2 + a * 2 + b] = ks * pf + mass * s.C[(long)p * 4 + a * 2 + b];
-        }
-    }
+    pk[0] = s.mass[p];
+    for (int a = 0; a < 2; ++a) pk[1 + 2 + a] = s.mass[p] * s.v[(long)p * 2 + a];
+    cq__affine_2d_f64(p, prm, s, Pp, Fp, pk + 1 + 2 * 2);
 }
 
 /* >>material_neohookean_2d_f64: Compressible NeoHookean elasticity ([Spielberg21] eq 13).
@@ -551,17 +558,9 @@ CQ_HD void cq__p2g_fwd_2d_neohookean_f64(int p, const cq__params_f64 *prm, cq__p
     for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__base_2d_f64(xp, prm, base, pk + 1);
     cq__pk1_2d_neohookean_f64(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
-    const double mass = s.mass[p];
-    const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];   /* -(4/dx^2) dt V0 */
-    pk[0] = mass;
-    for (int a = 0; a < 2; ++a) {
-        pk[1 + 2 + a] = mass * s.v[(long)p * 2 + a];
-        for (int b = 0; b < 2; ++b) {
-            double pf = 0;   /* (P F^T)_ab */
-            for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
-            pk[1 + 2 * 2 + a * 2 + b] = ks * pf + mass * s.C[(long)p * 4 + a * 2 + b];
-        }
-    }
+    pk[0] = s.mass[p];
+    for (int a = 0; a < 2; ++a) pk[1 + 2 + a] = s.mass[p] * s.v[(long)p * 2 + a];
+    cq__affine_2d_f64(p, prm, s, Pp, Fp, pk + 1 + 2 * 2);
 }
 
 
@@ -1014,16 +1013,9 @@ CQ_HD void cq__p2g_adj_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
         cq__pview_f64 pg, double *act_bar)
 {
     double Fp[4], Pp[4], G[4], G_bar[4];
-    const double mass = s.mass[p], vol = s.vol[p];
-    const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt: G as P2G's (>>p2g_) */
     for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__pk1_2d_fixed_corotated_f64(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
-    for (int a = 0; a < 2; ++a)
-        for (int b = 0; b < 2; ++b) {
-            double pf = 0;
-            for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
-            G[a * 2 + b] = ks * vol * pf + mass * s.C[(long)p * 4 + a * 2 + b];
-        }
+    cq__affine_2d_f64(p, prm, s, Pp, Fp, G);   /* G as P2G's */
     cq__p2g_adj_transfer_2d_f64(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
     cq__p2g_adj_stress_2d_fixed_corotated_f64(p, prm, s, Pp, G_bar, ai, pg, act_bar);
 }
@@ -1076,16 +1068,9 @@ CQ_HD void cq__p2g_adj_2d_neohookean_f64(int p, const cq__params_f64 *prm,
         cq__pview_f64 pg, double *act_bar)
 {
     double Fp[4], Pp[4], G[4], G_bar[4];
-    const double mass = s.mass[p], vol = s.vol[p];
-    const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt: G as P2G's (>>p2g_) */
     for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__pk1_2d_neohookean_f64(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
-    for (int a = 0; a < 2; ++a)
-        for (int b = 0; b < 2; ++b) {
-            double pf = 0;
-            for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
-            G[a * 2 + b] = ks * vol * pf + mass * s.C[(long)p * 4 + a * 2 + b];
-        }
+    cq__affine_2d_f64(p, prm, s, Pp, Fp, G);   /* G as P2G's */
     cq__p2g_adj_transfer_2d_f64(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
     cq__p2g_adj_stress_2d_neohookean_f64(p, prm, s, Pp, G_bar, ai, pg, act_bar);
 }

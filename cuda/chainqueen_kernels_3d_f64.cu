@@ -479,6 +479,21 @@ CQ_HD void cq__gather_fwd_3d_f64(int node, const cq__params_f64 *prm, const int 
     }
 }
 
+/* particle p's affine matrix G = -(4/dx^2) dt V0 P F^T + m C, from its stress P and F (P2G's,
+   and the CPU's P2G adjoint, which recomputes it) */
+CQ_HD void cq__affine_3d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, const double *Pp,
+        const double *Fp, double *G)
+{
+    const double mass = s.mass[p];
+    const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];   /* -(4/dx^2) dt V0 */
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) {
+            double pf = 0;   /* (P F^T)_ab */
+            for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
+            G[a * 3 + b] = ks * pf + mass * s.C[(long)p * 9 + a * 3 + b];
+        }
+}
+
 /* >>material_fixed_corotated_3d_f64: Fixed corotated elasticity (Stomakhin et al. 2012; [Spielberg21] eq 12).
 
        psi(F) = mu |F - R|^2 + lam/2 (J - 1)^2
@@ -548,17 +563,9 @@ CQ_HD void cq__p2g_fwd_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm, 
     for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__base_3d_f64(xp, prm, base, pk + 1);
     cq__pk1_3d_fixed_corotated_f64(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
-    const double mass = s.mass[p];
-    const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];   /* -(4/dx^2) dt V0 */
-    pk[0] = mass;
-    for (int a = 0; a < 3; ++a) {
-        pk[1 + 3 + a] = mass * s.v[(long)p * 3 + a];
-        for (int b = 0; b < 3; ++b) {
-            double pf = 0;   /* (P F^T)_ab */
-            for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
-            pk[1 + 2 * 3 + a * 3 + b] = ks * pf + mass * s.C[(long)p * 9 + a * 3 + b];
-        }
-    }
+    pk[0] = s.mass[p];
+    for (int a = 0; a < 3; ++a) pk[1 + 3 + a] = s.mass[p] * s.v[(long)p * 3 + a];
+    cq__affine_3d_f64(p, prm, s, Pp, Fp, pk + 1 + 2 * 3);
 }
 
 /* >>material_neohookean_3d_f64: Compressible NeoHookean elasticity ([Spielberg21] eq 13).
@@ -640,17 +647,9 @@ CQ_HD void cq__p2g_fwd_3d_neohookean_f64(int p, const cq__params_f64 *prm, cq__p
     for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__base_3d_f64(xp, prm, base, pk + 1);
     cq__pk1_3d_neohookean_f64(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
-    const double mass = s.mass[p];
-    const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];   /* -(4/dx^2) dt V0 */
-    pk[0] = mass;
-    for (int a = 0; a < 3; ++a) {
-        pk[1 + 3 + a] = mass * s.v[(long)p * 3 + a];
-        for (int b = 0; b < 3; ++b) {
-            double pf = 0;   /* (P F^T)_ab */
-            for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
-            pk[1 + 2 * 3 + a * 3 + b] = ks * pf + mass * s.C[(long)p * 9 + a * 3 + b];
-        }
-    }
+    pk[0] = s.mass[p];
+    for (int a = 0; a < 3; ++a) pk[1 + 3 + a] = s.mass[p] * s.v[(long)p * 3 + a];
+    cq__affine_3d_f64(p, prm, s, Pp, Fp, pk + 1 + 2 * 3);
 }
 
 
@@ -1180,16 +1179,9 @@ CQ_HD void cq__p2g_adj_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
         cq__pview_f64 pg, double *act_bar)
 {
     double Fp[9], Pp[9], G[9], G_bar[9];
-    const double mass = s.mass[p], vol = s.vol[p];
-    const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt: G as P2G's (>>p2g_) */
     for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__pk1_3d_fixed_corotated_f64(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
-    for (int a = 0; a < 3; ++a)
-        for (int b = 0; b < 3; ++b) {
-            double pf = 0;
-            for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
-            G[a * 3 + b] = ks * vol * pf + mass * s.C[(long)p * 9 + a * 3 + b];
-        }
+    cq__affine_3d_f64(p, prm, s, Pp, Fp, G);   /* G as P2G's */
     cq__p2g_adj_transfer_3d_f64(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
     cq__p2g_adj_stress_3d_fixed_corotated_f64(p, prm, s, Pp, G_bar, ai, pg, act_bar);
 }
@@ -1242,16 +1234,9 @@ CQ_HD void cq__p2g_adj_3d_neohookean_f64(int p, const cq__params_f64 *prm,
         cq__pview_f64 pg, double *act_bar)
 {
     double Fp[9], Pp[9], G[9], G_bar[9];
-    const double mass = s.mass[p], vol = s.vol[p];
-    const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt: G as P2G's (>>p2g_) */
     for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__pk1_3d_neohookean_f64(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
-    for (int a = 0; a < 3; ++a)
-        for (int b = 0; b < 3; ++b) {
-            double pf = 0;
-            for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
-            G[a * 3 + b] = ks * vol * pf + mass * s.C[(long)p * 9 + a * 3 + b];
-        }
+    cq__affine_3d_f64(p, prm, s, Pp, Fp, G);   /* G as P2G's */
     cq__p2g_adj_transfer_3d_f64(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
     cq__p2g_adj_stress_3d_neohookean_f64(p, prm, s, Pp, G_bar, ai, pg, act_bar);
 }

@@ -791,13 +791,15 @@ static int cuda_available(void)
     return 1;
 }
 
-TEST(cuda_batched_is_bitwise_the_cpu_batched)
+/* per variant: the CPU once, CUDA twice from reset (run's second result); CUDA against the CPU
+   and the two CUDA runs against each other, bitwise */
+TEST(cuda_batched_is_bitwise_the_cpu_batched_and_twice_from_reset_the_same)
 {
     for (int i = 0; i < 8; ++i) {
         const variant *v = &VARIANTS[i];
         char name[96];
         batch b;
-        result cpu, gpu;
+        result cpu, gpu, gpu2;
         run_opts o;
         int *id;
         vname(v, name, sizeof name);
@@ -805,43 +807,22 @@ TEST(cuda_batched_is_bitwise_the_cpu_batched)
         id = identity(b.n);
         memset(&o, 0, sizeof o);
         o.backend = CQ_BACKEND_CPU; o.ckpt = 2; o.nscenes = v->K; o.chunks = v->layout == LAYOUT_CHUNKS;
-        memset(&gpu, 0, sizeof gpu);
+        memset(&gpu, 0, sizeof gpu); memset(&gpu2, 0, sizeof gpu2);
         if (id && run(v, &b, id, b.n, &o, &cpu, NULL)) {
             o.backend = CQ_BACKEND_CUDA;
-            if (run(v, &b, id, b.n, &o, &gpu, NULL)) {
+            if (run(v, &b, id, b.n, &o, &gpu, &gpu2)) {
                 CHECK(gpu.backend == CQ_BACKEND_CUDA, "%s: backend %d", name, (int)gpu.backend);
                 compare(name, "CUDA", "CPU", &gpu, &cpu, NULL, b.n, b.scene, 0);
                 compare(name, "CUDA", "CPU", &gpu, &cpu, NULL, b.n, b.scene, 1);
                 compare_ag(name, "CUDA", "CPU", &gpu, &cpu, NULL, 2 * v->K, -1);
+                compare(name, "first", "second", &gpu, &gpu2, NULL, b.n, b.scene, 0);
+                compare(name, "first", "second", &gpu, &gpu2, NULL, b.n, b.scene, 1);
+                compare_ag(name, "first", "second", &gpu, &gpu2, NULL, 2 * v->K, -1);
             } else
-                CHECK(0, "%s: the CUDA run failed", name);
+                CHECK(0, "%s: the CUDA runs failed", name);
         } else
             CHECK(0, "%s: the CPU run failed", name);
-        result_free(&gpu); result_free(&cpu); free(id); batch_free(&b);
-    }
-}
-
-TEST(cuda_batched_twice_from_reset_is_bitwise_the_same)
-{
-    for (int i = 0; i < 8; ++i) {
-        const variant *v = &VARIANTS[i];
-        char name[96];
-        batch b;
-        result r1, r2;
-        run_opts o;
-        int *id;
-        vname(v, name, sizeof name);
-        if (!build(v, &b)) { CHECK(0, "out of memory"); return; }
-        id = identity(b.n);
-        memset(&o, 0, sizeof o);
-        o.backend = CQ_BACKEND_CUDA; o.ckpt = 2; o.nscenes = v->K; o.chunks = v->layout == LAYOUT_CHUNKS;
-        if (id && run(v, &b, id, b.n, &o, &r1, &r2)) {
-            compare(name, "first", "second", &r1, &r2, NULL, b.n, b.scene, 0);
-            compare(name, "first", "second", &r1, &r2, NULL, b.n, b.scene, 1);
-            compare_ag(name, "first", "second", &r1, &r2, NULL, 2 * v->K, -1);
-        } else
-            CHECK(0, "%s: the CUDA runs failed", name);
-        result_free(&r1); result_free(&r2); free(id); batch_free(&b);
+        result_free(&gpu2); result_free(&gpu); result_free(&cpu); free(id); batch_free(&b);
     }
 }
 
@@ -874,8 +855,7 @@ int main(int argc, char **argv)
         CASE(one_scene_with_a_scene_array_and_an_empty_scene),
         CASE(a_failing_step_leaves_every_scene_at_its_start),
         /* CUDA: last, run only where a CUDA sim can be created */
-        CASE(cuda_batched_is_bitwise_the_cpu_batched),
-        CASE(cuda_batched_twice_from_reset_is_bitwise_the_same),
+        CASE(cuda_batched_is_bitwise_the_cpu_batched_and_twice_from_reset_the_same),
         CASE(cuda_no_device_memory_leaked_or_violated)};
     const int all = (int)(sizeof cases / sizeof cases[0]), cpu = 7;
     int n = all, want_cuda = 0;

@@ -171,6 +171,22 @@ CQ_HD void cq__polar_2d_f32(const float *F, float *R)
     R[0] = c; R[1] = 0 - s; R[2] = s; R[3] = c;   /* 0 - s: +0, not -0, at F = I */
 }
 
+/* >>rot_2d_f32: what a particle's stress and its adjoint need of the polar decomposition
+   of F, computed once per particle and shared by cq__pk1_rot_ and cq__pk1_vjp_rot_ (the P2G
+   adjoint used to take the rotation twice: stress, its VJP, the polar VJP): R.
+   A material without a rotation leaves it unset (cq__rot_none_). */
+typedef struct cq__rot_2d_f32 {
+    float R[4];
+} cq__rot_2d_f32;
+CQ_HD void cq__rot_fill_2d_f32(const float *F, cq__rot_2d_f32 *r)
+{
+    cq__polar_2d_f32(F, r->R);
+}
+CQ_HD void cq__rot_none_2d_f32(cq__rot_2d_f32 *r)
+{
+    for (int a = 0; a < 4; ++a) r->R[a] = 0;
+}
+
 /* >>incompressible_2d_f32: [Spielberg21] eq 14, P += E/(3(2-2nu)) p (J-1)^(p-1) J F^-T. */
 CQ_HD void cq__incompressible_2d_f32(const float *F, float E, float nu, int p, float *P)
 {
@@ -456,15 +472,21 @@ CQ_HD float cq__energy_2d_fixed_corotated_f32(const float *F, const float *R, fl
     return psi;
 }
 
-/* Total first Piola-Kirchhoff stress of one particle: material + incompressibility + actuation
-   (DESIGN.md sec 3: P = P_material(F; E, nu) [+ P_inc] + F sigma_a). */
-CQ_HD void cq__pk1_2d_fixed_corotated_f32(const float *F, float E, float nu, int group,
-                                           const cq__params_f32 *prm, const float *act_stress, float *P)
+/* F's rotation as this material needs it (none: R = 0, unused) */
+CQ_HD void cq__rot_of_2d_fixed_corotated_f32(const float *F, cq__rot_2d_f32 *r)
 {
-    float mu, lam, R[4];
+    cq__rot_fill_2d_f32(F, r);
+}
+
+/* Total first Piola-Kirchhoff stress of one particle: material + incompressibility + actuation
+   (DESIGN.md sec 3: P = P_material(F; E, nu) [+ P_inc] + F sigma_a).  cq__pk1_rot_: with F's
+   rotation r given (cq__rot_of_). */
+CQ_HD void cq__pk1_rot_2d_fixed_corotated_f32(const float *F, const cq__rot_2d_f32 *r, float E, float nu, int group,
+                                               const cq__params_f32 *prm, const float *act_stress, float *P)
+{
+    float mu, lam;
     cq__lame_f32(E, nu, &mu, &lam);
-    cq__polar_2d_f32(F, R);
-    cq__stress_2d_fixed_corotated_f32(F, R, mu, lam, P);
+    cq__stress_2d_fixed_corotated_f32(F, r->R, mu, lam, P);
     if (prm->incompressibility) cq__incompressible_2d_f32(F, E, nu, prm->incompressibility, P);
     if (group >= 0 && group < prm->act_groups) {
         const float *sa = act_stress + (long)group * 4;
@@ -472,6 +494,13 @@ CQ_HD void cq__pk1_2d_fixed_corotated_f32(const float *F, float E, float nu, int
             for (int b = 0; b < 2; ++b)
                 for (int c = 0; c < 2; ++c) P[a * 2 + b] += F[a * 2 + c] * sa[c * 2 + b];
     }
+}
+CQ_HD void cq__pk1_2d_fixed_corotated_f32(const float *F, float E, float nu, int group,
+                                           const cq__params_f32 *prm, const float *act_stress, float *P)
+{
+    cq__rot_2d_f32 r;
+    cq__rot_of_2d_fixed_corotated_f32(F, &r);
+    cq__pk1_rot_2d_fixed_corotated_f32(F, &r, E, nu, group, prm, act_stress, P);
 }
 
 /* >>p2g_2d_fixed_corotated_f32: P2G's particle half ([ChainQueen] eqs 3-6, APIC + MLS force):
@@ -523,15 +552,22 @@ CQ_HD float cq__energy_2d_neohookean_f32(const float *F, const float *R, float m
     return psi;
 }
 
-/* Total first Piola-Kirchhoff stress of one particle: material + incompressibility + actuation
-   (DESIGN.md sec 3: P = P_material(F; E, nu) [+ P_inc] + F sigma_a). */
-CQ_HD void cq__pk1_2d_neohookean_f32(const float *F, float E, float nu, int group,
-                                           const cq__params_f32 *prm, const float *act_stress, float *P)
+/* F's rotation as this material needs it (none: R = 0, unused) */
+CQ_HD void cq__rot_of_2d_neohookean_f32(const float *F, cq__rot_2d_f32 *r)
 {
-    float mu, lam, R[4];
+    (void)F;
+    cq__rot_none_2d_f32(r);
+}
+
+/* Total first Piola-Kirchhoff stress of one particle: material + incompressibility + actuation
+   (DESIGN.md sec 3: P = P_material(F; E, nu) [+ P_inc] + F sigma_a).  cq__pk1_rot_: with F's
+   rotation r given (cq__rot_of_). */
+CQ_HD void cq__pk1_rot_2d_neohookean_f32(const float *F, const cq__rot_2d_f32 *r, float E, float nu, int group,
+                                               const cq__params_f32 *prm, const float *act_stress, float *P)
+{
+    float mu, lam;
     cq__lame_f32(E, nu, &mu, &lam);
-    for (int a = 0; a < 4; ++a) R[a] = 0;
-    cq__stress_2d_neohookean_f32(F, R, mu, lam, P);
+    cq__stress_2d_neohookean_f32(F, r->R, mu, lam, P);
     if (prm->incompressibility) cq__incompressible_2d_f32(F, E, nu, prm->incompressibility, P);
     if (group >= 0 && group < prm->act_groups) {
         const float *sa = act_stress + (long)group * 4;
@@ -539,6 +575,13 @@ CQ_HD void cq__pk1_2d_neohookean_f32(const float *F, float E, float nu, int grou
             for (int b = 0; b < 2; ++b)
                 for (int c = 0; c < 2; ++c) P[a * 2 + b] += F[a * 2 + c] * sa[c * 2 + b];
     }
+}
+CQ_HD void cq__pk1_2d_neohookean_f32(const float *F, float E, float nu, int group,
+                                           const cq__params_f32 *prm, const float *act_stress, float *P)
+{
+    cq__rot_2d_f32 r;
+    cq__rot_of_2d_neohookean_f32(F, &r);
+    cq__pk1_rot_2d_neohookean_f32(F, &r, E, nu, group, prm, act_stress, P);
 }
 
 /* >>p2g_2d_neohookean_f32: P2G's particle half ([ChainQueen] eqs 3-6, APIC + MLS force):
@@ -575,8 +618,9 @@ CQ_HD void cq__p2g_fwd_2d_neohookean_f32(int p, const cq__params_f32 *prm, cq__p
    (1, s, -s)); there the denominator is clamped to 1e-4 * sig_max (2D: * |F|), which keeps the
    gradient finite (bounded by |R_bar| / (1e-4 sig_max)) but no longer exact.  F = 0
    (where the forward pass returns the constant R = I) adds nothing. */
-CQ_HD void cq__polar_vjp_2d_f32(const float *F, const float *R, const float *R_bar, float *F_bar)
+CQ_HD void cq__polar_vjp_rot_2d_f32(const float *F, const cq__rot_2d_f32 *rot, const float *R_bar, float *F_bar)
 {
+    const float *R = rot->R;
     /* 2D: R is the rotation by theta = atan2(F10 - F01, F00 + F11); r = |(F00 + F11, F10 - F01)|
        = sig_0 + sig_1.  dL/dtheta = <R_bar, R_bar/dtheta>, dtheta/d(F00 + F11) = -sin/r,
        dtheta/d(F10 - F01) = cos/r. */
@@ -589,6 +633,13 @@ CQ_HD void cq__polar_vjp_2d_f32(const float *F, const float *R, const float *R_b
     float q = gth / (r > fl ? r : fl);
     F_bar[0] -= s * q; F_bar[3] -= s * q;
     F_bar[2] += c * q; F_bar[1] -= c * q;
+}
+/* the same with only F and R at hand (R = cq__polar_2d_f32(F)) */
+CQ_HD void cq__polar_vjp_2d_f32(const float *F, const float *R, const float *R_bar, float *F_bar)
+{
+    cq__rot_2d_f32 rot;
+    for (int a = 0; a < 4; ++a) rot.R[a] = R[a];
+    cq__polar_vjp_rot_2d_f32(F, &rot, R_bar, F_bar);
 }
 
 /* F_bar += s * d<K_bar, cofactor(F)>/F_bar (cofactor as cq__cofactor_2d_f32). */
@@ -647,16 +698,15 @@ CQ_HD void cq__stress_vjp_2d_fixed_corotated_f32(const float *F, const float *R,
    group (not the whole act_stress array); act_bar may be NULL, and is untouched when the particle
    has no valid group.  Plain +=: a caller summing many particles into one group block must
    make that race-free itself. */
-CQ_HD void cq__pk1_vjp_2d_fixed_corotated_f32(const float *F, float E, float nu, int group,
-                                               const cq__params_f32 *prm, const float *act_stress,
-                                               const float *P_bar, float *F_bar, float *E_bar, float *nu_bar, float *act_bar)
+CQ_HD void cq__pk1_vjp_rot_2d_fixed_corotated_f32(const float *F, const cq__rot_2d_f32 *rot, float E, float nu, int group,
+                                                   const cq__params_f32 *prm, const float *act_stress,
+                                                   const float *P_bar, float *F_bar, float *E_bar, float *nu_bar, float *act_bar)
 {
-    float mu, lam, R[4], R_bar[4], gmu = 0, glam = 0;
+    float mu, lam, R_bar[4], gmu = 0, glam = 0;
     cq__lame_f32(E, nu, &mu, &lam);
     for (int a = 0; a < 4; ++a) R_bar[a] = 0;
-    cq__polar_2d_f32(F, R);
-    cq__stress_vjp_2d_fixed_corotated_f32(F, R, mu, lam, P_bar, F_bar, R_bar, &gmu, &glam);
-    cq__polar_vjp_2d_f32(F, R, R_bar, F_bar);
+    cq__stress_vjp_2d_fixed_corotated_f32(F, rot->R, mu, lam, P_bar, F_bar, R_bar, &gmu, &glam);
+    cq__polar_vjp_rot_2d_f32(F, rot, R_bar, F_bar);
     {
         const float op = 1 + nu, om = 1 - 2 * nu;
         *E_bar += gmu / (2 * op) + glam * nu / (op * om);
@@ -679,6 +729,14 @@ CQ_HD void cq__pk1_vjp_2d_fixed_corotated_f32(const float *F, float E, float nu,
                     act_bar[c * 2 + b] += g;
                 }
     }
+}
+CQ_HD void cq__pk1_vjp_2d_fixed_corotated_f32(const float *F, float E, float nu, int group,
+                                               const cq__params_f32 *prm, const float *act_stress,
+                                               const float *P_bar, float *F_bar, float *E_bar, float *nu_bar, float *act_bar)
+{
+    cq__rot_2d_f32 rot;
+    cq__rot_of_2d_fixed_corotated_f32(F, &rot);
+    cq__pk1_vjp_rot_2d_fixed_corotated_f32(F, &rot, E, nu, group, prm, act_stress, P_bar, F_bar, E_bar, nu_bar, act_bar);
 }
 
 /* >>stress_vjp_2d_neohookean_f32: adjoint of cq__stress_2d_neohookean_f32: given P_bar =
@@ -719,15 +777,14 @@ CQ_HD void cq__stress_vjp_2d_neohookean_f32(const float *F, const float *R, floa
    group (not the whole act_stress array); act_bar may be NULL, and is untouched when the particle
    has no valid group.  Plain +=: a caller summing many particles into one group block must
    make that race-free itself. */
-CQ_HD void cq__pk1_vjp_2d_neohookean_f32(const float *F, float E, float nu, int group,
-                                               const cq__params_f32 *prm, const float *act_stress,
-                                               const float *P_bar, float *F_bar, float *E_bar, float *nu_bar, float *act_bar)
+CQ_HD void cq__pk1_vjp_rot_2d_neohookean_f32(const float *F, const cq__rot_2d_f32 *rot, float E, float nu, int group,
+                                                   const cq__params_f32 *prm, const float *act_stress,
+                                                   const float *P_bar, float *F_bar, float *E_bar, float *nu_bar, float *act_bar)
 {
-    float mu, lam, R[4], R_bar[4], gmu = 0, glam = 0;
+    float mu, lam, R_bar[4], gmu = 0, glam = 0;
     cq__lame_f32(E, nu, &mu, &lam);
     for (int a = 0; a < 4; ++a) R_bar[a] = 0;
-    for (int a = 0; a < 4; ++a) R[a] = 0;
-    cq__stress_vjp_2d_neohookean_f32(F, R, mu, lam, P_bar, F_bar, R_bar, &gmu, &glam);
+    cq__stress_vjp_2d_neohookean_f32(F, rot->R, mu, lam, P_bar, F_bar, R_bar, &gmu, &glam);
     {
         const float op = 1 + nu, om = 1 - 2 * nu;
         *E_bar += gmu / (2 * op) + glam * nu / (op * om);
@@ -750,6 +807,14 @@ CQ_HD void cq__pk1_vjp_2d_neohookean_f32(const float *F, float E, float nu, int 
                     act_bar[c * 2 + b] += g;
                 }
     }
+}
+CQ_HD void cq__pk1_vjp_2d_neohookean_f32(const float *F, float E, float nu, int group,
+                                               const cq__params_f32 *prm, const float *act_stress,
+                                               const float *P_bar, float *F_bar, float *E_bar, float *nu_bar, float *act_bar)
+{
+    cq__rot_2d_f32 rot;
+    cq__rot_of_2d_neohookean_f32(F, &rot);
+    cq__pk1_vjp_rot_2d_neohookean_f32(F, &rot, E, nu, group, prm, act_stress, P_bar, F_bar, E_bar, nu_bar, act_bar);
 }
 
 /* ------------------------------------------------------------------ transfer adjoints 2D f32
@@ -970,18 +1035,17 @@ CQ_HD void cq__p2g_adj_transfer_2d_f32(int p, const cq__params_f32 *prm,
    F^T P_bar.  On the GPU they are two kernels, the first taking G from P2G's packed particles
    (no stress there), so neither holds the stencil's and the stress derivative's registers at
    once. */
-/* Pp: P's first Piola-Kirchhoff stress when the caller has it, else NULL (computed here) */
-CQ_HD void cq__p2g_adj_stress_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
-        cq__pview_f32 s, const float *Pp_in, const float *G_bar_in, cq__pview_f32 ai, cq__pview_f32 pg,
-        float *act_bar)
+/* The stress half given F's rotation rot and P (both of s.F[p]; the combined P2G adjoint below
+   computes them once for both halves) */
+CQ_HD void cq__p2g_adj_stress_rot_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
+        cq__pview_f32 s, const cq__rot_2d_f32 *rot, const float *Pp, const float *G_bar_in,
+        cq__pview_f32 ai, cq__pview_f32 pg, float *act_bar)
 {
-    float Fp[4], Pp[4], G_bar[4], P_bar[4], F_bar[4], vol_bar = 0, E_bar = 0, nu_bar = 0;
+    float Fp[4], G_bar[4], P_bar[4], F_bar[4], vol_bar = 0, E_bar = 0, nu_bar = 0;
     const int group = s.act ? s.act[p] : -1;
     const float vol = s.vol[p];
     const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
     for (int a = 0; a < 4; ++a) { Fp[a] = s.F[(long)p * 4 + a]; G_bar[a] = G_bar_in[a]; }
-    if (Pp_in) for (int a = 0; a < 4; ++a) Pp[a] = Pp_in[a];
-    else cq__pk1_2d_fixed_corotated_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
     /* G = k V0 P F^T + m C */
     for (int a = 0; a < 2; ++a)
         for (int b = 0; b < 2; ++b) {
@@ -996,9 +1060,20 @@ CQ_HD void cq__p2g_adj_stress_2d_fixed_corotated_f32(int p, const cq__params_f32
             vol_bar += ks * pf * G_bar[a * 2 + b];
         }
     for (int a = 0; a < 4; ++a) act_bar[a] = 0;
-    cq__pk1_vjp_2d_fixed_corotated_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, P_bar, F_bar, &E_bar, &nu_bar, act_bar);
+    cq__pk1_vjp_rot_2d_fixed_corotated_f32(Fp, rot, s.E[p], s.nu[p], group, prm, s.act_stress, P_bar, F_bar, &E_bar, &nu_bar, act_bar);
     for (int a = 0; a < 4; ++a) ai.F[(long)p * 4 + a] += F_bar[a];
     pg.vol[p] += vol_bar; pg.E[p] += E_bar; pg.nu[p] += nu_bar;
+}
+/* the stress half alone (the GPU's second kernel): F's rotation and P computed here */
+CQ_HD void cq__p2g_adj_stress_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
+        cq__pview_f32 s, const float *G_bar_in, cq__pview_f32 ai, cq__pview_f32 pg, float *act_bar)
+{
+    float Fp[4], Pp[4];
+    cq__rot_2d_f32 rot;
+    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    cq__rot_of_2d_fixed_corotated_f32(Fp, &rot);
+    cq__pk1_rot_2d_fixed_corotated_f32(Fp, &rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    cq__p2g_adj_stress_rot_2d_fixed_corotated_f32(p, prm, s, &rot, Pp, G_bar_in, ai, pg, act_bar);
 }
 
 /* both halves for particle p, G and P computed here (the CPU's P2G adjoint, and the unit the
@@ -1008,11 +1083,13 @@ CQ_HD void cq__p2g_adj_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
         cq__pview_f32 pg, float *act_bar)
 {
     float Fp[4], Pp[4], G[4], G_bar[4];
+    cq__rot_2d_f32 rot;
     for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
-    cq__pk1_2d_fixed_corotated_f32(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    cq__rot_of_2d_fixed_corotated_f32(Fp, &rot);
+    cq__pk1_rot_2d_fixed_corotated_f32(Fp, &rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     cq__affine_2d_f32(p, prm, s, Pp, Fp, G);   /* G as P2G's */
     cq__p2g_adj_transfer_2d_f32(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
-    cq__p2g_adj_stress_2d_fixed_corotated_f32(p, prm, s, Pp, G_bar, ai, pg, act_bar);
+    cq__p2g_adj_stress_rot_2d_fixed_corotated_f32(p, prm, s, &rot, Pp, G_bar, ai, pg, act_bar);
 }
 
 /* >>p2g_adj_2d_neohookean_f32: adjoint of P2G (eqs 3-6) for particle p, in two halves
@@ -1025,18 +1102,17 @@ CQ_HD void cq__p2g_adj_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
    F^T P_bar.  On the GPU they are two kernels, the first taking G from P2G's packed particles
    (no stress there), so neither holds the stencil's and the stress derivative's registers at
    once. */
-/* Pp: P's first Piola-Kirchhoff stress when the caller has it, else NULL (computed here) */
-CQ_HD void cq__p2g_adj_stress_2d_neohookean_f32(int p, const cq__params_f32 *prm,
-        cq__pview_f32 s, const float *Pp_in, const float *G_bar_in, cq__pview_f32 ai, cq__pview_f32 pg,
-        float *act_bar)
+/* The stress half given F's rotation rot and P (both of s.F[p]; the combined P2G adjoint below
+   computes them once for both halves) */
+CQ_HD void cq__p2g_adj_stress_rot_2d_neohookean_f32(int p, const cq__params_f32 *prm,
+        cq__pview_f32 s, const cq__rot_2d_f32 *rot, const float *Pp, const float *G_bar_in,
+        cq__pview_f32 ai, cq__pview_f32 pg, float *act_bar)
 {
-    float Fp[4], Pp[4], G_bar[4], P_bar[4], F_bar[4], vol_bar = 0, E_bar = 0, nu_bar = 0;
+    float Fp[4], G_bar[4], P_bar[4], F_bar[4], vol_bar = 0, E_bar = 0, nu_bar = 0;
     const int group = s.act ? s.act[p] : -1;
     const float vol = s.vol[p];
     const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
     for (int a = 0; a < 4; ++a) { Fp[a] = s.F[(long)p * 4 + a]; G_bar[a] = G_bar_in[a]; }
-    if (Pp_in) for (int a = 0; a < 4; ++a) Pp[a] = Pp_in[a];
-    else cq__pk1_2d_neohookean_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
     /* G = k V0 P F^T + m C */
     for (int a = 0; a < 2; ++a)
         for (int b = 0; b < 2; ++b) {
@@ -1051,9 +1127,20 @@ CQ_HD void cq__p2g_adj_stress_2d_neohookean_f32(int p, const cq__params_f32 *prm
             vol_bar += ks * pf * G_bar[a * 2 + b];
         }
     for (int a = 0; a < 4; ++a) act_bar[a] = 0;
-    cq__pk1_vjp_2d_neohookean_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, P_bar, F_bar, &E_bar, &nu_bar, act_bar);
+    cq__pk1_vjp_rot_2d_neohookean_f32(Fp, rot, s.E[p], s.nu[p], group, prm, s.act_stress, P_bar, F_bar, &E_bar, &nu_bar, act_bar);
     for (int a = 0; a < 4; ++a) ai.F[(long)p * 4 + a] += F_bar[a];
     pg.vol[p] += vol_bar; pg.E[p] += E_bar; pg.nu[p] += nu_bar;
+}
+/* the stress half alone (the GPU's second kernel): F's rotation and P computed here */
+CQ_HD void cq__p2g_adj_stress_2d_neohookean_f32(int p, const cq__params_f32 *prm,
+        cq__pview_f32 s, const float *G_bar_in, cq__pview_f32 ai, cq__pview_f32 pg, float *act_bar)
+{
+    float Fp[4], Pp[4];
+    cq__rot_2d_f32 rot;
+    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    cq__rot_of_2d_neohookean_f32(Fp, &rot);
+    cq__pk1_rot_2d_neohookean_f32(Fp, &rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    cq__p2g_adj_stress_rot_2d_neohookean_f32(p, prm, s, &rot, Pp, G_bar_in, ai, pg, act_bar);
 }
 
 /* both halves for particle p, G and P computed here (the CPU's P2G adjoint, and the unit the
@@ -1063,11 +1150,13 @@ CQ_HD void cq__p2g_adj_2d_neohookean_f32(int p, const cq__params_f32 *prm,
         cq__pview_f32 pg, float *act_bar)
 {
     float Fp[4], Pp[4], G[4], G_bar[4];
+    cq__rot_2d_f32 rot;
     for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
-    cq__pk1_2d_neohookean_f32(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    cq__rot_of_2d_neohookean_f32(Fp, &rot);
+    cq__pk1_rot_2d_neohookean_f32(Fp, &rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     cq__affine_2d_f32(p, prm, s, Pp, Fp, G);   /* G as P2G's */
     cq__p2g_adj_transfer_2d_f32(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
-    cq__p2g_adj_stress_2d_neohookean_f32(p, prm, s, Pp, G_bar, ai, pg, act_bar);
+    cq__p2g_adj_stress_rot_2d_neohookean_f32(p, prm, s, &rot, Pp, G_bar, ai, pg, act_bar);
 }
 
 
@@ -1776,7 +1865,7 @@ __global__ void CQ__BOUNDS(5) cq__p2g_adj_stress_2d_fixed_corotated_f32_kernel(i
     int k = blockIdx.x * blockDim.x + threadIdx.x;   /* sorted slot */
     if (k < n) {
         const int p = order[k];
-        cq__p2g_adj_stress_2d_fixed_corotated_f32(p, &prm, s, 0, pk + (long)k * CQ__PK(2) + 1 + 2 * 2, ai, pg,
+        cq__p2g_adj_stress_2d_fixed_corotated_f32(p, &prm, s, pk + (long)k * CQ__PK(2) + 1 + 2 * 2, ai, pg,
                                                      dact + (long)p * 4);
     }
 }
@@ -1792,7 +1881,7 @@ __global__ void CQ__BOUNDS(5) cq__p2g_adj_stress_2d_neohookean_f32_kernel(int n,
     int k = blockIdx.x * blockDim.x + threadIdx.x;   /* sorted slot */
     if (k < n) {
         const int p = order[k];
-        cq__p2g_adj_stress_2d_neohookean_f32(p, &prm, s, 0, pk + (long)k * CQ__PK(2) + 1 + 2 * 2, ai, pg,
+        cq__p2g_adj_stress_2d_neohookean_f32(p, &prm, s, pk + (long)k * CQ__PK(2) + 1 + 2 * 2, ai, pg,
                                                      dact + (long)p * 4);
     }
 }

@@ -176,6 +176,22 @@ CQ_HD void cq__polar_2d_f64(const double *F, double *R)
     R[0] = c; R[1] = 0 - s; R[2] = s; R[3] = c;   /* 0 - s: +0, not -0, at F = I */
 }
 
+/* >>rot_2d_f64: what a particle's stress and its adjoint need of the polar decomposition
+   of F, computed once per particle and shared by cq__pk1_rot_ and cq__pk1_vjp_rot_ (the P2G
+   adjoint used to take the rotation twice: stress, its VJP, the polar VJP): R.
+   A material without a rotation leaves it unset (cq__rot_none_). */
+typedef struct cq__rot_2d_f64 {
+    double R[4];
+} cq__rot_2d_f64;
+CQ_HD void cq__rot_fill_2d_f64(const double *F, cq__rot_2d_f64 *r)
+{
+    cq__polar_2d_f64(F, r->R);
+}
+CQ_HD void cq__rot_none_2d_f64(cq__rot_2d_f64 *r)
+{
+    for (int a = 0; a < 4; ++a) r->R[a] = 0;
+}
+
 /* >>incompressible_2d_f64: [Spielberg21] eq 14, P += E/(3(2-2nu)) p (J-1)^(p-1) J F^-T. */
 CQ_HD void cq__incompressible_2d_f64(const double *F, double E, double nu, int p, double *P)
 {
@@ -461,15 +477,21 @@ CQ_HD double cq__energy_2d_fixed_corotated_f64(const double *F, const double *R,
     return psi;
 }
 
-/* Total first Piola-Kirchhoff stress of one particle: material + incompressibility + actuation
-   (DESIGN.md sec 3: P = P_material(F; E, nu) [+ P_inc] + F sigma_a). */
-CQ_HD void cq__pk1_2d_fixed_corotated_f64(const double *F, double E, double nu, int group,
-                                           const cq__params_f64 *prm, const double *act_stress, double *P)
+/* F's rotation as this material needs it (none: R = 0, unused) */
+CQ_HD void cq__rot_of_2d_fixed_corotated_f64(const double *F, cq__rot_2d_f64 *r)
 {
-    double mu, lam, R[4];
+    cq__rot_fill_2d_f64(F, r);
+}
+
+/* Total first Piola-Kirchhoff stress of one particle: material + incompressibility + actuation
+   (DESIGN.md sec 3: P = P_material(F; E, nu) [+ P_inc] + F sigma_a).  cq__pk1_rot_: with F's
+   rotation r given (cq__rot_of_). */
+CQ_HD void cq__pk1_rot_2d_fixed_corotated_f64(const double *F, const cq__rot_2d_f64 *r, double E, double nu, int group,
+                                               const cq__params_f64 *prm, const double *act_stress, double *P)
+{
+    double mu, lam;
     cq__lame_f64(E, nu, &mu, &lam);
-    cq__polar_2d_f64(F, R);
-    cq__stress_2d_fixed_corotated_f64(F, R, mu, lam, P);
+    cq__stress_2d_fixed_corotated_f64(F, r->R, mu, lam, P);
     if (prm->incompressibility) cq__incompressible_2d_f64(F, E, nu, prm->incompressibility, P);
     if (group >= 0 && group < prm->act_groups) {
         const double *sa = act_stress + (long)group * 4;
@@ -477,6 +499,13 @@ CQ_HD void cq__pk1_2d_fixed_corotated_f64(const double *F, double E, double nu, 
             for (int b = 0; b < 2; ++b)
                 for (int c = 0; c < 2; ++c) P[a * 2 + b] += F[a * 2 + c] * sa[c * 2 + b];
     }
+}
+CQ_HD void cq__pk1_2d_fixed_corotated_f64(const double *F, double E, double nu, int group,
+                                           const cq__params_f64 *prm, const double *act_stress, double *P)
+{
+    cq__rot_2d_f64 r;
+    cq__rot_of_2d_fixed_corotated_f64(F, &r);
+    cq__pk1_rot_2d_fixed_corotated_f64(F, &r, E, nu, group, prm, act_stress, P);
 }
 
 /* >>p2g_2d_fixed_corotated_f64: P2G's particle half ([ChainQueen] eqs 3-6, APIC + MLS force):
@@ -528,15 +557,22 @@ CQ_HD double cq__energy_2d_neohookean_f64(const double *F, const double *R, doub
     return psi;
 }
 
-/* Total first Piola-Kirchhoff stress of one particle: material + incompressibility + actuation
-   (DESIGN.md sec 3: P = P_material(F; E, nu) [+ P_inc] + F sigma_a). */
-CQ_HD void cq__pk1_2d_neohookean_f64(const double *F, double E, double nu, int group,
-                                           const cq__params_f64 *prm, const double *act_stress, double *P)
+/* F's rotation as this material needs it (none: R = 0, unused) */
+CQ_HD void cq__rot_of_2d_neohookean_f64(const double *F, cq__rot_2d_f64 *r)
 {
-    double mu, lam, R[4];
+    (void)F;
+    cq__rot_none_2d_f64(r);
+}
+
+/* Total first Piola-Kirchhoff stress of one particle: material + incompressibility + actuation
+   (DESIGN.md sec 3: P = P_material(F; E, nu) [+ P_inc] + F sigma_a).  cq__pk1_rot_: with F's
+   rotation r given (cq__rot_of_). */
+CQ_HD void cq__pk1_rot_2d_neohookean_f64(const double *F, const cq__rot_2d_f64 *r, double E, double nu, int group,
+                                               const cq__params_f64 *prm, const double *act_stress, double *P)
+{
+    double mu, lam;
     cq__lame_f64(E, nu, &mu, &lam);
-    for (int a = 0; a < 4; ++a) R[a] = 0;
-    cq__stress_2d_neohookean_f64(F, R, mu, lam, P);
+    cq__stress_2d_neohookean_f64(F, r->R, mu, lam, P);
     if (prm->incompressibility) cq__incompressible_2d_f64(F, E, nu, prm->incompressibility, P);
     if (group >= 0 && group < prm->act_groups) {
         const double *sa = act_stress + (long)group * 4;
@@ -544,6 +580,13 @@ CQ_HD void cq__pk1_2d_neohookean_f64(const double *F, double E, double nu, int g
             for (int b = 0; b < 2; ++b)
                 for (int c = 0; c < 2; ++c) P[a * 2 + b] += F[a * 2 + c] * sa[c * 2 + b];
     }
+}
+CQ_HD void cq__pk1_2d_neohookean_f64(const double *F, double E, double nu, int group,
+                                           const cq__params_f64 *prm, const double *act_stress, double *P)
+{
+    cq__rot_2d_f64 r;
+    cq__rot_of_2d_neohookean_f64(F, &r);
+    cq__pk1_rot_2d_neohookean_f64(F, &r, E, nu, group, prm, act_stress, P);
 }
 
 /* >>p2g_2d_neohookean_f64: P2G's particle half ([ChainQueen] eqs 3-6, APIC + MLS force):
@@ -580,8 +623,9 @@ CQ_HD void cq__p2g_fwd_2d_neohookean_f64(int p, const cq__params_f64 *prm, cq__p
    (1, s, -s)); there the denominator is clamped to 1e-6 * sig_max (2D: * |F|), which keeps the
    gradient finite (bounded by |R_bar| / (1e-6 sig_max)) but no longer exact.  F = 0
    (where the forward pass returns the constant R = I) adds nothing. */
-CQ_HD void cq__polar_vjp_2d_f64(const double *F, const double *R, const double *R_bar, double *F_bar)
+CQ_HD void cq__polar_vjp_rot_2d_f64(const double *F, const cq__rot_2d_f64 *rot, const double *R_bar, double *F_bar)
 {
+    const double *R = rot->R;
     /* 2D: R is the rotation by theta = atan2(F10 - F01, F00 + F11); r = |(F00 + F11, F10 - F01)|
        = sig_0 + sig_1.  dL/dtheta = <R_bar, R_bar/dtheta>, dtheta/d(F00 + F11) = -sin/r,
        dtheta/d(F10 - F01) = cos/r. */
@@ -594,6 +638,13 @@ CQ_HD void cq__polar_vjp_2d_f64(const double *F, const double *R, const double *
     double q = gth / (r > fl ? r : fl);
     F_bar[0] -= s * q; F_bar[3] -= s * q;
     F_bar[2] += c * q; F_bar[1] -= c * q;
+}
+/* the same with only F and R at hand (R = cq__polar_2d_f64(F)) */
+CQ_HD void cq__polar_vjp_2d_f64(const double *F, const double *R, const double *R_bar, double *F_bar)
+{
+    cq__rot_2d_f64 rot;
+    for (int a = 0; a < 4; ++a) rot.R[a] = R[a];
+    cq__polar_vjp_rot_2d_f64(F, &rot, R_bar, F_bar);
 }
 
 /* F_bar += s * d<K_bar, cofactor(F)>/F_bar (cofactor as cq__cofactor_2d_f64). */
@@ -652,16 +703,15 @@ CQ_HD void cq__stress_vjp_2d_fixed_corotated_f64(const double *F, const double *
    group (not the whole act_stress array); act_bar may be NULL, and is untouched when the particle
    has no valid group.  Plain +=: a caller summing many particles into one group block must
    make that race-free itself. */
-CQ_HD void cq__pk1_vjp_2d_fixed_corotated_f64(const double *F, double E, double nu, int group,
-                                               const cq__params_f64 *prm, const double *act_stress,
-                                               const double *P_bar, double *F_bar, double *E_bar, double *nu_bar, double *act_bar)
+CQ_HD void cq__pk1_vjp_rot_2d_fixed_corotated_f64(const double *F, const cq__rot_2d_f64 *rot, double E, double nu, int group,
+                                                   const cq__params_f64 *prm, const double *act_stress,
+                                                   const double *P_bar, double *F_bar, double *E_bar, double *nu_bar, double *act_bar)
 {
-    double mu, lam, R[4], R_bar[4], gmu = 0, glam = 0;
+    double mu, lam, R_bar[4], gmu = 0, glam = 0;
     cq__lame_f64(E, nu, &mu, &lam);
     for (int a = 0; a < 4; ++a) R_bar[a] = 0;
-    cq__polar_2d_f64(F, R);
-    cq__stress_vjp_2d_fixed_corotated_f64(F, R, mu, lam, P_bar, F_bar, R_bar, &gmu, &glam);
-    cq__polar_vjp_2d_f64(F, R, R_bar, F_bar);
+    cq__stress_vjp_2d_fixed_corotated_f64(F, rot->R, mu, lam, P_bar, F_bar, R_bar, &gmu, &glam);
+    cq__polar_vjp_rot_2d_f64(F, rot, R_bar, F_bar);
     {
         const double op = 1 + nu, om = 1 - 2 * nu;
         *E_bar += gmu / (2 * op) + glam * nu / (op * om);
@@ -684,6 +734,14 @@ CQ_HD void cq__pk1_vjp_2d_fixed_corotated_f64(const double *F, double E, double 
                     act_bar[c * 2 + b] += g;
                 }
     }
+}
+CQ_HD void cq__pk1_vjp_2d_fixed_corotated_f64(const double *F, double E, double nu, int group,
+                                               const cq__params_f64 *prm, const double *act_stress,
+                                               const double *P_bar, double *F_bar, double *E_bar, double *nu_bar, double *act_bar)
+{
+    cq__rot_2d_f64 rot;
+    cq__rot_of_2d_fixed_corotated_f64(F, &rot);
+    cq__pk1_vjp_rot_2d_fixed_corotated_f64(F, &rot, E, nu, group, prm, act_stress, P_bar, F_bar, E_bar, nu_bar, act_bar);
 }
 
 /* >>stress_vjp_2d_neohookean_f64: adjoint of cq__stress_2d_neohookean_f64: given P_bar =
@@ -724,15 +782,14 @@ CQ_HD void cq__stress_vjp_2d_neohookean_f64(const double *F, const double *R, do
    group (not the whole act_stress array); act_bar may be NULL, and is untouched when the particle
    has no valid group.  Plain +=: a caller summing many particles into one group block must
    make that race-free itself. */
-CQ_HD void cq__pk1_vjp_2d_neohookean_f64(const double *F, double E, double nu, int group,
-                                               const cq__params_f64 *prm, const double *act_stress,
-                                               const double *P_bar, double *F_bar, double *E_bar, double *nu_bar, double *act_bar)
+CQ_HD void cq__pk1_vjp_rot_2d_neohookean_f64(const double *F, const cq__rot_2d_f64 *rot, double E, double nu, int group,
+                                                   const cq__params_f64 *prm, const double *act_stress,
+                                                   const double *P_bar, double *F_bar, double *E_bar, double *nu_bar, double *act_bar)
 {
-    double mu, lam, R[4], R_bar[4], gmu = 0, glam = 0;
+    double mu, lam, R_bar[4], gmu = 0, glam = 0;
     cq__lame_f64(E, nu, &mu, &lam);
     for (int a = 0; a < 4; ++a) R_bar[a] = 0;
-    for (int a = 0; a < 4; ++a) R[a] = 0;
-    cq__stress_vjp_2d_neohookean_f64(F, R, mu, lam, P_bar, F_bar, R_bar, &gmu, &glam);
+    cq__stress_vjp_2d_neohookean_f64(F, rot->R, mu, lam, P_bar, F_bar, R_bar, &gmu, &glam);
     {
         const double op = 1 + nu, om = 1 - 2 * nu;
         *E_bar += gmu / (2 * op) + glam * nu / (op * om);
@@ -755,6 +812,14 @@ CQ_HD void cq__pk1_vjp_2d_neohookean_f64(const double *F, double E, double nu, i
                     act_bar[c * 2 + b] += g;
                 }
     }
+}
+CQ_HD void cq__pk1_vjp_2d_neohookean_f64(const double *F, double E, double nu, int group,
+                                               const cq__params_f64 *prm, const double *act_stress,
+                                               const double *P_bar, double *F_bar, double *E_bar, double *nu_bar, double *act_bar)
+{
+    cq__rot_2d_f64 rot;
+    cq__rot_of_2d_neohookean_f64(F, &rot);
+    cq__pk1_vjp_rot_2d_neohookean_f64(F, &rot, E, nu, group, prm, act_stress, P_bar, F_bar, E_bar, nu_bar, act_bar);
 }
 
 /* ------------------------------------------------------------------ transfer adjoints 2D f64
@@ -975,18 +1040,17 @@ CQ_HD void cq__p2g_adj_transfer_2d_f64(int p, const cq__params_f64 *prm,
    F^T P_bar.  On the GPU they are two kernels, the first taking G from P2G's packed particles
    (no stress there), so neither holds the stencil's and the stress derivative's registers at
    once. */
-/* Pp: P's first Piola-Kirchhoff stress when the caller has it, else NULL (computed here) */
-CQ_HD void cq__p2g_adj_stress_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
-        cq__pview_f64 s, const double *Pp_in, const double *G_bar_in, cq__pview_f64 ai, cq__pview_f64 pg,
-        double *act_bar)
+/* The stress half given F's rotation rot and P (both of s.F[p]; the combined P2G adjoint below
+   computes them once for both halves) */
+CQ_HD void cq__p2g_adj_stress_rot_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
+        cq__pview_f64 s, const cq__rot_2d_f64 *rot, const double *Pp, const double *G_bar_in,
+        cq__pview_f64 ai, cq__pview_f64 pg, double *act_bar)
 {
-    double Fp[4], Pp[4], G_bar[4], P_bar[4], F_bar[4], vol_bar = 0, E_bar = 0, nu_bar = 0;
+    double Fp[4], G_bar[4], P_bar[4], F_bar[4], vol_bar = 0, E_bar = 0, nu_bar = 0;
     const int group = s.act ? s.act[p] : -1;
     const double vol = s.vol[p];
     const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
     for (int a = 0; a < 4; ++a) { Fp[a] = s.F[(long)p * 4 + a]; G_bar[a] = G_bar_in[a]; }
-    if (Pp_in) for (int a = 0; a < 4; ++a) Pp[a] = Pp_in[a];
-    else cq__pk1_2d_fixed_corotated_f64(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
     /* G = k V0 P F^T + m C */
     for (int a = 0; a < 2; ++a)
         for (int b = 0; b < 2; ++b) {
@@ -1001,9 +1065,20 @@ CQ_HD void cq__p2g_adj_stress_2d_fixed_corotated_f64(int p, const cq__params_f64
             vol_bar += ks * pf * G_bar[a * 2 + b];
         }
     for (int a = 0; a < 4; ++a) act_bar[a] = 0;
-    cq__pk1_vjp_2d_fixed_corotated_f64(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, P_bar, F_bar, &E_bar, &nu_bar, act_bar);
+    cq__pk1_vjp_rot_2d_fixed_corotated_f64(Fp, rot, s.E[p], s.nu[p], group, prm, s.act_stress, P_bar, F_bar, &E_bar, &nu_bar, act_bar);
     for (int a = 0; a < 4; ++a) ai.F[(long)p * 4 + a] += F_bar[a];
     pg.vol[p] += vol_bar; pg.E[p] += E_bar; pg.nu[p] += nu_bar;
+}
+/* the stress half alone (the GPU's second kernel): F's rotation and P computed here */
+CQ_HD void cq__p2g_adj_stress_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
+        cq__pview_f64 s, const double *G_bar_in, cq__pview_f64 ai, cq__pview_f64 pg, double *act_bar)
+{
+    double Fp[4], Pp[4];
+    cq__rot_2d_f64 rot;
+    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    cq__rot_of_2d_fixed_corotated_f64(Fp, &rot);
+    cq__pk1_rot_2d_fixed_corotated_f64(Fp, &rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    cq__p2g_adj_stress_rot_2d_fixed_corotated_f64(p, prm, s, &rot, Pp, G_bar_in, ai, pg, act_bar);
 }
 
 /* both halves for particle p, G and P computed here (the CPU's P2G adjoint, and the unit the
@@ -1013,11 +1088,13 @@ CQ_HD void cq__p2g_adj_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
         cq__pview_f64 pg, double *act_bar)
 {
     double Fp[4], Pp[4], G[4], G_bar[4];
+    cq__rot_2d_f64 rot;
     for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
-    cq__pk1_2d_fixed_corotated_f64(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    cq__rot_of_2d_fixed_corotated_f64(Fp, &rot);
+    cq__pk1_rot_2d_fixed_corotated_f64(Fp, &rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     cq__affine_2d_f64(p, prm, s, Pp, Fp, G);   /* G as P2G's */
     cq__p2g_adj_transfer_2d_f64(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
-    cq__p2g_adj_stress_2d_fixed_corotated_f64(p, prm, s, Pp, G_bar, ai, pg, act_bar);
+    cq__p2g_adj_stress_rot_2d_fixed_corotated_f64(p, prm, s, &rot, Pp, G_bar, ai, pg, act_bar);
 }
 
 /* >>p2g_adj_2d_neohookean_f64: adjoint of P2G (eqs 3-6) for particle p, in two halves
@@ -1030,18 +1107,17 @@ CQ_HD void cq__p2g_adj_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
    F^T P_bar.  On the GPU they are two kernels, the first taking G from P2G's packed particles
    (no stress there), so neither holds the stencil's and the stress derivative's registers at
    once. */
-/* Pp: P's first Piola-Kirchhoff stress when the caller has it, else NULL (computed here) */
-CQ_HD void cq__p2g_adj_stress_2d_neohookean_f64(int p, const cq__params_f64 *prm,
-        cq__pview_f64 s, const double *Pp_in, const double *G_bar_in, cq__pview_f64 ai, cq__pview_f64 pg,
-        double *act_bar)
+/* The stress half given F's rotation rot and P (both of s.F[p]; the combined P2G adjoint below
+   computes them once for both halves) */
+CQ_HD void cq__p2g_adj_stress_rot_2d_neohookean_f64(int p, const cq__params_f64 *prm,
+        cq__pview_f64 s, const cq__rot_2d_f64 *rot, const double *Pp, const double *G_bar_in,
+        cq__pview_f64 ai, cq__pview_f64 pg, double *act_bar)
 {
-    double Fp[4], Pp[4], G_bar[4], P_bar[4], F_bar[4], vol_bar = 0, E_bar = 0, nu_bar = 0;
+    double Fp[4], G_bar[4], P_bar[4], F_bar[4], vol_bar = 0, E_bar = 0, nu_bar = 0;
     const int group = s.act ? s.act[p] : -1;
     const double vol = s.vol[p];
     const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
     for (int a = 0; a < 4; ++a) { Fp[a] = s.F[(long)p * 4 + a]; G_bar[a] = G_bar_in[a]; }
-    if (Pp_in) for (int a = 0; a < 4; ++a) Pp[a] = Pp_in[a];
-    else cq__pk1_2d_neohookean_f64(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
     /* G = k V0 P F^T + m C */
     for (int a = 0; a < 2; ++a)
         for (int b = 0; b < 2; ++b) {
@@ -1056,9 +1132,20 @@ CQ_HD void cq__p2g_adj_stress_2d_neohookean_f64(int p, const cq__params_f64 *prm
             vol_bar += ks * pf * G_bar[a * 2 + b];
         }
     for (int a = 0; a < 4; ++a) act_bar[a] = 0;
-    cq__pk1_vjp_2d_neohookean_f64(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, P_bar, F_bar, &E_bar, &nu_bar, act_bar);
+    cq__pk1_vjp_rot_2d_neohookean_f64(Fp, rot, s.E[p], s.nu[p], group, prm, s.act_stress, P_bar, F_bar, &E_bar, &nu_bar, act_bar);
     for (int a = 0; a < 4; ++a) ai.F[(long)p * 4 + a] += F_bar[a];
     pg.vol[p] += vol_bar; pg.E[p] += E_bar; pg.nu[p] += nu_bar;
+}
+/* the stress half alone (the GPU's second kernel): F's rotation and P computed here */
+CQ_HD void cq__p2g_adj_stress_2d_neohookean_f64(int p, const cq__params_f64 *prm,
+        cq__pview_f64 s, const double *G_bar_in, cq__pview_f64 ai, cq__pview_f64 pg, double *act_bar)
+{
+    double Fp[4], Pp[4];
+    cq__rot_2d_f64 rot;
+    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    cq__rot_of_2d_neohookean_f64(Fp, &rot);
+    cq__pk1_rot_2d_neohookean_f64(Fp, &rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    cq__p2g_adj_stress_rot_2d_neohookean_f64(p, prm, s, &rot, Pp, G_bar_in, ai, pg, act_bar);
 }
 
 /* both halves for particle p, G and P computed here (the CPU's P2G adjoint, and the unit the
@@ -1068,11 +1155,13 @@ CQ_HD void cq__p2g_adj_2d_neohookean_f64(int p, const cq__params_f64 *prm,
         cq__pview_f64 pg, double *act_bar)
 {
     double Fp[4], Pp[4], G[4], G_bar[4];
+    cq__rot_2d_f64 rot;
     for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
-    cq__pk1_2d_neohookean_f64(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    cq__rot_of_2d_neohookean_f64(Fp, &rot);
+    cq__pk1_rot_2d_neohookean_f64(Fp, &rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     cq__affine_2d_f64(p, prm, s, Pp, Fp, G);   /* G as P2G's */
     cq__p2g_adj_transfer_2d_f64(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
-    cq__p2g_adj_stress_2d_neohookean_f64(p, prm, s, Pp, G_bar, ai, pg, act_bar);
+    cq__p2g_adj_stress_rot_2d_neohookean_f64(p, prm, s, &rot, Pp, G_bar, ai, pg, act_bar);
 }
 
 
@@ -1781,7 +1870,7 @@ __global__ void cq__p2g_adj_stress_2d_fixed_corotated_f64_kernel(int n, cq__para
     int k = blockIdx.x * blockDim.x + threadIdx.x;   /* sorted slot */
     if (k < n) {
         const int p = order[k];
-        cq__p2g_adj_stress_2d_fixed_corotated_f64(p, &prm, s, 0, pk + (long)k * CQ__PK(2) + 1 + 2 * 2, ai, pg,
+        cq__p2g_adj_stress_2d_fixed_corotated_f64(p, &prm, s, pk + (long)k * CQ__PK(2) + 1 + 2 * 2, ai, pg,
                                                      dact + (long)p * 4);
     }
 }
@@ -1797,7 +1886,7 @@ __global__ void cq__p2g_adj_stress_2d_neohookean_f64_kernel(int n, cq__params_f6
     int k = blockIdx.x * blockDim.x + threadIdx.x;   /* sorted slot */
     if (k < n) {
         const int p = order[k];
-        cq__p2g_adj_stress_2d_neohookean_f64(p, &prm, s, 0, pk + (long)k * CQ__PK(2) + 1 + 2 * 2, ai, pg,
+        cq__p2g_adj_stress_2d_neohookean_f64(p, &prm, s, pk + (long)k * CQ__PK(2) + 1 + 2 * 2, ai, pg,
                                                      dact + (long)p * 4);
     }
 }

@@ -220,14 +220,38 @@ CQ_HD void cq__svd_3d_f32(const float *F, float *U, float *sig, float *V)
     sig[0] = B[0]; sig[1] = B[4]; sig[2] = B[8];
 }
 
+/* R = U V^T */
+CQ_HD void cq__uvt_3d_f32(const float *U, const float *V, float *R)
+{
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j)
+            R[i * 3 + j] = U[i * 3] * V[j * 3] + U[i * 3 + 1] * V[j * 3 + 1] + U[i * 3 + 2] * V[j * 3 + 2];
+}
+
 /* >>polar_3d_f32: R = U V^T, always a rotation. */
 CQ_HD void cq__polar_3d_f32(const float *F, float *R)
 {
     float U[9], sig[3], V[9];
     cq__svd_3d_f32(F, U, sig, V);
-    for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j)
-            R[i * 3 + j] = U[i * 3] * V[j * 3] + U[i * 3 + 1] * V[j * 3 + 1] + U[i * 3 + 2] * V[j * 3 + 2];
+    cq__uvt_3d_f32(U, V, R);
+}
+
+/* >>rot_3d_f32: what a particle's stress and its adjoint need of the polar decomposition
+   of F, computed once per particle and shared by cq__pk1_rot_ and cq__pk1_vjp_rot_ (the P2G
+   adjoint used to take three SVDs: stress, its VJP, the polar VJP): R, and the SVD F = U diag(sig) V^T it is made of.
+   A material without a rotation leaves it unset (cq__rot_none_). */
+typedef struct cq__rot_3d_f32 {
+    float R[9];
+    float U[9], sig[3], V[9];
+} cq__rot_3d_f32;
+CQ_HD void cq__rot_fill_3d_f32(const float *F, cq__rot_3d_f32 *r)
+{
+    cq__svd_3d_f32(F, r->U, r->sig, r->V);
+    cq__uvt_3d_f32(r->U, r->V, r->R);   /* cq__polar_3d's R exactly */
+}
+CQ_HD void cq__rot_none_3d_f32(cq__rot_3d_f32 *r)
+{
+    for (int a = 0; a < 9; ++a) r->R[a] = 0;
 }
 
 /* >>incompressible_3d_f32: [Spielberg21] eq 14, P += E/(3(2-2nu)) p (J-1)^(p-1) J F^-T. */
@@ -528,15 +552,21 @@ CQ_HD float cq__energy_3d_fixed_corotated_f32(const float *F, const float *R, fl
     return psi;
 }
 
-/* Total first Piola-Kirchhoff stress of one particle: material + incompressibility + actuation
-   (DESIGN.md sec 3: P = P_material(F; E, nu) [+ P_inc] + F sigma_a). */
-CQ_HD void cq__pk1_3d_fixed_corotated_f32(const float *F, float E, float nu, int group,
-                                           const cq__params_f32 *prm, const float *act_stress, float *P)
+/* F's rotation as this material needs it (none: R = 0, unused) */
+CQ_HD void cq__rot_of_3d_fixed_corotated_f32(const float *F, cq__rot_3d_f32 *r)
 {
-    float mu, lam, R[9];
+    cq__rot_fill_3d_f32(F, r);
+}
+
+/* Total first Piola-Kirchhoff stress of one particle: material + incompressibility + actuation
+   (DESIGN.md sec 3: P = P_material(F; E, nu) [+ P_inc] + F sigma_a).  cq__pk1_rot_: with F's
+   rotation r given (cq__rot_of_). */
+CQ_HD void cq__pk1_rot_3d_fixed_corotated_f32(const float *F, const cq__rot_3d_f32 *r, float E, float nu, int group,
+                                               const cq__params_f32 *prm, const float *act_stress, float *P)
+{
+    float mu, lam;
     cq__lame_f32(E, nu, &mu, &lam);
-    cq__polar_3d_f32(F, R);
-    cq__stress_3d_fixed_corotated_f32(F, R, mu, lam, P);
+    cq__stress_3d_fixed_corotated_f32(F, r->R, mu, lam, P);
     if (prm->incompressibility) cq__incompressible_3d_f32(F, E, nu, prm->incompressibility, P);
     if (group >= 0 && group < prm->act_groups) {
         const float *sa = act_stress + (long)group * 9;
@@ -544,6 +574,13 @@ CQ_HD void cq__pk1_3d_fixed_corotated_f32(const float *F, float E, float nu, int
             for (int b = 0; b < 3; ++b)
                 for (int c = 0; c < 3; ++c) P[a * 3 + b] += F[a * 3 + c] * sa[c * 3 + b];
     }
+}
+CQ_HD void cq__pk1_3d_fixed_corotated_f32(const float *F, float E, float nu, int group,
+                                           const cq__params_f32 *prm, const float *act_stress, float *P)
+{
+    cq__rot_3d_f32 r;
+    cq__rot_of_3d_fixed_corotated_f32(F, &r);
+    cq__pk1_rot_3d_fixed_corotated_f32(F, &r, E, nu, group, prm, act_stress, P);
 }
 
 /* >>p2g_3d_fixed_corotated_f32: P2G's particle half ([ChainQueen] eqs 3-6, APIC + MLS force):
@@ -612,15 +649,22 @@ CQ_HD float cq__energy_3d_neohookean_f32(const float *F, const float *R, float m
     return psi;
 }
 
-/* Total first Piola-Kirchhoff stress of one particle: material + incompressibility + actuation
-   (DESIGN.md sec 3: P = P_material(F; E, nu) [+ P_inc] + F sigma_a). */
-CQ_HD void cq__pk1_3d_neohookean_f32(const float *F, float E, float nu, int group,
-                                           const cq__params_f32 *prm, const float *act_stress, float *P)
+/* F's rotation as this material needs it (none: R = 0, unused) */
+CQ_HD void cq__rot_of_3d_neohookean_f32(const float *F, cq__rot_3d_f32 *r)
 {
-    float mu, lam, R[9];
+    (void)F;
+    cq__rot_none_3d_f32(r);
+}
+
+/* Total first Piola-Kirchhoff stress of one particle: material + incompressibility + actuation
+   (DESIGN.md sec 3: P = P_material(F; E, nu) [+ P_inc] + F sigma_a).  cq__pk1_rot_: with F's
+   rotation r given (cq__rot_of_). */
+CQ_HD void cq__pk1_rot_3d_neohookean_f32(const float *F, const cq__rot_3d_f32 *r, float E, float nu, int group,
+                                               const cq__params_f32 *prm, const float *act_stress, float *P)
+{
+    float mu, lam;
     cq__lame_f32(E, nu, &mu, &lam);
-    for (int a = 0; a < 9; ++a) R[a] = 0;
-    cq__stress_3d_neohookean_f32(F, R, mu, lam, P);
+    cq__stress_3d_neohookean_f32(F, r->R, mu, lam, P);
     if (prm->incompressibility) cq__incompressible_3d_f32(F, E, nu, prm->incompressibility, P);
     if (group >= 0 && group < prm->act_groups) {
         const float *sa = act_stress + (long)group * 9;
@@ -628,6 +672,13 @@ CQ_HD void cq__pk1_3d_neohookean_f32(const float *F, float E, float nu, int grou
             for (int b = 0; b < 3; ++b)
                 for (int c = 0; c < 3; ++c) P[a * 3 + b] += F[a * 3 + c] * sa[c * 3 + b];
     }
+}
+CQ_HD void cq__pk1_3d_neohookean_f32(const float *F, float E, float nu, int group,
+                                           const cq__params_f32 *prm, const float *act_stress, float *P)
+{
+    cq__rot_3d_f32 r;
+    cq__rot_of_3d_neohookean_f32(F, &r);
+    cq__pk1_rot_3d_neohookean_f32(F, &r, E, nu, group, prm, act_stress, P);
 }
 
 /* >>p2g_3d_neohookean_f32: P2G's particle half ([ChainQueen] eqs 3-6, APIC + MLS force):
@@ -664,11 +715,11 @@ CQ_HD void cq__p2g_fwd_3d_neohookean_f32(int p, const cq__params_f32 *prm, cq__p
    (1, s, -s)); there the denominator is clamped to 1e-4 * sig_max (2D: * |F|), which keeps the
    gradient finite (bounded by |R_bar| / (1e-4 sig_max)) but no longer exact.  F = 0
    (where the forward pass returns the constant R = I) adds nothing. */
-CQ_HD void cq__polar_vjp_3d_f32(const float *F, const float *R, const float *R_bar, float *F_bar)
+CQ_HD void cq__polar_vjp_rot_3d_f32(const float *F, const cq__rot_3d_f32 *rot, const float *R_bar, float *F_bar)
 {
-    float U[9], sig[3], V[9], H[9], A[9];
-    (void)R;
-    cq__svd_3d_f32(F, U, sig, V);
+    const float *U = rot->U, *sig = rot->sig, *V = rot->V;
+    float H[9], A[9];
+    (void)F;
     if (!(sig[0] > 0)) return;
     float fl = 0.0001f * sig[0];
     for (int i = 0; i < 3; ++i)       /* H = U^T R_bar V */
@@ -694,6 +745,14 @@ CQ_HD void cq__polar_vjp_3d_f32(const float *F, const float *R, const float *R_b
                 for (int l = 0; l < 3; ++l) g += U[i * 3 + k] * A[k * 3 + l] * V[j * 3 + l];
             F_bar[i * 3 + j] += g;
         }
+}
+/* the same with only F and R at hand (R = cq__polar_3d_f32(F)) */
+CQ_HD void cq__polar_vjp_3d_f32(const float *F, const float *R, const float *R_bar, float *F_bar)
+{
+    cq__rot_3d_f32 rot;
+    (void)R;
+    cq__rot_fill_3d_f32(F, &rot);
+    cq__polar_vjp_rot_3d_f32(F, &rot, R_bar, F_bar);
 }
 
 /* F_bar += s * d<K_bar, cofactor(F)>/F_bar (cofactor as cq__cofactor_3d_f32). */
@@ -782,16 +841,15 @@ CQ_HD void cq__stress_vjp_3d_fixed_corotated_f32(const float *F, const float *R,
    group (not the whole act_stress array); act_bar may be NULL, and is untouched when the particle
    has no valid group.  Plain +=: a caller summing many particles into one group block must
    make that race-free itself. */
-CQ_HD void cq__pk1_vjp_3d_fixed_corotated_f32(const float *F, float E, float nu, int group,
-                                               const cq__params_f32 *prm, const float *act_stress,
-                                               const float *P_bar, float *F_bar, float *E_bar, float *nu_bar, float *act_bar)
+CQ_HD void cq__pk1_vjp_rot_3d_fixed_corotated_f32(const float *F, const cq__rot_3d_f32 *rot, float E, float nu, int group,
+                                                   const cq__params_f32 *prm, const float *act_stress,
+                                                   const float *P_bar, float *F_bar, float *E_bar, float *nu_bar, float *act_bar)
 {
-    float mu, lam, R[9], R_bar[9], gmu = 0, glam = 0;
+    float mu, lam, R_bar[9], gmu = 0, glam = 0;
     cq__lame_f32(E, nu, &mu, &lam);
     for (int a = 0; a < 9; ++a) R_bar[a] = 0;
-    cq__polar_3d_f32(F, R);
-    cq__stress_vjp_3d_fixed_corotated_f32(F, R, mu, lam, P_bar, F_bar, R_bar, &gmu, &glam);
-    cq__polar_vjp_3d_f32(F, R, R_bar, F_bar);
+    cq__stress_vjp_3d_fixed_corotated_f32(F, rot->R, mu, lam, P_bar, F_bar, R_bar, &gmu, &glam);
+    cq__polar_vjp_rot_3d_f32(F, rot, R_bar, F_bar);
     {
         const float op = 1 + nu, om = 1 - 2 * nu;
         *E_bar += gmu / (2 * op) + glam * nu / (op * om);
@@ -814,6 +872,14 @@ CQ_HD void cq__pk1_vjp_3d_fixed_corotated_f32(const float *F, float E, float nu,
                     act_bar[c * 3 + b] += g;
                 }
     }
+}
+CQ_HD void cq__pk1_vjp_3d_fixed_corotated_f32(const float *F, float E, float nu, int group,
+                                               const cq__params_f32 *prm, const float *act_stress,
+                                               const float *P_bar, float *F_bar, float *E_bar, float *nu_bar, float *act_bar)
+{
+    cq__rot_3d_f32 rot;
+    cq__rot_of_3d_fixed_corotated_f32(F, &rot);
+    cq__pk1_vjp_rot_3d_fixed_corotated_f32(F, &rot, E, nu, group, prm, act_stress, P_bar, F_bar, E_bar, nu_bar, act_bar);
 }
 
 /* >>stress_vjp_3d_neohookean_f32: adjoint of cq__stress_3d_neohookean_f32: given P_bar =
@@ -883,15 +949,14 @@ CQ_HD void cq__stress_vjp_3d_neohookean_f32(const float *F, const float *R, floa
    group (not the whole act_stress array); act_bar may be NULL, and is untouched when the particle
    has no valid group.  Plain +=: a caller summing many particles into one group block must
    make that race-free itself. */
-CQ_HD void cq__pk1_vjp_3d_neohookean_f32(const float *F, float E, float nu, int group,
-                                               const cq__params_f32 *prm, const float *act_stress,
-                                               const float *P_bar, float *F_bar, float *E_bar, float *nu_bar, float *act_bar)
+CQ_HD void cq__pk1_vjp_rot_3d_neohookean_f32(const float *F, const cq__rot_3d_f32 *rot, float E, float nu, int group,
+                                                   const cq__params_f32 *prm, const float *act_stress,
+                                                   const float *P_bar, float *F_bar, float *E_bar, float *nu_bar, float *act_bar)
 {
-    float mu, lam, R[9], R_bar[9], gmu = 0, glam = 0;
+    float mu, lam, R_bar[9], gmu = 0, glam = 0;
     cq__lame_f32(E, nu, &mu, &lam);
     for (int a = 0; a < 9; ++a) R_bar[a] = 0;
-    for (int a = 0; a < 9; ++a) R[a] = 0;
-    cq__stress_vjp_3d_neohookean_f32(F, R, mu, lam, P_bar, F_bar, R_bar, &gmu, &glam);
+    cq__stress_vjp_3d_neohookean_f32(F, rot->R, mu, lam, P_bar, F_bar, R_bar, &gmu, &glam);
     {
         const float op = 1 + nu, om = 1 - 2 * nu;
         *E_bar += gmu / (2 * op) + glam * nu / (op * om);
@@ -914,6 +979,14 @@ CQ_HD void cq__pk1_vjp_3d_neohookean_f32(const float *F, float E, float nu, int 
                     act_bar[c * 3 + b] += g;
                 }
     }
+}
+CQ_HD void cq__pk1_vjp_3d_neohookean_f32(const float *F, float E, float nu, int group,
+                                               const cq__params_f32 *prm, const float *act_stress,
+                                               const float *P_bar, float *F_bar, float *E_bar, float *nu_bar, float *act_bar)
+{
+    cq__rot_3d_f32 rot;
+    cq__rot_of_3d_neohookean_f32(F, &rot);
+    cq__pk1_vjp_rot_3d_neohookean_f32(F, &rot, E, nu, group, prm, act_stress, P_bar, F_bar, E_bar, nu_bar, act_bar);
 }
 
 /* ------------------------------------------------------------------ transfer adjoints 3D f32
@@ -1136,18 +1209,17 @@ CQ_HD void cq__p2g_adj_transfer_3d_f32(int p, const cq__params_f32 *prm,
    F^T P_bar.  On the GPU they are two kernels, the first taking G from P2G's packed particles
    (no stress there), so neither holds the stencil's and the stress derivative's registers at
    once. */
-/* Pp: P's first Piola-Kirchhoff stress when the caller has it, else NULL (computed here) */
-CQ_HD void cq__p2g_adj_stress_3d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
-        cq__pview_f32 s, const float *Pp_in, const float *G_bar_in, cq__pview_f32 ai, cq__pview_f32 pg,
-        float *act_bar)
+/* The stress half given F's rotation rot and P (both of s.F[p]; the combined P2G adjoint below
+   computes them once for both halves) */
+CQ_HD void cq__p2g_adj_stress_rot_3d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
+        cq__pview_f32 s, const cq__rot_3d_f32 *rot, const float *Pp, const float *G_bar_in,
+        cq__pview_f32 ai, cq__pview_f32 pg, float *act_bar)
 {
-    float Fp[9], Pp[9], G_bar[9], P_bar[9], F_bar[9], vol_bar = 0, E_bar = 0, nu_bar = 0;
+    float Fp[9], G_bar[9], P_bar[9], F_bar[9], vol_bar = 0, E_bar = 0, nu_bar = 0;
     const int group = s.act ? s.act[p] : -1;
     const float vol = s.vol[p];
     const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
     for (int a = 0; a < 9; ++a) { Fp[a] = s.F[(long)p * 9 + a]; G_bar[a] = G_bar_in[a]; }
-    if (Pp_in) for (int a = 0; a < 9; ++a) Pp[a] = Pp_in[a];
-    else cq__pk1_3d_fixed_corotated_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
     /* G = k V0 P F^T + m C */
     for (int a = 0; a < 3; ++a)
         for (int b = 0; b < 3; ++b) {
@@ -1162,9 +1234,20 @@ CQ_HD void cq__p2g_adj_stress_3d_fixed_corotated_f32(int p, const cq__params_f32
             vol_bar += ks * pf * G_bar[a * 3 + b];
         }
     for (int a = 0; a < 9; ++a) act_bar[a] = 0;
-    cq__pk1_vjp_3d_fixed_corotated_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, P_bar, F_bar, &E_bar, &nu_bar, act_bar);
+    cq__pk1_vjp_rot_3d_fixed_corotated_f32(Fp, rot, s.E[p], s.nu[p], group, prm, s.act_stress, P_bar, F_bar, &E_bar, &nu_bar, act_bar);
     for (int a = 0; a < 9; ++a) ai.F[(long)p * 9 + a] += F_bar[a];
     pg.vol[p] += vol_bar; pg.E[p] += E_bar; pg.nu[p] += nu_bar;
+}
+/* the stress half alone (the GPU's second kernel): F's rotation and P computed here */
+CQ_HD void cq__p2g_adj_stress_3d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
+        cq__pview_f32 s, const float *G_bar_in, cq__pview_f32 ai, cq__pview_f32 pg, float *act_bar)
+{
+    float Fp[9], Pp[9];
+    cq__rot_3d_f32 rot;
+    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    cq__rot_of_3d_fixed_corotated_f32(Fp, &rot);
+    cq__pk1_rot_3d_fixed_corotated_f32(Fp, &rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    cq__p2g_adj_stress_rot_3d_fixed_corotated_f32(p, prm, s, &rot, Pp, G_bar_in, ai, pg, act_bar);
 }
 
 /* both halves for particle p, G and P computed here (the CPU's P2G adjoint, and the unit the
@@ -1174,11 +1257,13 @@ CQ_HD void cq__p2g_adj_3d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
         cq__pview_f32 pg, float *act_bar)
 {
     float Fp[9], Pp[9], G[9], G_bar[9];
+    cq__rot_3d_f32 rot;
     for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
-    cq__pk1_3d_fixed_corotated_f32(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    cq__rot_of_3d_fixed_corotated_f32(Fp, &rot);
+    cq__pk1_rot_3d_fixed_corotated_f32(Fp, &rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     cq__affine_3d_f32(p, prm, s, Pp, Fp, G);   /* G as P2G's */
     cq__p2g_adj_transfer_3d_f32(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
-    cq__p2g_adj_stress_3d_fixed_corotated_f32(p, prm, s, Pp, G_bar, ai, pg, act_bar);
+    cq__p2g_adj_stress_rot_3d_fixed_corotated_f32(p, prm, s, &rot, Pp, G_bar, ai, pg, act_bar);
 }
 
 /* >>p2g_adj_3d_neohookean_f32: adjoint of P2G (eqs 3-6) for particle p, in two halves
@@ -1191,18 +1276,17 @@ CQ_HD void cq__p2g_adj_3d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
    F^T P_bar.  On the GPU they are two kernels, the first taking G from P2G's packed particles
    (no stress there), so neither holds the stencil's and the stress derivative's registers at
    once. */
-/* Pp: P's first Piola-Kirchhoff stress when the caller has it, else NULL (computed here) */
-CQ_HD void cq__p2g_adj_stress_3d_neohookean_f32(int p, const cq__params_f32 *prm,
-        cq__pview_f32 s, const float *Pp_in, const float *G_bar_in, cq__pview_f32 ai, cq__pview_f32 pg,
-        float *act_bar)
+/* The stress half given F's rotation rot and P (both of s.F[p]; the combined P2G adjoint below
+   computes them once for both halves) */
+CQ_HD void cq__p2g_adj_stress_rot_3d_neohookean_f32(int p, const cq__params_f32 *prm,
+        cq__pview_f32 s, const cq__rot_3d_f32 *rot, const float *Pp, const float *G_bar_in,
+        cq__pview_f32 ai, cq__pview_f32 pg, float *act_bar)
 {
-    float Fp[9], Pp[9], G_bar[9], P_bar[9], F_bar[9], vol_bar = 0, E_bar = 0, nu_bar = 0;
+    float Fp[9], G_bar[9], P_bar[9], F_bar[9], vol_bar = 0, E_bar = 0, nu_bar = 0;
     const int group = s.act ? s.act[p] : -1;
     const float vol = s.vol[p];
     const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
     for (int a = 0; a < 9; ++a) { Fp[a] = s.F[(long)p * 9 + a]; G_bar[a] = G_bar_in[a]; }
-    if (Pp_in) for (int a = 0; a < 9; ++a) Pp[a] = Pp_in[a];
-    else cq__pk1_3d_neohookean_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, Pp);
     /* G = k V0 P F^T + m C */
     for (int a = 0; a < 3; ++a)
         for (int b = 0; b < 3; ++b) {
@@ -1217,9 +1301,20 @@ CQ_HD void cq__p2g_adj_stress_3d_neohookean_f32(int p, const cq__params_f32 *prm
             vol_bar += ks * pf * G_bar[a * 3 + b];
         }
     for (int a = 0; a < 9; ++a) act_bar[a] = 0;
-    cq__pk1_vjp_3d_neohookean_f32(Fp, s.E[p], s.nu[p], group, prm, s.act_stress, P_bar, F_bar, &E_bar, &nu_bar, act_bar);
+    cq__pk1_vjp_rot_3d_neohookean_f32(Fp, rot, s.E[p], s.nu[p], group, prm, s.act_stress, P_bar, F_bar, &E_bar, &nu_bar, act_bar);
     for (int a = 0; a < 9; ++a) ai.F[(long)p * 9 + a] += F_bar[a];
     pg.vol[p] += vol_bar; pg.E[p] += E_bar; pg.nu[p] += nu_bar;
+}
+/* the stress half alone (the GPU's second kernel): F's rotation and P computed here */
+CQ_HD void cq__p2g_adj_stress_3d_neohookean_f32(int p, const cq__params_f32 *prm,
+        cq__pview_f32 s, const float *G_bar_in, cq__pview_f32 ai, cq__pview_f32 pg, float *act_bar)
+{
+    float Fp[9], Pp[9];
+    cq__rot_3d_f32 rot;
+    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    cq__rot_of_3d_neohookean_f32(Fp, &rot);
+    cq__pk1_rot_3d_neohookean_f32(Fp, &rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    cq__p2g_adj_stress_rot_3d_neohookean_f32(p, prm, s, &rot, Pp, G_bar_in, ai, pg, act_bar);
 }
 
 /* both halves for particle p, G and P computed here (the CPU's P2G adjoint, and the unit the
@@ -1229,11 +1324,13 @@ CQ_HD void cq__p2g_adj_3d_neohookean_f32(int p, const cq__params_f32 *prm,
         cq__pview_f32 pg, float *act_bar)
 {
     float Fp[9], Pp[9], G[9], G_bar[9];
+    cq__rot_3d_f32 rot;
     for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
-    cq__pk1_3d_neohookean_f32(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    cq__rot_of_3d_neohookean_f32(Fp, &rot);
+    cq__pk1_rot_3d_neohookean_f32(Fp, &rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     cq__affine_3d_f32(p, prm, s, Pp, Fp, G);   /* G as P2G's */
     cq__p2g_adj_transfer_3d_f32(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
-    cq__p2g_adj_stress_3d_neohookean_f32(p, prm, s, Pp, G_bar, ai, pg, act_bar);
+    cq__p2g_adj_stress_rot_3d_neohookean_f32(p, prm, s, &rot, Pp, G_bar, ai, pg, act_bar);
 }
 
 
@@ -1942,7 +2039,7 @@ __global__ void CQ__BOUNDS(5) cq__p2g_adj_stress_3d_fixed_corotated_f32_kernel(i
     int k = blockIdx.x * blockDim.x + threadIdx.x;   /* sorted slot */
     if (k < n) {
         const int p = order[k];
-        cq__p2g_adj_stress_3d_fixed_corotated_f32(p, &prm, s, 0, pk + (long)k * CQ__PK(3) + 1 + 2 * 3, ai, pg,
+        cq__p2g_adj_stress_3d_fixed_corotated_f32(p, &prm, s, pk + (long)k * CQ__PK(3) + 1 + 2 * 3, ai, pg,
                                                      dact + (long)p * 9);
     }
 }
@@ -1958,7 +2055,7 @@ __global__ void CQ__BOUNDS(5) cq__p2g_adj_stress_3d_neohookean_f32_kernel(int n,
     int k = blockIdx.x * blockDim.x + threadIdx.x;   /* sorted slot */
     if (k < n) {
         const int p = order[k];
-        cq__p2g_adj_stress_3d_neohookean_f32(p, &prm, s, 0, pk + (long)k * CQ__PK(3) + 1 + 2 * 3, ai, pg,
+        cq__p2g_adj_stress_3d_neohookean_f32(p, &prm, s, pk + (long)k * CQ__PK(3) + 1 + 2 * 3, ai, pg,
                                                      dact + (long)p * 9);
     }
 }

@@ -8777,13 +8777,27 @@ static void cq__g2p_adj_range_2d_fixed_corotated_f32(void *ctx, int begin, int e
     for (int k = begin; k < end; ++k)
         cq__g2p_adj_2d_f32(t->s->order[k], t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(2));
 }
-static void cq__grid_adj_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
+/* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
+   scene) gets the zeros the per-node adjoint would write, in two memsets */
+static void cq__grid_adj_rows_2d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_fixed_corotated_f32 *t = (const cq__sub_task_2d_fixed_corotated_f32 *)ctx;
     const cq_sim *s = t->s;
-    for (int i = begin; i < end; ++i)
-        cq__grid_adj_2d_f32(i, t->prm, t->g.m, (const float *)s->grid_p, (const float *)s->grid_vb,
-                                                      (float *)s->grid_pb, (float *)s->grid_mb);
+    const int L = t->prm->res[1];
+    float *gp_bar = (float *)s->grid_pb, *gm_bar = (float *)s->grid_mb;
+    for (int r = begin; r < end; ++r) {
+        const float *m = t->g.m + (long)r * L;
+        int live = 0;
+        for (int i = 0; i < L; ++i) live |= m[i] > 0;
+        if (!live) {
+            memset(gp_bar + (long)r * L * 2, 0, sizeof(float) * (size_t)L * 2);
+            memset(gm_bar + (long)r * L, 0, sizeof(float) * (size_t)L);
+            continue;
+        }
+        for (int i = r * L; i < r * L + L; ++i)
+            cq__grid_adj_2d_f32(i, t->prm, t->g.m, (const float *)s->grid_p, (const float *)s->grid_vb,
+                                                          gp_bar, gm_bar);
+    }
 }
 static void cq__p2g_adj_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
@@ -8799,7 +8813,8 @@ static void cq__p2g_adj_range_2d_fixed_corotated_f32(void *ctx, int begin, int e
    3^(D-1) rows of cells, each a contiguous range of sorted slots: a particle adds to the 3 nodes
    of its stencil in the row.  Per node that is the gather's order exactly (rows of cells in
    increasing order, then cells, then particles), so the sums equal cq__gather_* bitwise; empty
-   rows cost 3^(D-1) lookups.  Then, per node of the row, the momentum copy and the grid update. */
+   rows cost 3^(D-1) lookups and their memsets.  Then, per node of the row, the momentum copy and
+   the grid update (not in a row no particle reached: a sparse scene's grid is mostly such rows). */
 static void cq__gather_rows_2d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_fixed_corotated_f32 *t = (const cq__sub_task_2d_fixed_corotated_f32 *)ctx;
@@ -8813,6 +8828,7 @@ static void cq__gather_rows_2d_fixed_corotated_f32(void *ctx, int begin, int end
         int o[2];
         const int c[1] = {lr};
         float *m = t->gm ? t->gm + (long)r * L : NULL, *v = t->gv + (long)r * L * 2;
+        int live = 0;   /* a particle reached the row */
         if (m) memset(m, 0, sizeof(float) * (size_t)L);
         memset(v, 0, sizeof(float) * (size_t)L * 2);
         for (o[0] = 2; o[0] >= 0; --o[0]) {
@@ -8820,6 +8836,7 @@ static void cq__gather_rows_2d_fixed_corotated_f32(void *ctx, int begin, int end
             {
                 const int crow = scene0 + (c[0] - o[0]) * L;
                 const int kb = crow > 0 ? cell_end[crow - 1] : 0, ke = cell_end[crow + L - 1];
+                live |= ke > kb;
                 for (int k = kb; k < ke; ++k) {
                     const int b = skey[k] - crow;
                     cq__gather_row_2d_f32(pk + (long)k * CQ__PK(2), o, prm, m ? m + b : NULL, v + (long)b * 2);
@@ -8827,7 +8844,7 @@ static void cq__gather_rows_2d_fixed_corotated_f32(void *ctx, int begin, int end
             }
         }
         if (t->gp) memcpy(t->gp + (long)r * L * 2, v, sizeof(float) * (size_t)L * 2);
-        if (t->update)
+        if (t->update && live)   /* a row without particles has no mass: the update would write v = 0 again */
             for (int i = r * L; i < r * L + L; ++i) cq__grid_fwd_2d_f32(i, prm, t->g);
     }
 }
@@ -8878,7 +8895,7 @@ static void cq__cpu_substep_adj_2d_fixed_corotated_f32(cq_sim *s, const cq__stat
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_2d_fixed_corotated_f32, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0;
     cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_2d_fixed_corotated_f32, &t);
-    cq__parallel_for(s, (int)s->nodes, 4096, cq__grid_adj_range_2d_fixed_corotated_f32, &t);
+    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__grid_adj_rows_2d_fixed_corotated_f32, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_fixed_corotated_f32, &t);
     if (s->n_cables) cq__cpu_cable_adj_2d_f32(s, in_st, ai_st);
 }
@@ -8927,13 +8944,27 @@ static void cq__g2p_adj_range_2d_fixed_corotated_f64(void *ctx, int begin, int e
     for (int k = begin; k < end; ++k)
         cq__g2p_adj_2d_f64(t->s->order[k], t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(2));
 }
-static void cq__grid_adj_range_2d_fixed_corotated_f64(void *ctx, int begin, int end)
+/* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
+   scene) gets the zeros the per-node adjoint would write, in two memsets */
+static void cq__grid_adj_rows_2d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_fixed_corotated_f64 *t = (const cq__sub_task_2d_fixed_corotated_f64 *)ctx;
     const cq_sim *s = t->s;
-    for (int i = begin; i < end; ++i)
-        cq__grid_adj_2d_f64(i, t->prm, t->g.m, (const double *)s->grid_p, (const double *)s->grid_vb,
-                                                      (double *)s->grid_pb, (double *)s->grid_mb);
+    const int L = t->prm->res[1];
+    double *gp_bar = (double *)s->grid_pb, *gm_bar = (double *)s->grid_mb;
+    for (int r = begin; r < end; ++r) {
+        const double *m = t->g.m + (long)r * L;
+        int live = 0;
+        for (int i = 0; i < L; ++i) live |= m[i] > 0;
+        if (!live) {
+            memset(gp_bar + (long)r * L * 2, 0, sizeof(double) * (size_t)L * 2);
+            memset(gm_bar + (long)r * L, 0, sizeof(double) * (size_t)L);
+            continue;
+        }
+        for (int i = r * L; i < r * L + L; ++i)
+            cq__grid_adj_2d_f64(i, t->prm, t->g.m, (const double *)s->grid_p, (const double *)s->grid_vb,
+                                                          gp_bar, gm_bar);
+    }
 }
 static void cq__p2g_adj_range_2d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
@@ -8949,7 +8980,8 @@ static void cq__p2g_adj_range_2d_fixed_corotated_f64(void *ctx, int begin, int e
    3^(D-1) rows of cells, each a contiguous range of sorted slots: a particle adds to the 3 nodes
    of its stencil in the row.  Per node that is the gather's order exactly (rows of cells in
    increasing order, then cells, then particles), so the sums equal cq__gather_* bitwise; empty
-   rows cost 3^(D-1) lookups.  Then, per node of the row, the momentum copy and the grid update. */
+   rows cost 3^(D-1) lookups and their memsets.  Then, per node of the row, the momentum copy and
+   the grid update (not in a row no particle reached: a sparse scene's grid is mostly such rows). */
 static void cq__gather_rows_2d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_fixed_corotated_f64 *t = (const cq__sub_task_2d_fixed_corotated_f64 *)ctx;
@@ -8963,6 +8995,7 @@ static void cq__gather_rows_2d_fixed_corotated_f64(void *ctx, int begin, int end
         int o[2];
         const int c[1] = {lr};
         double *m = t->gm ? t->gm + (long)r * L : NULL, *v = t->gv + (long)r * L * 2;
+        int live = 0;   /* a particle reached the row */
         if (m) memset(m, 0, sizeof(double) * (size_t)L);
         memset(v, 0, sizeof(double) * (size_t)L * 2);
         for (o[0] = 2; o[0] >= 0; --o[0]) {
@@ -8970,6 +9003,7 @@ static void cq__gather_rows_2d_fixed_corotated_f64(void *ctx, int begin, int end
             {
                 const int crow = scene0 + (c[0] - o[0]) * L;
                 const int kb = crow > 0 ? cell_end[crow - 1] : 0, ke = cell_end[crow + L - 1];
+                live |= ke > kb;
                 for (int k = kb; k < ke; ++k) {
                     const int b = skey[k] - crow;
                     cq__gather_row_2d_f64(pk + (long)k * CQ__PK(2), o, prm, m ? m + b : NULL, v + (long)b * 2);
@@ -8977,7 +9011,7 @@ static void cq__gather_rows_2d_fixed_corotated_f64(void *ctx, int begin, int end
             }
         }
         if (t->gp) memcpy(t->gp + (long)r * L * 2, v, sizeof(double) * (size_t)L * 2);
-        if (t->update)
+        if (t->update && live)   /* a row without particles has no mass: the update would write v = 0 again */
             for (int i = r * L; i < r * L + L; ++i) cq__grid_fwd_2d_f64(i, prm, t->g);
     }
 }
@@ -9028,7 +9062,7 @@ static void cq__cpu_substep_adj_2d_fixed_corotated_f64(cq_sim *s, const cq__stat
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_2d_fixed_corotated_f64, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0;
     cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_2d_fixed_corotated_f64, &t);
-    cq__parallel_for(s, (int)s->nodes, 4096, cq__grid_adj_range_2d_fixed_corotated_f64, &t);
+    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__grid_adj_rows_2d_fixed_corotated_f64, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_fixed_corotated_f64, &t);
     if (s->n_cables) cq__cpu_cable_adj_2d_f64(s, in_st, ai_st);
 }
@@ -9077,13 +9111,27 @@ static void cq__g2p_adj_range_2d_neohookean_f32(void *ctx, int begin, int end)
     for (int k = begin; k < end; ++k)
         cq__g2p_adj_2d_f32(t->s->order[k], t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(2));
 }
-static void cq__grid_adj_range_2d_neohookean_f32(void *ctx, int begin, int end)
+/* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
+   scene) gets the zeros the per-node adjoint would write, in two memsets */
+static void cq__grid_adj_rows_2d_neohookean_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_neohookean_f32 *t = (const cq__sub_task_2d_neohookean_f32 *)ctx;
     const cq_sim *s = t->s;
-    for (int i = begin; i < end; ++i)
-        cq__grid_adj_2d_f32(i, t->prm, t->g.m, (const float *)s->grid_p, (const float *)s->grid_vb,
-                                                      (float *)s->grid_pb, (float *)s->grid_mb);
+    const int L = t->prm->res[1];
+    float *gp_bar = (float *)s->grid_pb, *gm_bar = (float *)s->grid_mb;
+    for (int r = begin; r < end; ++r) {
+        const float *m = t->g.m + (long)r * L;
+        int live = 0;
+        for (int i = 0; i < L; ++i) live |= m[i] > 0;
+        if (!live) {
+            memset(gp_bar + (long)r * L * 2, 0, sizeof(float) * (size_t)L * 2);
+            memset(gm_bar + (long)r * L, 0, sizeof(float) * (size_t)L);
+            continue;
+        }
+        for (int i = r * L; i < r * L + L; ++i)
+            cq__grid_adj_2d_f32(i, t->prm, t->g.m, (const float *)s->grid_p, (const float *)s->grid_vb,
+                                                          gp_bar, gm_bar);
+    }
 }
 static void cq__p2g_adj_range_2d_neohookean_f32(void *ctx, int begin, int end)
 {
@@ -9099,7 +9147,8 @@ static void cq__p2g_adj_range_2d_neohookean_f32(void *ctx, int begin, int end)
    3^(D-1) rows of cells, each a contiguous range of sorted slots: a particle adds to the 3 nodes
    of its stencil in the row.  Per node that is the gather's order exactly (rows of cells in
    increasing order, then cells, then particles), so the sums equal cq__gather_* bitwise; empty
-   rows cost 3^(D-1) lookups.  Then, per node of the row, the momentum copy and the grid update. */
+   rows cost 3^(D-1) lookups and their memsets.  Then, per node of the row, the momentum copy and
+   the grid update (not in a row no particle reached: a sparse scene's grid is mostly such rows). */
 static void cq__gather_rows_2d_neohookean_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_neohookean_f32 *t = (const cq__sub_task_2d_neohookean_f32 *)ctx;
@@ -9113,6 +9162,7 @@ static void cq__gather_rows_2d_neohookean_f32(void *ctx, int begin, int end)
         int o[2];
         const int c[1] = {lr};
         float *m = t->gm ? t->gm + (long)r * L : NULL, *v = t->gv + (long)r * L * 2;
+        int live = 0;   /* a particle reached the row */
         if (m) memset(m, 0, sizeof(float) * (size_t)L);
         memset(v, 0, sizeof(float) * (size_t)L * 2);
         for (o[0] = 2; o[0] >= 0; --o[0]) {
@@ -9120,6 +9170,7 @@ static void cq__gather_rows_2d_neohookean_f32(void *ctx, int begin, int end)
             {
                 const int crow = scene0 + (c[0] - o[0]) * L;
                 const int kb = crow > 0 ? cell_end[crow - 1] : 0, ke = cell_end[crow + L - 1];
+                live |= ke > kb;
                 for (int k = kb; k < ke; ++k) {
                     const int b = skey[k] - crow;
                     cq__gather_row_2d_f32(pk + (long)k * CQ__PK(2), o, prm, m ? m + b : NULL, v + (long)b * 2);
@@ -9127,7 +9178,7 @@ static void cq__gather_rows_2d_neohookean_f32(void *ctx, int begin, int end)
             }
         }
         if (t->gp) memcpy(t->gp + (long)r * L * 2, v, sizeof(float) * (size_t)L * 2);
-        if (t->update)
+        if (t->update && live)   /* a row without particles has no mass: the update would write v = 0 again */
             for (int i = r * L; i < r * L + L; ++i) cq__grid_fwd_2d_f32(i, prm, t->g);
     }
 }
@@ -9178,7 +9229,7 @@ static void cq__cpu_substep_adj_2d_neohookean_f32(cq_sim *s, const cq__state *in
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_2d_neohookean_f32, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0;
     cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_2d_neohookean_f32, &t);
-    cq__parallel_for(s, (int)s->nodes, 4096, cq__grid_adj_range_2d_neohookean_f32, &t);
+    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__grid_adj_rows_2d_neohookean_f32, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_neohookean_f32, &t);
     if (s->n_cables) cq__cpu_cable_adj_2d_f32(s, in_st, ai_st);
 }
@@ -9227,13 +9278,27 @@ static void cq__g2p_adj_range_2d_neohookean_f64(void *ctx, int begin, int end)
     for (int k = begin; k < end; ++k)
         cq__g2p_adj_2d_f64(t->s->order[k], t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(2));
 }
-static void cq__grid_adj_range_2d_neohookean_f64(void *ctx, int begin, int end)
+/* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
+   scene) gets the zeros the per-node adjoint would write, in two memsets */
+static void cq__grid_adj_rows_2d_neohookean_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_neohookean_f64 *t = (const cq__sub_task_2d_neohookean_f64 *)ctx;
     const cq_sim *s = t->s;
-    for (int i = begin; i < end; ++i)
-        cq__grid_adj_2d_f64(i, t->prm, t->g.m, (const double *)s->grid_p, (const double *)s->grid_vb,
-                                                      (double *)s->grid_pb, (double *)s->grid_mb);
+    const int L = t->prm->res[1];
+    double *gp_bar = (double *)s->grid_pb, *gm_bar = (double *)s->grid_mb;
+    for (int r = begin; r < end; ++r) {
+        const double *m = t->g.m + (long)r * L;
+        int live = 0;
+        for (int i = 0; i < L; ++i) live |= m[i] > 0;
+        if (!live) {
+            memset(gp_bar + (long)r * L * 2, 0, sizeof(double) * (size_t)L * 2);
+            memset(gm_bar + (long)r * L, 0, sizeof(double) * (size_t)L);
+            continue;
+        }
+        for (int i = r * L; i < r * L + L; ++i)
+            cq__grid_adj_2d_f64(i, t->prm, t->g.m, (const double *)s->grid_p, (const double *)s->grid_vb,
+                                                          gp_bar, gm_bar);
+    }
 }
 static void cq__p2g_adj_range_2d_neohookean_f64(void *ctx, int begin, int end)
 {
@@ -9249,7 +9314,8 @@ static void cq__p2g_adj_range_2d_neohookean_f64(void *ctx, int begin, int end)
    3^(D-1) rows of cells, each a contiguous range of sorted slots: a particle adds to the 3 nodes
    of its stencil in the row.  Per node that is the gather's order exactly (rows of cells in
    increasing order, then cells, then particles), so the sums equal cq__gather_* bitwise; empty
-   rows cost 3^(D-1) lookups.  Then, per node of the row, the momentum copy and the grid update. */
+   rows cost 3^(D-1) lookups and their memsets.  Then, per node of the row, the momentum copy and
+   the grid update (not in a row no particle reached: a sparse scene's grid is mostly such rows). */
 static void cq__gather_rows_2d_neohookean_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_neohookean_f64 *t = (const cq__sub_task_2d_neohookean_f64 *)ctx;
@@ -9263,6 +9329,7 @@ static void cq__gather_rows_2d_neohookean_f64(void *ctx, int begin, int end)
         int o[2];
         const int c[1] = {lr};
         double *m = t->gm ? t->gm + (long)r * L : NULL, *v = t->gv + (long)r * L * 2;
+        int live = 0;   /* a particle reached the row */
         if (m) memset(m, 0, sizeof(double) * (size_t)L);
         memset(v, 0, sizeof(double) * (size_t)L * 2);
         for (o[0] = 2; o[0] >= 0; --o[0]) {
@@ -9270,6 +9337,7 @@ static void cq__gather_rows_2d_neohookean_f64(void *ctx, int begin, int end)
             {
                 const int crow = scene0 + (c[0] - o[0]) * L;
                 const int kb = crow > 0 ? cell_end[crow - 1] : 0, ke = cell_end[crow + L - 1];
+                live |= ke > kb;
                 for (int k = kb; k < ke; ++k) {
                     const int b = skey[k] - crow;
                     cq__gather_row_2d_f64(pk + (long)k * CQ__PK(2), o, prm, m ? m + b : NULL, v + (long)b * 2);
@@ -9277,7 +9345,7 @@ static void cq__gather_rows_2d_neohookean_f64(void *ctx, int begin, int end)
             }
         }
         if (t->gp) memcpy(t->gp + (long)r * L * 2, v, sizeof(double) * (size_t)L * 2);
-        if (t->update)
+        if (t->update && live)   /* a row without particles has no mass: the update would write v = 0 again */
             for (int i = r * L; i < r * L + L; ++i) cq__grid_fwd_2d_f64(i, prm, t->g);
     }
 }
@@ -9328,7 +9396,7 @@ static void cq__cpu_substep_adj_2d_neohookean_f64(cq_sim *s, const cq__state *in
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_2d_neohookean_f64, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0;
     cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_2d_neohookean_f64, &t);
-    cq__parallel_for(s, (int)s->nodes, 4096, cq__grid_adj_range_2d_neohookean_f64, &t);
+    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__grid_adj_rows_2d_neohookean_f64, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_neohookean_f64, &t);
     if (s->n_cables) cq__cpu_cable_adj_2d_f64(s, in_st, ai_st);
 }
@@ -9377,13 +9445,27 @@ static void cq__g2p_adj_range_3d_fixed_corotated_f32(void *ctx, int begin, int e
     for (int k = begin; k < end; ++k)
         cq__g2p_adj_3d_f32(t->s->order[k], t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(3));
 }
-static void cq__grid_adj_range_3d_fixed_corotated_f32(void *ctx, int begin, int end)
+/* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
+   scene) gets the zeros the per-node adjoint would write, in two memsets */
+static void cq__grid_adj_rows_3d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_fixed_corotated_f32 *t = (const cq__sub_task_3d_fixed_corotated_f32 *)ctx;
     const cq_sim *s = t->s;
-    for (int i = begin; i < end; ++i)
-        cq__grid_adj_3d_f32(i, t->prm, t->g.m, (const float *)s->grid_p, (const float *)s->grid_vb,
-                                                      (float *)s->grid_pb, (float *)s->grid_mb);
+    const int L = t->prm->res[2];
+    float *gp_bar = (float *)s->grid_pb, *gm_bar = (float *)s->grid_mb;
+    for (int r = begin; r < end; ++r) {
+        const float *m = t->g.m + (long)r * L;
+        int live = 0;
+        for (int i = 0; i < L; ++i) live |= m[i] > 0;
+        if (!live) {
+            memset(gp_bar + (long)r * L * 3, 0, sizeof(float) * (size_t)L * 3);
+            memset(gm_bar + (long)r * L, 0, sizeof(float) * (size_t)L);
+            continue;
+        }
+        for (int i = r * L; i < r * L + L; ++i)
+            cq__grid_adj_3d_f32(i, t->prm, t->g.m, (const float *)s->grid_p, (const float *)s->grid_vb,
+                                                          gp_bar, gm_bar);
+    }
 }
 static void cq__p2g_adj_range_3d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
@@ -9399,7 +9481,8 @@ static void cq__p2g_adj_range_3d_fixed_corotated_f32(void *ctx, int begin, int e
    3^(D-1) rows of cells, each a contiguous range of sorted slots: a particle adds to the 3 nodes
    of its stencil in the row.  Per node that is the gather's order exactly (rows of cells in
    increasing order, then cells, then particles), so the sums equal cq__gather_* bitwise; empty
-   rows cost 3^(D-1) lookups.  Then, per node of the row, the momentum copy and the grid update. */
+   rows cost 3^(D-1) lookups and their memsets.  Then, per node of the row, the momentum copy and
+   the grid update (not in a row no particle reached: a sparse scene's grid is mostly such rows). */
 static void cq__gather_rows_3d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_fixed_corotated_f32 *t = (const cq__sub_task_3d_fixed_corotated_f32 *)ctx;
@@ -9413,6 +9496,7 @@ static void cq__gather_rows_3d_fixed_corotated_f32(void *ctx, int begin, int end
         int o[3];
         const int c[2] = {lr / prm->res[1], lr % prm->res[1]};
         float *m = t->gm ? t->gm + (long)r * L : NULL, *v = t->gv + (long)r * L * 3;
+        int live = 0;   /* a particle reached the row */
         if (m) memset(m, 0, sizeof(float) * (size_t)L);
         memset(v, 0, sizeof(float) * (size_t)L * 3);
         for (o[0] = 2; o[0] >= 0; --o[0]) {
@@ -9421,6 +9505,7 @@ static void cq__gather_rows_3d_fixed_corotated_f32(void *ctx, int begin, int end
                 if (c[1] - o[1] < 0) continue;
                 const int crow = scene0 + ((c[0] - o[0]) * prm->res[1] + (c[1] - o[1])) * L;
                 const int kb = crow > 0 ? cell_end[crow - 1] : 0, ke = cell_end[crow + L - 1];
+                live |= ke > kb;
                 for (int k = kb; k < ke; ++k) {
                     const int b = skey[k] - crow;
                     cq__gather_row_3d_f32(pk + (long)k * CQ__PK(3), o, prm, m ? m + b : NULL, v + (long)b * 3);
@@ -9428,7 +9513,7 @@ static void cq__gather_rows_3d_fixed_corotated_f32(void *ctx, int begin, int end
             }
         }
         if (t->gp) memcpy(t->gp + (long)r * L * 3, v, sizeof(float) * (size_t)L * 3);
-        if (t->update)
+        if (t->update && live)   /* a row without particles has no mass: the update would write v = 0 again */
             for (int i = r * L; i < r * L + L; ++i) cq__grid_fwd_3d_f32(i, prm, t->g);
     }
 }
@@ -9479,7 +9564,7 @@ static void cq__cpu_substep_adj_3d_fixed_corotated_f32(cq_sim *s, const cq__stat
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_3d_fixed_corotated_f32, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0;
     cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_3d_fixed_corotated_f32, &t);
-    cq__parallel_for(s, (int)s->nodes, 4096, cq__grid_adj_range_3d_fixed_corotated_f32, &t);
+    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__grid_adj_rows_3d_fixed_corotated_f32, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_fixed_corotated_f32, &t);
     if (s->n_cables) cq__cpu_cable_adj_3d_f32(s, in_st, ai_st);
 }
@@ -9528,13 +9613,27 @@ static void cq__g2p_adj_range_3d_fixed_corotated_f64(void *ctx, int begin, int e
     for (int k = begin; k < end; ++k)
         cq__g2p_adj_3d_f64(t->s->order[k], t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(3));
 }
-static void cq__grid_adj_range_3d_fixed_corotated_f64(void *ctx, int begin, int end)
+/* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
+   scene) gets the zeros the per-node adjoint would write, in two memsets */
+static void cq__grid_adj_rows_3d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_fixed_corotated_f64 *t = (const cq__sub_task_3d_fixed_corotated_f64 *)ctx;
     const cq_sim *s = t->s;
-    for (int i = begin; i < end; ++i)
-        cq__grid_adj_3d_f64(i, t->prm, t->g.m, (const double *)s->grid_p, (const double *)s->grid_vb,
-                                                      (double *)s->grid_pb, (double *)s->grid_mb);
+    const int L = t->prm->res[2];
+    double *gp_bar = (double *)s->grid_pb, *gm_bar = (double *)s->grid_mb;
+    for (int r = begin; r < end; ++r) {
+        const double *m = t->g.m + (long)r * L;
+        int live = 0;
+        for (int i = 0; i < L; ++i) live |= m[i] > 0;
+        if (!live) {
+            memset(gp_bar + (long)r * L * 3, 0, sizeof(double) * (size_t)L * 3);
+            memset(gm_bar + (long)r * L, 0, sizeof(double) * (size_t)L);
+            continue;
+        }
+        for (int i = r * L; i < r * L + L; ++i)
+            cq__grid_adj_3d_f64(i, t->prm, t->g.m, (const double *)s->grid_p, (const double *)s->grid_vb,
+                                                          gp_bar, gm_bar);
+    }
 }
 static void cq__p2g_adj_range_3d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
@@ -9550,7 +9649,8 @@ static void cq__p2g_adj_range_3d_fixed_corotated_f64(void *ctx, int begin, int e
    3^(D-1) rows of cells, each a contiguous range of sorted slots: a particle adds to the 3 nodes
    of its stencil in the row.  Per node that is the gather's order exactly (rows of cells in
    increasing order, then cells, then particles), so the sums equal cq__gather_* bitwise; empty
-   rows cost 3^(D-1) lookups.  Then, per node of the row, the momentum copy and the grid update. */
+   rows cost 3^(D-1) lookups and their memsets.  Then, per node of the row, the momentum copy and
+   the grid update (not in a row no particle reached: a sparse scene's grid is mostly such rows). */
 static void cq__gather_rows_3d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_fixed_corotated_f64 *t = (const cq__sub_task_3d_fixed_corotated_f64 *)ctx;
@@ -9564,6 +9664,7 @@ static void cq__gather_rows_3d_fixed_corotated_f64(void *ctx, int begin, int end
         int o[3];
         const int c[2] = {lr / prm->res[1], lr % prm->res[1]};
         double *m = t->gm ? t->gm + (long)r * L : NULL, *v = t->gv + (long)r * L * 3;
+        int live = 0;   /* a particle reached the row */
         if (m) memset(m, 0, sizeof(double) * (size_t)L);
         memset(v, 0, sizeof(double) * (size_t)L * 3);
         for (o[0] = 2; o[0] >= 0; --o[0]) {
@@ -9572,6 +9673,7 @@ static void cq__gather_rows_3d_fixed_corotated_f64(void *ctx, int begin, int end
                 if (c[1] - o[1] < 0) continue;
                 const int crow = scene0 + ((c[0] - o[0]) * prm->res[1] + (c[1] - o[1])) * L;
                 const int kb = crow > 0 ? cell_end[crow - 1] : 0, ke = cell_end[crow + L - 1];
+                live |= ke > kb;
                 for (int k = kb; k < ke; ++k) {
                     const int b = skey[k] - crow;
                     cq__gather_row_3d_f64(pk + (long)k * CQ__PK(3), o, prm, m ? m + b : NULL, v + (long)b * 3);
@@ -9579,7 +9681,7 @@ static void cq__gather_rows_3d_fixed_corotated_f64(void *ctx, int begin, int end
             }
         }
         if (t->gp) memcpy(t->gp + (long)r * L * 3, v, sizeof(double) * (size_t)L * 3);
-        if (t->update)
+        if (t->update && live)   /* a row without particles has no mass: the update would write v = 0 again */
             for (int i = r * L; i < r * L + L; ++i) cq__grid_fwd_3d_f64(i, prm, t->g);
     }
 }
@@ -9630,7 +9732,7 @@ static void cq__cpu_substep_adj_3d_fixed_corotated_f64(cq_sim *s, const cq__stat
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_3d_fixed_corotated_f64, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0;
     cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_3d_fixed_corotated_f64, &t);
-    cq__parallel_for(s, (int)s->nodes, 4096, cq__grid_adj_range_3d_fixed_corotated_f64, &t);
+    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__grid_adj_rows_3d_fixed_corotated_f64, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_fixed_corotated_f64, &t);
     if (s->n_cables) cq__cpu_cable_adj_3d_f64(s, in_st, ai_st);
 }
@@ -9679,13 +9781,27 @@ static void cq__g2p_adj_range_3d_neohookean_f32(void *ctx, int begin, int end)
     for (int k = begin; k < end; ++k)
         cq__g2p_adj_3d_f32(t->s->order[k], t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(3));
 }
-static void cq__grid_adj_range_3d_neohookean_f32(void *ctx, int begin, int end)
+/* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
+   scene) gets the zeros the per-node adjoint would write, in two memsets */
+static void cq__grid_adj_rows_3d_neohookean_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_neohookean_f32 *t = (const cq__sub_task_3d_neohookean_f32 *)ctx;
     const cq_sim *s = t->s;
-    for (int i = begin; i < end; ++i)
-        cq__grid_adj_3d_f32(i, t->prm, t->g.m, (const float *)s->grid_p, (const float *)s->grid_vb,
-                                                      (float *)s->grid_pb, (float *)s->grid_mb);
+    const int L = t->prm->res[2];
+    float *gp_bar = (float *)s->grid_pb, *gm_bar = (float *)s->grid_mb;
+    for (int r = begin; r < end; ++r) {
+        const float *m = t->g.m + (long)r * L;
+        int live = 0;
+        for (int i = 0; i < L; ++i) live |= m[i] > 0;
+        if (!live) {
+            memset(gp_bar + (long)r * L * 3, 0, sizeof(float) * (size_t)L * 3);
+            memset(gm_bar + (long)r * L, 0, sizeof(float) * (size_t)L);
+            continue;
+        }
+        for (int i = r * L; i < r * L + L; ++i)
+            cq__grid_adj_3d_f32(i, t->prm, t->g.m, (const float *)s->grid_p, (const float *)s->grid_vb,
+                                                          gp_bar, gm_bar);
+    }
 }
 static void cq__p2g_adj_range_3d_neohookean_f32(void *ctx, int begin, int end)
 {
@@ -9701,7 +9817,8 @@ static void cq__p2g_adj_range_3d_neohookean_f32(void *ctx, int begin, int end)
    3^(D-1) rows of cells, each a contiguous range of sorted slots: a particle adds to the 3 nodes
    of its stencil in the row.  Per node that is the gather's order exactly (rows of cells in
    increasing order, then cells, then particles), so the sums equal cq__gather_* bitwise; empty
-   rows cost 3^(D-1) lookups.  Then, per node of the row, the momentum copy and the grid update. */
+   rows cost 3^(D-1) lookups and their memsets.  Then, per node of the row, the momentum copy and
+   the grid update (not in a row no particle reached: a sparse scene's grid is mostly such rows). */
 static void cq__gather_rows_3d_neohookean_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_neohookean_f32 *t = (const cq__sub_task_3d_neohookean_f32 *)ctx;
@@ -9715,6 +9832,7 @@ static void cq__gather_rows_3d_neohookean_f32(void *ctx, int begin, int end)
         int o[3];
         const int c[2] = {lr / prm->res[1], lr % prm->res[1]};
         float *m = t->gm ? t->gm + (long)r * L : NULL, *v = t->gv + (long)r * L * 3;
+        int live = 0;   /* a particle reached the row */
         if (m) memset(m, 0, sizeof(float) * (size_t)L);
         memset(v, 0, sizeof(float) * (size_t)L * 3);
         for (o[0] = 2; o[0] >= 0; --o[0]) {
@@ -9723,6 +9841,7 @@ static void cq__gather_rows_3d_neohookean_f32(void *ctx, int begin, int end)
                 if (c[1] - o[1] < 0) continue;
                 const int crow = scene0 + ((c[0] - o[0]) * prm->res[1] + (c[1] - o[1])) * L;
                 const int kb = crow > 0 ? cell_end[crow - 1] : 0, ke = cell_end[crow + L - 1];
+                live |= ke > kb;
                 for (int k = kb; k < ke; ++k) {
                     const int b = skey[k] - crow;
                     cq__gather_row_3d_f32(pk + (long)k * CQ__PK(3), o, prm, m ? m + b : NULL, v + (long)b * 3);
@@ -9730,7 +9849,7 @@ static void cq__gather_rows_3d_neohookean_f32(void *ctx, int begin, int end)
             }
         }
         if (t->gp) memcpy(t->gp + (long)r * L * 3, v, sizeof(float) * (size_t)L * 3);
-        if (t->update)
+        if (t->update && live)   /* a row without particles has no mass: the update would write v = 0 again */
             for (int i = r * L; i < r * L + L; ++i) cq__grid_fwd_3d_f32(i, prm, t->g);
     }
 }
@@ -9781,7 +9900,7 @@ static void cq__cpu_substep_adj_3d_neohookean_f32(cq_sim *s, const cq__state *in
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_3d_neohookean_f32, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0;
     cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_3d_neohookean_f32, &t);
-    cq__parallel_for(s, (int)s->nodes, 4096, cq__grid_adj_range_3d_neohookean_f32, &t);
+    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__grid_adj_rows_3d_neohookean_f32, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_neohookean_f32, &t);
     if (s->n_cables) cq__cpu_cable_adj_3d_f32(s, in_st, ai_st);
 }
@@ -9830,13 +9949,27 @@ static void cq__g2p_adj_range_3d_neohookean_f64(void *ctx, int begin, int end)
     for (int k = begin; k < end; ++k)
         cq__g2p_adj_3d_f64(t->s->order[k], t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(3));
 }
-static void cq__grid_adj_range_3d_neohookean_f64(void *ctx, int begin, int end)
+/* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
+   scene) gets the zeros the per-node adjoint would write, in two memsets */
+static void cq__grid_adj_rows_3d_neohookean_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_neohookean_f64 *t = (const cq__sub_task_3d_neohookean_f64 *)ctx;
     const cq_sim *s = t->s;
-    for (int i = begin; i < end; ++i)
-        cq__grid_adj_3d_f64(i, t->prm, t->g.m, (const double *)s->grid_p, (const double *)s->grid_vb,
-                                                      (double *)s->grid_pb, (double *)s->grid_mb);
+    const int L = t->prm->res[2];
+    double *gp_bar = (double *)s->grid_pb, *gm_bar = (double *)s->grid_mb;
+    for (int r = begin; r < end; ++r) {
+        const double *m = t->g.m + (long)r * L;
+        int live = 0;
+        for (int i = 0; i < L; ++i) live |= m[i] > 0;
+        if (!live) {
+            memset(gp_bar + (long)r * L * 3, 0, sizeof(double) * (size_t)L * 3);
+            memset(gm_bar + (long)r * L, 0, sizeof(double) * (size_t)L);
+            continue;
+        }
+        for (int i = r * L; i < r * L + L; ++i)
+            cq__grid_adj_3d_f64(i, t->prm, t->g.m, (const double *)s->grid_p, (const double *)s->grid_vb,
+                                                          gp_bar, gm_bar);
+    }
 }
 static void cq__p2g_adj_range_3d_neohookean_f64(void *ctx, int begin, int end)
 {
@@ -9852,7 +9985,8 @@ static void cq__p2g_adj_range_3d_neohookean_f64(void *ctx, int begin, int end)
    3^(D-1) rows of cells, each a contiguous range of sorted slots: a particle adds to the 3 nodes
    of its stencil in the row.  Per node that is the gather's order exactly (rows of cells in
    increasing order, then cells, then particles), so the sums equal cq__gather_* bitwise; empty
-   rows cost 3^(D-1) lookups.  Then, per node of the row, the momentum copy and the grid update. */
+   rows cost 3^(D-1) lookups and their memsets.  Then, per node of the row, the momentum copy and
+   the grid update (not in a row no particle reached: a sparse scene's grid is mostly such rows). */
 static void cq__gather_rows_3d_neohookean_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_neohookean_f64 *t = (const cq__sub_task_3d_neohookean_f64 *)ctx;
@@ -9866,6 +10000,7 @@ static void cq__gather_rows_3d_neohookean_f64(void *ctx, int begin, int end)
         int o[3];
         const int c[2] = {lr / prm->res[1], lr % prm->res[1]};
         double *m = t->gm ? t->gm + (long)r * L : NULL, *v = t->gv + (long)r * L * 3;
+        int live = 0;   /* a particle reached the row */
         if (m) memset(m, 0, sizeof(double) * (size_t)L);
         memset(v, 0, sizeof(double) * (size_t)L * 3);
         for (o[0] = 2; o[0] >= 0; --o[0]) {
@@ -9874,6 +10009,7 @@ static void cq__gather_rows_3d_neohookean_f64(void *ctx, int begin, int end)
                 if (c[1] - o[1] < 0) continue;
                 const int crow = scene0 + ((c[0] - o[0]) * prm->res[1] + (c[1] - o[1])) * L;
                 const int kb = crow > 0 ? cell_end[crow - 1] : 0, ke = cell_end[crow + L - 1];
+                live |= ke > kb;
                 for (int k = kb; k < ke; ++k) {
                     const int b = skey[k] - crow;
                     cq__gather_row_3d_f64(pk + (long)k * CQ__PK(3), o, prm, m ? m + b : NULL, v + (long)b * 3);
@@ -9881,7 +10017,7 @@ static void cq__gather_rows_3d_neohookean_f64(void *ctx, int begin, int end)
             }
         }
         if (t->gp) memcpy(t->gp + (long)r * L * 3, v, sizeof(double) * (size_t)L * 3);
-        if (t->update)
+        if (t->update && live)   /* a row without particles has no mass: the update would write v = 0 again */
             for (int i = r * L; i < r * L + L; ++i) cq__grid_fwd_3d_f64(i, prm, t->g);
     }
 }
@@ -9932,7 +10068,7 @@ static void cq__cpu_substep_adj_3d_neohookean_f64(cq_sim *s, const cq__state *in
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_3d_neohookean_f64, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0;
     cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_3d_neohookean_f64, &t);
-    cq__parallel_for(s, (int)s->nodes, 4096, cq__grid_adj_range_3d_neohookean_f64, &t);
+    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__grid_adj_rows_3d_neohookean_f64, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_neohookean_f64, &t);
     if (s->n_cables) cq__cpu_cable_adj_3d_f64(s, in_st, ai_st);
 }

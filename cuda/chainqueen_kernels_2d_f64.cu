@@ -924,9 +924,9 @@ CQ_HD void cq__g2p_adj_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
 {
     const long goff = s.scene ? (long)s.scene[p] * prm->nodes : 0;
     int base[2];
-    double fx[2], w[2][3], dw[2][3], xp[2], Fp[4], nC[4] = {0};
-    double v_bar_t[2], C_bar_t[4], x_bar[2];
-    const double c4 = 4 * prm->inv_dx * prm->inv_dx, dt = prm->dt;
+    double fx[2], w[2][3], dw[2][3], xp[2], Fp[4], nC[4] = {0}, sv[2] = {0};
+    double v_bar_t[2], C_bar_t[4], Bc[4], x_bar[2];
+    const double k4 = 4 * prm->inv_dx, dt = prm->dt;
     for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
     for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__weights_2d_f64(xp, prm->inv_dx, base, fx, w);
@@ -941,6 +941,11 @@ CQ_HD void cq__g2p_adj_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
             C_bar_t[a * 2 + b] = acc;
         }
     }
+    for (int a = 0; a < 4; ++a) Bc[a] = k4 * C_bar_t[a];   /* (C_bar_t is not needed after this) */
+    /* Per node i (d = x_i - x_p in cells, w its weight): C' = (4/dx) sum_i w v_i d^T exactly as G2P
+       computes it; the weights' derivative gets (v_i . (v_bar' + (4/dx) C_bar' d)) dw/dx_p; and
+       x_p's part through d, -(4/dx^2) sum_i w C_bar'^T v_i = -(4/dx^2) C_bar'^T sum_i w v_i, is
+       taken once from sv = sum_i w v_i after the loop (Bc = (4/dx) C_bar'). */
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
     {
@@ -948,26 +953,32 @@ CQ_HD void cq__g2p_adj_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
         const double wt = w[0][i] * w[1][j];
         const double gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
         const long idx = goff + (long)(base[0] + i) * prm->res[1] + (base[1] + j);
-        double dpos[2], sdot = 0;
+        double d[2], sdot = 0;
         const double *vi = g.v + idx * 2;
-        for (int a = 0; a < 2; ++a) dpos[a] = ((double)o[a] - fx[a]) * prm->dx;
+        for (int a = 0; a < 2; ++a) d[a] = (double)o[a] - fx[a];
         for (int a = 0; a < 2; ++a) {
-            double cd = 0, vc = 0;   /* (C_bar' dpos)_a, (C_bar'^T v_i)_a */
+            const double wv = wt * vi[a];
+            double u = v_bar_t[a];
             for (int b = 0; b < 2; ++b) {
-                cd += C_bar_t[a * 2 + b] * dpos[b];
-                vc += C_bar_t[b * 2 + a] * vi[b];
-                nC[a * 2 + b] += c4 * wt * vi[a] * dpos[b];
+                u += Bc[a * 2 + b] * d[b];
+                nC[a * 2 + b] += wv * d[b];
             }
-            sdot += vi[a] * (v_bar_t[a] + c4 * cd);
-            x_bar[a] -= c4 * wt * vc;            /* dpos = x_i - x_p */
+            sv[a] += wv;
+            sdot += vi[a] * u;
         }
         for (int a = 0; a < 2; ++a) x_bar[a] += sdot * gw[a];   /* through the weights */
+    }
+    for (int a = 0; a < 4; ++a) nC[a] *= k4;
+    for (int a = 0; a < 2; ++a) {
+        double cv = 0;   /* (C_bar'^T sv)_a */
+        for (int b = 0; b < 2; ++b) cv += Bc[b * 2 + a] * sv[b];
+        x_bar[a] -= prm->inv_dx * cv;        /* d = x_i - x_p */
     }
     for (int a = 0; a < 2; ++a) {
         ai.x[(long)p * 2 + a] = x_bar[a];
         pk[1 + a] = fx[a];                   /* as P2G's particle half (in the usable region: same base) */
         pk[1 + 2 + a] = v_bar_t[a];
-        for (int b = 0; b < 2; ++b) pk[1 + 2 * 2 + a * 2 + b] = c4 * C_bar_t[a * 2 + b];
+        for (int b = 0; b < 2; ++b) pk[1 + 2 * 2 + a * 2 + b] = prm->inv_dx * Bc[a * 2 + b];   /* (4/dx^2) C_bar' */
     }
     for (int a = 0; a < 2; ++a)       /* F_bar = (I + dt C')^T F_bar' */
         for (int b = 0; b < 2; ++b) {
@@ -983,14 +994,20 @@ CQ_HD void cq__p2g_adj_transfer_2d_f64(int p, const cq__params_f64 *prm,
         cq__pview_f64 pg, double *G_bar_out)
 {
     int base[2];
-    double fx[2], w[2][3], dw[2][3], xp[2], vp[2], G[4], G_bar[4] = {0};
-    double x_bar[2] = {0}, v_bar[2] = {0}, m_bar = 0;
+    double fx[2], w[2][3], dw[2][3], xp[2], vp[2], mv[2], G[4], G_bar[4] = {0};
+    double x_bar[2] = {0}, sp[2] = {0}, m_bar = 0;
     const long goff = s.scene ? (long)s.scene[p] * prm->nodes : 0;
     for (int a = 0; a < 2; ++a) { xp[a] = s.x[(long)p * 2 + a]; vp[a] = s.v[(long)p * 2 + a]; }
     for (int a = 0; a < 4; ++a) G[a] = G_in[a];   /* (G_in may be G_bar_out's memory) */
     cq__weights_2d_f64(xp, prm->inv_dx, base, fx, w);
     cq__weight_grads_2d_f64(fx, prm->inv_dx, dw);
     const double mass = s.mass[p];
+    for (int a = 0; a < 2; ++a) mv[a] = mass * vp[a];
+    /* Per node i (dpos = x_i - x_p, w its weight): the weights' derivative gets
+       (dL/dm_i m + dL/dp_i . (m v + G dpos)) dw/dx_p, and x_p through dpos -w G^T dL/dp_i; what
+       enters linearly in w is summed once, sp = sum_i w dL/dp_i: v_bar = m sp and m's part v . sp.
+       (Summing G^T's part once too would save 9 multiply-adds per node, but then nvcc holds 253
+       registers in the f64 kernel instead of 166.) */
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
     {
@@ -1004,24 +1021,26 @@ CQ_HD void cq__p2g_adj_transfer_2d_f64(int p, const cq__params_f64 *prm,
         double sdot = m_bar_i * mass;   /* d(contribution)/dw */
         for (int a = 0; a < 2; ++a) dpos[a] = ((double)o[a] - fx[a]) * prm->dx;
         for (int a = 0; a < 2; ++a) {
-            double mom = mass * vp[a], gtp = 0;
+            const double wp = wt * p_bar[a];
+            double mom = mv[a];
             for (int b = 0; b < 2; ++b) {
                 mom += G[a * 2 + b] * dpos[b];
-                G_bar[a * 2 + b] += wt * p_bar[a] * dpos[b];
-                gtp += G[b * 2 + a] * p_bar[b];
+                G_bar[a * 2 + b] += wp * dpos[b];
             }
             sdot += p_bar[a] * mom;
-            v_bar[a] += wt * mass * p_bar[a];
-            m_bar += wt * p_bar[a] * vp[a];
+            sp[a] += wp;
+            double gtp = 0;   /* (G^T dL/dp_i)_a */
+            for (int b = 0; b < 2; ++b) gtp += G[b * 2 + a] * p_bar[b];
             x_bar[a] -= wt * gtp;                 /* dpos = x_i - x_p */
         }
         m_bar += wt * m_bar_i;
         for (int a = 0; a < 2; ++a) x_bar[a] += sdot * gw[a];
     }
+    for (int a = 0; a < 2; ++a) m_bar += sp[a] * vp[a];
     for (int a = 0; a < 4; ++a) m_bar += s.C[(long)p * 4 + a] * G_bar[a];   /* G = ... + m C */
     for (int a = 0; a < 2; ++a) {
         ai.x[(long)p * 2 + a] += x_bar[a];
-        ai.v[(long)p * 2 + a] = v_bar[a];
+        ai.v[(long)p * 2 + a] = mass * sp[a];
     }
     for (int a = 0; a < 4; ++a) {
         ai.C[(long)p * 4 + a] = mass * G_bar[a];

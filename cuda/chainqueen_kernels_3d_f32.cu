@@ -1091,9 +1091,9 @@ CQ_HD void cq__g2p_adj_3d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
 {
     const long goff = s.scene ? (long)s.scene[p] * prm->nodes : 0;
     int base[3];
-    float fx[3], w[3][3], dw[3][3], xp[3], Fp[9], nC[9] = {0};
-    float v_bar_t[3], C_bar_t[9], x_bar[3];
-    const float c4 = 4 * prm->inv_dx * prm->inv_dx, dt = prm->dt;
+    float fx[3], w[3][3], dw[3][3], xp[3], Fp[9], nC[9] = {0}, sv[3] = {0};
+    float v_bar_t[3], C_bar_t[9], Bc[9], x_bar[3];
+    const float k4 = 4 * prm->inv_dx, dt = prm->dt;
     for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
     for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__weights_3d_f32(xp, prm->inv_dx, base, fx, w);
@@ -1108,6 +1108,11 @@ CQ_HD void cq__g2p_adj_3d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
             C_bar_t[a * 3 + b] = acc;
         }
     }
+    for (int a = 0; a < 9; ++a) Bc[a] = k4 * C_bar_t[a];   /* (C_bar_t is not needed after this) */
+    /* Per node i (d = x_i - x_p in cells, w its weight): C' = (4/dx) sum_i w v_i d^T exactly as G2P
+       computes it; the weights' derivative gets (v_i . (v_bar' + (4/dx) C_bar' d)) dw/dx_p; and
+       x_p's part through d, -(4/dx^2) sum_i w C_bar'^T v_i = -(4/dx^2) C_bar'^T sum_i w v_i, is
+       taken once from sv = sum_i w v_i after the loop (Bc = (4/dx) C_bar'). */
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
     for (int k = 0; k < 3; ++k)
@@ -1116,26 +1121,32 @@ CQ_HD void cq__g2p_adj_3d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
         const float wt = w[0][i] * w[1][j] * w[2][k];
         const float gw[3] = {dw[0][i] * w[1][j] * w[2][k], w[0][i] * dw[1][j] * w[2][k], w[0][i] * w[1][j] * dw[2][k]};
         const long idx = goff + ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
-        float dpos[3], sdot = 0;
+        float d[3], sdot = 0;
         const float *vi = g.v + idx * 3;
-        for (int a = 0; a < 3; ++a) dpos[a] = ((float)o[a] - fx[a]) * prm->dx;
+        for (int a = 0; a < 3; ++a) d[a] = (float)o[a] - fx[a];
         for (int a = 0; a < 3; ++a) {
-            float cd = 0, vc = 0;   /* (C_bar' dpos)_a, (C_bar'^T v_i)_a */
+            const float wv = wt * vi[a];
+            float u = v_bar_t[a];
             for (int b = 0; b < 3; ++b) {
-                cd += C_bar_t[a * 3 + b] * dpos[b];
-                vc += C_bar_t[b * 3 + a] * vi[b];
-                nC[a * 3 + b] += c4 * wt * vi[a] * dpos[b];
+                u += Bc[a * 3 + b] * d[b];
+                nC[a * 3 + b] += wv * d[b];
             }
-            sdot += vi[a] * (v_bar_t[a] + c4 * cd);
-            x_bar[a] -= c4 * wt * vc;            /* dpos = x_i - x_p */
+            sv[a] += wv;
+            sdot += vi[a] * u;
         }
         for (int a = 0; a < 3; ++a) x_bar[a] += sdot * gw[a];   /* through the weights */
+    }
+    for (int a = 0; a < 9; ++a) nC[a] *= k4;
+    for (int a = 0; a < 3; ++a) {
+        float cv = 0;   /* (C_bar'^T sv)_a */
+        for (int b = 0; b < 3; ++b) cv += Bc[b * 3 + a] * sv[b];
+        x_bar[a] -= prm->inv_dx * cv;        /* d = x_i - x_p */
     }
     for (int a = 0; a < 3; ++a) {
         ai.x[(long)p * 3 + a] = x_bar[a];
         pk[1 + a] = fx[a];                   /* as P2G's particle half (in the usable region: same base) */
         pk[1 + 3 + a] = v_bar_t[a];
-        for (int b = 0; b < 3; ++b) pk[1 + 2 * 3 + a * 3 + b] = c4 * C_bar_t[a * 3 + b];
+        for (int b = 0; b < 3; ++b) pk[1 + 2 * 3 + a * 3 + b] = prm->inv_dx * Bc[a * 3 + b];   /* (4/dx^2) C_bar' */
     }
     for (int a = 0; a < 3; ++a)       /* F_bar = (I + dt C')^T F_bar' */
         for (int b = 0; b < 3; ++b) {
@@ -1151,14 +1162,20 @@ CQ_HD void cq__p2g_adj_transfer_3d_f32(int p, const cq__params_f32 *prm,
         cq__pview_f32 pg, float *G_bar_out)
 {
     int base[3];
-    float fx[3], w[3][3], dw[3][3], xp[3], vp[3], G[9], G_bar[9] = {0};
-    float x_bar[3] = {0}, v_bar[3] = {0}, m_bar = 0;
+    float fx[3], w[3][3], dw[3][3], xp[3], vp[3], mv[3], G[9], G_bar[9] = {0};
+    float x_bar[3] = {0}, sp[3] = {0}, m_bar = 0;
     const long goff = s.scene ? (long)s.scene[p] * prm->nodes : 0;
     for (int a = 0; a < 3; ++a) { xp[a] = s.x[(long)p * 3 + a]; vp[a] = s.v[(long)p * 3 + a]; }
     for (int a = 0; a < 9; ++a) G[a] = G_in[a];   /* (G_in may be G_bar_out's memory) */
     cq__weights_3d_f32(xp, prm->inv_dx, base, fx, w);
     cq__weight_grads_3d_f32(fx, prm->inv_dx, dw);
     const float mass = s.mass[p];
+    for (int a = 0; a < 3; ++a) mv[a] = mass * vp[a];
+    /* Per node i (dpos = x_i - x_p, w its weight): the weights' derivative gets
+       (dL/dm_i m + dL/dp_i . (m v + G dpos)) dw/dx_p, and x_p through dpos -w G^T dL/dp_i; what
+       enters linearly in w is summed once, sp = sum_i w dL/dp_i: v_bar = m sp and m's part v . sp.
+       (Summing G^T's part once too would save 9 multiply-adds per node, but then nvcc holds 253
+       registers in the f64 kernel instead of 166.) */
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
     for (int k = 0; k < 3; ++k)
@@ -1173,24 +1190,26 @@ CQ_HD void cq__p2g_adj_transfer_3d_f32(int p, const cq__params_f32 *prm,
         float sdot = m_bar_i * mass;   /* d(contribution)/dw */
         for (int a = 0; a < 3; ++a) dpos[a] = ((float)o[a] - fx[a]) * prm->dx;
         for (int a = 0; a < 3; ++a) {
-            float mom = mass * vp[a], gtp = 0;
+            const float wp = wt * p_bar[a];
+            float mom = mv[a];
             for (int b = 0; b < 3; ++b) {
                 mom += G[a * 3 + b] * dpos[b];
-                G_bar[a * 3 + b] += wt * p_bar[a] * dpos[b];
-                gtp += G[b * 3 + a] * p_bar[b];
+                G_bar[a * 3 + b] += wp * dpos[b];
             }
             sdot += p_bar[a] * mom;
-            v_bar[a] += wt * mass * p_bar[a];
-            m_bar += wt * p_bar[a] * vp[a];
+            sp[a] += wp;
+            float gtp = 0;   /* (G^T dL/dp_i)_a */
+            for (int b = 0; b < 3; ++b) gtp += G[b * 3 + a] * p_bar[b];
             x_bar[a] -= wt * gtp;                 /* dpos = x_i - x_p */
         }
         m_bar += wt * m_bar_i;
         for (int a = 0; a < 3; ++a) x_bar[a] += sdot * gw[a];
     }
+    for (int a = 0; a < 3; ++a) m_bar += sp[a] * vp[a];
     for (int a = 0; a < 9; ++a) m_bar += s.C[(long)p * 9 + a] * G_bar[a];   /* G = ... + m C */
     for (int a = 0; a < 3; ++a) {
         ai.x[(long)p * 3 + a] += x_bar[a];
-        ai.v[(long)p * 3 + a] = v_bar[a];
+        ai.v[(long)p * 3 + a] = mass * sp[a];
     }
     for (int a = 0; a < 9; ++a) {
         ai.C[(long)p * 9 + a] = mass * G_bar[a];
@@ -2019,7 +2038,7 @@ __global__ void CQ__BOUNDS(8) cq__g2p_fwd_3d_f32_kernel(int n, cq__params_f32 pr
    (particle order[k]): the transfer half (one for all materials) takes G from P2G's packed
    particle in pk (the backward's P2G ran in this substep; the G2P adjoint packs into pkb) and
    leaves G_bar in its place; the stress half (per material, below) reads it back */
-__global__ void cq__p2g_adj_transfer_3d_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, const float * gp_adj, const float * gm_adj, cq__pview_f32 ai, cq__pview_f32 pg, const int * order, float * pk)
+__global__ void CQ__BOUNDS(6) cq__p2g_adj_transfer_3d_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, const float * gp_adj, const float * gm_adj, cq__pview_f32 ai, cq__pview_f32 pg, const int * order, float * pk)
 {
     int k = blockIdx.x * blockDim.x + threadIdx.x;   /* sorted slot */
     if (k < n) {

@@ -894,15 +894,20 @@ CQ_HD void cq__grid_adj_2d_f32(int node, const cq__params_f32 *prm, const float 
         return;
     }
     cq__node_coords_2d_f32(node, prm, c);
-    float inv_m = 1 / m, m_bar = 0;
+    float inv_m = 1 / m, m_bar = 0, u[2];
     for (int a = 0; a < 2; ++a) {
-        v0[a] = gp[(long)node * 2 + a] * inv_m + prm->dt * prm->gravity[a];
+        u[a] = gp[(long)node * 2 + a] * inv_m;   /* p/m */
+        v0[a] = u[a] + prm->dt * prm->gravity[a];
         v_bar[a] = gv_bar[(long)node * 2 + a];
     }
     cq__boundary_adj_2d_f32(c, prm, v0, v_bar);
+    /* dL/dm = -sum_a (dL/dp_a) (p/m)_a, both factors finite: written as v_bar p / m^2, a
+       compiler allowed to reassociate (-ffast-math) formed 1/m^2 first, which overflows float at
+       a stencil's fringe (m ~ 1e-20, where p/m is still fine) */
     for (int a = 0; a < 2; ++a) {
-        gp_bar[(long)node * 2 + a] = v_bar[a] * inv_m;
-        m_bar -= v_bar[a] * gp[(long)node * 2 + a] * inv_m * inv_m;
+        const float pb = v_bar[a] * inv_m;
+        gp_bar[(long)node * 2 + a] = pb;
+        m_bar -= pb * u[a];
     }
     gm_bar[node] = m_bar;
 }

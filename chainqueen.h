@@ -206,6 +206,7 @@
                                                   >>p2g_ (P2G's particle half) >>grid_gather_ (its
                                                   node half, a gather in a fixed order) >>grid_
                                                   >>g2p_ >>material_ >>svd_3d >>polar_2d >>incompressible_
+                                                  >>rot_ (F's rotation, once per particle: R, 3D SVD)
      adjoint kernels ........ adjoint.j2          >>p2g_adj_ >>grid_adj_ >>g2p_adj_ >>pk1_vjp_
                                                   >>stress_vjp_ >>polar_vjp_ >>boundary_adj_
      cables ................. cables.j2           >>cables_
@@ -761,9 +762,10 @@ CQ_HD void cq__polar_2d_f32(const float *F, float *R)
 }
 
 /* >>rot_2d_f32: what a particle's stress and its adjoint need of the polar decomposition
-   of F, computed once per particle and shared by cq__pk1_rot_ and cq__pk1_vjp_rot_ (the P2G
-   adjoint used to take the rotation twice: stress, its VJP, the polar VJP): R.
-   A material without a rotation leaves it unset (cq__rot_none_). */
+   of F: R.  Computed once per particle and
+   shared by the stress (cq__pk1_rot_), its VJP and the polar VJP (cq__pk1_vjp_rot_), so the P2G
+   adjoint decomposes F once.  A material without a rotation sets R = 0
+   (cq__rot_none_). */
 typedef struct cq__rot_2d_f32 {
     float R[4];
 } cq__rot_2d_f32;
@@ -1241,9 +1243,10 @@ CQ_HD void cq__polar_2d_f64(const double *F, double *R)
 }
 
 /* >>rot_2d_f64: what a particle's stress and its adjoint need of the polar decomposition
-   of F, computed once per particle and shared by cq__pk1_rot_ and cq__pk1_vjp_rot_ (the P2G
-   adjoint used to take the rotation twice: stress, its VJP, the polar VJP): R.
-   A material without a rotation leaves it unset (cq__rot_none_). */
+   of F: R.  Computed once per particle and
+   shared by the stress (cq__pk1_rot_), its VJP and the polar VJP (cq__pk1_vjp_rot_), so the P2G
+   adjoint decomposes F once.  A material without a rotation sets R = 0
+   (cq__rot_none_). */
 typedef struct cq__rot_2d_f64 {
     double R[4];
 } cq__rot_2d_f64;
@@ -1786,9 +1789,10 @@ CQ_HD void cq__polar_3d_f32(const float *F, float *R)
 }
 
 /* >>rot_3d_f32: what a particle's stress and its adjoint need of the polar decomposition
-   of F, computed once per particle and shared by cq__pk1_rot_ and cq__pk1_vjp_rot_ (the P2G
-   adjoint used to take three SVDs: stress, its VJP, the polar VJP): R, and the SVD F = U diag(sig) V^T it is made of.
-   A material without a rotation leaves it unset (cq__rot_none_). */
+   of F: R, and the SVD F = U diag(sig) V^T it is made of.  Computed once per particle and
+   shared by the stress (cq__pk1_rot_), its VJP and the polar VJP (cq__pk1_vjp_rot_), so the P2G
+   adjoint decomposes F once (one SVD, not three).  A material without a rotation sets R = 0
+   (cq__rot_none_). */
 typedef struct cq__rot_3d_f32 {
     float R[9];
     float U[9], sig[3], V[9];
@@ -2363,9 +2367,10 @@ CQ_HD void cq__polar_3d_f64(const double *F, double *R)
 }
 
 /* >>rot_3d_f64: what a particle's stress and its adjoint need of the polar decomposition
-   of F, computed once per particle and shared by cq__pk1_rot_ and cq__pk1_vjp_rot_ (the P2G
-   adjoint used to take three SVDs: stress, its VJP, the polar VJP): R, and the SVD F = U diag(sig) V^T it is made of.
-   A material without a rotation leaves it unset (cq__rot_none_). */
+   of F: R, and the SVD F = U diag(sig) V^T it is made of.  Computed once per particle and
+   shared by the stress (cq__pk1_rot_), its VJP and the polar VJP (cq__pk1_vjp_rot_), so the P2G
+   adjoint decomposes F once (one SVD, not three).  A material without a rotation sets R = 0
+   (cq__rot_none_). */
 typedef struct cq__rot_3d_f64 {
     double R[9];
     double U[9], sig[3], V[9];
@@ -15384,7 +15389,7 @@ cq_result cq_world_control_grad_feedback(const cq_world *w, const double *dL_dst
 #if CQ__HAS_CUDA
 /* ---- BEGIN GENERATED: embedded PTX (byte arrays; the readable code ends above) from templates/ptx.j2.
    DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
-/* PTX module 2d_f32: sha256 6a02852ece91d8e9106476c7202b6252abe1c6d2530551abf73d311c3095fb9f, nvrtc 12.0, PTX ISA 8.0, 289758 bytes, fnv1a 0x2829fe78, lz 78673 bytes */
+/* PTX module 2d_f32: sha256 f181aa45f542596fa099625ab01758f63a3d1e454bdcbf7f349eae4f445d3801, nvrtc 12.0, PTX ISA 8.0, 289758 bytes, fnv1a 0x2829fe78, lz 78673 bytes */
 static const unsigned char cq__ptx_2d_f32_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -17847,7 +17852,7 @@ static const unsigned char cq__ptx_2d_f32_lz[] = {
 100,200,67,17,52,199,14,144,114,101,116,59,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_2d_f32 = { cq__ptx_2d_f32_lz, 78673, 289758, 0x2829fe78u };
-/* PTX module 2d_f64: sha256 6bdd6f0fce61de8b47c57a63f6c7c3a181a9e266ac67e0fa110c91644c150974, nvrtc 12.0, PTX ISA 8.0, 310277 bytes, fnv1a 0xcdecc249, lz 80865 bytes */
+/* PTX module 2d_f64: sha256 01d16674cf739f79d2b7bb41bceb8a24bd9dd250f6e8be5bc787263bc5311e89, nvrtc 12.0, PTX ISA 8.0, 310277 bytes, fnv1a 0xcdecc249, lz 80865 bytes */
 static const unsigned char cq__ptx_2d_f64_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -20379,7 +20384,7 @@ static const unsigned char cq__ptx_2d_f64_lz[] = {
 10
 };
 static const cq__ptx_module cq__ptx_2d_f64 = { cq__ptx_2d_f64_lz, 80865, 310277, 0xcdecc249u };
-/* PTX module 3d_f32: sha256 cc01fd17c2f76b85a3ab0860e7cb45b2c522a8fc5b19afa8e5283a52a450840b, nvrtc 12.0, PTX ISA 8.0, 388900 bytes, fnv1a 0x13d56905, lz 109252 bytes */
+/* PTX module 3d_f32: sha256 d10413425919b7c08fc3b97a280282f12b42f2542ce33459a3da4c2ba4c9ed23, nvrtc 12.0, PTX ISA 8.0, 388900 bytes, fnv1a 0x13d56905, lz 109252 bytes */
 static const unsigned char cq__ptx_3d_f32_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -23798,7 +23803,7 @@ static const unsigned char cq__ptx_3d_f32_lz[] = {
 10,125,10,10
 };
 static const cq__ptx_module cq__ptx_3d_f32 = { cq__ptx_3d_f32_lz, 109252, 388900, 0x13d56905u };
-/* PTX module 3d_f64: sha256 a3092f9eb7a5bc500f49599233a820e18fe56c3e6b807f688afc0e50efd3bbcd, nvrtc 12.0, PTX ISA 8.0, 419173 bytes, fnv1a 0xd15dbc7a, lz 112152 bytes */
+/* PTX module 3d_f64: sha256 42eee7864cb6b785d39d8eb6ea7ab66992964fd1db591fdd8c338718ab548f86, nvrtc 12.0, PTX ISA 8.0, 419173 bytes, fnv1a 0xd15dbc7a, lz 112152 bytes */
 static const unsigned char cq__ptx_3d_f64_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,

@@ -172,9 +172,10 @@ CQ_HD void cq__polar_2d_f32(const float *F, float *R)
 }
 
 /* >>rot_2d_f32: what a particle's stress and its adjoint need of the polar decomposition
-   of F, computed once per particle and shared by cq__pk1_rot_ and cq__pk1_vjp_rot_ (the P2G
-   adjoint used to take the rotation twice: stress, its VJP, the polar VJP): R.
-   A material without a rotation leaves it unset (cq__rot_none_). */
+   of F: R.  Computed once per particle and
+   shared by the stress (cq__pk1_rot_), its VJP and the polar VJP (cq__pk1_vjp_rot_), so the P2G
+   adjoint decomposes F once.  A material without a rotation sets R = 0
+   (cq__rot_none_). */
 typedef struct cq__rot_2d_f32 {
     float R[4];
 } cq__rot_2d_f32;

@@ -237,9 +237,10 @@ CQ_HD void cq__polar_3d_f32(const float *F, float *R)
 }
 
 /* >>rot_3d_f32: what a particle's stress and its adjoint need of the polar decomposition
-   of F, computed once per particle and shared by cq__pk1_rot_ and cq__pk1_vjp_rot_ (the P2G
-   adjoint used to take three SVDs: stress, its VJP, the polar VJP): R, and the SVD F = U diag(sig) V^T it is made of.
-   A material without a rotation leaves it unset (cq__rot_none_). */
+   of F: R, and the SVD F = U diag(sig) V^T it is made of.  Computed once per particle and
+   shared by the stress (cq__pk1_rot_), its VJP and the polar VJP (cq__pk1_vjp_rot_), so the P2G
+   adjoint decomposes F once (one SVD, not three).  A material without a rotation sets R = 0
+   (cq__rot_none_). */
 typedef struct cq__rot_3d_f32 {
     float R[9];
     float U[9], sig[3], V[9];

@@ -7690,6 +7690,9 @@ typedef enum cq__cable_kernel {
     CQ__CABLE_X_ADJ, CQ__CABLE_KERNELS
 } cq__cable_kernel;
 
+/* the grid buffers' bits in cq_sim.row_dirty */
+enum { CQ__ROW_M = 1, CQ__ROW_V = 2, CQ__ROW_P = 4, CQ__ROW_VB = 8, CQ__ROW_PB = 16, CQ__ROW_MB = 32 };
+
 struct cq_sim {
     cq_sim_desc desc;            /* defaults resolved */
     int dim, dd, n;
@@ -7711,6 +7714,9 @@ struct cq_sim {
     int *wscene;                      /* its work copy (the host array on the CPU) */
     /* >>cell_sort work memory (cq__sort_alloc), sized for sort_n particles; one cell per node */
     int *cell_end;                    /* nodes: end of each cell's range of sorted slots */
+    unsigned char *row_dirty;         /* CPU: per row of nodes (the last axis), which grid buffers may
+                                         hold non-zeros there (CQ__ROW_M ..): a clear bit means that
+                                         row of that buffer is zero, so an empty row is not zeroed again */
     int *order;                       /* sorted slot -> particle */
     int *keys;                        /* particle -> cell */
     int *skey;                        /* CPU: sorted slot -> cell */
@@ -8853,6 +8859,7 @@ typedef struct cq__sub_task_2d_fixed_corotated_f32 {
     cq__pview_f32 in, out, ao, ai, pg;
     cq__gview_f32 g;
     float *gm, *gv, *gp;   /* what the gather writes: mass (or NULL), momentum, a copy of it (or NULL) */
+    unsigned char bm, bv, bp;   /* their bits in s->row_dirty (CQ__ROW_*) */
     int update;              /* the gather also runs the grid update */
     int first;
 } cq__sub_task_2d_fixed_corotated_f32;
@@ -8879,7 +8886,8 @@ static void cq__g2p_adj_range_2d_fixed_corotated_f32(void *ctx, int begin, int e
         cq__g2p_adj_2d_f32(t->s->order[k], t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(2));
 }
 /* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
-   scene) gets the zeros the per-node adjoint would write, in two memsets */
+   scene) gets the zeros the per-node adjoint would write, in two memsets, or nothing when that
+   row of both buffers is zero already (s->row_dirty) */
 static void cq__grid_adj_rows_2d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_fixed_corotated_f32 *t = (const cq__sub_task_2d_fixed_corotated_f32 *)ctx;
@@ -8888,13 +8896,18 @@ static void cq__grid_adj_rows_2d_fixed_corotated_f32(void *ctx, int begin, int e
     float *gp_bar = (float *)s->grid_pb, *gm_bar = (float *)s->grid_mb;
     for (int r = begin; r < end; ++r) {
         const float *m = t->g.m + (long)r * L;
+        unsigned char *dirty = s->row_dirty + r;
         int live = 0;
         for (int i = 0; i < L; ++i) live |= m[i] > 0;
         if (!live) {
-            memset(gp_bar + (long)r * L * 2, 0, sizeof(float) * (size_t)L * 2);
-            memset(gm_bar + (long)r * L, 0, sizeof(float) * (size_t)L);
+            if (*dirty & (CQ__ROW_PB | CQ__ROW_MB)) {
+                memset(gp_bar + (long)r * L * 2, 0, sizeof(float) * (size_t)L * 2);
+                memset(gm_bar + (long)r * L, 0, sizeof(float) * (size_t)L);
+                *dirty &= (unsigned char)~(CQ__ROW_PB | CQ__ROW_MB);
+            }
             continue;
         }
+        *dirty |= CQ__ROW_PB | CQ__ROW_MB;
         for (int i = r * L; i < r * L + L; ++i)
             cq__grid_adj_2d_f32(i, t->prm, t->g.m, (const float *)s->grid_p, (const float *)s->grid_vb,
                                                           gp_bar, gm_bar);
@@ -8913,9 +8926,11 @@ static void cq__p2g_adj_range_2d_fixed_corotated_f32(void *ctx, int begin, int e
    the nodes along the last axis; items: the rows of every scene).  A row's nodes receive from
    3^(D-1) rows of cells, each a contiguous range of sorted slots: a particle adds to the 3 nodes
    of its stencil in the row.  Per node that is the gather's order exactly (rows of cells in
-   increasing order, then cells, then particles), so the sums equal cq__gather_* bitwise; empty
-   rows cost 3^(D-1) lookups and their memsets.  Then, per node of the row, the momentum copy and
-   the grid update (not in a row no particle reached: a sparse scene's grid is mostly such rows). */
+   increasing order, then cells, then particles), so the sums equal cq__gather_* bitwise.  Then,
+   per node of the row, the momentum copy and the grid update.  A row no particle reaches (most
+   rows of a sparse scene) costs up to 3^(D-1) lookups: its nodes are zero (no mass, so the update
+   writes v = 0), and its memsets are skipped where s->row_dirty says that row of the buffer is
+   zero already. */
 static void cq__gather_rows_2d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_fixed_corotated_f32 *t = (const cq__sub_task_2d_fixed_corotated_f32 *)ctx;
@@ -8929,7 +8944,25 @@ static void cq__gather_rows_2d_fixed_corotated_f32(void *ctx, int begin, int end
         int o[2];
         const int c[1] = {lr};
         float *m = t->gm ? t->gm + (long)r * L : NULL, *v = t->gv + (long)r * L * 2;
+        float *gp = t->gp ? t->gp + (long)r * L * 2 : NULL;
+        unsigned char *dirty = t->s->row_dirty + r;
+        const unsigned char bits = (unsigned char)((m ? t->bm : 0) | t->bv | (gp ? t->bp : 0));
         int live = 0;   /* a particle reached the row */
+        for (o[0] = 0; o[0] < 3 && !live; ++o[0]) {
+            if (c[0] - o[0] < 0) continue;
+            {
+                const int crow = scene0 + (c[0] - o[0]) * L;
+                live = (crow > 0 ? cell_end[crow - 1] : 0) < cell_end[crow + L - 1];
+            }
+        }
+        if (!live) {   /* zeros: written only where the buffer's row may hold something else */
+            if (m && (*dirty & t->bm)) memset(m, 0, sizeof(float) * (size_t)L);
+            if (*dirty & t->bv) memset(v, 0, sizeof(float) * (size_t)L * 2);
+            if (gp && (*dirty & t->bp)) memset(gp, 0, sizeof(float) * (size_t)L * 2);
+            *dirty &= (unsigned char)~bits;
+            continue;
+        }
+        *dirty |= bits;
         if (m) memset(m, 0, sizeof(float) * (size_t)L);
         memset(v, 0, sizeof(float) * (size_t)L * 2);
         for (o[0] = 2; o[0] >= 0; --o[0]) {
@@ -8937,15 +8970,14 @@ static void cq__gather_rows_2d_fixed_corotated_f32(void *ctx, int begin, int end
             {
                 const int crow = scene0 + (c[0] - o[0]) * L;
                 const int kb = crow > 0 ? cell_end[crow - 1] : 0, ke = cell_end[crow + L - 1];
-                live |= ke > kb;
                 for (int k = kb; k < ke; ++k) {
                     const int b = skey[k] - crow;
                     cq__gather_row_2d_f32(pk + (long)k * CQ__PK(2), o, prm, m ? m + b : NULL, v + (long)b * 2);
                 }
             }
         }
-        if (t->gp) memcpy(t->gp + (long)r * L * 2, v, sizeof(float) * (size_t)L * 2);
-        if (t->update && live)   /* a row without particles has no mass: the update would write v = 0 again */
+        if (gp) memcpy(gp, v, sizeof(float) * (size_t)L * 2);
+        if (t->update)
             for (int i = r * L; i < r * L + L; ++i) cq__grid_fwd_2d_f32(i, prm, t->g);
     }
 }
@@ -8960,6 +8992,7 @@ static void cq__cpu_grid_2d_fixed_corotated_f32(cq__sub_task_2d_fixed_corotated_
     cq__cpu_sort_f32(s, t->in);
     cq__parallel_for(s, s->n, 512, cq__p2g_range_2d_fixed_corotated_f32, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (float *)s->grid_p : NULL; t->update = 1;
+    t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_2d_fixed_corotated_f32, t);
 }
 
@@ -8994,7 +9027,7 @@ static void cq__cpu_substep_adj_2d_fixed_corotated_f32(cq_sim *s, const cq__stat
     if (s->n_cables) { cq__cpu_cable_veff_2d_f32(s, in_st); t.in.v = (float *)s->veff; }
     cq__cpu_grid_2d_fixed_corotated_f32(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_2d_fixed_corotated_f32, &t);   /* its scatter: the gather below */
-    t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0;
+    t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0; t.bv = CQ__ROW_VB;
     cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_2d_fixed_corotated_f32, &t);
     cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__grid_adj_rows_2d_fixed_corotated_f32, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_fixed_corotated_f32, &t);
@@ -9020,6 +9053,7 @@ typedef struct cq__sub_task_2d_fixed_corotated_f64 {
     cq__pview_f64 in, out, ao, ai, pg;
     cq__gview_f64 g;
     double *gm, *gv, *gp;   /* what the gather writes: mass (or NULL), momentum, a copy of it (or NULL) */
+    unsigned char bm, bv, bp;   /* their bits in s->row_dirty (CQ__ROW_*) */
     int update;              /* the gather also runs the grid update */
     int first;
 } cq__sub_task_2d_fixed_corotated_f64;
@@ -9046,7 +9080,8 @@ static void cq__g2p_adj_range_2d_fixed_corotated_f64(void *ctx, int begin, int e
         cq__g2p_adj_2d_f64(t->s->order[k], t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(2));
 }
 /* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
-   scene) gets the zeros the per-node adjoint would write, in two memsets */
+   scene) gets the zeros the per-node adjoint would write, in two memsets, or nothing when that
+   row of both buffers is zero already (s->row_dirty) */
 static void cq__grid_adj_rows_2d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_fixed_corotated_f64 *t = (const cq__sub_task_2d_fixed_corotated_f64 *)ctx;
@@ -9055,13 +9090,18 @@ static void cq__grid_adj_rows_2d_fixed_corotated_f64(void *ctx, int begin, int e
     double *gp_bar = (double *)s->grid_pb, *gm_bar = (double *)s->grid_mb;
     for (int r = begin; r < end; ++r) {
         const double *m = t->g.m + (long)r * L;
+        unsigned char *dirty = s->row_dirty + r;
         int live = 0;
         for (int i = 0; i < L; ++i) live |= m[i] > 0;
         if (!live) {
-            memset(gp_bar + (long)r * L * 2, 0, sizeof(double) * (size_t)L * 2);
-            memset(gm_bar + (long)r * L, 0, sizeof(double) * (size_t)L);
+            if (*dirty & (CQ__ROW_PB | CQ__ROW_MB)) {
+                memset(gp_bar + (long)r * L * 2, 0, sizeof(double) * (size_t)L * 2);
+                memset(gm_bar + (long)r * L, 0, sizeof(double) * (size_t)L);
+                *dirty &= (unsigned char)~(CQ__ROW_PB | CQ__ROW_MB);
+            }
             continue;
         }
+        *dirty |= CQ__ROW_PB | CQ__ROW_MB;
         for (int i = r * L; i < r * L + L; ++i)
             cq__grid_adj_2d_f64(i, t->prm, t->g.m, (const double *)s->grid_p, (const double *)s->grid_vb,
                                                           gp_bar, gm_bar);
@@ -9080,9 +9120,11 @@ static void cq__p2g_adj_range_2d_fixed_corotated_f64(void *ctx, int begin, int e
    the nodes along the last axis; items: the rows of every scene).  A row's nodes receive from
    3^(D-1) rows of cells, each a contiguous range of sorted slots: a particle adds to the 3 nodes
    of its stencil in the row.  Per node that is the gather's order exactly (rows of cells in
-   increasing order, then cells, then particles), so the sums equal cq__gather_* bitwise; empty
-   rows cost 3^(D-1) lookups and their memsets.  Then, per node of the row, the momentum copy and
-   the grid update (not in a row no particle reached: a sparse scene's grid is mostly such rows). */
+   increasing order, then cells, then particles), so the sums equal cq__gather_* bitwise.  Then,
+   per node of the row, the momentum copy and the grid update.  A row no particle reaches (most
+   rows of a sparse scene) costs up to 3^(D-1) lookups: its nodes are zero (no mass, so the update
+   writes v = 0), and its memsets are skipped where s->row_dirty says that row of the buffer is
+   zero already. */
 static void cq__gather_rows_2d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_fixed_corotated_f64 *t = (const cq__sub_task_2d_fixed_corotated_f64 *)ctx;
@@ -9096,7 +9138,25 @@ static void cq__gather_rows_2d_fixed_corotated_f64(void *ctx, int begin, int end
         int o[2];
         const int c[1] = {lr};
         double *m = t->gm ? t->gm + (long)r * L : NULL, *v = t->gv + (long)r * L * 2;
+        double *gp = t->gp ? t->gp + (long)r * L * 2 : NULL;
+        unsigned char *dirty = t->s->row_dirty + r;
+        const unsigned char bits = (unsigned char)((m ? t->bm : 0) | t->bv | (gp ? t->bp : 0));
         int live = 0;   /* a particle reached the row */
+        for (o[0] = 0; o[0] < 3 && !live; ++o[0]) {
+            if (c[0] - o[0] < 0) continue;
+            {
+                const int crow = scene0 + (c[0] - o[0]) * L;
+                live = (crow > 0 ? cell_end[crow - 1] : 0) < cell_end[crow + L - 1];
+            }
+        }
+        if (!live) {   /* zeros: written only where the buffer's row may hold something else */
+            if (m && (*dirty & t->bm)) memset(m, 0, sizeof(double) * (size_t)L);
+            if (*dirty & t->bv) memset(v, 0, sizeof(double) * (size_t)L * 2);
+            if (gp && (*dirty & t->bp)) memset(gp, 0, sizeof(double) * (size_t)L * 2);
+            *dirty &= (unsigned char)~bits;
+            continue;
+        }
+        *dirty |= bits;
         if (m) memset(m, 0, sizeof(double) * (size_t)L);
         memset(v, 0, sizeof(double) * (size_t)L * 2);
         for (o[0] = 2; o[0] >= 0; --o[0]) {
@@ -9104,15 +9164,14 @@ static void cq__gather_rows_2d_fixed_corotated_f64(void *ctx, int begin, int end
             {
                 const int crow = scene0 + (c[0] - o[0]) * L;
                 const int kb = crow > 0 ? cell_end[crow - 1] : 0, ke = cell_end[crow + L - 1];
-                live |= ke > kb;
                 for (int k = kb; k < ke; ++k) {
                     const int b = skey[k] - crow;
                     cq__gather_row_2d_f64(pk + (long)k * CQ__PK(2), o, prm, m ? m + b : NULL, v + (long)b * 2);
                 }
             }
         }
-        if (t->gp) memcpy(t->gp + (long)r * L * 2, v, sizeof(double) * (size_t)L * 2);
-        if (t->update && live)   /* a row without particles has no mass: the update would write v = 0 again */
+        if (gp) memcpy(gp, v, sizeof(double) * (size_t)L * 2);
+        if (t->update)
             for (int i = r * L; i < r * L + L; ++i) cq__grid_fwd_2d_f64(i, prm, t->g);
     }
 }
@@ -9127,6 +9186,7 @@ static void cq__cpu_grid_2d_fixed_corotated_f64(cq__sub_task_2d_fixed_corotated_
     cq__cpu_sort_f64(s, t->in);
     cq__parallel_for(s, s->n, 512, cq__p2g_range_2d_fixed_corotated_f64, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (double *)s->grid_p : NULL; t->update = 1;
+    t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_2d_fixed_corotated_f64, t);
 }
 
@@ -9161,7 +9221,7 @@ static void cq__cpu_substep_adj_2d_fixed_corotated_f64(cq_sim *s, const cq__stat
     if (s->n_cables) { cq__cpu_cable_veff_2d_f64(s, in_st); t.in.v = (double *)s->veff; }
     cq__cpu_grid_2d_fixed_corotated_f64(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_2d_fixed_corotated_f64, &t);   /* its scatter: the gather below */
-    t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0;
+    t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0; t.bv = CQ__ROW_VB;
     cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_2d_fixed_corotated_f64, &t);
     cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__grid_adj_rows_2d_fixed_corotated_f64, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_fixed_corotated_f64, &t);
@@ -9187,6 +9247,7 @@ typedef struct cq__sub_task_2d_neohookean_f32 {
     cq__pview_f32 in, out, ao, ai, pg;
     cq__gview_f32 g;
     float *gm, *gv, *gp;   /* what the gather writes: mass (or NULL), momentum, a copy of it (or NULL) */
+    unsigned char bm, bv, bp;   /* their bits in s->row_dirty (CQ__ROW_*) */
     int update;              /* the gather also runs the grid update */
     int first;
 } cq__sub_task_2d_neohookean_f32;
@@ -9213,7 +9274,8 @@ static void cq__g2p_adj_range_2d_neohookean_f32(void *ctx, int begin, int end)
         cq__g2p_adj_2d_f32(t->s->order[k], t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(2));
 }
 /* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
-   scene) gets the zeros the per-node adjoint would write, in two memsets */
+   scene) gets the zeros the per-node adjoint would write, in two memsets, or nothing when that
+   row of both buffers is zero already (s->row_dirty) */
 static void cq__grid_adj_rows_2d_neohookean_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_neohookean_f32 *t = (const cq__sub_task_2d_neohookean_f32 *)ctx;
@@ -9222,13 +9284,18 @@ static void cq__grid_adj_rows_2d_neohookean_f32(void *ctx, int begin, int end)
     float *gp_bar = (float *)s->grid_pb, *gm_bar = (float *)s->grid_mb;
     for (int r = begin; r < end; ++r) {
         const float *m = t->g.m + (long)r * L;
+        unsigned char *dirty = s->row_dirty + r;
         int live = 0;
         for (int i = 0; i < L; ++i) live |= m[i] > 0;
         if (!live) {
-            memset(gp_bar + (long)r * L * 2, 0, sizeof(float) * (size_t)L * 2);
-            memset(gm_bar + (long)r * L, 0, sizeof(float) * (size_t)L);
+            if (*dirty & (CQ__ROW_PB | CQ__ROW_MB)) {
+                memset(gp_bar + (long)r * L * 2, 0, sizeof(float) * (size_t)L * 2);
+                memset(gm_bar + (long)r * L, 0, sizeof(float) * (size_t)L);
+                *dirty &= (unsigned char)~(CQ__ROW_PB | CQ__ROW_MB);
+            }
             continue;
         }
+        *dirty |= CQ__ROW_PB | CQ__ROW_MB;
         for (int i = r * L; i < r * L + L; ++i)
             cq__grid_adj_2d_f32(i, t->prm, t->g.m, (const float *)s->grid_p, (const float *)s->grid_vb,
                                                           gp_bar, gm_bar);
@@ -9247,9 +9314,11 @@ static void cq__p2g_adj_range_2d_neohookean_f32(void *ctx, int begin, int end)
    the nodes along the last axis; items: the rows of every scene).  A row's nodes receive from
    3^(D-1) rows of cells, each a contiguous range of sorted slots: a particle adds to the 3 nodes
    of its stencil in the row.  Per node that is the gather's order exactly (rows of cells in
-   increasing order, then cells, then particles), so the sums equal cq__gather_* bitwise; empty
-   rows cost 3^(D-1) lookups and their memsets.  Then, per node of the row, the momentum copy and
-   the grid update (not in a row no particle reached: a sparse scene's grid is mostly such rows). */
+   increasing order, then cells, then particles), so the sums equal cq__gather_* bitwise.  Then,
+   per node of the row, the momentum copy and the grid update.  A row no particle reaches (most
+   rows of a sparse scene) costs up to 3^(D-1) lookups: its nodes are zero (no mass, so the update
+   writes v = 0), and its memsets are skipped where s->row_dirty says that row of the buffer is
+   zero already. */
 static void cq__gather_rows_2d_neohookean_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_neohookean_f32 *t = (const cq__sub_task_2d_neohookean_f32 *)ctx;
@@ -9263,7 +9332,25 @@ static void cq__gather_rows_2d_neohookean_f32(void *ctx, int begin, int end)
         int o[2];
         const int c[1] = {lr};
         float *m = t->gm ? t->gm + (long)r * L : NULL, *v = t->gv + (long)r * L * 2;
+        float *gp = t->gp ? t->gp + (long)r * L * 2 : NULL;
+        unsigned char *dirty = t->s->row_dirty + r;
+        const unsigned char bits = (unsigned char)((m ? t->bm : 0) | t->bv | (gp ? t->bp : 0));
         int live = 0;   /* a particle reached the row */
+        for (o[0] = 0; o[0] < 3 && !live; ++o[0]) {
+            if (c[0] - o[0] < 0) continue;
+            {
+                const int crow = scene0 + (c[0] - o[0]) * L;
+                live = (crow > 0 ? cell_end[crow - 1] : 0) < cell_end[crow + L - 1];
+            }
+        }
+        if (!live) {   /* zeros: written only where the buffer's row may hold something else */
+            if (m && (*dirty & t->bm)) memset(m, 0, sizeof(float) * (size_t)L);
+            if (*dirty & t->bv) memset(v, 0, sizeof(float) * (size_t)L * 2);
+            if (gp && (*dirty & t->bp)) memset(gp, 0, sizeof(float) * (size_t)L * 2);
+            *dirty &= (unsigned char)~bits;
+            continue;
+        }
+        *dirty |= bits;
         if (m) memset(m, 0, sizeof(float) * (size_t)L);
         memset(v, 0, sizeof(float) * (size_t)L * 2);
         for (o[0] = 2; o[0] >= 0; --o[0]) {
@@ -9271,15 +9358,14 @@ static void cq__gather_rows_2d_neohookean_f32(void *ctx, int begin, int end)
             {
                 const int crow = scene0 + (c[0] - o[0]) * L;
                 const int kb = crow > 0 ? cell_end[crow - 1] : 0, ke = cell_end[crow + L - 1];
-                live |= ke > kb;
                 for (int k = kb; k < ke; ++k) {
                     const int b = skey[k] - crow;
                     cq__gather_row_2d_f32(pk + (long)k * CQ__PK(2), o, prm, m ? m + b : NULL, v + (long)b * 2);
                 }
             }
         }
-        if (t->gp) memcpy(t->gp + (long)r * L * 2, v, sizeof(float) * (size_t)L * 2);
-        if (t->update && live)   /* a row without particles has no mass: the update would write v = 0 again */
+        if (gp) memcpy(gp, v, sizeof(float) * (size_t)L * 2);
+        if (t->update)
             for (int i = r * L; i < r * L + L; ++i) cq__grid_fwd_2d_f32(i, prm, t->g);
     }
 }
@@ -9294,6 +9380,7 @@ static void cq__cpu_grid_2d_neohookean_f32(cq__sub_task_2d_neohookean_f32 *t, in
     cq__cpu_sort_f32(s, t->in);
     cq__parallel_for(s, s->n, 512, cq__p2g_range_2d_neohookean_f32, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (float *)s->grid_p : NULL; t->update = 1;
+    t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_2d_neohookean_f32, t);
 }
 
@@ -9328,7 +9415,7 @@ static void cq__cpu_substep_adj_2d_neohookean_f32(cq_sim *s, const cq__state *in
     if (s->n_cables) { cq__cpu_cable_veff_2d_f32(s, in_st); t.in.v = (float *)s->veff; }
     cq__cpu_grid_2d_neohookean_f32(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_2d_neohookean_f32, &t);   /* its scatter: the gather below */
-    t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0;
+    t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0; t.bv = CQ__ROW_VB;
     cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_2d_neohookean_f32, &t);
     cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__grid_adj_rows_2d_neohookean_f32, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_neohookean_f32, &t);
@@ -9354,6 +9441,7 @@ typedef struct cq__sub_task_2d_neohookean_f64 {
     cq__pview_f64 in, out, ao, ai, pg;
     cq__gview_f64 g;
     double *gm, *gv, *gp;   /* what the gather writes: mass (or NULL), momentum, a copy of it (or NULL) */
+    unsigned char bm, bv, bp;   /* their bits in s->row_dirty (CQ__ROW_*) */
     int update;              /* the gather also runs the grid update */
     int first;
 } cq__sub_task_2d_neohookean_f64;
@@ -9380,7 +9468,8 @@ static void cq__g2p_adj_range_2d_neohookean_f64(void *ctx, int begin, int end)
         cq__g2p_adj_2d_f64(t->s->order[k], t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(2));
 }
 /* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
-   scene) gets the zeros the per-node adjoint would write, in two memsets */
+   scene) gets the zeros the per-node adjoint would write, in two memsets, or nothing when that
+   row of both buffers is zero already (s->row_dirty) */
 static void cq__grid_adj_rows_2d_neohookean_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_neohookean_f64 *t = (const cq__sub_task_2d_neohookean_f64 *)ctx;
@@ -9389,13 +9478,18 @@ static void cq__grid_adj_rows_2d_neohookean_f64(void *ctx, int begin, int end)
     double *gp_bar = (double *)s->grid_pb, *gm_bar = (double *)s->grid_mb;
     for (int r = begin; r < end; ++r) {
         const double *m = t->g.m + (long)r * L;
+        unsigned char *dirty = s->row_dirty + r;
         int live = 0;
         for (int i = 0; i < L; ++i) live |= m[i] > 0;
         if (!live) {
-            memset(gp_bar + (long)r * L * 2, 0, sizeof(double) * (size_t)L * 2);
-            memset(gm_bar + (long)r * L, 0, sizeof(double) * (size_t)L);
+            if (*dirty & (CQ__ROW_PB | CQ__ROW_MB)) {
+                memset(gp_bar + (long)r * L * 2, 0, sizeof(double) * (size_t)L * 2);
+                memset(gm_bar + (long)r * L, 0, sizeof(double) * (size_t)L);
+                *dirty &= (unsigned char)~(CQ__ROW_PB | CQ__ROW_MB);
+            }
             continue;
         }
+        *dirty |= CQ__ROW_PB | CQ__ROW_MB;
         for (int i = r * L; i < r * L + L; ++i)
             cq__grid_adj_2d_f64(i, t->prm, t->g.m, (const double *)s->grid_p, (const double *)s->grid_vb,
                                                           gp_bar, gm_bar);
@@ -9414,9 +9508,11 @@ static void cq__p2g_adj_range_2d_neohookean_f64(void *ctx, int begin, int end)
    the nodes along the last axis; items: the rows of every scene).  A row's nodes receive from
    3^(D-1) rows of cells, each a contiguous range of sorted slots: a particle adds to the 3 nodes
    of its stencil in the row.  Per node that is the gather's order exactly (rows of cells in
-   increasing order, then cells, then particles), so the sums equal cq__gather_* bitwise; empty
-   rows cost 3^(D-1) lookups and their memsets.  Then, per node of the row, the momentum copy and
-   the grid update (not in a row no particle reached: a sparse scene's grid is mostly such rows). */
+   increasing order, then cells, then particles), so the sums equal cq__gather_* bitwise.  Then,
+   per node of the row, the momentum copy and the grid update.  A row no particle reaches (most
+   rows of a sparse scene) costs up to 3^(D-1) lookups: its nodes are zero (no mass, so the update
+   writes v = 0), and its memsets are skipped where s->row_dirty says that row of the buffer is
+   zero already. */
 static void cq__gather_rows_2d_neohookean_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_neohookean_f64 *t = (const cq__sub_task_2d_neohookean_f64 *)ctx;
@@ -9430,7 +9526,25 @@ static void cq__gather_rows_2d_neohookean_f64(void *ctx, int begin, int end)
         int o[2];
         const int c[1] = {lr};
         double *m = t->gm ? t->gm + (long)r * L : NULL, *v = t->gv + (long)r * L * 2;
+        double *gp = t->gp ? t->gp + (long)r * L * 2 : NULL;
+        unsigned char *dirty = t->s->row_dirty + r;
+        const unsigned char bits = (unsigned char)((m ? t->bm : 0) | t->bv | (gp ? t->bp : 0));
         int live = 0;   /* a particle reached the row */
+        for (o[0] = 0; o[0] < 3 && !live; ++o[0]) {
+            if (c[0] - o[0] < 0) continue;
+            {
+                const int crow = scene0 + (c[0] - o[0]) * L;
+                live = (crow > 0 ? cell_end[crow - 1] : 0) < cell_end[crow + L - 1];
+            }
+        }
+        if (!live) {   /* zeros: written only where the buffer's row may hold something else */
+            if (m && (*dirty & t->bm)) memset(m, 0, sizeof(double) * (size_t)L);
+            if (*dirty & t->bv) memset(v, 0, sizeof(double) * (size_t)L * 2);
+            if (gp && (*dirty & t->bp)) memset(gp, 0, sizeof(double) * (size_t)L * 2);
+            *dirty &= (unsigned char)~bits;
+            continue;
+        }
+        *dirty |= bits;
         if (m) memset(m, 0, sizeof(double) * (size_t)L);
         memset(v, 0, sizeof(double) * (size_t)L * 2);
         for (o[0] = 2; o[0] >= 0; --o[0]) {
@@ -9438,15 +9552,14 @@ static void cq__gather_rows_2d_neohookean_f64(void *ctx, int begin, int end)
             {
                 const int crow = scene0 + (c[0] - o[0]) * L;
                 const int kb = crow > 0 ? cell_end[crow - 1] : 0, ke = cell_end[crow + L - 1];
-                live |= ke > kb;
                 for (int k = kb; k < ke; ++k) {
                     const int b = skey[k] - crow;
                     cq__gather_row_2d_f64(pk + (long)k * CQ__PK(2), o, prm, m ? m + b : NULL, v + (long)b * 2);
                 }
             }
         }
-        if (t->gp) memcpy(t->gp + (long)r * L * 2, v, sizeof(double) * (size_t)L * 2);
-        if (t->update && live)   /* a row without particles has no mass: the update would write v = 0 again */
+        if (gp) memcpy(gp, v, sizeof(double) * (size_t)L * 2);
+        if (t->update)
             for (int i = r * L; i < r * L + L; ++i) cq__grid_fwd_2d_f64(i, prm, t->g);
     }
 }
@@ -9461,6 +9574,7 @@ static void cq__cpu_grid_2d_neohookean_f64(cq__sub_task_2d_neohookean_f64 *t, in
     cq__cpu_sort_f64(s, t->in);
     cq__parallel_for(s, s->n, 512, cq__p2g_range_2d_neohookean_f64, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (double *)s->grid_p : NULL; t->update = 1;
+    t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_2d_neohookean_f64, t);
 }
 
@@ -9495,7 +9609,7 @@ static void cq__cpu_substep_adj_2d_neohookean_f64(cq_sim *s, const cq__state *in
     if (s->n_cables) { cq__cpu_cable_veff_2d_f64(s, in_st); t.in.v = (double *)s->veff; }
     cq__cpu_grid_2d_neohookean_f64(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_2d_neohookean_f64, &t);   /* its scatter: the gather below */
-    t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0;
+    t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0; t.bv = CQ__ROW_VB;
     cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_2d_neohookean_f64, &t);
     cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__grid_adj_rows_2d_neohookean_f64, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_neohookean_f64, &t);
@@ -9521,6 +9635,7 @@ typedef struct cq__sub_task_3d_fixed_corotated_f32 {
     cq__pview_f32 in, out, ao, ai, pg;
     cq__gview_f32 g;
     float *gm, *gv, *gp;   /* what the gather writes: mass (or NULL), momentum, a copy of it (or NULL) */
+    unsigned char bm, bv, bp;   /* their bits in s->row_dirty (CQ__ROW_*) */
     int update;              /* the gather also runs the grid update */
     int first;
 } cq__sub_task_3d_fixed_corotated_f32;
@@ -9547,7 +9662,8 @@ static void cq__g2p_adj_range_3d_fixed_corotated_f32(void *ctx, int begin, int e
         cq__g2p_adj_3d_f32(t->s->order[k], t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(3));
 }
 /* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
-   scene) gets the zeros the per-node adjoint would write, in two memsets */
+   scene) gets the zeros the per-node adjoint would write, in two memsets, or nothing when that
+   row of both buffers is zero already (s->row_dirty) */
 static void cq__grid_adj_rows_3d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_fixed_corotated_f32 *t = (const cq__sub_task_3d_fixed_corotated_f32 *)ctx;
@@ -9556,13 +9672,18 @@ static void cq__grid_adj_rows_3d_fixed_corotated_f32(void *ctx, int begin, int e
     float *gp_bar = (float *)s->grid_pb, *gm_bar = (float *)s->grid_mb;
     for (int r = begin; r < end; ++r) {
         const float *m = t->g.m + (long)r * L;
+        unsigned char *dirty = s->row_dirty + r;
         int live = 0;
         for (int i = 0; i < L; ++i) live |= m[i] > 0;
         if (!live) {
-            memset(gp_bar + (long)r * L * 3, 0, sizeof(float) * (size_t)L * 3);
-            memset(gm_bar + (long)r * L, 0, sizeof(float) * (size_t)L);
+            if (*dirty & (CQ__ROW_PB | CQ__ROW_MB)) {
+                memset(gp_bar + (long)r * L * 3, 0, sizeof(float) * (size_t)L * 3);
+                memset(gm_bar + (long)r * L, 0, sizeof(float) * (size_t)L);
+                *dirty &= (unsigned char)~(CQ__ROW_PB | CQ__ROW_MB);
+            }
             continue;
         }
+        *dirty |= CQ__ROW_PB | CQ__ROW_MB;
         for (int i = r * L; i < r * L + L; ++i)
             cq__grid_adj_3d_f32(i, t->prm, t->g.m, (const float *)s->grid_p, (const float *)s->grid_vb,
                                                           gp_bar, gm_bar);
@@ -9581,9 +9702,11 @@ static void cq__p2g_adj_range_3d_fixed_corotated_f32(void *ctx, int begin, int e
    the nodes along the last axis; items: the rows of every scene).  A row's nodes receive from
    3^(D-1) rows of cells, each a contiguous range of sorted slots: a particle adds to the 3 nodes
    of its stencil in the row.  Per node that is the gather's order exactly (rows of cells in
-   increasing order, then cells, then particles), so the sums equal cq__gather_* bitwise; empty
-   rows cost 3^(D-1) lookups and their memsets.  Then, per node of the row, the momentum copy and
-   the grid update (not in a row no particle reached: a sparse scene's grid is mostly such rows). */
+   increasing order, then cells, then particles), so the sums equal cq__gather_* bitwise.  Then,
+   per node of the row, the momentum copy and the grid update.  A row no particle reaches (most
+   rows of a sparse scene) costs up to 3^(D-1) lookups: its nodes are zero (no mass, so the update
+   writes v = 0), and its memsets are skipped where s->row_dirty says that row of the buffer is
+   zero already. */
 static void cq__gather_rows_3d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_fixed_corotated_f32 *t = (const cq__sub_task_3d_fixed_corotated_f32 *)ctx;
@@ -9597,7 +9720,26 @@ static void cq__gather_rows_3d_fixed_corotated_f32(void *ctx, int begin, int end
         int o[3];
         const int c[2] = {lr / prm->res[1], lr % prm->res[1]};
         float *m = t->gm ? t->gm + (long)r * L : NULL, *v = t->gv + (long)r * L * 3;
+        float *gp = t->gp ? t->gp + (long)r * L * 3 : NULL;
+        unsigned char *dirty = t->s->row_dirty + r;
+        const unsigned char bits = (unsigned char)((m ? t->bm : 0) | t->bv | (gp ? t->bp : 0));
         int live = 0;   /* a particle reached the row */
+        for (o[0] = 0; o[0] < 3 && !live; ++o[0]) {
+            if (c[0] - o[0] < 0) continue;
+            for (o[1] = 0; o[1] < 3 && !live; ++o[1]) {
+                if (c[1] - o[1] < 0) continue;
+                const int crow = scene0 + ((c[0] - o[0]) * prm->res[1] + (c[1] - o[1])) * L;
+                live = (crow > 0 ? cell_end[crow - 1] : 0) < cell_end[crow + L - 1];
+            }
+        }
+        if (!live) {   /* zeros: written only where the buffer's row may hold something else */
+            if (m && (*dirty & t->bm)) memset(m, 0, sizeof(float) * (size_t)L);
+            if (*dirty & t->bv) memset(v, 0, sizeof(float) * (size_t)L * 3);
+            if (gp && (*dirty & t->bp)) memset(gp, 0, sizeof(float) * (size_t)L * 3);
+            *dirty &= (unsigned char)~bits;
+            continue;
+        }
+        *dirty |= bits;
         if (m) memset(m, 0, sizeof(float) * (size_t)L);
         memset(v, 0, sizeof(float) * (size_t)L * 3);
         for (o[0] = 2; o[0] >= 0; --o[0]) {
@@ -9606,15 +9748,14 @@ static void cq__gather_rows_3d_fixed_corotated_f32(void *ctx, int begin, int end
                 if (c[1] - o[1] < 0) continue;
                 const int crow = scene0 + ((c[0] - o[0]) * prm->res[1] + (c[1] - o[1])) * L;
                 const int kb = crow > 0 ? cell_end[crow - 1] : 0, ke = cell_end[crow + L - 1];
-                live |= ke > kb;
                 for (int k = kb; k < ke; ++k) {
                     const int b = skey[k] - crow;
                     cq__gather_row_3d_f32(pk + (long)k * CQ__PK(3), o, prm, m ? m + b : NULL, v + (long)b * 3);
                 }
             }
         }
-        if (t->gp) memcpy(t->gp + (long)r * L * 3, v, sizeof(float) * (size_t)L * 3);
-        if (t->update && live)   /* a row without particles has no mass: the update would write v = 0 again */
+        if (gp) memcpy(gp, v, sizeof(float) * (size_t)L * 3);
+        if (t->update)
             for (int i = r * L; i < r * L + L; ++i) cq__grid_fwd_3d_f32(i, prm, t->g);
     }
 }
@@ -9629,6 +9770,7 @@ static void cq__cpu_grid_3d_fixed_corotated_f32(cq__sub_task_3d_fixed_corotated_
     cq__cpu_sort_f32(s, t->in);
     cq__parallel_for(s, s->n, 512, cq__p2g_range_3d_fixed_corotated_f32, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (float *)s->grid_p : NULL; t->update = 1;
+    t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_3d_fixed_corotated_f32, t);
 }
 
@@ -9663,7 +9805,7 @@ static void cq__cpu_substep_adj_3d_fixed_corotated_f32(cq_sim *s, const cq__stat
     if (s->n_cables) { cq__cpu_cable_veff_3d_f32(s, in_st); t.in.v = (float *)s->veff; }
     cq__cpu_grid_3d_fixed_corotated_f32(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_3d_fixed_corotated_f32, &t);   /* its scatter: the gather below */
-    t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0;
+    t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0; t.bv = CQ__ROW_VB;
     cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_3d_fixed_corotated_f32, &t);
     cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__grid_adj_rows_3d_fixed_corotated_f32, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_fixed_corotated_f32, &t);
@@ -9689,6 +9831,7 @@ typedef struct cq__sub_task_3d_fixed_corotated_f64 {
     cq__pview_f64 in, out, ao, ai, pg;
     cq__gview_f64 g;
     double *gm, *gv, *gp;   /* what the gather writes: mass (or NULL), momentum, a copy of it (or NULL) */
+    unsigned char bm, bv, bp;   /* their bits in s->row_dirty (CQ__ROW_*) */
     int update;              /* the gather also runs the grid update */
     int first;
 } cq__sub_task_3d_fixed_corotated_f64;
@@ -9715,7 +9858,8 @@ static void cq__g2p_adj_range_3d_fixed_corotated_f64(void *ctx, int begin, int e
         cq__g2p_adj_3d_f64(t->s->order[k], t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(3));
 }
 /* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
-   scene) gets the zeros the per-node adjoint would write, in two memsets */
+   scene) gets the zeros the per-node adjoint would write, in two memsets, or nothing when that
+   row of both buffers is zero already (s->row_dirty) */
 static void cq__grid_adj_rows_3d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_fixed_corotated_f64 *t = (const cq__sub_task_3d_fixed_corotated_f64 *)ctx;
@@ -9724,13 +9868,18 @@ static void cq__grid_adj_rows_3d_fixed_corotated_f64(void *ctx, int begin, int e
     double *gp_bar = (double *)s->grid_pb, *gm_bar = (double *)s->grid_mb;
     for (int r = begin; r < end; ++r) {
         const double *m = t->g.m + (long)r * L;
+        unsigned char *dirty = s->row_dirty + r;
         int live = 0;
         for (int i = 0; i < L; ++i) live |= m[i] > 0;
         if (!live) {
-            memset(gp_bar + (long)r * L * 3, 0, sizeof(double) * (size_t)L * 3);
-            memset(gm_bar + (long)r * L, 0, sizeof(double) * (size_t)L);
+            if (*dirty & (CQ__ROW_PB | CQ__ROW_MB)) {
+                memset(gp_bar + (long)r * L * 3, 0, sizeof(double) * (size_t)L * 3);
+                memset(gm_bar + (long)r * L, 0, sizeof(double) * (size_t)L);
+                *dirty &= (unsigned char)~(CQ__ROW_PB | CQ__ROW_MB);
+            }
             continue;
         }
+        *dirty |= CQ__ROW_PB | CQ__ROW_MB;
         for (int i = r * L; i < r * L + L; ++i)
             cq__grid_adj_3d_f64(i, t->prm, t->g.m, (const double *)s->grid_p, (const double *)s->grid_vb,
                                                           gp_bar, gm_bar);
@@ -9749,9 +9898,11 @@ static void cq__p2g_adj_range_3d_fixed_corotated_f64(void *ctx, int begin, int e
    the nodes along the last axis; items: the rows of every scene).  A row's nodes receive from
    3^(D-1) rows of cells, each a contiguous range of sorted slots: a particle adds to the 3 nodes
    of its stencil in the row.  Per node that is the gather's order exactly (rows of cells in
-   increasing order, then cells, then particles), so the sums equal cq__gather_* bitwise; empty
-   rows cost 3^(D-1) lookups and their memsets.  Then, per node of the row, the momentum copy and
-   the grid update (not in a row no particle reached: a sparse scene's grid is mostly such rows). */
+   increasing order, then cells, then particles), so the sums equal cq__gather_* bitwise.  Then,
+   per node of the row, the momentum copy and the grid update.  A row no particle reaches (most
+   rows of a sparse scene) costs up to 3^(D-1) lookups: its nodes are zero (no mass, so the update
+   writes v = 0), and its memsets are skipped where s->row_dirty says that row of the buffer is
+   zero already. */
 static void cq__gather_rows_3d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_fixed_corotated_f64 *t = (const cq__sub_task_3d_fixed_corotated_f64 *)ctx;
@@ -9765,7 +9916,26 @@ static void cq__gather_rows_3d_fixed_corotated_f64(void *ctx, int begin, int end
         int o[3];
         const int c[2] = {lr / prm->res[1], lr % prm->res[1]};
         double *m = t->gm ? t->gm + (long)r * L : NULL, *v = t->gv + (long)r * L * 3;
+        double *gp = t->gp ? t->gp + (long)r * L * 3 : NULL;
+        unsigned char *dirty = t->s->row_dirty + r;
+        const unsigned char bits = (unsigned char)((m ? t->bm : 0) | t->bv | (gp ? t->bp : 0));
         int live = 0;   /* a particle reached the row */
+        for (o[0] = 0; o[0] < 3 && !live; ++o[0]) {
+            if (c[0] - o[0] < 0) continue;
+            for (o[1] = 0; o[1] < 3 && !live; ++o[1]) {
+                if (c[1] - o[1] < 0) continue;
+                const int crow = scene0 + ((c[0] - o[0]) * prm->res[1] + (c[1] - o[1])) * L;
+                live = (crow > 0 ? cell_end[crow - 1] : 0) < cell_end[crow + L - 1];
+            }
+        }
+        if (!live) {   /* zeros: written only where the buffer's row may hold something else */
+            if (m && (*dirty & t->bm)) memset(m, 0, sizeof(double) * (size_t)L);
+            if (*dirty & t->bv) memset(v, 0, sizeof(double) * (size_t)L * 3);
+            if (gp && (*dirty & t->bp)) memset(gp, 0, sizeof(double) * (size_t)L * 3);
+            *dirty &= (unsigned char)~bits;
+            continue;
+        }
+        *dirty |= bits;
         if (m) memset(m, 0, sizeof(double) * (size_t)L);
         memset(v, 0, sizeof(double) * (size_t)L * 3);
         for (o[0] = 2; o[0] >= 0; --o[0]) {
@@ -9774,15 +9944,14 @@ static void cq__gather_rows_3d_fixed_corotated_f64(void *ctx, int begin, int end
                 if (c[1] - o[1] < 0) continue;
                 const int crow = scene0 + ((c[0] - o[0]) * prm->res[1] + (c[1] - o[1])) * L;
                 const int kb = crow > 0 ? cell_end[crow - 1] : 0, ke = cell_end[crow + L - 1];
-                live |= ke > kb;
                 for (int k = kb; k < ke; ++k) {
                     const int b = skey[k] - crow;
                     cq__gather_row_3d_f64(pk + (long)k * CQ__PK(3), o, prm, m ? m + b : NULL, v + (long)b * 3);
                 }
             }
         }
-        if (t->gp) memcpy(t->gp + (long)r * L * 3, v, sizeof(double) * (size_t)L * 3);
-        if (t->update && live)   /* a row without particles has no mass: the update would write v = 0 again */
+        if (gp) memcpy(gp, v, sizeof(double) * (size_t)L * 3);
+        if (t->update)
             for (int i = r * L; i < r * L + L; ++i) cq__grid_fwd_3d_f64(i, prm, t->g);
     }
 }
@@ -9797,6 +9966,7 @@ static void cq__cpu_grid_3d_fixed_corotated_f64(cq__sub_task_3d_fixed_corotated_
     cq__cpu_sort_f64(s, t->in);
     cq__parallel_for(s, s->n, 512, cq__p2g_range_3d_fixed_corotated_f64, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (double *)s->grid_p : NULL; t->update = 1;
+    t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_3d_fixed_corotated_f64, t);
 }
 
@@ -9831,7 +10001,7 @@ static void cq__cpu_substep_adj_3d_fixed_corotated_f64(cq_sim *s, const cq__stat
     if (s->n_cables) { cq__cpu_cable_veff_3d_f64(s, in_st); t.in.v = (double *)s->veff; }
     cq__cpu_grid_3d_fixed_corotated_f64(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_3d_fixed_corotated_f64, &t);   /* its scatter: the gather below */
-    t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0;
+    t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0; t.bv = CQ__ROW_VB;
     cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_3d_fixed_corotated_f64, &t);
     cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__grid_adj_rows_3d_fixed_corotated_f64, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_fixed_corotated_f64, &t);
@@ -9857,6 +10027,7 @@ typedef struct cq__sub_task_3d_neohookean_f32 {
     cq__pview_f32 in, out, ao, ai, pg;
     cq__gview_f32 g;
     float *gm, *gv, *gp;   /* what the gather writes: mass (or NULL), momentum, a copy of it (or NULL) */
+    unsigned char bm, bv, bp;   /* their bits in s->row_dirty (CQ__ROW_*) */
     int update;              /* the gather also runs the grid update */
     int first;
 } cq__sub_task_3d_neohookean_f32;
@@ -9883,7 +10054,8 @@ static void cq__g2p_adj_range_3d_neohookean_f32(void *ctx, int begin, int end)
         cq__g2p_adj_3d_f32(t->s->order[k], t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(3));
 }
 /* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
-   scene) gets the zeros the per-node adjoint would write, in two memsets */
+   scene) gets the zeros the per-node adjoint would write, in two memsets, or nothing when that
+   row of both buffers is zero already (s->row_dirty) */
 static void cq__grid_adj_rows_3d_neohookean_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_neohookean_f32 *t = (const cq__sub_task_3d_neohookean_f32 *)ctx;
@@ -9892,13 +10064,18 @@ static void cq__grid_adj_rows_3d_neohookean_f32(void *ctx, int begin, int end)
     float *gp_bar = (float *)s->grid_pb, *gm_bar = (float *)s->grid_mb;
     for (int r = begin; r < end; ++r) {
         const float *m = t->g.m + (long)r * L;
+        unsigned char *dirty = s->row_dirty + r;
         int live = 0;
         for (int i = 0; i < L; ++i) live |= m[i] > 0;
         if (!live) {
-            memset(gp_bar + (long)r * L * 3, 0, sizeof(float) * (size_t)L * 3);
-            memset(gm_bar + (long)r * L, 0, sizeof(float) * (size_t)L);
+            if (*dirty & (CQ__ROW_PB | CQ__ROW_MB)) {
+                memset(gp_bar + (long)r * L * 3, 0, sizeof(float) * (size_t)L * 3);
+                memset(gm_bar + (long)r * L, 0, sizeof(float) * (size_t)L);
+                *dirty &= (unsigned char)~(CQ__ROW_PB | CQ__ROW_MB);
+            }
             continue;
         }
+        *dirty |= CQ__ROW_PB | CQ__ROW_MB;
         for (int i = r * L; i < r * L + L; ++i)
             cq__grid_adj_3d_f32(i, t->prm, t->g.m, (const float *)s->grid_p, (const float *)s->grid_vb,
                                                           gp_bar, gm_bar);
@@ -9917,9 +10094,11 @@ static void cq__p2g_adj_range_3d_neohookean_f32(void *ctx, int begin, int end)
    the nodes along the last axis; items: the rows of every scene).  A row's nodes receive from
    3^(D-1) rows of cells, each a contiguous range of sorted slots: a particle adds to the 3 nodes
    of its stencil in the row.  Per node that is the gather's order exactly (rows of cells in
-   increasing order, then cells, then particles), so the sums equal cq__gather_* bitwise; empty
-   rows cost 3^(D-1) lookups and their memsets.  Then, per node of the row, the momentum copy and
-   the grid update (not in a row no particle reached: a sparse scene's grid is mostly such rows). */
+   increasing order, then cells, then particles), so the sums equal cq__gather_* bitwise.  Then,
+   per node of the row, the momentum copy and the grid update.  A row no particle reaches (most
+   rows of a sparse scene) costs up to 3^(D-1) lookups: its nodes are zero (no mass, so the update
+   writes v = 0), and its memsets are skipped where s->row_dirty says that row of the buffer is
+   zero already. */
 static void cq__gather_rows_3d_neohookean_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_neohookean_f32 *t = (const cq__sub_task_3d_neohookean_f32 *)ctx;
@@ -9933,7 +10112,26 @@ static void cq__gather_rows_3d_neohookean_f32(void *ctx, int begin, int end)
         int o[3];
         const int c[2] = {lr / prm->res[1], lr % prm->res[1]};
         float *m = t->gm ? t->gm + (long)r * L : NULL, *v = t->gv + (long)r * L * 3;
+        float *gp = t->gp ? t->gp + (long)r * L * 3 : NULL;
+        unsigned char *dirty = t->s->row_dirty + r;
+        const unsigned char bits = (unsigned char)((m ? t->bm : 0) | t->bv | (gp ? t->bp : 0));
         int live = 0;   /* a particle reached the row */
+        for (o[0] = 0; o[0] < 3 && !live; ++o[0]) {
+            if (c[0] - o[0] < 0) continue;
+            for (o[1] = 0; o[1] < 3 && !live; ++o[1]) {
+                if (c[1] - o[1] < 0) continue;
+                const int crow = scene0 + ((c[0] - o[0]) * prm->res[1] + (c[1] - o[1])) * L;
+                live = (crow > 0 ? cell_end[crow - 1] : 0) < cell_end[crow + L - 1];
+            }
+        }
+        if (!live) {   /* zeros: written only where the buffer's row may hold something else */
+            if (m && (*dirty & t->bm)) memset(m, 0, sizeof(float) * (size_t)L);
+            if (*dirty & t->bv) memset(v, 0, sizeof(float) * (size_t)L * 3);
+            if (gp && (*dirty & t->bp)) memset(gp, 0, sizeof(float) * (size_t)L * 3);
+            *dirty &= (unsigned char)~bits;
+            continue;
+        }
+        *dirty |= bits;
         if (m) memset(m, 0, sizeof(float) * (size_t)L);
         memset(v, 0, sizeof(float) * (size_t)L * 3);
         for (o[0] = 2; o[0] >= 0; --o[0]) {
@@ -9942,15 +10140,14 @@ static void cq__gather_rows_3d_neohookean_f32(void *ctx, int begin, int end)
                 if (c[1] - o[1] < 0) continue;
                 const int crow = scene0 + ((c[0] - o[0]) * prm->res[1] + (c[1] - o[1])) * L;
                 const int kb = crow > 0 ? cell_end[crow - 1] : 0, ke = cell_end[crow + L - 1];
-                live |= ke > kb;
                 for (int k = kb; k < ke; ++k) {
                     const int b = skey[k] - crow;
                     cq__gather_row_3d_f32(pk + (long)k * CQ__PK(3), o, prm, m ? m + b : NULL, v + (long)b * 3);
                 }
             }
         }
-        if (t->gp) memcpy(t->gp + (long)r * L * 3, v, sizeof(float) * (size_t)L * 3);
-        if (t->update && live)   /* a row without particles has no mass: the update would write v = 0 again */
+        if (gp) memcpy(gp, v, sizeof(float) * (size_t)L * 3);
+        if (t->update)
             for (int i = r * L; i < r * L + L; ++i) cq__grid_fwd_3d_f32(i, prm, t->g);
     }
 }
@@ -9965,6 +10162,7 @@ static void cq__cpu_grid_3d_neohookean_f32(cq__sub_task_3d_neohookean_f32 *t, in
     cq__cpu_sort_f32(s, t->in);
     cq__parallel_for(s, s->n, 512, cq__p2g_range_3d_neohookean_f32, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (float *)s->grid_p : NULL; t->update = 1;
+    t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_3d_neohookean_f32, t);
 }
 
@@ -9999,7 +10197,7 @@ static void cq__cpu_substep_adj_3d_neohookean_f32(cq_sim *s, const cq__state *in
     if (s->n_cables) { cq__cpu_cable_veff_3d_f32(s, in_st); t.in.v = (float *)s->veff; }
     cq__cpu_grid_3d_neohookean_f32(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_3d_neohookean_f32, &t);   /* its scatter: the gather below */
-    t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0;
+    t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0; t.bv = CQ__ROW_VB;
     cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_3d_neohookean_f32, &t);
     cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__grid_adj_rows_3d_neohookean_f32, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_neohookean_f32, &t);
@@ -10025,6 +10223,7 @@ typedef struct cq__sub_task_3d_neohookean_f64 {
     cq__pview_f64 in, out, ao, ai, pg;
     cq__gview_f64 g;
     double *gm, *gv, *gp;   /* what the gather writes: mass (or NULL), momentum, a copy of it (or NULL) */
+    unsigned char bm, bv, bp;   /* their bits in s->row_dirty (CQ__ROW_*) */
     int update;              /* the gather also runs the grid update */
     int first;
 } cq__sub_task_3d_neohookean_f64;
@@ -10051,7 +10250,8 @@ static void cq__g2p_adj_range_3d_neohookean_f64(void *ctx, int begin, int end)
         cq__g2p_adj_3d_f64(t->s->order[k], t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(3));
 }
 /* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
-   scene) gets the zeros the per-node adjoint would write, in two memsets */
+   scene) gets the zeros the per-node adjoint would write, in two memsets, or nothing when that
+   row of both buffers is zero already (s->row_dirty) */
 static void cq__grid_adj_rows_3d_neohookean_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_neohookean_f64 *t = (const cq__sub_task_3d_neohookean_f64 *)ctx;
@@ -10060,13 +10260,18 @@ static void cq__grid_adj_rows_3d_neohookean_f64(void *ctx, int begin, int end)
     double *gp_bar = (double *)s->grid_pb, *gm_bar = (double *)s->grid_mb;
     for (int r = begin; r < end; ++r) {
         const double *m = t->g.m + (long)r * L;
+        unsigned char *dirty = s->row_dirty + r;
         int live = 0;
         for (int i = 0; i < L; ++i) live |= m[i] > 0;
         if (!live) {
-            memset(gp_bar + (long)r * L * 3, 0, sizeof(double) * (size_t)L * 3);
-            memset(gm_bar + (long)r * L, 0, sizeof(double) * (size_t)L);
+            if (*dirty & (CQ__ROW_PB | CQ__ROW_MB)) {
+                memset(gp_bar + (long)r * L * 3, 0, sizeof(double) * (size_t)L * 3);
+                memset(gm_bar + (long)r * L, 0, sizeof(double) * (size_t)L);
+                *dirty &= (unsigned char)~(CQ__ROW_PB | CQ__ROW_MB);
+            }
             continue;
         }
+        *dirty |= CQ__ROW_PB | CQ__ROW_MB;
         for (int i = r * L; i < r * L + L; ++i)
             cq__grid_adj_3d_f64(i, t->prm, t->g.m, (const double *)s->grid_p, (const double *)s->grid_vb,
                                                           gp_bar, gm_bar);
@@ -10085,9 +10290,11 @@ static void cq__p2g_adj_range_3d_neohookean_f64(void *ctx, int begin, int end)
    the nodes along the last axis; items: the rows of every scene).  A row's nodes receive from
    3^(D-1) rows of cells, each a contiguous range of sorted slots: a particle adds to the 3 nodes
    of its stencil in the row.  Per node that is the gather's order exactly (rows of cells in
-   increasing order, then cells, then particles), so the sums equal cq__gather_* bitwise; empty
-   rows cost 3^(D-1) lookups and their memsets.  Then, per node of the row, the momentum copy and
-   the grid update (not in a row no particle reached: a sparse scene's grid is mostly such rows). */
+   increasing order, then cells, then particles), so the sums equal cq__gather_* bitwise.  Then,
+   per node of the row, the momentum copy and the grid update.  A row no particle reaches (most
+   rows of a sparse scene) costs up to 3^(D-1) lookups: its nodes are zero (no mass, so the update
+   writes v = 0), and its memsets are skipped where s->row_dirty says that row of the buffer is
+   zero already. */
 static void cq__gather_rows_3d_neohookean_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_neohookean_f64 *t = (const cq__sub_task_3d_neohookean_f64 *)ctx;
@@ -10101,7 +10308,26 @@ static void cq__gather_rows_3d_neohookean_f64(void *ctx, int begin, int end)
         int o[3];
         const int c[2] = {lr / prm->res[1], lr % prm->res[1]};
         double *m = t->gm ? t->gm + (long)r * L : NULL, *v = t->gv + (long)r * L * 3;
+        double *gp = t->gp ? t->gp + (long)r * L * 3 : NULL;
+        unsigned char *dirty = t->s->row_dirty + r;
+        const unsigned char bits = (unsigned char)((m ? t->bm : 0) | t->bv | (gp ? t->bp : 0));
         int live = 0;   /* a particle reached the row */
+        for (o[0] = 0; o[0] < 3 && !live; ++o[0]) {
+            if (c[0] - o[0] < 0) continue;
+            for (o[1] = 0; o[1] < 3 && !live; ++o[1]) {
+                if (c[1] - o[1] < 0) continue;
+                const int crow = scene0 + ((c[0] - o[0]) * prm->res[1] + (c[1] - o[1])) * L;
+                live = (crow > 0 ? cell_end[crow - 1] : 0) < cell_end[crow + L - 1];
+            }
+        }
+        if (!live) {   /* zeros: written only where the buffer's row may hold something else */
+            if (m && (*dirty & t->bm)) memset(m, 0, sizeof(double) * (size_t)L);
+            if (*dirty & t->bv) memset(v, 0, sizeof(double) * (size_t)L * 3);
+            if (gp && (*dirty & t->bp)) memset(gp, 0, sizeof(double) * (size_t)L * 3);
+            *dirty &= (unsigned char)~bits;
+            continue;
+        }
+        *dirty |= bits;
         if (m) memset(m, 0, sizeof(double) * (size_t)L);
         memset(v, 0, sizeof(double) * (size_t)L * 3);
         for (o[0] = 2; o[0] >= 0; --o[0]) {
@@ -10110,15 +10336,14 @@ static void cq__gather_rows_3d_neohookean_f64(void *ctx, int begin, int end)
                 if (c[1] - o[1] < 0) continue;
                 const int crow = scene0 + ((c[0] - o[0]) * prm->res[1] + (c[1] - o[1])) * L;
                 const int kb = crow > 0 ? cell_end[crow - 1] : 0, ke = cell_end[crow + L - 1];
-                live |= ke > kb;
                 for (int k = kb; k < ke; ++k) {
                     const int b = skey[k] - crow;
                     cq__gather_row_3d_f64(pk + (long)k * CQ__PK(3), o, prm, m ? m + b : NULL, v + (long)b * 3);
                 }
             }
         }
-        if (t->gp) memcpy(t->gp + (long)r * L * 3, v, sizeof(double) * (size_t)L * 3);
-        if (t->update && live)   /* a row without particles has no mass: the update would write v = 0 again */
+        if (gp) memcpy(gp, v, sizeof(double) * (size_t)L * 3);
+        if (t->update)
             for (int i = r * L; i < r * L + L; ++i) cq__grid_fwd_3d_f64(i, prm, t->g);
     }
 }
@@ -10133,6 +10358,7 @@ static void cq__cpu_grid_3d_neohookean_f64(cq__sub_task_3d_neohookean_f64 *t, in
     cq__cpu_sort_f64(s, t->in);
     cq__parallel_for(s, s->n, 512, cq__p2g_range_3d_neohookean_f64, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (double *)s->grid_p : NULL; t->update = 1;
+    t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_3d_neohookean_f64, t);
 }
 
@@ -10167,7 +10393,7 @@ static void cq__cpu_substep_adj_3d_neohookean_f64(cq_sim *s, const cq__state *in
     if (s->n_cables) { cq__cpu_cable_veff_3d_f64(s, in_st); t.in.v = (double *)s->veff; }
     cq__cpu_grid_3d_neohookean_f64(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_3d_neohookean_f64, &t);   /* its scatter: the gather below */
-    t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0;
+    t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0; t.bv = CQ__ROW_VB;
     cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_3d_neohookean_f64, &t);
     cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__grid_adj_rows_3d_neohookean_f64, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_neohookean_f64, &t);
@@ -11783,7 +12009,9 @@ cq_result cq_sim_create(const cq_sim_desc *desc, cq_sim **out)
     s->grid_m = cq__walloc(s, (size_t)s->nodes * s->tsize);
     s->grid_v = cq__walloc(s, (size_t)s->nodes * (size_t)s->dim * s->tsize);
     s->cell_end = (int *)cq__walloc(s, sizeof(int) * (size_t)s->nodes);
-    if (!s->grid_m || !s->grid_v || !s->cell_end) {
+    s->row_dirty = (unsigned char *)cq__alloc(s, (size_t)(s->nodes / d.res[d.dim - 1]));
+    if (s->row_dirty) memset(s->row_dirty, 0xff, (size_t)(s->nodes / d.res[d.dim - 1]));   /* fresh memory: anything */
+    if (!s->grid_m || !s->grid_v || !s->cell_end || !s->row_dirty) {
         int device = !cq__work_is_host(s);
         cq_sim_destroy(s);
         return cq__create_fail(desc, CQ_ERROR_OUT_OF_MEMORY, "cq_sim_create: cannot allocate %d grid%s of %d x %d x %d nodes%s",
@@ -11809,7 +12037,7 @@ void cq_sim_destroy(cq_sim *s)
     }
     cq__free(s, s->mass); cq__free(s, s->vol); cq__free(s, s->E); cq__free(s, s->nu); cq__free(s, s->act);
     cq__free(s, s->act_stress); cq__wfree(s, s->grid_m); cq__wfree(s, s->grid_v);
-    cq__sort_free(s); cq__wfree(s, s->cell_end);
+    cq__sort_free(s); cq__wfree(s, s->cell_end); cq__free(s, s->row_dirty);
     if (!cq__work_is_host(s)) cq__wfree(s, s->wscene);
     cq__free(s, s->scene);
     cq__tape_clear(s);
@@ -12460,6 +12688,8 @@ static cq_result cq__adjoint_alloc(cq_sim *s)
         s->adj[0] = a0; s->adj[1] = a1;
         s->g_mass = b[0]; s->g_vol = b[1]; s->g_E = b[2]; s->g_nu = b[3]; s->dact = b[4];
         s->grid_p = b[5]; s->grid_vb = b[6]; s->grid_pb = b[7]; s->grid_mb = b[8]; s->pkb = b[10];
+        for (long r = 0; r < s->nodes / s->desc.res[s->dim - 1]; ++r)   /* fresh memory: anything */
+            s->row_dirty[r] |= CQ__ROW_P | CQ__ROW_VB | CQ__ROW_PB | CQ__ROW_MB;
         s->adj_n = s->n;
     }
     if (s->n_seg < need) {

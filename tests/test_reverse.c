@@ -527,8 +527,59 @@ TEST(fringe_nodes_backward_3d_f32)
     CHECK(big > 0 && err <= 1e-3 * big, "f32 vs f64 dL/dx0: %.3g of %.3g", err, big);
 }
 
+/* White box: the CPU's gathers skip zeroing a grid row nobody reaches when s->row_dirty says it is
+   zero already.  A cube moving several cells leaves rows behind: wherever a row has no mass, every
+   grid buffer's row must be zero, after each forward step and after the backward. */
+static int row_zero(const void *buf, long r, int L, int per_node, size_t ts)
+{
+    const unsigned char *b = (const unsigned char *)buf + (size_t)r * (size_t)L * (size_t)per_node * ts;
+    for (size_t i = 0; i < (size_t)L * (size_t)per_node * ts; ++i) if (b[i]) return 0;
+    return 1;
+}
+TEST(empty_grid_rows_are_zero)
+{
+    enum { SIDE = 5, N = SIDE * SIDE * SIDE, RES = 24 };
+    double x[N * 3], v[N * 3], seed[N * 3];
+    for (int pr = 0; pr < 2; ++pr) {
+        cq_sim_desc d;
+        cq_sim *s;
+        int k = 0, moved = 0, bad = 0;
+        const size_t ts = pr ? sizeof(double) : sizeof(float);
+        memset(&d, 0, sizeof d);
+        d.dim = 3; d.res[0] = d.res[1] = d.res[2] = RES; d.dx = 1.0 / RES; d.dt = 2e-4; d.substeps = 3;
+        d.checkpoint_every = 5; d.precision = pr ? CQ_PRECISION_F64 : CQ_PRECISION_F32;
+        for (int i = 0; i < SIDE; ++i)
+            for (int j = 0; j < SIDE; ++j)
+                for (int l = 0; l < SIDE; ++l, ++k) {
+                    x[3 * k] = 0.25 + i * 0.02; x[3 * k + 1] = 0.4 + j * 0.02; x[3 * k + 2] = 0.4 + l * 0.02;
+                    v[3 * k] = 6; v[3 * k + 1] = -1; v[3 * k + 2] = 0;
+                    seed[3 * k] = 1.0 / N; seed[3 * k + 1] = 0; seed[3 * k + 2] = 0;
+                }
+        CHECK_OK(cq_sim_create(&d, &s));
+        CHECK_OK(add(s, N, x, v));
+        for (int st = 0; st < 40; ++st) {
+            CHECK_OK(cq_sim_step(s, 1));
+            for (long r = 0; r < RES * RES; ++r)
+                if (row_zero(s->grid_m, r, RES, 1, ts)) {
+                    moved += (st == 39 && (s->row_dirty[r] & CQ__ROW_V) == 0);
+                    bad += !row_zero(s->grid_v, r, RES, 3, ts);
+                }
+        }
+        CHECK(bad == 0, "precision %d: %d rows without mass hold a non-zero velocity", pr, bad);
+        CHECK_OK(cq_sim_backward(s, seed, NULL, NULL, NULL, NULL, NULL));
+        for (long r = 0; r < RES * RES; ++r)
+            if (row_zero(s->grid_m, r, RES, 1, ts))
+                bad += !row_zero(s->grid_p, r, RES, 3, ts) + !row_zero(s->grid_vb, r, RES, 3, ts) +
+                       !row_zero(s->grid_pb, r, RES, 3, ts) + !row_zero(s->grid_mb, r, RES, 1, ts);
+        CHECK(bad == 0, "precision %d: after the backward, %d rows of grid buffers without mass are not zero", pr, bad);
+        CHECK(moved > 0, "precision %d: no row was left behind clean (the cube did not move?)", pr);
+        cq_sim_destroy(s);
+    }
+}
+
 RUN_TESTS(CASE(failed_first_step_then_add_particles), CASE(failed_first_step_then_add_cable), CASE(grad_after_add_particles),
           CASE(backward_failing_part_way), CASE(refused_backward_keeps_gradients), CASE(nonfinite_adjoint_is_an_error),
           CASE(particle_at_the_last_f32_position_3d), CASE(hook_gradient_overflow_refused), CASE(f64_dx_subnormal_refused),
           CASE(failed_step_without_progress_keeps_gradients), CASE(empty_taped_sim_hooks), CASE(hooks_cannot_change_the_sim),
-          CASE(backward_desc_matches_positional), CASE(default_logger_is_stderr), CASE(fringe_nodes_backward_3d_f32))
+          CASE(backward_desc_matches_positional), CASE(default_logger_is_stderr), CASE(fringe_nodes_backward_3d_f32),
+          CASE(empty_grid_rows_are_zero))

@@ -508,17 +508,26 @@ CQ_HD void cq__pk1_2d_fixed_corotated_f32(const float *F, float E, float nu, int
    particle p's mass, its position in its cell, its momentum m v and its affine matrix
    G = -(4/dx^2) dt V0 P F^T + m C, packed into pk[CQ__PK(D)] for the node half
    (>>grid_gather_2d_f32), which adds w (m v + G (x_i - x_p)) to each node's momentum. */
-CQ_HD void cq__p2g_fwd_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s, float *pk)
+/* rot: F's rotation (cq__rot_of_), computed here and also stored there (the CPU's backward keeps it
+   for the P2G adjoint of the same substep) */
+CQ_HD void cq__p2g_keep_rot_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s, float *pk,
+                                                    cq__rot_2d_f32 *rot)
 {
     int base[2];
     float xp[2], Fp[4], Pp[4];
     for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
     for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__base_2d_f32(xp, prm, base, pk + 1);
-    cq__pk1_2d_fixed_corotated_f32(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    cq__rot_of_2d_fixed_corotated_f32(Fp, rot);
+    cq__pk1_rot_2d_fixed_corotated_f32(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     pk[0] = s.mass[p];
     for (int a = 0; a < 2; ++a) pk[1 + 2 + a] = s.mass[p] * s.v[(long)p * 2 + a];
     cq__affine_2d_f32(p, prm, s, Pp, Fp, pk + 1 + 2 * 2);
+}
+CQ_HD void cq__p2g_fwd_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s, float *pk)
+{
+    cq__rot_2d_f32 rot;
+    cq__p2g_keep_rot_2d_fixed_corotated_f32(p, prm, s, pk, &rot);
 }
 
 /* >>material_neohookean_2d_f32: Compressible NeoHookean elasticity ([Spielberg21] eq 13).
@@ -589,17 +598,26 @@ CQ_HD void cq__pk1_2d_neohookean_f32(const float *F, float E, float nu, int grou
    particle p's mass, its position in its cell, its momentum m v and its affine matrix
    G = -(4/dx^2) dt V0 P F^T + m C, packed into pk[CQ__PK(D)] for the node half
    (>>grid_gather_2d_f32), which adds w (m v + G (x_i - x_p)) to each node's momentum. */
-CQ_HD void cq__p2g_fwd_2d_neohookean_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s, float *pk)
+/* rot: F's rotation (cq__rot_of_), computed here and also stored there (the CPU's backward keeps it
+   for the P2G adjoint of the same substep) */
+CQ_HD void cq__p2g_keep_rot_2d_neohookean_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s, float *pk,
+                                                    cq__rot_2d_f32 *rot)
 {
     int base[2];
     float xp[2], Fp[4], Pp[4];
     for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
     for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__base_2d_f32(xp, prm, base, pk + 1);
-    cq__pk1_2d_neohookean_f32(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    cq__rot_of_2d_neohookean_f32(Fp, rot);
+    cq__pk1_rot_2d_neohookean_f32(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     pk[0] = s.mass[p];
     for (int a = 0; a < 2; ++a) pk[1 + 2 + a] = s.mass[p] * s.v[(long)p * 2 + a];
     cq__affine_2d_f32(p, prm, s, Pp, Fp, pk + 1 + 2 * 2);
+}
+CQ_HD void cq__p2g_fwd_2d_neohookean_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s, float *pk)
+{
+    cq__rot_2d_f32 rot;
+    cq__p2g_keep_rot_2d_neohookean_f32(p, prm, s, pk, &rot);
 }
 
 
@@ -1103,18 +1121,27 @@ CQ_HD void cq__p2g_adj_stress_2d_fixed_corotated_f32(int p, const cq__params_f32
 
 /* both halves for particle p, G and P computed here (the CPU's P2G adjoint, and the unit the
    tests check) */
+/* the same given F's rotation rot (cq__rot_of_ of s.F[p], e.g. kept by cq__p2g_keep_rot_) */
+CQ_HD void cq__p2g_adj_given_rot_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
+        cq__pview_f32 s, const cq__rot_2d_f32 *rot, const float *gp_bar, const float *gm_bar,
+        cq__pview_f32 ai, cq__pview_f32 pg, float *act_bar)
+{
+    float Fp[4], Pp[4], G[4], G_bar[4];
+    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    cq__pk1_rot_2d_fixed_corotated_f32(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    cq__affine_2d_f32(p, prm, s, Pp, Fp, G);   /* G as P2G's */
+    cq__p2g_adj_transfer_2d_f32(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
+    cq__p2g_adj_stress_rot_2d_fixed_corotated_f32(p, prm, s, rot, Pp, G_bar, ai, pg, act_bar);
+}
 CQ_HD void cq__p2g_adj_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
         cq__pview_f32 s, const float *gp_bar, const float *gm_bar, cq__pview_f32 ai,
         cq__pview_f32 pg, float *act_bar)
 {
-    float Fp[4], Pp[4], G[4], G_bar[4];
+    float Fp[4];
     cq__rot_2d_f32 rot;
     for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__rot_of_2d_fixed_corotated_f32(Fp, &rot);
-    cq__pk1_rot_2d_fixed_corotated_f32(Fp, &rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
-    cq__affine_2d_f32(p, prm, s, Pp, Fp, G);   /* G as P2G's */
-    cq__p2g_adj_transfer_2d_f32(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
-    cq__p2g_adj_stress_rot_2d_fixed_corotated_f32(p, prm, s, &rot, Pp, G_bar, ai, pg, act_bar);
+    cq__p2g_adj_given_rot_2d_fixed_corotated_f32(p, prm, s, &rot, gp_bar, gm_bar, ai, pg, act_bar);
 }
 
 /* >>p2g_adj_2d_neohookean_f32: adjoint of P2G (eqs 3-6) for particle p, in two halves
@@ -1170,18 +1197,27 @@ CQ_HD void cq__p2g_adj_stress_2d_neohookean_f32(int p, const cq__params_f32 *prm
 
 /* both halves for particle p, G and P computed here (the CPU's P2G adjoint, and the unit the
    tests check) */
+/* the same given F's rotation rot (cq__rot_of_ of s.F[p], e.g. kept by cq__p2g_keep_rot_) */
+CQ_HD void cq__p2g_adj_given_rot_2d_neohookean_f32(int p, const cq__params_f32 *prm,
+        cq__pview_f32 s, const cq__rot_2d_f32 *rot, const float *gp_bar, const float *gm_bar,
+        cq__pview_f32 ai, cq__pview_f32 pg, float *act_bar)
+{
+    float Fp[4], Pp[4], G[4], G_bar[4];
+    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    cq__pk1_rot_2d_neohookean_f32(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    cq__affine_2d_f32(p, prm, s, Pp, Fp, G);   /* G as P2G's */
+    cq__p2g_adj_transfer_2d_f32(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
+    cq__p2g_adj_stress_rot_2d_neohookean_f32(p, prm, s, rot, Pp, G_bar, ai, pg, act_bar);
+}
 CQ_HD void cq__p2g_adj_2d_neohookean_f32(int p, const cq__params_f32 *prm,
         cq__pview_f32 s, const float *gp_bar, const float *gm_bar, cq__pview_f32 ai,
         cq__pview_f32 pg, float *act_bar)
 {
-    float Fp[4], Pp[4], G[4], G_bar[4];
+    float Fp[4];
     cq__rot_2d_f32 rot;
     for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__rot_of_2d_neohookean_f32(Fp, &rot);
-    cq__pk1_rot_2d_neohookean_f32(Fp, &rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
-    cq__affine_2d_f32(p, prm, s, Pp, Fp, G);   /* G as P2G's */
-    cq__p2g_adj_transfer_2d_f32(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
-    cq__p2g_adj_stress_rot_2d_neohookean_f32(p, prm, s, &rot, Pp, G_bar, ai, pg, act_bar);
+    cq__p2g_adj_given_rot_2d_neohookean_f32(p, prm, s, &rot, gp_bar, gm_bar, ai, pg, act_bar);
 }
 
 

@@ -513,17 +513,26 @@ CQ_HD void cq__pk1_2d_fixed_corotated_f64(const double *F, double E, double nu, 
    particle p's mass, its position in its cell, its momentum m v and its affine matrix
    G = -(4/dx^2) dt V0 P F^T + m C, packed into pk[CQ__PK(D)] for the node half
    (>>grid_gather_2d_f64), which adds w (m v + G (x_i - x_p)) to each node's momentum. */
-CQ_HD void cq__p2g_fwd_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk)
+/* rot: F's rotation (cq__rot_of_), computed here and also stored there (the CPU's backward keeps it
+   for the P2G adjoint of the same substep) */
+CQ_HD void cq__p2g_keep_rot_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk,
+                                                    cq__rot_2d_f64 *rot)
 {
     int base[2];
     double xp[2], Fp[4], Pp[4];
     for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
     for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__base_2d_f64(xp, prm, base, pk + 1);
-    cq__pk1_2d_fixed_corotated_f64(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    cq__rot_of_2d_fixed_corotated_f64(Fp, rot);
+    cq__pk1_rot_2d_fixed_corotated_f64(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     pk[0] = s.mass[p];
     for (int a = 0; a < 2; ++a) pk[1 + 2 + a] = s.mass[p] * s.v[(long)p * 2 + a];
     cq__affine_2d_f64(p, prm, s, Pp, Fp, pk + 1 + 2 * 2);
+}
+CQ_HD void cq__p2g_fwd_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk)
+{
+    cq__rot_2d_f64 rot;
+    cq__p2g_keep_rot_2d_fixed_corotated_f64(p, prm, s, pk, &rot);
 }
 
 /* >>material_neohookean_2d_f64: Compressible NeoHookean elasticity ([Spielberg21] eq 13).
@@ -594,17 +603,26 @@ CQ_HD void cq__pk1_2d_neohookean_f64(const double *F, double E, double nu, int g
    particle p's mass, its position in its cell, its momentum m v and its affine matrix
    G = -(4/dx^2) dt V0 P F^T + m C, packed into pk[CQ__PK(D)] for the node half
    (>>grid_gather_2d_f64), which adds w (m v + G (x_i - x_p)) to each node's momentum. */
-CQ_HD void cq__p2g_fwd_2d_neohookean_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk)
+/* rot: F's rotation (cq__rot_of_), computed here and also stored there (the CPU's backward keeps it
+   for the P2G adjoint of the same substep) */
+CQ_HD void cq__p2g_keep_rot_2d_neohookean_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk,
+                                                    cq__rot_2d_f64 *rot)
 {
     int base[2];
     double xp[2], Fp[4], Pp[4];
     for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
     for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__base_2d_f64(xp, prm, base, pk + 1);
-    cq__pk1_2d_neohookean_f64(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    cq__rot_of_2d_neohookean_f64(Fp, rot);
+    cq__pk1_rot_2d_neohookean_f64(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     pk[0] = s.mass[p];
     for (int a = 0; a < 2; ++a) pk[1 + 2 + a] = s.mass[p] * s.v[(long)p * 2 + a];
     cq__affine_2d_f64(p, prm, s, Pp, Fp, pk + 1 + 2 * 2);
+}
+CQ_HD void cq__p2g_fwd_2d_neohookean_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk)
+{
+    cq__rot_2d_f64 rot;
+    cq__p2g_keep_rot_2d_neohookean_f64(p, prm, s, pk, &rot);
 }
 
 
@@ -1108,18 +1126,27 @@ CQ_HD void cq__p2g_adj_stress_2d_fixed_corotated_f64(int p, const cq__params_f64
 
 /* both halves for particle p, G and P computed here (the CPU's P2G adjoint, and the unit the
    tests check) */
+/* the same given F's rotation rot (cq__rot_of_ of s.F[p], e.g. kept by cq__p2g_keep_rot_) */
+CQ_HD void cq__p2g_adj_given_rot_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
+        cq__pview_f64 s, const cq__rot_2d_f64 *rot, const double *gp_bar, const double *gm_bar,
+        cq__pview_f64 ai, cq__pview_f64 pg, double *act_bar)
+{
+    double Fp[4], Pp[4], G[4], G_bar[4];
+    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    cq__pk1_rot_2d_fixed_corotated_f64(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    cq__affine_2d_f64(p, prm, s, Pp, Fp, G);   /* G as P2G's */
+    cq__p2g_adj_transfer_2d_f64(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
+    cq__p2g_adj_stress_rot_2d_fixed_corotated_f64(p, prm, s, rot, Pp, G_bar, ai, pg, act_bar);
+}
 CQ_HD void cq__p2g_adj_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
         cq__pview_f64 s, const double *gp_bar, const double *gm_bar, cq__pview_f64 ai,
         cq__pview_f64 pg, double *act_bar)
 {
-    double Fp[4], Pp[4], G[4], G_bar[4];
+    double Fp[4];
     cq__rot_2d_f64 rot;
     for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__rot_of_2d_fixed_corotated_f64(Fp, &rot);
-    cq__pk1_rot_2d_fixed_corotated_f64(Fp, &rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
-    cq__affine_2d_f64(p, prm, s, Pp, Fp, G);   /* G as P2G's */
-    cq__p2g_adj_transfer_2d_f64(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
-    cq__p2g_adj_stress_rot_2d_fixed_corotated_f64(p, prm, s, &rot, Pp, G_bar, ai, pg, act_bar);
+    cq__p2g_adj_given_rot_2d_fixed_corotated_f64(p, prm, s, &rot, gp_bar, gm_bar, ai, pg, act_bar);
 }
 
 /* >>p2g_adj_2d_neohookean_f64: adjoint of P2G (eqs 3-6) for particle p, in two halves
@@ -1175,18 +1202,27 @@ CQ_HD void cq__p2g_adj_stress_2d_neohookean_f64(int p, const cq__params_f64 *prm
 
 /* both halves for particle p, G and P computed here (the CPU's P2G adjoint, and the unit the
    tests check) */
+/* the same given F's rotation rot (cq__rot_of_ of s.F[p], e.g. kept by cq__p2g_keep_rot_) */
+CQ_HD void cq__p2g_adj_given_rot_2d_neohookean_f64(int p, const cq__params_f64 *prm,
+        cq__pview_f64 s, const cq__rot_2d_f64 *rot, const double *gp_bar, const double *gm_bar,
+        cq__pview_f64 ai, cq__pview_f64 pg, double *act_bar)
+{
+    double Fp[4], Pp[4], G[4], G_bar[4];
+    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    cq__pk1_rot_2d_neohookean_f64(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    cq__affine_2d_f64(p, prm, s, Pp, Fp, G);   /* G as P2G's */
+    cq__p2g_adj_transfer_2d_f64(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
+    cq__p2g_adj_stress_rot_2d_neohookean_f64(p, prm, s, rot, Pp, G_bar, ai, pg, act_bar);
+}
 CQ_HD void cq__p2g_adj_2d_neohookean_f64(int p, const cq__params_f64 *prm,
         cq__pview_f64 s, const double *gp_bar, const double *gm_bar, cq__pview_f64 ai,
         cq__pview_f64 pg, double *act_bar)
 {
-    double Fp[4], Pp[4], G[4], G_bar[4];
+    double Fp[4];
     cq__rot_2d_f64 rot;
     for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__rot_of_2d_neohookean_f64(Fp, &rot);
-    cq__pk1_rot_2d_neohookean_f64(Fp, &rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
-    cq__affine_2d_f64(p, prm, s, Pp, Fp, G);   /* G as P2G's */
-    cq__p2g_adj_transfer_2d_f64(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
-    cq__p2g_adj_stress_rot_2d_neohookean_f64(p, prm, s, &rot, Pp, G_bar, ai, pg, act_bar);
+    cq__p2g_adj_given_rot_2d_neohookean_f64(p, prm, s, &rot, gp_bar, gm_bar, ai, pg, act_bar);
 }
 
 

@@ -593,17 +593,26 @@ CQ_HD void cq__pk1_3d_fixed_corotated_f64(const double *F, double E, double nu, 
    particle p's mass, its position in its cell, its momentum m v and its affine matrix
    G = -(4/dx^2) dt V0 P F^T + m C, packed into pk[CQ__PK(D)] for the node half
    (>>grid_gather_3d_f64), which adds w (m v + G (x_i - x_p)) to each node's momentum. */
-CQ_HD void cq__p2g_fwd_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk)
+/* rot: F's rotation (cq__rot_of_), computed here and also stored there (the CPU's backward keeps it
+   for the P2G adjoint of the same substep) */
+CQ_HD void cq__p2g_keep_rot_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk,
+                                                    cq__rot_3d_f64 *rot)
 {
     int base[3];
     double xp[3], Fp[9], Pp[9];
     for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
     for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__base_3d_f64(xp, prm, base, pk + 1);
-    cq__pk1_3d_fixed_corotated_f64(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    cq__rot_of_3d_fixed_corotated_f64(Fp, rot);
+    cq__pk1_rot_3d_fixed_corotated_f64(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     pk[0] = s.mass[p];
     for (int a = 0; a < 3; ++a) pk[1 + 3 + a] = s.mass[p] * s.v[(long)p * 3 + a];
     cq__affine_3d_f64(p, prm, s, Pp, Fp, pk + 1 + 2 * 3);
+}
+CQ_HD void cq__p2g_fwd_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk)
+{
+    cq__rot_3d_f64 rot;
+    cq__p2g_keep_rot_3d_fixed_corotated_f64(p, prm, s, pk, &rot);
 }
 
 /* >>material_neohookean_3d_f64: Compressible NeoHookean elasticity ([Spielberg21] eq 13).
@@ -691,17 +700,26 @@ CQ_HD void cq__pk1_3d_neohookean_f64(const double *F, double E, double nu, int g
    particle p's mass, its position in its cell, its momentum m v and its affine matrix
    G = -(4/dx^2) dt V0 P F^T + m C, packed into pk[CQ__PK(D)] for the node half
    (>>grid_gather_3d_f64), which adds w (m v + G (x_i - x_p)) to each node's momentum. */
-CQ_HD void cq__p2g_fwd_3d_neohookean_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk)
+/* rot: F's rotation (cq__rot_of_), computed here and also stored there (the CPU's backward keeps it
+   for the P2G adjoint of the same substep) */
+CQ_HD void cq__p2g_keep_rot_3d_neohookean_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk,
+                                                    cq__rot_3d_f64 *rot)
 {
     int base[3];
     double xp[3], Fp[9], Pp[9];
     for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
     for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__base_3d_f64(xp, prm, base, pk + 1);
-    cq__pk1_3d_neohookean_f64(Fp, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    cq__rot_of_3d_neohookean_f64(Fp, rot);
+    cq__pk1_rot_3d_neohookean_f64(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     pk[0] = s.mass[p];
     for (int a = 0; a < 3; ++a) pk[1 + 3 + a] = s.mass[p] * s.v[(long)p * 3 + a];
     cq__affine_3d_f64(p, prm, s, Pp, Fp, pk + 1 + 2 * 3);
+}
+CQ_HD void cq__p2g_fwd_3d_neohookean_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk)
+{
+    cq__rot_3d_f64 rot;
+    cq__p2g_keep_rot_3d_neohookean_f64(p, prm, s, pk, &rot);
 }
 
 
@@ -1292,18 +1310,27 @@ CQ_HD void cq__p2g_adj_stress_3d_fixed_corotated_f64(int p, const cq__params_f64
 
 /* both halves for particle p, G and P computed here (the CPU's P2G adjoint, and the unit the
    tests check) */
+/* the same given F's rotation rot (cq__rot_of_ of s.F[p], e.g. kept by cq__p2g_keep_rot_) */
+CQ_HD void cq__p2g_adj_given_rot_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
+        cq__pview_f64 s, const cq__rot_3d_f64 *rot, const double *gp_bar, const double *gm_bar,
+        cq__pview_f64 ai, cq__pview_f64 pg, double *act_bar)
+{
+    double Fp[9], Pp[9], G[9], G_bar[9];
+    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    cq__pk1_rot_3d_fixed_corotated_f64(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    cq__affine_3d_f64(p, prm, s, Pp, Fp, G);   /* G as P2G's */
+    cq__p2g_adj_transfer_3d_f64(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
+    cq__p2g_adj_stress_rot_3d_fixed_corotated_f64(p, prm, s, rot, Pp, G_bar, ai, pg, act_bar);
+}
 CQ_HD void cq__p2g_adj_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
         cq__pview_f64 s, const double *gp_bar, const double *gm_bar, cq__pview_f64 ai,
         cq__pview_f64 pg, double *act_bar)
 {
-    double Fp[9], Pp[9], G[9], G_bar[9];
+    double Fp[9];
     cq__rot_3d_f64 rot;
     for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__rot_of_3d_fixed_corotated_f64(Fp, &rot);
-    cq__pk1_rot_3d_fixed_corotated_f64(Fp, &rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
-    cq__affine_3d_f64(p, prm, s, Pp, Fp, G);   /* G as P2G's */
-    cq__p2g_adj_transfer_3d_f64(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
-    cq__p2g_adj_stress_rot_3d_fixed_corotated_f64(p, prm, s, &rot, Pp, G_bar, ai, pg, act_bar);
+    cq__p2g_adj_given_rot_3d_fixed_corotated_f64(p, prm, s, &rot, gp_bar, gm_bar, ai, pg, act_bar);
 }
 
 /* >>p2g_adj_3d_neohookean_f64: adjoint of P2G (eqs 3-6) for particle p, in two halves
@@ -1359,18 +1386,27 @@ CQ_HD void cq__p2g_adj_stress_3d_neohookean_f64(int p, const cq__params_f64 *prm
 
 /* both halves for particle p, G and P computed here (the CPU's P2G adjoint, and the unit the
    tests check) */
+/* the same given F's rotation rot (cq__rot_of_ of s.F[p], e.g. kept by cq__p2g_keep_rot_) */
+CQ_HD void cq__p2g_adj_given_rot_3d_neohookean_f64(int p, const cq__params_f64 *prm,
+        cq__pview_f64 s, const cq__rot_3d_f64 *rot, const double *gp_bar, const double *gm_bar,
+        cq__pview_f64 ai, cq__pview_f64 pg, double *act_bar)
+{
+    double Fp[9], Pp[9], G[9], G_bar[9];
+    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    cq__pk1_rot_3d_neohookean_f64(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
+    cq__affine_3d_f64(p, prm, s, Pp, Fp, G);   /* G as P2G's */
+    cq__p2g_adj_transfer_3d_f64(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
+    cq__p2g_adj_stress_rot_3d_neohookean_f64(p, prm, s, rot, Pp, G_bar, ai, pg, act_bar);
+}
 CQ_HD void cq__p2g_adj_3d_neohookean_f64(int p, const cq__params_f64 *prm,
         cq__pview_f64 s, const double *gp_bar, const double *gm_bar, cq__pview_f64 ai,
         cq__pview_f64 pg, double *act_bar)
 {
-    double Fp[9], Pp[9], G[9], G_bar[9];
+    double Fp[9];
     cq__rot_3d_f64 rot;
     for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__rot_of_3d_neohookean_f64(Fp, &rot);
-    cq__pk1_rot_3d_neohookean_f64(Fp, &rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
-    cq__affine_3d_f64(p, prm, s, Pp, Fp, G);   /* G as P2G's */
-    cq__p2g_adj_transfer_3d_f64(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
-    cq__p2g_adj_stress_rot_3d_neohookean_f64(p, prm, s, &rot, Pp, G_bar, ai, pg, act_bar);
+    cq__p2g_adj_given_rot_3d_neohookean_f64(p, prm, s, &rot, gp_bar, gm_bar, ai, pg, act_bar);
 }
 
 

@@ -548,6 +548,7 @@ TEST(empty_grid_rows_are_zero)
         memset(&d, 0, sizeof d);
         d.dim = 3; d.res[0] = d.res[1] = d.res[2] = RES; d.dx = 1.0 / RES; d.dt = 2e-4; d.substeps = 3;
         d.checkpoint_every = 5; d.precision = pr ? CQ_PRECISION_F64 : CQ_PRECISION_F32;
+        d.backend = CQ_BACKEND_CPU;   /* the CPU backend's buffers (on CUDA they are device memory) */
         for (int i = 0; i < SIDE; ++i)
             for (int j = 0; j < SIDE; ++j)
                 for (int l = 0; l < SIDE; ++l, ++k) {

@@ -14,7 +14,9 @@
    substeps = 1, so one cq_sim_step is one MLS-MPM substep (P2G, grid update, G2P); a
    "particle-step" is one particle advanced by one substep.  `substeps=N` makes a step N
    substeps (the CUDA backend reads its status back once per step, not per substep); the
-   figures stay per substep.  `only=NAME` runs the scenes of that name (e.g. only="2D block").  Per scene:
+   figures stay per substep.  `only=NAME` runs the scenes of that name (e.g. only="2D block").
+   `ckpt=N` sets the taped sim's checkpoint_every (default 10, quick 4; 1 keeps every step, as
+   Taichi's tape in bench/peer_taichi.py does, and the backward recomputes nothing).  Per scene:
    - forward, no tape (`particle-steps/s`): a sim with checkpoint_every = 0; 2 warm-up steps,
      then steps until at least the target wall time has passed (CLOCK_MONOTONIC, POSIX);
    - forward with tape (`fwd p-steps/s`): a second sim with checkpoint_every = 10; 2 warm-up
@@ -403,7 +405,7 @@ done:
 int main(int argc, char **argv)
 {
     double target = 1.0, bwd_fwd = 0.6;
-    int threads = 1, failures = 0, busy = 0, quick = 0, ckpt = CKPT_EVERY, com = 0, have_batch = 0, rc;
+    int threads = 1, failures = 0, busy = 0, quick = 0, ckpt = CKPT_EVERY, ckpt_arg = 0, com = 0, have_batch = 0, rc;
     char skipped[800] = "";
     result single, batched;
     const char *mode = "serial", *only = NULL;   /* only: the scenes of that name (e.g. only="2D block") */
@@ -414,8 +416,13 @@ int main(int argc, char **argv)
         else if (strncmp(argv[a], "com=", 4) == 0 && (com = atoi(argv[a] + 4)) >= 4) {}
         else if (strncmp(argv[a], "only=", 5) == 0) only = argv[a] + 5;
         else if (strncmp(argv[a], "substeps=", 9) == 0 && (g_substeps = atoi(argv[a] + 9)) >= 1) {}
-        else { fprintf(stderr, "usage: %s [quick] [gpu] [com=N (N >= 4)] [only=SCENE NAME] [substeps=N]\n", argv[0]); return 2; }
+        else if (strncmp(argv[a], "ckpt=", 5) == 0 && (ckpt_arg = atoi(argv[a] + 5)) >= 1) {}
+        else {
+            fprintf(stderr, "usage: %s [quick] [gpu] [com=N (N >= 4)] [only=SCENE NAME] [substeps=N] [ckpt=N (N >= 1)]\n", argv[0]);
+            return 2;
+        }
     }
+    if (ckpt_arg) ckpt = ckpt_arg;
     if (com && g_substeps != 1) { fprintf(stderr, "%s: com=N counts substeps: use it without substeps=N\n", argv[0]); return 2;
     }
 #ifdef _OPENMP

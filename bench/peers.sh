@@ -17,6 +17,8 @@
 #
 # quick (or PEERS_QUICK=1): bench.c's quick scene set and times (~0.05 s per measurement).
 # PEERS_SCENES: Taichi scene filter (fnmatch patterns, e.g. '3d-40-*'; see peer_taichi.py).
+# PEERS_CQ_ARGS: more arguments for chainqueen.h's bench, e.g. 'ckpt=1' (checkpoint_every = 1:
+#   every step kept, like Taichi's tape, so neither backward recomputes the forward).
 # Raw outputs go to build/peers/.  Taichi compiles its kernels on first use: ~8 s for a 2D scene,
 # ~2 minutes for a 3D one (its reverse-mode kernels), per scene and per thread count; they are
 # cached in build/taichi-cache, so only the first run pays that (a first full run on 2 cores:
@@ -43,6 +45,7 @@ if [ "$NPROC" -gt 1 ]; then DEFAULT_THREADS="1 $NPROC"; else DEFAULT_THREADS=1; 
 THREADS=${PEERS_THREADS:-$DEFAULT_THREADS}
 COM_STEPS=${PEERS_COM_STEPS:-1600}
 SCENES=${PEERS_SCENES:-}
+CQ_ARGS=${PEERS_CQ_ARGS:-}
 mkdir -p build "$OUTD" "$CACHE" || exit 1
 
 # ---- 1. Taichi in a virtual environment
@@ -102,8 +105,8 @@ summary=""
 for t in $THREADS; do
     echo
     echo "== CPU, $t thread(s)${Q:+, quick}"
-    echo "-- chainqueen.h: OMP_NUM_THREADS=$t ./build/bench $Q"
-    run_to "$OUTD/cq_cpu_t$t.txt" env OMP_NUM_THREADS="$t" ./build/bench $Q
+    echo "-- chainqueen.h: OMP_NUM_THREADS=$t ./build/bench $Q $CQ_ARGS"
+    run_to "$OUTD/cq_cpu_t$t.txt" env OMP_NUM_THREADS="$t" ./build/bench $Q $CQ_ARGS
     echo "-- Taichi: peer_taichi.py --arch cpu --threads $t $QF $SF"
     run_to "$OUTD/ti_cpu_t$t.txt" $TI --arch cpu --threads "$t" $QF $SF
     "$VPY" bench/peer_taichi.py --side-by-side "$OUTD/cq_cpu_t$t.txt" "$OUTD/ti_cpu_t$t.txt" \
@@ -115,8 +118,8 @@ done
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
     echo
     echo "== CUDA ($(nvidia-smi -L | head -n 1))"
-    echo "-- chainqueen.h: ./build/bench $Q gpu"
-    run_to "$OUTD/cq_gpu.txt" ./build/bench $Q gpu
+    echo "-- chainqueen.h: ./build/bench $Q gpu $CQ_ARGS"
+    run_to "$OUTD/cq_gpu.txt" ./build/bench $Q gpu $CQ_ARGS
     echo "-- Taichi: peer_taichi.py --arch cuda $QF $SF"
     run_to "$OUTD/ti_gpu.txt" $TI --arch cuda $QF $SF
     "$VPY" bench/peer_taichi.py --side-by-side "$OUTD/cq_gpu.txt" "$OUTD/ti_gpu.txt" --label CUDA >"$OUTD/side_gpu.txt"

@@ -9047,7 +9047,11 @@ static void cq__p2g_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_fixed_corotated_f32 *t = (const cq__sub_task_2d_fixed_corotated_f32 *)ctx;
     float *pk = (float *)t->s->pk;
-    for (int k = begin; k < end; ++k) cq__p2g_fwd_2d_fixed_corotated_f32(t->s->order[k], t->prm, t->in, pk + (long)k * CQ__PK(2));
+    for (int k = begin; k < end; ++k) {   /* the backward (t->rot): keep each particle's rotation for its P2G adjoint */
+        const int p = t->s->order[k];
+        cq__rot_2d_f32 r;
+        cq__p2g_keep_rot_2d_fixed_corotated_f32(p, t->prm, t->in, pk + (long)k * CQ__PK(2), t->rot ? t->rot + p : &r);
+    }
 }
 static void cq__g2p_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
@@ -9096,8 +9100,12 @@ static void cq__p2g_adj_range_2d_fixed_corotated_f32(void *ctx, int begin, int e
     const cq__sub_task_2d_fixed_corotated_f32 *t = (const cq__sub_task_2d_fixed_corotated_f32 *)ctx;
     const cq_sim *s = t->s;
     for (int p = begin; p < end; ++p)
-        cq__p2g_adj_2d_fixed_corotated_f32(p, t->prm, t->in, (const float *)s->grid_pb, (const float *)s->grid_mb,
-                                                             t->ai, t->pg, (float *)s->dact + (long)p * 4);
+        if (t->rot)   /* the rotation the backward's P2G kept */
+            cq__p2g_adj_given_rot_2d_fixed_corotated_f32(p, t->prm, t->in, t->rot + p, (const float *)s->grid_pb,
+                                                             (const float *)s->grid_mb, t->ai, t->pg, (float *)s->dact + (long)p * 4);
+        else
+            cq__p2g_adj_2d_fixed_corotated_f32(p, t->prm, t->in, (const float *)s->grid_pb, (const float *)s->grid_mb,
+                                                                 t->ai, t->pg, (float *)s->dact + (long)p * 4);
 }
 
 /* >>cpu_gather_2d_fixed_corotated_f32: the gather (kernels.j2 >>grid_gather_) one row of nodes at a time (a row:
@@ -9243,7 +9251,11 @@ static void cq__p2g_range_2d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_fixed_corotated_f64 *t = (const cq__sub_task_2d_fixed_corotated_f64 *)ctx;
     double *pk = (double *)t->s->pk;
-    for (int k = begin; k < end; ++k) cq__p2g_fwd_2d_fixed_corotated_f64(t->s->order[k], t->prm, t->in, pk + (long)k * CQ__PK(2));
+    for (int k = begin; k < end; ++k) {   /* the backward (t->rot): keep each particle's rotation for its P2G adjoint */
+        const int p = t->s->order[k];
+        cq__rot_2d_f64 r;
+        cq__p2g_keep_rot_2d_fixed_corotated_f64(p, t->prm, t->in, pk + (long)k * CQ__PK(2), t->rot ? t->rot + p : &r);
+    }
 }
 static void cq__g2p_range_2d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
@@ -9292,8 +9304,12 @@ static void cq__p2g_adj_range_2d_fixed_corotated_f64(void *ctx, int begin, int e
     const cq__sub_task_2d_fixed_corotated_f64 *t = (const cq__sub_task_2d_fixed_corotated_f64 *)ctx;
     const cq_sim *s = t->s;
     for (int p = begin; p < end; ++p)
-        cq__p2g_adj_2d_fixed_corotated_f64(p, t->prm, t->in, (const double *)s->grid_pb, (const double *)s->grid_mb,
-                                                             t->ai, t->pg, (double *)s->dact + (long)p * 4);
+        if (t->rot)   /* the rotation the backward's P2G kept */
+            cq__p2g_adj_given_rot_2d_fixed_corotated_f64(p, t->prm, t->in, t->rot + p, (const double *)s->grid_pb,
+                                                             (const double *)s->grid_mb, t->ai, t->pg, (double *)s->dact + (long)p * 4);
+        else
+            cq__p2g_adj_2d_fixed_corotated_f64(p, t->prm, t->in, (const double *)s->grid_pb, (const double *)s->grid_mb,
+                                                                 t->ai, t->pg, (double *)s->dact + (long)p * 4);
 }
 
 /* >>cpu_gather_2d_fixed_corotated_f64: the gather (kernels.j2 >>grid_gather_) one row of nodes at a time (a row:
@@ -9439,7 +9455,11 @@ static void cq__p2g_range_2d_neohookean_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_neohookean_f32 *t = (const cq__sub_task_2d_neohookean_f32 *)ctx;
     float *pk = (float *)t->s->pk;
-    for (int k = begin; k < end; ++k) cq__p2g_fwd_2d_neohookean_f32(t->s->order[k], t->prm, t->in, pk + (long)k * CQ__PK(2));
+    for (int k = begin; k < end; ++k) {   /* the backward (t->rot): keep each particle's rotation for its P2G adjoint */
+        const int p = t->s->order[k];
+        cq__rot_2d_f32 r;
+        cq__p2g_keep_rot_2d_neohookean_f32(p, t->prm, t->in, pk + (long)k * CQ__PK(2), t->rot ? t->rot + p : &r);
+    }
 }
 static void cq__g2p_range_2d_neohookean_f32(void *ctx, int begin, int end)
 {
@@ -9488,8 +9508,12 @@ static void cq__p2g_adj_range_2d_neohookean_f32(void *ctx, int begin, int end)
     const cq__sub_task_2d_neohookean_f32 *t = (const cq__sub_task_2d_neohookean_f32 *)ctx;
     const cq_sim *s = t->s;
     for (int p = begin; p < end; ++p)
-        cq__p2g_adj_2d_neohookean_f32(p, t->prm, t->in, (const float *)s->grid_pb, (const float *)s->grid_mb,
-                                                             t->ai, t->pg, (float *)s->dact + (long)p * 4);
+        if (t->rot)   /* the rotation the backward's P2G kept */
+            cq__p2g_adj_given_rot_2d_neohookean_f32(p, t->prm, t->in, t->rot + p, (const float *)s->grid_pb,
+                                                             (const float *)s->grid_mb, t->ai, t->pg, (float *)s->dact + (long)p * 4);
+        else
+            cq__p2g_adj_2d_neohookean_f32(p, t->prm, t->in, (const float *)s->grid_pb, (const float *)s->grid_mb,
+                                                                 t->ai, t->pg, (float *)s->dact + (long)p * 4);
 }
 
 /* >>cpu_gather_2d_neohookean_f32: the gather (kernels.j2 >>grid_gather_) one row of nodes at a time (a row:
@@ -9635,7 +9659,11 @@ static void cq__p2g_range_2d_neohookean_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_neohookean_f64 *t = (const cq__sub_task_2d_neohookean_f64 *)ctx;
     double *pk = (double *)t->s->pk;
-    for (int k = begin; k < end; ++k) cq__p2g_fwd_2d_neohookean_f64(t->s->order[k], t->prm, t->in, pk + (long)k * CQ__PK(2));
+    for (int k = begin; k < end; ++k) {   /* the backward (t->rot): keep each particle's rotation for its P2G adjoint */
+        const int p = t->s->order[k];
+        cq__rot_2d_f64 r;
+        cq__p2g_keep_rot_2d_neohookean_f64(p, t->prm, t->in, pk + (long)k * CQ__PK(2), t->rot ? t->rot + p : &r);
+    }
 }
 static void cq__g2p_range_2d_neohookean_f64(void *ctx, int begin, int end)
 {
@@ -9684,8 +9712,12 @@ static void cq__p2g_adj_range_2d_neohookean_f64(void *ctx, int begin, int end)
     const cq__sub_task_2d_neohookean_f64 *t = (const cq__sub_task_2d_neohookean_f64 *)ctx;
     const cq_sim *s = t->s;
     for (int p = begin; p < end; ++p)
-        cq__p2g_adj_2d_neohookean_f64(p, t->prm, t->in, (const double *)s->grid_pb, (const double *)s->grid_mb,
-                                                             t->ai, t->pg, (double *)s->dact + (long)p * 4);
+        if (t->rot)   /* the rotation the backward's P2G kept */
+            cq__p2g_adj_given_rot_2d_neohookean_f64(p, t->prm, t->in, t->rot + p, (const double *)s->grid_pb,
+                                                             (const double *)s->grid_mb, t->ai, t->pg, (double *)s->dact + (long)p * 4);
+        else
+            cq__p2g_adj_2d_neohookean_f64(p, t->prm, t->in, (const double *)s->grid_pb, (const double *)s->grid_mb,
+                                                                 t->ai, t->pg, (double *)s->dact + (long)p * 4);
 }
 
 /* >>cpu_gather_2d_neohookean_f64: the gather (kernels.j2 >>grid_gather_) one row of nodes at a time (a row:
@@ -9831,14 +9863,11 @@ static void cq__p2g_range_3d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_fixed_corotated_f32 *t = (const cq__sub_task_3d_fixed_corotated_f32 *)ctx;
     float *pk = (float *)t->s->pk;
-    if (t->rot) {   /* the backward: keep each particle's rotation for its P2G adjoint */
-        for (int k = begin; k < end; ++k) {
-            const int p = t->s->order[k];
-            cq__p2g_keep_rot_3d_fixed_corotated_f32(p, t->prm, t->in, pk + (long)k * CQ__PK(3), t->rot + p);
-        }
-        return;
+    for (int k = begin; k < end; ++k) {   /* the backward (t->rot): keep each particle's rotation for its P2G adjoint */
+        const int p = t->s->order[k];
+        cq__rot_3d_f32 r;
+        cq__p2g_keep_rot_3d_fixed_corotated_f32(p, t->prm, t->in, pk + (long)k * CQ__PK(3), t->rot ? t->rot + p : &r);
     }
-    for (int k = begin; k < end; ++k) cq__p2g_fwd_3d_fixed_corotated_f32(t->s->order[k], t->prm, t->in, pk + (long)k * CQ__PK(3));
 }
 static void cq__g2p_range_3d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
@@ -9886,15 +9915,13 @@ static void cq__p2g_adj_range_3d_fixed_corotated_f32(void *ctx, int begin, int e
 {
     const cq__sub_task_3d_fixed_corotated_f32 *t = (const cq__sub_task_3d_fixed_corotated_f32 *)ctx;
     const cq_sim *s = t->s;
-    if (t->rot) {
-        for (int p = begin; p < end; ++p)
+    for (int p = begin; p < end; ++p)
+        if (t->rot)   /* the rotation the backward's P2G kept */
             cq__p2g_adj_given_rot_3d_fixed_corotated_f32(p, t->prm, t->in, t->rot + p, (const float *)s->grid_pb,
                                                              (const float *)s->grid_mb, t->ai, t->pg, (float *)s->dact + (long)p * 9);
-        return;
-    }
-    for (int p = begin; p < end; ++p)
-        cq__p2g_adj_3d_fixed_corotated_f32(p, t->prm, t->in, (const float *)s->grid_pb, (const float *)s->grid_mb,
-                                                             t->ai, t->pg, (float *)s->dact + (long)p * 9);
+        else
+            cq__p2g_adj_3d_fixed_corotated_f32(p, t->prm, t->in, (const float *)s->grid_pb, (const float *)s->grid_mb,
+                                                                 t->ai, t->pg, (float *)s->dact + (long)p * 9);
 }
 
 /* >>cpu_gather_3d_fixed_corotated_f32: the gather (kernels.j2 >>grid_gather_) one row of nodes at a time (a row:
@@ -10042,14 +10069,11 @@ static void cq__p2g_range_3d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_fixed_corotated_f64 *t = (const cq__sub_task_3d_fixed_corotated_f64 *)ctx;
     double *pk = (double *)t->s->pk;
-    if (t->rot) {   /* the backward: keep each particle's rotation for its P2G adjoint */
-        for (int k = begin; k < end; ++k) {
-            const int p = t->s->order[k];
-            cq__p2g_keep_rot_3d_fixed_corotated_f64(p, t->prm, t->in, pk + (long)k * CQ__PK(3), t->rot + p);
-        }
-        return;
+    for (int k = begin; k < end; ++k) {   /* the backward (t->rot): keep each particle's rotation for its P2G adjoint */
+        const int p = t->s->order[k];
+        cq__rot_3d_f64 r;
+        cq__p2g_keep_rot_3d_fixed_corotated_f64(p, t->prm, t->in, pk + (long)k * CQ__PK(3), t->rot ? t->rot + p : &r);
     }
-    for (int k = begin; k < end; ++k) cq__p2g_fwd_3d_fixed_corotated_f64(t->s->order[k], t->prm, t->in, pk + (long)k * CQ__PK(3));
 }
 static void cq__g2p_range_3d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
@@ -10097,15 +10121,13 @@ static void cq__p2g_adj_range_3d_fixed_corotated_f64(void *ctx, int begin, int e
 {
     const cq__sub_task_3d_fixed_corotated_f64 *t = (const cq__sub_task_3d_fixed_corotated_f64 *)ctx;
     const cq_sim *s = t->s;
-    if (t->rot) {
-        for (int p = begin; p < end; ++p)
+    for (int p = begin; p < end; ++p)
+        if (t->rot)   /* the rotation the backward's P2G kept */
             cq__p2g_adj_given_rot_3d_fixed_corotated_f64(p, t->prm, t->in, t->rot + p, (const double *)s->grid_pb,
                                                              (const double *)s->grid_mb, t->ai, t->pg, (double *)s->dact + (long)p * 9);
-        return;
-    }
-    for (int p = begin; p < end; ++p)
-        cq__p2g_adj_3d_fixed_corotated_f64(p, t->prm, t->in, (const double *)s->grid_pb, (const double *)s->grid_mb,
-                                                             t->ai, t->pg, (double *)s->dact + (long)p * 9);
+        else
+            cq__p2g_adj_3d_fixed_corotated_f64(p, t->prm, t->in, (const double *)s->grid_pb, (const double *)s->grid_mb,
+                                                                 t->ai, t->pg, (double *)s->dact + (long)p * 9);
 }
 
 /* >>cpu_gather_3d_fixed_corotated_f64: the gather (kernels.j2 >>grid_gather_) one row of nodes at a time (a row:
@@ -10253,7 +10275,11 @@ static void cq__p2g_range_3d_neohookean_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_neohookean_f32 *t = (const cq__sub_task_3d_neohookean_f32 *)ctx;
     float *pk = (float *)t->s->pk;
-    for (int k = begin; k < end; ++k) cq__p2g_fwd_3d_neohookean_f32(t->s->order[k], t->prm, t->in, pk + (long)k * CQ__PK(3));
+    for (int k = begin; k < end; ++k) {   /* the backward (t->rot): keep each particle's rotation for its P2G adjoint */
+        const int p = t->s->order[k];
+        cq__rot_3d_f32 r;
+        cq__p2g_keep_rot_3d_neohookean_f32(p, t->prm, t->in, pk + (long)k * CQ__PK(3), t->rot ? t->rot + p : &r);
+    }
 }
 static void cq__g2p_range_3d_neohookean_f32(void *ctx, int begin, int end)
 {
@@ -10302,8 +10328,12 @@ static void cq__p2g_adj_range_3d_neohookean_f32(void *ctx, int begin, int end)
     const cq__sub_task_3d_neohookean_f32 *t = (const cq__sub_task_3d_neohookean_f32 *)ctx;
     const cq_sim *s = t->s;
     for (int p = begin; p < end; ++p)
-        cq__p2g_adj_3d_neohookean_f32(p, t->prm, t->in, (const float *)s->grid_pb, (const float *)s->grid_mb,
-                                                             t->ai, t->pg, (float *)s->dact + (long)p * 9);
+        if (t->rot)   /* the rotation the backward's P2G kept */
+            cq__p2g_adj_given_rot_3d_neohookean_f32(p, t->prm, t->in, t->rot + p, (const float *)s->grid_pb,
+                                                             (const float *)s->grid_mb, t->ai, t->pg, (float *)s->dact + (long)p * 9);
+        else
+            cq__p2g_adj_3d_neohookean_f32(p, t->prm, t->in, (const float *)s->grid_pb, (const float *)s->grid_mb,
+                                                                 t->ai, t->pg, (float *)s->dact + (long)p * 9);
 }
 
 /* >>cpu_gather_3d_neohookean_f32: the gather (kernels.j2 >>grid_gather_) one row of nodes at a time (a row:
@@ -10451,7 +10481,11 @@ static void cq__p2g_range_3d_neohookean_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_neohookean_f64 *t = (const cq__sub_task_3d_neohookean_f64 *)ctx;
     double *pk = (double *)t->s->pk;
-    for (int k = begin; k < end; ++k) cq__p2g_fwd_3d_neohookean_f64(t->s->order[k], t->prm, t->in, pk + (long)k * CQ__PK(3));
+    for (int k = begin; k < end; ++k) {   /* the backward (t->rot): keep each particle's rotation for its P2G adjoint */
+        const int p = t->s->order[k];
+        cq__rot_3d_f64 r;
+        cq__p2g_keep_rot_3d_neohookean_f64(p, t->prm, t->in, pk + (long)k * CQ__PK(3), t->rot ? t->rot + p : &r);
+    }
 }
 static void cq__g2p_range_3d_neohookean_f64(void *ctx, int begin, int end)
 {
@@ -10500,8 +10534,12 @@ static void cq__p2g_adj_range_3d_neohookean_f64(void *ctx, int begin, int end)
     const cq__sub_task_3d_neohookean_f64 *t = (const cq__sub_task_3d_neohookean_f64 *)ctx;
     const cq_sim *s = t->s;
     for (int p = begin; p < end; ++p)
-        cq__p2g_adj_3d_neohookean_f64(p, t->prm, t->in, (const double *)s->grid_pb, (const double *)s->grid_mb,
-                                                             t->ai, t->pg, (double *)s->dact + (long)p * 9);
+        if (t->rot)   /* the rotation the backward's P2G kept */
+            cq__p2g_adj_given_rot_3d_neohookean_f64(p, t->prm, t->in, t->rot + p, (const double *)s->grid_pb,
+                                                             (const double *)s->grid_mb, t->ai, t->pg, (double *)s->dact + (long)p * 9);
+        else
+            cq__p2g_adj_3d_neohookean_f64(p, t->prm, t->in, (const double *)s->grid_pb, (const double *)s->grid_mb,
+                                                                 t->ai, t->pg, (double *)s->dact + (long)p * 9);
 }
 
 /* >>cpu_gather_3d_neohookean_f64: the gather (kernels.j2 >>grid_gather_) one row of nodes at a time (a row:

@@ -9133,12 +9133,19 @@ static void cq__gather_rows_2d_fixed_corotated_f32(void *ctx, int begin, int end
         float *gp = t->gp ? t->gp + (long)r * L * 2 : NULL;
         unsigned char *dirty = t->s->row_dirty + r;
         const unsigned char bits = (unsigned char)((m ? t->bm : 0) | t->bv | (gp ? t->bp : 0));
+        /* the source rows of cells, in the gather's order, and their ranges of sorted slots */
+        int src_o[3][1], src_crow[3], src_kb[3], src_ke[3], ns = 0;
         int live = 0;   /* a particle reached the row */
-        for (o[0] = 0; o[0] < 3 && !live; ++o[0]) {
+        for (o[0] = 2; o[0] >= 0; --o[0]) {
             if (c[0] - o[0] < 0) continue;
             {
                 const int crow = scene0 + (c[0] - o[0]) * L;
-                live = (crow > 0 ? cell_end[crow - 1] : 0) < cell_end[crow + L - 1];
+                for (int a = 0; a < 1; ++a) src_o[ns][a] = o[a];
+                src_crow[ns] = crow;
+                src_kb[ns] = crow > 0 ? cell_end[crow - 1] : 0;
+                src_ke[ns] = cell_end[crow + L - 1];
+                live |= src_ke[ns] > src_kb[ns];
+                ++ns;
             }
         }
         if (!live) {   /* zeros: written only where the buffer's row may hold something else */
@@ -9151,15 +9158,11 @@ static void cq__gather_rows_2d_fixed_corotated_f32(void *ctx, int begin, int end
         *dirty |= bits;
         if (m) memset(m, 0, sizeof(float) * (size_t)L);
         memset(v, 0, sizeof(float) * (size_t)L * 2);
-        for (o[0] = 2; o[0] >= 0; --o[0]) {
-            if (c[0] - o[0] < 0) continue;
-            {
-                const int crow = scene0 + (c[0] - o[0]) * L;
-                const int kb = crow > 0 ? cell_end[crow - 1] : 0, ke = cell_end[crow + L - 1];
-                for (int k = kb; k < ke; ++k) {
-                    const int b = skey[k] - crow;
-                    cq__gather_row_2d_f32(pk + (long)k * CQ__PK(2), o, prm, m ? m + b : NULL, v + (long)b * 2);
-                }
+        for (int q = 0; q < ns; ++q) {
+            for (int a = 0; a < 1; ++a) o[a] = src_o[q][a];
+            for (int k = src_kb[q]; k < src_ke[q]; ++k) {
+                const int b = skey[k] - src_crow[q];
+                cq__gather_row_2d_f32(pk + (long)k * CQ__PK(2), o, prm, m ? m + b : NULL, v + (long)b * 2);
             }
         }
         if (gp) memcpy(gp, v, sizeof(float) * (size_t)L * 2);
@@ -9337,12 +9340,19 @@ static void cq__gather_rows_2d_fixed_corotated_f64(void *ctx, int begin, int end
         double *gp = t->gp ? t->gp + (long)r * L * 2 : NULL;
         unsigned char *dirty = t->s->row_dirty + r;
         const unsigned char bits = (unsigned char)((m ? t->bm : 0) | t->bv | (gp ? t->bp : 0));
+        /* the source rows of cells, in the gather's order, and their ranges of sorted slots */
+        int src_o[3][1], src_crow[3], src_kb[3], src_ke[3], ns = 0;
         int live = 0;   /* a particle reached the row */
-        for (o[0] = 0; o[0] < 3 && !live; ++o[0]) {
+        for (o[0] = 2; o[0] >= 0; --o[0]) {
             if (c[0] - o[0] < 0) continue;
             {
                 const int crow = scene0 + (c[0] - o[0]) * L;
-                live = (crow > 0 ? cell_end[crow - 1] : 0) < cell_end[crow + L - 1];
+                for (int a = 0; a < 1; ++a) src_o[ns][a] = o[a];
+                src_crow[ns] = crow;
+                src_kb[ns] = crow > 0 ? cell_end[crow - 1] : 0;
+                src_ke[ns] = cell_end[crow + L - 1];
+                live |= src_ke[ns] > src_kb[ns];
+                ++ns;
             }
         }
         if (!live) {   /* zeros: written only where the buffer's row may hold something else */
@@ -9355,15 +9365,11 @@ static void cq__gather_rows_2d_fixed_corotated_f64(void *ctx, int begin, int end
         *dirty |= bits;
         if (m) memset(m, 0, sizeof(double) * (size_t)L);
         memset(v, 0, sizeof(double) * (size_t)L * 2);
-        for (o[0] = 2; o[0] >= 0; --o[0]) {
-            if (c[0] - o[0] < 0) continue;
-            {
-                const int crow = scene0 + (c[0] - o[0]) * L;
-                const int kb = crow > 0 ? cell_end[crow - 1] : 0, ke = cell_end[crow + L - 1];
-                for (int k = kb; k < ke; ++k) {
-                    const int b = skey[k] - crow;
-                    cq__gather_row_2d_f64(pk + (long)k * CQ__PK(2), o, prm, m ? m + b : NULL, v + (long)b * 2);
-                }
+        for (int q = 0; q < ns; ++q) {
+            for (int a = 0; a < 1; ++a) o[a] = src_o[q][a];
+            for (int k = src_kb[q]; k < src_ke[q]; ++k) {
+                const int b = skey[k] - src_crow[q];
+                cq__gather_row_2d_f64(pk + (long)k * CQ__PK(2), o, prm, m ? m + b : NULL, v + (long)b * 2);
             }
         }
         if (gp) memcpy(gp, v, sizeof(double) * (size_t)L * 2);
@@ -9541,12 +9547,19 @@ static void cq__gather_rows_2d_neohookean_f32(void *ctx, int begin, int end)
         float *gp = t->gp ? t->gp + (long)r * L * 2 : NULL;
         unsigned char *dirty = t->s->row_dirty + r;
         const unsigned char bits = (unsigned char)((m ? t->bm : 0) | t->bv | (gp ? t->bp : 0));
+        /* the source rows of cells, in the gather's order, and their ranges of sorted slots */
+        int src_o[3][1], src_crow[3], src_kb[3], src_ke[3], ns = 0;
         int live = 0;   /* a particle reached the row */
-        for (o[0] = 0; o[0] < 3 && !live; ++o[0]) {
+        for (o[0] = 2; o[0] >= 0; --o[0]) {
             if (c[0] - o[0] < 0) continue;
             {
                 const int crow = scene0 + (c[0] - o[0]) * L;
-                live = (crow > 0 ? cell_end[crow - 1] : 0) < cell_end[crow + L - 1];
+                for (int a = 0; a < 1; ++a) src_o[ns][a] = o[a];
+                src_crow[ns] = crow;
+                src_kb[ns] = crow > 0 ? cell_end[crow - 1] : 0;
+                src_ke[ns] = cell_end[crow + L - 1];
+                live |= src_ke[ns] > src_kb[ns];
+                ++ns;
             }
         }
         if (!live) {   /* zeros: written only where the buffer's row may hold something else */
@@ -9559,15 +9572,11 @@ static void cq__gather_rows_2d_neohookean_f32(void *ctx, int begin, int end)
         *dirty |= bits;
         if (m) memset(m, 0, sizeof(float) * (size_t)L);
         memset(v, 0, sizeof(float) * (size_t)L * 2);
-        for (o[0] = 2; o[0] >= 0; --o[0]) {
-            if (c[0] - o[0] < 0) continue;
-            {
-                const int crow = scene0 + (c[0] - o[0]) * L;
-                const int kb = crow > 0 ? cell_end[crow - 1] : 0, ke = cell_end[crow + L - 1];
-                for (int k = kb; k < ke; ++k) {
-                    const int b = skey[k] - crow;
-                    cq__gather_row_2d_f32(pk + (long)k * CQ__PK(2), o, prm, m ? m + b : NULL, v + (long)b * 2);
-                }
+        for (int q = 0; q < ns; ++q) {
+            for (int a = 0; a < 1; ++a) o[a] = src_o[q][a];
+            for (int k = src_kb[q]; k < src_ke[q]; ++k) {
+                const int b = skey[k] - src_crow[q];
+                cq__gather_row_2d_f32(pk + (long)k * CQ__PK(2), o, prm, m ? m + b : NULL, v + (long)b * 2);
             }
         }
         if (gp) memcpy(gp, v, sizeof(float) * (size_t)L * 2);
@@ -9745,12 +9754,19 @@ static void cq__gather_rows_2d_neohookean_f64(void *ctx, int begin, int end)
         double *gp = t->gp ? t->gp + (long)r * L * 2 : NULL;
         unsigned char *dirty = t->s->row_dirty + r;
         const unsigned char bits = (unsigned char)((m ? t->bm : 0) | t->bv | (gp ? t->bp : 0));
+        /* the source rows of cells, in the gather's order, and their ranges of sorted slots */
+        int src_o[3][1], src_crow[3], src_kb[3], src_ke[3], ns = 0;
         int live = 0;   /* a particle reached the row */
-        for (o[0] = 0; o[0] < 3 && !live; ++o[0]) {
+        for (o[0] = 2; o[0] >= 0; --o[0]) {
             if (c[0] - o[0] < 0) continue;
             {
                 const int crow = scene0 + (c[0] - o[0]) * L;
-                live = (crow > 0 ? cell_end[crow - 1] : 0) < cell_end[crow + L - 1];
+                for (int a = 0; a < 1; ++a) src_o[ns][a] = o[a];
+                src_crow[ns] = crow;
+                src_kb[ns] = crow > 0 ? cell_end[crow - 1] : 0;
+                src_ke[ns] = cell_end[crow + L - 1];
+                live |= src_ke[ns] > src_kb[ns];
+                ++ns;
             }
         }
         if (!live) {   /* zeros: written only where the buffer's row may hold something else */
@@ -9763,15 +9779,11 @@ static void cq__gather_rows_2d_neohookean_f64(void *ctx, int begin, int end)
         *dirty |= bits;
         if (m) memset(m, 0, sizeof(double) * (size_t)L);
         memset(v, 0, sizeof(double) * (size_t)L * 2);
-        for (o[0] = 2; o[0] >= 0; --o[0]) {
-            if (c[0] - o[0] < 0) continue;
-            {
-                const int crow = scene0 + (c[0] - o[0]) * L;
-                const int kb = crow > 0 ? cell_end[crow - 1] : 0, ke = cell_end[crow + L - 1];
-                for (int k = kb; k < ke; ++k) {
-                    const int b = skey[k] - crow;
-                    cq__gather_row_2d_f64(pk + (long)k * CQ__PK(2), o, prm, m ? m + b : NULL, v + (long)b * 2);
-                }
+        for (int q = 0; q < ns; ++q) {
+            for (int a = 0; a < 1; ++a) o[a] = src_o[q][a];
+            for (int k = src_kb[q]; k < src_ke[q]; ++k) {
+                const int b = skey[k] - src_crow[q];
+                cq__gather_row_2d_f64(pk + (long)k * CQ__PK(2), o, prm, m ? m + b : NULL, v + (long)b * 2);
             }
         }
         if (gp) memcpy(gp, v, sizeof(double) * (size_t)L * 2);
@@ -9949,13 +9961,20 @@ static void cq__gather_rows_3d_fixed_corotated_f32(void *ctx, int begin, int end
         float *gp = t->gp ? t->gp + (long)r * L * 3 : NULL;
         unsigned char *dirty = t->s->row_dirty + r;
         const unsigned char bits = (unsigned char)((m ? t->bm : 0) | t->bv | (gp ? t->bp : 0));
+        /* the source rows of cells, in the gather's order, and their ranges of sorted slots */
+        int src_o[9][2], src_crow[9], src_kb[9], src_ke[9], ns = 0;
         int live = 0;   /* a particle reached the row */
-        for (o[0] = 0; o[0] < 3 && !live; ++o[0]) {
+        for (o[0] = 2; o[0] >= 0; --o[0]) {
             if (c[0] - o[0] < 0) continue;
-            for (o[1] = 0; o[1] < 3 && !live; ++o[1]) {
+            for (o[1] = 2; o[1] >= 0; --o[1]) {
                 if (c[1] - o[1] < 0) continue;
                 const int crow = scene0 + ((c[0] - o[0]) * prm->res[1] + (c[1] - o[1])) * L;
-                live = (crow > 0 ? cell_end[crow - 1] : 0) < cell_end[crow + L - 1];
+                for (int a = 0; a < 2; ++a) src_o[ns][a] = o[a];
+                src_crow[ns] = crow;
+                src_kb[ns] = crow > 0 ? cell_end[crow - 1] : 0;
+                src_ke[ns] = cell_end[crow + L - 1];
+                live |= src_ke[ns] > src_kb[ns];
+                ++ns;
             }
         }
         if (!live) {   /* zeros: written only where the buffer's row may hold something else */
@@ -9968,16 +9987,11 @@ static void cq__gather_rows_3d_fixed_corotated_f32(void *ctx, int begin, int end
         *dirty |= bits;
         if (m) memset(m, 0, sizeof(float) * (size_t)L);
         memset(v, 0, sizeof(float) * (size_t)L * 3);
-        for (o[0] = 2; o[0] >= 0; --o[0]) {
-            if (c[0] - o[0] < 0) continue;
-            for (o[1] = 2; o[1] >= 0; --o[1]) {
-                if (c[1] - o[1] < 0) continue;
-                const int crow = scene0 + ((c[0] - o[0]) * prm->res[1] + (c[1] - o[1])) * L;
-                const int kb = crow > 0 ? cell_end[crow - 1] : 0, ke = cell_end[crow + L - 1];
-                for (int k = kb; k < ke; ++k) {
-                    const int b = skey[k] - crow;
-                    cq__gather_row_3d_f32(pk + (long)k * CQ__PK(3), o, prm, m ? m + b : NULL, v + (long)b * 3);
-                }
+        for (int q = 0; q < ns; ++q) {
+            for (int a = 0; a < 2; ++a) o[a] = src_o[q][a];
+            for (int k = src_kb[q]; k < src_ke[q]; ++k) {
+                const int b = skey[k] - src_crow[q];
+                cq__gather_row_3d_f32(pk + (long)k * CQ__PK(3), o, prm, m ? m + b : NULL, v + (long)b * 3);
             }
         }
         if (gp) memcpy(gp, v, sizeof(float) * (size_t)L * 3);
@@ -10155,13 +10169,20 @@ static void cq__gather_rows_3d_fixed_corotated_f64(void *ctx, int begin, int end
         double *gp = t->gp ? t->gp + (long)r * L * 3 : NULL;
         unsigned char *dirty = t->s->row_dirty + r;
         const unsigned char bits = (unsigned char)((m ? t->bm : 0) | t->bv | (gp ? t->bp : 0));
+        /* the source rows of cells, in the gather's order, and their ranges of sorted slots */
+        int src_o[9][2], src_crow[9], src_kb[9], src_ke[9], ns = 0;
         int live = 0;   /* a particle reached the row */
-        for (o[0] = 0; o[0] < 3 && !live; ++o[0]) {
+        for (o[0] = 2; o[0] >= 0; --o[0]) {
             if (c[0] - o[0] < 0) continue;
-            for (o[1] = 0; o[1] < 3 && !live; ++o[1]) {
+            for (o[1] = 2; o[1] >= 0; --o[1]) {
                 if (c[1] - o[1] < 0) continue;
                 const int crow = scene0 + ((c[0] - o[0]) * prm->res[1] + (c[1] - o[1])) * L;
-                live = (crow > 0 ? cell_end[crow - 1] : 0) < cell_end[crow + L - 1];
+                for (int a = 0; a < 2; ++a) src_o[ns][a] = o[a];
+                src_crow[ns] = crow;
+                src_kb[ns] = crow > 0 ? cell_end[crow - 1] : 0;
+                src_ke[ns] = cell_end[crow + L - 1];
+                live |= src_ke[ns] > src_kb[ns];
+                ++ns;
             }
         }
         if (!live) {   /* zeros: written only where the buffer's row may hold something else */
@@ -10174,16 +10195,11 @@ static void cq__gather_rows_3d_fixed_corotated_f64(void *ctx, int begin, int end
         *dirty |= bits;
         if (m) memset(m, 0, sizeof(double) * (size_t)L);
         memset(v, 0, sizeof(double) * (size_t)L * 3);
-        for (o[0] = 2; o[0] >= 0; --o[0]) {
-            if (c[0] - o[0] < 0) continue;
-            for (o[1] = 2; o[1] >= 0; --o[1]) {
-                if (c[1] - o[1] < 0) continue;
-                const int crow = scene0 + ((c[0] - o[0]) * prm->res[1] + (c[1] - o[1])) * L;
-                const int kb = crow > 0 ? cell_end[crow - 1] : 0, ke = cell_end[crow + L - 1];
-                for (int k = kb; k < ke; ++k) {
-                    const int b = skey[k] - crow;
-                    cq__gather_row_3d_f64(pk + (long)k * CQ__PK(3), o, prm, m ? m + b : NULL, v + (long)b * 3);
-                }
+        for (int q = 0; q < ns; ++q) {
+            for (int a = 0; a < 2; ++a) o[a] = src_o[q][a];
+            for (int k = src_kb[q]; k < src_ke[q]; ++k) {
+                const int b = skey[k] - src_crow[q];
+                cq__gather_row_3d_f64(pk + (long)k * CQ__PK(3), o, prm, m ? m + b : NULL, v + (long)b * 3);
             }
         }
         if (gp) memcpy(gp, v, sizeof(double) * (size_t)L * 3);
@@ -10361,13 +10377,20 @@ static void cq__gather_rows_3d_neohookean_f32(void *ctx, int begin, int end)
         float *gp = t->gp ? t->gp + (long)r * L * 3 : NULL;
         unsigned char *dirty = t->s->row_dirty + r;
         const unsigned char bits = (unsigned char)((m ? t->bm : 0) | t->bv | (gp ? t->bp : 0));
+        /* the source rows of cells, in the gather's order, and their ranges of sorted slots */
+        int src_o[9][2], src_crow[9], src_kb[9], src_ke[9], ns = 0;
         int live = 0;   /* a particle reached the row */
-        for (o[0] = 0; o[0] < 3 && !live; ++o[0]) {
+        for (o[0] = 2; o[0] >= 0; --o[0]) {
             if (c[0] - o[0] < 0) continue;
-            for (o[1] = 0; o[1] < 3 && !live; ++o[1]) {
+            for (o[1] = 2; o[1] >= 0; --o[1]) {
                 if (c[1] - o[1] < 0) continue;
                 const int crow = scene0 + ((c[0] - o[0]) * prm->res[1] + (c[1] - o[1])) * L;
-                live = (crow > 0 ? cell_end[crow - 1] : 0) < cell_end[crow + L - 1];
+                for (int a = 0; a < 2; ++a) src_o[ns][a] = o[a];
+                src_crow[ns] = crow;
+                src_kb[ns] = crow > 0 ? cell_end[crow - 1] : 0;
+                src_ke[ns] = cell_end[crow + L - 1];
+                live |= src_ke[ns] > src_kb[ns];
+                ++ns;
             }
         }
         if (!live) {   /* zeros: written only where the buffer's row may hold something else */
@@ -10380,16 +10403,11 @@ static void cq__gather_rows_3d_neohookean_f32(void *ctx, int begin, int end)
         *dirty |= bits;
         if (m) memset(m, 0, sizeof(float) * (size_t)L);
         memset(v, 0, sizeof(float) * (size_t)L * 3);
-        for (o[0] = 2; o[0] >= 0; --o[0]) {
-            if (c[0] - o[0] < 0) continue;
-            for (o[1] = 2; o[1] >= 0; --o[1]) {
-                if (c[1] - o[1] < 0) continue;
-                const int crow = scene0 + ((c[0] - o[0]) * prm->res[1] + (c[1] - o[1])) * L;
-                const int kb = crow > 0 ? cell_end[crow - 1] : 0, ke = cell_end[crow + L - 1];
-                for (int k = kb; k < ke; ++k) {
-                    const int b = skey[k] - crow;
-                    cq__gather_row_3d_f32(pk + (long)k * CQ__PK(3), o, prm, m ? m + b : NULL, v + (long)b * 3);
-                }
+        for (int q = 0; q < ns; ++q) {
+            for (int a = 0; a < 2; ++a) o[a] = src_o[q][a];
+            for (int k = src_kb[q]; k < src_ke[q]; ++k) {
+                const int b = skey[k] - src_crow[q];
+                cq__gather_row_3d_f32(pk + (long)k * CQ__PK(3), o, prm, m ? m + b : NULL, v + (long)b * 3);
             }
         }
         if (gp) memcpy(gp, v, sizeof(float) * (size_t)L * 3);
@@ -10567,13 +10585,20 @@ static void cq__gather_rows_3d_neohookean_f64(void *ctx, int begin, int end)
         double *gp = t->gp ? t->gp + (long)r * L * 3 : NULL;
         unsigned char *dirty = t->s->row_dirty + r;
         const unsigned char bits = (unsigned char)((m ? t->bm : 0) | t->bv | (gp ? t->bp : 0));
+        /* the source rows of cells, in the gather's order, and their ranges of sorted slots */
+        int src_o[9][2], src_crow[9], src_kb[9], src_ke[9], ns = 0;
         int live = 0;   /* a particle reached the row */
-        for (o[0] = 0; o[0] < 3 && !live; ++o[0]) {
+        for (o[0] = 2; o[0] >= 0; --o[0]) {
             if (c[0] - o[0] < 0) continue;
-            for (o[1] = 0; o[1] < 3 && !live; ++o[1]) {
+            for (o[1] = 2; o[1] >= 0; --o[1]) {
                 if (c[1] - o[1] < 0) continue;
                 const int crow = scene0 + ((c[0] - o[0]) * prm->res[1] + (c[1] - o[1])) * L;
-                live = (crow > 0 ? cell_end[crow - 1] : 0) < cell_end[crow + L - 1];
+                for (int a = 0; a < 2; ++a) src_o[ns][a] = o[a];
+                src_crow[ns] = crow;
+                src_kb[ns] = crow > 0 ? cell_end[crow - 1] : 0;
+                src_ke[ns] = cell_end[crow + L - 1];
+                live |= src_ke[ns] > src_kb[ns];
+                ++ns;
             }
         }
         if (!live) {   /* zeros: written only where the buffer's row may hold something else */
@@ -10586,16 +10611,11 @@ static void cq__gather_rows_3d_neohookean_f64(void *ctx, int begin, int end)
         *dirty |= bits;
         if (m) memset(m, 0, sizeof(double) * (size_t)L);
         memset(v, 0, sizeof(double) * (size_t)L * 3);
-        for (o[0] = 2; o[0] >= 0; --o[0]) {
-            if (c[0] - o[0] < 0) continue;
-            for (o[1] = 2; o[1] >= 0; --o[1]) {
-                if (c[1] - o[1] < 0) continue;
-                const int crow = scene0 + ((c[0] - o[0]) * prm->res[1] + (c[1] - o[1])) * L;
-                const int kb = crow > 0 ? cell_end[crow - 1] : 0, ke = cell_end[crow + L - 1];
-                for (int k = kb; k < ke; ++k) {
-                    const int b = skey[k] - crow;
-                    cq__gather_row_3d_f64(pk + (long)k * CQ__PK(3), o, prm, m ? m + b : NULL, v + (long)b * 3);
-                }
+        for (int q = 0; q < ns; ++q) {
+            for (int a = 0; a < 2; ++a) o[a] = src_o[q][a];
+            for (int k = src_kb[q]; k < src_ke[q]; ++k) {
+                const int b = skey[k] - src_crow[q];
+                cq__gather_row_3d_f64(pk + (long)k * CQ__PK(3), o, prm, m ? m + b : NULL, v + (long)b * 3);
             }
         }
         if (gp) memcpy(gp, v, sizeof(double) * (size_t)L * 3);

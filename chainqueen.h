@@ -7913,7 +7913,7 @@ struct cq_sim {
     void *grid_p, *grid_vb, *grid_pb, *grid_mb;
     void *rotc;                       /* CPU 3D rotating materials: the backward's rotation per particle (cq__rot_cache_bytes) */
     void *pkb;                        /* CUDA: n * CQ__PK(dim), the G2P adjoint's packed particles (pk
-                                         keeps P2G's for the P2G adjoint); unused on the CPU */
+                                         keeps P2G's for the P2G adjoint); NULL on the CPU */
     int adj_n;                        /* particle count the adjoint buffers were sized for */
     int *wchk, *chk;                  /* non-finite status per step of a segment: work, host copy */
     int in_backward, has_grad;
@@ -12949,14 +12949,13 @@ static cq_result cq__adjoint_alloc(cq_sim *s)
     if (!s->adj[0].x) {   /* all or nothing: a partial set is never left behind */
         cq__state a0 = {0, 0, 0, 0}, a1 = {0, 0, 0, 0};
         void *b[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-        const size_t rb = cq__rot_cache_bytes(s);
-        const size_t bytes[12] = {n * ts, n * ts, n * ts, n * ts, n * (size_t)s->dd * ts,
+        const size_t bytes[12] = {n * ts, n * ts, n * ts, n * ts, n * (size_t)s->dd * ts,   /* 0: not on this backend */
                                   nodes * (size_t)s->dim * ts, nodes * (size_t)s->dim * ts, nodes * (size_t)s->dim * ts, nodes * ts,
-                                  (size_t)k * sizeof(int), s->backend == CQ_BACKEND_CUDA ? n * (size_t)CQ__PK(s->dim) * ts : ts,
-                                  rb ? rb : ts};
+                                  (size_t)k * sizeof(int), s->backend == CQ_BACKEND_CUDA ? n * (size_t)CQ__PK(s->dim) * ts : 0,
+                                  cq__rot_cache_bytes(s)};
         int *chk = (int *)cq__alloc(s, (size_t)k * sizeof(int));
         int ok = chk && cq__wstate_alloc(s, &a0, s->n) && cq__wstate_alloc(s, &a1, s->n);
-        for (int i = 0; i < 12 && ok; ++i) ok = (b[i] = cq__walloc(s, bytes[i])) != NULL;
+        for (int i = 0; i < 12 && ok; ++i) ok = !bytes[i] || (b[i] = cq__walloc(s, bytes[i])) != NULL;
         if (!ok) {
             cq__wstate_free(s, &a0); cq__wstate_free(s, &a1);
             for (int i = 0; i < 12; ++i) cq__wfree(s, b[i]);
@@ -12966,9 +12965,7 @@ static cq_result cq__adjoint_alloc(cq_sim *s)
         s->wchk = (int *)b[9]; s->chk = chk;
         s->adj[0] = a0; s->adj[1] = a1;
         s->g_mass = b[0]; s->g_vol = b[1]; s->g_E = b[2]; s->g_nu = b[3]; s->dact = b[4];
-        s->grid_p = b[5]; s->grid_vb = b[6]; s->grid_pb = b[7]; s->grid_mb = b[8]; s->pkb = b[10];
-        s->rotc = rb ? b[11] : NULL;
-        if (!rb) { cq__wfree(s, b[11]); }
+        s->grid_p = b[5]; s->grid_vb = b[6]; s->grid_pb = b[7]; s->grid_mb = b[8]; s->pkb = b[10]; s->rotc = b[11];
         for (long r = 0; r < s->nodes / s->desc.res[s->dim - 1]; ++r)   /* fresh memory: anything */
             s->row_dirty[r] |= CQ__ROW_P | CQ__ROW_VB | CQ__ROW_PB | CQ__ROW_MB;
         s->adj_n = s->n;

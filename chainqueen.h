@@ -216,6 +216,8 @@
      host: CPU backend ...... cpu_backend.j2      >>cpu_drivers >>cpu_sort_ >>cpu_gather_ (row by row)
                                                   >>cpu_grid_ >>cpu_substep_ >>cpu_substep_adj_
                                                   >>cpu_check_adjoint >>cpu_act_grad >>cpu_cables_
+     host: CPU lanes ........ cpu_lanes.j2        >>cpu_lanes >>g2p_lanes_ >>g2p_adj_lanes_ >>transfer_lanes_
+                                                  (G2P and the stencil adjoints on 16 floats / 8 doubles at once)
      host: CUDA backend ..... cuda_backend.j2     >>cuda_sort_ >>cuda_grid_ >>cuda_substep_
                                                   >>cuda_substep_adj_ >>cuda_act_grad
                                                   >>cuda_check_adjoint_ (launches: cq__cu_launch)
@@ -8509,6 +8511,987 @@ static int cq__cable_buffers(cq_sim *s)
     return 1;
 }
 
+/* ------------------------------------------------------------------ >>cpu_lanes
+   The CPU runs G2P, the G2P adjoint and the P2G adjoint's transfer half on CQ__LANES_{f32,f64}
+   particles at once: the one-particle kernel's per-node body (stencil.j2 macros, the same text)
+   inside a loop over the particles, innermost, which the compiler vectorizes (the grid reads
+   become gathers), every per-particle value an array over the lanes.  Each particle gets the
+   same operations in the same order as from the one-particle kernel, so the results are
+   bitwise the same without -ffast-math (the mock CUDA runs the one-particle kernels; test_lanes
+   and the CPU-vs-mock tests compare them).  The adjoints' per-particle start and end run lane
+   by lane with the one-particle kernel's text; G2P's are written out per statement over the
+   lanes (its start and end are a larger share of it).  Lanes are 64 bytes of values (one
+   AVX-512 register, two AVX2 ones): 16 floats or 8 doubles.  The one-particle kernels run the
+   remainder of a range, and a lane group with a particle outside the usable region (a failing
+   substep).  What gcc 12 needs to vectorize a lane loop: no pointer formed per lane (index the
+   arrays: g.v[idx * D + a], not vi = g.v + idx * D), no && or || (& and |), and no per-lane
+   gathers from the particle arrays in the same loop as arithmetic (they are copied into lane
+   arrays by a loop of their own first).  -fopt-info-vec-missed says which loop failed. */
+#define CQ__LANES_f32 16
+#define CQ__LANES_f64 8
+/* >>g2p_lanes_2d_f32: G2P (>>g2p_) of the particles ps[0 .. CQ__LANES_f32).  Returns -2, having
+   written nothing, when one of them is outside the usable region; else the lowest lane whose
+   particle failed (non-finite, or left the usable region: the one-particle kernel tells which),
+   or -1.  Every statement is a loop over the lanes, innermost, for the vectorizer. */
+static int cq__g2p_lanes_2d_f32(const int *ps, const cq__params_f32 *prm, cq__pview_f32 in,
+                                   cq__pview_f32 out, cq__gview_f32 g)
+{
+    int base[2][CQ__LANES_f32], bad[CQ__LANES_f32], inside = 1;
+    float w[2][3][CQ__LANES_f32], dp[2][3][CQ__LANES_f32], xp[2][CQ__LANES_f32], Fp[4][CQ__LANES_f32];
+    float nv[2][CQ__LANES_f32], nC[4][CQ__LANES_f32], nx[2][CQ__LANES_f32], nF[4][CQ__LANES_f32];
+    long goff[CQ__LANES_f32];
+    const float k4 = 4 * prm->inv_dx, dt = prm->dt;
+    for (int l = 0; l < CQ__LANES_f32; ++l) {   /* the particles' records into lane arrays */
+        const long p = ps[l];
+        for (int a = 0; a < 2; ++a) xp[a][l] = in.x[p * 2 + a];
+        for (int a = 0; a < 4; ++a) Fp[a][l] = in.F[p * 4 + a];
+        goff[l] = in.scene ? (long)in.scene[p] * prm->nodes : 0;
+    }
+    for (int a = 0; a < 2; ++a) {
+        const float top = (float)(prm->res[a] - 2);
+        for (int l = 0; l < CQ__LANES_f32; ++l) {   /* cq__in_domain_, cq__weights_ */
+            const float q = xp[a][l] * prm->inv_dx, r = q - (float)0.5;
+            inside &= (r >= 0) & (r < top);   /* & and |, not && and ||: no branches in a lane loop */
+            base[a][l] = (int)floorf(r);
+            const float f = q - (float)base[a][l];
+            const float d0 = (float)1.5 - f, d1 = f - 1, d2 = f - (float)0.5;
+            w[a][0][l] = (float)0.5 * d0 * d0;
+            w[a][1][l] = (float)0.75 - d1 * d1;
+            w[a][2][l] = (float)0.5 * d2 * d2;
+            for (int i = 0; i < 3; ++i) dp[a][i][l] = (float)i - f;
+            nv[a][l] = 0;
+        }
+    }
+    if (!inside) return -2;
+    for (int a = 0; a < 4; ++a)
+        for (int l = 0; l < CQ__LANES_f32; ++l) nC[a][l] = 0;
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    {
+    const int o[2] = {i, j};
+    for (int l = 0; l < CQ__LANES_f32; ++l) {
+        const float wt = w[0][i][l] * w[1][j][l];
+        const long idx = goff[l] + (long)(base[0][l] + i) * prm->res[1] + (base[1][l] + j);
+        float d[2];                  /* x_i - x_p, in cells */
+        CQ__UNROLL for (int a = 0; a < 2; ++a) d[a] = dp[a][o[a]][l];
+        CQ__UNROLL for (int a = 0; a < 2; ++a) {
+            const float wv = wt * g.v[idx * 2 + a];
+            nv[a][l] += wv;
+            CQ__UNROLL for (int b = 0; b < 2; ++b) nC[a * 2 + b][l] += wv * d[b];
+        }
+    }
+    }
+    /* the end of >>g2p_, per statement over the lanes */
+    for (int l = 0; l < CQ__LANES_f32; ++l) bad[l] = 0;
+    for (int a = 0; a < 4; ++a)
+        for (int l = 0; l < CQ__LANES_f32; ++l) nC[a][l] *= k4;
+    for (int a = 0; a < 2; ++a) {
+        const float top = (float)(prm->res[a] - 2);
+        for (int l = 0; l < CQ__LANES_f32; ++l) {
+            const float xn = xp[a][l] + dt * nv[a][l], r = xn * prm->inv_dx - (float)0.5;
+            nx[a][l] = xn;
+            bad[l] |= 1 - (cq__isfinite_f32(xn) & cq__isfinite_f32(nv[a][l]));
+            bad[l] |= !((r >= 0) & (r < top));   /* cq__in_domain_ of the new position */
+        }
+    }
+    for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 2; ++b)
+            for (int l = 0; l < CQ__LANES_f32; ++l) {
+                float f = Fp[a * 2 + b][l];   /* F <- (I + dt C) F, eq 10 */
+                for (int c = 0; c < 2; ++c) f += dt * nC[a * 2 + c][l] * Fp[c * 2 + b][l];
+                nF[a * 2 + b][l] = f;
+                bad[l] |= 1 - (cq__isfinite_f32(f) & cq__isfinite_f32(nC[a * 2 + b][l]));
+            }
+    for (int l = 0; l < CQ__LANES_f32; ++l) {   /* the lane arrays into the particles' records */
+        const long p = ps[l];
+        for (int a = 0; a < 2; ++a) { out.x[p * 2 + a] = nx[a][l]; out.v[p * 2 + a] = nv[a][l]; }
+        for (int a = 0; a < 4; ++a) { out.F[p * 4 + a] = nF[a][l]; out.C[p * 4 + a] = nC[a][l]; }
+    }
+    for (int l = 0; l < CQ__LANES_f32; ++l)
+        if (bad[l]) return l;
+    return -1;
+}
+
+/* >>g2p_adj_lanes_2d_f32: the G2P adjoint (>>g2p_adj_) of the particles ps[0 .. CQ__LANES_f32), whose
+   packed records are pk0[0 .. CQ__LANES_f32) (CQ__PK(2) values each).  The per-particle start and end run
+   lane by lane (the one-particle kernel's text), the stencil across the lanes. */
+static void cq__g2p_adj_lanes_2d_f32(const int *ps, const cq__params_f32 *prm, cq__pview_f32 s,
+                                        cq__gview_f32 g, cq__pview_f32 ao, cq__pview_f32 ai, float *pk0)
+{
+    int base[2][CQ__LANES_f32];
+    float fx[2][CQ__LANES_f32], w[2][3][CQ__LANES_f32], dw[2][3][CQ__LANES_f32], nC[4][CQ__LANES_f32], sv[2][CQ__LANES_f32];
+    float v_bar_t[2][CQ__LANES_f32], C_bar_t[4][CQ__LANES_f32], Bc[4][CQ__LANES_f32], x_bar[2][CQ__LANES_f32], Fp[4][CQ__LANES_f32];
+    long goff[CQ__LANES_f32];
+    const float k4 = 4 * prm->inv_dx, dt = prm->dt;
+    for (int l = 0; l < CQ__LANES_f32; ++l) {
+        const int p = ps[l];
+        int bq[2];
+        float xq[2], fq[2], wq[2][3], dq[2][3];
+        for (int a = 0; a < 2; ++a) xq[a] = s.x[(long)p * 2 + a];
+        for (int a = 0; a < 4; ++a) { Fp[a][l] = s.F[(long)p * 4 + a]; nC[a][l] = 0; }
+        cq__weights_2d_f32(xq, prm->inv_dx, bq, fq, wq);
+        cq__weight_grads_2d_f32(fq, prm->inv_dx, dq);
+        goff[l] = s.scene ? (long)s.scene[p] * prm->nodes : 0;
+        for (int a = 0; a < 2; ++a) {
+            base[a][l] = bq[a]; fx[a][l] = fq[a]; sv[a][l] = 0;
+            for (int i = 0; i < 3; ++i) { w[a][i][l] = wq[a][i]; dw[a][i][l] = dq[a][i]; }
+        }
+    /* x' = x + dt v'  ->  v_bar' += dt x_bar';   F' = (I + dt C') F  ->  C_bar' += dt F_bar' F^T */
+    for (int a = 0; a < 2; ++a) {
+        x_bar[a][l] = ao.x[(long)p * 2 + a];
+        v_bar_t[a][l] = ao.v[(long)p * 2 + a] + dt * x_bar[a][l];
+        for (int b = 0; b < 2; ++b) {
+            float acc = ao.C[(long)p * 4 + a * 2 + b];
+            for (int k = 0; k < 2; ++k) acc += dt * ao.F[(long)p * 4 + a * 2 + k] * Fp[b * 2 + k][l];
+            C_bar_t[a * 2 + b][l] = acc;
+        }
+    }
+    for (int a = 0; a < 4; ++a) Bc[a][l] = k4 * C_bar_t[a][l];   /* (C_bar_t is not needed after this) */
+    }
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    {
+    const int o[2] = {i, j};
+    for (int l = 0; l < CQ__LANES_f32; ++l) {
+        const float wt = w[0][i][l] * w[1][j][l];
+        const float gw[2] = {dw[0][i][l] * w[1][j][l], w[0][i][l] * dw[1][j][l]};
+        const long idx = goff[l] + (long)(base[0][l] + i) * prm->res[1] + (base[1][l] + j);
+        float d[2], sdot = 0;
+        for (int a = 0; a < 2; ++a) d[a] = (float)o[a] - fx[a][l];
+        for (int a = 0; a < 2; ++a) {
+            const float wv = wt * g.v[idx * 2 + a];
+            float u = v_bar_t[a][l];
+            for (int b = 0; b < 2; ++b) {
+                u += Bc[a * 2 + b][l] * d[b];
+                nC[a * 2 + b][l] += wv * d[b];
+            }
+            sv[a][l] += wv;
+            sdot += g.v[idx * 2 + a] * u;
+        }
+        for (int a = 0; a < 2; ++a) x_bar[a][l] += sdot * gw[a];   /* through the weights */
+    }
+    }
+    for (int l = 0; l < CQ__LANES_f32; ++l) {
+        const int p = ps[l];
+        float *pk = pk0 + (long)l * CQ__PK(2);
+    for (int a = 0; a < 4; ++a) nC[a][l] *= k4;
+    for (int a = 0; a < 2; ++a) {
+        float cv = 0;   /* (C_bar'^T sv)_a */
+        for (int b = 0; b < 2; ++b) cv += Bc[b * 2 + a][l] * sv[b][l];
+        x_bar[a][l] -= prm->inv_dx * cv;        /* d = x_i - x_p */
+    }
+    for (int a = 0; a < 2; ++a) {
+        ai.x[(long)p * 2 + a] = x_bar[a][l];
+        pk[1 + a] = fx[a][l];                   /* as P2G's particle half (in the usable region: same base) */
+        pk[1 + 2 + a] = v_bar_t[a][l];
+        for (int b = 0; b < 2; ++b) pk[1 + 2 * 2 + a * 2 + b] = prm->inv_dx * Bc[a * 2 + b][l];   /* (4/dx^2) C_bar' */
+    }
+    for (int a = 0; a < 2; ++a)       /* F_bar = (I + dt C')^T F_bar' */
+        for (int b = 0; b < 2; ++b) {
+            float acc = ao.F[(long)p * 4 + a * 2 + b];
+            for (int k = 0; k < 2; ++k) acc += dt * nC[k * 2 + a][l] * ao.F[(long)p * 4 + k * 2 + b];
+            ai.F[(long)p * 4 + a * 2 + b] = acc;
+        }
+    }
+}
+
+/* >>transfer_lanes_2d_f32: the transfer half of the P2G adjoint (cq__p2g_adj_transfer_) of the
+   particles ps[0 .. CQ__LANES_f32): G_in[l] their affine matrices, G_bar_out[l] their dL/dG. */
+static void cq__transfer_lanes_2d_f32(const int *ps, const cq__params_f32 *prm, cq__pview_f32 s,
+        float (*G_in)[4], const float *gp_bar, const float *gm_bar, cq__pview_f32 ai, cq__pview_f32 pg,
+        float (*G_bar_lanes)[4])
+{
+    int base[2][CQ__LANES_f32];
+    float fx[2][CQ__LANES_f32], w[2][3][CQ__LANES_f32], dw[2][3][CQ__LANES_f32], vp[2][CQ__LANES_f32], mv[2][CQ__LANES_f32], G[4][CQ__LANES_f32];
+    float G_bar[4][CQ__LANES_f32], x_bar[2][CQ__LANES_f32], sp[2][CQ__LANES_f32], m_bar[CQ__LANES_f32], mass[CQ__LANES_f32];
+    long goff[CQ__LANES_f32];
+    for (int l = 0; l < CQ__LANES_f32; ++l) {
+        const int p = ps[l];
+        int bq[2];
+        float xq[2], fq[2], wq[2][3], dq[2][3];
+        for (int a = 0; a < 2; ++a) { xq[a] = s.x[(long)p * 2 + a]; vp[a][l] = s.v[(long)p * 2 + a]; }
+        for (int a = 0; a < 4; ++a) { G[a][l] = G_in[l][a]; G_bar[a][l] = 0; }
+        cq__weights_2d_f32(xq, prm->inv_dx, bq, fq, wq);
+        cq__weight_grads_2d_f32(fq, prm->inv_dx, dq);
+        goff[l] = s.scene ? (long)s.scene[p] * prm->nodes : 0;
+        mass[l] = s.mass[p];
+        m_bar[l] = 0;
+        for (int a = 0; a < 2; ++a) {
+            base[a][l] = bq[a]; fx[a][l] = fq[a]; x_bar[a][l] = 0; sp[a][l] = 0;
+            mv[a][l] = mass[l] * vp[a][l];
+            for (int i = 0; i < 3; ++i) { w[a][i][l] = wq[a][i]; dw[a][i][l] = dq[a][i]; }
+        }
+    }
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    {
+    const int o[2] = {i, j};
+    for (int l = 0; l < CQ__LANES_f32; ++l) {
+        const float wt = w[0][i][l] * w[1][j][l];
+        const float gw[2] = {dw[0][i][l] * w[1][j][l], w[0][i][l] * dw[1][j][l]};
+        const long idx = goff[l] + (long)(base[0][l] + i) * prm->res[1] + (base[1][l] + j);
+        float dpos[2];
+        const float m_bar_i = gm_bar[idx];
+        float sdot = m_bar_i * mass[l];   /* d(contribution)/dw */
+        for (int a = 0; a < 2; ++a) dpos[a] = ((float)o[a] - fx[a][l]) * prm->dx;
+        for (int a = 0; a < 2; ++a) {
+            const float wp = wt * gp_bar[idx * 2 + a];
+            float mom = mv[a][l];
+            for (int b = 0; b < 2; ++b) {
+                mom += G[a * 2 + b][l] * dpos[b];
+                G_bar[a * 2 + b][l] += wp * dpos[b];
+            }
+            sdot += gp_bar[idx * 2 + a] * mom;
+            sp[a][l] += wp;
+            float gtp = 0;   /* (G^T dL/dp_i)_a */
+            for (int b = 0; b < 2; ++b) gtp += G[b * 2 + a][l] * gp_bar[idx * 2 + b];
+            x_bar[a][l] -= wt * gtp;                 /* dpos = x_i - x_p */
+        }
+        m_bar[l] += wt * m_bar_i;
+        for (int a = 0; a < 2; ++a) x_bar[a][l] += sdot * gw[a];
+    }
+    }
+    for (int l = 0; l < CQ__LANES_f32; ++l) {
+        const int p = ps[l];
+        float *G_bar_out = G_bar_lanes[l];
+    for (int a = 0; a < 2; ++a) m_bar[l] += sp[a][l] * vp[a][l];
+    for (int a = 0; a < 4; ++a) m_bar[l] += s.C[(long)p * 4 + a] * G_bar[a][l];   /* G = ... + m C */
+    for (int a = 0; a < 2; ++a) {
+        ai.x[(long)p * 2 + a] += x_bar[a][l];
+        ai.v[(long)p * 2 + a] = mass[l] * sp[a][l];
+    }
+    for (int a = 0; a < 4; ++a) {
+        ai.C[(long)p * 4 + a] = mass[l] * G_bar[a][l];
+        G_bar_out[a] = G_bar[a][l];
+    }
+    pg.mass[p] += m_bar[l];
+    }
+}
+
+/* >>g2p_lanes_2d_f64: G2P (>>g2p_) of the particles ps[0 .. CQ__LANES_f64).  Returns -2, having
+   written nothing, when one of them is outside the usable region; else the lowest lane whose
+   particle failed (non-finite, or left the usable region: the one-particle kernel tells which),
+   or -1.  Every statement is a loop over the lanes, innermost, for the vectorizer. */
+static int cq__g2p_lanes_2d_f64(const int *ps, const cq__params_f64 *prm, cq__pview_f64 in,
+                                   cq__pview_f64 out, cq__gview_f64 g)
+{
+    int base[2][CQ__LANES_f64], bad[CQ__LANES_f64], inside = 1;
+    double w[2][3][CQ__LANES_f64], dp[2][3][CQ__LANES_f64], xp[2][CQ__LANES_f64], Fp[4][CQ__LANES_f64];
+    double nv[2][CQ__LANES_f64], nC[4][CQ__LANES_f64], nx[2][CQ__LANES_f64], nF[4][CQ__LANES_f64];
+    long goff[CQ__LANES_f64];
+    const double k4 = 4 * prm->inv_dx, dt = prm->dt;
+    for (int l = 0; l < CQ__LANES_f64; ++l) {   /* the particles' records into lane arrays */
+        const long p = ps[l];
+        for (int a = 0; a < 2; ++a) xp[a][l] = in.x[p * 2 + a];
+        for (int a = 0; a < 4; ++a) Fp[a][l] = in.F[p * 4 + a];
+        goff[l] = in.scene ? (long)in.scene[p] * prm->nodes : 0;
+    }
+    for (int a = 0; a < 2; ++a) {
+        const double top = (double)(prm->res[a] - 2);
+        for (int l = 0; l < CQ__LANES_f64; ++l) {   /* cq__in_domain_, cq__weights_ */
+            const double q = xp[a][l] * prm->inv_dx, r = q - (double)0.5;
+            inside &= (r >= 0) & (r < top);   /* & and |, not && and ||: no branches in a lane loop */
+            base[a][l] = (int)floor(r);
+            const double f = q - (double)base[a][l];
+            const double d0 = (double)1.5 - f, d1 = f - 1, d2 = f - (double)0.5;
+            w[a][0][l] = (double)0.5 * d0 * d0;
+            w[a][1][l] = (double)0.75 - d1 * d1;
+            w[a][2][l] = (double)0.5 * d2 * d2;
+            for (int i = 0; i < 3; ++i) dp[a][i][l] = (double)i - f;
+            nv[a][l] = 0;
+        }
+    }
+    if (!inside) return -2;
+    for (int a = 0; a < 4; ++a)
+        for (int l = 0; l < CQ__LANES_f64; ++l) nC[a][l] = 0;
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    {
+    const int o[2] = {i, j};
+    for (int l = 0; l < CQ__LANES_f64; ++l) {
+        const double wt = w[0][i][l] * w[1][j][l];
+        const long idx = goff[l] + (long)(base[0][l] + i) * prm->res[1] + (base[1][l] + j);
+        double d[2];                  /* x_i - x_p, in cells */
+        CQ__UNROLL for (int a = 0; a < 2; ++a) d[a] = dp[a][o[a]][l];
+        CQ__UNROLL for (int a = 0; a < 2; ++a) {
+            const double wv = wt * g.v[idx * 2 + a];
+            nv[a][l] += wv;
+            CQ__UNROLL for (int b = 0; b < 2; ++b) nC[a * 2 + b][l] += wv * d[b];
+        }
+    }
+    }
+    /* the end of >>g2p_, per statement over the lanes */
+    for (int l = 0; l < CQ__LANES_f64; ++l) bad[l] = 0;
+    for (int a = 0; a < 4; ++a)
+        for (int l = 0; l < CQ__LANES_f64; ++l) nC[a][l] *= k4;
+    for (int a = 0; a < 2; ++a) {
+        const double top = (double)(prm->res[a] - 2);
+        for (int l = 0; l < CQ__LANES_f64; ++l) {
+            const double xn = xp[a][l] + dt * nv[a][l], r = xn * prm->inv_dx - (double)0.5;
+            nx[a][l] = xn;
+            bad[l] |= 1 - (cq__isfinite_f64(xn) & cq__isfinite_f64(nv[a][l]));
+            bad[l] |= !((r >= 0) & (r < top));   /* cq__in_domain_ of the new position */
+        }
+    }
+    for (int a = 0; a < 2; ++a)
+        for (int b = 0; b < 2; ++b)
+            for (int l = 0; l < CQ__LANES_f64; ++l) {
+                double f = Fp[a * 2 + b][l];   /* F <- (I + dt C) F, eq 10 */
+                for (int c = 0; c < 2; ++c) f += dt * nC[a * 2 + c][l] * Fp[c * 2 + b][l];
+                nF[a * 2 + b][l] = f;
+                bad[l] |= 1 - (cq__isfinite_f64(f) & cq__isfinite_f64(nC[a * 2 + b][l]));
+            }
+    for (int l = 0; l < CQ__LANES_f64; ++l) {   /* the lane arrays into the particles' records */
+        const long p = ps[l];
+        for (int a = 0; a < 2; ++a) { out.x[p * 2 + a] = nx[a][l]; out.v[p * 2 + a] = nv[a][l]; }
+        for (int a = 0; a < 4; ++a) { out.F[p * 4 + a] = nF[a][l]; out.C[p * 4 + a] = nC[a][l]; }
+    }
+    for (int l = 0; l < CQ__LANES_f64; ++l)
+        if (bad[l]) return l;
+    return -1;
+}
+
+/* >>g2p_adj_lanes_2d_f64: the G2P adjoint (>>g2p_adj_) of the particles ps[0 .. CQ__LANES_f64), whose
+   packed records are pk0[0 .. CQ__LANES_f64) (CQ__PK(2) values each).  The per-particle start and end run
+   lane by lane (the one-particle kernel's text), the stencil across the lanes. */
+static void cq__g2p_adj_lanes_2d_f64(const int *ps, const cq__params_f64 *prm, cq__pview_f64 s,
+                                        cq__gview_f64 g, cq__pview_f64 ao, cq__pview_f64 ai, double *pk0)
+{
+    int base[2][CQ__LANES_f64];
+    double fx[2][CQ__LANES_f64], w[2][3][CQ__LANES_f64], dw[2][3][CQ__LANES_f64], nC[4][CQ__LANES_f64], sv[2][CQ__LANES_f64];
+    double v_bar_t[2][CQ__LANES_f64], C_bar_t[4][CQ__LANES_f64], Bc[4][CQ__LANES_f64], x_bar[2][CQ__LANES_f64], Fp[4][CQ__LANES_f64];
+    long goff[CQ__LANES_f64];
+    const double k4 = 4 * prm->inv_dx, dt = prm->dt;
+    for (int l = 0; l < CQ__LANES_f64; ++l) {
+        const int p = ps[l];
+        int bq[2];
+        double xq[2], fq[2], wq[2][3], dq[2][3];
+        for (int a = 0; a < 2; ++a) xq[a] = s.x[(long)p * 2 + a];
+        for (int a = 0; a < 4; ++a) { Fp[a][l] = s.F[(long)p * 4 + a]; nC[a][l] = 0; }
+        cq__weights_2d_f64(xq, prm->inv_dx, bq, fq, wq);
+        cq__weight_grads_2d_f64(fq, prm->inv_dx, dq);
+        goff[l] = s.scene ? (long)s.scene[p] * prm->nodes : 0;
+        for (int a = 0; a < 2; ++a) {
+            base[a][l] = bq[a]; fx[a][l] = fq[a]; sv[a][l] = 0;
+            for (int i = 0; i < 3; ++i) { w[a][i][l] = wq[a][i]; dw[a][i][l] = dq[a][i]; }
+        }
+    /* x' = x + dt v'  ->  v_bar' += dt x_bar';   F' = (I + dt C') F  ->  C_bar' += dt F_bar' F^T */
+    for (int a = 0; a < 2; ++a) {
+        x_bar[a][l] = ao.x[(long)p * 2 + a];
+        v_bar_t[a][l] = ao.v[(long)p * 2 + a] + dt * x_bar[a][l];
+        for (int b = 0; b < 2; ++b) {
+            double acc = ao.C[(long)p * 4 + a * 2 + b];
+            for (int k = 0; k < 2; ++k) acc += dt * ao.F[(long)p * 4 + a * 2 + k] * Fp[b * 2 + k][l];
+            C_bar_t[a * 2 + b][l] = acc;
+        }
+    }
+    for (int a = 0; a < 4; ++a) Bc[a][l] = k4 * C_bar_t[a][l];   /* (C_bar_t is not needed after this) */
+    }
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    {
+    const int o[2] = {i, j};
+    for (int l = 0; l < CQ__LANES_f64; ++l) {
+        const double wt = w[0][i][l] * w[1][j][l];
+        const double gw[2] = {dw[0][i][l] * w[1][j][l], w[0][i][l] * dw[1][j][l]};
+        const long idx = goff[l] + (long)(base[0][l] + i) * prm->res[1] + (base[1][l] + j);
+        double d[2], sdot = 0;
+        for (int a = 0; a < 2; ++a) d[a] = (double)o[a] - fx[a][l];
+        for (int a = 0; a < 2; ++a) {
+            const double wv = wt * g.v[idx * 2 + a];
+            double u = v_bar_t[a][l];
+            for (int b = 0; b < 2; ++b) {
+                u += Bc[a * 2 + b][l] * d[b];
+                nC[a * 2 + b][l] += wv * d[b];
+            }
+            sv[a][l] += wv;
+            sdot += g.v[idx * 2 + a] * u;
+        }
+        for (int a = 0; a < 2; ++a) x_bar[a][l] += sdot * gw[a];   /* through the weights */
+    }
+    }
+    for (int l = 0; l < CQ__LANES_f64; ++l) {
+        const int p = ps[l];
+        double *pk = pk0 + (long)l * CQ__PK(2);
+    for (int a = 0; a < 4; ++a) nC[a][l] *= k4;
+    for (int a = 0; a < 2; ++a) {
+        double cv = 0;   /* (C_bar'^T sv)_a */
+        for (int b = 0; b < 2; ++b) cv += Bc[b * 2 + a][l] * sv[b][l];
+        x_bar[a][l] -= prm->inv_dx * cv;        /* d = x_i - x_p */
+    }
+    for (int a = 0; a < 2; ++a) {
+        ai.x[(long)p * 2 + a] = x_bar[a][l];
+        pk[1 + a] = fx[a][l];                   /* as P2G's particle half (in the usable region: same base) */
+        pk[1 + 2 + a] = v_bar_t[a][l];
+        for (int b = 0; b < 2; ++b) pk[1 + 2 * 2 + a * 2 + b] = prm->inv_dx * Bc[a * 2 + b][l];   /* (4/dx^2) C_bar' */
+    }
+    for (int a = 0; a < 2; ++a)       /* F_bar = (I + dt C')^T F_bar' */
+        for (int b = 0; b < 2; ++b) {
+            double acc = ao.F[(long)p * 4 + a * 2 + b];
+            for (int k = 0; k < 2; ++k) acc += dt * nC[k * 2 + a][l] * ao.F[(long)p * 4 + k * 2 + b];
+            ai.F[(long)p * 4 + a * 2 + b] = acc;
+        }
+    }
+}
+
+/* >>transfer_lanes_2d_f64: the transfer half of the P2G adjoint (cq__p2g_adj_transfer_) of the
+   particles ps[0 .. CQ__LANES_f64): G_in[l] their affine matrices, G_bar_out[l] their dL/dG. */
+static void cq__transfer_lanes_2d_f64(const int *ps, const cq__params_f64 *prm, cq__pview_f64 s,
+        double (*G_in)[4], const double *gp_bar, const double *gm_bar, cq__pview_f64 ai, cq__pview_f64 pg,
+        double (*G_bar_lanes)[4])
+{
+    int base[2][CQ__LANES_f64];
+    double fx[2][CQ__LANES_f64], w[2][3][CQ__LANES_f64], dw[2][3][CQ__LANES_f64], vp[2][CQ__LANES_f64], mv[2][CQ__LANES_f64], G[4][CQ__LANES_f64];
+    double G_bar[4][CQ__LANES_f64], x_bar[2][CQ__LANES_f64], sp[2][CQ__LANES_f64], m_bar[CQ__LANES_f64], mass[CQ__LANES_f64];
+    long goff[CQ__LANES_f64];
+    for (int l = 0; l < CQ__LANES_f64; ++l) {
+        const int p = ps[l];
+        int bq[2];
+        double xq[2], fq[2], wq[2][3], dq[2][3];
+        for (int a = 0; a < 2; ++a) { xq[a] = s.x[(long)p * 2 + a]; vp[a][l] = s.v[(long)p * 2 + a]; }
+        for (int a = 0; a < 4; ++a) { G[a][l] = G_in[l][a]; G_bar[a][l] = 0; }
+        cq__weights_2d_f64(xq, prm->inv_dx, bq, fq, wq);
+        cq__weight_grads_2d_f64(fq, prm->inv_dx, dq);
+        goff[l] = s.scene ? (long)s.scene[p] * prm->nodes : 0;
+        mass[l] = s.mass[p];
+        m_bar[l] = 0;
+        for (int a = 0; a < 2; ++a) {
+            base[a][l] = bq[a]; fx[a][l] = fq[a]; x_bar[a][l] = 0; sp[a][l] = 0;
+            mv[a][l] = mass[l] * vp[a][l];
+            for (int i = 0; i < 3; ++i) { w[a][i][l] = wq[a][i]; dw[a][i][l] = dq[a][i]; }
+        }
+    }
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    {
+    const int o[2] = {i, j};
+    for (int l = 0; l < CQ__LANES_f64; ++l) {
+        const double wt = w[0][i][l] * w[1][j][l];
+        const double gw[2] = {dw[0][i][l] * w[1][j][l], w[0][i][l] * dw[1][j][l]};
+        const long idx = goff[l] + (long)(base[0][l] + i) * prm->res[1] + (base[1][l] + j);
+        double dpos[2];
+        const double m_bar_i = gm_bar[idx];
+        double sdot = m_bar_i * mass[l];   /* d(contribution)/dw */
+        for (int a = 0; a < 2; ++a) dpos[a] = ((double)o[a] - fx[a][l]) * prm->dx;
+        for (int a = 0; a < 2; ++a) {
+            const double wp = wt * gp_bar[idx * 2 + a];
+            double mom = mv[a][l];
+            for (int b = 0; b < 2; ++b) {
+                mom += G[a * 2 + b][l] * dpos[b];
+                G_bar[a * 2 + b][l] += wp * dpos[b];
+            }
+            sdot += gp_bar[idx * 2 + a] * mom;
+            sp[a][l] += wp;
+            double gtp = 0;   /* (G^T dL/dp_i)_a */
+            for (int b = 0; b < 2; ++b) gtp += G[b * 2 + a][l] * gp_bar[idx * 2 + b];
+            x_bar[a][l] -= wt * gtp;                 /* dpos = x_i - x_p */
+        }
+        m_bar[l] += wt * m_bar_i;
+        for (int a = 0; a < 2; ++a) x_bar[a][l] += sdot * gw[a];
+    }
+    }
+    for (int l = 0; l < CQ__LANES_f64; ++l) {
+        const int p = ps[l];
+        double *G_bar_out = G_bar_lanes[l];
+    for (int a = 0; a < 2; ++a) m_bar[l] += sp[a][l] * vp[a][l];
+    for (int a = 0; a < 4; ++a) m_bar[l] += s.C[(long)p * 4 + a] * G_bar[a][l];   /* G = ... + m C */
+    for (int a = 0; a < 2; ++a) {
+        ai.x[(long)p * 2 + a] += x_bar[a][l];
+        ai.v[(long)p * 2 + a] = mass[l] * sp[a][l];
+    }
+    for (int a = 0; a < 4; ++a) {
+        ai.C[(long)p * 4 + a] = mass[l] * G_bar[a][l];
+        G_bar_out[a] = G_bar[a][l];
+    }
+    pg.mass[p] += m_bar[l];
+    }
+}
+
+/* >>g2p_lanes_3d_f32: G2P (>>g2p_) of the particles ps[0 .. CQ__LANES_f32).  Returns -2, having
+   written nothing, when one of them is outside the usable region; else the lowest lane whose
+   particle failed (non-finite, or left the usable region: the one-particle kernel tells which),
+   or -1.  Every statement is a loop over the lanes, innermost, for the vectorizer. */
+static int cq__g2p_lanes_3d_f32(const int *ps, const cq__params_f32 *prm, cq__pview_f32 in,
+                                   cq__pview_f32 out, cq__gview_f32 g)
+{
+    int base[3][CQ__LANES_f32], bad[CQ__LANES_f32], inside = 1;
+    float w[3][3][CQ__LANES_f32], dp[3][3][CQ__LANES_f32], xp[3][CQ__LANES_f32], Fp[9][CQ__LANES_f32];
+    float nv[3][CQ__LANES_f32], nC[9][CQ__LANES_f32], nx[3][CQ__LANES_f32], nF[9][CQ__LANES_f32];
+    long goff[CQ__LANES_f32];
+    const float k4 = 4 * prm->inv_dx, dt = prm->dt;
+    for (int l = 0; l < CQ__LANES_f32; ++l) {   /* the particles' records into lane arrays */
+        const long p = ps[l];
+        for (int a = 0; a < 3; ++a) xp[a][l] = in.x[p * 3 + a];
+        for (int a = 0; a < 9; ++a) Fp[a][l] = in.F[p * 9 + a];
+        goff[l] = in.scene ? (long)in.scene[p] * prm->nodes : 0;
+    }
+    for (int a = 0; a < 3; ++a) {
+        const float top = (float)(prm->res[a] - 2);
+        for (int l = 0; l < CQ__LANES_f32; ++l) {   /* cq__in_domain_, cq__weights_ */
+            const float q = xp[a][l] * prm->inv_dx, r = q - (float)0.5;
+            inside &= (r >= 0) & (r < top);   /* & and |, not && and ||: no branches in a lane loop */
+            base[a][l] = (int)floorf(r);
+            const float f = q - (float)base[a][l];
+            const float d0 = (float)1.5 - f, d1 = f - 1, d2 = f - (float)0.5;
+            w[a][0][l] = (float)0.5 * d0 * d0;
+            w[a][1][l] = (float)0.75 - d1 * d1;
+            w[a][2][l] = (float)0.5 * d2 * d2;
+            for (int i = 0; i < 3; ++i) dp[a][i][l] = (float)i - f;
+            nv[a][l] = 0;
+        }
+    }
+    if (!inside) return -2;
+    for (int a = 0; a < 9; ++a)
+        for (int l = 0; l < CQ__LANES_f32; ++l) nC[a][l] = 0;
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int k = 0; k < 3; ++k)
+    {
+    const int o[3] = {i, j, k};
+    for (int l = 0; l < CQ__LANES_f32; ++l) {
+        const float wt = w[0][i][l] * w[1][j][l] * w[2][k][l];
+        const long idx = goff[l] + ((long)(base[0][l] + i) * prm->res[1] + (base[1][l] + j)) * prm->res[2] + (base[2][l] + k);
+        float d[3];                  /* x_i - x_p, in cells */
+        CQ__UNROLL for (int a = 0; a < 3; ++a) d[a] = dp[a][o[a]][l];
+        CQ__UNROLL for (int a = 0; a < 3; ++a) {
+            const float wv = wt * g.v[idx * 3 + a];
+            nv[a][l] += wv;
+            CQ__UNROLL for (int b = 0; b < 3; ++b) nC[a * 3 + b][l] += wv * d[b];
+        }
+    }
+    }
+    /* the end of >>g2p_, per statement over the lanes */
+    for (int l = 0; l < CQ__LANES_f32; ++l) bad[l] = 0;
+    for (int a = 0; a < 9; ++a)
+        for (int l = 0; l < CQ__LANES_f32; ++l) nC[a][l] *= k4;
+    for (int a = 0; a < 3; ++a) {
+        const float top = (float)(prm->res[a] - 2);
+        for (int l = 0; l < CQ__LANES_f32; ++l) {
+            const float xn = xp[a][l] + dt * nv[a][l], r = xn * prm->inv_dx - (float)0.5;
+            nx[a][l] = xn;
+            bad[l] |= 1 - (cq__isfinite_f32(xn) & cq__isfinite_f32(nv[a][l]));
+            bad[l] |= !((r >= 0) & (r < top));   /* cq__in_domain_ of the new position */
+        }
+    }
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b)
+            for (int l = 0; l < CQ__LANES_f32; ++l) {
+                float f = Fp[a * 3 + b][l];   /* F <- (I + dt C) F, eq 10 */
+                for (int c = 0; c < 3; ++c) f += dt * nC[a * 3 + c][l] * Fp[c * 3 + b][l];
+                nF[a * 3 + b][l] = f;
+                bad[l] |= 1 - (cq__isfinite_f32(f) & cq__isfinite_f32(nC[a * 3 + b][l]));
+            }
+    for (int l = 0; l < CQ__LANES_f32; ++l) {   /* the lane arrays into the particles' records */
+        const long p = ps[l];
+        for (int a = 0; a < 3; ++a) { out.x[p * 3 + a] = nx[a][l]; out.v[p * 3 + a] = nv[a][l]; }
+        for (int a = 0; a < 9; ++a) { out.F[p * 9 + a] = nF[a][l]; out.C[p * 9 + a] = nC[a][l]; }
+    }
+    for (int l = 0; l < CQ__LANES_f32; ++l)
+        if (bad[l]) return l;
+    return -1;
+}
+
+/* >>g2p_adj_lanes_3d_f32: the G2P adjoint (>>g2p_adj_) of the particles ps[0 .. CQ__LANES_f32), whose
+   packed records are pk0[0 .. CQ__LANES_f32) (CQ__PK(3) values each).  The per-particle start and end run
+   lane by lane (the one-particle kernel's text), the stencil across the lanes. */
+static void cq__g2p_adj_lanes_3d_f32(const int *ps, const cq__params_f32 *prm, cq__pview_f32 s,
+                                        cq__gview_f32 g, cq__pview_f32 ao, cq__pview_f32 ai, float *pk0)
+{
+    int base[3][CQ__LANES_f32];
+    float fx[3][CQ__LANES_f32], w[3][3][CQ__LANES_f32], dw[3][3][CQ__LANES_f32], nC[9][CQ__LANES_f32], sv[3][CQ__LANES_f32];
+    float v_bar_t[3][CQ__LANES_f32], C_bar_t[9][CQ__LANES_f32], Bc[9][CQ__LANES_f32], x_bar[3][CQ__LANES_f32], Fp[9][CQ__LANES_f32];
+    long goff[CQ__LANES_f32];
+    const float k4 = 4 * prm->inv_dx, dt = prm->dt;
+    for (int l = 0; l < CQ__LANES_f32; ++l) {
+        const int p = ps[l];
+        int bq[3];
+        float xq[3], fq[3], wq[3][3], dq[3][3];
+        for (int a = 0; a < 3; ++a) xq[a] = s.x[(long)p * 3 + a];
+        for (int a = 0; a < 9; ++a) { Fp[a][l] = s.F[(long)p * 9 + a]; nC[a][l] = 0; }
+        cq__weights_3d_f32(xq, prm->inv_dx, bq, fq, wq);
+        cq__weight_grads_3d_f32(fq, prm->inv_dx, dq);
+        goff[l] = s.scene ? (long)s.scene[p] * prm->nodes : 0;
+        for (int a = 0; a < 3; ++a) {
+            base[a][l] = bq[a]; fx[a][l] = fq[a]; sv[a][l] = 0;
+            for (int i = 0; i < 3; ++i) { w[a][i][l] = wq[a][i]; dw[a][i][l] = dq[a][i]; }
+        }
+    /* x' = x + dt v'  ->  v_bar' += dt x_bar';   F' = (I + dt C') F  ->  C_bar' += dt F_bar' F^T */
+    for (int a = 0; a < 3; ++a) {
+        x_bar[a][l] = ao.x[(long)p * 3 + a];
+        v_bar_t[a][l] = ao.v[(long)p * 3 + a] + dt * x_bar[a][l];
+        for (int b = 0; b < 3; ++b) {
+            float acc = ao.C[(long)p * 9 + a * 3 + b];
+            for (int k = 0; k < 3; ++k) acc += dt * ao.F[(long)p * 9 + a * 3 + k] * Fp[b * 3 + k][l];
+            C_bar_t[a * 3 + b][l] = acc;
+        }
+    }
+    for (int a = 0; a < 9; ++a) Bc[a][l] = k4 * C_bar_t[a][l];   /* (C_bar_t is not needed after this) */
+    }
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int k = 0; k < 3; ++k)
+    {
+    const int o[3] = {i, j, k};
+    for (int l = 0; l < CQ__LANES_f32; ++l) {
+        const float wt = w[0][i][l] * w[1][j][l] * w[2][k][l];
+        const float gw[3] = {dw[0][i][l] * w[1][j][l] * w[2][k][l], w[0][i][l] * dw[1][j][l] * w[2][k][l], w[0][i][l] * w[1][j][l] * dw[2][k][l]};
+        const long idx = goff[l] + ((long)(base[0][l] + i) * prm->res[1] + (base[1][l] + j)) * prm->res[2] + (base[2][l] + k);
+        float d[3], sdot = 0;
+        for (int a = 0; a < 3; ++a) d[a] = (float)o[a] - fx[a][l];
+        for (int a = 0; a < 3; ++a) {
+            const float wv = wt * g.v[idx * 3 + a];
+            float u = v_bar_t[a][l];
+            for (int b = 0; b < 3; ++b) {
+                u += Bc[a * 3 + b][l] * d[b];
+                nC[a * 3 + b][l] += wv * d[b];
+            }
+            sv[a][l] += wv;
+            sdot += g.v[idx * 3 + a] * u;
+        }
+        for (int a = 0; a < 3; ++a) x_bar[a][l] += sdot * gw[a];   /* through the weights */
+    }
+    }
+    for (int l = 0; l < CQ__LANES_f32; ++l) {
+        const int p = ps[l];
+        float *pk = pk0 + (long)l * CQ__PK(3);
+    for (int a = 0; a < 9; ++a) nC[a][l] *= k4;
+    for (int a = 0; a < 3; ++a) {
+        float cv = 0;   /* (C_bar'^T sv)_a */
+        for (int b = 0; b < 3; ++b) cv += Bc[b * 3 + a][l] * sv[b][l];
+        x_bar[a][l] -= prm->inv_dx * cv;        /* d = x_i - x_p */
+    }
+    for (int a = 0; a < 3; ++a) {
+        ai.x[(long)p * 3 + a] = x_bar[a][l];
+        pk[1 + a] = fx[a][l];                   /* as P2G's particle half (in the usable region: same base) */
+        pk[1 + 3 + a] = v_bar_t[a][l];
+        for (int b = 0; b < 3; ++b) pk[1 + 2 * 3 + a * 3 + b] = prm->inv_dx * Bc[a * 3 + b][l];   /* (4/dx^2) C_bar' */
+    }
+    for (int a = 0; a < 3; ++a)       /* F_bar = (I + dt C')^T F_bar' */
+        for (int b = 0; b < 3; ++b) {
+            float acc = ao.F[(long)p * 9 + a * 3 + b];
+            for (int k = 0; k < 3; ++k) acc += dt * nC[k * 3 + a][l] * ao.F[(long)p * 9 + k * 3 + b];
+            ai.F[(long)p * 9 + a * 3 + b] = acc;
+        }
+    }
+}
+
+/* >>transfer_lanes_3d_f32: the transfer half of the P2G adjoint (cq__p2g_adj_transfer_) of the
+   particles ps[0 .. CQ__LANES_f32): G_in[l] their affine matrices, G_bar_out[l] their dL/dG. */
+static void cq__transfer_lanes_3d_f32(const int *ps, const cq__params_f32 *prm, cq__pview_f32 s,
+        float (*G_in)[9], const float *gp_bar, const float *gm_bar, cq__pview_f32 ai, cq__pview_f32 pg,
+        float (*G_bar_lanes)[9])
+{
+    int base[3][CQ__LANES_f32];
+    float fx[3][CQ__LANES_f32], w[3][3][CQ__LANES_f32], dw[3][3][CQ__LANES_f32], vp[3][CQ__LANES_f32], mv[3][CQ__LANES_f32], G[9][CQ__LANES_f32];
+    float G_bar[9][CQ__LANES_f32], x_bar[3][CQ__LANES_f32], sp[3][CQ__LANES_f32], m_bar[CQ__LANES_f32], mass[CQ__LANES_f32];
+    long goff[CQ__LANES_f32];
+    for (int l = 0; l < CQ__LANES_f32; ++l) {
+        const int p = ps[l];
+        int bq[3];
+        float xq[3], fq[3], wq[3][3], dq[3][3];
+        for (int a = 0; a < 3; ++a) { xq[a] = s.x[(long)p * 3 + a]; vp[a][l] = s.v[(long)p * 3 + a]; }
+        for (int a = 0; a < 9; ++a) { G[a][l] = G_in[l][a]; G_bar[a][l] = 0; }
+        cq__weights_3d_f32(xq, prm->inv_dx, bq, fq, wq);
+        cq__weight_grads_3d_f32(fq, prm->inv_dx, dq);
+        goff[l] = s.scene ? (long)s.scene[p] * prm->nodes : 0;
+        mass[l] = s.mass[p];
+        m_bar[l] = 0;
+        for (int a = 0; a < 3; ++a) {
+            base[a][l] = bq[a]; fx[a][l] = fq[a]; x_bar[a][l] = 0; sp[a][l] = 0;
+            mv[a][l] = mass[l] * vp[a][l];
+            for (int i = 0; i < 3; ++i) { w[a][i][l] = wq[a][i]; dw[a][i][l] = dq[a][i]; }
+        }
+    }
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int k = 0; k < 3; ++k)
+    {
+    const int o[3] = {i, j, k};
+    for (int l = 0; l < CQ__LANES_f32; ++l) {
+        const float wt = w[0][i][l] * w[1][j][l] * w[2][k][l];
+        const float gw[3] = {dw[0][i][l] * w[1][j][l] * w[2][k][l], w[0][i][l] * dw[1][j][l] * w[2][k][l], w[0][i][l] * w[1][j][l] * dw[2][k][l]};
+        const long idx = goff[l] + ((long)(base[0][l] + i) * prm->res[1] + (base[1][l] + j)) * prm->res[2] + (base[2][l] + k);
+        float dpos[3];
+        const float m_bar_i = gm_bar[idx];
+        float sdot = m_bar_i * mass[l];   /* d(contribution)/dw */
+        for (int a = 0; a < 3; ++a) dpos[a] = ((float)o[a] - fx[a][l]) * prm->dx;
+        for (int a = 0; a < 3; ++a) {
+            const float wp = wt * gp_bar[idx * 3 + a];
+            float mom = mv[a][l];
+            for (int b = 0; b < 3; ++b) {
+                mom += G[a * 3 + b][l] * dpos[b];
+                G_bar[a * 3 + b][l] += wp * dpos[b];
+            }
+            sdot += gp_bar[idx * 3 + a] * mom;
+            sp[a][l] += wp;
+            float gtp = 0;   /* (G^T dL/dp_i)_a */
+            for (int b = 0; b < 3; ++b) gtp += G[b * 3 + a][l] * gp_bar[idx * 3 + b];
+            x_bar[a][l] -= wt * gtp;                 /* dpos = x_i - x_p */
+        }
+        m_bar[l] += wt * m_bar_i;
+        for (int a = 0; a < 3; ++a) x_bar[a][l] += sdot * gw[a];
+    }
+    }
+    for (int l = 0; l < CQ__LANES_f32; ++l) {
+        const int p = ps[l];
+        float *G_bar_out = G_bar_lanes[l];
+    for (int a = 0; a < 3; ++a) m_bar[l] += sp[a][l] * vp[a][l];
+    for (int a = 0; a < 9; ++a) m_bar[l] += s.C[(long)p * 9 + a] * G_bar[a][l];   /* G = ... + m C */
+    for (int a = 0; a < 3; ++a) {
+        ai.x[(long)p * 3 + a] += x_bar[a][l];
+        ai.v[(long)p * 3 + a] = mass[l] * sp[a][l];
+    }
+    for (int a = 0; a < 9; ++a) {
+        ai.C[(long)p * 9 + a] = mass[l] * G_bar[a][l];
+        G_bar_out[a] = G_bar[a][l];
+    }
+    pg.mass[p] += m_bar[l];
+    }
+}
+
+/* >>g2p_lanes_3d_f64: G2P (>>g2p_) of the particles ps[0 .. CQ__LANES_f64).  Returns -2, having
+   written nothing, when one of them is outside the usable region; else the lowest lane whose
+   particle failed (non-finite, or left the usable region: the one-particle kernel tells which),
+   or -1.  Every statement is a loop over the lanes, innermost, for the vectorizer. */
+static int cq__g2p_lanes_3d_f64(const int *ps, const cq__params_f64 *prm, cq__pview_f64 in,
+                                   cq__pview_f64 out, cq__gview_f64 g)
+{
+    int base[3][CQ__LANES_f64], bad[CQ__LANES_f64], inside = 1;
+    double w[3][3][CQ__LANES_f64], dp[3][3][CQ__LANES_f64], xp[3][CQ__LANES_f64], Fp[9][CQ__LANES_f64];
+    double nv[3][CQ__LANES_f64], nC[9][CQ__LANES_f64], nx[3][CQ__LANES_f64], nF[9][CQ__LANES_f64];
+    long goff[CQ__LANES_f64];
+    const double k4 = 4 * prm->inv_dx, dt = prm->dt;
+    for (int l = 0; l < CQ__LANES_f64; ++l) {   /* the particles' records into lane arrays */
+        const long p = ps[l];
+        for (int a = 0; a < 3; ++a) xp[a][l] = in.x[p * 3 + a];
+        for (int a = 0; a < 9; ++a) Fp[a][l] = in.F[p * 9 + a];
+        goff[l] = in.scene ? (long)in.scene[p] * prm->nodes : 0;
+    }
+    for (int a = 0; a < 3; ++a) {
+        const double top = (double)(prm->res[a] - 2);
+        for (int l = 0; l < CQ__LANES_f64; ++l) {   /* cq__in_domain_, cq__weights_ */
+            const double q = xp[a][l] * prm->inv_dx, r = q - (double)0.5;
+            inside &= (r >= 0) & (r < top);   /* & and |, not && and ||: no branches in a lane loop */
+            base[a][l] = (int)floor(r);
+            const double f = q - (double)base[a][l];
+            const double d0 = (double)1.5 - f, d1 = f - 1, d2 = f - (double)0.5;
+            w[a][0][l] = (double)0.5 * d0 * d0;
+            w[a][1][l] = (double)0.75 - d1 * d1;
+            w[a][2][l] = (double)0.5 * d2 * d2;
+            for (int i = 0; i < 3; ++i) dp[a][i][l] = (double)i - f;
+            nv[a][l] = 0;
+        }
+    }
+    if (!inside) return -2;
+    for (int a = 0; a < 9; ++a)
+        for (int l = 0; l < CQ__LANES_f64; ++l) nC[a][l] = 0;
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int k = 0; k < 3; ++k)
+    {
+    const int o[3] = {i, j, k};
+    for (int l = 0; l < CQ__LANES_f64; ++l) {
+        const double wt = w[0][i][l] * w[1][j][l] * w[2][k][l];
+        const long idx = goff[l] + ((long)(base[0][l] + i) * prm->res[1] + (base[1][l] + j)) * prm->res[2] + (base[2][l] + k);
+        double d[3];                  /* x_i - x_p, in cells */
+        CQ__UNROLL for (int a = 0; a < 3; ++a) d[a] = dp[a][o[a]][l];
+        CQ__UNROLL for (int a = 0; a < 3; ++a) {
+            const double wv = wt * g.v[idx * 3 + a];
+            nv[a][l] += wv;
+            CQ__UNROLL for (int b = 0; b < 3; ++b) nC[a * 3 + b][l] += wv * d[b];
+        }
+    }
+    }
+    /* the end of >>g2p_, per statement over the lanes */
+    for (int l = 0; l < CQ__LANES_f64; ++l) bad[l] = 0;
+    for (int a = 0; a < 9; ++a)
+        for (int l = 0; l < CQ__LANES_f64; ++l) nC[a][l] *= k4;
+    for (int a = 0; a < 3; ++a) {
+        const double top = (double)(prm->res[a] - 2);
+        for (int l = 0; l < CQ__LANES_f64; ++l) {
+            const double xn = xp[a][l] + dt * nv[a][l], r = xn * prm->inv_dx - (double)0.5;
+            nx[a][l] = xn;
+            bad[l] |= 1 - (cq__isfinite_f64(xn) & cq__isfinite_f64(nv[a][l]));
+            bad[l] |= !((r >= 0) & (r < top));   /* cq__in_domain_ of the new position */
+        }
+    }
+    for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b)
+            for (int l = 0; l < CQ__LANES_f64; ++l) {
+                double f = Fp[a * 3 + b][l];   /* F <- (I + dt C) F, eq 10 */
+                for (int c = 0; c < 3; ++c) f += dt * nC[a * 3 + c][l] * Fp[c * 3 + b][l];
+                nF[a * 3 + b][l] = f;
+                bad[l] |= 1 - (cq__isfinite_f64(f) & cq__isfinite_f64(nC[a * 3 + b][l]));
+            }
+    for (int l = 0; l < CQ__LANES_f64; ++l) {   /* the lane arrays into the particles' records */
+        const long p = ps[l];
+        for (int a = 0; a < 3; ++a) { out.x[p * 3 + a] = nx[a][l]; out.v[p * 3 + a] = nv[a][l]; }
+        for (int a = 0; a < 9; ++a) { out.F[p * 9 + a] = nF[a][l]; out.C[p * 9 + a] = nC[a][l]; }
+    }
+    for (int l = 0; l < CQ__LANES_f64; ++l)
+        if (bad[l]) return l;
+    return -1;
+}
+
+/* >>g2p_adj_lanes_3d_f64: the G2P adjoint (>>g2p_adj_) of the particles ps[0 .. CQ__LANES_f64), whose
+   packed records are pk0[0 .. CQ__LANES_f64) (CQ__PK(3) values each).  The per-particle start and end run
+   lane by lane (the one-particle kernel's text), the stencil across the lanes. */
+static void cq__g2p_adj_lanes_3d_f64(const int *ps, const cq__params_f64 *prm, cq__pview_f64 s,
+                                        cq__gview_f64 g, cq__pview_f64 ao, cq__pview_f64 ai, double *pk0)
+{
+    int base[3][CQ__LANES_f64];
+    double fx[3][CQ__LANES_f64], w[3][3][CQ__LANES_f64], dw[3][3][CQ__LANES_f64], nC[9][CQ__LANES_f64], sv[3][CQ__LANES_f64];
+    double v_bar_t[3][CQ__LANES_f64], C_bar_t[9][CQ__LANES_f64], Bc[9][CQ__LANES_f64], x_bar[3][CQ__LANES_f64], Fp[9][CQ__LANES_f64];
+    long goff[CQ__LANES_f64];
+    const double k4 = 4 * prm->inv_dx, dt = prm->dt;
+    for (int l = 0; l < CQ__LANES_f64; ++l) {
+        const int p = ps[l];
+        int bq[3];
+        double xq[3], fq[3], wq[3][3], dq[3][3];
+        for (int a = 0; a < 3; ++a) xq[a] = s.x[(long)p * 3 + a];
+        for (int a = 0; a < 9; ++a) { Fp[a][l] = s.F[(long)p * 9 + a]; nC[a][l] = 0; }
+        cq__weights_3d_f64(xq, prm->inv_dx, bq, fq, wq);
+        cq__weight_grads_3d_f64(fq, prm->inv_dx, dq);
+        goff[l] = s.scene ? (long)s.scene[p] * prm->nodes : 0;
+        for (int a = 0; a < 3; ++a) {
+            base[a][l] = bq[a]; fx[a][l] = fq[a]; sv[a][l] = 0;
+            for (int i = 0; i < 3; ++i) { w[a][i][l] = wq[a][i]; dw[a][i][l] = dq[a][i]; }
+        }
+    /* x' = x + dt v'  ->  v_bar' += dt x_bar';   F' = (I + dt C') F  ->  C_bar' += dt F_bar' F^T */
+    for (int a = 0; a < 3; ++a) {
+        x_bar[a][l] = ao.x[(long)p * 3 + a];
+        v_bar_t[a][l] = ao.v[(long)p * 3 + a] + dt * x_bar[a][l];
+        for (int b = 0; b < 3; ++b) {
+            double acc = ao.C[(long)p * 9 + a * 3 + b];
+            for (int k = 0; k < 3; ++k) acc += dt * ao.F[(long)p * 9 + a * 3 + k] * Fp[b * 3 + k][l];
+            C_bar_t[a * 3 + b][l] = acc;
+        }
+    }
+    for (int a = 0; a < 9; ++a) Bc[a][l] = k4 * C_bar_t[a][l];   /* (C_bar_t is not needed after this) */
+    }
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int k = 0; k < 3; ++k)
+    {
+    const int o[3] = {i, j, k};
+    for (int l = 0; l < CQ__LANES_f64; ++l) {
+        const double wt = w[0][i][l] * w[1][j][l] * w[2][k][l];
+        const double gw[3] = {dw[0][i][l] * w[1][j][l] * w[2][k][l], w[0][i][l] * dw[1][j][l] * w[2][k][l], w[0][i][l] * w[1][j][l] * dw[2][k][l]};
+        const long idx = goff[l] + ((long)(base[0][l] + i) * prm->res[1] + (base[1][l] + j)) * prm->res[2] + (base[2][l] + k);
+        double d[3], sdot = 0;
+        for (int a = 0; a < 3; ++a) d[a] = (double)o[a] - fx[a][l];
+        for (int a = 0; a < 3; ++a) {
+            const double wv = wt * g.v[idx * 3 + a];
+            double u = v_bar_t[a][l];
+            for (int b = 0; b < 3; ++b) {
+                u += Bc[a * 3 + b][l] * d[b];
+                nC[a * 3 + b][l] += wv * d[b];
+            }
+            sv[a][l] += wv;
+            sdot += g.v[idx * 3 + a] * u;
+        }
+        for (int a = 0; a < 3; ++a) x_bar[a][l] += sdot * gw[a];   /* through the weights */
+    }
+    }
+    for (int l = 0; l < CQ__LANES_f64; ++l) {
+        const int p = ps[l];
+        double *pk = pk0 + (long)l * CQ__PK(3);
+    for (int a = 0; a < 9; ++a) nC[a][l] *= k4;
+    for (int a = 0; a < 3; ++a) {
+        double cv = 0;   /* (C_bar'^T sv)_a */
+        for (int b = 0; b < 3; ++b) cv += Bc[b * 3 + a][l] * sv[b][l];
+        x_bar[a][l] -= prm->inv_dx * cv;        /* d = x_i - x_p */
+    }
+    for (int a = 0; a < 3; ++a) {
+        ai.x[(long)p * 3 + a] = x_bar[a][l];
+        pk[1 + a] = fx[a][l];                   /* as P2G's particle half (in the usable region: same base) */
+        pk[1 + 3 + a] = v_bar_t[a][l];
+        for (int b = 0; b < 3; ++b) pk[1 + 2 * 3 + a * 3 + b] = prm->inv_dx * Bc[a * 3 + b][l];   /* (4/dx^2) C_bar' */
+    }
+    for (int a = 0; a < 3; ++a)       /* F_bar = (I + dt C')^T F_bar' */
+        for (int b = 0; b < 3; ++b) {
+            double acc = ao.F[(long)p * 9 + a * 3 + b];
+            for (int k = 0; k < 3; ++k) acc += dt * nC[k * 3 + a][l] * ao.F[(long)p * 9 + k * 3 + b];
+            ai.F[(long)p * 9 + a * 3 + b] = acc;
+        }
+    }
+}
+
+/* >>transfer_lanes_3d_f64: the transfer half of the P2G adjoint (cq__p2g_adj_transfer_) of the
+   particles ps[0 .. CQ__LANES_f64): G_in[l] their affine matrices, G_bar_out[l] their dL/dG. */
+static void cq__transfer_lanes_3d_f64(const int *ps, const cq__params_f64 *prm, cq__pview_f64 s,
+        double (*G_in)[9], const double *gp_bar, const double *gm_bar, cq__pview_f64 ai, cq__pview_f64 pg,
+        double (*G_bar_lanes)[9])
+{
+    int base[3][CQ__LANES_f64];
+    double fx[3][CQ__LANES_f64], w[3][3][CQ__LANES_f64], dw[3][3][CQ__LANES_f64], vp[3][CQ__LANES_f64], mv[3][CQ__LANES_f64], G[9][CQ__LANES_f64];
+    double G_bar[9][CQ__LANES_f64], x_bar[3][CQ__LANES_f64], sp[3][CQ__LANES_f64], m_bar[CQ__LANES_f64], mass[CQ__LANES_f64];
+    long goff[CQ__LANES_f64];
+    for (int l = 0; l < CQ__LANES_f64; ++l) {
+        const int p = ps[l];
+        int bq[3];
+        double xq[3], fq[3], wq[3][3], dq[3][3];
+        for (int a = 0; a < 3; ++a) { xq[a] = s.x[(long)p * 3 + a]; vp[a][l] = s.v[(long)p * 3 + a]; }
+        for (int a = 0; a < 9; ++a) { G[a][l] = G_in[l][a]; G_bar[a][l] = 0; }
+        cq__weights_3d_f64(xq, prm->inv_dx, bq, fq, wq);
+        cq__weight_grads_3d_f64(fq, prm->inv_dx, dq);
+        goff[l] = s.scene ? (long)s.scene[p] * prm->nodes : 0;
+        mass[l] = s.mass[p];
+        m_bar[l] = 0;
+        for (int a = 0; a < 3; ++a) {
+            base[a][l] = bq[a]; fx[a][l] = fq[a]; x_bar[a][l] = 0; sp[a][l] = 0;
+            mv[a][l] = mass[l] * vp[a][l];
+            for (int i = 0; i < 3; ++i) { w[a][i][l] = wq[a][i]; dw[a][i][l] = dq[a][i]; }
+        }
+    }
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int k = 0; k < 3; ++k)
+    {
+    const int o[3] = {i, j, k};
+    for (int l = 0; l < CQ__LANES_f64; ++l) {
+        const double wt = w[0][i][l] * w[1][j][l] * w[2][k][l];
+        const double gw[3] = {dw[0][i][l] * w[1][j][l] * w[2][k][l], w[0][i][l] * dw[1][j][l] * w[2][k][l], w[0][i][l] * w[1][j][l] * dw[2][k][l]};
+        const long idx = goff[l] + ((long)(base[0][l] + i) * prm->res[1] + (base[1][l] + j)) * prm->res[2] + (base[2][l] + k);
+        double dpos[3];
+        const double m_bar_i = gm_bar[idx];
+        double sdot = m_bar_i * mass[l];   /* d(contribution)/dw */
+        for (int a = 0; a < 3; ++a) dpos[a] = ((double)o[a] - fx[a][l]) * prm->dx;
+        for (int a = 0; a < 3; ++a) {
+            const double wp = wt * gp_bar[idx * 3 + a];
+            double mom = mv[a][l];
+            for (int b = 0; b < 3; ++b) {
+                mom += G[a * 3 + b][l] * dpos[b];
+                G_bar[a * 3 + b][l] += wp * dpos[b];
+            }
+            sdot += gp_bar[idx * 3 + a] * mom;
+            sp[a][l] += wp;
+            double gtp = 0;   /* (G^T dL/dp_i)_a */
+            for (int b = 0; b < 3; ++b) gtp += G[b * 3 + a][l] * gp_bar[idx * 3 + b];
+            x_bar[a][l] -= wt * gtp;                 /* dpos = x_i - x_p */
+        }
+        m_bar[l] += wt * m_bar_i;
+        for (int a = 0; a < 3; ++a) x_bar[a][l] += sdot * gw[a];
+    }
+    }
+    for (int l = 0; l < CQ__LANES_f64; ++l) {
+        const int p = ps[l];
+        double *G_bar_out = G_bar_lanes[l];
+    for (int a = 0; a < 3; ++a) m_bar[l] += sp[a][l] * vp[a][l];
+    for (int a = 0; a < 9; ++a) m_bar[l] += s.C[(long)p * 9 + a] * G_bar[a][l];   /* G = ... + m C */
+    for (int a = 0; a < 3; ++a) {
+        ai.x[(long)p * 3 + a] += x_bar[a][l];
+        ai.v[(long)p * 3 + a] = mass[l] * sp[a][l];
+    }
+    for (int a = 0; a < 9; ++a) {
+        ai.C[(long)p * 9 + a] = mass[l] * G_bar[a][l];
+        G_bar_out[a] = G_bar[a][l];
+    }
+    pg.mass[p] += m_bar[l];
+    }
+}
+
+
 /* ------------------------------------------------------------------ >>parallel_for
    Every parallel loop of the CPU backend (the MPM's and the fluid's): fn(ctx, begin, end) over ranges covering [0, items),
    on the host's job system (cq_sim_desc.threads), else OpenMP, else serially.  The loops'
@@ -9056,7 +10039,14 @@ static void cq__p2g_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
 static void cq__g2p_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
     cq__sub_task_2d_fixed_corotated_f32 *t = (cq__sub_task_2d_fixed_corotated_f32 *)ctx;
-    for (int p = begin; p < end; ++p)
+    int p = begin, ps[CQ__LANES_f32];
+    for (; p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
+        for (int l = 0; l < CQ__LANES_f32; ++l) ps[l] = p + l;
+        const int f = cq__g2p_lanes_2d_f32(ps, t->prm, t->in, t->out, t->g);
+        if (f >= 0) { cq__atomic_min_int(&t->first, p + f); return; }
+        if (f == -2) break;   /* an input outside the usable region: the rest one by one */
+    }
+    for (; p < end; ++p)
         if (cq__g2p_fwd_2d_f32(p, t->prm, t->in, t->out, t->g) != CQ__OK) { cq__atomic_min_int(&t->first, p); break; }
 }
 /* the G2P adjoint over sorted slots: writes each particle's part of the grid adjoint's gather */
@@ -9064,7 +10054,10 @@ static void cq__g2p_adj_range_2d_fixed_corotated_f32(void *ctx, int begin, int e
 {
     const cq__sub_task_2d_fixed_corotated_f32 *t = (const cq__sub_task_2d_fixed_corotated_f32 *)ctx;
     float *pk = (float *)t->s->pk;
-    for (int k = begin; k < end; ++k)
+    int k = begin;
+    for (; k + CQ__LANES_f32 <= end; k += CQ__LANES_f32)   /* lanes (>>cpu_lanes) */
+        cq__g2p_adj_lanes_2d_f32(t->s->order + k, t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(2));
+    for (; k < end; ++k)
         cq__g2p_adj_2d_f32(t->s->order[k], t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(2));
 }
 /* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
@@ -9099,7 +10092,28 @@ static void cq__p2g_adj_range_2d_fixed_corotated_f32(void *ctx, int begin, int e
 {
     const cq__sub_task_2d_fixed_corotated_f32 *t = (const cq__sub_task_2d_fixed_corotated_f32 *)ctx;
     const cq_sim *s = t->s;
-    for (int p = begin; p < end; ++p)
+    int p = begin;
+    for (; p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes): as cq__p2g_adj_given_rot_ */
+        int ps[CQ__LANES_f32];
+        float Pp[CQ__LANES_f32][4], G[CQ__LANES_f32][4];
+        cq__rot_2d_f32 own[CQ__LANES_f32];
+        const cq__rot_2d_f32 *rot[CQ__LANES_f32];
+        for (int l = 0; l < CQ__LANES_f32; ++l) {
+            const int q = ps[l] = p + l;
+            const float *Fp = t->in.F + (long)q * 4;
+            if (t->rot) rot[l] = t->rot + q;   /* the rotation the backward's P2G kept */
+            else { cq__rot_of_2d_fixed_corotated_f32(Fp, &own[l]); rot[l] = &own[l]; }
+            cq__pk1_rot_2d_fixed_corotated_f32(Fp, rot[l], t->in.E[q], t->in.nu[q], t->in.act ? t->in.act[q] : -1, t->prm,
+                                                     t->in.act_stress, Pp[l]);
+            cq__affine_2d_f32(q, t->prm, t->in, Pp[l], Fp, G[l]);
+        }
+        cq__transfer_lanes_2d_f32(ps, t->prm, t->in, G, (const float *)s->grid_pb, (const float *)s->grid_mb,
+                                             t->ai, t->pg, G);   /* G becomes dL/dG */
+        for (int l = 0; l < CQ__LANES_f32; ++l)
+            cq__p2g_adj_stress_rot_2d_fixed_corotated_f32(ps[l], t->prm, t->in, rot[l], Pp[l], G[l], t->ai, t->pg,
+                                                                (float *)s->dact + (long)ps[l] * 4);
+    }
+    for (; p < end; ++p)
         if (t->rot)   /* the rotation the backward's P2G kept */
             cq__p2g_adj_given_rot_2d_fixed_corotated_f32(p, t->prm, t->in, t->rot + p, (const float *)s->grid_pb,
                                                              (const float *)s->grid_mb, t->ai, t->pg, (float *)s->dact + (long)p * 4);
@@ -9263,7 +10277,14 @@ static void cq__p2g_range_2d_fixed_corotated_f64(void *ctx, int begin, int end)
 static void cq__g2p_range_2d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
     cq__sub_task_2d_fixed_corotated_f64 *t = (cq__sub_task_2d_fixed_corotated_f64 *)ctx;
-    for (int p = begin; p < end; ++p)
+    int p = begin, ps[CQ__LANES_f64];
+    for (; p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
+        for (int l = 0; l < CQ__LANES_f64; ++l) ps[l] = p + l;
+        const int f = cq__g2p_lanes_2d_f64(ps, t->prm, t->in, t->out, t->g);
+        if (f >= 0) { cq__atomic_min_int(&t->first, p + f); return; }
+        if (f == -2) break;   /* an input outside the usable region: the rest one by one */
+    }
+    for (; p < end; ++p)
         if (cq__g2p_fwd_2d_f64(p, t->prm, t->in, t->out, t->g) != CQ__OK) { cq__atomic_min_int(&t->first, p); break; }
 }
 /* the G2P adjoint over sorted slots: writes each particle's part of the grid adjoint's gather */
@@ -9271,7 +10292,10 @@ static void cq__g2p_adj_range_2d_fixed_corotated_f64(void *ctx, int begin, int e
 {
     const cq__sub_task_2d_fixed_corotated_f64 *t = (const cq__sub_task_2d_fixed_corotated_f64 *)ctx;
     double *pk = (double *)t->s->pk;
-    for (int k = begin; k < end; ++k)
+    int k = begin;
+    for (; k + CQ__LANES_f64 <= end; k += CQ__LANES_f64)   /* lanes (>>cpu_lanes) */
+        cq__g2p_adj_lanes_2d_f64(t->s->order + k, t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(2));
+    for (; k < end; ++k)
         cq__g2p_adj_2d_f64(t->s->order[k], t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(2));
 }
 /* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
@@ -9306,7 +10330,28 @@ static void cq__p2g_adj_range_2d_fixed_corotated_f64(void *ctx, int begin, int e
 {
     const cq__sub_task_2d_fixed_corotated_f64 *t = (const cq__sub_task_2d_fixed_corotated_f64 *)ctx;
     const cq_sim *s = t->s;
-    for (int p = begin; p < end; ++p)
+    int p = begin;
+    for (; p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes): as cq__p2g_adj_given_rot_ */
+        int ps[CQ__LANES_f64];
+        double Pp[CQ__LANES_f64][4], G[CQ__LANES_f64][4];
+        cq__rot_2d_f64 own[CQ__LANES_f64];
+        const cq__rot_2d_f64 *rot[CQ__LANES_f64];
+        for (int l = 0; l < CQ__LANES_f64; ++l) {
+            const int q = ps[l] = p + l;
+            const double *Fp = t->in.F + (long)q * 4;
+            if (t->rot) rot[l] = t->rot + q;   /* the rotation the backward's P2G kept */
+            else { cq__rot_of_2d_fixed_corotated_f64(Fp, &own[l]); rot[l] = &own[l]; }
+            cq__pk1_rot_2d_fixed_corotated_f64(Fp, rot[l], t->in.E[q], t->in.nu[q], t->in.act ? t->in.act[q] : -1, t->prm,
+                                                     t->in.act_stress, Pp[l]);
+            cq__affine_2d_f64(q, t->prm, t->in, Pp[l], Fp, G[l]);
+        }
+        cq__transfer_lanes_2d_f64(ps, t->prm, t->in, G, (const double *)s->grid_pb, (const double *)s->grid_mb,
+                                             t->ai, t->pg, G);   /* G becomes dL/dG */
+        for (int l = 0; l < CQ__LANES_f64; ++l)
+            cq__p2g_adj_stress_rot_2d_fixed_corotated_f64(ps[l], t->prm, t->in, rot[l], Pp[l], G[l], t->ai, t->pg,
+                                                                (double *)s->dact + (long)ps[l] * 4);
+    }
+    for (; p < end; ++p)
         if (t->rot)   /* the rotation the backward's P2G kept */
             cq__p2g_adj_given_rot_2d_fixed_corotated_f64(p, t->prm, t->in, t->rot + p, (const double *)s->grid_pb,
                                                              (const double *)s->grid_mb, t->ai, t->pg, (double *)s->dact + (long)p * 4);
@@ -9470,7 +10515,14 @@ static void cq__p2g_range_2d_neohookean_f32(void *ctx, int begin, int end)
 static void cq__g2p_range_2d_neohookean_f32(void *ctx, int begin, int end)
 {
     cq__sub_task_2d_neohookean_f32 *t = (cq__sub_task_2d_neohookean_f32 *)ctx;
-    for (int p = begin; p < end; ++p)
+    int p = begin, ps[CQ__LANES_f32];
+    for (; p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
+        for (int l = 0; l < CQ__LANES_f32; ++l) ps[l] = p + l;
+        const int f = cq__g2p_lanes_2d_f32(ps, t->prm, t->in, t->out, t->g);
+        if (f >= 0) { cq__atomic_min_int(&t->first, p + f); return; }
+        if (f == -2) break;   /* an input outside the usable region: the rest one by one */
+    }
+    for (; p < end; ++p)
         if (cq__g2p_fwd_2d_f32(p, t->prm, t->in, t->out, t->g) != CQ__OK) { cq__atomic_min_int(&t->first, p); break; }
 }
 /* the G2P adjoint over sorted slots: writes each particle's part of the grid adjoint's gather */
@@ -9478,7 +10530,10 @@ static void cq__g2p_adj_range_2d_neohookean_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_neohookean_f32 *t = (const cq__sub_task_2d_neohookean_f32 *)ctx;
     float *pk = (float *)t->s->pk;
-    for (int k = begin; k < end; ++k)
+    int k = begin;
+    for (; k + CQ__LANES_f32 <= end; k += CQ__LANES_f32)   /* lanes (>>cpu_lanes) */
+        cq__g2p_adj_lanes_2d_f32(t->s->order + k, t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(2));
+    for (; k < end; ++k)
         cq__g2p_adj_2d_f32(t->s->order[k], t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(2));
 }
 /* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
@@ -9513,7 +10568,28 @@ static void cq__p2g_adj_range_2d_neohookean_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_neohookean_f32 *t = (const cq__sub_task_2d_neohookean_f32 *)ctx;
     const cq_sim *s = t->s;
-    for (int p = begin; p < end; ++p)
+    int p = begin;
+    for (; p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes): as cq__p2g_adj_given_rot_ */
+        int ps[CQ__LANES_f32];
+        float Pp[CQ__LANES_f32][4], G[CQ__LANES_f32][4];
+        cq__rot_2d_f32 own[CQ__LANES_f32];
+        const cq__rot_2d_f32 *rot[CQ__LANES_f32];
+        for (int l = 0; l < CQ__LANES_f32; ++l) {
+            const int q = ps[l] = p + l;
+            const float *Fp = t->in.F + (long)q * 4;
+            if (t->rot) rot[l] = t->rot + q;   /* the rotation the backward's P2G kept */
+            else { cq__rot_of_2d_neohookean_f32(Fp, &own[l]); rot[l] = &own[l]; }
+            cq__pk1_rot_2d_neohookean_f32(Fp, rot[l], t->in.E[q], t->in.nu[q], t->in.act ? t->in.act[q] : -1, t->prm,
+                                                     t->in.act_stress, Pp[l]);
+            cq__affine_2d_f32(q, t->prm, t->in, Pp[l], Fp, G[l]);
+        }
+        cq__transfer_lanes_2d_f32(ps, t->prm, t->in, G, (const float *)s->grid_pb, (const float *)s->grid_mb,
+                                             t->ai, t->pg, G);   /* G becomes dL/dG */
+        for (int l = 0; l < CQ__LANES_f32; ++l)
+            cq__p2g_adj_stress_rot_2d_neohookean_f32(ps[l], t->prm, t->in, rot[l], Pp[l], G[l], t->ai, t->pg,
+                                                                (float *)s->dact + (long)ps[l] * 4);
+    }
+    for (; p < end; ++p)
         if (t->rot)   /* the rotation the backward's P2G kept */
             cq__p2g_adj_given_rot_2d_neohookean_f32(p, t->prm, t->in, t->rot + p, (const float *)s->grid_pb,
                                                              (const float *)s->grid_mb, t->ai, t->pg, (float *)s->dact + (long)p * 4);
@@ -9677,7 +10753,14 @@ static void cq__p2g_range_2d_neohookean_f64(void *ctx, int begin, int end)
 static void cq__g2p_range_2d_neohookean_f64(void *ctx, int begin, int end)
 {
     cq__sub_task_2d_neohookean_f64 *t = (cq__sub_task_2d_neohookean_f64 *)ctx;
-    for (int p = begin; p < end; ++p)
+    int p = begin, ps[CQ__LANES_f64];
+    for (; p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
+        for (int l = 0; l < CQ__LANES_f64; ++l) ps[l] = p + l;
+        const int f = cq__g2p_lanes_2d_f64(ps, t->prm, t->in, t->out, t->g);
+        if (f >= 0) { cq__atomic_min_int(&t->first, p + f); return; }
+        if (f == -2) break;   /* an input outside the usable region: the rest one by one */
+    }
+    for (; p < end; ++p)
         if (cq__g2p_fwd_2d_f64(p, t->prm, t->in, t->out, t->g) != CQ__OK) { cq__atomic_min_int(&t->first, p); break; }
 }
 /* the G2P adjoint over sorted slots: writes each particle's part of the grid adjoint's gather */
@@ -9685,7 +10768,10 @@ static void cq__g2p_adj_range_2d_neohookean_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_neohookean_f64 *t = (const cq__sub_task_2d_neohookean_f64 *)ctx;
     double *pk = (double *)t->s->pk;
-    for (int k = begin; k < end; ++k)
+    int k = begin;
+    for (; k + CQ__LANES_f64 <= end; k += CQ__LANES_f64)   /* lanes (>>cpu_lanes) */
+        cq__g2p_adj_lanes_2d_f64(t->s->order + k, t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(2));
+    for (; k < end; ++k)
         cq__g2p_adj_2d_f64(t->s->order[k], t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(2));
 }
 /* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
@@ -9720,7 +10806,28 @@ static void cq__p2g_adj_range_2d_neohookean_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_neohookean_f64 *t = (const cq__sub_task_2d_neohookean_f64 *)ctx;
     const cq_sim *s = t->s;
-    for (int p = begin; p < end; ++p)
+    int p = begin;
+    for (; p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes): as cq__p2g_adj_given_rot_ */
+        int ps[CQ__LANES_f64];
+        double Pp[CQ__LANES_f64][4], G[CQ__LANES_f64][4];
+        cq__rot_2d_f64 own[CQ__LANES_f64];
+        const cq__rot_2d_f64 *rot[CQ__LANES_f64];
+        for (int l = 0; l < CQ__LANES_f64; ++l) {
+            const int q = ps[l] = p + l;
+            const double *Fp = t->in.F + (long)q * 4;
+            if (t->rot) rot[l] = t->rot + q;   /* the rotation the backward's P2G kept */
+            else { cq__rot_of_2d_neohookean_f64(Fp, &own[l]); rot[l] = &own[l]; }
+            cq__pk1_rot_2d_neohookean_f64(Fp, rot[l], t->in.E[q], t->in.nu[q], t->in.act ? t->in.act[q] : -1, t->prm,
+                                                     t->in.act_stress, Pp[l]);
+            cq__affine_2d_f64(q, t->prm, t->in, Pp[l], Fp, G[l]);
+        }
+        cq__transfer_lanes_2d_f64(ps, t->prm, t->in, G, (const double *)s->grid_pb, (const double *)s->grid_mb,
+                                             t->ai, t->pg, G);   /* G becomes dL/dG */
+        for (int l = 0; l < CQ__LANES_f64; ++l)
+            cq__p2g_adj_stress_rot_2d_neohookean_f64(ps[l], t->prm, t->in, rot[l], Pp[l], G[l], t->ai, t->pg,
+                                                                (double *)s->dact + (long)ps[l] * 4);
+    }
+    for (; p < end; ++p)
         if (t->rot)   /* the rotation the backward's P2G kept */
             cq__p2g_adj_given_rot_2d_neohookean_f64(p, t->prm, t->in, t->rot + p, (const double *)s->grid_pb,
                                                              (const double *)s->grid_mb, t->ai, t->pg, (double *)s->dact + (long)p * 4);
@@ -9884,7 +10991,14 @@ static void cq__p2g_range_3d_fixed_corotated_f32(void *ctx, int begin, int end)
 static void cq__g2p_range_3d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
     cq__sub_task_3d_fixed_corotated_f32 *t = (cq__sub_task_3d_fixed_corotated_f32 *)ctx;
-    for (int p = begin; p < end; ++p)
+    int p = begin, ps[CQ__LANES_f32];
+    for (; p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
+        for (int l = 0; l < CQ__LANES_f32; ++l) ps[l] = p + l;
+        const int f = cq__g2p_lanes_3d_f32(ps, t->prm, t->in, t->out, t->g);
+        if (f >= 0) { cq__atomic_min_int(&t->first, p + f); return; }
+        if (f == -2) break;   /* an input outside the usable region: the rest one by one */
+    }
+    for (; p < end; ++p)
         if (cq__g2p_fwd_3d_f32(p, t->prm, t->in, t->out, t->g) != CQ__OK) { cq__atomic_min_int(&t->first, p); break; }
 }
 /* the G2P adjoint over sorted slots: writes each particle's part of the grid adjoint's gather */
@@ -9892,7 +11006,10 @@ static void cq__g2p_adj_range_3d_fixed_corotated_f32(void *ctx, int begin, int e
 {
     const cq__sub_task_3d_fixed_corotated_f32 *t = (const cq__sub_task_3d_fixed_corotated_f32 *)ctx;
     float *pk = (float *)t->s->pk;
-    for (int k = begin; k < end; ++k)
+    int k = begin;
+    for (; k + CQ__LANES_f32 <= end; k += CQ__LANES_f32)   /* lanes (>>cpu_lanes) */
+        cq__g2p_adj_lanes_3d_f32(t->s->order + k, t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(3));
+    for (; k < end; ++k)
         cq__g2p_adj_3d_f32(t->s->order[k], t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(3));
 }
 /* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
@@ -9927,7 +11044,28 @@ static void cq__p2g_adj_range_3d_fixed_corotated_f32(void *ctx, int begin, int e
 {
     const cq__sub_task_3d_fixed_corotated_f32 *t = (const cq__sub_task_3d_fixed_corotated_f32 *)ctx;
     const cq_sim *s = t->s;
-    for (int p = begin; p < end; ++p)
+    int p = begin;
+    for (; p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes): as cq__p2g_adj_given_rot_ */
+        int ps[CQ__LANES_f32];
+        float Pp[CQ__LANES_f32][9], G[CQ__LANES_f32][9];
+        cq__rot_3d_f32 own[CQ__LANES_f32];
+        const cq__rot_3d_f32 *rot[CQ__LANES_f32];
+        for (int l = 0; l < CQ__LANES_f32; ++l) {
+            const int q = ps[l] = p + l;
+            const float *Fp = t->in.F + (long)q * 9;
+            if (t->rot) rot[l] = t->rot + q;   /* the rotation the backward's P2G kept */
+            else { cq__rot_of_3d_fixed_corotated_f32(Fp, &own[l]); rot[l] = &own[l]; }
+            cq__pk1_rot_3d_fixed_corotated_f32(Fp, rot[l], t->in.E[q], t->in.nu[q], t->in.act ? t->in.act[q] : -1, t->prm,
+                                                     t->in.act_stress, Pp[l]);
+            cq__affine_3d_f32(q, t->prm, t->in, Pp[l], Fp, G[l]);
+        }
+        cq__transfer_lanes_3d_f32(ps, t->prm, t->in, G, (const float *)s->grid_pb, (const float *)s->grid_mb,
+                                             t->ai, t->pg, G);   /* G becomes dL/dG */
+        for (int l = 0; l < CQ__LANES_f32; ++l)
+            cq__p2g_adj_stress_rot_3d_fixed_corotated_f32(ps[l], t->prm, t->in, rot[l], Pp[l], G[l], t->ai, t->pg,
+                                                                (float *)s->dact + (long)ps[l] * 9);
+    }
+    for (; p < end; ++p)
         if (t->rot)   /* the rotation the backward's P2G kept */
             cq__p2g_adj_given_rot_3d_fixed_corotated_f32(p, t->prm, t->in, t->rot + p, (const float *)s->grid_pb,
                                                              (const float *)s->grid_mb, t->ai, t->pg, (float *)s->dact + (long)p * 9);
@@ -10092,7 +11230,14 @@ static void cq__p2g_range_3d_fixed_corotated_f64(void *ctx, int begin, int end)
 static void cq__g2p_range_3d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
     cq__sub_task_3d_fixed_corotated_f64 *t = (cq__sub_task_3d_fixed_corotated_f64 *)ctx;
-    for (int p = begin; p < end; ++p)
+    int p = begin, ps[CQ__LANES_f64];
+    for (; p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
+        for (int l = 0; l < CQ__LANES_f64; ++l) ps[l] = p + l;
+        const int f = cq__g2p_lanes_3d_f64(ps, t->prm, t->in, t->out, t->g);
+        if (f >= 0) { cq__atomic_min_int(&t->first, p + f); return; }
+        if (f == -2) break;   /* an input outside the usable region: the rest one by one */
+    }
+    for (; p < end; ++p)
         if (cq__g2p_fwd_3d_f64(p, t->prm, t->in, t->out, t->g) != CQ__OK) { cq__atomic_min_int(&t->first, p); break; }
 }
 /* the G2P adjoint over sorted slots: writes each particle's part of the grid adjoint's gather */
@@ -10100,7 +11245,10 @@ static void cq__g2p_adj_range_3d_fixed_corotated_f64(void *ctx, int begin, int e
 {
     const cq__sub_task_3d_fixed_corotated_f64 *t = (const cq__sub_task_3d_fixed_corotated_f64 *)ctx;
     double *pk = (double *)t->s->pk;
-    for (int k = begin; k < end; ++k)
+    int k = begin;
+    for (; k + CQ__LANES_f64 <= end; k += CQ__LANES_f64)   /* lanes (>>cpu_lanes) */
+        cq__g2p_adj_lanes_3d_f64(t->s->order + k, t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(3));
+    for (; k < end; ++k)
         cq__g2p_adj_3d_f64(t->s->order[k], t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(3));
 }
 /* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
@@ -10135,7 +11283,28 @@ static void cq__p2g_adj_range_3d_fixed_corotated_f64(void *ctx, int begin, int e
 {
     const cq__sub_task_3d_fixed_corotated_f64 *t = (const cq__sub_task_3d_fixed_corotated_f64 *)ctx;
     const cq_sim *s = t->s;
-    for (int p = begin; p < end; ++p)
+    int p = begin;
+    for (; p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes): as cq__p2g_adj_given_rot_ */
+        int ps[CQ__LANES_f64];
+        double Pp[CQ__LANES_f64][9], G[CQ__LANES_f64][9];
+        cq__rot_3d_f64 own[CQ__LANES_f64];
+        const cq__rot_3d_f64 *rot[CQ__LANES_f64];
+        for (int l = 0; l < CQ__LANES_f64; ++l) {
+            const int q = ps[l] = p + l;
+            const double *Fp = t->in.F + (long)q * 9;
+            if (t->rot) rot[l] = t->rot + q;   /* the rotation the backward's P2G kept */
+            else { cq__rot_of_3d_fixed_corotated_f64(Fp, &own[l]); rot[l] = &own[l]; }
+            cq__pk1_rot_3d_fixed_corotated_f64(Fp, rot[l], t->in.E[q], t->in.nu[q], t->in.act ? t->in.act[q] : -1, t->prm,
+                                                     t->in.act_stress, Pp[l]);
+            cq__affine_3d_f64(q, t->prm, t->in, Pp[l], Fp, G[l]);
+        }
+        cq__transfer_lanes_3d_f64(ps, t->prm, t->in, G, (const double *)s->grid_pb, (const double *)s->grid_mb,
+                                             t->ai, t->pg, G);   /* G becomes dL/dG */
+        for (int l = 0; l < CQ__LANES_f64; ++l)
+            cq__p2g_adj_stress_rot_3d_fixed_corotated_f64(ps[l], t->prm, t->in, rot[l], Pp[l], G[l], t->ai, t->pg,
+                                                                (double *)s->dact + (long)ps[l] * 9);
+    }
+    for (; p < end; ++p)
         if (t->rot)   /* the rotation the backward's P2G kept */
             cq__p2g_adj_given_rot_3d_fixed_corotated_f64(p, t->prm, t->in, t->rot + p, (const double *)s->grid_pb,
                                                              (const double *)s->grid_mb, t->ai, t->pg, (double *)s->dact + (long)p * 9);
@@ -10300,7 +11469,14 @@ static void cq__p2g_range_3d_neohookean_f32(void *ctx, int begin, int end)
 static void cq__g2p_range_3d_neohookean_f32(void *ctx, int begin, int end)
 {
     cq__sub_task_3d_neohookean_f32 *t = (cq__sub_task_3d_neohookean_f32 *)ctx;
-    for (int p = begin; p < end; ++p)
+    int p = begin, ps[CQ__LANES_f32];
+    for (; p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
+        for (int l = 0; l < CQ__LANES_f32; ++l) ps[l] = p + l;
+        const int f = cq__g2p_lanes_3d_f32(ps, t->prm, t->in, t->out, t->g);
+        if (f >= 0) { cq__atomic_min_int(&t->first, p + f); return; }
+        if (f == -2) break;   /* an input outside the usable region: the rest one by one */
+    }
+    for (; p < end; ++p)
         if (cq__g2p_fwd_3d_f32(p, t->prm, t->in, t->out, t->g) != CQ__OK) { cq__atomic_min_int(&t->first, p); break; }
 }
 /* the G2P adjoint over sorted slots: writes each particle's part of the grid adjoint's gather */
@@ -10308,7 +11484,10 @@ static void cq__g2p_adj_range_3d_neohookean_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_neohookean_f32 *t = (const cq__sub_task_3d_neohookean_f32 *)ctx;
     float *pk = (float *)t->s->pk;
-    for (int k = begin; k < end; ++k)
+    int k = begin;
+    for (; k + CQ__LANES_f32 <= end; k += CQ__LANES_f32)   /* lanes (>>cpu_lanes) */
+        cq__g2p_adj_lanes_3d_f32(t->s->order + k, t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(3));
+    for (; k < end; ++k)
         cq__g2p_adj_3d_f32(t->s->order[k], t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(3));
 }
 /* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
@@ -10343,7 +11522,28 @@ static void cq__p2g_adj_range_3d_neohookean_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_neohookean_f32 *t = (const cq__sub_task_3d_neohookean_f32 *)ctx;
     const cq_sim *s = t->s;
-    for (int p = begin; p < end; ++p)
+    int p = begin;
+    for (; p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes): as cq__p2g_adj_given_rot_ */
+        int ps[CQ__LANES_f32];
+        float Pp[CQ__LANES_f32][9], G[CQ__LANES_f32][9];
+        cq__rot_3d_f32 own[CQ__LANES_f32];
+        const cq__rot_3d_f32 *rot[CQ__LANES_f32];
+        for (int l = 0; l < CQ__LANES_f32; ++l) {
+            const int q = ps[l] = p + l;
+            const float *Fp = t->in.F + (long)q * 9;
+            if (t->rot) rot[l] = t->rot + q;   /* the rotation the backward's P2G kept */
+            else { cq__rot_of_3d_neohookean_f32(Fp, &own[l]); rot[l] = &own[l]; }
+            cq__pk1_rot_3d_neohookean_f32(Fp, rot[l], t->in.E[q], t->in.nu[q], t->in.act ? t->in.act[q] : -1, t->prm,
+                                                     t->in.act_stress, Pp[l]);
+            cq__affine_3d_f32(q, t->prm, t->in, Pp[l], Fp, G[l]);
+        }
+        cq__transfer_lanes_3d_f32(ps, t->prm, t->in, G, (const float *)s->grid_pb, (const float *)s->grid_mb,
+                                             t->ai, t->pg, G);   /* G becomes dL/dG */
+        for (int l = 0; l < CQ__LANES_f32; ++l)
+            cq__p2g_adj_stress_rot_3d_neohookean_f32(ps[l], t->prm, t->in, rot[l], Pp[l], G[l], t->ai, t->pg,
+                                                                (float *)s->dact + (long)ps[l] * 9);
+    }
+    for (; p < end; ++p)
         if (t->rot)   /* the rotation the backward's P2G kept */
             cq__p2g_adj_given_rot_3d_neohookean_f32(p, t->prm, t->in, t->rot + p, (const float *)s->grid_pb,
                                                              (const float *)s->grid_mb, t->ai, t->pg, (float *)s->dact + (long)p * 9);
@@ -10508,7 +11708,14 @@ static void cq__p2g_range_3d_neohookean_f64(void *ctx, int begin, int end)
 static void cq__g2p_range_3d_neohookean_f64(void *ctx, int begin, int end)
 {
     cq__sub_task_3d_neohookean_f64 *t = (cq__sub_task_3d_neohookean_f64 *)ctx;
-    for (int p = begin; p < end; ++p)
+    int p = begin, ps[CQ__LANES_f64];
+    for (; p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
+        for (int l = 0; l < CQ__LANES_f64; ++l) ps[l] = p + l;
+        const int f = cq__g2p_lanes_3d_f64(ps, t->prm, t->in, t->out, t->g);
+        if (f >= 0) { cq__atomic_min_int(&t->first, p + f); return; }
+        if (f == -2) break;   /* an input outside the usable region: the rest one by one */
+    }
+    for (; p < end; ++p)
         if (cq__g2p_fwd_3d_f64(p, t->prm, t->in, t->out, t->g) != CQ__OK) { cq__atomic_min_int(&t->first, p); break; }
 }
 /* the G2P adjoint over sorted slots: writes each particle's part of the grid adjoint's gather */
@@ -10516,7 +11723,10 @@ static void cq__g2p_adj_range_3d_neohookean_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_neohookean_f64 *t = (const cq__sub_task_3d_neohookean_f64 *)ctx;
     double *pk = (double *)t->s->pk;
-    for (int k = begin; k < end; ++k)
+    int k = begin;
+    for (; k + CQ__LANES_f64 <= end; k += CQ__LANES_f64)   /* lanes (>>cpu_lanes) */
+        cq__g2p_adj_lanes_3d_f64(t->s->order + k, t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(3));
+    for (; k < end; ++k)
         cq__g2p_adj_3d_f64(t->s->order[k], t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(3));
 }
 /* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
@@ -10551,7 +11761,28 @@ static void cq__p2g_adj_range_3d_neohookean_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_neohookean_f64 *t = (const cq__sub_task_3d_neohookean_f64 *)ctx;
     const cq_sim *s = t->s;
-    for (int p = begin; p < end; ++p)
+    int p = begin;
+    for (; p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes): as cq__p2g_adj_given_rot_ */
+        int ps[CQ__LANES_f64];
+        double Pp[CQ__LANES_f64][9], G[CQ__LANES_f64][9];
+        cq__rot_3d_f64 own[CQ__LANES_f64];
+        const cq__rot_3d_f64 *rot[CQ__LANES_f64];
+        for (int l = 0; l < CQ__LANES_f64; ++l) {
+            const int q = ps[l] = p + l;
+            const double *Fp = t->in.F + (long)q * 9;
+            if (t->rot) rot[l] = t->rot + q;   /* the rotation the backward's P2G kept */
+            else { cq__rot_of_3d_neohookean_f64(Fp, &own[l]); rot[l] = &own[l]; }
+            cq__pk1_rot_3d_neohookean_f64(Fp, rot[l], t->in.E[q], t->in.nu[q], t->in.act ? t->in.act[q] : -1, t->prm,
+                                                     t->in.act_stress, Pp[l]);
+            cq__affine_3d_f64(q, t->prm, t->in, Pp[l], Fp, G[l]);
+        }
+        cq__transfer_lanes_3d_f64(ps, t->prm, t->in, G, (const double *)s->grid_pb, (const double *)s->grid_mb,
+                                             t->ai, t->pg, G);   /* G becomes dL/dG */
+        for (int l = 0; l < CQ__LANES_f64; ++l)
+            cq__p2g_adj_stress_rot_3d_neohookean_f64(ps[l], t->prm, t->in, rot[l], Pp[l], G[l], t->ai, t->pg,
+                                                                (double *)s->dact + (long)ps[l] * 9);
+    }
+    for (; p < end; ++p)
         if (t->rot)   /* the rotation the backward's P2G kept */
             cq__p2g_adj_given_rot_3d_neohookean_f64(p, t->prm, t->in, t->rot + p, (const double *)s->grid_pb,
                                                              (const double *)s->grid_mb, t->ai, t->pg, (double *)s->dact + (long)p * 9);

@@ -47,7 +47,7 @@ lane_slow() {
     item readme_snippets env CC="$CC" sh tests/readme_snippets.sh
     [ -f bench/fluid.c ] && item bench_fluid_quick sh -c "$CC -std=c99 -O2 $WARN bench/fluid.c -o $B/bench_fluid_quick -lm && ./$B/bench_fluid_quick quick"
     item test_world_physics sh -c "$CC -std=c99 -O2 $WARN tests/test_world.c -o $B/test_world_phys -lm && ./$B/test_world_phys physics"
-    for t in test_physics test_errors test_adjoint_stages test_gradients test_robot test_reverse test_world; do
+    for t in test_physics test_errors test_adjoint_stages test_lanes test_gradients test_robot test_reverse test_world; do
         item ${t}_asan_ubsan sh -c "$CC -std=c99 -O1 -g1 $WARN $SAN $(nw $t) tests/$t.c -o $B/${t}_san -lm && ./$B/${t}_san"
     done
     if command -v valgrind >/dev/null 2>&1; then
@@ -143,12 +143,21 @@ for t in 2d_f32 2d_f64 3d_f32 3d_f64; do
 done
 
 # ---- the C test programs: plain, OpenMP, C++, sanitizers, valgrind
-for t in test_physics test_errors test_adjoint_stages test_gradients test_robot test_reverse test_world; do
+for t in test_physics test_errors test_adjoint_stages test_lanes test_gradients test_robot test_reverse test_world; do
     [ -f tests/$t.c ] || continue
     item ${t} sh -c "$CC -std=c99 -O2 -g1 $WARN $(nw $t) tests/$t.c -o $B/$t -lm && ./$B/$t"
     case $t in test_world|test_errors|test_reverse) ;; *) item ${t}_openmp sh -c "$CC -std=c99 -O2 -g1 $WARN $(nw $t) -fopenmp tests/$t.c -o $B/${t}_omp -lm && OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive ./$B/${t}_omp" ;; esac
     [ $t = test_world ] || item ${t}_cxx sh -c "$CXX -std=c++11 -O1 $WARN $(nw $t) -x c++ tests/$t.c -o $B/${t}_cxx -lm && ./$B/${t}_cxx"
 done
+
+# the CPU's lane kernels as a game engine or the bench builds them: vectorized for this machine (AVX2 /
+# AVX-512 gathers), where -O2 above gets SSE2; with clang too where it is installed
+item test_lanes_native sh -c "$CC -std=c99 -O3 -march=native $WARN $NW tests/test_lanes.c -o $B/test_lanes_native -lm && ./$B/test_lanes_native"
+if command -v clang >/dev/null 2>&1; then
+    item test_lanes_native_clang sh -c "clang -std=c99 -O3 -march=native $WARN $NW tests/test_lanes.c -o $B/test_lanes_native_clang -lm && ./$B/test_lanes_native_clang"
+else
+    skip test_lanes_native_clang "clang not installed"
+fi
 
 item test_world_cxx sh -c "$CXX -std=c++11 -O1 $WARN -x c++ tests/test_world.c -o $B/test_world_cxx -lm && ./$B/test_world_cxx"
 

@@ -1,0 +1,129 @@
+/* The CPU's lane kernels (templates/cpu_lanes.j2: G2P, the G2P adjoint and the P2G adjoint's
+   transfer half over CQ__LANES_f32 / CQ__LANES_f64 particles at once) against the one-particle
+   kernels the GPU (and the mock CUDA) runs: the same outputs bit for bit, 2D and 3D, float32 and
+   float64, particles in two scenes and in a shuffled order, with the one-particle kernel on the
+   remainder as the CPU drivers do; a lane group with a particle outside the usable region is left
+   to the one-particle kernel (-2, nothing written), and a failing particle is reported as the
+   lowest failing lane with the one-particle kernel's failure. */
+#define CHAINQUEEN_IMPLEMENTATION
+#include "../chainqueen.h"
+#include "harness.h"
+#include <stdlib.h>
+
+#define RES 12
+#define NP 45   /* 2 lane groups of 16 (f32) or 5 of 8 (f64) and a remainder */
+
+/* an int result against the expected one */
+#define CHECK_EQ_INT(call, want) do { const int cqt_got = (call), cqt_want = (want); \
+    CHECK(cqt_got == cqt_want, "%s gave %d, not %d", #call, cqt_got, cqt_want); } while (0)
+
+static unsigned rng_state = 777u;
+static double urand(void) { rng_state = rng_state * 1664525u + 1013904223u; return (rng_state >> 8) / 16777216.0; }
+static double srand1(void) { return 2 * urand() - 1; }
+
+/* LANE_TEST(D, P, T): the three kernels of one dimension and precision */
+#define LANE_TEST(D, P, T)                                                                                       \
+TEST(lanes_##D##d_##P)                                                                                           \
+{                                                                                                                \
+    enum { DD = D * D, LN = CQ__LANES_##P, PK = CQ__PK(D) };                                                     \
+    static T x[NP * D], v[NP * D], C[NP * DD], F[NP * DD], mass[NP], vol[NP], E[NP], nu[NP];                    \
+    static T ox1[NP * D], ov1[NP * D], oC1[NP * DD], oF1[NP * DD], ox2[NP * D], ov2[NP * D], oC2[NP * DD], oF2[NP * DD]; \
+    static T aox[NP * D], aov[NP * D], aoC[NP * DD], aoF[NP * DD];                                               \
+    static T ax1[NP * D], av1[NP * D], aC1[NP * DD], aF1[NP * DD], ax2[NP * D], av2[NP * D], aC2[NP * DD], aF2[NP * DD]; \
+    static T gm1[NP], gm2[NP], pk1[NP * PK], pk2[NP * PK], G[NP][DD], Gb1[NP][DD], Gb2[NP][DD];                \
+    static T gv[2 * RES * RES * RES * D], gpb[2 * RES * RES * RES * D], gmb[2 * RES * RES * RES];               \
+    static int scene[NP], order[NP];                                                                             \
+    cq__params_##P prm;                                                                                          \
+    memset(&prm, 0, sizeof prm);                                                                                 \
+    for (int a = 0; a < D; ++a) prm.res[a] = RES;                                                                \
+    prm.dx = (T)(1.0 / RES); prm.inv_dx = (T)RES; prm.dt = (T)2e-3; prm.nodes = D == 2 ? RES * RES : RES * RES * RES; \
+    const long nodes = 2L * prm.nodes;                                                                           \
+    for (long i = 0; i < nodes * D; ++i) { gv[i] = (T)srand1(); gpb[i] = (T)srand1(); }                          \
+    for (long i = 0; i < nodes; ++i) gmb[i] = (T)srand1();                                                       \
+    for (int p = 0; p < NP; ++p) {                                                                               \
+        for (int a = 0; a < D; ++a) {                                                                            \
+            x[p * D + a] = (T)((1.0 + (RES - 3.0) * urand()) / RES);   /* inside the usable region */             \
+            v[p * D + a] = (T)srand1(); aox[p * D + a] = (T)srand1(); aov[p * D + a] = (T)srand1();              \
+        }                                                                                                        \
+        for (int a = 0; a < DD; ++a) {                                                                           \
+            F[p * DD + a] = (T)((a % (D + 1) == 0) + 0.2 * srand1()); C[p * DD + a] = (T)srand1();               \
+            aoC[p * DD + a] = (T)srand1(); aoF[p * DD + a] = (T)srand1(); G[p][a] = (T)srand1();                  \
+        }                                                                                                        \
+        mass[p] = (T)(0.5 + urand()); vol[p] = (T)(0.5 + urand()); E[p] = 100; nu[p] = (T)0.3;                     \
+        scene[p] = p % 3 == 1; order[p] = (p * 7) % NP;   /* 7 and 45 are coprime: a permutation */           \
+    }                                                                                                            \
+    cq__pview_##P in, o1, o2, ao, a1, a2, g1, g2;                                                                \
+    memset(&in, 0, sizeof in);                                                                                   \
+    in.x = x; in.v = v; in.C = C; in.F = F; in.mass = mass; in.vol = vol; in.E = E; in.nu = nu; in.scene = scene; \
+    o1 = in; o1.x = ox1; o1.v = ov1; o1.C = oC1; o1.F = oF1;                                                     \
+    o2 = in; o2.x = ox2; o2.v = ov2; o2.C = oC2; o2.F = oF2;                                                     \
+    ao = in; ao.x = aox; ao.v = aov; ao.C = aoC; ao.F = aoF;                                                     \
+    a1 = in; a1.x = ax1; a1.v = av1; a1.C = aC1; a1.F = aF1;                                                     \
+    a2 = in; a2.x = ax2; a2.v = av2; a2.C = aC2; a2.F = aF2;                                                     \
+    g1 = in; g1.mass = gm1; g2 = in; g2.mass = gm2;                                                              \
+    cq__gview_##P g; g.m = NULL; g.v = gv;                                                                       \
+    /* G2P: the lanes over p, p + 1, ...; the remainder one by one */                                           \
+    for (int p = 0; p < NP; ++p) CHECK_EQ_INT(cq__g2p_fwd_##D##d_##P(p, &prm, in, o1, g), CQ__OK);               \
+    int p0 = 0, ps[LN];                                                                                          \
+    for (; p0 + LN <= NP; p0 += LN) {                                                                            \
+        for (int l = 0; l < LN; ++l) ps[l] = p0 + l;                                                             \
+        CHECK_EQ_INT(cq__g2p_lanes_##D##d_##P(ps, &prm, in, o2, g), -1);                                         \
+    }                                                                                                            \
+    for (; p0 < NP; ++p0) cq__g2p_fwd_##D##d_##P(p0, &prm, in, o2, g);                                           \
+    CHECK(!memcmp(ox1, ox2, sizeof ox1) && !memcmp(ov1, ov2, sizeof ov1) && !memcmp(oC1, oC2, sizeof oC1) &&     \
+          !memcmp(oF1, oF2, sizeof oF1), "G2P: lanes and one-particle kernel differ");                          \
+    /* a particle outside the usable region: -2 and nothing written */                                         \
+    for (int l = 0; l < LN; ++l) ps[l] = l;                                                                      \
+    {                                                                                                            \
+        const T keep = x[3 * D];                                                                                 \
+        x[3 * D] = (T)(0.25 / RES);   /* below the usable region (x/dx >= 0.5) */                                                                               \
+        memset(ox2, 0, sizeof ox2);                                                                              \
+        CHECK_EQ_INT(cq__g2p_lanes_##D##d_##P(ps, &prm, in, o2, g), -2);                                         \
+        int zero = 1;                                                                                            \
+        for (int i = 0; i < NP * D; ++i) zero &= ox2[i] == 0;                                                     \
+        CHECK(zero, "a lane group with a particle outside wrote its outputs");                                  \
+        x[3 * D] = keep;                                                                                         \
+    }                                                                                                            \
+    /* failures: a non-finite grid velocity at a node of particle 5: the lowest failing lane */                 \
+    {                                                                                                            \
+        int bad1 = -1, b[D]; T fx[D], w[D][3];                                                                   \
+        cq__weights_##D##d_##P(x + 5 * D, prm.inv_dx, b, fx, w);                                                 \
+        long node = b[0] + 1;                                                                                    \
+        for (int a = 1; a < D; ++a) node = node * RES + b[a] + 1;                                                \
+        node += scene[5] ? prm.nodes : 0;                                                                        \
+        const T keep = gv[node * D];                                                                             \
+        gv[node * D] = (T)NAN;                                                                                   \
+        for (int p = 0; p < LN && bad1 < 0; ++p)                                                                 \
+            if (cq__g2p_fwd_##D##d_##P(p, &prm, in, o1, g) != CQ__OK) bad1 = p;                                  \
+        CHECK(bad1 >= 0 && bad1 <= 5, "the non-finite node reached no particle");                                \
+        CHECK_EQ_INT(cq__g2p_lanes_##D##d_##P(ps, &prm, in, o2, g), bad1);                                       \
+        gv[node * D] = keep;                                                                                     \
+    }                                                                                                            \
+    /* the G2P adjoint over the shuffled order, records in slot order */                                       \
+    for (int i = 0; i < NP * PK; ++i) pk1[i] = pk2[i] = -1;                                                      \
+    for (int k = 0; k < NP; ++k) cq__g2p_adj_##D##d_##P(order[k], &prm, in, g, ao, a1, pk1 + (long)k * PK);       \
+    int k0 = 0;                                                                                                  \
+    for (; k0 + LN <= NP; k0 += LN) cq__g2p_adj_lanes_##D##d_##P(order + k0, &prm, in, g, ao, a2, pk2 + (long)k0 * PK); \
+    for (; k0 < NP; ++k0) cq__g2p_adj_##D##d_##P(order[k0], &prm, in, g, ao, a2, pk2 + (long)k0 * PK);           \
+    CHECK(!memcmp(ax1, ax2, sizeof ax1) && !memcmp(aF1, aF2, sizeof aF1) && !memcmp(pk1, pk2, sizeof pk1),       \
+          "G2P adjoint: lanes and one-particle kernel differ");                                                 \
+    /* the transfer half of the P2G adjoint (adds to ai.x and pg.mass: the same start on both sides) */         \
+    for (int p = 0; p < NP; ++p) gm1[p] = gm2[p] = (T)p;                                                          \
+    for (int p = 0; p < NP; ++p) cq__p2g_adj_transfer_##D##d_##P(p, &prm, in, G[p], gpb, gmb, a1, g1, Gb1[p]);    \
+    p0 = 0;                                                                                                      \
+    for (; p0 + LN <= NP; p0 += LN) {                                                                            \
+        for (int l = 0; l < LN; ++l) ps[l] = p0 + l;                                                             \
+        cq__transfer_lanes_##D##d_##P(ps, &prm, in, G + p0, gpb, gmb, a2, g2, Gb2 + p0);                          \
+    }                                                                                                            \
+    for (; p0 < NP; ++p0) cq__p2g_adj_transfer_##D##d_##P(p0, &prm, in, G[p0], gpb, gmb, a2, g2, Gb2[p0]);        \
+    CHECK(!memcmp(ax1, ax2, sizeof ax1) && !memcmp(av1, av2, sizeof av1) && !memcmp(aC1, aC2, sizeof aC1) &&     \
+          !memcmp(gm1, gm2, sizeof gm1) && !memcmp(Gb1, Gb2, sizeof Gb1),                                        \
+          "P2G adjoint transfer: lanes and one-particle kernel differ");                                        \
+}
+
+LANE_TEST(2, f32, float)
+LANE_TEST(3, f32, float)
+LANE_TEST(2, f64, double)
+LANE_TEST(3, f64, double)
+
+RUN_TESTS(CASE(lanes_2d_f32), CASE(lanes_3d_f32), CASE(lanes_2d_f64), CASE(lanes_3d_f64))

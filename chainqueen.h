@@ -89,6 +89,12 @@
      CQ_CUDA_SORT_ONE_BLOCK  up to this many particles (default 16384; and grids of <= 65536
                      nodes) the CUDA backend sorts particles by cell in one launch of one block
                      instead of a memset and four launches over the GPU; 0: never
+     CQ_CPU_LANES    1: the CPU runs G2P and the stencil adjoints on 16 floats / 8 doubles at
+                     once (vectorized across particles; bitwise the same results); 0: one particle
+                     at a time.  Default 1 where the compiler targets AVX-512 (__AVX512F__, e.g.
+                     -march=native on such a CPU), else 0: with AVX2 or SSE2 gathers the lanes
+                     measured slower for float (bench/RESULTS.md).  Build with -O3: gcc 12 at -O2
+                     does not vectorize these loops, and the whole MPM ran 1.3-1.9x slower at -O2.
 
    GPU (CUDA)
      backend = CQ_BACKEND_CUDA runs forward, adjoint and tape on an NVIDIA GPU: particle state,
@@ -8526,7 +8532,25 @@ static int cq__cable_buffers(cq_sim *s)
    substep).  What gcc 12 needs to vectorize a lane loop: no pointer formed per lane (index the
    arrays: g.v[idx * D + a], not vi = g.v + idx * D), no && or || (& and |), and no per-lane
    gathers from the particle arrays in the same loop as arithmetic (they are copied into lane
-   arrays by a loop of their own first).  -fopt-info-vec-missed says which loop failed. */
+   arrays by a loop of their own first).  -fopt-info-vec-missed says which loop failed.
+   The drivers use the lanes where CQ_CPU_LANES is 1 (by default with AVX-512): measured on an
+   AMD EPYC (Zen 4) VM, one thread, backward time vs one particle at a time: -O3 AVX-512 -12% to
+   -24%; -O3 AVX2 (x86-64-v3) -17% for the 3D f64 cube, +16% for the 3D f32 cube (8 lanes for
+   f32: no better); -O3 SSE2 +15%; -O2 +3-7% (not vectorized). */
+#ifndef CQ_CPU_LANES   /* see OPTIONS at the top */
+#  if defined(__AVX512F__)
+#    define CQ_CPU_LANES 1
+#  else
+#    define CQ_CPU_LANES 0
+#  endif
+#endif
+#if defined(__GNUC__) || defined(__clang__)
+#  define CQ__NOINLINE __attribute__((noinline))
+#elif defined(_MSC_VER)
+#  define CQ__NOINLINE __declspec(noinline)
+#else
+#  define CQ__NOINLINE
+#endif
 #define CQ__LANES_f32 16
 #define CQ__LANES_f64 8
 /* >>g2p_lanes_2d_f32: G2P (>>g2p_) of the particles ps[0 .. CQ__LANES_f32).  Returns -2, having
@@ -10040,7 +10064,7 @@ static void cq__g2p_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
     cq__sub_task_2d_fixed_corotated_f32 *t = (cq__sub_task_2d_fixed_corotated_f32 *)ctx;
     int p = begin, ps[CQ__LANES_f32];
-    for (; p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
+    for (; CQ_CPU_LANES && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
         for (int l = 0; l < CQ__LANES_f32; ++l) ps[l] = p + l;
         const int f = cq__g2p_lanes_2d_f32(ps, t->prm, t->in, t->out, t->g);
         if (f >= 0) { cq__atomic_min_int(&t->first, p + f); return; }
@@ -10055,7 +10079,7 @@ static void cq__g2p_adj_range_2d_fixed_corotated_f32(void *ctx, int begin, int e
     const cq__sub_task_2d_fixed_corotated_f32 *t = (const cq__sub_task_2d_fixed_corotated_f32 *)ctx;
     float *pk = (float *)t->s->pk;
     int k = begin;
-    for (; k + CQ__LANES_f32 <= end; k += CQ__LANES_f32)   /* lanes (>>cpu_lanes) */
+    for (; CQ_CPU_LANES && k + CQ__LANES_f32 <= end; k += CQ__LANES_f32)   /* lanes (>>cpu_lanes) */
         cq__g2p_adj_lanes_2d_f32(t->s->order + k, t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(2));
     for (; k < end; ++k)
         cq__g2p_adj_2d_f32(t->s->order[k], t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(2));
@@ -10088,38 +10112,51 @@ static void cq__grid_adj_rows_2d_fixed_corotated_f32(void *ctx, int begin, int e
                                                           gp_bar, gm_bar);
     }
 }
+/* The P2G adjoint's per-particle stress parts, as in cq__p2g_adj_given_rot_: P and G before the
+   transfer (pre), the stress half after it (post).  Out of line, so that every particle runs the
+   same machine code whether its transfer ran in a lane group or alone: gcc 12 fuses
+   multiply-adds where it vectorizes this code (vfmsubadd, despite -ffp-contract=off), and a copy
+   inlined into the loop over a lane group rounded differently from the remainder's (the
+   batched-scene tests saw it at -O3 -march=native). */
+static CQ__NOINLINE void cq__p2g_adj_pre_2d_fixed_corotated_f32(const cq__sub_task_2d_fixed_corotated_f32 *t, int p, cq__rot_2d_f32 *own,
+                                                const cq__rot_2d_f32 **rot, float *Pp, float *G)
+{
+    float Fp[4];
+    for (int a = 0; a < 4; ++a) Fp[a] = t->in.F[(long)p * 4 + a];
+    if (t->rot) *rot = t->rot + p;   /* the rotation the backward's P2G kept */
+    else { cq__rot_of_2d_fixed_corotated_f32(Fp, own); *rot = own; }
+    cq__pk1_rot_2d_fixed_corotated_f32(Fp, *rot, t->in.E[p], t->in.nu[p], t->in.act ? t->in.act[p] : -1, t->prm,
+                                             t->in.act_stress, Pp);
+    cq__affine_2d_f32(p, t->prm, t->in, Pp, Fp, G);   /* G as P2G's */
+}
+static CQ__NOINLINE void cq__p2g_adj_post_2d_fixed_corotated_f32(const cq__sub_task_2d_fixed_corotated_f32 *t, int p, const cq__rot_2d_f32 *rot,
+                                                 const float *Pp, const float *G_bar)
+{
+    cq__p2g_adj_stress_rot_2d_fixed_corotated_f32(p, t->prm, t->in, rot, Pp, G_bar, t->ai, t->pg,
+                                                        (float *)t->s->dact + (long)p * 4);
+}
 static void cq__p2g_adj_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_fixed_corotated_f32 *t = (const cq__sub_task_2d_fixed_corotated_f32 *)ctx;
-    const cq_sim *s = t->s;
+    const float *gp_bar = (const float *)t->s->grid_pb, *gm_bar = (const float *)t->s->grid_mb;
     int p = begin;
-    for (; p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes): as cq__p2g_adj_given_rot_ */
+    for (; CQ_CPU_LANES && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
         int ps[CQ__LANES_f32];
         float Pp[CQ__LANES_f32][4], G[CQ__LANES_f32][4];
         cq__rot_2d_f32 own[CQ__LANES_f32];
         const cq__rot_2d_f32 *rot[CQ__LANES_f32];
-        for (int l = 0; l < CQ__LANES_f32; ++l) {
-            const int q = ps[l] = p + l;
-            const float *Fp = t->in.F + (long)q * 4;
-            if (t->rot) rot[l] = t->rot + q;   /* the rotation the backward's P2G kept */
-            else { cq__rot_of_2d_fixed_corotated_f32(Fp, &own[l]); rot[l] = &own[l]; }
-            cq__pk1_rot_2d_fixed_corotated_f32(Fp, rot[l], t->in.E[q], t->in.nu[q], t->in.act ? t->in.act[q] : -1, t->prm,
-                                                     t->in.act_stress, Pp[l]);
-            cq__affine_2d_f32(q, t->prm, t->in, Pp[l], Fp, G[l]);
-        }
-        cq__transfer_lanes_2d_f32(ps, t->prm, t->in, G, (const float *)s->grid_pb, (const float *)s->grid_mb,
-                                             t->ai, t->pg, G);   /* G becomes dL/dG */
-        for (int l = 0; l < CQ__LANES_f32; ++l)
-            cq__p2g_adj_stress_rot_2d_fixed_corotated_f32(ps[l], t->prm, t->in, rot[l], Pp[l], G[l], t->ai, t->pg,
-                                                                (float *)s->dact + (long)ps[l] * 4);
+        for (int l = 0; l < CQ__LANES_f32; ++l) cq__p2g_adj_pre_2d_fixed_corotated_f32(t, ps[l] = p + l, &own[l], &rot[l], Pp[l], G[l]);
+        cq__transfer_lanes_2d_f32(ps, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G);   /* G becomes dL/dG */
+        for (int l = 0; l < CQ__LANES_f32; ++l) cq__p2g_adj_post_2d_fixed_corotated_f32(t, ps[l], rot[l], Pp[l], G[l]);
     }
-    for (; p < end; ++p)
-        if (t->rot)   /* the rotation the backward's P2G kept */
-            cq__p2g_adj_given_rot_2d_fixed_corotated_f32(p, t->prm, t->in, t->rot + p, (const float *)s->grid_pb,
-                                                             (const float *)s->grid_mb, t->ai, t->pg, (float *)s->dact + (long)p * 4);
-        else
-            cq__p2g_adj_2d_fixed_corotated_f32(p, t->prm, t->in, (const float *)s->grid_pb, (const float *)s->grid_mb,
-                                                                 t->ai, t->pg, (float *)s->dact + (long)p * 4);
+    for (; p < end; ++p) {
+        float Pp[4], G[4], G_bar[4];
+        cq__rot_2d_f32 own;
+        const cq__rot_2d_f32 *rot;
+        cq__p2g_adj_pre_2d_fixed_corotated_f32(t, p, &own, &rot, Pp, G);
+        cq__p2g_adj_transfer_2d_f32(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
+        cq__p2g_adj_post_2d_fixed_corotated_f32(t, p, rot, Pp, G_bar);
+    }
 }
 
 /* >>cpu_gather_2d_fixed_corotated_f32: the gather (kernels.j2 >>grid_gather_) one row of nodes at a time (a row:
@@ -10278,7 +10315,7 @@ static void cq__g2p_range_2d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
     cq__sub_task_2d_fixed_corotated_f64 *t = (cq__sub_task_2d_fixed_corotated_f64 *)ctx;
     int p = begin, ps[CQ__LANES_f64];
-    for (; p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
+    for (; CQ_CPU_LANES && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
         for (int l = 0; l < CQ__LANES_f64; ++l) ps[l] = p + l;
         const int f = cq__g2p_lanes_2d_f64(ps, t->prm, t->in, t->out, t->g);
         if (f >= 0) { cq__atomic_min_int(&t->first, p + f); return; }
@@ -10293,7 +10330,7 @@ static void cq__g2p_adj_range_2d_fixed_corotated_f64(void *ctx, int begin, int e
     const cq__sub_task_2d_fixed_corotated_f64 *t = (const cq__sub_task_2d_fixed_corotated_f64 *)ctx;
     double *pk = (double *)t->s->pk;
     int k = begin;
-    for (; k + CQ__LANES_f64 <= end; k += CQ__LANES_f64)   /* lanes (>>cpu_lanes) */
+    for (; CQ_CPU_LANES && k + CQ__LANES_f64 <= end; k += CQ__LANES_f64)   /* lanes (>>cpu_lanes) */
         cq__g2p_adj_lanes_2d_f64(t->s->order + k, t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(2));
     for (; k < end; ++k)
         cq__g2p_adj_2d_f64(t->s->order[k], t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(2));
@@ -10326,38 +10363,51 @@ static void cq__grid_adj_rows_2d_fixed_corotated_f64(void *ctx, int begin, int e
                                                           gp_bar, gm_bar);
     }
 }
+/* The P2G adjoint's per-particle stress parts, as in cq__p2g_adj_given_rot_: P and G before the
+   transfer (pre), the stress half after it (post).  Out of line, so that every particle runs the
+   same machine code whether its transfer ran in a lane group or alone: gcc 12 fuses
+   multiply-adds where it vectorizes this code (vfmsubadd, despite -ffp-contract=off), and a copy
+   inlined into the loop over a lane group rounded differently from the remainder's (the
+   batched-scene tests saw it at -O3 -march=native). */
+static CQ__NOINLINE void cq__p2g_adj_pre_2d_fixed_corotated_f64(const cq__sub_task_2d_fixed_corotated_f64 *t, int p, cq__rot_2d_f64 *own,
+                                                const cq__rot_2d_f64 **rot, double *Pp, double *G)
+{
+    double Fp[4];
+    for (int a = 0; a < 4; ++a) Fp[a] = t->in.F[(long)p * 4 + a];
+    if (t->rot) *rot = t->rot + p;   /* the rotation the backward's P2G kept */
+    else { cq__rot_of_2d_fixed_corotated_f64(Fp, own); *rot = own; }
+    cq__pk1_rot_2d_fixed_corotated_f64(Fp, *rot, t->in.E[p], t->in.nu[p], t->in.act ? t->in.act[p] : -1, t->prm,
+                                             t->in.act_stress, Pp);
+    cq__affine_2d_f64(p, t->prm, t->in, Pp, Fp, G);   /* G as P2G's */
+}
+static CQ__NOINLINE void cq__p2g_adj_post_2d_fixed_corotated_f64(const cq__sub_task_2d_fixed_corotated_f64 *t, int p, const cq__rot_2d_f64 *rot,
+                                                 const double *Pp, const double *G_bar)
+{
+    cq__p2g_adj_stress_rot_2d_fixed_corotated_f64(p, t->prm, t->in, rot, Pp, G_bar, t->ai, t->pg,
+                                                        (double *)t->s->dact + (long)p * 4);
+}
 static void cq__p2g_adj_range_2d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_fixed_corotated_f64 *t = (const cq__sub_task_2d_fixed_corotated_f64 *)ctx;
-    const cq_sim *s = t->s;
+    const double *gp_bar = (const double *)t->s->grid_pb, *gm_bar = (const double *)t->s->grid_mb;
     int p = begin;
-    for (; p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes): as cq__p2g_adj_given_rot_ */
+    for (; CQ_CPU_LANES && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
         int ps[CQ__LANES_f64];
         double Pp[CQ__LANES_f64][4], G[CQ__LANES_f64][4];
         cq__rot_2d_f64 own[CQ__LANES_f64];
         const cq__rot_2d_f64 *rot[CQ__LANES_f64];
-        for (int l = 0; l < CQ__LANES_f64; ++l) {
-            const int q = ps[l] = p + l;
-            const double *Fp = t->in.F + (long)q * 4;
-            if (t->rot) rot[l] = t->rot + q;   /* the rotation the backward's P2G kept */
-            else { cq__rot_of_2d_fixed_corotated_f64(Fp, &own[l]); rot[l] = &own[l]; }
-            cq__pk1_rot_2d_fixed_corotated_f64(Fp, rot[l], t->in.E[q], t->in.nu[q], t->in.act ? t->in.act[q] : -1, t->prm,
-                                                     t->in.act_stress, Pp[l]);
-            cq__affine_2d_f64(q, t->prm, t->in, Pp[l], Fp, G[l]);
-        }
-        cq__transfer_lanes_2d_f64(ps, t->prm, t->in, G, (const double *)s->grid_pb, (const double *)s->grid_mb,
-                                             t->ai, t->pg, G);   /* G becomes dL/dG */
-        for (int l = 0; l < CQ__LANES_f64; ++l)
-            cq__p2g_adj_stress_rot_2d_fixed_corotated_f64(ps[l], t->prm, t->in, rot[l], Pp[l], G[l], t->ai, t->pg,
-                                                                (double *)s->dact + (long)ps[l] * 4);
+        for (int l = 0; l < CQ__LANES_f64; ++l) cq__p2g_adj_pre_2d_fixed_corotated_f64(t, ps[l] = p + l, &own[l], &rot[l], Pp[l], G[l]);
+        cq__transfer_lanes_2d_f64(ps, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G);   /* G becomes dL/dG */
+        for (int l = 0; l < CQ__LANES_f64; ++l) cq__p2g_adj_post_2d_fixed_corotated_f64(t, ps[l], rot[l], Pp[l], G[l]);
     }
-    for (; p < end; ++p)
-        if (t->rot)   /* the rotation the backward's P2G kept */
-            cq__p2g_adj_given_rot_2d_fixed_corotated_f64(p, t->prm, t->in, t->rot + p, (const double *)s->grid_pb,
-                                                             (const double *)s->grid_mb, t->ai, t->pg, (double *)s->dact + (long)p * 4);
-        else
-            cq__p2g_adj_2d_fixed_corotated_f64(p, t->prm, t->in, (const double *)s->grid_pb, (const double *)s->grid_mb,
-                                                                 t->ai, t->pg, (double *)s->dact + (long)p * 4);
+    for (; p < end; ++p) {
+        double Pp[4], G[4], G_bar[4];
+        cq__rot_2d_f64 own;
+        const cq__rot_2d_f64 *rot;
+        cq__p2g_adj_pre_2d_fixed_corotated_f64(t, p, &own, &rot, Pp, G);
+        cq__p2g_adj_transfer_2d_f64(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
+        cq__p2g_adj_post_2d_fixed_corotated_f64(t, p, rot, Pp, G_bar);
+    }
 }
 
 /* >>cpu_gather_2d_fixed_corotated_f64: the gather (kernels.j2 >>grid_gather_) one row of nodes at a time (a row:
@@ -10516,7 +10566,7 @@ static void cq__g2p_range_2d_neohookean_f32(void *ctx, int begin, int end)
 {
     cq__sub_task_2d_neohookean_f32 *t = (cq__sub_task_2d_neohookean_f32 *)ctx;
     int p = begin, ps[CQ__LANES_f32];
-    for (; p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
+    for (; CQ_CPU_LANES && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
         for (int l = 0; l < CQ__LANES_f32; ++l) ps[l] = p + l;
         const int f = cq__g2p_lanes_2d_f32(ps, t->prm, t->in, t->out, t->g);
         if (f >= 0) { cq__atomic_min_int(&t->first, p + f); return; }
@@ -10531,7 +10581,7 @@ static void cq__g2p_adj_range_2d_neohookean_f32(void *ctx, int begin, int end)
     const cq__sub_task_2d_neohookean_f32 *t = (const cq__sub_task_2d_neohookean_f32 *)ctx;
     float *pk = (float *)t->s->pk;
     int k = begin;
-    for (; k + CQ__LANES_f32 <= end; k += CQ__LANES_f32)   /* lanes (>>cpu_lanes) */
+    for (; CQ_CPU_LANES && k + CQ__LANES_f32 <= end; k += CQ__LANES_f32)   /* lanes (>>cpu_lanes) */
         cq__g2p_adj_lanes_2d_f32(t->s->order + k, t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(2));
     for (; k < end; ++k)
         cq__g2p_adj_2d_f32(t->s->order[k], t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(2));
@@ -10564,38 +10614,51 @@ static void cq__grid_adj_rows_2d_neohookean_f32(void *ctx, int begin, int end)
                                                           gp_bar, gm_bar);
     }
 }
+/* The P2G adjoint's per-particle stress parts, as in cq__p2g_adj_given_rot_: P and G before the
+   transfer (pre), the stress half after it (post).  Out of line, so that every particle runs the
+   same machine code whether its transfer ran in a lane group or alone: gcc 12 fuses
+   multiply-adds where it vectorizes this code (vfmsubadd, despite -ffp-contract=off), and a copy
+   inlined into the loop over a lane group rounded differently from the remainder's (the
+   batched-scene tests saw it at -O3 -march=native). */
+static CQ__NOINLINE void cq__p2g_adj_pre_2d_neohookean_f32(const cq__sub_task_2d_neohookean_f32 *t, int p, cq__rot_2d_f32 *own,
+                                                const cq__rot_2d_f32 **rot, float *Pp, float *G)
+{
+    float Fp[4];
+    for (int a = 0; a < 4; ++a) Fp[a] = t->in.F[(long)p * 4 + a];
+    if (t->rot) *rot = t->rot + p;   /* the rotation the backward's P2G kept */
+    else { cq__rot_of_2d_neohookean_f32(Fp, own); *rot = own; }
+    cq__pk1_rot_2d_neohookean_f32(Fp, *rot, t->in.E[p], t->in.nu[p], t->in.act ? t->in.act[p] : -1, t->prm,
+                                             t->in.act_stress, Pp);
+    cq__affine_2d_f32(p, t->prm, t->in, Pp, Fp, G);   /* G as P2G's */
+}
+static CQ__NOINLINE void cq__p2g_adj_post_2d_neohookean_f32(const cq__sub_task_2d_neohookean_f32 *t, int p, const cq__rot_2d_f32 *rot,
+                                                 const float *Pp, const float *G_bar)
+{
+    cq__p2g_adj_stress_rot_2d_neohookean_f32(p, t->prm, t->in, rot, Pp, G_bar, t->ai, t->pg,
+                                                        (float *)t->s->dact + (long)p * 4);
+}
 static void cq__p2g_adj_range_2d_neohookean_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_neohookean_f32 *t = (const cq__sub_task_2d_neohookean_f32 *)ctx;
-    const cq_sim *s = t->s;
+    const float *gp_bar = (const float *)t->s->grid_pb, *gm_bar = (const float *)t->s->grid_mb;
     int p = begin;
-    for (; p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes): as cq__p2g_adj_given_rot_ */
+    for (; CQ_CPU_LANES && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
         int ps[CQ__LANES_f32];
         float Pp[CQ__LANES_f32][4], G[CQ__LANES_f32][4];
         cq__rot_2d_f32 own[CQ__LANES_f32];
         const cq__rot_2d_f32 *rot[CQ__LANES_f32];
-        for (int l = 0; l < CQ__LANES_f32; ++l) {
-            const int q = ps[l] = p + l;
-            const float *Fp = t->in.F + (long)q * 4;
-            if (t->rot) rot[l] = t->rot + q;   /* the rotation the backward's P2G kept */
-            else { cq__rot_of_2d_neohookean_f32(Fp, &own[l]); rot[l] = &own[l]; }
-            cq__pk1_rot_2d_neohookean_f32(Fp, rot[l], t->in.E[q], t->in.nu[q], t->in.act ? t->in.act[q] : -1, t->prm,
-                                                     t->in.act_stress, Pp[l]);
-            cq__affine_2d_f32(q, t->prm, t->in, Pp[l], Fp, G[l]);
-        }
-        cq__transfer_lanes_2d_f32(ps, t->prm, t->in, G, (const float *)s->grid_pb, (const float *)s->grid_mb,
-                                             t->ai, t->pg, G);   /* G becomes dL/dG */
-        for (int l = 0; l < CQ__LANES_f32; ++l)
-            cq__p2g_adj_stress_rot_2d_neohookean_f32(ps[l], t->prm, t->in, rot[l], Pp[l], G[l], t->ai, t->pg,
-                                                                (float *)s->dact + (long)ps[l] * 4);
+        for (int l = 0; l < CQ__LANES_f32; ++l) cq__p2g_adj_pre_2d_neohookean_f32(t, ps[l] = p + l, &own[l], &rot[l], Pp[l], G[l]);
+        cq__transfer_lanes_2d_f32(ps, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G);   /* G becomes dL/dG */
+        for (int l = 0; l < CQ__LANES_f32; ++l) cq__p2g_adj_post_2d_neohookean_f32(t, ps[l], rot[l], Pp[l], G[l]);
     }
-    for (; p < end; ++p)
-        if (t->rot)   /* the rotation the backward's P2G kept */
-            cq__p2g_adj_given_rot_2d_neohookean_f32(p, t->prm, t->in, t->rot + p, (const float *)s->grid_pb,
-                                                             (const float *)s->grid_mb, t->ai, t->pg, (float *)s->dact + (long)p * 4);
-        else
-            cq__p2g_adj_2d_neohookean_f32(p, t->prm, t->in, (const float *)s->grid_pb, (const float *)s->grid_mb,
-                                                                 t->ai, t->pg, (float *)s->dact + (long)p * 4);
+    for (; p < end; ++p) {
+        float Pp[4], G[4], G_bar[4];
+        cq__rot_2d_f32 own;
+        const cq__rot_2d_f32 *rot;
+        cq__p2g_adj_pre_2d_neohookean_f32(t, p, &own, &rot, Pp, G);
+        cq__p2g_adj_transfer_2d_f32(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
+        cq__p2g_adj_post_2d_neohookean_f32(t, p, rot, Pp, G_bar);
+    }
 }
 
 /* >>cpu_gather_2d_neohookean_f32: the gather (kernels.j2 >>grid_gather_) one row of nodes at a time (a row:
@@ -10754,7 +10817,7 @@ static void cq__g2p_range_2d_neohookean_f64(void *ctx, int begin, int end)
 {
     cq__sub_task_2d_neohookean_f64 *t = (cq__sub_task_2d_neohookean_f64 *)ctx;
     int p = begin, ps[CQ__LANES_f64];
-    for (; p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
+    for (; CQ_CPU_LANES && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
         for (int l = 0; l < CQ__LANES_f64; ++l) ps[l] = p + l;
         const int f = cq__g2p_lanes_2d_f64(ps, t->prm, t->in, t->out, t->g);
         if (f >= 0) { cq__atomic_min_int(&t->first, p + f); return; }
@@ -10769,7 +10832,7 @@ static void cq__g2p_adj_range_2d_neohookean_f64(void *ctx, int begin, int end)
     const cq__sub_task_2d_neohookean_f64 *t = (const cq__sub_task_2d_neohookean_f64 *)ctx;
     double *pk = (double *)t->s->pk;
     int k = begin;
-    for (; k + CQ__LANES_f64 <= end; k += CQ__LANES_f64)   /* lanes (>>cpu_lanes) */
+    for (; CQ_CPU_LANES && k + CQ__LANES_f64 <= end; k += CQ__LANES_f64)   /* lanes (>>cpu_lanes) */
         cq__g2p_adj_lanes_2d_f64(t->s->order + k, t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(2));
     for (; k < end; ++k)
         cq__g2p_adj_2d_f64(t->s->order[k], t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(2));
@@ -10802,38 +10865,51 @@ static void cq__grid_adj_rows_2d_neohookean_f64(void *ctx, int begin, int end)
                                                           gp_bar, gm_bar);
     }
 }
+/* The P2G adjoint's per-particle stress parts, as in cq__p2g_adj_given_rot_: P and G before the
+   transfer (pre), the stress half after it (post).  Out of line, so that every particle runs the
+   same machine code whether its transfer ran in a lane group or alone: gcc 12 fuses
+   multiply-adds where it vectorizes this code (vfmsubadd, despite -ffp-contract=off), and a copy
+   inlined into the loop over a lane group rounded differently from the remainder's (the
+   batched-scene tests saw it at -O3 -march=native). */
+static CQ__NOINLINE void cq__p2g_adj_pre_2d_neohookean_f64(const cq__sub_task_2d_neohookean_f64 *t, int p, cq__rot_2d_f64 *own,
+                                                const cq__rot_2d_f64 **rot, double *Pp, double *G)
+{
+    double Fp[4];
+    for (int a = 0; a < 4; ++a) Fp[a] = t->in.F[(long)p * 4 + a];
+    if (t->rot) *rot = t->rot + p;   /* the rotation the backward's P2G kept */
+    else { cq__rot_of_2d_neohookean_f64(Fp, own); *rot = own; }
+    cq__pk1_rot_2d_neohookean_f64(Fp, *rot, t->in.E[p], t->in.nu[p], t->in.act ? t->in.act[p] : -1, t->prm,
+                                             t->in.act_stress, Pp);
+    cq__affine_2d_f64(p, t->prm, t->in, Pp, Fp, G);   /* G as P2G's */
+}
+static CQ__NOINLINE void cq__p2g_adj_post_2d_neohookean_f64(const cq__sub_task_2d_neohookean_f64 *t, int p, const cq__rot_2d_f64 *rot,
+                                                 const double *Pp, const double *G_bar)
+{
+    cq__p2g_adj_stress_rot_2d_neohookean_f64(p, t->prm, t->in, rot, Pp, G_bar, t->ai, t->pg,
+                                                        (double *)t->s->dact + (long)p * 4);
+}
 static void cq__p2g_adj_range_2d_neohookean_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_neohookean_f64 *t = (const cq__sub_task_2d_neohookean_f64 *)ctx;
-    const cq_sim *s = t->s;
+    const double *gp_bar = (const double *)t->s->grid_pb, *gm_bar = (const double *)t->s->grid_mb;
     int p = begin;
-    for (; p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes): as cq__p2g_adj_given_rot_ */
+    for (; CQ_CPU_LANES && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
         int ps[CQ__LANES_f64];
         double Pp[CQ__LANES_f64][4], G[CQ__LANES_f64][4];
         cq__rot_2d_f64 own[CQ__LANES_f64];
         const cq__rot_2d_f64 *rot[CQ__LANES_f64];
-        for (int l = 0; l < CQ__LANES_f64; ++l) {
-            const int q = ps[l] = p + l;
-            const double *Fp = t->in.F + (long)q * 4;
-            if (t->rot) rot[l] = t->rot + q;   /* the rotation the backward's P2G kept */
-            else { cq__rot_of_2d_neohookean_f64(Fp, &own[l]); rot[l] = &own[l]; }
-            cq__pk1_rot_2d_neohookean_f64(Fp, rot[l], t->in.E[q], t->in.nu[q], t->in.act ? t->in.act[q] : -1, t->prm,
-                                                     t->in.act_stress, Pp[l]);
-            cq__affine_2d_f64(q, t->prm, t->in, Pp[l], Fp, G[l]);
-        }
-        cq__transfer_lanes_2d_f64(ps, t->prm, t->in, G, (const double *)s->grid_pb, (const double *)s->grid_mb,
-                                             t->ai, t->pg, G);   /* G becomes dL/dG */
-        for (int l = 0; l < CQ__LANES_f64; ++l)
-            cq__p2g_adj_stress_rot_2d_neohookean_f64(ps[l], t->prm, t->in, rot[l], Pp[l], G[l], t->ai, t->pg,
-                                                                (double *)s->dact + (long)ps[l] * 4);
+        for (int l = 0; l < CQ__LANES_f64; ++l) cq__p2g_adj_pre_2d_neohookean_f64(t, ps[l] = p + l, &own[l], &rot[l], Pp[l], G[l]);
+        cq__transfer_lanes_2d_f64(ps, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G);   /* G becomes dL/dG */
+        for (int l = 0; l < CQ__LANES_f64; ++l) cq__p2g_adj_post_2d_neohookean_f64(t, ps[l], rot[l], Pp[l], G[l]);
     }
-    for (; p < end; ++p)
-        if (t->rot)   /* the rotation the backward's P2G kept */
-            cq__p2g_adj_given_rot_2d_neohookean_f64(p, t->prm, t->in, t->rot + p, (const double *)s->grid_pb,
-                                                             (const double *)s->grid_mb, t->ai, t->pg, (double *)s->dact + (long)p * 4);
-        else
-            cq__p2g_adj_2d_neohookean_f64(p, t->prm, t->in, (const double *)s->grid_pb, (const double *)s->grid_mb,
-                                                                 t->ai, t->pg, (double *)s->dact + (long)p * 4);
+    for (; p < end; ++p) {
+        double Pp[4], G[4], G_bar[4];
+        cq__rot_2d_f64 own;
+        const cq__rot_2d_f64 *rot;
+        cq__p2g_adj_pre_2d_neohookean_f64(t, p, &own, &rot, Pp, G);
+        cq__p2g_adj_transfer_2d_f64(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
+        cq__p2g_adj_post_2d_neohookean_f64(t, p, rot, Pp, G_bar);
+    }
 }
 
 /* >>cpu_gather_2d_neohookean_f64: the gather (kernels.j2 >>grid_gather_) one row of nodes at a time (a row:
@@ -10992,7 +11068,7 @@ static void cq__g2p_range_3d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
     cq__sub_task_3d_fixed_corotated_f32 *t = (cq__sub_task_3d_fixed_corotated_f32 *)ctx;
     int p = begin, ps[CQ__LANES_f32];
-    for (; p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
+    for (; CQ_CPU_LANES && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
         for (int l = 0; l < CQ__LANES_f32; ++l) ps[l] = p + l;
         const int f = cq__g2p_lanes_3d_f32(ps, t->prm, t->in, t->out, t->g);
         if (f >= 0) { cq__atomic_min_int(&t->first, p + f); return; }
@@ -11007,7 +11083,7 @@ static void cq__g2p_adj_range_3d_fixed_corotated_f32(void *ctx, int begin, int e
     const cq__sub_task_3d_fixed_corotated_f32 *t = (const cq__sub_task_3d_fixed_corotated_f32 *)ctx;
     float *pk = (float *)t->s->pk;
     int k = begin;
-    for (; k + CQ__LANES_f32 <= end; k += CQ__LANES_f32)   /* lanes (>>cpu_lanes) */
+    for (; CQ_CPU_LANES && k + CQ__LANES_f32 <= end; k += CQ__LANES_f32)   /* lanes (>>cpu_lanes) */
         cq__g2p_adj_lanes_3d_f32(t->s->order + k, t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(3));
     for (; k < end; ++k)
         cq__g2p_adj_3d_f32(t->s->order[k], t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(3));
@@ -11040,38 +11116,51 @@ static void cq__grid_adj_rows_3d_fixed_corotated_f32(void *ctx, int begin, int e
                                                           gp_bar, gm_bar);
     }
 }
+/* The P2G adjoint's per-particle stress parts, as in cq__p2g_adj_given_rot_: P and G before the
+   transfer (pre), the stress half after it (post).  Out of line, so that every particle runs the
+   same machine code whether its transfer ran in a lane group or alone: gcc 12 fuses
+   multiply-adds where it vectorizes this code (vfmsubadd, despite -ffp-contract=off), and a copy
+   inlined into the loop over a lane group rounded differently from the remainder's (the
+   batched-scene tests saw it at -O3 -march=native). */
+static CQ__NOINLINE void cq__p2g_adj_pre_3d_fixed_corotated_f32(const cq__sub_task_3d_fixed_corotated_f32 *t, int p, cq__rot_3d_f32 *own,
+                                                const cq__rot_3d_f32 **rot, float *Pp, float *G)
+{
+    float Fp[9];
+    for (int a = 0; a < 9; ++a) Fp[a] = t->in.F[(long)p * 9 + a];
+    if (t->rot) *rot = t->rot + p;   /* the rotation the backward's P2G kept */
+    else { cq__rot_of_3d_fixed_corotated_f32(Fp, own); *rot = own; }
+    cq__pk1_rot_3d_fixed_corotated_f32(Fp, *rot, t->in.E[p], t->in.nu[p], t->in.act ? t->in.act[p] : -1, t->prm,
+                                             t->in.act_stress, Pp);
+    cq__affine_3d_f32(p, t->prm, t->in, Pp, Fp, G);   /* G as P2G's */
+}
+static CQ__NOINLINE void cq__p2g_adj_post_3d_fixed_corotated_f32(const cq__sub_task_3d_fixed_corotated_f32 *t, int p, const cq__rot_3d_f32 *rot,
+                                                 const float *Pp, const float *G_bar)
+{
+    cq__p2g_adj_stress_rot_3d_fixed_corotated_f32(p, t->prm, t->in, rot, Pp, G_bar, t->ai, t->pg,
+                                                        (float *)t->s->dact + (long)p * 9);
+}
 static void cq__p2g_adj_range_3d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_fixed_corotated_f32 *t = (const cq__sub_task_3d_fixed_corotated_f32 *)ctx;
-    const cq_sim *s = t->s;
+    const float *gp_bar = (const float *)t->s->grid_pb, *gm_bar = (const float *)t->s->grid_mb;
     int p = begin;
-    for (; p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes): as cq__p2g_adj_given_rot_ */
+    for (; CQ_CPU_LANES && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
         int ps[CQ__LANES_f32];
         float Pp[CQ__LANES_f32][9], G[CQ__LANES_f32][9];
         cq__rot_3d_f32 own[CQ__LANES_f32];
         const cq__rot_3d_f32 *rot[CQ__LANES_f32];
-        for (int l = 0; l < CQ__LANES_f32; ++l) {
-            const int q = ps[l] = p + l;
-            const float *Fp = t->in.F + (long)q * 9;
-            if (t->rot) rot[l] = t->rot + q;   /* the rotation the backward's P2G kept */
-            else { cq__rot_of_3d_fixed_corotated_f32(Fp, &own[l]); rot[l] = &own[l]; }
-            cq__pk1_rot_3d_fixed_corotated_f32(Fp, rot[l], t->in.E[q], t->in.nu[q], t->in.act ? t->in.act[q] : -1, t->prm,
-                                                     t->in.act_stress, Pp[l]);
-            cq__affine_3d_f32(q, t->prm, t->in, Pp[l], Fp, G[l]);
-        }
-        cq__transfer_lanes_3d_f32(ps, t->prm, t->in, G, (const float *)s->grid_pb, (const float *)s->grid_mb,
-                                             t->ai, t->pg, G);   /* G becomes dL/dG */
-        for (int l = 0; l < CQ__LANES_f32; ++l)
-            cq__p2g_adj_stress_rot_3d_fixed_corotated_f32(ps[l], t->prm, t->in, rot[l], Pp[l], G[l], t->ai, t->pg,
-                                                                (float *)s->dact + (long)ps[l] * 9);
+        for (int l = 0; l < CQ__LANES_f32; ++l) cq__p2g_adj_pre_3d_fixed_corotated_f32(t, ps[l] = p + l, &own[l], &rot[l], Pp[l], G[l]);
+        cq__transfer_lanes_3d_f32(ps, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G);   /* G becomes dL/dG */
+        for (int l = 0; l < CQ__LANES_f32; ++l) cq__p2g_adj_post_3d_fixed_corotated_f32(t, ps[l], rot[l], Pp[l], G[l]);
     }
-    for (; p < end; ++p)
-        if (t->rot)   /* the rotation the backward's P2G kept */
-            cq__p2g_adj_given_rot_3d_fixed_corotated_f32(p, t->prm, t->in, t->rot + p, (const float *)s->grid_pb,
-                                                             (const float *)s->grid_mb, t->ai, t->pg, (float *)s->dact + (long)p * 9);
-        else
-            cq__p2g_adj_3d_fixed_corotated_f32(p, t->prm, t->in, (const float *)s->grid_pb, (const float *)s->grid_mb,
-                                                                 t->ai, t->pg, (float *)s->dact + (long)p * 9);
+    for (; p < end; ++p) {
+        float Pp[9], G[9], G_bar[9];
+        cq__rot_3d_f32 own;
+        const cq__rot_3d_f32 *rot;
+        cq__p2g_adj_pre_3d_fixed_corotated_f32(t, p, &own, &rot, Pp, G);
+        cq__p2g_adj_transfer_3d_f32(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
+        cq__p2g_adj_post_3d_fixed_corotated_f32(t, p, rot, Pp, G_bar);
+    }
 }
 
 /* >>cpu_gather_3d_fixed_corotated_f32: the gather (kernels.j2 >>grid_gather_) one row of nodes at a time (a row:
@@ -11231,7 +11320,7 @@ static void cq__g2p_range_3d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
     cq__sub_task_3d_fixed_corotated_f64 *t = (cq__sub_task_3d_fixed_corotated_f64 *)ctx;
     int p = begin, ps[CQ__LANES_f64];
-    for (; p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
+    for (; CQ_CPU_LANES && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
         for (int l = 0; l < CQ__LANES_f64; ++l) ps[l] = p + l;
         const int f = cq__g2p_lanes_3d_f64(ps, t->prm, t->in, t->out, t->g);
         if (f >= 0) { cq__atomic_min_int(&t->first, p + f); return; }
@@ -11246,7 +11335,7 @@ static void cq__g2p_adj_range_3d_fixed_corotated_f64(void *ctx, int begin, int e
     const cq__sub_task_3d_fixed_corotated_f64 *t = (const cq__sub_task_3d_fixed_corotated_f64 *)ctx;
     double *pk = (double *)t->s->pk;
     int k = begin;
-    for (; k + CQ__LANES_f64 <= end; k += CQ__LANES_f64)   /* lanes (>>cpu_lanes) */
+    for (; CQ_CPU_LANES && k + CQ__LANES_f64 <= end; k += CQ__LANES_f64)   /* lanes (>>cpu_lanes) */
         cq__g2p_adj_lanes_3d_f64(t->s->order + k, t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(3));
     for (; k < end; ++k)
         cq__g2p_adj_3d_f64(t->s->order[k], t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(3));
@@ -11279,38 +11368,51 @@ static void cq__grid_adj_rows_3d_fixed_corotated_f64(void *ctx, int begin, int e
                                                           gp_bar, gm_bar);
     }
 }
+/* The P2G adjoint's per-particle stress parts, as in cq__p2g_adj_given_rot_: P and G before the
+   transfer (pre), the stress half after it (post).  Out of line, so that every particle runs the
+   same machine code whether its transfer ran in a lane group or alone: gcc 12 fuses
+   multiply-adds where it vectorizes this code (vfmsubadd, despite -ffp-contract=off), and a copy
+   inlined into the loop over a lane group rounded differently from the remainder's (the
+   batched-scene tests saw it at -O3 -march=native). */
+static CQ__NOINLINE void cq__p2g_adj_pre_3d_fixed_corotated_f64(const cq__sub_task_3d_fixed_corotated_f64 *t, int p, cq__rot_3d_f64 *own,
+                                                const cq__rot_3d_f64 **rot, double *Pp, double *G)
+{
+    double Fp[9];
+    for (int a = 0; a < 9; ++a) Fp[a] = t->in.F[(long)p * 9 + a];
+    if (t->rot) *rot = t->rot + p;   /* the rotation the backward's P2G kept */
+    else { cq__rot_of_3d_fixed_corotated_f64(Fp, own); *rot = own; }
+    cq__pk1_rot_3d_fixed_corotated_f64(Fp, *rot, t->in.E[p], t->in.nu[p], t->in.act ? t->in.act[p] : -1, t->prm,
+                                             t->in.act_stress, Pp);
+    cq__affine_3d_f64(p, t->prm, t->in, Pp, Fp, G);   /* G as P2G's */
+}
+static CQ__NOINLINE void cq__p2g_adj_post_3d_fixed_corotated_f64(const cq__sub_task_3d_fixed_corotated_f64 *t, int p, const cq__rot_3d_f64 *rot,
+                                                 const double *Pp, const double *G_bar)
+{
+    cq__p2g_adj_stress_rot_3d_fixed_corotated_f64(p, t->prm, t->in, rot, Pp, G_bar, t->ai, t->pg,
+                                                        (double *)t->s->dact + (long)p * 9);
+}
 static void cq__p2g_adj_range_3d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_fixed_corotated_f64 *t = (const cq__sub_task_3d_fixed_corotated_f64 *)ctx;
-    const cq_sim *s = t->s;
+    const double *gp_bar = (const double *)t->s->grid_pb, *gm_bar = (const double *)t->s->grid_mb;
     int p = begin;
-    for (; p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes): as cq__p2g_adj_given_rot_ */
+    for (; CQ_CPU_LANES && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
         int ps[CQ__LANES_f64];
         double Pp[CQ__LANES_f64][9], G[CQ__LANES_f64][9];
         cq__rot_3d_f64 own[CQ__LANES_f64];
         const cq__rot_3d_f64 *rot[CQ__LANES_f64];
-        for (int l = 0; l < CQ__LANES_f64; ++l) {
-            const int q = ps[l] = p + l;
-            const double *Fp = t->in.F + (long)q * 9;
-            if (t->rot) rot[l] = t->rot + q;   /* the rotation the backward's P2G kept */
-            else { cq__rot_of_3d_fixed_corotated_f64(Fp, &own[l]); rot[l] = &own[l]; }
-            cq__pk1_rot_3d_fixed_corotated_f64(Fp, rot[l], t->in.E[q], t->in.nu[q], t->in.act ? t->in.act[q] : -1, t->prm,
-                                                     t->in.act_stress, Pp[l]);
-            cq__affine_3d_f64(q, t->prm, t->in, Pp[l], Fp, G[l]);
-        }
-        cq__transfer_lanes_3d_f64(ps, t->prm, t->in, G, (const double *)s->grid_pb, (const double *)s->grid_mb,
-                                             t->ai, t->pg, G);   /* G becomes dL/dG */
-        for (int l = 0; l < CQ__LANES_f64; ++l)
-            cq__p2g_adj_stress_rot_3d_fixed_corotated_f64(ps[l], t->prm, t->in, rot[l], Pp[l], G[l], t->ai, t->pg,
-                                                                (double *)s->dact + (long)ps[l] * 9);
+        for (int l = 0; l < CQ__LANES_f64; ++l) cq__p2g_adj_pre_3d_fixed_corotated_f64(t, ps[l] = p + l, &own[l], &rot[l], Pp[l], G[l]);
+        cq__transfer_lanes_3d_f64(ps, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G);   /* G becomes dL/dG */
+        for (int l = 0; l < CQ__LANES_f64; ++l) cq__p2g_adj_post_3d_fixed_corotated_f64(t, ps[l], rot[l], Pp[l], G[l]);
     }
-    for (; p < end; ++p)
-        if (t->rot)   /* the rotation the backward's P2G kept */
-            cq__p2g_adj_given_rot_3d_fixed_corotated_f64(p, t->prm, t->in, t->rot + p, (const double *)s->grid_pb,
-                                                             (const double *)s->grid_mb, t->ai, t->pg, (double *)s->dact + (long)p * 9);
-        else
-            cq__p2g_adj_3d_fixed_corotated_f64(p, t->prm, t->in, (const double *)s->grid_pb, (const double *)s->grid_mb,
-                                                                 t->ai, t->pg, (double *)s->dact + (long)p * 9);
+    for (; p < end; ++p) {
+        double Pp[9], G[9], G_bar[9];
+        cq__rot_3d_f64 own;
+        const cq__rot_3d_f64 *rot;
+        cq__p2g_adj_pre_3d_fixed_corotated_f64(t, p, &own, &rot, Pp, G);
+        cq__p2g_adj_transfer_3d_f64(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
+        cq__p2g_adj_post_3d_fixed_corotated_f64(t, p, rot, Pp, G_bar);
+    }
 }
 
 /* >>cpu_gather_3d_fixed_corotated_f64: the gather (kernels.j2 >>grid_gather_) one row of nodes at a time (a row:
@@ -11470,7 +11572,7 @@ static void cq__g2p_range_3d_neohookean_f32(void *ctx, int begin, int end)
 {
     cq__sub_task_3d_neohookean_f32 *t = (cq__sub_task_3d_neohookean_f32 *)ctx;
     int p = begin, ps[CQ__LANES_f32];
-    for (; p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
+    for (; CQ_CPU_LANES && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
         for (int l = 0; l < CQ__LANES_f32; ++l) ps[l] = p + l;
         const int f = cq__g2p_lanes_3d_f32(ps, t->prm, t->in, t->out, t->g);
         if (f >= 0) { cq__atomic_min_int(&t->first, p + f); return; }
@@ -11485,7 +11587,7 @@ static void cq__g2p_adj_range_3d_neohookean_f32(void *ctx, int begin, int end)
     const cq__sub_task_3d_neohookean_f32 *t = (const cq__sub_task_3d_neohookean_f32 *)ctx;
     float *pk = (float *)t->s->pk;
     int k = begin;
-    for (; k + CQ__LANES_f32 <= end; k += CQ__LANES_f32)   /* lanes (>>cpu_lanes) */
+    for (; CQ_CPU_LANES && k + CQ__LANES_f32 <= end; k += CQ__LANES_f32)   /* lanes (>>cpu_lanes) */
         cq__g2p_adj_lanes_3d_f32(t->s->order + k, t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(3));
     for (; k < end; ++k)
         cq__g2p_adj_3d_f32(t->s->order[k], t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(3));
@@ -11518,38 +11620,51 @@ static void cq__grid_adj_rows_3d_neohookean_f32(void *ctx, int begin, int end)
                                                           gp_bar, gm_bar);
     }
 }
+/* The P2G adjoint's per-particle stress parts, as in cq__p2g_adj_given_rot_: P and G before the
+   transfer (pre), the stress half after it (post).  Out of line, so that every particle runs the
+   same machine code whether its transfer ran in a lane group or alone: gcc 12 fuses
+   multiply-adds where it vectorizes this code (vfmsubadd, despite -ffp-contract=off), and a copy
+   inlined into the loop over a lane group rounded differently from the remainder's (the
+   batched-scene tests saw it at -O3 -march=native). */
+static CQ__NOINLINE void cq__p2g_adj_pre_3d_neohookean_f32(const cq__sub_task_3d_neohookean_f32 *t, int p, cq__rot_3d_f32 *own,
+                                                const cq__rot_3d_f32 **rot, float *Pp, float *G)
+{
+    float Fp[9];
+    for (int a = 0; a < 9; ++a) Fp[a] = t->in.F[(long)p * 9 + a];
+    if (t->rot) *rot = t->rot + p;   /* the rotation the backward's P2G kept */
+    else { cq__rot_of_3d_neohookean_f32(Fp, own); *rot = own; }
+    cq__pk1_rot_3d_neohookean_f32(Fp, *rot, t->in.E[p], t->in.nu[p], t->in.act ? t->in.act[p] : -1, t->prm,
+                                             t->in.act_stress, Pp);
+    cq__affine_3d_f32(p, t->prm, t->in, Pp, Fp, G);   /* G as P2G's */
+}
+static CQ__NOINLINE void cq__p2g_adj_post_3d_neohookean_f32(const cq__sub_task_3d_neohookean_f32 *t, int p, const cq__rot_3d_f32 *rot,
+                                                 const float *Pp, const float *G_bar)
+{
+    cq__p2g_adj_stress_rot_3d_neohookean_f32(p, t->prm, t->in, rot, Pp, G_bar, t->ai, t->pg,
+                                                        (float *)t->s->dact + (long)p * 9);
+}
 static void cq__p2g_adj_range_3d_neohookean_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_neohookean_f32 *t = (const cq__sub_task_3d_neohookean_f32 *)ctx;
-    const cq_sim *s = t->s;
+    const float *gp_bar = (const float *)t->s->grid_pb, *gm_bar = (const float *)t->s->grid_mb;
     int p = begin;
-    for (; p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes): as cq__p2g_adj_given_rot_ */
+    for (; CQ_CPU_LANES && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
         int ps[CQ__LANES_f32];
         float Pp[CQ__LANES_f32][9], G[CQ__LANES_f32][9];
         cq__rot_3d_f32 own[CQ__LANES_f32];
         const cq__rot_3d_f32 *rot[CQ__LANES_f32];
-        for (int l = 0; l < CQ__LANES_f32; ++l) {
-            const int q = ps[l] = p + l;
-            const float *Fp = t->in.F + (long)q * 9;
-            if (t->rot) rot[l] = t->rot + q;   /* the rotation the backward's P2G kept */
-            else { cq__rot_of_3d_neohookean_f32(Fp, &own[l]); rot[l] = &own[l]; }
-            cq__pk1_rot_3d_neohookean_f32(Fp, rot[l], t->in.E[q], t->in.nu[q], t->in.act ? t->in.act[q] : -1, t->prm,
-                                                     t->in.act_stress, Pp[l]);
-            cq__affine_3d_f32(q, t->prm, t->in, Pp[l], Fp, G[l]);
-        }
-        cq__transfer_lanes_3d_f32(ps, t->prm, t->in, G, (const float *)s->grid_pb, (const float *)s->grid_mb,
-                                             t->ai, t->pg, G);   /* G becomes dL/dG */
-        for (int l = 0; l < CQ__LANES_f32; ++l)
-            cq__p2g_adj_stress_rot_3d_neohookean_f32(ps[l], t->prm, t->in, rot[l], Pp[l], G[l], t->ai, t->pg,
-                                                                (float *)s->dact + (long)ps[l] * 9);
+        for (int l = 0; l < CQ__LANES_f32; ++l) cq__p2g_adj_pre_3d_neohookean_f32(t, ps[l] = p + l, &own[l], &rot[l], Pp[l], G[l]);
+        cq__transfer_lanes_3d_f32(ps, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G);   /* G becomes dL/dG */
+        for (int l = 0; l < CQ__LANES_f32; ++l) cq__p2g_adj_post_3d_neohookean_f32(t, ps[l], rot[l], Pp[l], G[l]);
     }
-    for (; p < end; ++p)
-        if (t->rot)   /* the rotation the backward's P2G kept */
-            cq__p2g_adj_given_rot_3d_neohookean_f32(p, t->prm, t->in, t->rot + p, (const float *)s->grid_pb,
-                                                             (const float *)s->grid_mb, t->ai, t->pg, (float *)s->dact + (long)p * 9);
-        else
-            cq__p2g_adj_3d_neohookean_f32(p, t->prm, t->in, (const float *)s->grid_pb, (const float *)s->grid_mb,
-                                                                 t->ai, t->pg, (float *)s->dact + (long)p * 9);
+    for (; p < end; ++p) {
+        float Pp[9], G[9], G_bar[9];
+        cq__rot_3d_f32 own;
+        const cq__rot_3d_f32 *rot;
+        cq__p2g_adj_pre_3d_neohookean_f32(t, p, &own, &rot, Pp, G);
+        cq__p2g_adj_transfer_3d_f32(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
+        cq__p2g_adj_post_3d_neohookean_f32(t, p, rot, Pp, G_bar);
+    }
 }
 
 /* >>cpu_gather_3d_neohookean_f32: the gather (kernels.j2 >>grid_gather_) one row of nodes at a time (a row:
@@ -11709,7 +11824,7 @@ static void cq__g2p_range_3d_neohookean_f64(void *ctx, int begin, int end)
 {
     cq__sub_task_3d_neohookean_f64 *t = (cq__sub_task_3d_neohookean_f64 *)ctx;
     int p = begin, ps[CQ__LANES_f64];
-    for (; p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
+    for (; CQ_CPU_LANES && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
         for (int l = 0; l < CQ__LANES_f64; ++l) ps[l] = p + l;
         const int f = cq__g2p_lanes_3d_f64(ps, t->prm, t->in, t->out, t->g);
         if (f >= 0) { cq__atomic_min_int(&t->first, p + f); return; }
@@ -11724,7 +11839,7 @@ static void cq__g2p_adj_range_3d_neohookean_f64(void *ctx, int begin, int end)
     const cq__sub_task_3d_neohookean_f64 *t = (const cq__sub_task_3d_neohookean_f64 *)ctx;
     double *pk = (double *)t->s->pk;
     int k = begin;
-    for (; k + CQ__LANES_f64 <= end; k += CQ__LANES_f64)   /* lanes (>>cpu_lanes) */
+    for (; CQ_CPU_LANES && k + CQ__LANES_f64 <= end; k += CQ__LANES_f64)   /* lanes (>>cpu_lanes) */
         cq__g2p_adj_lanes_3d_f64(t->s->order + k, t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(3));
     for (; k < end; ++k)
         cq__g2p_adj_3d_f64(t->s->order[k], t->prm, t->in, t->g, t->ao, t->ai, pk + (long)k * CQ__PK(3));
@@ -11757,38 +11872,51 @@ static void cq__grid_adj_rows_3d_neohookean_f64(void *ctx, int begin, int end)
                                                           gp_bar, gm_bar);
     }
 }
+/* The P2G adjoint's per-particle stress parts, as in cq__p2g_adj_given_rot_: P and G before the
+   transfer (pre), the stress half after it (post).  Out of line, so that every particle runs the
+   same machine code whether its transfer ran in a lane group or alone: gcc 12 fuses
+   multiply-adds where it vectorizes this code (vfmsubadd, despite -ffp-contract=off), and a copy
+   inlined into the loop over a lane group rounded differently from the remainder's (the
+   batched-scene tests saw it at -O3 -march=native). */
+static CQ__NOINLINE void cq__p2g_adj_pre_3d_neohookean_f64(const cq__sub_task_3d_neohookean_f64 *t, int p, cq__rot_3d_f64 *own,
+                                                const cq__rot_3d_f64 **rot, double *Pp, double *G)
+{
+    double Fp[9];
+    for (int a = 0; a < 9; ++a) Fp[a] = t->in.F[(long)p * 9 + a];
+    if (t->rot) *rot = t->rot + p;   /* the rotation the backward's P2G kept */
+    else { cq__rot_of_3d_neohookean_f64(Fp, own); *rot = own; }
+    cq__pk1_rot_3d_neohookean_f64(Fp, *rot, t->in.E[p], t->in.nu[p], t->in.act ? t->in.act[p] : -1, t->prm,
+                                             t->in.act_stress, Pp);
+    cq__affine_3d_f64(p, t->prm, t->in, Pp, Fp, G);   /* G as P2G's */
+}
+static CQ__NOINLINE void cq__p2g_adj_post_3d_neohookean_f64(const cq__sub_task_3d_neohookean_f64 *t, int p, const cq__rot_3d_f64 *rot,
+                                                 const double *Pp, const double *G_bar)
+{
+    cq__p2g_adj_stress_rot_3d_neohookean_f64(p, t->prm, t->in, rot, Pp, G_bar, t->ai, t->pg,
+                                                        (double *)t->s->dact + (long)p * 9);
+}
 static void cq__p2g_adj_range_3d_neohookean_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_neohookean_f64 *t = (const cq__sub_task_3d_neohookean_f64 *)ctx;
-    const cq_sim *s = t->s;
+    const double *gp_bar = (const double *)t->s->grid_pb, *gm_bar = (const double *)t->s->grid_mb;
     int p = begin;
-    for (; p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes): as cq__p2g_adj_given_rot_ */
+    for (; CQ_CPU_LANES && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
         int ps[CQ__LANES_f64];
         double Pp[CQ__LANES_f64][9], G[CQ__LANES_f64][9];
         cq__rot_3d_f64 own[CQ__LANES_f64];
         const cq__rot_3d_f64 *rot[CQ__LANES_f64];
-        for (int l = 0; l < CQ__LANES_f64; ++l) {
-            const int q = ps[l] = p + l;
-            const double *Fp = t->in.F + (long)q * 9;
-            if (t->rot) rot[l] = t->rot + q;   /* the rotation the backward's P2G kept */
-            else { cq__rot_of_3d_neohookean_f64(Fp, &own[l]); rot[l] = &own[l]; }
-            cq__pk1_rot_3d_neohookean_f64(Fp, rot[l], t->in.E[q], t->in.nu[q], t->in.act ? t->in.act[q] : -1, t->prm,
-                                                     t->in.act_stress, Pp[l]);
-            cq__affine_3d_f64(q, t->prm, t->in, Pp[l], Fp, G[l]);
-        }
-        cq__transfer_lanes_3d_f64(ps, t->prm, t->in, G, (const double *)s->grid_pb, (const double *)s->grid_mb,
-                                             t->ai, t->pg, G);   /* G becomes dL/dG */
-        for (int l = 0; l < CQ__LANES_f64; ++l)
-            cq__p2g_adj_stress_rot_3d_neohookean_f64(ps[l], t->prm, t->in, rot[l], Pp[l], G[l], t->ai, t->pg,
-                                                                (double *)s->dact + (long)ps[l] * 9);
+        for (int l = 0; l < CQ__LANES_f64; ++l) cq__p2g_adj_pre_3d_neohookean_f64(t, ps[l] = p + l, &own[l], &rot[l], Pp[l], G[l]);
+        cq__transfer_lanes_3d_f64(ps, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G);   /* G becomes dL/dG */
+        for (int l = 0; l < CQ__LANES_f64; ++l) cq__p2g_adj_post_3d_neohookean_f64(t, ps[l], rot[l], Pp[l], G[l]);
     }
-    for (; p < end; ++p)
-        if (t->rot)   /* the rotation the backward's P2G kept */
-            cq__p2g_adj_given_rot_3d_neohookean_f64(p, t->prm, t->in, t->rot + p, (const double *)s->grid_pb,
-                                                             (const double *)s->grid_mb, t->ai, t->pg, (double *)s->dact + (long)p * 9);
-        else
-            cq__p2g_adj_3d_neohookean_f64(p, t->prm, t->in, (const double *)s->grid_pb, (const double *)s->grid_mb,
-                                                                 t->ai, t->pg, (double *)s->dact + (long)p * 9);
+    for (; p < end; ++p) {
+        double Pp[9], G[9], G_bar[9];
+        cq__rot_3d_f64 own;
+        const cq__rot_3d_f64 *rot;
+        cq__p2g_adj_pre_3d_neohookean_f64(t, p, &own, &rot, Pp, G);
+        cq__p2g_adj_transfer_3d_f64(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
+        cq__p2g_adj_post_3d_neohookean_f64(t, p, rot, Pp, G_bar);
+    }
 }
 
 /* >>cpu_gather_3d_neohookean_f64: the gather (kernels.j2 >>grid_gather_) one row of nodes at a time (a row:

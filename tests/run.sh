@@ -175,6 +175,16 @@ item test_cuda_on_mock_fibers env CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_FIBERS=1 ./$B/te
 # mock driver (filter "cuda"): CUDA batched bitwise the CPU's, twice from reset
 item test_batch sh -c "$CC -std=c99 -O2 -g1 $WARN $NW tests/test_batch.c -o $B/test_batch -lm -ldl && ./$B/test_batch"
 item test_batch_on_mock_cuda env CQ_CUDA_LIBRARY=$MOCK ./$B/test_batch cuda
+# the drivers with the lanes forced on (-O2: the loops' logic, remainders, failures): the batched
+# scenes bitwise alone, on host threads, and on the mock driver (one-particle kernels) bitwise the
+# CPU's; failing steps' errors.  Then as the bench builds them (-O3 -march=native, lanes on by
+# default on an AVX-512 machine): the CPU part only, since there gcc 12 fuses some multiply-adds
+# of the stress despite -ffp-contract=off (vfmsubadd), so CPU and mock differ by roundings (they
+# did before the lanes too); every particle still runs the same code, which this checks
+item cpu_lanes_forced sh -c "$CC -std=c99 -O2 -g1 $WARN $NW -DCQ_CPU_LANES=1 tests/test_batch.c -o $B/test_batch_lanes -lm -ldl && \
+    ./$B/test_batch_lanes && CQ_CUDA_LIBRARY=$MOCK ./$B/test_batch_lanes cuda && \
+    $CC -std=c99 -O2 -g1 $WARN $NW -DCQ_CPU_LANES=1 tests/test_errors.c -o $B/test_errors_lanes -lm && ./$B/test_errors_lanes && \
+    $CC -std=c99 -O3 -march=native $WARN $NW tests/test_batch.c -o $B/test_batch_native -lm -ldl && ./$B/test_batch_native"
 item test_scenes sh -c "$CC -std=c99 -O2 -g1 $WARN $NW tests/test_scenes.c -o $B/test_scenes -lm -ldl && ./$B/test_scenes && \
     CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_BITWISE=1 ./$B/test_scenes"
 for f in init nodevice oldriver ptx oom oom_after=20 launch_after=40; do

@@ -8575,8 +8575,9 @@ static int cq__g2p_lanes_2d_f32(const int *ps, const cq__params_f32 *prm, cq__pv
         const float top = (float)(prm->res[a] - 2);
         for (int l = 0; l < CQ__LANES_f32; ++l) {   /* cq__in_domain_, cq__weights_ */
             const float q = xp[a][l] * prm->inv_dx, r = q - (float)0.5;
-            inside &= (r >= 0) & (r < top);   /* & and |, not && and ||: no branches in a lane loop */
-            base[a][l] = (int)floorf(r);
+            const int ok = (r >= 0) & (r < top);   /* & and |, not && and ||: no branches in a lane loop */
+            inside &= ok;
+            base[a][l] = (int)floorf(ok ? r : 0);   /* (a NaN or huge r is not converted to int: undefined) */
             const float f = q - (float)base[a][l];
             const float d0 = (float)1.5 - f, d1 = f - 1, d2 = f - (float)0.5;
             w[a][0][l] = (float)0.5 * d0 * d0;
@@ -8814,8 +8815,9 @@ static int cq__g2p_lanes_2d_f64(const int *ps, const cq__params_f64 *prm, cq__pv
         const double top = (double)(prm->res[a] - 2);
         for (int l = 0; l < CQ__LANES_f64; ++l) {   /* cq__in_domain_, cq__weights_ */
             const double q = xp[a][l] * prm->inv_dx, r = q - (double)0.5;
-            inside &= (r >= 0) & (r < top);   /* & and |, not && and ||: no branches in a lane loop */
-            base[a][l] = (int)floor(r);
+            const int ok = (r >= 0) & (r < top);   /* & and |, not && and ||: no branches in a lane loop */
+            inside &= ok;
+            base[a][l] = (int)floor(ok ? r : 0);   /* (a NaN or huge r is not converted to int: undefined) */
             const double f = q - (double)base[a][l];
             const double d0 = (double)1.5 - f, d1 = f - 1, d2 = f - (double)0.5;
             w[a][0][l] = (double)0.5 * d0 * d0;
@@ -9053,8 +9055,9 @@ static int cq__g2p_lanes_3d_f32(const int *ps, const cq__params_f32 *prm, cq__pv
         const float top = (float)(prm->res[a] - 2);
         for (int l = 0; l < CQ__LANES_f32; ++l) {   /* cq__in_domain_, cq__weights_ */
             const float q = xp[a][l] * prm->inv_dx, r = q - (float)0.5;
-            inside &= (r >= 0) & (r < top);   /* & and |, not && and ||: no branches in a lane loop */
-            base[a][l] = (int)floorf(r);
+            const int ok = (r >= 0) & (r < top);   /* & and |, not && and ||: no branches in a lane loop */
+            inside &= ok;
+            base[a][l] = (int)floorf(ok ? r : 0);   /* (a NaN or huge r is not converted to int: undefined) */
             const float f = q - (float)base[a][l];
             const float d0 = (float)1.5 - f, d1 = f - 1, d2 = f - (float)0.5;
             w[a][0][l] = (float)0.5 * d0 * d0;
@@ -9295,8 +9298,9 @@ static int cq__g2p_lanes_3d_f64(const int *ps, const cq__params_f64 *prm, cq__pv
         const double top = (double)(prm->res[a] - 2);
         for (int l = 0; l < CQ__LANES_f64; ++l) {   /* cq__in_domain_, cq__weights_ */
             const double q = xp[a][l] * prm->inv_dx, r = q - (double)0.5;
-            inside &= (r >= 0) & (r < top);   /* & and |, not && and ||: no branches in a lane loop */
-            base[a][l] = (int)floor(r);
+            const int ok = (r >= 0) & (r < top);   /* & and |, not && and ||: no branches in a lane loop */
+            inside &= ok;
+            base[a][l] = (int)floor(ok ? r : 0);   /* (a NaN or huge r is not converted to int: undefined) */
             const double f = q - (double)base[a][l];
             const double d0 = (double)1.5 - f, d1 = f - 1, d2 = f - (double)0.5;
             w[a][0][l] = (double)0.5 * d0 * d0;

@@ -82,6 +82,8 @@ TEST(lanes_##D##d_##P)                                                          
         int zero = 1;                                                                                            \
         for (int i = 0; i < NP * D; ++i) zero &= ox2[i] == 0;                                                     \
         CHECK(zero, "a lane group with a particle outside wrote its outputs");                                  \
+        x[3 * D] = (T)NAN;   /* not a position: also left to the one-particle kernel */                         \
+        CHECK_EQ_INT(cq__g2p_lanes_##D##d_##P(ps, &prm, in, o2, g), -2);                                         \
         x[3 * D] = keep;                                                                                         \
     }                                                                                                            \
     /* failures: a non-finite grid velocity at a node of particle 5: the lowest failing lane */                 \

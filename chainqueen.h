@@ -7541,6 +7541,7 @@ typedef struct cq__ptx_module {
 /* ---- BEGIN GENERATED: host implementation from templates/host.c.j2.
    DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
 #if defined(_OPENMP)
+#  include <omp.h>
 #  define CQ__PRAGMA(x) _Pragma(#x)
 #  define CQ__OMP(directive) CQ__PRAGMA(omp directive)
 #else
@@ -9658,9 +9659,20 @@ static size_t cq__rot_cache_bytes(const cq_sim *s)
     return (size_t)s->n * (s->tsize == sizeof(float) ? sizeof(cq__rot_3d_f32) : sizeof(cq__rot_3d_f64));
 }
 
-/* rows of nodes along the last axis, of all scenes: the gather's items (ranges of about 1/64 of
-   them: most rows of a sparse scene are empty, and short ranges do not scale) */
+/* rows of nodes along the last axis, of all scenes: the gather's items */
 static int cq__rows(const cq_sim *s) { return (int)(s->nodes / s->desc.res[s->dim - 1]); }
+/* the row loops' range: about 1/64 of the rows per thread.  Most rows of a sparse scene are
+   empty, so the rows that hold particles span only some of the ranges: with 1/64 of all rows
+   per range, a 40^3 cube in a 128^3 grid keeps ~21 ranges busy, too few for 16 threads; one
+   thread needs no more than 64 ranges (shorter ones measured no faster on one or two). */
+static int cq__row_range(const cq_sim *s)
+{
+    int threads = s->desc.threads.workers > 0 ? s->desc.threads.workers + 1 : 1;
+#if defined(_OPENMP)
+    if (s->desc.threads.workers <= 0) threads = omp_get_max_threads();
+#endif
+    return cq__rows(s) / (64 * (threads > 1 ? threads : 1)) + 4;
+}
 
 /* >>cpu_sort: the particles sorted by cell (kernels.j2 >>cell_sort_) from s->keys: order[] lists
    the particles cell by cell, each cell's in increasing index (stable), skey[] each slot's cell,
@@ -10237,7 +10249,7 @@ static void cq__cpu_grid_2d_fixed_corotated_f32(cq__sub_task_2d_fixed_corotated_
     cq__parallel_for(s, s->n, 512, cq__p2g_range_2d_fixed_corotated_f32, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (float *)s->grid_p : NULL; t->update = 1;
     t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
-    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_2d_fixed_corotated_f32, t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_2d_fixed_corotated_f32, t);
 }
 
 /* >>cpu_substep_2d_fixed_corotated_f32: grid phase, then G2P from `in` into `out`. */
@@ -10273,8 +10285,8 @@ static void cq__cpu_substep_adj_2d_fixed_corotated_f32(cq_sim *s, const cq__stat
     cq__cpu_grid_2d_fixed_corotated_f32(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_2d_fixed_corotated_f32, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0; t.bv = CQ__ROW_VB;
-    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_2d_fixed_corotated_f32, &t);
-    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__grid_adj_rows_2d_fixed_corotated_f32, &t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_2d_fixed_corotated_f32, &t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_2d_fixed_corotated_f32, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_fixed_corotated_f32, &t);
     if (s->n_cables) cq__cpu_cable_adj_2d_f32(s, in_st, ai_st);
 }
@@ -10488,7 +10500,7 @@ static void cq__cpu_grid_2d_fixed_corotated_f64(cq__sub_task_2d_fixed_corotated_
     cq__parallel_for(s, s->n, 512, cq__p2g_range_2d_fixed_corotated_f64, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (double *)s->grid_p : NULL; t->update = 1;
     t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
-    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_2d_fixed_corotated_f64, t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_2d_fixed_corotated_f64, t);
 }
 
 /* >>cpu_substep_2d_fixed_corotated_f64: grid phase, then G2P from `in` into `out`. */
@@ -10524,8 +10536,8 @@ static void cq__cpu_substep_adj_2d_fixed_corotated_f64(cq_sim *s, const cq__stat
     cq__cpu_grid_2d_fixed_corotated_f64(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_2d_fixed_corotated_f64, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0; t.bv = CQ__ROW_VB;
-    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_2d_fixed_corotated_f64, &t);
-    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__grid_adj_rows_2d_fixed_corotated_f64, &t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_2d_fixed_corotated_f64, &t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_2d_fixed_corotated_f64, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_fixed_corotated_f64, &t);
     if (s->n_cables) cq__cpu_cable_adj_2d_f64(s, in_st, ai_st);
 }
@@ -10739,7 +10751,7 @@ static void cq__cpu_grid_2d_neohookean_f32(cq__sub_task_2d_neohookean_f32 *t, in
     cq__parallel_for(s, s->n, 512, cq__p2g_range_2d_neohookean_f32, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (float *)s->grid_p : NULL; t->update = 1;
     t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
-    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_2d_neohookean_f32, t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_2d_neohookean_f32, t);
 }
 
 /* >>cpu_substep_2d_neohookean_f32: grid phase, then G2P from `in` into `out`. */
@@ -10775,8 +10787,8 @@ static void cq__cpu_substep_adj_2d_neohookean_f32(cq_sim *s, const cq__state *in
     cq__cpu_grid_2d_neohookean_f32(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_2d_neohookean_f32, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0; t.bv = CQ__ROW_VB;
-    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_2d_neohookean_f32, &t);
-    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__grid_adj_rows_2d_neohookean_f32, &t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_2d_neohookean_f32, &t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_2d_neohookean_f32, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_neohookean_f32, &t);
     if (s->n_cables) cq__cpu_cable_adj_2d_f32(s, in_st, ai_st);
 }
@@ -10990,7 +11002,7 @@ static void cq__cpu_grid_2d_neohookean_f64(cq__sub_task_2d_neohookean_f64 *t, in
     cq__parallel_for(s, s->n, 512, cq__p2g_range_2d_neohookean_f64, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (double *)s->grid_p : NULL; t->update = 1;
     t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
-    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_2d_neohookean_f64, t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_2d_neohookean_f64, t);
 }
 
 /* >>cpu_substep_2d_neohookean_f64: grid phase, then G2P from `in` into `out`. */
@@ -11026,8 +11038,8 @@ static void cq__cpu_substep_adj_2d_neohookean_f64(cq_sim *s, const cq__state *in
     cq__cpu_grid_2d_neohookean_f64(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_2d_neohookean_f64, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0; t.bv = CQ__ROW_VB;
-    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_2d_neohookean_f64, &t);
-    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__grid_adj_rows_2d_neohookean_f64, &t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_2d_neohookean_f64, &t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_2d_neohookean_f64, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_neohookean_f64, &t);
     if (s->n_cables) cq__cpu_cable_adj_2d_f64(s, in_st, ai_st);
 }
@@ -11242,7 +11254,7 @@ static void cq__cpu_grid_3d_fixed_corotated_f32(cq__sub_task_3d_fixed_corotated_
     cq__parallel_for(s, s->n, 512, cq__p2g_range_3d_fixed_corotated_f32, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (float *)s->grid_p : NULL; t->update = 1;
     t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
-    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_3d_fixed_corotated_f32, t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_3d_fixed_corotated_f32, t);
 }
 
 /* >>cpu_substep_3d_fixed_corotated_f32: grid phase, then G2P from `in` into `out`. */
@@ -11278,8 +11290,8 @@ static void cq__cpu_substep_adj_3d_fixed_corotated_f32(cq_sim *s, const cq__stat
     cq__cpu_grid_3d_fixed_corotated_f32(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_3d_fixed_corotated_f32, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0; t.bv = CQ__ROW_VB;
-    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_3d_fixed_corotated_f32, &t);
-    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__grid_adj_rows_3d_fixed_corotated_f32, &t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_3d_fixed_corotated_f32, &t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_3d_fixed_corotated_f32, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_fixed_corotated_f32, &t);
     if (s->n_cables) cq__cpu_cable_adj_3d_f32(s, in_st, ai_st);
 }
@@ -11494,7 +11506,7 @@ static void cq__cpu_grid_3d_fixed_corotated_f64(cq__sub_task_3d_fixed_corotated_
     cq__parallel_for(s, s->n, 512, cq__p2g_range_3d_fixed_corotated_f64, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (double *)s->grid_p : NULL; t->update = 1;
     t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
-    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_3d_fixed_corotated_f64, t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_3d_fixed_corotated_f64, t);
 }
 
 /* >>cpu_substep_3d_fixed_corotated_f64: grid phase, then G2P from `in` into `out`. */
@@ -11530,8 +11542,8 @@ static void cq__cpu_substep_adj_3d_fixed_corotated_f64(cq_sim *s, const cq__stat
     cq__cpu_grid_3d_fixed_corotated_f64(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_3d_fixed_corotated_f64, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0; t.bv = CQ__ROW_VB;
-    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_3d_fixed_corotated_f64, &t);
-    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__grid_adj_rows_3d_fixed_corotated_f64, &t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_3d_fixed_corotated_f64, &t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_3d_fixed_corotated_f64, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_fixed_corotated_f64, &t);
     if (s->n_cables) cq__cpu_cable_adj_3d_f64(s, in_st, ai_st);
 }
@@ -11746,7 +11758,7 @@ static void cq__cpu_grid_3d_neohookean_f32(cq__sub_task_3d_neohookean_f32 *t, in
     cq__parallel_for(s, s->n, 512, cq__p2g_range_3d_neohookean_f32, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (float *)s->grid_p : NULL; t->update = 1;
     t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
-    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_3d_neohookean_f32, t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_3d_neohookean_f32, t);
 }
 
 /* >>cpu_substep_3d_neohookean_f32: grid phase, then G2P from `in` into `out`. */
@@ -11782,8 +11794,8 @@ static void cq__cpu_substep_adj_3d_neohookean_f32(cq_sim *s, const cq__state *in
     cq__cpu_grid_3d_neohookean_f32(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_3d_neohookean_f32, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0; t.bv = CQ__ROW_VB;
-    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_3d_neohookean_f32, &t);
-    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__grid_adj_rows_3d_neohookean_f32, &t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_3d_neohookean_f32, &t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_3d_neohookean_f32, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_neohookean_f32, &t);
     if (s->n_cables) cq__cpu_cable_adj_3d_f32(s, in_st, ai_st);
 }
@@ -11998,7 +12010,7 @@ static void cq__cpu_grid_3d_neohookean_f64(cq__sub_task_3d_neohookean_f64 *t, in
     cq__parallel_for(s, s->n, 512, cq__p2g_range_3d_neohookean_f64, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (double *)s->grid_p : NULL; t->update = 1;
     t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
-    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_3d_neohookean_f64, t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_3d_neohookean_f64, t);
 }
 
 /* >>cpu_substep_3d_neohookean_f64: grid phase, then G2P from `in` into `out`. */
@@ -12034,8 +12046,8 @@ static void cq__cpu_substep_adj_3d_neohookean_f64(cq_sim *s, const cq__state *in
     cq__cpu_grid_3d_neohookean_f64(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_3d_neohookean_f64, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0; t.bv = CQ__ROW_VB;
-    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__gather_rows_3d_neohookean_f64, &t);
-    cq__parallel_for(s, cq__rows(s), cq__rows(s) / 64 + 4, cq__grid_adj_rows_3d_neohookean_f64, &t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_3d_neohookean_f64, &t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_3d_neohookean_f64, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_neohookean_f64, &t);
     if (s->n_cables) cq__cpu_cable_adj_3d_f64(s, in_st, ai_st);
 }

@@ -8534,6 +8534,10 @@ static int cq__cable_buffers(cq_sim *s)
    arrays: g.v[idx * D + a], not vi = g.v + idx * D), no && or || (& and |), and no per-lane
    gathers from the particle arrays in the same loop as arithmetic (they are copied into lane
    arrays by a loop of their own first).  -fopt-info-vec-missed says which loop failed.
+   Material code (the stress and its VJP) stays out of the lane loops, and the P2G adjoint's is
+   out of line (cpu_backend.j2 cq__p2g_adj_pre_ / _post_): gcc 12 fuses multiply-adds where it
+   vectorizes such code (vfmsubadd, despite -ffp-contract=off), so an inlined copy in a loop over
+   lanes rounds differently from the remainder's.
    The drivers use the lanes where CQ_CPU_LANES is 1 (by default with AVX-512): measured on an
    AMD EPYC (Zen 4) VM, one thread, backward time vs one particle at a time: -O3 AVX-512 -12% to
    -24%; -O3 AVX2 (x86-64-v3) -17% for the 3D f64 cube, +16% for the 3D f32 cube (8 lanes for

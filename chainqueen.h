@@ -93,8 +93,9 @@
                      once (vectorized across particles; bitwise the same results); 0: one particle
                      at a time.  Default 1 where the compiler targets AVX-512 (__AVX512F__, e.g.
                      -march=native on such a CPU), else 0: with AVX2 or SSE2 gathers the lanes
-                     measured slower for float (bench/RESULTS.md).  Build with -O3: gcc 12 at -O2
-                     does not vectorize these loops, and the whole MPM ran 1.3-1.9x slower at -O2.
+                     measured slower for float (bench/RESULTS.md).  -O2 and -O3 run the MPM about
+                     equally fast (gcc 12: the kernels' small loops carry unroll pragmas, which -O2
+                     needs; without them it ran 1.3-2.3x slower than -O3).
 
    GPU (CUDA)
      backend = CQ_BACKEND_CUDA runs forward, adjoint and tape on an NVIDIA GPU: particle state,
@@ -604,11 +605,23 @@ CQ_API int         cq_world_step_count(const cq_world *world);
 #  define CQ_HD static inline
 #endif
 /* CQ__UNROLL before a loop of constant trip count: unrolled by nvcc/NVRTC (registers, not
-   local memory); C compilers unroll such loops themselves at -O2. */
+   local memory), and by gcc and clang also at -O2, where gcc 12 leaves such loops rolled unless
+   told (-O3 unrolls them anyway).  CQ__CPU_UNROLL marks the small loops of the kernels for the C
+   compilers only: with both, a 3D backward at -O2 takes ~0.45x the time it took without them, as
+   at -O3 (bench/RESULTS.md).  Not on the stencil's 3^D node loop (unrolled, -O3 got slower) or in
+   the SVD (likewise). */
 #if defined(__CUDACC__)
 #  define CQ__UNROLL _Pragma("unroll")
+#elif defined(__GNUC__)
+#  define CQ__UNROLL _Pragma("GCC unroll 16")
 #else
 #  define CQ__UNROLL
+#endif
+/* CQ__CPU_UNROLL: the same for the C compilers only (nvcc keeps its own choice there) */
+#if defined(__GNUC__) && !defined(__CUDACC__)
+#  define CQ__CPU_UNROLL _Pragma("GCC unroll 16")
+#else
+#  define CQ__CPU_UNROLL
 #endif
 
 /* kernel status codes returned by G2P */
@@ -726,7 +739,7 @@ CQ_HD void cq__lame_f64(double E, double nu, double *mu, double *lam)
    per axis; fx: position in cells relative to base, in [0.5, 1.5). */
 CQ_HD void cq__weights_2d_f32(const float *xp, float inv_dx, int *base, float *fx, float (*w)[3])
 {
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         float q = xp[a] * inv_dx;
         base[a] = (int)floorf(q - (float)0.5);
         fx[a] = q - (float)base[a];
@@ -740,7 +753,7 @@ CQ_HD void cq__weights_2d_f32(const float *xp, float inv_dx, int *base, float *f
 /* 1 when every node the particle's stencil touches exists: the usable region of the grid. */
 CQ_HD int cq__in_domain_2d_f32(const float *xp, const cq__params_f32 *prm)
 {
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         float q = xp[a] * prm->inv_dx - (float)0.5;
         if (!(q >= 0 && q < (float)(prm->res[a] - 2))) return 0;   /* also false for NaN */
     }
@@ -785,7 +798,7 @@ CQ_HD void cq__rot_fill_2d_f32(const float *F, cq__rot_2d_f32 *r)
 }
 CQ_HD void cq__rot_none_2d_f32(cq__rot_2d_f32 *r)
 {
-    for (int a = 0; a < 4; ++a) r->R[a] = 0;
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) r->R[a] = 0;
 }
 
 /* >>incompressible_2d_f32: [Spielberg21] eq 14, P += E/(3(2-2nu)) p (J-1)^(p-1) J F^-T. */
@@ -795,7 +808,7 @@ CQ_HD void cq__incompressible_2d_f32(const float *F, float E, float nu, int p, f
     for (int i = 1; i < p; ++i) pw *= J - 1;
     float s = E / (3 * (2 - 2 * nu)) * (float)p * pw;
     cq__cofactor_2d_f32(F, K);
-    for (int i = 0; i < 4; ++i) P[i] += s * K[i];
+    CQ__CPU_UNROLL for (int i = 0; i < 4; ++i) P[i] += s * K[i];
 }
 
 /* >>grid_2d_f32: wall boundary conditions ([Spielberg21] sec 3.2, friction as appendix B
@@ -808,7 +821,7 @@ CQ_HD int cq__bc_axis_2d_f32(int a, float n, const cq__params_f32 *prm, float *v
     float ln = v[a] * n;                           /* l_n, eq B1 */
     switch (prm->boundary) {
     case CQ__BC_STICKY:
-        for (int b = 0; b < 2; ++b) v[b] = 0;
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) v[b] = 0;
         return 1;
     case CQ__BC_SLIP:
         v[a] = 0;
@@ -819,12 +832,12 @@ CQ_HD int cq__bc_axis_2d_f32(int a, float n, const cq__params_f32 *prm, float *v
     default: /* CQ__BC_FRICTION */
         if (ln < 0) {
             float s2 = 0;
-            for (int b = 0; b < 2; ++b) if (b != a) s2 += v[b] * v[b];
+            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) if (b != a) s2 += v[b] * v[b];
             float lt = sqrtf(s2) + 1e-30f;        /* l_t = |v_t| + eps, eq B3 */
             float lts = lt + prm->friction * ln;          /* eq B5 (ln < 0 here) */
             if (lts < 0) lts = 0;
             float scale = lts / lt;
-            for (int b = 0; b < 2; ++b) v[b] = b == a ? (float)0 : v[b] * scale;   /* eq B6 */
+            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) v[b] = b == a ? (float)0 : v[b] * scale;   /* eq B6 */
         }
         break;
     }
@@ -840,7 +853,7 @@ CQ_HD int cq__wall_normal_2d_f32(const int *c, int a, const cq__params_f32 *prm)
 
 CQ_HD void cq__boundary_2d_f32(const int *c, const cq__params_f32 *prm, float *v)
 {
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         int n = cq__wall_normal_2d_f32(c, a, prm);
         if (n && cq__bc_axis_2d_f32(a, (float)n, prm, v)) return;
     }
@@ -859,13 +872,13 @@ CQ_HD void cq__grid_fwd_2d_f32(int node, const cq__params_f32 *prm, cq__gview_f3
     float *v = g.v + (long)node * 2;
     float m = g.m[node];
     if (!(m > 0)) {
-        for (int a = 0; a < 2; ++a) v[a] = 0;
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) v[a] = 0;
         return;
     }
     int c[2];
     cq__node_coords_2d_f32(node, prm, c);
     float inv_m = 1 / m;
-    for (int a = 0; a < 2; ++a) v[a] = v[a] * inv_m + prm->dt * prm->gravity[a];
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) v[a] = v[a] * inv_m + prm->dt * prm->gravity[a];
     cq__boundary_2d_f32(c, prm, v);
 }
 
@@ -881,14 +894,14 @@ CQ_HD int cq__g2p_fwd_2d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 in,
     int base[2];
     float fx[2], w[2][3], xp[2], Fp[4], nv[2] = {0}, nC[4] = {0};
     const long goff = in.scene ? (long)in.scene[p] * prm->nodes : 0;
-    for (int a = 0; a < 2; ++a) xp[a] = in.x[(long)p * 2 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) xp[a] = in.x[(long)p * 2 + a];
     if (!cq__in_domain_2d_f32(xp, prm)) return CQ__OUT_OF_DOMAIN;
-    for (int a = 0; a < 4; ++a) Fp[a] = in.F[(long)p * 4 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Fp[a] = in.F[(long)p * 4 + a];
     cq__weights_2d_f32(xp, prm->inv_dx, base, fx, w);
     const float k4 = 4 * prm->inv_dx;          /* 4/dx^2 times dpos = (node - fx) dx */
     float dp[2][3];
-    for (int a = 0; a < 2; ++a)
-        for (int i = 0; i < 3; ++i) dp[a][i] = (float)i - fx[a];
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)
+        CQ__CPU_UNROLL for (int i = 0; i < 3; ++i) dp[a][i] = (float)i - fx[a];
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
     {
@@ -904,18 +917,18 @@ CQ_HD int cq__g2p_fwd_2d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 in,
             CQ__UNROLL for (int b = 0; b < 2; ++b) nC[a * 2 + b] += wv * d[b];
         }
     }
-    for (int a = 0; a < 4; ++a) nC[a] *= k4;
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) nC[a] *= k4;
     int status = CQ__OK;
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         float xn = xp[a] + prm->dt * nv[a];
         out.x[(long)p * 2 + a] = xn;
         out.v[(long)p * 2 + a] = nv[a];
         if (!cq__isfinite_f32(xn) || !cq__isfinite_f32(nv[a])) status = CQ__NONFINITE;
     }
-    for (int a = 0; a < 2; ++a)
-        for (int b = 0; b < 2; ++b) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
             float f = Fp[a * 2 + b];   /* F <- (I + dt C) F, eq 10 */
-            for (int c = 0; c < 2; ++c) f += prm->dt * nC[a * 2 + c] * Fp[c * 2 + b];
+            CQ__CPU_UNROLL for (int c = 0; c < 2; ++c) f += prm->dt * nC[a * 2 + c] * Fp[c * 2 + b];
             out.F[(long)p * 4 + a * 2 + b] = f;
             out.C[(long)p * 4 + a * 2 + b] = nC[a * 2 + b];
             if (!cq__isfinite_f32(f) || !cq__isfinite_f32(nC[a * 2 + b])) status = CQ__NONFINITE;
@@ -933,7 +946,7 @@ CQ_HD int cq__g2p_fwd_2d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 in,
 CQ_HD int cq__base_2d_f32(const float *xp, const cq__params_f32 *prm, int *base, float *fx)
 {
     int cell = 0;
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         const float q = xp[a] * prm->inv_dx, t = q - (float)0.5;
         const int top = prm->res[a] - 3;
         base[a] = t >= 0 ? (t < (float)top ? (int)floorf(t) : top) : 0;   /* NaN: 0 */
@@ -979,9 +992,9 @@ CQ_HD void cq__gather_add_2d_f32(const float *pk, const int *o, const cq__params
 CQ_HD void cq__gather_row_2d_f32(const float *pk, const int *o, const cq__params_f32 *prm, float *m, float *mom)
 {
     float w[2][3], d[2][3], part[2];
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         const float f = pk[1 + a];
-        for (int k = 0; k < 3; ++k) {
+        CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) {
             const int ok = a < 1 ? o[a] : k;
             const float e = ok == 0 ? (float)1.5 - f : (ok == 1 ? f - 1 : f - (float)0.5);
             w[a][k] = ok == 1 ? (float)0.75 - e * e : (float)0.5 * e * e;
@@ -989,14 +1002,14 @@ CQ_HD void cq__gather_row_2d_f32(const float *pk, const int *o, const cq__params
         }
     }
     const float wf = w[0][0];
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         part[a] = pk[1 + 2 + a];
-        for (int b = 0; b < 1; ++b) part[a] += pk[1 + 2 * 2 + a * 2 + b] * d[b][0];
+        CQ__CPU_UNROLL for (int b = 0; b < 1; ++b) part[a] += pk[1 + 2 * 2 + a * 2 + b] * d[b][0];
     }
-    for (int k = 0; k < 3; ++k) {
+    CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) {
         const float wt = wf * w[1][k];
         if (m) m[k] += wt * pk[0];
-        for (int a = 0; a < 2; ++a)
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)
             mom[k * 2 + a] += wt * (part[a] + pk[1 + 2 * 2 + a * 2 + 1] * d[1][k]);
     }
 }
@@ -1015,7 +1028,7 @@ CQ_HD void cq__gather_fwd_2d_f32(int node, const cq__params_f32 *prm, const int 
     const int first = node - node % prm->nodes;   /* the scene's node 0 */
     cq__node_coords_2d_f32(node, prm, c);
     if (m) *m = 0;
-    for (int a = 0; a < 2; ++a) mom[a] = 0;
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) mom[a] = 0;
     for (o[0] = 2; o[0] >= 0; --o[0]) {
         if (c[0] - o[0] < 0) continue;
         for (o[1] = 2; o[1] >= 0; --o[1]) {
@@ -1037,10 +1050,10 @@ CQ_HD void cq__affine_2d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s, 
 {
     const float mass = s.mass[p];
     const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];   /* -(4/dx^2) dt V0 */
-    for (int a = 0; a < 2; ++a)
-        for (int b = 0; b < 2; ++b) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
             float pf = 0;   /* (P F^T)_ab */
-            for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
+            CQ__CPU_UNROLL for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
             G[a * 2 + b] = ks * pf + mass * s.C[(long)p * 4 + a * 2 + b];
         }
 }
@@ -1091,9 +1104,9 @@ CQ_HD void cq__pk1_rot_2d_fixed_corotated_f32(const float *F, const cq__rot_2d_f
     if (prm->incompressibility) cq__incompressible_2d_f32(F, E, nu, prm->incompressibility, P);
     if (group >= 0 && group < prm->act_groups) {
         const float *sa = act_stress + (long)group * 4;
-        for (int a = 0; a < 2; ++a)
-            for (int b = 0; b < 2; ++b)
-                for (int c = 0; c < 2; ++c) P[a * 2 + b] += F[a * 2 + c] * sa[c * 2 + b];
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)
+            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b)
+                CQ__CPU_UNROLL for (int c = 0; c < 2; ++c) P[a * 2 + b] += F[a * 2 + c] * sa[c * 2 + b];
     }
 }
 CQ_HD void cq__pk1_2d_fixed_corotated_f32(const float *F, float E, float nu, int group,
@@ -1115,13 +1128,13 @@ CQ_HD void cq__p2g_keep_rot_2d_fixed_corotated_f32(int p, const cq__params_f32 *
 {
     int base[2];
     float xp[2], Fp[4], Pp[4];
-    for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
-    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__base_2d_f32(xp, prm, base, pk + 1);
     cq__rot_of_2d_fixed_corotated_f32(Fp, rot);
     cq__pk1_rot_2d_fixed_corotated_f32(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     pk[0] = s.mass[p];
-    for (int a = 0; a < 2; ++a) pk[1 + 2 + a] = s.mass[p] * s.v[(long)p * 2 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) pk[1 + 2 + a] = s.mass[p] * s.v[(long)p * 2 + a];
     cq__affine_2d_f32(p, prm, s, Pp, Fp, pk + 1 + 2 * 2);
 }
 CQ_HD void cq__p2g_fwd_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s, float *pk)
@@ -1181,9 +1194,9 @@ CQ_HD void cq__pk1_rot_2d_neohookean_f32(const float *F, const cq__rot_2d_f32 *r
     if (prm->incompressibility) cq__incompressible_2d_f32(F, E, nu, prm->incompressibility, P);
     if (group >= 0 && group < prm->act_groups) {
         const float *sa = act_stress + (long)group * 4;
-        for (int a = 0; a < 2; ++a)
-            for (int b = 0; b < 2; ++b)
-                for (int c = 0; c < 2; ++c) P[a * 2 + b] += F[a * 2 + c] * sa[c * 2 + b];
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)
+            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b)
+                CQ__CPU_UNROLL for (int c = 0; c < 2; ++c) P[a * 2 + b] += F[a * 2 + c] * sa[c * 2 + b];
     }
 }
 CQ_HD void cq__pk1_2d_neohookean_f32(const float *F, float E, float nu, int group,
@@ -1205,13 +1218,13 @@ CQ_HD void cq__p2g_keep_rot_2d_neohookean_f32(int p, const cq__params_f32 *prm, 
 {
     int base[2];
     float xp[2], Fp[4], Pp[4];
-    for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
-    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__base_2d_f32(xp, prm, base, pk + 1);
     cq__rot_of_2d_neohookean_f32(Fp, rot);
     cq__pk1_rot_2d_neohookean_f32(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     pk[0] = s.mass[p];
-    for (int a = 0; a < 2; ++a) pk[1 + 2 + a] = s.mass[p] * s.v[(long)p * 2 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) pk[1 + 2 + a] = s.mass[p] * s.v[(long)p * 2 + a];
     cq__affine_2d_f32(p, prm, s, Pp, Fp, pk + 1 + 2 * 2);
 }
 CQ_HD void cq__p2g_fwd_2d_neohookean_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s, float *pk)
@@ -1225,7 +1238,7 @@ CQ_HD void cq__p2g_fwd_2d_neohookean_f32(int p, const cq__params_f32 *prm, cq__p
    per axis; fx: position in cells relative to base, in [0.5, 1.5). */
 CQ_HD void cq__weights_2d_f64(const double *xp, double inv_dx, int *base, double *fx, double (*w)[3])
 {
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         double q = xp[a] * inv_dx;
         base[a] = (int)floor(q - (double)0.5);
         fx[a] = q - (double)base[a];
@@ -1239,7 +1252,7 @@ CQ_HD void cq__weights_2d_f64(const double *xp, double inv_dx, int *base, double
 /* 1 when every node the particle's stencil touches exists: the usable region of the grid. */
 CQ_HD int cq__in_domain_2d_f64(const double *xp, const cq__params_f64 *prm)
 {
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         double q = xp[a] * prm->inv_dx - (double)0.5;
         if (!(q >= 0 && q < (double)(prm->res[a] - 2))) return 0;   /* also false for NaN */
     }
@@ -1284,7 +1297,7 @@ CQ_HD void cq__rot_fill_2d_f64(const double *F, cq__rot_2d_f64 *r)
 }
 CQ_HD void cq__rot_none_2d_f64(cq__rot_2d_f64 *r)
 {
-    for (int a = 0; a < 4; ++a) r->R[a] = 0;
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) r->R[a] = 0;
 }
 
 /* >>incompressible_2d_f64: [Spielberg21] eq 14, P += E/(3(2-2nu)) p (J-1)^(p-1) J F^-T. */
@@ -1294,7 +1307,7 @@ CQ_HD void cq__incompressible_2d_f64(const double *F, double E, double nu, int p
     for (int i = 1; i < p; ++i) pw *= J - 1;
     double s = E / (3 * (2 - 2 * nu)) * (double)p * pw;
     cq__cofactor_2d_f64(F, K);
-    for (int i = 0; i < 4; ++i) P[i] += s * K[i];
+    CQ__CPU_UNROLL for (int i = 0; i < 4; ++i) P[i] += s * K[i];
 }
 
 /* >>grid_2d_f64: wall boundary conditions ([Spielberg21] sec 3.2, friction as appendix B
@@ -1307,7 +1320,7 @@ CQ_HD int cq__bc_axis_2d_f64(int a, double n, const cq__params_f64 *prm, double 
     double ln = v[a] * n;                           /* l_n, eq B1 */
     switch (prm->boundary) {
     case CQ__BC_STICKY:
-        for (int b = 0; b < 2; ++b) v[b] = 0;
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) v[b] = 0;
         return 1;
     case CQ__BC_SLIP:
         v[a] = 0;
@@ -1318,12 +1331,12 @@ CQ_HD int cq__bc_axis_2d_f64(int a, double n, const cq__params_f64 *prm, double 
     default: /* CQ__BC_FRICTION */
         if (ln < 0) {
             double s2 = 0;
-            for (int b = 0; b < 2; ++b) if (b != a) s2 += v[b] * v[b];
+            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) if (b != a) s2 += v[b] * v[b];
             double lt = sqrt(s2) + 1e-300;        /* l_t = |v_t| + eps, eq B3 */
             double lts = lt + prm->friction * ln;          /* eq B5 (ln < 0 here) */
             if (lts < 0) lts = 0;
             double scale = lts / lt;
-            for (int b = 0; b < 2; ++b) v[b] = b == a ? (double)0 : v[b] * scale;   /* eq B6 */
+            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) v[b] = b == a ? (double)0 : v[b] * scale;   /* eq B6 */
         }
         break;
     }
@@ -1339,7 +1352,7 @@ CQ_HD int cq__wall_normal_2d_f64(const int *c, int a, const cq__params_f64 *prm)
 
 CQ_HD void cq__boundary_2d_f64(const int *c, const cq__params_f64 *prm, double *v)
 {
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         int n = cq__wall_normal_2d_f64(c, a, prm);
         if (n && cq__bc_axis_2d_f64(a, (double)n, prm, v)) return;
     }
@@ -1358,13 +1371,13 @@ CQ_HD void cq__grid_fwd_2d_f64(int node, const cq__params_f64 *prm, cq__gview_f6
     double *v = g.v + (long)node * 2;
     double m = g.m[node];
     if (!(m > 0)) {
-        for (int a = 0; a < 2; ++a) v[a] = 0;
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) v[a] = 0;
         return;
     }
     int c[2];
     cq__node_coords_2d_f64(node, prm, c);
     double inv_m = 1 / m;
-    for (int a = 0; a < 2; ++a) v[a] = v[a] * inv_m + prm->dt * prm->gravity[a];
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) v[a] = v[a] * inv_m + prm->dt * prm->gravity[a];
     cq__boundary_2d_f64(c, prm, v);
 }
 
@@ -1380,14 +1393,14 @@ CQ_HD int cq__g2p_fwd_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 in,
     int base[2];
     double fx[2], w[2][3], xp[2], Fp[4], nv[2] = {0}, nC[4] = {0};
     const long goff = in.scene ? (long)in.scene[p] * prm->nodes : 0;
-    for (int a = 0; a < 2; ++a) xp[a] = in.x[(long)p * 2 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) xp[a] = in.x[(long)p * 2 + a];
     if (!cq__in_domain_2d_f64(xp, prm)) return CQ__OUT_OF_DOMAIN;
-    for (int a = 0; a < 4; ++a) Fp[a] = in.F[(long)p * 4 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Fp[a] = in.F[(long)p * 4 + a];
     cq__weights_2d_f64(xp, prm->inv_dx, base, fx, w);
     const double k4 = 4 * prm->inv_dx;          /* 4/dx^2 times dpos = (node - fx) dx */
     double dp[2][3];
-    for (int a = 0; a < 2; ++a)
-        for (int i = 0; i < 3; ++i) dp[a][i] = (double)i - fx[a];
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)
+        CQ__CPU_UNROLL for (int i = 0; i < 3; ++i) dp[a][i] = (double)i - fx[a];
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
     {
@@ -1403,18 +1416,18 @@ CQ_HD int cq__g2p_fwd_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 in,
             CQ__UNROLL for (int b = 0; b < 2; ++b) nC[a * 2 + b] += wv * d[b];
         }
     }
-    for (int a = 0; a < 4; ++a) nC[a] *= k4;
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) nC[a] *= k4;
     int status = CQ__OK;
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         double xn = xp[a] + prm->dt * nv[a];
         out.x[(long)p * 2 + a] = xn;
         out.v[(long)p * 2 + a] = nv[a];
         if (!cq__isfinite_f64(xn) || !cq__isfinite_f64(nv[a])) status = CQ__NONFINITE;
     }
-    for (int a = 0; a < 2; ++a)
-        for (int b = 0; b < 2; ++b) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
             double f = Fp[a * 2 + b];   /* F <- (I + dt C) F, eq 10 */
-            for (int c = 0; c < 2; ++c) f += prm->dt * nC[a * 2 + c] * Fp[c * 2 + b];
+            CQ__CPU_UNROLL for (int c = 0; c < 2; ++c) f += prm->dt * nC[a * 2 + c] * Fp[c * 2 + b];
             out.F[(long)p * 4 + a * 2 + b] = f;
             out.C[(long)p * 4 + a * 2 + b] = nC[a * 2 + b];
             if (!cq__isfinite_f64(f) || !cq__isfinite_f64(nC[a * 2 + b])) status = CQ__NONFINITE;
@@ -1432,7 +1445,7 @@ CQ_HD int cq__g2p_fwd_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 in,
 CQ_HD int cq__base_2d_f64(const double *xp, const cq__params_f64 *prm, int *base, double *fx)
 {
     int cell = 0;
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         const double q = xp[a] * prm->inv_dx, t = q - (double)0.5;
         const int top = prm->res[a] - 3;
         base[a] = t >= 0 ? (t < (double)top ? (int)floor(t) : top) : 0;   /* NaN: 0 */
@@ -1478,9 +1491,9 @@ CQ_HD void cq__gather_add_2d_f64(const double *pk, const int *o, const cq__param
 CQ_HD void cq__gather_row_2d_f64(const double *pk, const int *o, const cq__params_f64 *prm, double *m, double *mom)
 {
     double w[2][3], d[2][3], part[2];
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         const double f = pk[1 + a];
-        for (int k = 0; k < 3; ++k) {
+        CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) {
             const int ok = a < 1 ? o[a] : k;
             const double e = ok == 0 ? (double)1.5 - f : (ok == 1 ? f - 1 : f - (double)0.5);
             w[a][k] = ok == 1 ? (double)0.75 - e * e : (double)0.5 * e * e;
@@ -1488,14 +1501,14 @@ CQ_HD void cq__gather_row_2d_f64(const double *pk, const int *o, const cq__param
         }
     }
     const double wf = w[0][0];
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         part[a] = pk[1 + 2 + a];
-        for (int b = 0; b < 1; ++b) part[a] += pk[1 + 2 * 2 + a * 2 + b] * d[b][0];
+        CQ__CPU_UNROLL for (int b = 0; b < 1; ++b) part[a] += pk[1 + 2 * 2 + a * 2 + b] * d[b][0];
     }
-    for (int k = 0; k < 3; ++k) {
+    CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) {
         const double wt = wf * w[1][k];
         if (m) m[k] += wt * pk[0];
-        for (int a = 0; a < 2; ++a)
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)
             mom[k * 2 + a] += wt * (part[a] + pk[1 + 2 * 2 + a * 2 + 1] * d[1][k]);
     }
 }
@@ -1514,7 +1527,7 @@ CQ_HD void cq__gather_fwd_2d_f64(int node, const cq__params_f64 *prm, const int 
     const int first = node - node % prm->nodes;   /* the scene's node 0 */
     cq__node_coords_2d_f64(node, prm, c);
     if (m) *m = 0;
-    for (int a = 0; a < 2; ++a) mom[a] = 0;
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) mom[a] = 0;
     for (o[0] = 2; o[0] >= 0; --o[0]) {
         if (c[0] - o[0] < 0) continue;
         for (o[1] = 2; o[1] >= 0; --o[1]) {
@@ -1536,10 +1549,10 @@ CQ_HD void cq__affine_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, 
 {
     const double mass = s.mass[p];
     const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];   /* -(4/dx^2) dt V0 */
-    for (int a = 0; a < 2; ++a)
-        for (int b = 0; b < 2; ++b) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
             double pf = 0;   /* (P F^T)_ab */
-            for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
+            CQ__CPU_UNROLL for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
             G[a * 2 + b] = ks * pf + mass * s.C[(long)p * 4 + a * 2 + b];
         }
 }
@@ -1590,9 +1603,9 @@ CQ_HD void cq__pk1_rot_2d_fixed_corotated_f64(const double *F, const cq__rot_2d_
     if (prm->incompressibility) cq__incompressible_2d_f64(F, E, nu, prm->incompressibility, P);
     if (group >= 0 && group < prm->act_groups) {
         const double *sa = act_stress + (long)group * 4;
-        for (int a = 0; a < 2; ++a)
-            for (int b = 0; b < 2; ++b)
-                for (int c = 0; c < 2; ++c) P[a * 2 + b] += F[a * 2 + c] * sa[c * 2 + b];
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)
+            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b)
+                CQ__CPU_UNROLL for (int c = 0; c < 2; ++c) P[a * 2 + b] += F[a * 2 + c] * sa[c * 2 + b];
     }
 }
 CQ_HD void cq__pk1_2d_fixed_corotated_f64(const double *F, double E, double nu, int group,
@@ -1614,13 +1627,13 @@ CQ_HD void cq__p2g_keep_rot_2d_fixed_corotated_f64(int p, const cq__params_f64 *
 {
     int base[2];
     double xp[2], Fp[4], Pp[4];
-    for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
-    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__base_2d_f64(xp, prm, base, pk + 1);
     cq__rot_of_2d_fixed_corotated_f64(Fp, rot);
     cq__pk1_rot_2d_fixed_corotated_f64(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     pk[0] = s.mass[p];
-    for (int a = 0; a < 2; ++a) pk[1 + 2 + a] = s.mass[p] * s.v[(long)p * 2 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) pk[1 + 2 + a] = s.mass[p] * s.v[(long)p * 2 + a];
     cq__affine_2d_f64(p, prm, s, Pp, Fp, pk + 1 + 2 * 2);
 }
 CQ_HD void cq__p2g_fwd_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk)
@@ -1680,9 +1693,9 @@ CQ_HD void cq__pk1_rot_2d_neohookean_f64(const double *F, const cq__rot_2d_f64 *
     if (prm->incompressibility) cq__incompressible_2d_f64(F, E, nu, prm->incompressibility, P);
     if (group >= 0 && group < prm->act_groups) {
         const double *sa = act_stress + (long)group * 4;
-        for (int a = 0; a < 2; ++a)
-            for (int b = 0; b < 2; ++b)
-                for (int c = 0; c < 2; ++c) P[a * 2 + b] += F[a * 2 + c] * sa[c * 2 + b];
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)
+            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b)
+                CQ__CPU_UNROLL for (int c = 0; c < 2; ++c) P[a * 2 + b] += F[a * 2 + c] * sa[c * 2 + b];
     }
 }
 CQ_HD void cq__pk1_2d_neohookean_f64(const double *F, double E, double nu, int group,
@@ -1704,13 +1717,13 @@ CQ_HD void cq__p2g_keep_rot_2d_neohookean_f64(int p, const cq__params_f64 *prm, 
 {
     int base[2];
     double xp[2], Fp[4], Pp[4];
-    for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
-    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__base_2d_f64(xp, prm, base, pk + 1);
     cq__rot_of_2d_neohookean_f64(Fp, rot);
     cq__pk1_rot_2d_neohookean_f64(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     pk[0] = s.mass[p];
-    for (int a = 0; a < 2; ++a) pk[1 + 2 + a] = s.mass[p] * s.v[(long)p * 2 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) pk[1 + 2 + a] = s.mass[p] * s.v[(long)p * 2 + a];
     cq__affine_2d_f64(p, prm, s, Pp, Fp, pk + 1 + 2 * 2);
 }
 CQ_HD void cq__p2g_fwd_2d_neohookean_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk)
@@ -1724,7 +1737,7 @@ CQ_HD void cq__p2g_fwd_2d_neohookean_f64(int p, const cq__params_f64 *prm, cq__p
    per axis; fx: position in cells relative to base, in [0.5, 1.5). */
 CQ_HD void cq__weights_3d_f32(const float *xp, float inv_dx, int *base, float *fx, float (*w)[3])
 {
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         float q = xp[a] * inv_dx;
         base[a] = (int)floorf(q - (float)0.5);
         fx[a] = q - (float)base[a];
@@ -1738,7 +1751,7 @@ CQ_HD void cq__weights_3d_f32(const float *xp, float inv_dx, int *base, float *f
 /* 1 when every node the particle's stencil touches exists: the usable region of the grid. */
 CQ_HD int cq__in_domain_3d_f32(const float *xp, const cq__params_f32 *prm)
 {
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         float q = xp[a] * prm->inv_dx - (float)0.5;
         if (!(q >= 0 && q < (float)(prm->res[a] - 2))) return 0;   /* also false for NaN */
     }
@@ -1821,8 +1834,8 @@ CQ_HD void cq__svd_3d_f32(const float *F, float *U, float *sig, float *V)
 /* R = U V^T */
 CQ_HD void cq__uvt_3d_f32(const float *U, const float *V, float *R)
 {
-    for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j)
+    CQ__CPU_UNROLL for (int i = 0; i < 3; ++i)
+        CQ__CPU_UNROLL for (int j = 0; j < 3; ++j)
             R[i * 3 + j] = U[i * 3] * V[j * 3] + U[i * 3 + 1] * V[j * 3 + 1] + U[i * 3 + 2] * V[j * 3 + 2];
 }
 
@@ -1850,7 +1863,7 @@ CQ_HD void cq__rot_fill_3d_f32(const float *F, cq__rot_3d_f32 *r)
 }
 CQ_HD void cq__rot_none_3d_f32(cq__rot_3d_f32 *r)
 {
-    for (int a = 0; a < 9; ++a) r->R[a] = 0;
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) r->R[a] = 0;
 }
 
 /* >>incompressible_3d_f32: [Spielberg21] eq 14, P += E/(3(2-2nu)) p (J-1)^(p-1) J F^-T. */
@@ -1860,7 +1873,7 @@ CQ_HD void cq__incompressible_3d_f32(const float *F, float E, float nu, int p, f
     for (int i = 1; i < p; ++i) pw *= J - 1;
     float s = E / (3 * (2 - 2 * nu)) * (float)p * pw;
     cq__cofactor_3d_f32(F, K);
-    for (int i = 0; i < 9; ++i) P[i] += s * K[i];
+    CQ__CPU_UNROLL for (int i = 0; i < 9; ++i) P[i] += s * K[i];
 }
 
 /* >>grid_3d_f32: wall boundary conditions ([Spielberg21] sec 3.2, friction as appendix B
@@ -1873,7 +1886,7 @@ CQ_HD int cq__bc_axis_3d_f32(int a, float n, const cq__params_f32 *prm, float *v
     float ln = v[a] * n;                           /* l_n, eq B1 */
     switch (prm->boundary) {
     case CQ__BC_STICKY:
-        for (int b = 0; b < 3; ++b) v[b] = 0;
+        CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) v[b] = 0;
         return 1;
     case CQ__BC_SLIP:
         v[a] = 0;
@@ -1884,12 +1897,12 @@ CQ_HD int cq__bc_axis_3d_f32(int a, float n, const cq__params_f32 *prm, float *v
     default: /* CQ__BC_FRICTION */
         if (ln < 0) {
             float s2 = 0;
-            for (int b = 0; b < 3; ++b) if (b != a) s2 += v[b] * v[b];
+            CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) if (b != a) s2 += v[b] * v[b];
             float lt = sqrtf(s2) + 1e-30f;        /* l_t = |v_t| + eps, eq B3 */
             float lts = lt + prm->friction * ln;          /* eq B5 (ln < 0 here) */
             if (lts < 0) lts = 0;
             float scale = lts / lt;
-            for (int b = 0; b < 3; ++b) v[b] = b == a ? (float)0 : v[b] * scale;   /* eq B6 */
+            CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) v[b] = b == a ? (float)0 : v[b] * scale;   /* eq B6 */
         }
         break;
     }
@@ -1905,7 +1918,7 @@ CQ_HD int cq__wall_normal_3d_f32(const int *c, int a, const cq__params_f32 *prm)
 
 CQ_HD void cq__boundary_3d_f32(const int *c, const cq__params_f32 *prm, float *v)
 {
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         int n = cq__wall_normal_3d_f32(c, a, prm);
         if (n && cq__bc_axis_3d_f32(a, (float)n, prm, v)) return;
     }
@@ -1924,13 +1937,13 @@ CQ_HD void cq__grid_fwd_3d_f32(int node, const cq__params_f32 *prm, cq__gview_f3
     float *v = g.v + (long)node * 3;
     float m = g.m[node];
     if (!(m > 0)) {
-        for (int a = 0; a < 3; ++a) v[a] = 0;
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) v[a] = 0;
         return;
     }
     int c[3];
     cq__node_coords_3d_f32(node, prm, c);
     float inv_m = 1 / m;
-    for (int a = 0; a < 3; ++a) v[a] = v[a] * inv_m + prm->dt * prm->gravity[a];
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) v[a] = v[a] * inv_m + prm->dt * prm->gravity[a];
     cq__boundary_3d_f32(c, prm, v);
 }
 
@@ -1946,14 +1959,14 @@ CQ_HD int cq__g2p_fwd_3d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 in,
     int base[3];
     float fx[3], w[3][3], xp[3], Fp[9], nv[3] = {0}, nC[9] = {0};
     const long goff = in.scene ? (long)in.scene[p] * prm->nodes : 0;
-    for (int a = 0; a < 3; ++a) xp[a] = in.x[(long)p * 3 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) xp[a] = in.x[(long)p * 3 + a];
     if (!cq__in_domain_3d_f32(xp, prm)) return CQ__OUT_OF_DOMAIN;
-    for (int a = 0; a < 9; ++a) Fp[a] = in.F[(long)p * 9 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = in.F[(long)p * 9 + a];
     cq__weights_3d_f32(xp, prm->inv_dx, base, fx, w);
     const float k4 = 4 * prm->inv_dx;          /* 4/dx^2 times dpos = (node - fx) dx */
     float dp[3][3];
-    for (int a = 0; a < 3; ++a)
-        for (int i = 0; i < 3; ++i) dp[a][i] = (float)i - fx[a];
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)
+        CQ__CPU_UNROLL for (int i = 0; i < 3; ++i) dp[a][i] = (float)i - fx[a];
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
     for (int k = 0; k < 3; ++k)
@@ -1970,18 +1983,18 @@ CQ_HD int cq__g2p_fwd_3d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 in,
             CQ__UNROLL for (int b = 0; b < 3; ++b) nC[a * 3 + b] += wv * d[b];
         }
     }
-    for (int a = 0; a < 9; ++a) nC[a] *= k4;
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) nC[a] *= k4;
     int status = CQ__OK;
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         float xn = xp[a] + prm->dt * nv[a];
         out.x[(long)p * 3 + a] = xn;
         out.v[(long)p * 3 + a] = nv[a];
         if (!cq__isfinite_f32(xn) || !cq__isfinite_f32(nv[a])) status = CQ__NONFINITE;
     }
-    for (int a = 0; a < 3; ++a)
-        for (int b = 0; b < 3; ++b) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)
+        CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
             float f = Fp[a * 3 + b];   /* F <- (I + dt C) F, eq 10 */
-            for (int c = 0; c < 3; ++c) f += prm->dt * nC[a * 3 + c] * Fp[c * 3 + b];
+            CQ__CPU_UNROLL for (int c = 0; c < 3; ++c) f += prm->dt * nC[a * 3 + c] * Fp[c * 3 + b];
             out.F[(long)p * 9 + a * 3 + b] = f;
             out.C[(long)p * 9 + a * 3 + b] = nC[a * 3 + b];
             if (!cq__isfinite_f32(f) || !cq__isfinite_f32(nC[a * 3 + b])) status = CQ__NONFINITE;
@@ -1999,7 +2012,7 @@ CQ_HD int cq__g2p_fwd_3d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 in,
 CQ_HD int cq__base_3d_f32(const float *xp, const cq__params_f32 *prm, int *base, float *fx)
 {
     int cell = 0;
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         const float q = xp[a] * prm->inv_dx, t = q - (float)0.5;
         const int top = prm->res[a] - 3;
         base[a] = t >= 0 ? (t < (float)top ? (int)floorf(t) : top) : 0;   /* NaN: 0 */
@@ -2045,9 +2058,9 @@ CQ_HD void cq__gather_add_3d_f32(const float *pk, const int *o, const cq__params
 CQ_HD void cq__gather_row_3d_f32(const float *pk, const int *o, const cq__params_f32 *prm, float *m, float *mom)
 {
     float w[3][3], d[3][3], part[3];
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         const float f = pk[1 + a];
-        for (int k = 0; k < 3; ++k) {
+        CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) {
             const int ok = a < 2 ? o[a] : k;
             const float e = ok == 0 ? (float)1.5 - f : (ok == 1 ? f - 1 : f - (float)0.5);
             w[a][k] = ok == 1 ? (float)0.75 - e * e : (float)0.5 * e * e;
@@ -2055,14 +2068,14 @@ CQ_HD void cq__gather_row_3d_f32(const float *pk, const int *o, const cq__params
         }
     }
     const float wf = w[0][0] * w[1][0];
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         part[a] = pk[1 + 3 + a];
-        for (int b = 0; b < 2; ++b) part[a] += pk[1 + 2 * 3 + a * 3 + b] * d[b][0];
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) part[a] += pk[1 + 2 * 3 + a * 3 + b] * d[b][0];
     }
-    for (int k = 0; k < 3; ++k) {
+    CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) {
         const float wt = wf * w[2][k];
         if (m) m[k] += wt * pk[0];
-        for (int a = 0; a < 3; ++a)
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)
             mom[k * 3 + a] += wt * (part[a] + pk[1 + 2 * 3 + a * 3 + 2] * d[2][k]);
     }
 }
@@ -2081,7 +2094,7 @@ CQ_HD void cq__gather_fwd_3d_f32(int node, const cq__params_f32 *prm, const int 
     const int first = node - node % prm->nodes;   /* the scene's node 0 */
     cq__node_coords_3d_f32(node, prm, c);
     if (m) *m = 0;
-    for (int a = 0; a < 3; ++a) mom[a] = 0;
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) mom[a] = 0;
     for (o[0] = 2; o[0] >= 0; --o[0]) {
         if (c[0] - o[0] < 0) continue;
         for (o[1] = 2; o[1] >= 0; --o[1]) {
@@ -2104,10 +2117,10 @@ CQ_HD void cq__affine_3d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s, 
 {
     const float mass = s.mass[p];
     const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];   /* -(4/dx^2) dt V0 */
-    for (int a = 0; a < 3; ++a)
-        for (int b = 0; b < 3; ++b) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)
+        CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
             float pf = 0;   /* (P F^T)_ab */
-            for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
+            CQ__CPU_UNROLL for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
             G[a * 3 + b] = ks * pf + mass * s.C[(long)p * 9 + a * 3 + b];
         }
 }
@@ -2169,9 +2182,9 @@ CQ_HD void cq__pk1_rot_3d_fixed_corotated_f32(const float *F, const cq__rot_3d_f
     if (prm->incompressibility) cq__incompressible_3d_f32(F, E, nu, prm->incompressibility, P);
     if (group >= 0 && group < prm->act_groups) {
         const float *sa = act_stress + (long)group * 9;
-        for (int a = 0; a < 3; ++a)
-            for (int b = 0; b < 3; ++b)
-                for (int c = 0; c < 3; ++c) P[a * 3 + b] += F[a * 3 + c] * sa[c * 3 + b];
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)
+            CQ__CPU_UNROLL for (int b = 0; b < 3; ++b)
+                CQ__CPU_UNROLL for (int c = 0; c < 3; ++c) P[a * 3 + b] += F[a * 3 + c] * sa[c * 3 + b];
     }
 }
 CQ_HD void cq__pk1_3d_fixed_corotated_f32(const float *F, float E, float nu, int group,
@@ -2193,13 +2206,13 @@ CQ_HD void cq__p2g_keep_rot_3d_fixed_corotated_f32(int p, const cq__params_f32 *
 {
     int base[3];
     float xp[3], Fp[9], Pp[9];
-    for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
-    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__base_3d_f32(xp, prm, base, pk + 1);
     cq__rot_of_3d_fixed_corotated_f32(Fp, rot);
     cq__pk1_rot_3d_fixed_corotated_f32(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     pk[0] = s.mass[p];
-    for (int a = 0; a < 3; ++a) pk[1 + 3 + a] = s.mass[p] * s.v[(long)p * 3 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) pk[1 + 3 + a] = s.mass[p] * s.v[(long)p * 3 + a];
     cq__affine_3d_f32(p, prm, s, Pp, Fp, pk + 1 + 2 * 3);
 }
 CQ_HD void cq__p2g_fwd_3d_fixed_corotated_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s, float *pk)
@@ -2276,9 +2289,9 @@ CQ_HD void cq__pk1_rot_3d_neohookean_f32(const float *F, const cq__rot_3d_f32 *r
     if (prm->incompressibility) cq__incompressible_3d_f32(F, E, nu, prm->incompressibility, P);
     if (group >= 0 && group < prm->act_groups) {
         const float *sa = act_stress + (long)group * 9;
-        for (int a = 0; a < 3; ++a)
-            for (int b = 0; b < 3; ++b)
-                for (int c = 0; c < 3; ++c) P[a * 3 + b] += F[a * 3 + c] * sa[c * 3 + b];
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)
+            CQ__CPU_UNROLL for (int b = 0; b < 3; ++b)
+                CQ__CPU_UNROLL for (int c = 0; c < 3; ++c) P[a * 3 + b] += F[a * 3 + c] * sa[c * 3 + b];
     }
 }
 CQ_HD void cq__pk1_3d_neohookean_f32(const float *F, float E, float nu, int group,
@@ -2300,13 +2313,13 @@ CQ_HD void cq__p2g_keep_rot_3d_neohookean_f32(int p, const cq__params_f32 *prm, 
 {
     int base[3];
     float xp[3], Fp[9], Pp[9];
-    for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
-    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__base_3d_f32(xp, prm, base, pk + 1);
     cq__rot_of_3d_neohookean_f32(Fp, rot);
     cq__pk1_rot_3d_neohookean_f32(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     pk[0] = s.mass[p];
-    for (int a = 0; a < 3; ++a) pk[1 + 3 + a] = s.mass[p] * s.v[(long)p * 3 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) pk[1 + 3 + a] = s.mass[p] * s.v[(long)p * 3 + a];
     cq__affine_3d_f32(p, prm, s, Pp, Fp, pk + 1 + 2 * 3);
 }
 CQ_HD void cq__p2g_fwd_3d_neohookean_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s, float *pk)
@@ -2320,7 +2333,7 @@ CQ_HD void cq__p2g_fwd_3d_neohookean_f32(int p, const cq__params_f32 *prm, cq__p
    per axis; fx: position in cells relative to base, in [0.5, 1.5). */
 CQ_HD void cq__weights_3d_f64(const double *xp, double inv_dx, int *base, double *fx, double (*w)[3])
 {
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         double q = xp[a] * inv_dx;
         base[a] = (int)floor(q - (double)0.5);
         fx[a] = q - (double)base[a];
@@ -2334,7 +2347,7 @@ CQ_HD void cq__weights_3d_f64(const double *xp, double inv_dx, int *base, double
 /* 1 when every node the particle's stencil touches exists: the usable region of the grid. */
 CQ_HD int cq__in_domain_3d_f64(const double *xp, const cq__params_f64 *prm)
 {
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         double q = xp[a] * prm->inv_dx - (double)0.5;
         if (!(q >= 0 && q < (double)(prm->res[a] - 2))) return 0;   /* also false for NaN */
     }
@@ -2417,8 +2430,8 @@ CQ_HD void cq__svd_3d_f64(const double *F, double *U, double *sig, double *V)
 /* R = U V^T */
 CQ_HD void cq__uvt_3d_f64(const double *U, const double *V, double *R)
 {
-    for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j)
+    CQ__CPU_UNROLL for (int i = 0; i < 3; ++i)
+        CQ__CPU_UNROLL for (int j = 0; j < 3; ++j)
             R[i * 3 + j] = U[i * 3] * V[j * 3] + U[i * 3 + 1] * V[j * 3 + 1] + U[i * 3 + 2] * V[j * 3 + 2];
 }
 
@@ -2446,7 +2459,7 @@ CQ_HD void cq__rot_fill_3d_f64(const double *F, cq__rot_3d_f64 *r)
 }
 CQ_HD void cq__rot_none_3d_f64(cq__rot_3d_f64 *r)
 {
-    for (int a = 0; a < 9; ++a) r->R[a] = 0;
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) r->R[a] = 0;
 }
 
 /* >>incompressible_3d_f64: [Spielberg21] eq 14, P += E/(3(2-2nu)) p (J-1)^(p-1) J F^-T. */
@@ -2456,7 +2469,7 @@ CQ_HD void cq__incompressible_3d_f64(const double *F, double E, double nu, int p
     for (int i = 1; i < p; ++i) pw *= J - 1;
     double s = E / (3 * (2 - 2 * nu)) * (double)p * pw;
     cq__cofactor_3d_f64(F, K);
-    for (int i = 0; i < 9; ++i) P[i] += s * K[i];
+    CQ__CPU_UNROLL for (int i = 0; i < 9; ++i) P[i] += s * K[i];
 }
 
 /* >>grid_3d_f64: wall boundary conditions ([Spielberg21] sec 3.2, friction as appendix B
@@ -2469,7 +2482,7 @@ CQ_HD int cq__bc_axis_3d_f64(int a, double n, const cq__params_f64 *prm, double 
     double ln = v[a] * n;                           /* l_n, eq B1 */
     switch (prm->boundary) {
     case CQ__BC_STICKY:
-        for (int b = 0; b < 3; ++b) v[b] = 0;
+        CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) v[b] = 0;
         return 1;
     case CQ__BC_SLIP:
         v[a] = 0;
@@ -2480,12 +2493,12 @@ CQ_HD int cq__bc_axis_3d_f64(int a, double n, const cq__params_f64 *prm, double 
     default: /* CQ__BC_FRICTION */
         if (ln < 0) {
             double s2 = 0;
-            for (int b = 0; b < 3; ++b) if (b != a) s2 += v[b] * v[b];
+            CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) if (b != a) s2 += v[b] * v[b];
             double lt = sqrt(s2) + 1e-300;        /* l_t = |v_t| + eps, eq B3 */
             double lts = lt + prm->friction * ln;          /* eq B5 (ln < 0 here) */
             if (lts < 0) lts = 0;
             double scale = lts / lt;
-            for (int b = 0; b < 3; ++b) v[b] = b == a ? (double)0 : v[b] * scale;   /* eq B6 */
+            CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) v[b] = b == a ? (double)0 : v[b] * scale;   /* eq B6 */
         }
         break;
     }
@@ -2501,7 +2514,7 @@ CQ_HD int cq__wall_normal_3d_f64(const int *c, int a, const cq__params_f64 *prm)
 
 CQ_HD void cq__boundary_3d_f64(const int *c, const cq__params_f64 *prm, double *v)
 {
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         int n = cq__wall_normal_3d_f64(c, a, prm);
         if (n && cq__bc_axis_3d_f64(a, (double)n, prm, v)) return;
     }
@@ -2520,13 +2533,13 @@ CQ_HD void cq__grid_fwd_3d_f64(int node, const cq__params_f64 *prm, cq__gview_f6
     double *v = g.v + (long)node * 3;
     double m = g.m[node];
     if (!(m > 0)) {
-        for (int a = 0; a < 3; ++a) v[a] = 0;
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) v[a] = 0;
         return;
     }
     int c[3];
     cq__node_coords_3d_f64(node, prm, c);
     double inv_m = 1 / m;
-    for (int a = 0; a < 3; ++a) v[a] = v[a] * inv_m + prm->dt * prm->gravity[a];
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) v[a] = v[a] * inv_m + prm->dt * prm->gravity[a];
     cq__boundary_3d_f64(c, prm, v);
 }
 
@@ -2542,14 +2555,14 @@ CQ_HD int cq__g2p_fwd_3d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 in,
     int base[3];
     double fx[3], w[3][3], xp[3], Fp[9], nv[3] = {0}, nC[9] = {0};
     const long goff = in.scene ? (long)in.scene[p] * prm->nodes : 0;
-    for (int a = 0; a < 3; ++a) xp[a] = in.x[(long)p * 3 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) xp[a] = in.x[(long)p * 3 + a];
     if (!cq__in_domain_3d_f64(xp, prm)) return CQ__OUT_OF_DOMAIN;
-    for (int a = 0; a < 9; ++a) Fp[a] = in.F[(long)p * 9 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = in.F[(long)p * 9 + a];
     cq__weights_3d_f64(xp, prm->inv_dx, base, fx, w);
     const double k4 = 4 * prm->inv_dx;          /* 4/dx^2 times dpos = (node - fx) dx */
     double dp[3][3];
-    for (int a = 0; a < 3; ++a)
-        for (int i = 0; i < 3; ++i) dp[a][i] = (double)i - fx[a];
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)
+        CQ__CPU_UNROLL for (int i = 0; i < 3; ++i) dp[a][i] = (double)i - fx[a];
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
     for (int k = 0; k < 3; ++k)
@@ -2566,18 +2579,18 @@ CQ_HD int cq__g2p_fwd_3d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 in,
             CQ__UNROLL for (int b = 0; b < 3; ++b) nC[a * 3 + b] += wv * d[b];
         }
     }
-    for (int a = 0; a < 9; ++a) nC[a] *= k4;
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) nC[a] *= k4;
     int status = CQ__OK;
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         double xn = xp[a] + prm->dt * nv[a];
         out.x[(long)p * 3 + a] = xn;
         out.v[(long)p * 3 + a] = nv[a];
         if (!cq__isfinite_f64(xn) || !cq__isfinite_f64(nv[a])) status = CQ__NONFINITE;
     }
-    for (int a = 0; a < 3; ++a)
-        for (int b = 0; b < 3; ++b) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)
+        CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
             double f = Fp[a * 3 + b];   /* F <- (I + dt C) F, eq 10 */
-            for (int c = 0; c < 3; ++c) f += prm->dt * nC[a * 3 + c] * Fp[c * 3 + b];
+            CQ__CPU_UNROLL for (int c = 0; c < 3; ++c) f += prm->dt * nC[a * 3 + c] * Fp[c * 3 + b];
             out.F[(long)p * 9 + a * 3 + b] = f;
             out.C[(long)p * 9 + a * 3 + b] = nC[a * 3 + b];
             if (!cq__isfinite_f64(f) || !cq__isfinite_f64(nC[a * 3 + b])) status = CQ__NONFINITE;
@@ -2595,7 +2608,7 @@ CQ_HD int cq__g2p_fwd_3d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 in,
 CQ_HD int cq__base_3d_f64(const double *xp, const cq__params_f64 *prm, int *base, double *fx)
 {
     int cell = 0;
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         const double q = xp[a] * prm->inv_dx, t = q - (double)0.5;
         const int top = prm->res[a] - 3;
         base[a] = t >= 0 ? (t < (double)top ? (int)floor(t) : top) : 0;   /* NaN: 0 */
@@ -2641,9 +2654,9 @@ CQ_HD void cq__gather_add_3d_f64(const double *pk, const int *o, const cq__param
 CQ_HD void cq__gather_row_3d_f64(const double *pk, const int *o, const cq__params_f64 *prm, double *m, double *mom)
 {
     double w[3][3], d[3][3], part[3];
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         const double f = pk[1 + a];
-        for (int k = 0; k < 3; ++k) {
+        CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) {
             const int ok = a < 2 ? o[a] : k;
             const double e = ok == 0 ? (double)1.5 - f : (ok == 1 ? f - 1 : f - (double)0.5);
             w[a][k] = ok == 1 ? (double)0.75 - e * e : (double)0.5 * e * e;
@@ -2651,14 +2664,14 @@ CQ_HD void cq__gather_row_3d_f64(const double *pk, const int *o, const cq__param
         }
     }
     const double wf = w[0][0] * w[1][0];
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         part[a] = pk[1 + 3 + a];
-        for (int b = 0; b < 2; ++b) part[a] += pk[1 + 2 * 3 + a * 3 + b] * d[b][0];
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) part[a] += pk[1 + 2 * 3 + a * 3 + b] * d[b][0];
     }
-    for (int k = 0; k < 3; ++k) {
+    CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) {
         const double wt = wf * w[2][k];
         if (m) m[k] += wt * pk[0];
-        for (int a = 0; a < 3; ++a)
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)
             mom[k * 3 + a] += wt * (part[a] + pk[1 + 2 * 3 + a * 3 + 2] * d[2][k]);
     }
 }
@@ -2677,7 +2690,7 @@ CQ_HD void cq__gather_fwd_3d_f64(int node, const cq__params_f64 *prm, const int 
     const int first = node - node % prm->nodes;   /* the scene's node 0 */
     cq__node_coords_3d_f64(node, prm, c);
     if (m) *m = 0;
-    for (int a = 0; a < 3; ++a) mom[a] = 0;
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) mom[a] = 0;
     for (o[0] = 2; o[0] >= 0; --o[0]) {
         if (c[0] - o[0] < 0) continue;
         for (o[1] = 2; o[1] >= 0; --o[1]) {
@@ -2700,10 +2713,10 @@ CQ_HD void cq__affine_3d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, 
 {
     const double mass = s.mass[p];
     const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];   /* -(4/dx^2) dt V0 */
-    for (int a = 0; a < 3; ++a)
-        for (int b = 0; b < 3; ++b) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)
+        CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
             double pf = 0;   /* (P F^T)_ab */
-            for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
+            CQ__CPU_UNROLL for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
             G[a * 3 + b] = ks * pf + mass * s.C[(long)p * 9 + a * 3 + b];
         }
 }
@@ -2765,9 +2778,9 @@ CQ_HD void cq__pk1_rot_3d_fixed_corotated_f64(const double *F, const cq__rot_3d_
     if (prm->incompressibility) cq__incompressible_3d_f64(F, E, nu, prm->incompressibility, P);
     if (group >= 0 && group < prm->act_groups) {
         const double *sa = act_stress + (long)group * 9;
-        for (int a = 0; a < 3; ++a)
-            for (int b = 0; b < 3; ++b)
-                for (int c = 0; c < 3; ++c) P[a * 3 + b] += F[a * 3 + c] * sa[c * 3 + b];
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)
+            CQ__CPU_UNROLL for (int b = 0; b < 3; ++b)
+                CQ__CPU_UNROLL for (int c = 0; c < 3; ++c) P[a * 3 + b] += F[a * 3 + c] * sa[c * 3 + b];
     }
 }
 CQ_HD void cq__pk1_3d_fixed_corotated_f64(const double *F, double E, double nu, int group,
@@ -2789,13 +2802,13 @@ CQ_HD void cq__p2g_keep_rot_3d_fixed_corotated_f64(int p, const cq__params_f64 *
 {
     int base[3];
     double xp[3], Fp[9], Pp[9];
-    for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
-    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__base_3d_f64(xp, prm, base, pk + 1);
     cq__rot_of_3d_fixed_corotated_f64(Fp, rot);
     cq__pk1_rot_3d_fixed_corotated_f64(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     pk[0] = s.mass[p];
-    for (int a = 0; a < 3; ++a) pk[1 + 3 + a] = s.mass[p] * s.v[(long)p * 3 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) pk[1 + 3 + a] = s.mass[p] * s.v[(long)p * 3 + a];
     cq__affine_3d_f64(p, prm, s, Pp, Fp, pk + 1 + 2 * 3);
 }
 CQ_HD void cq__p2g_fwd_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk)
@@ -2872,9 +2885,9 @@ CQ_HD void cq__pk1_rot_3d_neohookean_f64(const double *F, const cq__rot_3d_f64 *
     if (prm->incompressibility) cq__incompressible_3d_f64(F, E, nu, prm->incompressibility, P);
     if (group >= 0 && group < prm->act_groups) {
         const double *sa = act_stress + (long)group * 9;
-        for (int a = 0; a < 3; ++a)
-            for (int b = 0; b < 3; ++b)
-                for (int c = 0; c < 3; ++c) P[a * 3 + b] += F[a * 3 + c] * sa[c * 3 + b];
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)
+            CQ__CPU_UNROLL for (int b = 0; b < 3; ++b)
+                CQ__CPU_UNROLL for (int c = 0; c < 3; ++c) P[a * 3 + b] += F[a * 3 + c] * sa[c * 3 + b];
     }
 }
 CQ_HD void cq__pk1_3d_neohookean_f64(const double *F, double E, double nu, int group,
@@ -2896,13 +2909,13 @@ CQ_HD void cq__p2g_keep_rot_3d_neohookean_f64(int p, const cq__params_f64 *prm, 
 {
     int base[3];
     double xp[3], Fp[9], Pp[9];
-    for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
-    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__base_3d_f64(xp, prm, base, pk + 1);
     cq__rot_of_3d_neohookean_f64(Fp, rot);
     cq__pk1_rot_3d_neohookean_f64(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     pk[0] = s.mass[p];
-    for (int a = 0; a < 3; ++a) pk[1 + 3 + a] = s.mass[p] * s.v[(long)p * 3 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) pk[1 + 3 + a] = s.mass[p] * s.v[(long)p * 3 + a];
     cq__affine_3d_f64(p, prm, s, Pp, Fp, pk + 1 + 2 * 3);
 }
 CQ_HD void cq__p2g_fwd_3d_neohookean_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk)
@@ -2951,7 +2964,7 @@ CQ_HD void cq__polar_vjp_rot_2d_f32(const float *F, const cq__rot_2d_f32 *rot, c
 CQ_HD void cq__polar_vjp_2d_f32(const float *F, const float *R, const float *R_bar, float *F_bar)
 {
     cq__rot_2d_f32 rot;
-    for (int a = 0; a < 4; ++a) rot.R[a] = R[a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) rot.R[a] = R[a];
     cq__polar_vjp_rot_2d_f32(F, &rot, R_bar, F_bar);
 }
 
@@ -2973,11 +2986,11 @@ CQ_HD void cq__incompressible_vjp_2d_f32(const float *F, float E, float nu, int 
     float c = (float)p / (3 * (2 - 2 * nu));
     float s = E * c * pw;
     cq__cofactor_2d_f32(F, K);
-    for (int i = 0; i < 4; ++i) g += P_bar[i] * K[i];
+    CQ__CPU_UNROLL for (int i = 0; i < 4; ++i) g += P_bar[i] * K[i];
     *E_bar += g * c * pw;
     *nu_bar += g * s / (1 - nu);                               /* d/nu_bar 1/(6(1-nu)) = 1/(6(1-nu)^2) */
     float sj = g * E * c * dpw;
-    for (int i = 0; i < 4; ++i) F_bar[i] += sj * K[i];
+    CQ__CPU_UNROLL for (int i = 0; i < 4; ++i) F_bar[i] += sj * K[i];
     cq__cofactor_vjp_2d_f32(F, P_bar, s, F_bar);
 }
 
@@ -3017,7 +3030,7 @@ CQ_HD void cq__pk1_vjp_rot_2d_fixed_corotated_f32(const float *F, const cq__rot_
 {
     float mu, lam, R_bar[4], gmu = 0, glam = 0;
     cq__lame_f32(E, nu, &mu, &lam);
-    for (int a = 0; a < 4; ++a) R_bar[a] = 0;
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) R_bar[a] = 0;
     cq__stress_vjp_2d_fixed_corotated_f32(F, rot->R, mu, lam, P_bar, F_bar, R_bar, &gmu, &glam);
     cq__polar_vjp_rot_2d_f32(F, rot, R_bar, F_bar);
     {
@@ -3028,17 +3041,17 @@ CQ_HD void cq__pk1_vjp_rot_2d_fixed_corotated_f32(const float *F, const cq__rot_
     if (prm->incompressibility) cq__incompressible_vjp_2d_f32(F, E, nu, prm->incompressibility, P_bar, F_bar, E_bar, nu_bar);
     if (group >= 0 && group < prm->act_groups) {   /* P += F sa: F_bar += P_bar sa^T, dsa += F^T P_bar */
         const float *sa = act_stress + (long)group * 4;
-        for (int a = 0; a < 2; ++a)
-            for (int c = 0; c < 2; ++c) {
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)
+            CQ__CPU_UNROLL for (int c = 0; c < 2; ++c) {
                 float g = 0;
-                for (int b = 0; b < 2; ++b) g += P_bar[a * 2 + b] * sa[c * 2 + b];
+                CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) g += P_bar[a * 2 + b] * sa[c * 2 + b];
                 F_bar[a * 2 + c] += g;
             }
         if (act_bar)
-            for (int c = 0; c < 2; ++c)
-                for (int b = 0; b < 2; ++b) {
+            CQ__CPU_UNROLL for (int c = 0; c < 2; ++c)
+                CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
                     float g = 0;
-                    for (int a = 0; a < 2; ++a) g += F[a * 2 + c] * P_bar[a * 2 + b];
+                    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) g += F[a * 2 + c] * P_bar[a * 2 + b];
                     act_bar[c * 2 + b] += g;
                 }
     }
@@ -3096,7 +3109,7 @@ CQ_HD void cq__pk1_vjp_rot_2d_neohookean_f32(const float *F, const cq__rot_2d_f3
 {
     float mu, lam, R_bar[4], gmu = 0, glam = 0;
     cq__lame_f32(E, nu, &mu, &lam);
-    for (int a = 0; a < 4; ++a) R_bar[a] = 0;
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) R_bar[a] = 0;
     cq__stress_vjp_2d_neohookean_f32(F, rot->R, mu, lam, P_bar, F_bar, R_bar, &gmu, &glam);
     {
         const float op = 1 + nu, om = 1 - 2 * nu;
@@ -3106,17 +3119,17 @@ CQ_HD void cq__pk1_vjp_rot_2d_neohookean_f32(const float *F, const cq__rot_2d_f3
     if (prm->incompressibility) cq__incompressible_vjp_2d_f32(F, E, nu, prm->incompressibility, P_bar, F_bar, E_bar, nu_bar);
     if (group >= 0 && group < prm->act_groups) {   /* P += F sa: F_bar += P_bar sa^T, dsa += F^T P_bar */
         const float *sa = act_stress + (long)group * 4;
-        for (int a = 0; a < 2; ++a)
-            for (int c = 0; c < 2; ++c) {
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)
+            CQ__CPU_UNROLL for (int c = 0; c < 2; ++c) {
                 float g = 0;
-                for (int b = 0; b < 2; ++b) g += P_bar[a * 2 + b] * sa[c * 2 + b];
+                CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) g += P_bar[a * 2 + b] * sa[c * 2 + b];
                 F_bar[a * 2 + c] += g;
             }
         if (act_bar)
-            for (int c = 0; c < 2; ++c)
-                for (int b = 0; b < 2; ++b) {
+            CQ__CPU_UNROLL for (int c = 0; c < 2; ++c)
+                CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
                     float g = 0;
-                    for (int a = 0; a < 2; ++a) g += F[a * 2 + c] * P_bar[a * 2 + b];
+                    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) g += F[a * 2 + c] * P_bar[a * 2 + b];
                     act_bar[c * 2 + b] += g;
                 }
     }
@@ -3139,7 +3152,7 @@ CQ_HD void cq__pk1_vjp_2d_neohookean_f32(const float *F, float E, float nu, int 
 /* dw/dx_p for the quadratic B-spline: grad[a][i] = d w_a(i) / d x_a (times inv_dx). */
 CQ_HD void cq__weight_grads_2d_f32(const float *fx, float inv_dx, float (*dw)[3])
 {
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         dw[a][0] = -((float)1.5 - fx[a]) * inv_dx;
         dw[a][1] = -2 * (fx[a] - 1) * inv_dx;
         dw[a][2] = (fx[a] - (float)0.5) * inv_dx;
@@ -3154,13 +3167,13 @@ CQ_HD void cq__boundary_adj_2d_f32(const int *c, const cq__params_f32 *prm, cons
 {
     float vs[3][2];   /* velocity before each axis' projection */
     int axis_n[2], last = 2;
-    for (int b = 0; b < 2; ++b) vs[0][b] = v0[b];
-    for (int a = 0; a < 2; ++a) {
-        for (int b = 0; b < 2; ++b) vs[a + 1][b] = vs[a][b];
+    CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) vs[0][b] = v0[b];
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) vs[a + 1][b] = vs[a][b];
         axis_n[a] = cq__wall_normal_2d_f32(c, a, prm);
         if (axis_n[a] && cq__bc_axis_2d_f32(a, (float)axis_n[a], prm, vs[a + 1])) { last = a; break; }
     }
-    if (last < 2) { for (int b = 0; b < 2; ++b) v_bar[b] = 0; return; }   /* sticky wall node */
+    if (last < 2) { CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) v_bar[b] = 0; return; }   /* sticky wall node */
     for (int a = 2 - 1; a >= 0; --a) {
         if (!axis_n[a]) continue;
         const float *v = vs[a];
@@ -3175,17 +3188,17 @@ CQ_HD void cq__boundary_adj_2d_f32(const int *c, const cq__params_f32 *prm, cons
         default: /* CQ__BC_FRICTION */
             if (ln < 0) {
                 float s2 = 0, sc_bar = 0;
-                for (int b = 0; b < 2; ++b) if (b != a) s2 += v[b] * v[b];
+                CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) if (b != a) s2 += v[b] * v[b];
                 float r = sqrtf(s2), lt = r + 1e-30f;
                 float lts = lt + prm->friction * ln;
                 int open = lts > 0;
                 if (!open) lts = 0;
                 float scale = lts / lt;
-                for (int b = 0; b < 2; ++b) if (b != a) sc_bar += v_bar[b] * v[b];
+                CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) if (b != a) sc_bar += v_bar[b] * v[b];
                 float lts_bar = sc_bar / lt, lt_bar = -sc_bar * lts / (lt * lt);
                 if (open) lt_bar += lts_bar;
                 float ln_bar = open ? prm->friction * lts_bar : 0;
-                for (int b = 0; b < 2; ++b)
+                CQ__CPU_UNROLL for (int b = 0; b < 2; ++b)
                     if (b != a) v_bar[b] = v_bar[b] * scale + (r > 0 ? lt_bar * v[b] / r : 0);
                 v_bar[a] = ln_bar * n;
             }
@@ -3202,13 +3215,13 @@ CQ_HD void cq__grid_adj_2d_f32(int node, const cq__params_f32 *prm, const float 
     float m = gm[node], v0[2], v_bar[2];
     int c[2];
     if (!(m > 0)) {
-        for (int a = 0; a < 2; ++a) gp_bar[(long)node * 2 + a] = 0;
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) gp_bar[(long)node * 2 + a] = 0;
         gm_bar[node] = 0;
         return;
     }
     cq__node_coords_2d_f32(node, prm, c);
     float inv_m = 1 / m, m_bar = 0, u[2];
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         u[a] = gp[(long)node * 2 + a] * inv_m;   /* p/m */
         v0[a] = u[a] + prm->dt * prm->gravity[a];
         v_bar[a] = gv_bar[(long)node * 2 + a];
@@ -3217,7 +3230,7 @@ CQ_HD void cq__grid_adj_2d_f32(int node, const cq__params_f32 *prm, const float 
     /* dL/dm = -sum_a (dL/dp_a) (p/m)_a, both factors finite: written as v_bar p / m^2, a
        compiler allowed to reassociate (-ffast-math) formed 1/m^2 first, which overflows float at
        a stencil's fringe (m ~ 1e-20, where p/m is still fine) */
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         const float pb = v_bar[a] * inv_m;
         gp_bar[(long)node * 2 + a] = pb;
         m_bar -= pb * u[a];
@@ -3240,21 +3253,21 @@ CQ_HD void cq__g2p_adj_2d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
     float fx[2], w[2][3], dw[2][3], xp[2], Fp[4], nC[4] = {0}, sv[2] = {0};
     float v_bar_t[2], C_bar_t[4], Bc[4], x_bar[2];
     const float k4 = 4 * prm->inv_dx, dt = prm->dt;
-    for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
-    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__weights_2d_f32(xp, prm->inv_dx, base, fx, w);
     cq__weight_grads_2d_f32(fx, prm->inv_dx, dw);
     /* x' = x + dt v'  ->  v_bar' += dt x_bar';   F' = (I + dt C') F  ->  C_bar' += dt F_bar' F^T */
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         x_bar[a] = ao.x[(long)p * 2 + a];
         v_bar_t[a] = ao.v[(long)p * 2 + a] + dt * x_bar[a];
-        for (int b = 0; b < 2; ++b) {
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
             float acc = ao.C[(long)p * 4 + a * 2 + b];
-            for (int k = 0; k < 2; ++k) acc += dt * ao.F[(long)p * 4 + a * 2 + k] * Fp[b * 2 + k];
+            CQ__CPU_UNROLL for (int k = 0; k < 2; ++k) acc += dt * ao.F[(long)p * 4 + a * 2 + k] * Fp[b * 2 + k];
             C_bar_t[a * 2 + b] = acc;
         }
     }
-    for (int a = 0; a < 4; ++a) Bc[a] = k4 * C_bar_t[a];   /* (C_bar_t is not needed after this) */
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Bc[a] = k4 * C_bar_t[a];   /* (C_bar_t is not needed after this) */
     /* Per node i (d = x_i - x_p in cells, w its weight): C' = (4/dx) sum_i w v_i d^T exactly as G2P
        computes it; the weights' derivative gets (v_i . (v_bar' + (4/dx) C_bar' d)) dw/dx_p; and
        x_p's part through d, -(4/dx^2) sum_i w C_bar'^T v_i = -(4/dx^2) C_bar'^T sum_i w v_i, is
@@ -3268,35 +3281,35 @@ CQ_HD void cq__g2p_adj_2d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
         const long idx = goff + (long)(base[0] + i) * prm->res[1] + (base[1] + j);
         float d[2], sdot = 0;
         const float *vi = g.v + idx * 2;
-        for (int a = 0; a < 2; ++a) d[a] = (float)o[a] - fx[a];
-        for (int a = 0; a < 2; ++a) {
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) d[a] = (float)o[a] - fx[a];
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
             const float wv = wt * vi[a];
             float u = v_bar_t[a];
-            for (int b = 0; b < 2; ++b) {
+            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
                 u += Bc[a * 2 + b] * d[b];
                 nC[a * 2 + b] += wv * d[b];
             }
             sv[a] += wv;
             sdot += vi[a] * u;
         }
-        for (int a = 0; a < 2; ++a) x_bar[a] += sdot * gw[a];   /* through the weights */
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) x_bar[a] += sdot * gw[a];   /* through the weights */
     }
-    for (int a = 0; a < 4; ++a) nC[a] *= k4;
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) nC[a] *= k4;
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         float cv = 0;   /* (C_bar'^T sv)_a */
-        for (int b = 0; b < 2; ++b) cv += Bc[b * 2 + a] * sv[b];
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) cv += Bc[b * 2 + a] * sv[b];
         x_bar[a] -= prm->inv_dx * cv;        /* d = x_i - x_p */
     }
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         ai.x[(long)p * 2 + a] = x_bar[a];
         pk[1 + a] = fx[a];                   /* as P2G's particle half (in the usable region: same base) */
         pk[1 + 2 + a] = v_bar_t[a];
-        for (int b = 0; b < 2; ++b) pk[1 + 2 * 2 + a * 2 + b] = prm->inv_dx * Bc[a * 2 + b];   /* (4/dx^2) C_bar' */
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) pk[1 + 2 * 2 + a * 2 + b] = prm->inv_dx * Bc[a * 2 + b];   /* (4/dx^2) C_bar' */
     }
-    for (int a = 0; a < 2; ++a)       /* F_bar = (I + dt C')^T F_bar' */
-        for (int b = 0; b < 2; ++b) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)       /* F_bar = (I + dt C')^T F_bar' */
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
             float acc = ao.F[(long)p * 4 + a * 2 + b];
-            for (int k = 0; k < 2; ++k) acc += dt * nC[k * 2 + a] * ao.F[(long)p * 4 + k * 2 + b];
+            CQ__CPU_UNROLL for (int k = 0; k < 2; ++k) acc += dt * nC[k * 2 + a] * ao.F[(long)p * 4 + k * 2 + b];
             ai.F[(long)p * 4 + a * 2 + b] = acc;
         }
 }
@@ -3310,12 +3323,12 @@ CQ_HD void cq__p2g_adj_transfer_2d_f32(int p, const cq__params_f32 *prm,
     float fx[2], w[2][3], dw[2][3], xp[2], vp[2], mv[2], G[4], G_bar[4] = {0};
     float x_bar[2] = {0}, sp[2] = {0}, m_bar = 0;
     const long goff = s.scene ? (long)s.scene[p] * prm->nodes : 0;
-    for (int a = 0; a < 2; ++a) { xp[a] = s.x[(long)p * 2 + a]; vp[a] = s.v[(long)p * 2 + a]; }
-    for (int a = 0; a < 4; ++a) G[a] = G_in[a];   /* (G_in may be G_bar_out's memory) */
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) { xp[a] = s.x[(long)p * 2 + a]; vp[a] = s.v[(long)p * 2 + a]; }
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) G[a] = G_in[a];   /* (G_in may be G_bar_out's memory) */
     cq__weights_2d_f32(xp, prm->inv_dx, base, fx, w);
     cq__weight_grads_2d_f32(fx, prm->inv_dx, dw);
     const float mass = s.mass[p];
-    for (int a = 0; a < 2; ++a) mv[a] = mass * vp[a];
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) mv[a] = mass * vp[a];
     /* Per node i (dpos = x_i - x_p, w its weight): the weights' derivative gets
        (dL/dm_i m + dL/dp_i . (m v + G dpos)) dw/dx_p, and x_p through dpos -w G^T dL/dp_i; what
        enters linearly in w is summed once, sp = sum_i w dL/dp_i: v_bar = m sp and m's part v . sp.
@@ -3332,30 +3345,30 @@ CQ_HD void cq__p2g_adj_transfer_2d_f32(int p, const cq__params_f32 *prm,
         const float *p_bar = gp_bar + idx * 2;
         const float m_bar_i = gm_bar[idx];
         float sdot = m_bar_i * mass;   /* d(contribution)/dw */
-        for (int a = 0; a < 2; ++a) dpos[a] = ((float)o[a] - fx[a]) * prm->dx;
-        for (int a = 0; a < 2; ++a) {
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) dpos[a] = ((float)o[a] - fx[a]) * prm->dx;
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
             const float wp = wt * p_bar[a];
             float mom = mv[a];
-            for (int b = 0; b < 2; ++b) {
+            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
                 mom += G[a * 2 + b] * dpos[b];
                 G_bar[a * 2 + b] += wp * dpos[b];
             }
             sdot += p_bar[a] * mom;
             sp[a] += wp;
             float gtp = 0;   /* (G^T dL/dp_i)_a */
-            for (int b = 0; b < 2; ++b) gtp += G[b * 2 + a] * p_bar[b];
+            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) gtp += G[b * 2 + a] * p_bar[b];
             x_bar[a] -= wt * gtp;                 /* dpos = x_i - x_p */
         }
         m_bar += wt * m_bar_i;
-        for (int a = 0; a < 2; ++a) x_bar[a] += sdot * gw[a];
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) x_bar[a] += sdot * gw[a];
     }
-    for (int a = 0; a < 2; ++a) m_bar += sp[a] * vp[a];
-    for (int a = 0; a < 4; ++a) m_bar += s.C[(long)p * 4 + a] * G_bar[a];   /* G = ... + m C */
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) m_bar += sp[a] * vp[a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) m_bar += s.C[(long)p * 4 + a] * G_bar[a];   /* G = ... + m C */
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         ai.x[(long)p * 2 + a] += x_bar[a];
         ai.v[(long)p * 2 + a] = mass * sp[a];
     }
-    for (int a = 0; a < 4; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) {
         ai.C[(long)p * 4 + a] = mass * G_bar[a];
         G_bar_out[a] = G_bar[a];
     }
@@ -3382,12 +3395,12 @@ CQ_HD void cq__p2g_adj_stress_rot_2d_fixed_corotated_f32(int p, const cq__params
     const int group = s.act ? s.act[p] : -1;
     const float vol = s.vol[p];
     const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
-    for (int a = 0; a < 4; ++a) { Fp[a] = s.F[(long)p * 4 + a]; G_bar[a] = G_bar_in[a]; }
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) { Fp[a] = s.F[(long)p * 4 + a]; G_bar[a] = G_bar_in[a]; }
     /* G = k V0 P F^T + m C */
-    for (int a = 0; a < 2; ++a)
-        for (int b = 0; b < 2; ++b) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
             float gf_ab = 0, gtp_ab = 0, pf = 0;
-            for (int c = 0; c < 2; ++c) {
+            CQ__CPU_UNROLL for (int c = 0; c < 2; ++c) {
                 gf_ab += G_bar[a * 2 + c] * Fp[c * 2 + b];   /* (G_bar F)_ab */
                 gtp_ab += G_bar[c * 2 + a] * Pp[c * 2 + b];   /* (G_bar^T P)_ab */
                 pf += Pp[a * 2 + c] * Fp[b * 2 + c];     /* (P F^T)_ab */
@@ -3396,9 +3409,9 @@ CQ_HD void cq__p2g_adj_stress_rot_2d_fixed_corotated_f32(int p, const cq__params
             F_bar[a * 2 + b] = ks * vol * gtp_ab;
             vol_bar += ks * pf * G_bar[a * 2 + b];
         }
-    for (int a = 0; a < 4; ++a) act_bar[a] = 0;
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) act_bar[a] = 0;
     cq__pk1_vjp_rot_2d_fixed_corotated_f32(Fp, rot, s.E[p], s.nu[p], group, prm, s.act_stress, P_bar, F_bar, &E_bar, &nu_bar, act_bar);
-    for (int a = 0; a < 4; ++a) ai.F[(long)p * 4 + a] += F_bar[a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) ai.F[(long)p * 4 + a] += F_bar[a];
     pg.vol[p] += vol_bar; pg.E[p] += E_bar; pg.nu[p] += nu_bar;
 }
 /* the stress half alone (the GPU's second kernel): F's rotation and P computed here */
@@ -3407,7 +3420,7 @@ CQ_HD void cq__p2g_adj_stress_2d_fixed_corotated_f32(int p, const cq__params_f32
 {
     float Fp[4], Pp[4];
     cq__rot_2d_f32 rot;
-    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__rot_of_2d_fixed_corotated_f32(Fp, &rot);
     cq__pk1_rot_2d_fixed_corotated_f32(Fp, &rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     cq__p2g_adj_stress_rot_2d_fixed_corotated_f32(p, prm, s, &rot, Pp, G_bar_in, ai, pg, act_bar);
@@ -3421,7 +3434,7 @@ CQ_HD void cq__p2g_adj_given_rot_2d_fixed_corotated_f32(int p, const cq__params_
         cq__pview_f32 ai, cq__pview_f32 pg, float *act_bar)
 {
     float Fp[4], Pp[4], G[4], G_bar[4];
-    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__pk1_rot_2d_fixed_corotated_f32(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     cq__affine_2d_f32(p, prm, s, Pp, Fp, G);   /* G as P2G's */
     cq__p2g_adj_transfer_2d_f32(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
@@ -3433,7 +3446,7 @@ CQ_HD void cq__p2g_adj_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
 {
     float Fp[4];
     cq__rot_2d_f32 rot;
-    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__rot_of_2d_fixed_corotated_f32(Fp, &rot);
     cq__p2g_adj_given_rot_2d_fixed_corotated_f32(p, prm, s, &rot, gp_bar, gm_bar, ai, pg, act_bar);
 }
@@ -3458,12 +3471,12 @@ CQ_HD void cq__p2g_adj_stress_rot_2d_neohookean_f32(int p, const cq__params_f32 
     const int group = s.act ? s.act[p] : -1;
     const float vol = s.vol[p];
     const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
-    for (int a = 0; a < 4; ++a) { Fp[a] = s.F[(long)p * 4 + a]; G_bar[a] = G_bar_in[a]; }
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) { Fp[a] = s.F[(long)p * 4 + a]; G_bar[a] = G_bar_in[a]; }
     /* G = k V0 P F^T + m C */
-    for (int a = 0; a < 2; ++a)
-        for (int b = 0; b < 2; ++b) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
             float gf_ab = 0, gtp_ab = 0, pf = 0;
-            for (int c = 0; c < 2; ++c) {
+            CQ__CPU_UNROLL for (int c = 0; c < 2; ++c) {
                 gf_ab += G_bar[a * 2 + c] * Fp[c * 2 + b];   /* (G_bar F)_ab */
                 gtp_ab += G_bar[c * 2 + a] * Pp[c * 2 + b];   /* (G_bar^T P)_ab */
                 pf += Pp[a * 2 + c] * Fp[b * 2 + c];     /* (P F^T)_ab */
@@ -3472,9 +3485,9 @@ CQ_HD void cq__p2g_adj_stress_rot_2d_neohookean_f32(int p, const cq__params_f32 
             F_bar[a * 2 + b] = ks * vol * gtp_ab;
             vol_bar += ks * pf * G_bar[a * 2 + b];
         }
-    for (int a = 0; a < 4; ++a) act_bar[a] = 0;
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) act_bar[a] = 0;
     cq__pk1_vjp_rot_2d_neohookean_f32(Fp, rot, s.E[p], s.nu[p], group, prm, s.act_stress, P_bar, F_bar, &E_bar, &nu_bar, act_bar);
-    for (int a = 0; a < 4; ++a) ai.F[(long)p * 4 + a] += F_bar[a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) ai.F[(long)p * 4 + a] += F_bar[a];
     pg.vol[p] += vol_bar; pg.E[p] += E_bar; pg.nu[p] += nu_bar;
 }
 /* the stress half alone (the GPU's second kernel): F's rotation and P computed here */
@@ -3483,7 +3496,7 @@ CQ_HD void cq__p2g_adj_stress_2d_neohookean_f32(int p, const cq__params_f32 *prm
 {
     float Fp[4], Pp[4];
     cq__rot_2d_f32 rot;
-    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__rot_of_2d_neohookean_f32(Fp, &rot);
     cq__pk1_rot_2d_neohookean_f32(Fp, &rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     cq__p2g_adj_stress_rot_2d_neohookean_f32(p, prm, s, &rot, Pp, G_bar_in, ai, pg, act_bar);
@@ -3497,7 +3510,7 @@ CQ_HD void cq__p2g_adj_given_rot_2d_neohookean_f32(int p, const cq__params_f32 *
         cq__pview_f32 ai, cq__pview_f32 pg, float *act_bar)
 {
     float Fp[4], Pp[4], G[4], G_bar[4];
-    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__pk1_rot_2d_neohookean_f32(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     cq__affine_2d_f32(p, prm, s, Pp, Fp, G);   /* G as P2G's */
     cq__p2g_adj_transfer_2d_f32(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
@@ -3509,7 +3522,7 @@ CQ_HD void cq__p2g_adj_2d_neohookean_f32(int p, const cq__params_f32 *prm,
 {
     float Fp[4];
     cq__rot_2d_f32 rot;
-    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__rot_of_2d_neohookean_f32(Fp, &rot);
     cq__p2g_adj_given_rot_2d_neohookean_f32(p, prm, s, &rot, gp_bar, gm_bar, ai, pg, act_bar);
 }
@@ -3544,7 +3557,7 @@ CQ_HD void cq__polar_vjp_rot_2d_f64(const double *F, const cq__rot_2d_f64 *rot, 
 CQ_HD void cq__polar_vjp_2d_f64(const double *F, const double *R, const double *R_bar, double *F_bar)
 {
     cq__rot_2d_f64 rot;
-    for (int a = 0; a < 4; ++a) rot.R[a] = R[a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) rot.R[a] = R[a];
     cq__polar_vjp_rot_2d_f64(F, &rot, R_bar, F_bar);
 }
 
@@ -3566,11 +3579,11 @@ CQ_HD void cq__incompressible_vjp_2d_f64(const double *F, double E, double nu, i
     double c = (double)p / (3 * (2 - 2 * nu));
     double s = E * c * pw;
     cq__cofactor_2d_f64(F, K);
-    for (int i = 0; i < 4; ++i) g += P_bar[i] * K[i];
+    CQ__CPU_UNROLL for (int i = 0; i < 4; ++i) g += P_bar[i] * K[i];
     *E_bar += g * c * pw;
     *nu_bar += g * s / (1 - nu);                               /* d/nu_bar 1/(6(1-nu)) = 1/(6(1-nu)^2) */
     double sj = g * E * c * dpw;
-    for (int i = 0; i < 4; ++i) F_bar[i] += sj * K[i];
+    CQ__CPU_UNROLL for (int i = 0; i < 4; ++i) F_bar[i] += sj * K[i];
     cq__cofactor_vjp_2d_f64(F, P_bar, s, F_bar);
 }
 
@@ -3610,7 +3623,7 @@ CQ_HD void cq__pk1_vjp_rot_2d_fixed_corotated_f64(const double *F, const cq__rot
 {
     double mu, lam, R_bar[4], gmu = 0, glam = 0;
     cq__lame_f64(E, nu, &mu, &lam);
-    for (int a = 0; a < 4; ++a) R_bar[a] = 0;
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) R_bar[a] = 0;
     cq__stress_vjp_2d_fixed_corotated_f64(F, rot->R, mu, lam, P_bar, F_bar, R_bar, &gmu, &glam);
     cq__polar_vjp_rot_2d_f64(F, rot, R_bar, F_bar);
     {
@@ -3621,17 +3634,17 @@ CQ_HD void cq__pk1_vjp_rot_2d_fixed_corotated_f64(const double *F, const cq__rot
     if (prm->incompressibility) cq__incompressible_vjp_2d_f64(F, E, nu, prm->incompressibility, P_bar, F_bar, E_bar, nu_bar);
     if (group >= 0 && group < prm->act_groups) {   /* P += F sa: F_bar += P_bar sa^T, dsa += F^T P_bar */
         const double *sa = act_stress + (long)group * 4;
-        for (int a = 0; a < 2; ++a)
-            for (int c = 0; c < 2; ++c) {
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)
+            CQ__CPU_UNROLL for (int c = 0; c < 2; ++c) {
                 double g = 0;
-                for (int b = 0; b < 2; ++b) g += P_bar[a * 2 + b] * sa[c * 2 + b];
+                CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) g += P_bar[a * 2 + b] * sa[c * 2 + b];
                 F_bar[a * 2 + c] += g;
             }
         if (act_bar)
-            for (int c = 0; c < 2; ++c)
-                for (int b = 0; b < 2; ++b) {
+            CQ__CPU_UNROLL for (int c = 0; c < 2; ++c)
+                CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
                     double g = 0;
-                    for (int a = 0; a < 2; ++a) g += F[a * 2 + c] * P_bar[a * 2 + b];
+                    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) g += F[a * 2 + c] * P_bar[a * 2 + b];
                     act_bar[c * 2 + b] += g;
                 }
     }
@@ -3689,7 +3702,7 @@ CQ_HD void cq__pk1_vjp_rot_2d_neohookean_f64(const double *F, const cq__rot_2d_f
 {
     double mu, lam, R_bar[4], gmu = 0, glam = 0;
     cq__lame_f64(E, nu, &mu, &lam);
-    for (int a = 0; a < 4; ++a) R_bar[a] = 0;
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) R_bar[a] = 0;
     cq__stress_vjp_2d_neohookean_f64(F, rot->R, mu, lam, P_bar, F_bar, R_bar, &gmu, &glam);
     {
         const double op = 1 + nu, om = 1 - 2 * nu;
@@ -3699,17 +3712,17 @@ CQ_HD void cq__pk1_vjp_rot_2d_neohookean_f64(const double *F, const cq__rot_2d_f
     if (prm->incompressibility) cq__incompressible_vjp_2d_f64(F, E, nu, prm->incompressibility, P_bar, F_bar, E_bar, nu_bar);
     if (group >= 0 && group < prm->act_groups) {   /* P += F sa: F_bar += P_bar sa^T, dsa += F^T P_bar */
         const double *sa = act_stress + (long)group * 4;
-        for (int a = 0; a < 2; ++a)
-            for (int c = 0; c < 2; ++c) {
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)
+            CQ__CPU_UNROLL for (int c = 0; c < 2; ++c) {
                 double g = 0;
-                for (int b = 0; b < 2; ++b) g += P_bar[a * 2 + b] * sa[c * 2 + b];
+                CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) g += P_bar[a * 2 + b] * sa[c * 2 + b];
                 F_bar[a * 2 + c] += g;
             }
         if (act_bar)
-            for (int c = 0; c < 2; ++c)
-                for (int b = 0; b < 2; ++b) {
+            CQ__CPU_UNROLL for (int c = 0; c < 2; ++c)
+                CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
                     double g = 0;
-                    for (int a = 0; a < 2; ++a) g += F[a * 2 + c] * P_bar[a * 2 + b];
+                    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) g += F[a * 2 + c] * P_bar[a * 2 + b];
                     act_bar[c * 2 + b] += g;
                 }
     }
@@ -3732,7 +3745,7 @@ CQ_HD void cq__pk1_vjp_2d_neohookean_f64(const double *F, double E, double nu, i
 /* dw/dx_p for the quadratic B-spline: grad[a][i] = d w_a(i) / d x_a (times inv_dx). */
 CQ_HD void cq__weight_grads_2d_f64(const double *fx, double inv_dx, double (*dw)[3])
 {
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         dw[a][0] = -((double)1.5 - fx[a]) * inv_dx;
         dw[a][1] = -2 * (fx[a] - 1) * inv_dx;
         dw[a][2] = (fx[a] - (double)0.5) * inv_dx;
@@ -3747,13 +3760,13 @@ CQ_HD void cq__boundary_adj_2d_f64(const int *c, const cq__params_f64 *prm, cons
 {
     double vs[3][2];   /* velocity before each axis' projection */
     int axis_n[2], last = 2;
-    for (int b = 0; b < 2; ++b) vs[0][b] = v0[b];
-    for (int a = 0; a < 2; ++a) {
-        for (int b = 0; b < 2; ++b) vs[a + 1][b] = vs[a][b];
+    CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) vs[0][b] = v0[b];
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) vs[a + 1][b] = vs[a][b];
         axis_n[a] = cq__wall_normal_2d_f64(c, a, prm);
         if (axis_n[a] && cq__bc_axis_2d_f64(a, (double)axis_n[a], prm, vs[a + 1])) { last = a; break; }
     }
-    if (last < 2) { for (int b = 0; b < 2; ++b) v_bar[b] = 0; return; }   /* sticky wall node */
+    if (last < 2) { CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) v_bar[b] = 0; return; }   /* sticky wall node */
     for (int a = 2 - 1; a >= 0; --a) {
         if (!axis_n[a]) continue;
         const double *v = vs[a];
@@ -3768,17 +3781,17 @@ CQ_HD void cq__boundary_adj_2d_f64(const int *c, const cq__params_f64 *prm, cons
         default: /* CQ__BC_FRICTION */
             if (ln < 0) {
                 double s2 = 0, sc_bar = 0;
-                for (int b = 0; b < 2; ++b) if (b != a) s2 += v[b] * v[b];
+                CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) if (b != a) s2 += v[b] * v[b];
                 double r = sqrt(s2), lt = r + 1e-300;
                 double lts = lt + prm->friction * ln;
                 int open = lts > 0;
                 if (!open) lts = 0;
                 double scale = lts / lt;
-                for (int b = 0; b < 2; ++b) if (b != a) sc_bar += v_bar[b] * v[b];
+                CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) if (b != a) sc_bar += v_bar[b] * v[b];
                 double lts_bar = sc_bar / lt, lt_bar = -sc_bar * lts / (lt * lt);
                 if (open) lt_bar += lts_bar;
                 double ln_bar = open ? prm->friction * lts_bar : 0;
-                for (int b = 0; b < 2; ++b)
+                CQ__CPU_UNROLL for (int b = 0; b < 2; ++b)
                     if (b != a) v_bar[b] = v_bar[b] * scale + (r > 0 ? lt_bar * v[b] / r : 0);
                 v_bar[a] = ln_bar * n;
             }
@@ -3795,13 +3808,13 @@ CQ_HD void cq__grid_adj_2d_f64(int node, const cq__params_f64 *prm, const double
     double m = gm[node], v0[2], v_bar[2];
     int c[2];
     if (!(m > 0)) {
-        for (int a = 0; a < 2; ++a) gp_bar[(long)node * 2 + a] = 0;
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) gp_bar[(long)node * 2 + a] = 0;
         gm_bar[node] = 0;
         return;
     }
     cq__node_coords_2d_f64(node, prm, c);
     double inv_m = 1 / m, m_bar = 0, u[2];
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         u[a] = gp[(long)node * 2 + a] * inv_m;   /* p/m */
         v0[a] = u[a] + prm->dt * prm->gravity[a];
         v_bar[a] = gv_bar[(long)node * 2 + a];
@@ -3810,7 +3823,7 @@ CQ_HD void cq__grid_adj_2d_f64(int node, const cq__params_f64 *prm, const double
     /* dL/dm = -sum_a (dL/dp_a) (p/m)_a, both factors finite: written as v_bar p / m^2, a
        compiler allowed to reassociate (-ffast-math) formed 1/m^2 first, which overflows float at
        a stencil's fringe (m ~ 1e-20, where p/m is still fine) */
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         const double pb = v_bar[a] * inv_m;
         gp_bar[(long)node * 2 + a] = pb;
         m_bar -= pb * u[a];
@@ -3833,21 +3846,21 @@ CQ_HD void cq__g2p_adj_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
     double fx[2], w[2][3], dw[2][3], xp[2], Fp[4], nC[4] = {0}, sv[2] = {0};
     double v_bar_t[2], C_bar_t[4], Bc[4], x_bar[2];
     const double k4 = 4 * prm->inv_dx, dt = prm->dt;
-    for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
-    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__weights_2d_f64(xp, prm->inv_dx, base, fx, w);
     cq__weight_grads_2d_f64(fx, prm->inv_dx, dw);
     /* x' = x + dt v'  ->  v_bar' += dt x_bar';   F' = (I + dt C') F  ->  C_bar' += dt F_bar' F^T */
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         x_bar[a] = ao.x[(long)p * 2 + a];
         v_bar_t[a] = ao.v[(long)p * 2 + a] + dt * x_bar[a];
-        for (int b = 0; b < 2; ++b) {
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
             double acc = ao.C[(long)p * 4 + a * 2 + b];
-            for (int k = 0; k < 2; ++k) acc += dt * ao.F[(long)p * 4 + a * 2 + k] * Fp[b * 2 + k];
+            CQ__CPU_UNROLL for (int k = 0; k < 2; ++k) acc += dt * ao.F[(long)p * 4 + a * 2 + k] * Fp[b * 2 + k];
             C_bar_t[a * 2 + b] = acc;
         }
     }
-    for (int a = 0; a < 4; ++a) Bc[a] = k4 * C_bar_t[a];   /* (C_bar_t is not needed after this) */
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Bc[a] = k4 * C_bar_t[a];   /* (C_bar_t is not needed after this) */
     /* Per node i (d = x_i - x_p in cells, w its weight): C' = (4/dx) sum_i w v_i d^T exactly as G2P
        computes it; the weights' derivative gets (v_i . (v_bar' + (4/dx) C_bar' d)) dw/dx_p; and
        x_p's part through d, -(4/dx^2) sum_i w C_bar'^T v_i = -(4/dx^2) C_bar'^T sum_i w v_i, is
@@ -3861,35 +3874,35 @@ CQ_HD void cq__g2p_adj_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
         const long idx = goff + (long)(base[0] + i) * prm->res[1] + (base[1] + j);
         double d[2], sdot = 0;
         const double *vi = g.v + idx * 2;
-        for (int a = 0; a < 2; ++a) d[a] = (double)o[a] - fx[a];
-        for (int a = 0; a < 2; ++a) {
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) d[a] = (double)o[a] - fx[a];
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
             const double wv = wt * vi[a];
             double u = v_bar_t[a];
-            for (int b = 0; b < 2; ++b) {
+            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
                 u += Bc[a * 2 + b] * d[b];
                 nC[a * 2 + b] += wv * d[b];
             }
             sv[a] += wv;
             sdot += vi[a] * u;
         }
-        for (int a = 0; a < 2; ++a) x_bar[a] += sdot * gw[a];   /* through the weights */
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) x_bar[a] += sdot * gw[a];   /* through the weights */
     }
-    for (int a = 0; a < 4; ++a) nC[a] *= k4;
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) nC[a] *= k4;
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         double cv = 0;   /* (C_bar'^T sv)_a */
-        for (int b = 0; b < 2; ++b) cv += Bc[b * 2 + a] * sv[b];
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) cv += Bc[b * 2 + a] * sv[b];
         x_bar[a] -= prm->inv_dx * cv;        /* d = x_i - x_p */
     }
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         ai.x[(long)p * 2 + a] = x_bar[a];
         pk[1 + a] = fx[a];                   /* as P2G's particle half (in the usable region: same base) */
         pk[1 + 2 + a] = v_bar_t[a];
-        for (int b = 0; b < 2; ++b) pk[1 + 2 * 2 + a * 2 + b] = prm->inv_dx * Bc[a * 2 + b];   /* (4/dx^2) C_bar' */
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) pk[1 + 2 * 2 + a * 2 + b] = prm->inv_dx * Bc[a * 2 + b];   /* (4/dx^2) C_bar' */
     }
-    for (int a = 0; a < 2; ++a)       /* F_bar = (I + dt C')^T F_bar' */
-        for (int b = 0; b < 2; ++b) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)       /* F_bar = (I + dt C')^T F_bar' */
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
             double acc = ao.F[(long)p * 4 + a * 2 + b];
-            for (int k = 0; k < 2; ++k) acc += dt * nC[k * 2 + a] * ao.F[(long)p * 4 + k * 2 + b];
+            CQ__CPU_UNROLL for (int k = 0; k < 2; ++k) acc += dt * nC[k * 2 + a] * ao.F[(long)p * 4 + k * 2 + b];
             ai.F[(long)p * 4 + a * 2 + b] = acc;
         }
 }
@@ -3903,12 +3916,12 @@ CQ_HD void cq__p2g_adj_transfer_2d_f64(int p, const cq__params_f64 *prm,
     double fx[2], w[2][3], dw[2][3], xp[2], vp[2], mv[2], G[4], G_bar[4] = {0};
     double x_bar[2] = {0}, sp[2] = {0}, m_bar = 0;
     const long goff = s.scene ? (long)s.scene[p] * prm->nodes : 0;
-    for (int a = 0; a < 2; ++a) { xp[a] = s.x[(long)p * 2 + a]; vp[a] = s.v[(long)p * 2 + a]; }
-    for (int a = 0; a < 4; ++a) G[a] = G_in[a];   /* (G_in may be G_bar_out's memory) */
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) { xp[a] = s.x[(long)p * 2 + a]; vp[a] = s.v[(long)p * 2 + a]; }
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) G[a] = G_in[a];   /* (G_in may be G_bar_out's memory) */
     cq__weights_2d_f64(xp, prm->inv_dx, base, fx, w);
     cq__weight_grads_2d_f64(fx, prm->inv_dx, dw);
     const double mass = s.mass[p];
-    for (int a = 0; a < 2; ++a) mv[a] = mass * vp[a];
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) mv[a] = mass * vp[a];
     /* Per node i (dpos = x_i - x_p, w its weight): the weights' derivative gets
        (dL/dm_i m + dL/dp_i . (m v + G dpos)) dw/dx_p, and x_p through dpos -w G^T dL/dp_i; what
        enters linearly in w is summed once, sp = sum_i w dL/dp_i: v_bar = m sp and m's part v . sp.
@@ -3925,30 +3938,30 @@ CQ_HD void cq__p2g_adj_transfer_2d_f64(int p, const cq__params_f64 *prm,
         const double *p_bar = gp_bar + idx * 2;
         const double m_bar_i = gm_bar[idx];
         double sdot = m_bar_i * mass;   /* d(contribution)/dw */
-        for (int a = 0; a < 2; ++a) dpos[a] = ((double)o[a] - fx[a]) * prm->dx;
-        for (int a = 0; a < 2; ++a) {
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) dpos[a] = ((double)o[a] - fx[a]) * prm->dx;
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
             const double wp = wt * p_bar[a];
             double mom = mv[a];
-            for (int b = 0; b < 2; ++b) {
+            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
                 mom += G[a * 2 + b] * dpos[b];
                 G_bar[a * 2 + b] += wp * dpos[b];
             }
             sdot += p_bar[a] * mom;
             sp[a] += wp;
             double gtp = 0;   /* (G^T dL/dp_i)_a */
-            for (int b = 0; b < 2; ++b) gtp += G[b * 2 + a] * p_bar[b];
+            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) gtp += G[b * 2 + a] * p_bar[b];
             x_bar[a] -= wt * gtp;                 /* dpos = x_i - x_p */
         }
         m_bar += wt * m_bar_i;
-        for (int a = 0; a < 2; ++a) x_bar[a] += sdot * gw[a];
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) x_bar[a] += sdot * gw[a];
     }
-    for (int a = 0; a < 2; ++a) m_bar += sp[a] * vp[a];
-    for (int a = 0; a < 4; ++a) m_bar += s.C[(long)p * 4 + a] * G_bar[a];   /* G = ... + m C */
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) m_bar += sp[a] * vp[a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) m_bar += s.C[(long)p * 4 + a] * G_bar[a];   /* G = ... + m C */
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         ai.x[(long)p * 2 + a] += x_bar[a];
         ai.v[(long)p * 2 + a] = mass * sp[a];
     }
-    for (int a = 0; a < 4; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) {
         ai.C[(long)p * 4 + a] = mass * G_bar[a];
         G_bar_out[a] = G_bar[a];
     }
@@ -3975,12 +3988,12 @@ CQ_HD void cq__p2g_adj_stress_rot_2d_fixed_corotated_f64(int p, const cq__params
     const int group = s.act ? s.act[p] : -1;
     const double vol = s.vol[p];
     const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
-    for (int a = 0; a < 4; ++a) { Fp[a] = s.F[(long)p * 4 + a]; G_bar[a] = G_bar_in[a]; }
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) { Fp[a] = s.F[(long)p * 4 + a]; G_bar[a] = G_bar_in[a]; }
     /* G = k V0 P F^T + m C */
-    for (int a = 0; a < 2; ++a)
-        for (int b = 0; b < 2; ++b) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
             double gf_ab = 0, gtp_ab = 0, pf = 0;
-            for (int c = 0; c < 2; ++c) {
+            CQ__CPU_UNROLL for (int c = 0; c < 2; ++c) {
                 gf_ab += G_bar[a * 2 + c] * Fp[c * 2 + b];   /* (G_bar F)_ab */
                 gtp_ab += G_bar[c * 2 + a] * Pp[c * 2 + b];   /* (G_bar^T P)_ab */
                 pf += Pp[a * 2 + c] * Fp[b * 2 + c];     /* (P F^T)_ab */
@@ -3989,9 +4002,9 @@ CQ_HD void cq__p2g_adj_stress_rot_2d_fixed_corotated_f64(int p, const cq__params
             F_bar[a * 2 + b] = ks * vol * gtp_ab;
             vol_bar += ks * pf * G_bar[a * 2 + b];
         }
-    for (int a = 0; a < 4; ++a) act_bar[a] = 0;
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) act_bar[a] = 0;
     cq__pk1_vjp_rot_2d_fixed_corotated_f64(Fp, rot, s.E[p], s.nu[p], group, prm, s.act_stress, P_bar, F_bar, &E_bar, &nu_bar, act_bar);
-    for (int a = 0; a < 4; ++a) ai.F[(long)p * 4 + a] += F_bar[a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) ai.F[(long)p * 4 + a] += F_bar[a];
     pg.vol[p] += vol_bar; pg.E[p] += E_bar; pg.nu[p] += nu_bar;
 }
 /* the stress half alone (the GPU's second kernel): F's rotation and P computed here */
@@ -4000,7 +4013,7 @@ CQ_HD void cq__p2g_adj_stress_2d_fixed_corotated_f64(int p, const cq__params_f64
 {
     double Fp[4], Pp[4];
     cq__rot_2d_f64 rot;
-    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__rot_of_2d_fixed_corotated_f64(Fp, &rot);
     cq__pk1_rot_2d_fixed_corotated_f64(Fp, &rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     cq__p2g_adj_stress_rot_2d_fixed_corotated_f64(p, prm, s, &rot, Pp, G_bar_in, ai, pg, act_bar);
@@ -4014,7 +4027,7 @@ CQ_HD void cq__p2g_adj_given_rot_2d_fixed_corotated_f64(int p, const cq__params_
         cq__pview_f64 ai, cq__pview_f64 pg, double *act_bar)
 {
     double Fp[4], Pp[4], G[4], G_bar[4];
-    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__pk1_rot_2d_fixed_corotated_f64(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     cq__affine_2d_f64(p, prm, s, Pp, Fp, G);   /* G as P2G's */
     cq__p2g_adj_transfer_2d_f64(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
@@ -4026,7 +4039,7 @@ CQ_HD void cq__p2g_adj_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
 {
     double Fp[4];
     cq__rot_2d_f64 rot;
-    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__rot_of_2d_fixed_corotated_f64(Fp, &rot);
     cq__p2g_adj_given_rot_2d_fixed_corotated_f64(p, prm, s, &rot, gp_bar, gm_bar, ai, pg, act_bar);
 }
@@ -4051,12 +4064,12 @@ CQ_HD void cq__p2g_adj_stress_rot_2d_neohookean_f64(int p, const cq__params_f64 
     const int group = s.act ? s.act[p] : -1;
     const double vol = s.vol[p];
     const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
-    for (int a = 0; a < 4; ++a) { Fp[a] = s.F[(long)p * 4 + a]; G_bar[a] = G_bar_in[a]; }
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) { Fp[a] = s.F[(long)p * 4 + a]; G_bar[a] = G_bar_in[a]; }
     /* G = k V0 P F^T + m C */
-    for (int a = 0; a < 2; ++a)
-        for (int b = 0; b < 2; ++b) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
             double gf_ab = 0, gtp_ab = 0, pf = 0;
-            for (int c = 0; c < 2; ++c) {
+            CQ__CPU_UNROLL for (int c = 0; c < 2; ++c) {
                 gf_ab += G_bar[a * 2 + c] * Fp[c * 2 + b];   /* (G_bar F)_ab */
                 gtp_ab += G_bar[c * 2 + a] * Pp[c * 2 + b];   /* (G_bar^T P)_ab */
                 pf += Pp[a * 2 + c] * Fp[b * 2 + c];     /* (P F^T)_ab */
@@ -4065,9 +4078,9 @@ CQ_HD void cq__p2g_adj_stress_rot_2d_neohookean_f64(int p, const cq__params_f64 
             F_bar[a * 2 + b] = ks * vol * gtp_ab;
             vol_bar += ks * pf * G_bar[a * 2 + b];
         }
-    for (int a = 0; a < 4; ++a) act_bar[a] = 0;
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) act_bar[a] = 0;
     cq__pk1_vjp_rot_2d_neohookean_f64(Fp, rot, s.E[p], s.nu[p], group, prm, s.act_stress, P_bar, F_bar, &E_bar, &nu_bar, act_bar);
-    for (int a = 0; a < 4; ++a) ai.F[(long)p * 4 + a] += F_bar[a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) ai.F[(long)p * 4 + a] += F_bar[a];
     pg.vol[p] += vol_bar; pg.E[p] += E_bar; pg.nu[p] += nu_bar;
 }
 /* the stress half alone (the GPU's second kernel): F's rotation and P computed here */
@@ -4076,7 +4089,7 @@ CQ_HD void cq__p2g_adj_stress_2d_neohookean_f64(int p, const cq__params_f64 *prm
 {
     double Fp[4], Pp[4];
     cq__rot_2d_f64 rot;
-    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__rot_of_2d_neohookean_f64(Fp, &rot);
     cq__pk1_rot_2d_neohookean_f64(Fp, &rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     cq__p2g_adj_stress_rot_2d_neohookean_f64(p, prm, s, &rot, Pp, G_bar_in, ai, pg, act_bar);
@@ -4090,7 +4103,7 @@ CQ_HD void cq__p2g_adj_given_rot_2d_neohookean_f64(int p, const cq__params_f64 *
         cq__pview_f64 ai, cq__pview_f64 pg, double *act_bar)
 {
     double Fp[4], Pp[4], G[4], G_bar[4];
-    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__pk1_rot_2d_neohookean_f64(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     cq__affine_2d_f64(p, prm, s, Pp, Fp, G);   /* G as P2G's */
     cq__p2g_adj_transfer_2d_f64(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
@@ -4102,7 +4115,7 @@ CQ_HD void cq__p2g_adj_2d_neohookean_f64(int p, const cq__params_f64 *prm,
 {
     double Fp[4];
     cq__rot_2d_f64 rot;
-    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__rot_of_2d_neohookean_f64(Fp, &rot);
     cq__p2g_adj_given_rot_2d_neohookean_f64(p, prm, s, &rot, gp_bar, gm_bar, ai, pg, act_bar);
 }
@@ -4124,19 +4137,19 @@ CQ_HD void cq__polar_vjp_rot_3d_f32(const float *F, const cq__rot_3d_f32 *rot, c
     (void)F;
     if (!(sig[0] > 0)) return;
     float fl = 0.0001f * sig[0];
-    for (int i = 0; i < 3; ++i)       /* W = U^T R_bar */
+    CQ__CPU_UNROLL for (int i = 0; i < 3; ++i)       /* W = U^T R_bar */
         for (int l = 0; l < 3; ++l) {
             float h = 0;
-            for (int k = 0; k < 3; ++k) h += U[k * 3 + i] * R_bar[k * 3 + l];
+            CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) h += U[k * 3 + i] * R_bar[k * 3 + l];
             W[i * 3 + l] = h;
         }
-    for (int i = 0; i < 3; ++i)       /* H = W V */
-        for (int j = 0; j < 3; ++j) {
+    CQ__CPU_UNROLL for (int i = 0; i < 3; ++i)       /* H = W V */
+        CQ__CPU_UNROLL for (int j = 0; j < 3; ++j) {
             float h = 0;
             for (int l = 0; l < 3; ++l) h += W[i * 3 + l] * V[l * 3 + j];
             H[i * 3 + j] = h;
         }
-    for (int i = 0; i < 3; ++i) {
+    CQ__CPU_UNROLL for (int i = 0; i < 3; ++i) {
         A[i * 3 + i] = 0;
         for (int j = i + 1; j < 3; ++j) {
             float d = sig[i] + sig[j];
@@ -4145,14 +4158,14 @@ CQ_HD void cq__polar_vjp_rot_3d_f32(const float *F, const cq__rot_3d_f32 *rot, c
             A[i * 3 + j] = x; A[j * 3 + i] = -x;
         }
     }
-    for (int i = 0; i < 3; ++i)       /* W = U A (A's diagonal is 0) */
+    CQ__CPU_UNROLL for (int i = 0; i < 3; ++i)       /* W = U A (A's diagonal is 0) */
         for (int l = 0; l < 3; ++l) {
             float g = 0;
-            for (int k = 0; k < 3; ++k) if (k != l) g += U[i * 3 + k] * A[k * 3 + l];
+            CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) if (k != l) g += U[i * 3 + k] * A[k * 3 + l];
             W[i * 3 + l] = g;
         }
-    for (int i = 0; i < 3; ++i)       /* F_bar += W V^T */
-        for (int j = 0; j < 3; ++j) {
+    CQ__CPU_UNROLL for (int i = 0; i < 3; ++i)       /* F_bar += W V^T */
+        CQ__CPU_UNROLL for (int j = 0; j < 3; ++j) {
             float g = 0;
             for (int l = 0; l < 3; ++l) g += W[i * 3 + l] * V[j * 3 + l];
             F_bar[i * 3 + j] += g;
@@ -4171,9 +4184,9 @@ CQ_HD void cq__polar_vjp_3d_f32(const float *F, const float *R, const float *R_b
 CQ_HD void cq__cofactor_vjp_3d_f32(const float *F, const float *K_bar, float s, float *F_bar)
 {
     /* K_ij = F[i1][j1] F[i2][j2] - F[i1][j2] F[i2][j1], i1 = i+1, i2 = i+2 (mod 3) */
-    for (int i = 0; i < 3; ++i) {
+    CQ__CPU_UNROLL for (int i = 0; i < 3; ++i) {
         int i1 = (i + 1) % 3, i2 = (i + 2) % 3;
-        for (int j = 0; j < 3; ++j) {
+        CQ__CPU_UNROLL for (int j = 0; j < 3; ++j) {
             int j1 = (j + 1) % 3, j2 = (j + 2) % 3;
             float a = s * K_bar[i * 3 + j];
             F_bar[i1 * 3 + j1] += a * F[i2 * 3 + j2]; F_bar[i2 * 3 + j2] += a * F[i1 * 3 + j1];
@@ -4193,11 +4206,11 @@ CQ_HD void cq__incompressible_vjp_3d_f32(const float *F, float E, float nu, int 
     float c = (float)p / (3 * (2 - 2 * nu));
     float s = E * c * pw;
     cq__cofactor_3d_f32(F, K);
-    for (int i = 0; i < 9; ++i) g += P_bar[i] * K[i];
+    CQ__CPU_UNROLL for (int i = 0; i < 9; ++i) g += P_bar[i] * K[i];
     *E_bar += g * c * pw;
     *nu_bar += g * s / (1 - nu);                               /* d/nu_bar 1/(6(1-nu)) = 1/(6(1-nu)^2) */
     float sj = g * E * c * dpw;
-    for (int i = 0; i < 9; ++i) F_bar[i] += sj * K[i];
+    CQ__CPU_UNROLL for (int i = 0; i < 9; ++i) F_bar[i] += sj * K[i];
     cq__cofactor_vjp_3d_f32(F, P_bar, s, F_bar);
 }
 
@@ -4259,7 +4272,7 @@ CQ_HD void cq__pk1_vjp_rot_3d_fixed_corotated_f32(const float *F, const cq__rot_
 {
     float mu, lam, R_bar[9], gmu = 0, glam = 0;
     cq__lame_f32(E, nu, &mu, &lam);
-    for (int a = 0; a < 9; ++a) R_bar[a] = 0;
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) R_bar[a] = 0;
     cq__stress_vjp_3d_fixed_corotated_f32(F, rot->R, mu, lam, P_bar, F_bar, R_bar, &gmu, &glam);
     cq__polar_vjp_rot_3d_f32(F, rot, R_bar, F_bar);
     {
@@ -4270,17 +4283,17 @@ CQ_HD void cq__pk1_vjp_rot_3d_fixed_corotated_f32(const float *F, const cq__rot_
     if (prm->incompressibility) cq__incompressible_vjp_3d_f32(F, E, nu, prm->incompressibility, P_bar, F_bar, E_bar, nu_bar);
     if (group >= 0 && group < prm->act_groups) {   /* P += F sa: F_bar += P_bar sa^T, dsa += F^T P_bar */
         const float *sa = act_stress + (long)group * 9;
-        for (int a = 0; a < 3; ++a)
-            for (int c = 0; c < 3; ++c) {
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)
+            CQ__CPU_UNROLL for (int c = 0; c < 3; ++c) {
                 float g = 0;
-                for (int b = 0; b < 3; ++b) g += P_bar[a * 3 + b] * sa[c * 3 + b];
+                CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) g += P_bar[a * 3 + b] * sa[c * 3 + b];
                 F_bar[a * 3 + c] += g;
             }
         if (act_bar)
-            for (int c = 0; c < 3; ++c)
-                for (int b = 0; b < 3; ++b) {
+            CQ__CPU_UNROLL for (int c = 0; c < 3; ++c)
+                CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
                     float g = 0;
-                    for (int a = 0; a < 3; ++a) g += F[a * 3 + c] * P_bar[a * 3 + b];
+                    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) g += F[a * 3 + c] * P_bar[a * 3 + b];
                     act_bar[c * 3 + b] += g;
                 }
     }
@@ -4367,7 +4380,7 @@ CQ_HD void cq__pk1_vjp_rot_3d_neohookean_f32(const float *F, const cq__rot_3d_f3
 {
     float mu, lam, R_bar[9], gmu = 0, glam = 0;
     cq__lame_f32(E, nu, &mu, &lam);
-    for (int a = 0; a < 9; ++a) R_bar[a] = 0;
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) R_bar[a] = 0;
     cq__stress_vjp_3d_neohookean_f32(F, rot->R, mu, lam, P_bar, F_bar, R_bar, &gmu, &glam);
     {
         const float op = 1 + nu, om = 1 - 2 * nu;
@@ -4377,17 +4390,17 @@ CQ_HD void cq__pk1_vjp_rot_3d_neohookean_f32(const float *F, const cq__rot_3d_f3
     if (prm->incompressibility) cq__incompressible_vjp_3d_f32(F, E, nu, prm->incompressibility, P_bar, F_bar, E_bar, nu_bar);
     if (group >= 0 && group < prm->act_groups) {   /* P += F sa: F_bar += P_bar sa^T, dsa += F^T P_bar */
         const float *sa = act_stress + (long)group * 9;
-        for (int a = 0; a < 3; ++a)
-            for (int c = 0; c < 3; ++c) {
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)
+            CQ__CPU_UNROLL for (int c = 0; c < 3; ++c) {
                 float g = 0;
-                for (int b = 0; b < 3; ++b) g += P_bar[a * 3 + b] * sa[c * 3 + b];
+                CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) g += P_bar[a * 3 + b] * sa[c * 3 + b];
                 F_bar[a * 3 + c] += g;
             }
         if (act_bar)
-            for (int c = 0; c < 3; ++c)
-                for (int b = 0; b < 3; ++b) {
+            CQ__CPU_UNROLL for (int c = 0; c < 3; ++c)
+                CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
                     float g = 0;
-                    for (int a = 0; a < 3; ++a) g += F[a * 3 + c] * P_bar[a * 3 + b];
+                    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) g += F[a * 3 + c] * P_bar[a * 3 + b];
                     act_bar[c * 3 + b] += g;
                 }
     }
@@ -4410,7 +4423,7 @@ CQ_HD void cq__pk1_vjp_3d_neohookean_f32(const float *F, float E, float nu, int 
 /* dw/dx_p for the quadratic B-spline: grad[a][i] = d w_a(i) / d x_a (times inv_dx). */
 CQ_HD void cq__weight_grads_3d_f32(const float *fx, float inv_dx, float (*dw)[3])
 {
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         dw[a][0] = -((float)1.5 - fx[a]) * inv_dx;
         dw[a][1] = -2 * (fx[a] - 1) * inv_dx;
         dw[a][2] = (fx[a] - (float)0.5) * inv_dx;
@@ -4425,13 +4438,13 @@ CQ_HD void cq__boundary_adj_3d_f32(const int *c, const cq__params_f32 *prm, cons
 {
     float vs[4][3];   /* velocity before each axis' projection */
     int axis_n[3], last = 3;
-    for (int b = 0; b < 3; ++b) vs[0][b] = v0[b];
-    for (int a = 0; a < 3; ++a) {
-        for (int b = 0; b < 3; ++b) vs[a + 1][b] = vs[a][b];
+    CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) vs[0][b] = v0[b];
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
+        CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) vs[a + 1][b] = vs[a][b];
         axis_n[a] = cq__wall_normal_3d_f32(c, a, prm);
         if (axis_n[a] && cq__bc_axis_3d_f32(a, (float)axis_n[a], prm, vs[a + 1])) { last = a; break; }
     }
-    if (last < 3) { for (int b = 0; b < 3; ++b) v_bar[b] = 0; return; }   /* sticky wall node */
+    if (last < 3) { CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) v_bar[b] = 0; return; }   /* sticky wall node */
     for (int a = 3 - 1; a >= 0; --a) {
         if (!axis_n[a]) continue;
         const float *v = vs[a];
@@ -4446,17 +4459,17 @@ CQ_HD void cq__boundary_adj_3d_f32(const int *c, const cq__params_f32 *prm, cons
         default: /* CQ__BC_FRICTION */
             if (ln < 0) {
                 float s2 = 0, sc_bar = 0;
-                for (int b = 0; b < 3; ++b) if (b != a) s2 += v[b] * v[b];
+                CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) if (b != a) s2 += v[b] * v[b];
                 float r = sqrtf(s2), lt = r + 1e-30f;
                 float lts = lt + prm->friction * ln;
                 int open = lts > 0;
                 if (!open) lts = 0;
                 float scale = lts / lt;
-                for (int b = 0; b < 3; ++b) if (b != a) sc_bar += v_bar[b] * v[b];
+                CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) if (b != a) sc_bar += v_bar[b] * v[b];
                 float lts_bar = sc_bar / lt, lt_bar = -sc_bar * lts / (lt * lt);
                 if (open) lt_bar += lts_bar;
                 float ln_bar = open ? prm->friction * lts_bar : 0;
-                for (int b = 0; b < 3; ++b)
+                CQ__CPU_UNROLL for (int b = 0; b < 3; ++b)
                     if (b != a) v_bar[b] = v_bar[b] * scale + (r > 0 ? lt_bar * v[b] / r : 0);
                 v_bar[a] = ln_bar * n;
             }
@@ -4473,13 +4486,13 @@ CQ_HD void cq__grid_adj_3d_f32(int node, const cq__params_f32 *prm, const float 
     float m = gm[node], v0[3], v_bar[3];
     int c[3];
     if (!(m > 0)) {
-        for (int a = 0; a < 3; ++a) gp_bar[(long)node * 3 + a] = 0;
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) gp_bar[(long)node * 3 + a] = 0;
         gm_bar[node] = 0;
         return;
     }
     cq__node_coords_3d_f32(node, prm, c);
     float inv_m = 1 / m, m_bar = 0, u[3];
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         u[a] = gp[(long)node * 3 + a] * inv_m;   /* p/m */
         v0[a] = u[a] + prm->dt * prm->gravity[a];
         v_bar[a] = gv_bar[(long)node * 3 + a];
@@ -4488,7 +4501,7 @@ CQ_HD void cq__grid_adj_3d_f32(int node, const cq__params_f32 *prm, const float 
     /* dL/dm = -sum_a (dL/dp_a) (p/m)_a, both factors finite: written as v_bar p / m^2, a
        compiler allowed to reassociate (-ffast-math) formed 1/m^2 first, which overflows float at
        a stencil's fringe (m ~ 1e-20, where p/m is still fine) */
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         const float pb = v_bar[a] * inv_m;
         gp_bar[(long)node * 3 + a] = pb;
         m_bar -= pb * u[a];
@@ -4511,21 +4524,21 @@ CQ_HD void cq__g2p_adj_3d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
     float fx[3], w[3][3], dw[3][3], xp[3], Fp[9], nC[9] = {0}, sv[3] = {0};
     float v_bar_t[3], C_bar_t[9], Bc[9], x_bar[3];
     const float k4 = 4 * prm->inv_dx, dt = prm->dt;
-    for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
-    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__weights_3d_f32(xp, prm->inv_dx, base, fx, w);
     cq__weight_grads_3d_f32(fx, prm->inv_dx, dw);
     /* x' = x + dt v'  ->  v_bar' += dt x_bar';   F' = (I + dt C') F  ->  C_bar' += dt F_bar' F^T */
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         x_bar[a] = ao.x[(long)p * 3 + a];
         v_bar_t[a] = ao.v[(long)p * 3 + a] + dt * x_bar[a];
-        for (int b = 0; b < 3; ++b) {
+        CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
             float acc = ao.C[(long)p * 9 + a * 3 + b];
-            for (int k = 0; k < 3; ++k) acc += dt * ao.F[(long)p * 9 + a * 3 + k] * Fp[b * 3 + k];
+            CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) acc += dt * ao.F[(long)p * 9 + a * 3 + k] * Fp[b * 3 + k];
             C_bar_t[a * 3 + b] = acc;
         }
     }
-    for (int a = 0; a < 9; ++a) Bc[a] = k4 * C_bar_t[a];   /* (C_bar_t is not needed after this) */
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Bc[a] = k4 * C_bar_t[a];   /* (C_bar_t is not needed after this) */
     /* Per node i (d = x_i - x_p in cells, w its weight): C' = (4/dx) sum_i w v_i d^T exactly as G2P
        computes it; the weights' derivative gets (v_i . (v_bar' + (4/dx) C_bar' d)) dw/dx_p; and
        x_p's part through d, -(4/dx^2) sum_i w C_bar'^T v_i = -(4/dx^2) C_bar'^T sum_i w v_i, is
@@ -4540,35 +4553,35 @@ CQ_HD void cq__g2p_adj_3d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
         const long idx = goff + ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
         float d[3], sdot = 0;
         const float *vi = g.v + idx * 3;
-        for (int a = 0; a < 3; ++a) d[a] = (float)o[a] - fx[a];
-        for (int a = 0; a < 3; ++a) {
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) d[a] = (float)o[a] - fx[a];
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
             const float wv = wt * vi[a];
             float u = v_bar_t[a];
-            for (int b = 0; b < 3; ++b) {
+            CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
                 u += Bc[a * 3 + b] * d[b];
                 nC[a * 3 + b] += wv * d[b];
             }
             sv[a] += wv;
             sdot += vi[a] * u;
         }
-        for (int a = 0; a < 3; ++a) x_bar[a] += sdot * gw[a];   /* through the weights */
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) x_bar[a] += sdot * gw[a];   /* through the weights */
     }
-    for (int a = 0; a < 9; ++a) nC[a] *= k4;
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) nC[a] *= k4;
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         float cv = 0;   /* (C_bar'^T sv)_a */
-        for (int b = 0; b < 3; ++b) cv += Bc[b * 3 + a] * sv[b];
+        CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) cv += Bc[b * 3 + a] * sv[b];
         x_bar[a] -= prm->inv_dx * cv;        /* d = x_i - x_p */
     }
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         ai.x[(long)p * 3 + a] = x_bar[a];
         pk[1 + a] = fx[a];                   /* as P2G's particle half (in the usable region: same base) */
         pk[1 + 3 + a] = v_bar_t[a];
-        for (int b = 0; b < 3; ++b) pk[1 + 2 * 3 + a * 3 + b] = prm->inv_dx * Bc[a * 3 + b];   /* (4/dx^2) C_bar' */
+        CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) pk[1 + 2 * 3 + a * 3 + b] = prm->inv_dx * Bc[a * 3 + b];   /* (4/dx^2) C_bar' */
     }
-    for (int a = 0; a < 3; ++a)       /* F_bar = (I + dt C')^T F_bar' */
-        for (int b = 0; b < 3; ++b) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)       /* F_bar = (I + dt C')^T F_bar' */
+        CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
             float acc = ao.F[(long)p * 9 + a * 3 + b];
-            for (int k = 0; k < 3; ++k) acc += dt * nC[k * 3 + a] * ao.F[(long)p * 9 + k * 3 + b];
+            CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) acc += dt * nC[k * 3 + a] * ao.F[(long)p * 9 + k * 3 + b];
             ai.F[(long)p * 9 + a * 3 + b] = acc;
         }
 }
@@ -4582,12 +4595,12 @@ CQ_HD void cq__p2g_adj_transfer_3d_f32(int p, const cq__params_f32 *prm,
     float fx[3], w[3][3], dw[3][3], xp[3], vp[3], mv[3], G[9], G_bar[9] = {0};
     float x_bar[3] = {0}, sp[3] = {0}, m_bar = 0;
     const long goff = s.scene ? (long)s.scene[p] * prm->nodes : 0;
-    for (int a = 0; a < 3; ++a) { xp[a] = s.x[(long)p * 3 + a]; vp[a] = s.v[(long)p * 3 + a]; }
-    for (int a = 0; a < 9; ++a) G[a] = G_in[a];   /* (G_in may be G_bar_out's memory) */
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) { xp[a] = s.x[(long)p * 3 + a]; vp[a] = s.v[(long)p * 3 + a]; }
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) G[a] = G_in[a];   /* (G_in may be G_bar_out's memory) */
     cq__weights_3d_f32(xp, prm->inv_dx, base, fx, w);
     cq__weight_grads_3d_f32(fx, prm->inv_dx, dw);
     const float mass = s.mass[p];
-    for (int a = 0; a < 3; ++a) mv[a] = mass * vp[a];
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) mv[a] = mass * vp[a];
     /* Per node i (dpos = x_i - x_p, w its weight): the weights' derivative gets
        (dL/dm_i m + dL/dp_i . (m v + G dpos)) dw/dx_p, and x_p through dpos -w G^T dL/dp_i; what
        enters linearly in w is summed once, sp = sum_i w dL/dp_i: v_bar = m sp and m's part v . sp.
@@ -4605,30 +4618,30 @@ CQ_HD void cq__p2g_adj_transfer_3d_f32(int p, const cq__params_f32 *prm,
         const float *p_bar = gp_bar + idx * 3;
         const float m_bar_i = gm_bar[idx];
         float sdot = m_bar_i * mass;   /* d(contribution)/dw */
-        for (int a = 0; a < 3; ++a) dpos[a] = ((float)o[a] - fx[a]) * prm->dx;
-        for (int a = 0; a < 3; ++a) {
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) dpos[a] = ((float)o[a] - fx[a]) * prm->dx;
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
             const float wp = wt * p_bar[a];
             float mom = mv[a];
-            for (int b = 0; b < 3; ++b) {
+            CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
                 mom += G[a * 3 + b] * dpos[b];
                 G_bar[a * 3 + b] += wp * dpos[b];
             }
             sdot += p_bar[a] * mom;
             sp[a] += wp;
             float gtp = 0;   /* (G^T dL/dp_i)_a */
-            for (int b = 0; b < 3; ++b) gtp += G[b * 3 + a] * p_bar[b];
+            CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) gtp += G[b * 3 + a] * p_bar[b];
             x_bar[a] -= wt * gtp;                 /* dpos = x_i - x_p */
         }
         m_bar += wt * m_bar_i;
-        for (int a = 0; a < 3; ++a) x_bar[a] += sdot * gw[a];
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) x_bar[a] += sdot * gw[a];
     }
-    for (int a = 0; a < 3; ++a) m_bar += sp[a] * vp[a];
-    for (int a = 0; a < 9; ++a) m_bar += s.C[(long)p * 9 + a] * G_bar[a];   /* G = ... + m C */
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) m_bar += sp[a] * vp[a];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) m_bar += s.C[(long)p * 9 + a] * G_bar[a];   /* G = ... + m C */
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         ai.x[(long)p * 3 + a] += x_bar[a];
         ai.v[(long)p * 3 + a] = mass * sp[a];
     }
-    for (int a = 0; a < 9; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) {
         ai.C[(long)p * 9 + a] = mass * G_bar[a];
         G_bar_out[a] = G_bar[a];
     }
@@ -4655,12 +4668,12 @@ CQ_HD void cq__p2g_adj_stress_rot_3d_fixed_corotated_f32(int p, const cq__params
     const int group = s.act ? s.act[p] : -1;
     const float vol = s.vol[p];
     const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
-    for (int a = 0; a < 9; ++a) { Fp[a] = s.F[(long)p * 9 + a]; G_bar[a] = G_bar_in[a]; }
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) { Fp[a] = s.F[(long)p * 9 + a]; G_bar[a] = G_bar_in[a]; }
     /* G = k V0 P F^T + m C */
-    for (int a = 0; a < 3; ++a)
-        for (int b = 0; b < 3; ++b) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)
+        CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
             float gf_ab = 0, gtp_ab = 0, pf = 0;
-            for (int c = 0; c < 3; ++c) {
+            CQ__CPU_UNROLL for (int c = 0; c < 3; ++c) {
                 gf_ab += G_bar[a * 3 + c] * Fp[c * 3 + b];   /* (G_bar F)_ab */
                 gtp_ab += G_bar[c * 3 + a] * Pp[c * 3 + b];   /* (G_bar^T P)_ab */
                 pf += Pp[a * 3 + c] * Fp[b * 3 + c];     /* (P F^T)_ab */
@@ -4669,9 +4682,9 @@ CQ_HD void cq__p2g_adj_stress_rot_3d_fixed_corotated_f32(int p, const cq__params
             F_bar[a * 3 + b] = ks * vol * gtp_ab;
             vol_bar += ks * pf * G_bar[a * 3 + b];
         }
-    for (int a = 0; a < 9; ++a) act_bar[a] = 0;
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) act_bar[a] = 0;
     cq__pk1_vjp_rot_3d_fixed_corotated_f32(Fp, rot, s.E[p], s.nu[p], group, prm, s.act_stress, P_bar, F_bar, &E_bar, &nu_bar, act_bar);
-    for (int a = 0; a < 9; ++a) ai.F[(long)p * 9 + a] += F_bar[a];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) ai.F[(long)p * 9 + a] += F_bar[a];
     pg.vol[p] += vol_bar; pg.E[p] += E_bar; pg.nu[p] += nu_bar;
 }
 /* the stress half alone (the GPU's second kernel): F's rotation and P computed here */
@@ -4680,7 +4693,7 @@ CQ_HD void cq__p2g_adj_stress_3d_fixed_corotated_f32(int p, const cq__params_f32
 {
     float Fp[9], Pp[9];
     cq__rot_3d_f32 rot;
-    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__rot_of_3d_fixed_corotated_f32(Fp, &rot);
     cq__pk1_rot_3d_fixed_corotated_f32(Fp, &rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     cq__p2g_adj_stress_rot_3d_fixed_corotated_f32(p, prm, s, &rot, Pp, G_bar_in, ai, pg, act_bar);
@@ -4694,7 +4707,7 @@ CQ_HD void cq__p2g_adj_given_rot_3d_fixed_corotated_f32(int p, const cq__params_
         cq__pview_f32 ai, cq__pview_f32 pg, float *act_bar)
 {
     float Fp[9], Pp[9], G[9], G_bar[9];
-    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__pk1_rot_3d_fixed_corotated_f32(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     cq__affine_3d_f32(p, prm, s, Pp, Fp, G);   /* G as P2G's */
     cq__p2g_adj_transfer_3d_f32(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
@@ -4706,7 +4719,7 @@ CQ_HD void cq__p2g_adj_3d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
 {
     float Fp[9];
     cq__rot_3d_f32 rot;
-    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__rot_of_3d_fixed_corotated_f32(Fp, &rot);
     cq__p2g_adj_given_rot_3d_fixed_corotated_f32(p, prm, s, &rot, gp_bar, gm_bar, ai, pg, act_bar);
 }
@@ -4731,12 +4744,12 @@ CQ_HD void cq__p2g_adj_stress_rot_3d_neohookean_f32(int p, const cq__params_f32 
     const int group = s.act ? s.act[p] : -1;
     const float vol = s.vol[p];
     const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
-    for (int a = 0; a < 9; ++a) { Fp[a] = s.F[(long)p * 9 + a]; G_bar[a] = G_bar_in[a]; }
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) { Fp[a] = s.F[(long)p * 9 + a]; G_bar[a] = G_bar_in[a]; }
     /* G = k V0 P F^T + m C */
-    for (int a = 0; a < 3; ++a)
-        for (int b = 0; b < 3; ++b) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)
+        CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
             float gf_ab = 0, gtp_ab = 0, pf = 0;
-            for (int c = 0; c < 3; ++c) {
+            CQ__CPU_UNROLL for (int c = 0; c < 3; ++c) {
                 gf_ab += G_bar[a * 3 + c] * Fp[c * 3 + b];   /* (G_bar F)_ab */
                 gtp_ab += G_bar[c * 3 + a] * Pp[c * 3 + b];   /* (G_bar^T P)_ab */
                 pf += Pp[a * 3 + c] * Fp[b * 3 + c];     /* (P F^T)_ab */
@@ -4745,9 +4758,9 @@ CQ_HD void cq__p2g_adj_stress_rot_3d_neohookean_f32(int p, const cq__params_f32 
             F_bar[a * 3 + b] = ks * vol * gtp_ab;
             vol_bar += ks * pf * G_bar[a * 3 + b];
         }
-    for (int a = 0; a < 9; ++a) act_bar[a] = 0;
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) act_bar[a] = 0;
     cq__pk1_vjp_rot_3d_neohookean_f32(Fp, rot, s.E[p], s.nu[p], group, prm, s.act_stress, P_bar, F_bar, &E_bar, &nu_bar, act_bar);
-    for (int a = 0; a < 9; ++a) ai.F[(long)p * 9 + a] += F_bar[a];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) ai.F[(long)p * 9 + a] += F_bar[a];
     pg.vol[p] += vol_bar; pg.E[p] += E_bar; pg.nu[p] += nu_bar;
 }
 /* the stress half alone (the GPU's second kernel): F's rotation and P computed here */
@@ -4756,7 +4769,7 @@ CQ_HD void cq__p2g_adj_stress_3d_neohookean_f32(int p, const cq__params_f32 *prm
 {
     float Fp[9], Pp[9];
     cq__rot_3d_f32 rot;
-    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__rot_of_3d_neohookean_f32(Fp, &rot);
     cq__pk1_rot_3d_neohookean_f32(Fp, &rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     cq__p2g_adj_stress_rot_3d_neohookean_f32(p, prm, s, &rot, Pp, G_bar_in, ai, pg, act_bar);
@@ -4770,7 +4783,7 @@ CQ_HD void cq__p2g_adj_given_rot_3d_neohookean_f32(int p, const cq__params_f32 *
         cq__pview_f32 ai, cq__pview_f32 pg, float *act_bar)
 {
     float Fp[9], Pp[9], G[9], G_bar[9];
-    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__pk1_rot_3d_neohookean_f32(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     cq__affine_3d_f32(p, prm, s, Pp, Fp, G);   /* G as P2G's */
     cq__p2g_adj_transfer_3d_f32(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
@@ -4782,7 +4795,7 @@ CQ_HD void cq__p2g_adj_3d_neohookean_f32(int p, const cq__params_f32 *prm,
 {
     float Fp[9];
     cq__rot_3d_f32 rot;
-    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__rot_of_3d_neohookean_f32(Fp, &rot);
     cq__p2g_adj_given_rot_3d_neohookean_f32(p, prm, s, &rot, gp_bar, gm_bar, ai, pg, act_bar);
 }
@@ -4804,19 +4817,19 @@ CQ_HD void cq__polar_vjp_rot_3d_f64(const double *F, const cq__rot_3d_f64 *rot, 
     (void)F;
     if (!(sig[0] > 0)) return;
     double fl = 1e-06 * sig[0];
-    for (int i = 0; i < 3; ++i)       /* W = U^T R_bar */
+    CQ__CPU_UNROLL for (int i = 0; i < 3; ++i)       /* W = U^T R_bar */
         for (int l = 0; l < 3; ++l) {
             double h = 0;
-            for (int k = 0; k < 3; ++k) h += U[k * 3 + i] * R_bar[k * 3 + l];
+            CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) h += U[k * 3 + i] * R_bar[k * 3 + l];
             W[i * 3 + l] = h;
         }
-    for (int i = 0; i < 3; ++i)       /* H = W V */
-        for (int j = 0; j < 3; ++j) {
+    CQ__CPU_UNROLL for (int i = 0; i < 3; ++i)       /* H = W V */
+        CQ__CPU_UNROLL for (int j = 0; j < 3; ++j) {
             double h = 0;
             for (int l = 0; l < 3; ++l) h += W[i * 3 + l] * V[l * 3 + j];
             H[i * 3 + j] = h;
         }
-    for (int i = 0; i < 3; ++i) {
+    CQ__CPU_UNROLL for (int i = 0; i < 3; ++i) {
         A[i * 3 + i] = 0;
         for (int j = i + 1; j < 3; ++j) {
             double d = sig[i] + sig[j];
@@ -4825,14 +4838,14 @@ CQ_HD void cq__polar_vjp_rot_3d_f64(const double *F, const cq__rot_3d_f64 *rot, 
             A[i * 3 + j] = x; A[j * 3 + i] = -x;
         }
     }
-    for (int i = 0; i < 3; ++i)       /* W = U A (A's diagonal is 0) */
+    CQ__CPU_UNROLL for (int i = 0; i < 3; ++i)       /* W = U A (A's diagonal is 0) */
         for (int l = 0; l < 3; ++l) {
             double g = 0;
-            for (int k = 0; k < 3; ++k) if (k != l) g += U[i * 3 + k] * A[k * 3 + l];
+            CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) if (k != l) g += U[i * 3 + k] * A[k * 3 + l];
             W[i * 3 + l] = g;
         }
-    for (int i = 0; i < 3; ++i)       /* F_bar += W V^T */
-        for (int j = 0; j < 3; ++j) {
+    CQ__CPU_UNROLL for (int i = 0; i < 3; ++i)       /* F_bar += W V^T */
+        CQ__CPU_UNROLL for (int j = 0; j < 3; ++j) {
             double g = 0;
             for (int l = 0; l < 3; ++l) g += W[i * 3 + l] * V[j * 3 + l];
             F_bar[i * 3 + j] += g;
@@ -4851,9 +4864,9 @@ CQ_HD void cq__polar_vjp_3d_f64(const double *F, const double *R, const double *
 CQ_HD void cq__cofactor_vjp_3d_f64(const double *F, const double *K_bar, double s, double *F_bar)
 {
     /* K_ij = F[i1][j1] F[i2][j2] - F[i1][j2] F[i2][j1], i1 = i+1, i2 = i+2 (mod 3) */
-    for (int i = 0; i < 3; ++i) {
+    CQ__CPU_UNROLL for (int i = 0; i < 3; ++i) {
         int i1 = (i + 1) % 3, i2 = (i + 2) % 3;
-        for (int j = 0; j < 3; ++j) {
+        CQ__CPU_UNROLL for (int j = 0; j < 3; ++j) {
             int j1 = (j + 1) % 3, j2 = (j + 2) % 3;
             double a = s * K_bar[i * 3 + j];
             F_bar[i1 * 3 + j1] += a * F[i2 * 3 + j2]; F_bar[i2 * 3 + j2] += a * F[i1 * 3 + j1];
@@ -4873,11 +4886,11 @@ CQ_HD void cq__incompressible_vjp_3d_f64(const double *F, double E, double nu, i
     double c = (double)p / (3 * (2 - 2 * nu));
     double s = E * c * pw;
     cq__cofactor_3d_f64(F, K);
-    for (int i = 0; i < 9; ++i) g += P_bar[i] * K[i];
+    CQ__CPU_UNROLL for (int i = 0; i < 9; ++i) g += P_bar[i] * K[i];
     *E_bar += g * c * pw;
     *nu_bar += g * s / (1 - nu);                               /* d/nu_bar 1/(6(1-nu)) = 1/(6(1-nu)^2) */
     double sj = g * E * c * dpw;
-    for (int i = 0; i < 9; ++i) F_bar[i] += sj * K[i];
+    CQ__CPU_UNROLL for (int i = 0; i < 9; ++i) F_bar[i] += sj * K[i];
     cq__cofactor_vjp_3d_f64(F, P_bar, s, F_bar);
 }
 
@@ -4939,7 +4952,7 @@ CQ_HD void cq__pk1_vjp_rot_3d_fixed_corotated_f64(const double *F, const cq__rot
 {
     double mu, lam, R_bar[9], gmu = 0, glam = 0;
     cq__lame_f64(E, nu, &mu, &lam);
-    for (int a = 0; a < 9; ++a) R_bar[a] = 0;
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) R_bar[a] = 0;
     cq__stress_vjp_3d_fixed_corotated_f64(F, rot->R, mu, lam, P_bar, F_bar, R_bar, &gmu, &glam);
     cq__polar_vjp_rot_3d_f64(F, rot, R_bar, F_bar);
     {
@@ -4950,17 +4963,17 @@ CQ_HD void cq__pk1_vjp_rot_3d_fixed_corotated_f64(const double *F, const cq__rot
     if (prm->incompressibility) cq__incompressible_vjp_3d_f64(F, E, nu, prm->incompressibility, P_bar, F_bar, E_bar, nu_bar);
     if (group >= 0 && group < prm->act_groups) {   /* P += F sa: F_bar += P_bar sa^T, dsa += F^T P_bar */
         const double *sa = act_stress + (long)group * 9;
-        for (int a = 0; a < 3; ++a)
-            for (int c = 0; c < 3; ++c) {
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)
+            CQ__CPU_UNROLL for (int c = 0; c < 3; ++c) {
                 double g = 0;
-                for (int b = 0; b < 3; ++b) g += P_bar[a * 3 + b] * sa[c * 3 + b];
+                CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) g += P_bar[a * 3 + b] * sa[c * 3 + b];
                 F_bar[a * 3 + c] += g;
             }
         if (act_bar)
-            for (int c = 0; c < 3; ++c)
-                for (int b = 0; b < 3; ++b) {
+            CQ__CPU_UNROLL for (int c = 0; c < 3; ++c)
+                CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
                     double g = 0;
-                    for (int a = 0; a < 3; ++a) g += F[a * 3 + c] * P_bar[a * 3 + b];
+                    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) g += F[a * 3 + c] * P_bar[a * 3 + b];
                     act_bar[c * 3 + b] += g;
                 }
     }
@@ -5047,7 +5060,7 @@ CQ_HD void cq__pk1_vjp_rot_3d_neohookean_f64(const double *F, const cq__rot_3d_f
 {
     double mu, lam, R_bar[9], gmu = 0, glam = 0;
     cq__lame_f64(E, nu, &mu, &lam);
-    for (int a = 0; a < 9; ++a) R_bar[a] = 0;
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) R_bar[a] = 0;
     cq__stress_vjp_3d_neohookean_f64(F, rot->R, mu, lam, P_bar, F_bar, R_bar, &gmu, &glam);
     {
         const double op = 1 + nu, om = 1 - 2 * nu;
@@ -5057,17 +5070,17 @@ CQ_HD void cq__pk1_vjp_rot_3d_neohookean_f64(const double *F, const cq__rot_3d_f
     if (prm->incompressibility) cq__incompressible_vjp_3d_f64(F, E, nu, prm->incompressibility, P_bar, F_bar, E_bar, nu_bar);
     if (group >= 0 && group < prm->act_groups) {   /* P += F sa: F_bar += P_bar sa^T, dsa += F^T P_bar */
         const double *sa = act_stress + (long)group * 9;
-        for (int a = 0; a < 3; ++a)
-            for (int c = 0; c < 3; ++c) {
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)
+            CQ__CPU_UNROLL for (int c = 0; c < 3; ++c) {
                 double g = 0;
-                for (int b = 0; b < 3; ++b) g += P_bar[a * 3 + b] * sa[c * 3 + b];
+                CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) g += P_bar[a * 3 + b] * sa[c * 3 + b];
                 F_bar[a * 3 + c] += g;
             }
         if (act_bar)
-            for (int c = 0; c < 3; ++c)
-                for (int b = 0; b < 3; ++b) {
+            CQ__CPU_UNROLL for (int c = 0; c < 3; ++c)
+                CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
                     double g = 0;
-                    for (int a = 0; a < 3; ++a) g += F[a * 3 + c] * P_bar[a * 3 + b];
+                    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) g += F[a * 3 + c] * P_bar[a * 3 + b];
                     act_bar[c * 3 + b] += g;
                 }
     }
@@ -5090,7 +5103,7 @@ CQ_HD void cq__pk1_vjp_3d_neohookean_f64(const double *F, double E, double nu, i
 /* dw/dx_p for the quadratic B-spline: grad[a][i] = d w_a(i) / d x_a (times inv_dx). */
 CQ_HD void cq__weight_grads_3d_f64(const double *fx, double inv_dx, double (*dw)[3])
 {
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         dw[a][0] = -((double)1.5 - fx[a]) * inv_dx;
         dw[a][1] = -2 * (fx[a] - 1) * inv_dx;
         dw[a][2] = (fx[a] - (double)0.5) * inv_dx;
@@ -5105,13 +5118,13 @@ CQ_HD void cq__boundary_adj_3d_f64(const int *c, const cq__params_f64 *prm, cons
 {
     double vs[4][3];   /* velocity before each axis' projection */
     int axis_n[3], last = 3;
-    for (int b = 0; b < 3; ++b) vs[0][b] = v0[b];
-    for (int a = 0; a < 3; ++a) {
-        for (int b = 0; b < 3; ++b) vs[a + 1][b] = vs[a][b];
+    CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) vs[0][b] = v0[b];
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
+        CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) vs[a + 1][b] = vs[a][b];
         axis_n[a] = cq__wall_normal_3d_f64(c, a, prm);
         if (axis_n[a] && cq__bc_axis_3d_f64(a, (double)axis_n[a], prm, vs[a + 1])) { last = a; break; }
     }
-    if (last < 3) { for (int b = 0; b < 3; ++b) v_bar[b] = 0; return; }   /* sticky wall node */
+    if (last < 3) { CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) v_bar[b] = 0; return; }   /* sticky wall node */
     for (int a = 3 - 1; a >= 0; --a) {
         if (!axis_n[a]) continue;
         const double *v = vs[a];
@@ -5126,17 +5139,17 @@ CQ_HD void cq__boundary_adj_3d_f64(const int *c, const cq__params_f64 *prm, cons
         default: /* CQ__BC_FRICTION */
             if (ln < 0) {
                 double s2 = 0, sc_bar = 0;
-                for (int b = 0; b < 3; ++b) if (b != a) s2 += v[b] * v[b];
+                CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) if (b != a) s2 += v[b] * v[b];
                 double r = sqrt(s2), lt = r + 1e-300;
                 double lts = lt + prm->friction * ln;
                 int open = lts > 0;
                 if (!open) lts = 0;
                 double scale = lts / lt;
-                for (int b = 0; b < 3; ++b) if (b != a) sc_bar += v_bar[b] * v[b];
+                CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) if (b != a) sc_bar += v_bar[b] * v[b];
                 double lts_bar = sc_bar / lt, lt_bar = -sc_bar * lts / (lt * lt);
                 if (open) lt_bar += lts_bar;
                 double ln_bar = open ? prm->friction * lts_bar : 0;
-                for (int b = 0; b < 3; ++b)
+                CQ__CPU_UNROLL for (int b = 0; b < 3; ++b)
                     if (b != a) v_bar[b] = v_bar[b] * scale + (r > 0 ? lt_bar * v[b] / r : 0);
                 v_bar[a] = ln_bar * n;
             }
@@ -5153,13 +5166,13 @@ CQ_HD void cq__grid_adj_3d_f64(int node, const cq__params_f64 *prm, const double
     double m = gm[node], v0[3], v_bar[3];
     int c[3];
     if (!(m > 0)) {
-        for (int a = 0; a < 3; ++a) gp_bar[(long)node * 3 + a] = 0;
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) gp_bar[(long)node * 3 + a] = 0;
         gm_bar[node] = 0;
         return;
     }
     cq__node_coords_3d_f64(node, prm, c);
     double inv_m = 1 / m, m_bar = 0, u[3];
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         u[a] = gp[(long)node * 3 + a] * inv_m;   /* p/m */
         v0[a] = u[a] + prm->dt * prm->gravity[a];
         v_bar[a] = gv_bar[(long)node * 3 + a];
@@ -5168,7 +5181,7 @@ CQ_HD void cq__grid_adj_3d_f64(int node, const cq__params_f64 *prm, const double
     /* dL/dm = -sum_a (dL/dp_a) (p/m)_a, both factors finite: written as v_bar p / m^2, a
        compiler allowed to reassociate (-ffast-math) formed 1/m^2 first, which overflows float at
        a stencil's fringe (m ~ 1e-20, where p/m is still fine) */
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         const double pb = v_bar[a] * inv_m;
         gp_bar[(long)node * 3 + a] = pb;
         m_bar -= pb * u[a];
@@ -5191,21 +5204,21 @@ CQ_HD void cq__g2p_adj_3d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
     double fx[3], w[3][3], dw[3][3], xp[3], Fp[9], nC[9] = {0}, sv[3] = {0};
     double v_bar_t[3], C_bar_t[9], Bc[9], x_bar[3];
     const double k4 = 4 * prm->inv_dx, dt = prm->dt;
-    for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
-    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__weights_3d_f64(xp, prm->inv_dx, base, fx, w);
     cq__weight_grads_3d_f64(fx, prm->inv_dx, dw);
     /* x' = x + dt v'  ->  v_bar' += dt x_bar';   F' = (I + dt C') F  ->  C_bar' += dt F_bar' F^T */
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         x_bar[a] = ao.x[(long)p * 3 + a];
         v_bar_t[a] = ao.v[(long)p * 3 + a] + dt * x_bar[a];
-        for (int b = 0; b < 3; ++b) {
+        CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
             double acc = ao.C[(long)p * 9 + a * 3 + b];
-            for (int k = 0; k < 3; ++k) acc += dt * ao.F[(long)p * 9 + a * 3 + k] * Fp[b * 3 + k];
+            CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) acc += dt * ao.F[(long)p * 9 + a * 3 + k] * Fp[b * 3 + k];
             C_bar_t[a * 3 + b] = acc;
         }
     }
-    for (int a = 0; a < 9; ++a) Bc[a] = k4 * C_bar_t[a];   /* (C_bar_t is not needed after this) */
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Bc[a] = k4 * C_bar_t[a];   /* (C_bar_t is not needed after this) */
     /* Per node i (d = x_i - x_p in cells, w its weight): C' = (4/dx) sum_i w v_i d^T exactly as G2P
        computes it; the weights' derivative gets (v_i . (v_bar' + (4/dx) C_bar' d)) dw/dx_p; and
        x_p's part through d, -(4/dx^2) sum_i w C_bar'^T v_i = -(4/dx^2) C_bar'^T sum_i w v_i, is
@@ -5220,35 +5233,35 @@ CQ_HD void cq__g2p_adj_3d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
         const long idx = goff + ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
         double d[3], sdot = 0;
         const double *vi = g.v + idx * 3;
-        for (int a = 0; a < 3; ++a) d[a] = (double)o[a] - fx[a];
-        for (int a = 0; a < 3; ++a) {
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) d[a] = (double)o[a] - fx[a];
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
             const double wv = wt * vi[a];
             double u = v_bar_t[a];
-            for (int b = 0; b < 3; ++b) {
+            CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
                 u += Bc[a * 3 + b] * d[b];
                 nC[a * 3 + b] += wv * d[b];
             }
             sv[a] += wv;
             sdot += vi[a] * u;
         }
-        for (int a = 0; a < 3; ++a) x_bar[a] += sdot * gw[a];   /* through the weights */
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) x_bar[a] += sdot * gw[a];   /* through the weights */
     }
-    for (int a = 0; a < 9; ++a) nC[a] *= k4;
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) nC[a] *= k4;
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         double cv = 0;   /* (C_bar'^T sv)_a */
-        for (int b = 0; b < 3; ++b) cv += Bc[b * 3 + a] * sv[b];
+        CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) cv += Bc[b * 3 + a] * sv[b];
         x_bar[a] -= prm->inv_dx * cv;        /* d = x_i - x_p */
     }
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         ai.x[(long)p * 3 + a] = x_bar[a];
         pk[1 + a] = fx[a];                   /* as P2G's particle half (in the usable region: same base) */
         pk[1 + 3 + a] = v_bar_t[a];
-        for (int b = 0; b < 3; ++b) pk[1 + 2 * 3 + a * 3 + b] = prm->inv_dx * Bc[a * 3 + b];   /* (4/dx^2) C_bar' */
+        CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) pk[1 + 2 * 3 + a * 3 + b] = prm->inv_dx * Bc[a * 3 + b];   /* (4/dx^2) C_bar' */
     }
-    for (int a = 0; a < 3; ++a)       /* F_bar = (I + dt C')^T F_bar' */
-        for (int b = 0; b < 3; ++b) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)       /* F_bar = (I + dt C')^T F_bar' */
+        CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
             double acc = ao.F[(long)p * 9 + a * 3 + b];
-            for (int k = 0; k < 3; ++k) acc += dt * nC[k * 3 + a] * ao.F[(long)p * 9 + k * 3 + b];
+            CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) acc += dt * nC[k * 3 + a] * ao.F[(long)p * 9 + k * 3 + b];
             ai.F[(long)p * 9 + a * 3 + b] = acc;
         }
 }
@@ -5262,12 +5275,12 @@ CQ_HD void cq__p2g_adj_transfer_3d_f64(int p, const cq__params_f64 *prm,
     double fx[3], w[3][3], dw[3][3], xp[3], vp[3], mv[3], G[9], G_bar[9] = {0};
     double x_bar[3] = {0}, sp[3] = {0}, m_bar = 0;
     const long goff = s.scene ? (long)s.scene[p] * prm->nodes : 0;
-    for (int a = 0; a < 3; ++a) { xp[a] = s.x[(long)p * 3 + a]; vp[a] = s.v[(long)p * 3 + a]; }
-    for (int a = 0; a < 9; ++a) G[a] = G_in[a];   /* (G_in may be G_bar_out's memory) */
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) { xp[a] = s.x[(long)p * 3 + a]; vp[a] = s.v[(long)p * 3 + a]; }
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) G[a] = G_in[a];   /* (G_in may be G_bar_out's memory) */
     cq__weights_3d_f64(xp, prm->inv_dx, base, fx, w);
     cq__weight_grads_3d_f64(fx, prm->inv_dx, dw);
     const double mass = s.mass[p];
-    for (int a = 0; a < 3; ++a) mv[a] = mass * vp[a];
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) mv[a] = mass * vp[a];
     /* Per node i (dpos = x_i - x_p, w its weight): the weights' derivative gets
        (dL/dm_i m + dL/dp_i . (m v + G dpos)) dw/dx_p, and x_p through dpos -w G^T dL/dp_i; what
        enters linearly in w is summed once, sp = sum_i w dL/dp_i: v_bar = m sp and m's part v . sp.
@@ -5285,30 +5298,30 @@ CQ_HD void cq__p2g_adj_transfer_3d_f64(int p, const cq__params_f64 *prm,
         const double *p_bar = gp_bar + idx * 3;
         const double m_bar_i = gm_bar[idx];
         double sdot = m_bar_i * mass;   /* d(contribution)/dw */
-        for (int a = 0; a < 3; ++a) dpos[a] = ((double)o[a] - fx[a]) * prm->dx;
-        for (int a = 0; a < 3; ++a) {
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) dpos[a] = ((double)o[a] - fx[a]) * prm->dx;
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
             const double wp = wt * p_bar[a];
             double mom = mv[a];
-            for (int b = 0; b < 3; ++b) {
+            CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
                 mom += G[a * 3 + b] * dpos[b];
                 G_bar[a * 3 + b] += wp * dpos[b];
             }
             sdot += p_bar[a] * mom;
             sp[a] += wp;
             double gtp = 0;   /* (G^T dL/dp_i)_a */
-            for (int b = 0; b < 3; ++b) gtp += G[b * 3 + a] * p_bar[b];
+            CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) gtp += G[b * 3 + a] * p_bar[b];
             x_bar[a] -= wt * gtp;                 /* dpos = x_i - x_p */
         }
         m_bar += wt * m_bar_i;
-        for (int a = 0; a < 3; ++a) x_bar[a] += sdot * gw[a];
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) x_bar[a] += sdot * gw[a];
     }
-    for (int a = 0; a < 3; ++a) m_bar += sp[a] * vp[a];
-    for (int a = 0; a < 9; ++a) m_bar += s.C[(long)p * 9 + a] * G_bar[a];   /* G = ... + m C */
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) m_bar += sp[a] * vp[a];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) m_bar += s.C[(long)p * 9 + a] * G_bar[a];   /* G = ... + m C */
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         ai.x[(long)p * 3 + a] += x_bar[a];
         ai.v[(long)p * 3 + a] = mass * sp[a];
     }
-    for (int a = 0; a < 9; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) {
         ai.C[(long)p * 9 + a] = mass * G_bar[a];
         G_bar_out[a] = G_bar[a];
     }
@@ -5335,12 +5348,12 @@ CQ_HD void cq__p2g_adj_stress_rot_3d_fixed_corotated_f64(int p, const cq__params
     const int group = s.act ? s.act[p] : -1;
     const double vol = s.vol[p];
     const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
-    for (int a = 0; a < 9; ++a) { Fp[a] = s.F[(long)p * 9 + a]; G_bar[a] = G_bar_in[a]; }
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) { Fp[a] = s.F[(long)p * 9 + a]; G_bar[a] = G_bar_in[a]; }
     /* G = k V0 P F^T + m C */
-    for (int a = 0; a < 3; ++a)
-        for (int b = 0; b < 3; ++b) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)
+        CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
             double gf_ab = 0, gtp_ab = 0, pf = 0;
-            for (int c = 0; c < 3; ++c) {
+            CQ__CPU_UNROLL for (int c = 0; c < 3; ++c) {
                 gf_ab += G_bar[a * 3 + c] * Fp[c * 3 + b];   /* (G_bar F)_ab */
                 gtp_ab += G_bar[c * 3 + a] * Pp[c * 3 + b];   /* (G_bar^T P)_ab */
                 pf += Pp[a * 3 + c] * Fp[b * 3 + c];     /* (P F^T)_ab */
@@ -5349,9 +5362,9 @@ CQ_HD void cq__p2g_adj_stress_rot_3d_fixed_corotated_f64(int p, const cq__params
             F_bar[a * 3 + b] = ks * vol * gtp_ab;
             vol_bar += ks * pf * G_bar[a * 3 + b];
         }
-    for (int a = 0; a < 9; ++a) act_bar[a] = 0;
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) act_bar[a] = 0;
     cq__pk1_vjp_rot_3d_fixed_corotated_f64(Fp, rot, s.E[p], s.nu[p], group, prm, s.act_stress, P_bar, F_bar, &E_bar, &nu_bar, act_bar);
-    for (int a = 0; a < 9; ++a) ai.F[(long)p * 9 + a] += F_bar[a];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) ai.F[(long)p * 9 + a] += F_bar[a];
     pg.vol[p] += vol_bar; pg.E[p] += E_bar; pg.nu[p] += nu_bar;
 }
 /* the stress half alone (the GPU's second kernel): F's rotation and P computed here */
@@ -5360,7 +5373,7 @@ CQ_HD void cq__p2g_adj_stress_3d_fixed_corotated_f64(int p, const cq__params_f64
 {
     double Fp[9], Pp[9];
     cq__rot_3d_f64 rot;
-    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__rot_of_3d_fixed_corotated_f64(Fp, &rot);
     cq__pk1_rot_3d_fixed_corotated_f64(Fp, &rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     cq__p2g_adj_stress_rot_3d_fixed_corotated_f64(p, prm, s, &rot, Pp, G_bar_in, ai, pg, act_bar);
@@ -5374,7 +5387,7 @@ CQ_HD void cq__p2g_adj_given_rot_3d_fixed_corotated_f64(int p, const cq__params_
         cq__pview_f64 ai, cq__pview_f64 pg, double *act_bar)
 {
     double Fp[9], Pp[9], G[9], G_bar[9];
-    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__pk1_rot_3d_fixed_corotated_f64(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     cq__affine_3d_f64(p, prm, s, Pp, Fp, G);   /* G as P2G's */
     cq__p2g_adj_transfer_3d_f64(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
@@ -5386,7 +5399,7 @@ CQ_HD void cq__p2g_adj_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
 {
     double Fp[9];
     cq__rot_3d_f64 rot;
-    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__rot_of_3d_fixed_corotated_f64(Fp, &rot);
     cq__p2g_adj_given_rot_3d_fixed_corotated_f64(p, prm, s, &rot, gp_bar, gm_bar, ai, pg, act_bar);
 }
@@ -5411,12 +5424,12 @@ CQ_HD void cq__p2g_adj_stress_rot_3d_neohookean_f64(int p, const cq__params_f64 
     const int group = s.act ? s.act[p] : -1;
     const double vol = s.vol[p];
     const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
-    for (int a = 0; a < 9; ++a) { Fp[a] = s.F[(long)p * 9 + a]; G_bar[a] = G_bar_in[a]; }
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) { Fp[a] = s.F[(long)p * 9 + a]; G_bar[a] = G_bar_in[a]; }
     /* G = k V0 P F^T + m C */
-    for (int a = 0; a < 3; ++a)
-        for (int b = 0; b < 3; ++b) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)
+        CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
             double gf_ab = 0, gtp_ab = 0, pf = 0;
-            for (int c = 0; c < 3; ++c) {
+            CQ__CPU_UNROLL for (int c = 0; c < 3; ++c) {
                 gf_ab += G_bar[a * 3 + c] * Fp[c * 3 + b];   /* (G_bar F)_ab */
                 gtp_ab += G_bar[c * 3 + a] * Pp[c * 3 + b];   /* (G_bar^T P)_ab */
                 pf += Pp[a * 3 + c] * Fp[b * 3 + c];     /* (P F^T)_ab */
@@ -5425,9 +5438,9 @@ CQ_HD void cq__p2g_adj_stress_rot_3d_neohookean_f64(int p, const cq__params_f64 
             F_bar[a * 3 + b] = ks * vol * gtp_ab;
             vol_bar += ks * pf * G_bar[a * 3 + b];
         }
-    for (int a = 0; a < 9; ++a) act_bar[a] = 0;
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) act_bar[a] = 0;
     cq__pk1_vjp_rot_3d_neohookean_f64(Fp, rot, s.E[p], s.nu[p], group, prm, s.act_stress, P_bar, F_bar, &E_bar, &nu_bar, act_bar);
-    for (int a = 0; a < 9; ++a) ai.F[(long)p * 9 + a] += F_bar[a];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) ai.F[(long)p * 9 + a] += F_bar[a];
     pg.vol[p] += vol_bar; pg.E[p] += E_bar; pg.nu[p] += nu_bar;
 }
 /* the stress half alone (the GPU's second kernel): F's rotation and P computed here */
@@ -5436,7 +5449,7 @@ CQ_HD void cq__p2g_adj_stress_3d_neohookean_f64(int p, const cq__params_f64 *prm
 {
     double Fp[9], Pp[9];
     cq__rot_3d_f64 rot;
-    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__rot_of_3d_neohookean_f64(Fp, &rot);
     cq__pk1_rot_3d_neohookean_f64(Fp, &rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     cq__p2g_adj_stress_rot_3d_neohookean_f64(p, prm, s, &rot, Pp, G_bar_in, ai, pg, act_bar);
@@ -5450,7 +5463,7 @@ CQ_HD void cq__p2g_adj_given_rot_3d_neohookean_f64(int p, const cq__params_f64 *
         cq__pview_f64 ai, cq__pview_f64 pg, double *act_bar)
 {
     double Fp[9], Pp[9], G[9], G_bar[9];
-    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__pk1_rot_3d_neohookean_f64(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     cq__affine_3d_f64(p, prm, s, Pp, Fp, G);   /* G as P2G's */
     cq__p2g_adj_transfer_3d_f64(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
@@ -5462,7 +5475,7 @@ CQ_HD void cq__p2g_adj_3d_neohookean_f64(int p, const cq__params_f64 *prm,
 {
     double Fp[9];
     cq__rot_3d_f64 rot;
-    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__rot_of_3d_neohookean_f64(Fp, &rot);
     cq__p2g_adj_given_rot_3d_neohookean_f64(p, prm, s, &rot, gp_bar, gm_bar, ai, pg, act_bar);
 }
@@ -8541,7 +8554,8 @@ static int cq__cable_buffers(cq_sim *s)
    The drivers use the lanes where CQ_CPU_LANES is 1 (by default with AVX-512): measured on an
    AMD EPYC (Zen 4) VM, one thread, backward time vs one particle at a time: -O3 AVX-512 -12% to
    -24%; -O3 AVX2 (x86-64-v3) -17% for the 3D f64 cube, +16% for the 3D f32 cube (8 lanes for
-   f32: no better); -O3 SSE2 +15%; -O2 +3-7% (not vectorized). */
+   f32: no better); -O3 SSE2 +15%.  At -O2 gcc 12 vectorizes the lane loops only because the
+   small loops inside them carry CQ__CPU_UNROLL (stencil.j2). */
 #ifndef CQ_CPU_LANES   /* see OPTIONS at the top */
 #  if defined(__AVX512F__)
 #    define CQ_CPU_LANES 1
@@ -8667,16 +8681,16 @@ static void cq__g2p_adj_lanes_2d_f32(const int *ps, const cq__params_f32 *prm, c
             for (int i = 0; i < 3; ++i) { w[a][i][l] = wq[a][i]; dw[a][i][l] = dq[a][i]; }
         }
     /* x' = x + dt v'  ->  v_bar' += dt x_bar';   F' = (I + dt C') F  ->  C_bar' += dt F_bar' F^T */
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         x_bar[a][l] = ao.x[(long)p * 2 + a];
         v_bar_t[a][l] = ao.v[(long)p * 2 + a] + dt * x_bar[a][l];
-        for (int b = 0; b < 2; ++b) {
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
             float acc = ao.C[(long)p * 4 + a * 2 + b];
-            for (int k = 0; k < 2; ++k) acc += dt * ao.F[(long)p * 4 + a * 2 + k] * Fp[b * 2 + k][l];
+            CQ__CPU_UNROLL for (int k = 0; k < 2; ++k) acc += dt * ao.F[(long)p * 4 + a * 2 + k] * Fp[b * 2 + k][l];
             C_bar_t[a * 2 + b][l] = acc;
         }
     }
-    for (int a = 0; a < 4; ++a) Bc[a][l] = k4 * C_bar_t[a][l];   /* (C_bar_t is not needed after this) */
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Bc[a][l] = k4 * C_bar_t[a][l];   /* (C_bar_t is not needed after this) */
     }
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
@@ -8687,39 +8701,39 @@ static void cq__g2p_adj_lanes_2d_f32(const int *ps, const cq__params_f32 *prm, c
         const float gw[2] = {dw[0][i][l] * w[1][j][l], w[0][i][l] * dw[1][j][l]};
         const long idx = goff[l] + (long)(base[0][l] + i) * prm->res[1] + (base[1][l] + j);
         float d[2], sdot = 0;
-        for (int a = 0; a < 2; ++a) d[a] = (float)o[a] - fx[a][l];
-        for (int a = 0; a < 2; ++a) {
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) d[a] = (float)o[a] - fx[a][l];
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
             const float wv = wt * g.v[idx * 2 + a];
             float u = v_bar_t[a][l];
-            for (int b = 0; b < 2; ++b) {
+            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
                 u += Bc[a * 2 + b][l] * d[b];
                 nC[a * 2 + b][l] += wv * d[b];
             }
             sv[a][l] += wv;
             sdot += g.v[idx * 2 + a] * u;
         }
-        for (int a = 0; a < 2; ++a) x_bar[a][l] += sdot * gw[a];   /* through the weights */
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) x_bar[a][l] += sdot * gw[a];   /* through the weights */
     }
     }
     for (int l = 0; l < CQ__LANES_f32; ++l) {
         const int p = ps[l];
         float *pk = pk0 + (long)l * CQ__PK(2);
-    for (int a = 0; a < 4; ++a) nC[a][l] *= k4;
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) nC[a][l] *= k4;
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         float cv = 0;   /* (C_bar'^T sv)_a */
-        for (int b = 0; b < 2; ++b) cv += Bc[b * 2 + a][l] * sv[b][l];
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) cv += Bc[b * 2 + a][l] * sv[b][l];
         x_bar[a][l] -= prm->inv_dx * cv;        /* d = x_i - x_p */
     }
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         ai.x[(long)p * 2 + a] = x_bar[a][l];
         pk[1 + a] = fx[a][l];                   /* as P2G's particle half (in the usable region: same base) */
         pk[1 + 2 + a] = v_bar_t[a][l];
-        for (int b = 0; b < 2; ++b) pk[1 + 2 * 2 + a * 2 + b] = prm->inv_dx * Bc[a * 2 + b][l];   /* (4/dx^2) C_bar' */
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) pk[1 + 2 * 2 + a * 2 + b] = prm->inv_dx * Bc[a * 2 + b][l];   /* (4/dx^2) C_bar' */
     }
-    for (int a = 0; a < 2; ++a)       /* F_bar = (I + dt C')^T F_bar' */
-        for (int b = 0; b < 2; ++b) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)       /* F_bar = (I + dt C')^T F_bar' */
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
             float acc = ao.F[(long)p * 4 + a * 2 + b];
-            for (int k = 0; k < 2; ++k) acc += dt * nC[k * 2 + a][l] * ao.F[(long)p * 4 + k * 2 + b];
+            CQ__CPU_UNROLL for (int k = 0; k < 2; ++k) acc += dt * nC[k * 2 + a][l] * ao.F[(long)p * 4 + k * 2 + b];
             ai.F[(long)p * 4 + a * 2 + b] = acc;
         }
     }
@@ -8763,34 +8777,34 @@ static void cq__transfer_lanes_2d_f32(const int *ps, const cq__params_f32 *prm, 
         float dpos[2];
         const float m_bar_i = gm_bar[idx];
         float sdot = m_bar_i * mass[l];   /* d(contribution)/dw */
-        for (int a = 0; a < 2; ++a) dpos[a] = ((float)o[a] - fx[a][l]) * prm->dx;
-        for (int a = 0; a < 2; ++a) {
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) dpos[a] = ((float)o[a] - fx[a][l]) * prm->dx;
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
             const float wp = wt * gp_bar[idx * 2 + a];
             float mom = mv[a][l];
-            for (int b = 0; b < 2; ++b) {
+            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
                 mom += G[a * 2 + b][l] * dpos[b];
                 G_bar[a * 2 + b][l] += wp * dpos[b];
             }
             sdot += gp_bar[idx * 2 + a] * mom;
             sp[a][l] += wp;
             float gtp = 0;   /* (G^T dL/dp_i)_a */
-            for (int b = 0; b < 2; ++b) gtp += G[b * 2 + a][l] * gp_bar[idx * 2 + b];
+            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) gtp += G[b * 2 + a][l] * gp_bar[idx * 2 + b];
             x_bar[a][l] -= wt * gtp;                 /* dpos = x_i - x_p */
         }
         m_bar[l] += wt * m_bar_i;
-        for (int a = 0; a < 2; ++a) x_bar[a][l] += sdot * gw[a];
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) x_bar[a][l] += sdot * gw[a];
     }
     }
     for (int l = 0; l < CQ__LANES_f32; ++l) {
         const int p = ps[l];
         float *G_bar_out = G_bar_lanes[l];
-    for (int a = 0; a < 2; ++a) m_bar[l] += sp[a][l] * vp[a][l];
-    for (int a = 0; a < 4; ++a) m_bar[l] += s.C[(long)p * 4 + a] * G_bar[a][l];   /* G = ... + m C */
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) m_bar[l] += sp[a][l] * vp[a][l];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) m_bar[l] += s.C[(long)p * 4 + a] * G_bar[a][l];   /* G = ... + m C */
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         ai.x[(long)p * 2 + a] += x_bar[a][l];
         ai.v[(long)p * 2 + a] = mass[l] * sp[a][l];
     }
-    for (int a = 0; a < 4; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) {
         ai.C[(long)p * 4 + a] = mass[l] * G_bar[a][l];
         G_bar_out[a] = G_bar[a][l];
     }
@@ -8907,16 +8921,16 @@ static void cq__g2p_adj_lanes_2d_f64(const int *ps, const cq__params_f64 *prm, c
             for (int i = 0; i < 3; ++i) { w[a][i][l] = wq[a][i]; dw[a][i][l] = dq[a][i]; }
         }
     /* x' = x + dt v'  ->  v_bar' += dt x_bar';   F' = (I + dt C') F  ->  C_bar' += dt F_bar' F^T */
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         x_bar[a][l] = ao.x[(long)p * 2 + a];
         v_bar_t[a][l] = ao.v[(long)p * 2 + a] + dt * x_bar[a][l];
-        for (int b = 0; b < 2; ++b) {
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
             double acc = ao.C[(long)p * 4 + a * 2 + b];
-            for (int k = 0; k < 2; ++k) acc += dt * ao.F[(long)p * 4 + a * 2 + k] * Fp[b * 2 + k][l];
+            CQ__CPU_UNROLL for (int k = 0; k < 2; ++k) acc += dt * ao.F[(long)p * 4 + a * 2 + k] * Fp[b * 2 + k][l];
             C_bar_t[a * 2 + b][l] = acc;
         }
     }
-    for (int a = 0; a < 4; ++a) Bc[a][l] = k4 * C_bar_t[a][l];   /* (C_bar_t is not needed after this) */
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Bc[a][l] = k4 * C_bar_t[a][l];   /* (C_bar_t is not needed after this) */
     }
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
@@ -8927,39 +8941,39 @@ static void cq__g2p_adj_lanes_2d_f64(const int *ps, const cq__params_f64 *prm, c
         const double gw[2] = {dw[0][i][l] * w[1][j][l], w[0][i][l] * dw[1][j][l]};
         const long idx = goff[l] + (long)(base[0][l] + i) * prm->res[1] + (base[1][l] + j);
         double d[2], sdot = 0;
-        for (int a = 0; a < 2; ++a) d[a] = (double)o[a] - fx[a][l];
-        for (int a = 0; a < 2; ++a) {
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) d[a] = (double)o[a] - fx[a][l];
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
             const double wv = wt * g.v[idx * 2 + a];
             double u = v_bar_t[a][l];
-            for (int b = 0; b < 2; ++b) {
+            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
                 u += Bc[a * 2 + b][l] * d[b];
                 nC[a * 2 + b][l] += wv * d[b];
             }
             sv[a][l] += wv;
             sdot += g.v[idx * 2 + a] * u;
         }
-        for (int a = 0; a < 2; ++a) x_bar[a][l] += sdot * gw[a];   /* through the weights */
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) x_bar[a][l] += sdot * gw[a];   /* through the weights */
     }
     }
     for (int l = 0; l < CQ__LANES_f64; ++l) {
         const int p = ps[l];
         double *pk = pk0 + (long)l * CQ__PK(2);
-    for (int a = 0; a < 4; ++a) nC[a][l] *= k4;
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) nC[a][l] *= k4;
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         double cv = 0;   /* (C_bar'^T sv)_a */
-        for (int b = 0; b < 2; ++b) cv += Bc[b * 2 + a][l] * sv[b][l];
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) cv += Bc[b * 2 + a][l] * sv[b][l];
         x_bar[a][l] -= prm->inv_dx * cv;        /* d = x_i - x_p */
     }
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         ai.x[(long)p * 2 + a] = x_bar[a][l];
         pk[1 + a] = fx[a][l];                   /* as P2G's particle half (in the usable region: same base) */
         pk[1 + 2 + a] = v_bar_t[a][l];
-        for (int b = 0; b < 2; ++b) pk[1 + 2 * 2 + a * 2 + b] = prm->inv_dx * Bc[a * 2 + b][l];   /* (4/dx^2) C_bar' */
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) pk[1 + 2 * 2 + a * 2 + b] = prm->inv_dx * Bc[a * 2 + b][l];   /* (4/dx^2) C_bar' */
     }
-    for (int a = 0; a < 2; ++a)       /* F_bar = (I + dt C')^T F_bar' */
-        for (int b = 0; b < 2; ++b) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)       /* F_bar = (I + dt C')^T F_bar' */
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
             double acc = ao.F[(long)p * 4 + a * 2 + b];
-            for (int k = 0; k < 2; ++k) acc += dt * nC[k * 2 + a][l] * ao.F[(long)p * 4 + k * 2 + b];
+            CQ__CPU_UNROLL for (int k = 0; k < 2; ++k) acc += dt * nC[k * 2 + a][l] * ao.F[(long)p * 4 + k * 2 + b];
             ai.F[(long)p * 4 + a * 2 + b] = acc;
         }
     }
@@ -9003,34 +9017,34 @@ static void cq__transfer_lanes_2d_f64(const int *ps, const cq__params_f64 *prm, 
         double dpos[2];
         const double m_bar_i = gm_bar[idx];
         double sdot = m_bar_i * mass[l];   /* d(contribution)/dw */
-        for (int a = 0; a < 2; ++a) dpos[a] = ((double)o[a] - fx[a][l]) * prm->dx;
-        for (int a = 0; a < 2; ++a) {
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) dpos[a] = ((double)o[a] - fx[a][l]) * prm->dx;
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
             const double wp = wt * gp_bar[idx * 2 + a];
             double mom = mv[a][l];
-            for (int b = 0; b < 2; ++b) {
+            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
                 mom += G[a * 2 + b][l] * dpos[b];
                 G_bar[a * 2 + b][l] += wp * dpos[b];
             }
             sdot += gp_bar[idx * 2 + a] * mom;
             sp[a][l] += wp;
             double gtp = 0;   /* (G^T dL/dp_i)_a */
-            for (int b = 0; b < 2; ++b) gtp += G[b * 2 + a][l] * gp_bar[idx * 2 + b];
+            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) gtp += G[b * 2 + a][l] * gp_bar[idx * 2 + b];
             x_bar[a][l] -= wt * gtp;                 /* dpos = x_i - x_p */
         }
         m_bar[l] += wt * m_bar_i;
-        for (int a = 0; a < 2; ++a) x_bar[a][l] += sdot * gw[a];
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) x_bar[a][l] += sdot * gw[a];
     }
     }
     for (int l = 0; l < CQ__LANES_f64; ++l) {
         const int p = ps[l];
         double *G_bar_out = G_bar_lanes[l];
-    for (int a = 0; a < 2; ++a) m_bar[l] += sp[a][l] * vp[a][l];
-    for (int a = 0; a < 4; ++a) m_bar[l] += s.C[(long)p * 4 + a] * G_bar[a][l];   /* G = ... + m C */
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) m_bar[l] += sp[a][l] * vp[a][l];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) m_bar[l] += s.C[(long)p * 4 + a] * G_bar[a][l];   /* G = ... + m C */
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         ai.x[(long)p * 2 + a] += x_bar[a][l];
         ai.v[(long)p * 2 + a] = mass[l] * sp[a][l];
     }
-    for (int a = 0; a < 4; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) {
         ai.C[(long)p * 4 + a] = mass[l] * G_bar[a][l];
         G_bar_out[a] = G_bar[a][l];
     }
@@ -9148,16 +9162,16 @@ static void cq__g2p_adj_lanes_3d_f32(const int *ps, const cq__params_f32 *prm, c
             for (int i = 0; i < 3; ++i) { w[a][i][l] = wq[a][i]; dw[a][i][l] = dq[a][i]; }
         }
     /* x' = x + dt v'  ->  v_bar' += dt x_bar';   F' = (I + dt C') F  ->  C_bar' += dt F_bar' F^T */
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         x_bar[a][l] = ao.x[(long)p * 3 + a];
         v_bar_t[a][l] = ao.v[(long)p * 3 + a] + dt * x_bar[a][l];
-        for (int b = 0; b < 3; ++b) {
+        CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
             float acc = ao.C[(long)p * 9 + a * 3 + b];
-            for (int k = 0; k < 3; ++k) acc += dt * ao.F[(long)p * 9 + a * 3 + k] * Fp[b * 3 + k][l];
+            CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) acc += dt * ao.F[(long)p * 9 + a * 3 + k] * Fp[b * 3 + k][l];
             C_bar_t[a * 3 + b][l] = acc;
         }
     }
-    for (int a = 0; a < 9; ++a) Bc[a][l] = k4 * C_bar_t[a][l];   /* (C_bar_t is not needed after this) */
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Bc[a][l] = k4 * C_bar_t[a][l];   /* (C_bar_t is not needed after this) */
     }
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
@@ -9169,39 +9183,39 @@ static void cq__g2p_adj_lanes_3d_f32(const int *ps, const cq__params_f32 *prm, c
         const float gw[3] = {dw[0][i][l] * w[1][j][l] * w[2][k][l], w[0][i][l] * dw[1][j][l] * w[2][k][l], w[0][i][l] * w[1][j][l] * dw[2][k][l]};
         const long idx = goff[l] + ((long)(base[0][l] + i) * prm->res[1] + (base[1][l] + j)) * prm->res[2] + (base[2][l] + k);
         float d[3], sdot = 0;
-        for (int a = 0; a < 3; ++a) d[a] = (float)o[a] - fx[a][l];
-        for (int a = 0; a < 3; ++a) {
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) d[a] = (float)o[a] - fx[a][l];
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
             const float wv = wt * g.v[idx * 3 + a];
             float u = v_bar_t[a][l];
-            for (int b = 0; b < 3; ++b) {
+            CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
                 u += Bc[a * 3 + b][l] * d[b];
                 nC[a * 3 + b][l] += wv * d[b];
             }
             sv[a][l] += wv;
             sdot += g.v[idx * 3 + a] * u;
         }
-        for (int a = 0; a < 3; ++a) x_bar[a][l] += sdot * gw[a];   /* through the weights */
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) x_bar[a][l] += sdot * gw[a];   /* through the weights */
     }
     }
     for (int l = 0; l < CQ__LANES_f32; ++l) {
         const int p = ps[l];
         float *pk = pk0 + (long)l * CQ__PK(3);
-    for (int a = 0; a < 9; ++a) nC[a][l] *= k4;
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) nC[a][l] *= k4;
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         float cv = 0;   /* (C_bar'^T sv)_a */
-        for (int b = 0; b < 3; ++b) cv += Bc[b * 3 + a][l] * sv[b][l];
+        CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) cv += Bc[b * 3 + a][l] * sv[b][l];
         x_bar[a][l] -= prm->inv_dx * cv;        /* d = x_i - x_p */
     }
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         ai.x[(long)p * 3 + a] = x_bar[a][l];
         pk[1 + a] = fx[a][l];                   /* as P2G's particle half (in the usable region: same base) */
         pk[1 + 3 + a] = v_bar_t[a][l];
-        for (int b = 0; b < 3; ++b) pk[1 + 2 * 3 + a * 3 + b] = prm->inv_dx * Bc[a * 3 + b][l];   /* (4/dx^2) C_bar' */
+        CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) pk[1 + 2 * 3 + a * 3 + b] = prm->inv_dx * Bc[a * 3 + b][l];   /* (4/dx^2) C_bar' */
     }
-    for (int a = 0; a < 3; ++a)       /* F_bar = (I + dt C')^T F_bar' */
-        for (int b = 0; b < 3; ++b) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)       /* F_bar = (I + dt C')^T F_bar' */
+        CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
             float acc = ao.F[(long)p * 9 + a * 3 + b];
-            for (int k = 0; k < 3; ++k) acc += dt * nC[k * 3 + a][l] * ao.F[(long)p * 9 + k * 3 + b];
+            CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) acc += dt * nC[k * 3 + a][l] * ao.F[(long)p * 9 + k * 3 + b];
             ai.F[(long)p * 9 + a * 3 + b] = acc;
         }
     }
@@ -9246,34 +9260,34 @@ static void cq__transfer_lanes_3d_f32(const int *ps, const cq__params_f32 *prm, 
         float dpos[3];
         const float m_bar_i = gm_bar[idx];
         float sdot = m_bar_i * mass[l];   /* d(contribution)/dw */
-        for (int a = 0; a < 3; ++a) dpos[a] = ((float)o[a] - fx[a][l]) * prm->dx;
-        for (int a = 0; a < 3; ++a) {
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) dpos[a] = ((float)o[a] - fx[a][l]) * prm->dx;
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
             const float wp = wt * gp_bar[idx * 3 + a];
             float mom = mv[a][l];
-            for (int b = 0; b < 3; ++b) {
+            CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
                 mom += G[a * 3 + b][l] * dpos[b];
                 G_bar[a * 3 + b][l] += wp * dpos[b];
             }
             sdot += gp_bar[idx * 3 + a] * mom;
             sp[a][l] += wp;
             float gtp = 0;   /* (G^T dL/dp_i)_a */
-            for (int b = 0; b < 3; ++b) gtp += G[b * 3 + a][l] * gp_bar[idx * 3 + b];
+            CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) gtp += G[b * 3 + a][l] * gp_bar[idx * 3 + b];
             x_bar[a][l] -= wt * gtp;                 /* dpos = x_i - x_p */
         }
         m_bar[l] += wt * m_bar_i;
-        for (int a = 0; a < 3; ++a) x_bar[a][l] += sdot * gw[a];
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) x_bar[a][l] += sdot * gw[a];
     }
     }
     for (int l = 0; l < CQ__LANES_f32; ++l) {
         const int p = ps[l];
         float *G_bar_out = G_bar_lanes[l];
-    for (int a = 0; a < 3; ++a) m_bar[l] += sp[a][l] * vp[a][l];
-    for (int a = 0; a < 9; ++a) m_bar[l] += s.C[(long)p * 9 + a] * G_bar[a][l];   /* G = ... + m C */
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) m_bar[l] += sp[a][l] * vp[a][l];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) m_bar[l] += s.C[(long)p * 9 + a] * G_bar[a][l];   /* G = ... + m C */
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         ai.x[(long)p * 3 + a] += x_bar[a][l];
         ai.v[(long)p * 3 + a] = mass[l] * sp[a][l];
     }
-    for (int a = 0; a < 9; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) {
         ai.C[(long)p * 9 + a] = mass[l] * G_bar[a][l];
         G_bar_out[a] = G_bar[a][l];
     }
@@ -9391,16 +9405,16 @@ static void cq__g2p_adj_lanes_3d_f64(const int *ps, const cq__params_f64 *prm, c
             for (int i = 0; i < 3; ++i) { w[a][i][l] = wq[a][i]; dw[a][i][l] = dq[a][i]; }
         }
     /* x' = x + dt v'  ->  v_bar' += dt x_bar';   F' = (I + dt C') F  ->  C_bar' += dt F_bar' F^T */
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         x_bar[a][l] = ao.x[(long)p * 3 + a];
         v_bar_t[a][l] = ao.v[(long)p * 3 + a] + dt * x_bar[a][l];
-        for (int b = 0; b < 3; ++b) {
+        CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
             double acc = ao.C[(long)p * 9 + a * 3 + b];
-            for (int k = 0; k < 3; ++k) acc += dt * ao.F[(long)p * 9 + a * 3 + k] * Fp[b * 3 + k][l];
+            CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) acc += dt * ao.F[(long)p * 9 + a * 3 + k] * Fp[b * 3 + k][l];
             C_bar_t[a * 3 + b][l] = acc;
         }
     }
-    for (int a = 0; a < 9; ++a) Bc[a][l] = k4 * C_bar_t[a][l];   /* (C_bar_t is not needed after this) */
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Bc[a][l] = k4 * C_bar_t[a][l];   /* (C_bar_t is not needed after this) */
     }
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
@@ -9412,39 +9426,39 @@ static void cq__g2p_adj_lanes_3d_f64(const int *ps, const cq__params_f64 *prm, c
         const double gw[3] = {dw[0][i][l] * w[1][j][l] * w[2][k][l], w[0][i][l] * dw[1][j][l] * w[2][k][l], w[0][i][l] * w[1][j][l] * dw[2][k][l]};
         const long idx = goff[l] + ((long)(base[0][l] + i) * prm->res[1] + (base[1][l] + j)) * prm->res[2] + (base[2][l] + k);
         double d[3], sdot = 0;
-        for (int a = 0; a < 3; ++a) d[a] = (double)o[a] - fx[a][l];
-        for (int a = 0; a < 3; ++a) {
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) d[a] = (double)o[a] - fx[a][l];
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
             const double wv = wt * g.v[idx * 3 + a];
             double u = v_bar_t[a][l];
-            for (int b = 0; b < 3; ++b) {
+            CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
                 u += Bc[a * 3 + b][l] * d[b];
                 nC[a * 3 + b][l] += wv * d[b];
             }
             sv[a][l] += wv;
             sdot += g.v[idx * 3 + a] * u;
         }
-        for (int a = 0; a < 3; ++a) x_bar[a][l] += sdot * gw[a];   /* through the weights */
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) x_bar[a][l] += sdot * gw[a];   /* through the weights */
     }
     }
     for (int l = 0; l < CQ__LANES_f64; ++l) {
         const int p = ps[l];
         double *pk = pk0 + (long)l * CQ__PK(3);
-    for (int a = 0; a < 9; ++a) nC[a][l] *= k4;
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) nC[a][l] *= k4;
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         double cv = 0;   /* (C_bar'^T sv)_a */
-        for (int b = 0; b < 3; ++b) cv += Bc[b * 3 + a][l] * sv[b][l];
+        CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) cv += Bc[b * 3 + a][l] * sv[b][l];
         x_bar[a][l] -= prm->inv_dx * cv;        /* d = x_i - x_p */
     }
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         ai.x[(long)p * 3 + a] = x_bar[a][l];
         pk[1 + a] = fx[a][l];                   /* as P2G's particle half (in the usable region: same base) */
         pk[1 + 3 + a] = v_bar_t[a][l];
-        for (int b = 0; b < 3; ++b) pk[1 + 2 * 3 + a * 3 + b] = prm->inv_dx * Bc[a * 3 + b][l];   /* (4/dx^2) C_bar' */
+        CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) pk[1 + 2 * 3 + a * 3 + b] = prm->inv_dx * Bc[a * 3 + b][l];   /* (4/dx^2) C_bar' */
     }
-    for (int a = 0; a < 3; ++a)       /* F_bar = (I + dt C')^T F_bar' */
-        for (int b = 0; b < 3; ++b) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)       /* F_bar = (I + dt C')^T F_bar' */
+        CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
             double acc = ao.F[(long)p * 9 + a * 3 + b];
-            for (int k = 0; k < 3; ++k) acc += dt * nC[k * 3 + a][l] * ao.F[(long)p * 9 + k * 3 + b];
+            CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) acc += dt * nC[k * 3 + a][l] * ao.F[(long)p * 9 + k * 3 + b];
             ai.F[(long)p * 9 + a * 3 + b] = acc;
         }
     }
@@ -9489,34 +9503,34 @@ static void cq__transfer_lanes_3d_f64(const int *ps, const cq__params_f64 *prm, 
         double dpos[3];
         const double m_bar_i = gm_bar[idx];
         double sdot = m_bar_i * mass[l];   /* d(contribution)/dw */
-        for (int a = 0; a < 3; ++a) dpos[a] = ((double)o[a] - fx[a][l]) * prm->dx;
-        for (int a = 0; a < 3; ++a) {
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) dpos[a] = ((double)o[a] - fx[a][l]) * prm->dx;
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
             const double wp = wt * gp_bar[idx * 3 + a];
             double mom = mv[a][l];
-            for (int b = 0; b < 3; ++b) {
+            CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
                 mom += G[a * 3 + b][l] * dpos[b];
                 G_bar[a * 3 + b][l] += wp * dpos[b];
             }
             sdot += gp_bar[idx * 3 + a] * mom;
             sp[a][l] += wp;
             double gtp = 0;   /* (G^T dL/dp_i)_a */
-            for (int b = 0; b < 3; ++b) gtp += G[b * 3 + a][l] * gp_bar[idx * 3 + b];
+            CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) gtp += G[b * 3 + a][l] * gp_bar[idx * 3 + b];
             x_bar[a][l] -= wt * gtp;                 /* dpos = x_i - x_p */
         }
         m_bar[l] += wt * m_bar_i;
-        for (int a = 0; a < 3; ++a) x_bar[a][l] += sdot * gw[a];
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) x_bar[a][l] += sdot * gw[a];
     }
     }
     for (int l = 0; l < CQ__LANES_f64; ++l) {
         const int p = ps[l];
         double *G_bar_out = G_bar_lanes[l];
-    for (int a = 0; a < 3; ++a) m_bar[l] += sp[a][l] * vp[a][l];
-    for (int a = 0; a < 9; ++a) m_bar[l] += s.C[(long)p * 9 + a] * G_bar[a][l];   /* G = ... + m C */
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) m_bar[l] += sp[a][l] * vp[a][l];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) m_bar[l] += s.C[(long)p * 9 + a] * G_bar[a][l];   /* G = ... + m C */
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         ai.x[(long)p * 3 + a] += x_bar[a][l];
         ai.v[(long)p * 3 + a] = mass[l] * sp[a][l];
     }
-    for (int a = 0; a < 9; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) {
         ai.C[(long)p * 9 + a] = mass[l] * G_bar[a][l];
         G_bar_out[a] = G_bar[a][l];
     }
@@ -17276,7 +17290,7 @@ cq_result cq_world_control_grad_feedback(const cq_world *w, const double *dL_dst
 #if CQ__HAS_CUDA
 /* ---- BEGIN GENERATED: embedded PTX (byte arrays; the readable code ends above) from templates/ptx.j2.
    DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
-/* PTX module 2d_f32: sha256 50444a76efca056c187a723a14d9d8f7c14fc57ec8d22442cc5e33b3aebe0d1b, nvrtc 12.0, PTX ISA 8.0, 289737 bytes, fnv1a 0x35869fb3, lz 78689 bytes */
+/* PTX module 2d_f32: sha256 63ff4870d3ec6a328737e1067769861076042976ed561c26ebae8dfa83fc81f7, nvrtc 12.0, PTX ISA 8.0, 289737 bytes, fnv1a 0x35869fb3, lz 78689 bytes */
 static const unsigned char cq__ptx_2d_f32_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -19740,7 +19754,7 @@ static const unsigned char cq__ptx_2d_f32_lz[] = {
 10
 };
 static const cq__ptx_module cq__ptx_2d_f32 = { cq__ptx_2d_f32_lz, 78689, 289737, 0x35869fb3u };
-/* PTX module 2d_f64: sha256 da9c3de0652b8b7e9952f3e536a074917aae57dcfb4d4f95c5694328c8962be6, nvrtc 12.0, PTX ISA 8.0, 310256 bytes, fnv1a 0x62d4242b, lz 80854 bytes */
+/* PTX module 2d_f64: sha256 4ccb1bd5e39cab54b4d0b750500f936af6359afad91b394d33ed04665538fbbc, nvrtc 12.0, PTX ISA 8.0, 310256 bytes, fnv1a 0x62d4242b, lz 80854 bytes */
 static const unsigned char cq__ptx_2d_f64_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -22271,7 +22285,7 @@ static const unsigned char cq__ptx_2d_f64_lz[] = {
 0,15,119,132,4,36,49,55,189,162,8,141,0,4,91,9,80,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_2d_f64 = { cq__ptx_2d_f64_lz, 80854, 310256, 0x62d4242bu };
-/* PTX module 3d_f32: sha256 998767fc879e20550b291e4f72285b022ef3407846d157cffeb5fdfbbf8b9bae, nvrtc 12.0, PTX ISA 8.0, 385172 bytes, fnv1a 0x7b2eae6d, lz 108024 bytes */
+/* PTX module 3d_f32: sha256 424955c40e19f1a094d96dc248abbad4db5ae8abcc129743e1b3aeb826bcbc5a, nvrtc 12.0, PTX ISA 8.0, 385172 bytes, fnv1a 0x7b2eae6d, lz 108024 bytes */
 static const unsigned char cq__ptx_3d_f32_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -25651,7 +25665,7 @@ static const unsigned char cq__ptx_3d_f32_lz[] = {
 43,1,2,110,184,1,101,55,6,141,0,0,52,19,144,114,101,116,59,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_3d_f32 = { cq__ptx_3d_f32_lz, 108024, 385172, 0x7b2eae6du };
-/* PTX module 3d_f64: sha256 0e715610f1ac8864ce5a9e1df0bccaeb805af26dd8e9e164ed2e4b213b8bf88a, nvrtc 12.0, PTX ISA 8.0, 415102 bytes, fnv1a 0xe5eb9d37, lz 111036 bytes */
+/* PTX module 3d_f64: sha256 b5d8f25b8c89b58bd9be46da00ca03bd1d2570c53ff54f504cccf0dce9621d6a, nvrtc 12.0, PTX ISA 8.0, 415102 bytes, fnv1a 0xe5eb9d37, lz 111036 bytes */
 static const unsigned char cq__ptx_3d_f64_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,

@@ -52,11 +52,23 @@ int cq__emu_shfl_up(int x, int o);
 #  define CQ_HD static inline
 #endif
 /* CQ__UNROLL before a loop of constant trip count: unrolled by nvcc/NVRTC (registers, not
-   local memory); C compilers unroll such loops themselves at -O2. */
+   local memory), and by gcc and clang also at -O2, where gcc 12 leaves such loops rolled unless
+   told (-O3 unrolls them anyway).  CQ__CPU_UNROLL marks the small loops of the kernels for the C
+   compilers only: with both, a 3D backward at -O2 takes ~0.45x the time it took without them, as
+   at -O3 (bench/RESULTS.md).  Not on the stencil's 3^D node loop (unrolled, -O3 got slower) or in
+   the SVD (likewise). */
 #if defined(__CUDACC__)
 #  define CQ__UNROLL _Pragma("unroll")
+#elif defined(__GNUC__)
+#  define CQ__UNROLL _Pragma("GCC unroll 16")
 #else
 #  define CQ__UNROLL
+#endif
+/* CQ__CPU_UNROLL: the same for the C compilers only (nvcc keeps its own choice there) */
+#if defined(__GNUC__) && !defined(__CUDACC__)
+#  define CQ__CPU_UNROLL _Pragma("GCC unroll 16")
+#else
+#  define CQ__CPU_UNROLL
 #endif
 
 /* kernel status codes returned by G2P */
@@ -131,7 +143,7 @@ CQ_HD void cq__lame_f64(double E, double nu, double *mu, double *lam)
    per axis; fx: position in cells relative to base, in [0.5, 1.5). */
 CQ_HD void cq__weights_2d_f64(const double *xp, double inv_dx, int *base, double *fx, double (*w)[3])
 {
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         double q = xp[a] * inv_dx;
         base[a] = (int)floor(q - (double)0.5);
         fx[a] = q - (double)base[a];
@@ -145,7 +157,7 @@ CQ_HD void cq__weights_2d_f64(const double *xp, double inv_dx, int *base, double
 /* 1 when every node the particle's stencil touches exists: the usable region of the grid. */
 CQ_HD int cq__in_domain_2d_f64(const double *xp, const cq__params_f64 *prm)
 {
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         double q = xp[a] * prm->inv_dx - (double)0.5;
         if (!(q >= 0 && q < (double)(prm->res[a] - 2))) return 0;   /* also false for NaN */
     }
@@ -190,7 +202,7 @@ CQ_HD void cq__rot_fill_2d_f64(const double *F, cq__rot_2d_f64 *r)
 }
 CQ_HD void cq__rot_none_2d_f64(cq__rot_2d_f64 *r)
 {
-    for (int a = 0; a < 4; ++a) r->R[a] = 0;
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) r->R[a] = 0;
 }
 
 /* >>incompressible_2d_f64: [Spielberg21] eq 14, P += E/(3(2-2nu)) p (J-1)^(p-1) J F^-T. */
@@ -200,7 +212,7 @@ CQ_HD void cq__incompressible_2d_f64(const double *F, double E, double nu, int p
     for (int i = 1; i < p; ++i) pw *= J - 1;
     double s = E / (3 * (2 - 2 * nu)) * (double)p * pw;
     cq__cofactor_2d_f64(F, K);
-    for (int i = 0; i < 4; ++i) P[i] += s * K[i];
+    CQ__CPU_UNROLL for (int i = 0; i < 4; ++i) P[i] += s * K[i];
 }
 
 /* >>grid_2d_f64: wall boundary conditions ([Spielberg21] sec 3.2, friction as appendix B
@@ -213,7 +225,7 @@ CQ_HD int cq__bc_axis_2d_f64(int a, double n, const cq__params_f64 *prm, double 
     double ln = v[a] * n;                           /* l_n, eq B1 */
     switch (prm->boundary) {
     case CQ__BC_STICKY:
-        for (int b = 0; b < 2; ++b) v[b] = 0;
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) v[b] = 0;
         return 1;
     case CQ__BC_SLIP:
         v[a] = 0;
@@ -224,12 +236,12 @@ CQ_HD int cq__bc_axis_2d_f64(int a, double n, const cq__params_f64 *prm, double 
     default: /* CQ__BC_FRICTION */
         if (ln < 0) {
             double s2 = 0;
-            for (int b = 0; b < 2; ++b) if (b != a) s2 += v[b] * v[b];
+            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) if (b != a) s2 += v[b] * v[b];
             double lt = sqrt(s2) + 1e-300;        /* l_t = |v_t| + eps, eq B3 */
             double lts = lt + prm->friction * ln;          /* eq B5 (ln < 0 here) */
             if (lts < 0) lts = 0;
             double scale = lts / lt;
-            for (int b = 0; b < 2; ++b) v[b] = b == a ? (double)0 : v[b] * scale;   /* eq B6 */
+            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) v[b] = b == a ? (double)0 : v[b] * scale;   /* eq B6 */
         }
         break;
     }
@@ -245,7 +257,7 @@ CQ_HD int cq__wall_normal_2d_f64(const int *c, int a, const cq__params_f64 *prm)
 
 CQ_HD void cq__boundary_2d_f64(const int *c, const cq__params_f64 *prm, double *v)
 {
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         int n = cq__wall_normal_2d_f64(c, a, prm);
         if (n && cq__bc_axis_2d_f64(a, (double)n, prm, v)) return;
     }
@@ -264,13 +276,13 @@ CQ_HD void cq__grid_fwd_2d_f64(int node, const cq__params_f64 *prm, cq__gview_f6
     double *v = g.v + (long)node * 2;
     double m = g.m[node];
     if (!(m > 0)) {
-        for (int a = 0; a < 2; ++a) v[a] = 0;
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) v[a] = 0;
         return;
     }
     int c[2];
     cq__node_coords_2d_f64(node, prm, c);
     double inv_m = 1 / m;
-    for (int a = 0; a < 2; ++a) v[a] = v[a] * inv_m + prm->dt * prm->gravity[a];
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) v[a] = v[a] * inv_m + prm->dt * prm->gravity[a];
     cq__boundary_2d_f64(c, prm, v);
 }
 
@@ -286,14 +298,14 @@ CQ_HD int cq__g2p_fwd_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 in,
     int base[2];
     double fx[2], w[2][3], xp[2], Fp[4], nv[2] = {0}, nC[4] = {0};
     const long goff = in.scene ? (long)in.scene[p] * prm->nodes : 0;
-    for (int a = 0; a < 2; ++a) xp[a] = in.x[(long)p * 2 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) xp[a] = in.x[(long)p * 2 + a];
     if (!cq__in_domain_2d_f64(xp, prm)) return CQ__OUT_OF_DOMAIN;
-    for (int a = 0; a < 4; ++a) Fp[a] = in.F[(long)p * 4 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Fp[a] = in.F[(long)p * 4 + a];
     cq__weights_2d_f64(xp, prm->inv_dx, base, fx, w);
     const double k4 = 4 * prm->inv_dx;          /* 4/dx^2 times dpos = (node - fx) dx */
     double dp[2][3];
-    for (int a = 0; a < 2; ++a)
-        for (int i = 0; i < 3; ++i) dp[a][i] = (double)i - fx[a];
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)
+        CQ__CPU_UNROLL for (int i = 0; i < 3; ++i) dp[a][i] = (double)i - fx[a];
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
     {
@@ -309,18 +321,18 @@ CQ_HD int cq__g2p_fwd_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 in,
             CQ__UNROLL for (int b = 0; b < 2; ++b) nC[a * 2 + b] += wv * d[b];
         }
     }
-    for (int a = 0; a < 4; ++a) nC[a] *= k4;
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) nC[a] *= k4;
     int status = CQ__OK;
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         double xn = xp[a] + prm->dt * nv[a];
         out.x[(long)p * 2 + a] = xn;
         out.v[(long)p * 2 + a] = nv[a];
         if (!cq__isfinite_f64(xn) || !cq__isfinite_f64(nv[a])) status = CQ__NONFINITE;
     }
-    for (int a = 0; a < 2; ++a)
-        for (int b = 0; b < 2; ++b) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
             double f = Fp[a * 2 + b];   /* F <- (I + dt C) F, eq 10 */
-            for (int c = 0; c < 2; ++c) f += prm->dt * nC[a * 2 + c] * Fp[c * 2 + b];
+            CQ__CPU_UNROLL for (int c = 0; c < 2; ++c) f += prm->dt * nC[a * 2 + c] * Fp[c * 2 + b];
             out.F[(long)p * 4 + a * 2 + b] = f;
             out.C[(long)p * 4 + a * 2 + b] = nC[a * 2 + b];
             if (!cq__isfinite_f64(f) || !cq__isfinite_f64(nC[a * 2 + b])) status = CQ__NONFINITE;
@@ -338,7 +350,7 @@ CQ_HD int cq__g2p_fwd_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 in,
 CQ_HD int cq__base_2d_f64(const double *xp, const cq__params_f64 *prm, int *base, double *fx)
 {
     int cell = 0;
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         const double q = xp[a] * prm->inv_dx, t = q - (double)0.5;
         const int top = prm->res[a] - 3;
         base[a] = t >= 0 ? (t < (double)top ? (int)floor(t) : top) : 0;   /* NaN: 0 */
@@ -384,9 +396,9 @@ CQ_HD void cq__gather_add_2d_f64(const double *pk, const int *o, const cq__param
 CQ_HD void cq__gather_row_2d_f64(const double *pk, const int *o, const cq__params_f64 *prm, double *m, double *mom)
 {
     double w[2][3], d[2][3], part[2];
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         const double f = pk[1 + a];
-        for (int k = 0; k < 3; ++k) {
+        CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) {
             const int ok = a < 1 ? o[a] : k;
             const double e = ok == 0 ? (double)1.5 - f : (ok == 1 ? f - 1 : f - (double)0.5);
             w[a][k] = ok == 1 ? (double)0.75 - e * e : (double)0.5 * e * e;
@@ -394,14 +406,14 @@ CQ_HD void cq__gather_row_2d_f64(const double *pk, const int *o, const cq__param
         }
     }
     const double wf = w[0][0];
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         part[a] = pk[1 + 2 + a];
-        for (int b = 0; b < 1; ++b) part[a] += pk[1 + 2 * 2 + a * 2 + b] * d[b][0];
+        CQ__CPU_UNROLL for (int b = 0; b < 1; ++b) part[a] += pk[1 + 2 * 2 + a * 2 + b] * d[b][0];
     }
-    for (int k = 0; k < 3; ++k) {
+    CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) {
         const double wt = wf * w[1][k];
         if (m) m[k] += wt * pk[0];
-        for (int a = 0; a < 2; ++a)
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)
             mom[k * 2 + a] += wt * (part[a] + pk[1 + 2 * 2 + a * 2 + 1] * d[1][k]);
     }
 }
@@ -420,7 +432,7 @@ CQ_HD void cq__gather_fwd_2d_f64(int node, const cq__params_f64 *prm, const int 
     const int first = node - node % prm->nodes;   /* the scene's node 0 */
     cq__node_coords_2d_f64(node, prm, c);
     if (m) *m = 0;
-    for (int a = 0; a < 2; ++a) mom[a] = 0;
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) mom[a] = 0;
     for (o[0] = 2; o[0] >= 0; --o[0]) {
         if (c[0] - o[0] < 0) continue;
         for (o[1] = 2; o[1] >= 0; --o[1]) {
@@ -442,10 +454,10 @@ CQ_HD void cq__affine_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, 
 {
     const double mass = s.mass[p];
     const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];   /* -(4/dx^2) dt V0 */
-    for (int a = 0; a < 2; ++a)
-        for (int b = 0; b < 2; ++b) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
             double pf = 0;   /* (P F^T)_ab */
-            for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
+            CQ__CPU_UNROLL for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c] * Fp[b * 2 + c];
             G[a * 2 + b] = ks * pf + mass * s.C[(long)p * 4 + a * 2 + b];
         }
 }
@@ -496,9 +508,9 @@ CQ_HD void cq__pk1_rot_2d_fixed_corotated_f64(const double *F, const cq__rot_2d_
     if (prm->incompressibility) cq__incompressible_2d_f64(F, E, nu, prm->incompressibility, P);
     if (group >= 0 && group < prm->act_groups) {
         const double *sa = act_stress + (long)group * 4;
-        for (int a = 0; a < 2; ++a)
-            for (int b = 0; b < 2; ++b)
-                for (int c = 0; c < 2; ++c) P[a * 2 + b] += F[a * 2 + c] * sa[c * 2 + b];
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)
+            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b)
+                CQ__CPU_UNROLL for (int c = 0; c < 2; ++c) P[a * 2 + b] += F[a * 2 + c] * sa[c * 2 + b];
     }
 }
 CQ_HD void cq__pk1_2d_fixed_corotated_f64(const double *F, double E, double nu, int group,
@@ -520,13 +532,13 @@ CQ_HD void cq__p2g_keep_rot_2d_fixed_corotated_f64(int p, const cq__params_f64 *
 {
     int base[2];
     double xp[2], Fp[4], Pp[4];
-    for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
-    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__base_2d_f64(xp, prm, base, pk + 1);
     cq__rot_of_2d_fixed_corotated_f64(Fp, rot);
     cq__pk1_rot_2d_fixed_corotated_f64(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     pk[0] = s.mass[p];
-    for (int a = 0; a < 2; ++a) pk[1 + 2 + a] = s.mass[p] * s.v[(long)p * 2 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) pk[1 + 2 + a] = s.mass[p] * s.v[(long)p * 2 + a];
     cq__affine_2d_f64(p, prm, s, Pp, Fp, pk + 1 + 2 * 2);
 }
 CQ_HD void cq__p2g_fwd_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk)
@@ -586,9 +598,9 @@ CQ_HD void cq__pk1_rot_2d_neohookean_f64(const double *F, const cq__rot_2d_f64 *
     if (prm->incompressibility) cq__incompressible_2d_f64(F, E, nu, prm->incompressibility, P);
     if (group >= 0 && group < prm->act_groups) {
         const double *sa = act_stress + (long)group * 4;
-        for (int a = 0; a < 2; ++a)
-            for (int b = 0; b < 2; ++b)
-                for (int c = 0; c < 2; ++c) P[a * 2 + b] += F[a * 2 + c] * sa[c * 2 + b];
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)
+            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b)
+                CQ__CPU_UNROLL for (int c = 0; c < 2; ++c) P[a * 2 + b] += F[a * 2 + c] * sa[c * 2 + b];
     }
 }
 CQ_HD void cq__pk1_2d_neohookean_f64(const double *F, double E, double nu, int group,
@@ -610,13 +622,13 @@ CQ_HD void cq__p2g_keep_rot_2d_neohookean_f64(int p, const cq__params_f64 *prm, 
 {
     int base[2];
     double xp[2], Fp[4], Pp[4];
-    for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
-    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__base_2d_f64(xp, prm, base, pk + 1);
     cq__rot_of_2d_neohookean_f64(Fp, rot);
     cq__pk1_rot_2d_neohookean_f64(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     pk[0] = s.mass[p];
-    for (int a = 0; a < 2; ++a) pk[1 + 2 + a] = s.mass[p] * s.v[(long)p * 2 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) pk[1 + 2 + a] = s.mass[p] * s.v[(long)p * 2 + a];
     cq__affine_2d_f64(p, prm, s, Pp, Fp, pk + 1 + 2 * 2);
 }
 CQ_HD void cq__p2g_fwd_2d_neohookean_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk)
@@ -662,7 +674,7 @@ CQ_HD void cq__polar_vjp_rot_2d_f64(const double *F, const cq__rot_2d_f64 *rot, 
 CQ_HD void cq__polar_vjp_2d_f64(const double *F, const double *R, const double *R_bar, double *F_bar)
 {
     cq__rot_2d_f64 rot;
-    for (int a = 0; a < 4; ++a) rot.R[a] = R[a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) rot.R[a] = R[a];
     cq__polar_vjp_rot_2d_f64(F, &rot, R_bar, F_bar);
 }
 
@@ -684,11 +696,11 @@ CQ_HD void cq__incompressible_vjp_2d_f64(const double *F, double E, double nu, i
     double c = (double)p / (3 * (2 - 2 * nu));
     double s = E * c * pw;
     cq__cofactor_2d_f64(F, K);
-    for (int i = 0; i < 4; ++i) g += P_bar[i] * K[i];
+    CQ__CPU_UNROLL for (int i = 0; i < 4; ++i) g += P_bar[i] * K[i];
     *E_bar += g * c * pw;
     *nu_bar += g * s / (1 - nu);                               /* d/nu_bar 1/(6(1-nu)) = 1/(6(1-nu)^2) */
     double sj = g * E * c * dpw;
-    for (int i = 0; i < 4; ++i) F_bar[i] += sj * K[i];
+    CQ__CPU_UNROLL for (int i = 0; i < 4; ++i) F_bar[i] += sj * K[i];
     cq__cofactor_vjp_2d_f64(F, P_bar, s, F_bar);
 }
 
@@ -728,7 +740,7 @@ CQ_HD void cq__pk1_vjp_rot_2d_fixed_corotated_f64(const double *F, const cq__rot
 {
     double mu, lam, R_bar[4], gmu = 0, glam = 0;
     cq__lame_f64(E, nu, &mu, &lam);
-    for (int a = 0; a < 4; ++a) R_bar[a] = 0;
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) R_bar[a] = 0;
     cq__stress_vjp_2d_fixed_corotated_f64(F, rot->R, mu, lam, P_bar, F_bar, R_bar, &gmu, &glam);
     cq__polar_vjp_rot_2d_f64(F, rot, R_bar, F_bar);
     {
@@ -739,17 +751,17 @@ CQ_HD void cq__pk1_vjp_rot_2d_fixed_corotated_f64(const double *F, const cq__rot
     if (prm->incompressibility) cq__incompressible_vjp_2d_f64(F, E, nu, prm->incompressibility, P_bar, F_bar, E_bar, nu_bar);
     if (group >= 0 && group < prm->act_groups) {   /* P += F sa: F_bar += P_bar sa^T, dsa += F^T P_bar */
         const double *sa = act_stress + (long)group * 4;
-        for (int a = 0; a < 2; ++a)
-            for (int c = 0; c < 2; ++c) {
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)
+            CQ__CPU_UNROLL for (int c = 0; c < 2; ++c) {
                 double g = 0;
-                for (int b = 0; b < 2; ++b) g += P_bar[a * 2 + b] * sa[c * 2 + b];
+                CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) g += P_bar[a * 2 + b] * sa[c * 2 + b];
                 F_bar[a * 2 + c] += g;
             }
         if (act_bar)
-            for (int c = 0; c < 2; ++c)
-                for (int b = 0; b < 2; ++b) {
+            CQ__CPU_UNROLL for (int c = 0; c < 2; ++c)
+                CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
                     double g = 0;
-                    for (int a = 0; a < 2; ++a) g += F[a * 2 + c] * P_bar[a * 2 + b];
+                    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) g += F[a * 2 + c] * P_bar[a * 2 + b];
                     act_bar[c * 2 + b] += g;
                 }
     }
@@ -807,7 +819,7 @@ CQ_HD void cq__pk1_vjp_rot_2d_neohookean_f64(const double *F, const cq__rot_2d_f
 {
     double mu, lam, R_bar[4], gmu = 0, glam = 0;
     cq__lame_f64(E, nu, &mu, &lam);
-    for (int a = 0; a < 4; ++a) R_bar[a] = 0;
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) R_bar[a] = 0;
     cq__stress_vjp_2d_neohookean_f64(F, rot->R, mu, lam, P_bar, F_bar, R_bar, &gmu, &glam);
     {
         const double op = 1 + nu, om = 1 - 2 * nu;
@@ -817,17 +829,17 @@ CQ_HD void cq__pk1_vjp_rot_2d_neohookean_f64(const double *F, const cq__rot_2d_f
     if (prm->incompressibility) cq__incompressible_vjp_2d_f64(F, E, nu, prm->incompressibility, P_bar, F_bar, E_bar, nu_bar);
     if (group >= 0 && group < prm->act_groups) {   /* P += F sa: F_bar += P_bar sa^T, dsa += F^T P_bar */
         const double *sa = act_stress + (long)group * 4;
-        for (int a = 0; a < 2; ++a)
-            for (int c = 0; c < 2; ++c) {
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)
+            CQ__CPU_UNROLL for (int c = 0; c < 2; ++c) {
                 double g = 0;
-                for (int b = 0; b < 2; ++b) g += P_bar[a * 2 + b] * sa[c * 2 + b];
+                CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) g += P_bar[a * 2 + b] * sa[c * 2 + b];
                 F_bar[a * 2 + c] += g;
             }
         if (act_bar)
-            for (int c = 0; c < 2; ++c)
-                for (int b = 0; b < 2; ++b) {
+            CQ__CPU_UNROLL for (int c = 0; c < 2; ++c)
+                CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
                     double g = 0;
-                    for (int a = 0; a < 2; ++a) g += F[a * 2 + c] * P_bar[a * 2 + b];
+                    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) g += F[a * 2 + c] * P_bar[a * 2 + b];
                     act_bar[c * 2 + b] += g;
                 }
     }
@@ -850,7 +862,7 @@ CQ_HD void cq__pk1_vjp_2d_neohookean_f64(const double *F, double E, double nu, i
 /* dw/dx_p for the quadratic B-spline: grad[a][i] = d w_a(i) / d x_a (times inv_dx). */
 CQ_HD void cq__weight_grads_2d_f64(const double *fx, double inv_dx, double (*dw)[3])
 {
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         dw[a][0] = -((double)1.5 - fx[a]) * inv_dx;
         dw[a][1] = -2 * (fx[a] - 1) * inv_dx;
         dw[a][2] = (fx[a] - (double)0.5) * inv_dx;
@@ -865,13 +877,13 @@ CQ_HD void cq__boundary_adj_2d_f64(const int *c, const cq__params_f64 *prm, cons
 {
     double vs[3][2];   /* velocity before each axis' projection */
     int axis_n[2], last = 2;
-    for (int b = 0; b < 2; ++b) vs[0][b] = v0[b];
-    for (int a = 0; a < 2; ++a) {
-        for (int b = 0; b < 2; ++b) vs[a + 1][b] = vs[a][b];
+    CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) vs[0][b] = v0[b];
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) vs[a + 1][b] = vs[a][b];
         axis_n[a] = cq__wall_normal_2d_f64(c, a, prm);
         if (axis_n[a] && cq__bc_axis_2d_f64(a, (double)axis_n[a], prm, vs[a + 1])) { last = a; break; }
     }
-    if (last < 2) { for (int b = 0; b < 2; ++b) v_bar[b] = 0; return; }   /* sticky wall node */
+    if (last < 2) { CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) v_bar[b] = 0; return; }   /* sticky wall node */
     for (int a = 2 - 1; a >= 0; --a) {
         if (!axis_n[a]) continue;
         const double *v = vs[a];
@@ -886,17 +898,17 @@ CQ_HD void cq__boundary_adj_2d_f64(const int *c, const cq__params_f64 *prm, cons
         default: /* CQ__BC_FRICTION */
             if (ln < 0) {
                 double s2 = 0, sc_bar = 0;
-                for (int b = 0; b < 2; ++b) if (b != a) s2 += v[b] * v[b];
+                CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) if (b != a) s2 += v[b] * v[b];
                 double r = sqrt(s2), lt = r + 1e-300;
                 double lts = lt + prm->friction * ln;
                 int open = lts > 0;
                 if (!open) lts = 0;
                 double scale = lts / lt;
-                for (int b = 0; b < 2; ++b) if (b != a) sc_bar += v_bar[b] * v[b];
+                CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) if (b != a) sc_bar += v_bar[b] * v[b];
                 double lts_bar = sc_bar / lt, lt_bar = -sc_bar * lts / (lt * lt);
                 if (open) lt_bar += lts_bar;
                 double ln_bar = open ? prm->friction * lts_bar : 0;
-                for (int b = 0; b < 2; ++b)
+                CQ__CPU_UNROLL for (int b = 0; b < 2; ++b)
                     if (b != a) v_bar[b] = v_bar[b] * scale + (r > 0 ? lt_bar * v[b] / r : 0);
                 v_bar[a] = ln_bar * n;
             }
@@ -913,13 +925,13 @@ CQ_HD void cq__grid_adj_2d_f64(int node, const cq__params_f64 *prm, const double
     double m = gm[node], v0[2], v_bar[2];
     int c[2];
     if (!(m > 0)) {
-        for (int a = 0; a < 2; ++a) gp_bar[(long)node * 2 + a] = 0;
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) gp_bar[(long)node * 2 + a] = 0;
         gm_bar[node] = 0;
         return;
     }
     cq__node_coords_2d_f64(node, prm, c);
     double inv_m = 1 / m, m_bar = 0, u[2];
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         u[a] = gp[(long)node * 2 + a] * inv_m;   /* p/m */
         v0[a] = u[a] + prm->dt * prm->gravity[a];
         v_bar[a] = gv_bar[(long)node * 2 + a];
@@ -928,7 +940,7 @@ CQ_HD void cq__grid_adj_2d_f64(int node, const cq__params_f64 *prm, const double
     /* dL/dm = -sum_a (dL/dp_a) (p/m)_a, both factors finite: written as v_bar p / m^2, a
        compiler allowed to reassociate (-ffast-math) formed 1/m^2 first, which overflows float at
        a stencil's fringe (m ~ 1e-20, where p/m is still fine) */
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         const double pb = v_bar[a] * inv_m;
         gp_bar[(long)node * 2 + a] = pb;
         m_bar -= pb * u[a];
@@ -951,21 +963,21 @@ CQ_HD void cq__g2p_adj_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
     double fx[2], w[2][3], dw[2][3], xp[2], Fp[4], nC[4] = {0}, sv[2] = {0};
     double v_bar_t[2], C_bar_t[4], Bc[4], x_bar[2];
     const double k4 = 4 * prm->inv_dx, dt = prm->dt;
-    for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
-    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__weights_2d_f64(xp, prm->inv_dx, base, fx, w);
     cq__weight_grads_2d_f64(fx, prm->inv_dx, dw);
     /* x' = x + dt v'  ->  v_bar' += dt x_bar';   F' = (I + dt C') F  ->  C_bar' += dt F_bar' F^T */
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         x_bar[a] = ao.x[(long)p * 2 + a];
         v_bar_t[a] = ao.v[(long)p * 2 + a] + dt * x_bar[a];
-        for (int b = 0; b < 2; ++b) {
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
             double acc = ao.C[(long)p * 4 + a * 2 + b];
-            for (int k = 0; k < 2; ++k) acc += dt * ao.F[(long)p * 4 + a * 2 + k] * Fp[b * 2 + k];
+            CQ__CPU_UNROLL for (int k = 0; k < 2; ++k) acc += dt * ao.F[(long)p * 4 + a * 2 + k] * Fp[b * 2 + k];
             C_bar_t[a * 2 + b] = acc;
         }
     }
-    for (int a = 0; a < 4; ++a) Bc[a] = k4 * C_bar_t[a];   /* (C_bar_t is not needed after this) */
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Bc[a] = k4 * C_bar_t[a];   /* (C_bar_t is not needed after this) */
     /* Per node i (d = x_i - x_p in cells, w its weight): C' = (4/dx) sum_i w v_i d^T exactly as G2P
        computes it; the weights' derivative gets (v_i . (v_bar' + (4/dx) C_bar' d)) dw/dx_p; and
        x_p's part through d, -(4/dx^2) sum_i w C_bar'^T v_i = -(4/dx^2) C_bar'^T sum_i w v_i, is
@@ -979,35 +991,35 @@ CQ_HD void cq__g2p_adj_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
         const long idx = goff + (long)(base[0] + i) * prm->res[1] + (base[1] + j);
         double d[2], sdot = 0;
         const double *vi = g.v + idx * 2;
-        for (int a = 0; a < 2; ++a) d[a] = (double)o[a] - fx[a];
-        for (int a = 0; a < 2; ++a) {
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) d[a] = (double)o[a] - fx[a];
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
             const double wv = wt * vi[a];
             double u = v_bar_t[a];
-            for (int b = 0; b < 2; ++b) {
+            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
                 u += Bc[a * 2 + b] * d[b];
                 nC[a * 2 + b] += wv * d[b];
             }
             sv[a] += wv;
             sdot += vi[a] * u;
         }
-        for (int a = 0; a < 2; ++a) x_bar[a] += sdot * gw[a];   /* through the weights */
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) x_bar[a] += sdot * gw[a];   /* through the weights */
     }
-    for (int a = 0; a < 4; ++a) nC[a] *= k4;
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) nC[a] *= k4;
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         double cv = 0;   /* (C_bar'^T sv)_a */
-        for (int b = 0; b < 2; ++b) cv += Bc[b * 2 + a] * sv[b];
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) cv += Bc[b * 2 + a] * sv[b];
         x_bar[a] -= prm->inv_dx * cv;        /* d = x_i - x_p */
     }
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         ai.x[(long)p * 2 + a] = x_bar[a];
         pk[1 + a] = fx[a];                   /* as P2G's particle half (in the usable region: same base) */
         pk[1 + 2 + a] = v_bar_t[a];
-        for (int b = 0; b < 2; ++b) pk[1 + 2 * 2 + a * 2 + b] = prm->inv_dx * Bc[a * 2 + b];   /* (4/dx^2) C_bar' */
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) pk[1 + 2 * 2 + a * 2 + b] = prm->inv_dx * Bc[a * 2 + b];   /* (4/dx^2) C_bar' */
     }
-    for (int a = 0; a < 2; ++a)       /* F_bar = (I + dt C')^T F_bar' */
-        for (int b = 0; b < 2; ++b) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)       /* F_bar = (I + dt C')^T F_bar' */
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
             double acc = ao.F[(long)p * 4 + a * 2 + b];
-            for (int k = 0; k < 2; ++k) acc += dt * nC[k * 2 + a] * ao.F[(long)p * 4 + k * 2 + b];
+            CQ__CPU_UNROLL for (int k = 0; k < 2; ++k) acc += dt * nC[k * 2 + a] * ao.F[(long)p * 4 + k * 2 + b];
             ai.F[(long)p * 4 + a * 2 + b] = acc;
         }
 }
@@ -1021,12 +1033,12 @@ CQ_HD void cq__p2g_adj_transfer_2d_f64(int p, const cq__params_f64 *prm,
     double fx[2], w[2][3], dw[2][3], xp[2], vp[2], mv[2], G[4], G_bar[4] = {0};
     double x_bar[2] = {0}, sp[2] = {0}, m_bar = 0;
     const long goff = s.scene ? (long)s.scene[p] * prm->nodes : 0;
-    for (int a = 0; a < 2; ++a) { xp[a] = s.x[(long)p * 2 + a]; vp[a] = s.v[(long)p * 2 + a]; }
-    for (int a = 0; a < 4; ++a) G[a] = G_in[a];   /* (G_in may be G_bar_out's memory) */
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) { xp[a] = s.x[(long)p * 2 + a]; vp[a] = s.v[(long)p * 2 + a]; }
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) G[a] = G_in[a];   /* (G_in may be G_bar_out's memory) */
     cq__weights_2d_f64(xp, prm->inv_dx, base, fx, w);
     cq__weight_grads_2d_f64(fx, prm->inv_dx, dw);
     const double mass = s.mass[p];
-    for (int a = 0; a < 2; ++a) mv[a] = mass * vp[a];
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) mv[a] = mass * vp[a];
     /* Per node i (dpos = x_i - x_p, w its weight): the weights' derivative gets
        (dL/dm_i m + dL/dp_i . (m v + G dpos)) dw/dx_p, and x_p through dpos -w G^T dL/dp_i; what
        enters linearly in w is summed once, sp = sum_i w dL/dp_i: v_bar = m sp and m's part v . sp.
@@ -1043,30 +1055,30 @@ CQ_HD void cq__p2g_adj_transfer_2d_f64(int p, const cq__params_f64 *prm,
         const double *p_bar = gp_bar + idx * 2;
         const double m_bar_i = gm_bar[idx];
         double sdot = m_bar_i * mass;   /* d(contribution)/dw */
-        for (int a = 0; a < 2; ++a) dpos[a] = ((double)o[a] - fx[a]) * prm->dx;
-        for (int a = 0; a < 2; ++a) {
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) dpos[a] = ((double)o[a] - fx[a]) * prm->dx;
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
             const double wp = wt * p_bar[a];
             double mom = mv[a];
-            for (int b = 0; b < 2; ++b) {
+            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
                 mom += G[a * 2 + b] * dpos[b];
                 G_bar[a * 2 + b] += wp * dpos[b];
             }
             sdot += p_bar[a] * mom;
             sp[a] += wp;
             double gtp = 0;   /* (G^T dL/dp_i)_a */
-            for (int b = 0; b < 2; ++b) gtp += G[b * 2 + a] * p_bar[b];
+            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) gtp += G[b * 2 + a] * p_bar[b];
             x_bar[a] -= wt * gtp;                 /* dpos = x_i - x_p */
         }
         m_bar += wt * m_bar_i;
-        for (int a = 0; a < 2; ++a) x_bar[a] += sdot * gw[a];
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) x_bar[a] += sdot * gw[a];
     }
-    for (int a = 0; a < 2; ++a) m_bar += sp[a] * vp[a];
-    for (int a = 0; a < 4; ++a) m_bar += s.C[(long)p * 4 + a] * G_bar[a];   /* G = ... + m C */
-    for (int a = 0; a < 2; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) m_bar += sp[a] * vp[a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) m_bar += s.C[(long)p * 4 + a] * G_bar[a];   /* G = ... + m C */
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         ai.x[(long)p * 2 + a] += x_bar[a];
         ai.v[(long)p * 2 + a] = mass * sp[a];
     }
-    for (int a = 0; a < 4; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) {
         ai.C[(long)p * 4 + a] = mass * G_bar[a];
         G_bar_out[a] = G_bar[a];
     }
@@ -1093,12 +1105,12 @@ CQ_HD void cq__p2g_adj_stress_rot_2d_fixed_corotated_f64(int p, const cq__params
     const int group = s.act ? s.act[p] : -1;
     const double vol = s.vol[p];
     const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
-    for (int a = 0; a < 4; ++a) { Fp[a] = s.F[(long)p * 4 + a]; G_bar[a] = G_bar_in[a]; }
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) { Fp[a] = s.F[(long)p * 4 + a]; G_bar[a] = G_bar_in[a]; }
     /* G = k V0 P F^T + m C */
-    for (int a = 0; a < 2; ++a)
-        for (int b = 0; b < 2; ++b) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
             double gf_ab = 0, gtp_ab = 0, pf = 0;
-            for (int c = 0; c < 2; ++c) {
+            CQ__CPU_UNROLL for (int c = 0; c < 2; ++c) {
                 gf_ab += G_bar[a * 2 + c] * Fp[c * 2 + b];   /* (G_bar F)_ab */
                 gtp_ab += G_bar[c * 2 + a] * Pp[c * 2 + b];   /* (G_bar^T P)_ab */
                 pf += Pp[a * 2 + c] * Fp[b * 2 + c];     /* (P F^T)_ab */
@@ -1107,9 +1119,9 @@ CQ_HD void cq__p2g_adj_stress_rot_2d_fixed_corotated_f64(int p, const cq__params
             F_bar[a * 2 + b] = ks * vol * gtp_ab;
             vol_bar += ks * pf * G_bar[a * 2 + b];
         }
-    for (int a = 0; a < 4; ++a) act_bar[a] = 0;
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) act_bar[a] = 0;
     cq__pk1_vjp_rot_2d_fixed_corotated_f64(Fp, rot, s.E[p], s.nu[p], group, prm, s.act_stress, P_bar, F_bar, &E_bar, &nu_bar, act_bar);
-    for (int a = 0; a < 4; ++a) ai.F[(long)p * 4 + a] += F_bar[a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) ai.F[(long)p * 4 + a] += F_bar[a];
     pg.vol[p] += vol_bar; pg.E[p] += E_bar; pg.nu[p] += nu_bar;
 }
 /* the stress half alone (the GPU's second kernel): F's rotation and P computed here */
@@ -1118,7 +1130,7 @@ CQ_HD void cq__p2g_adj_stress_2d_fixed_corotated_f64(int p, const cq__params_f64
 {
     double Fp[4], Pp[4];
     cq__rot_2d_f64 rot;
-    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__rot_of_2d_fixed_corotated_f64(Fp, &rot);
     cq__pk1_rot_2d_fixed_corotated_f64(Fp, &rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     cq__p2g_adj_stress_rot_2d_fixed_corotated_f64(p, prm, s, &rot, Pp, G_bar_in, ai, pg, act_bar);
@@ -1132,7 +1144,7 @@ CQ_HD void cq__p2g_adj_given_rot_2d_fixed_corotated_f64(int p, const cq__params_
         cq__pview_f64 ai, cq__pview_f64 pg, double *act_bar)
 {
     double Fp[4], Pp[4], G[4], G_bar[4];
-    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__pk1_rot_2d_fixed_corotated_f64(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     cq__affine_2d_f64(p, prm, s, Pp, Fp, G);   /* G as P2G's */
     cq__p2g_adj_transfer_2d_f64(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
@@ -1144,7 +1156,7 @@ CQ_HD void cq__p2g_adj_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
 {
     double Fp[4];
     cq__rot_2d_f64 rot;
-    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__rot_of_2d_fixed_corotated_f64(Fp, &rot);
     cq__p2g_adj_given_rot_2d_fixed_corotated_f64(p, prm, s, &rot, gp_bar, gm_bar, ai, pg, act_bar);
 }
@@ -1169,12 +1181,12 @@ CQ_HD void cq__p2g_adj_stress_rot_2d_neohookean_f64(int p, const cq__params_f64 
     const int group = s.act ? s.act[p] : -1;
     const double vol = s.vol[p];
     const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
-    for (int a = 0; a < 4; ++a) { Fp[a] = s.F[(long)p * 4 + a]; G_bar[a] = G_bar_in[a]; }
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) { Fp[a] = s.F[(long)p * 4 + a]; G_bar[a] = G_bar_in[a]; }
     /* G = k V0 P F^T + m C */
-    for (int a = 0; a < 2; ++a)
-        for (int b = 0; b < 2; ++b) {
+    CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
             double gf_ab = 0, gtp_ab = 0, pf = 0;
-            for (int c = 0; c < 2; ++c) {
+            CQ__CPU_UNROLL for (int c = 0; c < 2; ++c) {
                 gf_ab += G_bar[a * 2 + c] * Fp[c * 2 + b];   /* (G_bar F)_ab */
                 gtp_ab += G_bar[c * 2 + a] * Pp[c * 2 + b];   /* (G_bar^T P)_ab */
                 pf += Pp[a * 2 + c] * Fp[b * 2 + c];     /* (P F^T)_ab */
@@ -1183,9 +1195,9 @@ CQ_HD void cq__p2g_adj_stress_rot_2d_neohookean_f64(int p, const cq__params_f64 
             F_bar[a * 2 + b] = ks * vol * gtp_ab;
             vol_bar += ks * pf * G_bar[a * 2 + b];
         }
-    for (int a = 0; a < 4; ++a) act_bar[a] = 0;
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) act_bar[a] = 0;
     cq__pk1_vjp_rot_2d_neohookean_f64(Fp, rot, s.E[p], s.nu[p], group, prm, s.act_stress, P_bar, F_bar, &E_bar, &nu_bar, act_bar);
-    for (int a = 0; a < 4; ++a) ai.F[(long)p * 4 + a] += F_bar[a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) ai.F[(long)p * 4 + a] += F_bar[a];
     pg.vol[p] += vol_bar; pg.E[p] += E_bar; pg.nu[p] += nu_bar;
 }
 /* the stress half alone (the GPU's second kernel): F's rotation and P computed here */
@@ -1194,7 +1206,7 @@ CQ_HD void cq__p2g_adj_stress_2d_neohookean_f64(int p, const cq__params_f64 *prm
 {
     double Fp[4], Pp[4];
     cq__rot_2d_f64 rot;
-    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__rot_of_2d_neohookean_f64(Fp, &rot);
     cq__pk1_rot_2d_neohookean_f64(Fp, &rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     cq__p2g_adj_stress_rot_2d_neohookean_f64(p, prm, s, &rot, Pp, G_bar_in, ai, pg, act_bar);
@@ -1208,7 +1220,7 @@ CQ_HD void cq__p2g_adj_given_rot_2d_neohookean_f64(int p, const cq__params_f64 *
         cq__pview_f64 ai, cq__pview_f64 pg, double *act_bar)
 {
     double Fp[4], Pp[4], G[4], G_bar[4];
-    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__pk1_rot_2d_neohookean_f64(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     cq__affine_2d_f64(p, prm, s, Pp, Fp, G);   /* G as P2G's */
     cq__p2g_adj_transfer_2d_f64(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
@@ -1220,7 +1232,7 @@ CQ_HD void cq__p2g_adj_2d_neohookean_f64(int p, const cq__params_f64 *prm,
 {
     double Fp[4];
     cq__rot_2d_f64 rot;
-    for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__rot_of_2d_neohookean_f64(Fp, &rot);
     cq__p2g_adj_given_rot_2d_neohookean_f64(p, prm, s, &rot, gp_bar, gm_bar, ai, pg, act_bar);
 }

@@ -52,11 +52,23 @@ int cq__emu_shfl_up(int x, int o);
 #  define CQ_HD static inline
 #endif
 /* CQ__UNROLL before a loop of constant trip count: unrolled by nvcc/NVRTC (registers, not
-   local memory); C compilers unroll such loops themselves at -O2. */
+   local memory), and by gcc and clang also at -O2, where gcc 12 leaves such loops rolled unless
+   told (-O3 unrolls them anyway).  CQ__CPU_UNROLL marks the small loops of the kernels for the C
+   compilers only: with both, a 3D backward at -O2 takes ~0.45x the time it took without them, as
+   at -O3 (bench/RESULTS.md).  Not on the stencil's 3^D node loop (unrolled, -O3 got slower) or in
+   the SVD (likewise). */
 #if defined(__CUDACC__)
 #  define CQ__UNROLL _Pragma("unroll")
+#elif defined(__GNUC__)
+#  define CQ__UNROLL _Pragma("GCC unroll 16")
 #else
 #  define CQ__UNROLL
+#endif
+/* CQ__CPU_UNROLL: the same for the C compilers only (nvcc keeps its own choice there) */
+#if defined(__GNUC__) && !defined(__CUDACC__)
+#  define CQ__CPU_UNROLL _Pragma("GCC unroll 16")
+#else
+#  define CQ__CPU_UNROLL
 #endif
 
 /* kernel status codes returned by G2P */
@@ -131,7 +143,7 @@ CQ_HD void cq__lame_f64(double E, double nu, double *mu, double *lam)
    per axis; fx: position in cells relative to base, in [0.5, 1.5). */
 CQ_HD void cq__weights_3d_f64(const double *xp, double inv_dx, int *base, double *fx, double (*w)[3])
 {
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         double q = xp[a] * inv_dx;
         base[a] = (int)floor(q - (double)0.5);
         fx[a] = q - (double)base[a];
@@ -145,7 +157,7 @@ CQ_HD void cq__weights_3d_f64(const double *xp, double inv_dx, int *base, double
 /* 1 when every node the particle's stencil touches exists: the usable region of the grid. */
 CQ_HD int cq__in_domain_3d_f64(const double *xp, const cq__params_f64 *prm)
 {
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         double q = xp[a] * prm->inv_dx - (double)0.5;
         if (!(q >= 0 && q < (double)(prm->res[a] - 2))) return 0;   /* also false for NaN */
     }
@@ -228,8 +240,8 @@ CQ_HD void cq__svd_3d_f64(const double *F, double *U, double *sig, double *V)
 /* R = U V^T */
 CQ_HD void cq__uvt_3d_f64(const double *U, const double *V, double *R)
 {
-    for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j)
+    CQ__CPU_UNROLL for (int i = 0; i < 3; ++i)
+        CQ__CPU_UNROLL for (int j = 0; j < 3; ++j)
             R[i * 3 + j] = U[i * 3] * V[j * 3] + U[i * 3 + 1] * V[j * 3 + 1] + U[i * 3 + 2] * V[j * 3 + 2];
 }
 
@@ -257,7 +269,7 @@ CQ_HD void cq__rot_fill_3d_f64(const double *F, cq__rot_3d_f64 *r)
 }
 CQ_HD void cq__rot_none_3d_f64(cq__rot_3d_f64 *r)
 {
-    for (int a = 0; a < 9; ++a) r->R[a] = 0;
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) r->R[a] = 0;
 }
 
 /* >>incompressible_3d_f64: [Spielberg21] eq 14, P += E/(3(2-2nu)) p (J-1)^(p-1) J F^-T. */
@@ -267,7 +279,7 @@ CQ_HD void cq__incompressible_3d_f64(const double *F, double E, double nu, int p
     for (int i = 1; i < p; ++i) pw *= J - 1;
     double s = E / (3 * (2 - 2 * nu)) * (double)p * pw;
     cq__cofactor_3d_f64(F, K);
-    for (int i = 0; i < 9; ++i) P[i] += s * K[i];
+    CQ__CPU_UNROLL for (int i = 0; i < 9; ++i) P[i] += s * K[i];
 }
 
 /* >>grid_3d_f64: wall boundary conditions ([Spielberg21] sec 3.2, friction as appendix B
@@ -280,7 +292,7 @@ CQ_HD int cq__bc_axis_3d_f64(int a, double n, const cq__params_f64 *prm, double 
     double ln = v[a] * n;                           /* l_n, eq B1 */
     switch (prm->boundary) {
     case CQ__BC_STICKY:
-        for (int b = 0; b < 3; ++b) v[b] = 0;
+        CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) v[b] = 0;
         return 1;
     case CQ__BC_SLIP:
         v[a] = 0;
@@ -291,12 +303,12 @@ CQ_HD int cq__bc_axis_3d_f64(int a, double n, const cq__params_f64 *prm, double 
     default: /* CQ__BC_FRICTION */
         if (ln < 0) {
             double s2 = 0;
-            for (int b = 0; b < 3; ++b) if (b != a) s2 += v[b] * v[b];
+            CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) if (b != a) s2 += v[b] * v[b];
             double lt = sqrt(s2) + 1e-300;        /* l_t = |v_t| + eps, eq B3 */
             double lts = lt + prm->friction * ln;          /* eq B5 (ln < 0 here) */
             if (lts < 0) lts = 0;
             double scale = lts / lt;
-            for (int b = 0; b < 3; ++b) v[b] = b == a ? (double)0 : v[b] * scale;   /* eq B6 */
+            CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) v[b] = b == a ? (double)0 : v[b] * scale;   /* eq B6 */
         }
         break;
     }
@@ -312,7 +324,7 @@ CQ_HD int cq__wall_normal_3d_f64(const int *c, int a, const cq__params_f64 *prm)
 
 CQ_HD void cq__boundary_3d_f64(const int *c, const cq__params_f64 *prm, double *v)
 {
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         int n = cq__wall_normal_3d_f64(c, a, prm);
         if (n && cq__bc_axis_3d_f64(a, (double)n, prm, v)) return;
     }
@@ -331,13 +343,13 @@ CQ_HD void cq__grid_fwd_3d_f64(int node, const cq__params_f64 *prm, cq__gview_f6
     double *v = g.v + (long)node * 3;
     double m = g.m[node];
     if (!(m > 0)) {
-        for (int a = 0; a < 3; ++a) v[a] = 0;
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) v[a] = 0;
         return;
     }
     int c[3];
     cq__node_coords_3d_f64(node, prm, c);
     double inv_m = 1 / m;
-    for (int a = 0; a < 3; ++a) v[a] = v[a] * inv_m + prm->dt * prm->gravity[a];
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) v[a] = v[a] * inv_m + prm->dt * prm->gravity[a];
     cq__boundary_3d_f64(c, prm, v);
 }
 
@@ -353,14 +365,14 @@ CQ_HD int cq__g2p_fwd_3d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 in,
     int base[3];
     double fx[3], w[3][3], xp[3], Fp[9], nv[3] = {0}, nC[9] = {0};
     const long goff = in.scene ? (long)in.scene[p] * prm->nodes : 0;
-    for (int a = 0; a < 3; ++a) xp[a] = in.x[(long)p * 3 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) xp[a] = in.x[(long)p * 3 + a];
     if (!cq__in_domain_3d_f64(xp, prm)) return CQ__OUT_OF_DOMAIN;
-    for (int a = 0; a < 9; ++a) Fp[a] = in.F[(long)p * 9 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = in.F[(long)p * 9 + a];
     cq__weights_3d_f64(xp, prm->inv_dx, base, fx, w);
     const double k4 = 4 * prm->inv_dx;          /* 4/dx^2 times dpos = (node - fx) dx */
     double dp[3][3];
-    for (int a = 0; a < 3; ++a)
-        for (int i = 0; i < 3; ++i) dp[a][i] = (double)i - fx[a];
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)
+        CQ__CPU_UNROLL for (int i = 0; i < 3; ++i) dp[a][i] = (double)i - fx[a];
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
     for (int k = 0; k < 3; ++k)
@@ -377,18 +389,18 @@ CQ_HD int cq__g2p_fwd_3d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 in,
             CQ__UNROLL for (int b = 0; b < 3; ++b) nC[a * 3 + b] += wv * d[b];
         }
     }
-    for (int a = 0; a < 9; ++a) nC[a] *= k4;
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) nC[a] *= k4;
     int status = CQ__OK;
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         double xn = xp[a] + prm->dt * nv[a];
         out.x[(long)p * 3 + a] = xn;
         out.v[(long)p * 3 + a] = nv[a];
         if (!cq__isfinite_f64(xn) || !cq__isfinite_f64(nv[a])) status = CQ__NONFINITE;
     }
-    for (int a = 0; a < 3; ++a)
-        for (int b = 0; b < 3; ++b) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)
+        CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
             double f = Fp[a * 3 + b];   /* F <- (I + dt C) F, eq 10 */
-            for (int c = 0; c < 3; ++c) f += prm->dt * nC[a * 3 + c] * Fp[c * 3 + b];
+            CQ__CPU_UNROLL for (int c = 0; c < 3; ++c) f += prm->dt * nC[a * 3 + c] * Fp[c * 3 + b];
             out.F[(long)p * 9 + a * 3 + b] = f;
             out.C[(long)p * 9 + a * 3 + b] = nC[a * 3 + b];
             if (!cq__isfinite_f64(f) || !cq__isfinite_f64(nC[a * 3 + b])) status = CQ__NONFINITE;
@@ -406,7 +418,7 @@ CQ_HD int cq__g2p_fwd_3d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 in,
 CQ_HD int cq__base_3d_f64(const double *xp, const cq__params_f64 *prm, int *base, double *fx)
 {
     int cell = 0;
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         const double q = xp[a] * prm->inv_dx, t = q - (double)0.5;
         const int top = prm->res[a] - 3;
         base[a] = t >= 0 ? (t < (double)top ? (int)floor(t) : top) : 0;   /* NaN: 0 */
@@ -452,9 +464,9 @@ CQ_HD void cq__gather_add_3d_f64(const double *pk, const int *o, const cq__param
 CQ_HD void cq__gather_row_3d_f64(const double *pk, const int *o, const cq__params_f64 *prm, double *m, double *mom)
 {
     double w[3][3], d[3][3], part[3];
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         const double f = pk[1 + a];
-        for (int k = 0; k < 3; ++k) {
+        CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) {
             const int ok = a < 2 ? o[a] : k;
             const double e = ok == 0 ? (double)1.5 - f : (ok == 1 ? f - 1 : f - (double)0.5);
             w[a][k] = ok == 1 ? (double)0.75 - e * e : (double)0.5 * e * e;
@@ -462,14 +474,14 @@ CQ_HD void cq__gather_row_3d_f64(const double *pk, const int *o, const cq__param
         }
     }
     const double wf = w[0][0] * w[1][0];
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         part[a] = pk[1 + 3 + a];
-        for (int b = 0; b < 2; ++b) part[a] += pk[1 + 2 * 3 + a * 3 + b] * d[b][0];
+        CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) part[a] += pk[1 + 2 * 3 + a * 3 + b] * d[b][0];
     }
-    for (int k = 0; k < 3; ++k) {
+    CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) {
         const double wt = wf * w[2][k];
         if (m) m[k] += wt * pk[0];
-        for (int a = 0; a < 3; ++a)
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)
             mom[k * 3 + a] += wt * (part[a] + pk[1 + 2 * 3 + a * 3 + 2] * d[2][k]);
     }
 }
@@ -488,7 +500,7 @@ CQ_HD void cq__gather_fwd_3d_f64(int node, const cq__params_f64 *prm, const int 
     const int first = node - node % prm->nodes;   /* the scene's node 0 */
     cq__node_coords_3d_f64(node, prm, c);
     if (m) *m = 0;
-    for (int a = 0; a < 3; ++a) mom[a] = 0;
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) mom[a] = 0;
     for (o[0] = 2; o[0] >= 0; --o[0]) {
         if (c[0] - o[0] < 0) continue;
         for (o[1] = 2; o[1] >= 0; --o[1]) {
@@ -511,10 +523,10 @@ CQ_HD void cq__affine_3d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, 
 {
     const double mass = s.mass[p];
     const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];   /* -(4/dx^2) dt V0 */
-    for (int a = 0; a < 3; ++a)
-        for (int b = 0; b < 3; ++b) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)
+        CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
             double pf = 0;   /* (P F^T)_ab */
-            for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
+            CQ__CPU_UNROLL for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c] * Fp[b * 3 + c];
             G[a * 3 + b] = ks * pf + mass * s.C[(long)p * 9 + a * 3 + b];
         }
 }
@@ -576,9 +588,9 @@ CQ_HD void cq__pk1_rot_3d_fixed_corotated_f64(const double *F, const cq__rot_3d_
     if (prm->incompressibility) cq__incompressible_3d_f64(F, E, nu, prm->incompressibility, P);
     if (group >= 0 && group < prm->act_groups) {
         const double *sa = act_stress + (long)group * 9;
-        for (int a = 0; a < 3; ++a)
-            for (int b = 0; b < 3; ++b)
-                for (int c = 0; c < 3; ++c) P[a * 3 + b] += F[a * 3 + c] * sa[c * 3 + b];
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)
+            CQ__CPU_UNROLL for (int b = 0; b < 3; ++b)
+                CQ__CPU_UNROLL for (int c = 0; c < 3; ++c) P[a * 3 + b] += F[a * 3 + c] * sa[c * 3 + b];
     }
 }
 CQ_HD void cq__pk1_3d_fixed_corotated_f64(const double *F, double E, double nu, int group,
@@ -600,13 +612,13 @@ CQ_HD void cq__p2g_keep_rot_3d_fixed_corotated_f64(int p, const cq__params_f64 *
 {
     int base[3];
     double xp[3], Fp[9], Pp[9];
-    for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
-    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__base_3d_f64(xp, prm, base, pk + 1);
     cq__rot_of_3d_fixed_corotated_f64(Fp, rot);
     cq__pk1_rot_3d_fixed_corotated_f64(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     pk[0] = s.mass[p];
-    for (int a = 0; a < 3; ++a) pk[1 + 3 + a] = s.mass[p] * s.v[(long)p * 3 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) pk[1 + 3 + a] = s.mass[p] * s.v[(long)p * 3 + a];
     cq__affine_3d_f64(p, prm, s, Pp, Fp, pk + 1 + 2 * 3);
 }
 CQ_HD void cq__p2g_fwd_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk)
@@ -683,9 +695,9 @@ CQ_HD void cq__pk1_rot_3d_neohookean_f64(const double *F, const cq__rot_3d_f64 *
     if (prm->incompressibility) cq__incompressible_3d_f64(F, E, nu, prm->incompressibility, P);
     if (group >= 0 && group < prm->act_groups) {
         const double *sa = act_stress + (long)group * 9;
-        for (int a = 0; a < 3; ++a)
-            for (int b = 0; b < 3; ++b)
-                for (int c = 0; c < 3; ++c) P[a * 3 + b] += F[a * 3 + c] * sa[c * 3 + b];
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)
+            CQ__CPU_UNROLL for (int b = 0; b < 3; ++b)
+                CQ__CPU_UNROLL for (int c = 0; c < 3; ++c) P[a * 3 + b] += F[a * 3 + c] * sa[c * 3 + b];
     }
 }
 CQ_HD void cq__pk1_3d_neohookean_f64(const double *F, double E, double nu, int group,
@@ -707,13 +719,13 @@ CQ_HD void cq__p2g_keep_rot_3d_neohookean_f64(int p, const cq__params_f64 *prm, 
 {
     int base[3];
     double xp[3], Fp[9], Pp[9];
-    for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
-    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__base_3d_f64(xp, prm, base, pk + 1);
     cq__rot_of_3d_neohookean_f64(Fp, rot);
     cq__pk1_rot_3d_neohookean_f64(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     pk[0] = s.mass[p];
-    for (int a = 0; a < 3; ++a) pk[1 + 3 + a] = s.mass[p] * s.v[(long)p * 3 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) pk[1 + 3 + a] = s.mass[p] * s.v[(long)p * 3 + a];
     cq__affine_3d_f64(p, prm, s, Pp, Fp, pk + 1 + 2 * 3);
 }
 CQ_HD void cq__p2g_fwd_3d_neohookean_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk)
@@ -746,19 +758,19 @@ CQ_HD void cq__polar_vjp_rot_3d_f64(const double *F, const cq__rot_3d_f64 *rot, 
     (void)F;
     if (!(sig[0] > 0)) return;
     double fl = 1e-06 * sig[0];
-    for (int i = 0; i < 3; ++i)       /* W = U^T R_bar */
+    CQ__CPU_UNROLL for (int i = 0; i < 3; ++i)       /* W = U^T R_bar */
         for (int l = 0; l < 3; ++l) {
             double h = 0;
-            for (int k = 0; k < 3; ++k) h += U[k * 3 + i] * R_bar[k * 3 + l];
+            CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) h += U[k * 3 + i] * R_bar[k * 3 + l];
             W[i * 3 + l] = h;
         }
-    for (int i = 0; i < 3; ++i)       /* H = W V */
-        for (int j = 0; j < 3; ++j) {
+    CQ__CPU_UNROLL for (int i = 0; i < 3; ++i)       /* H = W V */
+        CQ__CPU_UNROLL for (int j = 0; j < 3; ++j) {
             double h = 0;
             for (int l = 0; l < 3; ++l) h += W[i * 3 + l] * V[l * 3 + j];
             H[i * 3 + j] = h;
         }
-    for (int i = 0; i < 3; ++i) {
+    CQ__CPU_UNROLL for (int i = 0; i < 3; ++i) {
         A[i * 3 + i] = 0;
         for (int j = i + 1; j < 3; ++j) {
             double d = sig[i] + sig[j];
@@ -767,14 +779,14 @@ CQ_HD void cq__polar_vjp_rot_3d_f64(const double *F, const cq__rot_3d_f64 *rot, 
             A[i * 3 + j] = x; A[j * 3 + i] = -x;
         }
     }
-    for (int i = 0; i < 3; ++i)       /* W = U A (A's diagonal is 0) */
+    CQ__CPU_UNROLL for (int i = 0; i < 3; ++i)       /* W = U A (A's diagonal is 0) */
         for (int l = 0; l < 3; ++l) {
             double g = 0;
-            for (int k = 0; k < 3; ++k) if (k != l) g += U[i * 3 + k] * A[k * 3 + l];
+            CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) if (k != l) g += U[i * 3 + k] * A[k * 3 + l];
             W[i * 3 + l] = g;
         }
-    for (int i = 0; i < 3; ++i)       /* F_bar += W V^T */
-        for (int j = 0; j < 3; ++j) {
+    CQ__CPU_UNROLL for (int i = 0; i < 3; ++i)       /* F_bar += W V^T */
+        CQ__CPU_UNROLL for (int j = 0; j < 3; ++j) {
             double g = 0;
             for (int l = 0; l < 3; ++l) g += W[i * 3 + l] * V[j * 3 + l];
             F_bar[i * 3 + j] += g;
@@ -793,9 +805,9 @@ CQ_HD void cq__polar_vjp_3d_f64(const double *F, const double *R, const double *
 CQ_HD void cq__cofactor_vjp_3d_f64(const double *F, const double *K_bar, double s, double *F_bar)
 {
     /* K_ij = F[i1][j1] F[i2][j2] - F[i1][j2] F[i2][j1], i1 = i+1, i2 = i+2 (mod 3) */
-    for (int i = 0; i < 3; ++i) {
+    CQ__CPU_UNROLL for (int i = 0; i < 3; ++i) {
         int i1 = (i + 1) % 3, i2 = (i + 2) % 3;
-        for (int j = 0; j < 3; ++j) {
+        CQ__CPU_UNROLL for (int j = 0; j < 3; ++j) {
             int j1 = (j + 1) % 3, j2 = (j + 2) % 3;
             double a = s * K_bar[i * 3 + j];
             F_bar[i1 * 3 + j1] += a * F[i2 * 3 + j2]; F_bar[i2 * 3 + j2] += a * F[i1 * 3 + j1];
@@ -815,11 +827,11 @@ CQ_HD void cq__incompressible_vjp_3d_f64(const double *F, double E, double nu, i
     double c = (double)p / (3 * (2 - 2 * nu));
     double s = E * c * pw;
     cq__cofactor_3d_f64(F, K);
-    for (int i = 0; i < 9; ++i) g += P_bar[i] * K[i];
+    CQ__CPU_UNROLL for (int i = 0; i < 9; ++i) g += P_bar[i] * K[i];
     *E_bar += g * c * pw;
     *nu_bar += g * s / (1 - nu);                               /* d/nu_bar 1/(6(1-nu)) = 1/(6(1-nu)^2) */
     double sj = g * E * c * dpw;
-    for (int i = 0; i < 9; ++i) F_bar[i] += sj * K[i];
+    CQ__CPU_UNROLL for (int i = 0; i < 9; ++i) F_bar[i] += sj * K[i];
     cq__cofactor_vjp_3d_f64(F, P_bar, s, F_bar);
 }
 
@@ -881,7 +893,7 @@ CQ_HD void cq__pk1_vjp_rot_3d_fixed_corotated_f64(const double *F, const cq__rot
 {
     double mu, lam, R_bar[9], gmu = 0, glam = 0;
     cq__lame_f64(E, nu, &mu, &lam);
-    for (int a = 0; a < 9; ++a) R_bar[a] = 0;
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) R_bar[a] = 0;
     cq__stress_vjp_3d_fixed_corotated_f64(F, rot->R, mu, lam, P_bar, F_bar, R_bar, &gmu, &glam);
     cq__polar_vjp_rot_3d_f64(F, rot, R_bar, F_bar);
     {
@@ -892,17 +904,17 @@ CQ_HD void cq__pk1_vjp_rot_3d_fixed_corotated_f64(const double *F, const cq__rot
     if (prm->incompressibility) cq__incompressible_vjp_3d_f64(F, E, nu, prm->incompressibility, P_bar, F_bar, E_bar, nu_bar);
     if (group >= 0 && group < prm->act_groups) {   /* P += F sa: F_bar += P_bar sa^T, dsa += F^T P_bar */
         const double *sa = act_stress + (long)group * 9;
-        for (int a = 0; a < 3; ++a)
-            for (int c = 0; c < 3; ++c) {
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)
+            CQ__CPU_UNROLL for (int c = 0; c < 3; ++c) {
                 double g = 0;
-                for (int b = 0; b < 3; ++b) g += P_bar[a * 3 + b] * sa[c * 3 + b];
+                CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) g += P_bar[a * 3 + b] * sa[c * 3 + b];
                 F_bar[a * 3 + c] += g;
             }
         if (act_bar)
-            for (int c = 0; c < 3; ++c)
-                for (int b = 0; b < 3; ++b) {
+            CQ__CPU_UNROLL for (int c = 0; c < 3; ++c)
+                CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
                     double g = 0;
-                    for (int a = 0; a < 3; ++a) g += F[a * 3 + c] * P_bar[a * 3 + b];
+                    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) g += F[a * 3 + c] * P_bar[a * 3 + b];
                     act_bar[c * 3 + b] += g;
                 }
     }
@@ -989,7 +1001,7 @@ CQ_HD void cq__pk1_vjp_rot_3d_neohookean_f64(const double *F, const cq__rot_3d_f
 {
     double mu, lam, R_bar[9], gmu = 0, glam = 0;
     cq__lame_f64(E, nu, &mu, &lam);
-    for (int a = 0; a < 9; ++a) R_bar[a] = 0;
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) R_bar[a] = 0;
     cq__stress_vjp_3d_neohookean_f64(F, rot->R, mu, lam, P_bar, F_bar, R_bar, &gmu, &glam);
     {
         const double op = 1 + nu, om = 1 - 2 * nu;
@@ -999,17 +1011,17 @@ CQ_HD void cq__pk1_vjp_rot_3d_neohookean_f64(const double *F, const cq__rot_3d_f
     if (prm->incompressibility) cq__incompressible_vjp_3d_f64(F, E, nu, prm->incompressibility, P_bar, F_bar, E_bar, nu_bar);
     if (group >= 0 && group < prm->act_groups) {   /* P += F sa: F_bar += P_bar sa^T, dsa += F^T P_bar */
         const double *sa = act_stress + (long)group * 9;
-        for (int a = 0; a < 3; ++a)
-            for (int c = 0; c < 3; ++c) {
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)
+            CQ__CPU_UNROLL for (int c = 0; c < 3; ++c) {
                 double g = 0;
-                for (int b = 0; b < 3; ++b) g += P_bar[a * 3 + b] * sa[c * 3 + b];
+                CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) g += P_bar[a * 3 + b] * sa[c * 3 + b];
                 F_bar[a * 3 + c] += g;
             }
         if (act_bar)
-            for (int c = 0; c < 3; ++c)
-                for (int b = 0; b < 3; ++b) {
+            CQ__CPU_UNROLL for (int c = 0; c < 3; ++c)
+                CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
                     double g = 0;
-                    for (int a = 0; a < 3; ++a) g += F[a * 3 + c] * P_bar[a * 3 + b];
+                    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) g += F[a * 3 + c] * P_bar[a * 3 + b];
                     act_bar[c * 3 + b] += g;
                 }
     }
@@ -1032,7 +1044,7 @@ CQ_HD void cq__pk1_vjp_3d_neohookean_f64(const double *F, double E, double nu, i
 /* dw/dx_p for the quadratic B-spline: grad[a][i] = d w_a(i) / d x_a (times inv_dx). */
 CQ_HD void cq__weight_grads_3d_f64(const double *fx, double inv_dx, double (*dw)[3])
 {
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         dw[a][0] = -((double)1.5 - fx[a]) * inv_dx;
         dw[a][1] = -2 * (fx[a] - 1) * inv_dx;
         dw[a][2] = (fx[a] - (double)0.5) * inv_dx;
@@ -1047,13 +1059,13 @@ CQ_HD void cq__boundary_adj_3d_f64(const int *c, const cq__params_f64 *prm, cons
 {
     double vs[4][3];   /* velocity before each axis' projection */
     int axis_n[3], last = 3;
-    for (int b = 0; b < 3; ++b) vs[0][b] = v0[b];
-    for (int a = 0; a < 3; ++a) {
-        for (int b = 0; b < 3; ++b) vs[a + 1][b] = vs[a][b];
+    CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) vs[0][b] = v0[b];
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
+        CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) vs[a + 1][b] = vs[a][b];
         axis_n[a] = cq__wall_normal_3d_f64(c, a, prm);
         if (axis_n[a] && cq__bc_axis_3d_f64(a, (double)axis_n[a], prm, vs[a + 1])) { last = a; break; }
     }
-    if (last < 3) { for (int b = 0; b < 3; ++b) v_bar[b] = 0; return; }   /* sticky wall node */
+    if (last < 3) { CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) v_bar[b] = 0; return; }   /* sticky wall node */
     for (int a = 3 - 1; a >= 0; --a) {
         if (!axis_n[a]) continue;
         const double *v = vs[a];
@@ -1068,17 +1080,17 @@ CQ_HD void cq__boundary_adj_3d_f64(const int *c, const cq__params_f64 *prm, cons
         default: /* CQ__BC_FRICTION */
             if (ln < 0) {
                 double s2 = 0, sc_bar = 0;
-                for (int b = 0; b < 3; ++b) if (b != a) s2 += v[b] * v[b];
+                CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) if (b != a) s2 += v[b] * v[b];
                 double r = sqrt(s2), lt = r + 1e-300;
                 double lts = lt + prm->friction * ln;
                 int open = lts > 0;
                 if (!open) lts = 0;
                 double scale = lts / lt;
-                for (int b = 0; b < 3; ++b) if (b != a) sc_bar += v_bar[b] * v[b];
+                CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) if (b != a) sc_bar += v_bar[b] * v[b];
                 double lts_bar = sc_bar / lt, lt_bar = -sc_bar * lts / (lt * lt);
                 if (open) lt_bar += lts_bar;
                 double ln_bar = open ? prm->friction * lts_bar : 0;
-                for (int b = 0; b < 3; ++b)
+                CQ__CPU_UNROLL for (int b = 0; b < 3; ++b)
                     if (b != a) v_bar[b] = v_bar[b] * scale + (r > 0 ? lt_bar * v[b] / r : 0);
                 v_bar[a] = ln_bar * n;
             }
@@ -1095,13 +1107,13 @@ CQ_HD void cq__grid_adj_3d_f64(int node, const cq__params_f64 *prm, const double
     double m = gm[node], v0[3], v_bar[3];
     int c[3];
     if (!(m > 0)) {
-        for (int a = 0; a < 3; ++a) gp_bar[(long)node * 3 + a] = 0;
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) gp_bar[(long)node * 3 + a] = 0;
         gm_bar[node] = 0;
         return;
     }
     cq__node_coords_3d_f64(node, prm, c);
     double inv_m = 1 / m, m_bar = 0, u[3];
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         u[a] = gp[(long)node * 3 + a] * inv_m;   /* p/m */
         v0[a] = u[a] + prm->dt * prm->gravity[a];
         v_bar[a] = gv_bar[(long)node * 3 + a];
@@ -1110,7 +1122,7 @@ CQ_HD void cq__grid_adj_3d_f64(int node, const cq__params_f64 *prm, const double
     /* dL/dm = -sum_a (dL/dp_a) (p/m)_a, both factors finite: written as v_bar p / m^2, a
        compiler allowed to reassociate (-ffast-math) formed 1/m^2 first, which overflows float at
        a stencil's fringe (m ~ 1e-20, where p/m is still fine) */
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         const double pb = v_bar[a] * inv_m;
         gp_bar[(long)node * 3 + a] = pb;
         m_bar -= pb * u[a];
@@ -1133,21 +1145,21 @@ CQ_HD void cq__g2p_adj_3d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
     double fx[3], w[3][3], dw[3][3], xp[3], Fp[9], nC[9] = {0}, sv[3] = {0};
     double v_bar_t[3], C_bar_t[9], Bc[9], x_bar[3];
     const double k4 = 4 * prm->inv_dx, dt = prm->dt;
-    for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
-    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__weights_3d_f64(xp, prm->inv_dx, base, fx, w);
     cq__weight_grads_3d_f64(fx, prm->inv_dx, dw);
     /* x' = x + dt v'  ->  v_bar' += dt x_bar';   F' = (I + dt C') F  ->  C_bar' += dt F_bar' F^T */
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         x_bar[a] = ao.x[(long)p * 3 + a];
         v_bar_t[a] = ao.v[(long)p * 3 + a] + dt * x_bar[a];
-        for (int b = 0; b < 3; ++b) {
+        CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
             double acc = ao.C[(long)p * 9 + a * 3 + b];
-            for (int k = 0; k < 3; ++k) acc += dt * ao.F[(long)p * 9 + a * 3 + k] * Fp[b * 3 + k];
+            CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) acc += dt * ao.F[(long)p * 9 + a * 3 + k] * Fp[b * 3 + k];
             C_bar_t[a * 3 + b] = acc;
         }
     }
-    for (int a = 0; a < 9; ++a) Bc[a] = k4 * C_bar_t[a];   /* (C_bar_t is not needed after this) */
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Bc[a] = k4 * C_bar_t[a];   /* (C_bar_t is not needed after this) */
     /* Per node i (d = x_i - x_p in cells, w its weight): C' = (4/dx) sum_i w v_i d^T exactly as G2P
        computes it; the weights' derivative gets (v_i . (v_bar' + (4/dx) C_bar' d)) dw/dx_p; and
        x_p's part through d, -(4/dx^2) sum_i w C_bar'^T v_i = -(4/dx^2) C_bar'^T sum_i w v_i, is
@@ -1162,35 +1174,35 @@ CQ_HD void cq__g2p_adj_3d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
         const long idx = goff + ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
         double d[3], sdot = 0;
         const double *vi = g.v + idx * 3;
-        for (int a = 0; a < 3; ++a) d[a] = (double)o[a] - fx[a];
-        for (int a = 0; a < 3; ++a) {
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) d[a] = (double)o[a] - fx[a];
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
             const double wv = wt * vi[a];
             double u = v_bar_t[a];
-            for (int b = 0; b < 3; ++b) {
+            CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
                 u += Bc[a * 3 + b] * d[b];
                 nC[a * 3 + b] += wv * d[b];
             }
             sv[a] += wv;
             sdot += vi[a] * u;
         }
-        for (int a = 0; a < 3; ++a) x_bar[a] += sdot * gw[a];   /* through the weights */
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) x_bar[a] += sdot * gw[a];   /* through the weights */
     }
-    for (int a = 0; a < 9; ++a) nC[a] *= k4;
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) nC[a] *= k4;
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         double cv = 0;   /* (C_bar'^T sv)_a */
-        for (int b = 0; b < 3; ++b) cv += Bc[b * 3 + a] * sv[b];
+        CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) cv += Bc[b * 3 + a] * sv[b];
         x_bar[a] -= prm->inv_dx * cv;        /* d = x_i - x_p */
     }
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         ai.x[(long)p * 3 + a] = x_bar[a];
         pk[1 + a] = fx[a];                   /* as P2G's particle half (in the usable region: same base) */
         pk[1 + 3 + a] = v_bar_t[a];
-        for (int b = 0; b < 3; ++b) pk[1 + 2 * 3 + a * 3 + b] = prm->inv_dx * Bc[a * 3 + b];   /* (4/dx^2) C_bar' */
+        CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) pk[1 + 2 * 3 + a * 3 + b] = prm->inv_dx * Bc[a * 3 + b];   /* (4/dx^2) C_bar' */
     }
-    for (int a = 0; a < 3; ++a)       /* F_bar = (I + dt C')^T F_bar' */
-        for (int b = 0; b < 3; ++b) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)       /* F_bar = (I + dt C')^T F_bar' */
+        CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
             double acc = ao.F[(long)p * 9 + a * 3 + b];
-            for (int k = 0; k < 3; ++k) acc += dt * nC[k * 3 + a] * ao.F[(long)p * 9 + k * 3 + b];
+            CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) acc += dt * nC[k * 3 + a] * ao.F[(long)p * 9 + k * 3 + b];
             ai.F[(long)p * 9 + a * 3 + b] = acc;
         }
 }
@@ -1204,12 +1216,12 @@ CQ_HD void cq__p2g_adj_transfer_3d_f64(int p, const cq__params_f64 *prm,
     double fx[3], w[3][3], dw[3][3], xp[3], vp[3], mv[3], G[9], G_bar[9] = {0};
     double x_bar[3] = {0}, sp[3] = {0}, m_bar = 0;
     const long goff = s.scene ? (long)s.scene[p] * prm->nodes : 0;
-    for (int a = 0; a < 3; ++a) { xp[a] = s.x[(long)p * 3 + a]; vp[a] = s.v[(long)p * 3 + a]; }
-    for (int a = 0; a < 9; ++a) G[a] = G_in[a];   /* (G_in may be G_bar_out's memory) */
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) { xp[a] = s.x[(long)p * 3 + a]; vp[a] = s.v[(long)p * 3 + a]; }
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) G[a] = G_in[a];   /* (G_in may be G_bar_out's memory) */
     cq__weights_3d_f64(xp, prm->inv_dx, base, fx, w);
     cq__weight_grads_3d_f64(fx, prm->inv_dx, dw);
     const double mass = s.mass[p];
-    for (int a = 0; a < 3; ++a) mv[a] = mass * vp[a];
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) mv[a] = mass * vp[a];
     /* Per node i (dpos = x_i - x_p, w its weight): the weights' derivative gets
        (dL/dm_i m + dL/dp_i . (m v + G dpos)) dw/dx_p, and x_p through dpos -w G^T dL/dp_i; what
        enters linearly in w is summed once, sp = sum_i w dL/dp_i: v_bar = m sp and m's part v . sp.
@@ -1227,30 +1239,30 @@ CQ_HD void cq__p2g_adj_transfer_3d_f64(int p, const cq__params_f64 *prm,
         const double *p_bar = gp_bar + idx * 3;
         const double m_bar_i = gm_bar[idx];
         double sdot = m_bar_i * mass;   /* d(contribution)/dw */
-        for (int a = 0; a < 3; ++a) dpos[a] = ((double)o[a] - fx[a]) * prm->dx;
-        for (int a = 0; a < 3; ++a) {
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) dpos[a] = ((double)o[a] - fx[a]) * prm->dx;
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
             const double wp = wt * p_bar[a];
             double mom = mv[a];
-            for (int b = 0; b < 3; ++b) {
+            CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
                 mom += G[a * 3 + b] * dpos[b];
                 G_bar[a * 3 + b] += wp * dpos[b];
             }
             sdot += p_bar[a] * mom;
             sp[a] += wp;
             double gtp = 0;   /* (G^T dL/dp_i)_a */
-            for (int b = 0; b < 3; ++b) gtp += G[b * 3 + a] * p_bar[b];
+            CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) gtp += G[b * 3 + a] * p_bar[b];
             x_bar[a] -= wt * gtp;                 /* dpos = x_i - x_p */
         }
         m_bar += wt * m_bar_i;
-        for (int a = 0; a < 3; ++a) x_bar[a] += sdot * gw[a];
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) x_bar[a] += sdot * gw[a];
     }
-    for (int a = 0; a < 3; ++a) m_bar += sp[a] * vp[a];
-    for (int a = 0; a < 9; ++a) m_bar += s.C[(long)p * 9 + a] * G_bar[a];   /* G = ... + m C */
-    for (int a = 0; a < 3; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) m_bar += sp[a] * vp[a];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) m_bar += s.C[(long)p * 9 + a] * G_bar[a];   /* G = ... + m C */
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         ai.x[(long)p * 3 + a] += x_bar[a];
         ai.v[(long)p * 3 + a] = mass * sp[a];
     }
-    for (int a = 0; a < 9; ++a) {
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) {
         ai.C[(long)p * 9 + a] = mass * G_bar[a];
         G_bar_out[a] = G_bar[a];
     }
@@ -1277,12 +1289,12 @@ CQ_HD void cq__p2g_adj_stress_rot_3d_fixed_corotated_f64(int p, const cq__params
     const int group = s.act ? s.act[p] : -1;
     const double vol = s.vol[p];
     const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
-    for (int a = 0; a < 9; ++a) { Fp[a] = s.F[(long)p * 9 + a]; G_bar[a] = G_bar_in[a]; }
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) { Fp[a] = s.F[(long)p * 9 + a]; G_bar[a] = G_bar_in[a]; }
     /* G = k V0 P F^T + m C */
-    for (int a = 0; a < 3; ++a)
-        for (int b = 0; b < 3; ++b) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)
+        CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
             double gf_ab = 0, gtp_ab = 0, pf = 0;
-            for (int c = 0; c < 3; ++c) {
+            CQ__CPU_UNROLL for (int c = 0; c < 3; ++c) {
                 gf_ab += G_bar[a * 3 + c] * Fp[c * 3 + b];   /* (G_bar F)_ab */
                 gtp_ab += G_bar[c * 3 + a] * Pp[c * 3 + b];   /* (G_bar^T P)_ab */
                 pf += Pp[a * 3 + c] * Fp[b * 3 + c];     /* (P F^T)_ab */
@@ -1291,9 +1303,9 @@ CQ_HD void cq__p2g_adj_stress_rot_3d_fixed_corotated_f64(int p, const cq__params
             F_bar[a * 3 + b] = ks * vol * gtp_ab;
             vol_bar += ks * pf * G_bar[a * 3 + b];
         }
-    for (int a = 0; a < 9; ++a) act_bar[a] = 0;
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) act_bar[a] = 0;
     cq__pk1_vjp_rot_3d_fixed_corotated_f64(Fp, rot, s.E[p], s.nu[p], group, prm, s.act_stress, P_bar, F_bar, &E_bar, &nu_bar, act_bar);
-    for (int a = 0; a < 9; ++a) ai.F[(long)p * 9 + a] += F_bar[a];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) ai.F[(long)p * 9 + a] += F_bar[a];
     pg.vol[p] += vol_bar; pg.E[p] += E_bar; pg.nu[p] += nu_bar;
 }
 /* the stress half alone (the GPU's second kernel): F's rotation and P computed here */
@@ -1302,7 +1314,7 @@ CQ_HD void cq__p2g_adj_stress_3d_fixed_corotated_f64(int p, const cq__params_f64
 {
     double Fp[9], Pp[9];
     cq__rot_3d_f64 rot;
-    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__rot_of_3d_fixed_corotated_f64(Fp, &rot);
     cq__pk1_rot_3d_fixed_corotated_f64(Fp, &rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     cq__p2g_adj_stress_rot_3d_fixed_corotated_f64(p, prm, s, &rot, Pp, G_bar_in, ai, pg, act_bar);
@@ -1316,7 +1328,7 @@ CQ_HD void cq__p2g_adj_given_rot_3d_fixed_corotated_f64(int p, const cq__params_
         cq__pview_f64 ai, cq__pview_f64 pg, double *act_bar)
 {
     double Fp[9], Pp[9], G[9], G_bar[9];
-    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__pk1_rot_3d_fixed_corotated_f64(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     cq__affine_3d_f64(p, prm, s, Pp, Fp, G);   /* G as P2G's */
     cq__p2g_adj_transfer_3d_f64(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
@@ -1328,7 +1340,7 @@ CQ_HD void cq__p2g_adj_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
 {
     double Fp[9];
     cq__rot_3d_f64 rot;
-    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__rot_of_3d_fixed_corotated_f64(Fp, &rot);
     cq__p2g_adj_given_rot_3d_fixed_corotated_f64(p, prm, s, &rot, gp_bar, gm_bar, ai, pg, act_bar);
 }
@@ -1353,12 +1365,12 @@ CQ_HD void cq__p2g_adj_stress_rot_3d_neohookean_f64(int p, const cq__params_f64 
     const int group = s.act ? s.act[p] : -1;
     const double vol = s.vol[p];
     const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
-    for (int a = 0; a < 9; ++a) { Fp[a] = s.F[(long)p * 9 + a]; G_bar[a] = G_bar_in[a]; }
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) { Fp[a] = s.F[(long)p * 9 + a]; G_bar[a] = G_bar_in[a]; }
     /* G = k V0 P F^T + m C */
-    for (int a = 0; a < 3; ++a)
-        for (int b = 0; b < 3; ++b) {
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)
+        CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
             double gf_ab = 0, gtp_ab = 0, pf = 0;
-            for (int c = 0; c < 3; ++c) {
+            CQ__CPU_UNROLL for (int c = 0; c < 3; ++c) {
                 gf_ab += G_bar[a * 3 + c] * Fp[c * 3 + b];   /* (G_bar F)_ab */
                 gtp_ab += G_bar[c * 3 + a] * Pp[c * 3 + b];   /* (G_bar^T P)_ab */
                 pf += Pp[a * 3 + c] * Fp[b * 3 + c];     /* (P F^T)_ab */
@@ -1367,9 +1379,9 @@ CQ_HD void cq__p2g_adj_stress_rot_3d_neohookean_f64(int p, const cq__params_f64 
             F_bar[a * 3 + b] = ks * vol * gtp_ab;
             vol_bar += ks * pf * G_bar[a * 3 + b];
         }
-    for (int a = 0; a < 9; ++a) act_bar[a] = 0;
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) act_bar[a] = 0;
     cq__pk1_vjp_rot_3d_neohookean_f64(Fp, rot, s.E[p], s.nu[p], group, prm, s.act_stress, P_bar, F_bar, &E_bar, &nu_bar, act_bar);
-    for (int a = 0; a < 9; ++a) ai.F[(long)p * 9 + a] += F_bar[a];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) ai.F[(long)p * 9 + a] += F_bar[a];
     pg.vol[p] += vol_bar; pg.E[p] += E_bar; pg.nu[p] += nu_bar;
 }
 /* the stress half alone (the GPU's second kernel): F's rotation and P computed here */
@@ -1378,7 +1390,7 @@ CQ_HD void cq__p2g_adj_stress_3d_neohookean_f64(int p, const cq__params_f64 *prm
 {
     double Fp[9], Pp[9];
     cq__rot_3d_f64 rot;
-    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__rot_of_3d_neohookean_f64(Fp, &rot);
     cq__pk1_rot_3d_neohookean_f64(Fp, &rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     cq__p2g_adj_stress_rot_3d_neohookean_f64(p, prm, s, &rot, Pp, G_bar_in, ai, pg, act_bar);
@@ -1392,7 +1404,7 @@ CQ_HD void cq__p2g_adj_given_rot_3d_neohookean_f64(int p, const cq__params_f64 *
         cq__pview_f64 ai, cq__pview_f64 pg, double *act_bar)
 {
     double Fp[9], Pp[9], G[9], G_bar[9];
-    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__pk1_rot_3d_neohookean_f64(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     cq__affine_3d_f64(p, prm, s, Pp, Fp, G);   /* G as P2G's */
     cq__p2g_adj_transfer_3d_f64(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
@@ -1404,7 +1416,7 @@ CQ_HD void cq__p2g_adj_3d_neohookean_f64(int p, const cq__params_f64 *prm,
 {
     double Fp[9];
     cq__rot_3d_f64 rot;
-    for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__rot_of_3d_neohookean_f64(Fp, &rot);
     cq__p2g_adj_given_rot_3d_neohookean_f64(p, prm, s, &rot, gp_bar, gm_bar, ai, pg, act_bar);
 }

@@ -8538,9 +8538,10 @@ static int cq__cable_buffers(cq_sim *s)
    become gathers), every per-particle value an array over the lanes.  Each particle gets the
    same operations in the same order as from the one-particle kernel, so the results are
    bitwise the same without -ffast-math (the mock CUDA runs the one-particle kernels; test_lanes
-   and the CPU-vs-mock tests compare them).  The adjoints' per-particle start and end run lane
-   by lane with the one-particle kernel's text; G2P's are written out per statement over the
-   lanes (its start and end are a larger share of it).  Lanes are 64 bytes of values (one
+   and the CPU-vs-mock tests compare them).  The per-particle starts run lane by lane with the
+   one-particle kernel's text and functions (cq__weights_ ...); so do the adjoints' ends, while
+   G2P's end (F' = (I + dt C') F and the checks, a large share of G2P) is written per statement
+   over the lanes, so that it vectorizes too.  Lanes are 64 bytes of values (one
    AVX-512 register, two AVX2 ones): 16 floats or 8 doubles.  The one-particle kernels run the
    remainder of a range, and a lane group with a particle outside the usable region (a failing
    substep).  What gcc 12 needs to vectorize a lane loop: no pointer formed per lane (index the
@@ -8575,38 +8576,29 @@ static int cq__cable_buffers(cq_sim *s)
 /* >>g2p_lanes_2d_f32: G2P (>>g2p_) of the particles ps[0 .. CQ__LANES_f32).  Returns -2, having
    written nothing, when one of them is outside the usable region; else the lowest lane whose
    particle failed (non-finite, or left the usable region: the one-particle kernel tells which),
-   or -1.  Every statement is a loop over the lanes, innermost, for the vectorizer. */
+   or -1.  The end is written per statement over the lanes (innermost, for the vectorizer). */
 static int cq__g2p_lanes_2d_f32(const int *ps, const cq__params_f32 *prm, cq__pview_f32 in,
                                    cq__pview_f32 out, cq__gview_f32 g)
 {
-    int base[2][CQ__LANES_f32], bad[CQ__LANES_f32], inside = 1;
+    int base[2][CQ__LANES_f32], bad[CQ__LANES_f32];
     float w[2][3][CQ__LANES_f32], dp[2][3][CQ__LANES_f32], xp[2][CQ__LANES_f32], Fp[4][CQ__LANES_f32];
     float nv[2][CQ__LANES_f32], nC[4][CQ__LANES_f32], nx[2][CQ__LANES_f32], nF[4][CQ__LANES_f32];
     long goff[CQ__LANES_f32];
     const float k4 = 4 * prm->inv_dx, dt = prm->dt;
-    for (int l = 0; l < CQ__LANES_f32; ++l) {   /* the particles' records into lane arrays */
+    for (int l = 0; l < CQ__LANES_f32; ++l) {   /* the particles' records into lane arrays, their weights */
         const long p = ps[l];
-        for (int a = 0; a < 2; ++a) xp[a][l] = in.x[p * 2 + a];
+        int bq[2];
+        float xq[2], fq[2], wq[2][3];
+        for (int a = 0; a < 2; ++a) xq[a] = in.x[p * 2 + a];
+        if (!cq__in_domain_2d_f32(xq, prm)) return -2;
+        cq__weights_2d_f32(xq, prm->inv_dx, bq, fq, wq);
+        for (int a = 0; a < 2; ++a) {
+            xp[a][l] = xq[a]; base[a][l] = bq[a]; nv[a][l] = 0;
+            for (int i = 0; i < 3; ++i) { w[a][i][l] = wq[a][i]; dp[a][i][l] = (float)i - fq[a]; }
+        }
         for (int a = 0; a < 4; ++a) Fp[a][l] = in.F[p * 4 + a];
         goff[l] = in.scene ? (long)in.scene[p] * prm->nodes : 0;
     }
-    for (int a = 0; a < 2; ++a) {
-        const float top = (float)(prm->res[a] - 2);
-        for (int l = 0; l < CQ__LANES_f32; ++l) {   /* cq__in_domain_, cq__weights_ */
-            const float q = xp[a][l] * prm->inv_dx, r = q - (float)0.5;
-            const int ok = (r >= 0) & (r < top);   /* & and |, not && and ||: no branches in a lane loop */
-            inside &= ok;
-            base[a][l] = (int)floorf(ok ? r : 0);   /* (a NaN or huge r is not converted to int: undefined) */
-            const float f = q - (float)base[a][l];
-            const float d0 = (float)1.5 - f, d1 = f - 1, d2 = f - (float)0.5;
-            w[a][0][l] = (float)0.5 * d0 * d0;
-            w[a][1][l] = (float)0.75 - d1 * d1;
-            w[a][2][l] = (float)0.5 * d2 * d2;
-            for (int i = 0; i < 3; ++i) dp[a][i][l] = (float)i - f;
-            nv[a][l] = 0;
-        }
-    }
-    if (!inside) return -2;
     for (int a = 0; a < 4; ++a)
         for (int l = 0; l < CQ__LANES_f32; ++l) nC[a][l] = 0;
     for (int i = 0; i < 3; ++i)
@@ -8815,38 +8807,29 @@ static void cq__transfer_lanes_2d_f32(const int *ps, const cq__params_f32 *prm, 
 /* >>g2p_lanes_2d_f64: G2P (>>g2p_) of the particles ps[0 .. CQ__LANES_f64).  Returns -2, having
    written nothing, when one of them is outside the usable region; else the lowest lane whose
    particle failed (non-finite, or left the usable region: the one-particle kernel tells which),
-   or -1.  Every statement is a loop over the lanes, innermost, for the vectorizer. */
+   or -1.  The end is written per statement over the lanes (innermost, for the vectorizer). */
 static int cq__g2p_lanes_2d_f64(const int *ps, const cq__params_f64 *prm, cq__pview_f64 in,
                                    cq__pview_f64 out, cq__gview_f64 g)
 {
-    int base[2][CQ__LANES_f64], bad[CQ__LANES_f64], inside = 1;
+    int base[2][CQ__LANES_f64], bad[CQ__LANES_f64];
     double w[2][3][CQ__LANES_f64], dp[2][3][CQ__LANES_f64], xp[2][CQ__LANES_f64], Fp[4][CQ__LANES_f64];
     double nv[2][CQ__LANES_f64], nC[4][CQ__LANES_f64], nx[2][CQ__LANES_f64], nF[4][CQ__LANES_f64];
     long goff[CQ__LANES_f64];
     const double k4 = 4 * prm->inv_dx, dt = prm->dt;
-    for (int l = 0; l < CQ__LANES_f64; ++l) {   /* the particles' records into lane arrays */
+    for (int l = 0; l < CQ__LANES_f64; ++l) {   /* the particles' records into lane arrays, their weights */
         const long p = ps[l];
-        for (int a = 0; a < 2; ++a) xp[a][l] = in.x[p * 2 + a];
+        int bq[2];
+        double xq[2], fq[2], wq[2][3];
+        for (int a = 0; a < 2; ++a) xq[a] = in.x[p * 2 + a];
+        if (!cq__in_domain_2d_f64(xq, prm)) return -2;
+        cq__weights_2d_f64(xq, prm->inv_dx, bq, fq, wq);
+        for (int a = 0; a < 2; ++a) {
+            xp[a][l] = xq[a]; base[a][l] = bq[a]; nv[a][l] = 0;
+            for (int i = 0; i < 3; ++i) { w[a][i][l] = wq[a][i]; dp[a][i][l] = (double)i - fq[a]; }
+        }
         for (int a = 0; a < 4; ++a) Fp[a][l] = in.F[p * 4 + a];
         goff[l] = in.scene ? (long)in.scene[p] * prm->nodes : 0;
     }
-    for (int a = 0; a < 2; ++a) {
-        const double top = (double)(prm->res[a] - 2);
-        for (int l = 0; l < CQ__LANES_f64; ++l) {   /* cq__in_domain_, cq__weights_ */
-            const double q = xp[a][l] * prm->inv_dx, r = q - (double)0.5;
-            const int ok = (r >= 0) & (r < top);   /* & and |, not && and ||: no branches in a lane loop */
-            inside &= ok;
-            base[a][l] = (int)floor(ok ? r : 0);   /* (a NaN or huge r is not converted to int: undefined) */
-            const double f = q - (double)base[a][l];
-            const double d0 = (double)1.5 - f, d1 = f - 1, d2 = f - (double)0.5;
-            w[a][0][l] = (double)0.5 * d0 * d0;
-            w[a][1][l] = (double)0.75 - d1 * d1;
-            w[a][2][l] = (double)0.5 * d2 * d2;
-            for (int i = 0; i < 3; ++i) dp[a][i][l] = (double)i - f;
-            nv[a][l] = 0;
-        }
-    }
-    if (!inside) return -2;
     for (int a = 0; a < 4; ++a)
         for (int l = 0; l < CQ__LANES_f64; ++l) nC[a][l] = 0;
     for (int i = 0; i < 3; ++i)
@@ -9055,38 +9038,29 @@ static void cq__transfer_lanes_2d_f64(const int *ps, const cq__params_f64 *prm, 
 /* >>g2p_lanes_3d_f32: G2P (>>g2p_) of the particles ps[0 .. CQ__LANES_f32).  Returns -2, having
    written nothing, when one of them is outside the usable region; else the lowest lane whose
    particle failed (non-finite, or left the usable region: the one-particle kernel tells which),
-   or -1.  Every statement is a loop over the lanes, innermost, for the vectorizer. */
+   or -1.  The end is written per statement over the lanes (innermost, for the vectorizer). */
 static int cq__g2p_lanes_3d_f32(const int *ps, const cq__params_f32 *prm, cq__pview_f32 in,
                                    cq__pview_f32 out, cq__gview_f32 g)
 {
-    int base[3][CQ__LANES_f32], bad[CQ__LANES_f32], inside = 1;
+    int base[3][CQ__LANES_f32], bad[CQ__LANES_f32];
     float w[3][3][CQ__LANES_f32], dp[3][3][CQ__LANES_f32], xp[3][CQ__LANES_f32], Fp[9][CQ__LANES_f32];
     float nv[3][CQ__LANES_f32], nC[9][CQ__LANES_f32], nx[3][CQ__LANES_f32], nF[9][CQ__LANES_f32];
     long goff[CQ__LANES_f32];
     const float k4 = 4 * prm->inv_dx, dt = prm->dt;
-    for (int l = 0; l < CQ__LANES_f32; ++l) {   /* the particles' records into lane arrays */
+    for (int l = 0; l < CQ__LANES_f32; ++l) {   /* the particles' records into lane arrays, their weights */
         const long p = ps[l];
-        for (int a = 0; a < 3; ++a) xp[a][l] = in.x[p * 3 + a];
+        int bq[3];
+        float xq[3], fq[3], wq[3][3];
+        for (int a = 0; a < 3; ++a) xq[a] = in.x[p * 3 + a];
+        if (!cq__in_domain_3d_f32(xq, prm)) return -2;
+        cq__weights_3d_f32(xq, prm->inv_dx, bq, fq, wq);
+        for (int a = 0; a < 3; ++a) {
+            xp[a][l] = xq[a]; base[a][l] = bq[a]; nv[a][l] = 0;
+            for (int i = 0; i < 3; ++i) { w[a][i][l] = wq[a][i]; dp[a][i][l] = (float)i - fq[a]; }
+        }
         for (int a = 0; a < 9; ++a) Fp[a][l] = in.F[p * 9 + a];
         goff[l] = in.scene ? (long)in.scene[p] * prm->nodes : 0;
     }
-    for (int a = 0; a < 3; ++a) {
-        const float top = (float)(prm->res[a] - 2);
-        for (int l = 0; l < CQ__LANES_f32; ++l) {   /* cq__in_domain_, cq__weights_ */
-            const float q = xp[a][l] * prm->inv_dx, r = q - (float)0.5;
-            const int ok = (r >= 0) & (r < top);   /* & and |, not && and ||: no branches in a lane loop */
-            inside &= ok;
-            base[a][l] = (int)floorf(ok ? r : 0);   /* (a NaN or huge r is not converted to int: undefined) */
-            const float f = q - (float)base[a][l];
-            const float d0 = (float)1.5 - f, d1 = f - 1, d2 = f - (float)0.5;
-            w[a][0][l] = (float)0.5 * d0 * d0;
-            w[a][1][l] = (float)0.75 - d1 * d1;
-            w[a][2][l] = (float)0.5 * d2 * d2;
-            for (int i = 0; i < 3; ++i) dp[a][i][l] = (float)i - f;
-            nv[a][l] = 0;
-        }
-    }
-    if (!inside) return -2;
     for (int a = 0; a < 9; ++a)
         for (int l = 0; l < CQ__LANES_f32; ++l) nC[a][l] = 0;
     for (int i = 0; i < 3; ++i)
@@ -9298,38 +9272,29 @@ static void cq__transfer_lanes_3d_f32(const int *ps, const cq__params_f32 *prm, 
 /* >>g2p_lanes_3d_f64: G2P (>>g2p_) of the particles ps[0 .. CQ__LANES_f64).  Returns -2, having
    written nothing, when one of them is outside the usable region; else the lowest lane whose
    particle failed (non-finite, or left the usable region: the one-particle kernel tells which),
-   or -1.  Every statement is a loop over the lanes, innermost, for the vectorizer. */
+   or -1.  The end is written per statement over the lanes (innermost, for the vectorizer). */
 static int cq__g2p_lanes_3d_f64(const int *ps, const cq__params_f64 *prm, cq__pview_f64 in,
                                    cq__pview_f64 out, cq__gview_f64 g)
 {
-    int base[3][CQ__LANES_f64], bad[CQ__LANES_f64], inside = 1;
+    int base[3][CQ__LANES_f64], bad[CQ__LANES_f64];
     double w[3][3][CQ__LANES_f64], dp[3][3][CQ__LANES_f64], xp[3][CQ__LANES_f64], Fp[9][CQ__LANES_f64];
     double nv[3][CQ__LANES_f64], nC[9][CQ__LANES_f64], nx[3][CQ__LANES_f64], nF[9][CQ__LANES_f64];
     long goff[CQ__LANES_f64];
     const double k4 = 4 * prm->inv_dx, dt = prm->dt;
-    for (int l = 0; l < CQ__LANES_f64; ++l) {   /* the particles' records into lane arrays */
+    for (int l = 0; l < CQ__LANES_f64; ++l) {   /* the particles' records into lane arrays, their weights */
         const long p = ps[l];
-        for (int a = 0; a < 3; ++a) xp[a][l] = in.x[p * 3 + a];
+        int bq[3];
+        double xq[3], fq[3], wq[3][3];
+        for (int a = 0; a < 3; ++a) xq[a] = in.x[p * 3 + a];
+        if (!cq__in_domain_3d_f64(xq, prm)) return -2;
+        cq__weights_3d_f64(xq, prm->inv_dx, bq, fq, wq);
+        for (int a = 0; a < 3; ++a) {
+            xp[a][l] = xq[a]; base[a][l] = bq[a]; nv[a][l] = 0;
+            for (int i = 0; i < 3; ++i) { w[a][i][l] = wq[a][i]; dp[a][i][l] = (double)i - fq[a]; }
+        }
         for (int a = 0; a < 9; ++a) Fp[a][l] = in.F[p * 9 + a];
         goff[l] = in.scene ? (long)in.scene[p] * prm->nodes : 0;
     }
-    for (int a = 0; a < 3; ++a) {
-        const double top = (double)(prm->res[a] - 2);
-        for (int l = 0; l < CQ__LANES_f64; ++l) {   /* cq__in_domain_, cq__weights_ */
-            const double q = xp[a][l] * prm->inv_dx, r = q - (double)0.5;
-            const int ok = (r >= 0) & (r < top);   /* & and |, not && and ||: no branches in a lane loop */
-            inside &= ok;
-            base[a][l] = (int)floor(ok ? r : 0);   /* (a NaN or huge r is not converted to int: undefined) */
-            const double f = q - (double)base[a][l];
-            const double d0 = (double)1.5 - f, d1 = f - 1, d2 = f - (double)0.5;
-            w[a][0][l] = (double)0.5 * d0 * d0;
-            w[a][1][l] = (double)0.75 - d1 * d1;
-            w[a][2][l] = (double)0.5 * d2 * d2;
-            for (int i = 0; i < 3; ++i) dp[a][i][l] = (double)i - f;
-            nv[a][l] = 0;
-        }
-    }
-    if (!inside) return -2;
     for (int a = 0; a < 9; ++a)
         for (int l = 0; l < CQ__LANES_f64; ++l) nC[a][l] = 0;
     for (int i = 0; i < 3; ++i)

@@ -39,7 +39,11 @@
    every scene's positions must match the block stepped as often alone, and after the backward
    every scene's dL/dx0 must match scene 0's.  A batched sim that cq_sim_create (or
    cq_sim_add_particles) refuses skips the row, printing the reason (not a failure); a wrong
-   result fails the run.  `com=N` skips the row. */
+   result fails the run.  `com=N` skips the row.
+
+   The "3D cube, shuffled" rows are the 64k (CPU and GPU) and 512k (GPU) corotated f32 cubes with
+   the particles given in a random order (fixed seed): they should run as fast as the lattice
+   order above them (`com=N` skips them). */
 #define _POSIX_C_SOURCE 199309L
 #define CHAINQUEEN_IMPLEMENTATION
 #include "../chainqueen.h"
@@ -61,6 +65,7 @@ typedef struct scene {
     int quick;              /* also run in quick mode */
     int gpu_only;           /* only with the `gpu` argument (too big for a CPU run) */
     int batch;              /* 1: g_batch copies of the scene in one sim (cq_sim_desc.scenes) */
+    int shuffled;           /* 1: the particles in a random order (a fixed seed), not lattice order */
 } scene;
 /* scenes of a batch row: 256 on a GPU, 16 on the CPU (quick: 4, quick on a GPU: 2) */
 static int g_batch = 16;
@@ -72,21 +77,25 @@ static int g_substeps = 1;   /* substeps=N: cq_sim_desc.substeps (one status rea
 #define BATCH_G_TOL 1e-4    /* batch row: largest dL/dx0 difference vs scene 0's, of scene 0's largest entry */
 
 static const scene scenes[] = {
-    {"2D block", 2, 80, 128, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 1, 0, 0},
-    {"2D block", 2, 80, 128, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F64, 1, 0, 0},
-    {"3D cube", 3, 20, 64, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 1, 0, 0},
-    {"3D cube", 3, 20, 64, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F64, 0, 0, 0},
-    {"3D cube", 3, 20, 64, CQ_MATERIAL_NEOHOOKEAN, CQ_PRECISION_F32, 0, 0, 0},
-    {"3D cube", 3, 20, 64, CQ_MATERIAL_NEOHOOKEAN, CQ_PRECISION_F64, 1, 0, 0},
-    {"3D cube", 3, 40, 64, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 0, 0, 0},
-    {"3D cube", 3, 40, 64, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F64, 0, 0, 0},
-    {"3D cube", 3, 80, 128, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 0, 1, 0},    /* 512k: [ChainQueen]'s largest */
-    {"3D cube", 3, 80, 128, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F64, 0, 1, 0},
-    {"3D cube", 3, 80, 128, CQ_MATERIAL_NEOHOOKEAN, CQ_PRECISION_F32, 0, 1, 0},
-    {"3D cube", 3, 160, 256, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 0, 1, 0},   /* 4.1M */
-    {"3D cube", 3, 160, 256, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F64, 0, 1, 0},
+    {"2D block", 2, 80, 128, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 1, 0, 0, 0},
+    {"2D block", 2, 80, 128, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F64, 1, 0, 0, 0},
+    {"3D cube", 3, 20, 64, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 1, 0, 0, 0},
+    {"3D cube", 3, 20, 64, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F64, 0, 0, 0, 0},
+    {"3D cube", 3, 20, 64, CQ_MATERIAL_NEOHOOKEAN, CQ_PRECISION_F32, 0, 0, 0, 0},
+    {"3D cube", 3, 20, 64, CQ_MATERIAL_NEOHOOKEAN, CQ_PRECISION_F64, 1, 0, 0, 0},
+    {"3D cube", 3, 40, 64, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 0, 0, 0, 0},
+    {"3D cube", 3, 40, 64, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F64, 0, 0, 0, 0},
+    {"3D cube", 3, 80, 128, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 0, 1, 0, 0},    /* 512k: [ChainQueen]'s largest */
+    {"3D cube", 3, 80, 128, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F64, 0, 1, 0, 0},
+    {"3D cube", 3, 80, 128, CQ_MATERIAL_NEOHOOKEAN, CQ_PRECISION_F32, 0, 1, 0, 0},
+    {"3D cube", 3, 160, 256, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 0, 1, 0, 0},   /* 4.1M */
+    {"3D cube", 3, 160, 256, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F64, 0, 1, 0, 0},
+    /* the same cubes with the particles in a random order: the cost of a scene should not depend
+       on the order its particles were given in (a mesh sampler's, a file's) */
+    {"3D cube, shuffled", 3, 40, 64, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 0, 0, 0, 1},
+    {"3D cube, shuffled", 3, 80, 128, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 0, 1, 0, 1},
     /* the 2D block in g_batch scenes of one sim: aggregate throughput (DESIGN.md section 8) */
-    {"2D block x scenes", 2, 80, 128, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 1, 0, 1},
+    {"2D block x scenes", 2, 80, 128, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 1, 0, 1, 0},
 };
 
 /* particles of a scene row: side^dim, times g_batch for a batch row */
@@ -313,6 +322,15 @@ static int run_scene(const scene *sc, double target_s, double bwd_fwd_s, int ckp
     }
     if (!x || !seed || (nsc > 1 && (!xb || !alone || !scn))) { fprintf(stderr, "out of memory\n"); goto done; }
     fill_cube(sc, x);
+    if (sc->shuffled) {   /* Fisher-Yates with a fixed LCG: the same order every run */
+        unsigned u = 12345u;
+        for (int i = n1 - 1; i > 0; --i) {
+            int j;
+            u = u * 1664525u + 1013904223u;
+            j = (int)((u >> 8) % (unsigned)(i + 1));
+            for (int a = 0; a < sc->dim; ++a) { const double t = x[(long)i * sc->dim + a]; x[(long)i * sc->dim + a] = x[(long)j * sc->dim + a]; x[(long)j * sc->dim + a] = t; }
+        }
+    }
     for (long i = m1; i < m; ++i) x[i] = x[i - m1];          /* batch: the same particles in each scene */
     for (int p = 0; p < n && scn; ++p) scn[p] = p / n1;      /* scene by scene: 0..nsc-1 */
     for (long i = 0; i < m; ++i) seed[i] = 1.0 / n;
@@ -445,7 +463,7 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < sizeof scenes / sizeof scenes[0]; ++i) {
             const scene *sc = &scenes[i];
             char grid[32];
-            if ((quick && !sc->quick) || (sc->gpu_only && g_backend != CQ_BACKEND_CUDA) || sc->batch) continue;
+            if ((quick && !sc->quick) || (sc->gpu_only && g_backend != CQ_BACKEND_CUDA) || sc->batch || sc->shuffled) continue;
             sprintf(grid, "%d^%d", sc->res, sc->dim);
             failures += com_scene(sc, grid, com) != 0;
         }

@@ -1,8 +1,9 @@
 /* ---- BEGIN GENERATED: CUDA kernels 2d_f32 from templates/kernels.cu.j2.
    DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
 /* The same CQ_HD functions as chainqueen.h, behind extern "C" __global__ wrappers: one thread
-   per particle (P2G's particle half, G2P, their adjoints), per sorted slot, per cell (the
-   counting sort) or per grid node (the gather with the grid update, the grid adjoint).  No
+   per particle in index order (P2G's particle half, G2P, their adjoints: coalesced reads of the
+   particle arrays in any particle order, each packed record written to its particle's sorted
+   slot), per cell (the counting sort) or per grid node (the gather with the grid update, the grid adjoint).  No
    float sum depends on thread order: the grid's sums are gathers in a fixed order over
    particles counting-sorted by cell (kernels.j2 >>cell_sort_, >>grid_gather_), so a forward
    and its recomputation are bitwise equal run to run. */
@@ -1768,7 +1769,7 @@ extern "C" {
    become starts by an exclusive scan (scan_up, scan_top, scan_down over chunks); fill places
    each particle at its cell's cursor (the cursor ends at the cell's end: cell_end); order puts
    each cell's particles in index order, so the order does not depend on which thread won a
-   cursor.  A small scene (host: cq__cuda_sort) does all of it in one launch of one block,
+   cursor, and writes each particle's slot into rank.  A small scene (host: cq__cuda_sort) does all of it in one launch of one block,
    cell_sort; a larger one in cell_count, the scan's launches, cell_fill and cell_order, which
    run the same per-particle and per-cell steps. */
 CQ__DEV void cq__sort_count_2d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s, int *keys, int *cell_end)
@@ -1783,8 +1784,9 @@ CQ__DEV void cq__sort_fill_2d_f32(int p, const int *keys, int *cell_end, int *or
     order[atomicAdd(&cell_end[keys[p]], 1)] = p;
 }
 
-/* insertion sort of cell c's range by particle index (cells hold a few particles) */
-CQ__DEV void cq__sort_order_2d_f32(int c, const int *cell_end, int *order)
+/* insertion sort of cell c's range by particle index (cells hold a few particles), then
+   rank[p] = p's slot */
+CQ__DEV void cq__sort_order_2d_f32(int c, const int *cell_end, int *order, int *rank)
 {
     int b = c > 0 ? cell_end[c - 1] : 0, e = cell_end[c];
     for (int i = b + 1; i < e; ++i) {
@@ -1792,6 +1794,7 @@ CQ__DEV void cq__sort_order_2d_f32(int c, const int *cell_end, int *order)
         while (j >= b && order[j] > v) { order[j + 1] = order[j]; --j; }
         order[j + 1] = v;
     }
+    for (int i = b; i < e; ++i) rank[order[i]] = i;
 }
 
 /* data[0..n) exclusive-scanned in place by a block's nt threads (t: this one), nt 1 or
@@ -1823,7 +1826,7 @@ CQ__DEV void cq__block_scan_2d_f32(int n, int *data, int t, int nt)
 /* The whole sort in one block of CQ__SCAN_BLOCK threads (cells <= 64 CQ__SCAN_BLOCK): zero the
    counts, count, scan, fill, order, with a barrier between the steps.  It replaces a memset and
    four launches or more. */
-__global__ void cq__cell_sort_2d_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, int cells, int * keys, int * cell_end, int * order)
+__global__ void cq__cell_sort_2d_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, int cells, int * keys, int * cell_end, int * order, int * rank)
 {
     const int serial = CQ__BLOCK_SERIAL, t = serial ? 0 : (int)threadIdx.x, nt = serial ? 1 : (int)blockDim.x;
     if (serial && threadIdx.x) return;
@@ -1835,7 +1838,7 @@ __global__ void cq__cell_sort_2d_f32_kernel(int n, cq__params_f32 prm, cq__pview
     __syncthreads();
     for (int p = t; p < n; p += nt) cq__sort_fill_2d_f32(p, keys, cell_end, order);
     __syncthreads();
-    for (int c = t; c < cells; c += nt) cq__sort_order_2d_f32(c, cell_end, order);
+    for (int c = t; c < cells; c += nt) cq__sort_order_2d_f32(c, cell_end, order, rank);
 }
 
 __global__ void cq__cell_count_2d_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, int * keys, int * cell_end)
@@ -1879,10 +1882,10 @@ __global__ void cq__cell_fill_2d_f32_kernel(int n, const int * keys, int * cell_
     if (p < n) cq__sort_fill_2d_f32(p, keys, cell_end, order);
 }
 
-__global__ void cq__cell_order_2d_f32_kernel(int cells, const int * cell_end, int * order)
+__global__ void cq__cell_order_2d_f32_kernel(int cells, const int * cell_end, int * order, int * rank)
 {
     int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c < cells) cq__sort_order_2d_f32(c, cell_end, order);
+    if (c < cells) cq__sort_order_2d_f32(c, cell_end, order, rank);
 }
 
 /* >>cuda_gather: P2G's node half (kernels.j2 >>grid_gather_), one thread per node of every scene.
@@ -1914,49 +1917,45 @@ __global__ void CQ__BOUNDS(8) cq__g2p_fwd_2d_f32_kernel(int n, cq__params_f32 pr
     }
 }
 
-/* the P2G adjoint in its two halves (adjoint.j2 >>p2g_adj_), one thread per sorted slot k
-   (particle order[k]): the transfer half (one for all materials) takes G from P2G's packed
+/* the P2G adjoint in its two halves (adjoint.j2 >>p2g_adj_), one thread per particle p (its
+   packed record in sorted slot rank[p]): the transfer half (one for all materials) takes G from P2G's packed
    particle in pk (the backward's P2G ran in this substep; the G2P adjoint packs into pkb) and
    leaves G_bar in its place; the stress half (per material, below) reads it back */
-__global__ void cq__p2g_adj_transfer_2d_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, const float * gp_adj, const float * gm_adj, cq__pview_f32 ai, cq__pview_f32 pg, const int * order, float * pk)
+__global__ void cq__p2g_adj_transfer_2d_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, const float * gp_adj, const float * gm_adj, cq__pview_f32 ai, cq__pview_f32 pg, const int * rank, float * pk)
 {
-    int k = blockIdx.x * blockDim.x + threadIdx.x;   /* sorted slot */
-    if (k < n) {
-        float *G = pk + (long)k * CQ__PK(2) + 1 + 2 * 2;
-        cq__p2g_adj_transfer_2d_f32(order[k], &prm, s, G, gp_adj, gm_adj, ai, pg, G);
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p < n) {
+        float *G = pk + (long)rank[p] * CQ__PK(2) + 1 + 2 * 2;
+        cq__p2g_adj_transfer_2d_f32(p, &prm, s, G, gp_adj, gm_adj, ai, pg, G);
     }
 }
 
-__global__ void cq__p2g_fwd_2d_fixed_corotated_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, const int * order, float * pk)
+__global__ void cq__p2g_fwd_2d_fixed_corotated_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, const int * rank, float * pk)
 {
-    int k = blockIdx.x * blockDim.x + threadIdx.x;   /* sorted slot */
-    if (k < n) cq__p2g_fwd_2d_fixed_corotated_f32(order[k], &prm, s, pk + (long)k * CQ__PK(2));
+    int p = blockIdx.x * blockDim.x + threadIdx.x;   /* particle (coalesced reads), into its sorted slot */
+    if (p < n) cq__p2g_fwd_2d_fixed_corotated_f32(p, &prm, s, pk + (long)rank[p] * CQ__PK(2));
 }
 
-__global__ void CQ__BOUNDS(5) cq__p2g_adj_stress_2d_fixed_corotated_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, cq__pview_f32 ai, cq__pview_f32 pg, const int * order, const float * pk, float * dact)
+__global__ void CQ__BOUNDS(5) cq__p2g_adj_stress_2d_fixed_corotated_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, cq__pview_f32 ai, cq__pview_f32 pg, const int * rank, const float * pk, float * dact)
 {
-    int k = blockIdx.x * blockDim.x + threadIdx.x;   /* sorted slot */
-    if (k < n) {
-        const int p = order[k];
-        cq__p2g_adj_stress_2d_fixed_corotated_f32(p, &prm, s, pk + (long)k * CQ__PK(2) + 1 + 2 * 2, ai, pg,
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p < n)
+        cq__p2g_adj_stress_2d_fixed_corotated_f32(p, &prm, s, pk + (long)rank[p] * CQ__PK(2) + 1 + 2 * 2, ai, pg,
                                                      dact + (long)p * 4);
-    }
 }
 
-__global__ void cq__p2g_fwd_2d_neohookean_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, const int * order, float * pk)
+__global__ void cq__p2g_fwd_2d_neohookean_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, const int * rank, float * pk)
 {
-    int k = blockIdx.x * blockDim.x + threadIdx.x;   /* sorted slot */
-    if (k < n) cq__p2g_fwd_2d_neohookean_f32(order[k], &prm, s, pk + (long)k * CQ__PK(2));
+    int p = blockIdx.x * blockDim.x + threadIdx.x;   /* particle (coalesced reads), into its sorted slot */
+    if (p < n) cq__p2g_fwd_2d_neohookean_f32(p, &prm, s, pk + (long)rank[p] * CQ__PK(2));
 }
 
-__global__ void CQ__BOUNDS(5) cq__p2g_adj_stress_2d_neohookean_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, cq__pview_f32 ai, cq__pview_f32 pg, const int * order, const float * pk, float * dact)
+__global__ void CQ__BOUNDS(5) cq__p2g_adj_stress_2d_neohookean_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, cq__pview_f32 ai, cq__pview_f32 pg, const int * rank, const float * pk, float * dact)
 {
-    int k = blockIdx.x * blockDim.x + threadIdx.x;   /* sorted slot */
-    if (k < n) {
-        const int p = order[k];
-        cq__p2g_adj_stress_2d_neohookean_f32(p, &prm, s, pk + (long)k * CQ__PK(2) + 1 + 2 * 2, ai, pg,
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p < n)
+        cq__p2g_adj_stress_2d_neohookean_f32(p, &prm, s, pk + (long)rank[p] * CQ__PK(2) + 1 + 2 * 2, ai, pg,
                                                      dact + (long)p * 4);
-    }
 }
 
 __global__ void cq__grid_adj_2d_f32_kernel(int nodes, cq__params_f32 prm, const float * gm, const float * gp, const float * gv_adj, float * gp_adj, float * gm_adj)
@@ -1965,10 +1964,10 @@ __global__ void cq__grid_adj_2d_f32_kernel(int nodes, cq__params_f32 prm, const 
     if (i < nodes) cq__grid_adj_2d_f32(i, &prm, gm, gp, gv_adj, gp_adj, gm_adj);
 }
 
-__global__ void cq__g2p_adj_2d_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, cq__gview_f32 g, cq__pview_f32 ao, cq__pview_f32 ai, const int * order, float * pk)
+__global__ void cq__g2p_adj_2d_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, cq__gview_f32 g, cq__pview_f32 ao, cq__pview_f32 ai, const int * rank, float * pk)
 {
-    int k = blockIdx.x * blockDim.x + threadIdx.x;   /* sorted slot */
-    if (k < n) cq__g2p_adj_2d_f32(order[k], &prm, s, g, ao, ai, pk + (long)k * CQ__PK(2));
+    int p = blockIdx.x * blockDim.x + threadIdx.x;   /* particle, its packed record into sorted slot rank[p] */
+    if (p < n) cq__g2p_adj_2d_f32(p, &prm, s, g, ao, ai, pk + (long)rank[p] * CQ__PK(2));
 }
 
 /* per-group actuation gradient of one substep, no atomics (the order of kernels_common.j2
@@ -2129,13 +2128,13 @@ __global__ void cq__sph_errsum_2d_f32_kernel(int n, cq__sph_f32 s, double * out)
 #if !defined(__CUDACC__)
 /* The emulation's launch table: name -> a trampoline unpacking cuLaunchKernel's argument array. */
 typedef struct cq__emu_kernel { const char *name; void (*call)(void **args); int barriers; } cq__emu_kernel;
-static void cq__cell_sort_2d_f32_kernel_emu(void **a) { cq__cell_sort_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(int *)a[3], *(int * *)a[4], *(int * *)a[5], *(int * *)a[6]); }
+static void cq__cell_sort_2d_f32_kernel_emu(void **a) { cq__cell_sort_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(int *)a[3], *(int * *)a[4], *(int * *)a[5], *(int * *)a[6], *(int * *)a[7]); }
 static void cq__cell_count_2d_f32_kernel_emu(void **a) { cq__cell_count_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(int * *)a[3], *(int * *)a[4]); }
 static void cq__scan_up_2d_f32_kernel_emu(void **a) { cq__scan_up_2d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(int *)a[2], *(int * *)a[3]); }
 static void cq__scan_top_2d_f32_kernel_emu(void **a) { cq__scan_top_2d_f32_kernel(*(int *)a[0], *(int * *)a[1]); }
 static void cq__scan_down_2d_f32_kernel_emu(void **a) { cq__scan_down_2d_f32_kernel(*(int *)a[0], *(int * *)a[1], *(int *)a[2], *(const int * *)a[3]); }
 static void cq__cell_fill_2d_f32_kernel_emu(void **a) { cq__cell_fill_2d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(int * *)a[2], *(int * *)a[3]); }
-static void cq__cell_order_2d_f32_kernel_emu(void **a) { cq__cell_order_2d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(int * *)a[2]); }
+static void cq__cell_order_2d_f32_kernel_emu(void **a) { cq__cell_order_2d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(int * *)a[2], *(int * *)a[3]); }
 static void cq__gather_fwd_2d_f32_kernel_emu(void **a) { cq__gather_fwd_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(const int * *)a[2], *(const float * *)a[3], *(cq__gview_f32 *)a[4], *(float * *)a[5], *(int *)a[6], *(int * *)a[7]); }
 static void cq__g2p_fwd_2d_f32_kernel_emu(void **a) { cq__g2p_fwd_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__pview_f32 *)a[3], *(cq__gview_f32 *)a[4], *(int * *)a[5]); }
 static void cq__p2g_adj_transfer_2d_f32_kernel_emu(void **a) { cq__p2g_adj_transfer_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(const float * *)a[3], *(const float * *)a[4], *(cq__pview_f32 *)a[5], *(cq__pview_f32 *)a[6], *(const int * *)a[7], *(float * *)a[8]); }

@@ -1,8 +1,9 @@
 /* ---- BEGIN GENERATED: CUDA kernels 3d_f64 from templates/kernels.cu.j2.
    DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
 /* The same CQ_HD functions as chainqueen.h, behind extern "C" __global__ wrappers: one thread
-   per particle (P2G's particle half, G2P, their adjoints), per sorted slot, per cell (the
-   counting sort) or per grid node (the gather with the grid update, the grid adjoint).  No
+   per particle in index order (P2G's particle half, G2P, their adjoints: coalesced reads of the
+   particle arrays in any particle order, each packed record written to its particle's sorted
+   slot), per cell (the counting sort) or per grid node (the gather with the grid update, the grid adjoint).  No
    float sum depends on thread order: the grid's sums are gathers in a fixed order over
    particles counting-sorted by cell (kernels.j2 >>cell_sort_, >>grid_gather_), so a forward
    and its recomputation are bitwise equal run to run. */
@@ -1957,7 +1958,7 @@ extern "C" {
    become starts by an exclusive scan (scan_up, scan_top, scan_down over chunks); fill places
    each particle at its cell's cursor (the cursor ends at the cell's end: cell_end); order puts
    each cell's particles in index order, so the order does not depend on which thread won a
-   cursor.  A small scene (host: cq__cuda_sort) does all of it in one launch of one block,
+   cursor, and writes each particle's slot into rank.  A small scene (host: cq__cuda_sort) does all of it in one launch of one block,
    cell_sort; a larger one in cell_count, the scan's launches, cell_fill and cell_order, which
    run the same per-particle and per-cell steps. */
 CQ__DEV void cq__sort_count_3d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, int *keys, int *cell_end)
@@ -1972,8 +1973,9 @@ CQ__DEV void cq__sort_fill_3d_f64(int p, const int *keys, int *cell_end, int *or
     order[atomicAdd(&cell_end[keys[p]], 1)] = p;
 }
 
-/* insertion sort of cell c's range by particle index (cells hold a few particles) */
-CQ__DEV void cq__sort_order_3d_f64(int c, const int *cell_end, int *order)
+/* insertion sort of cell c's range by particle index (cells hold a few particles), then
+   rank[p] = p's slot */
+CQ__DEV void cq__sort_order_3d_f64(int c, const int *cell_end, int *order, int *rank)
 {
     int b = c > 0 ? cell_end[c - 1] : 0, e = cell_end[c];
     for (int i = b + 1; i < e; ++i) {
@@ -1981,6 +1983,7 @@ CQ__DEV void cq__sort_order_3d_f64(int c, const int *cell_end, int *order)
         while (j >= b && order[j] > v) { order[j + 1] = order[j]; --j; }
         order[j + 1] = v;
     }
+    for (int i = b; i < e; ++i) rank[order[i]] = i;
 }
 
 /* data[0..n) exclusive-scanned in place by a block's nt threads (t: this one), nt 1 or
@@ -2012,7 +2015,7 @@ CQ__DEV void cq__block_scan_3d_f64(int n, int *data, int t, int nt)
 /* The whole sort in one block of CQ__SCAN_BLOCK threads (cells <= 64 CQ__SCAN_BLOCK): zero the
    counts, count, scan, fill, order, with a barrier between the steps.  It replaces a memset and
    four launches or more. */
-__global__ void cq__cell_sort_3d_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s, int cells, int * keys, int * cell_end, int * order)
+__global__ void cq__cell_sort_3d_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s, int cells, int * keys, int * cell_end, int * order, int * rank)
 {
     const int serial = CQ__BLOCK_SERIAL, t = serial ? 0 : (int)threadIdx.x, nt = serial ? 1 : (int)blockDim.x;
     if (serial && threadIdx.x) return;
@@ -2024,7 +2027,7 @@ __global__ void cq__cell_sort_3d_f64_kernel(int n, cq__params_f64 prm, cq__pview
     __syncthreads();
     for (int p = t; p < n; p += nt) cq__sort_fill_3d_f64(p, keys, cell_end, order);
     __syncthreads();
-    for (int c = t; c < cells; c += nt) cq__sort_order_3d_f64(c, cell_end, order);
+    for (int c = t; c < cells; c += nt) cq__sort_order_3d_f64(c, cell_end, order, rank);
 }
 
 __global__ void cq__cell_count_3d_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s, int * keys, int * cell_end)
@@ -2068,10 +2071,10 @@ __global__ void cq__cell_fill_3d_f64_kernel(int n, const int * keys, int * cell_
     if (p < n) cq__sort_fill_3d_f64(p, keys, cell_end, order);
 }
 
-__global__ void cq__cell_order_3d_f64_kernel(int cells, const int * cell_end, int * order)
+__global__ void cq__cell_order_3d_f64_kernel(int cells, const int * cell_end, int * order, int * rank)
 {
     int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c < cells) cq__sort_order_3d_f64(c, cell_end, order);
+    if (c < cells) cq__sort_order_3d_f64(c, cell_end, order, rank);
 }
 
 /* >>cuda_gather: P2G's node half (kernels.j2 >>grid_gather_), one thread per node of every scene.
@@ -2103,49 +2106,45 @@ __global__ void cq__g2p_fwd_3d_f64_kernel(int n, cq__params_f64 prm, cq__pview_f
     }
 }
 
-/* the P2G adjoint in its two halves (adjoint.j2 >>p2g_adj_), one thread per sorted slot k
-   (particle order[k]): the transfer half (one for all materials) takes G from P2G's packed
+/* the P2G adjoint in its two halves (adjoint.j2 >>p2g_adj_), one thread per particle p (its
+   packed record in sorted slot rank[p]): the transfer half (one for all materials) takes G from P2G's packed
    particle in pk (the backward's P2G ran in this substep; the G2P adjoint packs into pkb) and
    leaves G_bar in its place; the stress half (per material, below) reads it back */
-__global__ void cq__p2g_adj_transfer_3d_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s, const double * gp_adj, const double * gm_adj, cq__pview_f64 ai, cq__pview_f64 pg, const int * order, double * pk)
+__global__ void cq__p2g_adj_transfer_3d_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s, const double * gp_adj, const double * gm_adj, cq__pview_f64 ai, cq__pview_f64 pg, const int * rank, double * pk)
 {
-    int k = blockIdx.x * blockDim.x + threadIdx.x;   /* sorted slot */
-    if (k < n) {
-        double *G = pk + (long)k * CQ__PK(3) + 1 + 2 * 3;
-        cq__p2g_adj_transfer_3d_f64(order[k], &prm, s, G, gp_adj, gm_adj, ai, pg, G);
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p < n) {
+        double *G = pk + (long)rank[p] * CQ__PK(3) + 1 + 2 * 3;
+        cq__p2g_adj_transfer_3d_f64(p, &prm, s, G, gp_adj, gm_adj, ai, pg, G);
     }
 }
 
-__global__ void cq__p2g_fwd_3d_fixed_corotated_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s, const int * order, double * pk)
+__global__ void cq__p2g_fwd_3d_fixed_corotated_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s, const int * rank, double * pk)
 {
-    int k = blockIdx.x * blockDim.x + threadIdx.x;   /* sorted slot */
-    if (k < n) cq__p2g_fwd_3d_fixed_corotated_f64(order[k], &prm, s, pk + (long)k * CQ__PK(3));
+    int p = blockIdx.x * blockDim.x + threadIdx.x;   /* particle (coalesced reads), into its sorted slot */
+    if (p < n) cq__p2g_fwd_3d_fixed_corotated_f64(p, &prm, s, pk + (long)rank[p] * CQ__PK(3));
 }
 
-__global__ void cq__p2g_adj_stress_3d_fixed_corotated_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s, cq__pview_f64 ai, cq__pview_f64 pg, const int * order, const double * pk, double * dact)
+__global__ void cq__p2g_adj_stress_3d_fixed_corotated_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s, cq__pview_f64 ai, cq__pview_f64 pg, const int * rank, const double * pk, double * dact)
 {
-    int k = blockIdx.x * blockDim.x + threadIdx.x;   /* sorted slot */
-    if (k < n) {
-        const int p = order[k];
-        cq__p2g_adj_stress_3d_fixed_corotated_f64(p, &prm, s, pk + (long)k * CQ__PK(3) + 1 + 2 * 3, ai, pg,
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p < n)
+        cq__p2g_adj_stress_3d_fixed_corotated_f64(p, &prm, s, pk + (long)rank[p] * CQ__PK(3) + 1 + 2 * 3, ai, pg,
                                                      dact + (long)p * 9);
-    }
 }
 
-__global__ void cq__p2g_fwd_3d_neohookean_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s, const int * order, double * pk)
+__global__ void cq__p2g_fwd_3d_neohookean_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s, const int * rank, double * pk)
 {
-    int k = blockIdx.x * blockDim.x + threadIdx.x;   /* sorted slot */
-    if (k < n) cq__p2g_fwd_3d_neohookean_f64(order[k], &prm, s, pk + (long)k * CQ__PK(3));
+    int p = blockIdx.x * blockDim.x + threadIdx.x;   /* particle (coalesced reads), into its sorted slot */
+    if (p < n) cq__p2g_fwd_3d_neohookean_f64(p, &prm, s, pk + (long)rank[p] * CQ__PK(3));
 }
 
-__global__ void cq__p2g_adj_stress_3d_neohookean_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s, cq__pview_f64 ai, cq__pview_f64 pg, const int * order, const double * pk, double * dact)
+__global__ void cq__p2g_adj_stress_3d_neohookean_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s, cq__pview_f64 ai, cq__pview_f64 pg, const int * rank, const double * pk, double * dact)
 {
-    int k = blockIdx.x * blockDim.x + threadIdx.x;   /* sorted slot */
-    if (k < n) {
-        const int p = order[k];
-        cq__p2g_adj_stress_3d_neohookean_f64(p, &prm, s, pk + (long)k * CQ__PK(3) + 1 + 2 * 3, ai, pg,
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p < n)
+        cq__p2g_adj_stress_3d_neohookean_f64(p, &prm, s, pk + (long)rank[p] * CQ__PK(3) + 1 + 2 * 3, ai, pg,
                                                      dact + (long)p * 9);
-    }
 }
 
 __global__ void cq__grid_adj_3d_f64_kernel(int nodes, cq__params_f64 prm, const double * gm, const double * gp, const double * gv_adj, double * gp_adj, double * gm_adj)
@@ -2154,10 +2153,10 @@ __global__ void cq__grid_adj_3d_f64_kernel(int nodes, cq__params_f64 prm, const 
     if (i < nodes) cq__grid_adj_3d_f64(i, &prm, gm, gp, gv_adj, gp_adj, gm_adj);
 }
 
-__global__ void CQ__BOUNDS(3) cq__g2p_adj_3d_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s, cq__gview_f64 g, cq__pview_f64 ao, cq__pview_f64 ai, const int * order, double * pk)
+__global__ void CQ__BOUNDS(3) cq__g2p_adj_3d_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s, cq__gview_f64 g, cq__pview_f64 ao, cq__pview_f64 ai, const int * rank, double * pk)
 {
-    int k = blockIdx.x * blockDim.x + threadIdx.x;   /* sorted slot */
-    if (k < n) cq__g2p_adj_3d_f64(order[k], &prm, s, g, ao, ai, pk + (long)k * CQ__PK(3));
+    int p = blockIdx.x * blockDim.x + threadIdx.x;   /* particle, its packed record into sorted slot rank[p] */
+    if (p < n) cq__g2p_adj_3d_f64(p, &prm, s, g, ao, ai, pk + (long)rank[p] * CQ__PK(3));
 }
 
 /* per-group actuation gradient of one substep, no atomics (the order of kernels_common.j2
@@ -2318,13 +2317,13 @@ __global__ void cq__sph_errsum_3d_f64_kernel(int n, cq__sph_f64 s, double * out)
 #if !defined(__CUDACC__)
 /* The emulation's launch table: name -> a trampoline unpacking cuLaunchKernel's argument array. */
 typedef struct cq__emu_kernel { const char *name; void (*call)(void **args); int barriers; } cq__emu_kernel;
-static void cq__cell_sort_3d_f64_kernel_emu(void **a) { cq__cell_sort_3d_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(cq__pview_f64 *)a[2], *(int *)a[3], *(int * *)a[4], *(int * *)a[5], *(int * *)a[6]); }
+static void cq__cell_sort_3d_f64_kernel_emu(void **a) { cq__cell_sort_3d_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(cq__pview_f64 *)a[2], *(int *)a[3], *(int * *)a[4], *(int * *)a[5], *(int * *)a[6], *(int * *)a[7]); }
 static void cq__cell_count_3d_f64_kernel_emu(void **a) { cq__cell_count_3d_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(cq__pview_f64 *)a[2], *(int * *)a[3], *(int * *)a[4]); }
 static void cq__scan_up_3d_f64_kernel_emu(void **a) { cq__scan_up_3d_f64_kernel(*(int *)a[0], *(const int * *)a[1], *(int *)a[2], *(int * *)a[3]); }
 static void cq__scan_top_3d_f64_kernel_emu(void **a) { cq__scan_top_3d_f64_kernel(*(int *)a[0], *(int * *)a[1]); }
 static void cq__scan_down_3d_f64_kernel_emu(void **a) { cq__scan_down_3d_f64_kernel(*(int *)a[0], *(int * *)a[1], *(int *)a[2], *(const int * *)a[3]); }
 static void cq__cell_fill_3d_f64_kernel_emu(void **a) { cq__cell_fill_3d_f64_kernel(*(int *)a[0], *(const int * *)a[1], *(int * *)a[2], *(int * *)a[3]); }
-static void cq__cell_order_3d_f64_kernel_emu(void **a) { cq__cell_order_3d_f64_kernel(*(int *)a[0], *(const int * *)a[1], *(int * *)a[2]); }
+static void cq__cell_order_3d_f64_kernel_emu(void **a) { cq__cell_order_3d_f64_kernel(*(int *)a[0], *(const int * *)a[1], *(int * *)a[2], *(int * *)a[3]); }
 static void cq__gather_fwd_3d_f64_kernel_emu(void **a) { cq__gather_fwd_3d_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(const int * *)a[2], *(const double * *)a[3], *(cq__gview_f64 *)a[4], *(double * *)a[5], *(int *)a[6], *(int * *)a[7]); }
 static void cq__g2p_fwd_3d_f64_kernel_emu(void **a) { cq__g2p_fwd_3d_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(cq__pview_f64 *)a[2], *(cq__pview_f64 *)a[3], *(cq__gview_f64 *)a[4], *(int * *)a[5]); }
 static void cq__p2g_adj_transfer_3d_f64_kernel_emu(void **a) { cq__p2g_adj_transfer_3d_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(cq__pview_f64 *)a[2], *(const double * *)a[3], *(const double * *)a[4], *(cq__pview_f64 *)a[5], *(cq__pview_f64 *)a[6], *(const int * *)a[7], *(double * *)a[8]); }

@@ -32,7 +32,7 @@ TEST(lanes_##D##d_##P)                                                          
     static T ax1[NP * D], av1[NP * D], aC1[NP * DD], aF1[NP * DD], ax2[NP * D], av2[NP * D], aC2[NP * DD], aF2[NP * DD]; \
     static T gm1[NP], gm2[NP], pk1[NP * PK], pk2[NP * PK], G[NP][DD], Gb1[NP][DD], Gb2[NP][DD];                \
     static T gv[2 * RES * RES * RES * D], gpb[2 * RES * RES * RES * D], gmb[2 * RES * RES * RES];               \
-    static int scene[NP], order[NP];                                                                             \
+    static int scene[NP], order[NP], slot[NP];                                                                   \
     cq__params_##P prm;                                                                                          \
     memset(&prm, 0, sizeof prm);                                                                                 \
     for (int a = 0; a < D; ++a) prm.res[a] = RES;                                                                \
@@ -101,12 +101,13 @@ TEST(lanes_##D##d_##P)                                                          
         CHECK_EQ_INT(cq__g2p_lanes_##D##d_##P(ps, &prm, in, o2, g), bad1);                                       \
         gv[node * D] = keep;                                                                                     \
     }                                                                                                            \
-    /* the G2P adjoint over the shuffled order, records in slot order */                                       \
+    /* the G2P adjoint over the shuffled order, each record into its slot (slot[k] = NP - 1 - k) */            \
     for (int i = 0; i < NP * PK; ++i) pk1[i] = pk2[i] = -1;                                                      \
-    for (int k = 0; k < NP; ++k) cq__g2p_adj_##D##d_##P(order[k], &prm, in, g, ao, a1, pk1 + (long)k * PK);       \
+    for (int k = 0; k < NP; ++k) slot[k] = NP - 1 - k;                                                           \
+    for (int k = 0; k < NP; ++k) cq__g2p_adj_##D##d_##P(order[k], &prm, in, g, ao, a1, pk1 + (long)slot[k] * PK); \
     int k0 = 0;                                                                                                  \
-    for (; k0 + LN <= NP; k0 += LN) cq__g2p_adj_lanes_##D##d_##P(order + k0, &prm, in, g, ao, a2, pk2 + (long)k0 * PK); \
-    for (; k0 < NP; ++k0) cq__g2p_adj_##D##d_##P(order[k0], &prm, in, g, ao, a2, pk2 + (long)k0 * PK);           \
+    for (; k0 + LN <= NP; k0 += LN) cq__g2p_adj_lanes_##D##d_##P(order + k0, slot + k0, &prm, in, g, ao, a2, pk2); \
+    for (; k0 < NP; ++k0) cq__g2p_adj_##D##d_##P(order[k0], &prm, in, g, ao, a2, pk2 + (long)slot[k0] * PK);     \
     CHECK(!memcmp(ax1, ax2, sizeof ax1) && !memcmp(aF1, aF2, sizeof aF1) && !memcmp(pk1, pk2, sizeof pk1),       \
           "G2P adjoint: lanes and one-particle kernel differ");                                                 \
     /* the transfer half of the P2G adjoint (adds to ai.x and pg.mass: the same start on both sides) */         \

@@ -9581,21 +9581,32 @@ static void cq__adjoint_arrays(const cq_sim *s, const cq__state *a, const void *
     arr[4] = s->g_mass; arr[5] = s->g_vol; arr[6] = s->g_E; arr[7] = s->g_nu;
 }
 
-/* >>cpu_check_adjoint: lowest particle with a non-finite entry (bit test), and its field */
+/* >>cpu_check_adjoint: lowest particle with a non-finite entry (bit test), and its field;
+   over ranges of particles in parallel (a serial scan of 28 numbers per particle was ~1% of a
+   one-thread backward: 15% of the time on 16 threads), each range's lowest 8 p + field into
+   `best` (a minimum: the same result on any thread count) */
+typedef struct cq__check_task { const cq_sim *s; const void *arr[8]; int best; } cq__check_task;
+static void cq__check_adjoint_range(void *ctx, int begin, int end)
+{
+    cq__check_task *t = (cq__check_task *)ctx;
+    int best = INT_MAX;
+    for (int f = 0; f < 8; ++f) {
+        const int k = cq_sim_field_size(t->s, (cq_field)f);
+        const long last = (long)end * k;
+        long i = (long)begin * k;
+        if (t->s->tsize == sizeof(float)) { const float *v = (const float *)t->arr[f]; while (i < last && cq__isfinite_f32(v[i])) ++i; }
+        else { const double *v = (const double *)t->arr[f]; while (i < last && cq__isfinite_f64(v[i])) ++i; }
+        if (i < last && (int)(i / k) * 8 + f < best) best = (int)(i / k) * 8 + f;
+    }
+    if (best < INT_MAX) cq__atomic_min_int(&t->best, best);
+}
 static void cq__cpu_check_adjoint(cq_sim *s, const cq__state *a, int *status)
 {
-    const void *arr[8];
-    long best = -1;
-    cq__adjoint_arrays(s, a, arr);
-    for (int f = 0; f < 8; ++f) {
-        const int k = cq_sim_field_size(s, (cq_field)f);
-        const long count = (long)s->n * k;
-        long i = 0;
-        if (s->tsize == sizeof(float)) { const float *v = (const float *)arr[f]; while (i < count && cq__isfinite_f32(v[i])) ++i; }
-        else { const double *v = (const double *)arr[f]; while (i < count && cq__isfinite_f64(v[i])) ++i; }
-        if (i < count && (best < 0 || (i / k) * 8 + f < best)) best = (i / k) * 8 + f;
-    }
-    *status = best < 0 ? 0 : INT_MAX - (int)best;
+    cq__check_task t;
+    t.s = s; t.best = INT_MAX;
+    cq__adjoint_arrays(s, a, t.arr);
+    cq__parallel_for(s, s->n, 4096, cq__check_adjoint_range, &t);
+    *status = t.best == INT_MAX ? 0 : INT_MAX - t.best;
 }
 
 /* >>cpu_act_grad: per-group sums on the host, in double, in the order kernels_common.j2 fixes

@@ -771,6 +771,55 @@ TEST(a_failing_step_leaves_every_scene_at_its_start)
     }
 }
 
+/* The backward's check of the adjoint after each step runs over ranges of particles in parallel
+   (cq__cpu_check_adjoint): on any split of the ranges, in any order, it names the lowest
+   particle with a non-finite entry, and within that particle the first field (x, v, C, F, mass,
+   volume, youngs, poisson).  Several ranges need more particles than its minimum range. */
+TEST(the_adjoint_check_names_the_lowest_particle_on_any_split)
+{
+    enum { SIDE = 112, N = SIDE * SIDE };   /* 12544 particles: 3 ranges of >= 4096 */
+    static double x[2 * N], seed[2 * N];
+    for (int i = 0; i < SIDE; ++i)
+        for (int j = 0; j < SIDE; ++j) {
+            x[2 * (i * SIDE + j)] = 0.25 + (i + 0.5) / 256; x[2 * (i * SIDE + j) + 1] = 0.25 + (j + 0.5) / 256;
+        }
+    for (int i = 0; i < 2 * N; ++i) seed[i] = 1.0 / N;
+    for (int mode = 0; mode < 3; ++mode) {   /* no hook; ranges run out of order in enqueue; deferred to finish */
+        split_pool pool = {3, 4096, mode == 2, 0};
+        cq_sim_desc d;
+        cq_particles_desc pd;
+        cq_sim *s = NULL;
+        int st;
+        memset(&d, 0, sizeof d); memset(&pd, 0, sizeof pd);
+        d.dim = 2; d.res[0] = d.res[1] = 128; d.dx = 1.0 / 128; d.dt = 1e-4; d.substeps = 1; d.gravity[1] = -9.8;
+        d.checkpoint_every = 1; d.logger.func = cq_log_silent;
+        if (mode) { d.threads.workers = pool.workers; d.threads.enqueue = split_enqueue; d.threads.finish = split_finish; d.threads.user = &pool; }
+        if (cq_sim_create(&d, &s) != CQ_SUCCESS) { CHECK(0, "create: %s", cq_sim_last_error(NULL)); return; }
+        pd.count = N; pd.x = x; pd.default_youngs = 1e4; pd.default_poisson = 0.3;
+        CHECK_OK(cq_sim_add_particles(s, &pd));
+        CHECK_OK(cq_sim_step(s, 1));
+        CHECK_OK(cq_sim_backward(s, seed, NULL, NULL, NULL, NULL, NULL));   /* allocates the adjoint */
+        {
+            float *ax = (float *)s->adj[0].x, *aF = (float *)s->adj[0].F, *gE = (float *)s->g_E;
+            s->vt->check_adjoint(s, &s->adj[0], &st);
+            CHECK(st == 0, "mode %d: a finite adjoint gives status %d", mode, st);
+            ax[2 * 9000 + 1] = (float)NAN;   /* particle 9000, x: in the third range */
+            gE[5000] = (float)INFINITY;      /* particle 5000, youngs: the second */
+            aF[4 * 5000 + 2] = (float)NAN;   /* particle 5000, F: the lower field of the two */
+            pool.calls = 0;
+            s->vt->check_adjoint(s, &s->adj[0], &st);
+            CHECK(st == INT_MAX - (5000 * 8 + 3), "mode %d: status names particle %d field %d, not 5000 F", mode,
+                  (INT_MAX - st) / 8, (INT_MAX - st) % 8);
+            CHECK(mode == 0 || pool.calls == 1, "mode %d: the check did not run on the host's threads", mode);
+            aF[4 * 5000 + 2] = 0; gE[5000] = 0;
+            s->vt->check_adjoint(s, &s->adj[0], &st);
+            CHECK(st == INT_MAX - 9000 * 8, "mode %d: status names particle %d field %d, not 9000 x", mode,
+                  (INT_MAX - st) / 8, (INT_MAX - st) % 8);
+        }
+        cq_sim_destroy(s);
+    }
+}
+
 /* ------------------------------------------------------------------ CUDA (mock driver) */
 static char g_cuda_why[1024];
 static int cuda_available(void)
@@ -854,10 +903,11 @@ int main(int argc, char **argv)
         CASE(a_bad_scene_of_a_particle_is_refused_and_changes_nothing),
         CASE(one_scene_with_a_scene_array_and_an_empty_scene),
         CASE(a_failing_step_leaves_every_scene_at_its_start),
+        CASE(the_adjoint_check_names_the_lowest_particle_on_any_split),
         /* CUDA: last, run only where a CUDA sim can be created */
         CASE(cuda_batched_is_bitwise_the_cpu_batched_and_twice_from_reset_the_same),
         CASE(cuda_no_device_memory_leaked_or_violated)};
-    const int all = (int)(sizeof cases / sizeof cases[0]), cpu = 7;
+    const int all = (int)(sizeof cases / sizeof cases[0]), cpu = 8;
     int n = all, want_cuda = 0;
     for (int i = cpu; i < all; ++i) if (argc < 2 || strstr(cases[i].name, argv[1])) want_cuda = 1;
     if (!want_cuda) n = cpu;   /* the filter names no CUDA test: the driver is not loaded */

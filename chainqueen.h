@@ -8117,14 +8117,15 @@ static void cq__wfree(const cq_sim *s, void *p)
     cq__free(s, p);
 }
 
+static void cq__cpu_copy(const cq_sim *s, void *dst, const void *src, size_t bytes);   /* cpu_backend.j2 */
+
 static void cq__wcopy(const cq_sim *s, void *dst, const void *src, size_t bytes)   /* work -> work */
 {
     if (!bytes) return;
 #if CQ__HAS_CUDA
     if (cq__on_gpu(s)) { cq__dev_copy(CQ__SIMDEV(s), dst, src, bytes); return; }
 #endif
-    (void)s;
-    memcpy(dst, src, bytes);
+    cq__cpu_copy(s, dst, src, bytes);
 }
 
 static void cq__wzero(const cq_sim *s, void *dst, size_t bytes)
@@ -8133,8 +8134,7 @@ static void cq__wzero(const cq_sim *s, void *dst, size_t bytes)
 #if CQ__HAS_CUDA
     if (cq__on_gpu(s)) { cq__dev_zero(CQ__SIMDEV(s), dst, bytes); return; }
 #endif
-    (void)s;
-    memset(dst, 0, bytes);
+    cq__cpu_copy(s, dst, NULL, bytes);
 }
 
 static void cq__wput(const cq_sim *s, void *dst, size_t offset, const void *src, size_t bytes)   /* host -> work */
@@ -9546,6 +9546,30 @@ static void cq__parallel_for_on(const cq_threads *th, int items, int min_range, 
 static void cq__parallel_for(const cq_sim *s, int items, int min_range, cq__range_fn fn, void *ctx)
 {
     cq__parallel_for_on(&s->desc.threads, items, min_range, fn, ctx);
+}
+
+/* >>cpu_copy: memcpy (src NULL: memset 0) of the work buffers; a large one (the tape's state
+   copies, 24-28 numbers per particle every checkpoint) in 1 MiB pieces in parallel: one thread's
+   memcpy bandwidth would be a serial part of every segment on a many-core host */
+typedef struct cq__copy_task { char *dst; const char *src; size_t bytes; } cq__copy_task;
+#define CQ__COPY_PIECE ((size_t)1 << 20)
+static void cq__copy_range(void *ctx, int begin, int end)
+{
+    const cq__copy_task *t = (const cq__copy_task *)ctx;
+    const size_t a = (size_t)begin * CQ__COPY_PIECE, b = (size_t)end * CQ__COPY_PIECE < t->bytes ? (size_t)end * CQ__COPY_PIECE : t->bytes;
+    if (t->src) memcpy(t->dst + a, t->src + a, b - a);
+    else memset(t->dst + a, 0, b - a);
+}
+static void cq__cpu_copy(const cq_sim *s, void *dst, const void *src, size_t bytes)
+{
+    cq__copy_task t;
+    if (bytes < 4 * CQ__COPY_PIECE || bytes / CQ__COPY_PIECE >= (size_t)INT_MAX) {
+        if (src) memcpy(dst, src, bytes);
+        else memset(dst, 0, bytes);
+        return;
+    }
+    t.dst = (char *)dst; t.src = (const char *)src; t.bytes = bytes;
+    cq__parallel_for(s, (int)((bytes + CQ__COPY_PIECE - 1) / CQ__COPY_PIECE), 1, cq__copy_range, &t);
 }
 
 #if defined(_MSC_VER)

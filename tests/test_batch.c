@@ -820,6 +820,34 @@ TEST(the_adjoint_check_names_the_lowest_particle_on_any_split)
     }
 }
 
+/* The CPU's copies and zeroing of large work buffers (the tape's states) run in 1 MiB pieces
+   on the host's threads (cq__cpu_copy): every byte lands once, also in the last short piece. */
+TEST(large_copies_in_pieces_on_the_host_threads)
+{
+    const size_t bytes = 5 * ((size_t)1 << 20) + 123;
+    unsigned char *a = (unsigned char *)malloc(bytes), *b = (unsigned char *)malloc(bytes);
+    for (int mode = 0; mode < 3 && a && b; ++mode) {
+        split_pool pool = {3, 1, mode == 2, 0};
+        cq_sim_desc d;
+        cq_sim *s = NULL;
+        size_t bad = bytes;
+        memset(&d, 0, sizeof d);
+        d.dim = 2; d.res[0] = d.res[1] = 16; d.dx = 1.0 / 16; d.dt = 1e-4; d.substeps = 1; d.logger.func = cq_log_silent;
+        if (mode) { d.threads.workers = pool.workers; d.threads.enqueue = split_enqueue; d.threads.finish = split_finish; d.threads.user = &pool; }
+        if (cq_sim_create(&d, &s) != CQ_SUCCESS) { CHECK(0, "create: %s", cq_sim_last_error(NULL)); break; }
+        for (size_t i = 0; i < bytes; ++i) { a[i] = (unsigned char)(i * 131 + 7); b[i] = 0xEE; }
+        cq__cpu_copy(s, b, a, bytes);
+        for (size_t i = 0; i < bytes && bad == bytes; ++i) if (b[i] != a[i]) bad = i;
+        CHECK(bad == bytes, "mode %d: copy differs at byte %lu", mode, (unsigned long)bad);
+        CHECK(mode == 0 || pool.calls == 1, "mode %d: the copy did not run on the host's threads", mode);
+        cq__cpu_copy(s, b, NULL, bytes);
+        for (size_t i = 0; i < bytes && bad == bytes; ++i) if (b[i] != 0) bad = i;
+        CHECK(bad == bytes, "mode %d: zeroing missed byte %lu", mode, (unsigned long)bad);
+        cq_sim_destroy(s);
+    }
+    free(a); free(b);
+}
+
 /* ------------------------------------------------------------------ CUDA (mock driver) */
 static char g_cuda_why[1024];
 static int cuda_available(void)
@@ -904,10 +932,11 @@ int main(int argc, char **argv)
         CASE(one_scene_with_a_scene_array_and_an_empty_scene),
         CASE(a_failing_step_leaves_every_scene_at_its_start),
         CASE(the_adjoint_check_names_the_lowest_particle_on_any_split),
+        CASE(large_copies_in_pieces_on_the_host_threads),
         /* CUDA: last, run only where a CUDA sim can be created */
         CASE(cuda_batched_is_bitwise_the_cpu_batched_and_twice_from_reset_the_same),
         CASE(cuda_no_device_memory_leaked_or_violated)};
-    const int all = (int)(sizeof cases / sizeof cases[0]), cpu = 8;
+    const int all = (int)(sizeof cases / sizeof cases[0]), cpu = 9;
     int n = all, want_cuda = 0;
     for (int i = cpu; i < all; ++i) if (argc < 2 || strstr(cases[i].name, argv[1])) want_cuda = 1;
     if (!want_cuda) n = cpu;   /* the filter names no CUDA test: the driver is not loaded */

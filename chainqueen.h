@@ -7881,6 +7881,11 @@ typedef enum cq__cable_kernel {
 /* the grid buffers' bits in cq_sim.row_dirty */
 enum { CQ__ROW_M = 1, CQ__ROW_V = 2, CQ__ROW_P = 4, CQ__ROW_VB = 8, CQ__ROW_PB = 16, CQ__ROW_MB = 32 };
 
+/* >>act_table (host_memory.j2 cq__act_table_build): the actuated particles by group in chunks of
+   kernels_common.j2 CQ__ACT_CHUNK, host arrays: chunk k is perm[beg[k] .. beg[k + 1]), group g
+   is chunks first[g] .. first[g + 1]; built for n particles (perm NULL: none) */
+typedef struct cq__act_table { int *perm, *beg, *first; int n, chunks, groups; } cq__act_table;
+
 struct cq_sim {
     cq_sim_desc desc;            /* defaults resolved */
     int dim, dd, n;
@@ -7931,8 +7936,8 @@ struct cq_sim {
     void *dact;                       /* n * dd per-particle actuation gradients of one substep */
     double *act_grad;                 /* dL/du_n of the step being reversed: groups * dd */
     int act_grad_groups;
-    double *act_part;                 /* CPU: a substep's per-group sums in chunks (>>cpu_act_grad): 2 groups dd */
-    int *act_cnt, act_part_cap;       /* CPU: particles of each group so far in the substep */
+    cq__act_table act_tab;            /* CPU: the actuated particles in chunks (>>act_table) */
+    double *act_part;                 /* CPU: a substep's sum per chunk: act_tab.chunks * dd */
     void *grid_p, *grid_vb, *grid_pb, *grid_mb;
     void *rotc;                       /* CPU 3D rotating materials: the backward's rotation per particle (cq__rot_cache_bytes) */
     void *pkb;                        /* CUDA: n * CQ__PK(dim), the G2P adjoint's packed particles (pk
@@ -8423,6 +8428,35 @@ static void cq__group_by_key(const int *key, int count, int K, int *start, int *
     for (int i = 0; i < count; ++i) if (key[i] >= 0) out[start[key[i]]++] = i;   /* start[k]: now k's end */
     for (int k = K; k > 0; --k) start[k] = start[k - 1];
     start[0] = 0;
+}
+
+/* >>act_table: the chunk table of the particles' actuation groups (s->act) for the current
+   particle count; all or nothing (0: out of memory, *t empty).  Both backends sum the actuation
+   gradient chunk by chunk, then each group's chunks in order (the CPU on its threads, CUDA in
+   kernels, from its device copy of the table). */
+static void cq__act_table_free(cq_sim *s, cq__act_table *t)
+{
+    cq__free(s, t->perm); cq__free(s, t->beg); cq__free(s, t->first);
+    memset(t, 0, sizeof *t);
+}
+static int cq__act_table_build(cq_sim *s, cq__act_table *t)
+{
+    const int n = s->n, G = s->max_group + 1;
+    int *start = (int *)cq__alloc(s, sizeof(int) * (size_t)(G + 1)), chunks = 0;
+    cq__act_table_free(s, t);
+    t->first = (int *)cq__alloc(s, sizeof(int) * (size_t)(G + 1));
+    t->perm = (int *)cq__alloc(s, sizeof(int) * (size_t)(n + 1));
+    if (!start || !t->first || !t->perm) { cq__free(s, start); cq__act_table_free(s, t); return 0; }
+    cq__group_by_key(s->act, n, G, start, t->perm);   /* the actuated particles by group */
+    for (int g = 0; g < G; ++g) { t->first[g] = chunks; chunks += (start[g + 1] - start[g] + CQ__ACT_CHUNK - 1) / CQ__ACT_CHUNK; }
+    t->first[G] = chunks;
+    if (!(t->beg = (int *)cq__alloc(s, sizeof(int) * (size_t)(chunks + 1)))) { cq__free(s, start); cq__act_table_free(s, t); return 0; }
+    for (int g = 0, k = 0; g < G; ++g)   /* chunk k: perm[beg[k] .. beg[k + 1]) */
+        for (int j = start[g]; j < start[g + 1]; j += CQ__ACT_CHUNK) t->beg[k++] = j;
+    t->beg[chunks] = start[G];
+    t->n = n; t->chunks = chunks; t->groups = G;
+    cq__free(s, start);
+    return 1;
 }
 
 /* ------------------------------------------------------------------ >>cables
@@ -9633,37 +9667,41 @@ static void cq__cpu_check_adjoint(cq_sim *s, const cq__state *a, int *status)
     *status = t.best == INT_MAX ? 0 : INT_MAX - t.best;
 }
 
-/* >>cpu_act_grad: per-group sums on the host, in double, in the order kernels_common.j2 fixes
-   for CQ__ACT_CHUNK (so CUDA's are the same numbers): one pass over the particles, each group's
-   running chunk sum folded into its substep sum every CQ__ACT_CHUNK of its particles. */
+/* >>cpu_act_grad: per-group sums in double, in the order kernels_common.j2 fixes for
+   CQ__ACT_CHUNK (so CUDA's are the same numbers): each chunk of a group's particles summed in
+   index order (the chunks in parallel), then each group's chunk sums in order. */
 static int cq__cpu_act_grad_begin(cq_sim *s, int groups)
 {
-    if (groups > s->act_part_cap) {
-        double *part = (double *)cq__alloc(s, sizeof(double) * 2 * (size_t)groups * (size_t)s->dd);
-        int *cnt = (int *)cq__alloc(s, sizeof(int) * (size_t)groups);
-        if (!part || !cnt) { cq__free(s, part); cq__free(s, cnt); return 0; }
-        cq__free(s, s->act_part); cq__free(s, s->act_cnt);
-        s->act_part = part; s->act_cnt = cnt; s->act_part_cap = groups;
-    }
+    (void)groups;
+    if (s->act_tab.perm && s->act_tab.n == s->n) return 1;
+    cq__free(s, s->act_part); s->act_part = NULL;
+    if (!cq__act_table_build(s, &s->act_tab)) return 0;
+    s->act_part = (double *)cq__alloc(s, sizeof(double) * (size_t)(s->act_tab.chunks + 1) * (size_t)s->dd);
+    if (!s->act_part) { cq__act_table_free(s, &s->act_tab); return 0; }
     return 1;
+}
+static void cq__act_chunk_range(void *ctx, int begin, int end)
+{
+    const cq_sim *s = (const cq_sim *)ctx;
+    const cq__act_table *t = &s->act_tab;
+    const int dd = s->dd;
+    for (int k = begin; k < end; ++k)
+        for (int a = 0; a < dd; ++a) {
+            double sum = 0;
+            for (int j = t->beg[k]; j < t->beg[k + 1]; ++j) sum += cq__at(s, s->dact, (long)t->perm[j] * dd + a);
+            s->act_part[(long)k * dd + a] = sum;
+        }
 }
 static void cq__cpu_act_grad_add(cq_sim *s, int groups)
 {
-    const int dd = s->dd;
-    double *part = s->act_part, *sum = s->act_part + (size_t)groups * (size_t)dd;
-    memset(s->act_part, 0, sizeof(double) * 2 * (size_t)groups * (size_t)dd);
-    memset(s->act_cnt, 0, sizeof(int) * (size_t)groups);
-    for (int p = 0; p < s->n; ++p) {
-        const int g = s->act[p];
-        if (g < 0 || g >= groups) continue;
-        for (int a = 0; a < dd; ++a) part[g * dd + a] += cq__at(s, s->dact, (long)p * dd + a);
-        if (++s->act_cnt[g] % CQ__ACT_CHUNK == 0)
-            for (int a = 0; a < dd; ++a) { sum[g * dd + a] += part[g * dd + a]; part[g * dd + a] = 0; }
-    }
-    for (int g = 0; g < groups; ++g)
+    const cq__act_table *t = &s->act_tab;
+    const int dd = s->dd, G = groups < t->groups ? groups : t->groups;   /* groups no particle uses: no chunks */
+    cq__parallel_for(s, t->first[G], 16, cq__act_chunk_range, s);   /* the chunks of groups 0 .. G-1 */
+    for (int g = 0; g < G; ++g)
         for (int a = 0; a < dd; ++a) {
-            if (s->act_cnt[g] % CQ__ACT_CHUNK) sum[g * dd + a] += part[g * dd + a];
-            s->act_grad[g * dd + a] += sum[g * dd + a];
+            double sum = 0;
+            for (int k = t->first[g]; k < t->first[g + 1]; ++k) sum += s->act_part[(long)k * dd + a];
+            s->act_grad[g * dd + a] += sum;
         }
 }
 static void cq__cpu_act_grad_end(cq_sim *s, int groups) { (void)s; (void)groups; }
@@ -13322,33 +13360,25 @@ static void cq__cuda_act_table_free(cq_sim *s)
    uploaded.  0: out of memory. */
 static int cq__cuda_act_table(cq_sim *s)
 {
-    const int n = s->n, G = s->max_group + 1;
-    int *start = NULL, *perm = NULL, *beg = NULL, *first = NULL, chunks = 0, ok = 0;
-    if (s->cu.grp_n == n) return 1;
+    cq__act_table t;
+    int ok = 0, G, chunks, used;
+    if (s->cu.grp_n == s->n) return 1;
     cq__cuda_act_table_free(s);
-    start = (int *)cq__alloc(s, sizeof(int) * (size_t)(G + 1));
-    first = (int *)cq__alloc(s, sizeof(int) * (size_t)(G + 1));
-    perm = (int *)cq__alloc(s, sizeof(int) * (size_t)(n + 1));
-    if (!start || !first || !perm) goto out;
-    cq__group_by_key(s->act, n, G, start, perm);   /* the actuated particles by group */
-    for (int g = 0; g < G; ++g) { first[g] = chunks; chunks += (start[g + 1] - start[g] + CQ__ACT_CHUNK - 1) / CQ__ACT_CHUNK; }
-    first[G] = chunks;
-    if (!(beg = (int *)cq__alloc(s, sizeof(int) * (size_t)(chunks + 1)))) goto out;
-    for (int g = 0, k = 0; g < G; ++g)   /* chunk k: perm[beg[k] .. beg[k + 1]) */
-        for (int j = start[g]; j < start[g + 1]; j += CQ__ACT_CHUNK) beg[k++] = j;
-    beg[chunks] = start[G];
-    s->cu.gperm = (int *)cq__walloc(s, sizeof(int) * (size_t)(start[G] + 1));
+    memset(&t, 0, sizeof t);
+    if (!cq__act_table_build(s, &t)) return 0;   /* host arrays (>>act_table), then their device copies */
+    G = t.groups; chunks = t.chunks; used = t.beg[chunks];
+    s->cu.gperm = (int *)cq__walloc(s, sizeof(int) * (size_t)(used + 1));
     s->cu.gbeg = (int *)cq__walloc(s, sizeof(int) * (size_t)(chunks + 1));
     s->cu.gfirst = (int *)cq__walloc(s, sizeof(int) * (size_t)(G + 1));
     s->cu.gpart = (double *)cq__walloc(s, sizeof(double) * (size_t)(chunks + 1) * (size_t)s->dd);
     if (!s->cu.gperm || !s->cu.gbeg || !s->cu.gfirst || !s->cu.gpart) { cq__cuda_act_table_free(s); goto out; }
-    cq__wput(s, s->cu.gperm, 0, perm, sizeof(int) * (size_t)start[G]);
-    cq__wput(s, s->cu.gbeg, 0, beg, sizeof(int) * (size_t)(chunks + 1));
-    cq__wput(s, s->cu.gfirst, 0, first, sizeof(int) * (size_t)(G + 1));
-    s->cu.grp_n = n; s->cu.grp_chunks = chunks; s->cu.grp_groups = G;
+    cq__wput(s, s->cu.gperm, 0, t.perm, sizeof(int) * (size_t)used);
+    cq__wput(s, s->cu.gbeg, 0, t.beg, sizeof(int) * (size_t)(chunks + 1));
+    cq__wput(s, s->cu.gfirst, 0, t.first, sizeof(int) * (size_t)(G + 1));
+    s->cu.grp_n = s->n; s->cu.grp_chunks = chunks; s->cu.grp_groups = G;
     ok = 1;
 out:
-    cq__free(s, start); cq__free(s, first); cq__free(s, perm); cq__free(s, beg);
+    cq__act_table_free(s, &t);
     return ok;
 }
 
@@ -14140,7 +14170,7 @@ static void cq__adjoint_free(cq_sim *s)
     cq__wfree(s, s->wchk); cq__free(s, s->chk); s->wchk = NULL; s->chk = NULL;
     s->act_grad = NULL; s->act_grad_groups = 0; s->adj_n = 0; s->has_grad = 0; s->grad_state = NULL;
     cq__free(s, s->cable_grad); s->cable_grad = NULL;
-    cq__free(s, s->act_part); cq__free(s, s->act_cnt); s->act_part = NULL; s->act_cnt = NULL; s->act_part_cap = 0;
+    cq__free(s, s->act_part); s->act_part = NULL; cq__act_table_free(s, &s->act_tab);
 }
 
 /* Drops what steps >= from recorded: a run of steps that failed with its status deferred goes

@@ -219,10 +219,11 @@
      cables ................. cables.j2           >>cables_
      CUDA driver loader ..... cuda_loader.j2      >>cuda_loader
      host: sim, vtable ...... host_sim.j2         struct cq_sim, cq__vtable (what a backend provides)
-     host: errors, memory ... host_memory.j2      >>errors >>memory >>work_memory >>conversion >>cables
+     host: errors, memory ... host_memory.j2      >>errors >>memory >>work_memory >>conversion >>act_table
+                                                  (actuation chunks, both backends) >>cables
      host: CPU backend ...... cpu_backend.j2      >>cpu_drivers >>cpu_sort_ >>cpu_gather_ (row by row)
                                                   >>cpu_grid_ >>cpu_substep_ >>cpu_substep_adj_
-                                                  >>cpu_check_adjoint >>cpu_act_grad >>cpu_cables_
+                                                  >>cpu_check_adjoint >>cpu_act_grad >>cpu_copy >>cpu_cables_
      host: CPU lanes ........ cpu_lanes.j2        >>cpu_lanes >>g2p_lanes_ >>g2p_adj_lanes_ >>transfer_lanes_
                                                   (G2P and the stencil adjoints on 16 floats / 8 doubles at once)
      host: CUDA backend ..... cuda_backend.j2     >>cuda_sort_ >>cuda_grid_ >>cuda_substep_

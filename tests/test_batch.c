@@ -815,6 +815,15 @@ TEST(the_adjoint_check_names_the_lowest_particle_on_any_split)
             s->vt->check_adjoint(s, &s->adj[0], &st);
             CHECK(st == INT_MAX - 9000 * 8, "mode %d: status names particle %d field %d, not 9000 x", mode,
                   (INT_MAX - st) / 8, (INT_MAX - st) % 8);
+            ax[2 * 9000 + 1] = 0;   /* the very last entry (past the scan's blocks of 64), then a block's first */
+            ((float *)s->g_nu)[N - 1] = (float)NAN;
+            s->vt->check_adjoint(s, &s->adj[0], &st);
+            CHECK(st == INT_MAX - ((N - 1) * 8 + 7), "mode %d: status names particle %d field %d, not the last poisson", mode,
+                  (INT_MAX - st) / 8, (INT_MAX - st) % 8);
+            ((float *)s->adj[0].v)[2 * 4096] = (float)-INFINITY;
+            s->vt->check_adjoint(s, &s->adj[0], &st);
+            CHECK(st == INT_MAX - (4096 * 8 + 1), "mode %d: status names particle %d field %d, not 4096 v", mode,
+                  (INT_MAX - st) / 8, (INT_MAX - st) % 8);
         }
         cq_sim_destroy(s);
     }

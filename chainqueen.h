@@ -9645,6 +9645,30 @@ static void cq__adjoint_arrays(const cq_sim *s, const cq__state *a, const void *
    one-thread backward: 15% of the time on 16 threads), each range's lowest 8 p + field into
    `best` (a minimum: the same result on any thread count) */
 typedef struct cq__check_task { const cq_sim *s; const void *arr[8]; int best; } cq__check_task;
+/* the first of v[i .. last) that is not finite (last: none): blocks of 64 without an early exit
+   (vectorized at -O3, unrolled at -O2), then the block with one entry by entry */
+static long cq__first_nonfinite_f32(const float *v, long i, long last)
+{
+    for (; i + 64 <= last; i += 64) {
+        int bad = 0;
+        CQ__CPU_UNROLL for (int j = 0; j < 64; ++j) bad |= !cq__isfinite_f32(v[i + j]);
+        if (bad) break;
+    }
+    while (i < last && cq__isfinite_f32(v[i])) ++i;
+    return i;
+}
+/* the first of v[i .. last) that is not finite (last: none): blocks of 64 without an early exit
+   (vectorized at -O3, unrolled at -O2), then the block with one entry by entry */
+static long cq__first_nonfinite_f64(const double *v, long i, long last)
+{
+    for (; i + 64 <= last; i += 64) {
+        int bad = 0;
+        CQ__CPU_UNROLL for (int j = 0; j < 64; ++j) bad |= !cq__isfinite_f64(v[i + j]);
+        if (bad) break;
+    }
+    while (i < last && cq__isfinite_f64(v[i])) ++i;
+    return i;
+}
 static void cq__check_adjoint_range(void *ctx, int begin, int end)
 {
     cq__check_task *t = (cq__check_task *)ctx;
@@ -9653,24 +9677,8 @@ static void cq__check_adjoint_range(void *ctx, int begin, int end)
         const int k = cq_sim_field_size(t->s, (cq_field)f);
         const long last = (long)end * k;
         long i = (long)begin * k;
-        /* blocks of 64 without an early exit (vectorized), then the first bad one entry by entry */
-        if (t->s->tsize == sizeof(float)) {
-            const float *v = (const float *)t->arr[f];
-            for (; i + 64 <= last; i += 64) {
-                int bad = 0;
-                CQ__CPU_UNROLL for (int j = 0; j < 64; ++j) bad |= !cq__isfinite_f32(v[i + j]);
-                if (bad) break;
-            }
-            while (i < last && cq__isfinite_f32(v[i])) ++i;
-        } else {
-            const double *v = (const double *)t->arr[f];
-            for (; i + 64 <= last; i += 64) {
-                int bad = 0;
-                CQ__CPU_UNROLL for (int j = 0; j < 64; ++j) bad |= !cq__isfinite_f64(v[i + j]);
-                if (bad) break;
-            }
-            while (i < last && cq__isfinite_f64(v[i])) ++i;
-        }
+        i = t->s->tsize == sizeof(float) ? cq__first_nonfinite_f32((const float *)t->arr[f], i, last)
+                                          : cq__first_nonfinite_f64((const double *)t->arr[f], i, last);
         if (i < last && (int)(i / k) * 8 + f < best) best = (int)(i / k) * 8 + f;
     }
     if (best < INT_MAX) cq__atomic_min_int(&t->best, best);

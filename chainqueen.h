@@ -91,9 +91,10 @@
                      instead of a memset and four launches over the GPU; 0: never
      CQ_CPU_LANES    1: the CPU runs G2P and the stencil adjoints on 16 floats / 8 doubles at
                      once (vectorized across particles; bitwise the same results); 0: one particle
-                     at a time.  Default 1 where the compiler targets AVX-512 (__AVX512F__, e.g.
-                     -march=native on such a CPU), else 0: with AVX2 or SSE2 gathers the lanes
-                     measured slower for float (bench/RESULTS.md).  -O2 and -O3 run the MPM about
+                     at a time.  Default: both precisions where the compiler targets AVX-512
+                     (__AVX512F__, e.g. -march=native on such a CPU), only f64 with AVX2 (e.g.
+                     -march=x86-64-v3: 9-14% faster backward for f64, slower for float), neither
+                     with SSE2 (bench/RESULTS.md).  -O2 and -O3 run the MPM about
                      equally fast (gcc 12: the kernels' small loops carry unroll pragmas, which -O2
                      needs; without them it ran 1.3-2.3x slower than -O3).
 
@@ -8589,17 +8590,25 @@ static int cq__cable_buffers(cq_sim *s)
    out of line (cpu_backend.j2 cq__p2g_adj_pre_ / _post_): gcc 12 fuses multiply-adds where it
    vectorizes such code (vfmsubadd, despite -ffp-contract=off), so an inlined copy in a loop over
    lanes rounds differently from the remainder's.
-   The drivers use the lanes where CQ_CPU_LANES is 1 (by default with AVX-512): measured on an
-   AMD EPYC (Zen 4) VM, one thread, backward time vs one particle at a time: -O3 AVX-512 -12% to
-   -24%; -O3 AVX2 (x86-64-v3) -17% for the 3D f64 cube, +16% for the 3D f32 cube (8 lanes for
-   f32: no better); -O3 SSE2 +15%.  At -O2 gcc 12 vectorizes the lane loops only because the
-   small loops inside them carry CQ__CPU_UNROLL (stencil.j2). */
-#ifndef CQ_CPU_LANES   /* see OPTIONS at the top */
-#  if defined(__AVX512F__)
-#    define CQ_CPU_LANES 1
-#  else
-#    define CQ_CPU_LANES 0
-#  endif
+   The drivers use the lanes of a precision where CQ__LANES_ON_<precision> is 1: both where
+   CQ_CPU_LANES is 1, neither where it is 0; by default both with AVX-512 and only f64 with AVX2.
+   Measured on an AMD EPYC (Zen 4) VM, one thread, backward time vs one particle at a time: -O3
+   AVX-512 -12% to -24%; -O3 AVX2 (x86-64-v3) f64 -9% to -14% (2D block, 3D cubes of 8k and 64k),
+   f32 +4% (2D) to +16% (3D cube; 8 lanes for f32: no better); -O3 SSE2 +15%.  At -O2 gcc 12
+   vectorizes the lane loops only because the small loops inside them carry CQ__CPU_UNROLL
+   (stencil.j2). */
+#if defined(CQ_CPU_LANES)   /* see OPTIONS at the top */
+#  define CQ__LANES_ON_f32 (CQ_CPU_LANES)
+#  define CQ__LANES_ON_f64 (CQ_CPU_LANES)
+#elif defined(__AVX512F__)
+#  define CQ__LANES_ON_f32 1
+#  define CQ__LANES_ON_f64 1
+#elif defined(__AVX2__)
+#  define CQ__LANES_ON_f32 0
+#  define CQ__LANES_ON_f64 1
+#else
+#  define CQ__LANES_ON_f32 0
+#  define CQ__LANES_ON_f64 0
 #endif
 #if defined(__GNUC__) || defined(__clang__)
 #  define CQ__NOINLINE __attribute__((noinline))
@@ -10167,7 +10176,7 @@ static void cq__g2p_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
     cq__sub_task_2d_fixed_corotated_f32 *t = (cq__sub_task_2d_fixed_corotated_f32 *)ctx;
     int p = begin, ps[CQ__LANES_f32];
-    for (; CQ_CPU_LANES && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
+    for (; CQ__LANES_ON_f32 && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
         for (int l = 0; l < CQ__LANES_f32; ++l) ps[l] = p + l;
         const int f = cq__g2p_lanes_2d_f32(ps, t->prm, t->in, t->out, t->g);
         if (f >= 0) { cq__atomic_min_int(&t->first, p + f); return; }
@@ -10184,7 +10193,7 @@ static void cq__g2p_adj_range_2d_fixed_corotated_f32(void *ctx, int begin, int e
     float *pk = (float *)t->s->pk;
     const int *rank = t->s->rank;
     int p = begin, ps[CQ__LANES_f32];
-    for (; CQ_CPU_LANES && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
+    for (; CQ__LANES_ON_f32 && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
         for (int l = 0; l < CQ__LANES_f32; ++l) ps[l] = p + l;
         cq__g2p_adj_lanes_2d_f32(ps, rank + p, t->prm, t->in, t->g, t->ao, t->ai, pk);
     }
@@ -10247,7 +10256,7 @@ static void cq__p2g_adj_range_2d_fixed_corotated_f32(void *ctx, int begin, int e
     const cq__sub_task_2d_fixed_corotated_f32 *t = (const cq__sub_task_2d_fixed_corotated_f32 *)ctx;
     const float *gp_bar = (const float *)t->s->grid_pb, *gm_bar = (const float *)t->s->grid_mb;
     int p = begin;
-    for (; CQ_CPU_LANES && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
+    for (; CQ__LANES_ON_f32 && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
         int ps[CQ__LANES_f32];
         float Pp[CQ__LANES_f32][4], G[CQ__LANES_f32][4];
         cq__rot_2d_f32 own[CQ__LANES_f32];
@@ -10424,7 +10433,7 @@ static void cq__g2p_range_2d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
     cq__sub_task_2d_fixed_corotated_f64 *t = (cq__sub_task_2d_fixed_corotated_f64 *)ctx;
     int p = begin, ps[CQ__LANES_f64];
-    for (; CQ_CPU_LANES && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
+    for (; CQ__LANES_ON_f64 && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
         for (int l = 0; l < CQ__LANES_f64; ++l) ps[l] = p + l;
         const int f = cq__g2p_lanes_2d_f64(ps, t->prm, t->in, t->out, t->g);
         if (f >= 0) { cq__atomic_min_int(&t->first, p + f); return; }
@@ -10441,7 +10450,7 @@ static void cq__g2p_adj_range_2d_fixed_corotated_f64(void *ctx, int begin, int e
     double *pk = (double *)t->s->pk;
     const int *rank = t->s->rank;
     int p = begin, ps[CQ__LANES_f64];
-    for (; CQ_CPU_LANES && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
+    for (; CQ__LANES_ON_f64 && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
         for (int l = 0; l < CQ__LANES_f64; ++l) ps[l] = p + l;
         cq__g2p_adj_lanes_2d_f64(ps, rank + p, t->prm, t->in, t->g, t->ao, t->ai, pk);
     }
@@ -10504,7 +10513,7 @@ static void cq__p2g_adj_range_2d_fixed_corotated_f64(void *ctx, int begin, int e
     const cq__sub_task_2d_fixed_corotated_f64 *t = (const cq__sub_task_2d_fixed_corotated_f64 *)ctx;
     const double *gp_bar = (const double *)t->s->grid_pb, *gm_bar = (const double *)t->s->grid_mb;
     int p = begin;
-    for (; CQ_CPU_LANES && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
+    for (; CQ__LANES_ON_f64 && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
         int ps[CQ__LANES_f64];
         double Pp[CQ__LANES_f64][4], G[CQ__LANES_f64][4];
         cq__rot_2d_f64 own[CQ__LANES_f64];
@@ -10681,7 +10690,7 @@ static void cq__g2p_range_2d_neohookean_f32(void *ctx, int begin, int end)
 {
     cq__sub_task_2d_neohookean_f32 *t = (cq__sub_task_2d_neohookean_f32 *)ctx;
     int p = begin, ps[CQ__LANES_f32];
-    for (; CQ_CPU_LANES && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
+    for (; CQ__LANES_ON_f32 && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
         for (int l = 0; l < CQ__LANES_f32; ++l) ps[l] = p + l;
         const int f = cq__g2p_lanes_2d_f32(ps, t->prm, t->in, t->out, t->g);
         if (f >= 0) { cq__atomic_min_int(&t->first, p + f); return; }
@@ -10698,7 +10707,7 @@ static void cq__g2p_adj_range_2d_neohookean_f32(void *ctx, int begin, int end)
     float *pk = (float *)t->s->pk;
     const int *rank = t->s->rank;
     int p = begin, ps[CQ__LANES_f32];
-    for (; CQ_CPU_LANES && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
+    for (; CQ__LANES_ON_f32 && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
         for (int l = 0; l < CQ__LANES_f32; ++l) ps[l] = p + l;
         cq__g2p_adj_lanes_2d_f32(ps, rank + p, t->prm, t->in, t->g, t->ao, t->ai, pk);
     }
@@ -10761,7 +10770,7 @@ static void cq__p2g_adj_range_2d_neohookean_f32(void *ctx, int begin, int end)
     const cq__sub_task_2d_neohookean_f32 *t = (const cq__sub_task_2d_neohookean_f32 *)ctx;
     const float *gp_bar = (const float *)t->s->grid_pb, *gm_bar = (const float *)t->s->grid_mb;
     int p = begin;
-    for (; CQ_CPU_LANES && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
+    for (; CQ__LANES_ON_f32 && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
         int ps[CQ__LANES_f32];
         float Pp[CQ__LANES_f32][4], G[CQ__LANES_f32][4];
         cq__rot_2d_f32 own[CQ__LANES_f32];
@@ -10938,7 +10947,7 @@ static void cq__g2p_range_2d_neohookean_f64(void *ctx, int begin, int end)
 {
     cq__sub_task_2d_neohookean_f64 *t = (cq__sub_task_2d_neohookean_f64 *)ctx;
     int p = begin, ps[CQ__LANES_f64];
-    for (; CQ_CPU_LANES && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
+    for (; CQ__LANES_ON_f64 && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
         for (int l = 0; l < CQ__LANES_f64; ++l) ps[l] = p + l;
         const int f = cq__g2p_lanes_2d_f64(ps, t->prm, t->in, t->out, t->g);
         if (f >= 0) { cq__atomic_min_int(&t->first, p + f); return; }
@@ -10955,7 +10964,7 @@ static void cq__g2p_adj_range_2d_neohookean_f64(void *ctx, int begin, int end)
     double *pk = (double *)t->s->pk;
     const int *rank = t->s->rank;
     int p = begin, ps[CQ__LANES_f64];
-    for (; CQ_CPU_LANES && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
+    for (; CQ__LANES_ON_f64 && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
         for (int l = 0; l < CQ__LANES_f64; ++l) ps[l] = p + l;
         cq__g2p_adj_lanes_2d_f64(ps, rank + p, t->prm, t->in, t->g, t->ao, t->ai, pk);
     }
@@ -11018,7 +11027,7 @@ static void cq__p2g_adj_range_2d_neohookean_f64(void *ctx, int begin, int end)
     const cq__sub_task_2d_neohookean_f64 *t = (const cq__sub_task_2d_neohookean_f64 *)ctx;
     const double *gp_bar = (const double *)t->s->grid_pb, *gm_bar = (const double *)t->s->grid_mb;
     int p = begin;
-    for (; CQ_CPU_LANES && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
+    for (; CQ__LANES_ON_f64 && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
         int ps[CQ__LANES_f64];
         double Pp[CQ__LANES_f64][4], G[CQ__LANES_f64][4];
         cq__rot_2d_f64 own[CQ__LANES_f64];
@@ -11195,7 +11204,7 @@ static void cq__g2p_range_3d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
     cq__sub_task_3d_fixed_corotated_f32 *t = (cq__sub_task_3d_fixed_corotated_f32 *)ctx;
     int p = begin, ps[CQ__LANES_f32];
-    for (; CQ_CPU_LANES && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
+    for (; CQ__LANES_ON_f32 && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
         for (int l = 0; l < CQ__LANES_f32; ++l) ps[l] = p + l;
         const int f = cq__g2p_lanes_3d_f32(ps, t->prm, t->in, t->out, t->g);
         if (f >= 0) { cq__atomic_min_int(&t->first, p + f); return; }
@@ -11212,7 +11221,7 @@ static void cq__g2p_adj_range_3d_fixed_corotated_f32(void *ctx, int begin, int e
     float *pk = (float *)t->s->pk;
     const int *rank = t->s->rank;
     int p = begin, ps[CQ__LANES_f32];
-    for (; CQ_CPU_LANES && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
+    for (; CQ__LANES_ON_f32 && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
         for (int l = 0; l < CQ__LANES_f32; ++l) ps[l] = p + l;
         cq__g2p_adj_lanes_3d_f32(ps, rank + p, t->prm, t->in, t->g, t->ao, t->ai, pk);
     }
@@ -11275,7 +11284,7 @@ static void cq__p2g_adj_range_3d_fixed_corotated_f32(void *ctx, int begin, int e
     const cq__sub_task_3d_fixed_corotated_f32 *t = (const cq__sub_task_3d_fixed_corotated_f32 *)ctx;
     const float *gp_bar = (const float *)t->s->grid_pb, *gm_bar = (const float *)t->s->grid_mb;
     int p = begin;
-    for (; CQ_CPU_LANES && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
+    for (; CQ__LANES_ON_f32 && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
         int ps[CQ__LANES_f32];
         float Pp[CQ__LANES_f32][9], G[CQ__LANES_f32][9];
         cq__rot_3d_f32 own[CQ__LANES_f32];
@@ -11453,7 +11462,7 @@ static void cq__g2p_range_3d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
     cq__sub_task_3d_fixed_corotated_f64 *t = (cq__sub_task_3d_fixed_corotated_f64 *)ctx;
     int p = begin, ps[CQ__LANES_f64];
-    for (; CQ_CPU_LANES && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
+    for (; CQ__LANES_ON_f64 && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
         for (int l = 0; l < CQ__LANES_f64; ++l) ps[l] = p + l;
         const int f = cq__g2p_lanes_3d_f64(ps, t->prm, t->in, t->out, t->g);
         if (f >= 0) { cq__atomic_min_int(&t->first, p + f); return; }
@@ -11470,7 +11479,7 @@ static void cq__g2p_adj_range_3d_fixed_corotated_f64(void *ctx, int begin, int e
     double *pk = (double *)t->s->pk;
     const int *rank = t->s->rank;
     int p = begin, ps[CQ__LANES_f64];
-    for (; CQ_CPU_LANES && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
+    for (; CQ__LANES_ON_f64 && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
         for (int l = 0; l < CQ__LANES_f64; ++l) ps[l] = p + l;
         cq__g2p_adj_lanes_3d_f64(ps, rank + p, t->prm, t->in, t->g, t->ao, t->ai, pk);
     }
@@ -11533,7 +11542,7 @@ static void cq__p2g_adj_range_3d_fixed_corotated_f64(void *ctx, int begin, int e
     const cq__sub_task_3d_fixed_corotated_f64 *t = (const cq__sub_task_3d_fixed_corotated_f64 *)ctx;
     const double *gp_bar = (const double *)t->s->grid_pb, *gm_bar = (const double *)t->s->grid_mb;
     int p = begin;
-    for (; CQ_CPU_LANES && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
+    for (; CQ__LANES_ON_f64 && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
         int ps[CQ__LANES_f64];
         double Pp[CQ__LANES_f64][9], G[CQ__LANES_f64][9];
         cq__rot_3d_f64 own[CQ__LANES_f64];
@@ -11711,7 +11720,7 @@ static void cq__g2p_range_3d_neohookean_f32(void *ctx, int begin, int end)
 {
     cq__sub_task_3d_neohookean_f32 *t = (cq__sub_task_3d_neohookean_f32 *)ctx;
     int p = begin, ps[CQ__LANES_f32];
-    for (; CQ_CPU_LANES && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
+    for (; CQ__LANES_ON_f32 && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
         for (int l = 0; l < CQ__LANES_f32; ++l) ps[l] = p + l;
         const int f = cq__g2p_lanes_3d_f32(ps, t->prm, t->in, t->out, t->g);
         if (f >= 0) { cq__atomic_min_int(&t->first, p + f); return; }
@@ -11728,7 +11737,7 @@ static void cq__g2p_adj_range_3d_neohookean_f32(void *ctx, int begin, int end)
     float *pk = (float *)t->s->pk;
     const int *rank = t->s->rank;
     int p = begin, ps[CQ__LANES_f32];
-    for (; CQ_CPU_LANES && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
+    for (; CQ__LANES_ON_f32 && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
         for (int l = 0; l < CQ__LANES_f32; ++l) ps[l] = p + l;
         cq__g2p_adj_lanes_3d_f32(ps, rank + p, t->prm, t->in, t->g, t->ao, t->ai, pk);
     }
@@ -11791,7 +11800,7 @@ static void cq__p2g_adj_range_3d_neohookean_f32(void *ctx, int begin, int end)
     const cq__sub_task_3d_neohookean_f32 *t = (const cq__sub_task_3d_neohookean_f32 *)ctx;
     const float *gp_bar = (const float *)t->s->grid_pb, *gm_bar = (const float *)t->s->grid_mb;
     int p = begin;
-    for (; CQ_CPU_LANES && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
+    for (; CQ__LANES_ON_f32 && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
         int ps[CQ__LANES_f32];
         float Pp[CQ__LANES_f32][9], G[CQ__LANES_f32][9];
         cq__rot_3d_f32 own[CQ__LANES_f32];
@@ -11969,7 +11978,7 @@ static void cq__g2p_range_3d_neohookean_f64(void *ctx, int begin, int end)
 {
     cq__sub_task_3d_neohookean_f64 *t = (cq__sub_task_3d_neohookean_f64 *)ctx;
     int p = begin, ps[CQ__LANES_f64];
-    for (; CQ_CPU_LANES && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
+    for (; CQ__LANES_ON_f64 && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
         for (int l = 0; l < CQ__LANES_f64; ++l) ps[l] = p + l;
         const int f = cq__g2p_lanes_3d_f64(ps, t->prm, t->in, t->out, t->g);
         if (f >= 0) { cq__atomic_min_int(&t->first, p + f); return; }
@@ -11986,7 +11995,7 @@ static void cq__g2p_adj_range_3d_neohookean_f64(void *ctx, int begin, int end)
     double *pk = (double *)t->s->pk;
     const int *rank = t->s->rank;
     int p = begin, ps[CQ__LANES_f64];
-    for (; CQ_CPU_LANES && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
+    for (; CQ__LANES_ON_f64 && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
         for (int l = 0; l < CQ__LANES_f64; ++l) ps[l] = p + l;
         cq__g2p_adj_lanes_3d_f64(ps, rank + p, t->prm, t->in, t->g, t->ao, t->ai, pk);
     }
@@ -12049,7 +12058,7 @@ static void cq__p2g_adj_range_3d_neohookean_f64(void *ctx, int begin, int end)
     const cq__sub_task_3d_neohookean_f64 *t = (const cq__sub_task_3d_neohookean_f64 *)ctx;
     const double *gp_bar = (const double *)t->s->grid_pb, *gm_bar = (const double *)t->s->grid_mb;
     int p = begin;
-    for (; CQ_CPU_LANES && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
+    for (; CQ__LANES_ON_f64 && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
         int ps[CQ__LANES_f64];
         double Pp[CQ__LANES_f64][9], G[CQ__LANES_f64][9];
         cq__rot_3d_f64 own[CQ__LANES_f64];

@@ -185,6 +185,14 @@ item cpu_lanes_forced sh -c "$CC -std=c99 -O2 -g1 $WARN $NW -DCQ_CPU_LANES=1 tes
     ./$B/test_batch_lanes && CQ_CUDA_LIBRARY=$MOCK ./$B/test_batch_lanes cuda && \
     $CC -std=c99 -O2 -g1 $WARN $NW -DCQ_CPU_LANES=1 tests/test_errors.c -o $B/test_errors_lanes -lm && ./$B/test_errors_lanes && \
     $CC -std=c99 -O3 -march=native $WARN $NW tests/test_batch.c -o $B/test_batch_native -lm -ldl && ./$B/test_batch_native"
+# AVX2 without AVX-512 (-march=x86-64-v3): the default lanes are f64's only; batched and threaded
+# runs bitwise as before, the CPU against the mock's one-particle kernels at -O2
+if grep -q ' avx2' /proc/cpuinfo 2>/dev/null; then
+    item cpu_lanes_avx2 sh -c "$CC -std=c99 -O2 -g1 -march=x86-64-v3 $WARN $NW tests/test_batch.c -o $B/test_batch_avx2 -lm -ldl && \
+        ./$B/test_batch_avx2 && CQ_CUDA_LIBRARY=$MOCK ./$B/test_batch_avx2 cuda"
+else
+    skip cpu_lanes_avx2 "this CPU has no AVX2 (/proc/cpuinfo)"
+fi
 item test_scenes sh -c "$CC -std=c99 -O2 -g1 $WARN $NW tests/test_scenes.c -o $B/test_scenes -lm -ldl && ./$B/test_scenes && \
     CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_BITWISE=1 ./$B/test_scenes"
 for f in init nodevice oldriver ptx oom oom_after=20 launch_after=40; do

@@ -1,7 +1,9 @@
 #!/bin/sh
 # GPU benchmark: `sh bench/gpu.sh` on a machine with an NVIDIA GPU (from the repository root).
 # Prints the device, date and commit, then bench.c's table for the CUDA backend: 2D 6.4k,
-# 3D 8k, 64k, 512k and 4.1M particles, f32 and f64, forward and backward, and the batch row (the
+# 3D 8k, 64k, 512k and 4.1M particles, f32 and f64, forward and backward, the 64k and 512k cubes
+# with their particles in a random order ("3D cube, shuffled": should run as fast as the lattice
+# order; bench.c built against an older chainqueen.h gives the "before"), and the batch row (the
 # 2D 6.4k block in 256 scenes of one sim: aggregate particle-steps/s, and a line giving its
 # aggregate throughput over the single block's; issue 12's target is >= 20x); then the fluid
 # dam breaks (bench/fluid.c --gpu, 2D and 3D, ~100k and ~1M particles).  Between the two: the 2D

@@ -771,32 +771,44 @@ TEST(a_failing_step_leaves_every_scene_at_its_start)
     }
 }
 
+/* A 2D block of LAT_N particles (112^2, spacing dx/2 on a 128^2 grid; actuator groups grp or
+   NULL) in a sim on the host's threads (mode 1: the split pool's ranges run in enqueue, 2:
+   deferred to finish) or without them (mode 0); NULL after a failed CHECK. */
+enum { LAT_SIDE = 112, LAT_N = LAT_SIDE * LAT_SIDE };
+static cq_sim *lattice_sim(int mode, split_pool *pool, int substeps, int ckpt, const int *grp)
+{
+    static double x[2 * LAT_N];
+    cq_sim_desc d;
+    cq_particles_desc pd;
+    cq_sim *s = NULL;
+    for (int i = 0; i < LAT_SIDE; ++i)
+        for (int j = 0; j < LAT_SIDE; ++j) {
+            x[2 * (i * LAT_SIDE + j)] = 0.25 + (i + 0.5) / 256; x[2 * (i * LAT_SIDE + j) + 1] = 0.25 + (j + 0.5) / 256;
+        }
+    memset(&d, 0, sizeof d); memset(&pd, 0, sizeof pd);
+    d.dim = 2; d.res[0] = d.res[1] = 128; d.dx = 1.0 / 128; d.dt = 1e-4; d.substeps = substeps; d.gravity[1] = -9.8;
+    d.checkpoint_every = ckpt; d.logger.func = cq_log_silent;
+    if (mode) { d.threads.workers = pool->workers; d.threads.enqueue = split_enqueue; d.threads.finish = split_finish; d.threads.user = pool; }
+    if (cq_sim_create(&d, &s) != CQ_SUCCESS) { CHECK(0, "create: %s", cq_sim_last_error(NULL)); return NULL; }
+    pd.count = LAT_N; pd.x = x; pd.actuator = grp; pd.default_youngs = 1e4; pd.default_poisson = 0.3;
+    if (cq_sim_add_particles(s, &pd) != CQ_SUCCESS) { CHECK(0, "add: %s", cq_sim_last_error(s)); cq_sim_destroy(s); return NULL; }
+    return s;
+}
+
 /* The backward's check of the adjoint after each step runs over ranges of particles in parallel
    (cq__cpu_check_adjoint): on any split of the ranges, in any order, it names the lowest
    particle with a non-finite entry, and within that particle the first field (x, v, C, F, mass,
    volume, youngs, poisson).  Several ranges need more particles than its minimum range. */
 TEST(the_adjoint_check_names_the_lowest_particle_on_any_split)
 {
-    enum { SIDE = 112, N = SIDE * SIDE };   /* 12544 particles: 3 ranges of >= 4096 */
-    static double x[2 * N], seed[2 * N];
-    for (int i = 0; i < SIDE; ++i)
-        for (int j = 0; j < SIDE; ++j) {
-            x[2 * (i * SIDE + j)] = 0.25 + (i + 0.5) / 256; x[2 * (i * SIDE + j) + 1] = 0.25 + (j + 0.5) / 256;
-        }
+    enum { N = LAT_N };   /* 12544 particles: 3 ranges of >= 4096 */
+    static double seed[2 * N];
     for (int i = 0; i < 2 * N; ++i) seed[i] = 1.0 / N;
     for (int mode = 0; mode < 3; ++mode) {   /* no hook; ranges run out of order in enqueue; deferred to finish */
         split_pool pool = {3, 4096, mode == 2, 0};
-        cq_sim_desc d;
-        cq_particles_desc pd;
-        cq_sim *s = NULL;
+        cq_sim *s = lattice_sim(mode, &pool, 1, 1, NULL);
         int st;
-        memset(&d, 0, sizeof d); memset(&pd, 0, sizeof pd);
-        d.dim = 2; d.res[0] = d.res[1] = 128; d.dx = 1.0 / 128; d.dt = 1e-4; d.substeps = 1; d.gravity[1] = -9.8;
-        d.checkpoint_every = 1; d.logger.func = cq_log_silent;
-        if (mode) { d.threads.workers = pool.workers; d.threads.enqueue = split_enqueue; d.threads.finish = split_finish; d.threads.user = &pool; }
-        if (cq_sim_create(&d, &s) != CQ_SUCCESS) { CHECK(0, "create: %s", cq_sim_last_error(NULL)); return; }
-        pd.count = N; pd.x = x; pd.default_youngs = 1e4; pd.default_poisson = 0.3;
-        CHECK_OK(cq_sim_add_particles(s, &pd));
+        if (!s) return;
         CHECK_OK(cq_sim_step(s, 1));
         CHECK_OK(cq_sim_backward(s, seed, NULL, NULL, NULL, NULL, NULL));   /* allocates the adjoint */
         {
@@ -869,30 +881,17 @@ static void act_hook(cq_sim *s, int step, void *user)
 }
 TEST(actuation_gradient_chunks_on_any_split_are_bitwise_serial)
 {
-    enum { SIDE = 112, N = SIDE * SIDE, G = 3, STEPS_A = 3 };
-    static double x[2 * N], seed[2 * N], ag[3][STEPS_A * G * 4];
+    enum { N = LAT_N, G = 3, STEPS_A = 3 };
+    static double seed[2 * N], ag[3][STEPS_A * G * 4];
     static int grp[N];
     double u[G * 4];
-    for (int i = 0; i < SIDE; ++i)
-        for (int j = 0; j < SIDE; ++j) {
-            const int p = i * SIDE + j;
-            x[2 * p] = 0.25 + (i + 0.5) / 256; x[2 * p + 1] = 0.25 + (j + 0.5) / 256;
-            grp[p] = p % 7 == 6 ? -1 : p % 3;
-        }
+    for (int p = 0; p < N; ++p) grp[p] = p % 7 == 6 ? -1 : p % 3;
     for (int i = 0; i < 2 * N; ++i) seed[i] = (double)(i % 5) / N;
     for (int mode = 0; mode < 3; ++mode) {   /* serial; ranges out of order in enqueue; deferred to finish */
         split_pool pool = {3, 1, mode == 2, 0};
-        cq_sim_desc d;
-        cq_particles_desc pd;
-        cq_sim *s = NULL;
+        cq_sim *s = lattice_sim(mode, &pool, 2, 2, grp);
         act_hook_ctx hc;
-        memset(&d, 0, sizeof d); memset(&pd, 0, sizeof pd);
-        d.dim = 2; d.res[0] = d.res[1] = 128; d.dx = 1.0 / 128; d.dt = 1e-4; d.substeps = 2; d.gravity[1] = -9.8;
-        d.checkpoint_every = 2; d.logger.func = cq_log_silent;
-        if (mode) { d.threads.workers = pool.workers; d.threads.enqueue = split_enqueue; d.threads.finish = split_finish; d.threads.user = &pool; }
-        if (cq_sim_create(&d, &s) != CQ_SUCCESS) { CHECK(0, "create: %s", cq_sim_last_error(NULL)); return; }
-        pd.count = N; pd.x = x; pd.actuator = grp; pd.default_youngs = 1e4; pd.default_poisson = 0.3;
-        CHECK_OK(cq_sim_add_particles(s, &pd));
+        if (!s) return;
         for (int n = 0; n < STEPS_A; ++n) {
             for (int k = 0; k < G * 4; ++k) u[k] = 50.0 * (k + 1) * (n % 2 ? -1 : 1);
             CHECK_OK(cq_sim_set_actuation(s, G, u));

@@ -8,13 +8,24 @@
 # aggregate throughput over the single block's; issue 12's target is >= 20x); then the fluid
 # dam breaks (bench/fluid.c --gpu, 2D and 3D, ~100k and ~1M particles).  Between the two: the 2D
 # block again with 10 substeps per step, and with the sort of small scenes as launches.  PROFILE=1 also runs
-# Nsight Compute (ncu) once on the slowest kernel of the 512k scene.
+# Nsight Compute (ncu) once on the slowest kernel of the 512k scene.  BEFORE=path/to/an/older/
+# chainqueen.h also runs the shuffled cubes and the lattice 3D cubes with that header (the same
+# bench.c), for a before/after in one run, e.g. `git show 1aadf2e:chainqueen.h > build/before.h`
+# (the last tree whose per-particle kernels ran over sorted slots), then BEFORE=build/before.h.
 CC=${CC:-cc}
 mkdir -p build
 $CC -std=c99 -O3 -Wall -Wextra -Werror -pedantic bench/bench.c -o build/bench_gpu -lm -ldl || exit 1
 echo "date: $(date -u +%Y-%m-%d), commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 echo "device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo 'nvidia-smi not found')"
 ./build/bench_gpu gpu || exit 1
+if [ -n "${BEFORE:-}" ]; then
+    [ -f "$BEFORE" ] || { echo "BEFORE=$BEFORE: no such file"; exit 1; }
+    mkdir -p build/before/bench && cp "$BEFORE" build/before/chainqueen.h && cp bench/bench.c build/before/bench/ || exit 1
+    $CC -std=c99 -O3 -Wall -Wextra -Werror -pedantic build/before/bench/bench.c -o build/bench_gpu_before -lm -ldl || exit 1
+    echo "before: $BEFORE"
+    ./build/bench_gpu_before gpu only="3D cube, shuffled" || exit 1
+    ./build/bench_gpu_before gpu only="3D cube" || exit 1
+fi
 # small scenes: the 2D block with 10 substeps per step (one status readback per step, not per
 # substep), with a small scene's sort in one block (the default) and as launches over the GPU
 # (CQ_CUDA_SORT_ONE_BLOCK=0), and the default row above again without the one-block sort

@@ -14647,7 +14647,8 @@ cq_result cq_sim_backward(cq_sim *s, const double *dL_dx, const double *dL_dv, c
             }
             if (groups) memset(s->act_grad, 0, sizeof(double) * (size_t)groups * (size_t)s->dd);
             if (groups && !s->vt->act_grad_begin(s, groups)) {
-                r = cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: step %d: cannot allocate the actuation gradient in device memory", what, n);
+                r = cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: step %d: cannot allocate the actuation gradient's work memory (%s)", what, n,
+                             cq__on_gpu(s) ? "device" : "host");
                 goto done;
             }
             for (int sub = S - 1; sub >= 0; --sub) {

@@ -207,6 +207,63 @@ TEST(backward_failing_part_way)
     CHECK(c.live == 0, "%ld allocations leaked", c.live);
 }
 
+/* Every allocation the first backward of a sim with actuation makes may fail (the adjoint
+   buffers, the actuation gradient, its chunk table): each failure is CQ_ERROR_OUT_OF_MEMORY with
+   a message, keeps the state and leaks nothing, and the sim's next backward (memory back) gives
+   the gradients of a sim that never ran out.  Attempt k: a fresh sim whose first backward may
+   make k allocations. */
+TEST(backward_with_actuation_survives_every_failing_allocation)
+{
+    const double st1[4] = {30, 0, 0, -30};
+    double x[2 * 64], xs[2 * 64], xa[2 * 64], g[2 * 64], gref[2 * 64];
+    int act[64], failures = 0, table = 0, ok = 0;
+    cq_particles_desc p;
+    cq_sim *ref = make(desc2d(1), 0, 0.4, 0.4);
+    block(x, 64, 0.4, 0.4);
+    for (int i = 0; i < 64; ++i) act[i] = i % 3 ? 0 : -1;
+    memset(&p, 0, sizeof p);
+    p.count = 64; p.x = x; p.actuator = act;
+    CHECK_OK(cq_sim_add_particles(ref, &p));
+    CHECK_OK(cq_sim_set_actuation(ref, 1, st1));
+    CHECK_OK(cq_sim_step(ref, 5));
+    CHECK_OK(cq_sim_backward(ref, x, NULL, NULL, NULL, NULL, NULL));
+    CHECK_OK(cq_sim_grad(ref, CQ_FIELD_X, gref));
+    for (int k = 0; k < 200 && !ok; ++k) {
+        counter c = {0, 0, -1};
+        cq_sim_desc d = desc2d(1);
+        cq_sim *s = NULL;
+        cq_result r;
+        d.allocator.alloc = count_alloc; d.allocator.free = count_free; d.allocator.user = &c;
+        CHECK_OK(cq_sim_create(&d, &s));
+        if (!s) return;
+        CHECK_OK(cq_sim_add_particles(s, &p));
+        CHECK_OK(cq_sim_set_actuation(s, 1, st1));
+        CHECK_OK(cq_sim_step(s, 5));
+        CHECK_OK(cq_sim_get(s, CQ_FIELD_X, xs));
+        c.limit = c.allocs + k;
+        r = cq_sim_backward(s, x, NULL, NULL, NULL, NULL, NULL);
+        c.limit = -1;
+        if (r == CQ_SUCCESS) ok = 1;
+        else {
+            CHECK(r == CQ_ERROR_OUT_OF_MEMORY, "attempt %d: %s", k, cq_result_string(r));
+            CHECK(cq_sim_last_error(s)[0] != 0, "attempt %d: no message", k);
+            table += has(cq_sim_last_error(s), "actuation gradient's work memory (host)");
+            failures++;
+            CHECK_OK(cq_sim_get(s, CQ_FIELD_X, xa));
+            CHECK(memcmp(xs, xa, sizeof xs) == 0, "attempt %d: the state changed", k);
+            CHECK(cq_sim_grad(s, CQ_FIELD_X, g) == CQ_ERROR_INVALID_STATE, "attempt %d: gradients after a failed backward", k);
+            CHECK_OK(cq_sim_backward(s, x, NULL, NULL, NULL, NULL, NULL));   /* memory back */
+        }
+        CHECK_OK(cq_sim_grad(s, CQ_FIELD_X, g));
+        CHECK(memcmp(g, gref, sizeof g) == 0, "attempt %d: the gradients differ from a sim that never ran out", k);
+        cq_sim_destroy(s);
+        CHECK(c.live == 0, "attempt %d: %ld allocations leaked", k, c.live);
+    }
+    CHECK(ok && failures > 3, "no success after %d failures", failures);
+    CHECK(cq_sim_backend(ref) != CQ_BACKEND_CPU || table > 0, "no failure named the actuation chunk table (%d failures)", failures);
+    cq_sim_destroy(ref);
+}
+
 /* Defect 4: a refused backward overwrote the previous gradients. */
 TEST(refused_backward_keeps_gradients)
 {
@@ -579,7 +636,7 @@ TEST(empty_grid_rows_are_zero)
 }
 
 RUN_TESTS(CASE(failed_first_step_then_add_particles), CASE(failed_first_step_then_add_cable), CASE(grad_after_add_particles),
-          CASE(backward_failing_part_way), CASE(refused_backward_keeps_gradients), CASE(nonfinite_adjoint_is_an_error),
+          CASE(backward_failing_part_way), CASE(backward_with_actuation_survives_every_failing_allocation), CASE(refused_backward_keeps_gradients), CASE(nonfinite_adjoint_is_an_error),
           CASE(particle_at_the_last_f32_position_3d), CASE(hook_gradient_overflow_refused), CASE(f64_dx_subnormal_refused),
           CASE(failed_step_without_progress_keeps_gradients), CASE(empty_taped_sim_hooks), CASE(hooks_cannot_change_the_sim),
           CASE(backward_desc_matches_positional), CASE(default_logger_is_stderr), CASE(fringe_nodes_backward_3d_f32),

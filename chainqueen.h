@@ -17415,7 +17415,7 @@ cq_result cq_world_control_grad_feedback(const cq_world *w, const double *dL_dst
 #if CQ__HAS_CUDA
 /* ---- BEGIN GENERATED: embedded PTX (byte arrays; the readable code ends above) from templates/ptx.j2.
    DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
-/* PTX module 2d_f32: sha256 6dd60469edbf9b0e27cbb77974f856fc8d29b5531b04772aad18a23da35595db, nvrtc 12.0, PTX ISA 8.0, 293015 bytes, fnv1a 0x8fa2114a, lz 79673 bytes */
+/* PTX module 2d_f32: sha256 592e1267b0f3e62dd9502b92d7d3184d47944c505e39df6fd3d2862fb037a9fd, nvrtc 12.0, PTX ISA 8.0, 293015 bytes, fnv1a 0x8fa2114a, lz 79673 bytes */
 static const unsigned char cq__ptx_2d_f32_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -19909,7 +19909,7 @@ static const unsigned char cq__ptx_2d_f32_lz[] = {
 0,1,43,1,2,50,121,24,100,200,67,17,52,199,14,144,114,101,116,59,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_2d_f32 = { cq__ptx_2d_f32_lz, 79673, 293015, 0x8fa2114au };
-/* PTX module 2d_f64: sha256 1088402bd58c99dccde1b783ebb7d11036af20d2a9d6af7b85f1b3af1c508ffc, nvrtc 12.0, PTX ISA 8.0, 311082 bytes, fnv1a 0x7efbe1bd, lz 81226 bytes */
+/* PTX module 2d_f64: sha256 eed951b3b195510c09f4e4dc697dd35fd3b58ba02cac2f7361fb1be2f54a83a3, nvrtc 12.0, PTX ISA 8.0, 311082 bytes, fnv1a 0x7efbe1bd, lz 81226 bytes */
 static const unsigned char cq__ptx_2d_f64_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -22452,7 +22452,7 @@ static const unsigned char cq__ptx_2d_f64_lz[] = {
 0,4,91,9,80,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_2d_f64 = { cq__ptx_2d_f64_lz, 81226, 311082, 0x7efbe1bdu };
-/* PTX module 3d_f32: sha256 99729c4adcf7c50ff1479bd780f87b9275ee5eba8fc94513270f498229770bf5, nvrtc 12.0, PTX ISA 8.0, 387322 bytes, fnv1a 0x66bf4b0c, lz 108732 bytes */
+/* PTX module 3d_f32: sha256 4b27ae0af12bbd159105c41c8375e3d58a679ac96e85a1b5a701640c9a5736a2, nvrtc 12.0, PTX ISA 8.0, 387322 bytes, fnv1a 0x66bf4b0c, lz 108732 bytes */
 static const unsigned char cq__ptx_3d_f32_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -25854,7 +25854,7 @@ static const unsigned char cq__ptx_3d_f32_lz[] = {
 0,37,0,1,43,1,2,110,184,1,101,55,6,141,0,0,52,19,144,114,101,116,59,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_3d_f32 = { cq__ptx_3d_f32_lz, 108732, 387322, 0x66bf4b0cu };
-/* PTX module 3d_f64: sha256 7be6234303eb4b8360e1243fff172f564a2d37c3280cd2fe8620c26dd7a66de8, nvrtc 12.0, PTX ISA 8.0, 416790 bytes, fnv1a 0xa92caea1, lz 111624 bytes */
+/* PTX module 3d_f64: sha256 040ac5a7a31649cd1e0f507951563c62f92ed498a6a543611396e73a7a28b65a, nvrtc 12.0, PTX ISA 8.0, 416790 bytes, fnv1a 0xa92caea1, lz 111624 bytes */
 static const unsigned char cq__ptx_3d_f64_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,

@@ -3,10 +3,10 @@
 /* The same CQ_HD functions as chainqueen.h, behind extern "C" __global__ wrappers: one thread
    per particle in index order (P2G's particle half, G2P, their adjoints: coalesced reads of the
    particle arrays in any particle order, each packed record written to its particle's sorted
-   slot), per cell (the counting sort) or per grid node (the gather with the grid update, the grid adjoint).  No
-   float sum depends on thread order: the grid's sums are gathers in a fixed order over
-   particles counting-sorted by cell (kernels.j2 >>cell_sort_, >>grid_gather_), so a forward
-   and its recomputation are bitwise equal run to run. */
+   slot), per cell (the counting sort) or per grid node (the gather with the grid update, the
+   grid adjoint).  No float sum depends on thread order: the grid's sums are gathers in a fixed
+   order over particles counting-sorted by cell (kernels.j2 >>cell_sort_, >>grid_gather_), so a
+   forward and its recomputation are bitwise equal run to run. */
 
 #if !defined(__CUDACC__)
 /* Host emulation, for tests only: tests/gpu/mock_libcuda.c compiles this file as C and runs
@@ -1769,9 +1769,9 @@ extern "C" {
    become starts by an exclusive scan (scan_up, scan_top, scan_down over chunks); fill places
    each particle at its cell's cursor (the cursor ends at the cell's end: cell_end); order puts
    each cell's particles in index order, so the order does not depend on which thread won a
-   cursor, and writes each particle's slot into rank.  A small scene (host: cq__cuda_sort) does all of it in one launch of one block,
-   cell_sort; a larger one in cell_count, the scan's launches, cell_fill and cell_order, which
-   run the same per-particle and per-cell steps. */
+   cursor, and writes each particle's slot into rank.  A small scene (host: cq__cuda_sort)
+   does all of it in one launch of one block, cell_sort; a larger one in cell_count, the scan's
+   launches, cell_fill and cell_order, which run the same per-particle and per-cell steps. */
 CQ__DEV void cq__sort_count_2d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s, int *keys, int *cell_end)
 {
     int key = cq__cell_2d_f32(p, prm, s);

@@ -41,6 +41,9 @@
    cq_sim_add_particles) refuses skips the row, printing the reason (not a failure); a wrong
    result fails the run.  `com=N` skips the row.
 
+   `./build/bench big` runs only the 512k cubes (corotated f32 and f64, NeoHookean f32) on the
+   CPU, which the plain run leaves to the GPU; bench/threads.sh runs it at 1, 2, 4, ... threads.
+
    The "3D cube, shuffled" rows are the 64k (CPU and GPU) and 512k (GPU) corotated f32 cubes with
    the particles given in a random order (fixed seed): they should run as fast as the lattice
    order above them (`com=N` skips them). */
@@ -70,6 +73,7 @@ typedef struct scene {
 /* scenes of a batch row: 256 on a GPU, 16 on the CPU (quick: 4, quick on a GPU: 2) */
 static int g_batch = 16;
 static int g_substeps = 1;   /* substeps=N: cq_sim_desc.substeps (one status readback per N substeps on a GPU) */
+static int g_big = 0;        /* `big`: on the CPU, only the 512k rows (bench/threads.sh: thread scaling) */
 
 #define CKPT_EVERY 10       /* checkpoint_every of the taped sim (quick mode: 4) */
 #define MAX_T 100000        /* cap on the taped step count (tape memory) */
@@ -431,12 +435,13 @@ int main(int argc, char **argv)
     for (int a = 1; a < argc; ++a) {
         if (strcmp(argv[a], "quick") == 0) { target = 0.05; bwd_fwd = 0.02; quick = 1; ckpt = 4; }
         else if (strcmp(argv[a], "gpu") == 0) g_backend = CQ_BACKEND_CUDA;
+        else if (strcmp(argv[a], "big") == 0) g_big = 1;
         else if (strncmp(argv[a], "com=", 4) == 0 && (com = atoi(argv[a] + 4)) >= 4) {}
         else if (strncmp(argv[a], "only=", 5) == 0) only = argv[a] + 5;
         else if (strncmp(argv[a], "substeps=", 9) == 0 && (g_substeps = atoi(argv[a] + 9)) >= 1) {}
         else if (strncmp(argv[a], "ckpt=", 5) == 0 && (ckpt_arg = atoi(argv[a] + 5)) >= 1) {}
         else {
-            fprintf(stderr, "usage: %s [quick] [gpu] [com=N (N >= 4)] [only=SCENE NAME] [substeps=N] [ckpt=N (N >= 1)]\n", argv[0]);
+            fprintf(stderr, "usage: %s [quick] [gpu | big] [com=N (N >= 4)] [only=SCENE NAME] [substeps=N] [ckpt=N (N >= 1)]\n", argv[0]);
             return 2;
         }
     }
@@ -488,7 +493,10 @@ int main(int argc, char **argv)
         char grid[32];
         result r;
         if ((quick && !sc->quick) || (only && strcmp(sc->name, only) != 0)) continue;
-        if (sc->gpu_only && g_backend != CQ_BACKEND_CUDA) continue;
+        if (g_big && g_backend != CQ_BACKEND_CUDA) {   /* the 512k rows alone */
+            if (!sc->gpu_only || sc->shuffled || count_of(sc) > 512000) continue;
+        }
+        else if (sc->gpu_only && g_backend != CQ_BACKEND_CUDA) continue;
         if (sc->batch) sprintf(grid, "%d x %d^2", g_batch, sc->res);
         else if (sc->dim == 2) sprintf(grid, "%d^2", sc->res);
         else sprintf(grid, "%d^3", sc->res);

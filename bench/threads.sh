@@ -1,0 +1,28 @@
+#!/bin/sh
+# CPU thread scaling (issue 12's target: 16 threads >= 10x one thread on the 512k cube):
+# `sh bench/threads.sh` builds bench.c as `make bench` does and runs its 512k rows (`big`: the
+# corotated cube in f32 and f64, the NeoHookean one in f32) at 1, 2, 4, 8, ... threads up to the
+# machine's cores (THREADS="1 8 16" to choose), then prints per row the forward and backward
+# particle-steps/s and the speedup over one thread.  ~30 s per thread count at one thread.
+CC=${CC:-cc}
+cd "$(dirname "$0")/.." || exit 1
+mkdir -p build
+$CC -std=c99 -O3 -march=native -fopenmp -Wall -Wextra -Werror -pedantic bench/bench.c -o build/bench_threads -lm || exit 1
+N=$(nproc 2>/dev/null || echo 1)
+if [ -z "${THREADS:-}" ]; then
+    THREADS=1; t=2
+    while [ "$t" -le "$N" ]; do THREADS="$THREADS $t"; t=$((t * 2)); done
+    case " $THREADS " in *" $N "*) ;; *) THREADS="$THREADS $N" ;; esac
+fi
+echo "date: $(date -u +%Y-%m-%d), commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $N core(s): $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //')"
+out=build/threads.txt; : > "$out"
+for t in $THREADS; do
+    echo "threads $t ..."
+    OMP_NUM_THREADS=$t ./build/bench_threads big > build/threads_$t.txt || { cat build/threads_$t.txt; exit 1; }
+    # | scene | material | particles | grid | precision | ms/substep | p-steps/s | T | fwd | bwd | ...
+    awk -F'|' -v t="$t" '$4 ~ /512000/ { gsub(/^ +| +$/, "", $3); gsub(/ /, "-", $3); gsub(/ /, "", $6); print t, $3 "-" $6, $8, $11 }' build/threads_$t.txt >> "$out"
+done
+echo
+echo "| scene | threads | forward p-steps/s | speedup | backward p-steps/s | speedup |"
+echo "|---|---:|---:|---:|---:|---:|"
+awk '{ if (!($2 in f1)) { f1[$2] = $3; b1[$2] = $4 } printf "| %s | %d | %.3g | %.2fx | %.3g | %.2fx |\n", $2, $1, $3, $3 / f1[$2], $4, $4 / b1[$2] }' "$out" | sort -t'|' -k2,2 -s

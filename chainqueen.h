@@ -8695,8 +8695,8 @@ static int cq__g2p_lanes_2d_f32(const int *ps, const cq__params_f32 *prm, cq__pv
 }
 
 /* >>g2p_adj_lanes_2d_f32: the G2P adjoint (>>g2p_adj_) of the particles ps[0 .. CQ__LANES_f32), whose
-   packed records are pk0[0 .. CQ__LANES_f32) (CQ__PK(2) values each).  The per-particle start and end run
-   lane by lane (the one-particle kernel's text), the stencil across the lanes. */
+   packed records go to slots ks[0 .. CQ__LANES_f32) of pk0 (CQ__PK(2) values each).  The per-particle
+   start and end run lane by lane (the one-particle kernel's text), the stencil across the lanes. */
 static void cq__g2p_adj_lanes_2d_f32(const int *ps, const int *ks, const cq__params_f32 *prm, cq__pview_f32 s,
                                         cq__gview_f32 g, cq__pview_f32 ao, cq__pview_f32 ai, float *pk0)
 {
@@ -8926,8 +8926,8 @@ static int cq__g2p_lanes_2d_f64(const int *ps, const cq__params_f64 *prm, cq__pv
 }
 
 /* >>g2p_adj_lanes_2d_f64: the G2P adjoint (>>g2p_adj_) of the particles ps[0 .. CQ__LANES_f64), whose
-   packed records are pk0[0 .. CQ__LANES_f64) (CQ__PK(2) values each).  The per-particle start and end run
-   lane by lane (the one-particle kernel's text), the stencil across the lanes. */
+   packed records go to slots ks[0 .. CQ__LANES_f64) of pk0 (CQ__PK(2) values each).  The per-particle
+   start and end run lane by lane (the one-particle kernel's text), the stencil across the lanes. */
 static void cq__g2p_adj_lanes_2d_f64(const int *ps, const int *ks, const cq__params_f64 *prm, cq__pview_f64 s,
                                         cq__gview_f64 g, cq__pview_f64 ao, cq__pview_f64 ai, double *pk0)
 {
@@ -9158,8 +9158,8 @@ static int cq__g2p_lanes_3d_f32(const int *ps, const cq__params_f32 *prm, cq__pv
 }
 
 /* >>g2p_adj_lanes_3d_f32: the G2P adjoint (>>g2p_adj_) of the particles ps[0 .. CQ__LANES_f32), whose
-   packed records are pk0[0 .. CQ__LANES_f32) (CQ__PK(3) values each).  The per-particle start and end run
-   lane by lane (the one-particle kernel's text), the stencil across the lanes. */
+   packed records go to slots ks[0 .. CQ__LANES_f32) of pk0 (CQ__PK(3) values each).  The per-particle
+   start and end run lane by lane (the one-particle kernel's text), the stencil across the lanes. */
 static void cq__g2p_adj_lanes_3d_f32(const int *ps, const int *ks, const cq__params_f32 *prm, cq__pview_f32 s,
                                         cq__gview_f32 g, cq__pview_f32 ao, cq__pview_f32 ai, float *pk0)
 {
@@ -9392,8 +9392,8 @@ static int cq__g2p_lanes_3d_f64(const int *ps, const cq__params_f64 *prm, cq__pv
 }
 
 /* >>g2p_adj_lanes_3d_f64: the G2P adjoint (>>g2p_adj_) of the particles ps[0 .. CQ__LANES_f64), whose
-   packed records are pk0[0 .. CQ__LANES_f64) (CQ__PK(3) values each).  The per-particle start and end run
-   lane by lane (the one-particle kernel's text), the stencil across the lanes. */
+   packed records go to slots ks[0 .. CQ__LANES_f64) of pk0 (CQ__PK(3) values each).  The per-particle
+   start and end run lane by lane (the one-particle kernel's text), the stencil across the lanes. */
 static void cq__g2p_adj_lanes_3d_f64(const int *ps, const int *ks, const cq__params_f64 *prm, cq__pview_f64 s,
                                         cq__gview_f64 g, cq__pview_f64 ao, cq__pview_f64 ai, double *pk0)
 {

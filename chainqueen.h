@@ -158,8 +158,12 @@
      steps: the step count stays <= INT_MAX.  Float32 sims: dx, 1/dx, dt, gravity, friction and
      every value given must be finite as floats (1e300 is refused).  Positions: x/dx in
      [0.5, res - 1.5) per axis.  Memory: the tape holds (T / checkpoint_every + 1) states of
-     n * (2 dim + 2 dim^2) reals, and the backward pass checkpoint_every * substeps + 1 more
-     (cq_sim_tape_bytes reports it).  chainqueen_io.h and chainqueen_robot.h state their own.
+     n * (2 dim + 2 dim^2) reals, and the backward pass checkpoint_every * substeps + 1 more,
+     plus its grid cache: up to checkpoint_every * substeps - 1 grid phases within
+     cq_sim_desc.backward_cache_mb (default 1024 MiB, -1: none); one is nodes * (2 dim + 1) reals
+     and 1 int, and per particle dim^2 + 2 dim + 1 reals and 2 ints (on the CPU 3 ints, and 30
+     reals more for 3D materials with a rotation).  cq_sim_tape_bytes reports all of it.
+     chainqueen_io.h and chainqueen_robot.h state their own.
 
    FLUID-RIGID WORLDS (cq_world_*, [DiffFR]; examples/12_fluid_rigid.c, 13-18: DiffFR's tasks)
      A cq_world holds SPH fluid, rigid bodies and the domain box.  Fluid: DFSPH [DFSPH15,17]
@@ -235,7 +239,8 @@
      backend selection ...... backend_select.j2   >>backend_select
      host: API .............. api_create.j2       >>create >>validation
                               api_particles.j2    >>particles
-                              api_reverse.j2      >>tape >>step >>reverse (the state machine) >>cable_api
+                              api_reverse.j2      >>tape >>grid_cache (the backward keeps recomputed grids)
+                                                  >>step >>reverse (the state machine) >>cable_api
      fluid-rigid world ...... world_api.h.j2      cq_world_desc, cq_body_desc, cq_world_*
                               sph.j2              >>sph >>sph_neighbours >>sph_density (DFSPH factor)
                                                   >>sph_source (divergence / density solver source)
@@ -397,6 +402,11 @@ typedef struct cq_sim_desc {
                                 0 = 1.  One launch / one parallel loop advances all of them; each
                                 scene's results are those of a sim holding it alone (bitwise on
                                 the CPU).  Particles name their scene (cq_particles_desc.scene). */
+    int backward_cache_mb;   /* MiB the backward may use to keep the grid phase (the sort, the packed
+                                particles, the grid) of each substep it recomputes from a checkpoint,
+                                for that substep's adjoint, which otherwise computes it again: ~1/5 of
+                                a backward's time; the same gradients bit for bit.  0 = 1024, -1 = none.
+                                Counted in cq_sim_tape_bytes; kept for the next backward. */
 } cq_sim_desc;
 
 typedef struct cq_particles_desc {   /* host arrays, double, particle-major */
@@ -431,7 +441,7 @@ CQ_API cq_result   cq_sim_step(cq_sim *sim, int steps);
 CQ_API int         cq_sim_step_count(const cq_sim *sim);
 CQ_API cq_result   cq_sim_reset(cq_sim *sim);           /* back to step 0, tape cleared */
 CQ_API size_t      cq_sim_tape_bytes(const cq_sim *sim); /* memory held by the tape (checkpoints, actuation log,
-                                                     the backward pass's segment buffer) */
+                                                     the backward pass's segment buffer and grid cache) */
 
 /* Cable actuators ([Spielberg21] eqs 16-17): a cable routed through `count` particles (in order),
    stiffness k, rest length R, stores E = k/2 max(0, L - max(0, R u))^2 where L is the length of
@@ -7888,6 +7898,16 @@ enum { CQ__ROW_M = 1, CQ__ROW_V = 2, CQ__ROW_P = 4, CQ__ROW_VB = 8, CQ__ROW_PB =
    is chunks first[g] .. first[g + 1]; built for n particles (perm NULL: none) */
 typedef struct cq__act_table { int *perm, *beg, *first; int n, chunks, groups; } cq__act_table;
 
+/* >>grid_cache: what a substep's grid phase leaves for its adjoint (the sort, P2G's packed
+   particles, the grid, its momentum, the CPU's rotations and row bits): the sim's own set lives
+   in cq_sim's fields of these names; the backward keeps more sets (cq_sim.gc, budget
+   cq_sim_desc.backward_cache_mb) and swaps one in around a substep (cq__gset_swap) */
+typedef struct cq__gset {
+    void *pk, *grid_m, *grid_v, *grid_p, *rotc;
+    int *order, *rank, *skey, *cell_end;
+    unsigned char *row_dirty;
+} cq__gset;
+
 struct cq_sim {
     cq_sim_desc desc;            /* defaults resolved */
     int dim, dd, n;
@@ -7945,6 +7965,12 @@ struct cq_sim {
     void *pkb;                        /* CUDA: n * CQ__PK(dim), the G2P adjoint's packed particles (pk
                                          keeps P2G's for the P2G adjoint); NULL on the CPU */
     int adj_n;                        /* particle count the adjoint buffers were sized for */
+    unsigned char *row_dirty_adj;     /* CPU: row_dirty's bits for grid_vb, grid_pb, grid_mb (CQ__ROW_VB ..), which
+                                         stay when a cached set is swapped in */
+    cq__gset *gc;                     /* >>grid_cache: the sets kept for the backward's recomputed substeps */
+    int n_gc;                         /* sets allocated (each for adj_n particles) */
+    int gkeep;                        /* a substep runs its grid phase for a kept set: momentum and rotations too */
+    int gready;                       /* a substep adjoint finds its grid phase done (a kept set is swapped in) */
     int *wchk, *chk;                  /* non-finite status per step of a segment: work, host copy */
     int in_backward, has_grad;
     int in_hook;                      /* a backward hook is running: the hook-only calls work */
@@ -10153,7 +10179,8 @@ typedef struct cq__sub_task_2d_fixed_corotated_f32 {
     cq__pview_f32 in, out, ao, ai, pg;
     cq__gview_f32 g;
     float *gm, *gv, *gp;   /* what the gather writes: mass (or NULL), momentum, a copy of it (or NULL) */
-    unsigned char bm, bv, bp;   /* their bits in s->row_dirty (CQ__ROW_*) */
+    unsigned char *dirty;    /* their rows' bits: s->row_dirty (grid_m, grid_v, grid_p) or s->row_dirty_adj (grid_vb) */
+    unsigned char bm, bv, bp;   /* their bits there (CQ__ROW_*) */
     cq__rot_2d_f32 *rot;   /* NULL, or the backward's per-particle rotations (s->rotc, see cq__rot_cache_bytes) */
     int update;              /* the gather also runs the grid update */
     int first;
@@ -10202,7 +10229,7 @@ static void cq__g2p_adj_range_2d_fixed_corotated_f32(void *ctx, int begin, int e
 }
 /* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
    scene) gets the zeros the per-node adjoint would write, in two memsets, or nothing when that
-   row of both buffers is zero already (s->row_dirty) */
+   row of both buffers is zero already (s->row_dirty_adj) */
 static void cq__grid_adj_rows_2d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_fixed_corotated_f32 *t = (const cq__sub_task_2d_fixed_corotated_f32 *)ctx;
@@ -10211,7 +10238,7 @@ static void cq__grid_adj_rows_2d_fixed_corotated_f32(void *ctx, int begin, int e
     float *gp_bar = (float *)s->grid_pb, *gm_bar = (float *)s->grid_mb;
     for (int r = begin; r < end; ++r) {
         const float *m = t->g.m + (long)r * L;
-        unsigned char *dirty = s->row_dirty + r;
+        unsigned char *dirty = s->row_dirty_adj + r;
         int live = 0;
         for (int i = 0; i < L; ++i) live |= m[i] > 0;
         if (!live) {
@@ -10282,7 +10309,7 @@ static void cq__p2g_adj_range_2d_fixed_corotated_f32(void *ctx, int begin, int e
    increasing order, then cells, then particles), so the sums equal cq__gather_* bitwise.  Then,
    per node of the row, the momentum copy and the grid update.  A row no particle reaches (most
    rows of a sparse scene) costs up to 3^(D-1) lookups: its nodes are zero (no mass, so the update
-   writes v = 0), and its memsets are skipped where s->row_dirty says that row of the buffer is
+   writes v = 0), and its memsets are skipped where t->dirty says that row of the buffer is
    zero already. */
 static void cq__gather_rows_2d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
@@ -10298,7 +10325,7 @@ static void cq__gather_rows_2d_fixed_corotated_f32(void *ctx, int begin, int end
         const int c[1] = {lr};
         float *m = t->gm ? t->gm + (long)r * L : NULL, *v = t->gv + (long)r * L * 2;
         float *gp = t->gp ? t->gp + (long)r * L * 2 : NULL;
-        unsigned char *dirty = t->s->row_dirty + r;
+        unsigned char *dirty = t->dirty + r;
         const unsigned char bits = (unsigned char)((m ? t->bm : 0) | t->bv | (gp ? t->bp : 0));
         /* the source rows of cells, in the gather's order, and their ranges of sorted slots */
         int src_o[3][1], src_crow[3], src_kb[3], src_ke[3], ns = 0;
@@ -10348,7 +10375,7 @@ static void cq__cpu_grid_2d_fixed_corotated_f32(cq__sub_task_2d_fixed_corotated_
     cq__cpu_sort_f32(s, t->in);
     cq__parallel_for(s, s->n, 512, cq__p2g_range_2d_fixed_corotated_f32, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (float *)s->grid_p : NULL; t->update = 1;
-    t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
+    t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_2d_fixed_corotated_f32, t);
 }
 
@@ -10361,7 +10388,8 @@ static int cq__cpu_substep_2d_fixed_corotated_f32(cq_sim *s, const cq__state *in
     t.s = s; t.prm = &s->prm_f32;
     t.in = cq__pview_f32_of(s, in_st); t.out = cq__pview_f32_of(s, out_st);
     if (s->n_cables) { cq__cpu_cable_veff_2d_f32(s, in_st); t.in.v = (float *)s->veff; }
-    cq__cpu_grid_2d_fixed_corotated_f32(&t, 0);
+    if (s->gkeep) t.rot = (cq__rot_2d_f32 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
+    cq__cpu_grid_2d_fixed_corotated_f32(&t, s->gkeep);
     t.first = n;
     cq__parallel_for(s, n, 1024, cq__g2p_range_2d_fixed_corotated_f32, &t);
     if (t.first == n) { *bad = -1; return CQ__OK; }
@@ -10370,8 +10398,9 @@ static int cq__cpu_substep_2d_fixed_corotated_f32(cq_sim *s, const cq__state *in
 }
 
 /* >>cpu_substep_adj_2d_fixed_corotated_f32: the substep's adjoint, phases reversed: recompute the grid
-   from `in`, G2P adjoint per particle (its scatter into dL/dv_i: the gather), grid adjoint
-   per node, P2G adjoint (gather) per particle. */
+   from `in` (unless a kept one is swapped in: s->gready, >>grid_cache), G2P adjoint per
+   particle (its scatter into dL/dv_i: the gather), grid adjoint per node, P2G adjoint (gather)
+   per particle. */
 static void cq__cpu_substep_adj_2d_fixed_corotated_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
     cq__sub_task_2d_fixed_corotated_f32 t;
@@ -10382,9 +10411,10 @@ static void cq__cpu_substep_adj_2d_fixed_corotated_f32(cq_sim *s, const cq__stat
     t.pg.mass = (float *)s->g_mass; t.pg.vol = (float *)s->g_vol; t.pg.E = (float *)s->g_E; t.pg.nu = (float *)s->g_nu;
     if (s->n_cables) { cq__cpu_cable_veff_2d_f32(s, in_st); t.in.v = (float *)s->veff; }
     t.rot = (cq__rot_2d_f32 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
-    cq__cpu_grid_2d_fixed_corotated_f32(&t, 1);
+    if (s->gready) { t.g.m = (float *)s->grid_m; t.g.v = (float *)s->grid_v; }
+    else cq__cpu_grid_2d_fixed_corotated_f32(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_2d_fixed_corotated_f32, &t);   /* its scatter: the gather below */
-    t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0; t.bv = CQ__ROW_VB;
+    t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_2d_fixed_corotated_f32, &t);
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_2d_fixed_corotated_f32, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_fixed_corotated_f32, &t);
@@ -10410,7 +10440,8 @@ typedef struct cq__sub_task_2d_fixed_corotated_f64 {
     cq__pview_f64 in, out, ao, ai, pg;
     cq__gview_f64 g;
     double *gm, *gv, *gp;   /* what the gather writes: mass (or NULL), momentum, a copy of it (or NULL) */
-    unsigned char bm, bv, bp;   /* their bits in s->row_dirty (CQ__ROW_*) */
+    unsigned char *dirty;    /* their rows' bits: s->row_dirty (grid_m, grid_v, grid_p) or s->row_dirty_adj (grid_vb) */
+    unsigned char bm, bv, bp;   /* their bits there (CQ__ROW_*) */
     cq__rot_2d_f64 *rot;   /* NULL, or the backward's per-particle rotations (s->rotc, see cq__rot_cache_bytes) */
     int update;              /* the gather also runs the grid update */
     int first;
@@ -10459,7 +10490,7 @@ static void cq__g2p_adj_range_2d_fixed_corotated_f64(void *ctx, int begin, int e
 }
 /* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
    scene) gets the zeros the per-node adjoint would write, in two memsets, or nothing when that
-   row of both buffers is zero already (s->row_dirty) */
+   row of both buffers is zero already (s->row_dirty_adj) */
 static void cq__grid_adj_rows_2d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_fixed_corotated_f64 *t = (const cq__sub_task_2d_fixed_corotated_f64 *)ctx;
@@ -10468,7 +10499,7 @@ static void cq__grid_adj_rows_2d_fixed_corotated_f64(void *ctx, int begin, int e
     double *gp_bar = (double *)s->grid_pb, *gm_bar = (double *)s->grid_mb;
     for (int r = begin; r < end; ++r) {
         const double *m = t->g.m + (long)r * L;
-        unsigned char *dirty = s->row_dirty + r;
+        unsigned char *dirty = s->row_dirty_adj + r;
         int live = 0;
         for (int i = 0; i < L; ++i) live |= m[i] > 0;
         if (!live) {
@@ -10539,7 +10570,7 @@ static void cq__p2g_adj_range_2d_fixed_corotated_f64(void *ctx, int begin, int e
    increasing order, then cells, then particles), so the sums equal cq__gather_* bitwise.  Then,
    per node of the row, the momentum copy and the grid update.  A row no particle reaches (most
    rows of a sparse scene) costs up to 3^(D-1) lookups: its nodes are zero (no mass, so the update
-   writes v = 0), and its memsets are skipped where s->row_dirty says that row of the buffer is
+   writes v = 0), and its memsets are skipped where t->dirty says that row of the buffer is
    zero already. */
 static void cq__gather_rows_2d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
@@ -10555,7 +10586,7 @@ static void cq__gather_rows_2d_fixed_corotated_f64(void *ctx, int begin, int end
         const int c[1] = {lr};
         double *m = t->gm ? t->gm + (long)r * L : NULL, *v = t->gv + (long)r * L * 2;
         double *gp = t->gp ? t->gp + (long)r * L * 2 : NULL;
-        unsigned char *dirty = t->s->row_dirty + r;
+        unsigned char *dirty = t->dirty + r;
         const unsigned char bits = (unsigned char)((m ? t->bm : 0) | t->bv | (gp ? t->bp : 0));
         /* the source rows of cells, in the gather's order, and their ranges of sorted slots */
         int src_o[3][1], src_crow[3], src_kb[3], src_ke[3], ns = 0;
@@ -10605,7 +10636,7 @@ static void cq__cpu_grid_2d_fixed_corotated_f64(cq__sub_task_2d_fixed_corotated_
     cq__cpu_sort_f64(s, t->in);
     cq__parallel_for(s, s->n, 512, cq__p2g_range_2d_fixed_corotated_f64, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (double *)s->grid_p : NULL; t->update = 1;
-    t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
+    t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_2d_fixed_corotated_f64, t);
 }
 
@@ -10618,7 +10649,8 @@ static int cq__cpu_substep_2d_fixed_corotated_f64(cq_sim *s, const cq__state *in
     t.s = s; t.prm = &s->prm_f64;
     t.in = cq__pview_f64_of(s, in_st); t.out = cq__pview_f64_of(s, out_st);
     if (s->n_cables) { cq__cpu_cable_veff_2d_f64(s, in_st); t.in.v = (double *)s->veff; }
-    cq__cpu_grid_2d_fixed_corotated_f64(&t, 0);
+    if (s->gkeep) t.rot = (cq__rot_2d_f64 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
+    cq__cpu_grid_2d_fixed_corotated_f64(&t, s->gkeep);
     t.first = n;
     cq__parallel_for(s, n, 1024, cq__g2p_range_2d_fixed_corotated_f64, &t);
     if (t.first == n) { *bad = -1; return CQ__OK; }
@@ -10627,8 +10659,9 @@ static int cq__cpu_substep_2d_fixed_corotated_f64(cq_sim *s, const cq__state *in
 }
 
 /* >>cpu_substep_adj_2d_fixed_corotated_f64: the substep's adjoint, phases reversed: recompute the grid
-   from `in`, G2P adjoint per particle (its scatter into dL/dv_i: the gather), grid adjoint
-   per node, P2G adjoint (gather) per particle. */
+   from `in` (unless a kept one is swapped in: s->gready, >>grid_cache), G2P adjoint per
+   particle (its scatter into dL/dv_i: the gather), grid adjoint per node, P2G adjoint (gather)
+   per particle. */
 static void cq__cpu_substep_adj_2d_fixed_corotated_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
     cq__sub_task_2d_fixed_corotated_f64 t;
@@ -10639,9 +10672,10 @@ static void cq__cpu_substep_adj_2d_fixed_corotated_f64(cq_sim *s, const cq__stat
     t.pg.mass = (double *)s->g_mass; t.pg.vol = (double *)s->g_vol; t.pg.E = (double *)s->g_E; t.pg.nu = (double *)s->g_nu;
     if (s->n_cables) { cq__cpu_cable_veff_2d_f64(s, in_st); t.in.v = (double *)s->veff; }
     t.rot = (cq__rot_2d_f64 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
-    cq__cpu_grid_2d_fixed_corotated_f64(&t, 1);
+    if (s->gready) { t.g.m = (double *)s->grid_m; t.g.v = (double *)s->grid_v; }
+    else cq__cpu_grid_2d_fixed_corotated_f64(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_2d_fixed_corotated_f64, &t);   /* its scatter: the gather below */
-    t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0; t.bv = CQ__ROW_VB;
+    t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_2d_fixed_corotated_f64, &t);
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_2d_fixed_corotated_f64, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_fixed_corotated_f64, &t);
@@ -10667,7 +10701,8 @@ typedef struct cq__sub_task_2d_neohookean_f32 {
     cq__pview_f32 in, out, ao, ai, pg;
     cq__gview_f32 g;
     float *gm, *gv, *gp;   /* what the gather writes: mass (or NULL), momentum, a copy of it (or NULL) */
-    unsigned char bm, bv, bp;   /* their bits in s->row_dirty (CQ__ROW_*) */
+    unsigned char *dirty;    /* their rows' bits: s->row_dirty (grid_m, grid_v, grid_p) or s->row_dirty_adj (grid_vb) */
+    unsigned char bm, bv, bp;   /* their bits there (CQ__ROW_*) */
     cq__rot_2d_f32 *rot;   /* NULL, or the backward's per-particle rotations (s->rotc, see cq__rot_cache_bytes) */
     int update;              /* the gather also runs the grid update */
     int first;
@@ -10716,7 +10751,7 @@ static void cq__g2p_adj_range_2d_neohookean_f32(void *ctx, int begin, int end)
 }
 /* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
    scene) gets the zeros the per-node adjoint would write, in two memsets, or nothing when that
-   row of both buffers is zero already (s->row_dirty) */
+   row of both buffers is zero already (s->row_dirty_adj) */
 static void cq__grid_adj_rows_2d_neohookean_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_neohookean_f32 *t = (const cq__sub_task_2d_neohookean_f32 *)ctx;
@@ -10725,7 +10760,7 @@ static void cq__grid_adj_rows_2d_neohookean_f32(void *ctx, int begin, int end)
     float *gp_bar = (float *)s->grid_pb, *gm_bar = (float *)s->grid_mb;
     for (int r = begin; r < end; ++r) {
         const float *m = t->g.m + (long)r * L;
-        unsigned char *dirty = s->row_dirty + r;
+        unsigned char *dirty = s->row_dirty_adj + r;
         int live = 0;
         for (int i = 0; i < L; ++i) live |= m[i] > 0;
         if (!live) {
@@ -10796,7 +10831,7 @@ static void cq__p2g_adj_range_2d_neohookean_f32(void *ctx, int begin, int end)
    increasing order, then cells, then particles), so the sums equal cq__gather_* bitwise.  Then,
    per node of the row, the momentum copy and the grid update.  A row no particle reaches (most
    rows of a sparse scene) costs up to 3^(D-1) lookups: its nodes are zero (no mass, so the update
-   writes v = 0), and its memsets are skipped where s->row_dirty says that row of the buffer is
+   writes v = 0), and its memsets are skipped where t->dirty says that row of the buffer is
    zero already. */
 static void cq__gather_rows_2d_neohookean_f32(void *ctx, int begin, int end)
 {
@@ -10812,7 +10847,7 @@ static void cq__gather_rows_2d_neohookean_f32(void *ctx, int begin, int end)
         const int c[1] = {lr};
         float *m = t->gm ? t->gm + (long)r * L : NULL, *v = t->gv + (long)r * L * 2;
         float *gp = t->gp ? t->gp + (long)r * L * 2 : NULL;
-        unsigned char *dirty = t->s->row_dirty + r;
+        unsigned char *dirty = t->dirty + r;
         const unsigned char bits = (unsigned char)((m ? t->bm : 0) | t->bv | (gp ? t->bp : 0));
         /* the source rows of cells, in the gather's order, and their ranges of sorted slots */
         int src_o[3][1], src_crow[3], src_kb[3], src_ke[3], ns = 0;
@@ -10862,7 +10897,7 @@ static void cq__cpu_grid_2d_neohookean_f32(cq__sub_task_2d_neohookean_f32 *t, in
     cq__cpu_sort_f32(s, t->in);
     cq__parallel_for(s, s->n, 512, cq__p2g_range_2d_neohookean_f32, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (float *)s->grid_p : NULL; t->update = 1;
-    t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
+    t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_2d_neohookean_f32, t);
 }
 
@@ -10875,7 +10910,8 @@ static int cq__cpu_substep_2d_neohookean_f32(cq_sim *s, const cq__state *in_st, 
     t.s = s; t.prm = &s->prm_f32;
     t.in = cq__pview_f32_of(s, in_st); t.out = cq__pview_f32_of(s, out_st);
     if (s->n_cables) { cq__cpu_cable_veff_2d_f32(s, in_st); t.in.v = (float *)s->veff; }
-    cq__cpu_grid_2d_neohookean_f32(&t, 0);
+    if (s->gkeep) t.rot = (cq__rot_2d_f32 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
+    cq__cpu_grid_2d_neohookean_f32(&t, s->gkeep);
     t.first = n;
     cq__parallel_for(s, n, 1024, cq__g2p_range_2d_neohookean_f32, &t);
     if (t.first == n) { *bad = -1; return CQ__OK; }
@@ -10884,8 +10920,9 @@ static int cq__cpu_substep_2d_neohookean_f32(cq_sim *s, const cq__state *in_st, 
 }
 
 /* >>cpu_substep_adj_2d_neohookean_f32: the substep's adjoint, phases reversed: recompute the grid
-   from `in`, G2P adjoint per particle (its scatter into dL/dv_i: the gather), grid adjoint
-   per node, P2G adjoint (gather) per particle. */
+   from `in` (unless a kept one is swapped in: s->gready, >>grid_cache), G2P adjoint per
+   particle (its scatter into dL/dv_i: the gather), grid adjoint per node, P2G adjoint (gather)
+   per particle. */
 static void cq__cpu_substep_adj_2d_neohookean_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
     cq__sub_task_2d_neohookean_f32 t;
@@ -10896,9 +10933,10 @@ static void cq__cpu_substep_adj_2d_neohookean_f32(cq_sim *s, const cq__state *in
     t.pg.mass = (float *)s->g_mass; t.pg.vol = (float *)s->g_vol; t.pg.E = (float *)s->g_E; t.pg.nu = (float *)s->g_nu;
     if (s->n_cables) { cq__cpu_cable_veff_2d_f32(s, in_st); t.in.v = (float *)s->veff; }
     t.rot = (cq__rot_2d_f32 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
-    cq__cpu_grid_2d_neohookean_f32(&t, 1);
+    if (s->gready) { t.g.m = (float *)s->grid_m; t.g.v = (float *)s->grid_v; }
+    else cq__cpu_grid_2d_neohookean_f32(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_2d_neohookean_f32, &t);   /* its scatter: the gather below */
-    t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0; t.bv = CQ__ROW_VB;
+    t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_2d_neohookean_f32, &t);
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_2d_neohookean_f32, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_neohookean_f32, &t);
@@ -10924,7 +10962,8 @@ typedef struct cq__sub_task_2d_neohookean_f64 {
     cq__pview_f64 in, out, ao, ai, pg;
     cq__gview_f64 g;
     double *gm, *gv, *gp;   /* what the gather writes: mass (or NULL), momentum, a copy of it (or NULL) */
-    unsigned char bm, bv, bp;   /* their bits in s->row_dirty (CQ__ROW_*) */
+    unsigned char *dirty;    /* their rows' bits: s->row_dirty (grid_m, grid_v, grid_p) or s->row_dirty_adj (grid_vb) */
+    unsigned char bm, bv, bp;   /* their bits there (CQ__ROW_*) */
     cq__rot_2d_f64 *rot;   /* NULL, or the backward's per-particle rotations (s->rotc, see cq__rot_cache_bytes) */
     int update;              /* the gather also runs the grid update */
     int first;
@@ -10973,7 +11012,7 @@ static void cq__g2p_adj_range_2d_neohookean_f64(void *ctx, int begin, int end)
 }
 /* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
    scene) gets the zeros the per-node adjoint would write, in two memsets, or nothing when that
-   row of both buffers is zero already (s->row_dirty) */
+   row of both buffers is zero already (s->row_dirty_adj) */
 static void cq__grid_adj_rows_2d_neohookean_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_neohookean_f64 *t = (const cq__sub_task_2d_neohookean_f64 *)ctx;
@@ -10982,7 +11021,7 @@ static void cq__grid_adj_rows_2d_neohookean_f64(void *ctx, int begin, int end)
     double *gp_bar = (double *)s->grid_pb, *gm_bar = (double *)s->grid_mb;
     for (int r = begin; r < end; ++r) {
         const double *m = t->g.m + (long)r * L;
-        unsigned char *dirty = s->row_dirty + r;
+        unsigned char *dirty = s->row_dirty_adj + r;
         int live = 0;
         for (int i = 0; i < L; ++i) live |= m[i] > 0;
         if (!live) {
@@ -11053,7 +11092,7 @@ static void cq__p2g_adj_range_2d_neohookean_f64(void *ctx, int begin, int end)
    increasing order, then cells, then particles), so the sums equal cq__gather_* bitwise.  Then,
    per node of the row, the momentum copy and the grid update.  A row no particle reaches (most
    rows of a sparse scene) costs up to 3^(D-1) lookups: its nodes are zero (no mass, so the update
-   writes v = 0), and its memsets are skipped where s->row_dirty says that row of the buffer is
+   writes v = 0), and its memsets are skipped where t->dirty says that row of the buffer is
    zero already. */
 static void cq__gather_rows_2d_neohookean_f64(void *ctx, int begin, int end)
 {
@@ -11069,7 +11108,7 @@ static void cq__gather_rows_2d_neohookean_f64(void *ctx, int begin, int end)
         const int c[1] = {lr};
         double *m = t->gm ? t->gm + (long)r * L : NULL, *v = t->gv + (long)r * L * 2;
         double *gp = t->gp ? t->gp + (long)r * L * 2 : NULL;
-        unsigned char *dirty = t->s->row_dirty + r;
+        unsigned char *dirty = t->dirty + r;
         const unsigned char bits = (unsigned char)((m ? t->bm : 0) | t->bv | (gp ? t->bp : 0));
         /* the source rows of cells, in the gather's order, and their ranges of sorted slots */
         int src_o[3][1], src_crow[3], src_kb[3], src_ke[3], ns = 0;
@@ -11119,7 +11158,7 @@ static void cq__cpu_grid_2d_neohookean_f64(cq__sub_task_2d_neohookean_f64 *t, in
     cq__cpu_sort_f64(s, t->in);
     cq__parallel_for(s, s->n, 512, cq__p2g_range_2d_neohookean_f64, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (double *)s->grid_p : NULL; t->update = 1;
-    t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
+    t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_2d_neohookean_f64, t);
 }
 
@@ -11132,7 +11171,8 @@ static int cq__cpu_substep_2d_neohookean_f64(cq_sim *s, const cq__state *in_st, 
     t.s = s; t.prm = &s->prm_f64;
     t.in = cq__pview_f64_of(s, in_st); t.out = cq__pview_f64_of(s, out_st);
     if (s->n_cables) { cq__cpu_cable_veff_2d_f64(s, in_st); t.in.v = (double *)s->veff; }
-    cq__cpu_grid_2d_neohookean_f64(&t, 0);
+    if (s->gkeep) t.rot = (cq__rot_2d_f64 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
+    cq__cpu_grid_2d_neohookean_f64(&t, s->gkeep);
     t.first = n;
     cq__parallel_for(s, n, 1024, cq__g2p_range_2d_neohookean_f64, &t);
     if (t.first == n) { *bad = -1; return CQ__OK; }
@@ -11141,8 +11181,9 @@ static int cq__cpu_substep_2d_neohookean_f64(cq_sim *s, const cq__state *in_st, 
 }
 
 /* >>cpu_substep_adj_2d_neohookean_f64: the substep's adjoint, phases reversed: recompute the grid
-   from `in`, G2P adjoint per particle (its scatter into dL/dv_i: the gather), grid adjoint
-   per node, P2G adjoint (gather) per particle. */
+   from `in` (unless a kept one is swapped in: s->gready, >>grid_cache), G2P adjoint per
+   particle (its scatter into dL/dv_i: the gather), grid adjoint per node, P2G adjoint (gather)
+   per particle. */
 static void cq__cpu_substep_adj_2d_neohookean_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
     cq__sub_task_2d_neohookean_f64 t;
@@ -11153,9 +11194,10 @@ static void cq__cpu_substep_adj_2d_neohookean_f64(cq_sim *s, const cq__state *in
     t.pg.mass = (double *)s->g_mass; t.pg.vol = (double *)s->g_vol; t.pg.E = (double *)s->g_E; t.pg.nu = (double *)s->g_nu;
     if (s->n_cables) { cq__cpu_cable_veff_2d_f64(s, in_st); t.in.v = (double *)s->veff; }
     t.rot = (cq__rot_2d_f64 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
-    cq__cpu_grid_2d_neohookean_f64(&t, 1);
+    if (s->gready) { t.g.m = (double *)s->grid_m; t.g.v = (double *)s->grid_v; }
+    else cq__cpu_grid_2d_neohookean_f64(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_2d_neohookean_f64, &t);   /* its scatter: the gather below */
-    t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0; t.bv = CQ__ROW_VB;
+    t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_2d_neohookean_f64, &t);
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_2d_neohookean_f64, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_neohookean_f64, &t);
@@ -11181,7 +11223,8 @@ typedef struct cq__sub_task_3d_fixed_corotated_f32 {
     cq__pview_f32 in, out, ao, ai, pg;
     cq__gview_f32 g;
     float *gm, *gv, *gp;   /* what the gather writes: mass (or NULL), momentum, a copy of it (or NULL) */
-    unsigned char bm, bv, bp;   /* their bits in s->row_dirty (CQ__ROW_*) */
+    unsigned char *dirty;    /* their rows' bits: s->row_dirty (grid_m, grid_v, grid_p) or s->row_dirty_adj (grid_vb) */
+    unsigned char bm, bv, bp;   /* their bits there (CQ__ROW_*) */
     cq__rot_3d_f32 *rot;   /* NULL, or the backward's per-particle rotations (s->rotc, see cq__rot_cache_bytes) */
     int update;              /* the gather also runs the grid update */
     int first;
@@ -11230,7 +11273,7 @@ static void cq__g2p_adj_range_3d_fixed_corotated_f32(void *ctx, int begin, int e
 }
 /* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
    scene) gets the zeros the per-node adjoint would write, in two memsets, or nothing when that
-   row of both buffers is zero already (s->row_dirty) */
+   row of both buffers is zero already (s->row_dirty_adj) */
 static void cq__grid_adj_rows_3d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_fixed_corotated_f32 *t = (const cq__sub_task_3d_fixed_corotated_f32 *)ctx;
@@ -11239,7 +11282,7 @@ static void cq__grid_adj_rows_3d_fixed_corotated_f32(void *ctx, int begin, int e
     float *gp_bar = (float *)s->grid_pb, *gm_bar = (float *)s->grid_mb;
     for (int r = begin; r < end; ++r) {
         const float *m = t->g.m + (long)r * L;
-        unsigned char *dirty = s->row_dirty + r;
+        unsigned char *dirty = s->row_dirty_adj + r;
         int live = 0;
         for (int i = 0; i < L; ++i) live |= m[i] > 0;
         if (!live) {
@@ -11310,7 +11353,7 @@ static void cq__p2g_adj_range_3d_fixed_corotated_f32(void *ctx, int begin, int e
    increasing order, then cells, then particles), so the sums equal cq__gather_* bitwise.  Then,
    per node of the row, the momentum copy and the grid update.  A row no particle reaches (most
    rows of a sparse scene) costs up to 3^(D-1) lookups: its nodes are zero (no mass, so the update
-   writes v = 0), and its memsets are skipped where s->row_dirty says that row of the buffer is
+   writes v = 0), and its memsets are skipped where t->dirty says that row of the buffer is
    zero already. */
 static void cq__gather_rows_3d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
@@ -11326,7 +11369,7 @@ static void cq__gather_rows_3d_fixed_corotated_f32(void *ctx, int begin, int end
         const int c[2] = {lr / prm->res[1], lr % prm->res[1]};
         float *m = t->gm ? t->gm + (long)r * L : NULL, *v = t->gv + (long)r * L * 3;
         float *gp = t->gp ? t->gp + (long)r * L * 3 : NULL;
-        unsigned char *dirty = t->s->row_dirty + r;
+        unsigned char *dirty = t->dirty + r;
         const unsigned char bits = (unsigned char)((m ? t->bm : 0) | t->bv | (gp ? t->bp : 0));
         /* the source rows of cells, in the gather's order, and their ranges of sorted slots */
         int src_o[9][2], src_crow[9], src_kb[9], src_ke[9], ns = 0;
@@ -11377,7 +11420,7 @@ static void cq__cpu_grid_3d_fixed_corotated_f32(cq__sub_task_3d_fixed_corotated_
     cq__cpu_sort_f32(s, t->in);
     cq__parallel_for(s, s->n, 512, cq__p2g_range_3d_fixed_corotated_f32, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (float *)s->grid_p : NULL; t->update = 1;
-    t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
+    t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_3d_fixed_corotated_f32, t);
 }
 
@@ -11390,7 +11433,8 @@ static int cq__cpu_substep_3d_fixed_corotated_f32(cq_sim *s, const cq__state *in
     t.s = s; t.prm = &s->prm_f32;
     t.in = cq__pview_f32_of(s, in_st); t.out = cq__pview_f32_of(s, out_st);
     if (s->n_cables) { cq__cpu_cable_veff_3d_f32(s, in_st); t.in.v = (float *)s->veff; }
-    cq__cpu_grid_3d_fixed_corotated_f32(&t, 0);
+    if (s->gkeep) t.rot = (cq__rot_3d_f32 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
+    cq__cpu_grid_3d_fixed_corotated_f32(&t, s->gkeep);
     t.first = n;
     cq__parallel_for(s, n, 1024, cq__g2p_range_3d_fixed_corotated_f32, &t);
     if (t.first == n) { *bad = -1; return CQ__OK; }
@@ -11399,8 +11443,9 @@ static int cq__cpu_substep_3d_fixed_corotated_f32(cq_sim *s, const cq__state *in
 }
 
 /* >>cpu_substep_adj_3d_fixed_corotated_f32: the substep's adjoint, phases reversed: recompute the grid
-   from `in`, G2P adjoint per particle (its scatter into dL/dv_i: the gather), grid adjoint
-   per node, P2G adjoint (gather) per particle. */
+   from `in` (unless a kept one is swapped in: s->gready, >>grid_cache), G2P adjoint per
+   particle (its scatter into dL/dv_i: the gather), grid adjoint per node, P2G adjoint (gather)
+   per particle. */
 static void cq__cpu_substep_adj_3d_fixed_corotated_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
     cq__sub_task_3d_fixed_corotated_f32 t;
@@ -11411,9 +11456,10 @@ static void cq__cpu_substep_adj_3d_fixed_corotated_f32(cq_sim *s, const cq__stat
     t.pg.mass = (float *)s->g_mass; t.pg.vol = (float *)s->g_vol; t.pg.E = (float *)s->g_E; t.pg.nu = (float *)s->g_nu;
     if (s->n_cables) { cq__cpu_cable_veff_3d_f32(s, in_st); t.in.v = (float *)s->veff; }
     t.rot = (cq__rot_3d_f32 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
-    cq__cpu_grid_3d_fixed_corotated_f32(&t, 1);
+    if (s->gready) { t.g.m = (float *)s->grid_m; t.g.v = (float *)s->grid_v; }
+    else cq__cpu_grid_3d_fixed_corotated_f32(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_3d_fixed_corotated_f32, &t);   /* its scatter: the gather below */
-    t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0; t.bv = CQ__ROW_VB;
+    t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_3d_fixed_corotated_f32, &t);
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_3d_fixed_corotated_f32, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_fixed_corotated_f32, &t);
@@ -11439,7 +11485,8 @@ typedef struct cq__sub_task_3d_fixed_corotated_f64 {
     cq__pview_f64 in, out, ao, ai, pg;
     cq__gview_f64 g;
     double *gm, *gv, *gp;   /* what the gather writes: mass (or NULL), momentum, a copy of it (or NULL) */
-    unsigned char bm, bv, bp;   /* their bits in s->row_dirty (CQ__ROW_*) */
+    unsigned char *dirty;    /* their rows' bits: s->row_dirty (grid_m, grid_v, grid_p) or s->row_dirty_adj (grid_vb) */
+    unsigned char bm, bv, bp;   /* their bits there (CQ__ROW_*) */
     cq__rot_3d_f64 *rot;   /* NULL, or the backward's per-particle rotations (s->rotc, see cq__rot_cache_bytes) */
     int update;              /* the gather also runs the grid update */
     int first;
@@ -11488,7 +11535,7 @@ static void cq__g2p_adj_range_3d_fixed_corotated_f64(void *ctx, int begin, int e
 }
 /* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
    scene) gets the zeros the per-node adjoint would write, in two memsets, or nothing when that
-   row of both buffers is zero already (s->row_dirty) */
+   row of both buffers is zero already (s->row_dirty_adj) */
 static void cq__grid_adj_rows_3d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_fixed_corotated_f64 *t = (const cq__sub_task_3d_fixed_corotated_f64 *)ctx;
@@ -11497,7 +11544,7 @@ static void cq__grid_adj_rows_3d_fixed_corotated_f64(void *ctx, int begin, int e
     double *gp_bar = (double *)s->grid_pb, *gm_bar = (double *)s->grid_mb;
     for (int r = begin; r < end; ++r) {
         const double *m = t->g.m + (long)r * L;
-        unsigned char *dirty = s->row_dirty + r;
+        unsigned char *dirty = s->row_dirty_adj + r;
         int live = 0;
         for (int i = 0; i < L; ++i) live |= m[i] > 0;
         if (!live) {
@@ -11568,7 +11615,7 @@ static void cq__p2g_adj_range_3d_fixed_corotated_f64(void *ctx, int begin, int e
    increasing order, then cells, then particles), so the sums equal cq__gather_* bitwise.  Then,
    per node of the row, the momentum copy and the grid update.  A row no particle reaches (most
    rows of a sparse scene) costs up to 3^(D-1) lookups: its nodes are zero (no mass, so the update
-   writes v = 0), and its memsets are skipped where s->row_dirty says that row of the buffer is
+   writes v = 0), and its memsets are skipped where t->dirty says that row of the buffer is
    zero already. */
 static void cq__gather_rows_3d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
@@ -11584,7 +11631,7 @@ static void cq__gather_rows_3d_fixed_corotated_f64(void *ctx, int begin, int end
         const int c[2] = {lr / prm->res[1], lr % prm->res[1]};
         double *m = t->gm ? t->gm + (long)r * L : NULL, *v = t->gv + (long)r * L * 3;
         double *gp = t->gp ? t->gp + (long)r * L * 3 : NULL;
-        unsigned char *dirty = t->s->row_dirty + r;
+        unsigned char *dirty = t->dirty + r;
         const unsigned char bits = (unsigned char)((m ? t->bm : 0) | t->bv | (gp ? t->bp : 0));
         /* the source rows of cells, in the gather's order, and their ranges of sorted slots */
         int src_o[9][2], src_crow[9], src_kb[9], src_ke[9], ns = 0;
@@ -11635,7 +11682,7 @@ static void cq__cpu_grid_3d_fixed_corotated_f64(cq__sub_task_3d_fixed_corotated_
     cq__cpu_sort_f64(s, t->in);
     cq__parallel_for(s, s->n, 512, cq__p2g_range_3d_fixed_corotated_f64, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (double *)s->grid_p : NULL; t->update = 1;
-    t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
+    t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_3d_fixed_corotated_f64, t);
 }
 
@@ -11648,7 +11695,8 @@ static int cq__cpu_substep_3d_fixed_corotated_f64(cq_sim *s, const cq__state *in
     t.s = s; t.prm = &s->prm_f64;
     t.in = cq__pview_f64_of(s, in_st); t.out = cq__pview_f64_of(s, out_st);
     if (s->n_cables) { cq__cpu_cable_veff_3d_f64(s, in_st); t.in.v = (double *)s->veff; }
-    cq__cpu_grid_3d_fixed_corotated_f64(&t, 0);
+    if (s->gkeep) t.rot = (cq__rot_3d_f64 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
+    cq__cpu_grid_3d_fixed_corotated_f64(&t, s->gkeep);
     t.first = n;
     cq__parallel_for(s, n, 1024, cq__g2p_range_3d_fixed_corotated_f64, &t);
     if (t.first == n) { *bad = -1; return CQ__OK; }
@@ -11657,8 +11705,9 @@ static int cq__cpu_substep_3d_fixed_corotated_f64(cq_sim *s, const cq__state *in
 }
 
 /* >>cpu_substep_adj_3d_fixed_corotated_f64: the substep's adjoint, phases reversed: recompute the grid
-   from `in`, G2P adjoint per particle (its scatter into dL/dv_i: the gather), grid adjoint
-   per node, P2G adjoint (gather) per particle. */
+   from `in` (unless a kept one is swapped in: s->gready, >>grid_cache), G2P adjoint per
+   particle (its scatter into dL/dv_i: the gather), grid adjoint per node, P2G adjoint (gather)
+   per particle. */
 static void cq__cpu_substep_adj_3d_fixed_corotated_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
     cq__sub_task_3d_fixed_corotated_f64 t;
@@ -11669,9 +11718,10 @@ static void cq__cpu_substep_adj_3d_fixed_corotated_f64(cq_sim *s, const cq__stat
     t.pg.mass = (double *)s->g_mass; t.pg.vol = (double *)s->g_vol; t.pg.E = (double *)s->g_E; t.pg.nu = (double *)s->g_nu;
     if (s->n_cables) { cq__cpu_cable_veff_3d_f64(s, in_st); t.in.v = (double *)s->veff; }
     t.rot = (cq__rot_3d_f64 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
-    cq__cpu_grid_3d_fixed_corotated_f64(&t, 1);
+    if (s->gready) { t.g.m = (double *)s->grid_m; t.g.v = (double *)s->grid_v; }
+    else cq__cpu_grid_3d_fixed_corotated_f64(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_3d_fixed_corotated_f64, &t);   /* its scatter: the gather below */
-    t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0; t.bv = CQ__ROW_VB;
+    t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_3d_fixed_corotated_f64, &t);
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_3d_fixed_corotated_f64, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_fixed_corotated_f64, &t);
@@ -11697,7 +11747,8 @@ typedef struct cq__sub_task_3d_neohookean_f32 {
     cq__pview_f32 in, out, ao, ai, pg;
     cq__gview_f32 g;
     float *gm, *gv, *gp;   /* what the gather writes: mass (or NULL), momentum, a copy of it (or NULL) */
-    unsigned char bm, bv, bp;   /* their bits in s->row_dirty (CQ__ROW_*) */
+    unsigned char *dirty;    /* their rows' bits: s->row_dirty (grid_m, grid_v, grid_p) or s->row_dirty_adj (grid_vb) */
+    unsigned char bm, bv, bp;   /* their bits there (CQ__ROW_*) */
     cq__rot_3d_f32 *rot;   /* NULL, or the backward's per-particle rotations (s->rotc, see cq__rot_cache_bytes) */
     int update;              /* the gather also runs the grid update */
     int first;
@@ -11746,7 +11797,7 @@ static void cq__g2p_adj_range_3d_neohookean_f32(void *ctx, int begin, int end)
 }
 /* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
    scene) gets the zeros the per-node adjoint would write, in two memsets, or nothing when that
-   row of both buffers is zero already (s->row_dirty) */
+   row of both buffers is zero already (s->row_dirty_adj) */
 static void cq__grid_adj_rows_3d_neohookean_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_neohookean_f32 *t = (const cq__sub_task_3d_neohookean_f32 *)ctx;
@@ -11755,7 +11806,7 @@ static void cq__grid_adj_rows_3d_neohookean_f32(void *ctx, int begin, int end)
     float *gp_bar = (float *)s->grid_pb, *gm_bar = (float *)s->grid_mb;
     for (int r = begin; r < end; ++r) {
         const float *m = t->g.m + (long)r * L;
-        unsigned char *dirty = s->row_dirty + r;
+        unsigned char *dirty = s->row_dirty_adj + r;
         int live = 0;
         for (int i = 0; i < L; ++i) live |= m[i] > 0;
         if (!live) {
@@ -11826,7 +11877,7 @@ static void cq__p2g_adj_range_3d_neohookean_f32(void *ctx, int begin, int end)
    increasing order, then cells, then particles), so the sums equal cq__gather_* bitwise.  Then,
    per node of the row, the momentum copy and the grid update.  A row no particle reaches (most
    rows of a sparse scene) costs up to 3^(D-1) lookups: its nodes are zero (no mass, so the update
-   writes v = 0), and its memsets are skipped where s->row_dirty says that row of the buffer is
+   writes v = 0), and its memsets are skipped where t->dirty says that row of the buffer is
    zero already. */
 static void cq__gather_rows_3d_neohookean_f32(void *ctx, int begin, int end)
 {
@@ -11842,7 +11893,7 @@ static void cq__gather_rows_3d_neohookean_f32(void *ctx, int begin, int end)
         const int c[2] = {lr / prm->res[1], lr % prm->res[1]};
         float *m = t->gm ? t->gm + (long)r * L : NULL, *v = t->gv + (long)r * L * 3;
         float *gp = t->gp ? t->gp + (long)r * L * 3 : NULL;
-        unsigned char *dirty = t->s->row_dirty + r;
+        unsigned char *dirty = t->dirty + r;
         const unsigned char bits = (unsigned char)((m ? t->bm : 0) | t->bv | (gp ? t->bp : 0));
         /* the source rows of cells, in the gather's order, and their ranges of sorted slots */
         int src_o[9][2], src_crow[9], src_kb[9], src_ke[9], ns = 0;
@@ -11893,7 +11944,7 @@ static void cq__cpu_grid_3d_neohookean_f32(cq__sub_task_3d_neohookean_f32 *t, in
     cq__cpu_sort_f32(s, t->in);
     cq__parallel_for(s, s->n, 512, cq__p2g_range_3d_neohookean_f32, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (float *)s->grid_p : NULL; t->update = 1;
-    t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
+    t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_3d_neohookean_f32, t);
 }
 
@@ -11906,7 +11957,8 @@ static int cq__cpu_substep_3d_neohookean_f32(cq_sim *s, const cq__state *in_st, 
     t.s = s; t.prm = &s->prm_f32;
     t.in = cq__pview_f32_of(s, in_st); t.out = cq__pview_f32_of(s, out_st);
     if (s->n_cables) { cq__cpu_cable_veff_3d_f32(s, in_st); t.in.v = (float *)s->veff; }
-    cq__cpu_grid_3d_neohookean_f32(&t, 0);
+    if (s->gkeep) t.rot = (cq__rot_3d_f32 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
+    cq__cpu_grid_3d_neohookean_f32(&t, s->gkeep);
     t.first = n;
     cq__parallel_for(s, n, 1024, cq__g2p_range_3d_neohookean_f32, &t);
     if (t.first == n) { *bad = -1; return CQ__OK; }
@@ -11915,8 +11967,9 @@ static int cq__cpu_substep_3d_neohookean_f32(cq_sim *s, const cq__state *in_st, 
 }
 
 /* >>cpu_substep_adj_3d_neohookean_f32: the substep's adjoint, phases reversed: recompute the grid
-   from `in`, G2P adjoint per particle (its scatter into dL/dv_i: the gather), grid adjoint
-   per node, P2G adjoint (gather) per particle. */
+   from `in` (unless a kept one is swapped in: s->gready, >>grid_cache), G2P adjoint per
+   particle (its scatter into dL/dv_i: the gather), grid adjoint per node, P2G adjoint (gather)
+   per particle. */
 static void cq__cpu_substep_adj_3d_neohookean_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
     cq__sub_task_3d_neohookean_f32 t;
@@ -11927,9 +11980,10 @@ static void cq__cpu_substep_adj_3d_neohookean_f32(cq_sim *s, const cq__state *in
     t.pg.mass = (float *)s->g_mass; t.pg.vol = (float *)s->g_vol; t.pg.E = (float *)s->g_E; t.pg.nu = (float *)s->g_nu;
     if (s->n_cables) { cq__cpu_cable_veff_3d_f32(s, in_st); t.in.v = (float *)s->veff; }
     t.rot = (cq__rot_3d_f32 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
-    cq__cpu_grid_3d_neohookean_f32(&t, 1);
+    if (s->gready) { t.g.m = (float *)s->grid_m; t.g.v = (float *)s->grid_v; }
+    else cq__cpu_grid_3d_neohookean_f32(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_3d_neohookean_f32, &t);   /* its scatter: the gather below */
-    t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0; t.bv = CQ__ROW_VB;
+    t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_3d_neohookean_f32, &t);
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_3d_neohookean_f32, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_neohookean_f32, &t);
@@ -11955,7 +12009,8 @@ typedef struct cq__sub_task_3d_neohookean_f64 {
     cq__pview_f64 in, out, ao, ai, pg;
     cq__gview_f64 g;
     double *gm, *gv, *gp;   /* what the gather writes: mass (or NULL), momentum, a copy of it (or NULL) */
-    unsigned char bm, bv, bp;   /* their bits in s->row_dirty (CQ__ROW_*) */
+    unsigned char *dirty;    /* their rows' bits: s->row_dirty (grid_m, grid_v, grid_p) or s->row_dirty_adj (grid_vb) */
+    unsigned char bm, bv, bp;   /* their bits there (CQ__ROW_*) */
     cq__rot_3d_f64 *rot;   /* NULL, or the backward's per-particle rotations (s->rotc, see cq__rot_cache_bytes) */
     int update;              /* the gather also runs the grid update */
     int first;
@@ -12004,7 +12059,7 @@ static void cq__g2p_adj_range_3d_neohookean_f64(void *ctx, int begin, int end)
 }
 /* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
    scene) gets the zeros the per-node adjoint would write, in two memsets, or nothing when that
-   row of both buffers is zero already (s->row_dirty) */
+   row of both buffers is zero already (s->row_dirty_adj) */
 static void cq__grid_adj_rows_3d_neohookean_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_neohookean_f64 *t = (const cq__sub_task_3d_neohookean_f64 *)ctx;
@@ -12013,7 +12068,7 @@ static void cq__grid_adj_rows_3d_neohookean_f64(void *ctx, int begin, int end)
     double *gp_bar = (double *)s->grid_pb, *gm_bar = (double *)s->grid_mb;
     for (int r = begin; r < end; ++r) {
         const double *m = t->g.m + (long)r * L;
-        unsigned char *dirty = s->row_dirty + r;
+        unsigned char *dirty = s->row_dirty_adj + r;
         int live = 0;
         for (int i = 0; i < L; ++i) live |= m[i] > 0;
         if (!live) {
@@ -12084,7 +12139,7 @@ static void cq__p2g_adj_range_3d_neohookean_f64(void *ctx, int begin, int end)
    increasing order, then cells, then particles), so the sums equal cq__gather_* bitwise.  Then,
    per node of the row, the momentum copy and the grid update.  A row no particle reaches (most
    rows of a sparse scene) costs up to 3^(D-1) lookups: its nodes are zero (no mass, so the update
-   writes v = 0), and its memsets are skipped where s->row_dirty says that row of the buffer is
+   writes v = 0), and its memsets are skipped where t->dirty says that row of the buffer is
    zero already. */
 static void cq__gather_rows_3d_neohookean_f64(void *ctx, int begin, int end)
 {
@@ -12100,7 +12155,7 @@ static void cq__gather_rows_3d_neohookean_f64(void *ctx, int begin, int end)
         const int c[2] = {lr / prm->res[1], lr % prm->res[1]};
         double *m = t->gm ? t->gm + (long)r * L : NULL, *v = t->gv + (long)r * L * 3;
         double *gp = t->gp ? t->gp + (long)r * L * 3 : NULL;
-        unsigned char *dirty = t->s->row_dirty + r;
+        unsigned char *dirty = t->dirty + r;
         const unsigned char bits = (unsigned char)((m ? t->bm : 0) | t->bv | (gp ? t->bp : 0));
         /* the source rows of cells, in the gather's order, and their ranges of sorted slots */
         int src_o[9][2], src_crow[9], src_kb[9], src_ke[9], ns = 0;
@@ -12151,7 +12206,7 @@ static void cq__cpu_grid_3d_neohookean_f64(cq__sub_task_3d_neohookean_f64 *t, in
     cq__cpu_sort_f64(s, t->in);
     cq__parallel_for(s, s->n, 512, cq__p2g_range_3d_neohookean_f64, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (double *)s->grid_p : NULL; t->update = 1;
-    t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
+    t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_3d_neohookean_f64, t);
 }
 
@@ -12164,7 +12219,8 @@ static int cq__cpu_substep_3d_neohookean_f64(cq_sim *s, const cq__state *in_st, 
     t.s = s; t.prm = &s->prm_f64;
     t.in = cq__pview_f64_of(s, in_st); t.out = cq__pview_f64_of(s, out_st);
     if (s->n_cables) { cq__cpu_cable_veff_3d_f64(s, in_st); t.in.v = (double *)s->veff; }
-    cq__cpu_grid_3d_neohookean_f64(&t, 0);
+    if (s->gkeep) t.rot = (cq__rot_3d_f64 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
+    cq__cpu_grid_3d_neohookean_f64(&t, s->gkeep);
     t.first = n;
     cq__parallel_for(s, n, 1024, cq__g2p_range_3d_neohookean_f64, &t);
     if (t.first == n) { *bad = -1; return CQ__OK; }
@@ -12173,8 +12229,9 @@ static int cq__cpu_substep_3d_neohookean_f64(cq_sim *s, const cq__state *in_st, 
 }
 
 /* >>cpu_substep_adj_3d_neohookean_f64: the substep's adjoint, phases reversed: recompute the grid
-   from `in`, G2P adjoint per particle (its scatter into dL/dv_i: the gather), grid adjoint
-   per node, P2G adjoint (gather) per particle. */
+   from `in` (unless a kept one is swapped in: s->gready, >>grid_cache), G2P adjoint per
+   particle (its scatter into dL/dv_i: the gather), grid adjoint per node, P2G adjoint (gather)
+   per particle. */
 static void cq__cpu_substep_adj_3d_neohookean_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
     cq__sub_task_3d_neohookean_f64 t;
@@ -12185,9 +12242,10 @@ static void cq__cpu_substep_adj_3d_neohookean_f64(cq_sim *s, const cq__state *in
     t.pg.mass = (double *)s->g_mass; t.pg.vol = (double *)s->g_vol; t.pg.E = (double *)s->g_E; t.pg.nu = (double *)s->g_nu;
     if (s->n_cables) { cq__cpu_cable_veff_3d_f64(s, in_st); t.in.v = (double *)s->veff; }
     t.rot = (cq__rot_3d_f64 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
-    cq__cpu_grid_3d_neohookean_f64(&t, 1);
+    if (s->gready) { t.g.m = (double *)s->grid_m; t.g.v = (double *)s->grid_v; }
+    else cq__cpu_grid_3d_neohookean_f64(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_3d_neohookean_f64, &t);   /* its scatter: the gather below */
-    t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0; t.bv = CQ__ROW_VB;
+    t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_3d_neohookean_f64, &t);
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_3d_neohookean_f64, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_neohookean_f64, &t);
@@ -12534,7 +12592,8 @@ static int cq__cuda_substep_2d_fixed_corotated_f32(cq_sim *s, const cq__state *i
     g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
     cq__cu_push(s);
     if (s->n_cables) { cq__cuda_cable_veff_2d_f32(s, in_st); in.v = (float *)s->veff; }
-    cq__cuda_grid_2d_fixed_corotated_f32(s, in, 0, s->cu.defer ? NULL : s->cu.bad);   /* a deferred step's word accumulates */
+    cq__cuda_grid_2d_fixed_corotated_f32(s, in, s->gkeep, s->cu.defer ? NULL : s->cu.bad);   /* a deferred step's word accumulates;
+                                                                               gkeep: >>grid_cache */
     { void *a[6]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &out; a[4] = &g; a[5] = &s->cu.bad; cq__cu_launch(s, s->cu.g2p, n, a, "G2P"); }
     if (!s->cu.defer && !s->cu.d.failed)
         cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
@@ -12561,7 +12620,7 @@ static void cq__cuda_substep_adj_2d_fixed_corotated_f32(cq_sim *s, const cq__sta
     pg.mass = (float *)s->g_mass; pg.vol = (float *)s->g_vol; pg.E = (float *)s->g_E; pg.nu = (float *)s->g_nu;
     cq__cu_push(s);
     if (s->n_cables) { cq__cuda_cable_veff_2d_f32(s, in_st); in.v = (float *)s->veff; }
-    cq__cuda_grid_2d_fixed_corotated_f32(s, in, 1, NULL);
+    if (!s->gready) cq__cuda_grid_2d_fixed_corotated_f32(s, in, 1, NULL);   /* else a kept one is swapped in (>>grid_cache) */
     { void *a[8]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; a[4] = &ao; a[5] = &ai; a[6] = &s->rank; a[7] = &s->pkb;
       cq__cu_launch(s, s->cu.g2p_adj, n, a, "G2P adjoint"); }
     { void *a[8]; a[0] = &nodes; a[1] = &prm; a[2] = &s->cell_end; a[3] = &s->pkb; a[4] = &gb; a[5] = &none; a[6] = &update;
@@ -12601,7 +12660,8 @@ static int cq__cuda_substep_2d_fixed_corotated_f64(cq_sim *s, const cq__state *i
     g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
     cq__cu_push(s);
     if (s->n_cables) { cq__cuda_cable_veff_2d_f64(s, in_st); in.v = (double *)s->veff; }
-    cq__cuda_grid_2d_fixed_corotated_f64(s, in, 0, s->cu.defer ? NULL : s->cu.bad);   /* a deferred step's word accumulates */
+    cq__cuda_grid_2d_fixed_corotated_f64(s, in, s->gkeep, s->cu.defer ? NULL : s->cu.bad);   /* a deferred step's word accumulates;
+                                                                               gkeep: >>grid_cache */
     { void *a[6]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &out; a[4] = &g; a[5] = &s->cu.bad; cq__cu_launch(s, s->cu.g2p, n, a, "G2P"); }
     if (!s->cu.defer && !s->cu.d.failed)
         cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
@@ -12628,7 +12688,7 @@ static void cq__cuda_substep_adj_2d_fixed_corotated_f64(cq_sim *s, const cq__sta
     pg.mass = (double *)s->g_mass; pg.vol = (double *)s->g_vol; pg.E = (double *)s->g_E; pg.nu = (double *)s->g_nu;
     cq__cu_push(s);
     if (s->n_cables) { cq__cuda_cable_veff_2d_f64(s, in_st); in.v = (double *)s->veff; }
-    cq__cuda_grid_2d_fixed_corotated_f64(s, in, 1, NULL);
+    if (!s->gready) cq__cuda_grid_2d_fixed_corotated_f64(s, in, 1, NULL);   /* else a kept one is swapped in (>>grid_cache) */
     { void *a[8]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; a[4] = &ao; a[5] = &ai; a[6] = &s->rank; a[7] = &s->pkb;
       cq__cu_launch(s, s->cu.g2p_adj, n, a, "G2P adjoint"); }
     { void *a[8]; a[0] = &nodes; a[1] = &prm; a[2] = &s->cell_end; a[3] = &s->pkb; a[4] = &gb; a[5] = &none; a[6] = &update;
@@ -12668,7 +12728,8 @@ static int cq__cuda_substep_2d_neohookean_f32(cq_sim *s, const cq__state *in_st,
     g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
     cq__cu_push(s);
     if (s->n_cables) { cq__cuda_cable_veff_2d_f32(s, in_st); in.v = (float *)s->veff; }
-    cq__cuda_grid_2d_neohookean_f32(s, in, 0, s->cu.defer ? NULL : s->cu.bad);   /* a deferred step's word accumulates */
+    cq__cuda_grid_2d_neohookean_f32(s, in, s->gkeep, s->cu.defer ? NULL : s->cu.bad);   /* a deferred step's word accumulates;
+                                                                               gkeep: >>grid_cache */
     { void *a[6]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &out; a[4] = &g; a[5] = &s->cu.bad; cq__cu_launch(s, s->cu.g2p, n, a, "G2P"); }
     if (!s->cu.defer && !s->cu.d.failed)
         cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
@@ -12695,7 +12756,7 @@ static void cq__cuda_substep_adj_2d_neohookean_f32(cq_sim *s, const cq__state *i
     pg.mass = (float *)s->g_mass; pg.vol = (float *)s->g_vol; pg.E = (float *)s->g_E; pg.nu = (float *)s->g_nu;
     cq__cu_push(s);
     if (s->n_cables) { cq__cuda_cable_veff_2d_f32(s, in_st); in.v = (float *)s->veff; }
-    cq__cuda_grid_2d_neohookean_f32(s, in, 1, NULL);
+    if (!s->gready) cq__cuda_grid_2d_neohookean_f32(s, in, 1, NULL);   /* else a kept one is swapped in (>>grid_cache) */
     { void *a[8]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; a[4] = &ao; a[5] = &ai; a[6] = &s->rank; a[7] = &s->pkb;
       cq__cu_launch(s, s->cu.g2p_adj, n, a, "G2P adjoint"); }
     { void *a[8]; a[0] = &nodes; a[1] = &prm; a[2] = &s->cell_end; a[3] = &s->pkb; a[4] = &gb; a[5] = &none; a[6] = &update;
@@ -12735,7 +12796,8 @@ static int cq__cuda_substep_2d_neohookean_f64(cq_sim *s, const cq__state *in_st,
     g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
     cq__cu_push(s);
     if (s->n_cables) { cq__cuda_cable_veff_2d_f64(s, in_st); in.v = (double *)s->veff; }
-    cq__cuda_grid_2d_neohookean_f64(s, in, 0, s->cu.defer ? NULL : s->cu.bad);   /* a deferred step's word accumulates */
+    cq__cuda_grid_2d_neohookean_f64(s, in, s->gkeep, s->cu.defer ? NULL : s->cu.bad);   /* a deferred step's word accumulates;
+                                                                               gkeep: >>grid_cache */
     { void *a[6]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &out; a[4] = &g; a[5] = &s->cu.bad; cq__cu_launch(s, s->cu.g2p, n, a, "G2P"); }
     if (!s->cu.defer && !s->cu.d.failed)
         cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
@@ -12762,7 +12824,7 @@ static void cq__cuda_substep_adj_2d_neohookean_f64(cq_sim *s, const cq__state *i
     pg.mass = (double *)s->g_mass; pg.vol = (double *)s->g_vol; pg.E = (double *)s->g_E; pg.nu = (double *)s->g_nu;
     cq__cu_push(s);
     if (s->n_cables) { cq__cuda_cable_veff_2d_f64(s, in_st); in.v = (double *)s->veff; }
-    cq__cuda_grid_2d_neohookean_f64(s, in, 1, NULL);
+    if (!s->gready) cq__cuda_grid_2d_neohookean_f64(s, in, 1, NULL);   /* else a kept one is swapped in (>>grid_cache) */
     { void *a[8]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; a[4] = &ao; a[5] = &ai; a[6] = &s->rank; a[7] = &s->pkb;
       cq__cu_launch(s, s->cu.g2p_adj, n, a, "G2P adjoint"); }
     { void *a[8]; a[0] = &nodes; a[1] = &prm; a[2] = &s->cell_end; a[3] = &s->pkb; a[4] = &gb; a[5] = &none; a[6] = &update;
@@ -12802,7 +12864,8 @@ static int cq__cuda_substep_3d_fixed_corotated_f32(cq_sim *s, const cq__state *i
     g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
     cq__cu_push(s);
     if (s->n_cables) { cq__cuda_cable_veff_3d_f32(s, in_st); in.v = (float *)s->veff; }
-    cq__cuda_grid_3d_fixed_corotated_f32(s, in, 0, s->cu.defer ? NULL : s->cu.bad);   /* a deferred step's word accumulates */
+    cq__cuda_grid_3d_fixed_corotated_f32(s, in, s->gkeep, s->cu.defer ? NULL : s->cu.bad);   /* a deferred step's word accumulates;
+                                                                               gkeep: >>grid_cache */
     { void *a[6]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &out; a[4] = &g; a[5] = &s->cu.bad; cq__cu_launch(s, s->cu.g2p, n, a, "G2P"); }
     if (!s->cu.defer && !s->cu.d.failed)
         cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
@@ -12829,7 +12892,7 @@ static void cq__cuda_substep_adj_3d_fixed_corotated_f32(cq_sim *s, const cq__sta
     pg.mass = (float *)s->g_mass; pg.vol = (float *)s->g_vol; pg.E = (float *)s->g_E; pg.nu = (float *)s->g_nu;
     cq__cu_push(s);
     if (s->n_cables) { cq__cuda_cable_veff_3d_f32(s, in_st); in.v = (float *)s->veff; }
-    cq__cuda_grid_3d_fixed_corotated_f32(s, in, 1, NULL);
+    if (!s->gready) cq__cuda_grid_3d_fixed_corotated_f32(s, in, 1, NULL);   /* else a kept one is swapped in (>>grid_cache) */
     { void *a[8]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; a[4] = &ao; a[5] = &ai; a[6] = &s->rank; a[7] = &s->pkb;
       cq__cu_launch(s, s->cu.g2p_adj, n, a, "G2P adjoint"); }
     { void *a[8]; a[0] = &nodes; a[1] = &prm; a[2] = &s->cell_end; a[3] = &s->pkb; a[4] = &gb; a[5] = &none; a[6] = &update;
@@ -12869,7 +12932,8 @@ static int cq__cuda_substep_3d_fixed_corotated_f64(cq_sim *s, const cq__state *i
     g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
     cq__cu_push(s);
     if (s->n_cables) { cq__cuda_cable_veff_3d_f64(s, in_st); in.v = (double *)s->veff; }
-    cq__cuda_grid_3d_fixed_corotated_f64(s, in, 0, s->cu.defer ? NULL : s->cu.bad);   /* a deferred step's word accumulates */
+    cq__cuda_grid_3d_fixed_corotated_f64(s, in, s->gkeep, s->cu.defer ? NULL : s->cu.bad);   /* a deferred step's word accumulates;
+                                                                               gkeep: >>grid_cache */
     { void *a[6]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &out; a[4] = &g; a[5] = &s->cu.bad; cq__cu_launch(s, s->cu.g2p, n, a, "G2P"); }
     if (!s->cu.defer && !s->cu.d.failed)
         cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
@@ -12896,7 +12960,7 @@ static void cq__cuda_substep_adj_3d_fixed_corotated_f64(cq_sim *s, const cq__sta
     pg.mass = (double *)s->g_mass; pg.vol = (double *)s->g_vol; pg.E = (double *)s->g_E; pg.nu = (double *)s->g_nu;
     cq__cu_push(s);
     if (s->n_cables) { cq__cuda_cable_veff_3d_f64(s, in_st); in.v = (double *)s->veff; }
-    cq__cuda_grid_3d_fixed_corotated_f64(s, in, 1, NULL);
+    if (!s->gready) cq__cuda_grid_3d_fixed_corotated_f64(s, in, 1, NULL);   /* else a kept one is swapped in (>>grid_cache) */
     { void *a[8]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; a[4] = &ao; a[5] = &ai; a[6] = &s->rank; a[7] = &s->pkb;
       cq__cu_launch(s, s->cu.g2p_adj, n, a, "G2P adjoint"); }
     { void *a[8]; a[0] = &nodes; a[1] = &prm; a[2] = &s->cell_end; a[3] = &s->pkb; a[4] = &gb; a[5] = &none; a[6] = &update;
@@ -12936,7 +13000,8 @@ static int cq__cuda_substep_3d_neohookean_f32(cq_sim *s, const cq__state *in_st,
     g.m = (float *)s->grid_m; g.v = (float *)s->grid_v;
     cq__cu_push(s);
     if (s->n_cables) { cq__cuda_cable_veff_3d_f32(s, in_st); in.v = (float *)s->veff; }
-    cq__cuda_grid_3d_neohookean_f32(s, in, 0, s->cu.defer ? NULL : s->cu.bad);   /* a deferred step's word accumulates */
+    cq__cuda_grid_3d_neohookean_f32(s, in, s->gkeep, s->cu.defer ? NULL : s->cu.bad);   /* a deferred step's word accumulates;
+                                                                               gkeep: >>grid_cache */
     { void *a[6]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &out; a[4] = &g; a[5] = &s->cu.bad; cq__cu_launch(s, s->cu.g2p, n, a, "G2P"); }
     if (!s->cu.defer && !s->cu.d.failed)
         cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
@@ -12963,7 +13028,7 @@ static void cq__cuda_substep_adj_3d_neohookean_f32(cq_sim *s, const cq__state *i
     pg.mass = (float *)s->g_mass; pg.vol = (float *)s->g_vol; pg.E = (float *)s->g_E; pg.nu = (float *)s->g_nu;
     cq__cu_push(s);
     if (s->n_cables) { cq__cuda_cable_veff_3d_f32(s, in_st); in.v = (float *)s->veff; }
-    cq__cuda_grid_3d_neohookean_f32(s, in, 1, NULL);
+    if (!s->gready) cq__cuda_grid_3d_neohookean_f32(s, in, 1, NULL);   /* else a kept one is swapped in (>>grid_cache) */
     { void *a[8]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; a[4] = &ao; a[5] = &ai; a[6] = &s->rank; a[7] = &s->pkb;
       cq__cu_launch(s, s->cu.g2p_adj, n, a, "G2P adjoint"); }
     { void *a[8]; a[0] = &nodes; a[1] = &prm; a[2] = &s->cell_end; a[3] = &s->pkb; a[4] = &gb; a[5] = &none; a[6] = &update;
@@ -13003,7 +13068,8 @@ static int cq__cuda_substep_3d_neohookean_f64(cq_sim *s, const cq__state *in_st,
     g.m = (double *)s->grid_m; g.v = (double *)s->grid_v;
     cq__cu_push(s);
     if (s->n_cables) { cq__cuda_cable_veff_3d_f64(s, in_st); in.v = (double *)s->veff; }
-    cq__cuda_grid_3d_neohookean_f64(s, in, 0, s->cu.defer ? NULL : s->cu.bad);   /* a deferred step's word accumulates */
+    cq__cuda_grid_3d_neohookean_f64(s, in, s->gkeep, s->cu.defer ? NULL : s->cu.bad);   /* a deferred step's word accumulates;
+                                                                               gkeep: >>grid_cache */
     { void *a[6]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &out; a[4] = &g; a[5] = &s->cu.bad; cq__cu_launch(s, s->cu.g2p, n, a, "G2P"); }
     if (!s->cu.defer && !s->cu.d.failed)
         cq__cu_check(s, CQ__CU(MemcpyDtoH)(&code, CQ__DPTR(s->cu.bad), sizeof code), "cuMemcpyDtoH (G2P status)");
@@ -13030,7 +13096,7 @@ static void cq__cuda_substep_adj_3d_neohookean_f64(cq_sim *s, const cq__state *i
     pg.mass = (double *)s->g_mass; pg.vol = (double *)s->g_vol; pg.E = (double *)s->g_E; pg.nu = (double *)s->g_nu;
     cq__cu_push(s);
     if (s->n_cables) { cq__cuda_cable_veff_3d_f64(s, in_st); in.v = (double *)s->veff; }
-    cq__cuda_grid_3d_neohookean_f64(s, in, 1, NULL);
+    if (!s->gready) cq__cuda_grid_3d_neohookean_f64(s, in, 1, NULL);   /* else a kept one is swapped in (>>grid_cache) */
     { void *a[8]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &g; a[4] = &ao; a[5] = &ai; a[6] = &s->rank; a[7] = &s->pkb;
       cq__cu_launch(s, s->cu.g2p_adj, n, a, "G2P adjoint"); }
     { void *a[8]; a[0] = &nodes; a[1] = &prm; a[2] = &s->cell_end; a[3] = &s->pkb; a[4] = &gb; a[5] = &none; a[6] = &update;
@@ -13767,6 +13833,10 @@ cq_result cq_sim_create(const cq_sim_desc *desc, cq_sim **out)
                 return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.%s = %g: out of float range (precision F32)", nm[i], dv[i]);
         }
     }
+    if (d.backward_cache_mb == 0) d.backward_cache_mb = 1024;
+    if (d.backward_cache_mb < -1)
+        return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.backward_cache_mb = %d: must be >= -1 (0 = 1024 MiB, -1 = none)",
+                               d.backward_cache_mb);
     if (d.device < 0)
         return cq__create_fail(desc, CQ_ERROR_INVALID_ARGUMENT, "cq_sim_desc.device = %d: must be >= 0", d.device);
     if (d.threads.workers < 0 || d.threads.workers > 4096)
@@ -14192,8 +14262,88 @@ static void cq__tape_clear(cq_sim *s)
     s->tape_n = 0;
 }
 
+/* ------------------------------------------------------------------ >>grid_cache
+   The backward recomputes each segment's substeps from its checkpoint (their inputs: s->seg),
+   then runs their adjoints in reverse; each adjoint needs its substep's grid phase (sort, P2G,
+   grid update), which the recomputation had computed.  With memory for it (cq_sim_desc.
+   backward_cache_mb), the recomputed substep j runs its grid phase in set s->gc[j] (swapped in
+   around the substep, with momentum and rotations kept: s->gkeep) and its adjoint swaps the
+   same set in again and skips the grid phase (s->gready).  The phase is deterministic, so the
+   gradients are bitwise those computed without it.  Sets are optional: one that cannot be
+   allocated is not an error, its substeps compute their grid phase again. */
+static void cq__gset_free(cq_sim *s, cq__gset *g)
+{
+    cq__wfree(s, g->pk); cq__wfree(s, g->grid_m); cq__wfree(s, g->grid_v); cq__wfree(s, g->grid_p); cq__wfree(s, g->rotc);
+    cq__wfree(s, g->order); cq__wfree(s, g->rank); cq__free(s, g->skey); cq__wfree(s, g->cell_end); cq__free(s, g->row_dirty);
+    memset(g, 0, sizeof *g);
+}
+
+/* one set as the sim's own: all or nothing (0: out of memory, *g empty) */
+static int cq__gset_alloc(cq_sim *s, cq__gset *g)
+{
+    const size_t n = (size_t)s->n, nodes = (size_t)s->nodes, ts = s->tsize, D = (size_t)s->dim;
+    const size_t rows = (size_t)cq__rows(s), rot = cq__rot_cache_bytes(s);
+    memset(g, 0, sizeof *g);
+    g->pk = cq__walloc(s, n * (size_t)CQ__PK(s->dim) * ts);
+    g->grid_m = cq__walloc(s, nodes * ts); g->grid_v = cq__walloc(s, nodes * D * ts); g->grid_p = cq__walloc(s, nodes * D * ts);
+    g->order = (int *)cq__walloc(s, n * sizeof(int)); g->rank = (int *)cq__walloc(s, n * sizeof(int));
+    g->cell_end = (int *)cq__walloc(s, nodes * sizeof(int));
+    if (rot) g->rotc = cq__walloc(s, rot);
+    if (s->skey) g->skey = (int *)cq__alloc(s, n * sizeof(int));
+    if (!cq__on_gpu(s) && (g->row_dirty = (unsigned char *)cq__alloc(s, rows)) != NULL)
+        memset(g->row_dirty, 0xff, rows);   /* fresh memory: anything */
+    if (!g->pk || !g->grid_m || !g->grid_v || !g->grid_p || !g->order || !g->rank || !g->cell_end || (rot && !g->rotc) ||
+        (s->skey && !g->skey) || (!cq__on_gpu(s) && !g->row_dirty)) {
+        cq__gset_free(s, g);
+        return 0;
+    }
+    return 1;
+}
+
+static size_t cq__gset_bytes(const cq_sim *s)
+{
+    const size_t n = (size_t)s->n, nodes = (size_t)s->nodes, ts = s->tsize, D = (size_t)s->dim;
+    return n * (size_t)CQ__PK(s->dim) * ts + nodes * (1 + 2 * D) * ts + cq__rot_cache_bytes(s) +
+           n * sizeof(int) * (s->skey ? 3 : 2) + nodes * sizeof(int) + (cq__on_gpu(s) ? 0 : (size_t)cq__rows(s));
+}
+
+/* exchanges set g with the sim's own (twice: as before) */
+static void cq__gset_swap(cq_sim *s, cq__gset *g)
+{
+#define CQ__SWAP(T, a, b) do { T t_ = (a); (a) = (b); (b) = t_; } while (0)
+    CQ__SWAP(void *, s->pk, g->pk); CQ__SWAP(void *, s->grid_m, g->grid_m); CQ__SWAP(void *, s->grid_v, g->grid_v);
+    CQ__SWAP(void *, s->grid_p, g->grid_p); CQ__SWAP(void *, s->rotc, g->rotc);
+    CQ__SWAP(int *, s->order, g->order); CQ__SWAP(int *, s->rank, g->rank); CQ__SWAP(int *, s->skey, g->skey);
+    CQ__SWAP(int *, s->cell_end, g->cell_end); CQ__SWAP(unsigned char *, s->row_dirty, g->row_dirty);
+#undef CQ__SWAP
+}
+
+/* grows s->gc towards the sets a segment can use (its recomputed substeps: checkpoint_every *
+   substeps - 1) within the budget; stops quietly where memory runs out */
+static void cq__gcache_grow(cq_sim *s)
+{
+    const long budget = s->desc.backward_cache_mb < 0 ? 0 : (long)s->desc.backward_cache_mb;
+    const size_t each = cq__gset_bytes(s);
+    long want = (long)s->desc.checkpoint_every * s->desc.substeps - 1;
+    if (each == 0) return;
+    if ((double)want * (double)each > (double)budget * 1048576.0) want = (long)((double)budget * 1048576.0 / (double)each);
+    if (want <= s->n_gc) return;
+    {
+        cq__gset *ng = (cq__gset *)cq__alloc(s, sizeof *ng * (size_t)want);
+        if (!ng) return;
+        memset(ng, 0, sizeof *ng * (size_t)want);
+        if (s->gc) memcpy(ng, s->gc, sizeof *ng * (size_t)s->n_gc);
+        cq__free(s, s->gc);
+        s->gc = ng;
+        while (s->n_gc < want && cq__gset_alloc(s, &s->gc[s->n_gc])) s->n_gc++;
+    }
+}
+
 static void cq__adjoint_free(cq_sim *s)
 {
+    for (int i = 0; i < s->n_gc; ++i) cq__gset_free(s, &s->gc[i]);
+    cq__free(s, s->gc); s->gc = NULL; s->n_gc = 0;
+    cq__free(s, s->row_dirty_adj); s->row_dirty_adj = NULL;
     for (int i = 0; i < s->n_seg; ++i) cq__wstate_free(s, &s->seg[i]);
     cq__free(s, s->seg); s->seg = NULL; s->n_seg = 0;
     cq__wstate_free(s, &s->adj[0]); cq__wstate_free(s, &s->adj[1]);
@@ -14284,6 +14434,7 @@ size_t cq_sim_tape_bytes(const cq_sim *s)
     for (int i = 0; i < s->step && i < s->cap_acts; ++i) total += (size_t)s->acts[i].groups * (size_t)s->dd * s->tsize;
     total += sizeof(*s->acts) * (size_t)s->cap_acts + sizeof(cq__state) * (size_t)s->cap_ckpt;
     total += (size_t)s->n_seg * state;   /* the segment buffer of the last backward pass */
+    if (s->n_gc) total += (size_t)s->n_gc * cq__gset_bytes(s);   /* its grid cache (>>grid_cache) */
     return total;
 }
 
@@ -14363,8 +14514,15 @@ static void cq__use_actuation(cq_sim *s, int groups, void *stress, double *cable
 static int cq__segment_one(cq_sim *s, void *ctx, int j, int *bad)
 {
     const int S = s->desc.substeps, n = *(const int *)ctx + j / S;
+    int st;
     if (j % S == 0) cq__use_actuation(s, s->acts[n].groups, s->acts[n].stress, s->acts[n].cable_u);
-    return s->vt->substep(s, &s->seg[j], &s->seg[j + 1], bad);
+    if (j >= s->n_gc) return s->vt->substep(s, &s->seg[j], &s->seg[j + 1], bad);
+    cq__gset_swap(s, &s->gc[j]);   /* >>grid_cache: its grid phase kept for its adjoint */
+    s->gkeep = 1;
+    st = s->vt->substep(s, &s->seg[j], &s->seg[j + 1], bad);
+    s->gkeep = 0;
+    cq__gset_swap(s, &s->gc[j]);
+    return st;
 }
 
 static void cq__segment_back(cq_sim *s, void *ctx) { (void)s; (void)ctx; }   /* seg[0] is never written */
@@ -14471,20 +14629,22 @@ static cq_result cq__adjoint_alloc(cq_sim *s)
                                   (size_t)k * sizeof(int), s->backend == CQ_BACKEND_CUDA ? n * (size_t)CQ__PK(s->dim) * ts : 0,
                                   cq__rot_cache_bytes(s)};
         int *chk = (int *)cq__alloc(s, (size_t)k * sizeof(int));
-        int ok = chk && cq__wstate_alloc(s, &a0, s->n) && cq__wstate_alloc(s, &a1, s->n);
+        unsigned char *rda = (unsigned char *)cq__alloc(s, (size_t)cq__rows(s));
+        int ok = chk && rda && cq__wstate_alloc(s, &a0, s->n) && cq__wstate_alloc(s, &a1, s->n);
         for (int i = 0; i < 12 && ok; ++i) ok = !bytes[i] || (b[i] = cq__walloc(s, bytes[i])) != NULL;
         if (!ok) {
             cq__wstate_free(s, &a0); cq__wstate_free(s, &a1);
             for (int i = 0; i < 12; ++i) cq__wfree(s, b[i]);
-            cq__free(s, chk);
+            cq__free(s, chk); cq__free(s, rda);
             return CQ_ERROR_OUT_OF_MEMORY;
         }
         s->wchk = (int *)b[9]; s->chk = chk;
+        s->row_dirty_adj = rda;
+        memset(rda, 0xff, (size_t)cq__rows(s));   /* fresh memory: anything */
         s->adj[0] = a0; s->adj[1] = a1;
         s->g_mass = b[0]; s->g_vol = b[1]; s->g_E = b[2]; s->g_nu = b[3]; s->dact = b[4];
         s->grid_p = b[5]; s->grid_vb = b[6]; s->grid_pb = b[7]; s->grid_mb = b[8]; s->pkb = b[10]; s->rotc = b[11];
-        for (long r = 0; r < s->nodes / s->desc.res[s->dim - 1]; ++r)   /* fresh memory: anything */
-            s->row_dirty[r] |= CQ__ROW_P | CQ__ROW_VB | CQ__ROW_PB | CQ__ROW_MB;
+        for (long r = 0; r < s->nodes / s->desc.res[s->dim - 1]; ++r) s->row_dirty[r] |= CQ__ROW_P;   /* fresh memory */
         s->adj_n = s->n;
     }
     if (s->n_seg < need) {
@@ -14609,8 +14769,10 @@ cq_result cq_sim_backward(cq_sim *s, const double *dL_dx, const double *dL_dv, c
         goto done;
     cq__wzero(s, s->g_mass, (size_t)s->n * s->tsize); cq__wzero(s, s->g_vol, (size_t)s->n * s->tsize);
     cq__wzero(s, s->g_E, (size_t)s->n * s->tsize); cq__wzero(s, s->g_nu, (size_t)s->n * s->tsize);
+    cq__gcache_grow(s);   /* optional: no error if memory runs out (>>grid_cache) */
     for (int c = T > 0 ? ((T - 1) / k) * k : -1; c >= 0; c -= k) {
         const int e = c + k < T ? c + k : T;
+        const int kept = (e - c) * S - 1 < s->n_gc ? (e - c) * S - 1 : s->n_gc;   /* recomputed substeps with a set */
         /* recompute the segment's substep inputs from its checkpoint (all but its end state; the
            status read once where the backend defers it, see cq__run_substeps) */
         cq__wstate_copy(s, &s->seg[0], &s->ckpt[c / k], s->n);
@@ -14652,8 +14814,16 @@ cq_result cq_sim_backward(cq_sim *s, const double *dL_dx, const double *dL_dv, c
                 goto done;
             }
             for (int sub = S - 1; sub >= 0; --sub) {
+                const int j = m * S + sub;   /* the segment's substep: recomputed, and its grid phase kept, if j < kept */
                 cq__state *t;
-                s->vt->substep_adj(s, &s->seg[m * S + sub], A, B);
+                if (j < kept) {
+                    cq__gset_swap(s, &s->gc[j]);
+                    s->gready = 1;
+                    s->vt->substep_adj(s, &s->seg[j], A, B);
+                    s->gready = 0;
+                    cq__gset_swap(s, &s->gc[j]);
+                }
+                else s->vt->substep_adj(s, &s->seg[j], A, B);
                 t = A; A = B; B = t;
                 if (groups) s->vt->act_grad_add(s, groups);
             }

@@ -213,6 +213,7 @@ typedef struct result {
     int n, dim, G, ok;
     double *st[4], *gr[8], *ag;        /* state x v C F; the 8 gradients; ag[step][G][dd] */
     cq_backend backend;
+    size_t tape;                       /* cq_sim_tape_bytes after the backward */
     double *mem;
 } result;
 
@@ -260,6 +261,7 @@ typedef struct run_opts {
     int nscenes;           /* 0: a plain sim (no scene array); else the batch's K with its scenes */
     int chunks;            /* add the particles in several calls of uneven sizes */
     split_pool *pool;      /* the host's threads, or NULL */
+    int cache_mb;          /* cq_sim_desc.backward_cache_mb (0: the default) */
 } run_opts;
 
 static cq_sim_desc make_desc(const variant *v, const run_opts *o)
@@ -270,7 +272,7 @@ static cq_sim_desc make_desc(const variant *v, const run_opts *o)
     d.dt = 1e-4; d.substeps = 2; d.gravity[1] = -9.8;
     d.material = (cq_material)v->mat; d.precision = (cq_precision)v->prec; d.backend = o->backend;
     d.boundary = (cq_boundary)v->boundary; d.friction = 0.4; d.checkpoint_every = o->ckpt;
-    d.scenes = o->nscenes; d.logger.func = cq_log_silent;
+    d.scenes = o->nscenes; d.logger.func = cq_log_silent; d.backward_cache_mb = o->cache_mb;
     if (o->pool) {
         d.threads.workers = o->pool->workers; d.threads.enqueue = split_enqueue; d.threads.finish = split_finish;
         d.threads.user = o->pool;
@@ -300,6 +302,7 @@ static int one_pass(cq_sim *s, const variant *v, const double *sx, const double 
     if (cq_sim_backward(s, sx, sv, NULL, NULL, hook, &hc) != CQ_SUCCESS) { printf("    backward: %s\n", cq_sim_last_error(s)); return 0; }
     for (int f = 0; f < 8; ++f)
         if (cq_sim_grad(s, (cq_field)f, out->gr[f]) != CQ_SUCCESS) { printf("    grad: %s\n", cq_sim_last_error(s)); return 0; }
+    out->tape = cq_sim_tape_bytes(s);
     return 1;
 }
 
@@ -549,6 +552,54 @@ TEST(host_threads_batched_is_bitwise_serial_and_alone)
         result_free(&ser); free(id); batch_free(&b);
     }
 }
+
+/* The backward's grid cache (>>grid_cache: each recomputed substep's grid phase kept for its
+   adjoint) changes no bit: per variant, checkpoint_every 3 with 2 substeps (5 kept substeps per
+   segment, 2 segments), the cache's default budget against none (-1), batched, with hooks and
+   actuation; then reset and again (the kept sets reused), and on the host's threads.  The tape
+   must have grown by the sets, or the test compared nothing new. */
+static void grid_cache_case(cq_backend backend)
+{
+    split_pool pool = {3, 5, 1, 0};
+    for (int i = 0; i < 8; ++i) {
+        const variant *v = &VARIANTS[i];
+        char name[96], what[200];
+        batch b;
+        result none, kept, again;
+        run_opts o;
+        int *id;
+        vname(v, name, sizeof name);
+        if (!build(v, &b)) { CHECK(0, "out of memory"); return; }
+        id = identity(b.n);
+        memset(&o, 0, sizeof o);
+        memset(&kept, 0, sizeof kept); memset(&again, 0, sizeof again);
+        o.backend = backend; o.ckpt = 3; o.nscenes = v->K; o.chunks = v->layout == LAYOUT_CHUNKS; o.cache_mb = -1;
+        if (!id || !run(v, &b, id, b.n, &o, &none, NULL)) {
+            CHECK(0, "%s: the run without a grid cache failed", name);
+            result_free(&none); free(id); batch_free(&b);
+            continue;
+        }
+        for (int q = 0; q < 2; ++q) {
+            o.cache_mb = 0; o.pool = q ? &pool : NULL;
+            snprintf(what, sizeof what, "%s, grid cache%s", name, q ? ", host threads" : "");
+            if (!run(v, &b, id, b.n, &o, &kept, &again)) { CHECK(0, "%s: the run failed", what); }
+            else {
+                CHECK(kept.tape > none.tape, "%s: tape %lu bytes, %lu without the cache: no set was kept", what,
+                      (unsigned long)kept.tape, (unsigned long)none.tape);
+                for (int g = 0; g < 2; ++g) {   /* the state, then the gradients */
+                    compare(what, "cache", "none", &kept, &none, NULL, b.n, b.scene, g);
+                    compare(what, "cache, after reset", "none", &again, &none, NULL, b.n, b.scene, g);
+                }
+                compare_ag(what, "cache", "none", &kept, &none, NULL, 2 * v->K, -1);
+                compare_ag(what, "cache, after reset", "none", &again, &none, NULL, 2 * v->K, -1);
+            }
+            result_free(&kept); result_free(&again);
+        }
+        result_free(&none); free(id); batch_free(&b);
+    }
+}
+TEST(grid_cache_changes_no_bit) { grid_cache_case(CQ_BACKEND_CPU); }
+TEST(cuda_grid_cache_changes_no_bit) { grid_cache_case(CQ_BACKEND_CUDA); }
 
 static cq_sim_desc small_desc(int dim, int scenes)
 {
@@ -996,10 +1047,12 @@ int main(int argc, char **argv)
         CASE(the_adjoint_check_names_the_lowest_particle_on_any_split),
         CASE(large_copies_in_pieces_on_the_host_threads),
         CASE(actuation_gradient_chunks_on_any_split_are_bitwise_serial),
+        CASE(grid_cache_changes_no_bit),
         /* CUDA: last, run only where a CUDA sim can be created */
         CASE(cuda_batched_is_bitwise_the_cpu_batched_and_twice_from_reset_the_same),
+        CASE(cuda_grid_cache_changes_no_bit),
         CASE(cuda_no_device_memory_leaked_or_violated)};
-    const int all = (int)(sizeof cases / sizeof cases[0]), cpu = 10;
+    const int all = (int)(sizeof cases / sizeof cases[0]), cpu = 11;
     int n = all, want_cuda = 0;
     for (int i = cpu; i < all; ++i) if (argc < 2 || strstr(cases[i].name, argv[1])) want_cuda = 1;
     if (!want_cuda) n = cpu;   /* the filter names no CUDA test: the driver is not loaded */

@@ -264,6 +264,97 @@ TEST(backward_with_actuation_survives_every_failing_allocation)
     cq_sim_destroy(ref);
 }
 
+/* The backward's grid cache (>>grid_cache) is optional memory: where an allocation of it fails,
+   the backward keeps the sets it got (or none) and succeeds with bitwise the gradients of a sim
+   without the cache; its next backward grows the cache to the sets a segment uses
+   (checkpoint_every 3 x 2 substeps - 1 = 5).  Attempt k: a fresh sim whose first backward's k-th
+   allocation fails (that one only); every failure of the backward itself is an error with the
+   state kept, as above.  Also: the budget is validated, its default resolved, -1 keeps none. */
+typedef struct oneshot { long allocs, live, fail_at; } oneshot;
+static void *oneshot_alloc(size_t size, void *user)
+{
+    oneshot *c = (oneshot *)user;
+    void *p;
+    if (c->allocs++ == c->fail_at) return NULL;
+    p = malloc(size);
+    if (p) c->live++;
+    return p;
+}
+static void oneshot_free(void *ptr, void *user)
+{
+    oneshot *c = (oneshot *)user;
+    if (ptr) { c->live--; free(ptr); }
+}
+TEST(grid_cache_partial_where_memory_runs_out)
+{
+    const double st1[4] = {30, 0, 0, -30};
+    double x[2 * 64], g[2 * 64], gref[2 * 64];
+    int act[64], partial = 0, none = 0, failed = 0, k;
+    cq_particles_desc p;
+    cq_sim_desc d = desc2d(3);
+    cq_sim *ref = NULL, *s = NULL;
+    d.substeps = 2; d.backward_cache_mb = -2;
+    CHECK(cq_sim_create(&d, &s) == CQ_ERROR_INVALID_ARGUMENT && !s, "backward_cache_mb = -2 accepted");
+    CHECK(has(cq_sim_last_error(NULL), "backward_cache_mb"), "message: %s", cq_sim_last_error(NULL));
+    block(x, 64, 0.4, 0.4);
+    for (int i = 0; i < 64; ++i) act[i] = i % 3 ? 0 : -1;
+    memset(&p, 0, sizeof p);
+    p.count = 64; p.x = x; p.actuator = act;
+    d.backward_cache_mb = -1;
+    CHECK_OK(cq_sim_create(&d, &ref));
+    if (!ref) return;
+    CHECK_OK(cq_sim_add_particles(ref, &p));
+    CHECK_OK(cq_sim_set_actuation(ref, 1, st1));
+    CHECK_OK(cq_sim_step(ref, 7));
+    CHECK_OK(cq_sim_backward(ref, x, NULL, NULL, NULL, NULL, NULL));
+    CHECK_OK(cq_sim_grad(ref, CQ_FIELD_X, gref));
+    CHECK(ref->n_gc == 0, "backward_cache_mb = -1 kept %d sets", ref->n_gc);
+    for (k = 0; k < 400; ++k) {
+        oneshot c = {0, 0, -1};
+        cq_sim_desc dd = desc2d(3);
+        cq_result r;
+        long before;
+        s = NULL;
+        dd.substeps = 2;
+        dd.allocator.alloc = oneshot_alloc; dd.allocator.free = oneshot_free; dd.allocator.user = &c;
+        CHECK_OK(cq_sim_create(&dd, &s));
+        if (!s) break;
+        if (k == 0) {
+            cq_sim_desc got;
+            CHECK_OK(cq_sim_get_desc(s, &got));
+            CHECK(got.backward_cache_mb == 1024, "default budget resolved to %d MiB", got.backward_cache_mb);
+        }
+        CHECK_OK(cq_sim_add_particles(s, &p));
+        CHECK_OK(cq_sim_set_actuation(s, 1, st1));
+        CHECK_OK(cq_sim_step(s, 7));
+        before = c.allocs;
+        c.fail_at = before + k;
+        r = cq_sim_backward(s, x, NULL, NULL, NULL, NULL, NULL);
+        if (c.allocs <= c.fail_at) { cq_sim_destroy(s); CHECK(c.live == 0, "last attempt: leaked"); break; }   /* none failed */
+        if (r != CQ_SUCCESS) {
+            CHECK(r == CQ_ERROR_OUT_OF_MEMORY, "attempt %d: %s", k, cq_result_string(r));
+            failed++;
+        } else {
+            CHECK_OK(cq_sim_grad(s, CQ_FIELD_X, g));
+            CHECK(memcmp(g, gref, sizeof g) == 0, "attempt %d (%d sets kept): the gradients differ from a sim without the cache",
+                  k, s->n_gc);
+            CHECK(s->n_gc >= 0 && s->n_gc < 5, "attempt %d: a failed allocation, yet %d sets", k, s->n_gc);
+            partial += s->n_gc > 0; none += s->n_gc == 0;
+        }
+        CHECK_OK(cq_sim_backward(s, x, NULL, NULL, NULL, NULL, NULL));   /* memory back: the cache grows */
+        CHECK(s->n_gc == 5, "attempt %d: %d sets after a backward with memory", k, s->n_gc);
+        CHECK_OK(cq_sim_grad(s, CQ_FIELD_X, g));
+        CHECK(memcmp(g, gref, sizeof g) == 0, "attempt %d: the next backward's gradients differ", k);
+        cq_sim_destroy(s);
+        CHECK(c.live == 0, "attempt %d: %ld allocations leaked", k, c.live);
+    }
+    /* on the CPU the sets are host memory from the allocator; on CUDA device memory, and only the
+       host's list of sets can fail here */
+    CHECK(k < 400 && failed > 3 && none >= 1 && (partial >= 4 || cq_sim_backend(ref) != CQ_BACKEND_CPU),
+          "%d attempts: %d failed, %d partial, %d none", k, failed, partial, none);
+    cq_sim_destroy(ref);
+}
+
 /* Defect 4: a refused backward overwrote the previous gradients. */
 TEST(refused_backward_keeps_gradients)
 {
@@ -625,10 +716,17 @@ TEST(empty_grid_rows_are_zero)
         }
         CHECK(bad == 0, "precision %d: %d rows without mass hold a non-zero velocity", pr, bad);
         CHECK_OK(cq_sim_backward(s, seed, NULL, NULL, NULL, NULL, NULL));
-        for (long r = 0; r < RES * RES; ++r)
-            if (row_zero(s->grid_m, r, RES, 1, ts))
-                bad += !row_zero(s->grid_p, r, RES, 3, ts) + !row_zero(s->grid_vb, r, RES, 3, ts) +
-                       !row_zero(s->grid_pb, r, RES, 3, ts) + !row_zero(s->grid_mb, r, RES, 1, ts);
+        /* the adjoint buffers against the grid the last substep adjoint used: the kept set of
+           substep 0 (>>grid_cache) or the sim's own; the sim's momentum against its own mass */
+        CHECK(s->n_gc > 0, "precision %d: no grid cache kept", pr);
+        for (long r = 0; r < RES * RES; ++r) {
+            if (row_zero(s->grid_m, r, RES, 1, ts)) bad += !row_zero(s->grid_p, r, RES, 3, ts);
+            if (row_zero(s->n_gc > 0 ? s->gc[0].grid_m : s->grid_m, r, RES, 1, ts))
+                bad += !row_zero(s->grid_vb, r, RES, 3, ts) + !row_zero(s->grid_pb, r, RES, 3, ts) + !row_zero(s->grid_mb, r, RES, 1, ts);
+            for (int j = 0; j < s->n_gc; ++j)   /* each kept set: its velocity and momentum against its mass */
+                if (row_zero(s->gc[j].grid_m, r, RES, 1, ts))
+                    bad += !row_zero(s->gc[j].grid_v, r, RES, 3, ts) + !row_zero(s->gc[j].grid_p, r, RES, 3, ts);
+        }
         CHECK(bad == 0, "precision %d: after the backward, %d rows of grid buffers without mass are not zero", pr, bad);
         CHECK(moved > 0, "precision %d: no row was left behind clean (the cube did not move?)", pr);
         cq_sim_destroy(s);
@@ -636,7 +734,8 @@ TEST(empty_grid_rows_are_zero)
 }
 
 RUN_TESTS(CASE(failed_first_step_then_add_particles), CASE(failed_first_step_then_add_cable), CASE(grad_after_add_particles),
-          CASE(backward_failing_part_way), CASE(backward_with_actuation_survives_every_failing_allocation), CASE(refused_backward_keeps_gradients), CASE(nonfinite_adjoint_is_an_error),
+          CASE(backward_failing_part_way), CASE(backward_with_actuation_survives_every_failing_allocation),
+          CASE(grid_cache_partial_where_memory_runs_out), CASE(refused_backward_keeps_gradients), CASE(nonfinite_adjoint_is_an_error),
           CASE(particle_at_the_last_f32_position_3d), CASE(hook_gradient_overflow_refused), CASE(f64_dx_subnormal_refused),
           CASE(failed_step_without_progress_keeps_gradients), CASE(empty_taped_sim_hooks), CASE(hooks_cannot_change_the_sim),
           CASE(backward_desc_matches_positional), CASE(default_logger_is_stderr), CASE(fringe_nodes_backward_3d_f32),

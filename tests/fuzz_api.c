@@ -371,6 +371,7 @@ static void one_run(unsigned long long seed, int calls)
     d.material = (cq_material)(1 + rint_(CQ_MATERIAL_COUNT - 1));
     d.boundary = (cq_boundary)(1 + rint_(4));
     d.incompressibility = chance(20) ? 4 : 0;
+    d.backward_cache_mb = chance(25) ? -1 : 0;   /* the backward's grid cache: off, or the default */
     M.ac.fail_after = -1;
     d.allocator.alloc = fz_alloc; d.allocator.free = fz_free; d.allocator.user = &M.ac;
     d.logger.func = cq_log_silent;   /* every refused call would print otherwise */

@@ -1133,17 +1133,18 @@ CQ_HD void cq__pk1_2d_fixed_corotated_f32(const float *F, float E, float nu, int
    particle p's mass, its position in its cell, its momentum m v and its affine matrix
    G = -(4/dx^2) dt V0 P F^T + m C, packed into pk[CQ__PK(D)] for the node half
    (>>grid_gather_2d_f32), which adds w (m v + G (x_i - x_p)) to each node's momentum. */
-/* rot: F's rotation (cq__rot_of_), computed here and also stored there (the CPU's backward keeps it
-   for the P2G adjoint of the same substep) */
-CQ_HD void cq__p2g_keep_rot_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s, float *pk,
-                                                    cq__rot_2d_f32 *rot)
+/* rot: F's rotation (cq__rot_of_): computed here and also stored there (fill: the CPU's backward
+   keeps it for the P2G adjoint of the same substep), or given (!fill: the CPU computes 3D
+   rotations over lanes of particles, cpu_lanes.j2 >>svd_lanes_3d_) */
+CQ_HD void cq__p2g_rot_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s, float *pk,
+                                               cq__rot_2d_f32 *rot, int fill)
 {
     int base[2];
     float xp[2], Fp[4], Pp[4];
     CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
     CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__base_2d_f32(xp, prm, base, pk + 1);
-    cq__rot_of_2d_fixed_corotated_f32(Fp, rot);
+    if (fill) cq__rot_of_2d_fixed_corotated_f32(Fp, rot);
     cq__pk1_rot_2d_fixed_corotated_f32(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     pk[0] = s.mass[p];
     CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) pk[1 + 2 + a] = s.mass[p] * s.v[(long)p * 2 + a];
@@ -1152,7 +1153,7 @@ CQ_HD void cq__p2g_keep_rot_2d_fixed_corotated_f32(int p, const cq__params_f32 *
 CQ_HD void cq__p2g_fwd_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s, float *pk)
 {
     cq__rot_2d_f32 rot;
-    cq__p2g_keep_rot_2d_fixed_corotated_f32(p, prm, s, pk, &rot);
+    cq__p2g_rot_2d_fixed_corotated_f32(p, prm, s, pk, &rot, 1);
 }
 
 /* >>material_neohookean_2d_f32: Compressible NeoHookean elasticity ([Spielberg21] eq 13).
@@ -1223,17 +1224,18 @@ CQ_HD void cq__pk1_2d_neohookean_f32(const float *F, float E, float nu, int grou
    particle p's mass, its position in its cell, its momentum m v and its affine matrix
    G = -(4/dx^2) dt V0 P F^T + m C, packed into pk[CQ__PK(D)] for the node half
    (>>grid_gather_2d_f32), which adds w (m v + G (x_i - x_p)) to each node's momentum. */
-/* rot: F's rotation (cq__rot_of_), computed here and also stored there (the CPU's backward keeps it
-   for the P2G adjoint of the same substep) */
-CQ_HD void cq__p2g_keep_rot_2d_neohookean_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s, float *pk,
-                                                    cq__rot_2d_f32 *rot)
+/* rot: F's rotation (cq__rot_of_): computed here and also stored there (fill: the CPU's backward
+   keeps it for the P2G adjoint of the same substep), or given (!fill: the CPU computes 3D
+   rotations over lanes of particles, cpu_lanes.j2 >>svd_lanes_3d_) */
+CQ_HD void cq__p2g_rot_2d_neohookean_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s, float *pk,
+                                               cq__rot_2d_f32 *rot, int fill)
 {
     int base[2];
     float xp[2], Fp[4], Pp[4];
     CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
     CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__base_2d_f32(xp, prm, base, pk + 1);
-    cq__rot_of_2d_neohookean_f32(Fp, rot);
+    if (fill) cq__rot_of_2d_neohookean_f32(Fp, rot);
     cq__pk1_rot_2d_neohookean_f32(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     pk[0] = s.mass[p];
     CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) pk[1 + 2 + a] = s.mass[p] * s.v[(long)p * 2 + a];
@@ -1242,7 +1244,7 @@ CQ_HD void cq__p2g_keep_rot_2d_neohookean_f32(int p, const cq__params_f32 *prm, 
 CQ_HD void cq__p2g_fwd_2d_neohookean_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s, float *pk)
 {
     cq__rot_2d_f32 rot;
-    cq__p2g_keep_rot_2d_neohookean_f32(p, prm, s, pk, &rot);
+    cq__p2g_rot_2d_neohookean_f32(p, prm, s, pk, &rot, 1);
 }
 
 /* ======================================================================== 2D f64 */
@@ -1632,17 +1634,18 @@ CQ_HD void cq__pk1_2d_fixed_corotated_f64(const double *F, double E, double nu, 
    particle p's mass, its position in its cell, its momentum m v and its affine matrix
    G = -(4/dx^2) dt V0 P F^T + m C, packed into pk[CQ__PK(D)] for the node half
    (>>grid_gather_2d_f64), which adds w (m v + G (x_i - x_p)) to each node's momentum. */
-/* rot: F's rotation (cq__rot_of_), computed here and also stored there (the CPU's backward keeps it
-   for the P2G adjoint of the same substep) */
-CQ_HD void cq__p2g_keep_rot_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk,
-                                                    cq__rot_2d_f64 *rot)
+/* rot: F's rotation (cq__rot_of_): computed here and also stored there (fill: the CPU's backward
+   keeps it for the P2G adjoint of the same substep), or given (!fill: the CPU computes 3D
+   rotations over lanes of particles, cpu_lanes.j2 >>svd_lanes_3d_) */
+CQ_HD void cq__p2g_rot_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk,
+                                               cq__rot_2d_f64 *rot, int fill)
 {
     int base[2];
     double xp[2], Fp[4], Pp[4];
     CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
     CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__base_2d_f64(xp, prm, base, pk + 1);
-    cq__rot_of_2d_fixed_corotated_f64(Fp, rot);
+    if (fill) cq__rot_of_2d_fixed_corotated_f64(Fp, rot);
     cq__pk1_rot_2d_fixed_corotated_f64(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     pk[0] = s.mass[p];
     CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) pk[1 + 2 + a] = s.mass[p] * s.v[(long)p * 2 + a];
@@ -1651,7 +1654,7 @@ CQ_HD void cq__p2g_keep_rot_2d_fixed_corotated_f64(int p, const cq__params_f64 *
 CQ_HD void cq__p2g_fwd_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk)
 {
     cq__rot_2d_f64 rot;
-    cq__p2g_keep_rot_2d_fixed_corotated_f64(p, prm, s, pk, &rot);
+    cq__p2g_rot_2d_fixed_corotated_f64(p, prm, s, pk, &rot, 1);
 }
 
 /* >>material_neohookean_2d_f64: Compressible NeoHookean elasticity ([Spielberg21] eq 13).
@@ -1722,17 +1725,18 @@ CQ_HD void cq__pk1_2d_neohookean_f64(const double *F, double E, double nu, int g
    particle p's mass, its position in its cell, its momentum m v and its affine matrix
    G = -(4/dx^2) dt V0 P F^T + m C, packed into pk[CQ__PK(D)] for the node half
    (>>grid_gather_2d_f64), which adds w (m v + G (x_i - x_p)) to each node's momentum. */
-/* rot: F's rotation (cq__rot_of_), computed here and also stored there (the CPU's backward keeps it
-   for the P2G adjoint of the same substep) */
-CQ_HD void cq__p2g_keep_rot_2d_neohookean_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk,
-                                                    cq__rot_2d_f64 *rot)
+/* rot: F's rotation (cq__rot_of_): computed here and also stored there (fill: the CPU's backward
+   keeps it for the P2G adjoint of the same substep), or given (!fill: the CPU computes 3D
+   rotations over lanes of particles, cpu_lanes.j2 >>svd_lanes_3d_) */
+CQ_HD void cq__p2g_rot_2d_neohookean_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk,
+                                               cq__rot_2d_f64 *rot, int fill)
 {
     int base[2];
     double xp[2], Fp[4], Pp[4];
     CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) xp[a] = s.x[(long)p * 2 + a];
     CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
     cq__base_2d_f64(xp, prm, base, pk + 1);
-    cq__rot_of_2d_neohookean_f64(Fp, rot);
+    if (fill) cq__rot_of_2d_neohookean_f64(Fp, rot);
     cq__pk1_rot_2d_neohookean_f64(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     pk[0] = s.mass[p];
     CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) pk[1 + 2 + a] = s.mass[p] * s.v[(long)p * 2 + a];
@@ -1741,7 +1745,7 @@ CQ_HD void cq__p2g_keep_rot_2d_neohookean_f64(int p, const cq__params_f64 *prm, 
 CQ_HD void cq__p2g_fwd_2d_neohookean_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk)
 {
     cq__rot_2d_f64 rot;
-    cq__p2g_keep_rot_2d_neohookean_f64(p, prm, s, pk, &rot);
+    cq__p2g_rot_2d_neohookean_f64(p, prm, s, pk, &rot, 1);
 }
 
 /* ======================================================================== 3D f32 */
@@ -2211,17 +2215,18 @@ CQ_HD void cq__pk1_3d_fixed_corotated_f32(const float *F, float E, float nu, int
    particle p's mass, its position in its cell, its momentum m v and its affine matrix
    G = -(4/dx^2) dt V0 P F^T + m C, packed into pk[CQ__PK(D)] for the node half
    (>>grid_gather_3d_f32), which adds w (m v + G (x_i - x_p)) to each node's momentum. */
-/* rot: F's rotation (cq__rot_of_), computed here and also stored there (the CPU's backward keeps it
-   for the P2G adjoint of the same substep) */
-CQ_HD void cq__p2g_keep_rot_3d_fixed_corotated_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s, float *pk,
-                                                    cq__rot_3d_f32 *rot)
+/* rot: F's rotation (cq__rot_of_): computed here and also stored there (fill: the CPU's backward
+   keeps it for the P2G adjoint of the same substep), or given (!fill: the CPU computes 3D
+   rotations over lanes of particles, cpu_lanes.j2 >>svd_lanes_3d_) */
+CQ_HD void cq__p2g_rot_3d_fixed_corotated_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s, float *pk,
+                                               cq__rot_3d_f32 *rot, int fill)
 {
     int base[3];
     float xp[3], Fp[9], Pp[9];
     CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
     CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__base_3d_f32(xp, prm, base, pk + 1);
-    cq__rot_of_3d_fixed_corotated_f32(Fp, rot);
+    if (fill) cq__rot_of_3d_fixed_corotated_f32(Fp, rot);
     cq__pk1_rot_3d_fixed_corotated_f32(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     pk[0] = s.mass[p];
     CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) pk[1 + 3 + a] = s.mass[p] * s.v[(long)p * 3 + a];
@@ -2230,7 +2235,7 @@ CQ_HD void cq__p2g_keep_rot_3d_fixed_corotated_f32(int p, const cq__params_f32 *
 CQ_HD void cq__p2g_fwd_3d_fixed_corotated_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s, float *pk)
 {
     cq__rot_3d_f32 rot;
-    cq__p2g_keep_rot_3d_fixed_corotated_f32(p, prm, s, pk, &rot);
+    cq__p2g_rot_3d_fixed_corotated_f32(p, prm, s, pk, &rot, 1);
 }
 
 /* >>material_neohookean_3d_f32: Compressible NeoHookean elasticity ([Spielberg21] eq 13).
@@ -2318,17 +2323,18 @@ CQ_HD void cq__pk1_3d_neohookean_f32(const float *F, float E, float nu, int grou
    particle p's mass, its position in its cell, its momentum m v and its affine matrix
    G = -(4/dx^2) dt V0 P F^T + m C, packed into pk[CQ__PK(D)] for the node half
    (>>grid_gather_3d_f32), which adds w (m v + G (x_i - x_p)) to each node's momentum. */
-/* rot: F's rotation (cq__rot_of_), computed here and also stored there (the CPU's backward keeps it
-   for the P2G adjoint of the same substep) */
-CQ_HD void cq__p2g_keep_rot_3d_neohookean_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s, float *pk,
-                                                    cq__rot_3d_f32 *rot)
+/* rot: F's rotation (cq__rot_of_): computed here and also stored there (fill: the CPU's backward
+   keeps it for the P2G adjoint of the same substep), or given (!fill: the CPU computes 3D
+   rotations over lanes of particles, cpu_lanes.j2 >>svd_lanes_3d_) */
+CQ_HD void cq__p2g_rot_3d_neohookean_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s, float *pk,
+                                               cq__rot_3d_f32 *rot, int fill)
 {
     int base[3];
     float xp[3], Fp[9], Pp[9];
     CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
     CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__base_3d_f32(xp, prm, base, pk + 1);
-    cq__rot_of_3d_neohookean_f32(Fp, rot);
+    if (fill) cq__rot_of_3d_neohookean_f32(Fp, rot);
     cq__pk1_rot_3d_neohookean_f32(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     pk[0] = s.mass[p];
     CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) pk[1 + 3 + a] = s.mass[p] * s.v[(long)p * 3 + a];
@@ -2337,7 +2343,7 @@ CQ_HD void cq__p2g_keep_rot_3d_neohookean_f32(int p, const cq__params_f32 *prm, 
 CQ_HD void cq__p2g_fwd_3d_neohookean_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s, float *pk)
 {
     cq__rot_3d_f32 rot;
-    cq__p2g_keep_rot_3d_neohookean_f32(p, prm, s, pk, &rot);
+    cq__p2g_rot_3d_neohookean_f32(p, prm, s, pk, &rot, 1);
 }
 
 /* ======================================================================== 3D f64 */
@@ -2807,17 +2813,18 @@ CQ_HD void cq__pk1_3d_fixed_corotated_f64(const double *F, double E, double nu, 
    particle p's mass, its position in its cell, its momentum m v and its affine matrix
    G = -(4/dx^2) dt V0 P F^T + m C, packed into pk[CQ__PK(D)] for the node half
    (>>grid_gather_3d_f64), which adds w (m v + G (x_i - x_p)) to each node's momentum. */
-/* rot: F's rotation (cq__rot_of_), computed here and also stored there (the CPU's backward keeps it
-   for the P2G adjoint of the same substep) */
-CQ_HD void cq__p2g_keep_rot_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk,
-                                                    cq__rot_3d_f64 *rot)
+/* rot: F's rotation (cq__rot_of_): computed here and also stored there (fill: the CPU's backward
+   keeps it for the P2G adjoint of the same substep), or given (!fill: the CPU computes 3D
+   rotations over lanes of particles, cpu_lanes.j2 >>svd_lanes_3d_) */
+CQ_HD void cq__p2g_rot_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk,
+                                               cq__rot_3d_f64 *rot, int fill)
 {
     int base[3];
     double xp[3], Fp[9], Pp[9];
     CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
     CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__base_3d_f64(xp, prm, base, pk + 1);
-    cq__rot_of_3d_fixed_corotated_f64(Fp, rot);
+    if (fill) cq__rot_of_3d_fixed_corotated_f64(Fp, rot);
     cq__pk1_rot_3d_fixed_corotated_f64(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     pk[0] = s.mass[p];
     CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) pk[1 + 3 + a] = s.mass[p] * s.v[(long)p * 3 + a];
@@ -2826,7 +2833,7 @@ CQ_HD void cq__p2g_keep_rot_3d_fixed_corotated_f64(int p, const cq__params_f64 *
 CQ_HD void cq__p2g_fwd_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk)
 {
     cq__rot_3d_f64 rot;
-    cq__p2g_keep_rot_3d_fixed_corotated_f64(p, prm, s, pk, &rot);
+    cq__p2g_rot_3d_fixed_corotated_f64(p, prm, s, pk, &rot, 1);
 }
 
 /* >>material_neohookean_3d_f64: Compressible NeoHookean elasticity ([Spielberg21] eq 13).
@@ -2914,17 +2921,18 @@ CQ_HD void cq__pk1_3d_neohookean_f64(const double *F, double E, double nu, int g
    particle p's mass, its position in its cell, its momentum m v and its affine matrix
    G = -(4/dx^2) dt V0 P F^T + m C, packed into pk[CQ__PK(D)] for the node half
    (>>grid_gather_3d_f64), which adds w (m v + G (x_i - x_p)) to each node's momentum. */
-/* rot: F's rotation (cq__rot_of_), computed here and also stored there (the CPU's backward keeps it
-   for the P2G adjoint of the same substep) */
-CQ_HD void cq__p2g_keep_rot_3d_neohookean_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk,
-                                                    cq__rot_3d_f64 *rot)
+/* rot: F's rotation (cq__rot_of_): computed here and also stored there (fill: the CPU's backward
+   keeps it for the P2G adjoint of the same substep), or given (!fill: the CPU computes 3D
+   rotations over lanes of particles, cpu_lanes.j2 >>svd_lanes_3d_) */
+CQ_HD void cq__p2g_rot_3d_neohookean_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk,
+                                               cq__rot_3d_f64 *rot, int fill)
 {
     int base[3];
     double xp[3], Fp[9], Pp[9];
     CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
     CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__base_3d_f64(xp, prm, base, pk + 1);
-    cq__rot_of_3d_neohookean_f64(Fp, rot);
+    if (fill) cq__rot_of_3d_neohookean_f64(Fp, rot);
     cq__pk1_rot_3d_neohookean_f64(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     pk[0] = s.mass[p];
     CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) pk[1 + 3 + a] = s.mass[p] * s.v[(long)p * 3 + a];
@@ -2933,7 +2941,7 @@ CQ_HD void cq__p2g_keep_rot_3d_neohookean_f64(int p, const cq__params_f64 *prm, 
 CQ_HD void cq__p2g_fwd_3d_neohookean_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk)
 {
     cq__rot_3d_f64 rot;
-    cq__p2g_keep_rot_3d_neohookean_f64(p, prm, s, pk, &rot);
+    cq__p2g_rot_3d_neohookean_f64(p, prm, s, pk, &rot, 1);
 }
 
 /* ---- END GENERATED: kernels ---- */
@@ -3440,7 +3448,7 @@ CQ_HD void cq__p2g_adj_stress_2d_fixed_corotated_f32(int p, const cq__params_f32
 
 /* both halves for particle p, G and P computed here (the CPU's P2G adjoint, and the unit the
    tests check) */
-/* the same given F's rotation rot (cq__rot_of_ of s.F[p], e.g. kept by cq__p2g_keep_rot_) */
+/* the same given F's rotation rot (cq__rot_of_ of s.F[p], e.g. kept by cq__p2g_rot_) */
 CQ_HD void cq__p2g_adj_given_rot_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
         cq__pview_f32 s, const cq__rot_2d_f32 *rot, const float *gp_bar, const float *gm_bar,
         cq__pview_f32 ai, cq__pview_f32 pg, float *act_bar)
@@ -3516,7 +3524,7 @@ CQ_HD void cq__p2g_adj_stress_2d_neohookean_f32(int p, const cq__params_f32 *prm
 
 /* both halves for particle p, G and P computed here (the CPU's P2G adjoint, and the unit the
    tests check) */
-/* the same given F's rotation rot (cq__rot_of_ of s.F[p], e.g. kept by cq__p2g_keep_rot_) */
+/* the same given F's rotation rot (cq__rot_of_ of s.F[p], e.g. kept by cq__p2g_rot_) */
 CQ_HD void cq__p2g_adj_given_rot_2d_neohookean_f32(int p, const cq__params_f32 *prm,
         cq__pview_f32 s, const cq__rot_2d_f32 *rot, const float *gp_bar, const float *gm_bar,
         cq__pview_f32 ai, cq__pview_f32 pg, float *act_bar)
@@ -4033,7 +4041,7 @@ CQ_HD void cq__p2g_adj_stress_2d_fixed_corotated_f64(int p, const cq__params_f64
 
 /* both halves for particle p, G and P computed here (the CPU's P2G adjoint, and the unit the
    tests check) */
-/* the same given F's rotation rot (cq__rot_of_ of s.F[p], e.g. kept by cq__p2g_keep_rot_) */
+/* the same given F's rotation rot (cq__rot_of_ of s.F[p], e.g. kept by cq__p2g_rot_) */
 CQ_HD void cq__p2g_adj_given_rot_2d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
         cq__pview_f64 s, const cq__rot_2d_f64 *rot, const double *gp_bar, const double *gm_bar,
         cq__pview_f64 ai, cq__pview_f64 pg, double *act_bar)
@@ -4109,7 +4117,7 @@ CQ_HD void cq__p2g_adj_stress_2d_neohookean_f64(int p, const cq__params_f64 *prm
 
 /* both halves for particle p, G and P computed here (the CPU's P2G adjoint, and the unit the
    tests check) */
-/* the same given F's rotation rot (cq__rot_of_ of s.F[p], e.g. kept by cq__p2g_keep_rot_) */
+/* the same given F's rotation rot (cq__rot_of_ of s.F[p], e.g. kept by cq__p2g_rot_) */
 CQ_HD void cq__p2g_adj_given_rot_2d_neohookean_f64(int p, const cq__params_f64 *prm,
         cq__pview_f64 s, const cq__rot_2d_f64 *rot, const double *gp_bar, const double *gm_bar,
         cq__pview_f64 ai, cq__pview_f64 pg, double *act_bar)
@@ -4713,7 +4721,7 @@ CQ_HD void cq__p2g_adj_stress_3d_fixed_corotated_f32(int p, const cq__params_f32
 
 /* both halves for particle p, G and P computed here (the CPU's P2G adjoint, and the unit the
    tests check) */
-/* the same given F's rotation rot (cq__rot_of_ of s.F[p], e.g. kept by cq__p2g_keep_rot_) */
+/* the same given F's rotation rot (cq__rot_of_ of s.F[p], e.g. kept by cq__p2g_rot_) */
 CQ_HD void cq__p2g_adj_given_rot_3d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
         cq__pview_f32 s, const cq__rot_3d_f32 *rot, const float *gp_bar, const float *gm_bar,
         cq__pview_f32 ai, cq__pview_f32 pg, float *act_bar)
@@ -4789,7 +4797,7 @@ CQ_HD void cq__p2g_adj_stress_3d_neohookean_f32(int p, const cq__params_f32 *prm
 
 /* both halves for particle p, G and P computed here (the CPU's P2G adjoint, and the unit the
    tests check) */
-/* the same given F's rotation rot (cq__rot_of_ of s.F[p], e.g. kept by cq__p2g_keep_rot_) */
+/* the same given F's rotation rot (cq__rot_of_ of s.F[p], e.g. kept by cq__p2g_rot_) */
 CQ_HD void cq__p2g_adj_given_rot_3d_neohookean_f32(int p, const cq__params_f32 *prm,
         cq__pview_f32 s, const cq__rot_3d_f32 *rot, const float *gp_bar, const float *gm_bar,
         cq__pview_f32 ai, cq__pview_f32 pg, float *act_bar)
@@ -5393,7 +5401,7 @@ CQ_HD void cq__p2g_adj_stress_3d_fixed_corotated_f64(int p, const cq__params_f64
 
 /* both halves for particle p, G and P computed here (the CPU's P2G adjoint, and the unit the
    tests check) */
-/* the same given F's rotation rot (cq__rot_of_ of s.F[p], e.g. kept by cq__p2g_keep_rot_) */
+/* the same given F's rotation rot (cq__rot_of_ of s.F[p], e.g. kept by cq__p2g_rot_) */
 CQ_HD void cq__p2g_adj_given_rot_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
         cq__pview_f64 s, const cq__rot_3d_f64 *rot, const double *gp_bar, const double *gm_bar,
         cq__pview_f64 ai, cq__pview_f64 pg, double *act_bar)
@@ -5469,7 +5477,7 @@ CQ_HD void cq__p2g_adj_stress_3d_neohookean_f64(int p, const cq__params_f64 *prm
 
 /* both halves for particle p, G and P computed here (the CPU's P2G adjoint, and the unit the
    tests check) */
-/* the same given F's rotation rot (cq__rot_of_ of s.F[p], e.g. kept by cq__p2g_keep_rot_) */
+/* the same given F's rotation rot (cq__rot_of_ of s.F[p], e.g. kept by cq__p2g_rot_) */
 CQ_HD void cq__p2g_adj_given_rot_3d_neohookean_f64(int p, const cq__params_f64 *prm,
         cq__pview_f64 s, const cq__rot_3d_f64 *rot, const double *gp_bar, const double *gm_bar,
         cq__pview_f64 ai, cq__pview_f64 pg, double *act_bar)
@@ -9575,6 +9583,203 @@ static void cq__transfer_lanes_3d_f64(const int *ps, const cq__params_f64 *prm, 
     }
 }
 
+/* Square roots over the lanes.  gcc and clang vectorize no sqrt()/sqrtf() (it may set errno) unless
+   told -fno-math-errno, which a header cannot tell them, so the lane SVD takes its square roots
+   here: one instruction per register where the CPU has one (x86: SSE2 / AVX / AVX-512), else
+   one at a time.  Both are IEEE square roots, correctly rounded: the same bits. */
+#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
+#  if defined(__AVX512F__) || defined(__AVX__) || defined(__SSE2__) || defined(_M_X64)
+#    include <immintrin.h>
+#    define CQ__X86_SQRT 1
+#  endif
+#endif
+static void cq__lane_sqrt_f32(const float *in, float *out)
+{
+#if defined(CQ__X86_SQRT) && defined(__AVX512F__)
+    _mm512_storeu_ps(out, _mm512_sqrt_ps(_mm512_loadu_ps(in)));
+#elif defined(CQ__X86_SQRT) && defined(__AVX__)
+    for (int i = 0; i < CQ__LANES_f32; i += 8) _mm256_storeu_ps(out + i, _mm256_sqrt_ps(_mm256_loadu_ps(in + i)));
+#elif defined(CQ__X86_SQRT)
+    for (int i = 0; i < CQ__LANES_f32; i += 4) _mm_storeu_ps(out + i, _mm_sqrt_ps(_mm_loadu_ps(in + i)));
+#else
+    for (int l = 0; l < CQ__LANES_f32; ++l) out[l] = sqrtf(in[l]);
+#endif
+}
+static void cq__lane_sqrt_f64(const double *in, double *out)
+{
+#if defined(CQ__X86_SQRT) && defined(__AVX512F__)
+    _mm512_storeu_pd(out, _mm512_sqrt_pd(_mm512_loadu_pd(in)));
+#elif defined(CQ__X86_SQRT) && defined(__AVX__)
+    for (int i = 0; i < CQ__LANES_f64; i += 4) _mm256_storeu_pd(out + i, _mm256_sqrt_pd(_mm256_loadu_pd(in + i)));
+#elif defined(CQ__X86_SQRT)
+    for (int i = 0; i < CQ__LANES_f64; i += 2) _mm_storeu_pd(out + i, _mm_sqrt_pd(_mm_loadu_pd(in + i)));
+#else
+    for (int l = 0; l < CQ__LANES_f64; ++l) out[l] = sqrt(in[l]);
+#endif
+}
+
+/* >>svd_lanes_3d_f32: cq__svd_3d_f32 (kernels.j2 >>svd_3d) of CQ__LANES_f32 matrices at once, F[i][lane]
+   (row-major entries), into U, sig, V the same way.  The one-matrix code's branches become
+   selects: a rotation a lane would skip is computed and not taken, and the sweeps run until no
+   lane rotates (a lane that stopped rotating sees the same B in a later sweep and skips every
+   pair again), so each lane gets the one-matrix results bit for bit, with no branch to
+   mispredict (the one-matrix SVD took twice its time on particles in a random order).  The lane
+   loops stop at each square root (cq__lane_sqrt_f32). */
+static void cq__svd_lanes_3d_f32(float F[9][CQ__LANES_f32], float U[9][CQ__LANES_f32], float sig[3][CQ__LANES_f32], float V[9][CQ__LANES_f32])
+{
+    float B[9][CQ__LANES_f32], zeta[CQ__LANES_f32], t[CQ__LANES_f32], arg[CQ__LANES_f32], root[CQ__LANES_f32];
+    int go[CQ__LANES_f32];
+    for (int i = 0; i < 9; ++i)
+        for (int l = 0; l < CQ__LANES_f32; ++l) { B[i][l] = F[i][l]; V[i][l] = (float)(i % 4 == 0); U[i][l] = (float)(i % 4 == 0); }
+    for (int sweep = 0; sweep < 8; ++sweep) {
+        int rotated = 0;
+        CQ__CPU_UNROLL for (int pq = 0; pq < 3; ++pq) {
+            const int p = pq == 2 ? 1 : 0, q = pq == 0 ? 1 : 2;
+            int any = 0;
+            for (int l = 0; l < CQ__LANES_f32; ++l) {
+                float al = 0, be = 0, ga = 0;
+                CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) {
+                    al += B[k * 3 + p][l] * B[k * 3 + p][l]; be += B[k * 3 + q][l] * B[k * 3 + q][l];
+                    ga += B[k * 3 + p][l] * B[k * 3 + q][l];
+                }
+                go[l] = ga * ga > 1e-14f * al * be;
+                zeta[l] = (be - al) / (2 * ga);
+                arg[l] = 1 + zeta[l] * zeta[l];
+                any |= go[l];
+            }
+            if (!any) continue;
+            rotated = 1;
+            cq__lane_sqrt_f32(arg, root);
+            for (int l = 0; l < CQ__LANES_f32; ++l) {
+                t[l] = (zeta[l] >= 0 ? 1 : -1) / (fabsf(zeta[l]) + root[l]);
+                arg[l] = 1 + t[l] * t[l];
+            }
+            cq__lane_sqrt_f32(arg, root);
+            for (int l = 0; l < CQ__LANES_f32; ++l) {
+                const float c = 1 / root[l], s = t[l] * c;
+                CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) {   /* B <- B J, V <- V J where the lane rotates */
+                    const float bp = B[k * 3 + p][l], bq = B[k * 3 + q][l], vp = V[k * 3 + p][l], vq = V[k * 3 + q][l];
+                    const float nbp = c * bp - s * bq, nbq = s * bp + c * bq, nvp = c * vp - s * vq, nvq = s * vp + c * vq;
+                    B[k * 3 + p][l] = go[l] ? nbp : bp; B[k * 3 + q][l] = go[l] ? nbq : bq;
+                    V[k * 3 + p][l] = go[l] ? nvp : vp; V[k * 3 + q][l] = go[l] ? nvq : vq;
+                }
+            }
+        }
+        if (!rotated) break;
+    }
+    CQ__CPU_UNROLL for (int pass = 0; pass < 3; ++pass) {   /* columns by decreasing norm (a swap negates one) */
+        const int i = pass == 1 ? 1 : 0, j = i + 1;
+        for (int l = 0; l < CQ__LANES_f32; ++l) {
+            const float ni = B[i][l] * B[i][l] + B[3 + i][l] * B[3 + i][l] + B[6 + i][l] * B[6 + i][l];
+            const float nj = B[j][l] * B[j][l] + B[3 + j][l] * B[3 + j][l] + B[6 + j][l] * B[6 + j][l];
+            const int sw = nj > ni;
+            CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) {
+                const float bi = B[k * 3 + i][l], bj = B[k * 3 + j][l], vi = V[k * 3 + i][l], vj = V[k * 3 + j][l];
+                B[k * 3 + i][l] = sw ? bj : bi; B[k * 3 + j][l] = sw ? -bi : bj;
+                V[k * 3 + i][l] = sw ? vj : vi; V[k * 3 + j][l] = sw ? -vi : vj;
+            }
+        }
+    }
+    CQ__CPU_UNROLL for (int g = 0; g < 3; ++g) {   /* Givens QR: B = U Rup */
+        const int col = g == 2 ? 1 : 0, p = col, q = g == 1 ? 2 : (g == 0 ? 1 : 2);
+        for (int l = 0; l < CQ__LANES_f32; ++l) arg[l] = B[p * 3 + col][l] * B[p * 3 + col][l] + B[q * 3 + col][l] * B[q * 3 + col][l];
+        cq__lane_sqrt_f32(arg, root);
+        for (int l = 0; l < CQ__LANES_f32; ++l) {
+            const float a = B[p * 3 + col][l], b = B[q * 3 + col][l], r = root[l];
+            const int ok = r > 0;
+            const float c = a / r, s = b / r;
+            CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) {
+                const float bp = B[p * 3 + k][l], bq = B[q * 3 + k][l], up = U[k * 3 + p][l], uq = U[k * 3 + q][l];
+                const float nbp = c * bp + s * bq, nbq = -s * bp + c * bq, nup = c * up + s * uq, nuq = -s * up + c * uq;
+                B[p * 3 + k][l] = ok ? nbp : bp; B[q * 3 + k][l] = ok ? nbq : bq;
+                U[k * 3 + p][l] = ok ? nup : up; U[k * 3 + q][l] = ok ? nuq : uq;
+            }
+        }
+    }
+    for (int l = 0; l < CQ__LANES_f32; ++l) { sig[0][l] = B[0][l]; sig[1][l] = B[4][l]; sig[2][l] = B[8][l]; }
+}
+
+/* >>svd_lanes_3d_f64: cq__svd_3d_f64 (kernels.j2 >>svd_3d) of CQ__LANES_f64 matrices at once, F[i][lane]
+   (row-major entries), into U, sig, V the same way.  The one-matrix code's branches become
+   selects: a rotation a lane would skip is computed and not taken, and the sweeps run until no
+   lane rotates (a lane that stopped rotating sees the same B in a later sweep and skips every
+   pair again), so each lane gets the one-matrix results bit for bit, with no branch to
+   mispredict (the one-matrix SVD took twice its time on particles in a random order).  The lane
+   loops stop at each square root (cq__lane_sqrt_f64). */
+static void cq__svd_lanes_3d_f64(double F[9][CQ__LANES_f64], double U[9][CQ__LANES_f64], double sig[3][CQ__LANES_f64], double V[9][CQ__LANES_f64])
+{
+    double B[9][CQ__LANES_f64], zeta[CQ__LANES_f64], t[CQ__LANES_f64], arg[CQ__LANES_f64], root[CQ__LANES_f64];
+    int go[CQ__LANES_f64];
+    for (int i = 0; i < 9; ++i)
+        for (int l = 0; l < CQ__LANES_f64; ++l) { B[i][l] = F[i][l]; V[i][l] = (double)(i % 4 == 0); U[i][l] = (double)(i % 4 == 0); }
+    for (int sweep = 0; sweep < 12; ++sweep) {
+        int rotated = 0;
+        CQ__CPU_UNROLL for (int pq = 0; pq < 3; ++pq) {
+            const int p = pq == 2 ? 1 : 0, q = pq == 0 ? 1 : 2;
+            int any = 0;
+            for (int l = 0; l < CQ__LANES_f64; ++l) {
+                double al = 0, be = 0, ga = 0;
+                CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) {
+                    al += B[k * 3 + p][l] * B[k * 3 + p][l]; be += B[k * 3 + q][l] * B[k * 3 + q][l];
+                    ga += B[k * 3 + p][l] * B[k * 3 + q][l];
+                }
+                go[l] = ga * ga > 1e-30 * al * be;
+                zeta[l] = (be - al) / (2 * ga);
+                arg[l] = 1 + zeta[l] * zeta[l];
+                any |= go[l];
+            }
+            if (!any) continue;
+            rotated = 1;
+            cq__lane_sqrt_f64(arg, root);
+            for (int l = 0; l < CQ__LANES_f64; ++l) {
+                t[l] = (zeta[l] >= 0 ? 1 : -1) / (fabs(zeta[l]) + root[l]);
+                arg[l] = 1 + t[l] * t[l];
+            }
+            cq__lane_sqrt_f64(arg, root);
+            for (int l = 0; l < CQ__LANES_f64; ++l) {
+                const double c = 1 / root[l], s = t[l] * c;
+                CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) {   /* B <- B J, V <- V J where the lane rotates */
+                    const double bp = B[k * 3 + p][l], bq = B[k * 3 + q][l], vp = V[k * 3 + p][l], vq = V[k * 3 + q][l];
+                    const double nbp = c * bp - s * bq, nbq = s * bp + c * bq, nvp = c * vp - s * vq, nvq = s * vp + c * vq;
+                    B[k * 3 + p][l] = go[l] ? nbp : bp; B[k * 3 + q][l] = go[l] ? nbq : bq;
+                    V[k * 3 + p][l] = go[l] ? nvp : vp; V[k * 3 + q][l] = go[l] ? nvq : vq;
+                }
+            }
+        }
+        if (!rotated) break;
+    }
+    CQ__CPU_UNROLL for (int pass = 0; pass < 3; ++pass) {   /* columns by decreasing norm (a swap negates one) */
+        const int i = pass == 1 ? 1 : 0, j = i + 1;
+        for (int l = 0; l < CQ__LANES_f64; ++l) {
+            const double ni = B[i][l] * B[i][l] + B[3 + i][l] * B[3 + i][l] + B[6 + i][l] * B[6 + i][l];
+            const double nj = B[j][l] * B[j][l] + B[3 + j][l] * B[3 + j][l] + B[6 + j][l] * B[6 + j][l];
+            const int sw = nj > ni;
+            CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) {
+                const double bi = B[k * 3 + i][l], bj = B[k * 3 + j][l], vi = V[k * 3 + i][l], vj = V[k * 3 + j][l];
+                B[k * 3 + i][l] = sw ? bj : bi; B[k * 3 + j][l] = sw ? -bi : bj;
+                V[k * 3 + i][l] = sw ? vj : vi; V[k * 3 + j][l] = sw ? -vi : vj;
+            }
+        }
+    }
+    CQ__CPU_UNROLL for (int g = 0; g < 3; ++g) {   /* Givens QR: B = U Rup */
+        const int col = g == 2 ? 1 : 0, p = col, q = g == 1 ? 2 : (g == 0 ? 1 : 2);
+        for (int l = 0; l < CQ__LANES_f64; ++l) arg[l] = B[p * 3 + col][l] * B[p * 3 + col][l] + B[q * 3 + col][l] * B[q * 3 + col][l];
+        cq__lane_sqrt_f64(arg, root);
+        for (int l = 0; l < CQ__LANES_f64; ++l) {
+            const double a = B[p * 3 + col][l], b = B[q * 3 + col][l], r = root[l];
+            const int ok = r > 0;
+            const double c = a / r, s = b / r;
+            CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) {
+                const double bp = B[p * 3 + k][l], bq = B[q * 3 + k][l], up = U[k * 3 + p][l], uq = U[k * 3 + q][l];
+                const double nbp = c * bp + s * bq, nbq = -s * bp + c * bq, nup = c * up + s * uq, nuq = -s * up + c * uq;
+                B[p * 3 + k][l] = ok ? nbp : bp; B[q * 3 + k][l] = ok ? nbq : bq;
+                U[k * 3 + p][l] = ok ? nup : up; U[k * 3 + q][l] = ok ? nuq : uq;
+            }
+        }
+    }
+    for (int l = 0; l < CQ__LANES_f64; ++l) { sig[0][l] = B[0][l]; sig[1][l] = B[4][l]; sig[2][l] = B[8][l]; }
+}
+
 
 /* ------------------------------------------------------------------ >>parallel_for
    Every parallel loop of the CPU backend (the MPM's and the fluid's): fn(ctx, begin, end) over ranges covering [0, items),
@@ -10282,7 +10487,7 @@ static void cq__p2g_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
     const int *rank = t->s->rank;
     for (int p = begin; p < end; ++p) {   /* the backward (t->rot): keep each particle's rotation for its P2G adjoint */
         cq__rot_2d_f32 r;
-        cq__p2g_keep_rot_2d_fixed_corotated_f32(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(2), t->rot ? t->rot + p : &r);
+        cq__p2g_rot_2d_fixed_corotated_f32(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(2), t->rot ? t->rot + p : &r, 1);
     }
 }
 static void cq__g2p_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
@@ -10543,7 +10748,7 @@ static void cq__p2g_range_2d_fixed_corotated_f64(void *ctx, int begin, int end)
     const int *rank = t->s->rank;
     for (int p = begin; p < end; ++p) {   /* the backward (t->rot): keep each particle's rotation for its P2G adjoint */
         cq__rot_2d_f64 r;
-        cq__p2g_keep_rot_2d_fixed_corotated_f64(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(2), t->rot ? t->rot + p : &r);
+        cq__p2g_rot_2d_fixed_corotated_f64(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(2), t->rot ? t->rot + p : &r, 1);
     }
 }
 static void cq__g2p_range_2d_fixed_corotated_f64(void *ctx, int begin, int end)
@@ -10804,7 +11009,7 @@ static void cq__p2g_range_2d_neohookean_f32(void *ctx, int begin, int end)
     const int *rank = t->s->rank;
     for (int p = begin; p < end; ++p) {   /* the backward (t->rot): keep each particle's rotation for its P2G adjoint */
         cq__rot_2d_f32 r;
-        cq__p2g_keep_rot_2d_neohookean_f32(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(2), t->rot ? t->rot + p : &r);
+        cq__p2g_rot_2d_neohookean_f32(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(2), t->rot ? t->rot + p : &r, 1);
     }
 }
 static void cq__g2p_range_2d_neohookean_f32(void *ctx, int begin, int end)
@@ -11065,7 +11270,7 @@ static void cq__p2g_range_2d_neohookean_f64(void *ctx, int begin, int end)
     const int *rank = t->s->rank;
     for (int p = begin; p < end; ++p) {   /* the backward (t->rot): keep each particle's rotation for its P2G adjoint */
         cq__rot_2d_f64 r;
-        cq__p2g_keep_rot_2d_neohookean_f64(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(2), t->rot ? t->rot + p : &r);
+        cq__p2g_rot_2d_neohookean_f64(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(2), t->rot ? t->rot + p : &r, 1);
     }
 }
 static void cq__g2p_range_2d_neohookean_f64(void *ctx, int begin, int end)
@@ -11324,9 +11529,29 @@ static void cq__p2g_range_3d_fixed_corotated_f32(void *ctx, int begin, int end)
     const cq__sub_task_3d_fixed_corotated_f32 *t = (const cq__sub_task_3d_fixed_corotated_f32 *)ctx;
     float *pk = (float *)t->s->pk;
     const int *rank = t->s->rank;
+    if (CQ__LANES_ON_f32) {   /* the SVDs over lanes (>>svd_lanes_3d_): every particle, the last group padded */
+        enum { LN = CQ__LANES_f32 };
+        for (int p = begin; p < end; p += LN) {
+            const int cnt = end - p < LN ? end - p : LN;
+            float F[9][LN], U[9][LN], sig[3][LN], V[9][LN];
+            for (int l = 0; l < LN; ++l) {
+                const long q = p + (l < cnt ? l : cnt - 1);
+                for (int i = 0; i < 9; ++i) F[i][l] = t->in.F[q * 9 + i];
+            }
+            cq__svd_lanes_3d_f32(F, U, sig, V);
+            for (int l = 0; l < cnt; ++l) {
+                cq__rot_3d_f32 own, *r = t->rot ? t->rot + p + l : &own;
+                for (int i = 0; i < 9; ++i) { r->U[i] = U[i][l]; r->V[i] = V[i][l]; }
+                for (int i = 0; i < 3; ++i) r->sig[i] = sig[i][l];
+                cq__uvt_3d_f32(r->U, r->V, r->R);   /* as cq__rot_fill_ */
+                cq__p2g_rot_3d_fixed_corotated_f32(p + l, t->prm, t->in, pk + (long)rank[p + l] * CQ__PK(3), r, 0);
+            }
+        }
+        return;
+    }
     for (int p = begin; p < end; ++p) {   /* the backward (t->rot): keep each particle's rotation for its P2G adjoint */
         cq__rot_3d_f32 r;
-        cq__p2g_keep_rot_3d_fixed_corotated_f32(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(3), t->rot ? t->rot + p : &r);
+        cq__p2g_rot_3d_fixed_corotated_f32(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(3), t->rot ? t->rot + p : &r, 1);
     }
 }
 static void cq__g2p_range_3d_fixed_corotated_f32(void *ctx, int begin, int end)
@@ -11600,9 +11825,29 @@ static void cq__p2g_range_3d_fixed_corotated_f64(void *ctx, int begin, int end)
     const cq__sub_task_3d_fixed_corotated_f64 *t = (const cq__sub_task_3d_fixed_corotated_f64 *)ctx;
     double *pk = (double *)t->s->pk;
     const int *rank = t->s->rank;
+    if (CQ__LANES_ON_f64) {   /* the SVDs over lanes (>>svd_lanes_3d_): every particle, the last group padded */
+        enum { LN = CQ__LANES_f64 };
+        for (int p = begin; p < end; p += LN) {
+            const int cnt = end - p < LN ? end - p : LN;
+            double F[9][LN], U[9][LN], sig[3][LN], V[9][LN];
+            for (int l = 0; l < LN; ++l) {
+                const long q = p + (l < cnt ? l : cnt - 1);
+                for (int i = 0; i < 9; ++i) F[i][l] = t->in.F[q * 9 + i];
+            }
+            cq__svd_lanes_3d_f64(F, U, sig, V);
+            for (int l = 0; l < cnt; ++l) {
+                cq__rot_3d_f64 own, *r = t->rot ? t->rot + p + l : &own;
+                for (int i = 0; i < 9; ++i) { r->U[i] = U[i][l]; r->V[i] = V[i][l]; }
+                for (int i = 0; i < 3; ++i) r->sig[i] = sig[i][l];
+                cq__uvt_3d_f64(r->U, r->V, r->R);   /* as cq__rot_fill_ */
+                cq__p2g_rot_3d_fixed_corotated_f64(p + l, t->prm, t->in, pk + (long)rank[p + l] * CQ__PK(3), r, 0);
+            }
+        }
+        return;
+    }
     for (int p = begin; p < end; ++p) {   /* the backward (t->rot): keep each particle's rotation for its P2G adjoint */
         cq__rot_3d_f64 r;
-        cq__p2g_keep_rot_3d_fixed_corotated_f64(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(3), t->rot ? t->rot + p : &r);
+        cq__p2g_rot_3d_fixed_corotated_f64(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(3), t->rot ? t->rot + p : &r, 1);
     }
 }
 static void cq__g2p_range_3d_fixed_corotated_f64(void *ctx, int begin, int end)
@@ -11878,7 +12123,7 @@ static void cq__p2g_range_3d_neohookean_f32(void *ctx, int begin, int end)
     const int *rank = t->s->rank;
     for (int p = begin; p < end; ++p) {   /* the backward (t->rot): keep each particle's rotation for its P2G adjoint */
         cq__rot_3d_f32 r;
-        cq__p2g_keep_rot_3d_neohookean_f32(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(3), t->rot ? t->rot + p : &r);
+        cq__p2g_rot_3d_neohookean_f32(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(3), t->rot ? t->rot + p : &r, 1);
     }
 }
 static void cq__g2p_range_3d_neohookean_f32(void *ctx, int begin, int end)
@@ -12154,7 +12399,7 @@ static void cq__p2g_range_3d_neohookean_f64(void *ctx, int begin, int end)
     const int *rank = t->s->rank;
     for (int p = begin; p < end; ++p) {   /* the backward (t->rot): keep each particle's rotation for its P2G adjoint */
         cq__rot_3d_f64 r;
-        cq__p2g_keep_rot_3d_neohookean_f64(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(3), t->rot ? t->rot + p : &r);
+        cq__p2g_rot_3d_neohookean_f64(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(3), t->rot ? t->rot + p : &r, 1);
     }
 }
 static void cq__g2p_range_3d_neohookean_f64(void *ctx, int begin, int end)
@@ -17727,7 +17972,7 @@ cq_result cq_world_control_grad_feedback(const cq_world *w, const double *dL_dst
 #if CQ__HAS_CUDA
 /* ---- BEGIN GENERATED: embedded PTX (byte arrays; the readable code ends above) from templates/ptx.j2.
    DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
-/* PTX module 2d_f32: sha256 592e1267b0f3e62dd9502b92d7d3184d47944c505e39df6fd3d2862fb037a9fd, nvrtc 12.0, PTX ISA 8.0, 293015 bytes, fnv1a 0x8fa2114a, lz 79673 bytes */
+/* PTX module 2d_f32: sha256 551f33ea866880731f56c2a93043354b9083a19851f34190c0ba2b4d002dd0ae, nvrtc 12.0, PTX ISA 8.0, 293015 bytes, fnv1a 0x8fa2114a, lz 79673 bytes */
 static const unsigned char cq__ptx_2d_f32_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -20221,7 +20466,7 @@ static const unsigned char cq__ptx_2d_f32_lz[] = {
 0,1,43,1,2,50,121,24,100,200,67,17,52,199,14,144,114,101,116,59,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_2d_f32 = { cq__ptx_2d_f32_lz, 79673, 293015, 0x8fa2114au };
-/* PTX module 2d_f64: sha256 eed951b3b195510c09f4e4dc697dd35fd3b58ba02cac2f7361fb1be2f54a83a3, nvrtc 12.0, PTX ISA 8.0, 311082 bytes, fnv1a 0x7efbe1bd, lz 81226 bytes */
+/* PTX module 2d_f64: sha256 072cdaca899fd0047c23e58e75728274c2092b865890722c4212dea27d75900a, nvrtc 12.0, PTX ISA 8.0, 311082 bytes, fnv1a 0x7efbe1bd, lz 81226 bytes */
 static const unsigned char cq__ptx_2d_f64_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -22764,7 +23009,7 @@ static const unsigned char cq__ptx_2d_f64_lz[] = {
 0,4,91,9,80,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_2d_f64 = { cq__ptx_2d_f64_lz, 81226, 311082, 0x7efbe1bdu };
-/* PTX module 3d_f32: sha256 4b27ae0af12bbd159105c41c8375e3d58a679ac96e85a1b5a701640c9a5736a2, nvrtc 12.0, PTX ISA 8.0, 387322 bytes, fnv1a 0x66bf4b0c, lz 108732 bytes */
+/* PTX module 3d_f32: sha256 3b6547a432cc68e3e87f02fa33d68d5672e76734d5acd2dc02f060efc1a0b855, nvrtc 12.0, PTX ISA 8.0, 387322 bytes, fnv1a 0x66bf4b0c, lz 108732 bytes */
 static const unsigned char cq__ptx_3d_f32_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -26166,7 +26411,7 @@ static const unsigned char cq__ptx_3d_f32_lz[] = {
 0,37,0,1,43,1,2,110,184,1,101,55,6,141,0,0,52,19,144,114,101,116,59,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_3d_f32 = { cq__ptx_3d_f32_lz, 108732, 387322, 0x66bf4b0cu };
-/* PTX module 3d_f64: sha256 040ac5a7a31649cd1e0f507951563c62f92ed498a6a543611396e73a7a28b65a, nvrtc 12.0, PTX ISA 8.0, 416790 bytes, fnv1a 0xa92caea1, lz 111624 bytes */
+/* PTX module 3d_f64: sha256 2ac3f2123516444fef67efde95737fdaa142372badb14a2903281ad05cfcab8f, nvrtc 12.0, PTX ISA 8.0, 416790 bytes, fnv1a 0xa92caea1, lz 111624 bytes */
 static const unsigned char cq__ptx_3d_f64_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,

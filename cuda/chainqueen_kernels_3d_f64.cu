@@ -606,17 +606,18 @@ CQ_HD void cq__pk1_3d_fixed_corotated_f64(const double *F, double E, double nu, 
    particle p's mass, its position in its cell, its momentum m v and its affine matrix
    G = -(4/dx^2) dt V0 P F^T + m C, packed into pk[CQ__PK(D)] for the node half
    (>>grid_gather_3d_f64), which adds w (m v + G (x_i - x_p)) to each node's momentum. */
-/* rot: F's rotation (cq__rot_of_), computed here and also stored there (the CPU's backward keeps it
-   for the P2G adjoint of the same substep) */
-CQ_HD void cq__p2g_keep_rot_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk,
-                                                    cq__rot_3d_f64 *rot)
+/* rot: F's rotation (cq__rot_of_): computed here and also stored there (fill: the CPU's backward
+   keeps it for the P2G adjoint of the same substep), or given (!fill: the CPU computes 3D
+   rotations over lanes of particles, cpu_lanes.j2 >>svd_lanes_3d_) */
+CQ_HD void cq__p2g_rot_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk,
+                                               cq__rot_3d_f64 *rot, int fill)
 {
     int base[3];
     double xp[3], Fp[9], Pp[9];
     CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
     CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__base_3d_f64(xp, prm, base, pk + 1);
-    cq__rot_of_3d_fixed_corotated_f64(Fp, rot);
+    if (fill) cq__rot_of_3d_fixed_corotated_f64(Fp, rot);
     cq__pk1_rot_3d_fixed_corotated_f64(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     pk[0] = s.mass[p];
     CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) pk[1 + 3 + a] = s.mass[p] * s.v[(long)p * 3 + a];
@@ -625,7 +626,7 @@ CQ_HD void cq__p2g_keep_rot_3d_fixed_corotated_f64(int p, const cq__params_f64 *
 CQ_HD void cq__p2g_fwd_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk)
 {
     cq__rot_3d_f64 rot;
-    cq__p2g_keep_rot_3d_fixed_corotated_f64(p, prm, s, pk, &rot);
+    cq__p2g_rot_3d_fixed_corotated_f64(p, prm, s, pk, &rot, 1);
 }
 
 /* >>material_neohookean_3d_f64: Compressible NeoHookean elasticity ([Spielberg21] eq 13).
@@ -713,17 +714,18 @@ CQ_HD void cq__pk1_3d_neohookean_f64(const double *F, double E, double nu, int g
    particle p's mass, its position in its cell, its momentum m v and its affine matrix
    G = -(4/dx^2) dt V0 P F^T + m C, packed into pk[CQ__PK(D)] for the node half
    (>>grid_gather_3d_f64), which adds w (m v + G (x_i - x_p)) to each node's momentum. */
-/* rot: F's rotation (cq__rot_of_), computed here and also stored there (the CPU's backward keeps it
-   for the P2G adjoint of the same substep) */
-CQ_HD void cq__p2g_keep_rot_3d_neohookean_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk,
-                                                    cq__rot_3d_f64 *rot)
+/* rot: F's rotation (cq__rot_of_): computed here and also stored there (fill: the CPU's backward
+   keeps it for the P2G adjoint of the same substep), or given (!fill: the CPU computes 3D
+   rotations over lanes of particles, cpu_lanes.j2 >>svd_lanes_3d_) */
+CQ_HD void cq__p2g_rot_3d_neohookean_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk,
+                                               cq__rot_3d_f64 *rot, int fill)
 {
     int base[3];
     double xp[3], Fp[9], Pp[9];
     CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) xp[a] = s.x[(long)p * 3 + a];
     CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
     cq__base_3d_f64(xp, prm, base, pk + 1);
-    cq__rot_of_3d_neohookean_f64(Fp, rot);
+    if (fill) cq__rot_of_3d_neohookean_f64(Fp, rot);
     cq__pk1_rot_3d_neohookean_f64(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
     pk[0] = s.mass[p];
     CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) pk[1 + 3 + a] = s.mass[p] * s.v[(long)p * 3 + a];
@@ -732,7 +734,7 @@ CQ_HD void cq__p2g_keep_rot_3d_neohookean_f64(int p, const cq__params_f64 *prm, 
 CQ_HD void cq__p2g_fwd_3d_neohookean_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s, double *pk)
 {
     cq__rot_3d_f64 rot;
-    cq__p2g_keep_rot_3d_neohookean_f64(p, prm, s, pk, &rot);
+    cq__p2g_rot_3d_neohookean_f64(p, prm, s, pk, &rot, 1);
 }
 
 
@@ -1323,7 +1325,7 @@ CQ_HD void cq__p2g_adj_stress_3d_fixed_corotated_f64(int p, const cq__params_f64
 
 /* both halves for particle p, G and P computed here (the CPU's P2G adjoint, and the unit the
    tests check) */
-/* the same given F's rotation rot (cq__rot_of_ of s.F[p], e.g. kept by cq__p2g_keep_rot_) */
+/* the same given F's rotation rot (cq__rot_of_ of s.F[p], e.g. kept by cq__p2g_rot_) */
 CQ_HD void cq__p2g_adj_given_rot_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
         cq__pview_f64 s, const cq__rot_3d_f64 *rot, const double *gp_bar, const double *gm_bar,
         cq__pview_f64 ai, cq__pview_f64 pg, double *act_bar)
@@ -1399,7 +1401,7 @@ CQ_HD void cq__p2g_adj_stress_3d_neohookean_f64(int p, const cq__params_f64 *prm
 
 /* both halves for particle p, G and P computed here (the CPU's P2G adjoint, and the unit the
    tests check) */
-/* the same given F's rotation rot (cq__rot_of_ of s.F[p], e.g. kept by cq__p2g_keep_rot_) */
+/* the same given F's rotation rot (cq__rot_of_ of s.F[p], e.g. kept by cq__p2g_rot_) */
 CQ_HD void cq__p2g_adj_given_rot_3d_neohookean_f64(int p, const cq__params_f64 *prm,
         cq__pview_f64 s, const cq__rot_3d_f64 *rot, const double *gp_bar, const double *gm_bar,
         cq__pview_f64 ai, cq__pview_f64 pg, double *act_bar)

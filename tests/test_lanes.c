@@ -1,5 +1,5 @@
-/* The CPU's lane kernels (templates/cpu_lanes.j2: G2P, the G2P adjoint and the P2G adjoint's
-   transfer half over CQ__LANES_f32 / CQ__LANES_f64 particles at once) against the one-particle
+/* The CPU's lane kernels (templates/cpu_lanes.j2: G2P, the G2P adjoint, the P2G adjoint's
+   transfer half and P2G's 3D SVD over CQ__LANES_f32 / CQ__LANES_f64 particles at once) against the one-particle
    kernels the GPU (and the mock CUDA) runs: the same outputs bit for bit, 2D and 3D, float32 and
    float64, particles in two scenes and in a shuffled order, with the one-particle kernel on the
    remainder as the CPU drivers do; a lane group with a particle outside the usable region is left
@@ -124,9 +124,61 @@ TEST(lanes_##D##d_##P)                                                          
           "P2G adjoint transfer: lanes and one-particle kernel differ");                                        \
 }
 
+/* SVD_TEST(P, T): the lane SVD (cq__svd_lanes_3d_) against the one-matrix SVD the GPU runs, bit
+   for bit: near-identity and general matrices, inverted ones (det < 0), the identity, repeated,
+   zero and tiny singular values, rank-deficient and zero matrices, huge entries, a NaN and an
+   infinity, in lane groups mixed so that lanes stop rotating at different sweeps */
+#define SVD_TEST(P, T)                                                                                           \
+TEST(svd_lanes_##P)                                                                                              \
+{                                                                                                                \
+    enum { LN = CQ__LANES_##P, GROUPS = 12, NM = LN * GROUPS };                                                  \
+    static T M[NM][9];                                                                                           \
+    int bad = 0;                                                                                                 \
+    for (int m = 0; m < NM; ++m) {                                                                               \
+        const int kind = (m * 5) % 11;                                                                           \
+        for (int i = 0; i < 9; ++i) {                                                                            \
+            const T id = (T)(i % 4 == 0);                                                                        \
+            switch (kind) {                                                                                      \
+            case 0: M[m][i] = id + (T)(1e-3 * srand1()); break;                                                  \
+            case 1: M[m][i] = (T)(3 * srand1()); break;                                                          \
+            case 2: M[m][i] = (i == 0 ? -1 : 1) * id + (T)(0.3 * srand1()); break;   /* inverted */            \
+            case 3: M[m][i] = id; break;                                                                         \
+            case 4: M[m][i] = (T)2 * id; break;                                                                  \
+            case 5: M[m][i] = (i % 3 == 2) ? 0 : (T)srand1(); break;                  /* rank 2 */               \
+            case 6: M[m][i] = 0; break;                                                                          \
+            case 7: M[m][i] = (T)(1e18 * srand1()); break;                                                       \
+            case 8: M[m][i] = (T)((i / 3 == 0 ? 1e-12 : 1) * srand1()); break;        /* tiny sigma */           \
+            case 9: M[m][i] = id + (T)(0.5 * srand1()); break;                                                   \
+            default: M[m][i] = (T)(i % 3 == 0 ? 1 : 0.5) * (T)srand1(); break;        /* rank 1-ish */           \
+            }                                                                                                    \
+        }                                                                                                        \
+    }                                                                                                            \
+    M[5][4] = (T)NAN; M[LN + 3][2] = (T)INFINITY;                                                                \
+    for (int g = 0; g < GROUPS; ++g) {                                                                           \
+        T F[9][LN], U[9][LN], sg[3][LN], V[9][LN];                                                               \
+        for (int l = 0; l < LN; ++l) for (int i = 0; i < 9; ++i) F[i][l] = M[g * LN + l][i];                     \
+        cq__svd_lanes_3d_##P(F, U, sg, V);                                                                       \
+        for (int l = 0; l < LN; ++l) {                                                                           \
+            T u[9], s[3], v[9], u2[9], s2[3], v2[9];                                                             \
+            cq__svd_3d_##P(M[g * LN + l], u, s, v);                                                              \
+            for (int i = 0; i < 9; ++i) { u2[i] = U[i][l]; v2[i] = V[i][l]; }                                     \
+            for (int i = 0; i < 3; ++i) s2[i] = sg[i][l];                                                        \
+            if (memcmp(u, u2, sizeof u) || memcmp(v, v2, sizeof v) || memcmp(s, s2, sizeof s)) {                  \
+                if (!bad) CHECK(0, "matrix %d (kind %d): sig %.9g %.9g %.9g (one) vs %.9g %.9g %.9g (lanes)",        \
+                                g * LN + l, ((g * LN + l) * 5) % 11, (double)s[0], (double)s[1], (double)s[2],   \
+                                (double)s2[0], (double)s2[1], (double)s2[2]);                                    \
+                ++bad;                                                                                           \
+            }                                                                                                    \
+        }                                                                                                        \
+    }                                                                                                            \
+    CHECK(bad == 0, "%d of %d SVDs differ", bad, (int)NM);                                                       \
+}
+SVD_TEST(f32, float)
+SVD_TEST(f64, double)
+
 LANE_TEST(2, f32, float)
 LANE_TEST(3, f32, float)
 LANE_TEST(2, f64, double)
 LANE_TEST(3, f64, double)
 
-RUN_TESTS(CASE(lanes_2d_f32), CASE(lanes_3d_f32), CASE(lanes_2d_f64), CASE(lanes_3d_f64))
+RUN_TESTS(CASE(lanes_2d_f32), CASE(lanes_3d_f32), CASE(lanes_2d_f64), CASE(lanes_3d_f64), CASE(svd_lanes_f32), CASE(svd_lanes_f64))

@@ -406,7 +406,8 @@ typedef struct cq_sim_desc {
                                 particles, the grid) of each substep it recomputes from a checkpoint,
                                 for that substep's adjoint, which otherwise computes it again: ~1/5 of
                                 a backward's time; the same gradients bit for bit.  0 = 1024, -1 = none.
-                                Counted in cq_sim_tape_bytes; kept for the next backward. */
+                                Counted in cq_sim_tape_bytes.  The first backward allocates it (fresh
+                                memory: that backward may take longer); later ones reuse it. */
 } cq_sim_desc;
 
 typedef struct cq_particles_desc {   /* host arrays, double, particle-major */

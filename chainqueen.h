@@ -230,7 +230,8 @@
                                                   >>cpu_grid_ >>cpu_substep_ >>cpu_substep_adj_
                                                   >>cpu_check_adjoint >>cpu_act_grad >>cpu_copy >>cpu_cables_
      host: CPU lanes ........ cpu_lanes.j2        >>cpu_lanes >>g2p_lanes_ >>g2p_adj_lanes_ >>transfer_lanes_
-                                                  (G2P and the stencil adjoints on 16 floats / 8 doubles at once)
+                                                  >>svd_lanes_3d_ (G2P, the stencil adjoints and P2G's
+                                                  3D SVD on 16 floats / 8 doubles at once)
      host: CUDA backend ..... cuda_backend.j2     >>cuda_sort_ >>cuda_grid_ >>cuda_substep_
                                                   >>cuda_substep_adj_ >>cuda_act_grad
                                                   >>cuda_check_adjoint_ (launches: cq__cu_launch)
@@ -8605,8 +8606,8 @@ static int cq__cable_buffers(cq_sim *s)
 }
 
 /* ------------------------------------------------------------------ >>cpu_lanes
-   The CPU runs G2P, the G2P adjoint and the P2G adjoint's transfer half on CQ__LANES_{f32,f64}
-   particles at once: the one-particle kernel's per-node body (stencil.j2 macros, the same text)
+   The CPU runs G2P, the G2P adjoint and the P2G adjoint's transfer half (and P2G's 3D SVD:
+   >>svd_lanes_3d_, below) on CQ__LANES_{f32,f64} particles at once: the one-particle kernel's per-node body (stencil.j2 macros, the same text)
    inside a loop over the particles, innermost, which the compiler vectorizes (the grid reads
    become gathers), every per-particle value an array over the lanes.  Each particle gets the
    same operations in the same order as from the one-particle kernel, so the results are

@@ -453,21 +453,31 @@ static int *identity(int n)
 }
 
 /* ------------------------------------------------------------------ tests */
+/* Variant i's batch (b), the identity map of its particles (*id) and its name; o zeroed, with
+   the variant's scenes and layout.  NULL when memory ran out. */
+static const variant *variant_start(int i, batch *b, int **id, char *name, size_t len, run_opts *o)
+{
+    const variant *v = &VARIANTS[i];
+    vname(v, name, len);
+    if (!build(v, b)) { *id = NULL; return NULL; }
+    *id = identity(b->n);
+    memset(o, 0, sizeof *o);
+    o->nscenes = v->K; o->chunks = v->layout == LAYOUT_CHUNKS;
+    return v;
+}
+
 TEST(forward_each_scene_is_bitwise_the_scene_alone)
 {
     for (int i = 0; i < 8; ++i) {
-        const variant *v = &VARIANTS[i];
         char name[96], what[160];
         batch b;
         result bat, one;
         run_opts o;
         int *id;
-        vname(v, name, sizeof name);
+        const variant *v = variant_start(i, &b, &id, name, sizeof name, &o);
+        if (!v) { CHECK(0, "out of memory"); return; }
         snprintf(what, sizeof what, "%s, forward (no tape)", name);
-        if (!build(v, &b)) { CHECK(0, "out of memory"); return; }
-        id = identity(b.n);
-        memset(&o, 0, sizeof o);
-        o.backend = CQ_BACKEND_CPU; o.nscenes = v->K; o.chunks = v->layout == LAYOUT_CHUNKS;
+        o.backend = CQ_BACKEND_CPU;
         if (id && run(v, &b, id, b.n, &o, &bat, NULL)) {
             int moved = 0, same = 1;
             against_alone(v, &b, &bat, what, 0);
@@ -488,18 +498,15 @@ TEST(forward_each_scene_is_bitwise_the_scene_alone)
 TEST(reverse_state_gradients_and_actuation_gradients_per_scene_bitwise)
 {
     for (int i = 0; i < 8; ++i) {
-        const variant *v = &VARIANTS[i];
         char name[96], what[160];
         batch b;
         result bat;
         run_opts o;
         int *id;
-        vname(v, name, sizeof name);
+        const variant *v = variant_start(i, &b, &id, name, sizeof name, &o);
+        if (!v) { CHECK(0, "out of memory"); return; }
         snprintf(what, sizeof what, "%s, reverse (checkpoint_every 2)", name);
-        if (!build(v, &b)) { CHECK(0, "out of memory"); return; }
-        id = identity(b.n);
-        memset(&o, 0, sizeof o);
-        o.backend = CQ_BACKEND_CPU; o.ckpt = 2; o.nscenes = v->K; o.chunks = v->layout == LAYOUT_CHUNKS;
+        o.backend = CQ_BACKEND_CPU; o.ckpt = 2;
         if (id && run(v, &b, id, b.n, &o, &bat, NULL)) {
             const int dd = v->dim * v->dim;
             against_alone(v, &b, &bat, what, 2);
@@ -519,17 +526,14 @@ TEST(host_threads_batched_is_bitwise_serial_and_alone)
 {
     split_pool pools[2] = {{3, 7, 0, 0}, {3, 2, 1, 0}};   /* inline out of order; deferred to finish */
     for (int i = 0; i < 8; ++i) {
-        const variant *v = &VARIANTS[i];
         char name[96], what[200];
         batch b;
         result ser, thr;
         run_opts o;
         int *id;
-        vname(v, name, sizeof name);
-        if (!build(v, &b)) { CHECK(0, "out of memory"); return; }
-        id = identity(b.n);
-        memset(&o, 0, sizeof o);
-        o.backend = CQ_BACKEND_CPU; o.ckpt = 2; o.nscenes = v->K; o.chunks = v->layout == LAYOUT_CHUNKS;
+        const variant *v = variant_start(i, &b, &id, name, sizeof name, &o);
+        if (!v) { CHECK(0, "out of memory"); return; }
+        o.backend = CQ_BACKEND_CPU; o.ckpt = 2;
         if (!id || !run(v, &b, id, b.n, &o, &ser, NULL)) {
             CHECK(0, "%s: the serial batched run failed", name);
             result_free(&ser); free(id); batch_free(&b);
@@ -562,18 +566,15 @@ static void grid_cache_case(cq_backend backend)
 {
     split_pool pool = {3, 5, 1, 0};
     for (int i = 0; i < 8; ++i) {
-        const variant *v = &VARIANTS[i];
         char name[96], what[200];
         batch b;
         result none, kept, again;
         run_opts o;
         int *id;
-        vname(v, name, sizeof name);
-        if (!build(v, &b)) { CHECK(0, "out of memory"); return; }
-        id = identity(b.n);
-        memset(&o, 0, sizeof o);
+        const variant *v = variant_start(i, &b, &id, name, sizeof name, &o);
+        if (!v) { CHECK(0, "out of memory"); return; }
         memset(&kept, 0, sizeof kept); memset(&again, 0, sizeof again);
-        o.backend = backend; o.ckpt = 3; o.nscenes = v->K; o.chunks = v->layout == LAYOUT_CHUNKS; o.cache_mb = -1;
+        o.backend = backend; o.ckpt = 3; o.cache_mb = -1;
         if (!id || !run(v, &b, id, b.n, &o, &none, NULL)) {
             CHECK(0, "%s: the run without a grid cache failed", name);
             result_free(&none); free(id); batch_free(&b);
@@ -986,17 +987,14 @@ static int cuda_available(void)
 TEST(cuda_batched_is_bitwise_the_cpu_batched_and_twice_from_reset_the_same)
 {
     for (int i = 0; i < 8; ++i) {
-        const variant *v = &VARIANTS[i];
         char name[96];
         batch b;
         result cpu, gpu, gpu2;
         run_opts o;
         int *id;
-        vname(v, name, sizeof name);
-        if (!build(v, &b)) { CHECK(0, "out of memory"); return; }
-        id = identity(b.n);
-        memset(&o, 0, sizeof o);
-        o.backend = CQ_BACKEND_CPU; o.ckpt = 2; o.nscenes = v->K; o.chunks = v->layout == LAYOUT_CHUNKS;
+        const variant *v = variant_start(i, &b, &id, name, sizeof name, &o);
+        if (!v) { CHECK(0, "out of memory"); return; }
+        o.backend = CQ_BACKEND_CPU; o.ckpt = 2;
         memset(&gpu, 0, sizeof gpu); memset(&gpu2, 0, sizeof gpu2);
         if (id && run(v, &b, id, b.n, &o, &cpu, NULL)) {
             o.backend = CQ_BACKEND_CUDA;

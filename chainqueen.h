@@ -7979,6 +7979,7 @@ struct cq_sim {
                                          stay when a cached set is swapped in */
     cq__gset *gc;                     /* >>grid_cache: the sets kept for the backward's recomputed substeps */
     int n_gc;                         /* sets allocated (each for adj_n particles) */
+    size_t gc_each;                   /* bytes of one (cq__gset_bytes when allocated) */
     int gkeep;                        /* a substep runs its grid phase for a kept set: momentum and rotations too */
     int gready;                       /* a substep adjoint finds its grid phase done (a kept set is swapped in) */
     int *wchk, *chk;                  /* non-finite status per step of a segment: work, host copy */
@@ -14737,6 +14738,7 @@ static void cq__gcache_grow(cq_sim *s)
         if (s->gc) memcpy(ng, s->gc, sizeof *ng * (size_t)s->n_gc);
         cq__free(s, s->gc);
         s->gc = ng;
+        s->gc_each = each;
         while (s->n_gc < want && cq__gset_alloc(s, &s->gc[s->n_gc])) s->n_gc++;
     }
 }
@@ -14836,7 +14838,7 @@ size_t cq_sim_tape_bytes(const cq_sim *s)
     for (int i = 0; i < s->step && i < s->cap_acts; ++i) total += (size_t)s->acts[i].groups * (size_t)s->dd * s->tsize;
     total += sizeof(*s->acts) * (size_t)s->cap_acts + sizeof(cq__state) * (size_t)s->cap_ckpt;
     total += (size_t)s->n_seg * state;   /* the segment buffer of the last backward pass */
-    if (s->n_gc) total += (size_t)s->n_gc * cq__gset_bytes(s);   /* its grid cache (>>grid_cache) */
+    total += (size_t)s->n_gc * s->gc_each;   /* its grid cache (>>grid_cache) */
     return total;
 }
 

@@ -14692,8 +14692,8 @@ static int cq__gset_alloc(cq_sim *s, cq__gset *g)
        only rows some particle reaches are ever read (G2P, the adjoints, and the grid adjoint's
        test of a row, which skips a clear one), and a gather writes each of those whole, so the
        set's dead rows are never zeroed nor touched: its memory costs what the scene occupies
-       (a 512k cube in a 128^3 grid: 3.5% of the grid's rows; zeroing all of them had made the
-       first backward 1.4x slower on this VM, page faults) */
+       (a 512k cube in a 128^3 grid: 3.5% of the grid's rows; zeroing them all made a first
+       backward, which first-touches the sets, up to 1.4x slower: page faults) */
     if (!cq__on_gpu(s) && (g->row_dirty = (unsigned char *)cq__alloc(s, rows)) != NULL) memset(g->row_dirty, 0, rows);
     if (!g->pk || !g->grid_m || !g->grid_v || !g->grid_p || !g->order || !g->rank || !g->cell_end || (rot && !g->rotc) ||
         (s->skey && !g->skey) || (!cq__on_gpu(s) && !g->row_dirty)) {

@@ -11,7 +11,9 @@
 # Nsight Compute (ncu) once on the slowest kernel of the 512k scene.  BEFORE=path/to/an/older/
 # chainqueen.h also runs the shuffled cubes and the lattice 3D cubes with that header (the same
 # bench.c), for a before/after in one run, e.g. `git show 1aadf2e:chainqueen.h > build/before.h`
-# (the last tree whose per-particle kernels ran over sorted slots), then BEFORE=build/before.h.
+# (the last tree whose per-particle kernels ran over sorted slots), then BEFORE=build/before.h;
+# the header of 56f7527 is the last without the backward's grid cache, with the same kernels
+# (its before/after is the cache alone: the backward columns, "bwd again" most of all).
 CC=${CC:-cc}
 mkdir -p build
 $CC -std=c99 -O3 -Wall -Wextra -Werror -pedantic bench/bench.c -o build/bench_gpu -lm -ldl || exit 1

@@ -97,6 +97,12 @@
                      with SSE2 (bench/RESULTS.md).  -O2 and -O3 run the MPM about
                      equally fast (gcc 12: the kernels' small loops carry unroll pragmas, which -O2
                      needs; without them it ran 1.3-2.3x slower than -O3).
+     CQ_CPU_KEEP_SUBNORMALS  keep IEEE subnormal numbers in float32 sims on the CPU.  By default
+                     a float32 sim's CPU kernels run with x86's FTZ and DAZ set (on each thread,
+                     around each loop range and substep, restored after): values below 1.2e-38
+                     become 0, and Intel CPUs no longer take ~100 cycles for each product that
+                     would be subnormal (a 512k cube's forward 1.3-1.8x faster on a Xeon).
+                     Float64 sims and non-x86 builds always keep them (cpu_backend.j2 >>cpu_flush).
 
    GPU (CUDA)
      backend = CQ_BACKEND_CUDA runs forward, adjoint and tape on an NVIDIA GPU: particle state,
@@ -226,7 +232,7 @@
      host: sim, vtable ...... host_sim.j2         struct cq_sim, cq__vtable (what a backend provides)
      host: errors, memory ... host_memory.j2      >>errors >>memory >>work_memory >>conversion >>act_table
                                                   (actuation chunks, both backends) >>cables
-     host: CPU backend ...... cpu_backend.j2      >>cpu_drivers >>cpu_sort_ >>cpu_gather_ (row by row)
+     host: CPU backend ...... cpu_backend.j2      >>parallel_for >>cpu_flush (f32: FTZ/DAZ) >>cpu_drivers >>cpu_sort_ >>cpu_gather_ (row by row)
                                                   >>cpu_grid_ >>cpu_substep_ >>cpu_substep_adj_
                                                   >>cpu_check_adjoint >>cpu_act_grad >>cpu_copy >>cpu_cables_
      host: CPU lanes ........ cpu_lanes.j2        >>cpu_lanes >>g2p_lanes_ >>g2p_adj_lanes_ >>transfer_lanes_
@@ -9790,22 +9796,52 @@ static void cq__svd_lanes_3d_f64(double F[9][CQ__LANES_f64], double U[9][CQ__LAN
    items are independent (a particle, a sorted slot, a node or a row of nodes), so the results
    do not depend on how the ranges are split. */
 typedef void (*cq__range_fn)(void *ctx, int begin, int end);
-typedef struct cq__task { cq__range_fn fn; void *ctx; } cq__task;
+typedef struct cq__task { cq__range_fn fn; void *ctx; int flush; } cq__task;
+
+/* >>cpu_flush: float32 sims run their CPU kernels with subnormal numbers flushed to zero (x86:
+   MXCSR's FTZ and DAZ, on the calling thread around a substep and on every thread around every
+   range of a loop, each restored after).  The SVD's Jacobi test, G2P and the grid transfers meet
+   products of tiny numbers (ga * ga of a nearly undeformed F, ~1e-40) that Intel CPUs take
+   ~100 cycles each to make subnormal: a 512k f32 cube's forward took 1.3-1.5x as long on an Intel
+   Xeon (Emerald Rapids) as with the flush, and its P2G particle half 3.8x (bench/RESULTS.md).
+   Only values below 1.2e-38 change (to zero): a GPU f32 result keeps them, within the parity
+   tolerance.  Float64 sims, and every build with CQ_CPU_KEEP_SUBNORMALS defined or not on x86,
+   keep IEEE subnormals.  Game engines often run with FTZ/DAZ on already; it is restored as found. */
+#if !defined(CQ_CPU_KEEP_SUBNORMALS) && (defined(__SSE__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 1))
+#  include <xmmintrin.h>
+typedef unsigned int cq__fpmode;
+static cq__fpmode cq__fp_flush(void) { const unsigned int m = _mm_getcsr(); _mm_setcsr(m | 0x8040u); return m; }   /* FTZ | DAZ */
+static void cq__fp_restore(cq__fpmode m) { _mm_setcsr((_mm_getcsr() & 0x3fu) | (m & ~0x3fu)); }   /* the exception flags raised stay raised */
+#  define CQ__CPU_FLUSHES 1
+#else
+typedef int cq__fpmode;
+static cq__fpmode cq__fp_flush(void) { return 0; }
+static void cq__fp_restore(cq__fpmode m) { (void)m; }
+#  define CQ__CPU_FLUSHES 0
+#endif
+/* flush: 1 for a float32 sim's kernels (cq__flushes); the fluid-rigid world passes 0 */
+static cq__fpmode cq__fp_enter(int flush) { return flush ? cq__fp_flush() : (cq__fpmode)0; }
+static void cq__fp_leave(int flush, cq__fpmode m) { if (flush) cq__fp_restore(m); }
+static int cq__flushes(const cq_sim *s) { return CQ__CPU_FLUSHES && s->desc.precision == CQ_PRECISION_F32; }
 
 static void cq__run_task(int begin, int end, int worker, void *task_context)
 {
     const cq__task *t = (const cq__task *)task_context;
     (void)worker;
-    if (begin < end) t->fn(t->ctx, begin, end);
+    if (begin < end) {
+        const cq__fpmode m = cq__fp_enter(t->flush);
+        t->fn(t->ctx, begin, end);
+        cq__fp_leave(t->flush, m);
+    }
 }
 
-static void cq__parallel_for_on(const cq_threads *th, int items, int min_range, cq__range_fn fn, void *ctx)
+static void cq__parallel_for_on(const cq_threads *th, int flush, int items, int min_range, cq__range_fn fn, void *ctx)
 {
     if (items <= 0) return;
     if (th->workers > 0) {
         cq__task t;
         void *handle;
-        t.fn = fn; t.ctx = ctx;
+        t.fn = fn; t.ctx = ctx; t.flush = flush;
         handle = th->enqueue(cq__run_task, items, min_range > 0 ? min_range : 1, &t, th->user);
         if (handle) th->finish(handle, th->user);
         return;
@@ -9814,16 +9850,24 @@ static void cq__parallel_for_on(const cq_threads *th, int items, int min_range, 
     {
         const int chunk = min_range > 0 ? min_range : 1, nchunks = (items + chunk - 1) / chunk;
         CQ__OMP(parallel for schedule(dynamic))
-        for (int c = 0; c < nchunks; ++c) fn(ctx, c * chunk, c * chunk + chunk < items ? c * chunk + chunk : items);
+        for (int c = 0; c < nchunks; ++c) {
+            const cq__fpmode m = cq__fp_enter(flush);
+            fn(ctx, c * chunk, c * chunk + chunk < items ? c * chunk + chunk : items);
+            cq__fp_leave(flush, m);
+        }
     }
 #else
-    fn(ctx, 0, items);
+    {
+        const cq__fpmode m = cq__fp_enter(flush);
+        fn(ctx, 0, items);
+        cq__fp_leave(flush, m);
+    }
 #endif
 }
 /* the sim's loops (the fluid-rigid world's call cq__parallel_for_on with its own desc.threads) */
 static void cq__parallel_for(const cq_sim *s, int items, int min_range, cq__range_fn fn, void *ctx)
 {
-    cq__parallel_for_on(&s->desc.threads, items, min_range, fn, ctx);
+    cq__parallel_for_on(&s->desc.threads, cq__flushes(s), items, min_range, fn, ctx);
 }
 
 /* >>cpu_copy: memcpy (src NULL: memset 0) of the work buffers; a large one (the tape's state
@@ -10678,7 +10722,9 @@ static void cq__cpu_grid_2d_fixed_corotated_f32(cq__sub_task_2d_fixed_corotated_
 static int cq__cpu_substep_2d_fixed_corotated_f32(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
 {
     cq__sub_task_2d_fixed_corotated_f32 t;
-    const int n = s->n;
+    const int n = s->n, flush = cq__flushes(s);
+    const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush: the calling thread's part */
+    int st = CQ__OK;
     memset(&t, 0, sizeof t);
     t.s = s; t.prm = &s->prm_f32;
     t.in = cq__pview_f32_of(s, in_st); t.out = cq__pview_f32_of(s, out_st);
@@ -10687,9 +10733,13 @@ static int cq__cpu_substep_2d_fixed_corotated_f32(cq_sim *s, const cq__state *in
     cq__cpu_grid_2d_fixed_corotated_f32(&t, s->gkeep);
     t.first = n;
     cq__parallel_for(s, n, 1024, cq__g2p_range_2d_fixed_corotated_f32, &t);
-    if (t.first == n) { *bad = -1; return CQ__OK; }
-    *bad = t.first;
-    return cq__g2p_fwd_2d_f32(t.first, t.prm, t.in, t.out, t.g);
+    if (t.first == n) *bad = -1;
+    else {
+        *bad = t.first;
+        st = cq__g2p_fwd_2d_f32(t.first, t.prm, t.in, t.out, t.g);
+    }
+    cq__fp_leave(flush, fpm);
+    return st;
 }
 
 /* >>cpu_substep_adj_2d_fixed_corotated_f32: the substep's adjoint, phases reversed: recompute the grid
@@ -10699,6 +10749,8 @@ static int cq__cpu_substep_2d_fixed_corotated_f32(cq_sim *s, const cq__state *in
 static void cq__cpu_substep_adj_2d_fixed_corotated_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
     cq__sub_task_2d_fixed_corotated_f32 t;
+    const int flush = cq__flushes(s);
+    const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush */
     memset(&t, 0, sizeof t);
     t.s = s; t.prm = &s->prm_f32;
     t.in = cq__pview_f32_of(s, in_st); t.ao = cq__pview_f32_of(s, ao_st); t.ai = cq__pview_f32_of(s, ai_st);
@@ -10714,6 +10766,7 @@ static void cq__cpu_substep_adj_2d_fixed_corotated_f32(cq_sim *s, const cq__stat
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_2d_fixed_corotated_f32, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_fixed_corotated_f32, &t);
     if (s->n_cables) cq__cpu_cable_adj_2d_f32(s, in_st, ai_st);
+    cq__fp_leave(flush, fpm);
 }
 
 static int cq__check_stress_2d_fixed_corotated_f32(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
@@ -10940,7 +10993,9 @@ static void cq__cpu_grid_2d_fixed_corotated_f64(cq__sub_task_2d_fixed_corotated_
 static int cq__cpu_substep_2d_fixed_corotated_f64(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
 {
     cq__sub_task_2d_fixed_corotated_f64 t;
-    const int n = s->n;
+    const int n = s->n, flush = cq__flushes(s);
+    const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush: the calling thread's part */
+    int st = CQ__OK;
     memset(&t, 0, sizeof t);
     t.s = s; t.prm = &s->prm_f64;
     t.in = cq__pview_f64_of(s, in_st); t.out = cq__pview_f64_of(s, out_st);
@@ -10949,9 +11004,13 @@ static int cq__cpu_substep_2d_fixed_corotated_f64(cq_sim *s, const cq__state *in
     cq__cpu_grid_2d_fixed_corotated_f64(&t, s->gkeep);
     t.first = n;
     cq__parallel_for(s, n, 1024, cq__g2p_range_2d_fixed_corotated_f64, &t);
-    if (t.first == n) { *bad = -1; return CQ__OK; }
-    *bad = t.first;
-    return cq__g2p_fwd_2d_f64(t.first, t.prm, t.in, t.out, t.g);
+    if (t.first == n) *bad = -1;
+    else {
+        *bad = t.first;
+        st = cq__g2p_fwd_2d_f64(t.first, t.prm, t.in, t.out, t.g);
+    }
+    cq__fp_leave(flush, fpm);
+    return st;
 }
 
 /* >>cpu_substep_adj_2d_fixed_corotated_f64: the substep's adjoint, phases reversed: recompute the grid
@@ -10961,6 +11020,8 @@ static int cq__cpu_substep_2d_fixed_corotated_f64(cq_sim *s, const cq__state *in
 static void cq__cpu_substep_adj_2d_fixed_corotated_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
     cq__sub_task_2d_fixed_corotated_f64 t;
+    const int flush = cq__flushes(s);
+    const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush */
     memset(&t, 0, sizeof t);
     t.s = s; t.prm = &s->prm_f64;
     t.in = cq__pview_f64_of(s, in_st); t.ao = cq__pview_f64_of(s, ao_st); t.ai = cq__pview_f64_of(s, ai_st);
@@ -10976,6 +11037,7 @@ static void cq__cpu_substep_adj_2d_fixed_corotated_f64(cq_sim *s, const cq__stat
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_2d_fixed_corotated_f64, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_fixed_corotated_f64, &t);
     if (s->n_cables) cq__cpu_cable_adj_2d_f64(s, in_st, ai_st);
+    cq__fp_leave(flush, fpm);
 }
 
 static int cq__check_stress_2d_fixed_corotated_f64(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
@@ -11202,7 +11264,9 @@ static void cq__cpu_grid_2d_neohookean_f32(cq__sub_task_2d_neohookean_f32 *t, in
 static int cq__cpu_substep_2d_neohookean_f32(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
 {
     cq__sub_task_2d_neohookean_f32 t;
-    const int n = s->n;
+    const int n = s->n, flush = cq__flushes(s);
+    const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush: the calling thread's part */
+    int st = CQ__OK;
     memset(&t, 0, sizeof t);
     t.s = s; t.prm = &s->prm_f32;
     t.in = cq__pview_f32_of(s, in_st); t.out = cq__pview_f32_of(s, out_st);
@@ -11211,9 +11275,13 @@ static int cq__cpu_substep_2d_neohookean_f32(cq_sim *s, const cq__state *in_st, 
     cq__cpu_grid_2d_neohookean_f32(&t, s->gkeep);
     t.first = n;
     cq__parallel_for(s, n, 1024, cq__g2p_range_2d_neohookean_f32, &t);
-    if (t.first == n) { *bad = -1; return CQ__OK; }
-    *bad = t.first;
-    return cq__g2p_fwd_2d_f32(t.first, t.prm, t.in, t.out, t.g);
+    if (t.first == n) *bad = -1;
+    else {
+        *bad = t.first;
+        st = cq__g2p_fwd_2d_f32(t.first, t.prm, t.in, t.out, t.g);
+    }
+    cq__fp_leave(flush, fpm);
+    return st;
 }
 
 /* >>cpu_substep_adj_2d_neohookean_f32: the substep's adjoint, phases reversed: recompute the grid
@@ -11223,6 +11291,8 @@ static int cq__cpu_substep_2d_neohookean_f32(cq_sim *s, const cq__state *in_st, 
 static void cq__cpu_substep_adj_2d_neohookean_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
     cq__sub_task_2d_neohookean_f32 t;
+    const int flush = cq__flushes(s);
+    const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush */
     memset(&t, 0, sizeof t);
     t.s = s; t.prm = &s->prm_f32;
     t.in = cq__pview_f32_of(s, in_st); t.ao = cq__pview_f32_of(s, ao_st); t.ai = cq__pview_f32_of(s, ai_st);
@@ -11238,6 +11308,7 @@ static void cq__cpu_substep_adj_2d_neohookean_f32(cq_sim *s, const cq__state *in
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_2d_neohookean_f32, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_neohookean_f32, &t);
     if (s->n_cables) cq__cpu_cable_adj_2d_f32(s, in_st, ai_st);
+    cq__fp_leave(flush, fpm);
 }
 
 static int cq__check_stress_2d_neohookean_f32(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
@@ -11464,7 +11535,9 @@ static void cq__cpu_grid_2d_neohookean_f64(cq__sub_task_2d_neohookean_f64 *t, in
 static int cq__cpu_substep_2d_neohookean_f64(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
 {
     cq__sub_task_2d_neohookean_f64 t;
-    const int n = s->n;
+    const int n = s->n, flush = cq__flushes(s);
+    const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush: the calling thread's part */
+    int st = CQ__OK;
     memset(&t, 0, sizeof t);
     t.s = s; t.prm = &s->prm_f64;
     t.in = cq__pview_f64_of(s, in_st); t.out = cq__pview_f64_of(s, out_st);
@@ -11473,9 +11546,13 @@ static int cq__cpu_substep_2d_neohookean_f64(cq_sim *s, const cq__state *in_st, 
     cq__cpu_grid_2d_neohookean_f64(&t, s->gkeep);
     t.first = n;
     cq__parallel_for(s, n, 1024, cq__g2p_range_2d_neohookean_f64, &t);
-    if (t.first == n) { *bad = -1; return CQ__OK; }
-    *bad = t.first;
-    return cq__g2p_fwd_2d_f64(t.first, t.prm, t.in, t.out, t.g);
+    if (t.first == n) *bad = -1;
+    else {
+        *bad = t.first;
+        st = cq__g2p_fwd_2d_f64(t.first, t.prm, t.in, t.out, t.g);
+    }
+    cq__fp_leave(flush, fpm);
+    return st;
 }
 
 /* >>cpu_substep_adj_2d_neohookean_f64: the substep's adjoint, phases reversed: recompute the grid
@@ -11485,6 +11562,8 @@ static int cq__cpu_substep_2d_neohookean_f64(cq_sim *s, const cq__state *in_st, 
 static void cq__cpu_substep_adj_2d_neohookean_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
     cq__sub_task_2d_neohookean_f64 t;
+    const int flush = cq__flushes(s);
+    const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush */
     memset(&t, 0, sizeof t);
     t.s = s; t.prm = &s->prm_f64;
     t.in = cq__pview_f64_of(s, in_st); t.ao = cq__pview_f64_of(s, ao_st); t.ai = cq__pview_f64_of(s, ai_st);
@@ -11500,6 +11579,7 @@ static void cq__cpu_substep_adj_2d_neohookean_f64(cq_sim *s, const cq__state *in
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_2d_neohookean_f64, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_neohookean_f64, &t);
     if (s->n_cables) cq__cpu_cable_adj_2d_f64(s, in_st, ai_st);
+    cq__fp_leave(flush, fpm);
 }
 
 static int cq__check_stress_2d_neohookean_f64(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
@@ -11761,7 +11841,9 @@ static void cq__cpu_grid_3d_fixed_corotated_f32(cq__sub_task_3d_fixed_corotated_
 static int cq__cpu_substep_3d_fixed_corotated_f32(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
 {
     cq__sub_task_3d_fixed_corotated_f32 t;
-    const int n = s->n;
+    const int n = s->n, flush = cq__flushes(s);
+    const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush: the calling thread's part */
+    int st = CQ__OK;
     memset(&t, 0, sizeof t);
     t.s = s; t.prm = &s->prm_f32;
     t.in = cq__pview_f32_of(s, in_st); t.out = cq__pview_f32_of(s, out_st);
@@ -11770,9 +11852,13 @@ static int cq__cpu_substep_3d_fixed_corotated_f32(cq_sim *s, const cq__state *in
     cq__cpu_grid_3d_fixed_corotated_f32(&t, s->gkeep);
     t.first = n;
     cq__parallel_for(s, n, 1024, cq__g2p_range_3d_fixed_corotated_f32, &t);
-    if (t.first == n) { *bad = -1; return CQ__OK; }
-    *bad = t.first;
-    return cq__g2p_fwd_3d_f32(t.first, t.prm, t.in, t.out, t.g);
+    if (t.first == n) *bad = -1;
+    else {
+        *bad = t.first;
+        st = cq__g2p_fwd_3d_f32(t.first, t.prm, t.in, t.out, t.g);
+    }
+    cq__fp_leave(flush, fpm);
+    return st;
 }
 
 /* >>cpu_substep_adj_3d_fixed_corotated_f32: the substep's adjoint, phases reversed: recompute the grid
@@ -11782,6 +11868,8 @@ static int cq__cpu_substep_3d_fixed_corotated_f32(cq_sim *s, const cq__state *in
 static void cq__cpu_substep_adj_3d_fixed_corotated_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
     cq__sub_task_3d_fixed_corotated_f32 t;
+    const int flush = cq__flushes(s);
+    const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush */
     memset(&t, 0, sizeof t);
     t.s = s; t.prm = &s->prm_f32;
     t.in = cq__pview_f32_of(s, in_st); t.ao = cq__pview_f32_of(s, ao_st); t.ai = cq__pview_f32_of(s, ai_st);
@@ -11797,6 +11885,7 @@ static void cq__cpu_substep_adj_3d_fixed_corotated_f32(cq_sim *s, const cq__stat
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_3d_fixed_corotated_f32, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_fixed_corotated_f32, &t);
     if (s->n_cables) cq__cpu_cable_adj_3d_f32(s, in_st, ai_st);
+    cq__fp_leave(flush, fpm);
 }
 
 static int cq__check_stress_3d_fixed_corotated_f32(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
@@ -12058,7 +12147,9 @@ static void cq__cpu_grid_3d_fixed_corotated_f64(cq__sub_task_3d_fixed_corotated_
 static int cq__cpu_substep_3d_fixed_corotated_f64(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
 {
     cq__sub_task_3d_fixed_corotated_f64 t;
-    const int n = s->n;
+    const int n = s->n, flush = cq__flushes(s);
+    const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush: the calling thread's part */
+    int st = CQ__OK;
     memset(&t, 0, sizeof t);
     t.s = s; t.prm = &s->prm_f64;
     t.in = cq__pview_f64_of(s, in_st); t.out = cq__pview_f64_of(s, out_st);
@@ -12067,9 +12158,13 @@ static int cq__cpu_substep_3d_fixed_corotated_f64(cq_sim *s, const cq__state *in
     cq__cpu_grid_3d_fixed_corotated_f64(&t, s->gkeep);
     t.first = n;
     cq__parallel_for(s, n, 1024, cq__g2p_range_3d_fixed_corotated_f64, &t);
-    if (t.first == n) { *bad = -1; return CQ__OK; }
-    *bad = t.first;
-    return cq__g2p_fwd_3d_f64(t.first, t.prm, t.in, t.out, t.g);
+    if (t.first == n) *bad = -1;
+    else {
+        *bad = t.first;
+        st = cq__g2p_fwd_3d_f64(t.first, t.prm, t.in, t.out, t.g);
+    }
+    cq__fp_leave(flush, fpm);
+    return st;
 }
 
 /* >>cpu_substep_adj_3d_fixed_corotated_f64: the substep's adjoint, phases reversed: recompute the grid
@@ -12079,6 +12174,8 @@ static int cq__cpu_substep_3d_fixed_corotated_f64(cq_sim *s, const cq__state *in
 static void cq__cpu_substep_adj_3d_fixed_corotated_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
     cq__sub_task_3d_fixed_corotated_f64 t;
+    const int flush = cq__flushes(s);
+    const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush */
     memset(&t, 0, sizeof t);
     t.s = s; t.prm = &s->prm_f64;
     t.in = cq__pview_f64_of(s, in_st); t.ao = cq__pview_f64_of(s, ao_st); t.ai = cq__pview_f64_of(s, ai_st);
@@ -12094,6 +12191,7 @@ static void cq__cpu_substep_adj_3d_fixed_corotated_f64(cq_sim *s, const cq__stat
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_3d_fixed_corotated_f64, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_fixed_corotated_f64, &t);
     if (s->n_cables) cq__cpu_cable_adj_3d_f64(s, in_st, ai_st);
+    cq__fp_leave(flush, fpm);
 }
 
 static int cq__check_stress_3d_fixed_corotated_f64(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
@@ -12335,7 +12433,9 @@ static void cq__cpu_grid_3d_neohookean_f32(cq__sub_task_3d_neohookean_f32 *t, in
 static int cq__cpu_substep_3d_neohookean_f32(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
 {
     cq__sub_task_3d_neohookean_f32 t;
-    const int n = s->n;
+    const int n = s->n, flush = cq__flushes(s);
+    const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush: the calling thread's part */
+    int st = CQ__OK;
     memset(&t, 0, sizeof t);
     t.s = s; t.prm = &s->prm_f32;
     t.in = cq__pview_f32_of(s, in_st); t.out = cq__pview_f32_of(s, out_st);
@@ -12344,9 +12444,13 @@ static int cq__cpu_substep_3d_neohookean_f32(cq_sim *s, const cq__state *in_st, 
     cq__cpu_grid_3d_neohookean_f32(&t, s->gkeep);
     t.first = n;
     cq__parallel_for(s, n, 1024, cq__g2p_range_3d_neohookean_f32, &t);
-    if (t.first == n) { *bad = -1; return CQ__OK; }
-    *bad = t.first;
-    return cq__g2p_fwd_3d_f32(t.first, t.prm, t.in, t.out, t.g);
+    if (t.first == n) *bad = -1;
+    else {
+        *bad = t.first;
+        st = cq__g2p_fwd_3d_f32(t.first, t.prm, t.in, t.out, t.g);
+    }
+    cq__fp_leave(flush, fpm);
+    return st;
 }
 
 /* >>cpu_substep_adj_3d_neohookean_f32: the substep's adjoint, phases reversed: recompute the grid
@@ -12356,6 +12460,8 @@ static int cq__cpu_substep_3d_neohookean_f32(cq_sim *s, const cq__state *in_st, 
 static void cq__cpu_substep_adj_3d_neohookean_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
     cq__sub_task_3d_neohookean_f32 t;
+    const int flush = cq__flushes(s);
+    const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush */
     memset(&t, 0, sizeof t);
     t.s = s; t.prm = &s->prm_f32;
     t.in = cq__pview_f32_of(s, in_st); t.ao = cq__pview_f32_of(s, ao_st); t.ai = cq__pview_f32_of(s, ai_st);
@@ -12371,6 +12477,7 @@ static void cq__cpu_substep_adj_3d_neohookean_f32(cq_sim *s, const cq__state *in
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_3d_neohookean_f32, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_neohookean_f32, &t);
     if (s->n_cables) cq__cpu_cable_adj_3d_f32(s, in_st, ai_st);
+    cq__fp_leave(flush, fpm);
 }
 
 static int cq__check_stress_3d_neohookean_f32(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
@@ -12612,7 +12719,9 @@ static void cq__cpu_grid_3d_neohookean_f64(cq__sub_task_3d_neohookean_f64 *t, in
 static int cq__cpu_substep_3d_neohookean_f64(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
 {
     cq__sub_task_3d_neohookean_f64 t;
-    const int n = s->n;
+    const int n = s->n, flush = cq__flushes(s);
+    const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush: the calling thread's part */
+    int st = CQ__OK;
     memset(&t, 0, sizeof t);
     t.s = s; t.prm = &s->prm_f64;
     t.in = cq__pview_f64_of(s, in_st); t.out = cq__pview_f64_of(s, out_st);
@@ -12621,9 +12730,13 @@ static int cq__cpu_substep_3d_neohookean_f64(cq_sim *s, const cq__state *in_st, 
     cq__cpu_grid_3d_neohookean_f64(&t, s->gkeep);
     t.first = n;
     cq__parallel_for(s, n, 1024, cq__g2p_range_3d_neohookean_f64, &t);
-    if (t.first == n) { *bad = -1; return CQ__OK; }
-    *bad = t.first;
-    return cq__g2p_fwd_3d_f64(t.first, t.prm, t.in, t.out, t.g);
+    if (t.first == n) *bad = -1;
+    else {
+        *bad = t.first;
+        st = cq__g2p_fwd_3d_f64(t.first, t.prm, t.in, t.out, t.g);
+    }
+    cq__fp_leave(flush, fpm);
+    return st;
 }
 
 /* >>cpu_substep_adj_3d_neohookean_f64: the substep's adjoint, phases reversed: recompute the grid
@@ -12633,6 +12746,8 @@ static int cq__cpu_substep_3d_neohookean_f64(cq_sim *s, const cq__state *in_st, 
 static void cq__cpu_substep_adj_3d_neohookean_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
     cq__sub_task_3d_neohookean_f64 t;
+    const int flush = cq__flushes(s);
+    const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush */
     memset(&t, 0, sizeof t);
     t.s = s; t.prm = &s->prm_f64;
     t.in = cq__pview_f64_of(s, in_st); t.ao = cq__pview_f64_of(s, ao_st); t.ai = cq__pview_f64_of(s, ai_st);
@@ -12648,6 +12763,7 @@ static void cq__cpu_substep_adj_3d_neohookean_f64(cq_sim *s, const cq__state *in
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_3d_neohookean_f64, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_neohookean_f64, &t);
     if (s->n_cables) cq__cpu_cable_adj_3d_f64(s, in_st, ai_st);
+    cq__fp_leave(flush, fpm);
 }
 
 static int cq__check_stress_3d_neohookean_f64(const cq_sim *s, const void *F, const void *E, const void *nu, int first, int count)
@@ -15840,7 +15956,7 @@ static void cq__world_volumes_2d_f32(cq_world *w)
     cq__world_sort_2d_f32(w, (float *)w->xb, w->nb, w->bstart, w->border);
     s = cq__world_sph_2d_f32(w);
     t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = NULL;
-    cq__parallel_for_on(&w->desc.threads, w->nb, 256, cq__wr_volume_2d_f32, &t);
+    cq__parallel_for_on(&w->desc.threads, 0, w->nb, 256, cq__wr_volume_2d_f32, &t);
 }
 
 #if CQ__HAS_CUDA
@@ -15880,7 +15996,7 @@ static void cq__world_pass_2d_f32(cq_world *w, int pass, cq__wtask *t)
         return;
     }
 #endif
-    cq__parallel_for_on(&w->desc.threads, n, pass == CQ__SPH_ADVECT ? 1024 : (pass == CQ__SPH_BFORCE ? 256 : 512), run[pass], t);
+    cq__parallel_for_on(&w->desc.threads, 0, n, pass == CQ__SPH_ADVECT ? 1024 : (pass == CQ__SPH_BFORCE ? 256 : 512), run[pass], t);
 }
 
 /* the solvers' average density error: chunk sums in particle order (sph.j2 >>sph_error_sum) */
@@ -16089,7 +16205,7 @@ static void cq__world_volumes_2d_f64(cq_world *w)
     cq__world_sort_2d_f64(w, (double *)w->xb, w->nb, w->bstart, w->border);
     s = cq__world_sph_2d_f64(w);
     t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = NULL;
-    cq__parallel_for_on(&w->desc.threads, w->nb, 256, cq__wr_volume_2d_f64, &t);
+    cq__parallel_for_on(&w->desc.threads, 0, w->nb, 256, cq__wr_volume_2d_f64, &t);
 }
 
 #if CQ__HAS_CUDA
@@ -16129,7 +16245,7 @@ static void cq__world_pass_2d_f64(cq_world *w, int pass, cq__wtask *t)
         return;
     }
 #endif
-    cq__parallel_for_on(&w->desc.threads, n, pass == CQ__SPH_ADVECT ? 1024 : (pass == CQ__SPH_BFORCE ? 256 : 512), run[pass], t);
+    cq__parallel_for_on(&w->desc.threads, 0, n, pass == CQ__SPH_ADVECT ? 1024 : (pass == CQ__SPH_BFORCE ? 256 : 512), run[pass], t);
 }
 
 /* the solvers' average density error: chunk sums in particle order (sph.j2 >>sph_error_sum) */
@@ -16338,7 +16454,7 @@ static void cq__world_volumes_3d_f32(cq_world *w)
     cq__world_sort_3d_f32(w, (float *)w->xb, w->nb, w->bstart, w->border);
     s = cq__world_sph_3d_f32(w);
     t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = NULL;
-    cq__parallel_for_on(&w->desc.threads, w->nb, 256, cq__wr_volume_3d_f32, &t);
+    cq__parallel_for_on(&w->desc.threads, 0, w->nb, 256, cq__wr_volume_3d_f32, &t);
 }
 
 #if CQ__HAS_CUDA
@@ -16378,7 +16494,7 @@ static void cq__world_pass_3d_f32(cq_world *w, int pass, cq__wtask *t)
         return;
     }
 #endif
-    cq__parallel_for_on(&w->desc.threads, n, pass == CQ__SPH_ADVECT ? 1024 : (pass == CQ__SPH_BFORCE ? 256 : 512), run[pass], t);
+    cq__parallel_for_on(&w->desc.threads, 0, n, pass == CQ__SPH_ADVECT ? 1024 : (pass == CQ__SPH_BFORCE ? 256 : 512), run[pass], t);
 }
 
 /* the solvers' average density error: chunk sums in particle order (sph.j2 >>sph_error_sum) */
@@ -16587,7 +16703,7 @@ static void cq__world_volumes_3d_f64(cq_world *w)
     cq__world_sort_3d_f64(w, (double *)w->xb, w->nb, w->bstart, w->border);
     s = cq__world_sph_3d_f64(w);
     t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = NULL;
-    cq__parallel_for_on(&w->desc.threads, w->nb, 256, cq__wr_volume_3d_f64, &t);
+    cq__parallel_for_on(&w->desc.threads, 0, w->nb, 256, cq__wr_volume_3d_f64, &t);
 }
 
 #if CQ__HAS_CUDA
@@ -16627,7 +16743,7 @@ static void cq__world_pass_3d_f64(cq_world *w, int pass, cq__wtask *t)
         return;
     }
 #endif
-    cq__parallel_for_on(&w->desc.threads, n, pass == CQ__SPH_ADVECT ? 1024 : (pass == CQ__SPH_BFORCE ? 256 : 512), run[pass], t);
+    cq__parallel_for_on(&w->desc.threads, 0, n, pass == CQ__SPH_ADVECT ? 1024 : (pass == CQ__SPH_BFORCE ? 256 : 512), run[pass], t);
 }
 
 /* the solvers' average density error: chunk sums in particle order (sph.j2 >>sph_error_sum) */

@@ -180,6 +180,9 @@ item test_cuda_on_mock_fibers env CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_FIBERS=1 ./$B/te
 # mock driver (filter "cuda"): CUDA batched bitwise the CPU's, twice from reset
 item test_batch sh -c "$CC -std=c99 -O2 -g1 $WARN $NW tests/test_batch.c -o $B/test_batch -lm -ldl && ./$B/test_batch"
 item test_batch_on_mock_cuda env CQ_CUDA_LIBRARY=$MOCK ./$B/test_batch cuda
+# float32 kernels with subnormals kept (CQ_CPU_KEEP_SUBNORMALS): the flush test expects them kept
+item cpu_keep_subnormals sh -c "$CC -std=c99 -O2 -g1 $WARN $NW -DCQ_CPU_KEEP_SUBNORMALS tests/test_batch.c -o $B/test_batch_keep -lm -ldl && \
+    ./$B/test_batch_keep f32_kernels_flush"
 # the drivers with the lanes forced on (-O2: the loops' logic, remainders, failures): the batched
 # scenes bitwise alone, on host threads, and on the mock driver (one-particle kernels) bitwise the
 # CPU's; failing steps' errors.  Then as the bench builds them (-O3 -march=native, lanes on by

@@ -1032,6 +1032,70 @@ TEST(cuda_no_device_memory_leaked_or_violated)
     CHECK(viol() == 0, "%d out-of-bounds or unknown-pointer device accesses", viol());
 }
 
+
+/* >>cpu_flush: a float32 sim's CPU kernels run with subnormals flushed to zero (x86 FTZ/DAZ),
+   float64 sims keep them, and the caller's floating-point mode is as it was after every call,
+   on OpenMP's (or no) threads and on the host's threads hook.  A particle moving at 3e-39 (a
+   float subnormal, a double normal) with no gravity: its momentum is subnormal in float, so one
+   step keeps v ~ 3e-39 where subnormals are kept and gives exactly 0 where they are flushed. */
+#if defined(__SSE__) || defined(_M_X64)
+#include <xmmintrin.h>
+#define HAVE_MXCSR 1
+#endif
+static void *inline_enqueue(cq_task_fn task, int items, int min_range, void *ctx, void *user)
+{
+    (void)user;
+    for (int b = 0; b < items; b += min_range) task(b, b + min_range < items ? b + min_range : items, 0, ctx);
+    return NULL;
+}
+static void inline_finish(void *handle, void *user) { (void)handle; (void)user; }
+TEST(f32_kernels_flush_subnormals_and_restore_the_fp_mode)
+{
+#ifdef HAVE_MXCSR
+    const unsigned int saved = _mm_getcsr();
+    for (int prec = 0; prec < 2; ++prec)
+        for (int hook = 0; hook < 2; ++hook)
+            for (int caller = 0; caller < 2; ++caller) {   /* the caller's own FTZ/DAZ off, on */
+                const unsigned int mode = (saved & ~0x8040u & ~0x3fu) | (caller ? 0x8040u : 0u);   /* control bits (the low 6: exception flags) */
+                cq_sim_desc d;
+                cq_particles_desc pd;
+                cq_sim *s = NULL;
+                double x[2] = {0.5, 0.5}, v[2] = {3e-39, -3e-39}, seed[2] = {1, 1}, got[2];
+                int flushed;
+                memset(&d, 0, sizeof d);
+                d.dim = 2; d.res[0] = d.res[1] = 32; d.dx = 1.0 / 32; d.dt = 1e-4; d.checkpoint_every = 1;
+                d.precision = prec ? CQ_PRECISION_F64 : CQ_PRECISION_F32;
+                if (hook) { d.threads.workers = 2; d.threads.enqueue = inline_enqueue; d.threads.finish = inline_finish; }
+                memset(&pd, 0, sizeof pd);
+                pd.count = 1; pd.x = x; pd.v = v;
+                _mm_setcsr(mode);
+                CHECK_OK(cq_sim_create(&d, &s));
+                CHECK_OK(cq_sim_add_particles(s, &pd));
+                CHECK_OK(cq_sim_step(s, 2));
+                CHECK((_mm_getcsr() & ~0x3fu) == mode, "%s, hook %d, caller FTZ %d: the mode after cq_sim_step is %#x, was %#x",
+                      prec ? "f64" : "f32", hook, caller, _mm_getcsr() & ~0x3fu, mode);
+                CHECK_OK(cq_sim_backward(s, NULL, seed, NULL, NULL, NULL, NULL));
+                CHECK((_mm_getcsr() & ~0x3fu) == mode, "%s, hook %d, caller FTZ %d: the mode after cq_sim_backward is %#x, was %#x",
+                      prec ? "f64" : "f32", hook, caller, _mm_getcsr() & ~0x3fu, mode);
+                _mm_setcsr(saved);
+                CHECK_OK(cq_sim_get(s, CQ_FIELD_V, got));
+#ifdef CQ_CPU_KEEP_SUBNORMALS
+                flushed = !prec && caller;
+#else
+                flushed = !prec;
+#endif
+                if (flushed) CHECK(got[0] == 0 && got[1] == 0, "%s, hook %d, caller FTZ %d: v = %g %g, not flushed to 0",
+                                   prec ? "f64" : "f32", hook, caller, got[0], got[1]);
+                else CHECK(got[0] > 2.9e-39 && got[0] < 3.1e-39 && got[1] < -2.9e-39 && got[1] > -3.1e-39,
+                           "%s, hook %d, caller FTZ %d: v = %g %g, not ~3e-39", prec ? "f64" : "f32", hook, caller, got[0], got[1]);
+                cq_sim_destroy(s);
+            }
+    _mm_setcsr(saved);
+#else
+    printf("SKIP f32_kernels_flush_subnormals: not an x86 build (nothing is flushed there)\n");
+#endif
+}
+
 int main(int argc, char **argv)
 {
     static const cqt_case cases[] = {
@@ -1046,11 +1110,12 @@ int main(int argc, char **argv)
         CASE(large_copies_in_pieces_on_the_host_threads),
         CASE(actuation_gradient_chunks_on_any_split_are_bitwise_serial),
         CASE(grid_cache_changes_no_bit),
+        CASE(f32_kernels_flush_subnormals_and_restore_the_fp_mode),
         /* CUDA: last, run only where a CUDA sim can be created */
         CASE(cuda_batched_is_bitwise_the_cpu_batched_and_twice_from_reset_the_same),
         CASE(cuda_grid_cache_changes_no_bit),
         CASE(cuda_no_device_memory_leaked_or_violated)};
-    const int all = (int)(sizeof cases / sizeof cases[0]), cpu = 11;
+    const int all = (int)(sizeof cases / sizeof cases[0]), cpu = 12;
     int n = all, want_cuda = 0;
     for (int i = cpu; i < all; ++i) if (argc < 2 || strstr(cases[i].name, argv[1])) want_cuda = 1;
     if (!want_cuda) n = cpu;   /* the filter names no CUDA test: the driver is not loaded */

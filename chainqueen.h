@@ -9800,28 +9800,30 @@ typedef struct cq__task { cq__range_fn fn; void *ctx; int flush; } cq__task;
 
 /* >>cpu_flush: float32 sims run their CPU kernels with subnormal numbers flushed to zero (x86:
    MXCSR's FTZ and DAZ, on the calling thread around a substep and on every thread around every
-   range of a loop, each restored after).  The SVD's Jacobi test, G2P and the grid transfers meet
-   products of tiny numbers (ga * ga of a nearly undeformed F, ~1e-40) that Intel CPUs take
-   ~100 cycles each to make subnormal: a 512k f32 cube's forward took 1.3-1.5x as long on an Intel
-   Xeon (Emerald Rapids) as with the flush, and its P2G particle half 3.8x (bench/RESULTS.md).
-   Only values below 1.2e-38 change (to zero): a GPU f32 result keeps them, within the parity
-   tolerance.  Float64 sims, and every build with CQ_CPU_KEEP_SUBNORMALS defined or not on x86,
-   keep IEEE subnormals.  Game engines often run with FTZ/DAZ on already; it is restored as found. */
+   range of a loop, the caller's control bits restored after, the exception flags raised kept).
+   The 3D SVD's Jacobi test (ga * ga of a nearly undeformed F, ~1e-40), G2P and the grid
+   transfers meet products of tiny numbers that Intel CPUs take ~100 cycles each to make
+   subnormal: a 512k f32 cube's forward ran 1.3-1.8x as long on an Intel Xeon (Emerald Rapids)
+   without the flush, its P2G particle half 3.8x (bench/RESULTS.md).  Only values below 1.2e-38
+   change (to zero); a GPU f32 result keeps them, within the parity tolerance.  Float64 sims,
+   non-x86 builds and builds with CQ_CPU_KEEP_SUBNORMALS keep IEEE subnormals. */
+typedef unsigned int cq__fpmode;
 #if !defined(CQ_CPU_KEEP_SUBNORMALS) && (defined(__SSE__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 1))
 #  include <xmmintrin.h>
-typedef unsigned int cq__fpmode;
-static cq__fpmode cq__fp_flush(void) { const unsigned int m = _mm_getcsr(); _mm_setcsr(m | 0x8040u); return m; }   /* FTZ | DAZ */
-static void cq__fp_restore(cq__fpmode m) { _mm_setcsr((_mm_getcsr() & 0x3fu) | (m & ~0x3fu)); }   /* the exception flags raised stay raised */
 #  define CQ__CPU_FLUSHES 1
-#else
-typedef int cq__fpmode;
-static cq__fpmode cq__fp_flush(void) { return 0; }
-static void cq__fp_restore(cq__fpmode m) { (void)m; }
-#  define CQ__CPU_FLUSHES 0
-#endif
 /* flush: 1 for a float32 sim's kernels (cq__flushes); the fluid-rigid world passes 0 */
-static cq__fpmode cq__fp_enter(int flush) { return flush ? cq__fp_flush() : (cq__fpmode)0; }
-static void cq__fp_leave(int flush, cq__fpmode m) { if (flush) cq__fp_restore(m); }
+static cq__fpmode cq__fp_enter(int flush)
+{
+    const unsigned int m = flush ? _mm_getcsr() : 0u;
+    if (flush) _mm_setcsr(m | 0x8040u);   /* FTZ | DAZ */
+    return m;
+}
+static void cq__fp_leave(int flush, cq__fpmode m) { if (flush) _mm_setcsr((_mm_getcsr() & 0x3fu) | (m & ~0x3fu)); }
+#else
+#  define CQ__CPU_FLUSHES 0
+static cq__fpmode cq__fp_enter(int flush) { (void)flush; return 0u; }
+static void cq__fp_leave(int flush, cq__fpmode m) { (void)flush; (void)m; }
+#endif
 static int cq__flushes(const cq_sim *s) { return CQ__CPU_FLUSHES && s->desc.precision == CQ_PRECISION_F32; }
 
 static void cq__run_task(int begin, int end, int worker, void *task_context)

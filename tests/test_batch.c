@@ -1042,30 +1042,24 @@ TEST(cuda_no_device_memory_leaked_or_violated)
 #include <xmmintrin.h>
 #define HAVE_MXCSR 1
 #endif
-static void *inline_enqueue(cq_task_fn task, int items, int min_range, void *ctx, void *user)
-{
-    (void)user;
-    for (int b = 0; b < items; b += min_range) task(b, b + min_range < items ? b + min_range : items, 0, ctx);
-    return NULL;
-}
-static void inline_finish(void *handle, void *user) { (void)handle; (void)user; }
 TEST(f32_kernels_flush_subnormals_and_restore_the_fp_mode)
 {
 #ifdef HAVE_MXCSR
     const unsigned int saved = _mm_getcsr();
     for (int prec = 0; prec < 2; ++prec)
-        for (int hook = 0; hook < 2; ++hook)
+        for (int hook = 0; hook < 3; ++hook)   /* no hook; the split pool's ranges in enqueue; deferred to finish */
             for (int caller = 0; caller < 2; ++caller) {   /* the caller's own FTZ/DAZ off, on */
                 const unsigned int mode = (saved & ~0x8040u & ~0x3fu) | (caller ? 0x8040u : 0u);   /* control bits (the low 6: exception flags) */
                 cq_sim_desc d;
                 cq_particles_desc pd;
                 cq_sim *s = NULL;
                 double x[2] = {0.5, 0.5}, v[2] = {3e-39, -3e-39}, seed[2] = {1, 1}, got[2];
+                split_pool pool = {3, 1, hook == 2, 0};
                 int flushed;
                 memset(&d, 0, sizeof d);
                 d.dim = 2; d.res[0] = d.res[1] = 32; d.dx = 1.0 / 32; d.dt = 1e-4; d.checkpoint_every = 1;
                 d.precision = prec ? CQ_PRECISION_F64 : CQ_PRECISION_F32;
-                if (hook) { d.threads.workers = 2; d.threads.enqueue = inline_enqueue; d.threads.finish = inline_finish; }
+                if (hook) { d.threads.workers = pool.workers; d.threads.enqueue = split_enqueue; d.threads.finish = split_finish; d.threads.user = &pool; }
                 memset(&pd, 0, sizeof pd);
                 pd.count = 1; pd.x = x; pd.v = v;
                 _mm_setcsr(mode);

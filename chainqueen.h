@@ -264,7 +264,9 @@
                               world_api.j2        >>world_api (validation, step, reset, gradients)
      embedded PTX ........... ptx.j2              at the end, after all readable code
      The CUDA kernels are the same CQ_HD functions behind __global__ wrappers
-     (templates/kernels.cu.j2 -> the cuda/ directory, compiled to the PTX embedded here).
+     (templates/kernels.cu.j2 -> the cuda/ directory, compiled to the PTX embedded here):
+     >>cuda_sort (counting sort, scans) >>cuda_gather (P2G's node half and the G2P adjoint's
+     scatter: a block per 32 nodes of a row, a thread per source cell, then the fixed-order sums).
 
    REFERENCES (cited in comments by the tag in brackets)
      [ChainQueen]   Y. Hu, J. Liu, A. Spielberg, J. B. Tenenbaum, W. T. Freeman, J. Wu, D. Rus,

@@ -8,7 +8,8 @@
 # aggregate throughput over the single block's; issue 12's target is >= 20x); then the fluid
 # dam breaks (bench/fluid.c --gpu, 2D and 3D, ~100k and ~1M particles).  Between the two: the 2D
 # block again with 10 substeps per step, and with the sort of small scenes as launches.  PROFILE=1 also runs
-# Nsight Compute (ncu) once on the slowest kernel of the 512k scene.  BEFORE=path/to/an/older/
+# Nsight Compute (ncu): each kernel's time in a 512k and an 8k cube (bench/gpu_kernels.c), and the
+# main kernels' throughput and occupancy at 512k.  BEFORE=path/to/an/older/
 # chainqueen.h also runs the shuffled cubes and the lattice 3D cubes with that header (the same
 # bench.c), for a before/after in one run, e.g. `git show 1aadf2e:chainqueen.h > build/before.h`
 # (the last tree whose per-particle kernels ran over sorted slots), then BEFORE=build/before.h;
@@ -39,6 +40,12 @@ $CC -std=c99 -O3 -Wall -Wextra -Werror -pedantic -DCQ_CUDA_SORT_ONE_BLOCK=0 benc
 $CC -std=c99 -O3 -Wall -Wextra -Werror -pedantic bench/fluid.c -o build/bench_fluid_gpu -lm -ldl || exit 1
 for p in 100000 1000000; do ./build/bench_fluid_gpu --gpu --particles $p --steps 20 || exit 1; done
 if [ "${PROFILE:-0}" = 1 ] && command -v ncu >/dev/null 2>&1; then
-    ncu --kernel-name regex:'p2g_fwd_3d|gather_fwd_3d|g2p_fwd_3d|g2p_adj_3d|p2g_adj_|cell_|scan_' --launch-skip 20 --launch-count 3 \
-        --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy ./build/bench_gpu gpu quick
+    # each kernel's time at one size (bench/gpu_kernels.c: a cube, 12 taped steps, a backward):
+    # the 512k cube, then the 3D 8k one (small scenes: latency, launches)
+    $CC -std=c99 -O2 -Wall -Wextra -Werror -pedantic bench/gpu_kernels.c -o build/gpu_kernels -lm -ldl || exit 1
+    for a in "3 80 128" "3 20 64"; do
+        ncu --metrics gpu__time_duration.sum --print-summary per-kernel ./build/gpu_kernels $a | grep -E '^  [a-z_0-9]+|gpu__time_duration'
+    done
+    ncu --kernel-name regex:'gather_fwd_3d|p2g_fwd_3d|g2p_fwd_3d|g2p_adj_3d|p2g_adj_' --launch-skip 30 --launch-count 6 \
+        --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy ./build/gpu_kernels 3 80 128
 fi

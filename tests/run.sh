@@ -267,6 +267,9 @@ item example_10_on_mock_cuda sh -c "CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_NO_PROTECT=1 .
     cat $L/cpu_vs_gpu.out; grep -q 'largest difference' $L/cpu_vs_gpu.out && [ \$rc -eq 0 ]"
 item example_12_on_mock_cuda env CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_NO_PROTECT=1 ./$B/12_fluid_rigid $B/ex_out quick gpu
 [ -f bench/bench.c ] && item bench_quick_on_mock_cuda env CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_NO_PROTECT=1 ./$B/bench_quick quick gpu
+# bench/gpu_kernels.c (ncu's fixed workload, bench/gpu.sh PROFILE=1) builds and runs: a small cube
+item gpu_kernels_on_mock_cuda sh -c "$CC -std=c99 -O2 $WARN bench/gpu_kernels.c -o $B/gpu_kernels -lm -ldl && \
+    CQ_CUDA_LIBRARY=$MOCK ./$B/gpu_kernels 3 8 32 | grep -q '^512 particles, 12 taped steps'"
 
 wait $SLOW
 echo "---- slow lane (sanitizers, valgrind, Table III):"

@@ -14,7 +14,8 @@
 # bench.c), for a before/after in one run, e.g. `git show 1aadf2e:chainqueen.h > build/before.h`
 # (the last tree whose per-particle kernels ran over sorted slots), then BEFORE=build/before.h;
 # the header of 56f7527 is the last without the backward's grid cache, with the same kernels
-# (its before/after is the cache alone: the backward columns, "bwd again" most of all).
+# (its before/after is the cache alone: the backward columns, "bwd again" most of all); the header of aec586e
+# is the last with one thread per node in the gather and scan chunks of 256.
 CC=${CC:-cc}
 mkdir -p build
 $CC -std=c99 -O3 -Wall -Wextra -Werror -pedantic bench/bench.c -o build/bench_gpu -lm -ldl || exit 1

@@ -1072,6 +1072,14 @@ EXPORT CUresult cuLaunchKernel(CUfunction fn, unsigned gx, unsigned gy, unsigned
             for (unsigned x = 0; x < gx; ++x) {
                 cq__emu_blockIdx.x = x; cq__emu_blockIdx.y = y; cq__emu_blockIdx.z = z;
                 if (fn->k->barriers && fibers_on() && by == 1 && bz == 1 && run_block_fibers(fn, params, bx) == 0) continue;
+                if (fn->k->barriers && !fibers_on() && by == 1 && bz == 1) {
+                    /* serial: thread 0 does the block's work (CQ__BLOCK_SERIAL), every other
+                       thread returns at once, so they are not called (the gather's blocks: 127
+                       calls each saved) */
+                    cq__emu_threadIdx.x = 0; cq__emu_threadIdx.y = 0; cq__emu_threadIdx.z = 0;
+                    fn->k->call(params);
+                    continue;
+                }
                 for (unsigned tz = 0; tz < bz; ++tz)
                     for (unsigned ty = 0; ty < by; ++ty)
                         for (unsigned tx = 0; tx < bx; ++tx) {

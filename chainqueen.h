@@ -18144,7 +18144,7 @@ cq_result cq_world_control_grad_feedback(const cq_world *w, const double *dL_dst
 #if CQ__HAS_CUDA
 /* ---- BEGIN GENERATED: embedded PTX (byte arrays; the readable code ends above) from templates/ptx.j2.
    DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
-/* PTX module 2d_f32: sha256 53adf14bf044ebfbd88555e51f3f46511814fedae7a51043aad1eede0ab66f27, nvrtc 12.0, PTX ISA 8.0, 302670 bytes, fnv1a 0xf1bb4419, lz 82547 bytes */
+/* PTX module 2d_f32: sha256 0c11f1b910b7903bd6e7ba39db480a64635eb016abb259baab1a5f694535cff1, nvrtc 12.0, PTX ISA 8.0, 302670 bytes, fnv1a 0xf1bb4419, lz 82547 bytes */
 static const unsigned char cq__ptx_2d_f32_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -20728,7 +20728,7 @@ static const unsigned char cq__ptx_2d_f32_lz[] = {
 121,24,100,200,67,17,52,199,14,144,114,101,116,59,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_2d_f32 = { cq__ptx_2d_f32_lz, 82547, 302670, 0xf1bb4419u };
-/* PTX module 2d_f64: sha256 37123a25c160be983e4d2028800ebb349bfcb98ae479b309f56eab7264f15a1c, nvrtc 12.0, PTX ISA 8.0, 320431 bytes, fnv1a 0x02d12054, lz 83960 bytes */
+/* PTX module 2d_f64: sha256 d7258471a0f8cce48a993349b23ce036dd231b9855424f313dc79c0fa8b8f9a4, nvrtc 12.0, PTX ISA 8.0, 320431 bytes, fnv1a 0x02d12054, lz 83960 bytes */
 static const unsigned char cq__ptx_2d_f64_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -23356,7 +23356,7 @@ static const unsigned char cq__ptx_2d_f64_lz[] = {
 3,61,0,15,119,132,4,36,49,55,189,162,8,141,0,4,91,9,80,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_2d_f64 = { cq__ptx_2d_f64_lz, 83960, 320431, 0x02d12054u };
-/* PTX module 3d_f32: sha256 90ab745ab77c01044d055747132579c442fed4367e86c860315dc0258fd85b85, nvrtc 12.0, PTX ISA 8.0, 402632 bytes, fnv1a 0x8c201a9c, lz 113551 bytes */
+/* PTX module 3d_f32: sha256 68e4482df042bcea99e632eb79ed9be86cd4a1247e70bd461cf0cc64b01f1081, nvrtc 12.0, PTX ISA 8.0, 402632 bytes, fnv1a 0x8c201a9c, lz 113551 bytes */
 static const unsigned char cq__ptx_3d_f32_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -26909,7 +26909,7 @@ static const unsigned char cq__ptx_3d_f32_lz[] = {
 141,0,0,52,19,144,114,101,116,59,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_3d_f32 = { cq__ptx_3d_f32_lz, 113551, 402632, 0x8c201a9cu };
-/* PTX module 3d_f64: sha256 9e3cffdc003828be694801cee4e6610adb0c5b66e4546ae4eb89f3a8dbee1506, nvrtc 12.0, PTX ISA 8.0, 431566 bytes, fnv1a 0xa590e460, lz 115946 bytes */
+/* PTX module 3d_f64: sha256 8d8389f3a6f8858cf63caaed3f6947bbea60444a783e759b883066f5eb592a6d, nvrtc 12.0, PTX ISA 8.0, 431566 bytes, fnv1a 0xa590e460, lz 115946 bytes */
 static const unsigned char cq__ptx_3d_f64_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,

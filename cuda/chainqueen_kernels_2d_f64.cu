@@ -3,8 +3,8 @@
 /* The same CQ_HD functions as chainqueen.h, behind extern "C" __global__ wrappers: one thread
    per particle in index order (P2G's particle half, G2P, their adjoints: coalesced reads of the
    particle arrays in any particle order, each packed record written to its particle's sorted
-   slot), per cell (the counting sort) or per grid node (the gather with the grid update, the
-   grid adjoint).  No float sum depends on thread order: the grid's sums are gathers in a fixed
+   slot), per cell (the counting sort), per grid node (the grid adjoint) or, for the gather with
+   the grid update, per source cell of 32 nodes of a row (>>cuda_gather).  No float sum depends on thread order: the grid's sums are gathers in a fixed
    order over particles counting-sorted by cell (kernels.j2 >>cell_sort_, >>grid_gather_), so a
    forward and its recomputation are bitwise equal run to run. */
 

@@ -990,31 +990,11 @@ CQ_HD int cq__cell_2d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s)
     return (s.scene ? s.scene[p] * prm->nodes : 0) + cell;
 }
 
-/* One packed particle's contribution to the node at offset o[D] (0..2 per axis) from its cell:
-   *m += w mass (when m), mom += w (a + B (x_i - x_p)).  pk: mass, fx[D], a[D], B[D*D]
-   (P2G: a = m v, B = G; the G2P adjoint: a = dL/dv', B = (4/dx^2) dL/dC'). */
-CQ_HD void cq__gather_add_2d_f32(const float *pk, const int *o, const cq__params_f32 *prm, float *m, float *mom)
-{
-    float w[2], d[2];
-    CQ__UNROLL for (int a = 0; a < 2; ++a) {
-        const float f = pk[1 + a];
-        const float e = o[a] == 0 ? (float)1.5 - f : (o[a] == 1 ? f - 1 : f - (float)0.5);
-        w[a] = o[a] == 1 ? (float)0.75 - e * e : (float)0.5 * e * e;   /* cq__weights' formulas */
-        d[a] = ((float)o[a] - f) * prm->dx;
-    }
-    const float wt = w[0] * w[1];
-    if (m) *m += wt * pk[0];
-    CQ__UNROLL for (int a = 0; a < 2; ++a) {
-        float v = pk[1 + 2 + a];
-        CQ__UNROLL for (int b = 0; b < 2; ++b) v += pk[1 + 2 * 2 + a * 2 + b] * d[b];
-        mom[a] += wt * v;
-    }
-}
-
-/* The same contributions of one packed particle to the 3 nodes o[D-1] = 0, 1, 2 of a row (the
-   other offsets o[0..D-2] given): the CPU's row-by-row gather.  The factors that do not depend on
-   o[D-1] are computed once, in the order cq__gather_add uses, so each node gets bitwise the
-   same sum as from it.  m: 3 nodes (or NULL), mom: 3 x D. */
+/* One packed particle's contributions to the 3 nodes o[D-1] = 0, 1, 2 of a row of its stencil
+   (the other offsets o[0..D-2] given, 0..2 each): m[k] += w_k mass (when m), mom[k] += w_k (a + B
+   (x_i - x_p)).  pk: mass, fx[D], a[D], B[D*D] (P2G: a = m v, B = G; the G2P adjoint: a = dL/dv',
+   B = (4/dx^2) dL/dC').  The factors that do not depend on o[D-1] are computed once.  m: 3 nodes
+   (or NULL), mom: 3 x D. */
 CQ_HD void cq__gather_row_2d_f32(const float *pk, const int *o, const cq__params_f32 *prm, float *m, float *mom)
 {
     float w[2][3], d[2][3], part[2];
@@ -1483,31 +1463,11 @@ CQ_HD int cq__cell_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s)
     return (s.scene ? s.scene[p] * prm->nodes : 0) + cell;
 }
 
-/* One packed particle's contribution to the node at offset o[D] (0..2 per axis) from its cell:
-   *m += w mass (when m), mom += w (a + B (x_i - x_p)).  pk: mass, fx[D], a[D], B[D*D]
-   (P2G: a = m v, B = G; the G2P adjoint: a = dL/dv', B = (4/dx^2) dL/dC'). */
-CQ_HD void cq__gather_add_2d_f64(const double *pk, const int *o, const cq__params_f64 *prm, double *m, double *mom)
-{
-    double w[2], d[2];
-    CQ__UNROLL for (int a = 0; a < 2; ++a) {
-        const double f = pk[1 + a];
-        const double e = o[a] == 0 ? (double)1.5 - f : (o[a] == 1 ? f - 1 : f - (double)0.5);
-        w[a] = o[a] == 1 ? (double)0.75 - e * e : (double)0.5 * e * e;   /* cq__weights' formulas */
-        d[a] = ((double)o[a] - f) * prm->dx;
-    }
-    const double wt = w[0] * w[1];
-    if (m) *m += wt * pk[0];
-    CQ__UNROLL for (int a = 0; a < 2; ++a) {
-        double v = pk[1 + 2 + a];
-        CQ__UNROLL for (int b = 0; b < 2; ++b) v += pk[1 + 2 * 2 + a * 2 + b] * d[b];
-        mom[a] += wt * v;
-    }
-}
-
-/* The same contributions of one packed particle to the 3 nodes o[D-1] = 0, 1, 2 of a row (the
-   other offsets o[0..D-2] given): the CPU's row-by-row gather.  The factors that do not depend on
-   o[D-1] are computed once, in the order cq__gather_add uses, so each node gets bitwise the
-   same sum as from it.  m: 3 nodes (or NULL), mom: 3 x D. */
+/* One packed particle's contributions to the 3 nodes o[D-1] = 0, 1, 2 of a row of its stencil
+   (the other offsets o[0..D-2] given, 0..2 each): m[k] += w_k mass (when m), mom[k] += w_k (a + B
+   (x_i - x_p)).  pk: mass, fx[D], a[D], B[D*D] (P2G: a = m v, B = G; the G2P adjoint: a = dL/dv',
+   B = (4/dx^2) dL/dC').  The factors that do not depend on o[D-1] are computed once.  m: 3 nodes
+   (or NULL), mom: 3 x D. */
 CQ_HD void cq__gather_row_2d_f64(const double *pk, const int *o, const cq__params_f64 *prm, double *m, double *mom)
 {
     double w[2][3], d[2][3], part[2];
@@ -2044,31 +2004,11 @@ CQ_HD int cq__cell_3d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s)
     return (s.scene ? s.scene[p] * prm->nodes : 0) + cell;
 }
 
-/* One packed particle's contribution to the node at offset o[D] (0..2 per axis) from its cell:
-   *m += w mass (when m), mom += w (a + B (x_i - x_p)).  pk: mass, fx[D], a[D], B[D*D]
-   (P2G: a = m v, B = G; the G2P adjoint: a = dL/dv', B = (4/dx^2) dL/dC'). */
-CQ_HD void cq__gather_add_3d_f32(const float *pk, const int *o, const cq__params_f32 *prm, float *m, float *mom)
-{
-    float w[3], d[3];
-    CQ__UNROLL for (int a = 0; a < 3; ++a) {
-        const float f = pk[1 + a];
-        const float e = o[a] == 0 ? (float)1.5 - f : (o[a] == 1 ? f - 1 : f - (float)0.5);
-        w[a] = o[a] == 1 ? (float)0.75 - e * e : (float)0.5 * e * e;   /* cq__weights' formulas */
-        d[a] = ((float)o[a] - f) * prm->dx;
-    }
-    const float wt = w[0] * w[1] * w[2];
-    if (m) *m += wt * pk[0];
-    CQ__UNROLL for (int a = 0; a < 3; ++a) {
-        float v = pk[1 + 3 + a];
-        CQ__UNROLL for (int b = 0; b < 3; ++b) v += pk[1 + 2 * 3 + a * 3 + b] * d[b];
-        mom[a] += wt * v;
-    }
-}
-
-/* The same contributions of one packed particle to the 3 nodes o[D-1] = 0, 1, 2 of a row (the
-   other offsets o[0..D-2] given): the CPU's row-by-row gather.  The factors that do not depend on
-   o[D-1] are computed once, in the order cq__gather_add uses, so each node gets bitwise the
-   same sum as from it.  m: 3 nodes (or NULL), mom: 3 x D. */
+/* One packed particle's contributions to the 3 nodes o[D-1] = 0, 1, 2 of a row of its stencil
+   (the other offsets o[0..D-2] given, 0..2 each): m[k] += w_k mass (when m), mom[k] += w_k (a + B
+   (x_i - x_p)).  pk: mass, fx[D], a[D], B[D*D] (P2G: a = m v, B = G; the G2P adjoint: a = dL/dv',
+   B = (4/dx^2) dL/dC').  The factors that do not depend on o[D-1] are computed once.  m: 3 nodes
+   (or NULL), mom: 3 x D. */
 CQ_HD void cq__gather_row_3d_f32(const float *pk, const int *o, const cq__params_f32 *prm, float *m, float *mom)
 {
     float w[3][3], d[3][3], part[3];
@@ -2645,31 +2585,11 @@ CQ_HD int cq__cell_3d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s)
     return (s.scene ? s.scene[p] * prm->nodes : 0) + cell;
 }
 
-/* One packed particle's contribution to the node at offset o[D] (0..2 per axis) from its cell:
-   *m += w mass (when m), mom += w (a + B (x_i - x_p)).  pk: mass, fx[D], a[D], B[D*D]
-   (P2G: a = m v, B = G; the G2P adjoint: a = dL/dv', B = (4/dx^2) dL/dC'). */
-CQ_HD void cq__gather_add_3d_f64(const double *pk, const int *o, const cq__params_f64 *prm, double *m, double *mom)
-{
-    double w[3], d[3];
-    CQ__UNROLL for (int a = 0; a < 3; ++a) {
-        const double f = pk[1 + a];
-        const double e = o[a] == 0 ? (double)1.5 - f : (o[a] == 1 ? f - 1 : f - (double)0.5);
-        w[a] = o[a] == 1 ? (double)0.75 - e * e : (double)0.5 * e * e;   /* cq__weights' formulas */
-        d[a] = ((double)o[a] - f) * prm->dx;
-    }
-    const double wt = w[0] * w[1] * w[2];
-    if (m) *m += wt * pk[0];
-    CQ__UNROLL for (int a = 0; a < 3; ++a) {
-        double v = pk[1 + 3 + a];
-        CQ__UNROLL for (int b = 0; b < 3; ++b) v += pk[1 + 2 * 3 + a * 3 + b] * d[b];
-        mom[a] += wt * v;
-    }
-}
-
-/* The same contributions of one packed particle to the 3 nodes o[D-1] = 0, 1, 2 of a row (the
-   other offsets o[0..D-2] given): the CPU's row-by-row gather.  The factors that do not depend on
-   o[D-1] are computed once, in the order cq__gather_add uses, so each node gets bitwise the
-   same sum as from it.  m: 3 nodes (or NULL), mom: 3 x D. */
+/* One packed particle's contributions to the 3 nodes o[D-1] = 0, 1, 2 of a row of its stencil
+   (the other offsets o[0..D-2] given, 0..2 each): m[k] += w_k mass (when m), mom[k] += w_k (a + B
+   (x_i - x_p)).  pk: mass, fx[D], a[D], B[D*D] (P2G: a = m v, B = G; the G2P adjoint: a = dL/dv',
+   B = (4/dx^2) dL/dC').  The factors that do not depend on o[D-1] are computed once.  m: 3 nodes
+   (or NULL), mom: 3 x D. */
 CQ_HD void cq__gather_row_3d_f64(const double *pk, const int *o, const cq__params_f64 *prm, double *m, double *mom)
 {
     double w[3][3], d[3][3], part[3];
@@ -18144,7 +18064,7 @@ cq_result cq_world_control_grad_feedback(const cq_world *w, const double *dL_dst
 #if CQ__HAS_CUDA
 /* ---- BEGIN GENERATED: embedded PTX (byte arrays; the readable code ends above) from templates/ptx.j2.
    DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
-/* PTX module 2d_f32: sha256 0c11f1b910b7903bd6e7ba39db480a64635eb016abb259baab1a5f694535cff1, nvrtc 12.0, PTX ISA 8.0, 302670 bytes, fnv1a 0xf1bb4419, lz 82547 bytes */
+/* PTX module 2d_f32: sha256 33965f5594a82c776f7f6cca272e5ed6ed74ceedf0abe7a711a5f0a9aaf29843, nvrtc 12.0, PTX ISA 8.0, 302670 bytes, fnv1a 0xf1bb4419, lz 82547 bytes */
 static const unsigned char cq__ptx_2d_f32_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -20728,7 +20648,7 @@ static const unsigned char cq__ptx_2d_f32_lz[] = {
 121,24,100,200,67,17,52,199,14,144,114,101,116,59,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_2d_f32 = { cq__ptx_2d_f32_lz, 82547, 302670, 0xf1bb4419u };
-/* PTX module 2d_f64: sha256 d7258471a0f8cce48a993349b23ce036dd231b9855424f313dc79c0fa8b8f9a4, nvrtc 12.0, PTX ISA 8.0, 320431 bytes, fnv1a 0x02d12054, lz 83960 bytes */
+/* PTX module 2d_f64: sha256 c79439770b8c937beadad644c6d84b8aa60c55e18ee11f5866ed683637016f56, nvrtc 12.0, PTX ISA 8.0, 320431 bytes, fnv1a 0x02d12054, lz 83960 bytes */
 static const unsigned char cq__ptx_2d_f64_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -23356,7 +23276,7 @@ static const unsigned char cq__ptx_2d_f64_lz[] = {
 3,61,0,15,119,132,4,36,49,55,189,162,8,141,0,4,91,9,80,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_2d_f64 = { cq__ptx_2d_f64_lz, 83960, 320431, 0x02d12054u };
-/* PTX module 3d_f32: sha256 68e4482df042bcea99e632eb79ed9be86cd4a1247e70bd461cf0cc64b01f1081, nvrtc 12.0, PTX ISA 8.0, 402632 bytes, fnv1a 0x8c201a9c, lz 113551 bytes */
+/* PTX module 3d_f32: sha256 f6fb8b8fa58220b9217d5a143d5e2dfdae5cbd1476a82914570bbebe4da50a33, nvrtc 12.0, PTX ISA 8.0, 402632 bytes, fnv1a 0x8c201a9c, lz 113551 bytes */
 static const unsigned char cq__ptx_3d_f32_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -26909,7 +26829,7 @@ static const unsigned char cq__ptx_3d_f32_lz[] = {
 141,0,0,52,19,144,114,101,116,59,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_3d_f32 = { cq__ptx_3d_f32_lz, 113551, 402632, 0x8c201a9cu };
-/* PTX module 3d_f64: sha256 8d8389f3a6f8858cf63caaed3f6947bbea60444a783e759b883066f5eb592a6d, nvrtc 12.0, PTX ISA 8.0, 431566 bytes, fnv1a 0xa590e460, lz 115946 bytes */
+/* PTX module 3d_f64: sha256 9194103f861c3d7de3ae8f4d391bd7e8d4f9a91abab76af8fc28b03b391de611, nvrtc 12.0, PTX ISA 8.0, 431566 bytes, fnv1a 0xa590e460, lz 115946 bytes */
 static const unsigned char cq__ptx_3d_f64_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,

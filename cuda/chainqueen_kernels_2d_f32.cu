@@ -368,31 +368,11 @@ CQ_HD int cq__cell_2d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s)
     return (s.scene ? s.scene[p] * prm->nodes : 0) + cell;
 }
 
-/* One packed particle's contribution to the node at offset o[D] (0..2 per axis) from its cell:
-   *m += w mass (when m), mom += w (a + B (x_i - x_p)).  pk: mass, fx[D], a[D], B[D*D]
-   (P2G: a = m v, B = G; the G2P adjoint: a = dL/dv', B = (4/dx^2) dL/dC'). */
-CQ_HD void cq__gather_add_2d_f32(const float *pk, const int *o, const cq__params_f32 *prm, float *m, float *mom)
-{
-    float w[2], d[2];
-    CQ__UNROLL for (int a = 0; a < 2; ++a) {
-        const float f = pk[1 + a];
-        const float e = o[a] == 0 ? (float)1.5 - f : (o[a] == 1 ? f - 1 : f - (float)0.5);
-        w[a] = o[a] == 1 ? (float)0.75 - e * e : (float)0.5 * e * e;   /* cq__weights' formulas */
-        d[a] = ((float)o[a] - f) * prm->dx;
-    }
-    const float wt = w[0] * w[1];
-    if (m) *m += wt * pk[0];
-    CQ__UNROLL for (int a = 0; a < 2; ++a) {
-        float v = pk[1 + 2 + a];
-        CQ__UNROLL for (int b = 0; b < 2; ++b) v += pk[1 + 2 * 2 + a * 2 + b] * d[b];
-        mom[a] += wt * v;
-    }
-}
-
-/* The same contributions of one packed particle to the 3 nodes o[D-1] = 0, 1, 2 of a row (the
-   other offsets o[0..D-2] given): the CPU's row-by-row gather.  The factors that do not depend on
-   o[D-1] are computed once, in the order cq__gather_add uses, so each node gets bitwise the
-   same sum as from it.  m: 3 nodes (or NULL), mom: 3 x D. */
+/* One packed particle's contributions to the 3 nodes o[D-1] = 0, 1, 2 of a row of its stencil
+   (the other offsets o[0..D-2] given, 0..2 each): m[k] += w_k mass (when m), mom[k] += w_k (a + B
+   (x_i - x_p)).  pk: mass, fx[D], a[D], B[D*D] (P2G: a = m v, B = G; the G2P adjoint: a = dL/dv',
+   B = (4/dx^2) dL/dC').  The factors that do not depend on o[D-1] are computed once.  m: 3 nodes
+   (or NULL), mom: 3 x D. */
 CQ_HD void cq__gather_row_2d_f32(const float *pk, const int *o, const cq__params_f32 *prm, float *m, float *mom)
 {
     float w[2][3], d[2][3], part[2];

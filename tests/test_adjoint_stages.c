@@ -379,22 +379,21 @@ typedef void (*gridadj32_fn)(int, const cq__params_f32 *, const float *, const f
 typedef void (*g2padj32_fn)(int, const cq__params_f32 *, cq__pview_f32, cq__gview_f32, cq__pview_f32, cq__pview_f32, float *);
 
 /* P2G and the G2P adjoint as one particle's scatter, from the kernels' two halves: the particle
-   half packs (kernels.j2 >>p2g_, >>g2p_adj_), then the packed record is added to each node of
-   its stencil by cq__gather_add, the very arithmetic the node half (>>grid_gather_) runs per
-   particle; the gather's walk over the sorted cells is checked end to end (test_physics,
-   test_gradients, test_batch). */
+   half packs (kernels.j2 >>p2g_, >>g2p_adj_), then the packed record is added to each row of 3
+   nodes of its stencil by cq__gather_row, the very arithmetic the node half (>>grid_gather_)
+   runs per particle; the gather's walk over the sorted cells is checked end to end
+   (test_physics, test_gradients, test_batch). */
 #define SCATTER(D, P, T, PK, M_OUT, V_OUT)                                                             \
     do {                                                                                               \
         int base_[3], o_[3] = {0, 0, 0};                                                               \
         T fx_[3];                                                                                      \
         cq__base_##D##d_##P(s.x + (long)p * D, prm, base_, fx_);                                       \
-        for (o_[0] = 0; o_[0] < 3; ++o_[0])                                                           \
-            for (o_[1] = 0; o_[1] < 3; ++o_[1])                                                       \
-                for (o_[2] = 0; o_[2] < (D == 3 ? 3 : 1); ++o_[2]) {                                  \
-                    long idx_ = 0;                                                                     \
-                    for (int a_ = 0; a_ < D; ++a_) idx_ = idx_ * prm->res[a_] + base_[a_] + o_[a_];    \
-                    cq__gather_add_##D##d_##P(PK, o_, prm, M_OUT ? M_OUT + idx_ : NULL, V_OUT + idx_ * D); \
-                }                                                                                      \
+        for (o_[0] = 0; o_[0] < 3; ++o_[0])   /* the rows; the last axis' 3 nodes in one call */     \
+            for (o_[1] = 0; o_[1] < (D == 3 ? 3 : 1); ++o_[1]) {                                      \
+                long idx_ = 0;                                                                         \
+                for (int a_ = 0; a_ < D; ++a_) idx_ = idx_ * prm->res[a_] + base_[a_] + o_[a_];        \
+                cq__gather_row_##D##d_##P(PK, o_, prm, M_OUT ? M_OUT + idx_ : NULL, V_OUT + idx_ * D); \
+            }                                                                                          \
     } while (0)
 #define P2G_SCATTER(D, M)                                                                              \
     static void p2g_##D##d_##M(int p, const cq__params_f64 *prm, cq__pview_f64 s, cq__gview_f64 g)    \

@@ -1002,6 +1002,7 @@ EXPORT CUresult cuLaunchKernel(CUfunction fn, unsigned gx, unsigned gy, unsigned
 {
     CUresult r;
     long limit = 0;
+    int block_mode;
     mock_ctx *ctx;
     lock();
     if ((r = need_ctx()) != OK) goto out;
@@ -1067,12 +1068,14 @@ EXPORT CUresult cuLaunchKernel(CUfunction fn, unsigned gx, unsigned gy, unsigned
     for (int i = 0; i < n_allocs; ++i) set_open(&allocs[i], 1);
     running_kernel = fn->name;
     cq__emu_blockDim.x = bx; cq__emu_blockDim.y = by; cq__emu_blockDim.z = bz;
+    /* a barrier kernel's 1-D block: 2 as fibers (CQ_MOCK_FIBERS), 1 in its thread 0 alone */
+    block_mode = fn->k->barriers && by == 1 && bz == 1 ? (fibers_on() ? 2 : 1) : 0;
     for (unsigned z = 0; z < gz; ++z)
         for (unsigned y = 0; y < gy; ++y)
             for (unsigned x = 0; x < gx; ++x) {
                 cq__emu_blockIdx.x = x; cq__emu_blockIdx.y = y; cq__emu_blockIdx.z = z;
-                if (fn->k->barriers && fibers_on() && by == 1 && bz == 1 && run_block_fibers(fn, params, bx) == 0) continue;
-                if (fn->k->barriers && !fibers_on() && by == 1 && bz == 1) {
+                if (block_mode == 2 && run_block_fibers(fn, params, bx) == 0) continue;
+                if (block_mode == 1) {
                     /* serial: thread 0 does the block's work (CQ__BLOCK_SERIAL), every other
                        thread returns at once, so they are not called (the gather's blocks: 127
                        calls each saved) */

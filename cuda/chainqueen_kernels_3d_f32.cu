@@ -43,8 +43,10 @@ int cq__emu_shfl_up(int x, int o);
    65536 / (128 b) registers per thread (5: 96, 8: 64).  The PTX carries it (.minnctapersm). */
 #if defined(__CUDACC__)
 #  define CQ__BOUNDS(b) __launch_bounds__(128, b)
+#  define CQ__BOUNDS_ONE_BLOCK __launch_bounds__(1024, 1)   /* the one-block kernels: 1024 threads, <= 64 registers */
 #else
 #  define CQ__BOUNDS(b)
+#  define CQ__BOUNDS_ONE_BLOCK
 #endif
 
 #if defined(__CUDACC__)
@@ -80,6 +82,10 @@ int cq__emu_shfl_up(int x, int o);
 /* nodes a block of the CUDA gather (kernels.cu.j2 >>cuda_gather, 128 threads): 32 nodes of a row
    along the last axis (the host sizes its launch from it) */
 #define CQ__GATHER_NZ 32
+
+/* values a thread of the CUDA scan holds (kernels.cu.j2 >>tile_scan; the host sizes the scan's
+   launches from it) */
+#define CQ__SCAN_R 8
 
 /* values per particle in the packed array P2G's particle half writes for the gather (kernels.j2
    >>cell_sort_): mass, fx[D], a[D], B[D*D] */
@@ -1957,11 +1963,25 @@ CQ__DEV void cq__sort_fill_3d_f32(int p, const int *keys, int *cell_end, int *or
     order[atomicAdd(&cell_end[keys[p]], 1)] = p;
 }
 
-/* insertion sort of cell c's range by particle index (cells hold a few particles), then
-   rank[p] = p's slot */
-CQ__DEV void cq__sort_order_3d_f32(int c, const int *cell_end, int *order, int *rank)
+/* order[b .. e) (one cell's particles) into increasing particle index, then rank[p] = p's slot.
+   Up to CQ__ORDER_R particles: read once, each written at its rank among them (the indices are
+   distinct); more: an insertion sort in place.  Before: the insertion sort alone, one dependent
+   global load after another: 25 us a substep at 512k particles on an H100. */
+#define CQ__ORDER_R 16
+CQ__DEV void cq__sort_cell_3d_f32(int b, int e, int *order, int *rank)
 {
-    int b = c > 0 ? cell_end[c - 1] : 0, e = cell_end[c];
+    if (e - b <= CQ__ORDER_R) {
+        int v[CQ__ORDER_R];
+        CQ__UNROLL for (int k = 0; k < CQ__ORDER_R; ++k) v[k] = b + k < e ? order[b + k] : 2147483647;
+        CQ__UNROLL for (int k = 0; k < CQ__ORDER_R; ++k) {
+            int r = b;
+            if (b + k >= e) break;
+            CQ__UNROLL for (int j = 0; j < CQ__ORDER_R; ++j) r += v[j] < v[k];
+            order[r] = v[k];
+            rank[v[k]] = r;
+        }
+        return;
+    }
     for (int i = b + 1; i < e; ++i) {
         int v = order[i], j = i - 1;
         while (j >= b && order[j] > v) { order[j + 1] = order[j]; --j; }
@@ -1970,36 +1990,66 @@ CQ__DEV void cq__sort_order_3d_f32(int c, const int *cell_end, int *order, int *
     for (int i = b; i < e; ++i) rank[order[i]] = i;
 }
 
-/* data[0..n) exclusive-scanned in place by a block's nt threads (t: this one), nt 1 or
-   CQ__SCAN_BLOCK: each thread sums a contiguous run of ceil(n / nt) values, the block scans
-   those sums (warp shuffles, then the warps' totals in shared memory), and each thread writes
-   its run's prefixes.  Integer sums: exact, so the result is the serial scan's.  The caller
-   synchronises before reading data. */
+/* >>tile_scan: data[b .. e) (at most CQ__SCAN_R nt values) exclusive-scanned in place from
+   `carry` by a block's nt threads (t: this one; nt 1, or a multiple of 32 up to 1024), and the
+   tile's total returned to every thread.  Thread t holds values b + k nt + t (k < CQ__SCAN_R):
+   every load and store of a warp is one contiguous run.  Each k is scanned within the warp
+   (shuffles), the warps' totals (in index order: k, then warp) are scanned by the block, and
+   each value gets its prefix.  write 0: the total alone.  Integer sums: exact, the serial
+   scan's result.  The caller synchronises before the block reads data again.  Before (one
+   thread a contiguous run, strided loads): at 512k particles the scans of the 2M cells took
+   218 us a substep on an H100 (scan_top 159: one block walking 65536 chunk sums).  CQ__SCAN_R 16 took 95-139
+   registers (ptxas, sm_90): too many for a block of 1024. */
 #define CQ__SCAN_BLOCK 1024
+CQ__DEV int cq__tile_scan_3d_f32(int *data, int b, int e, int carry, int write, int t, int nt)
+{
+    __shared__ int wsum[CQ__SCAN_R * (CQ__SCAN_BLOCK / 32)], wtop[CQ__SCAN_BLOCK / 32];
+    const int lane = t & 31, w = t >> 5, nw = nt >> 5, m = CQ__SCAN_R * nw;
+    int v[CQ__SCAN_R], x[CQ__SCAN_R], total = 0, y, xs;
+    if (nt == 1) {
+        for (int i = b; i < e; ++i) { const int u = data[i]; if (write) data[i] = carry + total; total += u; }
+        return total;
+    }
+    CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k) {
+        const int i = b + k * nt + t;
+        v[k] = i < e ? data[i] : 0;
+        x[k] = v[k];
+    }
+    for (int o = 1; o < 32; o <<= 1)
+        CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k) { y = __shfl_up_sync(0xffffffffu, x[k], o); if (lane >= o) x[k] += y; }
+    if (lane == 31) CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k) wsum[k * nw + w] = x[k];
+    __syncthreads();
+    /* the m warp totals, scanned: thread j holds total j (m <= nt) */
+    xs = t < m ? wsum[t] : 0;
+    y = xs;
+    for (int o = 1; o < 32; o <<= 1) { const int z = __shfl_up_sync(0xffffffffu, y, o); if (lane >= o) y += z; }
+    if (lane == 31) wtop[w] = y;
+    __syncthreads();
+    for (int k = 0; k < (m + 31) >> 5; ++k) total += wtop[k];
+    if (t < m) for (int k = 0; k < w; ++k) y += wtop[k];
+    __syncthreads();   /* everyone has read wsum[t] and wtop */
+    if (t < m) wsum[t] = y - xs;   /* the exclusive prefix of warp total t */
+    __syncthreads();
+    if (write)
+        CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k) {
+            const int i = b + k * nt + t;
+            if (i < e) data[i] = carry + wsum[k * nw + w] + x[k] - v[k];
+        }
+    __syncthreads();   /* wsum free for the next call */
+    return total;
+}
+
+/* data[0..n) exclusive-scanned in place by one block, CQ__SCAN_R nt values a pass */
 CQ__DEV void cq__block_scan_3d_f32(int n, int *data, int t, int nt)
 {
-    __shared__ int warp_sum[CQ__SCAN_BLOCK / 32];
-    const int lane = t & 31, w = t >> 5, per = (n + nt - 1) / nt;
-    const int b = t * per < n ? t * per : n, e = b + per < n ? b + per : n;
-    int sum = 0, x, acc = 0;
-    if (nt == 1) {
-        for (int i = 0; i < n; ++i) { const int v = data[i]; data[i] = acc; acc += v; }
-        return;
-    }
-    for (int i = b; i < e; ++i) sum += data[i];
-    x = sum;   /* inclusive scan of the runs' sums within the warp */
-    for (int o = 1; o < 32; o <<= 1) { const int y = __shfl_up_sync(0xffffffffu, x, o); if (lane >= o) x += y; }
-    if (lane == 31) warp_sum[w] = x;
-    __syncthreads();
-    for (int k = 0; k < w; ++k) acc += warp_sum[k];
-    acc += x - sum;   /* the exclusive prefix of this thread's run */
-    for (int i = b; i < e; ++i) { const int v = data[i]; data[i] = acc; acc += v; }
+    int carry = 0;
+    for (int b = 0; b < n; b += CQ__SCAN_R * nt) carry += cq__tile_scan_3d_f32(data, b, b + CQ__SCAN_R * nt < n ? b + CQ__SCAN_R * nt : n, carry, 1, t, nt);
 }
 
 /* The whole sort in one block of CQ__SCAN_BLOCK threads (cells <= 64 CQ__SCAN_BLOCK): zero the
    counts, count, scan, fill, order, with a barrier between the steps.  It replaces a memset and
    four launches or more. */
-__global__ void cq__cell_sort_3d_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, int cells, int * keys, int * cell_end, int * order, int * rank)
+__global__ void CQ__BOUNDS_ONE_BLOCK cq__cell_sort_3d_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, int cells, int * keys, int * cell_end, int * order, int * rank)
 {
     const int serial = CQ__BLOCK_SERIAL, t = serial ? 0 : (int)threadIdx.x, nt = serial ? 1 : (int)blockDim.x;
     if (serial && threadIdx.x) return;
@@ -2009,9 +2059,22 @@ __global__ void cq__cell_sort_3d_f32_kernel(int n, cq__params_f32 prm, cq__pview
     __syncthreads();
     cq__block_scan_3d_f32(cells, cell_end, t, nt);
     __syncthreads();
-    for (int p = t; p < n; p += nt) cq__sort_fill_3d_f32(p, keys, cell_end, order);
+    for (int p0 = 0; p0 < n; p0 += CQ__SCAN_R * nt) {   /* fill: the atomics of a batch issued together */
+        int key[CQ__SCAN_R], at[CQ__SCAN_R];
+        CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k) { const int p = p0 + k * nt + t; key[k] = p < n ? keys[p] : -1; }
+        CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k) at[k] = key[k] >= 0 ? atomicAdd(&cell_end[key[k]], 1) : 0;
+        CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k) if (key[k] >= 0) order[at[k]] = p0 + k * nt + t;
+    }
     __syncthreads();
-    for (int c = t; c < cells; c += nt) cq__sort_order_3d_f32(c, cell_end, order, rank);
+    for (int c0 = 0; c0 < cells; c0 += CQ__SCAN_R * nt) {   /* order: a batch's cell ends read together */
+        int b[CQ__SCAN_R], e[CQ__SCAN_R];
+        CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k) {
+            const int c = c0 + k * nt + t;
+            e[k] = c < cells ? cell_end[c] : 0;
+            b[k] = c < cells && c > 0 ? cell_end[c - 1] : e[k];
+        }
+        for (int k = 0; k < CQ__SCAN_R; ++k) if (e[k] > b[k]) cq__sort_cell_3d_f32(b[k], e[k], order, rank);
+    }
 }
 
 __global__ void cq__cell_count_3d_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, int * keys, int * cell_end)
@@ -2020,33 +2083,32 @@ __global__ void cq__cell_count_3d_f32_kernel(int n, cq__params_f32 prm, cq__pvie
     if (p < n) cq__sort_count_3d_f32(p, &prm, s, keys, cell_end);
 }
 
-/* sums[t] = data[t chunk .. (t + 1) chunk) summed */
-__global__ void cq__scan_up_3d_f32_kernel(int n, const int * data, int chunk, int * sums)
+/* the scan over the GPU (host: cq__cuda_scan): tile b = data[b T .. (b + 1) T), T = CQ__SCAN_R
+   blockDim values; up: sums[b] = the tile's total; top: data[0..n) scanned by one block; down:
+   each tile scanned from offsets[b] */
+__global__ void cq__scan_up_3d_f32_kernel(int n, int * data, int * sums)
 {
-    int t = blockIdx.x * blockDim.x + threadIdx.x;
-    if ((long)t * chunk < n) {
-        int acc = 0, end = (long)(t + 1) * chunk < n ? (t + 1) * chunk : n;
-        for (int i = t * chunk; i < end; ++i) acc += data[i];
-        sums[t] = acc;
-    }
+    const int serial = CQ__BLOCK_SERIAL, t = serial ? 0 : (int)threadIdx.x, nt = serial ? 1 : (int)blockDim.x;
+    const int T = CQ__SCAN_R * (int)blockDim.x, b = (int)blockIdx.x * T, e = n - b < T ? n : b + T;
+    int total;
+    if (serial && threadIdx.x) return;
+    total = cq__tile_scan_3d_f32(data, b, e, 0, 0, t, nt);
+    if (t == 0) sums[blockIdx.x] = total;
 }
 
-/* data[0..n) (n <= 64 CQ__SCAN_BLOCK) exclusive-scanned in place by one block */
-__global__ void cq__scan_top_3d_f32_kernel(int n, int * data)
+__global__ void CQ__BOUNDS_ONE_BLOCK cq__scan_top_3d_f32_kernel(int n, int * data)
 {
     const int serial = CQ__BLOCK_SERIAL;
     if (serial && threadIdx.x) return;
     cq__block_scan_3d_f32(n, data, serial ? 0 : (int)threadIdx.x, serial ? 1 : (int)blockDim.x);
 }
 
-/* data[t chunk .. (t + 1) chunk) exclusive-scanned in place, plus offsets[t] */
-__global__ void cq__scan_down_3d_f32_kernel(int n, int * data, int chunk, const int * offsets)
+__global__ void cq__scan_down_3d_f32_kernel(int n, int * data, const int * offsets)
 {
-    int t = blockIdx.x * blockDim.x + threadIdx.x;
-    if ((long)t * chunk < n) {
-        int acc = offsets[t], end = (long)(t + 1) * chunk < n ? (t + 1) * chunk : n;
-        for (int i = t * chunk; i < end; ++i) { int v = data[i]; data[i] = acc; acc += v; }
-    }
+    const int serial = CQ__BLOCK_SERIAL, t = serial ? 0 : (int)threadIdx.x, nt = serial ? 1 : (int)blockDim.x;
+    const int T = CQ__SCAN_R * (int)blockDim.x, b = (int)blockIdx.x * T, e = n - b < T ? n : b + T;
+    if (serial && threadIdx.x) return;
+    cq__tile_scan_3d_f32(data, b, e, offsets[blockIdx.x], 1, t, nt);
 }
 
 __global__ void cq__cell_fill_3d_f32_kernel(int n, const int * keys, int * cell_end, int * order)
@@ -2058,7 +2120,10 @@ __global__ void cq__cell_fill_3d_f32_kernel(int n, const int * keys, int * cell_
 __global__ void cq__cell_order_3d_f32_kernel(int cells, const int * cell_end, int * order, int * rank)
 {
     int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c < cells) cq__sort_order_3d_f32(c, cell_end, order, rank);
+    if (c < cells) {
+        const int b = c > 0 ? cell_end[c - 1] : 0, e = cell_end[c];
+        if (e > b) cq__sort_cell_3d_f32(b, e, order, rank);
+    }
 }
 
 /* a packed record r, built in registers, into its sorted slot dst: 4 16-byte stores a thread where
@@ -2389,9 +2454,9 @@ __global__ void cq__sph_errsum_3d_f32_kernel(int n, cq__sph_f32 s, double * out)
 typedef struct cq__emu_kernel { const char *name; void (*call)(void **args); int barriers; } cq__emu_kernel;
 static void cq__cell_sort_3d_f32_kernel_emu(void **a) { cq__cell_sort_3d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(int *)a[3], *(int * *)a[4], *(int * *)a[5], *(int * *)a[6], *(int * *)a[7]); }
 static void cq__cell_count_3d_f32_kernel_emu(void **a) { cq__cell_count_3d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(int * *)a[3], *(int * *)a[4]); }
-static void cq__scan_up_3d_f32_kernel_emu(void **a) { cq__scan_up_3d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(int *)a[2], *(int * *)a[3]); }
+static void cq__scan_up_3d_f32_kernel_emu(void **a) { cq__scan_up_3d_f32_kernel(*(int *)a[0], *(int * *)a[1], *(int * *)a[2]); }
 static void cq__scan_top_3d_f32_kernel_emu(void **a) { cq__scan_top_3d_f32_kernel(*(int *)a[0], *(int * *)a[1]); }
-static void cq__scan_down_3d_f32_kernel_emu(void **a) { cq__scan_down_3d_f32_kernel(*(int *)a[0], *(int * *)a[1], *(int *)a[2], *(const int * *)a[3]); }
+static void cq__scan_down_3d_f32_kernel_emu(void **a) { cq__scan_down_3d_f32_kernel(*(int *)a[0], *(int * *)a[1], *(const int * *)a[2]); }
 static void cq__cell_fill_3d_f32_kernel_emu(void **a) { cq__cell_fill_3d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(int * *)a[2], *(int * *)a[3]); }
 static void cq__cell_order_3d_f32_kernel_emu(void **a) { cq__cell_order_3d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(int * *)a[2], *(int * *)a[3]); }
 static void cq__gather_fwd_3d_f32_kernel_emu(void **a) { cq__gather_fwd_3d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(const int * *)a[2], *(const float * *)a[3], *(cq__gview_f32 *)a[4], *(float * *)a[5], *(int *)a[6], *(int * *)a[7]); }
@@ -2425,9 +2490,9 @@ static void cq__sph_errsum_3d_f32_kernel_emu(void **a) { cq__sph_errsum_3d_f32_k
 const cq__emu_kernel cq__emu_kernels_3d_f32[] = {
     {"cq__cell_sort_3d_f32_kernel", cq__cell_sort_3d_f32_kernel_emu, 1},
     {"cq__cell_count_3d_f32_kernel", cq__cell_count_3d_f32_kernel_emu, 0},
-    {"cq__scan_up_3d_f32_kernel", cq__scan_up_3d_f32_kernel_emu, 0},
+    {"cq__scan_up_3d_f32_kernel", cq__scan_up_3d_f32_kernel_emu, 1},
     {"cq__scan_top_3d_f32_kernel", cq__scan_top_3d_f32_kernel_emu, 1},
-    {"cq__scan_down_3d_f32_kernel", cq__scan_down_3d_f32_kernel_emu, 0},
+    {"cq__scan_down_3d_f32_kernel", cq__scan_down_3d_f32_kernel_emu, 1},
     {"cq__cell_fill_3d_f32_kernel", cq__cell_fill_3d_f32_kernel_emu, 0},
     {"cq__cell_order_3d_f32_kernel", cq__cell_order_3d_f32_kernel_emu, 0},
     {"cq__gather_fwd_3d_f32_kernel", cq__gather_fwd_3d_f32_kernel_emu, 1},

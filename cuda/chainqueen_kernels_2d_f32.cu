@@ -420,8 +420,57 @@ CQ_HD void cq__gather_cell_2d_f32(const float *pk, int b, int e, const int *o, c
     if (m) m[0] = m[1] = m[2] = 0;
     CQ__CPU_UNROLL for (int a = 0; a < 3 * 2; ++a) mom[a] = 0;
     for (int k = b; k < e; ++k) {
-        const float *rec = pk + (long)k * CQ__PK(2);
-        cq__gather_row_2d_f32(rec, o, prm, m, mom);
+        cq__gather_row_2d_f32(pk + (long)k * CQ__PK(2), o, prm, m, mom);
+    }
+}
+
+/* >>gather_rows_2d_f32: cq__gather_row_ for up to 3 rows of one particle's stencil at once: the
+   rows with o[0] = oj[j] (j = 0, 1, 2; a row with oj[j] outside 0..2 is skipped).  The
+   weights are computed once; each row's values are the very operations of cq__gather_row_, so
+   its sums are that function's bits (the CUDA gather, >>cuda_gather, reads a record once for
+   the 3 rows of a block that it reaches).  m: 3 x 3 (or NULL), mom: 3 x 3 x D, added to. */
+CQ_HD void cq__gather_rows_2d_f32(const float *pk, const int *o, const int *oj, const cq__params_f32 *prm, float *m, float *mom)
+{
+    float w[2][3], d[2][3];
+    (void)o;
+    CQ__UNROLL for (int a = 0; a < 2; ++a) {
+        const float f = pk[1 + a];
+        CQ__UNROLL for (int k = 0; k < 3; ++k) {
+            const float e = k == 0 ? (float)1.5 - f : (k == 1 ? f - 1 : f - (float)0.5);
+            w[a][k] = k == 1 ? (float)0.75 - e * e : (float)0.5 * e * e;
+            d[a][k] = ((float)k - f) * prm->dx;
+        }
+    }
+    CQ__UNROLL for (int j = 0; j < 3; ++j) {
+        const int oo = oj[j];
+        float part[2];
+        if (oo < 0 || oo > 2) continue;
+        /* the row's factors by selects, not indices (registers, not a stack frame) */
+        const float wr = oo == 0 ? w[0][0] : (oo == 1 ? w[0][1] : w[0][2]);
+        const float dr = oo == 0 ? d[0][0] : (oo == 1 ? d[0][1] : d[0][2]);
+        const float wf = wr;
+        CQ__UNROLL for (int a = 0; a < 2; ++a) {
+            part[a] = pk[1 + 2 + a];
+            part[a] += pk[1 + 2 * 2 + a * 2 + 0] * dr;
+        }
+        CQ__UNROLL for (int k = 0; k < 3; ++k) {
+            const float wt = wf * w[1][k];
+            if (m) m[3 * j + k] += wt * pk[0];
+            CQ__UNROLL for (int a = 0; a < 2; ++a)
+                mom[3 * 2 * j + k * 2 + a] += wt * (part[a] + pk[1 + 2 * 2 + a * 2 + 1] * d[1][k]);
+        }
+    }
+}
+
+/* cq__gather_cell_ for up to 3 rows at once (cq__gather_rows_): each row's cell sum over
+   particles [b, e) from 0, in order; m[3 x 3] (or NULL), mom[3 x 3 x D], set */
+CQ_HD void cq__gather_cell3_2d_f32(const float *pk, int b, int e, const int *o, const int *oj,
+                                               const cq__params_f32 *prm, float *m, float *mom)
+{
+    if (m) CQ__UNROLL for (int a = 0; a < 9; ++a) m[a] = 0;
+    CQ__UNROLL for (int a = 0; a < 9 * 2; ++a) mom[a] = 0;
+    for (int k = b; k < e; ++k) {
+        cq__gather_rows_2d_f32(pk + (long)k * CQ__PK(2), o, oj, prm, m, mom);
     }
 }
 
@@ -1931,80 +1980,96 @@ __global__ void cq__cell_order_2d_f32_kernel(int cells, const int * cell_end, in
     }
 }
 
-/* >>cuda_gather: P2G's node half (kernels.j2 >>grid_gather_), a block of 128 threads per 32 nodes
-   of a row of nodes along the last axis (host: cq__cuda_gather_threads), of every scene.  The
-   block's nodes receive from 3 rows of cells, cells zb - 2 .. zb + 31 of each: if none holds
-   a particle the nodes are 0; else thread (row q, cell) sums its cell's particles for the 3 nodes
-   of the row the cell reaches (cq__gather_cell_: one read of a particle's record serves 3 nodes,
-   as on the CPU), and after a barrier one thread per node and component adds its 9 cell sums in
-   the gather's order: bitwise the CPU's sums up to fused multiply-adds, run to run (no atomics).
-   Then each node is written and, forward, updated (eq 7 and the walls).  Forward (g.m set):
-   mass and momentum, the momentum also into gp when gp is set (the adjoint keeps it); status,
-   when set, is G2P's status word, which block 0 resets for the G2P that follows (no separate
-   memset).  The G2P adjoint (g.m NULL, update 0): dL/dv_i into g.v.  Before: one thread per
-   node walking its 9 cells alone with scalar loads; at 512k particles on an H100 it took 1.76 ms
-   of a 2.1 ms substep (ncu), latency- and L1-bound. */
+/* >>cuda_gather: P2G's node half (kernels.j2 >>grid_gather_), a block of 128 threads per 3 rows of
+   nodes (neighbours along axis 0) by 32 nodes along the last axis (host: cq__cuda_gather_threads),
+   of every scene.  The 3 rows receive from 5 rows of cells (one phase), cells zb - 2 .. zb + 31 of each row.  In a phase, thread (source
+   row, cell) sums its cell's particles for the 3 nodes of each of the block's rows it reaches
+   (kernels.j2 cq__gather_cell3_: a particle's record is read once for up to 9 nodes), and after
+   a barrier one thread per node and component adds the phase's cell sums in the gather's order
+   (rows o[0] = 2..0, in each the cells o[1] = 2..0); a phase none of whose rows holds a particle
+   near the block adds nothing (its sums are +0: the same bits).  Bitwise the CPU's sums up to
+   fused multiply-adds, run to run (no atomics).  Then each node is written and, forward,
+   updated (eq 7 and the walls).  Forward (g.m set): mass and momentum, the momentum also into
+   gp when gp is set (the adjoint keeps it); status, when set, is G2P's status word, which
+   block 0 resets for the G2P that follows (no separate memset).  The G2P adjoint (g.m NULL,
+   update 0): dL/dv_i into g.v.  Before: a block per row, which read each record for the 9 rows
+   (3D) it reaches: at 512k particles on an H100, 201 us of a substep, bound by the loads from
+   L2 (ncu); before that, one thread per node walking its 9 cells alone: 1.76 ms. */
 __global__ void cq__gather_fwd_2d_f32_kernel(int nodes, cq__params_f32 prm, const int * cell_end, const float * pk, cq__gview_f32 g, float * gp, int update, int * status)
 {
-    enum { NZ = CQ__GATHER_NZ, NC = NZ + 2, NR = 3, NV = 3 };   /* nodes, cells a row, rows, values a node */
-    __shared__ int crow[NR], rlive[NR];
-    __shared__ float part[NR][NC][3][NV], res[NZ][NV];
+    enum { NZ = CQ__GATHER_NZ, NC = NZ + 2, NJ = 3, NS = NJ + 2, NV = 3, NN = NJ * NZ * NV };
+    /* nodes along the row, cells a row, the block's rows, source rows a phase, values a node,
+       values of the block's nodes */
+    __shared__ int srow[NS], slive[NS];
+    __shared__ float part[NJ][3][NC][3][NV], res[NJ][NZ][NV];   /* part[j][o[0]][cell][o[1]][value] */
     const int serial = CQ__BLOCK_SERIAL, t = serial ? 0 : (int)threadIdx.x, nt = serial ? 1 : (int)blockDim.x;
-    const int L = prm.res[1], chunks = (L + NZ - 1) / NZ;
-    const int row = (int)blockIdx.x / chunks, zb = ((int)blockIdx.x % chunks) * NZ;
-    const int rows = prm.nodes / L, lr = row % rows, first = (row - lr) * L;   /* the scene's node 0 */
-    const int c0 = lr;
+    const int L = prm.res[1], chunks = (L + NZ - 1) / NZ, R1 = prm.res[0], groups = (R1 + NJ - 1) / NJ;
+    const int zb = ((int)blockIdx.x % chunks) * NZ, r1 = ((int)blockIdx.x / chunks % groups) * NJ;
+    const int line = (int)blockIdx.x / chunks / groups;   /* the scene: the block's rows are line R1 + r1 + j */
     const int lo = zb >= 2 ? zb - 2 : 0, hi = zb + NZ - 1 < L ? zb + NZ - 1 : L - 1;   /* the cells along the row */
+    float *sum = &res[0][0][0];   /* the nodes' sums, value it = (j NZ + z) NV + c */
+    int any = 0;
     if (serial && threadIdx.x) return;
     if (status && blockIdx.x == 0 && t == 0) *status = 0x7fffffff;   /* INT_MAX: no particle failed */
-    if ((long)row * L >= nodes) return;   /* the whole block: no barrier passed */
-    for (int q = t; q < NR; q += nt) {
-        const int o0 = 2 - q;
-        int live = c0 - o0 >= 0;
-        crow[q] = 0;
-        if (live) {
-            const int cr = first + (c0 - o0) * L;
-            crow[q] = cr;
-            live = cell_end[cr + hi] > (cr + lo > 0 ? cell_end[cr + lo - 1] : 0);
+    if ((long)line * R1 * L >= nodes) return;   /* the whole block: no barrier passed */
+    for (int it = t; it < NN; it += nt) sum[it] = 0;   /* read after the first phase's barriers */
+    {
+        const int o[1] = {0}, ph = 0;
+        int live = 0;
+        for (int q = t; q < NS; q += nt) {   /* source row q: line, r1 - 2 + q along axis 0 */
+            const int c1 = r1 - 2 + q;
+            int ok = c1 >= 0 && c1 < R1;
+            srow[q] = 0;
+            if (ok) {
+                const int cr = ((line) * R1 + c1) * L;
+                srow[q] = cr;
+                ok = cell_end[cr + hi] > (cr + lo > 0 ? cell_end[cr + lo - 1] : 0);
+            }
+            slive[q] = ok;
         }
-        rlive[q] = live;
+        __syncthreads();
+        for (int q = 0; q < NS; ++q) live |= slive[q];
+        (void)o; (void)ph;
+        if (live) {   /* the same for every thread: its barriers are the block's */
+            for (int it = t; it < NS * NC; it += nt) {
+                const int q = it / NC, cc = it % NC, cz = zb - 2 + cc;
+                float cm[9], cv[9 * 2];
+                int oj[3], b = 0, e = 0;
+                CQ__UNROLL for (int j = 0; j < NJ; ++j) oj[j] = r1 + j < R1 ? j - q + 2 : -1;   /* o[0] from source row q to row j */
+                if (slive[q] && cz >= 0 && cz < L) {
+                    const int cell = srow[q] + cz;
+                    b = cell > 0 ? cell_end[cell - 1] : 0;
+                    e = cell_end[cell];
+                }
+                cq__gather_cell3_2d_f32(pk, b, e, o, oj, &prm, g.m ? cm : 0, cv);
+                CQ__UNROLL for (int j = 0; j < NJ; ++j) {
+                    if (oj[j] < 0 || oj[j] > 2) continue;
+                    CQ__UNROLL for (int k = 0; k < 3; ++k) {
+                        part[j][oj[j]][cc][k][0] = g.m ? cm[3 * j + k] : 0;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) part[j][oj[j]][cc][k][1 + a] = cv[3 * 2 * j + k * 2 + a];
+                    }
+                }
+            }
+            __syncthreads();
+            for (int it = t; it < NN; it += nt) {   /* node zb + z of row j: rows o = 2..0, in each cells z - 2, z - 1, z */
+                const int j = it / (NZ * NV), z = it / NV % NZ, c = it % NV;
+                float acc = sum[it];
+                if (r1 + j >= R1) continue;
+                for (int o1 = 2; o1 >= 0; --o1)
+                    for (int o2 = 2; o2 >= 0; --o2) acc += part[j][o1][z - o2 + 2][o2][c];
+                sum[it] = acc;
+            }
+            any = 1;
+        }
+        __syncthreads();   /* slive, srow and part free for the next phase */
     }
     __syncthreads();
-    int any = 0;
-    for (int q = 0; q < NR; ++q) any |= rlive[q];
-    if (any) {
-        for (int it = t; it < NR * NC; it += nt) {
-            const int q = it / NC, cc = it % NC, cz = zb - 2 + cc;
-            float cm[3], cv[3 * 2];
-            int o[2], b = 0, e = 0;
-            o[0] = 2 - q;
-            o[1] = 0;
-            if (rlive[q] && cz >= 0 && cz < L) {
-                const int cell = crow[q] + cz;
-                b = cell > 0 ? cell_end[cell - 1] : 0;
-                e = cell_end[cell];
-            }
-            cq__gather_cell_2d_f32(pk, b, e, o, &prm, g.m ? cm : 0, cv);
-            for (int k = 0; k < 3; ++k) {
-                part[q][cc][k][0] = g.m ? cm[k] : 0;
-                for (int a = 0; a < 2; ++a) part[q][cc][k][1 + a] = cv[k * 2 + a];
-            }
-        }
-        __syncthreads();
-        for (int it = t; it < NZ * NV; it += nt) {   /* node zb + j: rows in order, cells j - 2, j - 1, j */
-            const int j = it / NV, c = it % NV;
-            float acc = 0;
-            for (int q = 0; q < NR; ++q)
-                for (int o2 = 2; o2 >= 0; --o2) acc += part[q][j - o2 + 2][o2][c];
-            res[j][c] = acc;
-        }
-        __syncthreads();
-    }
-    for (int j = t; j < NZ; j += nt) {
-        if (zb + j >= L) continue;
-        const long node = (long)row * L + zb + j;
-        if (g.m) g.m[node] = any ? res[j][0] : 0;
-        for (int a = 0; a < 2; ++a) g.v[node * 2 + a] = any ? res[j][1 + a] : 0;
+    for (int it = t; it < NJ * NZ; it += nt) {
+        const int j = it / NZ, z = it % NZ;
+        if (zb + z >= L || r1 + j >= R1) continue;
+        const long node = ((long)line * R1 + r1 + j) * L + zb + z;
+        if (g.m) g.m[node] = any ? res[j][z][0] : 0;
+        for (int a = 0; a < 2; ++a) g.v[node * 2 + a] = any ? res[j][z][1 + a] : 0;
         if (gp) for (int a = 0; a < 2; ++a) gp[node * 2 + a] = g.v[node * 2 + a];
         if (update) cq__grid_fwd_2d_f32((int)node, &prm, g);
     }

@@ -1980,28 +1980,33 @@ __global__ void cq__cell_order_2d_f32_kernel(int cells, const int * cell_end, in
     }
 }
 
-/* >>cuda_gather: P2G's node half (kernels.j2 >>grid_gather_), a block of 128 threads per 3 rows of
-   nodes (neighbours along axis 0) by 32 nodes along the last axis (host: cq__cuda_gather_threads),
-   of every scene.  The 3 rows receive from 5 rows of cells (one phase), cells zb - 2 .. zb + 31 of each row.  In a phase, thread (source
-   row, cell) sums its cell's particles for the 3 nodes of each of the block's rows it reaches
-   (kernels.j2 cq__gather_cell3_: a particle's record is read once for up to 9 nodes), and after
-   a barrier one thread per node and component adds the phase's cell sums in the gather's order
-   (rows o[0] = 2..0, in each the cells o[1] = 2..0); a phase none of whose rows holds a particle
-   near the block adds nothing (its sums are +0: the same bits).  Bitwise the CPU's sums up to
-   fused multiply-adds, run to run (no atomics).  Then each node is written and, forward,
-   updated (eq 7 and the walls).  Forward (g.m set): mass and momentum, the momentum also into
-   gp when gp is set (the adjoint keeps it); status, when set, is G2P's status word, which
-   block 0 resets for the G2P that follows (no separate memset).  The G2P adjoint (g.m NULL,
-   update 0): dL/dv_i into g.v.  Before: a block per row, which read each record for the 9 rows
-   (3D) it reaches: at 512k particles on an H100, 201 us of a substep, bound by the loads from
-   L2 (ncu); before that, one thread per node walking its 9 cells alone: 1.76 ms. */
+/* >>cuda_gather: P2G's node half (kernels.j2 >>grid_gather_) in two shapes.  gather: a block of 128
+   threads per row of nodes (along the last axis) by 32 nodes; gather_rows: a block per 3 rows
+   (neighbours along axis 0) by 32 nodes (host: cq__cuda_gather_threads and
+   CQ_CUDA_GATHER_ROWS pick and size them), of every scene.  The block's NJ rows receive from
+   NJ + 2 rows of cells along axis 0, cells zb - 2 ..
+   zb + 31 of each row.  Thread (phase, source row, cell) sums its cell's particles for the 3
+   nodes of each of the block's rows it reaches (kernels.j2 cq__gather_cell_, 1 row; the rows
+   shape: cq__gather_cell3_, a record read once for up to 9 nodes), and after a barrier one
+   thread per node value adds the cell sums in the gather's order (planes o[0] = 2..0, rows
+   o[0] = 2..0, cells o[1] = 2..0).  The row shape runs its phases together, the 3-row
+   shape one after the other; a phase none of whose rows holds a particle near the block adds
+   nothing (its sums are +0: the same bits).  Bitwise the CPU's sums up to fused
+   multiply-adds, run to run (no atomics).  Then each node is written and, forward, updated (eq
+   7 and the walls).  Forward (g.m set): mass and momentum, the momentum also into gp when gp
+   is set (the adjoint keeps it); status, when set, is G2P's status word, which block 0 resets
+   for the G2P that follows (no separate memset).  The G2P adjoint (g.m NULL, update 0): dL/dv_i
+   into g.v.  On an H100 (f32, ncu): the row shape 201 us at 512k particles, bound by loads
+   from L2 (each record read for the 9 rows it reaches); the 3-row shape fewer loads, more
+   work a thread and fewer blocks: faster on large scenes (see CQ_CUDA_GATHER_ROWS), slower on
+   small ones.  Before both: one thread per node walking its 9 cells alone: 1.76 ms. */
 __global__ void cq__gather_fwd_2d_f32_kernel(int nodes, cq__params_f32 prm, const int * cell_end, const float * pk, cq__gview_f32 g, float * gp, int update, int * status)
 {
-    enum { NZ = CQ__GATHER_NZ, NC = NZ + 2, NJ = 3, NS = NJ + 2, NV = 3, NN = NJ * NZ * NV };
+    enum { NZ = CQ__GATHER_NZ, NC = NZ + 2, NJ = 1, NS = NJ + 2, NV = 3, NN = NJ * NZ * NV, NPH = 1, PAR = 1 };
     /* nodes along the row, cells a row, the block's rows, source rows a phase, values a node,
-       values of the block's nodes */
-    __shared__ int srow[NS], slive[NS];
-    __shared__ float part[NJ][3][NC][3][NV], res[NJ][NZ][NV];   /* part[j][o[0]][cell][o[1]][value] */
+       values of the block's nodes, phases, phases at once */
+    __shared__ int srow[PAR][NS], slive[PAR][NS];
+    __shared__ float part[PAR][NJ][3][NC][3][NV], res[NJ][NZ][NV];   /* part[phase][j][o[0]][cell][o[1]][value] */
     const int serial = CQ__BLOCK_SERIAL, t = serial ? 0 : (int)threadIdx.x, nt = serial ? 1 : (int)blockDim.x;
     const int L = prm.res[1], chunks = (L + NZ - 1) / NZ, R1 = prm.res[0], groups = (R1 + NJ - 1) / NJ;
     const int zb = ((int)blockIdx.x % chunks) * NZ, r1 = ((int)blockIdx.x / chunks % groups) * NJ;
@@ -2012,58 +2017,137 @@ __global__ void cq__gather_fwd_2d_f32_kernel(int nodes, cq__params_f32 prm, cons
     if (serial && threadIdx.x) return;
     if (status && blockIdx.x == 0 && t == 0) *status = 0x7fffffff;   /* INT_MAX: no particle failed */
     if ((long)line * R1 * L >= nodes) return;   /* the whole block: no barrier passed */
-    for (int it = t; it < NN; it += nt) sum[it] = 0;   /* read after the first phase's barriers */
-    {
-        const int o[1] = {0}, ph = 0;
+    for (int it = t; it < NN; it += nt) sum[it] = 0;   /* read after the first phases' barriers */
+    for (int ph0 = 0; ph0 < NPH; ph0 += PAR) {
         int live = 0;
-        for (int q = t; q < NS; q += nt) {   /* source row q: line, r1 - 2 + q along axis 0 */
-            const int c1 = r1 - 2 + q;
+        for (int i = t; i < PAR * NS; i += nt) {   /* source row q of phase ph0 + p: r1 - 2 + q along axis 0 */
+            const int p = i / NS, q = i % NS, c1 = r1 - 2 + q;
             int ok = c1 >= 0 && c1 < R1;
-            srow[q] = 0;
+            srow[p][q] = 0;
             if (ok) {
                 const int cr = ((line) * R1 + c1) * L;
-                srow[q] = cr;
+                srow[p][q] = cr;
                 ok = cell_end[cr + hi] > (cr + lo > 0 ? cell_end[cr + lo - 1] : 0);
             }
-            slive[q] = ok;
+            slive[p][q] = ok;
         }
         __syncthreads();
-        for (int q = 0; q < NS; ++q) live |= slive[q];
-        (void)o; (void)ph;
+        for (int i = 0; i < PAR * NS; ++i) live |= slive[i / NS][i % NS];
         if (live) {   /* the same for every thread: its barriers are the block's */
-            for (int it = t; it < NS * NC; it += nt) {
-                const int q = it / NC, cc = it % NC, cz = zb - 2 + cc;
-                float cm[9], cv[9 * 2];
-                int oj[3], b = 0, e = 0;
+            for (int it = t; it < PAR * NS * NC; it += nt) {
+                const int p = it / (NS * NC), q = it / NC % NS, cc = it % NC, cz = zb - 2 + cc;
+                int oj[NJ], b = 0, e = 0;
+                int o[1];
                 CQ__UNROLL for (int j = 0; j < NJ; ++j) oj[j] = r1 + j < R1 ? j - q + 2 : -1;   /* o[0] from source row q to row j */
-                if (slive[q] && cz >= 0 && cz < L) {
-                    const int cell = srow[q] + cz;
+                if (slive[p][q] && cz >= 0 && cz < L) {
+                    const int cell = srow[p][q] + cz;
                     b = cell > 0 ? cell_end[cell - 1] : 0;
                     e = cell_end[cell];
                 }
-                cq__gather_cell3_2d_f32(pk, b, e, o, oj, &prm, g.m ? cm : 0, cv);
+                float cm[3], cv[3 * 2];
+                o[0] = oj[0];
+                cq__gather_cell_2d_f32(pk, b, e, o, &prm, g.m ? cm : 0, cv);
                 CQ__UNROLL for (int j = 0; j < NJ; ++j) {
                     if (oj[j] < 0 || oj[j] > 2) continue;
                     CQ__UNROLL for (int k = 0; k < 3; ++k) {
-                        part[j][oj[j]][cc][k][0] = g.m ? cm[3 * j + k] : 0;
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) part[j][oj[j]][cc][k][1 + a] = cv[3 * 2 * j + k * 2 + a];
+                        part[p][j][oj[j]][cc][k][0] = g.m ? cm[3 * j + k] : 0;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) part[p][j][oj[j]][cc][k][1 + a] = cv[3 * 2 * j + k * 2 + a];
                     }
                 }
             }
             __syncthreads();
-            for (int it = t; it < NN; it += nt) {   /* node zb + z of row j: rows o = 2..0, in each cells z - 2, z - 1, z */
+            for (int it = t; it < NN; it += nt) {   /* node zb + z of row j: planes, rows o = 2..0, cells z - 2, z - 1, z */
                 const int j = it / (NZ * NV), z = it / NV % NZ, c = it % NV;
                 float acc = sum[it];
                 if (r1 + j >= R1) continue;
-                for (int o1 = 2; o1 >= 0; --o1)
-                    for (int o2 = 2; o2 >= 0; --o2) acc += part[j][o1][z - o2 + 2][o2][c];
+                for (int p = 0; p < PAR; ++p)
+                    for (int o1 = 2; o1 >= 0; --o1)
+                        for (int o2 = 2; o2 >= 0; --o2) acc += part[p][j][o1][z - o2 + 2][o2][c];
                 sum[it] = acc;
             }
             any = 1;
         }
-        __syncthreads();   /* slive, srow and part free for the next phase */
+        __syncthreads();   /* slive, srow and part free for the next phases */
     }
-    __syncthreads();
+    for (int it = t; it < NJ * NZ; it += nt) {
+        const int j = it / NZ, z = it % NZ;
+        if (zb + z >= L || r1 + j >= R1) continue;
+        const long node = ((long)line * R1 + r1 + j) * L + zb + z;
+        if (g.m) g.m[node] = any ? res[j][z][0] : 0;
+        for (int a = 0; a < 2; ++a) g.v[node * 2 + a] = any ? res[j][z][1 + a] : 0;
+        if (gp) for (int a = 0; a < 2; ++a) gp[node * 2 + a] = g.v[node * 2 + a];
+        if (update) cq__grid_fwd_2d_f32((int)node, &prm, g);
+    }
+}
+
+__global__ void cq__gather_rows_2d_f32_kernel(int nodes, cq__params_f32 prm, const int * cell_end, const float * pk, cq__gview_f32 g, float * gp, int update, int * status)
+{
+    enum { NZ = CQ__GATHER_NZ, NC = NZ + 2, NJ = 3, NS = NJ + 2, NV = 3, NN = NJ * NZ * NV, NPH = 1, PAR = 1 };
+    /* nodes along the row, cells a row, the block's rows, source rows a phase, values a node,
+       values of the block's nodes, phases, phases at once */
+    __shared__ int srow[PAR][NS], slive[PAR][NS];
+    __shared__ float part[PAR][NJ][3][NC][3][NV], res[NJ][NZ][NV];   /* part[phase][j][o[0]][cell][o[1]][value] */
+    const int serial = CQ__BLOCK_SERIAL, t = serial ? 0 : (int)threadIdx.x, nt = serial ? 1 : (int)blockDim.x;
+    const int L = prm.res[1], chunks = (L + NZ - 1) / NZ, R1 = prm.res[0], groups = (R1 + NJ - 1) / NJ;
+    const int zb = ((int)blockIdx.x % chunks) * NZ, r1 = ((int)blockIdx.x / chunks % groups) * NJ;
+    const int line = (int)blockIdx.x / chunks / groups;   /* the scene: the block's rows are line R1 + r1 + j */
+    const int lo = zb >= 2 ? zb - 2 : 0, hi = zb + NZ - 1 < L ? zb + NZ - 1 : L - 1;   /* the cells along the row */
+    float *sum = &res[0][0][0];   /* the nodes' sums, value it = (j NZ + z) NV + c */
+    int any = 0;
+    if (serial && threadIdx.x) return;
+    if (status && blockIdx.x == 0 && t == 0) *status = 0x7fffffff;   /* INT_MAX: no particle failed */
+    if ((long)line * R1 * L >= nodes) return;   /* the whole block: no barrier passed */
+    for (int it = t; it < NN; it += nt) sum[it] = 0;   /* read after the first phases' barriers */
+    for (int ph0 = 0; ph0 < NPH; ph0 += PAR) {
+        int live = 0;
+        for (int i = t; i < PAR * NS; i += nt) {   /* source row q of phase ph0 + p: r1 - 2 + q along axis 0 */
+            const int p = i / NS, q = i % NS, c1 = r1 - 2 + q;
+            int ok = c1 >= 0 && c1 < R1;
+            srow[p][q] = 0;
+            if (ok) {
+                const int cr = ((line) * R1 + c1) * L;
+                srow[p][q] = cr;
+                ok = cell_end[cr + hi] > (cr + lo > 0 ? cell_end[cr + lo - 1] : 0);
+            }
+            slive[p][q] = ok;
+        }
+        __syncthreads();
+        for (int i = 0; i < PAR * NS; ++i) live |= slive[i / NS][i % NS];
+        if (live) {   /* the same for every thread: its barriers are the block's */
+            for (int it = t; it < PAR * NS * NC; it += nt) {
+                const int p = it / (NS * NC), q = it / NC % NS, cc = it % NC, cz = zb - 2 + cc;
+                int oj[NJ], b = 0, e = 0;
+                int o[1];
+                CQ__UNROLL for (int j = 0; j < NJ; ++j) oj[j] = r1 + j < R1 ? j - q + 2 : -1;   /* o[0] from source row q to row j */
+                if (slive[p][q] && cz >= 0 && cz < L) {
+                    const int cell = srow[p][q] + cz;
+                    b = cell > 0 ? cell_end[cell - 1] : 0;
+                    e = cell_end[cell];
+                }
+                float cm[3 * NJ], cv[3 * NJ * 2];
+                cq__gather_cell3_2d_f32(pk, b, e, o, oj, &prm, g.m ? cm : 0, cv);
+                CQ__UNROLL for (int j = 0; j < NJ; ++j) {
+                    if (oj[j] < 0 || oj[j] > 2) continue;
+                    CQ__UNROLL for (int k = 0; k < 3; ++k) {
+                        part[p][j][oj[j]][cc][k][0] = g.m ? cm[3 * j + k] : 0;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) part[p][j][oj[j]][cc][k][1 + a] = cv[3 * 2 * j + k * 2 + a];
+                    }
+                }
+            }
+            __syncthreads();
+            for (int it = t; it < NN; it += nt) {   /* node zb + z of row j: planes, rows o = 2..0, cells z - 2, z - 1, z */
+                const int j = it / (NZ * NV), z = it / NV % NZ, c = it % NV;
+                float acc = sum[it];
+                if (r1 + j >= R1) continue;
+                for (int p = 0; p < PAR; ++p)
+                    for (int o1 = 2; o1 >= 0; --o1)
+                        for (int o2 = 2; o2 >= 0; --o2) acc += part[p][j][o1][z - o2 + 2][o2][c];
+                sum[it] = acc;
+            }
+            any = 1;
+        }
+        __syncthreads();   /* slive, srow and part free for the next phases */
+    }
     for (int it = t; it < NJ * NZ; it += nt) {
         const int j = it / NZ, z = it % NZ;
         if (zb + z >= L || r1 + j >= R1) continue;
@@ -2304,6 +2388,7 @@ static void cq__scan_down_2d_f32_kernel_emu(void **a) { cq__scan_down_2d_f32_ker
 static void cq__cell_fill_2d_f32_kernel_emu(void **a) { cq__cell_fill_2d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(int * *)a[2], *(int * *)a[3]); }
 static void cq__cell_order_2d_f32_kernel_emu(void **a) { cq__cell_order_2d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(int * *)a[2], *(int * *)a[3]); }
 static void cq__gather_fwd_2d_f32_kernel_emu(void **a) { cq__gather_fwd_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(const int * *)a[2], *(const float * *)a[3], *(cq__gview_f32 *)a[4], *(float * *)a[5], *(int *)a[6], *(int * *)a[7]); }
+static void cq__gather_rows_2d_f32_kernel_emu(void **a) { cq__gather_rows_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(const int * *)a[2], *(const float * *)a[3], *(cq__gview_f32 *)a[4], *(float * *)a[5], *(int *)a[6], *(int * *)a[7]); }
 static void cq__g2p_fwd_2d_f32_kernel_emu(void **a) { cq__g2p_fwd_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__pview_f32 *)a[3], *(cq__gview_f32 *)a[4], *(int * *)a[5]); }
 static void cq__p2g_adj_transfer_2d_f32_kernel_emu(void **a) { cq__p2g_adj_transfer_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(const float * *)a[3], *(const float * *)a[4], *(cq__pview_f32 *)a[5], *(cq__pview_f32 *)a[6], *(const int * *)a[7], *(float * *)a[8]); }
 static void cq__p2g_fwd_2d_fixed_corotated_f32_kernel_emu(void **a) { cq__p2g_fwd_2d_fixed_corotated_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(const int * *)a[3], *(float * *)a[4]); }
@@ -2340,6 +2425,7 @@ const cq__emu_kernel cq__emu_kernels_2d_f32[] = {
     {"cq__cell_fill_2d_f32_kernel", cq__cell_fill_2d_f32_kernel_emu, 0},
     {"cq__cell_order_2d_f32_kernel", cq__cell_order_2d_f32_kernel_emu, 0},
     {"cq__gather_fwd_2d_f32_kernel", cq__gather_fwd_2d_f32_kernel_emu, 1},
+    {"cq__gather_rows_2d_f32_kernel", cq__gather_rows_2d_f32_kernel_emu, 1},
     {"cq__g2p_fwd_2d_f32_kernel", cq__g2p_fwd_2d_f32_kernel_emu, 0},
     {"cq__p2g_adj_transfer_2d_f32_kernel", cq__p2g_adj_transfer_2d_f32_kernel_emu, 0},
     {"cq__p2g_fwd_2d_fixed_corotated_f32_kernel", cq__p2g_fwd_2d_fixed_corotated_f32_kernel_emu, 0},

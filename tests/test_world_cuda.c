@@ -3,8 +3,9 @@
    ./test_world_cuda [filter]     parity: 2D and 3D, f32 and f64: a tank with a floating box
                                   (tracked: its Jacobian) and a ball dropped into the water,
                                   stepped on the CPU and on CUDA; fluid positions, body states,
-                                  the Jacobian, the solvers' iterations agree (f64 to 1e-9, f32
-                                  to 1e-4 of the field's scale).  Also reset (run to run equal
+                                  the Jacobian, the solvers' iterations agree (f64 to 1e-9; f32:
+                                  bodies and Jacobian to 1e-3, the fluid as close to a float64
+                                  run as the CPU's f32 within 2x).  Also reset (run to run equal
                                   bitwise), a failing step, the log, leaks and violations.
    ./test_world_cuda fault:MODE   one fault of the mock driver (CQ_MOCK_FAIL=MODE: init,
                                   oom_after=N, launch_after=N): what the world must report.
@@ -100,8 +101,10 @@ static double jac_diff(const cq_world *a, const cq_world *b)
 static void parity(int dim, cq_precision prec)
 {
     const double tol = prec == CQ_PRECISION_F64 ? 1e-9 : 1e-4;
+    /* f32: a float64 CPU run as the reference, made first (g_log keeps the last create's log) */
+    cq_world *r = prec == CQ_PRECISION_F32 ? make(dim, CQ_PRECISION_F64, CQ_BACKEND_CPU) : NULL;
     cq_world *c = make(dim, prec, CQ_BACKEND_CPU), *g = make(dim, prec, CQ_BACKEND_CUDA);
-    double df = 0, db = 0, dj = 0;
+    double df = 0, db = 0, dj = 0, ec = 0, eg = 0;
     int it_c = 0, it_g = 0;
     CHECK(c && g, "create");
     if (!c || !g) { cq_world_destroy(c); cq_world_destroy(g); return; }
@@ -124,13 +127,28 @@ static void parity(int dim, cq_precision prec)
         cq_world_stats sc, sg;
         CHECK_OK(cq_world_step(c, 1));
         CHECK_OK(cq_world_step(g, 1));
+        if (r) CHECK_OK(cq_world_step(r, 1));
         cq_world_stats_get(c, &sc); cq_world_stats_get(g, &sg);
         it_c += sc.density_iterations + sc.divergence_iterations; it_g += sg.density_iterations + sg.divergence_iterations;
     }
     df = fluid_diff(c, g, dim, 0.4); db = body_diff(c, g); dj = jac_diff(c, g);
     printf("    %dD %s, %d fluid particles, %d steps: fluid x %.2g, bodies %.2g, Jacobian %.2g (relative); solver iterations CPU %d, CUDA %d\n",
            dim, prec == CQ_PRECISION_F64 ? "f64" : "f32", cq_world_fluid_count(c), STEPS, df, db, dj, it_c, it_g);
-    CHECK(df < tol && db < tol * 10 && dj < tol * 10, "CPU and CUDA differ: fluid %g, bodies %g, Jacobian %g (tolerance %g)", df, db, dj, tol);
+    /* The fluid in f32: each backend against the float64 run.  A GPU contracts a * b + c into one
+       rounding (fused multiply-adds) where the CPU rounds twice, and 40 steps of a pressure solve
+       carry that difference to the f32 result's own accuracy: on an H100 the 3D tank's CUDA and
+       CPU fluid differed by 1.08e-4 of the scale while the CPU's f32 differs from float64 by
+       1.8e-4.  So f32 asks that CUDA be as accurate as the CPU (within 2x), not that it match
+       the CPU's roundings; a wrong kernel is off by far more.  f64 and the bodies and Jacobian in
+       both precisions keep the direct comparison. */
+    if (r) {
+        ec = fluid_diff(c, r, dim, 0.4); eg = fluid_diff(g, r, dim, 0.4);
+        printf("    %dD f32 against the float64 CPU run: fluid x CPU %.2g, CUDA %.2g; bodies CPU %.2g, CUDA %.2g\n", dim,
+               ec, eg, body_diff(c, r), body_diff(g, r));
+        CHECK(eg <= 2 * ec + 1e-7, "the CUDA fluid is %g from the float64 run, the CPU's %g", eg, ec);
+    } else CHECK(df < tol, "CPU and CUDA fluid differ: %g (tolerance %g)", df, tol);
+    CHECK(db < tol * 10 && dj < tol * 10, "CPU and CUDA differ: bodies %g, Jacobian %g (tolerance %g)", db, dj, tol * 10);
+    cq_world_destroy(r);
     CHECK(abs(it_c - it_g) <= STEPS / 10, "solver iterations differ: %d vs %d", it_c, it_g);
     cq_world_destroy(c); cq_world_destroy(g);
 }

@@ -8,7 +8,8 @@
 #   3. the end-to-end finite-difference gradient tests on the GPU
 #   4. the fluid-rigid world's parity with its CPU backend (tests/test_world_cuda.c)
 #   5. parity again with every sort as launches over the whole GPU (CQ_CUDA_SORT_ONE_BLOCK=0;
-#      by default a small scene sorts in one block)
+#      by default a small scene sorts in one block), and with the gather's 3-row shape on every
+#      scene (CQ_CUDA_GATHER_ROWS=0; by default large scenes alone take it)
 #   6. compute-sanitizer memcheck, racecheck and synccheck (the one-block kernels' barriers) over
 #      the parity runs
 # Last line: N passed, N failed, N skipped.
@@ -35,6 +36,8 @@ item parity sh -c "./$B/test_cuda | tee /dev/stderr | grep -q '^[0-9]* passed, 0
 grep '^    [23]D' $L/parity.log
 item parity_sort_launches sh -c "$CC -std=c99 -O2 -g $WARN -DCQ_CUDA_SORT_ONE_BLOCK=0 tests/test_cuda.c -o $B/test_cuda_launches -lm -ldl && \
     ./$B/test_cuda_launches | tee /dev/stderr | grep -q '^[0-9]* passed, 0 failed'"
+item parity_gather_rows sh -c "$CC -std=c99 -O2 -g $WARN -DCQ_CUDA_GATHER_ROWS=0 tests/test_cuda.c -o $B/test_cuda_rows -lm -ldl && \
+    ./$B/test_cuda_rows | tee /dev/stderr | grep -q '^[0-9]* passed, 0 failed'"
 item table3_on_gpu sh -c "$CC -std=c99 -O2 $WARN tests/test_table3.c -o $B/test_table3 -lm -ldl && \
     ./$B/test_table3 > $L/table3.out 2>&1; rc=\$?; cat $L/table3.out; grep -q 'backend: CUDA' $L/table3.out && [ \$rc -eq 0 ]"
 # the finite-difference gradient tests, and the bitwise one (checkpointed vs fully stored tapes:
@@ -53,6 +56,7 @@ if [ -n "$CS" ]; then
     item memcheck $CS --tool memcheck --error-exitcode 99 ./$B/test_cuda parity_all
     item racecheck $CS --tool racecheck --error-exitcode 99 ./$B/test_cuda parity_all
     item synccheck $CS --tool synccheck --error-exitcode 99 ./$B/test_cuda parity_all
+    item racecheck_gather_rows $CS --tool racecheck --error-exitcode 99 ./$B/test_cuda_rows parity_all
     item world_memcheck $CS --tool memcheck --error-exitcode 99 ./$B/test_world_cuda parity
 else
     skip memcheck "compute-sanitizer not on PATH"; skip racecheck "compute-sanitizer not on PATH"

@@ -265,8 +265,9 @@
      embedded PTX ........... ptx.j2              at the end, after all readable code
      The CUDA kernels are the same CQ_HD functions behind __global__ wrappers
      (templates/kernels.cu.j2 -> the cuda/ directory, compiled to the PTX embedded here):
-     >>cuda_sort (counting sort, scans) >>cuda_gather (P2G's node half and the G2P adjoint's
-     scatter: a block per 32 nodes of a row, a thread per source cell, then the fixed-order sums).
+     >>cuda_sort (counting sort) >>tile_scan (its scans) >>cuda_gather (P2G's node half and the
+     G2P adjoint's scatter: a block per 1 or 3 rows of 32 nodes, a thread per source cell, then
+     the fixed-order sums; kernels.j2 >>gather_rows_ is the 3-row shape's per-particle part).
 
    REFERENCES (cited in comments by the tag in brackets)
      [ChainQueen]   Y. Hu, J. Liu, A. Spielberg, J. B. Tenenbaum, W. T. Freeman, J. Wu, D. Rus,
@@ -18328,7 +18329,7 @@ cq_result cq_world_control_grad_feedback(const cq_world *w, const double *dL_dst
 #if CQ__HAS_CUDA
 /* ---- BEGIN GENERATED: embedded PTX (byte arrays; the readable code ends above) from templates/ptx.j2.
    DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
-/* PTX module 2d_f32: sha256 666f78e88b198ed9d7e63d80470eb73797a300908a57d46dbe54ad70cd0fb84a, nvrtc 12.0, PTX ISA 8.0, 468220 bytes, fnv1a 0xea46e013, lz 127866 bytes */
+/* PTX module 2d_f32: sha256 e578611a8c3ac1467a2282f737407a8e219840cd8bedd98375048752dc63856d, nvrtc 12.0, PTX ISA 8.0, 468220 bytes, fnv1a 0xea46e013, lz 127866 bytes */
 static const unsigned char cq__ptx_2d_f32_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -22328,7 +22329,7 @@ static const unsigned char cq__ptx_2d_f32_lz[] = {
 37,0,1,43,1,2,50,121,24,100,200,67,17,53,199,14,144,114,101,116,59,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_2d_f32 = { cq__ptx_2d_f32_lz, 127866, 468220, 0xea46e013u };
-/* PTX module 2d_f64: sha256 947972858fefd82f9732101f0cb5cb7681f366440a74b84779beb4394bb836d5, nvrtc 12.0, PTX ISA 8.0, 487407 bytes, fnv1a 0x99ea5fec, lz 129344 bytes */
+/* PTX module 2d_f64: sha256 7d8a81441f67ffa3ab56ce3efc118c99cfba64c2bc16f6f462d80a77c505ba5f, nvrtc 12.0, PTX ISA 8.0, 487407 bytes, fnv1a 0x99ea5fec, lz 129344 bytes */
 static const unsigned char cq__ptx_2d_f64_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -26374,7 +26375,7 @@ static const unsigned char cq__ptx_2d_f64_lz[] = {
 224,99,4,54,0,3,141,18,3,61,0,15,119,132,4,36,49,55,189,162,8,141,0,4,91,9,80,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_2d_f64 = { cq__ptx_2d_f64_lz, 129344, 487407, 0x99ea5fecu };
-/* PTX module 3d_f32: sha256 ca0c112f0b6e2ec22c71d0d5e94b6bac1f04bc990d6f5ca785bb1ea787a19c41, nvrtc 12.0, PTX ISA 8.0, 576683 bytes, fnv1a 0xee002a00, lz 161923 bytes */
+/* PTX module 3d_f32: sha256 1abb379c9bc789e8943e0fef7519d94cf0e78351061589b6ff6b6a3e928cb374, nvrtc 12.0, PTX ISA 8.0, 576683 bytes, fnv1a 0xee002a00, lz 161923 bytes */
 static const unsigned char cq__ptx_3d_f32_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -31439,7 +31440,7 @@ static const unsigned char cq__ptx_3d_f32_lz[] = {
 125,10,10
 };
 static const cq__ptx_module cq__ptx_3d_f32 = { cq__ptx_3d_f32_lz, 161923, 576683, 0xee002a00u };
-/* PTX module 3d_f64: sha256 c0b2557ed18b903caca3dadb3220ac0905c5e2a8c76af1f7721786e9854db578, nvrtc 12.0, PTX ISA 8.0, 607305 bytes, fnv1a 0xdd4f9748, lz 164418 bytes */
+/* PTX module 3d_f64: sha256 a1a6f4f46bd86d7229ca10dce449906ccda92fbd4e0056b053c89ae0e4d57a7b, nvrtc 12.0, PTX ISA 8.0, 607305 bytes, fnv1a 0xdd4f9748, lz 164418 bytes */
 static const unsigned char cq__ptx_3d_f64_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,

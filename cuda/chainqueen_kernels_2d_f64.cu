@@ -30,14 +30,21 @@ static int cq__emu_atomic_add(int *a, int v) { int o = *a; *a += v; return o; }
 extern int cq__emu_fibers;
 void cq__emu_syncthreads(void);
 int cq__emu_shfl_up(int x, int o);
+void cq__emu_shfl_up_n(int *x, int n, int o);
 #  define __syncthreads() cq__emu_syncthreads()
 #  define __shfl_up_sync(mask, x, o) cq__emu_shfl_up(x, o)
+#  define CQ__WARP_SCAN_STEP(x, n, o, lane) do { int u_[16]; for (int i_ = 0; i_ < (n); ++i_) u_[i_] = (x)[i_]; \
+       cq__emu_shfl_up_n(u_, (n), (o)); if ((lane) >= (o)) for (int i_ = 0; i_ < (n); ++i_) (x)[i_] += u_[i_]; } while (0)
 #  define __shared__ static
 #  define CQ__DEV static
 #  define CQ__BLOCK_SERIAL (!cq__emu_fibers)
 #else
 #  define CQ__DEV static __device__
 #  define CQ__BLOCK_SERIAL 0
+/* a step of n warp scans at once: x[i] += lane - o's x[i] where lane >= o, i < n (n <= 16; the
+   mock exchanges the n values in one go: a pair of barriers, not n) */
+#  define CQ__WARP_SCAN_STEP(x, n, o, lane) \
+       CQ__UNROLL for (int i_ = 0; i_ < (n); ++i_) { const int u_ = __shfl_up_sync(0xffffffffu, (x)[i_], (o)); if ((lane) >= (o)) (x)[i_] += u_; }
 #endif
 /* CQ__BOUNDS(b): at least b blocks of CQ__CUDA_BLOCK (128) threads per SM, i.e. at most
    65536 / (128 b) registers per thread (5: 96, 8: 64).  The PTX carries it (.minnctapersm). */
@@ -1874,8 +1881,7 @@ CQ__DEV int cq__tile_scan_2d_f64(int *data, int b, int e, int carry, int write, 
         v[k] = i < e ? data[i] : 0;
         x[k] = v[k];
     }
-    for (int o = 1; o < 32; o <<= 1)
-        CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k) { y = __shfl_up_sync(0xffffffffu, x[k], o); if (lane >= o) x[k] += y; }
+    for (int o = 1; o < 32; o <<= 1) CQ__WARP_SCAN_STEP(x, CQ__SCAN_R, o, lane);
     if (lane == 31) CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k) wsum[k * nw + w] = x[k];
     __syncthreads();
     /* the m warp totals, scanned: thread j holds total j (m <= nt) */

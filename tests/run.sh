@@ -172,13 +172,16 @@ MOCK=$PWD/$B/mock/libcuda.so.1
 item cuda_mock_selftest sh -c "$CC -std=c99 -O1 -g1 $WARN tests/gpu/mock_selftest.c -o $B/mock_selftest -ldl && ./$B/mock_selftest $MOCK"
 item test_cuda_build $CC -std=c99 -O2 -g1 $WARN $NW tests/test_cuda.c -o $B/test_cuda -lm -ldl
 item test_cuda_on_mock env CQ_CUDA_LIBRARY=$MOCK ./$B/test_cuda
-# again with each one-block kernel (the sort in one block, the block scan) run as 1024 fibers that
-# meet at its barriers, so their parallel path runs, not the emulation's thread-0 loop
-item test_cuda_on_mock_fibers env CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_FIBERS=1 ./$B/test_cuda
+# again with the barrier kernels' blocks (the sort in one block, the scans' tiles, the gathers) run
+# as fibers that meet at their barriers, so their parallel path runs, not the emulation's
+# thread-0 loop: every one-block launch, and one block in 3 of the others (CQ_MOCK_FIBERS=3; =1
+# takes every block, ~2.5x the time)
+item test_cuda_on_mock_fibers env CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_FIBERS=3 ./$B/test_cuda
 # the gather's 3-row shape (large scenes' choice, CQ_CUDA_GATHER_ROWS) on every scene: bitwise the
 # CPU's again, then its parallel path as fibers (the failing-step and large-grid cases)
 item test_cuda_gather_rows_on_mock sh -c "$CC -std=c99 -O2 -g1 $WARN $NW -DCQ_CUDA_GATHER_ROWS=0 tests/test_cuda.c -o $B/test_cuda_rows -lm -ldl && \
-    CQ_CUDA_LIBRARY=$MOCK ./$B/test_cuda_rows && CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_FIBERS=1 ./$B/test_cuda_rows a_failing_step"
+    CQ_CUDA_LIBRARY=$MOCK ./$B/test_cuda_rows && CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_FIBERS=3 ./$B/test_cuda_rows a_large && \
+    CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_FIBERS=3 ./$B/test_cuda_rows a_failing_step"
 # batched scenes again, from the contract (tests/test_batch.c): K = 3 or 4 scenes bitwise alone on the CPU
 # (state, all gradients, actuation gradients; host threads), bad scenes, a failing step; then on the
 # mock driver (filter "cuda"): CUDA batched bitwise the CPU's, twice from reset

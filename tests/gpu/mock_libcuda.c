@@ -64,7 +64,8 @@
    in its thread 0 alone (the kernel's CQ__BLOCK_SERIAL path: the same loops with stride 1).
    With CQ_MOCK_FIBERS=1 it runs every thread of the block as a fiber (ucontext) that yields at
    each barrier, so the kernel's real parallel path runs with CUDA's barrier semantics: a thread
-   that reads another's result without a barrier in between sees the old value.  A barrier
+   that reads another's result without a barrier in between sees the old value.  CQ_MOCK_FIBERS=N
+   (N > 1) does so for a launch of one block and one block in N of the others (fibers_on).  A barrier
    reached by some threads of a block while others have already returned is a violation. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -924,10 +925,22 @@ static int shfl_buf[FIBER_MAX];
 static const mock_func *fiber_fn;
 static void **fiber_params;
 
-static int fibers_on(void)
+/* CQ_MOCK_FIBERS: 0 or unset: none; 1: every block of a barrier kernel as fibers; N > 1: a launch of
+   one block, and one block in N of the others (picked by a hash of the block index, spread over
+   the grid), as fibers, the rest serial: both paths give the same bits, and the parallel path
+   still meets live and empty blocks, at a fraction of the context switches (make test) */
+static unsigned fibers_on(void)
 {
     const char *e = getenv("CQ_MOCK_FIBERS");
-    return e && *e && *e != '0';
+    long v;
+    if (!e || !*e) return 0;
+    v = strtol(e, NULL, 10);
+    return v > 0 ? (unsigned)(v > 1000000 ? 1000000 : v) : (*e != '0');
+}
+
+static int fiber_block(unsigned every, unsigned x, unsigned blocks)
+{
+    return every == 1 || blocks == 1 || (x * 2654435761u >> 7) % every == 0;
 }
 
 static void fiber_entry(void)
@@ -942,6 +955,21 @@ EXPORT void cq__emu_syncthreads(void)
     if (!cq__emu_fibers) return;
     fiber_state[fiber_cur] = 1;
     swapcontext(&fiber_ctx[fiber_cur], &fiber_main);
+}
+
+/* CQ__SHFL_UP_N(x, n, o) of kernels.cu.j2: __shfl_up_sync of each of x[0..n) (n <= SHFL_N), as one
+   exchange through a buffer between two barriers (the block's tile scan shuffles 8 values a
+   step: one pair of barriers, not 8) */
+#define SHFL_N 16
+static int shfl_bufn[FIBER_MAX][SHFL_N];
+EXPORT void cq__emu_shfl_up_n(int *x, int n, int o)
+{
+    unsigned t = fiber_cur, lane = t & 31u;
+    if (n > SHFL_N) { violation("CQ__SHFL_UP_N: %d values (the mock takes %d)", n, SHFL_N); n = SHFL_N; }
+    for (int i = 0; i < n; ++i) shfl_bufn[t][i] = x[i];
+    cq__emu_syncthreads();
+    if (lane >= (unsigned)o) for (int i = 0; i < n; ++i) x[i] = shfl_bufn[t - (unsigned)o][i];
+    cq__emu_syncthreads();
 }
 
 /* __shfl_up_sync(full mask, x, o): lane l gets lane l - o's x (its own when l < o).  Through a
@@ -1003,6 +1031,7 @@ EXPORT CUresult cuLaunchKernel(CUfunction fn, unsigned gx, unsigned gy, unsigned
     CUresult r;
     long limit = 0;
     int block_mode;
+    unsigned every = 0;
     mock_ctx *ctx;
     lock();
     if ((r = need_ctx()) != OK) goto out;
@@ -1069,13 +1098,13 @@ EXPORT CUresult cuLaunchKernel(CUfunction fn, unsigned gx, unsigned gy, unsigned
     running_kernel = fn->name;
     cq__emu_blockDim.x = bx; cq__emu_blockDim.y = by; cq__emu_blockDim.z = bz;
     /* a barrier kernel's 1-D block: 2 as fibers (CQ_MOCK_FIBERS), 1 in its thread 0 alone */
-    block_mode = fn->k->barriers && by == 1 && bz == 1 ? (fibers_on() ? 2 : 1) : 0;
+    block_mode = fn->k->barriers && by == 1 && bz == 1 ? ((every = fibers_on()) ? 2 : 1) : 0;
     for (unsigned z = 0; z < gz; ++z)
         for (unsigned y = 0; y < gy; ++y)
             for (unsigned x = 0; x < gx; ++x) {
                 cq__emu_blockIdx.x = x; cq__emu_blockIdx.y = y; cq__emu_blockIdx.z = z;
-                if (block_mode == 2 && run_block_fibers(fn, params, bx) == 0) continue;
-                if (block_mode == 1) {
+                if (block_mode == 2 && fiber_block(every, x, gx * gy * gz) && run_block_fibers(fn, params, bx) == 0) continue;
+                if (block_mode) {
                     /* serial: thread 0 does the block's work (CQ__BLOCK_SERIAL), every other
                        thread returns at once, so they are not called (the gather's blocks: 127
                        calls each saved) */

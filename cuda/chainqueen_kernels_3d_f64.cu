@@ -2148,7 +2148,7 @@ __global__ void CQ__BOUNDS_ONE_BLOCK cq__cell_sort_3d_f64_kernel(int n, cq__para
         CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k) {
             const int c = c0 + k * nt + t;
             e[k] = c < cells ? cell_end[c] : 0;
-            b[k] = c < cells && c > 0 ? cell_end[c - 1] : e[k];
+            b[k] = c < cells && c > 0 ? cell_end[c - 1] : 0;   /* cell 0 starts at 0; past the end: e = b = 0 */
         }
         for (int k = 0; k < CQ__SCAN_R; ++k) if (e[k] > b[k]) cq__sort_cell_3d_f64(b[k], e[k], order, rank);
     }

@@ -526,6 +526,39 @@ TEST(a_large_grid_sorts_like_the_cpu)
     }
 }
 
+/* particles in the grid's first cell (the usable region starts at 0.5 dx: a particle below 1.5 dx
+   on every axis has base node 0, global cell 0), with others: the sort must order and rank them
+   like any cell (the one-block sort once skipped cell 0, leaving those particles' slots stale),
+   in 2D and 3D, f64; 6 substeps, then x against the CPU */
+TEST(particles_in_the_first_cell_sort_like_the_cpu)
+{
+    const int mock = mock_sym("cq_mock_readbacks") != NULL;
+    for (int dim = 2; dim <= 3; ++dim) {
+        double x0[40 * 3], x[2][40 * 3];
+        const int n = 40;
+        for (int p = 0; p < n; ++p)
+            for (int a = 0; a < dim; ++a)   /* 8 in the corner cell, the rest a block further in */
+                x0[p * dim + a] = p < 8 ? (0.6 + 0.1 * ((p >> a) & 1)) / 32 : 0.3 + 0.01 * ((p * (a + 3)) % 7);
+        for (int b = 0; b < 2; ++b) {
+            cq_sim_desc d;
+            cq_particles_desc pd;
+            cq_sim *s = NULL;
+            memset(&d, 0, sizeof d); memset(&pd, 0, sizeof pd);
+            d.dim = dim; d.res[0] = d.res[1] = d.res[2] = 32; d.dx = 1.0 / 32; d.dt = 1e-4; d.substeps = 2;
+            d.gravity[1] = 1.0; d.precision = CQ_PRECISION_F64; d.boundary = CQ_BOUNDARY_SLIP;
+            d.backend = b ? CQ_BACKEND_CUDA : CQ_BACKEND_CPU;
+            if (cq_sim_create(&d, &s) != CQ_SUCCESS) { CHECK(0, "create: %s", cq_sim_last_error(NULL)); return; }
+            pd.count = n; pd.x = x0; pd.default_youngs = 1e3; pd.default_poisson = 0.3;
+            CHECK_OK(cq_sim_add_particles(s, &pd));
+            CHECK_OK(cq_sim_step(s, 3));
+            CHECK_OK(cq_sim_get(s, CQ_FIELD_X, x[b]));
+            cq_sim_destroy(s);
+        }
+        if (mock) CHECK(memcmp(x[1], x[0], sizeof(double) * (size_t)(n * dim)) == 0, "%dD: x on the mock is not the CPU's bitwise", dim);
+        else CHECK(rel_err(x[1], x[0], (long)n * dim) < 1e-9, "%dD: x differs: %.3g", dim, rel_err(x[1], x[0], (long)n * dim));
+    }
+}
+
 /* sims on the same device and of the same dimension and precision share one loaded module (the
    process-wide module cache): a second create loads nothing, and the module goes with the last */
 TEST(sims_alive_together_share_their_module)
@@ -566,7 +599,8 @@ int main(int argc, char **argv)
     static const cqt_case cases[] = { CASE(parity_all_variants), CASE(cables_match_the_cpu),
         CASE(a_failing_step_reports_like_the_cpu), CASE(a_call_reads_its_status_once_and_a_late_failure_reports_like_the_cpu),
         CASE(actuation_gradients_over_several_chunks_are_the_cpus),
-        CASE(set_get_reset_and_logs), CASE(a_large_grid_sorts_like_the_cpu), CASE(sims_alive_together_share_their_module), CASE(no_device_memory_leaks_or_violations) };
+        CASE(set_get_reset_and_logs), CASE(a_large_grid_sorts_like_the_cpu), CASE(particles_in_the_first_cell_sort_like_the_cpu),
+        CASE(sims_alive_together_share_their_module), CASE(no_device_memory_leaks_or_violations) };
     if (argc > 1 && !strncmp(argv[1], "fault:", 6)) return fault(argv[1] + 6);
     if (!cuda_available()) {
         printf("SKIP: no usable CUDA driver/device (%s)\n0 passed, 0 failed\n", cq_sim_last_error(NULL));

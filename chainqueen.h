@@ -8823,7 +8823,7 @@ static int cq__g2p_lanes_2d_f32(const int *ps, const cq__params_f32 *prm, cq__pv
     int base[2][CQ__LANES_f32], bad[CQ__LANES_f32];
     float w[2][3][CQ__LANES_f32], dp[2][3][CQ__LANES_f32], xp[2][CQ__LANES_f32], Fp[4][CQ__LANES_f32];
     float nv[2][CQ__LANES_f32], nC[4][CQ__LANES_f32], nx[2][CQ__LANES_f32], nF[4][CQ__LANES_f32];
-    long goff[CQ__LANES_f32];
+    int goff[CQ__LANES_f32];
     const float k4 = 4 * prm->inv_dx, dt = prm->dt;
     for (int l = 0; l < CQ__LANES_f32; ++l) {   /* the particles' records into lane arrays, their weights */
         const long p = ps[l];
@@ -8837,7 +8837,7 @@ static int cq__g2p_lanes_2d_f32(const int *ps, const cq__params_f32 *prm, cq__pv
             for (int i = 0; i < 3; ++i) { w[a][i][l] = wq[a][i]; dp[a][i][l] = (float)i - fq[a]; }
         }
         for (int a = 0; a < 4; ++a) Fp[a][l] = in.F[p * 4 + a];
-        goff[l] = in.scene ? (long)in.scene[p] * prm->nodes : 0;
+        goff[l] = in.scene ? (int)in.scene[p] * prm->nodes : 0;
     }
     for (int a = 0; a < 4; ++a)
         for (int l = 0; l < CQ__LANES_f32; ++l) nC[a][l] = 0;
@@ -8847,7 +8847,7 @@ static int cq__g2p_lanes_2d_f32(const int *ps, const cq__params_f32 *prm, cq__pv
     const int o[2] = {i, j};
     for (int l = 0; l < CQ__LANES_f32; ++l) {
         const float wt = w[0][i][l] * w[1][j][l];
-        const long idx = goff[l] + (long)(base[0][l] + i) * prm->res[1] + (base[1][l] + j);
+        const int idx = goff[l] + (int)(base[0][l] + i) * prm->res[1] + (base[1][l] + j);
         float d[2];                  /* x_i - x_p, in cells */
         CQ__UNROLL for (int a = 0; a < 2; ++a) d[a] = dp[a][o[a]][l];
         CQ__UNROLL for (int a = 0; a < 2; ++a) {
@@ -8897,7 +8897,7 @@ static void cq__g2p_adj_lanes_2d_f32(const int *ps, const int *ks, const cq__par
     int base[2][CQ__LANES_f32];
     float fx[2][CQ__LANES_f32], w[2][3][CQ__LANES_f32], dw[2][3][CQ__LANES_f32], nC[4][CQ__LANES_f32], sv[2][CQ__LANES_f32];
     float v_bar_t[2][CQ__LANES_f32], C_bar_t[4][CQ__LANES_f32], Bc[4][CQ__LANES_f32], x_bar[2][CQ__LANES_f32], Fp[4][CQ__LANES_f32];
-    long goff[CQ__LANES_f32];
+    int goff[CQ__LANES_f32];
     const float k4 = 4 * prm->inv_dx, dt = prm->dt;
     for (int l = 0; l < CQ__LANES_f32; ++l) {
         const int p = ps[l];
@@ -8907,7 +8907,7 @@ static void cq__g2p_adj_lanes_2d_f32(const int *ps, const int *ks, const cq__par
         for (int a = 0; a < 4; ++a) { Fp[a][l] = s.F[(long)p * 4 + a]; nC[a][l] = 0; }
         cq__weights_2d_f32(xq, prm->inv_dx, bq, fq, wq);
         cq__weight_grads_2d_f32(fq, prm->inv_dx, dq);
-        goff[l] = s.scene ? (long)s.scene[p] * prm->nodes : 0;
+        goff[l] = s.scene ? (int)s.scene[p] * prm->nodes : 0;
         for (int a = 0; a < 2; ++a) {
             base[a][l] = bq[a]; fx[a][l] = fq[a]; sv[a][l] = 0;
             for (int i = 0; i < 3; ++i) { w[a][i][l] = wq[a][i]; dw[a][i][l] = dq[a][i]; }
@@ -8931,7 +8931,7 @@ static void cq__g2p_adj_lanes_2d_f32(const int *ps, const int *ks, const cq__par
     for (int l = 0; l < CQ__LANES_f32; ++l) {
         const float wt = w[0][i][l] * w[1][j][l];
         const float gw[2] = {dw[0][i][l] * w[1][j][l], w[0][i][l] * dw[1][j][l]};
-        const long idx = goff[l] + (long)(base[0][l] + i) * prm->res[1] + (base[1][l] + j);
+        const int idx = goff[l] + (int)(base[0][l] + i) * prm->res[1] + (base[1][l] + j);
         float d[2], sdot = 0;
         CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) d[a] = (float)o[a] - fx[a][l];
         CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
@@ -8980,7 +8980,7 @@ static void cq__transfer_lanes_2d_f32(const int *ps, const cq__params_f32 *prm, 
     int base[2][CQ__LANES_f32];
     float fx[2][CQ__LANES_f32], w[2][3][CQ__LANES_f32], dw[2][3][CQ__LANES_f32], vp[2][CQ__LANES_f32], mv[2][CQ__LANES_f32], G[4][CQ__LANES_f32];
     float G_bar[4][CQ__LANES_f32], x_bar[2][CQ__LANES_f32], sp[2][CQ__LANES_f32], m_bar[CQ__LANES_f32], mass[CQ__LANES_f32];
-    long goff[CQ__LANES_f32];
+    int goff[CQ__LANES_f32];
     for (int l = 0; l < CQ__LANES_f32; ++l) {
         const int p = ps[l];
         int bq[2];
@@ -8989,7 +8989,7 @@ static void cq__transfer_lanes_2d_f32(const int *ps, const cq__params_f32 *prm, 
         for (int a = 0; a < 4; ++a) { G[a][l] = G_in[l][a]; G_bar[a][l] = 0; }
         cq__weights_2d_f32(xq, prm->inv_dx, bq, fq, wq);
         cq__weight_grads_2d_f32(fq, prm->inv_dx, dq);
-        goff[l] = s.scene ? (long)s.scene[p] * prm->nodes : 0;
+        goff[l] = s.scene ? (int)s.scene[p] * prm->nodes : 0;
         mass[l] = s.mass[p];
         m_bar[l] = 0;
         for (int a = 0; a < 2; ++a) {
@@ -9005,7 +9005,7 @@ static void cq__transfer_lanes_2d_f32(const int *ps, const cq__params_f32 *prm, 
     for (int l = 0; l < CQ__LANES_f32; ++l) {
         const float wt = w[0][i][l] * w[1][j][l];
         const float gw[2] = {dw[0][i][l] * w[1][j][l], w[0][i][l] * dw[1][j][l]};
-        const long idx = goff[l] + (long)(base[0][l] + i) * prm->res[1] + (base[1][l] + j);
+        const int idx = goff[l] + (int)(base[0][l] + i) * prm->res[1] + (base[1][l] + j);
         float dpos[2];
         const float m_bar_i = gm_bar[idx];
         float sdot = m_bar_i * mass[l];   /* d(contribution)/dw */
@@ -9285,7 +9285,7 @@ static int cq__g2p_lanes_3d_f32(const int *ps, const cq__params_f32 *prm, cq__pv
     int base[3][CQ__LANES_f32], bad[CQ__LANES_f32];
     float w[3][3][CQ__LANES_f32], dp[3][3][CQ__LANES_f32], xp[3][CQ__LANES_f32], Fp[9][CQ__LANES_f32];
     float nv[3][CQ__LANES_f32], nC[9][CQ__LANES_f32], nx[3][CQ__LANES_f32], nF[9][CQ__LANES_f32];
-    long goff[CQ__LANES_f32];
+    int goff[CQ__LANES_f32];
     const float k4 = 4 * prm->inv_dx, dt = prm->dt;
     for (int l = 0; l < CQ__LANES_f32; ++l) {   /* the particles' records into lane arrays, their weights */
         const long p = ps[l];
@@ -9299,7 +9299,7 @@ static int cq__g2p_lanes_3d_f32(const int *ps, const cq__params_f32 *prm, cq__pv
             for (int i = 0; i < 3; ++i) { w[a][i][l] = wq[a][i]; dp[a][i][l] = (float)i - fq[a]; }
         }
         for (int a = 0; a < 9; ++a) Fp[a][l] = in.F[p * 9 + a];
-        goff[l] = in.scene ? (long)in.scene[p] * prm->nodes : 0;
+        goff[l] = in.scene ? (int)in.scene[p] * prm->nodes : 0;
     }
     for (int a = 0; a < 9; ++a)
         for (int l = 0; l < CQ__LANES_f32; ++l) nC[a][l] = 0;
@@ -9310,7 +9310,7 @@ static int cq__g2p_lanes_3d_f32(const int *ps, const cq__params_f32 *prm, cq__pv
     const int o[3] = {i, j, k};
     for (int l = 0; l < CQ__LANES_f32; ++l) {
         const float wt = w[0][i][l] * w[1][j][l] * w[2][k][l];
-        const long idx = goff[l] + ((long)(base[0][l] + i) * prm->res[1] + (base[1][l] + j)) * prm->res[2] + (base[2][l] + k);
+        const int idx = goff[l] + ((int)(base[0][l] + i) * prm->res[1] + (base[1][l] + j)) * prm->res[2] + (base[2][l] + k);
         float d[3];                  /* x_i - x_p, in cells */
         CQ__UNROLL for (int a = 0; a < 3; ++a) d[a] = dp[a][o[a]][l];
         CQ__UNROLL for (int a = 0; a < 3; ++a) {
@@ -9360,7 +9360,7 @@ static void cq__g2p_adj_lanes_3d_f32(const int *ps, const int *ks, const cq__par
     int base[3][CQ__LANES_f32];
     float fx[3][CQ__LANES_f32], w[3][3][CQ__LANES_f32], dw[3][3][CQ__LANES_f32], nC[9][CQ__LANES_f32], sv[3][CQ__LANES_f32];
     float v_bar_t[3][CQ__LANES_f32], C_bar_t[9][CQ__LANES_f32], Bc[9][CQ__LANES_f32], x_bar[3][CQ__LANES_f32], Fp[9][CQ__LANES_f32];
-    long goff[CQ__LANES_f32];
+    int goff[CQ__LANES_f32];
     const float k4 = 4 * prm->inv_dx, dt = prm->dt;
     for (int l = 0; l < CQ__LANES_f32; ++l) {
         const int p = ps[l];
@@ -9370,7 +9370,7 @@ static void cq__g2p_adj_lanes_3d_f32(const int *ps, const int *ks, const cq__par
         for (int a = 0; a < 9; ++a) { Fp[a][l] = s.F[(long)p * 9 + a]; nC[a][l] = 0; }
         cq__weights_3d_f32(xq, prm->inv_dx, bq, fq, wq);
         cq__weight_grads_3d_f32(fq, prm->inv_dx, dq);
-        goff[l] = s.scene ? (long)s.scene[p] * prm->nodes : 0;
+        goff[l] = s.scene ? (int)s.scene[p] * prm->nodes : 0;
         for (int a = 0; a < 3; ++a) {
             base[a][l] = bq[a]; fx[a][l] = fq[a]; sv[a][l] = 0;
             for (int i = 0; i < 3; ++i) { w[a][i][l] = wq[a][i]; dw[a][i][l] = dq[a][i]; }
@@ -9395,7 +9395,7 @@ static void cq__g2p_adj_lanes_3d_f32(const int *ps, const int *ks, const cq__par
     for (int l = 0; l < CQ__LANES_f32; ++l) {
         const float wt = w[0][i][l] * w[1][j][l] * w[2][k][l];
         const float gw[3] = {dw[0][i][l] * w[1][j][l] * w[2][k][l], w[0][i][l] * dw[1][j][l] * w[2][k][l], w[0][i][l] * w[1][j][l] * dw[2][k][l]};
-        const long idx = goff[l] + ((long)(base[0][l] + i) * prm->res[1] + (base[1][l] + j)) * prm->res[2] + (base[2][l] + k);
+        const int idx = goff[l] + ((int)(base[0][l] + i) * prm->res[1] + (base[1][l] + j)) * prm->res[2] + (base[2][l] + k);
         float d[3], sdot = 0;
         CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) d[a] = (float)o[a] - fx[a][l];
         CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
@@ -9444,7 +9444,7 @@ static void cq__transfer_lanes_3d_f32(const int *ps, const cq__params_f32 *prm, 
     int base[3][CQ__LANES_f32];
     float fx[3][CQ__LANES_f32], w[3][3][CQ__LANES_f32], dw[3][3][CQ__LANES_f32], vp[3][CQ__LANES_f32], mv[3][CQ__LANES_f32], G[9][CQ__LANES_f32];
     float G_bar[9][CQ__LANES_f32], x_bar[3][CQ__LANES_f32], sp[3][CQ__LANES_f32], m_bar[CQ__LANES_f32], mass[CQ__LANES_f32];
-    long goff[CQ__LANES_f32];
+    int goff[CQ__LANES_f32];
     for (int l = 0; l < CQ__LANES_f32; ++l) {
         const int p = ps[l];
         int bq[3];
@@ -9453,7 +9453,7 @@ static void cq__transfer_lanes_3d_f32(const int *ps, const cq__params_f32 *prm, 
         for (int a = 0; a < 9; ++a) { G[a][l] = G_in[l][a]; G_bar[a][l] = 0; }
         cq__weights_3d_f32(xq, prm->inv_dx, bq, fq, wq);
         cq__weight_grads_3d_f32(fq, prm->inv_dx, dq);
-        goff[l] = s.scene ? (long)s.scene[p] * prm->nodes : 0;
+        goff[l] = s.scene ? (int)s.scene[p] * prm->nodes : 0;
         mass[l] = s.mass[p];
         m_bar[l] = 0;
         for (int a = 0; a < 3; ++a) {
@@ -9470,7 +9470,7 @@ static void cq__transfer_lanes_3d_f32(const int *ps, const cq__params_f32 *prm, 
     for (int l = 0; l < CQ__LANES_f32; ++l) {
         const float wt = w[0][i][l] * w[1][j][l] * w[2][k][l];
         const float gw[3] = {dw[0][i][l] * w[1][j][l] * w[2][k][l], w[0][i][l] * dw[1][j][l] * w[2][k][l], w[0][i][l] * w[1][j][l] * dw[2][k][l]};
-        const long idx = goff[l] + ((long)(base[0][l] + i) * prm->res[1] + (base[1][l] + j)) * prm->res[2] + (base[2][l] + k);
+        const int idx = goff[l] + ((int)(base[0][l] + i) * prm->res[1] + (base[1][l] + j)) * prm->res[2] + (base[2][l] + k);
         float dpos[3];
         const float m_bar_i = gm_bar[idx];
         float sdot = m_bar_i * mass[l];   /* d(contribution)/dw */

@@ -5,8 +5,9 @@
 #
 # The items are grouped in chains (a chain's later items use what its first built: a binary, a
 # header); after a short serial setup, TEST_JOBS workers (default 2, CI's cores) take the chains
-# longest first from a queue, so the suite's time is about its total over the cores.  A chain's
-# output is printed whole when it ends.  Run a few chains only: sh tests/run.sh CHAIN...
+# longest first from two queues (see "the run" below), so the suite's time is about its total
+# over the cores.  A chain's output is printed whole when it ends.  Run a few chains only:
+# sh tests/run.sh CHAIN...
 CC=${CC:-cc}; CXX=${CXX:-c++}; PYTHON=${PYTHON:-python3}; NVCC=${NVCC:-nvcc}
 NVCCFLAGS=${NVCCFLAGS:--arch=compute_75 -Werror all-warnings -diag-suppress 177}
 JOBS=${TEST_JOBS:-2}
@@ -42,11 +43,12 @@ item() {
 skip() { echo "0 0 1" >> $R; echo "SKIP $1: $2"; }
 
 # ============================== the chains ==============================
-# CHAINS: "estimated seconds on 2 cores, chain" (the order of the queue; re-estimate from the
-# "(Ns)" of each item when a chain grows a lot)
+# CHAINS: "estimated seconds on 2 cores, chain, kind" (the order of the queues; re-estimate from
+# the "(Ns)" of each item when a chain grows a lot)
+# A third field "s": a sanitizer's or another long run (the rest are mostly compiles).
 CHAINS=""
 chain() { CHAINS="$CHAINS
-$1 $2"; }
+$1 $2 ${3:-c}"; }
 
 # ---- generated files are current (regenerate elsewhere, compare)
 chain 6 regen
@@ -155,7 +157,7 @@ chain 12 test_lanes;           c_test_lanes() { plain test_lanes; }
 chain 14 test_gradients;       c_test_gradients() { plain test_gradients; on_mock test_gradients; }
 chain 20 test_robot;           c_test_robot() { plain test_robot; on_mock test_robot; }
 # the world: its physics report (tank, Archimedes, dam break) from the same binary
-chain 62 test_world
+chain 62 test_world s
 c_test_world() {
     plain test_world
     item test_world_physics ./$B/test_world physics
@@ -163,7 +165,7 @@ c_test_world() {
 for t in test_physics test_adjoint_stages test_lanes test_gradients test_robot; do
     chain 15 ${t}_openmp; eval "c_${t}_openmp() { item ${t}_openmp sh -c \"\$CC -std=c99 -O2 -g1 \$WARN \$NW -fopenmp tests/$t.c -o \$B/${t}_omp -lm && OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive ./\$B/${t}_omp\"; }"
 done
-chain 22 test_world_openmp
+chain 22 test_world_openmp s
 c_test_world_openmp() {
     item test_world_openmp sh -c "$CC -std=c99 -O2 -g1 $WARN -fopenmp tests/test_world.c -o $B/test_world_omp -lm && OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive ./$B/test_world_omp"
 }
@@ -172,11 +174,11 @@ for t in test_physics test_errors test_adjoint_stages test_lanes test_gradients 
 done
 chain 20 test_world_cxx
 c_test_world_cxx() { item test_world_cxx sh -c "$CXX -std=c++11 -O1 $WARN -x c++ tests/test_world.c -o $B/test_world_cxx -lm && ./$B/test_world_cxx"; }
-chain 21 test_world_fast_math
+chain 21 test_world_fast_math s
 c_test_world_fast_math() { item test_world_fast_math sh -c "$CC -std=c99 -O3 -ffast-math $WARN tests/test_world.c -o $B/test_world_fm -lm && ./$B/test_world_fm"; }
 for t in test_physics test_errors test_adjoint_stages test_lanes test_gradients test_robot test_reverse test_world; do
     case $t in test_physics) e=63 ;; test_world) e=55 ;; *) e=25 ;; esac
-    chain $e ${t}_asan_ubsan; eval "c_${t}_asan_ubsan() { item ${t}_asan_ubsan sh -c \"\$CC -std=c99 -O1 -g1 \$WARN \$SAN $(nw $t) tests/$t.c -o \$B/${t}_san -lm && ./\$B/${t}_san\"; }"
+    chain $e ${t}_asan_ubsan s; eval "c_${t}_asan_ubsan() { item ${t}_asan_ubsan sh -c \"\$CC -std=c99 -O1 -g1 \$WARN \$SAN $(nw $t) tests/$t.c -o \$B/${t}_san -lm && ./\$B/${t}_san\"; }"
 done
 
 # the CPU's lane kernels as a game engine or the bench builds them: vectorized for this machine (AVX2 /
@@ -216,15 +218,16 @@ c_test_cuda() {
     item test_cuda_on_mock_fibers env CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_FIBERS=3 ./$B/test_cuda
 }
 # the gather's 3-row shape (large scenes' choice, CQ_CUDA_GATHER_ROWS) on every scene: bitwise the
-# CPU's again, then its parallel path as fibers (the failing-step and large-grid cases)
+# CPU's again, then its parallel path as fibers (the failing-step and large-grid cases); the CPU's
+# gather here without its vectors (CQ_CPU_V4=0, cpu_lanes.j2 >>cpu_v4): the same bits
 chain 24 test_cuda_gather_rows
 c_test_cuda_gather_rows() {
-    item test_cuda_gather_rows_on_mock sh -c "$CC -std=c99 -O2 -g1 $WARN $NW -DCQ_CUDA_GATHER_ROWS=0 tests/test_cuda.c -o $B/test_cuda_rows -lm -ldl && \
+    item test_cuda_gather_rows_on_mock sh -c "$CC -std=c99 -O2 -g1 $WARN $NW -DCQ_CUDA_GATHER_ROWS=0 -DCQ_CPU_V4=0 tests/test_cuda.c -o $B/test_cuda_rows -lm -ldl && \
         CQ_CUDA_LIBRARY=$MOCK ./$B/test_cuda_rows && CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_FIBERS=3 ./$B/test_cuda_rows a_large && \
         CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_FIBERS=3 ./$B/test_cuda_rows a_failing_step"
 }
 # the CUDA host code under the sanitizers, on the mock driver
-chain 23 test_cuda_asan_ubsan
+chain 23 test_cuda_asan_ubsan s
 c_test_cuda_asan_ubsan() {
     item test_cuda_asan_ubsan_on_mock sh -c "$CC -std=c99 -O1 -g1 $WARN $SAN $NW tests/test_cuda.c -o $B/test_cuda_san -lm && \
         CQ_CUDA_LIBRARY=$MOCK ./$B/test_cuda_san"
@@ -237,7 +240,7 @@ c_test_batch() {
     item test_batch sh -c "$CC -std=c99 -O2 -g1 $WARN $NW tests/test_batch.c -o $B/test_batch -lm -ldl && ./$B/test_batch"
     item test_batch_on_mock_cuda env CQ_CUDA_LIBRARY=$MOCK ./$B/test_batch cuda
 }
-chain 44 test_batch_asan_ubsan
+chain 44 test_batch_asan_ubsan s
 c_test_batch_asan_ubsan() {
     item test_batch_asan_ubsan sh -c "$CC -std=c99 -O1 -g1 $WARN $SAN $NW tests/test_batch.c -o $B/test_batch_san -lm -ldl && \
         ./$B/test_batch_san && CQ_CUDA_LIBRARY=$MOCK ./$B/test_batch_san cuda"
@@ -278,7 +281,7 @@ c_test_scenes() {
     item test_scenes sh -c "$CC -std=c99 -O2 -g1 $WARN $NW tests/test_scenes.c -o $B/test_scenes -lm -ldl && ./$B/test_scenes && \
         CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_BITWISE=1 ./$B/test_scenes"
 }
-chain 28 test_scenes_asan_ubsan
+chain 28 test_scenes_asan_ubsan s
 c_test_scenes_asan_ubsan() {
     item test_scenes_asan_ubsan sh -c "$CC -std=c99 -O1 -g1 $WARN $SAN $NW tests/test_scenes.c -o $B/test_scenes_san -lm -ldl && \
         ./$B/test_scenes_san && CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_BITWISE=1 ./$B/test_scenes_san"
@@ -292,34 +295,34 @@ c_test_world_cuda() {
         item test_world_cuda_fault_$(echo $f | tr = _) env CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_QUIET=1 ./$B/test_world_cuda fault:$f
     done
 }
-chain 38 test_world_cuda_asan_ubsan
+chain 38 test_world_cuda_asan_ubsan s
 c_test_world_cuda_asan_ubsan() {
     item test_world_cuda_asan_ubsan_on_mock sh -c "$CC -std=c99 -O1 -g1 $WARN $SAN tests/test_world_cuda.c -o $B/test_world_cuda_san -lm -ldl && \
         CQ_CUDA_LIBRARY=$MOCK ./$B/test_world_cuda_san"
 }
 # the long-horizon Table III, on the CPU then the mock GPU
-chain 86 test_table3
+chain 86 test_table3 s
 c_test_table3() {
     item test_table3 sh -c "$CC -std=c99 -O2 $WARN $NW tests/test_table3.c -o $B/test_table3 -lm && ./$B/test_table3"
     item test_table3_on_mock_cuda sh -c "CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_NO_PROTECT=1 ./$B/test_table3 | \
         tee /dev/stderr | grep 'backend: CUDA' >/dev/null"
 }
 # concurrent creates (per-thread create error) and the CUDA driver's one-time load, under TSan
-chain 90 test_threads_tsan
+chain 90 test_threads_tsan s
 c_test_threads_tsan() {
     item test_threads_tsan sh -c "$CC -std=c99 -O1 -g1 $WARN -fsanitize=thread $NW tests/test_threads.c -o $B/test_threads_tsan -lm -pthread && \
         ./$B/test_threads_tsan && CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_NO_PROTECT=1 ./$B/test_threads_tsan"
 }
 # the loaders' fuzz target (tests/fuzz/fuzz_io.c): libFuzzer where clang has it, else a fixed-seed loop
-chain 24 fuzz_io;  c_fuzz_io() { item fuzz_io sh tests/fuzz/run_io.sh 20; }
+chain 24 fuzz_io s;  c_fuzz_io() { item fuzz_io sh tests/fuzz/run_io.sh 20; }
 # the API state-machine fuzzer: a fixed seed set (tests/fuzz_api.c; longer runs: see README), then on the mock
-chain 111 fuzz_api
+chain 111 fuzz_api s
 c_fuzz_api() {
     item fuzz_api_asan_ubsan sh -c "$CC -std=c99 -O1 -g1 $WARN $SAN $NW tests/fuzz_api.c -o $B/fuzz_api_san -lm && ./$B/fuzz_api_san 150 400 1"
     item fuzz_api_on_mock_cuda sh -c "CQ_CUDA_LIBRARY=$MOCK ./$B/fuzz_api_san 20 300 1001"
 }
 # the world's call-sequence fuzzer (tests/fuzz_world.c: random calls, hostile values, failing allocator)
-chain 36 fuzz_world
+chain 36 fuzz_world s
 c_fuzz_world() {
     item fuzz_world_asan_ubsan sh -c "$CC -std=c99 -O1 -g1 $WARN $SAN tests/fuzz_world.c -o $B/fuzz_world_san -lm && ./$B/fuzz_world_san 25 150 1 2>/dev/null"
     item fuzz_world_on_mock_cuda sh -c "CQ_FUZZ_WORLD_CUDA=1 CQ_CUDA_LIBRARY=$MOCK ./$B/fuzz_world_san 12 150 3 2>/dev/null"
@@ -347,9 +350,9 @@ c_test_io() {
 }
 chain 16 test_io_cxx
 c_test_io_cxx() { item test_io_cxx sh -c "$CXX -std=c++11 -O2 $WARN $NW -x c++ tests/test_io.c -o $B/test_io_cxx -lm && ./$B/test_io_cxx $B/io"; }
-chain 21 test_io_asan_ubsan
+chain 21 test_io_asan_ubsan s
 c_test_io_asan_ubsan() { item test_io_asan_ubsan sh -c "$CC -std=c99 -O1 -g1 $WARN $SAN $NW tests/test_io.c -o $B/test_io_san -lm && ./$B/test_io_san $B/io"; }
-chain 29 test_io_memory
+chain 29 test_io_memory s
 c_test_io_memory() {
     item test_io_memory sh -c "$CC -std=c99 -O1 -g1 $WARN $SAN $NW tests/test_io_memory.c -o $B/test_io_memory_san -lm && ./$B/test_io_memory_san && \
         $CXX -std=c++11 -O2 $WARN $NW -x c++ tests/test_io_memory.c -o $B/test_io_memory_cxx -lm && ./$B/test_io_memory_cxx"
@@ -360,7 +363,7 @@ chain 2 test_image
 c_test_image() { item test_image sh -c "$CC -std=c99 -O2 $WARN tests/test_image.c -o $B/test_image && ./$B/test_image $B && $PYTHON tests/check_image.py $B"; }
 
 # ---- the README's C blocks compile and run as written
-chain 39 readme_snippets;  c_readme_snippets() { item readme_snippets env CC="$CC" sh tests/readme_snippets.sh; }
+chain 39 readme_snippets s;  c_readme_snippets() { item readme_snippets env CC="$CC" sh tests/readme_snippets.sh; }
 
 # ---- examples and bench build and run
 # (-O1: as fast as -O2 for these quick runs, 40% less compile time; -O2/-O3 builds are above)
@@ -391,7 +394,7 @@ c_bench() {
     item bench_quick sh -c "$CC -std=c99 -O2 $WARN $NW bench/bench.c -o $B/bench_quick -lm && ./$B/bench_quick quick"
     item bench_quick_on_mock_cuda env CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_NO_PROTECT=1 ./$B/bench_quick quick gpu
 }
-chain 12 bench_fluid
+chain 12 bench_fluid s
 c_bench_fluid() { [ -f bench/fluid.c ] && item bench_fluid_quick sh -c "$CC -std=c99 -O2 $WARN bench/fluid.c -o $B/bench_fluid_quick -lm && ./$B/bench_fluid_quick quick"; return 0; }
 # bench/gpu_kernels.c (ncu's fixed workload, bench/gpu.sh PROFILE=1) builds and runs: a small cube
 chain 17 gpu_kernels
@@ -405,17 +408,27 @@ c_gpu_kernels() {
 item cuda_mock_build sh tests/gpu/build_mock.sh "$CC"
 item io_fixtures sh -c "mkdir -p $B/io && $PYTHON tests/make_io_fixtures.py $B/io"
 
+# Two queues, each longest first: the sanitizers' and long runs' (s), the compiles' (c).  Worker 1
+# takes from s first, the others from c first, each from the other queue when its own is empty: a
+# sanitizer's run beside a compile, as the two fixed lanes before had them (with one queue, the
+# sanitizers' runs side by side, their items took 22% longer on this project's 2-vCPU VM, the
+# compiles 7%: a noisy VM, one run each).
 Q=$L/queue
-if [ $# -gt 0 ]; then printf '%s\n' "$@" > $Q
-else echo "$CHAINS" | sed '/^$/d' | sort -k1,1nr -s | cut -d' ' -f2 > $Q; fi
+if [ $# -gt 0 ]; then printf '%s\n' "$@" > $Q.s; : > $Q.c
+else
+    echo "$CHAINS" | sed '/^$/d' | sort -k1,1nr -s | awk -v q=$Q '{ print $2 > (q "." $3) }'
+    touch $Q.s $Q.c
+fi
 rm -rf $L/.qlock $L/.plock
 lock() { while ! mkdir $L/.$1 2>/dev/null; do sleep 0.1; done; }
-take() {   # prints the next chain of the queue; fails when it is empty
-    lock qlock; c=$(head -n 1 $Q); tail -n +2 $Q > $Q.rest; mv $Q.rest $Q; rmdir $L/.qlock
+take() {   # take FIRST OTHER: prints the next chain of queue FIRST, else OTHER; fails when both are empty
+    lock qlock; c=$(head -n 1 $Q.$1); q=$1
+    [ -n "$c" ] || { c=$(head -n 1 $Q.$2); q=$2; }
+    tail -n +2 $Q.$q > $Q.rest; mv $Q.rest $Q.$q; rmdir $L/.qlock
     [ -n "$c" ] && echo "$c"
 }
-worker() {
-    while c=$(take); do
+worker() {   # worker FIRST OTHER
+    while c=$(take $1 $2); do
         if command -v c_$c >/dev/null 2>&1; then c_$c > $L/chain_$c.out 2>&1
         else echo "FAIL no chain $c" > $L/chain_$c.out; echo "0 1 0" >> $R; fi
         lock plock; cat $L/chain_$c.out; rmdir $L/.plock
@@ -423,8 +436,8 @@ worker() {
 }
 start_all=$(date +%s)
 i=1; pids=""
-while [ $i -lt $JOBS ]; do worker & pids="$pids $!"; i=$((i + 1)); done
-worker
+while [ $i -lt $JOBS ]; do worker c s & pids="$pids $!"; i=$((i + 1)); done
+worker s c
 for p in $pids; do wait $p; done
 echo "---- $(wc -l < $R) items in $(( $(date +%s) - start_all ))s on $JOBS workers (TEST_JOBS)"
 set -- $(awk '{p += $1; f += $2; s += $3} END {print p + 0, f + 0, s + 0}' $R)

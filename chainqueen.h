@@ -239,7 +239,7 @@
      host: CPU backend ...... cpu_backend.j2      >>parallel_for >>cpu_flush (f32: FTZ/DAZ) >>cpu_drivers >>cpu_sort_ >>cpu_gather_ (row by row)
                                                   >>cpu_grid_ >>cpu_substep_ >>cpu_substep_adj_
                                                   >>cpu_check_adjoint >>cpu_act_grad >>cpu_copy >>cpu_cables_
-     host: CPU lanes ........ cpu_lanes.j2        >>cpu_lanes >>g2p_lanes_ >>g2p_adj_lanes_ >>transfer_lanes_
+     host: CPU lanes ........ cpu_lanes.j2        >>cpu_lanes >>g2p_lanes_ >>g2p_adj_lanes_ >>transfer_lanes_ >>cpu_v4
                                                   >>svd_lanes_3d_ (G2P, the stencil adjoints and P2G's
                                                   3D SVD on 16 floats / 8 doubles at once)
      host: CUDA backend ..... cuda_backend.j2     >>cuda_sort_ >>cuda_grid_ >>cuda_substep_

@@ -410,9 +410,10 @@ item io_fixtures sh -c "mkdir -p $B/io && $PYTHON tests/make_io_fixtures.py $B/i
 
 # Two queues, each longest first: the sanitizers' and long runs' (s), the compiles' (c).  Worker 1
 # takes from s first, the others from c first, each from the other queue when its own is empty: a
-# sanitizer's run beside a compile, as the two fixed lanes before had them (with one queue, the
-# sanitizers' runs side by side, their items took 22% longer on this project's 2-vCPU VM, the
-# compiles 7%: a noisy VM, one run each).
+# sanitizer's run beside a compile, as the two fixed lanes before had them.  On this project's
+# 2-vCPU VM (2026-11-26): one queue put the sanitizers' runs side by side and their items took
+# 829-849 s in all (two runs; 673-678 s beside compiles), the suite 1127-1186 s; two fixed lanes
+# 1082 s (the compile lane 147 s longer than the other); two queues 1017 s.
 Q=$L/queue
 if [ $# -gt 0 ]; then printf '%s\n' "$@" > $Q.s; : > $Q.c
 else

@@ -9768,7 +9768,10 @@ static void cq__transfer_lanes_3d_f64(const int *ps, const cq__params_f64 *prm, 
 /* Square roots over the lanes.  gcc and clang vectorize no sqrt()/sqrtf() (it may set errno) unless
    told -fno-math-errno, which a header cannot tell them, so the lane SVD takes its square roots
    here: one instruction per register where the CPU has one (x86: SSE2 / AVX / AVX-512), else
-   one at a time.  Both are IEEE square roots, correctly rounded: the same bits. */
+   one at a time.  Both are IEEE square roots, correctly rounded: the same bits.  AVX-512 takes the
+   zero-masking form with every lane set (the same vsqrtps / vsqrtpd): g++ 12's _mm512_sqrt_ps
+   merges into _mm512_undefined_ps(), which -Wall -O3 reports as "'__Y' may be used
+   uninitialized" inside avx512fintrin.h, an error for an engine that builds with -Werror. */
 #if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
 #  if defined(__AVX512F__) || defined(__AVX__) || defined(__SSE2__) || defined(_M_X64)
 #    include <immintrin.h>
@@ -9778,7 +9781,7 @@ static void cq__transfer_lanes_3d_f64(const int *ps, const cq__params_f64 *prm, 
 static void cq__lane_sqrt_f32(const float *in, float *out)
 {
 #if defined(CQ__X86_SQRT) && defined(__AVX512F__)
-    _mm512_storeu_ps(out, _mm512_sqrt_ps(_mm512_loadu_ps(in)));
+    _mm512_storeu_ps(out, _mm512_maskz_sqrt_ps((__mmask16)0xffff, _mm512_loadu_ps(in)));   /* maskz: see below */
 #elif defined(CQ__X86_SQRT) && defined(__AVX__)
     for (int i = 0; i < CQ__LANES_f32; i += 8) _mm256_storeu_ps(out + i, _mm256_sqrt_ps(_mm256_loadu_ps(in + i)));
 #elif defined(CQ__X86_SQRT)
@@ -9790,7 +9793,7 @@ static void cq__lane_sqrt_f32(const float *in, float *out)
 static void cq__lane_sqrt_f64(const double *in, double *out)
 {
 #if defined(CQ__X86_SQRT) && defined(__AVX512F__)
-    _mm512_storeu_pd(out, _mm512_sqrt_pd(_mm512_loadu_pd(in)));
+    _mm512_storeu_pd(out, _mm512_maskz_sqrt_pd((__mmask8)0xff, _mm512_loadu_pd(in)));
 #elif defined(CQ__X86_SQRT) && defined(__AVX__)
     for (int i = 0; i < CQ__LANES_f64; i += 4) _mm256_storeu_pd(out + i, _mm256_sqrt_pd(_mm256_loadu_pd(in + i)));
 #elif defined(CQ__X86_SQRT)

@@ -10609,53 +10609,16 @@ static void cq__cpu_cable_adj_3d_f64(cq_sim *s, const cq__state *in, cq__state *
    mass + 0 * d, which is the mass), and the sums stay in registers over the cell's particles
    instead of waiting on the row's stores.  With gcc or clang (CQ__CPU_V4, >>cpu_v4) the 4-wide
    vectors are written as such (GNU vector extensions: elementwise IEEE operations, the same bits
-   as the scalar loop below, which other compilers and CQ_CPU_V4=0 take); gcc 12 built the vector
+   as the scalar loop beside them, which other compilers and CQ_CPU_V4=0 take); gcc 12 built the vector
    from scalars by shuffles at every particle (on an Intel Xeon the gather took 32% of a 3D 8k
    NeoHookean f64 backward, its hottest instructions broadcasts and unpacks). */
-#if CQ__CPU_V4
 static void cq__gather_cell4_3d_f32(const float *pk, int count, const int *o, const cq__params_f32 *prm,
                                                  float acc[3][4])
 {
+#if CQ__CPU_V4
     cq__v4_f32 A0 = {acc[0][0], acc[0][1], acc[0][2], acc[0][3]}, A1 = {acc[1][0], acc[1][1], acc[1][2], acc[1][3]},
                   A2 = {acc[2][0], acc[2][1], acc[2][2], acc[2][3]};
-    const float dx = prm->dx, o0 = (float)o[0], o1 = (float)o[1];
-    for (int j = 0; j < count; ++j, pk += CQ__PK(3)) {
-        float w[3], dl[3], wf = 1;
-        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {   /* the fixed offsets' weights */
-            const float f = pk[1 + a];
-            const int ok = o[a];
-            const float e = ok == 0 ? (float)1.5 - f : (ok == 1 ? f - 1 : f - (float)0.5);
-            const float wa = ok == 1 ? (float)0.75 - e * e : (float)0.5 * e * e;
-            wf = a == 0 ? wa : wf * wa;
-        }
-        {
-            const float f = pk[3];   /* the last axis: its 3 nodes */
-            CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) {
-                const float e = k == 0 ? (float)1.5 - f : (k == 1 ? f - 1 : f - (float)0.5);
-                w[k] = k == 1 ? (float)0.75 - e * e : (float)0.5 * e * e;
-                dl[k] = ((float)k - f) * dx;
-            }
-        }
-        {
-            /* P = (mass, a + B (x_row - x_p) over the two fixed axes), B2 = (0, B's last column) */
-            const float db0 = (o0 - pk[1]) * dx, db1 = (o1 - pk[2]) * dx;
-            const cq__v4_f32 P = {pk[0], pk[4] + pk[7] * db0 + pk[8] * db1, pk[5] + pk[10] * db0 + pk[11] * db1,
-                                    pk[6] + pk[13] * db0 + pk[14] * db1};
-            const cq__v4_f32 B2 = {0, pk[9], pk[12], pk[15]};
-            const float t0 = wf * w[0], t1 = wf * w[1], t2 = wf * w[2];
-            const cq__v4_f32 W0 = {t0, t0, t0, t0}, W1 = {t1, t1, t1, t1}, W2 = {t2, t2, t2, t2};
-            const cq__v4_f32 D0 = {dl[0], dl[0], dl[0], dl[0]}, D1 = {dl[1], dl[1], dl[1], dl[1]}, D2 = {dl[2], dl[2], dl[2], dl[2]};
-            A0 += W0 * (P + B2 * D0);
-            A1 += W1 * (P + B2 * D1);
-            A2 += W2 * (P + B2 * D2);
-        }
-    }
-    for (int c = 0; c < 4; ++c) { acc[0][c] = A0[c]; acc[1][c] = A1[c]; acc[2][c] = A2[c]; }
-}
-#else   /* the same operations, one value at a time */
-static void cq__gather_cell4_3d_f32(const float *pk, int count, const int *o, const cq__params_f32 *prm,
-                                                 float acc[3][4])
-{
+#endif
     for (int j = 0; j < count; ++j, pk += CQ__PK(3)) {
         float w[3], dl[3], P[4], B2[4], wf = 1;
         CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {   /* the fixed offsets' weights */
@@ -10683,13 +10646,27 @@ static void cq__gather_cell4_3d_f32(const float *pk, int count, const int *o, co
             }
             P[1 + a] = part; B2[1 + a] = pk[1 + 2 * 3 + a * 3 + 2];
         }
+#if CQ__CPU_V4
+        {
+            const cq__v4_f32 Pv = {P[0], P[1], P[2], P[3]}, Bv = {B2[0], B2[1], B2[2], B2[3]};
+            const float t0 = wf * w[0], t1 = wf * w[1], t2 = wf * w[2];
+            const cq__v4_f32 W0 = {t0, t0, t0, t0}, W1 = {t1, t1, t1, t1}, W2 = {t2, t2, t2, t2};
+            const cq__v4_f32 D0 = {dl[0], dl[0], dl[0], dl[0]}, D1 = {dl[1], dl[1], dl[1], dl[1]}, D2 = {dl[2], dl[2], dl[2], dl[2]};
+            A0 += W0 * (Pv + Bv * D0);
+            A1 += W1 * (Pv + Bv * D1);
+            A2 += W2 * (Pv + Bv * D2);
+        }
+#else   /* the same operations, one value at a time */
         CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) {
             const float wt = wf * w[k];
             CQ__CPU_UNROLL for (int c = 0; c < 4; ++c) acc[k][c] += wt * (P[c] + B2[c] * dl[k]);
         }
-    }
-}
 #endif
+    }
+#if CQ__CPU_V4
+    for (int c = 0; c < 4; ++c) { acc[0][c] = A0[c]; acc[1][c] = A1[c]; acc[2][c] = A2[c]; }
+#endif
+}
 
 /* The contributions of `count` packed particles of one cell to its 3 nodes along the last axis
    (the other offsets o[0..D-2] given), in order, into acc[node][0] (mass) and acc[node][1 + a]
@@ -10698,53 +10675,16 @@ static void cq__gather_cell4_3d_f32(const float *pk, int count, const int *o, co
    mass + 0 * d, which is the mass), and the sums stay in registers over the cell's particles
    instead of waiting on the row's stores.  With gcc or clang (CQ__CPU_V4, >>cpu_v4) the 4-wide
    vectors are written as such (GNU vector extensions: elementwise IEEE operations, the same bits
-   as the scalar loop below, which other compilers and CQ_CPU_V4=0 take); gcc 12 built the vector
+   as the scalar loop beside them, which other compilers and CQ_CPU_V4=0 take); gcc 12 built the vector
    from scalars by shuffles at every particle (on an Intel Xeon the gather took 32% of a 3D 8k
    NeoHookean f64 backward, its hottest instructions broadcasts and unpacks). */
-#if CQ__CPU_V4
 static void cq__gather_cell4_3d_f64(const double *pk, int count, const int *o, const cq__params_f64 *prm,
                                                  double acc[3][4])
 {
+#if CQ__CPU_V4
     cq__v4_f64 A0 = {acc[0][0], acc[0][1], acc[0][2], acc[0][3]}, A1 = {acc[1][0], acc[1][1], acc[1][2], acc[1][3]},
                   A2 = {acc[2][0], acc[2][1], acc[2][2], acc[2][3]};
-    const double dx = prm->dx, o0 = (double)o[0], o1 = (double)o[1];
-    for (int j = 0; j < count; ++j, pk += CQ__PK(3)) {
-        double w[3], dl[3], wf = 1;
-        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {   /* the fixed offsets' weights */
-            const double f = pk[1 + a];
-            const int ok = o[a];
-            const double e = ok == 0 ? (double)1.5 - f : (ok == 1 ? f - 1 : f - (double)0.5);
-            const double wa = ok == 1 ? (double)0.75 - e * e : (double)0.5 * e * e;
-            wf = a == 0 ? wa : wf * wa;
-        }
-        {
-            const double f = pk[3];   /* the last axis: its 3 nodes */
-            CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) {
-                const double e = k == 0 ? (double)1.5 - f : (k == 1 ? f - 1 : f - (double)0.5);
-                w[k] = k == 1 ? (double)0.75 - e * e : (double)0.5 * e * e;
-                dl[k] = ((double)k - f) * dx;
-            }
-        }
-        {
-            /* P = (mass, a + B (x_row - x_p) over the two fixed axes), B2 = (0, B's last column) */
-            const double db0 = (o0 - pk[1]) * dx, db1 = (o1 - pk[2]) * dx;
-            const cq__v4_f64 P = {pk[0], pk[4] + pk[7] * db0 + pk[8] * db1, pk[5] + pk[10] * db0 + pk[11] * db1,
-                                    pk[6] + pk[13] * db0 + pk[14] * db1};
-            const cq__v4_f64 B2 = {0, pk[9], pk[12], pk[15]};
-            const double t0 = wf * w[0], t1 = wf * w[1], t2 = wf * w[2];
-            const cq__v4_f64 W0 = {t0, t0, t0, t0}, W1 = {t1, t1, t1, t1}, W2 = {t2, t2, t2, t2};
-            const cq__v4_f64 D0 = {dl[0], dl[0], dl[0], dl[0]}, D1 = {dl[1], dl[1], dl[1], dl[1]}, D2 = {dl[2], dl[2], dl[2], dl[2]};
-            A0 += W0 * (P + B2 * D0);
-            A1 += W1 * (P + B2 * D1);
-            A2 += W2 * (P + B2 * D2);
-        }
-    }
-    for (int c = 0; c < 4; ++c) { acc[0][c] = A0[c]; acc[1][c] = A1[c]; acc[2][c] = A2[c]; }
-}
-#else   /* the same operations, one value at a time */
-static void cq__gather_cell4_3d_f64(const double *pk, int count, const int *o, const cq__params_f64 *prm,
-                                                 double acc[3][4])
-{
+#endif
     for (int j = 0; j < count; ++j, pk += CQ__PK(3)) {
         double w[3], dl[3], P[4], B2[4], wf = 1;
         CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {   /* the fixed offsets' weights */
@@ -10772,13 +10712,27 @@ static void cq__gather_cell4_3d_f64(const double *pk, int count, const int *o, c
             }
             P[1 + a] = part; B2[1 + a] = pk[1 + 2 * 3 + a * 3 + 2];
         }
+#if CQ__CPU_V4
+        {
+            const cq__v4_f64 Pv = {P[0], P[1], P[2], P[3]}, Bv = {B2[0], B2[1], B2[2], B2[3]};
+            const double t0 = wf * w[0], t1 = wf * w[1], t2 = wf * w[2];
+            const cq__v4_f64 W0 = {t0, t0, t0, t0}, W1 = {t1, t1, t1, t1}, W2 = {t2, t2, t2, t2};
+            const cq__v4_f64 D0 = {dl[0], dl[0], dl[0], dl[0]}, D1 = {dl[1], dl[1], dl[1], dl[1]}, D2 = {dl[2], dl[2], dl[2], dl[2]};
+            A0 += W0 * (Pv + Bv * D0);
+            A1 += W1 * (Pv + Bv * D1);
+            A2 += W2 * (Pv + Bv * D2);
+        }
+#else   /* the same operations, one value at a time */
         CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) {
             const double wt = wf * w[k];
             CQ__CPU_UNROLL for (int c = 0; c < 4; ++c) acc[k][c] += wt * (P[c] + B2[c] * dl[k]);
         }
-    }
-}
 #endif
+    }
+#if CQ__CPU_V4
+    for (int c = 0; c < 4; ++c) { acc[0][c] = A0[c]; acc[1][c] = A1[c]; acc[2][c] = A2[c]; }
+#endif
+}
 
 /* What the range functions of one substep (or its adjoint) read. */
 typedef struct cq__sub_task_2d_fixed_corotated_f32 {

@@ -1829,10 +1829,12 @@ CQ__DEV void cq__sort_fill_2d_f64(int p, const int *keys, int *cell_end, int *or
     order[atomicAdd(&cell_end[keys[p]], 1)] = p;
 }
 
-/* order[b .. e) (one cell's particles) into increasing particle index, then rank[p] = p's slot.
-   Up to CQ__ORDER_R particles: read once, each written at its rank among them (the indices are
-   distinct); more: an insertion sort in place.  Before: the insertion sort alone, one dependent
-   global load after another: 25 us a substep at 512k particles on an H100. */
+/* rank[p] = p's slot, for the particles order[b .. e) of one cell in increasing particle index.
+   Up to CQ__ORDER_R particles: read once, each ranked among them (the indices are distinct);
+   more: an insertion sort in place first.  The order array is the sort's scratch (rank and
+   cell_end are what the kernels after it read), so the short path leaves it as the fill wrote
+   it.  Before: the insertion sort alone, one dependent global load after another: 25 us a
+   substep at 512k particles on an H100. */
 #define CQ__ORDER_R 16
 CQ__DEV void cq__sort_cell_2d_f64(int b, int e, int *order, int *rank)
 {
@@ -1843,7 +1845,6 @@ CQ__DEV void cq__sort_cell_2d_f64(int b, int e, int *order, int *rank)
             int r = b;
             if (b + k >= e) break;
             CQ__UNROLL for (int j = 0; j < CQ__ORDER_R; ++j) r += v[j] < v[k];
-            order[r] = v[k];
             rank[v[k]] = r;
         }
         return;
@@ -1861,25 +1862,32 @@ CQ__DEV void cq__sort_cell_2d_f64(int b, int e, int *order, int *rank)
    tile's total returned to every thread.  Thread t holds values b + k nt + t (k < CQ__SCAN_R):
    every load and store of a warp is one contiguous run.  Each k is scanned within the warp
    (shuffles), the warps' totals (in index order: k, then warp) are scanned by the block, and
-   each value gets its prefix.  write 0: the total alone.  Integer sums: exact, the serial
-   scan's result.  The caller synchronises before the block reads data again.  Before (one
+   each value gets its prefix.  write 0: the total alone; 2: each value is two 16-bit counts
+   (cells 2i, 2i + 1: lo, hi) scanned as cells, and becomes their two starts (a, a + lo) packed
+   the same way (the one-block sort's shared counts: every start <= n < 65536).  Integer sums:
+   exact, the serial scan's result.  The caller synchronises before the block reads data again.  Before (one
    thread a contiguous run, strided loads): at 512k particles the scans of the 2M cells took
    218 us a substep on an H100 (scan_top 159: one block walking 65536 chunk sums).  CQ__SCAN_R 16 took 95-139
    registers (ptxas, sm_90): too many for a block of 1024. */
 #define CQ__SCAN_BLOCK 1024
+#define CQ__PAIR_SUM(u, write) ((write) == 2 ? ((u) & 0xffff) + ((u) >> 16) : (u))
 CQ__DEV int cq__tile_scan_2d_f64(int *data, int b, int e, int carry, int write, int t, int nt)
 {
     __shared__ int wsum[CQ__SCAN_R * (CQ__SCAN_BLOCK / 32)], wtop[CQ__SCAN_BLOCK / 32];
     const int lane = t & 31, w = t >> 5, nw = nt >> 5, m = CQ__SCAN_R * nw;
     int v[CQ__SCAN_R], x[CQ__SCAN_R], total = 0, y, xs;
     if (nt == 1) {
-        for (int i = b; i < e; ++i) { const int u = data[i]; if (write) data[i] = carry + total; total += u; }
+        for (int i = b; i < e; ++i) {
+            const int u = data[i], a = carry + total;
+            if (write) data[i] = write == 2 ? a | ((a + (u & 0xffff)) << 16) : a;
+            total += CQ__PAIR_SUM(u, write);
+        }
         return total;
     }
     CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k) {
         const int i = b + k * nt + t;
         v[k] = i < e ? data[i] : 0;
-        x[k] = v[k];
+        x[k] = CQ__PAIR_SUM(v[k], write);
     }
     for (int o = 1; o < 32; o <<= 1) CQ__WARP_SCAN_STEP(x, CQ__SCAN_R, o, lane);
     if (lane == 31) CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k) wsum[k * nw + w] = x[k];
@@ -1898,48 +1906,94 @@ CQ__DEV int cq__tile_scan_2d_f64(int *data, int b, int e, int carry, int write, 
     if (write)
         CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k) {
             const int i = b + k * nt + t;
-            if (i < e) data[i] = carry + wsum[k * nw + w] + x[k] - v[k];
+            const int a = carry + wsum[k * nw + w] + x[k] - CQ__PAIR_SUM(v[k], write);
+            if (i < e) data[i] = write == 2 ? a | ((a + (v[k] & 0xffff)) << 16) : a;
         }
     __syncthreads();   /* wsum free for the next call */
     return total;
 }
 
 /* data[0..n) exclusive-scanned in place by one block, CQ__SCAN_R nt values a pass */
-CQ__DEV void cq__block_scan_2d_f64(int n, int *data, int t, int nt)
+CQ__DEV void cq__block_scan_2d_f64(int n, int *data, int write, int t, int nt)
 {
     int carry = 0;
-    for (int b = 0; b < n; b += CQ__SCAN_R * nt) carry += cq__tile_scan_2d_f64(data, b, b + CQ__SCAN_R * nt < n ? b + CQ__SCAN_R * nt : n, carry, 1, t, nt);
+    for (int b = 0; b < n; b += CQ__SCAN_R * nt) carry += cq__tile_scan_2d_f64(data, b, b + CQ__SCAN_R * nt < n ? b + CQ__SCAN_R * nt : n, carry, write, t, nt);
 }
 
 /* The whole sort in one block of CQ__SCAN_BLOCK threads (cells <= 64 CQ__SCAN_BLOCK): zero the
    counts, count, scan, fill, order, with a barrier between the steps.  It replaces a memset and
-   four launches or more. */
+   four launches or more.  Where the cells fit (2 CQ__SORT_SHARED_WORDS, and n < 32768) the counts
+   and cursors live in shared memory, two cells a word (16 bits each: no count, start or cursor
+   reaches its neighbour's bits); where the particles fit beside them, the order too (16-bit
+   indices), and each particle then finds its own slot (its cell's start + the cell's particles
+   of lower index: a few shared loads, a thread's particles side by side, no thread walking cells
+   one after the other): only keys, cell_end and rank touch global memory.  Else they live in
+   cell_end and order, each atomic and each cell's order a round trip to L2, a thread ordering its
+   cells in turn.  The same integers every way.  On an H100 (ncu), the 2D 6.4k block's (16384
+   cells) sort took 30.9 us with everything in global memory, 28.0 with the counts in shared
+   memory, 26.0 with the order there too but still ordered cell by cell (local-memory arrays, a
+   thread's ~5 occupied cells in turn); the slot per particle is unmeasured. */
+#define CQ__SORT_SHARED_WORDS 11520   /* 46080 bytes: with the scan's 1152, under the 48 KB of static shared memory */
+#define CQ__SORT_AT(c) (pk ? sm.w[(c) >> 1] >> (((c) & 1) << 4) & 0xffff : cell_end[c])
 __global__ void CQ__BOUNDS_ONE_BLOCK cq__cell_sort_2d_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s, int cells, int * keys, int * cell_end, int * order, int * rank)
 {
+    __shared__ union { int w[CQ__SORT_SHARED_WORDS]; unsigned short h[2 * CQ__SORT_SHARED_WORDS]; } sm;
     const int serial = CQ__BLOCK_SERIAL, t = serial ? 0 : (int)threadIdx.x, nt = serial ? 1 : (int)blockDim.x;
+    const int pk = (cells + 1) / 2 <= CQ__SORT_SHARED_WORDS && n < 32768, words = pk ? (cells + 1) >> 1 : cells;
+    int *cnt = pk ? sm.w : cell_end;   /* cell c's count, then start, then cursor, then end: CQ__SORT_AT */
+    unsigned short *o16 = pk && words + (n + 1) / 2 <= CQ__SORT_SHARED_WORDS ? sm.h + 2 * words : 0;   /* the order, or NULL: in order[] */
+    int key[CQ__SCAN_R];   /* a batch's cells, kept for the fill when one batch holds every particle */
     if (serial && threadIdx.x) return;
-    for (int c = t; c < cells; c += nt) cell_end[c] = 0;
+    for (int c = t; c < words; c += nt) cnt[c] = 0;
     __syncthreads();
-    for (int p = t; p < n; p += nt) cq__sort_count_2d_f64(p, &prm, s, keys, cell_end);
+    for (int p0 = 0; p0 < n; p0 += CQ__SCAN_R * nt) {   /* count: a batch's positions loaded together */
+        CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k) { const int p = p0 + k * nt + t; key[k] = p < n ? cq__cell_2d_f64(p, &prm, s) : -1; }
+        CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k)
+            if (key[k] >= 0) {
+                keys[p0 + k * nt + t] = key[k];
+                atomicAdd(&cnt[pk ? key[k] >> 1 : key[k]], pk ? 1 << ((key[k] & 1) << 4) : 1);
+            }
+    }
     __syncthreads();
-    cq__block_scan_2d_f64(cells, cell_end, t, nt);
+    cq__block_scan_2d_f64(words, cnt, pk ? 2 : 1, t, nt);
     __syncthreads();
     for (int p0 = 0; p0 < n; p0 += CQ__SCAN_R * nt) {   /* fill: the atomics of a batch issued together */
-        int key[CQ__SCAN_R], at[CQ__SCAN_R];
-        CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k) { const int p = p0 + k * nt + t; key[k] = p < n ? keys[p] : -1; }
-        CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k) at[k] = key[k] >= 0 ? atomicAdd(&cell_end[key[k]], 1) : 0;
-        CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k) if (key[k] >= 0) order[at[k]] = p0 + k * nt + t;
+        int at[CQ__SCAN_R];
+        if (n > CQ__SCAN_R * nt) CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k) { const int p = p0 + k * nt + t; key[k] = p < n ? keys[p] : -1; }
+        CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k) {
+            const int sh = pk ? (key[k] & 1) << 4 : 0;
+            at[k] = key[k] >= 0 ? atomicAdd(&cnt[pk ? key[k] >> 1 : key[k]], 1 << sh) : 0;
+            if (pk) at[k] = at[k] >> sh & 0xffff;
+        }
+        CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k)
+            if (key[k] >= 0) { if (o16) o16[at[k]] = (unsigned short)(p0 + k * nt + t); else order[at[k]] = p0 + k * nt + t; }
     }
     __syncthreads();
-    for (int c0 = 0; c0 < cells; c0 += CQ__SCAN_R * nt) {   /* order: a batch's cell ends read together */
-        int b[CQ__SCAN_R], e[CQ__SCAN_R];
-        CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k) {
-            const int c = c0 + k * nt + t;
-            e[k] = c < cells ? cell_end[c] : 0;
-            b[k] = c < cells && c > 0 ? cell_end[c - 1] : 0;   /* cell 0 starts at 0; past the end: e = b = 0 */
+    if (pk) for (int c = t; c < cells; c += nt) cell_end[c] = CQ__SORT_AT(c);
+    if (o16)   /* order: each particle's slot, its cell's start + the cell's particles of lower index */
+        for (int p0 = 0; p0 < n; p0 += CQ__SCAN_R * nt) {
+            if (n > CQ__SCAN_R * nt) CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k) { const int p = p0 + k * nt + t; key[k] = p < n ? keys[p] : -1; }
+            CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k) {
+                const int p = p0 + k * nt + t, c = key[k];
+                int b, e, r;
+                if (c < 0) continue;
+                b = c > 0 ? CQ__SORT_AT(c - 1) : 0;
+                e = CQ__SORT_AT(c);
+                r = b;
+                for (int j = b; j < e; ++j) r += o16[j] < p;
+                rank[p] = r;
+            }
         }
-        for (int k = 0; k < CQ__SCAN_R; ++k) if (e[k] > b[k]) cq__sort_cell_2d_f64(b[k], e[k], order, rank);
-    }
+    else
+        for (int c0 = 0; c0 < cells; c0 += CQ__SCAN_R * nt) {   /* order: a batch's cell ends read together */
+            int b[CQ__SCAN_R], e[CQ__SCAN_R];
+            CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k) {
+                const int c = c0 + k * nt + t;
+                e[k] = c < cells ? CQ__SORT_AT(c) : 0;
+                b[k] = c < cells && c > 0 ? CQ__SORT_AT(c - 1) : 0;   /* cell 0 starts at 0; past the end: e = b = 0 */
+            }
+            for (int k = 0; k < CQ__SCAN_R; ++k) if (e[k] > b[k]) cq__sort_cell_2d_f64(b[k], e[k], order, rank);
+        }
 }
 
 __global__ void cq__cell_count_2d_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s, int * keys, int * cell_end)
@@ -1965,7 +2019,7 @@ __global__ void CQ__BOUNDS_ONE_BLOCK cq__scan_top_2d_f64_kernel(int n, int * dat
 {
     const int serial = CQ__BLOCK_SERIAL;
     if (serial && threadIdx.x) return;
-    cq__block_scan_2d_f64(n, data, serial ? 0 : (int)threadIdx.x, serial ? 1 : (int)blockDim.x);
+    cq__block_scan_2d_f64(n, data, 1, serial ? 0 : (int)threadIdx.x, serial ? 1 : (int)blockDim.x);
 }
 
 __global__ void cq__scan_down_2d_f64_kernel(int n, int * data, const int * offsets)

@@ -498,14 +498,22 @@ static int fault(const char *mode)
 
 /* grids of more than 65536 nodes (48^3: whole tiles of the scan; 43^3: the last tile partial):
    the sort's scan takes its multi-level path (tile sums, then the one-block scan, then the
-   tiles); 24^3 (13824 nodes): the one-block sort, its scan in two passes of 8192.  Each must
-   still give the CPU's state */
+   tiles); the one-block sort's three ways (kernels.cu.j2 cell_sort; a block of 11^3 particles):
+   32^3 (32768 nodes) its counts and order in global memory, 28^3 (21952) the counts in shared
+   memory and the order in global memory, 24^3 (13824) both in shared memory, its scan in two
+   passes of 8192.  Each must still give the CPU's state */
 TEST(a_large_grid_sorts_like_the_cpu)
 {
     double x[2][MAXN * 3];
-    const int mock = mock_sym("cq_mock_readbacks") != NULL, sizes[3] = {48, 43, 24};
-    build_scene(3);
-    for (int r = 0; r < 3; ++r) {
+    const int mock = mock_sym("cq_mock_readbacks") != NULL, sizes[5] = {48, 43, 32, 28, 24};
+    unsigned seed = 11;
+    g_n = 0;
+    for (int i = 0; i < 11 * 11 * 11; ++i, ++g_n)
+        for (int a = 0; a < 3; ++a) {
+            g_x0[3 * i + a] = 0.3 + (((a == 0 ? i : a == 1 ? i / 11 : i / 121) % 11) + 0.5) / 64;
+            g_v0[3 * i + a] = (a == 1 ? -0.5 : 0.0) + 0.1 * (urand(&seed) - 0.5);
+        }
+    for (int r = 0; r < 5; ++r) {
     const int res = sizes[r];
     for (int b = 0; b < 2; ++b) {
         cq_sim_desc d;

@@ -18400,7 +18400,7 @@ cq_result cq_world_control_grad_feedback(const cq_world *w, const double *dL_dst
 #if CQ__HAS_CUDA
 /* ---- BEGIN GENERATED: embedded PTX (byte arrays; the readable code ends above) from templates/ptx.j2.
    DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
-/* PTX module 2d_f32: sha256 00c2ebf3295c20fa0b0e160e6fdcb9e6b0024827114feafb4e0780f2be582e5d, nvrtc 12.0, PTX ISA 8.0, 601920 bytes, fnv1a 0x5fd51bbf, lz 167073 bytes */
+/* PTX module 2d_f32: sha256 c963dac94751e204d6f807a591357360f4890b5f7642b907ba4c721549a109ec, nvrtc 12.0, PTX ISA 8.0, 601920 bytes, fnv1a 0x5fd51bbf, lz 167073 bytes */
 static const unsigned char cq__ptx_2d_f32_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -23626,7 +23626,7 @@ static const unsigned char cq__ptx_2d_f32_lz[] = {
 10
 };
 static const cq__ptx_module cq__ptx_2d_f32 = { cq__ptx_2d_f32_lz, 167073, 601920, 0x5fd51bbfu };
-/* PTX module 2d_f64: sha256 65ddb18f3b0cdad2560a83080758be78ef1703f7854668e57677bfff4539dd90, nvrtc 12.0, PTX ISA 8.0, 621820 bytes, fnv1a 0x01f9c5c9, lz 168683 bytes */
+/* PTX module 2d_f64: sha256 0098e8d189820e4efc6348629f7a6fac4c9b7f910ed9d6f2a9ab17b03842424e, nvrtc 12.0, PTX ISA 8.0, 621820 bytes, fnv1a 0x01f9c5c9, lz 168683 bytes */
 static const unsigned char cq__ptx_2d_f64_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -28902,7 +28902,7 @@ static const unsigned char cq__ptx_2d_f64_lz[] = {
 141,0,4,91,9,80,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_2d_f64 = { cq__ptx_2d_f64_lz, 168683, 621820, 0x01f9c5c9u };
-/* PTX module 3d_f32: sha256 763de0b63ac9ac6b265a76f97491c3a564a45868da74c90109faad86622ac389, nvrtc 12.0, PTX ISA 8.0, 715392 bytes, fnv1a 0x22f7e174, lz 202450 bytes */
+/* PTX module 3d_f32: sha256 808624f515f394b46c992d2fa44ad9978f99633744efb4029a0af00f6513a84e, nvrtc 12.0, PTX ISA 8.0, 715392 bytes, fnv1a 0x22f7e174, lz 202450 bytes */
 static const unsigned char cq__ptx_3d_f32_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -35233,7 +35233,7 @@ static const unsigned char cq__ptx_3d_f32_lz[] = {
 101,55,6,141,0,0,52,19,144,114,101,116,59,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_3d_f32 = { cq__ptx_3d_f32_lz, 202450, 715392, 0x22f7e174u };
-/* PTX module 3d_f64: sha256 8affe4aa2933b351cd1cd7badcae3cf2b00e6692cfbac85d1f6b05b581725245, nvrtc 12.0, PTX ISA 8.0, 747292 bytes, fnv1a 0x9e2b8ee8, lz 205032 bytes */
+/* PTX module 3d_f64: sha256 9e76a3bbd0f84dbf4067f1d3cf2b4352d6461806363d776a99d98725a17c0152, nvrtc 12.0, PTX ISA 8.0, 747292 bytes, fnv1a 0x9e2b8ee8, lz 205032 bytes */
 static const unsigned char cq__ptx_3d_f64_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,

@@ -1928,6 +1928,11 @@ CQ__DEV void cq__block_scan_2d_f32(int n, int *data, int write, int t, int nt)
    cells) sort took 30.9 us with everything in global memory, 28.0 with the counts in shared
    memory, 26.0 with the order there too but still ordered cell by cell (local-memory arrays, a
    thread's ~5 occupied cells in turn); the slot per particle is unmeasured. */
+/* key[k] = keys[p] of a batch's particles p = p0 + k nt + t (-1 past n) */
+CQ__DEV void cq__batch_keys_2d_f32(const int *keys, int p0, int n, int t, int nt, int *key)
+{
+    CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k) { const int p = p0 + k * nt + t; key[k] = p < n ? keys[p] : -1; }
+}
 #define CQ__SORT_SHARED_WORDS 11520   /* 46080 bytes: with the scan's 1152, under the 48 KB of static shared memory */
 #define CQ__SORT_AT(c) (pk ? sm.w[(c) >> 1] >> (((c) & 1) << 4) & 0xffff : cell_end[c])
 __global__ void CQ__BOUNDS_ONE_BLOCK cq__cell_sort_2d_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, int cells, int * keys, int * cell_end, int * order, int * rank)
@@ -1954,7 +1959,7 @@ __global__ void CQ__BOUNDS_ONE_BLOCK cq__cell_sort_2d_f32_kernel(int n, cq__para
     __syncthreads();
     for (int p0 = 0; p0 < n; p0 += CQ__SCAN_R * nt) {   /* fill: the atomics of a batch issued together */
         int at[CQ__SCAN_R];
-        if (n > CQ__SCAN_R * nt) CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k) { const int p = p0 + k * nt + t; key[k] = p < n ? keys[p] : -1; }
+        if (n > CQ__SCAN_R * nt) cq__batch_keys_2d_f32(keys, p0, n, t, nt, key);
         CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k) {
             const int sh = pk ? (key[k] & 1) << 4 : 0;
             at[k] = key[k] >= 0 ? atomicAdd(&cnt[pk ? key[k] >> 1 : key[k]], 1 << sh) : 0;
@@ -1967,7 +1972,7 @@ __global__ void CQ__BOUNDS_ONE_BLOCK cq__cell_sort_2d_f32_kernel(int n, cq__para
     if (pk) for (int c = t; c < cells; c += nt) cell_end[c] = CQ__SORT_AT(c);
     if (o16)   /* order: each particle's slot, its cell's start + the cell's particles of lower index */
         for (int p0 = 0; p0 < n; p0 += CQ__SCAN_R * nt) {
-            if (n > CQ__SCAN_R * nt) CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k) { const int p = p0 + k * nt + t; key[k] = p < n ? keys[p] : -1; }
+            if (n > CQ__SCAN_R * nt) cq__batch_keys_2d_f32(keys, p0, n, t, nt, key);
             CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k) {
                 const int p = p0 + k * nt + t, c = key[k];
                 int b, e, r;

@@ -9,7 +9,7 @@
 # dam breaks (bench/fluid.c --gpu, 2D and 3D, ~100k and ~1M particles).  Between the two: the 2D
 # block again with 10 substeps per step, and with the sort of small scenes as launches.  PROFILE=1 also runs
 # Nsight Compute (ncu): each kernel's time in a 512k and an 8k cube (bench/gpu_kernels.c), and the
-# main kernels' throughput and occupancy at 512k.  BEFORE=path/to/an/older/
+# main kernels' throughput and occupancy at 512k, and the one-block sort's warp stalls by source line.  BEFORE=path/to/an/older/
 # chainqueen.h also runs the shuffled cubes and the lattice 3D cubes with that header (the same
 # bench.c), for a before/after in one run, e.g. `git show 1aadf2e:chainqueen.h > build/before.h`
 # (the last tree whose per-particle kernels ran over sorted slots), then BEFORE=build/before.h;
@@ -52,4 +52,8 @@ if [ "${PROFILE:-0}" = 1 ] && command -v ncu >/dev/null 2>&1; then
     done
     ncu --kernel-name regex:'gather_fwd_3d|p2g_fwd_3d|g2p_fwd_3d|g2p_adj_3d|p2g_adj_' --launch-skip 30 --launch-count 6 \
         --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy ./build/gpu_kernels 3 80 128
+    # the small scenes' one-block sort (the 2D block): its time, and where its warps stall (each
+    # step's share: the source lines' counters; 26 us on an H100 where ~10 were predicted)
+    ncu --kernel-name regex:'cell_sort_2d_f32' --launch-skip 20 --launch-count 1 --section SpeedOfLight \
+        --section WarpStateStats --section SourceCounters ./build/bench_gpu gpu only="2D block" quick
 fi

@@ -2076,7 +2076,8 @@ CQ__DEV void cq__sort_cell_3d_f64(int b, int e, int *order, int *rank)
    (shuffles), the warps' totals (in index order: k, then warp) are scanned by the block, and
    each value gets its prefix.  write 0: the total alone; 2: each value is two 16-bit counts
    (cells 2i, 2i + 1: lo, hi) scanned as cells, and becomes their two starts (a, a + lo) packed
-   the same way (the one-block sort's shared counts: every start <= n < 65536).  Integer sums:
+   the same way (the one-block sort's shared counts: every start <= n < 32768, so the high
+   half stays below the sign bit).  Integer sums:
    exact, the serial scan's result.  The caller synchronises before the block reads data again.  Before (one
    thread a contiguous run, strided loads): at 512k particles the scans of the 2M cells took
    218 us a substep on an H100 (scan_top 159: one block walking 65536 chunk sums).  CQ__SCAN_R 16 took 95-139
@@ -2132,33 +2133,41 @@ CQ__DEV void cq__block_scan_3d_f64(int n, int *data, int write, int t, int nt)
     for (int b = 0; b < n; b += CQ__SCAN_R * nt) carry += cq__tile_scan_3d_f64(data, b, b + CQ__SCAN_R * nt < n ? b + CQ__SCAN_R * nt : n, carry, write, t, nt);
 }
 
-/* The whole sort in one block of CQ__SCAN_BLOCK threads (cells <= 64 CQ__SCAN_BLOCK): zero the
-   counts, count, scan, fill, order, with a barrier between the steps.  It replaces a memset and
-   four launches or more.  Where the cells fit (2 CQ__SORT_SHARED_WORDS, and n < 32768) the counts
-   and cursors live in shared memory, two cells a word (16 bits each: no count, start or cursor
-   reaches its neighbour's bits); where the particles fit beside them, the order too (16-bit
-   indices), and each particle then finds its own slot (its cell's start + the cell's particles
-   of lower index: a few shared loads, a thread's particles side by side, no thread walking cells
-   one after the other): only keys, cell_end and rank touch global memory.  Else they live in
-   cell_end and order, each atomic and each cell's order a round trip to L2, a thread ordering its
-   cells in turn.  The same integers every way.  On an H100 (ncu), the 2D 6.4k block's (16384
-   cells) sort took 30.9 us with everything in global memory, 28.0 with the counts in shared
-   memory, 26.0 with the order there too but still ordered cell by cell (local-memory arrays, a
-   thread's ~5 occupied cells in turn); the slot per particle is unmeasured. */
 /* key[k] = keys[p] of a batch's particles p = p0 + k nt + t (-1 past n) */
 CQ__DEV void cq__batch_keys_3d_f64(const int *keys, int p0, int n, int t, int nt, int *key)
 {
     CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k) { const int p = p0 + k * nt + t; key[k] = p < n ? keys[p] : -1; }
 }
+
+/* The whole sort in one block of CQ__SCAN_BLOCK threads (cells <= 64 CQ__SCAN_BLOCK): zero the
+   counts, count, scan, fill, order, with a barrier between the steps.  It replaces a memset and
+   four launches or more.  Where the cells and the particles fit in shared memory (cells / 2 +
+   n / 2 <= CQ__SORT_SHARED_WORDS, n < 32768) the counts, starts and cursors live there, two
+   cells a word (16 bits each: no value reaches its neighbour's bits, nor the sign bit), beside
+   the order as 16-bit indices, and each particle finds its own slot (its cell's start + the
+   cell's particles of lower index: a few shared loads, no thread walking cells one after the
+   other): only keys, cell_end and rank touch global memory.  Else they live in cell_end and
+   order, each atomic and each cell's order a round trip to L2, a thread ordering its cells in
+   turn.  The same integers either way.  On an H100 (ncu), the 2D 6.4k block's (16384 cells)
+   sort took 30.9 us with everything in global memory, 28.0 with the counts in shared memory,
+   26.0 with the order there too but still ordered cell by cell (local-memory arrays, a thread's
+   ~5 occupied cells in turn); the slot per particle is unmeasured. */
+/* CQ__ROLLED: a loop nvcc keeps rolled (its unrolled copies, 8 of them in the batches, were most
+   of the kernel's PTX) */
+#if defined(__CUDACC__)
+#  define CQ__ROLLED _Pragma("unroll 1")
+#else
+#  define CQ__ROLLED
+#endif
 #define CQ__SORT_SHARED_WORDS 11520   /* 46080 bytes: with the scan's 1152, under the 48 KB of static shared memory */
-#define CQ__SORT_AT(c) (pk ? sm.w[(c) >> 1] >> (((c) & 1) << 4) & 0xffff : cell_end[c])
+#define CQ__SORT_AT(c) (sm.w[(c) >> 1] >> (((c) & 1) << 4) & 0xffff)   /* cell c's value in shared memory */
 __global__ void CQ__BOUNDS_ONE_BLOCK cq__cell_sort_3d_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s, int cells, int * keys, int * cell_end, int * order, int * rank)
 {
     __shared__ union { int w[CQ__SORT_SHARED_WORDS]; unsigned short h[2 * CQ__SORT_SHARED_WORDS]; } sm;
     const int serial = CQ__BLOCK_SERIAL, t = serial ? 0 : (int)threadIdx.x, nt = serial ? 1 : (int)blockDim.x;
-    const int pk = (cells + 1) / 2 <= CQ__SORT_SHARED_WORDS && n < 32768, words = pk ? (cells + 1) >> 1 : cells;
-    int *cnt = pk ? sm.w : cell_end;   /* cell c's count, then start, then cursor, then end: CQ__SORT_AT */
-    unsigned short *o16 = pk && words + (n + 1) / 2 <= CQ__SORT_SHARED_WORDS ? sm.h + 2 * words : 0;   /* the order, or NULL: in order[] */
+    const int pk = (cells + 1) / 2 + (n + 1) / 2 <= CQ__SORT_SHARED_WORDS && n < 32768, words = pk ? (cells + 1) >> 1 : cells;
+    int *cnt = pk ? sm.w : cell_end;   /* cell c's count, then start, then cursor, then end (pk: CQ__SORT_AT) */
+    unsigned short *o16 = sm.h + 2 * words;   /* pk: the order (after the counts) */
     int key[CQ__SCAN_R];   /* a batch's cells, kept for the fill when one batch holds every particle */
     if (serial && threadIdx.x) return;
     for (int c = t; c < words; c += nt) cnt[c] = 0;
@@ -2183,11 +2192,11 @@ __global__ void CQ__BOUNDS_ONE_BLOCK cq__cell_sort_3d_f64_kernel(int n, cq__para
             if (pk) at[k] = at[k] >> sh & 0xffff;
         }
         CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k)
-            if (key[k] >= 0) { if (o16) o16[at[k]] = (unsigned short)(p0 + k * nt + t); else order[at[k]] = p0 + k * nt + t; }
+            if (key[k] >= 0) { if (pk) o16[at[k]] = (unsigned short)(p0 + k * nt + t); else order[at[k]] = p0 + k * nt + t; }
     }
     __syncthreads();
-    if (pk) for (int c = t; c < cells; c += nt) cell_end[c] = CQ__SORT_AT(c);
-    if (o16)   /* order: each particle's slot, its cell's start + the cell's particles of lower index */
+    if (pk) {   /* order: each particle's slot, its cell's start + the cell's particles of lower index */
+        for (int c = t; c < cells; c += nt) cell_end[c] = CQ__SORT_AT(c);
         for (int p0 = 0; p0 < n; p0 += CQ__SCAN_R * nt) {
             if (n > CQ__SCAN_R * nt) cq__batch_keys_3d_f64(keys, p0, n, t, nt, key);
             CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k) {
@@ -2197,17 +2206,17 @@ __global__ void CQ__BOUNDS_ONE_BLOCK cq__cell_sort_3d_f64_kernel(int n, cq__para
                 b = c > 0 ? CQ__SORT_AT(c - 1) : 0;
                 e = CQ__SORT_AT(c);
                 r = b;
-                for (int j = b; j < e; ++j) r += o16[j] < p;
+                CQ__ROLLED for (int j = b; j < e; ++j) r += o16[j] < p;
                 rank[p] = r;
             }
         }
-    else
+    } else
         for (int c0 = 0; c0 < cells; c0 += CQ__SCAN_R * nt) {   /* order: a batch's cell ends read together */
             int b[CQ__SCAN_R], e[CQ__SCAN_R];
             CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k) {
                 const int c = c0 + k * nt + t;
-                e[k] = c < cells ? CQ__SORT_AT(c) : 0;
-                b[k] = c < cells && c > 0 ? CQ__SORT_AT(c - 1) : 0;   /* cell 0 starts at 0; past the end: e = b = 0 */
+                e[k] = c < cells ? cell_end[c] : 0;
+                b[k] = c < cells && c > 0 ? cell_end[c - 1] : 0;   /* cell 0 starts at 0; past the end: e = b = 0 */
             }
             for (int k = 0; k < CQ__SCAN_R; ++k) if (e[k] > b[k]) cq__sort_cell_3d_f64(b[k], e[k], order, rank);
         }

@@ -1811,7 +1811,7 @@ extern "C" {
 
 /* >>cuda_sort: the counting sort of the particles by cell (kernels.j2 >>cell_sort_).  count:
    each particle's cell into keys[p], and counts per cell (integer atomics: exact); the counts
-   become starts by an exclusive scan (scan_up, scan_top, scan_down over chunks); fill places
+   become starts by an exclusive scan (scan_top in one block, or scan_up and scan_down over tiles); fill places
    each particle at its cell's cursor (the cursor ends at the cell's end: cell_end); order puts
    each cell's particles in index order, so the order does not depend on which thread won a
    cursor, and writes each particle's slot into rank.  A small scene (host: cq__cuda_sort)
@@ -2018,7 +2018,8 @@ __global__ void cq__cell_count_2d_f64_kernel(int n, cq__params_f64 prm, cq__pvie
 
 /* the scan over the GPU (host: cq__cuda_scan): tile b = data[b T .. (b + 1) T), T = CQ__SCAN_R
    blockDim values; up: sums[b] = the tile's total; top: data[0..n) scanned by one block; down:
-   each tile scanned from offsets[b] */
+   each tile scanned from its offset, sums[0] + ... + sums[b - 1], which its block adds up itself
+   (integers: exact; a few thousand values at most) instead of a launch scanning the sums */
 __global__ void cq__scan_up_2d_f64_kernel(int n, int * data, int * sums)
 {
     const int serial = CQ__BLOCK_SERIAL, t = serial ? 0 : (int)threadIdx.x, nt = serial ? 1 : (int)blockDim.x;
@@ -2036,12 +2037,15 @@ __global__ void CQ__BOUNDS_ONE_BLOCK cq__scan_top_2d_f64_kernel(int n, int * dat
     cq__block_scan_2d_f64(n, data, 1, serial ? 0 : (int)threadIdx.x, serial ? 1 : (int)blockDim.x);
 }
 
-__global__ void cq__scan_down_2d_f64_kernel(int n, int * data, const int * offsets)
+__global__ void cq__scan_down_2d_f64_kernel(int n, int * data, int * sums)
 {
     const int serial = CQ__BLOCK_SERIAL, t = serial ? 0 : (int)threadIdx.x, nt = serial ? 1 : (int)blockDim.x;
-    const int T = CQ__SCAN_R * (int)blockDim.x, b = (int)blockIdx.x * T, e = n - b < T ? n : b + T;
+    const int T = CQ__SCAN_R * (int)blockDim.x, b = (int)blockIdx.x * T, e = n - b < T ? n : b + T, tiles = (int)blockIdx.x;
+    int offset = 0;
     if (serial && threadIdx.x) return;
-    cq__tile_scan_2d_f64(data, b, e, offsets[blockIdx.x], 1, t, nt);
+    for (int i = 0; i < tiles; i += CQ__SCAN_R * nt)   /* the earlier tiles' totals (read only: write 0) */
+        offset += cq__tile_scan_2d_f64(sums, i, tiles - i < CQ__SCAN_R * nt ? tiles : i + CQ__SCAN_R * nt, 0, 0, t, nt);
+    cq__tile_scan_2d_f64(data, b, e, offset, 1, t, nt);
 }
 
 __global__ void cq__cell_fill_2d_f64_kernel(int n, const int * keys, int * cell_end, int * order)
@@ -2463,7 +2467,7 @@ static void cq__cell_sort_2d_f64_kernel_emu(void **a) { cq__cell_sort_2d_f64_ker
 static void cq__cell_count_2d_f64_kernel_emu(void **a) { cq__cell_count_2d_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(cq__pview_f64 *)a[2], *(int * *)a[3], *(int * *)a[4]); }
 static void cq__scan_up_2d_f64_kernel_emu(void **a) { cq__scan_up_2d_f64_kernel(*(int *)a[0], *(int * *)a[1], *(int * *)a[2]); }
 static void cq__scan_top_2d_f64_kernel_emu(void **a) { cq__scan_top_2d_f64_kernel(*(int *)a[0], *(int * *)a[1]); }
-static void cq__scan_down_2d_f64_kernel_emu(void **a) { cq__scan_down_2d_f64_kernel(*(int *)a[0], *(int * *)a[1], *(const int * *)a[2]); }
+static void cq__scan_down_2d_f64_kernel_emu(void **a) { cq__scan_down_2d_f64_kernel(*(int *)a[0], *(int * *)a[1], *(int * *)a[2]); }
 static void cq__cell_fill_2d_f64_kernel_emu(void **a) { cq__cell_fill_2d_f64_kernel(*(int *)a[0], *(const int * *)a[1], *(int * *)a[2], *(int * *)a[3]); }
 static void cq__cell_order_2d_f64_kernel_emu(void **a) { cq__cell_order_2d_f64_kernel(*(int *)a[0], *(const int * *)a[1], *(int * *)a[2], *(int * *)a[3]); }
 static void cq__gather_fwd_2d_f64_kernel_emu(void **a) { cq__gather_fwd_2d_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(const int * *)a[2], *(const double * *)a[3], *(cq__gview_f64 *)a[4], *(double * *)a[5], *(int *)a[6], *(int * *)a[7]); }

@@ -1,6 +1,6 @@
 #!/bin/sh
 # The GPU test suite, for a machine with an NVIDIA GPU and driver (`sh tests/gpu/run.sh` from the
-# repository root; needs cc, and compute-sanitizer for the last two items, which are skipped
+# repository root; needs cc, and compute-sanitizer for the sanitizer items, which are skipped
 # without it).  `make test` runs the same host code against a mock driver everywhere else.
 #   1. parity with the CPU backend: forward states and every gradient, all 8 variants
 #      (tests/test_cuda.c; f64 to 1e-9, f32 to 1e-4 relative), cables, failing steps
@@ -12,18 +12,20 @@
 #      scene (CQ_CUDA_GATHER_ROWS=0; by default large scenes alone take it)
 #   6. compute-sanitizer memcheck, racecheck and synccheck (the one-block kernels' barriers) over
 #      the parity runs
-# Last line: N passed, N failed, N skipped.
+# The programs are built side by side first; then 1-4, 3 and 6 run as three lanes side by side
+# (about 5 minutes on an H100; its logs in build/gpu/logs).  Last line: N passed, N failed, N skipped.
 CC=${CC:-cc}; B=build/gpu; L=$B/logs
 mkdir -p $L
 WARN="-Wall -Wextra -Werror -pedantic"
-pass=0; fail=0; skipped=0
+R=$L/results   # one line per item (ok, FAIL, SKIP): the items run in lanes side by side (below)
 item() {
     name=$1; shift
     start=$(date +%s)
-    if "$@" >$L/$name.log 2>&1; then echo "ok   $name ($(( $(date +%s) - start ))s)"; pass=$((pass + 1))
-    else echo "FAIL $name (see $L/$name.log)"; tail -n 25 $L/$name.log; fail=$((fail + 1)); fi
+    if "$@" >$L/$name.log 2>&1; then echo "ok   $name ($(( $(date +%s) - start ))s)"; echo "ok $name" >>$R
+    else echo "FAIL $name (see $L/$name.log)"; tail -n 25 $L/$name.log; echo "FAIL $name" >>$R; fi
 }
-skip() { echo "SKIP $1: $2"; skipped=$((skipped + 1)); }
+skip() { echo "SKIP $1: $2"; echo "SKIP $1" >>$R; }
+summary() { echo "$(grep -c '^ok' $R) passed, $(grep -c '^FAIL' $R) failed, $(grep -c '^SKIP' $R) skipped"; }
 
 echo "device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo 'nvidia-smi not found')"
 # every program built first, side by side (each compiles the whole header, ~20 s: on a 16-core GPU
@@ -32,7 +34,7 @@ build() {   # build NAME FLAGS... SOURCE: $B/NAME, its log $L/cc_NAME.log, its s
     name=$1; shift
     ( $CC -std=c99 $WARN "$@" -o $B/$name -lm -ldl >$L/cc_$name.log 2>&1; echo $? >$L/cc_$name.rc ) &
 }
-rm -f $L/cc_*.rc
+rm -f $L/cc_*.rc $R
 build test_cuda -O2 -g tests/test_cuda.c
 build test_cuda_launches -O2 -g -DCQ_CUDA_SORT_ONE_BLOCK=0 tests/test_cuda.c
 build test_cuda_rows -O2 -g -DCQ_CUDA_GATHER_ROWS=0 tests/test_cuda.c
@@ -47,21 +49,26 @@ done
 ./$B/test_cuda > $L/probe.log 2>&1
 if grep -q '^SKIP' $L/probe.log; then
     skip all "$(grep '^SKIP' $L/probe.log | head -n 1)"
-    echo "$pass passed, $fail failed, $skipped skipped"; exit 1
+    summary; exit 1
 fi
+# three lanes side by side (processes on one GPU time-slice it: on an H100 three at a time cost
+# each item up to 2x its time alone, five at a time up to 2.7x): the gradient tests (~215 s
+# alone), the parity items, the sanitizers (~230 s); ~5 minutes in all instead of ~10
+(
 item parity sh -c "./$B/test_cuda | tee /dev/stderr | grep -q '^[0-9]* passed, 0 failed'"
 grep '^    [23]D' $L/parity.log
 item parity_sort_launches sh -c "./$B/test_cuda_launches | tee /dev/stderr | grep -q '^[0-9]* passed, 0 failed'"
 item parity_gather_rows sh -c "./$B/test_cuda_rows | tee /dev/stderr | grep -q '^[0-9]* passed, 0 failed'"
 item table3_on_gpu sh -c "./$B/test_table3 > $L/table3.out 2>&1; rc=\$?; cat $L/table3.out; grep -q 'backend: CUDA' $L/table3.out && [ \$rc -eq 0 ]"
-# the finite-difference gradient tests, and the bitwise one (checkpointed vs fully stored tapes:
-# every sum on the GPU is in a fixed order, actuation and cable gradients included)
-item gradients_on_gpu sh -c "for t in end_to_end each_wall running_loss long_horizon checkpointed cable_actuation; do ./$B/test_gradients \$t || exit 1; done"
 # batched scenes: CUDA vs CPU (1e-9 relative in f64: a GPU fuses multiply-adds) and two CUDA runs
 # bitwise equal (the sums are gathers in a fixed order: deterministic)
 item scenes_on_gpu sh -c "./$B/test_scenes | tee /dev/stderr | grep -q '^[0-9]* passed, 0 failed'"
 item world_parity sh -c "./$B/test_world_cuda | tee /dev/stderr | grep -q '^[0-9]* passed, 0 failed'"
 grep '^    [23]D' $L/world_parity.log
+) &
+# the finite-difference gradient tests, and the bitwise one (checkpointed vs fully stored tapes:
+# every sum on the GPU is in a fixed order, actuation and cable gradients included)
+( item gradients_on_gpu sh -c "for t in end_to_end each_wall running_loss long_horizon checkpointed cable_actuation; do ./$B/test_gradients \$t || exit 1; done" ) &
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer 2>/dev/null | head -n 1)
 if [ -n "$CS" ]; then
     item memcheck $CS --tool memcheck --error-exitcode 99 ./$B/test_cuda parity_all
@@ -74,5 +81,6 @@ else
     skip synccheck "compute-sanitizer not on PATH"
     skip world_memcheck "compute-sanitizer not on PATH"
 fi
-echo "$pass passed, $fail failed, $skipped skipped"
-[ $fail -eq 0 ]
+wait
+summary
+! grep -q '^FAIL' $R

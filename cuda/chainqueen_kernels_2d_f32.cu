@@ -80,6 +80,18 @@ void cq__emu_shfl_up_n(int *x, int n, int o);
 #else
 #  define CQ__CPU_UNROLL
 #endif
+/* CQ__GPU_UNROLL: the adjoints' 3^D node loop (stencil.j2 with grad), unrolled by nvcc/NVRTC
+   alone: rolled, the loop indexes the particle's weights w[D][3] and dw by its counters, which
+   puts them in a stack frame (local memory: 72 bytes in 3D f32, 144 in f64; ptxas -v, sm_90);
+   unrolled, they are registers.  On an H200 (ncu, 512k cube, f32): the G2P adjoint 82 -> 74 us,
+   the P2G adjoint's transfer half 125 -> 115 (at 96 registers; 80 with the frame).  G2P itself
+   stays rolled: unrolled it took 91 -> 97 us at 512k (8.4 from 9.7 at 8k).  The C compilers keep
+   the loop rolled (above). */
+#if defined(__CUDACC__)
+#  define CQ__GPU_UNROLL _Pragma("unroll")
+#else
+#  define CQ__GPU_UNROLL
+#endif
 
 /* kernel status codes returned by G2P */
 #define CQ__OK 0
@@ -426,9 +438,7 @@ CQ_HD void cq__gather_cell_2d_f32(const float *pk, int b, int e, const int *o, c
 {
     if (m) m[0] = m[1] = m[2] = 0;
     CQ__CPU_UNROLL for (int a = 0; a < 3 * 2; ++a) mom[a] = 0;
-    for (int k = b; k < e; ++k) {
-        cq__gather_row_2d_f32(pk + (long)k * CQ__PK(2), o, prm, m, mom);
-    }
+    for (int k = b; k < e; ++k) cq__gather_row_2d_f32(pk + (long)k * CQ__PK(2), o, prm, m, mom);
 }
 
 /* >>gather_rows_2d_f32: cq__gather_row_ for up to 3 rows of one particle's stencil at once: the
@@ -476,9 +486,7 @@ CQ_HD void cq__gather_cell3_2d_f32(const float *pk, int b, int e, const int *o, 
 {
     if (m) CQ__UNROLL for (int a = 0; a < 9; ++a) m[a] = 0;
     CQ__UNROLL for (int a = 0; a < 9 * 2; ++a) mom[a] = 0;
-    for (int k = b; k < e; ++k) {
-        cq__gather_rows_2d_f32(pk + (long)k * CQ__PK(2), o, oj, prm, m, mom);
-    }
+    for (int k = b; k < e; ++k) cq__gather_rows_2d_f32(pk + (long)k * CQ__PK(2), o, oj, prm, m, mom);
 }
 
 /* particle p's affine matrix G = -(4/dx^2) dt V0 P F^T + m C, from its stress P and F (P2G's,
@@ -1018,8 +1026,8 @@ CQ_HD void cq__g2p_adj_2d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
        computes it; the weights' derivative gets (v_i . (v_bar' + (4/dx) C_bar' d)) dw/dx_p; and
        x_p's part through d, -(4/dx^2) sum_i w C_bar'^T v_i = -(4/dx^2) C_bar'^T sum_i w v_i, is
        taken once from sv = sum_i w v_i after the loop (Bc = (4/dx) C_bar'). */
-    for (int i = 0; i < 3; ++i)
-    for (int j = 0; j < 3; ++j)
+    CQ__GPU_UNROLL for (int i = 0; i < 3; ++i)
+    CQ__GPU_UNROLL for (int j = 0; j < 3; ++j)
     {
         const int o[2] = {i, j};
         const float wt = w[0][i] * w[1][j];
@@ -1080,8 +1088,8 @@ CQ_HD void cq__p2g_adj_transfer_2d_f32(int p, const cq__params_f32 *prm,
        enters linearly in w is summed once, sp = sum_i w dL/dp_i: v_bar = m sp and m's part v . sp.
        (Summing G^T's part once too would save 9 multiply-adds per node, but then nvcc holds 253
        registers in the f64 kernel instead of 166.) */
-    for (int i = 0; i < 3; ++i)
-    for (int j = 0; j < 3; ++j)
+    CQ__GPU_UNROLL for (int i = 0; i < 3; ++i)
+    CQ__GPU_UNROLL for (int j = 0; j < 3; ++j)
     {
         const int o[2] = {i, j};
         const float wt = w[0][i] * w[1][j];
@@ -2058,10 +2066,10 @@ __global__ void cq__cell_order_2d_f32_kernel(int cells, const int * cell_end, in
     }
 }
 
-/* >>cuda_gather: P2G's node half (kernels.j2 >>grid_gather_) in two shapes.  gather: a block of 128
-   threads per row of nodes (along the last axis) by 32 nodes; gather_rows: a block per 3 rows
-   (neighbours along axis 0) by 32 nodes (host: cq__cuda_gather_threads and
-   CQ_CUDA_GATHER_ROWS pick and size them), of every scene.  The block's NJ rows receive from
+/* >>cuda_gather: P2G's node half (kernels.j2 >>grid_gather_) in two shapes.  gather: a block per
+   row of nodes (along the last axis) by 32 nodes; gather_rows: a block per 3 rows (neighbours
+   along axis 0) by 32 nodes (host: cq__cuda_gather_launch and CQ_CUDA_GATHER_ROWS pick
+   and size them: by default a thread for each cell a phase sums), of every scene.  The block's NJ rows receive from
    NJ + 2 rows of cells along axis 0, cells zb - 2 ..
    zb + 31 of each row.  Thread (phase, source row, cell) sums its cell's particles for the 3
    nodes of each of the block's rows it reaches (kernels.j2 cq__gather_cell_, 1 row; the rows
@@ -2083,7 +2091,7 @@ __global__ void cq__gather_fwd_2d_f32_kernel(int nodes, cq__params_f32 prm, cons
     enum { NZ = CQ__GATHER_NZ, NC = NZ + 2, NJ = 1, NS = NJ + 2, NV = 3, NN = NJ * NZ * NV, NPH = 1, PAR = 1 };
     /* nodes along the row, cells a row, the block's rows, source rows a phase, values a node,
        values of the block's nodes, phases, phases at once */
-    __shared__ int srow[PAR][NS], slive[PAR][NS];
+    __shared__ int srow[NPH][NS], slive[NPH][NS];   /* every phase's source rows: where, and whether any particle is near */
     __shared__ float part[PAR][NJ][3][NC][3][NV], res[NJ][NZ][NV];   /* part[phase][j][o[0]][cell][o[1]][value] */
     const int serial = CQ__BLOCK_SERIAL, t = serial ? 0 : (int)threadIdx.x, nt = serial ? 1 : (int)blockDim.x;
     const int L = prm.res[1], chunks = (L + NZ - 1) / NZ, R1 = prm.res[0], groups = (R1 + NJ - 1) / NJ;
@@ -2096,29 +2104,31 @@ __global__ void cq__gather_fwd_2d_f32_kernel(int nodes, cq__params_f32 prm, cons
     if (status && blockIdx.x == 0 && t == 0) *status = 0x7fffffff;   /* INT_MAX: no particle failed */
     if ((long)line * R1 * L >= nodes) return;   /* the whole block: no barrier passed */
     for (int it = t; it < NN; it += nt) sum[it] = 0;   /* read after the first phases' barriers */
+    /* every phase's source rows first, in one round of loads (most blocks of a large grid have
+       no particle near: they pass one barrier, not two a phase) */
+    for (int i = t; i < NPH * NS; i += nt) {   /* source row q of phase ph: r1 - 2 + q along axis 0 */
+        const int ph = i / NS, q = i % NS, c1 = r1 - 2 + q;
+        int ok = c1 >= 0 && c1 < R1;
+        srow[ph][q] = 0;
+        if (ok) {
+            const int cr = ((line) * R1 + c1) * L;
+            srow[ph][q] = cr;
+            ok = cell_end[cr + hi] > (cr + lo > 0 ? cell_end[cr + lo - 1] : 0);
+        }
+        slive[ph][q] = ok;
+    }
+    __syncthreads();
     for (int ph0 = 0; ph0 < NPH; ph0 += PAR) {
         int live = 0;
-        for (int i = t; i < PAR * NS; i += nt) {   /* source row q of phase ph0 + p: r1 - 2 + q along axis 0 */
-            const int p = i / NS, q = i % NS, c1 = r1 - 2 + q;
-            int ok = c1 >= 0 && c1 < R1;
-            srow[p][q] = 0;
-            if (ok) {
-                const int cr = ((line) * R1 + c1) * L;
-                srow[p][q] = cr;
-                ok = cell_end[cr + hi] > (cr + lo > 0 ? cell_end[cr + lo - 1] : 0);
-            }
-            slive[p][q] = ok;
-        }
-        __syncthreads();
-        for (int i = 0; i < PAR * NS; ++i) live |= slive[i / NS][i % NS];
+        for (int i = 0; i < PAR * NS; ++i) live |= slive[ph0 + i / NS][i % NS];
         if (live) {   /* the same for every thread: its barriers are the block's */
             for (int it = t; it < PAR * NS * NC; it += nt) {
                 const int p = it / (NS * NC), q = it / NC % NS, cc = it % NC, cz = zb - 2 + cc;
                 int oj[NJ], b = 0, e = 0;
                 int o[1];
                 CQ__UNROLL for (int j = 0; j < NJ; ++j) oj[j] = r1 + j < R1 ? j - q + 2 : -1;   /* o[0] from source row q to row j */
-                if (slive[p][q] && cz >= 0 && cz < L) {
-                    const int cell = srow[p][q] + cz;
+                if (slive[ph0 + p][q] && cz >= 0 && cz < L) {
+                    const int cell = srow[ph0 + p][q] + cz;
                     b = cell > 0 ? cell_end[cell - 1] : 0;
                     e = cell_end[cell];
                 }
@@ -2144,8 +2154,8 @@ __global__ void cq__gather_fwd_2d_f32_kernel(int nodes, cq__params_f32 prm, cons
                 sum[it] = acc;
             }
             any = 1;
+            __syncthreads();   /* part free for the next phases, sum complete for the writes */
         }
-        __syncthreads();   /* slive, srow and part free for the next phases */
     }
     for (int it = t; it < NJ * NZ; it += nt) {
         const int j = it / NZ, z = it % NZ;
@@ -2154,7 +2164,7 @@ __global__ void cq__gather_fwd_2d_f32_kernel(int nodes, cq__params_f32 prm, cons
         if (g.m) g.m[node] = any ? res[j][z][0] : 0;
         for (int a = 0; a < 2; ++a) g.v[node * 2 + a] = any ? res[j][z][1 + a] : 0;
         if (gp) for (int a = 0; a < 2; ++a) gp[node * 2 + a] = g.v[node * 2 + a];
-        if (update) cq__grid_fwd_2d_f32((int)node, &prm, g);
+        if (update && any) cq__grid_fwd_2d_f32((int)node, &prm, g);   /* (no mass: v = 0, as written) */
     }
 }
 
@@ -2163,7 +2173,7 @@ __global__ void cq__gather_rows_2d_f32_kernel(int nodes, cq__params_f32 prm, con
     enum { NZ = CQ__GATHER_NZ, NC = NZ + 2, NJ = 3, NS = NJ + 2, NV = 3, NN = NJ * NZ * NV, NPH = 1, PAR = 1 };
     /* nodes along the row, cells a row, the block's rows, source rows a phase, values a node,
        values of the block's nodes, phases, phases at once */
-    __shared__ int srow[PAR][NS], slive[PAR][NS];
+    __shared__ int srow[NPH][NS], slive[NPH][NS];   /* every phase's source rows: where, and whether any particle is near */
     __shared__ float part[PAR][NJ][3][NC][3][NV], res[NJ][NZ][NV];   /* part[phase][j][o[0]][cell][o[1]][value] */
     const int serial = CQ__BLOCK_SERIAL, t = serial ? 0 : (int)threadIdx.x, nt = serial ? 1 : (int)blockDim.x;
     const int L = prm.res[1], chunks = (L + NZ - 1) / NZ, R1 = prm.res[0], groups = (R1 + NJ - 1) / NJ;
@@ -2176,29 +2186,31 @@ __global__ void cq__gather_rows_2d_f32_kernel(int nodes, cq__params_f32 prm, con
     if (status && blockIdx.x == 0 && t == 0) *status = 0x7fffffff;   /* INT_MAX: no particle failed */
     if ((long)line * R1 * L >= nodes) return;   /* the whole block: no barrier passed */
     for (int it = t; it < NN; it += nt) sum[it] = 0;   /* read after the first phases' barriers */
+    /* every phase's source rows first, in one round of loads (most blocks of a large grid have
+       no particle near: they pass one barrier, not two a phase) */
+    for (int i = t; i < NPH * NS; i += nt) {   /* source row q of phase ph: r1 - 2 + q along axis 0 */
+        const int ph = i / NS, q = i % NS, c1 = r1 - 2 + q;
+        int ok = c1 >= 0 && c1 < R1;
+        srow[ph][q] = 0;
+        if (ok) {
+            const int cr = ((line) * R1 + c1) * L;
+            srow[ph][q] = cr;
+            ok = cell_end[cr + hi] > (cr + lo > 0 ? cell_end[cr + lo - 1] : 0);
+        }
+        slive[ph][q] = ok;
+    }
+    __syncthreads();
     for (int ph0 = 0; ph0 < NPH; ph0 += PAR) {
         int live = 0;
-        for (int i = t; i < PAR * NS; i += nt) {   /* source row q of phase ph0 + p: r1 - 2 + q along axis 0 */
-            const int p = i / NS, q = i % NS, c1 = r1 - 2 + q;
-            int ok = c1 >= 0 && c1 < R1;
-            srow[p][q] = 0;
-            if (ok) {
-                const int cr = ((line) * R1 + c1) * L;
-                srow[p][q] = cr;
-                ok = cell_end[cr + hi] > (cr + lo > 0 ? cell_end[cr + lo - 1] : 0);
-            }
-            slive[p][q] = ok;
-        }
-        __syncthreads();
-        for (int i = 0; i < PAR * NS; ++i) live |= slive[i / NS][i % NS];
+        for (int i = 0; i < PAR * NS; ++i) live |= slive[ph0 + i / NS][i % NS];
         if (live) {   /* the same for every thread: its barriers are the block's */
             for (int it = t; it < PAR * NS * NC; it += nt) {
                 const int p = it / (NS * NC), q = it / NC % NS, cc = it % NC, cz = zb - 2 + cc;
                 int oj[NJ], b = 0, e = 0;
                 int o[1];
                 CQ__UNROLL for (int j = 0; j < NJ; ++j) oj[j] = r1 + j < R1 ? j - q + 2 : -1;   /* o[0] from source row q to row j */
-                if (slive[p][q] && cz >= 0 && cz < L) {
-                    const int cell = srow[p][q] + cz;
+                if (slive[ph0 + p][q] && cz >= 0 && cz < L) {
+                    const int cell = srow[ph0 + p][q] + cz;
                     b = cell > 0 ? cell_end[cell - 1] : 0;
                     e = cell_end[cell];
                 }
@@ -2223,8 +2235,8 @@ __global__ void cq__gather_rows_2d_f32_kernel(int nodes, cq__params_f32 prm, con
                 sum[it] = acc;
             }
             any = 1;
+            __syncthreads();   /* part free for the next phases, sum complete for the writes */
         }
-        __syncthreads();   /* slive, srow and part free for the next phases */
     }
     for (int it = t; it < NJ * NZ; it += nt) {
         const int j = it / NZ, z = it % NZ;
@@ -2233,7 +2245,7 @@ __global__ void cq__gather_rows_2d_f32_kernel(int nodes, cq__params_f32 prm, con
         if (g.m) g.m[node] = any ? res[j][z][0] : 0;
         for (int a = 0; a < 2; ++a) g.v[node * 2 + a] = any ? res[j][z][1 + a] : 0;
         if (gp) for (int a = 0; a < 2; ++a) gp[node * 2 + a] = g.v[node * 2 + a];
-        if (update) cq__grid_fwd_2d_f32((int)node, &prm, g);
+        if (update && any) cq__grid_fwd_2d_f32((int)node, &prm, g);   /* (no mass: v = 0, as written) */
     }
 }
 

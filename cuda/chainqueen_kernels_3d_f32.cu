@@ -84,9 +84,10 @@ void cq__emu_shfl_up_n(int *x, int n, int o);
    alone: rolled, the loop indexes the particle's weights w[D][3] and dw by its counters, which
    puts them in a stack frame (local memory: 72 bytes in 3D f32, 144 in f64; ptxas -v, sm_90);
    unrolled, they are registers.  On an H200 (ncu, 512k cube, f32): the G2P adjoint 82 -> 74 us,
-   the P2G adjoint's transfer half 125 -> 115 (at 96 registers; 80 with the frame).  G2P itself
-   stays rolled: unrolled it took 91 -> 97 us at 512k (8.4 from 9.7 at 8k).  The C compilers keep
-   the loop rolled (above). */
+   the P2G adjoint's transfer half 125 -> 115 (at 96 registers; 80 with the frame).  G2P (no grad:
+   stencil's `unroll`) is unrolled in f64 alone: there 155 -> 143 us at 512k; in f32 it took
+   91-93 -> 95-97 us at 512k however bounded (64, 96 registers, or 56 unbounded), though 7.3-8.7
+   from 9.4-9.9 at 8k.  The C compilers keep the loop rolled (above). */
 #if defined(__CUDACC__)
 #  define CQ__GPU_UNROLL _Pragma("unroll")
 #else
@@ -2306,7 +2307,7 @@ CQ__DEV void cq__pk_store_3d_f32(float *dst, const float *r)
 /* >>cuda_gather: P2G's node half (kernels.j2 >>grid_gather_) in two shapes.  gather: a block per
    row of nodes (along the last axis) by 32 nodes; gather_rows: a block per 3 rows (neighbours
    along axis 1) by 32 nodes (host: cq__cuda_gather_launch and CQ_CUDA_GATHER_ROWS pick
-   and size them: by default a thread for each cell a phase sums), of every scene.  The block's NJ rows receive from
+   and size them), of every scene.  The block's NJ rows receive from
    NJ + 2 rows of cells along axis 1 in each of 3 planes o[0] = 2, 1, 0 (its phases), cells zb - 2 ..
    zb + 31 of each row.  Thread (phase, source row, cell) sums its cell's particles for the 3
    nodes of each of the block's rows it reaches (kernels.j2 cq__gather_cell_, 1 row; the rows

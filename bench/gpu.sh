@@ -53,7 +53,7 @@ if [ "${PROFILE:-0}" = 1 ] && command -v ncu >/dev/null 2>&1; then
     ncu --kernel-name regex:'gather_fwd_3d|p2g_fwd_3d|g2p_fwd_3d|g2p_adj_3d|p2g_adj_' --launch-skip 30 --launch-count 6 \
         --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy ./build/gpu_kernels 3 80 128
     # the small scenes' one-block sort (the 2D block): its time, and where its warps stall (each
-    # step's share: the source lines' counters; 26 us on an H100 where ~10 were predicted)
+    # step's share: the source lines' counters; 17 us on an H200 at adad329, where ~10 were predicted)
     ncu --kernel-name regex:'cell_sort_2d_f32' --launch-skip 20 --launch-count 1 --section SpeedOfLight \
         --section WarpStateStats --section SourceCounters ./build/bench_gpu gpu only="2D block" quick
 fi

@@ -2022,8 +2022,9 @@ __global__ void cq__cell_count_2d_f32_kernel(int n, cq__params_f32 prm, cq__pvie
 
 /* the scan over the GPU (host: cq__cuda_scan): tile b = data[b T .. (b + 1) T), T = CQ__SCAN_R
    blockDim values; up: sums[b] = the tile's total; top: data[0..n) scanned by one block; down:
-   each tile scanned from its offset, sums[0] + ... + sums[b - 1], which its block adds up itself
-   (integers: exact; a few thousand values at most) instead of a launch scanning the sums */
+   each tile scanned from its offset, sums[0] + ... + sums[b - 1]: with `scanned`, sums[b] (the
+   host scanned the sums), else its block adds them up itself (integers: exact), which saves a
+   launch where the tiles are few and costs every block b / 1024 passes where they are many */
 __global__ void cq__scan_up_2d_f32_kernel(int n, int * data, int * sums)
 {
     const int serial = CQ__BLOCK_SERIAL, t = serial ? 0 : (int)threadIdx.x, nt = serial ? 1 : (int)blockDim.x;
@@ -2041,13 +2042,14 @@ __global__ void CQ__BOUNDS_ONE_BLOCK cq__scan_top_2d_f32_kernel(int n, int * dat
     cq__block_scan_2d_f32(n, data, 1, serial ? 0 : (int)threadIdx.x, serial ? 1 : (int)blockDim.x);
 }
 
-__global__ void cq__scan_down_2d_f32_kernel(int n, int * data, int * sums)
+__global__ void cq__scan_down_2d_f32_kernel(int n, int * data, int * sums, int scanned)
 {
     const int serial = CQ__BLOCK_SERIAL, t = serial ? 0 : (int)threadIdx.x, nt = serial ? 1 : (int)blockDim.x;
     const int T = CQ__SCAN_R * (int)blockDim.x, b = (int)blockIdx.x * T, e = n - b < T ? n : b + T, tiles = (int)blockIdx.x;
     int offset = 0;
     if (serial && threadIdx.x) return;
-    for (int i = 0; i < tiles; i += CQ__SCAN_R * nt)   /* the earlier tiles' totals (read only: write 0) */
+    if (scanned) offset = sums[tiles];   /* the sums already scanned (exclusive): this tile's offset */
+    else for (int i = 0; i < tiles; i += CQ__SCAN_R * nt)   /* the earlier tiles' totals (read only: write 0) */
         offset += cq__tile_scan_2d_f32(sums, i, tiles - i < CQ__SCAN_R * nt ? tiles : i + CQ__SCAN_R * nt, 0, 0, t, nt);
     cq__tile_scan_2d_f32(data, b, e, offset, 1, t, nt);
 }
@@ -2481,7 +2483,7 @@ static void cq__cell_sort_2d_f32_kernel_emu(void **a) { cq__cell_sort_2d_f32_ker
 static void cq__cell_count_2d_f32_kernel_emu(void **a) { cq__cell_count_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(int * *)a[3], *(int * *)a[4]); }
 static void cq__scan_up_2d_f32_kernel_emu(void **a) { cq__scan_up_2d_f32_kernel(*(int *)a[0], *(int * *)a[1], *(int * *)a[2]); }
 static void cq__scan_top_2d_f32_kernel_emu(void **a) { cq__scan_top_2d_f32_kernel(*(int *)a[0], *(int * *)a[1]); }
-static void cq__scan_down_2d_f32_kernel_emu(void **a) { cq__scan_down_2d_f32_kernel(*(int *)a[0], *(int * *)a[1], *(int * *)a[2]); }
+static void cq__scan_down_2d_f32_kernel_emu(void **a) { cq__scan_down_2d_f32_kernel(*(int *)a[0], *(int * *)a[1], *(int * *)a[2], *(int *)a[3]); }
 static void cq__cell_fill_2d_f32_kernel_emu(void **a) { cq__cell_fill_2d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(int * *)a[2], *(int * *)a[3]); }
 static void cq__cell_order_2d_f32_kernel_emu(void **a) { cq__cell_order_2d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const int * *)a[2], *(const int * *)a[3], *(int * *)a[4]); }
 static void cq__gather_fwd_2d_f32_kernel_emu(void **a) { cq__gather_fwd_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(const int * *)a[2], *(const float * *)a[3], *(cq__gview_f32 *)a[4], *(float * *)a[5], *(int *)a[6], *(int * *)a[7]); }

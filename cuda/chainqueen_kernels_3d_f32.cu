@@ -2052,32 +2052,18 @@ CQ__DEV void cq__sort_fill_3d_f32(int p, const int *keys, int *cell_end, int *or
     order[atomicAdd(&cell_end[keys[p]], 1)] = p;
 }
 
-/* rank[p] = p's slot, for the particles order[b .. e) of one cell in increasing particle index.
-   Up to CQ__ORDER_R particles: read once, each ranked among them (the indices are distinct);
-   more: an insertion sort in place first.  The order array is the sort's scratch (rank and
-   cell_end are what the kernels after it read), so the short path leaves it as the fill wrote
-   it.  Before: the insertion sort alone, one dependent global load after another: 25 us a
-   substep at 512k particles on an H100. */
-#define CQ__ORDER_R 16
-CQ__DEV void cq__sort_cell_3d_f32(int b, int e, int *order, int *rank)
+/* particle p's slot in cell c: the cell's start + its particles of lower index (order[b .. e) is
+   the fill's, whichever thread won a cursor; this count does not depend on it).  The launches'
+   cell_order and the one-block sort's global-memory way (its shared-memory way counts the same
+   over 16-bit indices).  Before: a thread per cell putting its particles in index order (an
+   insertion sort past 16): 13.5 us of a 512k cube's substep on an H200 (ncu), a thread for each
+   of its 2M cells, most of them empty; 8.2 us now. */
+CQ__DEV int cq__sort_slot_3d_f32(int p, int c, const int *cell_end, const int *order)
 {
-    if (e - b <= CQ__ORDER_R) {
-        int v[CQ__ORDER_R];
-        CQ__UNROLL for (int k = 0; k < CQ__ORDER_R; ++k) v[k] = b + k < e ? order[b + k] : 2147483647;
-        CQ__UNROLL for (int k = 0; k < CQ__ORDER_R; ++k) {
-            int r = b;
-            if (b + k >= e) break;
-            CQ__UNROLL for (int j = 0; j < CQ__ORDER_R; ++j) r += v[j] < v[k];
-            rank[v[k]] = r;
-        }
-        return;
-    }
-    for (int i = b + 1; i < e; ++i) {
-        int v = order[i], j = i - 1;
-        while (j >= b && order[j] > v) { order[j + 1] = order[j]; --j; }
-        order[j + 1] = v;
-    }
-    for (int i = b; i < e; ++i) rank[order[i]] = i;
+    const int b = c > 0 ? cell_end[c - 1] : 0, e = cell_end[c];
+    int r = b;
+    for (int j = b; j < e; ++j) r += order[j] < p;
+    return r;
 }
 
 /* >>tile_scan: data[b .. e) (at most CQ__SCAN_R nt values) exclusive-scanned in place from
@@ -2158,11 +2144,13 @@ CQ__DEV void cq__batch_keys_3d_f32(const int *keys, int p0, int n, int t, int nt
    the order as 16-bit indices, and each particle finds its own slot (its cell's start + the
    cell's particles of lower index: a few shared loads, no thread walking cells one after the
    other): only keys, cell_end and rank touch global memory.  Else they live in cell_end and
-   order, each atomic and each cell's order a round trip to L2, a thread ordering its cells in
-   turn.  The same integers either way.  On an H100 (ncu), the 2D 6.4k block's (16384 cells)
-   sort took 30.9 us with everything in global memory, 28.0 with the counts in shared memory,
-   26.0 with the order there too but still ordered cell by cell (local-memory arrays, a thread's
-   ~5 occupied cells in turn); the slot per particle is unmeasured. */
+   order, each atomic and each slot's count a round trip to L2 (cq__sort_slot_, as the
+   launches).  The same integers either way.  On an H100 (ncu), the 2D 6.4k block's (16384
+   cells) sort took 30.9 us with everything in global memory, 28.0 with the counts in shared
+   memory, 26.0 with the order there too but still ordered cell by cell (local-memory arrays, a
+   thread's ~5 occupied cells in turn); the slot per particle 17.0 on an H200 (2026-11-26).
+   The global-memory way's slots per particle (not cell by cell: one way for both) are
+   unmeasured on a GPU. */
 /* CQ__ROLLED: a loop nvcc keeps rolled (its unrolled copies, 8 of them in the batches, were most
    of the kernel's PTX) */
 #if defined(__CUDACC__)
@@ -2206,31 +2194,21 @@ __global__ void CQ__BOUNDS_ONE_BLOCK cq__cell_sort_3d_f32_kernel(int n, cq__para
             if (key[k] >= 0) { if (pk) o16[at[k]] = (unsigned short)(p0 + k * nt + t); else order[at[k]] = p0 + k * nt + t; }
     }
     __syncthreads();
-    if (pk) {   /* order: each particle's slot, its cell's start + the cell's particles of lower index */
-        for (int c = t; c < cells; c += nt) cell_end[c] = CQ__SORT_AT(c);
-        for (int p0 = 0; p0 < n; p0 += CQ__SCAN_R * nt) {
-            if (n > CQ__SCAN_R * nt) cq__batch_keys_3d_f32(keys, p0, n, t, nt, key);
-            CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k) {
-                const int p = p0 + k * nt + t, c = key[k];
-                int b, e, r;
-                if (c < 0) continue;
-                b = c > 0 ? CQ__SORT_AT(c - 1) : 0;
-                e = CQ__SORT_AT(c);
+    if (pk) for (int c = t; c < cells; c += nt) cell_end[c] = CQ__SORT_AT(c);
+    for (int p0 = 0; p0 < n; p0 += CQ__SCAN_R * nt) {   /* order: each particle's slot (cq__sort_slot_) */
+        if (n > CQ__SCAN_R * nt) cq__batch_keys_3d_f32(keys, p0, n, t, nt, key);
+        CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k) {
+            const int p = p0 + k * nt + t, c = key[k];
+            int r;
+            if (c < 0) continue;
+            if (pk) {
+                const int b = c > 0 ? CQ__SORT_AT(c - 1) : 0, e = CQ__SORT_AT(c);
                 r = b;
                 CQ__ROLLED for (int j = b; j < e; ++j) r += o16[j] < p;
-                rank[p] = r;
-            }
+            } else r = cq__sort_slot_3d_f32(p, c, cell_end, order);
+            rank[p] = r;
         }
-    } else
-        for (int c0 = 0; c0 < cells; c0 += CQ__SCAN_R * nt) {   /* order: a batch's cell ends read together */
-            int b[CQ__SCAN_R], e[CQ__SCAN_R];
-            CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k) {
-                const int c = c0 + k * nt + t;
-                e[k] = c < cells ? cell_end[c] : 0;
-                b[k] = c < cells && c > 0 ? cell_end[c - 1] : 0;   /* cell 0 starts at 0; past the end: e = b = 0 */
-            }
-            for (int k = 0; k < CQ__SCAN_R; ++k) if (e[k] > b[k]) cq__sort_cell_3d_f32(b[k], e[k], order, rank);
-        }
+    }
 }
 
 __global__ void cq__cell_count_3d_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, int * keys, int * cell_end)
@@ -2279,19 +2257,11 @@ __global__ void cq__cell_fill_3d_f32_kernel(int n, const int * keys, int * cell_
     if (p < n) cq__sort_fill_3d_f32(p, keys, cell_end, order);
 }
 
-/* order, a thread per particle p: its slot, its cell's start + the cell's particles of lower
-   index (the fill's order within a cell is whichever thread won a cursor; this count is not),
-   as the one-block sort's shared-memory way.  Before: a thread per cell ordering its particles
-   (cq__sort_cell_): 13.5 us of a 512k cube's substep on an H200 (ncu), most of its 2M cells empty. */
+/* order: a thread per particle, its slot (cq__sort_slot_) */
 __global__ void cq__cell_order_3d_f32_kernel(int n, const int * keys, const int * cell_end, const int * order, int * rank)
 {
     int p = blockIdx.x * blockDim.x + threadIdx.x;
-    if (p < n) {
-        const int c = keys[p], b = c > 0 ? cell_end[c - 1] : 0, e = cell_end[c];
-        int r = b;
-        for (int j = b; j < e; ++j) r += order[j] < p;
-        rank[p] = r;
-    }
+    if (p < n) rank[p] = cq__sort_slot_3d_f32(p, keys[p], cell_end, order);
 }
 
 /* a packed record r, built in registers, into its sorted slot dst: 4 16-byte stores a thread where

@@ -497,8 +497,9 @@ static int fault(const char *mode)
 }
 
 /* grids of more than 65536 nodes (48^3: whole tiles of the scan; 43^3: the last tile partial):
-   the sort's scan takes its multi-level path (tile sums, then the one-block scan, then the
-   tiles); the one-block sort's two ways (kernels.cu.j2 cell_sort; a block of 11^3 particles):
+   the sort's scan over tiles (tile sums, then each tile from the earlier tiles' sums: added up
+   by its own block, or, built with CQ_CUDA_SCAN_SELF_SUM=0, scanned first by one block); the
+   sort's order a slot per particle (cq__sort_slot_); the one-block sort's two ways (kernels.cu.j2 cell_sort; a block of 11^3 particles):
    28^3 (21952 nodes: counts and order just past what shared memory holds) in global memory,
    24^3 (13824) in shared memory, its scan of packed pairs in one pass.  Each must still give the
    CPU's state */

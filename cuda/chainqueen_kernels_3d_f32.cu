@@ -14,9 +14,10 @@
 #  include <math.h>
 #  define __global__
 typedef struct cq__emu_dim3 { unsigned x, y, z; } cq__emu_dim3;
-extern cq__emu_dim3 cq__emu_blockIdx, cq__emu_blockDim, cq__emu_threadIdx;
+extern cq__emu_dim3 cq__emu_blockIdx, cq__emu_blockDim, cq__emu_threadIdx, cq__emu_gridDim;
 #  define blockIdx cq__emu_blockIdx
 #  define blockDim cq__emu_blockDim
+#  define gridDim cq__emu_gridDim
 #  define threadIdx cq__emu_threadIdx
 static int cq__emu_atomic_min(int *a, int v) { int o = *a; if (v < o) *a = v; return o; }
 static int cq__emu_atomic_max(int *a, int v) { int o = *a; if (v > o) *a = v; return o; }
@@ -102,6 +103,14 @@ void cq__emu_shfl_up_n(int *x, int n, int o);
 /* nodes a block of the CUDA gather (kernels.cu.j2 >>cuda_gather, 128 threads): 32 nodes of a row
    along the last axis (the host sizes its launch from it) */
 #define CQ__GATHER_NZ 32
+
+/* >>cell_box: the particles' box, which the CUDA sort leaves after cell_end's `nodes` entries
+   (kernels.cu.j2 >>cuda_box): word CQ__BOX_STRIDE k (k < 2 D), a cache line each, for axis a
+   k = a: the largest res[a] - 3 - base[a], k = D + a: the largest base[a] over the particles of
+   every scene (base: a particle's cell, 0 .. res[a] - 3), 0 for none.  Every array with
+   cell_end's role is allocated nodes + CQ__CELL_TAIL ints, whatever the backend. */
+#define CQ__BOX_STRIDE 32
+#define CQ__CELL_TAIL (6 * CQ__BOX_STRIDE)
 
 /* values a thread of the CUDA scan holds (kernels.cu.j2 >>tile_scan; the host sizes the scan's
    launches from it) */
@@ -454,11 +463,19 @@ CQ_HD int cq__base_3d_f32(const float *xp, const cq__params_f32 *prm, int *base,
     return cell;
 }
 
-CQ_HD int cq__cell_3d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s)
+/* particle p's cell in the grid arrays (its scene's and its base node's); box: NULL, or the
+   particles' box words so far (kernels_common.j2 >>cell_box: 2 D of them), raised by p's */
+CQ_HD int cq__cell_3d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s, int *box)
 {
     int base[3];
     float fx[3];
     const int cell = cq__base_3d_f32(s.x + (long)p * 3, prm, base, fx);
+    if (box)
+        CQ__UNROLL for (int a = 0; a < 3; ++a) {
+            const int lo = prm->res[a] - 3 - base[a];
+            if (lo > box[a]) box[a] = lo;
+            if (base[a] > box[3 + a]) box[3 + a] = base[a];
+        }
     return (s.scene ? s.scene[p] * prm->nodes : 0) + cell;
 }
 
@@ -2040,11 +2057,39 @@ extern "C" {
    which thread won a cursor, and writes it into rank.  A small scene (host: cq__cuda_sort)
    does all of it in one launch of one block, cell_sort; a larger one in cell_count, the scan's
    launches, cell_fill and cell_order, which run the same steps. */
-CQ__DEV void cq__sort_count_3d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s, int *keys, int *cell_end)
+CQ__DEV void cq__sort_count_3d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s, int *keys, int *cell_end, int *box)
 {
-    int key = cq__cell_3d_f32(p, prm, s);
+    int key = cq__cell_3d_f32(p, prm, s, box);
     keys[p] = key;
     atomicAdd(&cell_end[key], 1);
+}
+
+/* >>cuda_box: the particles' box (kernels_common.j2 >>cell_box) as the sort counts: each thread
+   raises its own 2 D words v over its particles (cq__cell_), the block takes their maxima in sb
+   (2 D shared ints, zeroed by the caller before a barrier; the caller synchronises after), and
+   the sort then raises the words in global memory once a block (cell_count: integer atomicMax,
+   exact; the one-block sort: stores).  The gather and the grid adjoint visit the nodes of the box
+   alone: on a large grid most nodes are far from every particle (the 512k cube fills 42^3 of its
+   128^3 nodes), and their blocks cost launches, loads of cell_end and stores of zeros.  The nodes
+   outside the box keep whatever they held: nothing reads them (G2P, the P2G adjoint and the
+   grid adjoint read the nodes of the particles' stencils, all inside). */
+CQ__DEV void cq__box_reduce_3d_f32(int *v, int *sb)
+{
+#if defined(__CUDACC__)
+    CQ__UNROLL for (int o = 16; o > 0; o >>= 1)
+        CQ__UNROLL for (int k = 0; k < 2 * 3; ++k) { const int u = __shfl_xor_sync(0xffffffffu, v[k], o); if (u > v[k]) v[k] = u; }
+    if ((threadIdx.x & 31) == 0)
+#endif
+        CQ__UNROLL for (int k = 0; k < 2 * 3; ++k) if (v[k] > 0) atomicMax(&sb[k], v[k]);
+}
+
+/* the box's nodes along each axis: lo[a] .. hi[a] (a particle of cell c reaches nodes c .. c + 2) */
+CQ__DEV void cq__box_nodes_3d_f32(const int *box, const cq__params_f32 *prm, int *lo, int *hi)
+{
+    CQ__UNROLL for (int a = 0; a < 3; ++a) {
+        lo[a] = prm->res[a] - 3 - box[a * CQ__BOX_STRIDE];
+        hi[a] = box[(3 + a) * CQ__BOX_STRIDE] + 2;
+    }
 }
 
 CQ__DEV void cq__sort_fill_3d_f32(int p, const int *keys, int *cell_end, int *order)
@@ -2168,18 +2213,23 @@ __global__ void CQ__BOUNDS_ONE_BLOCK cq__cell_sort_3d_f32_kernel(int n, cq__para
     int *cnt = pk ? sm.w : cell_end;   /* cell c's count, then start, then cursor, then end (pk: CQ__SORT_AT) */
     unsigned short *o16 = sm.h + 2 * words;   /* pk: the order (after the counts) */
     int key[CQ__SCAN_R];   /* a batch's cells, kept for the fill when one batch holds every particle */
+    int v[2 * 3] = {0};   /* this thread's box words (>>cuda_box) */
+    __shared__ int sb[2 * 3];
     if (serial && threadIdx.x) return;
     for (int c = t; c < words; c += nt) cnt[c] = 0;
+    for (int i = t; i < 2 * 3; i += nt) sb[i] = 0;
     __syncthreads();
     for (int p0 = 0; p0 < n; p0 += CQ__SCAN_R * nt) {   /* count: a batch's positions loaded together */
-        CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k) { const int p = p0 + k * nt + t; key[k] = p < n ? cq__cell_3d_f32(p, &prm, s) : -1; }
+        CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k) { const int p = p0 + k * nt + t; key[k] = p < n ? cq__cell_3d_f32(p, &prm, s, v) : -1; }
         CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k)
             if (key[k] >= 0) {
                 keys[p0 + k * nt + t] = key[k];
                 atomicAdd(&cnt[pk ? key[k] >> 1 : key[k]], pk ? 1 << ((key[k] & 1) << 4) : 1);
             }
     }
+    cq__box_reduce_3d_f32(v, sb);
     __syncthreads();
+    for (int i = t; i < 2 * 3; i += nt) cell_end[cells + i * CQ__BOX_STRIDE] = sb[i];   /* the box, after the cells */
     cq__block_scan_3d_f32(words, cnt, pk ? 2 : 1, t, nt);
     __syncthreads();
     for (int p0 = 0; p0 < n; p0 += CQ__SCAN_R * nt) {   /* fill: the atomics of a batch issued together */
@@ -2211,10 +2261,22 @@ __global__ void CQ__BOUNDS_ONE_BLOCK cq__cell_sort_3d_f32_kernel(int n, cq__para
     }
 }
 
-__global__ void cq__cell_count_3d_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, int * keys, int * cell_end)
+/* count: a thread per particle; the box's words (zeroed with the counts) raised once a block */
+__global__ void cq__cell_count_3d_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, int * keys, int * cell_end, int * box)
 {
-    int p = blockIdx.x * blockDim.x + threadIdx.x;
-    if (p < n) cq__sort_count_3d_f32(p, &prm, s, keys, cell_end);
+    __shared__ int sb[2 * 3];
+    const int serial = CQ__BLOCK_SERIAL, t = serial ? 0 : (int)threadIdx.x, nt = serial ? 1 : (int)blockDim.x;
+    int v[2 * 3] = {0};
+    if (serial && threadIdx.x) return;
+    for (int i = t; i < 2 * 3; i += nt) sb[i] = 0;
+    for (int i = t; i < (int)blockDim.x; i += nt) {
+        const int p = (int)blockIdx.x * (int)blockDim.x + i;
+        if (p < n) cq__sort_count_3d_f32(p, &prm, s, keys, cell_end, v);
+    }
+    __syncthreads();
+    cq__box_reduce_3d_f32(v, sb);
+    __syncthreads();
+    for (int i = t; i < 2 * 3; i += nt) if (sb[i] > 0) atomicMax(&box[i * CQ__BOX_STRIDE], sb[i]);
 }
 
 /* the scan over the GPU (host: cq__cuda_scan): tile b = data[b T .. (b + 1) T), T = CQ__SCAN_R
@@ -2276,10 +2338,12 @@ CQ__DEV void cq__pk_store_3d_f32(float *dst, const float *r)
 #endif
     CQ__UNROLL for (int i = 0; i < CQ__PK(3); ++i) dst[i] = r[i];
 }
-/* >>cuda_gather: P2G's node half (kernels.j2 >>grid_gather_) in two shapes.  gather: a block per
-   row of nodes (along the last axis) by 32 nodes; gather_rows: a block per 3 rows (neighbours
+/* >>cuda_gather: P2G's node half (kernels.j2 >>grid_gather_) in two shapes.  gather: a tile per
+   row of nodes (along the last axis) by 32 nodes; gather_rows: a tile per 3 rows (neighbours
    along axis 1) by 32 nodes (host: cq__cuda_gather_launch and CQ_CUDA_GATHER_ROWS pick
-   and size them), of every scene.  The block's NJ rows receive from
+   and size them).  Such tiles of the particles' box alone (>>cuda_box), every scene's, each
+   block taking one after the other (as many blocks as the GPU holds at once); the nodes
+   outside keep what they held.  The block's NJ rows receive from
    NJ + 2 rows of cells along axis 1 in each of 3 planes o[0] = 2, 1, 0 (its phases), cells zb - 2 ..
    zb + 31 of each row.  Thread (phase, source row, cell) sums its cell's particles for the 3
    nodes of each of the block's rows it reaches (kernels.j2 cq__gather_cell_, 1 row; the rows
@@ -2296,7 +2360,7 @@ CQ__DEV void cq__pk_store_3d_f32(float *dst, const float *r)
    from L2 (each record read for the 9 rows it reaches); the 3-row shape fewer loads, more
    work a thread and fewer blocks: faster on large scenes (see CQ_CUDA_GATHER_ROWS), slower on
    small ones.  Before both: one thread per node walking its 27 cells alone: 1.76 ms. */
-__global__ void cq__gather_fwd_3d_f32_kernel(int nodes, cq__params_f32 prm, const int * cell_end, const float * pk, cq__gview_f32 g, float * gp, int update, int * status)
+__global__ void CQ__BOUNDS(8) cq__gather_fwd_3d_f32_kernel(int nodes, cq__params_f32 prm, const int * cell_end, const float * pk, cq__gview_f32 g, float * gp, int update, int * status)
 {
     enum { NZ = CQ__GATHER_NZ, NC = NZ + 2, NJ = 1, NS = NJ + 2, NV = 4, NN = NJ * NZ * NV, NPH = 3, PAR = 3 };
     /* nodes along the row, cells a row, the block's rows, source rows a phase, values a node,
@@ -2304,84 +2368,101 @@ __global__ void cq__gather_fwd_3d_f32_kernel(int nodes, cq__params_f32 prm, cons
     __shared__ int srow[NPH][NS], slive[NPH][NS];   /* every phase's source rows: where, and whether any particle is near */
     __shared__ float part[PAR][NJ][3][NC][3][NV], res[NJ][NZ][NV];   /* part[phase][j][o[1]][cell][o[2]][value] */
     const int serial = CQ__BLOCK_SERIAL, t = serial ? 0 : (int)threadIdx.x, nt = serial ? 1 : (int)blockDim.x;
-    const int L = prm.res[2], chunks = (L + NZ - 1) / NZ, R1 = prm.res[1], groups = (R1 + NJ - 1) / NJ;
-    const int zb = ((int)blockIdx.x % chunks) * NZ, r1 = ((int)blockIdx.x / chunks % groups) * NJ;
-    const int line = (int)blockIdx.x / chunks / groups;   /* scene * res[0] + c0: the block's rows are line R1 + r1 + j */
-    const int c0 = line % prm.res[0];
-    const int lo = zb >= 2 ? zb - 2 : 0, hi = zb + NZ - 1 < L ? zb + NZ - 1 : L - 1;   /* the cells along the row */
+    const int L = prm.res[2], R1 = prm.res[1];
+    /* the tiles of the particles' box (>>cuda_box: after cell_end's nodes entries), every scene's,
+       NJ rows by NZ nodes aligned to multiples of them: the first chunk along the row and their
+       number, the first group of NJ rows and theirs, the first plane and theirs, the tiles.
+       In shared memory, read again each tile (as registers, the 3-row shape took 114 in f32
+       3D, 90 without the loop over tiles) */
+    __shared__ int tl[7];
     float *sum = &res[0][0][0];   /* the nodes' sums, value it = (j NZ + z) NV + c */
-    int any = 0;
     if (serial && threadIdx.x) return;
     if (status && blockIdx.x == 0 && t == 0) *status = 0x7fffffff;   /* INT_MAX: no particle failed */
-    if ((long)line * R1 * L >= nodes) return;   /* the whole block: no barrier passed */
-    for (int it = t; it < NN; it += nt) sum[it] = 0;   /* read after the first phases' barriers */
-    /* every phase's source rows first, in one round of loads (most blocks of a large grid have
-       no particle near: they pass one barrier, not two a phase) */
-    for (int i = t; i < NPH * NS; i += nt) {   /* source row q of phase ph: line - o[0], r1 - 2 + q along axis 1 */
-        const int ph = i / NS, q = i % NS, c1 = r1 - 2 + q;
-        const int o0 = 2 - ph;
-        int ok = c1 >= 0 && c1 < R1 && c0 - o0 >= 0;
-        srow[ph][q] = 0;
-        if (ok) {
-            const int cr = ((line - o0) * R1 + c1) * L;
-            srow[ph][q] = cr;
-            ok = cell_end[cr + hi] > (cr + lo > 0 ? cell_end[cr + lo - 1] : 0);
-        }
-        slive[ph][q] = ok;
+    if (t == 0) {
+        int blo[3], bhi[3];
+        cq__box_nodes_3d_f32(cell_end + nodes, &prm, blo, bhi);
+        tl[0] = blo[2] / NZ; tl[1] = bhi[2] >= blo[2] ? bhi[2] / NZ - tl[0] + 1 : 0;
+        tl[2] = blo[1] / NJ; tl[3] = bhi[1] >= blo[1] ? bhi[1] / NJ - tl[2] + 1 : 0;
+        tl[4] = blo[0]; tl[5] = bhi[0] >= blo[0] ? bhi[0] - blo[0] + 1 : 0;
+        tl[6] = nodes / prm.nodes * tl[5] * tl[3] * tl[1];
     }
     __syncthreads();
-    for (int ph0 = 0; ph0 < NPH; ph0 += PAR) {
-        int live = 0;
-        for (int i = 0; i < PAR * NS; ++i) live |= slive[ph0 + i / NS][i % NS];
-        if (live) {   /* the same for every thread: its barriers are the block's */
-            for (int it = t; it < PAR * NS * NC; it += nt) {
-                const int p = it / (NS * NC), q = it / NC % NS, cc = it % NC, cz = zb - 2 + cc;
-                int oj[NJ], b = 0, e = 0;
-                int o[2];
-                o[0] = 2 - ph0 - p;
-                CQ__UNROLL for (int j = 0; j < NJ; ++j) oj[j] = r1 + j < R1 ? j - q + 2 : -1;   /* o[1] from source row q to row j */
-                if (slive[ph0 + p][q] && cz >= 0 && cz < L) {
-                    const int cell = srow[ph0 + p][q] + cz;
-                    b = cell > 0 ? cell_end[cell - 1] : 0;
-                    e = cell_end[cell];
-                }
-                float cm[3], cv[3 * 3];
-                o[1] = oj[0];
-                cq__gather_cell_3d_f32(pk, b, e, o, &prm, g.m ? cm : 0, cv);
-                CQ__UNROLL for (int j = 0; j < NJ; ++j) {
-                    if (oj[j] < 0 || oj[j] > 2) continue;
-                    CQ__UNROLL for (int k = 0; k < 3; ++k) {
-                        part[p][j][oj[j]][cc][k][0] = g.m ? cm[3 * j + k] : 0;
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) part[p][j][oj[j]][cc][k][1 + a] = cv[3 * 3 * j + k * 3 + a];
+    for (int tile = (int)blockIdx.x; tile < tl[6]; tile += (int)gridDim.x) {   /* the same for every thread: barriers are the block's */
+        const int zb = (tl[0] + tile % tl[1]) * NZ, r1 = (tl[2] + tile / tl[1] % tl[3]) * NJ;
+        const int c0 = tl[4] + tile / tl[1] / tl[3] % tl[5], line = tile / tl[1] / tl[3] / tl[5] * prm.res[0] + c0;   /* scene * res[0] + c0 */
+        /* the block's rows are line R1 + r1 + j; its cells along the row: */
+        const int lo = zb >= 2 ? zb - 2 : 0, hi = zb + NZ - 1 < L ? zb + NZ - 1 : L - 1;
+        int any = 0;
+        for (int it = t; it < NN; it += nt) sum[it] = 0;   /* read after the first phases' barriers */
+        /* every phase's source rows first, in one round of loads (most blocks of a large grid have
+           no particle near: they pass one barrier, not two a phase) */
+        for (int i = t; i < NPH * NS; i += nt) {   /* source row q of phase ph: line - o[0], r1 - 2 + q along axis 1 */
+            const int ph = i / NS, q = i % NS, c1 = r1 - 2 + q;
+            const int o0 = 2 - ph;
+            int ok = c1 >= 0 && c1 < R1 && c0 - o0 >= 0;
+            srow[ph][q] = 0;
+            if (ok) {
+                const int cr = ((line - o0) * R1 + c1) * L;
+                srow[ph][q] = cr;
+                ok = cell_end[cr + hi] > (cr + lo > 0 ? cell_end[cr + lo - 1] : 0);
+            }
+            slive[ph][q] = ok;
+        }
+        __syncthreads();
+        for (int ph0 = 0; ph0 < NPH; ph0 += PAR) {
+            int live = 0;
+            for (int i = 0; i < PAR * NS; ++i) live |= slive[ph0 + i / NS][i % NS];
+            if (live) {   /* the same for every thread: its barriers are the block's */
+                for (int it = t; it < PAR * NS * NC; it += nt) {
+                    const int p = it / (NS * NC), q = it / NC % NS, cc = it % NC, cz = zb - 2 + cc;
+                    int oj[NJ], b = 0, e = 0;
+                    int o[2];
+                    o[0] = 2 - ph0 - p;
+                    CQ__UNROLL for (int j = 0; j < NJ; ++j) oj[j] = r1 + j < R1 ? j - q + 2 : -1;   /* o[1] from source row q to row j */
+                    if (slive[ph0 + p][q] && cz >= 0 && cz < L) {
+                        const int cell = srow[ph0 + p][q] + cz;
+                        b = cell > 0 ? cell_end[cell - 1] : 0;
+                        e = cell_end[cell];
+                    }
+                    float cm[3], cv[3 * 3];
+                    o[1] = oj[0];
+                    cq__gather_cell_3d_f32(pk, b, e, o, &prm, g.m ? cm : 0, cv);
+                    CQ__UNROLL for (int j = 0; j < NJ; ++j) {
+                        if (oj[j] < 0 || oj[j] > 2) continue;
+                        CQ__UNROLL for (int k = 0; k < 3; ++k) {
+                            part[p][j][oj[j]][cc][k][0] = g.m ? cm[3 * j + k] : 0;
+                            CQ__UNROLL for (int a = 0; a < 3; ++a) part[p][j][oj[j]][cc][k][1 + a] = cv[3 * 3 * j + k * 3 + a];
+                        }
                     }
                 }
+                __syncthreads();
+                for (int it = t; it < NN; it += nt) {   /* node zb + z of row j: planes, rows o = 2..0, cells z - 2, z - 1, z */
+                    const int j = it / (NZ * NV), z = it / NV % NZ, c = it % NV;
+                    float acc = sum[it];
+                    if (r1 + j >= R1) continue;
+                    for (int p = 0; p < PAR; ++p)
+                        for (int o1 = 2; o1 >= 0; --o1)
+                            for (int o2 = 2; o2 >= 0; --o2) acc += part[p][j][o1][z - o2 + 2][o2][c];
+                    sum[it] = acc;
+                }
+                any = 1;
+                __syncthreads();   /* part free for the next phases, sum complete for the writes */
             }
-            __syncthreads();
-            for (int it = t; it < NN; it += nt) {   /* node zb + z of row j: planes, rows o = 2..0, cells z - 2, z - 1, z */
-                const int j = it / (NZ * NV), z = it / NV % NZ, c = it % NV;
-                float acc = sum[it];
-                if (r1 + j >= R1) continue;
-                for (int p = 0; p < PAR; ++p)
-                    for (int o1 = 2; o1 >= 0; --o1)
-                        for (int o2 = 2; o2 >= 0; --o2) acc += part[p][j][o1][z - o2 + 2][o2][c];
-                sum[it] = acc;
-            }
-            any = 1;
-            __syncthreads();   /* part free for the next phases, sum complete for the writes */
         }
-    }
-    for (int it = t; it < NJ * NZ; it += nt) {
-        const int j = it / NZ, z = it % NZ;
-        if (zb + z >= L || r1 + j >= R1) continue;
-        const long node = ((long)line * R1 + r1 + j) * L + zb + z;
-        if (g.m) g.m[node] = any ? res[j][z][0] : 0;
-        for (int a = 0; a < 3; ++a) g.v[node * 3 + a] = any ? res[j][z][1 + a] : 0;
-        if (gp) for (int a = 0; a < 3; ++a) gp[node * 3 + a] = g.v[node * 3 + a];
-        if (update && any) cq__grid_fwd_3d_f32((int)node, &prm, g);   /* (no mass: v = 0, as written) */
+        for (int it = t; it < NJ * NZ; it += nt) {
+            const int j = it / NZ, z = it % NZ;
+            if (zb + z >= L || r1 + j >= R1) continue;
+            const long node = ((long)line * R1 + r1 + j) * L + zb + z;
+            if (g.m) g.m[node] = any ? res[j][z][0] : 0;
+            for (int a = 0; a < 3; ++a) g.v[node * 3 + a] = any ? res[j][z][1 + a] : 0;
+            if (gp) for (int a = 0; a < 3; ++a) gp[node * 3 + a] = g.v[node * 3 + a];
+            if (update && any) cq__grid_fwd_3d_f32((int)node, &prm, g);   /* (no mass: v = 0, as written) */
+        }
+        __syncthreads();   /* res, srow and slive free for the next tile */
     }
 }
 
-__global__ void cq__gather_rows_3d_f32_kernel(int nodes, cq__params_f32 prm, const int * cell_end, const float * pk, cq__gview_f32 g, float * gp, int update, int * status)
+__global__ void CQ__BOUNDS(5) cq__gather_rows_3d_f32_kernel(int nodes, cq__params_f32 prm, const int * cell_end, const float * pk, cq__gview_f32 g, float * gp, int update, int * status)
 {
     enum { NZ = CQ__GATHER_NZ, NC = NZ + 2, NJ = 3, NS = NJ + 2, NV = 4, NN = NJ * NZ * NV, NPH = 3, PAR = 1 };
     /* nodes along the row, cells a row, the block's rows, source rows a phase, values a node,
@@ -2389,79 +2470,96 @@ __global__ void cq__gather_rows_3d_f32_kernel(int nodes, cq__params_f32 prm, con
     __shared__ int srow[NPH][NS], slive[NPH][NS];   /* every phase's source rows: where, and whether any particle is near */
     __shared__ float part[PAR][NJ][3][NC][3][NV], res[NJ][NZ][NV];   /* part[phase][j][o[1]][cell][o[2]][value] */
     const int serial = CQ__BLOCK_SERIAL, t = serial ? 0 : (int)threadIdx.x, nt = serial ? 1 : (int)blockDim.x;
-    const int L = prm.res[2], chunks = (L + NZ - 1) / NZ, R1 = prm.res[1], groups = (R1 + NJ - 1) / NJ;
-    const int zb = ((int)blockIdx.x % chunks) * NZ, r1 = ((int)blockIdx.x / chunks % groups) * NJ;
-    const int line = (int)blockIdx.x / chunks / groups;   /* scene * res[0] + c0: the block's rows are line R1 + r1 + j */
-    const int c0 = line % prm.res[0];
-    const int lo = zb >= 2 ? zb - 2 : 0, hi = zb + NZ - 1 < L ? zb + NZ - 1 : L - 1;   /* the cells along the row */
+    const int L = prm.res[2], R1 = prm.res[1];
+    /* the tiles of the particles' box (>>cuda_box: after cell_end's nodes entries), every scene's,
+       NJ rows by NZ nodes aligned to multiples of them: the first chunk along the row and their
+       number, the first group of NJ rows and theirs, the first plane and theirs, the tiles.
+       In shared memory, read again each tile (as registers, the 3-row shape took 114 in f32
+       3D, 90 without the loop over tiles) */
+    __shared__ int tl[7];
     float *sum = &res[0][0][0];   /* the nodes' sums, value it = (j NZ + z) NV + c */
-    int any = 0;
     if (serial && threadIdx.x) return;
     if (status && blockIdx.x == 0 && t == 0) *status = 0x7fffffff;   /* INT_MAX: no particle failed */
-    if ((long)line * R1 * L >= nodes) return;   /* the whole block: no barrier passed */
-    for (int it = t; it < NN; it += nt) sum[it] = 0;   /* read after the first phases' barriers */
-    /* every phase's source rows first, in one round of loads (most blocks of a large grid have
-       no particle near: they pass one barrier, not two a phase) */
-    for (int i = t; i < NPH * NS; i += nt) {   /* source row q of phase ph: line - o[0], r1 - 2 + q along axis 1 */
-        const int ph = i / NS, q = i % NS, c1 = r1 - 2 + q;
-        const int o0 = 2 - ph;
-        int ok = c1 >= 0 && c1 < R1 && c0 - o0 >= 0;
-        srow[ph][q] = 0;
-        if (ok) {
-            const int cr = ((line - o0) * R1 + c1) * L;
-            srow[ph][q] = cr;
-            ok = cell_end[cr + hi] > (cr + lo > 0 ? cell_end[cr + lo - 1] : 0);
-        }
-        slive[ph][q] = ok;
+    if (t == 0) {
+        int blo[3], bhi[3];
+        cq__box_nodes_3d_f32(cell_end + nodes, &prm, blo, bhi);
+        tl[0] = blo[2] / NZ; tl[1] = bhi[2] >= blo[2] ? bhi[2] / NZ - tl[0] + 1 : 0;
+        tl[2] = blo[1] / NJ; tl[3] = bhi[1] >= blo[1] ? bhi[1] / NJ - tl[2] + 1 : 0;
+        tl[4] = blo[0]; tl[5] = bhi[0] >= blo[0] ? bhi[0] - blo[0] + 1 : 0;
+        tl[6] = nodes / prm.nodes * tl[5] * tl[3] * tl[1];
     }
     __syncthreads();
-    for (int ph0 = 0; ph0 < NPH; ph0 += PAR) {
-        int live = 0;
-        for (int i = 0; i < PAR * NS; ++i) live |= slive[ph0 + i / NS][i % NS];
-        if (live) {   /* the same for every thread: its barriers are the block's */
-            for (int it = t; it < PAR * NS * NC; it += nt) {
-                const int p = it / (NS * NC), q = it / NC % NS, cc = it % NC, cz = zb - 2 + cc;
-                int oj[NJ], b = 0, e = 0;
-                int o[2];
-                o[0] = 2 - ph0 - p;
-                CQ__UNROLL for (int j = 0; j < NJ; ++j) oj[j] = r1 + j < R1 ? j - q + 2 : -1;   /* o[1] from source row q to row j */
-                if (slive[ph0 + p][q] && cz >= 0 && cz < L) {
-                    const int cell = srow[ph0 + p][q] + cz;
-                    b = cell > 0 ? cell_end[cell - 1] : 0;
-                    e = cell_end[cell];
-                }
-                float cm[3 * NJ], cv[3 * NJ * 3];
-                cq__gather_cell3_3d_f32(pk, b, e, o, oj, &prm, g.m ? cm : 0, cv);
-                CQ__UNROLL for (int j = 0; j < NJ; ++j) {
-                    if (oj[j] < 0 || oj[j] > 2) continue;
-                    CQ__UNROLL for (int k = 0; k < 3; ++k) {
-                        part[p][j][oj[j]][cc][k][0] = g.m ? cm[3 * j + k] : 0;
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) part[p][j][oj[j]][cc][k][1 + a] = cv[3 * 3 * j + k * 3 + a];
+    for (int tile = (int)blockIdx.x; tile < tl[6]; tile += (int)gridDim.x) {   /* the same for every thread: barriers are the block's */
+        const int zb = (tl[0] + tile % tl[1]) * NZ, r1 = (tl[2] + tile / tl[1] % tl[3]) * NJ;
+        const int c0 = tl[4] + tile / tl[1] / tl[3] % tl[5], line = tile / tl[1] / tl[3] / tl[5] * prm.res[0] + c0;   /* scene * res[0] + c0 */
+        /* the block's rows are line R1 + r1 + j; its cells along the row: */
+        const int lo = zb >= 2 ? zb - 2 : 0, hi = zb + NZ - 1 < L ? zb + NZ - 1 : L - 1;
+        int any = 0;
+        for (int it = t; it < NN; it += nt) sum[it] = 0;   /* read after the first phases' barriers */
+        /* every phase's source rows first, in one round of loads (most blocks of a large grid have
+           no particle near: they pass one barrier, not two a phase) */
+        for (int i = t; i < NPH * NS; i += nt) {   /* source row q of phase ph: line - o[0], r1 - 2 + q along axis 1 */
+            const int ph = i / NS, q = i % NS, c1 = r1 - 2 + q;
+            const int o0 = 2 - ph;
+            int ok = c1 >= 0 && c1 < R1 && c0 - o0 >= 0;
+            srow[ph][q] = 0;
+            if (ok) {
+                const int cr = ((line - o0) * R1 + c1) * L;
+                srow[ph][q] = cr;
+                ok = cell_end[cr + hi] > (cr + lo > 0 ? cell_end[cr + lo - 1] : 0);
+            }
+            slive[ph][q] = ok;
+        }
+        __syncthreads();
+        for (int ph0 = 0; ph0 < NPH; ph0 += PAR) {
+            int live = 0;
+            for (int i = 0; i < PAR * NS; ++i) live |= slive[ph0 + i / NS][i % NS];
+            if (live) {   /* the same for every thread: its barriers are the block's */
+                for (int it = t; it < PAR * NS * NC; it += nt) {
+                    const int p = it / (NS * NC), q = it / NC % NS, cc = it % NC, cz = zb - 2 + cc;
+                    int oj[NJ], b = 0, e = 0;
+                    int o[2];
+                    o[0] = 2 - ph0 - p;
+                    CQ__UNROLL for (int j = 0; j < NJ; ++j) oj[j] = r1 + j < R1 ? j - q + 2 : -1;   /* o[1] from source row q to row j */
+                    if (slive[ph0 + p][q] && cz >= 0 && cz < L) {
+                        const int cell = srow[ph0 + p][q] + cz;
+                        b = cell > 0 ? cell_end[cell - 1] : 0;
+                        e = cell_end[cell];
+                    }
+                    float cm[3 * NJ], cv[3 * NJ * 3];
+                    cq__gather_cell3_3d_f32(pk, b, e, o, oj, &prm, g.m ? cm : 0, cv);
+                    CQ__UNROLL for (int j = 0; j < NJ; ++j) {
+                        if (oj[j] < 0 || oj[j] > 2) continue;
+                        CQ__UNROLL for (int k = 0; k < 3; ++k) {
+                            part[p][j][oj[j]][cc][k][0] = g.m ? cm[3 * j + k] : 0;
+                            CQ__UNROLL for (int a = 0; a < 3; ++a) part[p][j][oj[j]][cc][k][1 + a] = cv[3 * 3 * j + k * 3 + a];
+                        }
                     }
                 }
+                __syncthreads();
+                for (int it = t; it < NN; it += nt) {   /* node zb + z of row j: planes, rows o = 2..0, cells z - 2, z - 1, z */
+                    const int j = it / (NZ * NV), z = it / NV % NZ, c = it % NV;
+                    float acc = sum[it];
+                    if (r1 + j >= R1) continue;
+                    for (int p = 0; p < PAR; ++p)
+                        for (int o1 = 2; o1 >= 0; --o1)
+                            for (int o2 = 2; o2 >= 0; --o2) acc += part[p][j][o1][z - o2 + 2][o2][c];
+                    sum[it] = acc;
+                }
+                any = 1;
+                __syncthreads();   /* part free for the next phases, sum complete for the writes */
             }
-            __syncthreads();
-            for (int it = t; it < NN; it += nt) {   /* node zb + z of row j: planes, rows o = 2..0, cells z - 2, z - 1, z */
-                const int j = it / (NZ * NV), z = it / NV % NZ, c = it % NV;
-                float acc = sum[it];
-                if (r1 + j >= R1) continue;
-                for (int p = 0; p < PAR; ++p)
-                    for (int o1 = 2; o1 >= 0; --o1)
-                        for (int o2 = 2; o2 >= 0; --o2) acc += part[p][j][o1][z - o2 + 2][o2][c];
-                sum[it] = acc;
-            }
-            any = 1;
-            __syncthreads();   /* part free for the next phases, sum complete for the writes */
         }
-    }
-    for (int it = t; it < NJ * NZ; it += nt) {
-        const int j = it / NZ, z = it % NZ;
-        if (zb + z >= L || r1 + j >= R1) continue;
-        const long node = ((long)line * R1 + r1 + j) * L + zb + z;
-        if (g.m) g.m[node] = any ? res[j][z][0] : 0;
-        for (int a = 0; a < 3; ++a) g.v[node * 3 + a] = any ? res[j][z][1 + a] : 0;
-        if (gp) for (int a = 0; a < 3; ++a) gp[node * 3 + a] = g.v[node * 3 + a];
-        if (update && any) cq__grid_fwd_3d_f32((int)node, &prm, g);   /* (no mass: v = 0, as written) */
+        for (int it = t; it < NJ * NZ; it += nt) {
+            const int j = it / NZ, z = it % NZ;
+            if (zb + z >= L || r1 + j >= R1) continue;
+            const long node = ((long)line * R1 + r1 + j) * L + zb + z;
+            if (g.m) g.m[node] = any ? res[j][z][0] : 0;
+            for (int a = 0; a < 3; ++a) g.v[node * 3 + a] = any ? res[j][z][1 + a] : 0;
+            if (gp) for (int a = 0; a < 3; ++a) gp[node * 3 + a] = g.v[node * 3 + a];
+            if (update && any) cq__grid_fwd_3d_f32((int)node, &prm, g);   /* (no mass: v = 0, as written) */
+        }
+        __syncthreads();   /* res, srow and slive free for the next tile */
     }
 }
 
@@ -2524,10 +2622,19 @@ __global__ void CQ__BOUNDS(5) cq__p2g_adj_stress_3d_neohookean_f32_kernel(int n,
                                                      dact + (long)p * 9);
 }
 
-__global__ void cq__grid_adj_3d_f32_kernel(int nodes, cq__params_f32 prm, const float * gm, const float * gp, const float * gv_adj, float * gp_adj, float * gm_adj)
+__global__ void cq__grid_adj_3d_f32_kernel(int nodes, cq__params_f32 prm, const int * box, const float * gm, const float * gp, const float * gv_adj, float * gp_adj, float * gm_adj)
 {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < nodes) cq__grid_adj_3d_f32(i, &prm, gm, gp, gv_adj, gp_adj, gm_adj);
+    /* the nodes of the particles' box alone (>>cuda_box), every scene's, over the threads launched */
+    int lo[3], hi[3], ext[3], per = 1;
+    cq__box_nodes_3d_f32(box, &prm, lo, hi);
+    CQ__UNROLL for (int a = 0; a < 3; ++a) { ext[a] = hi[a] >= lo[a] ? hi[a] - lo[a] + 1 : 0; per *= ext[a]; }
+    for (int i = (int)(blockIdx.x * blockDim.x + threadIdx.x); i < nodes / prm.nodes * per; i += (int)(gridDim.x * blockDim.x)) {
+        int r = i, c[3], node;
+        for (int a = 2; a >= 0; --a) { c[a] = lo[a] + r % ext[a]; r /= ext[a]; }
+        node = r;   /* the scene */
+        for (int a = 0; a < 3; ++a) node = node * prm.res[a] + c[a];
+        cq__grid_adj_3d_f32(node, &prm, gm, gp, gv_adj, gp_adj, gm_adj);
+    }
 }
 
 __global__ void cq__g2p_adj_3d_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, cq__gview_f32 g, cq__pview_f32 ao, cq__pview_f32 ai, const int * rank, float * pk)
@@ -2700,7 +2807,7 @@ __global__ void cq__sph_errsum_3d_f32_kernel(int n, cq__sph_f32 s, double * out)
 /* The emulation's launch table: name -> a trampoline unpacking cuLaunchKernel's argument array. */
 typedef struct cq__emu_kernel { const char *name; void (*call)(void **args); int barriers; } cq__emu_kernel;
 static void cq__cell_sort_3d_f32_kernel_emu(void **a) { cq__cell_sort_3d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(int *)a[3], *(int * *)a[4], *(int * *)a[5], *(int * *)a[6], *(int * *)a[7]); }
-static void cq__cell_count_3d_f32_kernel_emu(void **a) { cq__cell_count_3d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(int * *)a[3], *(int * *)a[4]); }
+static void cq__cell_count_3d_f32_kernel_emu(void **a) { cq__cell_count_3d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(int * *)a[3], *(int * *)a[4], *(int * *)a[5]); }
 static void cq__scan_up_3d_f32_kernel_emu(void **a) { cq__scan_up_3d_f32_kernel(*(int *)a[0], *(int * *)a[1], *(int * *)a[2]); }
 static void cq__scan_top_3d_f32_kernel_emu(void **a) { cq__scan_top_3d_f32_kernel(*(int *)a[0], *(int * *)a[1]); }
 static void cq__scan_down_3d_f32_kernel_emu(void **a) { cq__scan_down_3d_f32_kernel(*(int *)a[0], *(int * *)a[1], *(int * *)a[2], *(int *)a[3]); }
@@ -2714,7 +2821,7 @@ static void cq__p2g_fwd_3d_fixed_corotated_f32_kernel_emu(void **a) { cq__p2g_fw
 static void cq__p2g_adj_stress_3d_fixed_corotated_f32_kernel_emu(void **a) { cq__p2g_adj_stress_3d_fixed_corotated_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__pview_f32 *)a[3], *(cq__pview_f32 *)a[4], *(const int * *)a[5], *(const float * *)a[6], *(float * *)a[7]); }
 static void cq__p2g_fwd_3d_neohookean_f32_kernel_emu(void **a) { cq__p2g_fwd_3d_neohookean_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(const int * *)a[3], *(float * *)a[4]); }
 static void cq__p2g_adj_stress_3d_neohookean_f32_kernel_emu(void **a) { cq__p2g_adj_stress_3d_neohookean_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__pview_f32 *)a[3], *(cq__pview_f32 *)a[4], *(const int * *)a[5], *(const float * *)a[6], *(float * *)a[7]); }
-static void cq__grid_adj_3d_f32_kernel_emu(void **a) { cq__grid_adj_3d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(const float * *)a[2], *(const float * *)a[3], *(const float * *)a[4], *(float * *)a[5], *(float * *)a[6]); }
+static void cq__grid_adj_3d_f32_kernel_emu(void **a) { cq__grid_adj_3d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(const int * *)a[2], *(const float * *)a[3], *(const float * *)a[4], *(const float * *)a[5], *(float * *)a[6], *(float * *)a[7]); }
 static void cq__g2p_adj_3d_f32_kernel_emu(void **a) { cq__g2p_adj_3d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__gview_f32 *)a[3], *(cq__pview_f32 *)a[4], *(cq__pview_f32 *)a[5], *(const int * *)a[6], *(float * *)a[7]); }
 static void cq__act_reduce_3d_f32_kernel_emu(void **a) { cq__act_reduce_3d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const int * *)a[2], *(const float * *)a[3], *(double * *)a[4]); }
 static void cq__act_sum_3d_f32_kernel_emu(void **a) { cq__act_sum_3d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const double * *)a[2], *(double * *)a[3]); }
@@ -2737,7 +2844,7 @@ static void cq__sph_advect_3d_f32_kernel_emu(void **a) { cq__sph_advect_3d_f32_k
 static void cq__sph_errsum_3d_f32_kernel_emu(void **a) { cq__sph_errsum_3d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1], *(double * *)a[2]); }
 const cq__emu_kernel cq__emu_kernels_3d_f32[] = {
     {"cq__cell_sort_3d_f32_kernel", cq__cell_sort_3d_f32_kernel_emu, 1},
-    {"cq__cell_count_3d_f32_kernel", cq__cell_count_3d_f32_kernel_emu, 0},
+    {"cq__cell_count_3d_f32_kernel", cq__cell_count_3d_f32_kernel_emu, 1},
     {"cq__scan_up_3d_f32_kernel", cq__scan_up_3d_f32_kernel_emu, 1},
     {"cq__scan_top_3d_f32_kernel", cq__scan_top_3d_f32_kernel_emu, 1},
     {"cq__scan_down_3d_f32_kernel", cq__scan_down_3d_f32_kernel_emu, 1},

@@ -117,7 +117,7 @@ typedef void *CUstream;
 /* ------------------------------------------------------------------ the emulated kernels */
 typedef struct cq__emu_dim3 { unsigned x, y, z; } cq__emu_dim3;
 typedef struct cq__emu_kernel { const char *name; void (*call)(void **args); int barriers; } cq__emu_kernel;
-EXPORT cq__emu_dim3 cq__emu_blockIdx, cq__emu_blockDim, cq__emu_threadIdx;
+EXPORT cq__emu_dim3 cq__emu_blockIdx, cq__emu_blockDim, cq__emu_threadIdx, cq__emu_gridDim;
 EXPORT int cq__emu_fibers;   /* 1 while a block runs as fibers: the kernels take their parallel path */
 extern const cq__emu_kernel cq__emu_kernels_2d_f32[], cq__emu_kernels_2d_f64[],
     cq__emu_kernels_3d_f32[], cq__emu_kernels_3d_f64[];
@@ -866,6 +866,27 @@ out:
     return r;
 }
 
+static int func_live(const mock_func *fn);
+
+/* One block an SM for every kernel: with 132 SMs, the kernels that loop over tiles (the gather,
+   the grid adjoint) take several each on the tests' larger grids (a 28^3 grid has 784 rows). */
+EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, CUfunction fn, int block_size, size_t dynamic_shared)
+{
+    CUresult r;
+    lock();
+    if ((r = need_ctx()) != OK) goto out;
+    if (!fn || !func_live(fn)) {
+        violation("cuOccupancyMaxActiveBlocksPerMultiprocessor: %p is not a function of a loaded module", (void *)fn);
+        r = E_INVALID_HANDLE;
+        goto out;
+    }
+    if (!blocks || block_size < 1 || block_size > 1024 || dynamic_shared > 49152) { r = E_INVALID_VALUE; goto out; }
+    *blocks = 1;
+out:
+    unlock();
+    return r;
+}
+
 static int func_live(const mock_func *fn)
 {
     for (const mock_module *m = modules; m; m = m->next)
@@ -1097,6 +1118,7 @@ EXPORT CUresult cuLaunchKernel(CUfunction fn, unsigned gx, unsigned gy, unsigned
     for (int i = 0; i < n_allocs; ++i) set_open(&allocs[i], 1);
     running_kernel = fn->name;
     cq__emu_blockDim.x = bx; cq__emu_blockDim.y = by; cq__emu_blockDim.z = bz;
+    cq__emu_gridDim.x = gx; cq__emu_gridDim.y = gy; cq__emu_gridDim.z = gz;
     /* a barrier kernel's 1-D block: 2 as fibers (CQ_MOCK_FIBERS), 1 in its thread 0 alone */
     block_mode = fn->k->barriers && by == 1 && bz == 1 ? ((every = fibers_on()) ? 2 : 1) : 0;
     for (unsigned z = 0; z < gz; ++z)

@@ -568,6 +568,59 @@ TEST(particles_in_the_first_cell_sort_like_the_cpu)
     }
 }
 
+/* The CUDA gather and grid adjoint visit the particles' box alone, in tiles of 1 or 3 rows by 32
+   nodes from its first node (kernels.cu.j2 >>cuda_box); the nodes outside keep stale values
+   (the mock's fresh device memory holds NaNs).  Rods of particles whose box spans 33 and 65 nodes
+   along the last axis (a tile's 32, plus one) and 4 and 7 rows (3-row tiles, plus one): a tile
+   too few reads a stale node into G2P or the P2G adjoint.  2D and 3D, f64 (the mock: bitwise),
+   6 taped substeps, then x and dL/dx0 (seed 1 on x) against the CPU; the rows binary
+   (CQ_CUDA_GATHER_ROWS=0) runs the 3-row tiles. */
+TEST(the_box_tiles_cover_every_extent)
+{
+    const int mock = mock_sym("cq_mock_readbacks") != NULL;
+    static double x0[MAXN * 3], v0[MAXN * 3], seed[MAXN * 3], x[2][MAXN * 3], gx[2][MAXN * 3];
+    unsigned rs = 5;
+    for (int dim = 2; dim <= 3; ++dim)
+        for (int c = 0; c < 2; ++c) {
+            const int res = 80, cells = c ? 62 : 30, rows = c ? 4 : 1;   /* cells 0..cells: node extents 65 / 33 along the row, 7 / 4 rows */
+            const double dx = 1.0 / res;
+            int n = 0;
+            for (int i = 0; i <= cells; ++i)   /* a particle at 0.75 of each cell (its base cell), rows above 10 */
+                for (int j = 0; j <= rows; ++j) {
+                    double *p = x0 + n * dim;
+                    p[dim - 1] = (6 + i + 0.75) * dx;
+                    p[dim - 2] = (10 + j + 0.75) * dx;
+                    if (dim == 3) p[0] = (10 + 0.75) * dx;
+                    for (int a = 0; a < dim; ++a) v0[n * dim + a] = 0.05 * (urand(&rs) - 0.5);
+                    ++n;
+                }
+            for (int i = 0; i < n * dim; ++i) seed[i] = 1;
+            for (int b = 0; b < 2; ++b) {
+                cq_sim_desc d;
+                cq_particles_desc pd;
+                cq_sim *s = NULL;
+                memset(&d, 0, sizeof d); memset(&pd, 0, sizeof pd);
+                d.dim = dim; d.res[0] = d.res[1] = 24; d.res[2] = 24; d.res[dim - 1] = res; d.dx = dx; d.dt = 1e-4; d.substeps = 2;   /* <= 65536 cells: the one-block sort */
+                d.precision = CQ_PRECISION_F64; d.checkpoint_every = 2; d.backend = b ? CQ_BACKEND_CUDA : CQ_BACKEND_CPU;
+                if (cq_sim_create(&d, &s) != CQ_SUCCESS) { CHECK(0, "create: %s", cq_sim_last_error(NULL)); return; }
+                pd.count = n; pd.x = x0; pd.v = v0; pd.default_youngs = 2e3; pd.default_poisson = 0.3;
+                CHECK_OK(cq_sim_add_particles(s, &pd));
+                CHECK_OK(cq_sim_step(s, 3));
+                CHECK_OK(cq_sim_get(s, CQ_FIELD_X, x[b]));
+                CHECK_OK(cq_sim_backward(s, seed, NULL, NULL, NULL, NULL, NULL));
+                CHECK_OK(cq_sim_grad(s, CQ_FIELD_X, gx[b]));
+                cq_sim_destroy(s);
+            }
+            if (mock) {
+                CHECK(memcmp(x[1], x[0], sizeof(double) * (size_t)(n * dim)) == 0, "%dD, %d cells: x on the mock is not the CPU's bitwise", dim, cells);
+                CHECK(memcmp(gx[1], gx[0], sizeof(double) * (size_t)(n * dim)) == 0, "%dD, %d cells: dL/dx0 on the mock is not the CPU's bitwise", dim, cells);
+            } else {
+                CHECK(rel_err(x[1], x[0], (long)n * dim) < 1e-9, "%dD, %d cells: x differs: %.3g", dim, cells, rel_err(x[1], x[0], (long)n * dim));
+                CHECK(rel_err(gx[1], gx[0], (long)n * dim) < 1e-9, "%dD, %d cells: dL/dx0 differs: %.3g", dim, cells, rel_err(gx[1], gx[0], (long)n * dim));
+            }
+        }
+}
+
 /* sims on the same device and of the same dimension and precision share one loaded module (the
    process-wide module cache): a second create loads nothing, and the module goes with the last */
 TEST(sims_alive_together_share_their_module)
@@ -608,7 +661,7 @@ int main(int argc, char **argv)
     static const cqt_case cases[] = { CASE(parity_all_variants), CASE(cables_match_the_cpu),
         CASE(a_failing_step_reports_like_the_cpu), CASE(a_call_reads_its_status_once_and_a_late_failure_reports_like_the_cpu),
         CASE(actuation_gradients_over_several_chunks_are_the_cpus),
-        CASE(set_get_reset_and_logs), CASE(a_large_grid_sorts_like_the_cpu), CASE(particles_in_the_first_cell_sort_like_the_cpu),
+        CASE(set_get_reset_and_logs), CASE(a_large_grid_sorts_like_the_cpu), CASE(particles_in_the_first_cell_sort_like_the_cpu), CASE(the_box_tiles_cover_every_extent),
         CASE(sims_alive_together_share_their_module), CASE(no_device_memory_leaks_or_violations) };
     if (argc > 1 && !strncmp(argv[1], "fault:", 6)) return fault(argv[1] + 6);
     if (!cuda_available()) {

@@ -13207,6 +13207,12 @@ static int cq__cuda_gather_rows(const cq_sim *s) { return s->n >= CQ_CUDA_GATHER
    shape, 192 in the 3-row one) were slower on an H200 (ncu, 2026-11-26, a block a tile of the
    whole grid): the 8k cube's gather 31.7 -> 52 us, the 512k one's 171 -> 210 (fewer blocks an SM,
    and the many blocks without particles cost as much a block). */
+/* At most CQ_CUDA_RESIDENT_MAX blocks for the kernels that loop over the box (the gather, the
+   grid adjoint; 0: as many as the GPU holds at once).  The tests' rows binaries set a few, so
+   that on a GPU too a block takes several tiles even of small scenes (racecheck sees the loop). */
+#ifndef CQ_CUDA_RESIDENT_MAX
+#  define CQ_CUDA_RESIDENT_MAX 0
+#endif
 static void cq__cuda_gather_launch(const cq_sim *s, cq__CUfunction f, int rows, int nodes, int L, int R1, void **args, const char *what)
 {
     const int nj = rows ? 3 : 1;
@@ -14594,6 +14600,7 @@ static int cq__cuda_open(cq_sim *s, int ordinal, char *why, size_t cap)
             int b = 0;
             if (CQ__CU(OccupancyMaxActiveBlocksPerMultiprocessor)(&b, f[i], CQ__CUDA_BLOCK, 0) != 0 || b < 1) b = 4;
             s->cu.resident[i] = sms * b;
+            if (CQ_CUDA_RESIDENT_MAX > 0 && s->cu.resident[i] > CQ_CUDA_RESIDENT_MAX) s->cu.resident[i] = CQ_CUDA_RESIDENT_MAX;
         }
         cq__cu_pop(s);
     }

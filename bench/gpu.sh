@@ -8,7 +8,8 @@
 # aggregate throughput over the single block's; issue 12's target is >= 20x); then the fluid
 # dam breaks (bench/fluid.c --gpu, 2D and 3D, ~100k and ~1M particles).  Between the two: the 2D
 # block again with 10 substeps per step, and with the sort of small scenes as launches.  PROFILE=1 also runs
-# Nsight Compute (ncu): each kernel's time in a 512k and an 8k cube (bench/gpu_kernels.c), and the
+# Nsight Compute (ncu): each kernel's time in a 512k and an 8k cube (bench/gpu_kernels.c), the
+# gathers again in blocks of 256 and 320 threads (CQ_CUDA_GATHER_THREADS), and the
 # main kernels' throughput and occupancy at 512k, and the one-block sort's warp stalls by source line.  BEFORE=path/to/an/older/
 # chainqueen.h also runs the shuffled cubes and the lattice 3D cubes with that header (the same
 # bench.c), for a before/after in one run, e.g. `git show 1aadf2e:chainqueen.h > build/before.h`
@@ -49,6 +50,14 @@ if [ "${PROFILE:-0}" = 1 ] && command -v ncu >/dev/null 2>&1; then
     $CC -std=c99 -O2 -Wall -Wextra -Werror -pedantic bench/gpu_kernels.c -o build/gpu_kernels -lm -ldl || exit 1
     for a in "3 80 128" "3 20 64"; do
         ncu --metrics gpu__time_duration.sum --print-summary per-kernel ./build/gpu_kernels $a | grep -E '^  [a-z_0-9]+|gpu__time_duration'
+    done
+    # the gather's blocks of 256 and 320 threads (CQ_CUDA_GATHER_THREADS; 128 above): the gathers alone
+    for t in 256 320; do
+        $CC -std=c99 -O2 -Wall -Wextra -Werror -pedantic -DCQ_CUDA_GATHER_THREADS=$t bench/gpu_kernels.c -o build/gpu_kernels_g$t -lm -ldl || exit 1
+        for a in "3 80 128" "3 20 64"; do
+            echo "gather blocks of $t threads, cube $a:"
+            ncu --kernel-name regex:'gather' --metrics gpu__time_duration.sum --print-summary per-kernel ./build/gpu_kernels_g$t $a | grep -E '^  [a-z_0-9]+|gpu__time_duration'
+        done
     done
     ncu --kernel-name regex:'gather_fwd_3d|p2g_fwd_3d|g2p_fwd_3d|g2p_adj_3d|p2g_adj_' --launch-skip 30 --launch-count 6 \
         --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy ./build/gpu_kernels 3 80 128

@@ -51,9 +51,11 @@ void cq__emu_shfl_up_n(int *x, int n, int o);
    65536 / (128 b) registers per thread (5: 96, 8: 64).  The PTX carries it (.minnctapersm). */
 #if defined(__CUDACC__)
 #  define CQ__BOUNDS(b) __launch_bounds__(128, b)
+#  define CQ__BOUNDS_WIDE(t, b) __launch_bounds__(t, b)   /* blocks of up to t threads, b of them an SM */
 #  define CQ__BOUNDS_ONE_BLOCK __launch_bounds__(1024, 1)   /* the one-block kernels: 1024 threads, <= 64 registers */
 #else
 #  define CQ__BOUNDS(b)
+#  define CQ__BOUNDS_WIDE(t, b)
 #  define CQ__BOUNDS_ONE_BLOCK
 #endif
 
@@ -2360,7 +2362,7 @@ CQ__DEV void cq__pk_store_3d_f32(float *dst, const float *r)
    from L2 (each record read for the 9 rows it reaches); the 3-row shape fewer loads, more
    work a thread and fewer blocks: faster on large scenes (see CQ_CUDA_GATHER_ROWS), slower on
    small ones.  Before both: one thread per node walking its 27 cells alone: 1.76 ms. */
-__global__ void CQ__BOUNDS(8) cq__gather_fwd_3d_f32_kernel(int nodes, cq__params_f32 prm, const int * cell_end, const float * pk, cq__gview_f32 g, float * gp, int update, int * status)
+__global__ void CQ__BOUNDS_WIDE(320, 3) cq__gather_fwd_3d_f32_kernel(int nodes, cq__params_f32 prm, const int * cell_end, const float * pk, cq__gview_f32 g, float * gp, int update, int * status)
 {
     enum { NZ = CQ__GATHER_NZ, NC = NZ + 2, NJ = 1, NS = NJ + 2, NV = 4, NN = NJ * NZ * NV, NPH = 3, PAR = 3 };
     /* nodes along the row, cells a row, the block's rows, source rows a phase, values a node,
@@ -2463,7 +2465,7 @@ __global__ void CQ__BOUNDS(8) cq__gather_fwd_3d_f32_kernel(int nodes, cq__params
     }
 }
 
-__global__ void CQ__BOUNDS(5) cq__gather_rows_3d_f32_kernel(int nodes, cq__params_f32 prm, const int * cell_end, const float * pk, cq__gview_f32 g, float * gp, int update, int * status)
+__global__ void CQ__BOUNDS_WIDE(320, 2) cq__gather_rows_3d_f32_kernel(int nodes, cq__params_f32 prm, const int * cell_end, const float * pk, cq__gview_f32 g, float * gp, int update, int * status)
 {
     enum { NZ = CQ__GATHER_NZ, NC = NZ + 2, NJ = 3, NS = NJ + 2, NV = 4, NN = NJ * NZ * NV, NPH = 3, PAR = 1 };
     /* nodes along the row, cells a row, the block's rows, source rows a phase, values a node,

@@ -13199,14 +13199,6 @@ static void cq__cuda_scan(cq_sim *s, int *data, int n, int *tmp)
 #endif
 static int cq__cuda_gather_rows(const cq_sim *s) { return s->n >= CQ_CUDA_GATHER_ROWS; }
 
-/* the gather's launch (kernels.cu.j2 >>cuda_gather): blocks of CQ__CUDA_BLOCK (128) threads that
-   take tiles of nj rows (rows: 3, else 1; along the second-to-last axis, R1 nodes) by
-   CQ__GATHER_NZ nodes along the last axis (L nodes) of the particles' box (>>cuda_box) in turn (blocks of CQ__GATHER_THREADS):
-   as many blocks as the GPU runs at once (s->cu.resident), or a block a tile of the whole grid
-   if that is fewer.  Blocks with a thread for each cell a phase sums (320 threads in the 3D row
-   shape, 192 in the 3-row one) were slower on an H200 (ncu, 2026-11-26, a block a tile of the
-   whole grid): the 8k cube's gather 31.7 -> 52 us, the 512k one's 171 -> 210 (fewer blocks an SM,
-   and the many blocks without particles cost as much a block). */
 /* At most CQ_CUDA_RESIDENT_MAX blocks for the kernels that loop over the box (the gather, the
    grid adjoint; 0: as many as the GPU holds at once).  The tests' rows binaries set a few, so
    that on a GPU too a block takes several tiles even of small scenes (racecheck sees the loop). */
@@ -13216,13 +13208,21 @@ static int cq__cuda_gather_rows(const cq_sim *s) { return s->n >= CQ_CUDA_GATHER
 /* Threads a block of the gather (both shapes): CQ_CUDA_GATHER_THREADS, 128 by default, taken to a
    multiple of 32 from 32 to 320 (the f32 3D kernels are built for blocks of up to 320).  Each
    tile's source cells are shared among the block's threads (3D: 306 a tile in the row shape,
-   170 a phase in the 3-row one), so more threads shorten a tile; blocks of 320 / 192 threads were
-   slower on an H200 when every tile of the grid had a block (above); over the particles' box
-   alone, unmeasured: a knob for the benchmarks (bench/gpu.sh PROFILE=1 times 256 against 128). */
+   170 a phase in the 3-row one), so more threads shorten a tile.  When every tile of the grid had
+   a block, blocks of 320 threads (row shape) and 192 (3-row) were slower on an H200 (ncu,
+   2026-11-26: the 8k cube's gather 31.7 -> 52 us, the 512k one's 171 -> 210; the many blocks
+   without particles cost as much a block); over the particles' box alone: unmeasured, a knob for
+   the benchmarks (bench/gpu.sh PROFILE=1 times 256 and 320 against 128). */
 #ifndef CQ_CUDA_GATHER_THREADS
 #  define CQ_CUDA_GATHER_THREADS 128
 #endif
 #define CQ__GATHER_THREADS (CQ_CUDA_GATHER_THREADS < 32 ? 32 : CQ_CUDA_GATHER_THREADS > 320 ? 320 : CQ_CUDA_GATHER_THREADS / 32 * 32)
+
+/* the gather's launch (kernels.cu.j2 >>cuda_gather): blocks of CQ__GATHER_THREADS threads (above)
+   that take tiles of nj rows (rows: 3, else 1; along the second-to-last axis, R1 nodes) by
+   CQ__GATHER_NZ nodes along the last axis (L nodes) of the particles' box (>>cuda_box) in turn:
+   as many blocks as the GPU runs at once (s->cu.resident), or a block a tile of the whole grid
+   if that is fewer. */
 static void cq__cuda_gather_launch(const cq_sim *s, cq__CUfunction f, int rows, int nodes, int L, int R1, void **args, const char *what)
 {
     const int nj = rows ? 3 : 1;
@@ -18524,7 +18524,7 @@ cq_result cq_world_control_grad_feedback(const cq_world *w, const double *dL_dst
 #if CQ__HAS_CUDA
 /* ---- BEGIN GENERATED: embedded PTX (byte arrays; the readable code ends above) from templates/ptx.j2.
    DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
-/* PTX module 2d_f32: sha256 fa07c9b4830da5b68f856fb3cb4d30d334e5557cb3ed89c29697867b36cb6ebc, nvrtc 12.0, PTX ISA 8.0, 519746 bytes, fnv1a 0xce8ded61, lz 143998 bytes */
+/* PTX module 2d_f32: sha256 27dc9ebfc1a80f98b394e3bb666807eb49c65aeb7dfcd896119ef888737c147f, nvrtc 12.0, PTX ISA 8.0, 519746 bytes, fnv1a 0xce8ded61, lz 143998 bytes */
 static const unsigned char cq__ptx_2d_f32_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -23028,7 +23028,7 @@ static const unsigned char cq__ptx_2d_f32_lz[] = {
 6,52,11,0,37,0,1,43,1,2,50,121,24,100,200,67,17,53,199,14,144,114,101,116,59,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_2d_f32 = { cq__ptx_2d_f32_lz, 143998, 519746, 0xce8ded61u };
-/* PTX module 2d_f64: sha256 16f5cfc111e70fad71d9f55101214be7282285b7e5672f4e17b33cce1837b6f9, nvrtc 12.0, PTX ISA 8.0, 536592 bytes, fnv1a 0xe44144b4, lz 144937 bytes */
+/* PTX module 2d_f64: sha256 24914522810e68e0878fb7caa92988caee390ab4a3834eea81c84848af735f70, nvrtc 12.0, PTX ISA 8.0, 536592 bytes, fnv1a 0xe44144b4, lz 144937 bytes */
 static const unsigned char cq__ptx_2d_f64_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -27562,7 +27562,7 @@ static const unsigned char cq__ptx_2d_f64_lz[] = {
 4,91,9,80,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_2d_f64 = { cq__ptx_2d_f64_lz, 144937, 536592, 0xe44144b4u };
-/* PTX module 3d_f32: sha256 2965a8a9cb6a3744b9d2ddf51ef0f2f11890a4269a2d165c345d4a232536cd0c, nvrtc 12.0, PTX ISA 8.0, 712562 bytes, fnv1a 0x3ce11081, lz 202574 bytes */
+/* PTX module 3d_f32: sha256 447ed9e98147633d33df1126f9ac6cf80d591b843969166f99a39c4207899349, nvrtc 12.0, PTX ISA 8.0, 712562 bytes, fnv1a 0x3ce11081, lz 202574 bytes */
 static const unsigned char cq__ptx_3d_f32_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -33897,7 +33897,7 @@ static const unsigned char cq__ptx_3d_f32_lz[] = {
 0,0,52,19,144,114,101,116,59,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_3d_f32 = { cq__ptx_3d_f32_lz, 202574, 712562, 0x3ce11081u };
-/* PTX module 3d_f64: sha256 1061fb7a657c68ed4e162977eeb1b0436f8999cf87c6ca681893927be1b95eb2, nvrtc 12.0, PTX ISA 8.0, 756604 bytes, fnv1a 0x0a497213, lz 207546 bytes */
+/* PTX module 3d_f64: sha256 a9898f373f05a41680579e1bc19032dca13a0156498ddcc8cf85cf86ef73acbb, nvrtc 12.0, PTX ISA 8.0, 756604 bytes, fnv1a 0x0a497213, lz 207546 bytes */
 static const unsigned char cq__ptx_3d_f64_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,

@@ -2071,7 +2071,7 @@ CQ__DEV void cq__sort_count_3d_f32(int p, const cq__params_f32 *prm, cq__pview_f
    (2 D shared ints, zeroed by the caller before a barrier; the caller synchronises after), and
    the sort then raises the words in global memory once a block (cell_count: integer atomicMax,
    exact; the one-block sort: stores).  The gather and the grid adjoint visit the nodes of the box
-   alone: on a large grid most nodes are far from every particle (the 512k cube fills 42^3 of its
+   alone: on a large grid most nodes are far from every particle (the 512k cube's box is 43^3 of its
    128^3 nodes), and their blocks cost launches, loads of cell_end and stores of zeros.  The nodes
    outside the box keep whatever they held: nothing reads them (G2P, the P2G adjoint and the
    grid adjoint read the nodes of the particles' stencils, all inside). */

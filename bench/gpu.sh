@@ -10,7 +10,8 @@
 # block again with 10 substeps per step, and with the sort of small scenes as launches.  PROFILE=1 also runs
 # Nsight Compute (ncu): each kernel's time in a 512k and an 8k cube (bench/gpu_kernels.c), the
 # gathers again in blocks of 256 and 320 threads (CQ_CUDA_GATHER_THREADS), and the
-# main kernels' throughput and occupancy at 512k, and the one-block sort's warp stalls by source line.  BEFORE=path/to/an/older/
+# main kernels' throughput and occupancy at 512k, and the one-block sort's warp stalls by source line
+# (with BEFORE, each kernel's time with that header too).  BEFORE=path/to/an/older/
 # chainqueen.h also runs the shuffled cubes and the lattice 3D cubes with that header (the same
 # bench.c), for a before/after in one run, e.g. `git show 1aadf2e:chainqueen.h > build/before.h`
 # (the last tree whose per-particle kernels ran over sorted slots), then BEFORE=build/before.h;
@@ -51,6 +52,14 @@ if [ "${PROFILE:-0}" = 1 ] && command -v ncu >/dev/null 2>&1; then
     for a in "3 80 128" "3 20 64"; do
         ncu --metrics gpu__time_duration.sum --print-summary per-kernel ./build/gpu_kernels $a | grep -E '^  [a-z_0-9]+|gpu__time_duration'
     done
+    if [ -n "${BEFORE:-}" ]; then   # the same with the BEFORE header: a kernel-by-kernel before/after in one run
+        cp bench/gpu_kernels.c build/before/bench/ && \
+            $CC -std=c99 -O2 -Wall -Wextra -Werror -pedantic build/before/bench/gpu_kernels.c -o build/gpu_kernels_before -lm -ldl || exit 1
+        for a in "3 80 128" "3 20 64"; do
+            echo "before ($BEFORE), cube $a:"
+            ncu --metrics gpu__time_duration.sum --print-summary per-kernel ./build/gpu_kernels_before $a | grep -E '^  [a-z_0-9]+|gpu__time_duration'
+        done
+    fi
     # the gather's blocks of 256 and 320 threads (CQ_CUDA_GATHER_THREADS; 128 above): the gathers alone
     for t in 256 320; do
         $CC -std=c99 -O2 -Wall -Wextra -Werror -pedantic -DCQ_CUDA_GATHER_THREADS=$t bench/gpu_kernels.c -o build/gpu_kernels_g$t -lm -ldl || exit 1

@@ -2070,7 +2070,7 @@ CQ__DEV void cq__sort_count_3d_f32(int p, const cq__params_f32 *prm, cq__pview_f
    raises its own 2 D words v over its particles (cq__cell_), the block takes their maxima in sb
    (2 D shared ints, zeroed by the caller before a barrier; the caller synchronises after), and
    the sort then raises the words in global memory once a block (cell_count: integer atomicMax,
-   exact; the one-block sort: stores).  The gather and the grid adjoint visit the nodes of the box
+   exact, where the block's maxima exceed them; the one-block sort: stores).  The gather and the grid adjoint visit the nodes of the box
    alone: on a large grid most nodes are far from every particle (the 512k cube's box is 43^3 of its
    128^3 nodes), and their blocks cost launches, loads of cell_end and stores of zeros.  The nodes
    outside the box keep whatever they held: nothing reads them (G2P, the P2G adjoint and the
@@ -2278,7 +2278,11 @@ __global__ void cq__cell_count_3d_f32_kernel(int n, cq__params_f32 prm, cq__pvie
     __syncthreads();
     cq__box_reduce_3d_f32(v, sb);
     __syncthreads();
-    for (int i = t; i < 2 * 3; i += nt) if (sb[i] > 0) atomicMax(&box[i * CQ__BOX_STRIDE], sb[i]);
+    /* an atomic only where the block raises the word as read (the words only grow: a stale read
+       costs an atomic, never a missed one), so that not every block's atomics queue on the same
+       6 addresses (the 4.1M cube: 32768 blocks; as particles come in index order, most raise
+       nothing) */
+    for (int i = t; i < 2 * 3; i += nt) if (sb[i] > box[i * CQ__BOX_STRIDE]) atomicMax(&box[i * CQ__BOX_STRIDE], sb[i]);
 }
 
 /* the scan over the GPU (host: cq__cuda_scan): tile b = data[b T .. (b + 1) T), T = CQ__SCAN_R

@@ -89,6 +89,8 @@
      CQ_CUDA_SORT_ONE_BLOCK  up to this many particles (default 16384; and grids of <= 65536
                      nodes) the CUDA backend sorts particles by cell in one launch of one block
                      instead of a memset and four launches over the GPU; 0: never
+     CQ_CUDA_GATHER_THREADS  threads a block of the CUDA gather (default 128; 32 to 320): more
+                     share each tile's cells (a small scene's latency), fewer fit an SM
      CQ_CPU_LANES    1: the CPU runs G2P and the stencil adjoints on 16 floats / 8 doubles at
                      once (vectorized across particles; bitwise the same results); 0: one particle
                      at a time.  Default: both precisions where the compiler targets AVX-512

@@ -79,10 +79,13 @@ if [ -n "$CS" ]; then
     item racecheck $CS --tool racecheck --error-exitcode 99 ./$B/test_cuda parity_all
     item synccheck $CS --tool synccheck --error-exitcode 99 ./$B/test_cuda parity_all
     item racecheck_gather_rows $CS --tool racecheck --error-exitcode 99 ./$B/test_cuda_rows parity_all
+    # the sort as launches: cell_count's block maxima of the particles' box (shared memory, barriers)
+    item racecheck_sort_launches $CS --tool racecheck --error-exitcode 99 ./$B/test_cuda_launches parity_all
     item world_memcheck $CS --tool memcheck --error-exitcode 99 ./$B/test_world_cuda parity
 else
     skip memcheck "compute-sanitizer not on PATH"; skip racecheck "compute-sanitizer not on PATH"
     skip synccheck "compute-sanitizer not on PATH"; skip racecheck_gather_rows "compute-sanitizer not on PATH"
+    skip racecheck_sort_launches "compute-sanitizer not on PATH"
     skip world_memcheck "compute-sanitizer not on PATH"
 fi
 wait

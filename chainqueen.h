@@ -18526,7 +18526,7 @@ cq_result cq_world_control_grad_feedback(const cq_world *w, const double *dL_dst
 #if CQ__HAS_CUDA
 /* ---- BEGIN GENERATED: embedded PTX (byte arrays; the readable code ends above) from templates/ptx.j2.
    DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
-/* PTX module 2d_f32: sha256 8787da5f3fbbe05cf421dbdb3b940cdec6ec9083306689b777fc101e440cd489, nvrtc 12.0, PTX ISA 8.0, 519782 bytes, fnv1a 0x6fb8ecc2, lz 144004 bytes */
+/* PTX module 2d_f32: sha256 4e706063db55599cbb4b1096bf169d116e659da44f10d2762738516b5b0b4ca2, nvrtc 12.0, PTX ISA 8.0, 519782 bytes, fnv1a 0x6fb8ecc2, lz 144004 bytes */
 static const unsigned char cq__ptx_2d_f32_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -23031,7 +23031,7 @@ static const unsigned char cq__ptx_2d_f32_lz[] = {
 10,125,10,10
 };
 static const cq__ptx_module cq__ptx_2d_f32 = { cq__ptx_2d_f32_lz, 144004, 519782, 0x6fb8ecc2u };
-/* PTX module 2d_f64: sha256 269027bd50d0eeb55cdd62f340691e4a6f824d09f78020c7529163fb1ad82c66, nvrtc 12.0, PTX ISA 8.0, 536628 bytes, fnv1a 0xec180056, lz 144911 bytes */
+/* PTX module 2d_f64: sha256 7d23fe8ff3785e07f5069ae53dc5a5657cb4d0659531e13bbe465e5ac9021615, nvrtc 12.0, PTX ISA 8.0, 536628 bytes, fnv1a 0xec180056, lz 144911 bytes */
 static const unsigned char cq__ptx_2d_f64_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -27564,7 +27564,7 @@ static const unsigned char cq__ptx_2d_f64_lz[] = {
 55,189,162,8,141,0,4,91,9,80,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_2d_f64 = { cq__ptx_2d_f64_lz, 144911, 536628, 0xec180056u };
-/* PTX module 3d_f32: sha256 6ea34ff89066d20c05743d427d8de410d9abd56979882c353af5cbebf99e45a1, nvrtc 12.0, PTX ISA 8.0, 712598 bytes, fnv1a 0x5b8a0116, lz 202567 bytes */
+/* PTX module 3d_f32: sha256 627ac60b4e9b262f0d17ce96234567fb6a32803c5888c4058e983ba8643f623d, nvrtc 12.0, PTX ISA 8.0, 712598 bytes, fnv1a 0x5b8a0116, lz 202567 bytes */
 static const unsigned char cq__ptx_3d_f32_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -33899,7 +33899,7 @@ static const unsigned char cq__ptx_3d_f32_lz[] = {
 116,59,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_3d_f32 = { cq__ptx_3d_f32_lz, 202567, 712598, 0x5b8a0116u };
-/* PTX module 3d_f64: sha256 bde4e18606f21186344f053c453b54724ad227ca0610282fbf8eaf67dac164fa, nvrtc 12.0, PTX ISA 8.0, 756640 bytes, fnv1a 0x7bf8be99, lz 207528 bytes */
+/* PTX module 3d_f64: sha256 0c41d89dc38429ed30684bd7cae65d153b4dfd0de38a7ab32fadf29ed0917ef4, nvrtc 12.0, PTX ISA 8.0, 756640 bytes, fnv1a 0x7bf8be99, lz 207528 bytes */
 static const unsigned char cq__ptx_3d_f64_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,

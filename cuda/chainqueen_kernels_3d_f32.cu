@@ -50,8 +50,8 @@ void cq__emu_shfl_up_n(int *x, int n, int o);
 /* CQ__BOUNDS(b): at least b blocks of CQ__CUDA_BLOCK (128) threads per SM, i.e. at most
    65536 / (128 b) registers per thread (5: 96, 8: 64).  The PTX carries it (.minnctapersm). */
 #if defined(__CUDACC__)
-#  define CQ__BOUNDS(b) __launch_bounds__(128, b)
 #  define CQ__BOUNDS_WIDE(t, b) __launch_bounds__(t, b)   /* blocks of up to t threads, b of them an SM */
+#  define CQ__BOUNDS(b) CQ__BOUNDS_WIDE(128, b)
 #  define CQ__BOUNDS_ONE_BLOCK __launch_bounds__(1024, 1)   /* the one-block kernels: 1024 threads, <= 64 registers */
 #else
 #  define CQ__BOUNDS(b)

@@ -866,7 +866,13 @@ out:
     return r;
 }
 
-static int func_live(const mock_func *fn);
+static int func_live(const mock_func *fn)
+{
+    for (const mock_module *m = modules; m; m = m->next)
+        for (const mock_func *f = m->funcs; f; f = f->next)
+            if (f == fn) return 1;
+    return 0;
+}
 
 /* One block an SM for every kernel: with 132 SMs, the kernels that loop over tiles (the gather,
    the grid adjoint) take several each on the tests' larger grids (a 28^3 grid has 784 rows). */
@@ -885,14 +891,6 @@ EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, CUfunct
 out:
     unlock();
     return r;
-}
-
-static int func_live(const mock_func *fn)
-{
-    for (const mock_module *m = modules; m; m = m->next)
-        for (const mock_func *f = m->funcs; f; f = f->next)
-            if (f == fn) return 1;
-    return 0;
 }
 
 /* ------------------------------------------------------------------ launches */

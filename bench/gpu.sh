@@ -10,7 +10,7 @@
 # block again with 10 substeps per step, and with the sort of small scenes as launches.  PROFILE=1 also runs
 # Nsight Compute (ncu): each kernel's time in a 512k and an 8k cube (bench/gpu_kernels.c), the
 # gathers again in blocks of 256 and 320 threads (CQ_CUDA_GATHER_THREADS), and the
-# main kernels' throughput and occupancy at 512k, and the one-block sort's warp stalls by source line
+# main kernels' throughput, occupancy and warp stalls at 512k, and the one-block sort's warp stalls by source line
 # (with BEFORE, each kernel's time with that header too).  BEFORE=path/to/an/older/
 # chainqueen.h also runs the shuffled cubes and the lattice 3D cubes with that header (the same
 # bench.c), for a before/after in one run, e.g. `git show 1aadf2e:chainqueen.h > build/before.h`
@@ -68,8 +68,12 @@ if [ "${PROFILE:-0}" = 1 ] && command -v ncu >/dev/null 2>&1; then
             ncu --kernel-name regex:'gather' --metrics gpu__time_duration.sum --print-summary per-kernel ./build/gpu_kernels_g$t $a | grep -E '^  [a-z_0-9]+|gpu__time_duration'
         done
     done
+    # (and their warps' stalls: G2P, 91 us at 512k on an H200, is 4x its DRAM time and its bound is
+    # not known: L1 load instructions (81 grid loads and a 72-byte stack frame of weights a
+    # particle), latency (one load round trip a node) or L2; the long-scoreboard / LG-throttle /
+    # MIO-throttle split of WarpStateStats tells which)
     ncu --kernel-name regex:'gather_fwd_3d|p2g_fwd_3d|g2p_fwd_3d|g2p_adj_3d|p2g_adj_' --launch-skip 30 --launch-count 6 \
-        --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy ./build/gpu_kernels 3 80 128
+        --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats ./build/gpu_kernels 3 80 128
     # the small scenes' one-block sort (the 2D block): its time, and where its warps stall (each
     # step's share: the source lines' counters; 17 us on an H200 at adad329, where ~10 were predicted)
     ncu --kernel-name regex:'cell_sort_2d_f32' --launch-skip 20 --launch-count 1 --section SpeedOfLight \

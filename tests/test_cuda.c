@@ -581,16 +581,19 @@ TEST(the_box_tiles_cover_every_extent)
     static double x0[MAXN * 3], v0[MAXN * 3], seed[MAXN * 3], x[2][MAXN * 3], gx[2][MAXN * 3];
     unsigned rs = 5;
     for (int dim = 2; dim <= 3; ++dim)
-        for (int c = 0; c < 2; ++c) {
-            const int res = 80, cells = c ? 62 : 30, rows = c ? 4 : 1;   /* cells 0..cells: node extents 65 / 33 along the row, 7 / 4 rows */
+        for (int c = 0; c < 3; ++c) {
+            const int res = 80, cells = c == 1 ? 62 : 30, rows = c == 1 ? 4 : 1;   /* cells 0..cells: node extents 65 / 33 along the row, 7 / 4 rows */
+            const int far = c == 2;   /* the rods at the grid's far end on every axis: its last nodes are reached, so a
+                                         device array sized too small for its layout (kernels_common.j2 >>grid_layout)
+                                         is read and written past its end, which the mock's guard pages catch */
             const double dx = 1.0 / res;
             int n = 0;
             for (int i = 0; i <= cells; ++i)   /* a particle at 0.75 of each cell (its base cell), rows above 10 */
                 for (int j = 0; j <= rows; ++j) {
                     double *p = x0 + n * dim;
-                    p[dim - 1] = (6 + i + 0.75) * dx;
-                    p[dim - 2] = (10 + j + 0.75) * dx;
-                    if (dim == 3) p[0] = (10 + 0.75) * dx;
+                    p[dim - 1] = ((far ? res - 6 - cells : 6) + i + 0.75) * dx;
+                    p[dim - 2] = ((far ? 24 - 6 - rows : 10) + j + 0.75) * dx;
+                    if (dim == 3) p[0] = ((far ? 24 - 6 : 10) + 0.75) * dx;
                     for (int a = 0; a < dim; ++a) v0[n * dim + a] = 0.05 * (urand(&rs) - 0.5);
                     ++n;
                 }

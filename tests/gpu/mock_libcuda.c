@@ -17,9 +17,11 @@
      size_t cq_mock_live_bytes(void)       bytes in live allocations
      void cq_mock_reset_faults(void)       restart the CQ_MOCK_FAIL counters (oom_after, launch_after)
 
-   Strict device memory.  Each allocation is its own mmap (page-rounded, plus one guard page that
-   is never accessible); the returned device pointer is the start of the mapping, so the kernels,
-   which run in-process, use it directly.  Allocations are PROT_NONE while control is in the host
+   Strict device memory.  Each allocation is its own mmap (page-rounded, plus a guard region as
+   long again, never accessible); the returned device pointer is 256-byte aligned and placed so
+   that the block ends where the guard region begins (to the 256-byte rounding), so a kernel that
+   reads or writes past its end, even striding far past it (an array sized for another layout),
+   faults; the kernels, which run in-process, use the pointer directly.  Allocations are PROT_NONE while control is in the host
    program: they are made readable/writable only for the duration of a launch (all of them) or of
    a memcpy/memset (just the allocation(s) it touches).  A host dereference of a device pointer
    therefore dies with SIGSEGV (a handler prints which allocation first, then re-raises).  New
@@ -135,10 +137,13 @@ static const cq__emu_kernel *emu_find(const char *name)
 
 /* ------------------------------------------------------------------ state */
 typedef struct alloc_rec {
-    char *base;        /* device pointer == start of the mapping */
+    char *base;        /* device pointer: map + prot_len - size rounded up to 256 (the end of the
+                          block meets the guard region, so a kernel reading or writing past it by
+                          more than the 256-byte rounding faults: a real allocation's alignment) */
+    char *map;         /* start of the mapping */
     size_t size;       /* bytes asked for */
     size_t prot_len;   /* page-rounded size (made accessible when needed) */
-    size_t map_len;    /* prot_len + one guard page */
+    size_t map_len;    /* prot_len + the guard region (prot_len again) */
     int open;          /* currently PROT_READ|PROT_WRITE */
 } alloc_rec;
 
@@ -305,11 +310,11 @@ static alloc_rec *find_alloc(const char *p, int inclusive_end)
     return NULL;
 }
 
-/* the live allocation whose whole mapping (guard page included) holds p */
+/* the live allocation whose whole mapping (guard region included) holds p */
 static alloc_rec *find_mapping(const char *p)
 {
     for (int i = 0; i < n_allocs; ++i)
-        if (p >= allocs[i].base && p < allocs[i].base + allocs[i].map_len) return &allocs[i];
+        if (p >= allocs[i].map && p < allocs[i].map + allocs[i].map_len) return &allocs[i];
     return NULL;
 }
 
@@ -344,7 +349,7 @@ static void set_open(alloc_rec *a, int open)
 {
     if (a->open == open) return;
     if (no_protect()) { a->open = open; return; }
-    if (mprotect(a->base, a->prot_len, open ? PROT_READ | PROT_WRITE : PROT_NONE) != 0) {
+    if (mprotect(a->map, a->prot_len, open ? PROT_READ | PROT_WRITE : PROT_NONE) != 0) {
         fprintf(stderr, "mock_libcuda: mprotect failed: %s\n", strerror(errno));
         abort();
     }
@@ -406,13 +411,14 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
     (void)uc;
     for (int i = 0; i < n_allocs; ++i) {
         const alloc_rec *a = &allocs[i];
-        if (addr >= a->base && addr < a->base + a->map_len) {
+        if (addr >= a->map && addr < a->map + a->map_len) {
             put_str("mock_libcuda: SIGSEGV at ");
             put_hex((unsigned long long)(size_t)addr);
             if (running_kernel) {
                 put_str(" in kernel ");
                 put_str(running_kernel);
-                put_str(addr >= a->base + a->prot_len ? ": past the end of device allocation " : ": device allocation ");
+                put_str(addr >= a->map + a->prot_len ? ": past the end of device allocation " :
+                        addr < a->base ? ": before the start of device allocation " : ": device allocation ");
             } else {
                 put_str(": the HOST touched device memory (allocation ");
             }
@@ -606,7 +612,7 @@ static void free_alloc_at(int i)
     freed[freed_next % N_FREED].base = a->base;
     freed[freed_next % N_FREED].size = a->size;
     ++freed_next;
-    munmap(a->base, a->map_len);
+    munmap(a->map, a->map_len);
     live_bytes -= a->size;
     allocs[i] = allocs[--n_allocs];
 }
@@ -1161,7 +1167,10 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *ptr, size_t bytes)
         goto out;
     }
     {
-        size_t prot_len = (bytes + page - 1) / page * page, map_len = prot_len + page;
+        /* the guard region after the block: as long as the block (one page at least), so that a
+           kernel striding past the end (a layout's node stride larger than its allocation's) lands
+           in it, not in the next mapping (address space alone: never opened, never touched) */
+        size_t prot_len = (bytes + page - 1) / page * page, map_len = 2 * prot_len;
         char *b = (char *)mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (b == MAP_FAILED) { r = E_OUT_OF_MEMORY; goto out; }
         if (n_allocs == cap_allocs) {
@@ -1171,10 +1180,11 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *ptr, size_t bytes)
             allocs = na;
             cap_allocs = nc;
         }
-        memset(b, 0xff, bytes);                       /* device memory is not zeroed: poison it */
-        mprotect(b + prot_len, page, PROT_NONE);      /* guard page, never opened */
+        allocs[n_allocs].base = b + prot_len - (bytes + 255) / 256 * 256;   /* the block's end at the guard region */
+        allocs[n_allocs].map = b;
+        memset(allocs[n_allocs].base, 0xff, bytes);   /* device memory is not zeroed: poison it */
+        mprotect(b + prot_len, prot_len, PROT_NONE);  /* the guard region, never opened */
         forget_freed(b, map_len);
-        allocs[n_allocs].base = b;
         allocs[n_allocs].size = bytes;
         allocs[n_allocs].prot_len = prot_len;
         allocs[n_allocs].map_len = map_len;
@@ -1183,7 +1193,7 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *ptr, size_t bytes)
         ++n_allocs;
         live_bytes += bytes;
         ++allocs_since;
-        *ptr = (CUdeviceptr)(size_t)b;
+        *ptr = (CUdeviceptr)(size_t)allocs[n_allocs - 1].base;
     }
 out:
     unlock();

@@ -90,11 +90,15 @@ void cq__emu_shfl_up_n(int *x, int n, int o);
    the P2G adjoint's transfer half 125 -> 115 (at 96 registers; 80 with the frame).  G2P (no grad:
    stencil's `unroll`) is unrolled in f64 alone: there 155 -> 143 us at 512k; in f32 it took
    91-93 -> 95-97 us at 512k however bounded (64, 96 registers, or 56 unbounded), though 7.3-8.7
-   from 9.4-9.9 at 8k.  The C compilers keep the loop rolled (above). */
+   from 9.4-9.9 at 8k.  The C compilers keep the loop rolled (above).  CQ__GPU_ROLLED: 3D f32 G2P's
+   loop kept rolled on the GPU, as measured: with a node's velocity one vector load
+   (>>grid_layout) nvcc unrolled it of its own accord (2D f32: unrolled before and after). */
 #if defined(__CUDACC__)
 #  define CQ__GPU_UNROLL _Pragma("unroll")
+#  define CQ__GPU_ROLLED _Pragma("unroll 1")
 #else
 #  define CQ__GPU_UNROLL
+#  define CQ__GPU_ROLLED
 #endif
 
 /* kernel status codes returned by G2P */
@@ -158,10 +162,44 @@ typedef struct cq__pview_f64 {
 } cq__pview_f64;
 
 /* Grid arrays: m [nodes]; v [nodes*d] holds MOMENTUM after P2G and VELOCITY after the
-   grid update. */
+   grid update (on the GPU a 3D node's v takes 4 slots: >>grid_layout). */
 typedef struct cq__gview_f64 {
     double *m, *v;
 } cq__gview_f64;
+
+/* >>grid_layout: the GPU's grid arrays read by every particle's stencil hold a node's values
+   together in 2 or 4 slots, so that a node is one or two vector loads (f32 3D: a 16-byte load,
+   not three or four 4-byte ones): the velocity (and the G2P adjoint gather's dL/dv) in 4 slots
+   in 3D (the fourth 0), 2 in 2D; dL/dp and dL/dm of the grid adjoint in 4 slots (p_bar's d, then
+   m_bar; gm_bar is not used).  The CPU keeps d and 1 (its lane kernels index them per lane).
+   Every value is the same, computed by the same operations: only where it is stored differs.
+   cq__ld{2,4}: k values at an index that is a multiple of k (aligned: cuMemAlloc aligns an array
+   to 256 bytes); cq__st4: 4 values so. */
+CQ_HD void cq__ld2_f64(const double *s, double *d)
+{
+#if defined(__CUDA_ARCH__)
+    const double2 t = *(const double2 *)s;
+    d[0] = t.x; d[1] = t.y;
+#else
+    d[0] = s[0]; d[1] = s[1];
+#endif
+}
+CQ_HD void cq__ld4_f64(const double *s, double *d)
+{
+#if defined(__CUDA_ARCH__)
+    cq__ld2_f64(s, d); cq__ld2_f64(s + 2, d + 2);
+#else
+    CQ__UNROLL for (int i = 0; i < 4; ++i) d[i] = s[i];
+#endif
+}
+CQ_HD void cq__st4_f64(double *d, double a, double b, double c, double e)
+{
+#if defined(__CUDA_ARCH__)
+    *(double2 *)d = make_double2(a, b); *(double2 *)(d + 2) = make_double2(c, e);
+#else
+    d[0] = a; d[1] = b; d[2] = c; d[3] = e;
+#endif
+}
 
 /* Finite test on the bits (exponent field not all ones): arithmetic tests such as a == a fold
    away under -ffast-math / -ffinite-math-only, which game engines build with. */
@@ -354,7 +392,8 @@ CQ_HD int cq__g2p_fwd_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 in,
         const int o[2] = {i, j};
         const double wt = w[0][i] * w[1][j];
         const long idx = goff + (long)(base[0] + i) * prm->res[1] + (base[1] + j);
-        const double *vi = g.v + idx * 2;
+        double vi[2];
+        cq__ld2_f64(g.v + idx * 2, vi);
         double d[2];                  /* x_i - x_p, in cells */
         CQ__UNROLL for (int a = 0; a < 2; ++a) d[a] = dp[a][o[a]];
         CQ__UNROLL for (int a = 0; a < 2; ++a) {
@@ -712,7 +751,8 @@ CQ_HD void cq__p2g_fwd_2d_neohookean_f64(int p, const cq__params_f64 *prm, cq__p
    parameters; gv_bar, gp_bar, gm_bar of a grid node's velocity, momentum and mass; act_bar of
    its actuation stress).  A VJP function ADDS its X_bar outputs.  ao / ai: the adjoints of a
    substep's output / input particle state; pg: the parameter gradients.  Host buffers keep
-   short names: grid_vb, grid_pb, grid_mb = gv_bar, gp_bar, gm_bar. */
+   short names: grid_vb, grid_pb, grid_mb = gv_bar, gp_bar, gm_bar (on the GPU gp_bar holds
+   gm_bar too: kernels_common.j2 >>grid_layout). */
 /* ======================================================================== 2D f64 adjoint */
 /* >>polar_vjp_2d_f64: F_bar += dL/F_bar given R_bar = dL/R_bar, for R the polar rotation of F
    (cq__polar_2d_f64).  With F = U diag(sig) V^T (signed sig, R = U V^T) and
@@ -993,9 +1033,9 @@ CQ_HD void cq__grid_adj_2d_f64(int node, const cq__params_f64 *prm, const double
 {
     double m = gm[node], v0[2], v_bar[2];
     int c[2];
+    (void)gm_bar;   /* m_bar in gp_bar's slot 2 */
     if (!(m > 0)) {
-        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) gp_bar[(long)node * 2 + a] = 0;
-        gm_bar[node] = 0;
+        cq__st4_f64(gp_bar + (long)node * 4, 0, 0, 0, 0);
         return;
     }
     cq__node_coords_2d_f64(node, prm, c);
@@ -1009,12 +1049,12 @@ CQ_HD void cq__grid_adj_2d_f64(int node, const cq__params_f64 *prm, const double
     /* dL/dm = -sum_a (dL/dp_a) (p/m)_a, both factors finite: written as v_bar p / m^2, a
        compiler allowed to reassociate (-ffast-math) formed 1/m^2 first, which overflows float at
        a stencil's fringe (m ~ 1e-20, where p/m is still fine) */
+    double pb[2];
     CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
-        const double pb = v_bar[a] * inv_m;
-        gp_bar[(long)node * 2 + a] = pb;
-        m_bar -= pb * u[a];
+        pb[a] = v_bar[a] * inv_m;
+        m_bar -= pb[a] * u[a];
     }
-    gm_bar[node] = m_bar;
+    cq__st4_f64(gp_bar + (long)node * 4, pb[0], pb[1], m_bar, 0);
 }
 
 /* >>g2p_adj_2d_f64: adjoint of G2P (eqs 8-11) for particle p.  `s` is the substep's
@@ -1059,7 +1099,8 @@ CQ_HD void cq__g2p_adj_2d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
         const double gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
         const long idx = goff + (long)(base[0] + i) * prm->res[1] + (base[1] + j);
         double d[2], sdot = 0;
-        const double *vi = g.v + idx * 2;
+        double vi[2];
+        cq__ld2_f64(g.v + idx * 2, vi);
         CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) d[a] = (double)o[a] - fx[a];
         CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
             const double wv = wt * vi[a];
@@ -1102,6 +1143,7 @@ CQ_HD void cq__p2g_adj_transfer_2d_f64(int p, const cq__params_f64 *prm,
     double fx[2], w[2][3], dw[2][3], xp[2], vp[2], mv[2], G[4], G_bar[4] = {0};
     double x_bar[2] = {0}, sp[2] = {0}, m_bar = 0;
     const long goff = s.scene ? (long)s.scene[p] * prm->nodes : 0;
+    (void)gm_bar;   /* dL/dm_i: in gp_bar (kernels_common.j2 >>grid_layout) */
     CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) { xp[a] = s.x[(long)p * 2 + a]; vp[a] = s.v[(long)p * 2 + a]; }
     CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) G[a] = G_in[a];   /* (G_in may be G_bar_out's memory) */
     cq__weights_2d_f64(xp, prm->inv_dx, base, fx, w);
@@ -1121,8 +1163,9 @@ CQ_HD void cq__p2g_adj_transfer_2d_f64(int p, const cq__params_f64 *prm,
         const double gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
         const long idx = goff + (long)(base[0] + i) * prm->res[1] + (base[1] + j);
         double dpos[2];
-        const double *p_bar = gp_bar + idx * 2;
-        const double m_bar_i = gm_bar[idx];
+        double p_bar[4];
+        cq__ld4_f64(gp_bar + idx * 4, p_bar);
+        const double m_bar_i = p_bar[2];
         double sdot = m_bar_i * mass;   /* d(contribution)/dw */
         CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) dpos[a] = ((double)o[a] - fx[a]) * prm->dx;
         CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {

@@ -90,11 +90,15 @@ void cq__emu_shfl_up_n(int *x, int n, int o);
    the P2G adjoint's transfer half 125 -> 115 (at 96 registers; 80 with the frame).  G2P (no grad:
    stencil's `unroll`) is unrolled in f64 alone: there 155 -> 143 us at 512k; in f32 it took
    91-93 -> 95-97 us at 512k however bounded (64, 96 registers, or 56 unbounded), though 7.3-8.7
-   from 9.4-9.9 at 8k.  The C compilers keep the loop rolled (above). */
+   from 9.4-9.9 at 8k.  The C compilers keep the loop rolled (above).  CQ__GPU_ROLLED: 3D f32 G2P's
+   loop kept rolled on the GPU, as measured: with a node's velocity one vector load
+   (>>grid_layout) nvcc unrolled it of its own accord (2D f32: unrolled before and after). */
 #if defined(__CUDACC__)
 #  define CQ__GPU_UNROLL _Pragma("unroll")
+#  define CQ__GPU_ROLLED _Pragma("unroll 1")
 #else
 #  define CQ__GPU_UNROLL
+#  define CQ__GPU_ROLLED
 #endif
 
 /* kernel status codes returned by G2P */
@@ -158,10 +162,44 @@ typedef struct cq__pview_f64 {
 } cq__pview_f64;
 
 /* Grid arrays: m [nodes]; v [nodes*d] holds MOMENTUM after P2G and VELOCITY after the
-   grid update. */
+   grid update (on the GPU a 3D node's v takes 4 slots: >>grid_layout). */
 typedef struct cq__gview_f64 {
     double *m, *v;
 } cq__gview_f64;
+
+/* >>grid_layout: the GPU's grid arrays read by every particle's stencil hold a node's values
+   together in 2 or 4 slots, so that a node is one or two vector loads (f32 3D: a 16-byte load,
+   not three or four 4-byte ones): the velocity (and the G2P adjoint gather's dL/dv) in 4 slots
+   in 3D (the fourth 0), 2 in 2D; dL/dp and dL/dm of the grid adjoint in 4 slots (p_bar's d, then
+   m_bar; gm_bar is not used).  The CPU keeps d and 1 (its lane kernels index them per lane).
+   Every value is the same, computed by the same operations: only where it is stored differs.
+   cq__ld{2,4}: k values at an index that is a multiple of k (aligned: cuMemAlloc aligns an array
+   to 256 bytes); cq__st4: 4 values so. */
+CQ_HD void cq__ld2_f64(const double *s, double *d)
+{
+#if defined(__CUDA_ARCH__)
+    const double2 t = *(const double2 *)s;
+    d[0] = t.x; d[1] = t.y;
+#else
+    d[0] = s[0]; d[1] = s[1];
+#endif
+}
+CQ_HD void cq__ld4_f64(const double *s, double *d)
+{
+#if defined(__CUDA_ARCH__)
+    cq__ld2_f64(s, d); cq__ld2_f64(s + 2, d + 2);
+#else
+    CQ__UNROLL for (int i = 0; i < 4; ++i) d[i] = s[i];
+#endif
+}
+CQ_HD void cq__st4_f64(double *d, double a, double b, double c, double e)
+{
+#if defined(__CUDA_ARCH__)
+    *(double2 *)d = make_double2(a, b); *(double2 *)(d + 2) = make_double2(c, e);
+#else
+    d[0] = a; d[1] = b; d[2] = c; d[3] = e;
+#endif
+}
 
 /* Finite test on the bits (exponent field not all ones): arithmetic tests such as a == a fold
    away under -ffast-math / -ffinite-math-only, which game engines build with. */
@@ -382,7 +420,7 @@ CQ_HD void cq__node_coords_3d_f64(int node, const cq__params_f64 *prm, int *c)
 /* Grid update for one node ([Spielberg21] eq 7 + gravity + walls): v = p / m + dt g. */
 CQ_HD void cq__grid_fwd_3d_f64(int node, const cq__params_f64 *prm, cq__gview_f64 g)
 {
-    double *v = g.v + (long)node * 3;
+    double *v = g.v + (long)node * 4;
     double m = g.m[node];
     if (!(m > 0)) {
         CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) v[a] = 0;
@@ -422,7 +460,8 @@ CQ_HD int cq__g2p_fwd_3d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 in,
         const int o[3] = {i, j, k};
         const double wt = w[0][i] * w[1][j] * w[2][k];
         const long idx = goff + ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
-        const double *vi = g.v + idx * 3;
+        double vi[4];
+        cq__ld4_f64(g.v + idx * 4, vi);
         double d[3];                  /* x_i - x_p, in cells */
         CQ__UNROLL for (int a = 0; a < 3; ++a) d[a] = dp[a][o[a]];
         CQ__UNROLL for (int a = 0; a < 3; ++a) {
@@ -844,7 +883,8 @@ CQ_HD void cq__p2g_fwd_3d_neohookean_f64(int p, const cq__params_f64 *prm, cq__p
    parameters; gv_bar, gp_bar, gm_bar of a grid node's velocity, momentum and mass; act_bar of
    its actuation stress).  A VJP function ADDS its X_bar outputs.  ao / ai: the adjoints of a
    substep's output / input particle state; pg: the parameter gradients.  Host buffers keep
-   short names: grid_vb, grid_pb, grid_mb = gv_bar, gp_bar, gm_bar. */
+   short names: grid_vb, grid_pb, grid_mb = gv_bar, gp_bar, gm_bar (on the GPU gp_bar holds
+   gm_bar too: kernels_common.j2 >>grid_layout). */
 /* ======================================================================== 3D f64 adjoint */
 /* >>polar_vjp_3d_f64: F_bar += dL/F_bar given R_bar = dL/R_bar, for R the polar rotation of F
    (cq__polar_3d_f64).  With F = U diag(sig) V^T (signed sig, R = U V^T) and
@@ -1210,9 +1250,9 @@ CQ_HD void cq__grid_adj_3d_f64(int node, const cq__params_f64 *prm, const double
 {
     double m = gm[node], v0[3], v_bar[3];
     int c[3];
+    (void)gm_bar;   /* m_bar in gp_bar's slot 3 */
     if (!(m > 0)) {
-        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) gp_bar[(long)node * 3 + a] = 0;
-        gm_bar[node] = 0;
+        cq__st4_f64(gp_bar + (long)node * 4, 0, 0, 0, 0);
         return;
     }
     cq__node_coords_3d_f64(node, prm, c);
@@ -1220,18 +1260,18 @@ CQ_HD void cq__grid_adj_3d_f64(int node, const cq__params_f64 *prm, const double
     CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         u[a] = gp[(long)node * 3 + a] * inv_m;   /* p/m */
         v0[a] = u[a] + prm->dt * prm->gravity[a];
-        v_bar[a] = gv_bar[(long)node * 3 + a];
+        v_bar[a] = gv_bar[(long)node * 4 + a];
     }
     cq__boundary_adj_3d_f64(c, prm, v0, v_bar);
     /* dL/dm = -sum_a (dL/dp_a) (p/m)_a, both factors finite: written as v_bar p / m^2, a
        compiler allowed to reassociate (-ffast-math) formed 1/m^2 first, which overflows float at
        a stencil's fringe (m ~ 1e-20, where p/m is still fine) */
+    double pb[3];
     CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
-        const double pb = v_bar[a] * inv_m;
-        gp_bar[(long)node * 3 + a] = pb;
-        m_bar -= pb * u[a];
+        pb[a] = v_bar[a] * inv_m;
+        m_bar -= pb[a] * u[a];
     }
-    gm_bar[node] = m_bar;
+    cq__st4_f64(gp_bar + (long)node * 4, pb[0], pb[1], pb[2], m_bar);
 }
 
 /* >>g2p_adj_3d_f64: adjoint of G2P (eqs 8-11) for particle p.  `s` is the substep's
@@ -1277,7 +1317,8 @@ CQ_HD void cq__g2p_adj_3d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
         const double gw[3] = {dw[0][i] * w[1][j] * w[2][k], w[0][i] * dw[1][j] * w[2][k], w[0][i] * w[1][j] * dw[2][k]};
         const long idx = goff + ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
         double d[3], sdot = 0;
-        const double *vi = g.v + idx * 3;
+        double vi[4];
+        cq__ld4_f64(g.v + idx * 4, vi);
         CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) d[a] = (double)o[a] - fx[a];
         CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
             const double wv = wt * vi[a];
@@ -1320,6 +1361,7 @@ CQ_HD void cq__p2g_adj_transfer_3d_f64(int p, const cq__params_f64 *prm,
     double fx[3], w[3][3], dw[3][3], xp[3], vp[3], mv[3], G[9], G_bar[9] = {0};
     double x_bar[3] = {0}, sp[3] = {0}, m_bar = 0;
     const long goff = s.scene ? (long)s.scene[p] * prm->nodes : 0;
+    (void)gm_bar;   /* dL/dm_i: in gp_bar (kernels_common.j2 >>grid_layout) */
     CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) { xp[a] = s.x[(long)p * 3 + a]; vp[a] = s.v[(long)p * 3 + a]; }
     CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) G[a] = G_in[a];   /* (G_in may be G_bar_out's memory) */
     cq__weights_3d_f64(xp, prm->inv_dx, base, fx, w);
@@ -1340,8 +1382,9 @@ CQ_HD void cq__p2g_adj_transfer_3d_f64(int p, const cq__params_f64 *prm,
         const double gw[3] = {dw[0][i] * w[1][j] * w[2][k], w[0][i] * dw[1][j] * w[2][k], w[0][i] * w[1][j] * dw[2][k]};
         const long idx = goff + ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
         double dpos[3];
-        const double *p_bar = gp_bar + idx * 3;
-        const double m_bar_i = gm_bar[idx];
+        double p_bar[4];
+        cq__ld4_f64(gp_bar + idx * 4, p_bar);
+        const double m_bar_i = p_bar[3];
         double sdot = m_bar_i * mass;   /* d(contribution)/dw */
         CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) dpos[a] = ((double)o[a] - fx[a]) * prm->dx;
         CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
@@ -2454,8 +2497,9 @@ __global__ void cq__gather_fwd_3d_f64_kernel(int nodes, cq__params_f64 prm, cons
             if (zb + z >= L || r1 + j >= R1) continue;
             const long node = ((long)line * R1 + r1 + j) * L + zb + z;
             if (g.m) g.m[node] = any ? res[j][z][0] : 0;
-            for (int a = 0; a < 3; ++a) g.v[node * 3 + a] = any ? res[j][z][1 + a] : 0;
-            if (gp) for (int a = 0; a < 3; ++a) gp[node * 3 + a] = g.v[node * 3 + a];
+            if (any) cq__st4_f64(g.v + node * 4, res[j][z][1], res[j][z][2], res[j][z][3], 0);   /* >>grid_layout */
+            else cq__st4_f64(g.v + node * 4, 0, 0, 0, 0);
+            if (gp) for (int a = 0; a < 3; ++a) gp[node * 3 + a] = any ? res[j][z][1 + a] : 0;
             if (update && any) cq__grid_fwd_3d_f64((int)node, &prm, g);   /* (no mass: v = 0, as written) */
         }
         __syncthreads();   /* res, srow and slive free for the next tile */
@@ -2556,8 +2600,9 @@ __global__ void cq__gather_rows_3d_f64_kernel(int nodes, cq__params_f64 prm, con
             if (zb + z >= L || r1 + j >= R1) continue;
             const long node = ((long)line * R1 + r1 + j) * L + zb + z;
             if (g.m) g.m[node] = any ? res[j][z][0] : 0;
-            for (int a = 0; a < 3; ++a) g.v[node * 3 + a] = any ? res[j][z][1 + a] : 0;
-            if (gp) for (int a = 0; a < 3; ++a) gp[node * 3 + a] = g.v[node * 3 + a];
+            if (any) cq__st4_f64(g.v + node * 4, res[j][z][1], res[j][z][2], res[j][z][3], 0);   /* >>grid_layout */
+            else cq__st4_f64(g.v + node * 4, 0, 0, 0, 0);
+            if (gp) for (int a = 0; a < 3; ++a) gp[node * 3 + a] = any ? res[j][z][1 + a] : 0;
             if (update && any) cq__grid_fwd_3d_f64((int)node, &prm, g);   /* (no mass: v = 0, as written) */
         }
         __syncthreads();   /* res, srow and slive free for the next tile */

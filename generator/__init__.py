@@ -67,6 +67,7 @@ def context(extra_materials=()):
         "materials": materials, "dims": DIMS, "precisions": [Precision(p) for p in PRECISIONS],
         "variants": variants, "kname": kernel_name, "version": VERSION,
         "custom": bool(extra_materials),
+        "gpu": False,   # True in the CUDA modules' render (__main__.cuda_sources): the GPU's grid layout
     }
 
 

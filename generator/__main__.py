@@ -24,7 +24,7 @@ def cuda_sources(ctx):
     out = []
     for d in ctx["dims"]:
         for p in ctx["precisions"]:
-            sub = dict(ctx, dims=[d], precisions=[p],
+            sub = dict(ctx, dims=[d], precisions=[p], gpu=True,
                        variants=[v for v in ctx["variants"] if v["dim"] == d and v["prec"].name == p.name])
             out.append(("%dd_%s" % (d, p.name), render("kernels.cu.j2", sub)))
     return out

@@ -2623,7 +2623,7 @@ __global__ void cq__g2p_fwd_3d_f64_kernel(int n, cq__params_f64 prm, cq__pview_f
    packed record in sorted slot rank[p]): the transfer half (one for all materials) takes G from P2G's packed
    particle in pk (the backward's P2G ran in this substep; the G2P adjoint packs into pkb) and
    leaves G_bar in its place; the stress half (per material, below) reads it back */
-__global__ void cq__p2g_adj_transfer_3d_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s, const double * gp_adj, const double * gm_adj, cq__pview_f64 ai, cq__pview_f64 pg, const int * rank, double * pk)
+__global__ void CQ__BOUNDS(3) cq__p2g_adj_transfer_3d_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s, const double * gp_adj, const double * gm_adj, cq__pview_f64 ai, cq__pview_f64 pg, const int * rank, double * pk)
 {
     int p = blockIdx.x * blockDim.x + threadIdx.x;
     if (p < n) {

@@ -18542,7 +18542,7 @@ cq_result cq_world_control_grad_feedback(const cq_world *w, const double *dL_dst
 #if CQ__HAS_CUDA
 /* ---- BEGIN GENERATED: embedded PTX (byte arrays; the readable code ends above) from templates/ptx.j2.
    DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
-/* PTX module 2d_f32: sha256 cb104ce707dd000b38e9c848aa29d06f68c35aa92a9eb8ec02fd987e8d60a0a0, nvrtc 12.0, PTX ISA 8.0, 518390 bytes, fnv1a 0xab68fbeb, lz 143747 bytes */
+/* PTX module 2d_f32: sha256 38812bea4b4c8b7e9f5862a510da8f824b34fb51beba858ab81f2abfd2901634, nvrtc 12.0, PTX ISA 8.0, 518390 bytes, fnv1a 0xab68fbeb, lz 143747 bytes */
 static const unsigned char cq__ptx_2d_f32_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -23039,7 +23039,7 @@ static const unsigned char cq__ptx_2d_f32_lz[] = {
 125,10,10
 };
 static const cq__ptx_module cq__ptx_2d_f32 = { cq__ptx_2d_f32_lz, 143747, 518390, 0xab68fbebu };
-/* PTX module 2d_f64: sha256 414b63f1827e21f04767e9334c0a5ce01535b3349b4fc4f166e7a938a43b0212, nvrtc 12.0, PTX ISA 8.0, 535681 bytes, fnv1a 0xfb345d62, lz 144694 bytes */
+/* PTX module 2d_f64: sha256 5b92a1eff6fce18b9b0a26156c79c4935068bff4d239279e8be699981b0275e6, nvrtc 12.0, PTX ISA 8.0, 535681 bytes, fnv1a 0xfb345d62, lz 144694 bytes */
 static const unsigned char cq__ptx_2d_f64_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -27565,7 +27565,7 @@ static const unsigned char cq__ptx_2d_f64_lz[] = {
 0,15,119,132,4,36,49,55,189,162,8,141,0,4,91,9,80,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_2d_f64 = { cq__ptx_2d_f64_lz, 144694, 535681, 0xfb345d62u };
-/* PTX module 3d_f32: sha256 bdb42552534e1198914c69531eadafbef72d025a526844d7640f0c92173bd5c0, nvrtc 12.0, PTX ISA 8.0, 704336 bytes, fnv1a 0x201db0f9, lz 200151 bytes */
+/* PTX module 3d_f32: sha256 6d5126063f894c05f8eed1e18164697c12d07c7a386bc0c71d115d1798415852, nvrtc 12.0, PTX ISA 8.0, 704336 bytes, fnv1a 0x201db0f9, lz 200151 bytes */
 static const unsigned char cq__ptx_3d_f32_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -33824,7 +33824,7 @@ static const unsigned char cq__ptx_3d_f32_lz[] = {
 1,2,110,184,1,101,55,6,141,0,0,52,19,144,114,101,116,59,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_3d_f32 = { cq__ptx_3d_f32_lz, 200151, 704336, 0x201db0f9u };
-/* PTX module 3d_f64: sha256 ae2500dbc78fe1d16a513ef170d72816e9f0390429a1236a2b36130ec4e47443, nvrtc 12.0, PTX ISA 8.0, 754218 bytes, fnv1a 0x8c7c50ce, lz 207065 bytes */
+/* PTX module 3d_f64: sha256 344fec28240b93af2e9897726eb017eb74f5baa13a44a3cc46343a93bdfe4f85, nvrtc 12.0, PTX ISA 8.0, 754218 bytes, fnv1a 0x8c7c50ce, lz 207065 bytes */
 static const unsigned char cq__ptx_3d_f64_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,

@@ -39,9 +39,13 @@ void cq__emu_shfl_up_n(int *x, int n, int o);
 #  define __shared__ static
 #  define CQ__DEV static
 #  define CQ__BLOCK_SERIAL (!cq__emu_fibers)
+/* a vector access's alignment (kernels_common.j2 cq__ld4_ etc.): the GPU faults where it lacks */
+void cq__emu_misaligned(const void *p, int align);
+#  define CQ__EMU_ALIGNED(p, align) do { if ((unsigned long)(p) % (align)) cq__emu_misaligned((p), (align)); } while (0)
 #else
 #  define CQ__DEV static __device__
 #  define CQ__BLOCK_SERIAL 0
+#  define CQ__EMU_ALIGNED(p, align) ((void)0)
 /* a step of n warp scans at once: x[i] += lane - o's x[i] where lane >= o, i < n (n <= 16; the
    mock exchanges the n values in one go: a pair of barriers, not n) */
 #  define CQ__WARP_SCAN_STEP(x, n, o, lane) \
@@ -174,13 +178,15 @@ typedef struct cq__gview_f64 {
    m_bar; gm_bar is not used).  The CPU keeps d and 1 (its lane kernels index them per lane).
    Every value is the same, computed by the same operations: only where it is stored differs.
    cq__ld{2,4}: k values at an index that is a multiple of k (aligned: cuMemAlloc aligns an array
-   to 256 bytes); cq__st4: 4 values so. */
+   to 256 bytes); cq__st4: 4 values so.  Compiled as C for the mock driver (tests/gpu), each
+   checks the alignment the GPU needs (CQ__EMU_ALIGNED: a violation where it lacks). */
 CQ_HD void cq__ld2_f64(const double *s, double *d)
 {
 #if defined(__CUDA_ARCH__)
     const double2 t = *(const double2 *)s;
     d[0] = t.x; d[1] = t.y;
 #else
+    CQ__EMU_ALIGNED(s, 2 * (int)sizeof(*s));
     d[0] = s[0]; d[1] = s[1];
 #endif
 }
@@ -189,6 +195,7 @@ CQ_HD void cq__ld4_f64(const double *s, double *d)
 #if defined(__CUDA_ARCH__)
     cq__ld2_f64(s, d); cq__ld2_f64(s + 2, d + 2);
 #else
+    CQ__EMU_ALIGNED(s, 4 * (int)sizeof(*s) > 16 ? 16 : 4 * (int)sizeof(*s));   /* (f64: two 16-byte loads) */
     CQ__UNROLL for (int i = 0; i < 4; ++i) d[i] = s[i];
 #endif
 }
@@ -197,6 +204,7 @@ CQ_HD void cq__st4_f64(double *d, double a, double b, double c, double e)
 #if defined(__CUDA_ARCH__)
     *(double2 *)d = make_double2(a, b); *(double2 *)(d + 2) = make_double2(c, e);
 #else
+    CQ__EMU_ALIGNED(d, 4 * (int)sizeof(*d) > 16 ? 16 : 4 * (int)sizeof(*d));
     d[0] = a; d[1] = b; d[2] = c; d[3] = e;
 #endif
 }

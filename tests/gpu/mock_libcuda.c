@@ -982,6 +982,14 @@ EXPORT void cq__emu_syncthreads(void)
     swapcontext(&fiber_ctx[fiber_cur], &fiber_main);
 }
 
+/* a vector load or store of the emulated kernels (kernels_common.j2 cq__ld4_ etc., >>grid_layout)
+   at an address the GPU would refuse (a float4 needs 16 bytes of alignment): a violation, as
+   compute-sanitizer reports a misaligned address */
+EXPORT void cq__emu_misaligned(const void *p, int align)
+{
+    violation("kernel %s: a %d-byte vector access at %p, not %d-byte aligned", running_kernel ? running_kernel : "?", align, p, align);
+}
+
 /* CQ__SHFL_UP_N(x, n, o) of kernels.cu.j2: __shfl_up_sync of each of x[0..n) (n <= SHFL_N), as one
    exchange through a buffer between two barriers (the block's tile scan shuffles 8 values a
    step: one pair of barriers, not 8) */

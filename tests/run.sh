@@ -231,11 +231,14 @@ c_test_cuda_gather_rows() {
         CQ_CUDA_LIBRARY=$MOCK ./$B/test_cuda_rows && CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_FIBERS=3 ./$B/test_cuda_rows a_large && \
         CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_FIBERS=3 ./$B/test_cuda_rows a_failing_step"
 }
-# the CUDA host code under the sanitizers, on the mock driver
-chain 23 test_cuda_asan_ubsan s
+# the CUDA host code under the sanitizers, on a mock driver built with them too: the emulated
+# kernels' shared-memory arrays (the gather's sums, the one-block sort's counts and order) and
+# every other array they index are bounds-checked by ASan there
+chain 45 test_cuda_asan_ubsan s
 c_test_cuda_asan_ubsan() {
-    item test_cuda_asan_ubsan_on_mock sh -c "$CC -std=c99 -O1 -g1 $WARN $SAN $NW tests/test_cuda.c -o $B/test_cuda_san -lm && \
-        CQ_CUDA_LIBRARY=$MOCK ./$B/test_cuda_san"
+    item test_cuda_asan_ubsan_on_mock sh -c "MOCK_OUT=$B/mock_san MOCK_CFLAGS='$SAN' sh tests/gpu/build_mock.sh $CC && \
+        $CC -std=c99 -O1 -g1 $WARN $SAN $NW tests/test_cuda.c -o $B/test_cuda_san -lm && \
+        CQ_CUDA_LIBRARY=$PWD/$B/mock_san/libcuda.so.1 ./$B/test_cuda_san"
 }
 # batched scenes again, from the contract (tests/test_batch.c): K = 3 or 4 scenes bitwise alone on the CPU
 # (state, all gradients, actuation gradients; host threads), bad scenes, a failing step; then on the

@@ -1,14 +1,15 @@
 #!/bin/sh
 # Builds build/mock/libcuda.so.1: the CPU mock of the CUDA driver (tests/gpu/mock_libcuda.c)
 # with the emulated kernels of cuda/chainqueen_kernels_{2d,3d}_{f32,f64}.cu compiled as C.
-# Usage: sh tests/gpu/build_mock.sh [CC]     (extra flags: MOCK_CFLAGS, e.g. -fsanitize=address)
+# Usage: sh tests/gpu/build_mock.sh [CC]     (extra flags: MOCK_CFLAGS, e.g. -fsanitize=address;
+# another folder: MOCK_OUT, default build/mock)
 # Runs nothing else.  Warning-free with -Wall -Wextra (the generated .cu files use math.h
 # functions; clang warns about
 # their unused static inline helpers, hence -Wno-unused-function for them only).
 set -eu
 CC=${1:-${CC:-cc}}
 cd "$(dirname "$0")/../.."
-OUT=build/mock
+OUT=${MOCK_OUT:-build/mock}
 mkdir -p "$OUT"
 TMP="$OUT/tmp.$$"
 mkdir -p "$TMP"

@@ -324,7 +324,7 @@ c_test_threads_tsan() {
 # the loaders' fuzz target (tests/fuzz/fuzz_io.c): libFuzzer where clang has it, else a fixed-seed loop
 chain 24 fuzz_io s;  c_fuzz_io() { item fuzz_io sh tests/fuzz/run_io.sh 20; }
 # the API state-machine fuzzer: a fixed seed set (tests/fuzz_api.c; longer runs: see README), then on the mock
-# (12 runs: a run there takes ~4-6 s; 150 runs from seed 200001 passed on 2026-11-27)
+# (12 runs: a run there takes ~2-5 s; 150 runs from seed 200001 passed on 2026-11-27)
 chain 95 fuzz_api s
 c_fuzz_api() {
     item fuzz_api_asan_ubsan sh -c "$CC -std=c99 -O1 -g1 $WARN $SAN $NW tests/fuzz_api.c -o $B/fuzz_api_san -lm && ./$B/fuzz_api_san 150 400 1"

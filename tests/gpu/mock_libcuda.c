@@ -21,11 +21,12 @@
    long again, never accessible); the returned device pointer is 256-byte aligned and placed so
    that the block ends where the guard region begins (to the 256-byte rounding), so a kernel that
    reads or writes past its end, even striding far past it (an array sized for another layout),
-   faults; the kernels, which run in-process, use the pointer directly.  Allocations are PROT_NONE while control is in the host
-   program: they are made readable/writable only for the duration of a launch (all of them) or of
-   a memcpy/memset (just the allocation(s) it touches).  A host dereference of a device pointer
-   therefore dies with SIGSEGV (a handler prints which allocation first, then re-raises).  New
-   allocations are filled with 0xFF bytes (NaN floats, -1 ints): real device memory is not zeroed.
+   faults; the kernels, which run in-process, use the pointer directly.  Allocations are PROT_NONE
+   while control is in the host program: they are made readable/writable only for the duration of a
+   launch (all of them) or of a memcpy/memset (just the allocation(s) it touches).  A host
+   dereference of a device pointer therefore dies with SIGSEGV (a handler prints which allocation
+   first, then re-raises).  New allocations are filled with 0xFF bytes (NaN floats, -1 ints): real
+   device memory is not zeroed.
 
    Violations (each prints "mock_libcuda: ..." to stderr, bumps cq_mock_violations(), and the call
    returns an error rather than crashing):

@@ -9,7 +9,8 @@
 # dam breaks (bench/fluid.c --gpu, 2D and 3D, ~100k and ~1M particles).  Between the two: the 2D
 # block again with 10 substeps per step, and with the sort of small scenes as launches.  PROFILE=1 also runs
 # Nsight Compute (ncu): each kernel's time in a 512k and an 8k cube (bench/gpu_kernels.c), the
-# gathers again in blocks of 256 and 320 threads (CQ_CUDA_GATHER_THREADS), and the
+# gathers again in blocks of 256 and 320 threads (CQ_CUDA_GATHER_THREADS), f32 3D G2P unrolled
+# (CQ_CUDA_G2P_UNROLLED), and the
 # main kernels' throughput, occupancy and warp stalls at 512k, and the one-block sort's warp stalls by source line
 # (with BEFORE, each kernel's time with that header too).  BEFORE=path/to/an/older/
 # chainqueen.h also runs the shuffled cubes and the lattice 3D cubes with that header (the same
@@ -74,6 +75,14 @@ if [ "${PROFILE:-0}" = 1 ] && command -v ncu >/dev/null 2>&1; then
     # MIO-throttle split of WarpStateStats tells which)
     ncu --kernel-name regex:'gather_fwd_3d|p2g_fwd_3d|g2p_fwd_3d|g2p_adj_3d|p2g_adj_' --launch-skip 30 --launch-count 6 \
         --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats ./build/gpu_kernels 3 80 128
+    # f32 3D G2P's two forms (CQ_CUDA_G2P_UNROLLED: its node loop unrolled; rolled above, the
+    # default): with a node one 16-byte load (>>grid_layout) the unrolled one has no local memory
+    $CC -std=c99 -O2 -Wall -Wextra -Werror -pedantic -DCQ_CUDA_G2P_UNROLLED=1 bench/gpu_kernels.c -o build/gpu_kernels_g2pu -lm -ldl || exit 1
+    for a in "3 80 128" "3 20 64"; do
+        echo "G2P unrolled, cube $a:"
+        ncu --kernel-name regex:'g2p_fwd' --metrics gpu__time_duration.sum --print-summary per-kernel ./build/gpu_kernels_g2pu $a | grep -E '^  [a-z_0-9]+|gpu__time_duration'
+    done
+    ncu --kernel-name regex:'g2p_fwd_3d' --launch-skip 10 --launch-count 1 --section SpeedOfLight --section WarpStateStats ./build/gpu_kernels_g2pu 3 80 128
     # the small scenes' one-block sort (the 2D block): its time, and where its warps stall (each
     # step's share: the source lines' counters; 17 us on an H200 at adad329, where ~10 were predicted)
     ncu --kernel-name regex:'cell_sort_2d_f32' --launch-skip 20 --launch-count 1 --section SpeedOfLight \

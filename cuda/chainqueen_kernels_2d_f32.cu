@@ -2388,7 +2388,8 @@ __global__ void cq__gather_rows_2d_f32_kernel(int nodes, cq__params_f32 prm, con
     }
 }
 
-/* G2P; the lowest failing particle p with status st lands in *bad as 4 p + st (host decodes) */
+/* G2P; the lowest failing particle p with status st lands in *bad as 4 p + st (host decodes).
+   f32 3D: also its _unrolled form (kernels.j2 >>g2p_, CQ_CUDA_G2P_UNROLLED) */
 __global__ void CQ__BOUNDS(8) cq__g2p_fwd_2d_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 in, cq__pview_f32 out, cq__gview_f32 g, int * bad)
 {
     int p = blockIdx.x * blockDim.x + threadIdx.x;

@@ -493,6 +493,62 @@ CQ_HD int cq__g2p_fwd_3d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 in,
     if (status == CQ__OK && !cq__in_domain_3d_f32(out.x + (long)p * 3, prm)) status = CQ__OUT_OF_DOMAIN;
     return status;
 }
+/* >>g2p_3d_f32: [ChainQueen] eqs 8-11 / [Spielberg21] eqs 8-11.  Reads particle p of `in`,
+   writes particle p of `out` (which may alias `in`).  Returns CQ__OK, CQ__NONFINITE or
+   CQ__OUT_OF_DOMAIN.  An input outside the usable region (possible only on the GPU, when an
+   earlier substep of a step whose status is read once failed: cuda_backend.j2 >>cuda_drivers)
+   reads no grid, writes nothing and returns CQ__OUT_OF_DOMAIN, so a failed step stays within its
+   arrays until the host looks. */
+CQ_HD int cq__g2p_fwd_3d_f32_unrolled(int p, const cq__params_f32 *prm, cq__pview_f32 in,
+                                  cq__pview_f32 out, cq__gview_f32 g)
+{
+    int base[3];
+    float fx[3], w[3][3], xp[3], Fp[9], nv[3] = {0}, nC[9] = {0};
+    const long goff = in.scene ? (long)in.scene[p] * prm->nodes : 0;
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) xp[a] = in.x[(long)p * 3 + a];
+    if (!cq__in_domain_3d_f32(xp, prm)) return CQ__OUT_OF_DOMAIN;
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = in.F[(long)p * 9 + a];
+    cq__weights_3d_f32(xp, prm->inv_dx, base, fx, w);
+    const float k4 = 4 * prm->inv_dx;          /* 4/dx^2 times dpos = (node - fx) dx */
+    float dp[3][3];
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)
+        CQ__CPU_UNROLL for (int i = 0; i < 3; ++i) dp[a][i] = (float)i - fx[a];
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int k = 0; k < 3; ++k)
+    {
+        const int o[3] = {i, j, k};
+        const float wt = w[0][i] * w[1][j] * w[2][k];
+        const long idx = goff + ((long)(base[0] + i) * prm->res[1] + (base[1] + j)) * prm->res[2] + (base[2] + k);
+        float vi[4];
+        cq__ld4_f32(g.v + idx * 4, vi);
+        float d[3];                  /* x_i - x_p, in cells */
+        CQ__UNROLL for (int a = 0; a < 3; ++a) d[a] = dp[a][o[a]];
+        CQ__UNROLL for (int a = 0; a < 3; ++a) {
+            const float wv = wt * vi[a];
+            nv[a] += wv;
+            CQ__UNROLL for (int b = 0; b < 3; ++b) nC[a * 3 + b] += wv * d[b];
+        }
+    }
+    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) nC[a] *= k4;
+    int status = CQ__OK;
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
+        float xn = xp[a] + prm->dt * nv[a];
+        out.x[(long)p * 3 + a] = xn;
+        out.v[(long)p * 3 + a] = nv[a];
+        if (!cq__isfinite_f32(xn) || !cq__isfinite_f32(nv[a])) status = CQ__NONFINITE;
+    }
+    CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)
+        CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
+            float f = Fp[a * 3 + b];   /* F <- (I + dt C) F, eq 10 */
+            CQ__CPU_UNROLL for (int c = 0; c < 3; ++c) f += prm->dt * nC[a * 3 + c] * Fp[c * 3 + b];
+            out.F[(long)p * 9 + a * 3 + b] = f;
+            out.C[(long)p * 9 + a * 3 + b] = nC[a * 3 + b];
+            if (!cq__isfinite_f32(f) || !cq__isfinite_f32(nC[a * 3 + b])) status = CQ__NONFINITE;
+        }
+    if (status == CQ__OK && !cq__in_domain_3d_f32(out.x + (long)p * 3, prm)) status = CQ__OUT_OF_DOMAIN;
+    return status;
+}
 
 /* >>cell_sort_3d_f32: particles are counting-sorted by cell before P2G: a particle's cell is
    the lowest node of its stencil (base), so the particles that reach node i are those of the
@@ -2625,12 +2681,21 @@ __global__ void CQ__BOUNDS_WIDE(320, 2) cq__gather_rows_3d_f32_kernel(int nodes,
     }
 }
 
-/* G2P; the lowest failing particle p with status st lands in *bad as 4 p + st (host decodes) */
+/* G2P; the lowest failing particle p with status st lands in *bad as 4 p + st (host decodes).
+   f32 3D: also its _unrolled form (kernels.j2 >>g2p_, CQ_CUDA_G2P_UNROLLED) */
 __global__ void CQ__BOUNDS(8) cq__g2p_fwd_3d_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 in, cq__pview_f32 out, cq__gview_f32 g, int * bad)
 {
     int p = blockIdx.x * blockDim.x + threadIdx.x;
     if (p < n) {
         int st = cq__g2p_fwd_3d_f32(p, &prm, in, out, g);
+        if (st != CQ__OK) atomicMin(bad, 4 * p + st);
+    }
+}
+__global__ void CQ__BOUNDS(8) cq__g2p_fwd_3d_f32_unrolled_kernel(int n, cq__params_f32 prm, cq__pview_f32 in, cq__pview_f32 out, cq__gview_f32 g, int * bad)
+{
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p < n) {
+        int st = cq__g2p_fwd_3d_f32_unrolled(p, &prm, in, out, g);
         if (st != CQ__OK) atomicMin(bad, 4 * p + st);
     }
 }
@@ -2878,6 +2943,7 @@ static void cq__cell_order_3d_f32_kernel_emu(void **a) { cq__cell_order_3d_f32_k
 static void cq__gather_fwd_3d_f32_kernel_emu(void **a) { cq__gather_fwd_3d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(const int * *)a[2], *(const float * *)a[3], *(cq__gview_f32 *)a[4], *(float * *)a[5], *(int *)a[6], *(int * *)a[7]); }
 static void cq__gather_rows_3d_f32_kernel_emu(void **a) { cq__gather_rows_3d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(const int * *)a[2], *(const float * *)a[3], *(cq__gview_f32 *)a[4], *(float * *)a[5], *(int *)a[6], *(int * *)a[7]); }
 static void cq__g2p_fwd_3d_f32_kernel_emu(void **a) { cq__g2p_fwd_3d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__pview_f32 *)a[3], *(cq__gview_f32 *)a[4], *(int * *)a[5]); }
+static void cq__g2p_fwd_3d_f32_unrolled_kernel_emu(void **a) { cq__g2p_fwd_3d_f32_unrolled_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__pview_f32 *)a[3], *(cq__gview_f32 *)a[4], *(int * *)a[5]); }
 static void cq__p2g_adj_transfer_3d_f32_kernel_emu(void **a) { cq__p2g_adj_transfer_3d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(const float * *)a[3], *(const float * *)a[4], *(cq__pview_f32 *)a[5], *(cq__pview_f32 *)a[6], *(const int * *)a[7], *(float * *)a[8]); }
 static void cq__p2g_fwd_3d_fixed_corotated_f32_kernel_emu(void **a) { cq__p2g_fwd_3d_fixed_corotated_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(const int * *)a[3], *(float * *)a[4]); }
 static void cq__p2g_adj_stress_3d_fixed_corotated_f32_kernel_emu(void **a) { cq__p2g_adj_stress_3d_fixed_corotated_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__pview_f32 *)a[3], *(cq__pview_f32 *)a[4], *(const int * *)a[5], *(const float * *)a[6], *(float * *)a[7]); }
@@ -2915,6 +2981,7 @@ const cq__emu_kernel cq__emu_kernels_3d_f32[] = {
     {"cq__gather_fwd_3d_f32_kernel", cq__gather_fwd_3d_f32_kernel_emu, 1},
     {"cq__gather_rows_3d_f32_kernel", cq__gather_rows_3d_f32_kernel_emu, 1},
     {"cq__g2p_fwd_3d_f32_kernel", cq__g2p_fwd_3d_f32_kernel_emu, 0},
+    {"cq__g2p_fwd_3d_f32_unrolled_kernel", cq__g2p_fwd_3d_f32_unrolled_kernel_emu, 0},
     {"cq__p2g_adj_transfer_3d_f32_kernel", cq__p2g_adj_transfer_3d_f32_kernel_emu, 0},
     {"cq__p2g_fwd_3d_fixed_corotated_f32_kernel", cq__p2g_fwd_3d_fixed_corotated_f32_kernel_emu, 0},
     {"cq__p2g_adj_stress_3d_fixed_corotated_f32_kernel", cq__p2g_adj_stress_3d_fixed_corotated_f32_kernel_emu, 0},

@@ -2617,7 +2617,8 @@ __global__ void cq__gather_rows_3d_f64_kernel(int nodes, cq__params_f64 prm, con
     }
 }
 
-/* G2P; the lowest failing particle p with status st lands in *bad as 4 p + st (host decodes) */
+/* G2P; the lowest failing particle p with status st lands in *bad as 4 p + st (host decodes).
+   f32 3D: also its _unrolled form (kernels.j2 >>g2p_, CQ_CUDA_G2P_UNROLLED) */
 __global__ void cq__g2p_fwd_3d_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 in, cq__pview_f64 out, cq__gview_f64 g, int * bad)
 {
     int p = blockIdx.x * blockDim.x + threadIdx.x;

@@ -224,10 +224,11 @@ c_test_cuda() {
 # sort's scan over tiles in three launches (the sums scanned first: grids over 2M cells) on every
 # grid over 65536 cells (CQ_CUDA_SCAN_SELF_SUM=0; the default binary takes the two-launch way);
 # at most 5 blocks for the loops over the particles' box (CQ_CUDA_RESIDENT_MAX): several tiles each,
-# of 192 threads in the gather (CQ_CUDA_GATHER_THREADS; 128 by default)
+# of 192 threads in the gather (CQ_CUDA_GATHER_THREADS; 128 by default); f32 3D G2P in its
+# unrolled form (CQ_CUDA_G2P_UNROLLED: the other kernel loads and runs)
 chain 24 test_cuda_gather_rows
 c_test_cuda_gather_rows() {
-    item test_cuda_gather_rows_on_mock sh -c "$CC -std=c99 -O2 -g1 $WARN $NW -DCQ_CUDA_GATHER_ROWS=0 -DCQ_CPU_V4=0 -DCQ_CUDA_SCAN_SELF_SUM=0 -DCQ_CUDA_RESIDENT_MAX=5 -DCQ_CUDA_GATHER_THREADS=192 tests/test_cuda.c -o $B/test_cuda_rows -lm -ldl && \
+    item test_cuda_gather_rows_on_mock sh -c "$CC -std=c99 -O2 -g1 $WARN $NW -DCQ_CUDA_GATHER_ROWS=0 -DCQ_CPU_V4=0 -DCQ_CUDA_SCAN_SELF_SUM=0 -DCQ_CUDA_RESIDENT_MAX=5 -DCQ_CUDA_GATHER_THREADS=192 -DCQ_CUDA_G2P_UNROLLED=1 tests/test_cuda.c -o $B/test_cuda_rows -lm -ldl && \
         CQ_CUDA_LIBRARY=$MOCK ./$B/test_cuda_rows && CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_FIBERS=3 ./$B/test_cuda_rows a_large && \
         CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_FIBERS=3 ./$B/test_cuda_rows a_failing_step"
 }

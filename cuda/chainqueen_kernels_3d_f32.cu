@@ -2441,15 +2441,13 @@ __global__ void cq__cell_order_3d_f32_kernel(int n, const int * keys, const int 
 }
 
 /* a packed record r, built in registers, into its sorted slot dst: 4 16-byte stores a thread where
-   dst is 16-byte aligned (instead of 16 scattered 4-byte ones) */
+   dst is 16-byte aligned (instead of 16 scattered 4-byte ones; kernels_common.j2 cq__st4_) */
 CQ__DEV void cq__pk_store_3d_f32(float *dst, const float *r)
 {
-#if defined(__CUDA_ARCH__)
-    if (!((unsigned long long)dst & 15)) {
-        CQ__UNROLL for (int i = 0; i < 4; ++i) ((float4 *)dst)[i] = make_float4(r[4 * i], r[4 * i + 1], r[4 * i + 2], r[4 * i + 3]);
+    if (!((unsigned long)dst & 15)) {
+        CQ__UNROLL for (int i = 0; i < 4; ++i) cq__st4_f32(dst + 4 * i, r[4 * i], r[4 * i + 1], r[4 * i + 2], r[4 * i + 3]);
         return;
     }
-#endif
     CQ__UNROLL for (int i = 0; i < CQ__PK(3); ++i) dst[i] = r[i];
 }
 /* >>cuda_gather: P2G's node half (kernels.j2 >>grid_gather_) in two shapes.  gather: a tile per

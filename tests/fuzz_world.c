@@ -8,10 +8,14 @@
      - every successful step advances the step count by the steps asked;
      - a refusal comes with a message.
    Usage: fuzz_world [runs] [calls] [seed]; prints "N passed, N failed" (one test per run). */
+#ifndef CQT_LINKED   /* tests/run.sh may link the implementation built once (tests/compile/impl.c) */
 #define CHAINQUEEN_IMPLEMENTATION
+#endif
 #include "../chainqueen.h"
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
+#include <string.h>
 
 static unsigned long long rng_state;
 static unsigned rnd(void) { rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull; return (unsigned)(rng_state >> 33); }

@@ -112,6 +112,19 @@ c_compile_misc() {
         skip compile_with_cuda_h "no CUDA SDK (cuda.h) under /usr/local/cuda"
     fi
 }
+# ---- the tests that use the public API alone link the implementation compiled once per set of
+#      flags (tests/compile/impl.c), as a program of several files uses the header: their own file
+#      is built with CQT_LINKED (the header's declarations only; ~1 s instead of ~15-25 s).  The
+#      tests that reach into the internals (cq__*) include the implementation, as the examples and
+#      the README's snippets do.  impl NAME "COMPILER FLAGS": builds $B/impl_NAME.o and sets what
+#      lk uses; lk TEST OUT: the command that builds tests/TEST.c with those flags into $B/OUT
+impl() {
+    LK_FLAGS=$2; LK_OBJ=$B/impl_$1.o
+    item impl_$1 sh -c "$2 -c tests/compile/impl.c -o $LK_OBJ"
+}
+lk() {   # (the compiler's language option, -x c++, must not reach the object: compile, then link)
+    printf '%s' "rm -f $B/$2 && $LK_FLAGS -DCQT_LINKED -c tests/$1.c -o $B/$2.o && $(echo "$LK_FLAGS" | sed 's/ -x c++//') $B/$2.o $LK_OBJ -o $B/$2 -lm -ldl"
+}
 # game-engine flags: the finite checks test bits, so NaN/Inf input and blow-ups stay errors
 chain 13 test_errors_fast_math
 c_test_errors_fast_math() { item test_errors_fast_math sh -c "$CC -std=c99 -O3 -ffast-math $WARN $NW tests/test_errors.c -o $B/test_errors_fm -lm && ./$B/test_errors_fm"; }
@@ -149,20 +162,11 @@ valgrind_of() {   # the -O2 -g1 binary under memcheck
     fi
 }
 chain 33 test_physics;         c_test_physics() { plain test_physics; on_mock test_physics; }
-chain 20 test_errors;          c_test_errors() { plain test_errors; on_mock test_errors; valgrind_of test_errors; }
 # the backward's kept grids leave the rows no particle reaches unwritten and unread (>>grid_cache):
-# memcheck reports any read of them
+# memcheck reports any read of them (test_reverse looks into the sim: it includes the implementation)
 chain 35 test_reverse;         c_test_reverse() { plain test_reverse; on_mock test_reverse; valgrind_of test_reverse; }
 chain 11 test_adjoint_stages;  c_test_adjoint_stages() { plain test_adjoint_stages; }
 chain 12 test_lanes;           c_test_lanes() { plain test_lanes; }
-chain 14 test_gradients;       c_test_gradients() { plain test_gradients; on_mock test_gradients; }
-chain 20 test_robot;           c_test_robot() { plain test_robot; on_mock test_robot; }
-# the world: its physics report (tank, Archimedes, dam break) from the same binary
-chain 62 test_world s
-c_test_world() {
-    plain test_world
-    item test_world_physics ./$B/test_world physics
-}
 for t in test_physics test_adjoint_stages test_lanes test_gradients test_robot; do
     chain 15 ${t}_openmp; eval "c_${t}_openmp() { item ${t}_openmp sh -c \"\$CC -std=c99 -O2 -g1 \$WARN \$NW -fopenmp tests/$t.c -o \$B/${t}_omp -lm && OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive ./\$B/${t}_omp\"; }"
 done
@@ -170,17 +174,77 @@ chain 22 test_world_openmp s
 c_test_world_openmp() {
     item test_world_openmp sh -c "$CC -std=c99 -O2 -g1 $WARN -fopenmp tests/test_world.c -o $B/test_world_omp -lm && OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive ./$B/test_world_omp"
 }
-for t in test_physics test_errors test_adjoint_stages test_lanes test_gradients test_robot test_reverse; do
+for t in test_physics test_adjoint_stages test_lanes test_reverse; do
     chain 9 ${t}_cxx; eval "c_${t}_cxx() { item ${t}_cxx sh -c \"\$CXX -std=c++11 -O1 \$WARN \$NW -x c++ tests/$t.c -o \$B/${t}_cxx -lm && ./\$B/${t}_cxx\"; }"
 done
 chain 20 test_world_cxx
 c_test_world_cxx() { item test_world_cxx sh -c "$CXX -std=c++11 -O1 $WARN -x c++ tests/test_world.c -o $B/test_world_cxx -lm && ./$B/test_world_cxx"; }
 chain 21 test_world_fast_math s
 c_test_world_fast_math() { item test_world_fast_math sh -c "$CC -std=c99 -O3 -ffast-math $WARN tests/test_world.c -o $B/test_world_fm -lm && ./$B/test_world_fm"; }
-for t in test_physics test_errors test_adjoint_stages test_lanes test_gradients test_robot test_reverse test_world; do
-    case $t in test_physics) e=63 ;; test_world) e=55 ;; *) e=25 ;; esac
+for t in test_physics test_adjoint_stages test_lanes test_reverse; do
+    case $t in test_physics) e=63 ;; *) e=25 ;; esac
     chain $e ${t}_asan_ubsan s; eval "c_${t}_asan_ubsan() { item ${t}_asan_ubsan sh -c \"\$CC -std=c99 -O1 -g1 \$WARN \$SAN $(nw $t) tests/$t.c -o \$B/${t}_san -lm && ./\$B/${t}_san\"; }"
 done
+
+# the public-API tests, linked (see impl above): plain -O2, then on the mock GPU (the same binary), under
+# valgrind's memcheck; batched scenes (tests/test_scenes.c):
+# on the mock bitwise the CPU's; chainqueen_io.h's loaders (PNG/STL robots, fixtures from the setup)
+chain 150 linked_o2
+c_linked_o2() {
+    impl o2 "$CC -std=c99 -O2 -g1 $WARN $NW"
+    cuda_items
+    for t in test_errors test_gradients test_robot test_scenes test_io; do
+        a=; [ $t = test_io ] && a=$B/io
+        item $t sh -c "$(lk $t $t) && ./$B/$t $a"
+        case $t in test_io) ;; test_scenes) item test_scenes_on_mock_cuda env CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_BITWISE=1 ./$B/$t ;; *) on_mock $t ;; esac
+        case $t in test_errors|test_io) valgrind_of $t $a ;; esac
+    done
+}
+chain 35 linked_cxx
+c_linked_cxx() {
+    impl cxx "$CXX -std=c++11 -O1 $WARN $NW -x c++"
+    for t in test_errors test_gradients test_robot; do item ${t}_cxx sh -c "$(lk $t ${t}_cxx) && ./$B/${t}_cxx"; done
+}
+# under ASan + UBSan: the same tests, chainqueen_io.h's allocation failures (test_io_memory, then as C++
+# whole), the API state-machine fuzzer (a fixed seed set, tests/fuzz_api.c; longer runs: see README),
+# then on the mock (12 runs: a run there takes ~2-5 s; 150 runs from seed 200001 passed on 2026-11-27)
+chain 200 linked_san s
+c_linked_san() {
+    impl san "$CC -std=c99 -O1 -g1 $WARN $SAN $NW"
+    cuda_san_items
+    for t in test_errors test_gradients test_robot test_scenes test_io; do
+        a=; [ $t = test_io ] && a=$B/io
+        item ${t}_asan_ubsan sh -c "$(lk $t ${t}_san) && ./$B/${t}_san $a"
+    done
+    item test_scenes_on_mock_cuda_asan_ubsan env CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_BITWISE=1 ./$B/test_scenes_san
+    item test_io_memory sh -c "$(lk test_io_memory test_io_memory_san) && ./$B/test_io_memory_san && \
+        $CXX -std=c++11 -O2 $WARN $NW -x c++ tests/test_io_memory.c -o $B/test_io_memory_cxx -lm && ./$B/test_io_memory_cxx"
+    item fuzz_api_asan_ubsan sh -c "$(lk fuzz_api fuzz_api_san) && ./$B/fuzz_api_san 150 400 1"
+    item fuzz_api_on_mock_cuda sh -c "CQ_CUDA_LIBRARY=$MOCK ./$B/fuzz_api_san 12 300 1001"
+}
+# the fluid-rigid world, linked: -O2 (its physics report: tank, Archimedes, dam break, from the same
+# binary; its CUDA backend against its CPU backend on the mock (tests/test_world_cuda.c), and faults),
+# then under ASan + UBSan with the world's call-sequence fuzzer (tests/fuzz_world.c: random calls,
+# hostile values, failing allocator)
+chain 75 linked_world s
+c_linked_world() {
+    impl world "$CC -std=c99 -O2 -g1 $WARN"
+    item test_world sh -c "$(lk test_world test_world) && ./$B/test_world"
+    item test_world_physics ./$B/test_world physics
+    item test_world_cuda_build sh -c "$(lk test_world_cuda test_world_cuda)"
+    item test_world_cuda_on_mock env CQ_CUDA_LIBRARY=$MOCK ./$B/test_world_cuda
+    for f in init ptx oom_after=10 oom_after=22 oom_after=24 launch_after=5 launch_after=300; do
+        item test_world_cuda_fault_$(echo $f | tr = _) env CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_QUIET=1 ./$B/test_world_cuda fault:$f
+    done
+}
+chain 140 linked_world_san s
+c_linked_world_san() {
+    impl world_san "$CC -std=c99 -O1 -g1 $WARN $SAN"
+    item test_world_asan_ubsan sh -c "$(lk test_world test_world_san) && ./$B/test_world_san"
+    item test_world_cuda_asan_ubsan_on_mock sh -c "$(lk test_world_cuda test_world_cuda_san) && CQ_CUDA_LIBRARY=$MOCK ./$B/test_world_cuda_san"
+    item fuzz_world_asan_ubsan sh -c "$(lk fuzz_world fuzz_world_san) && ./$B/fuzz_world_san 25 150 1 2>/dev/null"
+    item fuzz_world_on_mock_cuda sh -c "CQ_FUZZ_WORLD_CUDA=1 CQ_CUDA_LIBRARY=$MOCK ./$B/fuzz_world_san 12 150 3 2>/dev/null"
+}
 
 # the CPU's lane kernels as a game engine or the bench builds them: vectorized for this machine (AVX2 /
 # AVX-512 gathers), where -O2 above gets SSE2; with clang too where it is installed
@@ -199,9 +263,8 @@ c_test_lanes_native_clang() {
 #      kernels run on the CPU, device memory is inaccessible to the host, faults on demand)
 chain 1 cuda_mock_selftest
 c_cuda_mock_selftest() { item cuda_mock_selftest sh -c "$CC -std=c99 -O1 -g1 $WARN tests/gpu/mock_selftest.c -o $B/mock_selftest -ldl && ./$B/mock_selftest $MOCK"; }
-chain 80 test_cuda
-c_test_cuda() {
-    item test_cuda_build $CC -std=c99 -O2 -g1 $WARN $NW tests/test_cuda.c -o $B/test_cuda -lm -ldl
+cuda_items() {   # (in linked_o2's chain: the test links its implementation)
+    item test_cuda_build sh -c "$(lk test_cuda test_cuda)"
     item test_cuda_on_mock env CQ_CUDA_LIBRARY=$MOCK ./$B/test_cuda
     for f in init nodevice oldriver ptx oom oom_after=20 launch_after=40; do
         item test_cuda_fault_$(echo $f | tr = _) env CQ_CUDA_LIBRARY=$MOCK ./$B/test_cuda fault:$f
@@ -235,11 +298,9 @@ c_test_cuda_gather_rows() {
 # the CUDA host code under the sanitizers, on a mock driver built with them too: the emulated
 # kernels' shared-memory arrays (the gather's sums, the one-block sort's counts and order) and
 # every other array they index are bounds-checked by ASan there
-chain 45 test_cuda_asan_ubsan s
-c_test_cuda_asan_ubsan() {
+cuda_san_items() {   # (in linked_san's chain)
     item test_cuda_asan_ubsan_on_mock sh -c "MOCK_OUT=$B/mock_san MOCK_CFLAGS='$SAN' sh tests/gpu/build_mock.sh $CC && \
-        $CC -std=c99 -O1 -g1 $WARN $SAN $NW tests/test_cuda.c -o $B/test_cuda_san -lm && \
-        CQ_CUDA_LIBRARY=$PWD/$B/mock_san/libcuda.so.1 ./$B/test_cuda_san"
+        $(lk test_cuda test_cuda_san) && CQ_CUDA_LIBRARY=$PWD/$B/mock_san/libcuda.so.1 ./$B/test_cuda_san"
 }
 # batched scenes again, from the contract (tests/test_batch.c): K = 3 or 4 scenes bitwise alone on the CPU
 # (state, all gradients, actuation gradients; host threads), bad scenes, a failing step; then on the
@@ -284,31 +345,6 @@ c_cpu_lanes_avx2() {
         skip cpu_lanes_avx2 "this CPU has no AVX2 (/proc/cpuinfo)"
     fi
 }
-# batched scenes (tests/test_scenes.c): plain and under the sanitizers, and on the mock driver (bitwise vs the CPU there)
-chain 9 test_scenes
-c_test_scenes() {
-    item test_scenes sh -c "$CC -std=c99 -O2 -g1 $WARN $NW tests/test_scenes.c -o $B/test_scenes -lm -ldl && ./$B/test_scenes && \
-        CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_BITWISE=1 ./$B/test_scenes"
-}
-chain 28 test_scenes_asan_ubsan s
-c_test_scenes_asan_ubsan() {
-    item test_scenes_asan_ubsan sh -c "$CC -std=c99 -O1 -g1 $WARN $SAN $NW tests/test_scenes.c -o $B/test_scenes_san -lm -ldl && \
-        ./$B/test_scenes_san && CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_BITWISE=1 ./$B/test_scenes_san"
-}
-# the fluid-rigid world's CUDA backend against its CPU backend (tests/test_world_cuda.c), and faults
-chain 17 test_world_cuda
-c_test_world_cuda() {
-    item test_world_cuda_build $CC -std=c99 -O2 -g1 $WARN tests/test_world_cuda.c -o $B/test_world_cuda -lm -ldl
-    item test_world_cuda_on_mock env CQ_CUDA_LIBRARY=$MOCK ./$B/test_world_cuda
-    for f in init ptx oom_after=10 oom_after=22 oom_after=24 launch_after=5 launch_after=300; do
-        item test_world_cuda_fault_$(echo $f | tr = _) env CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_QUIET=1 ./$B/test_world_cuda fault:$f
-    done
-}
-chain 38 test_world_cuda_asan_ubsan s
-c_test_world_cuda_asan_ubsan() {
-    item test_world_cuda_asan_ubsan_on_mock sh -c "$CC -std=c99 -O1 -g1 $WARN $SAN tests/test_world_cuda.c -o $B/test_world_cuda_san -lm -ldl && \
-        CQ_CUDA_LIBRARY=$MOCK ./$B/test_world_cuda_san"
-}
 # the long-horizon Table III, on the CPU then the mock GPU
 chain 86 test_table3 s
 c_test_table3() {
@@ -316,27 +352,15 @@ c_test_table3() {
     item test_table3_on_mock_cuda sh -c "CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_NO_PROTECT=1 ./$B/test_table3 | \
         tee /dev/stderr | grep 'backend: CUDA' >/dev/null"
 }
-# concurrent creates (per-thread create error) and the CUDA driver's one-time load, under TSan
-chain 90 test_threads_tsan s
+# concurrent creates (per-thread create error) and the CUDA driver's one-time load, under TSan: every
+# test, then on the mock the concurrent ones (the others make CPU sims: ~37 s of the same runs again)
+chain 60 test_threads_tsan s
 c_test_threads_tsan() {
     item test_threads_tsan sh -c "$CC -std=c99 -O1 -g1 $WARN -fsanitize=thread $NW tests/test_threads.c -o $B/test_threads_tsan -lm -pthread && \
-        ./$B/test_threads_tsan && CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_NO_PROTECT=1 ./$B/test_threads_tsan"
+        ./$B/test_threads_tsan && CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_NO_PROTECT=1 ./$B/test_threads_tsan concurrent"
 }
 # the loaders' fuzz target (tests/fuzz/fuzz_io.c): libFuzzer where clang has it, else a fixed-seed loop
 chain 24 fuzz_io s;  c_fuzz_io() { item fuzz_io sh tests/fuzz/run_io.sh 20; }
-# the API state-machine fuzzer: a fixed seed set (tests/fuzz_api.c; longer runs: see README), then on the mock
-# (12 runs: a run there takes ~2-5 s; 150 runs from seed 200001 passed on 2026-11-27)
-chain 95 fuzz_api s
-c_fuzz_api() {
-    item fuzz_api_asan_ubsan sh -c "$CC -std=c99 -O1 -g1 $WARN $SAN $NW tests/fuzz_api.c -o $B/fuzz_api_san -lm && ./$B/fuzz_api_san 150 400 1"
-    item fuzz_api_on_mock_cuda sh -c "CQ_CUDA_LIBRARY=$MOCK ./$B/fuzz_api_san 12 300 1001"
-}
-# the world's call-sequence fuzzer (tests/fuzz_world.c: random calls, hostile values, failing allocator)
-chain 36 fuzz_world s
-c_fuzz_world() {
-    item fuzz_world_asan_ubsan sh -c "$CC -std=c99 -O1 -g1 $WARN $SAN tests/fuzz_world.c -o $B/fuzz_world_san -lm && ./$B/fuzz_world_san 25 150 1 2>/dev/null"
-    item fuzz_world_on_mock_cuda sh -c "CQ_FUZZ_WORLD_CUDA=1 CQ_CUDA_LIBRARY=$MOCK ./$B/fuzz_world_san 12 150 3 2>/dev/null"
-}
 
 # ---- a header generated with a user material file (examples/materials/stvk.py); then the
 #      generator run from another directory, as a user would (python3 path/to/generator): the
@@ -352,21 +376,10 @@ c_custom_material() {
         sed 's|from my\\.py|from examples/materials/stvk.py|g; s|sha256 [0-9a-f]*|sha256 -|' $B/gen_elsewhere/cq_stvk.h | cmp - $B/gen_elsewhere/ref.h"
 }
 
-# ---- chainqueen_io.h: PNG/STL robots (fixtures made by a stdlib-only Python script in the setup)
-chain 26 test_io
-c_test_io() {
-    item test_io sh -c "$CC -std=c99 -O2 -g1 $WARN $NW tests/test_io.c -o $B/test_io -lm && ./$B/test_io $B/io"
-    valgrind_of test_io $B/io
-}
+# ---- chainqueen_io.h as C++ (PNG/STL robots; fixtures made by a stdlib-only Python script in the setup;
+#      the C builds are linked_o2's and linked_san's)
 chain 16 test_io_cxx
 c_test_io_cxx() { item test_io_cxx sh -c "$CXX -std=c++11 -O2 $WARN $NW -x c++ tests/test_io.c -o $B/test_io_cxx -lm && ./$B/test_io_cxx $B/io"; }
-chain 21 test_io_asan_ubsan s
-c_test_io_asan_ubsan() { item test_io_asan_ubsan sh -c "$CC -std=c99 -O1 -g1 $WARN $SAN $NW tests/test_io.c -o $B/test_io_san -lm && ./$B/test_io_san $B/io"; }
-chain 29 test_io_memory s
-c_test_io_memory() {
-    item test_io_memory sh -c "$CC -std=c99 -O1 -g1 $WARN $SAN $NW tests/test_io_memory.c -o $B/test_io_memory_san -lm && ./$B/test_io_memory_san && \
-        $CXX -std=c++11 -O2 $WARN $NW -x c++ tests/test_io_memory.c -o $B/test_io_memory_cxx -lm && ./$B/test_io_memory_cxx"
-}
 
 # ---- image writer used by the demo (PNG/GIF validated by an independent decoder)
 chain 2 test_image

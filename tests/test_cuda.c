@@ -13,7 +13,9 @@
    (CQ_CUDA_LIBRARY=build/mock/libcuda.so.1, which runs the kernels on the CPU and makes any
    host access to device memory fault).  Without either, it prints SKIP and passes nothing. */
 #define _POSIX_C_SOURCE 200112L
+#ifndef CQT_LINKED   /* tests/run.sh may link the implementation built once (tests/compile/impl.c) */
 #define CHAINQUEEN_IMPLEMENTATION
+#endif
 #include "../chainqueen.h"
 #include "harness.h"
 #include <stdlib.h>

@@ -1,4 +1,6 @@
+#ifndef CQT_LINKED   /* tests/run.sh may link the implementation built once (tests/compile/impl.c) */
 #define CHAINQUEEN_IMPLEMENTATION
+#endif
 #include "../chainqueen.h"
 #include "harness.h"
 /* Error-path tests: bad input never crashes and never corrupts.  Every public call validates

@@ -3,7 +3,9 @@
    collision of two blocks on a friction floor, w.r.t. x0, v0, F0, C0, E, nu, mass, volume and
    per-step actuation; a running loss through the hook; checkpointed vs fully stored tapes;
    misuse of the reverse API. */
+#ifndef CQT_LINKED   /* tests/run.sh may link the implementation built once (tests/compile/impl.c) */
 #define CHAINQUEEN_IMPLEMENTATION
+#endif
 #include "../chainqueen.h"
 #include "harness.h"
 #include <stdlib.h>

@@ -3,7 +3,9 @@
  *   FIXTURE_DIR is written by `python3 tests/make_io_fixtures.py FIXTURE_DIR`.
  * Compiles as C99 and as C++11; meant to run under -fsanitize=address,undefined and valgrind
  * too (the fuzz loops feed mutated PNG/zlib/STL bytes from memory and must never crash). */
+#ifndef CQT_LINKED   /* tests/run.sh may link the implementation built once (tests/compile/impl.c) */
 #define CHAINQUEEN_IMPLEMENTATION
+#endif
 #include "../chainqueen.h"
 #define CHAINQUEEN_IO_IMPLEMENTATION
 #include "../chainqueen_io.h"

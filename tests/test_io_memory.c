@@ -35,7 +35,9 @@ static void *cnt_realloc(void *q, size_t n)
 #define CQ_IO_MALLOC(n) cnt_malloc(n)
 #define CQ_IO_REALLOC(p, n) cnt_realloc(p, n)
 #define CQ_IO_FREE(p) cnt_free(p)
+#ifndef CQT_LINKED   /* tests/run.sh may link the implementation built once (tests/compile/impl.c) */
 #define CHAINQUEEN_IMPLEMENTATION
+#endif
 #include "../chainqueen.h"
 #define CHAINQUEEN_IO_IMPLEMENTATION
 #include "../chainqueen_io.h"

@@ -4,7 +4,9 @@
    whole rollouts on a 2D f64 sim, including a check that dropping the observer term is caught;
    the optimizers (Adam bias correction, box bounds, momentum GD); a tiny robot optimisation; and
    bad input. */
+#ifndef CQT_LINKED   /* tests/run.sh may link the implementation built once (tests/compile/impl.c) */
 #define CHAINQUEEN_IMPLEMENTATION
+#endif
 #include "../chainqueen.h"
 #define CHAINQUEEN_ROBOT_IMPLEMENTATION
 #include "../chainqueen_robot.h"

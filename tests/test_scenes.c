@@ -5,7 +5,9 @@
    the sim as it was; a failing step names the particle and its scene and leaves every scene at
    the step's start.  Where a CUDA sim can be created (the mock driver in make test, or a GPU): the CUDA
    backend against the CPU, and the same results twice (determinism). */
+#ifndef CQT_LINKED   /* tests/run.sh may link the implementation built once (tests/compile/impl.c) */
 #define CHAINQUEEN_IMPLEMENTATION
+#endif
 #include "../chainqueen.h"
 #include "harness.h"
 #include <stdlib.h>

@@ -3,7 +3,9 @@
    float64 central differences (free flight, contact and joints exactly; the coupled localized
    scheme over growing horizons, reported), per-step control gradients, contact, joints, and bad
    input. */
+#ifndef CQT_LINKED   /* tests/run.sh may link the implementation built once (tests/compile/impl.c) */
 #define CHAINQUEEN_IMPLEMENTATION
+#endif
 #include "../chainqueen.h"
 #include "harness.h"
 #include <stdlib.h>

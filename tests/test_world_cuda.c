@@ -14,7 +14,9 @@
    build/mock/libcuda.so.1: the kernels run on the CPU, and any host access to device memory
    faults).  Without either it prints SKIP and passes nothing. */
 #define _POSIX_C_SOURCE 200112L
+#ifndef CQT_LINKED   /* tests/run.sh may link the implementation built once (tests/compile/impl.c) */
 #define CHAINQUEEN_IMPLEMENTATION
+#endif
 #include "../chainqueen.h"
 #include "harness.h"
 #include <stdlib.h>

@@ -175,7 +175,7 @@ typedef struct cq__gview_f32 {
    together in 2 or 4 slots, so that a node is one or two vector loads (f32 3D: a 16-byte load,
    not three or four 4-byte ones): the velocity (and the G2P adjoint gather's dL/dv) in 4 slots
    in 3D (the fourth 0), 2 in 2D; dL/dp and dL/dm of the grid adjoint in 4 slots (p_bar's d, then
-   m_bar; gm_bar is not used).  The CPU keeps d and 1 (its lane kernels index them per lane).
+   m_bar; no gm_bar array or argument).  The CPU keeps d and 1 (its lane kernels index them per lane).
    Every value is the same, computed by the same operations: only where it is stored differs.
    cq__ld{2,4}: k values at an index that is a multiple of k (aligned: cuMemAlloc aligns an array
    to 256 bytes); cq__st4: 4 values so.  Compiled as C for the mock driver (tests/gpu), each
@@ -1031,13 +1031,13 @@ CQ_HD void cq__boundary_adj_2d_f32(const int *c, const cq__params_f32 *prm, cons
 }
 
 /* >>grid_adj_2d_f32: grid-update adjoint for one node: v = bc(p/m + dt g).  gp: momentum (pre-projection) of the
-   forward pass; gv_bar: dL/dv; writes dL/dp and dL/dm of the node. */
+   forward pass; gv_bar: dL/dv; writes dL/dp and dL/dm of the node (on the GPU both into gp_bar, dL/dm in
+   slot 2: kernels_common.j2 >>grid_layout). */
 CQ_HD void cq__grid_adj_2d_f32(int node, const cq__params_f32 *prm, const float *gm,
-                                                   const float *gp, const float *gv_bar, float *gp_bar, float *gm_bar)
+                                                   const float *gp, const float *gv_bar, float *gp_bar)
 {
     float m = gm[node], v0[2], v_bar[2];
     int c[2];
-    (void)gm_bar;   /* m_bar in gp_bar's slot 2 */
     if (!(m > 0)) {
         cq__st4_f32(gp_bar + (long)node * 4, 0, 0, 0, 0);
         return;
@@ -1140,14 +1140,13 @@ CQ_HD void cq__g2p_adj_2d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s,
 
 /* the transfer half of the P2G adjoint (>>p2g_adj_ below): the same for every material */
 CQ_HD void cq__p2g_adj_transfer_2d_f32(int p, const cq__params_f32 *prm,
-        cq__pview_f32 s, const float *G_in, const float *gp_bar, const float *gm_bar, cq__pview_f32 ai,
+        cq__pview_f32 s, const float *G_in, const float *gp_bar, cq__pview_f32 ai,
         cq__pview_f32 pg, float *G_bar_out)
 {
     int base[2];
     float fx[2], w[2][3], dw[2][3], xp[2], vp[2], mv[2], G[4], G_bar[4] = {0};
     float x_bar[2] = {0}, sp[2] = {0}, m_bar = 0;
     const long goff = s.scene ? (long)s.scene[p] * prm->nodes : 0;
-    (void)gm_bar;   /* dL/dm_i: in gp_bar (kernels_common.j2 >>grid_layout) */
     CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) { xp[a] = s.x[(long)p * 2 + a]; vp[a] = s.v[(long)p * 2 + a]; }
     CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) G[a] = G_in[a];   /* (G_in may be G_bar_out's memory) */
     cq__weights_2d_f32(xp, prm->inv_dx, base, fx, w);
@@ -1252,30 +1251,6 @@ CQ_HD void cq__p2g_adj_stress_2d_fixed_corotated_f32(int p, const cq__params_f32
     cq__p2g_adj_stress_rot_2d_fixed_corotated_f32(p, prm, s, &rot, Pp, G_bar_in, ai, pg, act_bar);
 }
 
-/* both halves for particle p, G and P computed here (the CPU's P2G adjoint, and the unit the
-   tests check) */
-/* the same given F's rotation rot (cq__rot_of_ of s.F[p], e.g. kept by cq__p2g_rot_) */
-CQ_HD void cq__p2g_adj_given_rot_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
-        cq__pview_f32 s, const cq__rot_2d_f32 *rot, const float *gp_bar, const float *gm_bar,
-        cq__pview_f32 ai, cq__pview_f32 pg, float *act_bar)
-{
-    float Fp[4], Pp[4], G[4], G_bar[4];
-    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
-    cq__pk1_rot_2d_fixed_corotated_f32(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
-    cq__affine_2d_f32(p, prm, s, Pp, Fp, G);   /* G as P2G's */
-    cq__p2g_adj_transfer_2d_f32(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
-    cq__p2g_adj_stress_rot_2d_fixed_corotated_f32(p, prm, s, rot, Pp, G_bar, ai, pg, act_bar);
-}
-CQ_HD void cq__p2g_adj_2d_fixed_corotated_f32(int p, const cq__params_f32 *prm,
-        cq__pview_f32 s, const float *gp_bar, const float *gm_bar, cq__pview_f32 ai,
-        cq__pview_f32 pg, float *act_bar)
-{
-    float Fp[4];
-    cq__rot_2d_f32 rot;
-    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
-    cq__rot_of_2d_fixed_corotated_f32(Fp, &rot);
-    cq__p2g_adj_given_rot_2d_fixed_corotated_f32(p, prm, s, &rot, gp_bar, gm_bar, ai, pg, act_bar);
-}
 
 /* >>p2g_adj_2d_neohookean_f32: adjoint of P2G (eqs 3-6) for particle p, in two halves
    (cq__p2g_adj_2d_neohookean_f32 runs both).  The transfer half is a gather: given the
@@ -1328,30 +1303,6 @@ CQ_HD void cq__p2g_adj_stress_2d_neohookean_f32(int p, const cq__params_f32 *prm
     cq__p2g_adj_stress_rot_2d_neohookean_f32(p, prm, s, &rot, Pp, G_bar_in, ai, pg, act_bar);
 }
 
-/* both halves for particle p, G and P computed here (the CPU's P2G adjoint, and the unit the
-   tests check) */
-/* the same given F's rotation rot (cq__rot_of_ of s.F[p], e.g. kept by cq__p2g_rot_) */
-CQ_HD void cq__p2g_adj_given_rot_2d_neohookean_f32(int p, const cq__params_f32 *prm,
-        cq__pview_f32 s, const cq__rot_2d_f32 *rot, const float *gp_bar, const float *gm_bar,
-        cq__pview_f32 ai, cq__pview_f32 pg, float *act_bar)
-{
-    float Fp[4], Pp[4], G[4], G_bar[4];
-    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
-    cq__pk1_rot_2d_neohookean_f32(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
-    cq__affine_2d_f32(p, prm, s, Pp, Fp, G);   /* G as P2G's */
-    cq__p2g_adj_transfer_2d_f32(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
-    cq__p2g_adj_stress_rot_2d_neohookean_f32(p, prm, s, rot, Pp, G_bar, ai, pg, act_bar);
-}
-CQ_HD void cq__p2g_adj_2d_neohookean_f32(int p, const cq__params_f32 *prm,
-        cq__pview_f32 s, const float *gp_bar, const float *gm_bar, cq__pview_f32 ai,
-        cq__pview_f32 pg, float *act_bar)
-{
-    float Fp[4];
-    cq__rot_2d_f32 rot;
-    CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Fp[a] = s.F[(long)p * 4 + a];
-    cq__rot_of_2d_neohookean_f32(Fp, &rot);
-    cq__p2g_adj_given_rot_2d_neohookean_f32(p, prm, s, &rot, gp_bar, gm_bar, ai, pg, act_bar);
-}
 
 
 /* >>cables_2d_f32: cable actuators ([Spielberg21] eqs 16-17).  A cable routed through
@@ -2403,12 +2354,12 @@ __global__ void CQ__BOUNDS(8) cq__g2p_fwd_2d_f32_kernel(int n, cq__params_f32 pr
    packed record in sorted slot rank[p]): the transfer half (one for all materials) takes G from P2G's packed
    particle in pk (the backward's P2G ran in this substep; the G2P adjoint packs into pkb) and
    leaves G_bar in its place; the stress half (per material, below) reads it back */
-__global__ void cq__p2g_adj_transfer_2d_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, const float * gp_adj, const float * gm_adj, cq__pview_f32 ai, cq__pview_f32 pg, const int * rank, float * pk)
+__global__ void cq__p2g_adj_transfer_2d_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, const float * gp_adj, cq__pview_f32 ai, cq__pview_f32 pg, const int * rank, float * pk)
 {
     int p = blockIdx.x * blockDim.x + threadIdx.x;
     if (p < n) {
         float *G = pk + (long)rank[p] * CQ__PK(2) + 1 + 2 * 2;
-        cq__p2g_adj_transfer_2d_f32(p, &prm, s, G, gp_adj, gm_adj, ai, pg, G);
+        cq__p2g_adj_transfer_2d_f32(p, &prm, s, G, gp_adj, ai, pg, G);   /* gp_adj: dL/dp and dL/dm (>>grid_layout) */
     }
 }
 
@@ -2440,7 +2391,7 @@ __global__ void CQ__BOUNDS(5) cq__p2g_adj_stress_2d_neohookean_f32_kernel(int n,
                                                      dact + (long)p * 4);
 }
 
-__global__ void cq__grid_adj_2d_f32_kernel(int nodes, cq__params_f32 prm, const int * box, const float * gm, const float * gp, const float * gv_adj, float * gp_adj, float * gm_adj)
+__global__ void cq__grid_adj_2d_f32_kernel(int nodes, cq__params_f32 prm, const int * box, const float * gm, const float * gp, const float * gv_adj, float * gp_adj)
 {
     /* the nodes of the particles' box alone (>>cuda_box), every scene's, over the threads launched */
     int lo[2], hi[2], ext[2], per = 1;
@@ -2451,7 +2402,7 @@ __global__ void cq__grid_adj_2d_f32_kernel(int nodes, cq__params_f32 prm, const 
         for (int a = 1; a >= 0; --a) { c[a] = lo[a] + r % ext[a]; r /= ext[a]; }
         node = r;   /* the scene */
         for (int a = 0; a < 2; ++a) node = node * prm.res[a] + c[a];
-        cq__grid_adj_2d_f32(node, &prm, gm, gp, gv_adj, gp_adj, gm_adj);
+        cq__grid_adj_2d_f32(node, &prm, gm, gp, gv_adj, gp_adj);
     }
 }
 
@@ -2629,12 +2580,12 @@ static void cq__cell_order_2d_f32_kernel_emu(void **a) { cq__cell_order_2d_f32_k
 static void cq__gather_fwd_2d_f32_kernel_emu(void **a) { cq__gather_fwd_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(const int * *)a[2], *(const float * *)a[3], *(cq__gview_f32 *)a[4], *(float * *)a[5], *(int *)a[6], *(int * *)a[7]); }
 static void cq__gather_rows_2d_f32_kernel_emu(void **a) { cq__gather_rows_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(const int * *)a[2], *(const float * *)a[3], *(cq__gview_f32 *)a[4], *(float * *)a[5], *(int *)a[6], *(int * *)a[7]); }
 static void cq__g2p_fwd_2d_f32_kernel_emu(void **a) { cq__g2p_fwd_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__pview_f32 *)a[3], *(cq__gview_f32 *)a[4], *(int * *)a[5]); }
-static void cq__p2g_adj_transfer_2d_f32_kernel_emu(void **a) { cq__p2g_adj_transfer_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(const float * *)a[3], *(const float * *)a[4], *(cq__pview_f32 *)a[5], *(cq__pview_f32 *)a[6], *(const int * *)a[7], *(float * *)a[8]); }
+static void cq__p2g_adj_transfer_2d_f32_kernel_emu(void **a) { cq__p2g_adj_transfer_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(const float * *)a[3], *(cq__pview_f32 *)a[4], *(cq__pview_f32 *)a[5], *(const int * *)a[6], *(float * *)a[7]); }
 static void cq__p2g_fwd_2d_fixed_corotated_f32_kernel_emu(void **a) { cq__p2g_fwd_2d_fixed_corotated_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(const int * *)a[3], *(float * *)a[4]); }
 static void cq__p2g_adj_stress_2d_fixed_corotated_f32_kernel_emu(void **a) { cq__p2g_adj_stress_2d_fixed_corotated_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__pview_f32 *)a[3], *(cq__pview_f32 *)a[4], *(const int * *)a[5], *(const float * *)a[6], *(float * *)a[7]); }
 static void cq__p2g_fwd_2d_neohookean_f32_kernel_emu(void **a) { cq__p2g_fwd_2d_neohookean_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(const int * *)a[3], *(float * *)a[4]); }
 static void cq__p2g_adj_stress_2d_neohookean_f32_kernel_emu(void **a) { cq__p2g_adj_stress_2d_neohookean_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__pview_f32 *)a[3], *(cq__pview_f32 *)a[4], *(const int * *)a[5], *(const float * *)a[6], *(float * *)a[7]); }
-static void cq__grid_adj_2d_f32_kernel_emu(void **a) { cq__grid_adj_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(const int * *)a[2], *(const float * *)a[3], *(const float * *)a[4], *(const float * *)a[5], *(float * *)a[6], *(float * *)a[7]); }
+static void cq__grid_adj_2d_f32_kernel_emu(void **a) { cq__grid_adj_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(const int * *)a[2], *(const float * *)a[3], *(const float * *)a[4], *(const float * *)a[5], *(float * *)a[6]); }
 static void cq__g2p_adj_2d_f32_kernel_emu(void **a) { cq__g2p_adj_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__gview_f32 *)a[3], *(cq__pview_f32 *)a[4], *(cq__pview_f32 *)a[5], *(const int * *)a[6], *(float * *)a[7]); }
 static void cq__act_reduce_2d_f32_kernel_emu(void **a) { cq__act_reduce_2d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const int * *)a[2], *(const float * *)a[3], *(double * *)a[4]); }
 static void cq__act_sum_2d_f32_kernel_emu(void **a) { cq__act_sum_2d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const double * *)a[2], *(double * *)a[3]); }

@@ -175,7 +175,7 @@ typedef struct cq__gview_f64 {
    together in 2 or 4 slots, so that a node is one or two vector loads (f32 3D: a 16-byte load,
    not three or four 4-byte ones): the velocity (and the G2P adjoint gather's dL/dv) in 4 slots
    in 3D (the fourth 0), 2 in 2D; dL/dp and dL/dm of the grid adjoint in 4 slots (p_bar's d, then
-   m_bar; gm_bar is not used).  The CPU keeps d and 1 (its lane kernels index them per lane).
+   m_bar; no gm_bar array or argument).  The CPU keeps d and 1 (its lane kernels index them per lane).
    Every value is the same, computed by the same operations: only where it is stored differs.
    cq__ld{2,4}: k values at an index that is a multiple of k (aligned: cuMemAlloc aligns an array
    to 256 bytes); cq__st4: 4 values so.  Compiled as C for the mock driver (tests/gpu), each
@@ -1252,13 +1252,13 @@ CQ_HD void cq__boundary_adj_3d_f64(const int *c, const cq__params_f64 *prm, cons
 }
 
 /* >>grid_adj_3d_f64: grid-update adjoint for one node: v = bc(p/m + dt g).  gp: momentum (pre-projection) of the
-   forward pass; gv_bar: dL/dv; writes dL/dp and dL/dm of the node. */
+   forward pass; gv_bar: dL/dv; writes dL/dp and dL/dm of the node (on the GPU both into gp_bar, dL/dm in
+   slot 3: kernels_common.j2 >>grid_layout). */
 CQ_HD void cq__grid_adj_3d_f64(int node, const cq__params_f64 *prm, const double *gm,
-                                                   const double *gp, const double *gv_bar, double *gp_bar, double *gm_bar)
+                                                   const double *gp, const double *gv_bar, double *gp_bar)
 {
     double m = gm[node], v0[3], v_bar[3];
     int c[3];
-    (void)gm_bar;   /* m_bar in gp_bar's slot 3 */
     if (!(m > 0)) {
         cq__st4_f64(gp_bar + (long)node * 4, 0, 0, 0, 0);
         return;
@@ -1362,14 +1362,13 @@ CQ_HD void cq__g2p_adj_3d_f64(int p, const cq__params_f64 *prm, cq__pview_f64 s,
 
 /* the transfer half of the P2G adjoint (>>p2g_adj_ below): the same for every material */
 CQ_HD void cq__p2g_adj_transfer_3d_f64(int p, const cq__params_f64 *prm,
-        cq__pview_f64 s, const double *G_in, const double *gp_bar, const double *gm_bar, cq__pview_f64 ai,
+        cq__pview_f64 s, const double *G_in, const double *gp_bar, cq__pview_f64 ai,
         cq__pview_f64 pg, double *G_bar_out)
 {
     int base[3];
     double fx[3], w[3][3], dw[3][3], xp[3], vp[3], mv[3], G[9], G_bar[9] = {0};
     double x_bar[3] = {0}, sp[3] = {0}, m_bar = 0;
     const long goff = s.scene ? (long)s.scene[p] * prm->nodes : 0;
-    (void)gm_bar;   /* dL/dm_i: in gp_bar (kernels_common.j2 >>grid_layout) */
     CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) { xp[a] = s.x[(long)p * 3 + a]; vp[a] = s.v[(long)p * 3 + a]; }
     CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) G[a] = G_in[a];   /* (G_in may be G_bar_out's memory) */
     cq__weights_3d_f64(xp, prm->inv_dx, base, fx, w);
@@ -1475,30 +1474,6 @@ CQ_HD void cq__p2g_adj_stress_3d_fixed_corotated_f64(int p, const cq__params_f64
     cq__p2g_adj_stress_rot_3d_fixed_corotated_f64(p, prm, s, &rot, Pp, G_bar_in, ai, pg, act_bar);
 }
 
-/* both halves for particle p, G and P computed here (the CPU's P2G adjoint, and the unit the
-   tests check) */
-/* the same given F's rotation rot (cq__rot_of_ of s.F[p], e.g. kept by cq__p2g_rot_) */
-CQ_HD void cq__p2g_adj_given_rot_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
-        cq__pview_f64 s, const cq__rot_3d_f64 *rot, const double *gp_bar, const double *gm_bar,
-        cq__pview_f64 ai, cq__pview_f64 pg, double *act_bar)
-{
-    double Fp[9], Pp[9], G[9], G_bar[9];
-    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
-    cq__pk1_rot_3d_fixed_corotated_f64(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
-    cq__affine_3d_f64(p, prm, s, Pp, Fp, G);   /* G as P2G's */
-    cq__p2g_adj_transfer_3d_f64(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
-    cq__p2g_adj_stress_rot_3d_fixed_corotated_f64(p, prm, s, rot, Pp, G_bar, ai, pg, act_bar);
-}
-CQ_HD void cq__p2g_adj_3d_fixed_corotated_f64(int p, const cq__params_f64 *prm,
-        cq__pview_f64 s, const double *gp_bar, const double *gm_bar, cq__pview_f64 ai,
-        cq__pview_f64 pg, double *act_bar)
-{
-    double Fp[9];
-    cq__rot_3d_f64 rot;
-    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
-    cq__rot_of_3d_fixed_corotated_f64(Fp, &rot);
-    cq__p2g_adj_given_rot_3d_fixed_corotated_f64(p, prm, s, &rot, gp_bar, gm_bar, ai, pg, act_bar);
-}
 
 /* >>p2g_adj_3d_neohookean_f64: adjoint of P2G (eqs 3-6) for particle p, in two halves
    (cq__p2g_adj_3d_neohookean_f64 runs both).  The transfer half is a gather: given the
@@ -1551,30 +1526,6 @@ CQ_HD void cq__p2g_adj_stress_3d_neohookean_f64(int p, const cq__params_f64 *prm
     cq__p2g_adj_stress_rot_3d_neohookean_f64(p, prm, s, &rot, Pp, G_bar_in, ai, pg, act_bar);
 }
 
-/* both halves for particle p, G and P computed here (the CPU's P2G adjoint, and the unit the
-   tests check) */
-/* the same given F's rotation rot (cq__rot_of_ of s.F[p], e.g. kept by cq__p2g_rot_) */
-CQ_HD void cq__p2g_adj_given_rot_3d_neohookean_f64(int p, const cq__params_f64 *prm,
-        cq__pview_f64 s, const cq__rot_3d_f64 *rot, const double *gp_bar, const double *gm_bar,
-        cq__pview_f64 ai, cq__pview_f64 pg, double *act_bar)
-{
-    double Fp[9], Pp[9], G[9], G_bar[9];
-    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
-    cq__pk1_rot_3d_neohookean_f64(Fp, rot, s.E[p], s.nu[p], s.act ? s.act[p] : -1, prm, s.act_stress, Pp);
-    cq__affine_3d_f64(p, prm, s, Pp, Fp, G);   /* G as P2G's */
-    cq__p2g_adj_transfer_3d_f64(p, prm, s, G, gp_bar, gm_bar, ai, pg, G_bar);
-    cq__p2g_adj_stress_rot_3d_neohookean_f64(p, prm, s, rot, Pp, G_bar, ai, pg, act_bar);
-}
-CQ_HD void cq__p2g_adj_3d_neohookean_f64(int p, const cq__params_f64 *prm,
-        cq__pview_f64 s, const double *gp_bar, const double *gm_bar, cq__pview_f64 ai,
-        cq__pview_f64 pg, double *act_bar)
-{
-    double Fp[9];
-    cq__rot_3d_f64 rot;
-    CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Fp[a] = s.F[(long)p * 9 + a];
-    cq__rot_of_3d_neohookean_f64(Fp, &rot);
-    cq__p2g_adj_given_rot_3d_neohookean_f64(p, prm, s, &rot, gp_bar, gm_bar, ai, pg, act_bar);
-}
 
 
 /* >>cables_3d_f64: cable actuators ([Spielberg21] eqs 16-17).  A cable routed through
@@ -2632,12 +2583,12 @@ __global__ void cq__g2p_fwd_3d_f64_kernel(int n, cq__params_f64 prm, cq__pview_f
    packed record in sorted slot rank[p]): the transfer half (one for all materials) takes G from P2G's packed
    particle in pk (the backward's P2G ran in this substep; the G2P adjoint packs into pkb) and
    leaves G_bar in its place; the stress half (per material, below) reads it back */
-__global__ void CQ__BOUNDS(3) cq__p2g_adj_transfer_3d_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s, const double * gp_adj, const double * gm_adj, cq__pview_f64 ai, cq__pview_f64 pg, const int * rank, double * pk)
+__global__ void CQ__BOUNDS(3) cq__p2g_adj_transfer_3d_f64_kernel(int n, cq__params_f64 prm, cq__pview_f64 s, const double * gp_adj, cq__pview_f64 ai, cq__pview_f64 pg, const int * rank, double * pk)
 {
     int p = blockIdx.x * blockDim.x + threadIdx.x;
     if (p < n) {
         double *G = pk + (long)rank[p] * CQ__PK(3) + 1 + 2 * 3;
-        cq__p2g_adj_transfer_3d_f64(p, &prm, s, G, gp_adj, gm_adj, ai, pg, G);
+        cq__p2g_adj_transfer_3d_f64(p, &prm, s, G, gp_adj, ai, pg, G);   /* gp_adj: dL/dp and dL/dm (>>grid_layout) */
     }
 }
 
@@ -2669,7 +2620,7 @@ __global__ void cq__p2g_adj_stress_3d_neohookean_f64_kernel(int n, cq__params_f6
                                                      dact + (long)p * 9);
 }
 
-__global__ void cq__grid_adj_3d_f64_kernel(int nodes, cq__params_f64 prm, const int * box, const double * gm, const double * gp, const double * gv_adj, double * gp_adj, double * gm_adj)
+__global__ void cq__grid_adj_3d_f64_kernel(int nodes, cq__params_f64 prm, const int * box, const double * gm, const double * gp, const double * gv_adj, double * gp_adj)
 {
     /* the nodes of the particles' box alone (>>cuda_box), every scene's, over the threads launched */
     int lo[3], hi[3], ext[3], per = 1;
@@ -2680,7 +2631,7 @@ __global__ void cq__grid_adj_3d_f64_kernel(int nodes, cq__params_f64 prm, const 
         for (int a = 2; a >= 0; --a) { c[a] = lo[a] + r % ext[a]; r /= ext[a]; }
         node = r;   /* the scene */
         for (int a = 0; a < 3; ++a) node = node * prm.res[a] + c[a];
-        cq__grid_adj_3d_f64(node, &prm, gm, gp, gv_adj, gp_adj, gm_adj);
+        cq__grid_adj_3d_f64(node, &prm, gm, gp, gv_adj, gp_adj);
     }
 }
 
@@ -2858,12 +2809,12 @@ static void cq__cell_order_3d_f64_kernel_emu(void **a) { cq__cell_order_3d_f64_k
 static void cq__gather_fwd_3d_f64_kernel_emu(void **a) { cq__gather_fwd_3d_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(const int * *)a[2], *(const double * *)a[3], *(cq__gview_f64 *)a[4], *(double * *)a[5], *(int *)a[6], *(int * *)a[7]); }
 static void cq__gather_rows_3d_f64_kernel_emu(void **a) { cq__gather_rows_3d_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(const int * *)a[2], *(const double * *)a[3], *(cq__gview_f64 *)a[4], *(double * *)a[5], *(int *)a[6], *(int * *)a[7]); }
 static void cq__g2p_fwd_3d_f64_kernel_emu(void **a) { cq__g2p_fwd_3d_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(cq__pview_f64 *)a[2], *(cq__pview_f64 *)a[3], *(cq__gview_f64 *)a[4], *(int * *)a[5]); }
-static void cq__p2g_adj_transfer_3d_f64_kernel_emu(void **a) { cq__p2g_adj_transfer_3d_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(cq__pview_f64 *)a[2], *(const double * *)a[3], *(const double * *)a[4], *(cq__pview_f64 *)a[5], *(cq__pview_f64 *)a[6], *(const int * *)a[7], *(double * *)a[8]); }
+static void cq__p2g_adj_transfer_3d_f64_kernel_emu(void **a) { cq__p2g_adj_transfer_3d_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(cq__pview_f64 *)a[2], *(const double * *)a[3], *(cq__pview_f64 *)a[4], *(cq__pview_f64 *)a[5], *(const int * *)a[6], *(double * *)a[7]); }
 static void cq__p2g_fwd_3d_fixed_corotated_f64_kernel_emu(void **a) { cq__p2g_fwd_3d_fixed_corotated_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(cq__pview_f64 *)a[2], *(const int * *)a[3], *(double * *)a[4]); }
 static void cq__p2g_adj_stress_3d_fixed_corotated_f64_kernel_emu(void **a) { cq__p2g_adj_stress_3d_fixed_corotated_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(cq__pview_f64 *)a[2], *(cq__pview_f64 *)a[3], *(cq__pview_f64 *)a[4], *(const int * *)a[5], *(const double * *)a[6], *(double * *)a[7]); }
 static void cq__p2g_fwd_3d_neohookean_f64_kernel_emu(void **a) { cq__p2g_fwd_3d_neohookean_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(cq__pview_f64 *)a[2], *(const int * *)a[3], *(double * *)a[4]); }
 static void cq__p2g_adj_stress_3d_neohookean_f64_kernel_emu(void **a) { cq__p2g_adj_stress_3d_neohookean_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(cq__pview_f64 *)a[2], *(cq__pview_f64 *)a[3], *(cq__pview_f64 *)a[4], *(const int * *)a[5], *(const double * *)a[6], *(double * *)a[7]); }
-static void cq__grid_adj_3d_f64_kernel_emu(void **a) { cq__grid_adj_3d_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(const int * *)a[2], *(const double * *)a[3], *(const double * *)a[4], *(const double * *)a[5], *(double * *)a[6], *(double * *)a[7]); }
+static void cq__grid_adj_3d_f64_kernel_emu(void **a) { cq__grid_adj_3d_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(const int * *)a[2], *(const double * *)a[3], *(const double * *)a[4], *(const double * *)a[5], *(double * *)a[6]); }
 static void cq__g2p_adj_3d_f64_kernel_emu(void **a) { cq__g2p_adj_3d_f64_kernel(*(int *)a[0], *(cq__params_f64 *)a[1], *(cq__pview_f64 *)a[2], *(cq__gview_f64 *)a[3], *(cq__pview_f64 *)a[4], *(cq__pview_f64 *)a[5], *(const int * *)a[6], *(double * *)a[7]); }
 static void cq__act_reduce_3d_f64_kernel_emu(void **a) { cq__act_reduce_3d_f64_kernel(*(int *)a[0], *(const int * *)a[1], *(const int * *)a[2], *(const double * *)a[3], *(double * *)a[4]); }
 static void cq__act_sum_3d_f64_kernel_emu(void **a) { cq__act_sum_3d_f64_kernel(*(int *)a[0], *(const int * *)a[1], *(const double * *)a[2], *(double * *)a[3]); }

@@ -42,10 +42,22 @@ void cq__emu_shfl_up_n(int *x, int n, int o);
 /* a vector access's alignment (kernels_common.j2 cq__ld4_ etc.): the GPU faults where it lacks */
 void cq__emu_misaligned(const void *p, int align);
 #  define CQ__EMU_ALIGNED(p, align) do { if ((unsigned long)(p) % (align)) cq__emu_misaligned((p), (align)); } while (0)
+/* the launches' sort leaves cell_end outside the cells it scans (>>cuda_sort_range) as it was: the
+   mock fills those with -2^28 and 2^28 by turns, so that a kernel reading them finds rows with
+   particles and cells that span far out of the packed records (and faults), where a GPU would
+   read a stale value that is often the right one */
+#  define CQ__EMU_POISON_RANGE(a, n, b0, len) \
+       do { for (int i_ = 0; i_ < (n); ++i_) if (i_ < (b0) || i_ >= (b0) + (len)) (a)[i_] = (i_ & 1) ? 1 << 28 : -(1 << 28); } while (0)
+/* ... and checks, once the scan is done (the mock runs the blocks in order: the last one's thread 0),
+   that the counts are 0 again: a particle counted outside the range breaks that */
+void cq__emu_counts_left(const int *cnt, int cells);
+#  define CQ__EMU_COUNTS_ZERO(cnt, cells) cq__emu_counts_left((cnt), (cells))
 #else
 #  define CQ__DEV static __device__
 #  define CQ__BLOCK_SERIAL 0
 #  define CQ__EMU_ALIGNED(p, align) ((void)0)
+#  define CQ__EMU_POISON_RANGE(a, n, b0, len) ((void)0)
+#  define CQ__EMU_COUNTS_ZERO(cnt, cells) ((void)0)
 /* a step of n warp scans at once: x[i] += lane - o's x[i] where lane >= o, i < n (n <= 16; the
    mock exchanges the n values in one go: a pair of barriers, not n) */
 #  define CQ__WARP_SCAN_STEP(x, n, o, lane) \
@@ -2172,8 +2184,9 @@ CQ__DEV int cq__sort_slot_3d_f32(int p, int c, const int *cell_end, const int *o
     return r;
 }
 
-/* >>tile_scan: data[b .. e) (at most CQ__SCAN_R nt values) exclusive-scanned in place from
-   `carry` by a block's nt threads (t: this one; nt 1, or a multiple of 32 up to 1024), and the
+/* >>tile_scan: data[b .. e) (at most CQ__SCAN_R nt values) exclusive-scanned from `carry` into
+   dst[b .. e) (dst == data: in place; else data's values are left 0: the launches' counts,
+   >>cuda_sort_range) by a block's nt threads (t: this one; nt 1, or a multiple of 32 up to 1024), and the
    tile's total returned to every thread.  Thread t holds values b + k nt + t (k < CQ__SCAN_R):
    every load and store of a warp is one contiguous run.  Each k is scanned within the warp
    (shuffles), the warps' totals (in index order: k, then warp) are scanned by the block, and
@@ -2187,7 +2200,7 @@ CQ__DEV int cq__sort_slot_3d_f32(int p, int c, const int *cell_end, const int *o
    registers (ptxas, sm_90): too many for a block of 1024. */
 #define CQ__SCAN_BLOCK 1024
 #define CQ__PAIR_SUM(u, write) ((write) == 2 ? ((u) & 0xffff) + ((u) >> 16) : (u))
-CQ__DEV int cq__tile_scan_3d_f32(int *data, int b, int e, int carry, int write, int t, int nt)
+CQ__DEV int cq__tile_scan_3d_f32(int *data, int *dst, int b, int e, int carry, int write, int t, int nt)
 {
     __shared__ int wsum[CQ__SCAN_R * (CQ__SCAN_BLOCK / 32)], wtop[CQ__SCAN_BLOCK / 32];
     const int lane = t & 31, w = t >> 5, nw = nt >> 5, m = CQ__SCAN_R * nw;
@@ -2195,7 +2208,7 @@ CQ__DEV int cq__tile_scan_3d_f32(int *data, int b, int e, int carry, int write, 
     if (nt == 1) {
         for (int i = b; i < e; ++i) {
             const int u = data[i], a = carry + total;
-            if (write) data[i] = write == 2 ? a | ((a + (u & 0xffff)) << 16) : a;
+            if (write) { if (dst != data) data[i] = 0; dst[i] = write == 2 ? a | ((a + (u & 0xffff)) << 16) : a; }
             total += CQ__PAIR_SUM(u, write);
         }
         return total;
@@ -2223,17 +2236,17 @@ CQ__DEV int cq__tile_scan_3d_f32(int *data, int b, int e, int carry, int write, 
         CQ__UNROLL for (int k = 0; k < CQ__SCAN_R; ++k) {
             const int i = b + k * nt + t;
             const int a = carry + wsum[k * nw + w] + x[k] - CQ__PAIR_SUM(v[k], write);
-            if (i < e) data[i] = write == 2 ? a | ((a + (v[k] & 0xffff)) << 16) : a;
+            if (i < e) { if (dst != data) data[i] = 0; dst[i] = write == 2 ? a | ((a + (v[k] & 0xffff)) << 16) : a; }
         }
     __syncthreads();   /* wsum free for the next call */
     return total;
 }
 
-/* data[0..n) exclusive-scanned in place by one block, CQ__SCAN_R nt values a pass */
-CQ__DEV void cq__block_scan_3d_f32(int n, int *data, int write, int t, int nt)
+/* data[0..n) exclusive-scanned into dst by one block (as cq__tile_scan_), CQ__SCAN_R nt values a pass */
+CQ__DEV void cq__block_scan_3d_f32(int n, int *data, int *dst, int write, int t, int nt)
 {
     int carry = 0;
-    for (int b = 0; b < n; b += CQ__SCAN_R * nt) carry += cq__tile_scan_3d_f32(data, b, b + CQ__SCAN_R * nt < n ? b + CQ__SCAN_R * nt : n, carry, write, t, nt);
+    for (int b = 0; b < n; b += CQ__SCAN_R * nt) carry += cq__tile_scan_3d_f32(data, dst, b, b + CQ__SCAN_R * nt < n ? b + CQ__SCAN_R * nt : n, carry, write, t, nt);
 }
 
 /* key[k] = keys[p] of a batch's particles p = p0 + k nt + t (-1 past n) */
@@ -2291,7 +2304,7 @@ __global__ void CQ__BOUNDS_ONE_BLOCK cq__cell_sort_3d_f32_kernel(int n, cq__para
     cq__box_reduce_3d_f32(v, sb);
     __syncthreads();
     for (int i = t; i < 2 * 3; i += nt) cell_end[cells + i * CQ__BOX_STRIDE] = sb[i];   /* the box, after the cells */
-    cq__block_scan_3d_f32(words, cnt, pk ? 2 : 1, t, nt);
+    cq__block_scan_3d_f32(words, cnt, cnt, pk ? 2 : 1, t, nt);
     __syncthreads();
     for (int p0 = 0; p0 < n; p0 += CQ__SCAN_R * nt) {   /* fill: the atomics of a batch issued together */
         int at[CQ__SCAN_R];
@@ -2344,38 +2357,79 @@ __global__ void cq__cell_count_3d_f32_kernel(int n, cq__params_f32 prm, cq__pvie
     for (int i = t; i < 2 * 3; i += nt) if (sb[i] > box[i * CQ__BOX_STRIDE]) atomicMax(&box[i * CQ__BOX_STRIDE], sb[i]);
 }
 
+/* >>cuda_sort_range: the cells the launches' sort scans (host: cq__cuda_sort_): the lines along
+   axis 0 that the gather reads around the particles' box (>>cuda_box; its tiles read lines
+   base - 2 .. base + 2: planes c0 - 2 .. c0 of its nodes c0), every scene's, and the cell before
+   them (a reader takes a cell's start from its predecessor's end): [*b0, *b0 + *len) of the
+   scenes' `cells`.  The counts (cell_count into the host's counts array) are scanned from
+   there into cell_end and left 0, so no memset of every cell comes before the count (the
+   512k cube's 2M cells, its box's lines ~35% of them; 4.1M: 16.8M cells).  cell_end's other
+   entries keep what they held: nothing reads them (the mock driver fills them with values that
+   make a read of one fault, each sort: CQ__EMU_POISON_RANGE). */
+CQ__DEV void cq__sort_range_3d_f32(int cells, const int *box, int res0, int pnodes, int *b0, int *len)
+{
+    const int per = pnodes / res0, scenes = cells / pnodes;   /* cells a line; scenes */
+    int lo = res0 - 3 - box[0] - 2, hi = box[3 * CQ__BOX_STRIDE] + 2, b, e;
+    if (lo < 0) lo = 0;
+    if (hi > res0 - 1) hi = res0 - 1;
+    b = lo * per - 1;
+    if (b < 0) b = 0;
+    e = ((scenes - 1) * res0 + hi + 1) * per;
+    *b0 = b;
+    *len = e > b ? e - b : 0;
+}
+
 /* the scan over the GPU (host: cq__cuda_scan): tile b = data[b T .. (b + 1) T), T = CQ__SCAN_R
    blockDim values; up: sums[b] = the tile's total; top: data[0..n) scanned by one block; down:
    each tile scanned from its offset, sums[0] + ... + sums[b - 1]: with `scanned`, sums[b] (the
    host scanned the sums), else its block adds them up itself (integers: exact), which saves a
-   launch where the tiles are few and costs every block b / 1024 passes where they are many */
-__global__ void cq__scan_up_3d_f32_kernel(int n, int * data, int * sums)
+   launch where the tiles are few and costs every block b / 1024 passes where they are many.
+   box NULL: data[0..n) in place; else the sort's counts data scanned into dst over
+   >>cuda_sort_range of n cells alone (the tiles from its first cell: those past its end add
+   nothing, their sums 0) */
+CQ__DEV void cq__scan_span_3d_f32(int *n, int **data, int **dst, const int *box, int res0, int pnodes)
+{
+    int b0 = 0;
+    if (!box) { *dst = *data; return; }
+    cq__sort_range_3d_f32(*n, box, res0, pnodes, &b0, n);
+    *data += b0; *dst += b0;
+}
+__global__ void cq__scan_up_3d_f32_kernel(int n, int * data, int * sums, const int * box, int res0, int pnodes)
 {
     const int serial = CQ__BLOCK_SERIAL, t = serial ? 0 : (int)threadIdx.x, nt = serial ? 1 : (int)blockDim.x;
-    const int T = CQ__SCAN_R * (int)blockDim.x, b = (int)blockIdx.x * T, e = n - b < T ? n : b + T;
-    int total;
+    const int T = CQ__SCAN_R * (int)blockDim.x, b = (int)blockIdx.x * T;
+    int total = 0, *dst = 0;
     if (serial && threadIdx.x) return;
-    total = cq__tile_scan_3d_f32(data, b, e, 0, 0, t, nt);
+    cq__scan_span_3d_f32(&n, &data, &dst, box, res0, pnodes);
+    if (b < n) total = cq__tile_scan_3d_f32(data, data, b, n - b < T ? n : b + T, 0, 0, t, nt);
     if (t == 0) sums[blockIdx.x] = total;
 }
 
-__global__ void CQ__BOUNDS_ONE_BLOCK cq__scan_top_3d_f32_kernel(int n, int * data)
+__global__ void CQ__BOUNDS_ONE_BLOCK cq__scan_top_3d_f32_kernel(int n, int * data, int * dst, const int * box, int res0, int pnodes)
 {
-    const int serial = CQ__BLOCK_SERIAL;
+    const int serial = CQ__BLOCK_SERIAL, cells = n, t = serial ? 0 : (int)threadIdx.x;
+    int *cell_end = dst, *cnt = data;
     if (serial && threadIdx.x) return;
-    cq__block_scan_3d_f32(n, data, 1, serial ? 0 : (int)threadIdx.x, serial ? 1 : (int)blockDim.x);
+    cq__scan_span_3d_f32(&n, &data, &dst, box, res0, pnodes);
+    cq__block_scan_3d_f32(n, data, dst, 1, t, serial ? 1 : (int)blockDim.x);
+    if (box && t == 0) { CQ__EMU_POISON_RANGE(cell_end, cells, (int)(dst - cell_end), n); CQ__EMU_COUNTS_ZERO(cnt, cells); }
 }
 
-__global__ void cq__scan_down_3d_f32_kernel(int n, int * data, int * sums, int scanned)
+__global__ void cq__scan_down_3d_f32_kernel(int n, int * data, int * dst, int * sums, int scanned, const int * box, int res0, int pnodes)
 {
     const int serial = CQ__BLOCK_SERIAL, t = serial ? 0 : (int)threadIdx.x, nt = serial ? 1 : (int)blockDim.x;
-    const int T = CQ__SCAN_R * (int)blockDim.x, b = (int)blockIdx.x * T, e = n - b < T ? n : b + T, tiles = (int)blockIdx.x;
-    int offset = 0;
+    const int T = CQ__SCAN_R * (int)blockDim.x, b = (int)blockIdx.x * T, tiles = (int)blockIdx.x, cells = n;
+    int offset = 0, *cell_end = dst, *cnt = data;
     if (serial && threadIdx.x) return;
-    if (scanned) offset = sums[tiles];   /* the sums already scanned (exclusive): this tile's offset */
-    else for (int i = 0; i < tiles; i += CQ__SCAN_R * nt)   /* the earlier tiles' totals (read only: write 0) */
-        offset += cq__tile_scan_3d_f32(sums, i, tiles - i < CQ__SCAN_R * nt ? tiles : i + CQ__SCAN_R * nt, 0, 0, t, nt);
-    cq__tile_scan_3d_f32(data, b, e, offset, 1, t, nt);
+    cq__scan_span_3d_f32(&n, &data, &dst, box, res0, pnodes);
+    if (box && blockIdx.x == 0 && t == 0) CQ__EMU_POISON_RANGE(cell_end, cells, (int)(dst - cell_end), n);
+    if (b < n) {   /* the same for the whole block (a block past the range adds nothing) */
+        if (scanned) offset = sums[tiles];   /* the sums already scanned (exclusive): this tile's offset */
+        else for (int i = 0; i < tiles; i += CQ__SCAN_R * nt)   /* the earlier tiles' totals (read only: write 0) */
+            offset += cq__tile_scan_3d_f32(sums, sums, i, tiles - i < CQ__SCAN_R * nt ? tiles : i + CQ__SCAN_R * nt, 0, 0, t, nt);
+        cq__tile_scan_3d_f32(data, dst, b, n - b < T ? n : b + T, offset, 1, t, nt);
+    }
+    if (box && blockIdx.x == gridDim.x - 1 && t == 0) CQ__EMU_COUNTS_ZERO(cnt, cells);
 }
 
 __global__ void cq__cell_fill_3d_f32_kernel(int n, const int * keys, int * cell_end, int * order)
@@ -2884,9 +2938,9 @@ __global__ void cq__sph_errsum_3d_f32_kernel(int n, cq__sph_f32 s, double * out)
 typedef struct cq__emu_kernel { const char *name; void (*call)(void **args); int barriers; } cq__emu_kernel;
 static void cq__cell_sort_3d_f32_kernel_emu(void **a) { cq__cell_sort_3d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(int *)a[3], *(int * *)a[4], *(int * *)a[5], *(int * *)a[6], *(int * *)a[7]); }
 static void cq__cell_count_3d_f32_kernel_emu(void **a) { cq__cell_count_3d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(int * *)a[3], *(int * *)a[4], *(int * *)a[5]); }
-static void cq__scan_up_3d_f32_kernel_emu(void **a) { cq__scan_up_3d_f32_kernel(*(int *)a[0], *(int * *)a[1], *(int * *)a[2]); }
-static void cq__scan_top_3d_f32_kernel_emu(void **a) { cq__scan_top_3d_f32_kernel(*(int *)a[0], *(int * *)a[1]); }
-static void cq__scan_down_3d_f32_kernel_emu(void **a) { cq__scan_down_3d_f32_kernel(*(int *)a[0], *(int * *)a[1], *(int * *)a[2], *(int *)a[3]); }
+static void cq__scan_up_3d_f32_kernel_emu(void **a) { cq__scan_up_3d_f32_kernel(*(int *)a[0], *(int * *)a[1], *(int * *)a[2], *(const int * *)a[3], *(int *)a[4], *(int *)a[5]); }
+static void cq__scan_top_3d_f32_kernel_emu(void **a) { cq__scan_top_3d_f32_kernel(*(int *)a[0], *(int * *)a[1], *(int * *)a[2], *(const int * *)a[3], *(int *)a[4], *(int *)a[5]); }
+static void cq__scan_down_3d_f32_kernel_emu(void **a) { cq__scan_down_3d_f32_kernel(*(int *)a[0], *(int * *)a[1], *(int * *)a[2], *(int * *)a[3], *(int *)a[4], *(const int * *)a[5], *(int *)a[6], *(int *)a[7]); }
 static void cq__cell_fill_3d_f32_kernel_emu(void **a) { cq__cell_fill_3d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(int * *)a[2], *(int * *)a[3]); }
 static void cq__cell_order_3d_f32_kernel_emu(void **a) { cq__cell_order_3d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const int * *)a[2], *(const int * *)a[3], *(int * *)a[4]); }
 static void cq__gather_fwd_3d_f32_kernel_emu(void **a) { cq__gather_fwd_3d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(const int * *)a[2], *(const float * *)a[3], *(cq__gview_f32 *)a[4], *(float * *)a[5], *(int *)a[6], *(int * *)a[7]); }

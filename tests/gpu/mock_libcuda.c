@@ -991,6 +991,17 @@ EXPORT void cq__emu_misaligned(const void *p, int align)
     violation("kernel %s: a %d-byte vector access at %p, not %d-byte aligned", running_kernel ? running_kernel : "?", align, p, align);
 }
 
+/* CQ__EMU_COUNTS_ZERO of kernels.cu.j2: the launches' sort leaves its counts array 0 (>>cuda_sort_range) */
+EXPORT void cq__emu_counts_left(const int *cnt, int cells)
+{
+    for (int i = 0; i < cells; ++i)
+        if (cnt[i]) {
+            violation("kernel %s: the sort's count of cell %d is %d after the scan, not 0 (the scan zeroes its range; a count outside it, or a scan that missed it)",
+                      running_kernel ? running_kernel : "?", i, cnt[i]);
+            return;
+        }
+}
+
 /* CQ__SHFL_UP_N(x, n, o) of kernels.cu.j2: __shfl_up_sync of each of x[0..n) (n <= SHFL_N), as one
    exchange through a buffer between two barriers (the block's tile scan shuffles 8 values a
    step: one pair of barriers, not 8) */

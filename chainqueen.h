@@ -88,7 +88,7 @@
                      _Thread_local, __declspec(thread) or __thread as the compiler has)
      CQ_CUDA_SORT_ONE_BLOCK  up to this many particles (default 16384; and grids of <= 65536
                      nodes) the CUDA backend sorts particles by cell in one launch of one block
-                     instead of a memset and four launches over the GPU; 0: never
+                     instead of four launches or more over the GPU; 0: never
      CQ_CUDA_GATHER_THREADS  threads a block of the CUDA gather (default 128; 32 to 320): more
                      share each tile's cells (a small scene's latency), fewer fit an SM
      CQ_CUDA_G2P_UNROLLED  1: float32 3D G2P on CUDA with its node loop unrolled (default 0:
@@ -13212,7 +13212,7 @@ static void cq__cuda_scan(cq_sim *s, int *data, int *dst, int n, int *tmp, const
 
 /* The sort of n particles over `cells` cells in one block (kernels.cu.j2 cell_sort) up to
    CQ_CUDA_SORT_ONE_BLOCK particles (and 65536 cells, the one-block scan's reach): it replaces a
-   memset and four launches (more above 65536 cells), i.e. their launch gaps, which is what a
+   memset (the box's words) and four launches (more above 65536 cells), i.e. their launch gaps, which is what a
    small scene's substep mostly costs, while 1024 threads still take few particles each.  Define
    CQ_CUDA_SORT_ONE_BLOCK 0 before including the header to always use the launches over the
    whole GPU (bench/gpu.sh builds both). */

@@ -186,9 +186,10 @@ for t in test_physics test_adjoint_stages test_lanes test_reverse; do
     chain $e ${t}_asan_ubsan s; eval "c_${t}_asan_ubsan() { item ${t}_asan_ubsan sh -c \"\$CC -std=c99 -O1 -g1 \$WARN \$SAN $(nw $t) tests/$t.c -o \$B/${t}_san -lm && ./\$B/${t}_san\"; }"
 done
 
-# the public-API tests, linked (see impl above): plain -O2, then on the mock GPU (the same binary), under
-# valgrind's memcheck; batched scenes (tests/test_scenes.c):
-# on the mock bitwise the CPU's; chainqueen_io.h's loaders (PNG/STL robots, fixtures from the setup)
+# the public-API tests, linked (see impl above), -O2: the CUDA host code on the mock (cuda_items, below),
+# then each test plain and on the mock GPU (the same binary; batched scenes, tests/test_scenes.c: bitwise
+# the CPU's there), test_errors and chainqueen_io.h's loaders (test_io: PNG/STL robots, fixtures from the
+# setup) under valgrind's memcheck too
 chain 150 linked_o2
 c_linked_o2() {
     impl o2 "$CC -std=c99 -O2 -g1 $WARN $NW"

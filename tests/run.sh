@@ -167,7 +167,7 @@ chain 33 test_physics;         c_test_physics() { plain test_physics; on_mock te
 chain 35 test_reverse;         c_test_reverse() { plain test_reverse; on_mock test_reverse; valgrind_of test_reverse; }
 chain 11 test_adjoint_stages;  c_test_adjoint_stages() { plain test_adjoint_stages; }
 chain 12 test_lanes;           c_test_lanes() { plain test_lanes; }
-for t in test_physics test_adjoint_stages test_lanes test_gradients test_robot; do
+for t in test_physics test_adjoint_stages test_lanes; do
     chain 15 ${t}_openmp; eval "c_${t}_openmp() { item ${t}_openmp sh -c \"\$CC -std=c99 -O2 -g1 \$WARN \$NW -fopenmp tests/$t.c -o \$B/${t}_omp -lm && OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive ./\$B/${t}_omp\"; }"
 done
 chain 22 test_world_openmp s
@@ -199,6 +199,13 @@ c_linked_o2() {
         item $t sh -c "$(lk $t $t) && ./$B/$t $a"
         case $t in test_io) ;; test_scenes) item test_scenes_on_mock_cuda env CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_BITWISE=1 ./$B/$t ;; *) on_mock $t ;; esac
         case $t in test_errors|test_io) valgrind_of $t $a ;; esac
+    done
+}
+chain 30 linked_openmp
+c_linked_openmp() {
+    impl omp "$CC -std=c99 -O2 -g1 $WARN $NW -fopenmp"
+    for t in test_gradients test_robot; do
+        item ${t}_openmp sh -c "$(lk $t ${t}_omp) && OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive ./$B/${t}_omp"
     done
 }
 chain 35 linked_cxx

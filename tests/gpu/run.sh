@@ -14,7 +14,8 @@
 #      over 2M cells alone take it), with at most 5 blocks looping over the particles' box
 #      (CQ_CUDA_RESIDENT_MAX: several tiles a block, which the GPU's own count gives large scenes alone)
 #      in gather blocks of 192 threads (CQ_CUDA_GATHER_THREADS; 128 by default), f32 3D G2P
-#      unrolled (CQ_CUDA_G2P_UNROLLED; rolled by default)
+#      unrolled (CQ_CUDA_G2P_UNROLLED; rolled by default), every sort as launches too (as large
+#      scenes, the 3-row shape's by default, sort: the scan over the cells the 3-row tiles read)
 #   6. compute-sanitizer memcheck, racecheck and synccheck (the one-block kernels' barriers) over
 #      the parity runs
 # The programs are built side by side first; then 1-4, 3 and 6 run as three lanes side by side
@@ -42,7 +43,7 @@ build() {   # build NAME FLAGS... SOURCE: $B/NAME, its log $L/cc_NAME.log, its s
 rm -f $L/cc_*.rc $R
 build test_cuda -O2 -g tests/test_cuda.c
 build test_cuda_launches -O2 -g -DCQ_CUDA_SORT_ONE_BLOCK=0 tests/test_cuda.c
-build test_cuda_rows -O2 -g -DCQ_CUDA_GATHER_ROWS=0 -DCQ_CUDA_SCAN_SELF_SUM=0 -DCQ_CUDA_RESIDENT_MAX=5 -DCQ_CUDA_GATHER_THREADS=192 -DCQ_CUDA_G2P_UNROLLED=1 tests/test_cuda.c
+build test_cuda_rows -O2 -g -DCQ_CUDA_GATHER_ROWS=0 -DCQ_CUDA_SCAN_SELF_SUM=0 -DCQ_CUDA_RESIDENT_MAX=5 -DCQ_CUDA_GATHER_THREADS=192 -DCQ_CUDA_G2P_UNROLLED=1 -DCQ_CUDA_SORT_ONE_BLOCK=0 tests/test_cuda.c
 build test_table3 -O2 tests/test_table3.c
 build test_gradients -O2 tests/test_gradients.c
 build test_scenes -O2 tests/test_scenes.c

@@ -14,7 +14,8 @@
    substeps = 1, so one cq_sim_step is one MLS-MPM substep (P2G, grid update, G2P); a
    "particle-step" is one particle advanced by one substep.  `substeps=N` makes a step N
    substeps (the CUDA backend reads its status back once per step, not per substep); the
-   figures stay per substep.  `only=NAME` runs the scenes of that name (e.g. only="2D block").
+   figures stay per substep.  `only=NAME` runs the scenes of that name (e.g. only="2D block"),
+   `max=N` those of at most N particles (a batch row counts all its scenes').
    `ckpt=N` sets the taped sim's checkpoint_every (default 10, quick 4; 1 keeps every step, as
    Taichi's tape in bench/peer_taichi.py does, and the backward recomputes nothing).  Per scene:
    - forward, no tape (`particle-steps/s`): a sim with checkpoint_every = 0; 2 warm-up steps,
@@ -441,6 +442,7 @@ int main(int argc, char **argv)
     char skipped[800] = "";
     result single, batched;
     const char *mode = "serial", *only = NULL;   /* only: the scenes of that name (e.g. only="2D block") */
+    long most = 0;                               /* max=N: the scenes of at most N particles (0: all) */
     char devname[300] = "";
     for (int a = 1; a < argc; ++a) {
         if (strcmp(argv[a], "quick") == 0) { target = 0.05; bwd_fwd = 0.02; quick = 1; ckpt = 4; }
@@ -448,10 +450,11 @@ int main(int argc, char **argv)
         else if (strcmp(argv[a], "big") == 0) g_big = 1;
         else if (strncmp(argv[a], "com=", 4) == 0 && (com = atoi(argv[a] + 4)) >= 4) {}
         else if (strncmp(argv[a], "only=", 5) == 0) only = argv[a] + 5;
+        else if (strncmp(argv[a], "max=", 4) == 0 && (most = atol(argv[a] + 4)) >= 1) {}
         else if (strncmp(argv[a], "substeps=", 9) == 0 && (g_substeps = atoi(argv[a] + 9)) >= 1) {}
         else if (strncmp(argv[a], "ckpt=", 5) == 0 && (ckpt_arg = atoi(argv[a] + 5)) >= 1) {}
         else {
-            fprintf(stderr, "usage: %s [quick] [gpu | big] [com=N (N >= 4)] [only=SCENE NAME] [substeps=N] [ckpt=N (N >= 1)]\n", argv[0]);
+            fprintf(stderr, "usage: %s [quick] [gpu | big] [com=N (N >= 4)] [only=SCENE NAME] [max=N] [substeps=N] [ckpt=N (N >= 1)]\n", argv[0]);
             return 2;
         }
     }
@@ -502,7 +505,7 @@ int main(int argc, char **argv)
         int n = count_of(sc);
         char grid[32];
         result r;
-        if ((quick && !sc->quick) || (only && strcmp(sc->name, only) != 0)) continue;
+        if ((quick && !sc->quick) || (only && strcmp(sc->name, only) != 0) || (most && (long)n > most)) continue;
         if (g_big && g_backend != CQ_BACKEND_CUDA) {   /* the 512k rows alone */
             if (!sc->gpu_only || sc->shuffled || count_of(sc) > 512000) continue;
         }

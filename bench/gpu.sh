@@ -6,8 +6,9 @@
 # order on an H100, 2026-11-26; bench.c built against an older chainqueen.h gives the "before"), and the batch row (the
 # 2D 6.4k block in 256 scenes of one sim: aggregate particle-steps/s, and a line giving its
 # aggregate throughput over the single block's; issue 12's target is >= 20x); then the fluid
-# dam breaks (bench/fluid.c --gpu, 2D and 3D, ~100k and ~1M particles).  Between the two: the 2D
-# block again with 10 substeps per step, and with the sort of small scenes as launches.  PROFILE=1 also runs
+# dam breaks (bench/fluid.c --gpu, 2D and 3D, ~100k and ~1M particles).  Between the two: the
+# scenes of up to 131072 particles again with the sort of before (CQ_CUDA_SORT_COOP=0), the 2D
+# block again with 10 substeps per step, and with the sort of small scenes in one block and as launches.  PROFILE=1 also runs
 # Nsight Compute (ncu): each kernel's time in a 512k and an 8k cube (bench/gpu_kernels.c), the
 # gathers again in blocks of 256 and 320 threads (CQ_CUDA_GATHER_THREADS), f32 3D G2P unrolled
 # (CQ_CUDA_G2P_UNROLLED), and the
@@ -24,12 +25,18 @@ mkdir -p build
 # the three builds side by side (each compiles the whole header: ~20 s; device time is scarce)
 W="-std=c99 -O3 -Wall -Wextra -Werror -pedantic"
 $CC $W bench/bench.c -o build/bench_gpu -lm -ldl & b1=$!
-$CC $W -DCQ_CUDA_SORT_ONE_BLOCK=0 bench/bench.c -o build/bench_gpu_launches -lm -ldl & b2=$!
+$CC $W -DCQ_CUDA_SORT_ONE_BLOCK=0 -DCQ_CUDA_SORT_COOP=0 bench/bench.c -o build/bench_gpu_launches -lm -ldl & b2=$!
 $CC $W bench/fluid.c -o build/bench_fluid_gpu -lm -ldl & b3=$!
-wait $b1 && wait $b2 && wait $b3 || { echo "bench/gpu.sh: a build failed"; exit 1; }
+$CC $W -DCQ_CUDA_SORT_COOP=0 bench/bench.c -o build/bench_gpu_nocoop -lm -ldl & b4=$!
+wait $b1 && wait $b2 && wait $b3 && wait $b4 || { echo "bench/gpu.sh: a build failed"; exit 1; }
 echo "date: $(date -u +%Y-%m-%d), commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 echo "device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo 'nvidia-smi not found')"
 ./build/bench_gpu gpu || exit 1
+# the rows whose sort is one cooperative launch (up to CQ_CUDA_SORT_COOP = 131072 particles,
+# kernels.cu.j2 >>cuda_sort_coop) again with the sort of before (CQ_CUDA_SORT_COOP=0: the 2D
+# block's in one block, the cubes' as launches): its before/after in one run
+echo "without the cooperative sort (CQ_CUDA_SORT_COOP=0):"
+./build/bench_gpu_nocoop gpu max=131072 || exit 1
 if [ -n "${BEFORE:-}" ]; then
     [ -f "$BEFORE" ] || { echo "BEFORE=$BEFORE: no such file"; exit 1; }
     mkdir -p build/before/bench && cp "$BEFORE" build/before/chainqueen.h && cp bench/bench.c build/before/bench/ || exit 1
@@ -39,9 +46,11 @@ if [ -n "${BEFORE:-}" ]; then
     ./build/bench_gpu_before gpu only="3D cube" || exit 1
 fi
 # small scenes: the 2D block with 10 substeps per step (one status readback per step, not per
-# substep), with a small scene's sort in one block (the default) and as launches over the GPU
-# (CQ_CUDA_SORT_ONE_BLOCK=0), and the default row above again without the one-block sort
+# substep), with a small scene's sort in one cooperative launch (the default), in one block
+# (CQ_CUDA_SORT_COOP=0) and as launches over the GPU (and CQ_CUDA_SORT_ONE_BLOCK=0), and the
+# default row above again with the launches
 ./build/bench_gpu gpu only="2D block" substeps=10 || exit 1
+./build/bench_gpu_nocoop gpu only="2D block" substeps=10 || exit 1
 ./build/bench_gpu_launches gpu only="2D block" substeps=10 || exit 1
 ./build/bench_gpu_launches gpu only="2D block" || exit 1
 # the fluid-rigid world's dam breaks with the fluid on the GPU (bench/fluid.c --gpu), ~100k and ~1M
@@ -83,8 +92,11 @@ if [ "${PROFILE:-0}" = 1 ] && command -v ncu >/dev/null 2>&1; then
         ncu --kernel-name regex:'g2p_fwd' --metrics gpu__time_duration.sum --print-summary per-kernel ./build/gpu_kernels_g2pu $a | grep -E '^  [a-z_0-9]+|gpu__time_duration'
     done
     ncu --kernel-name regex:'g2p_fwd_3d' --launch-skip 10 --launch-count 1 --section SpeedOfLight --section WarpStateStats ./build/gpu_kernels_g2pu 3 80 128
-    # the small scenes' one-block sort (the 2D block): its time, and where its warps stall (each
-    # step's share: the source lines' counters; 17 us on an H200 at adad329, where ~10 were predicted)
-    ncu --kernel-name regex:'cell_sort_2d_f32' --launch-skip 20 --launch-count 1 --section SpeedOfLight \
-        --section WarpStateStats --section SourceCounters ./build/bench_gpu gpu only="2D block" quick
+    # the small scenes' sort (the 2D block): in one cooperative launch (the default; ~5-8 us
+    # predicted) and in one block (17 us on an H200 at adad329): their times, where the warps stall
+    for b in bench_gpu bench_gpu_nocoop; do
+        echo "the 2D block's sort, $b:"
+        ncu --kernel-name regex:'sort_coop_2d_f32|cell_sort_2d_f32' --launch-skip 20 --launch-count 3 --section SpeedOfLight \
+            --section WarpStateStats --section SourceCounters ./build/$b gpu only="2D block" quick
+    done
 fi

@@ -32,6 +32,7 @@ extern int cq__emu_fibers;
 void cq__emu_syncthreads(void);
 int cq__emu_shfl_up(int x, int o);
 void cq__emu_shfl_up_n(int *x, int n, int o);
+void cq__emu_grid_sync(void);   /* a cooperative launch's grid barrier (>>cuda_sort_coop) */
 #  define __syncthreads() cq__emu_syncthreads()
 #  define __shfl_up_sync(mask, x, o) cq__emu_shfl_up(x, o)
 #  define CQ__WARP_SCAN_STEP(x, n, o, lane) do { int u_[16]; for (int i_ = 0; i_ < (n); ++i_) u_[i_] = (x)[i_]; \
@@ -137,6 +138,12 @@ void cq__emu_counts_left(const int *cnt, int cells);
 /* values a thread of the CUDA scan holds (kernels.cu.j2 >>tile_scan; the host sizes the scan's
    launches from it) */
 #define CQ__SCAN_R 8
+
+/* threads a block of the sort in one cooperative launch (kernels.cu.j2 >>cuda_sort_coop); the
+   host's block words for it: CQ__COOP_BAR ints (the grid barrier's counter first), then 2 D a
+   block */
+#define CQ__COOP_THREADS 256
+#define CQ__COOP_BAR 32
 
 /* values per particle in the packed array P2G's particle half writes for the gather (kernels.j2
    >>cell_sort_): mass, fx[D], a[D], B[D*D] */
@@ -1852,9 +1859,11 @@ extern "C" {
    become starts by an exclusive scan (scan_top in one block, or scan_up and scan_down over tiles); fill places
    each particle at its cell's cursor (the cursor ends at the cell's end: cell_end); order gives
    each particle the slot of its cell's particles in index order, so the slots do not depend on
-   which thread won a cursor, and writes it into rank.  A small scene (host: cq__cuda_sort)
-   does all of it in one launch of one block, cell_sort; a larger one in cell_count, the scan's
-   launches, cell_fill and cell_order, which run the same steps. */
+   which thread won a cursor, and writes it into rank.  A scene of up to CQ_CUDA_SORT_COOP
+   particles (host: cq__cuda_sort_) does all of it in one cooperative launch over the GPU,
+   sort_coop (>>cuda_sort_coop); without it a small scene in one launch of one block,
+   cell_sort; a larger one in cell_count, the scan's launches, cell_fill and cell_order, which
+   run the same steps. */
 CQ__DEV void cq__sort_count_2d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s, int *keys, int *cell_end, int *box)
 {
     int key = cq__cell_2d_f32(p, prm, s, box);
@@ -2087,15 +2096,15 @@ __global__ void cq__cell_count_2d_f32_kernel(int n, cq__params_f32 prm, cq__pvie
    base - 2 .. base + 4: source rows r1 - 2 .. r1 + NJ - 1 of its
    rows r1 .. r1 + NJ - 1, NJ <= 3), every scene's, and the cell before
    them (a reader takes a cell's start from its predecessor's end): [*b0, *b0 + *len) of the
-   scenes' `cells`.  The counts (cell_count into the host's counts array) are scanned from
+   scenes' `cells`; box_lo0, box_hi0: the box's words 0 and 2 (axis 0's).  The counts (cell_count into the host's counts array) are scanned from
    there into cell_end and left 0, so no memset of every cell comes before the count (the
    512k cube's 2M cells, its box's lines ~35% of them; 4.1M: 16.8M cells).  cell_end's other
    entries keep what they held: nothing reads them (the mock driver fills them with values that
    make a read of one fault, each sort: CQ__EMU_POISON_RANGE). */
-CQ__DEV void cq__sort_range_2d_f32(int cells, const int *box, int res0, int pnodes, int *b0, int *len)
+CQ__DEV void cq__sort_range_2d_f32(int cells, int box_lo0, int box_hi0, int res0, int pnodes, int *b0, int *len)
 {
     const int per = pnodes / res0, scenes = cells / pnodes;   /* cells a line; scenes */
-    int lo = res0 - 3 - box[0] - 2, hi = box[2 * CQ__BOX_STRIDE] + 4, b, e;
+    int lo = res0 - 3 - box_lo0 - 2, hi = box_hi0 + 4, b, e;
     if (lo < 0) lo = 0;
     if (hi > res0 - 1) hi = res0 - 1;
     b = lo * per - 1;
@@ -2117,7 +2126,7 @@ CQ__DEV void cq__scan_span_2d_f32(int *n, int **data, int **dst, const int *box,
 {
     int b0 = 0;
     if (!box) { *dst = *data; return; }
-    cq__sort_range_2d_f32(*n, box, res0, pnodes, &b0, n);
+    cq__sort_range_2d_f32(*n, box[0], box[2 * CQ__BOX_STRIDE], res0, pnodes, &b0, n);
     *data += b0; *dst += b0;
 }
 __global__ void cq__scan_up_2d_f32_kernel(int n, int * data, int * sums, const int * box, int res0, int pnodes)
@@ -2169,6 +2178,90 @@ __global__ void cq__cell_order_2d_f32_kernel(int n, const int * keys, const int 
 {
     int p = blockIdx.x * blockDim.x + threadIdx.x;
     if (p < n) rank[p] = cq__sort_slot_2d_f32(p, keys[p], cell_end, order);
+}
+
+/* >>cuda_sort_coop: the launches' sort (cell_count, the scan over >>cuda_sort_range as scan_up and
+   scan_down, cell_fill, cell_order: the same steps, the same integers) in one cooperative launch of
+   G blocks of CQ__COOP_THREADS (host: cq__cuda_sort_, cuLaunchCooperativeKernel, which starts
+   every block at once or refuses), the boundaries between the launches become grid barriers
+   (cq__grid_sync_).  It replaces the one-block sort (cell_sort: 17 us of the 2D 6.4k block's ~35
+   us of kernels on an H200, one SM issuing every instruction) and, up to CQ_CUDA_SORT_COOP
+   particles, the memset and the five launches and more (their gaps: a small scene's cost).
+   The box: each block leaves its maxima in its own words (bar + CQ__COOP_BAR: nothing to zero
+   first) and after the first barrier every block takes the maxima of all of them itself (G x 2 D
+   loads), so the range needs no barrier more; block 0 writes the box after cell_end's cells.
+   Tile k of the range (T = CQ__SCAN_R blockDim values) is block k mod G's, up and down; the tile
+   sums in `sums`.  Nothing in shared memory outlives a barrier (the mock runs the blocks in
+   turn between barriers, its __shared__ arrays one for all).  The counter *bar only grows: the
+   host passes its value at the launch (base) and adds 4 G after it (the comparisons wrap). */
+CQ__DEV void cq__grid_sync_2d_f32(unsigned *bar, unsigned target)
+{
+#if defined(__CUDACC__)
+    __syncthreads();   /* the block's writes before thread 0's fence (as cooperative groups' grid sync) */
+    if (threadIdx.x == 0) {
+        volatile unsigned *vb = bar;
+        __threadfence();
+        atomicAdd(bar, 1u);
+        while ((int)(*vb - target) < 0) __nanosleep(32);
+        __threadfence();
+    }
+    __syncthreads();
+#else
+    (void)bar; (void)target;
+    cq__emu_grid_sync();
+#endif
+}
+
+__global__ void CQ__BOUNDS_WIDE(CQ__COOP_THREADS, 1) cq__sort_coop_2d_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, int cells, int * keys, int * cell_end, int * order, int * rank, int * cnt, int * sums, unsigned * bar, unsigned base)
+{
+    __shared__ int sb[2 * 2];
+    const int serial = CQ__BLOCK_SERIAL, t = serial ? 0 : (int)threadIdx.x, nt = serial ? 1 : (int)blockDim.x;
+    const int B = (int)blockDim.x, G = (int)gridDim.x, g = (int)blockIdx.x, T = CQ__SCAN_R * B;
+    int *slots = (int *)(bar + CQ__COOP_BAR);   /* block b's box words: slots[2 D b ..] */
+    int v[2 * 2] = {0}, b0 = 0, len = 0, tiles;
+    if (serial && threadIdx.x) return;
+    for (int i = t; i < 2 * 2; i += nt) sb[i] = 0;
+    __syncthreads();
+    for (int p0 = g * B; p0 < n; p0 += G * B)   /* count (cell_count) */
+        for (int i = t; i < B; i += nt)
+            if (p0 + i < n) cq__sort_count_2d_f32(p0 + i, &prm, s, keys, cnt, v);
+    cq__box_reduce_2d_f32(v, sb);
+    __syncthreads();
+    for (int i = t; i < 2 * 2; i += nt) slots[2 * 2 * g + i] = sb[i];
+    cq__grid_sync_2d_f32(bar, base + (unsigned)G);
+    CQ__UNROLL for (int k = 0; k < 2 * 2; ++k) v[k] = 0;   /* the box: every block's words */
+    for (int b = t; b < G; b += nt)
+        CQ__UNROLL for (int k = 0; k < 2 * 2; ++k) { const int u = slots[2 * 2 * b + k]; if (u > v[k]) v[k] = u; }
+    for (int i = t; i < 2 * 2; i += nt) sb[i] = 0;
+    __syncthreads();
+    cq__box_reduce_2d_f32(v, sb);
+    __syncthreads();
+    if (g == 0) for (int i = t; i < 2 * 2; i += nt) cell_end[cells + i * CQ__BOX_STRIDE] = sb[i];
+    cq__sort_range_2d_f32(cells, sb[0], sb[2], prm.res[0], prm.nodes, &b0, &len);
+    tiles = (len + T - 1) / T;
+    for (int k = g; k < tiles; k += G) {   /* scan up (scan_up): tile k's total */
+        const int b = b0 + k * T, e = len - k * T < T ? b0 + len : b + T;
+        const int total = cq__tile_scan_2d_f32(cnt, cnt, b, e, 0, 0, t, nt);
+        if (t == 0) sums[k] = total;
+    }
+    cq__grid_sync_2d_f32(bar, base + 2u * (unsigned)G);
+    for (int k = g, offset = 0, done = 0; k < tiles; done = k, k += G) {   /* scan down (scan_down): tile k from the
+                                                                              earlier tiles' total, sums[0 .. done) kept */
+        const int b = b0 + k * T, e = len - k * T < T ? b0 + len : b + T;
+        for (int i = done; i < k; i += T) offset += cq__tile_scan_2d_f32(sums, sums, i, k - i < T ? k : i + T, 0, 0, t, nt);
+        cq__tile_scan_2d_f32(cnt, cell_end, b, e, offset, 1, t, nt);
+    }
+    cq__grid_sync_2d_f32(bar, base + 3u * (unsigned)G);
+    if (g == 0 && t == 0) { CQ__EMU_POISON_RANGE(cell_end, cells, b0, len); CQ__EMU_COUNTS_ZERO(cnt, cells); }   /* (the mock: block 0 runs first) */
+    for (int p0 = g * B; p0 < n; p0 += G * B)   /* fill (cell_fill) */
+        for (int i = t; i < B; i += nt)
+            if (p0 + i < n) cq__sort_fill_2d_f32(p0 + i, keys, cell_end, order);
+    cq__grid_sync_2d_f32(bar, base + 4u * (unsigned)G);
+    for (int p0 = g * B; p0 < n; p0 += G * B)   /* order (cell_order) */
+        for (int i = t; i < B; i += nt) {
+            const int p = p0 + i;
+            if (p < n) rank[p] = cq__sort_slot_2d_f32(p, keys[p], cell_end, order);
+        }
 }
 
 /* >>cuda_gather: P2G's node half (kernels.j2 >>grid_gather_) in two shapes.  gather: a tile per
@@ -2632,6 +2725,7 @@ static void cq__scan_top_2d_f32_kernel_emu(void **a) { cq__scan_top_2d_f32_kerne
 static void cq__scan_down_2d_f32_kernel_emu(void **a) { cq__scan_down_2d_f32_kernel(*(int *)a[0], *(int * *)a[1], *(int * *)a[2], *(int * *)a[3], *(int *)a[4], *(const int * *)a[5], *(int *)a[6], *(int *)a[7]); }
 static void cq__cell_fill_2d_f32_kernel_emu(void **a) { cq__cell_fill_2d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(int * *)a[2], *(int * *)a[3]); }
 static void cq__cell_order_2d_f32_kernel_emu(void **a) { cq__cell_order_2d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const int * *)a[2], *(const int * *)a[3], *(int * *)a[4]); }
+static void cq__sort_coop_2d_f32_kernel_emu(void **a) { cq__sort_coop_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(int *)a[3], *(int * *)a[4], *(int * *)a[5], *(int * *)a[6], *(int * *)a[7], *(int * *)a[8], *(int * *)a[9], *(unsigned * *)a[10], *(unsigned *)a[11]); }
 static void cq__gather_fwd_2d_f32_kernel_emu(void **a) { cq__gather_fwd_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(const int * *)a[2], *(const float * *)a[3], *(cq__gview_f32 *)a[4], *(float * *)a[5], *(int *)a[6], *(int * *)a[7]); }
 static void cq__gather_rows_2d_f32_kernel_emu(void **a) { cq__gather_rows_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(const int * *)a[2], *(const float * *)a[3], *(cq__gview_f32 *)a[4], *(float * *)a[5], *(int *)a[6], *(int * *)a[7]); }
 static void cq__g2p_fwd_2d_f32_kernel_emu(void **a) { cq__g2p_fwd_2d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__pview_f32 *)a[3], *(cq__gview_f32 *)a[4], *(int * *)a[5]); }
@@ -2669,6 +2763,7 @@ const cq__emu_kernel cq__emu_kernels_2d_f32[] = {
     {"cq__scan_down_2d_f32_kernel", cq__scan_down_2d_f32_kernel_emu, 1},
     {"cq__cell_fill_2d_f32_kernel", cq__cell_fill_2d_f32_kernel_emu, 0},
     {"cq__cell_order_2d_f32_kernel", cq__cell_order_2d_f32_kernel_emu, 0},
+    {"cq__sort_coop_2d_f32_kernel", cq__sort_coop_2d_f32_kernel_emu, 1},
     {"cq__gather_fwd_2d_f32_kernel", cq__gather_fwd_2d_f32_kernel_emu, 1},
     {"cq__gather_rows_2d_f32_kernel", cq__gather_rows_2d_f32_kernel_emu, 1},
     {"cq__g2p_fwd_2d_f32_kernel", cq__g2p_fwd_2d_f32_kernel_emu, 0},

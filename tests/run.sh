@@ -297,13 +297,25 @@ cuda_items() {   # (in linked_o2's chain: the test links its implementation)
 # at most 5 blocks for the loops over the particles' box (CQ_CUDA_RESIDENT_MAX): several tiles each,
 # of 192 threads in the gather (CQ_CUDA_GATHER_THREADS; 128 by default); f32 3D G2P in its
 # unrolled form (CQ_CUDA_G2P_UNROLLED: the other kernel loads and runs); every sort as launches
-# (CQ_CUDA_SORT_ONE_BLOCK=0), which scan the cells the gather reads alone: the mock fills the others
+# (CQ_CUDA_SORT_ONE_BLOCK=0 and CQ_CUDA_SORT_COOP=0), which scan the cells the gather reads alone: the mock fills the others
 # with values that fault when read (kernels.cu.j2 >>cuda_sort_range), the 3-row shape reading farthest
 chain 24 test_cuda_gather_rows
 c_test_cuda_gather_rows() {
-    item test_cuda_gather_rows_on_mock sh -c "$CC -std=c99 -O2 -g1 $WARN $NW -DCQ_CUDA_GATHER_ROWS=0 -DCQ_CPU_V4=0 -DCQ_CUDA_SCAN_SELF_SUM=0 -DCQ_CUDA_RESIDENT_MAX=5 -DCQ_CUDA_GATHER_THREADS=192 -DCQ_CUDA_G2P_UNROLLED=1 -DCQ_CUDA_SORT_ONE_BLOCK=0 tests/test_cuda.c -o $B/test_cuda_rows -lm -ldl && \
+    item test_cuda_gather_rows_on_mock sh -c "$CC -std=c99 -O2 -g1 $WARN $NW -DCQ_CUDA_GATHER_ROWS=0 -DCQ_CPU_V4=0 -DCQ_CUDA_SCAN_SELF_SUM=0 -DCQ_CUDA_RESIDENT_MAX=5 -DCQ_CUDA_GATHER_THREADS=192 -DCQ_CUDA_G2P_UNROLLED=1 -DCQ_CUDA_SORT_ONE_BLOCK=0 -DCQ_CUDA_SORT_COOP=0 tests/test_cuda.c -o $B/test_cuda_rows -lm -ldl && \
         CQ_CUDA_LIBRARY=$MOCK ./$B/test_cuda_rows && CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_FIBERS=3 ./$B/test_cuda_rows a_large && \
         CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_FIBERS=3 ./$B/test_cuda_rows a_failing_step"
+}
+# the sorts of small scenes: by default one cooperative launch sorts a scene of up to
+# CQ_CUDA_SORT_COOP particles (kernels.cu.j2 >>cuda_sort_coop; test_cuda above: its blocks in turn
+# between its grid barriers, and as fibers one block in 3); here the one-block sort of before
+# (CQ_CUDA_SORT_COOP=0), and the cooperative one in 2 blocks (CQ_CUDA_COOP_BLOCKS=2: each block
+# several batches of particles, each as fibers), each bitwise the CPU, then its parallel path
+chain 40 test_cuda_sorts
+c_test_cuda_sorts() {
+    item test_cuda_one_block_on_mock sh -c "$CC -std=c99 -O1 -g1 $WARN $NW -DCQ_CUDA_SORT_COOP=0 tests/test_cuda.c -o $B/test_cuda_one_block -lm -ldl && \
+        CQ_CUDA_LIBRARY=$MOCK ./$B/test_cuda_one_block && CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_FIBERS=3 ./$B/test_cuda_one_block parity_all"
+    item test_cuda_coop_few_on_mock sh -c "$CC -std=c99 -O1 -g1 $WARN $NW -DCQ_CUDA_COOP_BLOCKS=2 tests/test_cuda.c -o $B/test_cuda_coop_few -lm -ldl && \
+        CQ_CUDA_LIBRARY=$MOCK ./$B/test_cuda_coop_few && CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_FIBERS=1 ./$B/test_cuda_coop_few parity_all"
 }
 # the CUDA host code under the sanitizers, on a mock driver built with them too: the emulated
 # kernels' shared-memory arrays (the gather's sums, the one-block sort's counts and order) and
@@ -333,14 +345,14 @@ c_cpu_keep_subnormals() {
 }
 # the drivers with the lanes forced on (-O2: the loops' logic, remainders, failures): the batched
 # scenes bitwise alone, on host threads, and on the mock driver (one-particle kernels) bitwise the
-# CPU's, there with every sort as launches (CQ_CUDA_SORT_ONE_BLOCK=0: the scenes' range of cells,
+# CPU's, there with every sort as launches (CQ_CUDA_SORT_ONE_BLOCK=0, CQ_CUDA_SORT_COOP=0: the scenes' range of cells,
 # kernels.cu.j2 >>cuda_sort_range); failing steps' errors.  Then as the bench builds them (-O3 -march=native, lanes on by
 # default on an AVX-512 machine): the CPU part only, since there gcc 12 fuses some multiply-adds
 # of the stress despite -ffp-contract=off (vfmsubadd), so CPU and mock differ by roundings (they
 # did before the lanes too); every particle still runs the same code, which this checks
 chain 58 cpu_lanes_forced
 c_cpu_lanes_forced() {
-    item cpu_lanes_forced sh -c "$CC -std=c99 -O2 -g1 $WARN $NW -DCQ_CPU_LANES=1 -DCQ_CUDA_SORT_ONE_BLOCK=0 tests/test_batch.c -o $B/test_batch_lanes -lm -ldl && \
+    item cpu_lanes_forced sh -c "$CC -std=c99 -O2 -g1 $WARN $NW -DCQ_CPU_LANES=1 -DCQ_CUDA_SORT_ONE_BLOCK=0 -DCQ_CUDA_SORT_COOP=0 tests/test_batch.c -o $B/test_batch_lanes -lm -ldl && \
         ./$B/test_batch_lanes && CQ_CUDA_LIBRARY=$MOCK ./$B/test_batch_lanes cuda && \
         $CC -std=c99 -O2 -g1 $WARN $NW -DCQ_CPU_LANES=1 tests/test_errors.c -o $B/test_errors_lanes -lm && ./$B/test_errors_lanes && \
         $CC -std=c99 -O3 -march=native $WARN $NW tests/test_batch.c -o $B/test_batch_native -lm -ldl && ./$B/test_batch_native"

@@ -5,7 +5,7 @@
    (compiled as C: each defines a table cq__emu_kernels_<tag>[] of {name, trampoline}); a
    cuLaunchKernel runs every block and thread of the grid serially on the calling thread.
 
-   Exports the 26 driver entry points chainqueen.h dlsyms (see CQ__CUDA_FUNCS in
+   Exports the 27 driver entry points chainqueen.h dlsyms (see CQ__CUDA_FUNCS in
    templates/cuda_loader.j2) plus a few test hooks (bottom of this file):
      int  cq_mock_live_allocations(void)   device allocations not yet freed
      long cq_mock_launches(void)           kernel launches that ran
@@ -106,11 +106,13 @@ typedef void *CUstream;
 #define E_NOT_FOUND 500
 #define E_ILLEGAL_ADDRESS 700
 #define E_LAUNCH_FAILED 719
+#define E_COOPERATIVE_TOO_LARGE 720
 
 #define MOCK_DRIVER_VERSION 13000
 #define MOCK_OLD_DRIVER_VERSION 11080
 #define MOCK_TOTAL_MEM ((size_t)8 << 30)
 #define MOCK_DEVICE_NAME "Mock GPU (CPU emulation)"
+#define MOCK_SMS 132
 #define MOCK_CC_MAJOR 9
 #define MOCK_CC_MINOR 0
 #define MOCK_PTX_ISA_MAX 90          /* PTX ISA 9.0, what a CUDA 13.0 driver JITs */
@@ -580,7 +582,8 @@ EXPORT CUresult cuDeviceGetAttribute(int *value, int attrib, CUdevice dev)
     case 8: *value = 49152; break;                /* MAX_SHARED_MEMORY_PER_BLOCK */
     case 10: *value = 32; break;                  /* WARP_SIZE */
     case 13: *value = 1980000; break;             /* CLOCK_RATE (kHz) */
-    case 16: *value = 132; break;                 /* MULTIPROCESSOR_COUNT */
+    case 16: *value = MOCK_SMS; break;            /* MULTIPROCESSOR_COUNT */
+    case 95: *value = 1; break;                   /* COOPERATIVE_LAUNCH */
     case 75: *value = MOCK_CC_MAJOR; break;       /* COMPUTE_CAPABILITY_MAJOR */
     case 76: *value = MOCK_CC_MINOR; break;       /* COMPUTE_CAPABILITY_MINOR */
     default: return E_INVALID_VALUE;
@@ -1070,8 +1073,11 @@ static int run_block_fibers(const mock_func *fn, void **params, unsigned nt)
     return 0;
 }
 
-EXPORT CUresult cuLaunchKernel(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                               unsigned bz, unsigned shared_bytes, CUstream stream, void **params, void **extra)
+static int run_grid_fibers(const mock_func *fn, void **params, unsigned gx, unsigned nt);
+
+/* cuLaunchKernel and (coop) cuLaunchCooperativeKernel */
+static CUresult launch(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                       unsigned bz, unsigned shared_bytes, CUstream stream, void **params, void **extra, int coop)
 {
     CUresult r;
     long limit = 0;
@@ -1133,6 +1139,12 @@ EXPORT CUresult cuLaunchKernel(CUfunction fn, unsigned gx, unsigned gy, unsigned
         }
         if (!okp) { r = ctx->sticky = E_ILLEGAL_ADDRESS; goto out; }
     }
+    if (coop && (!fn->k->barriers || gy != 1 || gz != 1 || by != 1 || bz != 1 || gx > MOCK_SMS)) {
+        note("cuLaunchCooperativeKernel(%s): grid (%u,%u,%u) block (%u,%u,%u): %s", fn->name, gx, gy, gz, bx, by, bz,
+             !fn->k->barriers ? "the mock runs only barrier kernels cooperatively" : "more blocks than the device holds at once");
+        r = fn->k->barriers ? E_COOPERATIVE_TOO_LARGE : E_INVALID_VALUE;
+        goto out;
+    }
     if (fail_mode("launch_after", &limit) && launches_since >= limit) {
         note("cuLaunchKernel(%s): CQ_MOCK_FAIL=launch_after=%ld: injected launch failure, context now sticky", fn->name, limit);
         r = ctx->sticky = E_LAUNCH_FAILED;
@@ -1145,6 +1157,10 @@ EXPORT CUresult cuLaunchKernel(CUfunction fn, unsigned gx, unsigned gy, unsigned
     cq__emu_gridDim.x = gx; cq__emu_gridDim.y = gy; cq__emu_gridDim.z = gz;
     /* a barrier kernel's 1-D block: 2 as fibers (CQ_MOCK_FIBERS), 1 in its thread 0 alone */
     block_mode = fn->k->barriers && by == 1 && bz == 1 ? ((every = fibers_on()) ? 2 : 1) : 0;
+    if (coop) {
+        if (run_grid_fibers(fn, params, gx, bx) != 0) { note("cuLaunchCooperativeKernel(%s): no memory for the fibers", fn->name); r = E_OUT_OF_MEMORY; }
+        gz = 0;   /* (the blocks ran) */
+    }
     for (unsigned z = 0; z < gz; ++z)
         for (unsigned y = 0; y < gy; ++y)
             for (unsigned x = 0; x < gx; ++x) {
@@ -1171,6 +1187,116 @@ EXPORT CUresult cuLaunchKernel(CUfunction fn, unsigned gx, unsigned gy, unsigned
 out:
     unlock();
     return r;
+}
+
+/* Grid barriers (a cooperative launch's, cq__emu_grid_sync): every block of the grid is a set of
+   fibers, its threads' (with CQ_MOCK_FIBERS, as fibers_on picks the blocks and as long as
+   FIBER_MAX fibers last) or its thread 0's alone (the serial path).  Between two grid barriers the
+   blocks run one after the other, each until all its threads wait at the grid barrier or have
+   returned, its __syncthreads released round by round as in run_block_fibers; then the barrier
+   opens for all.  A thread at a grid barrier while another thread of its block waits at a
+   __syncthreads, or while a block has returned, is a violation (a GPU would hang). */
+static int grid_fibers;                     /* 1 while a cooperative launch runs */
+static unsigned fiber_tid[FIBER_MAX];       /* the fiber's thread in its block */
+static unsigned char fiber_par[FIBER_MAX];  /* 1: its block runs as fibers (cq__emu_fibers) */
+EXPORT void cq__emu_grid_sync(void)
+{
+    if (!grid_fibers) {
+        violation("kernel %s: a grid barrier outside a cooperative launch (on a GPU: a hang, or a barrier that orders nothing)",
+                  running_kernel ? running_kernel : "?");
+        return;
+    }
+    fiber_state[fiber_cur] = 3;
+    swapcontext(&fiber_ctx[fiber_cur], &fiber_main);
+}
+
+static int run_grid_fibers(const mock_func *fn, void **params, unsigned gx, unsigned nt)
+{
+    unsigned first[MOCK_SMS], nf[MOCK_SMS], used = 0, every = fibers_on(), phase = 0;
+    if (!fiber_stacks) {
+        void *m = mmap(NULL, (size_t)FIBER_MAX * FIBER_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED) return -1;
+        fiber_stacks = (char *)m;
+    }
+    fiber_fn = fn;
+    fiber_params = params;
+    /* the blocks that run as fibers take the first slots (each from a multiple of nt: a warp's
+       lanes are 32 consecutive fibers, as the shuffles want), then a fiber for each other block */
+    for (unsigned x = 0; x < gx; ++x) {
+        nf[x] = every && fiber_block(every, x, gx) && nt % 32 == 0 && used + nt + gx <= FIBER_MAX ? nt : 1;
+        if (nf[x] > 1) { first[x] = used; used += nt; }
+    }
+    for (unsigned x = 0; x < gx; ++x) if (nf[x] == 1) first[x] = used++;
+    for (unsigned x = 0; x < gx; ++x)
+        for (unsigned t = 0; t < nf[x]; ++t) {
+            const unsigned f = first[x] + t;
+            getcontext(&fiber_ctx[f]);
+            fiber_ctx[f].uc_stack.ss_sp = fiber_stacks + (size_t)f * FIBER_STACK;
+            fiber_ctx[f].uc_stack.ss_size = FIBER_STACK;
+            fiber_ctx[f].uc_link = &fiber_main;
+            makecontext(&fiber_ctx[f], fiber_entry, 0);
+            fiber_state[f] = 0;
+            fiber_tid[f] = t;
+            fiber_par[f] = nf[x] > 1;
+        }
+    grid_fibers = 1;
+    for (;; ++phase) {
+        unsigned at_grid = 0, returned_blocks = 0;
+        for (unsigned x = 0; x < gx; ++x) {
+            const unsigned b = first[x], e = b + nf[x];
+            unsigned waiting, done, at;
+            cq__emu_blockIdx.x = x; cq__emu_blockIdx.y = 0; cq__emu_blockIdx.z = 0;
+            for (int round = 0;; ++round) {
+                waiting = done = at = 0;
+                for (unsigned f = b; f < e; ++f) {
+                    if (fiber_state[f] >= 2) continue;
+                    fiber_state[f] = 0;
+                    fiber_cur = f;
+                    cq__emu_fibers = fiber_par[f];
+                    cq__emu_threadIdx.x = fiber_tid[f]; cq__emu_threadIdx.y = 0; cq__emu_threadIdx.z = 0;
+                    swapcontext(&fiber_main, &fiber_ctx[f]);
+                }
+                cq__emu_fibers = 0;
+                for (unsigned f = b; f < e; ++f) { waiting += fiber_state[f] == 1; done += fiber_state[f] == 2; at += fiber_state[f] == 3; }
+                if (!waiting) break;
+                if (done || at) {
+                    violation("cuLaunchCooperativeKernel(%s): block %u: a __syncthreads reached by %u threads while %u had returned "
+                              "and %u wait at a grid barrier", fn->name, x, waiting, done, at);
+                    grid_fibers = 0;
+                    return 0;   /* (its fibers are abandoned: the kernel's results are wrong, the test fails) */
+                }
+            }
+            if (at && done)
+                violation("cuLaunchCooperativeKernel(%s): block %u: %u threads at grid barrier %u while %u had returned", fn->name, x,
+                          at, phase + 1, done);
+            at_grid += at > 0;
+            returned_blocks += at == 0;
+        }
+        if (!at_grid) break;
+        if (returned_blocks) {
+            violation("cuLaunchCooperativeKernel(%s): grid barrier %u reached by %u blocks while %u had returned", fn->name,
+                      phase + 1, at_grid, returned_blocks);
+            break;
+        }
+        for (unsigned f = 0; f < used; ++f) if (fiber_state[f] == 3) fiber_state[f] = 0;
+    }
+    grid_fibers = 0;
+    return 0;
+}
+
+EXPORT CUresult cuLaunchKernel(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                               unsigned bz, unsigned shared_bytes, CUstream stream, void **params, void **extra)
+{
+    return launch(fn, gx, gy, gz, bx, by, bz, shared_bytes, stream, params, extra, 0);
+}
+
+/* A cooperative launch: every block resident at once (at most MOCK_SMS blocks: one an SM, as
+   cuOccupancyMaxActiveBlocksPerMultiprocessor says), so a kernel may wait at grid barriers
+   (cq__emu_grid_sync) for every other block; run by run_grid_fibers. */
+EXPORT CUresult cuLaunchCooperativeKernel(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                          unsigned bz, unsigned shared_bytes, CUstream stream, void **params)
+{
+    return launch(fn, gx, gy, gz, bx, by, bz, shared_bytes, stream, params, NULL, 1);
 }
 
 /* ------------------------------------------------------------------ memory */

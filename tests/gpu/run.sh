@@ -7,8 +7,10 @@
 #   2. the Table III gradient checks of the paper, on the GPU (DEFAULT picks it)
 #   3. the end-to-end finite-difference gradient tests on the GPU
 #   4. the fluid-rigid world's parity with its CPU backend (tests/test_world_cuda.c)
-#   5. parity again with every sort as launches over the whole GPU (CQ_CUDA_SORT_ONE_BLOCK=0;
-#      by default a small scene sorts in one block), and with the gather's 3-row shape on every
+#   5. parity again with every sort as launches over the whole GPU (CQ_CUDA_SORT_ONE_BLOCK=0 and
+#      CQ_CUDA_SORT_COOP=0; by default a scene of up to 131072 particles sorts in one cooperative
+#      launch), in one block (CQ_CUDA_SORT_COOP=0), in one cooperative launch of 3 blocks
+#      (CQ_CUDA_COOP_BLOCKS=3: each block several batches of particles), and with the gather's 3-row shape on every
 #      scene (CQ_CUDA_GATHER_ROWS=0; by default large scenes alone take it) and the sort's scan in
 #      three launches on every grid over 65536 cells (CQ_CUDA_SCAN_SELF_SUM=0; by default grids
 #      over 2M cells alone take it), with at most 5 blocks looping over the particles' box
@@ -18,6 +20,8 @@
 #      scenes, the 3-row shape's by default, sort: the scan over the cells the 3-row tiles read)
 #   6. compute-sanitizer memcheck, racecheck and synccheck (the one-block kernels' barriers) over
 #      the parity runs
+# Each item stops after ITEM_TIMEOUT seconds (420; a grid barrier that never opens would otherwise
+# hang the GPU's run until the machine is taken back).
 # The programs are built side by side first; then 1-4, 3 and 6 run as three lanes side by side
 # (about 5 minutes on an H100; its logs in build/gpu/logs).  Last line: N passed, N failed, N skipped.
 CC=${CC:-cc}; B=build/gpu; L=$B/logs
@@ -27,7 +31,7 @@ R=$L/results   # one line per item (ok, FAIL, SKIP): the items run in lanes side
 item() {
     name=$1; shift
     start=$(date +%s)
-    if "$@" >$L/$name.log 2>&1; then echo "ok   $name ($(( $(date +%s) - start ))s)"; echo "ok $name" >>$R
+    if timeout ${ITEM_TIMEOUT:-420} "$@" >$L/$name.log 2>&1; then echo "ok   $name ($(( $(date +%s) - start ))s)"; echo "ok $name" >>$R
     else echo "FAIL $name (see $L/$name.log)"; tail -n 25 $L/$name.log; echo "FAIL $name" >>$R; fi
 }
 skip() { echo "SKIP $1: $2"; echo "SKIP $1" >>$R; }
@@ -42,14 +46,16 @@ build() {   # build NAME FLAGS... SOURCE: $B/NAME, its log $L/cc_NAME.log, its s
 }
 rm -f $L/cc_*.rc $R
 build test_cuda -O2 -g tests/test_cuda.c
-build test_cuda_launches -O2 -g -DCQ_CUDA_SORT_ONE_BLOCK=0 tests/test_cuda.c
-build test_cuda_rows -O2 -g -DCQ_CUDA_GATHER_ROWS=0 -DCQ_CUDA_SCAN_SELF_SUM=0 -DCQ_CUDA_RESIDENT_MAX=5 -DCQ_CUDA_GATHER_THREADS=192 -DCQ_CUDA_G2P_UNROLLED=1 -DCQ_CUDA_SORT_ONE_BLOCK=0 tests/test_cuda.c
+build test_cuda_launches -O2 -g -DCQ_CUDA_SORT_ONE_BLOCK=0 -DCQ_CUDA_SORT_COOP=0 tests/test_cuda.c
+build test_cuda_rows -O2 -g -DCQ_CUDA_GATHER_ROWS=0 -DCQ_CUDA_SCAN_SELF_SUM=0 -DCQ_CUDA_RESIDENT_MAX=5 -DCQ_CUDA_GATHER_THREADS=192 -DCQ_CUDA_G2P_UNROLLED=1 -DCQ_CUDA_SORT_ONE_BLOCK=0 -DCQ_CUDA_SORT_COOP=0 tests/test_cuda.c
+build test_cuda_one_block -O2 -g -DCQ_CUDA_SORT_COOP=0 tests/test_cuda.c
+build test_cuda_coop_few -O2 -g -DCQ_CUDA_COOP_BLOCKS=3 tests/test_cuda.c
 build test_table3 -O2 tests/test_table3.c
 build test_gradients -O2 tests/test_gradients.c
 build test_scenes -O2 tests/test_scenes.c
 build test_world_cuda -O2 -g tests/test_world_cuda.c
 wait
-for b in test_cuda test_cuda_launches test_cuda_rows test_table3 test_gradients test_scenes test_world_cuda; do
+for b in test_cuda test_cuda_launches test_cuda_rows test_cuda_one_block test_cuda_coop_few test_table3 test_gradients test_scenes test_world_cuda; do
     item build_$b sh -c "cat $L/cc_$b.log; [ \"\$(cat $L/cc_$b.rc 2>/dev/null)\" = 0 ]"
 done
 ./$B/test_cuda > $L/probe.log 2>&1
@@ -65,6 +71,8 @@ item parity sh -c "./$B/test_cuda | tee /dev/stderr | grep -q '^[0-9]* passed, 0
 grep '^    [23]D' $L/parity.log
 item parity_sort_launches sh -c "./$B/test_cuda_launches | tee /dev/stderr | grep -q '^[0-9]* passed, 0 failed'"
 item parity_gather_rows sh -c "./$B/test_cuda_rows | tee /dev/stderr | grep -q '^[0-9]* passed, 0 failed'"
+item parity_sort_one_block sh -c "./$B/test_cuda_one_block | tee /dev/stderr | grep -q '^[0-9]* passed, 0 failed'"
+item parity_sort_coop_few sh -c "./$B/test_cuda_coop_few | tee /dev/stderr | grep -q '^[0-9]* passed, 0 failed'"
 item table3_on_gpu sh -c "./$B/test_table3 > $L/table3.out 2>&1; rc=\$?; cat $L/table3.out; grep -q 'backend: CUDA' $L/table3.out && [ \$rc -eq 0 ]"
 # batched scenes: CUDA vs CPU (1e-9 relative in f64: a GPU fuses multiply-adds) and two CUDA runs
 # bitwise equal (the sums are gathers in a fixed order: deterministic)
@@ -83,11 +91,16 @@ if [ -n "$CS" ]; then
     item racecheck_gather_rows $CS --tool racecheck --error-exitcode 99 ./$B/test_cuda_rows parity_all
     # the sort as launches: cell_count's block maxima of the particles' box (shared memory, barriers)
     item racecheck_sort_launches $CS --tool racecheck --error-exitcode 99 ./$B/test_cuda_launches parity_all
+    # the sort in one cooperative launch (the default binary's small scenes, above) with 3 blocks,
+    # each taking several batches of particles; and the one-block sort's barriers
+    item racecheck_sort_coop_few $CS --tool racecheck --error-exitcode 99 ./$B/test_cuda_coop_few parity_all
+    item synccheck_sort_one_block $CS --tool synccheck --error-exitcode 99 ./$B/test_cuda_one_block parity_all
     item world_memcheck $CS --tool memcheck --error-exitcode 99 ./$B/test_world_cuda parity
 else
     skip memcheck "compute-sanitizer not on PATH"; skip racecheck "compute-sanitizer not on PATH"
     skip synccheck "compute-sanitizer not on PATH"; skip racecheck_gather_rows "compute-sanitizer not on PATH"
     skip racecheck_sort_launches "compute-sanitizer not on PATH"
+    skip racecheck_sort_coop_few "compute-sanitizer not on PATH"; skip synccheck_sort_one_block "compute-sanitizer not on PATH"
     skip world_memcheck "compute-sanitizer not on PATH"
 fi
 wait

@@ -39,6 +39,7 @@ void cq__emu_grid_sync(void);   /* a cooperative launch's grid barrier (>>cuda_s
        cq__emu_shfl_up_n(u_, (n), (o)); if ((lane) >= (o)) for (int i_ = 0; i_ < (n); ++i_) (x)[i_] += u_[i_]; } while (0)
 #  define __shared__ static
 #  define CQ__DEV static
+#  define CQ__NOINLINE
 #  define CQ__BLOCK_SERIAL (!cq__emu_fibers)
 /* a vector access's alignment (kernels_common.j2 cq__ld4_ etc.): the GPU faults where it lacks */
 void cq__emu_misaligned(const void *p, int align);
@@ -55,6 +56,7 @@ void cq__emu_counts_left(const int *cnt, int cells);
 #  define CQ__EMU_COUNTS_ZERO(cnt, cells) cq__emu_counts_left((cnt), (cells))
 #else
 #  define CQ__DEV static __device__
+#  define CQ__NOINLINE __noinline__   /* a function called in several places kept as one (the PTX's size) */
 #  define CQ__BLOCK_SERIAL 0
 #  define CQ__EMU_ALIGNED(p, align) ((void)0)
 #  define CQ__EMU_POISON_RANGE(a, n, b0, len) ((void)0)
@@ -2129,16 +2131,36 @@ CQ_HD void cq__sph_volume_3d_f32(const cq__sph_f32 *s, int b)
 extern "C" {
 #endif
 
+/* >>nonfinite's test of particle p (below) */
+CQ__DEV void cq__nonfinite_at_3d_f32(int p, cq__pview_f32 a, int *status)
+{
+    int f = 8;   /* the lowest failing field, 8 = none */
+    for (int i = 0; i < 3; ++i) {
+        if (!cq__isfinite_f32(a.x[(long)p * 3 + i]) && f > 0) f = 0;
+        if (!cq__isfinite_f32(a.v[(long)p * 3 + i]) && f > 1) f = 1;
+    }
+    for (int i = 0; i < 9; ++i) {
+        if (!cq__isfinite_f32(a.C[(long)p * 9 + i]) && f > 2) f = 2;
+        if (!cq__isfinite_f32(a.F[(long)p * 9 + i]) && f > 3) f = 3;
+    }
+    if (!cq__isfinite_f32(a.mass[p]) && f > 4) f = 4;
+    if (!cq__isfinite_f32(a.vol[p]) && f > 5) f = 5;
+    if (!cq__isfinite_f32(a.E[p]) && f > 6) f = 6;
+    if (!cq__isfinite_f32(a.nu[p]) && f > 7) f = 7;
+    if (f < 8) atomicMax(status, 2147483647 - (p * 8 + f));
+}
+
 /* >>cuda_sort: the counting sort of the particles by cell (kernels.j2 >>cell_sort_).  count:
    each particle's cell into keys[p], and counts per cell (integer atomics: exact); the counts
    become starts by an exclusive scan (scan_top in one block, or scan_up and scan_down over tiles); fill places
    each particle at its cell's cursor (the cursor ends at the cell's end: cell_end); order gives
    each particle the slot of its cell's particles in index order, so the slots do not depend on
-   which thread won a cursor, and writes it into rank.  A scene of up to CQ_CUDA_SORT_COOP
-   particles (host: cq__cuda_sort_) does all of it in one cooperative launch over the GPU,
-   sort_coop (>>cuda_sort_coop); without it a small scene in one launch of one block,
-   cell_sort; a larger one in cell_count, the scan's launches, cell_fill and cell_order, which
-   run the same steps. */
+   which thread won a cursor, and writes it into rank (P2G does, as it writes the particle's
+   record there, where the sort did not).  A scene of up to CQ_CUDA_SORT_COOP particles (host:
+   cq__cuda_sort_) counts, scans and fills in one cooperative launch over the GPU, sort_coop
+   (>>cuda_sort_coop); without it a small scene sorts in one launch of one block, cell_sort
+   (the order too); a larger one in cell_count, the scan's launches and cell_fill, which run the
+   same steps. */
 CQ__DEV void cq__sort_count_3d_f32(int p, const cq__params_f32 *prm, cq__pview_f32 s, int *keys, int *cell_end, int *box)
 {
     int key = cq__cell_3d_f32(p, prm, s, box);
@@ -2180,11 +2202,12 @@ CQ__DEV void cq__sort_fill_3d_f32(int p, const int *keys, int *cell_end, int *or
 }
 
 /* particle p's slot in cell c: the cell's start + its particles of lower index (order[b .. e) is
-   the fill's, whichever thread won a cursor; this count does not depend on it).  The launches'
-   cell_order and the one-block sort's global-memory way (its shared-memory way counts the same
-   over 16-bit indices).  Before: a thread per cell putting its particles in index order (an
-   insertion sort past 16): 13.5 us of a 512k cube's substep on an H200 (ncu), a thread for each
-   of its 2M cells, most of them empty; 8.2 us now. */
+   the fill's, whichever thread won a cursor; this count does not depend on it).  P2G's (after the
+   launches' sort and the cooperative one) and the one-block sort's global-memory way (its
+   shared-memory way counts the same over 16-bit indices).  Before: a thread per cell putting its
+   particles in index order (an insertion sort past 16): 13.5 us of a 512k cube's substep on an
+   H200 (ncu), a thread for each of its 2M cells, most of them empty; 8.2 us as a launch of a
+   thread per particle (cell_order, 2026-11-26); now inside P2G, which writes the record there. */
 CQ__DEV int cq__sort_slot_3d_f32(int p, int c, const int *cell_end, const int *order)
 {
     const int b = c > 0 ? cell_end[c - 1] : 0, e = cell_end[c];
@@ -2203,13 +2226,15 @@ CQ__DEV int cq__sort_slot_3d_f32(int p, int c, const int *cell_end, const int *o
    (cells 2i, 2i + 1: lo, hi) scanned as cells, and becomes their two starts (a, a + lo) packed
    the same way (the one-block sort's shared counts: every start <= n < 32768, so the high
    half stays below the sign bit).  Integer sums:
-   exact, the serial scan's result.  The caller synchronises before the block reads data again.  Before (one
+   exact, the serial scan's result.  The caller synchronises before the block reads data again.
+   Not inlined on the GPU: inlined in its 9 callers (the cooperative sort calls it 3 times) it was
+   18% of each module's PTX, and a call costs a few instructions a tile.  Before (one
    thread a contiguous run, strided loads): at 512k particles the scans of the 2M cells took
    218 us a substep on an H100 (scan_top 159: one block walking 65536 chunk sums).  CQ__SCAN_R 16 took 95-139
    registers (ptxas, sm_90): too many for a block of 1024. */
 #define CQ__SCAN_BLOCK 1024
 #define CQ__PAIR_SUM(u, write) ((write) == 2 ? ((u) & 0xffff) + ((u) >> 16) : (u))
-CQ__DEV int cq__tile_scan_3d_f32(int *data, int *dst, int b, int e, int carry, int write, int t, int nt)
+CQ__DEV CQ__NOINLINE int cq__tile_scan_3d_f32(int *data, int *dst, int b, int e, int carry, int write, int t, int nt)
 {
     __shared__ int wsum[CQ__SCAN_R * (CQ__SCAN_BLOCK / 32)], wtop[CQ__SCAN_BLOCK / 32];
     const int lane = t & 31, w = t >> 5, nw = nt >> 5, m = CQ__SCAN_R * nw;
@@ -2447,15 +2472,8 @@ __global__ void cq__cell_fill_3d_f32_kernel(int n, const int * keys, int * cell_
     if (p < n) cq__sort_fill_3d_f32(p, keys, cell_end, order);
 }
 
-/* order: a thread per particle, its slot (cq__sort_slot_) */
-__global__ void cq__cell_order_3d_f32_kernel(int n, const int * keys, const int * cell_end, const int * order, int * rank)
-{
-    int p = blockIdx.x * blockDim.x + threadIdx.x;
-    if (p < n) rank[p] = cq__sort_slot_3d_f32(p, keys[p], cell_end, order);
-}
-
 /* >>cuda_sort_coop: the launches' sort (cell_count, the scan over >>cuda_sort_range as scan_up and
-   scan_down, cell_fill, cell_order: the same steps, the same integers) in one cooperative launch of
+   scan_down, cell_fill: the same steps, the same integers; P2G then counts each particle's slot) in one cooperative launch of
    G blocks of CQ__COOP_THREADS (host: cq__cuda_sort_, cuLaunchCooperativeKernel, which starts
    every block at once or refuses), the boundaries between the launches become grid barriers
    (cq__grid_sync_).  It replaces the one-block sort (cell_sort: 17 us of the 2D 6.4k block's ~35
@@ -2467,7 +2485,7 @@ __global__ void cq__cell_order_3d_f32_kernel(int n, const int * keys, const int 
    Tile k of the range (T = CQ__SCAN_R blockDim values) is block k mod G's, up and down; the tile
    sums in `sums`.  Nothing in shared memory outlives a barrier (the mock runs the blocks in
    turn between barriers, its __shared__ arrays one for all).  The counter *bar only grows: the
-   host passes its value at the launch (base) and adds 4 G after it (the comparisons wrap). */
+   host passes its value at the launch (base) and adds 3 G after it (the comparisons wrap). */
 CQ__DEV void cq__grid_sync_3d_f32(unsigned *bar, unsigned target)
 {
 #if defined(__CUDACC__)
@@ -2486,7 +2504,7 @@ CQ__DEV void cq__grid_sync_3d_f32(unsigned *bar, unsigned target)
 #endif
 }
 
-__global__ void CQ__BOUNDS_WIDE(CQ__COOP_THREADS, 1) cq__sort_coop_3d_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, int cells, int * keys, int * cell_end, int * order, int * rank, int * cnt, int * sums, unsigned * bar, unsigned base)
+__global__ void CQ__BOUNDS_WIDE(CQ__COOP_THREADS, 1) cq__sort_coop_3d_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, int cells, int * keys, int * cell_end, int * order, int * cnt, int * sums, unsigned * bar, unsigned base)
 {
     __shared__ int sb[2 * 3];
     const int serial = CQ__BLOCK_SERIAL, t = serial ? 0 : (int)threadIdx.x, nt = serial ? 1 : (int)blockDim.x;
@@ -2530,12 +2548,6 @@ __global__ void CQ__BOUNDS_WIDE(CQ__COOP_THREADS, 1) cq__sort_coop_3d_f32_kernel
     for (int p0 = g * B; p0 < n; p0 += G * B)   /* fill (cell_fill) */
         for (int i = t; i < B; i += nt)
             if (p0 + i < n) cq__sort_fill_3d_f32(p0 + i, keys, cell_end, order);
-    cq__grid_sync_3d_f32(bar, base + 4u * (unsigned)G);
-    for (int p0 = g * B; p0 < n; p0 += G * B)   /* order (cell_order) */
-        for (int i = t; i < B; i += nt) {
-            const int p = p0 + i;
-            if (p < n) rank[p] = cq__sort_slot_3d_f32(p, keys[p], cell_end, order);
-        }
 }
 
 /* a packed record r, built in registers, into its sorted slot dst: 4 16-byte stores a thread where
@@ -2809,40 +2821,72 @@ __global__ void CQ__BOUNDS(5) cq__p2g_adj_transfer_3d_f32_kernel(int n, cq__para
     }
 }
 
-__global__ void cq__p2g_fwd_3d_fixed_corotated_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, const int * rank, float * pk)
+/* P2G's particle half: particle p (coalesced reads) into its sorted slot, rank[p] as the one-block
+   sort left it, or (slot: the other sorts, which stop after the fill) the slot counted here
+   (cq__sort_slot_, the launches' cell_order before: its loads' latency now overlaps P2G's own
+   work, and a launch, or a grid barrier of the cooperative sort, is gone) and left in rank[p] for
+   the adjoints */
+__global__ void cq__p2g_fwd_3d_fixed_corotated_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, int * rank, float * pk, const int * keys, const int * cell_end, const int * order, int slot)
 {
-    int p = blockIdx.x * blockDim.x + threadIdx.x;   /* particle (coalesced reads), into its sorted slot */
-    if (p < n) {   /* in registers, then 4 16-byte stores (f64: more registers, one block an SM fewer) */
-        float r[CQ__PK(3)];
-        cq__p2g_fwd_3d_fixed_corotated_f32(p, &prm, s, r);
-        cq__pk_store_3d_f32(pk + (long)rank[p] * CQ__PK(3), r);
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p < n) {
+        const int r = slot ? cq__sort_slot_3d_f32(p, keys[p], cell_end, order) : rank[p];
+        if (slot) rank[p] = r;
+        {   /* in registers, then 4 16-byte stores (f64: more registers, one block an SM fewer) */
+            float rec[CQ__PK(3)];
+            cq__p2g_fwd_3d_fixed_corotated_f32(p, &prm, s, rec);
+            cq__pk_store_3d_f32(pk + (long)r * CQ__PK(3), rec);
+        }
     }
 }
 
-__global__ void CQ__BOUNDS(5) cq__p2g_adj_stress_3d_fixed_corotated_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, cq__pview_f32 ai, cq__pview_f32 pg, const int * rank, const float * pk, float * dact)
+/* the P2G adjoint's stress half; status set: then the step's check of the adjoint (>>nonfinite) */
+__global__ void CQ__BOUNDS(5) cq__p2g_adj_stress_3d_fixed_corotated_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, cq__pview_f32 ai, cq__pview_f32 pg, const int * rank, const float * pk, float * dact, int * status)
 {
     int p = blockIdx.x * blockDim.x + threadIdx.x;
-    if (p < n)
+    if (p < n) {
         cq__p2g_adj_stress_3d_fixed_corotated_f32(p, &prm, s, pk + (long)rank[p] * CQ__PK(3) + 1 + 2 * 3, ai, pg,
                                                      dact + (long)p * 9);
-}
-
-__global__ void cq__p2g_fwd_3d_neohookean_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, const int * rank, float * pk)
-{
-    int p = blockIdx.x * blockDim.x + threadIdx.x;   /* particle (coalesced reads), into its sorted slot */
-    if (p < n) {   /* in registers, then 4 16-byte stores (f64: more registers, one block an SM fewer) */
-        float r[CQ__PK(3)];
-        cq__p2g_fwd_3d_neohookean_f32(p, &prm, s, r);
-        cq__pk_store_3d_f32(pk + (long)rank[p] * CQ__PK(3), r);
+        if (status) {
+            cq__pview_f32 a = ai;
+            a.mass = pg.mass; a.vol = pg.vol; a.E = pg.E; a.nu = pg.nu;
+            cq__nonfinite_at_3d_f32(p, a, status);
+        }
     }
 }
 
-__global__ void CQ__BOUNDS(5) cq__p2g_adj_stress_3d_neohookean_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, cq__pview_f32 ai, cq__pview_f32 pg, const int * rank, const float * pk, float * dact)
+/* P2G's particle half: particle p (coalesced reads) into its sorted slot, rank[p] as the one-block
+   sort left it, or (slot: the other sorts, which stop after the fill) the slot counted here
+   (cq__sort_slot_, the launches' cell_order before: its loads' latency now overlaps P2G's own
+   work, and a launch, or a grid barrier of the cooperative sort, is gone) and left in rank[p] for
+   the adjoints */
+__global__ void cq__p2g_fwd_3d_neohookean_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, int * rank, float * pk, const int * keys, const int * cell_end, const int * order, int slot)
 {
     int p = blockIdx.x * blockDim.x + threadIdx.x;
-    if (p < n)
+    if (p < n) {
+        const int r = slot ? cq__sort_slot_3d_f32(p, keys[p], cell_end, order) : rank[p];
+        if (slot) rank[p] = r;
+        {   /* in registers, then 4 16-byte stores (f64: more registers, one block an SM fewer) */
+            float rec[CQ__PK(3)];
+            cq__p2g_fwd_3d_neohookean_f32(p, &prm, s, rec);
+            cq__pk_store_3d_f32(pk + (long)r * CQ__PK(3), rec);
+        }
+    }
+}
+
+/* the P2G adjoint's stress half; status set: then the step's check of the adjoint (>>nonfinite) */
+__global__ void CQ__BOUNDS(5) cq__p2g_adj_stress_3d_neohookean_f32_kernel(int n, cq__params_f32 prm, cq__pview_f32 s, cq__pview_f32 ai, cq__pview_f32 pg, const int * rank, const float * pk, float * dact, int * status)
+{
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p < n) {
         cq__p2g_adj_stress_3d_neohookean_f32(p, &prm, s, pk + (long)rank[p] * CQ__PK(3) + 1 + 2 * 3, ai, pg,
                                                      dact + (long)p * 9);
+        if (status) {
+            cq__pview_f32 a = ai;
+            a.mass = pg.mass; a.vol = pg.vol; a.E = pg.E; a.nu = pg.nu;
+            cq__nonfinite_at_3d_f32(p, a, status);
+        }
+    }
 }
 
 __global__ void cq__grid_adj_3d_f32_kernel(int nodes, cq__params_f32 prm, const int * box, const float * gm, const float * gp, const float * gv_adj, float * gp_adj)
@@ -2900,25 +2944,15 @@ __global__ void cq__act_sum_3d_f32_kernel(int groups, const int * first, const d
 /* >>nonfinite: the backward pass's check after a step, one thread per particle over its adjoint
    state (a.x, v, C, F) and parameter gradients (a.mass, vol, E, nu); the lowest failing
    particle p lands in *status as INT_MAX - (8 p + its cq_field), 0 = all finite (host decodes;
-   the maximum, so that the status word starts at 0) */
+   the maximum, so that the status word starts at 0).  A step's last substep adjoint without
+   cables does it in its last kernel instead (p2g_adj_stress, status set: the values of its
+   particle are then its own writes or those of the kernels before, final for the step): a pass
+   over the whole adjoint (28 numbers a particle, 16.7 us of the 512k cube's backward substep on
+   an H200) and a launch fewer. */
 __global__ void cq__nonfinite_3d_f32_kernel(int n, cq__pview_f32 a, int * status)
 {
-    int p = blockIdx.x * blockDim.x + threadIdx.x, f = 8;   /* the lowest failing field, 8 = none */
-    if (p < n) {
-        for (int i = 0; i < 3; ++i) {
-            if (!cq__isfinite_f32(a.x[(long)p * 3 + i]) && f > 0) f = 0;
-            if (!cq__isfinite_f32(a.v[(long)p * 3 + i]) && f > 1) f = 1;
-        }
-        for (int i = 0; i < 9; ++i) {
-            if (!cq__isfinite_f32(a.C[(long)p * 9 + i]) && f > 2) f = 2;
-            if (!cq__isfinite_f32(a.F[(long)p * 9 + i]) && f > 3) f = 3;
-        }
-        if (!cq__isfinite_f32(a.mass[p]) && f > 4) f = 4;
-        if (!cq__isfinite_f32(a.vol[p]) && f > 5) f = 5;
-        if (!cq__isfinite_f32(a.E[p]) && f > 6) f = 6;
-        if (!cq__isfinite_f32(a.nu[p]) && f > 7) f = 7;
-        if (f < 8) atomicMax(status, 2147483647 - (p * 8 + f));
-    }
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p < n) cq__nonfinite_at_3d_f32(p, a, status);
 }
 
 /* cables (templates/cables.j2): per cable (len, dot, grad), per particle (veff, mass_adj) or per
@@ -3035,17 +3069,16 @@ static void cq__scan_up_3d_f32_kernel_emu(void **a) { cq__scan_up_3d_f32_kernel(
 static void cq__scan_top_3d_f32_kernel_emu(void **a) { cq__scan_top_3d_f32_kernel(*(int *)a[0], *(int * *)a[1], *(int * *)a[2], *(const int * *)a[3], *(int *)a[4], *(int *)a[5]); }
 static void cq__scan_down_3d_f32_kernel_emu(void **a) { cq__scan_down_3d_f32_kernel(*(int *)a[0], *(int * *)a[1], *(int * *)a[2], *(int * *)a[3], *(int *)a[4], *(const int * *)a[5], *(int *)a[6], *(int *)a[7]); }
 static void cq__cell_fill_3d_f32_kernel_emu(void **a) { cq__cell_fill_3d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(int * *)a[2], *(int * *)a[3]); }
-static void cq__cell_order_3d_f32_kernel_emu(void **a) { cq__cell_order_3d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const int * *)a[2], *(const int * *)a[3], *(int * *)a[4]); }
-static void cq__sort_coop_3d_f32_kernel_emu(void **a) { cq__sort_coop_3d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(int *)a[3], *(int * *)a[4], *(int * *)a[5], *(int * *)a[6], *(int * *)a[7], *(int * *)a[8], *(int * *)a[9], *(unsigned * *)a[10], *(unsigned *)a[11]); }
+static void cq__sort_coop_3d_f32_kernel_emu(void **a) { cq__sort_coop_3d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(int *)a[3], *(int * *)a[4], *(int * *)a[5], *(int * *)a[6], *(int * *)a[7], *(int * *)a[8], *(unsigned * *)a[9], *(unsigned *)a[10]); }
 static void cq__gather_fwd_3d_f32_kernel_emu(void **a) { cq__gather_fwd_3d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(const int * *)a[2], *(const float * *)a[3], *(cq__gview_f32 *)a[4], *(float * *)a[5], *(int *)a[6], *(int * *)a[7]); }
 static void cq__gather_rows_3d_f32_kernel_emu(void **a) { cq__gather_rows_3d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(const int * *)a[2], *(const float * *)a[3], *(cq__gview_f32 *)a[4], *(float * *)a[5], *(int *)a[6], *(int * *)a[7]); }
 static void cq__g2p_fwd_3d_f32_kernel_emu(void **a) { cq__g2p_fwd_3d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__pview_f32 *)a[3], *(cq__gview_f32 *)a[4], *(int * *)a[5]); }
 static void cq__g2p_fwd_3d_f32_unrolled_kernel_emu(void **a) { cq__g2p_fwd_3d_f32_unrolled_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__pview_f32 *)a[3], *(cq__gview_f32 *)a[4], *(int * *)a[5]); }
 static void cq__p2g_adj_transfer_3d_f32_kernel_emu(void **a) { cq__p2g_adj_transfer_3d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(const float * *)a[3], *(cq__pview_f32 *)a[4], *(cq__pview_f32 *)a[5], *(const int * *)a[6], *(float * *)a[7]); }
-static void cq__p2g_fwd_3d_fixed_corotated_f32_kernel_emu(void **a) { cq__p2g_fwd_3d_fixed_corotated_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(const int * *)a[3], *(float * *)a[4]); }
-static void cq__p2g_adj_stress_3d_fixed_corotated_f32_kernel_emu(void **a) { cq__p2g_adj_stress_3d_fixed_corotated_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__pview_f32 *)a[3], *(cq__pview_f32 *)a[4], *(const int * *)a[5], *(const float * *)a[6], *(float * *)a[7]); }
-static void cq__p2g_fwd_3d_neohookean_f32_kernel_emu(void **a) { cq__p2g_fwd_3d_neohookean_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(const int * *)a[3], *(float * *)a[4]); }
-static void cq__p2g_adj_stress_3d_neohookean_f32_kernel_emu(void **a) { cq__p2g_adj_stress_3d_neohookean_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__pview_f32 *)a[3], *(cq__pview_f32 *)a[4], *(const int * *)a[5], *(const float * *)a[6], *(float * *)a[7]); }
+static void cq__p2g_fwd_3d_fixed_corotated_f32_kernel_emu(void **a) { cq__p2g_fwd_3d_fixed_corotated_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(int * *)a[3], *(float * *)a[4], *(const int * *)a[5], *(const int * *)a[6], *(const int * *)a[7], *(int *)a[8]); }
+static void cq__p2g_adj_stress_3d_fixed_corotated_f32_kernel_emu(void **a) { cq__p2g_adj_stress_3d_fixed_corotated_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__pview_f32 *)a[3], *(cq__pview_f32 *)a[4], *(const int * *)a[5], *(const float * *)a[6], *(float * *)a[7], *(int * *)a[8]); }
+static void cq__p2g_fwd_3d_neohookean_f32_kernel_emu(void **a) { cq__p2g_fwd_3d_neohookean_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(int * *)a[3], *(float * *)a[4], *(const int * *)a[5], *(const int * *)a[6], *(const int * *)a[7], *(int *)a[8]); }
+static void cq__p2g_adj_stress_3d_neohookean_f32_kernel_emu(void **a) { cq__p2g_adj_stress_3d_neohookean_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__pview_f32 *)a[3], *(cq__pview_f32 *)a[4], *(const int * *)a[5], *(const float * *)a[6], *(float * *)a[7], *(int * *)a[8]); }
 static void cq__grid_adj_3d_f32_kernel_emu(void **a) { cq__grid_adj_3d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(const int * *)a[2], *(const float * *)a[3], *(const float * *)a[4], *(const float * *)a[5], *(float * *)a[6]); }
 static void cq__g2p_adj_3d_f32_kernel_emu(void **a) { cq__g2p_adj_3d_f32_kernel(*(int *)a[0], *(cq__params_f32 *)a[1], *(cq__pview_f32 *)a[2], *(cq__gview_f32 *)a[3], *(cq__pview_f32 *)a[4], *(cq__pview_f32 *)a[5], *(const int * *)a[6], *(float * *)a[7]); }
 static void cq__act_reduce_3d_f32_kernel_emu(void **a) { cq__act_reduce_3d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const int * *)a[2], *(const float * *)a[3], *(double * *)a[4]); }
@@ -3074,7 +3107,6 @@ const cq__emu_kernel cq__emu_kernels_3d_f32[] = {
     {"cq__scan_top_3d_f32_kernel", cq__scan_top_3d_f32_kernel_emu, 1},
     {"cq__scan_down_3d_f32_kernel", cq__scan_down_3d_f32_kernel_emu, 1},
     {"cq__cell_fill_3d_f32_kernel", cq__cell_fill_3d_f32_kernel_emu, 0},
-    {"cq__cell_order_3d_f32_kernel", cq__cell_order_3d_f32_kernel_emu, 0},
     {"cq__sort_coop_3d_f32_kernel", cq__sort_coop_3d_f32_kernel_emu, 1},
     {"cq__gather_fwd_3d_f32_kernel", cq__gather_fwd_3d_f32_kernel_emu, 1},
     {"cq__gather_rows_3d_f32_kernel", cq__gather_rows_3d_f32_kernel_emu, 1},

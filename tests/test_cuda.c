@@ -204,6 +204,8 @@ static counter_fn mock_sym(const char *name);
 
 /* two cables crossing at shared particles (each such particle gets forces from segments of both,
    in segment order on either backend): the CPU's states and gradients, bitwise on the mock */
+static void cable_free_hook(cq_sim *s, int step, void *user) { (void)s; (void)step; (void)user; }
+
 TEST(cables_match_the_cpu)
 {
     variant v = {2, 2, 1};
@@ -261,6 +263,47 @@ TEST(a_failing_step_reports_like_the_cpu)
     CHECK(r[0] == CQ_ERROR_OUT_OF_DOMAIN && r[1] == r[0], "codes %d / %d", (int)r[0], (int)r[1]);
     CHECK(steps[0] == steps[1], "steps %d / %d", steps[0], steps[1]);
     CHECK(strcmp(msg[0], msg[1]) == 0, "messages differ:\n      cpu:  %s\n      cuda: %s", msg[0], msg[1]);
+}
+
+/* The backward's check of the adjoint (the lowest particle and field that became non-finite, and
+   the step): dt over the stability limit (dx sqrt(rho / E) = 3.1e-4) and a seed of 1e37, finite in
+   float, so that the forward stays in the grid and the adjoint overflows (test_reverse.c, defect
+   5).  Without cables the CUDA backend checks it in the step's last kernel (kernels.cu.j2
+   >>nonfinite: p2g_adj_stress), with them in a launch of its own after the cables' adjoint; with
+   2 substeps only the step's last checks.  On the mock (bitwise the CPU) the message is the CPU's;
+   on a GPU (other roundings) the same error. */
+TEST(a_nonfinite_adjoint_reports_like_the_cpu)
+{
+    const int mock = mock_sym("cq_mock_readbacks") != NULL;
+    for (int k = 0; k < 4; ++k) {   /* 1 substep, hook; 2 substeps, no hook; 2 substeps, hook; cables, no hook */
+        const int S = k == 0 ? 1 : 2, steps = 24 / S, hooked = k == 0 || k == 2;
+        char msg[2][512];
+        cq_result r[2];
+        for (int b = 0; b < 2; ++b) {
+            cq_sim_desc d;
+            cq_particles_desc p;
+            cq_sim *s = NULL;
+            double x[2 * 64], seed[2 * 64];
+            int route[8];
+            memset(&d, 0, sizeof d); memset(&p, 0, sizeof p);
+            d.dim = 2; d.res[0] = d.res[1] = 32; d.dx = 1.0 / 32; d.dt = 3.8e-4; d.substeps = S; d.gravity[1] = -9.8;
+            d.checkpoint_every = 1; d.backend = b ? CQ_BACKEND_CUDA : CQ_BACKEND_CPU;
+            for (int i = 0; i < 64; ++i) { x[2 * i] = 0.4 + (i % 8) / 64.0; x[2 * i + 1] = 0.4 + (i / 8) / 64.0; }
+            for (int i = 0; i < 2 * 64; ++i) seed[i] = i >= 2 * 40 ? 1e37 : 0;   /* the upper rows: the first failing particle is not 0 */
+            for (int i = 0; i < 8; ++i) route[i] = 8 * i;
+            p.count = 64; p.x = x;
+            if (cq_sim_create(&d, &s) != CQ_SUCCESS) { CHECK(0, "create: %s", cq_sim_last_error(NULL)); return; }
+            CHECK_OK(cq_sim_add_particles(s, &p));
+            if (k == 3) CHECK_OK(cq_sim_add_cable(s, 8, route, 50.0, 0.1));
+            CHECK_OK(cq_sim_step(s, steps));
+            r[b] = cq_sim_backward(s, seed, NULL, NULL, NULL, hooked ? cable_free_hook : NULL, NULL);
+            snprintf(msg[b], sizeof msg[b], "%s", cq_sim_last_error(s));
+            cq_sim_destroy(s);
+        }
+        CHECK(r[0] == CQ_ERROR_NON_FINITE && r[1] == r[0], "case %d: codes %d / %d (%s)", k, (int)r[0], (int)r[1], msg[1]);
+        CHECK(strstr(msg[1], "non-finite at step") && strstr(msg[1], "of particle"), "case %d: \"%s\"", k, msg[1]);
+        if (mock) CHECK(strcmp(msg[0], msg[1]) == 0, "case %d: messages differ:\n      cpu:  %s\n      cuda: %s", k, msg[0], msg[1]);
+    }
 }
 
 TEST(set_get_reset_and_logs)
@@ -665,6 +708,7 @@ int main(int argc, char **argv)
 {
     static const cqt_case cases[] = { CASE(parity_all_variants), CASE(cables_match_the_cpu),
         CASE(a_failing_step_reports_like_the_cpu), CASE(a_call_reads_its_status_once_and_a_late_failure_reports_like_the_cpu),
+        CASE(a_nonfinite_adjoint_reports_like_the_cpu),
         CASE(actuation_gradients_over_several_chunks_are_the_cpus),
         CASE(set_get_reset_and_logs), CASE(a_large_grid_sorts_like_the_cpu), CASE(particles_in_the_first_cell_sort_like_the_cpu), CASE(the_box_tiles_cover_every_extent),
         CASE(sims_alive_together_share_their_module), CASE(no_device_memory_leaks_or_violations) };

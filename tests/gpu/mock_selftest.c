@@ -37,6 +37,8 @@ static struct {
     CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
     CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
                              void **, void **);
+    CUresult (*LaunchCooperativeKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                        CUstream, void **);
     CUresult (*MemAlloc)(CUdeviceptr *, size_t);
     CUresult (*MemFree)(CUdeviceptr);
     CUresult (*MemGetInfo)(size_t *, size_t *);
@@ -111,7 +113,8 @@ int main(int argc, char **argv)
     LOAD(PrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2") LOAD(CtxPush, "cuCtxPushCurrent_v2")
     LOAD(CtxPop, "cuCtxPopCurrent_v2") LOAD(CtxSynchronize, "cuCtxSynchronize")
     LOAD(ModuleLoadDataEx, "cuModuleLoadDataEx") LOAD(ModuleUnload, "cuModuleUnload")
-    LOAD(ModuleGetFunction, "cuModuleGetFunction") LOAD(LaunchKernel, "cuLaunchKernel") LOAD(MemAlloc, "cuMemAlloc_v2")
+    LOAD(ModuleGetFunction, "cuModuleGetFunction") LOAD(LaunchKernel, "cuLaunchKernel")
+    LOAD(LaunchCooperativeKernel, "cuLaunchCooperativeKernel") LOAD(MemAlloc, "cuMemAlloc_v2")
     LOAD(MemFree, "cuMemFree_v2") LOAD(MemGetInfo, "cuMemGetInfo_v2") LOAD(MemcpyHtoD, "cuMemcpyHtoD_v2")
     LOAD(MemcpyDtoH, "cuMemcpyDtoH_v2") LOAD(MemcpyDtoD, "cuMemcpyDtoD_v2") LOAD(MemsetD8, "cuMemsetD8_v2")
     LOAD(MemsetD32, "cuMemsetD32_v2")
@@ -191,6 +194,10 @@ int main(int argc, char **argv)
         EQ(cu.LaunchKernel(fn, 1, 1, 1, 64, 32, 1, 0, NULL, args, NULL), 1);
         EQ(cu.LaunchKernel(fn, 1, 1, 1, 128, 1, 1, 0, NULL, NULL, NULL), 1);
         EQ(cu.LaunchKernel(NULL, 1, 1, 1, 128, 1, 1, 0, NULL, args, NULL), 400);
+        /* cooperative launches: of barrier kernels alone (the cooperative sort), on a device that
+           says it runs them (attribute 95) */
+        EQ(cu.LaunchCooperativeKernel(fn, 1, 1, 1, 128, 1, 1, 0, NULL, args), 1);
+        EQ(cu.DeviceGetAttribute(&v, 95, 0), 0); EQ(v, 1);
         EQ(cu.launches(), before + 2);
     }
     memset(out, 0, sizeof out);

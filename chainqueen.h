@@ -14305,7 +14305,7 @@ static const cq__vtable cq__cuda_table[2][2][2] = {
 
 /* kernel names per [dim - 2][material - 1][precision - 1]: gather, g2p, p2g, grid_adj, g2p_adj,
    p2g_adj (its transfer half, shared by the materials), act_reduce, nonfinite, the 7 cable
-   kernels, the sort's 5 launches', p2g_adj_stress, act_sum, cell_sort (the sort in one block), gather_rows
+   kernels, the 5 kernels of the sort as launches, p2g_adj_stress, act_sum, cell_sort (the sort in one block), gather_rows
    (the gather's 3-row shape), sort_coop (the sort in one cooperative launch) */
 #define CQ__CUDA_KERNELS 25
 /* f32 3D G2P's form (kernels.j2 >>g2p_): its node loop rolled (default) or unrolled */

@@ -309,11 +309,13 @@ c_test_cuda_gather_rows() {
 # CQ_CUDA_SORT_COOP particles (kernels.cu.j2 >>cuda_sort_coop; test_cuda above: its blocks in turn
 # between its grid barriers, and as fibers one block in 3); here the one-block sort of before
 # (CQ_CUDA_SORT_COOP=0), and the cooperative one in 2 blocks (CQ_CUDA_COOP_BLOCKS=2: each block
-# several batches of particles), each bitwise the CPU, then its parallel path (block 0 as fibers)
+# several batches of particles), each bitwise the CPU, then its parallel path (block 0 as fibers:
+# every variant for the cooperative sort; the one-block sort's, unchanged but for its box, on one
+# test: its 8 variants as fibers took 40 s)
 chain 40 test_cuda_sorts
 c_test_cuda_sorts() {
     item test_cuda_one_block_on_mock sh -c "$CC -std=c99 -O1 -g1 $WARN $NW -DCQ_CUDA_SORT_COOP=0 tests/test_cuda.c -o $B/test_cuda_one_block -lm -ldl && \
-        CQ_CUDA_LIBRARY=$MOCK ./$B/test_cuda_one_block && CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_FIBERS=3 ./$B/test_cuda_one_block parity_all"
+        CQ_CUDA_LIBRARY=$MOCK ./$B/test_cuda_one_block && CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_FIBERS=3 ./$B/test_cuda_one_block actuation_gradients"
     item test_cuda_coop_few_on_mock sh -c "$CC -std=c99 -O1 -g1 $WARN $NW -DCQ_CUDA_COOP_BLOCKS=2 tests/test_cuda.c -o $B/test_cuda_coop_few -lm -ldl && \
         CQ_CUDA_LIBRARY=$MOCK ./$B/test_cuda_coop_few && CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_FIBERS=3 ./$B/test_cuda_coop_few parity_all"
 }

@@ -88,7 +88,8 @@
                      _Thread_local, __declspec(thread) or __thread as the compiler has)
      CQ_CUDA_SORT_COOP  up to this many particles (default 131072) the CUDA backend sorts
                      particles by cell in one cooperative launch over the GPU (grid barriers
-                     between its steps) where the device runs them; 0: never (then:)
+                     between its steps) where the device runs them (one refused: the sorts
+                     below from then on, logged); 0: never (then:)
      CQ_CUDA_SORT_ONE_BLOCK  up to this many particles (default 16384; and grids of <= 65536
                      nodes) the CUDA backend sorts particles by cell in one launch of one block
                      instead of four launches or more over the GPU; 0: never
@@ -7859,6 +7860,7 @@ typedef struct cq__CUmod_st *cq__CUmodule;
 typedef struct cq__CUfunc_st *cq__CUfunction;
 typedef struct cq__CUstream_st *cq__CUstream;
 #define CQ__CUDA_ERROR_OUT_OF_MEMORY 2
+#define CQ__CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE 720
 #define CQ__CU_JIT_INFO_LOG_BUFFER 3
 #define CQ__CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES 4
 #define CQ__CU_JIT_ERROR_LOG_BUFFER 5
@@ -13441,17 +13443,23 @@ static int cq__cuda_sort_2d_f32(cq_sim *s, cq__pview_f32 in)
 {
     cq__params_f32 prm = s->prm_f32;
     int n = s->n, cells = (int)s->nodes;
-    if (s->cu.coop && n <= CQ_CUDA_SORT_COOP) {   /* >>cuda_sort_coop */
+    if (s->cu.coop && s->cu.coop_blocks > 0 && n <= CQ_CUDA_SORT_COOP) {   /* >>cuda_sort_coop */
         int *cnt = s->scan, *sums = s->scan + cells;
         const int tiles = (cells + CQ__SCAN_R * CQ__COOP_THREADS - 1) / (CQ__SCAN_R * CQ__COOP_THREADS);   /* the most the range has */
         const int per = (n + CQ__COOP_THREADS - 1) / CQ__COOP_THREADS, want = per > tiles ? per : tiles;   /* a block a batch or a tile */
         const unsigned G = (unsigned)(want < s->cu.coop_blocks ? (want > 0 ? want : 1) : s->cu.coop_blocks);
         void *a[11]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &cells; a[4] = &s->keys; a[5] = &s->cell_end; a[6] = &s->order;
         a[7] = &cnt; a[8] = &sums; a[9] = &s->cu.coop; a[10] = &s->cu.coop_base;
-        if (!s->cu.d.failed &&
-            cq__cu_check(s, CQ__CU(LaunchCooperativeKernel)(s->cu.sort_coop, G, 1, 1, CQ__COOP_THREADS, 1, 1, 0, NULL, a), "cell sort (cooperative)"))
-            s->cu.coop_base += 3u * G;   /* the barrier's counter after the launch's 3 barriers */
-        return 0;
+        cq__CUresult e;
+        if (s->cu.d.failed) return 0;
+        e = CQ__CU(LaunchCooperativeKernel)(s->cu.sort_coop, G, 1, 1, CQ__COOP_THREADS, 1, 1, 0, NULL, a);
+        if (e == 0) { s->cu.coop_base += 3u * G; return 0; }   /* the barrier's counter after the launch's 3 barriers */
+        if (e != CQ__CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE) { cq__cu_check(s, e, "cuLaunchCooperativeKernel (cell sort)"); return 0; }
+        /* refused, nothing ran: the device holds fewer blocks at once than it said (a share of its
+           SMs, as an MPS client has): this sim sorts as before from now on */
+        s->cu.coop_blocks = 0;
+        cq__log(s, CQ_LOG_INFO, "the CUDA device refused a cooperative launch of %u blocks (%s): the sort takes one block or "
+                "launches from now on", G, cq__cu_error_name(e));
     }
     if (cq__cuda_sort_in_one_block(n, cells)) {
         void *a[8]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &cells; a[4] = &s->keys; a[5] = &s->cell_end; a[6] = &s->order;
@@ -13482,17 +13490,23 @@ static int cq__cuda_sort_2d_f64(cq_sim *s, cq__pview_f64 in)
 {
     cq__params_f64 prm = s->prm_f64;
     int n = s->n, cells = (int)s->nodes;
-    if (s->cu.coop && n <= CQ_CUDA_SORT_COOP) {   /* >>cuda_sort_coop */
+    if (s->cu.coop && s->cu.coop_blocks > 0 && n <= CQ_CUDA_SORT_COOP) {   /* >>cuda_sort_coop */
         int *cnt = s->scan, *sums = s->scan + cells;
         const int tiles = (cells + CQ__SCAN_R * CQ__COOP_THREADS - 1) / (CQ__SCAN_R * CQ__COOP_THREADS);   /* the most the range has */
         const int per = (n + CQ__COOP_THREADS - 1) / CQ__COOP_THREADS, want = per > tiles ? per : tiles;   /* a block a batch or a tile */
         const unsigned G = (unsigned)(want < s->cu.coop_blocks ? (want > 0 ? want : 1) : s->cu.coop_blocks);
         void *a[11]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &cells; a[4] = &s->keys; a[5] = &s->cell_end; a[6] = &s->order;
         a[7] = &cnt; a[8] = &sums; a[9] = &s->cu.coop; a[10] = &s->cu.coop_base;
-        if (!s->cu.d.failed &&
-            cq__cu_check(s, CQ__CU(LaunchCooperativeKernel)(s->cu.sort_coop, G, 1, 1, CQ__COOP_THREADS, 1, 1, 0, NULL, a), "cell sort (cooperative)"))
-            s->cu.coop_base += 3u * G;   /* the barrier's counter after the launch's 3 barriers */
-        return 0;
+        cq__CUresult e;
+        if (s->cu.d.failed) return 0;
+        e = CQ__CU(LaunchCooperativeKernel)(s->cu.sort_coop, G, 1, 1, CQ__COOP_THREADS, 1, 1, 0, NULL, a);
+        if (e == 0) { s->cu.coop_base += 3u * G; return 0; }   /* the barrier's counter after the launch's 3 barriers */
+        if (e != CQ__CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE) { cq__cu_check(s, e, "cuLaunchCooperativeKernel (cell sort)"); return 0; }
+        /* refused, nothing ran: the device holds fewer blocks at once than it said (a share of its
+           SMs, as an MPS client has): this sim sorts as before from now on */
+        s->cu.coop_blocks = 0;
+        cq__log(s, CQ_LOG_INFO, "the CUDA device refused a cooperative launch of %u blocks (%s): the sort takes one block or "
+                "launches from now on", G, cq__cu_error_name(e));
     }
     if (cq__cuda_sort_in_one_block(n, cells)) {
         void *a[8]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &cells; a[4] = &s->keys; a[5] = &s->cell_end; a[6] = &s->order;
@@ -13523,17 +13537,23 @@ static int cq__cuda_sort_3d_f32(cq_sim *s, cq__pview_f32 in)
 {
     cq__params_f32 prm = s->prm_f32;
     int n = s->n, cells = (int)s->nodes;
-    if (s->cu.coop && n <= CQ_CUDA_SORT_COOP) {   /* >>cuda_sort_coop */
+    if (s->cu.coop && s->cu.coop_blocks > 0 && n <= CQ_CUDA_SORT_COOP) {   /* >>cuda_sort_coop */
         int *cnt = s->scan, *sums = s->scan + cells;
         const int tiles = (cells + CQ__SCAN_R * CQ__COOP_THREADS - 1) / (CQ__SCAN_R * CQ__COOP_THREADS);   /* the most the range has */
         const int per = (n + CQ__COOP_THREADS - 1) / CQ__COOP_THREADS, want = per > tiles ? per : tiles;   /* a block a batch or a tile */
         const unsigned G = (unsigned)(want < s->cu.coop_blocks ? (want > 0 ? want : 1) : s->cu.coop_blocks);
         void *a[11]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &cells; a[4] = &s->keys; a[5] = &s->cell_end; a[6] = &s->order;
         a[7] = &cnt; a[8] = &sums; a[9] = &s->cu.coop; a[10] = &s->cu.coop_base;
-        if (!s->cu.d.failed &&
-            cq__cu_check(s, CQ__CU(LaunchCooperativeKernel)(s->cu.sort_coop, G, 1, 1, CQ__COOP_THREADS, 1, 1, 0, NULL, a), "cell sort (cooperative)"))
-            s->cu.coop_base += 3u * G;   /* the barrier's counter after the launch's 3 barriers */
-        return 0;
+        cq__CUresult e;
+        if (s->cu.d.failed) return 0;
+        e = CQ__CU(LaunchCooperativeKernel)(s->cu.sort_coop, G, 1, 1, CQ__COOP_THREADS, 1, 1, 0, NULL, a);
+        if (e == 0) { s->cu.coop_base += 3u * G; return 0; }   /* the barrier's counter after the launch's 3 barriers */
+        if (e != CQ__CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE) { cq__cu_check(s, e, "cuLaunchCooperativeKernel (cell sort)"); return 0; }
+        /* refused, nothing ran: the device holds fewer blocks at once than it said (a share of its
+           SMs, as an MPS client has): this sim sorts as before from now on */
+        s->cu.coop_blocks = 0;
+        cq__log(s, CQ_LOG_INFO, "the CUDA device refused a cooperative launch of %u blocks (%s): the sort takes one block or "
+                "launches from now on", G, cq__cu_error_name(e));
     }
     if (cq__cuda_sort_in_one_block(n, cells)) {
         void *a[8]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &cells; a[4] = &s->keys; a[5] = &s->cell_end; a[6] = &s->order;
@@ -13564,17 +13584,23 @@ static int cq__cuda_sort_3d_f64(cq_sim *s, cq__pview_f64 in)
 {
     cq__params_f64 prm = s->prm_f64;
     int n = s->n, cells = (int)s->nodes;
-    if (s->cu.coop && n <= CQ_CUDA_SORT_COOP) {   /* >>cuda_sort_coop */
+    if (s->cu.coop && s->cu.coop_blocks > 0 && n <= CQ_CUDA_SORT_COOP) {   /* >>cuda_sort_coop */
         int *cnt = s->scan, *sums = s->scan + cells;
         const int tiles = (cells + CQ__SCAN_R * CQ__COOP_THREADS - 1) / (CQ__SCAN_R * CQ__COOP_THREADS);   /* the most the range has */
         const int per = (n + CQ__COOP_THREADS - 1) / CQ__COOP_THREADS, want = per > tiles ? per : tiles;   /* a block a batch or a tile */
         const unsigned G = (unsigned)(want < s->cu.coop_blocks ? (want > 0 ? want : 1) : s->cu.coop_blocks);
         void *a[11]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &cells; a[4] = &s->keys; a[5] = &s->cell_end; a[6] = &s->order;
         a[7] = &cnt; a[8] = &sums; a[9] = &s->cu.coop; a[10] = &s->cu.coop_base;
-        if (!s->cu.d.failed &&
-            cq__cu_check(s, CQ__CU(LaunchCooperativeKernel)(s->cu.sort_coop, G, 1, 1, CQ__COOP_THREADS, 1, 1, 0, NULL, a), "cell sort (cooperative)"))
-            s->cu.coop_base += 3u * G;   /* the barrier's counter after the launch's 3 barriers */
-        return 0;
+        cq__CUresult e;
+        if (s->cu.d.failed) return 0;
+        e = CQ__CU(LaunchCooperativeKernel)(s->cu.sort_coop, G, 1, 1, CQ__COOP_THREADS, 1, 1, 0, NULL, a);
+        if (e == 0) { s->cu.coop_base += 3u * G; return 0; }   /* the barrier's counter after the launch's 3 barriers */
+        if (e != CQ__CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE) { cq__cu_check(s, e, "cuLaunchCooperativeKernel (cell sort)"); return 0; }
+        /* refused, nothing ran: the device holds fewer blocks at once than it said (a share of its
+           SMs, as an MPS client has): this sim sorts as before from now on */
+        s->cu.coop_blocks = 0;
+        cq__log(s, CQ_LOG_INFO, "the CUDA device refused a cooperative launch of %u blocks (%s): the sort takes one block or "
+                "launches from now on", G, cq__cu_error_name(e));
     }
     if (cq__cuda_sort_in_one_block(n, cells)) {
         void *a[8]; a[0] = &n; a[1] = &prm; a[2] = &in; a[3] = &cells; a[4] = &s->keys; a[5] = &s->cell_end; a[6] = &s->order;

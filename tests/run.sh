@@ -274,7 +274,7 @@ c_cuda_mock_selftest() { item cuda_mock_selftest sh -c "$CC -std=c99 -O1 -g1 $WA
 cuda_items() {   # (in linked_o2's chain: the test links its implementation)
     item test_cuda_build sh -c "$(lk test_cuda test_cuda)"
     item test_cuda_on_mock env CQ_CUDA_LIBRARY=$MOCK ./$B/test_cuda
-    for f in init nodevice oldriver ptx oom oom_after=20 launch_after=40; do
+    for f in init nodevice oldriver ptx oom oom_after=20 launch_after=40 coop; do
         item test_cuda_fault_$(echo $f | tr = _) env CQ_CUDA_LIBRARY=$MOCK ./$B/test_cuda fault:$f
     done
     # a real GPU, where there is one (tests/gpu/run.sh is the full GPU suite)

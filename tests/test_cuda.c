@@ -526,6 +526,28 @@ static int fault(const char *mode)
                 printf("    backward: %s %s\n", cq_result_string(r), r ? cq_sim_last_error(s) : "");
         }
         cq_sim_destroy(s);
+    } else if (!strcmp(mode, "coop")) {
+        /* cooperative launches refused (a device sharing its SMs): the sort takes one block or
+           launches, the same results (bitwise the CPU's on the mock), the refusal in the log */
+        double x[2][MAXN * 3], gx[2][MAXN * 3];
+        for (int b = 0; b < 2; ++b) {
+            g_log[0] = 0;
+            s = make(&v, b ? CQ_BACKEND_CUDA : CQ_BACKEND_CPU, 2);
+            if (!s) { printf("    create failed\n"); return 1; }
+            for (int n = 0; n < 4 && ok; ++n) {
+                r = cq_sim_step(s, 1);
+                EXPECT(r == CQ_SUCCESS, "step %d: %s", n, cq_sim_last_error(s));
+            }
+            EXPECT(cq_sim_get(s, CQ_FIELD_X, x[b]) == CQ_SUCCESS, "get");
+            r = cq_sim_backward(s, g_w, NULL, NULL, NULL, NULL, NULL);
+            EXPECT(r == CQ_SUCCESS, "backward: %s", cq_sim_last_error(s));
+            EXPECT(cq_sim_grad(s, CQ_FIELD_X, gx[b]) == CQ_SUCCESS, "grad");
+            if (b) EXPECT(strstr(g_log, "refused a cooperative launch") != NULL, "the log lacks the refusal: %s", g_log);
+            if (b) printf("    %s\n", g_log);
+            cq_sim_destroy(s);
+        }
+        EXPECT(memcmp(x[0], x[1], sizeof(double) * 2 * (size_t)g_n) == 0, "x is not the CPU's bitwise");
+        EXPECT(memcmp(gx[0], gx[1], sizeof(double) * 2 * (size_t)g_n) == 0, "dL/dx0 is not the CPU's bitwise");
     } else {
         printf("unknown fault mode %s\n", mode);
         return 1;

@@ -54,6 +54,8 @@
      ptx             cuModuleLoadDataEx returns 218 with log "ptxas fatal: mock rejects this PTX"
      oom             every cuMemAlloc returns 2
      oom_after=N     the first N cuMemAlloc succeed, later ones return 2
+     coop            every cuLaunchCooperativeKernel returns 720 (COOPERATIVE_LAUNCH_TOO_LARGE) and
+                     runs nothing, as a device sharing its SMs (an MPS client's share) may
      launch_after=N  the first N cuLaunchKernel run, the next returns 719 and the context becomes
                      sticky-failed: every later memory/module/launch/sync call in it returns 719
                      until the primary context is released to 0 and retained again (its memory
@@ -484,6 +486,7 @@ static const struct { int code; const char *name, *text; } errors[] = {
     {700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
     {701, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "too many resources requested for launch"},
     {719, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
+    {720, "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE", "too many blocks in cooperative launch"},
     {999, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
 
@@ -1139,7 +1142,7 @@ static CUresult launch(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, uns
         }
         if (!okp) { r = ctx->sticky = E_ILLEGAL_ADDRESS; goto out; }
     }
-    if (coop && (!fn->k->barriers || gy != 1 || gz != 1 || by != 1 || bz != 1 || gx > MOCK_SMS)) {
+    if (coop && (!fn->k->barriers || gy != 1 || gz != 1 || by != 1 || bz != 1 || gx > MOCK_SMS || fail_mode("coop", NULL))) {
         note("cuLaunchCooperativeKernel(%s): grid (%u,%u,%u) block (%u,%u,%u): %s", fn->name, gx, gy, gz, bx, by, bz,
              !fn->k->barriers ? "the mock runs only barrier kernels cooperatively" : "more blocks than the device holds at once");
         r = fn->k->barriers ? E_COOPERATIVE_TOO_LARGE : E_INVALID_VALUE;

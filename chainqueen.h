@@ -18761,7 +18761,7 @@ cq_result cq_world_control_grad_feedback(const cq_world *w, const double *dL_dst
 #if CQ__HAS_CUDA
 /* ---- BEGIN GENERATED: embedded PTX (byte arrays; the readable code ends above) from templates/ptx.j2.
    DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
-/* PTX module 2d_f32: sha256 11072d9afb710a49a885dae7034d256bc5b6fb043bbfa920b1033b175a039886, nvrtc 12.0, PTX ISA 8.0, 509403 bytes, fnv1a 0xefb2cc88, lz 137760 bytes */
+/* PTX module 2d_f32: sha256 206507381ebf9a480a5ad6e8403aba6ba1d938db748d26994b74edb202590f0f, nvrtc 12.0, PTX ISA 8.0, 509403 bytes, fnv1a 0xefb2cc88, lz 137760 bytes */
 static const unsigned char cq__ptx_2d_f32_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -23070,7 +23070,7 @@ static const unsigned char cq__ptx_2d_f32_lz[] = {
 62,6,6,52,11,0,37,0,1,43,1,2,50,121,24,100,200,67,17,54,199,14,144,114,101,116,59,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_2d_f32 = { cq__ptx_2d_f32_lz, 137760, 509403, 0xefb2cc88u };
-/* PTX module 2d_f64: sha256 62a700a2449bea009fda24330bc54aab440aedcfa1e896ad208a925b04dc59f2, nvrtc 12.0, PTX ISA 8.0, 527943 bytes, fnv1a 0x49be0c86, lz 139463 bytes */
+/* PTX module 2d_f64: sha256 d33f98f6ea7c29a7a5c18c38d2314c18aa83b1a8724e676e1b0795f82f99d1cf, nvrtc 12.0, PTX ISA 8.0, 527943 bytes, fnv1a 0x49be0c86, lz 139463 bytes */
 static const unsigned char cq__ptx_2d_f64_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -27433,7 +27433,7 @@ static const unsigned char cq__ptx_2d_f64_lz[] = {
 9,80,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_2d_f64 = { cq__ptx_2d_f64_lz, 139463, 527943, 0x49be0c86u };
-/* PTX module 3d_f32: sha256 d8721cc676fd98db2bd8971b7969d1ff809c574bad93bfc94df80964664fa9dc, nvrtc 12.0, PTX ISA 8.0, 736637 bytes, fnv1a 0x62e3e4ce, lz 206906 bytes */
+/* PTX module 3d_f32: sha256 279a0852418bd4b8c7285c068a23ebc942a7c1cf3e6f8d2f2363eca3b10eac99, nvrtc 12.0, PTX ISA 8.0, 736637 bytes, fnv1a 0x62e3e4ce, lz 206906 bytes */
 static const unsigned char cq__ptx_3d_f32_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,
@@ -33903,7 +33903,7 @@ static const unsigned char cq__ptx_3d_f32_lz[] = {
 0,1,43,1,2,110,184,1,101,55,6,141,0,0,52,19,144,114,101,116,59,10,10,125,10,10
 };
 static const cq__ptx_module cq__ptx_3d_f32 = { cq__ptx_3d_f32_lz, 206906, 736637, 0x62e3e4ceu };
-/* PTX module 3d_f64: sha256 5834fc9582e827638e0ef32b168df4221177b0fd507f5ee5efc984cd69fa1348, nvrtc 12.0, PTX ISA 8.0, 757798 bytes, fnv1a 0x3bc53553, lz 206349 bytes */
+/* PTX module 3d_f64: sha256 4e8d31a02a13b0952e5827827493d3210f00fb82c81dd78d0f08ffcf9605382f, nvrtc 12.0, PTX ISA 8.0, 757798 bytes, fnv1a 0x3bc53553, lz 206349 bytes */
 static const unsigned char cq__ptx_3d_f64_lz[] = {
 242,25,47,47,10,47,47,32,71,101,110,101,114,97,116,101,100,32,98,121,32,78,86,73,68,73,65,32,78,86,86,77,
 32,67,111,109,112,105,108,101,114,10,40,0,4,15,0,241,7,32,66,117,105,108,100,32,73,68,58,32,67,76,45,51,

@@ -2492,7 +2492,8 @@ __global__ void CQ__BOUNDS_WIDE(CQ__COOP_THREADS, 1) cq__sort_coop_3d_f64_kernel
         cq__tile_scan_3d_f64(cnt, cell_end, b, e, offset, 1, t, nt);
     }
     cq__grid_sync_3d_f64(bar, base + 3u * (unsigned)G);
-    if (g == 0 && t == 0) { CQ__EMU_POISON_RANGE(cell_end, cells, b0, len); CQ__EMU_COUNTS_ZERO(cnt, cells); }   /* (the mock: block 0 runs first) */
+    if (g == 0 && t == 0) { CQ__EMU_POISON_RANGE(cell_end, cells, b0, len); CQ__EMU_COUNTS_ZERO(cnt, cells); }   /* (the mock: after every scan;
+                                                                                                               nothing here reads the cells it poisons) */
     for (int p0 = g * B; p0 < n; p0 += G * B)   /* fill (cell_fill) */
         for (int i = t; i < B; i += nt)
             if (p0 + i < n) cq__sort_fill_3d_f64(p0 + i, keys, cell_end, order);

@@ -1036,10 +1036,9 @@ EXPORT int cq__emu_shfl_up(int x, int o)
     return y;
 }
 
-/* Runs the current block's nt threads (a 1-D block) as fibers, round by round: each round
-   resumes every thread that has not returned until it returns or waits at a barrier.  0, or -1
-   if the stacks could not be mapped. */
-static int run_block_fibers(const mock_func *fn, void **params, unsigned nt)
+/* The fibers of a launch: the stacks (mapped on first use and kept), the kernel and its arguments;
+   0, or -1 if the stacks could not be mapped */
+static int fibers_begin(const mock_func *fn, void **params)
 {
     if (!fiber_stacks) {
         void *m = mmap(NULL, (size_t)FIBER_MAX * FIBER_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -1048,31 +1047,59 @@ static int run_block_fibers(const mock_func *fn, void **params, unsigned nt)
     }
     fiber_fn = fn;
     fiber_params = params;
-    for (unsigned t = 0; t < nt; ++t) {
-        getcontext(&fiber_ctx[t]);
-        fiber_ctx[t].uc_stack.ss_sp = fiber_stacks + (size_t)t * FIBER_STACK;
-        fiber_ctx[t].uc_stack.ss_size = FIBER_STACK;
-        fiber_ctx[t].uc_link = &fiber_main;
-        makecontext(&fiber_ctx[t], fiber_entry, 0);
-        fiber_state[t] = 0;
+    return 0;
+}
+
+static unsigned fiber_tid[FIBER_MAX];       /* the fiber's thread in its block */
+static unsigned char fiber_par[FIBER_MAX];  /* 1: its block runs as fibers (cq__emu_fibers: the parallel path) */
+
+/* fiber f, ready to run thread t of its block (par: the block's parallel path) */
+static void fiber_make(unsigned f, unsigned t, int par)
+{
+    getcontext(&fiber_ctx[f]);
+    fiber_ctx[f].uc_stack.ss_sp = fiber_stacks + (size_t)f * FIBER_STACK;
+    fiber_ctx[f].uc_stack.ss_size = FIBER_STACK;
+    fiber_ctx[f].uc_link = &fiber_main;
+    makecontext(&fiber_ctx[f], fiber_entry, 0);
+    fiber_state[f] = 0;
+    fiber_tid[f] = t;
+    fiber_par[f] = (unsigned char)par;
+}
+
+/* One round of a block's fibers b .. e - 1: each that has neither returned nor waits at a grid
+   barrier runs until it returns or waits at a barrier.  Returns how many wait at a __syncthreads;
+   *done: how many have returned, *at: how many wait at a grid barrier. */
+static unsigned fiber_round(unsigned b, unsigned e, unsigned *done, unsigned *at)
+{
+    unsigned waiting = 0;
+    for (unsigned f = b; f < e; ++f) {
+        if (fiber_state[f] >= 2) continue;
+        fiber_state[f] = 0;
+        fiber_cur = f;
+        cq__emu_fibers = fiber_par[f];
+        cq__emu_threadIdx.x = fiber_tid[f]; cq__emu_threadIdx.y = 0; cq__emu_threadIdx.z = 0;
+        swapcontext(&fiber_main, &fiber_ctx[f]);
     }
-    cq__emu_fibers = 1;
+    cq__emu_fibers = 0;
+    *done = *at = 0;
+    for (unsigned f = b; f < e; ++f) { waiting += fiber_state[f] == 1; *done += fiber_state[f] == 2; *at += fiber_state[f] == 3; }
+    return waiting;
+}
+
+/* Runs the current block's nt threads (a 1-D block) as fibers, round by round: each round
+   resumes every thread that has not returned until it returns or waits at a barrier.  0, or -1
+   if the stacks could not be mapped. */
+static int run_block_fibers(const mock_func *fn, void **params, unsigned nt)
+{
+    if (fibers_begin(fn, params) != 0) return -1;
+    for (unsigned t = 0; t < nt; ++t) fiber_make(t, t, 1);
     for (int round = 0;; ++round) {
-        unsigned waiting = 0, done = 0;
-        for (unsigned t = 0; t < nt; ++t) {
-            if (fiber_state[t] == 2) continue;
-            fiber_state[t] = 0;
-            fiber_cur = t;
-            cq__emu_threadIdx.x = t; cq__emu_threadIdx.y = 0; cq__emu_threadIdx.z = 0;
-            swapcontext(&fiber_main, &fiber_ctx[t]);
-        }
-        for (unsigned t = 0; t < nt; ++t) { waiting += fiber_state[t] == 1; done += fiber_state[t] == 2; }
+        unsigned done, at, waiting = fiber_round(0, nt, &done, &at);
         if (!waiting) break;
         if (done)
             violation("cuLaunchKernel(%s): block %u: barrier %d reached by %u threads while %u had returned", fn->name,
                       cq__emu_blockIdx.x, round + 1, waiting, done);
     }
-    cq__emu_fibers = 0;
     return 0;
 }
 
@@ -1197,11 +1224,11 @@ out:
    FIBER_MAX fibers last) or its thread 0's alone (the serial path).  Between two grid barriers the
    blocks run one after the other, each until all its threads wait at the grid barrier or have
    returned, its __syncthreads released round by round as in run_block_fibers; then the barrier
-   opens for all.  A thread at a grid barrier while another thread of its block waits at a
+   opens for all.  The blocks run in ascending order in one launch, descending in the next: a
+   block reading another's result without the barrier that orders them reads the old value in
+   one of the two, whichever block's it needs.  A thread at a grid barrier while another thread of its block waits at a
    __syncthreads, or while a block has returned, is a violation (a GPU would hang). */
 static int grid_fibers;                     /* 1 while a cooperative launch runs */
-static unsigned fiber_tid[FIBER_MAX];       /* the fiber's thread in its block */
-static unsigned char fiber_par[FIBER_MAX];  /* 1: its block runs as fibers (cq__emu_fibers) */
 EXPORT void cq__emu_grid_sync(void)
 {
     if (!grid_fibers) {
@@ -1215,14 +1242,10 @@ EXPORT void cq__emu_grid_sync(void)
 
 static int run_grid_fibers(const mock_func *fn, void **params, unsigned gx, unsigned nt)
 {
+    static unsigned launches_here;   /* even: the blocks in ascending order between barriers, odd: descending */
+    const int down = (int)(launches_here++ & 1u);
     unsigned first[MOCK_SMS], nf[MOCK_SMS], used = 0, every = fibers_on(), phase = 0;
-    if (!fiber_stacks) {
-        void *m = mmap(NULL, (size_t)FIBER_MAX * FIBER_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (m == MAP_FAILED) return -1;
-        fiber_stacks = (char *)m;
-    }
-    fiber_fn = fn;
-    fiber_params = params;
+    if (fibers_begin(fn, params) != 0) return -1;
     /* the blocks that run as fibers take the first slots (each from a multiple of nt: a warp's
        lanes are 32 consecutive fibers, as the shuffles want), then a fiber for each other block */
     for (unsigned x = 0; x < gx; ++x) {
@@ -1231,36 +1254,16 @@ static int run_grid_fibers(const mock_func *fn, void **params, unsigned gx, unsi
     }
     for (unsigned x = 0; x < gx; ++x) if (nf[x] == 1) first[x] = used++;
     for (unsigned x = 0; x < gx; ++x)
-        for (unsigned t = 0; t < nf[x]; ++t) {
-            const unsigned f = first[x] + t;
-            getcontext(&fiber_ctx[f]);
-            fiber_ctx[f].uc_stack.ss_sp = fiber_stacks + (size_t)f * FIBER_STACK;
-            fiber_ctx[f].uc_stack.ss_size = FIBER_STACK;
-            fiber_ctx[f].uc_link = &fiber_main;
-            makecontext(&fiber_ctx[f], fiber_entry, 0);
-            fiber_state[f] = 0;
-            fiber_tid[f] = t;
-            fiber_par[f] = nf[x] > 1;
-        }
+        for (unsigned t = 0; t < nf[x]; ++t) fiber_make(first[x] + t, t, nf[x] > 1);
     grid_fibers = 1;
     for (;; ++phase) {
         unsigned at_grid = 0, returned_blocks = 0;
-        for (unsigned x = 0; x < gx; ++x) {
-            const unsigned b = first[x], e = b + nf[x];
+        for (unsigned i = 0; i < gx; ++i) {
+            const unsigned x = down ? gx - 1 - i : i;
             unsigned waiting, done, at;
             cq__emu_blockIdx.x = x; cq__emu_blockIdx.y = 0; cq__emu_blockIdx.z = 0;
-            for (int round = 0;; ++round) {
-                waiting = done = at = 0;
-                for (unsigned f = b; f < e; ++f) {
-                    if (fiber_state[f] >= 2) continue;
-                    fiber_state[f] = 0;
-                    fiber_cur = f;
-                    cq__emu_fibers = fiber_par[f];
-                    cq__emu_threadIdx.x = fiber_tid[f]; cq__emu_threadIdx.y = 0; cq__emu_threadIdx.z = 0;
-                    swapcontext(&fiber_main, &fiber_ctx[f]);
-                }
-                cq__emu_fibers = 0;
-                for (unsigned f = b; f < e; ++f) { waiting += fiber_state[f] == 1; done += fiber_state[f] == 2; at += fiber_state[f] == 3; }
+            for (;;) {
+                waiting = fiber_round(first[x], first[x] + nf[x], &done, &at);
                 if (!waiting) break;
                 if (done || at) {
                     violation("cuLaunchCooperativeKernel(%s): block %u: a __syncthreads reached by %u threads while %u had returned "

@@ -73,8 +73,10 @@
    (N > 1) does so for a launch of one block and one block in N of the others (fibers_on).  A barrier
    reached by some threads of a block while others have already returned is a violation. */
 #define _GNU_SOURCE
+#undef _FORTIFY_SOURCE   /* its longjmp check refuses a jump to another stack (the fibers' switches) */
 #include <errno.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -950,6 +952,22 @@ static int check_kernel_pointer(const mock_func *f, int i, size_t off, int certa
 #define FIBER_MAX 1024
 #define FIBER_STACK (64 * 1024)
 static ucontext_t fiber_main, fiber_ctx[FIBER_MAX];
+/* A fiber starts on its own stack through setcontext (makecontext's entry); every later switch,
+   to it or back, is a _setjmp/_longjmp pair: swapcontext saves and sets the signal mask, two
+   system calls a switch, which were 95% of a test's time as fibers (1.4 M a test).  Under
+   AddressSanitizer the ucontext calls alone: ASan follows them, not a longjmp to another stack. */
+#if defined(__SANITIZE_ADDRESS__)
+#  define FIBER_UCONTEXT 1
+#elif defined(__has_feature)
+#  if __has_feature(address_sanitizer)
+#    define FIBER_UCONTEXT 1
+#  endif
+#endif
+#ifndef FIBER_UCONTEXT
+#  define FIBER_UCONTEXT 0
+static jmp_buf fiber_main_jb, fiber_jb[FIBER_MAX];
+static unsigned char fiber_started[FIBER_MAX];
+#endif
 static char *fiber_stacks;                  /* FIBER_MAX stacks, mapped on first use and kept */
 static unsigned char fiber_state[FIBER_MAX]; /* 0 running, 1 waiting at a barrier, 2 returned */
 static unsigned fiber_cur;
@@ -978,7 +996,34 @@ static int fiber_block(unsigned every, unsigned x, unsigned blocks)
 static void fiber_entry(void)
 {
     fiber_fn->k->call(fiber_params);
-    fiber_state[fiber_cur] = 2;   /* returns to fiber_main through uc_link */
+    fiber_state[fiber_cur] = 2;
+#if !FIBER_UCONTEXT
+    _longjmp(fiber_main_jb, 1);   /* (its stack is abandoned: the next launch makes it anew) */
+#endif
+}   /* (ucontext: returns to fiber_main through uc_link) */
+
+/* the running fiber waits: back to the scheduler, until it resumes the fiber */
+static __attribute__((noinline)) void fiber_yield(void)
+{
+#if FIBER_UCONTEXT
+    swapcontext(&fiber_ctx[fiber_cur], &fiber_main);
+#else
+    if (!_setjmp(fiber_jb[fiber_cur])) _longjmp(fiber_main_jb, 1);
+#endif
+}
+
+/* the scheduler runs fiber f until it waits or returns */
+static __attribute__((noinline)) void fiber_resume(unsigned f)
+{
+#if FIBER_UCONTEXT
+    swapcontext(&fiber_main, &fiber_ctx[f]);
+#else
+    if (!_setjmp(fiber_main_jb)) {
+        if (fiber_started[f]) _longjmp(fiber_jb[f], 1);
+        fiber_started[f] = 1;
+        setcontext(&fiber_ctx[f]);
+    }
+#endif
 }
 
 /* __syncthreads: this thread waits until every thread of the block got here */
@@ -986,7 +1031,7 @@ EXPORT void cq__emu_syncthreads(void)
 {
     if (!cq__emu_fibers) return;
     fiber_state[fiber_cur] = 1;
-    swapcontext(&fiber_ctx[fiber_cur], &fiber_main);
+    fiber_yield();
 }
 
 /* a vector load or store of the emulated kernels (kernels_common.j2 cq__ld4_ etc., >>grid_layout)
@@ -1062,6 +1107,9 @@ static void fiber_make(unsigned f, unsigned t, int par)
     fiber_ctx[f].uc_link = &fiber_main;
     makecontext(&fiber_ctx[f], fiber_entry, 0);
     fiber_state[f] = 0;
+#if !FIBER_UCONTEXT
+    fiber_started[f] = 0;
+#endif
     fiber_tid[f] = t;
     fiber_par[f] = (unsigned char)par;
 }
@@ -1078,7 +1126,7 @@ static unsigned fiber_round(unsigned b, unsigned e, unsigned *done, unsigned *at
         fiber_cur = f;
         cq__emu_fibers = fiber_par[f];
         cq__emu_threadIdx.x = fiber_tid[f]; cq__emu_threadIdx.y = 0; cq__emu_threadIdx.z = 0;
-        swapcontext(&fiber_main, &fiber_ctx[f]);
+        fiber_resume(f);
     }
     cq__emu_fibers = 0;
     *done = *at = 0;
@@ -1237,7 +1285,7 @@ EXPORT void cq__emu_grid_sync(void)
         return;
     }
     fiber_state[fiber_cur] = 3;
-    swapcontext(&fiber_ctx[fiber_cur], &fiber_main);
+    fiber_yield();
 }
 
 static int run_grid_fibers(const mock_func *fn, void **params, unsigned gx, unsigned nt)

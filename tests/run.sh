@@ -270,7 +270,7 @@ c_test_lanes_native_clang() {
 # ---- the CUDA backend's host side against a mock driver (tests/gpu/mock_libcuda.c: the
 #      kernels run on the CPU, device memory is inaccessible to the host, faults on demand)
 chain 1 cuda_mock_selftest
-c_cuda_mock_selftest() { item cuda_mock_selftest sh -c "$CC -std=c99 -O1 -g1 $WARN tests/gpu/mock_selftest.c -o $B/mock_selftest -ldl && ./$B/mock_selftest $MOCK"; }
+c_cuda_mock_selftest() { item cuda_mock_selftest sh -c "$CC -std=c99 -O1 -g1 $WARN tests/gpu/mock_selftest.c -o $B/mock_selftest -ldl -pthread && ./$B/mock_selftest $MOCK"; }
 cuda_items() {   # (in linked_o2's chain: the test links its implementation)
     item test_cuda_build sh -c "$(lk test_cuda test_cuda)"
     item test_cuda_on_mock env CQ_CUDA_LIBRARY=$MOCK ./$B/test_cuda

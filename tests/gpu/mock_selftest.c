@@ -4,6 +4,7 @@
    Prints "mock_selftest: N passed, M failed"; exit status 1 on any failure. */
 #define _POSIX_C_SOURCE 200809L
 #include <dlfcn.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,6 +83,12 @@ static void setfail(const char *mode)
 {
     if (mode) setenv("CQ_MOCK_FAIL", mode, 1);
     else unsetenv("CQ_MOCK_FAIL");
+}
+
+static void *touch_device(void *p)   /* a thread of the host reading device memory */
+{
+    volatile int *q = (volatile int *)p;
+    return (void *)(size_t)(*q == 12345);
 }
 
 int main(int argc, char **argv)
@@ -245,6 +252,20 @@ int main(int argc, char **argv)
         }
         CHECK(pid > 0);
         if (pid > 0) {
+            waitpid(pid, &status, 0);
+            CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV);
+        }
+        /* nor may another thread (the mock's protection keys are per thread: each starts closed) */
+        fflush(NULL);
+        pid = fork();
+        if (pid == 0) {
+            pthread_t th;
+            if (pthread_create(&th, NULL, touch_device, (void *)(size_t)d_act) == 0) pthread_join(th, NULL);
+            _exit(4);                                          /* not reached */
+        }
+        CHECK(pid > 0);
+        if (pid > 0) {
+            status = 0;
             waitpid(pid, &status, 0);
             CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV);
         }

@@ -15,12 +15,16 @@ TMP="$OUT/tmp.$$"
 mkdir -p "$TMP"
 trap 'rm -rf "$TMP"' EXIT INT TERM
 FLAGS="-std=c99 -O1 -g1 -fPIC -Wall -Wextra ${MOCK_CFLAGS:-}"
-$CC $FLAGS -c tests/gpu/mock_libcuda.c -o "$TMP/mock_libcuda.o"
+# the five objects compiled side by side (make test builds the mock before its workers start)
+$CC $FLAGS -c tests/gpu/mock_libcuda.c -o "$TMP/mock_libcuda.o" & pids=$!
 OBJS="$TMP/mock_libcuda.o"
 for v in 2d_f32 2d_f64 3d_f32 3d_f64; do
-    $CC $FLAGS -Wno-unused-function -x c -c "cuda/chainqueen_kernels_$v.cu" -o "$TMP/kernels_$v.o"
+    $CC $FLAGS -Wno-unused-function -x c -c "cuda/chainqueen_kernels_$v.cu" -o "$TMP/kernels_$v.o" & pids="$pids $!"
     OBJS="$OBJS $TMP/kernels_$v.o"
 done
+failed=0
+for p in $pids; do wait $p || failed=1; done
+[ $failed -eq 0 ] || { echo "build_mock.sh: a compile failed" >&2; exit 1; }
 $CC ${MOCK_CFLAGS:-} -shared -Wl,-soname,libcuda.so.1 -o "$TMP/libcuda.so.1" $OBJS -lm -pthread
 mv -f "$TMP/libcuda.so.1" "$OUT/libcuda.so.1"   # atomic: a concurrent test never sees half a file
 echo "built $OUT/libcuda.so.1"

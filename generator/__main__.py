@@ -54,6 +54,7 @@ def main(argv=None):
     ctx["ptx_missing"] = [tag for (tag, _), m in zip(sources, mods) if m is None]
     ctx["ptx_min_driver"], ctx["ptx_min_cuda"] = ptx.min_driver(mods)
     ctx["ptx_arch"] = ptx.ARCH
+    ctx["ptx_row"] = ptx.ROW
     ctx["ptx_compilers"] = sorted({m["nvcc"] for m in mods if m}) or ["nothing"]
 
     outs = [(header, render("chainqueen.h.j2", ctx))]

@@ -11,6 +11,7 @@ from PATH is used (its release sets the PTX ISA and so the minimum driver), and 
 module is left out and the header's CUDA backend reports it as missing.
 """
 
+import base64
 import hashlib
 import os
 import re
@@ -23,13 +24,32 @@ from . import lz
 ARCH = "compute_75"
 NVRTC_FLAGS = ["-arch=" + ARCH]
 NVCC_FLAGS = ["-ptx", "-arch=" + ARCH, "-Werror", "all-warnings", "-diag-suppress", "177"]
-BYTES_PER_LINE = 32
+# The compressed bytes in base64 (A-Z a-z 0-9 + /, no padding), as rows of a char array of ROW
+# characters each (the header's CQ__PTX_ROW): string literals parse as one token each where a
+# byte list took one a byte (~2 s of every build of the header with gcc), and take 1.4 characters
+# a byte, not 3.6; rows, not one literal, because MSVC limits a literal's length.
+ROW = 96
 
 # what a module in the header looks like (templates/ptx.j2 writes it, this parses it back)
 _MODULE = re.compile(
     r"/\* PTX module (?P<tag>\w+): sha256 (?P<sha>[0-9a-f]{64}), (?P<nvcc>(?:nvcc|nvrtc) [\w.]+), "
     r"PTX ISA (?P<isa>[\d.]+), (?P<size>\d+) bytes, fnv1a (?P<fnv>0x[0-9a-f]{8}), lz (?P<lz>\d+) bytes \*/\n"
-    r"static const unsigned char cq__ptx_(?P=tag)_lz\[\] = \{\n(?P<body>[\d,\n ]*?)\};", re.S)
+    r"static const char cq__ptx_(?P=tag)_lz\[\]\[CQ__PTX_ROW \+ 1\] = \{\n(?P<body>[A-Za-z0-9+/\",\n]*?)\};", re.S)
+
+
+def rows(comp):
+    """the C initialiser's rows of the compressed bytes comp"""
+    text = base64.b64encode(bytes(comp)).decode("ascii").rstrip("=")
+    return ['"%s",' % text[i:i + ROW] for i in range(0, len(text), ROW)]
+
+
+def unrows(body):
+    """the bytes of an initialiser written by rows(); ValueError if it is not one"""
+    parts = re.findall(r'"([A-Za-z0-9+/]*)"', body)
+    if any(len(p) != ROW for p in parts[:-1]):
+        raise ValueError("a row of the wrong length")
+    text = "".join(parts)
+    return base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
 
 
 def fnv1a(data):
@@ -51,8 +71,8 @@ def embedded_modules(header_path):
         text = f.read()
     mods = {}
     for m in _MODULE.finditer(text):
-        comp = bytes(int(b) for b in re.findall(r"\d+", m.group("body")))
         try:
+            comp = unrows(m.group("body"))
             data = lz.decode(comp, int(m.group("size")))
         except (ValueError, IndexError):
             continue   # damaged: recompile
@@ -165,8 +185,7 @@ def modules(sources, reuse_headers, nvcc="nvcc", rebuild=False, log=print):
             m = {"sha": sha, "nvcc": compiler, "isa": isa.group(1).decode() if isa else "?", "ptx": data}
             log("ptx %s: compiled with %s (%d bytes, PTX ISA %s)" % (tag, compiler, len(data), m["isa"]))
         comp = m.get("lz") or lz.encode(m["ptx"])
-        lines = [",".join(str(b) for b in comp[i:i + BYTES_PER_LINE]) + ","
-                 for i in range(0, len(comp), BYTES_PER_LINE)]
+        lines = rows(comp)
         lines[-1] = lines[-1].rstrip(",")
         out.append(dict(m, tag=tag, sha=sha, size=len(m["ptx"]), lz_size=len(comp), fnv="0x%08x" % fnv1a(m["ptx"]),
                         lines=lines))

@@ -1433,7 +1433,77 @@ TEST(actuator_group_beyond_the_set_actuation_is_refused)
     cq_sim_destroy(s);
 }
 
-RUN_TESTS(CASE(step_count_cannot_overflow), CASE(f32_settings_must_survive_conversion_to_float),
+#if !defined(CQT_LINKED) && defined(CQ__HAS_CUDA)
+/* The embedded PTX (base64 rows of LZ4 blocks, checked by length and FNV-1a): every module decodes
+   to PTX text; a damaged copy (a character outside base64, a changed character, a short or long
+   length) and every failing allocation give NULL, and nothing leaks.  (Here where the test
+   includes the implementation: its fast-math and C++ builds.) */
+static int g_ptx_live, g_ptx_fail_at = -1, g_ptx_calls;
+static void *ptx_alloc(size_t n, void *u)
+{
+    (void)u;
+    if (g_ptx_calls++ == g_ptx_fail_at) return NULL;
+    ++g_ptx_live;
+    return malloc(n);
+}
+static void ptx_free(void *p, void *u) { (void)u; if (p) --g_ptx_live; free(p); }
+static int ptx_refused(const cq_allocator *al, const cq__ptx_module *m)
+{
+    char *p = cq__lz_decode(al, m);
+    if (p) al->free(p, al->user);
+    return p == NULL;
+}
+
+TEST(embedded_ptx_decodes_and_damage_is_refused)
+{
+    cq_allocator al;
+    int found = 0;
+    al.alloc = ptx_alloc; al.free = ptx_free; al.user = NULL;
+    for (int dim = 2; dim <= 3; ++dim)
+        for (int prec = 0; prec <= 3; ++prec) {
+            const cq__ptx_module *m = cq__cuda_ptx(dim, prec);
+            const size_t rows = ((m ? m->lz_size : 0) * 4 + 2) / 3 / CQ__PTX_ROW + 1;
+            char (*copy)[CQ__PTX_ROW + 1];
+            cq__ptx_module bad;
+            char *ptx, keep;
+            if (!m) continue;
+            ++found;
+            ptx = cq__lz_decode(&al, m);
+            CHECK(ptx && strlen(ptx) == m->size && strstr(ptx, ".version") && strstr(ptx, ".target"), "module %dD/%d does not decode", dim, prec);
+            if (ptx) al.free(ptx, al.user);
+            copy = (char (*)[CQ__PTX_ROW + 1])malloc(rows * sizeof *copy);
+            if (!copy) continue;
+            memcpy(copy, m->lz, rows * sizeof *copy);
+            bad = *m;
+            bad.lz = (const char (*)[CQ__PTX_ROW + 1])copy;
+            CHECK(!ptx_refused(&al, &bad), "the copy of module %dD/%d does not decode", dim, prec);
+            keep = copy[rows / 2][7];
+            copy[rows / 2][7] = '?';
+            CHECK(ptx_refused(&al, &bad), "module %dD/%d: a character outside base64 accepted", dim, prec);
+            copy[rows / 2][7] = keep == 'A' ? 'B' : 'A';
+            CHECK(ptx_refused(&al, &bad), "module %dD/%d: a changed character accepted", dim, prec);
+            copy[rows / 2][7] = keep;
+            bad.lz_size = m->lz_size - 1;
+            CHECK(ptx_refused(&al, &bad), "module %dD/%d: a short length accepted", dim, prec);
+            bad.lz_size = m->lz_size; bad.size = m->size + 1;
+            CHECK(ptx_refused(&al, &bad), "module %dD/%d: a long PTX length accepted", dim, prec);
+            bad.size = m->size;
+            for (g_ptx_fail_at = 0; g_ptx_fail_at < 2; ++g_ptx_fail_at) {
+                g_ptx_calls = 0;
+                CHECK(ptx_refused(&al, &bad), "module %dD/%d: allocation %d failing, a result", dim, prec, g_ptx_fail_at);
+            }
+            g_ptx_fail_at = -1;
+            free(copy);
+        }
+    CHECK(found == 4, "%d embedded modules, not 4", found);
+    CHECK(g_ptx_live == 0, "%d buffers of the decoder leaked", g_ptx_live);
+}
+#define CQT_PTX_CASES CASE(embedded_ptx_decodes_and_damage_is_refused),
+#else
+#define CQT_PTX_CASES
+#endif
+
+RUN_TESTS(CQT_PTX_CASES CASE(step_count_cannot_overflow), CASE(f32_settings_must_survive_conversion_to_float),
           CASE(actuator_group_beyond_the_set_actuation_is_refused),
     CASE(create_null_desc_or_out),
     CASE(create_bad_dim),

@@ -10845,8 +10845,9 @@ static void cq__gather_cell4_3d_f64(const double *pk, int count, const int *o, c
 #endif
 }
 
+/* ---- the substep's range functions that no material changes (2D f32); the materials' own follow */
 /* What the range functions of one substep (or its adjoint) read. */
-typedef struct cq__sub_task_2d_fixed_corotated_f32 {
+typedef struct cq__sub_task_2d_f32 {
     cq_sim *s;
     const cq__params_f32 *prm;
     cq__pview_f32 in, out, ao, ai, pg;
@@ -10857,24 +10858,11 @@ typedef struct cq__sub_task_2d_fixed_corotated_f32 {
     cq__rot_2d_f32 *rot;   /* NULL, or the backward's per-particle rotations (s->rotc, see cq__rot_cache_bytes) */
     int update;              /* the gather also runs the grid update */
     int first;
-} cq__sub_task_2d_fixed_corotated_f32;
+} cq__sub_task_2d_f32;
 
-/* P2G's particle half over particles [begin, end) in index order, each into its sorted slot's
-   packed record: the particle arrays are read in order, whatever order the particles came in
-   (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k) */
-static void cq__p2g_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
+static void cq__g2p_range_2d_f32(void *ctx, int begin, int end)
 {
-    const cq__sub_task_2d_fixed_corotated_f32 *t = (const cq__sub_task_2d_fixed_corotated_f32 *)ctx;
-    float *pk = (float *)t->s->pk;
-    const int *rank = t->s->rank;
-    for (int p = begin; p < end; ++p) {   /* the backward (t->rot): keep each particle's rotation for its P2G adjoint */
-        cq__rot_2d_f32 r;
-        cq__p2g_rot_2d_fixed_corotated_f32(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(2), t->rot ? t->rot + p : &r, 1);
-    }
-}
-static void cq__g2p_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
-{
-    cq__sub_task_2d_fixed_corotated_f32 *t = (cq__sub_task_2d_fixed_corotated_f32 *)ctx;
+    cq__sub_task_2d_f32 *t = (cq__sub_task_2d_f32 *)ctx;
     int p = begin, ps[CQ__LANES_f32];
     for (; CQ__LANES_ON_f32 && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
         for (int l = 0; l < CQ__LANES_f32; ++l) ps[l] = p + l;
@@ -10887,9 +10875,9 @@ static void cq__g2p_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
 }
 /* the G2P adjoint over particles [begin, end) in index order, each writing its part of the grid
    adjoint's gather into its sorted slot's packed record (index order: as P2G's particle half) */
-static void cq__g2p_adj_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
+static void cq__g2p_adj_range_2d_f32(void *ctx, int begin, int end)
 {
-    const cq__sub_task_2d_fixed_corotated_f32 *t = (const cq__sub_task_2d_fixed_corotated_f32 *)ctx;
+    const cq__sub_task_2d_f32 *t = (const cq__sub_task_2d_f32 *)ctx;
     float *pk = (float *)t->s->pk;
     const int *rank = t->s->rank;
     int p = begin, ps[CQ__LANES_f32];
@@ -10903,9 +10891,9 @@ static void cq__g2p_adj_range_2d_fixed_corotated_f32(void *ctx, int begin, int e
 /* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
    scene) gets the zeros the per-node adjoint would write, in two memsets, or nothing when that
    row of both buffers is zero already (s->row_dirty_adj) */
-static void cq__grid_adj_rows_2d_fixed_corotated_f32(void *ctx, int begin, int end)
+static void cq__grid_adj_rows_2d_f32(void *ctx, int begin, int end)
 {
-    const cq__sub_task_2d_fixed_corotated_f32 *t = (const cq__sub_task_2d_fixed_corotated_f32 *)ctx;
+    const cq__sub_task_2d_f32 *t = (const cq__sub_task_2d_f32 *)ctx;
     const cq_sim *s = t->s;
     const int L = t->prm->res[1];
     float *gp_bar = (float *)s->grid_pb, *gm_bar = (float *)s->grid_mb;
@@ -10929,13 +10917,540 @@ static void cq__grid_adj_rows_2d_fixed_corotated_f32(void *ctx, int begin, int e
                                                           gp_bar, gm_bar);
     }
 }
+/* >>cpu_gather_2d_f32: the gather (kernels.j2 >>grid_gather_) one row of nodes at a time (a row:
+   the nodes along the last axis; items: the rows of every scene).  A row's nodes receive from
+   3^(D-1) rows of cells, each a contiguous range of sorted slots: a particle adds to the 3 nodes
+   of its stencil in the row.  Per node that is the gather's order exactly (rows of cells in
+   increasing order, then cells, then particles; each cell's sum from 0 added to the node's total),
+   so the sums equal cq__gather_* (and the CUDA kernel's) bitwise.  Then,
+   per node of the row, the momentum copy and the grid update.  A row no particle reaches (most
+   rows of a sparse scene) costs up to 3^(D-1) lookups: its nodes are zero (no mass, so the update
+   writes v = 0), and its memsets are skipped where t->dirty says that row of the buffer is
+   zero already. */
+static void cq__cpu_gather_rows_2d_f32(void *ctx, int begin, int end)
+{
+    const cq__sub_task_2d_f32 *t = (const cq__sub_task_2d_f32 *)ctx;
+    const cq__params_f32 *prm = t->prm;
+    const int L = prm->res[1], rows = prm->nodes / L;   /* rows per scene */
+    const int *cell_end = t->s->cell_end, *skey = t->s->skey;
+    const float *pk = (const float *)t->s->pk;
+    for (int r = begin; r < end; ++r) {
+        const int lr = r % rows, first = r - lr;            /* first: the scene's row 0 */
+        const int scene0 = first * L;                       /* the scene's first node (and cell) */
+        int o[2];
+        const int c[1] = {lr};
+        float *m = t->gm ? t->gm + (long)r * L : NULL, *v = t->gv + (long)r * L * 2;
+        float *gp = t->gp ? t->gp + (long)r * L * 2 : NULL;
+        unsigned char *dirty = t->dirty + r;
+        const unsigned char bits = (unsigned char)((m ? t->bm : 0) | t->bv | (gp ? t->bp : 0));
+        /* the source rows of cells, in the gather's order, and their ranges of sorted slots */
+        int src_o[3][1], src_crow[3], src_kb[3], src_ke[3], ns = 0;
+        int live = 0;   /* a particle reached the row */
+        for (o[0] = 2; o[0] >= 0; --o[0]) {
+            if (c[0] - o[0] < 0) continue;
+            {
+                const int crow = scene0 + (c[0] - o[0]) * L;
+                for (int a = 0; a < 1; ++a) src_o[ns][a] = o[a];
+                src_crow[ns] = crow;
+                src_kb[ns] = crow > 0 ? cell_end[crow - 1] : 0;
+                src_ke[ns] = cell_end[crow + L - 1];
+                live |= src_ke[ns] > src_kb[ns];
+                ++ns;
+            }
+        }
+        if (!live) {   /* zeros: written only where the buffer's row may hold something else */
+            if (m && (*dirty & t->bm)) memset(m, 0, sizeof(float) * (size_t)L);
+            if (*dirty & t->bv) memset(v, 0, sizeof(float) * (size_t)L * 2);
+            if (gp && (*dirty & t->bp)) memset(gp, 0, sizeof(float) * (size_t)L * 2);
+            *dirty &= (unsigned char)~bits;
+            continue;
+        }
+        *dirty |= bits;
+        if (m) memset(m, 0, sizeof(float) * (size_t)L);
+        memset(v, 0, sizeof(float) * (size_t)L * 2);
+        for (int q = 0; q < ns; ++q) {
+            for (int a = 0; a < 1; ++a) o[a] = src_o[q][a];
+            for (int k = src_kb[q]; k < src_ke[q];) {   /* per cell (kernels.j2 >>grid_gather_) */
+                const int cell = skey[k], b = cell - src_crow[q];
+                int e = k + 1;
+                float am[3], av[3 * 2];
+                while (e < src_ke[q] && skey[e] == cell) ++e;
+                cq__gather_cell_2d_f32(pk, k, e, o, prm, m ? am : NULL, av);
+                for (int i = 0; i < 3; ++i) {
+                    if (m) m[b + i] += am[i];
+                    for (int a = 0; a < 2; ++a) v[(long)(b + i) * 2 + a] += av[i * 2 + a];
+                }
+                k = e;
+            }
+        }
+        if (gp) memcpy(gp, v, sizeof(float) * (size_t)L * 2);
+        if (t->update)
+            for (int i = r * L; i < r * L + L; ++i) cq__grid_fwd_2d_f32(i, prm, t->g);
+    }
+}
+
+/* ---- the substep's range functions that no material changes (2D f64); the materials' own follow */
+/* What the range functions of one substep (or its adjoint) read. */
+typedef struct cq__sub_task_2d_f64 {
+    cq_sim *s;
+    const cq__params_f64 *prm;
+    cq__pview_f64 in, out, ao, ai, pg;
+    cq__gview_f64 g;
+    double *gm, *gv, *gp;   /* what the gather writes: mass (or NULL), momentum, a copy of it (or NULL) */
+    unsigned char *dirty;    /* their rows' bits: s->row_dirty (grid_m, grid_v, grid_p) or s->row_dirty_adj (grid_vb) */
+    unsigned char bm, bv, bp;   /* their bits there (CQ__ROW_*) */
+    cq__rot_2d_f64 *rot;   /* NULL, or the backward's per-particle rotations (s->rotc, see cq__rot_cache_bytes) */
+    int update;              /* the gather also runs the grid update */
+    int first;
+} cq__sub_task_2d_f64;
+
+static void cq__g2p_range_2d_f64(void *ctx, int begin, int end)
+{
+    cq__sub_task_2d_f64 *t = (cq__sub_task_2d_f64 *)ctx;
+    int p = begin, ps[CQ__LANES_f64];
+    for (; CQ__LANES_ON_f64 && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
+        for (int l = 0; l < CQ__LANES_f64; ++l) ps[l] = p + l;
+        const int f = cq__g2p_lanes_2d_f64(ps, t->prm, t->in, t->out, t->g);
+        if (f >= 0) { cq__atomic_min_int(&t->first, p + f); return; }
+        if (f == -2) break;   /* an input outside the usable region: the rest one by one */
+    }
+    for (; p < end; ++p)
+        if (cq__g2p_fwd_2d_f64(p, t->prm, t->in, t->out, t->g) != CQ__OK) { cq__atomic_min_int(&t->first, p); break; }
+}
+/* the G2P adjoint over particles [begin, end) in index order, each writing its part of the grid
+   adjoint's gather into its sorted slot's packed record (index order: as P2G's particle half) */
+static void cq__g2p_adj_range_2d_f64(void *ctx, int begin, int end)
+{
+    const cq__sub_task_2d_f64 *t = (const cq__sub_task_2d_f64 *)ctx;
+    double *pk = (double *)t->s->pk;
+    const int *rank = t->s->rank;
+    int p = begin, ps[CQ__LANES_f64];
+    for (; CQ__LANES_ON_f64 && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
+        for (int l = 0; l < CQ__LANES_f64; ++l) ps[l] = p + l;
+        cq__g2p_adj_lanes_2d_f64(ps, rank + p, t->prm, t->in, t->g, t->ao, t->ai, pk);
+    }
+    for (; p < end; ++p)
+        cq__g2p_adj_2d_f64(p, t->prm, t->in, t->g, t->ao, t->ai, pk + (long)rank[p] * CQ__PK(2));
+}
+/* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
+   scene) gets the zeros the per-node adjoint would write, in two memsets, or nothing when that
+   row of both buffers is zero already (s->row_dirty_adj) */
+static void cq__grid_adj_rows_2d_f64(void *ctx, int begin, int end)
+{
+    const cq__sub_task_2d_f64 *t = (const cq__sub_task_2d_f64 *)ctx;
+    const cq_sim *s = t->s;
+    const int L = t->prm->res[1];
+    double *gp_bar = (double *)s->grid_pb, *gm_bar = (double *)s->grid_mb;
+    for (int r = begin; r < end; ++r) {
+        const double *m = t->g.m + (long)r * L;
+        unsigned char *dirty = s->row_dirty_adj + r;
+        int live = 0;
+        if (s->row_dirty[r] & CQ__ROW_M)   /* a clear bit: the row is zero, or never written (>>grid_cache) */
+            for (int i = 0; i < L; ++i) live |= m[i] > 0;
+        if (!live) {
+            if (*dirty & (CQ__ROW_PB | CQ__ROW_MB)) {
+                memset(gp_bar + (long)r * L * 2, 0, sizeof(double) * (size_t)L * 2);
+                memset(gm_bar + (long)r * L, 0, sizeof(double) * (size_t)L);
+                *dirty &= (unsigned char)~(CQ__ROW_PB | CQ__ROW_MB);
+            }
+            continue;
+        }
+        *dirty |= CQ__ROW_PB | CQ__ROW_MB;
+        for (int i = r * L; i < r * L + L; ++i)
+            cq__grid_adj_2d_f64(i, t->prm, t->g.m, (const double *)s->grid_p, (const double *)s->grid_vb,
+                                                          gp_bar, gm_bar);
+    }
+}
+/* >>cpu_gather_2d_f64: the gather (kernels.j2 >>grid_gather_) one row of nodes at a time (a row:
+   the nodes along the last axis; items: the rows of every scene).  A row's nodes receive from
+   3^(D-1) rows of cells, each a contiguous range of sorted slots: a particle adds to the 3 nodes
+   of its stencil in the row.  Per node that is the gather's order exactly (rows of cells in
+   increasing order, then cells, then particles; each cell's sum from 0 added to the node's total),
+   so the sums equal cq__gather_* (and the CUDA kernel's) bitwise.  Then,
+   per node of the row, the momentum copy and the grid update.  A row no particle reaches (most
+   rows of a sparse scene) costs up to 3^(D-1) lookups: its nodes are zero (no mass, so the update
+   writes v = 0), and its memsets are skipped where t->dirty says that row of the buffer is
+   zero already. */
+static void cq__cpu_gather_rows_2d_f64(void *ctx, int begin, int end)
+{
+    const cq__sub_task_2d_f64 *t = (const cq__sub_task_2d_f64 *)ctx;
+    const cq__params_f64 *prm = t->prm;
+    const int L = prm->res[1], rows = prm->nodes / L;   /* rows per scene */
+    const int *cell_end = t->s->cell_end, *skey = t->s->skey;
+    const double *pk = (const double *)t->s->pk;
+    for (int r = begin; r < end; ++r) {
+        const int lr = r % rows, first = r - lr;            /* first: the scene's row 0 */
+        const int scene0 = first * L;                       /* the scene's first node (and cell) */
+        int o[2];
+        const int c[1] = {lr};
+        double *m = t->gm ? t->gm + (long)r * L : NULL, *v = t->gv + (long)r * L * 2;
+        double *gp = t->gp ? t->gp + (long)r * L * 2 : NULL;
+        unsigned char *dirty = t->dirty + r;
+        const unsigned char bits = (unsigned char)((m ? t->bm : 0) | t->bv | (gp ? t->bp : 0));
+        /* the source rows of cells, in the gather's order, and their ranges of sorted slots */
+        int src_o[3][1], src_crow[3], src_kb[3], src_ke[3], ns = 0;
+        int live = 0;   /* a particle reached the row */
+        for (o[0] = 2; o[0] >= 0; --o[0]) {
+            if (c[0] - o[0] < 0) continue;
+            {
+                const int crow = scene0 + (c[0] - o[0]) * L;
+                for (int a = 0; a < 1; ++a) src_o[ns][a] = o[a];
+                src_crow[ns] = crow;
+                src_kb[ns] = crow > 0 ? cell_end[crow - 1] : 0;
+                src_ke[ns] = cell_end[crow + L - 1];
+                live |= src_ke[ns] > src_kb[ns];
+                ++ns;
+            }
+        }
+        if (!live) {   /* zeros: written only where the buffer's row may hold something else */
+            if (m && (*dirty & t->bm)) memset(m, 0, sizeof(double) * (size_t)L);
+            if (*dirty & t->bv) memset(v, 0, sizeof(double) * (size_t)L * 2);
+            if (gp && (*dirty & t->bp)) memset(gp, 0, sizeof(double) * (size_t)L * 2);
+            *dirty &= (unsigned char)~bits;
+            continue;
+        }
+        *dirty |= bits;
+        if (m) memset(m, 0, sizeof(double) * (size_t)L);
+        memset(v, 0, sizeof(double) * (size_t)L * 2);
+        for (int q = 0; q < ns; ++q) {
+            for (int a = 0; a < 1; ++a) o[a] = src_o[q][a];
+            for (int k = src_kb[q]; k < src_ke[q];) {   /* per cell (kernels.j2 >>grid_gather_) */
+                const int cell = skey[k], b = cell - src_crow[q];
+                int e = k + 1;
+                double am[3], av[3 * 2];
+                while (e < src_ke[q] && skey[e] == cell) ++e;
+                cq__gather_cell_2d_f64(pk, k, e, o, prm, m ? am : NULL, av);
+                for (int i = 0; i < 3; ++i) {
+                    if (m) m[b + i] += am[i];
+                    for (int a = 0; a < 2; ++a) v[(long)(b + i) * 2 + a] += av[i * 2 + a];
+                }
+                k = e;
+            }
+        }
+        if (gp) memcpy(gp, v, sizeof(double) * (size_t)L * 2);
+        if (t->update)
+            for (int i = r * L; i < r * L + L; ++i) cq__grid_fwd_2d_f64(i, prm, t->g);
+    }
+}
+
+/* ---- the substep's range functions that no material changes (3D f32); the materials' own follow */
+/* What the range functions of one substep (or its adjoint) read. */
+typedef struct cq__sub_task_3d_f32 {
+    cq_sim *s;
+    const cq__params_f32 *prm;
+    cq__pview_f32 in, out, ao, ai, pg;
+    cq__gview_f32 g;
+    float *gm, *gv, *gp;   /* what the gather writes: mass (or NULL), momentum, a copy of it (or NULL) */
+    unsigned char *dirty;    /* their rows' bits: s->row_dirty (grid_m, grid_v, grid_p) or s->row_dirty_adj (grid_vb) */
+    unsigned char bm, bv, bp;   /* their bits there (CQ__ROW_*) */
+    cq__rot_3d_f32 *rot;   /* NULL, or the backward's per-particle rotations (s->rotc, see cq__rot_cache_bytes) */
+    int update;              /* the gather also runs the grid update */
+    int first;
+} cq__sub_task_3d_f32;
+
+static void cq__g2p_range_3d_f32(void *ctx, int begin, int end)
+{
+    cq__sub_task_3d_f32 *t = (cq__sub_task_3d_f32 *)ctx;
+    int p = begin, ps[CQ__LANES_f32];
+    for (; CQ__LANES_ON_f32 && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
+        for (int l = 0; l < CQ__LANES_f32; ++l) ps[l] = p + l;
+        const int f = cq__g2p_lanes_3d_f32(ps, t->prm, t->in, t->out, t->g);
+        if (f >= 0) { cq__atomic_min_int(&t->first, p + f); return; }
+        if (f == -2) break;   /* an input outside the usable region: the rest one by one */
+    }
+    for (; p < end; ++p)
+        if (cq__g2p_fwd_3d_f32(p, t->prm, t->in, t->out, t->g) != CQ__OK) { cq__atomic_min_int(&t->first, p); break; }
+}
+/* the G2P adjoint over particles [begin, end) in index order, each writing its part of the grid
+   adjoint's gather into its sorted slot's packed record (index order: as P2G's particle half) */
+static void cq__g2p_adj_range_3d_f32(void *ctx, int begin, int end)
+{
+    const cq__sub_task_3d_f32 *t = (const cq__sub_task_3d_f32 *)ctx;
+    float *pk = (float *)t->s->pk;
+    const int *rank = t->s->rank;
+    int p = begin, ps[CQ__LANES_f32];
+    for (; CQ__LANES_ON_f32 && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
+        for (int l = 0; l < CQ__LANES_f32; ++l) ps[l] = p + l;
+        cq__g2p_adj_lanes_3d_f32(ps, rank + p, t->prm, t->in, t->g, t->ao, t->ai, pk);
+    }
+    for (; p < end; ++p)
+        cq__g2p_adj_3d_f32(p, t->prm, t->in, t->g, t->ao, t->ai, pk + (long)rank[p] * CQ__PK(3));
+}
+/* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
+   scene) gets the zeros the per-node adjoint would write, in two memsets, or nothing when that
+   row of both buffers is zero already (s->row_dirty_adj) */
+static void cq__grid_adj_rows_3d_f32(void *ctx, int begin, int end)
+{
+    const cq__sub_task_3d_f32 *t = (const cq__sub_task_3d_f32 *)ctx;
+    const cq_sim *s = t->s;
+    const int L = t->prm->res[2];
+    float *gp_bar = (float *)s->grid_pb, *gm_bar = (float *)s->grid_mb;
+    for (int r = begin; r < end; ++r) {
+        const float *m = t->g.m + (long)r * L;
+        unsigned char *dirty = s->row_dirty_adj + r;
+        int live = 0;
+        if (s->row_dirty[r] & CQ__ROW_M)   /* a clear bit: the row is zero, or never written (>>grid_cache) */
+            for (int i = 0; i < L; ++i) live |= m[i] > 0;
+        if (!live) {
+            if (*dirty & (CQ__ROW_PB | CQ__ROW_MB)) {
+                memset(gp_bar + (long)r * L * 3, 0, sizeof(float) * (size_t)L * 3);
+                memset(gm_bar + (long)r * L, 0, sizeof(float) * (size_t)L);
+                *dirty &= (unsigned char)~(CQ__ROW_PB | CQ__ROW_MB);
+            }
+            continue;
+        }
+        *dirty |= CQ__ROW_PB | CQ__ROW_MB;
+        for (int i = r * L; i < r * L + L; ++i)
+            cq__grid_adj_3d_f32(i, t->prm, t->g.m, (const float *)s->grid_p, (const float *)s->grid_vb,
+                                                          gp_bar, gm_bar);
+    }
+}
+/* >>cpu_gather_3d_f32: the gather (kernels.j2 >>grid_gather_) one row of nodes at a time (a row:
+   the nodes along the last axis; items: the rows of every scene).  A row's nodes receive from
+   3^(D-1) rows of cells, each a contiguous range of sorted slots: a particle adds to the 3 nodes
+   of its stencil in the row.  Per node that is the gather's order exactly (rows of cells in
+   increasing order, then cells, then particles; each cell's sum from 0 added to the node's total),
+   so the sums equal cq__gather_* (and the CUDA kernel's) bitwise.  Then,
+   per node of the row, the momentum copy and the grid update.  A row no particle reaches (most
+   rows of a sparse scene) costs up to 3^(D-1) lookups: its nodes are zero (no mass, so the update
+   writes v = 0), and its memsets are skipped where t->dirty says that row of the buffer is
+   zero already. */
+static void cq__cpu_gather_rows_3d_f32(void *ctx, int begin, int end)
+{
+    const cq__sub_task_3d_f32 *t = (const cq__sub_task_3d_f32 *)ctx;
+    const cq__params_f32 *prm = t->prm;
+    const int L = prm->res[2], rows = prm->nodes / L;   /* rows per scene */
+    const int *cell_end = t->s->cell_end, *skey = t->s->skey;
+    const float *pk = (const float *)t->s->pk;
+    for (int r = begin; r < end; ++r) {
+        const int lr = r % rows, first = r - lr;            /* first: the scene's row 0 */
+        const int scene0 = first * L;                       /* the scene's first node (and cell) */
+        int o[3];
+        const int c[2] = {lr / prm->res[1], lr % prm->res[1]};
+        float *m = t->gm ? t->gm + (long)r * L : NULL, *v = t->gv + (long)r * L * 3;
+        float *gp = t->gp ? t->gp + (long)r * L * 3 : NULL;
+        unsigned char *dirty = t->dirty + r;
+        const unsigned char bits = (unsigned char)((m ? t->bm : 0) | t->bv | (gp ? t->bp : 0));
+        /* the source rows of cells, in the gather's order, and their ranges of sorted slots */
+        int src_o[9][2], src_crow[9], src_kb[9], src_ke[9], ns = 0;
+        int live = 0;   /* a particle reached the row */
+        for (o[0] = 2; o[0] >= 0; --o[0]) {
+            if (c[0] - o[0] < 0) continue;
+            for (o[1] = 2; o[1] >= 0; --o[1]) {
+                if (c[1] - o[1] < 0) continue;
+                const int crow = scene0 + ((c[0] - o[0]) * prm->res[1] + (c[1] - o[1])) * L;
+                for (int a = 0; a < 2; ++a) src_o[ns][a] = o[a];
+                src_crow[ns] = crow;
+                src_kb[ns] = crow > 0 ? cell_end[crow - 1] : 0;
+                src_ke[ns] = cell_end[crow + L - 1];
+                live |= src_ke[ns] > src_kb[ns];
+                ++ns;
+            }
+        }
+        if (!live) {   /* zeros: written only where the buffer's row may hold something else */
+            if (m && (*dirty & t->bm)) memset(m, 0, sizeof(float) * (size_t)L);
+            if (*dirty & t->bv) memset(v, 0, sizeof(float) * (size_t)L * 3);
+            if (gp && (*dirty & t->bp)) memset(gp, 0, sizeof(float) * (size_t)L * 3);
+            *dirty &= (unsigned char)~bits;
+            continue;
+        }
+        *dirty |= bits;
+        if (m) memset(m, 0, sizeof(float) * (size_t)L);
+        memset(v, 0, sizeof(float) * (size_t)L * 3);
+        for (int q = 0; q < ns; ++q) {
+            for (int a = 0; a < 2; ++a) o[a] = src_o[q][a];
+            for (int k = src_kb[q]; k < src_ke[q];) {
+                /* one cell's particles (consecutive slots) add to the same 3 nodes of the row:
+                   -7-9% of a 3D 64k forward; in 2D (4 particles a cell, 3 lanes) 1-5% slower */
+                const int cell = skey[k], b = cell - src_crow[q];
+                int e = k + 1;
+                float acc[3][4];
+                while (e < src_ke[q] && skey[e] == cell) ++e;
+                for (int i = 0; i < 3; ++i)
+                    for (int a = 0; a < 4; ++a) acc[i][a] = 0;
+                cq__gather_cell4_3d_f32(pk + (long)k * CQ__PK(3), e - k, o, prm, acc);
+                for (int i = 0; i < 3; ++i) {   /* the cell's sum, then into the node's total */
+                    if (m) m[b + i] += acc[i][0];
+                    for (int a = 0; a < 3; ++a) v[(long)(b + i) * 3 + a] += acc[i][1 + a];
+                }
+                k = e;
+            }
+        }
+        if (gp) memcpy(gp, v, sizeof(float) * (size_t)L * 3);
+        if (t->update)
+            for (int i = r * L; i < r * L + L; ++i) cq__grid_fwd_3d_f32(i, prm, t->g);
+    }
+}
+
+/* ---- the substep's range functions that no material changes (3D f64); the materials' own follow */
+/* What the range functions of one substep (or its adjoint) read. */
+typedef struct cq__sub_task_3d_f64 {
+    cq_sim *s;
+    const cq__params_f64 *prm;
+    cq__pview_f64 in, out, ao, ai, pg;
+    cq__gview_f64 g;
+    double *gm, *gv, *gp;   /* what the gather writes: mass (or NULL), momentum, a copy of it (or NULL) */
+    unsigned char *dirty;    /* their rows' bits: s->row_dirty (grid_m, grid_v, grid_p) or s->row_dirty_adj (grid_vb) */
+    unsigned char bm, bv, bp;   /* their bits there (CQ__ROW_*) */
+    cq__rot_3d_f64 *rot;   /* NULL, or the backward's per-particle rotations (s->rotc, see cq__rot_cache_bytes) */
+    int update;              /* the gather also runs the grid update */
+    int first;
+} cq__sub_task_3d_f64;
+
+static void cq__g2p_range_3d_f64(void *ctx, int begin, int end)
+{
+    cq__sub_task_3d_f64 *t = (cq__sub_task_3d_f64 *)ctx;
+    int p = begin, ps[CQ__LANES_f64];
+    for (; CQ__LANES_ON_f64 && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
+        for (int l = 0; l < CQ__LANES_f64; ++l) ps[l] = p + l;
+        const int f = cq__g2p_lanes_3d_f64(ps, t->prm, t->in, t->out, t->g);
+        if (f >= 0) { cq__atomic_min_int(&t->first, p + f); return; }
+        if (f == -2) break;   /* an input outside the usable region: the rest one by one */
+    }
+    for (; p < end; ++p)
+        if (cq__g2p_fwd_3d_f64(p, t->prm, t->in, t->out, t->g) != CQ__OK) { cq__atomic_min_int(&t->first, p); break; }
+}
+/* the G2P adjoint over particles [begin, end) in index order, each writing its part of the grid
+   adjoint's gather into its sorted slot's packed record (index order: as P2G's particle half) */
+static void cq__g2p_adj_range_3d_f64(void *ctx, int begin, int end)
+{
+    const cq__sub_task_3d_f64 *t = (const cq__sub_task_3d_f64 *)ctx;
+    double *pk = (double *)t->s->pk;
+    const int *rank = t->s->rank;
+    int p = begin, ps[CQ__LANES_f64];
+    for (; CQ__LANES_ON_f64 && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
+        for (int l = 0; l < CQ__LANES_f64; ++l) ps[l] = p + l;
+        cq__g2p_adj_lanes_3d_f64(ps, rank + p, t->prm, t->in, t->g, t->ao, t->ai, pk);
+    }
+    for (; p < end; ++p)
+        cq__g2p_adj_3d_f64(p, t->prm, t->in, t->g, t->ao, t->ai, pk + (long)rank[p] * CQ__PK(3));
+}
+/* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
+   scene) gets the zeros the per-node adjoint would write, in two memsets, or nothing when that
+   row of both buffers is zero already (s->row_dirty_adj) */
+static void cq__grid_adj_rows_3d_f64(void *ctx, int begin, int end)
+{
+    const cq__sub_task_3d_f64 *t = (const cq__sub_task_3d_f64 *)ctx;
+    const cq_sim *s = t->s;
+    const int L = t->prm->res[2];
+    double *gp_bar = (double *)s->grid_pb, *gm_bar = (double *)s->grid_mb;
+    for (int r = begin; r < end; ++r) {
+        const double *m = t->g.m + (long)r * L;
+        unsigned char *dirty = s->row_dirty_adj + r;
+        int live = 0;
+        if (s->row_dirty[r] & CQ__ROW_M)   /* a clear bit: the row is zero, or never written (>>grid_cache) */
+            for (int i = 0; i < L; ++i) live |= m[i] > 0;
+        if (!live) {
+            if (*dirty & (CQ__ROW_PB | CQ__ROW_MB)) {
+                memset(gp_bar + (long)r * L * 3, 0, sizeof(double) * (size_t)L * 3);
+                memset(gm_bar + (long)r * L, 0, sizeof(double) * (size_t)L);
+                *dirty &= (unsigned char)~(CQ__ROW_PB | CQ__ROW_MB);
+            }
+            continue;
+        }
+        *dirty |= CQ__ROW_PB | CQ__ROW_MB;
+        for (int i = r * L; i < r * L + L; ++i)
+            cq__grid_adj_3d_f64(i, t->prm, t->g.m, (const double *)s->grid_p, (const double *)s->grid_vb,
+                                                          gp_bar, gm_bar);
+    }
+}
+/* >>cpu_gather_3d_f64: the gather (kernels.j2 >>grid_gather_) one row of nodes at a time (a row:
+   the nodes along the last axis; items: the rows of every scene).  A row's nodes receive from
+   3^(D-1) rows of cells, each a contiguous range of sorted slots: a particle adds to the 3 nodes
+   of its stencil in the row.  Per node that is the gather's order exactly (rows of cells in
+   increasing order, then cells, then particles; each cell's sum from 0 added to the node's total),
+   so the sums equal cq__gather_* (and the CUDA kernel's) bitwise.  Then,
+   per node of the row, the momentum copy and the grid update.  A row no particle reaches (most
+   rows of a sparse scene) costs up to 3^(D-1) lookups: its nodes are zero (no mass, so the update
+   writes v = 0), and its memsets are skipped where t->dirty says that row of the buffer is
+   zero already. */
+static void cq__cpu_gather_rows_3d_f64(void *ctx, int begin, int end)
+{
+    const cq__sub_task_3d_f64 *t = (const cq__sub_task_3d_f64 *)ctx;
+    const cq__params_f64 *prm = t->prm;
+    const int L = prm->res[2], rows = prm->nodes / L;   /* rows per scene */
+    const int *cell_end = t->s->cell_end, *skey = t->s->skey;
+    const double *pk = (const double *)t->s->pk;
+    for (int r = begin; r < end; ++r) {
+        const int lr = r % rows, first = r - lr;            /* first: the scene's row 0 */
+        const int scene0 = first * L;                       /* the scene's first node (and cell) */
+        int o[3];
+        const int c[2] = {lr / prm->res[1], lr % prm->res[1]};
+        double *m = t->gm ? t->gm + (long)r * L : NULL, *v = t->gv + (long)r * L * 3;
+        double *gp = t->gp ? t->gp + (long)r * L * 3 : NULL;
+        unsigned char *dirty = t->dirty + r;
+        const unsigned char bits = (unsigned char)((m ? t->bm : 0) | t->bv | (gp ? t->bp : 0));
+        /* the source rows of cells, in the gather's order, and their ranges of sorted slots */
+        int src_o[9][2], src_crow[9], src_kb[9], src_ke[9], ns = 0;
+        int live = 0;   /* a particle reached the row */
+        for (o[0] = 2; o[0] >= 0; --o[0]) {
+            if (c[0] - o[0] < 0) continue;
+            for (o[1] = 2; o[1] >= 0; --o[1]) {
+                if (c[1] - o[1] < 0) continue;
+                const int crow = scene0 + ((c[0] - o[0]) * prm->res[1] + (c[1] - o[1])) * L;
+                for (int a = 0; a < 2; ++a) src_o[ns][a] = o[a];
+                src_crow[ns] = crow;
+                src_kb[ns] = crow > 0 ? cell_end[crow - 1] : 0;
+                src_ke[ns] = cell_end[crow + L - 1];
+                live |= src_ke[ns] > src_kb[ns];
+                ++ns;
+            }
+        }
+        if (!live) {   /* zeros: written only where the buffer's row may hold something else */
+            if (m && (*dirty & t->bm)) memset(m, 0, sizeof(double) * (size_t)L);
+            if (*dirty & t->bv) memset(v, 0, sizeof(double) * (size_t)L * 3);
+            if (gp && (*dirty & t->bp)) memset(gp, 0, sizeof(double) * (size_t)L * 3);
+            *dirty &= (unsigned char)~bits;
+            continue;
+        }
+        *dirty |= bits;
+        if (m) memset(m, 0, sizeof(double) * (size_t)L);
+        memset(v, 0, sizeof(double) * (size_t)L * 3);
+        for (int q = 0; q < ns; ++q) {
+            for (int a = 0; a < 2; ++a) o[a] = src_o[q][a];
+            for (int k = src_kb[q]; k < src_ke[q];) {
+                /* one cell's particles (consecutive slots) add to the same 3 nodes of the row:
+                   -7-9% of a 3D 64k forward; in 2D (4 particles a cell, 3 lanes) 1-5% slower */
+                const int cell = skey[k], b = cell - src_crow[q];
+                int e = k + 1;
+                double acc[3][4];
+                while (e < src_ke[q] && skey[e] == cell) ++e;
+                for (int i = 0; i < 3; ++i)
+                    for (int a = 0; a < 4; ++a) acc[i][a] = 0;
+                cq__gather_cell4_3d_f64(pk + (long)k * CQ__PK(3), e - k, o, prm, acc);
+                for (int i = 0; i < 3; ++i) {   /* the cell's sum, then into the node's total */
+                    if (m) m[b + i] += acc[i][0];
+                    for (int a = 0; a < 3; ++a) v[(long)(b + i) * 3 + a] += acc[i][1 + a];
+                }
+                k = e;
+            }
+        }
+        if (gp) memcpy(gp, v, sizeof(double) * (size_t)L * 3);
+        if (t->update)
+            for (int i = r * L; i < r * L + L; ++i) cq__grid_fwd_3d_f64(i, prm, t->g);
+    }
+}
+
+/* P2G's particle half over particles [begin, end) in index order, each into its sorted slot's
+   packed record: the particle arrays are read in order, whatever order the particles came in
+   (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k) */
+static void cq__p2g_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
+{
+    const cq__sub_task_2d_f32 *t = (const cq__sub_task_2d_f32 *)ctx;
+    float *pk = (float *)t->s->pk;
+    const int *rank = t->s->rank;
+    for (int p = begin; p < end; ++p) {   /* the backward (t->rot): keep each particle's rotation for its P2G adjoint */
+        cq__rot_2d_f32 r;
+        cq__p2g_rot_2d_fixed_corotated_f32(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(2), t->rot ? t->rot + p : &r, 1);
+    }
+}
 /* The P2G adjoint's per-particle stress parts, as in cq__p2g_adj_given_rot_: P and G before the
    transfer (pre), the stress half after it (post).  Out of line, so that every particle runs the
    same machine code whether its transfer ran in a lane group or alone: gcc 12 fuses
    multiply-adds where it vectorizes this code (vfmsubadd, despite -ffp-contract=off), and a copy
    inlined into the loop over a lane group rounded differently from the remainder's (the
    batched-scene tests saw it at -O3 -march=native). */
-static CQ__NOINLINE void cq__p2g_adj_pre_2d_fixed_corotated_f32(const cq__sub_task_2d_fixed_corotated_f32 *t, int p, cq__rot_2d_f32 *own,
+static CQ__NOINLINE void cq__p2g_adj_pre_2d_fixed_corotated_f32(const cq__sub_task_2d_f32 *t, int p, cq__rot_2d_f32 *own,
                                                 const cq__rot_2d_f32 **rot, float *Pp, float *G)
 {
     float Fp[4];
@@ -10946,7 +11461,7 @@ static CQ__NOINLINE void cq__p2g_adj_pre_2d_fixed_corotated_f32(const cq__sub_ta
                                              t->in.act_stress, Pp);
     cq__affine_2d_f32(p, t->prm, t->in, Pp, Fp, G);   /* G as P2G's */
 }
-static CQ__NOINLINE void cq__p2g_adj_post_2d_fixed_corotated_f32(const cq__sub_task_2d_fixed_corotated_f32 *t, int p, const cq__rot_2d_f32 *rot,
+static CQ__NOINLINE void cq__p2g_adj_post_2d_fixed_corotated_f32(const cq__sub_task_2d_f32 *t, int p, const cq__rot_2d_f32 *rot,
                                                  const float *Pp, const float *G_bar)
 {
     cq__p2g_adj_stress_rot_2d_fixed_corotated_f32(p, t->prm, t->in, rot, Pp, G_bar, t->ai, t->pg,
@@ -10954,7 +11469,7 @@ static CQ__NOINLINE void cq__p2g_adj_post_2d_fixed_corotated_f32(const cq__sub_t
 }
 static void cq__p2g_adj_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
-    const cq__sub_task_2d_fixed_corotated_f32 *t = (const cq__sub_task_2d_fixed_corotated_f32 *)ctx;
+    const cq__sub_task_2d_f32 *t = (const cq__sub_task_2d_f32 *)ctx;
     const float *gp_bar = (const float *)t->s->grid_pb, *gm_bar = (const float *)t->s->grid_mb;
     int p = begin;
     for (; CQ__LANES_ON_f32 && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
@@ -10976,82 +11491,10 @@ static void cq__p2g_adj_range_2d_fixed_corotated_f32(void *ctx, int begin, int e
     }
 }
 
-/* >>cpu_gather_2d_fixed_corotated_f32: the gather (kernels.j2 >>grid_gather_) one row of nodes at a time (a row:
-   the nodes along the last axis; items: the rows of every scene).  A row's nodes receive from
-   3^(D-1) rows of cells, each a contiguous range of sorted slots: a particle adds to the 3 nodes
-   of its stencil in the row.  Per node that is the gather's order exactly (rows of cells in
-   increasing order, then cells, then particles; each cell's sum from 0 added to the node's total),
-   so the sums equal cq__gather_* (and the CUDA kernel's) bitwise.  Then,
-   per node of the row, the momentum copy and the grid update.  A row no particle reaches (most
-   rows of a sparse scene) costs up to 3^(D-1) lookups: its nodes are zero (no mass, so the update
-   writes v = 0), and its memsets are skipped where t->dirty says that row of the buffer is
-   zero already. */
-static void cq__gather_rows_2d_fixed_corotated_f32(void *ctx, int begin, int end)
-{
-    const cq__sub_task_2d_fixed_corotated_f32 *t = (const cq__sub_task_2d_fixed_corotated_f32 *)ctx;
-    const cq__params_f32 *prm = t->prm;
-    const int L = prm->res[1], rows = prm->nodes / L;   /* rows per scene */
-    const int *cell_end = t->s->cell_end, *skey = t->s->skey;
-    const float *pk = (const float *)t->s->pk;
-    for (int r = begin; r < end; ++r) {
-        const int lr = r % rows, first = r - lr;            /* first: the scene's row 0 */
-        const int scene0 = first * L;                       /* the scene's first node (and cell) */
-        int o[2];
-        const int c[1] = {lr};
-        float *m = t->gm ? t->gm + (long)r * L : NULL, *v = t->gv + (long)r * L * 2;
-        float *gp = t->gp ? t->gp + (long)r * L * 2 : NULL;
-        unsigned char *dirty = t->dirty + r;
-        const unsigned char bits = (unsigned char)((m ? t->bm : 0) | t->bv | (gp ? t->bp : 0));
-        /* the source rows of cells, in the gather's order, and their ranges of sorted slots */
-        int src_o[3][1], src_crow[3], src_kb[3], src_ke[3], ns = 0;
-        int live = 0;   /* a particle reached the row */
-        for (o[0] = 2; o[0] >= 0; --o[0]) {
-            if (c[0] - o[0] < 0) continue;
-            {
-                const int crow = scene0 + (c[0] - o[0]) * L;
-                for (int a = 0; a < 1; ++a) src_o[ns][a] = o[a];
-                src_crow[ns] = crow;
-                src_kb[ns] = crow > 0 ? cell_end[crow - 1] : 0;
-                src_ke[ns] = cell_end[crow + L - 1];
-                live |= src_ke[ns] > src_kb[ns];
-                ++ns;
-            }
-        }
-        if (!live) {   /* zeros: written only where the buffer's row may hold something else */
-            if (m && (*dirty & t->bm)) memset(m, 0, sizeof(float) * (size_t)L);
-            if (*dirty & t->bv) memset(v, 0, sizeof(float) * (size_t)L * 2);
-            if (gp && (*dirty & t->bp)) memset(gp, 0, sizeof(float) * (size_t)L * 2);
-            *dirty &= (unsigned char)~bits;
-            continue;
-        }
-        *dirty |= bits;
-        if (m) memset(m, 0, sizeof(float) * (size_t)L);
-        memset(v, 0, sizeof(float) * (size_t)L * 2);
-        for (int q = 0; q < ns; ++q) {
-            for (int a = 0; a < 1; ++a) o[a] = src_o[q][a];
-            for (int k = src_kb[q]; k < src_ke[q];) {   /* per cell (kernels.j2 >>grid_gather_) */
-                const int cell = skey[k], b = cell - src_crow[q];
-                int e = k + 1;
-                float am[3], av[3 * 2];
-                while (e < src_ke[q] && skey[e] == cell) ++e;
-                cq__gather_cell_2d_f32(pk, k, e, o, prm, m ? am : NULL, av);
-                for (int i = 0; i < 3; ++i) {
-                    if (m) m[b + i] += am[i];
-                    for (int a = 0; a < 2; ++a) v[(long)(b + i) * 2 + a] += av[i * 2 + a];
-                }
-                k = e;
-            }
-        }
-        if (gp) memcpy(gp, v, sizeof(float) * (size_t)L * 2);
-        if (t->update)
-            for (int i = r * L; i < r * L + L; ++i) cq__grid_fwd_2d_f32(i, prm, t->g);
-    }
-}
-
 /* >>cpu_grid_2d_fixed_corotated_f32: sort, P2G (particle half, then the gather) and the grid update from particle
    state t->in.  keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint
    needs it). */
-static void cq__cpu_grid_2d_fixed_corotated_f32(cq__sub_task_2d_fixed_corotated_f32 *t, int keep_momentum)
+static void cq__cpu_grid_2d_fixed_corotated_f32(cq__sub_task_2d_f32 *t, int keep_momentum)
 {
     cq_sim *s = t->s;
     t->g.m = (float *)s->grid_m; t->g.v = (float *)s->grid_v;
@@ -11059,13 +11502,13 @@ static void cq__cpu_grid_2d_fixed_corotated_f32(cq__sub_task_2d_fixed_corotated_
     cq__parallel_for(s, s->n, 512, cq__p2g_range_2d_fixed_corotated_f32, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (float *)s->grid_p : NULL; t->update = 1;
     t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
-    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_2d_fixed_corotated_f32, t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f32, t);
 }
 
 /* >>cpu_substep_2d_fixed_corotated_f32: grid phase, then G2P from `in` into `out`. */
 static int cq__cpu_substep_2d_fixed_corotated_f32(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
 {
-    cq__sub_task_2d_fixed_corotated_f32 t;
+    cq__sub_task_2d_f32 t;
     const int n = s->n, flush = cq__flushes(s);
     const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush: the calling thread's part */
     int st = CQ__OK;
@@ -11076,7 +11519,7 @@ static int cq__cpu_substep_2d_fixed_corotated_f32(cq_sim *s, const cq__state *in
     if (s->gkeep) t.rot = (cq__rot_2d_f32 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
     cq__cpu_grid_2d_fixed_corotated_f32(&t, s->gkeep);
     t.first = n;
-    cq__parallel_for(s, n, 1024, cq__g2p_range_2d_fixed_corotated_f32, &t);
+    cq__parallel_for(s, n, 1024, cq__g2p_range_2d_f32, &t);
     if (t.first == n) *bad = -1;
     else {
         *bad = t.first;
@@ -11092,7 +11535,7 @@ static int cq__cpu_substep_2d_fixed_corotated_f32(cq_sim *s, const cq__state *in
    per particle. */
 static void cq__cpu_substep_adj_2d_fixed_corotated_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
-    cq__sub_task_2d_fixed_corotated_f32 t;
+    cq__sub_task_2d_f32 t;
     const int flush = cq__flushes(s);
     const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush */
     memset(&t, 0, sizeof t);
@@ -11104,10 +11547,10 @@ static void cq__cpu_substep_adj_2d_fixed_corotated_f32(cq_sim *s, const cq__stat
     t.rot = (cq__rot_2d_f32 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
     if (s->gready) { t.g.m = (float *)s->grid_m; t.g.v = (float *)s->grid_v; }
     else cq__cpu_grid_2d_fixed_corotated_f32(&t, 1);
-    cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_2d_fixed_corotated_f32, &t);   /* its scatter: the gather below */
+    cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_2d_f32, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
-    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_2d_fixed_corotated_f32, &t);
-    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_2d_fixed_corotated_f32, &t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f32, &t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_2d_f32, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_fixed_corotated_f32, &t);
     if (s->n_cables) cq__cpu_cable_adj_2d_f32(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
@@ -11125,88 +11568,17 @@ static int cq__check_stress_2d_fixed_corotated_f32(const cq_sim *s, const void *
     return -1;
 }
 
-/* What the range functions of one substep (or its adjoint) read. */
-typedef struct cq__sub_task_2d_fixed_corotated_f64 {
-    cq_sim *s;
-    const cq__params_f64 *prm;
-    cq__pview_f64 in, out, ao, ai, pg;
-    cq__gview_f64 g;
-    double *gm, *gv, *gp;   /* what the gather writes: mass (or NULL), momentum, a copy of it (or NULL) */
-    unsigned char *dirty;    /* their rows' bits: s->row_dirty (grid_m, grid_v, grid_p) or s->row_dirty_adj (grid_vb) */
-    unsigned char bm, bv, bp;   /* their bits there (CQ__ROW_*) */
-    cq__rot_2d_f64 *rot;   /* NULL, or the backward's per-particle rotations (s->rotc, see cq__rot_cache_bytes) */
-    int update;              /* the gather also runs the grid update */
-    int first;
-} cq__sub_task_2d_fixed_corotated_f64;
-
 /* P2G's particle half over particles [begin, end) in index order, each into its sorted slot's
    packed record: the particle arrays are read in order, whatever order the particles came in
    (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k) */
 static void cq__p2g_range_2d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
-    const cq__sub_task_2d_fixed_corotated_f64 *t = (const cq__sub_task_2d_fixed_corotated_f64 *)ctx;
+    const cq__sub_task_2d_f64 *t = (const cq__sub_task_2d_f64 *)ctx;
     double *pk = (double *)t->s->pk;
     const int *rank = t->s->rank;
     for (int p = begin; p < end; ++p) {   /* the backward (t->rot): keep each particle's rotation for its P2G adjoint */
         cq__rot_2d_f64 r;
         cq__p2g_rot_2d_fixed_corotated_f64(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(2), t->rot ? t->rot + p : &r, 1);
-    }
-}
-static void cq__g2p_range_2d_fixed_corotated_f64(void *ctx, int begin, int end)
-{
-    cq__sub_task_2d_fixed_corotated_f64 *t = (cq__sub_task_2d_fixed_corotated_f64 *)ctx;
-    int p = begin, ps[CQ__LANES_f64];
-    for (; CQ__LANES_ON_f64 && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
-        for (int l = 0; l < CQ__LANES_f64; ++l) ps[l] = p + l;
-        const int f = cq__g2p_lanes_2d_f64(ps, t->prm, t->in, t->out, t->g);
-        if (f >= 0) { cq__atomic_min_int(&t->first, p + f); return; }
-        if (f == -2) break;   /* an input outside the usable region: the rest one by one */
-    }
-    for (; p < end; ++p)
-        if (cq__g2p_fwd_2d_f64(p, t->prm, t->in, t->out, t->g) != CQ__OK) { cq__atomic_min_int(&t->first, p); break; }
-}
-/* the G2P adjoint over particles [begin, end) in index order, each writing its part of the grid
-   adjoint's gather into its sorted slot's packed record (index order: as P2G's particle half) */
-static void cq__g2p_adj_range_2d_fixed_corotated_f64(void *ctx, int begin, int end)
-{
-    const cq__sub_task_2d_fixed_corotated_f64 *t = (const cq__sub_task_2d_fixed_corotated_f64 *)ctx;
-    double *pk = (double *)t->s->pk;
-    const int *rank = t->s->rank;
-    int p = begin, ps[CQ__LANES_f64];
-    for (; CQ__LANES_ON_f64 && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
-        for (int l = 0; l < CQ__LANES_f64; ++l) ps[l] = p + l;
-        cq__g2p_adj_lanes_2d_f64(ps, rank + p, t->prm, t->in, t->g, t->ao, t->ai, pk);
-    }
-    for (; p < end; ++p)
-        cq__g2p_adj_2d_f64(p, t->prm, t->in, t->g, t->ao, t->ai, pk + (long)rank[p] * CQ__PK(2));
-}
-/* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
-   scene) gets the zeros the per-node adjoint would write, in two memsets, or nothing when that
-   row of both buffers is zero already (s->row_dirty_adj) */
-static void cq__grid_adj_rows_2d_fixed_corotated_f64(void *ctx, int begin, int end)
-{
-    const cq__sub_task_2d_fixed_corotated_f64 *t = (const cq__sub_task_2d_fixed_corotated_f64 *)ctx;
-    const cq_sim *s = t->s;
-    const int L = t->prm->res[1];
-    double *gp_bar = (double *)s->grid_pb, *gm_bar = (double *)s->grid_mb;
-    for (int r = begin; r < end; ++r) {
-        const double *m = t->g.m + (long)r * L;
-        unsigned char *dirty = s->row_dirty_adj + r;
-        int live = 0;
-        if (s->row_dirty[r] & CQ__ROW_M)   /* a clear bit: the row is zero, or never written (>>grid_cache) */
-            for (int i = 0; i < L; ++i) live |= m[i] > 0;
-        if (!live) {
-            if (*dirty & (CQ__ROW_PB | CQ__ROW_MB)) {
-                memset(gp_bar + (long)r * L * 2, 0, sizeof(double) * (size_t)L * 2);
-                memset(gm_bar + (long)r * L, 0, sizeof(double) * (size_t)L);
-                *dirty &= (unsigned char)~(CQ__ROW_PB | CQ__ROW_MB);
-            }
-            continue;
-        }
-        *dirty |= CQ__ROW_PB | CQ__ROW_MB;
-        for (int i = r * L; i < r * L + L; ++i)
-            cq__grid_adj_2d_f64(i, t->prm, t->g.m, (const double *)s->grid_p, (const double *)s->grid_vb,
-                                                          gp_bar, gm_bar);
     }
 }
 /* The P2G adjoint's per-particle stress parts, as in cq__p2g_adj_given_rot_: P and G before the
@@ -11215,7 +11587,7 @@ static void cq__grid_adj_rows_2d_fixed_corotated_f64(void *ctx, int begin, int e
    multiply-adds where it vectorizes this code (vfmsubadd, despite -ffp-contract=off), and a copy
    inlined into the loop over a lane group rounded differently from the remainder's (the
    batched-scene tests saw it at -O3 -march=native). */
-static CQ__NOINLINE void cq__p2g_adj_pre_2d_fixed_corotated_f64(const cq__sub_task_2d_fixed_corotated_f64 *t, int p, cq__rot_2d_f64 *own,
+static CQ__NOINLINE void cq__p2g_adj_pre_2d_fixed_corotated_f64(const cq__sub_task_2d_f64 *t, int p, cq__rot_2d_f64 *own,
                                                 const cq__rot_2d_f64 **rot, double *Pp, double *G)
 {
     double Fp[4];
@@ -11226,7 +11598,7 @@ static CQ__NOINLINE void cq__p2g_adj_pre_2d_fixed_corotated_f64(const cq__sub_ta
                                              t->in.act_stress, Pp);
     cq__affine_2d_f64(p, t->prm, t->in, Pp, Fp, G);   /* G as P2G's */
 }
-static CQ__NOINLINE void cq__p2g_adj_post_2d_fixed_corotated_f64(const cq__sub_task_2d_fixed_corotated_f64 *t, int p, const cq__rot_2d_f64 *rot,
+static CQ__NOINLINE void cq__p2g_adj_post_2d_fixed_corotated_f64(const cq__sub_task_2d_f64 *t, int p, const cq__rot_2d_f64 *rot,
                                                  const double *Pp, const double *G_bar)
 {
     cq__p2g_adj_stress_rot_2d_fixed_corotated_f64(p, t->prm, t->in, rot, Pp, G_bar, t->ai, t->pg,
@@ -11234,7 +11606,7 @@ static CQ__NOINLINE void cq__p2g_adj_post_2d_fixed_corotated_f64(const cq__sub_t
 }
 static void cq__p2g_adj_range_2d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
-    const cq__sub_task_2d_fixed_corotated_f64 *t = (const cq__sub_task_2d_fixed_corotated_f64 *)ctx;
+    const cq__sub_task_2d_f64 *t = (const cq__sub_task_2d_f64 *)ctx;
     const double *gp_bar = (const double *)t->s->grid_pb, *gm_bar = (const double *)t->s->grid_mb;
     int p = begin;
     for (; CQ__LANES_ON_f64 && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
@@ -11256,82 +11628,10 @@ static void cq__p2g_adj_range_2d_fixed_corotated_f64(void *ctx, int begin, int e
     }
 }
 
-/* >>cpu_gather_2d_fixed_corotated_f64: the gather (kernels.j2 >>grid_gather_) one row of nodes at a time (a row:
-   the nodes along the last axis; items: the rows of every scene).  A row's nodes receive from
-   3^(D-1) rows of cells, each a contiguous range of sorted slots: a particle adds to the 3 nodes
-   of its stencil in the row.  Per node that is the gather's order exactly (rows of cells in
-   increasing order, then cells, then particles; each cell's sum from 0 added to the node's total),
-   so the sums equal cq__gather_* (and the CUDA kernel's) bitwise.  Then,
-   per node of the row, the momentum copy and the grid update.  A row no particle reaches (most
-   rows of a sparse scene) costs up to 3^(D-1) lookups: its nodes are zero (no mass, so the update
-   writes v = 0), and its memsets are skipped where t->dirty says that row of the buffer is
-   zero already. */
-static void cq__gather_rows_2d_fixed_corotated_f64(void *ctx, int begin, int end)
-{
-    const cq__sub_task_2d_fixed_corotated_f64 *t = (const cq__sub_task_2d_fixed_corotated_f64 *)ctx;
-    const cq__params_f64 *prm = t->prm;
-    const int L = prm->res[1], rows = prm->nodes / L;   /* rows per scene */
-    const int *cell_end = t->s->cell_end, *skey = t->s->skey;
-    const double *pk = (const double *)t->s->pk;
-    for (int r = begin; r < end; ++r) {
-        const int lr = r % rows, first = r - lr;            /* first: the scene's row 0 */
-        const int scene0 = first * L;                       /* the scene's first node (and cell) */
-        int o[2];
-        const int c[1] = {lr};
-        double *m = t->gm ? t->gm + (long)r * L : NULL, *v = t->gv + (long)r * L * 2;
-        double *gp = t->gp ? t->gp + (long)r * L * 2 : NULL;
-        unsigned char *dirty = t->dirty + r;
-        const unsigned char bits = (unsigned char)((m ? t->bm : 0) | t->bv | (gp ? t->bp : 0));
-        /* the source rows of cells, in the gather's order, and their ranges of sorted slots */
-        int src_o[3][1], src_crow[3], src_kb[3], src_ke[3], ns = 0;
-        int live = 0;   /* a particle reached the row */
-        for (o[0] = 2; o[0] >= 0; --o[0]) {
-            if (c[0] - o[0] < 0) continue;
-            {
-                const int crow = scene0 + (c[0] - o[0]) * L;
-                for (int a = 0; a < 1; ++a) src_o[ns][a] = o[a];
-                src_crow[ns] = crow;
-                src_kb[ns] = crow > 0 ? cell_end[crow - 1] : 0;
-                src_ke[ns] = cell_end[crow + L - 1];
-                live |= src_ke[ns] > src_kb[ns];
-                ++ns;
-            }
-        }
-        if (!live) {   /* zeros: written only where the buffer's row may hold something else */
-            if (m && (*dirty & t->bm)) memset(m, 0, sizeof(double) * (size_t)L);
-            if (*dirty & t->bv) memset(v, 0, sizeof(double) * (size_t)L * 2);
-            if (gp && (*dirty & t->bp)) memset(gp, 0, sizeof(double) * (size_t)L * 2);
-            *dirty &= (unsigned char)~bits;
-            continue;
-        }
-        *dirty |= bits;
-        if (m) memset(m, 0, sizeof(double) * (size_t)L);
-        memset(v, 0, sizeof(double) * (size_t)L * 2);
-        for (int q = 0; q < ns; ++q) {
-            for (int a = 0; a < 1; ++a) o[a] = src_o[q][a];
-            for (int k = src_kb[q]; k < src_ke[q];) {   /* per cell (kernels.j2 >>grid_gather_) */
-                const int cell = skey[k], b = cell - src_crow[q];
-                int e = k + 1;
-                double am[3], av[3 * 2];
-                while (e < src_ke[q] && skey[e] == cell) ++e;
-                cq__gather_cell_2d_f64(pk, k, e, o, prm, m ? am : NULL, av);
-                for (int i = 0; i < 3; ++i) {
-                    if (m) m[b + i] += am[i];
-                    for (int a = 0; a < 2; ++a) v[(long)(b + i) * 2 + a] += av[i * 2 + a];
-                }
-                k = e;
-            }
-        }
-        if (gp) memcpy(gp, v, sizeof(double) * (size_t)L * 2);
-        if (t->update)
-            for (int i = r * L; i < r * L + L; ++i) cq__grid_fwd_2d_f64(i, prm, t->g);
-    }
-}
-
 /* >>cpu_grid_2d_fixed_corotated_f64: sort, P2G (particle half, then the gather) and the grid update from particle
    state t->in.  keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint
    needs it). */
-static void cq__cpu_grid_2d_fixed_corotated_f64(cq__sub_task_2d_fixed_corotated_f64 *t, int keep_momentum)
+static void cq__cpu_grid_2d_fixed_corotated_f64(cq__sub_task_2d_f64 *t, int keep_momentum)
 {
     cq_sim *s = t->s;
     t->g.m = (double *)s->grid_m; t->g.v = (double *)s->grid_v;
@@ -11339,13 +11639,13 @@ static void cq__cpu_grid_2d_fixed_corotated_f64(cq__sub_task_2d_fixed_corotated_
     cq__parallel_for(s, s->n, 512, cq__p2g_range_2d_fixed_corotated_f64, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (double *)s->grid_p : NULL; t->update = 1;
     t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
-    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_2d_fixed_corotated_f64, t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f64, t);
 }
 
 /* >>cpu_substep_2d_fixed_corotated_f64: grid phase, then G2P from `in` into `out`. */
 static int cq__cpu_substep_2d_fixed_corotated_f64(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
 {
-    cq__sub_task_2d_fixed_corotated_f64 t;
+    cq__sub_task_2d_f64 t;
     const int n = s->n, flush = cq__flushes(s);
     const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush: the calling thread's part */
     int st = CQ__OK;
@@ -11356,7 +11656,7 @@ static int cq__cpu_substep_2d_fixed_corotated_f64(cq_sim *s, const cq__state *in
     if (s->gkeep) t.rot = (cq__rot_2d_f64 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
     cq__cpu_grid_2d_fixed_corotated_f64(&t, s->gkeep);
     t.first = n;
-    cq__parallel_for(s, n, 1024, cq__g2p_range_2d_fixed_corotated_f64, &t);
+    cq__parallel_for(s, n, 1024, cq__g2p_range_2d_f64, &t);
     if (t.first == n) *bad = -1;
     else {
         *bad = t.first;
@@ -11372,7 +11672,7 @@ static int cq__cpu_substep_2d_fixed_corotated_f64(cq_sim *s, const cq__state *in
    per particle. */
 static void cq__cpu_substep_adj_2d_fixed_corotated_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
-    cq__sub_task_2d_fixed_corotated_f64 t;
+    cq__sub_task_2d_f64 t;
     const int flush = cq__flushes(s);
     const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush */
     memset(&t, 0, sizeof t);
@@ -11384,10 +11684,10 @@ static void cq__cpu_substep_adj_2d_fixed_corotated_f64(cq_sim *s, const cq__stat
     t.rot = (cq__rot_2d_f64 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
     if (s->gready) { t.g.m = (double *)s->grid_m; t.g.v = (double *)s->grid_v; }
     else cq__cpu_grid_2d_fixed_corotated_f64(&t, 1);
-    cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_2d_fixed_corotated_f64, &t);   /* its scatter: the gather below */
+    cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_2d_f64, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
-    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_2d_fixed_corotated_f64, &t);
-    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_2d_fixed_corotated_f64, &t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f64, &t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_2d_f64, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_fixed_corotated_f64, &t);
     if (s->n_cables) cq__cpu_cable_adj_2d_f64(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
@@ -11405,88 +11705,17 @@ static int cq__check_stress_2d_fixed_corotated_f64(const cq_sim *s, const void *
     return -1;
 }
 
-/* What the range functions of one substep (or its adjoint) read. */
-typedef struct cq__sub_task_2d_neohookean_f32 {
-    cq_sim *s;
-    const cq__params_f32 *prm;
-    cq__pview_f32 in, out, ao, ai, pg;
-    cq__gview_f32 g;
-    float *gm, *gv, *gp;   /* what the gather writes: mass (or NULL), momentum, a copy of it (or NULL) */
-    unsigned char *dirty;    /* their rows' bits: s->row_dirty (grid_m, grid_v, grid_p) or s->row_dirty_adj (grid_vb) */
-    unsigned char bm, bv, bp;   /* their bits there (CQ__ROW_*) */
-    cq__rot_2d_f32 *rot;   /* NULL, or the backward's per-particle rotations (s->rotc, see cq__rot_cache_bytes) */
-    int update;              /* the gather also runs the grid update */
-    int first;
-} cq__sub_task_2d_neohookean_f32;
-
 /* P2G's particle half over particles [begin, end) in index order, each into its sorted slot's
    packed record: the particle arrays are read in order, whatever order the particles came in
    (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k) */
 static void cq__p2g_range_2d_neohookean_f32(void *ctx, int begin, int end)
 {
-    const cq__sub_task_2d_neohookean_f32 *t = (const cq__sub_task_2d_neohookean_f32 *)ctx;
+    const cq__sub_task_2d_f32 *t = (const cq__sub_task_2d_f32 *)ctx;
     float *pk = (float *)t->s->pk;
     const int *rank = t->s->rank;
     for (int p = begin; p < end; ++p) {   /* the backward (t->rot): keep each particle's rotation for its P2G adjoint */
         cq__rot_2d_f32 r;
         cq__p2g_rot_2d_neohookean_f32(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(2), t->rot ? t->rot + p : &r, 1);
-    }
-}
-static void cq__g2p_range_2d_neohookean_f32(void *ctx, int begin, int end)
-{
-    cq__sub_task_2d_neohookean_f32 *t = (cq__sub_task_2d_neohookean_f32 *)ctx;
-    int p = begin, ps[CQ__LANES_f32];
-    for (; CQ__LANES_ON_f32 && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
-        for (int l = 0; l < CQ__LANES_f32; ++l) ps[l] = p + l;
-        const int f = cq__g2p_lanes_2d_f32(ps, t->prm, t->in, t->out, t->g);
-        if (f >= 0) { cq__atomic_min_int(&t->first, p + f); return; }
-        if (f == -2) break;   /* an input outside the usable region: the rest one by one */
-    }
-    for (; p < end; ++p)
-        if (cq__g2p_fwd_2d_f32(p, t->prm, t->in, t->out, t->g) != CQ__OK) { cq__atomic_min_int(&t->first, p); break; }
-}
-/* the G2P adjoint over particles [begin, end) in index order, each writing its part of the grid
-   adjoint's gather into its sorted slot's packed record (index order: as P2G's particle half) */
-static void cq__g2p_adj_range_2d_neohookean_f32(void *ctx, int begin, int end)
-{
-    const cq__sub_task_2d_neohookean_f32 *t = (const cq__sub_task_2d_neohookean_f32 *)ctx;
-    float *pk = (float *)t->s->pk;
-    const int *rank = t->s->rank;
-    int p = begin, ps[CQ__LANES_f32];
-    for (; CQ__LANES_ON_f32 && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
-        for (int l = 0; l < CQ__LANES_f32; ++l) ps[l] = p + l;
-        cq__g2p_adj_lanes_2d_f32(ps, rank + p, t->prm, t->in, t->g, t->ao, t->ai, pk);
-    }
-    for (; p < end; ++p)
-        cq__g2p_adj_2d_f32(p, t->prm, t->in, t->g, t->ao, t->ai, pk + (long)rank[p] * CQ__PK(2));
-}
-/* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
-   scene) gets the zeros the per-node adjoint would write, in two memsets, or nothing when that
-   row of both buffers is zero already (s->row_dirty_adj) */
-static void cq__grid_adj_rows_2d_neohookean_f32(void *ctx, int begin, int end)
-{
-    const cq__sub_task_2d_neohookean_f32 *t = (const cq__sub_task_2d_neohookean_f32 *)ctx;
-    const cq_sim *s = t->s;
-    const int L = t->prm->res[1];
-    float *gp_bar = (float *)s->grid_pb, *gm_bar = (float *)s->grid_mb;
-    for (int r = begin; r < end; ++r) {
-        const float *m = t->g.m + (long)r * L;
-        unsigned char *dirty = s->row_dirty_adj + r;
-        int live = 0;
-        if (s->row_dirty[r] & CQ__ROW_M)   /* a clear bit: the row is zero, or never written (>>grid_cache) */
-            for (int i = 0; i < L; ++i) live |= m[i] > 0;
-        if (!live) {
-            if (*dirty & (CQ__ROW_PB | CQ__ROW_MB)) {
-                memset(gp_bar + (long)r * L * 2, 0, sizeof(float) * (size_t)L * 2);
-                memset(gm_bar + (long)r * L, 0, sizeof(float) * (size_t)L);
-                *dirty &= (unsigned char)~(CQ__ROW_PB | CQ__ROW_MB);
-            }
-            continue;
-        }
-        *dirty |= CQ__ROW_PB | CQ__ROW_MB;
-        for (int i = r * L; i < r * L + L; ++i)
-            cq__grid_adj_2d_f32(i, t->prm, t->g.m, (const float *)s->grid_p, (const float *)s->grid_vb,
-                                                          gp_bar, gm_bar);
     }
 }
 /* The P2G adjoint's per-particle stress parts, as in cq__p2g_adj_given_rot_: P and G before the
@@ -11495,7 +11724,7 @@ static void cq__grid_adj_rows_2d_neohookean_f32(void *ctx, int begin, int end)
    multiply-adds where it vectorizes this code (vfmsubadd, despite -ffp-contract=off), and a copy
    inlined into the loop over a lane group rounded differently from the remainder's (the
    batched-scene tests saw it at -O3 -march=native). */
-static CQ__NOINLINE void cq__p2g_adj_pre_2d_neohookean_f32(const cq__sub_task_2d_neohookean_f32 *t, int p, cq__rot_2d_f32 *own,
+static CQ__NOINLINE void cq__p2g_adj_pre_2d_neohookean_f32(const cq__sub_task_2d_f32 *t, int p, cq__rot_2d_f32 *own,
                                                 const cq__rot_2d_f32 **rot, float *Pp, float *G)
 {
     float Fp[4];
@@ -11506,7 +11735,7 @@ static CQ__NOINLINE void cq__p2g_adj_pre_2d_neohookean_f32(const cq__sub_task_2d
                                              t->in.act_stress, Pp);
     cq__affine_2d_f32(p, t->prm, t->in, Pp, Fp, G);   /* G as P2G's */
 }
-static CQ__NOINLINE void cq__p2g_adj_post_2d_neohookean_f32(const cq__sub_task_2d_neohookean_f32 *t, int p, const cq__rot_2d_f32 *rot,
+static CQ__NOINLINE void cq__p2g_adj_post_2d_neohookean_f32(const cq__sub_task_2d_f32 *t, int p, const cq__rot_2d_f32 *rot,
                                                  const float *Pp, const float *G_bar)
 {
     cq__p2g_adj_stress_rot_2d_neohookean_f32(p, t->prm, t->in, rot, Pp, G_bar, t->ai, t->pg,
@@ -11514,7 +11743,7 @@ static CQ__NOINLINE void cq__p2g_adj_post_2d_neohookean_f32(const cq__sub_task_2
 }
 static void cq__p2g_adj_range_2d_neohookean_f32(void *ctx, int begin, int end)
 {
-    const cq__sub_task_2d_neohookean_f32 *t = (const cq__sub_task_2d_neohookean_f32 *)ctx;
+    const cq__sub_task_2d_f32 *t = (const cq__sub_task_2d_f32 *)ctx;
     const float *gp_bar = (const float *)t->s->grid_pb, *gm_bar = (const float *)t->s->grid_mb;
     int p = begin;
     for (; CQ__LANES_ON_f32 && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
@@ -11536,82 +11765,10 @@ static void cq__p2g_adj_range_2d_neohookean_f32(void *ctx, int begin, int end)
     }
 }
 
-/* >>cpu_gather_2d_neohookean_f32: the gather (kernels.j2 >>grid_gather_) one row of nodes at a time (a row:
-   the nodes along the last axis; items: the rows of every scene).  A row's nodes receive from
-   3^(D-1) rows of cells, each a contiguous range of sorted slots: a particle adds to the 3 nodes
-   of its stencil in the row.  Per node that is the gather's order exactly (rows of cells in
-   increasing order, then cells, then particles; each cell's sum from 0 added to the node's total),
-   so the sums equal cq__gather_* (and the CUDA kernel's) bitwise.  Then,
-   per node of the row, the momentum copy and the grid update.  A row no particle reaches (most
-   rows of a sparse scene) costs up to 3^(D-1) lookups: its nodes are zero (no mass, so the update
-   writes v = 0), and its memsets are skipped where t->dirty says that row of the buffer is
-   zero already. */
-static void cq__gather_rows_2d_neohookean_f32(void *ctx, int begin, int end)
-{
-    const cq__sub_task_2d_neohookean_f32 *t = (const cq__sub_task_2d_neohookean_f32 *)ctx;
-    const cq__params_f32 *prm = t->prm;
-    const int L = prm->res[1], rows = prm->nodes / L;   /* rows per scene */
-    const int *cell_end = t->s->cell_end, *skey = t->s->skey;
-    const float *pk = (const float *)t->s->pk;
-    for (int r = begin; r < end; ++r) {
-        const int lr = r % rows, first = r - lr;            /* first: the scene's row 0 */
-        const int scene0 = first * L;                       /* the scene's first node (and cell) */
-        int o[2];
-        const int c[1] = {lr};
-        float *m = t->gm ? t->gm + (long)r * L : NULL, *v = t->gv + (long)r * L * 2;
-        float *gp = t->gp ? t->gp + (long)r * L * 2 : NULL;
-        unsigned char *dirty = t->dirty + r;
-        const unsigned char bits = (unsigned char)((m ? t->bm : 0) | t->bv | (gp ? t->bp : 0));
-        /* the source rows of cells, in the gather's order, and their ranges of sorted slots */
-        int src_o[3][1], src_crow[3], src_kb[3], src_ke[3], ns = 0;
-        int live = 0;   /* a particle reached the row */
-        for (o[0] = 2; o[0] >= 0; --o[0]) {
-            if (c[0] - o[0] < 0) continue;
-            {
-                const int crow = scene0 + (c[0] - o[0]) * L;
-                for (int a = 0; a < 1; ++a) src_o[ns][a] = o[a];
-                src_crow[ns] = crow;
-                src_kb[ns] = crow > 0 ? cell_end[crow - 1] : 0;
-                src_ke[ns] = cell_end[crow + L - 1];
-                live |= src_ke[ns] > src_kb[ns];
-                ++ns;
-            }
-        }
-        if (!live) {   /* zeros: written only where the buffer's row may hold something else */
-            if (m && (*dirty & t->bm)) memset(m, 0, sizeof(float) * (size_t)L);
-            if (*dirty & t->bv) memset(v, 0, sizeof(float) * (size_t)L * 2);
-            if (gp && (*dirty & t->bp)) memset(gp, 0, sizeof(float) * (size_t)L * 2);
-            *dirty &= (unsigned char)~bits;
-            continue;
-        }
-        *dirty |= bits;
-        if (m) memset(m, 0, sizeof(float) * (size_t)L);
-        memset(v, 0, sizeof(float) * (size_t)L * 2);
-        for (int q = 0; q < ns; ++q) {
-            for (int a = 0; a < 1; ++a) o[a] = src_o[q][a];
-            for (int k = src_kb[q]; k < src_ke[q];) {   /* per cell (kernels.j2 >>grid_gather_) */
-                const int cell = skey[k], b = cell - src_crow[q];
-                int e = k + 1;
-                float am[3], av[3 * 2];
-                while (e < src_ke[q] && skey[e] == cell) ++e;
-                cq__gather_cell_2d_f32(pk, k, e, o, prm, m ? am : NULL, av);
-                for (int i = 0; i < 3; ++i) {
-                    if (m) m[b + i] += am[i];
-                    for (int a = 0; a < 2; ++a) v[(long)(b + i) * 2 + a] += av[i * 2 + a];
-                }
-                k = e;
-            }
-        }
-        if (gp) memcpy(gp, v, sizeof(float) * (size_t)L * 2);
-        if (t->update)
-            for (int i = r * L; i < r * L + L; ++i) cq__grid_fwd_2d_f32(i, prm, t->g);
-    }
-}
-
 /* >>cpu_grid_2d_neohookean_f32: sort, P2G (particle half, then the gather) and the grid update from particle
    state t->in.  keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint
    needs it). */
-static void cq__cpu_grid_2d_neohookean_f32(cq__sub_task_2d_neohookean_f32 *t, int keep_momentum)
+static void cq__cpu_grid_2d_neohookean_f32(cq__sub_task_2d_f32 *t, int keep_momentum)
 {
     cq_sim *s = t->s;
     t->g.m = (float *)s->grid_m; t->g.v = (float *)s->grid_v;
@@ -11619,13 +11776,13 @@ static void cq__cpu_grid_2d_neohookean_f32(cq__sub_task_2d_neohookean_f32 *t, in
     cq__parallel_for(s, s->n, 512, cq__p2g_range_2d_neohookean_f32, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (float *)s->grid_p : NULL; t->update = 1;
     t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
-    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_2d_neohookean_f32, t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f32, t);
 }
 
 /* >>cpu_substep_2d_neohookean_f32: grid phase, then G2P from `in` into `out`. */
 static int cq__cpu_substep_2d_neohookean_f32(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
 {
-    cq__sub_task_2d_neohookean_f32 t;
+    cq__sub_task_2d_f32 t;
     const int n = s->n, flush = cq__flushes(s);
     const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush: the calling thread's part */
     int st = CQ__OK;
@@ -11636,7 +11793,7 @@ static int cq__cpu_substep_2d_neohookean_f32(cq_sim *s, const cq__state *in_st, 
     if (s->gkeep) t.rot = (cq__rot_2d_f32 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
     cq__cpu_grid_2d_neohookean_f32(&t, s->gkeep);
     t.first = n;
-    cq__parallel_for(s, n, 1024, cq__g2p_range_2d_neohookean_f32, &t);
+    cq__parallel_for(s, n, 1024, cq__g2p_range_2d_f32, &t);
     if (t.first == n) *bad = -1;
     else {
         *bad = t.first;
@@ -11652,7 +11809,7 @@ static int cq__cpu_substep_2d_neohookean_f32(cq_sim *s, const cq__state *in_st, 
    per particle. */
 static void cq__cpu_substep_adj_2d_neohookean_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
-    cq__sub_task_2d_neohookean_f32 t;
+    cq__sub_task_2d_f32 t;
     const int flush = cq__flushes(s);
     const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush */
     memset(&t, 0, sizeof t);
@@ -11664,10 +11821,10 @@ static void cq__cpu_substep_adj_2d_neohookean_f32(cq_sim *s, const cq__state *in
     t.rot = (cq__rot_2d_f32 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
     if (s->gready) { t.g.m = (float *)s->grid_m; t.g.v = (float *)s->grid_v; }
     else cq__cpu_grid_2d_neohookean_f32(&t, 1);
-    cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_2d_neohookean_f32, &t);   /* its scatter: the gather below */
+    cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_2d_f32, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
-    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_2d_neohookean_f32, &t);
-    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_2d_neohookean_f32, &t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f32, &t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_2d_f32, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_neohookean_f32, &t);
     if (s->n_cables) cq__cpu_cable_adj_2d_f32(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
@@ -11685,88 +11842,17 @@ static int cq__check_stress_2d_neohookean_f32(const cq_sim *s, const void *F, co
     return -1;
 }
 
-/* What the range functions of one substep (or its adjoint) read. */
-typedef struct cq__sub_task_2d_neohookean_f64 {
-    cq_sim *s;
-    const cq__params_f64 *prm;
-    cq__pview_f64 in, out, ao, ai, pg;
-    cq__gview_f64 g;
-    double *gm, *gv, *gp;   /* what the gather writes: mass (or NULL), momentum, a copy of it (or NULL) */
-    unsigned char *dirty;    /* their rows' bits: s->row_dirty (grid_m, grid_v, grid_p) or s->row_dirty_adj (grid_vb) */
-    unsigned char bm, bv, bp;   /* their bits there (CQ__ROW_*) */
-    cq__rot_2d_f64 *rot;   /* NULL, or the backward's per-particle rotations (s->rotc, see cq__rot_cache_bytes) */
-    int update;              /* the gather also runs the grid update */
-    int first;
-} cq__sub_task_2d_neohookean_f64;
-
 /* P2G's particle half over particles [begin, end) in index order, each into its sorted slot's
    packed record: the particle arrays are read in order, whatever order the particles came in
    (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k) */
 static void cq__p2g_range_2d_neohookean_f64(void *ctx, int begin, int end)
 {
-    const cq__sub_task_2d_neohookean_f64 *t = (const cq__sub_task_2d_neohookean_f64 *)ctx;
+    const cq__sub_task_2d_f64 *t = (const cq__sub_task_2d_f64 *)ctx;
     double *pk = (double *)t->s->pk;
     const int *rank = t->s->rank;
     for (int p = begin; p < end; ++p) {   /* the backward (t->rot): keep each particle's rotation for its P2G adjoint */
         cq__rot_2d_f64 r;
         cq__p2g_rot_2d_neohookean_f64(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(2), t->rot ? t->rot + p : &r, 1);
-    }
-}
-static void cq__g2p_range_2d_neohookean_f64(void *ctx, int begin, int end)
-{
-    cq__sub_task_2d_neohookean_f64 *t = (cq__sub_task_2d_neohookean_f64 *)ctx;
-    int p = begin, ps[CQ__LANES_f64];
-    for (; CQ__LANES_ON_f64 && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
-        for (int l = 0; l < CQ__LANES_f64; ++l) ps[l] = p + l;
-        const int f = cq__g2p_lanes_2d_f64(ps, t->prm, t->in, t->out, t->g);
-        if (f >= 0) { cq__atomic_min_int(&t->first, p + f); return; }
-        if (f == -2) break;   /* an input outside the usable region: the rest one by one */
-    }
-    for (; p < end; ++p)
-        if (cq__g2p_fwd_2d_f64(p, t->prm, t->in, t->out, t->g) != CQ__OK) { cq__atomic_min_int(&t->first, p); break; }
-}
-/* the G2P adjoint over particles [begin, end) in index order, each writing its part of the grid
-   adjoint's gather into its sorted slot's packed record (index order: as P2G's particle half) */
-static void cq__g2p_adj_range_2d_neohookean_f64(void *ctx, int begin, int end)
-{
-    const cq__sub_task_2d_neohookean_f64 *t = (const cq__sub_task_2d_neohookean_f64 *)ctx;
-    double *pk = (double *)t->s->pk;
-    const int *rank = t->s->rank;
-    int p = begin, ps[CQ__LANES_f64];
-    for (; CQ__LANES_ON_f64 && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
-        for (int l = 0; l < CQ__LANES_f64; ++l) ps[l] = p + l;
-        cq__g2p_adj_lanes_2d_f64(ps, rank + p, t->prm, t->in, t->g, t->ao, t->ai, pk);
-    }
-    for (; p < end; ++p)
-        cq__g2p_adj_2d_f64(p, t->prm, t->in, t->g, t->ao, t->ai, pk + (long)rank[p] * CQ__PK(2));
-}
-/* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
-   scene) gets the zeros the per-node adjoint would write, in two memsets, or nothing when that
-   row of both buffers is zero already (s->row_dirty_adj) */
-static void cq__grid_adj_rows_2d_neohookean_f64(void *ctx, int begin, int end)
-{
-    const cq__sub_task_2d_neohookean_f64 *t = (const cq__sub_task_2d_neohookean_f64 *)ctx;
-    const cq_sim *s = t->s;
-    const int L = t->prm->res[1];
-    double *gp_bar = (double *)s->grid_pb, *gm_bar = (double *)s->grid_mb;
-    for (int r = begin; r < end; ++r) {
-        const double *m = t->g.m + (long)r * L;
-        unsigned char *dirty = s->row_dirty_adj + r;
-        int live = 0;
-        if (s->row_dirty[r] & CQ__ROW_M)   /* a clear bit: the row is zero, or never written (>>grid_cache) */
-            for (int i = 0; i < L; ++i) live |= m[i] > 0;
-        if (!live) {
-            if (*dirty & (CQ__ROW_PB | CQ__ROW_MB)) {
-                memset(gp_bar + (long)r * L * 2, 0, sizeof(double) * (size_t)L * 2);
-                memset(gm_bar + (long)r * L, 0, sizeof(double) * (size_t)L);
-                *dirty &= (unsigned char)~(CQ__ROW_PB | CQ__ROW_MB);
-            }
-            continue;
-        }
-        *dirty |= CQ__ROW_PB | CQ__ROW_MB;
-        for (int i = r * L; i < r * L + L; ++i)
-            cq__grid_adj_2d_f64(i, t->prm, t->g.m, (const double *)s->grid_p, (const double *)s->grid_vb,
-                                                          gp_bar, gm_bar);
     }
 }
 /* The P2G adjoint's per-particle stress parts, as in cq__p2g_adj_given_rot_: P and G before the
@@ -11775,7 +11861,7 @@ static void cq__grid_adj_rows_2d_neohookean_f64(void *ctx, int begin, int end)
    multiply-adds where it vectorizes this code (vfmsubadd, despite -ffp-contract=off), and a copy
    inlined into the loop over a lane group rounded differently from the remainder's (the
    batched-scene tests saw it at -O3 -march=native). */
-static CQ__NOINLINE void cq__p2g_adj_pre_2d_neohookean_f64(const cq__sub_task_2d_neohookean_f64 *t, int p, cq__rot_2d_f64 *own,
+static CQ__NOINLINE void cq__p2g_adj_pre_2d_neohookean_f64(const cq__sub_task_2d_f64 *t, int p, cq__rot_2d_f64 *own,
                                                 const cq__rot_2d_f64 **rot, double *Pp, double *G)
 {
     double Fp[4];
@@ -11786,7 +11872,7 @@ static CQ__NOINLINE void cq__p2g_adj_pre_2d_neohookean_f64(const cq__sub_task_2d
                                              t->in.act_stress, Pp);
     cq__affine_2d_f64(p, t->prm, t->in, Pp, Fp, G);   /* G as P2G's */
 }
-static CQ__NOINLINE void cq__p2g_adj_post_2d_neohookean_f64(const cq__sub_task_2d_neohookean_f64 *t, int p, const cq__rot_2d_f64 *rot,
+static CQ__NOINLINE void cq__p2g_adj_post_2d_neohookean_f64(const cq__sub_task_2d_f64 *t, int p, const cq__rot_2d_f64 *rot,
                                                  const double *Pp, const double *G_bar)
 {
     cq__p2g_adj_stress_rot_2d_neohookean_f64(p, t->prm, t->in, rot, Pp, G_bar, t->ai, t->pg,
@@ -11794,7 +11880,7 @@ static CQ__NOINLINE void cq__p2g_adj_post_2d_neohookean_f64(const cq__sub_task_2
 }
 static void cq__p2g_adj_range_2d_neohookean_f64(void *ctx, int begin, int end)
 {
-    const cq__sub_task_2d_neohookean_f64 *t = (const cq__sub_task_2d_neohookean_f64 *)ctx;
+    const cq__sub_task_2d_f64 *t = (const cq__sub_task_2d_f64 *)ctx;
     const double *gp_bar = (const double *)t->s->grid_pb, *gm_bar = (const double *)t->s->grid_mb;
     int p = begin;
     for (; CQ__LANES_ON_f64 && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
@@ -11816,82 +11902,10 @@ static void cq__p2g_adj_range_2d_neohookean_f64(void *ctx, int begin, int end)
     }
 }
 
-/* >>cpu_gather_2d_neohookean_f64: the gather (kernels.j2 >>grid_gather_) one row of nodes at a time (a row:
-   the nodes along the last axis; items: the rows of every scene).  A row's nodes receive from
-   3^(D-1) rows of cells, each a contiguous range of sorted slots: a particle adds to the 3 nodes
-   of its stencil in the row.  Per node that is the gather's order exactly (rows of cells in
-   increasing order, then cells, then particles; each cell's sum from 0 added to the node's total),
-   so the sums equal cq__gather_* (and the CUDA kernel's) bitwise.  Then,
-   per node of the row, the momentum copy and the grid update.  A row no particle reaches (most
-   rows of a sparse scene) costs up to 3^(D-1) lookups: its nodes are zero (no mass, so the update
-   writes v = 0), and its memsets are skipped where t->dirty says that row of the buffer is
-   zero already. */
-static void cq__gather_rows_2d_neohookean_f64(void *ctx, int begin, int end)
-{
-    const cq__sub_task_2d_neohookean_f64 *t = (const cq__sub_task_2d_neohookean_f64 *)ctx;
-    const cq__params_f64 *prm = t->prm;
-    const int L = prm->res[1], rows = prm->nodes / L;   /* rows per scene */
-    const int *cell_end = t->s->cell_end, *skey = t->s->skey;
-    const double *pk = (const double *)t->s->pk;
-    for (int r = begin; r < end; ++r) {
-        const int lr = r % rows, first = r - lr;            /* first: the scene's row 0 */
-        const int scene0 = first * L;                       /* the scene's first node (and cell) */
-        int o[2];
-        const int c[1] = {lr};
-        double *m = t->gm ? t->gm + (long)r * L : NULL, *v = t->gv + (long)r * L * 2;
-        double *gp = t->gp ? t->gp + (long)r * L * 2 : NULL;
-        unsigned char *dirty = t->dirty + r;
-        const unsigned char bits = (unsigned char)((m ? t->bm : 0) | t->bv | (gp ? t->bp : 0));
-        /* the source rows of cells, in the gather's order, and their ranges of sorted slots */
-        int src_o[3][1], src_crow[3], src_kb[3], src_ke[3], ns = 0;
-        int live = 0;   /* a particle reached the row */
-        for (o[0] = 2; o[0] >= 0; --o[0]) {
-            if (c[0] - o[0] < 0) continue;
-            {
-                const int crow = scene0 + (c[0] - o[0]) * L;
-                for (int a = 0; a < 1; ++a) src_o[ns][a] = o[a];
-                src_crow[ns] = crow;
-                src_kb[ns] = crow > 0 ? cell_end[crow - 1] : 0;
-                src_ke[ns] = cell_end[crow + L - 1];
-                live |= src_ke[ns] > src_kb[ns];
-                ++ns;
-            }
-        }
-        if (!live) {   /* zeros: written only where the buffer's row may hold something else */
-            if (m && (*dirty & t->bm)) memset(m, 0, sizeof(double) * (size_t)L);
-            if (*dirty & t->bv) memset(v, 0, sizeof(double) * (size_t)L * 2);
-            if (gp && (*dirty & t->bp)) memset(gp, 0, sizeof(double) * (size_t)L * 2);
-            *dirty &= (unsigned char)~bits;
-            continue;
-        }
-        *dirty |= bits;
-        if (m) memset(m, 0, sizeof(double) * (size_t)L);
-        memset(v, 0, sizeof(double) * (size_t)L * 2);
-        for (int q = 0; q < ns; ++q) {
-            for (int a = 0; a < 1; ++a) o[a] = src_o[q][a];
-            for (int k = src_kb[q]; k < src_ke[q];) {   /* per cell (kernels.j2 >>grid_gather_) */
-                const int cell = skey[k], b = cell - src_crow[q];
-                int e = k + 1;
-                double am[3], av[3 * 2];
-                while (e < src_ke[q] && skey[e] == cell) ++e;
-                cq__gather_cell_2d_f64(pk, k, e, o, prm, m ? am : NULL, av);
-                for (int i = 0; i < 3; ++i) {
-                    if (m) m[b + i] += am[i];
-                    for (int a = 0; a < 2; ++a) v[(long)(b + i) * 2 + a] += av[i * 2 + a];
-                }
-                k = e;
-            }
-        }
-        if (gp) memcpy(gp, v, sizeof(double) * (size_t)L * 2);
-        if (t->update)
-            for (int i = r * L; i < r * L + L; ++i) cq__grid_fwd_2d_f64(i, prm, t->g);
-    }
-}
-
 /* >>cpu_grid_2d_neohookean_f64: sort, P2G (particle half, then the gather) and the grid update from particle
    state t->in.  keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint
    needs it). */
-static void cq__cpu_grid_2d_neohookean_f64(cq__sub_task_2d_neohookean_f64 *t, int keep_momentum)
+static void cq__cpu_grid_2d_neohookean_f64(cq__sub_task_2d_f64 *t, int keep_momentum)
 {
     cq_sim *s = t->s;
     t->g.m = (double *)s->grid_m; t->g.v = (double *)s->grid_v;
@@ -11899,13 +11913,13 @@ static void cq__cpu_grid_2d_neohookean_f64(cq__sub_task_2d_neohookean_f64 *t, in
     cq__parallel_for(s, s->n, 512, cq__p2g_range_2d_neohookean_f64, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (double *)s->grid_p : NULL; t->update = 1;
     t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
-    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_2d_neohookean_f64, t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f64, t);
 }
 
 /* >>cpu_substep_2d_neohookean_f64: grid phase, then G2P from `in` into `out`. */
 static int cq__cpu_substep_2d_neohookean_f64(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
 {
-    cq__sub_task_2d_neohookean_f64 t;
+    cq__sub_task_2d_f64 t;
     const int n = s->n, flush = cq__flushes(s);
     const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush: the calling thread's part */
     int st = CQ__OK;
@@ -11916,7 +11930,7 @@ static int cq__cpu_substep_2d_neohookean_f64(cq_sim *s, const cq__state *in_st, 
     if (s->gkeep) t.rot = (cq__rot_2d_f64 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
     cq__cpu_grid_2d_neohookean_f64(&t, s->gkeep);
     t.first = n;
-    cq__parallel_for(s, n, 1024, cq__g2p_range_2d_neohookean_f64, &t);
+    cq__parallel_for(s, n, 1024, cq__g2p_range_2d_f64, &t);
     if (t.first == n) *bad = -1;
     else {
         *bad = t.first;
@@ -11932,7 +11946,7 @@ static int cq__cpu_substep_2d_neohookean_f64(cq_sim *s, const cq__state *in_st, 
    per particle. */
 static void cq__cpu_substep_adj_2d_neohookean_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
-    cq__sub_task_2d_neohookean_f64 t;
+    cq__sub_task_2d_f64 t;
     const int flush = cq__flushes(s);
     const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush */
     memset(&t, 0, sizeof t);
@@ -11944,10 +11958,10 @@ static void cq__cpu_substep_adj_2d_neohookean_f64(cq_sim *s, const cq__state *in
     t.rot = (cq__rot_2d_f64 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
     if (s->gready) { t.g.m = (double *)s->grid_m; t.g.v = (double *)s->grid_v; }
     else cq__cpu_grid_2d_neohookean_f64(&t, 1);
-    cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_2d_neohookean_f64, &t);   /* its scatter: the gather below */
+    cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_2d_f64, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
-    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_2d_neohookean_f64, &t);
-    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_2d_neohookean_f64, &t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f64, &t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_2d_f64, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_neohookean_f64, &t);
     if (s->n_cables) cq__cpu_cable_adj_2d_f64(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
@@ -11965,26 +11979,12 @@ static int cq__check_stress_2d_neohookean_f64(const cq_sim *s, const void *F, co
     return -1;
 }
 
-/* What the range functions of one substep (or its adjoint) read. */
-typedef struct cq__sub_task_3d_fixed_corotated_f32 {
-    cq_sim *s;
-    const cq__params_f32 *prm;
-    cq__pview_f32 in, out, ao, ai, pg;
-    cq__gview_f32 g;
-    float *gm, *gv, *gp;   /* what the gather writes: mass (or NULL), momentum, a copy of it (or NULL) */
-    unsigned char *dirty;    /* their rows' bits: s->row_dirty (grid_m, grid_v, grid_p) or s->row_dirty_adj (grid_vb) */
-    unsigned char bm, bv, bp;   /* their bits there (CQ__ROW_*) */
-    cq__rot_3d_f32 *rot;   /* NULL, or the backward's per-particle rotations (s->rotc, see cq__rot_cache_bytes) */
-    int update;              /* the gather also runs the grid update */
-    int first;
-} cq__sub_task_3d_fixed_corotated_f32;
-
 /* P2G's particle half over particles [begin, end) in index order, each into its sorted slot's
    packed record: the particle arrays are read in order, whatever order the particles came in
    (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k) */
 static void cq__p2g_range_3d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
-    const cq__sub_task_3d_fixed_corotated_f32 *t = (const cq__sub_task_3d_fixed_corotated_f32 *)ctx;
+    const cq__sub_task_3d_f32 *t = (const cq__sub_task_3d_f32 *)ctx;
     float *pk = (float *)t->s->pk;
     const int *rank = t->s->rank;
     if (CQ__LANES_ON_f32) {   /* the SVDs over lanes (>>svd_lanes_3d_): every particle, the last group padded */
@@ -12012,70 +12012,13 @@ static void cq__p2g_range_3d_fixed_corotated_f32(void *ctx, int begin, int end)
         cq__p2g_rot_3d_fixed_corotated_f32(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(3), t->rot ? t->rot + p : &r, 1);
     }
 }
-static void cq__g2p_range_3d_fixed_corotated_f32(void *ctx, int begin, int end)
-{
-    cq__sub_task_3d_fixed_corotated_f32 *t = (cq__sub_task_3d_fixed_corotated_f32 *)ctx;
-    int p = begin, ps[CQ__LANES_f32];
-    for (; CQ__LANES_ON_f32 && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
-        for (int l = 0; l < CQ__LANES_f32; ++l) ps[l] = p + l;
-        const int f = cq__g2p_lanes_3d_f32(ps, t->prm, t->in, t->out, t->g);
-        if (f >= 0) { cq__atomic_min_int(&t->first, p + f); return; }
-        if (f == -2) break;   /* an input outside the usable region: the rest one by one */
-    }
-    for (; p < end; ++p)
-        if (cq__g2p_fwd_3d_f32(p, t->prm, t->in, t->out, t->g) != CQ__OK) { cq__atomic_min_int(&t->first, p); break; }
-}
-/* the G2P adjoint over particles [begin, end) in index order, each writing its part of the grid
-   adjoint's gather into its sorted slot's packed record (index order: as P2G's particle half) */
-static void cq__g2p_adj_range_3d_fixed_corotated_f32(void *ctx, int begin, int end)
-{
-    const cq__sub_task_3d_fixed_corotated_f32 *t = (const cq__sub_task_3d_fixed_corotated_f32 *)ctx;
-    float *pk = (float *)t->s->pk;
-    const int *rank = t->s->rank;
-    int p = begin, ps[CQ__LANES_f32];
-    for (; CQ__LANES_ON_f32 && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
-        for (int l = 0; l < CQ__LANES_f32; ++l) ps[l] = p + l;
-        cq__g2p_adj_lanes_3d_f32(ps, rank + p, t->prm, t->in, t->g, t->ao, t->ai, pk);
-    }
-    for (; p < end; ++p)
-        cq__g2p_adj_3d_f32(p, t->prm, t->in, t->g, t->ao, t->ai, pk + (long)rank[p] * CQ__PK(3));
-}
-/* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
-   scene) gets the zeros the per-node adjoint would write, in two memsets, or nothing when that
-   row of both buffers is zero already (s->row_dirty_adj) */
-static void cq__grid_adj_rows_3d_fixed_corotated_f32(void *ctx, int begin, int end)
-{
-    const cq__sub_task_3d_fixed_corotated_f32 *t = (const cq__sub_task_3d_fixed_corotated_f32 *)ctx;
-    const cq_sim *s = t->s;
-    const int L = t->prm->res[2];
-    float *gp_bar = (float *)s->grid_pb, *gm_bar = (float *)s->grid_mb;
-    for (int r = begin; r < end; ++r) {
-        const float *m = t->g.m + (long)r * L;
-        unsigned char *dirty = s->row_dirty_adj + r;
-        int live = 0;
-        if (s->row_dirty[r] & CQ__ROW_M)   /* a clear bit: the row is zero, or never written (>>grid_cache) */
-            for (int i = 0; i < L; ++i) live |= m[i] > 0;
-        if (!live) {
-            if (*dirty & (CQ__ROW_PB | CQ__ROW_MB)) {
-                memset(gp_bar + (long)r * L * 3, 0, sizeof(float) * (size_t)L * 3);
-                memset(gm_bar + (long)r * L, 0, sizeof(float) * (size_t)L);
-                *dirty &= (unsigned char)~(CQ__ROW_PB | CQ__ROW_MB);
-            }
-            continue;
-        }
-        *dirty |= CQ__ROW_PB | CQ__ROW_MB;
-        for (int i = r * L; i < r * L + L; ++i)
-            cq__grid_adj_3d_f32(i, t->prm, t->g.m, (const float *)s->grid_p, (const float *)s->grid_vb,
-                                                          gp_bar, gm_bar);
-    }
-}
 /* The P2G adjoint's per-particle stress parts, as in cq__p2g_adj_given_rot_: P and G before the
    transfer (pre), the stress half after it (post).  Out of line, so that every particle runs the
    same machine code whether its transfer ran in a lane group or alone: gcc 12 fuses
    multiply-adds where it vectorizes this code (vfmsubadd, despite -ffp-contract=off), and a copy
    inlined into the loop over a lane group rounded differently from the remainder's (the
    batched-scene tests saw it at -O3 -march=native). */
-static CQ__NOINLINE void cq__p2g_adj_pre_3d_fixed_corotated_f32(const cq__sub_task_3d_fixed_corotated_f32 *t, int p, cq__rot_3d_f32 *own,
+static CQ__NOINLINE void cq__p2g_adj_pre_3d_fixed_corotated_f32(const cq__sub_task_3d_f32 *t, int p, cq__rot_3d_f32 *own,
                                                 const cq__rot_3d_f32 **rot, float *Pp, float *G)
 {
     float Fp[9];
@@ -12086,7 +12029,7 @@ static CQ__NOINLINE void cq__p2g_adj_pre_3d_fixed_corotated_f32(const cq__sub_ta
                                              t->in.act_stress, Pp);
     cq__affine_3d_f32(p, t->prm, t->in, Pp, Fp, G);   /* G as P2G's */
 }
-static CQ__NOINLINE void cq__p2g_adj_post_3d_fixed_corotated_f32(const cq__sub_task_3d_fixed_corotated_f32 *t, int p, const cq__rot_3d_f32 *rot,
+static CQ__NOINLINE void cq__p2g_adj_post_3d_fixed_corotated_f32(const cq__sub_task_3d_f32 *t, int p, const cq__rot_3d_f32 *rot,
                                                  const float *Pp, const float *G_bar)
 {
     cq__p2g_adj_stress_rot_3d_fixed_corotated_f32(p, t->prm, t->in, rot, Pp, G_bar, t->ai, t->pg,
@@ -12094,7 +12037,7 @@ static CQ__NOINLINE void cq__p2g_adj_post_3d_fixed_corotated_f32(const cq__sub_t
 }
 static void cq__p2g_adj_range_3d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
-    const cq__sub_task_3d_fixed_corotated_f32 *t = (const cq__sub_task_3d_fixed_corotated_f32 *)ctx;
+    const cq__sub_task_3d_f32 *t = (const cq__sub_task_3d_f32 *)ctx;
     const float *gp_bar = (const float *)t->s->grid_pb, *gm_bar = (const float *)t->s->grid_mb;
     int p = begin;
     for (; CQ__LANES_ON_f32 && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
@@ -12116,87 +12059,10 @@ static void cq__p2g_adj_range_3d_fixed_corotated_f32(void *ctx, int begin, int e
     }
 }
 
-/* >>cpu_gather_3d_fixed_corotated_f32: the gather (kernels.j2 >>grid_gather_) one row of nodes at a time (a row:
-   the nodes along the last axis; items: the rows of every scene).  A row's nodes receive from
-   3^(D-1) rows of cells, each a contiguous range of sorted slots: a particle adds to the 3 nodes
-   of its stencil in the row.  Per node that is the gather's order exactly (rows of cells in
-   increasing order, then cells, then particles; each cell's sum from 0 added to the node's total),
-   so the sums equal cq__gather_* (and the CUDA kernel's) bitwise.  Then,
-   per node of the row, the momentum copy and the grid update.  A row no particle reaches (most
-   rows of a sparse scene) costs up to 3^(D-1) lookups: its nodes are zero (no mass, so the update
-   writes v = 0), and its memsets are skipped where t->dirty says that row of the buffer is
-   zero already. */
-static void cq__gather_rows_3d_fixed_corotated_f32(void *ctx, int begin, int end)
-{
-    const cq__sub_task_3d_fixed_corotated_f32 *t = (const cq__sub_task_3d_fixed_corotated_f32 *)ctx;
-    const cq__params_f32 *prm = t->prm;
-    const int L = prm->res[2], rows = prm->nodes / L;   /* rows per scene */
-    const int *cell_end = t->s->cell_end, *skey = t->s->skey;
-    const float *pk = (const float *)t->s->pk;
-    for (int r = begin; r < end; ++r) {
-        const int lr = r % rows, first = r - lr;            /* first: the scene's row 0 */
-        const int scene0 = first * L;                       /* the scene's first node (and cell) */
-        int o[3];
-        const int c[2] = {lr / prm->res[1], lr % prm->res[1]};
-        float *m = t->gm ? t->gm + (long)r * L : NULL, *v = t->gv + (long)r * L * 3;
-        float *gp = t->gp ? t->gp + (long)r * L * 3 : NULL;
-        unsigned char *dirty = t->dirty + r;
-        const unsigned char bits = (unsigned char)((m ? t->bm : 0) | t->bv | (gp ? t->bp : 0));
-        /* the source rows of cells, in the gather's order, and their ranges of sorted slots */
-        int src_o[9][2], src_crow[9], src_kb[9], src_ke[9], ns = 0;
-        int live = 0;   /* a particle reached the row */
-        for (o[0] = 2; o[0] >= 0; --o[0]) {
-            if (c[0] - o[0] < 0) continue;
-            for (o[1] = 2; o[1] >= 0; --o[1]) {
-                if (c[1] - o[1] < 0) continue;
-                const int crow = scene0 + ((c[0] - o[0]) * prm->res[1] + (c[1] - o[1])) * L;
-                for (int a = 0; a < 2; ++a) src_o[ns][a] = o[a];
-                src_crow[ns] = crow;
-                src_kb[ns] = crow > 0 ? cell_end[crow - 1] : 0;
-                src_ke[ns] = cell_end[crow + L - 1];
-                live |= src_ke[ns] > src_kb[ns];
-                ++ns;
-            }
-        }
-        if (!live) {   /* zeros: written only where the buffer's row may hold something else */
-            if (m && (*dirty & t->bm)) memset(m, 0, sizeof(float) * (size_t)L);
-            if (*dirty & t->bv) memset(v, 0, sizeof(float) * (size_t)L * 3);
-            if (gp && (*dirty & t->bp)) memset(gp, 0, sizeof(float) * (size_t)L * 3);
-            *dirty &= (unsigned char)~bits;
-            continue;
-        }
-        *dirty |= bits;
-        if (m) memset(m, 0, sizeof(float) * (size_t)L);
-        memset(v, 0, sizeof(float) * (size_t)L * 3);
-        for (int q = 0; q < ns; ++q) {
-            for (int a = 0; a < 2; ++a) o[a] = src_o[q][a];
-            for (int k = src_kb[q]; k < src_ke[q];) {
-                /* one cell's particles (consecutive slots) add to the same 3 nodes of the row:
-                   -7-9% of a 3D 64k forward; in 2D (4 particles a cell, 3 lanes) 1-5% slower */
-                const int cell = skey[k], b = cell - src_crow[q];
-                int e = k + 1;
-                float acc[3][4];
-                while (e < src_ke[q] && skey[e] == cell) ++e;
-                for (int i = 0; i < 3; ++i)
-                    for (int a = 0; a < 4; ++a) acc[i][a] = 0;
-                cq__gather_cell4_3d_f32(pk + (long)k * CQ__PK(3), e - k, o, prm, acc);
-                for (int i = 0; i < 3; ++i) {   /* the cell's sum, then into the node's total */
-                    if (m) m[b + i] += acc[i][0];
-                    for (int a = 0; a < 3; ++a) v[(long)(b + i) * 3 + a] += acc[i][1 + a];
-                }
-                k = e;
-            }
-        }
-        if (gp) memcpy(gp, v, sizeof(float) * (size_t)L * 3);
-        if (t->update)
-            for (int i = r * L; i < r * L + L; ++i) cq__grid_fwd_3d_f32(i, prm, t->g);
-    }
-}
-
 /* >>cpu_grid_3d_fixed_corotated_f32: sort, P2G (particle half, then the gather) and the grid update from particle
    state t->in.  keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint
    needs it). */
-static void cq__cpu_grid_3d_fixed_corotated_f32(cq__sub_task_3d_fixed_corotated_f32 *t, int keep_momentum)
+static void cq__cpu_grid_3d_fixed_corotated_f32(cq__sub_task_3d_f32 *t, int keep_momentum)
 {
     cq_sim *s = t->s;
     t->g.m = (float *)s->grid_m; t->g.v = (float *)s->grid_v;
@@ -12204,13 +12070,13 @@ static void cq__cpu_grid_3d_fixed_corotated_f32(cq__sub_task_3d_fixed_corotated_
     cq__parallel_for(s, s->n, 512, cq__p2g_range_3d_fixed_corotated_f32, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (float *)s->grid_p : NULL; t->update = 1;
     t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
-    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_3d_fixed_corotated_f32, t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f32, t);
 }
 
 /* >>cpu_substep_3d_fixed_corotated_f32: grid phase, then G2P from `in` into `out`. */
 static int cq__cpu_substep_3d_fixed_corotated_f32(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
 {
-    cq__sub_task_3d_fixed_corotated_f32 t;
+    cq__sub_task_3d_f32 t;
     const int n = s->n, flush = cq__flushes(s);
     const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush: the calling thread's part */
     int st = CQ__OK;
@@ -12221,7 +12087,7 @@ static int cq__cpu_substep_3d_fixed_corotated_f32(cq_sim *s, const cq__state *in
     if (s->gkeep) t.rot = (cq__rot_3d_f32 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
     cq__cpu_grid_3d_fixed_corotated_f32(&t, s->gkeep);
     t.first = n;
-    cq__parallel_for(s, n, 1024, cq__g2p_range_3d_fixed_corotated_f32, &t);
+    cq__parallel_for(s, n, 1024, cq__g2p_range_3d_f32, &t);
     if (t.first == n) *bad = -1;
     else {
         *bad = t.first;
@@ -12237,7 +12103,7 @@ static int cq__cpu_substep_3d_fixed_corotated_f32(cq_sim *s, const cq__state *in
    per particle. */
 static void cq__cpu_substep_adj_3d_fixed_corotated_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
-    cq__sub_task_3d_fixed_corotated_f32 t;
+    cq__sub_task_3d_f32 t;
     const int flush = cq__flushes(s);
     const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush */
     memset(&t, 0, sizeof t);
@@ -12249,10 +12115,10 @@ static void cq__cpu_substep_adj_3d_fixed_corotated_f32(cq_sim *s, const cq__stat
     t.rot = (cq__rot_3d_f32 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
     if (s->gready) { t.g.m = (float *)s->grid_m; t.g.v = (float *)s->grid_v; }
     else cq__cpu_grid_3d_fixed_corotated_f32(&t, 1);
-    cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_3d_fixed_corotated_f32, &t);   /* its scatter: the gather below */
+    cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_3d_f32, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
-    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_3d_fixed_corotated_f32, &t);
-    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_3d_fixed_corotated_f32, &t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f32, &t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_3d_f32, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_fixed_corotated_f32, &t);
     if (s->n_cables) cq__cpu_cable_adj_3d_f32(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
@@ -12270,26 +12136,12 @@ static int cq__check_stress_3d_fixed_corotated_f32(const cq_sim *s, const void *
     return -1;
 }
 
-/* What the range functions of one substep (or its adjoint) read. */
-typedef struct cq__sub_task_3d_fixed_corotated_f64 {
-    cq_sim *s;
-    const cq__params_f64 *prm;
-    cq__pview_f64 in, out, ao, ai, pg;
-    cq__gview_f64 g;
-    double *gm, *gv, *gp;   /* what the gather writes: mass (or NULL), momentum, a copy of it (or NULL) */
-    unsigned char *dirty;    /* their rows' bits: s->row_dirty (grid_m, grid_v, grid_p) or s->row_dirty_adj (grid_vb) */
-    unsigned char bm, bv, bp;   /* their bits there (CQ__ROW_*) */
-    cq__rot_3d_f64 *rot;   /* NULL, or the backward's per-particle rotations (s->rotc, see cq__rot_cache_bytes) */
-    int update;              /* the gather also runs the grid update */
-    int first;
-} cq__sub_task_3d_fixed_corotated_f64;
-
 /* P2G's particle half over particles [begin, end) in index order, each into its sorted slot's
    packed record: the particle arrays are read in order, whatever order the particles came in
    (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k) */
 static void cq__p2g_range_3d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
-    const cq__sub_task_3d_fixed_corotated_f64 *t = (const cq__sub_task_3d_fixed_corotated_f64 *)ctx;
+    const cq__sub_task_3d_f64 *t = (const cq__sub_task_3d_f64 *)ctx;
     double *pk = (double *)t->s->pk;
     const int *rank = t->s->rank;
     if (CQ__LANES_ON_f64) {   /* the SVDs over lanes (>>svd_lanes_3d_): every particle, the last group padded */
@@ -12317,70 +12169,13 @@ static void cq__p2g_range_3d_fixed_corotated_f64(void *ctx, int begin, int end)
         cq__p2g_rot_3d_fixed_corotated_f64(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(3), t->rot ? t->rot + p : &r, 1);
     }
 }
-static void cq__g2p_range_3d_fixed_corotated_f64(void *ctx, int begin, int end)
-{
-    cq__sub_task_3d_fixed_corotated_f64 *t = (cq__sub_task_3d_fixed_corotated_f64 *)ctx;
-    int p = begin, ps[CQ__LANES_f64];
-    for (; CQ__LANES_ON_f64 && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
-        for (int l = 0; l < CQ__LANES_f64; ++l) ps[l] = p + l;
-        const int f = cq__g2p_lanes_3d_f64(ps, t->prm, t->in, t->out, t->g);
-        if (f >= 0) { cq__atomic_min_int(&t->first, p + f); return; }
-        if (f == -2) break;   /* an input outside the usable region: the rest one by one */
-    }
-    for (; p < end; ++p)
-        if (cq__g2p_fwd_3d_f64(p, t->prm, t->in, t->out, t->g) != CQ__OK) { cq__atomic_min_int(&t->first, p); break; }
-}
-/* the G2P adjoint over particles [begin, end) in index order, each writing its part of the grid
-   adjoint's gather into its sorted slot's packed record (index order: as P2G's particle half) */
-static void cq__g2p_adj_range_3d_fixed_corotated_f64(void *ctx, int begin, int end)
-{
-    const cq__sub_task_3d_fixed_corotated_f64 *t = (const cq__sub_task_3d_fixed_corotated_f64 *)ctx;
-    double *pk = (double *)t->s->pk;
-    const int *rank = t->s->rank;
-    int p = begin, ps[CQ__LANES_f64];
-    for (; CQ__LANES_ON_f64 && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
-        for (int l = 0; l < CQ__LANES_f64; ++l) ps[l] = p + l;
-        cq__g2p_adj_lanes_3d_f64(ps, rank + p, t->prm, t->in, t->g, t->ao, t->ai, pk);
-    }
-    for (; p < end; ++p)
-        cq__g2p_adj_3d_f64(p, t->prm, t->in, t->g, t->ao, t->ai, pk + (long)rank[p] * CQ__PK(3));
-}
-/* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
-   scene) gets the zeros the per-node adjoint would write, in two memsets, or nothing when that
-   row of both buffers is zero already (s->row_dirty_adj) */
-static void cq__grid_adj_rows_3d_fixed_corotated_f64(void *ctx, int begin, int end)
-{
-    const cq__sub_task_3d_fixed_corotated_f64 *t = (const cq__sub_task_3d_fixed_corotated_f64 *)ctx;
-    const cq_sim *s = t->s;
-    const int L = t->prm->res[2];
-    double *gp_bar = (double *)s->grid_pb, *gm_bar = (double *)s->grid_mb;
-    for (int r = begin; r < end; ++r) {
-        const double *m = t->g.m + (long)r * L;
-        unsigned char *dirty = s->row_dirty_adj + r;
-        int live = 0;
-        if (s->row_dirty[r] & CQ__ROW_M)   /* a clear bit: the row is zero, or never written (>>grid_cache) */
-            for (int i = 0; i < L; ++i) live |= m[i] > 0;
-        if (!live) {
-            if (*dirty & (CQ__ROW_PB | CQ__ROW_MB)) {
-                memset(gp_bar + (long)r * L * 3, 0, sizeof(double) * (size_t)L * 3);
-                memset(gm_bar + (long)r * L, 0, sizeof(double) * (size_t)L);
-                *dirty &= (unsigned char)~(CQ__ROW_PB | CQ__ROW_MB);
-            }
-            continue;
-        }
-        *dirty |= CQ__ROW_PB | CQ__ROW_MB;
-        for (int i = r * L; i < r * L + L; ++i)
-            cq__grid_adj_3d_f64(i, t->prm, t->g.m, (const double *)s->grid_p, (const double *)s->grid_vb,
-                                                          gp_bar, gm_bar);
-    }
-}
 /* The P2G adjoint's per-particle stress parts, as in cq__p2g_adj_given_rot_: P and G before the
    transfer (pre), the stress half after it (post).  Out of line, so that every particle runs the
    same machine code whether its transfer ran in a lane group or alone: gcc 12 fuses
    multiply-adds where it vectorizes this code (vfmsubadd, despite -ffp-contract=off), and a copy
    inlined into the loop over a lane group rounded differently from the remainder's (the
    batched-scene tests saw it at -O3 -march=native). */
-static CQ__NOINLINE void cq__p2g_adj_pre_3d_fixed_corotated_f64(const cq__sub_task_3d_fixed_corotated_f64 *t, int p, cq__rot_3d_f64 *own,
+static CQ__NOINLINE void cq__p2g_adj_pre_3d_fixed_corotated_f64(const cq__sub_task_3d_f64 *t, int p, cq__rot_3d_f64 *own,
                                                 const cq__rot_3d_f64 **rot, double *Pp, double *G)
 {
     double Fp[9];
@@ -12391,7 +12186,7 @@ static CQ__NOINLINE void cq__p2g_adj_pre_3d_fixed_corotated_f64(const cq__sub_ta
                                              t->in.act_stress, Pp);
     cq__affine_3d_f64(p, t->prm, t->in, Pp, Fp, G);   /* G as P2G's */
 }
-static CQ__NOINLINE void cq__p2g_adj_post_3d_fixed_corotated_f64(const cq__sub_task_3d_fixed_corotated_f64 *t, int p, const cq__rot_3d_f64 *rot,
+static CQ__NOINLINE void cq__p2g_adj_post_3d_fixed_corotated_f64(const cq__sub_task_3d_f64 *t, int p, const cq__rot_3d_f64 *rot,
                                                  const double *Pp, const double *G_bar)
 {
     cq__p2g_adj_stress_rot_3d_fixed_corotated_f64(p, t->prm, t->in, rot, Pp, G_bar, t->ai, t->pg,
@@ -12399,7 +12194,7 @@ static CQ__NOINLINE void cq__p2g_adj_post_3d_fixed_corotated_f64(const cq__sub_t
 }
 static void cq__p2g_adj_range_3d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
-    const cq__sub_task_3d_fixed_corotated_f64 *t = (const cq__sub_task_3d_fixed_corotated_f64 *)ctx;
+    const cq__sub_task_3d_f64 *t = (const cq__sub_task_3d_f64 *)ctx;
     const double *gp_bar = (const double *)t->s->grid_pb, *gm_bar = (const double *)t->s->grid_mb;
     int p = begin;
     for (; CQ__LANES_ON_f64 && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
@@ -12421,87 +12216,10 @@ static void cq__p2g_adj_range_3d_fixed_corotated_f64(void *ctx, int begin, int e
     }
 }
 
-/* >>cpu_gather_3d_fixed_corotated_f64: the gather (kernels.j2 >>grid_gather_) one row of nodes at a time (a row:
-   the nodes along the last axis; items: the rows of every scene).  A row's nodes receive from
-   3^(D-1) rows of cells, each a contiguous range of sorted slots: a particle adds to the 3 nodes
-   of its stencil in the row.  Per node that is the gather's order exactly (rows of cells in
-   increasing order, then cells, then particles; each cell's sum from 0 added to the node's total),
-   so the sums equal cq__gather_* (and the CUDA kernel's) bitwise.  Then,
-   per node of the row, the momentum copy and the grid update.  A row no particle reaches (most
-   rows of a sparse scene) costs up to 3^(D-1) lookups: its nodes are zero (no mass, so the update
-   writes v = 0), and its memsets are skipped where t->dirty says that row of the buffer is
-   zero already. */
-static void cq__gather_rows_3d_fixed_corotated_f64(void *ctx, int begin, int end)
-{
-    const cq__sub_task_3d_fixed_corotated_f64 *t = (const cq__sub_task_3d_fixed_corotated_f64 *)ctx;
-    const cq__params_f64 *prm = t->prm;
-    const int L = prm->res[2], rows = prm->nodes / L;   /* rows per scene */
-    const int *cell_end = t->s->cell_end, *skey = t->s->skey;
-    const double *pk = (const double *)t->s->pk;
-    for (int r = begin; r < end; ++r) {
-        const int lr = r % rows, first = r - lr;            /* first: the scene's row 0 */
-        const int scene0 = first * L;                       /* the scene's first node (and cell) */
-        int o[3];
-        const int c[2] = {lr / prm->res[1], lr % prm->res[1]};
-        double *m = t->gm ? t->gm + (long)r * L : NULL, *v = t->gv + (long)r * L * 3;
-        double *gp = t->gp ? t->gp + (long)r * L * 3 : NULL;
-        unsigned char *dirty = t->dirty + r;
-        const unsigned char bits = (unsigned char)((m ? t->bm : 0) | t->bv | (gp ? t->bp : 0));
-        /* the source rows of cells, in the gather's order, and their ranges of sorted slots */
-        int src_o[9][2], src_crow[9], src_kb[9], src_ke[9], ns = 0;
-        int live = 0;   /* a particle reached the row */
-        for (o[0] = 2; o[0] >= 0; --o[0]) {
-            if (c[0] - o[0] < 0) continue;
-            for (o[1] = 2; o[1] >= 0; --o[1]) {
-                if (c[1] - o[1] < 0) continue;
-                const int crow = scene0 + ((c[0] - o[0]) * prm->res[1] + (c[1] - o[1])) * L;
-                for (int a = 0; a < 2; ++a) src_o[ns][a] = o[a];
-                src_crow[ns] = crow;
-                src_kb[ns] = crow > 0 ? cell_end[crow - 1] : 0;
-                src_ke[ns] = cell_end[crow + L - 1];
-                live |= src_ke[ns] > src_kb[ns];
-                ++ns;
-            }
-        }
-        if (!live) {   /* zeros: written only where the buffer's row may hold something else */
-            if (m && (*dirty & t->bm)) memset(m, 0, sizeof(double) * (size_t)L);
-            if (*dirty & t->bv) memset(v, 0, sizeof(double) * (size_t)L * 3);
-            if (gp && (*dirty & t->bp)) memset(gp, 0, sizeof(double) * (size_t)L * 3);
-            *dirty &= (unsigned char)~bits;
-            continue;
-        }
-        *dirty |= bits;
-        if (m) memset(m, 0, sizeof(double) * (size_t)L);
-        memset(v, 0, sizeof(double) * (size_t)L * 3);
-        for (int q = 0; q < ns; ++q) {
-            for (int a = 0; a < 2; ++a) o[a] = src_o[q][a];
-            for (int k = src_kb[q]; k < src_ke[q];) {
-                /* one cell's particles (consecutive slots) add to the same 3 nodes of the row:
-                   -7-9% of a 3D 64k forward; in 2D (4 particles a cell, 3 lanes) 1-5% slower */
-                const int cell = skey[k], b = cell - src_crow[q];
-                int e = k + 1;
-                double acc[3][4];
-                while (e < src_ke[q] && skey[e] == cell) ++e;
-                for (int i = 0; i < 3; ++i)
-                    for (int a = 0; a < 4; ++a) acc[i][a] = 0;
-                cq__gather_cell4_3d_f64(pk + (long)k * CQ__PK(3), e - k, o, prm, acc);
-                for (int i = 0; i < 3; ++i) {   /* the cell's sum, then into the node's total */
-                    if (m) m[b + i] += acc[i][0];
-                    for (int a = 0; a < 3; ++a) v[(long)(b + i) * 3 + a] += acc[i][1 + a];
-                }
-                k = e;
-            }
-        }
-        if (gp) memcpy(gp, v, sizeof(double) * (size_t)L * 3);
-        if (t->update)
-            for (int i = r * L; i < r * L + L; ++i) cq__grid_fwd_3d_f64(i, prm, t->g);
-    }
-}
-
 /* >>cpu_grid_3d_fixed_corotated_f64: sort, P2G (particle half, then the gather) and the grid update from particle
    state t->in.  keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint
    needs it). */
-static void cq__cpu_grid_3d_fixed_corotated_f64(cq__sub_task_3d_fixed_corotated_f64 *t, int keep_momentum)
+static void cq__cpu_grid_3d_fixed_corotated_f64(cq__sub_task_3d_f64 *t, int keep_momentum)
 {
     cq_sim *s = t->s;
     t->g.m = (double *)s->grid_m; t->g.v = (double *)s->grid_v;
@@ -12509,13 +12227,13 @@ static void cq__cpu_grid_3d_fixed_corotated_f64(cq__sub_task_3d_fixed_corotated_
     cq__parallel_for(s, s->n, 512, cq__p2g_range_3d_fixed_corotated_f64, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (double *)s->grid_p : NULL; t->update = 1;
     t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
-    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_3d_fixed_corotated_f64, t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f64, t);
 }
 
 /* >>cpu_substep_3d_fixed_corotated_f64: grid phase, then G2P from `in` into `out`. */
 static int cq__cpu_substep_3d_fixed_corotated_f64(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
 {
-    cq__sub_task_3d_fixed_corotated_f64 t;
+    cq__sub_task_3d_f64 t;
     const int n = s->n, flush = cq__flushes(s);
     const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush: the calling thread's part */
     int st = CQ__OK;
@@ -12526,7 +12244,7 @@ static int cq__cpu_substep_3d_fixed_corotated_f64(cq_sim *s, const cq__state *in
     if (s->gkeep) t.rot = (cq__rot_3d_f64 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
     cq__cpu_grid_3d_fixed_corotated_f64(&t, s->gkeep);
     t.first = n;
-    cq__parallel_for(s, n, 1024, cq__g2p_range_3d_fixed_corotated_f64, &t);
+    cq__parallel_for(s, n, 1024, cq__g2p_range_3d_f64, &t);
     if (t.first == n) *bad = -1;
     else {
         *bad = t.first;
@@ -12542,7 +12260,7 @@ static int cq__cpu_substep_3d_fixed_corotated_f64(cq_sim *s, const cq__state *in
    per particle. */
 static void cq__cpu_substep_adj_3d_fixed_corotated_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
-    cq__sub_task_3d_fixed_corotated_f64 t;
+    cq__sub_task_3d_f64 t;
     const int flush = cq__flushes(s);
     const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush */
     memset(&t, 0, sizeof t);
@@ -12554,10 +12272,10 @@ static void cq__cpu_substep_adj_3d_fixed_corotated_f64(cq_sim *s, const cq__stat
     t.rot = (cq__rot_3d_f64 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
     if (s->gready) { t.g.m = (double *)s->grid_m; t.g.v = (double *)s->grid_v; }
     else cq__cpu_grid_3d_fixed_corotated_f64(&t, 1);
-    cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_3d_fixed_corotated_f64, &t);   /* its scatter: the gather below */
+    cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_3d_f64, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
-    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_3d_fixed_corotated_f64, &t);
-    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_3d_fixed_corotated_f64, &t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f64, &t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_3d_f64, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_fixed_corotated_f64, &t);
     if (s->n_cables) cq__cpu_cable_adj_3d_f64(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
@@ -12575,88 +12293,17 @@ static int cq__check_stress_3d_fixed_corotated_f64(const cq_sim *s, const void *
     return -1;
 }
 
-/* What the range functions of one substep (or its adjoint) read. */
-typedef struct cq__sub_task_3d_neohookean_f32 {
-    cq_sim *s;
-    const cq__params_f32 *prm;
-    cq__pview_f32 in, out, ao, ai, pg;
-    cq__gview_f32 g;
-    float *gm, *gv, *gp;   /* what the gather writes: mass (or NULL), momentum, a copy of it (or NULL) */
-    unsigned char *dirty;    /* their rows' bits: s->row_dirty (grid_m, grid_v, grid_p) or s->row_dirty_adj (grid_vb) */
-    unsigned char bm, bv, bp;   /* their bits there (CQ__ROW_*) */
-    cq__rot_3d_f32 *rot;   /* NULL, or the backward's per-particle rotations (s->rotc, see cq__rot_cache_bytes) */
-    int update;              /* the gather also runs the grid update */
-    int first;
-} cq__sub_task_3d_neohookean_f32;
-
 /* P2G's particle half over particles [begin, end) in index order, each into its sorted slot's
    packed record: the particle arrays are read in order, whatever order the particles came in
    (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k) */
 static void cq__p2g_range_3d_neohookean_f32(void *ctx, int begin, int end)
 {
-    const cq__sub_task_3d_neohookean_f32 *t = (const cq__sub_task_3d_neohookean_f32 *)ctx;
+    const cq__sub_task_3d_f32 *t = (const cq__sub_task_3d_f32 *)ctx;
     float *pk = (float *)t->s->pk;
     const int *rank = t->s->rank;
     for (int p = begin; p < end; ++p) {   /* the backward (t->rot): keep each particle's rotation for its P2G adjoint */
         cq__rot_3d_f32 r;
         cq__p2g_rot_3d_neohookean_f32(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(3), t->rot ? t->rot + p : &r, 1);
-    }
-}
-static void cq__g2p_range_3d_neohookean_f32(void *ctx, int begin, int end)
-{
-    cq__sub_task_3d_neohookean_f32 *t = (cq__sub_task_3d_neohookean_f32 *)ctx;
-    int p = begin, ps[CQ__LANES_f32];
-    for (; CQ__LANES_ON_f32 && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
-        for (int l = 0; l < CQ__LANES_f32; ++l) ps[l] = p + l;
-        const int f = cq__g2p_lanes_3d_f32(ps, t->prm, t->in, t->out, t->g);
-        if (f >= 0) { cq__atomic_min_int(&t->first, p + f); return; }
-        if (f == -2) break;   /* an input outside the usable region: the rest one by one */
-    }
-    for (; p < end; ++p)
-        if (cq__g2p_fwd_3d_f32(p, t->prm, t->in, t->out, t->g) != CQ__OK) { cq__atomic_min_int(&t->first, p); break; }
-}
-/* the G2P adjoint over particles [begin, end) in index order, each writing its part of the grid
-   adjoint's gather into its sorted slot's packed record (index order: as P2G's particle half) */
-static void cq__g2p_adj_range_3d_neohookean_f32(void *ctx, int begin, int end)
-{
-    const cq__sub_task_3d_neohookean_f32 *t = (const cq__sub_task_3d_neohookean_f32 *)ctx;
-    float *pk = (float *)t->s->pk;
-    const int *rank = t->s->rank;
-    int p = begin, ps[CQ__LANES_f32];
-    for (; CQ__LANES_ON_f32 && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
-        for (int l = 0; l < CQ__LANES_f32; ++l) ps[l] = p + l;
-        cq__g2p_adj_lanes_3d_f32(ps, rank + p, t->prm, t->in, t->g, t->ao, t->ai, pk);
-    }
-    for (; p < end; ++p)
-        cq__g2p_adj_3d_f32(p, t->prm, t->in, t->g, t->ao, t->ai, pk + (long)rank[p] * CQ__PK(3));
-}
-/* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
-   scene) gets the zeros the per-node adjoint would write, in two memsets, or nothing when that
-   row of both buffers is zero already (s->row_dirty_adj) */
-static void cq__grid_adj_rows_3d_neohookean_f32(void *ctx, int begin, int end)
-{
-    const cq__sub_task_3d_neohookean_f32 *t = (const cq__sub_task_3d_neohookean_f32 *)ctx;
-    const cq_sim *s = t->s;
-    const int L = t->prm->res[2];
-    float *gp_bar = (float *)s->grid_pb, *gm_bar = (float *)s->grid_mb;
-    for (int r = begin; r < end; ++r) {
-        const float *m = t->g.m + (long)r * L;
-        unsigned char *dirty = s->row_dirty_adj + r;
-        int live = 0;
-        if (s->row_dirty[r] & CQ__ROW_M)   /* a clear bit: the row is zero, or never written (>>grid_cache) */
-            for (int i = 0; i < L; ++i) live |= m[i] > 0;
-        if (!live) {
-            if (*dirty & (CQ__ROW_PB | CQ__ROW_MB)) {
-                memset(gp_bar + (long)r * L * 3, 0, sizeof(float) * (size_t)L * 3);
-                memset(gm_bar + (long)r * L, 0, sizeof(float) * (size_t)L);
-                *dirty &= (unsigned char)~(CQ__ROW_PB | CQ__ROW_MB);
-            }
-            continue;
-        }
-        *dirty |= CQ__ROW_PB | CQ__ROW_MB;
-        for (int i = r * L; i < r * L + L; ++i)
-            cq__grid_adj_3d_f32(i, t->prm, t->g.m, (const float *)s->grid_p, (const float *)s->grid_vb,
-                                                          gp_bar, gm_bar);
     }
 }
 /* The P2G adjoint's per-particle stress parts, as in cq__p2g_adj_given_rot_: P and G before the
@@ -12665,7 +12312,7 @@ static void cq__grid_adj_rows_3d_neohookean_f32(void *ctx, int begin, int end)
    multiply-adds where it vectorizes this code (vfmsubadd, despite -ffp-contract=off), and a copy
    inlined into the loop over a lane group rounded differently from the remainder's (the
    batched-scene tests saw it at -O3 -march=native). */
-static CQ__NOINLINE void cq__p2g_adj_pre_3d_neohookean_f32(const cq__sub_task_3d_neohookean_f32 *t, int p, cq__rot_3d_f32 *own,
+static CQ__NOINLINE void cq__p2g_adj_pre_3d_neohookean_f32(const cq__sub_task_3d_f32 *t, int p, cq__rot_3d_f32 *own,
                                                 const cq__rot_3d_f32 **rot, float *Pp, float *G)
 {
     float Fp[9];
@@ -12676,7 +12323,7 @@ static CQ__NOINLINE void cq__p2g_adj_pre_3d_neohookean_f32(const cq__sub_task_3d
                                              t->in.act_stress, Pp);
     cq__affine_3d_f32(p, t->prm, t->in, Pp, Fp, G);   /* G as P2G's */
 }
-static CQ__NOINLINE void cq__p2g_adj_post_3d_neohookean_f32(const cq__sub_task_3d_neohookean_f32 *t, int p, const cq__rot_3d_f32 *rot,
+static CQ__NOINLINE void cq__p2g_adj_post_3d_neohookean_f32(const cq__sub_task_3d_f32 *t, int p, const cq__rot_3d_f32 *rot,
                                                  const float *Pp, const float *G_bar)
 {
     cq__p2g_adj_stress_rot_3d_neohookean_f32(p, t->prm, t->in, rot, Pp, G_bar, t->ai, t->pg,
@@ -12684,7 +12331,7 @@ static CQ__NOINLINE void cq__p2g_adj_post_3d_neohookean_f32(const cq__sub_task_3
 }
 static void cq__p2g_adj_range_3d_neohookean_f32(void *ctx, int begin, int end)
 {
-    const cq__sub_task_3d_neohookean_f32 *t = (const cq__sub_task_3d_neohookean_f32 *)ctx;
+    const cq__sub_task_3d_f32 *t = (const cq__sub_task_3d_f32 *)ctx;
     const float *gp_bar = (const float *)t->s->grid_pb, *gm_bar = (const float *)t->s->grid_mb;
     int p = begin;
     for (; CQ__LANES_ON_f32 && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
@@ -12706,87 +12353,10 @@ static void cq__p2g_adj_range_3d_neohookean_f32(void *ctx, int begin, int end)
     }
 }
 
-/* >>cpu_gather_3d_neohookean_f32: the gather (kernels.j2 >>grid_gather_) one row of nodes at a time (a row:
-   the nodes along the last axis; items: the rows of every scene).  A row's nodes receive from
-   3^(D-1) rows of cells, each a contiguous range of sorted slots: a particle adds to the 3 nodes
-   of its stencil in the row.  Per node that is the gather's order exactly (rows of cells in
-   increasing order, then cells, then particles; each cell's sum from 0 added to the node's total),
-   so the sums equal cq__gather_* (and the CUDA kernel's) bitwise.  Then,
-   per node of the row, the momentum copy and the grid update.  A row no particle reaches (most
-   rows of a sparse scene) costs up to 3^(D-1) lookups: its nodes are zero (no mass, so the update
-   writes v = 0), and its memsets are skipped where t->dirty says that row of the buffer is
-   zero already. */
-static void cq__gather_rows_3d_neohookean_f32(void *ctx, int begin, int end)
-{
-    const cq__sub_task_3d_neohookean_f32 *t = (const cq__sub_task_3d_neohookean_f32 *)ctx;
-    const cq__params_f32 *prm = t->prm;
-    const int L = prm->res[2], rows = prm->nodes / L;   /* rows per scene */
-    const int *cell_end = t->s->cell_end, *skey = t->s->skey;
-    const float *pk = (const float *)t->s->pk;
-    for (int r = begin; r < end; ++r) {
-        const int lr = r % rows, first = r - lr;            /* first: the scene's row 0 */
-        const int scene0 = first * L;                       /* the scene's first node (and cell) */
-        int o[3];
-        const int c[2] = {lr / prm->res[1], lr % prm->res[1]};
-        float *m = t->gm ? t->gm + (long)r * L : NULL, *v = t->gv + (long)r * L * 3;
-        float *gp = t->gp ? t->gp + (long)r * L * 3 : NULL;
-        unsigned char *dirty = t->dirty + r;
-        const unsigned char bits = (unsigned char)((m ? t->bm : 0) | t->bv | (gp ? t->bp : 0));
-        /* the source rows of cells, in the gather's order, and their ranges of sorted slots */
-        int src_o[9][2], src_crow[9], src_kb[9], src_ke[9], ns = 0;
-        int live = 0;   /* a particle reached the row */
-        for (o[0] = 2; o[0] >= 0; --o[0]) {
-            if (c[0] - o[0] < 0) continue;
-            for (o[1] = 2; o[1] >= 0; --o[1]) {
-                if (c[1] - o[1] < 0) continue;
-                const int crow = scene0 + ((c[0] - o[0]) * prm->res[1] + (c[1] - o[1])) * L;
-                for (int a = 0; a < 2; ++a) src_o[ns][a] = o[a];
-                src_crow[ns] = crow;
-                src_kb[ns] = crow > 0 ? cell_end[crow - 1] : 0;
-                src_ke[ns] = cell_end[crow + L - 1];
-                live |= src_ke[ns] > src_kb[ns];
-                ++ns;
-            }
-        }
-        if (!live) {   /* zeros: written only where the buffer's row may hold something else */
-            if (m && (*dirty & t->bm)) memset(m, 0, sizeof(float) * (size_t)L);
-            if (*dirty & t->bv) memset(v, 0, sizeof(float) * (size_t)L * 3);
-            if (gp && (*dirty & t->bp)) memset(gp, 0, sizeof(float) * (size_t)L * 3);
-            *dirty &= (unsigned char)~bits;
-            continue;
-        }
-        *dirty |= bits;
-        if (m) memset(m, 0, sizeof(float) * (size_t)L);
-        memset(v, 0, sizeof(float) * (size_t)L * 3);
-        for (int q = 0; q < ns; ++q) {
-            for (int a = 0; a < 2; ++a) o[a] = src_o[q][a];
-            for (int k = src_kb[q]; k < src_ke[q];) {
-                /* one cell's particles (consecutive slots) add to the same 3 nodes of the row:
-                   -7-9% of a 3D 64k forward; in 2D (4 particles a cell, 3 lanes) 1-5% slower */
-                const int cell = skey[k], b = cell - src_crow[q];
-                int e = k + 1;
-                float acc[3][4];
-                while (e < src_ke[q] && skey[e] == cell) ++e;
-                for (int i = 0; i < 3; ++i)
-                    for (int a = 0; a < 4; ++a) acc[i][a] = 0;
-                cq__gather_cell4_3d_f32(pk + (long)k * CQ__PK(3), e - k, o, prm, acc);
-                for (int i = 0; i < 3; ++i) {   /* the cell's sum, then into the node's total */
-                    if (m) m[b + i] += acc[i][0];
-                    for (int a = 0; a < 3; ++a) v[(long)(b + i) * 3 + a] += acc[i][1 + a];
-                }
-                k = e;
-            }
-        }
-        if (gp) memcpy(gp, v, sizeof(float) * (size_t)L * 3);
-        if (t->update)
-            for (int i = r * L; i < r * L + L; ++i) cq__grid_fwd_3d_f32(i, prm, t->g);
-    }
-}
-
 /* >>cpu_grid_3d_neohookean_f32: sort, P2G (particle half, then the gather) and the grid update from particle
    state t->in.  keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint
    needs it). */
-static void cq__cpu_grid_3d_neohookean_f32(cq__sub_task_3d_neohookean_f32 *t, int keep_momentum)
+static void cq__cpu_grid_3d_neohookean_f32(cq__sub_task_3d_f32 *t, int keep_momentum)
 {
     cq_sim *s = t->s;
     t->g.m = (float *)s->grid_m; t->g.v = (float *)s->grid_v;
@@ -12794,13 +12364,13 @@ static void cq__cpu_grid_3d_neohookean_f32(cq__sub_task_3d_neohookean_f32 *t, in
     cq__parallel_for(s, s->n, 512, cq__p2g_range_3d_neohookean_f32, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (float *)s->grid_p : NULL; t->update = 1;
     t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
-    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_3d_neohookean_f32, t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f32, t);
 }
 
 /* >>cpu_substep_3d_neohookean_f32: grid phase, then G2P from `in` into `out`. */
 static int cq__cpu_substep_3d_neohookean_f32(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
 {
-    cq__sub_task_3d_neohookean_f32 t;
+    cq__sub_task_3d_f32 t;
     const int n = s->n, flush = cq__flushes(s);
     const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush: the calling thread's part */
     int st = CQ__OK;
@@ -12811,7 +12381,7 @@ static int cq__cpu_substep_3d_neohookean_f32(cq_sim *s, const cq__state *in_st, 
     if (s->gkeep) t.rot = (cq__rot_3d_f32 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
     cq__cpu_grid_3d_neohookean_f32(&t, s->gkeep);
     t.first = n;
-    cq__parallel_for(s, n, 1024, cq__g2p_range_3d_neohookean_f32, &t);
+    cq__parallel_for(s, n, 1024, cq__g2p_range_3d_f32, &t);
     if (t.first == n) *bad = -1;
     else {
         *bad = t.first;
@@ -12827,7 +12397,7 @@ static int cq__cpu_substep_3d_neohookean_f32(cq_sim *s, const cq__state *in_st, 
    per particle. */
 static void cq__cpu_substep_adj_3d_neohookean_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
-    cq__sub_task_3d_neohookean_f32 t;
+    cq__sub_task_3d_f32 t;
     const int flush = cq__flushes(s);
     const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush */
     memset(&t, 0, sizeof t);
@@ -12839,10 +12409,10 @@ static void cq__cpu_substep_adj_3d_neohookean_f32(cq_sim *s, const cq__state *in
     t.rot = (cq__rot_3d_f32 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
     if (s->gready) { t.g.m = (float *)s->grid_m; t.g.v = (float *)s->grid_v; }
     else cq__cpu_grid_3d_neohookean_f32(&t, 1);
-    cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_3d_neohookean_f32, &t);   /* its scatter: the gather below */
+    cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_3d_f32, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
-    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_3d_neohookean_f32, &t);
-    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_3d_neohookean_f32, &t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f32, &t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_3d_f32, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_neohookean_f32, &t);
     if (s->n_cables) cq__cpu_cable_adj_3d_f32(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
@@ -12860,88 +12430,17 @@ static int cq__check_stress_3d_neohookean_f32(const cq_sim *s, const void *F, co
     return -1;
 }
 
-/* What the range functions of one substep (or its adjoint) read. */
-typedef struct cq__sub_task_3d_neohookean_f64 {
-    cq_sim *s;
-    const cq__params_f64 *prm;
-    cq__pview_f64 in, out, ao, ai, pg;
-    cq__gview_f64 g;
-    double *gm, *gv, *gp;   /* what the gather writes: mass (or NULL), momentum, a copy of it (or NULL) */
-    unsigned char *dirty;    /* their rows' bits: s->row_dirty (grid_m, grid_v, grid_p) or s->row_dirty_adj (grid_vb) */
-    unsigned char bm, bv, bp;   /* their bits there (CQ__ROW_*) */
-    cq__rot_3d_f64 *rot;   /* NULL, or the backward's per-particle rotations (s->rotc, see cq__rot_cache_bytes) */
-    int update;              /* the gather also runs the grid update */
-    int first;
-} cq__sub_task_3d_neohookean_f64;
-
 /* P2G's particle half over particles [begin, end) in index order, each into its sorted slot's
    packed record: the particle arrays are read in order, whatever order the particles came in
    (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k) */
 static void cq__p2g_range_3d_neohookean_f64(void *ctx, int begin, int end)
 {
-    const cq__sub_task_3d_neohookean_f64 *t = (const cq__sub_task_3d_neohookean_f64 *)ctx;
+    const cq__sub_task_3d_f64 *t = (const cq__sub_task_3d_f64 *)ctx;
     double *pk = (double *)t->s->pk;
     const int *rank = t->s->rank;
     for (int p = begin; p < end; ++p) {   /* the backward (t->rot): keep each particle's rotation for its P2G adjoint */
         cq__rot_3d_f64 r;
         cq__p2g_rot_3d_neohookean_f64(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(3), t->rot ? t->rot + p : &r, 1);
-    }
-}
-static void cq__g2p_range_3d_neohookean_f64(void *ctx, int begin, int end)
-{
-    cq__sub_task_3d_neohookean_f64 *t = (cq__sub_task_3d_neohookean_f64 *)ctx;
-    int p = begin, ps[CQ__LANES_f64];
-    for (; CQ__LANES_ON_f64 && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
-        for (int l = 0; l < CQ__LANES_f64; ++l) ps[l] = p + l;
-        const int f = cq__g2p_lanes_3d_f64(ps, t->prm, t->in, t->out, t->g);
-        if (f >= 0) { cq__atomic_min_int(&t->first, p + f); return; }
-        if (f == -2) break;   /* an input outside the usable region: the rest one by one */
-    }
-    for (; p < end; ++p)
-        if (cq__g2p_fwd_3d_f64(p, t->prm, t->in, t->out, t->g) != CQ__OK) { cq__atomic_min_int(&t->first, p); break; }
-}
-/* the G2P adjoint over particles [begin, end) in index order, each writing its part of the grid
-   adjoint's gather into its sorted slot's packed record (index order: as P2G's particle half) */
-static void cq__g2p_adj_range_3d_neohookean_f64(void *ctx, int begin, int end)
-{
-    const cq__sub_task_3d_neohookean_f64 *t = (const cq__sub_task_3d_neohookean_f64 *)ctx;
-    double *pk = (double *)t->s->pk;
-    const int *rank = t->s->rank;
-    int p = begin, ps[CQ__LANES_f64];
-    for (; CQ__LANES_ON_f64 && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
-        for (int l = 0; l < CQ__LANES_f64; ++l) ps[l] = p + l;
-        cq__g2p_adj_lanes_3d_f64(ps, rank + p, t->prm, t->in, t->g, t->ao, t->ai, pk);
-    }
-    for (; p < end; ++p)
-        cq__g2p_adj_3d_f64(p, t->prm, t->in, t->g, t->ao, t->ai, pk + (long)rank[p] * CQ__PK(3));
-}
-/* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
-   scene) gets the zeros the per-node adjoint would write, in two memsets, or nothing when that
-   row of both buffers is zero already (s->row_dirty_adj) */
-static void cq__grid_adj_rows_3d_neohookean_f64(void *ctx, int begin, int end)
-{
-    const cq__sub_task_3d_neohookean_f64 *t = (const cq__sub_task_3d_neohookean_f64 *)ctx;
-    const cq_sim *s = t->s;
-    const int L = t->prm->res[2];
-    double *gp_bar = (double *)s->grid_pb, *gm_bar = (double *)s->grid_mb;
-    for (int r = begin; r < end; ++r) {
-        const double *m = t->g.m + (long)r * L;
-        unsigned char *dirty = s->row_dirty_adj + r;
-        int live = 0;
-        if (s->row_dirty[r] & CQ__ROW_M)   /* a clear bit: the row is zero, or never written (>>grid_cache) */
-            for (int i = 0; i < L; ++i) live |= m[i] > 0;
-        if (!live) {
-            if (*dirty & (CQ__ROW_PB | CQ__ROW_MB)) {
-                memset(gp_bar + (long)r * L * 3, 0, sizeof(double) * (size_t)L * 3);
-                memset(gm_bar + (long)r * L, 0, sizeof(double) * (size_t)L);
-                *dirty &= (unsigned char)~(CQ__ROW_PB | CQ__ROW_MB);
-            }
-            continue;
-        }
-        *dirty |= CQ__ROW_PB | CQ__ROW_MB;
-        for (int i = r * L; i < r * L + L; ++i)
-            cq__grid_adj_3d_f64(i, t->prm, t->g.m, (const double *)s->grid_p, (const double *)s->grid_vb,
-                                                          gp_bar, gm_bar);
     }
 }
 /* The P2G adjoint's per-particle stress parts, as in cq__p2g_adj_given_rot_: P and G before the
@@ -12950,7 +12449,7 @@ static void cq__grid_adj_rows_3d_neohookean_f64(void *ctx, int begin, int end)
    multiply-adds where it vectorizes this code (vfmsubadd, despite -ffp-contract=off), and a copy
    inlined into the loop over a lane group rounded differently from the remainder's (the
    batched-scene tests saw it at -O3 -march=native). */
-static CQ__NOINLINE void cq__p2g_adj_pre_3d_neohookean_f64(const cq__sub_task_3d_neohookean_f64 *t, int p, cq__rot_3d_f64 *own,
+static CQ__NOINLINE void cq__p2g_adj_pre_3d_neohookean_f64(const cq__sub_task_3d_f64 *t, int p, cq__rot_3d_f64 *own,
                                                 const cq__rot_3d_f64 **rot, double *Pp, double *G)
 {
     double Fp[9];
@@ -12961,7 +12460,7 @@ static CQ__NOINLINE void cq__p2g_adj_pre_3d_neohookean_f64(const cq__sub_task_3d
                                              t->in.act_stress, Pp);
     cq__affine_3d_f64(p, t->prm, t->in, Pp, Fp, G);   /* G as P2G's */
 }
-static CQ__NOINLINE void cq__p2g_adj_post_3d_neohookean_f64(const cq__sub_task_3d_neohookean_f64 *t, int p, const cq__rot_3d_f64 *rot,
+static CQ__NOINLINE void cq__p2g_adj_post_3d_neohookean_f64(const cq__sub_task_3d_f64 *t, int p, const cq__rot_3d_f64 *rot,
                                                  const double *Pp, const double *G_bar)
 {
     cq__p2g_adj_stress_rot_3d_neohookean_f64(p, t->prm, t->in, rot, Pp, G_bar, t->ai, t->pg,
@@ -12969,7 +12468,7 @@ static CQ__NOINLINE void cq__p2g_adj_post_3d_neohookean_f64(const cq__sub_task_3
 }
 static void cq__p2g_adj_range_3d_neohookean_f64(void *ctx, int begin, int end)
 {
-    const cq__sub_task_3d_neohookean_f64 *t = (const cq__sub_task_3d_neohookean_f64 *)ctx;
+    const cq__sub_task_3d_f64 *t = (const cq__sub_task_3d_f64 *)ctx;
     const double *gp_bar = (const double *)t->s->grid_pb, *gm_bar = (const double *)t->s->grid_mb;
     int p = begin;
     for (; CQ__LANES_ON_f64 && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
@@ -12991,87 +12490,10 @@ static void cq__p2g_adj_range_3d_neohookean_f64(void *ctx, int begin, int end)
     }
 }
 
-/* >>cpu_gather_3d_neohookean_f64: the gather (kernels.j2 >>grid_gather_) one row of nodes at a time (a row:
-   the nodes along the last axis; items: the rows of every scene).  A row's nodes receive from
-   3^(D-1) rows of cells, each a contiguous range of sorted slots: a particle adds to the 3 nodes
-   of its stencil in the row.  Per node that is the gather's order exactly (rows of cells in
-   increasing order, then cells, then particles; each cell's sum from 0 added to the node's total),
-   so the sums equal cq__gather_* (and the CUDA kernel's) bitwise.  Then,
-   per node of the row, the momentum copy and the grid update.  A row no particle reaches (most
-   rows of a sparse scene) costs up to 3^(D-1) lookups: its nodes are zero (no mass, so the update
-   writes v = 0), and its memsets are skipped where t->dirty says that row of the buffer is
-   zero already. */
-static void cq__gather_rows_3d_neohookean_f64(void *ctx, int begin, int end)
-{
-    const cq__sub_task_3d_neohookean_f64 *t = (const cq__sub_task_3d_neohookean_f64 *)ctx;
-    const cq__params_f64 *prm = t->prm;
-    const int L = prm->res[2], rows = prm->nodes / L;   /* rows per scene */
-    const int *cell_end = t->s->cell_end, *skey = t->s->skey;
-    const double *pk = (const double *)t->s->pk;
-    for (int r = begin; r < end; ++r) {
-        const int lr = r % rows, first = r - lr;            /* first: the scene's row 0 */
-        const int scene0 = first * L;                       /* the scene's first node (and cell) */
-        int o[3];
-        const int c[2] = {lr / prm->res[1], lr % prm->res[1]};
-        double *m = t->gm ? t->gm + (long)r * L : NULL, *v = t->gv + (long)r * L * 3;
-        double *gp = t->gp ? t->gp + (long)r * L * 3 : NULL;
-        unsigned char *dirty = t->dirty + r;
-        const unsigned char bits = (unsigned char)((m ? t->bm : 0) | t->bv | (gp ? t->bp : 0));
-        /* the source rows of cells, in the gather's order, and their ranges of sorted slots */
-        int src_o[9][2], src_crow[9], src_kb[9], src_ke[9], ns = 0;
-        int live = 0;   /* a particle reached the row */
-        for (o[0] = 2; o[0] >= 0; --o[0]) {
-            if (c[0] - o[0] < 0) continue;
-            for (o[1] = 2; o[1] >= 0; --o[1]) {
-                if (c[1] - o[1] < 0) continue;
-                const int crow = scene0 + ((c[0] - o[0]) * prm->res[1] + (c[1] - o[1])) * L;
-                for (int a = 0; a < 2; ++a) src_o[ns][a] = o[a];
-                src_crow[ns] = crow;
-                src_kb[ns] = crow > 0 ? cell_end[crow - 1] : 0;
-                src_ke[ns] = cell_end[crow + L - 1];
-                live |= src_ke[ns] > src_kb[ns];
-                ++ns;
-            }
-        }
-        if (!live) {   /* zeros: written only where the buffer's row may hold something else */
-            if (m && (*dirty & t->bm)) memset(m, 0, sizeof(double) * (size_t)L);
-            if (*dirty & t->bv) memset(v, 0, sizeof(double) * (size_t)L * 3);
-            if (gp && (*dirty & t->bp)) memset(gp, 0, sizeof(double) * (size_t)L * 3);
-            *dirty &= (unsigned char)~bits;
-            continue;
-        }
-        *dirty |= bits;
-        if (m) memset(m, 0, sizeof(double) * (size_t)L);
-        memset(v, 0, sizeof(double) * (size_t)L * 3);
-        for (int q = 0; q < ns; ++q) {
-            for (int a = 0; a < 2; ++a) o[a] = src_o[q][a];
-            for (int k = src_kb[q]; k < src_ke[q];) {
-                /* one cell's particles (consecutive slots) add to the same 3 nodes of the row:
-                   -7-9% of a 3D 64k forward; in 2D (4 particles a cell, 3 lanes) 1-5% slower */
-                const int cell = skey[k], b = cell - src_crow[q];
-                int e = k + 1;
-                double acc[3][4];
-                while (e < src_ke[q] && skey[e] == cell) ++e;
-                for (int i = 0; i < 3; ++i)
-                    for (int a = 0; a < 4; ++a) acc[i][a] = 0;
-                cq__gather_cell4_3d_f64(pk + (long)k * CQ__PK(3), e - k, o, prm, acc);
-                for (int i = 0; i < 3; ++i) {   /* the cell's sum, then into the node's total */
-                    if (m) m[b + i] += acc[i][0];
-                    for (int a = 0; a < 3; ++a) v[(long)(b + i) * 3 + a] += acc[i][1 + a];
-                }
-                k = e;
-            }
-        }
-        if (gp) memcpy(gp, v, sizeof(double) * (size_t)L * 3);
-        if (t->update)
-            for (int i = r * L; i < r * L + L; ++i) cq__grid_fwd_3d_f64(i, prm, t->g);
-    }
-}
-
 /* >>cpu_grid_3d_neohookean_f64: sort, P2G (particle half, then the gather) and the grid update from particle
    state t->in.  keep_momentum: also copy the pre-update momentum to s->grid_p (the adjoint
    needs it). */
-static void cq__cpu_grid_3d_neohookean_f64(cq__sub_task_3d_neohookean_f64 *t, int keep_momentum)
+static void cq__cpu_grid_3d_neohookean_f64(cq__sub_task_3d_f64 *t, int keep_momentum)
 {
     cq_sim *s = t->s;
     t->g.m = (double *)s->grid_m; t->g.v = (double *)s->grid_v;
@@ -13079,13 +12501,13 @@ static void cq__cpu_grid_3d_neohookean_f64(cq__sub_task_3d_neohookean_f64 *t, in
     cq__parallel_for(s, s->n, 512, cq__p2g_range_3d_neohookean_f64, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (double *)s->grid_p : NULL; t->update = 1;
     t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
-    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_3d_neohookean_f64, t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f64, t);
 }
 
 /* >>cpu_substep_3d_neohookean_f64: grid phase, then G2P from `in` into `out`. */
 static int cq__cpu_substep_3d_neohookean_f64(cq_sim *s, const cq__state *in_st, cq__state *out_st, int *bad)
 {
-    cq__sub_task_3d_neohookean_f64 t;
+    cq__sub_task_3d_f64 t;
     const int n = s->n, flush = cq__flushes(s);
     const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush: the calling thread's part */
     int st = CQ__OK;
@@ -13096,7 +12518,7 @@ static int cq__cpu_substep_3d_neohookean_f64(cq_sim *s, const cq__state *in_st, 
     if (s->gkeep) t.rot = (cq__rot_3d_f64 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
     cq__cpu_grid_3d_neohookean_f64(&t, s->gkeep);
     t.first = n;
-    cq__parallel_for(s, n, 1024, cq__g2p_range_3d_neohookean_f64, &t);
+    cq__parallel_for(s, n, 1024, cq__g2p_range_3d_f64, &t);
     if (t.first == n) *bad = -1;
     else {
         *bad = t.first;
@@ -13112,7 +12534,7 @@ static int cq__cpu_substep_3d_neohookean_f64(cq_sim *s, const cq__state *in_st, 
    per particle. */
 static void cq__cpu_substep_adj_3d_neohookean_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
-    cq__sub_task_3d_neohookean_f64 t;
+    cq__sub_task_3d_f64 t;
     const int flush = cq__flushes(s);
     const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush */
     memset(&t, 0, sizeof t);
@@ -13124,10 +12546,10 @@ static void cq__cpu_substep_adj_3d_neohookean_f64(cq_sim *s, const cq__state *in
     t.rot = (cq__rot_3d_f64 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
     if (s->gready) { t.g.m = (double *)s->grid_m; t.g.v = (double *)s->grid_v; }
     else cq__cpu_grid_3d_neohookean_f64(&t, 1);
-    cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_3d_neohookean_f64, &t);   /* its scatter: the gather below */
+    cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_3d_f64, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
-    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__gather_rows_3d_neohookean_f64, &t);
-    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_3d_neohookean_f64, &t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f64, &t);
+    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_3d_f64, &t);
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_neohookean_f64, &t);
     if (s->n_cables) cq__cpu_cable_adj_3d_f64(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);

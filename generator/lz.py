@@ -1,6 +1,7 @@
 """A small LZ77 codec for the embedded PTX (the LZ4 block format: tokens of literal run + match).
 
-The header's decoder (cq__lz_decode in templates/host.c.j2's CUDA section) is 30 lines; PTX is
+The header's decoder (cq__lz_decode in templates/cuda_backend.j2, after cq__b64_decode: the header
+holds the compressed bytes in base64, generator/ptx.py rows) is 30 lines; PTX is
 repetitive text, so this shrinks it about 4x.  Deterministic: the same input gives the same bytes.
 """
 

@@ -374,9 +374,9 @@ static int dev_pkey(void)
     return mock_pkey;
 }
 
-/* every allocation open (1) or closed (0) for this thread */
-static void set_open(alloc_rec *a, int open);
-static void set_open_all(int open)
+/* with a protection key: every allocation open (1) or closed (0) for this thread; 0 if there is
+   no key (then each allocation's pages are mprotect-ed) */
+static int key_open(int open)
 {
 #ifdef PKEY_DISABLE_ACCESS
     if (dev_pkey() >= 0) {
@@ -384,16 +384,17 @@ static void set_open_all(int open)
             fprintf(stderr, "mock_libcuda: pkey_set failed: %s\n", strerror(errno));
             abort();
         }
-        return;
+        return 1;
     }
 #endif
-    for (int i = 0; i < n_allocs; ++i) set_open(&allocs[i], open);
+    (void)open;
+    return 0;
 }
 
-/* allocation a open or closed (with a protection key: every allocation, for this thread) */
+/* allocation a open or closed for the host's code (with a key: every allocation, this thread) */
 static void set_open(alloc_rec *a, int open)
 {
-    if (dev_pkey() >= 0) { set_open_all(open); a->open = open; return; }
+    if (key_open(open)) { a->open = open; return; }
     if (a->open == open) return;
     if (no_protect()) { a->open = open; return; }
     if (mprotect(a->map, a->prot_len, open ? PROT_READ | PROT_WRITE : PROT_NONE) != 0) {
@@ -401,6 +402,13 @@ static void set_open(alloc_rec *a, int open)
         abort();
     }
     a->open = open;
+}
+
+/* every allocation open or closed (a launch) */
+static void set_open_all(int open)
+{
+    if (key_open(open)) return;
+    for (int i = 0; i < n_allocs; ++i) set_open(&allocs[i], open);
 }
 
 /* The allocation holding the device range [p, p + bytes), or NULL after reporting a violation. */

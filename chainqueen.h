@@ -101,10 +101,9 @@
                      rolled, as measured faster before the GPU's grid layout; the same results)
      CQ_CPU_LANES    1: the CPU runs G2P and the stencil adjoints on 16 floats / 8 doubles at
                      once (vectorized across particles; bitwise the same results); 0: one particle
-                     at a time.  Default: both precisions where the compiler targets AVX-512
-                     (__AVX512F__, e.g. -march=native on such a CPU), only f64 with AVX2 (e.g.
-                     -march=x86-64-v3: 9-14% faster backward for f64, slower for float), neither
-                     with SSE2 (bench/RESULTS.md).  -O2 and -O3 run the MPM about
+                     at a time.  Default: both precisions where the compiler targets AVX2 or
+                     AVX-512 (__AVX2__, e.g. -march=native or -march=x86-64-v3: 10-80% faster
+                     than one particle at a time), neither with SSE2 alone (bench/RESULTS.md).  -O2 and -O3 run the MPM about
                      equally fast (gcc 12: the kernels' small loops carry unroll pragmas, which -O2
                      needs; without them it ran 1.3-2.3x slower than -O3).
      CQ_CPU_V4       0: the CPU's gather (P2G's node half) adds its 4-wide sums one value at a time
@@ -8900,10 +8899,14 @@ static int cq__cable_buffers(cq_sim *s)
    vectorizes such code (vfmsubadd, despite -ffp-contract=off), so an inlined copy in a loop over
    lanes rounds differently from the remainder's.
    The drivers use the lanes of a precision where CQ__LANES_ON_<precision> is 1: both where
-   CQ_CPU_LANES is 1, neither where it is 0; by default both with AVX-512 and only f64 with AVX2.
-   Measured on an AMD EPYC (Zen 4) VM, one thread, backward time vs one particle at a time: -O3
-   AVX-512 -12% to -24%; -O3 AVX2 (x86-64-v3) f64 -9% to -14% (2D block, 3D cubes of 8k and 64k),
-   f32 +4% (2D) to +16% (3D cube; 8 lanes for f32: no better); -O3 SSE2 +15%.  At -O2 gcc 12
+   CQ_CPU_LANES is 1, neither where it is 0; by default both with AVX2 or AVX-512, neither with
+   SSE2 alone.  Measured on an AMD EPYC (Zen 4) VM, one thread, backward time vs one particle at a
+   time: -O3 AVX-512 -12% to -24%; -O3 AVX2 (x86-64-v3) f64 -9% to -14% (2D block, 3D cubes of 8k
+   and 64k); -O3 SSE2 +15%.  Float32 lanes with AVX2 lost there (+4% to +16%) while the lanes'
+   grid indices were `long` (gcc did not vectorize the float loops: 16 longs fill four AVX2
+   registers, 16 floats two); with `int` indices they win: on an AMD EPYC (Zen 3, AVX2 alone) VM,
+   2 threads, the backward 1.2-1.8x faster (3D cubes of 8k and 64k), 1.2x (2D block), the forward
+   10-35% (bench/RESULTS.md; 8 lanes for f32: no better than 16).  At -O2 gcc 12
    vectorizes the lane loops only because the small loops inside them carry CQ__CPU_UNROLL
    (stencil.j2). */
 #if defined(CQ_CPU_LANES)   /* see OPTIONS at the top */
@@ -8913,7 +8916,7 @@ static int cq__cable_buffers(cq_sim *s)
 #  define CQ__LANES_ON_f32 1
 #  define CQ__LANES_ON_f64 1
 #elif defined(__AVX2__)
-#  define CQ__LANES_ON_f32 0
+#  define CQ__LANES_ON_f32 1
 #  define CQ__LANES_ON_f64 1
 #else
 #  define CQ__LANES_ON_f32 0

@@ -359,7 +359,7 @@ c_cpu_lanes_forced() {
         $CC -std=c99 -O2 -g1 $WARN $NW -DCQ_CPU_LANES=1 tests/test_errors.c -o $B/test_errors_lanes -lm && ./$B/test_errors_lanes && \
         $CC -std=c99 -O3 -march=native $WARN $NW tests/test_batch.c -o $B/test_batch_native -lm -ldl && ./$B/test_batch_native"
 }
-# AVX2 without AVX-512 (-march=x86-64-v3): the default lanes are f64's only; batched and threaded
+# AVX2 without AVX-512 (-march=x86-64-v3): the default lanes (both precisions); batched and threaded
 # runs bitwise as before, the CPU against the mock's one-particle kernels at -O2
 chain 19 cpu_lanes_avx2
 c_cpu_lanes_avx2() {

@@ -102,8 +102,9 @@
      CQ_CPU_LANES    1: the CPU runs G2P and the stencil adjoints on 16 floats / 8 doubles at
                      once (vectorized across particles; bitwise the same results); 0: one particle
                      at a time.  Default: both precisions where the compiler targets AVX2 or
-                     AVX-512 (__AVX2__, e.g. -march=native or -march=x86-64-v3: 10-80% faster
-                     than one particle at a time), neither with SSE2 alone (bench/RESULTS.md).  -O2 and -O3 run the MPM about
+                     AVX-512 (__AVX2__, e.g. -march=native or -march=x86-64-v3; float32 on a
+                     Zen 3: backward 1.1-1.9x, forward 1.05-1.4x as fast as one particle at a
+                     time), neither with SSE2 alone (bench/RESULTS.md).  -O2 and -O3 run the MPM about
                      equally fast (gcc 12: the kernels' small loops carry unroll pragmas, which -O2
                      needs; without them it ran 1.3-2.3x slower than -O3).
      CQ_CPU_V4       0: the CPU's gather (P2G's node half) adds its 4-wide sums one value at a time
@@ -8905,8 +8906,8 @@ static int cq__cable_buffers(cq_sim *s)
    and 64k); -O3 SSE2 +15%.  Float32 lanes with AVX2 lost there (+4% to +16%) while the lanes'
    grid indices were `long` (gcc did not vectorize the float loops: 16 longs fill four AVX2
    registers, 16 floats two); with `int` indices they win: on an AMD EPYC (Zen 3, AVX2 alone) VM,
-   2 threads, the backward 1.2-1.8x faster (3D cubes of 8k and 64k), 1.2x (2D block), the forward
-   10-35% (bench/RESULTS.md; 8 lanes for f32: no better than 16).  At -O2 gcc 12
+   2 threads, two alternating rounds, the float32 backward 1.1-1.9x as fast (the 3D cubes most),
+   the forward 1.05-1.4x (bench/RESULTS.md; 8 float lanes: no better than 16).  At -O2 gcc 12
    vectorizes the lane loops only because the small loops inside them carry CQ__CPU_UNROLL
    (stencil.j2). */
 #if defined(CQ_CPU_LANES)   /* see OPTIONS at the top */

@@ -54,7 +54,9 @@ Output: the same markdown table as bench.c (same columns, so both parse alike).
   com | scene | material | particles | grid | precision | N | y(0) | y(N/4) | y(N/2) | y(3N/4) | y(N) |
 (mean particle height: the centre of mass, all masses equal), as `./build/bench com=N` does.
 `--side-by-side CQ TI` joins a chainqueen output file and a Taichi one (tables, or com lines)
-and prints the ratios (bench/peers.sh uses it).
+and prints the ratios (bench/peers.sh uses it).  CQ and TI may each name several files,
+comma-separated: rounds of the same run, each time then the median over the rounds, and a line
+with each round's own verdict.
 
 Each scene runs in a child process (ti.init per scene: precision, threads, arch).
 
@@ -709,10 +711,47 @@ def checkpoint_every(path):
     return None
 
 
+def median(xs):
+    xs = sorted(xs)
+    h = len(xs) // 2
+    return xs[h] if len(xs) % 2 else 0.5 * (xs[h - 1] + xs[h])
+
+
+def merge_rounds(paths):
+    """Rows of several runs of the same bench (rounds), each field the median over the rounds that
+    have the scene; com lines from the first file that has them; the rounds' rows, for per-round
+    ratios."""
+    runs = [parse_rows(p) for p in paths]
+    rows, coms = {}, {}
+    for _, c in runs:
+        for k, v in c.items():
+            coms.setdefault(k, v)
+    keys = []
+    for r, _ in runs:
+        keys += [k for k in r if k not in keys]
+    for k in keys:
+        have = [r[k] for r, _ in runs if k in r]
+        rows[k] = dict(grid=have[0]["grid"], T=have[0]["T"],
+                       **{f: median([h[f] for h in have]) for f in ("ms", "fwd", "bwd")})
+    return rows, coms, [r for r, _ in runs]
+
+
+def verdict_ratios(cq, tt):
+    """forward and backward ratios (Taichi / chainqueen.h) of the scenes both ran"""
+    fr, br = [], []
+    for k in cq:
+        if k in tt:
+            fr.append(tt[k]["ms"] / cq[k]["ms"])
+            br.append(cq[k]["bwd"] / tt[k]["bwd"])
+    return fr, br
+
+
 def side_by_side(args):
-    cq_path, ti_path = args.side_by_side
-    cq, cq_com = parse_rows(cq_path)
-    tt, ti_com = parse_rows(ti_path)
+    # each of the two arguments: one output file, or several (rounds, comma-separated)
+    cq_paths, ti_paths = (a.split(",") for a in args.side_by_side)
+    cq_path = cq_paths[0]
+    cq, cq_com, cq_rounds = merge_rounds(cq_paths)
+    tt, ti_com, ti_rounds = merge_rounds(ti_paths)
     label = " (" + args.label + ")" if args.label else ""
     rc = 0
     if cq_com or ti_com:
@@ -736,8 +775,10 @@ def side_by_side(args):
         print("check: %s (the two trajectories, sampled at 0, N/4, N/2, 3N/4, N, within %.0f%% of the largest "
               "drop of the centre of mass)" % ("PASS" if rc == 0 else "FAIL", 100 * args.tolerance))
         return rc
+    nr = max(len(cq_rounds), len(ti_rounds))
     print("ms per substep (particle-steps/s = particles / that); ratio = Taichi / chainqueen.h (> 1: chainqueen.h "
-          "faster)%s" % label)
+          "faster)%s%s" % (label, "" if nr == 1 else "; each time the median of %d rounds, the two run by turns"
+                           % nr))
     print("| scene | material | particles | precision | fwd cq | fwd taichi | fwd ratio | taped fwd cq "
           "| taped fwd taichi | taped ratio | bwd cq | bwd taichi | bwd ratio | T cq / taichi |")
     print("|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -765,6 +806,14 @@ def side_by_side(args):
         print("target chainqueen.h >= 2x Taichi on every scene%s: %s (ratios: forward %.2f-%.2f, backward %.2f-%.2f)"
               % ("" if ck in (None, 4, 10) else " (judged with the bench's default checkpoint_every = 10; this run: %d)"
                  % ck, "met" if met else "NOT met", min(fr), max(fr), min(br), max(br)))
+        if nr > 1:   # each round alone (round i of chainqueen.h against round i of Taichi)
+            per = []
+            for a, b in zip(cq_rounds, ti_rounds):
+                f, g = verdict_ratios(a, b)
+                if f:
+                    per.append("%s (forward %.2f-%.2f, backward %.2f-%.2f)" % (
+                        "met" if min(f) >= 2 and min(g) >= 2 else "NOT met", min(f), max(f), min(g), max(g)))
+            print("each round alone: " + "; ".join(per))
     return 0
 
 
@@ -785,7 +834,8 @@ def main():
                    help="no timing: the reverse pass against central finite differences (use the f64 scenes)")
     p.add_argument("--cache-dir", default="", help="Taichi offline cache directory")
     p.add_argument("--verbose", action="store_true", help="show the children's output")
-    p.add_argument("--side-by-side", nargs=2, metavar=("CQ", "TI"), help="join two outputs")
+    p.add_argument("--side-by-side", nargs=2, metavar=("CQ", "TI"),
+                   help="join two outputs (each: a file, or rounds as comma-separated files)")
     p.add_argument("--label", default="")
     p.add_argument("--tolerance", type=float, default=0.03, help="--side-by-side com check tolerance")
     p.add_argument("--child", default="", help=argparse.SUPPRESS)

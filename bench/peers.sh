@@ -11,11 +11,15 @@
 # 3. the physics check: each quick scene's centre-of-mass height over $PEERS_COM_STEPS substeps
 #    (default 1600: the cube falls, lands and bounces) in both, compared (`./build/bench com=N`);
 # 4. for each thread count in $PEERS_THREADS (default "1 <all cores>"): chainqueen.h with
-#    OMP_NUM_THREADS=t, Taichi with cpu_max_num_threads=t, and the side-by-side table
-#    (ms/substep of the forward, the taped forward and the backward; ratio = Taichi / chainqueen.h);
+#    OMP_NUM_THREADS=t, Taichi with cpu_max_num_threads=t, $PEERS_ROUNDS rounds (default 3) of the
+#    two by turns, and the side-by-side table (ms/substep of the forward, the taped forward and
+#    the backward, each the median of the rounds; ratio = Taichi / chainqueen.h), the verdict on
+#    the medians and each round's own (on a shared VM one round's ratios moved by up to 30%
+#    from hour to hour: bench/RESULTS.md);
 # 5. where `nvidia-smi` works: the same on CUDA (`./build/bench gpu`, Taichi arch=cuda).
 #
 # quick (or PEERS_QUICK=1): bench.c's quick scene set and times (~0.05 s per measurement).
+# PEERS_ROUNDS: rounds of each side (default 3; 1: one run each, as before).
 # PEERS_SCENES: Taichi scene filter (fnmatch patterns, e.g. '3d-40-*'; see peer_taichi.py).
 # PEERS_CQ_ARGS: more arguments for chainqueen.h's bench, e.g. 'ckpt=1' (checkpoint_every = 1:
 #   every step kept, like Taichi's tape, so neither backward recomputes the forward).
@@ -46,6 +50,8 @@ THREADS=${PEERS_THREADS:-$DEFAULT_THREADS}
 COM_STEPS=${PEERS_COM_STEPS:-1600}
 SCENES=${PEERS_SCENES:-}
 CQ_ARGS=${PEERS_CQ_ARGS:-}
+ROUNDS=${PEERS_ROUNDS:-3}
+case "$ROUNDS" in ''|*[!0-9]*|0) echo "PEERS_ROUNDS=$ROUNDS: a positive number, please" >&2; exit 2 ;; esac
 mkdir -p build "$OUTD" "$CACHE" || exit 1
 
 # ---- 1. Taichi in a virtual environment
@@ -105,12 +111,15 @@ summary=""
 for t in $THREADS; do
     echo
     echo "== CPU, $t thread(s)${Q:+, quick}"
-    echo "-- chainqueen.h: OMP_NUM_THREADS=$t ./build/bench $Q $CQ_ARGS"
-    run_to "$OUTD/cq_cpu_t$t.txt" env OMP_NUM_THREADS="$t" ./build/bench $Q $CQ_ARGS
-    echo "-- Taichi: peer_taichi.py --arch cpu --threads $t $QF $SF"
-    run_to "$OUTD/ti_cpu_t$t.txt" $TI --arch cpu --threads "$t" $QF $SF
-    "$VPY" bench/peer_taichi.py --side-by-side "$OUTD/cq_cpu_t$t.txt" "$OUTD/ti_cpu_t$t.txt" \
-        --label "CPU, $t thread(s)" >"$OUTD/side_cpu_t$t.txt"
+    cqf=""; tif=""
+    for r in $(seq "$ROUNDS"); do
+        echo "-- round $r of $ROUNDS, chainqueen.h: OMP_NUM_THREADS=$t ./build/bench $Q $CQ_ARGS"
+        run_to "$OUTD/cq_cpu_t${t}_r$r.txt" env OMP_NUM_THREADS="$t" ./build/bench $Q $CQ_ARGS
+        echo "-- round $r of $ROUNDS, Taichi: peer_taichi.py --arch cpu --threads $t $QF $SF"
+        run_to "$OUTD/ti_cpu_t${t}_r$r.txt" $TI --arch cpu --threads "$t" $QF $SF
+        cqf="$cqf${cqf:+,}$OUTD/cq_cpu_t${t}_r$r.txt"; tif="$tif${tif:+,}$OUTD/ti_cpu_t${t}_r$r.txt"
+    done
+    "$VPY" bench/peer_taichi.py --side-by-side "$cqf" "$tif" --label "CPU, $t thread(s)" >"$OUTD/side_cpu_t$t.txt"
     summary="$summary $OUTD/side_cpu_t$t.txt"
 done
 
@@ -118,11 +127,15 @@ done
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
     echo
     echo "== CUDA ($(nvidia-smi -L | head -n 1))"
-    echo "-- chainqueen.h: ./build/bench $Q gpu $CQ_ARGS"
-    run_to "$OUTD/cq_gpu.txt" ./build/bench $Q gpu $CQ_ARGS
-    echo "-- Taichi: peer_taichi.py --arch cuda $QF $SF"
-    run_to "$OUTD/ti_gpu.txt" $TI --arch cuda $QF $SF
-    "$VPY" bench/peer_taichi.py --side-by-side "$OUTD/cq_gpu.txt" "$OUTD/ti_gpu.txt" --label CUDA >"$OUTD/side_gpu.txt"
+    cqf=""; tif=""
+    for r in $(seq "$ROUNDS"); do
+        echo "-- round $r of $ROUNDS, chainqueen.h: ./build/bench $Q gpu $CQ_ARGS"
+        run_to "$OUTD/cq_gpu_r$r.txt" ./build/bench $Q gpu $CQ_ARGS
+        echo "-- round $r of $ROUNDS, Taichi: peer_taichi.py --arch cuda $QF $SF"
+        run_to "$OUTD/ti_gpu_r$r.txt" $TI --arch cuda $QF $SF
+        cqf="$cqf${cqf:+,}$OUTD/cq_gpu_r$r.txt"; tif="$tif${tif:+,}$OUTD/ti_gpu_r$r.txt"
+    done
+    "$VPY" bench/peer_taichi.py --side-by-side "$cqf" "$tif" --label CUDA >"$OUTD/side_gpu.txt"
     summary="$summary $OUTD/side_gpu.txt"
 else
     echo

@@ -8913,10 +8913,7 @@ static int cq__cable_buffers(cq_sim *s)
 #if defined(CQ_CPU_LANES)   /* see OPTIONS at the top */
 #  define CQ__LANES_ON_f32 (CQ_CPU_LANES)
 #  define CQ__LANES_ON_f64 (CQ_CPU_LANES)
-#elif defined(__AVX512F__)
-#  define CQ__LANES_ON_f32 1
-#  define CQ__LANES_ON_f64 1
-#elif defined(__AVX2__)
+#elif defined(__AVX2__) || defined(__AVX512F__)
 #  define CQ__LANES_ON_f32 1
 #  define CQ__LANES_ON_f64 1
 #else

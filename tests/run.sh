@@ -349,7 +349,7 @@ c_cpu_keep_subnormals() {
 # scenes bitwise alone, on host threads, and on the mock driver (one-particle kernels) bitwise the
 # CPU's, there with every sort as launches (CQ_CUDA_SORT_ONE_BLOCK=0, CQ_CUDA_SORT_COOP=0: the scenes' range of cells,
 # kernels.cu.j2 >>cuda_sort_range); failing steps' errors.  Then as the bench builds them (-O3 -march=native, lanes on by
-# default on an AVX-512 machine): the CPU part only, since there gcc 12 fuses some multiply-adds
+# default with AVX2 or AVX-512): the CPU part only, since there gcc 12 fuses some multiply-adds
 # of the stress despite -ffp-contract=off (vfmsubadd), so CPU and mock differ by roundings (they
 # did before the lanes too); every particle still runs the same code, which this checks
 chain 58 cpu_lanes_forced

@@ -782,16 +782,13 @@ def side_by_side(args):
     print("| scene | material | particles | precision | fwd cq | fwd taichi | fwd ratio | taped fwd cq "
           "| taped fwd taichi | taped ratio | bwd cq | bwd taichi | bwd ratio | T cq / taichi |")
     print("|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    fr, br = [], []
+    fr, br = verdict_ratios(cq, tt)
     keys = list(cq) + [k for k in tt if k not in cq]
     for k in keys:
         a, b = cq.get(k), tt.get(k)
         cell = lambda r, f: ("%.3f" % (1e3 * k[2] / r[f] if f != "ms" else r[f])) if r else "-"
         rat = lambda f: (("%.2f" % ((1e3 * k[2] / b[f]) / (1e3 * k[2] / a[f]) if f != "ms" else b[f] / a[f]))
                          if a and b else "-")
-        if a and b:
-            fr.append(b["ms"] / a["ms"])
-            br.append(a["bwd"] / b["bwd"])
         print("| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s |" % (
             k[0], k[1], k[2], k[3], cell(a, "ms"), cell(b, "ms"), rat("ms"), cell(a, "fwd"), cell(b, "fwd"),
             rat("fwd"), cell(a, "bwd"), cell(b, "bwd"), rat("bwd"), a["T"] if a else "-", b["T"] if b else "-"))

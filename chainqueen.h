@@ -8237,7 +8237,8 @@ struct cq_sim {
     int *wchk, *chk;                  /* non-finite status per step of a segment: work, host copy */
     int *adj_status;                  /* the step's entry of wchk while its last substep adjoint runs, which
                                          may check the adjoint there (CUDA: in its last kernel, kernels.cu.j2
-                                         >>nonfinite) and set adj_checked; else NULL */
+                                         >>nonfinite; the CPU: in its P2G adjoint's loop, >>cpu_check_adjoint)
+                                         and set adj_checked; else NULL */
     int adj_checked;
     int in_backward, has_grad;
     int in_hook;                      /* a backward hook is running: the hook-only calls work */
@@ -10220,7 +10221,10 @@ static void cq__adjoint_arrays(const cq_sim *s, const cq__state *a, const void *
 /* >>cpu_check_adjoint: lowest particle with a non-finite entry (bit test), and its field;
    over ranges of particles in parallel (a serial scan of 28 numbers per particle was ~1% of a
    one-thread backward: 15% of the time on 16 threads), each range's lowest 8 p + field into
-   `best` (a minimum: the same result on any thread count) */
+   `best` (a minimum: the same result on any thread count).  A step without cables checks in its
+   last substep adjoint instead (s->adj_status): each range of its P2G adjoint's loop scans the
+   particles it has just finished (cq__sub_task_.chk), the same scan and minimum, one parallel
+   loop (and its pass over memory) fewer per step. */
 typedef struct cq__check_task { const cq_sim *s; const void *arr[8]; int best; } cq__check_task;
 /* the first of v[i .. last) that is not finite (last: none): blocks of 64 without an early exit
    (vectorized at -O3, unrolled at -O2), then the block with one entry by entry */
@@ -10858,7 +10862,10 @@ typedef struct cq__sub_task_2d_f32 {
     unsigned char bm, bv, bp;   /* their bits there (CQ__ROW_*) */
     cq__rot_2d_f32 *rot;   /* NULL, or the backward's per-particle rotations (s->rotc, see cq__rot_cache_bytes) */
     int update;              /* the gather also runs the grid update */
+    int grid_adj;            /* the gather (of dL/dv_i) also runs the grid adjoint */
     int first;
+    cq__check_task *chk;     /* the P2G adjoint checks the adjoint of the particles it finished, or NULL
+                                (>>cpu_check_adjoint) */
 } cq__sub_task_2d_f32;
 
 static void cq__g2p_range_2d_f32(void *ctx, int begin, int end)
@@ -10889,34 +10896,32 @@ static void cq__g2p_adj_range_2d_f32(void *ctx, int begin, int end)
     for (; p < end; ++p)
         cq__g2p_adj_2d_f32(p, t->prm, t->in, t->g, t->ao, t->ai, pk + (long)rank[p] * CQ__PK(2));
 }
-/* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
-   scene) gets the zeros the per-node adjoint would write, in two memsets, or nothing when that
-   row of both buffers is zero already (s->row_dirty_adj) */
-static void cq__grid_adj_rows_2d_f32(void *ctx, int begin, int end)
+/* the grid adjoint of row r of nodes: a row without mass (most rows of a sparse scene) gets the
+   zeros the per-node adjoint would write, in two memsets, or nothing when that row of both
+   buffers is zero already (s->row_dirty_adj).  Per node it reads that node alone: the adjoint's
+   gather runs it on each row it has gathered (t->grid_adj), in the same parallel loop. */
+static void cq__grid_adj_row_2d_f32(const cq__sub_task_2d_f32 *t, int r)
 {
-    const cq__sub_task_2d_f32 *t = (const cq__sub_task_2d_f32 *)ctx;
     const cq_sim *s = t->s;
     const int L = t->prm->res[1];
     float *gp_bar = (float *)s->grid_pb, *gm_bar = (float *)s->grid_mb;
-    for (int r = begin; r < end; ++r) {
-        const float *m = t->g.m + (long)r * L;
-        unsigned char *dirty = s->row_dirty_adj + r;
-        int live = 0;
-        if (s->row_dirty[r] & CQ__ROW_M)   /* a clear bit: the row is zero, or never written (>>grid_cache) */
-            for (int i = 0; i < L; ++i) live |= m[i] > 0;
-        if (!live) {
-            if (*dirty & (CQ__ROW_PB | CQ__ROW_MB)) {
-                memset(gp_bar + (long)r * L * 2, 0, sizeof(float) * (size_t)L * 2);
-                memset(gm_bar + (long)r * L, 0, sizeof(float) * (size_t)L);
-                *dirty &= (unsigned char)~(CQ__ROW_PB | CQ__ROW_MB);
-            }
-            continue;
+    const float *m = t->g.m + (long)r * L;
+    unsigned char *dirty = s->row_dirty_adj + r;
+    int live = 0;
+    if (s->row_dirty[r] & CQ__ROW_M)   /* a clear bit: the row is zero, or never written (>>grid_cache) */
+        for (int i = 0; i < L; ++i) live |= m[i] > 0;
+    if (!live) {
+        if (*dirty & (CQ__ROW_PB | CQ__ROW_MB)) {
+            memset(gp_bar + (long)r * L * 2, 0, sizeof(float) * (size_t)L * 2);
+            memset(gm_bar + (long)r * L, 0, sizeof(float) * (size_t)L);
+            *dirty &= (unsigned char)~(CQ__ROW_PB | CQ__ROW_MB);
         }
-        *dirty |= CQ__ROW_PB | CQ__ROW_MB;
-        for (int i = r * L; i < r * L + L; ++i)
-            cq__grid_adj_2d_f32(i, t->prm, t->g.m, (const float *)s->grid_p, (const float *)s->grid_vb,
-                                                          gp_bar, gm_bar);
+        return;
     }
+    *dirty |= CQ__ROW_PB | CQ__ROW_MB;
+    for (int i = r * L; i < r * L + L; ++i)
+        cq__grid_adj_2d_f32(i, t->prm, t->g.m, (const float *)s->grid_p, (const float *)s->grid_vb,
+                                                      gp_bar, gm_bar);
 }
 /* >>cpu_gather_2d_f32: the gather (kernels.j2 >>grid_gather_) one row of nodes at a time (a row:
    the nodes along the last axis; items: the rows of every scene).  A row's nodes receive from
@@ -10964,6 +10969,7 @@ static void cq__cpu_gather_rows_2d_f32(void *ctx, int begin, int end)
             if (*dirty & t->bv) memset(v, 0, sizeof(float) * (size_t)L * 2);
             if (gp && (*dirty & t->bp)) memset(gp, 0, sizeof(float) * (size_t)L * 2);
             *dirty &= (unsigned char)~bits;
+            if (t->grid_adj) cq__grid_adj_row_2d_f32(t, r);
             continue;
         }
         *dirty |= bits;
@@ -10987,6 +10993,7 @@ static void cq__cpu_gather_rows_2d_f32(void *ctx, int begin, int end)
         if (gp) memcpy(gp, v, sizeof(float) * (size_t)L * 2);
         if (t->update)
             for (int i = r * L; i < r * L + L; ++i) cq__grid_fwd_2d_f32(i, prm, t->g);
+        if (t->grid_adj) cq__grid_adj_row_2d_f32(t, r);
     }
 }
 
@@ -11002,7 +11009,10 @@ typedef struct cq__sub_task_2d_f64 {
     unsigned char bm, bv, bp;   /* their bits there (CQ__ROW_*) */
     cq__rot_2d_f64 *rot;   /* NULL, or the backward's per-particle rotations (s->rotc, see cq__rot_cache_bytes) */
     int update;              /* the gather also runs the grid update */
+    int grid_adj;            /* the gather (of dL/dv_i) also runs the grid adjoint */
     int first;
+    cq__check_task *chk;     /* the P2G adjoint checks the adjoint of the particles it finished, or NULL
+                                (>>cpu_check_adjoint) */
 } cq__sub_task_2d_f64;
 
 static void cq__g2p_range_2d_f64(void *ctx, int begin, int end)
@@ -11033,34 +11043,32 @@ static void cq__g2p_adj_range_2d_f64(void *ctx, int begin, int end)
     for (; p < end; ++p)
         cq__g2p_adj_2d_f64(p, t->prm, t->in, t->g, t->ao, t->ai, pk + (long)rank[p] * CQ__PK(2));
 }
-/* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
-   scene) gets the zeros the per-node adjoint would write, in two memsets, or nothing when that
-   row of both buffers is zero already (s->row_dirty_adj) */
-static void cq__grid_adj_rows_2d_f64(void *ctx, int begin, int end)
+/* the grid adjoint of row r of nodes: a row without mass (most rows of a sparse scene) gets the
+   zeros the per-node adjoint would write, in two memsets, or nothing when that row of both
+   buffers is zero already (s->row_dirty_adj).  Per node it reads that node alone: the adjoint's
+   gather runs it on each row it has gathered (t->grid_adj), in the same parallel loop. */
+static void cq__grid_adj_row_2d_f64(const cq__sub_task_2d_f64 *t, int r)
 {
-    const cq__sub_task_2d_f64 *t = (const cq__sub_task_2d_f64 *)ctx;
     const cq_sim *s = t->s;
     const int L = t->prm->res[1];
     double *gp_bar = (double *)s->grid_pb, *gm_bar = (double *)s->grid_mb;
-    for (int r = begin; r < end; ++r) {
-        const double *m = t->g.m + (long)r * L;
-        unsigned char *dirty = s->row_dirty_adj + r;
-        int live = 0;
-        if (s->row_dirty[r] & CQ__ROW_M)   /* a clear bit: the row is zero, or never written (>>grid_cache) */
-            for (int i = 0; i < L; ++i) live |= m[i] > 0;
-        if (!live) {
-            if (*dirty & (CQ__ROW_PB | CQ__ROW_MB)) {
-                memset(gp_bar + (long)r * L * 2, 0, sizeof(double) * (size_t)L * 2);
-                memset(gm_bar + (long)r * L, 0, sizeof(double) * (size_t)L);
-                *dirty &= (unsigned char)~(CQ__ROW_PB | CQ__ROW_MB);
-            }
-            continue;
+    const double *m = t->g.m + (long)r * L;
+    unsigned char *dirty = s->row_dirty_adj + r;
+    int live = 0;
+    if (s->row_dirty[r] & CQ__ROW_M)   /* a clear bit: the row is zero, or never written (>>grid_cache) */
+        for (int i = 0; i < L; ++i) live |= m[i] > 0;
+    if (!live) {
+        if (*dirty & (CQ__ROW_PB | CQ__ROW_MB)) {
+            memset(gp_bar + (long)r * L * 2, 0, sizeof(double) * (size_t)L * 2);
+            memset(gm_bar + (long)r * L, 0, sizeof(double) * (size_t)L);
+            *dirty &= (unsigned char)~(CQ__ROW_PB | CQ__ROW_MB);
         }
-        *dirty |= CQ__ROW_PB | CQ__ROW_MB;
-        for (int i = r * L; i < r * L + L; ++i)
-            cq__grid_adj_2d_f64(i, t->prm, t->g.m, (const double *)s->grid_p, (const double *)s->grid_vb,
-                                                          gp_bar, gm_bar);
+        return;
     }
+    *dirty |= CQ__ROW_PB | CQ__ROW_MB;
+    for (int i = r * L; i < r * L + L; ++i)
+        cq__grid_adj_2d_f64(i, t->prm, t->g.m, (const double *)s->grid_p, (const double *)s->grid_vb,
+                                                      gp_bar, gm_bar);
 }
 /* >>cpu_gather_2d_f64: the gather (kernels.j2 >>grid_gather_) one row of nodes at a time (a row:
    the nodes along the last axis; items: the rows of every scene).  A row's nodes receive from
@@ -11108,6 +11116,7 @@ static void cq__cpu_gather_rows_2d_f64(void *ctx, int begin, int end)
             if (*dirty & t->bv) memset(v, 0, sizeof(double) * (size_t)L * 2);
             if (gp && (*dirty & t->bp)) memset(gp, 0, sizeof(double) * (size_t)L * 2);
             *dirty &= (unsigned char)~bits;
+            if (t->grid_adj) cq__grid_adj_row_2d_f64(t, r);
             continue;
         }
         *dirty |= bits;
@@ -11131,6 +11140,7 @@ static void cq__cpu_gather_rows_2d_f64(void *ctx, int begin, int end)
         if (gp) memcpy(gp, v, sizeof(double) * (size_t)L * 2);
         if (t->update)
             for (int i = r * L; i < r * L + L; ++i) cq__grid_fwd_2d_f64(i, prm, t->g);
+        if (t->grid_adj) cq__grid_adj_row_2d_f64(t, r);
     }
 }
 
@@ -11146,7 +11156,10 @@ typedef struct cq__sub_task_3d_f32 {
     unsigned char bm, bv, bp;   /* their bits there (CQ__ROW_*) */
     cq__rot_3d_f32 *rot;   /* NULL, or the backward's per-particle rotations (s->rotc, see cq__rot_cache_bytes) */
     int update;              /* the gather also runs the grid update */
+    int grid_adj;            /* the gather (of dL/dv_i) also runs the grid adjoint */
     int first;
+    cq__check_task *chk;     /* the P2G adjoint checks the adjoint of the particles it finished, or NULL
+                                (>>cpu_check_adjoint) */
 } cq__sub_task_3d_f32;
 
 static void cq__g2p_range_3d_f32(void *ctx, int begin, int end)
@@ -11177,34 +11190,32 @@ static void cq__g2p_adj_range_3d_f32(void *ctx, int begin, int end)
     for (; p < end; ++p)
         cq__g2p_adj_3d_f32(p, t->prm, t->in, t->g, t->ao, t->ai, pk + (long)rank[p] * CQ__PK(3));
 }
-/* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
-   scene) gets the zeros the per-node adjoint would write, in two memsets, or nothing when that
-   row of both buffers is zero already (s->row_dirty_adj) */
-static void cq__grid_adj_rows_3d_f32(void *ctx, int begin, int end)
+/* the grid adjoint of row r of nodes: a row without mass (most rows of a sparse scene) gets the
+   zeros the per-node adjoint would write, in two memsets, or nothing when that row of both
+   buffers is zero already (s->row_dirty_adj).  Per node it reads that node alone: the adjoint's
+   gather runs it on each row it has gathered (t->grid_adj), in the same parallel loop. */
+static void cq__grid_adj_row_3d_f32(const cq__sub_task_3d_f32 *t, int r)
 {
-    const cq__sub_task_3d_f32 *t = (const cq__sub_task_3d_f32 *)ctx;
     const cq_sim *s = t->s;
     const int L = t->prm->res[2];
     float *gp_bar = (float *)s->grid_pb, *gm_bar = (float *)s->grid_mb;
-    for (int r = begin; r < end; ++r) {
-        const float *m = t->g.m + (long)r * L;
-        unsigned char *dirty = s->row_dirty_adj + r;
-        int live = 0;
-        if (s->row_dirty[r] & CQ__ROW_M)   /* a clear bit: the row is zero, or never written (>>grid_cache) */
-            for (int i = 0; i < L; ++i) live |= m[i] > 0;
-        if (!live) {
-            if (*dirty & (CQ__ROW_PB | CQ__ROW_MB)) {
-                memset(gp_bar + (long)r * L * 3, 0, sizeof(float) * (size_t)L * 3);
-                memset(gm_bar + (long)r * L, 0, sizeof(float) * (size_t)L);
-                *dirty &= (unsigned char)~(CQ__ROW_PB | CQ__ROW_MB);
-            }
-            continue;
+    const float *m = t->g.m + (long)r * L;
+    unsigned char *dirty = s->row_dirty_adj + r;
+    int live = 0;
+    if (s->row_dirty[r] & CQ__ROW_M)   /* a clear bit: the row is zero, or never written (>>grid_cache) */
+        for (int i = 0; i < L; ++i) live |= m[i] > 0;
+    if (!live) {
+        if (*dirty & (CQ__ROW_PB | CQ__ROW_MB)) {
+            memset(gp_bar + (long)r * L * 3, 0, sizeof(float) * (size_t)L * 3);
+            memset(gm_bar + (long)r * L, 0, sizeof(float) * (size_t)L);
+            *dirty &= (unsigned char)~(CQ__ROW_PB | CQ__ROW_MB);
         }
-        *dirty |= CQ__ROW_PB | CQ__ROW_MB;
-        for (int i = r * L; i < r * L + L; ++i)
-            cq__grid_adj_3d_f32(i, t->prm, t->g.m, (const float *)s->grid_p, (const float *)s->grid_vb,
-                                                          gp_bar, gm_bar);
+        return;
     }
+    *dirty |= CQ__ROW_PB | CQ__ROW_MB;
+    for (int i = r * L; i < r * L + L; ++i)
+        cq__grid_adj_3d_f32(i, t->prm, t->g.m, (const float *)s->grid_p, (const float *)s->grid_vb,
+                                                      gp_bar, gm_bar);
 }
 /* >>cpu_gather_3d_f32: the gather (kernels.j2 >>grid_gather_) one row of nodes at a time (a row:
    the nodes along the last axis; items: the rows of every scene).  A row's nodes receive from
@@ -11253,6 +11264,7 @@ static void cq__cpu_gather_rows_3d_f32(void *ctx, int begin, int end)
             if (*dirty & t->bv) memset(v, 0, sizeof(float) * (size_t)L * 3);
             if (gp && (*dirty & t->bp)) memset(gp, 0, sizeof(float) * (size_t)L * 3);
             *dirty &= (unsigned char)~bits;
+            if (t->grid_adj) cq__grid_adj_row_3d_f32(t, r);
             continue;
         }
         *dirty |= bits;
@@ -11280,6 +11292,7 @@ static void cq__cpu_gather_rows_3d_f32(void *ctx, int begin, int end)
         if (gp) memcpy(gp, v, sizeof(float) * (size_t)L * 3);
         if (t->update)
             for (int i = r * L; i < r * L + L; ++i) cq__grid_fwd_3d_f32(i, prm, t->g);
+        if (t->grid_adj) cq__grid_adj_row_3d_f32(t, r);
     }
 }
 
@@ -11295,7 +11308,10 @@ typedef struct cq__sub_task_3d_f64 {
     unsigned char bm, bv, bp;   /* their bits there (CQ__ROW_*) */
     cq__rot_3d_f64 *rot;   /* NULL, or the backward's per-particle rotations (s->rotc, see cq__rot_cache_bytes) */
     int update;              /* the gather also runs the grid update */
+    int grid_adj;            /* the gather (of dL/dv_i) also runs the grid adjoint */
     int first;
+    cq__check_task *chk;     /* the P2G adjoint checks the adjoint of the particles it finished, or NULL
+                                (>>cpu_check_adjoint) */
 } cq__sub_task_3d_f64;
 
 static void cq__g2p_range_3d_f64(void *ctx, int begin, int end)
@@ -11326,34 +11342,32 @@ static void cq__g2p_adj_range_3d_f64(void *ctx, int begin, int end)
     for (; p < end; ++p)
         cq__g2p_adj_3d_f64(p, t->prm, t->in, t->g, t->ao, t->ai, pk + (long)rank[p] * CQ__PK(3));
 }
-/* the grid adjoint one row of nodes at a time: a row without mass (most rows of a sparse
-   scene) gets the zeros the per-node adjoint would write, in two memsets, or nothing when that
-   row of both buffers is zero already (s->row_dirty_adj) */
-static void cq__grid_adj_rows_3d_f64(void *ctx, int begin, int end)
+/* the grid adjoint of row r of nodes: a row without mass (most rows of a sparse scene) gets the
+   zeros the per-node adjoint would write, in two memsets, or nothing when that row of both
+   buffers is zero already (s->row_dirty_adj).  Per node it reads that node alone: the adjoint's
+   gather runs it on each row it has gathered (t->grid_adj), in the same parallel loop. */
+static void cq__grid_adj_row_3d_f64(const cq__sub_task_3d_f64 *t, int r)
 {
-    const cq__sub_task_3d_f64 *t = (const cq__sub_task_3d_f64 *)ctx;
     const cq_sim *s = t->s;
     const int L = t->prm->res[2];
     double *gp_bar = (double *)s->grid_pb, *gm_bar = (double *)s->grid_mb;
-    for (int r = begin; r < end; ++r) {
-        const double *m = t->g.m + (long)r * L;
-        unsigned char *dirty = s->row_dirty_adj + r;
-        int live = 0;
-        if (s->row_dirty[r] & CQ__ROW_M)   /* a clear bit: the row is zero, or never written (>>grid_cache) */
-            for (int i = 0; i < L; ++i) live |= m[i] > 0;
-        if (!live) {
-            if (*dirty & (CQ__ROW_PB | CQ__ROW_MB)) {
-                memset(gp_bar + (long)r * L * 3, 0, sizeof(double) * (size_t)L * 3);
-                memset(gm_bar + (long)r * L, 0, sizeof(double) * (size_t)L);
-                *dirty &= (unsigned char)~(CQ__ROW_PB | CQ__ROW_MB);
-            }
-            continue;
+    const double *m = t->g.m + (long)r * L;
+    unsigned char *dirty = s->row_dirty_adj + r;
+    int live = 0;
+    if (s->row_dirty[r] & CQ__ROW_M)   /* a clear bit: the row is zero, or never written (>>grid_cache) */
+        for (int i = 0; i < L; ++i) live |= m[i] > 0;
+    if (!live) {
+        if (*dirty & (CQ__ROW_PB | CQ__ROW_MB)) {
+            memset(gp_bar + (long)r * L * 3, 0, sizeof(double) * (size_t)L * 3);
+            memset(gm_bar + (long)r * L, 0, sizeof(double) * (size_t)L);
+            *dirty &= (unsigned char)~(CQ__ROW_PB | CQ__ROW_MB);
         }
-        *dirty |= CQ__ROW_PB | CQ__ROW_MB;
-        for (int i = r * L; i < r * L + L; ++i)
-            cq__grid_adj_3d_f64(i, t->prm, t->g.m, (const double *)s->grid_p, (const double *)s->grid_vb,
-                                                          gp_bar, gm_bar);
+        return;
     }
+    *dirty |= CQ__ROW_PB | CQ__ROW_MB;
+    for (int i = r * L; i < r * L + L; ++i)
+        cq__grid_adj_3d_f64(i, t->prm, t->g.m, (const double *)s->grid_p, (const double *)s->grid_vb,
+                                                      gp_bar, gm_bar);
 }
 /* >>cpu_gather_3d_f64: the gather (kernels.j2 >>grid_gather_) one row of nodes at a time (a row:
    the nodes along the last axis; items: the rows of every scene).  A row's nodes receive from
@@ -11402,6 +11416,7 @@ static void cq__cpu_gather_rows_3d_f64(void *ctx, int begin, int end)
             if (*dirty & t->bv) memset(v, 0, sizeof(double) * (size_t)L * 3);
             if (gp && (*dirty & t->bp)) memset(gp, 0, sizeof(double) * (size_t)L * 3);
             *dirty &= (unsigned char)~bits;
+            if (t->grid_adj) cq__grid_adj_row_3d_f64(t, r);
             continue;
         }
         *dirty |= bits;
@@ -11429,6 +11444,7 @@ static void cq__cpu_gather_rows_3d_f64(void *ctx, int begin, int end)
         if (gp) memcpy(gp, v, sizeof(double) * (size_t)L * 3);
         if (t->update)
             for (int i = r * L; i < r * L + L; ++i) cq__grid_fwd_3d_f64(i, prm, t->g);
+        if (t->grid_adj) cq__grid_adj_row_3d_f64(t, r);
     }
 }
 
@@ -11490,6 +11506,7 @@ static void cq__p2g_adj_range_2d_fixed_corotated_f32(void *ctx, int begin, int e
         cq__p2g_adj_transfer_2d_f32(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
         cq__p2g_adj_post_2d_fixed_corotated_f32(t, p, rot, Pp, G_bar);
     }
+    if (t->chk) cq__check_adjoint_range(t->chk, begin, end);   /* these particles' adjoints are finished */
 }
 
 /* >>cpu_grid_2d_fixed_corotated_f32: sort, P2G (particle half, then the gather) and the grid update from particle
@@ -11537,6 +11554,7 @@ static int cq__cpu_substep_2d_fixed_corotated_f32(cq_sim *s, const cq__state *in
 static void cq__cpu_substep_adj_2d_fixed_corotated_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
     cq__sub_task_2d_f32 t;
+    cq__check_task chk;
     const int flush = cq__flushes(s);
     const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush */
     memset(&t, 0, sizeof t);
@@ -11550,9 +11568,15 @@ static void cq__cpu_substep_adj_2d_fixed_corotated_f32(cq_sim *s, const cq__stat
     else cq__cpu_grid_2d_fixed_corotated_f32(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_2d_f32, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
+    t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f32, &t);
-    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_2d_f32, &t);
+    if (s->adj_status && !s->n_cables) {   /* the step's check here (>>cpu_check_adjoint; cables add to ai after) */
+        chk.s = s; chk.best = INT_MAX;
+        cq__adjoint_arrays(s, ai_st, chk.arr);
+        t.chk = &chk;
+    }
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_fixed_corotated_f32, &t);
+    if (t.chk) { *s->adj_status = chk.best == INT_MAX ? 0 : INT_MAX - chk.best; s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_2d_f32(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
 }
@@ -11627,6 +11651,7 @@ static void cq__p2g_adj_range_2d_fixed_corotated_f64(void *ctx, int begin, int e
         cq__p2g_adj_transfer_2d_f64(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
         cq__p2g_adj_post_2d_fixed_corotated_f64(t, p, rot, Pp, G_bar);
     }
+    if (t->chk) cq__check_adjoint_range(t->chk, begin, end);   /* these particles' adjoints are finished */
 }
 
 /* >>cpu_grid_2d_fixed_corotated_f64: sort, P2G (particle half, then the gather) and the grid update from particle
@@ -11674,6 +11699,7 @@ static int cq__cpu_substep_2d_fixed_corotated_f64(cq_sim *s, const cq__state *in
 static void cq__cpu_substep_adj_2d_fixed_corotated_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
     cq__sub_task_2d_f64 t;
+    cq__check_task chk;
     const int flush = cq__flushes(s);
     const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush */
     memset(&t, 0, sizeof t);
@@ -11687,9 +11713,15 @@ static void cq__cpu_substep_adj_2d_fixed_corotated_f64(cq_sim *s, const cq__stat
     else cq__cpu_grid_2d_fixed_corotated_f64(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_2d_f64, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
+    t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f64, &t);
-    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_2d_f64, &t);
+    if (s->adj_status && !s->n_cables) {   /* the step's check here (>>cpu_check_adjoint; cables add to ai after) */
+        chk.s = s; chk.best = INT_MAX;
+        cq__adjoint_arrays(s, ai_st, chk.arr);
+        t.chk = &chk;
+    }
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_fixed_corotated_f64, &t);
+    if (t.chk) { *s->adj_status = chk.best == INT_MAX ? 0 : INT_MAX - chk.best; s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_2d_f64(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
 }
@@ -11764,6 +11796,7 @@ static void cq__p2g_adj_range_2d_neohookean_f32(void *ctx, int begin, int end)
         cq__p2g_adj_transfer_2d_f32(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
         cq__p2g_adj_post_2d_neohookean_f32(t, p, rot, Pp, G_bar);
     }
+    if (t->chk) cq__check_adjoint_range(t->chk, begin, end);   /* these particles' adjoints are finished */
 }
 
 /* >>cpu_grid_2d_neohookean_f32: sort, P2G (particle half, then the gather) and the grid update from particle
@@ -11811,6 +11844,7 @@ static int cq__cpu_substep_2d_neohookean_f32(cq_sim *s, const cq__state *in_st, 
 static void cq__cpu_substep_adj_2d_neohookean_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
     cq__sub_task_2d_f32 t;
+    cq__check_task chk;
     const int flush = cq__flushes(s);
     const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush */
     memset(&t, 0, sizeof t);
@@ -11824,9 +11858,15 @@ static void cq__cpu_substep_adj_2d_neohookean_f32(cq_sim *s, const cq__state *in
     else cq__cpu_grid_2d_neohookean_f32(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_2d_f32, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
+    t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f32, &t);
-    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_2d_f32, &t);
+    if (s->adj_status && !s->n_cables) {   /* the step's check here (>>cpu_check_adjoint; cables add to ai after) */
+        chk.s = s; chk.best = INT_MAX;
+        cq__adjoint_arrays(s, ai_st, chk.arr);
+        t.chk = &chk;
+    }
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_neohookean_f32, &t);
+    if (t.chk) { *s->adj_status = chk.best == INT_MAX ? 0 : INT_MAX - chk.best; s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_2d_f32(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
 }
@@ -11901,6 +11941,7 @@ static void cq__p2g_adj_range_2d_neohookean_f64(void *ctx, int begin, int end)
         cq__p2g_adj_transfer_2d_f64(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
         cq__p2g_adj_post_2d_neohookean_f64(t, p, rot, Pp, G_bar);
     }
+    if (t->chk) cq__check_adjoint_range(t->chk, begin, end);   /* these particles' adjoints are finished */
 }
 
 /* >>cpu_grid_2d_neohookean_f64: sort, P2G (particle half, then the gather) and the grid update from particle
@@ -11948,6 +11989,7 @@ static int cq__cpu_substep_2d_neohookean_f64(cq_sim *s, const cq__state *in_st, 
 static void cq__cpu_substep_adj_2d_neohookean_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
     cq__sub_task_2d_f64 t;
+    cq__check_task chk;
     const int flush = cq__flushes(s);
     const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush */
     memset(&t, 0, sizeof t);
@@ -11961,9 +12003,15 @@ static void cq__cpu_substep_adj_2d_neohookean_f64(cq_sim *s, const cq__state *in
     else cq__cpu_grid_2d_neohookean_f64(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_2d_f64, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
+    t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f64, &t);
-    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_2d_f64, &t);
+    if (s->adj_status && !s->n_cables) {   /* the step's check here (>>cpu_check_adjoint; cables add to ai after) */
+        chk.s = s; chk.best = INT_MAX;
+        cq__adjoint_arrays(s, ai_st, chk.arr);
+        t.chk = &chk;
+    }
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_neohookean_f64, &t);
+    if (t.chk) { *s->adj_status = chk.best == INT_MAX ? 0 : INT_MAX - chk.best; s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_2d_f64(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
 }
@@ -12058,6 +12106,7 @@ static void cq__p2g_adj_range_3d_fixed_corotated_f32(void *ctx, int begin, int e
         cq__p2g_adj_transfer_3d_f32(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
         cq__p2g_adj_post_3d_fixed_corotated_f32(t, p, rot, Pp, G_bar);
     }
+    if (t->chk) cq__check_adjoint_range(t->chk, begin, end);   /* these particles' adjoints are finished */
 }
 
 /* >>cpu_grid_3d_fixed_corotated_f32: sort, P2G (particle half, then the gather) and the grid update from particle
@@ -12105,6 +12154,7 @@ static int cq__cpu_substep_3d_fixed_corotated_f32(cq_sim *s, const cq__state *in
 static void cq__cpu_substep_adj_3d_fixed_corotated_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
     cq__sub_task_3d_f32 t;
+    cq__check_task chk;
     const int flush = cq__flushes(s);
     const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush */
     memset(&t, 0, sizeof t);
@@ -12118,9 +12168,15 @@ static void cq__cpu_substep_adj_3d_fixed_corotated_f32(cq_sim *s, const cq__stat
     else cq__cpu_grid_3d_fixed_corotated_f32(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_3d_f32, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
+    t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f32, &t);
-    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_3d_f32, &t);
+    if (s->adj_status && !s->n_cables) {   /* the step's check here (>>cpu_check_adjoint; cables add to ai after) */
+        chk.s = s; chk.best = INT_MAX;
+        cq__adjoint_arrays(s, ai_st, chk.arr);
+        t.chk = &chk;
+    }
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_fixed_corotated_f32, &t);
+    if (t.chk) { *s->adj_status = chk.best == INT_MAX ? 0 : INT_MAX - chk.best; s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_3d_f32(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
 }
@@ -12215,6 +12271,7 @@ static void cq__p2g_adj_range_3d_fixed_corotated_f64(void *ctx, int begin, int e
         cq__p2g_adj_transfer_3d_f64(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
         cq__p2g_adj_post_3d_fixed_corotated_f64(t, p, rot, Pp, G_bar);
     }
+    if (t->chk) cq__check_adjoint_range(t->chk, begin, end);   /* these particles' adjoints are finished */
 }
 
 /* >>cpu_grid_3d_fixed_corotated_f64: sort, P2G (particle half, then the gather) and the grid update from particle
@@ -12262,6 +12319,7 @@ static int cq__cpu_substep_3d_fixed_corotated_f64(cq_sim *s, const cq__state *in
 static void cq__cpu_substep_adj_3d_fixed_corotated_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
     cq__sub_task_3d_f64 t;
+    cq__check_task chk;
     const int flush = cq__flushes(s);
     const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush */
     memset(&t, 0, sizeof t);
@@ -12275,9 +12333,15 @@ static void cq__cpu_substep_adj_3d_fixed_corotated_f64(cq_sim *s, const cq__stat
     else cq__cpu_grid_3d_fixed_corotated_f64(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_3d_f64, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
+    t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f64, &t);
-    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_3d_f64, &t);
+    if (s->adj_status && !s->n_cables) {   /* the step's check here (>>cpu_check_adjoint; cables add to ai after) */
+        chk.s = s; chk.best = INT_MAX;
+        cq__adjoint_arrays(s, ai_st, chk.arr);
+        t.chk = &chk;
+    }
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_fixed_corotated_f64, &t);
+    if (t.chk) { *s->adj_status = chk.best == INT_MAX ? 0 : INT_MAX - chk.best; s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_3d_f64(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
 }
@@ -12352,6 +12416,7 @@ static void cq__p2g_adj_range_3d_neohookean_f32(void *ctx, int begin, int end)
         cq__p2g_adj_transfer_3d_f32(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
         cq__p2g_adj_post_3d_neohookean_f32(t, p, rot, Pp, G_bar);
     }
+    if (t->chk) cq__check_adjoint_range(t->chk, begin, end);   /* these particles' adjoints are finished */
 }
 
 /* >>cpu_grid_3d_neohookean_f32: sort, P2G (particle half, then the gather) and the grid update from particle
@@ -12399,6 +12464,7 @@ static int cq__cpu_substep_3d_neohookean_f32(cq_sim *s, const cq__state *in_st, 
 static void cq__cpu_substep_adj_3d_neohookean_f32(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
     cq__sub_task_3d_f32 t;
+    cq__check_task chk;
     const int flush = cq__flushes(s);
     const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush */
     memset(&t, 0, sizeof t);
@@ -12412,9 +12478,15 @@ static void cq__cpu_substep_adj_3d_neohookean_f32(cq_sim *s, const cq__state *in
     else cq__cpu_grid_3d_neohookean_f32(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_3d_f32, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
+    t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f32, &t);
-    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_3d_f32, &t);
+    if (s->adj_status && !s->n_cables) {   /* the step's check here (>>cpu_check_adjoint; cables add to ai after) */
+        chk.s = s; chk.best = INT_MAX;
+        cq__adjoint_arrays(s, ai_st, chk.arr);
+        t.chk = &chk;
+    }
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_neohookean_f32, &t);
+    if (t.chk) { *s->adj_status = chk.best == INT_MAX ? 0 : INT_MAX - chk.best; s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_3d_f32(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
 }
@@ -12489,6 +12561,7 @@ static void cq__p2g_adj_range_3d_neohookean_f64(void *ctx, int begin, int end)
         cq__p2g_adj_transfer_3d_f64(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
         cq__p2g_adj_post_3d_neohookean_f64(t, p, rot, Pp, G_bar);
     }
+    if (t->chk) cq__check_adjoint_range(t->chk, begin, end);   /* these particles' adjoints are finished */
 }
 
 /* >>cpu_grid_3d_neohookean_f64: sort, P2G (particle half, then the gather) and the grid update from particle
@@ -12536,6 +12609,7 @@ static int cq__cpu_substep_3d_neohookean_f64(cq_sim *s, const cq__state *in_st, 
 static void cq__cpu_substep_adj_3d_neohookean_f64(cq_sim *s, const cq__state *in_st, const cq__state *ao_st, cq__state *ai_st)
 {
     cq__sub_task_3d_f64 t;
+    cq__check_task chk;
     const int flush = cq__flushes(s);
     const cq__fpmode fpm = cq__fp_enter(flush);   /* >>cpu_flush */
     memset(&t, 0, sizeof t);
@@ -12549,9 +12623,15 @@ static void cq__cpu_substep_adj_3d_neohookean_f64(cq_sim *s, const cq__state *in
     else cq__cpu_grid_3d_neohookean_f64(&t, 1);
     cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_3d_f64, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
+    t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f64, &t);
-    cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__grid_adj_rows_3d_f64, &t);
+    if (s->adj_status && !s->n_cables) {   /* the step's check here (>>cpu_check_adjoint; cables add to ai after) */
+        chk.s = s; chk.best = INT_MAX;
+        cq__adjoint_arrays(s, ai_st, chk.arr);
+        t.chk = &chk;
+    }
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_neohookean_f64, &t);
+    if (t.chk) { *s->adj_status = chk.best == INT_MAX ? 0 : INT_MAX - chk.best; s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_3d_f64(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
 }
@@ -15354,7 +15434,8 @@ cq_result cq_sim_backward(cq_sim *s, const double *dL_dx, const double *dL_dv, c
     cq_result r = CQ_SUCCESS;
     void *saved_stress;
     double *saved_cable_u;
-    int saved_groups;
+    int saved_groups, seg0_lent = 0;
+    cq__state seg0 = {NULL, NULL, NULL, NULL};   /* seg[0]'s own buffers while it is the checkpoint's (seg0_lent) */
     if (!s) return CQ_ERROR_INVALID_ARGUMENT;
     /* ---- refusals: nothing has been touched, the previous gradients stay */
     if (s->in_backward) return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: called inside a backward hook", what);
@@ -15402,7 +15483,8 @@ cq_result cq_sim_backward(cq_sim *s, const double *dL_dx, const double *dL_dv, c
         const int kept = (e - c) * S - 1 < s->n_gc ? (e - c) * S - 1 : s->n_gc;   /* recomputed substeps with a set */
         /* recompute the segment's substep inputs from its checkpoint (all but its end state; the
            status read once where the backend defers it, see cq__run_substeps) */
-        cq__wstate_copy(s, &s->seg[0], &s->ckpt[c / k], s->n);
+        if (!seg0_lent) { seg0 = s->seg[0]; seg0_lent = 1; }
+        s->seg[0] = s->ckpt[c / k];   /* the checkpoint itself, not a copy: seg[0] is only read (cq__segment_back) */
         {
             int bad = -1, at = -1, first = c;
             const int st = cq__run_substeps(s, (e - c) * S - 1, cq__segment_one, cq__segment_back, &first, 0, &at, &bad);
@@ -15489,6 +15571,7 @@ cq_result cq_sim_backward(cq_sim *s, const double *dL_dx, const double *dL_dv, c
     s->grad_state = A;
     s->has_grad = 1;
 done:   /* the one exit of a backward that began: hook state cleared, actuation restored */
+    if (seg0_lent) s->seg[0] = seg0;
     s->in_backward = 0; s->in_hook = 0;
     s->hook_state = NULL; s->hook_adj = NULL; s->hook_step = -1;
     cq__use_actuation(s, saved_groups, saved_stress, saved_cable_u);

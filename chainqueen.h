@@ -15064,11 +15064,18 @@ static void cq__adjoint_free(cq_sim *s)
 }
 
 /* Drops what steps >= from recorded: a run of steps that failed with its status deferred goes
-   back to its start and records its steps again, up to the failing one. */
-static void cq__tape_truncate(cq_sim *s, int from)
+   back to its start and records its steps again, up to the failing one (its checkpoints beyond
+   freed: the tape then holds what the CPU's, which checked each step, holds); cq_sim_reset drops
+   all (from = 0) and keeps the checkpoints' buffers (keep_buffers) for the steps that record
+   them again: an optimization loop's episodes (reset, T steps, backward) allocate no checkpoint
+   after the first (each was 4 allocations, on a GPU 4 cuMemAlloc, and the reset freed them all,
+   each cuMemFree waiting for the device).  cq_sim_tape_bytes counts them; they go with the sim,
+   or with the tape when the particle count changes (cq__tape_clear). */
+static void cq__tape_truncate(cq_sim *s, int from, int keep_buffers)
 {
     const int keep = (from + s->desc.checkpoint_every - 1) / s->desc.checkpoint_every;   /* checkpoints of steps < from */
-    for (int c = keep; c < s->cap_ckpt; ++c) cq__wstate_free(s, &s->ckpt[c]);
+    if (!keep_buffers)
+        for (int c = keep; c < s->cap_ckpt; ++c) cq__wstate_free(s, &s->ckpt[c]);
     if (s->n_ckpt > keep) s->n_ckpt = keep;
     for (int n = from; n < s->cap_acts; ++n) {
         cq__free(s, s->acts[n].stress); cq__free(s, s->acts[n].cable_u);
@@ -15198,7 +15205,7 @@ static void cq__step_back(cq_sim *s, void *ctx)
     cq__wstate_copy(s, &s->cur, &s->snap, s->n);
     if (!ctx) return;
     s->step = *(const int *)ctx;
-    if (s->desc.checkpoint_every > 0) cq__tape_truncate(s, s->step);
+    if (s->desc.checkpoint_every > 0) cq__tape_truncate(s, s->step, 0);
 }
 
 /* The substeps of `steps` steps from s->cur (s->snap holds their start when there is more than
@@ -15306,7 +15313,7 @@ cq_result cq_sim_reset(cq_sim *s)
     if (s->n) cq__wstate_put(s, &s->cur, &s->init, s->n);
     s->step = 0;
     s->has_grad = 0;
-    cq__tape_clear(s);
+    if (s->desc.checkpoint_every > 0) cq__tape_truncate(s, 0, 1);   /* the records dropped, the checkpoints' buffers kept */
     return CQ_SUCCESS;
 }
 

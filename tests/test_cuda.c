@@ -717,6 +717,39 @@ TEST(sims_alive_together_share_their_module)
     CHECK(mods() == m0, "modules left after every sim was destroyed: %d", mods() - m0);
 }
 
+/* An optimization loop's episodes (cq_sim_reset, T taped steps, cq_sim_backward) allocate no
+   device memory after the first: the reset keeps the checkpoints' buffers for the next episode
+   (on a GPU each was a cuMemAlloc, and the reset's cuMemFree of each waited for the device), and
+   the backward's buffers stay.  Each episode's gradients are the first's, bit for bit, and the
+   tape holds the same bytes. */
+TEST(episodes_after_the_first_allocate_no_device_memory)
+{
+    counter_fn allocs = mock_sym("cq_mock_allocs");
+    double g[3][(MAXN) * 2], seed[MAXN * 2];
+    size_t tape[3] = {0, 0, 0};
+    int count[3] = {0, 0, 0};
+    cq_sim *s;
+    build_scene(2);
+    if (!(s = late_sim(CQ_BACKEND_CUDA, 2))) return;
+    for (int i = 0; i < 2 * g_n; ++i) seed[i] = 1.0 / g_n;
+    for (int e = 0; e < 3; ++e) {
+        CHECK_OK(cq_sim_reset(s));
+        CHECK_OK(cq_sim_step(s, 7));
+        CHECK_OK(cq_sim_backward(s, seed, NULL, NULL, NULL, NULL, NULL));
+        CHECK_OK(cq_sim_grad(s, CQ_FIELD_X, g[e]));
+        tape[e] = cq_sim_tape_bytes(s);
+        count[e] = allocs ? allocs() : 0;
+    }
+    CHECK(!memcmp(g[0], g[1], sizeof(double) * 2 * (size_t)g_n) && !memcmp(g[0], g[2], sizeof(double) * 2 * (size_t)g_n),
+          "an episode's dL/dx0 differs from the first's");
+    CHECK(tape[1] == tape[0] && tape[2] == tape[0], "tape bytes %lu, %lu, %lu", (unsigned long)tape[0], (unsigned long)tape[1],
+          (unsigned long)tape[2]);
+    if (allocs) CHECK(count[1] == count[0] && count[2] == count[0], "device allocations after episodes 1-3: %d, %d, %d",
+                      count[0], count[1], count[2]);
+    else printf("    (a real driver: the allocations are not counted)\n");
+    cq_sim_destroy(s);
+}
+
 TEST(no_device_memory_leaks_or_violations)
 {
     counter_fn live = mock_sym("cq_mock_live_allocations");
@@ -733,7 +766,8 @@ int main(int argc, char **argv)
         CASE(a_nonfinite_adjoint_reports_like_the_cpu),
         CASE(actuation_gradients_over_several_chunks_are_the_cpus),
         CASE(set_get_reset_and_logs), CASE(a_large_grid_sorts_like_the_cpu), CASE(particles_in_the_first_cell_sort_like_the_cpu), CASE(the_box_tiles_cover_every_extent),
-        CASE(sims_alive_together_share_their_module), CASE(no_device_memory_leaks_or_violations) };
+        CASE(sims_alive_together_share_their_module), CASE(episodes_after_the_first_allocate_no_device_memory),
+        CASE(no_device_memory_leaks_or_violations) };
     if (argc > 1 && !strncmp(argv[1], "fault:", 6)) return fault(argv[1] + 6);
     if (!cuda_available()) {
         printf("SKIP: no usable CUDA driver/device (%s)\n0 passed, 0 failed\n", cq_sim_last_error(NULL));

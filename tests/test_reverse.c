@@ -159,6 +159,48 @@ static void failing_hook(cq_sim *s, int step, void *user)
     if (++fail_hook_calls == 2) g_counter->limit = g_counter->allocs;   /* every later allocation fails */
 }
 
+/* An optimization loop's episodes (cq_sim_reset, T taped steps, cq_sim_backward) allocate
+   nothing after the first on the CPU: the reset keeps the checkpoints' buffers (it freed them,
+   and every episode allocated them again: 4 allocations a checkpoint, on a GPU 4 cuMemAlloc,
+   test_cuda.c), the backward keeps its own.  (On CUDA the seed's upload takes a host staging
+   buffer for the call: there the live allocations stay level.)  Each episode's gradients are the
+   first's, bit for bit, and the tape holds the same bytes. */
+TEST(episodes_after_the_first_allocate_nothing)
+{
+    counter c = {0, 0, -1};
+    cq_sim_desc d = desc2d(3);
+    cq_sim *s;
+    double x[2 * 64], seed[2 * 64], g[3][2 * 64];
+    long allocs[3], live[3];
+    size_t tape[3];
+    d.allocator.alloc = count_alloc; d.allocator.free = count_free; d.allocator.user = &c;
+    d.substeps = 2;
+    CHECK_OK(cq_sim_create(&d, &s));
+    block(x, 64, 0.4, 0.4);
+    CHECK_OK(add(s, 64, x, NULL));
+    for (int i = 0; i < 2 * 64; ++i) seed[i] = 1.0 / 64;
+    for (int e = 0; e < 3; ++e) {
+        CHECK_OK(cq_sim_reset(s));
+        CHECK_OK(cq_sim_step(s, 10));
+        CHECK_OK(cq_sim_backward(s, seed, NULL, NULL, NULL, NULL, NULL));
+        CHECK_OK(cq_sim_grad(s, CQ_FIELD_X, g[e]));
+        allocs[e] = c.allocs; live[e] = c.live; tape[e] = cq_sim_tape_bytes(s);
+    }
+    if (cq_sim_backend(s) == CQ_BACKEND_CPU)
+        CHECK(allocs[1] == allocs[0] && allocs[2] == allocs[0], "allocations after episodes 1-3: %ld, %ld, %ld", allocs[0],
+              allocs[1], allocs[2]);
+    CHECK(live[1] == live[0] && live[2] == live[0], "live allocations after episodes 1-3: %ld, %ld, %ld", live[0], live[1], live[2]);
+    CHECK(!memcmp(g[0], g[1], sizeof g[0]) && !memcmp(g[0], g[2], sizeof g[0]), "an episode's dL/dx0 differs from the first's");
+    CHECK(tape[1] == tape[0] && tape[2] == tape[0], "tape bytes %lu, %lu, %lu", (unsigned long)tape[0], (unsigned long)tape[1],
+          (unsigned long)tape[2]);
+    CHECK_OK(cq_sim_reset(s));   /* a shorter episode after it reuses the buffers too */
+    CHECK_OK(cq_sim_step(s, 4));
+    if (cq_sim_backend(s) == CQ_BACKEND_CPU) CHECK(c.allocs == allocs[2], "a shorter episode allocated %ld times", c.allocs - allocs[2]);
+    CHECK(c.live == live[2], "a shorter episode: %ld live allocations, %ld before", c.live, live[2]);
+    cq_sim_destroy(s);
+    CHECK(c.live == 0, "%ld allocations leaked", c.live);
+}
+
 TEST(backward_failing_part_way)
 {
     counter c = {0, 0, -1};
@@ -753,7 +795,7 @@ TEST(empty_grid_rows_are_zero)
 
 RUN_TESTS(CASE(failed_first_step_then_add_particles), CASE(failed_first_step_then_add_cable), CASE(grad_after_add_particles),
           CASE(backward_failing_part_way), CASE(backward_with_actuation_survives_every_failing_allocation),
-          CASE(grid_cache_partial_where_memory_runs_out), CASE(refused_backward_keeps_gradients), CASE(nonfinite_adjoint_is_an_error),
+          CASE(grid_cache_partial_where_memory_runs_out), CASE(refused_backward_keeps_gradients), CASE(nonfinite_adjoint_is_an_error), CASE(episodes_after_the_first_allocate_nothing),
           CASE(particle_at_the_last_f32_position_3d), CASE(hook_gradient_overflow_refused), CASE(f64_dx_subnormal_refused),
           CASE(failed_step_without_progress_keeps_gradients), CASE(empty_taped_sim_hooks), CASE(hooks_cannot_change_the_sim),
           CASE(backward_desc_matches_positional), CASE(default_logger_is_stderr), CASE(fringe_nodes_backward_3d_f32),

@@ -15,6 +15,7 @@
      int  cq_mock_ctx_refs(void)           primary context reference count (device 0)
      int  cq_mock_ctx_depth(void)          context stack depth of the calling thread
      size_t cq_mock_live_bytes(void)       bytes in live allocations
+     int  cq_mock_allocs(void)             cuMemAlloc calls that succeeded (each a driver call on a GPU)
      void cq_mock_reset_faults(void)       restart the CQ_MOCK_FAIL counters (oom_after, launch_after)
 
    Strict device memory.  Each allocation is its own mmap (page-rounded, plus a guard region as
@@ -205,7 +206,7 @@ static size_t page;
 static alloc_rec *allocs;          /* live allocations */
 static int n_allocs, cap_allocs;
 static size_t live_bytes;
-static long launches, readbacks;
+static long launches, readbacks, allocs_total;
 static int violations;
 
 #define N_FREED 1024
@@ -1447,7 +1448,7 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *ptr, size_t bytes)
         set_open(&allocs[n_allocs], 0);
         ++n_allocs;
         live_bytes += bytes;
-        ++allocs_since;
+        ++allocs_since; ++allocs_total;
         *ptr = (CUdeviceptr)(size_t)allocs[n_allocs - 1].base;
     }
 out:
@@ -1614,6 +1615,7 @@ MOCK_COUNTER(int, cq_mock_live_allocations, n_allocs)
 MOCK_COUNTER(size_t, cq_mock_live_bytes, live_bytes)
 MOCK_COUNTER(long, cq_mock_launches, launches)
 MOCK_COUNTER(long, cq_mock_readbacks, readbacks)
+MOCK_COUNTER(int, cq_mock_allocs, (int)allocs_total)
 MOCK_COUNTER(int, cq_mock_violations, violations)
 MOCK_COUNTER(int, cq_mock_live_modules, n_modules)
 MOCK_COUNTER(int, cq_mock_ctx_refs, primary ? primary->refs : 0)

@@ -470,7 +470,8 @@ CQ_API cq_result   cq_sim_set(cq_sim *sim, cq_field f, const double *in);
 CQ_API cq_result   cq_sim_set_actuation(cq_sim *sim, int groups, const double *stress); /* groups*dim*dim */
 CQ_API cq_result   cq_sim_step(cq_sim *sim, int steps);
 CQ_API int         cq_sim_step_count(const cq_sim *sim);
-CQ_API cq_result   cq_sim_reset(cq_sim *sim);           /* back to step 0, tape cleared */
+CQ_API cq_result   cq_sim_reset(cq_sim *sim);           /* back to step 0, tape cleared (its checkpoints'
+                                                     buffers kept for the next steps: no allocation) */
 CQ_API size_t      cq_sim_tape_bytes(const cq_sim *sim); /* memory held by the tape (checkpoints, actuation log,
                                                      the backward pass's segment buffer and grid cache) */
 

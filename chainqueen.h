@@ -8115,7 +8115,9 @@ static void cq__dev_get(cq__cudev *d, void *dst, const void *src, size_t offset,
    pointer then holds a CUdeviceptr and is reached only through the cq__w* functions below).
    `init` is always host memory. */
 typedef struct cq__state { void *x, *v, *C, *F; } cq__state;
-typedef struct cq__tape_act { int groups; void *stress; double *cable_u; } cq__tape_act;   /* one step's actuation */
+/* one step's actuation: stress (groups x d x d, NULL when groups is 0) in buf, of buf_bytes, and the
+   cables' targets (n_cables); both buffers kept across cq_sim_reset for the steps that record again */
+typedef struct cq__tape_act { int groups; void *stress; double *cable_u; void *buf; size_t buf_bytes; } cq__tape_act;
 typedef struct cq__cable { int first, count; double k, rest; } cq__cable;   /* particles cable_p[first..first+count) */
 
 typedef struct cq__vtable {
@@ -8182,7 +8184,8 @@ struct cq_sim {
     void *mass, *vol, *E, *nu;        /* per-particle parameters */
     int *act;                         /* actuator group, -1 = none */
     int max_group;
-    void *act_stress;                 /* act_groups * dd */
+    void *act_stress;                 /* act_groups * dd (room for act_cap groups) */
+    int act_cap;
     int act_groups;
     void *grid_m, *grid_v;            /* grid_v: nodes * cq__gslots (CUDA 3D: 4 a node, >>grid_layout) */
     long nodes;                       /* grid nodes of all scenes: scenes * res[0] res[1] res[2] */
@@ -8252,7 +8255,8 @@ struct cq_sim {
     int *cable_p;                     /* routed particles of all cables, concatenated */
     int n_cable_p;
     double *cable_u;                  /* current actuation per cable (host) */
-    double *cable_grad;               /* dL/du_n per cable of the step being reversed (host) */
+    double *cable_grad;               /* dL/du_n per cable of the step being reversed (host; room for cable_grad_n) */
+    int cable_grad_n;
     /* work memory for the cable kernels (templates/cables.j2), built by cq__cable_buffers */
     void *veff;                       /* v + dt f_cable / m, what P2G reads when cables exist */
     double *cable_f;                  /* cable force per particle (n * dim) */
@@ -14931,19 +14935,21 @@ cq_result cq_sim_set_actuation(cq_sim *s, int groups, const double *stress)
         if (!cq__finite(stress[i]))
             return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: stress of group %ld (component %ld) is not finite at step %d",
                             what, i / s->dd, i % s->dd, s->step);
+    for (long i = 0; s->tsize == sizeof(float) && i < (long)groups * s->dd; ++i)   /* before anything is written */
+        if (!cq__isfinite_f32((float)stress[i]))
+            return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: stress of group %ld overflows float", what, i / s->dd);
     if (!cq__reserve_actuation(s, groups))
         return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate %d groups in device memory", what, groups);
-    if (groups > 0) {
+    if (groups > s->act_cap) {   /* the host's buffer grows; it is kept (a controller sets it every step) */
         buf = cq__alloc(s, (size_t)groups * (size_t)s->dd * s->tsize);
         if (!buf) return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate %d groups", what, groups);
-        bad = cq__from_double(s, buf, stress, (long)groups * s->dd);
-        if (bad >= 0) {
-            cq__free(s, buf);
-            return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: stress of group %ld overflows float", what, bad / s->dd);
-        }
+        cq__free(s, s->act_stress);
+        s->act_stress = buf; s->act_cap = groups;
     }
-    cq__free(s, s->act_stress);
-    s->act_stress = buf;
+    if (groups > 0) {
+        bad = cq__from_double(s, s->act_stress, stress, (long)groups * s->dd);   /* finite: checked above */
+        (void)bad;
+    }
     s->act_groups = groups;
     s->prm_f32.act_groups = s->prm_f64.act_groups = groups;
     cq__sync_actuation(s);
@@ -14956,7 +14962,7 @@ static void cq__tape_clear(cq_sim *s)
 {
     for (int i = 0; i < s->cap_ckpt; ++i) cq__wstate_free(s, &s->ckpt[i]);
     cq__free(s, s->ckpt);
-    for (int i = 0; i < s->cap_acts; ++i) { cq__free(s, s->acts[i].stress); cq__free(s, s->acts[i].cable_u); }
+    for (int i = 0; i < s->cap_acts; ++i) { cq__free(s, s->acts[i].buf); cq__free(s, s->acts[i].cable_u); }
     cq__free(s, s->acts);
     s->ckpt = NULL; s->acts = NULL;
     s->n_ckpt = s->cap_ckpt = s->cap_acts = 0;
@@ -15060,7 +15066,7 @@ static void cq__adjoint_free(cq_sim *s)
     s->g_mass = s->g_vol = s->g_E = s->g_nu = s->dact = s->grid_p = s->grid_vb = s->grid_pb = s->grid_mb = s->pkb = s->rotc = NULL;
     cq__wfree(s, s->wchk); cq__free(s, s->chk); s->wchk = NULL; s->chk = NULL;
     s->act_grad = NULL; s->act_grad_groups = 0; s->adj_n = 0; s->has_grad = 0; s->grad_state = NULL;
-    cq__free(s, s->cable_grad); s->cable_grad = NULL;
+    cq__free(s, s->cable_grad); s->cable_grad = NULL; s->cable_grad_n = 0;
     cq__free(s, s->act_part); s->act_part = NULL; cq__act_table_free(s, &s->act_tab);
 }
 
@@ -15079,8 +15085,11 @@ static void cq__tape_truncate(cq_sim *s, int from, int keep_buffers)
         for (int c = keep; c < s->cap_ckpt; ++c) cq__wstate_free(s, &s->ckpt[c]);
     if (s->n_ckpt > keep) s->n_ckpt = keep;
     for (int n = from; n < s->cap_acts; ++n) {
-        cq__free(s, s->acts[n].stress); cq__free(s, s->acts[n].cable_u);
-        s->acts[n].stress = NULL; s->acts[n].cable_u = NULL; s->acts[n].groups = 0;
+        if (!keep_buffers) {
+            cq__free(s, s->acts[n].buf); cq__free(s, s->acts[n].cable_u);
+            s->acts[n].buf = NULL; s->acts[n].buf_bytes = 0; s->acts[n].cable_u = NULL;
+        }
+        s->acts[n].stress = NULL; s->acts[n].groups = 0;
     }
 }
 
@@ -15100,19 +15109,27 @@ static cq_result cq__tape_record(cq_sim *s)
         cq__free(s, s->acts);
         s->acts = na; s->cap_acts = cap;
     }
-    cq__free(s, s->acts[n].stress);
-    cq__free(s, s->acts[n].cable_u);
-    s->acts[n].stress = NULL; s->acts[n].cable_u = NULL; s->acts[n].groups = s->act_groups;
-    if (s->n_cables) {
-        s->acts[n].cable_u = (double *)cq__alloc(s, sizeof(double) * (size_t)s->n_cables);
-        if (!s->acts[n].cable_u) return CQ_ERROR_OUT_OF_MEMORY;
-        memcpy(s->acts[n].cable_u, s->cable_u, sizeof(double) * (size_t)s->n_cables);
-    }
-    if (s->act_groups) {
-        size_t bytes = (size_t)s->act_groups * (size_t)s->dd * s->tsize;
-        s->acts[n].stress = cq__alloc(s, bytes);
-        if (!s->acts[n].stress) return CQ_ERROR_OUT_OF_MEMORY;
-        memcpy(s->acts[n].stress, s->act_stress, bytes);
+    {   /* its buffers kept from an earlier episode where large enough (the cables' count is fixed:
+           adding a cable clears the tape) */
+        cq__tape_act *a = &s->acts[n];
+        a->stress = NULL; a->groups = 0;
+        if (s->n_cables) {
+            if (!a->cable_u && !(a->cable_u = (double *)cq__alloc(s, sizeof(double) * (size_t)s->n_cables)))
+                return CQ_ERROR_OUT_OF_MEMORY;
+            memcpy(a->cable_u, s->cable_u, sizeof(double) * (size_t)s->n_cables);
+        }
+        if (s->act_groups) {
+            const size_t bytes = (size_t)s->act_groups * (size_t)s->dd * s->tsize;
+            if (a->buf_bytes < bytes) {
+                cq__free(s, a->buf);
+                a->buf_bytes = 0;
+                if (!(a->buf = cq__alloc(s, bytes))) return CQ_ERROR_OUT_OF_MEMORY;
+                a->buf_bytes = bytes;
+            }
+            memcpy(a->buf, s->act_stress, bytes);
+            a->stress = a->buf;
+        }
+        a->groups = s->act_groups;
     }
     if (s->tape_n != s->n) {   /* the checkpoints hold another particle count: drop them */
         for (int i = 0; i < s->cap_ckpt; ++i) cq__wstate_free(s, &s->ckpt[i]);
@@ -15145,7 +15162,7 @@ size_t cq_sim_tape_bytes(const cq_sim *s)
     if (!s) return 0;
     state = (size_t)s->n * (2 * (size_t)s->dim + 2 * (size_t)s->dd) * s->tsize;
     for (int i = 0; i < s->cap_ckpt; ++i) if (s->ckpt[i].x) total += state;
-    for (int i = 0; i < s->step && i < s->cap_acts; ++i) total += (size_t)s->acts[i].groups * (size_t)s->dd * s->tsize;
+    for (int i = 0; i < s->cap_acts; ++i) total += s->acts[i].buf_bytes;   /* the actuation log (kept across a reset) */
     total += sizeof(*s->acts) * (size_t)s->cap_acts + sizeof(cq__state) * (size_t)s->cap_ckpt;
     total += (size_t)s->n_seg * state;   /* the segment buffer of the last backward pass */
     total += (size_t)s->n_gc * s->gc_each;   /* its grid cache (>>grid_cache) */
@@ -15467,14 +15484,13 @@ cq_result cq_sim_backward(cq_sim *s, const double *dL_dx, const double *dL_dv, c
     }
     if (cq__adjoint_alloc(s) != CQ_SUCCESS || !cq__sort_alloc(s))
         return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate the adjoint buffers", what);
-    if (s->n_cables) {
-        double *cg = (double *)cq__alloc(s, sizeof(double) * (size_t)s->n_cables);
+    if (s->n_cables) {   /* (kept from the last backward where there is room: cables are only ever added) */
+        double *cg = s->n_cables > s->cable_grad_n ? (double *)cq__alloc(s, sizeof(double) * (size_t)s->n_cables) : s->cable_grad;
         if (!cg || !cq__cable_buffers(s)) {
-            cq__free(s, cg);
+            if (cg != s->cable_grad) cq__free(s, cg);
             return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate the cable buffers", what);
         }
-        cq__free(s, s->cable_grad);
-        s->cable_grad = cg;
+        if (cg != s->cable_grad) { cq__free(s, s->cable_grad); s->cable_grad = cg; s->cable_grad_n = s->n_cables; }
     }
     /* ---- from here the gradient buffers are overwritten: a failure leaves no gradients */
     s->has_grad = 0; s->grad_state = NULL;

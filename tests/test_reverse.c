@@ -159,12 +159,13 @@ static void failing_hook(cq_sim *s, int step, void *user)
     if (++fail_hook_calls == 2) g_counter->limit = g_counter->allocs;   /* every later allocation fails */
 }
 
-/* An optimization loop's episodes (cq_sim_reset, T taped steps, cq_sim_backward) allocate
-   nothing after the first on the CPU: the reset keeps the checkpoints' buffers (it freed them,
-   and every episode allocated them again: 4 allocations a checkpoint, on a GPU 4 cuMemAlloc,
-   test_cuda.c), the backward keeps its own.  (On CUDA the seed's upload takes a host staging
-   buffer for the call: there the live allocations stay level.)  Each episode's gradients are the
-   first's, bit for bit, and the tape holds the same bytes. */
+/* An optimization loop's episodes (cq_sim_reset, T taped steps with actuation and a cable,
+   cq_sim_backward) allocate nothing after the first on the CPU: the reset keeps the checkpoints'
+   buffers (it freed them, and every episode allocated them again: 4 allocations a checkpoint, on
+   a GPU 4 cuMemAlloc, test_cuda.c) and each step's actuation record, the backward keeps its own.
+   (On CUDA the seed's upload takes a host staging buffer for the call: there the live
+   allocations stay level.)  Each episode's gradients are the first's, bit for bit, and the tape
+   holds the same bytes. */
 TEST(episodes_after_the_first_allocate_nothing)
 {
     counter c = {0, 0, -1};
@@ -175,13 +176,24 @@ TEST(episodes_after_the_first_allocate_nothing)
     size_t tape[3];
     d.allocator.alloc = count_alloc; d.allocator.free = count_free; d.allocator.user = &c;
     d.substeps = 2;
+    int act[64], route[4] = {0, 9, 18, 27};
+    cq_particles_desc p;
     CHECK_OK(cq_sim_create(&d, &s));
     block(x, 64, 0.4, 0.4);
-    CHECK_OK(add(s, 64, x, NULL));
+    for (int i = 0; i < 64; ++i) act[i] = i % 3 == 0 ? i % 2 : -1;   /* two actuator groups */
+    memset(&p, 0, sizeof p);
+    p.count = 64; p.x = x; p.actuator = act;
+    CHECK_OK(cq_sim_add_particles(s, &p));
+    CHECK_OK(cq_sim_add_cable(s, 4, route, 20.0, 0.02));
     for (int i = 0; i < 2 * 64; ++i) seed[i] = 1.0 / 64;
     for (int e = 0; e < 3; ++e) {
         CHECK_OK(cq_sim_reset(s));
-        CHECK_OK(cq_sim_step(s, 10));
+        for (int t = 0; t < 10; ++t) {   /* a controller: each step's actuation and cable tension */
+            const double st[12] = {0.1 * t, 0, 0, -0.1 * t, -0.05 * t, 0, 0, 0.05 * t, 0.01 * t, 0, 0, 0}, u = 0.1 * (t % 3);
+            CHECK_OK(cq_sim_set_actuation(s, t % 4 == 3 ? 0 : (t < 5 ? 2 : 3), st));   /* off, 2 and 3 groups */
+            CHECK_OK(cq_sim_set_cable_actuation(s, 1, &u));
+            CHECK_OK(cq_sim_step(s, 1));
+        }
         CHECK_OK(cq_sim_backward(s, seed, NULL, NULL, NULL, NULL, NULL));
         CHECK_OK(cq_sim_grad(s, CQ_FIELD_X, g[e]));
         allocs[e] = c.allocs; live[e] = c.live; tape[e] = cq_sim_tape_bytes(s);
@@ -193,8 +205,12 @@ TEST(episodes_after_the_first_allocate_nothing)
     CHECK(!memcmp(g[0], g[1], sizeof g[0]) && !memcmp(g[0], g[2], sizeof g[0]), "an episode's dL/dx0 differs from the first's");
     CHECK(tape[1] == tape[0] && tape[2] == tape[0], "tape bytes %lu, %lu, %lu", (unsigned long)tape[0], (unsigned long)tape[1],
           (unsigned long)tape[2]);
-    CHECK_OK(cq_sim_reset(s));   /* a shorter episode after it reuses the buffers too */
-    CHECK_OK(cq_sim_step(s, 4));
+    CHECK_OK(cq_sim_reset(s));   /* a shorter episode, no more groups a step than before: the buffers serve it too */
+    {
+        const double st[8] = {0.2, 0, 0, -0.2, 0, 0, 0, 0};
+        CHECK_OK(cq_sim_set_actuation(s, 2, st));
+        CHECK_OK(cq_sim_step(s, 3));
+    }
     if (cq_sim_backend(s) == CQ_BACKEND_CPU) CHECK(c.allocs == allocs[2], "a shorter episode allocated %ld times", c.allocs - allocs[2]);
     CHECK(c.live == live[2], "a shorter episode: %ld live allocations, %ld before", c.live, live[2]);
     cq_sim_destroy(s);

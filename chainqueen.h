@@ -8734,6 +8734,23 @@ static cq_result cq__read_work(const cq_sim *s, double *out, const void *src, lo
     return CQ_SUCCESS;
 }
 
+/* work array dst[0..count) = src converted to the sim's precision, the reverse of cq__read_work,
+   without an allocation either: CUDA f64 straight from src, f32 through a stack buffer in
+   chunks.  src is finite in the sim's precision (checked by the caller). */
+static void cq__write_work(const cq_sim *s, void *dst, const double *src, long count)
+{
+    if (cq__work_is_host(s)) { (void)cq__from_double(s, dst, src, count); return; }
+    if (s->tsize == sizeof(double)) cq__wput(s, dst, 0, src, (size_t)count * sizeof(double));
+    else {
+        float chunk[1024];
+        for (long i = 0; i < count; i += 1024) {
+            long m = count - i < 1024 ? count - i : 1024;
+            for (long j = 0; j < m; ++j) chunk[j] = (float)src[i + j];
+            cq__wput(s, dst, (size_t)i * sizeof(float), chunk, (size_t)m * sizeof(float));
+        }
+    }
+}
+
 /* Items 0..count-1 grouped by their key (key[i] in [0, K); -1: left out), each group in
    increasing item order: group k is out[start[k] .. start[k + 1]).  start: K + 1 ints.  (The
    GPU's tables of actuation groups and cable rows.) */
@@ -14923,7 +14940,6 @@ cq_result cq_sim_set_actuation(cq_sim *s, int groups, const double *stress)
 {
     const char *what = "cq_sim_set_actuation";
     void *buf = NULL;
-    long bad;
     if (!s) return CQ_ERROR_INVALID_ARGUMENT;
     if (s->in_backward) return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: called inside a backward hook", what);
     if (groups < 0 || groups > 1 << 20) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: groups = %d: must be in [0, 2^20]", what, groups);
@@ -14946,10 +14962,7 @@ cq_result cq_sim_set_actuation(cq_sim *s, int groups, const double *stress)
         cq__free(s, s->act_stress);
         s->act_stress = buf; s->act_cap = groups;
     }
-    if (groups > 0) {
-        bad = cq__from_double(s, s->act_stress, stress, (long)groups * s->dd);   /* finite: checked above */
-        (void)bad;
-    }
+    if (groups > 0) (void)cq__from_double(s, s->act_stress, stress, (long)groups * s->dd);   /* finite: checked above */
     s->act_groups = groups;
     s->prm_f32.act_groups = s->prm_f64.act_groups = groups;
     cq__sync_actuation(s);
@@ -15418,16 +15431,13 @@ static cq_result cq__check_seed(cq_sim *s, const double *src, cq_field f, const 
     return CQ_SUCCESS;
 }
 
-/* Writes a checked seed (NULL = 0) into adjoint work array dst. */
+/* Writes a checked seed (NULL = 0) into adjoint work array dst (no allocation: cq__write_work). */
 static cq_result cq__seed(cq_sim *s, void *dst, const double *src, cq_field f, const char *what)
 {
     const long cnt = (long)s->n * cq_sim_field_size(s, f);
-    void *tmp;
+    (void)what;
     if (!src) { cq__wzero(s, dst, (size_t)cnt * s->tsize); return CQ_SUCCESS; }
-    tmp = cq__wmap(s, dst, (size_t)cnt * s->tsize, 0);
-    if (!tmp) return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate a staging buffer", what);
-    cq__from_double(s, tmp, src, cnt);
-    cq__wunmap(s, dst, tmp, (size_t)cnt * s->tsize, 1);
+    cq__write_work(s, dst, src, cnt);
     return CQ_SUCCESS;
 }
 

@@ -160,12 +160,11 @@ static void failing_hook(cq_sim *s, int step, void *user)
 }
 
 /* An optimization loop's episodes (cq_sim_reset, T taped steps with actuation and a cable,
-   cq_sim_backward) allocate nothing after the first on the CPU: the reset keeps the checkpoints'
-   buffers (it freed them, and every episode allocated them again: 4 allocations a checkpoint, on
-   a GPU 4 cuMemAlloc, test_cuda.c) and each step's actuation record, the backward keeps its own.
-   (On CUDA the seed's upload takes a host staging buffer for the call: there the live
-   allocations stay level.)  Each episode's gradients are the first's, bit for bit, and the tape
-   holds the same bytes. */
+   cq_sim_backward) allocate nothing after the first: the reset keeps the checkpoints' buffers (it
+   freed them, and every episode allocated them again: 4 allocations a checkpoint, on a GPU 4
+   cuMemAlloc, test_cuda.c) and each step's actuation record, cq_sim_set_actuation its buffer, the
+   backward its own (on CUDA the seeds go up through a stack buffer).  Each episode's gradients are
+   the first's, bit for bit, and the tape holds the same bytes. */
 TEST(episodes_after_the_first_allocate_nothing)
 {
     counter c = {0, 0, -1};
@@ -198,9 +197,8 @@ TEST(episodes_after_the_first_allocate_nothing)
         CHECK_OK(cq_sim_grad(s, CQ_FIELD_X, g[e]));
         allocs[e] = c.allocs; live[e] = c.live; tape[e] = cq_sim_tape_bytes(s);
     }
-    if (cq_sim_backend(s) == CQ_BACKEND_CPU)
-        CHECK(allocs[1] == allocs[0] && allocs[2] == allocs[0], "allocations after episodes 1-3: %ld, %ld, %ld", allocs[0],
-              allocs[1], allocs[2]);
+    CHECK(allocs[1] == allocs[0] && allocs[2] == allocs[0], "allocations after episodes 1-3: %ld, %ld, %ld", allocs[0],
+          allocs[1], allocs[2]);
     CHECK(live[1] == live[0] && live[2] == live[0], "live allocations after episodes 1-3: %ld, %ld, %ld", live[0], live[1], live[2]);
     CHECK(!memcmp(g[0], g[1], sizeof g[0]) && !memcmp(g[0], g[2], sizeof g[0]), "an episode's dL/dx0 differs from the first's");
     CHECK(tape[1] == tape[0] && tape[2] == tape[0], "tape bytes %lu, %lu, %lu", (unsigned long)tape[0], (unsigned long)tape[1],
@@ -211,7 +209,7 @@ TEST(episodes_after_the_first_allocate_nothing)
         CHECK_OK(cq_sim_set_actuation(s, 2, st));
         CHECK_OK(cq_sim_step(s, 3));
     }
-    if (cq_sim_backend(s) == CQ_BACKEND_CPU) CHECK(c.allocs == allocs[2], "a shorter episode allocated %ld times", c.allocs - allocs[2]);
+    CHECK(c.allocs == allocs[2], "a shorter episode allocated %ld times", c.allocs - allocs[2]);
     CHECK(c.live == live[2], "a shorter episode: %ld live allocations, %ld before", c.live, live[2]);
     cq_sim_destroy(s);
     CHECK(c.live == 0, "%ld allocations leaked", c.live);

@@ -10286,13 +10286,20 @@ static void cq__check_adjoint_range(void *ctx, int begin, int end)
     }
     if (best < INT_MAX) cq__atomic_min_int(&t->best, best);
 }
+/* a check of adjoint state a begun (its ranges then run cq__check_adjoint_range), and its status
+   once they all ran: 0, or INT_MAX - (8 p + field) of the lowest non-finite entry */
+static void cq__check_begin(const cq_sim *s, const cq__state *a, cq__check_task *t)
+{
+    t->s = s; t->best = INT_MAX;
+    cq__adjoint_arrays(s, a, t->arr);
+}
+static int cq__check_status(const cq__check_task *t) { return t->best == INT_MAX ? 0 : INT_MAX - t->best; }
 static void cq__cpu_check_adjoint(cq_sim *s, const cq__state *a, int *status)
 {
     cq__check_task t;
-    t.s = s; t.best = INT_MAX;
-    cq__adjoint_arrays(s, a, t.arr);
+    cq__check_begin(s, a, &t);
     cq__parallel_for(s, s->n, 4096, cq__check_adjoint_range, &t);
-    *status = t.best == INT_MAX ? 0 : INT_MAX - t.best;
+    *status = cq__check_status(&t);
 }
 
 /* >>cpu_act_grad: per-group sums in double, in the order kernels_common.j2 fixes for
@@ -11593,12 +11600,11 @@ static void cq__cpu_substep_adj_2d_fixed_corotated_f32(cq_sim *s, const cq__stat
     t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f32, &t);
     if (s->adj_status && !s->n_cables) {   /* the step's check here (>>cpu_check_adjoint; cables add to ai after) */
-        chk.s = s; chk.best = INT_MAX;
-        cq__adjoint_arrays(s, ai_st, chk.arr);
+        cq__check_begin(s, ai_st, &chk);
         t.chk = &chk;
     }
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_fixed_corotated_f32, &t);
-    if (t.chk) { *s->adj_status = chk.best == INT_MAX ? 0 : INT_MAX - chk.best; s->adj_checked = 1; }
+    if (t.chk) { *s->adj_status = cq__check_status(&chk); s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_2d_f32(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
 }
@@ -11738,12 +11744,11 @@ static void cq__cpu_substep_adj_2d_fixed_corotated_f64(cq_sim *s, const cq__stat
     t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f64, &t);
     if (s->adj_status && !s->n_cables) {   /* the step's check here (>>cpu_check_adjoint; cables add to ai after) */
-        chk.s = s; chk.best = INT_MAX;
-        cq__adjoint_arrays(s, ai_st, chk.arr);
+        cq__check_begin(s, ai_st, &chk);
         t.chk = &chk;
     }
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_fixed_corotated_f64, &t);
-    if (t.chk) { *s->adj_status = chk.best == INT_MAX ? 0 : INT_MAX - chk.best; s->adj_checked = 1; }
+    if (t.chk) { *s->adj_status = cq__check_status(&chk); s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_2d_f64(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
 }
@@ -11883,12 +11888,11 @@ static void cq__cpu_substep_adj_2d_neohookean_f32(cq_sim *s, const cq__state *in
     t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f32, &t);
     if (s->adj_status && !s->n_cables) {   /* the step's check here (>>cpu_check_adjoint; cables add to ai after) */
-        chk.s = s; chk.best = INT_MAX;
-        cq__adjoint_arrays(s, ai_st, chk.arr);
+        cq__check_begin(s, ai_st, &chk);
         t.chk = &chk;
     }
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_neohookean_f32, &t);
-    if (t.chk) { *s->adj_status = chk.best == INT_MAX ? 0 : INT_MAX - chk.best; s->adj_checked = 1; }
+    if (t.chk) { *s->adj_status = cq__check_status(&chk); s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_2d_f32(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
 }
@@ -12028,12 +12032,11 @@ static void cq__cpu_substep_adj_2d_neohookean_f64(cq_sim *s, const cq__state *in
     t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f64, &t);
     if (s->adj_status && !s->n_cables) {   /* the step's check here (>>cpu_check_adjoint; cables add to ai after) */
-        chk.s = s; chk.best = INT_MAX;
-        cq__adjoint_arrays(s, ai_st, chk.arr);
+        cq__check_begin(s, ai_st, &chk);
         t.chk = &chk;
     }
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_neohookean_f64, &t);
-    if (t.chk) { *s->adj_status = chk.best == INT_MAX ? 0 : INT_MAX - chk.best; s->adj_checked = 1; }
+    if (t.chk) { *s->adj_status = cq__check_status(&chk); s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_2d_f64(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
 }
@@ -12193,12 +12196,11 @@ static void cq__cpu_substep_adj_3d_fixed_corotated_f32(cq_sim *s, const cq__stat
     t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f32, &t);
     if (s->adj_status && !s->n_cables) {   /* the step's check here (>>cpu_check_adjoint; cables add to ai after) */
-        chk.s = s; chk.best = INT_MAX;
-        cq__adjoint_arrays(s, ai_st, chk.arr);
+        cq__check_begin(s, ai_st, &chk);
         t.chk = &chk;
     }
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_fixed_corotated_f32, &t);
-    if (t.chk) { *s->adj_status = chk.best == INT_MAX ? 0 : INT_MAX - chk.best; s->adj_checked = 1; }
+    if (t.chk) { *s->adj_status = cq__check_status(&chk); s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_3d_f32(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
 }
@@ -12358,12 +12360,11 @@ static void cq__cpu_substep_adj_3d_fixed_corotated_f64(cq_sim *s, const cq__stat
     t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f64, &t);
     if (s->adj_status && !s->n_cables) {   /* the step's check here (>>cpu_check_adjoint; cables add to ai after) */
-        chk.s = s; chk.best = INT_MAX;
-        cq__adjoint_arrays(s, ai_st, chk.arr);
+        cq__check_begin(s, ai_st, &chk);
         t.chk = &chk;
     }
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_fixed_corotated_f64, &t);
-    if (t.chk) { *s->adj_status = chk.best == INT_MAX ? 0 : INT_MAX - chk.best; s->adj_checked = 1; }
+    if (t.chk) { *s->adj_status = cq__check_status(&chk); s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_3d_f64(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
 }
@@ -12503,12 +12504,11 @@ static void cq__cpu_substep_adj_3d_neohookean_f32(cq_sim *s, const cq__state *in
     t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f32, &t);
     if (s->adj_status && !s->n_cables) {   /* the step's check here (>>cpu_check_adjoint; cables add to ai after) */
-        chk.s = s; chk.best = INT_MAX;
-        cq__adjoint_arrays(s, ai_st, chk.arr);
+        cq__check_begin(s, ai_st, &chk);
         t.chk = &chk;
     }
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_neohookean_f32, &t);
-    if (t.chk) { *s->adj_status = chk.best == INT_MAX ? 0 : INT_MAX - chk.best; s->adj_checked = 1; }
+    if (t.chk) { *s->adj_status = cq__check_status(&chk); s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_3d_f32(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
 }
@@ -12648,12 +12648,11 @@ static void cq__cpu_substep_adj_3d_neohookean_f64(cq_sim *s, const cq__state *in
     t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f64, &t);
     if (s->adj_status && !s->n_cables) {   /* the step's check here (>>cpu_check_adjoint; cables add to ai after) */
-        chk.s = s; chk.best = INT_MAX;
-        cq__adjoint_arrays(s, ai_st, chk.arr);
+        cq__check_begin(s, ai_st, &chk);
         t.chk = &chk;
     }
     cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_neohookean_f64, &t);
-    if (t.chk) { *s->adj_status = chk.best == INT_MAX ? 0 : INT_MAX - chk.best; s->adj_checked = 1; }
+    if (t.chk) { *s->adj_status = cq__check_status(&chk); s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_3d_f64(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
 }
@@ -15494,13 +15493,14 @@ cq_result cq_sim_backward(cq_sim *s, const double *dL_dx, const double *dL_dv, c
     }
     if (cq__adjoint_alloc(s) != CQ_SUCCESS || !cq__sort_alloc(s))
         return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate the adjoint buffers", what);
-    if (s->n_cables) {   /* (kept from the last backward where there is room: cables are only ever added) */
-        double *cg = s->n_cables > s->cable_grad_n ? (double *)cq__alloc(s, sizeof(double) * (size_t)s->n_cables) : s->cable_grad;
-        if (!cg || !cq__cable_buffers(s)) {
-            if (cg != s->cable_grad) cq__free(s, cg);
-            return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate the cable buffers", what);
+    if (s->n_cables) {   /* cable_grad: each step's scratch for the hooks, kept from the last backward where large enough */
+        if (s->n_cables > s->cable_grad_n) {
+            double *cg = (double *)cq__alloc(s, sizeof(double) * (size_t)s->n_cables);
+            if (!cg) return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate the cable buffers", what);
+            cq__free(s, s->cable_grad);
+            s->cable_grad = cg; s->cable_grad_n = s->n_cables;
         }
-        if (cg != s->cable_grad) { cq__free(s, s->cable_grad); s->cable_grad = cg; s->cable_grad_n = s->n_cables; }
+        if (!cq__cable_buffers(s)) return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate the cable buffers", what);
     }
     /* ---- from here the gradient buffers are overwritten: a failure leaves no gradients */
     s->has_grad = 0; s->grad_state = NULL;

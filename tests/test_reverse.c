@@ -173,10 +173,10 @@ TEST(episodes_after_the_first_allocate_nothing)
     double x[2 * 64], seed[2 * 64], g[3][2 * 64];
     long allocs[3], live[3];
     size_t tape[3];
-    d.allocator.alloc = count_alloc; d.allocator.free = count_free; d.allocator.user = &c;
-    d.substeps = 2;
     int act[64], route[4] = {0, 9, 18, 27};
     cq_particles_desc p;
+    d.allocator.alloc = count_alloc; d.allocator.free = count_free; d.allocator.user = &c;
+    d.substeps = 2;
     CHECK_OK(cq_sim_create(&d, &s));
     block(x, 64, 0.4, 0.4);
     for (int i = 0; i < 64; ++i) act[i] = i % 3 == 0 ? i % 2 : -1;   /* two actuator groups */

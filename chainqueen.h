@@ -15915,6 +15915,10 @@ struct cq_world {
     int track;
     double *J, *hist;
     int hist_n, hist_cap;
+    /* the bodies' per-step scratch, kept (>>world_keep): cq_world_step's (the new states, the saved J)
+       and cq__world_bodies' (dual numbers, a column of A_n, J_n) */
+    void *step_buf, *bodies_buf;
+    size_t step_cap, bodies_cap;
     double kc, cc;                  /* contact stiffness / damping factors (desc, resolved) */
     int gpu;                        /* the fluid runs on CUDA (>>world_cuda) */
 #if CQ__HAS_CUDA
@@ -15963,6 +15967,20 @@ static void *cq__walloc_w(const cq_world *w, size_t bytes)
 static void cq__wfree_w(const cq_world *w, void *p)
 {
     if (p) w->desc.allocator.free(p, w->desc.allocator.user);
+}
+/* >>world_keep: the world's kept buffer *buf (*cap bytes), grown to at least `bytes` where it is
+   smaller (the old one freed only once the new one is had); NULL when that allocation fails, the
+   old buffer kept.  A step's scratch comes from these, so the steps after the first allocate
+   nothing (a game engine's frame; an optimization loop's episodes). */
+static void *cq__world_keep(const cq_world *w, void **buf, size_t *cap, size_t bytes)
+{
+    if (!*buf || bytes > *cap) {
+        void *p = cq__walloc_w(w, bytes);
+        if (!p) return NULL;
+        cq__wfree_w(w, *buf);
+        *buf = p; *cap = bytes;
+    }
+    return *buf;
 }
 static double cq__wat(const cq_world *w, const void *a, long i)
 {
@@ -17698,6 +17716,7 @@ void cq_world_destroy(cq_world *w)
     cq__wfree_w(w, w->body);
     cq__wfree_w(w, w->x); cq__wfree_w(w, w->v); cq__wfree_w(w, w->x0); cq__wfree_w(w, w->v0);
     cq__wfree_w(w, w->J); cq__wfree_w(w, w->hist); cq__wfree_w(w, w->joint);
+    cq__wfree_w(w, w->step_buf); cq__wfree_w(w, w->bodies_buf);
 #if CQ__HAS_CUDA
     if (w->gpu) cq__dev_close(&w->cu.d);
 #endif
@@ -18053,10 +18072,12 @@ static cq_result cq__world_bodies(cq_world *w, double *snew)
     cq__dual *S, *Rs, *N, U[6];
     double *A = NULL;
     size_t per = (size_t)ns * (size_t)(ns + nu);
-    S = (cq__dual *)cq__walloc_w(w, (size_t)ns * 2 * sizeof(cq__dual));
-    Rs = (cq__dual *)cq__walloc_w(w, (size_t)B * 9 * sizeof(cq__dual));
-    N = S ? S + ns : NULL;
-    if (!S || !Rs) { cq__wfree_w(w, S); cq__wfree_w(w, Rs); return cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "cq_world_step: step %d: out of memory (bodies)", w->steps); }
+    /* the kept scratch (>>world_keep): S and N [ns duals each], Rs [9 B duals], then when tracked
+       col [ns] and Jn [6 ns] */
+    const size_t nd = (size_t)ns * 2 + (size_t)B * 9, nt = w->track < 0 ? 0 : (size_t)ns * 7;
+    char *buf = (char *)cq__world_keep(w, &w->bodies_buf, &w->bodies_cap, nd * sizeof(cq__dual) + nt * sizeof(double));
+    if (!buf) return cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "cq_world_step: step %d: out of memory (bodies)", w->steps);
+    S = (cq__dual *)buf; N = S + ns; Rs = N + ns;
     if (w->track < 0) {
         cq__bodies_step(w, -1, snew, NULL, S, Rs, U, N);
     } else {
@@ -18064,18 +18085,14 @@ static cq_result cq__world_bodies(cq_world *w, double *snew)
         if (w->hist_n == w->hist_cap) {
             const int cap = w->hist_cap ? 2 * w->hist_cap : 64;
             double *h = (double *)cq__walloc_w(w, (size_t)cap * per * sizeof(double));
-            if (!h) { cq__wfree_w(w, S); cq__wfree_w(w, Rs); return cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "cq_world_step: step %d: cannot grow the gradient record (%d steps)", w->steps, cap); }
+            if (!h) return cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "cq_world_step: step %d: cannot grow the gradient record (%d steps)", w->steps, cap);
             if (w->hist_n) memcpy(h, w->hist, (size_t)w->hist_n * per * sizeof(double));
             cq__wfree_w(w, w->hist);
             w->hist = h; w->hist_cap = cap;
         }
         A = w->hist + (size_t)w->hist_n * per;   /* [ns rows][ns + nu cols], row-major */
-        col = (double *)cq__walloc_w(w, (size_t)ns * sizeof(double));
-        Jn = (double *)cq__walloc_w(w, (size_t)ns * 6 * sizeof(double));
-        if (!col || !Jn) {
-            cq__wfree_w(w, col); cq__wfree_w(w, Jn); cq__wfree_w(w, S); cq__wfree_w(w, Rs);
-            return cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "cq_world_step: step %d: out of memory (gradients)", w->steps);
-        }
+        col = (double *)(buf + nd * sizeof(cq__dual));
+        Jn = col + ns;
         cq__bodies_step(w, -1, snew, NULL, S, Rs, U, N);
         for (int dir = 0; dir < ns + nu; ++dir) {
             const int owner = dir < ns ? dir / CQ__BS : (dir - ns) / 6;
@@ -18095,14 +18112,11 @@ static cq_result cq__world_bodies(cq_world *w, double *snew)
         for (int i = 0; i < ns * 6; ++i)
             if (!cq__finite(Jn[i])) {
                 const int body = i / 6 / CQ__BS;
-                cq__wfree_w(w, col); cq__wfree_w(w, Jn); cq__wfree_w(w, S); cq__wfree_w(w, Rs);
                 return cq__wfail(w, CQ_ERROR_NON_FINITE, "cq_world_step: step %d: the derivative of body %d's state (component %d) is not finite",
                                  w->steps, body, i / 6 % CQ__BS);
             }
         memcpy(w->J, Jn, (size_t)ns * 6 * sizeof(double));
-        cq__wfree_w(w, col); cq__wfree_w(w, Jn);
     }
-    cq__wfree_w(w, S); cq__wfree_w(w, Rs);
     return CQ_SUCCESS;
 }
 
@@ -18123,12 +18137,10 @@ cq_result cq_world_step(cq_world *w, int steps)
 #endif
         rc = cq__world_prepare(w);
         if (rc != CQ_SUCCESS) return rc;
-        snew = (double *)cq__walloc_w(w, (size_t)(ns ? ns : 1) * sizeof(double));
-        if (w->track >= 0) Jsave = (double *)cq__walloc_w(w, (size_t)ns * 6 * sizeof(double));
-        if (!snew || (w->track >= 0 && !Jsave)) {
-            cq__wfree_w(w, snew); cq__wfree_w(w, Jsave);
-            return cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "cq_world_step: step %d: out of memory", w->steps);
-        }
+        /* the kept scratch (>>world_keep): the bodies' new states [ns], then when tracked J's copy [6 ns] */
+        snew = (double *)cq__world_keep(w, &w->step_buf, &w->step_cap, (size_t)ns * (w->track >= 0 ? 7 : 1) * sizeof(double));
+        if (!snew) return cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "cq_world_step: step %d: out of memory", w->steps);
+        if (w->track >= 0) Jsave = snew + ns;
         if (Jsave) memcpy(Jsave, w->J, (size_t)ns * 6 * sizeof(double));
         if (w->nf) {
             memcpy(w->xprev, w->x, (size_t)w->nf * (size_t)d * w->tsize);
@@ -18158,14 +18170,12 @@ cq_result cq_world_step(cq_world *w, int steps)
             }
             if (Jsave) memcpy(w->J, Jsave, (size_t)ns * 6 * sizeof(double));
             for (int k = 0; k < w->nbody; ++k) cq__body_place(w, &w->body[k]);
-            cq__wfree_w(w, snew); cq__wfree_w(w, Jsave);
             return rc;
         }
         for (int i = 0; i < ns; ++i) w->body[i / CQ__BS].s[i % CQ__BS] = snew[i];
         if (w->track >= 0) w->hist_n++;
         w->steps++;
         w->stats.steps = w->steps;
-        cq__wfree_w(w, snew); cq__wfree_w(w, Jsave);
     }
     return CQ_SUCCESS;
 }

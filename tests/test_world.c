@@ -873,6 +873,123 @@ TEST(threads_hook_bitwise)
     CHECK(memcmp(&sa, &sb, sizeof sa) == 0 && memcmp(Ja, Jb, sizeof Ja) == 0, "body state or Jacobian differ");
 }
 
+/* A world's steps allocate nothing once its first step has sized its buffers (a game engine's
+   frame; an optimization loop's episodes: reset, tracked steps under controls, gradients): the
+   per-step scratch of the bodies and their derivatives is kept (world.j2 >>world_keep).  Where
+   that scratch must grow (tracking turned on after untracked steps) and the allocator refuses,
+   the step fails as out of memory and leaves the world as it was. */
+typedef struct wcounter { long allocs, live, limit; } wcounter;
+static void *wcount_alloc(size_t size, void *user)
+{
+    wcounter *c = (wcounter *)user;
+    void *p;
+    if (c->limit >= 0 && c->allocs >= c->limit) return NULL;
+    p = malloc(size);
+    if (p) { c->allocs++; c->live++; }
+    return p;
+}
+static void wcount_free(void *ptr, void *user)
+{
+    wcounter *c = (wcounter *)user;
+    if (!ptr) return;
+    c->live--;
+    free(ptr);
+}
+static cq_world *counted_world(wcounter *c)
+{
+    cq_world_desc d;
+    cq_world *w = NULL;
+    cq_body_desc b;
+    cq_joint_desc j;
+    double x[2 * 200];
+    memset(&d, 0, sizeof d); memset(&b, 0, sizeof b); memset(&j, 0, sizeof j);
+    d.dim = 2; d.particle_radius = 0.01; d.dt = 0.002; d.gravity[1] = -9.81; d.domain_hi[0] = 0.5; d.domain_hi[1] = 0.4;
+    d.logger.func = cq_log_silent;
+    d.allocator.alloc = wcount_alloc; d.allocator.free = wcount_free; d.allocator.user = c;
+    if (cq_world_create(&d, &w) != CQ_SUCCESS) return NULL;
+    for (int i = 0; i < 200; ++i) { x[2 * i] = 0.01 + (i % 25) * 0.02; x[2 * i + 1] = 0.01 + (i / 25) * 0.02; }
+    CHECK_OK(cq_world_add_fluid(w, 200, x, NULL));
+    b.shape = CQ_SHAPE_BOX; b.half_extents[0] = 0.05; b.half_extents[1] = 0.03; b.density = 600; b.x[0] = 0.2; b.x[1] = 0.25; b.v[0] = 0.5;
+    CHECK_OK(cq_world_add_body(w, &b, NULL));
+    b.x[0] = 0.35; b.v[0] = 0;
+    CHECK_OK(cq_world_add_body(w, &b, NULL));
+    j.body_a = 0; j.body_b = 1; j.anchor[0] = 0.275; j.anchor[1] = 0.25;   /* the two boxes pinned together */
+    CHECK_OK(cq_world_add_joint(w, &j, NULL));
+    return w;
+}
+TEST(world_steps_allocate_nothing_after_the_first)
+{
+    wcounter c = {0, 0, -1};
+    cq_world *w = counted_world(&c);
+    double dl[2 * 13], g[3][60 * 12], J[3][13 * 6];   /* J: the tracked body's */
+    long during[3];
+    if (!w) { CHECK(0, "create: %s", cq_world_last_error(NULL)); return; }
+    memset(dl, 0, sizeof dl);
+    dl[0] = 1; dl[13 + 1] = -0.5;   /* L = x_0 - y_1 / 2 */
+    CHECK_OK(cq_world_track(w, 0));
+    for (int e = 0; e < 3; ++e) {
+        long before;
+        CHECK_OK(cq_world_reset(w));
+        before = c.allocs;
+        for (int t = 0; t < 60; ++t) {   /* a controller: each step's force and torque */
+            const double f[3] = {0.01 * t, 0.2 * (t % 3), 0}, tq[3] = {0, 0, 0.001 * t};
+            CHECK_OK(cq_world_set_control(w, 0, f, tq));
+            CHECK_OK(cq_world_step(w, 1));
+            if (t == 0 && e == 0) before = c.allocs;   /* the first step sizes the buffers */
+        }
+        during[e] = c.allocs - before;
+        CHECK_OK(cq_world_control_grad(w, dl, g[e]));
+        CHECK_OK(cq_world_body_jacobian(w, 0, J[e]));
+    }
+    /* the first episode's neighbour lists may still grow as the fluid settles (by half again each time) */
+    CHECK(during[1] == 0 && during[2] == 0, "allocations during the steps of episodes 2 and 3: %ld, %ld (the first's after its first step: %ld)",
+          during[1], during[2], during[0]);
+    CHECK(!memcmp(g[0], g[1], sizeof g[0]) && !memcmp(g[0], g[2], sizeof g[0]), "an episode's dL/du differs from the first's");
+    CHECK(!memcmp(J[0], J[1], sizeof J[0]) && !memcmp(J[0], J[2], sizeof J[0]), "an episode's Jacobian differs from the first's");
+    cq_world_destroy(w);
+    CHECK(c.live == 0, "%ld allocations leaked", c.live);
+}
+TEST(world_step_refused_memory_leaves_the_world)
+{
+    wcounter c = {0, 0, -1};
+    cq_world *w = counted_world(&c), *ref = NULL;
+    cq_body_state s0, s1, sr;
+    double J[13 * 6], Jr[13 * 6];
+    if (!w) { CHECK(0, "create: %s", cq_world_last_error(NULL)); return; }
+    memset(&s0, 0, sizeof s0); memset(&s1, 0, sizeof s1); memset(&sr, 0, sizeof sr);   /* (2D leaves z alone) */
+    CHECK_OK(cq_world_step(w, 5));   /* untracked: the scratch sized for values alone */
+    CHECK_OK(cq_world_reset(w));
+    CHECK_OK(cq_world_track(w, 0));
+    CHECK_OK(cq_world_get_body(w, 0, &s0));
+    c.limit = c.allocs;   /* no more memory: the tracked step's larger scratch cannot be had */
+    CHECK(cq_world_step(w, 1) == CQ_ERROR_OUT_OF_MEMORY, "a step without memory for its scratch succeeded");
+    CHECK(strstr(cq_world_last_error(w), "step 0") != NULL, "the error names no step: %s", cq_world_last_error(w));
+    CHECK(cq_world_step_count(w) == 0, "the refused step advanced the world to step %d", cq_world_step_count(w));
+    CHECK_OK(cq_world_get_body(w, 0, &s1));
+    CHECK(!memcmp(&s0, &s1, sizeof s0), "the refused step changed body 0");
+    c.limit = -1;
+    CHECK_OK(cq_world_step(w, 20));   /* then as a world that never ran out */
+    CHECK_OK(cq_world_get_body(w, 0, &s1));
+    CHECK_OK(cq_world_body_jacobian(w, 0, J));
+    {
+        wcounter c2 = {0, 0, -1};
+        ref = counted_world(&c2);   /* the same calls without the refusal */
+        if (ref) {
+            CHECK_OK(cq_world_step(ref, 5));
+            CHECK_OK(cq_world_reset(ref));
+            CHECK_OK(cq_world_track(ref, 0));
+            CHECK_OK(cq_world_step(ref, 20));
+            CHECK_OK(cq_world_get_body(ref, 0, &sr));
+            CHECK_OK(cq_world_body_jacobian(ref, 0, Jr));
+            CHECK(!memcmp(&s1, &sr, sizeof s1) && !memcmp(J, Jr, sizeof J), "after a refused step the world differs from one never refused");
+            cq_world_destroy(ref);
+        }
+        CHECK(c2.live == 0, "%ld allocations leaked", c2.live);
+    }
+    cq_world_destroy(w);
+    CHECK(c.live == 0, "%ld allocations leaked", c.live);
+}
+
 /* `test_world` runs the quick checks (in every build: C++, OpenMP, sanitizers); `test_world
    physics` the physics and the coupled derivatives' report (a minute or two at -O2, run once in
    the slow lane of tests/run.sh).  A further argument filters by name. */
@@ -883,7 +1000,8 @@ int main(int argc, char **argv)
         CASE(free_flight_jacobian_2d), CASE(free_flight_jacobian_3d), CASE(free_flight_angular_momentum_3d),
         CASE(control_gradients_2d), CASE(contact_box_rests_and_slides), CASE(tank_at_rest_2d), CASE(threads_hook_bitwise),
         CASE(contact_derivatives), CASE(joint_pendulum_2d_period), CASE(joint_chain_3d_holds), CASE(joint_derivatives),
-        CASE(joint_bad_input), CASE(closed_loop_control_gradient)};
+        CASE(joint_bad_input), CASE(closed_loop_control_gradient), CASE(world_steps_allocate_nothing_after_the_first),
+        CASE(world_step_refused_memory_leaves_the_world)};
     static const cqt_case physics[] = {
         CASE(tank_at_rest_3d_f32), CASE(archimedes_2d), CASE(archimedes_3d), CASE(dam_break_martin_moyce_2d),
         CASE(coupled_derivatives_report)};

@@ -160,7 +160,8 @@ TEST(parity_2d_f64) { parity(2, CQ_PRECISION_F64); }
 TEST(parity_3d_f32) { parity(3, CQ_PRECISION_F32); }
 TEST(parity_3d_f64) { parity(3, CQ_PRECISION_F64); }
 
-/* the same world stepped again after a reset gives bitwise the same states */
+/* the same world stepped again after a reset gives bitwise the same states, and its steps allocate no
+   device memory (the mock counts cuMemAlloc) */
 TEST(reset_repeats_bitwise)
 {
     cq_world *g = make(2, CQ_PRECISION_F32, CQ_BACKEND_CUDA);
@@ -171,8 +172,12 @@ TEST(reset_repeats_bitwise)
     if (g) {
         CHECK_OK(cq_world_step(g, 25));
         cq_world_get_body(g, 0, &a[0]); cq_world_get_body(g, 1, &a[1]); cq_world_get_fluid(g, CQ_FIELD_X, xa);
+        counter_fn allocs = mock_sym("cq_mock_allocs");
+        int before;
         CHECK_OK(cq_world_reset(g));
+        before = allocs ? allocs() : 0;
         CHECK_OK(cq_world_step(g, 25));
+        if (allocs) CHECK(allocs() == before, "the steps after a reset made %d device allocations", allocs() - before);
         cq_world_get_body(g, 0, &b[0]); cq_world_get_body(g, 1, &b[1]); cq_world_get_fluid(g, CQ_FIELD_X, xb);
         CHECK(!memcmp(a, b, sizeof a), "the bodies differ after a reset and the same steps");
         CHECK(!memcmp(xa, xb, sizeof(double) * (size_t)(2 * n)), "the fluid differs after a reset and the same steps");

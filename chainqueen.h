@@ -14666,19 +14666,27 @@ static const char *cq__field_name(cq_field f)
 /* Checks `count` values of field f (double input, particle-major), converted into dst
    (the sim's precision).  `what` names the source in messages; `p0` is the index of the
    first particle in the sim. */
-static cq_result cq__convert_field(cq_sim *s, cq_field f, void *dst, const double *src, int count, int p0, const char *what)
+/* The checks of an input field (particles p0 .. p0 + count - 1, k = cq_sim_field_size values each):
+   every value finite, then none overflowing float where the sim stores floats (each over all
+   the values in turn, so the first error of either kind is named) */
+static cq_result cq__check_field_values(cq_sim *s, cq_field f, const double *src, int count, int p0, const char *what)
 {
     int k = cq_sim_field_size(s, f);
-    long bad = -1;
     for (long i = 0; i < (long)count * k; ++i)
-        if (!cq__finite(src[i])) { bad = i; break; }
-    if (bad >= 0)
-        return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: %s of particle %ld is not finite (component %ld = %g)",
-                        what, cq__field_name(f), p0 + bad / k, bad % k, src[bad]);
-    bad = cq__from_double(s, dst, src, (long)count * k);
-    if (bad >= 0)
-        return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: %s of particle %ld overflows float (component %ld = %g)",
-                        what, cq__field_name(f), p0 + bad / k, bad % k, src[bad]);
+        if (!cq__finite(src[i]))
+            return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: %s of particle %ld is not finite (component %ld = %g)",
+                            what, cq__field_name(f), p0 + i / k, i % k, src[i]);
+    for (long i = 0; s->tsize == sizeof(float) && i < (long)count * k; ++i)
+        if (!cq__isfinite_f32((float)src[i]))
+            return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: %s of particle %ld overflows float (component %ld = %g)",
+                            what, cq__field_name(f), p0 + i / k, i % k, src[i]);
+    return CQ_SUCCESS;
+}
+/* then the field's own condition on each particle, given its values src and their conversion
+   dst to the sim's precision (x in the usable region, mass, volume and E > 0, nu in [0, 0.5)) */
+static cq_result cq__check_field_cond(cq_sim *s, cq_field f, const void *dst, const double *src, int count, int p0, const char *what)
+{
+    const int k = cq_sim_field_size(s, f);
     for (int p = 0; p < count; ++p) {
         double a = src[p * k];
         switch (f) {
@@ -14700,6 +14708,15 @@ static cq_result cq__convert_field(cq_sim *s, cq_field f, void *dst, const doubl
         }
     }
     return CQ_SUCCESS;
+}
+/* src (count particles from p0 of field f) checked (the two functions above, in turn) and
+   converted into dst, the sim's precision */
+static cq_result cq__convert_field(cq_sim *s, cq_field f, void *dst, const double *src, int count, int p0, const char *what)
+{
+    cq_result r = cq__check_field_values(s, f, src, count, p0, what);
+    if (r != CQ_SUCCESS) return r;
+    (void)cq__from_double(s, dst, src, (long)count * cq_sim_field_size(s, f));   /* finite and in range: checked */
+    return cq__check_field_cond(s, f, dst, src, count, p0, what);
 }
 
 static cq_result cq__check_stress(cq_sim *s, const void *F, const void *E, const void *nu, int first, int count, const char *what)
@@ -14893,6 +14910,36 @@ cq_result cq_sim_get(const cq_sim *s, cq_field f, double *out)
                          (long)s->n * cq_sim_field_size(s, f), "cq_sim_get");
 }
 
+/* cq_sim_set of a field without a stress check (x, v, C, mass, volume) where the sim's memory is
+   the host's, stores doubles, or takes it in up to 64 uploads: no temporary (a controller may set
+   v at every step).  The input is
+   checked first, all of it, as cq__convert_field checks it (the field's condition on the converted
+   values chunk by chunk through a stack buffer), so an error leaves the sim as it was; then it is
+   converted straight into the state (cq__write_work: a device of doubles takes it in one upload). */
+static cq_result cq__set_direct(cq_sim *s, cq_field f, int k, const double *in, const char *what)
+{
+    enum { CH = 256 };   /* particles a chunk: at most 9 values each */
+    double buf[CH * 9];
+    cq_result r = cq__check_field_values(s, f, in, s->n, 0, what);
+    for (int p0 = 0; r == CQ_SUCCESS && (f == CQ_FIELD_X || f > CQ_FIELD_F) && p0 < s->n; p0 += CH) {
+        const int m = s->n - p0 < CH ? s->n - p0 : CH;
+        (void)cq__from_double(s, buf, in + (long)p0 * k, (long)m * k);
+        r = cq__check_field_cond(s, f, buf, in + (long)p0 * k, m, p0, what);
+    }
+    if (r != CQ_SUCCESS) return r;
+    s->has_grad = 0;
+    if (f <= CQ_FIELD_F) {
+        cq__write_work(s, cq__field_ptr(s, &s->cur, f), in, (long)s->n * k);
+        if (s->step == 0) (void)cq__from_double(s, cq__field_ptr(s, &s->init, f), in, (long)s->n * k);
+    } else {
+        (void)cq__from_double(s, cq__field_ptr(s, &s->cur, f), in, (long)s->n * k);
+        cq__sync_params(s);
+        cq__check_dt(s, 0, s->n);
+    }
+    if (cq__device_failed(s)) return cq__fail(s, CQ_ERROR_DEVICE, "%s: %s", what, cq__device_error(s));
+    return CQ_SUCCESS;
+}
+
 cq_result cq_sim_set(cq_sim *s, cq_field f, const double *in)
 {
     const char *what = "cq_sim_set";
@@ -14908,6 +14955,9 @@ cq_result cq_sim_set(cq_sim *s, cq_field f, const double *in)
         return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: %s at step %d would invalidate the tape; call cq_sim_reset first "
                         "(or create the sim with checkpoint_every = 0)", what, cq__field_name(f), s->step);
     if (s->n == 0) return CQ_SUCCESS;
+    if (f != CQ_FIELD_F && f != CQ_FIELD_YOUNGS && f != CQ_FIELD_POISSON &&
+        (cq__work_is_host(s) || s->tsize == sizeof(double) || (long)s->n * k <= 65536))   /* floats: uploads of 1024 */
+        return cq__set_direct(s, f, k, in, what);
     tmp = cq__alloc(s, (size_t)s->n * (size_t)k * s->tsize);
     if (!tmp) return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate a temporary", what);
     r = cq__convert_field(s, f, tmp, in, s->n, 0, what);

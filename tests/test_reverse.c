@@ -215,6 +215,57 @@ TEST(episodes_after_the_first_allocate_nothing)
     CHECK(c.live == 0, "%ld allocations leaked", c.live);
 }
 
+/* A controller's loop without a tape (checkpoint_every = 0): read x and v, set v, actuate, step:
+   nothing allocated after the first step, host or device (cq_sim_set checks its input and
+   converts it straight into the state).  A refused cq_sim_set (x of particle 300, in the second
+   chunk of its check, outside the grid) names the particle and leaves the state as it was. */
+TEST(control_loop_allocates_nothing)
+{
+    for (int prec = 0; prec < 2; ++prec) {
+        counter c = {0, 0, -1};
+        cq_sim_desc d = desc2d(0);
+        cq_sim *s;
+        double x[2 * 400], xs[2 * 400], v[2 * 400], v2[2 * 400], xb[2 * 400], xa[2 * 400];
+        int act[400];
+        long first = 0;
+        cq_particles_desc p;
+        d.precision = prec ? CQ_PRECISION_F64 : CQ_PRECISION_F32;
+        d.logger.func = cq_log_silent;
+        d.allocator.alloc = count_alloc; d.allocator.free = count_free; d.allocator.user = &c;
+        CHECK_OK(cq_sim_create(&d, &s));
+        block(x, 400, 0.3, 0.1);
+        for (int i = 0; i < 400; ++i) act[i] = i % 2;
+        memset(&p, 0, sizeof p);
+        p.count = 400; p.x = x; p.actuator = act;
+        CHECK_OK(cq_sim_add_particles(s, &p));
+        for (int t = 0; t < 12; ++t) {
+            const double st[8] = {0.1 * t, 0, 0, 0, 0, 0, 0, -0.1 * t};
+            CHECK_OK(cq_sim_get(s, CQ_FIELD_X, xs));
+            CHECK_OK(cq_sim_get(s, CQ_FIELD_V, v));
+            for (int i = 0; i < 2 * 400; ++i) v[i] = 0.5 * v[i] + (i % 2 ? 0.01 : -0.02) * (xs[i] - 0.4);   /* a damping law */
+            CHECK_OK(cq_sim_set(s, CQ_FIELD_V, v));
+            CHECK_OK(cq_sim_get(s, CQ_FIELD_V, v2));
+            for (int i = 0; i < 2 * 400; ++i)
+                if (v2[i] != (prec ? v[i] : (double)(float)v[i])) { CHECK(0, "v[%d] reads %.17g after setting %.17g", i, v2[i], v[i]); break; }
+            CHECK_OK(cq_sim_set_actuation(s, 2, st));
+            CHECK_OK(cq_sim_step(s, 1));
+            if (t == 0) first = c.allocs;
+        }
+        CHECK(c.allocs == first, "%s: %ld allocations in 11 control steps", prec ? "f64" : "f32", c.allocs - first);
+        CHECK_OK(cq_sim_get(s, CQ_FIELD_X, xb));
+        memcpy(xa, xb, sizeof xa);
+        xa[2 * 300] = 2.0;   /* outside the grid */
+        CHECK(cq_sim_set(s, CQ_FIELD_X, xa) == CQ_ERROR_OUT_OF_DOMAIN, "x outside the grid accepted");
+        CHECK(strstr(cq_sim_last_error(s), "particle 300") != NULL, "the error names another particle: %s", cq_sim_last_error(s));
+        xa[2 * 300] = xb[2 * 300]; xa[2 * 399 + 1] = 1e39;   /* overflows float; finite in double */
+        CHECK(prec || cq_sim_set(s, CQ_FIELD_X, xa) == CQ_ERROR_NON_FINITE, "x overflowing float accepted");
+        CHECK_OK(cq_sim_get(s, CQ_FIELD_X, xs));
+        CHECK(!memcmp(xs, xb, sizeof xs), "a refused cq_sim_set changed x");
+        cq_sim_destroy(s);
+        CHECK(c.live == 0, "%ld allocations leaked", c.live);
+    }
+}
+
 TEST(backward_failing_part_way)
 {
     counter c = {0, 0, -1};
@@ -809,7 +860,7 @@ TEST(empty_grid_rows_are_zero)
 
 RUN_TESTS(CASE(failed_first_step_then_add_particles), CASE(failed_first_step_then_add_cable), CASE(grad_after_add_particles),
           CASE(backward_failing_part_way), CASE(backward_with_actuation_survives_every_failing_allocation),
-          CASE(grid_cache_partial_where_memory_runs_out), CASE(refused_backward_keeps_gradients), CASE(nonfinite_adjoint_is_an_error), CASE(episodes_after_the_first_allocate_nothing),
+          CASE(grid_cache_partial_where_memory_runs_out), CASE(refused_backward_keeps_gradients), CASE(nonfinite_adjoint_is_an_error), CASE(episodes_after_the_first_allocate_nothing), CASE(control_loop_allocates_nothing),
           CASE(particle_at_the_last_f32_position_3d), CASE(hook_gradient_overflow_refused), CASE(f64_dx_subnormal_refused),
           CASE(failed_step_without_progress_keeps_gradients), CASE(empty_taped_sim_hooks), CASE(hooks_cannot_change_the_sim),
           CASE(backward_desc_matches_positional), CASE(default_logger_is_stderr), CASE(fringe_nodes_backward_3d_f32),

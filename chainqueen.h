@@ -18331,7 +18331,7 @@ cq_result cq_world_set_control(cq_world *w, int id, const double force[3], const
 static cq_result cq__world_control_sweep(const cq_world *w, const char *fn, const double *dL_dstate, const double *K, double *dL_dcontrol)
 {
     int ns, nu;
-    double *lam, *nl;
+    double *lam, *nl, small[2 * CQ__BS * 16];
     CQ__WCHECK(w, "cq_world_control_grad");
     if (w->track < 0) return cq__wfail(w, CQ_ERROR_INVALID_STATE, "%s: nothing recorded: call cq_world_track before the first step", fn);
     if (!dL_dstate || (!dL_dcontrol && w->steps > 0)) return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "%s: dL_dstate or dL_dcontrol is NULL", fn);
@@ -18345,9 +18345,12 @@ static cq_result cq__world_control_sweep(const cq_world *w, const char *fn, cons
                 return cq__wfail(w, CQ_ERROR_NON_FINITE, "%s: du_dstate of step %d (control %d of body %d, state %d of body %d) is not finite", fn,
                                  (int)(i / ((size_t)nu * (size_t)ns)), (int)(i / (size_t)ns % 6), (int)(i / (size_t)ns % (size_t)nu / 6),
                                  (int)(i % (size_t)ns % CQ__BS), (int)(i % (size_t)ns / CQ__BS));
-    lam = (double *)cq__walloc_w(w, (size_t)ns * sizeof(double));
-    nl = (double *)cq__walloc_w(w, (size_t)ns * sizeof(double));
-    if (!lam || !nl) { cq__wfree_w(w, lam); cq__wfree_w(w, nl); return cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn); }
+    if (ns <= CQ__BS * 16) { lam = small; nl = small + ns; }   /* up to 16 bodies: on the stack, no allocation */
+    else {
+        lam = (double *)cq__walloc_w(w, (size_t)ns * 2 * sizeof(double));
+        if (!lam) return cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "%s: out of memory", fn);
+        nl = lam + ns;
+    }
     memcpy(lam, dL_dstate, (size_t)ns * sizeof(double));
     for (int n = w->hist_n - 1; n >= 0; --n) {
         const double *A = w->hist + (size_t)n * (size_t)ns * (size_t)(ns + nu);
@@ -18368,10 +18371,10 @@ static cq_result cq__world_control_sweep(const cq_world *w, const char *fn, cons
     }
     for (int i = 0; i < w->hist_n * nu; ++i)
         if (!cq__finite(dL_dcontrol[i])) {
-            cq__wfree_w(w, lam); cq__wfree_w(w, nl);
+            if (lam != small) cq__wfree_w(w, lam);
             return cq__wfail(w, CQ_ERROR_NON_FINITE, "%s: dL/du of step %d, body %d is not finite", fn, i / nu, i % nu / 6);
         }
-    cq__wfree_w(w, lam); cq__wfree_w(w, nl);
+    if (lam != small) cq__wfree_w(w, lam);
     return CQ_SUCCESS;
 }
 

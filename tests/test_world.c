@@ -937,12 +937,12 @@ TEST(world_steps_allocate_nothing_after_the_first)
             CHECK_OK(cq_world_step(w, 1));
             if (t == 0 && e == 0) before = c.allocs;   /* the first step sizes the buffers */
         }
-        during[e] = c.allocs - before;
-        CHECK_OK(cq_world_control_grad(w, dl, g[e]));
+        CHECK_OK(cq_world_control_grad(w, dl, g[e]));   /* (two bodies: its scratch on the stack) */
         CHECK_OK(cq_world_body_jacobian(w, 0, J[e]));
+        during[e] = c.allocs - before;
     }
     /* the first episode's neighbour lists may still grow as the fluid settles (by half again each time) */
-    CHECK(during[1] == 0 && during[2] == 0, "allocations during the steps of episodes 2 and 3: %ld, %ld (the first's after its first step: %ld)",
+    CHECK(during[1] == 0 && during[2] == 0, "allocations during episodes 2 and 3 (steps and gradients): %ld, %ld (the first's after its first step: %ld)",
           during[1], during[2], during[0]);
     CHECK(!memcmp(g[0], g[1], sizeof g[0]) && !memcmp(g[0], g[2], sizeof g[0]), "an episode's dL/du differs from the first's");
     CHECK(!memcmp(J[0], J[1], sizeof J[0]) && !memcmp(J[0], J[2], sizeof J[0]), "an episode's Jacobian differs from the first's");
@@ -990,6 +990,52 @@ TEST(world_step_refused_memory_leaves_the_world)
     CHECK(c.live == 0, "%ld allocations leaked", c.live);
 }
 
+/* cq_world_control_grad of 17 bodies (more than its stack holds: an allocation, refused when memory
+   is out) gives the first body's dL/du bitwise as a world of that body alone: the others fly apart
+   from it and add exact zeros to its sums */
+static cq_result many_bodies_grad(int bodies, wcounter *c, double *g)
+{
+    cq_world_desc d;
+    cq_world *w = NULL;
+    cq_body_desc b;
+    double dl[17 * 13];
+    cq_result r;
+    memset(&d, 0, sizeof d); memset(&b, 0, sizeof b); memset(dl, 0, sizeof dl);
+    d.dim = 2; d.particle_radius = 0.01; d.dt = 0.002; d.gravity[1] = -9.81; d.domain_hi[0] = 4; d.domain_hi[1] = 4;
+    d.logger.func = cq_log_silent;
+    d.allocator.alloc = wcount_alloc; d.allocator.free = wcount_free; d.allocator.user = c;
+    if (cq_world_create(&d, &w) != CQ_SUCCESS) return CQ_ERROR_INVALID_ARGUMENT;
+    b.shape = CQ_SHAPE_SPHERE; b.radius = 0.04; b.density = 800;
+    for (int i = 0; i < bodies; ++i) {
+        b.x[0] = 0.2 + 0.2 * (i % 17); b.x[1] = 2 + 0.05 * i; b.v[0] = i ? 0.3 : -0.2; b.v[1] = 0.1 * i; b.w[2] = 0.5 * i;
+        CHECK_OK(cq_world_add_body(w, &b, NULL));
+    }
+    CHECK_OK(cq_world_track(w, 0));
+    for (int t = 0; t < 5; ++t) {
+        const double f[3] = {0.02 * t, 0.01, 0}, tq[3] = {0, 0, 0.001};
+        CHECK_OK(cq_world_set_control(w, 0, f, tq));
+        CHECK_OK(cq_world_step(w, 1));
+    }
+    dl[0] = 1; dl[1] = -2; dl[9] = 0.5;   /* x, y and w_z of body 0 */
+    for (int i = 13; i < 13 * bodies; ++i) dl[i] = 0;
+    c->limit = c->limit == -2 ? c->allocs : -1;   /* -2: no memory left for the gradient */
+    r = cq_world_control_grad(w, dl, g);
+    c->limit = -1;
+    cq_world_destroy(w);
+    return r;
+}
+TEST(control_grad_of_many_bodies)
+{
+    double g1[5 * 6], g17[5 * 6 * 17];
+    wcounter c = {0, 0, -1}, c2 = {0, 0, -1}, c3 = {0, 0, -2};
+    CHECK_OK(many_bodies_grad(1, &c, g1));
+    CHECK_OK(many_bodies_grad(17, &c2, g17));
+    for (int n = 0; n < 5; ++n)
+        CHECK(!memcmp(g1 + 6 * n, g17 + 6 * 17 * n, 6 * sizeof(double)), "step %d: body 0's dL/du differs beside 16 other bodies", n);
+    CHECK(many_bodies_grad(17, &c3, g17) == CQ_ERROR_OUT_OF_MEMORY, "the gradient of 17 bodies without memory succeeded");
+    CHECK(c.live == 0 && c2.live == 0 && c3.live == 0, "allocations leaked: %ld, %ld, %ld", c.live, c2.live, c3.live);
+}
+
 /* `test_world` runs the quick checks (in every build: C++, OpenMP, sanitizers); `test_world
    physics` the physics and the coupled derivatives' report (a minute or two at -O2, run once in
    the slow lane of tests/run.sh).  A further argument filters by name. */
@@ -1001,7 +1047,7 @@ int main(int argc, char **argv)
         CASE(control_gradients_2d), CASE(contact_box_rests_and_slides), CASE(tank_at_rest_2d), CASE(threads_hook_bitwise),
         CASE(contact_derivatives), CASE(joint_pendulum_2d_period), CASE(joint_chain_3d_holds), CASE(joint_derivatives),
         CASE(joint_bad_input), CASE(closed_loop_control_gradient), CASE(world_steps_allocate_nothing_after_the_first),
-        CASE(world_step_refused_memory_leaves_the_world)};
+        CASE(world_step_refused_memory_leaves_the_world), CASE(control_grad_of_many_bodies)};
     static const cqt_case physics[] = {
         CASE(tank_at_rest_3d_f32), CASE(archimedes_2d), CASE(archimedes_3d), CASE(dam_break_martin_moyce_2d),
         CASE(coupled_derivatives_report)};

@@ -14663,10 +14663,8 @@ static const char *cq__field_name(cq_field f)
 }
 
 /* ------------------------------------------------------------------ >>validation */
-/* Checks `count` values of field f (double input, particle-major), converted into dst
-   (the sim's precision).  `what` names the source in messages; `p0` is the index of the
-   first particle in the sim. */
-/* The checks of an input field (particles p0 .. p0 + count - 1, k = cq_sim_field_size values each):
+/* The checks of an input field (double input, particle-major; `what` names the source in messages,
+   `p0` is the index of its first particle in the sim; k = cq_sim_field_size values a particle):
    every value finite, then none overflowing float where the sim stores floats (each over all
    the values in turn, so the first error of either kind is named) */
 static cq_result cq__check_field_values(cq_sim *s, cq_field f, const double *src, int count, int p0, const char *what)
@@ -14709,8 +14707,8 @@ static cq_result cq__check_field_cond(cq_sim *s, cq_field f, const void *dst, co
     }
     return CQ_SUCCESS;
 }
-/* src (count particles from p0 of field f) checked (the two functions above, in turn) and
-   converted into dst, the sim's precision */
+/* `count` particles' values of field f checked (the two functions above, in turn) and converted
+   into dst (the sim's precision) */
 static cq_result cq__convert_field(cq_sim *s, cq_field f, void *dst, const double *src, int count, int p0, const char *what)
 {
     cq_result r = cq__check_field_values(s, f, src, count, p0, what);
@@ -14911,14 +14909,14 @@ cq_result cq_sim_get(const cq_sim *s, cq_field f, double *out)
 }
 
 /* cq_sim_set of a field without a stress check (x, v, C, mass, volume) where the sim's memory is
-   the host's, stores doubles, or takes it in up to 64 uploads: no temporary (a controller may set
-   v at every step).  The input is
-   checked first, all of it, as cq__convert_field checks it (the field's condition on the converted
-   values chunk by chunk through a stack buffer), so an error leaves the sim as it was; then it is
-   converted straight into the state (cq__write_work: a device of doubles takes it in one upload). */
+   the host's, stores doubles, or takes the field in up to 64 uploads: no temporary (a controller
+   may set v at every step).  The input is checked first, all of it, as cq__convert_field checks
+   it (the field's condition on the converted values a chunk at a time through a stack buffer), so
+   an error leaves the sim as it was; then it is converted straight into the state
+   (cq__write_work: a device of doubles takes it in one upload). */
 static cq_result cq__set_direct(cq_sim *s, cq_field f, int k, const double *in, const char *what)
 {
-    enum { CH = 256 };   /* particles a chunk: at most 9 values each */
+    enum { CH = 64 };   /* particles a chunk: at most 9 values each (4.6 KB of stack) */
     double buf[CH * 9];
     cq_result r = cq__check_field_values(s, f, in, s->n, 0, what);
     for (int p0 = 0; r == CQ_SUCCESS && (f == CQ_FIELD_X || f > CQ_FIELD_F) && p0 < s->n; p0 += CH) {

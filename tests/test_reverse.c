@@ -217,7 +217,7 @@ TEST(episodes_after_the_first_allocate_nothing)
 
 /* A controller's loop without a tape (checkpoint_every = 0): read x and v, set v, actuate, step:
    nothing allocated after the first step, host or device (cq_sim_set checks its input and
-   converts it straight into the state).  A refused cq_sim_set (x of particle 300, in the second
+   converts it straight into the state).  A refused cq_sim_set (x of particle 300, in a later
    chunk of its check, outside the grid) names the particle and leaves the state as it was. */
 TEST(control_loop_allocates_nothing)
 {
@@ -254,7 +254,7 @@ TEST(control_loop_allocates_nothing)
         CHECK(c.allocs == first, "%s: %ld allocations in 11 control steps", prec ? "f64" : "f32", c.allocs - first);
         CHECK_OK(cq_sim_get(s, CQ_FIELD_X, xb));
         memcpy(xa, xb, sizeof xa);
-        xa[2 * 300] = 2.0;   /* outside the grid */
+        xa[2 * 300] = 2.0;   /* outside the grid (the fifth chunk of cq_sim_set's check) */
         CHECK(cq_sim_set(s, CQ_FIELD_X, xa) == CQ_ERROR_OUT_OF_DOMAIN, "x outside the grid accepted");
         CHECK(strstr(cq_sim_last_error(s), "particle 300") != NULL, "the error names another particle: %s", cq_sim_last_error(s));
         xa[2 * 300] = xb[2 * 300]; xa[2 * 399 + 1] = 1e39;   /* overflows float; finite in double */

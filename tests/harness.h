@@ -5,11 +5,33 @@
 #ifndef CQ_TEST_HARNESS_H
 #define CQ_TEST_HARNESS_H
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <math.h>
 
 static int cqt_failed_checks;
 static const char *cqt_filter;
+
+/* A counting allocator for cq_sim_desc.allocator and cq_world_desc.allocator (user: a
+   cqt_counter): counts the allocations made and the blocks live, and fails every allocation once
+   `limit` allocations were made (limit < 0: never). */
+typedef struct cqt_counter { long allocs, live, limit; } cqt_counter;
+static inline void *cqt_count_alloc(size_t size, void *user)
+{
+    cqt_counter *c = (cqt_counter *)user;
+    void *p;
+    if (c->limit >= 0 && c->allocs >= c->limit) return NULL;
+    p = malloc(size);
+    if (p) { c->allocs++; c->live++; }
+    return p;
+}
+static inline void cqt_count_free(void *ptr, void *user)
+{
+    cqt_counter *c = (cqt_counter *)user;
+    if (!ptr) return;
+    c->live--;
+    free(ptr);
+}
 
 #define CHECK(cond, ...) do { if (!(cond)) { ++cqt_failed_checks; \
     printf("    %s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond); printf(__VA_ARGS__); printf("\n"); } } while (0)

@@ -16,24 +16,10 @@ static int all_finite(const double *a, long n)
     return 1;
 }
 
-/* a failing-on-demand allocator: fails every allocation once `limit` allocations were made */
-typedef struct counter { long allocs, live, limit; } counter;
-static void *count_alloc(size_t size, void *user)
-{
-    counter *c = (counter *)user;
-    void *p;
-    if (c->limit >= 0 && c->allocs >= c->limit) return NULL;
-    p = malloc(size);
-    if (p) { c->allocs++; c->live++; }
-    return p;
-}
-static void count_free(void *ptr, void *user)
-{
-    counter *c = (counter *)user;
-    if (!ptr) return;
-    c->live--;
-    free(ptr);
-}
+/* a failing-on-demand allocator (harness.h): fails every allocation once `limit` allocations were made */
+typedef cqt_counter counter;
+#define count_alloc cqt_count_alloc
+#define count_free cqt_count_free
 
 static cq_sim_desc desc2d(int taped)
 {

@@ -878,24 +878,7 @@ TEST(threads_hook_bitwise)
    per-step scratch of the bodies and their derivatives is kept (world.j2 >>world_keep).  Where
    that scratch must grow (tracking turned on after untracked steps) and the allocator refuses,
    the step fails as out of memory and leaves the world as it was. */
-typedef struct wcounter { long allocs, live, limit; } wcounter;
-static void *wcount_alloc(size_t size, void *user)
-{
-    wcounter *c = (wcounter *)user;
-    void *p;
-    if (c->limit >= 0 && c->allocs >= c->limit) return NULL;
-    p = malloc(size);
-    if (p) { c->allocs++; c->live++; }
-    return p;
-}
-static void wcount_free(void *ptr, void *user)
-{
-    wcounter *c = (wcounter *)user;
-    if (!ptr) return;
-    c->live--;
-    free(ptr);
-}
-static cq_world *counted_world(wcounter *c)
+static cq_world *counted_world(cqt_counter *c)
 {
     cq_world_desc d;
     cq_world *w = NULL;
@@ -905,7 +888,7 @@ static cq_world *counted_world(wcounter *c)
     memset(&d, 0, sizeof d); memset(&b, 0, sizeof b); memset(&j, 0, sizeof j);
     d.dim = 2; d.particle_radius = 0.01; d.dt = 0.002; d.gravity[1] = -9.81; d.domain_hi[0] = 0.5; d.domain_hi[1] = 0.4;
     d.logger.func = cq_log_silent;
-    d.allocator.alloc = wcount_alloc; d.allocator.free = wcount_free; d.allocator.user = c;
+    d.allocator.alloc = cqt_count_alloc; d.allocator.free = cqt_count_free; d.allocator.user = c;
     if (cq_world_create(&d, &w) != CQ_SUCCESS) return NULL;
     for (int i = 0; i < 200; ++i) { x[2 * i] = 0.01 + (i % 25) * 0.02; x[2 * i + 1] = 0.01 + (i / 25) * 0.02; }
     CHECK_OK(cq_world_add_fluid(w, 200, x, NULL));
@@ -919,7 +902,7 @@ static cq_world *counted_world(wcounter *c)
 }
 TEST(world_steps_allocate_nothing_after_the_first)
 {
-    wcounter c = {0, 0, -1};
+    cqt_counter c = {0, 0, -1};
     cq_world *w = counted_world(&c);
     double dl[2 * 13], g[3][60 * 12], J[3][13 * 6];   /* J: the tracked body's */
     long during[3];
@@ -951,7 +934,7 @@ TEST(world_steps_allocate_nothing_after_the_first)
 }
 TEST(world_step_refused_memory_leaves_the_world)
 {
-    wcounter c = {0, 0, -1};
+    cqt_counter c = {0, 0, -1};
     cq_world *w = counted_world(&c), *ref = NULL;
     cq_body_state s0, s1, sr;
     double J[13 * 6], Jr[13 * 6];
@@ -972,7 +955,7 @@ TEST(world_step_refused_memory_leaves_the_world)
     CHECK_OK(cq_world_get_body(w, 0, &s1));
     CHECK_OK(cq_world_body_jacobian(w, 0, J));
     {
-        wcounter c2 = {0, 0, -1};
+        cqt_counter c2 = {0, 0, -1};
         ref = counted_world(&c2);   /* the same calls without the refusal */
         if (ref) {
             CHECK_OK(cq_world_step(ref, 5));
@@ -993,7 +976,7 @@ TEST(world_step_refused_memory_leaves_the_world)
 /* cq_world_control_grad of 17 bodies (more than its stack holds: an allocation, refused when memory
    is out) gives the first body's dL/du bitwise as a world of that body alone: the others fly apart
    from it and add exact zeros to its sums */
-static cq_result many_bodies_grad(int bodies, wcounter *c, double *g)
+static cq_result many_bodies_grad(int bodies, cqt_counter *c, double *g)
 {
     cq_world_desc d;
     cq_world *w = NULL;
@@ -1003,7 +986,7 @@ static cq_result many_bodies_grad(int bodies, wcounter *c, double *g)
     memset(&d, 0, sizeof d); memset(&b, 0, sizeof b); memset(dl, 0, sizeof dl);
     d.dim = 2; d.particle_radius = 0.01; d.dt = 0.002; d.gravity[1] = -9.81; d.domain_hi[0] = 4; d.domain_hi[1] = 4;
     d.logger.func = cq_log_silent;
-    d.allocator.alloc = wcount_alloc; d.allocator.free = wcount_free; d.allocator.user = c;
+    d.allocator.alloc = cqt_count_alloc; d.allocator.free = cqt_count_free; d.allocator.user = c;
     if (cq_world_create(&d, &w) != CQ_SUCCESS) return CQ_ERROR_INVALID_ARGUMENT;
     b.shape = CQ_SHAPE_SPHERE; b.radius = 0.04; b.density = 800;
     for (int i = 0; i < bodies; ++i) {
@@ -1027,7 +1010,7 @@ static cq_result many_bodies_grad(int bodies, wcounter *c, double *g)
 TEST(control_grad_of_many_bodies)
 {
     double g1[5 * 6], g17[5 * 6 * 17];
-    wcounter c = {0, 0, -1}, c2 = {0, 0, -1}, c3 = {0, 0, -2};
+    cqt_counter c = {0, 0, -1}, c2 = {0, 0, -1}, c3 = {0, 0, -2};
     CHECK_OK(many_bodies_grad(1, &c, g1));
     CHECK_OK(many_bodies_grad(17, &c2, g17));
     for (int n = 0; n < 5; ++n)

@@ -10387,7 +10387,22 @@ typedef struct cq__bucket_task {
     cq_sim *s;
     cq__sort_plan q;
     const int *bkey, *border;   /* pass 2's input: slot -> cell, particle (NULL: slot k holds particle k) */
+    int clo, chi;               /* the cells pass 2 writes (>>cpu_cell_box) */
 } cq__bucket_task;
+
+/* >>cpu_cell_box: the CPU sort writes cell_end only over a range of cells [lo, hi] that holds every
+   particle (the particles' lowest and highest cell, or with several buckets the first and last
+   nonempty bucket's cells), kept in cell_end's tail (its entries nodes and nodes + 1, of the
+   CQ__CELL_TAIL that every array in cell_end's role has, so the range travels with the array).
+   A cell below ends at slot 0 and one above at n (cq__cell_end_at), and the gather passes the
+   rows whose source rows all lie outside at the cost of a comparison.  A small body in a large grid
+   so sorts and gathers in the time of its box, not of the grid (the GPU's sort scans the box alone
+   too, kernels.cu.j2 >>cuda_sort_range): a 3D 8k cube's forward took 2.1 ms a substep in a 32^3
+   grid and 12.1 in a 256^3 one before. */
+static int cq__cell_end_at(const int *ce, long nodes, int n, long c)
+{
+    return c < ce[nodes] ? 0 : (c > ce[nodes + 1] ? n : ce[c]);
+}
 
 /* fn over [0, items): on the calling thread when the sort has one block, else in parallel */
 static void cq__sort_for(const cq__bucket_task *r, int items, int min_range, cq__range_fn fn, void *ctx)
@@ -10445,9 +10460,11 @@ static void cq__bucket_sort_range(void *ctx, int begin, int end)
     const int *start = s->rcount + (size_t)r->q.blocks * (size_t)buckets, *rkey = r->bkey, *rorder = r->border;
     int *cell_end = s->cell_end;
     for (int d = begin; d < end && d * span < cells; ++d) {
-        const int c0 = d * span, c1 = cells - c0 > span ? c0 + span : cells;   /* the bucket's cells */
+        const int b0 = d * span, b1 = cells - b0 > span ? b0 + span : cells;   /* the bucket's cells, */
+        const int c0 = b0 > r->clo ? b0 : r->clo, c1 = b1 < r->chi + 1 ? b1 : r->chi + 1;   /* those in the box */
         const int k0 = start[d], k1 = d + 1 < buckets ? start[d + 1] : s->n;    /* and slots */
         int acc = k0;
+        if (c0 >= c1) continue;
         if (k0 == k1) {   /* empty: every cell ends where the bucket starts */
             for (int c = c0; c < c1; ++c) cell_end[c] = k0;
             continue;
@@ -10478,6 +10495,20 @@ static void cq__bucket_sort(cq__bucket_task *r)
         r->bkey = r->s->rkey; r->border = r->s->rorder;
     }
     else start[0] = 0;
+    if (buckets > 1) {   /* the box: the first and last nonempty bucket's cells */
+        const int span = 1 << r->q.cell_bits, cells = (int)r->s->nodes;
+        int dlo = 0, dhi = buckets - 1;
+        while (dlo < buckets - 1 && start[dlo + 1] == start[dlo]) ++dlo;
+        while (dhi > dlo && start[dhi] == r->s->n) --dhi;
+        r->clo = dlo * span;
+        r->chi = (dhi + 1) * span < cells ? (dhi + 1) * span - 1 : cells - 1;
+    } else {   /* the particles' lowest and highest cell */
+        const int *key = r->s->keys;
+        int lo = key[0], hi = key[0];
+        for (int i = 1; i < r->s->n; ++i) { lo = key[i] < lo ? key[i] : lo; hi = key[i] > hi ? key[i] : hi; }
+        r->clo = lo; r->chi = hi;
+    }
+    r->s->cell_end[r->s->nodes] = r->clo; r->s->cell_end[r->s->nodes + 1] = r->chi;
     cq__sort_for(r, buckets, buckets / 256 > 1 ? buckets / 256 : 1, cq__bucket_sort_range, r);
 }
 static cq__pview_f32 cq__pview_f32_of(const cq_sim *s, const cq__state *st)
@@ -10513,7 +10544,7 @@ static void cq__cpu_sort_f32(cq_sim *s, cq__pview_f32 in)
 {
     cq__bucket_task r;
     cq__key_task_f32 t;
-    if (s->n == 0) { memset(s->cell_end, 0, sizeof(int) * (size_t)s->nodes); return; }
+    if (s->n == 0) { s->cell_end[s->nodes] = 0; s->cell_end[s->nodes + 1] = -1; return; }   /* no box: every cell ends at 0 */
     r.s = s; r.q = cq__sort_plan_of(s->n, s->nodes);
     t.r = &r; t.in = in;
     if (r.q.blocks > 1) cq__parallel_for(s, r.q.blocks, 1, cq__key_block_range_f32, &t);
@@ -10556,7 +10587,7 @@ static void cq__cpu_sort_f64(cq_sim *s, cq__pview_f64 in)
 {
     cq__bucket_task r;
     cq__key_task_f64 t;
-    if (s->n == 0) { memset(s->cell_end, 0, sizeof(int) * (size_t)s->nodes); return; }
+    if (s->n == 0) { s->cell_end[s->nodes] = 0; s->cell_end[s->nodes + 1] = -1; return; }   /* no box: every cell ends at 0 */
     r.s = s; r.q = cq__sort_plan_of(s->n, s->nodes);
     t.r = &r; t.in = in;
     if (r.q.blocks > 1) cq__parallel_for(s, r.q.blocks, 1, cq__key_block_range_f64, &t);
@@ -10967,7 +10998,8 @@ static void cq__cpu_gather_rows_2d_f32(void *ctx, int begin, int end)
     const cq__sub_task_2d_f32 *t = (const cq__sub_task_2d_f32 *)ctx;
     const cq__params_f32 *prm = t->prm;
     const int L = prm->res[1], rows = prm->nodes / L;   /* rows per scene */
-    const int *cell_end = t->s->cell_end, *skey = t->s->skey;
+    const int *cell_end = t->s->cell_end, *skey = t->s->skey, n = t->s->n;
+    const long nodes = t->s->nodes, clo = cell_end[nodes], chi = cell_end[nodes + 1];   /* >>cpu_cell_box */
     const float *pk = (const float *)t->s->pk;
     for (int r = begin; r < end; ++r) {
         const int lr = r % rows, first = r - lr;            /* first: the scene's row 0 */
@@ -10981,14 +11013,15 @@ static void cq__cpu_gather_rows_2d_f32(void *ctx, int begin, int end)
         /* the source rows of cells, in the gather's order, and their ranges of sorted slots */
         int src_o[3][1], src_crow[3], src_kb[3], src_ke[3], ns = 0;
         int live = 0;   /* a particle reached the row */
-        for (o[0] = 2; o[0] >= 0; --o[0]) {
+        const long span_lo = scene0 + (long)(c[0] > 2 ? c[0] - 2 : 0) * L, span_hi = scene0 + (long)c[0] * L + L - 1;
+        for (o[0] = 2; o[0] >= 0 && span_hi >= clo && span_lo <= chi; --o[0]) {   /* (none where the source rows' span misses the box) */
             if (c[0] - o[0] < 0) continue;
             {
                 const int crow = scene0 + (c[0] - o[0]) * L;
                 for (int a = 0; a < 1; ++a) src_o[ns][a] = o[a];
                 src_crow[ns] = crow;
-                src_kb[ns] = crow > 0 ? cell_end[crow - 1] : 0;
-                src_ke[ns] = cell_end[crow + L - 1];
+                src_kb[ns] = cq__cell_end_at(cell_end, nodes, n, crow - 1L);
+                src_ke[ns] = cq__cell_end_at(cell_end, nodes, n, crow + L - 1L);
                 live |= src_ke[ns] > src_kb[ns];
                 ++ns;
             }
@@ -11114,7 +11147,8 @@ static void cq__cpu_gather_rows_2d_f64(void *ctx, int begin, int end)
     const cq__sub_task_2d_f64 *t = (const cq__sub_task_2d_f64 *)ctx;
     const cq__params_f64 *prm = t->prm;
     const int L = prm->res[1], rows = prm->nodes / L;   /* rows per scene */
-    const int *cell_end = t->s->cell_end, *skey = t->s->skey;
+    const int *cell_end = t->s->cell_end, *skey = t->s->skey, n = t->s->n;
+    const long nodes = t->s->nodes, clo = cell_end[nodes], chi = cell_end[nodes + 1];   /* >>cpu_cell_box */
     const double *pk = (const double *)t->s->pk;
     for (int r = begin; r < end; ++r) {
         const int lr = r % rows, first = r - lr;            /* first: the scene's row 0 */
@@ -11128,14 +11162,15 @@ static void cq__cpu_gather_rows_2d_f64(void *ctx, int begin, int end)
         /* the source rows of cells, in the gather's order, and their ranges of sorted slots */
         int src_o[3][1], src_crow[3], src_kb[3], src_ke[3], ns = 0;
         int live = 0;   /* a particle reached the row */
-        for (o[0] = 2; o[0] >= 0; --o[0]) {
+        const long span_lo = scene0 + (long)(c[0] > 2 ? c[0] - 2 : 0) * L, span_hi = scene0 + (long)c[0] * L + L - 1;
+        for (o[0] = 2; o[0] >= 0 && span_hi >= clo && span_lo <= chi; --o[0]) {   /* (none where the source rows' span misses the box) */
             if (c[0] - o[0] < 0) continue;
             {
                 const int crow = scene0 + (c[0] - o[0]) * L;
                 for (int a = 0; a < 1; ++a) src_o[ns][a] = o[a];
                 src_crow[ns] = crow;
-                src_kb[ns] = crow > 0 ? cell_end[crow - 1] : 0;
-                src_ke[ns] = cell_end[crow + L - 1];
+                src_kb[ns] = cq__cell_end_at(cell_end, nodes, n, crow - 1L);
+                src_ke[ns] = cq__cell_end_at(cell_end, nodes, n, crow + L - 1L);
                 live |= src_ke[ns] > src_kb[ns];
                 ++ns;
             }
@@ -11261,7 +11296,8 @@ static void cq__cpu_gather_rows_3d_f32(void *ctx, int begin, int end)
     const cq__sub_task_3d_f32 *t = (const cq__sub_task_3d_f32 *)ctx;
     const cq__params_f32 *prm = t->prm;
     const int L = prm->res[2], rows = prm->nodes / L;   /* rows per scene */
-    const int *cell_end = t->s->cell_end, *skey = t->s->skey;
+    const int *cell_end = t->s->cell_end, *skey = t->s->skey, n = t->s->n;
+    const long nodes = t->s->nodes, clo = cell_end[nodes], chi = cell_end[nodes + 1];   /* >>cpu_cell_box */
     const float *pk = (const float *)t->s->pk;
     for (int r = begin; r < end; ++r) {
         const int lr = r % rows, first = r - lr;            /* first: the scene's row 0 */
@@ -11275,15 +11311,17 @@ static void cq__cpu_gather_rows_3d_f32(void *ctx, int begin, int end)
         /* the source rows of cells, in the gather's order, and their ranges of sorted slots */
         int src_o[9][2], src_crow[9], src_kb[9], src_ke[9], ns = 0;
         int live = 0;   /* a particle reached the row */
-        for (o[0] = 2; o[0] >= 0; --o[0]) {
+        const long span_lo = scene0 + ((long)(c[0] > 2 ? c[0] - 2 : 0) * prm->res[1] + (c[1] > 2 ? c[1] - 2 : 0)) * L;
+        const long span_hi = scene0 + ((long)c[0] * prm->res[1] + c[1]) * L + L - 1;
+        for (o[0] = 2; o[0] >= 0 && span_hi >= clo && span_lo <= chi; --o[0]) {   /* (none where the source rows' span misses the box) */
             if (c[0] - o[0] < 0) continue;
             for (o[1] = 2; o[1] >= 0; --o[1]) {
                 if (c[1] - o[1] < 0) continue;
                 const int crow = scene0 + ((c[0] - o[0]) * prm->res[1] + (c[1] - o[1])) * L;
                 for (int a = 0; a < 2; ++a) src_o[ns][a] = o[a];
                 src_crow[ns] = crow;
-                src_kb[ns] = crow > 0 ? cell_end[crow - 1] : 0;
-                src_ke[ns] = cell_end[crow + L - 1];
+                src_kb[ns] = cq__cell_end_at(cell_end, nodes, n, crow - 1L);
+                src_ke[ns] = cq__cell_end_at(cell_end, nodes, n, crow + L - 1L);
                 live |= src_ke[ns] > src_kb[ns];
                 ++ns;
             }
@@ -11413,7 +11451,8 @@ static void cq__cpu_gather_rows_3d_f64(void *ctx, int begin, int end)
     const cq__sub_task_3d_f64 *t = (const cq__sub_task_3d_f64 *)ctx;
     const cq__params_f64 *prm = t->prm;
     const int L = prm->res[2], rows = prm->nodes / L;   /* rows per scene */
-    const int *cell_end = t->s->cell_end, *skey = t->s->skey;
+    const int *cell_end = t->s->cell_end, *skey = t->s->skey, n = t->s->n;
+    const long nodes = t->s->nodes, clo = cell_end[nodes], chi = cell_end[nodes + 1];   /* >>cpu_cell_box */
     const double *pk = (const double *)t->s->pk;
     for (int r = begin; r < end; ++r) {
         const int lr = r % rows, first = r - lr;            /* first: the scene's row 0 */
@@ -11427,15 +11466,17 @@ static void cq__cpu_gather_rows_3d_f64(void *ctx, int begin, int end)
         /* the source rows of cells, in the gather's order, and their ranges of sorted slots */
         int src_o[9][2], src_crow[9], src_kb[9], src_ke[9], ns = 0;
         int live = 0;   /* a particle reached the row */
-        for (o[0] = 2; o[0] >= 0; --o[0]) {
+        const long span_lo = scene0 + ((long)(c[0] > 2 ? c[0] - 2 : 0) * prm->res[1] + (c[1] > 2 ? c[1] - 2 : 0)) * L;
+        const long span_hi = scene0 + ((long)c[0] * prm->res[1] + c[1]) * L + L - 1;
+        for (o[0] = 2; o[0] >= 0 && span_hi >= clo && span_lo <= chi; --o[0]) {   /* (none where the source rows' span misses the box) */
             if (c[0] - o[0] < 0) continue;
             for (o[1] = 2; o[1] >= 0; --o[1]) {
                 if (c[1] - o[1] < 0) continue;
                 const int crow = scene0 + ((c[0] - o[0]) * prm->res[1] + (c[1] - o[1])) * L;
                 for (int a = 0; a < 2; ++a) src_o[ns][a] = o[a];
                 src_crow[ns] = crow;
-                src_kb[ns] = crow > 0 ? cell_end[crow - 1] : 0;
-                src_ke[ns] = cell_end[crow + L - 1];
+                src_kb[ns] = cq__cell_end_at(cell_end, nodes, n, crow - 1L);
+                src_ke[ns] = cq__cell_end_at(cell_end, nodes, n, crow + L - 1L);
                 live |= src_ke[ns] > src_kb[ns];
                 ++ns;
             }

@@ -635,6 +635,57 @@ TEST(particles_in_the_first_cell_sort_like_the_cpu)
     }
 }
 
+/* The CPU sort writes cell_end over the particles' box alone (cpu_backend.j2 >>cpu_cell_box: the
+   lowest to the highest particle's cell with one bucket, the first to the last nonempty bucket
+   with several) and the gather reads 0 below it and n above: two clusters in opposite corners of
+   a large grid (several buckets, the box spanning almost all of them, the empty ones between),
+   flying apart and towards the walls so that the box changes every step, and a 2D grid with few
+   cells a particle (one bucket); f64, taped (the backward's grid cache keeps the box with its
+   cell_end), x and dL/dx0 against the mock's sort, which is the GPU's own (bitwise) */
+TEST(sparse_clusters_in_a_large_grid_sort_like_the_cpu)
+{
+    const int mock = mock_sym("cq_mock_readbacks") != NULL;
+    static double x0[2 * 3 * 216], v0[2 * 3 * 216], x[2][2 * 3 * 216], g[2][2 * 3 * 216], seed[2 * 3 * 216];
+    for (int k = 0; k < 3; ++k) {   /* 3D 64^3; 2D 256^2; 2D 24^2 (one bucket) */
+        const int dim = k == 0 ? 3 : 2, res = k == 0 ? 64 : k == 1 ? 256 : 24, side = k == 0 ? 6 : k == 1 ? 14 : 16;
+        const int per = dim == 3 ? side * side * side : side * side, n = k == 2 ? per : 2 * per;
+        int q = 0;
+        for (int c = 0; c < n / per; ++c)
+            for (int i = 0; i < per; ++i, ++q)
+                for (int a = 0; a < dim; ++a) {
+                    const int ia = a == 0 ? i % side : a == 1 ? i / side % side : i / (side * side);
+                    const double h = 0.5 / res, corner = c == 0 ? 2.0 / res : 1 - 2.0 / res - side * h;
+                    x0[q * dim + a] = (k == 2 ? 0.3 : corner) + (ia + 0.5) * h;
+                    v0[q * dim + a] = k == 2 ? 0.2 * (ia - side / 2) : (c == 0 ? -1.0 : 1.0) * (0.5 + 0.1 * a);
+                }
+        for (int i = 0; i < n * dim; ++i) seed[i] = 1.0 / n + 1e-3 * (i % 7);
+        for (int b = 0; b < 2; ++b) {
+            cq_sim_desc d;
+            cq_particles_desc p;
+            cq_sim *s = NULL;
+            memset(&d, 0, sizeof d); memset(&p, 0, sizeof p);
+            d.dim = dim; d.res[0] = d.res[1] = d.res[2] = res; d.dx = 1.0 / res; d.dt = 2e-5; d.substeps = 2; d.gravity[1] = -9.8;
+            d.precision = CQ_PRECISION_F64; d.checkpoint_every = 2; d.boundary = CQ_BOUNDARY_SLIP;
+            d.backend = b ? CQ_BACKEND_CUDA : CQ_BACKEND_CPU;
+            if (cq_sim_create(&d, &s) != CQ_SUCCESS) { CHECK(0, "create: %s", cq_sim_last_error(NULL)); return; }
+            p.count = n; p.x = x0; p.v = v0; p.default_youngs = 3e3; p.default_poisson = 0.3;
+            CHECK_OK(cq_sim_add_particles(s, &p));
+            CHECK_OK(cq_sim_step(s, 6));
+            CHECK_OK(cq_sim_get(s, CQ_FIELD_X, x[b]));
+            CHECK_OK(cq_sim_backward(s, seed, NULL, NULL, NULL, NULL, NULL));
+            CHECK_OK(cq_sim_grad(s, CQ_FIELD_X, g[b]));
+            cq_sim_destroy(s);
+        }
+        if (mock) {
+            CHECK(memcmp(x[1], x[0], sizeof(double) * (size_t)(n * dim)) == 0, "case %d: x on the mock is not the CPU's bitwise", k);
+            CHECK(memcmp(g[1], g[0], sizeof(double) * (size_t)(n * dim)) == 0, "case %d: dL/dx0 on the mock is not the CPU's bitwise", k);
+        } else {
+            CHECK(rel_err(x[1], x[0], (long)n * dim) < 1e-9, "case %d: x differs: %.3g", k, rel_err(x[1], x[0], (long)n * dim));
+            CHECK(rel_err(g[1], g[0], (long)n * dim) < 1e-7, "case %d: dL/dx0 differs: %.3g", k, rel_err(g[1], g[0], (long)n * dim));
+        }
+    }
+}
+
 /* The CUDA gather and grid adjoint visit the particles' box alone, in tiles of 1 or 3 rows by 32
    nodes from its first node (kernels.cu.j2 >>cuda_box); the nodes outside keep stale values
    (the mock's fresh device memory holds NaNs).  Rods of particles whose box spans 33 and 65 nodes
@@ -765,7 +816,7 @@ int main(int argc, char **argv)
         CASE(a_failing_step_reports_like_the_cpu), CASE(a_call_reads_its_status_once_and_a_late_failure_reports_like_the_cpu),
         CASE(a_nonfinite_adjoint_reports_like_the_cpu),
         CASE(actuation_gradients_over_several_chunks_are_the_cpus),
-        CASE(set_get_reset_and_logs), CASE(a_large_grid_sorts_like_the_cpu), CASE(particles_in_the_first_cell_sort_like_the_cpu), CASE(the_box_tiles_cover_every_extent),
+        CASE(set_get_reset_and_logs), CASE(a_large_grid_sorts_like_the_cpu), CASE(particles_in_the_first_cell_sort_like_the_cpu), CASE(sparse_clusters_in_a_large_grid_sort_like_the_cpu), CASE(the_box_tiles_cover_every_extent),
         CASE(sims_alive_together_share_their_module), CASE(episodes_after_the_first_allocate_no_device_memory),
         CASE(no_device_memory_leaks_or_violations) };
     if (argc > 1 && !strncmp(argv[1], "fault:", 6)) return fault(argv[1] + 6);

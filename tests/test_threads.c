@@ -190,7 +190,7 @@ static void fixed_finish(void *handle, void *user)
 }
 
 /* what a run of sort_scene leaves: the last substep's sort and the state */
-typedef struct sort_result { int n; long cells; int *order, *skey, *cell_end, *keys; double *state; } sort_result;
+typedef struct sort_result { int n, box_ok; long cells; int *order, *skey, *cell_end, *keys; double *state; } sort_result;
 static void sort_result_free(sort_result *r) { free(r->order); free(r->skey); free(r->cell_end); free(r->keys); free(r->state); }
 
 /* 3D, res^3 cells per scene, n particles at pseudo-random places in [0.15, 0.15 + span)^3 (equal
@@ -206,6 +206,7 @@ static int sort_scene(int res, int scenes, int n, double span, int workers, sort
     int *scene = (int *)malloc(sizeof(int) * (size_t)n), ok;
     unsigned u = 12345u;
     memset(out, 0, sizeof *out);
+    out->box_ok = 1;
     memset(&d, 0, sizeof d);
     d.dim = 3; d.res[0] = d.res[1] = d.res[2] = res; d.dx = 1.0 / res; d.dt = 1e-4; d.gravity[1] = -9.8;
     d.scenes = scenes; d.backend = CQ_BACKEND_CPU; d.logger.func = cq_log_silent;
@@ -223,7 +224,10 @@ static int sort_scene(int res, int scenes, int n, double span, int workers, sort
         out->cell_end = (int *)malloc(sizeof(int) * (size_t)s->nodes);
         out->state = (double *)malloc(sizeof(double) * 24 * (size_t)n);
         memcpy(out->order, s->order, ni); memcpy(out->skey, s->skey, ni); memcpy(out->keys, s->keys, ni);
-        memcpy(out->cell_end, s->cell_end, sizeof(int) * (size_t)s->nodes);
+        /* cell_end as the gather reads it: written over the particles' box alone (cpu_backend.j2
+           >>cpu_cell_box), whose range must hold every particle's cell */
+        for (long c = 0; c < s->nodes; ++c) out->cell_end[c] = cq__cell_end_at(s->cell_end, s->nodes, s->n, c);
+        for (int i = 0; i < n; ++i) out->box_ok &= s->keys[i] >= s->cell_end[s->nodes] && s->keys[i] <= s->cell_end[s->nodes + 1];
         ok = cq_sim_get(s, CQ_FIELD_X, out->state) == CQ_SUCCESS && cq_sim_get(s, CQ_FIELD_V, out->state + 3 * n) == CQ_SUCCESS &&
              cq_sim_get(s, CQ_FIELD_C, out->state + 6 * n) == CQ_SUCCESS && cq_sim_get(s, CQ_FIELD_F, out->state + 15 * n) == CQ_SUCCESS;
     }
@@ -260,6 +264,7 @@ TEST(cell_sort_serial_result_on_any_threads)
               "config %d: %d blocks, 2^%d buckets of 2^%d cells", c, q.blocks, q.bucket_bits, q.cell_bits);
         if (!sort_scene(cfg[c][0], cfg[c][1], cfg[c][2], span[c], 0, &ref)) { CHECK(0, "config %d: the scene failed", c); continue; }
         CHECK(sort_is_serial(&ref), "config %d: the sort differs from the serial counting sort", c);
+        CHECK(ref.box_ok, "config %d: a particle's cell lies outside the range of cells the sort wrote", c);
         for (int workers = 1; workers <= 3; ++workers) {
             const size_t ni = sizeof(int) * (size_t)ref.n;
             CHECK(sort_scene(cfg[c][0], cfg[c][1], cfg[c][2], span[c], workers, &got), "config %d, %d threads: the scene failed", c, workers);

@@ -635,6 +635,20 @@ TEST(particles_in_the_first_cell_sort_like_the_cpu)
     }
 }
 
+/* one taped run: a sim from d, p's particles, `steps` steps; its x, then a backward seeded with
+   `seed` on x and dL/dx0 */
+static void taped_run(const cq_sim_desc *d, const cq_particles_desc *p, int steps, const double *seed, double *x, double *g)
+{
+    cq_sim *s = NULL;
+    if (cq_sim_create(d, &s) != CQ_SUCCESS) { CHECK(0, "create: %s", cq_sim_last_error(NULL)); return; }
+    CHECK_OK(cq_sim_add_particles(s, p));
+    CHECK_OK(cq_sim_step(s, steps));
+    CHECK_OK(cq_sim_get(s, CQ_FIELD_X, x));
+    CHECK_OK(cq_sim_backward(s, seed, NULL, NULL, NULL, NULL, NULL));
+    CHECK_OK(cq_sim_grad(s, CQ_FIELD_X, g));
+    cq_sim_destroy(s);
+}
+
 /* The CPU sort writes cell_end over the particles' box alone (cpu_backend.j2 >>cpu_cell_box: the
    lowest to the highest particle's cell with one bucket, the first to the last nonempty bucket
    with several) and the gather reads 0 below it and n above: two clusters in opposite corners of
@@ -662,19 +676,12 @@ TEST(sparse_clusters_in_a_large_grid_sort_like_the_cpu)
         for (int b = 0; b < 2; ++b) {
             cq_sim_desc d;
             cq_particles_desc p;
-            cq_sim *s = NULL;
             memset(&d, 0, sizeof d); memset(&p, 0, sizeof p);
             d.dim = dim; d.res[0] = d.res[1] = d.res[2] = res; d.dx = 1.0 / res; d.dt = 2e-5; d.substeps = 2; d.gravity[1] = -9.8;
             d.precision = CQ_PRECISION_F64; d.checkpoint_every = 2; d.boundary = CQ_BOUNDARY_SLIP;
             d.backend = b ? CQ_BACKEND_CUDA : CQ_BACKEND_CPU;
-            if (cq_sim_create(&d, &s) != CQ_SUCCESS) { CHECK(0, "create: %s", cq_sim_last_error(NULL)); return; }
             p.count = n; p.x = x0; p.v = v0; p.default_youngs = 3e3; p.default_poisson = 0.3;
-            CHECK_OK(cq_sim_add_particles(s, &p));
-            CHECK_OK(cq_sim_step(s, 6));
-            CHECK_OK(cq_sim_get(s, CQ_FIELD_X, x[b]));
-            CHECK_OK(cq_sim_backward(s, seed, NULL, NULL, NULL, NULL, NULL));
-            CHECK_OK(cq_sim_grad(s, CQ_FIELD_X, g[b]));
-            cq_sim_destroy(s);
+            taped_run(&d, &p, 6, seed, x[b], g[b]);
         }
         if (mock) {
             CHECK(memcmp(x[1], x[0], sizeof(double) * (size_t)(n * dim)) == 0, "case %d: x on the mock is not the CPU's bitwise", k);
@@ -719,18 +726,11 @@ TEST(the_box_tiles_cover_every_extent)
             for (int b = 0; b < 2; ++b) {
                 cq_sim_desc d;
                 cq_particles_desc pd;
-                cq_sim *s = NULL;
                 memset(&d, 0, sizeof d); memset(&pd, 0, sizeof pd);
                 d.dim = dim; d.res[0] = d.res[1] = 24; d.res[2] = 24; d.res[dim - 1] = res; d.dx = dx; d.dt = 1e-4; d.substeps = 2;   /* <= 65536 cells: the one-block sort */
                 d.precision = CQ_PRECISION_F64; d.checkpoint_every = 2; d.backend = b ? CQ_BACKEND_CUDA : CQ_BACKEND_CPU;
-                if (cq_sim_create(&d, &s) != CQ_SUCCESS) { CHECK(0, "create: %s", cq_sim_last_error(NULL)); return; }
                 pd.count = n; pd.x = x0; pd.v = v0; pd.default_youngs = 2e3; pd.default_poisson = 0.3;
-                CHECK_OK(cq_sim_add_particles(s, &pd));
-                CHECK_OK(cq_sim_step(s, 3));
-                CHECK_OK(cq_sim_get(s, CQ_FIELD_X, x[b]));
-                CHECK_OK(cq_sim_backward(s, seed, NULL, NULL, NULL, NULL, NULL));
-                CHECK_OK(cq_sim_grad(s, CQ_FIELD_X, gx[b]));
-                cq_sim_destroy(s);
+                taped_run(&d, &pd, 3, seed, x[b], gx[b]);
             }
             if (mock) {
                 CHECK(memcmp(x[1], x[0], sizeof(double) * (size_t)(n * dim)) == 0, "%dD, %d cells: x on the mock is not the CPU's bitwise", dim, cells);

@@ -8184,8 +8184,8 @@ struct cq_sim {
     void *mass, *vol, *E, *nu;        /* per-particle parameters */
     int *act;                         /* actuator group, -1 = none */
     int max_group;
-    void *act_stress;                 /* act_groups * dd (room for act_cap groups) */
-    int act_cap;
+    void *act_stress;                 /* act_groups * dd (act_bytes of room: >>keep) */
+    size_t act_bytes;
     int act_groups;
     void *grid_m, *grid_v;            /* grid_v: nodes * cq__gslots (CUDA 3D: 4 a node, >>grid_layout) */
     long nodes;                       /* grid nodes of all scenes: scenes * res[0] res[1] res[2] */
@@ -8255,8 +8255,8 @@ struct cq_sim {
     int *cable_p;                     /* routed particles of all cables, concatenated */
     int n_cable_p;
     double *cable_u;                  /* current actuation per cable (host) */
-    double *cable_grad;               /* dL/du_n per cable of the step being reversed (host; room for cable_grad_n) */
-    int cable_grad_n;
+    double *cable_grad;               /* dL/du_n per cable of the step being reversed (host; cable_grad_bytes of room) */
+    size_t cable_grad_bytes;
     /* work memory for the cable kernels (templates/cables.j2), built by cq__cable_buffers */
     void *veff;                       /* v + dt f_cable / m, what P2G reads when cables exist */
     double *cable_f;                  /* cable force per particle (n * dim) */
@@ -8388,6 +8388,21 @@ static void *cq__alloc(const cq_sim *s, size_t size)
 static void cq__free(const cq_sim *s, void *p)
 {
     if (p) s->desc.allocator.free(p, s->desc.allocator.user);
+}
+/* >>keep: a buffer its owner keeps across calls (*buf, *cap bytes; al: the owner's allocator), grown
+   to at least `bytes` where it is smaller, the new one had before the old one is freed; NULL when
+   that allocation fails, the old buffer kept.  What a loop's every step or episode needs (the
+   actuation's host copy and each step's record of it, the backward's cable scratch, a world's
+   step scratch: world.j2) comes from these, so the loop allocates nothing after its first pass. */
+static void *cq__keep(const cq_allocator *al, void **buf, size_t *cap, size_t bytes)
+{
+    if (!*buf || bytes > *cap) {
+        void *p = al->alloc(bytes ? bytes : 1, al->user);
+        if (!p) return NULL;
+        if (*buf) al->free(*buf, al->user);
+        *buf = p; *cap = bytes;
+    }
+    return *buf;
 }
 
 /* ------------------------------------------------------------------ >>work_memory
@@ -15027,7 +15042,6 @@ cq_result cq_sim_set(cq_sim *s, cq_field f, const double *in)
 cq_result cq_sim_set_actuation(cq_sim *s, int groups, const double *stress)
 {
     const char *what = "cq_sim_set_actuation";
-    void *buf = NULL;
     if (!s) return CQ_ERROR_INVALID_ARGUMENT;
     if (s->in_backward) return cq__fail(s, CQ_ERROR_INVALID_STATE, "%s: called inside a backward hook", what);
     if (groups < 0 || groups > 1 << 20) return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: groups = %d: must be in [0, 2^20]", what, groups);
@@ -15044,12 +15058,8 @@ cq_result cq_sim_set_actuation(cq_sim *s, int groups, const double *stress)
             return cq__fail(s, CQ_ERROR_NON_FINITE, "%s: stress of group %ld overflows float", what, i / s->dd);
     if (!cq__reserve_actuation(s, groups))
         return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate %d groups in device memory", what, groups);
-    if (groups > s->act_cap) {   /* the host's buffer grows; it is kept (a controller sets it every step) */
-        buf = cq__alloc(s, (size_t)groups * (size_t)s->dd * s->tsize);
-        if (!buf) return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate %d groups", what, groups);
-        cq__free(s, s->act_stress);
-        s->act_stress = buf; s->act_cap = groups;
-    }
+    if (groups > 0 && !cq__keep(&s->desc.allocator, &s->act_stress, &s->act_bytes, (size_t)groups * (size_t)s->dd * s->tsize))
+        return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate %d groups", what, groups);   /* kept: a controller sets it every step */
     if (groups > 0) (void)cq__from_double(s, s->act_stress, stress, (long)groups * s->dd);   /* finite: checked above */
     s->act_groups = groups;
     s->prm_f32.act_groups = s->prm_f64.act_groups = groups;
@@ -15167,7 +15177,7 @@ static void cq__adjoint_free(cq_sim *s)
     s->g_mass = s->g_vol = s->g_E = s->g_nu = s->dact = s->grid_p = s->grid_vb = s->grid_pb = s->grid_mb = s->pkb = s->rotc = NULL;
     cq__wfree(s, s->wchk); cq__free(s, s->chk); s->wchk = NULL; s->chk = NULL;
     s->act_grad = NULL; s->act_grad_groups = 0; s->adj_n = 0; s->has_grad = 0; s->grad_state = NULL;
-    cq__free(s, s->cable_grad); s->cable_grad = NULL; s->cable_grad_n = 0;
+    cq__free(s, s->cable_grad); s->cable_grad = NULL; s->cable_grad_bytes = 0;
     cq__free(s, s->act_part); s->act_part = NULL; cq__act_table_free(s, &s->act_tab);
 }
 
@@ -15221,12 +15231,7 @@ static cq_result cq__tape_record(cq_sim *s)
         }
         if (s->act_groups) {
             const size_t bytes = (size_t)s->act_groups * (size_t)s->dd * s->tsize;
-            if (a->buf_bytes < bytes) {
-                cq__free(s, a->buf);
-                a->buf_bytes = 0;
-                if (!(a->buf = cq__alloc(s, bytes))) return CQ_ERROR_OUT_OF_MEMORY;
-                a->buf_bytes = bytes;
-            }
+            if (!cq__keep(&s->desc.allocator, &a->buf, &a->buf_bytes, bytes)) return CQ_ERROR_OUT_OF_MEMORY;
             memcpy(a->buf, s->act_stress, bytes);
             a->stress = a->buf;
         }
@@ -15520,13 +15525,11 @@ static cq_result cq__check_seed(cq_sim *s, const double *src, cq_field f, const 
 }
 
 /* Writes a checked seed (NULL = 0) into adjoint work array dst (no allocation: cq__write_work). */
-static cq_result cq__seed(cq_sim *s, void *dst, const double *src, cq_field f, const char *what)
+static void cq__seed(cq_sim *s, void *dst, const double *src, cq_field f)
 {
     const long cnt = (long)s->n * cq_sim_field_size(s, f);
-    (void)what;
-    if (!src) { cq__wzero(s, dst, (size_t)cnt * s->tsize); return CQ_SUCCESS; }
-    cq__write_work(s, dst, src, cnt);
-    return CQ_SUCCESS;
+    if (!src) cq__wzero(s, dst, (size_t)cnt * s->tsize);
+    else cq__write_work(s, dst, src, cnt);
 }
 
 /* The failure of a backward whose adjoint became non-finite at step n (status as check_adjoint). */
@@ -15582,22 +15585,18 @@ cq_result cq_sim_backward(cq_sim *s, const double *dL_dx, const double *dL_dv, c
     }
     if (cq__adjoint_alloc(s) != CQ_SUCCESS || !cq__sort_alloc(s))
         return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate the adjoint buffers", what);
-    if (s->n_cables) {   /* cable_grad: each step's scratch for the hooks, kept from the last backward where large enough */
-        if (s->n_cables > s->cable_grad_n) {
-            double *cg = (double *)cq__alloc(s, sizeof(double) * (size_t)s->n_cables);
-            if (!cg) return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate the cable buffers", what);
-            cq__free(s, s->cable_grad);
-            s->cable_grad = cg; s->cable_grad_n = s->n_cables;
-        }
-        if (!cq__cable_buffers(s)) return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate the cable buffers", what);
+    if (s->n_cables) {   /* cable_grad: each step's scratch for the hooks, kept (>>keep) */
+        void *cg = s->cable_grad;
+        const int ok = cq__keep(&s->desc.allocator, &cg, &s->cable_grad_bytes, sizeof(double) * (size_t)s->n_cables) != NULL;
+        s->cable_grad = (double *)cg;
+        if (!ok || !cq__cable_buffers(s)) return cq__fail(s, CQ_ERROR_OUT_OF_MEMORY, "%s: cannot allocate the cable buffers", what);
     }
     /* ---- from here the gradient buffers are overwritten: a failure leaves no gradients */
     s->has_grad = 0; s->grad_state = NULL;
     s->in_backward = 1;
     A = &s->adj[0]; B = &s->adj[1];
-    if ((r = cq__seed(s, A->x, dL_dx, CQ_FIELD_X, what)) || (r = cq__seed(s, A->v, dL_dv, CQ_FIELD_V, what)) ||
-        (r = cq__seed(s, A->F, dL_dF, CQ_FIELD_F, what)) || (r = cq__seed(s, A->C, dL_dC, CQ_FIELD_C, what)))
-        goto done;
+    cq__seed(s, A->x, dL_dx, CQ_FIELD_X); cq__seed(s, A->v, dL_dv, CQ_FIELD_V);
+    cq__seed(s, A->F, dL_dF, CQ_FIELD_F); cq__seed(s, A->C, dL_dC, CQ_FIELD_C);
     cq__wzero(s, s->g_mass, (size_t)s->n * s->tsize); cq__wzero(s, s->g_vol, (size_t)s->n * s->tsize);
     cq__wzero(s, s->g_E, (size_t)s->n * s->tsize); cq__wzero(s, s->g_nu, (size_t)s->n * s->tsize);
     cq__gcache_grow(s);   /* optional: no error if memory runs out (>>grid_cache) */
@@ -16004,8 +16003,8 @@ struct cq_world {
     int track;
     double *J, *hist;
     int hist_n, hist_cap;
-    /* the bodies' per-step scratch, kept (>>world_keep): cq_world_step's (the new states, the saved J)
-       and cq__world_bodies' (dual numbers, a column of A_n, J_n) */
+    /* the bodies' per-step scratch, kept (host_memory.j2 >>keep): cq_world_step's (the new states,
+       the saved J) and cq__world_bodies' (dual numbers, a column of A_n, J_n) */
     void *step_buf, *bodies_buf;
     size_t step_cap, bodies_cap;
     double kc, cc;                  /* contact stiffness / damping factors (desc, resolved) */
@@ -16056,20 +16055,6 @@ static void *cq__walloc_w(const cq_world *w, size_t bytes)
 static void cq__wfree_w(const cq_world *w, void *p)
 {
     if (p) w->desc.allocator.free(p, w->desc.allocator.user);
-}
-/* >>world_keep: the world's kept buffer *buf (*cap bytes), grown to at least `bytes` where it is
-   smaller (the old one freed only once the new one is had); NULL when that allocation fails, the
-   old buffer kept.  A step's scratch comes from these, so the steps after the first allocate
-   nothing (a game engine's frame; an optimization loop's episodes). */
-static void *cq__world_keep(const cq_world *w, void **buf, size_t *cap, size_t bytes)
-{
-    if (!*buf || bytes > *cap) {
-        void *p = cq__walloc_w(w, bytes);
-        if (!p) return NULL;
-        cq__wfree_w(w, *buf);
-        *buf = p; *cap = bytes;
-    }
-    return *buf;
 }
 static double cq__wat(const cq_world *w, const void *a, long i)
 {
@@ -18161,10 +18146,10 @@ static cq_result cq__world_bodies(cq_world *w, double *snew)
     cq__dual *S, *Rs, *N, U[6];
     double *A = NULL;
     size_t per = (size_t)ns * (size_t)(ns + nu);
-    /* the kept scratch (>>world_keep): S and N [ns duals each], Rs [9 B duals], then when tracked
+    /* the kept scratch (>>keep): S and N [ns duals each], Rs [9 B duals], then when tracked
        col [ns] and Jn [6 ns] */
     const size_t nd = (size_t)ns * 2 + (size_t)B * 9, nt = w->track < 0 ? 0 : (size_t)ns * 7;
-    char *buf = (char *)cq__world_keep(w, &w->bodies_buf, &w->bodies_cap, nd * sizeof(cq__dual) + nt * sizeof(double));
+    char *buf = (char *)cq__keep(&w->desc.allocator, &w->bodies_buf, &w->bodies_cap, nd * sizeof(cq__dual) + nt * sizeof(double));
     if (!buf) return cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "cq_world_step: step %d: out of memory (bodies)", w->steps);
     S = (cq__dual *)buf; N = S + ns; Rs = N + ns;
     if (w->track < 0) {
@@ -18226,8 +18211,8 @@ cq_result cq_world_step(cq_world *w, int steps)
 #endif
         rc = cq__world_prepare(w);
         if (rc != CQ_SUCCESS) return rc;
-        /* the kept scratch (>>world_keep): the bodies' new states [ns], then when tracked J's copy [6 ns] */
-        snew = (double *)cq__world_keep(w, &w->step_buf, &w->step_cap, (size_t)ns * (w->track >= 0 ? 7 : 1) * sizeof(double));
+        /* the kept scratch (>>keep): the bodies' new states [ns], then when tracked J's copy [6 ns] */
+        snew = (double *)cq__keep(&w->desc.allocator, &w->step_buf, &w->step_cap, (size_t)ns * (w->track >= 0 ? 7 : 1) * sizeof(double));
         if (!snew) return cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "cq_world_step: step %d: out of memory", w->steps);
         if (w->track >= 0) Jsave = snew + ns;
         if (Jsave) memcpy(Jsave, w->J, (size_t)ns * 6 * sizeof(double));

@@ -19,87 +19,95 @@
 # (the last tree whose per-particle kernels ran over sorted slots), then BEFORE=build/before.h;
 # the header of 56f7527 is the last without the backward's grid cache, with the same kernels
 # (its before/after is the cache alone: the backward columns, "bwd again" most of all); the header of aec586e
-# is the last with one thread per node in the gather and scan chunks of 256.
-CC=${CC:-cc}
-mkdir -p build
-# the three builds side by side (each compiles the whole header: ~20 s; device time is scarce)
-W="-std=c99 -O3 -Wall -Wextra -Werror -pedantic"
-$CC $W bench/bench.c -o build/bench_gpu -lm -ldl & b1=$!
-$CC $W -DCQ_CUDA_SORT_ONE_BLOCK=0 -DCQ_CUDA_SORT_COOP=0 bench/bench.c -o build/bench_gpu_launches -lm -ldl & b2=$!
-$CC $W bench/fluid.c -o build/bench_fluid_gpu -lm -ldl & b3=$!
-$CC $W -DCQ_CUDA_SORT_COOP=0 bench/bench.c -o build/bench_gpu_nocoop -lm -ldl & b4=$!
-wait $b1 && wait $b2 && wait $b3 && wait $b4 || { echo "bench/gpu.sh: a build failed"; exit 1; }
+# is the last with one thread per node in the gather and scan chunks of 256; 823d32c's is the last
+# measured on a GPU before the box, the vector-load layout and the cooperative sort (2026-11-27).
+# To fit a lease: PREBUILT=DIR runs the programs `sh tests/gpu/build.sh DIR` built earlier (with
+# the same BEFORE, to have the before programs), here or carried from another machine; DEADLINE=N
+# (seconds from the start) skips each step that would start after it and cuts the others to the
+# time left, so the steps run in the order of what matters most: the table, the before/after, the
+# small scenes' sorts, the fluid, then PROFILE's.  H200, 2026-11-27: the table 82 s, the before's
+# cubes ~70 s, each small-scene row ~8 s, an ncu kernel list ~5 s.
+B=${PREBUILT:-build/gpu}
+case $B in /*) ;; *) B=./$B ;; esac   # the programs run as $B/NAME
+if [ -z "${PREBUILT:-}" ]; then   # every program side by side (each compiles the whole header: ~20 s)
+    sh tests/gpu/build.sh $B || { echo "bench/gpu.sh: a build failed"; exit 1; }
+fi
+T0=$(date +%s); failed=0
+step() {   # step COMMAND...: run it unless DEADLINE has passed (then say so); a failure is noted, not fatal
+    to=${STEP_TIMEOUT:-600}
+    if [ -n "${DEADLINE:-}" ]; then
+        left=$(( DEADLINE - ($(date +%s) - T0) ))
+        if [ $left -lt 15 ]; then echo "(skipped, DEADLINE=$DEADLINE reached: $*)"; return; fi
+        [ $to -gt $left ] && to=$left
+    fi
+    timeout $to "$@" || { echo "(failed or cut, status $?: $*)"; failed=1; }
+}
+kernels() {   # kernels PROGRAM ARGS...: each kernel's time under ncu
+    step sh -c "ncu --metrics gpu__time_duration.sum --print-summary per-kernel $* | grep -E '^  [a-z_0-9]+|gpu__time_duration'"
+}
 echo "date: $(date -u +%Y-%m-%d), commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 echo "device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo 'nvidia-smi not found')"
-./build/bench_gpu gpu || exit 1
+$B/bench_gpu gpu only="2D block" quick >/dev/null 2>&1 || { $B/bench_gpu gpu only="2D block" quick; exit 1; }   # a GPU at all?
+step $B/bench_gpu gpu
+if [ -n "${BEFORE:-}" ]; then   # the same bench.c against the older header (tests/gpu/build.sh built it)
+    echo "before: $BEFORE"
+    step $B/bench_gpu_before gpu only="3D cube"
+    step $B/bench_gpu_before gpu only="2D block"
+    step $B/bench_gpu_before gpu only="3D cube, shuffled"
+fi
 # the rows whose sort is one cooperative launch (up to CQ_CUDA_SORT_COOP = 131072 particles,
 # kernels.cu.j2 >>cuda_sort_coop) again with the sort of before (CQ_CUDA_SORT_COOP=0: the 2D
 # block's in one block, the cubes' as launches): its before/after in one run
 echo "without the cooperative sort (CQ_CUDA_SORT_COOP=0):"
-./build/bench_gpu_nocoop gpu max=131072 || exit 1
-if [ -n "${BEFORE:-}" ]; then
-    [ -f "$BEFORE" ] || { echo "BEFORE=$BEFORE: no such file"; exit 1; }
-    mkdir -p build/before/bench && cp "$BEFORE" build/before/chainqueen.h && cp bench/bench.c build/before/bench/ || exit 1
-    $CC -std=c99 -O3 -Wall -Wextra -Werror -pedantic build/before/bench/bench.c -o build/bench_gpu_before -lm -ldl || exit 1
-    echo "before: $BEFORE"
-    ./build/bench_gpu_before gpu only="3D cube, shuffled" || exit 1
-    ./build/bench_gpu_before gpu only="3D cube" || exit 1
-fi
+step $B/bench_gpu_nocoop gpu max=131072
 # small scenes: the 2D block with 10 substeps per step (one status readback per step, not per
 # substep), with a small scene's sort in one cooperative launch (the default), in one block
 # (CQ_CUDA_SORT_COOP=0) and as launches over the GPU (and CQ_CUDA_SORT_ONE_BLOCK=0), and the
 # default row above again with the launches
-./build/bench_gpu gpu only="2D block" substeps=10 || exit 1
-./build/bench_gpu_nocoop gpu only="2D block" substeps=10 || exit 1
-./build/bench_gpu_launches gpu only="2D block" substeps=10 || exit 1
-./build/bench_gpu_launches gpu only="2D block" || exit 1
+step $B/bench_gpu gpu only="2D block" substeps=10
+step $B/bench_gpu_nocoop gpu only="2D block" substeps=10
+step $B/bench_gpu_launches gpu only="2D block" substeps=10
+step $B/bench_gpu_launches gpu only="2D block"
 # the fluid-rigid world's dam breaks with the fluid on the GPU (bench/fluid.c --gpu), ~100k and ~1M
-# (FLUID=0 skips them: with PROFILE=1 and BEFORE the whole script may not fit a 10-minute call)
+# (FLUID=0 skips them)
 if [ "${FLUID:-1}" = 1 ]; then
-    for p in 100000 1000000; do ./build/bench_fluid_gpu --gpu --particles $p --steps 20 || exit 1; done
+    for p in 100000 1000000; do step $B/bench_fluid_gpu --gpu --particles $p --steps 20; done
 fi
 if [ "${PROFILE:-0}" = 1 ] && command -v ncu >/dev/null 2>&1; then
     # each kernel's time at one size (bench/gpu_kernels.c: a cube, 12 taped steps, a backward):
-    # the 512k cube, then the 3D 8k one (small scenes: latency, launches)
-    $CC -std=c99 -O2 -Wall -Wextra -Werror -pedantic bench/gpu_kernels.c -o build/gpu_kernels -lm -ldl || exit 1
-    for a in "3 80 128" "3 20 64"; do
-        ncu --metrics gpu__time_duration.sum --print-summary per-kernel ./build/gpu_kernels $a | grep -E '^  [a-z_0-9]+|gpu__time_duration'
-    done
+    # the 512k cube, then the 3D 8k one (small scenes: latency, launches), and the 2D block
+    for a in "3 80 128" "3 20 64" "2 80 128"; do echo "cube $a:"; kernels $B/gpu_kernels $a; done
     if [ -n "${BEFORE:-}" ]; then   # the same with the BEFORE header: a kernel-by-kernel before/after in one run
-        cp bench/gpu_kernels.c build/before/bench/ && \
-            $CC -std=c99 -O2 -Wall -Wextra -Werror -pedantic build/before/bench/gpu_kernels.c -o build/gpu_kernels_before -lm -ldl || exit 1
-        for a in "3 80 128" "3 20 64"; do
-            echo "before ($BEFORE), cube $a:"
-            ncu --metrics gpu__time_duration.sum --print-summary per-kernel ./build/gpu_kernels_before $a | grep -E '^  [a-z_0-9]+|gpu__time_duration'
-        done
+        for a in "3 80 128" "3 20 64"; do echo "before ($BEFORE), cube $a:"; kernels $B/gpu_kernels_before $a; done
     fi
-    # the gather's blocks of 256 and 320 threads (CQ_CUDA_GATHER_THREADS; 128 above): the gathers alone
-    for t in 256 320; do
-        $CC -std=c99 -O2 -Wall -Wextra -Werror -pedantic -DCQ_CUDA_GATHER_THREADS=$t bench/gpu_kernels.c -o build/gpu_kernels_g$t -lm -ldl || exit 1
-        for a in "3 80 128" "3 20 64"; do
-            echo "gather blocks of $t threads, cube $a:"
-            ncu --kernel-name regex:'gather' --metrics gpu__time_duration.sum --print-summary per-kernel ./build/gpu_kernels_g$t $a | grep -E '^  [a-z_0-9]+|gpu__time_duration'
-        done
-    done
-    # (and their warps' stalls: G2P, 91 us at 512k on an H200, is 4x its DRAM time and its bound is
-    # not known: L1 load instructions (81 grid loads and a 72-byte stack frame of weights a
-    # particle), latency (one load round trip a node) or L2; the long-scoreboard / LG-throttle /
-    # MIO-throttle split of WarpStateStats tells which)
-    ncu --kernel-name regex:'gather_fwd_3d|p2g_fwd_3d|g2p_fwd_3d|g2p_adj_3d|p2g_adj_' --launch-skip 30 --launch-count 6 \
-        --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats ./build/gpu_kernels 3 80 128
-    # f32 3D G2P's two forms (CQ_CUDA_G2P_UNROLLED: its node loop unrolled; rolled above, the
-    # default): with a node one 16-byte load (>>grid_layout) the unrolled one has no local memory
-    $CC -std=c99 -O2 -Wall -Wextra -Werror -pedantic -DCQ_CUDA_G2P_UNROLLED=1 bench/gpu_kernels.c -o build/gpu_kernels_g2pu -lm -ldl || exit 1
-    for a in "3 80 128" "3 20 64"; do
-        echo "G2P unrolled, cube $a:"
-        ncu --kernel-name regex:'g2p_fwd' --metrics gpu__time_duration.sum --print-summary per-kernel ./build/gpu_kernels_g2pu $a | grep -E '^  [a-z_0-9]+|gpu__time_duration'
-    done
-    ncu --kernel-name regex:'g2p_fwd_3d' --launch-skip 10 --launch-count 1 --section SpeedOfLight --section WarpStateStats ./build/gpu_kernels_g2pu 3 80 128
-    # the small scenes' sort (the 2D block): in one cooperative launch (the default; ~5-8 us
-    # predicted) and in one block (17 us on an H200 at adad329): their times, where the warps stall
+    # (the warps' stalls of the main kernels at 512k: G2P, 78 us at 512k on an H200, is ~4x its
+    # DRAM time and its bound is not known: L1 load instructions, latency (one load round trip a
+    # node) or L2; the long-scoreboard / LG-throttle / MIO-throttle split of WarpStateStats tells
+    # which; the gather is half of the forward, the P2G adjoint's transfer 43% of the backward's
+    # own kernels)
+    step ncu --kernel-name regex:'gather_rows_3d|p2g_fwd_3d|g2p_fwd_3d|g2p_adj_3d|p2g_adj_' --launch-skip 30 --launch-count 6 \
+        --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats $B/gpu_kernels 3 80 128
+    # the small scenes' sort (the 8k cube's cooperative sort: 15 us of its 52 us of kernels on an
+    # H200, 2026-11-27; three grid barriers) and the 2D block's: where the warps stall
     for b in bench_gpu bench_gpu_nocoop; do
         echo "the 2D block's sort, $b:"
-        ncu --kernel-name regex:'sort_coop_2d_f32|cell_sort_2d_f32' --launch-skip 20 --launch-count 3 --section SpeedOfLight \
-            --section WarpStateStats --section SourceCounters ./build/$b gpu only="2D block" quick
+        step ncu --kernel-name regex:'sort_coop_2d_f32|cell_sort_2d_f32' --launch-skip 20 --launch-count 3 --section SpeedOfLight \
+            --section WarpStateStats --section SourceCounters $B/$b gpu only="2D block" quick
     done
+    # the gather's blocks of 256 and 320 threads (CQ_CUDA_GATHER_THREADS; 128 above): the gathers alone
+    for t in 256 320; do
+        for a in "3 80 128" "3 20 64"; do
+            echo "gather blocks of $t threads, cube $a:"
+            step sh -c "ncu --kernel-name regex:'gather' --metrics gpu__time_duration.sum --print-summary per-kernel $B/gpu_kernels_g$t $a | grep -E '^  [a-z_0-9]+|gpu__time_duration'"
+        done
+    done
+    # f32 3D G2P's two forms (CQ_CUDA_G2P_UNROLLED: its node loop unrolled; rolled above, the
+    # default): with a node one 16-byte load (>>grid_layout) the unrolled one has no local memory
+    for a in "3 80 128" "3 20 64"; do
+        echo "G2P unrolled, cube $a:"
+        step sh -c "ncu --kernel-name regex:'g2p_fwd' --metrics gpu__time_duration.sum --print-summary per-kernel $B/gpu_kernels_g2pu $a | grep -E '^  [a-z_0-9]+|gpu__time_duration'"
+    done
+    step ncu --kernel-name regex:'g2p_fwd_3d' --launch-skip 10 --launch-count 1 --section SpeedOfLight --section WarpStateStats $B/gpu_kernels_g2pu 3 80 128
 fi
+echo "[bench/gpu.sh: $(( $(date +%s) - T0 )) s]"
+exit $failed

@@ -269,6 +269,9 @@ c_test_lanes_native_clang() {
 
 # ---- the CUDA backend's host side against a mock driver (tests/gpu/mock_libcuda.c: the
 #      kernels run on the CPU, device memory is inaccessible to the host, faults on demand)
+# the GPU scripts' lanes, deadlines and program names (tests/gpu/run.sh, bench/gpu.sh) on stub programs
+chain 1 gpu_scripts
+c_gpu_scripts() { item gpu_scripts_on_stubs sh tests/gpu/scripts_on_stubs.sh $B/gpu_stubs; }
 chain 1 cuda_mock_selftest
 c_cuda_mock_selftest() { item cuda_mock_selftest sh -c "$CC -std=c99 -O1 -g1 $WARN tests/gpu/mock_selftest.c -o $B/mock_selftest -ldl -pthread && ./$B/mock_selftest $MOCK"; }
 cuda_items() {   # (in linked_o2's chain: the test links its implementation)

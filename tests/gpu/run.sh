@@ -21,89 +21,92 @@
 #   6. compute-sanitizer memcheck, racecheck and synccheck (the one-block kernels' barriers) over
 #      the parity runs
 # Each item stops after ITEM_TIMEOUT seconds (420; a grid barrier that never opens would otherwise
-# hang the GPU's run until the machine is taken back).
-# The programs are built side by side first; then 1-4, 3 and 6 run as three lanes side by side
-# (about 5 minutes on an H100; its logs in build/gpu/logs).  Last line: N passed, N failed, N skipped.
-CC=${CC:-cc}; B=build/gpu; L=$B/logs
+# hang the GPU's run until the machine is taken back).  To fit a lease: PREBUILT=DIR runs the
+# programs that `sh tests/gpu/build.sh DIR` built earlier (here or on another machine, carried),
+# and DEADLINE=N (seconds from the start) skips, as SKIP with the reason, each item that would
+# start after it and cuts the others' timeouts to the time left: then the summary still comes
+# back inside the call.  Items run in four lanes side by side (below): ~5-6 minutes on an H200
+# (2026-11-27: 351 s for all but end_to_end, which ran 140 s alone).
+# Last line: N passed, N failed, N skipped.
+CC=${CC:-cc}; B=${PREBUILT:-build/gpu}; L=$B/logs
+case $B in /*) ;; *) B=./$B ;; esac   # the programs run as $B/NAME
 mkdir -p $L
-WARN="-Wall -Wextra -Werror -pedantic"
 R=$L/results   # one line per item (ok, FAIL, SKIP): the items run in lanes side by side (below)
+T0=$(date +%s)
 item() {
     name=$1; shift
+    to=${ITEM_TIMEOUT:-420}
+    if [ -n "${DEADLINE:-}" ]; then
+        left=$(( DEADLINE - ($(date +%s) - T0) ))
+        if [ $left -lt 10 ]; then echo "SKIP $name: DEADLINE=$DEADLINE reached"; echo "SKIP $name" >>$R; return; fi
+        [ $to -gt $left ] && to=$left
+    fi
     start=$(date +%s)
-    if timeout ${ITEM_TIMEOUT:-420} "$@" >$L/$name.log 2>&1; then echo "ok   $name ($(( $(date +%s) - start ))s)"; echo "ok $name" >>$R
+    if timeout $to "$@" >$L/$name.log 2>&1; then echo "ok   $name ($(( $(date +%s) - start ))s)"; echo "ok $name" >>$R
     else echo "FAIL $name (see $L/$name.log)"; tail -n 25 $L/$name.log; echo "FAIL $name" >>$R; fi
 }
 skip() { echo "SKIP $1: $2"; echo "SKIP $1" >>$R; }
 summary() { echo "$(grep -c '^ok' $R) passed, $(grep -c '^FAIL' $R) failed, $(grep -c '^SKIP' $R) skipped"; }
 
 echo "device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo 'nvidia-smi not found')"
-# every program built first, side by side (each compiles the whole header, ~20 s: on a 16-core GPU
-# machine ~25 s in all instead of ~3 minutes one after the other), each reported as an item
-build() {   # build NAME FLAGS... SOURCE: $B/NAME, its log $L/cc_NAME.log, its status $L/cc_NAME.rc
-    name=$1; shift
-    ( $CC -std=c99 $WARN "$@" -o $B/$name -lm -ldl >$L/cc_$name.log 2>&1; echo $? >$L/cc_$name.rc ) &
-}
-rm -f $L/cc_*.rc $R
-build test_cuda -O2 -g tests/test_cuda.c
-build test_cuda_launches -O2 -g -DCQ_CUDA_SORT_ONE_BLOCK=0 -DCQ_CUDA_SORT_COOP=0 tests/test_cuda.c
-build test_cuda_rows -O2 -g -DCQ_CUDA_GATHER_ROWS=0 -DCQ_CUDA_SCAN_SELF_SUM=0 -DCQ_CUDA_RESIDENT_MAX=5 -DCQ_CUDA_GATHER_THREADS=192 -DCQ_CUDA_G2P_UNROLLED=1 -DCQ_CUDA_SORT_ONE_BLOCK=0 -DCQ_CUDA_SORT_COOP=0 tests/test_cuda.c
-build test_cuda_one_block -O2 -g -DCQ_CUDA_SORT_COOP=0 tests/test_cuda.c
-build test_cuda_coop_few -O2 -g -DCQ_CUDA_COOP_BLOCKS=3 tests/test_cuda.c
-build test_table3 -O2 tests/test_table3.c
-build test_gradients -O2 tests/test_gradients.c
-build test_scenes -O2 tests/test_scenes.c
-build test_world_cuda -O2 -g tests/test_world_cuda.c
-wait
+rm -f $R
+if [ -z "${PREBUILT:-}" ]; then   # every program built first, side by side (~25 s on a 16-core GPU machine)
+    sh tests/gpu/build.sh $B >/dev/null
+fi
 for b in test_cuda test_cuda_launches test_cuda_rows test_cuda_one_block test_cuda_coop_few test_table3 test_gradients test_scenes test_world_cuda; do
-    item build_$b sh -c "cat $L/cc_$b.log; [ \"\$(cat $L/cc_$b.rc 2>/dev/null)\" = 0 ]"
+    item build_$b sh -c "cat $L/cc_$b.log 2>/dev/null; [ -x $B/$b ] && [ \"\$(cat $L/cc_$b.rc 2>/dev/null || echo 0)\" = 0 ]"
 done
-./$B/test_cuda > $L/probe.log 2>&1
+$B/test_cuda > $L/probe.log 2>&1
 if grep -q '^SKIP' $L/probe.log; then
     skip all "$(grep '^SKIP' $L/probe.log | head -n 1)"
     summary; exit 1
 fi
-# three lanes side by side (processes on one GPU time-slice it: on an H100 three at a time cost
-# each item up to 2x its time alone, five at a time up to 2.7x): the gradient tests (~215 s
-# alone), the parity items, the sanitizers (~230 s); ~5 minutes in all instead of ~10
+# four lanes side by side (processes on one GPU time-slice it: on an H100 three at a time cost each
+# item up to 2x its time alone, five at a time up to 2.7x).  H200, 2026-11-27, four lanes: the
+# parity items 14-23 s each, Table III 142 s, the gradients but end_to_end 117 s, racecheck 64-93
+# s; end_to_end 140 s alone.  The longest lane sets the time: keep them about even.
+passes() { item "$1" sh -c "$B/$2 | tee /dev/stderr | grep -q '^[0-9]* passed, 0 failed'"; }   # ITEM PROGRAM
 (
-item parity sh -c "./$B/test_cuda | tee /dev/stderr | grep -q '^[0-9]* passed, 0 failed'"
+passes parity test_cuda
 grep '^    [23]D' $L/parity.log
-item parity_sort_launches sh -c "./$B/test_cuda_launches | tee /dev/stderr | grep -q '^[0-9]* passed, 0 failed'"
-item parity_gather_rows sh -c "./$B/test_cuda_rows | tee /dev/stderr | grep -q '^[0-9]* passed, 0 failed'"
-item parity_sort_one_block sh -c "./$B/test_cuda_one_block | tee /dev/stderr | grep -q '^[0-9]* passed, 0 failed'"
-item parity_sort_coop_few sh -c "./$B/test_cuda_coop_few | tee /dev/stderr | grep -q '^[0-9]* passed, 0 failed'"
-item table3_on_gpu sh -c "./$B/test_table3 > $L/table3.out 2>&1; rc=\$?; cat $L/table3.out; grep -q 'backend: CUDA' $L/table3.out && [ \$rc -eq 0 ]"
+passes parity_sort_coop_few test_cuda_coop_few
+passes parity_sort_one_block test_cuda_one_block
 # batched scenes: CUDA vs CPU (1e-9 relative in f64: a GPU fuses multiply-adds) and two CUDA runs
 # bitwise equal (the sums are gathers in a fixed order: deterministic)
-item scenes_on_gpu sh -c "./$B/test_scenes | tee /dev/stderr | grep -q '^[0-9]* passed, 0 failed'"
-item world_parity sh -c "./$B/test_world_cuda | tee /dev/stderr | grep -q '^[0-9]* passed, 0 failed'"
+passes scenes_on_gpu test_scenes
+passes world_parity test_world_cuda
 grep '^    [23]D' $L/world_parity.log
+passes parity_sort_launches test_cuda_launches
+passes parity_gather_rows test_cuda_rows
+item gradients_end_to_end $B/test_gradients end_to_end
 ) &
 # the finite-difference gradient tests, and the bitwise one (checkpointed vs fully stored tapes:
 # every sum on the GPU is in a fixed order, actuation and cable gradients included)
-( item gradients_on_gpu sh -c "for t in end_to_end each_wall running_loss long_horizon checkpointed cable_actuation; do ./$B/test_gradients \$t || exit 1; done" ) &
+(
+item table3_on_gpu sh -c "$B/test_table3 > $L/table3.out 2>&1; rc=\$?; cat $L/table3.out; grep -q 'backend: CUDA' $L/table3.out && [ \$rc -eq 0 ]"
+item gradients_on_gpu sh -c "for t in running_loss long_horizon checkpointed cable_actuation each_wall; do $B/test_gradients \$t || exit 1; done"
+) &
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer 2>/dev/null | head -n 1)
+SAN="memcheck racecheck synccheck racecheck_gather_rows world_memcheck racecheck_sort_coop_few racecheck_sort_one_block racecheck_sort_launches"
 if [ -n "$CS" ]; then
-    item memcheck $CS --tool memcheck --error-exitcode 99 ./$B/test_cuda parity_all
-    item racecheck $CS --tool racecheck --error-exitcode 99 ./$B/test_cuda parity_all
-    item synccheck $CS --tool synccheck --error-exitcode 99 ./$B/test_cuda parity_all
-    item racecheck_gather_rows $CS --tool racecheck --error-exitcode 99 ./$B/test_cuda_rows parity_all
-    # the sort as launches: cell_count's block maxima of the particles' box (shared memory, barriers)
-    item racecheck_sort_launches $CS --tool racecheck --error-exitcode 99 ./$B/test_cuda_launches parity_all
+    (
+    item memcheck $CS --tool memcheck --error-exitcode 99 $B/test_cuda parity_all
+    item racecheck $CS --tool racecheck --error-exitcode 99 $B/test_cuda parity_all
+    item synccheck $CS --tool synccheck --error-exitcode 99 $B/test_cuda parity_all
+    item racecheck_gather_rows $CS --tool racecheck --error-exitcode 99 $B/test_cuda_rows parity_all
+    item world_memcheck $CS --tool memcheck --error-exitcode 99 $B/test_world_cuda parity
+    ) &
     # the sort in one cooperative launch (the default binary's small scenes, above, under every
     # tool) with 3 blocks, each taking several batches of particles and tiles of the scan; the
-    # one-block sort (no longer the default; it took the box's block maxima on 2026-11-27, not yet
-    # run on a GPU since)
-    item racecheck_sort_coop_few $CS --tool racecheck --error-exitcode 99 ./$B/test_cuda_coop_few parity_all
-    item racecheck_sort_one_block $CS --tool racecheck --error-exitcode 99 ./$B/test_cuda_one_block parity_all
-    item world_memcheck $CS --tool memcheck --error-exitcode 99 ./$B/test_world_cuda parity
+    # one-block sort; the sort as launches: cell_count's block maxima of the particles' box
+    # (shared memory, barriers)
+    (
+    item racecheck_sort_coop_few $CS --tool racecheck --error-exitcode 99 $B/test_cuda_coop_few parity_all
+    item racecheck_sort_one_block $CS --tool racecheck --error-exitcode 99 $B/test_cuda_one_block parity_all
+    item racecheck_sort_launches $CS --tool racecheck --error-exitcode 99 $B/test_cuda_launches parity_all
+    ) &
 else
-    skip memcheck "compute-sanitizer not on PATH"; skip racecheck "compute-sanitizer not on PATH"
-    skip synccheck "compute-sanitizer not on PATH"; skip racecheck_gather_rows "compute-sanitizer not on PATH"
-    skip racecheck_sort_launches "compute-sanitizer not on PATH"
-    skip racecheck_sort_coop_few "compute-sanitizer not on PATH"; skip racecheck_sort_one_block "compute-sanitizer not on PATH"
-    skip world_memcheck "compute-sanitizer not on PATH"
+    for t in $SAN; do skip $t "compute-sanitizer not on PATH"; done
 fi
 wait
 summary

@@ -60,6 +60,12 @@ fi
 # block's in one block, the cubes' as launches): its before/after in one run
 echo "without the cooperative sort (CQ_CUDA_SORT_COOP=0):"
 step $B/bench_gpu_nocoop gpu max=131072
+# and in at most 32 blocks (CQ_CUDA_COOP_BLOCKS=32): the launch takes a block for each scan tile of
+# the whole grid, or of its particles, whichever is more (the 3D 8k cube: 128 blocks for 32 blocks'
+# particles, its scan range ~30 tiles; 15 us on an H200, 2026-11-27): fewer blocks meet at each of
+# its three grid barriers, each block takes several tiles
+echo "the cooperative sort in at most 32 blocks (CQ_CUDA_COOP_BLOCKS=32):"
+step $B/bench_gpu_coop32 gpu max=131072
 # small scenes: the 2D block with 10 substeps per step (one status readback per step, not per
 # substep), with a small scene's sort in one cooperative launch (the default), in one block
 # (CQ_CUDA_SORT_COOP=0) and as launches over the GPU (and CQ_CUDA_SORT_ONE_BLOCK=0), and the

@@ -28,6 +28,7 @@ list() {
     echo "bench_gpu -O3 bench/bench.c"
     echo "bench_gpu_launches -O3 -DCQ_CUDA_SORT_ONE_BLOCK=0 -DCQ_CUDA_SORT_COOP=0 bench/bench.c"
     echo "bench_gpu_nocoop -O3 -DCQ_CUDA_SORT_COOP=0 bench/bench.c"
+    echo "bench_gpu_coop32 -O3 -DCQ_CUDA_COOP_BLOCKS=32 bench/bench.c"
     echo "bench_fluid_gpu -O3 bench/fluid.c"
     echo "gpu_kernels -O2 bench/gpu_kernels.c"
     echo "gpu_kernels_g256 -O2 -DCQ_CUDA_GATHER_THREADS=256 bench/gpu_kernels.c"

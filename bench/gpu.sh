@@ -26,7 +26,8 @@
 # (seconds from the start) skips each step that would start after it and cuts the others to the
 # time left, so the steps run in the order of what matters most: the table, the before/after, the
 # small scenes' sorts, the fluid, then PROFILE's.  H200, 2026-11-27: the table 82 s, the before's
-# cubes ~70 s, each small-scene row ~8 s, an ncu kernel list ~5 s.
+# cubes over 60 s (cut there before its 4.1M f64 row), each small-scene row ~8 s, an ncu kernel
+# list ~5 s.
 B=${PREBUILT:-build/gpu}
 case $B in /*) ;; *) B=./$B ;; esac   # the programs run as $B/NAME
 if [ -z "${PREBUILT:-}" ]; then   # every program side by side (each compiles the whole header: ~20 s)

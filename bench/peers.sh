@@ -18,6 +18,14 @@
 #    from hour to hour: bench/RESULTS.md);
 # 5. where `nvidia-smi` works: the same on CUDA (`./build/bench gpu`, Taichi arch=cuda).
 #
+# PEERS_WHEELS=DIR: install taichi from the wheels in DIR, without PyPI (a GPU machine that reaches
+#   nothing), into a venv that sees the machine's own packages (numpy, rich, colorama: taichi's
+#   other needs; dill too if DIR lacks it).  Fetch them where pip works, for the target's Python:
+#   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+#     --platform manylinux_2_27_x86_64 -d DIR taichi==1.7.4 dill      (taichi's is 56 MB)
+# PEERS_VENV: the venv's folder (default build/venv-peers).
+# PEERS_CPU=0: no physics check and no CPU rows (a GPU lease's minutes: the CUDA rows alone).
+#
 # quick (or PEERS_QUICK=1): bench.c's quick scene set and times (~0.05 s per measurement).
 # PEERS_ROUNDS: rounds of each side (default 3; 1: one run each, as before).
 # PEERS_SCENES: Taichi scene filter (fnmatch patterns, e.g. '3d-40-*'; see peer_taichi.py).
@@ -34,7 +42,9 @@ cd "$(dirname "$0")/.." || exit 1
 CC=${CC:-cc}
 PYTHON=${PYTHON:-python3}
 TAICHI_VERSION=${TAICHI_VERSION:-1.7.4}
-VENV=build/venv-peers
+VENV=${PEERS_VENV:-build/venv-peers}
+WHEELS=${PEERS_WHEELS:-}
+DO_CPU=${PEERS_CPU:-1}
 OUTD=build/peers
 CACHE=build/taichi-cache
 QUICK=${PEERS_QUICK:-0}
@@ -61,12 +71,17 @@ have_taichi() {
 }
 if ! have_taichi; then
     echo "peers: installing taichi==$TAICHI_VERSION into $VENV ($($PYTHON --version 2>&1))"
-    if [ ! -x "$VPY" ] && ! $PYTHON -m venv "$VENV" >"$OUTD/venv.log" 2>&1; then
+    VFLAGS=""; PIPFLAGS=""
+    if [ -n "$WHEELS" ]; then   # offline: the wheels in $WHEELS, the rest from the machine's Python
+        [ -d "$WHEELS" ] || { echo "peers: PEERS_WHEELS=$WHEELS: no such folder" >&2; exit 1; }
+        VFLAGS=--system-site-packages; PIPFLAGS="--no-index --find-links $WHEELS"
+    fi
+    if [ ! -x "$VPY" ] && ! $PYTHON -m venv $VFLAGS "$VENV" >"$OUTD/venv.log" 2>&1; then
         echo "peers: FAILED: '$PYTHON -m venv $VENV' did not work (on Debian/Ubuntu: apt-get install python3-venv):" >&2
         tail -n 5 "$OUTD/venv.log" >&2
         exit 1
     fi
-    if ! "$VPY" -m pip install -q "taichi==$TAICHI_VERSION" >"$OUTD/pip.log" 2>&1; then
+    if ! "$VPY" -m pip install -q $PIPFLAGS "taichi==$TAICHI_VERSION" >"$OUTD/pip.log" 2>&1; then
         echo "peers: FAILED: pip could not install taichi==$TAICHI_VERSION for $("$VPY" --version 2>&1)" \
              "on $(uname -m) (Taichi 1.7.x has wheels for CPython 3.8-3.12, x86_64 and arm64; PyPI must be reachable):" >&2
         tail -n 8 "$OUTD/pip.log" >&2
@@ -99,6 +114,8 @@ run_to() {
 echo "peers: chainqueen.h $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD -- chainqueen.h bench/bench.c 2>/dev/null || echo ' (modified)'), taichi $TI_VER, $NPROC core(s): $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //'), $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "peers: the first run compiles Taichi's kernels (minutes for the 3D scenes' gradients); later runs reuse $CACHE"
 
+summary=""
+if [ "$DO_CPU" != 0 ]; then
 # ---- 3. same physics?
 echo
 echo "== physics check: centre of mass over $COM_STEPS substeps (quick scenes, $NPROC threads)"
@@ -107,7 +124,6 @@ $TI --quick --check "$COM_STEPS" --threads "$NPROC" >"$OUTD/ti_com.txt" || { ech
 "$VPY" bench/peer_taichi.py --side-by-side "$OUTD/cq_com.txt" "$OUTD/ti_com.txt" || rc=1
 
 # ---- 4. CPU, per thread count
-summary=""
 for t in $THREADS; do
     echo
     echo "== CPU, $t thread(s)${Q:+, quick}"
@@ -122,6 +138,9 @@ for t in $THREADS; do
     "$VPY" bench/peer_taichi.py --side-by-side "$cqf" "$tif" --label "CPU, $t thread(s)" >"$OUTD/side_cpu_t$t.txt"
     summary="$summary $OUTD/side_cpu_t$t.txt"
 done
+else
+    echo; echo "== CPU: skipped (PEERS_CPU=0)"
+fi
 
 # ---- 5. CUDA, where there is a GPU
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then

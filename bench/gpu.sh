@@ -91,9 +91,13 @@ if [ "${PROFILE:-0}" = 1 ] && command -v ncu >/dev/null 2>&1; then
     # DRAM time and its bound is not known: L1 load instructions, latency (one load round trip a
     # node) or L2; the long-scoreboard / LG-throttle / MIO-throttle split of WarpStateStats tells
     # which; the gather is half of the forward, the P2G adjoint's transfer 43% of the backward's
-    # own kernels)
-    step ncu --kernel-name regex:'gather_rows_3d|p2g_fwd_3d|g2p_fwd_3d|g2p_adj_3d|p2g_adj_' --launch-skip 30 --launch-count 6 \
-        --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats $B/gpu_kernels 3 80 128
+    # own kernels).  Two runs: the forward's three, then the adjoint's three (each the 4th
+    # substep's launches; the one run over all five names, --launch-skip 30 --launch-count 6, that
+    # this replaced took whichever six came 31st-36th, not one of each)
+    for k in 'p2g_fwd_3d|gather_rows_3d|g2p_fwd_3d' 'g2p_adj_3d|p2g_adj_'; do
+        step ncu --kernel-name regex:"$k" --launch-skip 9 --launch-count 3 \
+            --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats $B/gpu_kernels 3 80 128
+    done
     # the small scenes' sort (the 8k cube's cooperative sort: 15 us of its 52 us of kernels on an
     # H200, 2026-11-27; three grid barriers) and the 2D block's: where the warps stall
     for b in bench_gpu bench_gpu_nocoop; do

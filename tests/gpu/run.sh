@@ -86,7 +86,8 @@ item gradients_end_to_end $B/test_gradients end_to_end
 item table3_on_gpu sh -c "$B/test_table3 > $L/table3.out 2>&1; rc=\$?; cat $L/table3.out; grep -q 'backend: CUDA' $L/table3.out && [ \$rc -eq 0 ]"
 item gradients_on_gpu sh -c "for t in running_loss long_horizon checkpointed cable_actuation each_wall; do $B/test_gradients \$t || exit 1; done"
 ) &
-CS=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer 2>/dev/null | head -n 1)
+# compute-sanitizer: $COMPUTE_SANITIZER where set (empty: none), else found on PATH or in the CUDA SDK
+CS=${COMPUTE_SANITIZER-$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer 2>/dev/null | head -n 1)}
 SAN="memcheck racecheck synccheck racecheck_gather_rows world_memcheck racecheck_sort_coop_few racecheck_sort_one_block racecheck_sort_launches"
 if [ -n "$CS" ]; then
     (

@@ -26,7 +26,7 @@ for n in $names; do
     printf '#!/bin/sh\n[ -n "${STUB_FAIL:-}" ] && [ "${0##*/}" = "$STUB_FAIL" ] && { echo "0 passed, 1 failed"; exit 1; }\n%s\n' "$body" >"$D/$n"
     chmod +x "$D/$n"
 done
-export PATH=/usr/bin:/bin   # no compute-sanitizer, no ncu, no nvidia-smi
+export PATH=/usr/bin:/bin COMPUTE_SANITIZER=   # no compute-sanitizer (not even the CUDA SDK's), no ncu, no nvidia-smi
 unset DEADLINE BEFORE PROFILE
 out=$(PREBUILT=$D sh tests/gpu/run.sh 2>&1); rc=$?
 last=$(echo "$out" | tail -n 1)

@@ -47,4 +47,14 @@ check "gpu.sh: a failing step is noted, the others run, the status says it" [ $r
     check "gpu.sh: ... the fluid after it still ran" [ "$(echo "$out" | grep -c 'stub: .*bench_fluid_gpu')" = 2 ]
 out=$(PREBUILT=$D DEADLINE=5 sh bench/gpu.sh 2>&1); rc=$?
 check "gpu.sh: DEADLINE skips its steps, saying so" [ "$(echo "$out" | grep -c 'skipped, DEADLINE=5 reached')" -ge 8 ]
+# PROFILE's programs too, through a stub ncu that runs the program it was given (the first
+# executable among its arguments) after a kernel's line, and prints nothing and fails without one
+# (most profiles pipe ncu through grep, whose status the step sees), with BEFORE's programs
+mkdir -p "$D/bin" && printf '%s\n' '#!/bin/sh' \
+    'while [ $# -gt 0 ]; do if [ -f "$1" ] && [ -x "$1" ]; then echo "  cq__stub_kernel"; exec "$@"; fi; shift; done; exit 1' \
+    >"$D/bin/ncu" && chmod +x "$D/bin/ncu"
+out=$(PATH="$D/bin:$PATH" PREBUILT=$D BEFORE=before.h PROFILE=1 FLUID=0 sh bench/gpu.sh 2>&1); rc=$?
+check "gpu.sh PROFILE=1 BEFORE: every program it profiles is one build.sh builds" [ $rc = 0 ]
+check "gpu.sh PROFILE=1: its 16 profiles ran (kernel lists, stalls, sorts, gathers, G2P)" \
+    [ "$(echo "$out" | grep -c 'cq__stub_kernel')" = 16 ]
 [ $fails = 0 ]

@@ -28,19 +28,13 @@
 # small scenes' sorts, the fluid, then PROFILE's.  H200, 2026-11-27: the table 82 s, the before's
 # cubes over 60 s (cut there before its 4.1M f64 row), each small-scene row ~8 s, an ncu kernel
 # list ~5 s.
-B=${PREBUILT:-build/gpu}
-case $B in /*) ;; *) B=./$B ;; esac   # the programs run as $B/NAME
+. tests/gpu/lease.sh   # B, T0, timeout_for
 if [ -z "${PREBUILT:-}" ]; then   # every program side by side (each compiles the whole header: ~20 s)
     sh tests/gpu/build.sh $B || { echo "bench/gpu.sh: a build failed"; exit 1; }
 fi
-T0=$(date +%s); failed=0
+failed=0
 step() {   # step COMMAND...: run it unless DEADLINE has passed (then say so); a failure is noted, not fatal
-    to=${STEP_TIMEOUT:-600}
-    if [ -n "${DEADLINE:-}" ]; then
-        left=$(( DEADLINE - ($(date +%s) - T0) ))
-        if [ $left -lt 15 ]; then echo "(skipped, DEADLINE=$DEADLINE reached: $*)"; return; fi
-        [ $to -gt $left ] && to=$left
-    fi
+    to=$(timeout_for ${STEP_TIMEOUT:-600} 15) || { echo "(skipped, DEADLINE=$DEADLINE reached: $*)"; return; }
     timeout $to "$@" || { echo "(failed or cut, status $?: $*)"; failed=1; }
 }
 kernels() {   # kernels PROGRAM ARGS...: each kernel's time under ncu

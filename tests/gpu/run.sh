@@ -28,19 +28,13 @@
 # back inside the call.  Items run in four lanes side by side (below): ~5-6 minutes on an H200
 # (2026-11-27: 351 s for all but end_to_end, which ran 140 s alone).
 # Last line: N passed, N failed, N skipped.
-CC=${CC:-cc}; B=${PREBUILT:-build/gpu}; L=$B/logs
-case $B in /*) ;; *) B=./$B ;; esac   # the programs run as $B/NAME
+. tests/gpu/lease.sh   # B, T0, timeout_for
+L=$B/logs
 mkdir -p $L
 R=$L/results   # one line per item (ok, FAIL, SKIP): the items run in lanes side by side (below)
-T0=$(date +%s)
 item() {
     name=$1; shift
-    to=${ITEM_TIMEOUT:-420}
-    if [ -n "${DEADLINE:-}" ]; then
-        left=$(( DEADLINE - ($(date +%s) - T0) ))
-        if [ $left -lt 10 ]; then echo "SKIP $name: DEADLINE=$DEADLINE reached"; echo "SKIP $name" >>$R; return; fi
-        [ $to -gt $left ] && to=$left
-    fi
+    to=$(timeout_for ${ITEM_TIMEOUT:-420} 10) || { echo "SKIP $name: DEADLINE=$DEADLINE reached"; echo "SKIP $name" >>$R; return; }
     start=$(date +%s)
     if timeout $to "$@" >$L/$name.log 2>&1; then echo "ok   $name ($(( $(date +%s) - start ))s)"; echo "ok $name" >>$R
     else echo "FAIL $name (see $L/$name.log)"; tail -n 25 $L/$name.log; echo "FAIL $name" >>$R; fi

@@ -16,6 +16,7 @@ the stress and the energy, both after common-subexpression elimination.
 
 import importlib.util
 import os
+import re
 
 import sympy as sp
 from sympy.codegen.ast import float32, float64, real
@@ -72,6 +73,18 @@ def emit(outputs, precision, indent="    "):
     for (lhs, _), e in zip(outputs, reduced):
         lines.append("%s%s = %s;" % (indent, lhs, pr.doprint(e)))
     return "\n".join(lines)
+
+
+def lanes_c(code, indent="    "):
+    """The C statements `code` (stress_c, stress_vjp_c) with the particle's arrays and scalars
+    indexed by the lane l: F[k] -> F[k][l] (F, R, P, P_bar, F_bar, R_bar), mu -> mu[l], lam ->
+    lam[l], *mu_bar -> gmu[l], *lam_bar -> glam[l]; temporaries stay scalars of the loop body.
+    The operations and their order are untouched, so each lane gets the one-particle code's bits."""
+    code = re.sub(r"\*mu_bar\b", "gmu[l]", code)
+    code = re.sub(r"\*lam_bar\b", "glam[l]", code)
+    code = re.sub(r"\b(F|R|P|P_bar|F_bar|R_bar)\[(\d+)\]", r"\1[\2][l]", code)
+    code = re.sub(r"\b(mu|lam)\b(?!\[)", r"\1[l]", code)
+    return "\n".join(indent + line for line in code.split("\n"))
 
 
 def load_material(path):
@@ -189,6 +202,15 @@ class Material:
                     need |= e.free_symbols
             self._vjp = (list(reversed(kept)), outputs)
         return self._vjp
+
+    def stress_c_lanes(self, precision):
+        """stress_c over lanes: the same statements, every per-particle value indexed [l] (the
+        body of a loop over the lanes l, cpu_lanes.j2 >>stress_lanes_)."""
+        return lanes_c(self.stress_c(precision))
+
+    def stress_vjp_c_lanes(self, precision):
+        """stress_vjp_c over lanes, as stress_c_lanes (*mu_bar, *lam_bar: gmu[l], glam[l])."""
+        return lanes_c(self.stress_vjp_c(precision))
 
     def stress_vjp_c(self, precision):
         """C statements ADDING the stress VJP (see stress_vjp) to F_bar, R_bar, *mu_bar, *lam_bar."""

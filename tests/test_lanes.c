@@ -181,4 +181,123 @@ LANE_TEST(3, f32, float)
 LANE_TEST(2, f64, double)
 LANE_TEST(3, f64, double)
 
-RUN_TESTS(CASE(lanes_2d_f32), CASE(lanes_3d_f32), CASE(lanes_2d_f64), CASE(lanes_3d_f64), CASE(svd_lanes_f32), CASE(svd_lanes_f64))
+/* STRESS_TEST(D, P, T, M): the stress parts over lanes (cpu_lanes.j2 >>stress_lanes_: F's rotation,
+   the stress, the affine matrix and the stress half of the P2G adjoint) against the one-particle
+   functions, bit for bit: per-particle E and nu, incompressibility off and on, actuation groups
+   valid, none (-1) and out of range, F near the identity, general, inverted, the identity, zero,
+   with the 2D polar's undefined direction (F00 + F11 = F10 - F01 = 0), and a NaN; groups of
+   lanes as the CPU drivers run them, the last one padded with its last particle, whose copies
+   must write nothing */
+/* the same bits, or both NaN (a NaN's payload follows operand order, which vector code may swap).
+   Built for a CPU with FMA (make test's test_lanes_native, -O3 -march=native), gcc 12 contracts some
+   of the one-particle functions' products into multiply-adds where it vectorizes them within a
+   particle (SLP, despite -ffp-contract=off; cpu_lanes.j2 >>cpu_lanes), so there the lanes are held
+   to the one-particle result within a few roundings instead (the CPU drivers run every particle
+   through the lanes, so no particle's bits depend on which code it met: test_batch checks that);
+   without FMA (make test's test_lanes, -O2) bit for bit. */
+#if defined(__FMA__) && defined(__GNUC__) && !defined(__clang__)
+#  define SAME(a, b) (memcmp(&(a), &(b), sizeof(a)) == 0 || ((a) != (a) && (b) != (b)) || \
+                      fabs((double)(a) - (double)(b)) <= (sizeof(a) == 4 ? 1e-5 : 1e-13) * (1 + fabs((double)(a))))
+#else
+#  define SAME(a, b) (memcmp(&(a), &(b), sizeof(a)) == 0 || ((a) != (a) && (b) != (b)))
+#endif
+#define STRESS_TEST(D, P, T, M, ROT)                                                                             \
+TEST(stress_lanes_##D##d_##M##_##P)                                                                              \
+{                                                                                                                \
+    enum { DD = D * D, LN = CQ__LANES_##P, N = 3 * LN + 5 };                                                     \
+    static T F[N * DD], C[N * DD], mass[N], vol[N], E[N], nu[N], sa[2 * DD], Gb[N][DD];                          \
+    static T P1[N][DD], G1[N][DD], aF1[N * DD], pv1[N], pE1[N], pn1[N], dact1[N * DD];                            \
+    static T aF2[N * DD], pv2[N], pE2[N], pn2[N], dact2[N * DD];                                                  \
+    static int act[N];                                                                                           \
+    cq__params_##P prm;                                                                                          \
+    memset(&prm, 0, sizeof prm);                                                                                 \
+    prm.dx = (T)(1.0 / RES); prm.inv_dx = (T)RES; prm.dt = (T)2e-3; prm.act_groups = 2;                          \
+    for (int a = 0; a < 2 * DD; ++a) sa[a] = (T)srand1();                                                        \
+    for (int p = 0; p < N; ++p) {                                                                                \
+        for (int a = 0; a < DD; ++a) {                                                                           \
+            const T id = (T)(a % (D + 1) == 0);                                                                  \
+            switch (p % 7) {                                                                                     \
+            case 0: F[p * DD + a] = id + (T)(0.2 * srand1()); break;                                             \
+            case 1: F[p * DD + a] = (T)(1.5 * srand1()); break;                                                  \
+            case 2: F[p * DD + a] = (a == 0 ? -1 : 1) * id + (T)(0.3 * srand1()); break;   /* inverted */        \
+            case 3: F[p * DD + a] = id; break;                                                                   \
+            case 4: F[p * DD + a] = p % 2 ? 0 : (a == 0 ? 1 : (a == DD - 1 ? -1 : 0)); break;   /* zero; polar: R = I */ \
+            default: F[p * DD + a] = id + (T)(0.5 * srand1()); break;                                           \
+            }                                                                                                    \
+            C[p * DD + a] = (T)srand1(); Gb[p][a] = (T)srand1();                                                 \
+            aF1[p * DD + a] = aF2[p * DD + a] = (T)srand1();                                                     \
+        }                                                                                                        \
+        mass[p] = (T)(0.5 + urand()); vol[p] = (T)(0.5 + urand());                                                \
+        E[p] = (T)(50 + 100 * urand()); nu[p] = (T)(0.1 + 0.35 * urand());                                        \
+        act[p] = p % 4 - 1;   /* -1, 0, 1, and 2: out of range */                                               \
+        pv1[p] = pv2[p] = (T)srand1(); pE1[p] = pE2[p] = (T)srand1(); pn1[p] = pn2[p] = (T)srand1();             \
+    }                                                                                                            \
+    F[(LN + 2) * DD + 1] = (T)NAN;                                                                               \
+    cq__pview_##P s, ai1, pg1, ai2, pg2;                                                                         \
+    memset(&s, 0, sizeof s);                                                                                     \
+    s.C = C; s.F = F; s.mass = mass; s.vol = vol; s.E = E; s.nu = nu; s.act = act; s.act_stress = sa;            \
+    ai1 = s; ai1.F = aF1; pg1 = s; pg1.vol = pv1; pg1.E = pE1; pg1.nu = pn1;                                     \
+    ai2 = s; ai2.F = aF2; pg2 = s; pg2.vol = pv2; pg2.E = pE2; pg2.nu = pn2;                                     \
+    for (int inc = 0; inc <= 3; inc += 3) {                                                                      \
+        int bad = 0;                                                                                             \
+        prm.incompressibility = inc;                                                                             \
+        for (int p = 0; p < N; ++p) {   /* one particle at a time */                                            \
+            cq__rot_##D##d_##P rot;                                                                              \
+            cq__rot_of_##D##d_##M##_##P(F + p * DD, &rot);                                                       \
+            cq__pk1_rot_##D##d_##M##_##P(F + p * DD, &rot, E[p], nu[p], act[p], &prm, sa, P1[p]);                \
+            cq__affine_##D##d_##P(p, &prm, s, P1[p], F + p * DD, G1[p]);                                         \
+            cq__p2g_adj_stress_rot_##D##d_##M##_##P(p, &prm, s, &rot, P1[p], Gb[p], ai1, pg1, dact1 + p * DD);   \
+        }                                                                                                        \
+        for (int p = 0; p < N; p += LN) {   /* lane groups, the last padded */                                  \
+            const int cnt = N - p < LN ? N - p : LN;                                                             \
+            int ps[LN];                                                                                          \
+            T Fl[DD][LN], R[DD][LN], Pl[DD][LN], Gl[DD][LN], Gbl[DD][LN];                                        \
+            cq__rot_##D##d_##P own[LN];                                                                          \
+            const cq__rot_##D##d_##P *rot[LN];                                                                   \
+            for (int l = 0; l < LN; ++l) {                                                                       \
+                ps[l] = p + (l < cnt ? l : cnt - 1);                                                             \
+                for (int a = 0; a < DD; ++a) { Fl[a][l] = F[ps[l] * DD + a]; Gbl[a][l] = Gb[ps[l]][a]; }         \
+                cq__rot_of_##D##d_##M##_##P(F + ps[l] * DD, own + l);                                            \
+                rot[l] = own + l;                                                                                \
+                for (int a = 0; a < DD; ++a) R[a][l] = own[l].R[a];                                              \
+            }                                                                                                    \
+            ROT(P, T, Fl, R, cnt, bad)                                                                            \
+            cq__pk1_lanes_##D##d_##M##_##P(ps, &prm, s, Fl, R, Pl);                                              \
+            cq__affine_lanes_##D##d_##P(ps, &prm, s, Pl, Fl, Gl);                                                \
+            for (int l = 0; l < cnt; ++l)                                                                        \
+                for (int a = 0; a < DD; ++a)                                                                     \
+                    bad += !SAME(Pl[a][l], P1[ps[l]][a]) || !SAME(Gl[a][l], G1[ps[l]][a]);                          \
+            cq__stress_adj_lanes_##D##d_##M##_##P(ps, cnt, &prm, s, rot, Fl, R, Pl, Gbl, ai2, pg2, dact2);      \
+        }                                                                                                        \
+        CHECK(bad == 0, "incompressibility %d: %d stresses, affine matrices or rotations differ", inc, bad);    \
+        for (int i = 0; i < N * DD; ++i) bad += !SAME(aF1[i], aF2[i]) || !SAME(dact1[i], dact2[i]);              \
+        for (int p = 0; p < N; ++p) bad += !SAME(pv1[p], pv2[p]) || !SAME(pE1[p], pE2[p]) || !SAME(pn1[p], pn2[p]); \
+        CHECK(bad == 0, "incompressibility %d: %d values of the P2G adjoint's stress half differ over lanes", inc, bad); \
+    }                                                                                                            \
+    int nonzero = 0;                                                                                             \
+    for (int i = 0; i < N * DD; ++i) nonzero += dact1[i] != 0;                                                   \
+    CHECK(nonzero > N * DD / 4, "only %d actuation gradients are non-zero", nonzero);                            \
+}
+/* the 2D polar over lanes against cq__polar_2d_ (what the rotating material's rot_of gives) */
+#define ROT_POLAR2(P, T, Fl, R, cnt, bad)                                                                         \
+    {                                                                                                            \
+        T R2[4][LN];                                                                                             \
+        cq__polar_lanes_2d_##P(Fl, R2);                                                                          \
+        for (int l = 0; l < cnt; ++l)                                                                            \
+            for (int a = 0; a < 4; ++a) bad += !SAME(R2[a][l], R[a][l]);                                          \
+    }
+#define ROT_GIVEN(P, T, Fl, R, cnt, bad)
+STRESS_TEST(2, f32, float, fixed_corotated, ROT_POLAR2)
+STRESS_TEST(2, f64, double, fixed_corotated, ROT_POLAR2)
+STRESS_TEST(2, f32, float, neohookean, ROT_GIVEN)
+STRESS_TEST(2, f64, double, neohookean, ROT_GIVEN)
+STRESS_TEST(3, f32, float, fixed_corotated, ROT_GIVEN)
+STRESS_TEST(3, f64, double, fixed_corotated, ROT_GIVEN)
+STRESS_TEST(3, f32, float, neohookean, ROT_GIVEN)
+STRESS_TEST(3, f64, double, neohookean, ROT_GIVEN)
+
+RUN_TESTS(CASE(lanes_2d_f32), CASE(lanes_3d_f32), CASE(lanes_2d_f64), CASE(lanes_3d_f64), CASE(svd_lanes_f32), CASE(svd_lanes_f64),
+          CASE(stress_lanes_2d_fixed_corotated_f32), CASE(stress_lanes_2d_fixed_corotated_f64),
+          CASE(stress_lanes_2d_neohookean_f32), CASE(stress_lanes_2d_neohookean_f64),
+          CASE(stress_lanes_3d_fixed_corotated_f32), CASE(stress_lanes_3d_fixed_corotated_f64),
+          CASE(stress_lanes_3d_neohookean_f32), CASE(stress_lanes_3d_neohookean_f64))

@@ -249,10 +249,10 @@
      host: CPU backend ...... cpu_backend.j2      >>parallel_for >>cpu_flush (f32: FTZ/DAZ) >>cpu_drivers >>cpu_sort_ >>cpu_gather_ (row by row)
                                                   >>cpu_grid_ >>cpu_substep_ >>cpu_substep_adj_
                                                   >>cpu_check_adjoint >>cpu_act_grad >>cpu_copy >>cpu_cables_
-     host: CPU lanes ........ cpu_lanes.j2        >>cpu_lanes >>g2p_lanes_ >>g2p_adj_lanes_ >>transfer_lanes_ >>stress_lanes_ >>cpu_v4
+     host: CPU lanes ........ cpu_lanes.j2        >>cpu_lanes >>g2p_lanes_ >>g2p_adj_lanes_ >>transfer_lanes_ >>stress_lanes_2d_ >>cpu_v4
                                                   >>svd_lanes_3d_ (G2P, the stencil adjoints, P2G's
-                                                  3D SVD and the stress parts of P2G and its adjoint
-                                                  on 16 floats / 8 doubles at once)
+                                                  3D SVD and 2D's stress parts of P2G and its
+                                                  adjoint on 16 floats / 8 doubles at once)
      host: CUDA backend ..... cuda_backend.j2     >>cuda_sort_ >>cuda_grid_ >>cuda_substep_
                                                   >>cuda_substep_adj_ >>cuda_act_grad
                                                   >>cuda_check_adjoint_ (or in the step's last kernel:
@@ -8919,7 +8919,7 @@ static int cq__cable_buffers(cq_sim *s)
 
 /* ------------------------------------------------------------------ >>cpu_lanes
    The CPU runs G2P, the G2P adjoint and the P2G adjoint's transfer half (and P2G's 3D SVD:
-   >>svd_lanes_3d_, and the stress parts: >>stress_lanes_, below) on CQ__LANES_{f32,f64} particles at once: the one-particle kernel's per-node body (stencil.j2 macros, the same text)
+   >>svd_lanes_3d_, and 2D's stress parts: >>stress_lanes_2d_, below) on CQ__LANES_{f32,f64} particles at once: the one-particle kernel's per-node body (stencil.j2 macros, the same text)
    inside a loop over the particles, innermost, which the compiler vectorizes (the grid reads
    become gathers), every per-particle value an array over the lanes.  Each particle gets the
    same operations in the same order as from the one-particle kernel, so the results are
@@ -8934,11 +8934,13 @@ static int cq__cable_buffers(cq_sim *s)
    arrays: g.v[idx * D + a], not vi = g.v + idx * D), no && or || (& and |), and no per-lane
    gathers from the particle arrays in the same loop as arithmetic (they are copied into lane
    arrays by a loop of their own first).  -fopt-info-vec-missed says which loop failed.
-   The stress parts of P2G and of its adjoint (F's rotation, the material's stress and its VJP, the
-   affine matrix) run over lanes too (>>stress_lanes_, below), and for every particle, a range's last
-   group padded: gcc 12 fuses some multiply-adds where it vectorizes the one-particle code within a
-   particle (SLP: vfmsubadd, despite -ffp-contract=off, at -O3 with FMA), so a particle left to the
-   one-particle code would round differently from its neighbours in lane groups.
+   In 2D the stress parts of P2G and of its adjoint (F's rotation, the material's stress and its VJP,
+   the affine matrix) run over lanes too (>>stress_lanes_2d_, below), for every particle, a range's
+   last group padded; in 3D they stay one particle at a time, and the P2G adjoint's out of line
+   (cpu_backend.j2 cq__p2g_adj_pre_ / _post_).  Either way every particle runs the same machine
+   code: gcc 12 fuses some multiply-adds where it vectorizes the one-particle code within a particle
+   (SLP: vfmsubadd, despite -ffp-contract=off, at -O3 with FMA), so a copy inlined into a loop over
+   lanes rounded differently from the remainder's.
    The drivers use the lanes of a precision where CQ__LANES_ON_<precision> is 1: both where
    CQ_CPU_LANES is 1, neither where it is 0; by default both with AVX2 or AVX-512, neither with
    SSE2 alone.  Measured on an AMD EPYC (Zen 4) VM, one thread, backward time vs one particle at a
@@ -8977,6 +8979,13 @@ static int cq__cable_buffers(cq_sim *s)
 #if CQ__CPU_V4
 typedef float cq__v4_f32 __attribute__((vector_size(16)));
 typedef double cq__v4_f64 __attribute__((vector_size(32)));
+#endif
+#if defined(__GNUC__) || defined(__clang__)
+#  define CQ__NOINLINE __attribute__((noinline))
+#elif defined(_MSC_VER)
+#  define CQ__NOINLINE __declspec(noinline)
+#else
+#  define CQ__NOINLINE
 #endif
 #define CQ__LANES_f32 16
 #define CQ__LANES_f64 8
@@ -10128,18 +10137,20 @@ static inline double cq__sel_f64(int ok, double a, double b)
     return x.f;
 }
 
-/* >>stress_lanes_2d_f32: the per-particle stress parts of P2G's particle half and of the P2G
+/* >>stress_lanes_2d_f32: the per-particle stress parts of 2D P2G's particle half and of the P2G
    adjoint over CQ__LANES_f32 particles: F's rotation (cq__polar_2d_), the stress (cq__pk1_rot_), the affine
    matrix (cq__affine_) and the stress half of the adjoint (cq__p2g_adj_stress_rot_), every per-particle
    value an array over the lanes [..][l], statement by statement the one-particle functions' operations in
    their order (the material's SymPy code through generator/symbolic.py lanes_c), so each lane gets their
-   bits.  Branches become selects; the rare parts (incompressibility, actuation) run lane by
-   lane through the one-particle functions or their text.  Every CPU particle runs this code when the
-   lanes are on (a range's last group padded with its last particle, whose copies write nothing), so
-   no particle's rounding depends on whether it fell in a lane group (gcc 12 fuses multiply-adds in
-   the one-particle code at -O3 -march=native, see >>cpu_lanes).  Measured on this repository's
-   2-vCPU AMD EPYC (Zen 3) VM, one thread, the 2D block's f32 backward: the stress parts out of line
-   one particle at a time took ~22% of it (bench/RESULTS.md). */
+   bits.  Branches become selects (cq__sel_); the rare parts (incompressibility, actuation) run lane by
+   lane through the one-particle functions or their text.  Every particle of a 2D sim runs this code
+   when the lanes are on (a range's last group padded with its last particle, whose copies write
+   nothing), so no particle's rounding depends on whether it fell in a lane group (gcc 12 fuses
+   multiply-adds in the one-particle code at -O3 -march=native, see >>cpu_lanes).  On this
+   repository's 2-vCPU AMD EPYC (Zen 3) VM, one thread: the 2D block's backward ~20% faster, its
+   forward up to ~25% (bench/RESULTS.md).  3D keeps the one-particle code (cpu_backend.j2
+   cq__p2g_adj_pre_ / _post_, out of line): over lanes its 3x3 stresses ran slower there (the 8k
+   cubes' forward and backward 7-45%: NeoHookean's logarithm keeps gcc from vectorizing the loop). */
 static void cq__polar_lanes_2d_f32(float F[4][CQ__LANES_f32], float R[4][CQ__LANES_f32])
 {
     float c[CQ__LANES_f32], s[CQ__LANES_f32], arg[CQ__LANES_f32], r[CQ__LANES_f32];
@@ -10236,11 +10247,10 @@ static void cq__pk1_lanes_2d_fixed_corotated_f32(const int *ps, const cq__params
                     for (int c = 0; c < 2; ++c) P[a * 2 + b][l] += F[a * 2 + c][l] * sa[c * 2 + b];
         }
 }
-/* cq__p2g_adj_stress_rot_2d_fixed_corotated_f32 over the lanes, given F, its rotation (R; rot[l] the whole of it),
-   P and G_bar = dL/dG; the first cnt lanes write their particles' ai.F, pg.vol, pg.E, pg.nu and
+/* cq__p2g_adj_stress_rot_2d_fixed_corotated_f32 over the lanes, given F, its rotation R, P and G_bar = dL/dG; the first cnt lanes write their particles' ai.F, pg.vol, pg.E, pg.nu and
    dact (the others are a padded group's copies) */
 static void cq__stress_adj_lanes_2d_fixed_corotated_f32(const int *ps, int cnt, const cq__params_f32 *prm, cq__pview_f32 s,
-        const cq__rot_2d_f32 *const *rot, float F[4][CQ__LANES_f32], float R[4][CQ__LANES_f32],
+        float F[4][CQ__LANES_f32], float R[4][CQ__LANES_f32],
         float Pp[4][CQ__LANES_f32], float G_bar[4][CQ__LANES_f32], cq__pview_f32 ai, cq__pview_f32 pg, float *dact)
 {
     float P_bar[4][CQ__LANES_f32], F_bar[4][CQ__LANES_f32], act_bar[4][CQ__LANES_f32], R_bar[4][CQ__LANES_f32];
@@ -10248,7 +10258,7 @@ static void cq__stress_adj_lanes_2d_fixed_corotated_f32(const int *ps, int cnt, 
     float vol_bar[CQ__LANES_f32], E_bar[CQ__LANES_f32], nu_bar[CQ__LANES_f32];
     int group[CQ__LANES_f32];
     const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
-    (void)rot; (void)R;
+    (void)R;
     for (int l = 0; l < CQ__LANES_f32; ++l) {
         const long p = ps[l];
         vol[l] = s.vol[p]; E[l] = s.E[p]; nu[l] = s.nu[p]; group[l] = s.act ? s.act[p] : -1;
@@ -10369,11 +10379,10 @@ static void cq__pk1_lanes_2d_neohookean_f32(const int *ps, const cq__params_f32 
                     for (int c = 0; c < 2; ++c) P[a * 2 + b][l] += F[a * 2 + c][l] * sa[c * 2 + b];
         }
 }
-/* cq__p2g_adj_stress_rot_2d_neohookean_f32 over the lanes, given F, its rotation (R; rot[l] the whole of it),
-   P and G_bar = dL/dG; the first cnt lanes write their particles' ai.F, pg.vol, pg.E, pg.nu and
+/* cq__p2g_adj_stress_rot_2d_neohookean_f32 over the lanes, given F, its rotation R, P and G_bar = dL/dG; the first cnt lanes write their particles' ai.F, pg.vol, pg.E, pg.nu and
    dact (the others are a padded group's copies) */
 static void cq__stress_adj_lanes_2d_neohookean_f32(const int *ps, int cnt, const cq__params_f32 *prm, cq__pview_f32 s,
-        const cq__rot_2d_f32 *const *rot, float F[4][CQ__LANES_f32], float R[4][CQ__LANES_f32],
+        float F[4][CQ__LANES_f32], float R[4][CQ__LANES_f32],
         float Pp[4][CQ__LANES_f32], float G_bar[4][CQ__LANES_f32], cq__pview_f32 ai, cq__pview_f32 pg, float *dact)
 {
     float P_bar[4][CQ__LANES_f32], F_bar[4][CQ__LANES_f32], act_bar[4][CQ__LANES_f32];
@@ -10381,7 +10390,7 @@ static void cq__stress_adj_lanes_2d_neohookean_f32(const int *ps, int cnt, const
     float vol_bar[CQ__LANES_f32], E_bar[CQ__LANES_f32], nu_bar[CQ__LANES_f32];
     int group[CQ__LANES_f32];
     const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
-    (void)rot; (void)R;
+    (void)R;
     for (int l = 0; l < CQ__LANES_f32; ++l) {
         const long p = ps[l];
         vol[l] = s.vol[p]; E[l] = s.E[p]; nu[l] = s.nu[p]; group[l] = s.act ? s.act[p] : -1;
@@ -10466,18 +10475,20 @@ static void cq__stress_adj_lanes_2d_neohookean_f32(const int *ps, int cnt, const
     }
 }
 
-/* >>stress_lanes_2d_f64: the per-particle stress parts of P2G's particle half and of the P2G
+/* >>stress_lanes_2d_f64: the per-particle stress parts of 2D P2G's particle half and of the P2G
    adjoint over CQ__LANES_f64 particles: F's rotation (cq__polar_2d_), the stress (cq__pk1_rot_), the affine
    matrix (cq__affine_) and the stress half of the adjoint (cq__p2g_adj_stress_rot_), every per-particle
    value an array over the lanes [..][l], statement by statement the one-particle functions' operations in
    their order (the material's SymPy code through generator/symbolic.py lanes_c), so each lane gets their
-   bits.  Branches become selects; the rare parts (incompressibility, actuation) run lane by
-   lane through the one-particle functions or their text.  Every CPU particle runs this code when the
-   lanes are on (a range's last group padded with its last particle, whose copies write nothing), so
-   no particle's rounding depends on whether it fell in a lane group (gcc 12 fuses multiply-adds in
-   the one-particle code at -O3 -march=native, see >>cpu_lanes).  Measured on this repository's
-   2-vCPU AMD EPYC (Zen 3) VM, one thread, the 2D block's f32 backward: the stress parts out of line
-   one particle at a time took ~22% of it (bench/RESULTS.md). */
+   bits.  Branches become selects (cq__sel_); the rare parts (incompressibility, actuation) run lane by
+   lane through the one-particle functions or their text.  Every particle of a 2D sim runs this code
+   when the lanes are on (a range's last group padded with its last particle, whose copies write
+   nothing), so no particle's rounding depends on whether it fell in a lane group (gcc 12 fuses
+   multiply-adds in the one-particle code at -O3 -march=native, see >>cpu_lanes).  On this
+   repository's 2-vCPU AMD EPYC (Zen 3) VM, one thread: the 2D block's backward ~20% faster, its
+   forward up to ~25% (bench/RESULTS.md).  3D keeps the one-particle code (cpu_backend.j2
+   cq__p2g_adj_pre_ / _post_, out of line): over lanes its 3x3 stresses ran slower there (the 8k
+   cubes' forward and backward 7-45%: NeoHookean's logarithm keeps gcc from vectorizing the loop). */
 static void cq__polar_lanes_2d_f64(double F[4][CQ__LANES_f64], double R[4][CQ__LANES_f64])
 {
     double c[CQ__LANES_f64], s[CQ__LANES_f64], arg[CQ__LANES_f64], r[CQ__LANES_f64];
@@ -10574,11 +10585,10 @@ static void cq__pk1_lanes_2d_fixed_corotated_f64(const int *ps, const cq__params
                     for (int c = 0; c < 2; ++c) P[a * 2 + b][l] += F[a * 2 + c][l] * sa[c * 2 + b];
         }
 }
-/* cq__p2g_adj_stress_rot_2d_fixed_corotated_f64 over the lanes, given F, its rotation (R; rot[l] the whole of it),
-   P and G_bar = dL/dG; the first cnt lanes write their particles' ai.F, pg.vol, pg.E, pg.nu and
+/* cq__p2g_adj_stress_rot_2d_fixed_corotated_f64 over the lanes, given F, its rotation R, P and G_bar = dL/dG; the first cnt lanes write their particles' ai.F, pg.vol, pg.E, pg.nu and
    dact (the others are a padded group's copies) */
 static void cq__stress_adj_lanes_2d_fixed_corotated_f64(const int *ps, int cnt, const cq__params_f64 *prm, cq__pview_f64 s,
-        const cq__rot_2d_f64 *const *rot, double F[4][CQ__LANES_f64], double R[4][CQ__LANES_f64],
+        double F[4][CQ__LANES_f64], double R[4][CQ__LANES_f64],
         double Pp[4][CQ__LANES_f64], double G_bar[4][CQ__LANES_f64], cq__pview_f64 ai, cq__pview_f64 pg, double *dact)
 {
     double P_bar[4][CQ__LANES_f64], F_bar[4][CQ__LANES_f64], act_bar[4][CQ__LANES_f64], R_bar[4][CQ__LANES_f64];
@@ -10586,7 +10596,7 @@ static void cq__stress_adj_lanes_2d_fixed_corotated_f64(const int *ps, int cnt, 
     double vol_bar[CQ__LANES_f64], E_bar[CQ__LANES_f64], nu_bar[CQ__LANES_f64];
     int group[CQ__LANES_f64];
     const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
-    (void)rot; (void)R;
+    (void)R;
     for (int l = 0; l < CQ__LANES_f64; ++l) {
         const long p = ps[l];
         vol[l] = s.vol[p]; E[l] = s.E[p]; nu[l] = s.nu[p]; group[l] = s.act ? s.act[p] : -1;
@@ -10707,11 +10717,10 @@ static void cq__pk1_lanes_2d_neohookean_f64(const int *ps, const cq__params_f64 
                     for (int c = 0; c < 2; ++c) P[a * 2 + b][l] += F[a * 2 + c][l] * sa[c * 2 + b];
         }
 }
-/* cq__p2g_adj_stress_rot_2d_neohookean_f64 over the lanes, given F, its rotation (R; rot[l] the whole of it),
-   P and G_bar = dL/dG; the first cnt lanes write their particles' ai.F, pg.vol, pg.E, pg.nu and
+/* cq__p2g_adj_stress_rot_2d_neohookean_f64 over the lanes, given F, its rotation R, P and G_bar = dL/dG; the first cnt lanes write their particles' ai.F, pg.vol, pg.E, pg.nu and
    dact (the others are a padded group's copies) */
 static void cq__stress_adj_lanes_2d_neohookean_f64(const int *ps, int cnt, const cq__params_f64 *prm, cq__pview_f64 s,
-        const cq__rot_2d_f64 *const *rot, double F[4][CQ__LANES_f64], double R[4][CQ__LANES_f64],
+        double F[4][CQ__LANES_f64], double R[4][CQ__LANES_f64],
         double Pp[4][CQ__LANES_f64], double G_bar[4][CQ__LANES_f64], cq__pview_f64 ai, cq__pview_f64 pg, double *dact)
 {
     double P_bar[4][CQ__LANES_f64], F_bar[4][CQ__LANES_f64], act_bar[4][CQ__LANES_f64];
@@ -10719,7 +10728,7 @@ static void cq__stress_adj_lanes_2d_neohookean_f64(const int *ps, int cnt, const
     double vol_bar[CQ__LANES_f64], E_bar[CQ__LANES_f64], nu_bar[CQ__LANES_f64];
     int group[CQ__LANES_f64];
     const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
-    (void)rot; (void)R;
+    (void)R;
     for (int l = 0; l < CQ__LANES_f64; ++l) {
         const long p = ps[l];
         vol[l] = s.vol[p]; E[l] = s.E[p]; nu[l] = s.nu[p]; group[l] = s.act ? s.act[p] : -1;
@@ -10800,774 +10809,6 @@ static void cq__stress_adj_lanes_2d_neohookean_f64(const int *ps, int cnt, const
     for (int l = 0; l < cnt; ++l) {
         const long p = ps[l];
         for (int a = 0; a < 4; ++a) { ai.F[p * 4 + a] += F_bar[a][l]; dact[p * 4 + a] = act_bar[a][l]; }
-        pg.vol[p] += vol_bar[l]; pg.E[p] += E_bar[l]; pg.nu[p] += nu_bar[l];
-    }
-}
-
-/* >>stress_lanes_3d_f32: the per-particle stress parts of P2G's particle half and of the P2G
-   adjoint over CQ__LANES_f32 particles: F's rotation, the stress (cq__pk1_rot_), the affine
-   matrix (cq__affine_) and the stress half of the adjoint (cq__p2g_adj_stress_rot_), every per-particle
-   value an array over the lanes [..][l], statement by statement the one-particle functions' operations in
-   their order (the material's SymPy code through generator/symbolic.py lanes_c), so each lane gets their
-   bits.  Branches become selects; the rare parts (incompressibility, actuation, the 3D polar VJP) run lane by
-   lane through the one-particle functions or their text.  Every CPU particle runs this code when the
-   lanes are on (a range's last group padded with its last particle, whose copies write nothing), so
-   no particle's rounding depends on whether it fell in a lane group (gcc 12 fuses multiply-adds in
-   the one-particle code at -O3 -march=native, see >>cpu_lanes).  Measured on this repository's
-   2-vCPU AMD EPYC (Zen 3) VM, one thread, the 2D block's f32 backward: the stress parts out of line
-   one particle at a time took ~22% of it (bench/RESULTS.md). */
-/* cq__affine_3d_f32 over the lanes: G = -(4/dx^2) dt V0 P F^T + m C */
-static void cq__affine_lanes_3d_f32(const int *ps, const cq__params_f32 *prm, cq__pview_f32 s,
-                                          float Pp[9][CQ__LANES_f32], float Fp[9][CQ__LANES_f32], float G[9][CQ__LANES_f32])
-{
-    float mass[CQ__LANES_f32], ks[CQ__LANES_f32], C[9][CQ__LANES_f32];
-    for (int l = 0; l < CQ__LANES_f32; ++l) {
-        const long p = ps[l];
-        mass[l] = s.mass[p];
-        ks[l] = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];   /* -(4/dx^2) dt V0 */
-        for (int a = 0; a < 9; ++a) C[a][l] = s.C[p * 9 + a];
-    }
-    for (int l = 0; l < CQ__LANES_f32; ++l)
-        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)
-            CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
-                float pf = 0;   /* (P F^T)_ab */
-                CQ__CPU_UNROLL for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c][l] * Fp[b * 3 + c][l];
-                G[a * 3 + b][l] = ks[l] * pf + mass[l] * C[a * 3 + b][l];
-            }
-}
-/* cq__pk1_rot_3d_fixed_corotated_f32 over the lanes: P of F (R its rotation), E, nu and the actuation of
-   particles ps[] */
-static void cq__pk1_lanes_3d_fixed_corotated_f32(const int *ps, const cq__params_f32 *prm, cq__pview_f32 s,
-                                float F[9][CQ__LANES_f32], float R[9][CQ__LANES_f32], float P[9][CQ__LANES_f32])
-{
-    float E[CQ__LANES_f32], nu[CQ__LANES_f32], mu[CQ__LANES_f32], lam[CQ__LANES_f32];
-    int group[CQ__LANES_f32];
-    (void)R;
-    for (int l = 0; l < CQ__LANES_f32; ++l) {
-        const long p = ps[l];
-        E[l] = s.E[p]; nu[l] = s.nu[p]; group[l] = s.act ? s.act[p] : -1;
-    }
-    for (int l = 0; l < CQ__LANES_f32; ++l) {   /* cq__lame_f32 */
-        mu[l] = E[l] / (2 * (1 + nu[l]));
-        lam[l] = E[l] * nu[l] / ((1 + nu[l]) * (1 - 2 * nu[l]));
-    }
-    for (int l = 0; l < CQ__LANES_f32; ++l) {   /* cq__stress_3d_fixed_corotated_f32 */
-        const float t0 = F[4][l]*F[8][l];
-        const float t1 = F[5][l]*F[7][l];
-        const float t2 = F[3][l]*F[8][l];
-        const float t3 = F[4][l]*F[6][l];
-        const float t4 = F[5][l]*F[6][l];
-        const float t5 = F[3][l]*F[7][l];
-        const float t6 = lam[l]*(-F[0][l]*t0 + F[0][l]*t1 + F[1][l]*t2 - F[1][l]*t4 + F[2][l]*t3 - F[2][l]*t5 + 1);
-        const float t7 = 2*mu[l];
-        P[0][l] = 2*mu[l]*(F[0][l] - R[0][l]) - t6*(t0 - t1);
-        P[1][l] = t6*(t2 - t4) + t7*(F[1][l] - R[1][l]);
-        P[2][l] = 2*mu[l]*(F[2][l] - R[2][l]) - t6*(-t3 + t5);
-        P[3][l] = t6*(F[1][l]*F[8][l] - F[2][l]*F[7][l]) + t7*(F[3][l] - R[3][l]);
-        P[4][l] = 2*mu[l]*(F[4][l] - R[4][l]) - t6*(F[0][l]*F[8][l] - F[2][l]*F[6][l]);
-        P[5][l] = t6*(F[0][l]*F[7][l] - F[1][l]*F[6][l]) + t7*(F[5][l] - R[5][l]);
-        P[6][l] = 2*mu[l]*(F[6][l] - R[6][l]) - t6*(F[1][l]*F[5][l] - F[2][l]*F[4][l]);
-        P[7][l] = t6*(F[0][l]*F[5][l] - F[2][l]*F[3][l]) + t7*(F[7][l] - R[7][l]);
-        P[8][l] = 2*mu[l]*(F[8][l] - R[8][l]) - t6*(F[0][l]*F[4][l] - F[1][l]*F[3][l]);
-    }
-    if (prm->incompressibility)
-        for (int l = 0; l < CQ__LANES_f32; ++l) {
-            float Fl[9], Pl[9];
-            for (int a = 0; a < 9; ++a) { Fl[a] = F[a][l]; Pl[a] = P[a][l]; }
-            cq__incompressible_3d_f32(Fl, E[l], nu[l], prm->incompressibility, Pl);
-            for (int a = 0; a < 9; ++a) P[a][l] = Pl[a];
-        }
-    for (int l = 0; l < CQ__LANES_f32; ++l)
-        if (group[l] >= 0 && group[l] < prm->act_groups) {
-            const float *sa = s.act_stress + (long)group[l] * 9;
-            for (int a = 0; a < 3; ++a)
-                for (int b = 0; b < 3; ++b)
-                    for (int c = 0; c < 3; ++c) P[a * 3 + b][l] += F[a * 3 + c][l] * sa[c * 3 + b];
-        }
-}
-/* cq__p2g_adj_stress_rot_3d_fixed_corotated_f32 over the lanes, given F, its rotation (R; rot[l] the whole of it),
-   P and G_bar = dL/dG; the first cnt lanes write their particles' ai.F, pg.vol, pg.E, pg.nu and
-   dact (the others are a padded group's copies) */
-static void cq__stress_adj_lanes_3d_fixed_corotated_f32(const int *ps, int cnt, const cq__params_f32 *prm, cq__pview_f32 s,
-        const cq__rot_3d_f32 *const *rot, float F[9][CQ__LANES_f32], float R[9][CQ__LANES_f32],
-        float Pp[9][CQ__LANES_f32], float G_bar[9][CQ__LANES_f32], cq__pview_f32 ai, cq__pview_f32 pg, float *dact)
-{
-    float P_bar[9][CQ__LANES_f32], F_bar[9][CQ__LANES_f32], act_bar[9][CQ__LANES_f32], R_bar[9][CQ__LANES_f32];
-    float vol[CQ__LANES_f32], E[CQ__LANES_f32], nu[CQ__LANES_f32], mu[CQ__LANES_f32], lam[CQ__LANES_f32], gmu[CQ__LANES_f32], glam[CQ__LANES_f32];
-    float vol_bar[CQ__LANES_f32], E_bar[CQ__LANES_f32], nu_bar[CQ__LANES_f32];
-    int group[CQ__LANES_f32];
-    const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
-    (void)rot; (void)R;
-    for (int l = 0; l < CQ__LANES_f32; ++l) {
-        const long p = ps[l];
-        vol[l] = s.vol[p]; E[l] = s.E[p]; nu[l] = s.nu[p]; group[l] = s.act ? s.act[p] : -1;
-        vol_bar[l] = 0; E_bar[l] = 0; nu_bar[l] = 0; gmu[l] = 0; glam[l] = 0;
-    }
-    /* G = k V0 P F^T + m C */
-    for (int l = 0; l < CQ__LANES_f32; ++l)
-        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)
-            CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
-                float gf_ab = 0, gtp_ab = 0, pf = 0;
-                CQ__CPU_UNROLL for (int c = 0; c < 3; ++c) {
-                    gf_ab += G_bar[a * 3 + c][l] * F[c * 3 + b][l];   /* (G_bar F)_ab */
-                    gtp_ab += G_bar[c * 3 + a][l] * Pp[c * 3 + b][l];   /* (G_bar^T P)_ab */
-                    pf += Pp[a * 3 + c][l] * F[b * 3 + c][l];     /* (P F^T)_ab */
-                }
-                P_bar[a * 3 + b][l] = ks * vol[l] * gf_ab;
-                F_bar[a * 3 + b][l] = ks * vol[l] * gtp_ab;
-                vol_bar[l] += ks * pf * G_bar[a * 3 + b][l];
-            }
-    for (int a = 0; a < 9; ++a)
-        for (int l = 0; l < CQ__LANES_f32; ++l) { act_bar[a][l] = 0; R_bar[a][l] = 0; }
-    for (int l = 0; l < CQ__LANES_f32; ++l) {   /* cq__lame_f32 */
-        mu[l] = E[l] / (2 * (1 + nu[l]));
-        lam[l] = E[l] * nu[l] / ((1 + nu[l]) * (1 - 2 * nu[l]));
-    }
-    for (int l = 0; l < CQ__LANES_f32; ++l) {   /* cq__stress_vjp_3d_fixed_corotated_f32 */
-        const float t0 = F[4][l]*F[8][l];
-        const float t1 = F[5][l]*F[7][l];
-        const float t2 = F[3][l]*F[8][l];
-        const float t3 = F[4][l]*F[6][l];
-        const float t4 = F[5][l]*F[6][l];
-        const float t5 = F[3][l]*F[7][l];
-        const float t6 = lam[l]*(-F[0][l]*t0 + F[0][l]*t1 + F[1][l]*t2 - F[1][l]*t4 + F[2][l]*t3 - F[2][l]*t5 + 1);
-        const float t7 = 2*mu[l];
-        const float b0 = P_bar[1][l]*(F[1][l] - R[1][l]) + P_bar[3][l]*(F[3][l] - R[3][l]) + P_bar[5][l]*(F[5][l] - R[5][l]) + P_bar[7][l]*(F[7][l] - R[7][l]);
-        const float b1 = P_bar[0][l]*(-t0 + t1) + P_bar[1][l]*(t2 - t4) + P_bar[2][l]*(t3 - t5) + P_bar[3][l]*(F[1][l]*F[8][l] - F[2][l]*F[7][l]) + P_bar[4][l]*(-F[0][l]*F[8][l] + F[2][l]*F[6][l]) + P_bar[5][l]*(F[0][l]*F[7][l] - F[1][l]*F[6][l]) + P_bar[6][l]*(-F[1][l]*F[5][l] + F[2][l]*F[4][l]) + P_bar[7][l]*(F[0][l]*F[5][l] - F[2][l]*F[3][l]) + P_bar[8][l]*(-F[0][l]*F[4][l] + F[1][l]*F[3][l]);
-        const float b2 = -F[2][l]*b1*lam[l] - P_bar[2][l]*t6;
-        const float b3 = -F[1][l]*b1*lam[l] - P_bar[1][l]*t6;
-        const float b4 = F[2][l]*b1*lam[l] + P_bar[2][l]*t6;
-        const float b5 = F[1][l]*b1*lam[l] + P_bar[1][l]*t6;
-        const float b6 = F[0][l]*b1*lam[l] + P_bar[0][l]*t6;
-        const float b7 = -F[0][l]*b1*lam[l] - P_bar[0][l]*t6;
-        F_bar[0][l] += -F[4][l]*P_bar[8][l]*t6 + F[5][l]*P_bar[7][l]*t6 + F[7][l]*P_bar[5][l]*t6 - F[8][l]*P_bar[4][l]*t6 + 2*P_bar[0][l]*mu[l] + b1*lam[l]*(-t0 + t1);
-        F_bar[1][l] += F[3][l]*P_bar[8][l]*t6 - F[5][l]*P_bar[6][l]*t6 - F[6][l]*P_bar[5][l]*t6 + F[8][l]*P_bar[3][l]*t6 + P_bar[1][l]*t7 + b1*lam[l]*(t2 - t4);
-        F_bar[2][l] += -F[3][l]*P_bar[7][l]*t6 + F[4][l]*P_bar[6][l]*t6 + F[6][l]*P_bar[4][l]*t6 - F[7][l]*P_bar[3][l]*t6 + 2*P_bar[2][l]*mu[l] + b1*lam[l]*(t3 - t5);
-        F_bar[3][l] += F[1][l]*P_bar[8][l]*t6 - F[2][l]*P_bar[7][l]*t6 + F[7][l]*b2 + F[8][l]*b5 + P_bar[3][l]*t7;
-        F_bar[4][l] += -F[0][l]*P_bar[8][l]*t6 + F[2][l]*P_bar[6][l]*t6 + F[6][l]*b4 + F[8][l]*b7 + 2*P_bar[4][l]*mu[l];
-        F_bar[5][l] += F[0][l]*P_bar[7][l]*t6 - F[1][l]*P_bar[6][l]*t6 + F[6][l]*b3 + F[7][l]*b6 + P_bar[5][l]*t7;
-        F_bar[6][l] += -F[1][l]*P_bar[5][l]*t6 + F[2][l]*P_bar[4][l]*t6 + F[4][l]*b4 + F[5][l]*b3 + 2*P_bar[6][l]*mu[l];
-        F_bar[7][l] += F[0][l]*P_bar[5][l]*t6 - F[2][l]*P_bar[3][l]*t6 + F[3][l]*b2 + F[5][l]*b6 + P_bar[7][l]*t7;
-        F_bar[8][l] += -F[0][l]*P_bar[4][l]*t6 + F[1][l]*P_bar[3][l]*t6 + F[3][l]*b5 + F[4][l]*b7 + 2*P_bar[8][l]*mu[l];
-        R_bar[0][l] += -2*P_bar[0][l]*mu[l];
-        R_bar[1][l] += -P_bar[1][l]*t7;
-        R_bar[2][l] += -2*P_bar[2][l]*mu[l];
-        R_bar[3][l] += -P_bar[3][l]*t7;
-        R_bar[4][l] += -2*P_bar[4][l]*mu[l];
-        R_bar[5][l] += -P_bar[5][l]*t7;
-        R_bar[6][l] += -2*P_bar[6][l]*mu[l];
-        R_bar[7][l] += -P_bar[7][l]*t7;
-        R_bar[8][l] += -2*P_bar[8][l]*mu[l];
-        gmu[l] += P_bar[0][l]*(2*F[0][l] - 2*R[0][l]) + P_bar[2][l]*(2*F[2][l] - 2*R[2][l]) + P_bar[4][l]*(2*F[4][l] - 2*R[4][l]) + P_bar[6][l]*(2*F[6][l] - 2*R[6][l]) + P_bar[8][l]*(2*F[8][l] - 2*R[8][l]) + 2*b0;
-        glam[l] += b1*(-F[0][l]*t0 + F[0][l]*t1 + F[1][l]*t2 - F[1][l]*t4 + F[2][l]*t3 - F[2][l]*t5 + 1);
-    }
-    for (int l = 0; l < CQ__LANES_f32; ++l) {   /* cq__polar_vjp_rot_3d_f32, lane by lane */
-        float Fl[9], Rb[9], Fb[9];
-        for (int a = 0; a < 9; ++a) { Fl[a] = F[a][l]; Rb[a] = R_bar[a][l]; Fb[a] = F_bar[a][l]; }
-        cq__polar_vjp_rot_3d_f32(Fl, rot[l], Rb, Fb);
-        for (int a = 0; a < 9; ++a) F_bar[a][l] = Fb[a];
-    }
-    for (int l = 0; l < CQ__LANES_f32; ++l) {
-        const float op = 1 + nu[l], om = 1 - 2 * nu[l];
-        E_bar[l] += gmu[l] / (2 * op) + glam[l] * nu[l] / (op * om);
-        nu_bar[l] += -gmu[l] * E[l] / (2 * op * op) + glam[l] * E[l] * (1 + 2 * nu[l] * nu[l]) / (op * op * om * om);
-    }
-    if (prm->incompressibility)
-        for (int l = 0; l < CQ__LANES_f32; ++l) {
-            float Fl[9], Pb[9], Fb[9];
-            for (int a = 0; a < 9; ++a) { Fl[a] = F[a][l]; Pb[a] = P_bar[a][l]; Fb[a] = F_bar[a][l]; }
-            cq__incompressible_vjp_3d_f32(Fl, E[l], nu[l], prm->incompressibility, Pb, Fb, &E_bar[l], &nu_bar[l]);
-            for (int a = 0; a < 9; ++a) F_bar[a][l] = Fb[a];
-        }
-    for (int l = 0; l < CQ__LANES_f32; ++l)   /* P += F sa: F_bar += P_bar sa^T, dsa += F^T P_bar */
-        if (group[l] >= 0 && group[l] < prm->act_groups) {
-            const float *sa = s.act_stress + (long)group[l] * 9;
-            for (int a = 0; a < 3; ++a)
-                for (int c = 0; c < 3; ++c) {
-                    float g = 0;
-                    for (int b = 0; b < 3; ++b) g += P_bar[a * 3 + b][l] * sa[c * 3 + b];
-                    F_bar[a * 3 + c][l] += g;
-                }
-            for (int c = 0; c < 3; ++c)
-                for (int b = 0; b < 3; ++b) {
-                    float g = 0;
-                    for (int a = 0; a < 3; ++a) g += F[a * 3 + c][l] * P_bar[a * 3 + b][l];
-                    act_bar[c * 3 + b][l] += g;
-                }
-        }
-    for (int l = 0; l < cnt; ++l) {
-        const long p = ps[l];
-        for (int a = 0; a < 9; ++a) { ai.F[p * 9 + a] += F_bar[a][l]; dact[p * 9 + a] = act_bar[a][l]; }
-        pg.vol[p] += vol_bar[l]; pg.E[p] += E_bar[l]; pg.nu[p] += nu_bar[l];
-    }
-}
-/* cq__pk1_rot_3d_neohookean_f32 over the lanes: P of F (R its rotation, unused), E, nu and the actuation of
-   particles ps[] */
-static void cq__pk1_lanes_3d_neohookean_f32(const int *ps, const cq__params_f32 *prm, cq__pview_f32 s,
-                                float F[9][CQ__LANES_f32], float R[9][CQ__LANES_f32], float P[9][CQ__LANES_f32])
-{
-    float E[CQ__LANES_f32], nu[CQ__LANES_f32], mu[CQ__LANES_f32], lam[CQ__LANES_f32];
-    int group[CQ__LANES_f32];
-    (void)R;
-    for (int l = 0; l < CQ__LANES_f32; ++l) {
-        const long p = ps[l];
-        E[l] = s.E[p]; nu[l] = s.nu[p]; group[l] = s.act ? s.act[p] : -1;
-    }
-    for (int l = 0; l < CQ__LANES_f32; ++l) {   /* cq__lame_f32 */
-        mu[l] = E[l] / (2 * (1 + nu[l]));
-        lam[l] = E[l] * nu[l] / ((1 + nu[l]) * (1 - 2 * nu[l]));
-    }
-    for (int l = 0; l < CQ__LANES_f32; ++l) {   /* cq__stress_3d_neohookean_f32 */
-        const float t0 = F[4][l]*F[8][l];
-        const float t1 = F[5][l]*F[7][l];
-        const float t2 = t0 - t1;
-        const float t3 = F[5][l]*F[6][l];
-        const float t4 = F[3][l]*F[7][l];
-        const float t5 = F[3][l]*F[8][l];
-        const float t6 = F[4][l]*F[6][l];
-        const float t7 = F[0][l]*t0 - F[0][l]*t1 + F[1][l]*t3 - F[1][l]*t5 + F[2][l]*t4 - F[2][l]*t6;
-        const float t8 = (1.0F/((t7)));
-        const float t9 = mu[l]*t8;
-        const float t10 = lam[l]*t8*logf(t7);
-        const float t11 = -t3 + t5;
-        const float t12 = t4 - t6;
-        const float t13 = F[1][l]*F[8][l] - F[2][l]*F[7][l];
-        const float t14 = F[0][l]*F[8][l] - F[2][l]*F[6][l];
-        const float t15 = F[0][l]*F[7][l] - F[1][l]*F[6][l];
-        const float t16 = F[1][l]*F[5][l] - F[2][l]*F[4][l];
-        const float t17 = F[0][l]*F[5][l] - F[2][l]*F[3][l];
-        const float t18 = F[0][l]*F[4][l] - F[1][l]*F[3][l];
-        P[0][l] = F[0][l]*mu[l] + t10*t2 - t2*t9;
-        P[1][l] = F[1][l]*mu[l] - t10*t11 + t11*t9;
-        P[2][l] = F[2][l]*mu[l] + t10*t12 - t12*t9;
-        P[3][l] = F[3][l]*mu[l] - t10*t13 + t13*t9;
-        P[4][l] = F[4][l]*mu[l] + t10*t14 - t14*t9;
-        P[5][l] = F[5][l]*mu[l] - t10*t15 + t15*t9;
-        P[6][l] = F[6][l]*mu[l] + t10*t16 - t16*t9;
-        P[7][l] = F[7][l]*mu[l] - t10*t17 + t17*t9;
-        P[8][l] = F[8][l]*mu[l] + t10*t18 - t18*t9;
-    }
-    if (prm->incompressibility)
-        for (int l = 0; l < CQ__LANES_f32; ++l) {
-            float Fl[9], Pl[9];
-            for (int a = 0; a < 9; ++a) { Fl[a] = F[a][l]; Pl[a] = P[a][l]; }
-            cq__incompressible_3d_f32(Fl, E[l], nu[l], prm->incompressibility, Pl);
-            for (int a = 0; a < 9; ++a) P[a][l] = Pl[a];
-        }
-    for (int l = 0; l < CQ__LANES_f32; ++l)
-        if (group[l] >= 0 && group[l] < prm->act_groups) {
-            const float *sa = s.act_stress + (long)group[l] * 9;
-            for (int a = 0; a < 3; ++a)
-                for (int b = 0; b < 3; ++b)
-                    for (int c = 0; c < 3; ++c) P[a * 3 + b][l] += F[a * 3 + c][l] * sa[c * 3 + b];
-        }
-}
-/* cq__p2g_adj_stress_rot_3d_neohookean_f32 over the lanes, given F, its rotation (R; rot[l] the whole of it),
-   P and G_bar = dL/dG; the first cnt lanes write their particles' ai.F, pg.vol, pg.E, pg.nu and
-   dact (the others are a padded group's copies) */
-static void cq__stress_adj_lanes_3d_neohookean_f32(const int *ps, int cnt, const cq__params_f32 *prm, cq__pview_f32 s,
-        const cq__rot_3d_f32 *const *rot, float F[9][CQ__LANES_f32], float R[9][CQ__LANES_f32],
-        float Pp[9][CQ__LANES_f32], float G_bar[9][CQ__LANES_f32], cq__pview_f32 ai, cq__pview_f32 pg, float *dact)
-{
-    float P_bar[9][CQ__LANES_f32], F_bar[9][CQ__LANES_f32], act_bar[9][CQ__LANES_f32];
-    float vol[CQ__LANES_f32], E[CQ__LANES_f32], nu[CQ__LANES_f32], mu[CQ__LANES_f32], lam[CQ__LANES_f32], gmu[CQ__LANES_f32], glam[CQ__LANES_f32];
-    float vol_bar[CQ__LANES_f32], E_bar[CQ__LANES_f32], nu_bar[CQ__LANES_f32];
-    int group[CQ__LANES_f32];
-    const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
-    (void)rot; (void)R;
-    for (int l = 0; l < CQ__LANES_f32; ++l) {
-        const long p = ps[l];
-        vol[l] = s.vol[p]; E[l] = s.E[p]; nu[l] = s.nu[p]; group[l] = s.act ? s.act[p] : -1;
-        vol_bar[l] = 0; E_bar[l] = 0; nu_bar[l] = 0; gmu[l] = 0; glam[l] = 0;
-    }
-    /* G = k V0 P F^T + m C */
-    for (int l = 0; l < CQ__LANES_f32; ++l)
-        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)
-            CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
-                float gf_ab = 0, gtp_ab = 0, pf = 0;
-                CQ__CPU_UNROLL for (int c = 0; c < 3; ++c) {
-                    gf_ab += G_bar[a * 3 + c][l] * F[c * 3 + b][l];   /* (G_bar F)_ab */
-                    gtp_ab += G_bar[c * 3 + a][l] * Pp[c * 3 + b][l];   /* (G_bar^T P)_ab */
-                    pf += Pp[a * 3 + c][l] * F[b * 3 + c][l];     /* (P F^T)_ab */
-                }
-                P_bar[a * 3 + b][l] = ks * vol[l] * gf_ab;
-                F_bar[a * 3 + b][l] = ks * vol[l] * gtp_ab;
-                vol_bar[l] += ks * pf * G_bar[a * 3 + b][l];
-            }
-    for (int a = 0; a < 9; ++a)
-        for (int l = 0; l < CQ__LANES_f32; ++l) { act_bar[a][l] = 0; }
-    for (int l = 0; l < CQ__LANES_f32; ++l) {   /* cq__lame_f32 */
-        mu[l] = E[l] / (2 * (1 + nu[l]));
-        lam[l] = E[l] * nu[l] / ((1 + nu[l]) * (1 - 2 * nu[l]));
-    }
-    for (int l = 0; l < CQ__LANES_f32; ++l) {   /* cq__stress_vjp_3d_neohookean_f32 */
-        const float t0 = F[4][l]*F[8][l];
-        const float t1 = F[5][l]*F[7][l];
-        const float t2 = t0 - t1;
-        const float t3 = F[5][l]*F[6][l];
-        const float t4 = F[3][l]*F[7][l];
-        const float t5 = F[3][l]*F[8][l];
-        const float t6 = F[4][l]*F[6][l];
-        const float t7 = F[0][l]*t0 - F[0][l]*t1 + F[1][l]*t3 - F[1][l]*t5 + F[2][l]*t4 - F[2][l]*t6;
-        const float t8 = (1.0F/((t7)));
-        const float t9 = mu[l]*t8;
-        const float f0 = logf(t7);
-        const float t10 = f0*lam[l]*t8;
-        const float t11 = -t3 + t5;
-        const float t12 = t4 - t6;
-        const float t13 = F[1][l]*F[8][l] - F[2][l]*F[7][l];
-        const float t14 = F[0][l]*F[8][l] - F[2][l]*F[6][l];
-        const float t15 = F[0][l]*F[7][l] - F[1][l]*F[6][l];
-        const float t16 = F[1][l]*F[5][l] - F[2][l]*F[4][l];
-        const float t17 = F[0][l]*F[5][l] - F[2][l]*F[3][l];
-        const float t18 = F[0][l]*F[4][l] - F[1][l]*F[3][l];
-        const float b0 = P_bar[8][l]*(t10 - t9);
-        const float b1 = P_bar[7][l]*(-t10 + t9);
-        const float b2 = P_bar[6][l]*(t10 - t9);
-        const float b3 = P_bar[5][l]*(-t10 + t9);
-        const float b4 = P_bar[4][l]*(t10 - t9);
-        const float b5 = P_bar[3][l]*(-t10 + t9);
-        const float b6 = P_bar[2][l]*(t10 - t9);
-        const float b7 = P_bar[1][l]*(-t10 + t9);
-        const float b8 = P_bar[0][l]*t2 - P_bar[1][l]*t11 + P_bar[2][l]*t12 - P_bar[3][l]*t13 + P_bar[4][l]*t14 - P_bar[5][l]*t15 + P_bar[6][l]*t16 - P_bar[7][l]*t17 + P_bar[8][l]*t18;
-        const float b9 = b8*lam[l]*t8;
-        const float b10 = -P_bar[0][l]*t2 + P_bar[1][l]*t11 - P_bar[2][l]*t12 + P_bar[3][l]*t13 - P_bar[4][l]*t14 + P_bar[5][l]*t15 - P_bar[6][l]*t16 + P_bar[7][l]*t17 - P_bar[8][l]*t18;
-        const float b11 = b10*mu[l] + b8*f0*lam[l];
-        const float b12 = -b11/((t7)*(t7)) + b9/t7;
-        const float b13 = -F[2][l]*b12 - b6;
-        const float b14 = -F[1][l]*b12 + b7;
-        const float b15 = F[2][l]*b12 + b6;
-        const float b16 = F[1][l]*b12 - b7;
-        const float b17 = P_bar[0][l]*(t10 - t9);
-        const float b18 = -F[0][l]*b12 - b17;
-        const float b19 = F[0][l]*b12 + b17;
-        F_bar[0][l] += F[4][l]*b0 + F[5][l]*b1 + F[7][l]*b3 + F[8][l]*b4 + P_bar[0][l]*mu[l] + b12*(t0 - t1);
-        F_bar[1][l] += -F[3][l]*b0 + F[5][l]*b2 - F[6][l]*b3 + F[8][l]*b5 + P_bar[1][l]*mu[l] + b12*(t3 - t5);
-        F_bar[2][l] += -F[3][l]*b1 - F[4][l]*b2 - F[6][l]*b4 - F[7][l]*b5 + P_bar[2][l]*mu[l] + b12*(t4 - t6);
-        F_bar[3][l] += -F[1][l]*b0 - F[2][l]*b1 + F[7][l]*b15 + F[8][l]*b14 + P_bar[3][l]*mu[l];
-        F_bar[4][l] += F[0][l]*b0 - F[2][l]*b2 + F[6][l]*b13 + F[8][l]*b19 + P_bar[4][l]*mu[l];
-        F_bar[5][l] += F[0][l]*b1 + F[1][l]*b2 + F[6][l]*b16 + F[7][l]*b18 + P_bar[5][l]*mu[l];
-        F_bar[6][l] += -F[1][l]*b3 - F[2][l]*b4 + F[4][l]*b13 + F[5][l]*b16 + P_bar[6][l]*mu[l];
-        F_bar[7][l] += F[0][l]*b3 - F[2][l]*b5 + F[3][l]*b15 + F[5][l]*b18 + P_bar[7][l]*mu[l];
-        F_bar[8][l] += F[0][l]*b4 + F[1][l]*b5 + F[3][l]*b14 + F[4][l]*b19 + P_bar[8][l]*mu[l];
-        gmu[l] += F[0][l]*P_bar[0][l] + F[1][l]*P_bar[1][l] + F[2][l]*P_bar[2][l] + F[3][l]*P_bar[3][l] + F[4][l]*P_bar[4][l] + F[5][l]*P_bar[5][l] + F[6][l]*P_bar[6][l] + F[7][l]*P_bar[7][l] + F[8][l]*P_bar[8][l] + b10*t8;
-        glam[l] += b8*f0*t8;
-    }
-    for (int l = 0; l < CQ__LANES_f32; ++l) {
-        const float op = 1 + nu[l], om = 1 - 2 * nu[l];
-        E_bar[l] += gmu[l] / (2 * op) + glam[l] * nu[l] / (op * om);
-        nu_bar[l] += -gmu[l] * E[l] / (2 * op * op) + glam[l] * E[l] * (1 + 2 * nu[l] * nu[l]) / (op * op * om * om);
-    }
-    if (prm->incompressibility)
-        for (int l = 0; l < CQ__LANES_f32; ++l) {
-            float Fl[9], Pb[9], Fb[9];
-            for (int a = 0; a < 9; ++a) { Fl[a] = F[a][l]; Pb[a] = P_bar[a][l]; Fb[a] = F_bar[a][l]; }
-            cq__incompressible_vjp_3d_f32(Fl, E[l], nu[l], prm->incompressibility, Pb, Fb, &E_bar[l], &nu_bar[l]);
-            for (int a = 0; a < 9; ++a) F_bar[a][l] = Fb[a];
-        }
-    for (int l = 0; l < CQ__LANES_f32; ++l)   /* P += F sa: F_bar += P_bar sa^T, dsa += F^T P_bar */
-        if (group[l] >= 0 && group[l] < prm->act_groups) {
-            const float *sa = s.act_stress + (long)group[l] * 9;
-            for (int a = 0; a < 3; ++a)
-                for (int c = 0; c < 3; ++c) {
-                    float g = 0;
-                    for (int b = 0; b < 3; ++b) g += P_bar[a * 3 + b][l] * sa[c * 3 + b];
-                    F_bar[a * 3 + c][l] += g;
-                }
-            for (int c = 0; c < 3; ++c)
-                for (int b = 0; b < 3; ++b) {
-                    float g = 0;
-                    for (int a = 0; a < 3; ++a) g += F[a * 3 + c][l] * P_bar[a * 3 + b][l];
-                    act_bar[c * 3 + b][l] += g;
-                }
-        }
-    for (int l = 0; l < cnt; ++l) {
-        const long p = ps[l];
-        for (int a = 0; a < 9; ++a) { ai.F[p * 9 + a] += F_bar[a][l]; dact[p * 9 + a] = act_bar[a][l]; }
-        pg.vol[p] += vol_bar[l]; pg.E[p] += E_bar[l]; pg.nu[p] += nu_bar[l];
-    }
-}
-
-/* >>stress_lanes_3d_f64: the per-particle stress parts of P2G's particle half and of the P2G
-   adjoint over CQ__LANES_f64 particles: F's rotation, the stress (cq__pk1_rot_), the affine
-   matrix (cq__affine_) and the stress half of the adjoint (cq__p2g_adj_stress_rot_), every per-particle
-   value an array over the lanes [..][l], statement by statement the one-particle functions' operations in
-   their order (the material's SymPy code through generator/symbolic.py lanes_c), so each lane gets their
-   bits.  Branches become selects; the rare parts (incompressibility, actuation, the 3D polar VJP) run lane by
-   lane through the one-particle functions or their text.  Every CPU particle runs this code when the
-   lanes are on (a range's last group padded with its last particle, whose copies write nothing), so
-   no particle's rounding depends on whether it fell in a lane group (gcc 12 fuses multiply-adds in
-   the one-particle code at -O3 -march=native, see >>cpu_lanes).  Measured on this repository's
-   2-vCPU AMD EPYC (Zen 3) VM, one thread, the 2D block's f32 backward: the stress parts out of line
-   one particle at a time took ~22% of it (bench/RESULTS.md). */
-/* cq__affine_3d_f64 over the lanes: G = -(4/dx^2) dt V0 P F^T + m C */
-static void cq__affine_lanes_3d_f64(const int *ps, const cq__params_f64 *prm, cq__pview_f64 s,
-                                          double Pp[9][CQ__LANES_f64], double Fp[9][CQ__LANES_f64], double G[9][CQ__LANES_f64])
-{
-    double mass[CQ__LANES_f64], ks[CQ__LANES_f64], C[9][CQ__LANES_f64];
-    for (int l = 0; l < CQ__LANES_f64; ++l) {
-        const long p = ps[l];
-        mass[l] = s.mass[p];
-        ks[l] = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];   /* -(4/dx^2) dt V0 */
-        for (int a = 0; a < 9; ++a) C[a][l] = s.C[p * 9 + a];
-    }
-    for (int l = 0; l < CQ__LANES_f64; ++l)
-        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)
-            CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
-                double pf = 0;   /* (P F^T)_ab */
-                CQ__CPU_UNROLL for (int c = 0; c < 3; ++c) pf += Pp[a * 3 + c][l] * Fp[b * 3 + c][l];
-                G[a * 3 + b][l] = ks[l] * pf + mass[l] * C[a * 3 + b][l];
-            }
-}
-/* cq__pk1_rot_3d_fixed_corotated_f64 over the lanes: P of F (R its rotation), E, nu and the actuation of
-   particles ps[] */
-static void cq__pk1_lanes_3d_fixed_corotated_f64(const int *ps, const cq__params_f64 *prm, cq__pview_f64 s,
-                                double F[9][CQ__LANES_f64], double R[9][CQ__LANES_f64], double P[9][CQ__LANES_f64])
-{
-    double E[CQ__LANES_f64], nu[CQ__LANES_f64], mu[CQ__LANES_f64], lam[CQ__LANES_f64];
-    int group[CQ__LANES_f64];
-    (void)R;
-    for (int l = 0; l < CQ__LANES_f64; ++l) {
-        const long p = ps[l];
-        E[l] = s.E[p]; nu[l] = s.nu[p]; group[l] = s.act ? s.act[p] : -1;
-    }
-    for (int l = 0; l < CQ__LANES_f64; ++l) {   /* cq__lame_f64 */
-        mu[l] = E[l] / (2 * (1 + nu[l]));
-        lam[l] = E[l] * nu[l] / ((1 + nu[l]) * (1 - 2 * nu[l]));
-    }
-    for (int l = 0; l < CQ__LANES_f64; ++l) {   /* cq__stress_3d_fixed_corotated_f64 */
-        const double t0 = F[4][l]*F[8][l];
-        const double t1 = F[5][l]*F[7][l];
-        const double t2 = F[3][l]*F[8][l];
-        const double t3 = F[4][l]*F[6][l];
-        const double t4 = F[5][l]*F[6][l];
-        const double t5 = F[3][l]*F[7][l];
-        const double t6 = lam[l]*(-F[0][l]*t0 + F[0][l]*t1 + F[1][l]*t2 - F[1][l]*t4 + F[2][l]*t3 - F[2][l]*t5 + 1);
-        const double t7 = 2*mu[l];
-        P[0][l] = 2*mu[l]*(F[0][l] - R[0][l]) - t6*(t0 - t1);
-        P[1][l] = t6*(t2 - t4) + t7*(F[1][l] - R[1][l]);
-        P[2][l] = 2*mu[l]*(F[2][l] - R[2][l]) - t6*(-t3 + t5);
-        P[3][l] = t6*(F[1][l]*F[8][l] - F[2][l]*F[7][l]) + t7*(F[3][l] - R[3][l]);
-        P[4][l] = 2*mu[l]*(F[4][l] - R[4][l]) - t6*(F[0][l]*F[8][l] - F[2][l]*F[6][l]);
-        P[5][l] = t6*(F[0][l]*F[7][l] - F[1][l]*F[6][l]) + t7*(F[5][l] - R[5][l]);
-        P[6][l] = 2*mu[l]*(F[6][l] - R[6][l]) - t6*(F[1][l]*F[5][l] - F[2][l]*F[4][l]);
-        P[7][l] = t6*(F[0][l]*F[5][l] - F[2][l]*F[3][l]) + t7*(F[7][l] - R[7][l]);
-        P[8][l] = 2*mu[l]*(F[8][l] - R[8][l]) - t6*(F[0][l]*F[4][l] - F[1][l]*F[3][l]);
-    }
-    if (prm->incompressibility)
-        for (int l = 0; l < CQ__LANES_f64; ++l) {
-            double Fl[9], Pl[9];
-            for (int a = 0; a < 9; ++a) { Fl[a] = F[a][l]; Pl[a] = P[a][l]; }
-            cq__incompressible_3d_f64(Fl, E[l], nu[l], prm->incompressibility, Pl);
-            for (int a = 0; a < 9; ++a) P[a][l] = Pl[a];
-        }
-    for (int l = 0; l < CQ__LANES_f64; ++l)
-        if (group[l] >= 0 && group[l] < prm->act_groups) {
-            const double *sa = s.act_stress + (long)group[l] * 9;
-            for (int a = 0; a < 3; ++a)
-                for (int b = 0; b < 3; ++b)
-                    for (int c = 0; c < 3; ++c) P[a * 3 + b][l] += F[a * 3 + c][l] * sa[c * 3 + b];
-        }
-}
-/* cq__p2g_adj_stress_rot_3d_fixed_corotated_f64 over the lanes, given F, its rotation (R; rot[l] the whole of it),
-   P and G_bar = dL/dG; the first cnt lanes write their particles' ai.F, pg.vol, pg.E, pg.nu and
-   dact (the others are a padded group's copies) */
-static void cq__stress_adj_lanes_3d_fixed_corotated_f64(const int *ps, int cnt, const cq__params_f64 *prm, cq__pview_f64 s,
-        const cq__rot_3d_f64 *const *rot, double F[9][CQ__LANES_f64], double R[9][CQ__LANES_f64],
-        double Pp[9][CQ__LANES_f64], double G_bar[9][CQ__LANES_f64], cq__pview_f64 ai, cq__pview_f64 pg, double *dact)
-{
-    double P_bar[9][CQ__LANES_f64], F_bar[9][CQ__LANES_f64], act_bar[9][CQ__LANES_f64], R_bar[9][CQ__LANES_f64];
-    double vol[CQ__LANES_f64], E[CQ__LANES_f64], nu[CQ__LANES_f64], mu[CQ__LANES_f64], lam[CQ__LANES_f64], gmu[CQ__LANES_f64], glam[CQ__LANES_f64];
-    double vol_bar[CQ__LANES_f64], E_bar[CQ__LANES_f64], nu_bar[CQ__LANES_f64];
-    int group[CQ__LANES_f64];
-    const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
-    (void)rot; (void)R;
-    for (int l = 0; l < CQ__LANES_f64; ++l) {
-        const long p = ps[l];
-        vol[l] = s.vol[p]; E[l] = s.E[p]; nu[l] = s.nu[p]; group[l] = s.act ? s.act[p] : -1;
-        vol_bar[l] = 0; E_bar[l] = 0; nu_bar[l] = 0; gmu[l] = 0; glam[l] = 0;
-    }
-    /* G = k V0 P F^T + m C */
-    for (int l = 0; l < CQ__LANES_f64; ++l)
-        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)
-            CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
-                double gf_ab = 0, gtp_ab = 0, pf = 0;
-                CQ__CPU_UNROLL for (int c = 0; c < 3; ++c) {
-                    gf_ab += G_bar[a * 3 + c][l] * F[c * 3 + b][l];   /* (G_bar F)_ab */
-                    gtp_ab += G_bar[c * 3 + a][l] * Pp[c * 3 + b][l];   /* (G_bar^T P)_ab */
-                    pf += Pp[a * 3 + c][l] * F[b * 3 + c][l];     /* (P F^T)_ab */
-                }
-                P_bar[a * 3 + b][l] = ks * vol[l] * gf_ab;
-                F_bar[a * 3 + b][l] = ks * vol[l] * gtp_ab;
-                vol_bar[l] += ks * pf * G_bar[a * 3 + b][l];
-            }
-    for (int a = 0; a < 9; ++a)
-        for (int l = 0; l < CQ__LANES_f64; ++l) { act_bar[a][l] = 0; R_bar[a][l] = 0; }
-    for (int l = 0; l < CQ__LANES_f64; ++l) {   /* cq__lame_f64 */
-        mu[l] = E[l] / (2 * (1 + nu[l]));
-        lam[l] = E[l] * nu[l] / ((1 + nu[l]) * (1 - 2 * nu[l]));
-    }
-    for (int l = 0; l < CQ__LANES_f64; ++l) {   /* cq__stress_vjp_3d_fixed_corotated_f64 */
-        const double t0 = F[4][l]*F[8][l];
-        const double t1 = F[5][l]*F[7][l];
-        const double t2 = F[3][l]*F[8][l];
-        const double t3 = F[4][l]*F[6][l];
-        const double t4 = F[5][l]*F[6][l];
-        const double t5 = F[3][l]*F[7][l];
-        const double t6 = lam[l]*(-F[0][l]*t0 + F[0][l]*t1 + F[1][l]*t2 - F[1][l]*t4 + F[2][l]*t3 - F[2][l]*t5 + 1);
-        const double t7 = 2*mu[l];
-        const double b0 = P_bar[1][l]*(F[1][l] - R[1][l]) + P_bar[3][l]*(F[3][l] - R[3][l]) + P_bar[5][l]*(F[5][l] - R[5][l]) + P_bar[7][l]*(F[7][l] - R[7][l]);
-        const double b1 = P_bar[0][l]*(-t0 + t1) + P_bar[1][l]*(t2 - t4) + P_bar[2][l]*(t3 - t5) + P_bar[3][l]*(F[1][l]*F[8][l] - F[2][l]*F[7][l]) + P_bar[4][l]*(-F[0][l]*F[8][l] + F[2][l]*F[6][l]) + P_bar[5][l]*(F[0][l]*F[7][l] - F[1][l]*F[6][l]) + P_bar[6][l]*(-F[1][l]*F[5][l] + F[2][l]*F[4][l]) + P_bar[7][l]*(F[0][l]*F[5][l] - F[2][l]*F[3][l]) + P_bar[8][l]*(-F[0][l]*F[4][l] + F[1][l]*F[3][l]);
-        const double b2 = -F[2][l]*b1*lam[l] - P_bar[2][l]*t6;
-        const double b3 = -F[1][l]*b1*lam[l] - P_bar[1][l]*t6;
-        const double b4 = F[2][l]*b1*lam[l] + P_bar[2][l]*t6;
-        const double b5 = F[1][l]*b1*lam[l] + P_bar[1][l]*t6;
-        const double b6 = F[0][l]*b1*lam[l] + P_bar[0][l]*t6;
-        const double b7 = -F[0][l]*b1*lam[l] - P_bar[0][l]*t6;
-        F_bar[0][l] += -F[4][l]*P_bar[8][l]*t6 + F[5][l]*P_bar[7][l]*t6 + F[7][l]*P_bar[5][l]*t6 - F[8][l]*P_bar[4][l]*t6 + 2*P_bar[0][l]*mu[l] + b1*lam[l]*(-t0 + t1);
-        F_bar[1][l] += F[3][l]*P_bar[8][l]*t6 - F[5][l]*P_bar[6][l]*t6 - F[6][l]*P_bar[5][l]*t6 + F[8][l]*P_bar[3][l]*t6 + P_bar[1][l]*t7 + b1*lam[l]*(t2 - t4);
-        F_bar[2][l] += -F[3][l]*P_bar[7][l]*t6 + F[4][l]*P_bar[6][l]*t6 + F[6][l]*P_bar[4][l]*t6 - F[7][l]*P_bar[3][l]*t6 + 2*P_bar[2][l]*mu[l] + b1*lam[l]*(t3 - t5);
-        F_bar[3][l] += F[1][l]*P_bar[8][l]*t6 - F[2][l]*P_bar[7][l]*t6 + F[7][l]*b2 + F[8][l]*b5 + P_bar[3][l]*t7;
-        F_bar[4][l] += -F[0][l]*P_bar[8][l]*t6 + F[2][l]*P_bar[6][l]*t6 + F[6][l]*b4 + F[8][l]*b7 + 2*P_bar[4][l]*mu[l];
-        F_bar[5][l] += F[0][l]*P_bar[7][l]*t6 - F[1][l]*P_bar[6][l]*t6 + F[6][l]*b3 + F[7][l]*b6 + P_bar[5][l]*t7;
-        F_bar[6][l] += -F[1][l]*P_bar[5][l]*t6 + F[2][l]*P_bar[4][l]*t6 + F[4][l]*b4 + F[5][l]*b3 + 2*P_bar[6][l]*mu[l];
-        F_bar[7][l] += F[0][l]*P_bar[5][l]*t6 - F[2][l]*P_bar[3][l]*t6 + F[3][l]*b2 + F[5][l]*b6 + P_bar[7][l]*t7;
-        F_bar[8][l] += -F[0][l]*P_bar[4][l]*t6 + F[1][l]*P_bar[3][l]*t6 + F[3][l]*b5 + F[4][l]*b7 + 2*P_bar[8][l]*mu[l];
-        R_bar[0][l] += -2*P_bar[0][l]*mu[l];
-        R_bar[1][l] += -P_bar[1][l]*t7;
-        R_bar[2][l] += -2*P_bar[2][l]*mu[l];
-        R_bar[3][l] += -P_bar[3][l]*t7;
-        R_bar[4][l] += -2*P_bar[4][l]*mu[l];
-        R_bar[5][l] += -P_bar[5][l]*t7;
-        R_bar[6][l] += -2*P_bar[6][l]*mu[l];
-        R_bar[7][l] += -P_bar[7][l]*t7;
-        R_bar[8][l] += -2*P_bar[8][l]*mu[l];
-        gmu[l] += P_bar[0][l]*(2*F[0][l] - 2*R[0][l]) + P_bar[2][l]*(2*F[2][l] - 2*R[2][l]) + P_bar[4][l]*(2*F[4][l] - 2*R[4][l]) + P_bar[6][l]*(2*F[6][l] - 2*R[6][l]) + P_bar[8][l]*(2*F[8][l] - 2*R[8][l]) + 2*b0;
-        glam[l] += b1*(-F[0][l]*t0 + F[0][l]*t1 + F[1][l]*t2 - F[1][l]*t4 + F[2][l]*t3 - F[2][l]*t5 + 1);
-    }
-    for (int l = 0; l < CQ__LANES_f64; ++l) {   /* cq__polar_vjp_rot_3d_f64, lane by lane */
-        double Fl[9], Rb[9], Fb[9];
-        for (int a = 0; a < 9; ++a) { Fl[a] = F[a][l]; Rb[a] = R_bar[a][l]; Fb[a] = F_bar[a][l]; }
-        cq__polar_vjp_rot_3d_f64(Fl, rot[l], Rb, Fb);
-        for (int a = 0; a < 9; ++a) F_bar[a][l] = Fb[a];
-    }
-    for (int l = 0; l < CQ__LANES_f64; ++l) {
-        const double op = 1 + nu[l], om = 1 - 2 * nu[l];
-        E_bar[l] += gmu[l] / (2 * op) + glam[l] * nu[l] / (op * om);
-        nu_bar[l] += -gmu[l] * E[l] / (2 * op * op) + glam[l] * E[l] * (1 + 2 * nu[l] * nu[l]) / (op * op * om * om);
-    }
-    if (prm->incompressibility)
-        for (int l = 0; l < CQ__LANES_f64; ++l) {
-            double Fl[9], Pb[9], Fb[9];
-            for (int a = 0; a < 9; ++a) { Fl[a] = F[a][l]; Pb[a] = P_bar[a][l]; Fb[a] = F_bar[a][l]; }
-            cq__incompressible_vjp_3d_f64(Fl, E[l], nu[l], prm->incompressibility, Pb, Fb, &E_bar[l], &nu_bar[l]);
-            for (int a = 0; a < 9; ++a) F_bar[a][l] = Fb[a];
-        }
-    for (int l = 0; l < CQ__LANES_f64; ++l)   /* P += F sa: F_bar += P_bar sa^T, dsa += F^T P_bar */
-        if (group[l] >= 0 && group[l] < prm->act_groups) {
-            const double *sa = s.act_stress + (long)group[l] * 9;
-            for (int a = 0; a < 3; ++a)
-                for (int c = 0; c < 3; ++c) {
-                    double g = 0;
-                    for (int b = 0; b < 3; ++b) g += P_bar[a * 3 + b][l] * sa[c * 3 + b];
-                    F_bar[a * 3 + c][l] += g;
-                }
-            for (int c = 0; c < 3; ++c)
-                for (int b = 0; b < 3; ++b) {
-                    double g = 0;
-                    for (int a = 0; a < 3; ++a) g += F[a * 3 + c][l] * P_bar[a * 3 + b][l];
-                    act_bar[c * 3 + b][l] += g;
-                }
-        }
-    for (int l = 0; l < cnt; ++l) {
-        const long p = ps[l];
-        for (int a = 0; a < 9; ++a) { ai.F[p * 9 + a] += F_bar[a][l]; dact[p * 9 + a] = act_bar[a][l]; }
-        pg.vol[p] += vol_bar[l]; pg.E[p] += E_bar[l]; pg.nu[p] += nu_bar[l];
-    }
-}
-/* cq__pk1_rot_3d_neohookean_f64 over the lanes: P of F (R its rotation, unused), E, nu and the actuation of
-   particles ps[] */
-static void cq__pk1_lanes_3d_neohookean_f64(const int *ps, const cq__params_f64 *prm, cq__pview_f64 s,
-                                double F[9][CQ__LANES_f64], double R[9][CQ__LANES_f64], double P[9][CQ__LANES_f64])
-{
-    double E[CQ__LANES_f64], nu[CQ__LANES_f64], mu[CQ__LANES_f64], lam[CQ__LANES_f64];
-    int group[CQ__LANES_f64];
-    (void)R;
-    for (int l = 0; l < CQ__LANES_f64; ++l) {
-        const long p = ps[l];
-        E[l] = s.E[p]; nu[l] = s.nu[p]; group[l] = s.act ? s.act[p] : -1;
-    }
-    for (int l = 0; l < CQ__LANES_f64; ++l) {   /* cq__lame_f64 */
-        mu[l] = E[l] / (2 * (1 + nu[l]));
-        lam[l] = E[l] * nu[l] / ((1 + nu[l]) * (1 - 2 * nu[l]));
-    }
-    for (int l = 0; l < CQ__LANES_f64; ++l) {   /* cq__stress_3d_neohookean_f64 */
-        const double t0 = F[4][l]*F[8][l];
-        const double t1 = F[5][l]*F[7][l];
-        const double t2 = t0 - t1;
-        const double t3 = F[5][l]*F[6][l];
-        const double t4 = F[3][l]*F[7][l];
-        const double t5 = F[3][l]*F[8][l];
-        const double t6 = F[4][l]*F[6][l];
-        const double t7 = F[0][l]*t0 - F[0][l]*t1 + F[1][l]*t3 - F[1][l]*t5 + F[2][l]*t4 - F[2][l]*t6;
-        const double t8 = (1.0/((t7)));
-        const double t9 = mu[l]*t8;
-        const double t10 = lam[l]*t8*log(t7);
-        const double t11 = -t3 + t5;
-        const double t12 = t4 - t6;
-        const double t13 = F[1][l]*F[8][l] - F[2][l]*F[7][l];
-        const double t14 = F[0][l]*F[8][l] - F[2][l]*F[6][l];
-        const double t15 = F[0][l]*F[7][l] - F[1][l]*F[6][l];
-        const double t16 = F[1][l]*F[5][l] - F[2][l]*F[4][l];
-        const double t17 = F[0][l]*F[5][l] - F[2][l]*F[3][l];
-        const double t18 = F[0][l]*F[4][l] - F[1][l]*F[3][l];
-        P[0][l] = F[0][l]*mu[l] + t10*t2 - t2*t9;
-        P[1][l] = F[1][l]*mu[l] - t10*t11 + t11*t9;
-        P[2][l] = F[2][l]*mu[l] + t10*t12 - t12*t9;
-        P[3][l] = F[3][l]*mu[l] - t10*t13 + t13*t9;
-        P[4][l] = F[4][l]*mu[l] + t10*t14 - t14*t9;
-        P[5][l] = F[5][l]*mu[l] - t10*t15 + t15*t9;
-        P[6][l] = F[6][l]*mu[l] + t10*t16 - t16*t9;
-        P[7][l] = F[7][l]*mu[l] - t10*t17 + t17*t9;
-        P[8][l] = F[8][l]*mu[l] + t10*t18 - t18*t9;
-    }
-    if (prm->incompressibility)
-        for (int l = 0; l < CQ__LANES_f64; ++l) {
-            double Fl[9], Pl[9];
-            for (int a = 0; a < 9; ++a) { Fl[a] = F[a][l]; Pl[a] = P[a][l]; }
-            cq__incompressible_3d_f64(Fl, E[l], nu[l], prm->incompressibility, Pl);
-            for (int a = 0; a < 9; ++a) P[a][l] = Pl[a];
-        }
-    for (int l = 0; l < CQ__LANES_f64; ++l)
-        if (group[l] >= 0 && group[l] < prm->act_groups) {
-            const double *sa = s.act_stress + (long)group[l] * 9;
-            for (int a = 0; a < 3; ++a)
-                for (int b = 0; b < 3; ++b)
-                    for (int c = 0; c < 3; ++c) P[a * 3 + b][l] += F[a * 3 + c][l] * sa[c * 3 + b];
-        }
-}
-/* cq__p2g_adj_stress_rot_3d_neohookean_f64 over the lanes, given F, its rotation (R; rot[l] the whole of it),
-   P and G_bar = dL/dG; the first cnt lanes write their particles' ai.F, pg.vol, pg.E, pg.nu and
-   dact (the others are a padded group's copies) */
-static void cq__stress_adj_lanes_3d_neohookean_f64(const int *ps, int cnt, const cq__params_f64 *prm, cq__pview_f64 s,
-        const cq__rot_3d_f64 *const *rot, double F[9][CQ__LANES_f64], double R[9][CQ__LANES_f64],
-        double Pp[9][CQ__LANES_f64], double G_bar[9][CQ__LANES_f64], cq__pview_f64 ai, cq__pview_f64 pg, double *dact)
-{
-    double P_bar[9][CQ__LANES_f64], F_bar[9][CQ__LANES_f64], act_bar[9][CQ__LANES_f64];
-    double vol[CQ__LANES_f64], E[CQ__LANES_f64], nu[CQ__LANES_f64], mu[CQ__LANES_f64], lam[CQ__LANES_f64], gmu[CQ__LANES_f64], glam[CQ__LANES_f64];
-    double vol_bar[CQ__LANES_f64], E_bar[CQ__LANES_f64], nu_bar[CQ__LANES_f64];
-    int group[CQ__LANES_f64];
-    const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
-    (void)rot; (void)R;
-    for (int l = 0; l < CQ__LANES_f64; ++l) {
-        const long p = ps[l];
-        vol[l] = s.vol[p]; E[l] = s.E[p]; nu[l] = s.nu[p]; group[l] = s.act ? s.act[p] : -1;
-        vol_bar[l] = 0; E_bar[l] = 0; nu_bar[l] = 0; gmu[l] = 0; glam[l] = 0;
-    }
-    /* G = k V0 P F^T + m C */
-    for (int l = 0; l < CQ__LANES_f64; ++l)
-        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a)
-            CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
-                double gf_ab = 0, gtp_ab = 0, pf = 0;
-                CQ__CPU_UNROLL for (int c = 0; c < 3; ++c) {
-                    gf_ab += G_bar[a * 3 + c][l] * F[c * 3 + b][l];   /* (G_bar F)_ab */
-                    gtp_ab += G_bar[c * 3 + a][l] * Pp[c * 3 + b][l];   /* (G_bar^T P)_ab */
-                    pf += Pp[a * 3 + c][l] * F[b * 3 + c][l];     /* (P F^T)_ab */
-                }
-                P_bar[a * 3 + b][l] = ks * vol[l] * gf_ab;
-                F_bar[a * 3 + b][l] = ks * vol[l] * gtp_ab;
-                vol_bar[l] += ks * pf * G_bar[a * 3 + b][l];
-            }
-    for (int a = 0; a < 9; ++a)
-        for (int l = 0; l < CQ__LANES_f64; ++l) { act_bar[a][l] = 0; }
-    for (int l = 0; l < CQ__LANES_f64; ++l) {   /* cq__lame_f64 */
-        mu[l] = E[l] / (2 * (1 + nu[l]));
-        lam[l] = E[l] * nu[l] / ((1 + nu[l]) * (1 - 2 * nu[l]));
-    }
-    for (int l = 0; l < CQ__LANES_f64; ++l) {   /* cq__stress_vjp_3d_neohookean_f64 */
-        const double t0 = F[4][l]*F[8][l];
-        const double t1 = F[5][l]*F[7][l];
-        const double t2 = t0 - t1;
-        const double t3 = F[5][l]*F[6][l];
-        const double t4 = F[3][l]*F[7][l];
-        const double t5 = F[3][l]*F[8][l];
-        const double t6 = F[4][l]*F[6][l];
-        const double t7 = F[0][l]*t0 - F[0][l]*t1 + F[1][l]*t3 - F[1][l]*t5 + F[2][l]*t4 - F[2][l]*t6;
-        const double t8 = (1.0/((t7)));
-        const double t9 = mu[l]*t8;
-        const double f0 = log(t7);
-        const double t10 = f0*lam[l]*t8;
-        const double t11 = -t3 + t5;
-        const double t12 = t4 - t6;
-        const double t13 = F[1][l]*F[8][l] - F[2][l]*F[7][l];
-        const double t14 = F[0][l]*F[8][l] - F[2][l]*F[6][l];
-        const double t15 = F[0][l]*F[7][l] - F[1][l]*F[6][l];
-        const double t16 = F[1][l]*F[5][l] - F[2][l]*F[4][l];
-        const double t17 = F[0][l]*F[5][l] - F[2][l]*F[3][l];
-        const double t18 = F[0][l]*F[4][l] - F[1][l]*F[3][l];
-        const double b0 = P_bar[8][l]*(t10 - t9);
-        const double b1 = P_bar[7][l]*(-t10 + t9);
-        const double b2 = P_bar[6][l]*(t10 - t9);
-        const double b3 = P_bar[5][l]*(-t10 + t9);
-        const double b4 = P_bar[4][l]*(t10 - t9);
-        const double b5 = P_bar[3][l]*(-t10 + t9);
-        const double b6 = P_bar[2][l]*(t10 - t9);
-        const double b7 = P_bar[1][l]*(-t10 + t9);
-        const double b8 = P_bar[0][l]*t2 - P_bar[1][l]*t11 + P_bar[2][l]*t12 - P_bar[3][l]*t13 + P_bar[4][l]*t14 - P_bar[5][l]*t15 + P_bar[6][l]*t16 - P_bar[7][l]*t17 + P_bar[8][l]*t18;
-        const double b9 = b8*lam[l]*t8;
-        const double b10 = -P_bar[0][l]*t2 + P_bar[1][l]*t11 - P_bar[2][l]*t12 + P_bar[3][l]*t13 - P_bar[4][l]*t14 + P_bar[5][l]*t15 - P_bar[6][l]*t16 + P_bar[7][l]*t17 - P_bar[8][l]*t18;
-        const double b11 = b10*mu[l] + b8*f0*lam[l];
-        const double b12 = -b11/((t7)*(t7)) + b9/t7;
-        const double b13 = -F[2][l]*b12 - b6;
-        const double b14 = -F[1][l]*b12 + b7;
-        const double b15 = F[2][l]*b12 + b6;
-        const double b16 = F[1][l]*b12 - b7;
-        const double b17 = P_bar[0][l]*(t10 - t9);
-        const double b18 = -F[0][l]*b12 - b17;
-        const double b19 = F[0][l]*b12 + b17;
-        F_bar[0][l] += F[4][l]*b0 + F[5][l]*b1 + F[7][l]*b3 + F[8][l]*b4 + P_bar[0][l]*mu[l] + b12*(t0 - t1);
-        F_bar[1][l] += -F[3][l]*b0 + F[5][l]*b2 - F[6][l]*b3 + F[8][l]*b5 + P_bar[1][l]*mu[l] + b12*(t3 - t5);
-        F_bar[2][l] += -F[3][l]*b1 - F[4][l]*b2 - F[6][l]*b4 - F[7][l]*b5 + P_bar[2][l]*mu[l] + b12*(t4 - t6);
-        F_bar[3][l] += -F[1][l]*b0 - F[2][l]*b1 + F[7][l]*b15 + F[8][l]*b14 + P_bar[3][l]*mu[l];
-        F_bar[4][l] += F[0][l]*b0 - F[2][l]*b2 + F[6][l]*b13 + F[8][l]*b19 + P_bar[4][l]*mu[l];
-        F_bar[5][l] += F[0][l]*b1 + F[1][l]*b2 + F[6][l]*b16 + F[7][l]*b18 + P_bar[5][l]*mu[l];
-        F_bar[6][l] += -F[1][l]*b3 - F[2][l]*b4 + F[4][l]*b13 + F[5][l]*b16 + P_bar[6][l]*mu[l];
-        F_bar[7][l] += F[0][l]*b3 - F[2][l]*b5 + F[3][l]*b15 + F[5][l]*b18 + P_bar[7][l]*mu[l];
-        F_bar[8][l] += F[0][l]*b4 + F[1][l]*b5 + F[3][l]*b14 + F[4][l]*b19 + P_bar[8][l]*mu[l];
-        gmu[l] += F[0][l]*P_bar[0][l] + F[1][l]*P_bar[1][l] + F[2][l]*P_bar[2][l] + F[3][l]*P_bar[3][l] + F[4][l]*P_bar[4][l] + F[5][l]*P_bar[5][l] + F[6][l]*P_bar[6][l] + F[7][l]*P_bar[7][l] + F[8][l]*P_bar[8][l] + b10*t8;
-        glam[l] += b8*f0*t8;
-    }
-    for (int l = 0; l < CQ__LANES_f64; ++l) {
-        const double op = 1 + nu[l], om = 1 - 2 * nu[l];
-        E_bar[l] += gmu[l] / (2 * op) + glam[l] * nu[l] / (op * om);
-        nu_bar[l] += -gmu[l] * E[l] / (2 * op * op) + glam[l] * E[l] * (1 + 2 * nu[l] * nu[l]) / (op * op * om * om);
-    }
-    if (prm->incompressibility)
-        for (int l = 0; l < CQ__LANES_f64; ++l) {
-            double Fl[9], Pb[9], Fb[9];
-            for (int a = 0; a < 9; ++a) { Fl[a] = F[a][l]; Pb[a] = P_bar[a][l]; Fb[a] = F_bar[a][l]; }
-            cq__incompressible_vjp_3d_f64(Fl, E[l], nu[l], prm->incompressibility, Pb, Fb, &E_bar[l], &nu_bar[l]);
-            for (int a = 0; a < 9; ++a) F_bar[a][l] = Fb[a];
-        }
-    for (int l = 0; l < CQ__LANES_f64; ++l)   /* P += F sa: F_bar += P_bar sa^T, dsa += F^T P_bar */
-        if (group[l] >= 0 && group[l] < prm->act_groups) {
-            const double *sa = s.act_stress + (long)group[l] * 9;
-            for (int a = 0; a < 3; ++a)
-                for (int c = 0; c < 3; ++c) {
-                    double g = 0;
-                    for (int b = 0; b < 3; ++b) g += P_bar[a * 3 + b][l] * sa[c * 3 + b];
-                    F_bar[a * 3 + c][l] += g;
-                }
-            for (int c = 0; c < 3; ++c)
-                for (int b = 0; b < 3; ++b) {
-                    double g = 0;
-                    for (int a = 0; a < 3; ++a) g += F[a * 3 + c][l] * P_bar[a * 3 + b][l];
-                    act_bar[c * 3 + b][l] += g;
-                }
-        }
-    for (int l = 0; l < cnt; ++l) {
-        const long p = ps[l];
-        for (int a = 0; a < 9; ++a) { ai.F[p * 9 + a] += F_bar[a][l]; dact[p * 9 + a] = act_bar[a][l]; }
         pg.vol[p] += vol_bar[l]; pg.E[p] += E_bar[l]; pg.nu[p] += nu_bar[l];
     }
 }
@@ -12990,32 +12231,29 @@ static void cq__cpu_gather_rows_3d_f64(void *ctx, int begin, int end)
     }
 }
 
-/* >>cpu_rot_lanes_2d_fixed_corotated_f32: F's rotation over the lanes (>>stress_lanes_): R[..][l] and rot[l] (the
-   whole of it: t->rot's entry where the backward keeps them, else own[l]).  fill: compute it (P2G's
-   particle half; stored in t->rot too where given, for the first cnt lanes), else read t->rot where
-   given (the adjoint of the same substep) or compute it. */
+/* >>cpu_rot_lanes_2d_fixed_corotated_f32: F's rotation over the lanes (>>stress_lanes_2d_): computed (fill: P2G's
+   particle half, also into t->rot for the first cnt lanes where the backward keeps them), else read
+   from t->rot where given (the adjoint of the same substep) or computed.  (The CPU keeps rotations
+   for 3D alone, cq__rot_cache_bytes: t->rot is NULL here today.) */
 static void cq__cpu_rot_lanes_2d_fixed_corotated_f32(const cq__sub_task_2d_f32 *t, const int *ps, int cnt, int fill,
-                                     float F[4][CQ__LANES_f32], float R[4][CQ__LANES_f32],
-                                     cq__rot_2d_f32 *own, const cq__rot_2d_f32 **rot)
+                                     float F[4][CQ__LANES_f32], float R[4][CQ__LANES_f32])
 {
     enum { LN = CQ__LANES_f32 };
-    if (!fill && t->rot) {   /* kept by this substep's P2G */
-        for (int l = 0; l < LN; ++l) rot[l] = t->rot + ps[l];
-    } else {
-        for (int l = 0; l < LN; ++l) rot[l] = fill && t->rot && l < cnt ? t->rot + ps[l] : own + l;
-        cq__polar_lanes_2d_f32(F, R);
+    if (!fill && t->rot) {
         for (int l = 0; l < LN; ++l)
-            for (int i = 0; i < 4; ++i) ((cq__rot_2d_f32 *)rot[l])->R[i] = R[i][l];
+            for (int i = 0; i < 4; ++i) R[i][l] = t->rot[ps[l]].R[i];
         return;
     }
-    for (int l = 0; l < LN; ++l)
-        for (int i = 0; i < 4; ++i) R[i][l] = rot[l]->R[i];
+    cq__polar_lanes_2d_f32(F, R);
+    if (fill && t->rot)
+        for (int l = 0; l < cnt; ++l)
+            for (int i = 0; i < 4; ++i) t->rot[ps[l]].R[i] = R[i][l];
 }
 
 /* P2G's particle half over particles [begin, end) in index order, each into its sorted slot's
    packed record: the particle arrays are read in order, whatever order the particles came in
-   (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k).  With
-   the lanes (>>stress_lanes_), every particle in a group, the last group padded. */
+   (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k).
+   With the lanes: every particle in a group (>>stress_lanes_2d_), the last group padded. */
 static void cq__p2g_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_f32 *t = (const cq__sub_task_2d_f32 *)ctx;
@@ -13028,13 +12266,11 @@ static void cq__p2g_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
             const int cnt = end - p < LN ? end - p : LN;
             int ps[LN];
             float F[4][LN], R[4][LN], Pp[4][LN], G[4][LN];
-            cq__rot_2d_f32 own[LN];
-            const cq__rot_2d_f32 *rot[LN];
             for (int l = 0; l < LN; ++l) {
                 ps[l] = p + (l < cnt ? l : cnt - 1);
                 for (int i = 0; i < 4; ++i) F[i][l] = s.F[(long)ps[l] * 4 + i];
             }
-            cq__cpu_rot_lanes_2d_fixed_corotated_f32(t, ps, cnt, 1, F, R, own, rot);
+            cq__cpu_rot_lanes_2d_fixed_corotated_f32(t, ps, cnt, 1, F, R);
             cq__pk1_lanes_2d_fixed_corotated_f32(ps, t->prm, s, F, R, Pp);
             cq__affine_lanes_2d_f32(ps, t->prm, s, Pp, F, G);
             for (int l = 0; l < cnt; ++l) {   /* as cq__p2g_rot_ packs */
@@ -13055,8 +12291,9 @@ static void cq__p2g_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
         cq__p2g_rot_2d_fixed_corotated_f32(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(2), t->rot ? t->rot + p : &r, 1);
     }
 }
-/* The P2G adjoint's per-particle stress parts one particle at a time (the lanes off), as in
-   cq__p2g_adj_given_rot_: P and G before the transfer (pre), the stress half after it (post). */
+/* The P2G adjoint's per-particle stress parts one particle at a time, as in cq__p2g_adj_given_rot_: P
+   and G before the transfer (pre), the stress half after it (post).
+   2D: with the lanes off (with them, >>stress_lanes_2d_). */
 static void cq__p2g_adj_pre_2d_fixed_corotated_f32(const cq__sub_task_2d_f32 *t, int p, cq__rot_2d_f32 *own,
                                    const cq__rot_2d_f32 **rot, float *Pp, float *G)
 {
@@ -13074,26 +12311,25 @@ static void cq__p2g_adj_post_2d_fixed_corotated_f32(const cq__sub_task_2d_f32 *t
     cq__p2g_adj_stress_rot_2d_fixed_corotated_f32(p, t->prm, t->in, rot, Pp, G_bar, t->ai, t->pg,
                                                         (float *)t->s->dact + (long)p * 4);
 }
-/* The P2G adjoint over particles [begin, end).  With the lanes: the stress parts of every particle
-   in a group (>>stress_lanes_, the last group padded), the transfer over a whole group's lanes
-   (>>transfer_lanes_) or, in the last group, one particle at a time. */
+/* The P2G adjoint over particles [begin, end).  With the lanes: the transfer over a group's lanes
+   (>>transfer_lanes_), one particle at a time in a range's last, partial group;
+   the stress parts of every particle in a group (>>stress_lanes_2d_, the last group padded). */
 static void cq__p2g_adj_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_f32 *t = (const cq__sub_task_2d_f32 *)ctx;
     const float *gp_bar = (const float *)t->s->grid_pb, *gm_bar = (const float *)t->s->grid_mb;
+    int p = begin;
     if (CQ__LANES_ON_f32) {
         enum { LN = CQ__LANES_f32 };
-        for (int p = begin; p < end; p += LN) {
+        for (; p < end; p += LN) {
             const int cnt = end - p < LN ? end - p : LN;
             int ps[LN];
             float F[4][LN], R[4][LN], Pp[4][LN], G[4][LN], Gl[LN][4];
-            cq__rot_2d_f32 own[LN];
-            const cq__rot_2d_f32 *rot[LN];
             for (int l = 0; l < LN; ++l) {
                 ps[l] = p + (l < cnt ? l : cnt - 1);
                 for (int i = 0; i < 4; ++i) F[i][l] = t->in.F[(long)ps[l] * 4 + i];
             }
-            cq__cpu_rot_lanes_2d_fixed_corotated_f32(t, ps, cnt, 0, F, R, own, rot);
+            cq__cpu_rot_lanes_2d_fixed_corotated_f32(t, ps, cnt, 0, F, R);
             cq__pk1_lanes_2d_fixed_corotated_f32(ps, t->prm, t->in, F, R, Pp);
             cq__affine_lanes_2d_f32(ps, t->prm, t->in, Pp, F, G);   /* G as P2G's */
             for (int l = 0; l < LN; ++l)
@@ -13104,17 +12340,18 @@ static void cq__p2g_adj_range_2d_fixed_corotated_f32(void *ctx, int begin, int e
                     cq__p2g_adj_transfer_2d_f32(ps[l], t->prm, t->in, Gl[l], gp_bar, gm_bar, t->ai, t->pg, Gl[l]);
             for (int l = 0; l < LN; ++l)
                 for (int a = 0; a < 4; ++a) G[a][l] = Gl[l][a];
-            cq__stress_adj_lanes_2d_fixed_corotated_f32(ps, cnt, t->prm, t->in, rot, F, R, Pp, G, t->ai, t->pg, (float *)t->s->dact);
+            cq__stress_adj_lanes_2d_fixed_corotated_f32(ps, cnt, t->prm, t->in, F, R, Pp, G, t->ai, t->pg, (float *)t->s->dact);
         }
-    } else
-        for (int p = begin; p < end; ++p) {
-            float Pp[4], G[4], G_bar[4];
-            cq__rot_2d_f32 own;
-            const cq__rot_2d_f32 *rot;
-            cq__p2g_adj_pre_2d_fixed_corotated_f32(t, p, &own, &rot, Pp, G);
-            cq__p2g_adj_transfer_2d_f32(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
-            cq__p2g_adj_post_2d_fixed_corotated_f32(t, p, rot, Pp, G_bar);
-        }
+        p = end;
+    }
+    for (; p < end; ++p) {
+        float Pp[4], G[4], G_bar[4];
+        cq__rot_2d_f32 own;
+        const cq__rot_2d_f32 *rot;
+        cq__p2g_adj_pre_2d_fixed_corotated_f32(t, p, &own, &rot, Pp, G);
+        cq__p2g_adj_transfer_2d_f32(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
+        cq__p2g_adj_post_2d_fixed_corotated_f32(t, p, rot, Pp, G_bar);
+    }
     if (t->chk) cq__check_adjoint_range(t->chk, begin, end);   /* these particles' adjoints are finished */
 }
 
@@ -13201,32 +12438,29 @@ static int cq__check_stress_2d_fixed_corotated_f32(const cq_sim *s, const void *
     return -1;
 }
 
-/* >>cpu_rot_lanes_2d_fixed_corotated_f64: F's rotation over the lanes (>>stress_lanes_): R[..][l] and rot[l] (the
-   whole of it: t->rot's entry where the backward keeps them, else own[l]).  fill: compute it (P2G's
-   particle half; stored in t->rot too where given, for the first cnt lanes), else read t->rot where
-   given (the adjoint of the same substep) or compute it. */
+/* >>cpu_rot_lanes_2d_fixed_corotated_f64: F's rotation over the lanes (>>stress_lanes_2d_): computed (fill: P2G's
+   particle half, also into t->rot for the first cnt lanes where the backward keeps them), else read
+   from t->rot where given (the adjoint of the same substep) or computed.  (The CPU keeps rotations
+   for 3D alone, cq__rot_cache_bytes: t->rot is NULL here today.) */
 static void cq__cpu_rot_lanes_2d_fixed_corotated_f64(const cq__sub_task_2d_f64 *t, const int *ps, int cnt, int fill,
-                                     double F[4][CQ__LANES_f64], double R[4][CQ__LANES_f64],
-                                     cq__rot_2d_f64 *own, const cq__rot_2d_f64 **rot)
+                                     double F[4][CQ__LANES_f64], double R[4][CQ__LANES_f64])
 {
     enum { LN = CQ__LANES_f64 };
-    if (!fill && t->rot) {   /* kept by this substep's P2G */
-        for (int l = 0; l < LN; ++l) rot[l] = t->rot + ps[l];
-    } else {
-        for (int l = 0; l < LN; ++l) rot[l] = fill && t->rot && l < cnt ? t->rot + ps[l] : own + l;
-        cq__polar_lanes_2d_f64(F, R);
+    if (!fill && t->rot) {
         for (int l = 0; l < LN; ++l)
-            for (int i = 0; i < 4; ++i) ((cq__rot_2d_f64 *)rot[l])->R[i] = R[i][l];
+            for (int i = 0; i < 4; ++i) R[i][l] = t->rot[ps[l]].R[i];
         return;
     }
-    for (int l = 0; l < LN; ++l)
-        for (int i = 0; i < 4; ++i) R[i][l] = rot[l]->R[i];
+    cq__polar_lanes_2d_f64(F, R);
+    if (fill && t->rot)
+        for (int l = 0; l < cnt; ++l)
+            for (int i = 0; i < 4; ++i) t->rot[ps[l]].R[i] = R[i][l];
 }
 
 /* P2G's particle half over particles [begin, end) in index order, each into its sorted slot's
    packed record: the particle arrays are read in order, whatever order the particles came in
-   (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k).  With
-   the lanes (>>stress_lanes_), every particle in a group, the last group padded. */
+   (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k).
+   With the lanes: every particle in a group (>>stress_lanes_2d_), the last group padded. */
 static void cq__p2g_range_2d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_f64 *t = (const cq__sub_task_2d_f64 *)ctx;
@@ -13239,13 +12473,11 @@ static void cq__p2g_range_2d_fixed_corotated_f64(void *ctx, int begin, int end)
             const int cnt = end - p < LN ? end - p : LN;
             int ps[LN];
             double F[4][LN], R[4][LN], Pp[4][LN], G[4][LN];
-            cq__rot_2d_f64 own[LN];
-            const cq__rot_2d_f64 *rot[LN];
             for (int l = 0; l < LN; ++l) {
                 ps[l] = p + (l < cnt ? l : cnt - 1);
                 for (int i = 0; i < 4; ++i) F[i][l] = s.F[(long)ps[l] * 4 + i];
             }
-            cq__cpu_rot_lanes_2d_fixed_corotated_f64(t, ps, cnt, 1, F, R, own, rot);
+            cq__cpu_rot_lanes_2d_fixed_corotated_f64(t, ps, cnt, 1, F, R);
             cq__pk1_lanes_2d_fixed_corotated_f64(ps, t->prm, s, F, R, Pp);
             cq__affine_lanes_2d_f64(ps, t->prm, s, Pp, F, G);
             for (int l = 0; l < cnt; ++l) {   /* as cq__p2g_rot_ packs */
@@ -13266,8 +12498,9 @@ static void cq__p2g_range_2d_fixed_corotated_f64(void *ctx, int begin, int end)
         cq__p2g_rot_2d_fixed_corotated_f64(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(2), t->rot ? t->rot + p : &r, 1);
     }
 }
-/* The P2G adjoint's per-particle stress parts one particle at a time (the lanes off), as in
-   cq__p2g_adj_given_rot_: P and G before the transfer (pre), the stress half after it (post). */
+/* The P2G adjoint's per-particle stress parts one particle at a time, as in cq__p2g_adj_given_rot_: P
+   and G before the transfer (pre), the stress half after it (post).
+   2D: with the lanes off (with them, >>stress_lanes_2d_). */
 static void cq__p2g_adj_pre_2d_fixed_corotated_f64(const cq__sub_task_2d_f64 *t, int p, cq__rot_2d_f64 *own,
                                    const cq__rot_2d_f64 **rot, double *Pp, double *G)
 {
@@ -13285,26 +12518,25 @@ static void cq__p2g_adj_post_2d_fixed_corotated_f64(const cq__sub_task_2d_f64 *t
     cq__p2g_adj_stress_rot_2d_fixed_corotated_f64(p, t->prm, t->in, rot, Pp, G_bar, t->ai, t->pg,
                                                         (double *)t->s->dact + (long)p * 4);
 }
-/* The P2G adjoint over particles [begin, end).  With the lanes: the stress parts of every particle
-   in a group (>>stress_lanes_, the last group padded), the transfer over a whole group's lanes
-   (>>transfer_lanes_) or, in the last group, one particle at a time. */
+/* The P2G adjoint over particles [begin, end).  With the lanes: the transfer over a group's lanes
+   (>>transfer_lanes_), one particle at a time in a range's last, partial group;
+   the stress parts of every particle in a group (>>stress_lanes_2d_, the last group padded). */
 static void cq__p2g_adj_range_2d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_f64 *t = (const cq__sub_task_2d_f64 *)ctx;
     const double *gp_bar = (const double *)t->s->grid_pb, *gm_bar = (const double *)t->s->grid_mb;
+    int p = begin;
     if (CQ__LANES_ON_f64) {
         enum { LN = CQ__LANES_f64 };
-        for (int p = begin; p < end; p += LN) {
+        for (; p < end; p += LN) {
             const int cnt = end - p < LN ? end - p : LN;
             int ps[LN];
             double F[4][LN], R[4][LN], Pp[4][LN], G[4][LN], Gl[LN][4];
-            cq__rot_2d_f64 own[LN];
-            const cq__rot_2d_f64 *rot[LN];
             for (int l = 0; l < LN; ++l) {
                 ps[l] = p + (l < cnt ? l : cnt - 1);
                 for (int i = 0; i < 4; ++i) F[i][l] = t->in.F[(long)ps[l] * 4 + i];
             }
-            cq__cpu_rot_lanes_2d_fixed_corotated_f64(t, ps, cnt, 0, F, R, own, rot);
+            cq__cpu_rot_lanes_2d_fixed_corotated_f64(t, ps, cnt, 0, F, R);
             cq__pk1_lanes_2d_fixed_corotated_f64(ps, t->prm, t->in, F, R, Pp);
             cq__affine_lanes_2d_f64(ps, t->prm, t->in, Pp, F, G);   /* G as P2G's */
             for (int l = 0; l < LN; ++l)
@@ -13315,17 +12547,18 @@ static void cq__p2g_adj_range_2d_fixed_corotated_f64(void *ctx, int begin, int e
                     cq__p2g_adj_transfer_2d_f64(ps[l], t->prm, t->in, Gl[l], gp_bar, gm_bar, t->ai, t->pg, Gl[l]);
             for (int l = 0; l < LN; ++l)
                 for (int a = 0; a < 4; ++a) G[a][l] = Gl[l][a];
-            cq__stress_adj_lanes_2d_fixed_corotated_f64(ps, cnt, t->prm, t->in, rot, F, R, Pp, G, t->ai, t->pg, (double *)t->s->dact);
+            cq__stress_adj_lanes_2d_fixed_corotated_f64(ps, cnt, t->prm, t->in, F, R, Pp, G, t->ai, t->pg, (double *)t->s->dact);
         }
-    } else
-        for (int p = begin; p < end; ++p) {
-            double Pp[4], G[4], G_bar[4];
-            cq__rot_2d_f64 own;
-            const cq__rot_2d_f64 *rot;
-            cq__p2g_adj_pre_2d_fixed_corotated_f64(t, p, &own, &rot, Pp, G);
-            cq__p2g_adj_transfer_2d_f64(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
-            cq__p2g_adj_post_2d_fixed_corotated_f64(t, p, rot, Pp, G_bar);
-        }
+        p = end;
+    }
+    for (; p < end; ++p) {
+        double Pp[4], G[4], G_bar[4];
+        cq__rot_2d_f64 own;
+        const cq__rot_2d_f64 *rot;
+        cq__p2g_adj_pre_2d_fixed_corotated_f64(t, p, &own, &rot, Pp, G);
+        cq__p2g_adj_transfer_2d_f64(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
+        cq__p2g_adj_post_2d_fixed_corotated_f64(t, p, rot, Pp, G_bar);
+    }
     if (t->chk) cq__check_adjoint_range(t->chk, begin, end);   /* these particles' adjoints are finished */
 }
 
@@ -13412,30 +12645,31 @@ static int cq__check_stress_2d_fixed_corotated_f64(const cq_sim *s, const void *
     return -1;
 }
 
-/* >>cpu_rot_lanes_2d_neohookean_f32: F's rotation over the lanes (>>stress_lanes_): R[..][l] and rot[l] (the
-   whole of it: t->rot's entry where the backward keeps them, else own[l]).  fill: compute it (P2G's
-   particle half; stored in t->rot too where given, for the first cnt lanes), else read t->rot where
-   given (the adjoint of the same substep) or compute it. */
+/* >>cpu_rot_lanes_2d_neohookean_f32: F's rotation over the lanes (>>stress_lanes_2d_): computed (fill: P2G's
+   particle half, also into t->rot for the first cnt lanes where the backward keeps them), else read
+   from t->rot where given (the adjoint of the same substep) or computed.  (The CPU keeps rotations
+   for 3D alone, cq__rot_cache_bytes: t->rot is NULL here today.) */
 static void cq__cpu_rot_lanes_2d_neohookean_f32(const cq__sub_task_2d_f32 *t, const int *ps, int cnt, int fill,
-                                     float F[4][CQ__LANES_f32], float R[4][CQ__LANES_f32],
-                                     cq__rot_2d_f32 *own, const cq__rot_2d_f32 **rot)
+                                     float F[4][CQ__LANES_f32], float R[4][CQ__LANES_f32])
 {
     enum { LN = CQ__LANES_f32 };
-    if (!fill && t->rot) {   /* kept by this substep's P2G */
-        for (int l = 0; l < LN; ++l) rot[l] = t->rot + ps[l];
-    } else {
-        for (int l = 0; l < LN; ++l) rot[l] = fill && t->rot && l < cnt ? t->rot + ps[l] : own + l;
-        (void)F;
-        for (int l = 0; l < LN; ++l) cq__rot_none_2d_f32((cq__rot_2d_f32 *)rot[l]);
+    if (!fill && t->rot) {
+        for (int l = 0; l < LN; ++l)
+            for (int i = 0; i < 4; ++i) R[i][l] = t->rot[ps[l]].R[i];
+        return;
     }
-    for (int l = 0; l < LN; ++l)
-        for (int i = 0; i < 4; ++i) R[i][l] = rot[l]->R[i];
+    (void)F;
+    for (int i = 0; i < 4; ++i)
+        for (int l = 0; l < LN; ++l) R[i][l] = 0;   /* as cq__rot_none_ */
+    if (fill && t->rot)
+        for (int l = 0; l < cnt; ++l)
+            for (int i = 0; i < 4; ++i) t->rot[ps[l]].R[i] = R[i][l];
 }
 
 /* P2G's particle half over particles [begin, end) in index order, each into its sorted slot's
    packed record: the particle arrays are read in order, whatever order the particles came in
-   (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k).  With
-   the lanes (>>stress_lanes_), every particle in a group, the last group padded. */
+   (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k).
+   With the lanes: every particle in a group (>>stress_lanes_2d_), the last group padded. */
 static void cq__p2g_range_2d_neohookean_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_f32 *t = (const cq__sub_task_2d_f32 *)ctx;
@@ -13448,13 +12682,11 @@ static void cq__p2g_range_2d_neohookean_f32(void *ctx, int begin, int end)
             const int cnt = end - p < LN ? end - p : LN;
             int ps[LN];
             float F[4][LN], R[4][LN], Pp[4][LN], G[4][LN];
-            cq__rot_2d_f32 own[LN];
-            const cq__rot_2d_f32 *rot[LN];
             for (int l = 0; l < LN; ++l) {
                 ps[l] = p + (l < cnt ? l : cnt - 1);
                 for (int i = 0; i < 4; ++i) F[i][l] = s.F[(long)ps[l] * 4 + i];
             }
-            cq__cpu_rot_lanes_2d_neohookean_f32(t, ps, cnt, 1, F, R, own, rot);
+            cq__cpu_rot_lanes_2d_neohookean_f32(t, ps, cnt, 1, F, R);
             cq__pk1_lanes_2d_neohookean_f32(ps, t->prm, s, F, R, Pp);
             cq__affine_lanes_2d_f32(ps, t->prm, s, Pp, F, G);
             for (int l = 0; l < cnt; ++l) {   /* as cq__p2g_rot_ packs */
@@ -13475,8 +12707,9 @@ static void cq__p2g_range_2d_neohookean_f32(void *ctx, int begin, int end)
         cq__p2g_rot_2d_neohookean_f32(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(2), t->rot ? t->rot + p : &r, 1);
     }
 }
-/* The P2G adjoint's per-particle stress parts one particle at a time (the lanes off), as in
-   cq__p2g_adj_given_rot_: P and G before the transfer (pre), the stress half after it (post). */
+/* The P2G adjoint's per-particle stress parts one particle at a time, as in cq__p2g_adj_given_rot_: P
+   and G before the transfer (pre), the stress half after it (post).
+   2D: with the lanes off (with them, >>stress_lanes_2d_). */
 static void cq__p2g_adj_pre_2d_neohookean_f32(const cq__sub_task_2d_f32 *t, int p, cq__rot_2d_f32 *own,
                                    const cq__rot_2d_f32 **rot, float *Pp, float *G)
 {
@@ -13494,26 +12727,25 @@ static void cq__p2g_adj_post_2d_neohookean_f32(const cq__sub_task_2d_f32 *t, int
     cq__p2g_adj_stress_rot_2d_neohookean_f32(p, t->prm, t->in, rot, Pp, G_bar, t->ai, t->pg,
                                                         (float *)t->s->dact + (long)p * 4);
 }
-/* The P2G adjoint over particles [begin, end).  With the lanes: the stress parts of every particle
-   in a group (>>stress_lanes_, the last group padded), the transfer over a whole group's lanes
-   (>>transfer_lanes_) or, in the last group, one particle at a time. */
+/* The P2G adjoint over particles [begin, end).  With the lanes: the transfer over a group's lanes
+   (>>transfer_lanes_), one particle at a time in a range's last, partial group;
+   the stress parts of every particle in a group (>>stress_lanes_2d_, the last group padded). */
 static void cq__p2g_adj_range_2d_neohookean_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_f32 *t = (const cq__sub_task_2d_f32 *)ctx;
     const float *gp_bar = (const float *)t->s->grid_pb, *gm_bar = (const float *)t->s->grid_mb;
+    int p = begin;
     if (CQ__LANES_ON_f32) {
         enum { LN = CQ__LANES_f32 };
-        for (int p = begin; p < end; p += LN) {
+        for (; p < end; p += LN) {
             const int cnt = end - p < LN ? end - p : LN;
             int ps[LN];
             float F[4][LN], R[4][LN], Pp[4][LN], G[4][LN], Gl[LN][4];
-            cq__rot_2d_f32 own[LN];
-            const cq__rot_2d_f32 *rot[LN];
             for (int l = 0; l < LN; ++l) {
                 ps[l] = p + (l < cnt ? l : cnt - 1);
                 for (int i = 0; i < 4; ++i) F[i][l] = t->in.F[(long)ps[l] * 4 + i];
             }
-            cq__cpu_rot_lanes_2d_neohookean_f32(t, ps, cnt, 0, F, R, own, rot);
+            cq__cpu_rot_lanes_2d_neohookean_f32(t, ps, cnt, 0, F, R);
             cq__pk1_lanes_2d_neohookean_f32(ps, t->prm, t->in, F, R, Pp);
             cq__affine_lanes_2d_f32(ps, t->prm, t->in, Pp, F, G);   /* G as P2G's */
             for (int l = 0; l < LN; ++l)
@@ -13524,17 +12756,18 @@ static void cq__p2g_adj_range_2d_neohookean_f32(void *ctx, int begin, int end)
                     cq__p2g_adj_transfer_2d_f32(ps[l], t->prm, t->in, Gl[l], gp_bar, gm_bar, t->ai, t->pg, Gl[l]);
             for (int l = 0; l < LN; ++l)
                 for (int a = 0; a < 4; ++a) G[a][l] = Gl[l][a];
-            cq__stress_adj_lanes_2d_neohookean_f32(ps, cnt, t->prm, t->in, rot, F, R, Pp, G, t->ai, t->pg, (float *)t->s->dact);
+            cq__stress_adj_lanes_2d_neohookean_f32(ps, cnt, t->prm, t->in, F, R, Pp, G, t->ai, t->pg, (float *)t->s->dact);
         }
-    } else
-        for (int p = begin; p < end; ++p) {
-            float Pp[4], G[4], G_bar[4];
-            cq__rot_2d_f32 own;
-            const cq__rot_2d_f32 *rot;
-            cq__p2g_adj_pre_2d_neohookean_f32(t, p, &own, &rot, Pp, G);
-            cq__p2g_adj_transfer_2d_f32(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
-            cq__p2g_adj_post_2d_neohookean_f32(t, p, rot, Pp, G_bar);
-        }
+        p = end;
+    }
+    for (; p < end; ++p) {
+        float Pp[4], G[4], G_bar[4];
+        cq__rot_2d_f32 own;
+        const cq__rot_2d_f32 *rot;
+        cq__p2g_adj_pre_2d_neohookean_f32(t, p, &own, &rot, Pp, G);
+        cq__p2g_adj_transfer_2d_f32(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
+        cq__p2g_adj_post_2d_neohookean_f32(t, p, rot, Pp, G_bar);
+    }
     if (t->chk) cq__check_adjoint_range(t->chk, begin, end);   /* these particles' adjoints are finished */
 }
 
@@ -13621,30 +12854,31 @@ static int cq__check_stress_2d_neohookean_f32(const cq_sim *s, const void *F, co
     return -1;
 }
 
-/* >>cpu_rot_lanes_2d_neohookean_f64: F's rotation over the lanes (>>stress_lanes_): R[..][l] and rot[l] (the
-   whole of it: t->rot's entry where the backward keeps them, else own[l]).  fill: compute it (P2G's
-   particle half; stored in t->rot too where given, for the first cnt lanes), else read t->rot where
-   given (the adjoint of the same substep) or compute it. */
+/* >>cpu_rot_lanes_2d_neohookean_f64: F's rotation over the lanes (>>stress_lanes_2d_): computed (fill: P2G's
+   particle half, also into t->rot for the first cnt lanes where the backward keeps them), else read
+   from t->rot where given (the adjoint of the same substep) or computed.  (The CPU keeps rotations
+   for 3D alone, cq__rot_cache_bytes: t->rot is NULL here today.) */
 static void cq__cpu_rot_lanes_2d_neohookean_f64(const cq__sub_task_2d_f64 *t, const int *ps, int cnt, int fill,
-                                     double F[4][CQ__LANES_f64], double R[4][CQ__LANES_f64],
-                                     cq__rot_2d_f64 *own, const cq__rot_2d_f64 **rot)
+                                     double F[4][CQ__LANES_f64], double R[4][CQ__LANES_f64])
 {
     enum { LN = CQ__LANES_f64 };
-    if (!fill && t->rot) {   /* kept by this substep's P2G */
-        for (int l = 0; l < LN; ++l) rot[l] = t->rot + ps[l];
-    } else {
-        for (int l = 0; l < LN; ++l) rot[l] = fill && t->rot && l < cnt ? t->rot + ps[l] : own + l;
-        (void)F;
-        for (int l = 0; l < LN; ++l) cq__rot_none_2d_f64((cq__rot_2d_f64 *)rot[l]);
+    if (!fill && t->rot) {
+        for (int l = 0; l < LN; ++l)
+            for (int i = 0; i < 4; ++i) R[i][l] = t->rot[ps[l]].R[i];
+        return;
     }
-    for (int l = 0; l < LN; ++l)
-        for (int i = 0; i < 4; ++i) R[i][l] = rot[l]->R[i];
+    (void)F;
+    for (int i = 0; i < 4; ++i)
+        for (int l = 0; l < LN; ++l) R[i][l] = 0;   /* as cq__rot_none_ */
+    if (fill && t->rot)
+        for (int l = 0; l < cnt; ++l)
+            for (int i = 0; i < 4; ++i) t->rot[ps[l]].R[i] = R[i][l];
 }
 
 /* P2G's particle half over particles [begin, end) in index order, each into its sorted slot's
    packed record: the particle arrays are read in order, whatever order the particles came in
-   (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k).  With
-   the lanes (>>stress_lanes_), every particle in a group, the last group padded. */
+   (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k).
+   With the lanes: every particle in a group (>>stress_lanes_2d_), the last group padded. */
 static void cq__p2g_range_2d_neohookean_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_f64 *t = (const cq__sub_task_2d_f64 *)ctx;
@@ -13657,13 +12891,11 @@ static void cq__p2g_range_2d_neohookean_f64(void *ctx, int begin, int end)
             const int cnt = end - p < LN ? end - p : LN;
             int ps[LN];
             double F[4][LN], R[4][LN], Pp[4][LN], G[4][LN];
-            cq__rot_2d_f64 own[LN];
-            const cq__rot_2d_f64 *rot[LN];
             for (int l = 0; l < LN; ++l) {
                 ps[l] = p + (l < cnt ? l : cnt - 1);
                 for (int i = 0; i < 4; ++i) F[i][l] = s.F[(long)ps[l] * 4 + i];
             }
-            cq__cpu_rot_lanes_2d_neohookean_f64(t, ps, cnt, 1, F, R, own, rot);
+            cq__cpu_rot_lanes_2d_neohookean_f64(t, ps, cnt, 1, F, R);
             cq__pk1_lanes_2d_neohookean_f64(ps, t->prm, s, F, R, Pp);
             cq__affine_lanes_2d_f64(ps, t->prm, s, Pp, F, G);
             for (int l = 0; l < cnt; ++l) {   /* as cq__p2g_rot_ packs */
@@ -13684,8 +12916,9 @@ static void cq__p2g_range_2d_neohookean_f64(void *ctx, int begin, int end)
         cq__p2g_rot_2d_neohookean_f64(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(2), t->rot ? t->rot + p : &r, 1);
     }
 }
-/* The P2G adjoint's per-particle stress parts one particle at a time (the lanes off), as in
-   cq__p2g_adj_given_rot_: P and G before the transfer (pre), the stress half after it (post). */
+/* The P2G adjoint's per-particle stress parts one particle at a time, as in cq__p2g_adj_given_rot_: P
+   and G before the transfer (pre), the stress half after it (post).
+   2D: with the lanes off (with them, >>stress_lanes_2d_). */
 static void cq__p2g_adj_pre_2d_neohookean_f64(const cq__sub_task_2d_f64 *t, int p, cq__rot_2d_f64 *own,
                                    const cq__rot_2d_f64 **rot, double *Pp, double *G)
 {
@@ -13703,26 +12936,25 @@ static void cq__p2g_adj_post_2d_neohookean_f64(const cq__sub_task_2d_f64 *t, int
     cq__p2g_adj_stress_rot_2d_neohookean_f64(p, t->prm, t->in, rot, Pp, G_bar, t->ai, t->pg,
                                                         (double *)t->s->dact + (long)p * 4);
 }
-/* The P2G adjoint over particles [begin, end).  With the lanes: the stress parts of every particle
-   in a group (>>stress_lanes_, the last group padded), the transfer over a whole group's lanes
-   (>>transfer_lanes_) or, in the last group, one particle at a time. */
+/* The P2G adjoint over particles [begin, end).  With the lanes: the transfer over a group's lanes
+   (>>transfer_lanes_), one particle at a time in a range's last, partial group;
+   the stress parts of every particle in a group (>>stress_lanes_2d_, the last group padded). */
 static void cq__p2g_adj_range_2d_neohookean_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_f64 *t = (const cq__sub_task_2d_f64 *)ctx;
     const double *gp_bar = (const double *)t->s->grid_pb, *gm_bar = (const double *)t->s->grid_mb;
+    int p = begin;
     if (CQ__LANES_ON_f64) {
         enum { LN = CQ__LANES_f64 };
-        for (int p = begin; p < end; p += LN) {
+        for (; p < end; p += LN) {
             const int cnt = end - p < LN ? end - p : LN;
             int ps[LN];
             double F[4][LN], R[4][LN], Pp[4][LN], G[4][LN], Gl[LN][4];
-            cq__rot_2d_f64 own[LN];
-            const cq__rot_2d_f64 *rot[LN];
             for (int l = 0; l < LN; ++l) {
                 ps[l] = p + (l < cnt ? l : cnt - 1);
                 for (int i = 0; i < 4; ++i) F[i][l] = t->in.F[(long)ps[l] * 4 + i];
             }
-            cq__cpu_rot_lanes_2d_neohookean_f64(t, ps, cnt, 0, F, R, own, rot);
+            cq__cpu_rot_lanes_2d_neohookean_f64(t, ps, cnt, 0, F, R);
             cq__pk1_lanes_2d_neohookean_f64(ps, t->prm, t->in, F, R, Pp);
             cq__affine_lanes_2d_f64(ps, t->prm, t->in, Pp, F, G);   /* G as P2G's */
             for (int l = 0; l < LN; ++l)
@@ -13733,17 +12965,18 @@ static void cq__p2g_adj_range_2d_neohookean_f64(void *ctx, int begin, int end)
                     cq__p2g_adj_transfer_2d_f64(ps[l], t->prm, t->in, Gl[l], gp_bar, gm_bar, t->ai, t->pg, Gl[l]);
             for (int l = 0; l < LN; ++l)
                 for (int a = 0; a < 4; ++a) G[a][l] = Gl[l][a];
-            cq__stress_adj_lanes_2d_neohookean_f64(ps, cnt, t->prm, t->in, rot, F, R, Pp, G, t->ai, t->pg, (double *)t->s->dact);
+            cq__stress_adj_lanes_2d_neohookean_f64(ps, cnt, t->prm, t->in, F, R, Pp, G, t->ai, t->pg, (double *)t->s->dact);
         }
-    } else
-        for (int p = begin; p < end; ++p) {
-            double Pp[4], G[4], G_bar[4];
-            cq__rot_2d_f64 own;
-            const cq__rot_2d_f64 *rot;
-            cq__p2g_adj_pre_2d_neohookean_f64(t, p, &own, &rot, Pp, G);
-            cq__p2g_adj_transfer_2d_f64(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
-            cq__p2g_adj_post_2d_neohookean_f64(t, p, rot, Pp, G_bar);
-        }
+        p = end;
+    }
+    for (; p < end; ++p) {
+        double Pp[4], G[4], G_bar[4];
+        cq__rot_2d_f64 own;
+        const cq__rot_2d_f64 *rot;
+        cq__p2g_adj_pre_2d_neohookean_f64(t, p, &own, &rot, Pp, G);
+        cq__p2g_adj_transfer_2d_f64(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
+        cq__p2g_adj_post_2d_neohookean_f64(t, p, rot, Pp, G_bar);
+    }
     if (t->chk) cq__check_adjoint_range(t->chk, begin, end);   /* these particles' adjoints are finished */
 }
 
@@ -13830,66 +13063,31 @@ static int cq__check_stress_2d_neohookean_f64(const cq_sim *s, const void *F, co
     return -1;
 }
 
-/* >>cpu_rot_lanes_3d_fixed_corotated_f32: F's rotation over the lanes (>>stress_lanes_): R[..][l] and rot[l] (the
-   whole of it: t->rot's entry where the backward keeps them, else own[l]).  fill: compute it (P2G's
-   particle half; stored in t->rot too where given, for the first cnt lanes), else read t->rot where
-   given (the adjoint of the same substep) or compute it. */
-static void cq__cpu_rot_lanes_3d_fixed_corotated_f32(const cq__sub_task_3d_f32 *t, const int *ps, int cnt, int fill,
-                                     float F[9][CQ__LANES_f32], float R[9][CQ__LANES_f32],
-                                     cq__rot_3d_f32 *own, const cq__rot_3d_f32 **rot)
-{
-    enum { LN = CQ__LANES_f32 };
-    if (!fill && t->rot) {   /* kept by this substep's P2G */
-        for (int l = 0; l < LN; ++l) rot[l] = t->rot + ps[l];
-    } else {
-        for (int l = 0; l < LN; ++l) rot[l] = fill && t->rot && l < cnt ? t->rot + ps[l] : own + l;
-        float U[9][LN], sig[3][LN], V[9][LN];
-        cq__svd_lanes_3d_f32(F, U, sig, V);   /* >>svd_lanes_3d_: cq__svd_3d_'s bits */
-        for (int l = 0; l < LN; ++l) {
-            cq__rot_3d_f32 *r = (cq__rot_3d_f32 *)rot[l];
-            for (int i = 0; i < 9; ++i) { r->U[i] = U[i][l]; r->V[i] = V[i][l]; }
-            for (int i = 0; i < 3; ++i) r->sig[i] = sig[i][l];
-            cq__uvt_3d_f32(r->U, r->V, r->R);   /* as cq__rot_fill_ */
-        }
-    }
-    for (int l = 0; l < LN; ++l)
-        for (int i = 0; i < 9; ++i) R[i][l] = rot[l]->R[i];
-}
-
 /* P2G's particle half over particles [begin, end) in index order, each into its sorted slot's
    packed record: the particle arrays are read in order, whatever order the particles came in
-   (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k).  With
-   the lanes (>>stress_lanes_), every particle in a group, the last group padded. */
+   (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k).
+   With the lanes, the rotating materials' SVDs over lanes (>>svd_lanes_3d_). */
 static void cq__p2g_range_3d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_f32 *t = (const cq__sub_task_3d_f32 *)ctx;
     float *pk = (float *)t->s->pk;
     const int *rank = t->s->rank;
-    if (CQ__LANES_ON_f32) {
+    if (CQ__LANES_ON_f32) {   /* the SVDs over lanes (>>svd_lanes_3d_): every particle, the last group padded */
         enum { LN = CQ__LANES_f32 };
-        const cq__pview_f32 s = t->in;
         for (int p = begin; p < end; p += LN) {
             const int cnt = end - p < LN ? end - p : LN;
-            int ps[LN];
-            float F[9][LN], R[9][LN], Pp[9][LN], G[9][LN];
-            cq__rot_3d_f32 own[LN];
-            const cq__rot_3d_f32 *rot[LN];
+            float F[9][LN], U[9][LN], sig[3][LN], V[9][LN];
             for (int l = 0; l < LN; ++l) {
-                ps[l] = p + (l < cnt ? l : cnt - 1);
-                for (int i = 0; i < 9; ++i) F[i][l] = s.F[(long)ps[l] * 9 + i];
+                const long q = p + (l < cnt ? l : cnt - 1);
+                for (int i = 0; i < 9; ++i) F[i][l] = t->in.F[q * 9 + i];
             }
-            cq__cpu_rot_lanes_3d_fixed_corotated_f32(t, ps, cnt, 1, F, R, own, rot);
-            cq__pk1_lanes_3d_fixed_corotated_f32(ps, t->prm, s, F, R, Pp);
-            cq__affine_lanes_3d_f32(ps, t->prm, s, Pp, F, G);
-            for (int l = 0; l < cnt; ++l) {   /* as cq__p2g_rot_ packs */
-                const long q = p + l;
-                float *pq = pk + (long)rank[q] * CQ__PK(3), xp[3];
-                int base[3];
-                for (int a = 0; a < 3; ++a) xp[a] = s.x[q * 3 + a];
-                cq__base_3d_f32(xp, t->prm, base, pq + 1);
-                pq[0] = s.mass[q];
-                for (int a = 0; a < 3; ++a) pq[1 + 3 + a] = s.mass[q] * s.v[q * 3 + a];
-                for (int a = 0; a < 9; ++a) pq[1 + 2 * 3 + a] = G[a][l];
+            cq__svd_lanes_3d_f32(F, U, sig, V);
+            for (int l = 0; l < cnt; ++l) {
+                cq__rot_3d_f32 own, *r = t->rot ? t->rot + p + l : &own;
+                for (int i = 0; i < 9; ++i) { r->U[i] = U[i][l]; r->V[i] = V[i][l]; }
+                for (int i = 0; i < 3; ++i) r->sig[i] = sig[i][l];
+                cq__uvt_3d_f32(r->U, r->V, r->R);   /* as cq__rot_fill_ */
+                cq__p2g_rot_3d_fixed_corotated_f32(p + l, t->prm, t->in, pk + (long)rank[p + l] * CQ__PK(3), r, 0);
             }
         }
         return;
@@ -13899,9 +13097,13 @@ static void cq__p2g_range_3d_fixed_corotated_f32(void *ctx, int begin, int end)
         cq__p2g_rot_3d_fixed_corotated_f32(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(3), t->rot ? t->rot + p : &r, 1);
     }
 }
-/* The P2G adjoint's per-particle stress parts one particle at a time (the lanes off), as in
-   cq__p2g_adj_given_rot_: P and G before the transfer (pre), the stress half after it (post). */
-static void cq__p2g_adj_pre_3d_fixed_corotated_f32(const cq__sub_task_3d_f32 *t, int p, cq__rot_3d_f32 *own,
+/* The P2G adjoint's per-particle stress parts one particle at a time, as in cq__p2g_adj_given_rot_: P
+   and G before the transfer (pre), the stress half after it (post).
+   Out of line, so that every particle runs the same machine code whether its transfer ran in a
+   lane group or alone: gcc 12 fuses multiply-adds where it vectorizes this code (vfmsubadd, despite
+   -ffp-contract=off), and a copy inlined into the loop over a lane group rounded differently from
+   the remainder's (the batched-scene tests saw it at -O3 -march=native). */
+static CQ__NOINLINE void cq__p2g_adj_pre_3d_fixed_corotated_f32(const cq__sub_task_3d_f32 *t, int p, cq__rot_3d_f32 *own,
                                    const cq__rot_3d_f32 **rot, float *Pp, float *G)
 {
     float Fp[9];
@@ -13912,53 +13114,37 @@ static void cq__p2g_adj_pre_3d_fixed_corotated_f32(const cq__sub_task_3d_f32 *t,
                                              t->in.act_stress, Pp);
     cq__affine_3d_f32(p, t->prm, t->in, Pp, Fp, G);   /* G as P2G's */
 }
-static void cq__p2g_adj_post_3d_fixed_corotated_f32(const cq__sub_task_3d_f32 *t, int p, const cq__rot_3d_f32 *rot,
+static CQ__NOINLINE void cq__p2g_adj_post_3d_fixed_corotated_f32(const cq__sub_task_3d_f32 *t, int p, const cq__rot_3d_f32 *rot,
                                     const float *Pp, const float *G_bar)
 {
     cq__p2g_adj_stress_rot_3d_fixed_corotated_f32(p, t->prm, t->in, rot, Pp, G_bar, t->ai, t->pg,
                                                         (float *)t->s->dact + (long)p * 9);
 }
-/* The P2G adjoint over particles [begin, end).  With the lanes: the stress parts of every particle
-   in a group (>>stress_lanes_, the last group padded), the transfer over a whole group's lanes
-   (>>transfer_lanes_) or, in the last group, one particle at a time. */
+/* The P2G adjoint over particles [begin, end).  With the lanes: the transfer over a group's lanes
+   (>>transfer_lanes_), one particle at a time in a range's last, partial group;
+   the stress parts one particle at a time (pre, post). */
 static void cq__p2g_adj_range_3d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_f32 *t = (const cq__sub_task_3d_f32 *)ctx;
     const float *gp_bar = (const float *)t->s->grid_pb, *gm_bar = (const float *)t->s->grid_mb;
-    if (CQ__LANES_ON_f32) {
-        enum { LN = CQ__LANES_f32 };
-        for (int p = begin; p < end; p += LN) {
-            const int cnt = end - p < LN ? end - p : LN;
-            int ps[LN];
-            float F[9][LN], R[9][LN], Pp[9][LN], G[9][LN], Gl[LN][9];
-            cq__rot_3d_f32 own[LN];
-            const cq__rot_3d_f32 *rot[LN];
-            for (int l = 0; l < LN; ++l) {
-                ps[l] = p + (l < cnt ? l : cnt - 1);
-                for (int i = 0; i < 9; ++i) F[i][l] = t->in.F[(long)ps[l] * 9 + i];
-            }
-            cq__cpu_rot_lanes_3d_fixed_corotated_f32(t, ps, cnt, 0, F, R, own, rot);
-            cq__pk1_lanes_3d_fixed_corotated_f32(ps, t->prm, t->in, F, R, Pp);
-            cq__affine_lanes_3d_f32(ps, t->prm, t->in, Pp, F, G);   /* G as P2G's */
-            for (int l = 0; l < LN; ++l)
-                for (int a = 0; a < 9; ++a) Gl[l][a] = G[a][l];
-            if (cnt == LN) cq__transfer_lanes_3d_f32(ps, t->prm, t->in, Gl, gp_bar, gm_bar, t->ai, t->pg, Gl);   /* Gl becomes dL/dG */
-            else
-                for (int l = 0; l < cnt; ++l)
-                    cq__p2g_adj_transfer_3d_f32(ps[l], t->prm, t->in, Gl[l], gp_bar, gm_bar, t->ai, t->pg, Gl[l]);
-            for (int l = 0; l < LN; ++l)
-                for (int a = 0; a < 9; ++a) G[a][l] = Gl[l][a];
-            cq__stress_adj_lanes_3d_fixed_corotated_f32(ps, cnt, t->prm, t->in, rot, F, R, Pp, G, t->ai, t->pg, (float *)t->s->dact);
-        }
-    } else
-        for (int p = begin; p < end; ++p) {
-            float Pp[9], G[9], G_bar[9];
-            cq__rot_3d_f32 own;
-            const cq__rot_3d_f32 *rot;
-            cq__p2g_adj_pre_3d_fixed_corotated_f32(t, p, &own, &rot, Pp, G);
-            cq__p2g_adj_transfer_3d_f32(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
-            cq__p2g_adj_post_3d_fixed_corotated_f32(t, p, rot, Pp, G_bar);
-        }
+    int p = begin;
+    for (; CQ__LANES_ON_f32 && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
+        int ps[CQ__LANES_f32];
+        float Pp[CQ__LANES_f32][9], G[CQ__LANES_f32][9];
+        cq__rot_3d_f32 own[CQ__LANES_f32];
+        const cq__rot_3d_f32 *rot[CQ__LANES_f32];
+        for (int l = 0; l < CQ__LANES_f32; ++l) cq__p2g_adj_pre_3d_fixed_corotated_f32(t, ps[l] = p + l, &own[l], &rot[l], Pp[l], G[l]);
+        cq__transfer_lanes_3d_f32(ps, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G);   /* G becomes dL/dG */
+        for (int l = 0; l < CQ__LANES_f32; ++l) cq__p2g_adj_post_3d_fixed_corotated_f32(t, ps[l], rot[l], Pp[l], G[l]);
+    }
+    for (; p < end; ++p) {
+        float Pp[9], G[9], G_bar[9];
+        cq__rot_3d_f32 own;
+        const cq__rot_3d_f32 *rot;
+        cq__p2g_adj_pre_3d_fixed_corotated_f32(t, p, &own, &rot, Pp, G);
+        cq__p2g_adj_transfer_3d_f32(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
+        cq__p2g_adj_post_3d_fixed_corotated_f32(t, p, rot, Pp, G_bar);
+    }
     if (t->chk) cq__check_adjoint_range(t->chk, begin, end);   /* these particles' adjoints are finished */
 }
 
@@ -14045,66 +13231,31 @@ static int cq__check_stress_3d_fixed_corotated_f32(const cq_sim *s, const void *
     return -1;
 }
 
-/* >>cpu_rot_lanes_3d_fixed_corotated_f64: F's rotation over the lanes (>>stress_lanes_): R[..][l] and rot[l] (the
-   whole of it: t->rot's entry where the backward keeps them, else own[l]).  fill: compute it (P2G's
-   particle half; stored in t->rot too where given, for the first cnt lanes), else read t->rot where
-   given (the adjoint of the same substep) or compute it. */
-static void cq__cpu_rot_lanes_3d_fixed_corotated_f64(const cq__sub_task_3d_f64 *t, const int *ps, int cnt, int fill,
-                                     double F[9][CQ__LANES_f64], double R[9][CQ__LANES_f64],
-                                     cq__rot_3d_f64 *own, const cq__rot_3d_f64 **rot)
-{
-    enum { LN = CQ__LANES_f64 };
-    if (!fill && t->rot) {   /* kept by this substep's P2G */
-        for (int l = 0; l < LN; ++l) rot[l] = t->rot + ps[l];
-    } else {
-        for (int l = 0; l < LN; ++l) rot[l] = fill && t->rot && l < cnt ? t->rot + ps[l] : own + l;
-        double U[9][LN], sig[3][LN], V[9][LN];
-        cq__svd_lanes_3d_f64(F, U, sig, V);   /* >>svd_lanes_3d_: cq__svd_3d_'s bits */
-        for (int l = 0; l < LN; ++l) {
-            cq__rot_3d_f64 *r = (cq__rot_3d_f64 *)rot[l];
-            for (int i = 0; i < 9; ++i) { r->U[i] = U[i][l]; r->V[i] = V[i][l]; }
-            for (int i = 0; i < 3; ++i) r->sig[i] = sig[i][l];
-            cq__uvt_3d_f64(r->U, r->V, r->R);   /* as cq__rot_fill_ */
-        }
-    }
-    for (int l = 0; l < LN; ++l)
-        for (int i = 0; i < 9; ++i) R[i][l] = rot[l]->R[i];
-}
-
 /* P2G's particle half over particles [begin, end) in index order, each into its sorted slot's
    packed record: the particle arrays are read in order, whatever order the particles came in
-   (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k).  With
-   the lanes (>>stress_lanes_), every particle in a group, the last group padded. */
+   (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k).
+   With the lanes, the rotating materials' SVDs over lanes (>>svd_lanes_3d_). */
 static void cq__p2g_range_3d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_f64 *t = (const cq__sub_task_3d_f64 *)ctx;
     double *pk = (double *)t->s->pk;
     const int *rank = t->s->rank;
-    if (CQ__LANES_ON_f64) {
+    if (CQ__LANES_ON_f64) {   /* the SVDs over lanes (>>svd_lanes_3d_): every particle, the last group padded */
         enum { LN = CQ__LANES_f64 };
-        const cq__pview_f64 s = t->in;
         for (int p = begin; p < end; p += LN) {
             const int cnt = end - p < LN ? end - p : LN;
-            int ps[LN];
-            double F[9][LN], R[9][LN], Pp[9][LN], G[9][LN];
-            cq__rot_3d_f64 own[LN];
-            const cq__rot_3d_f64 *rot[LN];
+            double F[9][LN], U[9][LN], sig[3][LN], V[9][LN];
             for (int l = 0; l < LN; ++l) {
-                ps[l] = p + (l < cnt ? l : cnt - 1);
-                for (int i = 0; i < 9; ++i) F[i][l] = s.F[(long)ps[l] * 9 + i];
+                const long q = p + (l < cnt ? l : cnt - 1);
+                for (int i = 0; i < 9; ++i) F[i][l] = t->in.F[q * 9 + i];
             }
-            cq__cpu_rot_lanes_3d_fixed_corotated_f64(t, ps, cnt, 1, F, R, own, rot);
-            cq__pk1_lanes_3d_fixed_corotated_f64(ps, t->prm, s, F, R, Pp);
-            cq__affine_lanes_3d_f64(ps, t->prm, s, Pp, F, G);
-            for (int l = 0; l < cnt; ++l) {   /* as cq__p2g_rot_ packs */
-                const long q = p + l;
-                double *pq = pk + (long)rank[q] * CQ__PK(3), xp[3];
-                int base[3];
-                for (int a = 0; a < 3; ++a) xp[a] = s.x[q * 3 + a];
-                cq__base_3d_f64(xp, t->prm, base, pq + 1);
-                pq[0] = s.mass[q];
-                for (int a = 0; a < 3; ++a) pq[1 + 3 + a] = s.mass[q] * s.v[q * 3 + a];
-                for (int a = 0; a < 9; ++a) pq[1 + 2 * 3 + a] = G[a][l];
+            cq__svd_lanes_3d_f64(F, U, sig, V);
+            for (int l = 0; l < cnt; ++l) {
+                cq__rot_3d_f64 own, *r = t->rot ? t->rot + p + l : &own;
+                for (int i = 0; i < 9; ++i) { r->U[i] = U[i][l]; r->V[i] = V[i][l]; }
+                for (int i = 0; i < 3; ++i) r->sig[i] = sig[i][l];
+                cq__uvt_3d_f64(r->U, r->V, r->R);   /* as cq__rot_fill_ */
+                cq__p2g_rot_3d_fixed_corotated_f64(p + l, t->prm, t->in, pk + (long)rank[p + l] * CQ__PK(3), r, 0);
             }
         }
         return;
@@ -14114,9 +13265,13 @@ static void cq__p2g_range_3d_fixed_corotated_f64(void *ctx, int begin, int end)
         cq__p2g_rot_3d_fixed_corotated_f64(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(3), t->rot ? t->rot + p : &r, 1);
     }
 }
-/* The P2G adjoint's per-particle stress parts one particle at a time (the lanes off), as in
-   cq__p2g_adj_given_rot_: P and G before the transfer (pre), the stress half after it (post). */
-static void cq__p2g_adj_pre_3d_fixed_corotated_f64(const cq__sub_task_3d_f64 *t, int p, cq__rot_3d_f64 *own,
+/* The P2G adjoint's per-particle stress parts one particle at a time, as in cq__p2g_adj_given_rot_: P
+   and G before the transfer (pre), the stress half after it (post).
+   Out of line, so that every particle runs the same machine code whether its transfer ran in a
+   lane group or alone: gcc 12 fuses multiply-adds where it vectorizes this code (vfmsubadd, despite
+   -ffp-contract=off), and a copy inlined into the loop over a lane group rounded differently from
+   the remainder's (the batched-scene tests saw it at -O3 -march=native). */
+static CQ__NOINLINE void cq__p2g_adj_pre_3d_fixed_corotated_f64(const cq__sub_task_3d_f64 *t, int p, cq__rot_3d_f64 *own,
                                    const cq__rot_3d_f64 **rot, double *Pp, double *G)
 {
     double Fp[9];
@@ -14127,53 +13282,37 @@ static void cq__p2g_adj_pre_3d_fixed_corotated_f64(const cq__sub_task_3d_f64 *t,
                                              t->in.act_stress, Pp);
     cq__affine_3d_f64(p, t->prm, t->in, Pp, Fp, G);   /* G as P2G's */
 }
-static void cq__p2g_adj_post_3d_fixed_corotated_f64(const cq__sub_task_3d_f64 *t, int p, const cq__rot_3d_f64 *rot,
+static CQ__NOINLINE void cq__p2g_adj_post_3d_fixed_corotated_f64(const cq__sub_task_3d_f64 *t, int p, const cq__rot_3d_f64 *rot,
                                     const double *Pp, const double *G_bar)
 {
     cq__p2g_adj_stress_rot_3d_fixed_corotated_f64(p, t->prm, t->in, rot, Pp, G_bar, t->ai, t->pg,
                                                         (double *)t->s->dact + (long)p * 9);
 }
-/* The P2G adjoint over particles [begin, end).  With the lanes: the stress parts of every particle
-   in a group (>>stress_lanes_, the last group padded), the transfer over a whole group's lanes
-   (>>transfer_lanes_) or, in the last group, one particle at a time. */
+/* The P2G adjoint over particles [begin, end).  With the lanes: the transfer over a group's lanes
+   (>>transfer_lanes_), one particle at a time in a range's last, partial group;
+   the stress parts one particle at a time (pre, post). */
 static void cq__p2g_adj_range_3d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_f64 *t = (const cq__sub_task_3d_f64 *)ctx;
     const double *gp_bar = (const double *)t->s->grid_pb, *gm_bar = (const double *)t->s->grid_mb;
-    if (CQ__LANES_ON_f64) {
-        enum { LN = CQ__LANES_f64 };
-        for (int p = begin; p < end; p += LN) {
-            const int cnt = end - p < LN ? end - p : LN;
-            int ps[LN];
-            double F[9][LN], R[9][LN], Pp[9][LN], G[9][LN], Gl[LN][9];
-            cq__rot_3d_f64 own[LN];
-            const cq__rot_3d_f64 *rot[LN];
-            for (int l = 0; l < LN; ++l) {
-                ps[l] = p + (l < cnt ? l : cnt - 1);
-                for (int i = 0; i < 9; ++i) F[i][l] = t->in.F[(long)ps[l] * 9 + i];
-            }
-            cq__cpu_rot_lanes_3d_fixed_corotated_f64(t, ps, cnt, 0, F, R, own, rot);
-            cq__pk1_lanes_3d_fixed_corotated_f64(ps, t->prm, t->in, F, R, Pp);
-            cq__affine_lanes_3d_f64(ps, t->prm, t->in, Pp, F, G);   /* G as P2G's */
-            for (int l = 0; l < LN; ++l)
-                for (int a = 0; a < 9; ++a) Gl[l][a] = G[a][l];
-            if (cnt == LN) cq__transfer_lanes_3d_f64(ps, t->prm, t->in, Gl, gp_bar, gm_bar, t->ai, t->pg, Gl);   /* Gl becomes dL/dG */
-            else
-                for (int l = 0; l < cnt; ++l)
-                    cq__p2g_adj_transfer_3d_f64(ps[l], t->prm, t->in, Gl[l], gp_bar, gm_bar, t->ai, t->pg, Gl[l]);
-            for (int l = 0; l < LN; ++l)
-                for (int a = 0; a < 9; ++a) G[a][l] = Gl[l][a];
-            cq__stress_adj_lanes_3d_fixed_corotated_f64(ps, cnt, t->prm, t->in, rot, F, R, Pp, G, t->ai, t->pg, (double *)t->s->dact);
-        }
-    } else
-        for (int p = begin; p < end; ++p) {
-            double Pp[9], G[9], G_bar[9];
-            cq__rot_3d_f64 own;
-            const cq__rot_3d_f64 *rot;
-            cq__p2g_adj_pre_3d_fixed_corotated_f64(t, p, &own, &rot, Pp, G);
-            cq__p2g_adj_transfer_3d_f64(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
-            cq__p2g_adj_post_3d_fixed_corotated_f64(t, p, rot, Pp, G_bar);
-        }
+    int p = begin;
+    for (; CQ__LANES_ON_f64 && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
+        int ps[CQ__LANES_f64];
+        double Pp[CQ__LANES_f64][9], G[CQ__LANES_f64][9];
+        cq__rot_3d_f64 own[CQ__LANES_f64];
+        const cq__rot_3d_f64 *rot[CQ__LANES_f64];
+        for (int l = 0; l < CQ__LANES_f64; ++l) cq__p2g_adj_pre_3d_fixed_corotated_f64(t, ps[l] = p + l, &own[l], &rot[l], Pp[l], G[l]);
+        cq__transfer_lanes_3d_f64(ps, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G);   /* G becomes dL/dG */
+        for (int l = 0; l < CQ__LANES_f64; ++l) cq__p2g_adj_post_3d_fixed_corotated_f64(t, ps[l], rot[l], Pp[l], G[l]);
+    }
+    for (; p < end; ++p) {
+        double Pp[9], G[9], G_bar[9];
+        cq__rot_3d_f64 own;
+        const cq__rot_3d_f64 *rot;
+        cq__p2g_adj_pre_3d_fixed_corotated_f64(t, p, &own, &rot, Pp, G);
+        cq__p2g_adj_transfer_3d_f64(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
+        cq__p2g_adj_post_3d_fixed_corotated_f64(t, p, rot, Pp, G_bar);
+    }
     if (t->chk) cq__check_adjoint_range(t->chk, begin, end);   /* these particles' adjoints are finished */
 }
 
@@ -14260,72 +13399,27 @@ static int cq__check_stress_3d_fixed_corotated_f64(const cq_sim *s, const void *
     return -1;
 }
 
-/* >>cpu_rot_lanes_3d_neohookean_f32: F's rotation over the lanes (>>stress_lanes_): R[..][l] and rot[l] (the
-   whole of it: t->rot's entry where the backward keeps them, else own[l]).  fill: compute it (P2G's
-   particle half; stored in t->rot too where given, for the first cnt lanes), else read t->rot where
-   given (the adjoint of the same substep) or compute it. */
-static void cq__cpu_rot_lanes_3d_neohookean_f32(const cq__sub_task_3d_f32 *t, const int *ps, int cnt, int fill,
-                                     float F[9][CQ__LANES_f32], float R[9][CQ__LANES_f32],
-                                     cq__rot_3d_f32 *own, const cq__rot_3d_f32 **rot)
-{
-    enum { LN = CQ__LANES_f32 };
-    if (!fill && t->rot) {   /* kept by this substep's P2G */
-        for (int l = 0; l < LN; ++l) rot[l] = t->rot + ps[l];
-    } else {
-        for (int l = 0; l < LN; ++l) rot[l] = fill && t->rot && l < cnt ? t->rot + ps[l] : own + l;
-        (void)F;
-        for (int l = 0; l < LN; ++l) cq__rot_none_3d_f32((cq__rot_3d_f32 *)rot[l]);
-    }
-    for (int l = 0; l < LN; ++l)
-        for (int i = 0; i < 9; ++i) R[i][l] = rot[l]->R[i];
-}
-
 /* P2G's particle half over particles [begin, end) in index order, each into its sorted slot's
    packed record: the particle arrays are read in order, whatever order the particles came in
-   (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k).  With
-   the lanes (>>stress_lanes_), every particle in a group, the last group padded. */
+   (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k).
+   With the lanes, the rotating materials' SVDs over lanes (>>svd_lanes_3d_). */
 static void cq__p2g_range_3d_neohookean_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_f32 *t = (const cq__sub_task_3d_f32 *)ctx;
     float *pk = (float *)t->s->pk;
     const int *rank = t->s->rank;
-    if (CQ__LANES_ON_f32) {
-        enum { LN = CQ__LANES_f32 };
-        const cq__pview_f32 s = t->in;
-        for (int p = begin; p < end; p += LN) {
-            const int cnt = end - p < LN ? end - p : LN;
-            int ps[LN];
-            float F[9][LN], R[9][LN], Pp[9][LN], G[9][LN];
-            cq__rot_3d_f32 own[LN];
-            const cq__rot_3d_f32 *rot[LN];
-            for (int l = 0; l < LN; ++l) {
-                ps[l] = p + (l < cnt ? l : cnt - 1);
-                for (int i = 0; i < 9; ++i) F[i][l] = s.F[(long)ps[l] * 9 + i];
-            }
-            cq__cpu_rot_lanes_3d_neohookean_f32(t, ps, cnt, 1, F, R, own, rot);
-            cq__pk1_lanes_3d_neohookean_f32(ps, t->prm, s, F, R, Pp);
-            cq__affine_lanes_3d_f32(ps, t->prm, s, Pp, F, G);
-            for (int l = 0; l < cnt; ++l) {   /* as cq__p2g_rot_ packs */
-                const long q = p + l;
-                float *pq = pk + (long)rank[q] * CQ__PK(3), xp[3];
-                int base[3];
-                for (int a = 0; a < 3; ++a) xp[a] = s.x[q * 3 + a];
-                cq__base_3d_f32(xp, t->prm, base, pq + 1);
-                pq[0] = s.mass[q];
-                for (int a = 0; a < 3; ++a) pq[1 + 3 + a] = s.mass[q] * s.v[q * 3 + a];
-                for (int a = 0; a < 9; ++a) pq[1 + 2 * 3 + a] = G[a][l];
-            }
-        }
-        return;
-    }
     for (int p = begin; p < end; ++p) {   /* the backward (t->rot): keep each particle's rotation for its P2G adjoint */
         cq__rot_3d_f32 r;
         cq__p2g_rot_3d_neohookean_f32(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(3), t->rot ? t->rot + p : &r, 1);
     }
 }
-/* The P2G adjoint's per-particle stress parts one particle at a time (the lanes off), as in
-   cq__p2g_adj_given_rot_: P and G before the transfer (pre), the stress half after it (post). */
-static void cq__p2g_adj_pre_3d_neohookean_f32(const cq__sub_task_3d_f32 *t, int p, cq__rot_3d_f32 *own,
+/* The P2G adjoint's per-particle stress parts one particle at a time, as in cq__p2g_adj_given_rot_: P
+   and G before the transfer (pre), the stress half after it (post).
+   Out of line, so that every particle runs the same machine code whether its transfer ran in a
+   lane group or alone: gcc 12 fuses multiply-adds where it vectorizes this code (vfmsubadd, despite
+   -ffp-contract=off), and a copy inlined into the loop over a lane group rounded differently from
+   the remainder's (the batched-scene tests saw it at -O3 -march=native). */
+static CQ__NOINLINE void cq__p2g_adj_pre_3d_neohookean_f32(const cq__sub_task_3d_f32 *t, int p, cq__rot_3d_f32 *own,
                                    const cq__rot_3d_f32 **rot, float *Pp, float *G)
 {
     float Fp[9];
@@ -14336,53 +13430,37 @@ static void cq__p2g_adj_pre_3d_neohookean_f32(const cq__sub_task_3d_f32 *t, int 
                                              t->in.act_stress, Pp);
     cq__affine_3d_f32(p, t->prm, t->in, Pp, Fp, G);   /* G as P2G's */
 }
-static void cq__p2g_adj_post_3d_neohookean_f32(const cq__sub_task_3d_f32 *t, int p, const cq__rot_3d_f32 *rot,
+static CQ__NOINLINE void cq__p2g_adj_post_3d_neohookean_f32(const cq__sub_task_3d_f32 *t, int p, const cq__rot_3d_f32 *rot,
                                     const float *Pp, const float *G_bar)
 {
     cq__p2g_adj_stress_rot_3d_neohookean_f32(p, t->prm, t->in, rot, Pp, G_bar, t->ai, t->pg,
                                                         (float *)t->s->dact + (long)p * 9);
 }
-/* The P2G adjoint over particles [begin, end).  With the lanes: the stress parts of every particle
-   in a group (>>stress_lanes_, the last group padded), the transfer over a whole group's lanes
-   (>>transfer_lanes_) or, in the last group, one particle at a time. */
+/* The P2G adjoint over particles [begin, end).  With the lanes: the transfer over a group's lanes
+   (>>transfer_lanes_), one particle at a time in a range's last, partial group;
+   the stress parts one particle at a time (pre, post). */
 static void cq__p2g_adj_range_3d_neohookean_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_f32 *t = (const cq__sub_task_3d_f32 *)ctx;
     const float *gp_bar = (const float *)t->s->grid_pb, *gm_bar = (const float *)t->s->grid_mb;
-    if (CQ__LANES_ON_f32) {
-        enum { LN = CQ__LANES_f32 };
-        for (int p = begin; p < end; p += LN) {
-            const int cnt = end - p < LN ? end - p : LN;
-            int ps[LN];
-            float F[9][LN], R[9][LN], Pp[9][LN], G[9][LN], Gl[LN][9];
-            cq__rot_3d_f32 own[LN];
-            const cq__rot_3d_f32 *rot[LN];
-            for (int l = 0; l < LN; ++l) {
-                ps[l] = p + (l < cnt ? l : cnt - 1);
-                for (int i = 0; i < 9; ++i) F[i][l] = t->in.F[(long)ps[l] * 9 + i];
-            }
-            cq__cpu_rot_lanes_3d_neohookean_f32(t, ps, cnt, 0, F, R, own, rot);
-            cq__pk1_lanes_3d_neohookean_f32(ps, t->prm, t->in, F, R, Pp);
-            cq__affine_lanes_3d_f32(ps, t->prm, t->in, Pp, F, G);   /* G as P2G's */
-            for (int l = 0; l < LN; ++l)
-                for (int a = 0; a < 9; ++a) Gl[l][a] = G[a][l];
-            if (cnt == LN) cq__transfer_lanes_3d_f32(ps, t->prm, t->in, Gl, gp_bar, gm_bar, t->ai, t->pg, Gl);   /* Gl becomes dL/dG */
-            else
-                for (int l = 0; l < cnt; ++l)
-                    cq__p2g_adj_transfer_3d_f32(ps[l], t->prm, t->in, Gl[l], gp_bar, gm_bar, t->ai, t->pg, Gl[l]);
-            for (int l = 0; l < LN; ++l)
-                for (int a = 0; a < 9; ++a) G[a][l] = Gl[l][a];
-            cq__stress_adj_lanes_3d_neohookean_f32(ps, cnt, t->prm, t->in, rot, F, R, Pp, G, t->ai, t->pg, (float *)t->s->dact);
-        }
-    } else
-        for (int p = begin; p < end; ++p) {
-            float Pp[9], G[9], G_bar[9];
-            cq__rot_3d_f32 own;
-            const cq__rot_3d_f32 *rot;
-            cq__p2g_adj_pre_3d_neohookean_f32(t, p, &own, &rot, Pp, G);
-            cq__p2g_adj_transfer_3d_f32(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
-            cq__p2g_adj_post_3d_neohookean_f32(t, p, rot, Pp, G_bar);
-        }
+    int p = begin;
+    for (; CQ__LANES_ON_f32 && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
+        int ps[CQ__LANES_f32];
+        float Pp[CQ__LANES_f32][9], G[CQ__LANES_f32][9];
+        cq__rot_3d_f32 own[CQ__LANES_f32];
+        const cq__rot_3d_f32 *rot[CQ__LANES_f32];
+        for (int l = 0; l < CQ__LANES_f32; ++l) cq__p2g_adj_pre_3d_neohookean_f32(t, ps[l] = p + l, &own[l], &rot[l], Pp[l], G[l]);
+        cq__transfer_lanes_3d_f32(ps, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G);   /* G becomes dL/dG */
+        for (int l = 0; l < CQ__LANES_f32; ++l) cq__p2g_adj_post_3d_neohookean_f32(t, ps[l], rot[l], Pp[l], G[l]);
+    }
+    for (; p < end; ++p) {
+        float Pp[9], G[9], G_bar[9];
+        cq__rot_3d_f32 own;
+        const cq__rot_3d_f32 *rot;
+        cq__p2g_adj_pre_3d_neohookean_f32(t, p, &own, &rot, Pp, G);
+        cq__p2g_adj_transfer_3d_f32(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
+        cq__p2g_adj_post_3d_neohookean_f32(t, p, rot, Pp, G_bar);
+    }
     if (t->chk) cq__check_adjoint_range(t->chk, begin, end);   /* these particles' adjoints are finished */
 }
 
@@ -14469,72 +13547,27 @@ static int cq__check_stress_3d_neohookean_f32(const cq_sim *s, const void *F, co
     return -1;
 }
 
-/* >>cpu_rot_lanes_3d_neohookean_f64: F's rotation over the lanes (>>stress_lanes_): R[..][l] and rot[l] (the
-   whole of it: t->rot's entry where the backward keeps them, else own[l]).  fill: compute it (P2G's
-   particle half; stored in t->rot too where given, for the first cnt lanes), else read t->rot where
-   given (the adjoint of the same substep) or compute it. */
-static void cq__cpu_rot_lanes_3d_neohookean_f64(const cq__sub_task_3d_f64 *t, const int *ps, int cnt, int fill,
-                                     double F[9][CQ__LANES_f64], double R[9][CQ__LANES_f64],
-                                     cq__rot_3d_f64 *own, const cq__rot_3d_f64 **rot)
-{
-    enum { LN = CQ__LANES_f64 };
-    if (!fill && t->rot) {   /* kept by this substep's P2G */
-        for (int l = 0; l < LN; ++l) rot[l] = t->rot + ps[l];
-    } else {
-        for (int l = 0; l < LN; ++l) rot[l] = fill && t->rot && l < cnt ? t->rot + ps[l] : own + l;
-        (void)F;
-        for (int l = 0; l < LN; ++l) cq__rot_none_3d_f64((cq__rot_3d_f64 *)rot[l]);
-    }
-    for (int l = 0; l < LN; ++l)
-        for (int i = 0; i < 9; ++i) R[i][l] = rot[l]->R[i];
-}
-
 /* P2G's particle half over particles [begin, end) in index order, each into its sorted slot's
    packed record: the particle arrays are read in order, whatever order the particles came in
-   (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k).  With
-   the lanes (>>stress_lanes_), every particle in a group, the last group padded. */
+   (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k).
+   With the lanes, the rotating materials' SVDs over lanes (>>svd_lanes_3d_). */
 static void cq__p2g_range_3d_neohookean_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_f64 *t = (const cq__sub_task_3d_f64 *)ctx;
     double *pk = (double *)t->s->pk;
     const int *rank = t->s->rank;
-    if (CQ__LANES_ON_f64) {
-        enum { LN = CQ__LANES_f64 };
-        const cq__pview_f64 s = t->in;
-        for (int p = begin; p < end; p += LN) {
-            const int cnt = end - p < LN ? end - p : LN;
-            int ps[LN];
-            double F[9][LN], R[9][LN], Pp[9][LN], G[9][LN];
-            cq__rot_3d_f64 own[LN];
-            const cq__rot_3d_f64 *rot[LN];
-            for (int l = 0; l < LN; ++l) {
-                ps[l] = p + (l < cnt ? l : cnt - 1);
-                for (int i = 0; i < 9; ++i) F[i][l] = s.F[(long)ps[l] * 9 + i];
-            }
-            cq__cpu_rot_lanes_3d_neohookean_f64(t, ps, cnt, 1, F, R, own, rot);
-            cq__pk1_lanes_3d_neohookean_f64(ps, t->prm, s, F, R, Pp);
-            cq__affine_lanes_3d_f64(ps, t->prm, s, Pp, F, G);
-            for (int l = 0; l < cnt; ++l) {   /* as cq__p2g_rot_ packs */
-                const long q = p + l;
-                double *pq = pk + (long)rank[q] * CQ__PK(3), xp[3];
-                int base[3];
-                for (int a = 0; a < 3; ++a) xp[a] = s.x[q * 3 + a];
-                cq__base_3d_f64(xp, t->prm, base, pq + 1);
-                pq[0] = s.mass[q];
-                for (int a = 0; a < 3; ++a) pq[1 + 3 + a] = s.mass[q] * s.v[q * 3 + a];
-                for (int a = 0; a < 9; ++a) pq[1 + 2 * 3 + a] = G[a][l];
-            }
-        }
-        return;
-    }
     for (int p = begin; p < end; ++p) {   /* the backward (t->rot): keep each particle's rotation for its P2G adjoint */
         cq__rot_3d_f64 r;
         cq__p2g_rot_3d_neohookean_f64(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(3), t->rot ? t->rot + p : &r, 1);
     }
 }
-/* The P2G adjoint's per-particle stress parts one particle at a time (the lanes off), as in
-   cq__p2g_adj_given_rot_: P and G before the transfer (pre), the stress half after it (post). */
-static void cq__p2g_adj_pre_3d_neohookean_f64(const cq__sub_task_3d_f64 *t, int p, cq__rot_3d_f64 *own,
+/* The P2G adjoint's per-particle stress parts one particle at a time, as in cq__p2g_adj_given_rot_: P
+   and G before the transfer (pre), the stress half after it (post).
+   Out of line, so that every particle runs the same machine code whether its transfer ran in a
+   lane group or alone: gcc 12 fuses multiply-adds where it vectorizes this code (vfmsubadd, despite
+   -ffp-contract=off), and a copy inlined into the loop over a lane group rounded differently from
+   the remainder's (the batched-scene tests saw it at -O3 -march=native). */
+static CQ__NOINLINE void cq__p2g_adj_pre_3d_neohookean_f64(const cq__sub_task_3d_f64 *t, int p, cq__rot_3d_f64 *own,
                                    const cq__rot_3d_f64 **rot, double *Pp, double *G)
 {
     double Fp[9];
@@ -14545,53 +13578,37 @@ static void cq__p2g_adj_pre_3d_neohookean_f64(const cq__sub_task_3d_f64 *t, int 
                                              t->in.act_stress, Pp);
     cq__affine_3d_f64(p, t->prm, t->in, Pp, Fp, G);   /* G as P2G's */
 }
-static void cq__p2g_adj_post_3d_neohookean_f64(const cq__sub_task_3d_f64 *t, int p, const cq__rot_3d_f64 *rot,
+static CQ__NOINLINE void cq__p2g_adj_post_3d_neohookean_f64(const cq__sub_task_3d_f64 *t, int p, const cq__rot_3d_f64 *rot,
                                     const double *Pp, const double *G_bar)
 {
     cq__p2g_adj_stress_rot_3d_neohookean_f64(p, t->prm, t->in, rot, Pp, G_bar, t->ai, t->pg,
                                                         (double *)t->s->dact + (long)p * 9);
 }
-/* The P2G adjoint over particles [begin, end).  With the lanes: the stress parts of every particle
-   in a group (>>stress_lanes_, the last group padded), the transfer over a whole group's lanes
-   (>>transfer_lanes_) or, in the last group, one particle at a time. */
+/* The P2G adjoint over particles [begin, end).  With the lanes: the transfer over a group's lanes
+   (>>transfer_lanes_), one particle at a time in a range's last, partial group;
+   the stress parts one particle at a time (pre, post). */
 static void cq__p2g_adj_range_3d_neohookean_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_f64 *t = (const cq__sub_task_3d_f64 *)ctx;
     const double *gp_bar = (const double *)t->s->grid_pb, *gm_bar = (const double *)t->s->grid_mb;
-    if (CQ__LANES_ON_f64) {
-        enum { LN = CQ__LANES_f64 };
-        for (int p = begin; p < end; p += LN) {
-            const int cnt = end - p < LN ? end - p : LN;
-            int ps[LN];
-            double F[9][LN], R[9][LN], Pp[9][LN], G[9][LN], Gl[LN][9];
-            cq__rot_3d_f64 own[LN];
-            const cq__rot_3d_f64 *rot[LN];
-            for (int l = 0; l < LN; ++l) {
-                ps[l] = p + (l < cnt ? l : cnt - 1);
-                for (int i = 0; i < 9; ++i) F[i][l] = t->in.F[(long)ps[l] * 9 + i];
-            }
-            cq__cpu_rot_lanes_3d_neohookean_f64(t, ps, cnt, 0, F, R, own, rot);
-            cq__pk1_lanes_3d_neohookean_f64(ps, t->prm, t->in, F, R, Pp);
-            cq__affine_lanes_3d_f64(ps, t->prm, t->in, Pp, F, G);   /* G as P2G's */
-            for (int l = 0; l < LN; ++l)
-                for (int a = 0; a < 9; ++a) Gl[l][a] = G[a][l];
-            if (cnt == LN) cq__transfer_lanes_3d_f64(ps, t->prm, t->in, Gl, gp_bar, gm_bar, t->ai, t->pg, Gl);   /* Gl becomes dL/dG */
-            else
-                for (int l = 0; l < cnt; ++l)
-                    cq__p2g_adj_transfer_3d_f64(ps[l], t->prm, t->in, Gl[l], gp_bar, gm_bar, t->ai, t->pg, Gl[l]);
-            for (int l = 0; l < LN; ++l)
-                for (int a = 0; a < 9; ++a) G[a][l] = Gl[l][a];
-            cq__stress_adj_lanes_3d_neohookean_f64(ps, cnt, t->prm, t->in, rot, F, R, Pp, G, t->ai, t->pg, (double *)t->s->dact);
-        }
-    } else
-        for (int p = begin; p < end; ++p) {
-            double Pp[9], G[9], G_bar[9];
-            cq__rot_3d_f64 own;
-            const cq__rot_3d_f64 *rot;
-            cq__p2g_adj_pre_3d_neohookean_f64(t, p, &own, &rot, Pp, G);
-            cq__p2g_adj_transfer_3d_f64(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
-            cq__p2g_adj_post_3d_neohookean_f64(t, p, rot, Pp, G_bar);
-        }
+    int p = begin;
+    for (; CQ__LANES_ON_f64 && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
+        int ps[CQ__LANES_f64];
+        double Pp[CQ__LANES_f64][9], G[CQ__LANES_f64][9];
+        cq__rot_3d_f64 own[CQ__LANES_f64];
+        const cq__rot_3d_f64 *rot[CQ__LANES_f64];
+        for (int l = 0; l < CQ__LANES_f64; ++l) cq__p2g_adj_pre_3d_neohookean_f64(t, ps[l] = p + l, &own[l], &rot[l], Pp[l], G[l]);
+        cq__transfer_lanes_3d_f64(ps, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G);   /* G becomes dL/dG */
+        for (int l = 0; l < CQ__LANES_f64; ++l) cq__p2g_adj_post_3d_neohookean_f64(t, ps[l], rot[l], Pp[l], G[l]);
+    }
+    for (; p < end; ++p) {
+        double Pp[9], G[9], G_bar[9];
+        cq__rot_3d_f64 own;
+        const cq__rot_3d_f64 *rot;
+        cq__p2g_adj_pre_3d_neohookean_f64(t, p, &own, &rot, Pp, G);
+        cq__p2g_adj_transfer_3d_f64(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
+        cq__p2g_adj_post_3d_neohookean_f64(t, p, rot, Pp, G_bar);
+    }
     if (t->chk) cq__check_adjoint_range(t->chk, begin, end);   /* these particles' adjoints are finished */
 }
 

@@ -10146,11 +10146,12 @@ static inline double cq__sel_f64(int ok, double a, double b)
    lane through the one-particle functions or their text.  Every particle of a 2D sim runs this code
    when the lanes are on (a range's last group padded with its last particle, whose copies write
    nothing), so no particle's rounding depends on whether it fell in a lane group (gcc 12 fuses
-   multiply-adds in the one-particle code at -O3 -march=native, see >>cpu_lanes).  On this
-   repository's 2-vCPU AMD EPYC (Zen 3) VM, one thread: the 2D block's backward ~20% faster, its
-   forward up to ~25% (bench/RESULTS.md).  3D keeps the one-particle code (cpu_backend.j2
+   multiply-adds in the one-particle code at -O3 -march=native, see >>cpu_lanes).  On a 2-vCPU AMD
+   EPYC (Zen 3) VM, one thread, -O3 -march=native: the stress parts' share of the 2D block's backward
+   29% -> 20-22% (perf), the backward 4-11% faster (15 alternating runs), the forward unchanged
+   within the noise (bench/RESULTS.md).  3D keeps the one-particle code (cpu_backend.j2
    cq__p2g_adj_pre_ / _post_, out of line): over lanes its 3x3 stresses ran slower there (the 8k
-   cubes' forward and backward 7-45%: NeoHookean's logarithm keeps gcc from vectorizing the loop). */
+   cubes' forward and backward 7-47%: NeoHookean's logarithm keeps gcc from vectorizing its loop). */
 static void cq__polar_lanes_2d_f32(float F[4][CQ__LANES_f32], float R[4][CQ__LANES_f32])
 {
     float c[CQ__LANES_f32], s[CQ__LANES_f32], arg[CQ__LANES_f32], r[CQ__LANES_f32];
@@ -10484,11 +10485,12 @@ static void cq__stress_adj_lanes_2d_neohookean_f32(const int *ps, int cnt, const
    lane through the one-particle functions or their text.  Every particle of a 2D sim runs this code
    when the lanes are on (a range's last group padded with its last particle, whose copies write
    nothing), so no particle's rounding depends on whether it fell in a lane group (gcc 12 fuses
-   multiply-adds in the one-particle code at -O3 -march=native, see >>cpu_lanes).  On this
-   repository's 2-vCPU AMD EPYC (Zen 3) VM, one thread: the 2D block's backward ~20% faster, its
-   forward up to ~25% (bench/RESULTS.md).  3D keeps the one-particle code (cpu_backend.j2
+   multiply-adds in the one-particle code at -O3 -march=native, see >>cpu_lanes).  On a 2-vCPU AMD
+   EPYC (Zen 3) VM, one thread, -O3 -march=native: the stress parts' share of the 2D block's backward
+   29% -> 20-22% (perf), the backward 4-11% faster (15 alternating runs), the forward unchanged
+   within the noise (bench/RESULTS.md).  3D keeps the one-particle code (cpu_backend.j2
    cq__p2g_adj_pre_ / _post_, out of line): over lanes its 3x3 stresses ran slower there (the 8k
-   cubes' forward and backward 7-45%: NeoHookean's logarithm keeps gcc from vectorizing the loop). */
+   cubes' forward and backward 7-47%: NeoHookean's logarithm keeps gcc from vectorizing its loop). */
 static void cq__polar_lanes_2d_f64(double F[4][CQ__LANES_f64], double R[4][CQ__LANES_f64])
 {
     double c[CQ__LANES_f64], s[CQ__LANES_f64], arg[CQ__LANES_f64], r[CQ__LANES_f64];

@@ -9919,6 +9919,24 @@ static void cq__transfer_lanes_3d_f64(const int *ps, const cq__params_f64 *prm, 
     }
 }
 
+/* ok ? a : b, by the bits: gcc 12 if-converts no `?:` whose arm holds floating-point arithmetic it
+   would have to run unconditionally (-ftrapping-math, the default), so such a lane loop stays
+   scalar ("control flow in loop"); this select of the bits vectorizes, and gives the same bits. */
+static inline float cq__sel_f32(int ok, float a, float b)
+{
+    union { float f; unsigned int u; } x, y;
+    const unsigned int m = 0u - (unsigned int)(ok != 0);
+    x.f = a; y.f = b; x.u = (x.u & m) | (y.u & ~m);
+    return x.f;
+}
+static inline double cq__sel_f64(int ok, double a, double b)
+{
+    union { double f; unsigned long long u; } x, y;
+    const unsigned long long m = 0ull - (unsigned long long)(ok != 0);
+    x.f = a; y.f = b; x.u = (x.u & m) | (y.u & ~m);
+    return x.f;
+}
+
 /* Square roots over the lanes.  gcc and clang vectorize no sqrt()/sqrtf() (it may set errno) unless
    told -fno-math-errno, which a header cannot tell them, so the lane SVD takes its square roots
    here: one instruction per register where the CPU has one (x86: SSE2 / AVX / AVX-512), else
@@ -9999,8 +10017,8 @@ static void cq__svd_lanes_3d_f32(float F[9][CQ__LANES_f32], float U[9][CQ__LANES
                 CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) {   /* B <- B J, V <- V J where the lane rotates */
                     const float bp = B[k * 3 + p][l], bq = B[k * 3 + q][l], vp = V[k * 3 + p][l], vq = V[k * 3 + q][l];
                     const float nbp = c * bp - s * bq, nbq = s * bp + c * bq, nvp = c * vp - s * vq, nvq = s * vp + c * vq;
-                    B[k * 3 + p][l] = go[l] ? nbp : bp; B[k * 3 + q][l] = go[l] ? nbq : bq;
-                    V[k * 3 + p][l] = go[l] ? nvp : vp; V[k * 3 + q][l] = go[l] ? nvq : vq;
+                    B[k * 3 + p][l] = cq__sel_f32(go[l], nbp, bp); B[k * 3 + q][l] = cq__sel_f32(go[l], nbq, bq);
+                    V[k * 3 + p][l] = cq__sel_f32(go[l], nvp, vp); V[k * 3 + q][l] = cq__sel_f32(go[l], nvq, vq);
                 }
             }
         }
@@ -10030,8 +10048,8 @@ static void cq__svd_lanes_3d_f32(float F[9][CQ__LANES_f32], float U[9][CQ__LANES
             CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) {
                 const float bp = B[p * 3 + k][l], bq = B[q * 3 + k][l], up = U[k * 3 + p][l], uq = U[k * 3 + q][l];
                 const float nbp = c * bp + s * bq, nbq = -s * bp + c * bq, nup = c * up + s * uq, nuq = -s * up + c * uq;
-                B[p * 3 + k][l] = ok ? nbp : bp; B[q * 3 + k][l] = ok ? nbq : bq;
-                U[k * 3 + p][l] = ok ? nup : up; U[k * 3 + q][l] = ok ? nuq : uq;
+                B[p * 3 + k][l] = cq__sel_f32(ok, nbp, bp); B[q * 3 + k][l] = cq__sel_f32(ok, nbq, bq);
+                U[k * 3 + p][l] = cq__sel_f32(ok, nup, up); U[k * 3 + q][l] = cq__sel_f32(ok, nuq, uq);
             }
         }
     }
@@ -10080,8 +10098,8 @@ static void cq__svd_lanes_3d_f64(double F[9][CQ__LANES_f64], double U[9][CQ__LAN
                 CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) {   /* B <- B J, V <- V J where the lane rotates */
                     const double bp = B[k * 3 + p][l], bq = B[k * 3 + q][l], vp = V[k * 3 + p][l], vq = V[k * 3 + q][l];
                     const double nbp = c * bp - s * bq, nbq = s * bp + c * bq, nvp = c * vp - s * vq, nvq = s * vp + c * vq;
-                    B[k * 3 + p][l] = go[l] ? nbp : bp; B[k * 3 + q][l] = go[l] ? nbq : bq;
-                    V[k * 3 + p][l] = go[l] ? nvp : vp; V[k * 3 + q][l] = go[l] ? nvq : vq;
+                    B[k * 3 + p][l] = cq__sel_f64(go[l], nbp, bp); B[k * 3 + q][l] = cq__sel_f64(go[l], nbq, bq);
+                    V[k * 3 + p][l] = cq__sel_f64(go[l], nvp, vp); V[k * 3 + q][l] = cq__sel_f64(go[l], nvq, vq);
                 }
             }
         }
@@ -10111,30 +10129,12 @@ static void cq__svd_lanes_3d_f64(double F[9][CQ__LANES_f64], double U[9][CQ__LAN
             CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) {
                 const double bp = B[p * 3 + k][l], bq = B[q * 3 + k][l], up = U[k * 3 + p][l], uq = U[k * 3 + q][l];
                 const double nbp = c * bp + s * bq, nbq = -s * bp + c * bq, nup = c * up + s * uq, nuq = -s * up + c * uq;
-                B[p * 3 + k][l] = ok ? nbp : bp; B[q * 3 + k][l] = ok ? nbq : bq;
-                U[k * 3 + p][l] = ok ? nup : up; U[k * 3 + q][l] = ok ? nuq : uq;
+                B[p * 3 + k][l] = cq__sel_f64(ok, nbp, bp); B[q * 3 + k][l] = cq__sel_f64(ok, nbq, bq);
+                U[k * 3 + p][l] = cq__sel_f64(ok, nup, up); U[k * 3 + q][l] = cq__sel_f64(ok, nuq, uq);
             }
         }
     }
     for (int l = 0; l < CQ__LANES_f64; ++l) { sig[0][l] = B[0][l]; sig[1][l] = B[4][l]; sig[2][l] = B[8][l]; }
-}
-
-/* ok ? a : b, by the bits: gcc 12 if-converts no `?:` whose arm holds floating-point arithmetic it
-   would have to run unconditionally (-ftrapping-math, the default), so such a lane loop stays
-   scalar ("control flow in loop"); this select of the bits vectorizes, and gives the same bits. */
-static inline float cq__sel_f32(int ok, float a, float b)
-{
-    union { float f; unsigned int u; } x, y;
-    const unsigned int m = 0u - (unsigned int)(ok != 0);
-    x.f = a; y.f = b; x.u = (x.u & m) | (y.u & ~m);
-    return x.f;
-}
-static inline double cq__sel_f64(int ok, double a, double b)
-{
-    union { double f; unsigned long long u; } x, y;
-    const unsigned long long m = 0ull - (unsigned long long)(ok != 0);
-    x.f = a; y.f = b; x.u = (x.u & m) | (y.u & ~m);
-    return x.f;
 }
 
 /* >>stress_lanes_2d_f32: the per-particle stress parts of 2D P2G's particle half and of the P2G

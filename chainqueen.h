@@ -10190,6 +10190,24 @@ static void cq__polar_vjp_lanes_2d_f32(float F[4][CQ__LANES_f32], float R[4][CQ_
         F_bar[2][l] = cq__sel_f32(ok, f2, F_bar[2][l]); F_bar[1][l] = cq__sel_f32(ok, f1, F_bar[1][l]);
     }
 }
+/* the material parameters of particles ps[] over the lanes, loaded once per group for the stress
+   and its adjoint (cq__pk1_lanes_, cq__stress_adj_lanes_): E, nu, the actuation group, and the Lame
+   parameters (cq__lame_f32's operations) */
+typedef struct cq__mat_lanes_f32 {
+    float E[CQ__LANES_f32], nu[CQ__LANES_f32], mu[CQ__LANES_f32], lam[CQ__LANES_f32];
+    int group[CQ__LANES_f32];
+} cq__mat_lanes_f32;
+static void cq__mat_lanes_load_f32(const int *ps, cq__pview_f32 s, cq__mat_lanes_f32 *m)
+{
+    for (int l = 0; l < CQ__LANES_f32; ++l) {
+        const long p = ps[l];
+        m->E[l] = s.E[p]; m->nu[l] = s.nu[p]; m->group[l] = s.act ? s.act[p] : -1;
+    }
+    for (int l = 0; l < CQ__LANES_f32; ++l) {   /* cq__lame_f32 */
+        m->mu[l] = m->E[l] / (2 * (1 + m->nu[l]));
+        m->lam[l] = m->E[l] * m->nu[l] / ((1 + m->nu[l]) * (1 - 2 * m->nu[l]));
+    }
+}
 /* cq__affine_2d_f32 over the lanes: G = -(4/dx^2) dt V0 P F^T + m C */
 static void cq__affine_lanes_2d_f32(const int *ps, const cq__params_f32 *prm, cq__pview_f32 s,
                                           float Pp[4][CQ__LANES_f32], float Fp[4][CQ__LANES_f32], float G[4][CQ__LANES_f32])
@@ -10209,22 +10227,14 @@ static void cq__affine_lanes_2d_f32(const int *ps, const cq__params_f32 *prm, cq
                 G[a * 2 + b][l] = ks[l] * pf + mass[l] * C[a * 2 + b][l];
             }
 }
-/* cq__pk1_rot_2d_fixed_corotated_f32 over the lanes: P of F (R its rotation), E, nu and the actuation of
-   particles ps[] */
-static void cq__pk1_lanes_2d_fixed_corotated_f32(const int *ps, const cq__params_f32 *prm, cq__pview_f32 s,
+/* cq__pk1_rot_2d_fixed_corotated_f32 over the lanes: P of F (R its rotation), the material
+   parameters m (cq__mat_lanes_load_) and s.act_stress */
+static void cq__pk1_lanes_2d_fixed_corotated_f32(const cq__params_f32 *prm, cq__pview_f32 s, const cq__mat_lanes_f32 *m,
                                 float F[4][CQ__LANES_f32], float R[4][CQ__LANES_f32], float P[4][CQ__LANES_f32])
 {
-    float E[CQ__LANES_f32], nu[CQ__LANES_f32], mu[CQ__LANES_f32], lam[CQ__LANES_f32];
-    int group[CQ__LANES_f32];
-    (void)R;
-    for (int l = 0; l < CQ__LANES_f32; ++l) {
-        const long p = ps[l];
-        E[l] = s.E[p]; nu[l] = s.nu[p]; group[l] = s.act ? s.act[p] : -1;
-    }
-    for (int l = 0; l < CQ__LANES_f32; ++l) {   /* cq__lame_f32 */
-        mu[l] = E[l] / (2 * (1 + nu[l]));
-        lam[l] = E[l] * nu[l] / ((1 + nu[l]) * (1 - 2 * nu[l]));
-    }
+    const float *E = m->E, *nu = m->nu, *mu = m->mu, *lam = m->lam;
+    const int *group = m->group;
+    (void)R; (void)mu; (void)lam;
     for (int l = 0; l < CQ__LANES_f32; ++l) {   /* cq__stress_2d_fixed_corotated_f32 */
         const float t0 = lam[l]*(-F[0][l]*F[3][l] + F[1][l]*F[2][l] + 1);
         const float t1 = 2*mu[l];
@@ -10251,18 +10261,17 @@ static void cq__pk1_lanes_2d_fixed_corotated_f32(const int *ps, const cq__params
 /* cq__p2g_adj_stress_rot_2d_fixed_corotated_f32 over the lanes, given F, its rotation R, P and G_bar = dL/dG; the first cnt lanes write their particles' ai.F, pg.vol, pg.E, pg.nu and
    dact (the others are a padded group's copies) */
 static void cq__stress_adj_lanes_2d_fixed_corotated_f32(const int *ps, int cnt, const cq__params_f32 *prm, cq__pview_f32 s,
-        float F[4][CQ__LANES_f32], float R[4][CQ__LANES_f32],
+        const cq__mat_lanes_f32 *m, float F[4][CQ__LANES_f32], float R[4][CQ__LANES_f32],
         float Pp[4][CQ__LANES_f32], float G_bar[4][CQ__LANES_f32], cq__pview_f32 ai, cq__pview_f32 pg, float *dact)
 {
     float P_bar[4][CQ__LANES_f32], F_bar[4][CQ__LANES_f32], act_bar[4][CQ__LANES_f32], R_bar[4][CQ__LANES_f32];
-    float vol[CQ__LANES_f32], E[CQ__LANES_f32], nu[CQ__LANES_f32], mu[CQ__LANES_f32], lam[CQ__LANES_f32], gmu[CQ__LANES_f32], glam[CQ__LANES_f32];
-    float vol_bar[CQ__LANES_f32], E_bar[CQ__LANES_f32], nu_bar[CQ__LANES_f32];
-    int group[CQ__LANES_f32];
+    float vol[CQ__LANES_f32], gmu[CQ__LANES_f32], glam[CQ__LANES_f32], vol_bar[CQ__LANES_f32], E_bar[CQ__LANES_f32], nu_bar[CQ__LANES_f32];
+    const float *E = m->E, *nu = m->nu, *mu = m->mu, *lam = m->lam;
+    const int *group = m->group;
     const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
-    (void)R;
+    (void)R; (void)mu; (void)lam;
     for (int l = 0; l < CQ__LANES_f32; ++l) {
-        const long p = ps[l];
-        vol[l] = s.vol[p]; E[l] = s.E[p]; nu[l] = s.nu[p]; group[l] = s.act ? s.act[p] : -1;
+        vol[l] = s.vol[ps[l]];
         vol_bar[l] = 0; E_bar[l] = 0; nu_bar[l] = 0; gmu[l] = 0; glam[l] = 0;
     }
     /* G = k V0 P F^T + m C */
@@ -10281,10 +10290,6 @@ static void cq__stress_adj_lanes_2d_fixed_corotated_f32(const int *ps, int cnt, 
             }
     for (int a = 0; a < 4; ++a)
         for (int l = 0; l < CQ__LANES_f32; ++l) { act_bar[a][l] = 0; R_bar[a][l] = 0; }
-    for (int l = 0; l < CQ__LANES_f32; ++l) {   /* cq__lame_f32 */
-        mu[l] = E[l] / (2 * (1 + nu[l]));
-        lam[l] = E[l] * nu[l] / ((1 + nu[l]) * (1 - 2 * nu[l]));
-    }
     for (int l = 0; l < CQ__LANES_f32; ++l) {   /* cq__stress_vjp_2d_fixed_corotated_f32 */
         const float t0 = lam[l]*(-F[0][l]*F[3][l] + F[1][l]*F[2][l] + 1);
         const float t1 = 2*mu[l];
@@ -10336,22 +10341,14 @@ static void cq__stress_adj_lanes_2d_fixed_corotated_f32(const int *ps, int cnt, 
         pg.vol[p] += vol_bar[l]; pg.E[p] += E_bar[l]; pg.nu[p] += nu_bar[l];
     }
 }
-/* cq__pk1_rot_2d_neohookean_f32 over the lanes: P of F (R its rotation, unused), E, nu and the actuation of
-   particles ps[] */
-static void cq__pk1_lanes_2d_neohookean_f32(const int *ps, const cq__params_f32 *prm, cq__pview_f32 s,
+/* cq__pk1_rot_2d_neohookean_f32 over the lanes: P of F (R its rotation, unused), the material
+   parameters m (cq__mat_lanes_load_) and s.act_stress */
+static void cq__pk1_lanes_2d_neohookean_f32(const cq__params_f32 *prm, cq__pview_f32 s, const cq__mat_lanes_f32 *m,
                                 float F[4][CQ__LANES_f32], float R[4][CQ__LANES_f32], float P[4][CQ__LANES_f32])
 {
-    float E[CQ__LANES_f32], nu[CQ__LANES_f32], mu[CQ__LANES_f32], lam[CQ__LANES_f32];
-    int group[CQ__LANES_f32];
-    (void)R;
-    for (int l = 0; l < CQ__LANES_f32; ++l) {
-        const long p = ps[l];
-        E[l] = s.E[p]; nu[l] = s.nu[p]; group[l] = s.act ? s.act[p] : -1;
-    }
-    for (int l = 0; l < CQ__LANES_f32; ++l) {   /* cq__lame_f32 */
-        mu[l] = E[l] / (2 * (1 + nu[l]));
-        lam[l] = E[l] * nu[l] / ((1 + nu[l]) * (1 - 2 * nu[l]));
-    }
+    const float *E = m->E, *nu = m->nu, *mu = m->mu, *lam = m->lam;
+    const int *group = m->group;
+    (void)R; (void)mu; (void)lam;
     for (int l = 0; l < CQ__LANES_f32; ++l) {   /* cq__stress_2d_neohookean_f32 */
         const float t0 = F[0][l]*mu[l];
         const float t1 = F[0][l]*F[3][l] - F[1][l]*F[2][l];
@@ -10383,18 +10380,17 @@ static void cq__pk1_lanes_2d_neohookean_f32(const int *ps, const cq__params_f32 
 /* cq__p2g_adj_stress_rot_2d_neohookean_f32 over the lanes, given F, its rotation R, P and G_bar = dL/dG; the first cnt lanes write their particles' ai.F, pg.vol, pg.E, pg.nu and
    dact (the others are a padded group's copies) */
 static void cq__stress_adj_lanes_2d_neohookean_f32(const int *ps, int cnt, const cq__params_f32 *prm, cq__pview_f32 s,
-        float F[4][CQ__LANES_f32], float R[4][CQ__LANES_f32],
+        const cq__mat_lanes_f32 *m, float F[4][CQ__LANES_f32], float R[4][CQ__LANES_f32],
         float Pp[4][CQ__LANES_f32], float G_bar[4][CQ__LANES_f32], cq__pview_f32 ai, cq__pview_f32 pg, float *dact)
 {
     float P_bar[4][CQ__LANES_f32], F_bar[4][CQ__LANES_f32], act_bar[4][CQ__LANES_f32];
-    float vol[CQ__LANES_f32], E[CQ__LANES_f32], nu[CQ__LANES_f32], mu[CQ__LANES_f32], lam[CQ__LANES_f32], gmu[CQ__LANES_f32], glam[CQ__LANES_f32];
-    float vol_bar[CQ__LANES_f32], E_bar[CQ__LANES_f32], nu_bar[CQ__LANES_f32];
-    int group[CQ__LANES_f32];
+    float vol[CQ__LANES_f32], gmu[CQ__LANES_f32], glam[CQ__LANES_f32], vol_bar[CQ__LANES_f32], E_bar[CQ__LANES_f32], nu_bar[CQ__LANES_f32];
+    const float *E = m->E, *nu = m->nu, *mu = m->mu, *lam = m->lam;
+    const int *group = m->group;
     const float ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
-    (void)R;
+    (void)R; (void)mu; (void)lam;
     for (int l = 0; l < CQ__LANES_f32; ++l) {
-        const long p = ps[l];
-        vol[l] = s.vol[p]; E[l] = s.E[p]; nu[l] = s.nu[p]; group[l] = s.act ? s.act[p] : -1;
+        vol[l] = s.vol[ps[l]];
         vol_bar[l] = 0; E_bar[l] = 0; nu_bar[l] = 0; gmu[l] = 0; glam[l] = 0;
     }
     /* G = k V0 P F^T + m C */
@@ -10413,10 +10409,6 @@ static void cq__stress_adj_lanes_2d_neohookean_f32(const int *ps, int cnt, const
             }
     for (int a = 0; a < 4; ++a)
         for (int l = 0; l < CQ__LANES_f32; ++l) { act_bar[a][l] = 0; }
-    for (int l = 0; l < CQ__LANES_f32; ++l) {   /* cq__lame_f32 */
-        mu[l] = E[l] / (2 * (1 + nu[l]));
-        lam[l] = E[l] * nu[l] / ((1 + nu[l]) * (1 - 2 * nu[l]));
-    }
     for (int l = 0; l < CQ__LANES_f32; ++l) {   /* cq__stress_vjp_2d_neohookean_f32 */
         const float t0 = F[0][l]*mu[l];
         const float t1 = F[0][l]*F[3][l] - F[1][l]*F[2][l];
@@ -10529,6 +10521,24 @@ static void cq__polar_vjp_lanes_2d_f64(double F[4][CQ__LANES_f64], double R[4][C
         F_bar[2][l] = cq__sel_f64(ok, f2, F_bar[2][l]); F_bar[1][l] = cq__sel_f64(ok, f1, F_bar[1][l]);
     }
 }
+/* the material parameters of particles ps[] over the lanes, loaded once per group for the stress
+   and its adjoint (cq__pk1_lanes_, cq__stress_adj_lanes_): E, nu, the actuation group, and the Lame
+   parameters (cq__lame_f64's operations) */
+typedef struct cq__mat_lanes_f64 {
+    double E[CQ__LANES_f64], nu[CQ__LANES_f64], mu[CQ__LANES_f64], lam[CQ__LANES_f64];
+    int group[CQ__LANES_f64];
+} cq__mat_lanes_f64;
+static void cq__mat_lanes_load_f64(const int *ps, cq__pview_f64 s, cq__mat_lanes_f64 *m)
+{
+    for (int l = 0; l < CQ__LANES_f64; ++l) {
+        const long p = ps[l];
+        m->E[l] = s.E[p]; m->nu[l] = s.nu[p]; m->group[l] = s.act ? s.act[p] : -1;
+    }
+    for (int l = 0; l < CQ__LANES_f64; ++l) {   /* cq__lame_f64 */
+        m->mu[l] = m->E[l] / (2 * (1 + m->nu[l]));
+        m->lam[l] = m->E[l] * m->nu[l] / ((1 + m->nu[l]) * (1 - 2 * m->nu[l]));
+    }
+}
 /* cq__affine_2d_f64 over the lanes: G = -(4/dx^2) dt V0 P F^T + m C */
 static void cq__affine_lanes_2d_f64(const int *ps, const cq__params_f64 *prm, cq__pview_f64 s,
                                           double Pp[4][CQ__LANES_f64], double Fp[4][CQ__LANES_f64], double G[4][CQ__LANES_f64])
@@ -10548,22 +10558,14 @@ static void cq__affine_lanes_2d_f64(const int *ps, const cq__params_f64 *prm, cq
                 G[a * 2 + b][l] = ks[l] * pf + mass[l] * C[a * 2 + b][l];
             }
 }
-/* cq__pk1_rot_2d_fixed_corotated_f64 over the lanes: P of F (R its rotation), E, nu and the actuation of
-   particles ps[] */
-static void cq__pk1_lanes_2d_fixed_corotated_f64(const int *ps, const cq__params_f64 *prm, cq__pview_f64 s,
+/* cq__pk1_rot_2d_fixed_corotated_f64 over the lanes: P of F (R its rotation), the material
+   parameters m (cq__mat_lanes_load_) and s.act_stress */
+static void cq__pk1_lanes_2d_fixed_corotated_f64(const cq__params_f64 *prm, cq__pview_f64 s, const cq__mat_lanes_f64 *m,
                                 double F[4][CQ__LANES_f64], double R[4][CQ__LANES_f64], double P[4][CQ__LANES_f64])
 {
-    double E[CQ__LANES_f64], nu[CQ__LANES_f64], mu[CQ__LANES_f64], lam[CQ__LANES_f64];
-    int group[CQ__LANES_f64];
-    (void)R;
-    for (int l = 0; l < CQ__LANES_f64; ++l) {
-        const long p = ps[l];
-        E[l] = s.E[p]; nu[l] = s.nu[p]; group[l] = s.act ? s.act[p] : -1;
-    }
-    for (int l = 0; l < CQ__LANES_f64; ++l) {   /* cq__lame_f64 */
-        mu[l] = E[l] / (2 * (1 + nu[l]));
-        lam[l] = E[l] * nu[l] / ((1 + nu[l]) * (1 - 2 * nu[l]));
-    }
+    const double *E = m->E, *nu = m->nu, *mu = m->mu, *lam = m->lam;
+    const int *group = m->group;
+    (void)R; (void)mu; (void)lam;
     for (int l = 0; l < CQ__LANES_f64; ++l) {   /* cq__stress_2d_fixed_corotated_f64 */
         const double t0 = lam[l]*(-F[0][l]*F[3][l] + F[1][l]*F[2][l] + 1);
         const double t1 = 2*mu[l];
@@ -10590,18 +10592,17 @@ static void cq__pk1_lanes_2d_fixed_corotated_f64(const int *ps, const cq__params
 /* cq__p2g_adj_stress_rot_2d_fixed_corotated_f64 over the lanes, given F, its rotation R, P and G_bar = dL/dG; the first cnt lanes write their particles' ai.F, pg.vol, pg.E, pg.nu and
    dact (the others are a padded group's copies) */
 static void cq__stress_adj_lanes_2d_fixed_corotated_f64(const int *ps, int cnt, const cq__params_f64 *prm, cq__pview_f64 s,
-        double F[4][CQ__LANES_f64], double R[4][CQ__LANES_f64],
+        const cq__mat_lanes_f64 *m, double F[4][CQ__LANES_f64], double R[4][CQ__LANES_f64],
         double Pp[4][CQ__LANES_f64], double G_bar[4][CQ__LANES_f64], cq__pview_f64 ai, cq__pview_f64 pg, double *dact)
 {
     double P_bar[4][CQ__LANES_f64], F_bar[4][CQ__LANES_f64], act_bar[4][CQ__LANES_f64], R_bar[4][CQ__LANES_f64];
-    double vol[CQ__LANES_f64], E[CQ__LANES_f64], nu[CQ__LANES_f64], mu[CQ__LANES_f64], lam[CQ__LANES_f64], gmu[CQ__LANES_f64], glam[CQ__LANES_f64];
-    double vol_bar[CQ__LANES_f64], E_bar[CQ__LANES_f64], nu_bar[CQ__LANES_f64];
-    int group[CQ__LANES_f64];
+    double vol[CQ__LANES_f64], gmu[CQ__LANES_f64], glam[CQ__LANES_f64], vol_bar[CQ__LANES_f64], E_bar[CQ__LANES_f64], nu_bar[CQ__LANES_f64];
+    const double *E = m->E, *nu = m->nu, *mu = m->mu, *lam = m->lam;
+    const int *group = m->group;
     const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
-    (void)R;
+    (void)R; (void)mu; (void)lam;
     for (int l = 0; l < CQ__LANES_f64; ++l) {
-        const long p = ps[l];
-        vol[l] = s.vol[p]; E[l] = s.E[p]; nu[l] = s.nu[p]; group[l] = s.act ? s.act[p] : -1;
+        vol[l] = s.vol[ps[l]];
         vol_bar[l] = 0; E_bar[l] = 0; nu_bar[l] = 0; gmu[l] = 0; glam[l] = 0;
     }
     /* G = k V0 P F^T + m C */
@@ -10620,10 +10621,6 @@ static void cq__stress_adj_lanes_2d_fixed_corotated_f64(const int *ps, int cnt, 
             }
     for (int a = 0; a < 4; ++a)
         for (int l = 0; l < CQ__LANES_f64; ++l) { act_bar[a][l] = 0; R_bar[a][l] = 0; }
-    for (int l = 0; l < CQ__LANES_f64; ++l) {   /* cq__lame_f64 */
-        mu[l] = E[l] / (2 * (1 + nu[l]));
-        lam[l] = E[l] * nu[l] / ((1 + nu[l]) * (1 - 2 * nu[l]));
-    }
     for (int l = 0; l < CQ__LANES_f64; ++l) {   /* cq__stress_vjp_2d_fixed_corotated_f64 */
         const double t0 = lam[l]*(-F[0][l]*F[3][l] + F[1][l]*F[2][l] + 1);
         const double t1 = 2*mu[l];
@@ -10675,22 +10672,14 @@ static void cq__stress_adj_lanes_2d_fixed_corotated_f64(const int *ps, int cnt, 
         pg.vol[p] += vol_bar[l]; pg.E[p] += E_bar[l]; pg.nu[p] += nu_bar[l];
     }
 }
-/* cq__pk1_rot_2d_neohookean_f64 over the lanes: P of F (R its rotation, unused), E, nu and the actuation of
-   particles ps[] */
-static void cq__pk1_lanes_2d_neohookean_f64(const int *ps, const cq__params_f64 *prm, cq__pview_f64 s,
+/* cq__pk1_rot_2d_neohookean_f64 over the lanes: P of F (R its rotation, unused), the material
+   parameters m (cq__mat_lanes_load_) and s.act_stress */
+static void cq__pk1_lanes_2d_neohookean_f64(const cq__params_f64 *prm, cq__pview_f64 s, const cq__mat_lanes_f64 *m,
                                 double F[4][CQ__LANES_f64], double R[4][CQ__LANES_f64], double P[4][CQ__LANES_f64])
 {
-    double E[CQ__LANES_f64], nu[CQ__LANES_f64], mu[CQ__LANES_f64], lam[CQ__LANES_f64];
-    int group[CQ__LANES_f64];
-    (void)R;
-    for (int l = 0; l < CQ__LANES_f64; ++l) {
-        const long p = ps[l];
-        E[l] = s.E[p]; nu[l] = s.nu[p]; group[l] = s.act ? s.act[p] : -1;
-    }
-    for (int l = 0; l < CQ__LANES_f64; ++l) {   /* cq__lame_f64 */
-        mu[l] = E[l] / (2 * (1 + nu[l]));
-        lam[l] = E[l] * nu[l] / ((1 + nu[l]) * (1 - 2 * nu[l]));
-    }
+    const double *E = m->E, *nu = m->nu, *mu = m->mu, *lam = m->lam;
+    const int *group = m->group;
+    (void)R; (void)mu; (void)lam;
     for (int l = 0; l < CQ__LANES_f64; ++l) {   /* cq__stress_2d_neohookean_f64 */
         const double t0 = F[0][l]*mu[l];
         const double t1 = F[0][l]*F[3][l] - F[1][l]*F[2][l];
@@ -10722,18 +10711,17 @@ static void cq__pk1_lanes_2d_neohookean_f64(const int *ps, const cq__params_f64 
 /* cq__p2g_adj_stress_rot_2d_neohookean_f64 over the lanes, given F, its rotation R, P and G_bar = dL/dG; the first cnt lanes write their particles' ai.F, pg.vol, pg.E, pg.nu and
    dact (the others are a padded group's copies) */
 static void cq__stress_adj_lanes_2d_neohookean_f64(const int *ps, int cnt, const cq__params_f64 *prm, cq__pview_f64 s,
-        double F[4][CQ__LANES_f64], double R[4][CQ__LANES_f64],
+        const cq__mat_lanes_f64 *m, double F[4][CQ__LANES_f64], double R[4][CQ__LANES_f64],
         double Pp[4][CQ__LANES_f64], double G_bar[4][CQ__LANES_f64], cq__pview_f64 ai, cq__pview_f64 pg, double *dact)
 {
     double P_bar[4][CQ__LANES_f64], F_bar[4][CQ__LANES_f64], act_bar[4][CQ__LANES_f64];
-    double vol[CQ__LANES_f64], E[CQ__LANES_f64], nu[CQ__LANES_f64], mu[CQ__LANES_f64], lam[CQ__LANES_f64], gmu[CQ__LANES_f64], glam[CQ__LANES_f64];
-    double vol_bar[CQ__LANES_f64], E_bar[CQ__LANES_f64], nu_bar[CQ__LANES_f64];
-    int group[CQ__LANES_f64];
+    double vol[CQ__LANES_f64], gmu[CQ__LANES_f64], glam[CQ__LANES_f64], vol_bar[CQ__LANES_f64], E_bar[CQ__LANES_f64], nu_bar[CQ__LANES_f64];
+    const double *E = m->E, *nu = m->nu, *mu = m->mu, *lam = m->lam;
+    const int *group = m->group;
     const double ks = -4 * prm->inv_dx * prm->inv_dx * prm->dt;   /* -(4/dx^2) dt */
-    (void)R;
+    (void)R; (void)mu; (void)lam;
     for (int l = 0; l < CQ__LANES_f64; ++l) {
-        const long p = ps[l];
-        vol[l] = s.vol[p]; E[l] = s.E[p]; nu[l] = s.nu[p]; group[l] = s.act ? s.act[p] : -1;
+        vol[l] = s.vol[ps[l]];
         vol_bar[l] = 0; E_bar[l] = 0; nu_bar[l] = 0; gmu[l] = 0; glam[l] = 0;
     }
     /* G = k V0 P F^T + m C */
@@ -10752,10 +10740,6 @@ static void cq__stress_adj_lanes_2d_neohookean_f64(const int *ps, int cnt, const
             }
     for (int a = 0; a < 4; ++a)
         for (int l = 0; l < CQ__LANES_f64; ++l) { act_bar[a][l] = 0; }
-    for (int l = 0; l < CQ__LANES_f64; ++l) {   /* cq__lame_f64 */
-        mu[l] = E[l] / (2 * (1 + nu[l]));
-        lam[l] = E[l] * nu[l] / ((1 + nu[l]) * (1 - 2 * nu[l]));
-    }
     for (int l = 0; l < CQ__LANES_f64; ++l) {   /* cq__stress_vjp_2d_neohookean_f64 */
         const double t0 = F[0][l]*mu[l];
         const double t1 = F[0][l]*F[3][l] - F[1][l]*F[2][l];
@@ -12272,8 +12256,10 @@ static void cq__p2g_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
                 ps[l] = p + (l < cnt ? l : cnt - 1);
                 for (int i = 0; i < 4; ++i) F[i][l] = s.F[(long)ps[l] * 4 + i];
             }
+            cq__mat_lanes_f32 m;
+            cq__mat_lanes_load_f32(ps, s, &m);
             cq__cpu_rot_lanes_2d_fixed_corotated_f32(t, ps, cnt, 1, F, R);
-            cq__pk1_lanes_2d_fixed_corotated_f32(ps, t->prm, s, F, R, Pp);
+            cq__pk1_lanes_2d_fixed_corotated_f32(t->prm, s, &m, F, R, Pp);
             cq__affine_lanes_2d_f32(ps, t->prm, s, Pp, F, G);
             for (int l = 0; l < cnt; ++l) {   /* as cq__p2g_rot_ packs */
                 const long q = p + l;
@@ -12331,8 +12317,10 @@ static void cq__p2g_adj_range_2d_fixed_corotated_f32(void *ctx, int begin, int e
                 ps[l] = p + (l < cnt ? l : cnt - 1);
                 for (int i = 0; i < 4; ++i) F[i][l] = t->in.F[(long)ps[l] * 4 + i];
             }
+            cq__mat_lanes_f32 m;   /* loaded once for the stress and its adjoint */
+            cq__mat_lanes_load_f32(ps, t->in, &m);
             cq__cpu_rot_lanes_2d_fixed_corotated_f32(t, ps, cnt, 0, F, R);
-            cq__pk1_lanes_2d_fixed_corotated_f32(ps, t->prm, t->in, F, R, Pp);
+            cq__pk1_lanes_2d_fixed_corotated_f32(t->prm, t->in, &m, F, R, Pp);
             cq__affine_lanes_2d_f32(ps, t->prm, t->in, Pp, F, G);   /* G as P2G's */
             for (int l = 0; l < LN; ++l)
                 for (int a = 0; a < 4; ++a) Gl[l][a] = G[a][l];
@@ -12342,7 +12330,7 @@ static void cq__p2g_adj_range_2d_fixed_corotated_f32(void *ctx, int begin, int e
                     cq__p2g_adj_transfer_2d_f32(ps[l], t->prm, t->in, Gl[l], gp_bar, gm_bar, t->ai, t->pg, Gl[l]);
             for (int l = 0; l < LN; ++l)
                 for (int a = 0; a < 4; ++a) G[a][l] = Gl[l][a];
-            cq__stress_adj_lanes_2d_fixed_corotated_f32(ps, cnt, t->prm, t->in, F, R, Pp, G, t->ai, t->pg, (float *)t->s->dact);
+            cq__stress_adj_lanes_2d_fixed_corotated_f32(ps, cnt, t->prm, t->in, &m, F, R, Pp, G, t->ai, t->pg, (float *)t->s->dact);
         }
         p = end;
     }
@@ -12479,8 +12467,10 @@ static void cq__p2g_range_2d_fixed_corotated_f64(void *ctx, int begin, int end)
                 ps[l] = p + (l < cnt ? l : cnt - 1);
                 for (int i = 0; i < 4; ++i) F[i][l] = s.F[(long)ps[l] * 4 + i];
             }
+            cq__mat_lanes_f64 m;
+            cq__mat_lanes_load_f64(ps, s, &m);
             cq__cpu_rot_lanes_2d_fixed_corotated_f64(t, ps, cnt, 1, F, R);
-            cq__pk1_lanes_2d_fixed_corotated_f64(ps, t->prm, s, F, R, Pp);
+            cq__pk1_lanes_2d_fixed_corotated_f64(t->prm, s, &m, F, R, Pp);
             cq__affine_lanes_2d_f64(ps, t->prm, s, Pp, F, G);
             for (int l = 0; l < cnt; ++l) {   /* as cq__p2g_rot_ packs */
                 const long q = p + l;
@@ -12538,8 +12528,10 @@ static void cq__p2g_adj_range_2d_fixed_corotated_f64(void *ctx, int begin, int e
                 ps[l] = p + (l < cnt ? l : cnt - 1);
                 for (int i = 0; i < 4; ++i) F[i][l] = t->in.F[(long)ps[l] * 4 + i];
             }
+            cq__mat_lanes_f64 m;   /* loaded once for the stress and its adjoint */
+            cq__mat_lanes_load_f64(ps, t->in, &m);
             cq__cpu_rot_lanes_2d_fixed_corotated_f64(t, ps, cnt, 0, F, R);
-            cq__pk1_lanes_2d_fixed_corotated_f64(ps, t->prm, t->in, F, R, Pp);
+            cq__pk1_lanes_2d_fixed_corotated_f64(t->prm, t->in, &m, F, R, Pp);
             cq__affine_lanes_2d_f64(ps, t->prm, t->in, Pp, F, G);   /* G as P2G's */
             for (int l = 0; l < LN; ++l)
                 for (int a = 0; a < 4; ++a) Gl[l][a] = G[a][l];
@@ -12549,7 +12541,7 @@ static void cq__p2g_adj_range_2d_fixed_corotated_f64(void *ctx, int begin, int e
                     cq__p2g_adj_transfer_2d_f64(ps[l], t->prm, t->in, Gl[l], gp_bar, gm_bar, t->ai, t->pg, Gl[l]);
             for (int l = 0; l < LN; ++l)
                 for (int a = 0; a < 4; ++a) G[a][l] = Gl[l][a];
-            cq__stress_adj_lanes_2d_fixed_corotated_f64(ps, cnt, t->prm, t->in, F, R, Pp, G, t->ai, t->pg, (double *)t->s->dact);
+            cq__stress_adj_lanes_2d_fixed_corotated_f64(ps, cnt, t->prm, t->in, &m, F, R, Pp, G, t->ai, t->pg, (double *)t->s->dact);
         }
         p = end;
     }
@@ -12688,8 +12680,10 @@ static void cq__p2g_range_2d_neohookean_f32(void *ctx, int begin, int end)
                 ps[l] = p + (l < cnt ? l : cnt - 1);
                 for (int i = 0; i < 4; ++i) F[i][l] = s.F[(long)ps[l] * 4 + i];
             }
+            cq__mat_lanes_f32 m;
+            cq__mat_lanes_load_f32(ps, s, &m);
             cq__cpu_rot_lanes_2d_neohookean_f32(t, ps, cnt, 1, F, R);
-            cq__pk1_lanes_2d_neohookean_f32(ps, t->prm, s, F, R, Pp);
+            cq__pk1_lanes_2d_neohookean_f32(t->prm, s, &m, F, R, Pp);
             cq__affine_lanes_2d_f32(ps, t->prm, s, Pp, F, G);
             for (int l = 0; l < cnt; ++l) {   /* as cq__p2g_rot_ packs */
                 const long q = p + l;
@@ -12747,8 +12741,10 @@ static void cq__p2g_adj_range_2d_neohookean_f32(void *ctx, int begin, int end)
                 ps[l] = p + (l < cnt ? l : cnt - 1);
                 for (int i = 0; i < 4; ++i) F[i][l] = t->in.F[(long)ps[l] * 4 + i];
             }
+            cq__mat_lanes_f32 m;   /* loaded once for the stress and its adjoint */
+            cq__mat_lanes_load_f32(ps, t->in, &m);
             cq__cpu_rot_lanes_2d_neohookean_f32(t, ps, cnt, 0, F, R);
-            cq__pk1_lanes_2d_neohookean_f32(ps, t->prm, t->in, F, R, Pp);
+            cq__pk1_lanes_2d_neohookean_f32(t->prm, t->in, &m, F, R, Pp);
             cq__affine_lanes_2d_f32(ps, t->prm, t->in, Pp, F, G);   /* G as P2G's */
             for (int l = 0; l < LN; ++l)
                 for (int a = 0; a < 4; ++a) Gl[l][a] = G[a][l];
@@ -12758,7 +12754,7 @@ static void cq__p2g_adj_range_2d_neohookean_f32(void *ctx, int begin, int end)
                     cq__p2g_adj_transfer_2d_f32(ps[l], t->prm, t->in, Gl[l], gp_bar, gm_bar, t->ai, t->pg, Gl[l]);
             for (int l = 0; l < LN; ++l)
                 for (int a = 0; a < 4; ++a) G[a][l] = Gl[l][a];
-            cq__stress_adj_lanes_2d_neohookean_f32(ps, cnt, t->prm, t->in, F, R, Pp, G, t->ai, t->pg, (float *)t->s->dact);
+            cq__stress_adj_lanes_2d_neohookean_f32(ps, cnt, t->prm, t->in, &m, F, R, Pp, G, t->ai, t->pg, (float *)t->s->dact);
         }
         p = end;
     }
@@ -12897,8 +12893,10 @@ static void cq__p2g_range_2d_neohookean_f64(void *ctx, int begin, int end)
                 ps[l] = p + (l < cnt ? l : cnt - 1);
                 for (int i = 0; i < 4; ++i) F[i][l] = s.F[(long)ps[l] * 4 + i];
             }
+            cq__mat_lanes_f64 m;
+            cq__mat_lanes_load_f64(ps, s, &m);
             cq__cpu_rot_lanes_2d_neohookean_f64(t, ps, cnt, 1, F, R);
-            cq__pk1_lanes_2d_neohookean_f64(ps, t->prm, s, F, R, Pp);
+            cq__pk1_lanes_2d_neohookean_f64(t->prm, s, &m, F, R, Pp);
             cq__affine_lanes_2d_f64(ps, t->prm, s, Pp, F, G);
             for (int l = 0; l < cnt; ++l) {   /* as cq__p2g_rot_ packs */
                 const long q = p + l;
@@ -12956,8 +12954,10 @@ static void cq__p2g_adj_range_2d_neohookean_f64(void *ctx, int begin, int end)
                 ps[l] = p + (l < cnt ? l : cnt - 1);
                 for (int i = 0; i < 4; ++i) F[i][l] = t->in.F[(long)ps[l] * 4 + i];
             }
+            cq__mat_lanes_f64 m;   /* loaded once for the stress and its adjoint */
+            cq__mat_lanes_load_f64(ps, t->in, &m);
             cq__cpu_rot_lanes_2d_neohookean_f64(t, ps, cnt, 0, F, R);
-            cq__pk1_lanes_2d_neohookean_f64(ps, t->prm, t->in, F, R, Pp);
+            cq__pk1_lanes_2d_neohookean_f64(t->prm, t->in, &m, F, R, Pp);
             cq__affine_lanes_2d_f64(ps, t->prm, t->in, Pp, F, G);   /* G as P2G's */
             for (int l = 0; l < LN; ++l)
                 for (int a = 0; a < 4; ++a) Gl[l][a] = G[a][l];
@@ -12967,7 +12967,7 @@ static void cq__p2g_adj_range_2d_neohookean_f64(void *ctx, int begin, int end)
                     cq__p2g_adj_transfer_2d_f64(ps[l], t->prm, t->in, Gl[l], gp_bar, gm_bar, t->ai, t->pg, Gl[l]);
             for (int l = 0; l < LN; ++l)
                 for (int a = 0; a < 4; ++a) G[a][l] = Gl[l][a];
-            cq__stress_adj_lanes_2d_neohookean_f64(ps, cnt, t->prm, t->in, F, R, Pp, G, t->ai, t->pg, (double *)t->s->dact);
+            cq__stress_adj_lanes_2d_neohookean_f64(ps, cnt, t->prm, t->in, &m, F, R, Pp, G, t->ai, t->pg, (double *)t->s->dact);
         }
         p = end;
     }

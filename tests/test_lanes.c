@@ -260,12 +260,14 @@ TEST(stress_lanes_##D##d_##M##_##P)                                             
                 for (int a = 0; a < DD; ++a) R[a][l] = own.R[a];                                                 \
             }                                                                                                    \
             ROT(P, T, Fl, R, cnt, bad)                                                                            \
-            cq__pk1_lanes_##D##d_##M##_##P(ps, &prm, s, Fl, R, Pl);                                              \
+            cq__mat_lanes_##P m;                                                                                 \
+            cq__mat_lanes_load_##P(ps, s, &m);                                                                   \
+            cq__pk1_lanes_##D##d_##M##_##P(&prm, s, &m, Fl, R, Pl);                                              \
             cq__affine_lanes_##D##d_##P(ps, &prm, s, Pl, Fl, Gl);                                                \
             for (int l = 0; l < cnt; ++l)                                                                        \
                 for (int a = 0; a < DD; ++a)                                                                     \
                     bad += !SAME(Pl[a][l], P1[ps[l]][a]) || !SAME(Gl[a][l], G1[ps[l]][a]);                          \
-            cq__stress_adj_lanes_##D##d_##M##_##P(ps, cnt, &prm, s, Fl, R, Pl, Gbl, ai2, pg2, dact2);           \
+            cq__stress_adj_lanes_##D##d_##M##_##P(ps, cnt, &prm, s, &m, Fl, R, Pl, Gbl, ai2, pg2, dact2);      \
         }                                                                                                        \
         CHECK(bad == 0, "incompressibility %d: %d stresses, affine matrices or rotations differ", inc, bad);    \
         for (int i = 0; i < N * DD; ++i) bad += !SAME(aF1[i], aF2[i]) || !SAME(dact1[i], dact2[i]);              \

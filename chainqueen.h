@@ -8989,6 +8989,34 @@ typedef double cq__v4_f64 __attribute__((vector_size(32)));
 #endif
 #define CQ__LANES_f32 16
 #define CQ__LANES_f64 8
+/* >>weights_lanes_2d_f32: cq__weights_2d_f32 (and, where dw is given,
+   cq__weight_grads_2d_f32) of the positions x[a][l], statement by statement their operations in
+   their order, so each lane gets their bits.  Lane by lane these were a third of the G2P adjoint's
+   time and a tenth of G2P's and of the transfer's (a 2-vCPU AMD EPYC Zen 3, perf annotate).  The
+   floor is a truncation corrected by one below zero: gcc 12 vectorizes no floorf/floor under
+   -ftrapping-math (the default); for every value whose floor fits an int it is the same int. */
+static void cq__weights_lanes_2d_f32(float x[2][CQ__LANES_f32], float inv_dx, int base[2][CQ__LANES_f32], float fx[2][CQ__LANES_f32],
+                                         float w[2][3][CQ__LANES_f32], float (*dw)[3][CQ__LANES_f32])
+{
+    for (int a = 0; a < 2; ++a) {
+        for (int l = 0; l < CQ__LANES_f32; ++l) {
+            const float q = x[a][l] * inv_dx, t = q - (float)0.5;
+            const int c = (int)t, b = c - ((float)c > t);   /* (int)floorf(t), which gcc 12 does not vectorize */
+            const float f = q - (float)b, d0 = (float)1.5 - f, d1 = f - 1, d2 = f - (float)0.5;
+            base[a][l] = b; fx[a][l] = f;
+            w[a][0][l] = (float)0.5 * d0 * d0;
+            w[a][1][l] = (float)0.75 - d1 * d1;
+            w[a][2][l] = (float)0.5 * d2 * d2;
+        }
+        if (dw)
+            for (int l = 0; l < CQ__LANES_f32; ++l) {   /* cq__weight_grads_ */
+                dw[a][0][l] = -((float)1.5 - fx[a][l]) * inv_dx;
+                dw[a][1][l] = -2 * (fx[a][l] - 1) * inv_dx;
+                dw[a][2][l] = (fx[a][l] - (float)0.5) * inv_dx;
+            }
+    }
+}
+
 /* >>g2p_lanes_2d_f32: G2P (>>g2p_) of the particles ps[0 .. CQ__LANES_f32).  Returns -2, having
    written nothing, when one of them is outside the usable region; else the lowest lane whose
    particle failed (non-finite, or left the usable region: the one-particle kernel tells which),
@@ -8997,24 +9025,23 @@ static int cq__g2p_lanes_2d_f32(const int *ps, const cq__params_f32 *prm, cq__pv
                                    cq__pview_f32 out, cq__gview_f32 g)
 {
     int base[2][CQ__LANES_f32], bad[CQ__LANES_f32];
-    float w[2][3][CQ__LANES_f32], dp[2][3][CQ__LANES_f32], xp[2][CQ__LANES_f32], Fp[4][CQ__LANES_f32];
+    float w[2][3][CQ__LANES_f32], dp[2][3][CQ__LANES_f32], xp[2][CQ__LANES_f32], fx[2][CQ__LANES_f32], Fp[4][CQ__LANES_f32];
     float nv[2][CQ__LANES_f32], nC[4][CQ__LANES_f32], nx[2][CQ__LANES_f32], nF[4][CQ__LANES_f32];
     int goff[CQ__LANES_f32];
     const float k4 = 4 * prm->inv_dx, dt = prm->dt;
-    for (int l = 0; l < CQ__LANES_f32; ++l) {   /* the particles' records into lane arrays, their weights */
+    for (int l = 0; l < CQ__LANES_f32; ++l) {   /* the particles' records into lane arrays */
         const long p = ps[l];
-        int bq[2];
-        float xq[2], fq[2], wq[2][3];
+        float xq[2];
         for (int a = 0; a < 2; ++a) xq[a] = in.x[p * 2 + a];
         if (!cq__in_domain_2d_f32(xq, prm)) return -2;
-        cq__weights_2d_f32(xq, prm->inv_dx, bq, fq, wq);
-        for (int a = 0; a < 2; ++a) {
-            xp[a][l] = xq[a]; base[a][l] = bq[a]; nv[a][l] = 0;
-            for (int i = 0; i < 3; ++i) { w[a][i][l] = wq[a][i]; dp[a][i][l] = (float)i - fq[a]; }
-        }
+        for (int a = 0; a < 2; ++a) { xp[a][l] = xq[a]; nv[a][l] = 0; }
         for (int a = 0; a < 4; ++a) Fp[a][l] = in.F[p * 4 + a];
         goff[l] = in.scene ? (int)in.scene[p] * prm->nodes : 0;
     }
+    cq__weights_lanes_2d_f32(xp, prm->inv_dx, base, fx, w, NULL);
+    for (int a = 0; a < 2; ++a)
+        for (int i = 0; i < 3; ++i)
+            for (int l = 0; l < CQ__LANES_f32; ++l) dp[a][i][l] = (float)i - fx[a][l];
     for (int a = 0; a < 4; ++a)
         for (int l = 0; l < CQ__LANES_f32; ++l) nC[a][l] = 0;
     for (int i = 0; i < 3; ++i)
@@ -9072,22 +9099,17 @@ static void cq__g2p_adj_lanes_2d_f32(const int *ps, const int *ks, const cq__par
 {
     int base[2][CQ__LANES_f32];
     float fx[2][CQ__LANES_f32], w[2][3][CQ__LANES_f32], dw[2][3][CQ__LANES_f32], nC[4][CQ__LANES_f32], sv[2][CQ__LANES_f32];
-    float v_bar_t[2][CQ__LANES_f32], C_bar_t[4][CQ__LANES_f32], Bc[4][CQ__LANES_f32], x_bar[2][CQ__LANES_f32], Fp[4][CQ__LANES_f32];
+    float v_bar_t[2][CQ__LANES_f32], C_bar_t[4][CQ__LANES_f32], Bc[4][CQ__LANES_f32], x_bar[2][CQ__LANES_f32], Fp[4][CQ__LANES_f32], xl[2][CQ__LANES_f32];
     int goff[CQ__LANES_f32];
     const float k4 = 4 * prm->inv_dx, dt = prm->dt;
+    for (int l = 0; l < CQ__LANES_f32; ++l)
+        for (int a = 0; a < 2; ++a) xl[a][l] = s.x[(long)ps[l] * 2 + a];
+    cq__weights_lanes_2d_f32(xl, prm->inv_dx, base, fx, w, dw);
     for (int l = 0; l < CQ__LANES_f32; ++l) {
         const int p = ps[l];
-        int bq[2];
-        float xq[2], fq[2], wq[2][3], dq[2][3];
-        for (int a = 0; a < 2; ++a) xq[a] = s.x[(long)p * 2 + a];
         for (int a = 0; a < 4; ++a) { Fp[a][l] = s.F[(long)p * 4 + a]; nC[a][l] = 0; }
-        cq__weights_2d_f32(xq, prm->inv_dx, bq, fq, wq);
-        cq__weight_grads_2d_f32(fq, prm->inv_dx, dq);
         goff[l] = s.scene ? (int)s.scene[p] * prm->nodes : 0;
-        for (int a = 0; a < 2; ++a) {
-            base[a][l] = bq[a]; fx[a][l] = fq[a]; sv[a][l] = 0;
-            for (int i = 0; i < 3; ++i) { w[a][i][l] = wq[a][i]; dw[a][i][l] = dq[a][i]; }
-        }
+        for (int a = 0; a < 2; ++a) sv[a][l] = 0;
     /* x' = x + dt v'  ->  v_bar' += dt x_bar';   F' = (I + dt C') F  ->  C_bar' += dt F_bar' F^T */
     CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         x_bar[a][l] = ao.x[(long)p * 2 + a];
@@ -9155,24 +9177,19 @@ static void cq__transfer_lanes_2d_f32(const int *ps, const cq__params_f32 *prm, 
 {
     int base[2][CQ__LANES_f32];
     float fx[2][CQ__LANES_f32], w[2][3][CQ__LANES_f32], dw[2][3][CQ__LANES_f32], vp[2][CQ__LANES_f32], mv[2][CQ__LANES_f32], G[4][CQ__LANES_f32];
-    float G_bar[4][CQ__LANES_f32], x_bar[2][CQ__LANES_f32], sp[2][CQ__LANES_f32], m_bar[CQ__LANES_f32], mass[CQ__LANES_f32];
+    float G_bar[4][CQ__LANES_f32], x_bar[2][CQ__LANES_f32], sp[2][CQ__LANES_f32], m_bar[CQ__LANES_f32], mass[CQ__LANES_f32], xl[2][CQ__LANES_f32];
     int goff[CQ__LANES_f32];
     for (int l = 0; l < CQ__LANES_f32; ++l) {
         const int p = ps[l];
-        int bq[2];
-        float xq[2], fq[2], wq[2][3], dq[2][3];
-        for (int a = 0; a < 2; ++a) { xq[a] = s.x[(long)p * 2 + a]; vp[a][l] = s.v[(long)p * 2 + a]; }
+        for (int a = 0; a < 2; ++a) { xl[a][l] = s.x[(long)p * 2 + a]; vp[a][l] = s.v[(long)p * 2 + a]; }
         for (int a = 0; a < 4; ++a) { G[a][l] = G_in[l][a]; G_bar[a][l] = 0; }
-        cq__weights_2d_f32(xq, prm->inv_dx, bq, fq, wq);
-        cq__weight_grads_2d_f32(fq, prm->inv_dx, dq);
         goff[l] = s.scene ? (int)s.scene[p] * prm->nodes : 0;
         mass[l] = s.mass[p];
+    }
+    cq__weights_lanes_2d_f32(xl, prm->inv_dx, base, fx, w, dw);
+    for (int l = 0; l < CQ__LANES_f32; ++l) {
         m_bar[l] = 0;
-        for (int a = 0; a < 2; ++a) {
-            base[a][l] = bq[a]; fx[a][l] = fq[a]; x_bar[a][l] = 0; sp[a][l] = 0;
-            mv[a][l] = mass[l] * vp[a][l];
-            for (int i = 0; i < 3; ++i) { w[a][i][l] = wq[a][i]; dw[a][i][l] = dq[a][i]; }
-        }
+        for (int a = 0; a < 2; ++a) { x_bar[a][l] = 0; sp[a][l] = 0; mv[a][l] = mass[l] * vp[a][l]; }
     }
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
@@ -9220,6 +9237,34 @@ static void cq__transfer_lanes_2d_f32(const int *ps, const cq__params_f32 *prm, 
     }
 }
 
+/* >>weights_lanes_2d_f64: cq__weights_2d_f64 (and, where dw is given,
+   cq__weight_grads_2d_f64) of the positions x[a][l], statement by statement their operations in
+   their order, so each lane gets their bits.  Lane by lane these were a third of the G2P adjoint's
+   time and a tenth of G2P's and of the transfer's (a 2-vCPU AMD EPYC Zen 3, perf annotate).  The
+   floor is a truncation corrected by one below zero: gcc 12 vectorizes no floorf/floor under
+   -ftrapping-math (the default); for every value whose floor fits an int it is the same int. */
+static void cq__weights_lanes_2d_f64(double x[2][CQ__LANES_f64], double inv_dx, int base[2][CQ__LANES_f64], double fx[2][CQ__LANES_f64],
+                                         double w[2][3][CQ__LANES_f64], double (*dw)[3][CQ__LANES_f64])
+{
+    for (int a = 0; a < 2; ++a) {
+        for (int l = 0; l < CQ__LANES_f64; ++l) {
+            const double q = x[a][l] * inv_dx, t = q - (double)0.5;
+            const int c = (int)t, b = c - ((double)c > t);   /* (int)floor(t), which gcc 12 does not vectorize */
+            const double f = q - (double)b, d0 = (double)1.5 - f, d1 = f - 1, d2 = f - (double)0.5;
+            base[a][l] = b; fx[a][l] = f;
+            w[a][0][l] = (double)0.5 * d0 * d0;
+            w[a][1][l] = (double)0.75 - d1 * d1;
+            w[a][2][l] = (double)0.5 * d2 * d2;
+        }
+        if (dw)
+            for (int l = 0; l < CQ__LANES_f64; ++l) {   /* cq__weight_grads_ */
+                dw[a][0][l] = -((double)1.5 - fx[a][l]) * inv_dx;
+                dw[a][1][l] = -2 * (fx[a][l] - 1) * inv_dx;
+                dw[a][2][l] = (fx[a][l] - (double)0.5) * inv_dx;
+            }
+    }
+}
+
 /* >>g2p_lanes_2d_f64: G2P (>>g2p_) of the particles ps[0 .. CQ__LANES_f64).  Returns -2, having
    written nothing, when one of them is outside the usable region; else the lowest lane whose
    particle failed (non-finite, or left the usable region: the one-particle kernel tells which),
@@ -9228,24 +9273,23 @@ static int cq__g2p_lanes_2d_f64(const int *ps, const cq__params_f64 *prm, cq__pv
                                    cq__pview_f64 out, cq__gview_f64 g)
 {
     int base[2][CQ__LANES_f64], bad[CQ__LANES_f64];
-    double w[2][3][CQ__LANES_f64], dp[2][3][CQ__LANES_f64], xp[2][CQ__LANES_f64], Fp[4][CQ__LANES_f64];
+    double w[2][3][CQ__LANES_f64], dp[2][3][CQ__LANES_f64], xp[2][CQ__LANES_f64], fx[2][CQ__LANES_f64], Fp[4][CQ__LANES_f64];
     double nv[2][CQ__LANES_f64], nC[4][CQ__LANES_f64], nx[2][CQ__LANES_f64], nF[4][CQ__LANES_f64];
     long goff[CQ__LANES_f64];
     const double k4 = 4 * prm->inv_dx, dt = prm->dt;
-    for (int l = 0; l < CQ__LANES_f64; ++l) {   /* the particles' records into lane arrays, their weights */
+    for (int l = 0; l < CQ__LANES_f64; ++l) {   /* the particles' records into lane arrays */
         const long p = ps[l];
-        int bq[2];
-        double xq[2], fq[2], wq[2][3];
+        double xq[2];
         for (int a = 0; a < 2; ++a) xq[a] = in.x[p * 2 + a];
         if (!cq__in_domain_2d_f64(xq, prm)) return -2;
-        cq__weights_2d_f64(xq, prm->inv_dx, bq, fq, wq);
-        for (int a = 0; a < 2; ++a) {
-            xp[a][l] = xq[a]; base[a][l] = bq[a]; nv[a][l] = 0;
-            for (int i = 0; i < 3; ++i) { w[a][i][l] = wq[a][i]; dp[a][i][l] = (double)i - fq[a]; }
-        }
+        for (int a = 0; a < 2; ++a) { xp[a][l] = xq[a]; nv[a][l] = 0; }
         for (int a = 0; a < 4; ++a) Fp[a][l] = in.F[p * 4 + a];
         goff[l] = in.scene ? (long)in.scene[p] * prm->nodes : 0;
     }
+    cq__weights_lanes_2d_f64(xp, prm->inv_dx, base, fx, w, NULL);
+    for (int a = 0; a < 2; ++a)
+        for (int i = 0; i < 3; ++i)
+            for (int l = 0; l < CQ__LANES_f64; ++l) dp[a][i][l] = (double)i - fx[a][l];
     for (int a = 0; a < 4; ++a)
         for (int l = 0; l < CQ__LANES_f64; ++l) nC[a][l] = 0;
     for (int i = 0; i < 3; ++i)
@@ -9303,22 +9347,17 @@ static void cq__g2p_adj_lanes_2d_f64(const int *ps, const int *ks, const cq__par
 {
     int base[2][CQ__LANES_f64];
     double fx[2][CQ__LANES_f64], w[2][3][CQ__LANES_f64], dw[2][3][CQ__LANES_f64], nC[4][CQ__LANES_f64], sv[2][CQ__LANES_f64];
-    double v_bar_t[2][CQ__LANES_f64], C_bar_t[4][CQ__LANES_f64], Bc[4][CQ__LANES_f64], x_bar[2][CQ__LANES_f64], Fp[4][CQ__LANES_f64];
+    double v_bar_t[2][CQ__LANES_f64], C_bar_t[4][CQ__LANES_f64], Bc[4][CQ__LANES_f64], x_bar[2][CQ__LANES_f64], Fp[4][CQ__LANES_f64], xl[2][CQ__LANES_f64];
     long goff[CQ__LANES_f64];
     const double k4 = 4 * prm->inv_dx, dt = prm->dt;
+    for (int l = 0; l < CQ__LANES_f64; ++l)
+        for (int a = 0; a < 2; ++a) xl[a][l] = s.x[(long)ps[l] * 2 + a];
+    cq__weights_lanes_2d_f64(xl, prm->inv_dx, base, fx, w, dw);
     for (int l = 0; l < CQ__LANES_f64; ++l) {
         const int p = ps[l];
-        int bq[2];
-        double xq[2], fq[2], wq[2][3], dq[2][3];
-        for (int a = 0; a < 2; ++a) xq[a] = s.x[(long)p * 2 + a];
         for (int a = 0; a < 4; ++a) { Fp[a][l] = s.F[(long)p * 4 + a]; nC[a][l] = 0; }
-        cq__weights_2d_f64(xq, prm->inv_dx, bq, fq, wq);
-        cq__weight_grads_2d_f64(fq, prm->inv_dx, dq);
         goff[l] = s.scene ? (long)s.scene[p] * prm->nodes : 0;
-        for (int a = 0; a < 2; ++a) {
-            base[a][l] = bq[a]; fx[a][l] = fq[a]; sv[a][l] = 0;
-            for (int i = 0; i < 3; ++i) { w[a][i][l] = wq[a][i]; dw[a][i][l] = dq[a][i]; }
-        }
+        for (int a = 0; a < 2; ++a) sv[a][l] = 0;
     /* x' = x + dt v'  ->  v_bar' += dt x_bar';   F' = (I + dt C') F  ->  C_bar' += dt F_bar' F^T */
     CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         x_bar[a][l] = ao.x[(long)p * 2 + a];
@@ -9386,24 +9425,19 @@ static void cq__transfer_lanes_2d_f64(const int *ps, const cq__params_f64 *prm, 
 {
     int base[2][CQ__LANES_f64];
     double fx[2][CQ__LANES_f64], w[2][3][CQ__LANES_f64], dw[2][3][CQ__LANES_f64], vp[2][CQ__LANES_f64], mv[2][CQ__LANES_f64], G[4][CQ__LANES_f64];
-    double G_bar[4][CQ__LANES_f64], x_bar[2][CQ__LANES_f64], sp[2][CQ__LANES_f64], m_bar[CQ__LANES_f64], mass[CQ__LANES_f64];
+    double G_bar[4][CQ__LANES_f64], x_bar[2][CQ__LANES_f64], sp[2][CQ__LANES_f64], m_bar[CQ__LANES_f64], mass[CQ__LANES_f64], xl[2][CQ__LANES_f64];
     long goff[CQ__LANES_f64];
     for (int l = 0; l < CQ__LANES_f64; ++l) {
         const int p = ps[l];
-        int bq[2];
-        double xq[2], fq[2], wq[2][3], dq[2][3];
-        for (int a = 0; a < 2; ++a) { xq[a] = s.x[(long)p * 2 + a]; vp[a][l] = s.v[(long)p * 2 + a]; }
+        for (int a = 0; a < 2; ++a) { xl[a][l] = s.x[(long)p * 2 + a]; vp[a][l] = s.v[(long)p * 2 + a]; }
         for (int a = 0; a < 4; ++a) { G[a][l] = G_in[l][a]; G_bar[a][l] = 0; }
-        cq__weights_2d_f64(xq, prm->inv_dx, bq, fq, wq);
-        cq__weight_grads_2d_f64(fq, prm->inv_dx, dq);
         goff[l] = s.scene ? (long)s.scene[p] * prm->nodes : 0;
         mass[l] = s.mass[p];
+    }
+    cq__weights_lanes_2d_f64(xl, prm->inv_dx, base, fx, w, dw);
+    for (int l = 0; l < CQ__LANES_f64; ++l) {
         m_bar[l] = 0;
-        for (int a = 0; a < 2; ++a) {
-            base[a][l] = bq[a]; fx[a][l] = fq[a]; x_bar[a][l] = 0; sp[a][l] = 0;
-            mv[a][l] = mass[l] * vp[a][l];
-            for (int i = 0; i < 3; ++i) { w[a][i][l] = wq[a][i]; dw[a][i][l] = dq[a][i]; }
-        }
+        for (int a = 0; a < 2; ++a) { x_bar[a][l] = 0; sp[a][l] = 0; mv[a][l] = mass[l] * vp[a][l]; }
     }
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
@@ -9451,6 +9485,34 @@ static void cq__transfer_lanes_2d_f64(const int *ps, const cq__params_f64 *prm, 
     }
 }
 
+/* >>weights_lanes_3d_f32: cq__weights_3d_f32 (and, where dw is given,
+   cq__weight_grads_3d_f32) of the positions x[a][l], statement by statement their operations in
+   their order, so each lane gets their bits.  Lane by lane these were a third of the G2P adjoint's
+   time and a tenth of G2P's and of the transfer's (a 2-vCPU AMD EPYC Zen 3, perf annotate).  The
+   floor is a truncation corrected by one below zero: gcc 12 vectorizes no floorf/floor under
+   -ftrapping-math (the default); for every value whose floor fits an int it is the same int. */
+static void cq__weights_lanes_3d_f32(float x[3][CQ__LANES_f32], float inv_dx, int base[3][CQ__LANES_f32], float fx[3][CQ__LANES_f32],
+                                         float w[3][3][CQ__LANES_f32], float (*dw)[3][CQ__LANES_f32])
+{
+    for (int a = 0; a < 3; ++a) {
+        for (int l = 0; l < CQ__LANES_f32; ++l) {
+            const float q = x[a][l] * inv_dx, t = q - (float)0.5;
+            const int c = (int)t, b = c - ((float)c > t);   /* (int)floorf(t), which gcc 12 does not vectorize */
+            const float f = q - (float)b, d0 = (float)1.5 - f, d1 = f - 1, d2 = f - (float)0.5;
+            base[a][l] = b; fx[a][l] = f;
+            w[a][0][l] = (float)0.5 * d0 * d0;
+            w[a][1][l] = (float)0.75 - d1 * d1;
+            w[a][2][l] = (float)0.5 * d2 * d2;
+        }
+        if (dw)
+            for (int l = 0; l < CQ__LANES_f32; ++l) {   /* cq__weight_grads_ */
+                dw[a][0][l] = -((float)1.5 - fx[a][l]) * inv_dx;
+                dw[a][1][l] = -2 * (fx[a][l] - 1) * inv_dx;
+                dw[a][2][l] = (fx[a][l] - (float)0.5) * inv_dx;
+            }
+    }
+}
+
 /* >>g2p_lanes_3d_f32: G2P (>>g2p_) of the particles ps[0 .. CQ__LANES_f32).  Returns -2, having
    written nothing, when one of them is outside the usable region; else the lowest lane whose
    particle failed (non-finite, or left the usable region: the one-particle kernel tells which),
@@ -9459,24 +9521,23 @@ static int cq__g2p_lanes_3d_f32(const int *ps, const cq__params_f32 *prm, cq__pv
                                    cq__pview_f32 out, cq__gview_f32 g)
 {
     int base[3][CQ__LANES_f32], bad[CQ__LANES_f32];
-    float w[3][3][CQ__LANES_f32], dp[3][3][CQ__LANES_f32], xp[3][CQ__LANES_f32], Fp[9][CQ__LANES_f32];
+    float w[3][3][CQ__LANES_f32], dp[3][3][CQ__LANES_f32], xp[3][CQ__LANES_f32], fx[3][CQ__LANES_f32], Fp[9][CQ__LANES_f32];
     float nv[3][CQ__LANES_f32], nC[9][CQ__LANES_f32], nx[3][CQ__LANES_f32], nF[9][CQ__LANES_f32];
     int goff[CQ__LANES_f32];
     const float k4 = 4 * prm->inv_dx, dt = prm->dt;
-    for (int l = 0; l < CQ__LANES_f32; ++l) {   /* the particles' records into lane arrays, their weights */
+    for (int l = 0; l < CQ__LANES_f32; ++l) {   /* the particles' records into lane arrays */
         const long p = ps[l];
-        int bq[3];
-        float xq[3], fq[3], wq[3][3];
+        float xq[3];
         for (int a = 0; a < 3; ++a) xq[a] = in.x[p * 3 + a];
         if (!cq__in_domain_3d_f32(xq, prm)) return -2;
-        cq__weights_3d_f32(xq, prm->inv_dx, bq, fq, wq);
-        for (int a = 0; a < 3; ++a) {
-            xp[a][l] = xq[a]; base[a][l] = bq[a]; nv[a][l] = 0;
-            for (int i = 0; i < 3; ++i) { w[a][i][l] = wq[a][i]; dp[a][i][l] = (float)i - fq[a]; }
-        }
+        for (int a = 0; a < 3; ++a) { xp[a][l] = xq[a]; nv[a][l] = 0; }
         for (int a = 0; a < 9; ++a) Fp[a][l] = in.F[p * 9 + a];
         goff[l] = in.scene ? (int)in.scene[p] * prm->nodes : 0;
     }
+    cq__weights_lanes_3d_f32(xp, prm->inv_dx, base, fx, w, NULL);
+    for (int a = 0; a < 3; ++a)
+        for (int i = 0; i < 3; ++i)
+            for (int l = 0; l < CQ__LANES_f32; ++l) dp[a][i][l] = (float)i - fx[a][l];
     for (int a = 0; a < 9; ++a)
         for (int l = 0; l < CQ__LANES_f32; ++l) nC[a][l] = 0;
     for (int i = 0; i < 3; ++i)
@@ -9535,22 +9596,17 @@ static void cq__g2p_adj_lanes_3d_f32(const int *ps, const int *ks, const cq__par
 {
     int base[3][CQ__LANES_f32];
     float fx[3][CQ__LANES_f32], w[3][3][CQ__LANES_f32], dw[3][3][CQ__LANES_f32], nC[9][CQ__LANES_f32], sv[3][CQ__LANES_f32];
-    float v_bar_t[3][CQ__LANES_f32], C_bar_t[9][CQ__LANES_f32], Bc[9][CQ__LANES_f32], x_bar[3][CQ__LANES_f32], Fp[9][CQ__LANES_f32];
+    float v_bar_t[3][CQ__LANES_f32], C_bar_t[9][CQ__LANES_f32], Bc[9][CQ__LANES_f32], x_bar[3][CQ__LANES_f32], Fp[9][CQ__LANES_f32], xl[3][CQ__LANES_f32];
     int goff[CQ__LANES_f32];
     const float k4 = 4 * prm->inv_dx, dt = prm->dt;
+    for (int l = 0; l < CQ__LANES_f32; ++l)
+        for (int a = 0; a < 3; ++a) xl[a][l] = s.x[(long)ps[l] * 3 + a];
+    cq__weights_lanes_3d_f32(xl, prm->inv_dx, base, fx, w, dw);
     for (int l = 0; l < CQ__LANES_f32; ++l) {
         const int p = ps[l];
-        int bq[3];
-        float xq[3], fq[3], wq[3][3], dq[3][3];
-        for (int a = 0; a < 3; ++a) xq[a] = s.x[(long)p * 3 + a];
         for (int a = 0; a < 9; ++a) { Fp[a][l] = s.F[(long)p * 9 + a]; nC[a][l] = 0; }
-        cq__weights_3d_f32(xq, prm->inv_dx, bq, fq, wq);
-        cq__weight_grads_3d_f32(fq, prm->inv_dx, dq);
         goff[l] = s.scene ? (int)s.scene[p] * prm->nodes : 0;
-        for (int a = 0; a < 3; ++a) {
-            base[a][l] = bq[a]; fx[a][l] = fq[a]; sv[a][l] = 0;
-            for (int i = 0; i < 3; ++i) { w[a][i][l] = wq[a][i]; dw[a][i][l] = dq[a][i]; }
-        }
+        for (int a = 0; a < 3; ++a) sv[a][l] = 0;
     /* x' = x + dt v'  ->  v_bar' += dt x_bar';   F' = (I + dt C') F  ->  C_bar' += dt F_bar' F^T */
     CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         x_bar[a][l] = ao.x[(long)p * 3 + a];
@@ -9619,24 +9675,19 @@ static void cq__transfer_lanes_3d_f32(const int *ps, const cq__params_f32 *prm, 
 {
     int base[3][CQ__LANES_f32];
     float fx[3][CQ__LANES_f32], w[3][3][CQ__LANES_f32], dw[3][3][CQ__LANES_f32], vp[3][CQ__LANES_f32], mv[3][CQ__LANES_f32], G[9][CQ__LANES_f32];
-    float G_bar[9][CQ__LANES_f32], x_bar[3][CQ__LANES_f32], sp[3][CQ__LANES_f32], m_bar[CQ__LANES_f32], mass[CQ__LANES_f32];
+    float G_bar[9][CQ__LANES_f32], x_bar[3][CQ__LANES_f32], sp[3][CQ__LANES_f32], m_bar[CQ__LANES_f32], mass[CQ__LANES_f32], xl[3][CQ__LANES_f32];
     int goff[CQ__LANES_f32];
     for (int l = 0; l < CQ__LANES_f32; ++l) {
         const int p = ps[l];
-        int bq[3];
-        float xq[3], fq[3], wq[3][3], dq[3][3];
-        for (int a = 0; a < 3; ++a) { xq[a] = s.x[(long)p * 3 + a]; vp[a][l] = s.v[(long)p * 3 + a]; }
+        for (int a = 0; a < 3; ++a) { xl[a][l] = s.x[(long)p * 3 + a]; vp[a][l] = s.v[(long)p * 3 + a]; }
         for (int a = 0; a < 9; ++a) { G[a][l] = G_in[l][a]; G_bar[a][l] = 0; }
-        cq__weights_3d_f32(xq, prm->inv_dx, bq, fq, wq);
-        cq__weight_grads_3d_f32(fq, prm->inv_dx, dq);
         goff[l] = s.scene ? (int)s.scene[p] * prm->nodes : 0;
         mass[l] = s.mass[p];
+    }
+    cq__weights_lanes_3d_f32(xl, prm->inv_dx, base, fx, w, dw);
+    for (int l = 0; l < CQ__LANES_f32; ++l) {
         m_bar[l] = 0;
-        for (int a = 0; a < 3; ++a) {
-            base[a][l] = bq[a]; fx[a][l] = fq[a]; x_bar[a][l] = 0; sp[a][l] = 0;
-            mv[a][l] = mass[l] * vp[a][l];
-            for (int i = 0; i < 3; ++i) { w[a][i][l] = wq[a][i]; dw[a][i][l] = dq[a][i]; }
-        }
+        for (int a = 0; a < 3; ++a) { x_bar[a][l] = 0; sp[a][l] = 0; mv[a][l] = mass[l] * vp[a][l]; }
     }
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
@@ -9685,6 +9736,34 @@ static void cq__transfer_lanes_3d_f32(const int *ps, const cq__params_f32 *prm, 
     }
 }
 
+/* >>weights_lanes_3d_f64: cq__weights_3d_f64 (and, where dw is given,
+   cq__weight_grads_3d_f64) of the positions x[a][l], statement by statement their operations in
+   their order, so each lane gets their bits.  Lane by lane these were a third of the G2P adjoint's
+   time and a tenth of G2P's and of the transfer's (a 2-vCPU AMD EPYC Zen 3, perf annotate).  The
+   floor is a truncation corrected by one below zero: gcc 12 vectorizes no floorf/floor under
+   -ftrapping-math (the default); for every value whose floor fits an int it is the same int. */
+static void cq__weights_lanes_3d_f64(double x[3][CQ__LANES_f64], double inv_dx, int base[3][CQ__LANES_f64], double fx[3][CQ__LANES_f64],
+                                         double w[3][3][CQ__LANES_f64], double (*dw)[3][CQ__LANES_f64])
+{
+    for (int a = 0; a < 3; ++a) {
+        for (int l = 0; l < CQ__LANES_f64; ++l) {
+            const double q = x[a][l] * inv_dx, t = q - (double)0.5;
+            const int c = (int)t, b = c - ((double)c > t);   /* (int)floor(t), which gcc 12 does not vectorize */
+            const double f = q - (double)b, d0 = (double)1.5 - f, d1 = f - 1, d2 = f - (double)0.5;
+            base[a][l] = b; fx[a][l] = f;
+            w[a][0][l] = (double)0.5 * d0 * d0;
+            w[a][1][l] = (double)0.75 - d1 * d1;
+            w[a][2][l] = (double)0.5 * d2 * d2;
+        }
+        if (dw)
+            for (int l = 0; l < CQ__LANES_f64; ++l) {   /* cq__weight_grads_ */
+                dw[a][0][l] = -((double)1.5 - fx[a][l]) * inv_dx;
+                dw[a][1][l] = -2 * (fx[a][l] - 1) * inv_dx;
+                dw[a][2][l] = (fx[a][l] - (double)0.5) * inv_dx;
+            }
+    }
+}
+
 /* >>g2p_lanes_3d_f64: G2P (>>g2p_) of the particles ps[0 .. CQ__LANES_f64).  Returns -2, having
    written nothing, when one of them is outside the usable region; else the lowest lane whose
    particle failed (non-finite, or left the usable region: the one-particle kernel tells which),
@@ -9693,24 +9772,23 @@ static int cq__g2p_lanes_3d_f64(const int *ps, const cq__params_f64 *prm, cq__pv
                                    cq__pview_f64 out, cq__gview_f64 g)
 {
     int base[3][CQ__LANES_f64], bad[CQ__LANES_f64];
-    double w[3][3][CQ__LANES_f64], dp[3][3][CQ__LANES_f64], xp[3][CQ__LANES_f64], Fp[9][CQ__LANES_f64];
+    double w[3][3][CQ__LANES_f64], dp[3][3][CQ__LANES_f64], xp[3][CQ__LANES_f64], fx[3][CQ__LANES_f64], Fp[9][CQ__LANES_f64];
     double nv[3][CQ__LANES_f64], nC[9][CQ__LANES_f64], nx[3][CQ__LANES_f64], nF[9][CQ__LANES_f64];
     long goff[CQ__LANES_f64];
     const double k4 = 4 * prm->inv_dx, dt = prm->dt;
-    for (int l = 0; l < CQ__LANES_f64; ++l) {   /* the particles' records into lane arrays, their weights */
+    for (int l = 0; l < CQ__LANES_f64; ++l) {   /* the particles' records into lane arrays */
         const long p = ps[l];
-        int bq[3];
-        double xq[3], fq[3], wq[3][3];
+        double xq[3];
         for (int a = 0; a < 3; ++a) xq[a] = in.x[p * 3 + a];
         if (!cq__in_domain_3d_f64(xq, prm)) return -2;
-        cq__weights_3d_f64(xq, prm->inv_dx, bq, fq, wq);
-        for (int a = 0; a < 3; ++a) {
-            xp[a][l] = xq[a]; base[a][l] = bq[a]; nv[a][l] = 0;
-            for (int i = 0; i < 3; ++i) { w[a][i][l] = wq[a][i]; dp[a][i][l] = (double)i - fq[a]; }
-        }
+        for (int a = 0; a < 3; ++a) { xp[a][l] = xq[a]; nv[a][l] = 0; }
         for (int a = 0; a < 9; ++a) Fp[a][l] = in.F[p * 9 + a];
         goff[l] = in.scene ? (long)in.scene[p] * prm->nodes : 0;
     }
+    cq__weights_lanes_3d_f64(xp, prm->inv_dx, base, fx, w, NULL);
+    for (int a = 0; a < 3; ++a)
+        for (int i = 0; i < 3; ++i)
+            for (int l = 0; l < CQ__LANES_f64; ++l) dp[a][i][l] = (double)i - fx[a][l];
     for (int a = 0; a < 9; ++a)
         for (int l = 0; l < CQ__LANES_f64; ++l) nC[a][l] = 0;
     for (int i = 0; i < 3; ++i)
@@ -9769,22 +9847,17 @@ static void cq__g2p_adj_lanes_3d_f64(const int *ps, const int *ks, const cq__par
 {
     int base[3][CQ__LANES_f64];
     double fx[3][CQ__LANES_f64], w[3][3][CQ__LANES_f64], dw[3][3][CQ__LANES_f64], nC[9][CQ__LANES_f64], sv[3][CQ__LANES_f64];
-    double v_bar_t[3][CQ__LANES_f64], C_bar_t[9][CQ__LANES_f64], Bc[9][CQ__LANES_f64], x_bar[3][CQ__LANES_f64], Fp[9][CQ__LANES_f64];
+    double v_bar_t[3][CQ__LANES_f64], C_bar_t[9][CQ__LANES_f64], Bc[9][CQ__LANES_f64], x_bar[3][CQ__LANES_f64], Fp[9][CQ__LANES_f64], xl[3][CQ__LANES_f64];
     long goff[CQ__LANES_f64];
     const double k4 = 4 * prm->inv_dx, dt = prm->dt;
+    for (int l = 0; l < CQ__LANES_f64; ++l)
+        for (int a = 0; a < 3; ++a) xl[a][l] = s.x[(long)ps[l] * 3 + a];
+    cq__weights_lanes_3d_f64(xl, prm->inv_dx, base, fx, w, dw);
     for (int l = 0; l < CQ__LANES_f64; ++l) {
         const int p = ps[l];
-        int bq[3];
-        double xq[3], fq[3], wq[3][3], dq[3][3];
-        for (int a = 0; a < 3; ++a) xq[a] = s.x[(long)p * 3 + a];
         for (int a = 0; a < 9; ++a) { Fp[a][l] = s.F[(long)p * 9 + a]; nC[a][l] = 0; }
-        cq__weights_3d_f64(xq, prm->inv_dx, bq, fq, wq);
-        cq__weight_grads_3d_f64(fq, prm->inv_dx, dq);
         goff[l] = s.scene ? (long)s.scene[p] * prm->nodes : 0;
-        for (int a = 0; a < 3; ++a) {
-            base[a][l] = bq[a]; fx[a][l] = fq[a]; sv[a][l] = 0;
-            for (int i = 0; i < 3; ++i) { w[a][i][l] = wq[a][i]; dw[a][i][l] = dq[a][i]; }
-        }
+        for (int a = 0; a < 3; ++a) sv[a][l] = 0;
     /* x' = x + dt v'  ->  v_bar' += dt x_bar';   F' = (I + dt C') F  ->  C_bar' += dt F_bar' F^T */
     CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         x_bar[a][l] = ao.x[(long)p * 3 + a];
@@ -9853,24 +9926,19 @@ static void cq__transfer_lanes_3d_f64(const int *ps, const cq__params_f64 *prm, 
 {
     int base[3][CQ__LANES_f64];
     double fx[3][CQ__LANES_f64], w[3][3][CQ__LANES_f64], dw[3][3][CQ__LANES_f64], vp[3][CQ__LANES_f64], mv[3][CQ__LANES_f64], G[9][CQ__LANES_f64];
-    double G_bar[9][CQ__LANES_f64], x_bar[3][CQ__LANES_f64], sp[3][CQ__LANES_f64], m_bar[CQ__LANES_f64], mass[CQ__LANES_f64];
+    double G_bar[9][CQ__LANES_f64], x_bar[3][CQ__LANES_f64], sp[3][CQ__LANES_f64], m_bar[CQ__LANES_f64], mass[CQ__LANES_f64], xl[3][CQ__LANES_f64];
     long goff[CQ__LANES_f64];
     for (int l = 0; l < CQ__LANES_f64; ++l) {
         const int p = ps[l];
-        int bq[3];
-        double xq[3], fq[3], wq[3][3], dq[3][3];
-        for (int a = 0; a < 3; ++a) { xq[a] = s.x[(long)p * 3 + a]; vp[a][l] = s.v[(long)p * 3 + a]; }
+        for (int a = 0; a < 3; ++a) { xl[a][l] = s.x[(long)p * 3 + a]; vp[a][l] = s.v[(long)p * 3 + a]; }
         for (int a = 0; a < 9; ++a) { G[a][l] = G_in[l][a]; G_bar[a][l] = 0; }
-        cq__weights_3d_f64(xq, prm->inv_dx, bq, fq, wq);
-        cq__weight_grads_3d_f64(fq, prm->inv_dx, dq);
         goff[l] = s.scene ? (long)s.scene[p] * prm->nodes : 0;
         mass[l] = s.mass[p];
+    }
+    cq__weights_lanes_3d_f64(xl, prm->inv_dx, base, fx, w, dw);
+    for (int l = 0; l < CQ__LANES_f64; ++l) {
         m_bar[l] = 0;
-        for (int a = 0; a < 3; ++a) {
-            base[a][l] = bq[a]; fx[a][l] = fq[a]; x_bar[a][l] = 0; sp[a][l] = 0;
-            mv[a][l] = mass[l] * vp[a][l];
-            for (int i = 0; i < 3; ++i) { w[a][i][l] = wq[a][i]; dw[a][i][l] = dq[a][i]; }
-        }
+        for (int a = 0; a < 3; ++a) { x_bar[a][l] = 0; sp[a][l] = 0; mv[a][l] = mass[l] * vp[a][l]; }
     }
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)

@@ -249,7 +249,7 @@
      host: CPU backend ...... cpu_backend.j2      >>parallel_for >>cpu_flush (f32: FTZ/DAZ) >>cpu_drivers >>cpu_sort_ >>cpu_gather_ (row by row)
                                                   >>cpu_grid_ >>cpu_substep_ >>cpu_substep_adj_
                                                   >>cpu_check_adjoint >>cpu_act_grad >>cpu_copy >>cpu_cables_
-     host: CPU lanes ........ cpu_lanes.j2        >>cpu_lanes >>g2p_lanes_ >>g2p_adj_lanes_ >>transfer_lanes_ >>stress_lanes_2d_ >>cpu_v4
+     host: CPU lanes ........ cpu_lanes.j2        >>cpu_lanes >>weights_lanes_ >>g2p_lanes_ >>g2p_adj_lanes_ >>transfer_lanes_ >>stress_lanes_2d_ >>cpu_v4
                                                   >>svd_lanes_3d_ (G2P, the stencil adjoints, P2G's
                                                   3D SVD and 2D's stress parts of P2G and its
                                                   adjoint on 16 floats / 8 doubles at once)
@@ -8925,7 +8925,9 @@ static int cq__cable_buffers(cq_sim *s)
    same operations in the same order as from the one-particle kernel, so the results are
    bitwise the same without -ffast-math (the mock CUDA runs the one-particle kernels; test_lanes
    and the CPU-vs-mock tests compare them).  The per-particle starts run lane by lane with the
-   one-particle kernel's text and functions (cq__weights_ ...); so do the adjoints' ends, while
+   one-particle kernel's text, but for the weights (>>weights_lanes_, the same operations over the
+   lanes, vectorized); so do the adjoints' ends (over lanes, with their records copied into and
+   out of lane arrays, they measured no faster: the copies cost what the arithmetic saved), while
    G2P's end (F' = (I + dt C') F and the checks, a large share of G2P) is written per statement
    over the lanes, so that it vectorizes too.  Lanes are 64 bytes of values (one
    AVX-512 register, two AVX2 ones): 16 floats or 8 doubles.  The one-particle kernels run the

@@ -9001,8 +9001,9 @@ typedef double cq__v4_f64 __attribute__((vector_size(32)));
 #endif
 /* >>weights_lanes_2d_f32: cq__weights_2d_f32 (and, where dw is given,
    cq__weight_grads_2d_f32) of the positions x[a][l], statement by statement their operations in
-   their order, so each lane gets their bits.  Lane by lane these were a third of the G2P adjoint's
-   time and a tenth of G2P's and of the transfer's (a 2-vCPU AMD EPYC Zen 3, perf annotate).  The
+   their order, so each lane gets their bits.  Lane by lane (scalar code) these were a fifth of the
+   G2P adjoint's time and a tenth of G2P's and of the transfer's (the 2D block's f32 backward on a
+   2-vCPU AMD EPYC Zen 3, perf annotate); over lanes those kernels take 11-17% less.  The
    floor is a truncation corrected by one below zero: gcc 12 vectorizes no floorf/floor under
    -ftrapping-math (the default); for every value whose floor fits an int it is the same int. */
 static void cq__weights_lanes_2d_f32(float x[2][CQ__LANES_f32], float inv_dx, int base[2][CQ__LANES_f32], float fx[2][CQ__LANES_f32],
@@ -9249,8 +9250,9 @@ static void cq__transfer_lanes_2d_f32(const int *ps, const cq__params_f32 *prm, 
 
 /* >>weights_lanes_2d_f64: cq__weights_2d_f64 (and, where dw is given,
    cq__weight_grads_2d_f64) of the positions x[a][l], statement by statement their operations in
-   their order, so each lane gets their bits.  Lane by lane these were a third of the G2P adjoint's
-   time and a tenth of G2P's and of the transfer's (a 2-vCPU AMD EPYC Zen 3, perf annotate).  The
+   their order, so each lane gets their bits.  Lane by lane (scalar code) these were a fifth of the
+   G2P adjoint's time and a tenth of G2P's and of the transfer's (the 2D block's f32 backward on a
+   2-vCPU AMD EPYC Zen 3, perf annotate); over lanes those kernels take 11-17% less.  The
    floor is a truncation corrected by one below zero: gcc 12 vectorizes no floorf/floor under
    -ftrapping-math (the default); for every value whose floor fits an int it is the same int. */
 static void cq__weights_lanes_2d_f64(double x[2][CQ__LANES_f64], double inv_dx, int base[2][CQ__LANES_f64], double fx[2][CQ__LANES_f64],
@@ -9497,8 +9499,9 @@ static void cq__transfer_lanes_2d_f64(const int *ps, const cq__params_f64 *prm, 
 
 /* >>weights_lanes_3d_f32: cq__weights_3d_f32 (and, where dw is given,
    cq__weight_grads_3d_f32) of the positions x[a][l], statement by statement their operations in
-   their order, so each lane gets their bits.  Lane by lane these were a third of the G2P adjoint's
-   time and a tenth of G2P's and of the transfer's (a 2-vCPU AMD EPYC Zen 3, perf annotate).  The
+   their order, so each lane gets their bits.  Lane by lane (scalar code) these were a fifth of the
+   G2P adjoint's time and a tenth of G2P's and of the transfer's (the 2D block's f32 backward on a
+   2-vCPU AMD EPYC Zen 3, perf annotate); over lanes those kernels take 11-17% less.  The
    floor is a truncation corrected by one below zero: gcc 12 vectorizes no floorf/floor under
    -ftrapping-math (the default); for every value whose floor fits an int it is the same int. */
 static void cq__weights_lanes_3d_f32(float x[3][CQ__LANES_f32], float inv_dx, int base[3][CQ__LANES_f32], float fx[3][CQ__LANES_f32],
@@ -9748,8 +9751,9 @@ static void cq__transfer_lanes_3d_f32(const int *ps, const cq__params_f32 *prm, 
 
 /* >>weights_lanes_3d_f64: cq__weights_3d_f64 (and, where dw is given,
    cq__weight_grads_3d_f64) of the positions x[a][l], statement by statement their operations in
-   their order, so each lane gets their bits.  Lane by lane these were a third of the G2P adjoint's
-   time and a tenth of G2P's and of the transfer's (a 2-vCPU AMD EPYC Zen 3, perf annotate).  The
+   their order, so each lane gets their bits.  Lane by lane (scalar code) these were a fifth of the
+   G2P adjoint's time and a tenth of G2P's and of the transfer's (the 2D block's f32 backward on a
+   2-vCPU AMD EPYC Zen 3, perf annotate); over lanes those kernels take 11-17% less.  The
    floor is a truncation corrected by one below zero: gcc 12 vectorizes no floorf/floor under
    -ftrapping-math (the default); for every value whose floor fits an int it is the same int. */
 static void cq__weights_lanes_3d_f64(double x[3][CQ__LANES_f64], double inv_dx, int base[3][CQ__LANES_f64], double fx[3][CQ__LANES_f64],

@@ -75,6 +75,79 @@ def emit(outputs, precision, indent="    "):
     return "\n".join(lines)
 
 
+_CALL = re.compile(r"\b([A-Za-z_]\w*)\(")
+_TEMP = re.compile(r"^\s*const (?:float|double) (\w+) = (.*);$")
+
+
+def _calls(text):
+    """The function calls in C text: [(start, end, name, argument text)], outermost first."""
+    out, pos = [], 0
+    while True:
+        m = _CALL.search(text, pos)
+        if not m:
+            return out
+        depth, i = 1, m.end()
+        while depth:
+            depth += {"(": 1, ")": -1}.get(text[i], 0)
+            i += 1
+        out.append((m.start(), i, m.group(1), text[m.end():i - 1]))
+        pos = i
+
+
+def lanes_loops(code, lanes, ctype, indent="    "):
+    """The loops over the lanes l < `lanes` that run the C statements `code` (stress_c,
+    stress_vjp_c) for every lane, through lanes_c.  Where `code` calls a function (NeoHookean's
+    log), gcc vectorizes no loop around it (the call is a library's), so the calls get loops of
+    their own: first, over the lanes, each call's argument (and the temporaries it reads) into
+    an array; then the calls, lane by lane; then the whole code over the lanes, each call read
+    from its array.  The same operations in the same order (the argument's temporaries run twice:
+    the same bits), so each lane still gets the one-particle code's bits.  A call whose argument
+    holds another call, or reads a temporary that does, leaves the code in one loop, as before."""
+    body = lanes_c(code, indent)
+    lines = body.split("\n")
+    temps = {}
+    for i, line in enumerate(lines):
+        m = _TEMP.match(line)
+        if m:
+            temps[m.group(1)] = i
+    calls = []   # distinct call texts, in order of appearance
+    for line in lines:
+        for a, b, _, arg in _calls(line):
+            if line[a:b] not in calls:
+                calls.append(line[a:b])
+
+    def one_loop():
+        return "%sfor (int l = 0; l < %s; ++l) {\n%s\n%s}" % (indent, lanes, body, indent)
+    if not calls:
+        return one_loop()
+    need = set()
+    for c in calls:
+        arg = _calls(c)[0][3]
+        if _calls(arg):
+            return one_loop()
+        todo = [w for w in re.findall(r"\b\w+\b", arg) if w in temps]
+        while todo:
+            t = todo.pop()
+            if t in need:
+                continue
+            need.add(t)
+            rhs = _TEMP.match(lines[temps[t]]).group(2)
+            if _calls(rhs):
+                return one_loop()
+            todo += [w for w in re.findall(r"\b\w+\b", rhs) if w in temps]
+    first = [lines[i] for i in sorted(temps[t] for t in need)]
+    first += ["%s    cq__fa%d[l] = %s;" % (indent, k, _calls(c)[0][3]) for k, c in enumerate(calls)]
+    for k, c in enumerate(calls):
+        body = body.replace(c, "cq__fv%d[l]" % k)
+    out = ["%s%s %s;" % (indent, ctype, ", ".join("cq__fa%d[%s], cq__fv%d[%s]" % (k, lanes, k, lanes) for k in range(len(calls)))),
+           "%sfor (int l = 0; l < %s; ++l) {   /* the calls' arguments */" % (indent, lanes)] + first + ["%s}" % indent]
+    out.append("%sfor (int l = 0; l < %s; ++l) {   /* the calls, lane by lane */" % (indent, lanes))
+    out += ["%s    cq__fv%d[l] = %s(cq__fa%d[l]);" % (indent, k, _calls(c)[0][2], k) for k, c in enumerate(calls)]
+    out.append("%s}" % indent)
+    out.append("%sfor (int l = 0; l < %s; ++l) {\n%s\n%s}" % (indent, lanes, body, indent))
+    return "\n".join(out)
+
+
 def lanes_c(code, indent="    "):
     """The C statements `code` (stress_c, stress_vjp_c) with the particle's arrays and scalars
     indexed by the lane l: F[k] -> F[k][l] (F, R, P, P_bar, F_bar, R_bar), mu -> mu[l], lam ->
@@ -203,14 +276,14 @@ class Material:
             self._vjp = (list(reversed(kept)), outputs)
         return self._vjp
 
-    def stress_c_lanes(self, precision):
-        """stress_c over lanes: the same statements, every per-particle value indexed [l] (the
-        body of a loop over the lanes l, cpu_lanes.j2 >>stress_lanes_)."""
-        return lanes_c(self.stress_c(precision))
+    def stress_c_lanes(self, precision, lanes):
+        """stress_c over lanes: the same statements, every per-particle value indexed [l], in
+        loops over the lanes l < `lanes` (lanes_loops; cpu_lanes.j2 >>stress_lanes_)."""
+        return lanes_loops(self.stress_c(precision), lanes, c_type(precision))
 
-    def stress_vjp_c_lanes(self, precision):
+    def stress_vjp_c_lanes(self, precision, lanes):
         """stress_vjp_c over lanes, as stress_c_lanes (*mu_bar, *lam_bar: gmu[l], glam[l])."""
-        return lanes_c(self.stress_vjp_c(precision))
+        return lanes_loops(self.stress_vjp_c(precision), lanes, c_type(precision))
 
     def stress_vjp_c(self, precision):
         """C statements ADDING the stress VJP (see stress_vjp) to F_bar, R_bar, *mu_bar, *lam_bar."""

@@ -181,7 +181,7 @@ LANE_TEST(3, f32, float)
 LANE_TEST(2, f64, double)
 LANE_TEST(3, f64, double)
 
-/* STRESS_TEST(D, P, T, M): 2D's stress parts over lanes (cpu_lanes.j2 >>stress_lanes_2d_: F's rotation,
+/* STRESS_TEST(D, P, T, M): the stress parts over lanes (2D; 3D without a rotation) (cpu_lanes.j2 >>stress_lanes_: F's rotation,
    the stress, the affine matrix and the stress half of the P2G adjoint) against the one-particle
    functions, bit for bit: per-particle E and nu, incompressibility off and on, actuation groups
    valid, none (-1) and out of range, F near the identity, general, inverted, the identity, zero,
@@ -291,7 +291,10 @@ STRESS_TEST(2, f32, float, fixed_corotated, ROT_POLAR2)
 STRESS_TEST(2, f64, double, fixed_corotated, ROT_POLAR2)
 STRESS_TEST(2, f32, float, neohookean, ROT_GIVEN)
 STRESS_TEST(2, f64, double, neohookean, ROT_GIVEN)
+STRESS_TEST(3, f32, float, neohookean, ROT_GIVEN)
+STRESS_TEST(3, f64, double, neohookean, ROT_GIVEN)
 
 RUN_TESTS(CASE(lanes_2d_f32), CASE(lanes_3d_f32), CASE(lanes_2d_f64), CASE(lanes_3d_f64), CASE(svd_lanes_f32), CASE(svd_lanes_f64),
           CASE(stress_lanes_2d_fixed_corotated_f32), CASE(stress_lanes_2d_fixed_corotated_f64),
-          CASE(stress_lanes_2d_neohookean_f32), CASE(stress_lanes_2d_neohookean_f64))
+          CASE(stress_lanes_2d_neohookean_f32), CASE(stress_lanes_2d_neohookean_f64),
+          CASE(stress_lanes_3d_neohookean_f32), CASE(stress_lanes_3d_neohookean_f64))

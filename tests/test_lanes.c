@@ -181,7 +181,7 @@ LANE_TEST(3, f32, float)
 LANE_TEST(2, f64, double)
 LANE_TEST(3, f64, double)
 
-/* STRESS_TEST(D, P, T, M): the stress parts over lanes (2D; 3D without a rotation) (cpu_lanes.j2 >>stress_lanes_: F's rotation,
+/* STRESS_TEST(D, P, T, M, ROT): the stress parts over lanes (cpu_lanes.j2 >>stress_lanes_: F's rotation (ROT),
    the stress, the affine matrix and the stress half of the P2G adjoint) against the one-particle
    functions, bit for bit: per-particle E and nu, incompressibility off and on, actuation groups
    valid, none (-1) and out of range, F near the identity, general, inverted, the identity, zero,
@@ -252,6 +252,7 @@ TEST(stress_lanes_##D##d_##M##_##P)                                             
             const int cnt = N - p < LN ? N - p : LN;                                                             \
             int ps[LN];                                                                                          \
             T Fl[DD][LN], R[DD][LN], Pl[DD][LN], Gl[DD][LN], Gbl[DD][LN];                                        \
+            cq__svd_lanes_##P sv;                                                                                \
             cq__rot_##D##d_##P own;                                                                              \
             for (int l = 0; l < LN; ++l) {                                                                       \
                 ps[l] = p + (l < cnt ? l : cnt - 1);                                                             \
@@ -267,7 +268,7 @@ TEST(stress_lanes_##D##d_##M##_##P)                                             
             for (int l = 0; l < cnt; ++l)                                                                        \
                 for (int a = 0; a < DD; ++a)                                                                     \
                     bad += !SAME(Pl[a][l], P1[ps[l]][a]) || !SAME(Gl[a][l], G1[ps[l]][a]);                          \
-            cq__stress_adj_lanes_##D##d_##M##_##P(ps, cnt, &prm, s, &m, Fl, R, Pl, Gbl, ai2, pg2, dact2);      \
+            cq__stress_adj_lanes_##D##d_##M##_##P(ps, cnt, &prm, s, &m, Fl, R, &sv, Pl, Gbl, ai2, pg2, dact2); \
         }                                                                                                        \
         CHECK(bad == 0, "incompressibility %d: %d stresses, affine matrices or rotations differ", inc, bad);    \
         for (int i = 0; i < N * DD; ++i) bad += !SAME(aF1[i], aF2[i]) || !SAME(dact1[i], dact2[i]);              \
@@ -286,15 +287,28 @@ TEST(stress_lanes_##D##d_##M##_##P)                                             
         for (int l = 0; l < cnt; ++l)                                                                            \
             for (int a = 0; a < 4; ++a) bad += !SAME(R2[a][l], R[a][l]);                                          \
     }
-#define ROT_GIVEN(P, T, Fl, R, cnt, bad)
+#define ROT_GIVEN(P, T, Fl, R, cnt, bad) (void)sv;
+/* the 3D SVD over lanes and R = U V^T (cpu_backend.j2 >>cpu_rot_lanes_) against cq__rot_of_'s R; sv
+   for the polar VJP over lanes */
+#define ROT_SVD3(P, T, Fl, R, cnt, bad)                                                                          \
+    {                                                                                                            \
+        T R2[9][LN];                                                                                             \
+        cq__svd_lanes_3d_##P(Fl, sv.U, sv.sig, sv.V);                                                            \
+        cq__uvt_lanes_3d_##P(&sv, R2);                                                                           \
+        for (int l = 0; l < cnt; ++l)                                                                            \
+            for (int a = 0; a < 9; ++a) bad += !SAME(R2[a][l], R[a][l]);                                          \
+    }
 STRESS_TEST(2, f32, float, fixed_corotated, ROT_POLAR2)
 STRESS_TEST(2, f64, double, fixed_corotated, ROT_POLAR2)
 STRESS_TEST(2, f32, float, neohookean, ROT_GIVEN)
 STRESS_TEST(2, f64, double, neohookean, ROT_GIVEN)
+STRESS_TEST(3, f32, float, fixed_corotated, ROT_SVD3)
+STRESS_TEST(3, f64, double, fixed_corotated, ROT_SVD3)
 STRESS_TEST(3, f32, float, neohookean, ROT_GIVEN)
 STRESS_TEST(3, f64, double, neohookean, ROT_GIVEN)
 
 RUN_TESTS(CASE(lanes_2d_f32), CASE(lanes_3d_f32), CASE(lanes_2d_f64), CASE(lanes_3d_f64), CASE(svd_lanes_f32), CASE(svd_lanes_f64),
           CASE(stress_lanes_2d_fixed_corotated_f32), CASE(stress_lanes_2d_fixed_corotated_f64),
           CASE(stress_lanes_2d_neohookean_f32), CASE(stress_lanes_2d_neohookean_f64),
+          CASE(stress_lanes_3d_fixed_corotated_f32), CASE(stress_lanes_3d_fixed_corotated_f64),
           CASE(stress_lanes_3d_neohookean_f32), CASE(stress_lanes_3d_neohookean_f64))

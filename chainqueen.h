@@ -8980,13 +8980,6 @@ static int cq__cable_buffers(cq_sim *s)
 typedef float cq__v4_f32 __attribute__((vector_size(16)));
 typedef double cq__v4_f64 __attribute__((vector_size(32)));
 #endif
-#if defined(__GNUC__) || defined(__clang__)
-#  define CQ__NOINLINE __attribute__((noinline))
-#elif defined(_MSC_VER)
-#  define CQ__NOINLINE __declspec(noinline)
-#else
-#  define CQ__NOINLINE
-#endif
 #define CQ__LANES_f32 16
 #define CQ__LANES_f64 8
 /* CQ__CPU_ROLLED: a loop over the lanes that gcc must keep a loop: at 8 iterations (the float64
@@ -10519,9 +10512,9 @@ static void cq__affine_lanes_2d_f32(const int *ps, const cq__params_f32 *prm, cq
         ks[l] = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];   /* -(4/dx^2) dt V0 */
         for (int a = 0; a < 4; ++a) C[a][l] = s.C[p * 4 + a];
     }
-    for (int a = 0; a < 2; ++a)   /* the lanes innermost: with them outermost, gcc 12 left the 3D loop scalar */
-        for (int b = 0; b < 2; ++b)
-            for (int l = 0; l < CQ__LANES_f32; ++l) {
+    for (int l = 0; l < CQ__LANES_f32; ++l)   /* (2D: the lanes outermost; innermost, the 2D f64 forward's affine samples were 1.5x) */
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)
+            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
                 float pf = 0;   /* (P F^T)_ab */
                 CQ__CPU_UNROLL for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c][l] * Fp[b * 2 + c][l];
                 G[a * 2 + b][l] = ks[l] * pf + mass[l] * C[a * 2 + b][l];
@@ -11258,9 +11251,9 @@ static void cq__affine_lanes_2d_f64(const int *ps, const cq__params_f64 *prm, cq
         ks[l] = -4 * prm->inv_dx * prm->inv_dx * prm->dt * s.vol[p];   /* -(4/dx^2) dt V0 */
         for (int a = 0; a < 4; ++a) C[a][l] = s.C[p * 4 + a];
     }
-    for (int a = 0; a < 2; ++a)   /* the lanes innermost: with them outermost, gcc 12 left the 3D loop scalar */
-        for (int b = 0; b < 2; ++b)
-            for (int l = 0; l < CQ__LANES_f64; ++l) {
+    for (int l = 0; l < CQ__LANES_f64; ++l)   /* (2D: the lanes outermost; innermost, the 2D f64 forward's affine samples were 1.5x) */
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)
+            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
                 double pf = 0;   /* (P F^T)_ab */
                 CQ__CPU_UNROLL for (int c = 0; c < 2; ++c) pf += Pp[a * 2 + c][l] * Fp[b * 2 + c][l];
                 G[a * 2 + b][l] = ks[l] * pf + mass[l] * C[a * 2 + b][l];

@@ -8938,9 +8938,10 @@ static int cq__cable_buffers(cq_sim *s)
    arrays by a loop of their own first).  -fopt-info-vec-missed says which loop failed.
    The stress parts of P2G and of its adjoint (F's rotation, the material's stress and its VJP, the
    affine matrix) run over lanes too (>>stress_lanes_, below), for every particle, a range's last
-   group padded, so every particle runs the same machine code: gcc 12 fuses some multiply-adds where it vectorizes the one-particle code within a particle
-   (SLP: vfmsubadd, despite -ffp-contract=off, at -O3 with FMA), so a copy inlined into a loop over
-   lanes rounded differently from the remainder's.
+   group padded, so every particle runs the same machine code: gcc 12 fuses some multiply-adds
+   where it vectorizes the one-particle code within a particle (SLP: vfmsubadd, despite
+   -ffp-contract=off, at -O3 with FMA), so a copy inlined into a loop over lanes rounded
+   differently from the remainder's.
    The drivers use the lanes of a precision where CQ__LANES_ON_<precision> is 1: both where
    CQ_CPU_LANES is 1, neither where it is 0; by default both with AVX2 or AVX-512, neither with
    SSE2 alone.  Measured on an AMD EPYC (Zen 4) VM, one thread, backward time vs one particle at a
@@ -10428,14 +10429,14 @@ static void cq__polar_vjp_lanes_3d_f64(const cq__svd_lanes_f64 *sv, double R_bar
    adjoint over CQ__LANES_f32 particles: F's rotation (cq__polar_2d_; 3D: >>svd_lanes_3d_ and
    cq__uvt_lanes_3d_, or the backward's kept ones), the stress (cq__pk1_rot_), the affine
    matrix (cq__affine_) and the stress half of the adjoint (cq__p2g_adj_stress_rot_, with the polar
-   VJP: cq__polar_vjp_lanes_2d_ / _3d_), every per-particle
-   value an array over the lanes [..][l], statement by statement the one-particle functions' operations in
-   their order (the material's SymPy code through generator/symbolic.py lanes_c), so each lane gets their
+   VJP: cq__polar_vjp_lanes_2d_ / _3d_), every per-particle value an array over the lanes [..][l],
+   statement by statement the one-particle functions' operations in their order (the material's SymPy code through generator/symbolic.py lanes_c), so each lane gets their
    bits.  Branches become selects (cq__sel_); the rare parts (incompressibility, actuation) run lane by
    lane through the one-particle functions or their text; a material's library calls (NeoHookean's
    log) in loops of their own (generator/symbolic.py lanes_loops: gcc vectorizes no loop that calls
-   log).  Every particle of such a sim runs this code when the lanes are on (a range's last group padded with its last particle, whose copies write
-   nothing), so no particle's rounding depends on whether it fell in a lane group (gcc 12 fuses
+   log).  Every particle runs this code when the lanes are on (a range's last group padded with its
+   last particle, whose copies write nothing), so no particle's rounding depends on whether it fell
+   in a lane group (gcc 12 fuses
    multiply-adds in the one-particle code at -O3 -march=native, see >>cpu_lanes).  On a 2-vCPU AMD
    EPYC (Zen 3) VM, one thread, -O3 -march=native: the stress parts' share of the 2D block's backward
    29% -> 20-22% (perf), the backward 4-11% faster (15 alternating runs), the forward unchanged
@@ -10572,9 +10573,9 @@ static void cq__stress_adj_lanes_2d_fixed_corotated_f32(const int *ps, int cnt, 
         vol_bar[l] = 0; E_bar[l] = 0; nu_bar[l] = 0; gmu[l] = 0; glam[l] = 0;
     }
     /* G = k V0 P F^T + m C */
-    for (int a = 0; a < 2; ++a)   /* (the lanes innermost, as in cq__affine_lanes_) */
-        for (int b = 0; b < 2; ++b)
-            for (int l = 0; l < CQ__LANES_f32; ++l) {
+    for (int l = 0; l < CQ__LANES_f32; ++l)
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)
+            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
                 float gf_ab = 0, gtp_ab = 0, pf = 0;
                 CQ__CPU_UNROLL for (int c = 0; c < 2; ++c) {
                     gf_ab += G_bar[a * 2 + c][l] * F[c * 2 + b][l];   /* (G_bar F)_ab */
@@ -10704,9 +10705,9 @@ static void cq__stress_adj_lanes_2d_neohookean_f32(const int *ps, int cnt, const
         vol_bar[l] = 0; E_bar[l] = 0; nu_bar[l] = 0; gmu[l] = 0; glam[l] = 0;
     }
     /* G = k V0 P F^T + m C */
-    for (int a = 0; a < 2; ++a)   /* (the lanes innermost, as in cq__affine_lanes_) */
-        for (int b = 0; b < 2; ++b)
-            for (int l = 0; l < CQ__LANES_f32; ++l) {
+    for (int l = 0; l < CQ__LANES_f32; ++l)
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)
+            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
                 float gf_ab = 0, gtp_ab = 0, pf = 0;
                 CQ__CPU_UNROLL for (int c = 0; c < 2; ++c) {
                     gf_ab += G_bar[a * 2 + c][l] * F[c * 2 + b][l];   /* (G_bar F)_ab */
@@ -10868,7 +10869,7 @@ static void cq__stress_adj_lanes_3d_fixed_corotated_f32(const int *ps, int cnt, 
         vol_bar[l] = 0; E_bar[l] = 0; nu_bar[l] = 0; gmu[l] = 0; glam[l] = 0;
     }
     /* G = k V0 P F^T + m C */
-    for (int a = 0; a < 3; ++a)   /* (the lanes innermost, as in cq__affine_lanes_) */
+    for (int a = 0; a < 3; ++a)   /* (the loop orders of cq__affine_lanes_) */
         for (int b = 0; b < 3; ++b)
             for (int l = 0; l < CQ__LANES_f32; ++l) {
                 float gf_ab = 0, gtp_ab = 0, pf = 0;
@@ -11045,7 +11046,7 @@ static void cq__stress_adj_lanes_3d_neohookean_f32(const int *ps, int cnt, const
         vol_bar[l] = 0; E_bar[l] = 0; nu_bar[l] = 0; gmu[l] = 0; glam[l] = 0;
     }
     /* G = k V0 P F^T + m C */
-    for (int a = 0; a < 3; ++a)   /* (the lanes innermost, as in cq__affine_lanes_) */
+    for (int a = 0; a < 3; ++a)   /* (the loop orders of cq__affine_lanes_) */
         for (int b = 0; b < 3; ++b)
             for (int l = 0; l < CQ__LANES_f32; ++l) {
                 float gf_ab = 0, gtp_ab = 0, pf = 0;
@@ -11167,14 +11168,14 @@ static void cq__stress_adj_lanes_3d_neohookean_f32(const int *ps, int cnt, const
    adjoint over CQ__LANES_f64 particles: F's rotation (cq__polar_2d_; 3D: >>svd_lanes_3d_ and
    cq__uvt_lanes_3d_, or the backward's kept ones), the stress (cq__pk1_rot_), the affine
    matrix (cq__affine_) and the stress half of the adjoint (cq__p2g_adj_stress_rot_, with the polar
-   VJP: cq__polar_vjp_lanes_2d_ / _3d_), every per-particle
-   value an array over the lanes [..][l], statement by statement the one-particle functions' operations in
-   their order (the material's SymPy code through generator/symbolic.py lanes_c), so each lane gets their
+   VJP: cq__polar_vjp_lanes_2d_ / _3d_), every per-particle value an array over the lanes [..][l],
+   statement by statement the one-particle functions' operations in their order (the material's SymPy code through generator/symbolic.py lanes_c), so each lane gets their
    bits.  Branches become selects (cq__sel_); the rare parts (incompressibility, actuation) run lane by
    lane through the one-particle functions or their text; a material's library calls (NeoHookean's
    log) in loops of their own (generator/symbolic.py lanes_loops: gcc vectorizes no loop that calls
-   log).  Every particle of such a sim runs this code when the lanes are on (a range's last group padded with its last particle, whose copies write
-   nothing), so no particle's rounding depends on whether it fell in a lane group (gcc 12 fuses
+   log).  Every particle runs this code when the lanes are on (a range's last group padded with its
+   last particle, whose copies write nothing), so no particle's rounding depends on whether it fell
+   in a lane group (gcc 12 fuses
    multiply-adds in the one-particle code at -O3 -march=native, see >>cpu_lanes).  On a 2-vCPU AMD
    EPYC (Zen 3) VM, one thread, -O3 -march=native: the stress parts' share of the 2D block's backward
    29% -> 20-22% (perf), the backward 4-11% faster (15 alternating runs), the forward unchanged
@@ -11311,9 +11312,9 @@ static void cq__stress_adj_lanes_2d_fixed_corotated_f64(const int *ps, int cnt, 
         vol_bar[l] = 0; E_bar[l] = 0; nu_bar[l] = 0; gmu[l] = 0; glam[l] = 0;
     }
     /* G = k V0 P F^T + m C */
-    for (int a = 0; a < 2; ++a)   /* (the lanes innermost, as in cq__affine_lanes_) */
-        for (int b = 0; b < 2; ++b)
-            for (int l = 0; l < CQ__LANES_f64; ++l) {
+    for (int l = 0; l < CQ__LANES_f64; ++l)
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)
+            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
                 double gf_ab = 0, gtp_ab = 0, pf = 0;
                 CQ__CPU_UNROLL for (int c = 0; c < 2; ++c) {
                     gf_ab += G_bar[a * 2 + c][l] * F[c * 2 + b][l];   /* (G_bar F)_ab */
@@ -11443,9 +11444,9 @@ static void cq__stress_adj_lanes_2d_neohookean_f64(const int *ps, int cnt, const
         vol_bar[l] = 0; E_bar[l] = 0; nu_bar[l] = 0; gmu[l] = 0; glam[l] = 0;
     }
     /* G = k V0 P F^T + m C */
-    for (int a = 0; a < 2; ++a)   /* (the lanes innermost, as in cq__affine_lanes_) */
-        for (int b = 0; b < 2; ++b)
-            for (int l = 0; l < CQ__LANES_f64; ++l) {
+    for (int l = 0; l < CQ__LANES_f64; ++l)
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a)
+            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
                 double gf_ab = 0, gtp_ab = 0, pf = 0;
                 CQ__CPU_UNROLL for (int c = 0; c < 2; ++c) {
                     gf_ab += G_bar[a * 2 + c][l] * F[c * 2 + b][l];   /* (G_bar F)_ab */
@@ -11607,7 +11608,7 @@ static void cq__stress_adj_lanes_3d_fixed_corotated_f64(const int *ps, int cnt, 
         vol_bar[l] = 0; E_bar[l] = 0; nu_bar[l] = 0; gmu[l] = 0; glam[l] = 0;
     }
     /* G = k V0 P F^T + m C */
-    for (int a = 0; a < 3; ++a)   /* (the lanes innermost, as in cq__affine_lanes_) */
+    for (int a = 0; a < 3; ++a)   /* (the loop orders of cq__affine_lanes_) */
         for (int b = 0; b < 3; ++b)
             for (int l = 0; l < CQ__LANES_f64; ++l) {
                 double gf_ab = 0, gtp_ab = 0, pf = 0;
@@ -11784,7 +11785,7 @@ static void cq__stress_adj_lanes_3d_neohookean_f64(const int *ps, int cnt, const
         vol_bar[l] = 0; E_bar[l] = 0; nu_bar[l] = 0; gmu[l] = 0; glam[l] = 0;
     }
     /* G = k V0 P F^T + m C */
-    for (int a = 0; a < 3; ++a)   /* (the lanes innermost, as in cq__affine_lanes_) */
+    for (int a = 0; a < 3; ++a)   /* (the loop orders of cq__affine_lanes_) */
         for (int b = 0; b < 3; ++b)
             for (int l = 0; l < CQ__LANES_f64; ++l) {
                 double gf_ab = 0, gtp_ab = 0, pf = 0;

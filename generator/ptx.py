@@ -136,22 +136,67 @@ def compile_nvrtc(lib, source_text, tag):
     return out.value
 
 
+def _nvcc_dir(tag):
+    """The folder nvcc compiles a module in: nvcc names a module's internal-linkage functions
+    (_ZN.._INTERNAL_<hash>_..) by a hash of the source file's absolute path, so a random temporary
+    folder made the PTX differ run to run and a header generated elsewhere differ from the
+    repository's.  The folder is the same for every run (one a module, in a folder of this user's,
+    mode 0700, in the temporary directory; compiles there take turns): the same code gives the
+    same PTX from any working directory.  None where that folder is not safely ours (then a
+    random one)."""
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    base = os.path.join(tempfile.gettempdir(), "chainqueen-ptx-%d" % uid)
+    try:
+        os.makedirs(base, mode=0o700, exist_ok=True)
+        st = os.lstat(base)
+        if not os.path.isdir(base) or os.path.islink(base) or (hasattr(os, "getuid") and st.st_uid != uid) \
+                or st.st_mode & 0o077:
+            return None
+        d = os.path.join(base, tag)
+        os.makedirs(d, mode=0o700, exist_ok=True)
+        return d
+    except OSError:
+        return None
+
+
+def _run_nvcc(nvcc, tag, src, out):
+    try:   # never wait forever on a compiler (nor let it read our stdin)
+        r = subprocess.run([nvcc] + NVCC_FLAGS + [src, "-o", out], capture_output=True, text=True,
+                           stdin=subprocess.DEVNULL, timeout=900)
+    except subprocess.TimeoutExpired:
+        raise SystemExit("nvcc took over 900 s on module %s; install the pinned NVRTC "
+                         "(pip install -r generator/requirements-cuda.txt)" % tag)
+    if r.returncode != 0:
+        raise SystemExit("nvcc failed on module %s:\n%s%s" % (tag, r.stdout, r.stderr))
+    with open(out, "rb") as f:
+        return f.read()
+
+
 def compile_ptx(nvcc, source_text, tag):
-    with tempfile.TemporaryDirectory() as tmp:
-        src = os.path.join(tmp, "chainqueen_kernels_%s.cu" % tag)
-        out = os.path.join(tmp, tag + ".ptx")
-        with open(src, "w", encoding="utf-8") as f:
-            f.write(source_text)
-        try:   # never wait forever on a compiler (nor let it read our stdin)
-            r = subprocess.run([nvcc] + NVCC_FLAGS + [src, "-o", out], capture_output=True, text=True,
-                               stdin=subprocess.DEVNULL, timeout=900)
-        except subprocess.TimeoutExpired:
-            raise SystemExit("nvcc took over 900 s on module %s; install the pinned NVRTC "
-                             "(pip install -r generator/requirements-cuda.txt)" % tag)
-        if r.returncode != 0:
-            raise SystemExit("nvcc failed on module %s:\n%s%s" % (tag, r.stdout, r.stderr))
-        with open(out, "rb") as f:
-            return f.read()
+    name = "chainqueen_kernels_%s.cu" % tag
+    d = _nvcc_dir(tag)
+    if d is None:   # (the PTX's internal names then depend on the random folder)
+        with tempfile.TemporaryDirectory() as tmp:
+            src = os.path.join(tmp, name)
+            with open(src, "w", encoding="utf-8") as f:
+                f.write(source_text)
+            return _run_nvcc(nvcc, tag, src, os.path.join(tmp, tag + ".ptx"))
+    try:
+        import fcntl
+    except ImportError:
+        fcntl = None
+    with open(os.path.join(d, "lock"), "w") as lock:   # one generator at a time in the folder
+        if fcntl:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        src, out = os.path.join(d, name), os.path.join(d, tag + ".ptx")
+        try:
+            with open(src, "w", encoding="utf-8") as f:
+                f.write(source_text)
+            return _run_nvcc(nvcc, tag, src, out)
+        finally:
+            for f in (src, out):
+                if os.path.exists(f):
+                    os.remove(f)
 
 
 def modules(sources, reuse_headers, nvcc="nvcc", rebuild=False, log=print):

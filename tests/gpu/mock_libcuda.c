@@ -345,7 +345,7 @@ static void forget_freed(const char *base, size_t len)   /* a new mapping reused
 
 /* CQ_MOCK_NO_PROTECT=1: device memory stays readable by the host (bounds and argument checks
    remain).  For long test programs where the CPU has no protection keys (below): toggling
-   protection there costs two mprotect calls per allocation per launch. */
+   protection there costs a fault and two mprotect calls per allocation a launch touches. */
 static int no_protect(void)
 {
     static int v = -1;
@@ -358,8 +358,9 @@ static int no_protect(void)
    thread's key rights (pkey_set: one instruction, no system call): every mock call that opens it
    (a launch, a copy) opens it for its own thread alone.  Threads start with the key's access
    disabled (Linux's default rights for keys other than 0), so the host touching device memory
-   faults as with mprotect.  Else (or CQ_MOCK_PKEYS=0) mprotect per allocation, as before: a test
-   of many launches spent most of its time in the kernel changing page tables (17 s of 20). */
+   faults as with mprotect.  Else (or CQ_MOCK_PKEYS=0) mprotect per allocation (a launch's opened
+   lazily, set_open_all): with every allocation opened and closed per launch, a test of many
+   launches spent most of its time in the kernel changing page tables (17 s of 20). */
 static int mock_pkey = -2;   /* -2: not chosen yet, -1: none (mprotect), else the key */
 static int dev_pkey(void)
 {
@@ -405,10 +406,26 @@ static void set_open(alloc_rec *a, int open)
     a->open = open;
 }
 
+/* Without a key, a launch opens its allocations lazily: each as its kernel (or the mock on the
+   launching thread) first touches it, in the SIGSEGV handler (on_segv: mprotect, then the access
+   runs again), not all of them at its start.  A sim keeps 50-100 allocations (checkpoints, the
+   tape) and a launch touches a few: with two mprotect calls per allocation per launch, example 10
+   on the mock took 323 s (300 steps and their backward), fuzz_api's 12 runs 38 s.  Off where the
+   handler is not ours (CQ_MOCK_NO_SEGV_HANDLER, or handed back after a fault) or CQ_MOCK_LAZY=0.
+   Set and read under the lock, and by the handler on the launching thread alone. */
+static volatile int lazy_open;        /* a launch is running with its allocations opened lazily */
+static pthread_t lazy_thread;         /* the launching thread: another thread's touch still faults */
+static int segv_ours(void);
+
 /* every allocation open or closed (a launch) */
 static void set_open_all(int open)
 {
     if (key_open(open)) return;
+    if (open && !no_protect() && segv_ours()) {
+        const char *e = getenv("CQ_MOCK_LAZY");
+        if (!(e && *e == '0')) { lazy_thread = pthread_self(); lazy_open = 1; return; }
+    }
+    lazy_open = 0;
     for (int i = 0; i < n_allocs; ++i) set_open(&allocs[i], open);
 }
 
@@ -461,10 +478,20 @@ static void put_hex(unsigned long long v)
     put_str(b + i);
 }
 
+static int segv_ours(void) { return segv_installed; }
+
 static void on_segv(int sig, siginfo_t *si, void *uc)
 {
     const char *addr = (const char *)si->si_addr;
     (void)uc;
+    if (lazy_open && pthread_equal(pthread_self(), lazy_thread))   /* a lazy launch's first touch (set_open_all) */
+        for (int i = 0; i < n_allocs; ++i) {
+            alloc_rec *a = &allocs[i];
+            if (!a->open && addr >= a->map && addr < a->map + a->prot_len) {
+                if (mprotect(a->map, a->prot_len, PROT_READ | PROT_WRITE) == 0) { a->open = 1; return; }
+                break;
+            }
+        }
     for (int i = 0; i < n_allocs; ++i) {
         const alloc_rec *a = &allocs[i];
         if (addr >= a->map && addr < a->map + a->map_len) {

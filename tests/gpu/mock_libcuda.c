@@ -24,7 +24,8 @@
    reads or writes past its end, even striding far past it (an array sized for another layout),
    faults; the kernels, which run in-process, use the pointer directly.  Allocations are PROT_NONE
    while control is in the host program: they are made readable/writable only for the duration of a
-   launch (all of them) or of a memcpy/memset (just the allocation(s) it touches).  A host
+   launch (all of them; per thread, by a protection key, where the CPU has them; else each as the
+   launch first touches it: set_open_all) or of a memcpy/memset (just the allocation(s) it touches).  A host
    dereference of a device pointer therefore dies with SIGSEGV (a handler prints which allocation
    first, then re-raises).  New allocations are filled with 0xFF bytes (NaN floats, -1 ints): real
    device memory is not zeroed.

@@ -412,7 +412,8 @@ static void set_open(alloc_rec *a, int open)
    runs again), not all of them at its start.  A sim keeps 50-100 allocations (checkpoints, the
    tape) and a launch touches a few: with two mprotect calls per allocation per launch, example 10
    on the mock took 323 s (300 steps and their backward), fuzz_api's 12 runs 38 s.  Off where the
-   handler is not ours (CQ_MOCK_NO_SEGV_HANDLER, or handed back after a fault) or CQ_MOCK_LAZY=0.
+   handler is not ours (CQ_MOCK_NO_SEGV_HANDLER, handed back after a fault, or another installed
+   since: segv_ours) or CQ_MOCK_LAZY=0.
    Set and read under the lock, and by the handler on the launching thread alone. */
 static volatile int lazy_open;        /* a launch is running with its allocations opened lazily */
 static pthread_t lazy_thread;         /* the launching thread: another thread's touch still faults */
@@ -479,8 +480,6 @@ static void put_hex(unsigned long long v)
     put_str(b + i);
 }
 
-static int segv_ours(void) { return segv_installed; }
-
 static void on_segv(int sig, siginfo_t *si, void *uc)
 {
     const char *addr = (const char *)si->si_addr;
@@ -521,6 +520,13 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
     /* Hand the fault back: restore the previous handler and return, so the access faults again. */
     sigaction(sig, &old_segv, NULL);
     segv_installed = 0;
+}
+
+/* on_segv is the SIGSEGV handler now (a program or a sanitizer may have installed its own since) */
+static int segv_ours(void)
+{
+    struct sigaction cur;
+    return segv_installed && sigaction(SIGSEGV, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_segv;
 }
 
 __attribute__((constructor)) static void mock_init(void)

@@ -269,6 +269,22 @@ int main(int argc, char **argv)
             waitpid(pid, &status, 0);
             CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV);
         }
+        /* a kernel reading past the end of its allocation faults in the guard region, however the
+           launch opened device memory (a key, or each allocation as it is first touched) */
+        fflush(NULL);
+        pid = fork();
+        if (pid == 0) {
+            int many = 200;                                    /* first[0 .. 200]: 804 bytes of a 12-byte allocation */
+            args[0] = &many;
+            cu.LaunchKernel(fn, 7, 1, 1, 128, 1, 1, 0, NULL, args, NULL);
+            _exit(5);                                          /* not reached */
+        }
+        CHECK(pid > 0);
+        if (pid > 0) {
+            status = 0;
+            waitpid(pid, &status, 0);
+            CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV);
+        }
     }
 
     EQ(cu.MemFree(d_act), 0);

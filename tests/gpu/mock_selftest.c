@@ -91,6 +91,34 @@ static void *touch_device(void *p)   /* a thread of the host reading device memo
     return (void *)(size_t)(*q == 12345);
 }
 
+/* 1 if a child process doing `what` dies of SIGSEGV: 0 the host reads d, 1 another thread of the
+   host reads d, 2 act_sum (fn, args) launched over first[0 .. 200] (804 bytes of the 12 at args[1]) */
+static int child_dies_of_segv(int what, CUdeviceptr d, CUfunction fn, void **args)
+{
+    pid_t pid;
+    int status = 0;
+    fflush(NULL);
+    pid = fork();
+    if (pid == 0) {
+        if (what == 0) {
+            volatile int *p = (volatile int *)(size_t)d;
+            _exit(*p == 12345 ? 3 : 0);                        /* not reached */
+        }
+        if (what == 1) {
+            pthread_t th;
+            if (pthread_create(&th, NULL, touch_device, (void *)(size_t)d) == 0) pthread_join(th, NULL);
+        } else {
+            int many = 200;
+            args[0] = &many;
+            cu.LaunchKernel(fn, 7, 1, 1, 128, 1, 1, 0, NULL, args, NULL);
+        }
+        _exit(4);                                              /* not reached */
+    }
+    if (pid < 0) return 0;
+    waitpid(pid, &status, 0);
+    return WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV;
+}
+
 int main(int argc, char **argv)
 {
     const char *path = argc > 1 ? argv[1] : "build/mock/libcuda.so.1";
@@ -239,53 +267,13 @@ int main(int argc, char **argv)
     EQ(cu.violations(), viol + 14);
     EQ(cu.live_allocations(), 3);
 
-    /* the host must never read device memory: a child that does dies of SIGSEGV */
-    {
-        pid_t pid;
-        int status = 0;
-        fflush(NULL);
-        pid = fork();
-        if (pid == 0) {
-            volatile int *p = (volatile int *)(size_t)d_act;
-            int x = *p;
-            _exit(x == 12345 ? 3 : 0);                         /* not reached */
-        }
-        CHECK(pid > 0);
-        if (pid > 0) {
-            waitpid(pid, &status, 0);
-            CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV);
-        }
-        /* nor may another thread (the mock's protection keys are per thread: each starts closed) */
-        fflush(NULL);
-        pid = fork();
-        if (pid == 0) {
-            pthread_t th;
-            if (pthread_create(&th, NULL, touch_device, (void *)(size_t)d_act) == 0) pthread_join(th, NULL);
-            _exit(4);                                          /* not reached */
-        }
-        CHECK(pid > 0);
-        if (pid > 0) {
-            status = 0;
-            waitpid(pid, &status, 0);
-            CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV);
-        }
-        /* a kernel reading past the end of its allocation faults in the guard region, however the
-           launch opened device memory (a key, or each allocation as it is first touched) */
-        fflush(NULL);
-        pid = fork();
-        if (pid == 0) {
-            int many = 200;                                    /* first[0 .. 200]: 804 bytes of a 12-byte allocation */
-            args[0] = &many;
-            cu.LaunchKernel(fn, 7, 1, 1, 128, 1, 1, 0, NULL, args, NULL);
-            _exit(5);                                          /* not reached */
-        }
-        CHECK(pid > 0);
-        if (pid > 0) {
-            status = 0;
-            waitpid(pid, &status, 0);
-            CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV);
-        }
-    }
+    /* the host must never read device memory: a child that does dies of SIGSEGV; nor may another
+       thread (the mock's protection keys are per thread: each starts closed); and a kernel reading
+       past the end of its allocation faults in the guard region, however the launch opened device
+       memory (a key, or each allocation as it is first touched) */
+    CHECK(child_dies_of_segv(0, d_act, fn, args));
+    CHECK(child_dies_of_segv(1, d_act, fn, args));
+    CHECK(child_dies_of_segv(2, d_act, fn, args));
 
     EQ(cu.MemFree(d_act), 0);
     EQ(cu.MemFree(d_act), 1);                                 /* double free */

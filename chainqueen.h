@@ -8983,6 +8983,17 @@ typedef double cq__v4_f64 __attribute__((vector_size(32)));
 #endif
 #define CQ__LANES_f32 16
 #define CQ__LANES_f64 8
+/* x86 intrinsics: the lanes' square roots (cq__lane_sqrt_*, below) and, with AVX but not AVX-512,
+   the 2D float64 G2P's grid reads in pairs (CQ__G2P_PAIRS, >>g2p_lanes_2d_f64) */
+#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
+#  if defined(__AVX512F__) || defined(__AVX__) || defined(__SSE2__) || defined(_M_X64)
+#    include <immintrin.h>
+#    define CQ__X86_SQRT 1
+#  endif
+#  if defined(__AVX__) && !defined(__AVX512F__)
+#    define CQ__G2P_PAIRS 1
+#  endif
+#endif
 /* CQ__CPU_ROLLED: a loop over the lanes that gcc must keep a loop: at 8 iterations (the float64
    lanes) it unrolls one whole before vectorizing, and its basic-block vectorizer then left part of
    it scalar (a double-to-int conversion, >>weights_lanes_: 8% of the 2D f64 forward, 4% after) */
@@ -9323,6 +9334,46 @@ static int cq__g2p_lanes_2d_f64(const int *ps, const cq__params_f64 *prm, cq__pv
             for (int l = 0; l < CQ__LANES_f64; ++l) dp[a][i][l] = (double)i - fx[a][l];
     for (int a = 0; a < 4; ++a)
         for (int l = 0; l < CQ__LANES_f64; ++l) nC[a][l] = 0;
+#if defined(CQ__G2P_PAIRS) && CQ__CPU_V4 && CQ__LANES_f64 % 4 == 0
+    {   /* each node's (vx, vy) of four lanes in two 16-byte loads per pair of lanes and two unpacks,
+           where gcc (its Zen tuning avoids vgatherdpd) loaded them one double at a time and
+           inserted them (8 loads, 2 inserts): the node's operations as g2p_node's, in its order
+           (wt = w_x w_y, wv = wt v_a, v += wv, C_ab += wv d_b), the same bits.  G2P's samples
+           against the unchanged gather -22% (2D block f64 forward, one thread, 2-vCPU AMD EPYC
+           Zen 3); unmeasured with AVX-512 (off there: gcc's 8-wide gathers instead) */
+    long sb[CQ__LANES_f64];
+    for (int l = 0; l < CQ__LANES_f64; ++l)
+        sb[l] = goff[l] + (long)base[0][l] * prm->res[1] + base[1][l];
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) {
+            const long so = (long)i * prm->res[1] + j;
+            for (int l = 0; l < CQ__LANES_f64; l += 4) {
+                cq__v4_f64 wt = (cq__v4_f64)_mm256_loadu_pd(&w[0][i][l]);
+                const cq__v4_f64 d0 = (cq__v4_f64)_mm256_loadu_pd(&dp[0][i][l]), d1 = (cq__v4_f64)_mm256_loadu_pd(&dp[1][j][l]);
+                __m256d lo = _mm256_castpd128_pd256(_mm_loadu_pd(&g.v[(sb[l] + so) * 2]));       /* lanes l, l + 2 */
+                __m256d hi = _mm256_castpd128_pd256(_mm_loadu_pd(&g.v[(sb[l + 1] + so) * 2]));   /* lanes l + 1, l + 3 */
+                wt = wt * (cq__v4_f64)_mm256_loadu_pd(&w[1][j][l]);
+                lo = _mm256_insertf128_pd(lo, _mm_loadu_pd(&g.v[(sb[l + 2] + so) * 2]), 1);
+                hi = _mm256_insertf128_pd(hi, _mm_loadu_pd(&g.v[(sb[l + 3] + so) * 2]), 1);
+                {
+                    const cq__v4_f64 vn[2] = {(cq__v4_f64)_mm256_unpacklo_pd(lo, hi), (cq__v4_f64)_mm256_unpackhi_pd(lo, hi)};   /* v_x, v_y */
+                    for (int a = 0; a < 2; ++a) {   /* (the arithmetic as expressions, as g2p_node's: a compiler that contracts
+                                                       one's multiply-adds, clang's default, contracts the other's alike) */
+                        const cq__v4_f64 wv = wt * vn[a];
+                        cq__v4_f64 v = (cq__v4_f64)_mm256_loadu_pd(&nv[a][l]), c0 = (cq__v4_f64)_mm256_loadu_pd(&nC[a * 2][l]);
+                        cq__v4_f64 c1 = (cq__v4_f64)_mm256_loadu_pd(&nC[a * 2 + 1][l]);
+                        v += wv;
+                        c0 += wv * d0;
+                        c1 += wv * d1;
+                        _mm256_storeu_pd(&nv[a][l], (__m256d)v);
+                        _mm256_storeu_pd(&nC[a * 2][l], (__m256d)c0);
+                        _mm256_storeu_pd(&nC[a * 2 + 1][l], (__m256d)c1);
+                    }
+                }
+            }
+        }
+    }
+#else
     {   /* lanes: each lane's first node (sb) once, then a node's index is sb + the node's offset in the
            grid, the same for every lane: the same integer as the one-particle kernel's sum, without
            its multiplies per node and lane (AVX2 has no 64-bit lane multiply: gcc emulates it); G2P's
@@ -9348,6 +9399,7 @@ static int cq__g2p_lanes_2d_f64(const int *ps, const cq__params_f64 *prm, cq__pv
     }
     }
     }
+#endif
     /* the end of >>g2p_, per statement over the lanes */
     for (int l = 0; l < CQ__LANES_f64; ++l) bad[l] = 0;
     for (int a = 0; a < 4; ++a)
@@ -10108,12 +10160,7 @@ static inline double cq__sel_f64(int ok, double a, double b)
    zero-masking form with every lane set (the same vsqrtps / vsqrtpd): g++ 12's _mm512_sqrt_ps
    merges into _mm512_undefined_ps(), which -Wall -O3 reports as "'__Y' may be used
    uninitialized" inside avx512fintrin.h, an error for an engine that builds with -Werror. */
-#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
-#  if defined(__AVX512F__) || defined(__AVX__) || defined(__SSE2__) || defined(_M_X64)
-#    include <immintrin.h>
-#    define CQ__X86_SQRT 1
-#  endif
-#endif
+/* (CQ__X86_SQRT: immintrin.h's intrinsics, above) */
 static void cq__lane_sqrt_f32(const float *in, float *out)
 {
 #if defined(CQ__X86_SQRT) && defined(__AVX512F__)

@@ -9339,7 +9339,7 @@ static int cq__g2p_lanes_2d_f64(const int *ps, const cq__params_f64 *prm, cq__pv
            where gcc (its Zen tuning avoids vgatherdpd) loaded them one double at a time and
            inserted them (8 loads, 2 inserts): the node's operations as g2p_node's, in its order
            (wt = w_x w_y, wv = wt v_a, v += wv, C_ab += wv d_b), the same bits.  G2P's samples
-           against the unchanged gather -22% (2D block f64 forward, one thread, 2-vCPU AMD EPYC
+           against the unchanged gather -25% (2D block f64 forward, one thread, 2-vCPU AMD EPYC
            Zen 3); unmeasured with AVX-512 (off there: gcc's 8-wide gathers instead) */
     long sb[CQ__LANES_f64];
     for (int l = 0; l < CQ__LANES_f64; ++l)

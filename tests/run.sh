@@ -77,14 +77,16 @@ c_compile_openmp() {
     item compile_cxx11_openmp $CXX -std=c++11 $WARN -fopenmp -x c++ -c tests/compile/impl.c -o $B/impl_cxx_omp.o
 }
 # warning-clean under what game engines build with (gcc and clang, C and C++, -O0 to -O3; C++ with
-# AVX-512 (x86-64-v4) at -O3: the lane square roots' intrinsics, cpu_lanes.j2)
+# AVX-512 (x86-64-v4) at -O3: the lane square roots' intrinsics, cpu_lanes.j2; C++ with AVX2
+# (x86-64-v3): the 2D float64 G2P's pairs, CQ__G2P_PAIRS, off with AVX-512)
 STRICT="-Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wsign-conversion -Werror"
 chain 37 compile_strict_gcc
 c_compile_strict_gcc() {
     item compile_strict_gcc sh -c "$CC -std=c99 $STRICT -c tests/compile/impl.c -o $B/strict1.o && \
         $CC -std=c99 -O2 -fopenmp $STRICT -c tests/compile/impl.c -o $B/strict2.o && \
         $CXX -std=c++11 -O3 -march=x86-64-v4 $STRICT -x c++ -c tests/compile/impl.c -o $B/strict3.o && \
-        $CC -std=c99 -O1 $STRICT -DCQ_NO_CUDA -c tests/compile/impl.c -o $B/strict4.o"
+        $CC -std=c99 -O1 $STRICT -DCQ_NO_CUDA -c tests/compile/impl.c -o $B/strict4.o && \
+        $CXX -std=c++11 -O1 -march=x86-64-v3 $STRICT $NW -x c++ -c tests/compile/impl.c -o $B/strict7.o"
     item compile_strict_gcc_robot_io sh -c "for f in robot_impl io_impl; do $CC -std=c99 -O2 $STRICT -c tests/compile/\$f.c -o $B/strict_\$f.o && \
         $CXX -std=c++11 $STRICT -x c++ -c tests/compile/\$f.c -o $B/strict_\${f}_cxx.o || exit 1; done"
 }

@@ -9344,10 +9344,13 @@ static int cq__g2p_lanes_2d_f64(const int *ps, const cq__params_f64 *prm, cq__pv
     long sb[CQ__LANES_f64];
     for (int l = 0; l < CQ__LANES_f64; ++l)
         sb[l] = goff[l] + (long)base[0][l] * prm->res[1] + base[1][l];
-    for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) {
-            const long so = (long)i * prm->res[1] + j;
-            for (int l = 0; l < CQ__LANES_f64; l += 4) {
+    for (int l = 0; l < CQ__LANES_f64; l += 4) {   /* four lanes' sums in registers over the 9 nodes, in g2p_node's order */
+        cq__v4_f64 v[2], c[4];
+        for (int a = 0; a < 2; ++a) v[a] = (cq__v4_f64)_mm256_loadu_pd(&nv[a][l]);
+        for (int a = 0; a < 4; ++a) c[a] = (cq__v4_f64)_mm256_loadu_pd(&nC[a][l]);
+        for (int i = 0; i < 3; ++i)
+            for (int j = 0; j < 3; ++j) {
+                const long so = (long)i * prm->res[1] + j;
                 cq__v4_f64 wt = (cq__v4_f64)_mm256_loadu_pd(&w[0][i][l]);
                 const cq__v4_f64 d0 = (cq__v4_f64)_mm256_loadu_pd(&dp[0][i][l]), d1 = (cq__v4_f64)_mm256_loadu_pd(&dp[1][j][l]);
                 __m256d lo = _mm256_castpd128_pd256(_mm_loadu_pd(&g.v[(sb[l] + so) * 2]));       /* lanes l, l + 2 */
@@ -9360,18 +9363,15 @@ static int cq__g2p_lanes_2d_f64(const int *ps, const cq__params_f64 *prm, cq__pv
                     for (int a = 0; a < 2; ++a) {   /* (the arithmetic as expressions, as g2p_node's: a compiler that contracts
                                                        one's multiply-adds, clang's default, contracts the other's alike) */
                         const cq__v4_f64 wv = wt * vn[a];
-                        cq__v4_f64 v = (cq__v4_f64)_mm256_loadu_pd(&nv[a][l]), c0 = (cq__v4_f64)_mm256_loadu_pd(&nC[a * 2][l]);
-                        cq__v4_f64 c1 = (cq__v4_f64)_mm256_loadu_pd(&nC[a * 2 + 1][l]);
-                        v += wv;
-                        c0 += wv * d0;
-                        c1 += wv * d1;
-                        _mm256_storeu_pd(&nv[a][l], (__m256d)v);
-                        _mm256_storeu_pd(&nC[a * 2][l], (__m256d)c0);
-                        _mm256_storeu_pd(&nC[a * 2 + 1][l], (__m256d)c1);
+                        v[a] += wv;
+                        c[a * 2] += wv * d0;
+                        c[a * 2 + 1] += wv * d1;
                     }
                 }
             }
-        }
+        for (int a = 0; a < 2; ++a) _mm256_storeu_pd(&nv[a][l], (__m256d)v[a]);
+        for (int a = 0; a < 4; ++a) _mm256_storeu_pd(&nC[a][l], (__m256d)c[a]);
+    }
     }
 #else
     {   /* lanes: each lane's first node (sb) once, then a node's index is sb + the node's offset in the
@@ -10477,14 +10477,15 @@ static void cq__polar_vjp_lanes_3d_f64(const cq__svd_lanes_f64 *sv, double R_bar
    cq__uvt_lanes_3d_, or the backward's kept ones), the stress (cq__pk1_rot_), the affine
    matrix (cq__affine_) and the stress half of the adjoint (cq__p2g_adj_stress_rot_, with the polar
    VJP: cq__polar_vjp_lanes_2d_ / _3d_), every per-particle value an array over the lanes [..][l],
-   statement by statement the one-particle functions' operations in their order (the material's SymPy code through generator/symbolic.py lanes_c), so each lane gets their
-   bits.  Branches become selects (cq__sel_); the rare parts (incompressibility, actuation) run lane by
-   lane through the one-particle functions or their text; a material's library calls (NeoHookean's
-   log) in loops of their own (generator/symbolic.py lanes_loops: gcc vectorizes no loop that calls
-   log).  Every particle runs this code when the lanes are on (a range's last group padded with its
-   last particle, whose copies write nothing), so no particle's rounding depends on whether it fell
-   in a lane group (gcc 12 fuses
-   multiply-adds in the one-particle code at -O3 -march=native, see >>cpu_lanes).  On a 2-vCPU AMD
+   statement by statement the one-particle functions' operations in their order (the material's
+   SymPy code through generator/symbolic.py lanes_c), so each lane gets their bits.  Branches
+   become selects (cq__sel_); the rare parts (incompressibility, actuation) run lane by lane through
+   the one-particle functions or their text; a material's library calls (NeoHookean's log) in loops
+   of their own (generator/symbolic.py lanes_loops: gcc vectorizes no loop that calls log).  Every
+   particle runs this code when the lanes are on (a range's last group padded with its last
+   particle, whose copies write nothing), so no particle's rounding depends on whether it fell in a
+   lane group (gcc 12 fuses multiply-adds in the one-particle code at -O3 -march=native, see
+   >>cpu_lanes).  On a 2-vCPU AMD
    EPYC (Zen 3) VM, one thread, -O3 -march=native: the stress parts' share of the 2D block's backward
    29% -> 20-22% (perf), the backward 4-11% faster (15 alternating runs), the forward unchanged
    within the noise (bench/RESULTS.md).  3D NeoHookean (the 8k cube, perf samples against the
@@ -11216,14 +11217,15 @@ static void cq__stress_adj_lanes_3d_neohookean_f32(const int *ps, int cnt, const
    cq__uvt_lanes_3d_, or the backward's kept ones), the stress (cq__pk1_rot_), the affine
    matrix (cq__affine_) and the stress half of the adjoint (cq__p2g_adj_stress_rot_, with the polar
    VJP: cq__polar_vjp_lanes_2d_ / _3d_), every per-particle value an array over the lanes [..][l],
-   statement by statement the one-particle functions' operations in their order (the material's SymPy code through generator/symbolic.py lanes_c), so each lane gets their
-   bits.  Branches become selects (cq__sel_); the rare parts (incompressibility, actuation) run lane by
-   lane through the one-particle functions or their text; a material's library calls (NeoHookean's
-   log) in loops of their own (generator/symbolic.py lanes_loops: gcc vectorizes no loop that calls
-   log).  Every particle runs this code when the lanes are on (a range's last group padded with its
-   last particle, whose copies write nothing), so no particle's rounding depends on whether it fell
-   in a lane group (gcc 12 fuses
-   multiply-adds in the one-particle code at -O3 -march=native, see >>cpu_lanes).  On a 2-vCPU AMD
+   statement by statement the one-particle functions' operations in their order (the material's
+   SymPy code through generator/symbolic.py lanes_c), so each lane gets their bits.  Branches
+   become selects (cq__sel_); the rare parts (incompressibility, actuation) run lane by lane through
+   the one-particle functions or their text; a material's library calls (NeoHookean's log) in loops
+   of their own (generator/symbolic.py lanes_loops: gcc vectorizes no loop that calls log).  Every
+   particle runs this code when the lanes are on (a range's last group padded with its last
+   particle, whose copies write nothing), so no particle's rounding depends on whether it fell in a
+   lane group (gcc 12 fuses multiply-adds in the one-particle code at -O3 -march=native, see
+   >>cpu_lanes).  On a 2-vCPU AMD
    EPYC (Zen 3) VM, one thread, -O3 -march=native: the stress parts' share of the 2D block's backward
    29% -> 20-22% (perf), the backward 4-11% faster (15 alternating runs), the forward unchanged
    within the noise (bench/RESULTS.md).  3D NeoHookean (the 8k cube, perf samples against the

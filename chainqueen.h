@@ -247,7 +247,7 @@
      host: errors, memory ... host_memory.j2      >>errors >>memory >>work_memory >>conversion >>act_table
                                                   (actuation chunks, both backends) >>cables
      host: CPU backend ...... cpu_backend.j2      >>parallel_for >>cpu_flush (f32: FTZ/DAZ) >>cpu_drivers >>cpu_sort_ >>cpu_gather_ (row by row)
-                                                  >>cpu_grid_ >>cpu_substep_ >>cpu_substep_adj_
+                                                  >>cpu_gather_record (3D) >>cpu_grid_ >>cpu_substep_ >>cpu_substep_adj_
                                                   >>cpu_check_adjoint >>cpu_act_grad >>cpu_copy >>cpu_cables_
      host: CPU lanes ........ cpu_lanes.j2        >>cpu_lanes >>weights_lanes_ >>g2p_lanes_ >>g2p_adj_lanes_ >>transfer_lanes_ >>stress_lanes_ >>cpu_v4
                                                   >>svd_lanes_3d_ (G2P, the stencil adjoints, P2G's
@@ -8205,7 +8205,7 @@ struct cq_sim {
     int *rkey, *rorder;               /* CPU: slot -> cell, particle, by bucket (cq__sort_plan; NULL: one bucket) */
     int *rcount;                      /* CPU: per block and bucket counts, then offsets; buckets' starts */
     int *scan;                        /* CUDA: the scan's chunk sums */
-    void *pk;                         /* n * CQ__PK(dim): packed particles, in sorted order */
+    void *pk;                         /* n * cq__pk_values: packed particles, in sorted order */
     int sort_n;
     int step;
     int tape_n;                       /* particles the tape's checkpoints were recorded with */
@@ -8420,6 +8420,11 @@ static int cq__on_gpu(const cq_sim *s)
 #endif
 }
 
+/* values per particle of the packed array s->pk: the GPU's CQ__PK (kernels_common.j2); the CPU's
+   CQ__CPK: in 3D each record widened, as it is written, into what the gather reads (cpu_backend.j2
+   >>cpu_gather_record: 28 values), in 2D CQ__PK */
+#define CQ__CPK(D) ((D) == 3 ? 28 : CQ__PK(D))
+static size_t cq__pk_values(const cq_sim *s) { return (size_t)(cq__on_gpu(s) ? CQ__PK(s->dim) : CQ__CPK(s->dim)); }
 /* a grid node's slots in grid_v and grid_vb: 4 on the GPU in 3D (kernels_common.j2 >>grid_layout,
    one vector load a node), else the dimension; cq__gpbslots: in grid_pb (4 on the GPU: dL/dp and
    dL/dm together), cq__gmbslots: in grid_mb (none on the GPU) */
@@ -8632,7 +8637,7 @@ static int cq__sort_alloc(cq_sim *s)
     s->order = (int *)cq__walloc(s, n * sizeof(int));
     s->rank = (int *)cq__walloc(s, n * sizeof(int));
     s->keys = (int *)cq__walloc(s, n * sizeof(int));
-    s->pk = cq__walloc(s, n * (size_t)CQ__PK(s->dim) * s->tsize);
+    s->pk = cq__walloc(s, n * cq__pk_values(s) * s->tsize);
     if (!cq__on_gpu(s)) {   /* the bucket pass's memory (cpu_backend.j2 >>cpu_sort) */
         const cq__sort_plan q = cq__sort_plan_of(s->n, s->nodes);
         s->skey = (int *)cq__alloc(s, n * sizeof(int));
@@ -12630,64 +12635,102 @@ static void cq__cpu_cable_adj_3d_f64(cq_sim *s, const cq__state *in, cq__state *
         cq__cable_x_adj_3d_f64(q, s->wcseg, x, av, m, s->wcL, s->wctarget, s->wck, s->wcdot, dt, (double *)ai->x);
 }
 
-/* The contributions of `count` packed particles of one cell to its 3 nodes along the last axis
-   (the other offsets o[0..D-2] given), in order, into acc[node][0] (mass) and acc[node][1 + a]
-   (momentum): per particle and node, the operations of cq__gather_row_ (kernels.j2) in its order,
-   so bitwise the same sums; acc[node][0..3] as one 4-wide vector (the mass lane adds
-   mass + 0 * d, which is the mass), and the sums stay in registers over the cell's particles
-   instead of waiting on the row's stores.  With gcc or clang (CQ__CPU_V4, >>cpu_v4) the 4-wide
-   vectors are written as such (GNU vector extensions: elementwise IEEE operations, the same bits
-   as the scalar loop beside them, which other compilers and CQ_CPU_V4=0 take); gcc 12 built the vector
-   from scalars by shuffles at every particle (on an Intel Xeon the gather took 32% of a 3D 8k
-   NeoHookean f64 backward, its hottest instructions broadcasts and unpacks). */
-static void cq__gather_cell4_3d_f32(const float *pk, int count, const int *o, const cq__params_f32 *prm,
+/* >>cpu_gather_record: in 3D the CPU's packed records (kernels.j2 >>cell_sort_: mass, fx[3], a[3],
+   B[9]: CQ__PK values, as P2G's particle half and the G2P adjoint make them) are stored widened into
+   what the gather reads 9 times (once per row of the particle's stencil), CQ__CPK(3) = 28 values:
+     [0, 4)   mass, a[0], a[1], a[2]                (the 4-wide vector of a node's mass and momentum)
+     [4, 16)  column c of B at [4 + 4c, 8 + 4c): 0, B[0][c], B[1][c], B[2][c]
+     [16, 25) the weights w[axis][node] of the quadratic B-spline, axis by axis
+     [25, 28) fx[3]
+   The record is made in a local array, then widened into its slot (q -> r).  The weights are
+   cq__gather_row_'s expression for them (so its bits), computed once a particle instead of at each
+   of its 9 visits, and B's columns load as vectors instead of being shuffled together from its rows:
+   the gather's samples fell 31-35% against G2P's (2-vCPU AMD EPYC Zen 3, one thread, the 3D 8k
+   cubes, all four variants), a 3D 8k NeoHookean f32 forward 10-12% (bench/RESULTS.md).  The cost:
+   28 values a particle, not 16 (a 512k float64 cube's records 117 MB, not 67), and the wider
+   records' scattered stores, whose lines cq__pk_prefetch_3d_ fetches ahead. */
+static void cq__pk_widen_3d_f32(const float *q, float *r)
+{
+    r[0] = q[0];
+    for (int a = 0; a < 3; ++a) r[1 + a] = q[4 + a];
+    for (int c = 0; c < 3; ++c) {
+        r[4 + 4 * c] = 0;
+        for (int a = 0; a < 3; ++a) r[5 + 4 * c + a] = q[7 + 3 * a + c];
+    }
+    for (int a = 0; a < 3; ++a) {
+        const float f = q[1 + a];
+        for (int k = 0; k < 3; ++k) {
+            const float e = k == 0 ? (float)1.5 - f : (k == 1 ? f - 1 : f - (float)0.5);
+            r[16 + 3 * a + k] = k == 1 ? (float)0.75 - e * e : (float)0.5 * e * e;
+        }
+        r[25 + a] = f;
+    }
+}
+
+/* the widened records of slots ks[0 .. count), for writing: their lines are fetched while the
+   particles' stress is computed, not when the records are stored (the stores' misses took 16% of
+   a 3D 64k f32 forward's samples without it, 5% with) */
+static void cq__pk_prefetch_3d_f32(float *pk, const int *ks, int count)
+{
+#if defined(__GNUC__)
+    enum { BYTES = (int)sizeof(float) * CQ__CPK(3) };
+    for (int l = 0; l < count; ++l) {
+        const char *r = (const char *)(pk + (long)ks[l] * CQ__CPK(3));
+        for (int b = 0; b < BYTES; b += 64) __builtin_prefetch(r + b, 1, 3);
+        __builtin_prefetch(r + BYTES - 1, 1, 3);
+    }
+#else
+    (void)pk; (void)ks; (void)count;
+#endif
+}
+
+/* The contributions of `count` widened records (>>cpu_gather_record) of one cell to its 3 nodes
+   along the last axis (the other offsets o[0], o[1] given), in order, into acc[node][0] (mass) and
+   acc[node][1 + a] (momentum): per particle and node, the operations of cq__gather_row_ (kernels.j2)
+   in its order, so bitwise the same sums; acc[node][0..3] as one 4-wide vector (the mass lane adds
+   mass + 0 * d three times, which is the mass), and the sums stay in registers over the cell's
+   particles instead of waiting on the row's stores.  With gcc or clang (CQ__CPU_V4, >>cpu_v4) the
+   4-wide vectors are written as such (GNU vector extensions: elementwise IEEE operations, the same
+   bits as the scalar loop beside them, which other compilers and CQ_CPU_V4=0 take); gcc 12 built
+   the vector from scalars by shuffles at every particle (on an Intel Xeon the gather took 32% of a
+   3D 8k NeoHookean f64 backward, its hottest instructions broadcasts and unpacks). */
+static void cq__gather_cell4_3d_f32(const float *q, int count, const int *o, const cq__params_f32 *prm,
                                                  float acc[3][4])
 {
+    const float o0 = (float)o[0], o1 = (float)o[1], dx = prm->dx;
+    const int w0 = 16 + o[0], w1 = 19 + o[1];   /* the fixed offsets' weights */
 #if CQ__CPU_V4
     cq__v4_f32 A0 = {acc[0][0], acc[0][1], acc[0][2], acc[0][3]}, A1 = {acc[1][0], acc[1][1], acc[1][2], acc[1][3]},
                   A2 = {acc[2][0], acc[2][1], acc[2][2], acc[2][3]};
 #endif
-    for (int j = 0; j < count; ++j, pk += CQ__PK(3)) {
-        float w[3], dl[3], P[4], B2[4], wf = 1;
-        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {   /* the fixed offsets' weights */
-            const float f = pk[1 + a];
-            const int ok = o[a];
-            const float e = ok == 0 ? (float)1.5 - f : (ok == 1 ? f - 1 : f - (float)0.5);
-            const float wa = ok == 1 ? (float)0.75 - e * e : (float)0.5 * e * e;
-            wf = a == 0 ? wa : wf * wa;
-        }
-        {
-            const float f = pk[3];   /* the last axis: its 3 nodes */
-            CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) {
-                const float e = k == 0 ? (float)1.5 - f : (k == 1 ? f - 1 : f - (float)0.5);
-                w[k] = k == 1 ? (float)0.75 - e * e : (float)0.5 * e * e;
-                dl[k] = ((float)k - f) * prm->dx;
-            }
-        }
-        P[0] = pk[0]; B2[0] = 0;
-        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
-            float part = pk[1 + 3 + a];
-            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
-                const float f = pk[1 + b];
-                const float db = ((float)o[b] - f) * prm->dx;
-                part += pk[1 + 2 * 3 + a * 3 + b] * db;
-            }
-            P[1 + a] = part; B2[1 + a] = pk[1 + 2 * 3 + a * 3 + 2];
-        }
+    for (int j = 0; j < count; ++j, q += CQ__CPK(3)) {
+        const float wf = q[w0] * q[w1];
+        const float d0 = (o0 - q[25]) * dx, d1 = (o1 - q[26]) * dx, f = q[27];
+        const float dl[3] = {((float)0 - f) * dx, ((float)1 - f) * dx, ((float)2 - f) * dx};
+        const float t0 = wf * q[22], t1 = wf * q[23], t2 = wf * q[24];
 #if CQ__CPU_V4
+        cq__v4_f32 Av, C0, C1, C2;
+        memcpy(&Av, q, sizeof Av); memcpy(&C0, q + 4, sizeof C0); memcpy(&C1, q + 8, sizeof C1); memcpy(&C2, q + 12, sizeof C2);
         {
-            const cq__v4_f32 Pv = {P[0], P[1], P[2], P[3]}, Bv = {B2[0], B2[1], B2[2], B2[3]};
-            const float t0 = wf * w[0], t1 = wf * w[1], t2 = wf * w[2];
+            const cq__v4_f32 E0 = {d0, d0, d0, d0}, E1 = {d1, d1, d1, d1};
+            cq__v4_f32 Pv = Av + C0 * E0;   /* part += B[a][0] d0, then += B[a][1] d1: cq__gather_row_'s */
+            Pv += C1 * E1;
             const cq__v4_f32 W0 = {t0, t0, t0, t0}, W1 = {t1, t1, t1, t1}, W2 = {t2, t2, t2, t2};
             const cq__v4_f32 D0 = {dl[0], dl[0], dl[0], dl[0]}, D1 = {dl[1], dl[1], dl[1], dl[1]}, D2 = {dl[2], dl[2], dl[2], dl[2]};
-            A0 += W0 * (Pv + Bv * D0);
-            A1 += W1 * (Pv + Bv * D1);
-            A2 += W2 * (Pv + Bv * D2);
+            A0 += W0 * (Pv + C2 * D0);
+            A1 += W1 * (Pv + C2 * D1);
+            A2 += W2 * (Pv + C2 * D2);
         }
 #else   /* the same operations, one value at a time */
-        CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) {
-            const float wt = wf * w[k];
-            CQ__CPU_UNROLL for (int c = 0; c < 4; ++c) acc[k][c] += wt * (P[c] + B2[c] * dl[k]);
+        {
+            const float wt[3] = {t0, t1, t2};
+            float P[4];
+            CQ__CPU_UNROLL for (int c = 0; c < 4; ++c) {
+                P[c] = q[c] + q[4 + c] * d0;
+                P[c] += q[8 + c] * d1;
+            }
+            CQ__CPU_UNROLL for (int k = 0; k < 3; ++k)
+                CQ__CPU_UNROLL for (int c = 0; c < 4; ++c) acc[k][c] += wt[k] * (P[c] + q[12 + c] * dl[k]);
         }
 #endif
     }
@@ -12696,64 +12739,102 @@ static void cq__gather_cell4_3d_f32(const float *pk, int count, const int *o, co
 #endif
 }
 
-/* The contributions of `count` packed particles of one cell to its 3 nodes along the last axis
-   (the other offsets o[0..D-2] given), in order, into acc[node][0] (mass) and acc[node][1 + a]
-   (momentum): per particle and node, the operations of cq__gather_row_ (kernels.j2) in its order,
-   so bitwise the same sums; acc[node][0..3] as one 4-wide vector (the mass lane adds
-   mass + 0 * d, which is the mass), and the sums stay in registers over the cell's particles
-   instead of waiting on the row's stores.  With gcc or clang (CQ__CPU_V4, >>cpu_v4) the 4-wide
-   vectors are written as such (GNU vector extensions: elementwise IEEE operations, the same bits
-   as the scalar loop beside them, which other compilers and CQ_CPU_V4=0 take); gcc 12 built the vector
-   from scalars by shuffles at every particle (on an Intel Xeon the gather took 32% of a 3D 8k
-   NeoHookean f64 backward, its hottest instructions broadcasts and unpacks). */
-static void cq__gather_cell4_3d_f64(const double *pk, int count, const int *o, const cq__params_f64 *prm,
+/* >>cpu_gather_record: in 3D the CPU's packed records (kernels.j2 >>cell_sort_: mass, fx[3], a[3],
+   B[9]: CQ__PK values, as P2G's particle half and the G2P adjoint make them) are stored widened into
+   what the gather reads 9 times (once per row of the particle's stencil), CQ__CPK(3) = 28 values:
+     [0, 4)   mass, a[0], a[1], a[2]                (the 4-wide vector of a node's mass and momentum)
+     [4, 16)  column c of B at [4 + 4c, 8 + 4c): 0, B[0][c], B[1][c], B[2][c]
+     [16, 25) the weights w[axis][node] of the quadratic B-spline, axis by axis
+     [25, 28) fx[3]
+   The record is made in a local array, then widened into its slot (q -> r).  The weights are
+   cq__gather_row_'s expression for them (so its bits), computed once a particle instead of at each
+   of its 9 visits, and B's columns load as vectors instead of being shuffled together from its rows:
+   the gather's samples fell 31-35% against G2P's (2-vCPU AMD EPYC Zen 3, one thread, the 3D 8k
+   cubes, all four variants), a 3D 8k NeoHookean f32 forward 10-12% (bench/RESULTS.md).  The cost:
+   28 values a particle, not 16 (a 512k float64 cube's records 117 MB, not 67), and the wider
+   records' scattered stores, whose lines cq__pk_prefetch_3d_ fetches ahead. */
+static void cq__pk_widen_3d_f64(const double *q, double *r)
+{
+    r[0] = q[0];
+    for (int a = 0; a < 3; ++a) r[1 + a] = q[4 + a];
+    for (int c = 0; c < 3; ++c) {
+        r[4 + 4 * c] = 0;
+        for (int a = 0; a < 3; ++a) r[5 + 4 * c + a] = q[7 + 3 * a + c];
+    }
+    for (int a = 0; a < 3; ++a) {
+        const double f = q[1 + a];
+        for (int k = 0; k < 3; ++k) {
+            const double e = k == 0 ? (double)1.5 - f : (k == 1 ? f - 1 : f - (double)0.5);
+            r[16 + 3 * a + k] = k == 1 ? (double)0.75 - e * e : (double)0.5 * e * e;
+        }
+        r[25 + a] = f;
+    }
+}
+
+/* the widened records of slots ks[0 .. count), for writing: their lines are fetched while the
+   particles' stress is computed, not when the records are stored (the stores' misses took 16% of
+   a 3D 64k f32 forward's samples without it, 5% with) */
+static void cq__pk_prefetch_3d_f64(double *pk, const int *ks, int count)
+{
+#if defined(__GNUC__)
+    enum { BYTES = (int)sizeof(double) * CQ__CPK(3) };
+    for (int l = 0; l < count; ++l) {
+        const char *r = (const char *)(pk + (long)ks[l] * CQ__CPK(3));
+        for (int b = 0; b < BYTES; b += 64) __builtin_prefetch(r + b, 1, 3);
+        __builtin_prefetch(r + BYTES - 1, 1, 3);
+    }
+#else
+    (void)pk; (void)ks; (void)count;
+#endif
+}
+
+/* The contributions of `count` widened records (>>cpu_gather_record) of one cell to its 3 nodes
+   along the last axis (the other offsets o[0], o[1] given), in order, into acc[node][0] (mass) and
+   acc[node][1 + a] (momentum): per particle and node, the operations of cq__gather_row_ (kernels.j2)
+   in its order, so bitwise the same sums; acc[node][0..3] as one 4-wide vector (the mass lane adds
+   mass + 0 * d three times, which is the mass), and the sums stay in registers over the cell's
+   particles instead of waiting on the row's stores.  With gcc or clang (CQ__CPU_V4, >>cpu_v4) the
+   4-wide vectors are written as such (GNU vector extensions: elementwise IEEE operations, the same
+   bits as the scalar loop beside them, which other compilers and CQ_CPU_V4=0 take); gcc 12 built
+   the vector from scalars by shuffles at every particle (on an Intel Xeon the gather took 32% of a
+   3D 8k NeoHookean f64 backward, its hottest instructions broadcasts and unpacks). */
+static void cq__gather_cell4_3d_f64(const double *q, int count, const int *o, const cq__params_f64 *prm,
                                                  double acc[3][4])
 {
+    const double o0 = (double)o[0], o1 = (double)o[1], dx = prm->dx;
+    const int w0 = 16 + o[0], w1 = 19 + o[1];   /* the fixed offsets' weights */
 #if CQ__CPU_V4
     cq__v4_f64 A0 = {acc[0][0], acc[0][1], acc[0][2], acc[0][3]}, A1 = {acc[1][0], acc[1][1], acc[1][2], acc[1][3]},
                   A2 = {acc[2][0], acc[2][1], acc[2][2], acc[2][3]};
 #endif
-    for (int j = 0; j < count; ++j, pk += CQ__PK(3)) {
-        double w[3], dl[3], P[4], B2[4], wf = 1;
-        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {   /* the fixed offsets' weights */
-            const double f = pk[1 + a];
-            const int ok = o[a];
-            const double e = ok == 0 ? (double)1.5 - f : (ok == 1 ? f - 1 : f - (double)0.5);
-            const double wa = ok == 1 ? (double)0.75 - e * e : (double)0.5 * e * e;
-            wf = a == 0 ? wa : wf * wa;
-        }
-        {
-            const double f = pk[3];   /* the last axis: its 3 nodes */
-            CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) {
-                const double e = k == 0 ? (double)1.5 - f : (k == 1 ? f - 1 : f - (double)0.5);
-                w[k] = k == 1 ? (double)0.75 - e * e : (double)0.5 * e * e;
-                dl[k] = ((double)k - f) * prm->dx;
-            }
-        }
-        P[0] = pk[0]; B2[0] = 0;
-        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
-            double part = pk[1 + 3 + a];
-            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
-                const double f = pk[1 + b];
-                const double db = ((double)o[b] - f) * prm->dx;
-                part += pk[1 + 2 * 3 + a * 3 + b] * db;
-            }
-            P[1 + a] = part; B2[1 + a] = pk[1 + 2 * 3 + a * 3 + 2];
-        }
+    for (int j = 0; j < count; ++j, q += CQ__CPK(3)) {
+        const double wf = q[w0] * q[w1];
+        const double d0 = (o0 - q[25]) * dx, d1 = (o1 - q[26]) * dx, f = q[27];
+        const double dl[3] = {((double)0 - f) * dx, ((double)1 - f) * dx, ((double)2 - f) * dx};
+        const double t0 = wf * q[22], t1 = wf * q[23], t2 = wf * q[24];
 #if CQ__CPU_V4
+        cq__v4_f64 Av, C0, C1, C2;
+        memcpy(&Av, q, sizeof Av); memcpy(&C0, q + 4, sizeof C0); memcpy(&C1, q + 8, sizeof C1); memcpy(&C2, q + 12, sizeof C2);
         {
-            const cq__v4_f64 Pv = {P[0], P[1], P[2], P[3]}, Bv = {B2[0], B2[1], B2[2], B2[3]};
-            const double t0 = wf * w[0], t1 = wf * w[1], t2 = wf * w[2];
+            const cq__v4_f64 E0 = {d0, d0, d0, d0}, E1 = {d1, d1, d1, d1};
+            cq__v4_f64 Pv = Av + C0 * E0;   /* part += B[a][0] d0, then += B[a][1] d1: cq__gather_row_'s */
+            Pv += C1 * E1;
             const cq__v4_f64 W0 = {t0, t0, t0, t0}, W1 = {t1, t1, t1, t1}, W2 = {t2, t2, t2, t2};
             const cq__v4_f64 D0 = {dl[0], dl[0], dl[0], dl[0]}, D1 = {dl[1], dl[1], dl[1], dl[1]}, D2 = {dl[2], dl[2], dl[2], dl[2]};
-            A0 += W0 * (Pv + Bv * D0);
-            A1 += W1 * (Pv + Bv * D1);
-            A2 += W2 * (Pv + Bv * D2);
+            A0 += W0 * (Pv + C2 * D0);
+            A1 += W1 * (Pv + C2 * D1);
+            A2 += W2 * (Pv + C2 * D2);
         }
 #else   /* the same operations, one value at a time */
-        CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) {
-            const double wt = wf * w[k];
-            CQ__CPU_UNROLL for (int c = 0; c < 4; ++c) acc[k][c] += wt * (P[c] + B2[c] * dl[k]);
+        {
+            const double wt[3] = {t0, t1, t2};
+            double P[4];
+            CQ__CPU_UNROLL for (int c = 0; c < 4; ++c) {
+                P[c] = q[c] + q[4 + c] * d0;
+                P[c] += q[8 + c] * d1;
+            }
+            CQ__CPU_UNROLL for (int k = 0; k < 3; ++k)
+                CQ__CPU_UNROLL for (int c = 0; c < 4; ++c) acc[k][c] += wt[k] * (P[c] + q[12 + c] * dl[k]);
         }
 #endif
     }
@@ -12805,8 +12886,9 @@ static void cq__g2p_adj_range_2d_f32(void *ctx, int begin, int end)
         for (int l = 0; l < CQ__LANES_f32; ++l) ps[l] = p + l;
         cq__g2p_adj_lanes_2d_f32(ps, rank + p, t->prm, t->in, t->g, t->ao, t->ai, pk);
     }
-    for (; p < end; ++p)
+    for (; p < end; ++p) {
         cq__g2p_adj_2d_f32(p, t->prm, t->in, t->g, t->ao, t->ai, pk + (long)rank[p] * CQ__PK(2));
+    }
 }
 /* the grid adjoint of row r of nodes: a row without mass (most rows of a sparse scene) gets the
    zeros the per-node adjoint would write, in two memsets, or nothing when that row of both
@@ -12954,8 +13036,9 @@ static void cq__g2p_adj_range_2d_f64(void *ctx, int begin, int end)
         for (int l = 0; l < CQ__LANES_f64; ++l) ps[l] = p + l;
         cq__g2p_adj_lanes_2d_f64(ps, rank + p, t->prm, t->in, t->g, t->ao, t->ai, pk);
     }
-    for (; p < end; ++p)
+    for (; p < end; ++p) {
         cq__g2p_adj_2d_f64(p, t->prm, t->in, t->g, t->ao, t->ai, pk + (long)rank[p] * CQ__PK(2));
+    }
 }
 /* the grid adjoint of row r of nodes: a row without mass (most rows of a sparse scene) gets the
    zeros the per-node adjoint would write, in two memsets, or nothing when that row of both
@@ -13101,10 +13184,20 @@ static void cq__g2p_adj_range_3d_f32(void *ctx, int begin, int end)
     int p = begin, ps[CQ__LANES_f32];
     for (; CQ__LANES_ON_f32 && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
         for (int l = 0; l < CQ__LANES_f32; ++l) ps[l] = p + l;
-        cq__g2p_adj_lanes_3d_f32(ps, rank + p, t->prm, t->in, t->g, t->ao, t->ai, pk);
+        {   /* the records here, then widened into their slots (>>cpu_gather_record) */
+            float rec[CQ__LANES_f32 * CQ__PK(3)];
+            int ks[CQ__LANES_f32];
+            for (int l = 0; l < CQ__LANES_f32; ++l) ks[l] = l;
+            cq__pk_prefetch_3d_f32(pk, rank + p, CQ__LANES_f32);
+            cq__g2p_adj_lanes_3d_f32(ps, ks, t->prm, t->in, t->g, t->ao, t->ai, rec);
+            for (int l = 0; l < CQ__LANES_f32; ++l) cq__pk_widen_3d_f32(rec + l * CQ__PK(3), pk + (long)rank[p + l] * CQ__CPK(3));
+        }
     }
-    for (; p < end; ++p)
-        cq__g2p_adj_3d_f32(p, t->prm, t->in, t->g, t->ao, t->ai, pk + (long)rank[p] * CQ__PK(3));
+    for (; p < end; ++p) {
+        float rec[CQ__PK(3)];
+        cq__g2p_adj_3d_f32(p, t->prm, t->in, t->g, t->ao, t->ai, rec);
+        cq__pk_widen_3d_f32(rec, pk + (long)rank[p] * CQ__CPK(3));
+    }
 }
 /* the grid adjoint of row r of nodes: a row without mass (most rows of a sparse scene) gets the
    zeros the per-node adjoint would write, in two memsets, or nothing when that row of both
@@ -13200,7 +13293,7 @@ static void cq__cpu_gather_rows_3d_f32(void *ctx, int begin, int end)
                 while (e < src_ke[q] && skey[e] == cell) ++e;
                 for (int i = 0; i < 3; ++i)
                     for (int a = 0; a < 4; ++a) acc[i][a] = 0;
-                cq__gather_cell4_3d_f32(pk + (long)k * CQ__PK(3), e - k, o, prm, acc);
+                cq__gather_cell4_3d_f32(pk + (long)k * CQ__CPK(3), e - k, o, prm, acc);
                 for (int i = 0; i < 3; ++i) {   /* the cell's sum, then into the node's total */
                     if (m) m[b + i] += acc[i][0];
                     for (int a = 0; a < 3; ++a) v[(long)(b + i) * 3 + a] += acc[i][1 + a];
@@ -13256,10 +13349,20 @@ static void cq__g2p_adj_range_3d_f64(void *ctx, int begin, int end)
     int p = begin, ps[CQ__LANES_f64];
     for (; CQ__LANES_ON_f64 && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
         for (int l = 0; l < CQ__LANES_f64; ++l) ps[l] = p + l;
-        cq__g2p_adj_lanes_3d_f64(ps, rank + p, t->prm, t->in, t->g, t->ao, t->ai, pk);
+        {   /* the records here, then widened into their slots (>>cpu_gather_record) */
+            double rec[CQ__LANES_f64 * CQ__PK(3)];
+            int ks[CQ__LANES_f64];
+            for (int l = 0; l < CQ__LANES_f64; ++l) ks[l] = l;
+            cq__pk_prefetch_3d_f64(pk, rank + p, CQ__LANES_f64);
+            cq__g2p_adj_lanes_3d_f64(ps, ks, t->prm, t->in, t->g, t->ao, t->ai, rec);
+            for (int l = 0; l < CQ__LANES_f64; ++l) cq__pk_widen_3d_f64(rec + l * CQ__PK(3), pk + (long)rank[p + l] * CQ__CPK(3));
+        }
     }
-    for (; p < end; ++p)
-        cq__g2p_adj_3d_f64(p, t->prm, t->in, t->g, t->ao, t->ai, pk + (long)rank[p] * CQ__PK(3));
+    for (; p < end; ++p) {
+        double rec[CQ__PK(3)];
+        cq__g2p_adj_3d_f64(p, t->prm, t->in, t->g, t->ao, t->ai, rec);
+        cq__pk_widen_3d_f64(rec, pk + (long)rank[p] * CQ__CPK(3));
+    }
 }
 /* the grid adjoint of row r of nodes: a row without mass (most rows of a sparse scene) gets the
    zeros the per-node adjoint would write, in two memsets, or nothing when that row of both
@@ -13355,7 +13458,7 @@ static void cq__cpu_gather_rows_3d_f64(void *ctx, int begin, int end)
                 while (e < src_ke[q] && skey[e] == cell) ++e;
                 for (int i = 0; i < 3; ++i)
                     for (int a = 0; a < 4; ++a) acc[i][a] = 0;
-                cq__gather_cell4_3d_f64(pk + (long)k * CQ__PK(3), e - k, o, prm, acc);
+                cq__gather_cell4_3d_f64(pk + (long)k * CQ__CPK(3), e - k, o, prm, acc);
                 for (int i = 0; i < 3; ++i) {   /* the cell's sum, then into the node's total */
                     if (m) m[b + i] += acc[i][0];
                     for (int a = 0; a < 3; ++a) v[(long)(b + i) * 3 + a] += acc[i][1 + a];
@@ -14273,6 +14376,7 @@ static void cq__p2g_range_3d_fixed_corotated_f32(void *ctx, int begin, int end)
                 ps[l] = p + (l < cnt ? l : cnt - 1);
                 for (int i = 0; i < DD; ++i) F[i][l] = s.F[(long)ps[l] * DD + i];
             }
+            cq__pk_prefetch_3d_f32(pk, rank + p, cnt);
             cq__mat_lanes_f32 m;
             cq__svd_lanes_f32 sv;
             cq__mat_lanes_load_f32(ps, s, &m);
@@ -14281,20 +14385,23 @@ static void cq__p2g_range_3d_fixed_corotated_f32(void *ctx, int begin, int end)
             cq__affine_lanes_3d_f32(ps, t->prm, s, Pp, F, G);
             for (int l = 0; l < cnt; ++l) {   /* as cq__p2g_rot_ packs */
                 const long q = p + l;
-                float *pq = pk + (long)rank[q] * CQ__PK(3), xp[3];
+                float pq[CQ__PK(3)], xp[3];   /* the record here, then widened into its slot (>>cpu_gather_record) */
                 int base[3];
                 for (int a = 0; a < 3; ++a) xp[a] = s.x[q * 3 + a];
                 cq__base_3d_f32(xp, t->prm, base, pq + 1);
                 pq[0] = s.mass[q];
                 for (int a = 0; a < 3; ++a) pq[1 + 3 + a] = s.mass[q] * s.v[q * 3 + a];
                 for (int a = 0; a < DD; ++a) pq[1 + 2 * 3 + a] = G[a][l];
+                cq__pk_widen_3d_f32(pq, pk + (long)rank[q] * CQ__CPK(3));
             }
         }
         return;
     }
     for (int p = begin; p < end; ++p) {   /* the lanes off (t->rot: the backward keeps each particle's rotation for its P2G adjoint) */
         cq__rot_3d_f32 r;
-        cq__p2g_rot_3d_fixed_corotated_f32(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(3), t->rot ? t->rot + p : &r, 1);
+        float rec[CQ__PK(3)];
+        cq__p2g_rot_3d_fixed_corotated_f32(p, t->prm, t->in, rec, t->rot ? t->rot + p : &r, 1);
+        cq__pk_widen_3d_f32(rec, pk + (long)rank[p] * CQ__CPK(3));
     }
 }
 /* The P2G adjoint's per-particle stress parts one particle at a time, as in cq__p2g_adj_given_rot_: P
@@ -14496,6 +14603,7 @@ static void cq__p2g_range_3d_fixed_corotated_f64(void *ctx, int begin, int end)
                 ps[l] = p + (l < cnt ? l : cnt - 1);
                 for (int i = 0; i < DD; ++i) F[i][l] = s.F[(long)ps[l] * DD + i];
             }
+            cq__pk_prefetch_3d_f64(pk, rank + p, cnt);
             cq__mat_lanes_f64 m;
             cq__svd_lanes_f64 sv;
             cq__mat_lanes_load_f64(ps, s, &m);
@@ -14504,20 +14612,23 @@ static void cq__p2g_range_3d_fixed_corotated_f64(void *ctx, int begin, int end)
             cq__affine_lanes_3d_f64(ps, t->prm, s, Pp, F, G);
             for (int l = 0; l < cnt; ++l) {   /* as cq__p2g_rot_ packs */
                 const long q = p + l;
-                double *pq = pk + (long)rank[q] * CQ__PK(3), xp[3];
+                double pq[CQ__PK(3)], xp[3];   /* the record here, then widened into its slot (>>cpu_gather_record) */
                 int base[3];
                 for (int a = 0; a < 3; ++a) xp[a] = s.x[q * 3 + a];
                 cq__base_3d_f64(xp, t->prm, base, pq + 1);
                 pq[0] = s.mass[q];
                 for (int a = 0; a < 3; ++a) pq[1 + 3 + a] = s.mass[q] * s.v[q * 3 + a];
                 for (int a = 0; a < DD; ++a) pq[1 + 2 * 3 + a] = G[a][l];
+                cq__pk_widen_3d_f64(pq, pk + (long)rank[q] * CQ__CPK(3));
             }
         }
         return;
     }
     for (int p = begin; p < end; ++p) {   /* the lanes off (t->rot: the backward keeps each particle's rotation for its P2G adjoint) */
         cq__rot_3d_f64 r;
-        cq__p2g_rot_3d_fixed_corotated_f64(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(3), t->rot ? t->rot + p : &r, 1);
+        double rec[CQ__PK(3)];
+        cq__p2g_rot_3d_fixed_corotated_f64(p, t->prm, t->in, rec, t->rot ? t->rot + p : &r, 1);
+        cq__pk_widen_3d_f64(rec, pk + (long)rank[p] * CQ__CPK(3));
     }
 }
 /* The P2G adjoint's per-particle stress parts one particle at a time, as in cq__p2g_adj_given_rot_: P
@@ -14704,6 +14815,7 @@ static void cq__p2g_range_3d_neohookean_f32(void *ctx, int begin, int end)
                 ps[l] = p + (l < cnt ? l : cnt - 1);
                 for (int i = 0; i < DD; ++i) F[i][l] = s.F[(long)ps[l] * DD + i];
             }
+            cq__pk_prefetch_3d_f32(pk, rank + p, cnt);
             cq__mat_lanes_f32 m;
             cq__svd_lanes_f32 sv;
             cq__mat_lanes_load_f32(ps, s, &m);
@@ -14712,20 +14824,23 @@ static void cq__p2g_range_3d_neohookean_f32(void *ctx, int begin, int end)
             cq__affine_lanes_3d_f32(ps, t->prm, s, Pp, F, G);
             for (int l = 0; l < cnt; ++l) {   /* as cq__p2g_rot_ packs */
                 const long q = p + l;
-                float *pq = pk + (long)rank[q] * CQ__PK(3), xp[3];
+                float pq[CQ__PK(3)], xp[3];   /* the record here, then widened into its slot (>>cpu_gather_record) */
                 int base[3];
                 for (int a = 0; a < 3; ++a) xp[a] = s.x[q * 3 + a];
                 cq__base_3d_f32(xp, t->prm, base, pq + 1);
                 pq[0] = s.mass[q];
                 for (int a = 0; a < 3; ++a) pq[1 + 3 + a] = s.mass[q] * s.v[q * 3 + a];
                 for (int a = 0; a < DD; ++a) pq[1 + 2 * 3 + a] = G[a][l];
+                cq__pk_widen_3d_f32(pq, pk + (long)rank[q] * CQ__CPK(3));
             }
         }
         return;
     }
     for (int p = begin; p < end; ++p) {   /* the lanes off (t->rot: the backward keeps each particle's rotation for its P2G adjoint) */
         cq__rot_3d_f32 r;
-        cq__p2g_rot_3d_neohookean_f32(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(3), t->rot ? t->rot + p : &r, 1);
+        float rec[CQ__PK(3)];
+        cq__p2g_rot_3d_neohookean_f32(p, t->prm, t->in, rec, t->rot ? t->rot + p : &r, 1);
+        cq__pk_widen_3d_f32(rec, pk + (long)rank[p] * CQ__CPK(3));
     }
 }
 /* The P2G adjoint's per-particle stress parts one particle at a time, as in cq__p2g_adj_given_rot_: P
@@ -14912,6 +15027,7 @@ static void cq__p2g_range_3d_neohookean_f64(void *ctx, int begin, int end)
                 ps[l] = p + (l < cnt ? l : cnt - 1);
                 for (int i = 0; i < DD; ++i) F[i][l] = s.F[(long)ps[l] * DD + i];
             }
+            cq__pk_prefetch_3d_f64(pk, rank + p, cnt);
             cq__mat_lanes_f64 m;
             cq__svd_lanes_f64 sv;
             cq__mat_lanes_load_f64(ps, s, &m);
@@ -14920,20 +15036,23 @@ static void cq__p2g_range_3d_neohookean_f64(void *ctx, int begin, int end)
             cq__affine_lanes_3d_f64(ps, t->prm, s, Pp, F, G);
             for (int l = 0; l < cnt; ++l) {   /* as cq__p2g_rot_ packs */
                 const long q = p + l;
-                double *pq = pk + (long)rank[q] * CQ__PK(3), xp[3];
+                double pq[CQ__PK(3)], xp[3];   /* the record here, then widened into its slot (>>cpu_gather_record) */
                 int base[3];
                 for (int a = 0; a < 3; ++a) xp[a] = s.x[q * 3 + a];
                 cq__base_3d_f64(xp, t->prm, base, pq + 1);
                 pq[0] = s.mass[q];
                 for (int a = 0; a < 3; ++a) pq[1 + 3 + a] = s.mass[q] * s.v[q * 3 + a];
                 for (int a = 0; a < DD; ++a) pq[1 + 2 * 3 + a] = G[a][l];
+                cq__pk_widen_3d_f64(pq, pk + (long)rank[q] * CQ__CPK(3));
             }
         }
         return;
     }
     for (int p = begin; p < end; ++p) {   /* the lanes off (t->rot: the backward keeps each particle's rotation for its P2G adjoint) */
         cq__rot_3d_f64 r;
-        cq__p2g_rot_3d_neohookean_f64(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(3), t->rot ? t->rot + p : &r, 1);
+        double rec[CQ__PK(3)];
+        cq__p2g_rot_3d_neohookean_f64(p, t->prm, t->in, rec, t->rot ? t->rot + p : &r, 1);
+        cq__pk_widen_3d_f64(rec, pk + (long)rank[p] * CQ__CPK(3));
     }
 }
 /* The P2G adjoint's per-particle stress parts one particle at a time, as in cq__p2g_adj_given_rot_: P
@@ -17463,7 +17582,7 @@ static int cq__gset_alloc(cq_sim *s, cq__gset *g)
     const size_t n = (size_t)s->n, nodes = (size_t)s->nodes, ts = s->tsize, D = (size_t)s->dim;
     const size_t rows = (size_t)cq__rows(s), rot = cq__rot_cache_bytes(s);
     memset(g, 0, sizeof *g);
-    g->pk = cq__walloc(s, n * (size_t)CQ__PK(s->dim) * ts);
+    g->pk = cq__walloc(s, n * cq__pk_values(s) * ts);
     g->grid_m = cq__walloc(s, nodes * ts); g->grid_v = cq__walloc(s, nodes * cq__gslots(s) * ts); g->grid_p = cq__walloc(s, nodes * D * ts);
     g->order = (int *)cq__walloc(s, n * sizeof(int)); g->rank = (int *)cq__walloc(s, n * sizeof(int));
     g->cell_end = (int *)cq__walloc(s, (nodes + CQ__CELL_TAIL) * sizeof(int));   /* + the box: >>cell_box */
@@ -17487,7 +17606,7 @@ static int cq__gset_alloc(cq_sim *s, cq__gset *g)
 static size_t cq__gset_bytes(const cq_sim *s)
 {
     const size_t n = (size_t)s->n, nodes = (size_t)s->nodes, ts = s->tsize, D = (size_t)s->dim;
-    return n * (size_t)CQ__PK(s->dim) * ts + nodes * (1 + cq__gslots(s) + D) * ts + cq__rot_cache_bytes(s) +
+    return n * cq__pk_values(s) * ts + nodes * (1 + cq__gslots(s) + D) * ts + cq__rot_cache_bytes(s) +
            n * sizeof(int) * (s->skey ? 3 : 2) + (nodes + CQ__CELL_TAIL) * sizeof(int) + (cq__on_gpu(s) ? 0 : (size_t)cq__rows(s));
 }
 

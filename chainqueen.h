@@ -247,7 +247,7 @@
      host: errors, memory ... host_memory.j2      >>errors >>memory >>work_memory >>conversion >>act_table
                                                   (actuation chunks, both backends) >>cables
      host: CPU backend ...... cpu_backend.j2      >>parallel_for >>cpu_flush (f32: FTZ/DAZ) >>cpu_drivers >>cpu_sort_ >>cpu_gather_ (row by row)
-                                                  >>cpu_gather_record (3D) >>cpu_grid_ >>cpu_substep_ >>cpu_substep_adj_
+                                                  >>cpu_gather_record >>cpu_grid_ >>cpu_substep_ >>cpu_substep_adj_
                                                   >>cpu_check_adjoint >>cpu_act_grad >>cpu_copy >>cpu_cables_
      host: CPU lanes ........ cpu_lanes.j2        >>cpu_lanes >>weights_lanes_ >>g2p_lanes_ >>g2p_adj_lanes_ >>transfer_lanes_ >>stress_lanes_ >>cpu_v4
                                                   >>svd_lanes_3d_ (G2P, the stencil adjoints, P2G's
@@ -8421,9 +8421,9 @@ static int cq__on_gpu(const cq_sim *s)
 }
 
 /* values per particle of the packed array s->pk: the GPU's CQ__PK (kernels_common.j2); the CPU's
-   CQ__CPK: in 3D each record widened, as it is written, into what the gather reads (cpu_backend.j2
-   >>cpu_gather_record: 28 values), in 2D CQ__PK */
-#define CQ__CPK(D) ((D) == 3 ? 28 : CQ__PK(D))
+   CQ__CPK: each record widened, as it is written, into what the gather reads (cpu_backend.j2
+   >>cpu_gather_record: 28 values in 3D, 20 in 2D) */
+#define CQ__CPK(D) (4 + 8 * (D))
 static size_t cq__pk_values(const cq_sim *s) { return (size_t)(cq__on_gpu(s) ? CQ__PK(s->dim) : CQ__CPK(s->dim)); }
 /* a grid node's slots in grid_v and grid_vb: 4 on the GPU in 3D (kernels_common.j2 >>grid_layout,
    one vector load a node), else the dimension; cq__gpbslots: in grid_pb (4 on the GPU: dL/dp and
@@ -12635,27 +12635,221 @@ static void cq__cpu_cable_adj_3d_f64(cq_sim *s, const cq__state *in, cq__state *
         cq__cable_x_adj_3d_f64(q, s->wcseg, x, av, m, s->wcL, s->wctarget, s->wck, s->wcdot, dt, (double *)ai->x);
 }
 
-/* >>cpu_gather_record: in 3D the CPU's packed records (kernels.j2 >>cell_sort_: mass, fx[3], a[3],
-   B[9]: CQ__PK values, as P2G's particle half and the G2P adjoint make them) are stored widened into
-   what the gather reads 9 times (once per row of the particle's stencil), CQ__CPK(3) = 28 values:
-     [0, 4)   mass, a[0], a[1], a[2]                (the 4-wide vector of a node's mass and momentum)
-     [4, 16)  column c of B at [4 + 4c, 8 + 4c): 0, B[0][c], B[1][c], B[2][c]
-     [16, 25) the weights w[axis][node] of the quadratic B-spline, axis by axis
-     [25, 28) fx[3]
+/* >>cpu_gather_record: the CPU's packed records (kernels.j2 >>cell_sort_: mass, fx[D], a[D], B[D][D]:
+   CQ__PK values, as P2G's particle half and the G2P adjoint make them) are stored widened into what
+   the gather reads 3^(D-1) times (once per row of the particle's stencil), CQ__CPK(D) = 4 + 8 D
+   values (28 in 3D, 20 in 2D):
+     [0, 4)            mass, a[0 .. D), then zeros   (a node's mass and momentum as one 4-wide vector)
+     [4 + 4c, 8 + 4c)  column c of B (c < D): 0, B[0][c] .. B[D-1][c], then zeros
+     [4 + 4D, 4 + 7D)  the weights w[axis][node] of the quadratic B-spline, axis by axis
+     [4 + 7D, 4 + 8D)  fx[D]
    The record is made in a local array, then widened into its slot (q -> r).  The weights are
    cq__gather_row_'s expression for them (so its bits), computed once a particle instead of at each
-   of its 9 visits, and B's columns load as vectors instead of being shuffled together from its rows:
-   the gather's samples fell 31-35% against G2P's (2-vCPU AMD EPYC Zen 3, one thread, the 3D 8k
+   of its visits, and B's columns load as vectors instead of being shuffled together from its rows:
+   the 3D gather's samples fell 31-35% against G2P's (2-vCPU AMD EPYC Zen 3, one thread, the 3D 8k
    cubes, all four variants), a 3D 8k NeoHookean f32 forward 10-12% (bench/RESULTS.md).  The cost:
-   28 values a particle, not 16 (a 512k float64 cube's records 117 MB, not 67), and the wider
-   records' scattered stores, whose lines cq__pk_prefetch_3d_ fetches ahead. */
+   4 + 8 D values a particle, not 1 + 2 D + D^2 (a 512k float64 cube's records 117 MB, not 67), and
+   the wider records' scattered stores, whose lines cq__pk_prefetch_ fetches ahead. */
+static void cq__pk_widen_2d_f32(const float *q, float *r)
+{
+    r[0] = q[0];
+    for (int a = 0; a < 3; ++a) r[1 + a] = a < 2 ? q[1 + 2 + a] : 0;
+    for (int c = 0; c < 2; ++c) {
+        r[4 + 4 * c] = 0;
+        for (int a = 0; a < 3; ++a) r[5 + 4 * c + a] = a < 2 ? q[1 + 2 * 2 + 2 * a + c] : 0;
+    }
+    for (int a = 0; a < 2; ++a) {
+        const float f = q[1 + a];
+        for (int k = 0; k < 3; ++k) {
+            const float e = k == 0 ? (float)1.5 - f : (k == 1 ? f - 1 : f - (float)0.5);
+            r[12 + 3 * a + k] = k == 1 ? (float)0.75 - e * e : (float)0.5 * e * e;
+        }
+        r[18 + a] = f;
+    }
+}
+
+/* the widened records of slots ks[0 .. count), for writing: their lines are fetched while the
+   particles' stress is computed, not when the records are stored (the stores' misses took 16% of
+   a 3D 64k f32 forward's samples without it, 5% with) */
+static void cq__pk_prefetch_2d_f32(float *pk, const int *ks, int count)
+{
+#if defined(__GNUC__)
+    enum { BYTES = (int)sizeof(float) * CQ__CPK(2) };
+    for (int l = 0; l < count; ++l) {
+        const char *r = (const char *)(pk + (long)ks[l] * CQ__CPK(2));
+        for (int b = 0; b < BYTES; b += 64) __builtin_prefetch(r + b, 1, 3);
+        __builtin_prefetch(r + BYTES - 1, 1, 3);
+    }
+#else
+    (void)pk; (void)ks; (void)count;
+#endif
+}
+
+/* The contributions of `count` widened records (>>cpu_gather_record) of one cell to its 3 nodes
+   along the last axis (the other offsets o[0 .. D-1) given), in order, into acc[node][0] (mass) and
+   acc[node][1 + a] (momentum): per particle and node, the operations of cq__gather_row_ (kernels.j2)
+   in its order, so bitwise the same sums; acc[node][0..3] as one 4-wide vector (the mass lane adds
+   mass + 0 * d D times, which is the mass; in 2D the last lane is unused), and the sums stay in
+   registers over the cell's particles instead of waiting on the row's stores.  With gcc or clang
+   (CQ__CPU_V4, >>cpu_v4) the 4-wide vectors are written as such (GNU vector extensions: elementwise
+   IEEE operations, the same bits as the scalar loop beside them, which other compilers and
+   CQ_CPU_V4=0 take); gcc 12 built the vector from scalars by shuffles at every particle (on an
+   Intel Xeon the gather took 32% of a 3D 8k NeoHookean f64 backward, its hottest instructions
+   broadcasts and unpacks). */
+static void cq__gather_cell4_2d_f32(const float *q, int count, const int *o, const cq__params_f32 *prm,
+                                                 float acc[3][4])
+{
+    const float dx = prm->dx, o0 = (float)o[0];
+    const int w0 = 12 + o[0];   /* the fixed offsets' weights */
+#if CQ__CPU_V4
+    cq__v4_f32 A0 = {acc[0][0], acc[0][1], acc[0][2], acc[0][3]}, A1 = {acc[1][0], acc[1][1], acc[1][2], acc[1][3]},
+                  A2 = {acc[2][0], acc[2][1], acc[2][2], acc[2][3]};
+#endif
+    for (int j = 0; j < count; ++j, q += CQ__CPK(2)) {
+        const float wf = q[w0];
+        const float d0 = (o0 - q[18]) * dx, f = q[19];
+        const float dl[3] = {((float)0 - f) * dx, ((float)1 - f) * dx, ((float)2 - f) * dx};
+        const float t0 = wf * q[15], t1 = wf * q[16], t2 = wf * q[17];
+#if CQ__CPU_V4
+        cq__v4_f32 Av, C0, CL;
+        memcpy(&Av, q, sizeof Av); memcpy(&C0, q + 4, sizeof C0); memcpy(&CL, q + 8, sizeof CL);
+        {
+            const cq__v4_f32 E0 = {d0, d0, d0, d0};
+            cq__v4_f32 Pv = Av + C0 * E0;   /* part += B[a][0] d0: cq__gather_row_'s */
+            const cq__v4_f32 W0 = {t0, t0, t0, t0}, W1 = {t1, t1, t1, t1}, W2 = {t2, t2, t2, t2};
+            const cq__v4_f32 D0 = {dl[0], dl[0], dl[0], dl[0]}, D1 = {dl[1], dl[1], dl[1], dl[1]}, D2 = {dl[2], dl[2], dl[2], dl[2]};
+            A0 += W0 * (Pv + CL * D0);
+            A1 += W1 * (Pv + CL * D1);
+            A2 += W2 * (Pv + CL * D2);
+        }
+#else   /* the same operations, one value at a time */
+        {
+            const float wt[3] = {t0, t1, t2};
+            float P[4];
+            CQ__CPU_UNROLL for (int c = 0; c < 4; ++c) {
+                P[c] = q[c] + q[4 + c] * d0;
+            }
+            CQ__CPU_UNROLL for (int k = 0; k < 3; ++k)
+                CQ__CPU_UNROLL for (int c = 0; c < 4; ++c) acc[k][c] += wt[k] * (P[c] + q[8 + c] * dl[k]);
+        }
+#endif
+    }
+#if CQ__CPU_V4
+    for (int c = 0; c < 4; ++c) { acc[0][c] = A0[c]; acc[1][c] = A1[c]; acc[2][c] = A2[c]; }
+#endif
+}
+
+/* >>cpu_gather_record: the CPU's packed records (kernels.j2 >>cell_sort_: mass, fx[D], a[D], B[D][D]:
+   CQ__PK values, as P2G's particle half and the G2P adjoint make them) are stored widened into what
+   the gather reads 3^(D-1) times (once per row of the particle's stencil), CQ__CPK(D) = 4 + 8 D
+   values (28 in 3D, 20 in 2D):
+     [0, 4)            mass, a[0 .. D), then zeros   (a node's mass and momentum as one 4-wide vector)
+     [4 + 4c, 8 + 4c)  column c of B (c < D): 0, B[0][c] .. B[D-1][c], then zeros
+     [4 + 4D, 4 + 7D)  the weights w[axis][node] of the quadratic B-spline, axis by axis
+     [4 + 7D, 4 + 8D)  fx[D]
+   The record is made in a local array, then widened into its slot (q -> r).  The weights are
+   cq__gather_row_'s expression for them (so its bits), computed once a particle instead of at each
+   of its visits, and B's columns load as vectors instead of being shuffled together from its rows:
+   the 3D gather's samples fell 31-35% against G2P's (2-vCPU AMD EPYC Zen 3, one thread, the 3D 8k
+   cubes, all four variants), a 3D 8k NeoHookean f32 forward 10-12% (bench/RESULTS.md).  The cost:
+   4 + 8 D values a particle, not 1 + 2 D + D^2 (a 512k float64 cube's records 117 MB, not 67), and
+   the wider records' scattered stores, whose lines cq__pk_prefetch_ fetches ahead. */
+static void cq__pk_widen_2d_f64(const double *q, double *r)
+{
+    r[0] = q[0];
+    for (int a = 0; a < 3; ++a) r[1 + a] = a < 2 ? q[1 + 2 + a] : 0;
+    for (int c = 0; c < 2; ++c) {
+        r[4 + 4 * c] = 0;
+        for (int a = 0; a < 3; ++a) r[5 + 4 * c + a] = a < 2 ? q[1 + 2 * 2 + 2 * a + c] : 0;
+    }
+    for (int a = 0; a < 2; ++a) {
+        const double f = q[1 + a];
+        for (int k = 0; k < 3; ++k) {
+            const double e = k == 0 ? (double)1.5 - f : (k == 1 ? f - 1 : f - (double)0.5);
+            r[12 + 3 * a + k] = k == 1 ? (double)0.75 - e * e : (double)0.5 * e * e;
+        }
+        r[18 + a] = f;
+    }
+}
+
+/* the widened records of slots ks[0 .. count), for writing: their lines are fetched while the
+   particles' stress is computed, not when the records are stored (the stores' misses took 16% of
+   a 3D 64k f32 forward's samples without it, 5% with) */
+static void cq__pk_prefetch_2d_f64(double *pk, const int *ks, int count)
+{
+#if defined(__GNUC__)
+    enum { BYTES = (int)sizeof(double) * CQ__CPK(2) };
+    for (int l = 0; l < count; ++l) {
+        const char *r = (const char *)(pk + (long)ks[l] * CQ__CPK(2));
+        for (int b = 0; b < BYTES; b += 64) __builtin_prefetch(r + b, 1, 3);
+        __builtin_prefetch(r + BYTES - 1, 1, 3);
+    }
+#else
+    (void)pk; (void)ks; (void)count;
+#endif
+}
+
+/* The contributions of `count` widened records (>>cpu_gather_record) of one cell to its 3 nodes
+   along the last axis (the other offsets o[0 .. D-1) given), in order, into acc[node][0] (mass) and
+   acc[node][1 + a] (momentum): per particle and node, the operations of cq__gather_row_ (kernels.j2)
+   in its order, so bitwise the same sums; acc[node][0..3] as one 4-wide vector (the mass lane adds
+   mass + 0 * d D times, which is the mass; in 2D the last lane is unused), and the sums stay in
+   registers over the cell's particles instead of waiting on the row's stores.  With gcc or clang
+   (CQ__CPU_V4, >>cpu_v4) the 4-wide vectors are written as such (GNU vector extensions: elementwise
+   IEEE operations, the same bits as the scalar loop beside them, which other compilers and
+   CQ_CPU_V4=0 take); gcc 12 built the vector from scalars by shuffles at every particle (on an
+   Intel Xeon the gather took 32% of a 3D 8k NeoHookean f64 backward, its hottest instructions
+   broadcasts and unpacks). */
+static void cq__gather_cell4_2d_f64(const double *q, int count, const int *o, const cq__params_f64 *prm,
+                                                 double acc[3][4])
+{
+    const double dx = prm->dx, o0 = (double)o[0];
+    const int w0 = 12 + o[0];   /* the fixed offsets' weights */
+#if CQ__CPU_V4
+    cq__v4_f64 A0 = {acc[0][0], acc[0][1], acc[0][2], acc[0][3]}, A1 = {acc[1][0], acc[1][1], acc[1][2], acc[1][3]},
+                  A2 = {acc[2][0], acc[2][1], acc[2][2], acc[2][3]};
+#endif
+    for (int j = 0; j < count; ++j, q += CQ__CPK(2)) {
+        const double wf = q[w0];
+        const double d0 = (o0 - q[18]) * dx, f = q[19];
+        const double dl[3] = {((double)0 - f) * dx, ((double)1 - f) * dx, ((double)2 - f) * dx};
+        const double t0 = wf * q[15], t1 = wf * q[16], t2 = wf * q[17];
+#if CQ__CPU_V4
+        cq__v4_f64 Av, C0, CL;
+        memcpy(&Av, q, sizeof Av); memcpy(&C0, q + 4, sizeof C0); memcpy(&CL, q + 8, sizeof CL);
+        {
+            const cq__v4_f64 E0 = {d0, d0, d0, d0};
+            cq__v4_f64 Pv = Av + C0 * E0;   /* part += B[a][0] d0: cq__gather_row_'s */
+            const cq__v4_f64 W0 = {t0, t0, t0, t0}, W1 = {t1, t1, t1, t1}, W2 = {t2, t2, t2, t2};
+            const cq__v4_f64 D0 = {dl[0], dl[0], dl[0], dl[0]}, D1 = {dl[1], dl[1], dl[1], dl[1]}, D2 = {dl[2], dl[2], dl[2], dl[2]};
+            A0 += W0 * (Pv + CL * D0);
+            A1 += W1 * (Pv + CL * D1);
+            A2 += W2 * (Pv + CL * D2);
+        }
+#else   /* the same operations, one value at a time */
+        {
+            const double wt[3] = {t0, t1, t2};
+            double P[4];
+            CQ__CPU_UNROLL for (int c = 0; c < 4; ++c) {
+                P[c] = q[c] + q[4 + c] * d0;
+            }
+            CQ__CPU_UNROLL for (int k = 0; k < 3; ++k)
+                CQ__CPU_UNROLL for (int c = 0; c < 4; ++c) acc[k][c] += wt[k] * (P[c] + q[8 + c] * dl[k]);
+        }
+#endif
+    }
+#if CQ__CPU_V4
+    for (int c = 0; c < 4; ++c) { acc[0][c] = A0[c]; acc[1][c] = A1[c]; acc[2][c] = A2[c]; }
+#endif
+}
+
 static void cq__pk_widen_3d_f32(const float *q, float *r)
 {
     r[0] = q[0];
-    for (int a = 0; a < 3; ++a) r[1 + a] = q[4 + a];
+    for (int a = 0; a < 3; ++a) r[1 + a] = a < 3 ? q[1 + 3 + a] : 0;
     for (int c = 0; c < 3; ++c) {
         r[4 + 4 * c] = 0;
-        for (int a = 0; a < 3; ++a) r[5 + 4 * c + a] = q[7 + 3 * a + c];
+        for (int a = 0; a < 3; ++a) r[5 + 4 * c + a] = a < 3 ? q[1 + 2 * 3 + 3 * a + c] : 0;
     }
     for (int a = 0; a < 3; ++a) {
         const float f = q[1 + a];
@@ -12667,9 +12861,6 @@ static void cq__pk_widen_3d_f32(const float *q, float *r)
     }
 }
 
-/* the widened records of slots ks[0 .. count), for writing: their lines are fetched while the
-   particles' stress is computed, not when the records are stored (the stores' misses took 16% of
-   a 3D 64k f32 forward's samples without it, 5% with) */
 static void cq__pk_prefetch_3d_f32(float *pk, const int *ks, int count)
 {
 #if defined(__GNUC__)
@@ -12684,20 +12875,10 @@ static void cq__pk_prefetch_3d_f32(float *pk, const int *ks, int count)
 #endif
 }
 
-/* The contributions of `count` widened records (>>cpu_gather_record) of one cell to its 3 nodes
-   along the last axis (the other offsets o[0], o[1] given), in order, into acc[node][0] (mass) and
-   acc[node][1 + a] (momentum): per particle and node, the operations of cq__gather_row_ (kernels.j2)
-   in its order, so bitwise the same sums; acc[node][0..3] as one 4-wide vector (the mass lane adds
-   mass + 0 * d three times, which is the mass), and the sums stay in registers over the cell's
-   particles instead of waiting on the row's stores.  With gcc or clang (CQ__CPU_V4, >>cpu_v4) the
-   4-wide vectors are written as such (GNU vector extensions: elementwise IEEE operations, the same
-   bits as the scalar loop beside them, which other compilers and CQ_CPU_V4=0 take); gcc 12 built
-   the vector from scalars by shuffles at every particle (on an Intel Xeon the gather took 32% of a
-   3D 8k NeoHookean f64 backward, its hottest instructions broadcasts and unpacks). */
 static void cq__gather_cell4_3d_f32(const float *q, int count, const int *o, const cq__params_f32 *prm,
                                                  float acc[3][4])
 {
-    const float o0 = (float)o[0], o1 = (float)o[1], dx = prm->dx;
+    const float dx = prm->dx, o0 = (float)o[0], o1 = (float)o[1];
     const int w0 = 16 + o[0], w1 = 19 + o[1];   /* the fixed offsets' weights */
 #if CQ__CPU_V4
     cq__v4_f32 A0 = {acc[0][0], acc[0][1], acc[0][2], acc[0][3]}, A1 = {acc[1][0], acc[1][1], acc[1][2], acc[1][3]},
@@ -12709,17 +12890,20 @@ static void cq__gather_cell4_3d_f32(const float *q, int count, const int *o, con
         const float dl[3] = {((float)0 - f) * dx, ((float)1 - f) * dx, ((float)2 - f) * dx};
         const float t0 = wf * q[22], t1 = wf * q[23], t2 = wf * q[24];
 #if CQ__CPU_V4
-        cq__v4_f32 Av, C0, C1, C2;
-        memcpy(&Av, q, sizeof Av); memcpy(&C0, q + 4, sizeof C0); memcpy(&C1, q + 8, sizeof C1); memcpy(&C2, q + 12, sizeof C2);
+        cq__v4_f32 Av, C0, CL;
+        memcpy(&Av, q, sizeof Av); memcpy(&C0, q + 4, sizeof C0); memcpy(&CL, q + 12, sizeof CL);
         {
-            const cq__v4_f32 E0 = {d0, d0, d0, d0}, E1 = {d1, d1, d1, d1};
+            const cq__v4_f32 E0 = {d0, d0, d0, d0};
             cq__v4_f32 Pv = Av + C0 * E0;   /* part += B[a][0] d0, then += B[a][1] d1: cq__gather_row_'s */
+            cq__v4_f32 C1;
+            const cq__v4_f32 E1 = {d1, d1, d1, d1};
+            memcpy(&C1, q + 8, sizeof C1);
             Pv += C1 * E1;
             const cq__v4_f32 W0 = {t0, t0, t0, t0}, W1 = {t1, t1, t1, t1}, W2 = {t2, t2, t2, t2};
             const cq__v4_f32 D0 = {dl[0], dl[0], dl[0], dl[0]}, D1 = {dl[1], dl[1], dl[1], dl[1]}, D2 = {dl[2], dl[2], dl[2], dl[2]};
-            A0 += W0 * (Pv + C2 * D0);
-            A1 += W1 * (Pv + C2 * D1);
-            A2 += W2 * (Pv + C2 * D2);
+            A0 += W0 * (Pv + CL * D0);
+            A1 += W1 * (Pv + CL * D1);
+            A2 += W2 * (Pv + CL * D2);
         }
 #else   /* the same operations, one value at a time */
         {
@@ -12739,27 +12923,13 @@ static void cq__gather_cell4_3d_f32(const float *q, int count, const int *o, con
 #endif
 }
 
-/* >>cpu_gather_record: in 3D the CPU's packed records (kernels.j2 >>cell_sort_: mass, fx[3], a[3],
-   B[9]: CQ__PK values, as P2G's particle half and the G2P adjoint make them) are stored widened into
-   what the gather reads 9 times (once per row of the particle's stencil), CQ__CPK(3) = 28 values:
-     [0, 4)   mass, a[0], a[1], a[2]                (the 4-wide vector of a node's mass and momentum)
-     [4, 16)  column c of B at [4 + 4c, 8 + 4c): 0, B[0][c], B[1][c], B[2][c]
-     [16, 25) the weights w[axis][node] of the quadratic B-spline, axis by axis
-     [25, 28) fx[3]
-   The record is made in a local array, then widened into its slot (q -> r).  The weights are
-   cq__gather_row_'s expression for them (so its bits), computed once a particle instead of at each
-   of its 9 visits, and B's columns load as vectors instead of being shuffled together from its rows:
-   the gather's samples fell 31-35% against G2P's (2-vCPU AMD EPYC Zen 3, one thread, the 3D 8k
-   cubes, all four variants), a 3D 8k NeoHookean f32 forward 10-12% (bench/RESULTS.md).  The cost:
-   28 values a particle, not 16 (a 512k float64 cube's records 117 MB, not 67), and the wider
-   records' scattered stores, whose lines cq__pk_prefetch_3d_ fetches ahead. */
 static void cq__pk_widen_3d_f64(const double *q, double *r)
 {
     r[0] = q[0];
-    for (int a = 0; a < 3; ++a) r[1 + a] = q[4 + a];
+    for (int a = 0; a < 3; ++a) r[1 + a] = a < 3 ? q[1 + 3 + a] : 0;
     for (int c = 0; c < 3; ++c) {
         r[4 + 4 * c] = 0;
-        for (int a = 0; a < 3; ++a) r[5 + 4 * c + a] = q[7 + 3 * a + c];
+        for (int a = 0; a < 3; ++a) r[5 + 4 * c + a] = a < 3 ? q[1 + 2 * 3 + 3 * a + c] : 0;
     }
     for (int a = 0; a < 3; ++a) {
         const double f = q[1 + a];
@@ -12771,9 +12941,6 @@ static void cq__pk_widen_3d_f64(const double *q, double *r)
     }
 }
 
-/* the widened records of slots ks[0 .. count), for writing: their lines are fetched while the
-   particles' stress is computed, not when the records are stored (the stores' misses took 16% of
-   a 3D 64k f32 forward's samples without it, 5% with) */
 static void cq__pk_prefetch_3d_f64(double *pk, const int *ks, int count)
 {
 #if defined(__GNUC__)
@@ -12788,20 +12955,10 @@ static void cq__pk_prefetch_3d_f64(double *pk, const int *ks, int count)
 #endif
 }
 
-/* The contributions of `count` widened records (>>cpu_gather_record) of one cell to its 3 nodes
-   along the last axis (the other offsets o[0], o[1] given), in order, into acc[node][0] (mass) and
-   acc[node][1 + a] (momentum): per particle and node, the operations of cq__gather_row_ (kernels.j2)
-   in its order, so bitwise the same sums; acc[node][0..3] as one 4-wide vector (the mass lane adds
-   mass + 0 * d three times, which is the mass), and the sums stay in registers over the cell's
-   particles instead of waiting on the row's stores.  With gcc or clang (CQ__CPU_V4, >>cpu_v4) the
-   4-wide vectors are written as such (GNU vector extensions: elementwise IEEE operations, the same
-   bits as the scalar loop beside them, which other compilers and CQ_CPU_V4=0 take); gcc 12 built
-   the vector from scalars by shuffles at every particle (on an Intel Xeon the gather took 32% of a
-   3D 8k NeoHookean f64 backward, its hottest instructions broadcasts and unpacks). */
 static void cq__gather_cell4_3d_f64(const double *q, int count, const int *o, const cq__params_f64 *prm,
                                                  double acc[3][4])
 {
-    const double o0 = (double)o[0], o1 = (double)o[1], dx = prm->dx;
+    const double dx = prm->dx, o0 = (double)o[0], o1 = (double)o[1];
     const int w0 = 16 + o[0], w1 = 19 + o[1];   /* the fixed offsets' weights */
 #if CQ__CPU_V4
     cq__v4_f64 A0 = {acc[0][0], acc[0][1], acc[0][2], acc[0][3]}, A1 = {acc[1][0], acc[1][1], acc[1][2], acc[1][3]},
@@ -12813,17 +12970,20 @@ static void cq__gather_cell4_3d_f64(const double *q, int count, const int *o, co
         const double dl[3] = {((double)0 - f) * dx, ((double)1 - f) * dx, ((double)2 - f) * dx};
         const double t0 = wf * q[22], t1 = wf * q[23], t2 = wf * q[24];
 #if CQ__CPU_V4
-        cq__v4_f64 Av, C0, C1, C2;
-        memcpy(&Av, q, sizeof Av); memcpy(&C0, q + 4, sizeof C0); memcpy(&C1, q + 8, sizeof C1); memcpy(&C2, q + 12, sizeof C2);
+        cq__v4_f64 Av, C0, CL;
+        memcpy(&Av, q, sizeof Av); memcpy(&C0, q + 4, sizeof C0); memcpy(&CL, q + 12, sizeof CL);
         {
-            const cq__v4_f64 E0 = {d0, d0, d0, d0}, E1 = {d1, d1, d1, d1};
+            const cq__v4_f64 E0 = {d0, d0, d0, d0};
             cq__v4_f64 Pv = Av + C0 * E0;   /* part += B[a][0] d0, then += B[a][1] d1: cq__gather_row_'s */
+            cq__v4_f64 C1;
+            const cq__v4_f64 E1 = {d1, d1, d1, d1};
+            memcpy(&C1, q + 8, sizeof C1);
             Pv += C1 * E1;
             const cq__v4_f64 W0 = {t0, t0, t0, t0}, W1 = {t1, t1, t1, t1}, W2 = {t2, t2, t2, t2};
             const cq__v4_f64 D0 = {dl[0], dl[0], dl[0], dl[0]}, D1 = {dl[1], dl[1], dl[1], dl[1]}, D2 = {dl[2], dl[2], dl[2], dl[2]};
-            A0 += W0 * (Pv + C2 * D0);
-            A1 += W1 * (Pv + C2 * D1);
-            A2 += W2 * (Pv + C2 * D2);
+            A0 += W0 * (Pv + CL * D0);
+            A1 += W1 * (Pv + CL * D1);
+            A2 += W2 * (Pv + CL * D2);
         }
 #else   /* the same operations, one value at a time */
         {
@@ -12884,10 +13044,18 @@ static void cq__g2p_adj_range_2d_f32(void *ctx, int begin, int end)
     int p = begin, ps[CQ__LANES_f32];
     for (; CQ__LANES_ON_f32 && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
         for (int l = 0; l < CQ__LANES_f32; ++l) ps[l] = p + l;
-        cq__g2p_adj_lanes_2d_f32(ps, rank + p, t->prm, t->in, t->g, t->ao, t->ai, pk);
+        float rec[CQ__LANES_f32 * CQ__PK(2)];   /* the records here, then widened into their slots (>>cpu_gather_record) */
+        int ks[CQ__LANES_f32];
+        for (int l = 0; l < CQ__LANES_f32; ++l) { ks[l] = l; rec[l * CQ__PK(2)] = 0; }   /* (no mass: the adjoint's gather sums none) */
+        cq__pk_prefetch_2d_f32(pk, rank + p, CQ__LANES_f32);   /* (here the kernel is long enough) */
+        cq__g2p_adj_lanes_2d_f32(ps, ks, t->prm, t->in, t->g, t->ao, t->ai, rec);
+        for (int l = 0; l < CQ__LANES_f32; ++l) cq__pk_widen_2d_f32(rec + l * CQ__PK(2), pk + (long)rank[p + l] * CQ__CPK(2));
     }
     for (; p < end; ++p) {
-        cq__g2p_adj_2d_f32(p, t->prm, t->in, t->g, t->ao, t->ai, pk + (long)rank[p] * CQ__PK(2));
+        float rec[CQ__PK(2)];
+        rec[0] = 0;
+        cq__g2p_adj_2d_f32(p, t->prm, t->in, t->g, t->ao, t->ai, rec);
+        cq__pk_widen_2d_f32(rec, pk + (long)rank[p] * CQ__CPK(2));
     }
 }
 /* the grid adjoint of row r of nodes: a row without mass (most rows of a sparse scene) gets the
@@ -12973,15 +13141,19 @@ static void cq__cpu_gather_rows_2d_f32(void *ctx, int begin, int end)
         memset(v, 0, sizeof(float) * (size_t)L * 2);
         for (int q = 0; q < ns; ++q) {
             for (int a = 0; a < 1; ++a) o[a] = src_o[q][a];
-            for (int k = src_kb[q]; k < src_ke[q];) {   /* per cell (kernels.j2 >>grid_gather_) */
+            for (int k = src_kb[q]; k < src_ke[q];) {
+                /* one cell's particles (consecutive slots) add to the same 3 nodes of the row
+                   (kernels.j2 >>grid_gather_ per cell) */
                 const int cell = skey[k], b = cell - src_crow[q];
                 int e = k + 1;
-                float am[3], av[3 * 2];
+                float acc[3][4];
                 while (e < src_ke[q] && skey[e] == cell) ++e;
-                cq__gather_cell_2d_f32(pk, k, e, o, prm, m ? am : NULL, av);
-                for (int i = 0; i < 3; ++i) {
-                    if (m) m[b + i] += am[i];
-                    for (int a = 0; a < 2; ++a) v[(long)(b + i) * 2 + a] += av[i * 2 + a];
+                for (int i = 0; i < 3; ++i)
+                    for (int a = 0; a < 4; ++a) acc[i][a] = 0;
+                cq__gather_cell4_2d_f32(pk + (long)k * CQ__CPK(2), e - k, o, prm, acc);
+                for (int i = 0; i < 3; ++i) {   /* the cell's sum, then into the node's total */
+                    if (m) m[b + i] += acc[i][0];
+                    for (int a = 0; a < 2; ++a) v[(long)(b + i) * 2 + a] += acc[i][1 + a];
                 }
                 k = e;
             }
@@ -13034,10 +13206,18 @@ static void cq__g2p_adj_range_2d_f64(void *ctx, int begin, int end)
     int p = begin, ps[CQ__LANES_f64];
     for (; CQ__LANES_ON_f64 && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
         for (int l = 0; l < CQ__LANES_f64; ++l) ps[l] = p + l;
-        cq__g2p_adj_lanes_2d_f64(ps, rank + p, t->prm, t->in, t->g, t->ao, t->ai, pk);
+        double rec[CQ__LANES_f64 * CQ__PK(2)];   /* the records here, then widened into their slots (>>cpu_gather_record) */
+        int ks[CQ__LANES_f64];
+        for (int l = 0; l < CQ__LANES_f64; ++l) { ks[l] = l; rec[l * CQ__PK(2)] = 0; }   /* (no mass: the adjoint's gather sums none) */
+        cq__pk_prefetch_2d_f64(pk, rank + p, CQ__LANES_f64);   /* (here the kernel is long enough) */
+        cq__g2p_adj_lanes_2d_f64(ps, ks, t->prm, t->in, t->g, t->ao, t->ai, rec);
+        for (int l = 0; l < CQ__LANES_f64; ++l) cq__pk_widen_2d_f64(rec + l * CQ__PK(2), pk + (long)rank[p + l] * CQ__CPK(2));
     }
     for (; p < end; ++p) {
-        cq__g2p_adj_2d_f64(p, t->prm, t->in, t->g, t->ao, t->ai, pk + (long)rank[p] * CQ__PK(2));
+        double rec[CQ__PK(2)];
+        rec[0] = 0;
+        cq__g2p_adj_2d_f64(p, t->prm, t->in, t->g, t->ao, t->ai, rec);
+        cq__pk_widen_2d_f64(rec, pk + (long)rank[p] * CQ__CPK(2));
     }
 }
 /* the grid adjoint of row r of nodes: a row without mass (most rows of a sparse scene) gets the
@@ -13123,15 +13303,19 @@ static void cq__cpu_gather_rows_2d_f64(void *ctx, int begin, int end)
         memset(v, 0, sizeof(double) * (size_t)L * 2);
         for (int q = 0; q < ns; ++q) {
             for (int a = 0; a < 1; ++a) o[a] = src_o[q][a];
-            for (int k = src_kb[q]; k < src_ke[q];) {   /* per cell (kernels.j2 >>grid_gather_) */
+            for (int k = src_kb[q]; k < src_ke[q];) {
+                /* one cell's particles (consecutive slots) add to the same 3 nodes of the row
+                   (kernels.j2 >>grid_gather_ per cell) */
                 const int cell = skey[k], b = cell - src_crow[q];
                 int e = k + 1;
-                double am[3], av[3 * 2];
+                double acc[3][4];
                 while (e < src_ke[q] && skey[e] == cell) ++e;
-                cq__gather_cell_2d_f64(pk, k, e, o, prm, m ? am : NULL, av);
-                for (int i = 0; i < 3; ++i) {
-                    if (m) m[b + i] += am[i];
-                    for (int a = 0; a < 2; ++a) v[(long)(b + i) * 2 + a] += av[i * 2 + a];
+                for (int i = 0; i < 3; ++i)
+                    for (int a = 0; a < 4; ++a) acc[i][a] = 0;
+                cq__gather_cell4_2d_f64(pk + (long)k * CQ__CPK(2), e - k, o, prm, acc);
+                for (int i = 0; i < 3; ++i) {   /* the cell's sum, then into the node's total */
+                    if (m) m[b + i] += acc[i][0];
+                    for (int a = 0; a < 2; ++a) v[(long)(b + i) * 2 + a] += acc[i][1 + a];
                 }
                 k = e;
             }
@@ -13184,17 +13368,16 @@ static void cq__g2p_adj_range_3d_f32(void *ctx, int begin, int end)
     int p = begin, ps[CQ__LANES_f32];
     for (; CQ__LANES_ON_f32 && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
         for (int l = 0; l < CQ__LANES_f32; ++l) ps[l] = p + l;
-        {   /* the records here, then widened into their slots (>>cpu_gather_record) */
-            float rec[CQ__LANES_f32 * CQ__PK(3)];
-            int ks[CQ__LANES_f32];
-            for (int l = 0; l < CQ__LANES_f32; ++l) ks[l] = l;
-            cq__pk_prefetch_3d_f32(pk, rank + p, CQ__LANES_f32);
-            cq__g2p_adj_lanes_3d_f32(ps, ks, t->prm, t->in, t->g, t->ao, t->ai, rec);
-            for (int l = 0; l < CQ__LANES_f32; ++l) cq__pk_widen_3d_f32(rec + l * CQ__PK(3), pk + (long)rank[p + l] * CQ__CPK(3));
-        }
+        float rec[CQ__LANES_f32 * CQ__PK(3)];   /* the records here, then widened into their slots (>>cpu_gather_record) */
+        int ks[CQ__LANES_f32];
+        for (int l = 0; l < CQ__LANES_f32; ++l) { ks[l] = l; rec[l * CQ__PK(3)] = 0; }   /* (no mass: the adjoint's gather sums none) */
+        cq__pk_prefetch_3d_f32(pk, rank + p, CQ__LANES_f32);   /* (here the kernel is long enough) */
+        cq__g2p_adj_lanes_3d_f32(ps, ks, t->prm, t->in, t->g, t->ao, t->ai, rec);
+        for (int l = 0; l < CQ__LANES_f32; ++l) cq__pk_widen_3d_f32(rec + l * CQ__PK(3), pk + (long)rank[p + l] * CQ__CPK(3));
     }
     for (; p < end; ++p) {
         float rec[CQ__PK(3)];
+        rec[0] = 0;
         cq__g2p_adj_3d_f32(p, t->prm, t->in, t->g, t->ao, t->ai, rec);
         cq__pk_widen_3d_f32(rec, pk + (long)rank[p] * CQ__CPK(3));
     }
@@ -13285,8 +13468,8 @@ static void cq__cpu_gather_rows_3d_f32(void *ctx, int begin, int end)
         for (int q = 0; q < ns; ++q) {
             for (int a = 0; a < 2; ++a) o[a] = src_o[q][a];
             for (int k = src_kb[q]; k < src_ke[q];) {
-                /* one cell's particles (consecutive slots) add to the same 3 nodes of the row:
-                   -7-9% of a 3D 64k forward; in 2D (4 particles a cell, 3 lanes) 1-5% slower */
+                /* one cell's particles (consecutive slots) add to the same 3 nodes of the row
+                   (kernels.j2 >>grid_gather_ per cell) */
                 const int cell = skey[k], b = cell - src_crow[q];
                 int e = k + 1;
                 float acc[3][4];
@@ -13349,17 +13532,16 @@ static void cq__g2p_adj_range_3d_f64(void *ctx, int begin, int end)
     int p = begin, ps[CQ__LANES_f64];
     for (; CQ__LANES_ON_f64 && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
         for (int l = 0; l < CQ__LANES_f64; ++l) ps[l] = p + l;
-        {   /* the records here, then widened into their slots (>>cpu_gather_record) */
-            double rec[CQ__LANES_f64 * CQ__PK(3)];
-            int ks[CQ__LANES_f64];
-            for (int l = 0; l < CQ__LANES_f64; ++l) ks[l] = l;
-            cq__pk_prefetch_3d_f64(pk, rank + p, CQ__LANES_f64);
-            cq__g2p_adj_lanes_3d_f64(ps, ks, t->prm, t->in, t->g, t->ao, t->ai, rec);
-            for (int l = 0; l < CQ__LANES_f64; ++l) cq__pk_widen_3d_f64(rec + l * CQ__PK(3), pk + (long)rank[p + l] * CQ__CPK(3));
-        }
+        double rec[CQ__LANES_f64 * CQ__PK(3)];   /* the records here, then widened into their slots (>>cpu_gather_record) */
+        int ks[CQ__LANES_f64];
+        for (int l = 0; l < CQ__LANES_f64; ++l) { ks[l] = l; rec[l * CQ__PK(3)] = 0; }   /* (no mass: the adjoint's gather sums none) */
+        cq__pk_prefetch_3d_f64(pk, rank + p, CQ__LANES_f64);   /* (here the kernel is long enough) */
+        cq__g2p_adj_lanes_3d_f64(ps, ks, t->prm, t->in, t->g, t->ao, t->ai, rec);
+        for (int l = 0; l < CQ__LANES_f64; ++l) cq__pk_widen_3d_f64(rec + l * CQ__PK(3), pk + (long)rank[p + l] * CQ__CPK(3));
     }
     for (; p < end; ++p) {
         double rec[CQ__PK(3)];
+        rec[0] = 0;
         cq__g2p_adj_3d_f64(p, t->prm, t->in, t->g, t->ao, t->ai, rec);
         cq__pk_widen_3d_f64(rec, pk + (long)rank[p] * CQ__CPK(3));
     }
@@ -13450,8 +13632,8 @@ static void cq__cpu_gather_rows_3d_f64(void *ctx, int begin, int end)
         for (int q = 0; q < ns; ++q) {
             for (int a = 0; a < 2; ++a) o[a] = src_o[q][a];
             for (int k = src_kb[q]; k < src_ke[q];) {
-                /* one cell's particles (consecutive slots) add to the same 3 nodes of the row:
-                   -7-9% of a 3D 64k forward; in 2D (4 particles a cell, 3 lanes) 1-5% slower */
+                /* one cell's particles (consecutive slots) add to the same 3 nodes of the row
+                   (kernels.j2 >>grid_gather_ per cell) */
                 const int cell = skey[k], b = cell - src_crow[q];
                 int e = k + 1;
                 double acc[3][4];
@@ -13510,6 +13692,7 @@ static void cq__p2g_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
     if (CQ__LANES_ON_f32) {
         enum { LN = CQ__LANES_f32, DD = 4 };
         const cq__pview_f32 s = t->in;
+        cq__pk_prefetch_2d_f32(pk, rank + begin, end - begin < LN ? end - begin : LN);
         for (int p = begin; p < end; p += LN) {
             const int cnt = end - p < LN ? end - p : LN;
             int ps[LN];
@@ -13518,6 +13701,7 @@ static void cq__p2g_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
                 ps[l] = p + (l < cnt ? l : cnt - 1);
                 for (int i = 0; i < DD; ++i) F[i][l] = s.F[(long)ps[l] * DD + i];
             }
+            if (p + LN < end) cq__pk_prefetch_2d_f32(pk, rank + p + LN, end - p - LN < LN ? end - p - LN : LN);   /* the next group's */
             cq__mat_lanes_f32 m;
             cq__svd_lanes_f32 sv;
             cq__mat_lanes_load_f32(ps, s, &m);
@@ -13526,20 +13710,23 @@ static void cq__p2g_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
             cq__affine_lanes_2d_f32(ps, t->prm, s, Pp, F, G);
             for (int l = 0; l < cnt; ++l) {   /* as cq__p2g_rot_ packs */
                 const long q = p + l;
-                float *pq = pk + (long)rank[q] * CQ__PK(2), xp[2];
+                float pq[CQ__PK(2)], xp[2];   /* the record here, then widened into its slot (>>cpu_gather_record) */
                 int base[2];
                 for (int a = 0; a < 2; ++a) xp[a] = s.x[q * 2 + a];
                 cq__base_2d_f32(xp, t->prm, base, pq + 1);
                 pq[0] = s.mass[q];
                 for (int a = 0; a < 2; ++a) pq[1 + 2 + a] = s.mass[q] * s.v[q * 2 + a];
                 for (int a = 0; a < DD; ++a) pq[1 + 2 * 2 + a] = G[a][l];
+                cq__pk_widen_2d_f32(pq, pk + (long)rank[q] * CQ__CPK(2));
             }
         }
         return;
     }
     for (int p = begin; p < end; ++p) {   /* the lanes off (t->rot: the backward keeps each particle's rotation for its P2G adjoint) */
         cq__rot_2d_f32 r;
-        cq__p2g_rot_2d_fixed_corotated_f32(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(2), t->rot ? t->rot + p : &r, 1);
+        float rec[CQ__PK(2)];
+        cq__p2g_rot_2d_fixed_corotated_f32(p, t->prm, t->in, rec, t->rot ? t->rot + p : &r, 1);
+        cq__pk_widen_2d_f32(rec, pk + (long)rank[p] * CQ__CPK(2));
     }
 }
 /* The P2G adjoint's per-particle stress parts one particle at a time, as in cq__p2g_adj_given_rot_: P
@@ -13729,6 +13916,7 @@ static void cq__p2g_range_2d_fixed_corotated_f64(void *ctx, int begin, int end)
     if (CQ__LANES_ON_f64) {
         enum { LN = CQ__LANES_f64, DD = 4 };
         const cq__pview_f64 s = t->in;
+        cq__pk_prefetch_2d_f64(pk, rank + begin, end - begin < LN ? end - begin : LN);
         for (int p = begin; p < end; p += LN) {
             const int cnt = end - p < LN ? end - p : LN;
             int ps[LN];
@@ -13737,6 +13925,7 @@ static void cq__p2g_range_2d_fixed_corotated_f64(void *ctx, int begin, int end)
                 ps[l] = p + (l < cnt ? l : cnt - 1);
                 for (int i = 0; i < DD; ++i) F[i][l] = s.F[(long)ps[l] * DD + i];
             }
+            if (p + LN < end) cq__pk_prefetch_2d_f64(pk, rank + p + LN, end - p - LN < LN ? end - p - LN : LN);   /* the next group's */
             cq__mat_lanes_f64 m;
             cq__svd_lanes_f64 sv;
             cq__mat_lanes_load_f64(ps, s, &m);
@@ -13745,20 +13934,23 @@ static void cq__p2g_range_2d_fixed_corotated_f64(void *ctx, int begin, int end)
             cq__affine_lanes_2d_f64(ps, t->prm, s, Pp, F, G);
             for (int l = 0; l < cnt; ++l) {   /* as cq__p2g_rot_ packs */
                 const long q = p + l;
-                double *pq = pk + (long)rank[q] * CQ__PK(2), xp[2];
+                double pq[CQ__PK(2)], xp[2];   /* the record here, then widened into its slot (>>cpu_gather_record) */
                 int base[2];
                 for (int a = 0; a < 2; ++a) xp[a] = s.x[q * 2 + a];
                 cq__base_2d_f64(xp, t->prm, base, pq + 1);
                 pq[0] = s.mass[q];
                 for (int a = 0; a < 2; ++a) pq[1 + 2 + a] = s.mass[q] * s.v[q * 2 + a];
                 for (int a = 0; a < DD; ++a) pq[1 + 2 * 2 + a] = G[a][l];
+                cq__pk_widen_2d_f64(pq, pk + (long)rank[q] * CQ__CPK(2));
             }
         }
         return;
     }
     for (int p = begin; p < end; ++p) {   /* the lanes off (t->rot: the backward keeps each particle's rotation for its P2G adjoint) */
         cq__rot_2d_f64 r;
-        cq__p2g_rot_2d_fixed_corotated_f64(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(2), t->rot ? t->rot + p : &r, 1);
+        double rec[CQ__PK(2)];
+        cq__p2g_rot_2d_fixed_corotated_f64(p, t->prm, t->in, rec, t->rot ? t->rot + p : &r, 1);
+        cq__pk_widen_2d_f64(rec, pk + (long)rank[p] * CQ__CPK(2));
     }
 }
 /* The P2G adjoint's per-particle stress parts one particle at a time, as in cq__p2g_adj_given_rot_: P
@@ -13937,6 +14129,7 @@ static void cq__p2g_range_2d_neohookean_f32(void *ctx, int begin, int end)
     if (CQ__LANES_ON_f32) {
         enum { LN = CQ__LANES_f32, DD = 4 };
         const cq__pview_f32 s = t->in;
+        cq__pk_prefetch_2d_f32(pk, rank + begin, end - begin < LN ? end - begin : LN);
         for (int p = begin; p < end; p += LN) {
             const int cnt = end - p < LN ? end - p : LN;
             int ps[LN];
@@ -13945,6 +14138,7 @@ static void cq__p2g_range_2d_neohookean_f32(void *ctx, int begin, int end)
                 ps[l] = p + (l < cnt ? l : cnt - 1);
                 for (int i = 0; i < DD; ++i) F[i][l] = s.F[(long)ps[l] * DD + i];
             }
+            if (p + LN < end) cq__pk_prefetch_2d_f32(pk, rank + p + LN, end - p - LN < LN ? end - p - LN : LN);   /* the next group's */
             cq__mat_lanes_f32 m;
             cq__svd_lanes_f32 sv;
             cq__mat_lanes_load_f32(ps, s, &m);
@@ -13953,20 +14147,23 @@ static void cq__p2g_range_2d_neohookean_f32(void *ctx, int begin, int end)
             cq__affine_lanes_2d_f32(ps, t->prm, s, Pp, F, G);
             for (int l = 0; l < cnt; ++l) {   /* as cq__p2g_rot_ packs */
                 const long q = p + l;
-                float *pq = pk + (long)rank[q] * CQ__PK(2), xp[2];
+                float pq[CQ__PK(2)], xp[2];   /* the record here, then widened into its slot (>>cpu_gather_record) */
                 int base[2];
                 for (int a = 0; a < 2; ++a) xp[a] = s.x[q * 2 + a];
                 cq__base_2d_f32(xp, t->prm, base, pq + 1);
                 pq[0] = s.mass[q];
                 for (int a = 0; a < 2; ++a) pq[1 + 2 + a] = s.mass[q] * s.v[q * 2 + a];
                 for (int a = 0; a < DD; ++a) pq[1 + 2 * 2 + a] = G[a][l];
+                cq__pk_widen_2d_f32(pq, pk + (long)rank[q] * CQ__CPK(2));
             }
         }
         return;
     }
     for (int p = begin; p < end; ++p) {   /* the lanes off (t->rot: the backward keeps each particle's rotation for its P2G adjoint) */
         cq__rot_2d_f32 r;
-        cq__p2g_rot_2d_neohookean_f32(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(2), t->rot ? t->rot + p : &r, 1);
+        float rec[CQ__PK(2)];
+        cq__p2g_rot_2d_neohookean_f32(p, t->prm, t->in, rec, t->rot ? t->rot + p : &r, 1);
+        cq__pk_widen_2d_f32(rec, pk + (long)rank[p] * CQ__CPK(2));
     }
 }
 /* The P2G adjoint's per-particle stress parts one particle at a time, as in cq__p2g_adj_given_rot_: P
@@ -14145,6 +14342,7 @@ static void cq__p2g_range_2d_neohookean_f64(void *ctx, int begin, int end)
     if (CQ__LANES_ON_f64) {
         enum { LN = CQ__LANES_f64, DD = 4 };
         const cq__pview_f64 s = t->in;
+        cq__pk_prefetch_2d_f64(pk, rank + begin, end - begin < LN ? end - begin : LN);
         for (int p = begin; p < end; p += LN) {
             const int cnt = end - p < LN ? end - p : LN;
             int ps[LN];
@@ -14153,6 +14351,7 @@ static void cq__p2g_range_2d_neohookean_f64(void *ctx, int begin, int end)
                 ps[l] = p + (l < cnt ? l : cnt - 1);
                 for (int i = 0; i < DD; ++i) F[i][l] = s.F[(long)ps[l] * DD + i];
             }
+            if (p + LN < end) cq__pk_prefetch_2d_f64(pk, rank + p + LN, end - p - LN < LN ? end - p - LN : LN);   /* the next group's */
             cq__mat_lanes_f64 m;
             cq__svd_lanes_f64 sv;
             cq__mat_lanes_load_f64(ps, s, &m);
@@ -14161,20 +14360,23 @@ static void cq__p2g_range_2d_neohookean_f64(void *ctx, int begin, int end)
             cq__affine_lanes_2d_f64(ps, t->prm, s, Pp, F, G);
             for (int l = 0; l < cnt; ++l) {   /* as cq__p2g_rot_ packs */
                 const long q = p + l;
-                double *pq = pk + (long)rank[q] * CQ__PK(2), xp[2];
+                double pq[CQ__PK(2)], xp[2];   /* the record here, then widened into its slot (>>cpu_gather_record) */
                 int base[2];
                 for (int a = 0; a < 2; ++a) xp[a] = s.x[q * 2 + a];
                 cq__base_2d_f64(xp, t->prm, base, pq + 1);
                 pq[0] = s.mass[q];
                 for (int a = 0; a < 2; ++a) pq[1 + 2 + a] = s.mass[q] * s.v[q * 2 + a];
                 for (int a = 0; a < DD; ++a) pq[1 + 2 * 2 + a] = G[a][l];
+                cq__pk_widen_2d_f64(pq, pk + (long)rank[q] * CQ__CPK(2));
             }
         }
         return;
     }
     for (int p = begin; p < end; ++p) {   /* the lanes off (t->rot: the backward keeps each particle's rotation for its P2G adjoint) */
         cq__rot_2d_f64 r;
-        cq__p2g_rot_2d_neohookean_f64(p, t->prm, t->in, pk + (long)rank[p] * CQ__PK(2), t->rot ? t->rot + p : &r, 1);
+        double rec[CQ__PK(2)];
+        cq__p2g_rot_2d_neohookean_f64(p, t->prm, t->in, rec, t->rot ? t->rot + p : &r, 1);
+        cq__pk_widen_2d_f64(rec, pk + (long)rank[p] * CQ__CPK(2));
     }
 }
 /* The P2G adjoint's per-particle stress parts one particle at a time, as in cq__p2g_adj_given_rot_: P
@@ -14368,6 +14570,7 @@ static void cq__p2g_range_3d_fixed_corotated_f32(void *ctx, int begin, int end)
     if (CQ__LANES_ON_f32) {
         enum { LN = CQ__LANES_f32, DD = 9 };
         const cq__pview_f32 s = t->in;
+        cq__pk_prefetch_3d_f32(pk, rank + begin, end - begin < LN ? end - begin : LN);
         for (int p = begin; p < end; p += LN) {
             const int cnt = end - p < LN ? end - p : LN;
             int ps[LN];
@@ -14376,7 +14579,7 @@ static void cq__p2g_range_3d_fixed_corotated_f32(void *ctx, int begin, int end)
                 ps[l] = p + (l < cnt ? l : cnt - 1);
                 for (int i = 0; i < DD; ++i) F[i][l] = s.F[(long)ps[l] * DD + i];
             }
-            cq__pk_prefetch_3d_f32(pk, rank + p, cnt);
+            if (p + LN < end) cq__pk_prefetch_3d_f32(pk, rank + p + LN, end - p - LN < LN ? end - p - LN : LN);   /* the next group's */
             cq__mat_lanes_f32 m;
             cq__svd_lanes_f32 sv;
             cq__mat_lanes_load_f32(ps, s, &m);
@@ -14595,6 +14798,7 @@ static void cq__p2g_range_3d_fixed_corotated_f64(void *ctx, int begin, int end)
     if (CQ__LANES_ON_f64) {
         enum { LN = CQ__LANES_f64, DD = 9 };
         const cq__pview_f64 s = t->in;
+        cq__pk_prefetch_3d_f64(pk, rank + begin, end - begin < LN ? end - begin : LN);
         for (int p = begin; p < end; p += LN) {
             const int cnt = end - p < LN ? end - p : LN;
             int ps[LN];
@@ -14603,7 +14807,7 @@ static void cq__p2g_range_3d_fixed_corotated_f64(void *ctx, int begin, int end)
                 ps[l] = p + (l < cnt ? l : cnt - 1);
                 for (int i = 0; i < DD; ++i) F[i][l] = s.F[(long)ps[l] * DD + i];
             }
-            cq__pk_prefetch_3d_f64(pk, rank + p, cnt);
+            if (p + LN < end) cq__pk_prefetch_3d_f64(pk, rank + p + LN, end - p - LN < LN ? end - p - LN : LN);   /* the next group's */
             cq__mat_lanes_f64 m;
             cq__svd_lanes_f64 sv;
             cq__mat_lanes_load_f64(ps, s, &m);
@@ -14807,6 +15011,7 @@ static void cq__p2g_range_3d_neohookean_f32(void *ctx, int begin, int end)
     if (CQ__LANES_ON_f32) {
         enum { LN = CQ__LANES_f32, DD = 9 };
         const cq__pview_f32 s = t->in;
+        cq__pk_prefetch_3d_f32(pk, rank + begin, end - begin < LN ? end - begin : LN);
         for (int p = begin; p < end; p += LN) {
             const int cnt = end - p < LN ? end - p : LN;
             int ps[LN];
@@ -14815,7 +15020,7 @@ static void cq__p2g_range_3d_neohookean_f32(void *ctx, int begin, int end)
                 ps[l] = p + (l < cnt ? l : cnt - 1);
                 for (int i = 0; i < DD; ++i) F[i][l] = s.F[(long)ps[l] * DD + i];
             }
-            cq__pk_prefetch_3d_f32(pk, rank + p, cnt);
+            if (p + LN < end) cq__pk_prefetch_3d_f32(pk, rank + p + LN, end - p - LN < LN ? end - p - LN : LN);   /* the next group's */
             cq__mat_lanes_f32 m;
             cq__svd_lanes_f32 sv;
             cq__mat_lanes_load_f32(ps, s, &m);
@@ -15019,6 +15224,7 @@ static void cq__p2g_range_3d_neohookean_f64(void *ctx, int begin, int end)
     if (CQ__LANES_ON_f64) {
         enum { LN = CQ__LANES_f64, DD = 9 };
         const cq__pview_f64 s = t->in;
+        cq__pk_prefetch_3d_f64(pk, rank + begin, end - begin < LN ? end - begin : LN);
         for (int p = begin; p < end; p += LN) {
             const int cnt = end - p < LN ? end - p : LN;
             int ps[LN];
@@ -15027,7 +15233,7 @@ static void cq__p2g_range_3d_neohookean_f64(void *ctx, int begin, int end)
                 ps[l] = p + (l < cnt ? l : cnt - 1);
                 for (int i = 0; i < DD; ++i) F[i][l] = s.F[(long)ps[l] * DD + i];
             }
-            cq__pk_prefetch_3d_f64(pk, rank + p, cnt);
+            if (p + LN < end) cq__pk_prefetch_3d_f64(pk, rank + p + LN, end - p - LN < LN ? end - p - LN : LN);   /* the next group's */
             cq__mat_lanes_f64 m;
             cq__svd_lanes_f64 sv;
             cq__mat_lanes_load_f64(ps, s, &m);

@@ -1092,10 +1092,11 @@ CQ_HD void cq__gather_row_2d_f32(const float *pk, const int *o, const cq__params
    each cell's sum over its particles (in sorted order, by particle index) from 0, added to the
    node's total from 0 (an empty cell adds 0 or nothing: the same bits).  So a node's sum is
    bitwise the same on any number of threads, run to run, and on the GPU up to fused
-   multiply-adds.  The CPU (cpu_backend.j2 >>cpu_gather_, row by row) and the CUDA kernel
-   (kernels.cu.j2 >>cuda_gather, 32 nodes of a row a block) both take each cell's sum for the 3
-   nodes of the row it reaches from this function: particles [b, e) of the sorted packed array
-   pk, the other offsets o[0..D-2] given; m[3] (or NULL), mom[3 x D], set (not added to). */
+   multiply-adds.  The CUDA kernel (kernels.cu.j2 >>cuda_gather, 32 nodes of a row a block) takes
+   each cell's sum for the 3 nodes of the row it reaches from this function (the CPU, cpu_backend.j2
+   >>cpu_gather_ row by row, its operations from its widened records, >>cpu_gather_record):
+   particles [b, e) of the sorted packed array pk, the other offsets o[0..D-2] given; m[3] (or
+   NULL), mom[3 x D], set (not added to). */
 CQ_HD void cq__gather_cell_2d_f32(const float *pk, int b, int e, const int *o, const cq__params_f32 *prm,
                                               float *m, float *mom)
 {
@@ -1618,10 +1619,11 @@ CQ_HD void cq__gather_row_2d_f64(const double *pk, const int *o, const cq__param
    each cell's sum over its particles (in sorted order, by particle index) from 0, added to the
    node's total from 0 (an empty cell adds 0 or nothing: the same bits).  So a node's sum is
    bitwise the same on any number of threads, run to run, and on the GPU up to fused
-   multiply-adds.  The CPU (cpu_backend.j2 >>cpu_gather_, row by row) and the CUDA kernel
-   (kernels.cu.j2 >>cuda_gather, 32 nodes of a row a block) both take each cell's sum for the 3
-   nodes of the row it reaches from this function: particles [b, e) of the sorted packed array
-   pk, the other offsets o[0..D-2] given; m[3] (or NULL), mom[3 x D], set (not added to). */
+   multiply-adds.  The CUDA kernel (kernels.cu.j2 >>cuda_gather, 32 nodes of a row a block) takes
+   each cell's sum for the 3 nodes of the row it reaches from this function (the CPU, cpu_backend.j2
+   >>cpu_gather_ row by row, its operations from its widened records, >>cpu_gather_record):
+   particles [b, e) of the sorted packed array pk, the other offsets o[0..D-2] given; m[3] (or
+   NULL), mom[3 x D], set (not added to). */
 CQ_HD void cq__gather_cell_2d_f64(const double *pk, int b, int e, const int *o, const cq__params_f64 *prm,
                                               double *m, double *mom)
 {
@@ -2227,10 +2229,11 @@ CQ_HD void cq__pk_load_3d_f32(const float *pk, int k, float *r)
    each cell's sum over its particles (in sorted order, by particle index) from 0, added to the
    node's total from 0 (an empty cell adds 0 or nothing: the same bits).  So a node's sum is
    bitwise the same on any number of threads, run to run, and on the GPU up to fused
-   multiply-adds.  The CPU (cpu_backend.j2 >>cpu_gather_, row by row) and the CUDA kernel
-   (kernels.cu.j2 >>cuda_gather, 32 nodes of a row a block) both take each cell's sum for the 3
-   nodes of the row it reaches from this function: particles [b, e) of the sorted packed array
-   pk, the other offsets o[0..D-2] given; m[3] (or NULL), mom[3 x D], set (not added to). */
+   multiply-adds.  The CUDA kernel (kernels.cu.j2 >>cuda_gather, 32 nodes of a row a block) takes
+   each cell's sum for the 3 nodes of the row it reaches from this function (the CPU, cpu_backend.j2
+   >>cpu_gather_ row by row, its operations from its widened records, >>cpu_gather_record):
+   particles [b, e) of the sorted packed array pk, the other offsets o[0..D-2] given; m[3] (or
+   NULL), mom[3 x D], set (not added to). */
 CQ_HD void cq__gather_cell_3d_f32(const float *pk, int b, int e, const int *o, const cq__params_f32 *prm,
                                               float *m, float *mom)
 {
@@ -2885,10 +2888,11 @@ CQ_HD void cq__pk_load_3d_f64(const double *pk, int k, double *r)
    each cell's sum over its particles (in sorted order, by particle index) from 0, added to the
    node's total from 0 (an empty cell adds 0 or nothing: the same bits).  So a node's sum is
    bitwise the same on any number of threads, run to run, and on the GPU up to fused
-   multiply-adds.  The CPU (cpu_backend.j2 >>cpu_gather_, row by row) and the CUDA kernel
-   (kernels.cu.j2 >>cuda_gather, 32 nodes of a row a block) both take each cell's sum for the 3
-   nodes of the row it reaches from this function: particles [b, e) of the sorted packed array
-   pk, the other offsets o[0..D-2] given; m[3] (or NULL), mom[3 x D], set (not added to). */
+   multiply-adds.  The CUDA kernel (kernels.cu.j2 >>cuda_gather, 32 nodes of a row a block) takes
+   each cell's sum for the 3 nodes of the row it reaches from this function (the CPU, cpu_backend.j2
+   >>cpu_gather_ row by row, its operations from its widened records, >>cpu_gather_record):
+   particles [b, e) of the sorted packed array pk, the other offsets o[0..D-2] given; m[3] (or
+   NULL), mom[3 x D], set (not added to). */
 CQ_HD void cq__gather_cell_3d_f64(const double *pk, int b, int e, const int *o, const cq__params_f64 *prm,
                                               double *m, double *mom)
 {
@@ -21105,7 +21109,7 @@ cq_result cq_world_control_grad_feedback(const cq_world *w, const double *dL_dst
 #if CQ__HAS_CUDA
 /* ---- BEGIN GENERATED: embedded PTX (base64 rows; the readable code ends above) from templates/ptx.j2.
    DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
-/* PTX module 2d_f32: sha256 206507381ebf9a480a5ad6e8403aba6ba1d938db748d26994b74edb202590f0f, nvrtc 12.0, PTX ISA 8.0, 509403 bytes, fnv1a 0xefb2cc88, lz 137760 bytes */
+/* PTX module 2d_f32: sha256 13f14457e913bec05ab7819f62c4c5191d774425a838626aa85f90c9dac29e03, nvrtc 12.0, PTX ISA 8.0, 509403 bytes, fnv1a 0xefb2cc88, lz 137760 bytes */
 static const char cq__ptx_2d_f32_lz[][CQ__PTX_ROW + 1] = {
 "8hkvLwovLyBHZW5lcmF0ZWQgYnkgTlZJRElBIE5WVk0gQ29tcGlsZXIKKAAEDwDxByBCdWlsZCBJRDogQ0wtMzE5NjgwMjQi",
 "AFF1ZGEgYycA8A1hdGlvbiB0b29scywgcmVsZWFzZSAxMi4wLCBWBwAwLjc2MgCCQmFzZWQgb25xAFA3LjAuMW4AYAoudmVy",
@@ -23023,7 +23027,7 @@ static const char cq__ptx_2d_f32_lz[][CQ__PTX_ROW + 1] = {
 "ASsBAjJ5GGTIQxE2xw6QcmV0OwoKfQoK"
 };
 static const cq__ptx_module cq__ptx_2d_f32 = { cq__ptx_2d_f32_lz, 137760, 509403, 0xefb2cc88u };
-/* PTX module 2d_f64: sha256 d33f98f6ea7c29a7a5c18c38d2314c18aa83b1a8724e676e1b0795f82f99d1cf, nvrtc 12.0, PTX ISA 8.0, 527943 bytes, fnv1a 0x49be0c86, lz 139463 bytes */
+/* PTX module 2d_f64: sha256 593a34dac090ba3980051d1559b5ad330b9319aec7f7990e49edf7dd7bd18572, nvrtc 12.0, PTX ISA 8.0, 527943 bytes, fnv1a 0x49be0c86, lz 139463 bytes */
 static const char cq__ptx_2d_f64_lz[][CQ__PTX_ROW + 1] = {
 "8hkvLwovLyBHZW5lcmF0ZWQgYnkgTlZJRElBIE5WVk0gQ29tcGlsZXIKKAAEDwDxByBCdWlsZCBJRDogQ0wtMzE5NjgwMjQi",
 "AFF1ZGEgYycA8A1hdGlvbiB0b29scywgcmVsZWFzZSAxMi4wLCBWBwAwLjc2MgCCQmFzZWQgb25xAFA3LjAuMW4AYAoudmVy",
@@ -24964,7 +24968,7 @@ static const char cq__ptx_2d_f64_lz[][CQ__PTX_ROW + 1] = {
 "AgYFrx4MRZcFBgUNgQ8YNvLTETbIPA/pEgUDHBEEyBwKBQIBPAII4GMENgADjRIDPQAPd4QEJDE3vaIIjQAEWwlQCgp9Cgo"
 };
 static const cq__ptx_module cq__ptx_2d_f64 = { cq__ptx_2d_f64_lz, 139463, 527943, 0x49be0c86u };
-/* PTX module 3d_f32: sha256 279a0852418bd4b8c7285c068a23ebc942a7c1cf3e6f8d2f2363eca3b10eac99, nvrtc 12.0, PTX ISA 8.0, 736637 bytes, fnv1a 0x62e3e4ce, lz 206906 bytes */
+/* PTX module 3d_f32: sha256 f84ae8227dc7ab4da7f41cd4a0f14529932bb33c38cafa4362add3468f3f0f51, nvrtc 12.0, PTX ISA 8.0, 736637 bytes, fnv1a 0x62e3e4ce, lz 206906 bytes */
 static const char cq__ptx_3d_f32_lz[][CQ__PTX_ROW + 1] = {
 "8hkvLwovLyBHZW5lcmF0ZWQgYnkgTlZJRElBIE5WVk0gQ29tcGlsZXIKKAAEDwDxByBCdWlsZCBJRDogQ0wtMzE5NjgwMjQi",
 "AFF1ZGEgYycA8A1hdGlvbiB0b29scywgcmVsZWFzZSAxMi4wLCBWBwAwLjc2MgCCQmFzZWQgb25xAFA3LjAuMW4AYAoudmVy",
@@ -27842,7 +27846,7 @@ static const char cq__ptx_3d_f32_lz[][CQ__PTX_ROW + 1] = {
 "fgpjAgGaAgOoBgm4AAPvFgS6JQpRDgAlAAErAQJuuAFlNwaNAAA0E5ByZXQ7Cgp9Cgo"
 };
 static const cq__ptx_module cq__ptx_3d_f32 = { cq__ptx_3d_f32_lz, 206906, 736637, 0x62e3e4ceu };
-/* PTX module 3d_f64: sha256 4e8d31a02a13b0952e5827827493d3210f00fb82c81dd78d0f08ffcf9605382f, nvrtc 12.0, PTX ISA 8.0, 757798 bytes, fnv1a 0x3bc53553, lz 206349 bytes */
+/* PTX module 3d_f64: sha256 2510e03178403f1aace0f1f9a975809489a430ae60735d03ab9d048063f96509, nvrtc 12.0, PTX ISA 8.0, 757798 bytes, fnv1a 0x3bc53553, lz 206349 bytes */
 static const char cq__ptx_3d_f64_lz[][CQ__PTX_ROW + 1] = {
 "8hkvLwovLyBHZW5lcmF0ZWQgYnkgTlZJRElBIE5WVk0gQ29tcGlsZXIKKAAEDwDxByBCdWlsZCBJRDogQ0wtMzE5NjgwMjQi",
 "AFF1ZGEgYycA8A1hdGlvbiB0b29scywgcmVsZWFzZSAxMi4wLCBWBwAwLjc2MgCCQmFzZWQgb25xAFA3LjAuMW4AYAoudmVy",

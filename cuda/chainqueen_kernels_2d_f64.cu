@@ -522,10 +522,11 @@ CQ_HD void cq__gather_row_2d_f64(const double *pk, const int *o, const cq__param
    each cell's sum over its particles (in sorted order, by particle index) from 0, added to the
    node's total from 0 (an empty cell adds 0 or nothing: the same bits).  So a node's sum is
    bitwise the same on any number of threads, run to run, and on the GPU up to fused
-   multiply-adds.  The CPU (cpu_backend.j2 >>cpu_gather_, row by row) and the CUDA kernel
-   (kernels.cu.j2 >>cuda_gather, 32 nodes of a row a block) both take each cell's sum for the 3
-   nodes of the row it reaches from this function: particles [b, e) of the sorted packed array
-   pk, the other offsets o[0..D-2] given; m[3] (or NULL), mom[3 x D], set (not added to). */
+   multiply-adds.  The CUDA kernel (kernels.cu.j2 >>cuda_gather, 32 nodes of a row a block) takes
+   each cell's sum for the 3 nodes of the row it reaches from this function (the CPU, cpu_backend.j2
+   >>cpu_gather_ row by row, its operations from its widened records, >>cpu_gather_record):
+   particles [b, e) of the sorted packed array pk, the other offsets o[0..D-2] given; m[3] (or
+   NULL), mom[3 x D], set (not added to). */
 CQ_HD void cq__gather_cell_2d_f64(const double *pk, int b, int e, const int *o, const cq__params_f64 *prm,
                                               double *m, double *mom)
 {

@@ -12742,22 +12742,6 @@ static void cq__gather_cell4_2d_f32(const float *q, int count, const int *o, con
     for (int c = 0; c < 4; ++c) { acc[0][c] = A0[c]; acc[1][c] = A1[c]; acc[2][c] = A2[c]; }
 #endif
 }
-
-/* >>cpu_gather_record: the CPU's packed records (kernels.j2 >>cell_sort_: mass, fx[D], a[D], B[D][D]:
-   CQ__PK values, as P2G's particle half and the G2P adjoint make them) are stored widened into what
-   the gather reads 3^(D-1) times (once per row of the particle's stencil), CQ__CPK(D) = 4 + 8 D
-   values (28 in 3D, 20 in 2D):
-     [0, 4)            mass, a[0 .. D), then zeros   (a node's mass and momentum as one 4-wide vector)
-     [4 + 4c, 8 + 4c)  column c of B (c < D): 0, B[0][c] .. B[D-1][c], then zeros
-     [4 + 4D, 4 + 7D)  the weights w[axis][node] of the quadratic B-spline, axis by axis
-     [4 + 7D, 4 + 8D)  fx[D]
-   The record is made in a local array, then widened into its slot (q -> r).  The weights are
-   cq__gather_row_'s expression for them (so its bits), computed once a particle instead of at each
-   of its visits, and B's columns load as vectors instead of being shuffled together from its rows:
-   the 3D gather's samples fell 31-35% against G2P's (2-vCPU AMD EPYC Zen 3, one thread, the 3D 8k
-   cubes, all four variants), a 3D 8k NeoHookean f32 forward 10-12% (bench/RESULTS.md).  The cost:
-   4 + 8 D values a particle, not 1 + 2 D + D^2 (a 512k float64 cube's records 117 MB, not 67), and
-   the wider records' scattered stores, whose lines cq__pk_prefetch_ fetches ahead. */
 static void cq__pk_widen_2d_f64(const double *q, double *r)
 {
     r[0] = q[0];
@@ -12776,9 +12760,6 @@ static void cq__pk_widen_2d_f64(const double *q, double *r)
     }
 }
 
-/* the widened records of slots ks[0 .. count), for writing: their lines are fetched while the
-   particles' stress is computed, not when the records are stored (the stores' misses took 16% of
-   a 3D 64k f32 forward's samples without it, 5% with) */
 static void cq__pk_prefetch_2d_f64(double *pk, const int *ks, int count)
 {
 #if defined(__GNUC__)
@@ -12793,17 +12774,6 @@ static void cq__pk_prefetch_2d_f64(double *pk, const int *ks, int count)
 #endif
 }
 
-/* The contributions of `count` widened records (>>cpu_gather_record) of one cell to its 3 nodes
-   along the last axis (the other offsets o[0 .. D-1) given), in order, into acc[node][0] (mass) and
-   acc[node][1 + a] (momentum): per particle and node, the operations of cq__gather_row_ (kernels.j2)
-   in its order, so bitwise the same sums; acc[node][0..3] as one 4-wide vector (the mass lane adds
-   mass + 0 * d D times, which is the mass; in 2D the last lane is unused), and the sums stay in
-   registers over the cell's particles instead of waiting on the row's stores.  With gcc or clang
-   (CQ__CPU_V4, >>cpu_v4) the 4-wide vectors are written as such (GNU vector extensions: elementwise
-   IEEE operations, the same bits as the scalar loop beside them, which other compilers and
-   CQ_CPU_V4=0 take); gcc 12 built the vector from scalars by shuffles at every particle (on an
-   Intel Xeon the gather took 32% of a 3D 8k NeoHookean f64 backward, its hottest instructions
-   broadcasts and unpacks). */
 static void cq__gather_cell4_2d_f64(const double *q, int count, const int *o, const cq__params_f64 *prm,
                                                  double acc[3][4])
 {
@@ -12846,7 +12816,6 @@ static void cq__gather_cell4_2d_f64(const double *q, int count, const int *o, co
     for (int c = 0; c < 4; ++c) { acc[0][c] = A0[c]; acc[1][c] = A1[c]; acc[2][c] = A2[c]; }
 #endif
 }
-
 static void cq__pk_widen_3d_f32(const float *q, float *r)
 {
     r[0] = q[0];
@@ -12926,7 +12895,6 @@ static void cq__gather_cell4_3d_f32(const float *q, int count, const int *o, con
     for (int c = 0; c < 4; ++c) { acc[0][c] = A0[c]; acc[1][c] = A1[c]; acc[2][c] = A2[c]; }
 #endif
 }
-
 static void cq__pk_widen_3d_f64(const double *q, double *r)
 {
     r[0] = q[0];
@@ -13006,7 +12974,6 @@ static void cq__gather_cell4_3d_f64(const double *q, int count, const int *o, co
     for (int c = 0; c < 4; ++c) { acc[0][c] = A0[c]; acc[1][c] = A1[c]; acc[2][c] = A2[c]; }
 #endif
 }
-
 /* ---- the substep's range functions that no material changes (2D f32); the materials' own follow */
 /* What the range functions of one substep (or its adjoint) read. */
 typedef struct cq__sub_task_2d_f32 {

@@ -12639,6 +12639,14 @@ static void cq__cpu_cable_adj_3d_f64(cq_sim *s, const cq__state *in, cq__state *
         cq__cable_x_adj_3d_f64(q, s->wcseg, x, av, m, s->wcL, s->wctarget, s->wck, s->wcdot, dt, (double *)ai->x);
 }
 
+/* cq__pk_widen_ inlined into its callers (gcc kept it a call, reading back through memory the
+   record just stored): the 2D block's (gather + particle half + widening) samples against G2P's
+   1.58-1.62 -> 1.44-1.48 (f64), 1.34-1.39 -> 1.19-1.24 (f32), one thread */
+#if defined(__GNUC__)
+#  define CQ__CPU_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#  define CQ__CPU_ALWAYS_INLINE
+#endif
 /* >>cpu_gather_record: the CPU's packed records (kernels.j2 >>cell_sort_: mass, fx[D], a[D], B[D][D]:
    CQ__PK values, as P2G's particle half and the G2P adjoint make them) are stored widened into what
    the gather reads 3^(D-1) times (once per row of the particle's stencil), CQ__CPK(D) = 4 + 8 D
@@ -12654,7 +12662,7 @@ static void cq__cpu_cable_adj_3d_f64(cq_sim *s, const cq__state *in, cq__state *
    cubes, all four variants), a 3D 8k NeoHookean f32 forward 10-12% (bench/RESULTS.md).  The cost:
    4 + 8 D values a particle, not 1 + 2 D + D^2 (a 512k float64 cube's records 117 MB, not 67), and
    the wider records' scattered stores, whose lines cq__pk_prefetch_ fetches ahead. */
-static void cq__pk_widen_2d_f32(const float *q, float *r)
+static CQ__CPU_ALWAYS_INLINE void cq__pk_widen_2d_f32(const float *q, float *r)
 {
     r[0] = q[0];
     for (int a = 0; a < 3; ++a) r[1 + a] = a < 2 ? q[1 + 2 + a] : 0;
@@ -12742,7 +12750,7 @@ static void cq__gather_cell4_2d_f32(const float *q, int count, const int *o, con
     for (int c = 0; c < 4; ++c) { acc[0][c] = A0[c]; acc[1][c] = A1[c]; acc[2][c] = A2[c]; }
 #endif
 }
-static void cq__pk_widen_2d_f64(const double *q, double *r)
+static CQ__CPU_ALWAYS_INLINE void cq__pk_widen_2d_f64(const double *q, double *r)
 {
     r[0] = q[0];
     for (int a = 0; a < 3; ++a) r[1 + a] = a < 2 ? q[1 + 2 + a] : 0;
@@ -12816,7 +12824,7 @@ static void cq__gather_cell4_2d_f64(const double *q, int count, const int *o, co
     for (int c = 0; c < 4; ++c) { acc[0][c] = A0[c]; acc[1][c] = A1[c]; acc[2][c] = A2[c]; }
 #endif
 }
-static void cq__pk_widen_3d_f32(const float *q, float *r)
+static CQ__CPU_ALWAYS_INLINE void cq__pk_widen_3d_f32(const float *q, float *r)
 {
     r[0] = q[0];
     for (int a = 0; a < 3; ++a) r[1 + a] = a < 3 ? q[1 + 3 + a] : 0;
@@ -12895,7 +12903,7 @@ static void cq__gather_cell4_3d_f32(const float *q, int count, const int *o, con
     for (int c = 0; c < 4; ++c) { acc[0][c] = A0[c]; acc[1][c] = A1[c]; acc[2][c] = A2[c]; }
 #endif
 }
-static void cq__pk_widen_3d_f64(const double *q, double *r)
+static CQ__CPU_ALWAYS_INLINE void cq__pk_widen_3d_f64(const double *q, double *r)
 {
     r[0] = q[0];
     for (int a = 0; a < 3; ++a) r[1 + a] = a < 3 ? q[1 + 3 + a] : 0;

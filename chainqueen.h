@@ -249,7 +249,7 @@
      host: CPU backend ...... cpu_backend.j2      >>parallel_for >>cpu_flush (f32: FTZ/DAZ) >>cpu_drivers >>cpu_sort_ >>cpu_gather_ (row by row)
                                                   >>cpu_gather_record >>cpu_grid_ >>cpu_substep_ >>cpu_substep_adj_
                                                   >>cpu_check_adjoint >>cpu_act_grad >>cpu_copy >>cpu_cables_
-     host: CPU lanes ........ cpu_lanes.j2        >>cpu_lanes >>weights_lanes_ >>g2p_lanes_ >>g2p_adj_lanes_ >>transfer_lanes_ >>stress_lanes_ >>cpu_v4
+     host: CPU lanes ........ cpu_lanes.j2        >>cpu_lanes >>weights_lanes_ >>g2p_lanes_ >>g2p_adj_lanes_ >>transfer_lanes_ >>vgroup >>stress_lanes_ >>cpu_v4
                                                   >>svd_lanes_3d_ (G2P, the stencil adjoints, P2G's
                                                   3D SVD and 2D's stress parts of P2G and its
                                                   adjoint on 16 floats / 8 doubles at once)
@@ -8989,18 +8989,19 @@ static int cq__cable_buffers(cq_sim *s)
 #if CQ__CPU_V4
 typedef float cq__v4_f32 __attribute__((vector_size(16)));
 typedef double cq__v4_f64 __attribute__((vector_size(32)));
+typedef float cq__v8_f32 __attribute__((vector_size(32)));
 #endif
 #define CQ__LANES_f32 16
 #define CQ__LANES_f64 8
 /* x86 intrinsics: the lanes' square roots (cq__lane_sqrt_*, below) and, with AVX but not AVX-512,
-   the 2D float64 G2P's grid reads in pairs (CQ__G2P_PAIRS, >>g2p_lanes_2d_f64) */
+   the grid reads of the float64 lane groups (CQ__VG_X86, >>vgroup) */
 #if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
 #  if defined(__AVX512F__) || defined(__AVX__) || defined(__SSE2__) || defined(_M_X64)
 #    include <immintrin.h>
 #    define CQ__X86_SQRT 1
 #  endif
 #  if defined(__AVX__) && !defined(__AVX512F__)
-#    define CQ__G2P_PAIRS 1
+#    define CQ__VG_X86 1
 #  endif
 #endif
 /* CQ__CPU_ROLLED: a loop over the lanes that gcc must keep a loop: at 8 iterations (the float64
@@ -9010,6 +9011,93 @@ typedef double cq__v4_f64 __attribute__((vector_size(32)));
 #  define CQ__CPU_ROLLED _Pragma("GCC unroll 1")
 #else
 #  define CQ__CPU_ROLLED
+#endif
+/* >>vgroup: the stencils of the lane kernels (G2P, the G2P adjoint, the transfer) run over a group of
+   lanes held as short vectors: four float64 lanes (cq__vg_f64) or eight float32 ones (cq__vg_f32),
+   where the compiler has vector extensions and the CPU AVX without AVX-512 (CQ__CPU_VGROUP).  The
+   node body is the one-particle kernel's text (stencil.j2, l = "") with vector types, so each lane
+   gets its operations in their order: the same bits (test_lanes, gcc and clang at -march=native and
+   x86-64-v3; a compiler that contracts the one's multiply-adds contracts the other's alike, the
+   expressions being the same).  Over lane arrays (innermost loops) gcc kept every sum in memory, a
+   load and a store a node (the 3D G2P's 12 sums are 12 registers of four doubles), and loaded each
+   lane's node values one at a time, inserting them into vectors; a group's function holds its sums
+   in registers across the 3^D nodes and loads a node's values for the group in pairs (cq__vld2_,
+   cq__vld3_: 16-byte loads and unpacks for float64, 8-byte ones and shuffles for float32).  perf
+   samples against the unchanged gather, one thread, 2-vCPU AMD EPYC Zen 3 (bench/RESULTS.md): 3D
+   f64 64k G2P -35-41%, G2P adjoint -22%, transfer -26%; 3D 8k NeoHookean f32 -30%, -25%, -29%; 2D
+   f64 G2P +2-4% (it had hand-written pair loads before, written as this now is), G2P adjoint -16%,
+   transfer -7-12%; 2D f32 G2P -16-28%, G2P adjoint -10-23%, transfer within noise.  Unmeasured with
+   AVX-512 (off there: gcc's 8-wide gathers instead) and on other CPUs. */
+#if CQ__CPU_V4 && defined(CQ__VG_X86) && CQ__LANES_f64 % 4 == 0 && CQ__LANES_f32 % 8 == 0
+#  define CQ__CPU_VGROUP 1
+/* the values of one node (index sb[q] + so) for four lanes q, value a into out[a] */
+static inline void cq__vld1_f64(const double *g, const long *sb, long so, cq__v4_f64 *out)
+{
+    const cq__v4_f64 r = {g[sb[0] + so], g[sb[1] + so], g[sb[2] + so], g[sb[3] + so]};
+    out[0] = r;
+}
+static inline void cq__vld2_f64(const double *g, const long *sb, long so, cq__v4_f64 *out)
+{
+    const __m256d lo = _mm256_insertf128_pd(_mm256_castpd128_pd256(_mm_loadu_pd(g + (sb[0] + so) * 2)), _mm_loadu_pd(g + (sb[2] + so) * 2), 1);
+    const __m256d hi = _mm256_insertf128_pd(_mm256_castpd128_pd256(_mm_loadu_pd(g + (sb[1] + so) * 2)), _mm_loadu_pd(g + (sb[3] + so) * 2), 1);
+    out[0] = (cq__v4_f64)_mm256_unpacklo_pd(lo, hi);
+    out[1] = (cq__v4_f64)_mm256_unpackhi_pd(lo, hi);
+}
+static inline void cq__vld3_f64(const double *g, const long *sb, long so, cq__v4_f64 *out)
+{
+    const double *q0 = g + (sb[0] + so) * 3, *q1 = g + (sb[1] + so) * 3, *q2 = g + (sb[2] + so) * 3, *q3 = g + (sb[3] + so) * 3;
+    const __m256d lo = _mm256_insertf128_pd(_mm256_castpd128_pd256(_mm_loadu_pd(q0)), _mm_loadu_pd(q2), 1);   /* x0 y0 x2 y2 */
+    const __m256d hi = _mm256_insertf128_pd(_mm256_castpd128_pd256(_mm_loadu_pd(q1)), _mm_loadu_pd(q3), 1);   /* x1 y1 x3 y3 */
+    const __m128d z01 = _mm_loadh_pd(_mm_load_sd(q0 + 2), q1 + 2), z23 = _mm_loadh_pd(_mm_load_sd(q2 + 2), q3 + 2);
+    out[0] = (cq__v4_f64)_mm256_unpacklo_pd(lo, hi);
+    out[1] = (cq__v4_f64)_mm256_unpackhi_pd(lo, hi);
+    out[2] = (cq__v4_f64)_mm256_insertf128_pd(_mm256_castpd128_pd256(z01), z23, 1);
+}
+/* float32: eight lanes; a node's (x, y) as one 64-bit load, lanes 0, 1, 4, 5 in one register and
+   2, 3, 6, 7 in another, so that one in-lane shuffle (shufps) puts x (and one y) in lane order */
+static inline void cq__vld1_f32(const float *g, const int *sb, int so, cq__v8_f32 *out)
+{
+    const cq__v8_f32 r = {g[sb[0] + so], g[sb[1] + so], g[sb[2] + so], g[sb[3] + so],
+                          g[sb[4] + so], g[sb[5] + so], g[sb[6] + so], g[sb[7] + so]};
+    out[0] = r;
+}
+static inline __m256 cq__vxy4_f32(const float *p0, const float *p1, const float *p4, const float *p5)
+{
+    const __m128 z = _mm_setzero_ps();
+    const __m128 lo = _mm_loadh_pi(_mm_loadl_pi(z, (const __m64 *)p0), (const __m64 *)p1);
+    const __m128 hi = _mm_loadh_pi(_mm_loadl_pi(z, (const __m64 *)p4), (const __m64 *)p5);
+    return _mm256_insertf128_ps(_mm256_castps128_ps256(lo), hi, 1);
+}
+static inline void cq__vld2_f32(const float *g, const int *sb, int so, cq__v8_f32 *out)
+{
+    const __m256 a = cq__vxy4_f32(g + (sb[0] + so) * 2, g + (sb[1] + so) * 2, g + (sb[4] + so) * 2, g + (sb[5] + so) * 2);
+    const __m256 b = cq__vxy4_f32(g + (sb[2] + so) * 2, g + (sb[3] + so) * 2, g + (sb[6] + so) * 2, g + (sb[7] + so) * 2);
+    out[0] = (cq__v8_f32)_mm256_shuffle_ps(a, b, 0x88);   /* x: a0 a2 b0 b2 in each half */
+    out[1] = (cq__v8_f32)_mm256_shuffle_ps(a, b, 0xdd);   /* y: a1 a3 b1 b3 */
+}
+static inline void cq__vld3_f32(const float *g, const int *sb, int so, cq__v8_f32 *out)
+{
+    const float *q[8];
+    for (int l = 0; l < 8; ++l) q[l] = g + (sb[l] + so) * 3;
+    {
+        const __m256 a = cq__vxy4_f32(q[0], q[1], q[4], q[5]), b = cq__vxy4_f32(q[2], q[3], q[6], q[7]);
+        const cq__v8_f32 zz = {q[0][2], q[1][2], q[2][2], q[3][2], q[4][2], q[5][2], q[6][2], q[7][2]};
+        out[0] = (cq__v8_f32)_mm256_shuffle_ps(a, b, 0x88);
+        out[1] = (cq__v8_f32)_mm256_shuffle_ps(a, b, 0xdd);
+        out[2] = zz;
+    }
+}
+/* a group's vector type and width; lane array a[.][l0 .. l0 + width) <-> vector */
+typedef cq__v4_f64 cq__vg_f64;
+typedef cq__v8_f32 cq__vg_f32;
+#  define CQ__VG_W_f64 4
+#  define CQ__VG_W_f32 8
+#  define CQ__VG_IN_f64(v, a, l0) ((v) = (cq__vg_f64)_mm256_loadu_pd(&(a)[l0]))
+#  define CQ__VG_OUT_f64(a, l0, v) _mm256_storeu_pd(&(a)[l0], (__m256d)(v))
+#  define CQ__VG_IN_f32(v, a, l0) ((v) = (cq__vg_f32)_mm256_loadu_ps(&(a)[l0]))
+#  define CQ__VG_OUT_f32(a, l0, v) _mm256_storeu_ps(&(a)[l0], (__m256)(v))
+#else
+#  define CQ__CPU_VGROUP 0
 #endif
 /* >>weights_lanes_2d_f32: cq__weights_2d_f32 (and, where dw is given,
    cq__weight_grads_2d_f32) of the positions x[a][l], statement by statement their operations in
@@ -9040,6 +9128,42 @@ static void cq__weights_lanes_2d_f32(float x[2][CQ__LANES_f32], float inv_dx, in
     }
 }
 
+#if CQ__CPU_VGROUP
+/* >>g2p_vgroup_2d_f32: the stencil of >>g2p_lanes_2d_f32 for its lanes l0 .. l0 + CQ__VG_W_f32 (>>vgroup) */
+static void cq__g2p_vgroup_2d_f32(const cq__params_f32 *prm, cq__gview_f32 g, const int *sb, int l0,
+        float (*w_l)[3][CQ__LANES_f32],
+        float (*dp_l)[3][CQ__LANES_f32],
+        float (*nv_l)[CQ__LANES_f32],
+        float (*nC_l)[CQ__LANES_f32])
+{
+    cq__vg_f32 w[2][3];
+    cq__vg_f32 dp[2][3];
+    cq__vg_f32 nv[2];
+    cq__vg_f32 nC[4];
+    for (int a = 0; a < 2; ++a) for (int i = 0; i < 3; ++i) CQ__VG_IN_f32(w[a][i], w_l[a][i], l0);
+    for (int a = 0; a < 2; ++a) for (int i = 0; i < 3; ++i) CQ__VG_IN_f32(dp[a][i], dp_l[a][i], l0);
+    for (int a = 0; a < 2; ++a) CQ__VG_IN_f32(nv[a], nv_l[a], l0);
+    for (int a = 0; a < 4; ++a) CQ__VG_IN_f32(nC[a], nC_l[a], l0);
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    {
+    const int o[2] = {i, j};
+    const int so = (int)i * prm->res[1] + j;
+        const cq__vg_f32 wt = w[0][i] * w[1][j];
+        cq__vg_f32 vi[2];
+        cq__vld2_f32(g.v, sb, so, vi);
+        cq__vg_f32 d[2];                  /* x_i - x_p, in cells */
+        CQ__UNROLL for (int a = 0; a < 2; ++a) d[a] = dp[a][o[a]];
+        CQ__UNROLL for (int a = 0; a < 2; ++a) {
+            const cq__vg_f32 wv = wt * vi[a];
+            nv[a] += wv;
+            CQ__UNROLL for (int b = 0; b < 2; ++b) nC[a * 2 + b] += wv * d[b];
+        }
+    }
+    for (int a = 0; a < 2; ++a) CQ__VG_OUT_f32(nv_l[a], l0, nv[a]);
+    for (int a = 0; a < 4; ++a) CQ__VG_OUT_f32(nC_l[a], l0, nC[a]);
+}
+#endif
 /* >>g2p_lanes_2d_f32: G2P (>>g2p_) of the particles ps[0 .. CQ__LANES_f32).  Returns -2, having
    written nothing, when one of them is outside the usable region; else the lowest lane whose
    particle failed (non-finite, or left the usable region: the one-particle kernel tells which),
@@ -9067,6 +9191,14 @@ static int cq__g2p_lanes_2d_f32(const int *ps, const cq__params_f32 *prm, cq__pv
             for (int l = 0; l < CQ__LANES_f32; ++l) dp[a][i][l] = (float)i - fx[a][l];
     for (int a = 0; a < 4; ++a)
         for (int l = 0; l < CQ__LANES_f32; ++l) nC[a][l] = 0;
+#if CQ__CPU_VGROUP
+    {
+    int sb[CQ__LANES_f32];
+    for (int l = 0; l < CQ__LANES_f32; ++l)
+        sb[l] = goff[l] + (int)base[0][l] * prm->res[1] + base[1][l];
+    for (int l = 0; l < CQ__LANES_f32; l += CQ__VG_W_f32) cq__g2p_vgroup_2d_f32(prm, g, sb + l, l, w, dp, nv, nC);
+    }
+#else
     {   /* lanes: each lane's first node (sb) once, then a node's index is sb + the node's offset in the
            grid, the same for every lane: the same integer as the one-particle kernel's sum, without
            its multiplies per node and lane (AVX2 has no 64-bit lane multiply: gcc emulates it); G2P's
@@ -9092,6 +9224,7 @@ static int cq__g2p_lanes_2d_f32(const int *ps, const cq__params_f32 *prm, cq__pv
     }
     }
     }
+#endif
     /* the end of >>g2p_, per statement over the lanes */
     for (int l = 0; l < CQ__LANES_f32; ++l) bad[l] = 0;
     for (int a = 0; a < 4; ++a)
@@ -9123,6 +9256,62 @@ static int cq__g2p_lanes_2d_f32(const int *ps, const cq__params_f32 *prm, cq__pv
     return -1;
 }
 
+#if CQ__CPU_VGROUP
+/* >>g2p_adj_vgroup_2d_f32: the stencil of >>g2p_adj_lanes_2d_f32 for its lanes l0 .. l0 + CQ__VG_W_f32 (>>vgroup) */
+static void cq__g2p_adj_vgroup_2d_f32(const cq__params_f32 *prm, cq__gview_f32 g, const int *sb, int l0,
+        float (*w_l)[3][CQ__LANES_f32],
+        float (*dw_l)[3][CQ__LANES_f32],
+        float (*fx_l)[CQ__LANES_f32],
+        float (*v_bar_t_l)[CQ__LANES_f32],
+        float (*Bc_l)[CQ__LANES_f32],
+        float (*nC_l)[CQ__LANES_f32],
+        float (*sv_l)[CQ__LANES_f32],
+        float (*x_bar_l)[CQ__LANES_f32])
+{
+    cq__vg_f32 w[2][3];
+    cq__vg_f32 dw[2][3];
+    cq__vg_f32 fx[2];
+    cq__vg_f32 v_bar_t[2];
+    cq__vg_f32 Bc[4];
+    cq__vg_f32 nC[4];
+    cq__vg_f32 sv[2];
+    cq__vg_f32 x_bar[2];
+    for (int a = 0; a < 2; ++a) for (int i = 0; i < 3; ++i) CQ__VG_IN_f32(w[a][i], w_l[a][i], l0);
+    for (int a = 0; a < 2; ++a) for (int i = 0; i < 3; ++i) CQ__VG_IN_f32(dw[a][i], dw_l[a][i], l0);
+    for (int a = 0; a < 2; ++a) CQ__VG_IN_f32(fx[a], fx_l[a], l0);
+    for (int a = 0; a < 2; ++a) CQ__VG_IN_f32(v_bar_t[a], v_bar_t_l[a], l0);
+    for (int a = 0; a < 4; ++a) CQ__VG_IN_f32(Bc[a], Bc_l[a], l0);
+    for (int a = 0; a < 4; ++a) CQ__VG_IN_f32(nC[a], nC_l[a], l0);
+    for (int a = 0; a < 2; ++a) CQ__VG_IN_f32(sv[a], sv_l[a], l0);
+    for (int a = 0; a < 2; ++a) CQ__VG_IN_f32(x_bar[a], x_bar_l[a], l0);
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    {
+    const int o[2] = {i, j};
+    const int so = (int)i * prm->res[1] + j;
+        const cq__vg_f32 wt = w[0][i] * w[1][j];
+        const cq__vg_f32 gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
+        cq__vg_f32 d[2], sdot = {0};
+        cq__vg_f32 vi[2];
+        cq__vld2_f32(g.v, sb, so, vi);
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) d[a] = (float)o[a] - fx[a];
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
+            const cq__vg_f32 wv = wt * vi[a];
+            cq__vg_f32 u = v_bar_t[a];
+            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
+                u += Bc[a * 2 + b] * d[b];
+                nC[a * 2 + b] += wv * d[b];
+            }
+            sv[a] += wv;
+            sdot += vi[a] * u;
+        }
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) x_bar[a] += sdot * gw[a];   /* through the weights */
+    }
+    for (int a = 0; a < 4; ++a) CQ__VG_OUT_f32(nC_l[a], l0, nC[a]);
+    for (int a = 0; a < 2; ++a) CQ__VG_OUT_f32(sv_l[a], l0, sv[a]);
+    for (int a = 0; a < 2; ++a) CQ__VG_OUT_f32(x_bar_l[a], l0, x_bar[a]);
+}
+#endif
 /* >>g2p_adj_lanes_2d_f32: the G2P adjoint (>>g2p_adj_) of the particles ps[0 .. CQ__LANES_f32), whose
    packed records go to slots ks[0 .. CQ__LANES_f32) of pk0 (CQ__PK(2) values each).  The per-particle
    start and end run lane by lane (the one-particle kernel's text), the stencil across the lanes. */
@@ -9154,6 +9343,14 @@ static void cq__g2p_adj_lanes_2d_f32(const int *ps, const int *ks, const cq__par
     }
     CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Bc[a][l] = k4 * C_bar_t[a][l];   /* (C_bar_t is not needed after this) */
     }
+#if CQ__CPU_VGROUP
+    {
+    int sb[CQ__LANES_f32];
+    for (int l = 0; l < CQ__LANES_f32; ++l)
+        sb[l] = goff[l] + (int)base[0][l] * prm->res[1] + base[1][l];
+    for (int l = 0; l < CQ__LANES_f32; l += CQ__VG_W_f32) cq__g2p_adj_vgroup_2d_f32(prm, g, sb + l, l, w, dw, fx, v_bar_t, Bc, nC, sv, x_bar);
+    }
+#else
     {   /* lanes: each lane's first node (sb) once, then a node's index is sb + the node's offset in the
            grid, the same for every lane: the same integer as the one-particle kernel's sum, without
            its multiplies per node and lane (AVX2 has no 64-bit lane multiply: gcc emulates it); G2P's
@@ -9186,6 +9383,7 @@ static void cq__g2p_adj_lanes_2d_f32(const int *ps, const int *ks, const cq__par
     }
     }
     }
+#endif
     for (int l = 0; l < CQ__LANES_f32; ++l) {
         const int p = ps[l];
         float *pk = pk0 + (long)ks[l] * CQ__PK(2);
@@ -9210,6 +9408,75 @@ static void cq__g2p_adj_lanes_2d_f32(const int *ps, const int *ks, const cq__par
     }
 }
 
+#if CQ__CPU_VGROUP
+/* >>transfer_vgroup_2d_f32: the stencil of >>transfer_lanes_2d_f32 for its lanes l0 .. l0 + CQ__VG_W_f32 (>>vgroup) */
+static void cq__transfer_vgroup_2d_f32(const cq__params_f32 *prm, const float *gp_bar, const float *gm_bar, const int *sb, int l0,
+        float (*w_l)[3][CQ__LANES_f32],
+        float (*dw_l)[3][CQ__LANES_f32],
+        float (*fx_l)[CQ__LANES_f32],
+        float (*mv_l)[CQ__LANES_f32],
+        float (*G_l)[CQ__LANES_f32],
+        float (*G_bar_l)[CQ__LANES_f32],
+        float (*x_bar_l)[CQ__LANES_f32],
+        float (*sp_l)[CQ__LANES_f32],
+        float (*mm_l)[CQ__LANES_f32])
+{
+    cq__vg_f32 w[2][3];
+    cq__vg_f32 dw[2][3];
+    cq__vg_f32 fx[2];
+    cq__vg_f32 mv[2];
+    cq__vg_f32 G[4];
+    cq__vg_f32 G_bar[4];
+    cq__vg_f32 x_bar[2];
+    cq__vg_f32 sp[2];
+    cq__vg_f32 mm[2];
+    for (int a = 0; a < 2; ++a) for (int i = 0; i < 3; ++i) CQ__VG_IN_f32(w[a][i], w_l[a][i], l0);
+    for (int a = 0; a < 2; ++a) for (int i = 0; i < 3; ++i) CQ__VG_IN_f32(dw[a][i], dw_l[a][i], l0);
+    for (int a = 0; a < 2; ++a) CQ__VG_IN_f32(fx[a], fx_l[a], l0);
+    for (int a = 0; a < 2; ++a) CQ__VG_IN_f32(mv[a], mv_l[a], l0);
+    for (int a = 0; a < 4; ++a) CQ__VG_IN_f32(G[a], G_l[a], l0);
+    for (int a = 0; a < 4; ++a) CQ__VG_IN_f32(G_bar[a], G_bar_l[a], l0);
+    for (int a = 0; a < 2; ++a) CQ__VG_IN_f32(x_bar[a], x_bar_l[a], l0);
+    for (int a = 0; a < 2; ++a) CQ__VG_IN_f32(sp[a], sp_l[a], l0);
+    for (int a = 0; a < 2; ++a) CQ__VG_IN_f32(mm[a], mm_l[a], l0);
+    cq__vg_f32 mass = mm[0], m_bar = mm[1];
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    {
+    const int o[2] = {i, j};
+    const int so = (int)i * prm->res[1] + j;
+        const cq__vg_f32 wt = w[0][i] * w[1][j];
+        const cq__vg_f32 gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
+        cq__vg_f32 dpos[2];
+        cq__vg_f32 p_bar[2], m_bar_n[1];
+        cq__vld2_f32(gp_bar, sb, so, p_bar);
+        cq__vld1_f32(gm_bar, sb, so, m_bar_n);
+        const cq__vg_f32 m_bar_i = m_bar_n[0];
+        cq__vg_f32 sdot = m_bar_i * mass;   /* d(contribution)/dw */
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) dpos[a] = ((float)o[a] - fx[a]) * prm->dx;
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
+            const cq__vg_f32 wp = wt * p_bar[a];
+            cq__vg_f32 mom = mv[a];
+            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
+                mom += G[a * 2 + b] * dpos[b];
+                G_bar[a * 2 + b] += wp * dpos[b];
+            }
+            sdot += p_bar[a] * mom;
+            sp[a] += wp;
+            cq__vg_f32 gtp = {0};   /* (G^T dL/dp_i)_a */
+            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) gtp += G[b * 2 + a] * p_bar[b];
+            x_bar[a] -= wt * gtp;                 /* dpos = x_i - x_p */
+        }
+        m_bar += wt * m_bar_i;
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) x_bar[a] += sdot * gw[a];
+    }
+    mm[1] = m_bar;
+    for (int a = 0; a < 4; ++a) CQ__VG_OUT_f32(G_bar_l[a], l0, G_bar[a]);
+    for (int a = 0; a < 2; ++a) CQ__VG_OUT_f32(x_bar_l[a], l0, x_bar[a]);
+    for (int a = 0; a < 2; ++a) CQ__VG_OUT_f32(sp_l[a], l0, sp[a]);
+    for (int a = 0; a < 2; ++a) CQ__VG_OUT_f32(mm_l[a], l0, mm[a]);
+}
+#endif
 /* >>transfer_lanes_2d_f32: the transfer half of the P2G adjoint (cq__p2g_adj_transfer_) of the
    particles ps[0 .. CQ__LANES_f32): G_in[l] their affine matrices, G_bar_out[l] their dL/dG. */
 static void cq__transfer_lanes_2d_f32(const int *ps, const cq__params_f32 *prm, cq__pview_f32 s,
@@ -9232,6 +9499,17 @@ static void cq__transfer_lanes_2d_f32(const int *ps, const cq__params_f32 *prm, 
         m_bar[l] = 0;
         for (int a = 0; a < 2; ++a) { x_bar[a][l] = 0; sp[a][l] = 0; mv[a][l] = mass[l] * vp[a][l]; }
     }
+#if CQ__CPU_VGROUP
+    {
+    float mm[2][CQ__LANES_f32];   /* mass and m_bar, as one array for the groups */
+    int sb[CQ__LANES_f32];
+    for (int l = 0; l < CQ__LANES_f32; ++l)
+        sb[l] = goff[l] + (int)base[0][l] * prm->res[1] + base[1][l];
+    for (int l = 0; l < CQ__LANES_f32; ++l) { mm[0][l] = mass[l]; mm[1][l] = m_bar[l]; }
+    for (int l = 0; l < CQ__LANES_f32; l += CQ__VG_W_f32) cq__transfer_vgroup_2d_f32(prm, gp_bar, gm_bar, sb + l, l, w, dw, fx, mv, G, G_bar, x_bar, sp, mm);
+    for (int l = 0; l < CQ__LANES_f32; ++l) m_bar[l] = mm[1][l];
+    }
+#else
     {   /* lanes: each lane's first node (sb) once, then a node's index is sb + the node's offset in the
            grid, the same for every lane: the same integer as the one-particle kernel's sum, without
            its multiplies per node and lane (AVX2 has no 64-bit lane multiply: gcc emulates it); G2P's
@@ -9270,6 +9548,7 @@ static void cq__transfer_lanes_2d_f32(const int *ps, const cq__params_f32 *prm, 
     }
     }
     }
+#endif
     for (int l = 0; l < CQ__LANES_f32; ++l) {
         const int p = ps[l];
         float *G_bar_out = G_bar_lanes[l];
@@ -9316,6 +9595,42 @@ static void cq__weights_lanes_2d_f64(double x[2][CQ__LANES_f64], double inv_dx, 
     }
 }
 
+#if CQ__CPU_VGROUP
+/* >>g2p_vgroup_2d_f64: the stencil of >>g2p_lanes_2d_f64 for its lanes l0 .. l0 + CQ__VG_W_f64 (>>vgroup) */
+static void cq__g2p_vgroup_2d_f64(const cq__params_f64 *prm, cq__gview_f64 g, const long *sb, int l0,
+        double (*w_l)[3][CQ__LANES_f64],
+        double (*dp_l)[3][CQ__LANES_f64],
+        double (*nv_l)[CQ__LANES_f64],
+        double (*nC_l)[CQ__LANES_f64])
+{
+    cq__vg_f64 w[2][3];
+    cq__vg_f64 dp[2][3];
+    cq__vg_f64 nv[2];
+    cq__vg_f64 nC[4];
+    for (int a = 0; a < 2; ++a) for (int i = 0; i < 3; ++i) CQ__VG_IN_f64(w[a][i], w_l[a][i], l0);
+    for (int a = 0; a < 2; ++a) for (int i = 0; i < 3; ++i) CQ__VG_IN_f64(dp[a][i], dp_l[a][i], l0);
+    for (int a = 0; a < 2; ++a) CQ__VG_IN_f64(nv[a], nv_l[a], l0);
+    for (int a = 0; a < 4; ++a) CQ__VG_IN_f64(nC[a], nC_l[a], l0);
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    {
+    const int o[2] = {i, j};
+    const long so = (long)i * prm->res[1] + j;
+        const cq__vg_f64 wt = w[0][i] * w[1][j];
+        cq__vg_f64 vi[2];
+        cq__vld2_f64(g.v, sb, so, vi);
+        cq__vg_f64 d[2];                  /* x_i - x_p, in cells */
+        CQ__UNROLL for (int a = 0; a < 2; ++a) d[a] = dp[a][o[a]];
+        CQ__UNROLL for (int a = 0; a < 2; ++a) {
+            const cq__vg_f64 wv = wt * vi[a];
+            nv[a] += wv;
+            CQ__UNROLL for (int b = 0; b < 2; ++b) nC[a * 2 + b] += wv * d[b];
+        }
+    }
+    for (int a = 0; a < 2; ++a) CQ__VG_OUT_f64(nv_l[a], l0, nv[a]);
+    for (int a = 0; a < 4; ++a) CQ__VG_OUT_f64(nC_l[a], l0, nC[a]);
+}
+#endif
 /* >>g2p_lanes_2d_f64: G2P (>>g2p_) of the particles ps[0 .. CQ__LANES_f64).  Returns -2, having
    written nothing, when one of them is outside the usable region; else the lowest lane whose
    particle failed (non-finite, or left the usable region: the one-particle kernel tells which),
@@ -9343,44 +9658,12 @@ static int cq__g2p_lanes_2d_f64(const int *ps, const cq__params_f64 *prm, cq__pv
             for (int l = 0; l < CQ__LANES_f64; ++l) dp[a][i][l] = (double)i - fx[a][l];
     for (int a = 0; a < 4; ++a)
         for (int l = 0; l < CQ__LANES_f64; ++l) nC[a][l] = 0;
-#if defined(CQ__G2P_PAIRS) && CQ__CPU_V4 && CQ__LANES_f64 % 4 == 0
-    {   /* each node's (vx, vy) of four lanes in two 16-byte loads per pair of lanes and two unpacks,
-           where gcc (its Zen tuning avoids vgatherdpd) loaded them one double at a time and
-           inserted them (8 loads, 2 inserts): the node's operations as g2p_node's, in its order
-           (wt = w_x w_y, wv = wt v_a, v += wv, C_ab += wv d_b), the same bits.  G2P's samples
-           against the unchanged gather -25% (2D block f64 forward, one thread, 2-vCPU AMD EPYC
-           Zen 3); unmeasured with AVX-512 (off there: gcc's 8-wide gathers instead) */
+#if CQ__CPU_VGROUP
+    {
     long sb[CQ__LANES_f64];
     for (int l = 0; l < CQ__LANES_f64; ++l)
         sb[l] = goff[l] + (long)base[0][l] * prm->res[1] + base[1][l];
-    for (int l = 0; l < CQ__LANES_f64; l += 4) {   /* four lanes' sums in registers over the 9 nodes, in g2p_node's order */
-        cq__v4_f64 v[2], c[4];
-        for (int a = 0; a < 2; ++a) v[a] = (cq__v4_f64)_mm256_loadu_pd(&nv[a][l]);
-        for (int a = 0; a < 4; ++a) c[a] = (cq__v4_f64)_mm256_loadu_pd(&nC[a][l]);
-        for (int i = 0; i < 3; ++i)
-            for (int j = 0; j < 3; ++j) {
-                const long so = (long)i * prm->res[1] + j;
-                cq__v4_f64 wt = (cq__v4_f64)_mm256_loadu_pd(&w[0][i][l]);
-                const cq__v4_f64 d0 = (cq__v4_f64)_mm256_loadu_pd(&dp[0][i][l]), d1 = (cq__v4_f64)_mm256_loadu_pd(&dp[1][j][l]);
-                __m256d lo = _mm256_castpd128_pd256(_mm_loadu_pd(&g.v[(sb[l] + so) * 2]));       /* lanes l, l + 2 */
-                __m256d hi = _mm256_castpd128_pd256(_mm_loadu_pd(&g.v[(sb[l + 1] + so) * 2]));   /* lanes l + 1, l + 3 */
-                wt = wt * (cq__v4_f64)_mm256_loadu_pd(&w[1][j][l]);
-                lo = _mm256_insertf128_pd(lo, _mm_loadu_pd(&g.v[(sb[l + 2] + so) * 2]), 1);
-                hi = _mm256_insertf128_pd(hi, _mm_loadu_pd(&g.v[(sb[l + 3] + so) * 2]), 1);
-                {
-                    const cq__v4_f64 vn[2] = {(cq__v4_f64)_mm256_unpacklo_pd(lo, hi), (cq__v4_f64)_mm256_unpackhi_pd(lo, hi)};   /* v_x, v_y */
-                    for (int a = 0; a < 2; ++a) {   /* (the arithmetic as expressions, as g2p_node's: a compiler that contracts
-                                                       one's multiply-adds, clang's default, contracts the other's alike) */
-                        const cq__v4_f64 wv = wt * vn[a];
-                        v[a] += wv;
-                        c[a * 2] += wv * d0;
-                        c[a * 2 + 1] += wv * d1;
-                    }
-                }
-            }
-        for (int a = 0; a < 2; ++a) _mm256_storeu_pd(&nv[a][l], (__m256d)v[a]);
-        for (int a = 0; a < 4; ++a) _mm256_storeu_pd(&nC[a][l], (__m256d)c[a]);
-    }
+    for (int l = 0; l < CQ__LANES_f64; l += CQ__VG_W_f64) cq__g2p_vgroup_2d_f64(prm, g, sb + l, l, w, dp, nv, nC);
     }
 #else
     {   /* lanes: each lane's first node (sb) once, then a node's index is sb + the node's offset in the
@@ -9440,6 +9723,62 @@ static int cq__g2p_lanes_2d_f64(const int *ps, const cq__params_f64 *prm, cq__pv
     return -1;
 }
 
+#if CQ__CPU_VGROUP
+/* >>g2p_adj_vgroup_2d_f64: the stencil of >>g2p_adj_lanes_2d_f64 for its lanes l0 .. l0 + CQ__VG_W_f64 (>>vgroup) */
+static void cq__g2p_adj_vgroup_2d_f64(const cq__params_f64 *prm, cq__gview_f64 g, const long *sb, int l0,
+        double (*w_l)[3][CQ__LANES_f64],
+        double (*dw_l)[3][CQ__LANES_f64],
+        double (*fx_l)[CQ__LANES_f64],
+        double (*v_bar_t_l)[CQ__LANES_f64],
+        double (*Bc_l)[CQ__LANES_f64],
+        double (*nC_l)[CQ__LANES_f64],
+        double (*sv_l)[CQ__LANES_f64],
+        double (*x_bar_l)[CQ__LANES_f64])
+{
+    cq__vg_f64 w[2][3];
+    cq__vg_f64 dw[2][3];
+    cq__vg_f64 fx[2];
+    cq__vg_f64 v_bar_t[2];
+    cq__vg_f64 Bc[4];
+    cq__vg_f64 nC[4];
+    cq__vg_f64 sv[2];
+    cq__vg_f64 x_bar[2];
+    for (int a = 0; a < 2; ++a) for (int i = 0; i < 3; ++i) CQ__VG_IN_f64(w[a][i], w_l[a][i], l0);
+    for (int a = 0; a < 2; ++a) for (int i = 0; i < 3; ++i) CQ__VG_IN_f64(dw[a][i], dw_l[a][i], l0);
+    for (int a = 0; a < 2; ++a) CQ__VG_IN_f64(fx[a], fx_l[a], l0);
+    for (int a = 0; a < 2; ++a) CQ__VG_IN_f64(v_bar_t[a], v_bar_t_l[a], l0);
+    for (int a = 0; a < 4; ++a) CQ__VG_IN_f64(Bc[a], Bc_l[a], l0);
+    for (int a = 0; a < 4; ++a) CQ__VG_IN_f64(nC[a], nC_l[a], l0);
+    for (int a = 0; a < 2; ++a) CQ__VG_IN_f64(sv[a], sv_l[a], l0);
+    for (int a = 0; a < 2; ++a) CQ__VG_IN_f64(x_bar[a], x_bar_l[a], l0);
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    {
+    const int o[2] = {i, j};
+    const long so = (long)i * prm->res[1] + j;
+        const cq__vg_f64 wt = w[0][i] * w[1][j];
+        const cq__vg_f64 gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
+        cq__vg_f64 d[2], sdot = {0};
+        cq__vg_f64 vi[2];
+        cq__vld2_f64(g.v, sb, so, vi);
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) d[a] = (double)o[a] - fx[a];
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
+            const cq__vg_f64 wv = wt * vi[a];
+            cq__vg_f64 u = v_bar_t[a];
+            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
+                u += Bc[a * 2 + b] * d[b];
+                nC[a * 2 + b] += wv * d[b];
+            }
+            sv[a] += wv;
+            sdot += vi[a] * u;
+        }
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) x_bar[a] += sdot * gw[a];   /* through the weights */
+    }
+    for (int a = 0; a < 4; ++a) CQ__VG_OUT_f64(nC_l[a], l0, nC[a]);
+    for (int a = 0; a < 2; ++a) CQ__VG_OUT_f64(sv_l[a], l0, sv[a]);
+    for (int a = 0; a < 2; ++a) CQ__VG_OUT_f64(x_bar_l[a], l0, x_bar[a]);
+}
+#endif
 /* >>g2p_adj_lanes_2d_f64: the G2P adjoint (>>g2p_adj_) of the particles ps[0 .. CQ__LANES_f64), whose
    packed records go to slots ks[0 .. CQ__LANES_f64) of pk0 (CQ__PK(2) values each).  The per-particle
    start and end run lane by lane (the one-particle kernel's text), the stencil across the lanes. */
@@ -9471,6 +9810,14 @@ static void cq__g2p_adj_lanes_2d_f64(const int *ps, const int *ks, const cq__par
     }
     CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) Bc[a][l] = k4 * C_bar_t[a][l];   /* (C_bar_t is not needed after this) */
     }
+#if CQ__CPU_VGROUP
+    {
+    long sb[CQ__LANES_f64];
+    for (int l = 0; l < CQ__LANES_f64; ++l)
+        sb[l] = goff[l] + (long)base[0][l] * prm->res[1] + base[1][l];
+    for (int l = 0; l < CQ__LANES_f64; l += CQ__VG_W_f64) cq__g2p_adj_vgroup_2d_f64(prm, g, sb + l, l, w, dw, fx, v_bar_t, Bc, nC, sv, x_bar);
+    }
+#else
     {   /* lanes: each lane's first node (sb) once, then a node's index is sb + the node's offset in the
            grid, the same for every lane: the same integer as the one-particle kernel's sum, without
            its multiplies per node and lane (AVX2 has no 64-bit lane multiply: gcc emulates it); G2P's
@@ -9503,6 +9850,7 @@ static void cq__g2p_adj_lanes_2d_f64(const int *ps, const int *ks, const cq__par
     }
     }
     }
+#endif
     for (int l = 0; l < CQ__LANES_f64; ++l) {
         const int p = ps[l];
         double *pk = pk0 + (long)ks[l] * CQ__PK(2);
@@ -9527,6 +9875,75 @@ static void cq__g2p_adj_lanes_2d_f64(const int *ps, const int *ks, const cq__par
     }
 }
 
+#if CQ__CPU_VGROUP
+/* >>transfer_vgroup_2d_f64: the stencil of >>transfer_lanes_2d_f64 for its lanes l0 .. l0 + CQ__VG_W_f64 (>>vgroup) */
+static void cq__transfer_vgroup_2d_f64(const cq__params_f64 *prm, const double *gp_bar, const double *gm_bar, const long *sb, int l0,
+        double (*w_l)[3][CQ__LANES_f64],
+        double (*dw_l)[3][CQ__LANES_f64],
+        double (*fx_l)[CQ__LANES_f64],
+        double (*mv_l)[CQ__LANES_f64],
+        double (*G_l)[CQ__LANES_f64],
+        double (*G_bar_l)[CQ__LANES_f64],
+        double (*x_bar_l)[CQ__LANES_f64],
+        double (*sp_l)[CQ__LANES_f64],
+        double (*mm_l)[CQ__LANES_f64])
+{
+    cq__vg_f64 w[2][3];
+    cq__vg_f64 dw[2][3];
+    cq__vg_f64 fx[2];
+    cq__vg_f64 mv[2];
+    cq__vg_f64 G[4];
+    cq__vg_f64 G_bar[4];
+    cq__vg_f64 x_bar[2];
+    cq__vg_f64 sp[2];
+    cq__vg_f64 mm[2];
+    for (int a = 0; a < 2; ++a) for (int i = 0; i < 3; ++i) CQ__VG_IN_f64(w[a][i], w_l[a][i], l0);
+    for (int a = 0; a < 2; ++a) for (int i = 0; i < 3; ++i) CQ__VG_IN_f64(dw[a][i], dw_l[a][i], l0);
+    for (int a = 0; a < 2; ++a) CQ__VG_IN_f64(fx[a], fx_l[a], l0);
+    for (int a = 0; a < 2; ++a) CQ__VG_IN_f64(mv[a], mv_l[a], l0);
+    for (int a = 0; a < 4; ++a) CQ__VG_IN_f64(G[a], G_l[a], l0);
+    for (int a = 0; a < 4; ++a) CQ__VG_IN_f64(G_bar[a], G_bar_l[a], l0);
+    for (int a = 0; a < 2; ++a) CQ__VG_IN_f64(x_bar[a], x_bar_l[a], l0);
+    for (int a = 0; a < 2; ++a) CQ__VG_IN_f64(sp[a], sp_l[a], l0);
+    for (int a = 0; a < 2; ++a) CQ__VG_IN_f64(mm[a], mm_l[a], l0);
+    cq__vg_f64 mass = mm[0], m_bar = mm[1];
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    {
+    const int o[2] = {i, j};
+    const long so = (long)i * prm->res[1] + j;
+        const cq__vg_f64 wt = w[0][i] * w[1][j];
+        const cq__vg_f64 gw[2] = {dw[0][i] * w[1][j], w[0][i] * dw[1][j]};
+        cq__vg_f64 dpos[2];
+        cq__vg_f64 p_bar[2], m_bar_n[1];
+        cq__vld2_f64(gp_bar, sb, so, p_bar);
+        cq__vld1_f64(gm_bar, sb, so, m_bar_n);
+        const cq__vg_f64 m_bar_i = m_bar_n[0];
+        cq__vg_f64 sdot = m_bar_i * mass;   /* d(contribution)/dw */
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) dpos[a] = ((double)o[a] - fx[a]) * prm->dx;
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
+            const cq__vg_f64 wp = wt * p_bar[a];
+            cq__vg_f64 mom = mv[a];
+            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) {
+                mom += G[a * 2 + b] * dpos[b];
+                G_bar[a * 2 + b] += wp * dpos[b];
+            }
+            sdot += p_bar[a] * mom;
+            sp[a] += wp;
+            cq__vg_f64 gtp = {0};   /* (G^T dL/dp_i)_a */
+            CQ__CPU_UNROLL for (int b = 0; b < 2; ++b) gtp += G[b * 2 + a] * p_bar[b];
+            x_bar[a] -= wt * gtp;                 /* dpos = x_i - x_p */
+        }
+        m_bar += wt * m_bar_i;
+        CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) x_bar[a] += sdot * gw[a];
+    }
+    mm[1] = m_bar;
+    for (int a = 0; a < 4; ++a) CQ__VG_OUT_f64(G_bar_l[a], l0, G_bar[a]);
+    for (int a = 0; a < 2; ++a) CQ__VG_OUT_f64(x_bar_l[a], l0, x_bar[a]);
+    for (int a = 0; a < 2; ++a) CQ__VG_OUT_f64(sp_l[a], l0, sp[a]);
+    for (int a = 0; a < 2; ++a) CQ__VG_OUT_f64(mm_l[a], l0, mm[a]);
+}
+#endif
 /* >>transfer_lanes_2d_f64: the transfer half of the P2G adjoint (cq__p2g_adj_transfer_) of the
    particles ps[0 .. CQ__LANES_f64): G_in[l] their affine matrices, G_bar_out[l] their dL/dG. */
 static void cq__transfer_lanes_2d_f64(const int *ps, const cq__params_f64 *prm, cq__pview_f64 s,
@@ -9549,6 +9966,17 @@ static void cq__transfer_lanes_2d_f64(const int *ps, const cq__params_f64 *prm, 
         m_bar[l] = 0;
         for (int a = 0; a < 2; ++a) { x_bar[a][l] = 0; sp[a][l] = 0; mv[a][l] = mass[l] * vp[a][l]; }
     }
+#if CQ__CPU_VGROUP
+    {
+    double mm[2][CQ__LANES_f64];   /* mass and m_bar, as one array for the groups */
+    long sb[CQ__LANES_f64];
+    for (int l = 0; l < CQ__LANES_f64; ++l)
+        sb[l] = goff[l] + (long)base[0][l] * prm->res[1] + base[1][l];
+    for (int l = 0; l < CQ__LANES_f64; ++l) { mm[0][l] = mass[l]; mm[1][l] = m_bar[l]; }
+    for (int l = 0; l < CQ__LANES_f64; l += CQ__VG_W_f64) cq__transfer_vgroup_2d_f64(prm, gp_bar, gm_bar, sb + l, l, w, dw, fx, mv, G, G_bar, x_bar, sp, mm);
+    for (int l = 0; l < CQ__LANES_f64; ++l) m_bar[l] = mm[1][l];
+    }
+#else
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
     {
@@ -9578,6 +10006,7 @@ static void cq__transfer_lanes_2d_f64(const int *ps, const cq__params_f64 *prm, 
         CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) x_bar[a][l] += sdot * gw[a];
     }
     }
+#endif
     for (int l = 0; l < CQ__LANES_f64; ++l) {
         const int p = ps[l];
         double *G_bar_out = G_bar_lanes[l];
@@ -9624,6 +10053,43 @@ static void cq__weights_lanes_3d_f32(float x[3][CQ__LANES_f32], float inv_dx, in
     }
 }
 
+#if CQ__CPU_VGROUP
+/* >>g2p_vgroup_3d_f32: the stencil of >>g2p_lanes_3d_f32 for its lanes l0 .. l0 + CQ__VG_W_f32 (>>vgroup) */
+static void cq__g2p_vgroup_3d_f32(const cq__params_f32 *prm, cq__gview_f32 g, const int *sb, int l0,
+        float (*w_l)[3][CQ__LANES_f32],
+        float (*dp_l)[3][CQ__LANES_f32],
+        float (*nv_l)[CQ__LANES_f32],
+        float (*nC_l)[CQ__LANES_f32])
+{
+    cq__vg_f32 w[3][3];
+    cq__vg_f32 dp[3][3];
+    cq__vg_f32 nv[3];
+    cq__vg_f32 nC[9];
+    for (int a = 0; a < 3; ++a) for (int i = 0; i < 3; ++i) CQ__VG_IN_f32(w[a][i], w_l[a][i], l0);
+    for (int a = 0; a < 3; ++a) for (int i = 0; i < 3; ++i) CQ__VG_IN_f32(dp[a][i], dp_l[a][i], l0);
+    for (int a = 0; a < 3; ++a) CQ__VG_IN_f32(nv[a], nv_l[a], l0);
+    for (int a = 0; a < 9; ++a) CQ__VG_IN_f32(nC[a], nC_l[a], l0);
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int k = 0; k < 3; ++k)
+    {
+    const int o[3] = {i, j, k};
+    const int so = ((int)i * prm->res[1] + j) * prm->res[2] + k;
+        const cq__vg_f32 wt = w[0][i] * w[1][j] * w[2][k];
+        cq__vg_f32 vi[3];
+        cq__vld3_f32(g.v, sb, so, vi);
+        cq__vg_f32 d[3];                  /* x_i - x_p, in cells */
+        CQ__UNROLL for (int a = 0; a < 3; ++a) d[a] = dp[a][o[a]];
+        CQ__UNROLL for (int a = 0; a < 3; ++a) {
+            const cq__vg_f32 wv = wt * vi[a];
+            nv[a] += wv;
+            CQ__UNROLL for (int b = 0; b < 3; ++b) nC[a * 3 + b] += wv * d[b];
+        }
+    }
+    for (int a = 0; a < 3; ++a) CQ__VG_OUT_f32(nv_l[a], l0, nv[a]);
+    for (int a = 0; a < 9; ++a) CQ__VG_OUT_f32(nC_l[a], l0, nC[a]);
+}
+#endif
 /* >>g2p_lanes_3d_f32: G2P (>>g2p_) of the particles ps[0 .. CQ__LANES_f32).  Returns -2, having
    written nothing, when one of them is outside the usable region; else the lowest lane whose
    particle failed (non-finite, or left the usable region: the one-particle kernel tells which),
@@ -9651,6 +10117,14 @@ static int cq__g2p_lanes_3d_f32(const int *ps, const cq__params_f32 *prm, cq__pv
             for (int l = 0; l < CQ__LANES_f32; ++l) dp[a][i][l] = (float)i - fx[a][l];
     for (int a = 0; a < 9; ++a)
         for (int l = 0; l < CQ__LANES_f32; ++l) nC[a][l] = 0;
+#if CQ__CPU_VGROUP
+    {
+    int sb[CQ__LANES_f32];
+    for (int l = 0; l < CQ__LANES_f32; ++l)
+        sb[l] = goff[l] + ((int)base[0][l] * prm->res[1] + base[1][l]) * prm->res[2] + base[2][l];
+    for (int l = 0; l < CQ__LANES_f32; l += CQ__VG_W_f32) cq__g2p_vgroup_3d_f32(prm, g, sb + l, l, w, dp, nv, nC);
+    }
+#else
     {   /* lanes: each lane's first node (sb) once, then a node's index is sb + the node's offset in the
            grid, the same for every lane: the same integer as the one-particle kernel's sum, without
            its multiplies per node and lane (AVX2 has no 64-bit lane multiply: gcc emulates it); G2P's
@@ -9677,6 +10151,7 @@ static int cq__g2p_lanes_3d_f32(const int *ps, const cq__params_f32 *prm, cq__pv
     }
     }
     }
+#endif
     /* the end of >>g2p_, per statement over the lanes */
     for (int l = 0; l < CQ__LANES_f32; ++l) bad[l] = 0;
     for (int a = 0; a < 9; ++a)
@@ -9708,6 +10183,63 @@ static int cq__g2p_lanes_3d_f32(const int *ps, const cq__params_f32 *prm, cq__pv
     return -1;
 }
 
+#if CQ__CPU_VGROUP
+/* >>g2p_adj_vgroup_3d_f32: the stencil of >>g2p_adj_lanes_3d_f32 for its lanes l0 .. l0 + CQ__VG_W_f32 (>>vgroup) */
+static void cq__g2p_adj_vgroup_3d_f32(const cq__params_f32 *prm, cq__gview_f32 g, const int *sb, int l0,
+        float (*w_l)[3][CQ__LANES_f32],
+        float (*dw_l)[3][CQ__LANES_f32],
+        float (*fx_l)[CQ__LANES_f32],
+        float (*v_bar_t_l)[CQ__LANES_f32],
+        float (*Bc_l)[CQ__LANES_f32],
+        float (*nC_l)[CQ__LANES_f32],
+        float (*sv_l)[CQ__LANES_f32],
+        float (*x_bar_l)[CQ__LANES_f32])
+{
+    cq__vg_f32 w[3][3];
+    cq__vg_f32 dw[3][3];
+    cq__vg_f32 fx[3];
+    cq__vg_f32 v_bar_t[3];
+    cq__vg_f32 Bc[9];
+    cq__vg_f32 nC[9];
+    cq__vg_f32 sv[3];
+    cq__vg_f32 x_bar[3];
+    for (int a = 0; a < 3; ++a) for (int i = 0; i < 3; ++i) CQ__VG_IN_f32(w[a][i], w_l[a][i], l0);
+    for (int a = 0; a < 3; ++a) for (int i = 0; i < 3; ++i) CQ__VG_IN_f32(dw[a][i], dw_l[a][i], l0);
+    for (int a = 0; a < 3; ++a) CQ__VG_IN_f32(fx[a], fx_l[a], l0);
+    for (int a = 0; a < 3; ++a) CQ__VG_IN_f32(v_bar_t[a], v_bar_t_l[a], l0);
+    for (int a = 0; a < 9; ++a) CQ__VG_IN_f32(Bc[a], Bc_l[a], l0);
+    for (int a = 0; a < 9; ++a) CQ__VG_IN_f32(nC[a], nC_l[a], l0);
+    for (int a = 0; a < 3; ++a) CQ__VG_IN_f32(sv[a], sv_l[a], l0);
+    for (int a = 0; a < 3; ++a) CQ__VG_IN_f32(x_bar[a], x_bar_l[a], l0);
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int k = 0; k < 3; ++k)
+    {
+    const int o[3] = {i, j, k};
+    const int so = ((int)i * prm->res[1] + j) * prm->res[2] + k;
+        const cq__vg_f32 wt = w[0][i] * w[1][j] * w[2][k];
+        const cq__vg_f32 gw[3] = {dw[0][i] * w[1][j] * w[2][k], w[0][i] * dw[1][j] * w[2][k], w[0][i] * w[1][j] * dw[2][k]};
+        cq__vg_f32 d[3], sdot = {0};
+        cq__vg_f32 vi[3];
+        cq__vld3_f32(g.v, sb, so, vi);
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) d[a] = (float)o[a] - fx[a];
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
+            const cq__vg_f32 wv = wt * vi[a];
+            cq__vg_f32 u = v_bar_t[a];
+            CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
+                u += Bc[a * 3 + b] * d[b];
+                nC[a * 3 + b] += wv * d[b];
+            }
+            sv[a] += wv;
+            sdot += vi[a] * u;
+        }
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) x_bar[a] += sdot * gw[a];   /* through the weights */
+    }
+    for (int a = 0; a < 9; ++a) CQ__VG_OUT_f32(nC_l[a], l0, nC[a]);
+    for (int a = 0; a < 3; ++a) CQ__VG_OUT_f32(sv_l[a], l0, sv[a]);
+    for (int a = 0; a < 3; ++a) CQ__VG_OUT_f32(x_bar_l[a], l0, x_bar[a]);
+}
+#endif
 /* >>g2p_adj_lanes_3d_f32: the G2P adjoint (>>g2p_adj_) of the particles ps[0 .. CQ__LANES_f32), whose
    packed records go to slots ks[0 .. CQ__LANES_f32) of pk0 (CQ__PK(3) values each).  The per-particle
    start and end run lane by lane (the one-particle kernel's text), the stencil across the lanes. */
@@ -9739,6 +10271,14 @@ static void cq__g2p_adj_lanes_3d_f32(const int *ps, const int *ks, const cq__par
     }
     CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Bc[a][l] = k4 * C_bar_t[a][l];   /* (C_bar_t is not needed after this) */
     }
+#if CQ__CPU_VGROUP
+    {
+    int sb[CQ__LANES_f32];
+    for (int l = 0; l < CQ__LANES_f32; ++l)
+        sb[l] = goff[l] + ((int)base[0][l] * prm->res[1] + base[1][l]) * prm->res[2] + base[2][l];
+    for (int l = 0; l < CQ__LANES_f32; l += CQ__VG_W_f32) cq__g2p_adj_vgroup_3d_f32(prm, g, sb + l, l, w, dw, fx, v_bar_t, Bc, nC, sv, x_bar);
+    }
+#else
     {   /* lanes: each lane's first node (sb) once, then a node's index is sb + the node's offset in the
            grid, the same for every lane: the same integer as the one-particle kernel's sum, without
            its multiplies per node and lane (AVX2 has no 64-bit lane multiply: gcc emulates it); G2P's
@@ -9772,6 +10312,7 @@ static void cq__g2p_adj_lanes_3d_f32(const int *ps, const int *ks, const cq__par
     }
     }
     }
+#endif
     for (int l = 0; l < CQ__LANES_f32; ++l) {
         const int p = ps[l];
         float *pk = pk0 + (long)ks[l] * CQ__PK(3);
@@ -9796,6 +10337,76 @@ static void cq__g2p_adj_lanes_3d_f32(const int *ps, const int *ks, const cq__par
     }
 }
 
+#if CQ__CPU_VGROUP
+/* >>transfer_vgroup_3d_f32: the stencil of >>transfer_lanes_3d_f32 for its lanes l0 .. l0 + CQ__VG_W_f32 (>>vgroup) */
+static void cq__transfer_vgroup_3d_f32(const cq__params_f32 *prm, const float *gp_bar, const float *gm_bar, const int *sb, int l0,
+        float (*w_l)[3][CQ__LANES_f32],
+        float (*dw_l)[3][CQ__LANES_f32],
+        float (*fx_l)[CQ__LANES_f32],
+        float (*mv_l)[CQ__LANES_f32],
+        float (*G_l)[CQ__LANES_f32],
+        float (*G_bar_l)[CQ__LANES_f32],
+        float (*x_bar_l)[CQ__LANES_f32],
+        float (*sp_l)[CQ__LANES_f32],
+        float (*mm_l)[CQ__LANES_f32])
+{
+    cq__vg_f32 w[3][3];
+    cq__vg_f32 dw[3][3];
+    cq__vg_f32 fx[3];
+    cq__vg_f32 mv[3];
+    cq__vg_f32 G[9];
+    cq__vg_f32 G_bar[9];
+    cq__vg_f32 x_bar[3];
+    cq__vg_f32 sp[3];
+    cq__vg_f32 mm[2];
+    for (int a = 0; a < 3; ++a) for (int i = 0; i < 3; ++i) CQ__VG_IN_f32(w[a][i], w_l[a][i], l0);
+    for (int a = 0; a < 3; ++a) for (int i = 0; i < 3; ++i) CQ__VG_IN_f32(dw[a][i], dw_l[a][i], l0);
+    for (int a = 0; a < 3; ++a) CQ__VG_IN_f32(fx[a], fx_l[a], l0);
+    for (int a = 0; a < 3; ++a) CQ__VG_IN_f32(mv[a], mv_l[a], l0);
+    for (int a = 0; a < 9; ++a) CQ__VG_IN_f32(G[a], G_l[a], l0);
+    for (int a = 0; a < 9; ++a) CQ__VG_IN_f32(G_bar[a], G_bar_l[a], l0);
+    for (int a = 0; a < 3; ++a) CQ__VG_IN_f32(x_bar[a], x_bar_l[a], l0);
+    for (int a = 0; a < 3; ++a) CQ__VG_IN_f32(sp[a], sp_l[a], l0);
+    for (int a = 0; a < 2; ++a) CQ__VG_IN_f32(mm[a], mm_l[a], l0);
+    cq__vg_f32 mass = mm[0], m_bar = mm[1];
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int k = 0; k < 3; ++k)
+    {
+    const int o[3] = {i, j, k};
+    const int so = ((int)i * prm->res[1] + j) * prm->res[2] + k;
+        const cq__vg_f32 wt = w[0][i] * w[1][j] * w[2][k];
+        const cq__vg_f32 gw[3] = {dw[0][i] * w[1][j] * w[2][k], w[0][i] * dw[1][j] * w[2][k], w[0][i] * w[1][j] * dw[2][k]};
+        cq__vg_f32 dpos[3];
+        cq__vg_f32 p_bar[3], m_bar_n[1];
+        cq__vld3_f32(gp_bar, sb, so, p_bar);
+        cq__vld1_f32(gm_bar, sb, so, m_bar_n);
+        const cq__vg_f32 m_bar_i = m_bar_n[0];
+        cq__vg_f32 sdot = m_bar_i * mass;   /* d(contribution)/dw */
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) dpos[a] = ((float)o[a] - fx[a]) * prm->dx;
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
+            const cq__vg_f32 wp = wt * p_bar[a];
+            cq__vg_f32 mom = mv[a];
+            CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
+                mom += G[a * 3 + b] * dpos[b];
+                G_bar[a * 3 + b] += wp * dpos[b];
+            }
+            sdot += p_bar[a] * mom;
+            sp[a] += wp;
+            cq__vg_f32 gtp = {0};   /* (G^T dL/dp_i)_a */
+            CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) gtp += G[b * 3 + a] * p_bar[b];
+            x_bar[a] -= wt * gtp;                 /* dpos = x_i - x_p */
+        }
+        m_bar += wt * m_bar_i;
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) x_bar[a] += sdot * gw[a];
+    }
+    mm[1] = m_bar;
+    for (int a = 0; a < 9; ++a) CQ__VG_OUT_f32(G_bar_l[a], l0, G_bar[a]);
+    for (int a = 0; a < 3; ++a) CQ__VG_OUT_f32(x_bar_l[a], l0, x_bar[a]);
+    for (int a = 0; a < 3; ++a) CQ__VG_OUT_f32(sp_l[a], l0, sp[a]);
+    for (int a = 0; a < 2; ++a) CQ__VG_OUT_f32(mm_l[a], l0, mm[a]);
+}
+#endif
 /* >>transfer_lanes_3d_f32: the transfer half of the P2G adjoint (cq__p2g_adj_transfer_) of the
    particles ps[0 .. CQ__LANES_f32): G_in[l] their affine matrices, G_bar_out[l] their dL/dG. */
 static void cq__transfer_lanes_3d_f32(const int *ps, const cq__params_f32 *prm, cq__pview_f32 s,
@@ -9818,6 +10429,17 @@ static void cq__transfer_lanes_3d_f32(const int *ps, const cq__params_f32 *prm, 
         m_bar[l] = 0;
         for (int a = 0; a < 3; ++a) { x_bar[a][l] = 0; sp[a][l] = 0; mv[a][l] = mass[l] * vp[a][l]; }
     }
+#if CQ__CPU_VGROUP
+    {
+    float mm[2][CQ__LANES_f32];   /* mass and m_bar, as one array for the groups */
+    int sb[CQ__LANES_f32];
+    for (int l = 0; l < CQ__LANES_f32; ++l)
+        sb[l] = goff[l] + ((int)base[0][l] * prm->res[1] + base[1][l]) * prm->res[2] + base[2][l];
+    for (int l = 0; l < CQ__LANES_f32; ++l) { mm[0][l] = mass[l]; mm[1][l] = m_bar[l]; }
+    for (int l = 0; l < CQ__LANES_f32; l += CQ__VG_W_f32) cq__transfer_vgroup_3d_f32(prm, gp_bar, gm_bar, sb + l, l, w, dw, fx, mv, G, G_bar, x_bar, sp, mm);
+    for (int l = 0; l < CQ__LANES_f32; ++l) m_bar[l] = mm[1][l];
+    }
+#else
     {   /* lanes: each lane's first node (sb) once, then a node's index is sb + the node's offset in the
            grid, the same for every lane: the same integer as the one-particle kernel's sum, without
            its multiplies per node and lane (AVX2 has no 64-bit lane multiply: gcc emulates it); G2P's
@@ -9857,6 +10479,7 @@ static void cq__transfer_lanes_3d_f32(const int *ps, const cq__params_f32 *prm, 
     }
     }
     }
+#endif
     for (int l = 0; l < CQ__LANES_f32; ++l) {
         const int p = ps[l];
         float *G_bar_out = G_bar_lanes[l];
@@ -9903,6 +10526,43 @@ static void cq__weights_lanes_3d_f64(double x[3][CQ__LANES_f64], double inv_dx, 
     }
 }
 
+#if CQ__CPU_VGROUP
+/* >>g2p_vgroup_3d_f64: the stencil of >>g2p_lanes_3d_f64 for its lanes l0 .. l0 + CQ__VG_W_f64 (>>vgroup) */
+static void cq__g2p_vgroup_3d_f64(const cq__params_f64 *prm, cq__gview_f64 g, const long *sb, int l0,
+        double (*w_l)[3][CQ__LANES_f64],
+        double (*dp_l)[3][CQ__LANES_f64],
+        double (*nv_l)[CQ__LANES_f64],
+        double (*nC_l)[CQ__LANES_f64])
+{
+    cq__vg_f64 w[3][3];
+    cq__vg_f64 dp[3][3];
+    cq__vg_f64 nv[3];
+    cq__vg_f64 nC[9];
+    for (int a = 0; a < 3; ++a) for (int i = 0; i < 3; ++i) CQ__VG_IN_f64(w[a][i], w_l[a][i], l0);
+    for (int a = 0; a < 3; ++a) for (int i = 0; i < 3; ++i) CQ__VG_IN_f64(dp[a][i], dp_l[a][i], l0);
+    for (int a = 0; a < 3; ++a) CQ__VG_IN_f64(nv[a], nv_l[a], l0);
+    for (int a = 0; a < 9; ++a) CQ__VG_IN_f64(nC[a], nC_l[a], l0);
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int k = 0; k < 3; ++k)
+    {
+    const int o[3] = {i, j, k};
+    const long so = ((long)i * prm->res[1] + j) * prm->res[2] + k;
+        const cq__vg_f64 wt = w[0][i] * w[1][j] * w[2][k];
+        cq__vg_f64 vi[3];
+        cq__vld3_f64(g.v, sb, so, vi);
+        cq__vg_f64 d[3];                  /* x_i - x_p, in cells */
+        CQ__UNROLL for (int a = 0; a < 3; ++a) d[a] = dp[a][o[a]];
+        CQ__UNROLL for (int a = 0; a < 3; ++a) {
+            const cq__vg_f64 wv = wt * vi[a];
+            nv[a] += wv;
+            CQ__UNROLL for (int b = 0; b < 3; ++b) nC[a * 3 + b] += wv * d[b];
+        }
+    }
+    for (int a = 0; a < 3; ++a) CQ__VG_OUT_f64(nv_l[a], l0, nv[a]);
+    for (int a = 0; a < 9; ++a) CQ__VG_OUT_f64(nC_l[a], l0, nC[a]);
+}
+#endif
 /* >>g2p_lanes_3d_f64: G2P (>>g2p_) of the particles ps[0 .. CQ__LANES_f64).  Returns -2, having
    written nothing, when one of them is outside the usable region; else the lowest lane whose
    particle failed (non-finite, or left the usable region: the one-particle kernel tells which),
@@ -9930,6 +10590,14 @@ static int cq__g2p_lanes_3d_f64(const int *ps, const cq__params_f64 *prm, cq__pv
             for (int l = 0; l < CQ__LANES_f64; ++l) dp[a][i][l] = (double)i - fx[a][l];
     for (int a = 0; a < 9; ++a)
         for (int l = 0; l < CQ__LANES_f64; ++l) nC[a][l] = 0;
+#if CQ__CPU_VGROUP
+    {
+    long sb[CQ__LANES_f64];
+    for (int l = 0; l < CQ__LANES_f64; ++l)
+        sb[l] = goff[l] + ((long)base[0][l] * prm->res[1] + base[1][l]) * prm->res[2] + base[2][l];
+    for (int l = 0; l < CQ__LANES_f64; l += CQ__VG_W_f64) cq__g2p_vgroup_3d_f64(prm, g, sb + l, l, w, dp, nv, nC);
+    }
+#else
     {   /* lanes: each lane's first node (sb) once, then a node's index is sb + the node's offset in the
            grid, the same for every lane: the same integer as the one-particle kernel's sum, without
            its multiplies per node and lane (AVX2 has no 64-bit lane multiply: gcc emulates it); G2P's
@@ -9956,6 +10624,7 @@ static int cq__g2p_lanes_3d_f64(const int *ps, const cq__params_f64 *prm, cq__pv
     }
     }
     }
+#endif
     /* the end of >>g2p_, per statement over the lanes */
     for (int l = 0; l < CQ__LANES_f64; ++l) bad[l] = 0;
     for (int a = 0; a < 9; ++a)
@@ -9987,6 +10656,63 @@ static int cq__g2p_lanes_3d_f64(const int *ps, const cq__params_f64 *prm, cq__pv
     return -1;
 }
 
+#if CQ__CPU_VGROUP
+/* >>g2p_adj_vgroup_3d_f64: the stencil of >>g2p_adj_lanes_3d_f64 for its lanes l0 .. l0 + CQ__VG_W_f64 (>>vgroup) */
+static void cq__g2p_adj_vgroup_3d_f64(const cq__params_f64 *prm, cq__gview_f64 g, const long *sb, int l0,
+        double (*w_l)[3][CQ__LANES_f64],
+        double (*dw_l)[3][CQ__LANES_f64],
+        double (*fx_l)[CQ__LANES_f64],
+        double (*v_bar_t_l)[CQ__LANES_f64],
+        double (*Bc_l)[CQ__LANES_f64],
+        double (*nC_l)[CQ__LANES_f64],
+        double (*sv_l)[CQ__LANES_f64],
+        double (*x_bar_l)[CQ__LANES_f64])
+{
+    cq__vg_f64 w[3][3];
+    cq__vg_f64 dw[3][3];
+    cq__vg_f64 fx[3];
+    cq__vg_f64 v_bar_t[3];
+    cq__vg_f64 Bc[9];
+    cq__vg_f64 nC[9];
+    cq__vg_f64 sv[3];
+    cq__vg_f64 x_bar[3];
+    for (int a = 0; a < 3; ++a) for (int i = 0; i < 3; ++i) CQ__VG_IN_f64(w[a][i], w_l[a][i], l0);
+    for (int a = 0; a < 3; ++a) for (int i = 0; i < 3; ++i) CQ__VG_IN_f64(dw[a][i], dw_l[a][i], l0);
+    for (int a = 0; a < 3; ++a) CQ__VG_IN_f64(fx[a], fx_l[a], l0);
+    for (int a = 0; a < 3; ++a) CQ__VG_IN_f64(v_bar_t[a], v_bar_t_l[a], l0);
+    for (int a = 0; a < 9; ++a) CQ__VG_IN_f64(Bc[a], Bc_l[a], l0);
+    for (int a = 0; a < 9; ++a) CQ__VG_IN_f64(nC[a], nC_l[a], l0);
+    for (int a = 0; a < 3; ++a) CQ__VG_IN_f64(sv[a], sv_l[a], l0);
+    for (int a = 0; a < 3; ++a) CQ__VG_IN_f64(x_bar[a], x_bar_l[a], l0);
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int k = 0; k < 3; ++k)
+    {
+    const int o[3] = {i, j, k};
+    const long so = ((long)i * prm->res[1] + j) * prm->res[2] + k;
+        const cq__vg_f64 wt = w[0][i] * w[1][j] * w[2][k];
+        const cq__vg_f64 gw[3] = {dw[0][i] * w[1][j] * w[2][k], w[0][i] * dw[1][j] * w[2][k], w[0][i] * w[1][j] * dw[2][k]};
+        cq__vg_f64 d[3], sdot = {0};
+        cq__vg_f64 vi[3];
+        cq__vld3_f64(g.v, sb, so, vi);
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) d[a] = (double)o[a] - fx[a];
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
+            const cq__vg_f64 wv = wt * vi[a];
+            cq__vg_f64 u = v_bar_t[a];
+            CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
+                u += Bc[a * 3 + b] * d[b];
+                nC[a * 3 + b] += wv * d[b];
+            }
+            sv[a] += wv;
+            sdot += vi[a] * u;
+        }
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) x_bar[a] += sdot * gw[a];   /* through the weights */
+    }
+    for (int a = 0; a < 9; ++a) CQ__VG_OUT_f64(nC_l[a], l0, nC[a]);
+    for (int a = 0; a < 3; ++a) CQ__VG_OUT_f64(sv_l[a], l0, sv[a]);
+    for (int a = 0; a < 3; ++a) CQ__VG_OUT_f64(x_bar_l[a], l0, x_bar[a]);
+}
+#endif
 /* >>g2p_adj_lanes_3d_f64: the G2P adjoint (>>g2p_adj_) of the particles ps[0 .. CQ__LANES_f64), whose
    packed records go to slots ks[0 .. CQ__LANES_f64) of pk0 (CQ__PK(3) values each).  The per-particle
    start and end run lane by lane (the one-particle kernel's text), the stencil across the lanes. */
@@ -10018,6 +10744,14 @@ static void cq__g2p_adj_lanes_3d_f64(const int *ps, const int *ks, const cq__par
     }
     CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) Bc[a][l] = k4 * C_bar_t[a][l];   /* (C_bar_t is not needed after this) */
     }
+#if CQ__CPU_VGROUP
+    {
+    long sb[CQ__LANES_f64];
+    for (int l = 0; l < CQ__LANES_f64; ++l)
+        sb[l] = goff[l] + ((long)base[0][l] * prm->res[1] + base[1][l]) * prm->res[2] + base[2][l];
+    for (int l = 0; l < CQ__LANES_f64; l += CQ__VG_W_f64) cq__g2p_adj_vgroup_3d_f64(prm, g, sb + l, l, w, dw, fx, v_bar_t, Bc, nC, sv, x_bar);
+    }
+#else
     {   /* lanes: each lane's first node (sb) once, then a node's index is sb + the node's offset in the
            grid, the same for every lane: the same integer as the one-particle kernel's sum, without
            its multiplies per node and lane (AVX2 has no 64-bit lane multiply: gcc emulates it); G2P's
@@ -10051,6 +10785,7 @@ static void cq__g2p_adj_lanes_3d_f64(const int *ps, const int *ks, const cq__par
     }
     }
     }
+#endif
     for (int l = 0; l < CQ__LANES_f64; ++l) {
         const int p = ps[l];
         double *pk = pk0 + (long)ks[l] * CQ__PK(3);
@@ -10075,6 +10810,76 @@ static void cq__g2p_adj_lanes_3d_f64(const int *ps, const int *ks, const cq__par
     }
 }
 
+#if CQ__CPU_VGROUP
+/* >>transfer_vgroup_3d_f64: the stencil of >>transfer_lanes_3d_f64 for its lanes l0 .. l0 + CQ__VG_W_f64 (>>vgroup) */
+static void cq__transfer_vgroup_3d_f64(const cq__params_f64 *prm, const double *gp_bar, const double *gm_bar, const long *sb, int l0,
+        double (*w_l)[3][CQ__LANES_f64],
+        double (*dw_l)[3][CQ__LANES_f64],
+        double (*fx_l)[CQ__LANES_f64],
+        double (*mv_l)[CQ__LANES_f64],
+        double (*G_l)[CQ__LANES_f64],
+        double (*G_bar_l)[CQ__LANES_f64],
+        double (*x_bar_l)[CQ__LANES_f64],
+        double (*sp_l)[CQ__LANES_f64],
+        double (*mm_l)[CQ__LANES_f64])
+{
+    cq__vg_f64 w[3][3];
+    cq__vg_f64 dw[3][3];
+    cq__vg_f64 fx[3];
+    cq__vg_f64 mv[3];
+    cq__vg_f64 G[9];
+    cq__vg_f64 G_bar[9];
+    cq__vg_f64 x_bar[3];
+    cq__vg_f64 sp[3];
+    cq__vg_f64 mm[2];
+    for (int a = 0; a < 3; ++a) for (int i = 0; i < 3; ++i) CQ__VG_IN_f64(w[a][i], w_l[a][i], l0);
+    for (int a = 0; a < 3; ++a) for (int i = 0; i < 3; ++i) CQ__VG_IN_f64(dw[a][i], dw_l[a][i], l0);
+    for (int a = 0; a < 3; ++a) CQ__VG_IN_f64(fx[a], fx_l[a], l0);
+    for (int a = 0; a < 3; ++a) CQ__VG_IN_f64(mv[a], mv_l[a], l0);
+    for (int a = 0; a < 9; ++a) CQ__VG_IN_f64(G[a], G_l[a], l0);
+    for (int a = 0; a < 9; ++a) CQ__VG_IN_f64(G_bar[a], G_bar_l[a], l0);
+    for (int a = 0; a < 3; ++a) CQ__VG_IN_f64(x_bar[a], x_bar_l[a], l0);
+    for (int a = 0; a < 3; ++a) CQ__VG_IN_f64(sp[a], sp_l[a], l0);
+    for (int a = 0; a < 2; ++a) CQ__VG_IN_f64(mm[a], mm_l[a], l0);
+    cq__vg_f64 mass = mm[0], m_bar = mm[1];
+    for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+    for (int k = 0; k < 3; ++k)
+    {
+    const int o[3] = {i, j, k};
+    const long so = ((long)i * prm->res[1] + j) * prm->res[2] + k;
+        const cq__vg_f64 wt = w[0][i] * w[1][j] * w[2][k];
+        const cq__vg_f64 gw[3] = {dw[0][i] * w[1][j] * w[2][k], w[0][i] * dw[1][j] * w[2][k], w[0][i] * w[1][j] * dw[2][k]};
+        cq__vg_f64 dpos[3];
+        cq__vg_f64 p_bar[3], m_bar_n[1];
+        cq__vld3_f64(gp_bar, sb, so, p_bar);
+        cq__vld1_f64(gm_bar, sb, so, m_bar_n);
+        const cq__vg_f64 m_bar_i = m_bar_n[0];
+        cq__vg_f64 sdot = m_bar_i * mass;   /* d(contribution)/dw */
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) dpos[a] = ((double)o[a] - fx[a]) * prm->dx;
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
+            const cq__vg_f64 wp = wt * p_bar[a];
+            cq__vg_f64 mom = mv[a];
+            CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) {
+                mom += G[a * 3 + b] * dpos[b];
+                G_bar[a * 3 + b] += wp * dpos[b];
+            }
+            sdot += p_bar[a] * mom;
+            sp[a] += wp;
+            cq__vg_f64 gtp = {0};   /* (G^T dL/dp_i)_a */
+            CQ__CPU_UNROLL for (int b = 0; b < 3; ++b) gtp += G[b * 3 + a] * p_bar[b];
+            x_bar[a] -= wt * gtp;                 /* dpos = x_i - x_p */
+        }
+        m_bar += wt * m_bar_i;
+        CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) x_bar[a] += sdot * gw[a];
+    }
+    mm[1] = m_bar;
+    for (int a = 0; a < 9; ++a) CQ__VG_OUT_f64(G_bar_l[a], l0, G_bar[a]);
+    for (int a = 0; a < 3; ++a) CQ__VG_OUT_f64(x_bar_l[a], l0, x_bar[a]);
+    for (int a = 0; a < 3; ++a) CQ__VG_OUT_f64(sp_l[a], l0, sp[a]);
+    for (int a = 0; a < 2; ++a) CQ__VG_OUT_f64(mm_l[a], l0, mm[a]);
+}
+#endif
 /* >>transfer_lanes_3d_f64: the transfer half of the P2G adjoint (cq__p2g_adj_transfer_) of the
    particles ps[0 .. CQ__LANES_f64): G_in[l] their affine matrices, G_bar_out[l] their dL/dG. */
 static void cq__transfer_lanes_3d_f64(const int *ps, const cq__params_f64 *prm, cq__pview_f64 s,
@@ -10097,6 +10902,17 @@ static void cq__transfer_lanes_3d_f64(const int *ps, const cq__params_f64 *prm, 
         m_bar[l] = 0;
         for (int a = 0; a < 3; ++a) { x_bar[a][l] = 0; sp[a][l] = 0; mv[a][l] = mass[l] * vp[a][l]; }
     }
+#if CQ__CPU_VGROUP
+    {
+    double mm[2][CQ__LANES_f64];   /* mass and m_bar, as one array for the groups */
+    long sb[CQ__LANES_f64];
+    for (int l = 0; l < CQ__LANES_f64; ++l)
+        sb[l] = goff[l] + ((long)base[0][l] * prm->res[1] + base[1][l]) * prm->res[2] + base[2][l];
+    for (int l = 0; l < CQ__LANES_f64; ++l) { mm[0][l] = mass[l]; mm[1][l] = m_bar[l]; }
+    for (int l = 0; l < CQ__LANES_f64; l += CQ__VG_W_f64) cq__transfer_vgroup_3d_f64(prm, gp_bar, gm_bar, sb + l, l, w, dw, fx, mv, G, G_bar, x_bar, sp, mm);
+    for (int l = 0; l < CQ__LANES_f64; ++l) m_bar[l] = mm[1][l];
+    }
+#else
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
     for (int k = 0; k < 3; ++k)
@@ -10127,6 +10943,7 @@ static void cq__transfer_lanes_3d_f64(const int *ps, const cq__params_f64 *prm, 
         CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) x_bar[a][l] += sdot * gw[a];
     }
     }
+#endif
     for (int l = 0; l < CQ__LANES_f64; ++l) {
         const int p = ps[l];
         double *G_bar_out = G_bar_lanes[l];

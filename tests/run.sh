@@ -78,7 +78,7 @@ c_compile_openmp() {
 }
 # warning-clean under what game engines build with (gcc and clang, C and C++, -O0 to -O3; C++ with
 # AVX-512 (x86-64-v4) at -O3: the lane square roots' intrinsics, cpu_lanes.j2; C++ with AVX2
-# (x86-64-v3): the 2D float64 G2P's pairs, CQ__G2P_PAIRS, off with AVX-512)
+# (x86-64-v3): the lane groups' loads, cpu_lanes.j2 >>vgroup, off with AVX-512)
 STRICT="-Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wsign-conversion -Werror"
 chain 37 compile_strict_gcc
 c_compile_strict_gcc() {
@@ -368,15 +368,20 @@ c_cpu_lanes_forced() {
         $CC -std=c99 -O2 -g1 $WARN $NW -DCQ_CPU_LANES=1 tests/test_errors.c -o $B/test_errors_lanes -lm && ./$B/test_errors_lanes && \
         $CC -std=c99 -O3 -march=native $WARN $NW tests/test_batch.c -o $B/test_batch_native -lm -ldl && ./$B/test_batch_native"
 }
-# AVX2 without AVX-512 (-march=x86-64-v3): the default lanes (both precisions); batched and threaded
-# runs bitwise as before, the CPU against the mock's one-particle kernels at -O2
-chain 19 cpu_lanes_avx2
+# AVX2 without AVX-512 (-march=x86-64-v3): the default lanes (both precisions) with their vector
+# groups (cpu_lanes.j2 >>vgroup, off with AVX-512, so a native build on an AVX-512 host has none);
+# batched and threaded runs bitwise as before, the CPU against the mock's one-particle kernels at
+# -O2; test_lanes, the lane kernels against the one-particle ones, at -O3
+chain 40 cpu_lanes_avx2
 c_cpu_lanes_avx2() {
     if grep -q ' avx2' /proc/cpuinfo 2>/dev/null; then
         item cpu_lanes_avx2 sh -c "$CC -std=c99 -O2 -g1 -march=x86-64-v3 $WARN $NW tests/test_batch.c -o $B/test_batch_avx2 -lm -ldl && \
             ./$B/test_batch_avx2 && CQ_CUDA_LIBRARY=$MOCK ./$B/test_batch_avx2 cuda"
+        item test_lanes_avx2 sh -c "$CC -std=c99 -O3 -march=x86-64-v3 -fno-inline-functions-called-once $WARN $NW tests/test_lanes.c -o $B/test_lanes_avx2 -lm && \
+            ./$B/test_lanes_avx2"
     else
         skip cpu_lanes_avx2 "this CPU has no AVX2 (/proc/cpuinfo)"
+        skip test_lanes_avx2 "this CPU has no AVX2 (/proc/cpuinfo)"
     fi
 }
 # the long-horizon Table III, on the CPU then the mock GPU

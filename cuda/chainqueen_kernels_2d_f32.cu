@@ -241,6 +241,15 @@ CQ_HD void cq__lame_f32(float E, float nu, float *mu, float *lam)
     *mu = E / (2 * (1 + nu));
     *lam = E * nu / ((1 + nu) * (1 - 2 * nu));
 }
+/* The quadratic B-spline weight of node k (0, 1, 2) of a particle fx = f cells from its stencil's
+   first node ([ChainQueen] eq 3; cq__weights_ computes the three by the same operations): the
+   gathers' weights from a packed record's fx (kernels.j2 cq__gather_row_, cq__gather_rows_;
+   cpu_backend.j2 cq__pk_widen_) */
+CQ_HD float cq__bspline_f32(float f, int k)
+{
+    const float e = k == 0 ? (float)1.5 - f : (k == 1 ? f - 1 : f - (float)0.5);
+    return k == 1 ? (float)0.75 - e * e : (float)0.5 * e * e;
+}
 
 
 /* ======================================================================== 2D f32 */
@@ -494,8 +503,7 @@ CQ_HD void cq__gather_row_2d_f32(const float *pk, const int *o, const cq__params
         const float f = pk[1 + a];
         CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) {
             const int ok = a < 1 ? o[a] : k;
-            const float e = ok == 0 ? (float)1.5 - f : (ok == 1 ? f - 1 : f - (float)0.5);
-            w[a][k] = ok == 1 ? (float)0.75 - e * e : (float)0.5 * e * e;
+            w[a][k] = cq__bspline_f32(f, ok);
             d[a][k] = ((float)ok - f) * prm->dx;
         }
     }
@@ -543,8 +551,7 @@ CQ_HD void cq__gather_rows_2d_f32(const float *pk, const int *o, const int *oj, 
     CQ__UNROLL for (int a = 0; a < 2; ++a) {
         const float f = pk[1 + a];
         CQ__UNROLL for (int k = 0; k < 3; ++k) {
-            const float e = k == 0 ? (float)1.5 - f : (k == 1 ? f - 1 : f - (float)0.5);
-            w[a][k] = k == 1 ? (float)0.75 - e * e : (float)0.5 * e * e;
+            w[a][k] = cq__bspline_f32(f, k);
             d[a][k] = ((float)k - f) * prm->dx;
         }
     }

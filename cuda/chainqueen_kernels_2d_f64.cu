@@ -245,6 +245,15 @@ CQ_HD void cq__lame_f64(double E, double nu, double *mu, double *lam)
     *mu = E / (2 * (1 + nu));
     *lam = E * nu / ((1 + nu) * (1 - 2 * nu));
 }
+/* The quadratic B-spline weight of node k (0, 1, 2) of a particle fx = f cells from its stencil's
+   first node ([ChainQueen] eq 3; cq__weights_ computes the three by the same operations): the
+   gathers' weights from a packed record's fx (kernels.j2 cq__gather_row_, cq__gather_rows_;
+   cpu_backend.j2 cq__pk_widen_) */
+CQ_HD double cq__bspline_f64(double f, int k)
+{
+    const double e = k == 0 ? (double)1.5 - f : (k == 1 ? f - 1 : f - (double)0.5);
+    return k == 1 ? (double)0.75 - e * e : (double)0.5 * e * e;
+}
 
 
 /* ======================================================================== 2D f64 */
@@ -498,8 +507,7 @@ CQ_HD void cq__gather_row_2d_f64(const double *pk, const int *o, const cq__param
         const double f = pk[1 + a];
         CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) {
             const int ok = a < 1 ? o[a] : k;
-            const double e = ok == 0 ? (double)1.5 - f : (ok == 1 ? f - 1 : f - (double)0.5);
-            w[a][k] = ok == 1 ? (double)0.75 - e * e : (double)0.5 * e * e;
+            w[a][k] = cq__bspline_f64(f, ok);
             d[a][k] = ((double)ok - f) * prm->dx;
         }
     }
@@ -547,8 +555,7 @@ CQ_HD void cq__gather_rows_2d_f64(const double *pk, const int *o, const int *oj,
     CQ__UNROLL for (int a = 0; a < 2; ++a) {
         const double f = pk[1 + a];
         CQ__UNROLL for (int k = 0; k < 3; ++k) {
-            const double e = k == 0 ? (double)1.5 - f : (k == 1 ? f - 1 : f - (double)0.5);
-            w[a][k] = k == 1 ? (double)0.75 - e * e : (double)0.5 * e * e;
+            w[a][k] = cq__bspline_f64(f, k);
             d[a][k] = ((double)k - f) * prm->dx;
         }
     }

@@ -9004,7 +9004,7 @@ typedef float cq__v8_f32 __attribute__((vector_size(32)));
 #define CQ__LANES_f32 16
 #define CQ__LANES_f64 8
 /* x86 intrinsics: the lanes' square roots (cq__lane_sqrt_*, below) and, with AVX but not AVX-512,
-   the grid reads of the float64 lane groups (CQ__VG_X86, >>vgroup) */
+   the grid reads of the lane groups (CQ__VG_X86, >>vgroup) */
 #if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
 #  if defined(__AVX512F__) || defined(__AVX__) || defined(__SSE2__) || defined(_M_X64)
 #    include <immintrin.h>
@@ -9026,9 +9026,11 @@ typedef float cq__v8_f32 __attribute__((vector_size(32)));
    lanes held as short vectors: four float64 lanes (cq__vg_f64) or eight float32 ones (cq__vg_f32),
    where the compiler has vector extensions and the CPU AVX without AVX-512 (CQ__CPU_VGROUP).  The
    node body is the one-particle kernel's text (stencil.j2, l = "") with vector types, so each lane
-   gets its operations in their order: the same bits (test_lanes, gcc and clang at -march=native and
-   x86-64-v3; a compiler that contracts the one's multiply-adds contracts the other's alike, the
-   expressions being the same).  Over lane arrays (innermost loops) gcc kept every sum in memory, a
+   gets its operations in their order: the same bits (test_lanes, ISO C, gcc and clang at
+   -march=native and x86-64-v3; clang contracts multiply-adds within an expression there, alike in
+   both).  gcc in GNU C (-ffp-contract=fast) may fuse differently in the two forms: against the
+   lane loops before, the 2D f64 transfer rounds differently there (the lanes' ends already did,
+   against the one-particle kernels: test_lanes.c).  Over lane arrays (innermost loops) gcc kept every sum in memory, a
    load and a store a node (the 3D G2P's 12 sums are 12 registers of four doubles), and loaded each
    lane's node values one at a time, inserting them into vectors; a group's function holds its sums
    in registers across the 3^D nodes and loads a node's values for the group in pairs (cq__vld2_,

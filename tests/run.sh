@@ -369,16 +369,21 @@ c_cpu_lanes_forced() {
         $CC -std=c99 -O3 -march=native $WARN $NW tests/test_batch.c -o $B/test_batch_native -lm -ldl && ./$B/test_batch_native"
 }
 # AVX2 without AVX-512 (-march=x86-64-v3): the default lanes (both precisions) with their vector
-# groups (cpu_lanes.j2 >>vgroup, off with AVX-512, so a native build on an AVX-512 host has none);
-# batched and threaded runs bitwise as before, the CPU against the mock's one-particle kernels at
-# -O2; test_lanes, the lane kernels against the one-particle ones, at -O3
-chain 40 cpu_lanes_avx2
+# groups (cpu_lanes.j2 >>vgroup, off with AVX-512); batched and threaded runs bitwise as before,
+# the CPU against the mock's one-particle kernels at -O2; on an AVX-512 host, whose native builds
+# have no groups, test_lanes too (the lane kernels against the one-particle ones, -O3; elsewhere
+# test_lanes_native runs the groups)
+chain 25 cpu_lanes_avx2
 c_cpu_lanes_avx2() {
     if grep -q ' avx2' /proc/cpuinfo 2>/dev/null; then
         item cpu_lanes_avx2 sh -c "$CC -std=c99 -O2 -g1 -march=x86-64-v3 $WARN $NW tests/test_batch.c -o $B/test_batch_avx2 -lm -ldl && \
             ./$B/test_batch_avx2 && CQ_CUDA_LIBRARY=$MOCK ./$B/test_batch_avx2 cuda"
-        item test_lanes_avx2 sh -c "$CC -std=c99 -O3 -march=x86-64-v3 -fno-inline-functions-called-once $WARN $NW tests/test_lanes.c -o $B/test_lanes_avx2 -lm && \
-            ./$B/test_lanes_avx2"
+        if grep -q ' avx512f' /proc/cpuinfo 2>/dev/null; then
+            item test_lanes_avx2 sh -c "$CC -std=c99 -O3 -march=x86-64-v3 -fno-inline-functions-called-once $WARN $NW tests/test_lanes.c -o $B/test_lanes_avx2 -lm && \
+                ./$B/test_lanes_avx2"
+        else
+            skip test_lanes_avx2 "no AVX-512 here: test_lanes_native already runs the lane groups (cpu_lanes.j2 >>vgroup)"
+        fi
     else
         skip cpu_lanes_avx2 "this CPU has no AVX2 (/proc/cpuinfo)"
         skip test_lanes_avx2 "this CPU has no AVX2 (/proc/cpuinfo)"

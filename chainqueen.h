@@ -110,7 +110,10 @@
      CQ_CPU_V4       0: the CPU's gather (P2G's node half) adds its 4-wide sums one value at a time
                      instead of as GNU vector extensions (the default with gcc and clang; the
                      same bits either way; the vectors: 15-20% less time in a 3D gather, ~4%
-                     of a 3D f64 backward, gcc 12 on an Intel Xeon)
+                     of a 3D f64 backward, gcc 12 on an Intel Xeon), and the lane kernels run
+                     their stencils as loops over the lanes instead of over vector groups of
+                     lanes (with AVX, not AVX-512: 3D G2P and its adjoints 16-41% less time,
+                     2-vCPU AMD EPYC Zen 3; bitwise the same without -ffp-contract=fast)
      CQ_CPU_KEEP_SUBNORMALS  keep IEEE subnormal numbers in float32 sims on the CPU.  By default
                      a float32 sim's CPU kernels run with x86's FTZ and DAZ set (on each thread,
                      around each loop range and substep, restored after): values below 1.2e-38
@@ -8986,7 +8989,8 @@ static int cq__cable_buffers(cq_sim *s)
    clang): 4 floats or 4 doubles whose +, - and * are the elementwise IEEE operations, so code on
    them gives the bits of the same operations one value at a time (the fallback every such use
    keeps, for other compilers and for CQ_CPU_V4=0, see OPTIONS at the top).  Used where gcc 12
-   vectorized a 4-wide sum by shuffling it together from scalars (cq__gather_cell4_). */
+   vectorized a 4-wide sum by shuffling it together from scalars (cq__gather_cell4_), and for the
+   lane kernels' vector groups (>>vgroup, below; there also 8 floats). */
 #if !defined(CQ_CPU_V4)
 #  if (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
 #    define CQ__CPU_V4 1

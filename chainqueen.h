@@ -9435,7 +9435,8 @@ static void cq__transfer_vgroup_2d_f32(const cq__params_f32 *prm, const float *g
         float (*G_bar_l)[CQ__LANES_f32],
         float (*x_bar_l)[CQ__LANES_f32],
         float (*sp_l)[CQ__LANES_f32],
-        float (*mm_l)[CQ__LANES_f32])
+        float *mass_l,
+        float *m_bar_l)
 {
     cq__vg_f32 w[2][3];
     cq__vg_f32 dw[2][3];
@@ -9445,7 +9446,8 @@ static void cq__transfer_vgroup_2d_f32(const cq__params_f32 *prm, const float *g
     cq__vg_f32 G_bar[4];
     cq__vg_f32 x_bar[2];
     cq__vg_f32 sp[2];
-    cq__vg_f32 mm[2];
+    cq__vg_f32 mass;
+    cq__vg_f32 m_bar;
     for (int a = 0; a < 2; ++a) for (int i = 0; i < 3; ++i) CQ__VG_IN_f32(w[a][i], w_l[a][i], l0);
     for (int a = 0; a < 2; ++a) for (int i = 0; i < 3; ++i) CQ__VG_IN_f32(dw[a][i], dw_l[a][i], l0);
     for (int a = 0; a < 2; ++a) CQ__VG_IN_f32(fx[a], fx_l[a], l0);
@@ -9454,8 +9456,8 @@ static void cq__transfer_vgroup_2d_f32(const cq__params_f32 *prm, const float *g
     for (int a = 0; a < 4; ++a) CQ__VG_IN_f32(G_bar[a], G_bar_l[a], l0);
     for (int a = 0; a < 2; ++a) CQ__VG_IN_f32(x_bar[a], x_bar_l[a], l0);
     for (int a = 0; a < 2; ++a) CQ__VG_IN_f32(sp[a], sp_l[a], l0);
-    for (int a = 0; a < 2; ++a) CQ__VG_IN_f32(mm[a], mm_l[a], l0);
-    cq__vg_f32 mass = mm[0], m_bar = mm[1];
+    CQ__VG_IN_f32(mass, mass_l, l0);
+    CQ__VG_IN_f32(m_bar, m_bar_l, l0);
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
     {
@@ -9486,11 +9488,10 @@ static void cq__transfer_vgroup_2d_f32(const cq__params_f32 *prm, const float *g
         m_bar += wt * m_bar_i;
         CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) x_bar[a] += sdot * gw[a];
     }
-    mm[1] = m_bar;
     for (int a = 0; a < 4; ++a) CQ__VG_OUT_f32(G_bar_l[a], l0, G_bar[a]);
     for (int a = 0; a < 2; ++a) CQ__VG_OUT_f32(x_bar_l[a], l0, x_bar[a]);
     for (int a = 0; a < 2; ++a) CQ__VG_OUT_f32(sp_l[a], l0, sp[a]);
-    for (int a = 0; a < 2; ++a) CQ__VG_OUT_f32(mm_l[a], l0, mm[a]);
+    CQ__VG_OUT_f32(m_bar_l, l0, m_bar);
 }
 #endif
 /* >>transfer_lanes_2d_f32: the transfer half of the P2G adjoint (cq__p2g_adj_transfer_) of the
@@ -9517,13 +9518,10 @@ static void cq__transfer_lanes_2d_f32(const int *ps, const cq__params_f32 *prm, 
     }
 #if CQ__CPU_VGROUP
     {
-    float mm[2][CQ__LANES_f32];   /* mass and m_bar, as one array for the groups */
     int sb[CQ__LANES_f32];
     for (int l = 0; l < CQ__LANES_f32; ++l)
         sb[l] = goff[l] + (int)base[0][l] * prm->res[1] + base[1][l];
-    for (int l = 0; l < CQ__LANES_f32; ++l) { mm[0][l] = mass[l]; mm[1][l] = m_bar[l]; }
-    for (int l = 0; l < CQ__LANES_f32; l += CQ__VG_W_f32) cq__transfer_vgroup_2d_f32(prm, gp_bar, gm_bar, sb + l, l, w, dw, fx, mv, G, G_bar, x_bar, sp, mm);
-    for (int l = 0; l < CQ__LANES_f32; ++l) m_bar[l] = mm[1][l];
+    for (int l = 0; l < CQ__LANES_f32; l += CQ__VG_W_f32) cq__transfer_vgroup_2d_f32(prm, gp_bar, gm_bar, sb + l, l, w, dw, fx, mv, G, G_bar, x_bar, sp, mass, m_bar);
     }
 #else
     {   /* lanes: each lane's first node (sb) once, then a node's index is sb + the node's offset in the
@@ -9902,7 +9900,8 @@ static void cq__transfer_vgroup_2d_f64(const cq__params_f64 *prm, const double *
         double (*G_bar_l)[CQ__LANES_f64],
         double (*x_bar_l)[CQ__LANES_f64],
         double (*sp_l)[CQ__LANES_f64],
-        double (*mm_l)[CQ__LANES_f64])
+        double *mass_l,
+        double *m_bar_l)
 {
     cq__vg_f64 w[2][3];
     cq__vg_f64 dw[2][3];
@@ -9912,7 +9911,8 @@ static void cq__transfer_vgroup_2d_f64(const cq__params_f64 *prm, const double *
     cq__vg_f64 G_bar[4];
     cq__vg_f64 x_bar[2];
     cq__vg_f64 sp[2];
-    cq__vg_f64 mm[2];
+    cq__vg_f64 mass;
+    cq__vg_f64 m_bar;
     for (int a = 0; a < 2; ++a) for (int i = 0; i < 3; ++i) CQ__VG_IN_f64(w[a][i], w_l[a][i], l0);
     for (int a = 0; a < 2; ++a) for (int i = 0; i < 3; ++i) CQ__VG_IN_f64(dw[a][i], dw_l[a][i], l0);
     for (int a = 0; a < 2; ++a) CQ__VG_IN_f64(fx[a], fx_l[a], l0);
@@ -9921,8 +9921,8 @@ static void cq__transfer_vgroup_2d_f64(const cq__params_f64 *prm, const double *
     for (int a = 0; a < 4; ++a) CQ__VG_IN_f64(G_bar[a], G_bar_l[a], l0);
     for (int a = 0; a < 2; ++a) CQ__VG_IN_f64(x_bar[a], x_bar_l[a], l0);
     for (int a = 0; a < 2; ++a) CQ__VG_IN_f64(sp[a], sp_l[a], l0);
-    for (int a = 0; a < 2; ++a) CQ__VG_IN_f64(mm[a], mm_l[a], l0);
-    cq__vg_f64 mass = mm[0], m_bar = mm[1];
+    CQ__VG_IN_f64(mass, mass_l, l0);
+    CQ__VG_IN_f64(m_bar, m_bar_l, l0);
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
     {
@@ -9953,11 +9953,10 @@ static void cq__transfer_vgroup_2d_f64(const cq__params_f64 *prm, const double *
         m_bar += wt * m_bar_i;
         CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) x_bar[a] += sdot * gw[a];
     }
-    mm[1] = m_bar;
     for (int a = 0; a < 4; ++a) CQ__VG_OUT_f64(G_bar_l[a], l0, G_bar[a]);
     for (int a = 0; a < 2; ++a) CQ__VG_OUT_f64(x_bar_l[a], l0, x_bar[a]);
     for (int a = 0; a < 2; ++a) CQ__VG_OUT_f64(sp_l[a], l0, sp[a]);
-    for (int a = 0; a < 2; ++a) CQ__VG_OUT_f64(mm_l[a], l0, mm[a]);
+    CQ__VG_OUT_f64(m_bar_l, l0, m_bar);
 }
 #endif
 /* >>transfer_lanes_2d_f64: the transfer half of the P2G adjoint (cq__p2g_adj_transfer_) of the
@@ -9984,13 +9983,10 @@ static void cq__transfer_lanes_2d_f64(const int *ps, const cq__params_f64 *prm, 
     }
 #if CQ__CPU_VGROUP
     {
-    double mm[2][CQ__LANES_f64];   /* mass and m_bar, as one array for the groups */
     long sb[CQ__LANES_f64];
     for (int l = 0; l < CQ__LANES_f64; ++l)
         sb[l] = goff[l] + (long)base[0][l] * prm->res[1] + base[1][l];
-    for (int l = 0; l < CQ__LANES_f64; ++l) { mm[0][l] = mass[l]; mm[1][l] = m_bar[l]; }
-    for (int l = 0; l < CQ__LANES_f64; l += CQ__VG_W_f64) cq__transfer_vgroup_2d_f64(prm, gp_bar, gm_bar, sb + l, l, w, dw, fx, mv, G, G_bar, x_bar, sp, mm);
-    for (int l = 0; l < CQ__LANES_f64; ++l) m_bar[l] = mm[1][l];
+    for (int l = 0; l < CQ__LANES_f64; l += CQ__VG_W_f64) cq__transfer_vgroup_2d_f64(prm, gp_bar, gm_bar, sb + l, l, w, dw, fx, mv, G, G_bar, x_bar, sp, mass, m_bar);
     }
 #else
     for (int i = 0; i < 3; ++i)
@@ -10364,7 +10360,8 @@ static void cq__transfer_vgroup_3d_f32(const cq__params_f32 *prm, const float *g
         float (*G_bar_l)[CQ__LANES_f32],
         float (*x_bar_l)[CQ__LANES_f32],
         float (*sp_l)[CQ__LANES_f32],
-        float (*mm_l)[CQ__LANES_f32])
+        float *mass_l,
+        float *m_bar_l)
 {
     cq__vg_f32 w[3][3];
     cq__vg_f32 dw[3][3];
@@ -10374,7 +10371,8 @@ static void cq__transfer_vgroup_3d_f32(const cq__params_f32 *prm, const float *g
     cq__vg_f32 G_bar[9];
     cq__vg_f32 x_bar[3];
     cq__vg_f32 sp[3];
-    cq__vg_f32 mm[2];
+    cq__vg_f32 mass;
+    cq__vg_f32 m_bar;
     for (int a = 0; a < 3; ++a) for (int i = 0; i < 3; ++i) CQ__VG_IN_f32(w[a][i], w_l[a][i], l0);
     for (int a = 0; a < 3; ++a) for (int i = 0; i < 3; ++i) CQ__VG_IN_f32(dw[a][i], dw_l[a][i], l0);
     for (int a = 0; a < 3; ++a) CQ__VG_IN_f32(fx[a], fx_l[a], l0);
@@ -10383,8 +10381,8 @@ static void cq__transfer_vgroup_3d_f32(const cq__params_f32 *prm, const float *g
     for (int a = 0; a < 9; ++a) CQ__VG_IN_f32(G_bar[a], G_bar_l[a], l0);
     for (int a = 0; a < 3; ++a) CQ__VG_IN_f32(x_bar[a], x_bar_l[a], l0);
     for (int a = 0; a < 3; ++a) CQ__VG_IN_f32(sp[a], sp_l[a], l0);
-    for (int a = 0; a < 2; ++a) CQ__VG_IN_f32(mm[a], mm_l[a], l0);
-    cq__vg_f32 mass = mm[0], m_bar = mm[1];
+    CQ__VG_IN_f32(mass, mass_l, l0);
+    CQ__VG_IN_f32(m_bar, m_bar_l, l0);
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
     for (int k = 0; k < 3; ++k)
@@ -10416,11 +10414,10 @@ static void cq__transfer_vgroup_3d_f32(const cq__params_f32 *prm, const float *g
         m_bar += wt * m_bar_i;
         CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) x_bar[a] += sdot * gw[a];
     }
-    mm[1] = m_bar;
     for (int a = 0; a < 9; ++a) CQ__VG_OUT_f32(G_bar_l[a], l0, G_bar[a]);
     for (int a = 0; a < 3; ++a) CQ__VG_OUT_f32(x_bar_l[a], l0, x_bar[a]);
     for (int a = 0; a < 3; ++a) CQ__VG_OUT_f32(sp_l[a], l0, sp[a]);
-    for (int a = 0; a < 2; ++a) CQ__VG_OUT_f32(mm_l[a], l0, mm[a]);
+    CQ__VG_OUT_f32(m_bar_l, l0, m_bar);
 }
 #endif
 /* >>transfer_lanes_3d_f32: the transfer half of the P2G adjoint (cq__p2g_adj_transfer_) of the
@@ -10447,13 +10444,10 @@ static void cq__transfer_lanes_3d_f32(const int *ps, const cq__params_f32 *prm, 
     }
 #if CQ__CPU_VGROUP
     {
-    float mm[2][CQ__LANES_f32];   /* mass and m_bar, as one array for the groups */
     int sb[CQ__LANES_f32];
     for (int l = 0; l < CQ__LANES_f32; ++l)
         sb[l] = goff[l] + ((int)base[0][l] * prm->res[1] + base[1][l]) * prm->res[2] + base[2][l];
-    for (int l = 0; l < CQ__LANES_f32; ++l) { mm[0][l] = mass[l]; mm[1][l] = m_bar[l]; }
-    for (int l = 0; l < CQ__LANES_f32; l += CQ__VG_W_f32) cq__transfer_vgroup_3d_f32(prm, gp_bar, gm_bar, sb + l, l, w, dw, fx, mv, G, G_bar, x_bar, sp, mm);
-    for (int l = 0; l < CQ__LANES_f32; ++l) m_bar[l] = mm[1][l];
+    for (int l = 0; l < CQ__LANES_f32; l += CQ__VG_W_f32) cq__transfer_vgroup_3d_f32(prm, gp_bar, gm_bar, sb + l, l, w, dw, fx, mv, G, G_bar, x_bar, sp, mass, m_bar);
     }
 #else
     {   /* lanes: each lane's first node (sb) once, then a node's index is sb + the node's offset in the
@@ -10837,7 +10831,8 @@ static void cq__transfer_vgroup_3d_f64(const cq__params_f64 *prm, const double *
         double (*G_bar_l)[CQ__LANES_f64],
         double (*x_bar_l)[CQ__LANES_f64],
         double (*sp_l)[CQ__LANES_f64],
-        double (*mm_l)[CQ__LANES_f64])
+        double *mass_l,
+        double *m_bar_l)
 {
     cq__vg_f64 w[3][3];
     cq__vg_f64 dw[3][3];
@@ -10847,7 +10842,8 @@ static void cq__transfer_vgroup_3d_f64(const cq__params_f64 *prm, const double *
     cq__vg_f64 G_bar[9];
     cq__vg_f64 x_bar[3];
     cq__vg_f64 sp[3];
-    cq__vg_f64 mm[2];
+    cq__vg_f64 mass;
+    cq__vg_f64 m_bar;
     for (int a = 0; a < 3; ++a) for (int i = 0; i < 3; ++i) CQ__VG_IN_f64(w[a][i], w_l[a][i], l0);
     for (int a = 0; a < 3; ++a) for (int i = 0; i < 3; ++i) CQ__VG_IN_f64(dw[a][i], dw_l[a][i], l0);
     for (int a = 0; a < 3; ++a) CQ__VG_IN_f64(fx[a], fx_l[a], l0);
@@ -10856,8 +10852,8 @@ static void cq__transfer_vgroup_3d_f64(const cq__params_f64 *prm, const double *
     for (int a = 0; a < 9; ++a) CQ__VG_IN_f64(G_bar[a], G_bar_l[a], l0);
     for (int a = 0; a < 3; ++a) CQ__VG_IN_f64(x_bar[a], x_bar_l[a], l0);
     for (int a = 0; a < 3; ++a) CQ__VG_IN_f64(sp[a], sp_l[a], l0);
-    for (int a = 0; a < 2; ++a) CQ__VG_IN_f64(mm[a], mm_l[a], l0);
-    cq__vg_f64 mass = mm[0], m_bar = mm[1];
+    CQ__VG_IN_f64(mass, mass_l, l0);
+    CQ__VG_IN_f64(m_bar, m_bar_l, l0);
     for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
     for (int k = 0; k < 3; ++k)
@@ -10889,11 +10885,10 @@ static void cq__transfer_vgroup_3d_f64(const cq__params_f64 *prm, const double *
         m_bar += wt * m_bar_i;
         CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) x_bar[a] += sdot * gw[a];
     }
-    mm[1] = m_bar;
     for (int a = 0; a < 9; ++a) CQ__VG_OUT_f64(G_bar_l[a], l0, G_bar[a]);
     for (int a = 0; a < 3; ++a) CQ__VG_OUT_f64(x_bar_l[a], l0, x_bar[a]);
     for (int a = 0; a < 3; ++a) CQ__VG_OUT_f64(sp_l[a], l0, sp[a]);
-    for (int a = 0; a < 2; ++a) CQ__VG_OUT_f64(mm_l[a], l0, mm[a]);
+    CQ__VG_OUT_f64(m_bar_l, l0, m_bar);
 }
 #endif
 /* >>transfer_lanes_3d_f64: the transfer half of the P2G adjoint (cq__p2g_adj_transfer_) of the
@@ -10920,13 +10915,10 @@ static void cq__transfer_lanes_3d_f64(const int *ps, const cq__params_f64 *prm, 
     }
 #if CQ__CPU_VGROUP
     {
-    double mm[2][CQ__LANES_f64];   /* mass and m_bar, as one array for the groups */
     long sb[CQ__LANES_f64];
     for (int l = 0; l < CQ__LANES_f64; ++l)
         sb[l] = goff[l] + ((long)base[0][l] * prm->res[1] + base[1][l]) * prm->res[2] + base[2][l];
-    for (int l = 0; l < CQ__LANES_f64; ++l) { mm[0][l] = mass[l]; mm[1][l] = m_bar[l]; }
-    for (int l = 0; l < CQ__LANES_f64; l += CQ__VG_W_f64) cq__transfer_vgroup_3d_f64(prm, gp_bar, gm_bar, sb + l, l, w, dw, fx, mv, G, G_bar, x_bar, sp, mm);
-    for (int l = 0; l < CQ__LANES_f64; ++l) m_bar[l] = mm[1][l];
+    for (int l = 0; l < CQ__LANES_f64; l += CQ__VG_W_f64) cq__transfer_vgroup_3d_f64(prm, gp_bar, gm_bar, sb + l, l, w, dw, fx, mv, G, G_bar, x_bar, sp, mass, m_bar);
     }
 #else
     for (int i = 0; i < 3; ++i)

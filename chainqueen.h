@@ -250,7 +250,7 @@
      host: errors, memory ... host_memory.j2      >>errors >>memory >>work_memory >>conversion >>act_table
                                                   (actuation chunks, both backends) >>cables
      host: CPU backend ...... cpu_backend.j2      >>parallel_for >>cpu_flush (f32: FTZ/DAZ) >>cpu_drivers >>cpu_sort_ >>cpu_gather_ (row by row)
-                                                  >>cpu_gather_record >>cpu_grid_ >>cpu_substep_ >>cpu_substep_adj_
+                                                  >>cpu_gather_record >>cpu_lane_groups >>cpu_grid_ >>cpu_substep_ >>cpu_substep_adj_
                                                   >>cpu_check_adjoint >>cpu_act_grad >>cpu_copy >>cpu_cables_
      host: CPU lanes ........ cpu_lanes.j2        >>cpu_lanes >>weights_lanes_ >>g2p_lanes_ >>g2p_adj_lanes_ >>transfer_lanes_ >>vgroup >>stress_lanes_ >>cpu_v4
                                                   >>svd_lanes_3d_ (G2P, the stencil adjoints, P2G's
@@ -8952,8 +8952,11 @@ static int cq__cable_buffers(cq_sim *s)
    out of lane arrays, they measured no faster: the copies cost what the arithmetic saved), while
    G2P's end (F' = (I + dt C') F and the checks, a large share of G2P) is written per statement
    over the lanes, so that it vectorizes too.  Lanes are 64 bytes of values (one
-   AVX-512 register, two AVX2 ones): 16 floats or 8 doubles.  The one-particle kernels run the
-   remainder of a range, and a lane group with a particle outside the usable region (a failing
+   AVX-512 register, two AVX2 ones): 16 floats or 8 doubles.  Every particle of a range runs in
+   the lanes, in lane p mod 16 (8) of its group, the groups at a range's ends padded
+   (cpu_backend.j2 >>cpu_lane_groups: so the host's split of the ranges changes no bit, even
+   where the compiler fuses or reorders as it likes); the one-particle kernels run only where the
+   lanes are off, and after a G2P lane group met a particle outside the usable region (a failing
    substep).  What gcc 12 needs to vectorize a lane loop: no pointer formed per lane (index the
    arrays: g.v[idx * D + a], not vi = g.v + idx * D), no && or || (& and |), and no per-lane
    gathers from the particle arrays in the same loop as arithmetic (they are copied into lane
@@ -9495,8 +9498,9 @@ static void cq__transfer_vgroup_2d_f32(const cq__params_f32 *prm, const float *g
 }
 #endif
 /* >>transfer_lanes_2d_f32: the transfer half of the P2G adjoint (cq__p2g_adj_transfer_) of the
-   particles ps[0 .. CQ__LANES_f32): G_in[l] their affine matrices, G_bar_out[l] their dL/dG. */
-static void cq__transfer_lanes_2d_f32(const int *ps, const cq__params_f32 *prm, cq__pview_f32 s,
+   particles ps[0 .. CQ__LANES_f32): G_in[l] their affine matrices, G_bar_out[l] their dL/dG.  Only lanes lo .. hi - 1
+   add to ai and pg and write G_bar_out (a padded group's other lanes repeat a particle: >>cpu_lane_groups). */
+static void cq__transfer_lanes_2d_f32(const int *ps, int lo, int hi, const cq__params_f32 *prm, cq__pview_f32 s,
         float (*G_in)[4], const float *gp_bar, const float *gm_bar, cq__pview_f32 ai, cq__pview_f32 pg,
         float (*G_bar_lanes)[4])
 {
@@ -9563,7 +9567,7 @@ static void cq__transfer_lanes_2d_f32(const int *ps, const cq__params_f32 *prm, 
     }
     }
 #endif
-    for (int l = 0; l < CQ__LANES_f32; ++l) {
+    for (int l = lo; l < hi; ++l) {
         const int p = ps[l];
         float *G_bar_out = G_bar_lanes[l];
     CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) m_bar[l] += sp[a][l] * vp[a][l];
@@ -9960,8 +9964,9 @@ static void cq__transfer_vgroup_2d_f64(const cq__params_f64 *prm, const double *
 }
 #endif
 /* >>transfer_lanes_2d_f64: the transfer half of the P2G adjoint (cq__p2g_adj_transfer_) of the
-   particles ps[0 .. CQ__LANES_f64): G_in[l] their affine matrices, G_bar_out[l] their dL/dG. */
-static void cq__transfer_lanes_2d_f64(const int *ps, const cq__params_f64 *prm, cq__pview_f64 s,
+   particles ps[0 .. CQ__LANES_f64): G_in[l] their affine matrices, G_bar_out[l] their dL/dG.  Only lanes lo .. hi - 1
+   add to ai and pg and write G_bar_out (a padded group's other lanes repeat a particle: >>cpu_lane_groups). */
+static void cq__transfer_lanes_2d_f64(const int *ps, int lo, int hi, const cq__params_f64 *prm, cq__pview_f64 s,
         double (*G_in)[4], const double *gp_bar, const double *gm_bar, cq__pview_f64 ai, cq__pview_f64 pg,
         double (*G_bar_lanes)[4])
 {
@@ -10019,7 +10024,7 @@ static void cq__transfer_lanes_2d_f64(const int *ps, const cq__params_f64 *prm, 
     }
     }
 #endif
-    for (int l = 0; l < CQ__LANES_f64; ++l) {
+    for (int l = lo; l < hi; ++l) {
         const int p = ps[l];
         double *G_bar_out = G_bar_lanes[l];
     CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) m_bar[l] += sp[a][l] * vp[a][l];
@@ -10421,8 +10426,9 @@ static void cq__transfer_vgroup_3d_f32(const cq__params_f32 *prm, const float *g
 }
 #endif
 /* >>transfer_lanes_3d_f32: the transfer half of the P2G adjoint (cq__p2g_adj_transfer_) of the
-   particles ps[0 .. CQ__LANES_f32): G_in[l] their affine matrices, G_bar_out[l] their dL/dG. */
-static void cq__transfer_lanes_3d_f32(const int *ps, const cq__params_f32 *prm, cq__pview_f32 s,
+   particles ps[0 .. CQ__LANES_f32): G_in[l] their affine matrices, G_bar_out[l] their dL/dG.  Only lanes lo .. hi - 1
+   add to ai and pg and write G_bar_out (a padded group's other lanes repeat a particle: >>cpu_lane_groups). */
+static void cq__transfer_lanes_3d_f32(const int *ps, int lo, int hi, const cq__params_f32 *prm, cq__pview_f32 s,
         float (*G_in)[9], const float *gp_bar, const float *gm_bar, cq__pview_f32 ai, cq__pview_f32 pg,
         float (*G_bar_lanes)[9])
 {
@@ -10490,7 +10496,7 @@ static void cq__transfer_lanes_3d_f32(const int *ps, const cq__params_f32 *prm, 
     }
     }
 #endif
-    for (int l = 0; l < CQ__LANES_f32; ++l) {
+    for (int l = lo; l < hi; ++l) {
         const int p = ps[l];
         float *G_bar_out = G_bar_lanes[l];
     CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) m_bar[l] += sp[a][l] * vp[a][l];
@@ -10892,8 +10898,9 @@ static void cq__transfer_vgroup_3d_f64(const cq__params_f64 *prm, const double *
 }
 #endif
 /* >>transfer_lanes_3d_f64: the transfer half of the P2G adjoint (cq__p2g_adj_transfer_) of the
-   particles ps[0 .. CQ__LANES_f64): G_in[l] their affine matrices, G_bar_out[l] their dL/dG. */
-static void cq__transfer_lanes_3d_f64(const int *ps, const cq__params_f64 *prm, cq__pview_f64 s,
+   particles ps[0 .. CQ__LANES_f64): G_in[l] their affine matrices, G_bar_out[l] their dL/dG.  Only lanes lo .. hi - 1
+   add to ai and pg and write G_bar_out (a padded group's other lanes repeat a particle: >>cpu_lane_groups). */
+static void cq__transfer_lanes_3d_f64(const int *ps, int lo, int hi, const cq__params_f64 *prm, cq__pview_f64 s,
         double (*G_in)[9], const double *gp_bar, const double *gm_bar, cq__pview_f64 ai, cq__pview_f64 pg,
         double (*G_bar_lanes)[9])
 {
@@ -10952,7 +10959,7 @@ static void cq__transfer_lanes_3d_f64(const int *ps, const cq__params_f64 *prm, 
     }
     }
 #endif
-    for (int l = 0; l < CQ__LANES_f64; ++l) {
+    for (int l = lo; l < hi; ++l) {
         const int p = ps[l];
         double *G_bar_out = G_bar_lanes[l];
     CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) m_bar[l] += sp[a][l] * vp[a][l];
@@ -11438,9 +11445,9 @@ static void cq__pk1_lanes_2d_fixed_corotated_f32(const cq__params_f32 *prm, cq__
     for (int a = 0; a < 4; ++a)
         for (int l = 0; l < CQ__LANES_f32; ++l) Pout[a][l] = P[a][l];
 }
-/* cq__p2g_adj_stress_rot_2d_fixed_corotated_f32 over the lanes, given F, its rotation R, P and G_bar = dL/dG; the first cnt lanes write their particles' ai.F, pg.vol, pg.E, pg.nu and
-   dact (the others are a padded group's copies) */
-static void cq__stress_adj_lanes_2d_fixed_corotated_f32(const int *ps, int cnt, const cq__params_f32 *prm, cq__pview_f32 s,
+/* cq__p2g_adj_stress_rot_2d_fixed_corotated_f32 over the lanes, given F, its rotation R, P and G_bar = dL/dG; lanes lo .. hi - 1 write their particles' ai.F, pg.vol, pg.E, pg.nu and
+   dact (the others are a padded group's copies, >>cpu_lane_groups) */
+static void cq__stress_adj_lanes_2d_fixed_corotated_f32(const int *ps, int lo, int hi, const cq__params_f32 *prm, cq__pview_f32 s,
         const cq__mat_lanes_f32 *m, float F[4][CQ__LANES_f32], float R[4][CQ__LANES_f32], const cq__svd_lanes_f32 *sv,
         float Pp[4][CQ__LANES_f32], float G_bar[4][CQ__LANES_f32], cq__pview_f32 ai, cq__pview_f32 pg, float *dact)
 {
@@ -11516,7 +11523,7 @@ static void cq__stress_adj_lanes_2d_fixed_corotated_f32(const int *ps, int cnt, 
                     act_bar[c * 2 + b][l] += g;
                 }
         }
-    for (int l = 0; l < cnt; ++l) {
+    for (int l = lo; l < hi; ++l) {
         const long p = ps[l];
         for (int a = 0; a < 4; ++a) { ai.F[p * 4 + a] += F_bar[a][l]; dact[p * 4 + a] = act_bar[a][l]; }
         pg.vol[p] += vol_bar[l]; pg.E[p] += E_bar[l]; pg.nu[p] += nu_bar[l];
@@ -11570,9 +11577,9 @@ static void cq__pk1_lanes_2d_neohookean_f32(const cq__params_f32 *prm, cq__pview
     for (int a = 0; a < 4; ++a)
         for (int l = 0; l < CQ__LANES_f32; ++l) Pout[a][l] = P[a][l];
 }
-/* cq__p2g_adj_stress_rot_2d_neohookean_f32 over the lanes, given F, its rotation R, P and G_bar = dL/dG; the first cnt lanes write their particles' ai.F, pg.vol, pg.E, pg.nu and
-   dact (the others are a padded group's copies) */
-static void cq__stress_adj_lanes_2d_neohookean_f32(const int *ps, int cnt, const cq__params_f32 *prm, cq__pview_f32 s,
+/* cq__p2g_adj_stress_rot_2d_neohookean_f32 over the lanes, given F, its rotation R, P and G_bar = dL/dG; lanes lo .. hi - 1 write their particles' ai.F, pg.vol, pg.E, pg.nu and
+   dact (the others are a padded group's copies, >>cpu_lane_groups) */
+static void cq__stress_adj_lanes_2d_neohookean_f32(const int *ps, int lo, int hi, const cq__params_f32 *prm, cq__pview_f32 s,
         const cq__mat_lanes_f32 *m, float F[4][CQ__LANES_f32], float R[4][CQ__LANES_f32], const cq__svd_lanes_f32 *sv,
         float Pp[4][CQ__LANES_f32], float G_bar[4][CQ__LANES_f32], cq__pview_f32 ai, cq__pview_f32 pg, float *dact)
 {
@@ -11663,7 +11670,7 @@ static void cq__stress_adj_lanes_2d_neohookean_f32(const int *ps, int cnt, const
                     act_bar[c * 2 + b][l] += g;
                 }
         }
-    for (int l = 0; l < cnt; ++l) {
+    for (int l = lo; l < hi; ++l) {
         const long p = ps[l];
         for (int a = 0; a < 4; ++a) { ai.F[p * 4 + a] += F_bar[a][l]; dact[p * 4 + a] = act_bar[a][l]; }
         pg.vol[p] += vol_bar[l]; pg.E[p] += E_bar[l]; pg.nu[p] += nu_bar[l];
@@ -11734,9 +11741,9 @@ static void cq__pk1_lanes_3d_fixed_corotated_f32(const cq__params_f32 *prm, cq__
     for (int a = 0; a < 9; ++a)
         for (int l = 0; l < CQ__LANES_f32; ++l) Pout[a][l] = P[a][l];
 }
-/* cq__p2g_adj_stress_rot_3d_fixed_corotated_f32 over the lanes, given F, its rotation R, P and G_bar = dL/dG; the first cnt lanes write their particles' ai.F, pg.vol, pg.E, pg.nu and
-   dact (the others are a padded group's copies) */
-static void cq__stress_adj_lanes_3d_fixed_corotated_f32(const int *ps, int cnt, const cq__params_f32 *prm, cq__pview_f32 s,
+/* cq__p2g_adj_stress_rot_3d_fixed_corotated_f32 over the lanes, given F, its rotation R, P and G_bar = dL/dG; lanes lo .. hi - 1 write their particles' ai.F, pg.vol, pg.E, pg.nu and
+   dact (the others are a padded group's copies, >>cpu_lane_groups) */
+static void cq__stress_adj_lanes_3d_fixed_corotated_f32(const int *ps, int lo, int hi, const cq__params_f32 *prm, cq__pview_f32 s,
         const cq__mat_lanes_f32 *m, float F[9][CQ__LANES_f32], float R[9][CQ__LANES_f32], const cq__svd_lanes_f32 *sv,
         float Pp[9][CQ__LANES_f32], float G_bar[9][CQ__LANES_f32], cq__pview_f32 ai, cq__pview_f32 pg, float *dact)
 {
@@ -11834,7 +11841,7 @@ static void cq__stress_adj_lanes_3d_fixed_corotated_f32(const int *ps, int cnt, 
                     act_bar[c * 3 + b][l] += g;
                 }
         }
-    for (int l = 0; l < cnt; ++l) {
+    for (int l = lo; l < hi; ++l) {
         const long p = ps[l];
         for (int a = 0; a < 9; ++a) { ai.F[p * 9 + a] += F_bar[a][l]; dact[p * 9 + a] = act_bar[a][l]; }
         pg.vol[p] += vol_bar[l]; pg.E[p] += E_bar[l]; pg.nu[p] += nu_bar[l];
@@ -11911,9 +11918,9 @@ static void cq__pk1_lanes_3d_neohookean_f32(const cq__params_f32 *prm, cq__pview
     for (int a = 0; a < 9; ++a)
         for (int l = 0; l < CQ__LANES_f32; ++l) Pout[a][l] = P[a][l];
 }
-/* cq__p2g_adj_stress_rot_3d_neohookean_f32 over the lanes, given F, its rotation R, P and G_bar = dL/dG; the first cnt lanes write their particles' ai.F, pg.vol, pg.E, pg.nu and
-   dact (the others are a padded group's copies) */
-static void cq__stress_adj_lanes_3d_neohookean_f32(const int *ps, int cnt, const cq__params_f32 *prm, cq__pview_f32 s,
+/* cq__p2g_adj_stress_rot_3d_neohookean_f32 over the lanes, given F, its rotation R, P and G_bar = dL/dG; lanes lo .. hi - 1 write their particles' ai.F, pg.vol, pg.E, pg.nu and
+   dact (the others are a padded group's copies, >>cpu_lane_groups) */
+static void cq__stress_adj_lanes_3d_neohookean_f32(const int *ps, int lo, int hi, const cq__params_f32 *prm, cq__pview_f32 s,
         const cq__mat_lanes_f32 *m, float F[9][CQ__LANES_f32], float R[9][CQ__LANES_f32], const cq__svd_lanes_f32 *sv,
         float Pp[9][CQ__LANES_f32], float G_bar[9][CQ__LANES_f32], cq__pview_f32 ai, cq__pview_f32 pg, float *dact)
 {
@@ -12039,7 +12046,7 @@ static void cq__stress_adj_lanes_3d_neohookean_f32(const int *ps, int cnt, const
                     act_bar[c * 3 + b][l] += g;
                 }
         }
-    for (int l = 0; l < cnt; ++l) {
+    for (int l = lo; l < hi; ++l) {
         const long p = ps[l];
         for (int a = 0; a < 9; ++a) { ai.F[p * 9 + a] += F_bar[a][l]; dact[p * 9 + a] = act_bar[a][l]; }
         pg.vol[p] += vol_bar[l]; pg.E[p] += E_bar[l]; pg.nu[p] += nu_bar[l];
@@ -12178,9 +12185,9 @@ static void cq__pk1_lanes_2d_fixed_corotated_f64(const cq__params_f64 *prm, cq__
     for (int a = 0; a < 4; ++a)
         for (int l = 0; l < CQ__LANES_f64; ++l) Pout[a][l] = P[a][l];
 }
-/* cq__p2g_adj_stress_rot_2d_fixed_corotated_f64 over the lanes, given F, its rotation R, P and G_bar = dL/dG; the first cnt lanes write their particles' ai.F, pg.vol, pg.E, pg.nu and
-   dact (the others are a padded group's copies) */
-static void cq__stress_adj_lanes_2d_fixed_corotated_f64(const int *ps, int cnt, const cq__params_f64 *prm, cq__pview_f64 s,
+/* cq__p2g_adj_stress_rot_2d_fixed_corotated_f64 over the lanes, given F, its rotation R, P and G_bar = dL/dG; lanes lo .. hi - 1 write their particles' ai.F, pg.vol, pg.E, pg.nu and
+   dact (the others are a padded group's copies, >>cpu_lane_groups) */
+static void cq__stress_adj_lanes_2d_fixed_corotated_f64(const int *ps, int lo, int hi, const cq__params_f64 *prm, cq__pview_f64 s,
         const cq__mat_lanes_f64 *m, double F[4][CQ__LANES_f64], double R[4][CQ__LANES_f64], const cq__svd_lanes_f64 *sv,
         double Pp[4][CQ__LANES_f64], double G_bar[4][CQ__LANES_f64], cq__pview_f64 ai, cq__pview_f64 pg, double *dact)
 {
@@ -12256,7 +12263,7 @@ static void cq__stress_adj_lanes_2d_fixed_corotated_f64(const int *ps, int cnt, 
                     act_bar[c * 2 + b][l] += g;
                 }
         }
-    for (int l = 0; l < cnt; ++l) {
+    for (int l = lo; l < hi; ++l) {
         const long p = ps[l];
         for (int a = 0; a < 4; ++a) { ai.F[p * 4 + a] += F_bar[a][l]; dact[p * 4 + a] = act_bar[a][l]; }
         pg.vol[p] += vol_bar[l]; pg.E[p] += E_bar[l]; pg.nu[p] += nu_bar[l];
@@ -12310,9 +12317,9 @@ static void cq__pk1_lanes_2d_neohookean_f64(const cq__params_f64 *prm, cq__pview
     for (int a = 0; a < 4; ++a)
         for (int l = 0; l < CQ__LANES_f64; ++l) Pout[a][l] = P[a][l];
 }
-/* cq__p2g_adj_stress_rot_2d_neohookean_f64 over the lanes, given F, its rotation R, P and G_bar = dL/dG; the first cnt lanes write their particles' ai.F, pg.vol, pg.E, pg.nu and
-   dact (the others are a padded group's copies) */
-static void cq__stress_adj_lanes_2d_neohookean_f64(const int *ps, int cnt, const cq__params_f64 *prm, cq__pview_f64 s,
+/* cq__p2g_adj_stress_rot_2d_neohookean_f64 over the lanes, given F, its rotation R, P and G_bar = dL/dG; lanes lo .. hi - 1 write their particles' ai.F, pg.vol, pg.E, pg.nu and
+   dact (the others are a padded group's copies, >>cpu_lane_groups) */
+static void cq__stress_adj_lanes_2d_neohookean_f64(const int *ps, int lo, int hi, const cq__params_f64 *prm, cq__pview_f64 s,
         const cq__mat_lanes_f64 *m, double F[4][CQ__LANES_f64], double R[4][CQ__LANES_f64], const cq__svd_lanes_f64 *sv,
         double Pp[4][CQ__LANES_f64], double G_bar[4][CQ__LANES_f64], cq__pview_f64 ai, cq__pview_f64 pg, double *dact)
 {
@@ -12403,7 +12410,7 @@ static void cq__stress_adj_lanes_2d_neohookean_f64(const int *ps, int cnt, const
                     act_bar[c * 2 + b][l] += g;
                 }
         }
-    for (int l = 0; l < cnt; ++l) {
+    for (int l = lo; l < hi; ++l) {
         const long p = ps[l];
         for (int a = 0; a < 4; ++a) { ai.F[p * 4 + a] += F_bar[a][l]; dact[p * 4 + a] = act_bar[a][l]; }
         pg.vol[p] += vol_bar[l]; pg.E[p] += E_bar[l]; pg.nu[p] += nu_bar[l];
@@ -12474,9 +12481,9 @@ static void cq__pk1_lanes_3d_fixed_corotated_f64(const cq__params_f64 *prm, cq__
     for (int a = 0; a < 9; ++a)
         for (int l = 0; l < CQ__LANES_f64; ++l) Pout[a][l] = P[a][l];
 }
-/* cq__p2g_adj_stress_rot_3d_fixed_corotated_f64 over the lanes, given F, its rotation R, P and G_bar = dL/dG; the first cnt lanes write their particles' ai.F, pg.vol, pg.E, pg.nu and
-   dact (the others are a padded group's copies) */
-static void cq__stress_adj_lanes_3d_fixed_corotated_f64(const int *ps, int cnt, const cq__params_f64 *prm, cq__pview_f64 s,
+/* cq__p2g_adj_stress_rot_3d_fixed_corotated_f64 over the lanes, given F, its rotation R, P and G_bar = dL/dG; lanes lo .. hi - 1 write their particles' ai.F, pg.vol, pg.E, pg.nu and
+   dact (the others are a padded group's copies, >>cpu_lane_groups) */
+static void cq__stress_adj_lanes_3d_fixed_corotated_f64(const int *ps, int lo, int hi, const cq__params_f64 *prm, cq__pview_f64 s,
         const cq__mat_lanes_f64 *m, double F[9][CQ__LANES_f64], double R[9][CQ__LANES_f64], const cq__svd_lanes_f64 *sv,
         double Pp[9][CQ__LANES_f64], double G_bar[9][CQ__LANES_f64], cq__pview_f64 ai, cq__pview_f64 pg, double *dact)
 {
@@ -12574,7 +12581,7 @@ static void cq__stress_adj_lanes_3d_fixed_corotated_f64(const int *ps, int cnt, 
                     act_bar[c * 3 + b][l] += g;
                 }
         }
-    for (int l = 0; l < cnt; ++l) {
+    for (int l = lo; l < hi; ++l) {
         const long p = ps[l];
         for (int a = 0; a < 9; ++a) { ai.F[p * 9 + a] += F_bar[a][l]; dact[p * 9 + a] = act_bar[a][l]; }
         pg.vol[p] += vol_bar[l]; pg.E[p] += E_bar[l]; pg.nu[p] += nu_bar[l];
@@ -12651,9 +12658,9 @@ static void cq__pk1_lanes_3d_neohookean_f64(const cq__params_f64 *prm, cq__pview
     for (int a = 0; a < 9; ++a)
         for (int l = 0; l < CQ__LANES_f64; ++l) Pout[a][l] = P[a][l];
 }
-/* cq__p2g_adj_stress_rot_3d_neohookean_f64 over the lanes, given F, its rotation R, P and G_bar = dL/dG; the first cnt lanes write their particles' ai.F, pg.vol, pg.E, pg.nu and
-   dact (the others are a padded group's copies) */
-static void cq__stress_adj_lanes_3d_neohookean_f64(const int *ps, int cnt, const cq__params_f64 *prm, cq__pview_f64 s,
+/* cq__p2g_adj_stress_rot_3d_neohookean_f64 over the lanes, given F, its rotation R, P and G_bar = dL/dG; lanes lo .. hi - 1 write their particles' ai.F, pg.vol, pg.E, pg.nu and
+   dact (the others are a padded group's copies, >>cpu_lane_groups) */
+static void cq__stress_adj_lanes_3d_neohookean_f64(const int *ps, int lo, int hi, const cq__params_f64 *prm, cq__pview_f64 s,
         const cq__mat_lanes_f64 *m, double F[9][CQ__LANES_f64], double R[9][CQ__LANES_f64], const cq__svd_lanes_f64 *sv,
         double Pp[9][CQ__LANES_f64], double G_bar[9][CQ__LANES_f64], cq__pview_f64 ai, cq__pview_f64 pg, double *dact)
 {
@@ -12779,7 +12786,7 @@ static void cq__stress_adj_lanes_3d_neohookean_f64(const int *ps, int cnt, const
                     act_bar[c * 3 + b][l] += g;
                 }
         }
-    for (int l = 0; l < cnt; ++l) {
+    for (int l = lo; l < hi; ++l) {
         const long p = ps[l];
         for (int a = 0; a < 9; ++a) { ai.F[p * 9 + a] += F_bar[a][l]; dact[p * 9 + a] = act_bar[a][l]; }
         pg.vol[p] += vol_bar[l]; pg.E[p] += E_bar[l]; pg.nu[p] += nu_bar[l];
@@ -13795,6 +13802,25 @@ static void cq__gather_cell4_3d_f64(const double *q, int count, const int *o, co
     for (int c = 0; c < 4; ++c) { acc[0][c] = A0[c]; acc[1][c] = A1[c]; acc[2][c] = A2[c]; }
 #endif
 }
+/* >>cpu_lane_groups: the lane kernels take every particle of a range [begin, end), in the groups
+   [g, g + CQ__LANES) of the whole particle array (g a multiple of CQ__LANES) that meet the range,
+   particle q always in lane q mod CQ__LANES.  A group's lanes outside the range are padding: they
+   repeat the range's first (below) or last (above) particle, and their results are not kept (or are
+   the same values written again); the lanes [lo, hi) are the range's.  So every particle gets the
+   lane kernel's operations in the same lane wherever the host's threads split the ranges (DESIGN.md
+   section 8): before, a range's last, partial group ran the one-particle kernels and a group began
+   at the range's first particle, and a split that was no multiple of the lanes changed the results
+   where the compiler fuses multiply-adds (gcc in GNU C, -ffp-contract=fast, its default) or
+   vectorizes a lane loop's lanes unlike (-ffast-math): tests/test_threads.c
+   host_threads_split_off_the_lanes.  One-particle kernels remain where the lanes are off, and for
+   G2P after a lane kernel found an input outside the usable region (a failing step: they find and
+   name the particle). */
+static void cq__lane_group(int *ps, int g, int begin, int end, int LN, int *lo, int *hi)
+{
+    *lo = begin > g ? begin - g : 0;
+    *hi = end - g < LN ? end - g : LN;
+    for (int l = 0; l < LN; ++l) ps[l] = l < *lo ? begin : (l >= *hi ? end - 1 : g + l);
+}
 /* ---- the substep's range functions that no material changes (2D f32); the materials' own follow */
 /* What the range functions of one substep (or its adjoint) read. */
 typedef struct cq__sub_task_2d_f32 {
@@ -13816,12 +13842,13 @@ typedef struct cq__sub_task_2d_f32 {
 static void cq__g2p_range_2d_f32(void *ctx, int begin, int end)
 {
     cq__sub_task_2d_f32 *t = (cq__sub_task_2d_f32 *)ctx;
-    int p = begin, ps[CQ__LANES_f32];
-    for (; CQ__LANES_ON_f32 && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
-        for (int l = 0; l < CQ__LANES_f32; ++l) ps[l] = p + l;
+    int p = begin, ps[CQ__LANES_f32], lo, hi;
+    for (int g = begin - begin % CQ__LANES_f32; CQ__LANES_ON_f32 && g < end; g += CQ__LANES_f32) {   /* lanes (>>cpu_lanes, >>cpu_lane_groups) */
+        cq__lane_group(ps, g, begin, end, CQ__LANES_f32, &lo, &hi);
         const int f = cq__g2p_lanes_2d_f32(ps, t->prm, t->in, t->out, t->g);
-        if (f >= 0) { cq__atomic_min_int(&t->first, p + f); return; }
-        if (f == -2) break;   /* an input outside the usable region: the rest one by one */
+        if (f >= 0) { cq__atomic_min_int(&t->first, ps[f]); return; }
+        if (f == -2) { p = ps[lo]; break; }   /* an input outside the usable region: the rest one by one */
+        p = end;
     }
     for (; p < end; ++p)
         if (cq__g2p_fwd_2d_f32(p, t->prm, t->in, t->out, t->g) != CQ__OK) { cq__atomic_min_int(&t->first, p); break; }
@@ -13833,17 +13860,18 @@ static void cq__g2p_adj_range_2d_f32(void *ctx, int begin, int end)
     const cq__sub_task_2d_f32 *t = (const cq__sub_task_2d_f32 *)ctx;
     float *pk = (float *)t->s->pk;
     const int *rank = t->s->rank;
-    int p = begin, ps[CQ__LANES_f32];
-    for (; CQ__LANES_ON_f32 && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
-        for (int l = 0; l < CQ__LANES_f32; ++l) ps[l] = p + l;
+    int p = begin, ps[CQ__LANES_f32], lo, hi;
+    for (int g = begin - begin % CQ__LANES_f32; CQ__LANES_ON_f32 && g < end; g += CQ__LANES_f32) {   /* lanes (>>cpu_lanes, >>cpu_lane_groups) */
+        cq__lane_group(ps, g, begin, end, CQ__LANES_f32, &lo, &hi);
         float rec[CQ__LANES_f32 * CQ__PK(2)];   /* the records here, then widened into their slots (>>cpu_gather_record) */
         int ks[CQ__LANES_f32];
         for (int l = 0; l < CQ__LANES_f32; ++l) { ks[l] = l; rec[l * CQ__PK(2)] = 0; }   /* (no mass: the adjoint's gather sums none) */
-        cq__pk_prefetch_2d_f32(pk, rank + p, CQ__LANES_f32);   /* (here the kernel is long enough) */
+        cq__pk_prefetch_2d_f32(pk, rank + g + lo, hi - lo);   /* (here the kernel is long enough) */
         cq__g2p_adj_lanes_2d_f32(ps, ks, t->prm, t->in, t->g, t->ao, t->ai, rec);
-        for (int l = 0; l < CQ__LANES_f32; ++l) cq__pk_widen_2d_f32(rec + l * CQ__PK(2), pk + (long)rank[p + l] * CQ__CPK(2));
+        for (int l = lo; l < hi; ++l) cq__pk_widen_2d_f32(rec + l * CQ__PK(2), pk + (long)rank[g + l] * CQ__CPK(2));
+        p = end;
     }
-    for (; p < end; ++p) {
+    for (; p < end; ++p) {   /* (the lanes off) */
         float rec[CQ__PK(2)];
         rec[0] = 0;
         cq__g2p_adj_2d_f32(p, t->prm, t->in, t->g, t->ao, t->ai, rec);
@@ -13978,12 +14006,13 @@ typedef struct cq__sub_task_2d_f64 {
 static void cq__g2p_range_2d_f64(void *ctx, int begin, int end)
 {
     cq__sub_task_2d_f64 *t = (cq__sub_task_2d_f64 *)ctx;
-    int p = begin, ps[CQ__LANES_f64];
-    for (; CQ__LANES_ON_f64 && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
-        for (int l = 0; l < CQ__LANES_f64; ++l) ps[l] = p + l;
+    int p = begin, ps[CQ__LANES_f64], lo, hi;
+    for (int g = begin - begin % CQ__LANES_f64; CQ__LANES_ON_f64 && g < end; g += CQ__LANES_f64) {   /* lanes (>>cpu_lanes, >>cpu_lane_groups) */
+        cq__lane_group(ps, g, begin, end, CQ__LANES_f64, &lo, &hi);
         const int f = cq__g2p_lanes_2d_f64(ps, t->prm, t->in, t->out, t->g);
-        if (f >= 0) { cq__atomic_min_int(&t->first, p + f); return; }
-        if (f == -2) break;   /* an input outside the usable region: the rest one by one */
+        if (f >= 0) { cq__atomic_min_int(&t->first, ps[f]); return; }
+        if (f == -2) { p = ps[lo]; break; }   /* an input outside the usable region: the rest one by one */
+        p = end;
     }
     for (; p < end; ++p)
         if (cq__g2p_fwd_2d_f64(p, t->prm, t->in, t->out, t->g) != CQ__OK) { cq__atomic_min_int(&t->first, p); break; }
@@ -13995,17 +14024,18 @@ static void cq__g2p_adj_range_2d_f64(void *ctx, int begin, int end)
     const cq__sub_task_2d_f64 *t = (const cq__sub_task_2d_f64 *)ctx;
     double *pk = (double *)t->s->pk;
     const int *rank = t->s->rank;
-    int p = begin, ps[CQ__LANES_f64];
-    for (; CQ__LANES_ON_f64 && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
-        for (int l = 0; l < CQ__LANES_f64; ++l) ps[l] = p + l;
+    int p = begin, ps[CQ__LANES_f64], lo, hi;
+    for (int g = begin - begin % CQ__LANES_f64; CQ__LANES_ON_f64 && g < end; g += CQ__LANES_f64) {   /* lanes (>>cpu_lanes, >>cpu_lane_groups) */
+        cq__lane_group(ps, g, begin, end, CQ__LANES_f64, &lo, &hi);
         double rec[CQ__LANES_f64 * CQ__PK(2)];   /* the records here, then widened into their slots (>>cpu_gather_record) */
         int ks[CQ__LANES_f64];
         for (int l = 0; l < CQ__LANES_f64; ++l) { ks[l] = l; rec[l * CQ__PK(2)] = 0; }   /* (no mass: the adjoint's gather sums none) */
-        cq__pk_prefetch_2d_f64(pk, rank + p, CQ__LANES_f64);   /* (here the kernel is long enough) */
+        cq__pk_prefetch_2d_f64(pk, rank + g + lo, hi - lo);   /* (here the kernel is long enough) */
         cq__g2p_adj_lanes_2d_f64(ps, ks, t->prm, t->in, t->g, t->ao, t->ai, rec);
-        for (int l = 0; l < CQ__LANES_f64; ++l) cq__pk_widen_2d_f64(rec + l * CQ__PK(2), pk + (long)rank[p + l] * CQ__CPK(2));
+        for (int l = lo; l < hi; ++l) cq__pk_widen_2d_f64(rec + l * CQ__PK(2), pk + (long)rank[g + l] * CQ__CPK(2));
+        p = end;
     }
-    for (; p < end; ++p) {
+    for (; p < end; ++p) {   /* (the lanes off) */
         double rec[CQ__PK(2)];
         rec[0] = 0;
         cq__g2p_adj_2d_f64(p, t->prm, t->in, t->g, t->ao, t->ai, rec);
@@ -14140,12 +14170,13 @@ typedef struct cq__sub_task_3d_f32 {
 static void cq__g2p_range_3d_f32(void *ctx, int begin, int end)
 {
     cq__sub_task_3d_f32 *t = (cq__sub_task_3d_f32 *)ctx;
-    int p = begin, ps[CQ__LANES_f32];
-    for (; CQ__LANES_ON_f32 && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
-        for (int l = 0; l < CQ__LANES_f32; ++l) ps[l] = p + l;
+    int p = begin, ps[CQ__LANES_f32], lo, hi;
+    for (int g = begin - begin % CQ__LANES_f32; CQ__LANES_ON_f32 && g < end; g += CQ__LANES_f32) {   /* lanes (>>cpu_lanes, >>cpu_lane_groups) */
+        cq__lane_group(ps, g, begin, end, CQ__LANES_f32, &lo, &hi);
         const int f = cq__g2p_lanes_3d_f32(ps, t->prm, t->in, t->out, t->g);
-        if (f >= 0) { cq__atomic_min_int(&t->first, p + f); return; }
-        if (f == -2) break;   /* an input outside the usable region: the rest one by one */
+        if (f >= 0) { cq__atomic_min_int(&t->first, ps[f]); return; }
+        if (f == -2) { p = ps[lo]; break; }   /* an input outside the usable region: the rest one by one */
+        p = end;
     }
     for (; p < end; ++p)
         if (cq__g2p_fwd_3d_f32(p, t->prm, t->in, t->out, t->g) != CQ__OK) { cq__atomic_min_int(&t->first, p); break; }
@@ -14157,17 +14188,18 @@ static void cq__g2p_adj_range_3d_f32(void *ctx, int begin, int end)
     const cq__sub_task_3d_f32 *t = (const cq__sub_task_3d_f32 *)ctx;
     float *pk = (float *)t->s->pk;
     const int *rank = t->s->rank;
-    int p = begin, ps[CQ__LANES_f32];
-    for (; CQ__LANES_ON_f32 && p + CQ__LANES_f32 <= end; p += CQ__LANES_f32) {   /* lanes (>>cpu_lanes) */
-        for (int l = 0; l < CQ__LANES_f32; ++l) ps[l] = p + l;
+    int p = begin, ps[CQ__LANES_f32], lo, hi;
+    for (int g = begin - begin % CQ__LANES_f32; CQ__LANES_ON_f32 && g < end; g += CQ__LANES_f32) {   /* lanes (>>cpu_lanes, >>cpu_lane_groups) */
+        cq__lane_group(ps, g, begin, end, CQ__LANES_f32, &lo, &hi);
         float rec[CQ__LANES_f32 * CQ__PK(3)];   /* the records here, then widened into their slots (>>cpu_gather_record) */
         int ks[CQ__LANES_f32];
         for (int l = 0; l < CQ__LANES_f32; ++l) { ks[l] = l; rec[l * CQ__PK(3)] = 0; }   /* (no mass: the adjoint's gather sums none) */
-        cq__pk_prefetch_3d_f32(pk, rank + p, CQ__LANES_f32);   /* (here the kernel is long enough) */
+        cq__pk_prefetch_3d_f32(pk, rank + g + lo, hi - lo);   /* (here the kernel is long enough) */
         cq__g2p_adj_lanes_3d_f32(ps, ks, t->prm, t->in, t->g, t->ao, t->ai, rec);
-        for (int l = 0; l < CQ__LANES_f32; ++l) cq__pk_widen_3d_f32(rec + l * CQ__PK(3), pk + (long)rank[p + l] * CQ__CPK(3));
+        for (int l = lo; l < hi; ++l) cq__pk_widen_3d_f32(rec + l * CQ__PK(3), pk + (long)rank[g + l] * CQ__CPK(3));
+        p = end;
     }
-    for (; p < end; ++p) {
+    for (; p < end; ++p) {   /* (the lanes off) */
         float rec[CQ__PK(3)];
         rec[0] = 0;
         cq__g2p_adj_3d_f32(p, t->prm, t->in, t->g, t->ao, t->ai, rec);
@@ -14304,12 +14336,13 @@ typedef struct cq__sub_task_3d_f64 {
 static void cq__g2p_range_3d_f64(void *ctx, int begin, int end)
 {
     cq__sub_task_3d_f64 *t = (cq__sub_task_3d_f64 *)ctx;
-    int p = begin, ps[CQ__LANES_f64];
-    for (; CQ__LANES_ON_f64 && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
-        for (int l = 0; l < CQ__LANES_f64; ++l) ps[l] = p + l;
+    int p = begin, ps[CQ__LANES_f64], lo, hi;
+    for (int g = begin - begin % CQ__LANES_f64; CQ__LANES_ON_f64 && g < end; g += CQ__LANES_f64) {   /* lanes (>>cpu_lanes, >>cpu_lane_groups) */
+        cq__lane_group(ps, g, begin, end, CQ__LANES_f64, &lo, &hi);
         const int f = cq__g2p_lanes_3d_f64(ps, t->prm, t->in, t->out, t->g);
-        if (f >= 0) { cq__atomic_min_int(&t->first, p + f); return; }
-        if (f == -2) break;   /* an input outside the usable region: the rest one by one */
+        if (f >= 0) { cq__atomic_min_int(&t->first, ps[f]); return; }
+        if (f == -2) { p = ps[lo]; break; }   /* an input outside the usable region: the rest one by one */
+        p = end;
     }
     for (; p < end; ++p)
         if (cq__g2p_fwd_3d_f64(p, t->prm, t->in, t->out, t->g) != CQ__OK) { cq__atomic_min_int(&t->first, p); break; }
@@ -14321,17 +14354,18 @@ static void cq__g2p_adj_range_3d_f64(void *ctx, int begin, int end)
     const cq__sub_task_3d_f64 *t = (const cq__sub_task_3d_f64 *)ctx;
     double *pk = (double *)t->s->pk;
     const int *rank = t->s->rank;
-    int p = begin, ps[CQ__LANES_f64];
-    for (; CQ__LANES_ON_f64 && p + CQ__LANES_f64 <= end; p += CQ__LANES_f64) {   /* lanes (>>cpu_lanes) */
-        for (int l = 0; l < CQ__LANES_f64; ++l) ps[l] = p + l;
+    int p = begin, ps[CQ__LANES_f64], lo, hi;
+    for (int g = begin - begin % CQ__LANES_f64; CQ__LANES_ON_f64 && g < end; g += CQ__LANES_f64) {   /* lanes (>>cpu_lanes, >>cpu_lane_groups) */
+        cq__lane_group(ps, g, begin, end, CQ__LANES_f64, &lo, &hi);
         double rec[CQ__LANES_f64 * CQ__PK(3)];   /* the records here, then widened into their slots (>>cpu_gather_record) */
         int ks[CQ__LANES_f64];
         for (int l = 0; l < CQ__LANES_f64; ++l) { ks[l] = l; rec[l * CQ__PK(3)] = 0; }   /* (no mass: the adjoint's gather sums none) */
-        cq__pk_prefetch_3d_f64(pk, rank + p, CQ__LANES_f64);   /* (here the kernel is long enough) */
+        cq__pk_prefetch_3d_f64(pk, rank + g + lo, hi - lo);   /* (here the kernel is long enough) */
         cq__g2p_adj_lanes_3d_f64(ps, ks, t->prm, t->in, t->g, t->ao, t->ai, rec);
-        for (int l = 0; l < CQ__LANES_f64; ++l) cq__pk_widen_3d_f64(rec + l * CQ__PK(3), pk + (long)rank[p + l] * CQ__CPK(3));
+        for (int l = lo; l < hi; ++l) cq__pk_widen_3d_f64(rec + l * CQ__PK(3), pk + (long)rank[g + l] * CQ__CPK(3));
+        p = end;
     }
-    for (; p < end; ++p) {
+    for (; p < end; ++p) {   /* (the lanes off) */
         double rec[CQ__PK(3)];
         rec[0] = 0;
         cq__g2p_adj_3d_f64(p, t->prm, t->in, t->g, t->ao, t->ai, rec);
@@ -14448,10 +14482,10 @@ static void cq__cpu_gather_rows_3d_f64(void *ctx, int begin, int end)
 }
 
 /* >>cpu_rot_lanes_2d_fixed_corotated_f32: F's rotation over the lanes (>>stress_lanes_):
-   computed (fill: P2G's particle half, also into t->rot for the first cnt lanes where the backward
+   computed (fill: P2G's particle half, also into t->rot for lanes lo .. hi - 1 where the backward
    keeps them), else read from t->rot where given (the adjoint of the same substep) or computed.
    (The CPU keeps rotations for 3D alone, cq__rot_cache_bytes: in 2D t->rot is NULL today.) */
-static void cq__cpu_rot_lanes_2d_fixed_corotated_f32(const cq__sub_task_2d_f32 *t, const int *ps, int cnt, int fill,
+static void cq__cpu_rot_lanes_2d_fixed_corotated_f32(const cq__sub_task_2d_f32 *t, const int *ps, int lo, int hi, int fill,
                                      float F[4][CQ__LANES_f32], float R[4][CQ__LANES_f32],
                                      cq__svd_lanes_f32 *sv)
 {
@@ -14466,7 +14500,7 @@ static void cq__cpu_rot_lanes_2d_fixed_corotated_f32(const cq__sub_task_2d_f32 *
     (void)sv;
     cq__polar_lanes_2d_f32(F, R);
     if (fill && t->rot)
-        for (int l = 0; l < cnt; ++l) {
+        for (int l = lo; l < hi; ++l) {
             cq__rot_2d_f32 *r = t->rot + ps[l];
             for (int i = 0; i < 4; ++i) r->R[i] = R[i][l];
         }
@@ -14475,7 +14509,7 @@ static void cq__cpu_rot_lanes_2d_fixed_corotated_f32(const cq__sub_task_2d_f32 *
 /* P2G's particle half over particles [begin, end) in index order, each into its sorted slot's
    packed record: the particle arrays are read in order, whatever order the particles came in
    (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k).
-   With the lanes: every particle in a group (>>stress_lanes_), the last group padded. */
+   With the lanes: every particle in a group (>>stress_lanes_, >>cpu_lane_groups). */
 static void cq__p2g_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_f32 *t = (const cq__sub_task_2d_f32 *)ctx;
@@ -14484,24 +14518,23 @@ static void cq__p2g_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
     if (CQ__LANES_ON_f32) {
         enum { LN = CQ__LANES_f32, DD = 4 };
         const cq__pview_f32 s = t->in;
-        cq__pk_prefetch_2d_f32(pk, rank + begin, end - begin < LN ? end - begin : LN);
-        for (int p = begin; p < end; p += LN) {
-            const int cnt = end - p < LN ? end - p : LN;
-            int ps[LN];
+        const int g0 = begin - begin % LN;
+        cq__pk_prefetch_2d_f32(pk, rank + begin, (end < g0 + LN ? end : g0 + LN) - begin);
+        for (int g = g0; g < end; g += LN) {   /* >>cpu_lane_groups */
+            int ps[LN], lo, hi;
             float F[DD][LN], R[DD][LN], Pp[DD][LN], G[DD][LN];
-            for (int l = 0; l < LN; ++l) {
-                ps[l] = p + (l < cnt ? l : cnt - 1);
+            cq__lane_group(ps, g, begin, end, LN, &lo, &hi);
+            for (int l = 0; l < LN; ++l)
                 for (int i = 0; i < DD; ++i) F[i][l] = s.F[(long)ps[l] * DD + i];
-            }
-            if (p + LN < end) cq__pk_prefetch_2d_f32(pk, rank + p + LN, end - p - LN < LN ? end - p - LN : LN);   /* the next group's */
+            if (g + LN < end) cq__pk_prefetch_2d_f32(pk, rank + g + LN, end - g - LN < LN ? end - g - LN : LN);   /* the next group's */
             cq__mat_lanes_f32 m;
             cq__svd_lanes_f32 sv;
             cq__mat_lanes_load_f32(ps, s, &m);
-            cq__cpu_rot_lanes_2d_fixed_corotated_f32(t, ps, cnt, 1, F, R, &sv);
+            cq__cpu_rot_lanes_2d_fixed_corotated_f32(t, ps, lo, hi, 1, F, R, &sv);
             cq__pk1_lanes_2d_fixed_corotated_f32(t->prm, s, &m, F, R, Pp);
             cq__affine_lanes_2d_f32(ps, t->prm, s, Pp, F, G);
-            for (int l = 0; l < cnt; ++l) {   /* as cq__p2g_rot_ packs */
-                const long q = p + l;
+            for (int l = lo; l < hi; ++l) {   /* as cq__p2g_rot_ packs */
+                const long q = g + l;
                 float pq[CQ__PK(2)], xp[2];   /* the record here, then widened into its slot (>>cpu_gather_record) */
                 int base[2];
                 for (int a = 0; a < 2; ++a) xp[a] = s.x[q * 2 + a];
@@ -14541,9 +14574,9 @@ static void cq__p2g_adj_post_2d_fixed_corotated_f32(const cq__sub_task_2d_f32 *t
     cq__p2g_adj_stress_rot_2d_fixed_corotated_f32(p, t->prm, t->in, rot, Pp, G_bar, t->ai, t->pg,
                                                         (float *)t->s->dact + (long)p * 4);
 }
-/* The P2G adjoint over particles [begin, end).  With the lanes: the transfer over a group's lanes
-   (>>transfer_lanes_), one particle at a time in a range's last, partial group;
-   the stress parts of every particle in a group (>>stress_lanes_, the last group padded). */
+/* The P2G adjoint over particles [begin, end).  With the lanes: the transfer (>>transfer_lanes_) and
+   the stress parts (>>stress_lanes_) of every particle in a group, the last group padded
+   (>>cpu_lane_groups). */
 static void cq__p2g_adj_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_f32 *t = (const cq__sub_task_2d_f32 *)ctx;
@@ -14551,29 +14584,24 @@ static void cq__p2g_adj_range_2d_fixed_corotated_f32(void *ctx, int begin, int e
     int p = begin;
     if (CQ__LANES_ON_f32) {
         enum { LN = CQ__LANES_f32, DD = 4 };
-        for (; p < end; p += LN) {
-            const int cnt = end - p < LN ? end - p : LN;
-            int ps[LN];
+        for (int g = begin - begin % LN; g < end; g += LN) {   /* >>cpu_lane_groups */
+            int ps[LN], lo, hi;
             float F[DD][LN], R[DD][LN], Pp[DD][LN], G[DD][LN], Gl[LN][DD];
-            for (int l = 0; l < LN; ++l) {
-                ps[l] = p + (l < cnt ? l : cnt - 1);
+            cq__lane_group(ps, g, begin, end, LN, &lo, &hi);
+            for (int l = 0; l < LN; ++l)
                 for (int i = 0; i < DD; ++i) F[i][l] = t->in.F[(long)ps[l] * DD + i];
-            }
             cq__mat_lanes_f32 m;   /* loaded once for the stress and its adjoint */
             cq__svd_lanes_f32 sv;
             cq__mat_lanes_load_f32(ps, t->in, &m);
-            cq__cpu_rot_lanes_2d_fixed_corotated_f32(t, ps, cnt, 0, F, R, &sv);
+            cq__cpu_rot_lanes_2d_fixed_corotated_f32(t, ps, lo, hi, 0, F, R, &sv);
             cq__pk1_lanes_2d_fixed_corotated_f32(t->prm, t->in, &m, F, R, Pp);
             cq__affine_lanes_2d_f32(ps, t->prm, t->in, Pp, F, G);   /* G as P2G's */
             for (int l = 0; l < LN; ++l)
                 for (int a = 0; a < DD; ++a) Gl[l][a] = G[a][l];
-            if (cnt == LN) cq__transfer_lanes_2d_f32(ps, t->prm, t->in, Gl, gp_bar, gm_bar, t->ai, t->pg, Gl);   /* Gl becomes dL/dG */
-            else
-                for (int l = 0; l < cnt; ++l)
-                    cq__p2g_adj_transfer_2d_f32(ps[l], t->prm, t->in, Gl[l], gp_bar, gm_bar, t->ai, t->pg, Gl[l]);
+            cq__transfer_lanes_2d_f32(ps, lo, hi, t->prm, t->in, Gl, gp_bar, gm_bar, t->ai, t->pg, Gl);   /* Gl becomes dL/dG */
             for (int l = 0; l < LN; ++l)
                 for (int a = 0; a < DD; ++a) G[a][l] = Gl[l][a];
-            cq__stress_adj_lanes_2d_fixed_corotated_f32(ps, cnt, t->prm, t->in, &m, F, R, &sv, Pp, G, t->ai, t->pg, (float *)t->s->dact);
+            cq__stress_adj_lanes_2d_fixed_corotated_f32(ps, lo, hi, t->prm, t->in, &m, F, R, &sv, Pp, G, t->ai, t->pg, (float *)t->s->dact);
         }
         p = end;
     }
@@ -14672,10 +14700,10 @@ static int cq__check_stress_2d_fixed_corotated_f32(const cq_sim *s, const void *
 }
 
 /* >>cpu_rot_lanes_2d_fixed_corotated_f64: F's rotation over the lanes (>>stress_lanes_):
-   computed (fill: P2G's particle half, also into t->rot for the first cnt lanes where the backward
+   computed (fill: P2G's particle half, also into t->rot for lanes lo .. hi - 1 where the backward
    keeps them), else read from t->rot where given (the adjoint of the same substep) or computed.
    (The CPU keeps rotations for 3D alone, cq__rot_cache_bytes: in 2D t->rot is NULL today.) */
-static void cq__cpu_rot_lanes_2d_fixed_corotated_f64(const cq__sub_task_2d_f64 *t, const int *ps, int cnt, int fill,
+static void cq__cpu_rot_lanes_2d_fixed_corotated_f64(const cq__sub_task_2d_f64 *t, const int *ps, int lo, int hi, int fill,
                                      double F[4][CQ__LANES_f64], double R[4][CQ__LANES_f64],
                                      cq__svd_lanes_f64 *sv)
 {
@@ -14690,7 +14718,7 @@ static void cq__cpu_rot_lanes_2d_fixed_corotated_f64(const cq__sub_task_2d_f64 *
     (void)sv;
     cq__polar_lanes_2d_f64(F, R);
     if (fill && t->rot)
-        for (int l = 0; l < cnt; ++l) {
+        for (int l = lo; l < hi; ++l) {
             cq__rot_2d_f64 *r = t->rot + ps[l];
             for (int i = 0; i < 4; ++i) r->R[i] = R[i][l];
         }
@@ -14699,7 +14727,7 @@ static void cq__cpu_rot_lanes_2d_fixed_corotated_f64(const cq__sub_task_2d_f64 *
 /* P2G's particle half over particles [begin, end) in index order, each into its sorted slot's
    packed record: the particle arrays are read in order, whatever order the particles came in
    (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k).
-   With the lanes: every particle in a group (>>stress_lanes_), the last group padded. */
+   With the lanes: every particle in a group (>>stress_lanes_, >>cpu_lane_groups). */
 static void cq__p2g_range_2d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_f64 *t = (const cq__sub_task_2d_f64 *)ctx;
@@ -14708,24 +14736,23 @@ static void cq__p2g_range_2d_fixed_corotated_f64(void *ctx, int begin, int end)
     if (CQ__LANES_ON_f64) {
         enum { LN = CQ__LANES_f64, DD = 4 };
         const cq__pview_f64 s = t->in;
-        cq__pk_prefetch_2d_f64(pk, rank + begin, end - begin < LN ? end - begin : LN);
-        for (int p = begin; p < end; p += LN) {
-            const int cnt = end - p < LN ? end - p : LN;
-            int ps[LN];
+        const int g0 = begin - begin % LN;
+        cq__pk_prefetch_2d_f64(pk, rank + begin, (end < g0 + LN ? end : g0 + LN) - begin);
+        for (int g = g0; g < end; g += LN) {   /* >>cpu_lane_groups */
+            int ps[LN], lo, hi;
             double F[DD][LN], R[DD][LN], Pp[DD][LN], G[DD][LN];
-            for (int l = 0; l < LN; ++l) {
-                ps[l] = p + (l < cnt ? l : cnt - 1);
+            cq__lane_group(ps, g, begin, end, LN, &lo, &hi);
+            for (int l = 0; l < LN; ++l)
                 for (int i = 0; i < DD; ++i) F[i][l] = s.F[(long)ps[l] * DD + i];
-            }
-            if (p + LN < end) cq__pk_prefetch_2d_f64(pk, rank + p + LN, end - p - LN < LN ? end - p - LN : LN);   /* the next group's */
+            if (g + LN < end) cq__pk_prefetch_2d_f64(pk, rank + g + LN, end - g - LN < LN ? end - g - LN : LN);   /* the next group's */
             cq__mat_lanes_f64 m;
             cq__svd_lanes_f64 sv;
             cq__mat_lanes_load_f64(ps, s, &m);
-            cq__cpu_rot_lanes_2d_fixed_corotated_f64(t, ps, cnt, 1, F, R, &sv);
+            cq__cpu_rot_lanes_2d_fixed_corotated_f64(t, ps, lo, hi, 1, F, R, &sv);
             cq__pk1_lanes_2d_fixed_corotated_f64(t->prm, s, &m, F, R, Pp);
             cq__affine_lanes_2d_f64(ps, t->prm, s, Pp, F, G);
-            for (int l = 0; l < cnt; ++l) {   /* as cq__p2g_rot_ packs */
-                const long q = p + l;
+            for (int l = lo; l < hi; ++l) {   /* as cq__p2g_rot_ packs */
+                const long q = g + l;
                 double pq[CQ__PK(2)], xp[2];   /* the record here, then widened into its slot (>>cpu_gather_record) */
                 int base[2];
                 for (int a = 0; a < 2; ++a) xp[a] = s.x[q * 2 + a];
@@ -14765,9 +14792,9 @@ static void cq__p2g_adj_post_2d_fixed_corotated_f64(const cq__sub_task_2d_f64 *t
     cq__p2g_adj_stress_rot_2d_fixed_corotated_f64(p, t->prm, t->in, rot, Pp, G_bar, t->ai, t->pg,
                                                         (double *)t->s->dact + (long)p * 4);
 }
-/* The P2G adjoint over particles [begin, end).  With the lanes: the transfer over a group's lanes
-   (>>transfer_lanes_), one particle at a time in a range's last, partial group;
-   the stress parts of every particle in a group (>>stress_lanes_, the last group padded). */
+/* The P2G adjoint over particles [begin, end).  With the lanes: the transfer (>>transfer_lanes_) and
+   the stress parts (>>stress_lanes_) of every particle in a group, the last group padded
+   (>>cpu_lane_groups). */
 static void cq__p2g_adj_range_2d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_f64 *t = (const cq__sub_task_2d_f64 *)ctx;
@@ -14775,29 +14802,24 @@ static void cq__p2g_adj_range_2d_fixed_corotated_f64(void *ctx, int begin, int e
     int p = begin;
     if (CQ__LANES_ON_f64) {
         enum { LN = CQ__LANES_f64, DD = 4 };
-        for (; p < end; p += LN) {
-            const int cnt = end - p < LN ? end - p : LN;
-            int ps[LN];
+        for (int g = begin - begin % LN; g < end; g += LN) {   /* >>cpu_lane_groups */
+            int ps[LN], lo, hi;
             double F[DD][LN], R[DD][LN], Pp[DD][LN], G[DD][LN], Gl[LN][DD];
-            for (int l = 0; l < LN; ++l) {
-                ps[l] = p + (l < cnt ? l : cnt - 1);
+            cq__lane_group(ps, g, begin, end, LN, &lo, &hi);
+            for (int l = 0; l < LN; ++l)
                 for (int i = 0; i < DD; ++i) F[i][l] = t->in.F[(long)ps[l] * DD + i];
-            }
             cq__mat_lanes_f64 m;   /* loaded once for the stress and its adjoint */
             cq__svd_lanes_f64 sv;
             cq__mat_lanes_load_f64(ps, t->in, &m);
-            cq__cpu_rot_lanes_2d_fixed_corotated_f64(t, ps, cnt, 0, F, R, &sv);
+            cq__cpu_rot_lanes_2d_fixed_corotated_f64(t, ps, lo, hi, 0, F, R, &sv);
             cq__pk1_lanes_2d_fixed_corotated_f64(t->prm, t->in, &m, F, R, Pp);
             cq__affine_lanes_2d_f64(ps, t->prm, t->in, Pp, F, G);   /* G as P2G's */
             for (int l = 0; l < LN; ++l)
                 for (int a = 0; a < DD; ++a) Gl[l][a] = G[a][l];
-            if (cnt == LN) cq__transfer_lanes_2d_f64(ps, t->prm, t->in, Gl, gp_bar, gm_bar, t->ai, t->pg, Gl);   /* Gl becomes dL/dG */
-            else
-                for (int l = 0; l < cnt; ++l)
-                    cq__p2g_adj_transfer_2d_f64(ps[l], t->prm, t->in, Gl[l], gp_bar, gm_bar, t->ai, t->pg, Gl[l]);
+            cq__transfer_lanes_2d_f64(ps, lo, hi, t->prm, t->in, Gl, gp_bar, gm_bar, t->ai, t->pg, Gl);   /* Gl becomes dL/dG */
             for (int l = 0; l < LN; ++l)
                 for (int a = 0; a < DD; ++a) G[a][l] = Gl[l][a];
-            cq__stress_adj_lanes_2d_fixed_corotated_f64(ps, cnt, t->prm, t->in, &m, F, R, &sv, Pp, G, t->ai, t->pg, (double *)t->s->dact);
+            cq__stress_adj_lanes_2d_fixed_corotated_f64(ps, lo, hi, t->prm, t->in, &m, F, R, &sv, Pp, G, t->ai, t->pg, (double *)t->s->dact);
         }
         p = end;
     }
@@ -14896,15 +14918,15 @@ static int cq__check_stress_2d_fixed_corotated_f64(const cq_sim *s, const void *
 }
 
 /* >>cpu_rot_lanes_2d_neohookean_f32: F's rotation over the lanes (>>stress_lanes_):
-   computed (fill: P2G's particle half, also into t->rot for the first cnt lanes where the backward
+   computed (fill: P2G's particle half, also into t->rot for lanes lo .. hi - 1 where the backward
    keeps them), else read from t->rot where given (the adjoint of the same substep) or computed.
    (The CPU keeps rotations for 3D alone, cq__rot_cache_bytes: in 2D t->rot is NULL today.) */
-static void cq__cpu_rot_lanes_2d_neohookean_f32(const cq__sub_task_2d_f32 *t, const int *ps, int cnt, int fill,
+static void cq__cpu_rot_lanes_2d_neohookean_f32(const cq__sub_task_2d_f32 *t, const int *ps, int lo, int hi, int fill,
                                      float F[4][CQ__LANES_f32], float R[4][CQ__LANES_f32],
                                      cq__svd_lanes_f32 *sv)
 {
     enum { LN = CQ__LANES_f32 };
-    (void)t; (void)ps; (void)cnt; (void)fill; (void)F; (void)sv;
+    (void)t; (void)ps; (void)lo; (void)hi; (void)fill; (void)F; (void)sv;
     for (int i = 0; i < 4; ++i)
         for (int l = 0; l < LN; ++l) R[i][l] = 0;   /* as cq__rot_none_ */
 }
@@ -14912,7 +14934,7 @@ static void cq__cpu_rot_lanes_2d_neohookean_f32(const cq__sub_task_2d_f32 *t, co
 /* P2G's particle half over particles [begin, end) in index order, each into its sorted slot's
    packed record: the particle arrays are read in order, whatever order the particles came in
    (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k).
-   With the lanes: every particle in a group (>>stress_lanes_), the last group padded. */
+   With the lanes: every particle in a group (>>stress_lanes_, >>cpu_lane_groups). */
 static void cq__p2g_range_2d_neohookean_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_f32 *t = (const cq__sub_task_2d_f32 *)ctx;
@@ -14921,24 +14943,23 @@ static void cq__p2g_range_2d_neohookean_f32(void *ctx, int begin, int end)
     if (CQ__LANES_ON_f32) {
         enum { LN = CQ__LANES_f32, DD = 4 };
         const cq__pview_f32 s = t->in;
-        cq__pk_prefetch_2d_f32(pk, rank + begin, end - begin < LN ? end - begin : LN);
-        for (int p = begin; p < end; p += LN) {
-            const int cnt = end - p < LN ? end - p : LN;
-            int ps[LN];
+        const int g0 = begin - begin % LN;
+        cq__pk_prefetch_2d_f32(pk, rank + begin, (end < g0 + LN ? end : g0 + LN) - begin);
+        for (int g = g0; g < end; g += LN) {   /* >>cpu_lane_groups */
+            int ps[LN], lo, hi;
             float F[DD][LN], R[DD][LN], Pp[DD][LN], G[DD][LN];
-            for (int l = 0; l < LN; ++l) {
-                ps[l] = p + (l < cnt ? l : cnt - 1);
+            cq__lane_group(ps, g, begin, end, LN, &lo, &hi);
+            for (int l = 0; l < LN; ++l)
                 for (int i = 0; i < DD; ++i) F[i][l] = s.F[(long)ps[l] * DD + i];
-            }
-            if (p + LN < end) cq__pk_prefetch_2d_f32(pk, rank + p + LN, end - p - LN < LN ? end - p - LN : LN);   /* the next group's */
+            if (g + LN < end) cq__pk_prefetch_2d_f32(pk, rank + g + LN, end - g - LN < LN ? end - g - LN : LN);   /* the next group's */
             cq__mat_lanes_f32 m;
             cq__svd_lanes_f32 sv;
             cq__mat_lanes_load_f32(ps, s, &m);
-            cq__cpu_rot_lanes_2d_neohookean_f32(t, ps, cnt, 1, F, R, &sv);
+            cq__cpu_rot_lanes_2d_neohookean_f32(t, ps, lo, hi, 1, F, R, &sv);
             cq__pk1_lanes_2d_neohookean_f32(t->prm, s, &m, F, R, Pp);
             cq__affine_lanes_2d_f32(ps, t->prm, s, Pp, F, G);
-            for (int l = 0; l < cnt; ++l) {   /* as cq__p2g_rot_ packs */
-                const long q = p + l;
+            for (int l = lo; l < hi; ++l) {   /* as cq__p2g_rot_ packs */
+                const long q = g + l;
                 float pq[CQ__PK(2)], xp[2];   /* the record here, then widened into its slot (>>cpu_gather_record) */
                 int base[2];
                 for (int a = 0; a < 2; ++a) xp[a] = s.x[q * 2 + a];
@@ -14978,9 +14999,9 @@ static void cq__p2g_adj_post_2d_neohookean_f32(const cq__sub_task_2d_f32 *t, int
     cq__p2g_adj_stress_rot_2d_neohookean_f32(p, t->prm, t->in, rot, Pp, G_bar, t->ai, t->pg,
                                                         (float *)t->s->dact + (long)p * 4);
 }
-/* The P2G adjoint over particles [begin, end).  With the lanes: the transfer over a group's lanes
-   (>>transfer_lanes_), one particle at a time in a range's last, partial group;
-   the stress parts of every particle in a group (>>stress_lanes_, the last group padded). */
+/* The P2G adjoint over particles [begin, end).  With the lanes: the transfer (>>transfer_lanes_) and
+   the stress parts (>>stress_lanes_) of every particle in a group, the last group padded
+   (>>cpu_lane_groups). */
 static void cq__p2g_adj_range_2d_neohookean_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_f32 *t = (const cq__sub_task_2d_f32 *)ctx;
@@ -14988,29 +15009,24 @@ static void cq__p2g_adj_range_2d_neohookean_f32(void *ctx, int begin, int end)
     int p = begin;
     if (CQ__LANES_ON_f32) {
         enum { LN = CQ__LANES_f32, DD = 4 };
-        for (; p < end; p += LN) {
-            const int cnt = end - p < LN ? end - p : LN;
-            int ps[LN];
+        for (int g = begin - begin % LN; g < end; g += LN) {   /* >>cpu_lane_groups */
+            int ps[LN], lo, hi;
             float F[DD][LN], R[DD][LN], Pp[DD][LN], G[DD][LN], Gl[LN][DD];
-            for (int l = 0; l < LN; ++l) {
-                ps[l] = p + (l < cnt ? l : cnt - 1);
+            cq__lane_group(ps, g, begin, end, LN, &lo, &hi);
+            for (int l = 0; l < LN; ++l)
                 for (int i = 0; i < DD; ++i) F[i][l] = t->in.F[(long)ps[l] * DD + i];
-            }
             cq__mat_lanes_f32 m;   /* loaded once for the stress and its adjoint */
             cq__svd_lanes_f32 sv;
             cq__mat_lanes_load_f32(ps, t->in, &m);
-            cq__cpu_rot_lanes_2d_neohookean_f32(t, ps, cnt, 0, F, R, &sv);
+            cq__cpu_rot_lanes_2d_neohookean_f32(t, ps, lo, hi, 0, F, R, &sv);
             cq__pk1_lanes_2d_neohookean_f32(t->prm, t->in, &m, F, R, Pp);
             cq__affine_lanes_2d_f32(ps, t->prm, t->in, Pp, F, G);   /* G as P2G's */
             for (int l = 0; l < LN; ++l)
                 for (int a = 0; a < DD; ++a) Gl[l][a] = G[a][l];
-            if (cnt == LN) cq__transfer_lanes_2d_f32(ps, t->prm, t->in, Gl, gp_bar, gm_bar, t->ai, t->pg, Gl);   /* Gl becomes dL/dG */
-            else
-                for (int l = 0; l < cnt; ++l)
-                    cq__p2g_adj_transfer_2d_f32(ps[l], t->prm, t->in, Gl[l], gp_bar, gm_bar, t->ai, t->pg, Gl[l]);
+            cq__transfer_lanes_2d_f32(ps, lo, hi, t->prm, t->in, Gl, gp_bar, gm_bar, t->ai, t->pg, Gl);   /* Gl becomes dL/dG */
             for (int l = 0; l < LN; ++l)
                 for (int a = 0; a < DD; ++a) G[a][l] = Gl[l][a];
-            cq__stress_adj_lanes_2d_neohookean_f32(ps, cnt, t->prm, t->in, &m, F, R, &sv, Pp, G, t->ai, t->pg, (float *)t->s->dact);
+            cq__stress_adj_lanes_2d_neohookean_f32(ps, lo, hi, t->prm, t->in, &m, F, R, &sv, Pp, G, t->ai, t->pg, (float *)t->s->dact);
         }
         p = end;
     }
@@ -15109,15 +15125,15 @@ static int cq__check_stress_2d_neohookean_f32(const cq_sim *s, const void *F, co
 }
 
 /* >>cpu_rot_lanes_2d_neohookean_f64: F's rotation over the lanes (>>stress_lanes_):
-   computed (fill: P2G's particle half, also into t->rot for the first cnt lanes where the backward
+   computed (fill: P2G's particle half, also into t->rot for lanes lo .. hi - 1 where the backward
    keeps them), else read from t->rot where given (the adjoint of the same substep) or computed.
    (The CPU keeps rotations for 3D alone, cq__rot_cache_bytes: in 2D t->rot is NULL today.) */
-static void cq__cpu_rot_lanes_2d_neohookean_f64(const cq__sub_task_2d_f64 *t, const int *ps, int cnt, int fill,
+static void cq__cpu_rot_lanes_2d_neohookean_f64(const cq__sub_task_2d_f64 *t, const int *ps, int lo, int hi, int fill,
                                      double F[4][CQ__LANES_f64], double R[4][CQ__LANES_f64],
                                      cq__svd_lanes_f64 *sv)
 {
     enum { LN = CQ__LANES_f64 };
-    (void)t; (void)ps; (void)cnt; (void)fill; (void)F; (void)sv;
+    (void)t; (void)ps; (void)lo; (void)hi; (void)fill; (void)F; (void)sv;
     for (int i = 0; i < 4; ++i)
         for (int l = 0; l < LN; ++l) R[i][l] = 0;   /* as cq__rot_none_ */
 }
@@ -15125,7 +15141,7 @@ static void cq__cpu_rot_lanes_2d_neohookean_f64(const cq__sub_task_2d_f64 *t, co
 /* P2G's particle half over particles [begin, end) in index order, each into its sorted slot's
    packed record: the particle arrays are read in order, whatever order the particles came in
    (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k).
-   With the lanes: every particle in a group (>>stress_lanes_), the last group padded. */
+   With the lanes: every particle in a group (>>stress_lanes_, >>cpu_lane_groups). */
 static void cq__p2g_range_2d_neohookean_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_f64 *t = (const cq__sub_task_2d_f64 *)ctx;
@@ -15134,24 +15150,23 @@ static void cq__p2g_range_2d_neohookean_f64(void *ctx, int begin, int end)
     if (CQ__LANES_ON_f64) {
         enum { LN = CQ__LANES_f64, DD = 4 };
         const cq__pview_f64 s = t->in;
-        cq__pk_prefetch_2d_f64(pk, rank + begin, end - begin < LN ? end - begin : LN);
-        for (int p = begin; p < end; p += LN) {
-            const int cnt = end - p < LN ? end - p : LN;
-            int ps[LN];
+        const int g0 = begin - begin % LN;
+        cq__pk_prefetch_2d_f64(pk, rank + begin, (end < g0 + LN ? end : g0 + LN) - begin);
+        for (int g = g0; g < end; g += LN) {   /* >>cpu_lane_groups */
+            int ps[LN], lo, hi;
             double F[DD][LN], R[DD][LN], Pp[DD][LN], G[DD][LN];
-            for (int l = 0; l < LN; ++l) {
-                ps[l] = p + (l < cnt ? l : cnt - 1);
+            cq__lane_group(ps, g, begin, end, LN, &lo, &hi);
+            for (int l = 0; l < LN; ++l)
                 for (int i = 0; i < DD; ++i) F[i][l] = s.F[(long)ps[l] * DD + i];
-            }
-            if (p + LN < end) cq__pk_prefetch_2d_f64(pk, rank + p + LN, end - p - LN < LN ? end - p - LN : LN);   /* the next group's */
+            if (g + LN < end) cq__pk_prefetch_2d_f64(pk, rank + g + LN, end - g - LN < LN ? end - g - LN : LN);   /* the next group's */
             cq__mat_lanes_f64 m;
             cq__svd_lanes_f64 sv;
             cq__mat_lanes_load_f64(ps, s, &m);
-            cq__cpu_rot_lanes_2d_neohookean_f64(t, ps, cnt, 1, F, R, &sv);
+            cq__cpu_rot_lanes_2d_neohookean_f64(t, ps, lo, hi, 1, F, R, &sv);
             cq__pk1_lanes_2d_neohookean_f64(t->prm, s, &m, F, R, Pp);
             cq__affine_lanes_2d_f64(ps, t->prm, s, Pp, F, G);
-            for (int l = 0; l < cnt; ++l) {   /* as cq__p2g_rot_ packs */
-                const long q = p + l;
+            for (int l = lo; l < hi; ++l) {   /* as cq__p2g_rot_ packs */
+                const long q = g + l;
                 double pq[CQ__PK(2)], xp[2];   /* the record here, then widened into its slot (>>cpu_gather_record) */
                 int base[2];
                 for (int a = 0; a < 2; ++a) xp[a] = s.x[q * 2 + a];
@@ -15191,9 +15206,9 @@ static void cq__p2g_adj_post_2d_neohookean_f64(const cq__sub_task_2d_f64 *t, int
     cq__p2g_adj_stress_rot_2d_neohookean_f64(p, t->prm, t->in, rot, Pp, G_bar, t->ai, t->pg,
                                                         (double *)t->s->dact + (long)p * 4);
 }
-/* The P2G adjoint over particles [begin, end).  With the lanes: the transfer over a group's lanes
-   (>>transfer_lanes_), one particle at a time in a range's last, partial group;
-   the stress parts of every particle in a group (>>stress_lanes_, the last group padded). */
+/* The P2G adjoint over particles [begin, end).  With the lanes: the transfer (>>transfer_lanes_) and
+   the stress parts (>>stress_lanes_) of every particle in a group, the last group padded
+   (>>cpu_lane_groups). */
 static void cq__p2g_adj_range_2d_neohookean_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_f64 *t = (const cq__sub_task_2d_f64 *)ctx;
@@ -15201,29 +15216,24 @@ static void cq__p2g_adj_range_2d_neohookean_f64(void *ctx, int begin, int end)
     int p = begin;
     if (CQ__LANES_ON_f64) {
         enum { LN = CQ__LANES_f64, DD = 4 };
-        for (; p < end; p += LN) {
-            const int cnt = end - p < LN ? end - p : LN;
-            int ps[LN];
+        for (int g = begin - begin % LN; g < end; g += LN) {   /* >>cpu_lane_groups */
+            int ps[LN], lo, hi;
             double F[DD][LN], R[DD][LN], Pp[DD][LN], G[DD][LN], Gl[LN][DD];
-            for (int l = 0; l < LN; ++l) {
-                ps[l] = p + (l < cnt ? l : cnt - 1);
+            cq__lane_group(ps, g, begin, end, LN, &lo, &hi);
+            for (int l = 0; l < LN; ++l)
                 for (int i = 0; i < DD; ++i) F[i][l] = t->in.F[(long)ps[l] * DD + i];
-            }
             cq__mat_lanes_f64 m;   /* loaded once for the stress and its adjoint */
             cq__svd_lanes_f64 sv;
             cq__mat_lanes_load_f64(ps, t->in, &m);
-            cq__cpu_rot_lanes_2d_neohookean_f64(t, ps, cnt, 0, F, R, &sv);
+            cq__cpu_rot_lanes_2d_neohookean_f64(t, ps, lo, hi, 0, F, R, &sv);
             cq__pk1_lanes_2d_neohookean_f64(t->prm, t->in, &m, F, R, Pp);
             cq__affine_lanes_2d_f64(ps, t->prm, t->in, Pp, F, G);   /* G as P2G's */
             for (int l = 0; l < LN; ++l)
                 for (int a = 0; a < DD; ++a) Gl[l][a] = G[a][l];
-            if (cnt == LN) cq__transfer_lanes_2d_f64(ps, t->prm, t->in, Gl, gp_bar, gm_bar, t->ai, t->pg, Gl);   /* Gl becomes dL/dG */
-            else
-                for (int l = 0; l < cnt; ++l)
-                    cq__p2g_adj_transfer_2d_f64(ps[l], t->prm, t->in, Gl[l], gp_bar, gm_bar, t->ai, t->pg, Gl[l]);
+            cq__transfer_lanes_2d_f64(ps, lo, hi, t->prm, t->in, Gl, gp_bar, gm_bar, t->ai, t->pg, Gl);   /* Gl becomes dL/dG */
             for (int l = 0; l < LN; ++l)
                 for (int a = 0; a < DD; ++a) G[a][l] = Gl[l][a];
-            cq__stress_adj_lanes_2d_neohookean_f64(ps, cnt, t->prm, t->in, &m, F, R, &sv, Pp, G, t->ai, t->pg, (double *)t->s->dact);
+            cq__stress_adj_lanes_2d_neohookean_f64(ps, lo, hi, t->prm, t->in, &m, F, R, &sv, Pp, G, t->ai, t->pg, (double *)t->s->dact);
         }
         p = end;
     }
@@ -15322,10 +15332,10 @@ static int cq__check_stress_2d_neohookean_f64(const cq_sim *s, const void *F, co
 }
 
 /* >>cpu_rot_lanes_3d_fixed_corotated_f32: F's rotation over the lanes (>>stress_lanes_) and, in 3D, its SVD (sv):
-   computed (fill: P2G's particle half, also into t->rot for the first cnt lanes where the backward
+   computed (fill: P2G's particle half, also into t->rot for lanes lo .. hi - 1 where the backward
    keeps them), else read from t->rot where given (the adjoint of the same substep) or computed.
    (The CPU keeps rotations for 3D alone, cq__rot_cache_bytes: in 2D t->rot is NULL today.) */
-static void cq__cpu_rot_lanes_3d_fixed_corotated_f32(const cq__sub_task_3d_f32 *t, const int *ps, int cnt, int fill,
+static void cq__cpu_rot_lanes_3d_fixed_corotated_f32(const cq__sub_task_3d_f32 *t, const int *ps, int lo, int hi, int fill,
                                      float F[9][CQ__LANES_f32], float R[9][CQ__LANES_f32],
                                      cq__svd_lanes_f32 *sv)
 {
@@ -15342,7 +15352,7 @@ static void cq__cpu_rot_lanes_3d_fixed_corotated_f32(const cq__sub_task_3d_f32 *
     cq__svd_lanes_3d_f32(F, sv->U, sv->sig, sv->V);
     cq__uvt_lanes_3d_f32(sv, R);   /* as cq__rot_fill_ */
     if (fill && t->rot)
-        for (int l = 0; l < cnt; ++l) {
+        for (int l = lo; l < hi; ++l) {
             cq__rot_3d_f32 *r = t->rot + ps[l];
             for (int i = 0; i < 9; ++i) r->R[i] = R[i][l];
             for (int i = 0; i < 9; ++i) { r->U[i] = sv->U[i][l]; r->V[i] = sv->V[i][l]; }
@@ -15353,7 +15363,7 @@ static void cq__cpu_rot_lanes_3d_fixed_corotated_f32(const cq__sub_task_3d_f32 *
 /* P2G's particle half over particles [begin, end) in index order, each into its sorted slot's
    packed record: the particle arrays are read in order, whatever order the particles came in
    (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k).
-   With the lanes: every particle in a group (>>stress_lanes_), the last group padded. */
+   With the lanes: every particle in a group (>>stress_lanes_, >>cpu_lane_groups). */
 static void cq__p2g_range_3d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_f32 *t = (const cq__sub_task_3d_f32 *)ctx;
@@ -15362,24 +15372,23 @@ static void cq__p2g_range_3d_fixed_corotated_f32(void *ctx, int begin, int end)
     if (CQ__LANES_ON_f32) {
         enum { LN = CQ__LANES_f32, DD = 9 };
         const cq__pview_f32 s = t->in;
-        cq__pk_prefetch_3d_f32(pk, rank + begin, end - begin < LN ? end - begin : LN);
-        for (int p = begin; p < end; p += LN) {
-            const int cnt = end - p < LN ? end - p : LN;
-            int ps[LN];
+        const int g0 = begin - begin % LN;
+        cq__pk_prefetch_3d_f32(pk, rank + begin, (end < g0 + LN ? end : g0 + LN) - begin);
+        for (int g = g0; g < end; g += LN) {   /* >>cpu_lane_groups */
+            int ps[LN], lo, hi;
             float F[DD][LN], R[DD][LN], Pp[DD][LN], G[DD][LN];
-            for (int l = 0; l < LN; ++l) {
-                ps[l] = p + (l < cnt ? l : cnt - 1);
+            cq__lane_group(ps, g, begin, end, LN, &lo, &hi);
+            for (int l = 0; l < LN; ++l)
                 for (int i = 0; i < DD; ++i) F[i][l] = s.F[(long)ps[l] * DD + i];
-            }
-            if (p + LN < end) cq__pk_prefetch_3d_f32(pk, rank + p + LN, end - p - LN < LN ? end - p - LN : LN);   /* the next group's */
+            if (g + LN < end) cq__pk_prefetch_3d_f32(pk, rank + g + LN, end - g - LN < LN ? end - g - LN : LN);   /* the next group's */
             cq__mat_lanes_f32 m;
             cq__svd_lanes_f32 sv;
             cq__mat_lanes_load_f32(ps, s, &m);
-            cq__cpu_rot_lanes_3d_fixed_corotated_f32(t, ps, cnt, 1, F, R, &sv);
+            cq__cpu_rot_lanes_3d_fixed_corotated_f32(t, ps, lo, hi, 1, F, R, &sv);
             cq__pk1_lanes_3d_fixed_corotated_f32(t->prm, s, &m, F, R, Pp);
             cq__affine_lanes_3d_f32(ps, t->prm, s, Pp, F, G);
-            for (int l = 0; l < cnt; ++l) {   /* as cq__p2g_rot_ packs */
-                const long q = p + l;
+            for (int l = lo; l < hi; ++l) {   /* as cq__p2g_rot_ packs */
+                const long q = g + l;
                 float pq[CQ__PK(3)], xp[3];   /* the record here, then widened into its slot (>>cpu_gather_record) */
                 int base[3];
                 for (int a = 0; a < 3; ++a) xp[a] = s.x[q * 3 + a];
@@ -15419,9 +15428,9 @@ static void cq__p2g_adj_post_3d_fixed_corotated_f32(const cq__sub_task_3d_f32 *t
     cq__p2g_adj_stress_rot_3d_fixed_corotated_f32(p, t->prm, t->in, rot, Pp, G_bar, t->ai, t->pg,
                                                         (float *)t->s->dact + (long)p * 9);
 }
-/* The P2G adjoint over particles [begin, end).  With the lanes: the transfer over a group's lanes
-   (>>transfer_lanes_), one particle at a time in a range's last, partial group;
-   the stress parts of every particle in a group (>>stress_lanes_, the last group padded). */
+/* The P2G adjoint over particles [begin, end).  With the lanes: the transfer (>>transfer_lanes_) and
+   the stress parts (>>stress_lanes_) of every particle in a group, the last group padded
+   (>>cpu_lane_groups). */
 static void cq__p2g_adj_range_3d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_f32 *t = (const cq__sub_task_3d_f32 *)ctx;
@@ -15429,29 +15438,24 @@ static void cq__p2g_adj_range_3d_fixed_corotated_f32(void *ctx, int begin, int e
     int p = begin;
     if (CQ__LANES_ON_f32) {
         enum { LN = CQ__LANES_f32, DD = 9 };
-        for (; p < end; p += LN) {
-            const int cnt = end - p < LN ? end - p : LN;
-            int ps[LN];
+        for (int g = begin - begin % LN; g < end; g += LN) {   /* >>cpu_lane_groups */
+            int ps[LN], lo, hi;
             float F[DD][LN], R[DD][LN], Pp[DD][LN], G[DD][LN], Gl[LN][DD];
-            for (int l = 0; l < LN; ++l) {
-                ps[l] = p + (l < cnt ? l : cnt - 1);
+            cq__lane_group(ps, g, begin, end, LN, &lo, &hi);
+            for (int l = 0; l < LN; ++l)
                 for (int i = 0; i < DD; ++i) F[i][l] = t->in.F[(long)ps[l] * DD + i];
-            }
             cq__mat_lanes_f32 m;   /* loaded once for the stress and its adjoint */
             cq__svd_lanes_f32 sv;
             cq__mat_lanes_load_f32(ps, t->in, &m);
-            cq__cpu_rot_lanes_3d_fixed_corotated_f32(t, ps, cnt, 0, F, R, &sv);
+            cq__cpu_rot_lanes_3d_fixed_corotated_f32(t, ps, lo, hi, 0, F, R, &sv);
             cq__pk1_lanes_3d_fixed_corotated_f32(t->prm, t->in, &m, F, R, Pp);
             cq__affine_lanes_3d_f32(ps, t->prm, t->in, Pp, F, G);   /* G as P2G's */
             for (int l = 0; l < LN; ++l)
                 for (int a = 0; a < DD; ++a) Gl[l][a] = G[a][l];
-            if (cnt == LN) cq__transfer_lanes_3d_f32(ps, t->prm, t->in, Gl, gp_bar, gm_bar, t->ai, t->pg, Gl);   /* Gl becomes dL/dG */
-            else
-                for (int l = 0; l < cnt; ++l)
-                    cq__p2g_adj_transfer_3d_f32(ps[l], t->prm, t->in, Gl[l], gp_bar, gm_bar, t->ai, t->pg, Gl[l]);
+            cq__transfer_lanes_3d_f32(ps, lo, hi, t->prm, t->in, Gl, gp_bar, gm_bar, t->ai, t->pg, Gl);   /* Gl becomes dL/dG */
             for (int l = 0; l < LN; ++l)
                 for (int a = 0; a < DD; ++a) G[a][l] = Gl[l][a];
-            cq__stress_adj_lanes_3d_fixed_corotated_f32(ps, cnt, t->prm, t->in, &m, F, R, &sv, Pp, G, t->ai, t->pg, (float *)t->s->dact);
+            cq__stress_adj_lanes_3d_fixed_corotated_f32(ps, lo, hi, t->prm, t->in, &m, F, R, &sv, Pp, G, t->ai, t->pg, (float *)t->s->dact);
         }
         p = end;
     }
@@ -15550,10 +15554,10 @@ static int cq__check_stress_3d_fixed_corotated_f32(const cq_sim *s, const void *
 }
 
 /* >>cpu_rot_lanes_3d_fixed_corotated_f64: F's rotation over the lanes (>>stress_lanes_) and, in 3D, its SVD (sv):
-   computed (fill: P2G's particle half, also into t->rot for the first cnt lanes where the backward
+   computed (fill: P2G's particle half, also into t->rot for lanes lo .. hi - 1 where the backward
    keeps them), else read from t->rot where given (the adjoint of the same substep) or computed.
    (The CPU keeps rotations for 3D alone, cq__rot_cache_bytes: in 2D t->rot is NULL today.) */
-static void cq__cpu_rot_lanes_3d_fixed_corotated_f64(const cq__sub_task_3d_f64 *t, const int *ps, int cnt, int fill,
+static void cq__cpu_rot_lanes_3d_fixed_corotated_f64(const cq__sub_task_3d_f64 *t, const int *ps, int lo, int hi, int fill,
                                      double F[9][CQ__LANES_f64], double R[9][CQ__LANES_f64],
                                      cq__svd_lanes_f64 *sv)
 {
@@ -15570,7 +15574,7 @@ static void cq__cpu_rot_lanes_3d_fixed_corotated_f64(const cq__sub_task_3d_f64 *
     cq__svd_lanes_3d_f64(F, sv->U, sv->sig, sv->V);
     cq__uvt_lanes_3d_f64(sv, R);   /* as cq__rot_fill_ */
     if (fill && t->rot)
-        for (int l = 0; l < cnt; ++l) {
+        for (int l = lo; l < hi; ++l) {
             cq__rot_3d_f64 *r = t->rot + ps[l];
             for (int i = 0; i < 9; ++i) r->R[i] = R[i][l];
             for (int i = 0; i < 9; ++i) { r->U[i] = sv->U[i][l]; r->V[i] = sv->V[i][l]; }
@@ -15581,7 +15585,7 @@ static void cq__cpu_rot_lanes_3d_fixed_corotated_f64(const cq__sub_task_3d_f64 *
 /* P2G's particle half over particles [begin, end) in index order, each into its sorted slot's
    packed record: the particle arrays are read in order, whatever order the particles came in
    (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k).
-   With the lanes: every particle in a group (>>stress_lanes_), the last group padded. */
+   With the lanes: every particle in a group (>>stress_lanes_, >>cpu_lane_groups). */
 static void cq__p2g_range_3d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_f64 *t = (const cq__sub_task_3d_f64 *)ctx;
@@ -15590,24 +15594,23 @@ static void cq__p2g_range_3d_fixed_corotated_f64(void *ctx, int begin, int end)
     if (CQ__LANES_ON_f64) {
         enum { LN = CQ__LANES_f64, DD = 9 };
         const cq__pview_f64 s = t->in;
-        cq__pk_prefetch_3d_f64(pk, rank + begin, end - begin < LN ? end - begin : LN);
-        for (int p = begin; p < end; p += LN) {
-            const int cnt = end - p < LN ? end - p : LN;
-            int ps[LN];
+        const int g0 = begin - begin % LN;
+        cq__pk_prefetch_3d_f64(pk, rank + begin, (end < g0 + LN ? end : g0 + LN) - begin);
+        for (int g = g0; g < end; g += LN) {   /* >>cpu_lane_groups */
+            int ps[LN], lo, hi;
             double F[DD][LN], R[DD][LN], Pp[DD][LN], G[DD][LN];
-            for (int l = 0; l < LN; ++l) {
-                ps[l] = p + (l < cnt ? l : cnt - 1);
+            cq__lane_group(ps, g, begin, end, LN, &lo, &hi);
+            for (int l = 0; l < LN; ++l)
                 for (int i = 0; i < DD; ++i) F[i][l] = s.F[(long)ps[l] * DD + i];
-            }
-            if (p + LN < end) cq__pk_prefetch_3d_f64(pk, rank + p + LN, end - p - LN < LN ? end - p - LN : LN);   /* the next group's */
+            if (g + LN < end) cq__pk_prefetch_3d_f64(pk, rank + g + LN, end - g - LN < LN ? end - g - LN : LN);   /* the next group's */
             cq__mat_lanes_f64 m;
             cq__svd_lanes_f64 sv;
             cq__mat_lanes_load_f64(ps, s, &m);
-            cq__cpu_rot_lanes_3d_fixed_corotated_f64(t, ps, cnt, 1, F, R, &sv);
+            cq__cpu_rot_lanes_3d_fixed_corotated_f64(t, ps, lo, hi, 1, F, R, &sv);
             cq__pk1_lanes_3d_fixed_corotated_f64(t->prm, s, &m, F, R, Pp);
             cq__affine_lanes_3d_f64(ps, t->prm, s, Pp, F, G);
-            for (int l = 0; l < cnt; ++l) {   /* as cq__p2g_rot_ packs */
-                const long q = p + l;
+            for (int l = lo; l < hi; ++l) {   /* as cq__p2g_rot_ packs */
+                const long q = g + l;
                 double pq[CQ__PK(3)], xp[3];   /* the record here, then widened into its slot (>>cpu_gather_record) */
                 int base[3];
                 for (int a = 0; a < 3; ++a) xp[a] = s.x[q * 3 + a];
@@ -15647,9 +15650,9 @@ static void cq__p2g_adj_post_3d_fixed_corotated_f64(const cq__sub_task_3d_f64 *t
     cq__p2g_adj_stress_rot_3d_fixed_corotated_f64(p, t->prm, t->in, rot, Pp, G_bar, t->ai, t->pg,
                                                         (double *)t->s->dact + (long)p * 9);
 }
-/* The P2G adjoint over particles [begin, end).  With the lanes: the transfer over a group's lanes
-   (>>transfer_lanes_), one particle at a time in a range's last, partial group;
-   the stress parts of every particle in a group (>>stress_lanes_, the last group padded). */
+/* The P2G adjoint over particles [begin, end).  With the lanes: the transfer (>>transfer_lanes_) and
+   the stress parts (>>stress_lanes_) of every particle in a group, the last group padded
+   (>>cpu_lane_groups). */
 static void cq__p2g_adj_range_3d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_f64 *t = (const cq__sub_task_3d_f64 *)ctx;
@@ -15657,29 +15660,24 @@ static void cq__p2g_adj_range_3d_fixed_corotated_f64(void *ctx, int begin, int e
     int p = begin;
     if (CQ__LANES_ON_f64) {
         enum { LN = CQ__LANES_f64, DD = 9 };
-        for (; p < end; p += LN) {
-            const int cnt = end - p < LN ? end - p : LN;
-            int ps[LN];
+        for (int g = begin - begin % LN; g < end; g += LN) {   /* >>cpu_lane_groups */
+            int ps[LN], lo, hi;
             double F[DD][LN], R[DD][LN], Pp[DD][LN], G[DD][LN], Gl[LN][DD];
-            for (int l = 0; l < LN; ++l) {
-                ps[l] = p + (l < cnt ? l : cnt - 1);
+            cq__lane_group(ps, g, begin, end, LN, &lo, &hi);
+            for (int l = 0; l < LN; ++l)
                 for (int i = 0; i < DD; ++i) F[i][l] = t->in.F[(long)ps[l] * DD + i];
-            }
             cq__mat_lanes_f64 m;   /* loaded once for the stress and its adjoint */
             cq__svd_lanes_f64 sv;
             cq__mat_lanes_load_f64(ps, t->in, &m);
-            cq__cpu_rot_lanes_3d_fixed_corotated_f64(t, ps, cnt, 0, F, R, &sv);
+            cq__cpu_rot_lanes_3d_fixed_corotated_f64(t, ps, lo, hi, 0, F, R, &sv);
             cq__pk1_lanes_3d_fixed_corotated_f64(t->prm, t->in, &m, F, R, Pp);
             cq__affine_lanes_3d_f64(ps, t->prm, t->in, Pp, F, G);   /* G as P2G's */
             for (int l = 0; l < LN; ++l)
                 for (int a = 0; a < DD; ++a) Gl[l][a] = G[a][l];
-            if (cnt == LN) cq__transfer_lanes_3d_f64(ps, t->prm, t->in, Gl, gp_bar, gm_bar, t->ai, t->pg, Gl);   /* Gl becomes dL/dG */
-            else
-                for (int l = 0; l < cnt; ++l)
-                    cq__p2g_adj_transfer_3d_f64(ps[l], t->prm, t->in, Gl[l], gp_bar, gm_bar, t->ai, t->pg, Gl[l]);
+            cq__transfer_lanes_3d_f64(ps, lo, hi, t->prm, t->in, Gl, gp_bar, gm_bar, t->ai, t->pg, Gl);   /* Gl becomes dL/dG */
             for (int l = 0; l < LN; ++l)
                 for (int a = 0; a < DD; ++a) G[a][l] = Gl[l][a];
-            cq__stress_adj_lanes_3d_fixed_corotated_f64(ps, cnt, t->prm, t->in, &m, F, R, &sv, Pp, G, t->ai, t->pg, (double *)t->s->dact);
+            cq__stress_adj_lanes_3d_fixed_corotated_f64(ps, lo, hi, t->prm, t->in, &m, F, R, &sv, Pp, G, t->ai, t->pg, (double *)t->s->dact);
         }
         p = end;
     }
@@ -15778,15 +15776,15 @@ static int cq__check_stress_3d_fixed_corotated_f64(const cq_sim *s, const void *
 }
 
 /* >>cpu_rot_lanes_3d_neohookean_f32: F's rotation over the lanes (>>stress_lanes_):
-   computed (fill: P2G's particle half, also into t->rot for the first cnt lanes where the backward
+   computed (fill: P2G's particle half, also into t->rot for lanes lo .. hi - 1 where the backward
    keeps them), else read from t->rot where given (the adjoint of the same substep) or computed.
    (The CPU keeps rotations for 3D alone, cq__rot_cache_bytes: in 2D t->rot is NULL today.) */
-static void cq__cpu_rot_lanes_3d_neohookean_f32(const cq__sub_task_3d_f32 *t, const int *ps, int cnt, int fill,
+static void cq__cpu_rot_lanes_3d_neohookean_f32(const cq__sub_task_3d_f32 *t, const int *ps, int lo, int hi, int fill,
                                      float F[9][CQ__LANES_f32], float R[9][CQ__LANES_f32],
                                      cq__svd_lanes_f32 *sv)
 {
     enum { LN = CQ__LANES_f32 };
-    (void)t; (void)ps; (void)cnt; (void)fill; (void)F; (void)sv;
+    (void)t; (void)ps; (void)lo; (void)hi; (void)fill; (void)F; (void)sv;
     for (int i = 0; i < 9; ++i)
         for (int l = 0; l < LN; ++l) R[i][l] = 0;   /* as cq__rot_none_ */
 }
@@ -15794,7 +15792,7 @@ static void cq__cpu_rot_lanes_3d_neohookean_f32(const cq__sub_task_3d_f32 *t, co
 /* P2G's particle half over particles [begin, end) in index order, each into its sorted slot's
    packed record: the particle arrays are read in order, whatever order the particles came in
    (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k).
-   With the lanes: every particle in a group (>>stress_lanes_), the last group padded. */
+   With the lanes: every particle in a group (>>stress_lanes_, >>cpu_lane_groups). */
 static void cq__p2g_range_3d_neohookean_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_f32 *t = (const cq__sub_task_3d_f32 *)ctx;
@@ -15803,24 +15801,23 @@ static void cq__p2g_range_3d_neohookean_f32(void *ctx, int begin, int end)
     if (CQ__LANES_ON_f32) {
         enum { LN = CQ__LANES_f32, DD = 9 };
         const cq__pview_f32 s = t->in;
-        cq__pk_prefetch_3d_f32(pk, rank + begin, end - begin < LN ? end - begin : LN);
-        for (int p = begin; p < end; p += LN) {
-            const int cnt = end - p < LN ? end - p : LN;
-            int ps[LN];
+        const int g0 = begin - begin % LN;
+        cq__pk_prefetch_3d_f32(pk, rank + begin, (end < g0 + LN ? end : g0 + LN) - begin);
+        for (int g = g0; g < end; g += LN) {   /* >>cpu_lane_groups */
+            int ps[LN], lo, hi;
             float F[DD][LN], R[DD][LN], Pp[DD][LN], G[DD][LN];
-            for (int l = 0; l < LN; ++l) {
-                ps[l] = p + (l < cnt ? l : cnt - 1);
+            cq__lane_group(ps, g, begin, end, LN, &lo, &hi);
+            for (int l = 0; l < LN; ++l)
                 for (int i = 0; i < DD; ++i) F[i][l] = s.F[(long)ps[l] * DD + i];
-            }
-            if (p + LN < end) cq__pk_prefetch_3d_f32(pk, rank + p + LN, end - p - LN < LN ? end - p - LN : LN);   /* the next group's */
+            if (g + LN < end) cq__pk_prefetch_3d_f32(pk, rank + g + LN, end - g - LN < LN ? end - g - LN : LN);   /* the next group's */
             cq__mat_lanes_f32 m;
             cq__svd_lanes_f32 sv;
             cq__mat_lanes_load_f32(ps, s, &m);
-            cq__cpu_rot_lanes_3d_neohookean_f32(t, ps, cnt, 1, F, R, &sv);
+            cq__cpu_rot_lanes_3d_neohookean_f32(t, ps, lo, hi, 1, F, R, &sv);
             cq__pk1_lanes_3d_neohookean_f32(t->prm, s, &m, F, R, Pp);
             cq__affine_lanes_3d_f32(ps, t->prm, s, Pp, F, G);
-            for (int l = 0; l < cnt; ++l) {   /* as cq__p2g_rot_ packs */
-                const long q = p + l;
+            for (int l = lo; l < hi; ++l) {   /* as cq__p2g_rot_ packs */
+                const long q = g + l;
                 float pq[CQ__PK(3)], xp[3];   /* the record here, then widened into its slot (>>cpu_gather_record) */
                 int base[3];
                 for (int a = 0; a < 3; ++a) xp[a] = s.x[q * 3 + a];
@@ -15860,9 +15857,9 @@ static void cq__p2g_adj_post_3d_neohookean_f32(const cq__sub_task_3d_f32 *t, int
     cq__p2g_adj_stress_rot_3d_neohookean_f32(p, t->prm, t->in, rot, Pp, G_bar, t->ai, t->pg,
                                                         (float *)t->s->dact + (long)p * 9);
 }
-/* The P2G adjoint over particles [begin, end).  With the lanes: the transfer over a group's lanes
-   (>>transfer_lanes_), one particle at a time in a range's last, partial group;
-   the stress parts of every particle in a group (>>stress_lanes_, the last group padded). */
+/* The P2G adjoint over particles [begin, end).  With the lanes: the transfer (>>transfer_lanes_) and
+   the stress parts (>>stress_lanes_) of every particle in a group, the last group padded
+   (>>cpu_lane_groups). */
 static void cq__p2g_adj_range_3d_neohookean_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_f32 *t = (const cq__sub_task_3d_f32 *)ctx;
@@ -15870,29 +15867,24 @@ static void cq__p2g_adj_range_3d_neohookean_f32(void *ctx, int begin, int end)
     int p = begin;
     if (CQ__LANES_ON_f32) {
         enum { LN = CQ__LANES_f32, DD = 9 };
-        for (; p < end; p += LN) {
-            const int cnt = end - p < LN ? end - p : LN;
-            int ps[LN];
+        for (int g = begin - begin % LN; g < end; g += LN) {   /* >>cpu_lane_groups */
+            int ps[LN], lo, hi;
             float F[DD][LN], R[DD][LN], Pp[DD][LN], G[DD][LN], Gl[LN][DD];
-            for (int l = 0; l < LN; ++l) {
-                ps[l] = p + (l < cnt ? l : cnt - 1);
+            cq__lane_group(ps, g, begin, end, LN, &lo, &hi);
+            for (int l = 0; l < LN; ++l)
                 for (int i = 0; i < DD; ++i) F[i][l] = t->in.F[(long)ps[l] * DD + i];
-            }
             cq__mat_lanes_f32 m;   /* loaded once for the stress and its adjoint */
             cq__svd_lanes_f32 sv;
             cq__mat_lanes_load_f32(ps, t->in, &m);
-            cq__cpu_rot_lanes_3d_neohookean_f32(t, ps, cnt, 0, F, R, &sv);
+            cq__cpu_rot_lanes_3d_neohookean_f32(t, ps, lo, hi, 0, F, R, &sv);
             cq__pk1_lanes_3d_neohookean_f32(t->prm, t->in, &m, F, R, Pp);
             cq__affine_lanes_3d_f32(ps, t->prm, t->in, Pp, F, G);   /* G as P2G's */
             for (int l = 0; l < LN; ++l)
                 for (int a = 0; a < DD; ++a) Gl[l][a] = G[a][l];
-            if (cnt == LN) cq__transfer_lanes_3d_f32(ps, t->prm, t->in, Gl, gp_bar, gm_bar, t->ai, t->pg, Gl);   /* Gl becomes dL/dG */
-            else
-                for (int l = 0; l < cnt; ++l)
-                    cq__p2g_adj_transfer_3d_f32(ps[l], t->prm, t->in, Gl[l], gp_bar, gm_bar, t->ai, t->pg, Gl[l]);
+            cq__transfer_lanes_3d_f32(ps, lo, hi, t->prm, t->in, Gl, gp_bar, gm_bar, t->ai, t->pg, Gl);   /* Gl becomes dL/dG */
             for (int l = 0; l < LN; ++l)
                 for (int a = 0; a < DD; ++a) G[a][l] = Gl[l][a];
-            cq__stress_adj_lanes_3d_neohookean_f32(ps, cnt, t->prm, t->in, &m, F, R, &sv, Pp, G, t->ai, t->pg, (float *)t->s->dact);
+            cq__stress_adj_lanes_3d_neohookean_f32(ps, lo, hi, t->prm, t->in, &m, F, R, &sv, Pp, G, t->ai, t->pg, (float *)t->s->dact);
         }
         p = end;
     }
@@ -15991,15 +15983,15 @@ static int cq__check_stress_3d_neohookean_f32(const cq_sim *s, const void *F, co
 }
 
 /* >>cpu_rot_lanes_3d_neohookean_f64: F's rotation over the lanes (>>stress_lanes_):
-   computed (fill: P2G's particle half, also into t->rot for the first cnt lanes where the backward
+   computed (fill: P2G's particle half, also into t->rot for lanes lo .. hi - 1 where the backward
    keeps them), else read from t->rot where given (the adjoint of the same substep) or computed.
    (The CPU keeps rotations for 3D alone, cq__rot_cache_bytes: in 2D t->rot is NULL today.) */
-static void cq__cpu_rot_lanes_3d_neohookean_f64(const cq__sub_task_3d_f64 *t, const int *ps, int cnt, int fill,
+static void cq__cpu_rot_lanes_3d_neohookean_f64(const cq__sub_task_3d_f64 *t, const int *ps, int lo, int hi, int fill,
                                      double F[9][CQ__LANES_f64], double R[9][CQ__LANES_f64],
                                      cq__svd_lanes_f64 *sv)
 {
     enum { LN = CQ__LANES_f64 };
-    (void)t; (void)ps; (void)cnt; (void)fill; (void)F; (void)sv;
+    (void)t; (void)ps; (void)lo; (void)hi; (void)fill; (void)F; (void)sv;
     for (int i = 0; i < 9; ++i)
         for (int l = 0; l < LN; ++l) R[i][l] = 0;   /* as cq__rot_none_ */
 }
@@ -16007,7 +15999,7 @@ static void cq__cpu_rot_lanes_3d_neohookean_f64(const cq__sub_task_3d_f64 *t, co
 /* P2G's particle half over particles [begin, end) in index order, each into its sorted slot's
    packed record: the particle arrays are read in order, whatever order the particles came in
    (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k).
-   With the lanes: every particle in a group (>>stress_lanes_), the last group padded. */
+   With the lanes: every particle in a group (>>stress_lanes_, >>cpu_lane_groups). */
 static void cq__p2g_range_3d_neohookean_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_f64 *t = (const cq__sub_task_3d_f64 *)ctx;
@@ -16016,24 +16008,23 @@ static void cq__p2g_range_3d_neohookean_f64(void *ctx, int begin, int end)
     if (CQ__LANES_ON_f64) {
         enum { LN = CQ__LANES_f64, DD = 9 };
         const cq__pview_f64 s = t->in;
-        cq__pk_prefetch_3d_f64(pk, rank + begin, end - begin < LN ? end - begin : LN);
-        for (int p = begin; p < end; p += LN) {
-            const int cnt = end - p < LN ? end - p : LN;
-            int ps[LN];
+        const int g0 = begin - begin % LN;
+        cq__pk_prefetch_3d_f64(pk, rank + begin, (end < g0 + LN ? end : g0 + LN) - begin);
+        for (int g = g0; g < end; g += LN) {   /* >>cpu_lane_groups */
+            int ps[LN], lo, hi;
             double F[DD][LN], R[DD][LN], Pp[DD][LN], G[DD][LN];
-            for (int l = 0; l < LN; ++l) {
-                ps[l] = p + (l < cnt ? l : cnt - 1);
+            cq__lane_group(ps, g, begin, end, LN, &lo, &hi);
+            for (int l = 0; l < LN; ++l)
                 for (int i = 0; i < DD; ++i) F[i][l] = s.F[(long)ps[l] * DD + i];
-            }
-            if (p + LN < end) cq__pk_prefetch_3d_f64(pk, rank + p + LN, end - p - LN < LN ? end - p - LN : LN);   /* the next group's */
+            if (g + LN < end) cq__pk_prefetch_3d_f64(pk, rank + g + LN, end - g - LN < LN ? end - g - LN : LN);   /* the next group's */
             cq__mat_lanes_f64 m;
             cq__svd_lanes_f64 sv;
             cq__mat_lanes_load_f64(ps, s, &m);
-            cq__cpu_rot_lanes_3d_neohookean_f64(t, ps, cnt, 1, F, R, &sv);
+            cq__cpu_rot_lanes_3d_neohookean_f64(t, ps, lo, hi, 1, F, R, &sv);
             cq__pk1_lanes_3d_neohookean_f64(t->prm, s, &m, F, R, Pp);
             cq__affine_lanes_3d_f64(ps, t->prm, s, Pp, F, G);
-            for (int l = 0; l < cnt; ++l) {   /* as cq__p2g_rot_ packs */
-                const long q = p + l;
+            for (int l = lo; l < hi; ++l) {   /* as cq__p2g_rot_ packs */
+                const long q = g + l;
                 double pq[CQ__PK(3)], xp[3];   /* the record here, then widened into its slot (>>cpu_gather_record) */
                 int base[3];
                 for (int a = 0; a < 3; ++a) xp[a] = s.x[q * 3 + a];
@@ -16073,9 +16064,9 @@ static void cq__p2g_adj_post_3d_neohookean_f64(const cq__sub_task_3d_f64 *t, int
     cq__p2g_adj_stress_rot_3d_neohookean_f64(p, t->prm, t->in, rot, Pp, G_bar, t->ai, t->pg,
                                                         (double *)t->s->dact + (long)p * 9);
 }
-/* The P2G adjoint over particles [begin, end).  With the lanes: the transfer over a group's lanes
-   (>>transfer_lanes_), one particle at a time in a range's last, partial group;
-   the stress parts of every particle in a group (>>stress_lanes_, the last group padded). */
+/* The P2G adjoint over particles [begin, end).  With the lanes: the transfer (>>transfer_lanes_) and
+   the stress parts (>>stress_lanes_) of every particle in a group, the last group padded
+   (>>cpu_lane_groups). */
 static void cq__p2g_adj_range_3d_neohookean_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_f64 *t = (const cq__sub_task_3d_f64 *)ctx;
@@ -16083,29 +16074,24 @@ static void cq__p2g_adj_range_3d_neohookean_f64(void *ctx, int begin, int end)
     int p = begin;
     if (CQ__LANES_ON_f64) {
         enum { LN = CQ__LANES_f64, DD = 9 };
-        for (; p < end; p += LN) {
-            const int cnt = end - p < LN ? end - p : LN;
-            int ps[LN];
+        for (int g = begin - begin % LN; g < end; g += LN) {   /* >>cpu_lane_groups */
+            int ps[LN], lo, hi;
             double F[DD][LN], R[DD][LN], Pp[DD][LN], G[DD][LN], Gl[LN][DD];
-            for (int l = 0; l < LN; ++l) {
-                ps[l] = p + (l < cnt ? l : cnt - 1);
+            cq__lane_group(ps, g, begin, end, LN, &lo, &hi);
+            for (int l = 0; l < LN; ++l)
                 for (int i = 0; i < DD; ++i) F[i][l] = t->in.F[(long)ps[l] * DD + i];
-            }
             cq__mat_lanes_f64 m;   /* loaded once for the stress and its adjoint */
             cq__svd_lanes_f64 sv;
             cq__mat_lanes_load_f64(ps, t->in, &m);
-            cq__cpu_rot_lanes_3d_neohookean_f64(t, ps, cnt, 0, F, R, &sv);
+            cq__cpu_rot_lanes_3d_neohookean_f64(t, ps, lo, hi, 0, F, R, &sv);
             cq__pk1_lanes_3d_neohookean_f64(t->prm, t->in, &m, F, R, Pp);
             cq__affine_lanes_3d_f64(ps, t->prm, t->in, Pp, F, G);   /* G as P2G's */
             for (int l = 0; l < LN; ++l)
                 for (int a = 0; a < DD; ++a) Gl[l][a] = G[a][l];
-            if (cnt == LN) cq__transfer_lanes_3d_f64(ps, t->prm, t->in, Gl, gp_bar, gm_bar, t->ai, t->pg, Gl);   /* Gl becomes dL/dG */
-            else
-                for (int l = 0; l < cnt; ++l)
-                    cq__p2g_adj_transfer_3d_f64(ps[l], t->prm, t->in, Gl[l], gp_bar, gm_bar, t->ai, t->pg, Gl[l]);
+            cq__transfer_lanes_3d_f64(ps, lo, hi, t->prm, t->in, Gl, gp_bar, gm_bar, t->ai, t->pg, Gl);   /* Gl becomes dL/dG */
             for (int l = 0; l < LN; ++l)
                 for (int a = 0; a < DD; ++a) G[a][l] = Gl[l][a];
-            cq__stress_adj_lanes_3d_neohookean_f64(ps, cnt, t->prm, t->in, &m, F, R, &sv, Pp, G, t->ai, t->pg, (double *)t->s->dact);
+            cq__stress_adj_lanes_3d_neohookean_f64(ps, lo, hi, t->prm, t->in, &m, F, R, &sv, Pp, G, t->ai, t->pg, (double *)t->s->dact);
         }
         p = end;
     }

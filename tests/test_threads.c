@@ -155,6 +155,85 @@ TEST(host_threads_bitwise_independent_of_the_split)
     }
 }
 
+/* ---- a host that splits the ranges off the lanes (cpu_backend.j2 >>cpu_lane_groups): ranges of
+   min_range + 13, + 26, + 39 items, run inline, so that the ranges' ends fall anywhere in the lane
+   groups; a scene of particles that no lane count divides, randomly moving, in both dimensions,
+   materials and precisions: the final state and dL/dx0, dL/dF0 bitwise those without the hook.
+   (make test builds this file in ISO C too, where nothing fuses multiply-adds; its item
+   test_threads_split_gnu builds it with -ffp-contract=fast -march=native and again with
+   -ffast-math, where the one-particle kernels that ran a range's last, partial group rounded
+   otherwise than the lanes, and a group that began at a range's first particle moved it to
+   another lane) */
+static void *offlane_enqueue(cq_task_fn task, int items, int min_range, void *ctx, void *user)
+{
+    int k = 0;
+    (void)user;
+    for (int b = 0; b < items; ++k) {
+        const int r = min_range + 13 * (k % 3 + 1), e = items - b < r ? items : b + r;
+        task(b, e, k % 2, ctx);
+        b = e;
+    }
+    return NULL;
+}
+static void offlane_finish(void *handle, void *user) { (void)handle; (void)user; }
+static unsigned long long fnv(const void *p, size_t n, unsigned long long h)
+{
+    const unsigned char *b = (const unsigned char *)p;
+    for (size_t i = 0; i < n; ++i) { h ^= b[i]; h *= 1099511628211ull; }
+    return h;
+}
+static int offlane_scene(int dim, cq_precision prec, cq_material mat, int hook, unsigned long long *hash)
+{
+    const int n = dim == 2 ? 3001 : 2203;   /* no multiple of 8 or 16 */
+    double *x = (double *)malloc(sizeof(double) * (size_t)n * 9), *v = (double *)malloc(sizeof(double) * (size_t)n * 3);
+    cq_sim_desc d;
+    cq_particles_desc p;
+    cq_sim *s = NULL;
+    unsigned r = 12345u;
+    int ok = x && v;
+    memset(&d, 0, sizeof d);
+    d.dim = dim; d.res[0] = d.res[1] = d.res[2] = dim == 2 ? 96 : 40; d.dx = 1.0 / d.res[0];
+    d.dt = 0.25 * d.dx * 0.01; d.substeps = 2; d.gravity[1] = -9.8; d.material = mat; d.precision = prec;
+    d.backend = CQ_BACKEND_CPU; d.checkpoint_every = 4; d.logger.func = cq_log_silent;
+    if (hook) { d.threads.workers = 2; d.threads.enqueue = offlane_enqueue; d.threads.finish = offlane_finish; }
+    for (int i = 0; ok && i < n * dim; ++i) {
+        r = r * 1664525u + 1013904223u; x[i] = 0.3 + 0.4 * (double)(r >> 8) / 16777216.0;
+        r = r * 1664525u + 1013904223u; v[i] = 0.5 * (double)(r >> 8) / 16777216.0 - 0.25;
+    }
+    memset(&p, 0, sizeof p);
+    p.count = n; p.x = x; p.v = v; p.default_youngs = 1e4; p.default_poisson = 0.3;
+    ok = ok && cq_sim_create(&d, &s) == CQ_SUCCESS && cq_sim_add_particles(s, &p) == CQ_SUCCESS && cq_sim_step(s, 12) == CQ_SUCCESS &&
+         cq_sim_get(s, CQ_FIELD_X, x) == CQ_SUCCESS;
+    if (ok) *hash = fnv(x, sizeof(double) * (size_t)(n * dim), 1469598103934665603ull);
+    for (int i = 0; ok && i < n * dim; ++i) x[i] = 1.0 / (i % 7 + 1);
+    ok = ok && cq_sim_backward(s, x, NULL, NULL, NULL, NULL, NULL) == CQ_SUCCESS && cq_sim_grad(s, CQ_FIELD_X, x) == CQ_SUCCESS;
+    if (ok) *hash = fnv(x, sizeof(double) * (size_t)(n * dim), *hash);
+    ok = ok && cq_sim_grad(s, CQ_FIELD_F, x) == CQ_SUCCESS;
+    if (ok) *hash = fnv(x, sizeof(double) * (size_t)(n * dim * dim), *hash);
+    cq_sim_destroy(s);
+    free(x); free(v);
+    return ok;
+}
+TEST(host_threads_split_off_the_lanes)
+{
+    const cq_precision precs[2] = {CQ_PRECISION_F32, CQ_PRECISION_F64};
+    const cq_material mats[2] = {CQ_MATERIAL_FIXED_COROTATED, CQ_MATERIAL_NEOHOOKEAN};
+#if defined(__SANITIZE_THREAD__)
+    printf("    (host_threads_split_off_the_lanes: its ranges run inline, nothing for ThreadSanitizer to see: 17 s of it\n"
+           "     here; make test's test_threads_split_fma and _fast_math run it)\n");
+    return;
+#endif
+    for (int dim = 2; dim <= 3; ++dim)
+        for (int i = 0; i < 2; ++i)
+            for (int j = 0; j < 2; ++j) {
+                unsigned long long ref = 0, got = 1;
+                CHECK(offlane_scene(dim, precs[i], mats[j], 0, &ref) && offlane_scene(dim, precs[i], mats[j], 1, &got),
+                      "%dD scene %d %d failed", dim, i, j);
+                CHECK(ref == got, "%dD %s %s: ranges split off the lanes change the results (%016llx vs %016llx)", dim,
+                      i ? "float64" : "float32", j ? "NeoHookean" : "corotated", got, ref);
+            }
+}
+
 /* ---- the CPU's cell sort (cpu_backend.j2 >>cpu_sort): on scenes with several blocks of
    particles (and with one), the sorted arrays of the last substep are a serial stable counting sort's,
    and they and the state are bitwise the same on 1, 2 and 3 threads (the host's threads, each
@@ -306,5 +385,6 @@ TEST(host_threads_validated)
 }
 
 RUN_TESTS(CASE(concurrent_sims_on_their_own_threads), CASE(concurrent_failing_creates_keep_their_own_message),
-          CASE(host_threads_bitwise_independent_of_the_split), CASE(cell_sort_serial_result_on_any_threads),
+          CASE(host_threads_bitwise_independent_of_the_split), CASE(host_threads_split_off_the_lanes),
+          CASE(cell_sort_serial_result_on_any_threads),
           CASE(host_threads_validated))

@@ -406,13 +406,17 @@ c_test_threads_tsan() {
 # ranges split off the lanes (test_threads.c host_threads_split_off_the_lanes, cpu_backend.j2
 # >>cpu_lane_groups) where the compiler fuses multiply-adds (GNU C: gcc's default) and with
 # -ffast-math, the flags of a user's or a game engine's build: in ISO C, as the rest of make test
-# builds, the lanes and the one-particle kernels give the same bits anyway
-chain 30 test_threads_split_gnu
+# builds, the lanes and the one-particle kernels give the same bits anyway.  And test_batch in GNU C
+# (each scene bitwise as alone: before >>cpu_lane_groups a scene's last particles ran the one-particle
+# kernels there, and 3 of its tests failed)
+chain 45 test_threads_split_gnu
 c_test_threads_split_gnu() {
     item test_threads_split_fma sh -c "$CC -std=gnu99 -O2 -march=native -ffp-contract=fast $WARN $NW tests/test_threads.c \
         -o $B/test_threads_fma -lm -pthread && ./$B/test_threads_fma host_threads_split"
     item test_threads_split_fast_math sh -c "$CC -std=gnu99 -O2 -march=native -ffast-math $WARN $NW tests/test_threads.c \
         -o $B/test_threads_fm -lm -pthread && ./$B/test_threads_fm host_threads_split"
+    item test_batch_gnu_fma sh -c "$CC -std=gnu99 -O2 -march=native -ffp-contract=fast $WARN $NW tests/test_batch.c \
+        -o $B/test_batch_fma -lm -ldl && ./$B/test_batch_fma"
 }
 # the loaders' fuzz target (tests/fuzz/fuzz_io.c): libFuzzer where clang has it, else a fixed-seed loop
 chain 24 fuzz_io s;  c_fuzz_io() { item fuzz_io sh tests/fuzz/run_io.sh 20; }

@@ -9183,11 +9183,12 @@ static void cq__g2p_vgroup_2d_f32(const cq__params_f32 *prm, cq__gview_f32 g, co
     for (int a = 0; a < 4; ++a) CQ__VG_OUT_f32(nC_l[a], l0, nC[a]);
 }
 #endif
-/* >>g2p_lanes_2d_f32: G2P (>>g2p_) of the particles ps[0 .. CQ__LANES_f32).  Returns -2, having
+/* >>g2p_lanes_2d_f32: G2P (>>g2p_) of the particles ps[0 .. CQ__LANES_f32), of which lanes lo .. hi - 1
+   are written and checked (the others pad a group, >>cpu_lane_groups).  Returns -2, having
    written nothing, when one of them is outside the usable region; else the lowest lane whose
    particle failed (non-finite, or left the usable region: the one-particle kernel tells which),
    or -1.  The end is written per statement over the lanes (innermost, for the vectorizer). */
-static int cq__g2p_lanes_2d_f32(const int *ps, const cq__params_f32 *prm, cq__pview_f32 in,
+static int cq__g2p_lanes_2d_f32(const int *ps, int lo, int hi, const cq__params_f32 *prm, cq__pview_f32 in,
                                    cq__pview_f32 out, cq__gview_f32 g)
 {
     int base[2][CQ__LANES_f32], bad[CQ__LANES_f32];
@@ -9265,12 +9266,12 @@ static int cq__g2p_lanes_2d_f32(const int *ps, const cq__params_f32 *prm, cq__pv
                 nF[a * 2 + b][l] = f;
                 bad[l] |= 1 - (cq__isfinite_f32(f) & cq__isfinite_f32(nC[a * 2 + b][l]));
             }
-    for (int l = 0; l < CQ__LANES_f32; ++l) {   /* the lane arrays into the particles' records */
+    for (int l = lo; l < hi; ++l) {   /* the lane arrays into the particles' records */
         const long p = ps[l];
         for (int a = 0; a < 2; ++a) { out.x[p * 2 + a] = nx[a][l]; out.v[p * 2 + a] = nv[a][l]; }
         for (int a = 0; a < 4; ++a) { out.F[p * 4 + a] = nF[a][l]; out.C[p * 4 + a] = nC[a][l]; }
     }
-    for (int l = 0; l < CQ__LANES_f32; ++l)
+    for (int l = lo; l < hi; ++l)
         if (bad[l]) return l;
     return -1;
 }
@@ -9332,9 +9333,10 @@ static void cq__g2p_adj_vgroup_2d_f32(const cq__params_f32 *prm, cq__gview_f32 g
 }
 #endif
 /* >>g2p_adj_lanes_2d_f32: the G2P adjoint (>>g2p_adj_) of the particles ps[0 .. CQ__LANES_f32), whose
-   packed records go to slots ks[0 .. CQ__LANES_f32) of pk0 (CQ__PK(2) values each).  The per-particle
+   packed records go to slots ks[0 .. CQ__LANES_f32) of pk0 (CQ__PK(2) values each); lanes lo .. hi - 1 are
+   written (the others pad a group, >>cpu_lane_groups).  The per-particle
    start and end run lane by lane (the one-particle kernel's text), the stencil across the lanes. */
-static void cq__g2p_adj_lanes_2d_f32(const int *ps, const int *ks, const cq__params_f32 *prm, cq__pview_f32 s,
+static void cq__g2p_adj_lanes_2d_f32(const int *ps, const int *ks, int lo, int hi, const cq__params_f32 *prm, cq__pview_f32 s,
                                         cq__gview_f32 g, cq__pview_f32 ao, cq__pview_f32 ai, float *pk0)
 {
     int base[2][CQ__LANES_f32];
@@ -9403,7 +9405,7 @@ static void cq__g2p_adj_lanes_2d_f32(const int *ps, const int *ks, const cq__par
     }
     }
 #endif
-    for (int l = 0; l < CQ__LANES_f32; ++l) {
+    for (int l = lo; l < hi; ++l) {
         const int p = ps[l];
         float *pk = pk0 + (long)ks[l] * CQ__PK(2);
     CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) nC[a][l] *= k4;
@@ -9649,11 +9651,12 @@ static void cq__g2p_vgroup_2d_f64(const cq__params_f64 *prm, cq__gview_f64 g, co
     for (int a = 0; a < 4; ++a) CQ__VG_OUT_f64(nC_l[a], l0, nC[a]);
 }
 #endif
-/* >>g2p_lanes_2d_f64: G2P (>>g2p_) of the particles ps[0 .. CQ__LANES_f64).  Returns -2, having
+/* >>g2p_lanes_2d_f64: G2P (>>g2p_) of the particles ps[0 .. CQ__LANES_f64), of which lanes lo .. hi - 1
+   are written and checked (the others pad a group, >>cpu_lane_groups).  Returns -2, having
    written nothing, when one of them is outside the usable region; else the lowest lane whose
    particle failed (non-finite, or left the usable region: the one-particle kernel tells which),
    or -1.  The end is written per statement over the lanes (innermost, for the vectorizer). */
-static int cq__g2p_lanes_2d_f64(const int *ps, const cq__params_f64 *prm, cq__pview_f64 in,
+static int cq__g2p_lanes_2d_f64(const int *ps, int lo, int hi, const cq__params_f64 *prm, cq__pview_f64 in,
                                    cq__pview_f64 out, cq__gview_f64 g)
 {
     int base[2][CQ__LANES_f64], bad[CQ__LANES_f64];
@@ -9731,12 +9734,12 @@ static int cq__g2p_lanes_2d_f64(const int *ps, const cq__params_f64 *prm, cq__pv
                 nF[a * 2 + b][l] = f;
                 bad[l] |= 1 - (cq__isfinite_f64(f) & cq__isfinite_f64(nC[a * 2 + b][l]));
             }
-    for (int l = 0; l < CQ__LANES_f64; ++l) {   /* the lane arrays into the particles' records */
+    for (int l = lo; l < hi; ++l) {   /* the lane arrays into the particles' records */
         const long p = ps[l];
         for (int a = 0; a < 2; ++a) { out.x[p * 2 + a] = nx[a][l]; out.v[p * 2 + a] = nv[a][l]; }
         for (int a = 0; a < 4; ++a) { out.F[p * 4 + a] = nF[a][l]; out.C[p * 4 + a] = nC[a][l]; }
     }
-    for (int l = 0; l < CQ__LANES_f64; ++l)
+    for (int l = lo; l < hi; ++l)
         if (bad[l]) return l;
     return -1;
 }
@@ -9798,9 +9801,10 @@ static void cq__g2p_adj_vgroup_2d_f64(const cq__params_f64 *prm, cq__gview_f64 g
 }
 #endif
 /* >>g2p_adj_lanes_2d_f64: the G2P adjoint (>>g2p_adj_) of the particles ps[0 .. CQ__LANES_f64), whose
-   packed records go to slots ks[0 .. CQ__LANES_f64) of pk0 (CQ__PK(2) values each).  The per-particle
+   packed records go to slots ks[0 .. CQ__LANES_f64) of pk0 (CQ__PK(2) values each); lanes lo .. hi - 1 are
+   written (the others pad a group, >>cpu_lane_groups).  The per-particle
    start and end run lane by lane (the one-particle kernel's text), the stencil across the lanes. */
-static void cq__g2p_adj_lanes_2d_f64(const int *ps, const int *ks, const cq__params_f64 *prm, cq__pview_f64 s,
+static void cq__g2p_adj_lanes_2d_f64(const int *ps, const int *ks, int lo, int hi, const cq__params_f64 *prm, cq__pview_f64 s,
                                         cq__gview_f64 g, cq__pview_f64 ao, cq__pview_f64 ai, double *pk0)
 {
     int base[2][CQ__LANES_f64];
@@ -9869,7 +9873,7 @@ static void cq__g2p_adj_lanes_2d_f64(const int *ps, const int *ks, const cq__par
     }
     }
 #endif
-    for (int l = 0; l < CQ__LANES_f64; ++l) {
+    for (int l = lo; l < hi; ++l) {
         const int p = ps[l];
         double *pk = pk0 + (long)ks[l] * CQ__PK(2);
     CQ__CPU_UNROLL for (int a = 0; a < 4; ++a) nC[a][l] *= k4;
@@ -10107,11 +10111,12 @@ static void cq__g2p_vgroup_3d_f32(const cq__params_f32 *prm, cq__gview_f32 g, co
     for (int a = 0; a < 9; ++a) CQ__VG_OUT_f32(nC_l[a], l0, nC[a]);
 }
 #endif
-/* >>g2p_lanes_3d_f32: G2P (>>g2p_) of the particles ps[0 .. CQ__LANES_f32).  Returns -2, having
+/* >>g2p_lanes_3d_f32: G2P (>>g2p_) of the particles ps[0 .. CQ__LANES_f32), of which lanes lo .. hi - 1
+   are written and checked (the others pad a group, >>cpu_lane_groups).  Returns -2, having
    written nothing, when one of them is outside the usable region; else the lowest lane whose
    particle failed (non-finite, or left the usable region: the one-particle kernel tells which),
    or -1.  The end is written per statement over the lanes (innermost, for the vectorizer). */
-static int cq__g2p_lanes_3d_f32(const int *ps, const cq__params_f32 *prm, cq__pview_f32 in,
+static int cq__g2p_lanes_3d_f32(const int *ps, int lo, int hi, const cq__params_f32 *prm, cq__pview_f32 in,
                                    cq__pview_f32 out, cq__gview_f32 g)
 {
     int base[3][CQ__LANES_f32], bad[CQ__LANES_f32];
@@ -10190,12 +10195,12 @@ static int cq__g2p_lanes_3d_f32(const int *ps, const cq__params_f32 *prm, cq__pv
                 nF[a * 3 + b][l] = f;
                 bad[l] |= 1 - (cq__isfinite_f32(f) & cq__isfinite_f32(nC[a * 3 + b][l]));
             }
-    for (int l = 0; l < CQ__LANES_f32; ++l) {   /* the lane arrays into the particles' records */
+    for (int l = lo; l < hi; ++l) {   /* the lane arrays into the particles' records */
         const long p = ps[l];
         for (int a = 0; a < 3; ++a) { out.x[p * 3 + a] = nx[a][l]; out.v[p * 3 + a] = nv[a][l]; }
         for (int a = 0; a < 9; ++a) { out.F[p * 9 + a] = nF[a][l]; out.C[p * 9 + a] = nC[a][l]; }
     }
-    for (int l = 0; l < CQ__LANES_f32; ++l)
+    for (int l = lo; l < hi; ++l)
         if (bad[l]) return l;
     return -1;
 }
@@ -10258,9 +10263,10 @@ static void cq__g2p_adj_vgroup_3d_f32(const cq__params_f32 *prm, cq__gview_f32 g
 }
 #endif
 /* >>g2p_adj_lanes_3d_f32: the G2P adjoint (>>g2p_adj_) of the particles ps[0 .. CQ__LANES_f32), whose
-   packed records go to slots ks[0 .. CQ__LANES_f32) of pk0 (CQ__PK(3) values each).  The per-particle
+   packed records go to slots ks[0 .. CQ__LANES_f32) of pk0 (CQ__PK(3) values each); lanes lo .. hi - 1 are
+   written (the others pad a group, >>cpu_lane_groups).  The per-particle
    start and end run lane by lane (the one-particle kernel's text), the stencil across the lanes. */
-static void cq__g2p_adj_lanes_3d_f32(const int *ps, const int *ks, const cq__params_f32 *prm, cq__pview_f32 s,
+static void cq__g2p_adj_lanes_3d_f32(const int *ps, const int *ks, int lo, int hi, const cq__params_f32 *prm, cq__pview_f32 s,
                                         cq__gview_f32 g, cq__pview_f32 ao, cq__pview_f32 ai, float *pk0)
 {
     int base[3][CQ__LANES_f32];
@@ -10330,7 +10336,7 @@ static void cq__g2p_adj_lanes_3d_f32(const int *ps, const int *ks, const cq__par
     }
     }
 #endif
-    for (int l = 0; l < CQ__LANES_f32; ++l) {
+    for (int l = lo; l < hi; ++l) {
         const int p = ps[l];
         float *pk = pk0 + (long)ks[l] * CQ__PK(3);
     CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) nC[a][l] *= k4;
@@ -10579,11 +10585,12 @@ static void cq__g2p_vgroup_3d_f64(const cq__params_f64 *prm, cq__gview_f64 g, co
     for (int a = 0; a < 9; ++a) CQ__VG_OUT_f64(nC_l[a], l0, nC[a]);
 }
 #endif
-/* >>g2p_lanes_3d_f64: G2P (>>g2p_) of the particles ps[0 .. CQ__LANES_f64).  Returns -2, having
+/* >>g2p_lanes_3d_f64: G2P (>>g2p_) of the particles ps[0 .. CQ__LANES_f64), of which lanes lo .. hi - 1
+   are written and checked (the others pad a group, >>cpu_lane_groups).  Returns -2, having
    written nothing, when one of them is outside the usable region; else the lowest lane whose
    particle failed (non-finite, or left the usable region: the one-particle kernel tells which),
    or -1.  The end is written per statement over the lanes (innermost, for the vectorizer). */
-static int cq__g2p_lanes_3d_f64(const int *ps, const cq__params_f64 *prm, cq__pview_f64 in,
+static int cq__g2p_lanes_3d_f64(const int *ps, int lo, int hi, const cq__params_f64 *prm, cq__pview_f64 in,
                                    cq__pview_f64 out, cq__gview_f64 g)
 {
     int base[3][CQ__LANES_f64], bad[CQ__LANES_f64];
@@ -10662,12 +10669,12 @@ static int cq__g2p_lanes_3d_f64(const int *ps, const cq__params_f64 *prm, cq__pv
                 nF[a * 3 + b][l] = f;
                 bad[l] |= 1 - (cq__isfinite_f64(f) & cq__isfinite_f64(nC[a * 3 + b][l]));
             }
-    for (int l = 0; l < CQ__LANES_f64; ++l) {   /* the lane arrays into the particles' records */
+    for (int l = lo; l < hi; ++l) {   /* the lane arrays into the particles' records */
         const long p = ps[l];
         for (int a = 0; a < 3; ++a) { out.x[p * 3 + a] = nx[a][l]; out.v[p * 3 + a] = nv[a][l]; }
         for (int a = 0; a < 9; ++a) { out.F[p * 9 + a] = nF[a][l]; out.C[p * 9 + a] = nC[a][l]; }
     }
-    for (int l = 0; l < CQ__LANES_f64; ++l)
+    for (int l = lo; l < hi; ++l)
         if (bad[l]) return l;
     return -1;
 }
@@ -10730,9 +10737,10 @@ static void cq__g2p_adj_vgroup_3d_f64(const cq__params_f64 *prm, cq__gview_f64 g
 }
 #endif
 /* >>g2p_adj_lanes_3d_f64: the G2P adjoint (>>g2p_adj_) of the particles ps[0 .. CQ__LANES_f64), whose
-   packed records go to slots ks[0 .. CQ__LANES_f64) of pk0 (CQ__PK(3) values each).  The per-particle
+   packed records go to slots ks[0 .. CQ__LANES_f64) of pk0 (CQ__PK(3) values each); lanes lo .. hi - 1 are
+   written (the others pad a group, >>cpu_lane_groups).  The per-particle
    start and end run lane by lane (the one-particle kernel's text), the stencil across the lanes. */
-static void cq__g2p_adj_lanes_3d_f64(const int *ps, const int *ks, const cq__params_f64 *prm, cq__pview_f64 s,
+static void cq__g2p_adj_lanes_3d_f64(const int *ps, const int *ks, int lo, int hi, const cq__params_f64 *prm, cq__pview_f64 s,
                                         cq__gview_f64 g, cq__pview_f64 ao, cq__pview_f64 ai, double *pk0)
 {
     int base[3][CQ__LANES_f64];
@@ -10802,7 +10810,7 @@ static void cq__g2p_adj_lanes_3d_f64(const int *ps, const int *ks, const cq__par
     }
     }
 #endif
-    for (int l = 0; l < CQ__LANES_f64; ++l) {
+    for (int l = lo; l < hi; ++l) {
         const int p = ps[l];
         double *pk = pk0 + (long)ks[l] * CQ__PK(3);
     CQ__CPU_UNROLL for (int a = 0; a < 9; ++a) nC[a][l] *= k4;
@@ -13805,8 +13813,8 @@ static void cq__gather_cell4_3d_f64(const double *q, int count, const int *o, co
 /* >>cpu_lane_groups: the lane kernels take every particle of a range [begin, end), in the groups
    [g, g + CQ__LANES) of the whole particle array (g a multiple of CQ__LANES) that meet the range,
    particle q always in lane q mod CQ__LANES.  A group's lanes outside the range are padding: they
-   repeat the range's first (below) or last (above) particle, and their results are not kept (or are
-   the same values written again); the lanes [lo, hi) are the range's.  So every particle gets the
+   repeat the range's first (below) or last (above) particle, and nothing of theirs is written; the
+   lanes [lo, hi) are the range's.  So every particle gets the
    lane kernel's operations in the same lane wherever the host's threads split the ranges (DESIGN.md
    section 8): before, a range's last, partial group ran the one-particle kernels and a group began
    at the range's first particle, and a split that was no multiple of the lanes changed the results
@@ -13845,7 +13853,7 @@ static void cq__g2p_range_2d_f32(void *ctx, int begin, int end)
     int p = begin, ps[CQ__LANES_f32], lo, hi;
     for (int g = begin - begin % CQ__LANES_f32; CQ__LANES_ON_f32 && g < end; g += CQ__LANES_f32) {   /* lanes (>>cpu_lanes, >>cpu_lane_groups) */
         cq__lane_group(ps, g, begin, end, CQ__LANES_f32, &lo, &hi);
-        const int f = cq__g2p_lanes_2d_f32(ps, t->prm, t->in, t->out, t->g);
+        const int f = cq__g2p_lanes_2d_f32(ps, lo, hi, t->prm, t->in, t->out, t->g);
         if (f >= 0) { cq__atomic_min_int(&t->first, ps[f]); return; }
         if (f == -2) { p = ps[lo]; break; }   /* an input outside the usable region: the rest one by one */
         p = end;
@@ -13867,7 +13875,7 @@ static void cq__g2p_adj_range_2d_f32(void *ctx, int begin, int end)
         int ks[CQ__LANES_f32];
         for (int l = 0; l < CQ__LANES_f32; ++l) { ks[l] = l; rec[l * CQ__PK(2)] = 0; }   /* (no mass: the adjoint's gather sums none) */
         cq__pk_prefetch_2d_f32(pk, rank + g + lo, hi - lo);   /* (here the kernel is long enough) */
-        cq__g2p_adj_lanes_2d_f32(ps, ks, t->prm, t->in, t->g, t->ao, t->ai, rec);
+        cq__g2p_adj_lanes_2d_f32(ps, ks, lo, hi, t->prm, t->in, t->g, t->ao, t->ai, rec);
         for (int l = lo; l < hi; ++l) cq__pk_widen_2d_f32(rec + l * CQ__PK(2), pk + (long)rank[g + l] * CQ__CPK(2));
         p = end;
     }
@@ -14009,7 +14017,7 @@ static void cq__g2p_range_2d_f64(void *ctx, int begin, int end)
     int p = begin, ps[CQ__LANES_f64], lo, hi;
     for (int g = begin - begin % CQ__LANES_f64; CQ__LANES_ON_f64 && g < end; g += CQ__LANES_f64) {   /* lanes (>>cpu_lanes, >>cpu_lane_groups) */
         cq__lane_group(ps, g, begin, end, CQ__LANES_f64, &lo, &hi);
-        const int f = cq__g2p_lanes_2d_f64(ps, t->prm, t->in, t->out, t->g);
+        const int f = cq__g2p_lanes_2d_f64(ps, lo, hi, t->prm, t->in, t->out, t->g);
         if (f >= 0) { cq__atomic_min_int(&t->first, ps[f]); return; }
         if (f == -2) { p = ps[lo]; break; }   /* an input outside the usable region: the rest one by one */
         p = end;
@@ -14031,7 +14039,7 @@ static void cq__g2p_adj_range_2d_f64(void *ctx, int begin, int end)
         int ks[CQ__LANES_f64];
         for (int l = 0; l < CQ__LANES_f64; ++l) { ks[l] = l; rec[l * CQ__PK(2)] = 0; }   /* (no mass: the adjoint's gather sums none) */
         cq__pk_prefetch_2d_f64(pk, rank + g + lo, hi - lo);   /* (here the kernel is long enough) */
-        cq__g2p_adj_lanes_2d_f64(ps, ks, t->prm, t->in, t->g, t->ao, t->ai, rec);
+        cq__g2p_adj_lanes_2d_f64(ps, ks, lo, hi, t->prm, t->in, t->g, t->ao, t->ai, rec);
         for (int l = lo; l < hi; ++l) cq__pk_widen_2d_f64(rec + l * CQ__PK(2), pk + (long)rank[g + l] * CQ__CPK(2));
         p = end;
     }
@@ -14173,7 +14181,7 @@ static void cq__g2p_range_3d_f32(void *ctx, int begin, int end)
     int p = begin, ps[CQ__LANES_f32], lo, hi;
     for (int g = begin - begin % CQ__LANES_f32; CQ__LANES_ON_f32 && g < end; g += CQ__LANES_f32) {   /* lanes (>>cpu_lanes, >>cpu_lane_groups) */
         cq__lane_group(ps, g, begin, end, CQ__LANES_f32, &lo, &hi);
-        const int f = cq__g2p_lanes_3d_f32(ps, t->prm, t->in, t->out, t->g);
+        const int f = cq__g2p_lanes_3d_f32(ps, lo, hi, t->prm, t->in, t->out, t->g);
         if (f >= 0) { cq__atomic_min_int(&t->first, ps[f]); return; }
         if (f == -2) { p = ps[lo]; break; }   /* an input outside the usable region: the rest one by one */
         p = end;
@@ -14195,7 +14203,7 @@ static void cq__g2p_adj_range_3d_f32(void *ctx, int begin, int end)
         int ks[CQ__LANES_f32];
         for (int l = 0; l < CQ__LANES_f32; ++l) { ks[l] = l; rec[l * CQ__PK(3)] = 0; }   /* (no mass: the adjoint's gather sums none) */
         cq__pk_prefetch_3d_f32(pk, rank + g + lo, hi - lo);   /* (here the kernel is long enough) */
-        cq__g2p_adj_lanes_3d_f32(ps, ks, t->prm, t->in, t->g, t->ao, t->ai, rec);
+        cq__g2p_adj_lanes_3d_f32(ps, ks, lo, hi, t->prm, t->in, t->g, t->ao, t->ai, rec);
         for (int l = lo; l < hi; ++l) cq__pk_widen_3d_f32(rec + l * CQ__PK(3), pk + (long)rank[g + l] * CQ__CPK(3));
         p = end;
     }
@@ -14339,7 +14347,7 @@ static void cq__g2p_range_3d_f64(void *ctx, int begin, int end)
     int p = begin, ps[CQ__LANES_f64], lo, hi;
     for (int g = begin - begin % CQ__LANES_f64; CQ__LANES_ON_f64 && g < end; g += CQ__LANES_f64) {   /* lanes (>>cpu_lanes, >>cpu_lane_groups) */
         cq__lane_group(ps, g, begin, end, CQ__LANES_f64, &lo, &hi);
-        const int f = cq__g2p_lanes_3d_f64(ps, t->prm, t->in, t->out, t->g);
+        const int f = cq__g2p_lanes_3d_f64(ps, lo, hi, t->prm, t->in, t->out, t->g);
         if (f >= 0) { cq__atomic_min_int(&t->first, ps[f]); return; }
         if (f == -2) { p = ps[lo]; break; }   /* an input outside the usable region: the rest one by one */
         p = end;
@@ -14361,7 +14369,7 @@ static void cq__g2p_adj_range_3d_f64(void *ctx, int begin, int end)
         int ks[CQ__LANES_f64];
         for (int l = 0; l < CQ__LANES_f64; ++l) { ks[l] = l; rec[l * CQ__PK(3)] = 0; }   /* (no mass: the adjoint's gather sums none) */
         cq__pk_prefetch_3d_f64(pk, rank + g + lo, hi - lo);   /* (here the kernel is long enough) */
-        cq__g2p_adj_lanes_3d_f64(ps, ks, t->prm, t->in, t->g, t->ao, t->ai, rec);
+        cq__g2p_adj_lanes_3d_f64(ps, ks, lo, hi, t->prm, t->in, t->g, t->ao, t->ai, rec);
         for (int l = lo; l < hi; ++l) cq__pk_widen_3d_f64(rec + l * CQ__PK(3), pk + (long)rank[g + l] * CQ__CPK(3));
         p = end;
     }

@@ -67,7 +67,7 @@ TEST(lanes_##D##d_##P)                                                          
     int p0 = 0, ps[LN];                                                                                          \
     for (; p0 + LN <= NP; p0 += LN) {                                                                            \
         for (int l = 0; l < LN; ++l) ps[l] = p0 + l;                                                             \
-        CHECK_EQ_INT(cq__g2p_lanes_##D##d_##P(ps, &prm, in, o2, g), -1);                                         \
+        CHECK_EQ_INT(cq__g2p_lanes_##D##d_##P(ps, 0, LN, &prm, in, o2, g), -1);                                         \
     }                                                                                                            \
     for (; p0 < NP; ++p0) cq__g2p_fwd_##D##d_##P(p0, &prm, in, o2, g);                                           \
     CHECK(!memcmp(ox1, ox2, sizeof ox1) && !memcmp(ov1, ov2, sizeof ov1) && !memcmp(oC1, oC2, sizeof oC1) &&     \
@@ -78,12 +78,12 @@ TEST(lanes_##D##d_##P)                                                          
         const T keep = x[3 * D];                                                                                 \
         x[3 * D] = (T)(0.25 / RES);   /* below the usable region (x/dx >= 0.5) */                                                                               \
         memset(ox2, 0, sizeof ox2);                                                                              \
-        CHECK_EQ_INT(cq__g2p_lanes_##D##d_##P(ps, &prm, in, o2, g), -2);                                         \
+        CHECK_EQ_INT(cq__g2p_lanes_##D##d_##P(ps, 0, LN, &prm, in, o2, g), -2);                                         \
         int zero = 1;                                                                                            \
         for (int i = 0; i < NP * D; ++i) zero &= ox2[i] == 0;                                                     \
         CHECK(zero, "a lane group with a particle outside wrote its outputs");                                  \
         x[3 * D] = (T)NAN;   /* not a position: also left to the one-particle kernel */                         \
-        CHECK_EQ_INT(cq__g2p_lanes_##D##d_##P(ps, &prm, in, o2, g), -2);                                         \
+        CHECK_EQ_INT(cq__g2p_lanes_##D##d_##P(ps, 0, LN, &prm, in, o2, g), -2);                                         \
         x[3 * D] = keep;                                                                                         \
     }                                                                                                            \
     /* failures: a non-finite grid velocity at a node of particle 5: the lowest failing lane */                 \
@@ -98,7 +98,7 @@ TEST(lanes_##D##d_##P)                                                          
         for (int p = 0; p < LN && bad1 < 0; ++p)                                                                 \
             if (cq__g2p_fwd_##D##d_##P(p, &prm, in, o1, g) != CQ__OK) bad1 = p;                                  \
         CHECK(bad1 >= 0 && bad1 <= 5, "the non-finite node reached no particle");                                \
-        CHECK_EQ_INT(cq__g2p_lanes_##D##d_##P(ps, &prm, in, o2, g), bad1);                                       \
+        CHECK_EQ_INT(cq__g2p_lanes_##D##d_##P(ps, 0, LN, &prm, in, o2, g), bad1);                                       \
         gv[node * D] = keep;                                                                                     \
     }                                                                                                            \
     /* the G2P adjoint over the shuffled order, each record into its slot (slot[k] = NP - 1 - k) */            \
@@ -106,7 +106,7 @@ TEST(lanes_##D##d_##P)                                                          
     for (int k = 0; k < NP; ++k) slot[k] = NP - 1 - k;                                                           \
     for (int k = 0; k < NP; ++k) cq__g2p_adj_##D##d_##P(order[k], &prm, in, g, ao, a1, pk1 + (long)slot[k] * PK); \
     int k0 = 0;                                                                                                  \
-    for (; k0 + LN <= NP; k0 += LN) cq__g2p_adj_lanes_##D##d_##P(order + k0, slot + k0, &prm, in, g, ao, a2, pk2); \
+    for (; k0 + LN <= NP; k0 += LN) cq__g2p_adj_lanes_##D##d_##P(order + k0, slot + k0, 0, LN, &prm, in, g, ao, a2, pk2); \
     for (; k0 < NP; ++k0) cq__g2p_adj_##D##d_##P(order[k0], &prm, in, g, ao, a2, pk2 + (long)slot[k0] * PK);     \
     CHECK(!memcmp(ax1, ax2, sizeof ax1) && !memcmp(aF1, aF2, sizeof aF1) && !memcmp(pk1, pk2, sizeof pk1),       \
           "G2P adjoint: lanes and one-particle kernel differ");                                                 \

@@ -153,6 +153,13 @@
      precision, walls); each has its own grid and each particle belongs to one (scene[p], NULL =
      0).  One launch / one parallel loop advances them all; a scene's results are those of a
      sim holding it alone (bitwise on the CPU, given its particles in the same relative order).
+     Bitwise there means: built as ISO C or GNU C (fused multiply-adds) at any -O level, or with
+     -ffast-math at -O2 (make test checks all three, gcc 12).  Not with -ffast-math at -O3: a
+     batch puts a scene's particles in other vector lanes than a sim of that scene alone, and
+     gcc -O3 -ffast-math may compile two lanes' copies of one expression differently (a lane
+     peeled or left out of a vector fuses another product of a sum into a multiply-add), so
+     the last bits of a few results differ.  The host's range split is free under every flag set (a particle's lane is
+     its index modulo the lane count, whatever the split).
      Actuation groups and cables are per sim: give each scene its own group numbers.  A step
      that fails in one scene fails the whole sim's step (the message names the particle; all
      scenes stay at the step's start).  This is how a small robot fills a GPU: 256 copies of a
@@ -11162,13 +11169,21 @@ static void cq__polar_vjp_lanes_3d_f32(const cq__svd_lanes_f32 *sv, float R_bar[
                 A[i * 3 + j][l] = x; A[j * 3 + i][l] = -x;
             }
     }
-    for (int i = 0; i < 3; ++i)       /* W = U A (A's diagonal is 0) */
-        for (int c = 0; c < 3; ++c)
+    for (int i = 0; i < 3; ++i)       /* W = U A (A's diagonal is 0: the two k != c, k0 < k1, in order) */
+        for (int c = 0; c < 3; ++c) {
+            /* k0, k1 chosen before the lane loop: with `if (k != c)` inside it, gcc -O2 threaded the
+               branch and peeled lane 0, and under -fno-signed-zeros (-ffast-math), where g = 0 + p0 + p1
+               loses its 0 and either product may be fused into the add, lane 0 fused the other one:
+               a particle's bits then depended on its lane (a batched scene against the same scene
+               alone).  Every lane now runs one body. */
+            const int k0 = c == 0, k1 = 2 - (c == 2);
             for (int l = 0; l < CQ__LANES_f32; ++l) {
                 float g = 0;
-                CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) if (k != c) g += sv->U[i * 3 + k][l] * A[k * 3 + c][l];
+                g += sv->U[i * 3 + k0][l] * A[k0 * 3 + c][l];
+                g += sv->U[i * 3 + k1][l] * A[k1 * 3 + c][l];
                 W[i * 3 + c][l] = g;
             }
+        }
     for (int i = 0; i < 3; ++i)       /* F_bar += W V^T */
         for (int j = 0; j < 3; ++j)
             for (int l = 0; l < CQ__LANES_f32; ++l) {
@@ -11305,13 +11320,21 @@ static void cq__polar_vjp_lanes_3d_f64(const cq__svd_lanes_f64 *sv, double R_bar
                 A[i * 3 + j][l] = x; A[j * 3 + i][l] = -x;
             }
     }
-    for (int i = 0; i < 3; ++i)       /* W = U A (A's diagonal is 0) */
-        for (int c = 0; c < 3; ++c)
+    for (int i = 0; i < 3; ++i)       /* W = U A (A's diagonal is 0: the two k != c, k0 < k1, in order) */
+        for (int c = 0; c < 3; ++c) {
+            /* k0, k1 chosen before the lane loop: with `if (k != c)` inside it, gcc -O2 threaded the
+               branch and peeled lane 0, and under -fno-signed-zeros (-ffast-math), where g = 0 + p0 + p1
+               loses its 0 and either product may be fused into the add, lane 0 fused the other one:
+               a particle's bits then depended on its lane (a batched scene against the same scene
+               alone).  Every lane now runs one body. */
+            const int k0 = c == 0, k1 = 2 - (c == 2);
             for (int l = 0; l < CQ__LANES_f64; ++l) {
                 double g = 0;
-                CQ__CPU_UNROLL for (int k = 0; k < 3; ++k) if (k != c) g += sv->U[i * 3 + k][l] * A[k * 3 + c][l];
+                g += sv->U[i * 3 + k0][l] * A[k0 * 3 + c][l];
+                g += sv->U[i * 3 + k1][l] * A[k1 * 3 + c][l];
                 W[i * 3 + c][l] = g;
             }
+        }
     for (int i = 0; i < 3; ++i)       /* F_bar += W V^T */
         for (int j = 0; j < 3; ++j)
             for (int l = 0; l < CQ__LANES_f64; ++l) {

@@ -153,13 +153,14 @@
      precision, walls); each has its own grid and each particle belongs to one (scene[p], NULL =
      0).  One launch / one parallel loop advances them all; a scene's results are those of a
      sim holding it alone (bitwise on the CPU, given its particles in the same relative order).
-     Bitwise there means: built as ISO C or GNU C (fused multiply-adds) at any -O level, or with
-     -ffast-math at -O2 (make test checks all three, gcc 12).  Not with -ffast-math at -O3: a
-     batch puts a scene's particles in other vector lanes than a sim of that scene alone, and
-     gcc -O3 -ffast-math may compile two lanes' copies of one expression differently (a lane
-     peeled or left out of a vector fuses another product of a sum into a multiply-add), so
-     the last bits of a few results differ.  The host's range split is free under every flag set (a particle's lane is
-     its index modulo the lane count, whatever the split).
+     Bitwise there means: built as ISO C or GNU C (fused multiply-adds), or with -ffast-math at
+     -O2 (gcc 12; make test checks these at -O2, and clang 14 at -O3 -ffast-math where it is
+     installed).  Not with gcc -O3 -ffast-math: a batch puts a scene's particles in other vector
+     lanes than a sim of that scene alone, and gcc may compile two lanes' copies of one
+     expression differently there (a lane peeled or left out of a vector fuses another product
+     of a sum into a multiply-add), so the last bits of a few results differ.  The host's range
+     split changes no bit under any of these flags (a particle's lane is its index modulo the
+     lane count, whatever the split).
      Actuation groups and cables are per sim: give each scene its own group numbers.  A step
      that fails in one scene fails the whole sim's step (the message names the particle; all
      scenes stay at the step's start).  This is how a small robot fills a GPU: 256 copies of a

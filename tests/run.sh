@@ -412,7 +412,7 @@ c_test_threads_tsan() {
 # particles in other lanes than alone: the lanes must run one code; cpu_lanes.j2's polar VJP had
 # gcc peel lane 0, and 2 of its tests failed there; at -O3 gcc 12 still rounds some lanes' copies of
 # an expression otherwise, see MANY SCENES in chainqueen.h)
-chain 65 test_threads_split_gnu
+chain 85 test_threads_split_gnu
 c_test_threads_split_gnu() {
     item test_threads_split_fma sh -c "$CC -std=gnu99 -O2 -march=native -ffp-contract=fast $WARN $NW tests/test_threads.c \
         -o $B/test_threads_fma -lm -pthread && ./$B/test_threads_fma host_threads_split"
@@ -422,6 +422,12 @@ c_test_threads_split_gnu() {
         -o $B/test_batch_fma -lm -ldl && ./$B/test_batch_fma"
     item test_batch_fast_math sh -c "$CC -std=gnu99 -O2 -march=native -ffast-math $WARN $NW tests/test_batch.c \
         -o $B/test_batch_fm -lm -ldl && ./$B/test_batch_fm"
+    if command -v clang >/dev/null 2>&1; then   # clang 14 keeps it at -O3 -ffast-math too (gcc 12 does not)
+        item test_batch_clang_fast_math sh -c "clang -std=gnu99 -O3 -march=native -ffast-math $WARN $NW tests/test_batch.c \
+            -o $B/test_batch_clang_fm -lm -ldl && ./$B/test_batch_clang_fm"
+    else
+        skip test_batch_clang_fast_math "clang not installed"
+    fi
 }
 # the loaders' fuzz target (tests/fuzz/fuzz_io.c): libFuzzer where clang has it, else a fixed-seed loop
 chain 24 fuzz_io s;  c_fuzz_io() { item fuzz_io sh tests/fuzz/run_io.sh 20; }

@@ -863,11 +863,16 @@ CQ_HD void cq__weights_2d_f32(const float *xp, float inv_dx, int *base, float *f
     }
 }
 
-/* 1 when every node the particle's stencil touches exists: the usable region of the grid. */
+/* 1 when every node the particle's stencil touches exists: the usable region of the grid.  0 for
+   NaN by its bits: built with -ffinite-math-only (in -ffast-math), gcc may take the comparisons
+   below as true for NaN (the CPU's G2P lanes then gathered far outside the grid; no NaN position
+   reaches a step through the API, whose checks test bits, but a kernel must not trust that).
+   (The CUDA modules, compiled by NVRTC without fast math, keep the comparisons alone.) */
 CQ_HD int cq__in_domain_2d_f32(const float *xp, const cq__params_f32 *prm)
 {
     CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         float q = xp[a] * prm->inv_dx - (float)0.5;
+        if (!cq__isfinite_f32(xp[a])) return 0;
         if (!(q >= 0 && q < (float)(prm->res[a] - 2))) return 0;   /* also false for NaN */
     }
     return 1;
@@ -1388,11 +1393,16 @@ CQ_HD void cq__weights_2d_f64(const double *xp, double inv_dx, int *base, double
     }
 }
 
-/* 1 when every node the particle's stencil touches exists: the usable region of the grid. */
+/* 1 when every node the particle's stencil touches exists: the usable region of the grid.  0 for
+   NaN by its bits: built with -ffinite-math-only (in -ffast-math), gcc may take the comparisons
+   below as true for NaN (the CPU's G2P lanes then gathered far outside the grid; no NaN position
+   reaches a step through the API, whose checks test bits, but a kernel must not trust that).
+   (The CUDA modules, compiled by NVRTC without fast math, keep the comparisons alone.) */
 CQ_HD int cq__in_domain_2d_f64(const double *xp, const cq__params_f64 *prm)
 {
     CQ__CPU_UNROLL for (int a = 0; a < 2; ++a) {
         double q = xp[a] * prm->inv_dx - (double)0.5;
+        if (!cq__isfinite_f64(xp[a])) return 0;
         if (!(q >= 0 && q < (double)(prm->res[a] - 2))) return 0;   /* also false for NaN */
     }
     return 1;
@@ -1913,11 +1923,16 @@ CQ_HD void cq__weights_3d_f32(const float *xp, float inv_dx, int *base, float *f
     }
 }
 
-/* 1 when every node the particle's stencil touches exists: the usable region of the grid. */
+/* 1 when every node the particle's stencil touches exists: the usable region of the grid.  0 for
+   NaN by its bits: built with -ffinite-math-only (in -ffast-math), gcc may take the comparisons
+   below as true for NaN (the CPU's G2P lanes then gathered far outside the grid; no NaN position
+   reaches a step through the API, whose checks test bits, but a kernel must not trust that).
+   (The CUDA modules, compiled by NVRTC without fast math, keep the comparisons alone.) */
 CQ_HD int cq__in_domain_3d_f32(const float *xp, const cq__params_f32 *prm)
 {
     CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         float q = xp[a] * prm->inv_dx - (float)0.5;
+        if (!cq__isfinite_f32(xp[a])) return 0;
         if (!(q >= 0 && q < (float)(prm->res[a] - 2))) return 0;   /* also false for NaN */
     }
     return 1;
@@ -2570,11 +2585,16 @@ CQ_HD void cq__weights_3d_f64(const double *xp, double inv_dx, int *base, double
     }
 }
 
-/* 1 when every node the particle's stencil touches exists: the usable region of the grid. */
+/* 1 when every node the particle's stencil touches exists: the usable region of the grid.  0 for
+   NaN by its bits: built with -ffinite-math-only (in -ffast-math), gcc may take the comparisons
+   below as true for NaN (the CPU's G2P lanes then gathered far outside the grid; no NaN position
+   reaches a step through the API, whose checks test bits, but a kernel must not trust that).
+   (The CUDA modules, compiled by NVRTC without fast math, keep the comparisons alone.) */
 CQ_HD int cq__in_domain_3d_f64(const double *xp, const cq__params_f64 *prm)
 {
     CQ__CPU_UNROLL for (int a = 0; a < 3; ++a) {
         double q = xp[a] * prm->inv_dx - (double)0.5;
+        if (!cq__isfinite_f64(xp[a])) return 0;
         if (!(q >= 0 && q < (double)(prm->res[a] - 2))) return 0;   /* also false for NaN */
     }
     return 1;

@@ -1,10 +1,17 @@
 /* The CPU's lane kernels (templates/cpu_lanes.j2: G2P, the G2P adjoint, the P2G adjoint's
    transfer half, P2G's 3D SVD and 2D's stress parts over CQ__LANES_f32 / CQ__LANES_f64 particles at once) against the one-particle
    kernels the GPU (and the mock CUDA) runs: the same outputs bit for bit, 2D and 3D, float32 and
-   float64, particles in two scenes and in a shuffled order, with the one-particle kernel on the
-   remainder as the CPU drivers do; a lane group with a particle outside the usable region is left
-   to the one-particle kernel (-2, nothing written), and a failing particle is reported as the
-   lowest failing lane with the one-particle kernel's failure. */
+   float64, particles in two scenes and in a shuffled order, the groups' remainder through the
+   one-particle kernel (the CPU drivers pad it instead, cpu_backend.j2 >>cpu_lane_groups); a lane
+   group with a particle outside the usable region or at NaN is left to the one-particle kernel
+   (-2, nothing written), and a failing particle is reported as the lowest failing lane with the
+   one-particle kernel's failure.
+   Built with -ffast-math (__FAST_MATH__: make test's test_lanes_fast_math, -O3 -march=native) the
+   compiler may round the lanes and the one-particle code otherwise (it reassociates, and fuses
+   either product of a sum), so the bit-for-bit comparisons are not made there (BITWISE, said
+   once) and every other check is: NaN positions refused by their bits (-ffinite-math-only
+   once let gcc take a NaN position as inside the region, and the lanes gathered far outside the
+   grid), nothing written, the lowest failing lane. */
 #define CHAINQUEEN_IMPLEMENTATION
 #include "../chainqueen.h"
 #include "harness.h"
@@ -12,6 +19,19 @@
 
 #define RES 12
 #define NP 45   /* 2 lane groups of 16 (f32) or 5 of 8 (f64) and a remainder */
+
+#ifdef __FAST_MATH__
+static int bitwise_noted;
+static int bitwise_note(void)
+{
+    if (!bitwise_noted) printf("    (-ffast-math: the lanes against the one-particle kernels bit for bit are not checked)\n");
+    bitwise_noted = 1;
+    return 1;
+}
+#  define BITWISE(cond) ((void)sizeof(cond), bitwise_note())
+#else
+#  define BITWISE(cond) (cond)
+#endif
 
 /* an int result against the expected one */
 #define CHECK_EQ_INT(call, want) do { const int cqt_got = (call), cqt_want = (want); \
@@ -70,8 +90,8 @@ TEST(lanes_##D##d_##P)                                                          
         CHECK_EQ_INT(cq__g2p_lanes_##D##d_##P(ps, 0, LN, &prm, in, o2, g), -1);                                         \
     }                                                                                                            \
     for (; p0 < NP; ++p0) cq__g2p_fwd_##D##d_##P(p0, &prm, in, o2, g);                                           \
-    CHECK(!memcmp(ox1, ox2, sizeof ox1) && !memcmp(ov1, ov2, sizeof ov1) && !memcmp(oC1, oC2, sizeof oC1) &&     \
-          !memcmp(oF1, oF2, sizeof oF1), "G2P: lanes and one-particle kernel differ");                          \
+    CHECK(BITWISE(!memcmp(ox1, ox2, sizeof ox1) && !memcmp(ov1, ov2, sizeof ov1) && !memcmp(oC1, oC2, sizeof oC1) && \
+          !memcmp(oF1, oF2, sizeof oF1)), "G2P: lanes and one-particle kernel differ");                         \
     /* a particle outside the usable region: -2 and nothing written */                                         \
     for (int l = 0; l < LN; ++l) ps[l] = l;                                                                      \
     {                                                                                                            \
@@ -108,7 +128,7 @@ TEST(lanes_##D##d_##P)                                                          
     int k0 = 0;                                                                                                  \
     for (; k0 + LN <= NP; k0 += LN) cq__g2p_adj_lanes_##D##d_##P(order + k0, slot + k0, 0, LN, &prm, in, g, ao, a2, pk2); \
     for (; k0 < NP; ++k0) cq__g2p_adj_##D##d_##P(order[k0], &prm, in, g, ao, a2, pk2 + (long)slot[k0] * PK);     \
-    CHECK(!memcmp(ax1, ax2, sizeof ax1) && !memcmp(aF1, aF2, sizeof aF1) && !memcmp(pk1, pk2, sizeof pk1),       \
+    CHECK(BITWISE(!memcmp(ax1, ax2, sizeof ax1) && !memcmp(aF1, aF2, sizeof aF1) && !memcmp(pk1, pk2, sizeof pk1)), \
           "G2P adjoint: lanes and one-particle kernel differ");                                                 \
     /* the transfer half of the P2G adjoint (adds to ai.x and pg.mass: the same start on both sides) */         \
     for (int p = 0; p < NP; ++p) gm1[p] = gm2[p] = (T)p;                                                          \
@@ -124,8 +144,8 @@ TEST(lanes_##D##d_##P)                                                          
         cq__transfer_lanes_##D##d_##P(ps, 0, cnt, &prm, in, Gin, gpb, gmb, a2, g2, Gout);                           \
         for (int l = 0; l < cnt; ++l) memcpy(Gb2[p0 + l], Gout[l], sizeof Gout[l]);                              \
     }                                                                                                            \
-    CHECK(!memcmp(ax1, ax2, sizeof ax1) && !memcmp(av1, av2, sizeof av1) && !memcmp(aC1, aC2, sizeof aC1) &&     \
-          !memcmp(gm1, gm2, sizeof gm1) && !memcmp(Gb1, Gb2, sizeof Gb1),                                        \
+    CHECK(BITWISE(!memcmp(ax1, ax2, sizeof ax1) && !memcmp(av1, av2, sizeof av1) && !memcmp(aC1, aC2, sizeof aC1) && \
+          !memcmp(gm1, gm2, sizeof gm1) && !memcmp(Gb1, Gb2, sizeof Gb1)),                                       \
           "P2G adjoint transfer: lanes and one-particle kernel differ");                                        \
 }
 
@@ -168,7 +188,7 @@ TEST(svd_lanes_##P)                                                             
             cq__svd_3d_##P(M[g * LN + l], u, s, v);                                                              \
             for (int i = 0; i < 9; ++i) { u2[i] = U[i][l]; v2[i] = V[i][l]; }                                     \
             for (int i = 0; i < 3; ++i) s2[i] = sg[i][l];                                                        \
-            if (memcmp(u, u2, sizeof u) || memcmp(v, v2, sizeof v) || memcmp(s, s2, sizeof s)) {                  \
+            if (!BITWISE(!memcmp(u, u2, sizeof u) && !memcmp(v, v2, sizeof v) && !memcmp(s, s2, sizeof s))) {     \
                 if (!bad) CHECK(0, "matrix %d (kind %d): sig %.9g %.9g %.9g (one) vs %.9g %.9g %.9g (lanes)",        \
                                 g * LN + l, ((g * LN + l) * 5) % 11, (double)s[0], (double)s[1], (double)s[2],   \
                                 (double)s2[0], (double)s2[1], (double)s2[2]);                                    \
@@ -200,7 +220,9 @@ LANE_TEST(3, f64, double)
    to the one-particle result within a few roundings instead (the CPU drivers run every particle
    through the lanes, so no particle's bits depend on which code it met: test_batch checks that);
    without FMA (make test's test_lanes, -O2) bit for bit. */
-#if defined(__FMA__) && defined(__GNUC__) && !defined(__clang__)
+#if defined(__FAST_MATH__)
+#  define SAME(a, b) BITWISE(memcmp(&(a), &(b), sizeof(a)) == 0)
+#elif defined(__FMA__) && defined(__GNUC__) && !defined(__clang__)
 #  define SAME(a, b) (memcmp(&(a), &(b), sizeof(a)) == 0 || ((a) != (a) && (b) != (b)) || \
                       fabs((double)(a) - (double)(b)) <= (sizeof(a) == 4 ? 1e-5 : 1e-13) * (1 + fabs((double)(a))))
 #else

@@ -12927,6 +12927,31 @@ static void cq__parallel_for(const cq_sim *s, int items, int min_range, cq__rang
 {
     cq__parallel_for_on(&s->desc.threads, cq__flushes(s), items, min_range, fn, ctx);
 }
+/* the threads a sim's loops run on: the host's workers and the calling thread, or OpenMP's */
+static int cq__threads(const cq_sim *s)
+{
+    int threads = s->desc.threads.workers > 0 ? s->desc.threads.workers + 1 : 1;
+#if defined(_OPENMP)
+    if (s->desc.threads.workers <= 0) threads = omp_get_max_threads();
+#endif
+    return threads > 1 ? threads : 1;
+}
+/* >>cpu_grain: the range of a loop over n particles: its tuned minimum (512-4096 particles, what
+   one or two threads run best, as measured beside the peers), unless more threads would then
+   idle: with more than 2, about 2 ranges a thread, down to 128 particles (8 float / 16 double
+   lane groups; a 2D G2P range of 128 is ~2 us of work, against a dynamic schedule's ~0.1-0.2 us a
+   range).  A small scene on 16 threads: a 6.4k-particle G2P ran in 7 ranges of 1024 and kept 9
+   threads idle; bench/amdahl.c workers=16 (a model): 2D 6.4k forward 4.3x -> 6.3x, backward
+   5.9x -> 7.9x, 3D 8k forward 5.7x -> 7.0x, backward 8.9x -> 9.7x; 64k and larger unchanged
+   (their ranges stay the minimum).  Results do not depend on the ranges (>>cpu_lane_groups). */
+static int cq__prange(const cq_sim *s, int n, int min_range)
+{
+    const int threads = cq__threads(s);
+    int g;
+    if (threads <= 2) return min_range;
+    g = n / (2 * threads) / 64 * 64;
+    return g < 128 ? 128 : (g < min_range ? g : min_range);
+}
 
 /* >>cpu_copy: memcpy (src NULL: memset 0) of the work buffers; a large one (the tape's state
    copies, 24-28 numbers per particle every checkpoint) in 1 MiB pieces in parallel: one thread's
@@ -13043,7 +13068,7 @@ static void cq__cpu_check_adjoint(cq_sim *s, const cq__state *a, int *status)
 {
     cq__check_task t;
     cq__check_begin(s, a, &t);
-    cq__parallel_for(s, s->n, 4096, cq__check_adjoint_range, &t);
+    cq__parallel_for(s, s->n, cq__prange(s, s->n, 4096), cq__check_adjoint_range, &t);
     *status = cq__check_status(&t);
 }
 
@@ -13105,11 +13130,7 @@ static int cq__rows(const cq_sim *s) { return (int)(s->nodes / s->desc.res[s->di
    thread needs no more than 64 ranges (shorter ones measured no faster on one or two). */
 static int cq__row_range(const cq_sim *s)
 {
-    int threads = s->desc.threads.workers > 0 ? s->desc.threads.workers + 1 : 1;
-#if defined(_OPENMP)
-    if (s->desc.threads.workers <= 0) threads = omp_get_max_threads();
-#endif
-    return cq__rows(s) / (64 * (threads > 1 ? threads : 1)) + 4;
+    return cq__rows(s) / (64 * cq__threads(s)) + 4;
 }
 
 /* >>cpu_sort: the particles sorted by cell (kernels.j2 >>cell_sort_) from s->keys: order[] lists
@@ -13294,7 +13315,7 @@ static void cq__cpu_sort_f32(cq_sim *s, cq__pview_f32 in)
     t.r = &r; t.in = in;
     if (r.q.blocks > 1) cq__parallel_for(s, r.q.blocks, 1, cq__key_block_range_f32, &t);
     else {
-        cq__parallel_for(s, s->n, 4096, cq__key_range_f32, &t);
+        cq__parallel_for(s, s->n, cq__prange(s, s->n, 4096), cq__key_range_f32, &t);
         cq__bucket_count(&r, 0);
     }
     cq__bucket_sort(&r);
@@ -13337,7 +13358,7 @@ static void cq__cpu_sort_f64(cq_sim *s, cq__pview_f64 in)
     t.r = &r; t.in = in;
     if (r.q.blocks > 1) cq__parallel_for(s, r.q.blocks, 1, cq__key_block_range_f64, &t);
     else {
-        cq__parallel_for(s, s->n, 4096, cq__key_range_f64, &t);
+        cq__parallel_for(s, s->n, cq__prange(s, s->n, 4096), cq__key_range_f64, &t);
         cq__bucket_count(&r, 0);
     }
     cq__bucket_sort(&r);
@@ -13369,7 +13390,7 @@ static void cq__cpu_cable_veff_2d_f32(cq_sim *s, const cq__state *in)
     for (int q = 0; q < s->n_cseg; ++q) cq__cable_len_2d_f32(q, s->wcseg, x, s->wcL);
     for (int q = 0; q < s->n_cseg; ++q) cq__cable_force_2d_f32(q, s->wcseg, x, s->wcL, s->wck, s->wctarget, s->cable_f);
     t.s = s; t.in = in; t.ai = NULL;
-    cq__parallel_for(s, s->n, 1024, cq__cable_veff_range_2d_f32, &t);
+    cq__parallel_for(s, s->n, cq__prange(s, s->n, 1024), cq__cable_veff_range_2d_f32, &t);
 }
 
 /* its adjoint: ai->v holds dL/dveff; adds to ai->x, the mass gradient and s->wcgrad.  Needs
@@ -13380,7 +13401,7 @@ static void cq__cpu_cable_adj_2d_f32(cq_sim *s, const cq__state *in, cq__state *
     const double dt = s->desc.dt;
     cq__cable_task_2d_f32 t;
     t.s = s; t.in = in; t.ai = ai;
-    cq__parallel_for(s, s->n, 1024, cq__cable_mass_adj_range_2d_f32, &t);
+    cq__parallel_for(s, s->n, cq__prange(s, s->n, 1024), cq__cable_mass_adj_range_2d_f32, &t);
     memset(s->wcdot, 0, sizeof(double) * (size_t)s->n_cables);
     for (int q = 0; q < s->n_cseg; ++q) cq__cable_dot_2d_f32(q, s->wcseg, x, av, m, s->wcL, s->wctarget, dt, s->wcdot);
     for (int c = 0; c < s->n_cables; ++c) cq__cable_grad_2d_f32(c, s->wck, s->wcrest, s->wctarget, s->wcdot, s->wcgrad);
@@ -13414,7 +13435,7 @@ static void cq__cpu_cable_veff_2d_f64(cq_sim *s, const cq__state *in)
     for (int q = 0; q < s->n_cseg; ++q) cq__cable_len_2d_f64(q, s->wcseg, x, s->wcL);
     for (int q = 0; q < s->n_cseg; ++q) cq__cable_force_2d_f64(q, s->wcseg, x, s->wcL, s->wck, s->wctarget, s->cable_f);
     t.s = s; t.in = in; t.ai = NULL;
-    cq__parallel_for(s, s->n, 1024, cq__cable_veff_range_2d_f64, &t);
+    cq__parallel_for(s, s->n, cq__prange(s, s->n, 1024), cq__cable_veff_range_2d_f64, &t);
 }
 
 /* its adjoint: ai->v holds dL/dveff; adds to ai->x, the mass gradient and s->wcgrad.  Needs
@@ -13425,7 +13446,7 @@ static void cq__cpu_cable_adj_2d_f64(cq_sim *s, const cq__state *in, cq__state *
     const double dt = s->desc.dt;
     cq__cable_task_2d_f64 t;
     t.s = s; t.in = in; t.ai = ai;
-    cq__parallel_for(s, s->n, 1024, cq__cable_mass_adj_range_2d_f64, &t);
+    cq__parallel_for(s, s->n, cq__prange(s, s->n, 1024), cq__cable_mass_adj_range_2d_f64, &t);
     memset(s->wcdot, 0, sizeof(double) * (size_t)s->n_cables);
     for (int q = 0; q < s->n_cseg; ++q) cq__cable_dot_2d_f64(q, s->wcseg, x, av, m, s->wcL, s->wctarget, dt, s->wcdot);
     for (int c = 0; c < s->n_cables; ++c) cq__cable_grad_2d_f64(c, s->wck, s->wcrest, s->wctarget, s->wcdot, s->wcgrad);
@@ -13459,7 +13480,7 @@ static void cq__cpu_cable_veff_3d_f32(cq_sim *s, const cq__state *in)
     for (int q = 0; q < s->n_cseg; ++q) cq__cable_len_3d_f32(q, s->wcseg, x, s->wcL);
     for (int q = 0; q < s->n_cseg; ++q) cq__cable_force_3d_f32(q, s->wcseg, x, s->wcL, s->wck, s->wctarget, s->cable_f);
     t.s = s; t.in = in; t.ai = NULL;
-    cq__parallel_for(s, s->n, 1024, cq__cable_veff_range_3d_f32, &t);
+    cq__parallel_for(s, s->n, cq__prange(s, s->n, 1024), cq__cable_veff_range_3d_f32, &t);
 }
 
 /* its adjoint: ai->v holds dL/dveff; adds to ai->x, the mass gradient and s->wcgrad.  Needs
@@ -13470,7 +13491,7 @@ static void cq__cpu_cable_adj_3d_f32(cq_sim *s, const cq__state *in, cq__state *
     const double dt = s->desc.dt;
     cq__cable_task_3d_f32 t;
     t.s = s; t.in = in; t.ai = ai;
-    cq__parallel_for(s, s->n, 1024, cq__cable_mass_adj_range_3d_f32, &t);
+    cq__parallel_for(s, s->n, cq__prange(s, s->n, 1024), cq__cable_mass_adj_range_3d_f32, &t);
     memset(s->wcdot, 0, sizeof(double) * (size_t)s->n_cables);
     for (int q = 0; q < s->n_cseg; ++q) cq__cable_dot_3d_f32(q, s->wcseg, x, av, m, s->wcL, s->wctarget, dt, s->wcdot);
     for (int c = 0; c < s->n_cables; ++c) cq__cable_grad_3d_f32(c, s->wck, s->wcrest, s->wctarget, s->wcdot, s->wcgrad);
@@ -13504,7 +13525,7 @@ static void cq__cpu_cable_veff_3d_f64(cq_sim *s, const cq__state *in)
     for (int q = 0; q < s->n_cseg; ++q) cq__cable_len_3d_f64(q, s->wcseg, x, s->wcL);
     for (int q = 0; q < s->n_cseg; ++q) cq__cable_force_3d_f64(q, s->wcseg, x, s->wcL, s->wck, s->wctarget, s->cable_f);
     t.s = s; t.in = in; t.ai = NULL;
-    cq__parallel_for(s, s->n, 1024, cq__cable_veff_range_3d_f64, &t);
+    cq__parallel_for(s, s->n, cq__prange(s, s->n, 1024), cq__cable_veff_range_3d_f64, &t);
 }
 
 /* its adjoint: ai->v holds dL/dveff; adds to ai->x, the mass gradient and s->wcgrad.  Needs
@@ -13515,7 +13536,7 @@ static void cq__cpu_cable_adj_3d_f64(cq_sim *s, const cq__state *in, cq__state *
     const double dt = s->desc.dt;
     cq__cable_task_3d_f64 t;
     t.s = s; t.in = in; t.ai = ai;
-    cq__parallel_for(s, s->n, 1024, cq__cable_mass_adj_range_3d_f64, &t);
+    cq__parallel_for(s, s->n, cq__prange(s, s->n, 1024), cq__cable_mass_adj_range_3d_f64, &t);
     memset(s->wcdot, 0, sizeof(double) * (size_t)s->n_cables);
     for (int q = 0; q < s->n_cseg; ++q) cq__cable_dot_3d_f64(q, s->wcseg, x, av, m, s->wcL, s->wctarget, dt, s->wcdot);
     for (int c = 0; c < s->n_cables; ++c) cq__cable_grad_3d_f64(c, s->wck, s->wcrest, s->wctarget, s->wcdot, s->wcgrad);
@@ -14676,7 +14697,7 @@ static void cq__cpu_grid_2d_fixed_corotated_f32(cq__sub_task_2d_f32 *t, int keep
     cq_sim *s = t->s;
     t->g.m = (float *)s->grid_m; t->g.v = (float *)s->grid_v;
     cq__cpu_sort_f32(s, t->in);
-    cq__parallel_for(s, s->n, 512, cq__p2g_range_2d_fixed_corotated_f32, t);
+    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__p2g_range_2d_fixed_corotated_f32, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (float *)s->grid_p : NULL; t->update = 1;
     t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f32, t);
@@ -14696,7 +14717,7 @@ static int cq__cpu_substep_2d_fixed_corotated_f32(cq_sim *s, const cq__state *in
     if (s->gkeep) t.rot = (cq__rot_2d_f32 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
     cq__cpu_grid_2d_fixed_corotated_f32(&t, s->gkeep);
     t.first = n;
-    cq__parallel_for(s, n, 1024, cq__g2p_range_2d_f32, &t);
+    cq__parallel_for(s, n, cq__prange(s, n, 1024), cq__g2p_range_2d_f32, &t);
     if (t.first == n) *bad = -1;
     else {
         *bad = t.first;
@@ -14725,7 +14746,7 @@ static void cq__cpu_substep_adj_2d_fixed_corotated_f32(cq_sim *s, const cq__stat
     t.rot = (cq__rot_2d_f32 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
     if (s->gready) { t.g.m = (float *)s->grid_m; t.g.v = (float *)s->grid_v; }
     else cq__cpu_grid_2d_fixed_corotated_f32(&t, 1);
-    cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_2d_f32, &t);   /* its scatter: the gather below */
+    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__g2p_adj_range_2d_f32, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
     t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f32, &t);
@@ -14733,7 +14754,7 @@ static void cq__cpu_substep_adj_2d_fixed_corotated_f32(cq_sim *s, const cq__stat
         cq__check_begin(s, ai_st, &chk);
         t.chk = &chk;
     }
-    cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_fixed_corotated_f32, &t);
+    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__p2g_adj_range_2d_fixed_corotated_f32, &t);
     if (t.chk) { *s->adj_status = cq__check_status(&chk); s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_2d_f32(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
@@ -14894,7 +14915,7 @@ static void cq__cpu_grid_2d_fixed_corotated_f64(cq__sub_task_2d_f64 *t, int keep
     cq_sim *s = t->s;
     t->g.m = (double *)s->grid_m; t->g.v = (double *)s->grid_v;
     cq__cpu_sort_f64(s, t->in);
-    cq__parallel_for(s, s->n, 512, cq__p2g_range_2d_fixed_corotated_f64, t);
+    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__p2g_range_2d_fixed_corotated_f64, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (double *)s->grid_p : NULL; t->update = 1;
     t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f64, t);
@@ -14914,7 +14935,7 @@ static int cq__cpu_substep_2d_fixed_corotated_f64(cq_sim *s, const cq__state *in
     if (s->gkeep) t.rot = (cq__rot_2d_f64 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
     cq__cpu_grid_2d_fixed_corotated_f64(&t, s->gkeep);
     t.first = n;
-    cq__parallel_for(s, n, 1024, cq__g2p_range_2d_f64, &t);
+    cq__parallel_for(s, n, cq__prange(s, n, 1024), cq__g2p_range_2d_f64, &t);
     if (t.first == n) *bad = -1;
     else {
         *bad = t.first;
@@ -14943,7 +14964,7 @@ static void cq__cpu_substep_adj_2d_fixed_corotated_f64(cq_sim *s, const cq__stat
     t.rot = (cq__rot_2d_f64 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
     if (s->gready) { t.g.m = (double *)s->grid_m; t.g.v = (double *)s->grid_v; }
     else cq__cpu_grid_2d_fixed_corotated_f64(&t, 1);
-    cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_2d_f64, &t);   /* its scatter: the gather below */
+    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__g2p_adj_range_2d_f64, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
     t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f64, &t);
@@ -14951,7 +14972,7 @@ static void cq__cpu_substep_adj_2d_fixed_corotated_f64(cq_sim *s, const cq__stat
         cq__check_begin(s, ai_st, &chk);
         t.chk = &chk;
     }
-    cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_fixed_corotated_f64, &t);
+    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__p2g_adj_range_2d_fixed_corotated_f64, &t);
     if (t.chk) { *s->adj_status = cq__check_status(&chk); s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_2d_f64(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
@@ -15101,7 +15122,7 @@ static void cq__cpu_grid_2d_neohookean_f32(cq__sub_task_2d_f32 *t, int keep_mome
     cq_sim *s = t->s;
     t->g.m = (float *)s->grid_m; t->g.v = (float *)s->grid_v;
     cq__cpu_sort_f32(s, t->in);
-    cq__parallel_for(s, s->n, 512, cq__p2g_range_2d_neohookean_f32, t);
+    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__p2g_range_2d_neohookean_f32, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (float *)s->grid_p : NULL; t->update = 1;
     t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f32, t);
@@ -15121,7 +15142,7 @@ static int cq__cpu_substep_2d_neohookean_f32(cq_sim *s, const cq__state *in_st, 
     if (s->gkeep) t.rot = (cq__rot_2d_f32 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
     cq__cpu_grid_2d_neohookean_f32(&t, s->gkeep);
     t.first = n;
-    cq__parallel_for(s, n, 1024, cq__g2p_range_2d_f32, &t);
+    cq__parallel_for(s, n, cq__prange(s, n, 1024), cq__g2p_range_2d_f32, &t);
     if (t.first == n) *bad = -1;
     else {
         *bad = t.first;
@@ -15150,7 +15171,7 @@ static void cq__cpu_substep_adj_2d_neohookean_f32(cq_sim *s, const cq__state *in
     t.rot = (cq__rot_2d_f32 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
     if (s->gready) { t.g.m = (float *)s->grid_m; t.g.v = (float *)s->grid_v; }
     else cq__cpu_grid_2d_neohookean_f32(&t, 1);
-    cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_2d_f32, &t);   /* its scatter: the gather below */
+    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__g2p_adj_range_2d_f32, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
     t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f32, &t);
@@ -15158,7 +15179,7 @@ static void cq__cpu_substep_adj_2d_neohookean_f32(cq_sim *s, const cq__state *in
         cq__check_begin(s, ai_st, &chk);
         t.chk = &chk;
     }
-    cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_neohookean_f32, &t);
+    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__p2g_adj_range_2d_neohookean_f32, &t);
     if (t.chk) { *s->adj_status = cq__check_status(&chk); s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_2d_f32(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
@@ -15308,7 +15329,7 @@ static void cq__cpu_grid_2d_neohookean_f64(cq__sub_task_2d_f64 *t, int keep_mome
     cq_sim *s = t->s;
     t->g.m = (double *)s->grid_m; t->g.v = (double *)s->grid_v;
     cq__cpu_sort_f64(s, t->in);
-    cq__parallel_for(s, s->n, 512, cq__p2g_range_2d_neohookean_f64, t);
+    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__p2g_range_2d_neohookean_f64, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (double *)s->grid_p : NULL; t->update = 1;
     t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f64, t);
@@ -15328,7 +15349,7 @@ static int cq__cpu_substep_2d_neohookean_f64(cq_sim *s, const cq__state *in_st, 
     if (s->gkeep) t.rot = (cq__rot_2d_f64 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
     cq__cpu_grid_2d_neohookean_f64(&t, s->gkeep);
     t.first = n;
-    cq__parallel_for(s, n, 1024, cq__g2p_range_2d_f64, &t);
+    cq__parallel_for(s, n, cq__prange(s, n, 1024), cq__g2p_range_2d_f64, &t);
     if (t.first == n) *bad = -1;
     else {
         *bad = t.first;
@@ -15357,7 +15378,7 @@ static void cq__cpu_substep_adj_2d_neohookean_f64(cq_sim *s, const cq__state *in
     t.rot = (cq__rot_2d_f64 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
     if (s->gready) { t.g.m = (double *)s->grid_m; t.g.v = (double *)s->grid_v; }
     else cq__cpu_grid_2d_neohookean_f64(&t, 1);
-    cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_2d_f64, &t);   /* its scatter: the gather below */
+    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__g2p_adj_range_2d_f64, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
     t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f64, &t);
@@ -15365,7 +15386,7 @@ static void cq__cpu_substep_adj_2d_neohookean_f64(cq_sim *s, const cq__state *in
         cq__check_begin(s, ai_st, &chk);
         t.chk = &chk;
     }
-    cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_2d_neohookean_f64, &t);
+    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__p2g_adj_range_2d_neohookean_f64, &t);
     if (t.chk) { *s->adj_status = cq__check_status(&chk); s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_2d_f64(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
@@ -15530,7 +15551,7 @@ static void cq__cpu_grid_3d_fixed_corotated_f32(cq__sub_task_3d_f32 *t, int keep
     cq_sim *s = t->s;
     t->g.m = (float *)s->grid_m; t->g.v = (float *)s->grid_v;
     cq__cpu_sort_f32(s, t->in);
-    cq__parallel_for(s, s->n, 512, cq__p2g_range_3d_fixed_corotated_f32, t);
+    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__p2g_range_3d_fixed_corotated_f32, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (float *)s->grid_p : NULL; t->update = 1;
     t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f32, t);
@@ -15550,7 +15571,7 @@ static int cq__cpu_substep_3d_fixed_corotated_f32(cq_sim *s, const cq__state *in
     if (s->gkeep) t.rot = (cq__rot_3d_f32 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
     cq__cpu_grid_3d_fixed_corotated_f32(&t, s->gkeep);
     t.first = n;
-    cq__parallel_for(s, n, 1024, cq__g2p_range_3d_f32, &t);
+    cq__parallel_for(s, n, cq__prange(s, n, 1024), cq__g2p_range_3d_f32, &t);
     if (t.first == n) *bad = -1;
     else {
         *bad = t.first;
@@ -15579,7 +15600,7 @@ static void cq__cpu_substep_adj_3d_fixed_corotated_f32(cq_sim *s, const cq__stat
     t.rot = (cq__rot_3d_f32 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
     if (s->gready) { t.g.m = (float *)s->grid_m; t.g.v = (float *)s->grid_v; }
     else cq__cpu_grid_3d_fixed_corotated_f32(&t, 1);
-    cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_3d_f32, &t);   /* its scatter: the gather below */
+    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__g2p_adj_range_3d_f32, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
     t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f32, &t);
@@ -15587,7 +15608,7 @@ static void cq__cpu_substep_adj_3d_fixed_corotated_f32(cq_sim *s, const cq__stat
         cq__check_begin(s, ai_st, &chk);
         t.chk = &chk;
     }
-    cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_fixed_corotated_f32, &t);
+    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__p2g_adj_range_3d_fixed_corotated_f32, &t);
     if (t.chk) { *s->adj_status = cq__check_status(&chk); s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_3d_f32(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
@@ -15752,7 +15773,7 @@ static void cq__cpu_grid_3d_fixed_corotated_f64(cq__sub_task_3d_f64 *t, int keep
     cq_sim *s = t->s;
     t->g.m = (double *)s->grid_m; t->g.v = (double *)s->grid_v;
     cq__cpu_sort_f64(s, t->in);
-    cq__parallel_for(s, s->n, 512, cq__p2g_range_3d_fixed_corotated_f64, t);
+    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__p2g_range_3d_fixed_corotated_f64, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (double *)s->grid_p : NULL; t->update = 1;
     t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f64, t);
@@ -15772,7 +15793,7 @@ static int cq__cpu_substep_3d_fixed_corotated_f64(cq_sim *s, const cq__state *in
     if (s->gkeep) t.rot = (cq__rot_3d_f64 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
     cq__cpu_grid_3d_fixed_corotated_f64(&t, s->gkeep);
     t.first = n;
-    cq__parallel_for(s, n, 1024, cq__g2p_range_3d_f64, &t);
+    cq__parallel_for(s, n, cq__prange(s, n, 1024), cq__g2p_range_3d_f64, &t);
     if (t.first == n) *bad = -1;
     else {
         *bad = t.first;
@@ -15801,7 +15822,7 @@ static void cq__cpu_substep_adj_3d_fixed_corotated_f64(cq_sim *s, const cq__stat
     t.rot = (cq__rot_3d_f64 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
     if (s->gready) { t.g.m = (double *)s->grid_m; t.g.v = (double *)s->grid_v; }
     else cq__cpu_grid_3d_fixed_corotated_f64(&t, 1);
-    cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_3d_f64, &t);   /* its scatter: the gather below */
+    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__g2p_adj_range_3d_f64, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
     t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f64, &t);
@@ -15809,7 +15830,7 @@ static void cq__cpu_substep_adj_3d_fixed_corotated_f64(cq_sim *s, const cq__stat
         cq__check_begin(s, ai_st, &chk);
         t.chk = &chk;
     }
-    cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_fixed_corotated_f64, &t);
+    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__p2g_adj_range_3d_fixed_corotated_f64, &t);
     if (t.chk) { *s->adj_status = cq__check_status(&chk); s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_3d_f64(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
@@ -15959,7 +15980,7 @@ static void cq__cpu_grid_3d_neohookean_f32(cq__sub_task_3d_f32 *t, int keep_mome
     cq_sim *s = t->s;
     t->g.m = (float *)s->grid_m; t->g.v = (float *)s->grid_v;
     cq__cpu_sort_f32(s, t->in);
-    cq__parallel_for(s, s->n, 512, cq__p2g_range_3d_neohookean_f32, t);
+    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__p2g_range_3d_neohookean_f32, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (float *)s->grid_p : NULL; t->update = 1;
     t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f32, t);
@@ -15979,7 +16000,7 @@ static int cq__cpu_substep_3d_neohookean_f32(cq_sim *s, const cq__state *in_st, 
     if (s->gkeep) t.rot = (cq__rot_3d_f32 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
     cq__cpu_grid_3d_neohookean_f32(&t, s->gkeep);
     t.first = n;
-    cq__parallel_for(s, n, 1024, cq__g2p_range_3d_f32, &t);
+    cq__parallel_for(s, n, cq__prange(s, n, 1024), cq__g2p_range_3d_f32, &t);
     if (t.first == n) *bad = -1;
     else {
         *bad = t.first;
@@ -16008,7 +16029,7 @@ static void cq__cpu_substep_adj_3d_neohookean_f32(cq_sim *s, const cq__state *in
     t.rot = (cq__rot_3d_f32 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
     if (s->gready) { t.g.m = (float *)s->grid_m; t.g.v = (float *)s->grid_v; }
     else cq__cpu_grid_3d_neohookean_f32(&t, 1);
-    cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_3d_f32, &t);   /* its scatter: the gather below */
+    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__g2p_adj_range_3d_f32, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
     t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f32, &t);
@@ -16016,7 +16037,7 @@ static void cq__cpu_substep_adj_3d_neohookean_f32(cq_sim *s, const cq__state *in
         cq__check_begin(s, ai_st, &chk);
         t.chk = &chk;
     }
-    cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_neohookean_f32, &t);
+    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__p2g_adj_range_3d_neohookean_f32, &t);
     if (t.chk) { *s->adj_status = cq__check_status(&chk); s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_3d_f32(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
@@ -16166,7 +16187,7 @@ static void cq__cpu_grid_3d_neohookean_f64(cq__sub_task_3d_f64 *t, int keep_mome
     cq_sim *s = t->s;
     t->g.m = (double *)s->grid_m; t->g.v = (double *)s->grid_v;
     cq__cpu_sort_f64(s, t->in);
-    cq__parallel_for(s, s->n, 512, cq__p2g_range_3d_neohookean_f64, t);
+    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__p2g_range_3d_neohookean_f64, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (double *)s->grid_p : NULL; t->update = 1;
     t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f64, t);
@@ -16186,7 +16207,7 @@ static int cq__cpu_substep_3d_neohookean_f64(cq_sim *s, const cq__state *in_st, 
     if (s->gkeep) t.rot = (cq__rot_3d_f64 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
     cq__cpu_grid_3d_neohookean_f64(&t, s->gkeep);
     t.first = n;
-    cq__parallel_for(s, n, 1024, cq__g2p_range_3d_f64, &t);
+    cq__parallel_for(s, n, cq__prange(s, n, 1024), cq__g2p_range_3d_f64, &t);
     if (t.first == n) *bad = -1;
     else {
         *bad = t.first;
@@ -16215,7 +16236,7 @@ static void cq__cpu_substep_adj_3d_neohookean_f64(cq_sim *s, const cq__state *in
     t.rot = (cq__rot_3d_f64 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
     if (s->gready) { t.g.m = (double *)s->grid_m; t.g.v = (double *)s->grid_v; }
     else cq__cpu_grid_3d_neohookean_f64(&t, 1);
-    cq__parallel_for(s, s->n, 512, cq__g2p_adj_range_3d_f64, &t);   /* its scatter: the gather below */
+    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__g2p_adj_range_3d_f64, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
     t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f64, &t);
@@ -16223,7 +16244,7 @@ static void cq__cpu_substep_adj_3d_neohookean_f64(cq_sim *s, const cq__state *in
         cq__check_begin(s, ai_st, &chk);
         t.chk = &chk;
     }
-    cq__parallel_for(s, s->n, 512, cq__p2g_adj_range_3d_neohookean_f64, &t);
+    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__p2g_adj_range_3d_neohookean_f64, &t);
     if (t.chk) { *s->adj_status = cq__check_status(&chk); s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_3d_f64(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);

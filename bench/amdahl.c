@@ -51,6 +51,7 @@ typedef struct probe {
     int workers;
     double sync_s;
     double task_time, span_time;   /* summed over the loops of the phase */
+    double probe_time;             /* this probe's own time outside the ranges (its clock reads, the schedule): not the sim's */
     int loops, ranges_total;
     kind kinds[MAX_KINDS];
     int n_kinds;
@@ -63,6 +64,7 @@ static void *probe_enqueue(cq_task_fn task, int items, int min_range, void *ctx,
     probe *p = (probe *)user;
     const int range = min_range > 0 ? min_range : 1, nr = (items + range - 1) / range;
     double sum = 0, span = 0;
+    const double enter = now_s();
     kind *k = NULL;
     for (int r = 0; r < nr; ++r) {
         const int b = r * range, e = b + range < items ? b + range : items;
@@ -95,6 +97,7 @@ static void *probe_enqueue(cq_task_fn task, int items, int min_range, void *ctx,
         k->items = items; k->min_range = min_range;
     }
     if (k) { k->count++; k->time += sum; k->span += span + p->sync_s; }
+    p->probe_time += now_s() - enter - sum;
     return NULL;   /* run already: finish is skipped */
 }
 
@@ -102,15 +105,15 @@ static void probe_finish(void *handle, void *user) { (void)handle; (void)user; }
 
 static void probe_reset(probe *p)
 {
-    p->task_time = p->span_time = 0;
+    p->task_time = p->span_time = p->probe_time = 0;
     p->loops = p->ranges_total = 0;
     p->n_kinds = 0;
 }
 
 /* prints one phase: `wall` seconds for `subs` substeps */
-static void report(const char *phase, const probe *p, double wall, int subs)
+static void report(const char *phase, const probe *p, double wall_in, int subs)
 {
-    const double serial = wall - p->task_time, est = serial + p->span_time;
+    const double wall = wall_in - p->probe_time, serial = wall - p->task_time, est = serial + p->span_time;
     const int W = p->workers;
     int order[MAX_KINDS];
     printf("%-22s wall %9.3f ms/substep | serial %8.4f ms (%5.2f%%) | loops %5.1f/substep | %d-thread estimate %8.3f ms: %5.2fx\n",

@@ -257,7 +257,7 @@
      host: sim, vtable ...... host_sim.j2         struct cq_sim, cq__vtable (what a backend provides)
      host: errors, memory ... host_memory.j2      >>errors >>memory >>work_memory >>conversion >>act_table
                                                   (actuation chunks, both backends) >>cables
-     host: CPU backend ...... cpu_backend.j2      >>parallel_for >>cpu_flush (f32: FTZ/DAZ) >>cpu_drivers >>cpu_sort_ >>cpu_gather_ (row by row)
+     host: CPU backend ...... cpu_backend.j2      >>parallel_for >>cpu_grain >>cpu_flush (f32: FTZ/DAZ) >>cpu_drivers >>cpu_sort_ >>cpu_gather_ (row by row)
                                                   >>cpu_gather_record >>cpu_lane_groups >>cpu_grid_ >>cpu_substep_ >>cpu_substep_adj_
                                                   >>cpu_check_adjoint >>cpu_act_grad >>cpu_copy >>cpu_cables_
      host: CPU lanes ........ cpu_lanes.j2        >>cpu_lanes >>weights_lanes_ >>g2p_lanes_ >>g2p_adj_lanes_ >>transfer_lanes_ >>vgroup >>stress_lanes_ >>cpu_v4

@@ -266,7 +266,7 @@ chain 18 test_lanes_native
 c_test_lanes_native() { item test_lanes_native sh -c "$CC -std=c99 -O3 -march=native $WARN $NW tests/test_lanes.c -o $B/test_lanes_native -lm && ./$B/test_lanes_native"; }
 # and with -ffast-math: every contract but bit-for-bit against the one-particle kernels (test_lanes.c
 # BITWISE); a NaN position must still be refused by its bits (-ffinite-math-only once let it through)
-chain 28 test_lanes_fast_math
+chain 14 test_lanes_fast_math
 c_test_lanes_fast_math() { item test_lanes_fast_math sh -c "$CC -std=c99 -O3 -march=native -ffast-math -fno-inline-functions-called-once $WARN $NW tests/test_lanes.c -o $B/test_lanes_fm -lm && ./$B/test_lanes_fm"; }
 chain 11 test_lanes_native_clang
 c_test_lanes_native_clang() {

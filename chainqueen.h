@@ -12941,9 +12941,10 @@ static int cq__threads(const cq_sim *s)
    idle: with more than 2, about 2 ranges a thread, down to 128 particles (8 float / 16 double
    lane groups; a 2D G2P range of 128 is ~2 us of work, against a dynamic schedule's ~0.1-0.2 us a
    range).  A small scene on 16 threads: a 6.4k-particle G2P ran in 7 ranges of 1024 and kept 9
-   threads idle; bench/amdahl.c workers=16 (a model): 2D 6.4k forward 4.3x -> 6.3x, backward
-   5.9x -> 7.9x, 3D 8k forward 5.7x -> 7.0x, backward 8.9x -> 9.7x; 64k and larger unchanged
-   (their ranges stay the minimum).  Results do not depend on the ranges (>>cpu_lane_groups). */
+   threads idle; bench/amdahl.c workers=16 (a model, medians of three runs): 2D 6.4k forward
+   4.2x -> 5.4x, backward 6.0x -> 7.3x, 3D 8k forward 6.0x -> 7.1x, backward 8.6x -> 9.7x; 64k
+   and larger unchanged (their ranges stay the minimum).  Results do not depend on the ranges
+   (>>cpu_lane_groups). */
 static int cq__prange(const cq_sim *s, int n, int min_range)
 {
     const int threads = cq__threads(s);

@@ -12953,6 +12953,11 @@ static int cq__prange(const cq_sim *s, int n, int min_range)
     g = n / (2 * threads) / 64 * 64;
     return g < 128 ? 128 : (g < min_range ? g : min_range);
 }
+/* a loop over n particles: fn over [0, n) in ranges of cq__prange (every particle loop uses it) */
+static void cq__particle_for(const cq_sim *s, int n, int min_range, cq__range_fn fn, void *ctx)
+{
+    cq__parallel_for(s, n, cq__prange(s, n, min_range), fn, ctx);
+}
 
 /* >>cpu_copy: memcpy (src NULL: memset 0) of the work buffers; a large one (the tape's state
    copies, 24-28 numbers per particle every checkpoint) in 1 MiB pieces in parallel: one thread's
@@ -13069,7 +13074,7 @@ static void cq__cpu_check_adjoint(cq_sim *s, const cq__state *a, int *status)
 {
     cq__check_task t;
     cq__check_begin(s, a, &t);
-    cq__parallel_for(s, s->n, cq__prange(s, s->n, 4096), cq__check_adjoint_range, &t);
+    cq__particle_for(s, s->n, 4096, cq__check_adjoint_range, &t);
     *status = cq__check_status(&t);
 }
 
@@ -13316,7 +13321,7 @@ static void cq__cpu_sort_f32(cq_sim *s, cq__pview_f32 in)
     t.r = &r; t.in = in;
     if (r.q.blocks > 1) cq__parallel_for(s, r.q.blocks, 1, cq__key_block_range_f32, &t);
     else {
-        cq__parallel_for(s, s->n, cq__prange(s, s->n, 4096), cq__key_range_f32, &t);
+        cq__particle_for(s, s->n, 4096, cq__key_range_f32, &t);
         cq__bucket_count(&r, 0);
     }
     cq__bucket_sort(&r);
@@ -13359,7 +13364,7 @@ static void cq__cpu_sort_f64(cq_sim *s, cq__pview_f64 in)
     t.r = &r; t.in = in;
     if (r.q.blocks > 1) cq__parallel_for(s, r.q.blocks, 1, cq__key_block_range_f64, &t);
     else {
-        cq__parallel_for(s, s->n, cq__prange(s, s->n, 4096), cq__key_range_f64, &t);
+        cq__particle_for(s, s->n, 4096, cq__key_range_f64, &t);
         cq__bucket_count(&r, 0);
     }
     cq__bucket_sort(&r);
@@ -13391,7 +13396,7 @@ static void cq__cpu_cable_veff_2d_f32(cq_sim *s, const cq__state *in)
     for (int q = 0; q < s->n_cseg; ++q) cq__cable_len_2d_f32(q, s->wcseg, x, s->wcL);
     for (int q = 0; q < s->n_cseg; ++q) cq__cable_force_2d_f32(q, s->wcseg, x, s->wcL, s->wck, s->wctarget, s->cable_f);
     t.s = s; t.in = in; t.ai = NULL;
-    cq__parallel_for(s, s->n, cq__prange(s, s->n, 1024), cq__cable_veff_range_2d_f32, &t);
+    cq__particle_for(s, s->n, 1024, cq__cable_veff_range_2d_f32, &t);
 }
 
 /* its adjoint: ai->v holds dL/dveff; adds to ai->x, the mass gradient and s->wcgrad.  Needs
@@ -13402,7 +13407,7 @@ static void cq__cpu_cable_adj_2d_f32(cq_sim *s, const cq__state *in, cq__state *
     const double dt = s->desc.dt;
     cq__cable_task_2d_f32 t;
     t.s = s; t.in = in; t.ai = ai;
-    cq__parallel_for(s, s->n, cq__prange(s, s->n, 1024), cq__cable_mass_adj_range_2d_f32, &t);
+    cq__particle_for(s, s->n, 1024, cq__cable_mass_adj_range_2d_f32, &t);
     memset(s->wcdot, 0, sizeof(double) * (size_t)s->n_cables);
     for (int q = 0; q < s->n_cseg; ++q) cq__cable_dot_2d_f32(q, s->wcseg, x, av, m, s->wcL, s->wctarget, dt, s->wcdot);
     for (int c = 0; c < s->n_cables; ++c) cq__cable_grad_2d_f32(c, s->wck, s->wcrest, s->wctarget, s->wcdot, s->wcgrad);
@@ -13436,7 +13441,7 @@ static void cq__cpu_cable_veff_2d_f64(cq_sim *s, const cq__state *in)
     for (int q = 0; q < s->n_cseg; ++q) cq__cable_len_2d_f64(q, s->wcseg, x, s->wcL);
     for (int q = 0; q < s->n_cseg; ++q) cq__cable_force_2d_f64(q, s->wcseg, x, s->wcL, s->wck, s->wctarget, s->cable_f);
     t.s = s; t.in = in; t.ai = NULL;
-    cq__parallel_for(s, s->n, cq__prange(s, s->n, 1024), cq__cable_veff_range_2d_f64, &t);
+    cq__particle_for(s, s->n, 1024, cq__cable_veff_range_2d_f64, &t);
 }
 
 /* its adjoint: ai->v holds dL/dveff; adds to ai->x, the mass gradient and s->wcgrad.  Needs
@@ -13447,7 +13452,7 @@ static void cq__cpu_cable_adj_2d_f64(cq_sim *s, const cq__state *in, cq__state *
     const double dt = s->desc.dt;
     cq__cable_task_2d_f64 t;
     t.s = s; t.in = in; t.ai = ai;
-    cq__parallel_for(s, s->n, cq__prange(s, s->n, 1024), cq__cable_mass_adj_range_2d_f64, &t);
+    cq__particle_for(s, s->n, 1024, cq__cable_mass_adj_range_2d_f64, &t);
     memset(s->wcdot, 0, sizeof(double) * (size_t)s->n_cables);
     for (int q = 0; q < s->n_cseg; ++q) cq__cable_dot_2d_f64(q, s->wcseg, x, av, m, s->wcL, s->wctarget, dt, s->wcdot);
     for (int c = 0; c < s->n_cables; ++c) cq__cable_grad_2d_f64(c, s->wck, s->wcrest, s->wctarget, s->wcdot, s->wcgrad);
@@ -13481,7 +13486,7 @@ static void cq__cpu_cable_veff_3d_f32(cq_sim *s, const cq__state *in)
     for (int q = 0; q < s->n_cseg; ++q) cq__cable_len_3d_f32(q, s->wcseg, x, s->wcL);
     for (int q = 0; q < s->n_cseg; ++q) cq__cable_force_3d_f32(q, s->wcseg, x, s->wcL, s->wck, s->wctarget, s->cable_f);
     t.s = s; t.in = in; t.ai = NULL;
-    cq__parallel_for(s, s->n, cq__prange(s, s->n, 1024), cq__cable_veff_range_3d_f32, &t);
+    cq__particle_for(s, s->n, 1024, cq__cable_veff_range_3d_f32, &t);
 }
 
 /* its adjoint: ai->v holds dL/dveff; adds to ai->x, the mass gradient and s->wcgrad.  Needs
@@ -13492,7 +13497,7 @@ static void cq__cpu_cable_adj_3d_f32(cq_sim *s, const cq__state *in, cq__state *
     const double dt = s->desc.dt;
     cq__cable_task_3d_f32 t;
     t.s = s; t.in = in; t.ai = ai;
-    cq__parallel_for(s, s->n, cq__prange(s, s->n, 1024), cq__cable_mass_adj_range_3d_f32, &t);
+    cq__particle_for(s, s->n, 1024, cq__cable_mass_adj_range_3d_f32, &t);
     memset(s->wcdot, 0, sizeof(double) * (size_t)s->n_cables);
     for (int q = 0; q < s->n_cseg; ++q) cq__cable_dot_3d_f32(q, s->wcseg, x, av, m, s->wcL, s->wctarget, dt, s->wcdot);
     for (int c = 0; c < s->n_cables; ++c) cq__cable_grad_3d_f32(c, s->wck, s->wcrest, s->wctarget, s->wcdot, s->wcgrad);
@@ -13526,7 +13531,7 @@ static void cq__cpu_cable_veff_3d_f64(cq_sim *s, const cq__state *in)
     for (int q = 0; q < s->n_cseg; ++q) cq__cable_len_3d_f64(q, s->wcseg, x, s->wcL);
     for (int q = 0; q < s->n_cseg; ++q) cq__cable_force_3d_f64(q, s->wcseg, x, s->wcL, s->wck, s->wctarget, s->cable_f);
     t.s = s; t.in = in; t.ai = NULL;
-    cq__parallel_for(s, s->n, cq__prange(s, s->n, 1024), cq__cable_veff_range_3d_f64, &t);
+    cq__particle_for(s, s->n, 1024, cq__cable_veff_range_3d_f64, &t);
 }
 
 /* its adjoint: ai->v holds dL/dveff; adds to ai->x, the mass gradient and s->wcgrad.  Needs
@@ -13537,7 +13542,7 @@ static void cq__cpu_cable_adj_3d_f64(cq_sim *s, const cq__state *in, cq__state *
     const double dt = s->desc.dt;
     cq__cable_task_3d_f64 t;
     t.s = s; t.in = in; t.ai = ai;
-    cq__parallel_for(s, s->n, cq__prange(s, s->n, 1024), cq__cable_mass_adj_range_3d_f64, &t);
+    cq__particle_for(s, s->n, 1024, cq__cable_mass_adj_range_3d_f64, &t);
     memset(s->wcdot, 0, sizeof(double) * (size_t)s->n_cables);
     for (int q = 0; q < s->n_cseg; ++q) cq__cable_dot_3d_f64(q, s->wcseg, x, av, m, s->wcL, s->wctarget, dt, s->wcdot);
     for (int c = 0; c < s->n_cables; ++c) cq__cable_grad_3d_f64(c, s->wck, s->wcrest, s->wctarget, s->wcdot, s->wcgrad);
@@ -13880,8 +13885,8 @@ static void cq__gather_cell4_3d_f64(const double *q, int count, const int *o, co
    [g, g + CQ__LANES) of the whole particle array (g a multiple of CQ__LANES) that meet the range,
    particle q always in lane q mod CQ__LANES.  A group's lanes outside the range are padding: they
    repeat the range's first (below) or last (above) particle, and nothing of theirs is written; the
-   lanes [lo, hi) are the range's.  So every particle gets the
-   lane kernel's operations in the same lane wherever the host's threads split the ranges (DESIGN.md
+   lanes [lo, hi) are the range's.  So every particle gets the lane kernel's operations in the same
+   lane wherever the host's threads split the ranges (DESIGN.md
    section 8): before, a range's last, partial group ran the one-particle kernels and a group began
    at the range's first particle, and a split that was no multiple of the lanes changed the results
    where the compiler fuses multiply-adds (gcc in GNU C, -ffp-contract=fast, its default) or
@@ -14698,7 +14703,7 @@ static void cq__cpu_grid_2d_fixed_corotated_f32(cq__sub_task_2d_f32 *t, int keep
     cq_sim *s = t->s;
     t->g.m = (float *)s->grid_m; t->g.v = (float *)s->grid_v;
     cq__cpu_sort_f32(s, t->in);
-    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__p2g_range_2d_fixed_corotated_f32, t);
+    cq__particle_for(s, s->n, 512, cq__p2g_range_2d_fixed_corotated_f32, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (float *)s->grid_p : NULL; t->update = 1;
     t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f32, t);
@@ -14718,7 +14723,7 @@ static int cq__cpu_substep_2d_fixed_corotated_f32(cq_sim *s, const cq__state *in
     if (s->gkeep) t.rot = (cq__rot_2d_f32 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
     cq__cpu_grid_2d_fixed_corotated_f32(&t, s->gkeep);
     t.first = n;
-    cq__parallel_for(s, n, cq__prange(s, n, 1024), cq__g2p_range_2d_f32, &t);
+    cq__particle_for(s, n, 1024, cq__g2p_range_2d_f32, &t);
     if (t.first == n) *bad = -1;
     else {
         *bad = t.first;
@@ -14747,7 +14752,7 @@ static void cq__cpu_substep_adj_2d_fixed_corotated_f32(cq_sim *s, const cq__stat
     t.rot = (cq__rot_2d_f32 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
     if (s->gready) { t.g.m = (float *)s->grid_m; t.g.v = (float *)s->grid_v; }
     else cq__cpu_grid_2d_fixed_corotated_f32(&t, 1);
-    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__g2p_adj_range_2d_f32, &t);   /* its scatter: the gather below */
+    cq__particle_for(s, s->n, 512, cq__g2p_adj_range_2d_f32, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
     t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f32, &t);
@@ -14755,7 +14760,7 @@ static void cq__cpu_substep_adj_2d_fixed_corotated_f32(cq_sim *s, const cq__stat
         cq__check_begin(s, ai_st, &chk);
         t.chk = &chk;
     }
-    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__p2g_adj_range_2d_fixed_corotated_f32, &t);
+    cq__particle_for(s, s->n, 512, cq__p2g_adj_range_2d_fixed_corotated_f32, &t);
     if (t.chk) { *s->adj_status = cq__check_status(&chk); s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_2d_f32(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
@@ -14916,7 +14921,7 @@ static void cq__cpu_grid_2d_fixed_corotated_f64(cq__sub_task_2d_f64 *t, int keep
     cq_sim *s = t->s;
     t->g.m = (double *)s->grid_m; t->g.v = (double *)s->grid_v;
     cq__cpu_sort_f64(s, t->in);
-    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__p2g_range_2d_fixed_corotated_f64, t);
+    cq__particle_for(s, s->n, 512, cq__p2g_range_2d_fixed_corotated_f64, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (double *)s->grid_p : NULL; t->update = 1;
     t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f64, t);
@@ -14936,7 +14941,7 @@ static int cq__cpu_substep_2d_fixed_corotated_f64(cq_sim *s, const cq__state *in
     if (s->gkeep) t.rot = (cq__rot_2d_f64 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
     cq__cpu_grid_2d_fixed_corotated_f64(&t, s->gkeep);
     t.first = n;
-    cq__parallel_for(s, n, cq__prange(s, n, 1024), cq__g2p_range_2d_f64, &t);
+    cq__particle_for(s, n, 1024, cq__g2p_range_2d_f64, &t);
     if (t.first == n) *bad = -1;
     else {
         *bad = t.first;
@@ -14965,7 +14970,7 @@ static void cq__cpu_substep_adj_2d_fixed_corotated_f64(cq_sim *s, const cq__stat
     t.rot = (cq__rot_2d_f64 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
     if (s->gready) { t.g.m = (double *)s->grid_m; t.g.v = (double *)s->grid_v; }
     else cq__cpu_grid_2d_fixed_corotated_f64(&t, 1);
-    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__g2p_adj_range_2d_f64, &t);   /* its scatter: the gather below */
+    cq__particle_for(s, s->n, 512, cq__g2p_adj_range_2d_f64, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
     t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f64, &t);
@@ -14973,7 +14978,7 @@ static void cq__cpu_substep_adj_2d_fixed_corotated_f64(cq_sim *s, const cq__stat
         cq__check_begin(s, ai_st, &chk);
         t.chk = &chk;
     }
-    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__p2g_adj_range_2d_fixed_corotated_f64, &t);
+    cq__particle_for(s, s->n, 512, cq__p2g_adj_range_2d_fixed_corotated_f64, &t);
     if (t.chk) { *s->adj_status = cq__check_status(&chk); s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_2d_f64(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
@@ -15123,7 +15128,7 @@ static void cq__cpu_grid_2d_neohookean_f32(cq__sub_task_2d_f32 *t, int keep_mome
     cq_sim *s = t->s;
     t->g.m = (float *)s->grid_m; t->g.v = (float *)s->grid_v;
     cq__cpu_sort_f32(s, t->in);
-    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__p2g_range_2d_neohookean_f32, t);
+    cq__particle_for(s, s->n, 512, cq__p2g_range_2d_neohookean_f32, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (float *)s->grid_p : NULL; t->update = 1;
     t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f32, t);
@@ -15143,7 +15148,7 @@ static int cq__cpu_substep_2d_neohookean_f32(cq_sim *s, const cq__state *in_st, 
     if (s->gkeep) t.rot = (cq__rot_2d_f32 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
     cq__cpu_grid_2d_neohookean_f32(&t, s->gkeep);
     t.first = n;
-    cq__parallel_for(s, n, cq__prange(s, n, 1024), cq__g2p_range_2d_f32, &t);
+    cq__particle_for(s, n, 1024, cq__g2p_range_2d_f32, &t);
     if (t.first == n) *bad = -1;
     else {
         *bad = t.first;
@@ -15172,7 +15177,7 @@ static void cq__cpu_substep_adj_2d_neohookean_f32(cq_sim *s, const cq__state *in
     t.rot = (cq__rot_2d_f32 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
     if (s->gready) { t.g.m = (float *)s->grid_m; t.g.v = (float *)s->grid_v; }
     else cq__cpu_grid_2d_neohookean_f32(&t, 1);
-    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__g2p_adj_range_2d_f32, &t);   /* its scatter: the gather below */
+    cq__particle_for(s, s->n, 512, cq__g2p_adj_range_2d_f32, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
     t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f32, &t);
@@ -15180,7 +15185,7 @@ static void cq__cpu_substep_adj_2d_neohookean_f32(cq_sim *s, const cq__state *in
         cq__check_begin(s, ai_st, &chk);
         t.chk = &chk;
     }
-    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__p2g_adj_range_2d_neohookean_f32, &t);
+    cq__particle_for(s, s->n, 512, cq__p2g_adj_range_2d_neohookean_f32, &t);
     if (t.chk) { *s->adj_status = cq__check_status(&chk); s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_2d_f32(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
@@ -15330,7 +15335,7 @@ static void cq__cpu_grid_2d_neohookean_f64(cq__sub_task_2d_f64 *t, int keep_mome
     cq_sim *s = t->s;
     t->g.m = (double *)s->grid_m; t->g.v = (double *)s->grid_v;
     cq__cpu_sort_f64(s, t->in);
-    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__p2g_range_2d_neohookean_f64, t);
+    cq__particle_for(s, s->n, 512, cq__p2g_range_2d_neohookean_f64, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (double *)s->grid_p : NULL; t->update = 1;
     t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f64, t);
@@ -15350,7 +15355,7 @@ static int cq__cpu_substep_2d_neohookean_f64(cq_sim *s, const cq__state *in_st, 
     if (s->gkeep) t.rot = (cq__rot_2d_f64 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
     cq__cpu_grid_2d_neohookean_f64(&t, s->gkeep);
     t.first = n;
-    cq__parallel_for(s, n, cq__prange(s, n, 1024), cq__g2p_range_2d_f64, &t);
+    cq__particle_for(s, n, 1024, cq__g2p_range_2d_f64, &t);
     if (t.first == n) *bad = -1;
     else {
         *bad = t.first;
@@ -15379,7 +15384,7 @@ static void cq__cpu_substep_adj_2d_neohookean_f64(cq_sim *s, const cq__state *in
     t.rot = (cq__rot_2d_f64 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
     if (s->gready) { t.g.m = (double *)s->grid_m; t.g.v = (double *)s->grid_v; }
     else cq__cpu_grid_2d_neohookean_f64(&t, 1);
-    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__g2p_adj_range_2d_f64, &t);   /* its scatter: the gather below */
+    cq__particle_for(s, s->n, 512, cq__g2p_adj_range_2d_f64, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
     t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f64, &t);
@@ -15387,7 +15392,7 @@ static void cq__cpu_substep_adj_2d_neohookean_f64(cq_sim *s, const cq__state *in
         cq__check_begin(s, ai_st, &chk);
         t.chk = &chk;
     }
-    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__p2g_adj_range_2d_neohookean_f64, &t);
+    cq__particle_for(s, s->n, 512, cq__p2g_adj_range_2d_neohookean_f64, &t);
     if (t.chk) { *s->adj_status = cq__check_status(&chk); s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_2d_f64(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
@@ -15552,7 +15557,7 @@ static void cq__cpu_grid_3d_fixed_corotated_f32(cq__sub_task_3d_f32 *t, int keep
     cq_sim *s = t->s;
     t->g.m = (float *)s->grid_m; t->g.v = (float *)s->grid_v;
     cq__cpu_sort_f32(s, t->in);
-    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__p2g_range_3d_fixed_corotated_f32, t);
+    cq__particle_for(s, s->n, 512, cq__p2g_range_3d_fixed_corotated_f32, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (float *)s->grid_p : NULL; t->update = 1;
     t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f32, t);
@@ -15572,7 +15577,7 @@ static int cq__cpu_substep_3d_fixed_corotated_f32(cq_sim *s, const cq__state *in
     if (s->gkeep) t.rot = (cq__rot_3d_f32 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
     cq__cpu_grid_3d_fixed_corotated_f32(&t, s->gkeep);
     t.first = n;
-    cq__parallel_for(s, n, cq__prange(s, n, 1024), cq__g2p_range_3d_f32, &t);
+    cq__particle_for(s, n, 1024, cq__g2p_range_3d_f32, &t);
     if (t.first == n) *bad = -1;
     else {
         *bad = t.first;
@@ -15601,7 +15606,7 @@ static void cq__cpu_substep_adj_3d_fixed_corotated_f32(cq_sim *s, const cq__stat
     t.rot = (cq__rot_3d_f32 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
     if (s->gready) { t.g.m = (float *)s->grid_m; t.g.v = (float *)s->grid_v; }
     else cq__cpu_grid_3d_fixed_corotated_f32(&t, 1);
-    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__g2p_adj_range_3d_f32, &t);   /* its scatter: the gather below */
+    cq__particle_for(s, s->n, 512, cq__g2p_adj_range_3d_f32, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
     t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f32, &t);
@@ -15609,7 +15614,7 @@ static void cq__cpu_substep_adj_3d_fixed_corotated_f32(cq_sim *s, const cq__stat
         cq__check_begin(s, ai_st, &chk);
         t.chk = &chk;
     }
-    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__p2g_adj_range_3d_fixed_corotated_f32, &t);
+    cq__particle_for(s, s->n, 512, cq__p2g_adj_range_3d_fixed_corotated_f32, &t);
     if (t.chk) { *s->adj_status = cq__check_status(&chk); s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_3d_f32(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
@@ -15774,7 +15779,7 @@ static void cq__cpu_grid_3d_fixed_corotated_f64(cq__sub_task_3d_f64 *t, int keep
     cq_sim *s = t->s;
     t->g.m = (double *)s->grid_m; t->g.v = (double *)s->grid_v;
     cq__cpu_sort_f64(s, t->in);
-    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__p2g_range_3d_fixed_corotated_f64, t);
+    cq__particle_for(s, s->n, 512, cq__p2g_range_3d_fixed_corotated_f64, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (double *)s->grid_p : NULL; t->update = 1;
     t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f64, t);
@@ -15794,7 +15799,7 @@ static int cq__cpu_substep_3d_fixed_corotated_f64(cq_sim *s, const cq__state *in
     if (s->gkeep) t.rot = (cq__rot_3d_f64 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
     cq__cpu_grid_3d_fixed_corotated_f64(&t, s->gkeep);
     t.first = n;
-    cq__parallel_for(s, n, cq__prange(s, n, 1024), cq__g2p_range_3d_f64, &t);
+    cq__particle_for(s, n, 1024, cq__g2p_range_3d_f64, &t);
     if (t.first == n) *bad = -1;
     else {
         *bad = t.first;
@@ -15823,7 +15828,7 @@ static void cq__cpu_substep_adj_3d_fixed_corotated_f64(cq_sim *s, const cq__stat
     t.rot = (cq__rot_3d_f64 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
     if (s->gready) { t.g.m = (double *)s->grid_m; t.g.v = (double *)s->grid_v; }
     else cq__cpu_grid_3d_fixed_corotated_f64(&t, 1);
-    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__g2p_adj_range_3d_f64, &t);   /* its scatter: the gather below */
+    cq__particle_for(s, s->n, 512, cq__g2p_adj_range_3d_f64, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
     t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f64, &t);
@@ -15831,7 +15836,7 @@ static void cq__cpu_substep_adj_3d_fixed_corotated_f64(cq_sim *s, const cq__stat
         cq__check_begin(s, ai_st, &chk);
         t.chk = &chk;
     }
-    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__p2g_adj_range_3d_fixed_corotated_f64, &t);
+    cq__particle_for(s, s->n, 512, cq__p2g_adj_range_3d_fixed_corotated_f64, &t);
     if (t.chk) { *s->adj_status = cq__check_status(&chk); s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_3d_f64(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
@@ -15981,7 +15986,7 @@ static void cq__cpu_grid_3d_neohookean_f32(cq__sub_task_3d_f32 *t, int keep_mome
     cq_sim *s = t->s;
     t->g.m = (float *)s->grid_m; t->g.v = (float *)s->grid_v;
     cq__cpu_sort_f32(s, t->in);
-    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__p2g_range_3d_neohookean_f32, t);
+    cq__particle_for(s, s->n, 512, cq__p2g_range_3d_neohookean_f32, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (float *)s->grid_p : NULL; t->update = 1;
     t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f32, t);
@@ -16001,7 +16006,7 @@ static int cq__cpu_substep_3d_neohookean_f32(cq_sim *s, const cq__state *in_st, 
     if (s->gkeep) t.rot = (cq__rot_3d_f32 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
     cq__cpu_grid_3d_neohookean_f32(&t, s->gkeep);
     t.first = n;
-    cq__parallel_for(s, n, cq__prange(s, n, 1024), cq__g2p_range_3d_f32, &t);
+    cq__particle_for(s, n, 1024, cq__g2p_range_3d_f32, &t);
     if (t.first == n) *bad = -1;
     else {
         *bad = t.first;
@@ -16030,7 +16035,7 @@ static void cq__cpu_substep_adj_3d_neohookean_f32(cq_sim *s, const cq__state *in
     t.rot = (cq__rot_3d_f32 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
     if (s->gready) { t.g.m = (float *)s->grid_m; t.g.v = (float *)s->grid_v; }
     else cq__cpu_grid_3d_neohookean_f32(&t, 1);
-    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__g2p_adj_range_3d_f32, &t);   /* its scatter: the gather below */
+    cq__particle_for(s, s->n, 512, cq__g2p_adj_range_3d_f32, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
     t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f32, &t);
@@ -16038,7 +16043,7 @@ static void cq__cpu_substep_adj_3d_neohookean_f32(cq_sim *s, const cq__state *in
         cq__check_begin(s, ai_st, &chk);
         t.chk = &chk;
     }
-    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__p2g_adj_range_3d_neohookean_f32, &t);
+    cq__particle_for(s, s->n, 512, cq__p2g_adj_range_3d_neohookean_f32, &t);
     if (t.chk) { *s->adj_status = cq__check_status(&chk); s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_3d_f32(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
@@ -16188,7 +16193,7 @@ static void cq__cpu_grid_3d_neohookean_f64(cq__sub_task_3d_f64 *t, int keep_mome
     cq_sim *s = t->s;
     t->g.m = (double *)s->grid_m; t->g.v = (double *)s->grid_v;
     cq__cpu_sort_f64(s, t->in);
-    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__p2g_range_3d_neohookean_f64, t);
+    cq__particle_for(s, s->n, 512, cq__p2g_range_3d_neohookean_f64, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (double *)s->grid_p : NULL; t->update = 1;
     t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f64, t);
@@ -16208,7 +16213,7 @@ static int cq__cpu_substep_3d_neohookean_f64(cq_sim *s, const cq__state *in_st, 
     if (s->gkeep) t.rot = (cq__rot_3d_f64 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
     cq__cpu_grid_3d_neohookean_f64(&t, s->gkeep);
     t.first = n;
-    cq__parallel_for(s, n, cq__prange(s, n, 1024), cq__g2p_range_3d_f64, &t);
+    cq__particle_for(s, n, 1024, cq__g2p_range_3d_f64, &t);
     if (t.first == n) *bad = -1;
     else {
         *bad = t.first;
@@ -16237,7 +16242,7 @@ static void cq__cpu_substep_adj_3d_neohookean_f64(cq_sim *s, const cq__state *in
     t.rot = (cq__rot_3d_f64 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
     if (s->gready) { t.g.m = (double *)s->grid_m; t.g.v = (double *)s->grid_v; }
     else cq__cpu_grid_3d_neohookean_f64(&t, 1);
-    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__g2p_adj_range_3d_f64, &t);   /* its scatter: the gather below */
+    cq__particle_for(s, s->n, 512, cq__g2p_adj_range_3d_f64, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
     t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f64, &t);
@@ -16245,7 +16250,7 @@ static void cq__cpu_substep_adj_3d_neohookean_f64(cq_sim *s, const cq__state *in
         cq__check_begin(s, ai_st, &chk);
         t.chk = &chk;
     }
-    cq__parallel_for(s, s->n, cq__prange(s, s->n, 512), cq__p2g_adj_range_3d_neohookean_f64, &t);
+    cq__particle_for(s, s->n, 512, cq__p2g_adj_range_3d_neohookean_f64, &t);
     if (t.chk) { *s->adj_status = cq__check_status(&chk); s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_3d_f64(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);

@@ -153,14 +153,14 @@
      precision, walls); each has its own grid and each particle belongs to one (scene[p], NULL =
      0).  One launch / one parallel loop advances them all; a scene's results are those of a
      sim holding it alone (bitwise on the CPU, given its particles in the same relative order).
-     Bitwise there means: built as ISO C or GNU C (fused multiply-adds), or with -ffast-math at
-     -O2 (gcc 12; make test checks these at -O2, and clang 14 at -O3 -ffast-math where it is
-     installed).  Not with gcc -O3 -ffast-math: a batch puts a scene's particles in other vector
-     lanes than a sim of that scene alone, and gcc may compile two lanes' copies of one
-     expression differently there (a lane peeled or left out of a vector fuses another product
-     of a sum into a multiply-add), so the last bits of a few results differ.  The host's range
-     split changes no bit under any of these flags (a particle's lane is its index modulo the
-     lane count, whatever the split).
+     Bitwise there means: built as ISO C or GNU C (fused multiply-adds) or with -ffast-math
+     (make test checks gcc 12 at -O2 and -O3 -ffast-math, and clang 14 at -O3 -ffast-math where
+     it is installed).  With fast math a compiler may compile two vector lanes' copies of one
+     expression differently (a lane peeled or left out of a vector fuses another product of a
+     sum into a multiply-add), so each scene's particles run in the lanes they have in a sim of
+     that scene alone: the lane kernels take the scenes one after another, each from a multiple
+     of the lane count (a scene's last lanes padded).  The host's range split changes no bit
+     under any of these flags (a particle's lane is fixed by its place, whatever the split).
      Actuation groups and cables are per sim: give each scene its own group numbers.  A step
      that fails in one scene fails the whole sim's step (the message names the particle; all
      scenes stay at the step's start).  This is how a small robot fills a GPU: 256 copies of a
@@ -258,7 +258,7 @@
      host: errors, memory ... host_memory.j2      >>errors >>memory >>work_memory >>conversion >>act_table
                                                   (actuation chunks, both backends) >>cables
      host: CPU backend ...... cpu_backend.j2      >>parallel_for >>cpu_grain >>cpu_flush (f32: FTZ/DAZ) >>cpu_drivers >>cpu_sort_ >>cpu_gather_ (row by row)
-                                                  >>cpu_gather_record >>cpu_lane_groups >>cpu_grid_ >>cpu_substep_ >>cpu_substep_adj_
+                                                  >>cpu_gather_record >>cpu_lane_groups >>cpu_lane_order >>cpu_grid_ >>cpu_substep_ >>cpu_substep_adj_
                                                   >>cpu_check_adjoint >>cpu_act_grad >>cpu_copy >>cpu_cables_
      host: CPU lanes ........ cpu_lanes.j2        >>cpu_lanes >>weights_lanes_ >>g2p_lanes_ >>g2p_adj_lanes_ >>transfer_lanes_ >>vgroup >>stress_lanes_ >>cpu_v4
                                                   >>svd_lanes_3d_ (G2P, the stencil adjoints, P2G's
@@ -8251,6 +8251,10 @@ struct cq_sim {
     int *rcount;                      /* CPU: per block and bucket counts, then offsets; buckets' starts */
     int *scan;                        /* CUDA: the scan's chunk sums */
     void *pk;                         /* n * cq__pk_values: packed particles, in sorted order */
+    int *lord;                        /* CPU, the lanes on, several scenes: the lane order, position ->
+                                         particle or -1 (a pad); NULL: position = particle
+                                         (cpu_backend.j2 >>cpu_lane_order) */
+    int nlord;                        /* its positions */
     int sort_n;
     int step;
     int tape_n;                       /* particles the tape's checkpoints were recorded with */
@@ -8669,9 +8673,11 @@ static cq__sort_plan cq__sort_plan_of(int n, long cells)
 static void cq__sort_free(cq_sim *s)
 {
     cq__wfree(s, s->order); cq__wfree(s, s->rank); cq__wfree(s, s->keys); cq__wfree(s, s->pk); cq__wfree(s, s->scan); cq__free(s, s->skey);
-    cq__free(s, s->rkey); cq__free(s, s->rorder); cq__free(s, s->rcount);
-    s->order = s->rank = s->keys = s->skey = s->scan = s->rkey = s->rorder = s->rcount = NULL; s->pk = NULL; s->sort_n = 0;
+    cq__free(s, s->rkey); cq__free(s, s->rorder); cq__free(s, s->rcount); cq__free(s, s->lord);
+    s->order = s->rank = s->keys = s->skey = s->scan = s->rkey = s->rorder = s->rcount = s->lord = NULL; s->pk = NULL;
+    s->sort_n = s->nlord = 0;
 }
+static int cq__lane_order_alloc(cq_sim *s);   /* cpu_backend.j2 >>cpu_lane_order */
 
 static int cq__sort_alloc(cq_sim *s)
 {
@@ -8688,7 +8694,7 @@ static int cq__sort_alloc(cq_sim *s)
         s->skey = (int *)cq__alloc(s, n * sizeof(int));
         s->rcount = (int *)cq__alloc(s, sizeof(int) * ((size_t)q.blocks + 1) * ((size_t)1 << q.bucket_bits));
         if (q.bucket_bits > 0) { s->rkey = (int *)cq__alloc(s, n * sizeof(int)); s->rorder = (int *)cq__alloc(s, n * sizeof(int)); }
-        cpu = s->skey && s->rcount && (q.bucket_bits == 0 || (s->rkey && s->rorder));
+        cpu = s->skey && s->rcount && (q.bucket_bits == 0 || (s->rkey && s->rorder)) && cq__lane_order_alloc(s);
     }
     else {   /* >>cuda_sort's counts, 0 between sorts, then its tile sums, every level (nodes / 1023 + 64 needed) */
         s->scan = (int *)cq__walloc(s, sizeof(int) * ((size_t)s->nodes + (size_t)s->nodes / 512 + 64));
@@ -13604,6 +13610,15 @@ static void cq__pk_prefetch_2d_f32(float *pk, const int *ks, int count)
     (void)pk; (void)ks; (void)count;
 #endif
 }
+/* the same for the particles at lane positions [a, b), at most a group (>>cpu_lane_order) */
+static void cq__pk_prefetch_at_2d_f32(const cq_sim *s, float *pk, int a, int b)
+{
+    int ks[CQ__LANES_f32], m = 0;
+    if (!s->lord) { cq__pk_prefetch_2d_f32(pk, s->rank + a, b - a); return; }
+    for (int i = a; i < b && m < CQ__LANES_f32; ++i)
+        if (s->lord[i] >= 0) ks[m++] = s->rank[s->lord[i]];
+    cq__pk_prefetch_2d_f32(pk, ks, m);
+}
 
 /* The contributions of `count` widened records (>>cpu_gather_record) of one cell to its 3 nodes
    along the last axis (the other offsets o[0 .. D-1) given), in order, into acc[node][0] (mass) and
@@ -13686,6 +13701,15 @@ static void cq__pk_prefetch_2d_f64(double *pk, const int *ks, int count)
     (void)pk; (void)ks; (void)count;
 #endif
 }
+/* the same for the particles at lane positions [a, b), at most a group (>>cpu_lane_order) */
+static void cq__pk_prefetch_at_2d_f64(const cq_sim *s, double *pk, int a, int b)
+{
+    int ks[CQ__LANES_f32], m = 0;
+    if (!s->lord) { cq__pk_prefetch_2d_f64(pk, s->rank + a, b - a); return; }
+    for (int i = a; i < b && m < CQ__LANES_f32; ++i)
+        if (s->lord[i] >= 0) ks[m++] = s->rank[s->lord[i]];
+    cq__pk_prefetch_2d_f64(pk, ks, m);
+}
 
 static void cq__gather_cell4_2d_f64(const double *q, int count, const int *o, const cq__params_f64 *prm,
                                                  double acc[3][4])
@@ -13756,6 +13780,15 @@ static void cq__pk_prefetch_3d_f32(float *pk, const int *ks, int count)
 #else
     (void)pk; (void)ks; (void)count;
 #endif
+}
+/* the same for the particles at lane positions [a, b), at most a group (>>cpu_lane_order) */
+static void cq__pk_prefetch_at_3d_f32(const cq_sim *s, float *pk, int a, int b)
+{
+    int ks[CQ__LANES_f32], m = 0;
+    if (!s->lord) { cq__pk_prefetch_3d_f32(pk, s->rank + a, b - a); return; }
+    for (int i = a; i < b && m < CQ__LANES_f32; ++i)
+        if (s->lord[i] >= 0) ks[m++] = s->rank[s->lord[i]];
+    cq__pk_prefetch_3d_f32(pk, ks, m);
 }
 
 static void cq__gather_cell4_3d_f32(const float *q, int count, const int *o, const cq__params_f32 *prm,
@@ -13833,6 +13866,15 @@ static void cq__pk_prefetch_3d_f64(double *pk, const int *ks, int count)
     (void)pk; (void)ks; (void)count;
 #endif
 }
+/* the same for the particles at lane positions [a, b), at most a group (>>cpu_lane_order) */
+static void cq__pk_prefetch_at_3d_f64(const cq_sim *s, double *pk, int a, int b)
+{
+    int ks[CQ__LANES_f32], m = 0;
+    if (!s->lord) { cq__pk_prefetch_3d_f64(pk, s->rank + a, b - a); return; }
+    for (int i = a; i < b && m < CQ__LANES_f32; ++i)
+        if (s->lord[i] >= 0) ks[m++] = s->rank[s->lord[i]];
+    cq__pk_prefetch_3d_f64(pk, ks, m);
+}
 
 static void cq__gather_cell4_3d_f64(const double *q, int count, const int *o, const cq__params_f64 *prm,
                                                  double acc[3][4])
@@ -13881,24 +13923,86 @@ static void cq__gather_cell4_3d_f64(const double *q, int count, const int *o, co
     for (int c = 0; c < 4; ++c) { acc[0][c] = A0[c]; acc[1][c] = A1[c]; acc[2][c] = A2[c]; }
 #endif
 }
-/* >>cpu_lane_groups: the lane kernels take every particle of a range [begin, end), in the groups
-   [g, g + CQ__LANES) of the whole particle array (g a multiple of CQ__LANES) that meet the range,
-   particle q always in lane q mod CQ__LANES.  A group's lanes outside the range are padding: they
-   repeat the range's first (below) or last (above) particle, and nothing of theirs is written; the
-   lanes [lo, hi) are the range's.  So every particle gets the lane kernel's operations in the same
-   lane wherever the host's threads split the ranges (DESIGN.md
-   section 8): before, a range's last, partial group ran the one-particle kernels and a group began
-   at the range's first particle, and a split that was no multiple of the lanes changed the results
-   where the compiler fuses multiply-adds (gcc in GNU C, -ffp-contract=fast, its default) or
-   vectorizes a lane loop's lanes unlike (-ffast-math): tests/test_threads.c
+/* >>cpu_lane_groups: the lane kernels take every particle of a range [begin, end) of positions, in
+   the groups [g, g + LN) of positions (g a multiple of LN = CQ__LANES_<precision>) that meet the
+   range, the particle at position i always in lane i mod LN.  A position is the particle's index, or
+   with several scenes its place in the lane order (>>cpu_lane_order).  A group's lanes outside the
+   range, or past its scene's last particle, are padding: they repeat the group's first (below) or
+   last (above) particle there, and nothing of theirs is written; the lanes [lo, hi) are the range's.
+   So every particle gets the lane kernel's operations in the same lane wherever the host's threads
+   split the ranges (DESIGN.md section 8): before, a range's last, partial group ran the one-particle
+   kernels and a group began at the range's first particle, and a split that was no multiple of the
+   lanes changed the results where the compiler fuses multiply-adds (gcc in GNU C, -ffp-contract=fast,
+   its default) or vectorizes a lane loop's lanes unlike (-ffast-math): tests/test_threads.c
    host_threads_split_off_the_lanes.  One-particle kernels remain where the lanes are off, and for
    G2P after a lane kernel found an input outside the usable region (a failing step: they find and
-   name the particle). */
-static void cq__lane_group(int *ps, int g, int begin, int end, int LN, int *lo, int *hi)
+   name the particle).  Returns 0 (ps not set) where the group has no particle of the range. */
+static int cq__lane_group(const cq_sim *s, int *ps, int g, int begin, int end, int LN, int *lo, int *hi)
 {
-    *lo = begin > g ? begin - g : 0;
-    *hi = end - g < LN ? end - g : LN;
-    for (int l = 0; l < LN; ++l) ps[l] = l < *lo ? begin : (l >= *hi ? end - 1 : g + l);
+    const int *o = s->lord;
+    int a = begin > g ? begin - g : 0, b = end - g < LN ? end - g : LN;
+    if (o) while (b > a && o[g + b - 1] < 0) --b;   /* a scene's pads (at its last group's end) */
+    *lo = a; *hi = b;
+    if (b <= a) return 0;
+    for (int l = 0; l < LN; ++l) {
+        const int i = g + (l < a ? a : (l >= b ? b - 1 : l));
+        ps[l] = o ? o[i] : i;
+    }
+    return 1;
+}
+/* >>cpu_lane_order: where a sim holds several scenes, each scene's particles take the lanes they
+   would take in a sim of that scene alone: its i-th particle (in index order) in lane i mod LN of its
+   scene's i / LN-th group.  The lane order (s->lord) lists every scene's particles in index order,
+   each scene from a multiple of LN on, a scene's last group padded with -1; the lane kernels' loops
+   run over its positions (cq__lane_items), every other particle loop over the particles.  A lane's
+   bits could otherwise depend on its position: gcc 12 at -O3 -ffast-math compiles some lane loops
+   with one lane peeled or vectorized apart (the SVD's QR sums, the polar VJP before it was mended),
+   and "each scene bitwise as alone" (DESIGN.md section 8) would hold in ISO C and not there
+   (tests/run.sh test_batch_fast_math_o3).  NULL where the order is the particles' own (one scene;
+   scenes laid out one after another, each a multiple of LN long: the bench's batches), and where
+   the lanes are off.  Built with the sort's memory (host_memory.j2 >>sort_alloc); 0 if memory ran out. */
+static int cq__lane_order_alloc(cq_sim *s)
+{
+    const int LN = s->tsize == sizeof(float) ? CQ__LANES_f32 : CQ__LANES_f64;
+    const int on = s->tsize == sizeof(float) ? CQ__LANES_ON_f32 : CQ__LANES_ON_f64;
+    long np = 0;
+    int *at, *o, same = 1;
+    if (!on || !s->scene || s->n == 0) return 1;
+    if (!(at = (int *)cq__alloc(s, sizeof(int) * (size_t)s->scenes))) return 0;
+    for (int k = 0; k < s->scenes; ++k) at[k] = 0;
+    for (int p = 0; p < s->n; ++p) ++at[s->scene[p]];
+    for (int k = 0; k < s->scenes; ++k) {   /* counts -> each scene's first position */
+        const long c = at[k];
+        at[k] = (int)np;
+        np += (c + LN - 1) / LN * LN;
+        if (np > INT_MAX) { cq__free(s, at); return 0; }
+    }
+    if (!(o = (int *)cq__alloc(s, sizeof(int) * (size_t)np))) { cq__free(s, at); return 0; }
+    for (long i = 0; i < np; ++i) o[i] = -1;
+    for (int p = 0; p < s->n; ++p) o[at[s->scene[p]]++] = p;
+    cq__free(s, at);
+    for (long i = 0; same && i < np; ++i) same = o[i] == i;
+    if (same && np == s->n) { cq__free(s, o); return 1; }
+    s->lord = o; s->nlord = (int)np;
+    return 1;
+}
+/* the positions a lane kernel's loop runs over (>>cpu_lane_order) */
+static int cq__lane_items(const cq_sim *s) { return s->lord ? s->nlord : s->n; }
+/* the particle at position i, or -1 (a pad) */
+static int cq__lane_particle(const cq_sim *s, int i) { return s->lord ? s->lord[i] : i; }
+/* the adjoint check (>>cpu_check_adjoint) of the particles at positions [begin, end), in runs of
+   consecutive particles */
+static void cq__check_adjoint_at(const cq_sim *s, cq__check_task *chk, int begin, int end)
+{
+    if (!s->lord) { cq__check_adjoint_range(chk, begin, end); return; }
+    for (int i = begin; i < end;) {
+        const int q = s->lord[i];
+        int j = i + 1;
+        if (q < 0) { ++i; continue; }
+        while (j < end && s->lord[j] == q + (j - i)) ++j;
+        cq__check_adjoint_range(chk, q, q + (j - i));
+        i = j;
+    }
 }
 /* ---- the substep's range functions that no material changes (2D f32); the materials' own follow */
 /* What the range functions of one substep (or its adjoint) read. */
@@ -13918,22 +14022,28 @@ typedef struct cq__sub_task_2d_f32 {
                                 (>>cpu_check_adjoint) */
 } cq__sub_task_2d_f32;
 
+/* G2P over positions [begin, end) (particles, or with the lanes the lane order's positions,
+   >>cpu_lane_order); t->first becomes the lowest particle that failed (a range goes on after a
+   failure: with several scenes its positions are not in index order) */
 static void cq__g2p_range_2d_f32(void *ctx, int begin, int end)
 {
     cq__sub_task_2d_f32 *t = (cq__sub_task_2d_f32 *)ctx;
     int p = begin, ps[CQ__LANES_f32], lo, hi;
     for (int g = begin - begin % CQ__LANES_f32; CQ__LANES_ON_f32 && g < end; g += CQ__LANES_f32) {   /* lanes (>>cpu_lanes, >>cpu_lane_groups) */
-        cq__lane_group(ps, g, begin, end, CQ__LANES_f32, &lo, &hi);
-        const int f = cq__g2p_lanes_2d_f32(ps, lo, hi, t->prm, t->in, t->out, t->g);
-        if (f >= 0) { cq__atomic_min_int(&t->first, ps[f]); return; }
-        if (f == -2) { p = ps[lo]; break; }   /* an input outside the usable region: the rest one by one */
         p = end;
+        if (!cq__lane_group(t->s, ps, g, begin, end, CQ__LANES_f32, &lo, &hi)) continue;
+        const int f = cq__g2p_lanes_2d_f32(ps, lo, hi, t->prm, t->in, t->out, t->g);
+        if (f >= 0) cq__atomic_min_int(&t->first, ps[f]);   /* (its lanes are in index order) */
+        if (f == -2) { p = g + lo; break; }   /* an input outside the usable region: the rest one by one */
     }
-    for (; p < end; ++p)
-        if (cq__g2p_fwd_2d_f32(p, t->prm, t->in, t->out, t->g) != CQ__OK) { cq__atomic_min_int(&t->first, p); break; }
+    for (; p < end; ++p) {
+        const int q = cq__lane_particle(t->s, p);
+        if (q >= 0 && cq__g2p_fwd_2d_f32(q, t->prm, t->in, t->out, t->g) != CQ__OK) cq__atomic_min_int(&t->first, q);
+    }
 }
-/* the G2P adjoint over particles [begin, end) in index order, each writing its part of the grid
-   adjoint's gather into its sorted slot's packed record (index order: as P2G's particle half) */
+/* the G2P adjoint over positions [begin, end) (particles in index order, or the lane order's),
+   each writing its part of the grid adjoint's gather into its sorted slot's packed record (index
+   order: as P2G's particle half) */
 static void cq__g2p_adj_range_2d_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_f32 *t = (const cq__sub_task_2d_f32 *)ctx;
@@ -13941,14 +14051,14 @@ static void cq__g2p_adj_range_2d_f32(void *ctx, int begin, int end)
     const int *rank = t->s->rank;
     int p = begin, ps[CQ__LANES_f32], lo, hi;
     for (int g = begin - begin % CQ__LANES_f32; CQ__LANES_ON_f32 && g < end; g += CQ__LANES_f32) {   /* lanes (>>cpu_lanes, >>cpu_lane_groups) */
-        cq__lane_group(ps, g, begin, end, CQ__LANES_f32, &lo, &hi);
+        p = end;
+        if (!cq__lane_group(t->s, ps, g, begin, end, CQ__LANES_f32, &lo, &hi)) continue;
         float rec[CQ__LANES_f32 * CQ__PK(2)];   /* the records here, then widened into their slots (>>cpu_gather_record) */
         int ks[CQ__LANES_f32];
         for (int l = 0; l < CQ__LANES_f32; ++l) { ks[l] = l; rec[l * CQ__PK(2)] = 0; }   /* (no mass: the adjoint's gather sums none) */
-        cq__pk_prefetch_2d_f32(pk, rank + g + lo, hi - lo);   /* (here the kernel is long enough) */
+        cq__pk_prefetch_at_2d_f32(t->s, pk, g + lo, g + hi);   /* (here the kernel is long enough) */
         cq__g2p_adj_lanes_2d_f32(ps, ks, lo, hi, t->prm, t->in, t->g, t->ao, t->ai, rec);
-        for (int l = lo; l < hi; ++l) cq__pk_widen_2d_f32(rec + l * CQ__PK(2), pk + (long)rank[g + l] * CQ__CPK(2));
-        p = end;
+        for (int l = lo; l < hi; ++l) cq__pk_widen_2d_f32(rec + l * CQ__PK(2), pk + (long)rank[ps[l]] * CQ__CPK(2));
     }
     for (; p < end; ++p) {   /* (the lanes off) */
         float rec[CQ__PK(2)];
@@ -14082,22 +14192,28 @@ typedef struct cq__sub_task_2d_f64 {
                                 (>>cpu_check_adjoint) */
 } cq__sub_task_2d_f64;
 
+/* G2P over positions [begin, end) (particles, or with the lanes the lane order's positions,
+   >>cpu_lane_order); t->first becomes the lowest particle that failed (a range goes on after a
+   failure: with several scenes its positions are not in index order) */
 static void cq__g2p_range_2d_f64(void *ctx, int begin, int end)
 {
     cq__sub_task_2d_f64 *t = (cq__sub_task_2d_f64 *)ctx;
     int p = begin, ps[CQ__LANES_f64], lo, hi;
     for (int g = begin - begin % CQ__LANES_f64; CQ__LANES_ON_f64 && g < end; g += CQ__LANES_f64) {   /* lanes (>>cpu_lanes, >>cpu_lane_groups) */
-        cq__lane_group(ps, g, begin, end, CQ__LANES_f64, &lo, &hi);
-        const int f = cq__g2p_lanes_2d_f64(ps, lo, hi, t->prm, t->in, t->out, t->g);
-        if (f >= 0) { cq__atomic_min_int(&t->first, ps[f]); return; }
-        if (f == -2) { p = ps[lo]; break; }   /* an input outside the usable region: the rest one by one */
         p = end;
+        if (!cq__lane_group(t->s, ps, g, begin, end, CQ__LANES_f64, &lo, &hi)) continue;
+        const int f = cq__g2p_lanes_2d_f64(ps, lo, hi, t->prm, t->in, t->out, t->g);
+        if (f >= 0) cq__atomic_min_int(&t->first, ps[f]);   /* (its lanes are in index order) */
+        if (f == -2) { p = g + lo; break; }   /* an input outside the usable region: the rest one by one */
     }
-    for (; p < end; ++p)
-        if (cq__g2p_fwd_2d_f64(p, t->prm, t->in, t->out, t->g) != CQ__OK) { cq__atomic_min_int(&t->first, p); break; }
+    for (; p < end; ++p) {
+        const int q = cq__lane_particle(t->s, p);
+        if (q >= 0 && cq__g2p_fwd_2d_f64(q, t->prm, t->in, t->out, t->g) != CQ__OK) cq__atomic_min_int(&t->first, q);
+    }
 }
-/* the G2P adjoint over particles [begin, end) in index order, each writing its part of the grid
-   adjoint's gather into its sorted slot's packed record (index order: as P2G's particle half) */
+/* the G2P adjoint over positions [begin, end) (particles in index order, or the lane order's),
+   each writing its part of the grid adjoint's gather into its sorted slot's packed record (index
+   order: as P2G's particle half) */
 static void cq__g2p_adj_range_2d_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_f64 *t = (const cq__sub_task_2d_f64 *)ctx;
@@ -14105,14 +14221,14 @@ static void cq__g2p_adj_range_2d_f64(void *ctx, int begin, int end)
     const int *rank = t->s->rank;
     int p = begin, ps[CQ__LANES_f64], lo, hi;
     for (int g = begin - begin % CQ__LANES_f64; CQ__LANES_ON_f64 && g < end; g += CQ__LANES_f64) {   /* lanes (>>cpu_lanes, >>cpu_lane_groups) */
-        cq__lane_group(ps, g, begin, end, CQ__LANES_f64, &lo, &hi);
+        p = end;
+        if (!cq__lane_group(t->s, ps, g, begin, end, CQ__LANES_f64, &lo, &hi)) continue;
         double rec[CQ__LANES_f64 * CQ__PK(2)];   /* the records here, then widened into their slots (>>cpu_gather_record) */
         int ks[CQ__LANES_f64];
         for (int l = 0; l < CQ__LANES_f64; ++l) { ks[l] = l; rec[l * CQ__PK(2)] = 0; }   /* (no mass: the adjoint's gather sums none) */
-        cq__pk_prefetch_2d_f64(pk, rank + g + lo, hi - lo);   /* (here the kernel is long enough) */
+        cq__pk_prefetch_at_2d_f64(t->s, pk, g + lo, g + hi);   /* (here the kernel is long enough) */
         cq__g2p_adj_lanes_2d_f64(ps, ks, lo, hi, t->prm, t->in, t->g, t->ao, t->ai, rec);
-        for (int l = lo; l < hi; ++l) cq__pk_widen_2d_f64(rec + l * CQ__PK(2), pk + (long)rank[g + l] * CQ__CPK(2));
-        p = end;
+        for (int l = lo; l < hi; ++l) cq__pk_widen_2d_f64(rec + l * CQ__PK(2), pk + (long)rank[ps[l]] * CQ__CPK(2));
     }
     for (; p < end; ++p) {   /* (the lanes off) */
         double rec[CQ__PK(2)];
@@ -14246,22 +14362,28 @@ typedef struct cq__sub_task_3d_f32 {
                                 (>>cpu_check_adjoint) */
 } cq__sub_task_3d_f32;
 
+/* G2P over positions [begin, end) (particles, or with the lanes the lane order's positions,
+   >>cpu_lane_order); t->first becomes the lowest particle that failed (a range goes on after a
+   failure: with several scenes its positions are not in index order) */
 static void cq__g2p_range_3d_f32(void *ctx, int begin, int end)
 {
     cq__sub_task_3d_f32 *t = (cq__sub_task_3d_f32 *)ctx;
     int p = begin, ps[CQ__LANES_f32], lo, hi;
     for (int g = begin - begin % CQ__LANES_f32; CQ__LANES_ON_f32 && g < end; g += CQ__LANES_f32) {   /* lanes (>>cpu_lanes, >>cpu_lane_groups) */
-        cq__lane_group(ps, g, begin, end, CQ__LANES_f32, &lo, &hi);
-        const int f = cq__g2p_lanes_3d_f32(ps, lo, hi, t->prm, t->in, t->out, t->g);
-        if (f >= 0) { cq__atomic_min_int(&t->first, ps[f]); return; }
-        if (f == -2) { p = ps[lo]; break; }   /* an input outside the usable region: the rest one by one */
         p = end;
+        if (!cq__lane_group(t->s, ps, g, begin, end, CQ__LANES_f32, &lo, &hi)) continue;
+        const int f = cq__g2p_lanes_3d_f32(ps, lo, hi, t->prm, t->in, t->out, t->g);
+        if (f >= 0) cq__atomic_min_int(&t->first, ps[f]);   /* (its lanes are in index order) */
+        if (f == -2) { p = g + lo; break; }   /* an input outside the usable region: the rest one by one */
     }
-    for (; p < end; ++p)
-        if (cq__g2p_fwd_3d_f32(p, t->prm, t->in, t->out, t->g) != CQ__OK) { cq__atomic_min_int(&t->first, p); break; }
+    for (; p < end; ++p) {
+        const int q = cq__lane_particle(t->s, p);
+        if (q >= 0 && cq__g2p_fwd_3d_f32(q, t->prm, t->in, t->out, t->g) != CQ__OK) cq__atomic_min_int(&t->first, q);
+    }
 }
-/* the G2P adjoint over particles [begin, end) in index order, each writing its part of the grid
-   adjoint's gather into its sorted slot's packed record (index order: as P2G's particle half) */
+/* the G2P adjoint over positions [begin, end) (particles in index order, or the lane order's),
+   each writing its part of the grid adjoint's gather into its sorted slot's packed record (index
+   order: as P2G's particle half) */
 static void cq__g2p_adj_range_3d_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_f32 *t = (const cq__sub_task_3d_f32 *)ctx;
@@ -14269,14 +14391,14 @@ static void cq__g2p_adj_range_3d_f32(void *ctx, int begin, int end)
     const int *rank = t->s->rank;
     int p = begin, ps[CQ__LANES_f32], lo, hi;
     for (int g = begin - begin % CQ__LANES_f32; CQ__LANES_ON_f32 && g < end; g += CQ__LANES_f32) {   /* lanes (>>cpu_lanes, >>cpu_lane_groups) */
-        cq__lane_group(ps, g, begin, end, CQ__LANES_f32, &lo, &hi);
+        p = end;
+        if (!cq__lane_group(t->s, ps, g, begin, end, CQ__LANES_f32, &lo, &hi)) continue;
         float rec[CQ__LANES_f32 * CQ__PK(3)];   /* the records here, then widened into their slots (>>cpu_gather_record) */
         int ks[CQ__LANES_f32];
         for (int l = 0; l < CQ__LANES_f32; ++l) { ks[l] = l; rec[l * CQ__PK(3)] = 0; }   /* (no mass: the adjoint's gather sums none) */
-        cq__pk_prefetch_3d_f32(pk, rank + g + lo, hi - lo);   /* (here the kernel is long enough) */
+        cq__pk_prefetch_at_3d_f32(t->s, pk, g + lo, g + hi);   /* (here the kernel is long enough) */
         cq__g2p_adj_lanes_3d_f32(ps, ks, lo, hi, t->prm, t->in, t->g, t->ao, t->ai, rec);
-        for (int l = lo; l < hi; ++l) cq__pk_widen_3d_f32(rec + l * CQ__PK(3), pk + (long)rank[g + l] * CQ__CPK(3));
-        p = end;
+        for (int l = lo; l < hi; ++l) cq__pk_widen_3d_f32(rec + l * CQ__PK(3), pk + (long)rank[ps[l]] * CQ__CPK(3));
     }
     for (; p < end; ++p) {   /* (the lanes off) */
         float rec[CQ__PK(3)];
@@ -14412,22 +14534,28 @@ typedef struct cq__sub_task_3d_f64 {
                                 (>>cpu_check_adjoint) */
 } cq__sub_task_3d_f64;
 
+/* G2P over positions [begin, end) (particles, or with the lanes the lane order's positions,
+   >>cpu_lane_order); t->first becomes the lowest particle that failed (a range goes on after a
+   failure: with several scenes its positions are not in index order) */
 static void cq__g2p_range_3d_f64(void *ctx, int begin, int end)
 {
     cq__sub_task_3d_f64 *t = (cq__sub_task_3d_f64 *)ctx;
     int p = begin, ps[CQ__LANES_f64], lo, hi;
     for (int g = begin - begin % CQ__LANES_f64; CQ__LANES_ON_f64 && g < end; g += CQ__LANES_f64) {   /* lanes (>>cpu_lanes, >>cpu_lane_groups) */
-        cq__lane_group(ps, g, begin, end, CQ__LANES_f64, &lo, &hi);
-        const int f = cq__g2p_lanes_3d_f64(ps, lo, hi, t->prm, t->in, t->out, t->g);
-        if (f >= 0) { cq__atomic_min_int(&t->first, ps[f]); return; }
-        if (f == -2) { p = ps[lo]; break; }   /* an input outside the usable region: the rest one by one */
         p = end;
+        if (!cq__lane_group(t->s, ps, g, begin, end, CQ__LANES_f64, &lo, &hi)) continue;
+        const int f = cq__g2p_lanes_3d_f64(ps, lo, hi, t->prm, t->in, t->out, t->g);
+        if (f >= 0) cq__atomic_min_int(&t->first, ps[f]);   /* (its lanes are in index order) */
+        if (f == -2) { p = g + lo; break; }   /* an input outside the usable region: the rest one by one */
     }
-    for (; p < end; ++p)
-        if (cq__g2p_fwd_3d_f64(p, t->prm, t->in, t->out, t->g) != CQ__OK) { cq__atomic_min_int(&t->first, p); break; }
+    for (; p < end; ++p) {
+        const int q = cq__lane_particle(t->s, p);
+        if (q >= 0 && cq__g2p_fwd_3d_f64(q, t->prm, t->in, t->out, t->g) != CQ__OK) cq__atomic_min_int(&t->first, q);
+    }
 }
-/* the G2P adjoint over particles [begin, end) in index order, each writing its part of the grid
-   adjoint's gather into its sorted slot's packed record (index order: as P2G's particle half) */
+/* the G2P adjoint over positions [begin, end) (particles in index order, or the lane order's),
+   each writing its part of the grid adjoint's gather into its sorted slot's packed record (index
+   order: as P2G's particle half) */
 static void cq__g2p_adj_range_3d_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_f64 *t = (const cq__sub_task_3d_f64 *)ctx;
@@ -14435,14 +14563,14 @@ static void cq__g2p_adj_range_3d_f64(void *ctx, int begin, int end)
     const int *rank = t->s->rank;
     int p = begin, ps[CQ__LANES_f64], lo, hi;
     for (int g = begin - begin % CQ__LANES_f64; CQ__LANES_ON_f64 && g < end; g += CQ__LANES_f64) {   /* lanes (>>cpu_lanes, >>cpu_lane_groups) */
-        cq__lane_group(ps, g, begin, end, CQ__LANES_f64, &lo, &hi);
+        p = end;
+        if (!cq__lane_group(t->s, ps, g, begin, end, CQ__LANES_f64, &lo, &hi)) continue;
         double rec[CQ__LANES_f64 * CQ__PK(3)];   /* the records here, then widened into their slots (>>cpu_gather_record) */
         int ks[CQ__LANES_f64];
         for (int l = 0; l < CQ__LANES_f64; ++l) { ks[l] = l; rec[l * CQ__PK(3)] = 0; }   /* (no mass: the adjoint's gather sums none) */
-        cq__pk_prefetch_3d_f64(pk, rank + g + lo, hi - lo);   /* (here the kernel is long enough) */
+        cq__pk_prefetch_at_3d_f64(t->s, pk, g + lo, g + hi);   /* (here the kernel is long enough) */
         cq__g2p_adj_lanes_3d_f64(ps, ks, lo, hi, t->prm, t->in, t->g, t->ao, t->ai, rec);
-        for (int l = lo; l < hi; ++l) cq__pk_widen_3d_f64(rec + l * CQ__PK(3), pk + (long)rank[g + l] * CQ__CPK(3));
-        p = end;
+        for (int l = lo; l < hi; ++l) cq__pk_widen_3d_f64(rec + l * CQ__PK(3), pk + (long)rank[ps[l]] * CQ__CPK(3));
     }
     for (; p < end; ++p) {   /* (the lanes off) */
         double rec[CQ__PK(3)];
@@ -14588,7 +14716,8 @@ static void cq__cpu_rot_lanes_2d_fixed_corotated_f32(const cq__sub_task_2d_f32 *
 /* P2G's particle half over particles [begin, end) in index order, each into its sorted slot's
    packed record: the particle arrays are read in order, whatever order the particles came in
    (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k).
-   With the lanes: every particle in a group (>>stress_lanes_, >>cpu_lane_groups). */
+   With the lanes: every particle in a group (>>stress_lanes_, >>cpu_lane_groups), over positions
+   (>>cpu_lane_order). */
 static void cq__p2g_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_f32 *t = (const cq__sub_task_2d_f32 *)ctx;
@@ -14598,14 +14727,14 @@ static void cq__p2g_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
         enum { LN = CQ__LANES_f32, DD = 4 };
         const cq__pview_f32 s = t->in;
         const int g0 = begin - begin % LN;
-        cq__pk_prefetch_2d_f32(pk, rank + begin, (end < g0 + LN ? end : g0 + LN) - begin);
+        cq__pk_prefetch_at_2d_f32(t->s, pk, begin, end < g0 + LN ? end : g0 + LN);
         for (int g = g0; g < end; g += LN) {   /* >>cpu_lane_groups */
             int ps[LN], lo, hi;
             float F[DD][LN], R[DD][LN], Pp[DD][LN], G[DD][LN];
-            cq__lane_group(ps, g, begin, end, LN, &lo, &hi);
+            if (!cq__lane_group(t->s, ps, g, begin, end, LN, &lo, &hi)) continue;
             for (int l = 0; l < LN; ++l)
                 for (int i = 0; i < DD; ++i) F[i][l] = s.F[(long)ps[l] * DD + i];
-            if (g + LN < end) cq__pk_prefetch_2d_f32(pk, rank + g + LN, end - g - LN < LN ? end - g - LN : LN);   /* the next group's */
+            if (g + LN < end) cq__pk_prefetch_at_2d_f32(t->s, pk, g + LN, end - g - LN < LN ? end : g + 2 * LN);   /* the next group's */
             cq__mat_lanes_f32 m;
             cq__svd_lanes_f32 sv;
             cq__mat_lanes_load_f32(ps, s, &m);
@@ -14613,7 +14742,7 @@ static void cq__p2g_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
             cq__pk1_lanes_2d_fixed_corotated_f32(t->prm, s, &m, F, R, Pp);
             cq__affine_lanes_2d_f32(ps, t->prm, s, Pp, F, G);
             for (int l = lo; l < hi; ++l) {   /* as cq__p2g_rot_ packs */
-                const long q = g + l;
+                const long q = ps[l];
                 float pq[CQ__PK(2)], xp[2];   /* the record here, then widened into its slot (>>cpu_gather_record) */
                 int base[2];
                 for (int a = 0; a < 2; ++a) xp[a] = s.x[q * 2 + a];
@@ -14655,7 +14784,7 @@ static void cq__p2g_adj_post_2d_fixed_corotated_f32(const cq__sub_task_2d_f32 *t
 }
 /* The P2G adjoint over particles [begin, end).  With the lanes: the transfer (>>transfer_lanes_) and
    the stress parts (>>stress_lanes_) of every particle in a group, the last group padded
-   (>>cpu_lane_groups). */
+   (>>cpu_lane_groups), over positions (>>cpu_lane_order). */
 static void cq__p2g_adj_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_f32 *t = (const cq__sub_task_2d_f32 *)ctx;
@@ -14666,7 +14795,7 @@ static void cq__p2g_adj_range_2d_fixed_corotated_f32(void *ctx, int begin, int e
         for (int g = begin - begin % LN; g < end; g += LN) {   /* >>cpu_lane_groups */
             int ps[LN], lo, hi;
             float F[DD][LN], R[DD][LN], Pp[DD][LN], G[DD][LN], Gl[LN][DD];
-            cq__lane_group(ps, g, begin, end, LN, &lo, &hi);
+            if (!cq__lane_group(t->s, ps, g, begin, end, LN, &lo, &hi)) continue;
             for (int l = 0; l < LN; ++l)
                 for (int i = 0; i < DD; ++i) F[i][l] = t->in.F[(long)ps[l] * DD + i];
             cq__mat_lanes_f32 m;   /* loaded once for the stress and its adjoint */
@@ -14692,7 +14821,7 @@ static void cq__p2g_adj_range_2d_fixed_corotated_f32(void *ctx, int begin, int e
         cq__p2g_adj_transfer_2d_f32(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
         cq__p2g_adj_post_2d_fixed_corotated_f32(t, p, rot, Pp, G_bar);
     }
-    if (t->chk) cq__check_adjoint_range(t->chk, begin, end);   /* these particles' adjoints are finished */
+    if (t->chk) cq__check_adjoint_at(t->s, t->chk, begin, end);   /* these particles' adjoints are finished */
 }
 
 /* >>cpu_grid_2d_fixed_corotated_f32: sort, P2G (particle half, then the gather) and the grid update from particle
@@ -14703,7 +14832,7 @@ static void cq__cpu_grid_2d_fixed_corotated_f32(cq__sub_task_2d_f32 *t, int keep
     cq_sim *s = t->s;
     t->g.m = (float *)s->grid_m; t->g.v = (float *)s->grid_v;
     cq__cpu_sort_f32(s, t->in);
-    cq__particle_for(s, s->n, 512, cq__p2g_range_2d_fixed_corotated_f32, t);
+    cq__particle_for(s, cq__lane_items(s), 512, cq__p2g_range_2d_fixed_corotated_f32, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (float *)s->grid_p : NULL; t->update = 1;
     t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f32, t);
@@ -14723,7 +14852,7 @@ static int cq__cpu_substep_2d_fixed_corotated_f32(cq_sim *s, const cq__state *in
     if (s->gkeep) t.rot = (cq__rot_2d_f32 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
     cq__cpu_grid_2d_fixed_corotated_f32(&t, s->gkeep);
     t.first = n;
-    cq__particle_for(s, n, 1024, cq__g2p_range_2d_f32, &t);
+    cq__particle_for(s, cq__lane_items(s), 1024, cq__g2p_range_2d_f32, &t);
     if (t.first == n) *bad = -1;
     else {
         *bad = t.first;
@@ -14752,7 +14881,7 @@ static void cq__cpu_substep_adj_2d_fixed_corotated_f32(cq_sim *s, const cq__stat
     t.rot = (cq__rot_2d_f32 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
     if (s->gready) { t.g.m = (float *)s->grid_m; t.g.v = (float *)s->grid_v; }
     else cq__cpu_grid_2d_fixed_corotated_f32(&t, 1);
-    cq__particle_for(s, s->n, 512, cq__g2p_adj_range_2d_f32, &t);   /* its scatter: the gather below */
+    cq__particle_for(s, cq__lane_items(s), 512, cq__g2p_adj_range_2d_f32, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
     t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f32, &t);
@@ -14760,7 +14889,7 @@ static void cq__cpu_substep_adj_2d_fixed_corotated_f32(cq_sim *s, const cq__stat
         cq__check_begin(s, ai_st, &chk);
         t.chk = &chk;
     }
-    cq__particle_for(s, s->n, 512, cq__p2g_adj_range_2d_fixed_corotated_f32, &t);
+    cq__particle_for(s, cq__lane_items(s), 512, cq__p2g_adj_range_2d_fixed_corotated_f32, &t);
     if (t.chk) { *s->adj_status = cq__check_status(&chk); s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_2d_f32(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
@@ -14806,7 +14935,8 @@ static void cq__cpu_rot_lanes_2d_fixed_corotated_f64(const cq__sub_task_2d_f64 *
 /* P2G's particle half over particles [begin, end) in index order, each into its sorted slot's
    packed record: the particle arrays are read in order, whatever order the particles came in
    (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k).
-   With the lanes: every particle in a group (>>stress_lanes_, >>cpu_lane_groups). */
+   With the lanes: every particle in a group (>>stress_lanes_, >>cpu_lane_groups), over positions
+   (>>cpu_lane_order). */
 static void cq__p2g_range_2d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_f64 *t = (const cq__sub_task_2d_f64 *)ctx;
@@ -14816,14 +14946,14 @@ static void cq__p2g_range_2d_fixed_corotated_f64(void *ctx, int begin, int end)
         enum { LN = CQ__LANES_f64, DD = 4 };
         const cq__pview_f64 s = t->in;
         const int g0 = begin - begin % LN;
-        cq__pk_prefetch_2d_f64(pk, rank + begin, (end < g0 + LN ? end : g0 + LN) - begin);
+        cq__pk_prefetch_at_2d_f64(t->s, pk, begin, end < g0 + LN ? end : g0 + LN);
         for (int g = g0; g < end; g += LN) {   /* >>cpu_lane_groups */
             int ps[LN], lo, hi;
             double F[DD][LN], R[DD][LN], Pp[DD][LN], G[DD][LN];
-            cq__lane_group(ps, g, begin, end, LN, &lo, &hi);
+            if (!cq__lane_group(t->s, ps, g, begin, end, LN, &lo, &hi)) continue;
             for (int l = 0; l < LN; ++l)
                 for (int i = 0; i < DD; ++i) F[i][l] = s.F[(long)ps[l] * DD + i];
-            if (g + LN < end) cq__pk_prefetch_2d_f64(pk, rank + g + LN, end - g - LN < LN ? end - g - LN : LN);   /* the next group's */
+            if (g + LN < end) cq__pk_prefetch_at_2d_f64(t->s, pk, g + LN, end - g - LN < LN ? end : g + 2 * LN);   /* the next group's */
             cq__mat_lanes_f64 m;
             cq__svd_lanes_f64 sv;
             cq__mat_lanes_load_f64(ps, s, &m);
@@ -14831,7 +14961,7 @@ static void cq__p2g_range_2d_fixed_corotated_f64(void *ctx, int begin, int end)
             cq__pk1_lanes_2d_fixed_corotated_f64(t->prm, s, &m, F, R, Pp);
             cq__affine_lanes_2d_f64(ps, t->prm, s, Pp, F, G);
             for (int l = lo; l < hi; ++l) {   /* as cq__p2g_rot_ packs */
-                const long q = g + l;
+                const long q = ps[l];
                 double pq[CQ__PK(2)], xp[2];   /* the record here, then widened into its slot (>>cpu_gather_record) */
                 int base[2];
                 for (int a = 0; a < 2; ++a) xp[a] = s.x[q * 2 + a];
@@ -14873,7 +15003,7 @@ static void cq__p2g_adj_post_2d_fixed_corotated_f64(const cq__sub_task_2d_f64 *t
 }
 /* The P2G adjoint over particles [begin, end).  With the lanes: the transfer (>>transfer_lanes_) and
    the stress parts (>>stress_lanes_) of every particle in a group, the last group padded
-   (>>cpu_lane_groups). */
+   (>>cpu_lane_groups), over positions (>>cpu_lane_order). */
 static void cq__p2g_adj_range_2d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_f64 *t = (const cq__sub_task_2d_f64 *)ctx;
@@ -14884,7 +15014,7 @@ static void cq__p2g_adj_range_2d_fixed_corotated_f64(void *ctx, int begin, int e
         for (int g = begin - begin % LN; g < end; g += LN) {   /* >>cpu_lane_groups */
             int ps[LN], lo, hi;
             double F[DD][LN], R[DD][LN], Pp[DD][LN], G[DD][LN], Gl[LN][DD];
-            cq__lane_group(ps, g, begin, end, LN, &lo, &hi);
+            if (!cq__lane_group(t->s, ps, g, begin, end, LN, &lo, &hi)) continue;
             for (int l = 0; l < LN; ++l)
                 for (int i = 0; i < DD; ++i) F[i][l] = t->in.F[(long)ps[l] * DD + i];
             cq__mat_lanes_f64 m;   /* loaded once for the stress and its adjoint */
@@ -14910,7 +15040,7 @@ static void cq__p2g_adj_range_2d_fixed_corotated_f64(void *ctx, int begin, int e
         cq__p2g_adj_transfer_2d_f64(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
         cq__p2g_adj_post_2d_fixed_corotated_f64(t, p, rot, Pp, G_bar);
     }
-    if (t->chk) cq__check_adjoint_range(t->chk, begin, end);   /* these particles' adjoints are finished */
+    if (t->chk) cq__check_adjoint_at(t->s, t->chk, begin, end);   /* these particles' adjoints are finished */
 }
 
 /* >>cpu_grid_2d_fixed_corotated_f64: sort, P2G (particle half, then the gather) and the grid update from particle
@@ -14921,7 +15051,7 @@ static void cq__cpu_grid_2d_fixed_corotated_f64(cq__sub_task_2d_f64 *t, int keep
     cq_sim *s = t->s;
     t->g.m = (double *)s->grid_m; t->g.v = (double *)s->grid_v;
     cq__cpu_sort_f64(s, t->in);
-    cq__particle_for(s, s->n, 512, cq__p2g_range_2d_fixed_corotated_f64, t);
+    cq__particle_for(s, cq__lane_items(s), 512, cq__p2g_range_2d_fixed_corotated_f64, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (double *)s->grid_p : NULL; t->update = 1;
     t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f64, t);
@@ -14941,7 +15071,7 @@ static int cq__cpu_substep_2d_fixed_corotated_f64(cq_sim *s, const cq__state *in
     if (s->gkeep) t.rot = (cq__rot_2d_f64 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
     cq__cpu_grid_2d_fixed_corotated_f64(&t, s->gkeep);
     t.first = n;
-    cq__particle_for(s, n, 1024, cq__g2p_range_2d_f64, &t);
+    cq__particle_for(s, cq__lane_items(s), 1024, cq__g2p_range_2d_f64, &t);
     if (t.first == n) *bad = -1;
     else {
         *bad = t.first;
@@ -14970,7 +15100,7 @@ static void cq__cpu_substep_adj_2d_fixed_corotated_f64(cq_sim *s, const cq__stat
     t.rot = (cq__rot_2d_f64 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
     if (s->gready) { t.g.m = (double *)s->grid_m; t.g.v = (double *)s->grid_v; }
     else cq__cpu_grid_2d_fixed_corotated_f64(&t, 1);
-    cq__particle_for(s, s->n, 512, cq__g2p_adj_range_2d_f64, &t);   /* its scatter: the gather below */
+    cq__particle_for(s, cq__lane_items(s), 512, cq__g2p_adj_range_2d_f64, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
     t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f64, &t);
@@ -14978,7 +15108,7 @@ static void cq__cpu_substep_adj_2d_fixed_corotated_f64(cq_sim *s, const cq__stat
         cq__check_begin(s, ai_st, &chk);
         t.chk = &chk;
     }
-    cq__particle_for(s, s->n, 512, cq__p2g_adj_range_2d_fixed_corotated_f64, &t);
+    cq__particle_for(s, cq__lane_items(s), 512, cq__p2g_adj_range_2d_fixed_corotated_f64, &t);
     if (t.chk) { *s->adj_status = cq__check_status(&chk); s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_2d_f64(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
@@ -15013,7 +15143,8 @@ static void cq__cpu_rot_lanes_2d_neohookean_f32(const cq__sub_task_2d_f32 *t, co
 /* P2G's particle half over particles [begin, end) in index order, each into its sorted slot's
    packed record: the particle arrays are read in order, whatever order the particles came in
    (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k).
-   With the lanes: every particle in a group (>>stress_lanes_, >>cpu_lane_groups). */
+   With the lanes: every particle in a group (>>stress_lanes_, >>cpu_lane_groups), over positions
+   (>>cpu_lane_order). */
 static void cq__p2g_range_2d_neohookean_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_f32 *t = (const cq__sub_task_2d_f32 *)ctx;
@@ -15023,14 +15154,14 @@ static void cq__p2g_range_2d_neohookean_f32(void *ctx, int begin, int end)
         enum { LN = CQ__LANES_f32, DD = 4 };
         const cq__pview_f32 s = t->in;
         const int g0 = begin - begin % LN;
-        cq__pk_prefetch_2d_f32(pk, rank + begin, (end < g0 + LN ? end : g0 + LN) - begin);
+        cq__pk_prefetch_at_2d_f32(t->s, pk, begin, end < g0 + LN ? end : g0 + LN);
         for (int g = g0; g < end; g += LN) {   /* >>cpu_lane_groups */
             int ps[LN], lo, hi;
             float F[DD][LN], R[DD][LN], Pp[DD][LN], G[DD][LN];
-            cq__lane_group(ps, g, begin, end, LN, &lo, &hi);
+            if (!cq__lane_group(t->s, ps, g, begin, end, LN, &lo, &hi)) continue;
             for (int l = 0; l < LN; ++l)
                 for (int i = 0; i < DD; ++i) F[i][l] = s.F[(long)ps[l] * DD + i];
-            if (g + LN < end) cq__pk_prefetch_2d_f32(pk, rank + g + LN, end - g - LN < LN ? end - g - LN : LN);   /* the next group's */
+            if (g + LN < end) cq__pk_prefetch_at_2d_f32(t->s, pk, g + LN, end - g - LN < LN ? end : g + 2 * LN);   /* the next group's */
             cq__mat_lanes_f32 m;
             cq__svd_lanes_f32 sv;
             cq__mat_lanes_load_f32(ps, s, &m);
@@ -15038,7 +15169,7 @@ static void cq__p2g_range_2d_neohookean_f32(void *ctx, int begin, int end)
             cq__pk1_lanes_2d_neohookean_f32(t->prm, s, &m, F, R, Pp);
             cq__affine_lanes_2d_f32(ps, t->prm, s, Pp, F, G);
             for (int l = lo; l < hi; ++l) {   /* as cq__p2g_rot_ packs */
-                const long q = g + l;
+                const long q = ps[l];
                 float pq[CQ__PK(2)], xp[2];   /* the record here, then widened into its slot (>>cpu_gather_record) */
                 int base[2];
                 for (int a = 0; a < 2; ++a) xp[a] = s.x[q * 2 + a];
@@ -15080,7 +15211,7 @@ static void cq__p2g_adj_post_2d_neohookean_f32(const cq__sub_task_2d_f32 *t, int
 }
 /* The P2G adjoint over particles [begin, end).  With the lanes: the transfer (>>transfer_lanes_) and
    the stress parts (>>stress_lanes_) of every particle in a group, the last group padded
-   (>>cpu_lane_groups). */
+   (>>cpu_lane_groups), over positions (>>cpu_lane_order). */
 static void cq__p2g_adj_range_2d_neohookean_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_f32 *t = (const cq__sub_task_2d_f32 *)ctx;
@@ -15091,7 +15222,7 @@ static void cq__p2g_adj_range_2d_neohookean_f32(void *ctx, int begin, int end)
         for (int g = begin - begin % LN; g < end; g += LN) {   /* >>cpu_lane_groups */
             int ps[LN], lo, hi;
             float F[DD][LN], R[DD][LN], Pp[DD][LN], G[DD][LN], Gl[LN][DD];
-            cq__lane_group(ps, g, begin, end, LN, &lo, &hi);
+            if (!cq__lane_group(t->s, ps, g, begin, end, LN, &lo, &hi)) continue;
             for (int l = 0; l < LN; ++l)
                 for (int i = 0; i < DD; ++i) F[i][l] = t->in.F[(long)ps[l] * DD + i];
             cq__mat_lanes_f32 m;   /* loaded once for the stress and its adjoint */
@@ -15117,7 +15248,7 @@ static void cq__p2g_adj_range_2d_neohookean_f32(void *ctx, int begin, int end)
         cq__p2g_adj_transfer_2d_f32(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
         cq__p2g_adj_post_2d_neohookean_f32(t, p, rot, Pp, G_bar);
     }
-    if (t->chk) cq__check_adjoint_range(t->chk, begin, end);   /* these particles' adjoints are finished */
+    if (t->chk) cq__check_adjoint_at(t->s, t->chk, begin, end);   /* these particles' adjoints are finished */
 }
 
 /* >>cpu_grid_2d_neohookean_f32: sort, P2G (particle half, then the gather) and the grid update from particle
@@ -15128,7 +15259,7 @@ static void cq__cpu_grid_2d_neohookean_f32(cq__sub_task_2d_f32 *t, int keep_mome
     cq_sim *s = t->s;
     t->g.m = (float *)s->grid_m; t->g.v = (float *)s->grid_v;
     cq__cpu_sort_f32(s, t->in);
-    cq__particle_for(s, s->n, 512, cq__p2g_range_2d_neohookean_f32, t);
+    cq__particle_for(s, cq__lane_items(s), 512, cq__p2g_range_2d_neohookean_f32, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (float *)s->grid_p : NULL; t->update = 1;
     t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f32, t);
@@ -15148,7 +15279,7 @@ static int cq__cpu_substep_2d_neohookean_f32(cq_sim *s, const cq__state *in_st, 
     if (s->gkeep) t.rot = (cq__rot_2d_f32 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
     cq__cpu_grid_2d_neohookean_f32(&t, s->gkeep);
     t.first = n;
-    cq__particle_for(s, n, 1024, cq__g2p_range_2d_f32, &t);
+    cq__particle_for(s, cq__lane_items(s), 1024, cq__g2p_range_2d_f32, &t);
     if (t.first == n) *bad = -1;
     else {
         *bad = t.first;
@@ -15177,7 +15308,7 @@ static void cq__cpu_substep_adj_2d_neohookean_f32(cq_sim *s, const cq__state *in
     t.rot = (cq__rot_2d_f32 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
     if (s->gready) { t.g.m = (float *)s->grid_m; t.g.v = (float *)s->grid_v; }
     else cq__cpu_grid_2d_neohookean_f32(&t, 1);
-    cq__particle_for(s, s->n, 512, cq__g2p_adj_range_2d_f32, &t);   /* its scatter: the gather below */
+    cq__particle_for(s, cq__lane_items(s), 512, cq__g2p_adj_range_2d_f32, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
     t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f32, &t);
@@ -15185,7 +15316,7 @@ static void cq__cpu_substep_adj_2d_neohookean_f32(cq_sim *s, const cq__state *in
         cq__check_begin(s, ai_st, &chk);
         t.chk = &chk;
     }
-    cq__particle_for(s, s->n, 512, cq__p2g_adj_range_2d_neohookean_f32, &t);
+    cq__particle_for(s, cq__lane_items(s), 512, cq__p2g_adj_range_2d_neohookean_f32, &t);
     if (t.chk) { *s->adj_status = cq__check_status(&chk); s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_2d_f32(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
@@ -15220,7 +15351,8 @@ static void cq__cpu_rot_lanes_2d_neohookean_f64(const cq__sub_task_2d_f64 *t, co
 /* P2G's particle half over particles [begin, end) in index order, each into its sorted slot's
    packed record: the particle arrays are read in order, whatever order the particles came in
    (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k).
-   With the lanes: every particle in a group (>>stress_lanes_, >>cpu_lane_groups). */
+   With the lanes: every particle in a group (>>stress_lanes_, >>cpu_lane_groups), over positions
+   (>>cpu_lane_order). */
 static void cq__p2g_range_2d_neohookean_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_f64 *t = (const cq__sub_task_2d_f64 *)ctx;
@@ -15230,14 +15362,14 @@ static void cq__p2g_range_2d_neohookean_f64(void *ctx, int begin, int end)
         enum { LN = CQ__LANES_f64, DD = 4 };
         const cq__pview_f64 s = t->in;
         const int g0 = begin - begin % LN;
-        cq__pk_prefetch_2d_f64(pk, rank + begin, (end < g0 + LN ? end : g0 + LN) - begin);
+        cq__pk_prefetch_at_2d_f64(t->s, pk, begin, end < g0 + LN ? end : g0 + LN);
         for (int g = g0; g < end; g += LN) {   /* >>cpu_lane_groups */
             int ps[LN], lo, hi;
             double F[DD][LN], R[DD][LN], Pp[DD][LN], G[DD][LN];
-            cq__lane_group(ps, g, begin, end, LN, &lo, &hi);
+            if (!cq__lane_group(t->s, ps, g, begin, end, LN, &lo, &hi)) continue;
             for (int l = 0; l < LN; ++l)
                 for (int i = 0; i < DD; ++i) F[i][l] = s.F[(long)ps[l] * DD + i];
-            if (g + LN < end) cq__pk_prefetch_2d_f64(pk, rank + g + LN, end - g - LN < LN ? end - g - LN : LN);   /* the next group's */
+            if (g + LN < end) cq__pk_prefetch_at_2d_f64(t->s, pk, g + LN, end - g - LN < LN ? end : g + 2 * LN);   /* the next group's */
             cq__mat_lanes_f64 m;
             cq__svd_lanes_f64 sv;
             cq__mat_lanes_load_f64(ps, s, &m);
@@ -15245,7 +15377,7 @@ static void cq__p2g_range_2d_neohookean_f64(void *ctx, int begin, int end)
             cq__pk1_lanes_2d_neohookean_f64(t->prm, s, &m, F, R, Pp);
             cq__affine_lanes_2d_f64(ps, t->prm, s, Pp, F, G);
             for (int l = lo; l < hi; ++l) {   /* as cq__p2g_rot_ packs */
-                const long q = g + l;
+                const long q = ps[l];
                 double pq[CQ__PK(2)], xp[2];   /* the record here, then widened into its slot (>>cpu_gather_record) */
                 int base[2];
                 for (int a = 0; a < 2; ++a) xp[a] = s.x[q * 2 + a];
@@ -15287,7 +15419,7 @@ static void cq__p2g_adj_post_2d_neohookean_f64(const cq__sub_task_2d_f64 *t, int
 }
 /* The P2G adjoint over particles [begin, end).  With the lanes: the transfer (>>transfer_lanes_) and
    the stress parts (>>stress_lanes_) of every particle in a group, the last group padded
-   (>>cpu_lane_groups). */
+   (>>cpu_lane_groups), over positions (>>cpu_lane_order). */
 static void cq__p2g_adj_range_2d_neohookean_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_2d_f64 *t = (const cq__sub_task_2d_f64 *)ctx;
@@ -15298,7 +15430,7 @@ static void cq__p2g_adj_range_2d_neohookean_f64(void *ctx, int begin, int end)
         for (int g = begin - begin % LN; g < end; g += LN) {   /* >>cpu_lane_groups */
             int ps[LN], lo, hi;
             double F[DD][LN], R[DD][LN], Pp[DD][LN], G[DD][LN], Gl[LN][DD];
-            cq__lane_group(ps, g, begin, end, LN, &lo, &hi);
+            if (!cq__lane_group(t->s, ps, g, begin, end, LN, &lo, &hi)) continue;
             for (int l = 0; l < LN; ++l)
                 for (int i = 0; i < DD; ++i) F[i][l] = t->in.F[(long)ps[l] * DD + i];
             cq__mat_lanes_f64 m;   /* loaded once for the stress and its adjoint */
@@ -15324,7 +15456,7 @@ static void cq__p2g_adj_range_2d_neohookean_f64(void *ctx, int begin, int end)
         cq__p2g_adj_transfer_2d_f64(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
         cq__p2g_adj_post_2d_neohookean_f64(t, p, rot, Pp, G_bar);
     }
-    if (t->chk) cq__check_adjoint_range(t->chk, begin, end);   /* these particles' adjoints are finished */
+    if (t->chk) cq__check_adjoint_at(t->s, t->chk, begin, end);   /* these particles' adjoints are finished */
 }
 
 /* >>cpu_grid_2d_neohookean_f64: sort, P2G (particle half, then the gather) and the grid update from particle
@@ -15335,7 +15467,7 @@ static void cq__cpu_grid_2d_neohookean_f64(cq__sub_task_2d_f64 *t, int keep_mome
     cq_sim *s = t->s;
     t->g.m = (double *)s->grid_m; t->g.v = (double *)s->grid_v;
     cq__cpu_sort_f64(s, t->in);
-    cq__particle_for(s, s->n, 512, cq__p2g_range_2d_neohookean_f64, t);
+    cq__particle_for(s, cq__lane_items(s), 512, cq__p2g_range_2d_neohookean_f64, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (double *)s->grid_p : NULL; t->update = 1;
     t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f64, t);
@@ -15355,7 +15487,7 @@ static int cq__cpu_substep_2d_neohookean_f64(cq_sim *s, const cq__state *in_st, 
     if (s->gkeep) t.rot = (cq__rot_2d_f64 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
     cq__cpu_grid_2d_neohookean_f64(&t, s->gkeep);
     t.first = n;
-    cq__particle_for(s, n, 1024, cq__g2p_range_2d_f64, &t);
+    cq__particle_for(s, cq__lane_items(s), 1024, cq__g2p_range_2d_f64, &t);
     if (t.first == n) *bad = -1;
     else {
         *bad = t.first;
@@ -15384,7 +15516,7 @@ static void cq__cpu_substep_adj_2d_neohookean_f64(cq_sim *s, const cq__state *in
     t.rot = (cq__rot_2d_f64 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
     if (s->gready) { t.g.m = (double *)s->grid_m; t.g.v = (double *)s->grid_v; }
     else cq__cpu_grid_2d_neohookean_f64(&t, 1);
-    cq__particle_for(s, s->n, 512, cq__g2p_adj_range_2d_f64, &t);   /* its scatter: the gather below */
+    cq__particle_for(s, cq__lane_items(s), 512, cq__g2p_adj_range_2d_f64, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
     t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_2d_f64, &t);
@@ -15392,7 +15524,7 @@ static void cq__cpu_substep_adj_2d_neohookean_f64(cq_sim *s, const cq__state *in
         cq__check_begin(s, ai_st, &chk);
         t.chk = &chk;
     }
-    cq__particle_for(s, s->n, 512, cq__p2g_adj_range_2d_neohookean_f64, &t);
+    cq__particle_for(s, cq__lane_items(s), 512, cq__p2g_adj_range_2d_neohookean_f64, &t);
     if (t.chk) { *s->adj_status = cq__check_status(&chk); s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_2d_f64(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
@@ -15442,7 +15574,8 @@ static void cq__cpu_rot_lanes_3d_fixed_corotated_f32(const cq__sub_task_3d_f32 *
 /* P2G's particle half over particles [begin, end) in index order, each into its sorted slot's
    packed record: the particle arrays are read in order, whatever order the particles came in
    (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k).
-   With the lanes: every particle in a group (>>stress_lanes_, >>cpu_lane_groups). */
+   With the lanes: every particle in a group (>>stress_lanes_, >>cpu_lane_groups), over positions
+   (>>cpu_lane_order). */
 static void cq__p2g_range_3d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_f32 *t = (const cq__sub_task_3d_f32 *)ctx;
@@ -15452,14 +15585,14 @@ static void cq__p2g_range_3d_fixed_corotated_f32(void *ctx, int begin, int end)
         enum { LN = CQ__LANES_f32, DD = 9 };
         const cq__pview_f32 s = t->in;
         const int g0 = begin - begin % LN;
-        cq__pk_prefetch_3d_f32(pk, rank + begin, (end < g0 + LN ? end : g0 + LN) - begin);
+        cq__pk_prefetch_at_3d_f32(t->s, pk, begin, end < g0 + LN ? end : g0 + LN);
         for (int g = g0; g < end; g += LN) {   /* >>cpu_lane_groups */
             int ps[LN], lo, hi;
             float F[DD][LN], R[DD][LN], Pp[DD][LN], G[DD][LN];
-            cq__lane_group(ps, g, begin, end, LN, &lo, &hi);
+            if (!cq__lane_group(t->s, ps, g, begin, end, LN, &lo, &hi)) continue;
             for (int l = 0; l < LN; ++l)
                 for (int i = 0; i < DD; ++i) F[i][l] = s.F[(long)ps[l] * DD + i];
-            if (g + LN < end) cq__pk_prefetch_3d_f32(pk, rank + g + LN, end - g - LN < LN ? end - g - LN : LN);   /* the next group's */
+            if (g + LN < end) cq__pk_prefetch_at_3d_f32(t->s, pk, g + LN, end - g - LN < LN ? end : g + 2 * LN);   /* the next group's */
             cq__mat_lanes_f32 m;
             cq__svd_lanes_f32 sv;
             cq__mat_lanes_load_f32(ps, s, &m);
@@ -15467,7 +15600,7 @@ static void cq__p2g_range_3d_fixed_corotated_f32(void *ctx, int begin, int end)
             cq__pk1_lanes_3d_fixed_corotated_f32(t->prm, s, &m, F, R, Pp);
             cq__affine_lanes_3d_f32(ps, t->prm, s, Pp, F, G);
             for (int l = lo; l < hi; ++l) {   /* as cq__p2g_rot_ packs */
-                const long q = g + l;
+                const long q = ps[l];
                 float pq[CQ__PK(3)], xp[3];   /* the record here, then widened into its slot (>>cpu_gather_record) */
                 int base[3];
                 for (int a = 0; a < 3; ++a) xp[a] = s.x[q * 3 + a];
@@ -15509,7 +15642,7 @@ static void cq__p2g_adj_post_3d_fixed_corotated_f32(const cq__sub_task_3d_f32 *t
 }
 /* The P2G adjoint over particles [begin, end).  With the lanes: the transfer (>>transfer_lanes_) and
    the stress parts (>>stress_lanes_) of every particle in a group, the last group padded
-   (>>cpu_lane_groups). */
+   (>>cpu_lane_groups), over positions (>>cpu_lane_order). */
 static void cq__p2g_adj_range_3d_fixed_corotated_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_f32 *t = (const cq__sub_task_3d_f32 *)ctx;
@@ -15520,7 +15653,7 @@ static void cq__p2g_adj_range_3d_fixed_corotated_f32(void *ctx, int begin, int e
         for (int g = begin - begin % LN; g < end; g += LN) {   /* >>cpu_lane_groups */
             int ps[LN], lo, hi;
             float F[DD][LN], R[DD][LN], Pp[DD][LN], G[DD][LN], Gl[LN][DD];
-            cq__lane_group(ps, g, begin, end, LN, &lo, &hi);
+            if (!cq__lane_group(t->s, ps, g, begin, end, LN, &lo, &hi)) continue;
             for (int l = 0; l < LN; ++l)
                 for (int i = 0; i < DD; ++i) F[i][l] = t->in.F[(long)ps[l] * DD + i];
             cq__mat_lanes_f32 m;   /* loaded once for the stress and its adjoint */
@@ -15546,7 +15679,7 @@ static void cq__p2g_adj_range_3d_fixed_corotated_f32(void *ctx, int begin, int e
         cq__p2g_adj_transfer_3d_f32(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
         cq__p2g_adj_post_3d_fixed_corotated_f32(t, p, rot, Pp, G_bar);
     }
-    if (t->chk) cq__check_adjoint_range(t->chk, begin, end);   /* these particles' adjoints are finished */
+    if (t->chk) cq__check_adjoint_at(t->s, t->chk, begin, end);   /* these particles' adjoints are finished */
 }
 
 /* >>cpu_grid_3d_fixed_corotated_f32: sort, P2G (particle half, then the gather) and the grid update from particle
@@ -15557,7 +15690,7 @@ static void cq__cpu_grid_3d_fixed_corotated_f32(cq__sub_task_3d_f32 *t, int keep
     cq_sim *s = t->s;
     t->g.m = (float *)s->grid_m; t->g.v = (float *)s->grid_v;
     cq__cpu_sort_f32(s, t->in);
-    cq__particle_for(s, s->n, 512, cq__p2g_range_3d_fixed_corotated_f32, t);
+    cq__particle_for(s, cq__lane_items(s), 512, cq__p2g_range_3d_fixed_corotated_f32, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (float *)s->grid_p : NULL; t->update = 1;
     t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f32, t);
@@ -15577,7 +15710,7 @@ static int cq__cpu_substep_3d_fixed_corotated_f32(cq_sim *s, const cq__state *in
     if (s->gkeep) t.rot = (cq__rot_3d_f32 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
     cq__cpu_grid_3d_fixed_corotated_f32(&t, s->gkeep);
     t.first = n;
-    cq__particle_for(s, n, 1024, cq__g2p_range_3d_f32, &t);
+    cq__particle_for(s, cq__lane_items(s), 1024, cq__g2p_range_3d_f32, &t);
     if (t.first == n) *bad = -1;
     else {
         *bad = t.first;
@@ -15606,7 +15739,7 @@ static void cq__cpu_substep_adj_3d_fixed_corotated_f32(cq_sim *s, const cq__stat
     t.rot = (cq__rot_3d_f32 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
     if (s->gready) { t.g.m = (float *)s->grid_m; t.g.v = (float *)s->grid_v; }
     else cq__cpu_grid_3d_fixed_corotated_f32(&t, 1);
-    cq__particle_for(s, s->n, 512, cq__g2p_adj_range_3d_f32, &t);   /* its scatter: the gather below */
+    cq__particle_for(s, cq__lane_items(s), 512, cq__g2p_adj_range_3d_f32, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
     t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f32, &t);
@@ -15614,7 +15747,7 @@ static void cq__cpu_substep_adj_3d_fixed_corotated_f32(cq_sim *s, const cq__stat
         cq__check_begin(s, ai_st, &chk);
         t.chk = &chk;
     }
-    cq__particle_for(s, s->n, 512, cq__p2g_adj_range_3d_fixed_corotated_f32, &t);
+    cq__particle_for(s, cq__lane_items(s), 512, cq__p2g_adj_range_3d_fixed_corotated_f32, &t);
     if (t.chk) { *s->adj_status = cq__check_status(&chk); s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_3d_f32(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
@@ -15664,7 +15797,8 @@ static void cq__cpu_rot_lanes_3d_fixed_corotated_f64(const cq__sub_task_3d_f64 *
 /* P2G's particle half over particles [begin, end) in index order, each into its sorted slot's
    packed record: the particle arrays are read in order, whatever order the particles came in
    (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k).
-   With the lanes: every particle in a group (>>stress_lanes_, >>cpu_lane_groups). */
+   With the lanes: every particle in a group (>>stress_lanes_, >>cpu_lane_groups), over positions
+   (>>cpu_lane_order). */
 static void cq__p2g_range_3d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_f64 *t = (const cq__sub_task_3d_f64 *)ctx;
@@ -15674,14 +15808,14 @@ static void cq__p2g_range_3d_fixed_corotated_f64(void *ctx, int begin, int end)
         enum { LN = CQ__LANES_f64, DD = 9 };
         const cq__pview_f64 s = t->in;
         const int g0 = begin - begin % LN;
-        cq__pk_prefetch_3d_f64(pk, rank + begin, (end < g0 + LN ? end : g0 + LN) - begin);
+        cq__pk_prefetch_at_3d_f64(t->s, pk, begin, end < g0 + LN ? end : g0 + LN);
         for (int g = g0; g < end; g += LN) {   /* >>cpu_lane_groups */
             int ps[LN], lo, hi;
             double F[DD][LN], R[DD][LN], Pp[DD][LN], G[DD][LN];
-            cq__lane_group(ps, g, begin, end, LN, &lo, &hi);
+            if (!cq__lane_group(t->s, ps, g, begin, end, LN, &lo, &hi)) continue;
             for (int l = 0; l < LN; ++l)
                 for (int i = 0; i < DD; ++i) F[i][l] = s.F[(long)ps[l] * DD + i];
-            if (g + LN < end) cq__pk_prefetch_3d_f64(pk, rank + g + LN, end - g - LN < LN ? end - g - LN : LN);   /* the next group's */
+            if (g + LN < end) cq__pk_prefetch_at_3d_f64(t->s, pk, g + LN, end - g - LN < LN ? end : g + 2 * LN);   /* the next group's */
             cq__mat_lanes_f64 m;
             cq__svd_lanes_f64 sv;
             cq__mat_lanes_load_f64(ps, s, &m);
@@ -15689,7 +15823,7 @@ static void cq__p2g_range_3d_fixed_corotated_f64(void *ctx, int begin, int end)
             cq__pk1_lanes_3d_fixed_corotated_f64(t->prm, s, &m, F, R, Pp);
             cq__affine_lanes_3d_f64(ps, t->prm, s, Pp, F, G);
             for (int l = lo; l < hi; ++l) {   /* as cq__p2g_rot_ packs */
-                const long q = g + l;
+                const long q = ps[l];
                 double pq[CQ__PK(3)], xp[3];   /* the record here, then widened into its slot (>>cpu_gather_record) */
                 int base[3];
                 for (int a = 0; a < 3; ++a) xp[a] = s.x[q * 3 + a];
@@ -15731,7 +15865,7 @@ static void cq__p2g_adj_post_3d_fixed_corotated_f64(const cq__sub_task_3d_f64 *t
 }
 /* The P2G adjoint over particles [begin, end).  With the lanes: the transfer (>>transfer_lanes_) and
    the stress parts (>>stress_lanes_) of every particle in a group, the last group padded
-   (>>cpu_lane_groups). */
+   (>>cpu_lane_groups), over positions (>>cpu_lane_order). */
 static void cq__p2g_adj_range_3d_fixed_corotated_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_f64 *t = (const cq__sub_task_3d_f64 *)ctx;
@@ -15742,7 +15876,7 @@ static void cq__p2g_adj_range_3d_fixed_corotated_f64(void *ctx, int begin, int e
         for (int g = begin - begin % LN; g < end; g += LN) {   /* >>cpu_lane_groups */
             int ps[LN], lo, hi;
             double F[DD][LN], R[DD][LN], Pp[DD][LN], G[DD][LN], Gl[LN][DD];
-            cq__lane_group(ps, g, begin, end, LN, &lo, &hi);
+            if (!cq__lane_group(t->s, ps, g, begin, end, LN, &lo, &hi)) continue;
             for (int l = 0; l < LN; ++l)
                 for (int i = 0; i < DD; ++i) F[i][l] = t->in.F[(long)ps[l] * DD + i];
             cq__mat_lanes_f64 m;   /* loaded once for the stress and its adjoint */
@@ -15768,7 +15902,7 @@ static void cq__p2g_adj_range_3d_fixed_corotated_f64(void *ctx, int begin, int e
         cq__p2g_adj_transfer_3d_f64(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
         cq__p2g_adj_post_3d_fixed_corotated_f64(t, p, rot, Pp, G_bar);
     }
-    if (t->chk) cq__check_adjoint_range(t->chk, begin, end);   /* these particles' adjoints are finished */
+    if (t->chk) cq__check_adjoint_at(t->s, t->chk, begin, end);   /* these particles' adjoints are finished */
 }
 
 /* >>cpu_grid_3d_fixed_corotated_f64: sort, P2G (particle half, then the gather) and the grid update from particle
@@ -15779,7 +15913,7 @@ static void cq__cpu_grid_3d_fixed_corotated_f64(cq__sub_task_3d_f64 *t, int keep
     cq_sim *s = t->s;
     t->g.m = (double *)s->grid_m; t->g.v = (double *)s->grid_v;
     cq__cpu_sort_f64(s, t->in);
-    cq__particle_for(s, s->n, 512, cq__p2g_range_3d_fixed_corotated_f64, t);
+    cq__particle_for(s, cq__lane_items(s), 512, cq__p2g_range_3d_fixed_corotated_f64, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (double *)s->grid_p : NULL; t->update = 1;
     t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f64, t);
@@ -15799,7 +15933,7 @@ static int cq__cpu_substep_3d_fixed_corotated_f64(cq_sim *s, const cq__state *in
     if (s->gkeep) t.rot = (cq__rot_3d_f64 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
     cq__cpu_grid_3d_fixed_corotated_f64(&t, s->gkeep);
     t.first = n;
-    cq__particle_for(s, n, 1024, cq__g2p_range_3d_f64, &t);
+    cq__particle_for(s, cq__lane_items(s), 1024, cq__g2p_range_3d_f64, &t);
     if (t.first == n) *bad = -1;
     else {
         *bad = t.first;
@@ -15828,7 +15962,7 @@ static void cq__cpu_substep_adj_3d_fixed_corotated_f64(cq_sim *s, const cq__stat
     t.rot = (cq__rot_3d_f64 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
     if (s->gready) { t.g.m = (double *)s->grid_m; t.g.v = (double *)s->grid_v; }
     else cq__cpu_grid_3d_fixed_corotated_f64(&t, 1);
-    cq__particle_for(s, s->n, 512, cq__g2p_adj_range_3d_f64, &t);   /* its scatter: the gather below */
+    cq__particle_for(s, cq__lane_items(s), 512, cq__g2p_adj_range_3d_f64, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
     t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f64, &t);
@@ -15836,7 +15970,7 @@ static void cq__cpu_substep_adj_3d_fixed_corotated_f64(cq_sim *s, const cq__stat
         cq__check_begin(s, ai_st, &chk);
         t.chk = &chk;
     }
-    cq__particle_for(s, s->n, 512, cq__p2g_adj_range_3d_fixed_corotated_f64, &t);
+    cq__particle_for(s, cq__lane_items(s), 512, cq__p2g_adj_range_3d_fixed_corotated_f64, &t);
     if (t.chk) { *s->adj_status = cq__check_status(&chk); s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_3d_f64(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
@@ -15871,7 +16005,8 @@ static void cq__cpu_rot_lanes_3d_neohookean_f32(const cq__sub_task_3d_f32 *t, co
 /* P2G's particle half over particles [begin, end) in index order, each into its sorted slot's
    packed record: the particle arrays are read in order, whatever order the particles came in
    (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k).
-   With the lanes: every particle in a group (>>stress_lanes_, >>cpu_lane_groups). */
+   With the lanes: every particle in a group (>>stress_lanes_, >>cpu_lane_groups), over positions
+   (>>cpu_lane_order). */
 static void cq__p2g_range_3d_neohookean_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_f32 *t = (const cq__sub_task_3d_f32 *)ctx;
@@ -15881,14 +16016,14 @@ static void cq__p2g_range_3d_neohookean_f32(void *ctx, int begin, int end)
         enum { LN = CQ__LANES_f32, DD = 9 };
         const cq__pview_f32 s = t->in;
         const int g0 = begin - begin % LN;
-        cq__pk_prefetch_3d_f32(pk, rank + begin, (end < g0 + LN ? end : g0 + LN) - begin);
+        cq__pk_prefetch_at_3d_f32(t->s, pk, begin, end < g0 + LN ? end : g0 + LN);
         for (int g = g0; g < end; g += LN) {   /* >>cpu_lane_groups */
             int ps[LN], lo, hi;
             float F[DD][LN], R[DD][LN], Pp[DD][LN], G[DD][LN];
-            cq__lane_group(ps, g, begin, end, LN, &lo, &hi);
+            if (!cq__lane_group(t->s, ps, g, begin, end, LN, &lo, &hi)) continue;
             for (int l = 0; l < LN; ++l)
                 for (int i = 0; i < DD; ++i) F[i][l] = s.F[(long)ps[l] * DD + i];
-            if (g + LN < end) cq__pk_prefetch_3d_f32(pk, rank + g + LN, end - g - LN < LN ? end - g - LN : LN);   /* the next group's */
+            if (g + LN < end) cq__pk_prefetch_at_3d_f32(t->s, pk, g + LN, end - g - LN < LN ? end : g + 2 * LN);   /* the next group's */
             cq__mat_lanes_f32 m;
             cq__svd_lanes_f32 sv;
             cq__mat_lanes_load_f32(ps, s, &m);
@@ -15896,7 +16031,7 @@ static void cq__p2g_range_3d_neohookean_f32(void *ctx, int begin, int end)
             cq__pk1_lanes_3d_neohookean_f32(t->prm, s, &m, F, R, Pp);
             cq__affine_lanes_3d_f32(ps, t->prm, s, Pp, F, G);
             for (int l = lo; l < hi; ++l) {   /* as cq__p2g_rot_ packs */
-                const long q = g + l;
+                const long q = ps[l];
                 float pq[CQ__PK(3)], xp[3];   /* the record here, then widened into its slot (>>cpu_gather_record) */
                 int base[3];
                 for (int a = 0; a < 3; ++a) xp[a] = s.x[q * 3 + a];
@@ -15938,7 +16073,7 @@ static void cq__p2g_adj_post_3d_neohookean_f32(const cq__sub_task_3d_f32 *t, int
 }
 /* The P2G adjoint over particles [begin, end).  With the lanes: the transfer (>>transfer_lanes_) and
    the stress parts (>>stress_lanes_) of every particle in a group, the last group padded
-   (>>cpu_lane_groups). */
+   (>>cpu_lane_groups), over positions (>>cpu_lane_order). */
 static void cq__p2g_adj_range_3d_neohookean_f32(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_f32 *t = (const cq__sub_task_3d_f32 *)ctx;
@@ -15949,7 +16084,7 @@ static void cq__p2g_adj_range_3d_neohookean_f32(void *ctx, int begin, int end)
         for (int g = begin - begin % LN; g < end; g += LN) {   /* >>cpu_lane_groups */
             int ps[LN], lo, hi;
             float F[DD][LN], R[DD][LN], Pp[DD][LN], G[DD][LN], Gl[LN][DD];
-            cq__lane_group(ps, g, begin, end, LN, &lo, &hi);
+            if (!cq__lane_group(t->s, ps, g, begin, end, LN, &lo, &hi)) continue;
             for (int l = 0; l < LN; ++l)
                 for (int i = 0; i < DD; ++i) F[i][l] = t->in.F[(long)ps[l] * DD + i];
             cq__mat_lanes_f32 m;   /* loaded once for the stress and its adjoint */
@@ -15975,7 +16110,7 @@ static void cq__p2g_adj_range_3d_neohookean_f32(void *ctx, int begin, int end)
         cq__p2g_adj_transfer_3d_f32(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
         cq__p2g_adj_post_3d_neohookean_f32(t, p, rot, Pp, G_bar);
     }
-    if (t->chk) cq__check_adjoint_range(t->chk, begin, end);   /* these particles' adjoints are finished */
+    if (t->chk) cq__check_adjoint_at(t->s, t->chk, begin, end);   /* these particles' adjoints are finished */
 }
 
 /* >>cpu_grid_3d_neohookean_f32: sort, P2G (particle half, then the gather) and the grid update from particle
@@ -15986,7 +16121,7 @@ static void cq__cpu_grid_3d_neohookean_f32(cq__sub_task_3d_f32 *t, int keep_mome
     cq_sim *s = t->s;
     t->g.m = (float *)s->grid_m; t->g.v = (float *)s->grid_v;
     cq__cpu_sort_f32(s, t->in);
-    cq__particle_for(s, s->n, 512, cq__p2g_range_3d_neohookean_f32, t);
+    cq__particle_for(s, cq__lane_items(s), 512, cq__p2g_range_3d_neohookean_f32, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (float *)s->grid_p : NULL; t->update = 1;
     t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f32, t);
@@ -16006,7 +16141,7 @@ static int cq__cpu_substep_3d_neohookean_f32(cq_sim *s, const cq__state *in_st, 
     if (s->gkeep) t.rot = (cq__rot_3d_f32 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
     cq__cpu_grid_3d_neohookean_f32(&t, s->gkeep);
     t.first = n;
-    cq__particle_for(s, n, 1024, cq__g2p_range_3d_f32, &t);
+    cq__particle_for(s, cq__lane_items(s), 1024, cq__g2p_range_3d_f32, &t);
     if (t.first == n) *bad = -1;
     else {
         *bad = t.first;
@@ -16035,7 +16170,7 @@ static void cq__cpu_substep_adj_3d_neohookean_f32(cq_sim *s, const cq__state *in
     t.rot = (cq__rot_3d_f32 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
     if (s->gready) { t.g.m = (float *)s->grid_m; t.g.v = (float *)s->grid_v; }
     else cq__cpu_grid_3d_neohookean_f32(&t, 1);
-    cq__particle_for(s, s->n, 512, cq__g2p_adj_range_3d_f32, &t);   /* its scatter: the gather below */
+    cq__particle_for(s, cq__lane_items(s), 512, cq__g2p_adj_range_3d_f32, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (float *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
     t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f32, &t);
@@ -16043,7 +16178,7 @@ static void cq__cpu_substep_adj_3d_neohookean_f32(cq_sim *s, const cq__state *in
         cq__check_begin(s, ai_st, &chk);
         t.chk = &chk;
     }
-    cq__particle_for(s, s->n, 512, cq__p2g_adj_range_3d_neohookean_f32, &t);
+    cq__particle_for(s, cq__lane_items(s), 512, cq__p2g_adj_range_3d_neohookean_f32, &t);
     if (t.chk) { *s->adj_status = cq__check_status(&chk); s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_3d_f32(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);
@@ -16078,7 +16213,8 @@ static void cq__cpu_rot_lanes_3d_neohookean_f64(const cq__sub_task_3d_f64 *t, co
 /* P2G's particle half over particles [begin, end) in index order, each into its sorted slot's
    packed record: the particle arrays are read in order, whatever order the particles came in
    (over sorted slots, a shuffled scene read each of them at random: 3.6x the time at 64k).
-   With the lanes: every particle in a group (>>stress_lanes_, >>cpu_lane_groups). */
+   With the lanes: every particle in a group (>>stress_lanes_, >>cpu_lane_groups), over positions
+   (>>cpu_lane_order). */
 static void cq__p2g_range_3d_neohookean_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_f64 *t = (const cq__sub_task_3d_f64 *)ctx;
@@ -16088,14 +16224,14 @@ static void cq__p2g_range_3d_neohookean_f64(void *ctx, int begin, int end)
         enum { LN = CQ__LANES_f64, DD = 9 };
         const cq__pview_f64 s = t->in;
         const int g0 = begin - begin % LN;
-        cq__pk_prefetch_3d_f64(pk, rank + begin, (end < g0 + LN ? end : g0 + LN) - begin);
+        cq__pk_prefetch_at_3d_f64(t->s, pk, begin, end < g0 + LN ? end : g0 + LN);
         for (int g = g0; g < end; g += LN) {   /* >>cpu_lane_groups */
             int ps[LN], lo, hi;
             double F[DD][LN], R[DD][LN], Pp[DD][LN], G[DD][LN];
-            cq__lane_group(ps, g, begin, end, LN, &lo, &hi);
+            if (!cq__lane_group(t->s, ps, g, begin, end, LN, &lo, &hi)) continue;
             for (int l = 0; l < LN; ++l)
                 for (int i = 0; i < DD; ++i) F[i][l] = s.F[(long)ps[l] * DD + i];
-            if (g + LN < end) cq__pk_prefetch_3d_f64(pk, rank + g + LN, end - g - LN < LN ? end - g - LN : LN);   /* the next group's */
+            if (g + LN < end) cq__pk_prefetch_at_3d_f64(t->s, pk, g + LN, end - g - LN < LN ? end : g + 2 * LN);   /* the next group's */
             cq__mat_lanes_f64 m;
             cq__svd_lanes_f64 sv;
             cq__mat_lanes_load_f64(ps, s, &m);
@@ -16103,7 +16239,7 @@ static void cq__p2g_range_3d_neohookean_f64(void *ctx, int begin, int end)
             cq__pk1_lanes_3d_neohookean_f64(t->prm, s, &m, F, R, Pp);
             cq__affine_lanes_3d_f64(ps, t->prm, s, Pp, F, G);
             for (int l = lo; l < hi; ++l) {   /* as cq__p2g_rot_ packs */
-                const long q = g + l;
+                const long q = ps[l];
                 double pq[CQ__PK(3)], xp[3];   /* the record here, then widened into its slot (>>cpu_gather_record) */
                 int base[3];
                 for (int a = 0; a < 3; ++a) xp[a] = s.x[q * 3 + a];
@@ -16145,7 +16281,7 @@ static void cq__p2g_adj_post_3d_neohookean_f64(const cq__sub_task_3d_f64 *t, int
 }
 /* The P2G adjoint over particles [begin, end).  With the lanes: the transfer (>>transfer_lanes_) and
    the stress parts (>>stress_lanes_) of every particle in a group, the last group padded
-   (>>cpu_lane_groups). */
+   (>>cpu_lane_groups), over positions (>>cpu_lane_order). */
 static void cq__p2g_adj_range_3d_neohookean_f64(void *ctx, int begin, int end)
 {
     const cq__sub_task_3d_f64 *t = (const cq__sub_task_3d_f64 *)ctx;
@@ -16156,7 +16292,7 @@ static void cq__p2g_adj_range_3d_neohookean_f64(void *ctx, int begin, int end)
         for (int g = begin - begin % LN; g < end; g += LN) {   /* >>cpu_lane_groups */
             int ps[LN], lo, hi;
             double F[DD][LN], R[DD][LN], Pp[DD][LN], G[DD][LN], Gl[LN][DD];
-            cq__lane_group(ps, g, begin, end, LN, &lo, &hi);
+            if (!cq__lane_group(t->s, ps, g, begin, end, LN, &lo, &hi)) continue;
             for (int l = 0; l < LN; ++l)
                 for (int i = 0; i < DD; ++i) F[i][l] = t->in.F[(long)ps[l] * DD + i];
             cq__mat_lanes_f64 m;   /* loaded once for the stress and its adjoint */
@@ -16182,7 +16318,7 @@ static void cq__p2g_adj_range_3d_neohookean_f64(void *ctx, int begin, int end)
         cq__p2g_adj_transfer_3d_f64(p, t->prm, t->in, G, gp_bar, gm_bar, t->ai, t->pg, G_bar);
         cq__p2g_adj_post_3d_neohookean_f64(t, p, rot, Pp, G_bar);
     }
-    if (t->chk) cq__check_adjoint_range(t->chk, begin, end);   /* these particles' adjoints are finished */
+    if (t->chk) cq__check_adjoint_at(t->s, t->chk, begin, end);   /* these particles' adjoints are finished */
 }
 
 /* >>cpu_grid_3d_neohookean_f64: sort, P2G (particle half, then the gather) and the grid update from particle
@@ -16193,7 +16329,7 @@ static void cq__cpu_grid_3d_neohookean_f64(cq__sub_task_3d_f64 *t, int keep_mome
     cq_sim *s = t->s;
     t->g.m = (double *)s->grid_m; t->g.v = (double *)s->grid_v;
     cq__cpu_sort_f64(s, t->in);
-    cq__particle_for(s, s->n, 512, cq__p2g_range_3d_neohookean_f64, t);
+    cq__particle_for(s, cq__lane_items(s), 512, cq__p2g_range_3d_neohookean_f64, t);
     t->gm = t->g.m; t->gv = t->g.v; t->gp = keep_momentum ? (double *)s->grid_p : NULL; t->update = 1;
     t->dirty = s->row_dirty; t->bm = CQ__ROW_M; t->bv = CQ__ROW_V; t->bp = CQ__ROW_P;
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f64, t);
@@ -16213,7 +16349,7 @@ static int cq__cpu_substep_3d_neohookean_f64(cq_sim *s, const cq__state *in_st, 
     if (s->gkeep) t.rot = (cq__rot_3d_f64 *)s->rotc;   /* a kept grid phase (>>grid_cache): as the adjoint's */
     cq__cpu_grid_3d_neohookean_f64(&t, s->gkeep);
     t.first = n;
-    cq__particle_for(s, n, 1024, cq__g2p_range_3d_f64, &t);
+    cq__particle_for(s, cq__lane_items(s), 1024, cq__g2p_range_3d_f64, &t);
     if (t.first == n) *bad = -1;
     else {
         *bad = t.first;
@@ -16242,7 +16378,7 @@ static void cq__cpu_substep_adj_3d_neohookean_f64(cq_sim *s, const cq__state *in
     t.rot = (cq__rot_3d_f64 *)s->rotc;   /* NULL unless cq__rot_cache_bytes */
     if (s->gready) { t.g.m = (double *)s->grid_m; t.g.v = (double *)s->grid_v; }
     else cq__cpu_grid_3d_neohookean_f64(&t, 1);
-    cq__particle_for(s, s->n, 512, cq__g2p_adj_range_3d_f64, &t);   /* its scatter: the gather below */
+    cq__particle_for(s, cq__lane_items(s), 512, cq__g2p_adj_range_3d_f64, &t);   /* its scatter: the gather below */
     t.gm = NULL; t.gv = (double *)s->grid_vb; t.gp = NULL; t.update = 0; t.dirty = s->row_dirty_adj; t.bv = CQ__ROW_VB;
     t.grid_adj = 1;   /* each row's grid adjoint as soon as its dL/dv_i is gathered */
     cq__parallel_for(s, cq__rows(s), cq__row_range(s), cq__cpu_gather_rows_3d_f64, &t);
@@ -16250,7 +16386,7 @@ static void cq__cpu_substep_adj_3d_neohookean_f64(cq_sim *s, const cq__state *in
         cq__check_begin(s, ai_st, &chk);
         t.chk = &chk;
     }
-    cq__particle_for(s, s->n, 512, cq__p2g_adj_range_3d_neohookean_f64, &t);
+    cq__particle_for(s, cq__lane_items(s), 512, cq__p2g_adj_range_3d_neohookean_f64, &t);
     if (t.chk) { *s->adj_status = cq__check_status(&chk); s->adj_checked = 1; }
     if (s->n_cables) cq__cpu_cable_adj_3d_f64(s, in_st, ai_st);
     cq__fp_leave(flush, fpm);

@@ -341,7 +341,9 @@ cuda_san_items() {   # (in linked_san's chain)
 }
 # batched scenes again, from the contract (tests/test_batch.c): K = 3 or 4 scenes bitwise alone on the CPU
 # (state, all gradients, actuation gradients; host threads), bad scenes, a failing step; then on the
-# mock driver (filter "cuda"): CUDA batched bitwise the CPU's, twice from reset
+# mock driver (filter "cuda"): CUDA batched bitwise the CPU's, twice from reset.  Under ASan + UBSan
+# with the lanes on (their lane order over the scenes, cpu_backend.j2 >>cpu_lane_order; the lanes-off
+# batched path runs under them in linked_san's test_scenes)
 chain 26 test_batch
 c_test_batch() {
     item test_batch sh -c "$CC -std=c99 -O2 -g1 $WARN $NW tests/test_batch.c -o $B/test_batch -lm -ldl && ./$B/test_batch"
@@ -349,7 +351,7 @@ c_test_batch() {
 }
 chain 44 test_batch_asan_ubsan s
 c_test_batch_asan_ubsan() {
-    item test_batch_asan_ubsan sh -c "$CC -std=c99 -O1 -g1 $WARN $SAN $NW tests/test_batch.c -o $B/test_batch_san -lm -ldl && \
+    item test_batch_asan_ubsan sh -c "$CC -std=c99 -O1 -g1 $WARN $SAN $NW -DCQ_CPU_LANES=1 tests/test_batch.c -o $B/test_batch_san -lm -ldl && \
         ./$B/test_batch_san && CQ_CUDA_LIBRARY=$MOCK ./$B/test_batch_san cuda"
 }
 # float32 kernels with subnormals kept (CQ_CPU_KEEP_SUBNORMALS): the flush test expects them kept
@@ -412,10 +414,11 @@ c_test_threads_tsan() {
 # -ffast-math, the flags of a user's or a game engine's build: in ISO C, as the rest of make test
 # builds, the lanes and the one-particle kernels give the same bits anyway.  And test_batch in GNU C
 # (each scene bitwise as alone: before >>cpu_lane_groups a scene's last particles ran the one-particle
-# kernels there, and 3 of its tests failed), and with -ffast-math at -O2 (a batch puts a scene's
-# particles in other lanes than alone: the lanes must run one code; cpu_lanes.j2's polar VJP had
-# gcc peel lane 0, and 2 of its tests failed there; at -O3 gcc 12 still rounds some lanes' copies of
-# an expression otherwise, see MANY SCENES in chainqueen.h)
+# kernels there, and 3 of its tests failed), and with -O3 -ffast-math, where gcc 12 compiles some lane
+# loops with a lane peeled or vectorized apart, so a lane's bits may depend on its place: each scene's
+# particles take the lanes they have alone (cpu_backend.j2 >>cpu_lane_order; before it, 3 of its
+# tests failed there; at -O2 cpu_lanes.j2's polar VJP had gcc peel lane 0), on grids whose node counts
+# are no multiple of a vector's width (TEST_BATCH_ODD_GRIDS: a scene's grid at other vector places)
 chain 85 test_threads_split_gnu
 c_test_threads_split_gnu() {
     item test_threads_split_fma sh -c "$CC -std=gnu99 -O2 -march=native -ffp-contract=fast $WARN $NW tests/test_threads.c \
@@ -424,9 +427,9 @@ c_test_threads_split_gnu() {
         -o $B/test_threads_fm -lm -pthread && ./$B/test_threads_fm host_threads_split"
     item test_batch_gnu_fma sh -c "$CC -std=gnu99 -O2 -march=native -ffp-contract=fast $WARN $NW tests/test_batch.c \
         -o $B/test_batch_fma -lm -ldl && ./$B/test_batch_fma"
-    item test_batch_fast_math sh -c "$CC -std=gnu99 -O2 -march=native -ffast-math $WARN $NW tests/test_batch.c \
+    item test_batch_fast_math sh -c "$CC -std=gnu99 -O3 -march=native -ffast-math $WARN $NW -DTEST_BATCH_ODD_GRIDS tests/test_batch.c \
         -o $B/test_batch_fm -lm -ldl && ./$B/test_batch_fm"
-    if command -v clang >/dev/null 2>&1; then   # clang 14 keeps it at -O3 -ffast-math too (gcc 12 does not)
+    if command -v clang >/dev/null 2>&1; then
         item test_batch_clang_fast_math sh -c "clang -std=gnu99 -O3 -march=native -ffast-math $WARN $NW tests/test_batch.c \
             -o $B/test_batch_clang_fm -lm -ldl && ./$B/test_batch_clang_fm"
     else

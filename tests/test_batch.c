@@ -21,7 +21,8 @@
                     a CUDA sim creatable: batched CUDA against batched CPU bitwise (state and
                     gradients), twice from reset bitwise, no device memory leaked.  Else SKIP.
 
-   ./test_batch [filter]      (make test runs it plain, and with the mock driver and filter "cuda") */
+   ./test_batch [filter]      (make test runs it plain, and with the mock driver and filter "cuda";
+                               built with -DTEST_BATCH_ODD_GRIDS, grids of 25^2 and 17^3 nodes) */
 #define _POSIX_C_SOURCE 200112L
 #define CHAINQUEEN_IMPLEMENTATION
 #include "../chainqueen.h"
@@ -269,6 +270,11 @@ static cq_sim_desc make_desc(const variant *v, const run_opts *o)
     cq_sim_desc d;
     memset(&d, 0, sizeof d);
     d.dim = v->dim; d.res[0] = d.res[1] = d.res[2] = v->dim == 2 ? 24 : 16; d.dx = 1.0 / d.res[0];
+#if defined(TEST_BATCH_ODD_GRIDS)   /* grids of 25^2 and 17^3 nodes, no multiple of a vector's width: a
+                                       scene's grid then starts at other places of the vectors than
+                                       alone (the wall at +x moves out by one cell) */
+    d.res[0] = d.res[1] = d.res[2] = v->dim == 2 ? 25 : 17;
+#endif
     d.dt = 1e-4; d.substeps = 2; d.gravity[1] = -9.8;
     d.material = (cq_material)v->mat; d.precision = (cq_precision)v->prec; d.backend = o->backend;
     d.boundary = (cq_boundary)v->boundary; d.friction = 0.4; d.checkpoint_every = o->ckpt;
@@ -823,6 +829,76 @@ TEST(a_failing_step_leaves_every_scene_at_its_start)
     }
 }
 
+/* The lane order (cpu_backend.j2 >>cpu_lane_order): with several scenes the lane kernels run over
+   each scene's particles from a multiple of the lanes, scene by scene, not in index order.  Scenes
+   added in descending order (scene 2 holds the particles 0..195, scene 0 the last 144): a step in
+   which particle 0 (scene 2) and particle 400 (scene 0, first in the lane order) both leave names
+   particle 0, whatever the split (no hook; ranges of 2 and 5 positions, out of order), and the
+   sim stays at its step.  Then the backward's adjoint check over positions (what the P2G adjoint
+   runs, cq__check_adjoint_at) names the lowest particle with a non-finite entry, on any split: a
+   range's positions are not in index order either. */
+TEST(the_lowest_failing_particle_is_named_whatever_the_lane_order)
+{
+    const variant v = {2, 1, 1, 3, LAYOUT_SORTED, 1};
+    for (int mode = 0; mode < 3; ++mode) {
+        split_pool pool = {3, mode == 1 ? 2 : 5, mode == 2, 0};
+        batch b;
+        run_opts o;
+        cq_sim_desc d;
+        cq_sim *s = NULL;
+        cq_particles_desc p;
+        double *vel;
+        cq_result r;
+        if (!build(&v, &b)) { CHECK(0, "out of memory"); return; }
+        memset(&o, 0, sizeof o);
+        o.backend = CQ_BACKEND_CPU; o.nscenes = 3; o.ckpt = 1; o.pool = mode ? &pool : NULL;
+        d = make_desc(&v, &o);
+        if (cq_sim_create(&d, &s) != CQ_SUCCESS) { CHECK(0, "create: %s", cq_sim_last_error(NULL)); batch_free(&b); return; }
+        memset(&p, 0, sizeof p);
+        b.v[0] = -1e5; b.v[1] = 3e4; b.v[800] = 1e5; b.v[801] = -3e4;   /* both leave in the first substep */
+        p.count = b.n; p.x = b.x; p.v = b.v; p.youngs = b.E; p.poisson = b.nu; p.scene = b.scene;
+        CHECK_OK(cq_sim_add_particles(s, &p));
+        CHECK(b.scene[0] == 2 && b.scene[400] == 0, "the layout changed: particle 0 in scene %d, 400 in %d", b.scene[0], b.scene[400]);
+        r = cq_sim_step(s, 1);
+        CHECK(r == CQ_ERROR_OUT_OF_DOMAIN, "mode %d: step: %s", mode, cq_result_string(r));
+        CHECK(strstr(cq_sim_last_error(s), "particle 0 of scene 2") != NULL, "mode %d: the message does not name particle 0 "
+              "of scene 2: %s", mode, cq_sim_last_error(s));
+        CHECK(cq_sim_step_count(s) == 0, "mode %d: step count %d after the failed step", mode, cq_sim_step_count(s));
+        CHECK(!CQ__LANES_ON_f32 || (s->lord && s->nlord > b.n), "mode %d: no lane order with the lanes on (%d positions)",
+              mode, s->nlord);
+        vel = (double *)calloc((size_t)b.n * 2, sizeof(double));
+        if (!vel) { CHECK(0, "out of memory"); cq_sim_destroy(s); batch_free(&b); return; }
+        CHECK_OK(cq_sim_get(s, CQ_FIELD_V, vel));
+        vel[0] = vel[1] = vel[800] = vel[801] = 0;
+        CHECK_OK(cq_sim_set(s, CQ_FIELD_V, vel));
+        CHECK_OK(cq_sim_step(s, 1));
+        {   /* the adjoint check over positions */
+            double *seed = (double *)calloc((size_t)b.n * 2, sizeof(double));
+            const int items = cq__lane_items(s), rl = mode == 1 ? 2 : 5;
+            if (!seed) { CHECK(0, "out of memory"); free(vel); cq_sim_destroy(s); batch_free(&b); return; }
+            for (int i = 0; i < b.n * 2; ++i) seed[i] = 1.0 / b.n;
+            CHECK_OK(cq_sim_backward(s, seed, NULL, NULL, NULL, NULL, NULL));   /* allocates the adjoint */
+            for (int c = 0; c < 2; ++c) {
+                float *ax = (float *)s->adj[0].x, *aF = (float *)s->adj[0].F;
+                cq__check_task t;
+                int want;
+                if (c == 0) { aF[4 * 450 + 1] = (float)NAN; ax[2 * 7] = (float)INFINITY; want = 7 * 8; }   /* scenes 0 and 2 */
+                else { ax[2 * 7] = 0; aF[4 * 300 + 3] = (float)NAN; want = 300 * 8 + 3; }                  /* scenes 1 and 0 */
+                cq__check_begin(s, &s->adj[0], &t);
+                for (int e = items; e > 0; e -= rl)   /* ranges from the last one back */
+                    cq__check_adjoint_at(s, &t, e > rl ? e - rl : 0, e);
+                CHECK(cq__check_status(&t) == INT_MAX - want, "mode %d case %d: the check names particle %d field %d, not %d "
+                      "field %d", mode, c, (INT_MAX - cq__check_status(&t)) / 8, (INT_MAX - cq__check_status(&t)) % 8,
+                      want / 8, want % 8);
+            }
+            free(seed);
+        }
+        free(vel);
+        cq_sim_destroy(s);
+        batch_free(&b);
+    }
+}
+
 /* A 2D block of LAT_N particles (112^2, spacing dx/2 on a 128^2 grid; actuator groups grp or
    NULL) in a sim on the host's threads (mode 1: the split pool's ranges run in enqueue, 2:
    deferred to finish) or without them (mode 0); NULL after a failed CHECK. */
@@ -1103,6 +1179,7 @@ int main(int argc, char **argv)
         CASE(a_bad_scene_of_a_particle_is_refused_and_changes_nothing),
         CASE(one_scene_with_a_scene_array_and_an_empty_scene),
         CASE(a_failing_step_leaves_every_scene_at_its_start),
+        CASE(the_lowest_failing_particle_is_named_whatever_the_lane_order),
         CASE(the_adjoint_check_names_the_lowest_particle_on_any_split),
         CASE(large_copies_in_pieces_on_the_host_threads),
         CASE(actuation_gradient_chunks_on_any_split_are_bitwise_serial),
@@ -1112,7 +1189,7 @@ int main(int argc, char **argv)
         CASE(cuda_batched_is_bitwise_the_cpu_batched_and_twice_from_reset_the_same),
         CASE(cuda_grid_cache_changes_no_bit),
         CASE(cuda_no_device_memory_leaked_or_violated)};
-    const int all = (int)(sizeof cases / sizeof cases[0]), cpu = 12;
+    const int all = (int)(sizeof cases / sizeof cases[0]), cpu = 13;
     int n = all, want_cuda = 0;
     for (int i = cpu; i < all; ++i) if (argc < 2 || strstr(cases[i].name, argv[1])) want_cuda = 1;
     if (!want_cuda) n = cpu;   /* the filter names no CUDA test: the driver is not loaded */

@@ -5,7 +5,10 @@
 /* A fuzzer over sequences of public calls (the reverse API's state machine).  Each run makes
    random sims and drives them with random calls: add_particles, set, set_actuation, add_cable,
    set_cable_actuation, step (failing steps included), backward (refused seeds, hooks that call
-   everything, an allocator that starts failing part-way), grad, get, reset, tape_bytes.
+   everything, an allocator that starts failing part-way), grad, get, reset, tape_bytes.  Some
+   sims hold several scenes (particles added to random scenes, sometimes a scene out of range),
+   and some run their parallel loops on a host's threads hook that splits them into ranges of
+   random lengths and runs them out of order (cq_sim_desc.threads).
    After every call it checks the documented invariants against a shadow model:
      - every result is a known cq_result; a failure has a message;
      - particle and step counts follow the model; a refused call changes nothing (cq_sim_get of
@@ -64,7 +67,7 @@ static void fz_free(void *p, void *user)
 /* ---- the run's state and its shadow model */
 typedef struct model {
     cq_sim *s;
-    int dim, taped, f32, n, step, groups, cables;
+    int dim, taped, f32, n, step, groups, cables, scenes;
     int grad;           /* 1: gradients available, 0: not, -1: unknown (after a failed backward) */
     double *gx;         /* dL/dx kept from the last successful backward (n * dim) */
     alloc_ctl ac;
@@ -74,7 +77,7 @@ typedef struct model {
 
 static model M;
 static long executions;
-static long stat_bwd[8], stat_step_fail, stat_hooks, stat_grad_ok, stat_cuda;   /* what the runs reached */
+static long stat_bwd[8], stat_step_fail, stat_hooks, stat_grad_ok, stat_cuda, stat_batched, stat_split;   /* what the runs reached */
 static int run_failed;
 
 #define MAXP 160
@@ -187,6 +190,30 @@ static void hook(cq_sim *s, int step, void *user)
     }
 }
 
+/* ---- the host's threads: [0, items) in ranges of min_range + a random extra (the last shorter),
+   run inline in a random order with random worker indices */
+static void *split_enqueue(cq_task_fn task, int items, int min_range, void *ctx, void *user)
+{
+    enum { MAXR = 4096 };
+    static int begins[MAXR + 1], order[MAXR];   /* (the loops do not nest) */
+    int m = 0, b = 0;
+    (void)user;
+    if (min_range < 1) min_range = 1;
+    while (b < items) {
+        int len = min_range + (chance(50) ? rint_(min_range + 17) : 0);
+        if (m == MAXR - 1 || len > items - b) len = items - b;
+        begins[m++] = b;
+        b += len;
+    }
+    begins[m] = items;
+    for (int k = 0; k < m; ++k) order[k] = k;
+    for (int k = m - 1; k > 0; --k) { int j = rint_(k + 1), t = order[k]; order[k] = order[j]; order[j] = t; }
+    for (int k = 0; k < m; ++k) task(begins[order[k]], begins[order[k] + 1], rint_(3), ctx);
+    stat_split++;
+    return NULL;
+}
+static void split_finish(void *handle, void *user) { (void)handle; (void)user; }
+
 /* ---- one random call */
 static void random_positions(double *x, int count)
 {
@@ -201,7 +228,7 @@ static void random_positions(double *x, int count)
 
 static void do_add_particles(void)
 {
-    int count = rint_(24), act[64];
+    int count = rint_(24), act[64], scene[64];
     double *x = buf, *v = buf + MAXP * 3;
     cq_particles_desc p;
     snap before;
@@ -213,7 +240,10 @@ static void do_add_particles(void)
     p.count = count; p.x = x; p.v = chance(50) ? v : NULL;
     for (int i = 0; i < count; ++i) act[i] = rint_(3) - 1;
     p.actuator = chance(50) ? act : NULL;
+    for (int i = 0; i < count; ++i) scene[i] = rint_(M.scenes);
+    p.scene = M.scenes > 1 || chance(10) ? scene : NULL;
     if (chance(10) && count) x[rint_(count * M.dim)] = chance(50) ? NAN : 5.0;   /* bad input */
+    if (chance(5) && count) scene[rint_(count)] = chance(50) ? -1 : M.scenes;   /* a scene out of range */
     if (chance(5)) p.count = -1;
     before = take();
     r = cq_sim_add_particles(M.s, &p);
@@ -386,6 +416,10 @@ static void one_run(unsigned long long seed, int calls)
     M.ac.fail_after = -1;
     d.allocator.alloc = fz_alloc; d.allocator.free = fz_free; d.allocator.user = &M.ac;
     d.logger.func = cq_log_silent;   /* every refused call would print otherwise */
+    M.scenes = chance(35) ? 2 + rint_(4) : 1;
+    d.scenes = M.scenes == 1 && chance(50) ? 0 : M.scenes;
+    stat_batched += M.scenes > 1;
+    if (chance(30)) { d.threads.workers = 3; d.threads.enqueue = split_enqueue; d.threads.finish = split_finish; }
     M.taped = d.checkpoint_every > 0;
     M.f32 = d.precision == CQ_PRECISION_F32;
     M.where = "create";
@@ -423,7 +457,8 @@ int main(int argc, char **argv)
         else ++passed;
         fflush(stdout);
     }
-    printf("fuzz_api: %ld executions (public calls) in %d runs from seed %llu (%ld runs on CUDA)\n", executions, runs, first, stat_cuda);
+    printf("fuzz_api: %ld executions (public calls) in %d runs from seed %llu (%ld runs on CUDA, %ld with several scenes; "
+           "%ld loops split by the host's hook)\n", executions, runs, first, stat_cuda, stat_batched, stat_split);
     printf("fuzz_api: backward: %ld ok, %ld non-finite, %ld out of memory, %ld invalid state; %ld hook calls; "
            "%ld failed steps; %ld gradient reads checked\n", stat_bwd[0], stat_bwd[3], stat_bwd[2], stat_bwd[6],
            stat_hooks, stat_step_fail, stat_grad_ok);

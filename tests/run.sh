@@ -220,11 +220,15 @@ c_linked_cxx() {
     for t in test_errors test_gradients test_robot; do item ${t}_cxx sh -c "$(lk $t ${t}_cxx) && ./$B/${t}_cxx"; done
 }
 # under ASan + UBSan: the same tests, chainqueen_io.h's allocation failures (test_io_memory, then as C++
-# whole), the API state-machine fuzzer (a fixed seed set, tests/fuzz_api.c; longer runs: see README),
-# then on the mock (12 runs: a run there takes ~2-5 s; 150 runs from seed 200001 passed on 2026-11-27)
+# whole), the API state-machine fuzzer (a fixed seed set, tests/fuzz_api.c, with batched scenes and
+# ranges split by a host's hook; longer runs: see README), then on the mock (12 runs: a run there takes
+# ~2-5 s; 150 runs from seed 200001 passed on 2026-11-27).  With the CPU's lanes on (CQ_CPU_LANES=1, the
+# default where AVX2 is: the drivers' lane groups and the scenes' lane order, cpu_backend.j2
+# >>cpu_lane_order, under the sanitizers; the lanes-off paths run under them in the standalone
+# sanitizer builds: test_physics, test_reverse, test_adjoint_stages, test_batch)
 chain 200 linked_san s
 c_linked_san() {
-    impl san "$CC -std=c99 -O1 -g1 $WARN $SAN $NW"
+    impl san "$CC -std=c99 -O1 -g1 $WARN $SAN $NW -DCQ_CPU_LANES=1"
     cuda_san_items
     for t in test_errors test_gradients test_robot test_scenes test_io; do
         a=; [ $t = test_io ] && a=$B/io
@@ -342,8 +346,7 @@ cuda_san_items() {   # (in linked_san's chain)
 # batched scenes again, from the contract (tests/test_batch.c): K = 3 or 4 scenes bitwise alone on the CPU
 # (state, all gradients, actuation gradients; host threads), bad scenes, a failing step; then on the
 # mock driver (filter "cuda"): CUDA batched bitwise the CPU's, twice from reset.  Under ASan + UBSan
-# with the lanes on (their lane order over the scenes, cpu_backend.j2 >>cpu_lane_order; the lanes-off
-# batched path runs under them in linked_san's test_scenes)
+# with the lanes off (with them on: linked_san's test_scenes and fuzz_api)
 chain 26 test_batch
 c_test_batch() {
     item test_batch sh -c "$CC -std=c99 -O2 -g1 $WARN $NW tests/test_batch.c -o $B/test_batch -lm -ldl && ./$B/test_batch"
@@ -351,7 +354,7 @@ c_test_batch() {
 }
 chain 44 test_batch_asan_ubsan s
 c_test_batch_asan_ubsan() {
-    item test_batch_asan_ubsan sh -c "$CC -std=c99 -O1 -g1 $WARN $SAN $NW -DCQ_CPU_LANES=1 tests/test_batch.c -o $B/test_batch_san -lm -ldl && \
+    item test_batch_asan_ubsan sh -c "$CC -std=c99 -O1 -g1 $WARN $SAN $NW tests/test_batch.c -o $B/test_batch_san -lm -ldl && \
         ./$B/test_batch_san && CQ_CUDA_LIBRARY=$MOCK ./$B/test_batch_san cuda"
 }
 # float32 kernels with subnormals kept (CQ_CPU_KEEP_SUBNORMALS): the flush test expects them kept

@@ -257,6 +257,7 @@
      host: sim, vtable ...... host_sim.j2         struct cq_sim, cq__vtable (what a backend provides)
      host: errors, memory ... host_memory.j2      >>errors >>memory >>work_memory >>conversion >>act_table
                                                   (actuation chunks, both backends) >>cables
+                                                  >>sort_plan >>sort_plan_small (the CPU sort's shape) >>sort_alloc
      host: CPU backend ...... cpu_backend.j2      >>parallel_for >>cpu_grain >>cpu_flush (f32: FTZ/DAZ) >>cpu_drivers >>cpu_sort_ >>cpu_gather_ (row by row)
                                                   >>cpu_gather_record >>cpu_lane_groups >>cpu_lane_order >>cpu_grid_ >>cpu_substep_ >>cpu_substep_adj_
                                                   >>cpu_check_adjoint >>cpu_act_grad >>cpu_copy >>cpu_cables_
@@ -8667,6 +8668,29 @@ static cq__sort_plan cq__sort_plan_of(int n, long cells)
     q.cell_bits = width - q.bucket_bits;
     return q;
 }
+/* >>sort_plan_small: the plan on more than 2 threads.  A sort of one block (at most CQ__SORT_BLOCK
+   particles) ran on the calling thread but for the cells, a serial part of every substep of a
+   small scene on a many-core host (bench/amdahl.c).  From CQ__SORT_SMALL particles on it runs in
+   CQ__SORT_SMALL_BLOCKS blocks and, where the one-block plan has one bucket, at most
+   2^CQ__SORT_SMALL_BUCKET_BITS buckets, both passes in parallel.  The arrays are those of
+   any plan (a stable sort by cell); only the range of cells it writes may differ (>>cpu_cell_box),
+   and so does the memory: cq__sort_alloc sizes it for both plans (the thread count may change
+   between steps). */
+#define CQ__SORT_SMALL 2048
+#define CQ__SORT_SMALL_BLOCKS 8
+#define CQ__SORT_SMALL_BUCKET_BITS 8
+static cq__sort_plan cq__sort_plan_small(int n, long cells)
+{
+    cq__sort_plan q = cq__sort_plan_of(n, cells);
+    const int width = q.bucket_bits + q.cell_bits;
+    if (q.blocks > 1 || n < CQ__SORT_SMALL) return q;
+    q.block = (n + CQ__SORT_SMALL_BLOCKS - 1) / CQ__SORT_SMALL_BLOCKS;
+    q.blocks = (n + q.block - 1) / q.block;
+    if (q.bucket_bits == 0)   /* (a sparse grid keeps its buckets: they bound the cells written, >>cpu_cell_box) */
+        q.bucket_bits = width < CQ__SORT_SMALL_BUCKET_BITS ? width : CQ__SORT_SMALL_BUCKET_BITS;
+    q.cell_bits = width - q.bucket_bits;
+    return q;
+}
 
 /* >>sort_alloc: the cell sort's per-particle work memory (host_sim.j2 >>cell_sort), sized for the
    current particle count; all or nothing.  0 if memory ran out (the sim is unchanged). */
@@ -8690,11 +8714,13 @@ static int cq__sort_alloc(cq_sim *s)
     s->keys = (int *)cq__walloc(s, n * sizeof(int));
     s->pk = cq__walloc(s, n * cq__pk_values(s) * s->tsize);
     if (!cq__on_gpu(s)) {   /* the bucket pass's memory (cpu_backend.j2 >>cpu_sort) */
-        const cq__sort_plan q = cq__sort_plan_of(s->n, s->nodes);
+        const cq__sort_plan q = cq__sort_plan_of(s->n, s->nodes), w = cq__sort_plan_small(s->n, s->nodes);   /* (>>sort_plan_small) */
+        const size_t nq = ((size_t)q.blocks + 1) << q.bucket_bits, nw = ((size_t)w.blocks + 1) << w.bucket_bits;
+        const int buckets = q.bucket_bits > 0 || w.bucket_bits > 0;
         s->skey = (int *)cq__alloc(s, n * sizeof(int));
-        s->rcount = (int *)cq__alloc(s, sizeof(int) * ((size_t)q.blocks + 1) * ((size_t)1 << q.bucket_bits));
-        if (q.bucket_bits > 0) { s->rkey = (int *)cq__alloc(s, n * sizeof(int)); s->rorder = (int *)cq__alloc(s, n * sizeof(int)); }
-        cpu = s->skey && s->rcount && (q.bucket_bits == 0 || (s->rkey && s->rorder)) && cq__lane_order_alloc(s);
+        s->rcount = (int *)cq__alloc(s, sizeof(int) * (nq > nw ? nq : nw));
+        if (buckets) { s->rkey = (int *)cq__alloc(s, n * sizeof(int)); s->rorder = (int *)cq__alloc(s, n * sizeof(int)); }
+        cpu = s->skey && s->rcount && (!buckets || (s->rkey && s->rorder)) && cq__lane_order_alloc(s);
     }
     else {   /* >>cuda_sort's counts, 0 between sorts, then its tile sums, every level (nodes / 1023 + 64 needed) */
         s->scan = (int *)cq__walloc(s, sizeof(int) * ((size_t)s->nodes + (size_t)s->nodes / 512 + 64));
@@ -13157,9 +13183,10 @@ static int cq__row_range(const cq_sim *s)
       each bucket (in parallel): s->rkey, s->rorder, particles by bucket, then by index;
    2. per bucket (in parallel over buckets), a counting sort of its slots by cell into skey and
       order, counting in cell_end's entries for the bucket's cells, which end as the cells' ends.
-   Both passes keep equal keys in their order, so the result is by cell, then by particle.  The
-   blocks depend on the particle count alone, and each block's and each bucket's writes on the
-   counts alone, so the arrays do not depend on the thread count or the order ranges run in.
+   Both passes keep equal keys in their order, so the result is by cell, then by particle, and
+   the arrays do not depend on the plan, the thread count or the order ranges run in.  The plan
+   depends on the particle and cell counts alone, and below CQ__SORT_BLOCK particles on whether
+   more than 2 threads run (host_memory.j2 >>sort_plan_small: then 8 blocks, not one).
    One block: the passes run on the calling thread; one bucket: pass 2 alone, from s->keys. */
 typedef struct cq__bucket_task {
     cq_sim *s;
@@ -13323,7 +13350,7 @@ static void cq__cpu_sort_f32(cq_sim *s, cq__pview_f32 in)
     cq__bucket_task r;
     cq__key_task_f32 t;
     if (s->n == 0) { s->cell_end[s->nodes] = 0; s->cell_end[s->nodes + 1] = -1; return; }   /* no box: every cell ends at 0 */
-    r.s = s; r.q = cq__sort_plan_of(s->n, s->nodes);
+    r.s = s; r.q = cq__threads(s) > 2 ? cq__sort_plan_small(s->n, s->nodes) : cq__sort_plan_of(s->n, s->nodes);
     t.r = &r; t.in = in;
     if (r.q.blocks > 1) cq__parallel_for(s, r.q.blocks, 1, cq__key_block_range_f32, &t);
     else {
@@ -13366,7 +13393,7 @@ static void cq__cpu_sort_f64(cq_sim *s, cq__pview_f64 in)
     cq__bucket_task r;
     cq__key_task_f64 t;
     if (s->n == 0) { s->cell_end[s->nodes] = 0; s->cell_end[s->nodes + 1] = -1; return; }   /* no box: every cell ends at 0 */
-    r.s = s; r.q = cq__sort_plan_of(s->n, s->nodes);
+    r.s = s; r.q = cq__threads(s) > 2 ? cq__sort_plan_small(s->n, s->nodes) : cq__sort_plan_of(s->n, s->nodes);
     t.r = &r; t.in = in;
     if (r.q.blocks > 1) cq__parallel_for(s, r.q.blocks, 1, cq__key_block_range_f64, &t);
     else {

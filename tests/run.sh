@@ -421,11 +421,14 @@ c_test_threads_tsan() {
 # loops with a lane peeled or vectorized apart, so a lane's bits may depend on its place: each scene's
 # particles take the lanes they have alone (cpu_backend.j2 >>cpu_lane_order; before it, 3 of its
 # tests failed there; at -O2 cpu_lanes.j2's polar VJP had gcc peel lane 0), on grids whose node counts
-# are no multiple of a vector's width (TEST_BATCH_ODD_GRIDS: a scene's grid at other vector places)
+# are no multiple of a vector's width (TEST_BATCH_ODD_GRIDS: a scene's grid at other vector places).
+# The FMA build with OpenMP also runs the cell sort on 1, 2 and 3 OpenMP threads (on 3 a small scene's
+# sort takes another plan, host_memory.j2 >>sort_plan_small; its result must not change)
 chain 85 test_threads_split_gnu
 c_test_threads_split_gnu() {
-    item test_threads_split_fma sh -c "$CC -std=gnu99 -O2 -march=native -ffp-contract=fast $WARN $NW tests/test_threads.c \
-        -o $B/test_threads_fma -lm -pthread && ./$B/test_threads_fma host_threads_split"
+    item test_threads_split_fma sh -c "$CC -std=gnu99 -O2 -march=native -ffp-contract=fast -fopenmp $WARN $NW tests/test_threads.c \
+        -o $B/test_threads_fma -lm -pthread && ./$B/test_threads_fma host_threads_split && \
+        OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive ./$B/test_threads_fma cell_sort"
     item test_threads_split_fast_math sh -c "$CC -std=gnu99 -O3 -march=native -ffast-math $WARN $NW tests/test_threads.c \
         -o $B/test_threads_fm -lm -pthread && ./$B/test_threads_fm host_threads_split"
     item test_batch_gnu_fma sh -c "$CC -std=gnu99 -O2 -march=native -ffp-contract=fast $WARN $NW tests/test_batch.c \

@@ -226,7 +226,7 @@ c_linked_cxx() {
 # default where AVX2 is: the drivers' lane groups and the scenes' lane order, cpu_backend.j2
 # >>cpu_lane_order, under the sanitizers; the lanes-off paths run under them in the standalone
 # sanitizer builds: test_physics, test_reverse, test_adjoint_stages, test_batch)
-chain 200 linked_san s
+chain 240 linked_san s
 c_linked_san() {
     impl san "$CC -std=c99 -O1 -g1 $WARN $SAN $NW -DCQ_CPU_LANES=1"
     cuda_san_items
@@ -424,7 +424,7 @@ c_test_threads_tsan() {
 # are no multiple of a vector's width (TEST_BATCH_ODD_GRIDS: a scene's grid at other vector places).
 # The FMA build with OpenMP also runs the cell sort on 1, 2 and 3 OpenMP threads (on 3 a small scene's
 # sort takes another plan, host_memory.j2 >>sort_plan_small; its result must not change)
-chain 85 test_threads_split_gnu
+chain 160 test_threads_split_gnu
 c_test_threads_split_gnu() {
     item test_threads_split_fma sh -c "$CC -std=gnu99 -O2 -march=native -ffp-contract=fast -fopenmp $WARN $NW tests/test_threads.c \
         -o $B/test_threads_fma -lm -pthread && ./$B/test_threads_fma host_threads_split && \

@@ -16,7 +16,9 @@
      validation     scenes < 0, a grid too large in all, get_desc's scenes = 1 for 0, a bad scene
                     of a particle (refused, named, the sim unchanged), scene != NULL with 1 scene
      failing step   a particle thrown out of the domain: CQ_ERROR_OUT_OF_DOMAIN naming it, every
-                    scene at the step's start, the step count unchanged
+                    scene at the step's start, the step count unchanged; with the scenes in
+                    descending order (the lanes' order differs from the index order) the lowest
+                    failing particle named, and the adjoint check's lowest non-finite entry
      CUDA           with $CQ_CUDA_LIBRARY set (the mock driver: the same C code, run serially) and
                     a CUDA sim creatable: batched CUDA against batched CPU bitwise (state and
                     gradients), twice from reset bitwise, no device memory leaked.  Else SKIP.
@@ -833,10 +835,11 @@ TEST(a_failing_step_leaves_every_scene_at_its_start)
    each scene's particles from a multiple of the lanes, scene by scene, not in index order.  Scenes
    added in descending order (scene 2 holds the particles 0..195, scene 0 the last 144): a step in
    which particle 0 (scene 2) and particle 400 (scene 0, first in the lane order) both leave names
-   particle 0, whatever the split (no hook; ranges of 2 and 5 positions, out of order), and the
-   sim stays at its step.  Then the backward's adjoint check over positions (what the P2G adjoint
-   runs, cq__check_adjoint_at) names the lowest particle with a non-finite entry, on any split: a
-   range's positions are not in index order either. */
+   particle 0, without the hook and with its uneven ranges run out of order (inline or deferred),
+   and the sim stays at its step.  Then the backward's adjoint check over positions (what the P2G
+   adjoint runs, cq__check_adjoint_at) names the lowest particle with a non-finite entry, over
+   ranges of 2 or 5 positions from the last back: a range's positions are not in index order
+   either. */
 TEST(the_lowest_failing_particle_is_named_whatever_the_lane_order)
 {
     const variant v = {2, 1, 1, 3, LAYOUT_SORTED, 1};

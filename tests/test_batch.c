@@ -903,10 +903,10 @@ TEST(the_lowest_failing_particle_is_named_whatever_the_lane_order)
 }
 
 /* A 2D block of LAT_N particles (112^2, spacing dx/2 on a 128^2 grid; actuator groups grp or
-   NULL) in a sim on the host's threads (mode 1: the split pool's ranges run in enqueue, 2:
+   NULL; or its first `count` particles) in a sim on the host's threads (mode 1: the split pool's ranges run in enqueue, 2:
    deferred to finish) or without them (mode 0); NULL after a failed CHECK. */
 enum { LAT_SIDE = 112, LAT_N = LAT_SIDE * LAT_SIDE };
-static cq_sim *lattice_sim(int mode, split_pool *pool, int substeps, int ckpt, const int *grp)
+static cq_sim *lattice_sim(int mode, split_pool *pool, int substeps, int ckpt, const int *grp, int count)
 {
     static double x[2 * LAT_N];
     cq_sim_desc d;
@@ -921,7 +921,7 @@ static cq_sim *lattice_sim(int mode, split_pool *pool, int substeps, int ckpt, c
     d.checkpoint_every = ckpt; d.logger.func = cq_log_silent;
     if (mode) { d.threads.workers = pool->workers; d.threads.enqueue = split_enqueue; d.threads.finish = split_finish; d.threads.user = pool; }
     if (cq_sim_create(&d, &s) != CQ_SUCCESS) { CHECK(0, "create: %s", cq_sim_last_error(NULL)); return NULL; }
-    pd.count = LAT_N; pd.x = x; pd.actuator = grp; pd.default_youngs = 1e4; pd.default_poisson = 0.3;
+    pd.count = count; pd.x = x; pd.actuator = grp; pd.default_youngs = 1e4; pd.default_poisson = 0.3;
     if (cq_sim_add_particles(s, &pd) != CQ_SUCCESS) { CHECK(0, "add: %s", cq_sim_last_error(s)); cq_sim_destroy(s); return NULL; }
     return s;
 }
@@ -937,7 +937,7 @@ TEST(the_adjoint_check_names_the_lowest_particle_on_any_split)
     for (int i = 0; i < 2 * N; ++i) seed[i] = 1.0 / N;
     for (int mode = 0; mode < 3; ++mode) {   /* no hook; ranges run out of order in enqueue; deferred to finish */
         split_pool pool = {3, 4096, mode == 2, 0};
-        cq_sim *s = lattice_sim(mode, &pool, 1, 1, NULL);
+        cq_sim *s = lattice_sim(mode, &pool, 1, 1, NULL, LAT_N);
         int st;
         if (!s) return;
         CHECK_OK(cq_sim_step(s, 1));
@@ -970,6 +970,37 @@ TEST(the_adjoint_check_names_the_lowest_particle_on_any_split)
         }
         cq_sim_destroy(s);
     }
+}
+
+/* A small scene's cell sort on more than 2 threads takes another plan (host_memory.j2
+   >>sort_plan_small: 8 blocks where one ran): 2100 and 6400 particles of the lattice, 6 taped steps
+   and the backward on the hook's 3 workers (4 threads; uneven ranges run out of order, inline or
+   deferred) bitwise the run without it (one thread); in make test also under ASan (the sort's work
+   memory is sized for both plans). */
+TEST(a_small_scene_sorts_on_many_threads_as_on_one)
+{
+    static double ref[2][2 * LAT_N], got[2][2 * LAT_N], seed[2 * LAT_N];
+    const int counts[2] = {2100, 6400};
+    for (int i = 0; i < 2 * LAT_N; ++i) seed[i] = 1.0 / (i % 5 + 1);
+    for (int c = 0; c < 2; ++c)
+        for (int mode = 0; mode < 3; ++mode) {
+            split_pool pool = {3, 7, mode == 2, 0};
+            cq_sim *s = lattice_sim(mode, &pool, 2, 2, NULL, counts[c]);
+            double (*out)[2 * LAT_N] = mode ? got : ref;
+            if (!s) return;
+            CHECK(cq__sort_plan_small(counts[c], s->nodes).blocks == 8 && cq__sort_plan_of(counts[c], s->nodes).blocks == 1,
+                  "%d particles: not the plans this test is for", counts[c]);
+            CHECK_OK(cq_sim_step(s, 6));
+            CHECK_OK(cq_sim_get(s, CQ_FIELD_X, out[0]));
+            CHECK_OK(cq_sim_backward(s, seed, NULL, NULL, NULL, NULL, NULL));
+            CHECK_OK(cq_sim_grad(s, CQ_FIELD_X, out[1]));
+            CHECK(mode == 0 || pool.calls > 0, "%d particles, mode %d: the hook was not called", counts[c], mode);
+            if (mode)
+                for (int k = 0; k < 2; ++k)
+                    CHECK(!memcmp(got[k], ref[k], sizeof(double) * 2 * (size_t)counts[c]), "%d particles, mode %d: %s differs "
+                          "from one thread's", counts[c], mode, k ? "dL/dx0" : "x");
+            cq_sim_destroy(s);
+        }
 }
 
 /* The CPU's copies and zeroing of large work buffers (the tape's states) run in 1 MiB pieces
@@ -1020,7 +1051,7 @@ TEST(actuation_gradient_chunks_on_any_split_are_bitwise_serial)
     for (int i = 0; i < 2 * N; ++i) seed[i] = (double)(i % 5) / N;
     for (int mode = 0; mode < 3; ++mode) {   /* serial; ranges out of order in enqueue; deferred to finish */
         split_pool pool = {3, 1, mode == 2, 0};
-        cq_sim *s = lattice_sim(mode, &pool, 2, 2, grp);
+        cq_sim *s = lattice_sim(mode, &pool, 2, 2, grp, LAT_N);
         act_hook_ctx hc;
         if (!s) return;
         for (int n = 0; n < STEPS_A; ++n) {
@@ -1184,6 +1215,7 @@ int main(int argc, char **argv)
         CASE(a_failing_step_leaves_every_scene_at_its_start),
         CASE(the_lowest_failing_particle_is_named_whatever_the_lane_order),
         CASE(the_adjoint_check_names_the_lowest_particle_on_any_split),
+        CASE(a_small_scene_sorts_on_many_threads_as_on_one),
         CASE(large_copies_in_pieces_on_the_host_threads),
         CASE(actuation_gradient_chunks_on_any_split_are_bitwise_serial),
         CASE(grid_cache_changes_no_bit),
@@ -1192,7 +1224,7 @@ int main(int argc, char **argv)
         CASE(cuda_batched_is_bitwise_the_cpu_batched_and_twice_from_reset_the_same),
         CASE(cuda_grid_cache_changes_no_bit),
         CASE(cuda_no_device_memory_leaked_or_violated)};
-    const int all = (int)(sizeof cases / sizeof cases[0]), cpu = 13;
+    const int all = (int)(sizeof cases / sizeof cases[0]), cpu = 14;
     int n = all, want_cuda = 0;
     for (int i = cpu; i < all; ++i) if (argc < 2 || strstr(cases[i].name, argv[1])) want_cuda = 1;
     if (!want_cuda) n = cpu;   /* the filter names no CUDA test: the driver is not loaded */

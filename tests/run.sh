@@ -56,6 +56,7 @@ c_regen() {
     item regen_current sh -c "rm -rf $B/regen && mkdir -p $B/regen && $PYTHON -m generator -o $B/regen/chainqueen.h --cuda-dir $B/regen && \
         cmp $B/regen/chainqueen.h chainqueen.h && for t in 2d_f32 2d_f64 3d_f32 3d_f64; do \
         cmp $B/regen/chainqueen_kernels_\$t.cu cuda/chainqueen_kernels_\$t.cu || exit 1; done"
+    item manual_map_anchors $PYTHON tests/map_anchors.py chainqueen.h   # the header's map leads to code
 }
 
 # ---- compile matrix (the declarations-only programs link against the implementations built first)

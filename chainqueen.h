@@ -13165,10 +13165,14 @@ static int cq__rows(const cq_sim *s) { return (int)(s->nodes / s->desc.res[s->di
 /* the row loops' range: about 1/64 of the rows per thread.  Most rows of a sparse scene are
    empty, so the rows that hold particles span only some of the ranges: with 1/64 of all rows
    per range, a 40^3 cube in a 128^3 grid keeps ~21 ranges busy, too few for 16 threads; one
-   thread needs no more than 64 ranges (shorter ones measured no faster on one or two). */
+   thread needs no more than 64 ranges (shorter ones measured no faster on one or two).  At
+   least 4 rows on 1-2 threads, 1 on more: a small scene's rows are few (the 2D 6.4k block's
+   ~42 busy rows of 128 made 11 busy ranges of 4 for 16 threads; bench/amdahl.c workers=16, six
+   runs: its forward 7.2-7.6x -> 7.9-8.6x; the 3D cubes of 8k and 64k within the model's noise). */
 static int cq__row_range(const cq_sim *s)
 {
-    return cq__rows(s) / (64 * cq__threads(s)) + 4;
+    const int threads = cq__threads(s);
+    return cq__rows(s) / (64 * threads) + (threads > 2 ? 1 : 4);
 }
 
 /* >>cpu_sort: the particles sorted by cell (kernels.j2 >>cell_sort_) from s->keys: order[] lists

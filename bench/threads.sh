@@ -6,6 +6,9 @@
 # particle-steps/s and the speedup over one thread; "backward again" is a second backward over the
 # same tape (the first also allocates and first touches its buffers: ~1 GB at 512k, whose page
 # faults a second thread shares, which flatters its speedup).  ~40 s per thread count at one thread.
+# Then (unless SMALL=0) the small scenes' rows (`max=64000`: the 2D block, the 3D 8k and 64k cubes,
+# where a many-core host's serial parts and idle threads show first: cpu_backend.j2 >>cpu_grain,
+# cq__row_range, host_memory.j2 >>sort_plan_small), ~1 min per thread count; BIG=0 leaves out the 512k rows.
 CC=${CC:-cc}
 cd "$(dirname "$0")/.." || exit 1
 mkdir -p build
@@ -20,9 +23,17 @@ echo "date: $(date -u +%Y-%m-%d), commit: $(git rev-parse --short HEAD 2>/dev/nu
 out=build/threads.txt; : > "$out"
 for t in $THREADS; do
     echo "threads $t ..."
-    OMP_NUM_THREADS=$t ./build/bench_threads big > build/threads_$t.txt || { cat build/threads_$t.txt; exit 1; }
-    # | scene | material | particles | grid | precision | ms/substep | p-steps/s | T | fwd | bwd | ...
-    awk -F'|' -v t="$t" '$4 ~ /512000/ { gsub(/^ +| +$/, "", $3); gsub(/ /, "-", $3); gsub(/ /, "", $6); print t, $3 "-" $6, $8, $11, $14 }' build/threads_$t.txt >> "$out"
+    : > build/threads_$t.txt
+    if [ "${BIG:-1}" != 0 ]; then
+        OMP_NUM_THREADS=$t ./build/bench_threads big >> build/threads_$t.txt || { cat build/threads_$t.txt; exit 1; }
+    fi
+    if [ "${SMALL:-1}" != 0 ]; then
+        OMP_NUM_THREADS=$t ./build/bench_threads max=64000 >> build/threads_$t.txt || { cat build/threads_$t.txt; exit 1; }
+    fi
+    # | scene | material | particles | grid | precision | ms/substep | p-steps/s | T | fwd | bwd | ... (a row: its
+    # scene, particles, material and precision, e.g. 3D-cube-512000-fixed-corotated-f32)
+    awk -F'|' -v t="$t" '$4 ~ /^ *[0-9]+ *$/ { for (i = 2; i <= 6; ++i) { gsub(/^ +| +$/, "", $i); gsub(/[ ,]+/, "-", $i) }
+        print t, $2 "-" $4 "-" $3 "-" $6, $8, $11, $14 }' build/threads_$t.txt >> "$out"
 done
 echo
 echo "| scene | threads | forward p-steps/s | speedup | backward p-steps/s | speedup | backward again p-steps/s | speedup |"

@@ -154,8 +154,8 @@
      0).  One launch / one parallel loop advances them all; a scene's results are those of a
      sim holding it alone (bitwise on the CPU, given its particles in the same relative order).
      Bitwise there means: built as ISO C or GNU C (fused multiply-adds) or with -ffast-math
-     (make test checks gcc 12 at -O2 and -O3 -ffast-math, and clang 14 at -O3 -ffast-math where
-     it is installed).  With fast math a compiler may compile two vector lanes' copies of one
+     (make test checks ISO C and GNU C at -O2, gcc 12 at -O3 -ffast-math, and clang 14 at -O3
+     -ffast-math where it is installed).  With fast math a compiler may compile two vector lanes' copies of one
      expression differently (a lane peeled or left out of a vector fuses another product of a
      sum into a multiply-add), so each scene's particles run in the lanes they have in a sim of
      that scene alone: the lane kernels take the scenes one after another, each from a multiple

@@ -13989,7 +13989,7 @@ static int cq__lane_group(const cq_sim *s, int *ps, int g, int begin, int end, i
    bits could otherwise depend on its position: gcc 12 at -O3 -ffast-math compiles some lane loops
    with one lane peeled or vectorized apart (the SVD's QR sums, the polar VJP before it was mended),
    and "each scene bitwise as alone" (DESIGN.md section 8) would hold in ISO C and not there
-   (tests/run.sh test_batch_fast_math_o3).  NULL where the order is the particles' own (one scene;
+   (tests/run.sh test_batch_fast_math).  NULL where the order is the particles' own (one scene;
    scenes laid out one after another, each a multiple of LN long: the bench's batches), and where
    the lanes are off.  Built with the sort's memory (host_memory.j2 >>sort_alloc); 0 if memory ran out. */
 static int cq__lane_order_alloc(cq_sim *s)

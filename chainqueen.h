@@ -158,8 +158,10 @@
      -ffast-math where it is installed).  With fast math a compiler may compile two vector lanes' copies of one
      expression differently (a lane peeled or left out of a vector fuses another product of a
      sum into a multiply-add), so each scene's particles run in the lanes they have in a sim of
-     that scene alone: the lane kernels take the scenes one after another, each from a multiple
-     of the lane count (a scene's last lanes padded).  The host's range split changes no bit
+     that scene alone: its i-th particle in lane i mod the lane count (>>cpu_lane_order).  Any
+     layout works; scenes given one after another (each a multiple of 16 particles) or
+     interleaved (particle p in scene p mod K) read the arrays in order or nearly (256
+     interleaved 2D blocks: 1.3-1.7x the time of one after another).  The host's range split changes no bit
      under any of these flags (a particle's lane is fixed by its place, whatever the split).
      Actuation groups and cables are per sim: give each scene its own group numbers.  A step
      that fails in one scene fails the whole sim's step (the message names the particle; all
@@ -13972,7 +13974,7 @@ static int cq__lane_group(const cq_sim *s, int *ps, int g, int begin, int end, i
 {
     const int *o = s->lord;
     int a = begin > g ? begin - g : 0, b = end - g < LN ? end - g : LN;
-    if (o) while (b > a && o[g + b - 1] < 0) --b;   /* a scene's pads (at its last group's end) */
+    if (o) while (b > a && o[g + b - 1] < 0) --b;   /* the pads (at a group's end) */
     *lo = a; *hi = b;
     if (b <= a) return 0;
     for (int l = 0; l < LN; ++l) {
@@ -13982,35 +13984,42 @@ static int cq__lane_group(const cq_sim *s, int *ps, int g, int begin, int end, i
     return 1;
 }
 /* >>cpu_lane_order: where a sim holds several scenes, each scene's particles take the lanes they
-   would take in a sim of that scene alone: its i-th particle (in index order) in lane i mod LN of its
-   scene's i / LN-th group.  The lane order (s->lord) lists every scene's particles in index order,
-   each scene from a multiple of LN on, a scene's last group padded with -1; the lane kernels' loops
-   run over its positions (cq__lane_items), every other particle loop over the particles.  A lane's
-   bits could otherwise depend on its position: gcc 12 at -O3 -ffast-math compiles some lane loops
-   with one lane peeled or vectorized apart (the SVD's QR sums, the polar VJP before it was mended),
-   and "each scene bitwise as alone" (DESIGN.md section 8) would hold in ISO C and not there
-   (tests/run.sh test_batch_fast_math).  NULL where the order is the particles' own (one scene;
-   scenes laid out one after another, each a multiple of LN long: the bench's batches), and where
-   the lanes are off.  Built with the sort's memory (host_memory.j2 >>sort_alloc); 0 if memory ran out. */
+   would take in a sim of that scene alone: its i-th particle (in index order) in lane i mod LN.  The
+   lane order (s->lord, position -> particle, -1 a pad) puts the particles of lane l, in index order,
+   at the positions l, l + LN, l + 2 LN, ...: a group g holds in each lane l the g-th particle (in index
+   order) whose place in its scene is l mod LN.  Where the scenes lie one after another, a group is
+   some scene's i / LN-th group, as alone; where they are interleaved (particle p in scene p mod K), a
+   group is one scene's group too, and the groups walk the arrays in windows of LN K particles (the
+   order of session 36, scene after scene, read each array K times over with a stride of K: a batch of
+   256 interleaved 2D blocks stepped 3.2x slower than one after another).  Lane l's count of particles
+   never exceeds lane l - 1's (in every scene the particle in lane l - 1 comes first), so a group's
+   lanes are in index order and its pads at its end, and the positions are LN times the sum over the
+   scenes of their groups alone.  The lane kernels' loops run over the positions (cq__lane_items),
+   every other particle loop over the particles.  A lane's bits could otherwise depend on its position:
+   gcc 12 at -O3 -ffast-math compiles some lane loops with one lane peeled or vectorized apart (the
+   SVD's QR sums, the polar VJP before it was mended), and "each scene bitwise as alone" (DESIGN.md
+   section 8) would hold in ISO C and not there (tests/run.sh test_batch_fast_math).  NULL where the
+   order is the particles' own (one scene; scenes one after another, each a multiple of LN long: the
+   bench's batches), and where the lanes are off.  Built with the sort's memory (host_memory.j2
+   >>sort_alloc); 0 if memory ran out. */
 static int cq__lane_order_alloc(cq_sim *s)
 {
     const int LN = s->tsize == sizeof(float) ? CQ__LANES_f32 : CQ__LANES_f64;
     const int on = s->tsize == sizeof(float) ? CQ__LANES_ON_f32 : CQ__LANES_ON_f64;
-    long np = 0;
-    int *at, *o, same = 1;
+    long np, *at;   /* at[k]: scene k's particles so far; at[scenes + l]: lane l's */
+    int *o, same = 1;
     if (!on || !s->scene || s->n == 0) return 1;
-    if (!(at = (int *)cq__alloc(s, sizeof(int) * (size_t)s->scenes))) return 0;
-    for (int k = 0; k < s->scenes; ++k) at[k] = 0;
-    for (int p = 0; p < s->n; ++p) ++at[s->scene[p]];
-    for (int k = 0; k < s->scenes; ++k) {   /* counts -> each scene's first position */
-        const long c = at[k];
-        at[k] = (int)np;
-        np += (c + LN - 1) / LN * LN;
-        if (np > INT_MAX) { cq__free(s, at); return 0; }
-    }
-    if (!(o = (int *)cq__alloc(s, sizeof(int) * (size_t)np))) { cq__free(s, at); return 0; }
+    if (!(at = (long *)cq__alloc(s, sizeof(long) * (size_t)(s->scenes + LN)))) return 0;
+    for (int k = 0; k < s->scenes + LN; ++k) at[k] = 0;
+    for (int p = 0; p < s->n; ++p) ++at[s->scenes + at[s->scene[p]]++ % LN];
+    np = at[s->scenes] * LN;   /* lane 0 has the most */
+    if (np > INT_MAX || !(o = (int *)cq__alloc(s, sizeof(int) * (size_t)np))) { cq__free(s, at); return 0; }
     for (long i = 0; i < np; ++i) o[i] = -1;
-    for (int p = 0; p < s->n; ++p) o[at[s->scene[p]]++] = p;
+    for (int k = 0; k < s->scenes + LN; ++k) at[k] = 0;
+    for (int p = 0; p < s->n; ++p) {
+        const int l = (int)(at[s->scene[p]]++ % LN);
+        o[at[s->scenes + l]++ * LN + l] = p;
+    }
     cq__free(s, at);
     for (long i = 0; same && i < np; ++i) same = o[i] == i;
     if (same && np == s->n) { cq__free(s, o); return 1; }
@@ -14021,19 +14030,31 @@ static int cq__lane_order_alloc(cq_sim *s)
 static int cq__lane_items(const cq_sim *s) { return s->lord ? s->nlord : s->n; }
 /* the particle at position i, or -1 (a pad) */
 static int cq__lane_particle(const cq_sim *s, int i) { return s->lord ? s->lord[i] : i; }
-/* the adjoint check (>>cpu_check_adjoint) of the particles at positions [begin, end), in runs of
-   consecutive particles */
+/* the adjoint check (>>cpu_check_adjoint) of the particles at positions [begin, end): runs of at
+   least 8 consecutive particles as a range, the others (interleaved scenes: every particle its own
+   run) one by one, the fields' sizes read once */
 static void cq__check_adjoint_at(const cq_sim *s, cq__check_task *chk, int begin, int end)
 {
+    int k[8], best = INT_MAX;
     if (!s->lord) { cq__check_adjoint_range(chk, begin, end); return; }
+    for (int f = 0; f < 8; ++f) k[f] = cq_sim_field_size(s, (cq_field)f);
     for (int i = begin; i < end;) {
         const int q = s->lord[i];
         int j = i + 1;
         if (q < 0) { ++i; continue; }
         while (j < end && s->lord[j] == q + (j - i)) ++j;
-        cq__check_adjoint_range(chk, q, q + (j - i));
+        if (j - i >= 8) cq__check_adjoint_range(chk, q, q + (j - i));
+        else
+            for (int r = q; r < q + (j - i) && 8 * r < best; ++r)
+                for (int f = 0; f < 8; ++f) {
+                    const long a = (long)r * k[f], e = a + k[f];
+                    const long at = s->tsize == sizeof(float) ? cq__first_nonfinite_f32((const float *)chk->arr[f], a, e)
+                                                              : cq__first_nonfinite_f64((const double *)chk->arr[f], a, e);
+                    if (at < e) { best = 8 * r + f; break; }
+                }
         i = j;
     }
+    if (best < INT_MAX) cq__atomic_min_int(&chk->best, best);
 }
 /* ---- the substep's range functions that no material changes (2D f32); the materials' own follow */
 /* What the range functions of one substep (or its adjoint) read. */

@@ -838,8 +838,8 @@ TEST(a_failing_step_leaves_every_scene_at_its_start)
    particle 0, without the hook and with its uneven ranges run out of order (inline or deferred),
    and the sim stays at its step.  Then the backward's adjoint check over positions (what the P2G
    adjoint runs, cq__check_adjoint_at) names the lowest particle with a non-finite entry, over
-   ranges of 2 or 5 positions from the last back: a range's positions are not in index order
-   either. */
+   ranges of 2, 5 or 37 positions from the last back (runs of consecutive particles one by one, and
+   from 8 on as a range): a range's positions are not in index order either. */
 TEST(the_lowest_failing_particle_is_named_whatever_the_lane_order)
 {
     const variant v = {2, 1, 1, 3, LAYOUT_SORTED, 1};
@@ -877,7 +877,7 @@ TEST(the_lowest_failing_particle_is_named_whatever_the_lane_order)
         CHECK_OK(cq_sim_step(s, 1));
         {   /* the adjoint check over positions */
             double *seed = (double *)calloc((size_t)b.n * 2, sizeof(double));
-            const int items = cq__lane_items(s), rl = mode == 1 ? 2 : 5;
+            const int items = cq__lane_items(s), rl = mode == 0 ? 5 : mode == 1 ? 2 : 37;
             if (!seed) { CHECK(0, "out of memory"); free(vel); cq_sim_destroy(s); batch_free(&b); return; }
             for (int i = 0; i < b.n * 2; ++i) seed[i] = 1.0 / b.n;
             CHECK_OK(cq_sim_backward(s, seed, NULL, NULL, NULL, NULL, NULL));   /* allocates the adjoint */
@@ -899,6 +899,69 @@ TEST(the_lowest_failing_particle_is_named_whatever_the_lane_order)
         free(vel);
         cq_sim_destroy(s);
         batch_free(&b);
+    }
+}
+
+/* The lane order's shape (cpu_backend.j2 >>cpu_lane_order), on the particles' scenes alone (no
+   step): every particle at one position, in lane (its place in its scene) mod LN, a group's lanes in
+   index order with its pads at its end, LN times the scenes' own groups in all; none where the
+   scenes lie one after another in multiples of LN or in one scene.  Interleaved scenes (particle p in
+   scene p mod K): each group is one scene's group as alone, and group g's particles lie in the
+   window [LN K (g / K), LN K (g / K + 1)) of the arrays (scene after scene, a scene's groups had
+   spanned them all: 256 interleaved 2D blocks stepped 3.2x slower than one after another). */
+TEST(the_lane_order_keeps_each_scene_in_its_lanes_and_walks_the_arrays)
+{
+    enum { CASES = 6 };
+    const int LN = CQ__LANES_f32;
+    unsigned seed = 7;
+    for (int c = 0; c < CASES; ++c) {
+        /* interleaved 5 x 37; 256 x 20 interleaved; random scenes; chunks of 7; one after another
+           in multiples of LN (none); one scene given as an array (none) */
+        const int K = c == 0 ? 5 : c == 1 ? 256 : c == 2 ? 9 : c == 3 ? 4 : c == 4 ? 3 : 1;
+        const int n = c == 0 ? 185 : c == 1 ? 5120 : c == 2 ? 777 : c == 3 ? 301 : c == 4 ? 3 * 2 * LN : 50;
+        int *sc = (int *)malloc(sizeof(int) * (size_t)n), *cnt = (int *)calloc((size_t)K, sizeof(int));
+        int *seen = (int *)calloc((size_t)n, sizeof(int)), *j = (int *)malloc(sizeof(int) * (size_t)n);
+        double *x = (double *)malloc(sizeof(double) * 2 * (size_t)n);
+        cq_sim_desc d;
+        cq_particles_desc p;
+        cq_sim *s = NULL;
+        long want = 0;
+        if (!sc || !cnt || !seen || !j || !x) { CHECK(0, "out of memory"); free(sc); free(cnt); free(seen); free(j); free(x); return; }
+        for (int q = 0; q < n; ++q) {
+            sc[q] = c == 0 || c == 1 ? q % K : c == 2 ? (int)(urand(&seed) * K) : c == 3 ? (q / 7) % K : c == 4 ? q / (2 * LN) : 0;
+            j[q] = cnt[sc[q]]++;
+            x[2 * q] = 0.3 + 0.4 * urand(&seed); x[2 * q + 1] = 0.3 + 0.4 * urand(&seed);
+        }
+        for (int k = 0; k < K; ++k) want += (cnt[k] + LN - 1) / LN * LN;
+        memset(&d, 0, sizeof d); memset(&p, 0, sizeof p);
+        d.dim = 2; d.res[0] = d.res[1] = 16; d.dx = 1.0 / 16; d.dt = 1e-4; d.scenes = K; d.logger.func = cq_log_silent;
+        p.count = n; p.x = x; p.scene = sc; p.default_youngs = 1e4; p.default_poisson = 0.3;
+        if (cq_sim_create(&d, &s) != CQ_SUCCESS || cq_sim_add_particles(s, &p) != CQ_SUCCESS || !cq__sort_alloc(s)) {
+            CHECK(0, "case %d: %s", c, cq_sim_last_error(s));
+            cq_sim_destroy(s); free(sc); free(cnt); free(seen); free(j); free(x);
+            return;
+        }
+        if (!CQ__LANES_ON_f32 || c >= 4) CHECK(s->lord == NULL, "case %d: a lane order (%d positions) where the particles' own "
+                                               "order serves", c, s->nlord);
+        else if (!s->lord) CHECK(0, "case %d: no lane order with the lanes on", c);
+        else {
+            int bad = 0;
+            CHECK(s->nlord == want, "case %d: %d positions, not %ld", c, s->nlord, want);
+            for (int i = 0; i < s->nlord && !bad; ++i) {
+                const int q = s->lord[i], l = i % LN, g = i / LN;
+                if (q < 0) { bad = l == 0 || (l + 1 < LN && s->lord[i + 1] >= 0); if (bad) CHECK(0, "case %d: a pad at %d "
+                                                                                          "before a particle or in lane 0", c, i); continue; }
+                if (q >= n || seen[q]++) { bad = 1; CHECK(0, "case %d: particle %d at position %d twice or out of range", c, q, i); }
+                else if (j[q] % LN != l) { bad = 1; CHECK(0, "case %d: particle %d (place %d in scene %d) in lane %d", c, q, j[q], sc[q], l); }
+                else if (l > 0 && s->lord[i - 1] >= q) { bad = 1; CHECK(0, "case %d: group %d's lanes not in index order", c, g); }
+                else if (K > 1 && c <= 1 && (sc[q] != sc[s->lord[i - l]] || j[q] != j[s->lord[i - l]] + l ||
+                                             q < LN * K * (g / K) || q >= LN * K * (g / K + 1))) {
+                    bad = 1; CHECK(0, "case %d: group %d is no scene's group or leaves its window (particle %d)", c, g, q);
+                }
+            }
+            for (int q = 0; q < n && !bad; ++q) if (!seen[q]) { bad = 1; CHECK(0, "case %d: particle %d has no position", c, q); }
+        }
+        cq_sim_destroy(s); free(sc); free(cnt); free(seen); free(j); free(x);
     }
 }
 
@@ -1214,6 +1277,7 @@ int main(int argc, char **argv)
         CASE(one_scene_with_a_scene_array_and_an_empty_scene),
         CASE(a_failing_step_leaves_every_scene_at_its_start),
         CASE(the_lowest_failing_particle_is_named_whatever_the_lane_order),
+        CASE(the_lane_order_keeps_each_scene_in_its_lanes_and_walks_the_arrays),
         CASE(the_adjoint_check_names_the_lowest_particle_on_any_split),
         CASE(a_small_scene_sorts_on_many_threads_as_on_one),
         CASE(large_copies_in_pieces_on_the_host_threads),
@@ -1224,8 +1288,9 @@ int main(int argc, char **argv)
         CASE(cuda_batched_is_bitwise_the_cpu_batched_and_twice_from_reset_the_same),
         CASE(cuda_grid_cache_changes_no_bit),
         CASE(cuda_no_device_memory_leaked_or_violated)};
-    const int all = (int)(sizeof cases / sizeof cases[0]), cpu = 14;
-    int n = all, want_cuda = 0;
+    const int all = (int)(sizeof cases / sizeof cases[0]);
+    int n = all, want_cuda = 0, cpu = 0;
+    while (cpu < all && strncmp(cases[cpu].name, "cuda_", 5) != 0) ++cpu;   /* the CPU's tests, before the CUDA ones */
     for (int i = cpu; i < all; ++i) if (argc < 2 || strstr(cases[i].name, argv[1])) want_cuda = 1;
     if (!want_cuda) n = cpu;   /* the filter names no CUDA test: the driver is not loaded */
     else if (!cuda_available()) { printf("SKIP: the CUDA batched tests: %s\n", g_cuda_why); n = cpu; }

@@ -43,7 +43,10 @@
    every scene's positions must match the block stepped as often alone, and after the backward
    every scene's dL/dx0 must match scene 0's.  A batched sim that cq_sim_create (or
    cq_sim_add_particles) refuses skips the row, printing the reason (not a failure); a wrong
-   result fails the run.  `com=N` skips the row.
+   result fails the run.  `com=N` skips the row.  `batch=N` sets B; `interleaved` gives the
+   scenes' particles interleaved (particle p is scene p mod B's p / B-th), not scene after scene:
+   e.g. `./build/bench only="2D block x scenes" batch=256` and the same with `interleaved` (the
+   CPU's lane order, cpu_backend.j2 >>cpu_lane_order, is what differs between the two).
 
    `./build/bench big` runs only the 512k cubes (corotated f32 and f64, NeoHookean f32) on the
    CPU, which the plain run leaves to the GPU; bench/threads.sh runs it at 1, 2, 4, ... threads.
@@ -74,8 +77,11 @@ typedef struct scene {
     int batch;              /* 1: g_batch copies of the scene in one sim (cq_sim_desc.scenes) */
     int shuffled;           /* 1: the particles in a random order (a fixed seed), not lattice order */
 } scene;
-/* scenes of a batch row: 256 on a GPU, 16 on the CPU (quick: 4, quick on a GPU: 2) */
+/* scenes of a batch row: 256 on a GPU, 16 on the CPU (quick: 4, quick on a GPU: 2; batch=N) */
 static int g_batch = 16;
+/* `interleaved`: a batch row's particle p is the block's particle p / scenes in scene p mod scenes,
+   not the block's p mod n1 in scene p / n1 (scene after scene) */
+static int g_interleaved = 0;
 static int g_substeps = 1;   /* substeps=N: cq_sim_desc.substeps (one status readback per N substeps on a GPU) */
 static int g_big = 0;        /* `big`: on the CPU, only the 512k rows (bench/threads.sh: thread scaling) */
 
@@ -105,6 +111,16 @@ static const scene scenes[] = {
     /* the 2D block in g_batch scenes of one sim: aggregate throughput (DESIGN.md section 8) */
     {"2D block x scenes", 2, 80, 128, CQ_MATERIAL_FIXED_COROTATED, CQ_PRECISION_F32, 1, 0, 1, 0},
 };
+
+/* a batch's particle p: its scene, and which of the block's particles it is (g_interleaved) */
+static int scene_of(long p, int n1, int nsc) { return (int)(g_interleaved ? p % nsc : p / n1); }
+static long block_particle(long p, int n1, int nsc) { return g_interleaved ? p / nsc : p % n1; }
+/* coordinate i of a batch: the same coordinate of the block's particle, and of scene 0's copy of it */
+static long block_coord(long i, int dim, int n1, int nsc) { return block_particle(i / dim, n1, nsc) * dim + i % dim; }
+static long scene0_coord(long i, int dim, int n1, int nsc)
+{
+    return (g_interleaved ? block_particle(i / dim, n1, nsc) * nsc : block_particle(i / dim, n1, nsc)) * dim + i % dim;
+}
 
 /* particles of a scene row: side^dim, times g_batch for a batch row */
 static int count_of(const scene *sc)
@@ -263,31 +279,31 @@ done:
    Returns 0; 2 when the batched sim is refused (g_refused says why); 1 after printing the error. */
 #define BATCH_V 2.0
 #define BATCH_CHECK_STEPS 20
-static int check_batch(const scene *sc, const double *x, const int *scn, int n1, int nsc, double *err)
+static int check_batch(const scene *sc, const double *x, const double *blk, const int *scn, int n1, int nsc, double *err)
 {
     const int n = n1 * nsc;
     const long m1 = (long)n1 * sc->dim, m = (long)n * sc->dim;
     double *v = (double *)calloc((size_t)m, sizeof(double)), *xb = (double *)malloc(sizeof(double) * (size_t)m);
-    double *alone = (double *)malloc(sizeof(double) * (size_t)m1 * 2);
+    double *alone = (double *)malloc(sizeof(double) * (size_t)m1 * 2), *va = (double *)calloc((size_t)m1 * 2, sizeof(double));
     scene one = *sc;
     cq_sim *sim = NULL;
     int rc = 1, refused = 0;
 
     *err = 0;
     one.batch = 0;
-    if (!v || !xb || !alone) { fprintf(stderr, "out of memory\n"); goto done; }
+    if (!v || !xb || !alone || !va) { fprintf(stderr, "out of memory\n"); goto done; }
     for (int p = 0; p < n; ++p) v[(long)p * sc->dim] = scn[p] % 2 ? -BATCH_V : BATCH_V;
+    for (int p = 0; p < n1; ++p) { va[(long)p * sc->dim] = BATCH_V; va[m1 + (long)p * sc->dim] = -BATCH_V; }
     if (!(sim = make_sim(sc, 0, x, v, n, nsc, scn, &refused))) { rc = refused ? 2 : 1; goto done; }
     if (cq_sim_step(sim, BATCH_CHECK_STEPS) != CQ_SUCCESS || cq_sim_get(sim, CQ_FIELD_X, xb) != CQ_SUCCESS) goto fail;
     for (int k = 0; k < 2 && k < nsc; ++k) {   /* the block alone at +BATCH_V (scene 0's start), -BATCH_V (scene 1's) */
         cq_sim_destroy(sim);
-        if (!(sim = make_sim(&one, 0, x, v + k * m1, n1, 1, NULL, NULL))) goto done;
+        if (!(sim = make_sim(&one, 0, blk, va + k * m1, n1, 1, NULL, NULL))) goto done;
         if (cq_sim_step(sim, BATCH_CHECK_STEPS) != CQ_SUCCESS || cq_sim_get(sim, CQ_FIELD_X, alone + k * m1) != CQ_SUCCESS)
             goto fail;
     }
     for (long i = 0; i < m; ++i) {
-        const long s = i / m1;
-        const double e = fabs(xb[i] - alone[(s % 2) * m1 + i % m1]);
+        const double e = fabs(xb[i] - alone[scene_of(i / sc->dim, n1, nsc) % 2 * m1 + block_coord(i, sc->dim, n1, nsc)]);
         if (!(e <= *err)) *err = e;   /* NaN too */
     }
     if (!(*err <= BATCH_X_TOL)) {
@@ -304,6 +320,7 @@ done:
     free(v);
     free(xb);
     free(alone);
+    free(va);
     return rc;
 }
 
@@ -316,7 +333,7 @@ static int run_scene(const scene *sc, double target_s, double bwd_fwd_s, int ckp
     const int nsc = sc->batch ? g_batch : 1, n = n1 * nsc;
     const long m1 = (long)n1 * sc->dim, m = (long)n * sc->dim;   /* coordinates of one scene, of all */
     cq_sim *sim = NULL;
-    double *x = NULL, *seed = NULL, *xb = NULL, *alone = NULL, t0, el, wall = 0, cpu = 0;
+    double *x = NULL, *seed = NULL, *xb = NULL, *alone = NULL, *blk = NULL, t0, el, wall = 0, cpu = 0;
     int *scn = NULL;
     clock_t c0;
     int steps = 0, rc = 1, refused = 0;
@@ -327,9 +344,10 @@ static int run_scene(const scene *sc, double target_s, double bwd_fwd_s, int ckp
     if (nsc > 1) {
         xb = (double *)malloc(sizeof(double) * (size_t)m);
         alone = (double *)malloc(sizeof(double) * (size_t)m1);
+        blk = (double *)malloc(sizeof(double) * (size_t)m1);
         scn = (int *)malloc(sizeof(int) * (size_t)n);
     }
-    if (!x || !seed || (nsc > 1 && (!xb || !alone || !scn))) { fprintf(stderr, "out of memory\n"); goto done; }
+    if (!x || !seed || (nsc > 1 && (!xb || !alone || !blk || !scn))) { fprintf(stderr, "out of memory\n"); goto done; }
     fill_cube(sc, x);
     if (sc->shuffled) {   /* Fisher-Yates with a fixed LCG: the same order every run */
         unsigned u = 12345u;
@@ -340,10 +358,13 @@ static int run_scene(const scene *sc, double target_s, double bwd_fwd_s, int ckp
             for (int a = 0; a < sc->dim; ++a) { const double t = x[(long)i * sc->dim + a]; x[(long)i * sc->dim + a] = x[(long)j * sc->dim + a]; x[(long)j * sc->dim + a] = t; }
         }
     }
-    for (long i = m1; i < m; ++i) x[i] = x[i - m1];          /* batch: the same particles in each scene */
-    for (int p = 0; p < n && scn; ++p) scn[p] = p / n1;      /* scene by scene: 0..nsc-1 */
+    if (nsc > 1) {   /* batch: the same particles in each scene, scene after scene or interleaved */
+        memcpy(blk, x, sizeof(double) * (size_t)m1);
+        for (long i = 0; i < m; ++i) x[i] = blk[block_coord(i, sc->dim, n1, nsc)];
+        for (int p = 0; p < n; ++p) scn[p] = scene_of(p, n1, nsc);
+    }
     for (long i = 0; i < m; ++i) seed[i] = 1.0 / n;
-    if (nsc > 1 && (rc = check_batch(sc, x, scn, n1, nsc, &r->batch_indep)) != 0) goto done;
+    if (nsc > 1 && (rc = check_batch(sc, x, blk, scn, n1, nsc, &r->batch_indep)) != 0) goto done;
     rc = 1;
 
     /* forward, no tape */
@@ -364,10 +385,10 @@ static int run_scene(const scene *sc, double target_s, double bwd_fwd_s, int ckp
         one.batch = 0;
         if (cq_sim_get(sim, CQ_FIELD_X, xb) != CQ_SUCCESS) goto fail;
         cq_sim_destroy(sim);
-        if (!(sim = make_sim(&one, 0, x, NULL, n1, 1, NULL, NULL))) goto done;
+        if (!(sim = make_sim(&one, 0, blk, NULL, n1, 1, NULL, NULL))) goto done;
         if (cq_sim_step(sim, 2 + steps) != CQ_SUCCESS || cq_sim_get(sim, CQ_FIELD_X, alone) != CQ_SUCCESS) goto fail;
         for (long i = 0; i < m; ++i) {
-            const double e = fabs(xb[i] - alone[i % m1]);
+            const double e = fabs(xb[i] - alone[block_coord(i, sc->dim, n1, nsc)]);
             if (!(e <= r->batch_dx)) r->batch_dx = e;   /* NaN too */
         }
         if (!(r->batch_dx <= BATCH_X_TOL)) {
@@ -410,9 +431,9 @@ static int run_scene(const scene *sc, double target_s, double bwd_fwd_s, int ckp
         }
     if (nsc > 1) {   /* every scene's dL/dx0 against scene 0's, relative to its largest entry */
         double g = 0;
-        for (long i = 0; i < m1; ++i) g = fabs(x[i]) > g ? fabs(x[i]) : g;
-        for (long i = m1; i < m; ++i) {
-            const double e = fabs(x[i] - x[i % m1]) / (g > 0 ? g : 1);
+        for (long i = 0; i < m; ++i) if (scene_of(i / sc->dim, n1, nsc) == 0) g = fabs(x[i]) > g ? fabs(x[i]) : g;
+        for (long i = 0; i < m; ++i) {
+            const double e = fabs(x[i] - x[scene0_coord(i, sc->dim, n1, nsc)]) / (g > 0 ? g : 1);
             if (!(e <= r->batch_dg)) r->batch_dg = e;
         }
         if (!(r->batch_dg <= BATCH_G_TOL)) {
@@ -431,6 +452,7 @@ done:
     free(seed);
     free(xb);
     free(alone);
+    free(blk);
     free(scn);
     return rc;
 }
@@ -438,7 +460,7 @@ done:
 int main(int argc, char **argv)
 {
     double target = 1.0, bwd_fwd = 0.6;
-    int threads = 1, failures = 0, busy = 0, quick = 0, ckpt = CKPT_EVERY, ckpt_arg = 0, com = 0, have_batch = 0, rc;
+    int threads = 1, failures = 0, busy = 0, quick = 0, ckpt = CKPT_EVERY, ckpt_arg = 0, com = 0, have_batch = 0, rc, batch_arg = 0;
     char skipped[800] = "";
     result single, batched;
     const char *mode = "serial", *only = NULL;   /* only: the scenes of that name (e.g. only="2D block") */
@@ -453,8 +475,10 @@ int main(int argc, char **argv)
         else if (strncmp(argv[a], "max=", 4) == 0 && (most = atol(argv[a] + 4)) >= 1) {}
         else if (strncmp(argv[a], "substeps=", 9) == 0 && (g_substeps = atoi(argv[a] + 9)) >= 1) {}
         else if (strncmp(argv[a], "ckpt=", 5) == 0 && (ckpt_arg = atoi(argv[a] + 5)) >= 1) {}
+        else if (strncmp(argv[a], "batch=", 6) == 0 && (batch_arg = atoi(argv[a] + 6)) >= 2) {}
+        else if (strcmp(argv[a], "interleaved") == 0) g_interleaved = 1;
         else {
-            fprintf(stderr, "usage: %s [quick] [gpu | big] [com=N (N >= 4)] [only=SCENE NAME] [max=N] [substeps=N] [ckpt=N (N >= 1)]\n", argv[0]);
+            fprintf(stderr, "usage: %s [quick] [gpu | big] [com=N (N >= 4)] [only=SCENE NAME] [max=N] [substeps=N] [ckpt=N (N >= 1)] [batch=N (N >= 2)] [interleaved]\n", argv[0]);
             return 2;
         }
     }
@@ -475,7 +499,7 @@ int main(int argc, char **argv)
         cq_sim_destroy(sim);
         mode = devname;
     }
-    g_batch = g_backend == CQ_BACKEND_CUDA ? (quick ? 2 : 256) : (quick ? 4 : 16);
+    g_batch = batch_arg ? batch_arg : g_backend == CQ_BACKEND_CUDA ? (quick ? 2 : 256) : (quick ? 4 : 16);
     memset(&single, 0, sizeof single); memset(&batched, 0, sizeof batched);
     if (com) {   /* the centre-of-mass check of bench/peers.sh instead of the timings */
         for (size_t i = 0; i < sizeof scenes / sizeof scenes[0]; ++i) {
@@ -503,14 +527,14 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof scenes / sizeof scenes[0]; ++i) {
         const scene *sc = &scenes[i];
         int n = count_of(sc);
-        char grid[32];
+        char grid[48];
         result r;
         if ((quick && !sc->quick) || (only && strcmp(sc->name, only) != 0) || (most && (long)n > most)) continue;
         if (g_big && g_backend != CQ_BACKEND_CUDA) {   /* the 512k rows alone */
             if (!sc->gpu_only || sc->shuffled || count_of(sc) > 512000) continue;
         }
         else if (sc->gpu_only && g_backend != CQ_BACKEND_CUDA) continue;
-        if (sc->batch) sprintf(grid, "%d x %d^2", g_batch, sc->res);
+        if (sc->batch) sprintf(grid, "%d x %d^2%s", g_batch, sc->res, g_interleaved ? " interleaved" : "");
         else if (sc->dim == 2) sprintf(grid, "%d^2", sc->res);
         else sprintf(grid, "%d^3", sc->res);
         if ((rc = run_scene(sc, target, bwd_fwd, ckpt, &r)) == 2) {   /* a refused batched sim: skip the row */

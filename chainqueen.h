@@ -161,7 +161,7 @@
      that scene alone: its i-th particle in lane i mod the lane count (>>cpu_lane_order).  Any
      layout works; scenes given one after another (each a multiple of 16 particles) or
      interleaved (particle p in scene p mod K) read the arrays in order or nearly (256
-     interleaved 2D blocks: 1.3-1.7x the time of one after another).  The host's range split changes no bit
+     interleaved 2D blocks: ~1.5x the time of one after another).  The host's range split changes no bit
      under any of these flags (a particle's lane is fixed by its place, whatever the split).
      Actuation groups and cables are per sim: give each scene its own group numbers.  A step
      that fails in one scene fails the whole sim's step (the message names the particle; all
@@ -13991,7 +13991,7 @@ static int cq__lane_group(const cq_sim *s, int *ps, int g, int begin, int end, i
    some scene's i / LN-th group, as alone; where they are interleaved (particle p in scene p mod K), a
    group is one scene's group too, and the groups walk the arrays in windows of LN K particles (the
    order of session 36, scene after scene, read each array K times over with a stride of K: a batch of
-   256 interleaved 2D blocks stepped 3.2x slower than one after another).  Lane l's count of particles
+   256 interleaved 2D blocks stepped 2.2-3.2x slower than one after another).  Lane l's count of particles
    never exceeds lane l - 1's (in every scene the particle in lane l - 1 comes first), so a group's
    lanes are in index order and its pads at its end, and the positions are LN times the sum over the
    scenes of their groups alone.  The lane kernels' loops run over the positions (cq__lane_items),

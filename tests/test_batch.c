@@ -908,7 +908,7 @@ TEST(the_lowest_failing_particle_is_named_whatever_the_lane_order)
    scenes lie one after another in multiples of LN or in one scene.  Interleaved scenes (particle p in
    scene p mod K): each group is one scene's group as alone, and group g's particles lie in the
    window [LN K (g / K), LN K (g / K + 1)) of the arrays (scene after scene, a scene's groups had
-   spanned them all: 256 interleaved 2D blocks stepped 3.2x slower than one after another). */
+   spanned them all: 256 interleaved 2D blocks stepped 2.2-3.2x slower than one after another). */
 TEST(the_lane_order_keeps_each_scene_in_its_lanes_and_walks_the_arrays)
 {
     enum { CASES = 6 };

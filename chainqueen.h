@@ -13987,11 +13987,11 @@ static int cq__lane_group(const cq_sim *s, int *ps, int g, int begin, int end, i
    would take in a sim of that scene alone: its i-th particle (in index order) in lane i mod LN.  The
    lane order (s->lord, position -> particle, -1 a pad) puts the particles of lane l, in index order,
    at the positions l, l + LN, l + 2 LN, ...: a group g holds in each lane l the g-th particle (in index
-   order) whose place in its scene is l mod LN.  Where the scenes lie one after another, a group is
-   some scene's i / LN-th group, as alone; where they are interleaved (particle p in scene p mod K), a
-   group is one scene's group too, and the groups walk the arrays in windows of LN K particles (the
-   order of session 36, scene after scene, read each array K times over with a stride of K: a batch of
-   256 interleaved 2D blocks stepped 2.2-3.2x slower than one after another).  Lane l's count of particles
+   order) whose place in its scene is l mod LN.  Where the scenes lie one after another, the groups
+   follow the array (a group may hold a scene's last lanes and the next scene's first); where they are
+   interleaved (particle p in scene p mod K), a group is one scene's group as alone, and the groups
+   walk the arrays in windows of LN K particles (an order scene after scene read each array K times
+   over with a stride of K: 256 interleaved 2D blocks stepped 2.2-3.2x slower than one after another).  Lane l's count of particles
    never exceeds lane l - 1's (in every scene the particle in lane l - 1 comes first), so a group's
    lanes are in index order and its pads at its end, and the positions are LN times the sum over the
    scenes of their groups alone.  The lane kernels' loops run over the positions (cq__lane_items),

@@ -5,7 +5,8 @@
 # with their particles in a random order ("3D cube, shuffled": 7% and 32% slower than the lattice
 # order on an H100, 2026-11-26; bench.c built against an older chainqueen.h gives the "before"), and the batch row (the
 # 2D 6.4k block in 256 scenes of one sim: aggregate particle-steps/s, and a line giving its
-# aggregate throughput over the single block's; issue 12's target is >= 20x); then the fluid
+# aggregate throughput over the single block's; issue 12's target is >= 20x; then again with the
+# scenes interleaved); then the fluid
 # dam breaks (bench/fluid.c --gpu, 2D and 3D, ~100k and ~1M particles).  Between the two: the
 # scenes of up to 131072 particles again with the sort of before (CQ_CUDA_SORT_COOP=0), the 2D
 # block again with 10 substeps per step, and with the sort of small scenes in one block and as launches.  PROFILE=1 also runs
@@ -50,6 +51,12 @@ if [ -n "${BEFORE:-}" ]; then   # the same bench.c against the older header (tes
     step $B/bench_gpu_before gpu only="2D block"
     step $B/bench_gpu_before gpu only="3D cube, shuffled"
 fi
+# the batch row again with its 256 scenes interleaved (particle p in scene p mod 256; bench.c
+# `interleaved`): on the GPU the per-particle kernels run in index order, so a warp's 32 particles
+# are then 32 scenes' and read 32 grids (on the CPU, 2026-11-29: ~1.5x the time of the scenes one
+# after another, bench/RESULTS.md); its gap to the row above is what a user's layout costs
+echo "the batch row, its scenes interleaved:"
+step $B/bench_gpu gpu only="2D block x scenes" interleaved
 # the rows whose sort is one cooperative launch (up to CQ_CUDA_SORT_COOP = 131072 particles,
 # kernels.cu.j2 >>cuda_sort_coop) again with the sort of before (CQ_CUDA_SORT_COOP=0: the 2D
 # block's in one block, the cubes' as launches): its before/after in one run

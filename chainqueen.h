@@ -13991,10 +13991,10 @@ static int cq__lane_group(const cq_sim *s, int *ps, int g, int begin, int end, i
    follow the array (a group may hold a scene's last lanes and the next scene's first); where they are
    interleaved (particle p in scene p mod K), a group is one scene's group as alone, and the groups
    walk the arrays in windows of LN K particles (an order scene after scene read each array K times
-   over with a stride of K: 256 interleaved 2D blocks stepped 2.2-3.2x slower than one after another).  Lane l's count of particles
-   never exceeds lane l - 1's (in every scene the particle in lane l - 1 comes first), so a group's
-   lanes are in index order and its pads at its end, and the positions are LN times the sum over the
-   scenes of their groups alone.  The lane kernels' loops run over the positions (cq__lane_items),
+   over with a stride of K: 256 interleaved 2D blocks stepped 2.2-3.2x slower than one after
+   another).  Lane l's count of particles never exceeds lane l - 1's (in every scene the particle in
+   lane l - 1 comes first), so a group's lanes are in index order and its pads at its end, and the
+   positions are LN times the sum over the scenes of their groups alone.  The lane kernels' loops run over the positions (cq__lane_items),
    every other particle loop over the particles.  A lane's bits could otherwise depend on its position:
    gcc 12 at -O3 -ffast-math compiles some lane loops with one lane peeled or vectorized apart (the
    SVD's QR sums, the polar VJP before it was mended), and "each scene bitwise as alone" (DESIGN.md

@@ -839,7 +839,8 @@ TEST(a_failing_step_leaves_every_scene_at_its_start)
    and the sim stays at its step.  Then the backward's adjoint check over positions (what the P2G
    adjoint runs, cq__check_adjoint_at) names the lowest particle with a non-finite entry, over
    ranges of 2, 5 or 37 positions from the last back (runs of consecutive particles one by one, and
-   from 8 on as a range): a range's positions are not in index order either. */
+   from 8 on as a range, one entry at such a run's end): a range's positions are not in index order
+   either. */
 TEST(the_lowest_failing_particle_is_named_whatever_the_lane_order)
 {
     const variant v = {2, 1, 1, 3, LAYOUT_SORTED, 1};
@@ -881,12 +882,22 @@ TEST(the_lowest_failing_particle_is_named_whatever_the_lane_order)
             if (!seed) { CHECK(0, "out of memory"); free(vel); cq_sim_destroy(s); batch_free(&b); return; }
             for (int i = 0; i < b.n * 2; ++i) seed[i] = 1.0 / b.n;
             CHECK_OK(cq_sim_backward(s, seed, NULL, NULL, NULL, NULL, NULL));   /* allocates the adjoint */
-            for (int c = 0; c < 2; ++c) {
+            for (int c = 0; c < 3; ++c) {
                 float *ax = (float *)s->adj[0].x, *aF = (float *)s->adj[0].F;
                 cq__check_task t;
-                int want;
+                int want = -1;
                 if (c == 0) { aF[4 * 450 + 1] = (float)NAN; ax[2 * 7] = (float)INFINITY; want = 7 * 8; }   /* scenes 0 and 2 */
-                else { ax[2 * 7] = 0; aF[4 * 300 + 3] = (float)NAN; want = 300 * 8 + 3; }                  /* scenes 1 and 0 */
+                else if (c == 1) { ax[2 * 7] = 0; aF[4 * 300 + 3] = (float)NAN; want = 300 * 8 + 3; }     /* scenes 1 and 0 */
+                else {   /* alone: the last particle of a range's run of at least 8 (the range check's path) */
+                    aF[4 * 450 + 1] = aF[4 * 300 + 3] = 0;
+                    for (int e = items; e > 0 && want < 0; e -= rl) {
+                        const int q = s->lord ? s->lord[e - 1] : e - 1, a = e > rl ? e - rl : 0;
+                        int run = 1;
+                        while (q >= 0 && e - 1 - run >= a && (s->lord ? s->lord[e - 1 - run] : e - 1 - run) == q - run) ++run;
+                        if (q >= 0 && run >= 8) { ax[2 * q + 1] = (float)INFINITY; want = 8 * q; }
+                    }
+                    if (want < 0) continue;   /* ranges of 2 or 5: no such run */
+                }
                 cq__check_begin(s, &s->adj[0], &t);
                 for (int e = items; e > 0; e -= rl)   /* ranges from the last one back */
                     cq__check_adjoint_at(s, &t, e > rl ? e - rl : 0, e);

@@ -332,20 +332,21 @@ TEST(cell_sort_serial_result_on_any_threads)
     /* {res, scenes, particles, bucket bits, cell bits}: 32^3 cells, ~3 particles per cell: buckets
        of 16 cells; 16^3 cells x 520 scenes (over 2^21 cells): buckets of 2048 cells; 12^3 cells:
        buckets of one cell; 64^3 cells, the particles in 4^3 of them: a few full buckets; then one
-       block of particles: 12^3 cells, one bucket (a plain counting sort), and 32^3 cells, buckets
-       (on more than 2 threads both in 8 blocks) */
-    const int cfg[6][5] = {{32, 1, 100000, 11, 4}, {16, 520, 40000, 11, 11}, {12, 1, 40000, 11, 0}, {64, 1, 50000, 11, 7},
-                           {12, 1, 6000, 0, 11}, {32, 1, 6000, 11, 4}};
-    const double span[6] = {0.7, 0.7, 0.7, 0.06, 0.7, 0.7};
-    for (int c = 0; c < 6; ++c) {
+       block of particles: 12^3 cells (at most 4 a particle) and 32^3 cells (at most
+       CQ__SORT_ONE_BUCKET_CELLS), one bucket (a plain counting sort), and 48^3 cells, buckets (on
+       more than 2 threads all three in 8 blocks) */
+    const int cfg[7][5] = {{32, 1, 100000, 11, 4}, {16, 520, 40000, 11, 11}, {12, 1, 40000, 11, 0}, {64, 1, 50000, 11, 7},
+                           {12, 1, 6000, 0, 11}, {32, 1, 6000, 0, 15}, {48, 1, 6000, 11, 6}};
+    const double span[7] = {0.7, 0.7, 0.7, 0.06, 0.7, 0.7, 0.7};
+    for (int c = 0; c < 7; ++c) {
         sort_result ref, got;
         const cq__sort_plan q = cq__sort_plan_of(cfg[c][2], (long)cfg[c][0] * cfg[c][0] * cfg[c][0] * cfg[c][1]);
         const cq__sort_plan w = cq__sort_plan_small(cfg[c][2], (long)cfg[c][0] * cfg[c][0] * cfg[c][0] * cfg[c][1]);
         CHECK((q.blocks > 1) == (c < 4) && q.bucket_bits == cfg[c][3] && q.cell_bits == cfg[c][4],
               "config %d: %d blocks, 2^%d buckets of 2^%d cells", c, q.blocks, q.bucket_bits, q.cell_bits);
         /* on more than 2 threads (the hook's 2 and 3 workers, 3 OpenMP threads) one block becomes 8
-           (host_memory.j2 >>sort_plan_small), the 12^3 cells' one bucket 2^8 of 2^3 cells */
-        CHECK(c < 4 ? !memcmp(&w, &q, sizeof q) : w.blocks == 8 && w.bucket_bits == (c == 4 ? 8 : 11),
+           (host_memory.j2 >>sort_plan_small), one bucket 2^8 of them (the 12^3 cells': of 2^3 cells) */
+        CHECK(c < 4 ? !memcmp(&w, &q, sizeof q) : w.blocks == 8 && w.bucket_bits == (cfg[c][3] == 0 ? 8 : 11),
               "config %d: the plan on many threads has %d blocks, 2^%d buckets", c, w.blocks, w.bucket_bits);
         if (!sort_scene(cfg[c][0], cfg[c][1], cfg[c][2], span[c], 0, &ref)) { CHECK(0, "config %d: the scene failed", c); continue; }
         CHECK(sort_is_serial(&ref), "config %d: the sort differs from the serial counting sort", c);

@@ -13990,24 +13990,25 @@ static int cq__lane_group(const cq_sim *s, int *ps, int g, int begin, int end, i
     return 1;
 }
 /* >>cpu_lane_order: where a sim holds several scenes, each scene's particles take the lanes they
-   would take in a sim of that scene alone: its i-th particle (in index order) in lane i mod LN.  The
-   lane order (s->lord, position -> particle, -1 a pad) puts the particles of lane l, in index order,
-   at the positions l, l + LN, l + 2 LN, ...: a group g holds in each lane l the g-th particle (in index
-   order) whose place in its scene is l mod LN.  Where the scenes lie one after another, the groups
-   follow the array (a group may hold a scene's last lanes and the next scene's first); where they are
-   interleaved (particle p in scene p mod K), a group is one scene's group as alone, and the groups
-   walk the arrays in windows of LN K particles (an order scene after scene read each array K times
-   over with a stride of K: 256 interleaved 2D blocks stepped 2.2-3.2x slower than one after
-   another).  Lane l's count of particles never exceeds lane l - 1's (in every scene the particle in
-   lane l - 1 comes first), so a group's lanes are in index order and its pads at its end, and the
-   positions are LN times the sum over the scenes of their groups alone.  The lane kernels' loops run over the positions (cq__lane_items),
-   every other particle loop over the particles.  A lane's bits could otherwise depend on its position:
-   gcc 12 at -O3 -ffast-math compiles some lane loops with one lane peeled or vectorized apart (the
-   SVD's QR sums, the polar VJP before it was mended), and "each scene bitwise as alone" (DESIGN.md
-   section 8) would hold in ISO C and not there (tests/run.sh test_batch_fast_math).  NULL where the
-   order is the particles' own (one scene; scenes one after another, each a multiple of LN long: the
-   bench's batches), and where the lanes are off.  Built with the sort's memory (host_memory.j2
-   >>sort_alloc); 0 if memory ran out. */
+   would take in a sim of that scene alone: its i-th particle (in index order) in lane i mod LN.
+   The lane order (s->lord, position -> particle, -1 a pad) puts the particles of lane l, in index
+   order, at the positions l, l + LN, l + 2 LN, ...: a group g holds in each lane l the g-th
+   particle (in index order) whose place in its scene is l mod LN.  Where the scenes lie one after
+   another, the groups follow the array (a group may hold a scene's last lanes and the next scene's
+   first); where they are interleaved (particle p in scene p mod K), a group is one scene's group as
+   alone, and the groups walk the arrays in windows of LN K particles (an order scene after scene
+   read each array K times over with a stride of K: 256 interleaved 2D blocks stepped 2.2-3.2x
+   slower than one after another).  Lane l's count of particles never exceeds lane l - 1's (in every
+   scene the particle in lane l - 1 comes first), so a group's lanes are in index order and its pads
+   at its end, and the positions are LN times the sum over the scenes of their groups alone.  The
+   lane kernels' loops run over the positions (cq__lane_items), every other particle loop over the
+   particles.  A lane's bits could otherwise depend on its position: gcc 12 at -O3 -ffast-math
+   compiles some lane loops with one lane peeled or vectorized apart (the SVD's QR sums, the polar
+   VJP before it was mended), and "each scene bitwise as alone" (DESIGN.md section 8) would hold in
+   ISO C and not there (tests/run.sh test_batch_fast_math).  NULL where the order is the particles'
+   own (one scene; scenes one after another, each a multiple of LN long: the bench's batches), and
+   where the lanes are off.  Built with the sort's memory (host_memory.j2 >>sort_alloc); 0 if memory
+   ran out. */
 static int cq__lane_order_alloc(cq_sim *s)
 {
     const int LN = s->tsize == sizeof(float) ? CQ__LANES_f32 : CQ__LANES_f64;

@@ -13063,7 +13063,7 @@ static void cq__adjoint_arrays(const cq_sim *s, const cq__state *a, const void *
    last substep adjoint instead (s->adj_status): each range of its P2G adjoint's loop scans the
    particles it has just finished (cq__sub_task_.chk), the same scan and minimum, one parallel
    loop (and its pass over memory) fewer per step. */
-typedef struct cq__check_task { const cq_sim *s; const void *arr[8]; int best; } cq__check_task;
+typedef struct cq__check_task { const cq_sim *s; const void *arr[8]; int k[8], best; } cq__check_task;   /* k: the fields' sizes */
 /* the first of v[i .. last) that is not finite (last: none): blocks of 64 without an early exit
    (vectorized at -O3, unrolled at -O2), then the block with one entry by entry */
 static long cq__first_nonfinite_f32(const float *v, long i, long last)
@@ -13088,18 +13088,23 @@ static long cq__first_nonfinite_f64(const double *v, long i, long last)
     while (i < last && cq__isfinite_f64(v[i])) ++i;
     return i;
 }
-static void cq__check_adjoint_range(void *ctx, int begin, int end)
+/* 8 p + field of the lowest non-finite entry of particles [begin, end), or best if none is lower */
+static int cq__check_first(const cq__check_task *t, int begin, int end, int best)
 {
-    cq__check_task *t = (cq__check_task *)ctx;
-    int best = INT_MAX;
     for (int f = 0; f < 8; ++f) {
-        const int k = cq_sim_field_size(t->s, (cq_field)f);
+        const int k = t->k[f];
         const long last = (long)end * k;
         long i = (long)begin * k;
         i = t->s->tsize == sizeof(float) ? cq__first_nonfinite_f32((const float *)t->arr[f], i, last)
                                           : cq__first_nonfinite_f64((const double *)t->arr[f], i, last);
         if (i < last && (int)(i / k) * 8 + f < best) best = (int)(i / k) * 8 + f;
     }
+    return best;
+}
+static void cq__check_adjoint_range(void *ctx, int begin, int end)
+{
+    cq__check_task *t = (cq__check_task *)ctx;
+    const int best = cq__check_first(t, begin, end, INT_MAX);
     if (best < INT_MAX) cq__atomic_min_int(&t->best, best);
 }
 /* a check of adjoint state a begun (its ranges then run cq__check_adjoint_range), and its status
@@ -13107,6 +13112,7 @@ static void cq__check_adjoint_range(void *ctx, int begin, int end)
 static void cq__check_begin(const cq_sim *s, const cq__state *a, cq__check_task *t)
 {
     t->s = s; t->best = INT_MAX;
+    for (int f = 0; f < 8; ++f) t->k[f] = cq_sim_field_size(s, (cq_field)f);
     cq__adjoint_arrays(s, a, t->arr);
 }
 static int cq__check_status(const cq__check_task *t) { return t->best == INT_MAX ? 0 : INT_MAX - t->best; }
@@ -14037,28 +14043,18 @@ static int cq__lane_order_alloc(cq_sim *s)
 static int cq__lane_items(const cq_sim *s) { return s->lord ? s->nlord : s->n; }
 /* the particle at position i, or -1 (a pad) */
 static int cq__lane_particle(const cq_sim *s, int i) { return s->lord ? s->lord[i] : i; }
-/* the adjoint check (>>cpu_check_adjoint) of the particles at positions [begin, end): runs of at
-   least 8 consecutive particles as a range, the others (interleaved scenes: every particle its own
-   run) one by one, the fields' sizes read once */
+/* the adjoint check (>>cpu_check_adjoint) of the particles at positions [begin, end), run by run
+   of consecutive particles (interleaved scenes: every particle its own run), one atomic at the end */
 static void cq__check_adjoint_at(const cq_sim *s, cq__check_task *chk, int begin, int end)
 {
-    int k[8], best = INT_MAX;
+    int best = INT_MAX;
     if (!s->lord) { cq__check_adjoint_range(chk, begin, end); return; }
-    for (int f = 0; f < 8; ++f) k[f] = cq_sim_field_size(s, (cq_field)f);
     for (int i = begin; i < end;) {
         const int q = s->lord[i];
         int j = i + 1;
         if (q < 0) { ++i; continue; }
         while (j < end && s->lord[j] == q + (j - i)) ++j;
-        if (j - i >= 8) cq__check_adjoint_range(chk, q, q + (j - i));
-        else
-            for (int r = q; r < q + (j - i) && 8 * r < best; ++r)
-                for (int f = 0; f < 8; ++f) {
-                    const long a = (long)r * k[f], e = a + k[f];
-                    const long at = s->tsize == sizeof(float) ? cq__first_nonfinite_f32((const float *)chk->arr[f], a, e)
-                                                              : cq__first_nonfinite_f64((const double *)chk->arr[f], a, e);
-                    if (at < e) { best = 8 * r + f; break; }
-                }
+        best = cq__check_first(chk, q, q + (j - i), best);
         i = j;
     }
     if (best < INT_MAX) cq__atomic_min_int(&chk->best, best);

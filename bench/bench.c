@@ -119,7 +119,7 @@ static long block_particle(long p, int n1, int nsc) { return g_interleaved ? p /
 static long block_coord(long i, int dim, int n1, int nsc) { return block_particle(i / dim, n1, nsc) * dim + i % dim; }
 static long scene0_coord(long i, int dim, int n1, int nsc)
 {
-    return (g_interleaved ? block_particle(i / dim, n1, nsc) * nsc : block_particle(i / dim, n1, nsc)) * dim + i % dim;
+    return block_particle(i / dim, n1, nsc) * (g_interleaved ? nsc : 1) * dim + i % dim;
 }
 
 /* particles of a scene row: side^dim, times g_batch for a batch row */

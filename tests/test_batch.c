@@ -838,9 +838,8 @@ TEST(a_failing_step_leaves_every_scene_at_its_start)
    particle 0, without the hook and with its uneven ranges run out of order (inline or deferred),
    and the sim stays at its step.  Then the backward's adjoint check over positions (what the P2G
    adjoint runs, cq__check_adjoint_at) names the lowest particle with a non-finite entry, over
-   ranges of 2, 5 or 37 positions from the last back (runs of consecutive particles one by one, and
-   from 8 on as a range, one entry at such a run's end): a range's positions are not in index order
-   either. */
+   ranges of 2, 5 or 37 positions from the last back (with 37, one entry at the end of a run of at
+   least 8 consecutive particles): a range's positions are not in index order either. */
 TEST(the_lowest_failing_particle_is_named_whatever_the_lane_order)
 {
     const variant v = {2, 1, 1, 3, LAYOUT_SORTED, 1};
@@ -888,7 +887,7 @@ TEST(the_lowest_failing_particle_is_named_whatever_the_lane_order)
                 int want = -1;
                 if (c == 0) { aF[4 * 450 + 1] = (float)NAN; ax[2 * 7] = (float)INFINITY; want = 7 * 8; }   /* scenes 0 and 2 */
                 else if (c == 1) { ax[2 * 7] = 0; aF[4 * 300 + 3] = (float)NAN; want = 300 * 8 + 3; }     /* scenes 1 and 0 */
-                else {   /* alone: the last particle of a range's run of at least 8 (the range check's path) */
+                else {   /* alone: the last particle of a range's run of at least 8 consecutive particles */
                     aF[4 * 450 + 1] = aF[4 * 300 + 3] = 0;
                     for (int e = items; e > 0 && want < 0; e -= rl) {
                         const int q = s->lord ? s->lord[e - 1] : e - 1, a = e > rl ? e - rl : 0;

@@ -190,7 +190,7 @@ c_test_world_fast_math() { item test_world_fast_math sh -c "$CC -std=c99 -O3 -ff
 for t in test_physics test_adjoint_stages test_lanes test_reverse; do
     case $t in test_physics) e=63 ;; *) e=25 ;; esac
     case $t in test_lanes) xf=-fno-inline-functions-called-once ;; *) xf= ;; esac
-    chain $e ${t}_asan_ubsan s; eval "c_${t}_asan_ubsan() { item ${t}_asan_ubsan sh -c \"\$CC -std=c99 -O1 -g1 $xf \$WARN \$SAN $(nw $t) tests/$t.c -o \$B/${t}_san -lm && ./\$B/${t}_san\"; }"
+    chain $e ${t}_asan_ubsan s; eval "c_${t}_asan_ubsan() { item ${t}_asan_ubsan sh -c \"\$CC -std=c99 -O1 -g1 $xf \$WARN \$SAN $(nw $t) -DCQ_CPU_LANES=0 tests/$t.c -o \$B/${t}_san -lm && ./\$B/${t}_san\"; }"
 done
 
 # the public-API tests, linked (see impl above), -O2: the CUDA host code on the mock (cuda_items, below),
@@ -224,9 +224,10 @@ c_linked_cxx() {
 # whole), the API state-machine fuzzer (a fixed seed set, tests/fuzz_api.c, with batched scenes and
 # ranges split by a host's hook; longer runs: see README), then on the mock (12 runs: a run there takes
 # ~2-5 s; 150 runs from seed 200001 passed on 2026-11-27).  With the CPU's lanes on (CQ_CPU_LANES=1, the
-# default where AVX2 is: the drivers' lane groups and the scenes' lane order, cpu_backend.j2
-# >>cpu_lane_order, under the sanitizers; the lanes-off paths run under them in the standalone
-# sanitizer builds: test_physics, test_reverse, test_adjoint_stages, test_batch)
+# default where AVX2 is, float32's on x86-64 with SSE2 alone: the drivers' lane groups and the scenes'
+# lane order, cpu_backend.j2 >>cpu_lane_order, under the sanitizers; the lanes-off paths run under
+# them in the standalone sanitizer builds, CQ_CPU_LANES=0: test_physics, test_reverse,
+# test_adjoint_stages, test_lanes, test_batch)
 chain 240 linked_san s
 c_linked_san() {
     impl san "$CC -std=c99 -O1 -g1 $WARN $SAN $NW -DCQ_CPU_LANES=1"
@@ -355,7 +356,7 @@ c_test_batch() {
 }
 chain 44 test_batch_asan_ubsan s
 c_test_batch_asan_ubsan() {
-    item test_batch_asan_ubsan sh -c "$CC -std=c99 -O1 -g1 $WARN $SAN $NW tests/test_batch.c -o $B/test_batch_san -lm -ldl && \
+    item test_batch_asan_ubsan sh -c "$CC -std=c99 -O1 -g1 $WARN $SAN $NW -DCQ_CPU_LANES=0 tests/test_batch.c -o $B/test_batch_san -lm -ldl && \
         ./$B/test_batch_san && CQ_CUDA_LIBRARY=$MOCK ./$B/test_batch_san cuda"
 }
 # float32 kernels with subnormals kept (CQ_CPU_KEEP_SUBNORMALS): the flush test expects them kept

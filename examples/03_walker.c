@@ -10,8 +10,9 @@
    exits nonzero unless its loss decreased).  Prints loss and distance walked per iteration,
    then the distance walked by the initial and by the optimised controller, and writes
    OUT/walker.gif (the optimised gait, at half speed), OUT/walker_final.png (its final pose over
-   the faint initial pose) and OUT/walker_loss.png (loss per iteration).  70-80 s on one CPU
-   core at -O2 (f32 sim, 480 particles, 1000 substeps per rollout); quick: under 2 s.
+   the faint initial pose) and OUT/walker_loss.png (loss per iteration).  30-40 s on one CPU
+   core at -O2 (f32 sim, 480 particles, 1000 substeps per rollout; 2-vCPU AMD EPYC Zen 3 VM,
+   2026-11-29); quick: under 2 s.
 
    Loss = -(mean particle x at T - mean particle x at 0) + 1e-5 sum_n |a_n|^2 (subtracting the
    constant start position changes no gradient but makes the loss read as -distance).  Gaits have
@@ -52,7 +53,7 @@
 
 /* ---- controller and optimisation */
 #define STEPS 100             /* control steps per rollout: 1 s of simulated time */
-#define ITERS 150             /* Adam iterations (~0.45 s each on one core at -O2) */
+#define ITERS 150             /* Adam iterations (~0.2 s each on one core at -O2) */
 #define LEARNING_RATE 0.005
 #define CLIP_NORM 1.0         /* gradient norm clip (long contact-rich horizons spike) */
 #define BACKTRACK 0.1         /* a loss this much (relative) worse than the best: go back, halve the step */

@@ -108,8 +108,8 @@
                      optimizing: backward 1.3-1.6x, forward 1.0-1.45x as fast); neither with
                      gcc -Os (bench/RESULTS.md).  -O2 and -O3 run the MPM about
                      equally fast (gcc 12: the kernels' small loops carry unroll pragmas, which -O2
-                     needs; without them it ran 1.3-2.3x slower than -O3), but for the float32
-                     lanes with SSE2 alone, 1.1-1.3x faster at -O3.
+                     needs; without them it ran 1.3-2.3x slower than -O3; with SSE2 alone the
+                     float32 lanes' forward 1.03-1.12x and backward 1.02-1.08x faster at -O3).
      CQ_CPU_V4       0: the CPU's gather (P2G's node half) adds its 4-wide sums one value at a time
                      instead of as GNU vector extensions (the default with gcc and clang; the
                      same bits either way; the vectors: 15-20% less time in a 3D gather, ~4%
@@ -9109,6 +9109,18 @@ typedef float cq__v8_f32 __attribute__((vector_size(32)));
 #    define CQ__VG_X86 1
 #  endif
 #endif
+/* CQ__RESTRICT: a lane function's array parameters that no other it reads or writes overlaps (the
+   callers pass distinct lane arrays).  Without it gcc 12 at -O2 vectorized none of their loops (the
+   aliasing checks it would need are beyond -O2's very cheap cost model; -O3 adds them): the weights,
+   the 3D SVD, R = U V^T, the polar VJPs, the affine matrix; with it -O2 vectorizes them too.  -O2,
+   one thread, 2-vCPU AMD EPYC Zen 3 (bench/RESULTS.md): x86-64-v3 forward 1.04-1.27x, backward
+   1.07-1.26x as fast; SSE2 alone (float32 lanes) 1.0-1.15x and 1.1x; -O3 -march=native the same
+   within the noise; the same bits */
+#if defined(__cplusplus) || defined(_MSC_VER)   /* C++ has no restrict; MSVC's C has __restrict */
+#  define CQ__RESTRICT __restrict
+#else
+#  define CQ__RESTRICT restrict
+#endif
 /* CQ__CPU_ROLLED: a loop over the lanes that gcc must keep a loop: at 8 iterations (the float64
    lanes) it unrolls one whole before vectorizing, and its basic-block vectorizer then left part of
    it scalar (a double-to-int conversion, >>weights_lanes_: 8% of the 2D f64 forward, 4% after) */
@@ -9213,8 +9225,9 @@ typedef cq__v8_f32 cq__vg_f32;
    2-vCPU AMD EPYC Zen 3, perf annotate); over lanes those kernels take 11-17% less.  The
    floor is a truncation corrected by one below zero: gcc 12 vectorizes no floorf/floor under
    -ftrapping-math (the default); for every value whose floor fits an int it is the same int. */
-static void cq__weights_lanes_2d_f32(float x[2][CQ__LANES_f32], float inv_dx, int base[2][CQ__LANES_f32], float fx[2][CQ__LANES_f32],
-                                         float w[2][3][CQ__LANES_f32], float (*dw)[3][CQ__LANES_f32])
+static void cq__weights_lanes_2d_f32(float (*CQ__RESTRICT x)[CQ__LANES_f32], float inv_dx, int (*CQ__RESTRICT base)[CQ__LANES_f32],
+                                         float (*CQ__RESTRICT fx)[CQ__LANES_f32], float (*CQ__RESTRICT w)[3][CQ__LANES_f32],
+                                         float (*CQ__RESTRICT dw)[3][CQ__LANES_f32])
 {
     for (int a = 0; a < 2; ++a) {
         CQ__CPU_ROLLED for (int l = 0; l < CQ__LANES_f32; ++l) {
@@ -9681,8 +9694,9 @@ static void cq__transfer_lanes_2d_f32(const int *ps, int lo, int hi, const cq__p
    2-vCPU AMD EPYC Zen 3, perf annotate); over lanes those kernels take 11-17% less.  The
    floor is a truncation corrected by one below zero: gcc 12 vectorizes no floorf/floor under
    -ftrapping-math (the default); for every value whose floor fits an int it is the same int. */
-static void cq__weights_lanes_2d_f64(double x[2][CQ__LANES_f64], double inv_dx, int base[2][CQ__LANES_f64], double fx[2][CQ__LANES_f64],
-                                         double w[2][3][CQ__LANES_f64], double (*dw)[3][CQ__LANES_f64])
+static void cq__weights_lanes_2d_f64(double (*CQ__RESTRICT x)[CQ__LANES_f64], double inv_dx, int (*CQ__RESTRICT base)[CQ__LANES_f64],
+                                         double (*CQ__RESTRICT fx)[CQ__LANES_f64], double (*CQ__RESTRICT w)[3][CQ__LANES_f64],
+                                         double (*CQ__RESTRICT dw)[3][CQ__LANES_f64])
 {
     for (int a = 0; a < 2; ++a) {
         CQ__CPU_ROLLED for (int l = 0; l < CQ__LANES_f64; ++l) {
@@ -10140,8 +10154,9 @@ static void cq__transfer_lanes_2d_f64(const int *ps, int lo, int hi, const cq__p
    2-vCPU AMD EPYC Zen 3, perf annotate); over lanes those kernels take 11-17% less.  The
    floor is a truncation corrected by one below zero: gcc 12 vectorizes no floorf/floor under
    -ftrapping-math (the default); for every value whose floor fits an int it is the same int. */
-static void cq__weights_lanes_3d_f32(float x[3][CQ__LANES_f32], float inv_dx, int base[3][CQ__LANES_f32], float fx[3][CQ__LANES_f32],
-                                         float w[3][3][CQ__LANES_f32], float (*dw)[3][CQ__LANES_f32])
+static void cq__weights_lanes_3d_f32(float (*CQ__RESTRICT x)[CQ__LANES_f32], float inv_dx, int (*CQ__RESTRICT base)[CQ__LANES_f32],
+                                         float (*CQ__RESTRICT fx)[CQ__LANES_f32], float (*CQ__RESTRICT w)[3][CQ__LANES_f32],
+                                         float (*CQ__RESTRICT dw)[3][CQ__LANES_f32])
 {
     for (int a = 0; a < 3; ++a) {
         CQ__CPU_ROLLED for (int l = 0; l < CQ__LANES_f32; ++l) {
@@ -10614,8 +10629,9 @@ static void cq__transfer_lanes_3d_f32(const int *ps, int lo, int hi, const cq__p
    2-vCPU AMD EPYC Zen 3, perf annotate); over lanes those kernels take 11-17% less.  The
    floor is a truncation corrected by one below zero: gcc 12 vectorizes no floorf/floor under
    -ftrapping-math (the default); for every value whose floor fits an int it is the same int. */
-static void cq__weights_lanes_3d_f64(double x[3][CQ__LANES_f64], double inv_dx, int base[3][CQ__LANES_f64], double fx[3][CQ__LANES_f64],
-                                         double w[3][3][CQ__LANES_f64], double (*dw)[3][CQ__LANES_f64])
+static void cq__weights_lanes_3d_f64(double (*CQ__RESTRICT x)[CQ__LANES_f64], double inv_dx, int (*CQ__RESTRICT base)[CQ__LANES_f64],
+                                         double (*CQ__RESTRICT fx)[CQ__LANES_f64], double (*CQ__RESTRICT w)[3][CQ__LANES_f64],
+                                         double (*CQ__RESTRICT dw)[3][CQ__LANES_f64])
 {
     for (int a = 0; a < 3; ++a) {
         CQ__CPU_ROLLED for (int l = 0; l < CQ__LANES_f64; ++l) {
@@ -11130,7 +11146,8 @@ static void cq__lane_sqrt_f64(const double *in, double *out)
    pair again), so each lane gets the one-matrix results bit for bit, with no branch to
    mispredict (the one-matrix SVD took twice its time on particles in a random order).  The lane
    loops stop at each square root (cq__lane_sqrt_f32). */
-static void cq__svd_lanes_3d_f32(float F[9][CQ__LANES_f32], float U[9][CQ__LANES_f32], float sig[3][CQ__LANES_f32], float V[9][CQ__LANES_f32])
+static void cq__svd_lanes_3d_f32(float (*CQ__RESTRICT F)[CQ__LANES_f32], float (*CQ__RESTRICT U)[CQ__LANES_f32], float (*CQ__RESTRICT sig)[CQ__LANES_f32],
+                                    float (*CQ__RESTRICT V)[CQ__LANES_f32])
 {
     float B[9][CQ__LANES_f32], zeta[CQ__LANES_f32], t[CQ__LANES_f32], arg[CQ__LANES_f32], root[CQ__LANES_f32];
     int go[CQ__LANES_f32];
@@ -11209,7 +11226,7 @@ typedef struct cq__svd_lanes_f32 {
     float U[9][CQ__LANES_f32], sig[3][CQ__LANES_f32], V[9][CQ__LANES_f32];
 } cq__svd_lanes_f32;
 /* cq__uvt_3d_f32 over the lanes: R = U V^T */
-static void cq__uvt_lanes_3d_f32(const cq__svd_lanes_f32 *sv, float R[9][CQ__LANES_f32])
+static void cq__uvt_lanes_3d_f32(const cq__svd_lanes_f32 *sv, float (*CQ__RESTRICT R)[CQ__LANES_f32])
 {
     for (int i = 0; i < 3; ++i)
         for (int j = 0; j < 3; ++j)
@@ -11219,7 +11236,8 @@ static void cq__uvt_lanes_3d_f32(const cq__svd_lanes_f32 *sv, float R[9][CQ__LAN
 }
 /* cq__polar_vjp_rot_3d_f32 over the lanes: F_bar += U A V^T given the SVD and R_bar; its branches
    as selects (a lane with !(sig_0 > 0) keeps its F_bar) */
-static void cq__polar_vjp_lanes_3d_f32(const cq__svd_lanes_f32 *sv, float R_bar[9][CQ__LANES_f32], float F_bar[9][CQ__LANES_f32])
+static void cq__polar_vjp_lanes_3d_f32(const cq__svd_lanes_f32 *sv, float (*CQ__RESTRICT R_bar)[CQ__LANES_f32],
+                                           float (*CQ__RESTRICT F_bar)[CQ__LANES_f32])
 {
     float W[9][CQ__LANES_f32], H[9][CQ__LANES_f32], A[9][CQ__LANES_f32], fl[CQ__LANES_f32];
     int ok[CQ__LANES_f32];
@@ -11281,7 +11299,8 @@ static void cq__polar_vjp_lanes_3d_f32(const cq__svd_lanes_f32 *sv, float R_bar[
    pair again), so each lane gets the one-matrix results bit for bit, with no branch to
    mispredict (the one-matrix SVD took twice its time on particles in a random order).  The lane
    loops stop at each square root (cq__lane_sqrt_f64). */
-static void cq__svd_lanes_3d_f64(double F[9][CQ__LANES_f64], double U[9][CQ__LANES_f64], double sig[3][CQ__LANES_f64], double V[9][CQ__LANES_f64])
+static void cq__svd_lanes_3d_f64(double (*CQ__RESTRICT F)[CQ__LANES_f64], double (*CQ__RESTRICT U)[CQ__LANES_f64], double (*CQ__RESTRICT sig)[CQ__LANES_f64],
+                                    double (*CQ__RESTRICT V)[CQ__LANES_f64])
 {
     double B[9][CQ__LANES_f64], zeta[CQ__LANES_f64], t[CQ__LANES_f64], arg[CQ__LANES_f64], root[CQ__LANES_f64];
     int go[CQ__LANES_f64];
@@ -11360,7 +11379,7 @@ typedef struct cq__svd_lanes_f64 {
     double U[9][CQ__LANES_f64], sig[3][CQ__LANES_f64], V[9][CQ__LANES_f64];
 } cq__svd_lanes_f64;
 /* cq__uvt_3d_f64 over the lanes: R = U V^T */
-static void cq__uvt_lanes_3d_f64(const cq__svd_lanes_f64 *sv, double R[9][CQ__LANES_f64])
+static void cq__uvt_lanes_3d_f64(const cq__svd_lanes_f64 *sv, double (*CQ__RESTRICT R)[CQ__LANES_f64])
 {
     for (int i = 0; i < 3; ++i)
         for (int j = 0; j < 3; ++j)
@@ -11370,7 +11389,8 @@ static void cq__uvt_lanes_3d_f64(const cq__svd_lanes_f64 *sv, double R[9][CQ__LA
 }
 /* cq__polar_vjp_rot_3d_f64 over the lanes: F_bar += U A V^T given the SVD and R_bar; its branches
    as selects (a lane with !(sig_0 > 0) keeps its F_bar) */
-static void cq__polar_vjp_lanes_3d_f64(const cq__svd_lanes_f64 *sv, double R_bar[9][CQ__LANES_f64], double F_bar[9][CQ__LANES_f64])
+static void cq__polar_vjp_lanes_3d_f64(const cq__svd_lanes_f64 *sv, double (*CQ__RESTRICT R_bar)[CQ__LANES_f64],
+                                           double (*CQ__RESTRICT F_bar)[CQ__LANES_f64])
 {
     double W[9][CQ__LANES_f64], H[9][CQ__LANES_f64], A[9][CQ__LANES_f64], fl[CQ__LANES_f64];
     int ok[CQ__LANES_f64];
@@ -11463,8 +11483,8 @@ static void cq__polar_lanes_2d_f32(float F[4][CQ__LANES_f32], float R[4][CQ__LAN
     }
 }
 /* cq__polar_vjp_rot_2d_f32 over the lanes: F_bar += ..., given R = polar(F) and R_bar */
-static void cq__polar_vjp_lanes_2d_f32(float F[4][CQ__LANES_f32], float R[4][CQ__LANES_f32], float R_bar[4][CQ__LANES_f32],
-                                         float F_bar[4][CQ__LANES_f32])
+static void cq__polar_vjp_lanes_2d_f32(float (*CQ__RESTRICT F)[CQ__LANES_f32], float (*CQ__RESTRICT R)[CQ__LANES_f32],
+                                         float (*CQ__RESTRICT R_bar)[CQ__LANES_f32], float (*CQ__RESTRICT F_bar)[CQ__LANES_f32])
 {
     float arg[CQ__LANES_f32], r[CQ__LANES_f32], nf[CQ__LANES_f32], fn[CQ__LANES_f32];
     for (int l = 0; l < CQ__LANES_f32; ++l) {
@@ -11505,7 +11525,8 @@ static void cq__mat_lanes_load_f32(const int *ps, cq__pview_f32 s, cq__mat_lanes
 }
 /* cq__affine_2d_f32 over the lanes: G = -(4/dx^2) dt V0 P F^T + m C */
 static void cq__affine_lanes_2d_f32(const int *ps, const cq__params_f32 *prm, cq__pview_f32 s,
-                                          float Pp[4][CQ__LANES_f32], float Fp[4][CQ__LANES_f32], float G[4][CQ__LANES_f32])
+                                          float (*CQ__RESTRICT Pp)[CQ__LANES_f32], float (*CQ__RESTRICT Fp)[CQ__LANES_f32],
+                                          float (*CQ__RESTRICT G)[CQ__LANES_f32])
 {
     float mass[CQ__LANES_f32], ks[CQ__LANES_f32], C[4][CQ__LANES_f32];
     for (int l = 0; l < CQ__LANES_f32; ++l) {
@@ -11790,7 +11811,8 @@ static void cq__stress_adj_lanes_2d_neohookean_f32(const int *ps, int lo, int hi
 }
 /* cq__affine_3d_f32 over the lanes: G = -(4/dx^2) dt V0 P F^T + m C */
 static void cq__affine_lanes_3d_f32(const int *ps, const cq__params_f32 *prm, cq__pview_f32 s,
-                                          float Pp[9][CQ__LANES_f32], float Fp[9][CQ__LANES_f32], float G[9][CQ__LANES_f32])
+                                          float (*CQ__RESTRICT Pp)[CQ__LANES_f32], float (*CQ__RESTRICT Fp)[CQ__LANES_f32],
+                                          float (*CQ__RESTRICT G)[CQ__LANES_f32])
 {
     float mass[CQ__LANES_f32], ks[CQ__LANES_f32], C[9][CQ__LANES_f32];
     for (int l = 0; l < CQ__LANES_f32; ++l) {
@@ -12203,8 +12225,8 @@ static void cq__polar_lanes_2d_f64(double F[4][CQ__LANES_f64], double R[4][CQ__L
     }
 }
 /* cq__polar_vjp_rot_2d_f64 over the lanes: F_bar += ..., given R = polar(F) and R_bar */
-static void cq__polar_vjp_lanes_2d_f64(double F[4][CQ__LANES_f64], double R[4][CQ__LANES_f64], double R_bar[4][CQ__LANES_f64],
-                                         double F_bar[4][CQ__LANES_f64])
+static void cq__polar_vjp_lanes_2d_f64(double (*CQ__RESTRICT F)[CQ__LANES_f64], double (*CQ__RESTRICT R)[CQ__LANES_f64],
+                                         double (*CQ__RESTRICT R_bar)[CQ__LANES_f64], double (*CQ__RESTRICT F_bar)[CQ__LANES_f64])
 {
     double arg[CQ__LANES_f64], r[CQ__LANES_f64], nf[CQ__LANES_f64], fn[CQ__LANES_f64];
     for (int l = 0; l < CQ__LANES_f64; ++l) {
@@ -12245,7 +12267,8 @@ static void cq__mat_lanes_load_f64(const int *ps, cq__pview_f64 s, cq__mat_lanes
 }
 /* cq__affine_2d_f64 over the lanes: G = -(4/dx^2) dt V0 P F^T + m C */
 static void cq__affine_lanes_2d_f64(const int *ps, const cq__params_f64 *prm, cq__pview_f64 s,
-                                          double Pp[4][CQ__LANES_f64], double Fp[4][CQ__LANES_f64], double G[4][CQ__LANES_f64])
+                                          double (*CQ__RESTRICT Pp)[CQ__LANES_f64], double (*CQ__RESTRICT Fp)[CQ__LANES_f64],
+                                          double (*CQ__RESTRICT G)[CQ__LANES_f64])
 {
     double mass[CQ__LANES_f64], ks[CQ__LANES_f64], C[4][CQ__LANES_f64];
     for (int l = 0; l < CQ__LANES_f64; ++l) {
@@ -12530,7 +12553,8 @@ static void cq__stress_adj_lanes_2d_neohookean_f64(const int *ps, int lo, int hi
 }
 /* cq__affine_3d_f64 over the lanes: G = -(4/dx^2) dt V0 P F^T + m C */
 static void cq__affine_lanes_3d_f64(const int *ps, const cq__params_f64 *prm, cq__pview_f64 s,
-                                          double Pp[9][CQ__LANES_f64], double Fp[9][CQ__LANES_f64], double G[9][CQ__LANES_f64])
+                                          double (*CQ__RESTRICT Pp)[CQ__LANES_f64], double (*CQ__RESTRICT Fp)[CQ__LANES_f64],
+                                          double (*CQ__RESTRICT G)[CQ__LANES_f64])
 {
     double mass[CQ__LANES_f64], ks[CQ__LANES_f64], C[9][CQ__LANES_f64];
     for (int l = 0; l < CQ__LANES_f64; ++l) {

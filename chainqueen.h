@@ -9039,27 +9039,25 @@ static int cq__cable_buffers(cq_sim *s)
    -ffp-contract=off, at -O3 with FMA), so a copy inlined into a loop over lanes rounded
    differently from the remainder's.
    The drivers use the lanes of a precision where CQ__LANES_ON_<precision> is 1: both where
-   CQ_CPU_LANES is 1, neither where it is 0; by default both with AVX2 or AVX-512, float32 alone
-   with SSE2 alone (x86-64's baseline, gcc or clang, optimizing), neither with gcc -Os.  SSE2
-   (2026-11-29, AMD EPYC Zen 3 VM, one thread, the least of 2 x 4-5 runs of 20-50 substeps, the 2D
-   block and the 3D 8k and 64k cubes, bench/RESULTS.md): float32 lanes at gcc -O2 forward
-   1.15-1.35x, backward 1.3-1.45x as fast as one particle at a time, -O3 1.3-1.45x and 1.45-1.6x,
-   clang -O2 1.0-1.25x and 1.3-1.55x, clang -Os faster too (-Oz: the 2D block faster, the 3D cube
-   1.1-1.3x slower); float64 lanes 0.9-1.2x (off).  gcc -O1
-   and -O0 vectorize no loop: float32 lanes 1.05-1.3x slower, hence SSE2's only where __OPTIMIZE__
-   (-O1 cannot be told from -O2); gcc -Os neither: 1.1-1.3x slower with SSE2, 1.2-3x with AVX2
-   (while AVX2's at -O0 win, 1.1-1.65x: the lane groups' intrinsics, >>vgroup).  The lane groups
-   written without AVX (GNU vectors of 4 doubles / 8 floats, their node values gathered element by
-   element) ran no faster with SSE2 than the lane loops: not kept.  Earlier, on an AMD EPYC (Zen 4)
-   VM, one thread, backward time vs one particle at a time: -O3 AVX-512 -12% to -24%; -O3 AVX2
-   (x86-64-v3) f64 -9% to -14% (2D block, 3D cubes of 8k and 64k); -O3 SSE2 +15% (then; see above).
-   Float32 lanes with AVX2 lost there (+4% to +16%) while the lanes' grid indices were `long` (gcc
-   did not vectorize the float loops: 16 longs fill four AVX2 registers, 16 floats two); with `int`
-   indices they win: on an AMD EPYC (Zen 3, AVX2 alone) VM,
-   2 threads, two alternating rounds, the float32 backward 1.1-1.9x as fast (the 3D cubes most),
-   the forward 1.05-1.4x (bench/RESULTS.md; 8 float lanes: no better than 16).  At -O2 gcc 12
-   vectorizes the lane loops only because the small loops inside them carry CQ__CPU_UNROLL
-   (stencil.j2). */
+   CQ_CPU_LANES is 1, neither where it is 0; by default both with AVX2 or AVX-512, float32 alone with
+   SSE2 alone (x86-64's baseline, gcc or clang, optimizing), neither with gcc -Os.  SSE2 (2026-11-29,
+   AMD EPYC Zen 3 VM, one thread, the least of 2 x 4-5 runs of 20-50 substeps, the 2D block and the
+   3D 8k and 64k cubes, bench/RESULTS.md): float32 lanes at gcc -O2 forward 1.15-1.35x, backward
+   1.3-1.45x as fast as one particle at a time, -O3 1.3-1.45x and 1.45-1.6x, clang -O2 1.0-1.25x and
+   1.3-1.55x, clang -Os faster too (-Oz: the 2D block faster, the 3D cube 1.1-1.3x slower); float64
+   lanes 0.9-1.2x (off).  gcc -O1 and -O0 vectorize no loop: float32 lanes 1.05-1.3x slower, hence
+   SSE2's only where __OPTIMIZE__ (-O1 cannot be told from -O2); gcc -Os neither: 1.1-1.3x slower
+   with SSE2, 1.2-3x with AVX2 (while AVX2's at -O0 win, 1.1-1.65x: the lane groups' intrinsics,
+   >>vgroup).  The lane groups written without AVX (GNU vectors of 4 doubles / 8 floats, their node
+   values gathered element by element) ran no faster with SSE2 than the lane loops: not kept.
+   Earlier, on an AMD EPYC (Zen 4) VM, one thread, backward time vs one particle at a time: -O3
+   AVX-512 -12% to -24%; -O3 AVX2 (x86-64-v3) f64 -9% to -14% (2D block, 3D cubes of 8k and 64k); -O3
+   SSE2 +15% (then; see above).  Float32 lanes with AVX2 lost there (+4% to +16%) while the lanes'
+   grid indices were `long` (gcc did not vectorize the float loops: 16 longs fill four AVX2
+   registers, 16 floats two); with `int` indices they win: on an AMD EPYC (Zen 3, AVX2 alone) VM, 2
+   threads, two alternating rounds, the float32 backward 1.1-1.9x as fast (the 3D cubes most), the
+   forward 1.05-1.4x (bench/RESULTS.md; 8 float lanes: no better than 16).  At -O2 gcc 12 vectorizes
+   the lane loops only because the small loops inside them carry CQ__CPU_UNROLL (stencil.j2).  */
 #if defined(CQ_CPU_LANES)   /* see OPTIONS at the top */
 #  define CQ__LANES_ON_f32 (CQ_CPU_LANES)
 #  define CQ__LANES_ON_f64 (CQ_CPU_LANES)

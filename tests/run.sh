@@ -81,13 +81,21 @@ c_compile_openmp() {
 # AVX-512 (x86-64-v4) at -O3: the lane square roots' intrinsics, cpu_lanes.j2; C++ with AVX2
 # (x86-64-v3): the lane groups' loads, cpu_lanes.j2 >>vgroup, off with AVX-512)
 STRICT="-Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wsign-conversion -Werror"
+# gcc's report of the loops it vectorized: every lane kernel of the default lanes has some (a game
+# engine's -O2 without -march: float32's; x86-64-v3 in cpu_lanes_avx2: both; tests/vec_lanes.py)
+is_gcc() { $CC -v 2>&1 | grep -q '^gcc version'; }
+vec_report() { if is_gcc; then rm -f $B/$1; printf '%s' "-fopt-info-vec-optimized=$B/$1"; fi; }
+vec_check() {   # vec_check NAME REPORT PRECISIONS
+    if is_gcc; then item $1 $PYTHON tests/vec_lanes.py chainqueen.h $B/$2 $3; else skip $1 "CC is not gcc (the check reads gcc's -fopt-info)"; fi
+}
 chain 37 compile_strict_gcc
 c_compile_strict_gcc() {
     item compile_strict_gcc sh -c "$CC -std=c99 $STRICT -c tests/compile/impl.c -o $B/strict1.o && \
-        $CC -std=c99 -O2 -fopenmp $STRICT -c tests/compile/impl.c -o $B/strict2.o && \
+        $CC -std=c99 -O2 -fopenmp $STRICT $(vec_report vec_o2.txt) -c tests/compile/impl.c -o $B/strict2.o && \
         $CXX -std=c++11 -O3 -march=x86-64-v4 $STRICT -x c++ -c tests/compile/impl.c -o $B/strict3.o && \
         $CC -std=c99 -O1 $STRICT -DCQ_NO_CUDA -c tests/compile/impl.c -o $B/strict4.o && \
         $CXX -std=c++11 -O1 -march=x86-64-v3 $STRICT $NW -x c++ -c tests/compile/impl.c -o $B/strict7.o"
+    vec_check vec_lanes_o2 vec_o2.txt f32
     item compile_strict_gcc_robot_io sh -c "for f in robot_impl io_impl; do $CC -std=c99 -O2 $STRICT -c tests/compile/\$f.c -o $B/strict_\$f.o && \
         $CXX -std=c++11 $STRICT -x c++ -c tests/compile/\$f.c -o $B/strict_\${f}_cxx.o || exit 1; done"
 }
@@ -402,8 +410,9 @@ c_cpu_lanes_forced() {
 chain 25 cpu_lanes_avx2
 c_cpu_lanes_avx2() {
     if grep -q ' avx2' /proc/cpuinfo 2>/dev/null; then
-        item cpu_lanes_avx2 sh -c "$CC -std=c99 -O2 -g1 -march=x86-64-v3 $WARN $NW tests/test_batch.c -o $B/test_batch_avx2 -lm -ldl && \
+        item cpu_lanes_avx2 sh -c "$CC -std=c99 -O2 -g1 -march=x86-64-v3 $WARN $NW $(vec_report vec_avx2.txt) tests/test_batch.c -o $B/test_batch_avx2 -lm -ldl && \
             ./$B/test_batch_avx2 && CQ_CUDA_LIBRARY=$MOCK ./$B/test_batch_avx2 cuda"
+        vec_check vec_lanes_avx2 vec_avx2.txt f32,f64
         if grep -q ' avx512f' /proc/cpuinfo 2>/dev/null; then
             item test_lanes_avx2 sh -c "$CC -std=c99 -O3 -march=x86-64-v3 -fno-inline-functions-called-once $WARN $NW tests/test_lanes.c -o $B/test_lanes_avx2 -lm && \
                 ./$B/test_lanes_avx2"

@@ -4,8 +4,8 @@ A kernel change can make ptxas spill, or take registers that cost an unbounded k
 occupancy, and nothing on a machine without a GPU shows it (the mock driver runs the kernels
 as C).  This assembles the PTX that the suite's cuda_ptx items compiled (the flags of the
 embedded PTX) for sm_90, the H100 / H200 the bench targets, with `ptxas -v`, and compares each
-function with tests/gpu/ptxas_budget.txt: registers, stack frame and spill bytes may not exceed
-it; a function the budget lacks, or one it names that is gone, fails too.  Where a kernel
+function with tests/gpu/ptxas_budget.txt: registers, stack frame, spill bytes and static shared
+memory may not exceed it; a function the budget lacks, or one it names that is gone, fails too.  Where a kernel
 changes on purpose, `--update` rewrites the budget from this run (say why in the commit, and
 what it costs on the GPU in bench/RESULTS.md).
 
@@ -24,7 +24,7 @@ ARCH = "sm_90"
 
 
 def assemble(ptxas, ptx):
-    """{function: [registers or None, stack, spill stores, spill loads]} of one PTX file"""
+    """{function: [registers or None, stack, spill stores, spill loads, shared memory]} of one PTX file"""
     out = subprocess.run([ptxas, "-arch=" + ARCH, "-v", "-o", "/dev/null", ptx],
                          capture_output=True, text=True)
     if out.returncode != 0:
@@ -38,20 +38,22 @@ def assemble(ptxas, ptx):
             name = m.group(1)
             inner = re.search(r"(cq__\w+?)(E[A-Za-z0-9_]*)?$", name) if name.startswith("_Z") else None
             cur = inner.group(1) if inner else name
-            funcs.setdefault(cur, [None, 0, 0, 0])
+            funcs.setdefault(cur, [None, 0, 0, 0, 0])
             continue
         m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
         if m and cur:
-            funcs[cur][1:] = [int(v) for v in m.groups()]
+            funcs[cur][1:4] = [int(v) for v in m.groups()]
             continue
         m = re.search(r"Compiling entry function '(\w+)'", line)
         if m:
             cur = m.group(1)
-            funcs.setdefault(cur, [None, 0, 0, 0])
+            funcs.setdefault(cur, [None, 0, 0, 0, 0])
             continue
         m = re.search(r"Used (\d+) registers", line)
         if m and cur:
             funcs[cur][0] = int(m.group(1))
+            m = re.search(r"(\d+) bytes smem", line)
+            funcs[cur][4] = int(m.group(1)) if m else 0
     return funcs
 
 
@@ -75,12 +77,12 @@ def main(argv):
         now.update(assemble(ptxas, p))
 
     def row(name, v):
-        return "%-56s %4s %5d %5d %5d" % (name, "-" if v[0] is None else v[0], v[1], v[2], v[3])
+        return "%-56s %4s %5d %5d %5d %6d" % (name, "-" if v[0] is None else v[0], v[1], v[2], v[3], v[4])
 
     if update:
         with open(budget_path, "w") as f:
             f.write("# %s, -arch=%s (written by tests/ptxas_budget.py --update)\n" % (version, ARCH))
-            f.write("# function                                              regs stack spill-stores spill-loads\n")
+            f.write("# function                                              regs stack spill-stores spill-loads shared-bytes\n")
             for name in sorted(now):
                 f.write(row(name, now[name]) + "\n")
         print("wrote %s: %d functions" % (budget_path, len(now)))
@@ -93,7 +95,7 @@ def main(argv):
         if line.startswith("#") or not line.strip():
             continue
         f = line.split()
-        budget[f[0]] = [None if f[1] == "-" else int(f[1])] + [int(v) for v in f[2:5]]
+        budget[f[0]] = [None if f[1] == "-" else int(f[1])] + [int(v) for v in f[2:6]]
     if recorded != version:
         for name in sorted(now):
             print(row(name, now[name]))
@@ -111,7 +113,8 @@ def main(argv):
             failed += 1
             continue
         b, v = budget[name], now[name]
-        over = [what for what, i in (("registers", 0), ("stack frame", 1), ("spill stores", 2), ("spill loads", 3))
+        over = [what for what, i in (("registers", 0), ("stack frame", 1), ("spill stores", 2), ("spill loads", 3),
+                                                           ("shared memory", 4))
                 if v[i] is not None and b[i] is not None and v[i] > b[i]]
         if over:
             print("FAIL %s: over the budget in %s (budget: %s)" % (row(name, v).strip(), ", ".join(over), row(name, b).strip()))

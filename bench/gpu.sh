@@ -6,7 +6,8 @@
 # order on an H100, 2026-11-26; bench.c built against an older chainqueen.h gives the "before"), and the batch row (the
 # 2D 6.4k block in 256 scenes of one sim: aggregate particle-steps/s, and a line giving its
 # aggregate throughput over the single block's; issue 12's target is >= 20x; then again with the
-# scenes interleaved); then the fluid
+# scenes interleaved), each kernel's registers, local and shared bytes as the driver's JIT gave
+# them beside tests/gpu/ptxas_budget.txt's (bench/gpu_kernels.c regs); then the fluid
 # dam breaks (bench/fluid.c --gpu, 2D and 3D, ~100k and ~1M particles).  Between the two: the
 # scenes of up to 131072 particles again with the sort of before (CQ_CUDA_SORT_COOP=0), the 2D
 # block again with 10 substeps per step, and with the sort of small scenes in one block and as launches.  PROFILE=1 also runs
@@ -51,6 +52,14 @@ if [ -n "${BEFORE:-}" ]; then   # the same bench.c against the older header (tes
     step $B/bench_gpu_before gpu only="2D block"
     step $B/bench_gpu_before gpu only="3D cube, shuffled"
 fi
+# what the driver's JIT gave each kernel (registers, local bytes: spills and stack, static shared
+# memory), beside tests/gpu/ptxas_budget.txt (the toolkit's ptxas for sm_90, which `make test` holds
+# the kernels to): where they differ, the budget's guard stands for another allocation than the GPU's
+echo "registers: the driver's JIT | the budget (toolkit ptxas: regs stack spill-stores spill-loads shared)"
+for a in "2 20 64" "2 20 64 f64" "3 10 32" "3 10 32 f64"; do
+    step sh -c "$B/gpu_kernels $a regs | grep '^jit ' | while read -r _ name r l sh; do \
+        printf '%-56s %4s %5s %6s | %s\n' \"\$name\" \"\$r\" \"\$l\" \"\$sh\" \"\$(grep \"^\$name \" tests/gpu/ptxas_budget.txt | cut -c58-)\"; done"
+done
 # the batch row again with its 256 scenes interleaved (particle p in scene p mod 256; bench.c
 # `interleaved`): on the GPU the per-particle kernels run in index order, so a warp's 32 particles
 # are then 32 scenes' and read 32 grids (on the CPU, 2026-11-29: ~1.5x the time of the scenes one

@@ -972,6 +972,42 @@ static int func_live(const mock_func *fn)
     return 0;
 }
 
+/* A kernel's attributes (bench/gpu_kernels.c `regs`): the mock knows no registers or local memory
+   (its kernels are C): 0 for every attribute; its name as the driver's cuFuncGetName gives it. */
+EXPORT CUresult cuFuncGetAttribute(int *value, int attrib, CUfunction fn)
+{
+    CUresult r;
+    lock();
+    if ((r = need_ctx()) != OK) goto out;
+    if (!fn || !func_live(fn)) {
+        violation("cuFuncGetAttribute: %p is not a function of a loaded module", (void *)fn);
+        r = E_INVALID_HANDLE;
+        goto out;
+    }
+    if (!value || attrib < 0) { r = E_INVALID_VALUE; goto out; }
+    *value = 0;
+out:
+    unlock();
+    return r;
+}
+
+EXPORT CUresult cuFuncGetName(const char **name, CUfunction fn)
+{
+    CUresult r;
+    lock();
+    if ((r = need_ctx()) != OK) goto out;
+    if (!fn || !func_live(fn)) {
+        violation("cuFuncGetName: %p is not a function of a loaded module", (void *)fn);
+        r = E_INVALID_HANDLE;
+        goto out;
+    }
+    if (!name) { r = E_INVALID_VALUE; goto out; }
+    *name = fn->name;
+out:
+    unlock();
+    return r;
+}
+
 /* One block an SM for every kernel: with 132 SMs, the kernels that loop over tiles (the gather,
    the grid adjoint) take several each on the tests' larger grids (a 28^3 grid has 784 rows). */
 EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, CUfunction fn, int block_size, size_t dynamic_shared)

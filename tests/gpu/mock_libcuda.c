@@ -972,18 +972,25 @@ static int func_live(const mock_func *fn)
     return 0;
 }
 
+/* the checks of a call on a function handle (lock held): a current context, fn one of a loaded module */
+static CUresult func_call_ok(const char *who, const mock_func *fn)
+{
+    CUresult r = need_ctx();
+    if (r != OK) return r;
+    if (!fn || !func_live(fn)) {
+        violation("%s: %p is not a function of a loaded module", who, (const void *)fn);
+        return E_INVALID_HANDLE;
+    }
+    return OK;
+}
+
 /* A kernel's attributes (bench/gpu_kernels.c `regs`): the mock knows no registers or local memory
    (its kernels are C): 0 for every attribute; its name as the driver's cuFuncGetName gives it. */
 EXPORT CUresult cuFuncGetAttribute(int *value, int attrib, CUfunction fn)
 {
     CUresult r;
     lock();
-    if ((r = need_ctx()) != OK) goto out;
-    if (!fn || !func_live(fn)) {
-        violation("cuFuncGetAttribute: %p is not a function of a loaded module", (void *)fn);
-        r = E_INVALID_HANDLE;
-        goto out;
-    }
+    if ((r = func_call_ok("cuFuncGetAttribute", fn)) != OK) goto out;
     if (!value || attrib < 0) { r = E_INVALID_VALUE; goto out; }
     *value = 0;
 out:
@@ -995,12 +1002,7 @@ EXPORT CUresult cuFuncGetName(const char **name, CUfunction fn)
 {
     CUresult r;
     lock();
-    if ((r = need_ctx()) != OK) goto out;
-    if (!fn || !func_live(fn)) {
-        violation("cuFuncGetName: %p is not a function of a loaded module", (void *)fn);
-        r = E_INVALID_HANDLE;
-        goto out;
-    }
+    if ((r = func_call_ok("cuFuncGetName", fn)) != OK) goto out;
     if (!name) { r = E_INVALID_VALUE; goto out; }
     *name = fn->name;
 out:
@@ -1014,12 +1016,7 @@ EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, CUfunct
 {
     CUresult r;
     lock();
-    if ((r = need_ctx()) != OK) goto out;
-    if (!fn || !func_live(fn)) {
-        violation("cuOccupancyMaxActiveBlocksPerMultiprocessor: %p is not a function of a loaded module", (void *)fn);
-        r = E_INVALID_HANDLE;
-        goto out;
-    }
+    if ((r = func_call_ok("cuOccupancyMaxActiveBlocksPerMultiprocessor", fn)) != OK) goto out;
     if (!blocks || block_size < 1 || block_size > 1024 || dynamic_shared > 49152) { r = E_INVALID_VALUE; goto out; }
     *blocks = 1;
 out:
@@ -1282,13 +1279,8 @@ static CUresult launch(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, uns
     unsigned every = 0;
     mock_ctx *ctx;
     lock();
-    if ((r = need_ctx()) != OK) goto out;
+    if ((r = func_call_ok("cuLaunchKernel", fn)) != OK) goto out;
     ctx = current_ctx();
-    if (!fn || !func_live(fn)) {
-        violation("cuLaunchKernel: %p is not a function of a loaded module", (void *)fn);
-        r = E_INVALID_HANDLE;
-        goto out;
-    }
     if (stream && stream != (CUstream)1 && stream != (CUstream)2) {   /* NULL, CU_STREAM_LEGACY, _PER_THREAD */
         violation("cuLaunchKernel(%s): unknown stream %p", fn->name, stream);
         r = E_INVALID_HANDLE;

@@ -15,7 +15,7 @@
 #    two by turns, and the side-by-side table (ms/substep of the forward, the taped forward and
 #    the backward, each the median of the rounds; ratio = Taichi / chainqueen.h), the verdict on
 #    the medians and each round's own (on a shared VM one round's ratios moved by up to 30%
-#    from hour to hour: bench/RESULTS.md);
+#    from hour to hour: bench/RESULTS.md), and, for reference, on each side's best round;
 # 5. where `nvidia-smi` works: the same on CUDA (`./build/bench gpu`, Taichi arch=cuda).
 #
 # PEERS_WHEELS=DIR: install taichi from the wheels in DIR, without PyPI (a GPU machine that reaches

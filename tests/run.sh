@@ -157,7 +157,7 @@ c_cuda_ptx() {
             skip cuda_ptx_$t "no nvcc on PATH"
         fi
     done
-    # their registers, stack frames and spills for sm_90 against tests/gpu/ptxas_budget.txt (a guard
+    # their registers, stack frames, spills and shared memory for sm_90 against tests/gpu/ptxas_budget.txt (a guard
     # for sessions without a GPU: see tests/ptxas_budget.py; skipped under another ptxas version)
     PTXAS=$(dirname "$(command -v $NVCC 2>/dev/null || echo ./nvcc)")/ptxas
     if [ ! -x "$PTXAS" ]; then

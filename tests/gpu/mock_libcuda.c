@@ -166,6 +166,7 @@ typedef struct mock_func {
     int nparams;                       /* -1: the PTX declaration was not parsed */
     unsigned char kind[MAX_PARAMS];
     unsigned size[MAX_PARAMS];
+    unsigned long maxntid;             /* .maxntid's product (__launch_bounds__' threads); 0: none */
     struct mock_func *next;
 } mock_func;
 
@@ -956,6 +957,12 @@ EXPORT CUresult cuModuleGetFunction(CUfunction *fn, CUmodule mod, const char *na
     f->k = k;
     snprintf(f->name, sizeof f->name, "%s", name);
     parse_params(f, decl + strlen(pat));
+    {   /* the entry's .maxntid X, Y, Z (between its parameter list and its body) */
+        const char *close = strchr(decl, ')'), *body = close ? strchr(close, '{') : NULL, *m = close ? strstr(close, ".maxntid") : NULL;
+        unsigned x = 0, y = 1, z = 1;
+        if (m && body && m < body && sscanf(m, ".maxntid %u, %u, %u", &x, &y, &z) >= 1 && x)
+            f->maxntid = (unsigned long)x * y * z;
+    }
     f->next = mod->funcs;
     mod->funcs = f;
     *fn = f;
@@ -1290,6 +1297,12 @@ static CUresult launch(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, uns
         (unsigned long long)bx * by * bz > 1024 || shared_bytes > 49152) {
         note("cuLaunchKernel(%s): invalid configuration grid (%u,%u,%u) block (%u,%u,%u) shared %u", fn->name, gx, gy,
              gz, bx, by, bz, shared_bytes);
+        r = E_INVALID_VALUE;
+        goto out;
+    }
+    if (fn->maxntid && (unsigned long)bx * by * bz > fn->maxntid) {   /* the driver refuses it */
+        violation("cuLaunchKernel(%s): a block of %u threads, over the kernel's .maxntid %lu (its __launch_bounds__)",
+                  fn->name, bx * by * bz, fn->maxntid);
         r = E_INVALID_VALUE;
         goto out;
     }

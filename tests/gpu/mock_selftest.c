@@ -77,6 +77,13 @@ static const char fake_ptx[] =
     "\t.param .u64 cq__act_sum_2d_f32_kernel_param_2,\n"
     "\t.param .u64 cq__act_sum_2d_f32_kernel_param_3\n"
     ")\n{\n\tret;\n}\n"
+    ".visible .entry cq__act_reduce_2d_f32_kernel(\n"   /* launch bounds: __launch_bounds__(64) */
+    "\t.param .u32 cq__act_reduce_2d_f32_kernel_param_0,\n"
+    "\t.param .u64 cq__act_reduce_2d_f32_kernel_param_1,\n"
+    "\t.param .u64 cq__act_reduce_2d_f32_kernel_param_2,\n"
+    "\t.param .u64 cq__act_reduce_2d_f32_kernel_param_3,\n"
+    "\t.param .u64 cq__act_reduce_2d_f32_kernel_param_4\n"
+    ")\n.maxntid 64, 1, 1\n{\n\tret;\n}\n"
     ".visible .entry not_a_table_kernel(\n)\n{\n\tret;\n}\n";
 
 static void setfail(const char *mode)
@@ -234,6 +241,16 @@ int main(int argc, char **argv)
         EQ(cu.LaunchCooperativeKernel(fn, 1, 1, 1, 128, 1, 1, 0, NULL, args), 1);
         EQ(cu.DeviceGetAttribute(&v, 95, 0), 0); EQ(v, 1);
         EQ(cu.launches(), before + 2);
+    }
+    {   /* a block over the kernel's .maxntid (its launch bounds): refused, as the driver refuses it */
+        CUfunction fr;
+        long before = cu.launches();
+        int vb = cu.violations();
+        EQ(cu.ModuleGetFunction(&fr, mod, "cq__act_reduce_2d_f32_kernel"), 0);
+        EQ(cu.LaunchKernel(fr, 1, 1, 1, 128, 1, 1, 0, NULL, args, NULL), 1);
+        EQ(cu.LaunchKernel(fr, 1, 1, 1, 32, 4, 1, 0, NULL, args, NULL), 1);   /* 128 threads in two dimensions */
+        EQ(cu.violations(), vb + 2);
+        EQ(cu.launches(), before);
     }
     memset(out, 0, sizeof out);
     EQ(cu.MemcpyDtoH(out, d_out, sizeof out), 0);

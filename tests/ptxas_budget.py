@@ -42,7 +42,8 @@ def assemble(ptxas, ptx):
             continue
         m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
         if m and cur:
-            funcs[cur][1:4] = [int(v) for v in m.groups()]
+            # a called function's properties repeat after each caller's compile: keep the largest
+            funcs[cur][1:4] = [max(a, int(v)) for a, v in zip(funcs[cur][1:4], m.groups())]
             continue
         m = re.search(r"Compiling entry function '(\w+)'", line)
         if m:

@@ -160,14 +160,13 @@ c_cuda_ptx() {
     # their registers, stack frames, spills and shared memory for sm_90 against tests/gpu/ptxas_budget.txt (a guard
     # for sessions without a GPU: see tests/ptxas_budget.py; skipped under another ptxas version)
     PTXAS=$(dirname "$(command -v $NVCC 2>/dev/null || echo ./nvcc)")/ptxas
+    PTX=$(for t in 2d_f32 2d_f64 3d_f32 3d_f64; do printf '%s ' $B/chainqueen_kernels_$t.ptx; done)
     if [ ! -x "$PTXAS" ]; then
         skip ptxas_budget "no ptxas beside nvcc"
-    elif ! ls $B/chainqueen_kernels_2d_f32.ptx $B/chainqueen_kernels_2d_f64.ptx $B/chainqueen_kernels_3d_f32.ptx \
-            $B/chainqueen_kernels_3d_f64.ptx >/dev/null 2>&1; then
+    elif ! ls $PTX >/dev/null 2>&1; then
         skip ptxas_budget "the PTX did not compile (see cuda_ptx_*)"
     else
-        rc=0; $PYTHON tests/ptxas_budget.py --ptxas "$PTXAS" $B/chainqueen_kernels_2d_f32.ptx $B/chainqueen_kernels_2d_f64.ptx \
-            $B/chainqueen_kernels_3d_f32.ptx $B/chainqueen_kernels_3d_f64.ptx > $L/ptxas_budget.out 2>&1 || rc=$?
+        rc=0; $PYTHON tests/ptxas_budget.py --ptxas "$PTXAS" $PTX > $L/ptxas_budget.out 2>&1 || rc=$?
         if [ $rc -eq 3 ]; then skip ptxas_budget "$(grep '^SKIP' $L/ptxas_budget.out | cut -c7-)"
         else item ptxas_budget sh -c "cat $L/ptxas_budget.out; exit $rc"; fi
     fi

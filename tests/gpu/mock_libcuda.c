@@ -896,12 +896,19 @@ out:
     return r;
 }
 
-/* Parses the parameter list of ".entry NAME(" in the PTX into f (nparams = -1 if it cannot). */
+/* Parses the parameter list of ".entry NAME(" in the PTX into f (nparams = -1 if it cannot), and
+   the .maxntid X, Y, Z between it and the body (its __launch_bounds__) into f->maxntid. */
 static void parse_params(mock_func *f, const char *decl)
 {
     const char *p = decl, *close = strchr(decl, ')');
     f->nparams = -1;
     if (!close) return;
+    {
+        const char *body = strchr(close, '{'), *m = strstr(close, ".maxntid");
+        unsigned x = 0, y = 1, z = 1;
+        if (m && body && m < body && sscanf(m, ".maxntid %u, %u, %u", &x, &y, &z) >= 1 && x)
+            f->maxntid = (unsigned long)x * y * z;
+    }
     f->nparams = 0;
     while ((p = strstr(p, ".param")) != NULL && p < close) {
         const char *end = strchr(p + 6, ',');
@@ -957,12 +964,6 @@ EXPORT CUresult cuModuleGetFunction(CUfunction *fn, CUmodule mod, const char *na
     f->k = k;
     snprintf(f->name, sizeof f->name, "%s", name);
     parse_params(f, decl + strlen(pat));
-    {   /* the entry's .maxntid X, Y, Z (between its parameter list and its body) */
-        const char *close = strchr(decl, ')'), *body = close ? strchr(close, '{') : NULL, *m = close ? strstr(close, ".maxntid") : NULL;
-        unsigned x = 0, y = 1, z = 1;
-        if (m && body && m < body && sscanf(m, ".maxntid %u, %u, %u", &x, &y, &z) >= 1 && x)
-            f->maxntid = (unsigned long)x * y * z;
-    }
     f->next = mod->funcs;
     mod->funcs = f;
     *fn = f;

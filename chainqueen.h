@@ -115,7 +115,7 @@
                      same bits either way; the vectors: 15-20% less time in a 3D gather, ~4%
                      of a 3D f64 backward, gcc 12 on an Intel Xeon), and the lane kernels run
                      their stencils as loops over the lanes instead of over vector groups of
-                     lanes (with AVX, not AVX-512: 3D G2P and its adjoints 16-41% less time,
+                     lanes (with AVX, AVX2 or AVX-512: 3D G2P and its adjoints 16-41% less time,
                      2-vCPU AMD EPYC Zen 3; bitwise the same without -ffp-contract=fast)
      CQ_CPU_KEEP_SUBNORMALS  keep IEEE subnormal numbers in float32 sims on the CPU.  By default
                      a float32 sim's CPU kernels run with x86's FTZ and DAZ set (on each thread,
@@ -9096,14 +9096,14 @@ typedef float cq__v8_f32 __attribute__((vector_size(32)));
 #endif
 #define CQ__LANES_f32 16
 #define CQ__LANES_f64 8
-/* x86 intrinsics: the lanes' square roots (cq__lane_sqrt_*, below) and, with AVX but not AVX-512,
-   the grid reads of the lane groups (CQ__VG_X86, >>vgroup) */
+/* x86 intrinsics: the lanes' square roots (cq__lane_sqrt_*, below) and, with AVX (AVX2 or
+   AVX-512), the grid reads of the lane groups (CQ__VG_X86, >>vgroup) */
 #if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
 #  if defined(__AVX512F__) || defined(__AVX__) || defined(__SSE2__) || defined(_M_X64)
 #    include <immintrin.h>
 #    define CQ__X86_SQRT 1
 #  endif
-#  if defined(__AVX__) && !defined(__AVX512F__)
+#  if defined(__AVX__)
 #    define CQ__VG_X86 1
 #  endif
 #endif
@@ -9129,7 +9129,7 @@ typedef float cq__v8_f32 __attribute__((vector_size(32)));
 #endif
 /* >>vgroup: the stencils of the lane kernels (G2P, the G2P adjoint, the transfer) run over a group of
    lanes held as short vectors: four float64 lanes (cq__vg_f64) or eight float32 ones (cq__vg_f32),
-   where the compiler has vector extensions and the CPU AVX without AVX-512 (CQ__CPU_VGROUP).  The
+   where the compiler has vector extensions and the CPU AVX, AVX2 or AVX-512 (CQ__CPU_VGROUP).  The
    node body is the one-particle kernel's text (stencil.j2, l = "") with vector types, so each lane
    gets its operations in their order: the same bits (test_lanes, ISO C, gcc and clang at
    -march=native and x86-64-v3; clang contracts multiply-adds within an expression there, alike in
@@ -9143,8 +9143,12 @@ typedef float cq__v8_f32 __attribute__((vector_size(32)));
    samples against the unchanged gather, one thread, 2-vCPU AMD EPYC Zen 3 (bench/RESULTS.md): 3D
    f64 64k G2P -35-41%, G2P adjoint -22%, transfer -26%; 3D 8k NeoHookean f32 -30%, -25%, -29%; 2D
    f64 G2P +2-4% (it had hand-written pair loads before, written as this now is), G2P adjoint -16%,
-   transfer -7-12%; 2D f32 G2P -16-28%, G2P adjoint -10-23%, transfer within noise.  Unmeasured with
-   AVX-512 (off there: gcc's 8-wide gathers instead) and on other CPUs. */
+   transfer -7-12%; 2D f32 G2P -16-28%, G2P adjoint -10-23%, transfer within noise.  With AVX-512
+   the groups stay 256 bits wide: until the fortieth session they were off there (gcc's gathers over
+   the lanes instead, 512 bits wide), and a 2-vCPU Intel Xeon (Sapphire Rapids, gcc 12 -O3
+   -march=native, one thread, bench.c max=8000, best of three alternated runs, bench/RESULTS.md)
+   ran the 8k cubes' forward 1.22-1.37x and backward 1.16-1.36x as fast with them, the 2D block's
+   forward 1.06-1.08x and backward 1.11-1.32x (the same bits: test_lanes_native on that host). */
 #if CQ__CPU_V4 && defined(CQ__VG_X86) && CQ__LANES_f64 % 4 == 0 && CQ__LANES_f32 % 8 == 0
 #  define CQ__CPU_VGROUP 1
 /* the values of one node (index sb[q] + so) for four lanes q, value a into out[a] */

@@ -78,8 +78,8 @@ c_compile_openmp() {
     item compile_cxx11_openmp $CXX -std=c++11 $WARN -fopenmp -x c++ -c tests/compile/impl.c -o $B/impl_cxx_omp.o
 }
 # warning-clean under what game engines build with (gcc and clang, C and C++, -O0 to -O3; C++ with
-# AVX-512 (x86-64-v4) at -O3: the lane square roots' intrinsics, cpu_lanes.j2; C++ with AVX2
-# (x86-64-v3): the lane groups' loads, cpu_lanes.j2 >>vgroup, off with AVX-512)
+# AVX-512 (x86-64-v4) at -O3: the lane square roots' intrinsics and the lane groups' loads,
+# cpu_lanes.j2 >>vgroup; C++ with AVX2 (x86-64-v3): the groups' loads again)
 STRICT="-Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wsign-conversion -Werror"
 # gcc's report of the loops it vectorized: every lane kernel of the default lanes has some (a game
 # engine's -O2 without -march: float32's; x86-64-v3 in cpu_lanes_avx2: both; tests/vec_lanes.py)
@@ -402,10 +402,10 @@ c_cpu_lanes_forced() {
         $CC -std=c99 -O3 -march=native $WARN $NW tests/test_batch.c -o $B/test_batch_native -lm -ldl && ./$B/test_batch_native"
 }
 # AVX2 without AVX-512 (-march=x86-64-v3): the default lanes (both precisions) with their vector
-# groups (cpu_lanes.j2 >>vgroup, off with AVX-512); batched and threaded runs bitwise as before,
-# the CPU against the mock's one-particle kernels at -O2; on an AVX-512 host, whose native builds
-# have no groups, test_lanes too (the lane kernels against the one-particle ones, -O3; elsewhere
-# test_lanes_native runs the groups)
+# groups (cpu_lanes.j2 >>vgroup, 256 bits wide with AVX2 and AVX-512 alike); batched and threaded
+# runs bitwise as before, the CPU against the mock's one-particle kernels at -O2; on an AVX-512 host,
+# whose native builds compile the rest of the lanes 512 bits wide, test_lanes too at AVX2 (the lane
+# kernels against the one-particle ones, -O3; elsewhere test_lanes_native is that build)
 chain 25 cpu_lanes_avx2
 c_cpu_lanes_avx2() {
     if grep -q ' avx2' /proc/cpuinfo 2>/dev/null; then
@@ -416,7 +416,7 @@ c_cpu_lanes_avx2() {
             item test_lanes_avx2 sh -c "$CC -std=c99 -O3 -march=x86-64-v3 -fno-inline-functions-called-once $WARN $NW tests/test_lanes.c -o $B/test_lanes_avx2 -lm && \
                 ./$B/test_lanes_avx2"
         else
-            skip test_lanes_avx2 "no AVX-512 here: test_lanes_native already runs the lane groups (cpu_lanes.j2 >>vgroup)"
+            skip test_lanes_avx2 "no AVX-512 here: test_lanes_native is already the AVX2 build of the lanes"
         fi
     else
         skip cpu_lanes_avx2 "this CPU has no AVX2 (/proc/cpuinfo)"

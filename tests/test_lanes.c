@@ -337,10 +337,32 @@ STRESS_TEST(3, f32, float, neohookean, ROT_GIVEN)
 STRESS_TEST(3, f64, double, neohookean, ROT_GIVEN)
 #endif
 
-#ifdef __FAST_MATH__
-RUN_TESTS(CASE(lanes_2d_f32), CASE(lanes_3d_f32), CASE(lanes_2d_f64), CASE(lanes_3d_f64))
+/* which lane code this build runs (printed), and that AVX (AVX2 or AVX-512) builds run the stencils
+   over vector groups (cpu_lanes.j2 >>vgroup): with AVX-512 they were once off, and the 8k cubes ran
+   1.2-1.4x slower on an Intel Xeon without them (bench/RESULTS.md) */
+TEST(lane_groups)
+{
+    printf("    lanes: f32 %s, f64 %s; vector groups %s%s\n", CQ__LANES_ON_f32 ? "on" : "off", CQ__LANES_ON_f64 ? "on" : "off",
+           CQ__CPU_VGROUP ? "on" : "off",
+#if defined(__AVX512F__)
+           " (AVX-512)"
+#elif defined(__AVX2__)
+           " (AVX2)"
+#elif defined(__AVX__)
+           " (AVX)"
 #else
-RUN_TESTS(CASE(lanes_2d_f32), CASE(lanes_3d_f32), CASE(lanes_2d_f64), CASE(lanes_3d_f64), CASE(svd_lanes_f32), CASE(svd_lanes_f64),
+           ""
+#endif
+           );
+#if defined(__AVX__) && (defined(__x86_64__) || defined(__i386__))
+    CHECK(CQ__CPU_VGROUP == CQ__CPU_V4, "an AVX build with GNU vectors %d runs vector groups %d", CQ__CPU_V4, CQ__CPU_VGROUP);
+#endif
+}
+
+#ifdef __FAST_MATH__
+RUN_TESTS(CASE(lane_groups), CASE(lanes_2d_f32), CASE(lanes_3d_f32), CASE(lanes_2d_f64), CASE(lanes_3d_f64))
+#else
+RUN_TESTS(CASE(lane_groups), CASE(lanes_2d_f32), CASE(lanes_3d_f32), CASE(lanes_2d_f64), CASE(lanes_3d_f64), CASE(svd_lanes_f32), CASE(svd_lanes_f64),
           CASE(stress_lanes_2d_fixed_corotated_f32), CASE(stress_lanes_2d_fixed_corotated_f64),
           CASE(stress_lanes_2d_neohookean_f32), CASE(stress_lanes_2d_neohookean_f64),
           CASE(stress_lanes_3d_fixed_corotated_f32), CASE(stress_lanes_3d_fixed_corotated_f64),

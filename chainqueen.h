@@ -9097,7 +9097,7 @@ typedef float cq__v8_f32 __attribute__((vector_size(32)));
 #define CQ__LANES_f32 16
 #define CQ__LANES_f64 8
 /* x86 intrinsics: the lanes' square roots (cq__lane_sqrt_*, below) and, with AVX (AVX2 or
-   AVX-512), the grid reads of the lane groups (CQ__VG_X86, >>vgroup) */
+   AVX-512), the grid reads of the lane groups (CQ__VG_X86, >>vgroup, >>vgroup_512) */
 #if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
 #  if defined(__AVX512F__) || defined(__AVX__) || defined(__SSE2__) || defined(_M_X64)
 #    include <immintrin.h>
@@ -9129,7 +9129,7 @@ typedef float cq__v8_f32 __attribute__((vector_size(32)));
 #endif
 /* >>vgroup: the stencils of the lane kernels (G2P, the G2P adjoint, the transfer) run over a group of
    lanes held as short vectors: four float64 lanes (cq__vg_f64) or eight float32 ones (cq__vg_f32),
-   where the compiler has vector extensions and the CPU AVX, AVX2 or AVX-512 (CQ__CPU_VGROUP).  The
+   eight and sixteen with AVX-512, where the compiler has vector extensions and the CPU AVX, AVX2 or AVX-512 (CQ__CPU_VGROUP).  The
    node body is the one-particle kernel's text (stencil.j2, l = "") with vector types, so each lane
    gets its operations in their order: the same bits (test_lanes, ISO C, gcc and clang at
    -march=native and x86-64-v3; clang contracts multiply-adds within an expression there, alike in
@@ -9143,13 +9143,117 @@ typedef float cq__v8_f32 __attribute__((vector_size(32)));
    samples against the unchanged gather, one thread, 2-vCPU AMD EPYC Zen 3 (bench/RESULTS.md): 3D
    f64 64k G2P -35-41%, G2P adjoint -22%, transfer -26%; 3D 8k NeoHookean f32 -30%, -25%, -29%; 2D
    f64 G2P +2-4% (it had hand-written pair loads before, written as this now is), G2P adjoint -16%,
-   transfer -7-12%; 2D f32 G2P -16-28%, G2P adjoint -10-23%, transfer within noise.  With AVX-512
-   the groups stay 256 bits wide: until the fortieth session they were off there (gcc's gathers over
-   the lanes instead, 512 bits wide), and a 2-vCPU Intel Xeon (Sapphire Rapids, gcc 12 -O3
+   transfer -7-12%; 2D f32 G2P -16-28%, G2P adjoint -10-23%, transfer within noise.  With AVX-512 a
+   group is one 512-bit register (>>vgroup_512).  Until the fortieth session the groups were off
+   there (gcc's gathers over the lanes instead); a 2-vCPU Intel Xeon (Sapphire Rapids, gcc 12 -O3
    -march=native, one thread, bench.c max=8000, best of three alternated runs, bench/RESULTS.md)
-   ran the 8k cubes' forward 1.22-1.37x and backward 1.16-1.36x as fast with them, the 2D block's
-   forward 1.06-1.08x and backward 1.11-1.32x (the same bits: test_lanes_native on that host). */
-#if CQ__CPU_V4 && defined(CQ__VG_X86) && CQ__LANES_f64 % 4 == 0 && CQ__LANES_f32 % 8 == 0
+   ran the 8k cubes' forward 1.22-1.37x and backward 1.16-1.36x as fast with 256-bit groups, the 2D
+   block's forward 1.06-1.08x and backward 1.11-1.32x; the 512-bit groups then the 3D float64 and
+   NeoHookean float32 cubes' forward 1.15-1.19x and backward 1.08-1.28x as fast again, the 3D
+   corotated float32 and 2D rows within the noise (the same bits: test_lanes_native on that host). */
+#if !defined(CQ__VG_512)
+#  if defined(__AVX512F__)
+#    define CQ__VG_512 1
+#  else
+#    define CQ__VG_512 0
+#  endif
+#endif
+#if CQ__CPU_V4 && defined(CQ__VG_X86) && CQ__VG_512 && CQ__LANES_f64 % 8 == 0 && CQ__LANES_f32 % 16 == 0
+#  define CQ__CPU_VGROUP 1
+/* >>vgroup_512: with AVX-512 a group is one 512-bit register, eight float64 lanes or sixteen float32
+   (a build may define CQ__VG_512 0 to compare the 256-bit groups below); the node loads as below,
+   a lane's pair one 16- or 8-byte load, gathered into 128-bit quarters.  The shuffles are written in
+   their masked forms with every lane set (the same instruction): gcc 12's unmasked ones pass
+   _mm512_undefined_*(), which g++ -O3 -Werror calls maybe-uninitialized (gcc PR 105593) */
+typedef double cq__v8_f64 __attribute__((vector_size(64)));
+typedef float cq__v16_f32 __attribute__((vector_size(64)));
+static inline void cq__vld1_f64(const double *g, const long *sb, long so, cq__v8_f64 *out)
+{
+    const cq__v8_f64 r = {g[sb[0] + so], g[sb[1] + so], g[sb[2] + so], g[sb[3] + so],
+                          g[sb[4] + so], g[sb[5] + so], g[sb[6] + so], g[sb[7] + so]};
+    out[0] = r;
+}
+/* four lanes' (x, y) pairs, one a 128-bit quarter: lanes q0, q1, q2, q3 in order */
+static inline __m512d cq__vq4_f64(const double *q0, const double *q1, const double *q2, const double *q3)
+{
+    const __m512 a = _mm512_castps128_ps512(_mm_castpd_ps(_mm_loadu_pd(q0)));
+    const __m512 b = _mm512_insertf32x4(a, _mm_castpd_ps(_mm_loadu_pd(q1)), 1);
+    const __m512 c = _mm512_insertf32x4(b, _mm_castpd_ps(_mm_loadu_pd(q2)), 2);
+    return _mm512_castps_pd(_mm512_insertf32x4(c, _mm_castpd_ps(_mm_loadu_pd(q3)), 3));
+}
+static inline void cq__vld2_f64(const double *g, const long *sb, long so, cq__v8_f64 *out)
+{
+    const __m512d lo = cq__vq4_f64(g + (sb[0] + so) * 2, g + (sb[2] + so) * 2, g + (sb[4] + so) * 2, g + (sb[6] + so) * 2);
+    const __m512d hi = cq__vq4_f64(g + (sb[1] + so) * 2, g + (sb[3] + so) * 2, g + (sb[5] + so) * 2, g + (sb[7] + so) * 2);
+    out[0] = (cq__v8_f64)_mm512_mask_unpacklo_pd(lo, 0xff, lo, hi);   /* (the masked forms, see above) */
+    out[1] = (cq__v8_f64)_mm512_mask_unpackhi_pd(lo, 0xff, lo, hi);
+}
+static inline void cq__vld3_f64(const double *g, const long *sb, long so, cq__v8_f64 *out)
+{
+    const double *q[8];
+    for (int l = 0; l < 8; ++l) q[l] = g + (sb[l] + so) * 3;
+    {
+        const __m512d lo = cq__vq4_f64(q[0], q[2], q[4], q[6]), hi = cq__vq4_f64(q[1], q[3], q[5], q[7]);
+        const cq__v8_f64 zz = {q[0][2], q[1][2], q[2][2], q[3][2], q[4][2], q[5][2], q[6][2], q[7][2]};
+        out[0] = (cq__v8_f64)_mm512_mask_unpacklo_pd(lo, 0xff, lo, hi);
+        out[1] = (cq__v8_f64)_mm512_mask_unpackhi_pd(lo, 0xff, lo, hi);
+        out[2] = zz;
+    }
+}
+static inline void cq__vld1_f32(const float *g, const int *sb, int so, cq__v16_f32 *out)
+{
+    cq__v16_f32 r;
+    for (int l = 0; l < 16; ++l) r[l] = g[sb[l] + so];
+    out[0] = r;
+}
+/* four (x, y) pairs, two per 128-bit quarter: p0 p1 | p2 p3 | p4 p5 | p6 p7 of the eight given */
+static inline __m512 cq__vxy8_f32(const float *const *p)
+{
+    const __m128 z = _mm_setzero_ps();
+    __m512 r = _mm512_castps128_ps512(_mm_loadh_pi(_mm_loadl_pi(z, (const __m64 *)p[0]), (const __m64 *)p[1]));
+    r = _mm512_insertf32x4(r, _mm_loadh_pi(_mm_loadl_pi(z, (const __m64 *)p[2]), (const __m64 *)p[3]), 1);
+    r = _mm512_insertf32x4(r, _mm_loadh_pi(_mm_loadl_pi(z, (const __m64 *)p[4]), (const __m64 *)p[5]), 2);
+    return _mm512_insertf32x4(r, _mm_loadh_pi(_mm_loadl_pi(z, (const __m64 *)p[6]), (const __m64 *)p[7]), 3);
+}
+/* sixteen lanes: quarter k of a holds lanes 4k, 4k + 1, of b lanes 4k + 2, 4k + 3, so that one
+   in-lane shuffle puts x (and one y) in lane order */
+static inline void cq__vxy16_f32(const float *const *q, __m512 *x, __m512 *y)
+{
+    const float *pa[8] = {q[0], q[1], q[4], q[5], q[8], q[9], q[12], q[13]};
+    const float *pb[8] = {q[2], q[3], q[6], q[7], q[10], q[11], q[14], q[15]};
+    const __m512 a = cq__vxy8_f32(pa), b = cq__vxy8_f32(pb);
+    *x = _mm512_mask_shuffle_ps(a, 0xffff, a, b, 0x88);
+    *y = _mm512_mask_shuffle_ps(a, 0xffff, a, b, 0xdd);
+}
+static inline void cq__vld2_f32(const float *g, const int *sb, int so, cq__v16_f32 *out)
+{
+    const float *q[16];
+    __m512 x, y;
+    for (int l = 0; l < 16; ++l) q[l] = g + (sb[l] + so) * 2;
+    cq__vxy16_f32(q, &x, &y);
+    out[0] = (cq__v16_f32)x;
+    out[1] = (cq__v16_f32)y;
+}
+static inline void cq__vld3_f32(const float *g, const int *sb, int so, cq__v16_f32 *out)
+{
+    const float *q[16];
+    __m512 x, y;
+    cq__v16_f32 zz;
+    for (int l = 0; l < 16; ++l) { q[l] = g + (sb[l] + so) * 3; zz[l] = q[l][2]; }
+    cq__vxy16_f32(q, &x, &y);
+    out[0] = (cq__v16_f32)x;
+    out[1] = (cq__v16_f32)y;
+    out[2] = zz;
+}
+typedef cq__v8_f64 cq__vg_f64;
+typedef cq__v16_f32 cq__vg_f32;
+#  define CQ__VG_W_f64 8
+#  define CQ__VG_W_f32 16
+#  define CQ__VG_IN_f64(v, a, l0) ((v) = (cq__vg_f64)_mm512_loadu_pd(&(a)[l0]))
+#  define CQ__VG_OUT_f64(a, l0, v) _mm512_storeu_pd(&(a)[l0], (__m512d)(v))
+#  define CQ__VG_IN_f32(v, a, l0) ((v) = (cq__vg_f32)_mm512_loadu_ps(&(a)[l0]))
+#  define CQ__VG_OUT_f32(a, l0, v) _mm512_storeu_ps(&(a)[l0], (__m512)(v))
+#elif CQ__CPU_V4 && defined(CQ__VG_X86) && CQ__LANES_f64 % 4 == 0 && CQ__LANES_f32 % 8 == 0
 #  define CQ__CPU_VGROUP 1
 /* the values of one node (index sb[q] + so) for four lanes q, value a into out[a] */
 static inline void cq__vld1_f64(const double *g, const long *sb, long so, cq__v4_f64 *out)

@@ -338,12 +338,18 @@ STRESS_TEST(3, f64, double, neohookean, ROT_GIVEN)
 #endif
 
 /* which lane code this build runs (printed), and that AVX (AVX2 or AVX-512) builds run the stencils
-   over vector groups (cpu_lanes.j2 >>vgroup): with AVX-512 they were once off, and the 8k cubes ran
-   1.2-1.4x slower on an Intel Xeon without them (bench/RESULTS.md) */
+   over vector groups (cpu_lanes.j2 >>vgroup), 512 bits wide with AVX-512 (>>vgroup_512): with
+   AVX-512 they were once off, and the 8k cubes ran 1.2-1.4x slower on an Intel Xeon without them
+   (bench/RESULTS.md) */
+#if CQ__CPU_VGROUP
+#  define GROUPS (CQ__VG_W_f64 == 8 ? "on, 512 bits" : "on, 256 bits")
+#else
+#  define GROUPS "off"
+#endif
 TEST(lane_groups)
 {
     printf("    lanes: f32 %s, f64 %s; vector groups %s%s\n", CQ__LANES_ON_f32 ? "on" : "off", CQ__LANES_ON_f64 ? "on" : "off",
-           CQ__CPU_VGROUP ? "on" : "off",
+           GROUPS,
 #if defined(__AVX512F__)
            " (AVX-512)"
 #elif defined(__AVX2__)
@@ -356,6 +362,10 @@ TEST(lane_groups)
            );
 #if defined(__AVX__) && (defined(__x86_64__) || defined(__i386__))
     CHECK(CQ__CPU_VGROUP == CQ__CPU_V4, "an AVX build with GNU vectors %d runs vector groups %d", CQ__CPU_V4, CQ__CPU_VGROUP);
+#endif
+#if defined(__AVX512F__) && CQ__CPU_VGROUP
+    CHECK(CQ__VG_W_f64 == (CQ__VG_512 ? 8 : 4) && CQ__VG_W_f32 == 2 * CQ__VG_W_f64, "AVX-512 groups of %d doubles, %d floats",
+          CQ__VG_W_f64, CQ__VG_W_f32);
 #endif
 }
 

@@ -9129,11 +9129,11 @@ typedef float cq__v8_f32 __attribute__((vector_size(32)));
 #endif
 /* >>vgroup: the stencils of the lane kernels (G2P, the G2P adjoint, the transfer) run over a group of
    lanes held as short vectors: four float64 lanes (cq__vg_f64) or eight float32 ones (cq__vg_f32),
-   eight and sixteen with AVX-512, where the compiler has vector extensions and the CPU AVX, AVX2 or AVX-512 (CQ__CPU_VGROUP).  The
-   node body is the one-particle kernel's text (stencil.j2, l = "") with vector types, so each lane
-   gets its operations in their order: the same bits (test_lanes, ISO C, gcc and clang at
-   -march=native and x86-64-v3; clang contracts multiply-adds within an expression there, alike in
-   both).  gcc in GNU C (-ffp-contract=fast) may fuse differently in the two forms: against the
+   eight and sixteen with AVX-512 (>>vgroup_512), where the compiler has vector extensions and the
+   CPU AVX (CQ__CPU_VGROUP).  The node body is the one-particle kernel's text (stencil.j2, l = "")
+   with vector types, so each lane gets its operations in their order: the same bits (test_lanes,
+   ISO C, gcc and clang at -march=native and x86-64-v3; clang contracts multiply-adds within an
+   expression there, alike in both).  gcc in GNU C (-ffp-contract=fast) may fuse differently in the two forms: against the
    lane loops before, the 2D f64 transfer rounds differently there (the lanes' ends already did,
    against the one-particle kernels: test_lanes.c).  Over lane arrays (innermost loops) gcc kept every sum in memory, a
    load and a store a node (the 3D G2P's 12 sums are 12 registers of four doubles), and loaded each
@@ -9206,7 +9206,7 @@ static inline void cq__vld1_f32(const float *g, const int *sb, int so, cq__v16_f
     for (int l = 0; l < 16; ++l) r[l] = g[sb[l] + so];
     out[0] = r;
 }
-/* four (x, y) pairs, two per 128-bit quarter: p0 p1 | p2 p3 | p4 p5 | p6 p7 of the eight given */
+/* the (x, y) pairs at p[0 .. 8), two per 128-bit quarter: p0 p1 | p2 p3 | p4 p5 | p6 p7 */
 static inline __m512 cq__vxy8_f32(const float *const *p)
 {
     const __m128 z = _mm_setzero_ps();

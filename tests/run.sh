@@ -369,12 +369,16 @@ cuda_san_items() {   # (in linked_san's chain)
 }
 # batched scenes again, from the contract (tests/test_batch.c): K = 3 or 4 scenes bitwise alone on the CPU
 # (state, all gradients, actuation gradients; host threads), bad scenes, a failing step; then on the
-# mock driver (filter "cuda"): CUDA batched bitwise the CPU's, twice from reset.  Under ASan + UBSan
-# with the lanes off (with them on: linked_san's test_scenes and fuzz_api)
+# mock driver (filter "cuda"): CUDA batched bitwise the CPU's, twice from reset, and so again with
+# the CPU's gather without its vectors (CQ_CPU_V4=0, cpu_lanes.j2 >>cpu_v4: every variant, 3D
+# float32's wide records too, cpu_backend.j2 >>cpu_gather_record).  Under ASan + UBSan with the
+# lanes off (with them on: linked_san's test_scenes and fuzz_api)
 chain 26 test_batch
 c_test_batch() {
     item test_batch sh -c "$CC -std=c99 -O2 -g1 $WARN $NW tests/test_batch.c -o $B/test_batch -lm -ldl && ./$B/test_batch"
     item test_batch_on_mock_cuda env CQ_CUDA_LIBRARY=$MOCK ./$B/test_batch cuda
+    item test_batch_no_v4_on_mock_cuda sh -c "$CC -std=c99 -O2 -g1 $WARN $NW -DCQ_CPU_V4=0 tests/test_batch.c -o $B/test_batch_nov4 -lm -ldl && \
+        CQ_CUDA_LIBRARY=$MOCK ./$B/test_batch_nov4 cuda"
 }
 chain 44 test_batch_asan_ubsan s
 c_test_batch_asan_ubsan() {
@@ -532,6 +536,9 @@ c_bench() {
     [ -f bench/bench.c ] || return 0
     item bench_quick sh -c "$CC -std=c99 -O2 $WARN $NW bench/bench.c -o $B/bench_quick -lm && ./$B/bench_quick quick"
     item bench_quick_on_mock_cuda env CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_NO_PROTECT=1 ./$B/bench_quick quick gpu
+    # the paired comparison (bench/pair.sh) builds, links both sides and prints its row: the header against itself
+    item bench_pair_quick sh -c "CC=$CC PAIR_CFLAGS=-O1 sh bench/pair.sh chainqueen.h chainqueen.h only=2d-f32-fwd rounds=2 warm=0 > $L/bench_pair.txt && \
+        cat $L/bench_pair.txt && grep -q '^| 2d-f32-fwd | [0-9.]* | [0-9.]* | [0-9.]* | [0-9.]* | [0-9.]* | [0-9.]* |' $L/bench_pair.txt"
 }
 chain 12 bench_fluid s
 c_bench_fluid() { [ -f bench/fluid.c ] && item bench_fluid_quick sh -c "$CC -std=c99 -O2 $WARN bench/fluid.c -o $B/bench_fluid_quick -lm && ./$B/bench_fluid_quick quick"; return 0; }

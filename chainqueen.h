@@ -8476,10 +8476,17 @@ static int cq__on_gpu(const cq_sim *s)
 }
 
 /* values per particle of the packed array s->pk: the GPU's CQ__PK (kernels_common.j2); the CPU's
-   CQ__CPK: each record widened, as it is written, into what the gather reads (cpu_backend.j2
-   >>cpu_gather_record: 28 values in 3D, 20 in 2D) */
-#define CQ__CPK(D) (4 + 8 * (D))
-static size_t cq__pk_values(const cq_sim *s) { return (size_t)(cq__on_gpu(s) ? CQ__PK(s->dim) : CQ__CPK(s->dim)); }
+   CQ__CPK_<D>d_<precision>: each record widened, as it is written, into what the gather reads
+   (cpu_backend.j2 >>cpu_gather_record: 20 values in 2D, 28 in 3D float64, 45 in 3D float32) */
+#define CQ__CPK_2d_f32 20
+#define CQ__CPK_2d_f64 20
+#define CQ__CPK_3d_f32 45
+#define CQ__CPK_3d_f64 28
+static size_t cq__pk_values(const cq_sim *s)
+{
+    if (cq__on_gpu(s)) return (size_t)CQ__PK(s->dim);
+    return (size_t)(s->dim == 2 ? CQ__CPK_2d_f32 : s->tsize == sizeof(float) ? CQ__CPK_3d_f32 : CQ__CPK_3d_f64);
+}
 /* a grid node's slots in grid_v and grid_vb: 4 on the GPU in 3D (kernels_common.j2 >>grid_layout,
    one vector load a node), else the dimension; cq__gpbslots: in grid_pb (4 on the GPU: dL/dp and
    dL/dm together), cq__gmbslots: in grid_mb (none on the GPU) */
@@ -13761,21 +13768,36 @@ static void cq__cpu_cable_adj_3d_f64(cq_sim *s, const cq__state *in, cq__state *
 #endif
 /* >>cpu_gather_record: the CPU's packed records (kernels.j2 >>cell_sort_: mass, fx[D], a[D], B[D][D]:
    CQ__PK values, as P2G's particle half and the G2P adjoint make them) are stored widened into what
-   the gather reads 3^(D-1) times (once per row of the particle's stencil), CQ__CPK(D) = 4 + 8 D
-   values (28 in 3D, 20 in 2D):
+   the gather reads 3^(D-1) times (once per row of the particle's stencil): CQ__CPK_<D>d_<precision>
+   values (host_memory.j2), in 4-wide vectors of mass and momentum (m, p[0 .. D), zeros after).
+   2D, and 3D float64: 4 + 8 D values (20 in 2D, 28 in 3D):
      [0, 4)            mass, a[0 .. D), then zeros   (a node's mass and momentum as one 4-wide vector)
      [4 + 4c, 8 + 4c)  column c of B (c < D): 0, B[0][c] .. B[D-1][c], then zeros
      [4 + 4D, 4 + 7D)  the weights w[axis][node] of the quadratic B-spline, axis by axis
      [4 + 7D, 4 + 8D)  fx[D]
-   The record is made in a local array, then widened into its slot (q -> r).  The weights are
-   cq__gather_row_'s expression for them (so its bits), computed once a particle instead of at each
-   of its visits, and B's columns load as vectors instead of being shuffled together from its rows:
-   the 3D gather's samples fell 31-35% against G2P's (2-vCPU AMD EPYC Zen 3, one thread, the 3D 8k
-   cubes, all four variants), a 3D 8k NeoHookean f32 forward 10-12% (bench/RESULTS.md).  The cost:
-   4 + 8 D values a particle, not 1 + 2 D + D^2 (a 512k float64 cube's records 117 MB, not 67), and
-   the wider records' scattered stores, whose lines cq__pk_prefetch_ fetches ahead. */
-static CQ__CPU_ALWAYS_INLINE void cq__pk_widen_2d_f32(const float *q, float *r)
+   3D float32: the parts of cq__gather_row_'s sums that do not depend on the node's other offsets,
+   computed once a particle instead of at each of its 9 visits, 45 values:
+     [4 o, 4 o + 4)    (o < 3) the part at offset o along axis 0: (m, a) + (0, B[.][0]) d0_o,
+                       d0_o = (o - fx[0]) dx
+     [12 + 4 o, + 4)   (o < 3) (0, B[.][1]) (o - fx[1]) dx
+     [24 + 4 k, + 4)   (k < 3) (0, B[.][2]) (k - fx[2]) dx
+     [36, 45)          the weights, axis by axis
+   and a node at offsets (o0, o1, k) adds w0 w1 w2 ((part0_o0 + part1_o1) + part2_k).  Either way
+   the operations of cq__gather_row_ (kernels.j2) in its order, so its bits.  The record is made in
+   a local array, then widened into its slot (q -> r).  The weights are cq__gather_row_'s expression
+   for them, and B's columns load as vectors instead of being shuffled together from its rows: the
+   3D gather's samples fell 31-35% against G2P's (2-vCPU AMD EPYC Zen 3, one thread, the 3D 8k
+   cubes, all four variants), a 3D 8k NeoHookean f32 forward 10-12% (bench/RESULTS.md).  The 3D
+   float32 parts (2026-11-29, bench/pair.sh on an Intel Xeon, one thread, medians of paired
+   ratios, two runs of 15 rounds): the 8k cubes' forward 1.04-1.11x and backward 1.06-1.11x as
+   fast, the 64k cube's 1.08-1.14x.  The same parts left 2D (its gather 22% faster, P2G's wider
+   scattered stores about as much slower: 0.99-1.01x) and 3D float64 (twice the bytes: 8k
+   0.97-1.06x, 64k 0.97-1.01x) as they were.  The cost: a 512k float32 cube's records 92 MB, not
+   57 (and as much more in each of the backward's kept grid phases, api_reverse.j2), and the wider
+   records' scattered stores, whose lines cq__pk_prefetch_ fetches ahead. */
+static CQ__CPU_ALWAYS_INLINE void cq__pk_widen_2d_f32(const float *q, float *r, float dx)
 {
+    (void)dx;
     r[0] = q[0];
     for (int a = 0; a < 3; ++a) r[1 + a] = a < 2 ? q[1 + 2 + a] : 0;
     for (int c = 0; c < 2; ++c) {
@@ -13795,9 +13817,9 @@ static CQ__CPU_ALWAYS_INLINE void cq__pk_widen_2d_f32(const float *q, float *r)
 static void cq__pk_prefetch_2d_f32(float *pk, const int *ks, int count)
 {
 #if defined(__GNUC__)
-    enum { BYTES = (int)sizeof(float) * CQ__CPK(2) };
+    enum { BYTES = (int)sizeof(float) * CQ__CPK_2d_f32 };
     for (int l = 0; l < count; ++l) {
-        const char *r = (const char *)(pk + (long)ks[l] * CQ__CPK(2));
+        const char *r = (const char *)(pk + (long)ks[l] * CQ__CPK_2d_f32);
         for (int b = 0; b < BYTES; b += 64) __builtin_prefetch(r + b, 1, 3);
         __builtin_prefetch(r + BYTES - 1, 1, 3);
     }
@@ -13835,7 +13857,7 @@ static void cq__gather_cell4_2d_f32(const float *q, int count, const int *o, con
     cq__v4_f32 A0 = {acc[0][0], acc[0][1], acc[0][2], acc[0][3]}, A1 = {acc[1][0], acc[1][1], acc[1][2], acc[1][3]},
                   A2 = {acc[2][0], acc[2][1], acc[2][2], acc[2][3]};
 #endif
-    for (int j = 0; j < count; ++j, q += CQ__CPK(2)) {
+    for (int j = 0; j < count; ++j, q += CQ__CPK_2d_f32) {
         const float wf = q[w0];
         const float d0 = (o0 - q[18]) * dx, f = q[19];
         const float dl[3] = {((float)0 - f) * dx, ((float)1 - f) * dx, ((float)2 - f) * dx};
@@ -13868,8 +13890,9 @@ static void cq__gather_cell4_2d_f32(const float *q, int count, const int *o, con
     for (int c = 0; c < 4; ++c) { acc[0][c] = A0[c]; acc[1][c] = A1[c]; acc[2][c] = A2[c]; }
 #endif
 }
-static CQ__CPU_ALWAYS_INLINE void cq__pk_widen_2d_f64(const double *q, double *r)
+static CQ__CPU_ALWAYS_INLINE void cq__pk_widen_2d_f64(const double *q, double *r, double dx)
 {
+    (void)dx;
     r[0] = q[0];
     for (int a = 0; a < 3; ++a) r[1 + a] = a < 2 ? q[1 + 2 + a] : 0;
     for (int c = 0; c < 2; ++c) {
@@ -13886,9 +13909,9 @@ static CQ__CPU_ALWAYS_INLINE void cq__pk_widen_2d_f64(const double *q, double *r
 static void cq__pk_prefetch_2d_f64(double *pk, const int *ks, int count)
 {
 #if defined(__GNUC__)
-    enum { BYTES = (int)sizeof(double) * CQ__CPK(2) };
+    enum { BYTES = (int)sizeof(double) * CQ__CPK_2d_f64 };
     for (int l = 0; l < count; ++l) {
-        const char *r = (const char *)(pk + (long)ks[l] * CQ__CPK(2));
+        const char *r = (const char *)(pk + (long)ks[l] * CQ__CPK_2d_f64);
         for (int b = 0; b < BYTES; b += 64) __builtin_prefetch(r + b, 1, 3);
         __builtin_prefetch(r + BYTES - 1, 1, 3);
     }
@@ -13915,7 +13938,7 @@ static void cq__gather_cell4_2d_f64(const double *q, int count, const int *o, co
     cq__v4_f64 A0 = {acc[0][0], acc[0][1], acc[0][2], acc[0][3]}, A1 = {acc[1][0], acc[1][1], acc[1][2], acc[1][3]},
                   A2 = {acc[2][0], acc[2][1], acc[2][2], acc[2][3]};
 #endif
-    for (int j = 0; j < count; ++j, q += CQ__CPK(2)) {
+    for (int j = 0; j < count; ++j, q += CQ__CPK_2d_f64) {
         const double wf = q[w0];
         const double d0 = (o0 - q[18]) * dx, f = q[19];
         const double dl[3] = {((double)0 - f) * dx, ((double)1 - f) * dx, ((double)2 - f) * dx};
@@ -13948,27 +13971,39 @@ static void cq__gather_cell4_2d_f64(const double *q, int count, const int *o, co
     for (int c = 0; c < 4; ++c) { acc[0][c] = A0[c]; acc[1][c] = A1[c]; acc[2][c] = A2[c]; }
 #endif
 }
-static CQ__CPU_ALWAYS_INLINE void cq__pk_widen_3d_f32(const float *q, float *r)
+static CQ__CPU_ALWAYS_INLINE void cq__pk_widen_3d_f32(const float *q, float *r, float dx)
 {
-    r[0] = q[0];
-    for (int a = 0; a < 3; ++a) r[1 + a] = a < 3 ? q[1 + 3 + a] : 0;
-    for (int c = 0; c < 3; ++c) {
-        r[4 + 4 * c] = 0;
-        for (int a = 0; a < 3; ++a) r[5 + 4 * c + a] = a < 3 ? q[1 + 2 * 3 + 3 * a + c] : 0;
+    const float f0 = q[1], f1 = q[2], fl = q[3];
+    for (int a = 0; a < 3; ++a)
+        for (int k = 0; k < 3; ++k) r[36 + 3 * a + k] = cq__bspline_f32(q[1 + a], k);
+#if CQ__CPU_V4   /* (the operations of the loop below, a vector at a time: 9 stores, not 36) */
+    {
+        const cq__v4_f32 Av = {q[0], q[4], q[5], q[6]}, C0 = {0, q[7], q[10], q[13]};
+        const cq__v4_f32 C1 = {0, q[8], q[11], q[14]}, CL = {0, q[9], q[12], q[15]};
+        for (int o = 0; o < 3; ++o) {
+            const float d = ((float)o - f0) * dx, d1 = ((float)o - f1) * dx, dl = ((float)o - fl) * dx;
+            const cq__v4_f32 E = {d, d, d, d}, E1 = {d1, d1, d1, d1}, EL = {dl, dl, dl, dl};
+            const cq__v4_f32 P = Av + C0 * E, P1 = C1 * E1, L = CL * EL;
+            memcpy(r + 4 * o, &P, sizeof P); memcpy(r + 12 + 4 * o, &P1, sizeof P1); memcpy(r + 24 + 4 * o, &L, sizeof L);
+        }
     }
-    for (int a = 0; a < 3; ++a) {
-        const float f = q[1 + a];
-        for (int k = 0; k < 3; ++k) r[16 + 3 * a + k] = cq__bspline_f32(f, k);
-        r[25 + a] = f;
+#else
+    for (int o = 0; o < 3; ++o) {
+        const float d = ((float)o - f0) * dx, d1 = ((float)o - f1) * dx, dl = ((float)o - fl) * dx;
+        r[4 * o] = q[0] + 0 * d;
+        for (int a = 0; a < 3; ++a) r[4 * o + 1 + a] = q[4 + a] + q[7 + 3 * a] * d;
+        r[12 + 4 * o] = 0 * d1; r[24 + 4 * o] = 0 * dl;
+        for (int a = 0; a < 3; ++a) { r[13 + 4 * o + a] = q[8 + 3 * a] * d1; r[25 + 4 * o + a] = q[9 + 3 * a] * dl; }
     }
+#endif
 }
 
 static void cq__pk_prefetch_3d_f32(float *pk, const int *ks, int count)
 {
 #if defined(__GNUC__)
-    enum { BYTES = (int)sizeof(float) * CQ__CPK(3) };
+    enum { BYTES = (int)sizeof(float) * CQ__CPK_3d_f32 };
     for (int l = 0; l < count; ++l) {
-        const char *r = (const char *)(pk + (long)ks[l] * CQ__CPK(3));
+        const char *r = (const char *)(pk + (long)ks[l] * CQ__CPK_3d_f32);
         for (int b = 0; b < BYTES; b += 64) __builtin_prefetch(r + b, 1, 3);
         __builtin_prefetch(r + BYTES - 1, 1, 3);
     }
@@ -13989,43 +14024,34 @@ static void cq__pk_prefetch_at_3d_f32(const cq_sim *s, float *pk, int a, int b)
 static void cq__gather_cell4_3d_f32(const float *q, int count, const int *o, const cq__params_f32 *prm,
                                                  float acc[3][4])
 {
-    const float dx = prm->dx, o0 = (float)o[0], o1 = (float)o[1];
-    const int w0 = 16 + o[0], w1 = 19 + o[1];   /* the fixed offsets' weights */
+    const int p0 = 4 * o[0], p1 = 12 + 4 * o[1];   /* the fixed offsets' parts */
+    const int w0 = 36 + o[0], w1 = 39 + o[1];   /* and weights */
+    (void)prm;
 #if CQ__CPU_V4
     cq__v4_f32 A0 = {acc[0][0], acc[0][1], acc[0][2], acc[0][3]}, A1 = {acc[1][0], acc[1][1], acc[1][2], acc[1][3]},
                   A2 = {acc[2][0], acc[2][1], acc[2][2], acc[2][3]};
 #endif
-    for (int j = 0; j < count; ++j, q += CQ__CPK(3)) {
+    for (int j = 0; j < count; ++j, q += CQ__CPK_3d_f32) {
         const float wf = q[w0] * q[w1];
-        const float d0 = (o0 - q[25]) * dx, d1 = (o1 - q[26]) * dx, f = q[27];
-        const float dl[3] = {((float)0 - f) * dx, ((float)1 - f) * dx, ((float)2 - f) * dx};
-        const float t0 = wf * q[22], t1 = wf * q[23], t2 = wf * q[24];
+        const float t0 = wf * q[42], t1 = wf * q[43], t2 = wf * q[44];
 #if CQ__CPU_V4
-        cq__v4_f32 Av, C0, CL;
-        memcpy(&Av, q, sizeof Av); memcpy(&C0, q + 4, sizeof C0); memcpy(&CL, q + 12, sizeof CL);
+        cq__v4_f32 Pv, P1, L0, L1, L2;
+        memcpy(&Pv, q + p0, sizeof Pv); memcpy(&P1, q + p1, sizeof P1);
+        memcpy(&L0, q + 24, sizeof L0); memcpy(&L1, q + 28, sizeof L1); memcpy(&L2, q + 32, sizeof L2);
+        Pv += P1;   /* part += B[a][1] d1: cq__gather_row_'s */
         {
-            const cq__v4_f32 E0 = {d0, d0, d0, d0};
-            cq__v4_f32 Pv = Av + C0 * E0;   /* part += B[a][0] d0, then += B[a][1] d1: cq__gather_row_'s */
-            cq__v4_f32 C1;
-            const cq__v4_f32 E1 = {d1, d1, d1, d1};
-            memcpy(&C1, q + 8, sizeof C1);
-            Pv += C1 * E1;
             const cq__v4_f32 W0 = {t0, t0, t0, t0}, W1 = {t1, t1, t1, t1}, W2 = {t2, t2, t2, t2};
-            const cq__v4_f32 D0 = {dl[0], dl[0], dl[0], dl[0]}, D1 = {dl[1], dl[1], dl[1], dl[1]}, D2 = {dl[2], dl[2], dl[2], dl[2]};
-            A0 += W0 * (Pv + CL * D0);
-            A1 += W1 * (Pv + CL * D1);
-            A2 += W2 * (Pv + CL * D2);
+            A0 += W0 * (Pv + L0);
+            A1 += W1 * (Pv + L1);
+            A2 += W2 * (Pv + L2);
         }
 #else   /* the same operations, one value at a time */
         {
             const float wt[3] = {t0, t1, t2};
             float P[4];
-            CQ__CPU_UNROLL for (int c = 0; c < 4; ++c) {
-                P[c] = q[c] + q[4 + c] * d0;
-                P[c] += q[8 + c] * d1;
-            }
+            CQ__CPU_UNROLL for (int c = 0; c < 4; ++c) P[c] = q[p0 + c] + q[p1 + c];
             CQ__CPU_UNROLL for (int k = 0; k < 3; ++k)
-                CQ__CPU_UNROLL for (int c = 0; c < 4; ++c) acc[k][c] += wt[k] * (P[c] + q[12 + c] * dl[k]);
+                CQ__CPU_UNROLL for (int c = 0; c < 4; ++c) acc[k][c] += wt[k] * (P[c] + q[24 + 4 * k + c]);
         }
 #endif
     }
@@ -14033,8 +14059,9 @@ static void cq__gather_cell4_3d_f32(const float *q, int count, const int *o, con
     for (int c = 0; c < 4; ++c) { acc[0][c] = A0[c]; acc[1][c] = A1[c]; acc[2][c] = A2[c]; }
 #endif
 }
-static CQ__CPU_ALWAYS_INLINE void cq__pk_widen_3d_f64(const double *q, double *r)
+static CQ__CPU_ALWAYS_INLINE void cq__pk_widen_3d_f64(const double *q, double *r, double dx)
 {
+    (void)dx;
     r[0] = q[0];
     for (int a = 0; a < 3; ++a) r[1 + a] = a < 3 ? q[1 + 3 + a] : 0;
     for (int c = 0; c < 3; ++c) {
@@ -14051,9 +14078,9 @@ static CQ__CPU_ALWAYS_INLINE void cq__pk_widen_3d_f64(const double *q, double *r
 static void cq__pk_prefetch_3d_f64(double *pk, const int *ks, int count)
 {
 #if defined(__GNUC__)
-    enum { BYTES = (int)sizeof(double) * CQ__CPK(3) };
+    enum { BYTES = (int)sizeof(double) * CQ__CPK_3d_f64 };
     for (int l = 0; l < count; ++l) {
-        const char *r = (const char *)(pk + (long)ks[l] * CQ__CPK(3));
+        const char *r = (const char *)(pk + (long)ks[l] * CQ__CPK_3d_f64);
         for (int b = 0; b < BYTES; b += 64) __builtin_prefetch(r + b, 1, 3);
         __builtin_prefetch(r + BYTES - 1, 1, 3);
     }
@@ -14080,7 +14107,7 @@ static void cq__gather_cell4_3d_f64(const double *q, int count, const int *o, co
     cq__v4_f64 A0 = {acc[0][0], acc[0][1], acc[0][2], acc[0][3]}, A1 = {acc[1][0], acc[1][1], acc[1][2], acc[1][3]},
                   A2 = {acc[2][0], acc[2][1], acc[2][2], acc[2][3]};
 #endif
-    for (int j = 0; j < count; ++j, q += CQ__CPK(3)) {
+    for (int j = 0; j < count; ++j, q += CQ__CPK_3d_f64) {
         const double wf = q[w0] * q[w1];
         const double d0 = (o0 - q[25]) * dx, d1 = (o1 - q[26]) * dx, f = q[27];
         const double dl[3] = {((double)0 - f) * dx, ((double)1 - f) * dx, ((double)2 - f) * dx};
@@ -14263,13 +14290,13 @@ static void cq__g2p_adj_range_2d_f32(void *ctx, int begin, int end)
         for (int l = 0; l < CQ__LANES_f32; ++l) { ks[l] = l; rec[l * CQ__PK(2)] = 0; }   /* (no mass: the adjoint's gather sums none) */
         cq__pk_prefetch_at_2d_f32(t->s, pk, g + lo, g + hi);   /* (here the kernel is long enough) */
         cq__g2p_adj_lanes_2d_f32(ps, ks, lo, hi, t->prm, t->in, t->g, t->ao, t->ai, rec);
-        for (int l = lo; l < hi; ++l) cq__pk_widen_2d_f32(rec + l * CQ__PK(2), pk + (long)rank[ps[l]] * CQ__CPK(2));
+        for (int l = lo; l < hi; ++l) cq__pk_widen_2d_f32(rec + l * CQ__PK(2), pk + (long)rank[ps[l]] * CQ__CPK_2d_f32, t->prm->dx);
     }
     for (; p < end; ++p) {   /* (the lanes off) */
         float rec[CQ__PK(2)];
         rec[0] = 0;
         cq__g2p_adj_2d_f32(p, t->prm, t->in, t->g, t->ao, t->ai, rec);
-        cq__pk_widen_2d_f32(rec, pk + (long)rank[p] * CQ__CPK(2));
+        cq__pk_widen_2d_f32(rec, pk + (long)rank[p] * CQ__CPK_2d_f32, t->prm->dx);
     }
 }
 /* the grid adjoint of row r of nodes: a row without mass (most rows of a sparse scene) gets the
@@ -14364,7 +14391,7 @@ static void cq__cpu_gather_rows_2d_f32(void *ctx, int begin, int end)
                 while (e < src_ke[q] && skey[e] == cell) ++e;
                 for (int i = 0; i < 3; ++i)
                     for (int a = 0; a < 4; ++a) acc[i][a] = 0;
-                cq__gather_cell4_2d_f32(pk + (long)k * CQ__CPK(2), e - k, o, prm, acc);
+                cq__gather_cell4_2d_f32(pk + (long)k * CQ__CPK_2d_f32, e - k, o, prm, acc);
                 for (int i = 0; i < 3; ++i) {   /* the cell's sum, then into the node's total */
                     if (m) m[b + i] += acc[i][0];
                     for (int a = 0; a < 2; ++a) v[(long)(b + i) * 2 + a] += acc[i][1 + a];
@@ -14433,13 +14460,13 @@ static void cq__g2p_adj_range_2d_f64(void *ctx, int begin, int end)
         for (int l = 0; l < CQ__LANES_f64; ++l) { ks[l] = l; rec[l * CQ__PK(2)] = 0; }   /* (no mass: the adjoint's gather sums none) */
         cq__pk_prefetch_at_2d_f64(t->s, pk, g + lo, g + hi);   /* (here the kernel is long enough) */
         cq__g2p_adj_lanes_2d_f64(ps, ks, lo, hi, t->prm, t->in, t->g, t->ao, t->ai, rec);
-        for (int l = lo; l < hi; ++l) cq__pk_widen_2d_f64(rec + l * CQ__PK(2), pk + (long)rank[ps[l]] * CQ__CPK(2));
+        for (int l = lo; l < hi; ++l) cq__pk_widen_2d_f64(rec + l * CQ__PK(2), pk + (long)rank[ps[l]] * CQ__CPK_2d_f64, t->prm->dx);
     }
     for (; p < end; ++p) {   /* (the lanes off) */
         double rec[CQ__PK(2)];
         rec[0] = 0;
         cq__g2p_adj_2d_f64(p, t->prm, t->in, t->g, t->ao, t->ai, rec);
-        cq__pk_widen_2d_f64(rec, pk + (long)rank[p] * CQ__CPK(2));
+        cq__pk_widen_2d_f64(rec, pk + (long)rank[p] * CQ__CPK_2d_f64, t->prm->dx);
     }
 }
 /* the grid adjoint of row r of nodes: a row without mass (most rows of a sparse scene) gets the
@@ -14534,7 +14561,7 @@ static void cq__cpu_gather_rows_2d_f64(void *ctx, int begin, int end)
                 while (e < src_ke[q] && skey[e] == cell) ++e;
                 for (int i = 0; i < 3; ++i)
                     for (int a = 0; a < 4; ++a) acc[i][a] = 0;
-                cq__gather_cell4_2d_f64(pk + (long)k * CQ__CPK(2), e - k, o, prm, acc);
+                cq__gather_cell4_2d_f64(pk + (long)k * CQ__CPK_2d_f64, e - k, o, prm, acc);
                 for (int i = 0; i < 3; ++i) {   /* the cell's sum, then into the node's total */
                     if (m) m[b + i] += acc[i][0];
                     for (int a = 0; a < 2; ++a) v[(long)(b + i) * 2 + a] += acc[i][1 + a];
@@ -14603,13 +14630,13 @@ static void cq__g2p_adj_range_3d_f32(void *ctx, int begin, int end)
         for (int l = 0; l < CQ__LANES_f32; ++l) { ks[l] = l; rec[l * CQ__PK(3)] = 0; }   /* (no mass: the adjoint's gather sums none) */
         cq__pk_prefetch_at_3d_f32(t->s, pk, g + lo, g + hi);   /* (here the kernel is long enough) */
         cq__g2p_adj_lanes_3d_f32(ps, ks, lo, hi, t->prm, t->in, t->g, t->ao, t->ai, rec);
-        for (int l = lo; l < hi; ++l) cq__pk_widen_3d_f32(rec + l * CQ__PK(3), pk + (long)rank[ps[l]] * CQ__CPK(3));
+        for (int l = lo; l < hi; ++l) cq__pk_widen_3d_f32(rec + l * CQ__PK(3), pk + (long)rank[ps[l]] * CQ__CPK_3d_f32, t->prm->dx);
     }
     for (; p < end; ++p) {   /* (the lanes off) */
         float rec[CQ__PK(3)];
         rec[0] = 0;
         cq__g2p_adj_3d_f32(p, t->prm, t->in, t->g, t->ao, t->ai, rec);
-        cq__pk_widen_3d_f32(rec, pk + (long)rank[p] * CQ__CPK(3));
+        cq__pk_widen_3d_f32(rec, pk + (long)rank[p] * CQ__CPK_3d_f32, t->prm->dx);
     }
 }
 /* the grid adjoint of row r of nodes: a row without mass (most rows of a sparse scene) gets the
@@ -14706,7 +14733,7 @@ static void cq__cpu_gather_rows_3d_f32(void *ctx, int begin, int end)
                 while (e < src_ke[q] && skey[e] == cell) ++e;
                 for (int i = 0; i < 3; ++i)
                     for (int a = 0; a < 4; ++a) acc[i][a] = 0;
-                cq__gather_cell4_3d_f32(pk + (long)k * CQ__CPK(3), e - k, o, prm, acc);
+                cq__gather_cell4_3d_f32(pk + (long)k * CQ__CPK_3d_f32, e - k, o, prm, acc);
                 for (int i = 0; i < 3; ++i) {   /* the cell's sum, then into the node's total */
                     if (m) m[b + i] += acc[i][0];
                     for (int a = 0; a < 3; ++a) v[(long)(b + i) * 3 + a] += acc[i][1 + a];
@@ -14775,13 +14802,13 @@ static void cq__g2p_adj_range_3d_f64(void *ctx, int begin, int end)
         for (int l = 0; l < CQ__LANES_f64; ++l) { ks[l] = l; rec[l * CQ__PK(3)] = 0; }   /* (no mass: the adjoint's gather sums none) */
         cq__pk_prefetch_at_3d_f64(t->s, pk, g + lo, g + hi);   /* (here the kernel is long enough) */
         cq__g2p_adj_lanes_3d_f64(ps, ks, lo, hi, t->prm, t->in, t->g, t->ao, t->ai, rec);
-        for (int l = lo; l < hi; ++l) cq__pk_widen_3d_f64(rec + l * CQ__PK(3), pk + (long)rank[ps[l]] * CQ__CPK(3));
+        for (int l = lo; l < hi; ++l) cq__pk_widen_3d_f64(rec + l * CQ__PK(3), pk + (long)rank[ps[l]] * CQ__CPK_3d_f64, t->prm->dx);
     }
     for (; p < end; ++p) {   /* (the lanes off) */
         double rec[CQ__PK(3)];
         rec[0] = 0;
         cq__g2p_adj_3d_f64(p, t->prm, t->in, t->g, t->ao, t->ai, rec);
-        cq__pk_widen_3d_f64(rec, pk + (long)rank[p] * CQ__CPK(3));
+        cq__pk_widen_3d_f64(rec, pk + (long)rank[p] * CQ__CPK_3d_f64, t->prm->dx);
     }
 }
 /* the grid adjoint of row r of nodes: a row without mass (most rows of a sparse scene) gets the
@@ -14878,7 +14905,7 @@ static void cq__cpu_gather_rows_3d_f64(void *ctx, int begin, int end)
                 while (e < src_ke[q] && skey[e] == cell) ++e;
                 for (int i = 0; i < 3; ++i)
                     for (int a = 0; a < 4; ++a) acc[i][a] = 0;
-                cq__gather_cell4_3d_f64(pk + (long)k * CQ__CPK(3), e - k, o, prm, acc);
+                cq__gather_cell4_3d_f64(pk + (long)k * CQ__CPK_3d_f64, e - k, o, prm, acc);
                 for (int i = 0; i < 3; ++i) {   /* the cell's sum, then into the node's total */
                     if (m) m[b + i] += acc[i][0];
                     for (int a = 0; a < 3; ++a) v[(long)(b + i) * 3 + a] += acc[i][1 + a];
@@ -14955,7 +14982,7 @@ static void cq__p2g_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
                 pq[0] = s.mass[q];
                 for (int a = 0; a < 2; ++a) pq[1 + 2 + a] = s.mass[q] * s.v[q * 2 + a];
                 for (int a = 0; a < DD; ++a) pq[1 + 2 * 2 + a] = G[a][l];
-                cq__pk_widen_2d_f32(pq, pk + (long)rank[q] * CQ__CPK(2));
+                cq__pk_widen_2d_f32(pq, pk + (long)rank[q] * CQ__CPK_2d_f32, t->prm->dx);
             }
         }
         return;
@@ -14964,7 +14991,7 @@ static void cq__p2g_range_2d_fixed_corotated_f32(void *ctx, int begin, int end)
         cq__rot_2d_f32 r;
         float rec[CQ__PK(2)];
         cq__p2g_rot_2d_fixed_corotated_f32(p, t->prm, t->in, rec, t->rot ? t->rot + p : &r, 1);
-        cq__pk_widen_2d_f32(rec, pk + (long)rank[p] * CQ__CPK(2));
+        cq__pk_widen_2d_f32(rec, pk + (long)rank[p] * CQ__CPK_2d_f32, t->prm->dx);
     }
 }
 /* The P2G adjoint's per-particle stress parts one particle at a time, as in cq__p2g_adj_given_rot_: P
@@ -15174,7 +15201,7 @@ static void cq__p2g_range_2d_fixed_corotated_f64(void *ctx, int begin, int end)
                 pq[0] = s.mass[q];
                 for (int a = 0; a < 2; ++a) pq[1 + 2 + a] = s.mass[q] * s.v[q * 2 + a];
                 for (int a = 0; a < DD; ++a) pq[1 + 2 * 2 + a] = G[a][l];
-                cq__pk_widen_2d_f64(pq, pk + (long)rank[q] * CQ__CPK(2));
+                cq__pk_widen_2d_f64(pq, pk + (long)rank[q] * CQ__CPK_2d_f64, t->prm->dx);
             }
         }
         return;
@@ -15183,7 +15210,7 @@ static void cq__p2g_range_2d_fixed_corotated_f64(void *ctx, int begin, int end)
         cq__rot_2d_f64 r;
         double rec[CQ__PK(2)];
         cq__p2g_rot_2d_fixed_corotated_f64(p, t->prm, t->in, rec, t->rot ? t->rot + p : &r, 1);
-        cq__pk_widen_2d_f64(rec, pk + (long)rank[p] * CQ__CPK(2));
+        cq__pk_widen_2d_f64(rec, pk + (long)rank[p] * CQ__CPK_2d_f64, t->prm->dx);
     }
 }
 /* The P2G adjoint's per-particle stress parts one particle at a time, as in cq__p2g_adj_given_rot_: P
@@ -15382,7 +15409,7 @@ static void cq__p2g_range_2d_neohookean_f32(void *ctx, int begin, int end)
                 pq[0] = s.mass[q];
                 for (int a = 0; a < 2; ++a) pq[1 + 2 + a] = s.mass[q] * s.v[q * 2 + a];
                 for (int a = 0; a < DD; ++a) pq[1 + 2 * 2 + a] = G[a][l];
-                cq__pk_widen_2d_f32(pq, pk + (long)rank[q] * CQ__CPK(2));
+                cq__pk_widen_2d_f32(pq, pk + (long)rank[q] * CQ__CPK_2d_f32, t->prm->dx);
             }
         }
         return;
@@ -15391,7 +15418,7 @@ static void cq__p2g_range_2d_neohookean_f32(void *ctx, int begin, int end)
         cq__rot_2d_f32 r;
         float rec[CQ__PK(2)];
         cq__p2g_rot_2d_neohookean_f32(p, t->prm, t->in, rec, t->rot ? t->rot + p : &r, 1);
-        cq__pk_widen_2d_f32(rec, pk + (long)rank[p] * CQ__CPK(2));
+        cq__pk_widen_2d_f32(rec, pk + (long)rank[p] * CQ__CPK_2d_f32, t->prm->dx);
     }
 }
 /* The P2G adjoint's per-particle stress parts one particle at a time, as in cq__p2g_adj_given_rot_: P
@@ -15590,7 +15617,7 @@ static void cq__p2g_range_2d_neohookean_f64(void *ctx, int begin, int end)
                 pq[0] = s.mass[q];
                 for (int a = 0; a < 2; ++a) pq[1 + 2 + a] = s.mass[q] * s.v[q * 2 + a];
                 for (int a = 0; a < DD; ++a) pq[1 + 2 * 2 + a] = G[a][l];
-                cq__pk_widen_2d_f64(pq, pk + (long)rank[q] * CQ__CPK(2));
+                cq__pk_widen_2d_f64(pq, pk + (long)rank[q] * CQ__CPK_2d_f64, t->prm->dx);
             }
         }
         return;
@@ -15599,7 +15626,7 @@ static void cq__p2g_range_2d_neohookean_f64(void *ctx, int begin, int end)
         cq__rot_2d_f64 r;
         double rec[CQ__PK(2)];
         cq__p2g_rot_2d_neohookean_f64(p, t->prm, t->in, rec, t->rot ? t->rot + p : &r, 1);
-        cq__pk_widen_2d_f64(rec, pk + (long)rank[p] * CQ__CPK(2));
+        cq__pk_widen_2d_f64(rec, pk + (long)rank[p] * CQ__CPK_2d_f64, t->prm->dx);
     }
 }
 /* The P2G adjoint's per-particle stress parts one particle at a time, as in cq__p2g_adj_given_rot_: P
@@ -15813,7 +15840,7 @@ static void cq__p2g_range_3d_fixed_corotated_f32(void *ctx, int begin, int end)
                 pq[0] = s.mass[q];
                 for (int a = 0; a < 3; ++a) pq[1 + 3 + a] = s.mass[q] * s.v[q * 3 + a];
                 for (int a = 0; a < DD; ++a) pq[1 + 2 * 3 + a] = G[a][l];
-                cq__pk_widen_3d_f32(pq, pk + (long)rank[q] * CQ__CPK(3));
+                cq__pk_widen_3d_f32(pq, pk + (long)rank[q] * CQ__CPK_3d_f32, t->prm->dx);
             }
         }
         return;
@@ -15822,7 +15849,7 @@ static void cq__p2g_range_3d_fixed_corotated_f32(void *ctx, int begin, int end)
         cq__rot_3d_f32 r;
         float rec[CQ__PK(3)];
         cq__p2g_rot_3d_fixed_corotated_f32(p, t->prm, t->in, rec, t->rot ? t->rot + p : &r, 1);
-        cq__pk_widen_3d_f32(rec, pk + (long)rank[p] * CQ__CPK(3));
+        cq__pk_widen_3d_f32(rec, pk + (long)rank[p] * CQ__CPK_3d_f32, t->prm->dx);
     }
 }
 /* The P2G adjoint's per-particle stress parts one particle at a time, as in cq__p2g_adj_given_rot_: P
@@ -16036,7 +16063,7 @@ static void cq__p2g_range_3d_fixed_corotated_f64(void *ctx, int begin, int end)
                 pq[0] = s.mass[q];
                 for (int a = 0; a < 3; ++a) pq[1 + 3 + a] = s.mass[q] * s.v[q * 3 + a];
                 for (int a = 0; a < DD; ++a) pq[1 + 2 * 3 + a] = G[a][l];
-                cq__pk_widen_3d_f64(pq, pk + (long)rank[q] * CQ__CPK(3));
+                cq__pk_widen_3d_f64(pq, pk + (long)rank[q] * CQ__CPK_3d_f64, t->prm->dx);
             }
         }
         return;
@@ -16045,7 +16072,7 @@ static void cq__p2g_range_3d_fixed_corotated_f64(void *ctx, int begin, int end)
         cq__rot_3d_f64 r;
         double rec[CQ__PK(3)];
         cq__p2g_rot_3d_fixed_corotated_f64(p, t->prm, t->in, rec, t->rot ? t->rot + p : &r, 1);
-        cq__pk_widen_3d_f64(rec, pk + (long)rank[p] * CQ__CPK(3));
+        cq__pk_widen_3d_f64(rec, pk + (long)rank[p] * CQ__CPK_3d_f64, t->prm->dx);
     }
 }
 /* The P2G adjoint's per-particle stress parts one particle at a time, as in cq__p2g_adj_given_rot_: P
@@ -16244,7 +16271,7 @@ static void cq__p2g_range_3d_neohookean_f32(void *ctx, int begin, int end)
                 pq[0] = s.mass[q];
                 for (int a = 0; a < 3; ++a) pq[1 + 3 + a] = s.mass[q] * s.v[q * 3 + a];
                 for (int a = 0; a < DD; ++a) pq[1 + 2 * 3 + a] = G[a][l];
-                cq__pk_widen_3d_f32(pq, pk + (long)rank[q] * CQ__CPK(3));
+                cq__pk_widen_3d_f32(pq, pk + (long)rank[q] * CQ__CPK_3d_f32, t->prm->dx);
             }
         }
         return;
@@ -16253,7 +16280,7 @@ static void cq__p2g_range_3d_neohookean_f32(void *ctx, int begin, int end)
         cq__rot_3d_f32 r;
         float rec[CQ__PK(3)];
         cq__p2g_rot_3d_neohookean_f32(p, t->prm, t->in, rec, t->rot ? t->rot + p : &r, 1);
-        cq__pk_widen_3d_f32(rec, pk + (long)rank[p] * CQ__CPK(3));
+        cq__pk_widen_3d_f32(rec, pk + (long)rank[p] * CQ__CPK_3d_f32, t->prm->dx);
     }
 }
 /* The P2G adjoint's per-particle stress parts one particle at a time, as in cq__p2g_adj_given_rot_: P
@@ -16452,7 +16479,7 @@ static void cq__p2g_range_3d_neohookean_f64(void *ctx, int begin, int end)
                 pq[0] = s.mass[q];
                 for (int a = 0; a < 3; ++a) pq[1 + 3 + a] = s.mass[q] * s.v[q * 3 + a];
                 for (int a = 0; a < DD; ++a) pq[1 + 2 * 3 + a] = G[a][l];
-                cq__pk_widen_3d_f64(pq, pk + (long)rank[q] * CQ__CPK(3));
+                cq__pk_widen_3d_f64(pq, pk + (long)rank[q] * CQ__CPK_3d_f64, t->prm->dx);
             }
         }
         return;
@@ -16461,7 +16488,7 @@ static void cq__p2g_range_3d_neohookean_f64(void *ctx, int begin, int end)
         cq__rot_3d_f64 r;
         double rec[CQ__PK(3)];
         cq__p2g_rot_3d_neohookean_f64(p, t->prm, t->in, rec, t->rot ? t->rot + p : &r, 1);
-        cq__pk_widen_3d_f64(rec, pk + (long)rank[p] * CQ__CPK(3));
+        cq__pk_widen_3d_f64(rec, pk + (long)rank[p] * CQ__CPK_3d_f64, t->prm->dx);
     }
 }
 /* The P2G adjoint's per-particle stress parts one particle at a time, as in cq__p2g_adj_given_rot_: P

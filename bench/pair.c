@@ -9,7 +9,9 @@
 
    Scenes as bench.c's (its 2D 80x80 block in a 128^2 grid, the 3D 20^3 cube and the 40^3 one in a
    64^3 grid; E = 1e4, nu = 0.3, dt = half the stability limit, substeps = 1), each in both
-   precisions and, the 8k cube, both materials.  Per scene and phase, both sides run a few warm-up
+   precisions and, the 8k cube, both materials; and the 2D float32 block 16 times in one sim
+   (cq_sim_desc.scenes = 16, scene after scene, the i-th one raised by 0.001 (i mod 3): bench.c's
+   batch row).  Per scene and phase, both sides run a few warm-up
    runs, then `rounds` rounds, each one run of A and one of B, in turns (A first in even rounds):
      - fwd: K forward steps without a tape, continuing from where the sim is (reset after 2000 steps:
        both sides' sims stay at the same stage of the fall);
@@ -43,38 +45,44 @@ static double pair_now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-void *PAIR_FN(make)(int dim, int side, int res, int f64, int neo, int taped);
+void *PAIR_FN(make)(int dim, int side, int res, int f64, int neo, int taped, int scenes);
 double PAIR_FN(run)(void *h, int backward, int K);
 void PAIR_FN(free)(void *h);
 
-/* the scene's sim: a cube (square) of side^dim particles, 2 per cell per axis, above the floor */
-void *PAIR_FN(make)(int dim, int side, int res, int f64, int neo, int taped)
+/* the scene's sim: a cube (square) of side^dim particles, 2 per cell per axis, above the floor;
+   scenes > 1: that many copies in one sim, scene after scene */
+void *PAIR_FN(make)(int dim, int side, int res, int f64, int neo, int taped, int scenes)
 {
     const double dx = 1.0 / res, h = 0.5 / res;
-    const int n = dim == 2 ? side * side : side * side * side;
+    const int one = dim == 2 ? side * side : side * side * side, n = one * scenes;
     pair_sim *p = (pair_sim *)calloc(1, sizeof *p);
     double *x = (double *)malloc(sizeof(double) * 3 * (size_t)n);
+    int *sc = (int *)malloc(sizeof(int) * (size_t)n);
     cq_sim_desc d;
     cq_particles_desc pd;
-    if (!p || !x || !(p->seed = (double *)malloc(sizeof(double) * 3 * (size_t)n))) { fprintf(stderr, "out of memory\n"); exit(1); }
+    if (!p || !x || !sc || !(p->seed = (double *)malloc(sizeof(double) * 3 * (size_t)n))) { fprintf(stderr, "out of memory\n"); exit(1); }
     p->n = n;
     for (int i = 0; i < n; ++i) {
-        const int a[3] = {i % side, (i / side) % side, i / (side * side)};
+        const int j = i % one, k = i / one, a[3] = {j % side, (j / side) % side, j / (side * side)};
         for (int q = 0; q < dim; ++q) {
-            x[dim * i + q] = q == 1 ? 4 * dx + (a[q] + 0.5) * h : 0.5 - side * h / 2 + (a[q] + 0.5) * h;
+            x[dim * i + q] = q == 1 ? 4 * dx + (a[q] + 0.5) * h + 0.001 * (k % 3) : 0.5 - side * h / 2 + (a[q] + 0.5) * h;
             p->seed[dim * i + q] = 1.0 / n;
         }
+        sc[i] = k;
     }
     memset(&d, 0, sizeof d);
     d.dim = dim; d.res[0] = d.res[1] = d.res[2] = res; d.dx = dx; d.dt = 0.5 * dx * 0.01; d.substeps = 1;
     d.gravity[1] = -9.8; d.boundary = CQ_BOUNDARY_STICKY; d.checkpoint_every = taped ? 10 : 0;
     d.material = neo ? CQ_MATERIAL_NEOHOOKEAN : CQ_MATERIAL_FIXED_COROTATED;
     d.precision = f64 ? CQ_PRECISION_F64 : CQ_PRECISION_F32;
+    if (scenes > 1) d.scenes = scenes;
     memset(&pd, 0, sizeof pd);
     pd.count = n; pd.x = x; pd.default_youngs = 1e4; pd.default_poisson = 0.3;
+    if (scenes > 1) pd.scene = sc;
     if (cq_sim_create(&d, &p->sim) != CQ_SUCCESS) { fprintf(stderr, "cq_sim_create: %s\n", cq_sim_last_error(NULL)); exit(1); }
     if (cq_sim_add_particles(p->sim, &pd) != CQ_SUCCESS) { fprintf(stderr, "%s\n", cq_sim_last_error(p->sim)); exit(1); }
     free(x);
+    free(sc);
     return p;
 }
 
@@ -104,23 +112,24 @@ void PAIR_FN(free)(void *h)
 }
 
 #else   /* main */
-void *pair_a_make(int dim, int side, int res, int f64, int neo, int taped);
+void *pair_a_make(int dim, int side, int res, int f64, int neo, int taped, int scenes);
 double pair_a_run(void *h, int backward, int K);
 void pair_a_free(void *h);
-void *pair_b_make(int dim, int side, int res, int f64, int neo, int taped);
+void *pair_b_make(int dim, int side, int res, int f64, int neo, int taped, int scenes);
 double pair_b_run(void *h, int backward, int K);
 void pair_b_free(void *h);
 
-typedef struct row { const char *name; int dim, side, res, f64, neo, backward, K; } row;
+typedef struct row { const char *name; int dim, side, res, f64, neo, backward, K, scenes; } row;
 static const row ROWS[] = {
-    {"2d-f32-fwd", 2, 80, 128, 0, 0, 0, 100},   {"2d-f32-bwd", 2, 80, 128, 0, 0, 1, 40},
-    {"2d-f64-fwd", 2, 80, 128, 1, 0, 0, 100},   {"2d-f64-bwd", 2, 80, 128, 1, 0, 1, 40},
-    {"8k-f32-fwd", 3, 20, 64, 0, 0, 0, 30},     {"8k-f32-bwd", 3, 20, 64, 0, 0, 1, 15},
-    {"8k-f64-fwd", 3, 20, 64, 1, 0, 0, 30},     {"8k-f64-bwd", 3, 20, 64, 1, 0, 1, 15},
-    {"8k-neo-f32-fwd", 3, 20, 64, 0, 1, 0, 30}, {"8k-neo-f32-bwd", 3, 20, 64, 0, 1, 1, 15},
-    {"8k-neo-f64-fwd", 3, 20, 64, 1, 1, 0, 30}, {"8k-neo-f64-bwd", 3, 20, 64, 1, 1, 1, 15},
-    {"64k-f32-fwd", 3, 40, 64, 0, 0, 0, 6},     {"64k-f32-bwd", 3, 40, 64, 0, 0, 1, 12},
-    {"64k-f64-fwd", 3, 40, 64, 1, 0, 0, 6},     {"64k-f64-bwd", 3, 40, 64, 1, 0, 1, 12},
+    {"2d-f32-fwd", 2, 80, 128, 0, 0, 0, 100, 1},   {"2d-f32-bwd", 2, 80, 128, 0, 0, 1, 40, 1},
+    {"2d-f64-fwd", 2, 80, 128, 1, 0, 0, 100, 1},   {"2d-f64-bwd", 2, 80, 128, 1, 0, 1, 40, 1},
+    {"8k-f32-fwd", 3, 20, 64, 0, 0, 0, 30, 1},     {"8k-f32-bwd", 3, 20, 64, 0, 0, 1, 15, 1},
+    {"8k-f64-fwd", 3, 20, 64, 1, 0, 0, 30, 1},     {"8k-f64-bwd", 3, 20, 64, 1, 0, 1, 15, 1},
+    {"8k-neo-f32-fwd", 3, 20, 64, 0, 1, 0, 30, 1}, {"8k-neo-f32-bwd", 3, 20, 64, 0, 1, 1, 15, 1},
+    {"8k-neo-f64-fwd", 3, 20, 64, 1, 1, 0, 30, 1}, {"8k-neo-f64-bwd", 3, 20, 64, 1, 1, 1, 15, 1},
+    {"64k-f32-fwd", 3, 40, 64, 0, 0, 0, 6, 1},     {"64k-f32-bwd", 3, 40, 64, 0, 0, 1, 12, 1},
+    {"64k-f64-fwd", 3, 40, 64, 1, 0, 0, 6, 1},     {"64k-f64-bwd", 3, 40, 64, 1, 0, 1, 12, 1},
+    {"x16-2d-f32-fwd", 2, 80, 128, 0, 0, 0, 8, 16}, {"x16-2d-f32-bwd", 2, 80, 128, 0, 0, 1, 12, 16},
 };
 #define MAX_ROUNDS 999
 
@@ -176,8 +185,8 @@ int main(int argc, char **argv)
         void *A, *B;
         if (!chosen(only, w->name)) continue;
         any = 1;
-        A = pair_a_make(w->dim, w->side, w->res, w->f64, w->neo, w->backward);
-        B = pair_b_make(w->dim, w->side, w->res, w->f64, w->neo, w->backward);
+        A = pair_a_make(w->dim, w->side, w->res, w->f64, w->neo, w->backward, w->scenes);
+        B = pair_b_make(w->dim, w->side, w->res, w->f64, w->neo, w->backward, w->scenes);
         for (int i = 0; i < warm; ++i) { pair_a_run(A, w->backward, K); pair_b_run(B, w->backward, K); }
         for (int i = 0; i < rounds; ++i) {
             if (i % 2) { tb[i] = pair_b_run(B, w->backward, K); ta[i] = pair_a_run(A, w->backward, K); }

@@ -5,7 +5,7 @@
 # A: a git revision (default HEAD) or a path to a chainqueen.h; B: a path (default ./chainqueen.h, the
 # working tree).  So `sh bench/pair.sh` times the working tree's change against the last commit, and
 # `sh bench/pair.sh HEAD~3 only=8k,64k rounds=15` the 3D rows against an older one.
-# only: row names or their prefixes (2d, 8k, 8k-neo, 64k, 2d-f64-fwd, ...); scale: K times the steps a run.
+# only: row names or their prefixes (2d, 8k, 8k-neo, 64k, x16 (16 2D scenes in one sim), 2d-f64-fwd, ...); scale: K times the steps a run.
 # Built with $CC $PAIR_CFLAGS (default: cc, -O3 -march=native -fopenmp, as `make bench`), run on
 # THREADS threads (OMP_NUM_THREADS, default 1: one thread is the steadiest on a shared VM).
 CC=${CC:-cc}

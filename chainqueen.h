@@ -197,8 +197,9 @@
      n * (2 dim + 2 dim^2) reals, and the backward pass checkpoint_every * substeps + 1 more,
      plus its grid cache: up to checkpoint_every * substeps - 1 grid phases within
      cq_sim_desc.backward_cache_mb (default 1024 MiB, -1: none); one is nodes * (2 dim + 1) reals
-     and 1 int, and per particle dim^2 + 2 dim + 1 reals and 2 ints (on the CPU 3 ints, and 30
-     reals more for 3D materials with a rotation).  cq_sim_tape_bytes reports all of it.
+     and 1 int, and per particle dim^2 + 2 dim + 1 reals and 2 ints (on the CPU 20 reals in 2D, 28
+     in 3D float64, 45 in 3D float32, and 3 ints, and 30 reals more for 3D materials with a
+     rotation).  cq_sim_tape_bytes reports all of it.
      chainqueen_io.h and chainqueen_robot.h state their own.
 
    FLUID-RIGID WORLDS (cq_world_*, [DiffFR]; examples/12_fluid_rigid.c, 13-18: DiffFR's tasks)

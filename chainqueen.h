@@ -13789,11 +13789,13 @@ static void cq__cpu_cable_adj_3d_f64(cq_sim *s, const cq__state *in, cq__state *
    for them, and B's columns load as vectors instead of being shuffled together from its rows: the
    3D gather's samples fell 31-35% against G2P's (2-vCPU AMD EPYC Zen 3, one thread, the 3D 8k
    cubes, all four variants), a 3D 8k NeoHookean f32 forward 10-12% (bench/RESULTS.md).  The 3D
-   float32 parts (2026-11-29, bench/pair.sh on an Intel Xeon, one thread, medians of paired
-   ratios, two runs of 15 rounds): the 8k cubes' forward 1.04-1.11x and backward 1.06-1.11x as
-   fast, the 64k cube's 1.08-1.14x.  The same parts left 2D (its gather 22% faster, P2G's wider
-   scattered stores about as much slower: 0.99-1.01x) and 3D float64 (twice the bytes: 8k
-   0.97-1.06x, 64k 0.97-1.01x) as they were.  The cost: a 512k float32 cube's records 92 MB, not
+   float32 parts (2026-11-29, bench/pair.sh on a 2-vCPU Intel Xeon, medians of paired ratios, four
+   runs of 15 rounds at one thread): the 8k cubes' forward 1.04-1.11x and backward 1.06-1.11x as
+   fast in every run, the 64k cube's 0.98-1.19x; at two threads 1.05-1.16x, an AVX2 build
+   (x86-64-v3) 1.05-1.15x.  The same parts left 2D (its gather 22% faster, P2G's wider scattered
+   stores about as much slower: 0.99-1.01x) and 3D float64 (twice the bytes: 8k 0.97-1.06x, 64k
+   0.97-1.01x) as they were.  (On an AMD Zen 3, 512 KB of L2, the thirty-fourth session's part
+   (B's last column alone, 36 values) lost on the 64k cube: P2G's stores; unmeasured since.)  The cost: a 512k float32 cube's records 92 MB, not
    57 (and as much more in each of the backward's kept grid phases, api_reverse.j2), and the wider
    records' scattered stores, whose lines cq__pk_prefetch_ fetches ahead. */
 static CQ__CPU_ALWAYS_INLINE void cq__pk_widen_2d_f32(const float *q, float *r, float dx)

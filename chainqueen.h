@@ -13795,9 +13795,10 @@ static void cq__cpu_cable_adj_3d_f64(cq_sim *s, const cq__state *in, cq__state *
    (x86-64-v3) 1.05-1.15x.  The same parts left 2D (its gather 22% faster, P2G's wider scattered
    stores about as much slower: 0.99-1.01x) and 3D float64 (twice the bytes: 8k 0.97-1.06x, 64k
    0.97-1.01x) as they were.  (On an AMD Zen 3, 512 KB of L2, the thirty-fourth session's part
-   (B's last column alone, 36 values) lost on the 64k cube: P2G's stores; unmeasured since.)  The cost: a 512k float32 cube's records 92 MB, not
-   57 (and as much more in each of the backward's kept grid phases, api_reverse.j2), and the wider
-   records' scattered stores, whose lines cq__pk_prefetch_ fetches ahead. */
+   (B's last column alone, 36 values) lost on the 64k cube: P2G's stores; unmeasured since.)  The
+   cost: a 512k float32 cube's records 92 MB, not 57 (and as much more in each of the backward's
+   kept grid phases, api_reverse.j2), and the wider records' scattered stores, whose lines
+   cq__pk_prefetch_ fetches ahead. */
 static CQ__CPU_ALWAYS_INLINE void cq__pk_widen_2d_f32(const float *q, float *r, float dx)
 {
     (void)dx;

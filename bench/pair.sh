@@ -10,7 +10,6 @@
 # THREADS threads (OMP_NUM_THREADS, default 1: one thread is the steadiest on a shared VM).
 CC=${CC:-cc}
 CFLAGS=${PAIR_CFLAGS:--O3 -march=native -fopenmp}
-cd "$(dirname "$0")/.." || exit 1
 A=; B=
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -18,6 +17,10 @@ while [ $# -gt 0 ]; do
         *) if [ -z "$A" ]; then A=$1; elif [ -z "$B" ]; then B=$1; else echo "pair.sh: more than two versions: $1" >&2; exit 2; fi; shift ;;
     esac
 done
+# files named relative to the caller's directory, before moving to the repository's root
+[ -n "$A" ] && [ -f "$A" ] && A="$(cd "$(dirname "$A")" && pwd)/$(basename "$A")"
+[ -n "$B" ] && [ -f "$B" ] && B="$(cd "$(dirname "$B")" && pwd)/$(basename "$B")"
+cd "$(dirname "$0")/.." || exit 1
 A=${A:-HEAD}; B=${B:-chainqueen.h}
 D=build/pair
 mkdir -p $D/a $D/b || exit 1

@@ -8486,7 +8486,8 @@ static int cq__on_gpu(const cq_sim *s)
 static size_t cq__pk_values(const cq_sim *s)
 {
     if (cq__on_gpu(s)) return (size_t)CQ__PK(s->dim);
-    return (size_t)(s->dim == 2 ? CQ__CPK_2d_f32 : s->tsize == sizeof(float) ? CQ__CPK_3d_f32 : CQ__CPK_3d_f64);
+    if (s->dim == 2) return (size_t)(s->tsize == sizeof(float) ? CQ__CPK_2d_f32 : CQ__CPK_2d_f64);
+    return (size_t)(s->tsize == sizeof(float) ? CQ__CPK_3d_f32 : CQ__CPK_3d_f64);
 }
 /* a grid node's slots in grid_v and grid_vb: 4 on the GPU in 3D (kernels_common.j2 >>grid_layout,
    one vector load a node), else the dimension; cq__gpbslots: in grid_pb (4 on the GPU: dL/dp and
@@ -9141,11 +9142,12 @@ typedef float cq__v8_f32 __attribute__((vector_size(32)));
    CPU AVX (CQ__CPU_VGROUP).  The node body is the one-particle kernel's text (stencil.j2, l = "")
    with vector types, so each lane gets its operations in their order: the same bits (test_lanes,
    ISO C, gcc and clang at -march=native and x86-64-v3; clang contracts multiply-adds within an
-   expression there, alike in both).  gcc in GNU C (-ffp-contract=fast) may fuse differently in the two forms: against the
-   lane loops before, the 2D f64 transfer rounds differently there (the lanes' ends already did,
-   against the one-particle kernels: test_lanes.c).  Over lane arrays (innermost loops) gcc kept every sum in memory, a
-   load and a store a node (the 3D G2P's 12 sums are 12 registers of four doubles), and loaded each
-   lane's node values one at a time, inserting them into vectors; a group's function holds its sums
+   expression there, alike in both).  gcc in GNU C (-ffp-contract=fast) may fuse differently in the
+   two forms: against the lane loops before, the 2D f64 transfer rounds differently there (the
+   lanes' ends already did, against the one-particle kernels: test_lanes.c).  Over lane arrays
+   (innermost loops) gcc kept every sum in memory, a load and a store a node (the 3D G2P's 12 sums
+   are 12 registers of four doubles), and loaded each lane's node values one at a time, inserting
+   them into vectors; a group's function holds its sums
    in registers across the 3^D nodes and loads a node's values for the group in pairs (cq__vld2_,
    cq__vld3_: 16-byte loads and unpacks for float64, 8-byte ones and shuffles for float32).  perf
    samples against the unchanged gather, one thread, 2-vCPU AMD EPYC Zen 3 (bench/RESULTS.md): 3D
@@ -9223,36 +9225,27 @@ static inline __m512 cq__vxy8_f32(const float *const *p)
     r = _mm512_insertf32x4(r, _mm_loadh_pi(_mm_loadl_pi(z, (const __m64 *)p[4]), (const __m64 *)p[5]), 2);
     return _mm512_insertf32x4(r, _mm_loadh_pi(_mm_loadl_pi(z, (const __m64 *)p[6]), (const __m64 *)p[7]), 3);
 }
-/* sixteen lanes: quarter k of a holds lanes 4k, 4k + 1, of b lanes 4k + 2, 4k + 3, so that one
-   in-lane shuffle puts x (and one y) in lane order */
-static inline void cq__vxy16_f32(const float *const *q, __m512 *x, __m512 *y)
+/* sixteen lanes' nodes (sb[l] + so, `stride` values a node): their first two values into out[0]
+   and out[1] (quarter k of a holds lanes 4k, 4k + 1, of b lanes 4k + 2, 4k + 3, so that one in-lane
+   shuffle puts x, and one y, in lane order), and with stride 3 the third into out[2] */
+static inline void cq__vldn_f32(const float *g, const int *sb, int so, int stride, cq__v16_f32 *out)
 {
-    const float *pa[8] = {q[0], q[1], q[4], q[5], q[8], q[9], q[12], q[13]};
-    const float *pb[8] = {q[2], q[3], q[6], q[7], q[10], q[11], q[14], q[15]};
-    const __m512 a = cq__vxy8_f32(pa), b = cq__vxy8_f32(pb);
-    *x = _mm512_mask_shuffle_ps(a, 0xffff, a, b, 0x88);
-    *y = _mm512_mask_shuffle_ps(a, 0xffff, a, b, 0xdd);
+    const float *q[16], *pa[8], *pb[8];
+    for (int l = 0; l < 16; ++l) q[l] = g + (long)(sb[l] + so) * stride;
+    for (int k = 0; k < 4; ++k) { pa[2 * k] = q[4 * k]; pa[2 * k + 1] = q[4 * k + 1]; pb[2 * k] = q[4 * k + 2]; pb[2 * k + 1] = q[4 * k + 3]; }
+    {
+        const __m512 a = cq__vxy8_f32(pa), b = cq__vxy8_f32(pb);
+        out[0] = (cq__v16_f32)_mm512_mask_shuffle_ps(a, 0xffff, a, b, 0x88);
+        out[1] = (cq__v16_f32)_mm512_mask_shuffle_ps(a, 0xffff, a, b, 0xdd);
+    }
+    if (stride == 3) {
+        cq__v16_f32 zz;
+        for (int l = 0; l < 16; ++l) zz[l] = q[l][2];
+        out[2] = zz;
+    }
 }
-static inline void cq__vld2_f32(const float *g, const int *sb, int so, cq__v16_f32 *out)
-{
-    const float *q[16];
-    __m512 x, y;
-    for (int l = 0; l < 16; ++l) q[l] = g + (sb[l] + so) * 2;
-    cq__vxy16_f32(q, &x, &y);
-    out[0] = (cq__v16_f32)x;
-    out[1] = (cq__v16_f32)y;
-}
-static inline void cq__vld3_f32(const float *g, const int *sb, int so, cq__v16_f32 *out)
-{
-    const float *q[16];
-    __m512 x, y;
-    cq__v16_f32 zz;
-    for (int l = 0; l < 16; ++l) { q[l] = g + (sb[l] + so) * 3; zz[l] = q[l][2]; }
-    cq__vxy16_f32(q, &x, &y);
-    out[0] = (cq__v16_f32)x;
-    out[1] = (cq__v16_f32)y;
-    out[2] = zz;
-}
+static inline void cq__vld2_f32(const float *g, const int *sb, int so, cq__v16_f32 *out) { cq__vldn_f32(g, sb, so, 2, out); }
+static inline void cq__vld3_f32(const float *g, const int *sb, int so, cq__v16_f32 *out) { cq__vldn_f32(g, sb, so, 3, out); }
 typedef cq__v8_f64 cq__vg_f64;
 typedef cq__v16_f32 cq__vg_f32;
 #  define CQ__VG_W_f64 8

@@ -12,7 +12,7 @@
 # scenes of up to 131072 particles again with the sort of before (CQ_CUDA_SORT_COOP=0), the 2D
 # block again with 10 substeps per step, and with the sort of small scenes in one block and as launches.  PROFILE=1 also runs
 # Nsight Compute (ncu): each kernel's time in a 512k and an 8k cube (bench/gpu_kernels.c), the
-# gathers again in blocks of 256 and 320 threads (CQ_CUDA_GATHER_THREADS), f32 3D G2P unrolled
+# gathers again in blocks of 192, 256 and 320 threads (CQ_CUDA_GATHER_THREADS), f32 3D G2P unrolled
 # (CQ_CUDA_G2P_UNROLLED), and the
 # main kernels' throughput, occupancy and warp stalls at 512k, and the one-block sort's warp stalls by source line
 # (with BEFORE, each kernel's time with that header too).  BEFORE=path/to/an/older/
@@ -115,8 +115,12 @@ if [ "${PROFILE:-0}" = 1 ] && command -v ncu >/dev/null 2>&1; then
         step ncu --kernel-name regex:'sort_coop_2d_f32|cell_sort_2d_f32' --launch-skip 20 --launch-count 3 --section SpeedOfLight \
             --section WarpStateStats --section SourceCounters $B/$b gpu only="2D block" quick
     done
-    # the gather's blocks of 256 and 320 threads (CQ_CUDA_GATHER_THREADS; 128 above): the gathers alone
-    for t in 256 320; do
+    # the gather's blocks of 192, 256 and 320 threads (CQ_CUDA_GATHER_THREADS; 128 above): the gathers
+    # alone.  192: a phase of the 3-row shape has 5 source rows x 34 cells = 170 cell sums, which
+    # 128 threads take in two rounds (the second 42 threads busy, the rest at the barrier) and 192
+    # in one; its 384 node values then take 2 rounds, not 3 (3 blocks an SM at 96 registers: 576
+    # threads, against 5 x 128 = 640)
+    for t in 192 256 320; do
         for a in "3 80 128" "3 20 64"; do
             echo "gather blocks of $t threads, cube $a:"
             step sh -c "ncu --kernel-name regex:'gather' --metrics gpu__time_duration.sum --print-summary per-kernel $B/gpu_kernels_g$t $a | grep -E '^  [a-z_0-9]+|gpu__time_duration'"

@@ -31,6 +31,7 @@ list() {
     echo "bench_gpu_coop32 -O3 -DCQ_CUDA_COOP_BLOCKS=32 bench/bench.c"
     echo "bench_fluid_gpu -O3 bench/fluid.c"
     echo "gpu_kernels -O2 bench/gpu_kernels.c"
+    echo "gpu_kernels_g192 -O2 -DCQ_CUDA_GATHER_THREADS=192 bench/gpu_kernels.c"
     echo "gpu_kernels_g256 -O2 -DCQ_CUDA_GATHER_THREADS=256 bench/gpu_kernels.c"
     echo "gpu_kernels_g320 -O2 -DCQ_CUDA_GATHER_THREADS=320 bench/gpu_kernels.c"
     echo "gpu_kernels_g2pu -O2 -DCQ_CUDA_G2P_UNROLLED=1 bench/gpu_kernels.c"

@@ -206,7 +206,8 @@
      A cq_world holds SPH fluid, rigid bodies and the domain box.  Fluid: DFSPH [DFSPH15,17]
      (divergence solver, then gravity and viscosity, then the density solver; average errors
      0.1% / 0.1% by default, 2..100 iterations), cubic spline of support 4r, neighbours on a
-     uniform grid of cell 4r (counting sort) with per-step neighbour lists, Monaghan's artificial
+     uniform grid of cell 4r (counting sort) with per-step neighbour lists (each pair's kernel
+     gradient factor W'(r)/r kept beside its entry for the solvers' iterations), Monaghan's artificial
      viscosity (kinematic, default 0.001 m^2/s) also against the walls.  The walls are two layers
      of boundary particles at r and 3r outside the domain; bodies (boxes, spheres, point sets) are
      one layer r inside their surface, at the spacing 2r; boundary volumes after [Akinci12],
@@ -290,6 +291,7 @@
                                                   >>sph_volume >>sph_error_sum
                               world.j2            >>counting_sort >>dual >>world >>world_cuda
                                                   (device arrays, launches) >>world_fluid
+                                                  >>world_near (the CPU's neighbour lists, one pass)
                                                   >>world_pass (CPU loop or CUDA launch)
                                                   >>world_fluid_step (the DFSPH solver loop:
                                                   cq__world_solve_)
@@ -6509,7 +6511,13 @@ typedef struct cq__sph_f32 {
     const int *bobj;                /* body id (>= 0 dynamic), CQ__BODY_WALL, or -2 - id (static) */
     const int *bstart, *border;
     int *foff, *fnb, *boff, *bnb;   /* per fluid particle: its fluid neighbours fnb[foff[i] ..
-                                       foff[i+1]) (itself included) and boundary neighbours */
+                                       fend[i]) (itself included) and boundary neighbours */
+    int *fend, *bend;               /* the lists' ends: foff + 1 where they follow one another
+                                       (the GPU's), else their own (the CPU's chunks, world.j2
+                                       >>world_near, leave room after each chunk) */
+    float *fgw, *bgw;                 /* per entry of fnb / bnb: the pair's W'(r)/r (grad W = it times
+                                       x_i - x_j), which sph_density writes and the solvers' passes
+                                       read (nothing moves during them); 0 for i itself */
     float *Fb, *Gb;                 /* fluid force on each boundary particle [nb*d]; its localized
                                        derivative d F_b / d v_b [nb*d*d] ([DiffFR-supp] Alg. 1) */
 } cq__sph_f32;
@@ -6526,18 +6534,27 @@ typedef struct cq__sph_f64 {
     const int *bobj;                /* body id (>= 0 dynamic), CQ__BODY_WALL, or -2 - id (static) */
     const int *bstart, *border;
     int *foff, *fnb, *boff, *bnb;   /* per fluid particle: its fluid neighbours fnb[foff[i] ..
-                                       foff[i+1]) (itself included) and boundary neighbours */
+                                       fend[i]) (itself included) and boundary neighbours */
+    int *fend, *bend;               /* the lists' ends: foff + 1 where they follow one another
+                                       (the GPU's), else their own (the CPU's chunks, world.j2
+                                       >>world_near, leave room after each chunk) */
+    double *fgw, *bgw;                 /* per entry of fnb / bnb: the pair's W'(r)/r (grad W = it times
+                                       x_i - x_j), which sph_density writes and the solvers' passes
+                                       read (nothing moves during them); 0 for i itself */
     double *Fb, *Gb;                 /* fluid force on each boundary particle [nb*d]; its localized
                                        derivative d F_b / d v_b [nb*d*d] ([DiffFR-supp] Alg. 1) */
 } cq__sph_f64;
 
 /* >>sph_neighbours: fluid particle i's neighbours within h, fluid and boundary, in cell order
-   (so in the same order whatever the threads).  count: only their numbers, into foff[i + 1]
-   and boff[i + 1]; else the lists at foff[i], boff[i] (the exclusive prefix sums). */
-CQ_HD void cq__sph_neighbours_2d_f32(const cq__sph_f32 *s, int i, int count)
+   (so in the same order whatever the threads and however the lists are laid out): the first
+   fcap fluid ones into fl and the first bcap boundary ones into bl; their numbers (all of them)
+   into *nf and *nb.  The GPU's two passes (cq__sph_neighbours_): count, only the numbers, into
+   foff[i + 1] and boff[i + 1]; else the lists at foff[i], boff[i] (the exclusive prefix sums);
+   the CPU's one pass: world.j2 >>world_near. */
+CQ_HD void cq__sph_near_lists_2d_f32(const cq__sph_f32 *s, int i, int *fl, int fcap, int *bl, int bcap, int *nf, int *nb)
 {
     const float *xi = s->x + (long)i * 2;
-    int nf = 0, nb = 0;
+    int cf = 0, cb = 0;
     float d[2];
 {
         int c0_[3] = {0, 0, 0};
@@ -6557,8 +6574,8 @@ CQ_HD void cq__sph_neighbours_2d_f32(const cq__sph_f32 *s, int i, int count)
                         float r2 = 0;
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->x[(long)j * 2 + a]; r2 += d[a] * d[a]; }
                         if (r2 >= s->h2) continue;
-                        if (!count) s->fnb[s->foff[i] + nf] = j;
-                        ++nf;
+                        if (cf < fcap) fl[cf] = j;
+                        ++cf;
 
                     }
                 }
@@ -6582,14 +6599,20 @@ CQ_HD void cq__sph_neighbours_2d_f32(const cq__sph_f32 *s, int i, int count)
                         float r2 = 0;
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->xb[(long)b * 2 + a]; r2 += d[a] * d[a]; }
                         if (r2 >= s->h2) continue;
-                        if (!count) s->bnb[s->boff[i] + nb] = b;
-                        ++nb;
+                        if (cb < bcap) bl[cb] = b;
+                        ++cb;
 
                     }
                 }
             }
         }
-    }    if (count) { s->foff[i + 1] = nf; s->boff[i + 1] = nb; }
+    }    *nf = cf; *nb = cb;
+}
+CQ_HD void cq__sph_neighbours_2d_f32(const cq__sph_f32 *s, int i, int count)
+{
+    int nf, nb;
+    if (count) { cq__sph_near_lists_2d_f32(s, i, 0, 0, 0, 0, &nf, &nb); s->foff[i + 1] = nf; s->boff[i + 1] = nb; }
+    else cq__sph_near_lists_2d_f32(s, i, s->fnb + s->foff[i], 0x7fffffff, s->bnb + s->boff[i], 0x7fffffff, &nf, &nb);
 }
 
 /* W(r) and grad W(d) = W'(|d|) d/|d| of the cubic spline (support h; sigma = 8/(pi h^3) in 3D,
@@ -6601,40 +6624,50 @@ CQ_HD float cq__sph_W_2d_f32(const cq__sph_f32 *s, float r2)
     if (q < 1) return s->sigma * 2 * (1 - q) * (1 - q) * (1 - q);
     return 0;
 }
-CQ_HD void cq__sph_gradW_2d_f32(const cq__sph_f32 *s, const float *d, float r2, float *out)
+CQ_HD float cq__sph_gradf_2d_f32(const cq__sph_f32 *s, float r2)   /* W'(r) / r */
 {
     const float r = sqrtf(r2), q = r / s->h;
-    float f = 0;   /* W'(r) / r */
     if (r > s->h * (float)1e-6 && q < 1)
-        f = q <= (float)0.5 ? s->gsigma * q * (3 * q - 2) / r : -s->gsigma * (1 - q) * (1 - q) / r;
+        return q <= (float)0.5 ? s->gsigma * q * (3 * q - 2) / r : -s->gsigma * (1 - q) * (1 - q) / r;
+    return 0;
+}
+CQ_HD void cq__sph_gradW_2d_f32(const cq__sph_f32 *s, const float *d, float r2, float *out)
+{
+    const float f = cq__sph_gradf_2d_f32(s, r2);
     CQ__UNROLL for (int a = 0; a < 2; ++a) out[a] = f * d[a];
 }
 
 /* >>sph_density: rho_i, g_i = sum_j m grad W_ij + sum_b rho0 V_b grad W_ib, and the DFSPH
-   factor khat_i = 1 / (|g_i|^2 + sum_j |m grad W_ij|^2) ([DiffFR-supp] eq 24; 0 when isolated) */
+   factor khat_i = 1 / (|g_i|^2 + sum_j |m grad W_ij|^2) ([DiffFR-supp] eq 24; 0 when isolated);
+   and each pair's W'(r)/r into fgw and bgw for the passes after it (sph_source, sph_pressure: their
+   grad W the same bits, without a square root and a division a pair at each iteration) */
 CQ_HD void cq__sph_density_2d_f32(const cq__sph_f32 *s, int i)
 {
     const float *xi = s->x + (long)i * 2;
     float rho = 0, s2 = 0, g[2], d[2], gw[2];
     CQ__UNROLL for (int a = 0; a < 2; ++a) g[a] = 0;
-for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
                         float r2 = 0;
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->x[(long)j * 2 + a]; r2 += d[a] * d[a]; }
+                        s->fgw[k_] = 0;
                         if (r2 >= s->h2) continue;
                         rho += s->m * cq__sph_W_2d_f32(s, r2);
                         if (j == i) continue;
-                        cq__sph_gradW_2d_f32(s, d, r2, gw);
+                        s->fgw[k_] = cq__sph_gradf_2d_f32(s, r2);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) gw[a] = s->fgw[k_] * d[a];
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { g[a] += s->m * gw[a]; s2 += s->m * s->m * gw[a] * gw[a]; }
 
-    }for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+    }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
                         float r2 = 0, mb;
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->xb[(long)b * 2 + a]; r2 += d[a] * d[a]; }
+                        s->bgw[k_] = 0;
                         if (r2 >= s->h2) continue;
                         mb = s->rho0 * s->Vb[b];
                         rho += mb * cq__sph_W_2d_f32(s, r2);
-                        cq__sph_gradW_2d_f32(s, d, r2, gw);
+                        s->bgw[k_] = cq__sph_gradf_2d_f32(s, r2);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) gw[a] = s->bgw[k_] * d[a];
                         CQ__UNROLL for (int a = 0; a < 2; ++a) g[a] += mb * gw[a];
 
     }    {
@@ -6651,22 +6684,19 @@ for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
 CQ_HD void cq__sph_source_2d_f32(const cq__sph_f32 *s, int i, int mode)
 {
     const float *xi = s->x + (long)i * 2, *vi = s->v + (long)i * 2;
-    float div = 0, d[2], gw[2], e;
-for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+    float div = 0, gw[2], e;   /* (a pair of W'(r)/r = 0 adds +-0 to div, which is never -0: nothing) */
+for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
-                        float r2 = 0;
-                        if (j == i) continue;
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->x[(long)j * 2 + a]; r2 += d[a] * d[a]; }
-                        if (r2 >= s->h2) continue;
-                        cq__sph_gradW_2d_f32(s, d, r2, gw);
+                        const float f = s->fgw[k_];
+                        if (f == 0) continue;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) gw[a] = f * (xi[a] - s->x[(long)j * 2 + a]);
                         CQ__UNROLL for (int a = 0; a < 2; ++a) div += s->m * (vi[a] - s->v[(long)j * 2 + a]) * gw[a];
 
-    }for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+    }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
-                        float r2 = 0;
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->xb[(long)b * 2 + a]; r2 += d[a] * d[a]; }
-                        if (r2 >= s->h2) continue;
-                        cq__sph_gradW_2d_f32(s, d, r2, gw);
+                        const float f = s->bgw[k_];
+                        if (f == 0) continue;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) gw[a] = f * (xi[a] - s->xb[(long)b * 2 + a]);
                         CQ__UNROLL for (int a = 0; a < 2; ++a) div += s->rho0 * s->Vb[b] * (vi[a] - s->vb[(long)b * 2 + a]) * gw[a];
 
     }    if (mode == 0) {
@@ -6686,26 +6716,21 @@ CQ_HD void cq__sph_pressure_2d_f32(const cq__sph_f32 *s, int i)
 {
     const float *xi = s->x + (long)i * 2;
     const float ki = s->kappa[i];
-    float acc[2], d[2], gw[2];
+    float acc[2], gw[2];   /* (as in sph_source, a pair of W'(r)/r = 0 adds nothing) */
     CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] = 0;
-for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
-                        float r2 = 0, kk;
-                        if (j == i) continue;
-                        kk = ki + s->kappa[j];
-                        if (kk == 0) continue;
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->x[(long)j * 2 + a]; r2 += d[a] * d[a]; }
-                        if (r2 >= s->h2) continue;
-                        cq__sph_gradW_2d_f32(s, d, r2, gw);
+                        const float f = s->fgw[k_], kk = ki + s->kappa[j];
+                        if (f == 0 || kk == 0) continue;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) gw[a] = f * (xi[a] - s->x[(long)j * 2 + a]);
                         CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] += s->m * kk * gw[a];
 
     }    if (ki != 0) {
-for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
-                        float r2 = 0;
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->xb[(long)b * 2 + a]; r2 += d[a] * d[a]; }
-                        if (r2 >= s->h2) continue;
-                        cq__sph_gradW_2d_f32(s, d, r2, gw);
+                        const float f = s->bgw[k_];
+                        if (f == 0) continue;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) gw[a] = f * (xi[a] - s->xb[(long)b * 2 + a]);
                         CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] += s->rho0 * s->Vb[b] * ki * gw[a];
 
     }    }
@@ -6770,7 +6795,7 @@ CQ_HD void cq__sph_viscosity_2d_f32(const cq__sph_f32 *s, int i, const float *gr
     float acc[2], d[2], gw[2];
     CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] = 0;
     if (s->visc > 0) {
-for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
                         float r2 = 0, vd = 0;
                         if (j == i) continue;
@@ -6781,7 +6806,7 @@ for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
                         vd *= s->m / s->rho[j] / (r2 + (float)0.01 * s->h2);
                         CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] += vd * gw[a];
 
-    }for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+    }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
                         float r2 = 0, vd = 0;
                         if (s->bobj[b] >= 0) continue;   /* walls and static bodies only */
@@ -6860,12 +6885,15 @@ CQ_HD void cq__sph_volume_2d_f32(const cq__sph_f32 *s, int b)
     }    s->Vb[b] = sum > 0 ? (s->bobj[b] == CQ__BODY_WALL ? s->gamma_wall : s->gamma_body) / sum : 0;
 }
 /* >>sph_neighbours: fluid particle i's neighbours within h, fluid and boundary, in cell order
-   (so in the same order whatever the threads).  count: only their numbers, into foff[i + 1]
-   and boff[i + 1]; else the lists at foff[i], boff[i] (the exclusive prefix sums). */
-CQ_HD void cq__sph_neighbours_2d_f64(const cq__sph_f64 *s, int i, int count)
+   (so in the same order whatever the threads and however the lists are laid out): the first
+   fcap fluid ones into fl and the first bcap boundary ones into bl; their numbers (all of them)
+   into *nf and *nb.  The GPU's two passes (cq__sph_neighbours_): count, only the numbers, into
+   foff[i + 1] and boff[i + 1]; else the lists at foff[i], boff[i] (the exclusive prefix sums);
+   the CPU's one pass: world.j2 >>world_near. */
+CQ_HD void cq__sph_near_lists_2d_f64(const cq__sph_f64 *s, int i, int *fl, int fcap, int *bl, int bcap, int *nf, int *nb)
 {
     const double *xi = s->x + (long)i * 2;
-    int nf = 0, nb = 0;
+    int cf = 0, cb = 0;
     double d[2];
 {
         int c0_[3] = {0, 0, 0};
@@ -6885,8 +6913,8 @@ CQ_HD void cq__sph_neighbours_2d_f64(const cq__sph_f64 *s, int i, int count)
                         double r2 = 0;
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->x[(long)j * 2 + a]; r2 += d[a] * d[a]; }
                         if (r2 >= s->h2) continue;
-                        if (!count) s->fnb[s->foff[i] + nf] = j;
-                        ++nf;
+                        if (cf < fcap) fl[cf] = j;
+                        ++cf;
 
                     }
                 }
@@ -6910,14 +6938,20 @@ CQ_HD void cq__sph_neighbours_2d_f64(const cq__sph_f64 *s, int i, int count)
                         double r2 = 0;
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->xb[(long)b * 2 + a]; r2 += d[a] * d[a]; }
                         if (r2 >= s->h2) continue;
-                        if (!count) s->bnb[s->boff[i] + nb] = b;
-                        ++nb;
+                        if (cb < bcap) bl[cb] = b;
+                        ++cb;
 
                     }
                 }
             }
         }
-    }    if (count) { s->foff[i + 1] = nf; s->boff[i + 1] = nb; }
+    }    *nf = cf; *nb = cb;
+}
+CQ_HD void cq__sph_neighbours_2d_f64(const cq__sph_f64 *s, int i, int count)
+{
+    int nf, nb;
+    if (count) { cq__sph_near_lists_2d_f64(s, i, 0, 0, 0, 0, &nf, &nb); s->foff[i + 1] = nf; s->boff[i + 1] = nb; }
+    else cq__sph_near_lists_2d_f64(s, i, s->fnb + s->foff[i], 0x7fffffff, s->bnb + s->boff[i], 0x7fffffff, &nf, &nb);
 }
 
 /* W(r) and grad W(d) = W'(|d|) d/|d| of the cubic spline (support h; sigma = 8/(pi h^3) in 3D,
@@ -6929,40 +6963,50 @@ CQ_HD double cq__sph_W_2d_f64(const cq__sph_f64 *s, double r2)
     if (q < 1) return s->sigma * 2 * (1 - q) * (1 - q) * (1 - q);
     return 0;
 }
-CQ_HD void cq__sph_gradW_2d_f64(const cq__sph_f64 *s, const double *d, double r2, double *out)
+CQ_HD double cq__sph_gradf_2d_f64(const cq__sph_f64 *s, double r2)   /* W'(r) / r */
 {
     const double r = sqrt(r2), q = r / s->h;
-    double f = 0;   /* W'(r) / r */
     if (r > s->h * (double)1e-6 && q < 1)
-        f = q <= (double)0.5 ? s->gsigma * q * (3 * q - 2) / r : -s->gsigma * (1 - q) * (1 - q) / r;
+        return q <= (double)0.5 ? s->gsigma * q * (3 * q - 2) / r : -s->gsigma * (1 - q) * (1 - q) / r;
+    return 0;
+}
+CQ_HD void cq__sph_gradW_2d_f64(const cq__sph_f64 *s, const double *d, double r2, double *out)
+{
+    const double f = cq__sph_gradf_2d_f64(s, r2);
     CQ__UNROLL for (int a = 0; a < 2; ++a) out[a] = f * d[a];
 }
 
 /* >>sph_density: rho_i, g_i = sum_j m grad W_ij + sum_b rho0 V_b grad W_ib, and the DFSPH
-   factor khat_i = 1 / (|g_i|^2 + sum_j |m grad W_ij|^2) ([DiffFR-supp] eq 24; 0 when isolated) */
+   factor khat_i = 1 / (|g_i|^2 + sum_j |m grad W_ij|^2) ([DiffFR-supp] eq 24; 0 when isolated);
+   and each pair's W'(r)/r into fgw and bgw for the passes after it (sph_source, sph_pressure: their
+   grad W the same bits, without a square root and a division a pair at each iteration) */
 CQ_HD void cq__sph_density_2d_f64(const cq__sph_f64 *s, int i)
 {
     const double *xi = s->x + (long)i * 2;
     double rho = 0, s2 = 0, g[2], d[2], gw[2];
     CQ__UNROLL for (int a = 0; a < 2; ++a) g[a] = 0;
-for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
                         double r2 = 0;
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->x[(long)j * 2 + a]; r2 += d[a] * d[a]; }
+                        s->fgw[k_] = 0;
                         if (r2 >= s->h2) continue;
                         rho += s->m * cq__sph_W_2d_f64(s, r2);
                         if (j == i) continue;
-                        cq__sph_gradW_2d_f64(s, d, r2, gw);
+                        s->fgw[k_] = cq__sph_gradf_2d_f64(s, r2);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) gw[a] = s->fgw[k_] * d[a];
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { g[a] += s->m * gw[a]; s2 += s->m * s->m * gw[a] * gw[a]; }
 
-    }for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+    }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
                         double r2 = 0, mb;
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->xb[(long)b * 2 + a]; r2 += d[a] * d[a]; }
+                        s->bgw[k_] = 0;
                         if (r2 >= s->h2) continue;
                         mb = s->rho0 * s->Vb[b];
                         rho += mb * cq__sph_W_2d_f64(s, r2);
-                        cq__sph_gradW_2d_f64(s, d, r2, gw);
+                        s->bgw[k_] = cq__sph_gradf_2d_f64(s, r2);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) gw[a] = s->bgw[k_] * d[a];
                         CQ__UNROLL for (int a = 0; a < 2; ++a) g[a] += mb * gw[a];
 
     }    {
@@ -6979,22 +7023,19 @@ for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
 CQ_HD void cq__sph_source_2d_f64(const cq__sph_f64 *s, int i, int mode)
 {
     const double *xi = s->x + (long)i * 2, *vi = s->v + (long)i * 2;
-    double div = 0, d[2], gw[2], e;
-for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+    double div = 0, gw[2], e;   /* (a pair of W'(r)/r = 0 adds +-0 to div, which is never -0: nothing) */
+for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
-                        double r2 = 0;
-                        if (j == i) continue;
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->x[(long)j * 2 + a]; r2 += d[a] * d[a]; }
-                        if (r2 >= s->h2) continue;
-                        cq__sph_gradW_2d_f64(s, d, r2, gw);
+                        const double f = s->fgw[k_];
+                        if (f == 0) continue;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) gw[a] = f * (xi[a] - s->x[(long)j * 2 + a]);
                         CQ__UNROLL for (int a = 0; a < 2; ++a) div += s->m * (vi[a] - s->v[(long)j * 2 + a]) * gw[a];
 
-    }for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+    }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
-                        double r2 = 0;
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->xb[(long)b * 2 + a]; r2 += d[a] * d[a]; }
-                        if (r2 >= s->h2) continue;
-                        cq__sph_gradW_2d_f64(s, d, r2, gw);
+                        const double f = s->bgw[k_];
+                        if (f == 0) continue;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) gw[a] = f * (xi[a] - s->xb[(long)b * 2 + a]);
                         CQ__UNROLL for (int a = 0; a < 2; ++a) div += s->rho0 * s->Vb[b] * (vi[a] - s->vb[(long)b * 2 + a]) * gw[a];
 
     }    if (mode == 0) {
@@ -7014,26 +7055,21 @@ CQ_HD void cq__sph_pressure_2d_f64(const cq__sph_f64 *s, int i)
 {
     const double *xi = s->x + (long)i * 2;
     const double ki = s->kappa[i];
-    double acc[2], d[2], gw[2];
+    double acc[2], gw[2];   /* (as in sph_source, a pair of W'(r)/r = 0 adds nothing) */
     CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] = 0;
-for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
-                        double r2 = 0, kk;
-                        if (j == i) continue;
-                        kk = ki + s->kappa[j];
-                        if (kk == 0) continue;
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->x[(long)j * 2 + a]; r2 += d[a] * d[a]; }
-                        if (r2 >= s->h2) continue;
-                        cq__sph_gradW_2d_f64(s, d, r2, gw);
+                        const double f = s->fgw[k_], kk = ki + s->kappa[j];
+                        if (f == 0 || kk == 0) continue;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) gw[a] = f * (xi[a] - s->x[(long)j * 2 + a]);
                         CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] += s->m * kk * gw[a];
 
     }    if (ki != 0) {
-for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
-                        double r2 = 0;
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->xb[(long)b * 2 + a]; r2 += d[a] * d[a]; }
-                        if (r2 >= s->h2) continue;
-                        cq__sph_gradW_2d_f64(s, d, r2, gw);
+                        const double f = s->bgw[k_];
+                        if (f == 0) continue;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) gw[a] = f * (xi[a] - s->xb[(long)b * 2 + a]);
                         CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] += s->rho0 * s->Vb[b] * ki * gw[a];
 
     }    }
@@ -7098,7 +7134,7 @@ CQ_HD void cq__sph_viscosity_2d_f64(const cq__sph_f64 *s, int i, const double *g
     double acc[2], d[2], gw[2];
     CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] = 0;
     if (s->visc > 0) {
-for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
                         double r2 = 0, vd = 0;
                         if (j == i) continue;
@@ -7109,7 +7145,7 @@ for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
                         vd *= s->m / s->rho[j] / (r2 + (double)0.01 * s->h2);
                         CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] += vd * gw[a];
 
-    }for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+    }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
                         double r2 = 0, vd = 0;
                         if (s->bobj[b] >= 0) continue;   /* walls and static bodies only */
@@ -7188,12 +7224,15 @@ CQ_HD void cq__sph_volume_2d_f64(const cq__sph_f64 *s, int b)
     }    s->Vb[b] = sum > 0 ? (s->bobj[b] == CQ__BODY_WALL ? s->gamma_wall : s->gamma_body) / sum : 0;
 }
 /* >>sph_neighbours: fluid particle i's neighbours within h, fluid and boundary, in cell order
-   (so in the same order whatever the threads).  count: only their numbers, into foff[i + 1]
-   and boff[i + 1]; else the lists at foff[i], boff[i] (the exclusive prefix sums). */
-CQ_HD void cq__sph_neighbours_3d_f32(const cq__sph_f32 *s, int i, int count)
+   (so in the same order whatever the threads and however the lists are laid out): the first
+   fcap fluid ones into fl and the first bcap boundary ones into bl; their numbers (all of them)
+   into *nf and *nb.  The GPU's two passes (cq__sph_neighbours_): count, only the numbers, into
+   foff[i + 1] and boff[i + 1]; else the lists at foff[i], boff[i] (the exclusive prefix sums);
+   the CPU's one pass: world.j2 >>world_near. */
+CQ_HD void cq__sph_near_lists_3d_f32(const cq__sph_f32 *s, int i, int *fl, int fcap, int *bl, int bcap, int *nf, int *nb)
 {
     const float *xi = s->x + (long)i * 3;
-    int nf = 0, nb = 0;
+    int cf = 0, cb = 0;
     float d[3];
 {
         int c0_[3] = {0, 0, 0};
@@ -7213,8 +7252,8 @@ CQ_HD void cq__sph_neighbours_3d_f32(const cq__sph_f32 *s, int i, int count)
                         float r2 = 0;
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->x[(long)j * 3 + a]; r2 += d[a] * d[a]; }
                         if (r2 >= s->h2) continue;
-                        if (!count) s->fnb[s->foff[i] + nf] = j;
-                        ++nf;
+                        if (cf < fcap) fl[cf] = j;
+                        ++cf;
 
                     }
                 }
@@ -7238,14 +7277,20 @@ CQ_HD void cq__sph_neighbours_3d_f32(const cq__sph_f32 *s, int i, int count)
                         float r2 = 0;
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->xb[(long)b * 3 + a]; r2 += d[a] * d[a]; }
                         if (r2 >= s->h2) continue;
-                        if (!count) s->bnb[s->boff[i] + nb] = b;
-                        ++nb;
+                        if (cb < bcap) bl[cb] = b;
+                        ++cb;
 
                     }
                 }
             }
         }
-    }    if (count) { s->foff[i + 1] = nf; s->boff[i + 1] = nb; }
+    }    *nf = cf; *nb = cb;
+}
+CQ_HD void cq__sph_neighbours_3d_f32(const cq__sph_f32 *s, int i, int count)
+{
+    int nf, nb;
+    if (count) { cq__sph_near_lists_3d_f32(s, i, 0, 0, 0, 0, &nf, &nb); s->foff[i + 1] = nf; s->boff[i + 1] = nb; }
+    else cq__sph_near_lists_3d_f32(s, i, s->fnb + s->foff[i], 0x7fffffff, s->bnb + s->boff[i], 0x7fffffff, &nf, &nb);
 }
 
 /* W(r) and grad W(d) = W'(|d|) d/|d| of the cubic spline (support h; sigma = 8/(pi h^3) in 3D,
@@ -7257,40 +7302,50 @@ CQ_HD float cq__sph_W_3d_f32(const cq__sph_f32 *s, float r2)
     if (q < 1) return s->sigma * 2 * (1 - q) * (1 - q) * (1 - q);
     return 0;
 }
-CQ_HD void cq__sph_gradW_3d_f32(const cq__sph_f32 *s, const float *d, float r2, float *out)
+CQ_HD float cq__sph_gradf_3d_f32(const cq__sph_f32 *s, float r2)   /* W'(r) / r */
 {
     const float r = sqrtf(r2), q = r / s->h;
-    float f = 0;   /* W'(r) / r */
     if (r > s->h * (float)1e-6 && q < 1)
-        f = q <= (float)0.5 ? s->gsigma * q * (3 * q - 2) / r : -s->gsigma * (1 - q) * (1 - q) / r;
+        return q <= (float)0.5 ? s->gsigma * q * (3 * q - 2) / r : -s->gsigma * (1 - q) * (1 - q) / r;
+    return 0;
+}
+CQ_HD void cq__sph_gradW_3d_f32(const cq__sph_f32 *s, const float *d, float r2, float *out)
+{
+    const float f = cq__sph_gradf_3d_f32(s, r2);
     CQ__UNROLL for (int a = 0; a < 3; ++a) out[a] = f * d[a];
 }
 
 /* >>sph_density: rho_i, g_i = sum_j m grad W_ij + sum_b rho0 V_b grad W_ib, and the DFSPH
-   factor khat_i = 1 / (|g_i|^2 + sum_j |m grad W_ij|^2) ([DiffFR-supp] eq 24; 0 when isolated) */
+   factor khat_i = 1 / (|g_i|^2 + sum_j |m grad W_ij|^2) ([DiffFR-supp] eq 24; 0 when isolated);
+   and each pair's W'(r)/r into fgw and bgw for the passes after it (sph_source, sph_pressure: their
+   grad W the same bits, without a square root and a division a pair at each iteration) */
 CQ_HD void cq__sph_density_3d_f32(const cq__sph_f32 *s, int i)
 {
     const float *xi = s->x + (long)i * 3;
     float rho = 0, s2 = 0, g[3], d[3], gw[3];
     CQ__UNROLL for (int a = 0; a < 3; ++a) g[a] = 0;
-for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
                         float r2 = 0;
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->x[(long)j * 3 + a]; r2 += d[a] * d[a]; }
+                        s->fgw[k_] = 0;
                         if (r2 >= s->h2) continue;
                         rho += s->m * cq__sph_W_3d_f32(s, r2);
                         if (j == i) continue;
-                        cq__sph_gradW_3d_f32(s, d, r2, gw);
+                        s->fgw[k_] = cq__sph_gradf_3d_f32(s, r2);
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) gw[a] = s->fgw[k_] * d[a];
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { g[a] += s->m * gw[a]; s2 += s->m * s->m * gw[a] * gw[a]; }
 
-    }for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+    }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
                         float r2 = 0, mb;
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->xb[(long)b * 3 + a]; r2 += d[a] * d[a]; }
+                        s->bgw[k_] = 0;
                         if (r2 >= s->h2) continue;
                         mb = s->rho0 * s->Vb[b];
                         rho += mb * cq__sph_W_3d_f32(s, r2);
-                        cq__sph_gradW_3d_f32(s, d, r2, gw);
+                        s->bgw[k_] = cq__sph_gradf_3d_f32(s, r2);
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) gw[a] = s->bgw[k_] * d[a];
                         CQ__UNROLL for (int a = 0; a < 3; ++a) g[a] += mb * gw[a];
 
     }    {
@@ -7307,22 +7362,19 @@ for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
 CQ_HD void cq__sph_source_3d_f32(const cq__sph_f32 *s, int i, int mode)
 {
     const float *xi = s->x + (long)i * 3, *vi = s->v + (long)i * 3;
-    float div = 0, d[3], gw[3], e;
-for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+    float div = 0, gw[3], e;   /* (a pair of W'(r)/r = 0 adds +-0 to div, which is never -0: nothing) */
+for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
-                        float r2 = 0;
-                        if (j == i) continue;
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->x[(long)j * 3 + a]; r2 += d[a] * d[a]; }
-                        if (r2 >= s->h2) continue;
-                        cq__sph_gradW_3d_f32(s, d, r2, gw);
+                        const float f = s->fgw[k_];
+                        if (f == 0) continue;
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) gw[a] = f * (xi[a] - s->x[(long)j * 3 + a]);
                         CQ__UNROLL for (int a = 0; a < 3; ++a) div += s->m * (vi[a] - s->v[(long)j * 3 + a]) * gw[a];
 
-    }for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+    }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
-                        float r2 = 0;
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->xb[(long)b * 3 + a]; r2 += d[a] * d[a]; }
-                        if (r2 >= s->h2) continue;
-                        cq__sph_gradW_3d_f32(s, d, r2, gw);
+                        const float f = s->bgw[k_];
+                        if (f == 0) continue;
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) gw[a] = f * (xi[a] - s->xb[(long)b * 3 + a]);
                         CQ__UNROLL for (int a = 0; a < 3; ++a) div += s->rho0 * s->Vb[b] * (vi[a] - s->vb[(long)b * 3 + a]) * gw[a];
 
     }    if (mode == 0) {
@@ -7342,26 +7394,21 @@ CQ_HD void cq__sph_pressure_3d_f32(const cq__sph_f32 *s, int i)
 {
     const float *xi = s->x + (long)i * 3;
     const float ki = s->kappa[i];
-    float acc[3], d[3], gw[3];
+    float acc[3], gw[3];   /* (as in sph_source, a pair of W'(r)/r = 0 adds nothing) */
     CQ__UNROLL for (int a = 0; a < 3; ++a) acc[a] = 0;
-for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
-                        float r2 = 0, kk;
-                        if (j == i) continue;
-                        kk = ki + s->kappa[j];
-                        if (kk == 0) continue;
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->x[(long)j * 3 + a]; r2 += d[a] * d[a]; }
-                        if (r2 >= s->h2) continue;
-                        cq__sph_gradW_3d_f32(s, d, r2, gw);
+                        const float f = s->fgw[k_], kk = ki + s->kappa[j];
+                        if (f == 0 || kk == 0) continue;
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) gw[a] = f * (xi[a] - s->x[(long)j * 3 + a]);
                         CQ__UNROLL for (int a = 0; a < 3; ++a) acc[a] += s->m * kk * gw[a];
 
     }    if (ki != 0) {
-for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
-                        float r2 = 0;
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->xb[(long)b * 3 + a]; r2 += d[a] * d[a]; }
-                        if (r2 >= s->h2) continue;
-                        cq__sph_gradW_3d_f32(s, d, r2, gw);
+                        const float f = s->bgw[k_];
+                        if (f == 0) continue;
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) gw[a] = f * (xi[a] - s->xb[(long)b * 3 + a]);
                         CQ__UNROLL for (int a = 0; a < 3; ++a) acc[a] += s->rho0 * s->Vb[b] * ki * gw[a];
 
     }    }
@@ -7426,7 +7473,7 @@ CQ_HD void cq__sph_viscosity_3d_f32(const cq__sph_f32 *s, int i, const float *gr
     float acc[3], d[3], gw[3];
     CQ__UNROLL for (int a = 0; a < 3; ++a) acc[a] = 0;
     if (s->visc > 0) {
-for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
                         float r2 = 0, vd = 0;
                         if (j == i) continue;
@@ -7437,7 +7484,7 @@ for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
                         vd *= s->m / s->rho[j] / (r2 + (float)0.01 * s->h2);
                         CQ__UNROLL for (int a = 0; a < 3; ++a) acc[a] += vd * gw[a];
 
-    }for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+    }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
                         float r2 = 0, vd = 0;
                         if (s->bobj[b] >= 0) continue;   /* walls and static bodies only */
@@ -7516,12 +7563,15 @@ CQ_HD void cq__sph_volume_3d_f32(const cq__sph_f32 *s, int b)
     }    s->Vb[b] = sum > 0 ? (s->bobj[b] == CQ__BODY_WALL ? s->gamma_wall : s->gamma_body) / sum : 0;
 }
 /* >>sph_neighbours: fluid particle i's neighbours within h, fluid and boundary, in cell order
-   (so in the same order whatever the threads).  count: only their numbers, into foff[i + 1]
-   and boff[i + 1]; else the lists at foff[i], boff[i] (the exclusive prefix sums). */
-CQ_HD void cq__sph_neighbours_3d_f64(const cq__sph_f64 *s, int i, int count)
+   (so in the same order whatever the threads and however the lists are laid out): the first
+   fcap fluid ones into fl and the first bcap boundary ones into bl; their numbers (all of them)
+   into *nf and *nb.  The GPU's two passes (cq__sph_neighbours_): count, only the numbers, into
+   foff[i + 1] and boff[i + 1]; else the lists at foff[i], boff[i] (the exclusive prefix sums);
+   the CPU's one pass: world.j2 >>world_near. */
+CQ_HD void cq__sph_near_lists_3d_f64(const cq__sph_f64 *s, int i, int *fl, int fcap, int *bl, int bcap, int *nf, int *nb)
 {
     const double *xi = s->x + (long)i * 3;
-    int nf = 0, nb = 0;
+    int cf = 0, cb = 0;
     double d[3];
 {
         int c0_[3] = {0, 0, 0};
@@ -7541,8 +7591,8 @@ CQ_HD void cq__sph_neighbours_3d_f64(const cq__sph_f64 *s, int i, int count)
                         double r2 = 0;
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->x[(long)j * 3 + a]; r2 += d[a] * d[a]; }
                         if (r2 >= s->h2) continue;
-                        if (!count) s->fnb[s->foff[i] + nf] = j;
-                        ++nf;
+                        if (cf < fcap) fl[cf] = j;
+                        ++cf;
 
                     }
                 }
@@ -7566,14 +7616,20 @@ CQ_HD void cq__sph_neighbours_3d_f64(const cq__sph_f64 *s, int i, int count)
                         double r2 = 0;
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->xb[(long)b * 3 + a]; r2 += d[a] * d[a]; }
                         if (r2 >= s->h2) continue;
-                        if (!count) s->bnb[s->boff[i] + nb] = b;
-                        ++nb;
+                        if (cb < bcap) bl[cb] = b;
+                        ++cb;
 
                     }
                 }
             }
         }
-    }    if (count) { s->foff[i + 1] = nf; s->boff[i + 1] = nb; }
+    }    *nf = cf; *nb = cb;
+}
+CQ_HD void cq__sph_neighbours_3d_f64(const cq__sph_f64 *s, int i, int count)
+{
+    int nf, nb;
+    if (count) { cq__sph_near_lists_3d_f64(s, i, 0, 0, 0, 0, &nf, &nb); s->foff[i + 1] = nf; s->boff[i + 1] = nb; }
+    else cq__sph_near_lists_3d_f64(s, i, s->fnb + s->foff[i], 0x7fffffff, s->bnb + s->boff[i], 0x7fffffff, &nf, &nb);
 }
 
 /* W(r) and grad W(d) = W'(|d|) d/|d| of the cubic spline (support h; sigma = 8/(pi h^3) in 3D,
@@ -7585,40 +7641,50 @@ CQ_HD double cq__sph_W_3d_f64(const cq__sph_f64 *s, double r2)
     if (q < 1) return s->sigma * 2 * (1 - q) * (1 - q) * (1 - q);
     return 0;
 }
-CQ_HD void cq__sph_gradW_3d_f64(const cq__sph_f64 *s, const double *d, double r2, double *out)
+CQ_HD double cq__sph_gradf_3d_f64(const cq__sph_f64 *s, double r2)   /* W'(r) / r */
 {
     const double r = sqrt(r2), q = r / s->h;
-    double f = 0;   /* W'(r) / r */
     if (r > s->h * (double)1e-6 && q < 1)
-        f = q <= (double)0.5 ? s->gsigma * q * (3 * q - 2) / r : -s->gsigma * (1 - q) * (1 - q) / r;
+        return q <= (double)0.5 ? s->gsigma * q * (3 * q - 2) / r : -s->gsigma * (1 - q) * (1 - q) / r;
+    return 0;
+}
+CQ_HD void cq__sph_gradW_3d_f64(const cq__sph_f64 *s, const double *d, double r2, double *out)
+{
+    const double f = cq__sph_gradf_3d_f64(s, r2);
     CQ__UNROLL for (int a = 0; a < 3; ++a) out[a] = f * d[a];
 }
 
 /* >>sph_density: rho_i, g_i = sum_j m grad W_ij + sum_b rho0 V_b grad W_ib, and the DFSPH
-   factor khat_i = 1 / (|g_i|^2 + sum_j |m grad W_ij|^2) ([DiffFR-supp] eq 24; 0 when isolated) */
+   factor khat_i = 1 / (|g_i|^2 + sum_j |m grad W_ij|^2) ([DiffFR-supp] eq 24; 0 when isolated);
+   and each pair's W'(r)/r into fgw and bgw for the passes after it (sph_source, sph_pressure: their
+   grad W the same bits, without a square root and a division a pair at each iteration) */
 CQ_HD void cq__sph_density_3d_f64(const cq__sph_f64 *s, int i)
 {
     const double *xi = s->x + (long)i * 3;
     double rho = 0, s2 = 0, g[3], d[3], gw[3];
     CQ__UNROLL for (int a = 0; a < 3; ++a) g[a] = 0;
-for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
                         double r2 = 0;
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->x[(long)j * 3 + a]; r2 += d[a] * d[a]; }
+                        s->fgw[k_] = 0;
                         if (r2 >= s->h2) continue;
                         rho += s->m * cq__sph_W_3d_f64(s, r2);
                         if (j == i) continue;
-                        cq__sph_gradW_3d_f64(s, d, r2, gw);
+                        s->fgw[k_] = cq__sph_gradf_3d_f64(s, r2);
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) gw[a] = s->fgw[k_] * d[a];
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { g[a] += s->m * gw[a]; s2 += s->m * s->m * gw[a] * gw[a]; }
 
-    }for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+    }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
                         double r2 = 0, mb;
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->xb[(long)b * 3 + a]; r2 += d[a] * d[a]; }
+                        s->bgw[k_] = 0;
                         if (r2 >= s->h2) continue;
                         mb = s->rho0 * s->Vb[b];
                         rho += mb * cq__sph_W_3d_f64(s, r2);
-                        cq__sph_gradW_3d_f64(s, d, r2, gw);
+                        s->bgw[k_] = cq__sph_gradf_3d_f64(s, r2);
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) gw[a] = s->bgw[k_] * d[a];
                         CQ__UNROLL for (int a = 0; a < 3; ++a) g[a] += mb * gw[a];
 
     }    {
@@ -7635,22 +7701,19 @@ for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
 CQ_HD void cq__sph_source_3d_f64(const cq__sph_f64 *s, int i, int mode)
 {
     const double *xi = s->x + (long)i * 3, *vi = s->v + (long)i * 3;
-    double div = 0, d[3], gw[3], e;
-for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+    double div = 0, gw[3], e;   /* (a pair of W'(r)/r = 0 adds +-0 to div, which is never -0: nothing) */
+for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
-                        double r2 = 0;
-                        if (j == i) continue;
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->x[(long)j * 3 + a]; r2 += d[a] * d[a]; }
-                        if (r2 >= s->h2) continue;
-                        cq__sph_gradW_3d_f64(s, d, r2, gw);
+                        const double f = s->fgw[k_];
+                        if (f == 0) continue;
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) gw[a] = f * (xi[a] - s->x[(long)j * 3 + a]);
                         CQ__UNROLL for (int a = 0; a < 3; ++a) div += s->m * (vi[a] - s->v[(long)j * 3 + a]) * gw[a];
 
-    }for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+    }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
-                        double r2 = 0;
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->xb[(long)b * 3 + a]; r2 += d[a] * d[a]; }
-                        if (r2 >= s->h2) continue;
-                        cq__sph_gradW_3d_f64(s, d, r2, gw);
+                        const double f = s->bgw[k_];
+                        if (f == 0) continue;
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) gw[a] = f * (xi[a] - s->xb[(long)b * 3 + a]);
                         CQ__UNROLL for (int a = 0; a < 3; ++a) div += s->rho0 * s->Vb[b] * (vi[a] - s->vb[(long)b * 3 + a]) * gw[a];
 
     }    if (mode == 0) {
@@ -7670,26 +7733,21 @@ CQ_HD void cq__sph_pressure_3d_f64(const cq__sph_f64 *s, int i)
 {
     const double *xi = s->x + (long)i * 3;
     const double ki = s->kappa[i];
-    double acc[3], d[3], gw[3];
+    double acc[3], gw[3];   /* (as in sph_source, a pair of W'(r)/r = 0 adds nothing) */
     CQ__UNROLL for (int a = 0; a < 3; ++a) acc[a] = 0;
-for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
-                        double r2 = 0, kk;
-                        if (j == i) continue;
-                        kk = ki + s->kappa[j];
-                        if (kk == 0) continue;
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->x[(long)j * 3 + a]; r2 += d[a] * d[a]; }
-                        if (r2 >= s->h2) continue;
-                        cq__sph_gradW_3d_f64(s, d, r2, gw);
+                        const double f = s->fgw[k_], kk = ki + s->kappa[j];
+                        if (f == 0 || kk == 0) continue;
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) gw[a] = f * (xi[a] - s->x[(long)j * 3 + a]);
                         CQ__UNROLL for (int a = 0; a < 3; ++a) acc[a] += s->m * kk * gw[a];
 
     }    if (ki != 0) {
-for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
-                        double r2 = 0;
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->xb[(long)b * 3 + a]; r2 += d[a] * d[a]; }
-                        if (r2 >= s->h2) continue;
-                        cq__sph_gradW_3d_f64(s, d, r2, gw);
+                        const double f = s->bgw[k_];
+                        if (f == 0) continue;
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) gw[a] = f * (xi[a] - s->xb[(long)b * 3 + a]);
                         CQ__UNROLL for (int a = 0; a < 3; ++a) acc[a] += s->rho0 * s->Vb[b] * ki * gw[a];
 
     }    }
@@ -7754,7 +7812,7 @@ CQ_HD void cq__sph_viscosity_3d_f64(const cq__sph_f64 *s, int i, const double *g
     double acc[3], d[3], gw[3];
     CQ__UNROLL for (int a = 0; a < 3; ++a) acc[a] = 0;
     if (s->visc > 0) {
-for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
                         double r2 = 0, vd = 0;
                         if (j == i) continue;
@@ -7765,7 +7823,7 @@ for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
                         vd *= s->m / s->rho[j] / (r2 + (double)0.01 * s->h2);
                         CQ__UNROLL for (int a = 0; a < 3; ++a) acc[a] += vd * gw[a];
 
-    }for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+    }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
                         double r2 = 0, vd = 0;
                         if (s->bobj[b] >= 0) continue;   /* walls and static bodies only */
@@ -19901,7 +19959,10 @@ struct cq_world {
                                        particle perm[i] (and before this step: permprev) */
     int *fstart, *forder, *bstart, *border, *keys;
     int *foff, *boff, *fnb, *bnb;   /* neighbour lists (sph.j2), rebuilt every step */
+    void *fgw, *bgw;                /* beside each entry, the pair's W'(r)/r (sph.j2) */
     size_t fnb_cap, bnb_cap;
+    int *fend, *bend, *near;        /* the CPU's lists in one pass (>>world_near): each list's end;
+                                       per chunk: its regions' room, what it needed, their starts */
     double *wall;                   /* the walls' particles [nwall*3] */
     int ncell[3];
     double glo[3];
@@ -19924,6 +19985,7 @@ struct cq_world {
         cq__CUfunction k[CQ__SPH_PASSES];
         void *x, *v, *vt, *rho, *khat, *g, *kappa, *err, *xb, *vb, *Vb, *Fb, *Gb;
         int *bobj, *fstart, *forder, *bstart, *border, *foff, *boff, *fnb, *bnb, *bad;
+        void *fgw, *bgw;
         double *part, *hpart;       /* the error's chunk sums: device, host */
         size_t fnb_cap, bnb_cap;
     } cu;
@@ -20026,7 +20088,8 @@ static void cq__world_cuda_free(cq_world *w)
     void **p[] = {&w->cu.x, &w->cu.v, &w->cu.vt, &w->cu.rho, &w->cu.khat, &w->cu.g, &w->cu.kappa, &w->cu.err, &w->cu.xb,
                   &w->cu.vb, &w->cu.Vb, &w->cu.Fb, &w->cu.Gb, (void **)&w->cu.bobj, (void **)&w->cu.fstart,
                   (void **)&w->cu.forder, (void **)&w->cu.bstart, (void **)&w->cu.border, (void **)&w->cu.foff,
-                  (void **)&w->cu.boff, (void **)&w->cu.fnb, (void **)&w->cu.bnb, (void **)&w->cu.bad, (void **)&w->cu.part};
+                  (void **)&w->cu.boff, (void **)&w->cu.fnb, (void **)&w->cu.bnb, (void **)&w->cu.bad, (void **)&w->cu.part,
+                  &w->cu.fgw, &w->cu.bgw};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; ++i) { cq__dev_free(&w->cu.d, *p[i]); *p[i] = NULL; }
     if (w->cu.hpart) w->desc.allocator.free(w->cu.hpart, w->desc.allocator.user);
     w->cu.hpart = NULL;
@@ -20064,37 +20127,40 @@ static int cq__world_cuda_alloc(cq_world *w)
 
 #endif
 
-/* makes the int list *p (capacity *cap) hold n, growing by half; device memory if dev */
-static int cq__world_grow(cq_world *w, int dev, int **p, size_t *cap, size_t n)
+/* makes the int list *p and the reals beside it, *pg (w->tsize bytes an entry; capacity *cap), hold
+   n, growing by half; device memory if dev.  Out of memory: 0, both as they were. */
+static int cq__world_grow(cq_world *w, int dev, int **p, void **pg, size_t *cap, size_t n)
 {
+    const size_t c = n + n / 2 + 1;
     int *q;
+    void *qg;
     if (n <= *cap && *p) return 1;
 #if CQ__HAS_CUDA
     if (dev) {
-        if (!(q = (int *)cq__dev_alloc(&w->cu.d, (n + n / 2 + 1) * sizeof(int)))) return 0;
-        cq__dev_free(&w->cu.d, *p);
+        if (!(q = (int *)cq__dev_alloc(&w->cu.d, c * sizeof(int)))) return 0;
+        if (!(qg = cq__dev_alloc(&w->cu.d, c * w->tsize))) { cq__dev_free(&w->cu.d, q); return 0; }
+        cq__dev_free(&w->cu.d, *p); cq__dev_free(&w->cu.d, *pg);
     } else
 #endif
     {
         (void)dev;
-        if (!(q = (int *)cq__walloc_w(w, (n + n / 2 + 1) * sizeof(int)))) return 0;
-        cq__wfree_w(w, *p);
+        if (!(q = (int *)cq__walloc_w(w, c * sizeof(int)))) return 0;
+        if (!(qg = cq__walloc_w(w, c * w->tsize))) { cq__wfree_w(w, q); return 0; }
+        cq__wfree_w(w, *p); cq__wfree_w(w, *pg);
     }
-    *p = q;
-    *cap = n + n / 2 + 1;
+    *p = q; *pg = qg;
+    *cap = c;
     return 1;
 }
 
-/* the neighbour lists' storage for this step's counts (foff[nf], boff[nf]), where the passes
-   run (host, or the device's copies) */
+/* the GPU's neighbour lists' storage for this step's counts (foff[nf], boff[nf]) */
+#if CQ__HAS_CUDA
 static int cq__world_lists(cq_world *w)
 {
     const size_t nf = (size_t)w->foff[w->nf], nb = (size_t)w->boff[w->nf];
-#if CQ__HAS_CUDA
-    if (w->gpu) return cq__world_grow(w, 1, &w->cu.fnb, &w->cu.fnb_cap, nf) && cq__world_grow(w, 1, &w->cu.bnb, &w->cu.bnb_cap, nb);
-#endif
-    return cq__world_grow(w, 0, &w->fnb, &w->fnb_cap, nf) && cq__world_grow(w, 0, &w->bnb, &w->bnb_cap, nb);
+    return cq__world_grow(w, 1, &w->cu.fnb, &w->cu.fgw, &w->cu.fnb_cap, nf) && cq__world_grow(w, 1, &w->cu.bnb, &w->cu.bgw, &w->cu.bnb_cap, nb);
 }
+#endif
 
 /* The kernel sum over `layers` planes of the particle lattice (spacing 2r, support h = 4r) seen
    from a point of the first plane, over the sum over the whole lattice: the boundary volume scale
@@ -20119,6 +20185,8 @@ static double cq__lattice_gamma(int dim, int layers)
    the divergence solver, viscosity and gravity, the density solver, advection.  The boundary
    particles' positions and velocities were set from the bodies' states before. */
 typedef struct cq__wtask { const void *s; int mode, bad; const void *grav; } cq__wtask;
+#define CQ__WNEAR 256               /* fluid particles a chunk of the CPU's neighbour lists (>>world_near) */
+typedef struct cq__wnear { const void *s; int *near; } cq__wnear;
 
 static void cq__wr_density_2d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_density_2d_f32((const cq__sph_f32 *)t->s, i); }
 static void cq__wr_source_2d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_source_2d_f32((const cq__sph_f32 *)t->s, i, t->mode); }
@@ -20155,7 +20223,8 @@ static cq__sph_f32 cq__world_sph_2d_f32(const cq_world *w)
     s.x = (float *)w->x; s.v = (float *)w->v; s.vt = (float *)w->vt;
     s.rho = (float *)w->rho; s.khat = (float *)w->khat; s.g = (float *)w->g; s.kappa = (float *)w->kappa; s.err = (float *)w->err;
     s.fstart = w->fstart; s.forder = w->forder; s.bstart = w->bstart; s.border = w->border;
-    s.foff = w->foff; s.boff = w->boff; s.fnb = w->fnb; s.bnb = w->bnb;
+    s.foff = w->foff; s.boff = w->boff; s.fnb = w->fnb; s.bnb = w->bnb; s.fgw = (float *)w->fgw; s.bgw = (float *)w->bgw;
+    s.fend = w->fend; s.bend = w->bend;
     s.xb = (float *)w->xb; s.vb = (float *)w->vb; s.Vb = (float *)w->Vb; s.bobj = w->bobj;
     s.Fb = (float *)w->Fb; s.Gb = (float *)w->Gb;
     return s;
@@ -20194,12 +20263,69 @@ static cq__sph_f32 cq__world_dview_2d_f32(const cq_world *w, const cq__sph_f32 *
     v.x = (float *)w->cu.x; v.v = (float *)w->cu.v; v.vt = (float *)w->cu.vt;
     v.rho = (float *)w->cu.rho; v.khat = (float *)w->cu.khat; v.g = (float *)w->cu.g; v.kappa = (float *)w->cu.kappa; v.err = (float *)w->cu.err;
     v.fstart = w->cu.fstart; v.forder = w->cu.forder; v.bstart = w->cu.bstart; v.border = w->cu.border;
-    v.foff = w->cu.foff; v.boff = w->cu.boff; v.fnb = w->cu.fnb; v.bnb = w->cu.bnb;
+    v.foff = w->cu.foff; v.boff = w->cu.boff; v.fnb = w->cu.fnb; v.bnb = w->cu.bnb; v.fgw = (float *)w->cu.fgw; v.bgw = (float *)w->cu.bgw;
+    v.fend = w->cu.foff + 1; v.bend = w->cu.boff + 1;   /* the lists one after another */
     v.xb = (float *)w->cu.xb; v.vb = (float *)w->cu.vb; v.Vb = (float *)w->cu.Vb; v.bobj = w->cu.bobj;
     v.Fb = (float *)w->cu.Fb; v.Gb = (float *)w->cu.Gb;
     return v;
 }
 #endif
+
+/* >>world_near: the CPU's neighbour lists in one pass over the fluid (the GPU's: a counting pass,
+   the prefix sums, a filling pass, sph.j2 >>sph_neighbours).  The particles in chunks of
+   CQ__WNEAR; chunk c writes its particles' lists one after another into its own regions of fnb
+   and bnb (foff[i] .. fend[i], boff[i] .. bend[i]), each as large as what the chunk needed at the
+   step before, a quarter more and 4 entries a particle (the counts change little from step to
+   step, but a chunk's particles are other ones after each sort: its boundary neighbours, none in
+   one step, may be thousands in the next: with a fifth more and 64, every step overflowed).  A
+   chunk whose lists do not fit writes no more but counts on, and then every chunk runs again in
+   regions of what it needed and that room (the first step's first round, in regions of 0, is a
+   counting pass).  The same lists in the same order as the GPU's, so the same sums; the search
+   once, not twice (it was a third of a 3D dam break's time, then).  0: out of memory. */
+static void cq__wr_near_2d_f32(void *c, int b, int e)
+{
+    const cq__wnear *t = (const cq__wnear *)c;
+    const cq__sph_f32 *s = (const cq__sph_f32 *)t->s;
+    for (int k = b; k < e; ++k) {   /* chunk k: near[6 k ..] = room (fluid, boundary), need, start */
+        int *q = t->near + 6 * k;
+        const int lf = q[4] + q[0], lb = q[5] + q[1], i1 = (k + 1) * CQ__WNEAR < s->nf ? (k + 1) * CQ__WNEAR : s->nf;
+        int pf = q[4], pb = q[5];
+        for (int i = k * CQ__WNEAR; i < i1; ++i) {
+            int nf, nb;
+            cq__sph_near_lists_2d_f32(s, i, pf < lf ? s->fnb + pf : NULL, pf < lf ? lf - pf : 0,
+                                       pb < lb ? s->bnb + pb : NULL, pb < lb ? lb - pb : 0, &nf, &nb);
+            s->foff[i] = pf; s->fend[i] = pf + nf; s->boff[i] = pb; s->bend[i] = pb + nb;
+            pf += nf; pb += nb;
+        }
+        q[2] = pf - q[4]; q[3] = pb - q[5];
+    }
+}
+static int cq__world_near_2d_f32(cq_world *w, cq__sph_f32 *s)
+{
+    const int nch = (w->nf + CQ__WNEAR - 1) / CQ__WNEAR;
+    cq__wnear t;
+    t.s = s; t.near = w->near;
+    for (int round = 0; round < 2; ++round) {   /* the second round fits: its room is what each chunk needed */
+        size_t fs = 0, bs = 0;
+        int over = 0;
+        for (int c = 0; c < nch; ++c) {
+            int *q = w->near + 6 * c;
+            q[4] = (int)fs; q[5] = (int)bs;
+            fs += (size_t)q[0]; bs += (size_t)q[1];
+            if (fs > INT_MAX || bs > INT_MAX) return 0;
+        }
+        if (!cq__world_grow(w, 0, &w->fnb, &w->fgw, &w->fnb_cap, fs) || !cq__world_grow(w, 0, &w->bnb, &w->bgw, &w->bnb_cap, bs)) return 0;
+        s->fnb = w->fnb; s->bnb = w->bnb; s->fgw = (float *)w->fgw; s->bgw = (float *)w->bgw;
+        cq__parallel_for_on(&w->desc.threads, 0, nch, 1, cq__wr_near_2d_f32, &t);
+        for (int c = 0; c < nch; ++c) {
+            int *q = w->near + 6 * c;
+            if (q[2] > q[0] || q[3] > q[1]) over = 1;
+            q[0] = q[2] + q[2] / 4 + 4 * CQ__WNEAR + 64; q[1] = q[3] + q[3] / 4 + 4 * CQ__WNEAR + 64;
+        }
+        if (!over) break;
+    }
+    return 1;
+}
 
 /* >>world_pass: one pass over the fluid particles (bforce: the boundary's; errsum: the error's
    chunks) on the world's backend.  t->s is the view of the backend's arrays. */
@@ -20313,30 +20439,20 @@ static int cq__world_fluid_step_2d_f32(cq_world *w)
         cq__dev_get(dev, w->foff, w->cu.foff, 0, (nf + 1) * sizeof(int));
         cq__dev_get(dev, w->boff, w->cu.boff, 0, (nf + 1) * sizeof(int));
         if (dev->failed) { cq__dev_pop(dev); return -3; }
+        w->foff[0] = w->boff[0] = 0;
+        for (int i = 0; i < w->nf; ++i) { w->foff[i + 1] += w->foff[i]; w->boff[i + 1] += w->boff[i]; }
+        if (!cq__world_lists(w)) { cq__dev_pop(dev); return -2; }
+        dv.fnb = w->cu.fnb; dv.bnb = w->cu.bnb; dv.fgw = (float *)w->cu.fgw; dv.bgw = (float *)w->cu.bgw;
+        cq__dev_put(dev, w->cu.foff, 0, w->foff, (nf + 1) * sizeof(int));
+        cq__dev_put(dev, w->cu.boff, 0, w->boff, (nf + 1) * sizeof(int));
+        cq__world_pass_2d_f32(w, CQ__SPH_FILL, &t);
     } else
 #endif
     {
         memset(w->Fb, 0, (size_t)w->nb * d * T);
         memset(w->Gb, 0, (size_t)w->nb * d * d * T);
-        cq__world_pass_2d_f32(w, CQ__SPH_COUNT, &t);
+        if (!cq__world_near_2d_f32(w, &s)) return -2;
     }
-    w->foff[0] = w->boff[0] = 0;
-    for (int i = 0; i < w->nf; ++i) { w->foff[i + 1] += w->foff[i]; w->boff[i + 1] += w->boff[i]; }
-    if (!cq__world_lists(w)) {
-#if CQ__HAS_CUDA
-        if (w->gpu) cq__dev_pop(&w->cu.d);
-#endif
-        return -2;
-    }
-#if CQ__HAS_CUDA
-    if (w->gpu) {
-        dv.fnb = w->cu.fnb; dv.bnb = w->cu.bnb;
-        cq__dev_put(&w->cu.d, w->cu.foff, 0, w->foff, ((size_t)w->nf + 1) * sizeof(int));
-        cq__dev_put(&w->cu.d, w->cu.boff, 0, w->boff, ((size_t)w->nf + 1) * sizeof(int));
-    } else
-#endif
-    { s.fnb = w->fnb; s.bnb = w->bnb; }
-    cq__world_pass_2d_f32(w, CQ__SPH_FILL, &t);
     cq__world_pass_2d_f32(w, CQ__SPH_DENSITY, &t);
     w->stats.divergence_iterations = cq__world_solve_2d_f32(w, &t, 0, &w->stats.divergence_error);
     cq__world_pass_2d_f32(w, CQ__SPH_VISC, &t);
@@ -20404,7 +20520,8 @@ static cq__sph_f64 cq__world_sph_2d_f64(const cq_world *w)
     s.x = (double *)w->x; s.v = (double *)w->v; s.vt = (double *)w->vt;
     s.rho = (double *)w->rho; s.khat = (double *)w->khat; s.g = (double *)w->g; s.kappa = (double *)w->kappa; s.err = (double *)w->err;
     s.fstart = w->fstart; s.forder = w->forder; s.bstart = w->bstart; s.border = w->border;
-    s.foff = w->foff; s.boff = w->boff; s.fnb = w->fnb; s.bnb = w->bnb;
+    s.foff = w->foff; s.boff = w->boff; s.fnb = w->fnb; s.bnb = w->bnb; s.fgw = (double *)w->fgw; s.bgw = (double *)w->bgw;
+    s.fend = w->fend; s.bend = w->bend;
     s.xb = (double *)w->xb; s.vb = (double *)w->vb; s.Vb = (double *)w->Vb; s.bobj = w->bobj;
     s.Fb = (double *)w->Fb; s.Gb = (double *)w->Gb;
     return s;
@@ -20443,12 +20560,69 @@ static cq__sph_f64 cq__world_dview_2d_f64(const cq_world *w, const cq__sph_f64 *
     v.x = (double *)w->cu.x; v.v = (double *)w->cu.v; v.vt = (double *)w->cu.vt;
     v.rho = (double *)w->cu.rho; v.khat = (double *)w->cu.khat; v.g = (double *)w->cu.g; v.kappa = (double *)w->cu.kappa; v.err = (double *)w->cu.err;
     v.fstart = w->cu.fstart; v.forder = w->cu.forder; v.bstart = w->cu.bstart; v.border = w->cu.border;
-    v.foff = w->cu.foff; v.boff = w->cu.boff; v.fnb = w->cu.fnb; v.bnb = w->cu.bnb;
+    v.foff = w->cu.foff; v.boff = w->cu.boff; v.fnb = w->cu.fnb; v.bnb = w->cu.bnb; v.fgw = (double *)w->cu.fgw; v.bgw = (double *)w->cu.bgw;
+    v.fend = w->cu.foff + 1; v.bend = w->cu.boff + 1;   /* the lists one after another */
     v.xb = (double *)w->cu.xb; v.vb = (double *)w->cu.vb; v.Vb = (double *)w->cu.Vb; v.bobj = w->cu.bobj;
     v.Fb = (double *)w->cu.Fb; v.Gb = (double *)w->cu.Gb;
     return v;
 }
 #endif
+
+/* >>world_near: the CPU's neighbour lists in one pass over the fluid (the GPU's: a counting pass,
+   the prefix sums, a filling pass, sph.j2 >>sph_neighbours).  The particles in chunks of
+   CQ__WNEAR; chunk c writes its particles' lists one after another into its own regions of fnb
+   and bnb (foff[i] .. fend[i], boff[i] .. bend[i]), each as large as what the chunk needed at the
+   step before, a quarter more and 4 entries a particle (the counts change little from step to
+   step, but a chunk's particles are other ones after each sort: its boundary neighbours, none in
+   one step, may be thousands in the next: with a fifth more and 64, every step overflowed).  A
+   chunk whose lists do not fit writes no more but counts on, and then every chunk runs again in
+   regions of what it needed and that room (the first step's first round, in regions of 0, is a
+   counting pass).  The same lists in the same order as the GPU's, so the same sums; the search
+   once, not twice (it was a third of a 3D dam break's time, then).  0: out of memory. */
+static void cq__wr_near_2d_f64(void *c, int b, int e)
+{
+    const cq__wnear *t = (const cq__wnear *)c;
+    const cq__sph_f64 *s = (const cq__sph_f64 *)t->s;
+    for (int k = b; k < e; ++k) {   /* chunk k: near[6 k ..] = room (fluid, boundary), need, start */
+        int *q = t->near + 6 * k;
+        const int lf = q[4] + q[0], lb = q[5] + q[1], i1 = (k + 1) * CQ__WNEAR < s->nf ? (k + 1) * CQ__WNEAR : s->nf;
+        int pf = q[4], pb = q[5];
+        for (int i = k * CQ__WNEAR; i < i1; ++i) {
+            int nf, nb;
+            cq__sph_near_lists_2d_f64(s, i, pf < lf ? s->fnb + pf : NULL, pf < lf ? lf - pf : 0,
+                                       pb < lb ? s->bnb + pb : NULL, pb < lb ? lb - pb : 0, &nf, &nb);
+            s->foff[i] = pf; s->fend[i] = pf + nf; s->boff[i] = pb; s->bend[i] = pb + nb;
+            pf += nf; pb += nb;
+        }
+        q[2] = pf - q[4]; q[3] = pb - q[5];
+    }
+}
+static int cq__world_near_2d_f64(cq_world *w, cq__sph_f64 *s)
+{
+    const int nch = (w->nf + CQ__WNEAR - 1) / CQ__WNEAR;
+    cq__wnear t;
+    t.s = s; t.near = w->near;
+    for (int round = 0; round < 2; ++round) {   /* the second round fits: its room is what each chunk needed */
+        size_t fs = 0, bs = 0;
+        int over = 0;
+        for (int c = 0; c < nch; ++c) {
+            int *q = w->near + 6 * c;
+            q[4] = (int)fs; q[5] = (int)bs;
+            fs += (size_t)q[0]; bs += (size_t)q[1];
+            if (fs > INT_MAX || bs > INT_MAX) return 0;
+        }
+        if (!cq__world_grow(w, 0, &w->fnb, &w->fgw, &w->fnb_cap, fs) || !cq__world_grow(w, 0, &w->bnb, &w->bgw, &w->bnb_cap, bs)) return 0;
+        s->fnb = w->fnb; s->bnb = w->bnb; s->fgw = (double *)w->fgw; s->bgw = (double *)w->bgw;
+        cq__parallel_for_on(&w->desc.threads, 0, nch, 1, cq__wr_near_2d_f64, &t);
+        for (int c = 0; c < nch; ++c) {
+            int *q = w->near + 6 * c;
+            if (q[2] > q[0] || q[3] > q[1]) over = 1;
+            q[0] = q[2] + q[2] / 4 + 4 * CQ__WNEAR + 64; q[1] = q[3] + q[3] / 4 + 4 * CQ__WNEAR + 64;
+        }
+        if (!over) break;
+    }
+    return 1;
+}
 
 /* >>world_pass: one pass over the fluid particles (bforce: the boundary's; errsum: the error's
    chunks) on the world's backend.  t->s is the view of the backend's arrays. */
@@ -20562,30 +20736,20 @@ static int cq__world_fluid_step_2d_f64(cq_world *w)
         cq__dev_get(dev, w->foff, w->cu.foff, 0, (nf + 1) * sizeof(int));
         cq__dev_get(dev, w->boff, w->cu.boff, 0, (nf + 1) * sizeof(int));
         if (dev->failed) { cq__dev_pop(dev); return -3; }
+        w->foff[0] = w->boff[0] = 0;
+        for (int i = 0; i < w->nf; ++i) { w->foff[i + 1] += w->foff[i]; w->boff[i + 1] += w->boff[i]; }
+        if (!cq__world_lists(w)) { cq__dev_pop(dev); return -2; }
+        dv.fnb = w->cu.fnb; dv.bnb = w->cu.bnb; dv.fgw = (double *)w->cu.fgw; dv.bgw = (double *)w->cu.bgw;
+        cq__dev_put(dev, w->cu.foff, 0, w->foff, (nf + 1) * sizeof(int));
+        cq__dev_put(dev, w->cu.boff, 0, w->boff, (nf + 1) * sizeof(int));
+        cq__world_pass_2d_f64(w, CQ__SPH_FILL, &t);
     } else
 #endif
     {
         memset(w->Fb, 0, (size_t)w->nb * d * T);
         memset(w->Gb, 0, (size_t)w->nb * d * d * T);
-        cq__world_pass_2d_f64(w, CQ__SPH_COUNT, &t);
+        if (!cq__world_near_2d_f64(w, &s)) return -2;
     }
-    w->foff[0] = w->boff[0] = 0;
-    for (int i = 0; i < w->nf; ++i) { w->foff[i + 1] += w->foff[i]; w->boff[i + 1] += w->boff[i]; }
-    if (!cq__world_lists(w)) {
-#if CQ__HAS_CUDA
-        if (w->gpu) cq__dev_pop(&w->cu.d);
-#endif
-        return -2;
-    }
-#if CQ__HAS_CUDA
-    if (w->gpu) {
-        dv.fnb = w->cu.fnb; dv.bnb = w->cu.bnb;
-        cq__dev_put(&w->cu.d, w->cu.foff, 0, w->foff, ((size_t)w->nf + 1) * sizeof(int));
-        cq__dev_put(&w->cu.d, w->cu.boff, 0, w->boff, ((size_t)w->nf + 1) * sizeof(int));
-    } else
-#endif
-    { s.fnb = w->fnb; s.bnb = w->bnb; }
-    cq__world_pass_2d_f64(w, CQ__SPH_FILL, &t);
     cq__world_pass_2d_f64(w, CQ__SPH_DENSITY, &t);
     w->stats.divergence_iterations = cq__world_solve_2d_f64(w, &t, 0, &w->stats.divergence_error);
     cq__world_pass_2d_f64(w, CQ__SPH_VISC, &t);
@@ -20653,7 +20817,8 @@ static cq__sph_f32 cq__world_sph_3d_f32(const cq_world *w)
     s.x = (float *)w->x; s.v = (float *)w->v; s.vt = (float *)w->vt;
     s.rho = (float *)w->rho; s.khat = (float *)w->khat; s.g = (float *)w->g; s.kappa = (float *)w->kappa; s.err = (float *)w->err;
     s.fstart = w->fstart; s.forder = w->forder; s.bstart = w->bstart; s.border = w->border;
-    s.foff = w->foff; s.boff = w->boff; s.fnb = w->fnb; s.bnb = w->bnb;
+    s.foff = w->foff; s.boff = w->boff; s.fnb = w->fnb; s.bnb = w->bnb; s.fgw = (float *)w->fgw; s.bgw = (float *)w->bgw;
+    s.fend = w->fend; s.bend = w->bend;
     s.xb = (float *)w->xb; s.vb = (float *)w->vb; s.Vb = (float *)w->Vb; s.bobj = w->bobj;
     s.Fb = (float *)w->Fb; s.Gb = (float *)w->Gb;
     return s;
@@ -20692,12 +20857,69 @@ static cq__sph_f32 cq__world_dview_3d_f32(const cq_world *w, const cq__sph_f32 *
     v.x = (float *)w->cu.x; v.v = (float *)w->cu.v; v.vt = (float *)w->cu.vt;
     v.rho = (float *)w->cu.rho; v.khat = (float *)w->cu.khat; v.g = (float *)w->cu.g; v.kappa = (float *)w->cu.kappa; v.err = (float *)w->cu.err;
     v.fstart = w->cu.fstart; v.forder = w->cu.forder; v.bstart = w->cu.bstart; v.border = w->cu.border;
-    v.foff = w->cu.foff; v.boff = w->cu.boff; v.fnb = w->cu.fnb; v.bnb = w->cu.bnb;
+    v.foff = w->cu.foff; v.boff = w->cu.boff; v.fnb = w->cu.fnb; v.bnb = w->cu.bnb; v.fgw = (float *)w->cu.fgw; v.bgw = (float *)w->cu.bgw;
+    v.fend = w->cu.foff + 1; v.bend = w->cu.boff + 1;   /* the lists one after another */
     v.xb = (float *)w->cu.xb; v.vb = (float *)w->cu.vb; v.Vb = (float *)w->cu.Vb; v.bobj = w->cu.bobj;
     v.Fb = (float *)w->cu.Fb; v.Gb = (float *)w->cu.Gb;
     return v;
 }
 #endif
+
+/* >>world_near: the CPU's neighbour lists in one pass over the fluid (the GPU's: a counting pass,
+   the prefix sums, a filling pass, sph.j2 >>sph_neighbours).  The particles in chunks of
+   CQ__WNEAR; chunk c writes its particles' lists one after another into its own regions of fnb
+   and bnb (foff[i] .. fend[i], boff[i] .. bend[i]), each as large as what the chunk needed at the
+   step before, a quarter more and 4 entries a particle (the counts change little from step to
+   step, but a chunk's particles are other ones after each sort: its boundary neighbours, none in
+   one step, may be thousands in the next: with a fifth more and 64, every step overflowed).  A
+   chunk whose lists do not fit writes no more but counts on, and then every chunk runs again in
+   regions of what it needed and that room (the first step's first round, in regions of 0, is a
+   counting pass).  The same lists in the same order as the GPU's, so the same sums; the search
+   once, not twice (it was a third of a 3D dam break's time, then).  0: out of memory. */
+static void cq__wr_near_3d_f32(void *c, int b, int e)
+{
+    const cq__wnear *t = (const cq__wnear *)c;
+    const cq__sph_f32 *s = (const cq__sph_f32 *)t->s;
+    for (int k = b; k < e; ++k) {   /* chunk k: near[6 k ..] = room (fluid, boundary), need, start */
+        int *q = t->near + 6 * k;
+        const int lf = q[4] + q[0], lb = q[5] + q[1], i1 = (k + 1) * CQ__WNEAR < s->nf ? (k + 1) * CQ__WNEAR : s->nf;
+        int pf = q[4], pb = q[5];
+        for (int i = k * CQ__WNEAR; i < i1; ++i) {
+            int nf, nb;
+            cq__sph_near_lists_3d_f32(s, i, pf < lf ? s->fnb + pf : NULL, pf < lf ? lf - pf : 0,
+                                       pb < lb ? s->bnb + pb : NULL, pb < lb ? lb - pb : 0, &nf, &nb);
+            s->foff[i] = pf; s->fend[i] = pf + nf; s->boff[i] = pb; s->bend[i] = pb + nb;
+            pf += nf; pb += nb;
+        }
+        q[2] = pf - q[4]; q[3] = pb - q[5];
+    }
+}
+static int cq__world_near_3d_f32(cq_world *w, cq__sph_f32 *s)
+{
+    const int nch = (w->nf + CQ__WNEAR - 1) / CQ__WNEAR;
+    cq__wnear t;
+    t.s = s; t.near = w->near;
+    for (int round = 0; round < 2; ++round) {   /* the second round fits: its room is what each chunk needed */
+        size_t fs = 0, bs = 0;
+        int over = 0;
+        for (int c = 0; c < nch; ++c) {
+            int *q = w->near + 6 * c;
+            q[4] = (int)fs; q[5] = (int)bs;
+            fs += (size_t)q[0]; bs += (size_t)q[1];
+            if (fs > INT_MAX || bs > INT_MAX) return 0;
+        }
+        if (!cq__world_grow(w, 0, &w->fnb, &w->fgw, &w->fnb_cap, fs) || !cq__world_grow(w, 0, &w->bnb, &w->bgw, &w->bnb_cap, bs)) return 0;
+        s->fnb = w->fnb; s->bnb = w->bnb; s->fgw = (float *)w->fgw; s->bgw = (float *)w->bgw;
+        cq__parallel_for_on(&w->desc.threads, 0, nch, 1, cq__wr_near_3d_f32, &t);
+        for (int c = 0; c < nch; ++c) {
+            int *q = w->near + 6 * c;
+            if (q[2] > q[0] || q[3] > q[1]) over = 1;
+            q[0] = q[2] + q[2] / 4 + 4 * CQ__WNEAR + 64; q[1] = q[3] + q[3] / 4 + 4 * CQ__WNEAR + 64;
+        }
+        if (!over) break;
+    }
+    return 1;
+}
 
 /* >>world_pass: one pass over the fluid particles (bforce: the boundary's; errsum: the error's
    chunks) on the world's backend.  t->s is the view of the backend's arrays. */
@@ -20811,30 +21033,20 @@ static int cq__world_fluid_step_3d_f32(cq_world *w)
         cq__dev_get(dev, w->foff, w->cu.foff, 0, (nf + 1) * sizeof(int));
         cq__dev_get(dev, w->boff, w->cu.boff, 0, (nf + 1) * sizeof(int));
         if (dev->failed) { cq__dev_pop(dev); return -3; }
+        w->foff[0] = w->boff[0] = 0;
+        for (int i = 0; i < w->nf; ++i) { w->foff[i + 1] += w->foff[i]; w->boff[i + 1] += w->boff[i]; }
+        if (!cq__world_lists(w)) { cq__dev_pop(dev); return -2; }
+        dv.fnb = w->cu.fnb; dv.bnb = w->cu.bnb; dv.fgw = (float *)w->cu.fgw; dv.bgw = (float *)w->cu.bgw;
+        cq__dev_put(dev, w->cu.foff, 0, w->foff, (nf + 1) * sizeof(int));
+        cq__dev_put(dev, w->cu.boff, 0, w->boff, (nf + 1) * sizeof(int));
+        cq__world_pass_3d_f32(w, CQ__SPH_FILL, &t);
     } else
 #endif
     {
         memset(w->Fb, 0, (size_t)w->nb * d * T);
         memset(w->Gb, 0, (size_t)w->nb * d * d * T);
-        cq__world_pass_3d_f32(w, CQ__SPH_COUNT, &t);
+        if (!cq__world_near_3d_f32(w, &s)) return -2;
     }
-    w->foff[0] = w->boff[0] = 0;
-    for (int i = 0; i < w->nf; ++i) { w->foff[i + 1] += w->foff[i]; w->boff[i + 1] += w->boff[i]; }
-    if (!cq__world_lists(w)) {
-#if CQ__HAS_CUDA
-        if (w->gpu) cq__dev_pop(&w->cu.d);
-#endif
-        return -2;
-    }
-#if CQ__HAS_CUDA
-    if (w->gpu) {
-        dv.fnb = w->cu.fnb; dv.bnb = w->cu.bnb;
-        cq__dev_put(&w->cu.d, w->cu.foff, 0, w->foff, ((size_t)w->nf + 1) * sizeof(int));
-        cq__dev_put(&w->cu.d, w->cu.boff, 0, w->boff, ((size_t)w->nf + 1) * sizeof(int));
-    } else
-#endif
-    { s.fnb = w->fnb; s.bnb = w->bnb; }
-    cq__world_pass_3d_f32(w, CQ__SPH_FILL, &t);
     cq__world_pass_3d_f32(w, CQ__SPH_DENSITY, &t);
     w->stats.divergence_iterations = cq__world_solve_3d_f32(w, &t, 0, &w->stats.divergence_error);
     cq__world_pass_3d_f32(w, CQ__SPH_VISC, &t);
@@ -20902,7 +21114,8 @@ static cq__sph_f64 cq__world_sph_3d_f64(const cq_world *w)
     s.x = (double *)w->x; s.v = (double *)w->v; s.vt = (double *)w->vt;
     s.rho = (double *)w->rho; s.khat = (double *)w->khat; s.g = (double *)w->g; s.kappa = (double *)w->kappa; s.err = (double *)w->err;
     s.fstart = w->fstart; s.forder = w->forder; s.bstart = w->bstart; s.border = w->border;
-    s.foff = w->foff; s.boff = w->boff; s.fnb = w->fnb; s.bnb = w->bnb;
+    s.foff = w->foff; s.boff = w->boff; s.fnb = w->fnb; s.bnb = w->bnb; s.fgw = (double *)w->fgw; s.bgw = (double *)w->bgw;
+    s.fend = w->fend; s.bend = w->bend;
     s.xb = (double *)w->xb; s.vb = (double *)w->vb; s.Vb = (double *)w->Vb; s.bobj = w->bobj;
     s.Fb = (double *)w->Fb; s.Gb = (double *)w->Gb;
     return s;
@@ -20941,12 +21154,69 @@ static cq__sph_f64 cq__world_dview_3d_f64(const cq_world *w, const cq__sph_f64 *
     v.x = (double *)w->cu.x; v.v = (double *)w->cu.v; v.vt = (double *)w->cu.vt;
     v.rho = (double *)w->cu.rho; v.khat = (double *)w->cu.khat; v.g = (double *)w->cu.g; v.kappa = (double *)w->cu.kappa; v.err = (double *)w->cu.err;
     v.fstart = w->cu.fstart; v.forder = w->cu.forder; v.bstart = w->cu.bstart; v.border = w->cu.border;
-    v.foff = w->cu.foff; v.boff = w->cu.boff; v.fnb = w->cu.fnb; v.bnb = w->cu.bnb;
+    v.foff = w->cu.foff; v.boff = w->cu.boff; v.fnb = w->cu.fnb; v.bnb = w->cu.bnb; v.fgw = (double *)w->cu.fgw; v.bgw = (double *)w->cu.bgw;
+    v.fend = w->cu.foff + 1; v.bend = w->cu.boff + 1;   /* the lists one after another */
     v.xb = (double *)w->cu.xb; v.vb = (double *)w->cu.vb; v.Vb = (double *)w->cu.Vb; v.bobj = w->cu.bobj;
     v.Fb = (double *)w->cu.Fb; v.Gb = (double *)w->cu.Gb;
     return v;
 }
 #endif
+
+/* >>world_near: the CPU's neighbour lists in one pass over the fluid (the GPU's: a counting pass,
+   the prefix sums, a filling pass, sph.j2 >>sph_neighbours).  The particles in chunks of
+   CQ__WNEAR; chunk c writes its particles' lists one after another into its own regions of fnb
+   and bnb (foff[i] .. fend[i], boff[i] .. bend[i]), each as large as what the chunk needed at the
+   step before, a quarter more and 4 entries a particle (the counts change little from step to
+   step, but a chunk's particles are other ones after each sort: its boundary neighbours, none in
+   one step, may be thousands in the next: with a fifth more and 64, every step overflowed).  A
+   chunk whose lists do not fit writes no more but counts on, and then every chunk runs again in
+   regions of what it needed and that room (the first step's first round, in regions of 0, is a
+   counting pass).  The same lists in the same order as the GPU's, so the same sums; the search
+   once, not twice (it was a third of a 3D dam break's time, then).  0: out of memory. */
+static void cq__wr_near_3d_f64(void *c, int b, int e)
+{
+    const cq__wnear *t = (const cq__wnear *)c;
+    const cq__sph_f64 *s = (const cq__sph_f64 *)t->s;
+    for (int k = b; k < e; ++k) {   /* chunk k: near[6 k ..] = room (fluid, boundary), need, start */
+        int *q = t->near + 6 * k;
+        const int lf = q[4] + q[0], lb = q[5] + q[1], i1 = (k + 1) * CQ__WNEAR < s->nf ? (k + 1) * CQ__WNEAR : s->nf;
+        int pf = q[4], pb = q[5];
+        for (int i = k * CQ__WNEAR; i < i1; ++i) {
+            int nf, nb;
+            cq__sph_near_lists_3d_f64(s, i, pf < lf ? s->fnb + pf : NULL, pf < lf ? lf - pf : 0,
+                                       pb < lb ? s->bnb + pb : NULL, pb < lb ? lb - pb : 0, &nf, &nb);
+            s->foff[i] = pf; s->fend[i] = pf + nf; s->boff[i] = pb; s->bend[i] = pb + nb;
+            pf += nf; pb += nb;
+        }
+        q[2] = pf - q[4]; q[3] = pb - q[5];
+    }
+}
+static int cq__world_near_3d_f64(cq_world *w, cq__sph_f64 *s)
+{
+    const int nch = (w->nf + CQ__WNEAR - 1) / CQ__WNEAR;
+    cq__wnear t;
+    t.s = s; t.near = w->near;
+    for (int round = 0; round < 2; ++round) {   /* the second round fits: its room is what each chunk needed */
+        size_t fs = 0, bs = 0;
+        int over = 0;
+        for (int c = 0; c < nch; ++c) {
+            int *q = w->near + 6 * c;
+            q[4] = (int)fs; q[5] = (int)bs;
+            fs += (size_t)q[0]; bs += (size_t)q[1];
+            if (fs > INT_MAX || bs > INT_MAX) return 0;
+        }
+        if (!cq__world_grow(w, 0, &w->fnb, &w->fgw, &w->fnb_cap, fs) || !cq__world_grow(w, 0, &w->bnb, &w->bgw, &w->bnb_cap, bs)) return 0;
+        s->fnb = w->fnb; s->bnb = w->bnb; s->fgw = (double *)w->fgw; s->bgw = (double *)w->bgw;
+        cq__parallel_for_on(&w->desc.threads, 0, nch, 1, cq__wr_near_3d_f64, &t);
+        for (int c = 0; c < nch; ++c) {
+            int *q = w->near + 6 * c;
+            if (q[2] > q[0] || q[3] > q[1]) over = 1;
+            q[0] = q[2] + q[2] / 4 + 4 * CQ__WNEAR + 64; q[1] = q[3] + q[3] / 4 + 4 * CQ__WNEAR + 64;
+        }
+        if (!over) break;
+    }
+    return 1;
+}
 
 /* >>world_pass: one pass over the fluid particles (bforce: the boundary's; errsum: the error's
    chunks) on the world's backend.  t->s is the view of the backend's arrays. */
@@ -21060,30 +21330,20 @@ static int cq__world_fluid_step_3d_f64(cq_world *w)
         cq__dev_get(dev, w->foff, w->cu.foff, 0, (nf + 1) * sizeof(int));
         cq__dev_get(dev, w->boff, w->cu.boff, 0, (nf + 1) * sizeof(int));
         if (dev->failed) { cq__dev_pop(dev); return -3; }
+        w->foff[0] = w->boff[0] = 0;
+        for (int i = 0; i < w->nf; ++i) { w->foff[i + 1] += w->foff[i]; w->boff[i + 1] += w->boff[i]; }
+        if (!cq__world_lists(w)) { cq__dev_pop(dev); return -2; }
+        dv.fnb = w->cu.fnb; dv.bnb = w->cu.bnb; dv.fgw = (double *)w->cu.fgw; dv.bgw = (double *)w->cu.bgw;
+        cq__dev_put(dev, w->cu.foff, 0, w->foff, (nf + 1) * sizeof(int));
+        cq__dev_put(dev, w->cu.boff, 0, w->boff, (nf + 1) * sizeof(int));
+        cq__world_pass_3d_f64(w, CQ__SPH_FILL, &t);
     } else
 #endif
     {
         memset(w->Fb, 0, (size_t)w->nb * d * T);
         memset(w->Gb, 0, (size_t)w->nb * d * d * T);
-        cq__world_pass_3d_f64(w, CQ__SPH_COUNT, &t);
+        if (!cq__world_near_3d_f64(w, &s)) return -2;
     }
-    w->foff[0] = w->boff[0] = 0;
-    for (int i = 0; i < w->nf; ++i) { w->foff[i + 1] += w->foff[i]; w->boff[i + 1] += w->boff[i]; }
-    if (!cq__world_lists(w)) {
-#if CQ__HAS_CUDA
-        if (w->gpu) cq__dev_pop(&w->cu.d);
-#endif
-        return -2;
-    }
-#if CQ__HAS_CUDA
-    if (w->gpu) {
-        dv.fnb = w->cu.fnb; dv.bnb = w->cu.bnb;
-        cq__dev_put(&w->cu.d, w->cu.foff, 0, w->foff, ((size_t)w->nf + 1) * sizeof(int));
-        cq__dev_put(&w->cu.d, w->cu.boff, 0, w->boff, ((size_t)w->nf + 1) * sizeof(int));
-    } else
-#endif
-    { s.fnb = w->fnb; s.bnb = w->bnb; }
-    cq__world_pass_3d_f64(w, CQ__SPH_FILL, &t);
     cq__world_pass_3d_f64(w, CQ__SPH_DENSITY, &t);
     w->stats.divergence_iterations = cq__world_solve_3d_f64(w, &t, 0, &w->stats.divergence_error);
     cq__world_pass_3d_f64(w, CQ__SPH_VISC, &t);
@@ -21681,7 +21941,8 @@ static void cq__world_free_prepared(cq_world *w)
     void **p[] = {&w->xprev, &w->vprev, &w->vt, &w->rho, &w->khat, &w->g, &w->kappa, &w->err,
                   &w->xb, &w->vb, &w->Vb, &w->Fb, &w->Gb, (void **)&w->bobj, (void **)&w->bidx,
                   (void **)&w->fstart, (void **)&w->forder, (void **)&w->bstart, (void **)&w->border,
-                  (void **)&w->keys, (void **)&w->wall, (void **)&w->perm, (void **)&w->permprev, (void **)&w->foff, (void **)&w->boff, (void **)&w->fnb, (void **)&w->bnb};
+                  (void **)&w->keys, (void **)&w->wall, (void **)&w->perm, (void **)&w->permprev, (void **)&w->foff, (void **)&w->boff, (void **)&w->fnb, (void **)&w->bnb,
+                  &w->fgw, &w->bgw, (void **)&w->fend, (void **)&w->bend, (void **)&w->near};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; ++i) { cq__wfree_w(w, *p[i]); *p[i] = NULL; }
     w->fnb_cap = w->bnb_cap = 0;
     w->prepared = 0;
@@ -21986,24 +22247,27 @@ static cq_result cq__world_prepare(cq_world *w)
     w->keys = (int *)cq__walloc_w(w, (nf > (size_t)nb ? nf : (size_t)nb) * sizeof(int));
     w->wall = (double *)cq__walloc_w(w, (size_t)nwall * 3 * sizeof(double));
     w->foff = (int *)cq__walloc_w(w, (nf + 1) * sizeof(int)); w->boff = (int *)cq__walloc_w(w, (nf + 1) * sizeof(int));
+    w->fend = (int *)cq__walloc_w(w, nf * sizeof(int)); w->bend = (int *)cq__walloc_w(w, nf * sizeof(int));
+    w->near = (int *)cq__walloc_w(w, 6 * ((nf + CQ__WNEAR - 1) / CQ__WNEAR) * sizeof(int));   /* (zeroed below) */
     w->perm = (int *)cq__walloc_w(w, nf * sizeof(int)); w->permprev = (int *)cq__walloc_w(w, nf * sizeof(int));
     {
-        void *all[] = {w->perm, w->permprev, w->foff, w->boff, w->xprev, w->vprev, w->vt, w->rho, w->khat, w->g, w->kappa, w->err, w->xb, w->vb, w->Vb, w->Fb, w->Gb,
+        void *all[] = {w->perm, w->permprev, w->foff, w->boff, w->fend, w->bend, w->near, w->xprev, w->vprev, w->vt, w->rho, w->khat, w->g, w->kappa, w->err, w->xb, w->vb, w->Vb, w->Fb, w->Gb,
                        w->bobj, w->bidx, w->fstart, w->forder, w->bstart, w->border, w->keys, w->wall};
         for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) if (!all[i]) ok = 0;
     }
     if (!ok) {
         cq__world_free_prepared(w);
-        return cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "cq_world_step: cannot allocate the solver's arrays (%d fluid, %d boundary particles)", w->nf, nb);
+        return cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "cq_world_step: step %d: cannot allocate the solver's arrays (%d fluid, %d boundary particles)", w->steps, w->nf, nb);
     }
 #if CQ__HAS_CUDA
     if (w->gpu && !cq__world_cuda_alloc(w)) {
         cq__world_free_prepared(w);
-        if (w->cu.d.failed) return cq__wfail(w, CQ_ERROR_DEVICE, "cq_world_step: the CUDA device failed: %s", w->cu.d.err);
-        return cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "cq_world_step: cannot allocate the solver's device arrays (%d fluid, %d boundary particles)", w->nf, nb);
+        if (w->cu.d.failed) return cq__wfail(w, CQ_ERROR_DEVICE, "cq_world_step: step %d: the CUDA device failed: %s", w->steps, w->cu.d.err);
+        return cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "cq_world_step: step %d: cannot allocate the solver's device arrays (%d fluid, %d boundary particles)", w->steps, w->nf, nb);
     }
 #endif
     memset(w->kappa, 0, nf * T);
+    memset(w->near, 0, 6 * ((nf + CQ__WNEAR - 1) / CQ__WNEAR) * sizeof(int));   /* no room yet: the first step counts first */
     for (int i = 0; i < w->nf; ++i) w->perm[i] = i;
     {
         double half2[3];
@@ -22327,7 +22591,7 @@ cq_result cq_world_control_grad_feedback(const cq_world *w, const double *dL_dst
 #if CQ__HAS_CUDA
 /* ---- BEGIN GENERATED: embedded PTX (base64 rows; the readable code ends above) from templates/ptx.j2.
    DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
-/* PTX module 2d_f32: sha256 63dd5360b083e0cdf97f3067a54fd73cbdce95719032d7ecea0bef06d8beb9ac, nvrtc 12.0, PTX ISA 8.0, 509403 bytes, fnv1a 0x7d2ed6fb, lz 137751 bytes */
+/* PTX module 2d_f32: sha256 3907e00fb3681b9bf2d7dee329298d4af4fea0d3760b8d8bb652fd8963807f5e, nvrtc 12.0, PTX ISA 8.0, 499956 bytes, fnv1a 0x326c50ed, lz 135065 bytes */
 static const char cq__ptx_2d_f32_lz[][CQ__PTX_ROW + 1] = {
 "8hkvLwovLyBHZW5lcmF0ZWQgYnkgTlZJRElBIE5WVk0gQ29tcGlsZXIKKAAEDwDxByBCdWlsZCBJRDogQ0wtMzE5NjgwMjQi",
 "AFF1ZGEgYycA8A1hdGlvbiB0b29scywgcmVsZWFzZSAxMi4wLCBWBwAwLjc2MgCCQmFzZWQgb25xAFA3LjAuMW4AYAoudmVy",
@@ -23900,352 +24164,314 @@ static const char cq__ptx_2d_f32_lz[][CQ__PTX_ROW + 1] = {
 "ATyqDNQAA68AA0MwDNQAArUABJ0ABPBYCI0JB+IeAGwGA+FKCtBGEzdj6QmlWQFZAg+kWQMGcGwDQA8LdDADmDAB1KcInNgC",
 "3DIGSkIDFwABxQAGsusD4H0O6AMEJMMECgMEGAABgwEDvbAB0AQOlDACkzAPMpQDBQFtDRyBBuB9DwUBAQKGDwMFJw8FAQAD",
 "KAUAkgAIBQEBygEG5XwEFwAB6AEDEL4AIwAC6n0OBQEErEcNWTkD8QoC7QQPC6IEBFs5D398BAmZEAc2AgC+MQe4IAZAag+4",
-"IAADq1EJoxAcMaQQB7sgALEQD2IZB49zcGhfY291bh0yEQ8sAAQPXhkADyoABA9cGQAMZYgPOgALbzFbMjgwXfMWAhg1yxYC",
-"sQE/PDEw/DgAKDE3mR8D7AUvPDg8dAQAtlQBqhMP0wAMBKcTBaocLzgs0AARCqoTAXWoD5ouAg/dEwYBBqgPnC4JASgCAs6o",
-"AummD30eBQFutg1+Hhg4qvcD3AADax0DIx4P0RcAAeMCJDEwLQgPo4UIBT/MD6SFLgN5EwO9EQPbAwO2FQlcCiIyK4dLDx0r",
-"BgW+DwUDCgEcAAXwUQlVAARLFBMrxMUGdKUBKAQBPQADJxINPtEF90sBHQAKHs8CygUCr0cOk/oHU5EFvBMDfusJFAAB/AoU",
-"MbkpCrcVApOcDfECBaMEAp/WC34AAnwEAAUAAagHDWwAAw0OCo8EA2oACJklAi4AARz0BqoEAqeeDGIBBdX0EisVSg+cKwYD",
-"GWIIvcMARQED/QYKnQEEutIPnwEJBvAGD6ABAAJIBgV5YwYiAQFODAOMAQ12YwIPmQ10AQWaAgIN/QtSAATKEwP6+gv0AQVY",
-"MgoNEgNqAAl0AQJEAAx0AQPNkAr2BAaSAAIfvwqSAAFJAAAkAAvABAFDwAyFAgJmDQIPvQ2eDxQ401IIqAACoCIArwAB6RIF",
-"nQAidjJVADF7JXIPVRVyrLwErgIIRwACizIAaQIKRgAJfxsCqgQCWQIPF2YPD4QbAwJEAAIABA/SFwsDdhcPiRsADzIFEAMM",
-"MQNiCQkjAwWGAAhXCALhmgvvBQJSPQJiAQE5sA+HbQEBIAAAHQAICmQAcQEDA4kPLikBEzhn8A9rFgECrQERMeSuCRoCAv4J",
-"B6wIEjjdKAglAAKSAAGODAy7BgI/AAEhAAfuVgYpCQVFCwzMAAQFCwVQKg4iXxM49VkHUgIBirAEPhcPAGcDARwAACgADDsX",
-"CClbDwWJCwsGrASCNgNoBgN9hwwKAQLsAgIUAwRFJgyEBQ3QAAp9Cw6tCgN4BQRJ0QaWZgN8CgKzJgQ9LAQlAQHkAAIiAAIh",
-"lA3uXgAjAAWKCAcfiAI6AAAEFwwoAgZOAA5bDSE4XyzjD40BAALsAg+rZQwPjGgDAJ5WAPwAD76iBAI/AwMIFA8vcwEPvnIB",
-"CdI0DyMUAgQbGQOwZgiTxAWECA+suwAJ/dgMRLgOZQAD0xIElHIIZwABswgCGgcOa60J/wwCBgAGyhgWdKT4AS0OAi0AAh8H",
-"JWxwVwEA7g4EUvYF5iYLKAYCRAMFsjIMMPYEEGEOIQIEwu8LDGAEIQIO5QED5QYPImYGAeECACYADOcBBMOiD4cKAQP/FAIh",
-"AA9iDgIEWQMHUmcDGQAC9QkBQAEIyRgDHgABmQEDGzUMINAOZQAFt2cN5wEDLK8BSAAIfxQDHgABSAIDUL8CBgAFrQMI5wEC",
-"OmYBLQAN5wECTY4C5wELHnQL5wELHFIF6wMHHVINQYwDnlcOqV8P6gEHA1wFB9LECuoBAXsEACYADeoBAzcfD2EXAANZNAPq",
-"AQ8+FgIEIWACWjQIgwEGVQwBgQQMv7cBGQACPAwMqtAO/woE9HYEw6sHCLcBYgAChhoIYBUDHgACHwsCJAACjAAHRgcG6gEC",
-"FgQBLQAM6gEBKVgF6wEFEJoP6wEBAonOD+wBAwoCCACRCgdhnAKsWANNBgc/AAGHWARqBgGpWAQACAKdAAIvjgIoAARLVAqR",
-"ZQMUBwYOAAHG9w0dAgJIBgCuAA2DbAhKBgs8FwUiAQXRaA97AgMCHAkAJgANIDUDlTUPQzYAA4ofA8AYDxcCAwSdHAGIHwgV",
-"AgLYDAHVAQAYAQsVAgIdBALQOAzeyQ5lAANDGgTNHwhnAAEhBAJ8AgDNBQtnAAHdAgMkAAIGAAaOHAZ8AgMAtAEtAA58AgC/",
-"GwN8AgEwBQkeAgL7DgR8Ag/wIgMAJ7oCnAEPomMFA14CD6pVAAS7Mw++NgEC6AkDngEP6BoCAc3nBUwgBzcBA7I1AfcAAPIC",
-"CjcBA8++Al0HDAXGDmUeBoirDWcAApkBAUgAAL8AC2cAAn8eAh8AAgYAB2ADBp4BAhQEBqweCZ4BAB8OBJ4BDJg1AYFZBaUB",
-"ActZD54BAAQ/fA+3BQUD3xAAKAANngEDfQEPrB0AA6IgBDY2DzkBAgSkIgZ2ZgMZAAaJCQ95wQACthkDAt8PiQkOAQvqAWUA",
-"Dp4BBokJD3DBAALHGQMR3wIGAA+JCQECMAgDLQAMngEBWz4EngEFNxsEHQAD7ScDvD8PyxYCAThaA54BBvAwCp8BA0AADweB",
-"AANLHwAiAA9LHwQDnwEPSx8DBKtjDCgLA83RAfgADkEJAoEaA2nfD0EJDgDzGQJlAA2fAQKTGgJOAA5BCQKSGgOk3gIGAA9B",
-"CQEC4yECLQAOnwEA5QoEnwEFdgYEOAcC1AQDpgEBoRIPVwcABLAGDD8UAxgFA8MND1VeAgAKBwkYBwXdWwRjAAV6DwYXBAYv",
-"KgMhDwEGAAEmAw0f+wHoDwhiAAHV/gdiAAMWBwAgAg9iAAEIxhAC3hQJFhMBGAABPgUNQfsAFhEJeQADSmQJTxEADBwIKhYI",
-"+wEGuQkEEh4KOwAPDxYGA37gBU4+D3IUAANW4A8SFgQC/AUCO70L1AEB8QABAokD9AAMGAsCJWAM5hMEIAYP7BUEAs0OAwGU",
-"Ac4dC+oTAB0AD6RdAgRxAAk0AgIxAAP0YweCAQ/0FQEA/CAI9BUIHk0G1RUM394CrR0CIQAPYwEFAXYDATMcD2MBAQGvAwFW",
-"HQz4FgHyAgAgAAydEAAIXgwUAAJFJAIwzg4IcBY43WQKjwEEboUPBxYDAxC0AcADDfQCAnIABG4DCzhoBHEACI8BAzEAA2QV",
-"B48BDw8WAQEZcg8QFggDrS0EVXgOMGEhOF84YgqCAAI1AACJAA/nFQYTMY93HDLpFQ+CAQEHXQAEBAUfOf0VBQRDBj8yKzIy",
-"NwoCqAYEPyULRAAFPwMVMpKHD1EsCAERIQ5FAAaGFgL2AQ9zLAsENiUKLgMI/xUJTQcHFjkJ0gUBr2EM+i4CRRQDlwEC2BML",
-"5wEB2AoBIgAMUhUDwJcAIQARcFYMDdT6AAQCBeN5B/6TApAGA+gBAd8hCdgCAZUAADsBBr0AATFgCHw7AnEGBoJ4B9QAARsA",
-"BDEHDyQWAALdDQF6ywzSAAHsFgewlw3T9gDSAAzJewJGywSvlA9PcQID8JQPoK4CAlQMA3UCD7QMAgTg5gJMIQ6XCQTcMBQx",
-"+BELEQEBXAACGCURMZcLANcADL4FDdcAAr0FADcADysWAgQ55wR1AAcsFgJrKQJuBAHaBgjEfAKPTAIjAALMagctFgSJAg8u",
-"FgMCHQ8EiwIJMwICfAEATwAAgBsMfAUCR/4OlgEDNgAPNbAHA8YDD+IiAwTFGQZ/XQpeAAKCAgSBiQ+/JgAAIgANCwsDmDsD",
-"+wMPKkYDBFgqDSgHBqsMD8jZAAOt5wEkAAAGAA8MCwsEBOgEKe4IZwAGqwwBF3kKZwACdHkCJAADBgAPqwwBAtsIAy0ADAwL",
-"AU+sAwwLBjeaB/wFBgcABuhIDPWZACkCDDYWAykCAygKHDSyBgIpAg/rAQAEkVYPZGwFAi0DASgADO0BA14sACIADQYzAuYB",
-"A+0BD3rrAwCVZgB7AAJA6weGAQOP2wFGAQ75DAMk6QEkAAAGAA/tAQsFKukO1BECE80CTgAO+QwIKekDBgAP+QwBAlEQAi0A",
-"Du0BBzsWBoV3D+0BAww8FgT5Aw88FgIClBEETW0A8AEMRxoP8AEGBL4mBxhgDzVuAAEoAA3wAQMOGA/EbQEDVwQD8AEPDi0D",
-"BA5rDYkBB5UiDkAWA0bqASQAAeN5D/ABCgHiJAdxbQj7IgZAFgEeJApnAANO6gEkAAIGAAEc6g3wAQELAgItAA3wAQBYCwXw",
-"AQwSGgrwAQxDtgfwAQlAFhwzQBYCOQsGLHEEFwACGQQCRg8DfmsJQBYCRBIBKAAD0ggcNMYOAikHDhICAtUIAAcADXwcAi0W",
-"A5kJAJoFB7oAAJYJDoECBMoVLzg1T78FAhBwASkADYICA+4SD3g3AQlfBgySbQPkAQR9ygxfBgO/0QHbAQ5GFgOG6QKGSw9G",
-"Fg4Ay3cCZQAOggIGRhYB7XYLZwAB4wICJAADBgAPRhYBApgTAi0ADoICB0YWBfzUBSQCAskBBIICD0YWAwQFFwCgAQ8SBgMC",
-"G2sBKQAMoAEDR2wAIgAMoAEDg2wDoAEPHe8DAFshAHwAHDcSBgP73QH5AA5IFgJV0QIkAAAGAA+gAQsFfSAOEgYD89EBSAAO",
-"SBYD+OsCHwACBgAPSBYBAjIuAi0ADqABB0gWAQ0VCaABAskKA6cBD4IZBARsFx841zoDAyjuBGcZCZ0BAr8FACIADZ0BCb8F",
-"DxLwAwRGIB03NgEGnAkB/s8LNgECqTEBJAAABgAPnQEMBG1+Dr8FAgbUAngBDpwJBHd0ASUAAwYAD50JAgPeMQ+eCQMAiAsF",
-"nwEMoxsDt78DpgELqBoFQgAEqYUDG2AOoQEDxigPSBYABO/lD+cXAAOxbgShAQ/oFwIBWxwBPQEM6RcD5XQCcyEP0dQABIZ0",
-"AycAAAcAD3chDACuGgJrAA54IQJadANSAA5ZCQUV7gKILwQHAA9dCQEEpe0PXgkDAHsJBK0BAVIlD24HAAO0AQ0CgQR21AAZ",
-"NwvZkwOKBwXwBgzAKAJSAAIlAAHZCgCuKAyjEgCwFQcJKgsRFgQJEAgvMQYRFgLvEQtpKB010QsKayoARhAHYgACxnAB3RAP",
-"YgABCR0RAcUACUsMARgAAUTZAHoADHslAS10BwsTCWMTBLACBK5YJSsyn1cPBT8CA6ZLDAsFAuEKFjHxPQrzSwPdAQ+XxQAD",
-"6tYDWAAB6AkG2TAB4QABngMB6tYAfRgPxhIBBKeBNTIrMrw7D6A/AgJRBQEW1gmEAAJOBQQfAA+EAAUBXDECWBUHTwEP3jAM",
-"T2ZpbGzdMBQOKwAP3DAEDikAD9swFA85AAYP2jAIAeW4C9owHzRdUAAoMTBA0QNaAS88NRfRBAFJEg/QAA8EbRUF4iYWMNgw",
-"D80ABwofAwERDw/XMAEBDw8PKbcDAJUCD9cwCARREgEMAAWwAw/XMAEECRIKcAQgOV9pQg/XMAEEujMLpSsFMBYP1zAMA0UA",
-"BLI0D3SkAg5RKAIbAA9QKAAEfSwPxx4AAhoAA3AACVosBBwKCsYaDx8gBww3CAA8BgJwNwnjMQMfAA/yMAcD0TAABQAPVC8F",
-"A1EHD/QwCQ/zNAACrRwN6xMBSNwLEwABFwEBBgwN8TACyMANCQMP8TAkAmoAD/AwAgNpAAeeBQItAAvvMAIuwg3vMAVgAQ/v",
-"MAQECLcO8AkEsjABBgABShcHnAEHxDcPnQEFAmYIBTobD/EwAQZJXA/xMBMCur8NdAEP8TAkAoQID/AwAgNpAAh0AQEtAAvv",
-"MAW8wQmPAATkkA/vMAkAJAAD3RoKBhATOfouCHsAAXwKAIEAD9oaBgKzDxQ2+OQP2BoAAVH4DPAMAVgABAJED0swCQ/TMAoD",
-"+ywJSzAJ2UsCRAAP0zAKA8ksDw8IAgQjFQ8uBQ0D0UcPSR8BDcNJC2IABi4JBZJcDxFIDA8FTAMPcgkQBYbPC50FBIRKDpwF",
-"AksJAzgACHcKAvDBC6wGAi0CAQYACB4XBB8AAuAwA52VD5IxGBM5VYcPkjEBAn4CAQTjCF8DA6cQCLAAD5AxAwZvMQ+PMQMB",
-"/eULyAAPjzEqEznbKwcNAwK/Eg+PMQkD4hMP1BkBA4gXAqEBCqYtBBQEBPcVD66rBQQxiA+uqwICqgMCMjIBfOAOkjED0wAG",
-"DgAADgYOxAAFSQANfSoIZigP7n0DBA0cAmZjDlwAAQABD6emAQS20A/klAECtQMDrksPVw8DBPcsD9LeAwUoSQy/BgNaPQEG",
-"AA8WLQAC2w4FgDAPAC8MBGUvD4PeBQQcAQ5HBwlpLw+ILwACRAcCJQACBgAFLB8kZ2WJDwNqBwJIKw+5MgITOUCLDbYBAIkP",
-"AJoAAqq2B6IOAU4CAqcPHzm7SwICaREAKAANLQID3g0CtgEKvT4FYA0hMzlgDQyuKQG6EwEGAAnKBAHMiw69AAvlrghIAAHA",
-"AAAGAA/WPgEBjAICIwABc+cAMQEM4wcAcDkHgQAAywcIdgcCvwQPNCYDBCgEAkEHDykyAgDtBAlgAAAPLgdgAANriwPlIgxg",
-"AAfGBQIe8wdYBQEWAAVHjQqRJgNPzw+eCwoGlAABKScNkgsF9wcNKRoDoTECzAIPOzgBBe4HDc4LAxTuBUoSDzIKAAOjMANN",
-"TwwyCgM78QFtAgvtAQKiJw46JQHvFAsTAAIZAgP1CQvyMSA5X70qD9QLAAWvDQ/VCwICbiIDe7sLrQ4CcAABbRoOqY4EcAAI",
-"1gICMAADP5IHqgEDc2sKqgEFcwgPzDwFBNFjD8wxBQJUAQW7RQMcAAfKMQ+rAQQCrEgB6wYPqwEBAqgEB1IUBXsNAiUBA6Kx",
-"DkQxEzk2iA2CAQWUAg/jCwICJyMDEbwLLwMB+hYRcm0ZAHAADLkPAnAACIIBAjAAA24LB4IBA6EECnoMBpgAD+sLAQJQDwAl",
-"AATaKAyICAI4EAh/AAIOOA+uPAkCjBYFR+4PxSYBAB8WC+4LAooVAGACD+4LAwW4vQ/EJgwLsFELRQAGCScPxSYLAmkQBIxn",
-"C0UABbQOD8UmDAQ0MQ+JBAAFMwwP8QsDBcC9JSsyjUsPYwACAhYJBHYxC0UABegND6cUCwSeZQHNFg5WMA9QswEDMgADBwAH",
-"l04xOV8yrmoKIAoDCjsCsAcPIgUAAvkRACAADC0LBHXBBbovDsAtFznlJAb6CwIhFgKLAgEPGghzAwXOKwa3AAFZiQckAALc",
-"AAEZ7gzNAAEXAQIgAAL/hwvNAAF0AAQ9KwnNAAG/DAODwQSmQgzjBQBlCgoJCQKuAAHQAAXb8Qp7MAJxAw+m4AECwwEEFAMP",
-"ejIECfy0DSAABDIhDzXjBQPTNQFjAARWRQsiLQTWAA81MQUAPQAMuwAEapcDigMH0Sk/OV8ziJoCAA4aAKkAAk9PDmwAAtYn",
-"A6pPCZUmAiAND2GYAgOWHgLLAwFGGg7GBgQ8MQsEVgQfAARfMwzjBgFsCASCNg40NgIMIAIlAA8YHQ4ET6YdNWhWBCEABIM1",
-"Dn8zAWUHAtZOD0b2AAyFNQNT+gsBDAKqBwPaJg8ILgIgOV/6Bg9gAgEEfwIFGtYE4goB+wECsRkCKRwOfSYCIwAPrTgAA5lR",
-"BLqUAfMBDgQMEzUXvwx6EgE5kQN0Nwl5AgAP1g+mAgAABwAPLyECBFIiBD0DCWUAA9oADyMMAwN8pQNYAwRlLA3YFwm/EBsz",
-"VrYD6QQIcZ8GxAsCMBAD6AQESy8NAAgHfRoAaQUKYAACzikBAT0PYAAAB/UFAdEKCIIFARYAAeQpAHYADCsQAEYLB3YAD3ew",
-"CACZGX9kZW5zaXR59hoUDy4AAg/5GgQPLAACD/waFA88AAkP/xoIAXpiDP8aD9lLAQH/vw3YSwApGw+4YgEEgWAP1gAOBKoJ",
-"BZQZFjECGw/TAAoL4gkA4QEPuV8CAJMCDwUbAgF8Cw+5XwkF8Q4EiEMPBRsFD8rdAjAzMF+uBwoFGwLeBQH3EA4xFQTcDw8F",
-"Gw0CRAAEghgKdAYDlAAPDTECBJNHHzGSFQwFFxsPTRsCAo0gDwEFAAI1AAM8AA/ILQIEtJkEcmMLTxMEeDgP9wcDAFgAA6qp",
-"Af0DCMgbA884D/1eBQMyAQQUBAXxBgzmBggdAAGlRw8dAAYMIRMIHQAAPR0PHQAGAOAHDx0ABgJYpBEzTiMJGAADzz0NGAAC",
-"RAcBGAAMkBsiMzD0IQ8/GAcAK9YP3RcJDz8YAQe/+xIx7TUzMTY1eA0KzGMJKgAD3hoEjxkDe14AqQEDywACPxsEKAAJ9hgK",
-"ShECJNYGnA8CaS8AVAGPMzU4NjM3QkSrHQcE3dYPRk4CDEeVBG8CD5IxAgSBCQ+8RwQCeA8D9ggEGgAC6xwDxwILjTECNgME",
-"fEUEXC0I2MEAIgAE8wQP2MExBwMDAe0CD4oCAwLFVg6KAgGyNQyrGyIzMEIUD9JHBQ+Q6gIDbyMCawIKFm8EZgsDVQ4FA1gK",
-"lBUCqiAPZBcAAz8aD7R4AQMQBAIhAArhAQPpABQxpy8FjdkMIAAE2vcMZhcCRxcCoS8fMccvABIxcwEDKAAPKwQJAN4DD/Ym",
-"DATCLgQ5ew8iAAAECvYOzx4CLSAD7C4P6C4ABO9WBwYAAWoEC4oLAh9JAiwAAQszD2ACNQerBwN40QJ1AgnhFQV1AgWFXwO9",
-"AAanHwSSWAMZAAjGHwaMOhZn5ScCEQEBVy0lM0Z9AQwzuyAzMIRfhwlicmEudW5pFgAGdC4AIwAGnBAFYAACYxkDYAAfOCUG",
-"AgyZBgx+HCMzMMXhBjUAEjH3/QdSAAjsAQPm/wI5LgXWggUeAALEAQIlAAXkWQQdAAIQAQRCAAUVWwesAAcfAADpAQ4UAQZf",
-"CwAhAQOJGwWjAgcRATU0MEMRAQiEAAIuAwK7AQEHMQkeAAKdAgIeAALeJgj7AAKbAgMlAAEfAAd5BhIxmf8BJgAKkAEP5AAA",
-"AzUCBn8SANsABOKsB8ICD+EHCg8dAAcM9gELoA8CwD4DIQMMLAALkDMCgh0CqwkPSwMFD0oIAAQ/KhkxSw8FZAMLSgMCuAEC",
-"nTYGGAQG2kgCcgEBxgQIlwICtg0GJwACoAECtzQMCQMMMAEJ2B4B5wYHclsNBR4AuQABURgM4wMDLAIDmwAIZwMKRhwAQQAA",
-"QwQO0gIHzBoBJQAKBgIQMWUuD40DBgLiowEkAAAHAAvOAgIsLgQlAAGzIAg3GgIpLgVEAAA+AAeeWxIyeqIRMnQACq8BAU0B",
-"BSIAAdhCD9cAAAbfDwHlAAurAwJFMAP5AQm7sgQhAAJhBAFZATE0MDT+AAAMAALWAw3YAwOqLwQ2AACYBA+1AAIEKQAKngAE",
-"8GkF/AACqBkDMwAPQgMAAnYGAlYbDVQuCUoAAtYvAykADywfAAJ/HgJxAAEuAA9LAAcCcBMDlQAO8B4DIwcDlQABxAUPSgAF",
-"ArMwAykAD0kAAAZEAAUuABIyxxIP/wMYB2ABD5TIAAKJFwXgCg1GHgh2DAsQFAQ8pA8uFAMECTUPLVAFBZALD6ghBAMxIQ1X",
-"LwMGCgMvEw/0AA8Pdh8CA0QJLzgxgjQFAushBBs5D+ohGgOGCg/qIQIUMrCjAushCMwVAgcGA4ACD84hAQIhAAUGAA/PIQwF",
-"DUoOPzEDqRUDiyEPNUsACM8VA54CBXMZB7IhAisfAr4EASgKDSMgIzMwSkMLzAkEEhYNHgQCeR8CHwAPzAkDA5z0A90HCekF",
-"DUcKANsADxIFAAm8CAGsRw3pBgFmAQRlAA/SCQIAJiUM0gkKbR8A/QACwUEGNwASMnBUD0cGAxMyJFIDWQELkSoSMpUAAyUA",
-"C9QJEjLCBQVCAAVkZweuAAcfAA8ZAQMHfG8BJwELjQUC4QwCFQEP1gkDEjIhCAM+IQbgZgQeAALdAQMeAAEYDwj9AAKQAgNj",
-"XAUflAUfAAKhBQF2vg/WCQUE5gADxxAJ1gkBuUgMYAUGLRADPAAWM5I7B3sJAsgiBHsJDeYgBeYCC8wCAqoCBWUgDGUCA/NV",
-"DVgIC04JAtNPBhgZCYUCDFEOCSwcAUgJAznfBFYbDFISAh0gDGUDAqclBJsACOMCHDKPCQEYFA9MAgAGeiQBJQAKTgkRMn+y",
-"DwcDBQNGVQPUbQwvCQNwVQIlAA5OCQOGIwREAAB5AQhOCQOCIwEEEwuZCAJwQQMiAAG4Hw/XAAAKVAIEgigFXgACrAECGggP",
-"TgkAEzICUAFZAQ9OCQ8UMlonAhQDASYVD7UABAKxAQnBAwHPIQlOAAMgBw+oGwUJTgkDLQABRhAIRQACpxsDdgAOPAYTMhlV",
-"A5NVAi4AETOyHwlGAALZCQOLAA5HAAlECQMtAAItFQhFAAfUCQGBEw8/CQMDVAcD8AYHXiwBuAMPGbEIFTibFA81KAAP/FYB",
-"A8csD6VPAAObVAMbCA+lTwIVMij8DaZPCBsID+gdABIyAh4DK00PGwgPBYVUD6pPAAgbCA+HVAAEck0GBgAWMohUBhsIArsD",
-"Ai0ABRsICrOwAFgKAfIQCxsIAsZtAbcOCusCAqdMAh8ADxsIAwL0AwHjRgy2BA3TCgAZAA/fAwAGeDgBJQAPGwgAA+AnDxsI",
-"CQBqFAwbCArQTwBdAAHgSwgUBQCyIw8UBQYCNVQBJAAAfgALCgMCM0IDJQAMGwgCYFMFQgALHwABrgAHHwAPAxMDB4KqAScB",
-"C1oEAmogAhUBDxsIBAK5CgLFARIy+ooIHgABTAIEHgABbQoI/QACxScDjAoF7eEFHwACcwQC4FUPGwgEBOYAAz8CCccFEDPs",
-"Dw8bCAgCPAAPGwgCAqojAlccA+kBDIYKAuYCC8wCAjABDxsIBwItAQ8bCA4CNgEPGwgCALAWDxsIBgO0rgA/AAK6rg1tIQC5",
-"AAK6CwtlAwM1KQ8bCAAKWiAAQQAPTAIECVAVAXEgCAcDAlAbDwcDBAKNVAEkAAMbSQhGAgKxVAMlAA4bCAKVbgVEAAsHbRIy",
-"fFQRMkdMC2YHAv0XAyIAAT85D9cAAAadMAHlAAsjAwK0QQL5AQ8bCAICN0ACWQEPGwgQArk+AzYAETKPFw+1AAQCiEAJ9wYB",
-"hiEJTgAC1hcCMwABAjoPGwgIBC0ADWABASQAApEAAfc8C+IAAqEGAz8AAy4ADhsIA4MGA4sADxsIDAQtAAwbCAJ7BgOLAA9E",
-"AAEIPwADLgAQMvgAByQBBc4uCnoQAAcADFscBcseBUlJDOxRAysjDyQjAQGlEAl6AABfBQwNOwNvPw+TKgkA/x0PpikKB5Mq",
-"D5pbAABiAA2nKQP3JwM6AA81MwIFRLgLvSYEBSAE6k0EDUULHwECCBICLx0ERCQMZQwBKhAOcwMAjRsGNwEBA0EPwyoGHzEI",
-"Kw0D4wAJGTwI4CoDcB4PsCsSCTkwBzgfEzLiBi82M2IfAgOeAgCwOAOzAA9j4wQEOx8/KzIw8B8JBNwrCx4DAjQaAYwAD2Uf",
-"AwmyAAI1BQYUIA3qHwJPGgUpAAx+WQL/AgPtHg9tRgAKHgIIeh8CgjIC6z0BWQMHfB8CIjIG+S4JfB8C4SMIeDIHfB8CagIE",
-"UcQIzLYDcCsJfh8DCOwBPiwB6goIgR8L7VIM+gcA9BwPQAwAAmwrBMEUCSYMAbkABYsCD2wrAgQSMQbzfQ4kvQXvMA++KgAP",
-"dk0BD74qLBAy5iEPvyoIEDLVBg9bHwECpMEBHwABRgAOMwYClhECKAAABgAP2gwMBIQ4D8QqBhQyLDYOPh8C3UkBIQABSgAP",
-"BEoOAZ8ADvwMA52WApQKAadOCK0XAs8lBAY/DDAUAjICCZsBAgwCD0R9Ag6gKg/wAAAEgyUCGIcHKCMBigQCckwSMobLCokN",
-"B4BKClkICKVKEjJgeAwkCgGwAQAoAA0kCgw5EwFwBQ7aBQFEcwclAA+JDQACFQwEZQAPiQ0CDUpNDeBUAF0AAlguB4IKAvEd",
-"D4IKBAIZDAEkAAB+AAt4CALXHgMlAAE7HwkeAAIVAgNDAAG5HgikDASNAQMfAA9nCgMHKzEBKAELyQkCtVICFgEPig0EAt5S",
-"AsYBETI7OAkeAALeAQMeAATzJAUeAAI7BgNODQEfAAiKDQKbCQEmAA+KDQYE5gACKwAALwYHzwAADQwPig0CAq8CAz0AB4sN",
-"CBECAqADDVoUCzUNAoAWAr8CBXk4BZ0ADzYNCQJQmQPO7gPvDRw0qwgAIwUP6wIED3YXAweYMAElAAsPDQCHIQ+NAgYC5yEB",
-"JAAPjQIBApkHAyUAAsojCB8AA2gCA0QAAK0CCA8NA+MEAbo+C1oMA0EIAwsFD3geAwEIAQflAAuoAgJ6IQNnAg9wVwASMuoB",
-"BMkCDw8NDgOTAANdAgHtLg+1AAMCBwAAtQAHwCIBujMHTgACvgUDMwAPD1AAAw8NApUCBC4ADRANBLQCAnIAD74eAQK4AQNG",
-"AAjmFA8yBgEHsAAP480AA9xlBi4JAJ0CDPcSATELD1QmAABcHA/LHQcFWWYPzB0FAsMwD9IIAQRkyALGBgFbDwlTDQMYAAII",
-"TQfhAA+eMwIE7DkjODK2HQ3+CAKWKAQcAg9SWgAEPSgPUVocA/4ID/JTAhAySwQBYwcM81MBlmQDXgEBKAAO5gIDfyEEcX4M",
-"dyAPbQAABb9aD/8nAAJNAAL+wB8yKVEAEzHVRgMpAANTGwE4BAvFCAO4ZwOccAHGCA3PVQANJwKMIwhNAQIEFwU2/Ai6LQJm",
-"CgSwCA8FFwMAFyIBawICRzAGTgMDs9MD4QMC73ALISgD2HEBkUcL2SQDJUEEhW8PtQgBA7YZAXBDC7YIHTTaCw8pKAQJ2hIf",
-"NSsoAQIHEgVmAA+3CAIByUYMtwgNKwoMLygSM7UiDyoGAxIz4CIBJAABfwALlQcD1CICJgAMuAgSM3oiBUQADEIWA9RUBB8A",
-"DxwBBAoyKAwfEwM7JQIYAQ+5CAQDIiUDCB8BfFMJHwAB+AIFHwALRRYSM2clAyYAAh8AB7sIEjNFJQEmAA+7CAYE6QAD3AsK",
-"swQA4gYPuwgCA7oCBD4AD7wIAwa8AA+9CAoDr1ICyAINvggCLgcPvggEAoX2AUEAAnlUDVVSANEDAZYYD/MCAQ/2FAQKbSMU",
-"Nv1GBJIAAEASD5QCBgNvfASQLAx2AgIVBQMmAA2/CBMzUu4ERQALzhUSM7sEETMaKwsKCAJ1BQMiAALz1g/ZAAAJcgcbNiII",
-"EjPUBQRtAg/BCAASM4cFBdICD8IIDRIzXyEDNwARM3EjD7gABAQEAgmhAAGwKAhPAAN1AgRhBg/ECAUEngIDBwAMxQgSM2sC",
-"BUgAD2Y6AQMsBgNIAAbyMgeeAA/QBwMEdrgFUIsJzQcBSgYCbkINIFoBlhAET3YJv1sCUggPd8wCAzAPAgcAAQQGDrYmBGxH",
-"HDZsdgMuyQPNBx8z8HcAFDM/KwOPKQwYNA9BJwAEjRAPi38AAu8dA80HGTMX7gQiAALMBQMpAATTQghvPgQ1BAMpAAOyDwPN",
-"Bwp1VQAdCg3NBwRzXw9+YQED2QkCIgAB9RMP4AAABH9hBUlaBbwAAmkGAtECAv41DO4vAp4DAQAoC80HAtI8AyIAD80HAwLr",
-"GQEqAAzNBxw1hx4BeBIPAQQACvcvD80HAQIQGgVmAA/NBwMPKCYAHDWYCwBIEgo3AALHdg85BQQDnCEDFXcBgBQIswMDdSEC",
-"JgANzQcDGEUDRAAFLQsIsAAHHwAP9gUECc0HGzbNBxMzmHkCGAEPzQcDEjOyIgPMARUz/DgFHwAGwQEBLQAMAgEC3gUDL0oF",
-"kXEFHwADNwAPiBAJBOkAD4gQAR82zQcHA/pFAz4AD80HAgNdMA0XAg3NBwKBBQLIAg7NBw/cJQkBmQwCQQARcI0KAFYCDCMK",
-"ANwRD/MCAwHwEw9QGQAJzQccN80HDtEAB5IBA21ABJwDDZQCAjABAiYADs0HBJMqA0UAC4wQEzOSKgE5IwwVBwI6AAOHKgGj",
-"Fw/ZAAAJzQccN80HBEoFAwsCD80HAAMEeATSAg/NBw4DlEEEJ0gPjxAAA7gABOcECW0EHDfNBwLbEgM0AAJ8Yw/NBwMEiHgP",
-"khADEjP8EgVIAA80JQEDwAEDSAAGlBAHngAAzQcPxg8AAAcADBkdBRkQDxkdAAIQDgPgEAOVBhw2nhUAph8HewAP808CA6xb",
-"D+5eAAKNDgAgAA8/PQIEuBgyMSsxWHgPu1MFAiIQD6EYABIzNyMF6DsH1B4JLgcCiQADSAACNQQPDI0AAU9OA7cBC+0HArUg",
-"BH43BIU3AboPD0kAAQNWjQJOEg47XQSQRSIrMT3qDzA8BQL9GQFKYwjPAATnYQMdHgGdBQ6GABE3GkMDJAUNr1QGUx0C5RwJ",
-"pwID3wACjRVSREEyNDJCXggkAAJrAQL6JBEz4xwMYAUDLCYDOwECSSoGzwQQNNYODJoHHTbxPwEeGDdyY3CNAQE6AAFZAAmc",
-"Ago+SwQrAQXMHRUxL7MPawECAlAJAV86CWsBAzMCAh8AD2sBBhI3p8kAfA8HkgAA5iEP9kIIP3NvdWzzEw8tAAUP9EIEDysA",
-"AQ/zQhQPOwAIAvJCCPOlD3MAEx8y/o4DCOHxAtcBPzwyN6DPABgzOUMDlQEwPDEwha4PJkMBCCVeDwgBCQHzAgglQxY5JUMP",
-"BQEJCc8DA3QACJpDDwkBCQR0AAhIQw9hQwEBmS4PYUMDAFIDD2FDCAYihwTUQQ9hQwYPZl4BIjMx8AUCcwAExSAB+gIEAYYK",
-"XgMEEhYPYUMTAewKD2VeFwM/Rw88BgQFrtwiKzHPew8OiwoEM1cLRAAPv0MUBJfsD8RUAwL5Fw+/QwUEPAAPv0MDBLsWD7oj",
-"AwTdQw+/QwgBPwECNJ0PJTUAD4YPAQLPAQIgAAUYZQTuBALmBAYdAAgKGw1yMwk2KAwuCw0+Qx0xRngErQAPPkMUAgwYBDRp",
-"DSojA95tCdojCLEGAR4AD3MjBgRbBgaZBw8aJAEGhyQFc5YJ3kIDb0IP3kIYATgAAqYJC2IjARUAAiAAAoU3CGIjAmciBA+e",
-"D95CAQQt8A/eQjoDECIC0ycNrkITMbqeDiMDAhgaHzPnVxEPrkIFFjPEsQb/KwGwAgKAAw+pAAgIzhsCUAEP90ABD74ABgGj",
-"AA8QQwADVDAP7oQHA0ckD3wSAgAcHgFHJA+zIwMEJ20Pa8kCA48jDgITAhEeAiEvD/0SDQQOXA7XpAQhAARfOg5WcwBhAAIv",
-"HQGfIgqFAAF5AQEjAAIoAAV6DwYREwJVJAKvAw+4ASAKaA8EuAEMPyMBXwAOvRIGmSoB1WcMtAoC7SABsQoPWhAACGRED3AS",
-"AxAy9QoPYT8HAQQYAF8ABjheDIIHAl3BDHY5A44UDk8TCnheIDMxGkINgg8RMW1iBiMAClkQD1s/CQJoEQMeGgsEDAOEbQEi",
-"AAwBQwOsbQI+AAtTPwXN4QBQAAqfAQE/AQUiAA+xIQECIQEG2AAKqg8DJxcC2jcOIAMC7Q8BRgEPRRAPA9FuAj4gDscYA6sA",
-"AyYACJQADFveBHqHDw8ECAGRbQGPAwsnewUgAAMqCA74bQPyAAPrHgvIEwN8bQP4AA2lAQNxEQUIMQv1DgAtPQrObQ80bg0F",
-"UqgPPkcFBMsgD1VuAARdAwIdEQGBGQmAHgGmAAM0GgurAQMV4APKAA/dLwACVwQDJwADSwADkuEPZQQABssBAR+fDLI/CrQH",
-"DiRDBOoIDUoGAgJWDwgHAQOIVwIIBwFXEAkGLgGCAQImAAcoFRIxJkMPXT8FJDEwJ8cMUDsBhwAF0C4OpEMTMXyTDcEAAkgi",
-"D5Y/AANpWA8bwQICVQoDDQcPgGEDBSNoD4FhBAnpnwmLRgLQAQ9lGwYEciECKAAPmzcOAUUbAokAD8ECBQQsYg//SQADcRwE",
-"1xsPQ0AAARoAAicAAy0AD703AAiRkgQ2VAsUQgShAQv0BgNxqg9XBQACHwMBHwAP9wYCAj0cA76MD/kGAQPWOw/5BgkPuycJ",
-"AYEBAmYAAmKRDq4/EzH/ZQ37BgIxIA9xQAEK4icRMaBkDzEGAAjeMQAlAAtaRg3WAAjUAQMnGQQCPAt3BAMmGQP+OwwdAAJ7",
-"AgRCAAFgCwj7ogJWBQF0MQxaBgM6AAOVAQ/VAAMHAxoA4wALWEYGNgEPCQcBEjFeAgL6AA9WRhADaskDwQIB5BwPswAEAoIC",
-"B+00AKoADBAHAvULAxAHDxIEAwRTURQ0ULUMIAAERnYMhQMCORsD1e8RMWg+CfkcAkE7Ah0ADClIAzw9A8wAD4J2AATsHQNi",
-"HgeFLg6iAAXQkAANFg8iAAMEYnUPfh4AA5cYA/cYBHkQBR8AARoCBrsYCh0ABOQZAmgEDw0HBgIoAAXOHQdNFQBfBA+YPQgi",
-"MTCIBQuLOQEPDQHbAQSLOQpNGBMx7UAOVgYBUQcPGDEHACAADxgxBAPAKA/NBQMGUlsPgAEED2UNBATYHQOmGQ8IAgADETsD",
-"4CsPVgYOBCE2DxcxBgVUeA5WBgPQAgIKGhkx3MYCIQAEYmMGBgACuXgMEz4DYCUABgAEVgYKq2IFoQELVgYEyWMORBsD8yAB",
-"UwAPVgYBAn8EA0AAD1YGAANwsA9WBgoPsEwJA1VgAREuBVtgDMsIAGEFD6w+BQR7AAhWBgusPhExS0MPgQUAAVllByUAC1YG",
-"DlhEB98DA4YoA0QZDFYGA40mAiUADFYGA4ImBEIADFsNApo7An+eDKMFAvADAiIAD1kgAgMtAQfjAAtWBgNuGw9WBgUDDRoP",
-"VgYVA+UqAjYAETH2Cg+zAAMDkBoJVgYB00QPjzMAA94qD4kDAwQCiwKOMw8gAAAPZg0FA9AiA8ojBiusBB8AB2YNAWUtCR0A",
-"A2YNA+gvD1wcAAOZAQPWGgNXIw9WBgMET4kfNWINBgCKFQ9WBgQDEUICdjsSMR2sB6kAAj4NAsYADPAbAjJ6BcYAD1YGBwIo",
-"AANMABAxsy0HtAEF3V4L2QwBCAAMvB4FUxUPvB4AA3o4AooND+JBAgAdDQl8AApIcwQ1AgbrOQ+7OwoDSC8B3AEJogYDaRcP",
-"YWUGBDkACuYIBHEOBFAWDwAYBAQfHw8BGAQCyDgCCxYEsVoM1BQCDzMO+AAGdBcPljsLAuAACjuSBUUABgZaD5Y7CwPhLwPS",
-"Ag/4WhQHfQIFkEwPvhcNBhQaD78XAgSUZw/ZOwYEPAMP2TsOAqkPBEQvC9YgBhUbHzlWGgkCpxsCOokOsTsDwBcNFQIFsTsP",
-"TRgAAWgBD7E7BAGyAAQzAgxPGAIxHA+V+QQCOgAEj/gHUBgBnvwNsTsC20IB8A0BJwQJsTsBABUErGwLsUITMV9kDSAKA24q",
-"D52GAANuKgOmAgEjLQ+2MgYfNuYqAgMvbATuBAplWwJ4AA+zMgADyyoP16sBBLQpA7MiCrI/BU0FBGYxD8QFBA+xOwUCgAcB",
-"HwAE1l0LTAYChgUD45oPyYYOFDGxOwRMiQ4iAA+xOwcDuAcCsTsfMbE7AANZmgEnAAMtAA+xOwICTwgC/gYF8FoHIwUHsTsM",
-"7RYCMgIM3lABHwEBWQ4LEk4CHQEDPgEFdzMHsgoCiiYEOk4PswoAApINAstgD7MKBAHfkw/6RQYCcRsBchsEMm4KeJIA1gAC",
-"gFsM1jsCTwEPIDMAHDP7BgExDg7eCQrkDQGDaQizCg03Ogg8CAOZJgKBOgJ+XAceCAP/JgIlAAw6UQUSXQNDAABNBgkAswKQ",
-"CAG2JQsBCgNdAgIiAAFCJA/WAAAJExUBTUgJfQACXwIC+wEOcicSMY87AlcBD7UKEAJ7OwM2ABExvzsPtAAEAioCCQEJETNJ",
-"PQhJBAIfCACGBA1JBAMbCQJrBg81+wQFDI0N234C7DwCsEoGpFsFXQACVgAEgwYPpgQDBCWDD9h9BQQaaQ0uCwNsiwUJXAyb",
-"AANgEQLWBwHddAkfAAIwCwJHAQEWDAuyAQldXQNOAA8wCwUEaB0Eq4sPIgAADzALBwOUigJwHQKKXQipAAJ4OgTIAAHpHAkf",
-"AAIyCwPIAA9jOwADMgsCKAAFTgAMlRgFAQUHRwIA/AwLlhgD9qMJgDoLEkMHDgoKBAEApQoFbwYOHgAErQYPfjoEAl0pD58H",
-"AQSs+AOfBwAiBgr+CwNdJwJ74AfgAA8WUAIErzI/MTA3gDoEAjQhD7MyAwIzIQ+zMgEDRykE7JQJwQADYAgDqAAP2WIDBIA6",
-"AqP4DThQA6UwD346AAP9Ww84UBUB1VsCaQAPOFAEA0IOD3o6AA44UAIcXA88QwILOFALJkMTMWG1DzhQLAh1BwGRAAIiAA91",
-"BwICbxMP9E8JARJBDzlABwJ3CgF4HwEcEwBhNwx9CgLxmw2WOgK+AA8oEgAKgJUAQQAPUxEDAXORByUAC2BADfE4CPwTBXxe",
-"AoUACmEEBS1dAjkBDR4AAm80BEMAAB8ACddeAXwCETKViwzBBgMbAAEHAA94OAIDLgEH5AAM114BowUC+wEPdQcBAhkgBLFQ",
-"D9ZeDwOzAgMxBQ49VgO0AAMpAAhtTQCrAAt1BwM/LQAuBA3xAwO+CwIfBw8mjwMBEF4BiAMFEAUFGgACAAkDegEBZw0IXQAD",
-"0gcCdQcPTgQDBaFcAt96DyAAAA/5GAQBcVwFp1wCwlwImwACXh8FxV4L+xgDOloDRwEPgU4ABhhaAgcAD/sYCQElWgLEAA8H",
-"SAUE0R0OdQcTMv8cBXBaDKkAA8EAAxwbDYhbAqASA8gAD6cSBgrrWxoyXwcB1UUOfwYFKX4BewENfAYCkhIEhgMKfAYCdw8P",
-"EJABAx0fD7f/AQOjCQN8Bg/8QAMELzkdN06bB3wGAo9cDNABAioDAogDD7RWDwQrOR83UpsFA+YUDyk5AA5UmwIBXQzzQAE2",
-"AwRODgN8BgvfRRExxUUNfAYBwgcRZicxChcEA0OaD3wGCAIqDwIiAA98BgMBQwEChpoPfAYFDG0nCXwGAfQeAWcAAjGYDshB",
-"EjGERg8SQQQEewAJfAYM2QkPGw0ECK1IACUADAZcD/ENCAroWw2nSATnWw/xDQIF5lsDQwAL8Q0EnVoBDBcMyAUDMwABIgAP",
-"JzcCAy4BB+QADGdbAvUBD3wGBQOsWwJXAQ8EXBECiQQFC1wPtAAHA0sCCZ0ADPnlAxM1ABoBDPEDAkc1BXwGD6VaBASERQy1",
-"MwP5WwN8BgZ8mgRdAAPKCgN8Bg9OBAME4wQCET4PIAAAD/ENBAE7WwfjWwwPAgMqPANfHwH3EAkfAAPxDQK5Kg+sBAAD0h4D",
-"KAAEeDwPfAYDBPUdHzjBbQUBx1gPfAYED+lYAAipAAPpWAPIAAFKCgkfAAPxDQLIAA98BgcDKAAETgAJIhABgEoPJQ0BAQgA",
-"DCMZAtQMBJwsCiMZA1aqAj8OBEFGDMsLCn0AAYhJC9cfAq0hAIYGBHwEDHYjAYc1DgcXBTh5D+U2DAVLkwyyAgIuCQMfAArH",
-"kwVyAQbRFw/tAQQEf1QROE8JC5ABA7dbBJcBAr4CCoJUBSsAB/NTDTYCAp8CBAVcATgxJmF4HwADXwAMyh4OMgEFlRkPrDYL",
-"AVhMAC8ADDIBAt0DAx8AC3MaBY4ABF1fBgHKAxoAD9JYAAkfAAP2AgMmAQ84DAAE2VkCSAAPhKgDAFMRA+QABcfND8ioAgKV",
-"DwFVEQjkAAEtEQUfAAHkAA+QNwAiOTLVxg/DqAMEsQ8AxzEP5hkJAhu8EWS6DwmEAAK1EwMfAA+EAAYCDOcCSQEOxQYIWTsA",
-"RAMAxQYHNQIDS1sPmgkBC80ABkQ7DzUCCgGSDQAvAAzNAAI1AgMfAA81AgQEJx0eOTUCAvUCBPpbDzwDAgRBEgSmAww3AgI/",
-"AwRKAA8yOwIBUC4POAIRA259ADEADW4SAwMHAyIAD7gBBSQxMD0CDWBbA5wwA+wAD6kABA9dAhQDoX4AMQANqQACYAIEIgAP",
-"qQAHA2ICCNtJAFkCD3Y6Cz9iZm92OhcPLQABD3Y6BA8rAAEPdjoUDzsACA9ofQgJDOACowE/PDE4NeAAHzRofQEQNoE6D7Lo",
-"AQTl3g/UAA0BCgMIQckWN0I6D9EACQrfFQE1Cg8FOgIABQIPBToDABkHDwU6CQISIAJANghfdg0FOgWOywnSBxQyqCcNBToP",
-"xNgDAnMWD6c5BAShDg9SHw4ChwQPp8IEBGFADGEWAqIdBD0AC8TMAxQCBOMcHzLsWwIGiz8NBz8DVQ4FzQkPX34ILzIw4ggJ",
-"AsU3AmB+Cb4AAuADBB8ACr4ABO0BBGeID7xdAQHRBAAiAAS7Jg/IAQIOuAAMTl0NFQEF0V4CoR4P2AAFAqIJApfXCD1+AkwG",
-"DwSaBwM4AA+FDAMCewANdDYCXAgEYg0NswAFdgUNF44ITaoA8AIPbIwAAi4SAe4TD+aZBQEZQAt/AQJpOQ0BjgGibQsTAAGo",
-"AgGNDgx9mSEzMuB4DYgEBdEADxGOAgLdAwHhCw9qAAEDaQAKCykDaQAHQAwCLQAK5pkAJwAPCY4ABJ57HzEJjgUEPWkOLjgC",
-"IxABRQELrhMCNh4DTUMPmwEEAXQHAbAOD+SZBQ+PigEBAwUG5JkKYR8SMut5DHIBBX4LDwGOAgG0AgEFAAuhGwOwrQ8ROwED",
-"aQAIcgEBLQAK5JkAJwAP+Y0ABlw/D/mNAgJTFANs0gjGHw3idwkdAAJCFwLbCAgYAAMTKAwYAAQyKA0YAAbfJwoYAALMHAQX",
-"hgqnEhMyjCsIEAECwicDZbcGBAEHjI4CB0AmMzIAYQ86ywMAzQIPZpoEB66AD2aaEAmnJgVEAAUaJg9mmhIPLkEND8QKCgM/",
-"BQ/vCwIFBR0PckEMAgQOBIt/DXMnA0xfBVUBDDQFAR4AAjxSDwWCEQ815gQGjycP30cKAr4HD6NBDQ/fDAsDIZkEV5gJqAAG",
-"1ScP7gYCBC7aD82CAQLCIAEFAAyUGgIWAAEpAQfLDRcyMzgGcwkBjgEC7AICVvgKzAMBAQEBf2wMNzUBTScBuBwEsEMKVDET",
-"Mrm6CJAEARwGCNl5FjJOewRFKAGnAgK/SAsdCgIeCgLNGAUQFweKlAHBBAFGdQ89fB8TMo6UAEcBBrUKAq1CAy66BQ0NAxwA",
-"AjQBASIAAVI3Dn4KD1Q5BgSHtAIZAgoiUQQsAQUcZwrUBgf8WwIfAA+BKwICSDkDGtIDzCULSjkE8gAOxykEPQMEeGUPV0QD",
-"A/I5CukuA7UjAtgAB7EvMzJfMbsHC8cABLRaAb4PDehTAkEBD5eQAgObAQ+FAAAPVpsQBejHAi8WA1cUAh0AA+U4AVKXDMV3",
-"DK0HADgLC99EAxsbD7TjAA9RQgkE1QMEiYQCUkIIEVcBzgMCzBYPPT4EBn7ID19BDASqxQP+NQk9UQFnAAIXCQ/rTgABYQAC",
-"rwoCKgAPJDoBAjQJASwABUHPDH0IAzkBC84zAsMxDxJPAALgAAEfAAf2rgwEOgIhAADgBw0kOgFcCAHGZw8qGwQB4zAPJDoH",
-"AegEA+vaBO8ECm0WEzLSeQ3OMwGnCAR7AAhOAguENhEy/KINjxMYMlnJASUACxspADQSDxspBgRUrQIbAgyPNwl5rQxDJgS+",
-"PwNCAAtFWQU6rQ4bMwQuMgM5XA+jNAEDLQEH4wALLEEFsAECmAAL7wIBEgoCUwEPoiEQCZyvD3dDAASvAAKpAQfuJQCmAA9v",
-"bQAC+l8C3HQPLGAABD9qCIIAAhMDA0VADB0AAjMoAhwACxxTA1NYA6MAD91RAATuCgQPQQPpMgEkAw4QRgCjAA34DgPOFgEG",
-"AA8CQgUEWWoBjAYMxz4LHEEM4wsImAgDmwsCzgAPfCMAA6QLA84AAy8AD49ZAwU1xwQmRgyXAALcAgpXQQIF2ggZAQOmOQ+Y",
-"dwEC/BAI5uoPhQAABFwODERpBVBhAgYADyYDAAMjqAIoAAzvOwOqPwY9AAzeAALpAQTlAAzRNwxrAAKcAQRyAAzqAwU8PQPC",
-"AQwfAAKHAAMmAALvfwiANgMjNgIHAAETPgk+AAKBAQRkAAGaAgg+AAPhAgIHAA7GPgPhAAPBAA1dAAKkBAMmAA6bAAM7DgIH",
-"AAEtOQk+AAKjAQRkAAybAARsKAIHAAh/OADABgzjNwJBAwAHAAWQCAIwBANmxAknlQu8nQOhZQNZBgv7OgA7CQl7AAVkVQNg",
-"AAJVCw/OsQMD088CVAsE/DwMjBMIYyQAtgsPQeEBAe+yD2AAAALgDgMrDwt+EAKFEgMDCAsefgCNDAl2AAQHfgQ9AAB2AQ9k",
-"FgIBRwkPlhYAAXoJBq8WCX0WAhMKAgYFA/JLAHIDDdoFAlQKD0sWAgIuNwBJAAwpJQSmlwPsHgh5FwCQGQ95FxkENwADlgQJ",
-"Mg4EHQAFJ+c/MisyBBUKCHqdD/ZEAAMfAAsbwwUcAwVuRATSEAUaAAOkMgMWBA8CGgQSNHdUAuZAD18AAAuxzQlhAAKvAwMM",
-"BgL0og9hAAEDyVYCLEEOJwEEjjoyMisy/ywPJwEFA/sGAWgADuI/ABQCDecMAjQHAzoAD+M/BQQxnAE1BwjhAAOkQQTkWwGU",
-"Bg7hABE1JrQD01kPXwAABDA8A/8GCWEAAww8AlUFAtcPD2EAAQRCAQvyqAVHAAV7nA3ZcwQGQgNbBQHlCQ9jAAMCpv4CC0IP",
-"YwAABR9yA6oRCWQAA2oCAoEFAq3qD2QAAhIxFx0BtboHUwQAfiUPbhwIf3ByZXNzdXJwHBUPLwADD3IcBA8tAAMPdBwUDz0A",
-"Cg+35QkHybQDRAEoPDIVAA/emQsAnxwPuFYBBBz7D9gADwx4HABhBw/VABMKywUBFAkP4JkCAKEFD5n5AwAsAg/gmQkCqBEC",
-"aQcHIw4OehwBbwkNehwSM8JpD3ocAA/7rwsP4JkUANwCD39WFwLyBw/5mQUGqyMPyxUKA1MWD+0GAgJZOw/WHAED8wQCPAAP",
-"2DQDAxYcD278AwZpFg/YVgwCXQENLSgDWxIDewEPllMCD32MBAveEg9wogQB5QcCNQkMEQYDSpYPmy8BAo4AApsABAQIAw8B",
-"ARsoD5xWBgLnKg8dAAUPOgAJBXkoD2AdARIzW58PtBYJD9FWEgmBCAgXPwQnUQ+mFwUDPBAPpxcNBu4dDxU/AgZEAw/UVgMP",
-"spkMBBY2Boc+Ao4fAlYUA+4LBOYKAsgfASAADrKZArocA9IaC4U+AuYKBC28D9RWOwNXKgFjBA/9AQAEW0EKXhMSM7CSD5AW",
-"Bg9YjwEC0QMD9gEPkBYCBQCxARFCDKwEATgBAuxZCqQpARsDA4YMD90AIAjgCwVUHg2+GwTyAA9oWgAPA1cAAyAWA30XD+RL",
-"AwqMjweVCAitEQVHBgY8FgITHg+3AwkP9QAoCiIrD/UAAgLCAQIH3g99FgEDpAQPuQUDBG4aAn4WDyAAAATiwQs2FgOMEAdj",
-"EQyuEAJhFAMFAA/oUA0E5d0PnUwGD6IzBwMnEAJ+BA90UQECCxQFBQASMYxCCsEWAwcRA+EED8ABOAoxFgXAAQyrcgJ5AA7G",
-"EQPKEgNaBQ8GFwEDZBEABgAHQBsMpJcPMDIJAbIjDwYXBgJBGwH5GwVHGwx5BgPyWAsGFwYk7A0qUQoYEBAzRFcNMBYYM1Wa",
-"ETPGVggDFw53mAh2TwneEg1hEgjdEgwgFwq8EgHbEgknUQPVAA94MQADJQ8EWxIP0wACCAEREjP5WAgCFAKtEwGCAA+vdQED",
-"YQAPBBcUCeV0AgFUD7IAAwQpAAibAAE3Hg53EwExAAyxFgRdjwEdAA8wMQYFuRMPA5cIBGRSAksAD0+OAQMiAQNLAA8tCQEM",
-"hgMH1AAPKHkAAzUdB7IDCzMdBFcJDpELAloSD1oHAANfFwKYBQFfFwk5CgN8EAJqCweeAA/nNwIE06UvNznleAUCdicF0E4H",
-"WFcCeSkFUwwOzRwUM8AaDh4XDztXAgIeFwNjEg8dFwMFKVMCrPYHDX4CWAMCuAEPRgcAA/s4DLWZDkkcD7UAAgO9LANrzgm1",
-"AAO4DAK1AA/5EgQEmhIL+UoFIAAIXOwJaTQCzwADZwQPolMBA8IzBAYADwgHDARPIxM0TkkPAxIHDy40AQGGAAUUVA49AwMR",
-"MgYGAAOIEgvMHQMALwJ0BgTNHQx9CQOEAQvxVwLEAQ9DVgACVAADdRsPyAYCAs0uBYYeDcgGAgcyDPUYCY8HDDwCCZxRAsIG",
-"AGYAAmnnDo0dEzOJwA3OHQG1AgR7AAiaAgu2Fx8zY5gDGTMdVwAlAAvLBgAgBQ/LBgYCBEEERlUNQFYDjBMCXzsLHQAEBW8D",
-"QgAMnFEDx0wPd5kAAySTAyIAAeAIDtUAAS0BB+MACzAGA4Q3AbcAD8wGAAM2Nw/fjBQK5HMCexQPswADBLVvCJwAAj8fCBkB",
-"Ar4rAQYADM0GBLI4AiMADk8KBM4GBAJVAy8ADJkBA0CRA0cADs4bBMoGBEcAAy8ACrgAA13hCxIGBAoLDz8jAwKbDgVDAwcR",
-"VwIpBgJIEg8WGgISM/GSD0pdAg8+LQEIVA0POFkECgrmBw8GA8oBAv0ABVIiBg8GA4xVDCwIDlUaD7UAAgORIx8zDwYACBQN",
-"AQAYD7UAAAQIGQ8UDQQA+QAPDwYBBNMBAyECDw9NAAJ8Nw+DsxUBelUCiQAPXlMGBAg/DtcjA6MdAgQEAZlVC9ojAowAAkYj",
-"A7MADw9NAANUdQJEBAQPBgvWVgWEAQvcIwK0IQ5/IQhSng8PBgMDEFcBIgAPDwYBAykGD/pkCQ08AgkPBgHXIwMMuA+tUgMS",
-"MzWyDg8GAQsBBHsACZoCDK0PAa8FDzoFAArmAwwBXgBVHA8PBgYJllUM8zsKu1UMDwYEdx8DQgAM90wIh1UMXAUI+RkBSAYP",
-"1QAACeQGDG2aA3ZxAvkBDw8GAALFNgJVAQ8PBhAPAFcAD7MABAK+AgdOJQCqAAucAAJtGgIyAAwPBgLzHANPAA8CmQAEDwYE",
-"OSADLwAMDwYEy5YCRwAPEmQAAzwEBEcAAy8ACikCDIw9BMvQHzmCkhsC0BcJgpIKXrkBjQwIegAG+pgGoQUD2iQOoAULOZYg",
-"M19uHg+XFgAEuwQP7FYOAzgrDMcjAzEfD+xWCAM5AAqpDAxMKw/sVgQFC1cPMxgCAwUwAvcyBJhKDT0aD/gABAaPFw/sVhIP",
-"ESACBilYD+xWEwkJOwnsVgJDAy82NNUXBAQ9lwJNhA/WFwgHXz8P1xcBB9pYD+xWBAcBdg/sVhEFzkgCsQEC1AIPV5IGBGwC",
-"D6ZWAAIlHAHNDwEHRg9WkjICbAkPVpIBA1cvCqVWAEkCAjUAAv7lCaVWAkAYD51TAxMzjqcOuyIDtgAPySAAAhMCBF8CDwpa",
-"AgTxDh81XEgCA9FzD1aSAgIpKQ9WkgIDRxwPC4gIA60CD2tEAgEA1wHiGQRAAgwgAAO2CQyWCQPxTgR7tA99BgACwFYGcu4P",
-"pVYNBE4cDdrKBSIAD9NDBgN9BwJ4SAJ/VgqNAALCBwPBBwMtAAi7HgR+BQIhAAN8BgHlJgwkjAPlDguNVQQxAgurCQP1Tw7K",
-"TAh37Qcj6AgvTwKyAAJBAAdbFwYhAAIbAAywFQisCQ2M8wkeAwGJLQNdlQMwJwtOjxQzPaALrAkDcAgPB64AC/iRETN7RA/X",
-"CAAKgwcCKZsIpFYPuaQIBiS0AoUACxMICcJWAeYFCR4AAtsBBEMAAKYDCaRWApEBAYk4C/oIA/YPAiIAAc4JD9YAAAmtCQJ0",
-"nQh9AAHGCAP7AQ9SGQACvjoCVwEPpFYRAmQGA2XlATA7D7QABAEpAAhAQACrAAykVgLXBw+GhAIDvBQCIwYLgFsFjgAEZFoF",
-"dvMEGgACrpMDXAoPhbIFAQUADKyTA4SyA8gAAZwGDycKAwmssg4nCgKjVgRHAA9uCgECNQIEy1YDRwAMgRoEAAQHRgEF16oH",
-"I5AC+yIF+gYOhlIHxAgKRQEEEVwPIG0DBCEFA/8EDSQGAq9cD5wGAQSuXAKcBgFvBAgfAAOTSgAmAAk7FwHGUg7jCQWcSg+g",
-"VQUCJgsEzAEKpAAC+ykPbV0BA50AD6BVAAPRfwRtXQ8TEQMEz5scNqkGAnYDA01dAYdYDGlYAQ0EA15OD/MzDgGRWAJpAA4F",
-"PQL7EgJFBA8Z5AAM8ugBfQAOhgYCvRID3wMBhgYOiVQRMw1ODiRPBuQ+CyRPAuUAAoUDD3EGAgOaTwJWBQ9xBgEDRU8P+jMI",
-"AR1JDyRPBwFyCQPflQTWAAx4CQIomA1xBgGgAwR7AAlxBgyIBwH2Eg6bBQBxAAfaAgsqqwGXWQ9xBgYJu1kM3j4BGVgFJQAN",
-"cQYE+rMDQwAM+zMPwrMHA2lKAyIAAZlAD9YAAAlHBwHBmQn4BAJEIQYLBwz6AgGLBgJXAQ+gVRECTwYIKVsPtAAEASkACDig",
-"AKsADHEGAk8GBOjTCfEDAtQKBHEGD08UAwXEkgyuSAOXVgNxBgLSxAgeAAKfAwIdAAwqBgO4kAMPUg/tGQADcQYJq1YOaacD",
-"BpEEVlIPcQYFCpW2C5gQAchRDn4FBM6NBM0NCnsFAgMGD+ooAgKnWw8bWwgAIQANjycD+wcCewUPzVYFBM0iDBtbAlAHA01o",
-"D6/kAAPcWAInAAAGAA+fVAwFH3cOG1sCjV4D5E0BYjcKawAM++kELVkMewUCbR8D3AwEpQQMwhQCP4ELewUCqV4B0AUKFgMD",
-"A+oDdgwPewUCAtAjAn0MD3sFAgFvAgFu2Q97BQYMDyQJLCcBpxsBZwAGlpINURIPG1sCAhFOBHsACHsFC9eSETNYnw+lBAAI",
-"pJoAJQAMG1sPCJ4JCe9YDES9Be5YBlILCR4AAscJA0MAAQckCJ9UCAOzDMcEAkcCA2wlD6gbAwiXhgDkAAufVAKyOQL7AQ97",
-"BQAD2lgCVwEPn1QQAsc3BdhZDwseAAO0AAIpAAC0AAedAA8bWwUP5RMADxtbEgX6WQ0bWwIwJgMDqg7WWQaeGhwyTb8EpVkD",
-"DAMPIhwGBc1ZAuocDXsFA2gfA0cADyIcBgUbWgNHAAoxAQ18iwIiCwAHAAwTFgLkIg98iwMCTBUDfIsENgMNyAkJISQZNX3h",
-"BSxEBt4rDweFCgV56g8rFAAFRloEIkMJNgEDJQMH0AYJFgIDDwICXwALmtwERAAGPVoMQyED6x8Dj3YCF1oPX4kAAuAyAoGz",
-"CJ0ABNh4BiYHD34AAQSUAg67Wg/dVwEPgAACA8UzGDJXtQCuMA/9MgtPdmlzY/kyFA4rAA/1MgQOKQAP8TIUDzkABg3ZiQD4",
-"AA82AA4fMjEAHR8zMQAdHzRd6AMHVzMDxgEwPDIyNOgMgDMIClADrgIPXs0HAOYjD2MBDwEdAwh8Mwf0Tw9gAQcPdS8BABQR",
-"D2QBDw/ZFwEBsk4PbgEPBKsABOEAAOICD+4zAgACAw/uMwMAAQUP7jMJAr4EAu8mCK0ODu4zBNUkCeEEFDRLFw7uMw9vcAIH",
-"x0kP7jMRAI8FD+4zNQb9SQ9lBQoD+iYPcI8BAFkHA2MFB85LB2AfAF8EACUAD6kyBwyBEAmULgNBPw/wiQUDiC8NVAADmCME",
-"nyIMoAELKE0EbQAG8K4PXzQLAzEcDClBAtVHD0kcAQJNDAQ4AApjCAQqGQgAYw54GgSUGA9GHAMAWAADdzUMCFcDdA4PKAEE",
-"D3cdAQstAQHhPQ8tAQAGZxsPDTQKBdjADz0dAgnWAA3BSgRiAAoeAAd2HANGTx85HIsJA3apDxyLNQ4JAQYzNw8QXAoC4g8M",
-"vgkC5xECWBh/QzIzRDcwQccDAQKcMQDjAQzqFAS4wgNnAQGAQQ8KAwME4AcUNO/qC2MCA8gAAp66Dx4sAwb9OAdJXQIZAASC",
-"BA2fUR80azIAAyydAFUADUUDAwoRD4IrAQINBAPMAg/dGwIEstcCkwIOHwAECWALMAkCbQ4C/QwOtQ8DVKgDBQAPsg8LBJUV",
-"BAS7DiEAA1ACD2ilAAEtCgS3Dw+2LwABSwwDWzIFMwwLzw8CcAwCKwADfwsPjgEDCzkyAq4TDhoOBnwxCZFSBw2VBiAAB48A",
-"BR8AAj0SDV3BCA4PDzYyCQHADwBjAARb6QoaJR80MjIEA80qDsIPCu4bHzQwMgIYNDAyHDQwMgKm+Q9VigQBeAEDNRQLCw4E",
-"WIwABgALCQ4EEq8BBgAAOwYHtQ8EFa8O/w4C+A4DbhUANgAOyAAIJTIcNCUyA25wAjAlDvQCA+wrD64PEwS6jQEGAA9LHAAD",
-"pA8FRjMGlQACVlAIcykDlhsPKCoBAvoDAygqD5oTAgRLbh806mMDBUIVDAAEAkwBAcwCDwn6AQHZAAMlAA8CBA0AKRUCgwAP",
-"1h8FBPRdD2uHAAVCjAFrAA5sKQqUSwOSNgxsPAR9SA96MQEC7RADOjIPukEDBHQUAtxSDGeOAu8QAn4ABKEFBR0AB34EDiY0",
-"BXCLArMCDO+nBYdKA+IAD85KAwT3Ag//ZgAEWTkCBwACLgANUkgEXxMDJgAPRwAAA38AAyEAAi8AAXJOB0IFD8K5BwvARwPd",
-"IwmH3AZ0UgHQBgPz1ANKDAqjFBE0wfIHiwkPirgCB4oJD6e5CgIjCAEvGg/mJgAEVOMPngoDBCoMD+YmAwVpEQ/mJgMCslID",
-"j+EEAk8NNQ0PlQsDBItFD+YmFASKLQtFAAcAfQ8jAQkD9hcBMRYPaCgIDysnDANZJgMeBAqTEgUvDQ/UCgYEFE0vMTHWCgQD",
-"UjMDNZEP2AoHB0ZCD9kKAgfe2Q9KJwQGEA0P5F4RDxllAwSbgg8fCw0D54IBDRgJNUIC9QkDHwAMMogD04YDD6oGQQsHgwMC",
-"fCcD530NugILuQIN7z8BzAEB9goP7z8DARUPD+8/FgNkNw/wPwABagcMzycBihAEOjsMzycBtwMVcHFEDOcJAyPMD4pKAwAP",
-"AQ3PJwOhMQNZDw+wDQIFupkEigMKjBsC+wAEJjsKeAAChwEPD+MBAi8DBLQnCvNJC704AwuxAu4JBV4EAbIAACMAASdbB+oR",
-"AnIEAzoKC/43BCIBD1ooAADIAAx8DARaKAPcAw9aKAMEJhgPWigFBHw+DS8WA1A+AhkHD++PBwYNiQ/vjxQPWigHBe4NDvAx",
-"A38EAgEHD++PAAgB7QQtAA/LVQEBQQAEHG0PmQEJCm0cBZkBCwQyAmMMDqIMCFlWA6RRDxM4AgNCNQeqAAsUOAFSKw+mDAUC",
-"LT0PpgwEDxQ4EB80FDgKBHsACKsMCxQ4HzQUOAMZNBQ4ACUADwaQJg2OjQkhUQKdQAgeAAKHBg8HkCADbQ4ETakP1gACCBU4",
-"AOQADweQAgR6rA4wAwM5Vw+/DBQPCJAQBLQAAq8BCQ8KBAvyC2IDBF8HD6FtAAbGjw/QAxQEfwkDMgwPHDwCAz48BA0ADBUM",
-"A+4oD9uDAgPzIAL+BA/uKAQEHRUO7igDWQMDTw4PPgAEBDbuARoFDGMQCnE8DFYMA+wyAkkED4NXAATTOQNGAAxXDAQPkAOW",
-"DwzHAgJVLAQcHw9YDAcERwAPWAwEA1txAwkRD1gMBwRHAAZYDA8YBQIHXgIPbEAAAnAoBZsIDoE5BE4LDzIpBA//BwEPMikN",
-"AiQCCzIpFTRe8wuwBwTpBg9SuQUDxmkECREPMikAACIADaQAA6MIAxcpD6MIAwTeLwbMkQYrCANb4wTK8Q4FOhM0pUEJOgMC",
-"bwAAkQANFggDvAgDtyUPr1IDBB/yD2+CBQRGkQwWCAPkgghePQwGOgFUAgIoAALmzQ9GBAoEVnIPNIIHBVZyDhWHAl4DBAcA",
-"DqMIAw+HASAABCYAD28kAAN90wOEIA8FOgIFhAEL/oYB5wMBvg4LBToBUwMEWroPAQgBAqsGA7DODwEIAQMGOg9uJAkCJ1kP",
-"AQgFAVQwDwY6ChQ02zoPBjoDDxVAAQzsFAH9BA8rBwAKMAQLBZ8B/DsPBjoHBNY7AoUAC9UEBXWRATkBDDoFA9I1A0MAAf4N",
-"CQc6D1Q5BwNcCgOsOQ9uJAEDLgEH5AAMej8FsgEPAQgDAxUCDxdAFQm5kgJyPQ+0AAMDcIcHPSMAqwAPAQgCBKo2DwEIAQNM",
-"NAI3JA+7AxALrIQMTgADUAECFAED0zoMY14DYyoPHoACA90MAwEID90MAwQWjx03UG4D7swDhQAPvCoDBD2ODwEIAgR2aQPN",
-"NAADAQgBCANvgQI0BA8BCAAEezgCRgAMT4IEho8E5DQM5goCUJgD4AEP2QQABAEIBc2PAS8ADQEIAhc2BEcAD4YlAAMBCARH",
-"AAIvAApZFAEfOw7SBgP8AQ/PuAMDFnEPRGYCAucqAEAADEoHD+YqCgR4AAScMQLlKgtKBwL+EAPyaw/7OwAUNOjRD4YnAB41",
-"SgcPhicRBT+OAoYnDyAAAAQkewu9BgS6NwLlAw+O4gED7H8PujcVBF5xHzdfjgcE1QcPujcFA71/Ad1/D7o3Dw9YgAAD8psC",
-"AgUDSgcLMz0FhAEPpDchD0oHAgKGCwQxdg9KBwACxQsPpDcKAGYND6Q3BwEtMQNQkQNfIwu3zxM0s/cMSgcCAQwPpDcBHTNh",
-"CA8zMQEZNHKNACUADKQ3D6i2CAoqjg6kNwJUAQIlAA1KBwQpjgNDAADjBAhKBwPU6AFJNgx5TQOhMAIMAg8gCAMI6ikA5AAM",
-"pDcCLDcCxAUPSgcABHY4D0oHFAmsOB8xmDMABLQABhTUB50AClXjBQEBBHwOD/wGAAkJNw+7AxAEv30PSgcDCeKNBM3pDT4w",
-"AxAlD1mLAQOiDAJKBwSWKgyDAARohw7djgIWBgIIAgFZLw8+AAAEOnUPSgcBD4PrAAhKBwKCHQM0BA9KBwAE8DIDRgAMxgIE",
-"y40DaDIM+wEDGY4DD1EPvDgAA0oHA0cABC8ADEoHAwLOA0cAD7w4AANKBwRHAAbkKgdJAgUP+ArADg9MuAADygYEaT4KoxsD",
-"hpgCCxgPOT8CAAMPCXoACfRyCNgZBBk1BvLSDZYsBQqKAqE0GDHIAgsgLQd2JA+b8woDUQcP9AYACtIzApwBD/wJAwG2Mw+B",
-"AwQEJuoE3gADYB0ExAkLUC4DjwAPt2AFALArAT8ADzozBgWvAAKSIg/kAwIFNjMP5AMCAwCMA7EABprpD5IABQQjLQCtagfn",
-"AQD0Cw8jLQhvYWR2ZWN0JS0UDy0AAQ8nLQQPKwABDyktFA87AAgOBLcvNjQ4ABEPBLcDFzG2LAN1ASg8MTZgAnkDJzwzLLcF",
-"yiwfMcosBAhJYA8FAQkBUgMHyywWNMosDwEBCQ+7HAIPcwATDAC3ADMED5IsAQCUBQ+RLAIAjwUPkCwIAVMGAYgED3tgCg96",
-"YAIUNfKqDYwsCclFBBsAD3hgFAOAEw9zDAEChSoGzWYH2RQPZAECD4IsFANJawEHCwhIKAN5IQ6JBwPgDAPZDg+VFgIDLQwP",
-"HB8CB/raAB8ACFoAAsQMAgMBD1kAAwQi6w98BAABegQABQACUiQPdAQDAuC8BEIBAy4DAlgFC20eA3Q/piwgMjEzOTA5NTAi",
-"pQewTwGTAQDrOAglAAidAQKlIgS5GgtBAgul7QhZMAQ+AQmTAAKMLgB8JA+UAAgCJQAA5CUIJQANfiwGfgAJngEGRSEJRHwD",
-"CAwC2AUABQADFg0K/gsQNTSyDScLGDVqIxE1f7EPmgEGD50OAwS7YgYtDwwGKQ/R+wEHgwEDAgEKNxQDAgEPKwAABp8AARkA",
-"AnwAAckBDwcMAQJIAAbtAA8LfQAFCC0C+mMM+w0C+BAABQALJkYHvAAKGwkDvAAPSAEGD0RXAwQpEg+EAAEDQSYOtS4K3B8P",
-"NQEkBh8BD9ETAwTzAg9TVwYD+AMPdggBBgg4A0ocD3AIBAA9AAH4Cgr+AwZjXA9sIgMPbAMJAt4DAJQFC2wDCmAWETVnrg99",
-"IQgD+AAPjvwDD4EACQJhCwB4FAuBAAoyEgeBAApUNAXuAwZcJgbuAwIuJQFfAQN5FwtEJxE1A28PEQMACIkqACUAD/MDBAOR",
-"AQ+EQwMEc/wJ9yYMuV4Pp2UBCfEbBCvlC89eBBEBCDAAA6F6D8gCAQKpAAMLFA9jAAIPBAEABzwYABIBDyKBAQUXBAZSGwhd",
-"IQJ5DwGOCw/cAAoNmQgCmxIPcgEHD04bBA5yAQ4j+Aw1mQ+WAAcM7gYOcgEDvt8PcgEJBK0DDWMAB1sBAVIGChgDAmk2BG6k",
-"DjJeBL0JDxQJBQMPLQCUAzR0b20fADhtaW54TgG8AQLkBAcEMgBbAA/BDAtvZXJyc3VtwQwUDy0AAQ/BDAQPKwABD8EMFA87",
-"AAgPwQwKDzgACA/BDAMAhcMLwAwPvwwBCDJtAZQBOWZkPLI5BNQMHzKUiQQJYsMPGQEJDNUMB9XDDxUBCQ9xCwEBYAcPGgER",
-"C9YMAZoXD2k5AgDuAgfYDAkEfwKfDAb5KwgmAwf2DAhfPgXRDAg+HgjuDAIiAAQ9JgkyAxM2cggAIwwDTwAEMwAFfgAJBg0K",
-"6SsCMwAFTy0C5qgN+SkBiw0PRIABAt0pAI4HAbYSCGQSAoYAAIQHAvaMNGVscKIABt8NA1PzDvcAA+REAAYABN0FBHECAfHy",
-"FGTrBAoVCQpOBhw2HoYHRA0Dgw0P2Y0KA1INAecdJW90mQgBFwALRFMElUUB1QAByAwGVysCCCoArSkCiY4OTwgSNx4aAAor",
-"BBkAAgc6BIIhD4E2AQQcAA8cARUKagUSNkOIBzgCAlcbA5PpCBgAAm0qDUYUAvMFD4wbCAP/qg8XbwAD9BoDYAELOQ8CRQEH",
-"vAsRNrwL/wMucHJhZ21hICJub3Vucm9sbCItBwID2gEF0+U0ZjY0HAACkQABJTYBIhYHNAEGBwABjgAInQMFyAIEOAALxQAA",
-"BwALAzECvAEABgABKhwBvQEVbtsCAk0DANILD0IMARg2lg0RNsGJCEIEAH4cAS8DDxCsAwUvESNsdDMAAu6IACQAAxsOCjgM",
-"AyMDDrwBBdACDbwBArccA7wBDNUcBP2NETQvAgbIAAroSAYcEAGtAT85Ky2wAQMC6BYLsAECNCwFsAEPmw4CBC8PCPplCVoA",
-"AmEnDFoAAW0NBGEAAUQLDVoABDMOBUJgCVcAAgsfDFcAAfoQBV4AD+UJAgSCBQOuXg1ZAALGGA+6AgMEYAABmC8PjAEAAIkS",
-"C54FBtYCBSJeDJCKBXwFDaEPGDaDwhE2ZTcPsAkFAjcaBcR/CmMCAZoCA6gGCbgAA2oSAz0AAT4GBjQLACUAASsBAjJ5GGTI",
-"QxE2xw6QcmV0OwoKfQoK"
+"IAADq1EJoxAcMaQQB7sgALEQD2IZB49zcGhfY291bh0yEQ8sAAQPXhkADyoABA9cGQAMZYgPOgALbzFbMzEyXfMWAhc2SB8E",
+"8xYvMTD8OAAvMThyHwEfOEqIBAELSQGrEw/UAAwEqBMFqxwvNyzRABELqxMBmEkP3xMCAXZJD+ATAwG2SA/hEwkBPAADXQAA",
+"LwAPhB4JAjHADYYeIThfGQADeQAE5AACegcDGwcL2hcE/lI0KzEwNggPKRECA1YLD1FgAwIgBA+YagAEPBQP12wAAlAAA+kR",
+"A+kEA78VCWUKIjErkEsP9w4FAh8UBpg1AkEEAAUACfEACrsOIzErzcUGfaUBMQQBPQADMBINR9EFAEwBHQAKJ88C0wUCuEcO",
+"nPoHXJEFxRMHn54FFAADuxMDVVoKwBUCnJwN+gIEzR4DqNYLfgAChQQABQABsQcNbAADFg4KmAQDagAIoiUCLgABJfQGswQC",
+"sJ4MYgEEbS4iMSseSg+PDwUD9xUJxsMARQEDBgcKnQEEw9IPnwEJBvkGD6ABAAJRBgWCYwYiAQFXDAMT7Q1/YwIYmQ10AQWa",
+"AgIW/QtSAATTEwMD+wv0AQVhMgoWEgNqAAl0AQEuAAPIngZ0AQPWkAv/BAaTAAIpvwqTAAPsMAdOYgQ5AAABDgP7AAqRDyA4",
+"X1sKC5IAAo0nAJkAAdwSBYcAInYyUQAQe2YAAiUAFDGhvASaAghJAAKAMgBVAgpIAAmzGwKWBAJFAg/HFwsDIggPuBsAAkQA",
+"AuwDD1BmDw+9GwMPHgUQAwsYA68XCQ8DBUIACEwIAtaaC90FAkc9A2QBD0sEAQIRJAAhAAAdAAgAZAA0AAP5iA8kKQEgOF9G",
+"DA9hFgQDsAECaAwI05gFahoGtgAB1CgIJQACkwADwuIKqwYCFAYCIQABma0MIQkFPQsMzgAE/QoFSCoOGl8hOF9tKQlVAgNR",
+"AALWAA+oBgMBqAEBKQAMNRcIZhUP9X8DBXIKDw8XAwXUUA/5ZgID8gID3AEEQSYNdwUM1AAKeQsOqQoEhVED1zMGkmYDeAoC",
+"ryYEOSwFKQEB8wICIwACHpQN614BJAAFgQgHHYgCOwAAAhcMLwICeAEEhVgMSAUCiU8PhjUFD6llAAi0XA+QigQEpBgF4dIP",
+"5mgBBAgUCZcIA4EaDzdOAAPwNAPRAw/OLQMEyHMMHrwDtgwFYg0KBK0J/dgMRLgOZQAFFjUOJwcBqggCEQcOa60J/wwCBgAG",
+"AoITZSYAArVgAywABJxfDJEGB8j0BjuCA18DADcGAbsFCIEDA6H7AAcACbIGAgRaC0kCAZ4BBDZhDkkCBOjvCpX1BUkCDw0C",
+"AATMTw9JZgUCnQABvo0M9RwDph4PlzIBCJ8VD601AwSFAwKuNQi2uwIUCgFpAQjxGAMeAAHBAQNDNQxI0A5lAAT0HQ42CQNU",
+"rwFIAAinFAMeAAFwAgN4vwIGAAhYDAQPAgL4CgEsAAQPAgpeXyA4XzgADg8CAtIEDw8CGhAy6A4IKQAEOwQHa1IHQIoBRgAE",
+"xHkN4vYPEgIJBEVRBilKChICA+oED0dRAA/mpA8DEgIPzkMDBPI4AaEfCKsBBpwMASQYDA+4ARkAAosBDPrQDkYLBER3A6tD",
+"CFi3AWIAAtYaCLAVAx4AAmYLAiQAAowACBA9AxICBNOxBxICCo72AHkBDyEEAQNXBg8SAhsAIQQPEgIDCX8IAb9UB9WcEzFf",
+"CAXimgQXAAWsHwEkAAd8CAIcAgOp9QEoAAS/VA+MBwIFDgAB/lIPayEFAK4AD/xGAwNHAg+/BgMFaWwPngIDAr8GBDsPD6Uh",
+"AQ+WpgcDngIPvwYCBJxbApemCDcCAkENAfgBABYBCzcCAmcEAkI5DFDKDmUABBs3Dr8GA4DdAQUAABkBC2cAAf8CAyQAAgYA",
+"CIwvBJ4CAocAASwABJ4CDHIIADgADp4CAgIKD54CGhAzS58PvwEABL5IDzdkBQOjPg8XEQADoiEBr40PUzcDA6McD3EGAgFi",
+"6AErAAtaAQNHNgEbAQ5KwwNkvwLzBwyaxg76HgTkHw5xBgIPNgEFAAGDIQtnAAIUHwIfAAIGAAgeDATBAQJrBgVAHw2b9wB4",
+"AQZ//QfBAQIXAw/BARsANwQPwQEABXtuD4IDAwKMIgEnAA3BAQMjHQ8gBgADyyEDwQEPIAYCACMAAVwBDCAGAyDRARUBDkEK",
+"Am4aA7rfD0EKDgHD6gFlAA7BAQZBCg8owgACfxoDyd8CBgAPQQoAA3A7CEEKCm/4AEMFDzIIAQJhCw/BARsBhu4PwQEAA8oE",
+"BBGRDsIBAqAFBD0IDwEjAAFujw8BIwMDwgEPFEoDCRBpB1sBA6jSARwBDvQJAlwbA0TgD/QJDgDOGgJlAA3CAQJuGwJOAA70",
+"CQJtGwN/3wIGAA/0CQADBPEI9AkLCm0gOF/+AA3CAQNdcw/CARsAthIP4gcABDsHDLcUArsHAwsMA0clC91dAJUHCWMADUUI",
+"CZ4bA0IjBWIAAt0DA1MRA5MTCs32AfAQCWIABT5dAmIABA8TCBgbB2IAASQEBjQTDAwUARgAAXYRDe72ACASCHkAEDWvHAm2",
+"EwM9FgxtEgAfHQg0FwgzAgZ8CgQlHwo7AA8ZFwYDkeEFYT8PfBUAA2nhDxwXBAKJHgJOvgvoAQFlAwAgAAPvDQph9wD7AAFE",
+"BAzwFASBkQ/2FgUBOAICAAIC4R4LPAEAHQADcQAN9hQBcQAJ1AICMQADB2UHlgEDlgQJRwEADyII/hYIMU4G3xYM8t8CwB4C",
+"IQAPYwEFASwHAUYdD2MBAQHnAwFpHgwMAQK+AACfIgsJAQDVbQwUAAL+YQK00A1C9gD0AAEwJg2PAQTfKg8RFwMCsAoDHJIM",
+"jI4CcgABEiANjvQFcQAJjwECMQADPBYHjwEAnSYNGRcF/W0PGRcDAjALASYABPMADDsVAGTFC4IAA8MGHzgHFwkD6AYcMwcX",
+"D4IBAQddAALbZgF0Ag8bFwMEXpU/MSsyRTgKAyQrA+UmCkQABAHnNTErMqWID2QtCAFkIg5FAAXqAhIx9gEPhi0LBNwmCi4D",
+"Dx0XAxU1MRIHKn0DWgYEVwEOzAEDfrIAIgAMUhYDDJYBUhYBwyQA6hkMTwYAccEMJBcC3mcEzQECn8QHwQECf2IA7iIGvQAb",
+"Nq0FAgZoAl3VDNQAAYUGAyEACYKrBCEAAp4aA58aCdIAAJkABOqWA8QOHDQ9BQD8aQt5GQKxAAKjGg9HcgICkSgBKQAN6S4C",
+"nAwDYw4P1DECBIfmD2xxBAGXZAIgAA8nFwICsQkDhQQEl30cNKMFDdcAAhUCADcADycXAgTX5gXicQYoFwLBAQIlZAHeAQgo",
+"FwLCBwPkAQy9fQO45AAkAA8oFwADvBsP+B0AArxjAU8AANwADGEFAOHLD5YBAQIqAg/akAEJMi8LrykFdwEE3gcPLrwDA9yX",
+"BCx7D5gpAAAiAA+YKQQE4AMPmowDBFArDT5VBusMD8DaAAOl6AEkAAH+Ag8pCwoEdQIE+SgIZwAG6wwBcwEKZwACbHoCJAAD",
+"BgAP6wwAAionAywAA7cBDKcGADgADSkLA/sJAOYFDSkLArnKAQcACcYGEDYpCwtNAgK3LABNAgwsFwNNAgNFChw1vwsCTQIP",
+"DwIABY8yD7wQBAKtKQEoAA0RAgRpKQ8RAgADJCIDEQIPfhICAE4DAawBDH4SA6vcAWsBDjoNA0DqASQAAVYDDxECCgRG6h41",
+"fhICL84CTgAOOg0IReoDBgAPOg0AAtAKAiwABM0fDBwVAJDODRECA1wFDxECGhs3dSYFQQQPLhcCAigEACIBAz0FHDXTDA8U",
+"AgYEKQkDL/kNFAID2w0PdmgBA6kvD00uAQPL7wMUAgH4Cg6vAQRObAzREgNx3gFuAQ4wFwOG6wKeAw8wFw4A2HoCZQANFAIC",
+"gc8CJi4OMBcDjusBJAACBgABXOsMFAICy0oBLAAEFAINTCIPJQQBAmEFDxQCHAxODwYUAgkwFxA3SAkIMBcCigsCzAYIFggB",
+"uQMC6QYDceIKMBcDrg8EFKIA3QAPlQcDDjYCAmgPAKEADSMXCboGANoMBroAEDhFCQ6lAgQEox84yAYDAuNxASYADaMCA2Aw",
+"D8gGAASncQOjAg9hMAME3ssMyAYDINMB/QEONRcD5+oCHAIPNRcOACx5AmUADqMCBjUXAU54C2cAAQQDAiQAAwYADzUXAAI8",
+"LQIsAASjAgx/CAAmzw6jAgQVDg+jAhgTOBsmDMEBBDUXD3oGBQJtDwEoAA3DAQJ6BgAiAA3DAQl6Bg/d8AMAm3kBXgEMegYD",
+"f98BHQEONxcC2dICJAAABgAPwwELAD14AmUADcMBA3fTAUgADjcXA3ztAh8AAgYADzcXAAKLEQIsAATDAQywDgCXeg3DAQO9",
+"BQ/DARsAPgQPwwEABDcXDykGBQNl8AAoAAzDAQdk8AzDAQOwbwPDAQuwbwQlAQTxIQwpBgN+4gEdAQ5OCgMP7wEkAAAGAA/D",
+"AQwEF4AOKQYCsNUCngEOTgoEIXYCpAECBgAPTwoAA7blAi0ABKxTDD8IACICDsUBDz8IIBA5PwgPxQEABDsXHzM8FwUC/XAB",
+"KQANxgEC/hgAIgANxgECZwUExgEP/xgCAeEsAWIBDAAZA7R2AyEBDgYKBFV2AycAAAcAD0YjDABJdgJrAA5HIwIpdgNSAA4M",
+"CgXk7wJXMQQHAA8QCgACvhMDMAAE0gEMeAkBG3sN0gECsQYP0gEbC4KbA/0HBWMHC0MQA8IQAiUAATqHD4QHAAAHAAGLMQC6",
+"AAxGEAAUCQd/AA18CAIgDwgiMwYFFwJcBwPiEAFdDQBiAAw8CAAbFgdiAAvJFwHJegLYEQ9iAAEDERwElBMMXxQBGAABrgMA",
+"egAN0BQJ5h8TOSkcCukSADsBAy4TBZJZD/hAAgJTGgF66AghAQLFEQLHAQ9oAwADgxgPiscABJ11A1gACswyAeEAAdsCETki",
+"pxQxBvoKvQAE9woA0LcPSisJBUnZDCECApcFAx8AD4QABRE4usUCOBYH+CUQMMYJD9IyCE9maWxs0TIUDisAD9AyBA4pAA/P",
+"MhQPOQAGD84yCAHLpgvOMh80UVIAJzEwwkkFzTIQNeIyD1RjAQjMMg/QAAcEThYF1igWMMsyD80ABwogAwGNBg/JMgEBbAYP",
+"HbkDD8cyDAKmBgITDgZvjg/EMgEBsgINwzIhOV+9eg/CMgAErjULpC0G4QIPRkgEBakWD8ADCwVauA9OKgICDwcPrGEsD6AA",
+"AgWoLh8yb7wEBDmeD8QDDQXgtQyjAAOSRQMfAA+jAAIElTEPR0oEDyY0FAUozQ+CKQgPgCkaA10BAlcABIApCUMYBZoADyY0",
+"BAXJIgzMCQCtBwKvOgMvDA8oNBQDBzQABQAPijIFA8EID6sbAwIxDgbKBgoqNANkpwdwAwCcBwwTAAErAAFwDg0nNAIHxA6j",
+"Gw8xHQsDewAC+VQNagAEHyAPaQABB+oGAi0AGjWZGwJtxQ0lNAVgAQ8lNAQER7oEwscHuAkD6DMBBgAB3R0HnAEHAzsPnQEF",
+"AtYJBWYdCp0BA346D4oZAAFyAQ8nNAQC+cINdAEFqhsPJzQHAf0HC1YaApQJA7IICo0JA2kACHQBAS0AHDl0AQ8lNAEAhgkP",
+"Cx0IBaoJAwkdCqUJIDlfZjMKewACwgADFTYPBh0CArMPFDZB/Q8EHQAAXw8LAx0CFEkATQIPAh0DBUQaDx00DAMFKQ8dNAIF",
+"oYQPHTQMAxcyDx00AgXGhA8VBQwDMksPHTQBBYYABbFBCENJAT0BA8cCDyVLCAj4AQ9XNAUCrAEC4hoK9wEBZQAB6+MPVDQb",
+"IDlfjwcNVDQDYRQCVQAL2AICqgsHyrEdOVE0Au4tAp/8CzcIAgguAqobCKMUBCAAAUUGASX8D080HxM5PI4HhgIDxhAChAEB",
+"gAUN0AYBVAEAKAANlBsDjRsC+QEPTjQCBAgZD2auBgSvEg9mrgIC9RsBbYwRcisRDk40A9MABg4AAIcFD8IsBABJAAzEAAPp",
+"TQMBAw/CLAIFlTAPgTMDA+DYD6+mAAQrlw8+pgAD42IDNAMPo0cCBeFLDFFoAx8ABPkoDDgGAg0zAuIFD34vAAs4Mw+QMQwE",
+"ASgNvwEEIQAEdwgOsDEI+TEPGDIAAr0GAiUAAgYABewgB7ExAiYAAgctD3M1Ahg5wDMMo74AdgUJxLUOADQgOV8lAQ6VBAJm",
+"IQGdFAm4AQIACwPaLAxmZQRBYQ9EZAEC4wkDryIKt0IFYA4RNK9BF3IZ1AGgAAsoEAOaAAkwEQAHAQ8CEwEAbxQIgAMI2AYB",
+"jAAABgAPpQkAAgA1A3oDBMg3DCsHAGg8B4EACzcoAggFBDFDC88QAxg1AgcFBGAACrYQADYFCGAAEDJmDwdgAAJPCwDTBQ9g",
+"AAEF8AUDQQoIoQUBFgABZgsOATQDUNIPYAsKB5QAA3cUClQLBYUKDZ4oAxAuAhUDAzEFDyokAw2QCwMV8QV9Ew/0CQADVDMD",
+"TlIM9AkDvfEPVAYBAecBCBrRBLYIDqcLAbUXEXJijw46kSA5X9UADpMJBocID5cLAgIHAgMtwAutAQJwAAQkIwsVNQRwAAge",
+"AwIwAAvDPwApAA+qAQEFuwoPxD8FBNJmD300BQFOBQJDkQjg5gEcAAL2IQ+rAQMCrUsB1wAPqwEBAeYBAq1LCysBAfUCAexn",
+"D640AhM5rjQNggEPzD8LA4ndAfUDBTlnBwUCABwAA3AADFIIAnAACIIBAjAAC9E/ACkAD60LAABJFw+tCwgCjxAAJQADrgML",
+"wDQERREIfwAC+gUEmFIPrwsBAmoUBUjxD7MoAQF0FwowBQLdBQBgAg+yKAQGvxAP92ALAjwGBORSC0UABoUVD7MoCwOIBgOx",
+"CAtFAAXtAQ+zKAwDrwYPKC0BBUMAD0EACgP5NQ/VCwADUJIIAQIBHIsL4gkCVxICtAECdhULAQICzgEPuAsADfXDDlwzITlf",
+"H60LvAsCfScCBAIBRhsI7AIBFgAB0TEGtwAA5AUHJAAC9CYJ8xoErQACPgACXgIGWFUGzQABlQYEEkUJzQABhgwBIAARcMAF",
+"DmqMIDlf0ikKvAsCXC8B0AAFfk0KGjIBcgAAKAANvAsJDiALFPcEDgEEHwUPDEADBXQXDwxAAwPplAJmCAT4LgzABQLUAA64",
+"AALPGA+4AAAEYE8DAAMJ/AsPwjYDBEUvHzW/CwMCdiYBy8ALzgkDz1IPZ5oCA8YdAkEDD9BSAwQ4DwLRUg4fAAQeNQxZBgL8",
+"BQOHOA45OAIiIQIlAA/lHQ4ExqgEOpoOIQAEZTcOPjUB2wYCTVEPvfgADGc3A8r8C8ALAgQHAiwAA9cCC0aYGDkANwf/wwIE",
+"HgCHBQzBCwsgMyA5X54ADoEEAiMmAhGTCbsBArQEAxlUAo/yDwkqGwNBAAE6AA7ECxE1fE4BkDEHmgIMtTMEBEsC7SgHKQAM",
+"upAD8AIABwAPJl0CBLOeBIUDCAoHBUUDD+ELAAIZNAOeAwQUMAxdBwFcOgesAwuJDAXvBA8XNAYDLAUEu14Muw0Ie48ArQUK",
+"YAACaCkA/AUPYAABBRkGA44KCMYFAoMxBHQ0DPENB23vAUEID70bC39kZW5zaXR5wBsUDy4AAg/DGwQPLAACD8YbFA88AAkP",
+"yRsIHzKRhwAoMTdiZQJCAQkpAA92ZQ4Ev2IP1QAOBGYJD5ZOAQ/SAAoMngkPl04FAGkED5ZOAwBwAw+VTgkCBgADzDwPzhsJ",
+"BPpFCFUCIzMwwK4Pj049A2cGBJCLDzTCAg49BwOsAA8SFgIF/lIPJhwNAqESAXRADiYcBA8BDSYcAx8cAj0ACu9ODrFKFTKC",
+"mg+CAAIHskoJEgUCFwADHgAPCjECBFYZBKtmC9ATBGLMD3JjAQHBAAOQSAGADQhQRwMsOw81YgUD/QAEVAoFihkMtSsJHQAC",
+"ihMF0SEF4hkC/CMNGAACoC8CGAAMFRsxMzBfdxYPdAEABlcMBTN3D9RiCA9WDAIGYzYSMjAND/ZiCwn4AgfH/gKnpyQ4MX0N",
+"A6MBDigAArQcFjOlDQTfBgMLAQJ0KgImAAnrAgtLEQtIEQJzMQCSAY8zNTg2MzdCRG4dCQ1h/wGvAQKIKgVGBgD/Aw92FgED",
+"QboPfH8BA/MiAisBD30LAgRovQXLWQ9lHgAPdBYBD2UeBw+SfRAAvSsB6xYPtAoDADoTAB8ADB4sAqcVBAYsDrgrAowcAtEc",
+"DB8sCS08Be87C3gABGpGD8cKBQDuKwGZAA5HHQKVAAM6LA7+JgMnHQYGAAF4LAg3AQKrAQPWAg8ZJAQDnCQFmCYHAgsCrwMC",
+"9AIPYB4AALQDAo0sBBZhBOkDAjkAByNaAxkAA9oXAVIABjMXJHR1cgACZwEBdAQlM0ZnAQzNHSAzMBRhhwlicmEudW5pFgAG",
+"8wkAIwAGsg8FYAACLAEDYAAfONQEAQBcCwnkAQzhHSMzMFXjBjUAAeMPCFEADfcqAqSjBfJOBBwAB/UqBW9bAxsAASoBAz0A",
+"BZ1cB6QABR0AAFQADgoBCeEDAFsOB0AAAgGnAgYBNTQwQwYBB34AAqkFAnkCCyEUAm0tAhwAHDntAAHSBASPLQrzBAMyLQEQ",
+"Kgh8AQ7YAAJDLwZfCwDPAB46q00CjAUC/QICqgIBOykLjQ0CYRAEcAgMNB8FwgIKqAIC1RkCqAIFaSAHRwICzxYBKgII9gEC",
+"5gsFJgAH7QIElxQF6gAMSgQP1h0XALMACLVDBW8AAvUiBJYACMACGTG6EABBAABfBQ41Age0GAElAATRrwO1AADaKw/nAgUE",
+"D6IC/isMNf0FmisCbAUNHgADxisDQwAACwMIhlwAFFUBJgAOUAQC0zMEIgAALwEP1gAABhITAeQACg0DA+UtAvIBDx8yAAPg",
+"owJXATE0MDT8AAAMAAI4Aw3EAgT4LARCLg+0AAcCKQAGwHUBqwAAtAQODF0BowUAOgAMbQAD/wIDngYPIgYABvMHBC0AAiE9",
+"CEUAAgcvAyQADkQAA6HKAz8AAi4AFjGUYAQmAALxAAOLAA9bUQAC6rQCRQADLQACIQoIRQACQAQDJAAORAADWQoDPwAEpF8G",
+"Ew8BzwMPTS8CBOQ6C2cQA7pOCegbD68gAAITIQFLAw08DQl9AAmpGQ7JIg8cKAsF0k4MFwkDpSAPFgkAA/sfAzkAD5YXAgY+",
+"GRIylDEPfgAFAiYIBoTEBHUNAhANBB8AD3hVAwSwCg8FygQEf1ECfAkLZgECtgwClg0DqRkK+yEAWQEP8AcDAcAZByUAD34B",
+"AgY1DgV8Zg/bGAgE0CALlhgFoy0PlhgMA9sVDwYrAgRZNQCFDA8IAgkE2xgMAxoBBgMQe/ICAp8GLzE0iAwCAy0DBrMABZvL",
+"C48ABpYrHzAUDQkDNBQBSEwHrQMCGRUC7b0PjwwCCbIAAgAGLzE2Eg0GAmhMBSkACcoJAUYgDisQAScBD7fMAQQtggMgGA9w",
+"PwMJg24PAhoDDxpvBAMcAA+xSgACjwMAIQANQyEK+xcKrCMF/wQElAAE4isMIAAEKgwM7xYDVgUDBwAPKgwAAjQjAigAAT6O",
+"D8YMBQM/KQ58AAR5EBM0vVUPIgAACupYDc1MASEAAUoAD9BMEB0xE+0E9RkDHQMPhiIEAtGVAlxaDJAjATYDAmsABTy/CpIl",
+"AFMEAgE8CNYBAvoED61sAQTIbAMiAw+LWAMFZyQG2WgD9gAHhxgaMV5uAyEAAeEGCT9oAxkAAssAAwAHBsEvBw0KAU8DAs0M",
+"Cw0KDEsNAZABDzcJAAafGgElAA9ODQACrQMEZQAPTw0CDRpCDcYkAF0ABU0wBTQBAd4lD2sKBAN9zAKMVQbmaAQeAAJmAgIl",
+"AAYPagQeAAI0AQNDAAFJEAgfAAPzQgQfAA8nCwMBrwAHKAELUQoCSwoCFgEPXw0DEjEVJgO2DA0tCwIEWAQeAAGYDwiBYQKj",
+"AAIlAAIfAAdHBQEnSQMmAA9oDQYD5gADKwAKbAUBFiQPaw0CAq8CBD0ABmwNCBECAssODxkNDQIUDQK/AgHmBgkyAgBjHg8b",
+"DQUDOeYAQAACfeUNBSUAwwABxzcP6wICAL4ID9EBAAYMJgElAAv4DABCCQ+NAgcCdQUC2xwOjQICzQQDJQAGZb0DHwAD/AME",
+"RAAA8wQI+QwDYwcBTggLRQwCfkUDIgABjQsP1wAABtNxAeUAC6gCAihWA2cCAZsAC/cBAsgdBMkCD/oMDgLYHQM2AAIzrg+1",
+"AAMCKQAHZRwBrAAP+gwDA6GbApg4CTsBA2QWAVMADyNTAAP7DAO1AgQuAAz8DAL+VARGAA5aPgO2DARGAAMuAAl2CgHYrg5f",
+"CAkbLAhyDAJVDANrOA9NJgIDDAsDrRkKNyYBDgkJfwAKmiQEaBgGsAoF4QgPgC8CBCcgDvoAAl5uBeQXB/cNCdEYBEYgAmMU",
+"ClgeBcYBETUi4AOAAQtHSAREGAgHAAFgJA9IAAIDFWwCOw4O9wAG7y8C/MgP9wAFBCkfD6EhAwMfAALWWA+GAAASN4QAAQMF",
+"DTYzBwYlAjQcCG8CA7YDAhUHUURBMjQyYTcJJAADAwEDeBYK43gDJwICnicCOgEB/AIJZhkMXBINaicAtw4BvCI5cmNw6AUC",
+"tUAJ+QcB+SQOaQEGZRgF7JEPaQECAiEJDl63A3gCA2UuD2kBBCM2MWkBCaAFD+auCQCNHT9zb3Up0hMPLQAFD/MeBA8rAAEP",
+"8h4UDzsACALxHgiwhA9zABMP7/UDHzLG0AAoMjbZOgKGBC88NZqEAS8xNSUfBAXigg8IAQ0MJR8AAAcPBQERCc0DA3QABJWD",
+"DwkBDQR0AAQ4AAA5Aw9hHwEB7wgPYR8CAewaD2EfCAOI1QGBDAaELA93jAIEJxIJbwMTMecjDmIfD24QDg9iHxABHwgPYh8Y",
+"BK4AD2MfAgYVEBIxdUIPkmkKBN99C0QABvASD6cfCgWiWw9mDwgP3Q8AA2UPAz0AD5ASAgRyDQ+sOwMGYyoPxR8LA/kNAYMF",
+"D/YNAAQfAA+CAAIEGzkG4I0Mpx8ABQAM6hMD/XoEWkcPOiAABq8HDsMfA9wlC4MNEDJlBQ0QBgugAgKIMg7nBQayEg97HxAK",
+"P1QFRAAGZxIPex8QBLNSClQHCtIeCE4JAYsBBHZPBjRSAsctARwACzJSCFD/AEwACN3rAYMABMO+DNUnATcAAx8RD18BCghv",
+"KwKfAA87HQEE098PRlIDD8OCAQO2XgMoAQxaIgPDQgSLAQuKMAWJAARHBwKG4P8DLnByYWdtYSAibm91bnJvbGwiaCkCA38B",
+"AwxfAxgBA4wIAt80DmICCnsNAnTaDycDAATbAQKmCg4OAQLJAQ+RPgAP7CgPAywDDyxMAgQDBAXOPwsfAAR7Kg/JEgIDRxML",
+"kgwCWRIBIgwPt34EBRfDD0ITBAXtKw5MXgfwEQFmAwh4AASCAQN/Dg/QCgAH9SkOdQAEGhkPdBQDBDdaDHMUAqlMBMZeC5IA",
+"AsIKARsADowUA6tcAlMQAvUzAe4oDXsAAWNDAZoADzABBATIWw9TVAABKgECxkkMYQsDCkgBGwAO5EsBzwMEVQECKwAAngAG",
+"NwML2kcEI14CggQPsAMBAQgADs0DA6MWCVRGA1MAAmovBLpaAXADBlX5AVUABIgEDZwgApLnBmMEClxQA/3SCm8AA3HyAWgD",
+"BT0oBldQAlczA0W7DT8fBDoGDrkDAsUADwUvAQg/JA0ZDAPGdAEmAA4cAAI1AAMCBQeGDxExVT0NIQIEhA8D88oKuQQCfCEO",
+"uQQJyTcA4QABHSkOugQFIMM/NistjlMJBCLDD41TGwIGAA+MUwMESNQCjFMOHwAI7BwNz1cBbEoChl4IFQMEDgEAJwAPVQAC",
+"BHsYD8YkBQCODg+9BAMJwlcL8h0CE9IBGwAN+EoDKMQCKQMPllQEBMtPBFaQCx8ABBJSDJIAAd4DBLBWC5IAAvcQARsAD31W",
+"BQIuAQIqAA+9BAQFMFUDRVEOIQAP9iUGCTRVC2UGAoEoAp4ADkwRA70EAlUBAisAAOpKBiYDAf0gD6IYAAUoAwcNMwYqAwLP",
+"BQzJTQxY4gBfAAQJYgsrAwRdNgUepw4rAwKABA/dWgAPFVQPAysDDxRUAwQjBg/oBwMEFM8MKwMBskMFVlYLgwECqRwD4ikP",
+"aigKD+kHBQRFVA4sAwMaVAJzJwtXBwIIKAN5AAyUDAMuxAMtAw8MAQMEXVMP6gcDAPQlDy0DAQhdUw0MJgJXFQEhAA6vIQPJ",
+"JQEwAQIqAA8tAwQA8TgCmgAPMQEEBFVSDi0DCF8nAksxDF8nAp4ADt8WAy0DAlYBA4onB80hAM4CDy0DAgXNAgO0cAstAwMo",
+"FQ4tAwrFJRYx7iwLLQMFPLsPgOgDArhDD/ZbAQNhVQR2WggeAgNiwwMqAw+EAQMEU1MPskEDBE83Dg9SARkCA0tTDNAjAwYl",
+"A/0lD1keAwAIJQJ5AA9ZHgUAVCYPLwMDCnYmAjA1D3cmAAR9JgwWAQMgIA8WAQgBmyYBngALhI8FIAAE6AUNmgADLyUHvCYO",
+"dSUDJSYPdSUIAyIAAS4ADz4DBAEPJQKkAA9CAQUM+XgHqAAETCIEWiULqAAD+SwCHQAOHicDRQMEaQEDLgAIkiUA6QIPSAMC",
+"BEIWFDTy/QtJAwMCAQytIA7PKBMxBkMOSwME6BEPVK0GAtFWD6XFAgJ9CASmXQk3AgO+MQIhAA8CBgIG93gPkQEFBAIGDY8B",
+"A5QdAv4XBRevBR8AAlYCB+khD1wAAAS+zw13sAXwBwRaDQ4PAgWkIQJiAAwwGwMwdwOKBgzzDANaVgOJEA8aAQMEQjMCWVYP",
+"IAAACDqHCZoABPEeAgcADTUfAjIBAh0AD38oAATtHgO7AAEuAA9RAwUES08EklYPIgAACtuGD54gBgfD0gQfAAKjAAEFAA/6",
+"dQAEUQMDaQEDLgABlSIH7wILaDkENQ0BCAAByh0Pog4CD3pWAAIjJQIjAA5SEgO0JAEmOQRtHwzaFgkdDwTIRQoCFAedVQ8A",
+"KQoInVUJjAMDeygPiwMAA0wOAzkAD4wyAgRQNQLN0g2dAAd9VQ8fKQoPfVUYDoMAA9QCHzi1NQEDNJoCsRcEliQMoBUCKXUO",
+"vQAMmFIPKRgFA70ADyRNAgQ4Mw+XKA0DIDcBJDMORQAFQUIPISkLA7bzAdwKDdJEB5EoD6wBAwdbHQ9LFgkDYDcBDjMORQAG",
+"YUIfOUU4CgNvFQVqCwNVBgGNAgCvAQtzFgMzKALJDAElGgd1FgGoAgMiAAFoAwd3FgKQPwS4YQt3FgIYAgGJcgrSFQMjPgRZ",
+"SgxdFgLM0A3xBgHuCgG+AA6SEgJMAwTmAQ59EQKGAwRLAgvFWQaPAAYOBAFc1g9jFhMFxYMHMRkHCwgB9AUBmdoMCwgMZxYC",
+"An0NggMFUhsCgQQOGAECJQUPlWIAAfkMAiEADH4EAs1KBNMCAfAyDioGBP0tHzlBCgQFakENSAYESCMCBwANWiQCwgYDHgAP",
+"8Q0CBTBmHzkZCgYFZEEPyAYACbskAllHDbskBIAAD2o7AgH0DQFVAQxtAgLpSASoAwFrYQ6cAAQvLRU5SWQFGgACTQ4CIwcB",
+"QSYJXQADoAkCwAMPlwEEBKQcHzkZAQQEjpIOLjgClwEDrywGjZIEHwADtyEDnAAPiQgAAwQiAy4lAjAAD4kIBQSIGB85ywkG",
+"BGtwDz04AQKJCANQKwInIgeqAAoaJQ8CJAAEiwgDpSYEMAAJiwgMKIACBwQABgAODxcELCsP0UUBBGQrAAgACw8XAh8FBNtz",
+"DA8XAlQFBCAFDl0qAIYECbEAAPcaBxMXAw4fBfwIAxYAApQHAmwXCKglAxUXAowsACYABIAFDBcXArEHDhMDAq8AD4AFAAHJ",
+"EAVfBQHcRwkiAQMbHgAnAA2bBQR+JQK7BQA8AAfxAAMVMQo4AgQcTCExNZcEDHAFAaMCAeHlCHAFCHQAA3oyAZcAEy3QPQoE",
+"TwB8AA/IagMEfAMCOiQOJAECm0MP1WIAAmZgASEADYwFA74GA4wFD4otAwRhGxQ5CwoMIAAIez8JSwMD1jQCLA8N/DQD63kD",
+"KAMPUWMDBEkbEzl2Zg8iAAAElBwPywMAAoUFAnUbEjGgdQiAAAGpAwSAAA/ZWwICqBEBVgEOClUDPwIDkxoPqBEEBI8bLDEw",
+"lj4SMWkbA5AFAXAbCmAAA9MYA5EFD5wBAwD4GAJfAA/WGAMUMV7tDZIFAnZ3ASAAAUgADJ0AA8goAr8EAfkYDOQpA0g9AykA",
+"D9cXCQEqKgOnAA/IAQUFKxkOyAEL7SgMVAcEIEEDqwAP4RcGA/EBBTAACeQXBBEqC/EDBTbIAwwIDPMDAZMAACYADWMJDOYX",
+"AjsoDtYDBH8/D20RBQKmEwEoAAzZAwLIEwMjAAzbAwJdEgXcAwLIEw53AQauVw9aEAQELRoN3gMCCRoBIAABSAAMlgECYR8D",
+"JQAP1hADBQtQHzAzEAYEBg8P3wMAAmTqAgBmAEwADIEABZwBASwAD1wBAwKSBg+iZAACgxQH3wMPfDQDAEsPAsIABWtMBBsA",
+"AkoaA98DAXcaCmAAAxkMA+8eD58BBAXsSR8wTV4EBIwZDeADAo0ZASAAAUgADJ4AAv8DAxobD8I7AQLcQQPIAQMwAA/gAwUF",
+"Yw4TMNJ/DyMAAATzFQ7JAQOjGQLGGRExgA4JqwACtwMEqwAO9xUE4AMDVXEEMAAJ0QcEkSsL4AMEuAATNVs3DOADAiMGD44z",
+"AQyZGAHZSg/gAwAF3L0PVGwEA6aQBP42Cm20Ar4IASMADeADBASoA+ADAQBcDncBBKAaFTFJrAwhAARgIwyWAQOmGgO5QAER",
+"DAiWAQP1bQJ9Aw+MDAQEohoUMSbUDyMAAAR3Hw4XAgP7bAMFQgynGhIxfRoEgQAP8nkCAqAXAVwBDeADBO7OA+ADD4ybBQRw",
+"FwZgeAUbAAJeGAMmAQ1eCgPeNgTgAw+fAQMRMt2ZAi8ADyABAhQyUmwM4AMSMgk/ASAAAUgACp4AEzLcGQOlAAHjGQwWXALZ",
+"AwLIAQMwAA/gAwQQMkwGA6cAD8kBBBQy8xkO4AMSMs4ZASIAAUwADKsAArcDBKsAD8FcAAPgAwLyAQMwABAyMgUH4AMKDm4E",
+"4AMEnwUQNdwwD+EDAAKyFwEu5gzsKQwvGQCbMw/hAwEEEIofNnBuBQKeOwEpAA7iAwMRDA8nOQEC1hgH4gMPgwYCEDIdBAKc",
+"AQ+iHgMVMj6jDJgBAhFAASAAAUgAC5gBA7WYApcBD7GfAxQyJxYvMTGFHgUUMscVDuIDEzKskQOpEgKz+QiBAAExAgSBAAQ3",
+"AgtcAQIyJQ+FdQADLI0G4gMPQgsCFDI+PCwxMWk6EzI8kAJpAwE3GglgAATzTATiAw+fAQMF0zQFnhULIQAEVxoN4gMDb6oC",
+"owIcMlUaFDKYAAOlAA9wXwADZV8DXJoDMAAP4gMEBUsUHzL4XwcPTyAGEzIZGgOHkQFeOQmrAAK5AwSrAA9WIAYD8gEEMAAB",
+"lhQHgAMMwBkD3Q8BCAAMwBkGUxEPwBkAAi8QA30VDTgCBNSoAAgABMEZCwo0ACEQCZwAAK0dC4QWA6mWA+FKDUhbADYAC1xn",
+"BVkCBrotD5A1CgLvGgExAA2cAgP1AgMiAARhGQs5GAWPNAXAawzzAQW9AgEhAAu1AQMLXQO8AQOLXgQJ/QprAAWyLAOlGAg9",
+"AgOmXgNOAAJdPCZheB8AAsYCAaxeC/pWDDgBBk4ZD181CgLIHAExAA04AQRxQAIiAAuZGgWTAAUtAwz2CxIygBYBIgABvAAM",
+"HwAD4QIDLAEAXwAMREkC/AIESAAPjRkCBWsdNTErMT2rD+oAAwM/FA3gzAJxHQYiAAsAcQGOAAFiACIzMFCkBJqpC4oABtkB",
+"EjHQ7Q+eQwYDrAIB4AEKigAD4AYDIgAPigAHAg85AlUBDLg7Ay00B1wDALg7CEcCBDUtD0cCDgf+aA9HAgsE9ckBtTsK0wAD",
+"RwIDIgAPRwIFBZemDUcCAygYA7UACvA0BSQAB2cyAEAAC0kCA+8XBHIYD2YyAgXKGA9JAg4EvMkBpBsKhRYDSQIDIgAPvwEG",
+"EzRJAgwSRRIyIDwE7AAPqQAEBu0AD2gCDAOvZQ7hGAKIPAYiAA+pAAcDaAIHFF4BXwIPQDkLP2Jmb0A5Fw8tAAEPQDkEDysA",
+"AQ9AORQPOwAIDzFYCQiTvQKjAT88MTi8vQAXNCN0BjFYAGvnDww5AQRsvA/UAA0BCgMPMVgED9EACQpZHQEABw/POAIAkgMP",
+"zzgDAJsFD884CQHMAwJZBwbQzg/POAIE3xgJ8AcE3+4PMVgEDdsKAp4ID9RXBQa7Bw+GSAsDtwMP3hYCBd2mDaxUA5gAA0EL",
+"D7sOAgS6Lh8yR0kCBZmID889AABdAwTeLg/cAAEI0SAPWiEKA8IPDDgNBUZYD74AAQfWOgG+AAbWFQzZpgO0YQ33NwTIAQ64",
+"AAzNIQ0VAQZCjw/tIQoD1BoMqF4DnAgPmpUBAjEAAzgAD+AmAg8sdAQCvhUBBQAEmX4JswAFKiMNnWgIuIYEDmQL8mYEMTAP",
+"8mYDAnUAD54LAAG4AQ67IQGv8gsTAAKIJQ8qOAIRMtdUDYgED5doCwLdAwAFAAwKOALZAw+lNwEDaQAICB0BLQAKkGgAJwAP",
+"j2gABg1nD49oBAQqlQ7wMAFKCgJiAQtSEQIZFwIhAA+bAQUGKDEPU6gFD5xlAQEDBQaKaAo1HhIy4lUMcgEPh2gLAbQCAQUA",
+"C4RoAqYHBLp9D2kAAQ16HgqAaAAnAA9/aAAFxB0Pf2gDAWQDACQADGFHAEYcD9NbBgVqHAwYAAN5GgwYAAJWlA8YAAAD+i0N",
+"GAADbyAD2lQKMh4eMhNrAusIABYBDxJpBgN6+h8yzKgNAM0CD8uoBAczWw+udA8E81oLRAAFZ1APrnQRClwOBBwABtIBD8QK",
+"CwM/BQ/1CwIHxwwPPEAKA1QpD2RQBQP2MQVVAQw0BQEeAAAYdg+KXBMPvMMEBm1AD6ZGCgK+Bw8mdg4P5AwLAt0LCid2A6gA",
+"BiJSD+4GAgR3FA9SXQEGTToGtbcDNgAG6SsIWDISMtm0C3MJAvwTAacCCYU5Ax8AAlkZA2V6CRBLANYAAzFYDx0vAgTW+AiQ",
+"BAEcBgirJxYy7FcH0VMAKgAPHQoAAh4KAhc6DzVVAQI7Iw8PkwABhgMF6nUPuCgCEzLAJwBHAQdb/gNtAAIFAQuPKQI0AQEi",
+"AAVfSwp+CgKSKQ/5IAECHQoC1gMPyMMDBRhtC3QaDAU6CFUfBywBAXsAAgg8AWAADrIoBPIADVsABRgLA1sADtgAAowXDxIa",
+"AANiOwJqBAcHZwDoAQ9magIEoTcC8Y8NDFMDnDcPhQACApsBD4UAAAM5EAOrBA9SFgIFH6UPnzsBAlIXDYQkDuIlEzI/UA9+",
+"owAPO8EBA90PA/8ED88QAgTtGw5+owLOAwISEw7vNgKyAAEkAAAGAA/DiAwPfqMIASQHAjUcDq8iBH5xBgYAAS0mDO1SAjQJ",
+"ASwAAdQcDqUmBTkBCnVSAz+kADgBCogRCF6kBvmKDddPAiEAB1BrBiAAAsggDC1fCWcIDKEeCUEEAegEA/1PBO8ECr4eEjLv",
+"Jw0PUwMeGwN7AA8eGwgfMg9TAxkyD1MAJQAMHF0CDAcPHF0EAvUIAuIcBUkDBR4ABL02AAcADUI3A+E2A0IAAJYBCRtdB9s2",
+"DGdcAlAeA0KJACEADtUACBwpAOMACiJQAoRgAvcBDqwgA2mLAVMBDxhdEQwoOA+vAAQCqQEHEh0ApgACMNoJlgQCYUACOkwO",
+"w74AHgAMKSICth0DJicNnwAGLDoPrTcAAxULAkEAD5hcAAQwjAPtNwPfJQEkAwhJVgKDCA+XlQEDlHkCnAQLD8gFhgAE724B",
+"jAYPMDgEA483DeNXCJgIA5sLAs4ADsgEBKQLA84ABKxdD1cgAwRaOASEyAyXAAteOAIHAAEgAwgZAQLIFAC1AQ0ZAQT1JQIa",
+"AQ+FAAQEXA4N2yAET1oCBgAPJgMABWk3AZgCDD4ABxUCD15fAQSINwPlAAwnVAxrAAKcAQRyAAzqAwVzNwPCAQwfAAKHAAMm",
+"AAEfAAkiKgMbKgIHAAUghwU+AAKBAQRkAAGaAg9gKgADHTcMQykDD2MEwQANXQAEkzcPmwAECbQoDFMdBdg3A2QADJsAA2EO",
+"AwcAASAOB8AGDHFwAkEDAAcADFVFBS4JD3dTAQJbCgKfMwNZBgsoHQA7CQl7AAv5LgNVCw9ijQMEcK0Chg4PRB0CAIMLCWAA",
+"BSQeAmAAAkMAAA4DD2AAAQLgDgMrDwt+EAKFEgMDCAqDeAGNDAl2AAT7Vgc3Mw9kFgMBRwkPlhYAAXoJBq8WCX0WAhMKAgYF",
+"AqIJAQ8aDdoFAlQKD0sWAgL2SQ+xOwEEG3MDfyIIeRcAHx8PeRcZBDcAA5YEDzU3AgWuxE8yKzI5u7gKAxQ7DcdOA7FBAh8A",
+"DzUuBAT7bALBRgA/AAUaAALpAwN5BgLGFw4CGhM0qlQPShUDBX0dBPhDCWEAA6ssAzkED2MaBAE6AAIiAA/KUAMGxHUfM48Q",
+"CgVUTwzXAQM0Bw8XIwAD3iADOgAEAaML4wAEZAwC6DAI4QADWzsDMgUCraIP7FUAA4NUDwXqBATCEARWLQlhAAMuMANBNQGx",
+"Ag9hAAEEQgEP3ukDBiE2DjRhBCQ2A1sFAoflD2MAAgIt3A8oNgYEmywEqhEJZAADagICgQUCNMgPZAACAMdUASMAByI0AGMY",
+"D24cC39wcmVzc3VycBwVDy8AAw9yHAQPLQADD3QcFA89AAoPcJAJD4NVARgysPMCzAQCYRwNg1UQM5lVD3ccAQgPVQ/ZAAsM",
+"eRwAXwkP1gATD2IcAA97HAIAogUPexwDAC0CD3scCQHcBQOBHA+GfAAHexwEMBEJsQYTM2skDnscD4tUDQ9KVRIEZBgPrHQw",
+"BCEGD8wVDQcfBg5hAAKSCA8EVQYDPAAP1QMDA9sFDwNVDg+jVQsCKBEPA1UiCfdiDhdUBlgdD0QcCgiiXAn+BQOeBwP+AQ+F",
+"VQkCgAEPhVUXAnMMDyp1DAViUwNwAQEfKQ9XGQUJ+ygNiB0fM39VBgaaPw9/VREPmT8CBOBRD39VFA+YPwIK/xYIlgoBNgAP",
+"f1UKCwo/AqUlAp4cAEwACAg/AjEADwg/AwUFKQxaAQ93AQIElT4FaAANVR0fM39VBQKhBA9ZqQECIgEDKAEMaXMEcCcDiwEB",
+"QhAPAAIED6EAAQQwBx8zl1URDAAcArwnDbcVAhoXBP4PCuYABR0cDVUJA+AAAgYADzcKAgTKMwbnzwMZAAKNCAAFAAGlMw5p",
+"IQSwAA+hMgEBRA4M/hMLJAABYQAMW0sIIhQAvQEBSgATcIhbCvIUEjOGVgntAwQOJg4qFgPA1APvAw9tLAIFtDQPEi0DBZKi",
+"C+EVA22iASAKAf93BxAPAq00ASQQBGpDC1UABJ8wD98sBQ+gNAcJhKIL5RICbDQCeAALfBAC/E0CxykPnC0AAtkTAQYAAr0A",
+"HzLiaQABqAMGR04FDgMG+QILWVUCGwMABgAOEywD3hcACAAOpwME+CoDdYAPSi0CD0o+AQE4AARiBA2bHhgzWVURM1lVCP4P",
+"AT0ADwgFAALLDgHzBABMAwiMVQWIIQjOGgLmDw5dGwN4PgI1DwZ3PgqbOQRIBgl1JgA4Cg/9CRsFOgADexMKM8cGHwAFJ64f",
+"M1sGDAK8EgEzAA+NBAECDVUA6gEOzQEDiikBBgABUBUP+isDAmAAACEABqMBD1G6AgUuHgKbegw0BQPNiw+RXgICmVUPSBwB",
+"A6lUAjQFDygVAwScNgKpVAhfDQY1BQFUGQ7ICQUIrAbnIwxuUA83BQwDHBYPOQUJAnqTAmAZBGcbDHoLAglXCXJQA68lD0L5",
+"AAO3UwI9BQF1PQ4UAQQ9BQ+wOwMAWx8PPQUBCYalCz0FA2I3AcYEAWc3D3cbBh82qDsFAJs1Dz4FAwOTeQL7IAs+BQLYGAN5",
+"AA3EGQWAAQ9BBQgEIRkPQgUNCUkZC0MFC99VDKUeBKjGDfYCAkEjD4MMAgJkVQBDAA32AgPrCALiAQ9VPAMF9DcMwBIDzhYC",
+"0QAPkTUDBF8EEzPoBgzVAgMMNA/7AgwDOTQP+wIJATAIA5cgBPAqCqUfFDNyeQ7qqABbAA38AgNuKgIaAQ/vQAME9lIC6qgP",
+"IAAAD+5ABQ/yUhID7xcPiz0EBeE4D4tCBgXWUg9yUwACzxIP2FILBIAADAoDA6E3AfgBDwoDBwTMGg8LAw4J9RoMDAMPkL4C",
+"BYtYLzI5E+MDA02QD+0gAgJGVQ/tIAEDSlQDJDEPihQDBqZTDAwDCGYaDwwDAwQMIi8zMN09AwIqAQz1GwwmAAKyMw9fbwoC",
+"XB8ATwAGX28MCQkCuVYJoU8C6wIAPAEMDAMDSFMDqTAPRBwLHzfGWwMBYBsPDAMCBG9UBGUcD/0bAgPRxwHAGw9cAAAE4FUP",
+"qFsFBZV1DzxVAQNbAAMpHQwMAwKmAgSAAA/wGwMDITgPDAMGBBMDDwwDDgk/HAwMAw/2IwMFkA0TOfcVDQ0DA10lDw0DAgLk",
+"Dw+YFwADBlQDDQMP2RgECV+qBw0DAzUXAtMADw0DAgXPBi8zMDlWBAK3IAwuTg8RQQMM8UQJ2ZABXScDc3IPjm8DEzN8VgkO",
+"AwMnEg9TDgADqVIDDgMPNAcDBPkGHzcFeAQEQVUOIVUJhx0OxR0HvyMF1AsMXAAEDgMP5XcHDw4DBwPpAgWBdAyAAAJxAQOA",
+"AA0XVQL4IQKvBw8OAwYEXFUPDgMOCYVVDA4DC70NBmoOD2E7BwLtAg+fDAQBCAAGtzsMngwBhC0PfjsDGDM/VQC/DQd9OwOo",
+"AgWizg3XPwxFFACoAw+pDQAEaWAPflUOA2wNDIIbAa5ED60xAgT0VANSJwr3BgTHKATFrg928gMEQREPflUOAkcGAS0RCYMA",
+"AoIMBB8AD4MAAwR+VQ+jKQEDNKgCBgADcxgLJR8PWgEGBvRUD35VDAIRBAr0VAVFAAbUVA9+VQsCOwQP1FQOD35VCwPEFAkC",
+"OwM7AweFOQ9+VQQPqjUUAxYDBkJUA28GAcEADzlVDQEUGgc5VQGxAA85VQUCxhQCUrcNtT4C1gMOwtsDKrUD6gsKk8wjMzOC",
+"MA3vBgIhVA85VQIEm4oDoQENIEkEnfEDBgIMAxYFjwAGCAQB2CIPOVUTBWcaA9vSCz0EASkFACQADT4ECkUrEzMnLg4lCAXa",
+"OwUDMAqtTwIUCwQY0gitTwPTJg/kZgACGVQEjgIP+BAEBMkwAqVXD3sfBw0IBwNDCATqewyuJAKCBgPAUw90HwUD2gMfOeVN",
+"BgQ9CQ8BXAEDUiAC6CUN7ykDEs8DgAAP5iICAwieDylTAATcVAJjAwGclA+cAAADtAEC3FQIfAAD85YCXwkFtVUFHgAHlQ8J",
+"RegLhQcCuwACLgAPhQcKAhEIAykACoUHDOAkAgcDBLcpD2ADAQEIAA59AwNbFAkMwwNTAALSFQSmxQvvFQKPAwQgBA2AmwGG",
+"AwmxAABECwg5VAH5Ag05VALBHgJtJgV2CgfV0gIDJQM1EAB2AAxeDQJsBg4TAgFTAAAgAQ0TAgNvCgIHAA45VAOVQA85VAID",
+"OYYDuwQIOVQcM9h6A9wBBCNTLzEzlREBA3LOD0ZQAAp5zgBfAA8S1gMFgHQvMzNXawUDIFQP9ZoADyBUEAMiAA+VEQMEfQAP",
+"IFQFBE4gDhVYAxMDAnoEDBhAAzRYAz5UD3DQAwU3eg8gVAcEtB8PcwQABDR6AnoEAV6ECYAAAZADBIAADyBUCg9kAwEEIFQD",
+"7goPIFQEBdEfDiBUA+mCA3ElDJAsB5DPAqbeD3cEAwN5WQIuAA93BAkD8VgDKQALdwQPKG4CBc56FDOeOgvXAgJAAQ+LZAAK",
+"6J4AvwMPLm4DBYgiANcCD9AzAwMnVQ/4VgEDOlMCIwAM2gIEPFMEFhsBJDAPnwEABIIAAggjDyEAAA/yWgUDGFUFBFcMvwEB",
+"6AYEQiwPjCIDBfTOHzDJWgYEhAEPyVoBA9EBA2MADDZVA9nOAx4AD4pcAgNDVA/+VgMEkjkDPwEPwgADBTTOHTBssgIjKQPe",
+"Agw2zgSXVgIdAA/aDgcD/zACLgAP3gIJBBAtA9kWCd4CARp9DbwABDlXAN4CDz4UAQIsDwAmAAzeAgryoABhAA9eXwQFhQoP",
+"9MEDA4NUD/pVAwS3Ag+1BQADUlIG2wIPO1gEBH8AHzC4BQQEEnEOO1gDdgEDNxoMmy4D48gCwgEP4xgEBU7LHzC5BQYEYUIP",
+"2wIABMJXA9wBDBYRAspvA4EAAVgWDlwBAhsxD/pVAgRZUwPbAg9ZUwQFZ6sC5TgJgAABegAD2wIMKnEEUVUCHQAOeFUE2wID",
+"9oMCLgAP2wIJAu4ABCkAC9sCD41tAgV9AS8zNAwUAwPIqA+6BQAKy6EAYgAPkG0DBQI6HzMPwwUHnFMN3gIE+ssAIwAN3gIE",
+"WVMD3gIBTAoPnwEABrJSD18CAwRZWA3eAg9XWBIDjFoBQUEPXAAABZNRD7kFBgW1xw8PVwAC0QED8FYBOlgIgQADiscCgQAF",
+"2FcPclICD/hUAgq5BQsx8QVlAAXYUQ25BQKHIwPeAg2VlAM2WAIdAA79MwTeAgSrVw+TFA4EwFgCKQAL3gIAXQwPtgsBAQgA",
+"DRJQBSwND7EUAAIuDQNWEA4vDQJzAgEIAASUFAqUpAH6CwmcAACZIwixEAATAQ8VLAABqi8PLiwBAZAJBy4sCRYsA+14AcQB",
+"A86mDwkCAwLgDAAvAA1lAwS4UgAjAA+MKwIFxBkP1oANA4VTADEADyITAAYdWgMpQAkvAgJtAwK7cwIIAgosFgMOFgRiAAvB",
+"6AVHAAWd0QxeUAUOWgNxAgEqEw/1SwASMp5MHDGscwFBWQaiAAHRGA6AAASpIgU+Uw9JWQwPggADBNMwASPFB7stDwswC092",
+"aXNjBzAUDisADwMwBA4pAA//LxQPOQAGDbGFAPkADzYADh8yMQAdHzMxAB0fNP7AFi8yMjWlAQiiMAO1AiA8OBUAD8vzAQAz",
+"CA9jAQ8BJAMI/sAWNYwmD2ABBw96AwABQgkPZAEPCbcWAzsAAcBLD24BDwSrAAe3GA+mpQMAQQUPpqUDAIYED6alCQIvMAJq",
+"GAiyPwO5BQb7MAV87AmYBRM0baoO+zAKjbMIdhgD9AQP+zAQAa8bD/swNAZtow9uBQsDIyYPawUBBLp7ABYZBdcJCAKLAF8E",
+"ACUAD3IvBwwzGwmBTAO4MA/jLwUDmgABjwsIVAADfBAEwzkMoAEPxi8DBhpID2wxCwMwHAKxhA8WowAOrQADGhUDOQALozYH",
+"rDMAfgAFFqMKnQAHnJoPhzEKCJyaCYMAAisBBB8AD4MAAgTvZwY/hAdprwA4AALcBw0tHwIPAQ+LAQQPEh0ACrcbEzQp/A7z",
+"AAb8Mg9WMQoIEZsNCwgEQwAKMUgHQUkDmEwFV78LMAgBWQ0CEtMPQUkIB8+OD9wEAQanTw/mMwMG+5oPf1kLA+kACzEIASgI",
+"AAEMrzBmM0MyM0Q3MEELBAIBfgIAwwEMbgoCRbkESAEBDxcPTgMEBCQIFDSJwgpBAgSlIx846TADAjUFBclSB+LZAhkABMYE",
+"DfFOHzTUKgADopkAVQANwEEDbBgP8ycAA8JAA0c2D9EaAgQ3MQIT6A4fAAT3IQt1CQH1CQeKfgpdDAJEMAJbLw9yRg0E6HME",
+"L+gOIQAEtXgP9icAAYAAAbsMDwwNAARNxQYGAAFODQuTRgJQDQIrAA92TwEFjgELTaYCdQoAMwALUUED6SICSgMPJQYAAvgO",
+"ASAAB48ACsWjA7+cD45GAgHvYQ8eJAYBFyQBcTIDzE4K4hgSNFs/DYpGAxsbDolGCkoWEDQaIg2yRRg02KURNOMuB7AAAvvS",
+"D4emBAJjLgPCGwrpAwi2pQsDEwTn0gEGAAB/Bgd9RgSJLQ6xWQIdKgIgAA9rpAIDHQEG1gALoaYFmwEPAUkBAwEND5eWFAI2",
+"DQdEqQ+sAAIDXA0HrwwAowAAjiMOIr8PzBEBA8+HA5E5D8kRAgQgZgLqTg4fAA/GEQQJGdMOT3IJlS4PdEoOBEJGD80RBgTG",
+"ZQ/5KwED5QMDfy4OBQQL+qQBJwAMTSQEFIkP4Y4AA9Q6Ay0GDx4PAwQWLQLWOgsPBAIaLQJmBAEFGQdXKAWhfgAGAAAqBgw8",
+"AAN+SANdLQ2jSQPuLAPiAA8gSAME9wIPKxIAAxMBA0YAAi4ADaRFA8csBCYAD0cAAAN/AAMhAANqLQq0AgWHtAqEBwAHAAsf",
+"HwOLPQmyRAbGTwXVBwKYCQ5ZUBg0ETUAbAkP+nsBB2c8D3wmCg9nPAUEEJEDoQgP4QoDBDdxD7YkAwfDkA9iJgoFUDwMgwAD",
+"3TMDawsPgwACBIIAAUYODzBRAgJiHwMpBgtaMw85DAYH/zsPuqQLA30EDwA8DQ+EWgoCaRULATwFRQAGTA4P/6QLAz8NCaUm",
+"BL8CCknJDzQLAQTRLxkxYbEHJAMDLEgAJwAPOAsKB/wODzkLAgcPsg82AgQHIQAP2zYKAwUzD1NiAgclmQ+OmgsCwhYODI0C",
+"9wIEJZkLMAQEWC4CeU4GoQsH4wMBQAAEOOkIcicCjgIABQALnz0Dbe0CzzgBjgMHcCcDSfgIre0jZXFBEgT4UwMJjwCWCASE",
+"EgGqB087Cgl4djMKAFsjBTIAAoEwBAJCDCcKAuNPDYkMAkg4Cfg5BNUPA9QLAigDC0uMBEcEBXzgD2QMAgH7AA9kygMC/zcP",
+"KrMBAyA3A1sDAWnTDngABCM1B54qC8rGACMAAcMkDGlDBIHOC9lRBCIBD0eLAARO9wmmAAK1AwO8Aw88igMGhDEPSYsDBYNN",
+"DL8MA0dIBaoxDzwMAAIRGQLOBg/DCA4FsTEPXYsGB1T6DMQIAxYuCLAxC1xTAakHA4wuBHoxDsoMA+lSAtgmC2BdCpkBCt4l",
+"BZkBC3JTAqMMDuIMCOtTAzZPDHNTAQUEA3hoB6oABiEAB+cwD+YMBA3ajQ8EMRwTNGbODXRTAk0BD+sMAAsGLxE0XVMPJQwB",
+"Ce4MAp9SCCWmDEyyCY4wBAcxAoUAC2wJCSwxDqswAmcGBEMAANcDCHVTBYKlDk4MA60OAiIADz+mAgMuAQfkAAuXowayAQOa",
+"AAswAwPLVA+WoxUP0YcAD7QABAKvAQlPCgHnVA5iAwUFMgBgAwyfAAKXBgPYNA/QAw8LSocLTgAJyDEEDQAMVQwDijoEnf4J",
+"3AQDbhsCIgABcXkOgwAEaiwC/F0IPQEDWQMDjw4PqCwEBNgIAT4ADKMQA+crA4wsDJYMA1NXAkkEDxVVAARELANGAA1LLAOZ",
+"AAPWDwzHAgOIaAMqOw+YDAcERwAPmAwEBLdwAkoDD5gMBwRHAAaYDA8YBQIHXgIArQwPK1ECCEQFC+gyBC4LDocHAqMHD/8H",
+"AAP+jgT/BwyhLwIUhQEmAAnTDAHjUQ6wBwRb4xM4yScPQjoDD+tAAwIoOgAiAA2kAAOjCAM2Nw+jCAMEyogH0EgLbsoABgAB",
+"KwgOxzITNLl7D+aMAA+5OQIDvAgCFggP93oEBFeFD+eMBQRUMgwWCAQpKw9sLgYDl4IGo/wPRgQMBGApD/SMBwSkJg4WCAS9",
+"KwTEKw2NAAJ6KgMJ/QMmAAGFIAoWCAJUBgItAAQ5aQtfMgWEAQoBCAMw/A5QBghP/A8BCAMD4jEC1B8PAQgBA7bPDJxWCQEI",
+"D+cUCQG4AwSrygTGNg3XCAgH/gZ7AAFRBAR7AAkBCAwsFQH9BA8rBwAHiiIAJQALAQgANyIPAQgGCf+EDK2dBM6EAiUADQEI",
+"A5MsA0MAARQQCAEICAiCDE0HAgUFAiIAAYktD9YAAAf8IwDkAAsBCAMOAgJBBw8BCAADFQIBVwEPAQgQDxwuAA+0AAMD154H",
+"D3QAqwAPBJUDCCwsC58ACS8sD7sDEAVing8BCAIF84IHfQMCvsgIxwQDsB0PrZEBA90MAgEIAQQnD4MAAATwjw0jJgMSdAOF",
+"AA9/KgQE+S4PAQgBBAhnBL0rCwEIAzwsA6k+Dz8AAAN8KgdALAmhKgMRAQKgAAFhDgkfAANsJgIxAg+iKQEDWAACRwADLwAN",
+"AQgCJisERwAPCycBAi8DBEcAAwMlCUoKC7Z+CNVSAU0HD0oHAgLTBg+YRAICSj0AQAANSgcD8wkDSgcK8wkH2lIB8QEGXSAH",
+"SgcCSQgDJN8P5i8AEzSFUgmDAgOqLA/1PQADQTsESgcPWIQLAklJDyAAAASjAgu9BgS1hALlAwHhCgzOXQK9MAKDMgwESA/y",
+"KQAEv+8Pj5cGBP1tDkoHA8UuBMgrDtcHCTaiA3wtAe8gCkoHAtEKAi0ABEoHC4wuBYQBCzK1AQgBAY8TCzK1BcMxD0oHBQKG",
+"CwSSog9KBwACxQsCd3UPSgcEAGYND0oHBgHTDQJnABRwFNYKtswA1gAIg+oGewAC2xgDewAISgcKl8wAQQAAuwAOdAYIUmEA",
+"JQALSgcAJwUPSgcGCUgsBWExBR4ABEEsATkBDEoHAs2eBUMAAOMECEoHCBssC5YGA7IOAiIAAXsFD9YAAAmtBgFYew6/LgPE",
+"BQ9KBwACai4CVwEPSgcQAxugA/cuARMLD7QAAwIpAAihogCrAA8GmQMIFoELnwAF8oQPuwMUBW9QD0oHAgQohQIUAQJ9AwFQ",
+"PwntPwNSJg/uPwEDogwDURoPDQ8DBEMgAuqUCSArAhYGAggCBAs/DD4ABHYXD0oHAQT4KgO6AAQrGgUfAALhAwKGAg9KBwAE",
+"/ioDRgANHSsE6S0BBwAOJIQDrCICjQIOhx0ESgcEGysHKSYJRwAE3zMChAEPSgcGBEcAAy8ACkoHDP6XA8AOAAcAC3M/A7iu",
+"BC5fCykuASEHCZkaCm7QAQMPCXoACYZwCLgZA+sfJTk1hG8OIS0Cqh4BBYVIMGY0McgCC2hABrRZAp4ZD7YkBQKiDg/yhwED",
+"j00CcwADnAEP4Z0DBbiED4EDAAOThAXeAAOgHQzbLQGSAgWPAA8qXwUSOMm2HzIz8QADAoUFrwAC0iIP5AMCAd6ED+QDBgUK",
+"hQJCMwRZhQH9Ig+SAAEDpy0JgYQAZyoPpy0Lb2FkdmVjdKktFA8tAAEPqy0EDysAAQ+tLRQPOwAIDmCzLzY0OAARD2CzAxcx",
+"Oi0DdQEoPDE+egJ5Ay88M9xdAw9OLQMI2l0PBQEJAVIDCNhdBk4tDwEBCQ+bHAIPcwATDFyzADMED4ruAg8VLQUAXgQPiO4J",
+"AAUAAYgEDwxeCgQJHAmeBBM1EOYPC14AD/IAAQ8OLRQDKRYPcwwBAhsdBl9kBEwMA/McDXIABn0pD3QyCwIfDAz2KwO8Nw8T",
+"aQADiAcEUDIPyicCAnsAD/weAgtsfwnNKwKiDA9ZAAgD1AAB6SALfAQBegQABQACkiQPdAQDA5F+BMkCAkIBAlgFDG0eAeAA",
+"ANMXdjEzOTA5NTBPQQflRQGTAQBiRAglAAidAQIDHw93XQIcNS7jCN0wBD4BCZMAAhAvAdfZD5QABwIlAABBCQglAA2fLAZ+",
+"AAmeAQYlIQnWeQMIDALYBQAFAAMWDQr+CxA11VwNJwsYNaojETW7WA+aAQYP5xUDAzMCCEdfC0YpDI4tC4MBAwIBCjcUAwIB",
+"DysAAA/YwwACvfQPJxQCAkgABu0AD516AAVJIwcLYAf7DQL4EAAFAAFsEA+8AAIKGwkDvAAPSAEGD3lTBAxIAQ2tKg/vcgAK",
+"3B8PNQEkBh8BD9ETAwTzAg/vRgYD+AMPdggBByg5AwkaD/wDBANvCAHGGgb+AwMNCwtsAwMnvwzbAwtsAwLeAwEp6QpsAwpg",
+"Fh81IqYFBFIZA/gACYEAAc8JAQkND4EACAIrEgBIMguBAAoyEgeBAArYNAXuAwb+IQbuAwIOJQFfAQSMUwoFERE1jFMPEQMA",
+"CMkqACUAD/MDBAORAQ/ZPgMDyg0EYv0MWCADAxcP+AMIAhwBBAohDP4EAhEBCDAAAzN4D8gCAQKpAAKtgg9jAAMPBAEABzwY",
+"ABIBD7R+AQUXBAJ2KwxdIQJ5DwGOCw/cAAoNmQgCmxIPcgEHD4geAwQ21wdyAQiOAAJdAw+D1ggLlgAM7gYOcgEDmuQPcgEJ",
+"BK0DDWMAB1sBAVIGChgDAmwdAf8fA44ADKoGAr0JDzJeBgGECAEVBDR0b20fADhtaW7bDgG8AQPW+gmRAA/BDAxvZXJyc3Vt",
+"wQwUDy0AAQ/BDAQPKwABD8EMFA87AAgPwQwKDzgACA/BDAMAz/oLwAwPvwwBCMRqAZQBOWZkPDY6BNQMHzImhwQBhSUPGQER",
+"DNUMBzHADxUBCQ9xCwEBYAcPGgERC9YMAd4kD+05Agu6PgpH8wF4AgMTKQsmAwf2DAePEQIaCgEZAw/uDAQCIgAEJywJMgMT",
+"NnIIACMMA08ABDMABX4ACQYNCpBvAjMABQwsAlVPCJhnAnw/AVIADxAuAALUIACOBwb6ZgM5AAKGAACEBwEbAERzZWxwogAG",
+"3w0BJgAfcPcAAAHyAALKAAU0ZwNxAgFxkBRk6wQKFQkKTgYcNrCDB0QNA4MND2uLCgNSDQHnHQbiTQLJIQVQTQYyCAW9YwHI",
+"DAZXKwJuEwCCIREyghgOTwgSNx4aAAorBBkAAr05AB8AD8VSAAJGBQMcAA8cARUKagUSNtWFBzgCAi9BEjE4AggYAAJtKg1G",
+"FAUPGwSBBw6cQQQUAQ1wQgKbFANgAQs5DwJFAQe8Cx82lL4YBNoBBTkcNGY2NBwAApEAAWU2ASIWBzQBBgcAAY4ACJ0DBcgC",
+"DYFQA1EcDpukArwBAAYAD6q7BgHBfg9CDAEYNpYNEjaj2wouJREtLwMHowMFzy0HLxELqbsAJAADGw4KOAwDIwMOvAEF0AIN",
+"vAED0BQC/QAN/FgDdkURNC8CBsgADzVQAgRhSBM5008NsAEC6BYLsAECNCwFsAEPmw4CBC8PFzmNJQlaAAJhJwxaAAFtDQRh",
+"AA85RgMEMw4FKGYJVwACCx8MVwAB+hAFXgAP5QkCBIIFB4tjCVkAAsYYD7oCAwRgAA1iVgOMAQmGWgzWAg8rRgABSgIGfAUN",
+"oQ8RNiRtBkECAoZ9Dz0yCAVWfQpjAgJGNA9/UgADahIDPQALWnQAJQABKwECxHYYZKXPETbHDpByZXQ7Cgp9Cgo"
 };
-static const cq__ptx_module cq__ptx_2d_f32 = { cq__ptx_2d_f32_lz, 137751, 509403, 0x7d2ed6fbu };
-/* PTX module 2d_f64: sha256 49a0e08a725296e36447ebaf0f7e78148482cc723d3dba35898d86188dd192ec, nvrtc 12.0, PTX ISA 8.0, 527943 bytes, fnv1a 0xedb75353, lz 139430 bytes */
+static const cq__ptx_module cq__ptx_2d_f32 = { cq__ptx_2d_f32_lz, 135065, 499956, 0x326c50edu };
+/* PTX module 2d_f64: sha256 aaf79518b92ea8dc5398602fb605bfeade2cabcd1a2c737ae49d0037a46737ee, nvrtc 12.0, PTX ISA 8.0, 523829 bytes, fnv1a 0xc7fe28cf, lz 138611 bytes */
 static const char cq__ptx_2d_f64_lz[][CQ__PTX_ROW + 1] = {
 "8hkvLwovLyBHZW5lcmF0ZWQgYnkgTlZJRElBIE5WVk0gQ29tcGlsZXIKKAAEDwDxByBCdWlsZCBJRDogQ0wtMzE5NjgwMjQi",
 "AFF1ZGEgYycA8A1hdGlvbiB0b29scywgcmVsZWFzZSAxMi4wLCBWBwAwLjc2MgCCQmFzZWQgb25xAFA3LjAuMW4AYAoudmVy",
@@ -25857,336 +26083,325 @@ static const char cq__ptx_2d_f64_lz[][CQ__PTX_ROW + 1] = {
 "B9wdANoFA2RHClNDEzdQ8QloVQFZAg9nVQMDmw4DWkYJJwED5AYCJT4IPOoDsE0DowEAJwACnX4PxRYABLVCBPICBRkAAzkC",
 "A+ABD4s2BAO0oAEN+g7MCgT+5gaFdAQtRwJmCw8KQAMDgh4D+SQI8QADNK0DfFEI8QAClAEEmccCFx8Pp1QEBMGjDqE2B/jr",
 "A4xfD/MAAgSgNgEBUw9/DwwHDgIAii8Hih8DZg8Pih8DA6ZNCYkPHDGKDweNHwCXDw80GAePc3BoX2NvdW7pLxEPLAAEDzAY",
-"AA8qAAQPLhgADHSJDzoAC28xWzM2MF3FFQIYNRY2A8UVGDGxFQTKAT88MTCxkwEfONagBACyUAGREg/UAAwEjhIFfRsvNyzR",
-"ABEKkRIBTKkPeywCD8QSBgHcqA99LAkBKQICpakCrqcPUB0FAbC4DVEdEjgr/AJzAATcAAJKBwPrBgu4FgRkOj8rMTj7cwoD",
-"lAoP5FsDAgQED6JsAAQaEw9pbAACUAADxxAD0gQKnRQEq08sKzEAXAQiAATeaAzBDAPlCgJKBA9bAAEE7BwjKzFl2A9bOwQD",
-"GREObNYDQzQEHwAL7tMCfwACf0QK8kMBBwQNsfQBDMINFAABmQoUMQgoCqwUAlGdDf8CBKUdIisxi0oLfwACjAQABQABkAcN",
-"bQADpB8KnwQDawAIeyQCLgASM8EPBLoEAk6fDmMWA6UBPDErMTNoBW8KBGgFDYoOBOSpAlEBBAMSBR4ACU41D6wBBgRVSA+t",
-"AQMDvVcPbGYAAfgLD+RwBQI6mg2BAQa0AgM8SgpTAATNEislcqyTAg7EBFUwChARA2sACYEBAkQADIEBA/mRChIFB5MAAmAB",
-"D1JnAAFu9wuSAABtCAyUAgISDQKsvw0CDxQ4TE8IqQACkCEAsAAB7REFngAHouACcfIFOL8FvQIISAACijAAeAIKRwAJwxoB",
-"PQASMqsRD9cWCwNRCA/IGgACRAACzg0PFWIPD80aAw9QBRADGxcDvxYKMgMFQwAAyQAG3QEAYSgLDgYCyToCZAEBWbEL3AED",
-"fQED34kIxV8BSQoAHwABxV8NICgTOPH3D3EVAQKvARExQGwJHAICBgYHzAgSOM8nCCUAApIAAYYMDNoGAj8AASEAB2lTBkkJ",
-"BT0LDMwAAq+GA5CHBBYHDC8FAhBWB1MCAYexBEQWD9cGAwGlAQAoAAw6FAhyFAt/2gsxCw9pMQMAt1ICgQoPdjMBA+0CAhYD",
-"BDclDJQFDdAACokLDs0KBB4MA9sxB+l+ApUGAqUlBIkNBCUBAewCA3p/AcJrDQlbACMABakIB4r6AjoAA8X5CSgCBk4ADlMN",
-"IThftO8PiDMGD9cwAAjRWAz9hgPGAAMpDAVb1w+iZAAAJAANvwgDhxkPzXgBArkIA8cDD1EmBAWTdA3XBgN1BgIGAA9bLQAL",
-"M94PWy0XBiYzD00HAANJEgJUAAC0AAzXFQOiEwODLwMHAAbnFxZ09VYDxRMDxBEExQ0EcAEA/w4E+f0F8SULQwYBBwABBLAM",
-"OgIBGgAERF0OOgIBpAIOQFwEOgIO/gEEBkwP9mEFAsxUDwdMAASdHQ/oMAEIDhUL3GMFTwEETDMOLDMFUCgPLDMMA9oID3c/",
-"FwUJMw8SWQcDWwAP5zIHChFZBlLkCAACAqACBN26DAACAvSQAgACATuEDwACBgsvTwUdBAcwTwze/gSwfA72Ww8DAgcEyFYG",
-"zxQKAwICygQPFHcBA1AyD9qPBwMDAg9dSAMEjBcCih4JjQEIpAwBiBcNFbkCGwAGsBUP/hUVBOUyD/hxAATtMQIGAA+dFQAF",
-"S3cIBwAIJJ0M+FoDMQAMAwIBZFUFBAIL/HEKBAICRFUPBQIDCk0IAN8KB0l8AoVVA5gGBz8AAX9VBLUGAcq5BEsIAp0AAgaP",
-"AigABHdRCvdhA18HBg4AAY3/D0ggBACuAA1rNwiVBgHcFg4iCATGVR8zlwYDAmkgASYADZUCAn0GACIAD4s0BAOVAg+LNAQE",
-"HRwCIw4IHwIDKw0C2gEP+RsABLUYA9sYD0R/FwQkUgTzMw8teQECBgAPjGYADyx5AwcnfgaoLQp+GA2VAgCJGwOVAgF3BQk3",
-"AgJwDwSVAg9aIgMAg7sCtQEPIWAFA2EkD+9SAAf4kQ23AQJMCgPYGw/vFAMElRkOlx8ElVgC/AAPEWcABM9WD5FYDA8JGQAE",
-"tjYP5HoAA+E0AwAYALQADyx5DgGLAA+3AQEDRQQDMQANtwEAng4EtwEMBzUB31YFvgEBKVcPtwEABCKQDwIGBQI4IQEoAA23",
-"AQOWAQ8UHQADeyADIQAPIRwDBfl5DiIgCAYKD9R5AgqKNg8GChcBdO8P3R8EA04aBJ42D/p3AAMmAgN2GgMHAA8GCgEDpggE",
-"MQAMtwEDU5cCtwEFOwEEHQADKAMDUj4KyAAFQgAEbjwTNw9/DrgBAgMPBO2UCbgBAxE6D0Z8AQi+CwuAxgUHAQTaIQ2+CwR6",
-"1QL9AA++CQAL93kPNUkYBJUhD74LAAMyGwNbAA++CQAFzXkJBwAPvgkBA9ohBGUbDbgBAHsLBLgBBdoGCrsHA78BAVUTD7sH",
-"AAQUBwz/FANjBQNyDg/lWwIAbgcJfAcFbVkEYwAFKRAGSwQG5CkD0A8BBgABVAMAYgANKgwJNhMQMt4bB2IAAxT+AEACD2IA",
-"AQh1EQKeFQnIEwEYAAGFBQB6AAk9+QDFEQl5AAN0YQr/EQC0HAn4FgkGAgg3CgS+HgtAAA/cFggFrHsCBwAPMhUEBHjlD98W",
-"BANOBgJJHAvhAQH+AAAhAARiKwyiCwLCXQylFARoBg+5FgUCbw8CXAcCkNoLqRQAHQAPQlsCBHIACUICAjEAAyxhB5ABD8EW",
-"AgRYHQXBFgiQAQTr1wISAQyhFgPmHAMlAA9vAQYDqCQPoRYEBC8gD1ADAAPIqAAaIgsUAQEsJgsUAAJzJAI00Q7rbBY4IGIK",
-"mwEEmikP0xYEA6i1AdoDDQ4DAnMABIgDC3xlBHIACJsBAzEAAy8WB5sBD9sWAQH9bg/cFgkDfS0E2nQO214hOF/jXwqDAAI1",
-"AACKAA+zFgYUMWSbDbUWD4UBAQdeAAQgBR85yRYFBPTqTzErMjmFFgkDwCIDSAYLRAAFsgIvMzCFFgkDBgcPiAADBlEXAvcB",
-"D2YsCwEYIg47AwjKFgmCBwYQUQntBQFaXwzKLgIPFQOXAQKiFAvnAQK9CQAiAAwcFgOmmAAhABFw0QwABAIMcQYAOwQM7BYC",
-"FyYE6AEBFiEJ2QIC8ToH3F0SONxdCDg7AowGBgd1B9QAARsABEwHD+4WAAJBDgHZzQzSAAG2FwdimA0K/QDSAAxOeAKSzQPW",
-"AAExIw1LCQOPmQ+ZsAICugwDdAIKgScE7QAFOm0P8hYCAS7iAiAAD/QWAgJ0BwLaJREx5AsA1wAMywUN1wACygUANwAP9RYC",
-"BG7sBc9tBvYWApspAm8EAekGCEl5AllLAiMAAhFoB/cWBIkCD/gWAwKBDwSLAgkzAgJ8AQBPAABOHAx+BQCLJw+WAQEBiwAA",
-"4gAPVi8EA8UDD68OAwT2RgZWWwpdAALlAgAmAAw+CwdEmw2AJwObJwP6Aw8mcAMEnSMCp5oJMwcI9wwPWt0BBZZ2BQcAD1d2",
-"FQUbmw4/CwRGKQJUAA/3DAAFUHYJBwAP9wwBAwAJBDEADD8LAWCuAz8LBuuaBxMGBgcABipIB0ECAV8CAEECDP8WA0ECA1sK",
-"HDTKBgJBAg8EAgAEJQcPgY4FBHYDD7ZwAQNeAg9qEgAEwSwDBgIPaxIDAMclAXYaDWsSBDbfAksBD0UNAARY7gMiKA9FDRcF",
-"Ze4PaxIAAzfPA1sAD0UNAApk7gQHAA9FDQED0BADMQAOBgIHBBcGm3QPBgIDDAUXBCoEDwUXAgKqEAAgAgMmBRw0QhsPCQIG",
-"BcUnDwURBALxBAEoAAwJAgdjnQ0JAgmSMgtAKAVYAQXz8A2TAQmtIw8JFwAEgu8CKAAPAHcGDnQAAQwmAXQADgkCA2vQAsQB",
-"AUslDB1yAngCBK7vA58ADwkXAQOgCwMxAA0JAgCkCwUJAgwNGwoJAgyGuAcJAgkJFxwzCRcChAsGu24EFwACSwQC1gEDc2kJ",
-"CRcCwBIBKAADHAkcNCsPAnMHDisCA3MJD5AzAAPhzwPiCQgIiTA4XzPgCQ6aAgSSFh84MsEGAgoBASkADZsCAqoGACIADZsC",
-"CaoGC+YpBeoBCXr1CSUCCA8XD6TfAQUcdQUHAA+bAhUEkPUPqgYABJPiAlQADw8XAAXTdAkHAA8PFwEDQRQDMQAOmwIHDxcF",
-"qtcFPQICcgEEmwIPYAgDBNcXALkBDx5wBAJdBg//aQEHGPcMuQEEqWoDuQEPXQYDAIkiAdYbDV0GBIXhAv4ADxEXAAOE0wMo",
-"AAAHAA+5ARQEuiEfN10GAAQ91AJUAA8RFwAKCXQEBwAPERcBA24vAzEADrkBBxEXBciPBbkBA3IBAzIDDxEXAwRNGAKlJA22",
-"AQIRbAEmAAy2AQQSbA8KBgADpvMDtgEPBPYEBY0hDQoGBJ3kAvsADxkKAASw8gIoAAAHAA+2ARUE3nsPCgYAA3zWA40BDxkK",
-"AAWU8gIpAAQHAA8aCgIDMyEDMgANuAEAHQwFuAEMtxwDOhoDvwELljoFQgAEw4IPjnMFAlRtASgADboBAvAWACIADboBAkQF",
-"BLoBDzhzBQPOCQL49AlbIgRW5QMAAQ/QCQAEVPMFKwAACAAP8nIWA9QJHzfRGAAEq3IEXwAP1gkABkPzAisABggAD9oJAQW5",
-"8g/bCQQA+gkExgEBgREP0gcAA80BDZV+BP7WD8nEAAPuBwVUBww7KgOwJgJDKgPEExw1UhMAeRYHkSsL2hYEtxAInzIG2hYC",
-"nBIL4ykdNWcMCvMrAPQQB2IAAh9vAYsRD2IAAQnLEQHFAAnhDAEYAAEO3AB6AAzzJgGGcge5EwkSFATJAgUSFBIzihAPgz8F",
-"A0Q2DPYGAwgcBm8+Cl0DAxoYD008AANR2QRYAAoekgHhAAG3AwEekgBGGQ90EwEEWn8Aw7gPxSoJAiUwAkF/CYQAAoAFAx8A",
-"D4QABhIzhAAACBYHTwEPdjIMT2ZpbGx1MhQOKwAPdDIEDikAD3MyFA85AAYPcjIIHzNyMgEfMLVQAR80OEgBAbEyDx8XAAH4",
-"Eg/RAA8EGxYFcDIWOXAyD84ABwogAwGNDw9vMgEBiw8P0bkDADUED28yCAQAEwEMAAWxAw9vMgEEuBIKcQQgOV/oQg9vMgID",
-"tAkLHy0F3hYPHy0LBTkyDzhBAAI9BA/KKQICGwAPySkABPctD8YlAAIaAANwAAnULQVoCguQGw8nIQcO0wgBQgYD5jgDaB4P",
-"ijIXCalmD98wBgR0Bw+MMgoPmjYAAoUdDagUAdfeCxMAARUFAWIMDYkyAn7DDRcDD4kyJQJrAA+IMgIDagAHrgUCLQALhzIC",
-"5cQOhzIGaQEPhzIFBF2kDyUKAA9epAAJqQEDTwgDMkEPqgEFA4UIBQgcD4kyAgY9XA+JMhMCfcINgQEPiTIlAoTfD4gyAgNq",
-"AAiBAQEtAAuHMgWAxAmQAAQ0jg+HMgoAJQADqRsKiBATOZAwCHwAAdwPAIIAD6YbBgIaEBQ2POgPpBsBAbD9DEENAVkABJ9E",
-"D+MxCA9rMgsDki4J4zEJtUwPazIQA2AuA5ALC0QABpkdD0wFCgLbCwQaLwoWAwWnAw/eTAgDkQgBOgEP0UgLD2I4AgVThw+S",
-"CQwFI9ILvAUEAL0OC0oDni8DDSkHzggCt8QLywYCLwIBBgAI1hcEHwACeDID8JIPKjMYEzlohQ8qMwECgAIBe4YIYgMCRQoH",
-"0hMfOSgzBAYHMw8nMwMB0RILyAAPJzMqEzlBLQcOAwPAEQ8nMwgCfRQAKAAMFAsCmgEDBSsPoRsDA4cQHzlESQQEQoYGlVcM",
-"JzMCxzMBIhIOJzMD0AAGDgAAGwYOwQABiQYP6DMBBC+3AsIADxo/AgURYw9iGwMCmx4EU5IPRWEAACEADZQIA9IUAiEAD40P",
-"BARaLg/NBgUEZWENywYDpBADdxcPei4BAwAPBgcyD30wFQTxMA+YggYFLgEPnjAACvMwDxUxAQSRSAkHAAUQICRnZcEPCs7W",
-"BHU/DDcHAmuJDdEBBHqSBrMgAxgAAWkCAt8PFDnPQgrsAQFdBAAoAA1IAgMWDgLRAQo0fgWYDREzjUAccuEqAScUAQYACWQH",
-"AfeJDr0AA2ABA1ADCEcAAb8AAAYAD6VAAQGMAgIjAAG3EwAwAQz9BwAjOweAAADlBwiPBwLWBA80JwMEPwQCWQcPvzMCAAQF",
-"CWAAAHMvB2AAA5WJA8ojDGAAB90FAh/3B28FARYABXGLCpEnAy3SD9ILCwaVAAEqKA7DCwZyJw6xJwQjMwPXAgnKBwQkAAbJ",
-"Bw4EDAqaqgPMTw1bCgWeqg9bCgME/PQBXAcL+wECsCgOLyYBXxULEwACJwIDHQoLfTMhOV8jtw4KDAY/Jw8LDAICYiMDtaoL",
-"8g4CcQABFxsO4owEcQAI5QICMAADGJAHuAEDMWsLuAEEEB0Pmj4IBEwzD0szBwNbAQx3RwpJMw+4AQUFwaoPuAEEA8IEB6YU",
-"Bb4NAjEBAqpGD8MyABM54YYNjwEGrQIPGQwCAgoPArcGBTKGBxMCABwAA3EADAsQAnEACI8BAjAAA6MLB48BA7wECrEMB5kA",
-"DyEMAQLdDwAmAATpKQy8CAKLEAiAAAIZPQ98PgkC6oMFevEPxycCAH0WCyQMAt8VAG8CDyQMAwRfGQ/GJw0DcRcEqTMKRQAE",
-"5mYPxycNC8hSC0UABX8DD8gnDASdMg+hBAEFBwwPJwwDBr4rEjNJAw+eYAsE4DILRQAFjAwP/RQLBWPEC1AJA6cxDygMAASi",
-"fwMHAAAWtgaLAgHcagpZCgPYPAE9AgGNFgyKAgFJAAAgAAxjCwSiwwXyMA7fLhc56SUGMAwCnAACjQIBhBoIdgMF3ywGtwAB",
-"CIgHJAAC/QAB+PAMzQABhAMCIAACroYLzQABdAAEQywJzQAB9QwDmcMEhUQM9AUAgigKJwkCrgAB0AAFFfUKszECdxAPK+MB",
-"AsMBBNxUDzc3BATRAgsusATvBwQ1Ax81A9kDAqcIAjo4BENHCzMuBNYAD20yBQA9AAy7AAO+UASLAwl2DB8zcZgCBOkrHzU5",
-"DAMCSDAAJQAN2DIDVw0PNx8AAx9SBMwDD/83BATdTg9pcQQF+rAN8gYChAgFBDgPEmwGBCkADxJsHx81EZ4GBSvKD9I0AAKD",
-"BwgosQ8ANw4BrQAOOgwDzgcE4icPKS8CIDlfGAcPewIBBJoCDHwLCNVJAqAcDoQnApECD0s6AAQemAOLDgH+Cg49DBE1Q+Ad",
-"co8cAeSPA/k4CZQCAJW3D8ECAAAHAA/rIQIEJiMEWAMJZQAD2gAPXQwDAyCjA3MDBIQtDUgYCRAREDMiCAjKBwJWBAh1nQb+",
-"CwLADwMDBQRrMA0dCAkgEgFCJQdgAALTKgG4Pg9gAAAHEAYB/QoInQUCpwMEKgIMfxAAcgsHdgAAbQYPZBsIf2RlbnNpdHln",
-"GxQPLgACD2obBA8sAAIPbRsUDzwACQ9wGwgJSqwCLQEnPDIQbAVvGycyNoUbBuFNAIUbD5LhCQ/XAA4ExwkFBRoWMHMbD9QA",
-"Cgv/CQBCAw/84E0PdhsFAWA3DHYbMDMwX4QvD3YbAQRXvQuDFQaDDQ92GwsCRAAPXBsCBBgfDzpJAwYBCg/kFQsEiBsPvhsC",
-"BGMADQIFAjUAAzwAD54EAgSDDw8UCAMELBMPEwgEAFgAA5o4DBBZA915D6QTAANWFwIGAAQoDQYSEA/QWxEGff4BEwYIGgAE",
-"tFgOGgADtTkCGgAMjhswMzBfXhoPLRgKD8oXCwTVeg8uGAIFRwILpAcK9BsDZgEP6hwIDaJUA8sTBT4bDxNLBgweEQJBAQFt",
-"Af8BM0VCMEM2RjdBMEI1RUQ4RGkRCgvk2Q3oDA5//wN+LAUYCA9lJgACPQAPVJgGAx8AD3wtBAI6OQ8rogEDsvsEmgEGUgYS",
-"M4jIDloKA8EUDxTCAwICCw/yMQAPhusPAu4CD4brBQXd6QF4AAlzFgKnAQNQFgEaIAyhJQR0FgNJHQ8NmRgFdRYDlwIPaEkB",
-"A10AD1UWAQ5qSQKPAA8cCgACGwADMAAPoh4AAH4DAaMeDAdfCGwXDGyGCY4XBfclF2dUKAIhAAGGFzwzRkUSAQwQHiAzMBJf",
-"iAlicmEudW5pMwYIOAIBypgC3wAPJH0CPzNGRroECg9JvQYMNR4jMzCcwQwGoQ9kAAIK+1EDGwEEKkcMYhMF4ZgELHgNIAAD",
-"GiEFU3oBxwAIXBUERJgFIgAA1wEOOwEJcwMAOQsJZwAEzUkBOQFMNDAxODkBCS0AA3IABNwADUogBAntBCEAAecQCRcBA6gB",
-"BdrxBK0DBiIABMUCAUYDD8sBAQ8EAQIDWQYI7AAAsAoN+2EDIjMCLgAEvXoB0SYLqjIC5DgBWAcP1B8ABi4DAm4LBYgCA2ED",
-"BqM+DKkCBBACD6kCEg+JBwUN4x0B6BAD5SQJEBAAqQABbwkNmgMDYAIPmwMJDLkJATsiDmICB/wYASUADeKqAUsPDzIDDQN/",
-"DwEuAA8yAwMDOwEDKQAEBzoGIAAECAMESQAAEAEJXJsEa0YBshQMXGIEP0gEJQAAPgAP7AAABuoNAfoADFADBJECA4I3D7MF",
-"AARoAANyAxkwcgMAFAAeQ/ABCmMAA0QDBXCeAEQDD84ABQQtAAkGBAGlWwlUAAMOAgU3AA/ALgAE8QkDXgEEMgAN314Bvi0G",
-"x1gPpXwBAYUsB0UABDMAFTL9ogYqAAQ3HQOZAA9SAQABsAoHmQADMgACfgoJTAAD8TIEKAAPuk4BAw8FA0UABDMAAQstB0AB",
-"AIofD+YIAAAHAAtzRANkqwn8DwvvIAZTyA0rsgAlCQl5AAHABQcXDgAPLw8XDhoEOAACkAwBRTgMoygC2jIPGhgDBEEyHzPo",
-"FgwE4mwPkk4EAGMADekWA04YAzoADyoNAwQECwv+Ewd5IgIfAAcsDQdvAQItDQYOIg1EIgBjAQ+BCAQGghEBJQALiAEAuRUP",
-"iAEiAg8VAcwVDm4BBG0yHzmbGA0CfwIEbSELRgAE4Z4fOUUZEwTxTQtsJQZjrgpHGQUhAAVupw8C5wUF0Z5POSsyOMcNCQQI",
-"eg8hRgIEWBoC1qcI4AMHKBUPUQ0TBPoZLzc51g0AC07FD9kNAwTZMRQ539oHNxUEbAIPOyQCBGIbA6kCCCK5ARICAjAgAyMH",
-"BEsEAj0lARsAArGJCM9WAksEBKaHA8wIBMpiArIqBBkwDi1kCiS5Az3gADUAAhvhCCe5AvDbASEGDQghIzMwFUUOXiIFDwEN",
-"XiICAgMEwwIKz0oMpyQEVL0JsAQE+NAP+RECATQBD8IkAQNHbwAhAA1hSwO1FgpVHAy7DQSU3gKchA8hAAEDMwMOO00EVQYE",
-"igYPxyQAFDG7TAMlEA9UDhgEnBkEYIQPIwABBVBZDpAYBOgrA5sHAZUXD9tNDgKyAA/NJAADKgADWxkLHRwCiwUEigUJ3SIF",
-"SwIJtAEDqBoPzU4BAlkGBKUdCuZDBvgABBJQDWhrA4wBBEQKARJGD3zIBQ8KDwALd04GgQ8Hc1QDFAwCnwQPcQsCCpUiAAMB",
-"ABkAD4UKAAZMNAElAA8QDwADgQoEbgAPaAwLDwrKBg24IgBvAAF0SAnhCwFtXw/hCw4DmUsCwUoDzWkJoAkD5GcEKQANoGoC",
-"YzUHSgANs0oBygAJIgAPsgwDAcQAB08BDA8LBARPAT4BDxYPDQSJaQTfAA23AATOTgQhAAEpEQliEgR0AwRBEgQlBQYiAAPd",
-"CgFURw8WDw4EBgEEamoJ7gAQMqANDxgPBAMGAwRBAAcZDwdbAgPuEg9bAgYMEw8D11QEHAMEgwYGrgAP5g4RAagQBCHlBPoe",
-"DLwJAsQjD0kDAgCwBg8IAgAGFigBJQAMug4Agz8P2QIQA8gFA/tFD9kCAANWBAMpAA1bbQJ4OQhKAAxebRMxU2oCAE0M7Q0E",
-"rgwDJQABiQUP7QAABgdyAfsADPUCCvPKDx8NAQLAOQYYAw+8Dh8EP0cDSQARMRhOD88ABQMtAADPAAe4AAF7Cwk9AQM9DgSB",
-"VQ+8DggEcgcEMwAOvQ4DuUUFTQAPcA4IBU0ABC0DBO8YDN4GB70AALodC6EdA5EjBwoHCvywBH0MD9AGAAVe4Q/nBwMLY2wO",
-"HQkCnA4PZHgBA1I9AyQJDPeEA6Q5ACYACkEDDyFDAgSaZCM4MmdBDcEJAuUqD5csAgK2Ig/m2QEPIlUPBMEJD7OTBQWwVAwE",
-"CQRASQRXAw8LAwEDXkcHckkPoAkVAK8+AngAD+NHAAN8PwMfAx83fwIAA+UDAyoABDoEAfY+C30JA20VBFHABF4CDOMWAXY9",
-"CjlJA4ojD1sBAARkdQNxIQ/jAAUEtBwN9BoDegMEaAkC1SULaAkEPUkAKgYM13YD6xEDnQ0PaAkBAwsWACoAD2gJBQpTVQAD",
-"AQ8nCAMHLj4BJQAPaAkAA+IsBG4AD2gJCw9NVwYNbVUAbwABYBYJjwYCpEUPjwYNA9hFAS4ABClKCeQEA/q6BCkADmgJA5ZF",
-"BkoADGwVAcoACSIAAMgBD0EBAAkfBAJjUAluBQOZHAHYAA9oCQ0ES0kElgME0DMGtwADEwMEIQAMbHQTMQlJBCkAAiIACWgJ",
-"AwhJASoAD2gJDwUGAQYlEAfuAABhBw+AGAUEgAYECAAPaAkCCB0BD2gJEQMgAQMcAw1oCQ+g0wYJoVEBGUID1+wDMgQKQyYA",
-"2wABFhsPSQMCDwgCBAl7CAHAJAnZAgCZRg/ZAg8EhLoDOLsO2QIDckYEKQAOaAkEZboFSgAB3hAIaAkEx0UBiyUMmQgDFwwE",
-"JQABWk0P7QAACuUeDbAIA7q9A6cCD2gJAgPbRwQYAw9oCR8DI0gESQARMY03D88ABgNSBglrFgHvJQpUAAM2GwM3AA+8xgEF",
-"JBgEVhwEMwANaAkDNLoETQAB1woP2BcFBE0ABDMAClUED3QIAwRWrQTRIwpxCAKOEg/MKAMCJRYDYIMP5HsAACEADRYHA34Q",
-"AnEID+V7BBQxyWUC5nsPNksABHEIAQstDdg2AssBBzlLD9k2FQR1LARSewl6AAJVAQNxCB8y/EYBA7ACBLlLA4YBBoMEB2Ug",
-"A/oZB8wqDc4oMTMwX9ELD8d8AQSmzAlbAQOLCgN9AQ+VmQQAj0cB4wAOrb8JYCsfMgS6AgMBAw8lAwEDbAQDIgAPcQgCBPO+",
-"A8QED3EIAQpbKQADAQ9xCAMHKC8BJQAPcQgAAwkbDzIFBgrzBQ/6nQgcM2YMAIoEC0AAAFJiD5gFDhMyoiIBLgAEPUwJKAcD",
-"5kEEKQANcQgUMgVzBEoADS1zAcoACSIAD0EBBAkcBAHgRwlHAAPHSQI+AQ9xCAwTMmO8BO/BAW9JCiEAAxskBCEADNkREzKF",
-"SQQpAAIiAAhxCBAyHmQEKgAPcQgQBC4AD9kRAR80cQgIAwYDBUEAD3EIAgMsHg+NBwcLcQgDqh8EHAMOcQgP7lIFCXEIAbsg",
-"AUsAAmrzAJsCDAwLAWeZD0kDAw9xCAMAuA8HGgEMcQgSMu/ND9kCDgPsBAPGFg/ZAgADVgQEAiUMcQgTMiwTBkoADNkRFDJk",
-"hQHVEg2iBwM3AAMlAAFuTw/tAAAJcQgcNHEIEzJSPAOnAg/4HgIE5SYDGAMPcQgeFDIRzgRcbwE4Gg/PAAUDLQAAzwAHuAAM",
-"cQgUMk49AzcADwbHAQRxCATgAgUzAAxxCBQycj0ETQAPQnABA3EIBU0AB9kRB6gADEC9BNFKCJ3DCAISAAYABQtXB1owA8kb",
-"Af4RA/gCDWwXCfsSFDU4NQX+Hx82dh4kAm8HAV4QDQEJAiNRD4hIAARovQaQpglVCQM8Tg/6HQEEFWRCNzUrMikdDzJEBQLU",
-"EQGSMAydAQXZbwsIAA0l1APcWQRpgwp0MgFPAAEVEwPr3gIrAg1zTwVsCgoIAAIOiA9OAAEEjn8CBxQNAwEEiGMAAwEfMDoh",
-"CQWsWAt+AQOpWABmAQ3OLQNVIQM6AAF1Jw+jAAAUNKEAD+EfAhQyXCEnNzX84gYeAAM5BgMqytExQTU2RTFGQzJGOEYzbk8K",
-"LgAEuAQDFgQCq4cLPwYFjsQELQAEHhwFRwAAlgoPvwgFCoNeAB4DAZgaOXJjcDYCBEoTGjAHKQSkJgXcAh84SgMkAtgsAYwQ",
-"DvQBBMAhPzcrMv6ZCgUFWAzZAQLDAgQfAA/ZAQUEegIAQAAH5AAPFE8MP3NvdbbhEw8tAAUPrjMEDysAAQ+tMxQPOwAIAqwz",
-"CIiXD3MAEx8ywYEDBz/gBN8zHzPfMwIfN5f1AS8xMYiXBQhQTw8JAQkBYAMI3zMHUk8PBgEJCmIYAX8ID94zAQF3CA/eMwIB",
-"SggP3jMICWUiBUsiD94zAg9UTwEvMzHeMwcPJz4CBKRAD94zEwEFLQ/49AYNywYDvTcP+DMEBZDLPysxOfgzCQJeBQRBRwtE",
-"AAb4PQ88NAoFinUPpwACAmcsDzw0BQQ8AA+rewIFEDsPEScCBDkjDzw0CATkRwypJwJ0BA8W7QEIPTQBLSYIHQACEAUDsgAE",
-"bzgGjgUPWjQWD6ugEi0zMfdpBL8AD/xLFAJhBQ9qJgMNMTQPEjQDDCsHBQ80D4UmFA/WMwwFWUIC1jMHXgoB+AIBBl0P+wEB",
-"BBgCDjJ9ATgAAaIBBJ8vBBoAAgsCA1gADGEmAi0cBA2QCmEmAmAmBIDeB2AmD18mAQFeJgFdJgxcJgEFDg2PNgR08AGpCQ2J",
-"LxMxupAOVgMB3AEAIAEPcyYEA/wBD3ImAgRGPga7SwYaMAHjAgUaMA+rAAcHdgUDkkQCwAAK3Q4PwAAGD+o0BQMldw8K2wEI",
-"6TQPX+4EBLxfD1/uBQRxgw4sbgOEDQIHAA/ZXwcCKAAPPT8XBAhfD1vuBwCPDQ+tJgQDmA8DGhUPNhUACfk2BvkNC7gUAxMO",
-"AioKD9QBIgpwIgTUAQ1oFAJoAA9JNQACwgADThAPLAsAA1oTAQYABVBHCO8lBEwLDxYUKgkFKgFrIwEIGgVwTwzrBwLIFQzo",
-"JgOvFw/oJgkMxgUPbDEBCA3tACMAC8MRAMsZD8IRDgtc1Ay2EAqTXwy9EQTX0gNEAAAkBgnS1AOUAQ/PAQAEZxMEIwAP3gAC",
-"B9sPBtn3BV0ABkUBA5oADE5gA7wZD4ojJQvOYQB0Ag/FAAUDKgAIrwAMAxEELq0PegQJBbnSAgN6DyEAAQQkDwznAwZ2XwPX",
-"Gg7xGgPZFQTpAQ1IMgPMFQTVAA+ZMwEFV18DhhkAUwAP418WBFcFA+JDDyMAAQXKgQ8FYAADfAQD2BUtMTDdNANcFwfODgog",
-"AAQYFwPgAA9BEQEEXhoMrNAB+tIP2QQBBvABAUOSC7gkApIZCAUFCsBSBZ0JCOgMAXUAD+kMGQU4AAKuBy8xMEYMAgVdAT8x",
-"MDjyCQwCGWEBMwAPjAsBAkgsDzYIAQTFmwNAAAFHFQnAMgT6RwIGPQc9AQPsXwpiCASrMiQxMLTfCmYIAtYuAfYAA4E4CgRS",
-"AFkAAYAFDcMAAoYcBIBrCDoIA/oAD42zAQOgPQLCAA9raAMBN3kB5QIPS/QEBfJ6DmJjA+ACBsLSD4ADAASgWgMsAA8raxcB",
-"xeoCmQAPfgMGBM+GD4NjAQMIAwS/PQG7Fg9WVA4CsgAOTAgKXYYEuwEKdCUEuwENqt0DDBgPCxgBBCIbAgcADyMIAAWCFwEH",
-"AA8lCAIExBMPJQgRALEUDyUIDwCsAQQTMgNHRgt8KxMxY1gNJwgD7QgPNh0IC3suETEQVw9KBwABDFUHJQAMXiIAjAEPsj0Q",
-"BHE9BP4XDGMFBCs9BNAsDSAAA8ACBUkAAEIACV0iCfY8DOEBBP4uBClWD+wZAQNNAQf6AAylIQfkAQ85CAMUMYsaD+sZJQJW",
-"dgZJAAL05g/OAAUFIhsJtwAFH1UEfwQCkg0DQAgPfwQEBCdFArApDyEAAQTCFg3iAwO+FgddPg29AQOeMQMgAAQcBgYgAAPI",
-"AATYAA9raQEL0z8F+eAB5SwPsAAABF1UBAkqDyMAAQSjNg+3BAAGle8DCAAMNR8EIjwD1QAFfRIGIAADrAQE1QAPdyIBBDYI",
-"DXY8BxE5ANAED4HfCBIxrzkL4QYCahQB+QEDJgUKBVQAQAgPyk4DAzxbD6IjAAO4Kg/y4QEIHA8PtyoFBCs5ArcqDyEAAQ8e",
-"DwUE50EGxT4PIAIBAxACBgcAD+EGFQXTng8lDwYBtz4P4QYEBJACCf8+DP1OA/YEA+cCAzIAAt3+C1YsA2EGCeEGCk9VBbsB",
-"DOEGBXdWD2GhAAMZLA/hBgcD1AQERAAP4QYAA4IFAlLrD+EGDg8PKREDDlMCfTIEFFMMiAkATgQPiCwAAjEDBI0AD4gsAgwX",
-"CAGTJg71BQErWAclAAzhBgIeOA/hBg0FqDcEmQAMDwQDpjcEKQAOQD8D5QIFSQAMEw8EtTgCX5MNEwYDsAQExIUP4QYDAU0B",
-"B/oADapAAwYCD+EGBwTbhw/hBiYF/T8EsQAPHg8BBc4AAi0ACCsuAMUAD6FQAwLhBg9/BAUKVVMPtzkIDuEGBIosCbY5CdUA",
-"BNM2AyAADf0BBOIeA9gAAY0dDFoBBqA2AwgAAywAD+EGBQTF/x81Fg8HBRsgD+EGAAQvhAb9Ng21AAkWDwILoQggAAMHOAXV",
-"AA/hBgkLnzgQMfATB9IBBdRRA9IBBO8NAQgAC/ghA0IPBEQqCvghAvIhAiMABAdNDdMWB9klAEcPDy1uAQRvhw9zWA0DXCkC",
-"djgOJH0DWjMJ2wADMgADBwAPylYCBCsHD8lWBAWpQQ96GgQBbw4Dk/QEnlcMGBcF9jQPTSIDD7BZDgLgAApnhghpIgN3GQ8U",
-"QQsCGA8EOucP80ADDyIaBQUDWwwjGg+qQCYPJhoGBoBaD31BBADWAgNCAA98QQsDgiMPZxECBZKAIisyluAPcJ8LASNxCGtV",
-"AnEcDxRBBQTCagQ0Agi0GgGHAQQj/Au2GgLNLQNSAgy2GgLJHg8P6wQCOgAECeoHtxoB6O0MuBoEb+MCITELuxoC8eME7V8K",
-"IVYjMzF1Vw3KCgN+6A+CNwADzSMDxQIBDiQOhAME8wkP5S4CA2RfBAkGCkdPAngAD6BZAANnJAAhAA9nJAQEq7wP5S4EALkA",
-"AZUACxRnBiEABLJ6DPAFBfc5A1oHAbw9DYI6AiUABJ85D7V6FwFzOgKZAA+NBgYEkvgPF0EBA2QGBsE6DxdBAAM4CQNXNQQy",
-"AAYYTwwpLwRxqQFAJQeBFQH1AQHoAg4/LwRMAg2dQASUQQ6sCAWbqQN2BA9cCwADTA4EIwAH+SEMeS4CO88PXQsODwEcBQ/f",
-"hgABCx4EmGEK34YA7gAGZ00IdC8GsD4PdC8GDFUHAQAPDnEKB+PkASUADF0LAPcoD10LDwSlMgSDPQ2LCAOXNQQpAAIIjAkh",
-"AAP/AgVKAACvAAoEPgNSAgH5NA2QCgOZAgMlAA8YLQIDTgEH+wANBD4DKwIDBwAPggMCAiAJAnsBD18LIQXtPgNpCQHQhA/P",
-"AAYDAhsJDBwBWzcJtgQCqwgPq6UBBFTtA0snD5BqBQT6Aw1AMgHMOgNiBwIqAA+lJwME9AYPFwUEAGEoAWEAD3wEBQDeOA/c",
-"CwMGrjgDCAAO+TgEHUAEuDkNdAEDojgEVwEPdTYCAYF3CwQ5D94LCQSd9R82p7MGAR86D94LBQuGOhExW2kKtQADzwAF1wAN",
-"AAwEjTQE1wAP+z8BBOALAywABt06AQ8TD3YFAQdpAgDIDQv4GgIpaweMCA6xMAe8CgsSAQBUCwX9Bg8fAAAKgQYOMAgBZQIP",
-"MAgBBHSAAzAIBZ99Ax8AA/OSAScACgMEA1wMC1oIBPwkLzExtD8EAiwkBXMUCl4IAY4DAEQAD0MuBAAhAAyoAwOafwNeCAus",
-"6wbxAQQmAw2WngQWkgROAg+oVwEDKSIEKwAPgRMYBMtvHzeangAEhQ4D0AIBpTELegAFlJIIBwAWMfWkBxoIA0YjBLY2A2AC",
-"DFQZAiirDbK2ArIDAXgLDFW2AtUDAyIADwQIAwKXAAQjAA8ECAEDQhQBIYwPBAgOD/K3BggECAELDQJ7ABFwlgAOeFQTMeeQ",
-"DAQIBFOyD2ETCApnigBKAA91EgMBKIYHJQANoDwPwlQSA08iBB88AnePCK8EA1IiBCkADgQIAzEiBkoADMNUBAY6AiM6DDUH",
-"Ay0HBCUAATYMD+0AAAnjBAFmfwqFAAPgOwepCA1JAwJUBQJ7AQ+gPCIDpwMGsj0PzwAHBC0AAM8AB7gAAR05CFwEA7oMDyGC",
-"AQO6DAMSMg+jBwMFJzsdNx1MAV86BgQIAiY7CWEAA2UIAgQID70EBAF9OAFhAA/+BQQBcTgPBAgCB0E4AwgADow4A/8dA6sA",
-"EjLWIQkiAAMbHAQbug8CNQEEjDEIlzgPBAgIAfM5AtMADzVzBgQ8Xg8ECAAMGToRMt4hCbUABBo6BNcADho6BG3VBNcAD+QT",
-"CAUsAAVWAAlOHQFGgA4MBwVL6gHIEQ0JBwLPEw9+UAIDlRAPzoQBA3AhD2JFAAOFgQQJBw+vXwMB1DcBVgENVQEDwwsEHzUP",
-"ziACA6UgAysAAAcADyV1FgRkHQP1CQ83RwAE5WEPrFcBD6iQAhEyTlILCQcEoo4KCQccNGMkA0w+DEJGA9JADwkHAASTjw8J",
-"BwgDXRAEIwAPCQcCAkEBAtmPDwkHDg/3RQUJCQcBRSEBewACao0N0IwA7gAPSyECA7YPBI0ADwkHAgyhCg8gDgQIODsAJQAM",
-"ODsAGBIPODsPBfqnA4cBDTg7BS93Dw0PBBQyBSEFSgAMDQ8FDzgBMxsNOgYENwADpwEPCQcECv4DDjg7Az4sDwkHBwQBPAJ7",
-"AQ84OyEFITwECwMPDQ8BBc8AAi0AAM8AB7gADOHaA1RYAJkEDFwEA+iFBAkHD2NtAwUKOAIpFgqvAAkNDx0yOOADDDsECQcP",
-"vQQEBFZ9Ap5DDyEAAQ8NDwUUMqgeBKkeAjU4CKMABEIeBLI4DzlhAANPAQNXAQ9QlQEFG2AELAAEVgAPCQcFBIgzHzh1VQYV",
-"Ms9ZDz96AQM0BQSSIQ0R+xMyWiAG1wANlEkEXyAE1wAPCQcJBCwABFYAB8FsAVUFDe0aArkNAQgADO0aAgEHD+U8AwNRoAJb",
-"DwNAHxw0zQwBVHIHOw8PYHUAAWg1D+83EQVtGgd0lAI1DwMsgQCBAAxYJgI7Og3vGAU2bg+zOwwEF4sBkyAHiQMCYYIAYhsN",
-"iAMCMAoEOQAPWHkCFjJfGg/AxQYEYhoROFIKDO0BBKNfBfUBAzQDCmx1Bi8ABWUaDlypBRJUBFQAArMFJ2F4IgADZgAPTVYG",
-"DmABBcobDx87CwG6EQAvAAxGAQJmBAQfAA8bRgQEw6YdODFcEzKAFwEjAALDAA0iAAQgAwM7AQ86YgIFNlUETwAPcxwCBMcy",
-"MjErMss1D9ieBQJrAwEdEAjuAAETMAUfAAIykw4NPBE5S3EBlQAPhQACBtMCAuUBD4UABQKaAgGXDQmFAALTAgMfAA+FAAYD",
-"Ht0CUQEOeQcBIzoHfgMAeQcJSwIEbScP3xkIC9gABh1rD0sCCgFZDwAvAAurAwIKcQ+rAwECvXEFOQAPTFIDFDK7IR45ZQID",
-"kyEF1QAK9qAGJwAGfgMB7gMPrUsEBU8ACrSgBt4uD2YCFAPScgNLMQnsBQKCrgUiAAHzAA8y2AEUMGsCDfJYBS9BBfQAD60A",
-"BA+OAhQDCXQD8pAKrQAEli8DsQIPrQAGBJMCCM1DAIoCDyU/Cz9iZm8lPxcPLQABDyU/BA8rAAEPJT8UDzsACA/RcggIZNYE",
-"8j4fNPL2Ah83Gu8BEDZY7w/33gEImAcP1QAJARcDD7PABA/SAAkKpBcBFwwP8T4CAAcCD/E+AwCVBQ/xPgkF2DoDiyIP8T4G",
-"BQHDCT4IFDKmKg5Fjg9hMgICOBgPkz4EBtHAD6YhDAKVBA/RwAwFqQkDNgADKI4Et8AP4g8DBNWGHzJ01QMEYYQEJQgJ1hMC",
-"ngwE4w8P4QABB+q8HzhTCQkPbHMjBM7sBAoUDzUhAQQWihIy1bQLnCUB6AEDSIkNbj4E6wEO1gAGfgYF9yALNwEGxXQPrSUK",
-"CMJyD825AA+gBgAC+AQHYHEPnwYBAn0ADXdQBFgOBVYODrkABguPDt6DCuWgBBRIDCaCBbNXDyaCAwN9AAUlIQ5njwRQEQTZ",
-"Pg8TAAAB2QIBkwoN13ARMjxwDlEMBdgAD9iDAgIPBAE4DA9rAAEDagAKCSwDagAHGw0CLQAK448AJwAP0IMBB0KCD9CDBQTm",
-"NA8IPQADAB0CTAEM+hUDQB0DJQAPqAEGA+4QD4aFBAI9AA9SgAEBdQMG4Y8KwSESMkJxDH8BD+GPDAEfDQEFAAt/jANgpA8J",
-"QAEDagAIfwEBLQAK4Y8AJwAPYA4BBodED8CDAgLJFQNeZwkbGg+tQgYKJgADHRwFRT4GGgAE3SoOGgAE/yoOGgAHoyoKGgAF",
-"xSoDQhQK9xMTMqsuCCQBAsY5A06uBhgBB2aEAkZFLzMy4sIOAO8CD3aQBAZ+KA92kAoDwAUPKkYMD3aQCwPXKg8nDAIGz4cP",
-"HgsLAk4FBPaNC0QABjdGD7JGCgOyBQnoBwSoAQXsAw85KgMETwYNcQUCWgcPNioVBk0ICpUGDr1GD5ZNCwIwCAR08QtEAAbA",
-"RA/h5AsCehQE120KqQAO6RAKIAAEQxoP23gBBOpYAgYADWkcCB4ACHBQFzLUPAbtCQG0AQITAwK7bgoGBAEJAQHgEAwIOQEb",
-"KgHFHgQWSQrMNBMyybEIywQCxggHCw8WMjxzBBMrAc0CAoXsC5cKApgKAnwTBaIYDOxuAXzBDKwAAXAnBFCRD7o9AhMynYoA",
-"SgEGLwsD6RMCbAcFhwgGoBMF6BMPV1ACAuVIACgADjk9ARsCAy0TD+ZIAgTEEQUJ4AujGwSFAgPO2gwsAQJsLwKBAANoKAtN",
-"PQTyAA6VLAWoPQ+BwQUCowEP+3oAA4hQA5AEB1kZEjLIcQ7HAAQdJAT7CwlpHALGAALWig+9jwMAQAAM9AsOvY8OWAgKWfIE",
-"PhUCHgAE0DwBZI0PI2oFDPMHAiNqD/W9AA/J2gICJwEDLwUPkxgDBLmkD/W9AAPbAwPKCg8pQwYHFMAPd6MVBG8JD/W9AQJv",
-"AAO+IA9iHQAFG40IBwABThMMLz4DlQkDnjMDUQEM2ggDUQEMTjcDezQPPCEACuu+BmqVDQ0+AyIAB06GDLFsArvXD+QcDAET",
-"NA8vPg8BIgUBegAVcD9OCo0XEzKHyw1ONwMIHgONAA9ONwINcwUAGQAMfhQZMj5tACUADFlGD81sEgpXpQWWAwYgAASRBgIo",
-"AA2zKQXSRASNQwCKBQnuKwZypA8wSAAEgjUDJQAB1gQO6gAIdj0A+AAMZUYDfAICLAIPBhsAA4ckAnUBD2VGIQJCAgVnRw/J",
-"AAcDKgAInywAvwAC2fMJBwUC758CQMEIzjQEuDIG/aIGSgEDKAMEawENIAADjSQDHwANiCoEgKUDrAABbwcNGzcDkwsFRUYE",
-"NAABhWQOeHIPlbABA3hyAisFD3dyBQTqRAJ3cg+4VgQHSUYPngwFCeEABFAMA+EAD/ctAgQ+AQThAAS+LQ8yKQQEtAkEhnIN",
-"h0ADbwENjkYBYg4O9XEAYQENMQEEFxYCMgEPey0EBJZEDvVxBXNEBIwAD2sDAQQ+nwMsAA2XfAQ3RAdDAA3sAAMNAgVoAA9T",
-"BQUNfAADxwEFhAANAi0GhUEE8QENIgADWQEEKgABIgAKaDkEQDkDCAAOe30EzkQFRAANW2cF4Q4DCAAFUOgGRAAE/QAEqgAO",
-"ZgADFAUEKgAPqgAABC0PAwgAD6VDAAPSAQVEAA6qAARXDwMIAAhdPQBqBwv7HgTGCQjl/gaVCgzXiwuKlAMG1QR6aww6FgHv",
-"hgeCCgrXiwMhDA/vqAMDLqQCfQoEhT8MrxQIzS4AggwP+tkBARCqD2AAAALSDwMeEAuFEQKaEwMFExwyPAwB/E4HchAL7ZEA",
-"UAEPqhcCASQKD9wXAAHDCgb1FwnDFwL5CgJDCgPxUQDxAQ01BgIgCw+RFwICCDsASQANT0IEATsCegQIvxgAKgUPvxgZBDcA",
-"A8wEDyNcAgTlDEI1MyszrAQPkVYFAlMMDZdvBBJvAh8ADytlBAFgRgEPBQGXBQBAAAYbAAQJBAMzBAFCFw/++gEDcloCSEUP",
-"ZAABBA9NAyYoCmYAA70DBFIGAu0WD2YAAQRUXQKQRQ4xAQQWQzIzKzOeFg9XEgUDIQYMjAcDFUQAHgIMTAEEMeQCOgAPMuQE",
-"AeJFAYIABZxVBhsABaQTA8MAD5ocBAL8kAExAA9kAAMEng0TNUkHCWYABCaGBHcFAvLrD2YAAQVMAQ/wzwQFa0YvNTIOfQAF",
-"bUYEegUCHxEPaQACEzGN3wJxRg9qAAEEnFYXMjd9Bh4ABIUCA6AFAtz/D2oAAhMy014RMRM5B6YZD9UdC39wcmVzc3Vy1x0V",
-"Dy8AAw/ZHQQPLQADD9sdFA89AAoPkN4JD9H8ABA0sh0Nz1wfNa6QAR85j94EAWQsD9kAEwzfHQBKBA/WABMK7AUBTQkPsJAC",
-"AOECD7CQAwCSAg+wkAkClRICigcINpUN4R0BKy0N4R0hM18KQg/hHQAP2qYrAmEEAf0EDZQGBOEcDyUeAgbYpg/FFgsDTRcP",
-"9QYCAlAcDyQeAQJ+DAM8AA9PHAMEud4PFvQDBqgXDxNdDAJFAQ+hPgMPefIGA04TAzwAAyABC+IdA0YTDysUAgTQEw+92AMC",
-"AB4FtAkJwhICuwcPXjIBAiwBApIABCkIBCwBATomD/NcDwJYLQ8mAA4PSS4FCSYAA6U1AqwmDcUeEjNNlg/KFwkPM10SD8kX",
-"AgUbGQ/IFwMEcBgMiA0Ddw4P2BgVBn+qD20fAwcukguoGgRTHg9PQQIEzzoPk4MEAn8VA04MBEMLAmshASAAAUZFD5KDFQKJ",
-"AA+RgwAPMV0xBK0oAgyVDxsCAQI4DQdjCwHEAgPRCwp9FBIz34sJRgECLgAODR0BYAAPoQIPDxMDBw81GAMPo9QBA0ErAowC",
-"DzQYAgU1hASXGgkSDAKzAQXkGQveXQNeDQ9EHQEPEAFZCYAEA4EoD+CSAAP7EgIMAQ/jFwMBtxEG5BcIcQkD0QkDLw8FijMG",
-"AhgDGCAPABgHCtAtDyEBZgOpKQ9iGAYDogUPZwsEADoTBmMYDyEAAQ+UMAUFFBEDCAAPOksBA+YSAisAD9pWGQQjUg9bngYF",
-"3xIPVzAABPoRA1gRD3ZXAgPIFgcGAALQ0guoGATdAAJABAL4AQq6FwT4AQ1AlAebHQzgEgSZAAIABg+mGAEEeRIBBwAHCB0G",
-"IgADXwAPijUSD8YaBg9rrgAB0x0FIR0MRQcD4V8LphgH1OUP1VYGCi8REDMIXg27FxgztpMRM29dCW4ZD79wEg0cFA0tEwsb",
-"FA4VVQv3Ew2+cAc1Vw+EkAEE4Q8E+hMP6gACCC8SEjPnXwmkAAP7FAIrAg+sbQEEgRUP0VYnBJ8VBAAVD1M2AQTNAAUtAAi2",
-"AAFMIAhVBQSgNAhXBQ8RBQYPBBUABEAADc4VBUCuBlgaDfcxBHcBBE8VD9H4BglZAAQlMgMRBA8UNQEEFxIEWQAP9BsEBxgB",
-"C2G9A/JNDwetAwKmHwFmCQPhJQulHwS7CghpDgD5HQ9pDhsEOQAD3i4PYw0CBKwxHzkNCw4DdQYPvggCA/8nHzeSBgACjAYD",
-"PgAGaMsEfwADbAwC+QgHTwEPoTwCBGCDLzkzYIMFAtcMBWAFB2VeAmAJApQsD80fAhQzkB0Ph4sAD0heAQKSGQKMCA+RGQUF",
-"yVkN/REJW+ICXhQMjyADZDMPSoEICz4fD8IAAgM2MA9aCgADPhUCoQEPFtsEBuAUDzCdBQSkDw/BOAAD3AAElAUPKVgBBCJY",
-"BOwDDzAIFwRpJwQ82w9QFAgPhzgBA2wFBslaDyV1AQKVAATiMQMqAA8pWAAEi1wDMQADnQEMTgsDnQEMCl8D5wEAgAENDjsC",
-"GwAGzioNNQgDPwEDFSsPNQgBAyIND0cHBQo1CA/iKQUJKVgCLwgAegACMuIOkSATMwe6DdsgAu8CBI0AD9sgAgyTEgFjAA9M",
-"BwAJNwgC8R8IOAgPzCEGCllcBE0WA7oBDQ1dC6uZDTgIBaqZBEkADSlYBayZD+88AQVrXAQHNg/sAAIBTQEH+gANipkE5jsF",
-"pAANkFsEOkIPOQglBoKZAwgAD0AeAAbOAAMyAwcJJgDFAA3gWASjDw8ACAMFqZkEKTwPAQgIBQgAAzQAAfg5Ck4ABN48BNUD",
-"D/YHCAVOAAQ0AAdHIwDHAw+HgQkROdJYDZgGAgYRBaEDBxxeArIGAgcVD90cAhIzHHkK1gUCIw8P/10BAxsbA5gGDyQPBARF",
-"VQ4aGwTEAQMCAQhKBwTFAwOJIw+7cAkM+gsPwgAAAycnDyYpAAOKGgOYBg/FDgQF+/sPxQ4FBGQcDZgGBKsDBZyUDyJOAQSw",
-"UgYHAA+YBhUELZUPI60HBS+VD5gGAARwBA8xlQkPZ+UCAuLeC5gGBFq5AyYGA50BDGsKA50BDHMnA/AlD7cEAAvJrQ+YBgAE",
-"El4CIgAPmAYBBLMGD8dtEgDBAA+YBg8BbScD27EPalkDEjPpqw6YBgIhAQSNAA+YBgIM+xEBLAYPrAUACvUEDaJlApuID5gG",
-"DQt3XA7PBAugXA2YBgWlIgRJAAAiAAmYBglrXA3KBQQ6IgNkAg+EBwMI5KYA+gANXJQCKAIDLwIPmAYBBPX+D2aRJg8OXgIP",
-"zgAGA6QqCs8FDU8HA48dAwoFD4pdBQRWAA8AYwEFmAYFgiMDNAAOyQEEuF0F1QMPmAYIBE4ABTQACskADMtCA1wNAAcADMlC",
-"AyUiD7ZdAwJ3KAJvIgP9Ag0AEwdKJACsDgRgMAYmBgRZCw8lBgcLbIshM1+wPAnzDgA9Qg/zDiIDkEIBR1MMjAcCuUUP8TIC",
-"BHZgLzg1al4NAzQhAd0PDjmJAGMAASUZCPwvA2MjAzoACjEOBxgkAdAZD2teBAQPGg9rXgMDvjQC8BcDYC0Ln1sPZQECBxF+",
-"D2UBGwKFCAFndA5LAQQmRh83vV4UDykkAgRFVC84N75eFA9gRAIEs0AWODVtCyEABPgBBePtBRoAA40TAg1KD7IbEQQDlB83",
-"53gGBhoBD8JeBQSWSB83w14UBZxIAigCAsEDD2L2BQVjNA99XgACQSABgAkETigEGwACyBMCQiYBdFUIARwBiAAAIwAPARwB",
-"AuIKA5leCAIcBKlGCnxeALIGAjUAAgriCXxeAiEcD0JbAxMz4JMO+CYC7wQPMBkAA0wtC0FhC3YDBHwlBBEECtoLAm8DBOIp",
-"CngAAxwAD3xeAANtJQ/kGgACKV8FfF4PZgoEBGWDHzbAaQUEnV4N/woEOggFYpwPKxkBA5leB6TqD3xeFgRcHg/AaQcFLYIP",
-"YVYAA7cICTWZC50AA5QIBEfrBDIAD3IyAAS1DwMxAARXCgiFKQWQhgxKEwMrlgsVCwRQVw8YnwECpQcEIgAH9xUGd1YDiQAD",
-"IwAFfAcIe14DHAAPNasSD4BIBglQAwGKMgN8igOfKwt+hxMz55IMFwsEuQkPOasJDMUHDxeTAhkzF5MAJQANe14PuXASBhuc",
-"A5kADE4JC5xeDqGeBZxeBEoAAIUBCnteAzILAcY/DQBJBD8AA3cLD855AQNOAQf7AA17XgMIAgMyAg/ZEAAEnl4CewEPf5wi",
-"BLUwBDQKD7twAQVEoAS8Agm4AAxuTwSpYw+1BAEDKBcCTwUPXOAEAbFfARwEBUu9BhsAA6sDBH0BDdEMBBpdAyAADZYLA9Q/",
-"BNMAD+uIAQWWCwTL4ANUAA+WCwADgV4FTgAP5AsBBdmZBAgAA04ADeRiBGgEB1sBBfjMBhUaBJH0B5UECx5aBL0JDloBAFEC",
-"Be0FDx8AAApwEA2oBgLvZA8gBwEDbmAEbF0MHwADHUsDCtkG4AABV1oO3goEaxoEhd4NYVYBYQIPJycDAt1gD8hlAgMqBw8F",
-"UgAEsWADIgAPDRMEBYDiDm1CAm8CA7ADAm1gDUxgAiQABIhVD3Y5FwF+YAJ4AA/nQgADFRUDqgIfOGwzAA555QKPAA4IBwPI",
-"FAMxAAEIBw4yXBEzKVUPYVYAB9VEDGFWAqYHBA0FD/MGAQTcVgMjAA/zBgEEhFYPfTkRAYFOD2FWDwEmCgF7ABFw3hMA7gAM",
-"LAoBAFYO8wYCiAQEjQAP8wYCDCsIATsbDgYGCKGTACUADPMGAtiWD+OcDgQCAgKEAg4ZBQODlgQpAA7zBgUZmQRKAA3bIAZD",
-"mQ/zTwcFO5kPgDkBA04BB/sADQqaBuUBD/MGBQMeYwJ7AQ/zBiEPZ2MCD88ABQMtAADPAAe4AAFwtwhcBAKmFg+R2AEEh2ID",
-"8wYPpxYEBojiDfMGA689BPMGDXOTBTJeAyAADtkBBMsYA7cmD8kLAAXzBguGXg/zBgADIzsFTgAPBFgBBPMGBTucBEohCd4G",
-"AUxZDv4FBCPSD/sFAwJWQQQlIgqnkQLYEA9lYwECkggP5OIJAvsFD+TiBAF+YAGfAQ1FxQMjZgT7BQEUgw0cYAPlJgIrAAAH",
-"AA9lYxYEYicP8+gBA8o+BHgDD5oeAA7Q5gKPAA/7BQACwAADMQAF+wUMFxcCyowM+wUDJAMB/FILSAMFHocP+wUIAx4BAyMA",
-"D/sFAgJQAg8KBQYJ+wUChBEPYAEACUEsAZ0eAXsAArrjAKdJDWkUD2VjAgNDFgSNAA/7BQEKx+EASgAP6SUDCEOzACUADFxc",
-"AarMD1xcDgsKYQKg1gezAwx0mQ6dUgXcYARKAADICgplYwM3CwEjgg2JUwNOHQMlAAFOFQ/tAAAHezkA+wANiZoGWAEP+wUE",
-"BPNgAnsBD1xcIQMdQAYTYgCYAQ/PAAYDsAMJswYBm1UJXAQC3AoAmQQNXAQDFgsC+wUBEgcO5AMGMWIBzRUJrwAD7CkEPFQP",
-"DGIAA/UFAiAADcg/BdZhBLQCDxwfCAZynA8cHwUFLGIETgAPHB8IBlhiBJ4fCfsFAWVUDyIMAAAHAAyEGAWmFA+EGAACJhcC",
-"IwAElIkK4uQBZgwJewAELHoF2BYHuToP2BYbA8UXBB5BCY0GAx7KDowGA3FeACAADz9KAgR4bS84M4WRDARplQ+8lgMEDmMj",
-"ODNDSgrKAQPpAwVa1wA8AQm7AgLRCANkAASNtwy7AgX7Yg0wqgQhnAcGmwAiAA60OCM3OYZWBRxUBkMAA3QEBKUAD6guBAEp",
-"YAJLAA/AJQAPTmACD4gAAgWvmApHIxA1kQsPOzkIT3Zpc2M3ORQOKwAPMzkEDikADy85FA85AAYNLZYA+QAPNgAOHzIxAB0f",
-"MzEAHR803OUDCJQ5AlEDLzwzvjkCHzGbVwEgMTDNlg+/OQEAZgsPZQEPAS8DCLs5B5pXD2IBBwrOEQEABQ+3OQIAzgIPtzkD",
-"AJUDD7c5CQL9IwKbKgggZg63OQRbKAkKBRQ0+BgOtzkPTT4CBurfD7c5EgBZAw+JlhcP0DkLBsrXDwMFCgOUOQkdUQQcAgDZ",
-"CwJEAAIcUQ17IgHtAwAmAA9uMw8PwMYGD3DHAA9cygYDjjQOXQAIIgUNnTgTNHQXD7lRCA9VOgwD5TMMgx4EVr4Ogh4C9AUE",
-"OAAPgR4CBBsCC0kUB5o8AkgUD38eAgBYAANuOw0tZQLRAQ8qAQUPSyYICkomEjTpQw82AQAHPZYPMh0JBO2XD0g3AgS1bA8Z",
-"ywQEmQENdgcErAkPIh4TBwpeD2cAAgedOg8eHgIG8ZcPrGMLAuoHD/GXAwqWUwjNAAOuDQKgDGM4NDdBRTEFAB9C7wMBA+68",
-"D1XiAQL0AQRxAQEXTA8fAwUElgcUNBToC3gCA/IAHzmCHQMC0CEF8D4HD2UCGQAErAQNx1gUNMg1D79PAA8wLwEPXTcQBP12",
-"D1w3BQT8dg/BNgQFRPkP9A8AC782D2sQFATt1A9XNwcEhxYPhhYABMw3A58NDyoeAQT3MwgHAAFXCguJEARxNAJfAgPSCw+O",
-"AQMMVjcEOzcPVjcABoU2AAcADw4GAAOpEgMDDQ+DEAAE4C0PghARAMoOD4IQDgF7EAGuPAMmjgo5KB80UDcEBCYuD30QBwq0",
-"HR80TjcCGDRONx00TjcPcxYSCrf4ActoCCEECiStDB4ABKGYA0QADGsWBdD3D58PAAMoEASNFgCtAQ7fAAhDNx00QzcEChMD",
-"oiwPORMGAmcBD2kQIAUSEwIHAA9hFgEE7xAEegIIsAABPTcNkCYBQQgN09IFMmkDVSMOWU8AIgAPWU8EA/4tDwBHAwVjVA+U",
-"bAQEOmcNt4APSpcADEdRAhkBBCkAD6YEFgTVZg/JwQcEqhUPsYAAD3xRAAyXAAM2BQNTFQNKBQxZUQPtNQByAQ/tNQQDxTYP",
-"7TUEBfaXAdgHDfiaA+sqA4MABJkPBiAABOcEAQcAD0FSAQUnUwR0BQ0yGATHrQNNBA07dQTTUAVsAw/obwEDIwMFHJgEUxAO",
-"+VMEfxQEkAAPTgABAwcDBU4ABPYHB30TAPkFDDcSAj0IAAcAC4tOA2smCQLaBgtaAaIHAiMAAPwADp5aETSd8AdOCgw1Ege1",
-"lw8TDg8ENQACrgAB7gQN3gMFfwgJ3QMCFgkAHQAPKQ0CBcprAOSXD+UJCQ8hTQUDbioDHwABuhUP2SYGD24qBAUQWg9uKgMD",
-"0ssCoxME4lYNmQ4FVdIFxjofM2EBIAQRbADUAQ1hAQWMDg5GAQPCAC85MoQqEw9JbAMEfE0vOTLKZQwDbBoEsjIL1CkE/SAf",
-"MsoqDQPUKQMpBQv/EwQBOw6A6ARNEw+HDBUETSwAkQAPiQwDBPs5LzkyqSoGBNQbABsBD8ZnEARdTgtGAAQN6x8y0gwMBZe2",
-"C04DA5S2AAoCDLkFArdGD45QAwXoAARfDAN9BglXAQOsFAM5CQ0RDQeaBAIhKw92KwULTQMNdEcB9gEBBAgPdEcEDXQrAoAD",
-"DwfLBAJ0Kw8HywEPdCsBAYISBA5CDHQrAyTLBDJMDLULAtY6DvwqAYEEAA8BDXQrAm0DBHQrD9JGCgX/YgotHgL7AAT/Bg/s",
-"KwAAQAAP7CsFAyouD+wrAwQc2wYgXhZnXgYBsgAAIwAB+2MH4hMCBgUEFpoKICIEIgEJsQIDVyAP9ksBCVcgBJ2MDWsIBA4J",
-"D8NFBgR4dg05FwQcCAQMCQ/ZHgED4UUHI5UPxkUWBEwlD8ZFCARtLw/+NgAEekIDUggPUwgBCtDrBepaAa8uD5Y9AgTQdgtg",
-"Zwq0AQoRHwW0AQwUNwNBNA+LDgAKB18GgkAOrT0EIwAPrj0IArfZD48ODg96ihEPrj0QHzSuPQsEjQAPrj0QHzSuPQMZNK49",
-"ACUADeZFD3aCEgUkWgOWOQ3fCgsHRg78mgUHRgRKAAx2ggYJRg//dAEE61wEo18PpA4DCGgaAPsADehFAysCBHYdD1YRAQO5",
-"OQ+oDiUH4UUDCAAPziwBBM8ABPliCawOBETxDL8DBMjdD4h3AQzYWg86BBkEewUD4Q0NWgADyQAEfjwF+kULDAgDPzEP1o8C",
-"BsAsASkAD4gABASlLA7n/QSrQQQGAg8zQwUEeG8BnQUNCUoDpAIFRgAE7HcGIgADBQQDRAEPgTsABrdCBE0ADQovBVXdBBMR",
-"DSMCBIgEBJMNDw0OCQROAAQ0AA4NDgTOAgNOAAFvAA8NDgUFTgAETCABzi0PmwUAB44CACIOCzItAi8sBTkJDjo/D4AMAg/0",
-"GxoENQACrAgBBSYOQkcESQsfNmYMDAQMIQ/YZgICQi8PMAkBA42SBGwtDNYCA7Z3ACYACdsOBEzzC+EIBKdAHznuigoPMcID",
-"Ag4uACIADaQAA9QJA2ktD9QJAwRZAwa3GwZcCQIAKAAjAAFcCQ5EQBM0EkkP+i0AD5EAAgPtCQOeKQ/6LQQECVQPq44GBFca",
-"DaoIBDoxBvNCD3ZDAQLwAgRg1w8gKBgFfp8PcY4HBKfYD0cJAARflAZH3g6dAAS7kwIrAAUyAA9FQAcEOnwEawMMSxkDnwEM",
-"rJMDAwEPQygAClvVDzIJAgNHQAVufA8yCQAESEAPQygSAFgKD0hAMRQ0NEEPSEAED+BGCQwPGAHgBQ9FCAAK/wQMFK4BwkMP",
-"CZ8QA9gBBIMCDeBGBgVDAmMBDdgFBQKfBEoADUlABkyfD2MIAATKCwi0lQ/tAAAHRSYA+wAPKkYEBKN+DzIJAQRpmg/iRiYD",
-"JTEGqd8PpBgBBc8AAi0ACPYuAMYADzIJAwke2Q24AAOSCgSIlA8lBBgEUxIPMgkEBhNBCeMDDRtgBOQuD/BZAQONDgNjBg+N",
-"DgQEwBEP5C4ABTefA4sAD4ctBAQTPQ8yCQMF7EIDdAUPNNYABGYEAm4ADzIJAQZ9dAMIAA7YQQMuBQU4AQ0tAwTGQQSkUw92",
-"KQEFGukETgAENAANWgMExkEETgAPdikBBDIJDPpBCj8XAYBBDnAHBL8TD0vcAgMNfA+UXQICcS8PLtMBD7uSCgR4AARULwai",
-"hAfoBwLNEgOqdg9cQgATNHj3D/COAQ96cAAP8I4SBS49AvCODyEAAQQEHwxLBw8uPVQfN6qbCASDCA8uPU4DlSwDZQUD6AcL",
-"pkMFnwEPGT0lD+gHAgMRDAQjAA/oBwEDegwPGT0TAezfDxk9DgEgNgPOngNZJwt1xxM0YvgM6AcEbqoPGT0IC3TKETTMnA/7",
-"BgAICG4AJQAPGT1TDugHDxk9LARoEA8ZPQkDTgEH+wAPGT0LD+gHAg8ZPVMEzwAPGT0AAMYAD+gHAwXfPA+OBwED4TwEtZwP",
-"JQQZBGPWD+gHBAvOPATjAwFALglGBQNWKQ+SmAEDvw0DHS4P2BAEBbibDjqcA50kBOgHD2+NBAEsOw/oBwcFjpsEsTgELVYG",
-"IgADaQUDowQP6AcBBAMiBU0ADSUUBAQiBDgBD46bAASlHgPNAg9MPgEE6AcGOdYDNAAOoTkEMi8DTgAPTD4BBOgHBmXWAzQA",
-"CjEDBQ75A7gBBLKHHjmQyQM1Gg+QyQMFnBkFidsLS0UAPxAJegAEgAwFRxEfMUcRIQJPCgE3mg5eKQDtHw/FLQ8EMaoMPQAA",
-"JAMP+C4PBLkCCtMxAkEoD9MxAANoIwP+OQ52AAD5HwFjCRMwjSwK+QEDagQAJgAArAQfMuwDAAskMgSKHE8wKzIwUB0JAzqV",
-"AcKADZY4BD8DBXoKAhAACr4SBi8ABMQdHzB9jQYFxjoP2gQCBWLWAzoGBIAAASAkCQUsAv8BA7wAAqk+DrExEziuygLxOg1t",
-"AATfAwTdAAM5Aw+uigQB+DoPPAUIBck6BLwAA18AAhwkD50AAQVdbABoJAchAwD8DQ9OMghvYWR2ZWN0UDIUDy0AAQ9SMgQP",
-"KwABD1QyFA87AAgOg8gH9DEPOAAID4PIAxgxWcgCdAMnPDKXyASOAS88MbNrAR8ys2sECLJrDwYBCQGXAwe6BAcWNg8CAQkP",
-"qSACD3MAEwJmBAbPFgCAAw8yMgEAfAIPMTICAP0FDzAyCAGtBwHDBQ/kawoEsR8J2QUUNUu7DSwyD4BNAg/haxQD9xUPXQUC",
-"B1wFCBQzBighC04XBXIADyIyCgMJdwzMEANhfw9yeAADuQ4D0RAP/BkDA84FCncvBSwEBJkABjRXBZdmAtgED1sACQR0+Q+F",
-"BAAFPzAFNmUB1gAOfQQTM8g2C9ECB90sASAiITY0ICIESNgAHwDyAjkyMTg4Njg0MzcyMjc0MDUzWqwELi8BSQACEmwBNgAP",
-"LwADCL4BAtYBD3ZrAhI1LMMHFxAEqAAE5REBPwEJqgADUDsfNKoAFAPZAB81LwAFDTcyBpQAD4sxBAK9JAQnCQPmDQMTFQEG",
-"AANOKArVDRA1uMMN5wwYNWMoETXwwg/NAQcPsRAEBCgLBkIRDbIuD0dtCQenAQOPDgrAFgMQAQkFBAMLjAarAAEaAAKGAAP1",
-"EQ/tAAIHuxUUNb8xD9EyBCcxMAKJBtEAA7YTAQYAAYwLD8IAAgqhCgPCAA9ZAQcPlT0DBJ8iBlkBDiwwD/+BCAraIw9GAQED",
-"hoQPRgEIBzcIETWhLw9CHgEDpgAP/RkHA08ED9YIAgPwCQIGAANeBAF2EQ8tAQAEzwgEWm0FVQQDZw8NqwMDHzMfOKsDFAOH",
-"Gx85qwMIChEZETX7vg9ABAEAdSEHFgEJlwAD8I8AIwAPlwASBoAlD5cABgqXFAeXAArdAgUiBwIbKgtDBATpPwEGAATrZQpS",
-"ExE1HHsPWQMACDswACUAD0gEBATCAQrjKwUqAgMACwTNpwxwJARTFw9NBBAK6isMYQUCHwEIDAMBiyoPDAMEArUAACQAD2UA",
-"Bg8RAQAHExsAHwEPXI4CBWwEAj05DYQlA2oUAQYACxImC+IADTkJAvkUD4MBCA9tXwUOgwEIkgAEeBoPgwEeDHgHD4MBAANB",
-"kA+DAQoPmgkAAmUAB2wBBc3rDLbFAdz7A5AADB0HAmoKD108BQK5FwFhBDR0b20fADVtaW7sCgRHIwH7eADiLQeRAA9vDQxv",
-"ZXJyc3Vtbw0UDy0AAQ9vDQQPKwABD28NFA87AAgPbw0KDzgACA9vDQMH3dUFZD8HNnkFbg0BWQ0Nbg0PYj8FCGARDwYBCQxv",
-"DQdQMQ8CAQkPCwwBAa0HDwcBEQtwDQG8Bg+jPwIA2wIHcg0J9IsCOQ0GYgMIkCQHkA0IwkQFaw0HWTgJiA0CIgAEZCoJHwMT",
-"NsEIAL0MA08ABDMABX4ABAgBBesMDJYBBkmTBiauCTwuAVkLDzWNAQIgLgBOUQw9WgMxtwCzDQM74SRscKMABnoOA5/yDvgA",
-"A8hLAAYABNYlBekMD+MEBQ2wCxw2S5MECgEG1ZAPRpsKA8sMAPgAAMouA74AAjAmC6BuBHlMAdUAAQsFBpovAksuAPAtETLZ",
-"Ggl/LwHABAPVqABNLwQZAAIvQAROHw+SPAEEHAAPHAEVClgFEjZ8lQc5AgLLHQPieggYAAKwLg0cFgIbFg8AHggDvroPNHsA",
-"A2gdA2ABCzoGAkUBBxAMETYQDP8DLnByYWdtYSAibm91bnJvbGwiNykEA9wBBV8PCBwBBgcAAXYACIYDBbACBC8YC60AAAcA",
-"DHxIAaQBAAYAAYYeAaUBFW7DAgI1AwAHDA96DAEYNt8NETbilggrBADaHgEXAw+3uwMFshEjbHQzAAIClgAkAANkDgplDAML",
-"Aw6kAQW4Ag2kAQJaBwTPDwweAAPBCwDe1geLDBE2qA4PagwHTzE5Ky0sgQAKmgEPzQ4EBKYEPTkrLdwBBMAVA0IAD3oaBQRC",
-"AA0/AATFGwIHAA+BCQQEVBIDSEgPXAIABEgAAWUzDy4BAADzWA94AgYFrx4MRZcFBgUNgQ8YNvLTETbIPA/pEgUDHBEEyBwK",
-"BQIBPAII4GMENgADjRIDPQAPd4QEJDE3vaIIjQAEWwlQCgp9Cgo"
+"AA8qAAQPLhgADHSJDzoAC28xWzM5Ml3FFQIYNhoeBMUVFzBTNgTKAT88MTCxkwEQOEAAD8cVAgSSEg/VAAwEjxIFfhsvNyzS",
+"ABELkhIBB0YPxhICAQRGD8cSAwFIqg/IEgkBPAADXQAALwAPVx0JAoJGDVkdIThfGQADeQAE5AACUwcD9AYLwRYEbTo/KzE4",
+"BHQKA50KD+1bAwINBA+rbAAEIxMPcmwAAlAAA9AQA9sECqYUBLRPLCsxCVwEIgAE52gMygwD7goCUwQPWwABBPUcIysxbtgP",
+"ZDsEAyIRDnXWA0w0BB8AC/fTAn8AAohECvtDARAEDbr0AXK+DRQAA8kQBNhJC+kBARNHDAgDBK4dIisxlEoLfwAClQQABQAB",
+"mQcNbQADrR8KqAQDawAIhCQCLgASM8oPBMMEAlefDmwWA6UBPDErMTxoBXgKBHEFDZMOBO2pAlEBBAwSBR4ACVc1D6wBBgRe",
+"SA+tAQMDxlcPdWYAAQEMD+1wBQJDmg2BAQa0AgNFSgpTAATWEislcrWTAnTABF4wChkRA2sACYEBAS4AA5SfBoEBAwKSCxsF",
+"B5QAAmEBD1xnAAEmAAznBACpRQ9/DwIgOF9RCguTAAI2MACaAAHgEQWIAAiV4AHmRzRyMTEtvwWpAghKAANJAASRLQ+4GgMB",
+"PQASMqARD8wWCwNGCA+9GgACRAACww0PCmIPD8IaAw88BRADEBcDtBYKHgMFQwAAyQAGyQEAVigL/AUDyV8CHQEPXAQBAgMj",
+"ACEAAB0ACLtfAT8KAB8AAbtfDRYoIDhfPgwLjwIBtQAIijgSOKUnCCUAA3IADwAkAQK8BAIhAAFbrgwgCQUUCwytAAKGhgNn",
+"hwTlBg39BA/6cwACM8YFZAIForQEHwADcwADJgAPyQYDAvYAACoADDYUCG4UC3vaCy0LD2UxBQTgrA+2YgID9QIDHwMENSUN",
+"iQUPr3kDBIcLDssKBBwMA9kxB+d+AooGAqMlBIcNBSoBASMBA3l/AcFrDQhbASQABaIIB4r6AjsAA4UCCU0EA6sAA9sADE4F",
+"AmxMD4gzBQ/XMAAI0VgM/YYEyAADKgwFXNcPo2QBAUiHDLgIA4kZD894AQKyCAPUAw9TJgQFlXQN0AYDbgYCBgAPXS0ACzXe",
+"D10tFwYoMw9GBwADSxICVAAAtAAM2RUDpBMDhS8DBwAGwYETZSoAAulcBTAABNJbDK8GB238BvyBBPgYBAAYCJsDAhJMAQcA",
+"CdAGAZpWCCkAAiQVBPACCUMACQoDCDllAgsYA2GRBXMQBR4AAxYcAg0CDO0CAu23AiYAD+4CAQI2AAAlAAOmCQqw/Q/YAgcC",
+"D7UPPmQCA5kYAQYAAX9ZD9kCAAM3Gx84XXgFA4vyBJ6ID3w0AA/vdQII7BULumQFKwIEKjQOCjQFLikPCjQMBjM0D+czHQ/w",
+"WQcDWwAPxTMHCu9ZCTDlBNwCA/MLA4QSD2FcAiE4XxGEDdwCApcCD9wCGhAy8A8IKQADGIkPwgIAAoQXA8ICAVQTCMICAr0X",
+"AyUADsICAjwYASYADBIHBjQDBaZQB4n6AzgAA1F4Db7/D9wCCA+0BQYD6rcD3AIPtQUEA68KAfC3D9wCAgOBBg/BTwAPkZEP",
+"A9wCDxRKAwRDGQJBIAlmAghSDgE/GQ3MugIbAAZnFw+1FxUEnDQPr3MABKQzAgYAD1QXAAUCeQgHAAbbngbcAgUutAjcAgqx",
+"/wDQAQ+4BQEDBwgP3AIbDLgFBmoCCVIKAVJTByR+AqbxA8UCCLsJBWQgASQAB08KAjYCA5X+ASgAA20TCj/+BDwJBQ4AAZFR",
+"DyMiBQCuAA/VaQMDYAIPugIDBdZpD7cCAwIsBgRCpA9dIgEPX6kHA7cCD28IAwSMGg7ZeARZVwL9AQ/SHQAEjhoDtBoPHYEX",
+"BQZ7D28IAATWegIGAA9laAAPBXsDCEcMBLcCA5gAAyIZD+FaAiA4XzoADrcCArkHD7cCGhAzs4AP2AEABF5qDx1iBQNuPg8B",
+"EwADcyIAIgAPxjcEAxIFD8Y3BATcPQ1tBwSRWgIgAQ8NaQAEy1gPjVoMDwUbAASyOA9tBwAD3TYD/BkA7QAPKHsOAYsAD9oB",
+"AANmBwMwAAPaAQxmEADZAA7aAQJJAw/aARsAaQQP2gEABRpsD7QDAwJ2IwEnAA3aAQOdHg9degEIawYBDhwPZgEABEckDWsG",
+"BCDWAhkBD/N7AQqpOA8jDBcBk/EBdAAP2gEACCMMD53FAQQnfAOVHAMHAA8jDAADAwcEMAAD2gEMRwkAQx0O2gEPRwkgAan2",
+"D9oBAAMUBRM4UYEO2wEC6wUPBocBBCxnD55tAQhrUw88JAQFOHwOYSMIIgsPF3wCAoABBJodD3dLGATXIw84bQADdB0DWwAP",
+"IgsABQ98CQcADyILAAP9HwSmHQ87awIgOF8XAQ3bAQMucQ/bARsAzxQPRggABJ8HDN0WA6kIAsoWA5ANC9RcAPkHCWMADKkI",
+"A/gSCAZkBs1qA3oKA/cSA5wSCjj/AScTCWIABTVcAmIAA8IOAKcTD2IAAQILAQVMFQwlFgEYAAHsHw1O/wA2FAh5ABA1vR4J",
+"rhMDZBgNhBQALh8JaRkJPgII+goEOCELQAAPTRkIBSZ+AgcAD6MXBATy5w9QGQQEoyAP9RQAAtcLACEABI8BDI0QAMkCDhYX",
+"BL1/DyoZBgEfBAJbDQL9IAtKAQAdAANyAA0cFwFyAAhWAgMxAAOmYwekAQO9BApQAQTSHwUyGQiQAQRl2gISAQwSGQNgHwMl",
+"AA9vAQYDIicPEhkEAwIEAj8fCxcBARsFACEADN8TAbvjDCgBA5MOA9dhClP+AP8AAcUnDZsBBBQsD0QZBAIuCwLAJQEEIg5z",
+"AAE6Ig0r/AVyAAmbAQIxAAPxigebAQAzKA1MGQVIbA9MGQQCrwsBJwAEHgIMbBcApsgLgwADVwQExWUPOhkCAxwHHTM6GQ+F",
+"AQEHXgACiGUBggIPThkDBEabTzErMjkKGQkDXCwDfSgKRAAEsu1PMSszMEYeCgPIKAmHBAVFAAX3AhIy+AEPvi4LBIwoCzwD",
+"D1AZAxE1zEQKcxcDtwsDfgEJbboEIgADpRgPUxkAA/uXAaYYAe4mACEcDGwGAFnEDKYYA2EGA88BAZrHCcACAiIcBz1gOzhf",
+"NsoFAu1mAhHYDNQAAc0AAyEACeSuBCEAAtUcA9YcCdIAAHoABNmYA0UPHDRNBQCqaAutGwK4HAK3AA+VcAIDmRIP/GkCAgQN",
+"A+QOD4MkAgQT7Q+6bwQBq2MCIAAPWBkCAucJApdlBYV7HDSyBQ3XAALoYQA3AA9YGQIEp3YFMHAGrRMCVGMChQgFtCcFLQEB",
+"fgECIwABm3YIqhMCdGMBJAAPaxYAApUKACQADXoFAmwAAE8AANwADGUFAGbPD5YBAQIqAg9fcwAEtzEDrAMKeCsFdwEE9QcP",
+"GL8DA2UbACYADF4LBEf5D2wsAQMVPgPhAw96KwME/yUCtx0JGwcIOg0PvN8BBfh4BQcAD7l4FQTJaw82LwAEqCsCVAAPOg0A",
+"BbJ4CQcADzoNAANsKQQwAAPQAQzDBgA6AA1fCwQYGR81XwsAASBuAgcACeIGEDZfCwtmAgItFgBmAgx7CgNmAgN7Chw19QsC",
+"ZgIPKAIABeEzDz0RBALxKwEoAA0qAgStKw8qAgADjyQDKgIPGBMDAGgDAbYBDRgTBLzhAnABD4kNAATe8AOoKg+JDRcE6/Af",
+"NRgTAAO90QNbAA+JDQAK6vAEBwAPiQ0AAxELAzAABDUiDM8VAFcqDSoCBCcYDyoCGRs3+igFcwQPORgCAloEADQBA28FHDUi",
+"DQ8tAgYEXgkH+mAKHmMCswcPvGcBA3QxD0gwAQMooAMtAgE0Cw+5AQAElWsNaxMEjeMCcwEP/BcABCzyA78DD/wXFwBoeQJ0",
+"AA4tAgMV0wItAgGl4AzHdAKcAgRY8gOfAA/8FwAEzecDDywDlAENziQPVwQBAqwFDy0CHAy2DwYtAgn8FxA3kwkI/BcC2AsC",
+"FwcIYQgB6wMCNAcD5OcK/BcCNgYBKAADtwgfNeAHAw5PAgNyGw/vFwEDiDACBQcAKg0GugAQOJAJDr4CBJ5MHzhvIAMC3HAB",
+"JgANvAIDjDIPEwcABNlwA7wCDxMHAwChCgFIAg0TBwTh1gICAg8BGAAF53cFBwAPvAIVBFv4DxMHAARe5QJUAA8BGAAFnncJ",
+"BwAPARgAA8kvAzAABLwCDOMIACYfDrwCA0saD7wCGRM4wigM2gEEARgfNwxzBQMIIA8CGAAE//kPxQYABLptA9wBD8UGAwCu",
+"eAFoAQ3FBgRz5AIiAQ8DGAADctYDKAAABwAP3AEUAF93AnQADtwBBCvXAlQADwMYAAr3dgQHAA8DGAADGxIDMAAE3AEMLw8A",
+"WtgN3AEDCAYP3AEbAHAED9wBAAQDGAfa+go2YgJsAAAoAAzcAQc29wzcAQNBbwQ6oA90BgMApAAAfAACqW4JZgEIywoBQBEM",
+"ZgECGQMEA3gPywoXBJR2Hzd0BgADkNkDswEPywoABaj1A7sBAwcAD8wKAARD6wMxAATVVAyjCABBAg7eAQ+jCCAQOaMID94B",
+"AAQHGB83CBgFAqdwASkADd8BAuMZD6hwCATfAQ/kGQMFUHYeNxFiBI/oAyYBD4MKAASN9gUrAAAIAA8rdhYDhwofN+sZAATk",
+"dQRfAA+JCgAGfPYCKwAGCAAPjQoAA3QUBDQABOsBDPUJAXh6DesBAwclD+sBGgCaEw5hCAXHBwvyEANxEQIlAAH/JQ/oBwAA",
+"BwAEM6QcNvUQAH4JB38ADOAIA7MRCPw1BtEXAsAHBLIRAxQUHDagCADaFgdiAAuVGAEmegKHEg9iAAECfAYFRRQMURIBGAAB",
+"zQMAegANgxUJFiEUOWSFBD4AAaQFDwHGAgCUAA8bxgMAkAAHAjMK6TIDrQkD9g0DpAcB+BcNEBQA3gwDVRQCvAMPV0MFAsMB",
+"AXbuCJgBAusSAXIABCcXCvoDAn0AAymECt8DApoHBFoAAXUKBUg2AekAAV0DETkjqgIk7Q2/AATdCwCZvA+mLgkFmt0MmgIC",
+"QgYDHwAPhAAFEThEygJkFwc4KRAwowoPTTYIT2ZpbGxMNhQOKwAPSzYEDikAD0o2FA85AAYPSTYIFzN3VAWvZB8wD0wBHzQP",
+"TAEfNUg2BABZCAVHNg/RAAcEeBcFMCwWMEY2D84ABwopAwEiBw9CAwEB/wYPqL0DAMwDD0I2CAI5BwNKMg8/NgoEvRwKkAch",
+"OV/6eg89NgAEuKULATEG4gIPqEoEBdMXD8MDCwXlvA+oLQIC2gQPCGMsD6AAAgUFMhUzmzQLwQAF3BwPxQMLBaLRDKMAA/RH",
+"Ax8AD6MAAgme0Q8rTAMPZTIQBWvRDw8sCA8NLBoDXQECVwAEDSwKbRkGmwAPoTcFBU0kDWsKASwIAwg+A/oMD6M3FwnLaw/4",
+"NQYEXQkP5hwDAxoPBlIHCqU3A/s0B34DBAcaCBMAASsAAVgPDaI3AqDIDt4cD3geDAN8AAJWVw1rAAR0IQ9qAAEH/AYD1RwK",
+"1BwCB8oOoDcGaQEPoDcFBH+pD1WAAA+AqQAJqQEDOAoCJgAPqgEGA24KBbAeCqoBA4ATBl9hCqI3A0Q0DaI3Ap/HDYEBBe8c",
+"D6I3CAEaCAvPrgJJCQNICQojCgNqAAiBAQJ2CQyBAQ+gNwEEzZEPnzcKBF4KDYo3IDlf4DYKfAACwwADnjkPTh4CApUQLzY5",
+"TB4IAD0QC0seApRLDqceBU4FD5g3FAPNKg+YNwIFloQPmDcMA481D5g3AgW7hA8zBQwDsk0PmDcCBYcAD8RLAgE/AQ8+TQgD",
+"jAUI+wEP0jcFAz4MD6sdAAFlAAFu6A/PNxsgOV+uBw0eNwNeFQJVAAvbAgOOCwiwAAztNwIPMAFQiwxWCAJxJQaGHAvIAAIl",
+"DwAgAA/rNyATOdKNB4cCA5ERAoQBAZEFDe8GAVQBD8YtAQTVHAL6AQ/HNwIENhovMTDhTQQEkhMCnFMMDQECJgQDtBYPxzcC",
+"A9MABg4AAJcFD4suBABJAAzEAANqUAMCAw/DQgMEMTMPixYDAxLdAwpRD+5kAAAhAA0QCAI7AQM1Aw+ESgMFY04PzWkMDQ8I",
+"D8xpAA+jNg4PPTQVBI8pD3WWBgQGLA/fBgAPuqwhAa0ADicRCmzbBBNEDLMGBzs3B2c2AbACAJIFCQC5Dns3IDlfOwEOsAQC",
+"ySIBhRUJ0wECOgsDpS4MdGcEyWMEUcIIOQACHQoDEyQBagwOmw4RNFrOF3Le2AGgAAvcEAOaAAnkEQAHAQ/PEwEAVRUImwMI",
+"9QYBjAAABgAP0QkAAns4A5UDBFw7DEgHAAJAB4EAC7cpAiMFBNNGC4MRA1GzAiIFBGAACmoRAFEFCGAAEDKhDwdgAAKJCwDu",
+"BQ9gAAEFCwYDbQoIvAUBFgABoAsOrzYDFdcPmAsLB5UAA0UVC4kLBrMKDh8qBMgvAyEDA1IFD5QlBA/KCwAKgq8DtFQNIQoF",
+"hq8PIQoDBetND/sBAAH1AQjt1QTgCA7hCwGsGBFygY8OWZEgOV/dAA6/CQaxCA/RCwMDUbcBagMBrwgNcQAEliQLXzcEcQAI",
+"LQMCMAALeEMAKQAPuAECBuoKD3lDBgTnUg98NgcCdwUCaZEOXk8DJgAPuAEFBamvD7gBBAL2AQIkTws3AQEQAwdrtAutNhM5",
+"rTYNjwEPgUMMA/OzAREEBd1pBxMCABwAA3EADIkIAnEACI8BAjAAC4ZDACkAD+cLAAAyGA/nCwkC5hAAJgADywMLwTYEnBEI",
+"gAACFwYEUy8P6QsBAsIUBWL2DzUqAgFYGApOBQL7BQBvAg80KgQFzQAPNCoLBGtXCRcEBUUABuAVDzUqCwOmBgPqCAtFAAXw",
+"AQ81KgwDzQYPwS4CBUQAD7YMCQNNZQQ0LQ+AkgAIBAIBsosLHAoCsBICtgEC0BULAwIC0AEP8gsADQnIDi01IDlfZzUM9gsC",
+"/ygCBgIBRxwI7wIBFgABiTMGtwAAAgYHJAACdigJ4RsErQACPgACYAIGE1gGzQABtAYBQXMMzQABwAwBIAARcNIFDgCNIDlf",
+"VCsK9gsByQUC0AAFK1EK0jMBcgAAKAAN9gsJRSELefwEDgEELgUPv0MDBc4XD79DAwMZlQKFCASKMAzQBQLUAA64AAE2AAA8",
+"AAy4AAQNUwMBAwk2DA+sOAME1zACJsYObScBpwAAJQANbCcDSicPh1UBA8seAkIDDwNWBAR0DwLiBw8gAAAE8DYNaAYDBAYD",
+"lBwPEFUBA04iAykAD3BwHwQnmg8iAAAEYDkPETcAAvkGCIa1D2I5DgGtAA76CwSUcAOjJQMeAgzQBgfsOAclvwILHwCjBQz7",
+"CwvaNCA5X6QADpwEA1ZAAcKTCdYBAs8EA39XAne8D6YrAw06AANOAwNBAAE6AA7+CwJZ9gE8Mwe1AgxvNQTzTgJxKgcpAAxr",
+"kQMLAwAHAA8TQwIEnp4EoAMIJwcFYAMPGwwAAtM1A7kDBLMxDHoHAWE8B8cDC8MMBQoFD9E1BgNHBQP1DQu4NQB2BQlgAAB6",
+"EQdgAALsKgMHHw1gAAU0BgO6CgjhBQIjMwQuNgwrDgfh8wFeCA8yHAt/ZGVuc2l0eTUcFA8uAAIPOBwEDywAAg87HBQPPAAJ",
+"Dz4cCB8yyHAAHzIZsQIYNmgcA4wCDxmxBgSWZQ/WAA4EgwkPhlIBD9MACgy7CQ+FHwUAawQPhlIDAHEDD4VSCQIGAAPSPg9D",
+"HAkEyUkIVgIjMzBMrg5CHA9/UisDgwYP3RoCAucfAqgEDmEABQUND4IcDALeEgF6Qg6CHAT2AA2CHAN7HAI9AArGUg5qThIz",
+"emEPggAFA3EbDX8HAhcAAx4AD48yAgSgGQtJvQQeAAQaSg8wZgEDHjYBBgABhw0IBksCewAPlioBAo0AAgYABFcKBvQZD3B9",
+"CQb0GQPREwGgBAkaAAM3QA8aAAED/hME1AQJAwcxMzBfwxYPgwEABmoMAqkeD6FlCw9pDAIG+jcSM0MND8NlCw9oDAIFDh8E",
+"jwgP8hwFDcxZA1cUBUYbDTwABPMYDGARAlcJAdcr/wEzRUIwQzZGN0EwQjVFRDhEqxEKCzEfDSoNAv9JCGoAA/4uBOQIA1oG",
+"ABIEDLipA5gdBbNcD2yAAQ+UwwEDlSMCYQEPxQsCBIW8BcBdDwYfAA/2FgEPBh8HDo9/DzswAATZfA/8CgQAkwwAIAANni0D",
+"Nh0FQDAPKS0AAyUDAxIDD2FlCQhCGw+zLQQFu0sPEAsFBMSnD9QtAAO/FgjFpww1KAnsHQQwAA+hGQMCtAUfOLB1BQMQRwrA",
+"WwHhAACeAAJ3JQc3EgdrCwMgBAIHAA8tHwAAJQQCLi4LtGQIhB4MGYwC1QIDIgAFYyglZ3TWZAPzAAEugjwzRkWfAQybHiAz",
+"ML9khwlicmEudW5pFgAGaAoAIwAGQhAM0YIDaQAfRmEFCgClFw+9ghIjMzBJxwc+AAAtFw9jAAIPgi4AA1GnBdNoBR8ACYAu",
+"AfwUDgymBJ4uBPsjCb8AByAAALQDDjEBBr4oAD4BA0gbBcQAAw4CAS4BTDQwMTguAQgsAAbDAQQqMQkfAAZ5AQEtAAsJAQMS",
+"qQg0qQi+BQThMAG7Dg+3AQEP+AAAAzQABhoMAO4AHjp1AwMTBwOjAgM9AAbWIgZLDgI6EQF4Aw9JIAAGGAMCYAwFcgIJ/AIH",
+"ojEFIQAEsxsPkwISD81kBQ3fHgB3AAFUtgzfHgCpAAg8RgaseQMnLQ+FAwgK0xUASgAPVgIDB6sZASUAC8EGAPENDxwDDwIY",
+"AQOoLw4cAwM7LwbZMgrgJAP2AgNFAAwzZAqIpAyvBAOVYwUlAA9sBAMH3FcB8wALPQMDlzED8gIPxDMABHeoA14DGTBeAwAU",
+"AB5D5wEJYQADuzACRwABvA4PyQAEBA0xBo1pAb8ADw0DGg+zMwUPgwYAA3M1BLgzCYQGAWoAASIHAzhjETHcFgq8AQOJAgSH",
+"AQ92NQAE/QoDqQAEMgABlikKTAADRDUEKAAPqy8BA+YABScwA/YEDaVmBcUvBJkAD/kvAQSSZANMAAMqAAKKCwlMAAPyBAQo",
+"AA9LAAAExwsFPDAEVDAGaR0BdgQPuTEDB9IMCW0vBLYBD+cdAQKnDQPXLQOfDg2gDgl9AAAzBg34vAJBAAujDwAXIg+jDxoE",
+"OAADNyEPMiUDBAE0HzBgKgwEmPkMpxMDDCIAswAMpxMHsnIBKQAPgAACBOmrMjArM7oVDwddBQLGAAH3IQ9QIwAFuskPgA4C",
+"BC0aCxUiBB8ACQ3kDNMBAws0AQYAA9VFCiIkAMYBD+EEAwGwGwclAAPGBQXRAQ90ER0EOAACUQEB9BgOjxoE8jMUNlMsDxob",
+"DA9fGwMDhwsvNzbWGg0DGhgP+xACBPw0AIwAAnMcDxwbDAlNJwTHAwXmpQZ1qgshAARupR82we0FBFdrAM8AHzg8DwkEVJ8P",
+"kicDBLk2DnJtBKQXD+YOFQSqOy83NmsPAAzXFw9BAAIHoQEHQyEAZwIPadICA0ZaD+MZAAPGcgspHQsiAwTvuwRRAg99HAAF",
+"YLkKeAAC5QYPXEEAB/rjDeklA5c6A1wCD+NcBARWYh80DtIEAYCqD/YOAgThUAShqgHlqg3WBgMhLgN0DQ+Z9woDuAAAvBoP",
+"DzcEBQGRDybSBgH0Xw/7DgQDcVEFPqoBqygMDRoCzQAKiM0C+mAOhhsCqAYINqoEAQMDDgIHaxsPAA8AEjFbGQJHSQxmJgJ1",
+"BwOPAATMIAqCKAAcBQLuPwjxGQNjFQ9+cgEDJBoD8RkKp0cGQQEEexwNyqMEXFIERwEBjAIMTswDbwMAEgEM1G0CdwEE8G4F",
+"OR8H/AsDbRABB04P/AsECmonAAMBABkADxcLAAZmHQElAA+FDwADXxAEbgAP8wwLALIaD4YPBQq+JwBvAAV/MwZXAQ+JDxEB",
+"VlgELgAEXFIJsAkDAVoEKQABeAYKIQADPwoESgAFjDMJygAJIgAPPQ0DAcQAB08BC1gMAV7FBT4BD5YPDAKKYgUDAgNMxAkh",
+"AAaMAQIwAAwaAQWmvwOGCgXF2wYiAASYAg+fDxIEBgEDNgAB1B8H/AAPlQwHBbwWBJ4MB6tDBlsCA2gPD1sCBQyeDwOGAAQc",
+"Aw0xFwBhOQ9xDw4Cl+YD/+wEMgQJSSgA2wABvzsPSQMCALUGDwgCAAnnCwGjJgmbAABRFw/ZAhADJQYDKCgP2QIAA1cBAykA",
+"AQsJCSEABIB2CYS5CU0PBQKSD00PAQQAUwMlAAF0BQ/tAAAJnA4BfbIKpgAJyAIPOlkBFDFdeQMYAw9QDx4VMZn9A+oCASkk",
+"D88ABQMtAAHHaQfGAADuBA/jiAAE7Q4CM3MJXgEDNwQDWAABpSUP7Q4EBAEDBDMADu4OBNyxBE0ADxkIAQOhDgVNAAcsGgfJ",
+"AAoL/QRICQS+GA1yagJgDA8iIAMGY2cDtn0NqykB9wkJfwADgNIKVw4CQgAMVw4fM4YMJAKvBwV4wwrcEAJrAA+NRAcDK0cN",
+"qgsER1hCNzIrMgIaD8MzBQQfIg+iAQADyyMF4RsECAANqsEE1CECTAACOzIPWtMAEzd9AgEwAg/STQMEFgIFCAACKQ8PTQAB",
+"BZyqD3U+AwRn6wACAR8wxTQKAiYLARIDD+F7AADuAQ02HQNkJQI6AA+RdQYUMVoSCaEABl8BBXezB2rXBh4AAxEBAycl3jFB",
+"NTZFMUZDMkY4RjPGEQNZXwEuAAI+AA9kBgADOwgEawEBgQkKyh0P1hUFDbcrAIARAQUnOnJjcCMEAjQCAdxOBysADLMPHzUt",
+"AyQDyUMPhyoCADU9AVABPzQrMmqOCgS4ugxpEQS+SQMfAA/XAQUE3aUAxEkH5AAP+ZQIAOcAP3NvdSLWEw8tAAUPdSMEDysA",
+"AQ90IxQPOwAIAnMjCPSLD3MAEw9w/wMPpiMBAbk/DKYjLzI2bawCHzenIwQFO4oPCQENDKcjAGkQDwYBEQR/AgNvAABdAw+m",
+"IwEB1AgPpiMCAawID6YjCAJ9KwJWPgb2MA9/kwIENRMJhwMTMS0oDqcjBNk1C8IRBcxCD6cjEQE0EQ9k6QYOpRAErgAPxhID",
+"BhYhHzmiFAoPChMQDwUkDQXUYQ+nAAICaBEPwxEGBD0AD8MRAgRvMw9mQAMGxS4PIyQLBbURD7IRAwQfAA+CAAIEwz0G6JQL",
+"BSQCGTEMByoD4BUPJoEBARoAAvIBARYLDiEkAzEQDBQPHzIhJAYN0yMTMRE3DqgHBlpCD9MjEAosWgVEAAbAQg/TIxAE+BAP",
+"0yMEAv0hB1UKAq8iBEpVC0rrAQ4DAqBZBh9YBaAiAlw8CBxYAjMSBKEiDCUsABwABANfD2kBEwdsBANdbA8sIQECVt0PwRIA",
+"Ar8AD8ASAQIFBwMyAQ9IAwICeSwPL4oBA6hTA7MBC80qBacABDwHD1LrEgQKAQQBBAJO8wRAAQPhCAOSOQ+UAgcK8g4SMXyG",
+"DmIDBYMsD2pMAwLoCg8y4wEHufYPJAsEA2cDD5rLAwQ/BAL1Lw8gAAAECC8N2RQDTA0Hbw0JPCYDVhADcQ0PXAACBIgDAVkL",
+"DyIAAwQYFA+aZAADCxICEQ4N3A8DuVQDJQANGgED7gQPGgEJBS34D5wABQTFUg2aAANvEAMmDw2JggM4CwIeAA+nDgAE92IC",
+"QgEDLwAUMnMMC4YAAXVIAaYAD0QBBQXkgQ9/WgACPQEI5oEIqgAEnU0CHgAPeBAAASQEBm0BAzAACE8PETGKJAiRLgJeRAPb",
+"BA8ABAEBCAAOHQQDYxYACAAF/QMDUwAB4AQABgAPd+wBAsguBuRjCjcVCHfsALMEC3BlAuw+DocFAVkDAa8AAXUWB4pWA2TX",
+"CqIAAikwAzYABRktBoZWAlI4AytQDV4jBMgGCfUtAP8CD08KGQU4AASrFw/EDwIB6nEBiAQvNTIdBwwDHHIAMwAPSgACBRti",
+"AEoADyMHChMxfAgP1SkEAvMOALgADPUFBRCLA5lBDWEeAxPIACgAD/4tAgJVDwBbAA5wAgKjCAScAAD5WQYnAgoRbAQOAwUF",
+"NgIsBQooBgIUBA+8CAgJ8z0A9AEBDC8OKQYErStPNjQrLelaBAKOCQ+sKgAFhg4PYBAAAyQuAiEACmxKBRAEBSHID2oEBAQy",
+"BQ1oBAOiPQOpDwGeBwhoBAUdAQEsAA9cAAMEEhwPHbYHBIGKDz1dAAJLBQQ/XwyJFAM5hgO+Ig2PCgXKLg8aAQcEXUAC+wEP",
+"IAAABGVZDZoAAjoFBTNeDJoAAw8TAh4AD/ZdBwNCAQMvAA8sBgUFp1wPoOwGBI4sDywGAAupXAzwBwRtLAIeAA9RWAAELAYD",
+"bQEEVdYH/BYA9AIPWQMCBWZKBLkAC1wDBJcWD10DBwqRGBMxBigOXQMFNaATNBCvDl0DAqwFD5xiAAPayQAhAA1dAwPZLwIh",
+"AA/6bQMEYS0CbiEPXy0HDV0DA6oqCF0tCZkBA+MlAx8AD8ACAwTS0x82RggGBLNbD14DAAeiKgSKWwmBAAafAQEtAAwcAQOA",
+"Dg8cAQoJyFoPegUABAxfDJsACkYsAehaCUcoA04YAiUAD5cuAAOCWgNEAQSC0g9fAwQA9igCpgAPRQEFBLRZD18DAA/SKAAJ",
+"qgADQRUCHgAPKRkABF8DA24BBONZB7ImAPYCD18DAwX2AhM10yILYAMEIBcPYAMHCmYrFjFMMwtgAwQjMgJCBg1dAwLwJg/3",
+"yQICYhIPLlsIAwAOD2YxAwa5Wg+ZAQQEPAYMlwEMtVoNxBoEKCsEqCgPRSIEAGEpA3kXD0UiBQSizw92WQIEqCkEFykNqhwF",
+"bikDIQANllYDqCUPJgEJAWYpAaYAC5f2BiEABEIGDqIABZEjAwgADpcsA0cCAyAADyJcAQXQzQQlAAIzAA9xAwUFeCMTN/Rj",
+"D1oiCA+WMgEEGjMG4s0MtAAEkDIDIAAPjisABHgDBYEBBDMAAdqVBxEDD3sDAwTDOCM2NTY1C3sDBBIBDzq3CBoxUBwTMcdJ",
+"Dn0DBCkUHzaW0wUC6xgP3cwCAgQJACEADX8DCNA3BCYZDYYBBKwqDyVSBQSnJg6BAwhiIQJLAA2lAQN7AgMHAAQtOg1jAASw",
+"Kg8C0wcEhXsPgwMBCwUjFTHuOQYiAANHAgTwBgzhDgMSWgpQGg2DAAR5KQ+QEQQBDiAPgwMDBrwfAwgADfEiBOYfAyAAD3kt",
+"AQMsIQVVAQUCgQ+DAwQEY1YfN8QRBgFmIQ+DAwUFYSEFiiENZxwDrgACBgAPyX4BBYMDBIEBBDMAAakmBxcDCxdABB8OAQgA",
+"AbwiD6gQAg8XXgACcikCIwAMEAMFOg4ACAAEn0kLSi4XMW51Ad8PC6wcEDF8Eg/eDyID0gAE/2wKlA8E3gs/MTU0My4MBMRc",
+"DKEeAbYLAZAZDMkcBGtcA4Q3CgcHC2s8HzjRpgME4goBnwAPUi4KA+eEAS9NCYUAAv8ABB8AD4UAAwT6yw9KiQICMy4CcBoE",
+"BjAMVhgCM34JsAEASRAPsAEhBMIQBFhqCxEBBZkJHzASLgwDLJEBfAsORwAFdgkfMM0tDAOTPgRdgwtHAAVABh8wWi4MAwH/",
+"AesLDqk8Bc0NHzD0LQUEo98BagAP9S0KA9o+AOhlD0cAAAWRETIwKzL6CQ9HAAUCswMBIAwItxMCzTEDO2ENUO0C1CoCVCoH",
+"iRkDcDACOwAMixkCxxcD4CELixkCdwIPIHcABKVqD5ArAhMx4dgNzgcD2mIPTRUCAxkYAu8BFDn4FQo/AAJaHR8zbBkBA/MH",
+"AnUCAn45D64AAQbiBAEq3g9vGRQFGo8SNg3kCxEJAt0GDzniBg5lKBMxd4cNCgQFmR4C+2oOAgEBHwEPdGsBAkxPASEADP8F",
+"AthNBAMDAbZFDxMHAAT5Tx85T6MFBRNJDjIHBBo2A+YHAhhQCTIHA7MHBCEAD2oIBAQQCh85UhMGAeMjDxAJBQRn2gUHJAwS",
+"EgGubAiIAA/eFQICaEYAKwANzj0DZgICUQEBgUwPowAABDUzAktOCoAAA68PBFM3DJAJAnxHBP0DD6sBBQQAIB85kQkFBKIy",
+"DpEJBSw3AwIBDlY3BM8wBA/dD7OBAQJfjAdpJQM1AA+TCQYEsxsfOZMJBwSdFw+TCQEDeBoFMEMB4hgJtgAEMS0EtgABpR8P",
+"lQkFBG2EBTUACZUJDMmKAj0EBHdlD7UEAQEIAA7SBAP9MAAIAAwfGgICGgQmaAsfGgKpBQR1BQ5YLwC8BAmxAAA5HgfwGQOB",
+"IgUHBAMWAAJICALcAggYKgPxGQKsMQSW/g1SVgZlCA0vAwGTBgAgAQyWBQKHSgWVBQ4iAQKEFAAnAA8MGQIC6hABWwAOPAAD",
+"XAADPBoAaQUHEgED7XwLZAIEH1QTMX1uC8cFAtQCAajtD8cFAQh/AAOGOAHCABMt1z0KIlcAhgAPF3QDBL4DAj4JD/UAAAEv",
+"AQ/BawEDX0wCIwAN5QsBiREF5wUCkBEPWhMBBXVYD1IRBQDIGw/pBQMDVR0C240BTAANiAMCYAQFJaUPSmwEBRR/HzAnEQcE",
+"x4EP6gUBBLEeBH0wAjh/CYkAA6UzBIkAD2ECBAHKBQBsAQ1hAgE9EQXsBQK+Eg+mAAAE7R4lMTCmrQYcAAJgBATuBQHNHgpk",
+"AANQBgOfDQ+zAQUE0ykvMTCsEAUE6/QO8QUDHIECyh4BTAANpgAE4CwDDgUBDBsN9C4D6QUD4AEENQAP8QUGBLPzLzEw2xAH",
+"BUAbD+EBAAMYGwIjBAFQAAy3AANBGwa3AA/hGQgFSC0FNQAJ5BkE4VYMLwQFZiMEOHILMQQDlTYPaiMIC3cyEzEvLA4UBATh",
+"Xg+zyAUCxRQBKAAOFgQDrB4AIwAOFgQDKAUEFgQP/zgEBiZgDwA5BQRQHA4WBAMqHAEiAAJMAA2sAQP6IgQpAA/YCAQFVFgf",
+"MNg4BwRGbQ8WBAEEfPIDghwRMdESCokABrMBAjEAD2wBAgIGPgBsAQ0WBARrsAMWBA912gUEI0kSMbG0CYQAA2ccBeBDDSMg",
+"BKywBBYED7MBBAUjUgxLgAYiAARpFg0qAQRLRgOiGwLKbwqmAAM4BARFHQ9tdwECK3AG4AEENQAPFgQGBfcPBC/VDyQAAQTQ",
+"Fw/hAQAEuBsD3xsRMRYQCrcAA+kDBbcAD9QXAAUWBAQKewU1AAfLLgCrAw8WBAMFuxAfOZsaAwSemA/kOwUNjF0AbAABKTkO",
+"FwQE7skHwaoLqwICxyMP/B0AA/aaAiMADRcEA6m+BBcEAVkSD40BAATGHBIxBNYPIgABBDEnDa0BBMocA/EcFTHUDwYiAAKG",
+"AgRFDAEUSQ9jAAEEfg8Bit0PJAAEBOghDzYCAARwRQTiRQ3KHBMxmxwFiQAPfT4CAu8XAWwBDhcEA7gNBHMBDzEiAxQx9Bsl",
+"MTHQWAYcAANZGgQ2AQ5kAAOyHwMXBA+zAQQUMhbsEjEHwA8iAAEIYqkIKgETMnRFASIAAkwAC6YAFDLuGwSuAA/DRQEUMhsc",
+"A+ABBDUADxcEBRAyawkDswAP4QEFFDIIHA8XBAATMuEbASQAAlAADbcAA+oDBbcAD5JlAQQXBAMOAgQ1ABgy4UUAqwMPFwQD",
+"BdoTHzk3GwMDpRkPAO8GDoc3IDFfMk4PFwQBBK2UHzYGeAUDYpYAKQANGAQEG1QEXZYJZQIE4qYDGAQEKHENjgEE7gAbMle2",
+"BSIABKNADnuYA3dAASIAAkwADK4BBCalA60BD+nDBQS8FyYxMoJSDSQABLUSDzcCAAT9nQTAEw2OPRMy4RsFiQAEWAIKbAEC",
+"hA4AbAENtAMDSAEEGAQEvKMNpgAFz/cNbUAUMsebA5sDAUscCmQAA98TAxgED7MBBQU6VgULUwwiAARrHA4YBAT/tQPEAh0y",
+"aRwVMp8ABK4AD7oiABQyTmgE4aYENQAPGAQFBXcVHzIQ0QcEzmUPGAQBBCkcBCWdAUI8CrcAA+sDBbcAD8ciCAQOAgU1AAHE",
+"FQesAw3MGwOYCwF3iQzMGwVVEg/MGwAChQMDtRYO6xYC0gsBCAAFbGUMzRsIwT0AuhEPwmMAAXETD802EQjNBASiAALzAgDM",
+"BA+LTgIgMV98FQxCHAeiSA9CHBoDbREKrpEFHwAF0GcvNTbkOgwCOh4BMwANFQUCwQcPKwkBAz2jBj0AD0QaBAXKHC82K2e5",
+"BgXEZgLrHAxqAgSeZgRyAgQoaAFaMw5zAAWiMQBzAAKtZwj/AgRHaARWAAHvVQAzGgYiAAORAwFQaA+FYAQMbgEFRC0fNmA6",
+"DAJJHwEzAAxTAQQw1gUiAA8gIQMVMlosHTNHDRMydRgBJAACzAANIgAEsAMERgEPjUUAEzJhPAZPAA9pHAIGl40A9wACHDUP",
+"9wAGAzwHAZwDCvcAAwcGBCIAAri4D6BAABEza2wBngAPjgADCPMCAvoBD44ABgO2AgFzGQqOAAO9FgQiAA+OAAcDsj4CYwEM",
+"LUIDfDkH+QMNOiAPZzocBTgAA3kDAug9CbgCBYEyD7gCFgQ4Gj8xNTi4Ag4DYQUCRx0IJgQGItUNJgQEjb8EPQALj78GuwAE",
+"QAMCkb8JsQIEnhoE3wAKvToGJwAF9wMTOGoEDNUCBGcaBe8aDxAxBAXVAh841QINBLC/Daq/A5d+ByIADzE+BBIxQG8BngAN",
+"+QAEiAQD+QAPsAAFBfcCHzj3Ag0EiEwBvhoKsAAD9wIFIgAPsAAGBPcCB1NoAe4CD+I+Cz9iZm/iPhcPLQABD+I+BA8rAAEP",
+"4j4UDzsACA9VYgkIhT4CMwgvPDQb6wIfN0PjARA2geMPrj4BBGfJD9UADQEfAw9VYgQP0gAJCvsfAR4LD64+AgDxBQ+uPgMA",
+"GgIPrj4JAWoLAncLBiXbD64+AgRLGwkdCQS1+Q6uPg9GwwMC+yMPEWIFBXJiD4xQDAOYBA8IGQIF8bQMwQwDDw4E17QP1AQD",
+"BOYyBQwOCrAEBV2UD+BDAQFiAwUMMw/hAAEHHrEfOCkkCgNrDQRdBArhAAGtAQ/yYgEJCBME1LAKbw8EK2EWMkU1DAK1Axds",
+"DfA9BOsBDtYABppgBbs0CzcBBjabD6t/CwN7EgGJAg70rQ/QoQECMQADOAAPXhYDD+h+BQPkFwIGAAoFVgQjAAZBcg4fcwqI",
+"kgCZAA9ncQEFgjQPZ3EDA30ADzkNAAHGAQ4ccwG2/QsTAAJlHQ8nPgIRMrheDbkEDxlzDAIPBAAFAAGJCgxrAANqAAoIJANq",
+"AAimHwEtAAoScwAnAA8RcwEHg3EPEXMFBEehDzw1AAIdCwNqAQwxEwNKGQMlAA+oAQYHeTUPirYGDxpwAQF1AwYMcwrfIBIy",
+"vl8MfwEPCXMMAc4HAQUACwZzAvggBAyJD2oAAQ0lIQoCcwAnAA8/DwAFTSAPAXMEAlo7A2F3CsVOD7YyBQomAAVyHQ0aAAT1",
+"Hg4aAAQXHw/EZgIPGgADBbhmA1pFCsYgHjK2dQLpCQAqAQ+ncwYC4A0vMzIWtw4A7wIPFbcEBsedD31/EAohDwQcAAajAQ99",
+"fxIPOQwCBWQPDyILDANAEA/MAAIGSYAPb0YLA7IFD5lDAgXsAwRbEAofAARPBg1xBQJaBw9KWBUGTQgPYYYEBs+AD1BNCgIw",
+"CA/PgA0PiA0MA20NDz5ZAgUeAgVrEQogAAR/Fg/aZwEEkRoCBgANlhoIHgAASSoGBwQBQMML7QkBtAECEwMJRz8DHwAChxcP",
+"cZ8AAd4AA/uADzUzAhQyRSsHywQCxggHjwwWMs5hB11ZACoAD5cKAAKYCgEgAAI/yA+cXAIPS58AAawDBd6AD/MrAhMy0ioA",
+"SgEGLwsDmHgD0SQLyiwCNAEC5RQPcRsCAgxwACgADQQVApcKAvwDD/eAAwUsDguhGAy0PgP3zgwsAQIYJAKBAAR1Lwy8Bw/E",
+"KwQFkgsDWwAO2AAFSBwPPkAEA5AEB8MVHDKuNQsePAXNQABLAAaaGAIOLg+2GAIC/hEAQAAM9AsDaV8D0QQPmhMDCoLmDAEf",
+"BgQmDypYFBMyKlgPu4EAD/LOAgInAQMvBQ/6OgQEwgoNGBUDizMEOjsPYjsGB4ayD4yUFQRvCQObgQl2AAJvAAOHZA9jJQAF",
+"XHwIBwABAiwME1sDlQkCMAAEEE0M2ggDUQELl1oEGbEAVwAM2MwDtgECIgAGnYgNnVcDIgAHGXYGIgADXyMB4QgPSloODzAv",
+"BQl7BAEiBQPMVwQpBQo+IRIyDysOQWcDcR0DjQAPQWcCDXMFABkADOIUGTJFWwAlAAxBZw/UWhIKtzsFlgMGIAAEkQYDGj4N",
+"IAADGiADIAACZZUKRmcIizsNKlcDlR8DJQAB1gQO6gAIWiwA+AAMRmcDfAICLAIPXCMABEohAXUBD0ZnIQosPgCHAg/JAAQD",
+"KgABIx8HvwAPqlYAAq5FDWxkBI+hBKG4CWwBAygDBGsBDSAACAVDAhwqCiAABL0LA0gADw4dAAWTCwxQZgHvFg91swAAsAAN",
+"yw8DLzMBBgAPdbMEBttgDxf7AQ8mPQAPngwFDzo9AQThAA8CWgEEWgwF4QAE1CkPNScEBdZgD0z7AwewYApQAAEhJw/qhQAA",
+"YQENMQEEzysCMgEPiSgEBKI9Ar5QCh4KBKE9AwcAD2sDAQVwPQIsAA2WOwQSPwdDAA3sAAMNAgVoAA9TBQUNfAAELTsEhAAN",
+"IycGlTwE8QENIgADWQEEKgABIgAKgC0E2z8EYj4OejwElDwERAAEHVAGRAAE8AIDCAAF/IoGRAAE/QAEqgAP4DwGBCoAD6oA",
+"AAQtDwMIAAUgFAZEAAPSAQVEAA6qAARXDwSBPAmCCwElXw/GCQEIsIsGlQoCBgAPgAsAAmwVA5dTA+sGC9gfAAcKCXsAC6sy",
+"AyEMD7uZAwNvugJ9CgPGCwu3HwBPDAlgAAXUIAMKFQL3Hw+5mQMCRBUEHhALhRECmhMEriAMPAwImUAAchALtYEAUAEPqhcC",
+"ASQKD9wXAAHDCgb1FwnDFwL5CgJDCgLrCgFCCg01BgIgCw+RFwICkSAPlUABBEhcA3FHCL8YACoFD78YGQQ3AAPMBAkGDwQd",
+"AATlDEI1MyszyEAPalUFAlMMDQ4bBGNVAh8AD6KqBAXgPwJsDwBAAAYbAAQJBATwPgF5Dg8n7wAEp1wLbMYGSQAEFWgDAygK",
+"ZgADvQMEUgYC7RYPZgABBQ9dCqYhBQgBBFVFPzMrM+TICwMhBgyMBwRYgjw3LCBMAQRa2AI6AA9YggQFnUACHBcK5gAFpBMD",
+"wwAPQl4FASSbATEAD2QAAwSeDQQpgglmAASKQAR3BQIpsA9mAAEFTAEPKHgEBRUhLzUyeGoABstgBCw4AS0DD2kAAgWRYQ/P",
+"9wQGfDoTMpoSCmoABIUCBPg5D4UCBAI+AAMkAApJBQAxNg/VHQh/cHJlc3N1ctcdFQ8vAAMP2R0EDy0AAw/bHRQPPQAKD3Cc",
+"CQ/68AEPMoABLzIy3R0BIDE1HR4P3h0BBAbnD9oADwzgHQDMCg/XABMLrx0A/gEP4h0CAOICD+IdAwCTAg/iHQkBEAUD6B0P",
+"LYgAB+IdBB0SCdIGFzP/JgriHQ/RWw0PkFwSBJAZD5BcFAOtAA96AAMGjRUP3xYKAtgGBQvaD0pcAwxKEgRXBgZ8Bg/bAwAD",
+"9wUPSlwOD+pcCwPIBg9JiQMC/0APkIgAA+UFAz0ACk4FBCsCA3kEDxdCAwe3Ww/qXAoEHAYMQjwE3gcD2QEPggACBI45ButZ",
+"D+pcEgLpDA/tgAwFlloEjwEBJywPnRoOCgksDfYeHDPmXAU4AAqVFwhaCgGEAQ9eXAoL1UICkFwCdh0ATAAI00ICMQAP00ID",
+"ARwAACIADdUAD/sACgRKQgVxAA03HhMzXlwIsyIIYmEP1AQTBToAA/0mD8FgAwdbsB84FVcNBQIoD0woDABKAA8VVwsFwCgP",
+"UhYCAjILD7lWAQRzJQNAAAHIKw4/AAQCAg3tFwSqJQPJAAXo3A+OAgMPrQEBBOkHHzNkXREM4B0Pp3IEAr8YD6hEAgNxEg9B",
+"QgADGw4DJgwPvwkDBXZTBTMdBBoACDcQAbI3D4wjAAS1AA+pRAED2xUP5gIECy0AAm0AD+F8EQCXAQFcABNwjRYKjBYSM2Be",
+"D92yAA/KRQEDVVsCBgAP3LIEBdg4D/k4BAVAsAyFFwQXsAKaCgJcqAcLEAPPOAIZCwurzgUkAASINA91ggcPwTgHCyiwDHkR",
+"A4g4A4AADAEWAzJUA6gsD18xAQNhFgNAFgT1MA8KQwED4hEK8YABQAMGKwMMJl0BTQMABgANB0MFUykPB0MBBWgpDwdDAAWM",
+"BQ8HQwEBVQAEqQUNmSAYMyZdHTMmXQSMBAxPBgK6DwE6BgCGBAgmXQWnIwilHAXbMws0HQM1QwJAEAY0QwrvPQQIBwoTBgeY",
+"Sw8TBhwDLi8PZSADBpovEDN+ew/JBQoF0zAPXQYDBRyIAEoADxMGCwkVMQ0JBQLdWwA0Ag7VBQSDAAIIAAHFWg5AAAV0Ag5X",
+"AgMfHAOBAAC1QAYOAg8eyQIFvCAFUCIJ0QUD2ZgPiAADBYoeDdEFCOMKD8+0BAQjOwLUSQm6DgjSBQG1Sg8hCwAF0wUPtUQB",
+"BFMXD9QFEwQ6Fw/WBRECx6ACfxsEth0M5gwCEV4PcloAAE0BDdoFA8A6AisBD1geAwWqsw9cBQQAmx0P2gUCC6azDNoFBPs7",
+"AlsFAQE8D10AAATbBQ+GOgYAlxoP2wUED7kaAAmBAAapAQ+0VwMGmgEP3gULBUccD98FEAtzHAvgBQvaXAwZIRM0H84NKAMC",
+"3CUPCg4CAps2AEMADCgDAzeAAygDD7gSBAVgsg36CAScFwPXAA8ROgQEXwwEF3sM/gIEdzgPLQMUBK44Dy0DEQH/CAMiIwT1",
+"LQowIhQz6IUOQ1oAYwANHVkICAkPHVkGBcNZD7ACAwXBWQ8dWQAKDx4Pv1kHBGMZDwFHBQWhWQ9HWggP00EID6VZFgWIAA08",
+"AwRJPAIeAg88AwkFOhwPPQMRC2ccDD4DD6jNAgVNDQTHFg0+AwKtDw9BDQICEFsPkyMBA/FxAj4DDz5FBQV6Wg0hFQQ/FwPY",
+"AA8+AwQEtyQfNNhCBQM1AQ/4WQUMLwAC6wQCF3kPPwMNAuAhAGEABrJ5DPAJAsFdDwNaAA+s9QEPA1oTBfeAD7kCBARiPg4/",
+"AwvjHQLFHQ/lHQEEp3kPYkMFBN8HDwNaCAQePg8wXAILzR0P7x0AA78CBCkADT8DBD4PAwk5Dz8DCAVHAw8/AxELw30MPwMP",
+"zyYDBewIBOjQDUADAzYoD0ADAgKzGw+IPwACA4cEQAMPjVsEBFmnHTc0GQTKGAPZAA9AAwMGOQcPAUIEBB0lD/ckBQ9HRgQP",
+"XkoFCYOeAU0qA/h8BJMTCtwkEzOEXQlAAwPXMw+HDwADVlkDQAMPaVsFBGy8Dx+pBQQ6XA8ZXAADQAMFfR8Olx8JkCYCWRwP",
+"OBwIHzgPqQYFzwwPQAMBC5B9AlocCogAA4gBBIgADUADBRrzD0ADDgVaXA9AAxELh1wMQAML8Q4Gng8PUEAHAkwVD4kNBQAI",
+"AAamQAUeAASGKQ9tQAcYMzpcAPMOB4fHA8wCBkvfD/tEBgxCFgH+Kgo6DwAmGQ86DyMDJyUC7lQOlVkExRcQNGFsD20wCQXE",
+"uAttFwPeWw+EXAECugcEOQAKuwcEMSwEhFwPdC8DBXNbAJ8AD4RcCwL1BgFzWwmFAAKVDQQfAA+FAAMEhFwGORQHZxgCXhoC",
+"BgAD8hoLxSEPsgEDBzReD7IBHARWPA8/XAMFrAgfNIZcDQP0AAPmNgtHAAWMPR80hlwNA0IBDzARAgUlSy80NIZcDQJsAwEK",
+"Sw0dGQXXPS80NIZcBQRKEAFqAA+GXAsCuAMGI60DYQcByAAPP1wNAfIcBz9cAbYADz9cBQJ1BwOcKAwnRAKWBAMeOQiaFwJT",
+"AAMqDQoC3SMzM3Q0DeEHAv5aDz9cAgOYIQOoAQUAEAo/AAXGAg2OEgMKHAMuAgF2LQ+uAAIG5wQB9iUPP1wUBWUdETWNMAwd",
+"BQIOBg/flgkaMi8vEzMbMg5ACQWdQwVqOwoCAQLgAQQh4wg/XAIcCQAhAAwiBgT1WgO8Ag+7WwUJ9VoPLSIIDzaaAAMECARJ",
+"gwKoRAljBwM2LwOEBw8mIgYDKgUfOUwLBwRiCg/5YwIEqSIEGiMNoy0Eud8EiAAP9RQCAsRbAGUBDT9cAwITA5wDD4gKBATF",
+"ARU5808FGwAExY0DigoFv1wGIQAJKBEPt/oBBo0IA8UAAzMAD40IDAMnCQQtAAqNCAwnKAIwAwAGAA0rGASa/QAIAA7FAwPh",
+"FgAIAAwrGAIOGAOaOQwrGAK4AwRoBA1NqgGvAwmxAAB+DAgyWwF5AA0yWwLnIQK0KQWiCwel4wJKKAOMWQB2AAyzDgMTBw0i",
+"AgEBAgAgAQ2JBALyWgWJBA06RwQsdQAoAA/TWAQC7QkPCZYAA5LnBCUFAUcTBxQBCmSGBAMCBA1aFzGAIAe8BAIYAgGmGQ+8",
+"BAUMFBkCZucNvAQGjUQfMkZ0BQMAWw+7yAEE/loBIwAOBVcCTggE9xgB9sUPegMABYMAAsCtDyIAAQ/RDAYGUV8DCAAN0QwD",
+"e18EPFsPSeEEASgbA4UADyxfBw/SDAgD/noFo18Bw4gKiQAC1QMFiQAPSAIEAvgCD9AfAQS3WgMcDAFvUQ+mAAAFRtkCt1oJ",
+"hAAEOooEjSgN/C0JXOAC0XcPygQFBNRgAzMAD8oECwW3jAMtAAvKBA9HdwMERocjMTWvXAwHAwNSAQ8TbQgKEq4AHAQPTXcD",
+"BQsmAAcDDwxaCw8iXgIE4wIPDFoJBCQAD1lYBAXzAw8MWgYEWIkOBwMFGTADDwMNMv8EeCoJqz4PYwABBUFcDwxaBwSXAQ8z",
+"YgIE6AEEaAANQVwEpd8EIQAPDGQCBAxaD3QKAQQMWgMHAw8MWgUF/94PDFoAA+58BAcDDQDfBbddAyAAD14QCQTRKwMzAA8H",
+"AwsFzYoE5RgJBwMBxocOywAEZl4ABwMPIxYCA7QQAbT1DwgDBApGsABsAA8KZwQFNAsP4lQFAgwGDxFdAQTy2QAjAA76WAoM",
+"BgH1Bw+2AQEFITwPDAYFBbj/DXwCBC1fBVpfDSA2BLrZA94BD2F6BAUiXy8xMQwGBwR+Rw8FAwEF714E9gENvRID+3gEiQAB",
+"anoPbAEAAgwGDxFdAgoMBgEjVQ+mAAAF67oCOAIKhAACfQAEBQMNcnoFX1wDIAAAsgEPBQMFBNaLAzMADwUDCwP9AAUtAAsF",
+"Aw+bdgMFlAEvNTPoFQMERLgPDQYICi2xAGwAD512AwbxTASZ3Q6bAQIMBg8BXAIE4wIPDAYBBNNJBCQADwwGBAVkRh8xGGAG",
+"D3SCBQ+PXxcE5WEPmhcFBk5fDwwGBwV82A83XgED6AEEFV4B0BYJiQAETdgDiQAFD18L6VcCDAYPAVwBBDhZBJYiDwwGBASa",
+"JgM4WQqEAAPlDgStAA06BwRuXwMgAA9EPgAFBwMF2l4PahYRBQVgAy0ACwcDACwND4QMAgEygwzYVgX7DQ+fSQEBOQADThEO",
+"hBEDtgUACAAEaxYKFbQBpgwJnAAMBZ8BoQ4PchQkA30OAkuYB/0RAHABD14wAAGtDg93MAEBYgoPMdAFAm4XAlYXA762D2wC",
+"AwOggwST3AjYAwPEqwEjAA/RFgIFmRk/MTQwZ4wMBKJaBZtaC0dFBbJhIzQwa0UKkwID4wMDaX0CaAIKGQMCWRIFaAAE3kYN",
+"GgMFGOMOSmAFoGEE1gIPqlQFFDKVkA1XfQIw0weqAAEnGw+IAAAFYxUfMktgAgMrAwnUYA+KAAMFPjUBFNYHGTIPajQLT3Zp",
+"c2NmNBQOKwAPYjQEDikAD140FA85AAYNGZEA+gAPNgAOHzIxAB0fMzEAHR80XdEWCNc0BN8BPzwyMe00AhAwQAAP7TQAAUAg",
+"D2UBDwE2Awhe0QcWGQ9iAQcKVQQB0woPG7UCADYGDxu1AwB6Aw8btQkCGTQCFRcBHUEP5TQFBcD/CY0FEzTjuQ7lNAo3wwiL",
+"GQEcAw/lNBIBiR0P5TQ0B+bqDw0FCgNPIg/gWwIEL4UjMSup5QsdRQIZBAAmAA8+Mw8PgCkGD8BRAA/BMwYDrQANDTEEeCME",
+"X6YKQgcTNCqTD3BNCA9qNQsDhSwC7I8PdLIAD7mnAALRAQM5AAtMOgerNwB+AAVzsgqdAAZ3TA9nNQsFMPsMgwACLQEEHwAP",
+"gwACBJZvBuVTBw+/ADgAApQVDFsAA/AqD40BBQ+hgggKQB0SNHs/D/wAAAektA/yGwkFdfkPyAcCA0QADMEHB5gfDx9OEQb+",
+"TQ+0VAMFTTgPyAEFBtVPD6lfCgPLAA//WgIKCU8IzQADWRICKUNjODQ3QUUxBQAfQjMEAgGRAgDWAQ6GFwMpAgODAw7BAwdk",
+"AwTbBxQ0j9IKVwIFvy0FFMQJ0gQElU0OPB0Fy0EF4bAKJh0fNH4tAASFXA/WlQEIUCoPKkYEBI19AilGDyAAAASvgAwYCQKg",
+"CQ/4tQ8DdjIPUUsWBJohBBJGDyIAAATDJw9bKgEBbgAP4rUJBFAsCAcAAaN9C3NLA3kNAi8AA1gFCpMdBY4BDIe1A2IDAH4A",
+"DKtFBPskAgcAD1QGAAQZRQJtAgaXAAzNsgF1Bg9vSwwB1GkPSSYOAUImAdA1AxqgCr0ZEjSqQw1rSwQmHA9qSwcK/hYQNDMk",
+"DX5KGDT/tBE0xTEIwgAAbAwPZksOCmI1DdJnA0oMAyYADB4ABA81A0QAAKQACGBLBbqJD3JfAAO9SwQYDACtAQ7fAAjnRBE0",
+"VVYJnAAEVh4FnAAMRQMDhwIBZwEPXEsgD9a1AA/HAAQDKgAIDUYAvgAPXEsAA5N9DH1aAul9AR4ADCwlA51JACIAD51JBAMw",
+"Pg+ZFQMF2E8PlxUEDyIyGQy8TAIZAQQpAA/3TxcEu0QPpRUGDzgyGwyXAAM2BQQpLwIOAAzOTAOl/QByAQ1XAQMEJQJXAQ+h",
+"FQQEN24C7joMqwQDGAIENDAE5g8GIAAE5wQBBwAPtk0BBWgwBHQFDnAwA3gBBLwyDQATBLYvBGwDD9MSAQMjAwXeMATTEg5u",
+"TwPDBwWQAA9OAAEDBwMFTgAE9wcHmlMA+QUMIRMDPwgBCAALyCADWkIJokkGglUFkggCaAoOFVYYNPY4ADMKCwATAMMCD1sO",
+"FwQ1AAKvAAFTAg3gAwVzDQnfAwJHCAAdAA9WQgMGyH8PUSkLDwKeBQqaQQsZcgfFQwBlAA+bQQwAhAAPNikKD5xBEw+EAAME",
+"gwAPnEEBAyjYASEMA04HC0E3BI0NCcIBBzJAD8IBFwMoAQ/JSgECJ9QPMzoCBMcdLzk43rMNA5kFD4VKAgSVmi85OKJhDAN0",
+"dA8JiAMEEnwARgAPJLQLA/8OCahpBbMDBBqBDR0MB9jWD+wMEwRXbACRAA/uDAMEtQ4vOTiwKQUExR4BGwEPSDsKAkcOD+Js",
+"AwTnHgBGAA/EpykACgINCBoDGjECOgAEmlEL6AAGxgAOVwEClgYE/awNdg0H+wQBagAESvwIeyoCIgMABQAL40MD+7gCzD0B",
+"IwQHeSoDwqoIO7kjZXHfEwdotwQrAwQNFAE+CU87Cgl4vzcKABwmBTIAApc0BOlHDPgLAn1WDV4OAuNAAO8AD+JABANUAwvj",
+"QATcBAVK8w81DgIB+wAPLNwDAnM9D4A7AgOWBgOEOQ8GLgIEBDMHY2EG3eoCegMAIwABhCcMUEkETOALi1gEIgEJkQIDFRgP",
+"QbYABTaDAqYAD64IBQRRCQ9uKgUErrUNqw4EZU0PrrURBHsxDwsKFwXEVARH8g8jAAEEaDQPJVoABDQ1A5UID5YIAQrJ1gWi",
+"VgGQEwspWgJUCgMxAAKiPw+0AQUKuigFtAEMP1oC5wkBQRMMP1oDtwwDrQ4FDS4IQFoDdg0DIwAFIRwIQVoI9TQP0g4OD/Y+",
+"BQ8bNRwTNGHgDUFaA2oBD9cOCAsLMxE0KloP+g0BCdoOAldZCRa1D6yzBQrtNwXlNwOZAAzVCgsOOALLyg8NOAAGSgAAAAIJ",
+"RFoJTJINHw4EGA4DfQIP5w4DAU4BB/sADzK1BAQxNQ9giAEDXzkCewEPPbIhBh+1AwgAACwBD88ABQSxXgnvDgHmWw+/AwAF",
+"IwUAvQMMuAALkFYPOgQZBSw3D/1YAwsxNwUeNgweHgSTiA+wrwED7CECIgAPgkEEBU91AhAzCVUBBFB3BAYCD8tTBQSyFgFC",
+"AAwJDgVyNwRGAAT8CwYiAAMFBANEAQCjAg07EwT/AARNAA3wHQVxkwRWEQ0jAgSIBATWDQ9QDgkFU7UENioOGzADzgIDTgAP",
+"FZQCBFAOBU4ABH0nAaMrD5sFAAeOAgBlDg/RVwIIxwULRjcPYAwBAYkPD2EMHgZ6iA9xIAMEukE/MTAySwwNA+IuAsVBDr8I",
+"AtsIDzcJAANCQgRAAAFEQgp2DwPfOwL7CAc7AQ+qPwIFIyEjMDVoKw+rPwMPUG4DArlBD3k+AgQdIwKNAA/eCQMEUZcHwtAL",
+"Od0ABgABZgkOajcTNEWGCco7A9ovD5EAAQP3CQJRCQ89QAUEvjwCPUAPIQABBC+ZDLQIBPEuBgWQD74EAANTMwMsAAEQZw8X",
+"BRQFj8EPE5APD1EJAAWqMwMoBAEeGwudAAM/LgMrAAUyAAjZcQQRCAMjAANVEgPVDwu+NgWfAQs8CQT7vwA6BAvPBARmvwOJ",
+"BA88CQEEJTYDIwAPPAkBBLviD7rKEQGFfw88CQ8Bl0EDp90Dl0EL5DITNM8xDTwJAnEBBI0ADzwJAgxcGAHqBQ9PCAAH8yUA",
+"JQAMPAkCTgIPPAkNC6AxDR2sDBqRDjwJBRmRBEoAACIACTwJCXMxDG0IBSfSBO0BD+0AAwd8JwD7AAw8CQQCNgfhCQxsAwTx",
+"ww/JyiUG+pEEsgAP8RgBBc8AA8IuCRMVD0cxBAUHkg88CQIG3ZEPJQQeBGoyDzwJBATokQSVwQTBAQzEIAdQRA3nHwOXDgI8",
+"CQ9RRAUEXI8O1MUEM48E9ggPdsIFBJMTDzwJAwVeMQN0BQGREwk8CQMFMASjBA88CQEGP3ADCAAOPI8EEzEEOAENLQMFE4ED",
+"bAIPky0BBDwJBmExAzQADVoDA40wBU4AD9oqAQXQ0gNOAAU0AAl5Agu0iQiVWgLsBw/pBwICcgcP0koCAlREAEEADVgHA04L",
+"A+kHCk4LB5taARACBjU0B+kHAusIBAWUDiQ0EzRGWg+zQxsE6QcP4CgEBI4yD7RDBgVAugxMBwX7jwMfBAG6Eg30ZQKaAgMs",
+"AA/qcgYPeAABBIFAD8lDBwRyMQ/pBwAF/TIIczELnQALBbEEMgAFbwcHd9UDGzQDZgUD6QcLuzIFnwEM+8UCogIBNQMM+8UG",
+"KDYP6QcFBJjBAyMAD+kHAQOFDAL9fg/pBw4PZmsRAYkMAnsAFXB7LQ12Cgjx/gaNAAJNBQSNAA/pBwEKIOAASgAAAgQO/AYI",
+"y2kAJQAM6QcA2gsP6QcPBdUxA8QBDRoOBqeQAmMBDpYwBA0zBEoAABIBCekHBJEyAU4LDRoHBB0AAxoBD9YIAwjebwD7AAzp",
+"BwPJMgQ1BQ/pBwEDrjACewEP6QchD2WTAg/PAAUDLQAHYf8BxgAP6QcDBDcyD+kHAgYQMg8lBB4FL64P6QcDBPcwA3oyBOMD",
+"AUv/CbBFA6gqDx17AAOqRQPpBw9mWQQFkjIeOMv5BN+RBHwAD4gFBAV1Rg/pBwIFkzEEti4EnRwGIgADaQUDowQP6QcBBcOR",
+"BE0AD1IyBgUvMg2pNgUvLwPNAg+IAgAF6QcETgAFNAANWgMEBdgETgAPbokBBOkHBU4ABDQACjEDDTqlA/8PAQgABZ8zCFAR",
+"AAYABUUlB5UyATgACacdClvkAUMQCXwADBylAL0hD7QdHwKoBwQGQguwKQEqkA8gLw8PmBwCAcGODz0ADw9YOQMB/SQPbMUB",
+"BEVIA+pFDysyAASnHBM2Iy0K+wEHxDEArgQfMu4DAApVEgQsNRA514kP0LwKAuIQD6KUAgX3MQV9CgIQAA93AQUFxkQPxIkG",
+"AQQyD9wEBgNfJAchMgMIAA0ZSgOVIwO8AA/SMgQUOBlnAZNGDW0ABOEDBN0AAzsDAV9WD7oAAQosjQ1PAAQ/AAS8AANfAAJs",
+"JA+dAAEG5DIKnQMA/w0P5DIIb2FkdmVjdOYyFA8tAAEP6DIEDysAAQ/qMhQPOwAIDgXEB4oyDzgACA8FxAMvMTWr5xYPizIA",
+"EDI+AA+KMgAIdmcPBgEJAZcDCHRnBrkEDwIBCQ+WIAIPcwATAmYEBzc3D8gyBAB8Ag/HMgIAdwQPxjIIAUcDAcMFD6hnCgS+",
+"HwnZBRM1jfsOwjIP6SICD8AyFANfGQ9dBQIHXAUIqjMDqCAO8EsFcgAPxTcLA24pC7IFA6BADzd0AATNFwIHAA/kCAMEZucP",
+"YwYDBJkABhNuBWwxAn8OD1sACQQi2Q+FBAAI9kMDGikPfQQDEzOdiQvRAgctLQEtIiE2NC0iBIPUAB8A9gI5MjE4ODY4NDM3",
+"MjI3NDA1MxjqAH4vAUkAAllnATYADy8AAwi+AQLWAQ8KZwIcNbH4CFIlBV8BCqoAA8gIHzSqABQENjsPLwAFDWoyBpQAD90x",
+"BAIbEAQnCQPoDQMWFQEGAAOcKArXDRA1/2YN6QwYNbEoETWnYQ/NAQcPnBgEA20CCO/pDAIvD84WBQunAQORDgrDFgMQAQkF",
+"BANKSg+t1gABfG8DqokO7QAHvhUUNRAyDyMzBAMRMgwAEAO5EwEGAAGOCw/CAAIKoQoDwgAPWQEHD7tbBQxZAQ58MA/EfQgK",
+"5yMPRgEBA0uAD0YBCAc3CB81w74EBKVZD19cBwS6NQ/WCAID8AkCBgADXgQBeBEPLQEABM8IAbgMCFUEA2kPDasDA+4/Hzir",
+"AxQDMhQfOasDCAoUGR41ObUEwgUEvAED4nEIlwAEjEAfMJcAFANTFB8xlwAICpkUB5cACt0CBSIHAggqC0MEA7suApIBBOZb",
+"ClQTETXmWw9ZAwAIizAAJQAPSAQEBMIBD1BFBAMACwM1AQ19JARWFw9NBBADfSgDxQAMYQUCHwEIDAMBeCoPDAMEArUAAyvv",
+"D2UAAw8RAQAHFhsAHwEPIYoCBWwEAtM5DZElA2wUAQYACx8mC+IADTkJAvsUD4MBCA9fIgQE+AYHgwEIkgAEexoPgwEeDHgH",
+"D4MBAAMGjA+DAQoPmgkAAmUAB2wBAcUGCq03A0w9BhCZC/1hBGoKD/M8BQNgLQDKAzR0b20fADhtaW4lKwGqAAHAdADPLQeR",
+"AA9vDQxvZXJyc3Vtbw0UDy0AAQ9vDQQPKwABD28NFA87AAgPbw0KDzgACA9vDQMHX9EEbg0I+3QFbg0BWQ0Nbg0PcdEEAY0B",
+"DwYBEQxvDQfcLw8CAQkPYyMDD3QAEwxwDQG8Bg85QAILp0QJuYcCOQ0GYgMInSQHkA0HZBMCKDIBSxMPiA0EAiIABAoxCR8D",
+"EzbBCAC9DANPAAQzAAV+AAQIAQXrDAyWAQYOjwNYIwcscgJqRQFTAA94MwAC6SMAVbMBkhQIOhQChwAAsw0BGwBEc2VscKMA",
+"BnoOASYAH3D4AAAB8wACywAE4yUF6QwP71cICk8GHDYQjwQKAQaajA8MlwoDywwA+AAH81QC3iQFKlwGmSQFCm0BCwUGpy8C",
+"RBUAlyQRMtsaCIwvAsAEA2dKAFovBBkAAvU/AB8ABewaC+I8BBwADxwBFQpYBRI2QZEHOQICcEYDXlYIGAACvS4NHBYFhR0D",
+"zJUNtA8CSzAAFAEN9UkC0AkDYAELOgYCRQEHEAwfNuDPGQVfxgVfDwgcAQYHAAF2AAiGAwWwAg16VwN9CggYVgM0AAGkAQAG",
+"AA+szAYBy4kPegwBGDbfDRI2svAKyCgRLRcDB4sDBQcyB7IRC3fMACQAA2QOCmUMAwsDDqQBBbgCDaQBAloHBM8PDB4AA8EL",
+"A229BskADwxXAwVxpD85Ky3xfAAKmgEPzQ4EBKYEEznlVglCAARiJAOICg98GgQEQgANPwAExxsCBwAPgQkEBFQSA0tND1wC",
+"AARIAA1iKQMuAQQLYg94AgIP90sAAewBBgYFDYEPETY5dwbjAQJnPA9CNggFkIcKBQICODkPBAIAA40SAz0ADzyABBUx75sI",
+"jQAEWwlQCgp9Cgo"
 };
-static const cq__ptx_module cq__ptx_2d_f64 = { cq__ptx_2d_f64_lz, 139430, 527943, 0xedb75353u };
-/* PTX module 3d_f32: sha256 14a15d0723aa2469c4bcadd74f4df56aafe1f5e5e2323c49ee8260d87aa8210c, nvrtc 12.0, PTX ISA 8.0, 736637 bytes, fnv1a 0x62e3e4ce, lz 206906 bytes */
+static const cq__ptx_module cq__ptx_2d_f64 = { cq__ptx_2d_f64_lz, 138611, 523829, 0xc7fe28cfu };
+/* PTX module 3d_f32: sha256 ad3fddc01fc7f7929a2efda2a149a4cd7fa61287f92956ed9913fd01c0938e96, nvrtc 12.0, PTX ISA 8.0, 743006 bytes, fnv1a 0x9f37a4f8, lz 208643 bytes */
 static const char cq__ptx_3d_f32_lz[][CQ__PTX_ROW + 1] = {
 "8hkvLwovLyBHZW5lcmF0ZWQgYnkgTlZJRElBIE5WVk0gQ29tcGlsZXIKKAAEDwDxByBCdWlsZCBJRDogQ0wtMzE5NjgwMjQi",
 "AFF1ZGEgYycA8A1hdGlvbiB0b29scywgcmVsZWFzZSAxMi4wLCBWBwAwLjc2MgCCQmFzZWQgb25xAFA3LjAuMW4AYAoudmVy",
@@ -28759,312 +28974,336 @@ static const char cq__ptx_3d_f32_lz[][CQ__PTX_ROW + 1] = {
 "AQIGFAP5Sg81QgADyQgFtksDOg4BAQMDCy4GBQECKi4DPLkAIwAfcBtAAwQYEATqfQYHAQMpswJ0QgH6BQ8HAQADLkEPz38E",
 "BFWpDgkBAsMkAzKCDAkBAgkVAwMlDwkBAAOODABdAwgJAQEOAgHBFAkJAQI9DwKRLQIOAg8REAIFhLMNI0EDyM8BEAIBaA8P",
 "CQECAiUeD4t+AwocFgffAwCeTAf9JQMDFgMMkAz9JQWdAwYmFhwxRREH/iUANBYPpR4Hj3NwaF9jb3VuXDkRDywABA+hHgAP",
-"KgAED58eAAyMjA86AAtvMVsyODBdNhwCFzZBSQQ2HC8xNcJAACgxOVxvA7UELzw3M28FALW0AUsFD9QADAQrGQh+kg/RABAL",
-"LhkBJKsPYhkCAWCrD81aBA9kGQ0CnKsDgasCTcQPPm4HBGgPCskjIDlfPgoDeAAE4wADeRMPHB0CBMNtPysxMGBvCgMMSA9W",
-"FgIDKAUPH2QBAjYAA2sXA4wMAzMPCSYOPDErNvAiA94FCIcZB/jiAdAFAAUAAw8PCVUABEMjLis3qdQANAACIgQErgQibWmv",
-"BAYcDQOsDQEeABF6cpcDHgABtmkDpqoK7wMCIgUGbJUE9QEBseYMFAABGwQRMZMHDSobArugDeECBPcjJis4bW8GfgACjAYA",
-"BQAB6QoNbAAD9SUKphoDagAIzioCLgADqJQEmgQCz6IMZAEE6Q0/MSs2g68DBK9cA65cB6S7AaQGAmUNBQgOAxsAAhc0AsUG",
-"D6ABBAZDDQ+gAQAIYwgJIgEBiAUDjAENZJUCN50NdAEEmUgmKziDOAZSAAT1GAJfXgz0AQWHOQrzBQNqAAl0AQJEAAx0AQPl",
-"lAp0AQSCGQMclA+vFQUDrS0IdAEBVwcCXgEEnpoHWAkEIQAPdAEFA2MJD3QBAwTywAWVOgtZlAEgAA8WFAITORYUDc4FBAxD",
-"Eiv1+QtWAAJBHAKrGgRGcwpyCxM57DYJaAEDMAADRxQLmq0EMwAHmgADgRQF1gEK7gsAMAAKDwgCl8MCKQABYwAN1wAEQCcD",
-"1wAJPAADEwQMOwAidjI+ABB78wUCVSkUMAbVBA0ECKYAAMoMBOtVBFwAA5cAHTWXAASmBQVvARIxzAMPuB4LD0QAAwUPBBIx",
-"dQUP2h4LCT4VCa0iD40GEAP8HgMhCwkiAwViAQi6CRI5mQ0LTAcCTQEDtAEPMgQAAzYBA1ABCOtzAUUGAq+OABMDDtcvIDlf",
-"eQoMDB0DHGIB2sIAWQAMugEC2AcHk2gSOXIKDAQIA3gcAwcID3YDAAOgDQAiAA27AADEAQIhAALoMAC9AAwXBgDxHgpCAgLL",
-"HAPBAAU7EAfbAALSBgPxMAJszAjbAAKvPQcqPDA5XzGSGAclAANRYAOIWQryAAJFCwIhAAFdAA9sCwMDZwQJ8AACQwwAIAAC",
-"SQwA8AAMhQQAnwsL8AACKy0DVwAP9AgCAZQAASkADLseA78gAqUCD2oNAwjLDg6RDgRbBw8mrAMDwXED8TwEzy0MAAUN1AAG",
-"k40KwRYEYAgE9boDYT0GWncDMYsCAgILAp8C79EEUakMXXcDoCMFghkK/H0DUZwPNAkAAtp/AU8AANsACrVrIDlfPQQPkgEB",
-"AzYADpEBA8AuApEBD01YAwSbBQHbFA9rPwUPm2ECBBtsAl4ADy4eAwTQYgFeAAeWBwP1xAUSEAoluAMUEAIfAAxsxQ8aEAYT",
-"MqsdCGcAAfgHAlUJCNUcAx4AAmwPAj8QAgYAD4ARAgGOJwJhAAxeCAK1DwI8AAieFgMeAAOLDwcGAAdvBRN1JwACqZADLQAF",
-"FhAFoAEAihICRJMWcPicB/QGBgcAA7iSCuCOAoNcBHahDmwCA7I7HTLIBQFsAg8wAgADHAoDbQEPkEAGAD16DTICCM8bD/ge",
-"AwE8KAErAAtqAQN0wQW8EApqAQJYHwIkAAAGAA8yAgsADwECZQANMgICHx8CBQAIpzkDHgACUAICHwACBgAPFRsCBLuqEzJg",
-"ZghhAAGpCwJIAAhaPwMeAAEmAgIkAAMGAAZLHwYyAgIbAwItAA4yAgI4lgEyAgXTdw8yAgQFwSMLgQQHVnAHTAICaA0DPB4A",
-"NQIMwQ0PNQIGA9YBA0EDDg4lAj8HD8R6AgPNKAMqIw/QAQMJjYMIbQEGLg8PO9MAAnYaAiQAAUdzDzUCCgR8ZwRDZQdnAAKp",
-"HAEQAg973QACBB0EPfsBBgAPYQADBGEoA/1UCGEAAaoEATUCD2HdAAINHQMkAAIGAAb+JAc1AgKIAAEtAA01AgHPFQQ1AgUk",
-"Gw81AgIGMpUNNQIH1hMADQIKsqMChdgDLQcISToCVwIDbisIYhACnQADaZQBKAAAmgAAeQIMxg4B9QcGDgAAPQoPNSsFAK4A",
-"DCgHA/kpAwQ/DzcrAgH22AGfAQ+TGAMCXSoBJgAOwwIDLiACXwAP1hUCBMbFAl4qCPsBAqUOAbsBCDwlAx4AAb0CAiQAAAYA",
-"D8MCCwBsHgJlAA3DAgIdGwEiAg/O3gACZB4CJAACBgABqR4OYQAEJAEDBh4IYQACvgIBQgAOiwcCHx4CJAADBgAGkUIHwwIC",
-"JwACBgANwwICppkCwwIF5jUEHQACqAsEwwIP4isDBOkHBOxoDuUBAg8JACgADuUBCA8JAbqTDh8BBGAADA8JAx/GAdcADkcI",
-"AgQcAiQAAAYAD+UBDAQfYg4PCQPF6gFIAA5EBwKiHANi8gKuRA+jBwIAVRwDYQAM5QEClB4BwAEPX9IAAvYdA0n9AgYAB+4D",
-"BuUBAaIEAi0ADuUBAFgIBOUBCxN3AsfbBewBD7mJAwHK2wPlAQ+NBgQDRgAPjQYCCMIIDzSxAwBuEAFgAAzCCANvwwHdAA76",
-"BwJLEgIkAA3s+w5lAAWeZA7lAQLQBgFIAA70BgKmHgIkAAMGAA/OIgIEQsYeM8IIAk8fAZ8BD3DsAAN6/AEkAAMGAALzGwvl",
-"AQKaJQKMAgzlAQAPCAXlAQU4RAQdAAMpBgKmAQsRCAVCAAWfbQN1fA7FLAJzCAEaCw13JghzCA+tBwMAEyAAYQAcNHMIA2TG",
-"Ad4ADqsHA4zxASQAAAYAD+YBCwAEIAJlAA3mAQNL5QFIAA4XBgLWHwIkAAMGAA+RBAIABSADYQAM5gECiCYB5gEB/x8KYQAD",
-"V9gCiBgC7QAHjxEG5gEBfAACLQAO5gEAKwcE5gENiQoCqQUD7QEFDegKcwgFzAcMkxgDsAgC1BcElzMcOTQIB8NmAEIIC9QU",
-"ArsRAXAEBWIABgkzAhUQA5AVBAszDEQNCtMSGzKwggL4KAGtEg9iAAEJ7RICrt8NNBMBEykAegAMDBsBdyEHlBMKegAC3ygB",
-"4hMPegABAigJBdQVDOQXARgAASUIAHoADAMMApIqDe0aBeEUAu4aCGkCApwXASkCD9kUAQb6FwzTGgL+JwJAAAOqMgzAFwIW",
-"JwHmJA/AFwAEVfkOQgICEQoAIAAMoxEAygANFAADFyIDngocM1cUACUODhUXBByaD9oaBQFRCgNymAEuGg1yAAG6RgBxAAwP",
-"CwJxAAjOAgMxAAPacwYbAhAzyxcNrgEFABoCFhcIrgEGeAQMIdkCCCUD0N0PjwEDA3jbA740DY8BAdABAT0jDAwBAcoDACAA",
-"BHcCDF0aAFYLD2MBAAU9Ag/JGgICzwkC5SoCNdYL6QEAHQADcQAMOxUCcQAJYwECMQADyRgHYwEPRRwBACeRCNEaCOIdBmAH",
-"DGPaA8n2ASEAD2MBBQI5AAVKWwtjAQGkAQF42gwMAQHMBAGoTwsJAQDf2w3yAgLuDAHC5gAeAQyFFQBSLQ6PAQQKKQ/eGgQC",
-"eQkCai4C7ygNcgAEYU4cMxsVAnEACY8BAvkcHTCPAQsNBQJc3gIwAA+9GgIErJoPvRoAA9AeAPoBD70aBwNQChwzvRoISAAC",
-"IwAApQMPqRoDADgQAjwAHzKEQgoCiSoBYUwORAAFhAUVMgqFDx84BwFDEA5EAAUMARIxUgMPQTgLBNM0CfsCBV0EBcklC5JT",
-"GDn8vwCyAQB+MQyKOgKeBgK8AQMymgr3HgLkBgErNAsbGQKdoAEhABFwaC8AFx8NTiICAZUJ7RkDjQcFfAAMowICOigJixAR",
-"NBxQCrwABDxwBBgCD70AAAI3GgAiAA29AADXAgiUoAC9AAwABgAwBgrlAgIPAQPBAAGSJgvbAALRAwQWCwzIGgLVlgBQDAfb",
-"AADgEQclAAOUCQHeBQzyAAEbAAMhAAFdAAzxAAILIAPhBQnwAACYBAIgABFwqE4A8AAMbwQACQcL8AAB6gAD+JsPRlgCAyhx",
-"ACkADRM6Ar4jA00DDzgZAgSbCw/TiAQBKOkCIAAPyxoCAvwJAtGbAq/kANcADNUEDdcAAhiZADcAD8saAgQ7mwWhkAbMGgY8",
-"mwBGAANxBgUtAQEnAQMjAARqmAXQmAI0AgAkAA/MGgACojMBEd8MNwYCggEDgoAcNH4LALsKD5YBAQIJAgOiWQmVAQk9Og+0",
-"cwMA1AEBAQEPpBMDAuA4ASYADvQNAu4BBLkEDxUPAgCc3wEvDQwWCQMC4wFcBw7bDwTV/AQGAA/1DQsAg98CZQAN9Q0C2t8C",
-"BAgO2w8Cv9wDJQADBgAPqjIDAGgnA2MADS8jA6bwAdAAAZTaDGUAA9IzAhAmBQL+D/0NAAS39wKlDgz+DQFUUAP+DQVq5gSR",
-"AgIs8gQHAAO1pA+KowAAeAIM2BoDeAIDGg0cNdgFAngCDzsCAATRAw/8EwUC6gIBKAANPQIEMDYDPQIPh44EBCMzAu4LCHQB",
-"BjQQHzFF+gICXwIEAf8POBAOAQnUAmsADoQmAoTkA8YBDjsQBe3wAngWBAcAD1A0AwX9NQNGPghoAAMxZgE/AAFVKAtoAATR",
-"bQL3AAR9KA9GEAEEL+UCThINSQIH7xoFZugPSQIEDGYQBKQED+8aAgJyNwBjAgOgBR01RigPTAIFBIgFD2MUBQK+AgEoAA5M",
-"AgM7KgJMAg+dVAQFyjUMPQwEh/ICMgEOaRcF/fIDmQEMz/MPawAAA0QNHzXQKAACPCcCTAIPTu4CAj4CBCPzAwcAD25WAwQk",
-"HB81xCcAAh8wA7MADroWBN/yBabaAikAB2gIBkwCAkUAAjEADUwCAMgDBUwCBYEGD0wCAg60BAVMAgkGGxA0vQoIBhsC/AEG",
-"V6EEFwAB9wEChAcXMTOABr2+ArAIACgAA2gQHDUFDwIwCA5uAgOFJA+yIwED3iwD8RQJugAQNbsKDt0CBOQZLzY5dcsFAmCo",
-"ASkADt4CAlUVBN4CD/NAAwRTJwJUOgkJAgJsAgLEAQ5iGARy9AMnAAGg2A/eAgsE8jAEtjkJbQACgR8CSwAO1wcEYPQEZeUD",
-"BwAP0wAEBBU8DhobA1z0A7oAD9gHAARv4gKZBQQHAAK9AgveAgKEAAIxAA7eAgchGwHvEAmAAgJfAgTeAg8hGwMEUBEA/AEP",
-"JgcDAmo5ASkADvwBAiIbBPwBD6M6BASiOwwkGwTt8ALiAA+aCAADRuUDJwABXyUP/AELBD6yHjUqGwPh8QNSAA+TBwADcuUD",
-"aeUEBwAPGzsDBOGxHjUxGwIdEAP8AQ9S/gEDwiADLZQEBwAHshQG/AECjgICMQAO/AEHOBsFw+4F/AECig4EYgQPOBsDBFgc",
-"HzZ3fgMERAAP0wYCA2YEA/kBDzcbAgF7DgEmAQw4GwTK9QEFAAGOGQskAQN9lAMnAAAHAA/5AQwEChEeNT4bA/D1AvkBAQQR",
-"DG0AAusBAwvmBAcAD7g3AwSKsR41RRsE+/UCPwAPOwcAA/gfA5E+BAcADz8mAQP74wIxAA35AQABEwX5AQwACQIPQgQAAgF0",
-"Ew75AQTwHR82v4kFAjdCASgADtlKAloGBHJ7D5ABBARbAgxNGwQp9wLhAA/5BwAD4V0DJwAABwAP+wEMBXDmDlMbA3PvAvsB",
-"AUoKDG0AAq4BAyY/BAcAD6EJAwU/5g5aGwOr7wNNAA9YBgADygMDzQUEBwAPCCYBAwbmAjEADvsBB2EbBWryC84IAwICASc+",
-"DxkIAAEjGgwrBgLqCAVQCAz6MAIOAgMPCQQRZAwbGwA/CQdrCAxRMAJwEgAQEg+hGgACtAAEbxIDnQsdNukNB9ddABITCmIA",
-"AuLuAWITD2IAAQmiEwJt9A3pEwFdDwB6AA3HNArcAAVThgN6AAa6FA96AAED+hMElBYMegABGAAUOVYBDWkaBJEMC249Bj4W",
-"BZVoDzI9AgJjEQG7IQknBALRCQbnTAr/AwIeAAAHAA1fCgLuCQVyPQDwAA4s4hE2iV8A9B0PcxYBASs+Ar0AAngRD/9NDA3v",
-"PQLZEQQfAA+EAAUBFzsC0hgHvAEPmToMT2ZpbGyYOhQOKwAPlzoEDikAD5Y6FA85AAYPlToIHzSVOgAfNdupAC8xM0lfAQ/g",
-"lgUBVyAP0AAPAU0GCJI6FjmSOg/NAAcKEgMBnhQPa3ACD486BgGoGw9tcAkCig0CDAAPizoKARkhDIo6JDMw3BQOijoP4QIC",
-"BVemD/0zDARClQB1AAyvTwKwBA+QLQICGwAPzCQBAk8AA1YACTMaAwsCBVQ0D6M6BATPJgvhBgLKJAAFAAPqDwrLNw/QHwcB",
-"xgYB0gYP3BwEABwAD4w3BAEECg9LGQAPnzoFAOcSDRQABGc2D586AADXAQ+fOjkCbAAPnzoBBGoACIIFAi4ACp86ACgADys5",
-"AQVPAg+fOgQEZDgETpcIig4BfQEDixMKnQEDRfUCIgAPLTkEA8cMD6E6CQ+qGwEA2wAPoToEEjOBzQ12AQ+hOiUCgzYPoToB",
-"BGoACXYBAoYIDHYBD6E6AgUsAw+hOgQERxMDExQIdgEC8wID5wkLdgEC3AsPFQMJD6M6DAM5qg+jOgYAIAADegEJ4yAvMzCj",
-"OikDEDcPozoBAFkADa8bBDAAD6M6AwQzAAeaAAujOgPGAAciAAxSCgTIWQMQIA7XAA+jOg4ADgIP5h8GAhMKHzihOgkA6AUN",
-"NRQCWgAE698PGToJD6E6CgK6LgoZOgnLXAJEAA+hOgoDlzMJsx8J0FwPpAYQAgI4BGs2D5tAAw+wXQQH5wkE8G0PAVkIAz0S",
-"C0QABRcED+gKCwSHuAz3TwS8og72TwMxAAMHAAbPOQBqAg9iOwYDcwIPYjsGBNLKD2I7GSIzMLgoD2I7AgI2DQIbOQkeAwOi",
-"Cwm3AA9hOwcCLwAGyB8NYDsBNhgPYDseALsAAruUBw0NAkgpBFcADZcgAsstAiYAArYgCNcAA5EXCdcAD107AwYbNw9dOwMB",
-"XAAM7QAC1zIPXDsiAOwADIQhAhIPD1s7CQJWKg+oFwED9h4BBgAP8ywDBC63A6URDscRBPFEBl9oDFo7Aq8ZL3I5WjsCBNIA",
-"BmoBAEHUDsMAA0MCD406AAM6dwM8Lw+MOwMJO3cOXQABTwkAJQAOzQoCHAECgAQPCXcEBP4yD80KAwQMQAzOCgmNOg5+FAR4",
-"SgQGAA+sOgwLpXYOIQAEPjAOzDoBIQgEtDoOiAACYDoCJQACBgAPBgEDBDowA252DiEABCAxDrs4AUsIBGZKD4Q5DgSFSgNr",
-"AgOzEgLSCAIsAARpAgn4IgBpAg9lngMA/igAmgAMoAcB8ygBHgAEnjYOOgICSAQPoxAAA3RfAlcGAjd1Dh4QAqXxAh/nCL8H",
-"AwBIAwxNBhwDEzJWKwvAAAoHnwmeCAMyBgmPEgaKBAPYBQKfAwRTSwlSIwGRAwmDAAvxEgMuBQ/QLgQDzZgHaUANFDwBXQUJ",
-"YgAL2RID6CgB4GAPYgAACFwGAmMNDqMGARsmAHoADFIPB9AuAQIHC0ovAz4KCY1yBnoAA14GBAEKDHoAARgAAVgYDdM6Ad8H",
-"D9AuAQRgMg8bDwYEm+gMTgQJQjwPdA8BBfEJDR8PA5MaAkEADwwMAwMzPA/vLgQCIRkIPRoFIwEBPAMBOhkMtQoD6wcJFAAD",
-"agMD+gYdMuYHC4YUA34AD+8uCwLlOQMrzAzBCASgAA/+OQEFcQAJmQMCMQAK7y4BKgAPvA0ABKAbD9FJBwQ0BQ4vPgKSJQLU",
-"BAsQLwlfPA+wAQMCkgEBfAIPsAEBAsw7DxEEAAJFCAH3WAMTAQzMDg9zMAMEkRoPOA8EAu5BAhkpAZQaDAoCAB0AA3EADO8I",
-"DnMwAzEAChAvASoAD4QBAAYeAg/hSQUEUQMOHT0BEgMEZj0LhAECQwEPNAMJBD49D4QBBAKcHw80AwEBLQUAIAAMIAMAqQMN",
-"NAMD/CoEPwEMXAkPwDAEDzEvCwN1twaRMw5yAAE1GwBxAAxkBw7AMAIxAABzAAuwAQtuBQL4IAIwAA9LDwIEYKEPSw8AA2Me",
-"ABsCD+5JCALPBS8wMTEvBwOyHADnAw85DwMG1AMPMS8LA5kcBPh8C0UABaRPDzIvCwSsZQmSTwVFAAQNJg8zLw0CHwsE8WUK",
-"HgMPPA8LBDsfMjErMt/dD51zCwTSOAtFAAXYEQ9oGQsECusFDAkEXQACggsDHwAKJA8QM0gZC3QMA6U3Ak0CCN4cBCEAAxVC",
-"D4ENAQSq0gE7OAQTMg2GFw+KSgAD7xwDaVIChg0INAMCSwMGwi8AvAAA7xMLvAADIzcDwwABJysMvQADJAcPRUsAAcIHBKjS",
-"BAEWDNMGAHIEC40UAXQAA8EAAfUAC9sAA1oJApsADKC7AhQkEHICIAfbAAHDDQYlAAPPMgY75QfyAAJUFQIhAAjvKwUhAAKK",
-"MQ/CLwAEzNIBBgAETzUMAAUAgAUL8AABQgEDNMwPwi8DA/IAD9T/AQlnJg+c0QMFJTwCeZIOIAAEsSsEEJIMEwEDwDEDcQED",
-"DgkKmjQF2gAPfzAFAD4ADL0ABE4sAlYEAUAABk4AANcLDvkvBYgrDzgPAgNVLw+YwAED82cDfQQPN2ADBBstAvVnDh8ABB4J",
-"DJgHAjsHAuEkDtskArQhAyUAD35FDgDpIQKEAA85DwQE2SEOpAkCqSEEw0IOiAABHQgDJQACBgAPggADBP0vA8YlDiEAD+IX",
-"BgO7QQITGw7xIQzgQQCUAA45DwJJCgIsAARsAgwDDgEu6A/KAgEFncAMeQ4BWy4CIQAEnwgOPwIDFxsPrWwBA9olA1kGAUYT",
-"Dj8PETTutxFyCUAIfQACVQQBBwAK1xoFcggKEgMEhqcP4QAABO8HBM7aCGYAAqEDBARLDH4aAmYGBMYDBK8yDPsOB04iAdQD",
-"CxMJAl4FAP4ED4EOAALVDAM8BQGWEQ1xNgGNBQliAAstPgMrNAGVQg9iAAAJkAYBmQ0O1wYFizMM4w4BPDkHNwcLegAGqAcP",
-"egABA+gGBBMKDHoAARgABAYkHDQqDgBwAgd6AA8AuggAFCB/ZGVuc2l0eXEhFA8uAAIPdCEEDywAAg93IRQPPAAJD3ohCB8y",
-"6JMAKDIwZaUCQwEvPDJauAIAKQAPQcsJD9YADgSeGg8PXAEP0wAKDOIBD0nKfSMzMYwOD4AhAA8KXCoDmDEEaR0PpcoCDjwF",
-"A60AD5obAgVwyA+wGg0DEQgE9QkK4SEEEAENRwgBNQAExtAPcBcCBPsADwEJBAQcLw//CAIDIycBBgABNxUISRsDTwgOSRsD",
-"IRwCBgAE5xEDAAMQMSEVCQcICR0AAiEfAf8UCRgAAh0fDRgAAmtFDzAAAAJTHwRHFQoNBRMxwHYPiR0ID58cCwQAlAnwARN2",
-"TxASe943AJ43BNsOD3kBAgSfLAvvDQdHAAPsNwkkDwT4BgRWCAIhAAMoAAnzDQMiAAQNEgtoFAS/I68wZjM1ODYzN0JEPAAA",
-"BjQDDKcUAqUjAQUADwghAgRvVQ9ECQIEXSADjVUPSDEABCAAD3syAwNnEQ9+GgADVzUHObkEeQYCTdINhQEE/QIPixoDAisT",
-"DxdVCANvAA/lMAMApQ0AXQANGFUD8CEDtQEPhCwAA385AicAD/FNDgXDDA8cVQADOCID7SMPdjgBAkICAicAAxU4D+EwAwAa",
-"CgNmAA0hVQO8MgI/AA8jVQADWBsGBgAlMTAxHwf9CgEgAAEsAAT9KgpMCBMxamgFkHIDXwADvRsHAGkDGQAHtxsBTDsCcQAG",
-"Wy0BFgwCQTQlM0ZiAQ2gJBAxjnINsCIRMSn2BiMABkIQBrstCGAAHzjxBAEA8wkJ3wENsyQTMbL0BzUAAD0HCVIADxw4AANm",
-"YAUabAQeAAgaOAyIJAOfJARCAAwfAAKuagUfAA8UAQMHfBARMc/1CEIAAMILBBEBNTQwQxEBCCMAAfYCA9w1AaoLCR4AApgc",
-"Ax4ABdFqBMAAA1wCBN06CiwFBYY6AUEwCJABD+QAAAMyAwdvJBExIHQLPwMC6gUDwCUDpAYFaQILAe0CtgQPhiUBBNgCC74C",
-"AgoBAb4CB9ogBV0CAkwBAR8ECAsCArsLBSYAB0UABAkTBewADFsECNERAp4iAAUAA1IMCocOEzFxmwxSAwKDAQSWAAjWAgvj",
-"IhExdRsPQQIACAUmACUABJV1BBwGAfozD/wCBALoAAP5OQG+HgjcAQQxOAOoBATLCQUfAAOdNwNEAAA6AwjfawKVHwJ4DQqp",
-"AQFJAQUiAAHxCA/XAAAGdzkB5QALGgMC7QUEpswP+TYABkBaADsDETT+AAAMAAJFAw3IAgQfOwMABggcbgu1AAKxAQf6DgCs",
-"AAueAAP3OAMzAA++OAACoAkDUgADlAkMvAMDvs0DJAAPajkACT8AA3g5AdNOCUYAAkEAA4sADy40AAJDCgNMAAPYBgxFAAK6",
-"IARrOQ+RNwAC/wMDPwAEmzkMUAIDhTgCiwAPNiIAAesKBIsAAy0AAqoKCEUAAZUCA2kADwwIAAPiCgTxOAOtOAokAw1KEQOF",
-"Iwh3FAFPAATLCw+CIAQCZQwChiwDtQMNdg0JeQAA4AUORgsGURkPZBgKBIknATAFCMKBA64ZD2ioAAPnDAI5AA8WUgQEbw0L",
-"NX8EHwAEEAsENUEP/CYCAg4RA0IsCpy7APcAD/oGAwGhHgclAA8cAQEE/CQPxRkNA0clBEElC0UABjAqD20aCwOyGg+nDAUB",
-"HDsB2ToLqQwKlxoGzwEPCoYDBGI7ACEADzYNCQT8Gg/dEwIFbNkGfzgEgAADHAMBxUAPrQwBCdIAAy4DHzcyDQcDSQMDKQAP",
-"w1cDBP4+DwMWAwPwAA+/DAUFFjgPe1YFA4U9D78MAAJiFQT9AQlfChoxF/4EzwIEdjwFD3oJ4IECagAPhygDAhQWD+lEAQPl",
-"WAQ/Ag/DPQQEERgM3gwDVlgDqQQP6j4BAdEBBoNYD8g7DQTSJw/rWAABpwUDsjkPNTwCASEAA/RYAtQFC2yDBSoAD/BYCAJV",
-"GAMTPA/yWAAB6wACJgACBgAWMc8hBxQnAicAAxgBBOAlDOEMAlpnD2C9AQ86fQADqVgEWQMPcz0EBFQhBdM9BLgAAlMhAp8G",
-"Ak1eClgNAkZ4ATY6CjwIA8FYAxA/Br4TBwcKAVwAAuNYCwcKDFsNATkHDzAJAAcqFwAlAA9eDQACzAwEZQAPXw0CADAoDF8N",
-"CqdyAF0AAnJlBzcAAmQ8D2UKBAmPPAK0VQfQBwNgBANHXQuqIgZQPAIHAAwfAAL7UQUfAAB6AQ9oBgAKrAkEoisF8AEHewEP",
-"ZA0EAjEjA6taATgdCR4AAt4BAx4AAagPDdM+AyUAAh8ACGQNB9I+D2QNBgPmAAMrAABgBAfpAQDwCw9lDQICrwIEPQAHzw8H",
-"EQIFugAPEw0KAmozAr8CATsjCTICDC1HCRQuARENA0f4BB8ICgweEzFgag/rAgIALgEP0QEAB/goACUAC/IMAA4cD40CBwIe",
-"BwIyHA2NAgJlBQQlAAy8JgIYPgUfAAG4PwnReALLAgHAXQs9DAKBVAMiAAG5Hw/XAAAK2QEEr2EFugAIhQIPFkMBAksdBMkC",
-"D/IMDgtRPwCUAA+1AAMCKQAHwlEBrAALngADqAUCMwABGgEP8gwCA5UCBC4ADWEBA7QCAkYAD9YNAAKtDARGAAMuAA3GAQOk",
-"EwJGAA8kDAACaAwERgADLgAK4AAF8BsKawgABwANA0kEnwgPlCgBA/g/AAYAD0EsAwCqCAl6AAmNKQ7NJC8xNMMKCQOlXQ/c",
-"BwEEl3EJBwABLw4JvB4DtR4HATsPMXkAIzQzQnsPhwIAAux+BZoYAgcAATFbD0kAAgOEegLGAQpLAALLWgOuAQQHAAG/Xw9K",
-"AAMD57oBMw4OQgEG8TUCKc4PQgEFAiIaAeYFDxQiAASdigFYBA+GAAATN4QACfYmBRsBBtsaBZQiBBwAAoRgAmFwdmYwREEy",
-"NDLegAQkAAKABAKjYBcxQ2AGrAUCyxEDOgECm28GGwUQMikXDN8HC1cuIDFf3ABYCglyY3BcEwJjFwA0XAciGAMMSwtpAQYG",
-"GQWupQ9pAQIDvzMFf0UEagMDwwIHtQ4PaQEAEjWoxhAyfRcHkgAAJxIPLR8IP3NvdSzZEw8tAAUPKx8EDysAAQ8qHxQPOwAI",
-"AikfCKOXD3MAEx8yoZcWLzEzy9cMBmp7AG6zD1wfAQSRlg8HAQ0MWx8AqQIPBAERCcwDA3QACNAfDwgBCQR0AAh+Hw+XHwIA",
-"CgYPlx8DAEkDD5cfCQLLHgLrHgijGQ6XHwTYMwluAxMy/jcOlx8PWHUOD5cfEASIkg+XHwMPWDsJAsJXD1g7Kg++HwwDiR8E",
-"TQsPYXEBD74fBgMHAA/vVgMEMlEPzxIKD74fCQbNEg6ZAALSIw+slAYDdwEFS0wDHQADOwYGHQAIrwoBGS8MlAULJQIFYdQP",
-"OhQHD4AfCgc6FA9YHyADoG0YM/YSB5cGA2QwDxwfDAd/Bw82EwEGSz0P7eIDA/gsDwUSAAKTZAjlFAQQBh8yxB4KEjebKQp5",
-"GgFMAAh5GgpwEBMy/z8NnwACahUPI44ABDWxD/asAQMuAgK4AAqLIgQ1AQQaOQ//MQQEOhMLghEB3AkE5jENVwkCiw4BJAAP",
-"OGsOBYJtDRmZBCEABXmDDG0SApQpD+kqBQKmFAYOHA9lKwMFnG0D/1QPAisGAzwUCBdaAFYAA1YQDw4LAAbRGANsKw6BEgIf",
-"DAKRKwSgKA8OAgILBxIHK0QLUQ0CIA4C3zQFXFcHvQkDbB4ABgAHY0cFHwAD6RkPvxEIDeZzCI0PAYYPAGMAE3CKDwpvLiAy",
-"X0ISDZoSAxkaDpkSCscPAanwDdUOArzqBiMACqoPAHsOD6kPBQgeLAwXgAgbLAuNEQKbDwM9AACSAAegDwNpFQDqAQuYAQKx",
-"GgP9Dw9rQwECHAEG1QAK/Q4DpRICJgUPSy0EAkIBD5cPDwn0bw5KFAOrAANdFQfWGiAyX9gSCV8EA3syD18ECAQ3/w/9PQQE",
-"Ik0NshYIwRULFh4Dom4BGwALTCEEABUBwgAOEgQIJRUDmw8PC7IDBGH+Dy8+BgQIbg8BFwACSxcC/RELfRACgQ0CfwAFTI0D",
-"GwADCxcBIgAPP24AAi4gASUAA0tuD84EAgSO/Q9mPgYEQG0OVBcDHW0BFwEBFH0IngACQy8BGwALLh0DYyEDvx0PWxgAAjYA",
-"AgwGAhcGBy0VAOAEC1UCA20HAAcADwcRGQUcAAUpHQoeIRgyKB0A7wgPDBwCBSQIDygdCwQxngyAKQRY1Q8oHQADhAcDOQAP",
-"61UCBujyD1kKAwX7Yg9aCgIDMn8CxQgDISIL4SERMtoXD/gAAQbmCQ8EHQsDAgkPcTcCB0ESDwQdCw8ONwEHDAoDOW8JqykH",
-"cQIDQ1wCghUJDQoPvxwDBlcICQ4KB+cMDy4KAgd5Kg/3+AQGOB4PZB0LAyUFDxANAgZ/Oy8xOcwMCQS5zw/wVgIEEQ0PHB0D",
-"BNpCDxwdBQQBSA8cHQUCrxMPFOMBAuZlBBUCAMEIB2ADDxgLAgT4LBQ3IAIKHB0DCiEPhgABA/wDD/jXAQKGAAAhAA1lNQI2",
-"AQRxAg8iXAIFi3EM9FwD7CUBEAUPinEBA9EkBAYAD+UKCwDcUAJmAA5gRAJGJAKYIg5KFgE2UQQlAALSCg9pBwIAR2sDYgAP",
-"QEQEAoUjDj4IDkBECX5RA6UJAzQKAn0DAwsqC4siEjIiHAytCgIoIwEfCApqCASOQQLQAw8WGgECOgAGTCoNXhoCQgAPzikJ",
-"AqUgD7AKBAGcAwQ9SQRgIw2CCwHtKQ1PHQGxAQR7AAi2CgvNHBEyfhcP8AkACNZDACUACroKAFRKD7oKBQTPbwKCAAofBQHu",
-"SAMiAALpLwccAAJ3KwKrBwBQAQe7CgTjbg8QCgABAwMCIAABDyUPywAAB2gjANkACr0KAg1yAu4BDz1gAAJEmAJKAQ++Cg8C",
-"6HACNAABCmwPrgACAy9xCmoIAc9sD5KhGgS8BQ9sCQIA/RkDkRcLZwEFZCwD828PujcBBwQYDloABEygDI/mAx8ABAuCDJAO",
-"AuQwAtQnC7IaA5hoAZoAAToYCPUXA60wAjsBDwphAQG4PQrpaA86CwQFYy8dNBFLBSIAA1oHDxsvAAA3LwZtLwGILwmoAAK/",
-"AALlCwE7LwkeAAO4HALGAA+LCgAC6ywM1mcPTgUCAfQsA8cAD85TBADTLA9KCwMP9SwBCKkAAksFA8cADfBTA8MPA3BGD1gQ",
-"AAP1YArIZwCXLQfrAgyqDQOrBwAHAAtVCw9P4QsBIgMCIwAEF08KKC0A6gcIegAGFiIHeIcC0xQD5kYO4kwWMsCCCh4JBodD",
-"D1EbCwQcoABfAA9SHQEDNiUJhjYFbwEHYTQP6QEDBWOdAc4TDAQsA3IOA5QBArkCBEGWC2oABmpRDYpqBaNnAgcAAb0DJmF4",
-"HwACIxEB/5kLaAgLMgEGBBUPGhsKAw9mBmxnBBgAAhMFAx8AD5bAAwYyaA3skg/jLAAJHwAD7i8DJgEPfBAABOotA98rDzQL",
-"AgB7EQPkAAIlNA/kAAUCpiUGdmMEGAACggUDHwAChKIP/hsAAir1Au5mDYQABlJ1LzE2/QsJBPijDJoCAyukAx8AD4QABSI2",
-"MoQAAUkBDnYHAdgZB0QDAHYHBzUCA1wvDf0XDs0ABpUZDzUCCgS6mw20YAI1AgMfAA81AgQFpQwONQIC9QIECzAPPAMCCKZU",
-"AEAADDcCAj8DBEoAD6VUAgTUEQ83Ag0FuF4M5gACNwIDHwAPswEGBDcCDWsvA+YUA+YAD6MAAgRPQg9WAg0CT3QCzOgJ5gUC",
-"VgIDHwAPowAFEzdWAggdLQBNAg/YHgsfYgT4FQ8tAAUP2B4EDysAAQ/YHhQPOwAIDwE+CQdnXwOdAT88MzIBPgAfNqUeAR81",
-"1dEEAdRED9QAEQH+AggAPhY0pR4P0QAJCjUeAU0LD2geAQE3CA9oHgIBowYPaB4IAs0VA+tTD2geCgQ9Rwr+DSEzX28LD/89",
-"AQ+CHQICJR4Poj0FBokTD10RCwPDCw9AQwIDeAgPpkYAA8ArAz0AD7EEAwUYMAQACgqSBAaKUA5pIwJ4BQPICQ/EBgIHgj4f",
-"MJExCgJfMQaBjgQYAAPCHwMfAA9PFAIAbBQAZAASMt5nCzYmAckBBv5dCg8eBMwBDx0gCQLkEw4YAQtygA/ZAAUDUx0BpBoI",
-"wj4DRQYPkw0AAjEAAzgADzgNAgR7DAxeCQMTDAKQAQ/sgAEP/VEHBWNsAo8LD8tOAwaWbA/NTgME4DAOhwECXBMNt04Ecn8I",
-"EwABAAEFF38LrwELPT8DAQIE1gAP+VECAVAAAgcCD2oAAQPkAwoNEQNpAAc/DAItAAshYREzZjoOGwIP8FENBFEPDxduAALC",
-"HQJIAQxbBwmsbQ+jAQUCFlICbDAPJmEHBvAmDdVgAykDCt0RA8HxDHoBDydhCwF3BAEFAAsITQJ3CwM7HQpoDQNpAAh6AQEt",
-"AAslYQIi8g16AQasFg/mUQQEZEkPMG0AAmsxAh8BDKA5A2esA4iPD3oBBQK3AQHhHg8bgQEH9C4LKQEBwAUBwx0PTh4BBxX3",
-"DrwlAn4BD71RAQH8BQMvcQOCIQpoHhMzfFYIbAEDLwAPJ2EEAzIAB5gACuBNA8MAByEACyVYAqJxBMOCDtIADyRhDQAMAg/Y",
-"UQYCakkfNNZRCAJdFwDLAw8OYQQHOyMPiA8KApwFDx0rAgbCCw8OYQsD5iQPaGAMD8MLCwMKQg92RgIG0SQP3yYLAiMIBNAk",
-"DaUaBdwuHzinGgQC7wsCN44PtCQIBqVSD82/BAYhAA+WLQoDfyUP6WgCBGqZD+ANDQSUUwklDgTGAwbrUg/4BwMH0p0MQwcD",
-"zTACyw4MFw0GGwACiK0HSywALx4Pl0YFEjJSHhIyjTwIGAACkhkOGAACQhkNGAACkKsPGAAAAuAZDhgAAo4YDhgAAt8WDhgA",
-"AnwIDhgAAiUWDhgAAQ8FDxgAAAbwAAdIBAC1DQuoCwLMAwL7Cg8DYwADRyYPXmEBAPIABAljD+EZAhMzuS0I2wQCtBsKlgAP",
-"dlQAAgAfAi4AD1pZAQKkGwFYMw+kGQMAIAACqKsOpBkhM1/3VAmYAAMQIAmYAARjGQRwHwJTCQ84gwAIS6kPFAgBAxgVD49j",
-"AQOJNAKpYg/vFAITMzhbAAcDBoQNAqwUAhUxDCl2Aj0+AiIAAXMkCzsAAjUAASUAAa4ABzsAAr4dAiIADworAwI/KAAoAA0n",
-"DQNXFQIWBA/JSgIF8zAGI1cKIQAFKRMGhQwHZwEBDwICuXIBAAgOvDUELQEOLSEEUAYJeqEAMAABpGgPhZYDAGsADYlgAlIM",
-"A5khCmEfBOYABB1iD4OWCQAlAA1cAAI8AQMWIg+0DAIFISUCgB4DOhcCHQADopwBctsMMjkK3iITM6Y6DFMfAiUKARM4BDQC",
-"BN0BAxwXD1EqAQMYDw+FDQAD4SIDBBMPhzwDBPMBDoc8A702AnIFD9czAAFzBQa2Ow+GPAwHEJUNhSUCmAoCSwAPY0kACQyV",
-"AywADwgaAwSFig+FPAEIIzYOXlQIZyYFlDYOWB8C6xYDuSYB3QMOwTUE3gEMDTwDzyYODTwCCTcDdzcFDWQNxDMCIgAPtzkB",
-"A+NGDTM6CFEHDFgWCAcFAacPAmYAEXDkDw6wYBMzljkMWR8CciEEewAI9AILgGAfM705AxkzvTkAJQALvTkCADUPvTkEByQ1",
-"DsAnBB41AiUAC8InEjGkJwRCAAEZNQi7OQJ0lRkx6LQHSwEFIgAB2ScP1QAACWMHDbs5AwwCAvwdD5o3BQJVAQ+5ORADYTcD",
-"0DcJb7YKswAD6CgKnAAA/x8NiQQBVAQFiQQFFQEC7QEPHAoDB9OVFjHftQQdAAMoCQJmAw5OBANhCQRFAAMvAAGSkg+wPwAD",
-"2CYP0QQDBHSKAq8/DA1GAisBAwcpDrMKCLMAA4MKBrsqDLMAArIDBLMAAi8AAeUgDpUABLgkBIqYC5cAAr8KASYABUsAETFl",
-"IwiSAATNCgOrBA+SAAAD1wACkgADLwABgZIPkgAABdZAAisFDJIAAgQFAigLA0sAETHMJAmUIQKEDAAvAg0BFAboMAc/KAyF",
-"AATKEAyQDQLDeQRxDAEIAgtFGgPsAAMoAAy9AQJSIgNWAQ7uBQI6ewbmAAwhPgz4PAKYAQRzAAxLBALFIwQmAA1xSQLIIwQm",
-"AAEfAAm5JgObJgNFAA/SQAQEPgAB/woIPgACnwcDOgIB0ZIJPgAC4QADPgABsSYIPgAE5AICDgEB/iIJPgACSQIE2QAN+AAD",
-"0jsEtAMMXQAD3A0E/zsMPgADeDwEPwMMPgADQg0EnjwMPgADVgAE6wIMPgAEmA0CJgAMSgMDFSME2AELdAETMmIjAyYADrIB",
-"A1kDAgcADDkEEzJ/IwQ+AA2yAQJ7DgMHAAxFTRMyLIwDPgAN2QADoQ4DBwAAdCMHywULlFoCqwsB24APUxgAAr4UAlAiA8UU",
-"CyBnAJ4LCWAAAK4UCOkMAYgFCuC2Bjs3BXUNA7hiDg9nAOQNCWAABQgjAmAABI1hD2AAAwKFEwIgFAtRWwIWAAXTmg2JFAe1",
-"PAAlDwt2AAPVDQ92AAMCcAADARQLdgABFgABeg0OS2YA/g8M9Q4A3wAP/RsCAXYmD/vZAQB+AAZIHAkWHAIEJwIDXgKLXgHD",
-"NA3aBwL+DA/SSAID1Q4CnIkKGsACqx4AIQAEjlgFGwAHtzsPEh0RBDcAAzoGD2gtCk81MCsymBoKBJ1AD0ssBAMfAAEmRg5/",
-"GgTaJgJMLAA/AAUaAANlAwL1EQJptw/bPwACGt8RMtsmD18AAAadyAVtXwUcAAPgCAIHAALLVQ9hAAEEkLsPWY4DFDLQXwRG",
-"LAljAAPsLAJHBQEIVA9jAAMD6roB+CYOigEEHzsyMCsyjRgPigEFA9M6BOYFB7wOAzSSAHoCAbMJD2ApAAQ+AA+BSQIUMrwn",
-"AmEpCOUABC1TAkMHAhePD+UAAALmIREyJggOXwAFHeQHcnAFHAAD6wUCaAAC2bcPYQABBKkBD5u+AxUyguMDbQkJYwADcxQC",
-"iwcCPdMPYwACA6kBD/C8BAXMzhM5nRYJZAADDwcCFAICaRQPZAACEjFuIhEy1CYPZQAABUjIAzkWCWUAA/AHAnICD2u/BQI7",
-"AAIjAA/vAQMEbh8jNDmtHwhlAANuUwPgBwKxew9lAAIiMjBlAARWugtlAATIdAAqAA32AQMQWQPhBwLMLg9lAAMD9wEPEq8E",
-"BabPIjkrEikJZQADZQQDaS0P+AEHEzL5AQ9GHwQE7xkyNDkrFjwJZQADaQQCbAACWK8PZQACEzP5AQq5Dh8zz/cIAPEFf3By",
-"ZXNzdXJpJBUPLwADD2skBA8tAAMPbSQUDz0ACg9vJAgYNTD2AkQBITwzBP8LbyQXM7baBhRDAFJDD+QcAQQn2Q/YAA8BCA0I",
-"FkMWNV8HD9UACworCAEUFw/bQgIAEgIP20IDALkDD9tCCQJXHQFbBwLeAw/bQgYEHhYJAwkTNHy+DUk0ATMACyAIAws/D50c",
-"Ch8yWRwMA30iD7lBCwwFFgO+fAM8AA88DwMDfwAKayQMBBwfMrMcDAMiIw+uYgICZAEPbiUEBCEcHzJSQwwE4NgNzioCFwAD",
-"lCQPjSQDBEFgDyYYAgVqxQ80QwcDKWgNmlYDSAoOLxADAQgCmwAEZAoExgQNhVAMQxwPHQAHDDNrDE0cDx0ABgI6DxIyUg8I",
-"GAACFQoBGAANiiUTNHMbDrQBBe6+D5lDCwN9Ag9xVgYF3FkDyB4G5uMCnwAC7w8AJgAPyB4KBcHED045AwZgAwXlBwQdDQTd",
-"AQ9gGgMJGAIHWJ0CsyACfSQD0Q4DGgAIEE0B+AEJWMYCCRsIwQ4GWMYCjSUH25oExQUD6BsYeOIWALUBATIAEHDwAwBplgQu",
-"AAH8Gwv+ZAFxAgFbAg8VAgMCChEOFQIE6ogK5w4XNFn1D4oaAA/cbgEDihoDDgIP8FcCBNwnBWnbCVQFApoPBVNCBt4xAWgD",
-"A+x5D/UAOAdHBgLkAwMfAwp7DwQKAQ+/GgAPc/EBBZ89D+0VBwQ7WQK+Ggf6CAI3EgEFAAZgVQarGwK1PA//AwkPDQFAChIQ",
-"CBcCBy4NA65WD1evCAMlBQ+tVgMFVlgPjTYDAX4nACAADO4bAk8TBZwnDwpYAALGOAMFAA9zWA0GGK8PpzMEBOMPDg4cAoMA",
-"Ba6UD4oAAAKrNwUFAAIIKA9jAAAEHAIPFTYGBCoeDxU2AAICFAXHlA9LNAABGgADOzYCJgAPMBwAA1szA7UFD2QCUAppHgVx",
-"AwuRRgONNg+QOQACqgADRgYPixwAA+wABasdDeQ7A3QDD4scCAEHow/kOwYAWgAD1yIFuWwMZQcDZkcM5DsDQjMP5DsACswc",
-"EDS9RQ21Gxg0emURND5FCIgcD9JYFwYa1AQeAAJQAQN8SAwdAAK2AAjRWAiIHAVOlQ7VGwMyGARPRg/TAAIBKgEG4QAM6lgD",
-"DkQEmAAMaQMDFQQPhxwUA2heBcFYD7IABgbk1QabAAKsiggYAQHtAgIJHQwzAQPVDgFOAA6rBAMoAwNCAAEuAA/lGwYCGCgD",
-"SwAOih0DiwMFSwANMgYISwADcRMDGQQPTAAAA+oBBD0gD34GAAzSAwcgAQClKguNFgLwPAVWCQ5qJQSPCg16CAK4Gw96CAED",
-"txsChQYGnyQEpgsCrQcDDqgHngAPQEICBP8QFDfY/w36DQHoAAaF4AeFOgLTJQJ2Mg+pPwITNACFCY8cAl8MAFcADRIWA0cI",
-"AsAAD68RAgW8mwJV4QhHEQJ2CwK4AQWBJgf5IwKRAgxpAg6AOwS1AAwiFQLTBwGagw/LFgUCBgAPAxICBcQjAsoWDyAAAAOP",
-"Bw1gwgMyIALaAA+lWQEClCMGnMEP5SMNC0rgD6IjBw+GwgADxiAHfSMMjQADAAcGBgARMUsgD2YAAASTPwMZFw8iAAAFocEN",
-"jG0CngQITiELgkMCgxQH5EMC3LQMg0MBQQAE+2YE40cMEQsDxQILhEMBkQEBuQ8LhEMCuy8DUAgPoAcCAlcxASIAD6AHAgKH",
-"Qg80TggSMg4fD6AHBAGwDQTHXQQ2gQoAJRM0uEgNKyQC1gAPOk4AC3JYETSaRA/OBgEJogcCuV8Ij2sM1gAJKyQE0SMChQAL",
-"vQUC2iIDJQAN9yII8SMC3CIJKyQECCIP8QYAA28iASIAARocDtUACGQdAOMADCskBbEBD6QHAgLAJAJVAQ+kBxAJEyUCZMoP",
-"swAEAq0BB60yAKoAC5wAA+sXAs0kDGoAA6cDAxUYD6YHBgSLIwIoAA3eaQRXIwNOAA+iBwYERwADlgMMyiAEJyEDZgAPnQcG",
-"A0cAAy8AAOURB/8AD6+KAgQqPQUnMQriBgKmEAiCDgQnEwL8BgHYBQQzHgzoCgIoLQ8FRQEPcjcBCC8PD9reBAGA4gEsAAvi",
-"BgNvDQL9AAhtEQS8AwEfAQLUVQriBgsoKAS1AA8EHAMAuAAO4gYI1w4PAxwDAYEkBgMcD84kBwziBgPzNAXHJA/pJAUDGIcP",
-"CqcPBbIkD9oOBgDVHQ/iBgMDWzUDsyQPlyQCAX8CA6uHAy4AD/MHAwDKAghSHA8iAAAP8kQGA9YOBAQlDlUDDivFEjFb3QsN",
-"KwKoAASTFA/3KQIFxQIK4gYD2KMOqygEIFYCVAAP4gYBAjdAA0EAD+IGAAKPBALnww/iBgQAkiUP4gYHARQwAWYAAjzBDkMi",
-"EzTnLg3iBgK9AA+8cQALDiIRNCMsDw0GAQd/GwAlAAviBgJcZQ/iBgQEriUClgEN8yQIrSUMZgUKjCUBqyUI4gYEbSUP0w0A",
-"BN0mA7cBD9UAAwm3Bw0qZAKdJgL5AQ8UAwAD6bkPuHEVBDAnBHUnD7MABwLzAweCJACqAAycAAEkAwIeBQviBgMmJgNPAA8F",
-"pwAE4gYCRAAFLwALfAEDLyYERwAP1ikABMQnA0cAAy8AC+IGAzgmBEcADkgBBOIGBEcAAy8ACuIGDYlIAm8GAAcABZZhAtoG",
-"A6MOA2oNDFwmA88XAZ8OAwEDDZkSCXoAAYUlC3QGBczMDHMGCkLAAFgcDz/hAwSRSAB1GQ+RSBUP9iQADwrzAAQl/QM5AA+H",
-"MgIF1m8PeV4DBaY5DzeHBAFbAAIiGAVF9A1QHQ/4AAQGbRoP6YoLAt4BBKvmC0UABSzYDyBUDAJ3CAQLrQ2zGgMpZD8yMDSz",
-"GgQC0jEDimQPtBoIBDoOD7UaBgXVGg8DVAQEV3AAIQAPpkIKA7AkBX0uArEBAtQCA+0oDhQdBDo1A88BB/0aA71gAXMRBA0q",
-"BBsAAo8ZASEAAacYCf4aAYgACVKEB/4aAj8KAxwpCP8aAZtPDAAbA06LAV0VAV4cCAMbAW4aEXCAAA01wACcAwXRCQ/ErgAA",
-"WQANl0oCEwIEXwIKiwoE/wIJLegNNwsCwBoPHB8DAhcBD0KtCQOTAg9OJgQEs34PSwoDAZwnD0sKAQK0MQS7JwG0JwtiBQKy",
-"Tg+dyBUBoicCiQAP7FUFBrVODTM1A9cnA80FDxgNAAKpFwZKMgQFKA8AJwcEgK0PIgAABa0ZDVY1A1ImAk4GAbEXC1g1Apsz",
-"AnkyAy0AAWgFCksKApNDAi0AAlEpCA8VAQYFBNF+DFITAp8CC2AKBMHJDf4HCJVbA9opC2AKAw7vAkEAD3ZfAQK6QgE+2Q9h",
-"CgYMdyAJjAMA5gAE8I0DQzYLpIoTNKSqDGEKAoUbBHsACBQHC4uJETSviA+MCQAILXAAJQAKYQoB4ScPYQoFBOEnAtkSBiHq",
-"BB4AA8EoAusBDJ8IBLvmA0MAAJkBCO3lA3F8Aa0nDK8JAlgAA0laACEAD9YAAAliChszYgoDYykC+wEPODMBAslPAlcBD2MK",
-"DwROKQI2AAKQKQ+0AAMCKQAAtAAHnQAM2FQET/IPAh8ABBewApEGDxewAwGtKAF2IQ17WwK1DwM2FQxeVgOAKAN4AQuzGgFV",
-"KAXIAA8EFQAEjBwEsn0DLSMM3AoDfygDRwAPBRIBA5koAigABEcADT0CAsAEA0cADwUSAQNFKQIoAARHAAsqRwVHBAeNAQDx",
-"CgtWGQO4+QWvBw6GjAd5CQqMAQRfEQ8CkAMExBAPnI8FBcQQD9tbBAKGUA9xBwEDOq4DcQcGma4ExgsCEAcAJgAJthkfNNES",
-"AgRfJi83N7YZBAOK1AQWAw/mrgABms4NzQICNAsDnQcBhwMPzQIABFsmDOBbA0NYA68CDwMCAANuWwInAA+qGA4VMtDcDuNb",
-"A7RYAtMGD9NVABIyXhcDJwAC0QQLKeoFKgAEnAMO51sDCMoCuQIPuH4ACDZaAgYAEjJL+Ao5BwKbDgNBWgRekwu8jhM05ZUL",
-"JAcEfFoNvwQDeVoDVS8PJAcBA4MhAlEFDyQHAQK9EgJoEQ8kBwMQM0kJDyQHBgF2EgTAxQTWAAyZCgL+lQ0kBwFMBAR7AAkk",
-"Bww7CAEnDw5OBgEgkgclAAskBwC6Bw8kBwYCHQgBJAADoFsIyQQCYCMDJQANJAcC3gcFQwAMJAcCjHsRMpUdCxcaA5UKA772",
-"D2gYAwEuAQfkAAskBwM4XALqEA8kBwACWk0CVwEPJAcQAtEJAzYAETJcDA+0AAMCKQAAtAAHnQABC4gIJAcC2gQAegQNVwQD",
-"bQwDJAcPuDADBG4kHDb9WxIyygIDJAcMGJ0TMoQVAh0ADCQHAhoVA8gAASAVDyQHAwIoAANMAA4kBwKwAgRHAA/iGAYDKAAF",
-"RwANPQIDbxwCRwAP4hgGAygABUcACYYRAdWSDhEGBNYGD6sNAgKkHwGbBA4OBgGVAQ+KpgIEU78DDgYPqw0DBUxsDe26Ar8S",
-"Aw8GAewUC+4AA2QiB4HFDxEGDAQtEgTAuQluAAE7AQMSBg89bAATMr4jBApdA2oBDxQGAwVcuQ/vugACeTYDFQYPXbkBBAdd",
-"ApgCA6g2BgjBBxgGAtIVAjAABhkGDMgWAsDLDB8mBXRdDiEmCZZdDx0GBAIuFgIjAA8eBgMDnQEPsUIIEjNlig8fBgQBaSUC",
-"aQAUcLyfHTUWFAEYTgwfBgSrAQ+yQgAKBscAQgAPSgUDB5a5ASUACyAGA0ZMDyAGAwMmJAOQTAyfixIyfUsDJgANIQYDjEUE",
-"RAAMIQYCyCECJngLbQUDKTcD6iEBTzgP2AAACZIlAdnCCZwAA3UCAlMQDyMGAAPaJAJbAQ8kBhADyCUCNwARMkIUD7cAAwN1",
-"UAC3AAegAAFSrgclBgGzDwKRBA0CCwlJDQFFDg6ZAwXebA1JDQN7RgKoAAFfCwkeAAclBgzjbBIyNQADyQAPrJABBCYGBF4A",
-"DyYGBAJWEgVIAA9uGAECOgADpxIESAANQwICJwYESAAPbxgBAn4EAzQSBEgACSgGBq27CmIMAAcADCgYAhEMA+SUCygYAmEX",
-"AxTgBIUDDbwKCRsIGTXNtQVDUAQqkg+pdgwErmwDsRcJQBYUMiZuAC8YDQICApgDA8ISAZ4BCQABAtwMA18AC5dKBEQABDBc",
-"HTe8aAKaEAEhAAFsAAAfAA8KXAADcDwNehEC1CIFnQAPWg0DBGxuHzfUaAAC/iIBIwABTwAPgAAFBOY6DN9FA5NEBYIAA1EY",
-"DIIABFkVDg0NBiBQAgcAD6g4BAE6AAIiAAm3Gw+BvA1PdmlzY6M4FA4rAA+fOAQOKQAPmzgUDzkABg3eewD4AA82AA4fMjEA",
-"HR8zMQAdHzQ+fAMPmV0AETEBOQ8+fBEQNj85D6j3AgcqOQ9jAQcBnwMIJjkHl10PYAEHD/UDAAEUGg9kAQ8PcBoBAcmgD24B",
-"Dw87AAIAfSgPeAEPBOYABypXD9M5AwAABA/TOQMA0gMP0zkJAgk0AgwACL8wDtM5A58FCiMJEzWufA/TORkJKRwMtFYPNTkN",
-"AmEFAkGfD0WcGgc0Og8iBgoCyQUK0VYDtgEERisTMs09DZkiASUIDLAeDqEoBx0ACUxdAkQHDw6cBgOaAAwufAipTAkYAAMY",
-"JwAYAA2oOB81xGcFBIATD1w6DQ97kAwPMx8AAt4AD3qQEgs/FQhFPQcNGwswHwH9AQFeAAGRFwh7AAL2CQM7Ag1AAQ/UJgAK",
-"0yYcNd6wBY0CBXYID9U5CwO0Ug+uUgMKX2sNqVcEYgAKHgAHYB8DWxsEgHMMXh8CugoPf3MACWcAD1sfDAadAwQRPAsJAQdA",
-"AA9pIQkD/QELPggF+xuvMGYzQzIzRDcwQd8DAQ/2jwcEy2YDZwELzTkPIgMRBEsIFDUswAt7AgSVcw/GMAgGvlcH99cCGQAE",
-"DQUNoV8fNQM4AwPtUwBYAA/tUx8DBQEPCBMCBa/mD6EYAwRGCw8NNwME1XgNMgwDYAEFCzcPaRELBNN4BAhUDiEAA20BDtnX",
-"Alw2BPp4DogAAiYOAuMOAisAD4kKAgUhUA+jqAUAjCwCggANCgECBAECAR4O8hMKPzcBJQAFwigGmxECJg8CKwAD9AwPFgIC",
-"DJYRAq8CDgk2BPL8AuoDD5kGAAIYAQEgAA+OEQECixABIFQPlnMEDdUGCIwRAYURAGMABOiaCusoHzWuNwQCAxIDdgAIfQUK",
-"Ch8fNaw3Ahg1rDccNaw3AX3kD4ERBALvKwMQLAtlDwgq5QukBAMi5QI9AAA3AAd4EQ/ecgcCbxEDN1AAUgAOyAAIoTccNaE3",
-"A9ZPAvEqDW4CBAA4D24REwmM6A4iEgSsAAK8AgcBGQCjAAxJfgLIBQKRCA9qBAMEnywPhzwEBJwsDKiCCfUaDtYVCC51D2oE",
-"DwTsvQ+FPAYEKrsOq4IEH+QBBgAPnBsAAgwZApEDBnQZDmEABOysD1ojBQQcdA+uggABZAQHHnQLggABIwEDmCsCrxsBgAYO",
-"nFMPDTcCAg8TA3gvDz0BAgE+dACbAAKbUwwGFgH1AAPvEwBAAAdLMAR0FwJ6CA88AAADLwYDixQMijMC1BYD/1AB6BIJHgAC",
-"dAAEyBQPEDMAA/EXA6wUAi8AAvsHCEcAAhMFB8pWDEcAA6UAA0cAAi8ADGh/BA0XA0cAD68XAANjCARHAAOkMgpeAwWDxQrO",
-"CAkpzgFPAA9SfwsDHMYCpigDrA0KEhcRNTHJB9UKD62NAgfUCg8WjwoDaDIPGisEBG85D+gLAgU6fw+TiQsPGisEA3z9Au8A",
-"A6AvC/pgD98MBgTxPw8aKw0DZzME1eILRQADtQMASCoPIwEJA48hCyXhA+UAC4qvDmUABYkND38rEgQ3MwrSFAVEAA8+DAYF",
-"ut4PQAwGA20FD0IMDQQlHA9DDAUHLA0PoX8EBTdJD54rEgRdGw/yLQUPg3YjAj8DBYN2C0MHAzygARTND6sMCgJJUw+FfwED",
-"BSMDYAIHStwAkQMPfAwDBCMGD+hFAgPKRQ/PUwMCfwwPJeQABF/cA4YACjEWC+VJA17cAr4JBYQDAncABJHJDqRBHzXpPAMD",
-"sXYAtgAP+NoGA70rD8E2AwWsKg/CDAMBZ3kPwwwBApAhBoZ5DqsFA51+Ah8ZD+o8DwVneA/HDAUBHngPyAwDA6DaBUqoD40A",
-"AALuGQEoAAQuAA/MDAIFaf4ENtsPIgAAD84MBgPuRQWveA4INgJdOgKCOgMtAA/RDAACOwEDviIEeXoMRBEP6TwCB9q/Cwc2",
-"AscyA+cHD26AAgKnCwEiAAiLuQvzfwOHjg88qgQPikQKAdQMA9BmBBxmCkIkHzXqPAQCIisEewAI3QwLAD4fNeo8Axk16jwA",
-"JQAMxKcPwKoJCd7fDNMiBoanATkBDMVfBZ/fAgcAC+oMBszfDw6nAAMFCQL7AA85HwEDLgEH5AAMJacBQgIDn24PowMAAgMs",
-"AlcBD8KnEQOIDwOZAA/0DAAEtAADbQIInQAB7DwOTQMFoCgASwMMnwACIgMCBTgPQwQQBYMoDxNgAgPlPwPpgwPpCw9SIgIF",
-"3XQDRgwMSQACtgYDO0ACpAACSigI6zQCVgcPYSUBBFUxAxYzD3dKBAQPBQwkoQQj4AMUDA/NOgME/HQRMT4ADJNIAnQCBNpz",
-"BEJYBR8AAno4AicBDx0RAATyAANGAAwXOQRpcgMlAQzjXgOCBAMOPw/yEQADcAwDRwAELwAMdQMDXz0DRwAPXksAA3AMBEcA",
-"Ay8ADHAMA848A0cADzlkAANwDARHAAMvAAn3CwHGPg+TCAAABwALcAwPbYALAoczASMABN1CDfoRCnoACXEMCIUKBHRyBEen",
-"D4IfAAVXSALvECcxMlgDCgQKBA1FAAQKD+19FQtHAQrKSALjAQEPNg67AgU3Jg96AwADayQE3gAD8hIMdAoE99sCjwACDcwP",
-"qnwAA2GdD5u9AARgSgSvAAH2AQ9ACQQFmacPdAQCBAmmAgcABLdKD5pYBBU2qp0BQQoMSwADlRQDlAABUgALM+MFKwAK04oM",
-"SQADPhMDlAACVwAB3gAPlAADA/SdAGwAB3sCDy99DG9hZHZlY3QjIBQPLQABDyUgBA8rAAEPJyAUDzsACA4HnC82NDgAEQ8H",
-"nAMIoB8DdQEnPDIHWQTIHx80YrsBEDGguw+TxwEH4R4PBQEJAeYDB8kfB8gfDwEBCQ/8DQIPcwATDAScAPEID1UfAQB3Ag8Z",
-"3QMPUx8LAb8MAecMB6prDlAfBFEKCTIFEzY6bAg2HwIXBA81HwIGpHUPNB8KA2MrD0IAAQZedQ8VHwoCAggEOwcP6JgAD+Ir",
-"AQLvHwM9CA9FDQQHdBAP+hwEBMJ0CYAWAVQAAy8OD1oAAwT7FQ5RBALVBAEFAAa3Ew9LBAACcAUENBwEl+wC5AwLqTsDQCEA",
-"0pl2MTM5MDk1MIZyB/FFASUAABofCCUACKA0B807BBMAAeUABfDPCy0CAfk4DrkPBP49ATcBCKcAAhAQADscD6cACAJJHwCG",
-"IAglAA0VHwZ+AArnEQS2AQIRHwQ0CAIeAAMuuAG9CA8PHQEQNh2YDTcMGDa3FBE2a5cPrwEGDyQPAwSeHgdNFAv9Ggx2jguD",
-"AQMCAQq8DQMCAQ8rAAAP3MMAAV5fH3KUOQICSAAG7QAP980BBFYBA8nwCwsPAn0nAAUADDk7BrwACmMcA7wAD0gBBg+nCwQM",
-"SAENZBwPTqQACjIPDzUBJAYfAQAKDw9DCAAM6RQLIAAFdMYP9ggAAlIIAjUIAQYAD1wIBATvCARfIAMTBAJfDgERKgi8PwKf",
-"PwzuAwtsAwJDCwB0DQtsAwpJCxI2KGkPSRcABXghAiQFCIEAAdYLACEAD4EACQJnPwCPXQuBAAqFHQeBAAoSJQXuAwapFwbu",
-"AwItBQFUAQSnFwqRGBE2imkPEQMACBtUACUAD/MDBAORAQ/rSgQJGwENHRICGw0PhFMJArwyBNsMDP4EAhEBBzAABIHND8gC",
-"AQKpAAPP2g9jAAIPBAEACfcCCq0ZA+QABWB9AswYDSITBqUbD3kABw49GQTcAA9yAQgPyAsDBRcZBw0CDB6UDRSND5YABwzu",
-"Bg5yAQNrgA9yAQkLo2sGYwAHWwEK9TQEzgAFjxgPFEEEBNFxD7UMAQL1DAEFAAPSQA9TBAUCrgwEAVoEUwQCAB8L0gMCWycA",
-"HAAP0gMJAyLYDIwICAQBA0AcDi9WETajdQ9oBAAGvRkCxmYIlgAC/zUMxAQMlgABjgQALAAMaQQL1lUHgwAJ6wIFWH8DVfwL",
-"agQCniEABQAEC30MdwYB4j4OZgMIkhQAJQAPagQFAqgBD9E1AwodAQ1qBAO/QA/4AggCtB0EORcMewUCEQEIMAADb4YP+AIC",
-"AqHrBQQnDmMADwQBAAcPbwASAQ8u5wsH2AkMEbIDSxwP3gAKDEQJAt4AD3QBCA+1awUOdQENBlUC6r4PdQESDHEHDnUBA1Zi",
-"D3UBCQx+CQVjAAdeAQVtfwcZDAHZAwAuAAMUAwtQVQQWDg8RHQUDzBwAmQM0dG9tHwA1bWluhDMFfX0Cvu0JkQAA/gQPGhEI",
-"b2VycnN1bRoRFA8tAAEPGhEEDysAAQ8aERQPOwAIDxoRCg84AAgPGhEDDyCtAAj2aQJdASg8MzNqAZQBQGZkPDIerQwtEQGk",
-"zA/1MAEIDzAPGQEJDC4RBwruDxUBCQ/6DwEJaTEPGgEJCy8RAVoDD4UwAgDuAgcxEQn0gAIhDwK/IgTtBgTGBwdPEQg4NgUq",
-"EQU4NgtHEQIiAAQuCAkyAxM33wwA4RgDTwAEMwAFfgAJXxEKTSACMwAFRocC658NtGYC0wYPGhcAAvsLAIIHDD/6AtBmAIwA",
-"AhsAAYj0A6IAATMSArULACYAH3D3AAACawcBRAAE2AgEcQIB3YIUZOsECoINCrsKHDcEiwdHBAMMEg/OkgoC1xEBQh8HsP0C",
-"8AwLMk0EGz4C5gwBLxMFFU0B2RABmdoSMkCDCLwMAcQIA4d0AMdMCwMJAElyDmQIATUABBwADxwBFQoBCRI3MY0HOAIDKssC",
-"OAIIGAABrwEdMu84BVENBHwKDTATAvM4D+eQBwNgAQR5EgRMBgFFAQcpEBE3KRD/Ay5wcmFnbWEgIm5vdW5yb2xsIpoLAgPa",
-"AQQSIwAaAQQcAAKRAAGJLAFWGwc0AQYHAAbcEwlOAwN8aQ/FAAAJW8wDNAAC5gYEWewBvQEVbtsCAk0DBmXtChYKGDcDEhI3",
-"FckKeg0RLS8DB6MDAlsPAWYCBlKBE3QzAALUjQAkAAOIEgouCgMjAw68AQXQAg28AQK0JwO8AQBVAA9WJAAAJQAHDQgUNyLv",
-"C9oIBAsdLystsAEDAqU5C7ABAg4hBbABDwgTAgScEwSW/g1aAAKqHQxaAAFcCwRhAAGxDw1aAASgEgG/HQ1XAAISIAxXAAGi",
-"CQVeAA9SDgIEggUDwCsNWQABWgsEdAQLugIEYAAA2gUPjAEBD7L5AAbWAgCtAAvVBQKJFQV8BQ0OFBg32awRN8ktDx2mCwWz",
-"fgpjAgGaAgOoBgm4AAPvFgS6JQpRDgAlAAErAQJuuAFlNwaNAAA0E5ByZXQ7Cgp9Cgo"
+"KgAED58eAAyMjA86AAtvMVszMTJd15YDDzYcAC8xNcJAABkyTBwDtQQvPDdxjAQBd7wBSwUP1AAMBCsZCH6SD9EAEAxIGQ9i",
+"GQcPYxkHAZwDD2QZCgNNKAMOAA9nGQAGxyMRMUMEDckjITlfa8MDeQAE5AADehMPHR0CBMRtPysxMGFvCgMNSA9XFgIDKQUP",
+"IGQBAjYAA2wXA40MAzQPCScOPDErNvEiA98FCIgZB/niAdEFAAUAAxAPCVUABEQjLis3qtQANAACIwQErwQibWmwBAYdDQOt",
+"DQEeABF6c5cDHgABt2kDp6oK8AMCIwUGbZUFQU8HgZUFFAADQQcDFFEKKxsCvKAN4gIE+CMmKzhubwZ+AAKNBgAFAAHqCg1s",
+"AAP2JQqnGgNqAAjPKgIuAAOplASbBALQogxkAQTqDT8xKzaErwMEsFwDr1wHpbsBpQYCZg0FCQ4DGwACGDQCxgYPoAEEBkQN",
+"D6ABAAhkCAkiAQGJBQAyFQ9llQECOJ0NdAEEmkgmKziEOAZSAAT2GAJgXgz0AQWIOQr0BQNqAAl0AQEuAAPfEgZ0AQPmlAp0",
+"AQSDGQMdlA+wFQUDri0IdAEBWAcCXgEEn5oHWQkEIQAPdAEFA2QJD3QBAwRnwwWWOgtalAEgAA8XFAITORcUDc8FBA1DEiv2",
+"+QtWAAJCHAK9dwRHcwpzCwAIBQ1oAQMwAANIFAubrQQzAAeaAAOCFAXWAQLGAAciAARuLgViAAbvAAFjAA3XAARBJwPXAAg8",
+"AAM7AAQkmAU7ACJ2Mj4AEHv0BQJWKRQyB9UEDQQIpgAAt7sE7FUEXAACZhsA3AMLlwAEpgUFbwESMcwDD7keCw9EAAMFDwQS",
+"MXUFD9seCwk/FQmuIg+NBhAD/R4DIgsJIgMFYgEIuwkSOZoNC00HAk0BA7QBDzIEAAM2AQM0BAjscwFFBgKwjgATAw7YLyA5",
+"X8URCz8CAnAAB3NoEjlSCgzkBwLgBwMvAAKtNgtbCgM/BgOHjgmaAACjAQIhAALIMACcAAz2BQBxMQs1AgPqDAmcAAAzGAcl",
+"AAPyXwHWDQyzAALmCgIhAAP/iQ8NCwEDmbMJsQAC5AsAIAAC6gsAsQAMJQQBIGkMWh4C2n0Ck84ApwEL9AICH34EJgAFC/oI",
+"QQACEAQDKQAGGzwDHwACPyIDJgABSQwO+AgCQgAAKgAMwB4DxCACqQIPbw0DCNAODpYOAIYaB+oNDHIBAWwBAxAEAeIiDncQ",
+"BDgBCLIMAS0BBD93DXUABI2qBGY9Bl93AzaLAu1ZCwefAh3NBFapDGJ3A6UjACQABdEKDOWOACQADCQJAiLVAU8AANsACrpr",
+"IDlfXBsPkgEBAzYADpEBA8UuApEBD8eTBAM9BAHgFA9wPwUAJQAO5woDORUCXgAPMx4DBNViAV4AB5oHA/rEBRcQCiq4AxkQ",
+"Ah8ADHHFDx8QBhMysB0IZwABpAcCWQkI2hwDHgACcQ8CRBACBgAPhRECAZMnAmEADGIIAroPAjwACKMWAx4AA5APBwYACKcw",
+"AiYAAq2QAywABDQPGzn6AQC+AAQ5AAZ+CwPBBBM54wYJ/gYCIgQABwAJ4QcVMuZcBIMHCR4DCUMABVcCAQoOB3d6AjEjA7tj",
+"AWjVCXt6AjQCAiUADn16AsETASYADxwDAAMIDgAlAAPKBRwy7Q0PBgMEBskADZcECOc6AUIWDwcDAARRvA/GdQUEdwQJEDcE",
+"CgMIrBwP1R8DARkpASsAC0ICA1HCBZkRCkICAjUgAiQAAAYADwoDCwQ/BRMybmUIZwAGfwwP9OkAAuMfAyQAAgYAD/IbAgQt",
+"BBMyPWcIYQABhQwCSAAIN0ADHgACvD8BJAADBgAFKCAGCgMC+AMCLAADCgMcMigOAF8BDgoDAXQGDwoDHADZHwk9BwJQDg/w",
+"AgACWIYD8AICNWEH8AICKIkDJQAPbX0AAzcACFwzDWIDBYM/DGSTAT8AA+sGHDLADQ8KAwQCkQAPEAYCA54lAQYAAQ4ZDwoD",
+"AAMBDhM3HyYOwCYC0QAAKAAPtGcFA9wkD6UCAwk/hQhCAgbfEA/t1AACKBwCJAAB+XQPCgMKBC5pBPVmB2cAAlseAeUCDy3f",
+"AAK2HgTv/AEGAA9hAAMEEyoDr1YIYQABVwYBCgMPE98AAr8eAyQAAgYACPQSBAoDAhoAASwABAoDDFQPAKwjDgoDAn0FDwoD",
+"GhwzFAYGmAIHrBUAbwIKiKUTMVopDUUKAWgAA0sKAcsBBBoLAmQCA3qVASgABA4SD8YJAgZ6AAGXCw8LLQQArgAPTFMDAugC",
+"DwwtAwG81gDCAQ/lAgQCUgQAJQAO5QIDiiECXgAPQyYDBMpBDX4CAngQAd4BCBAnAx4AAd8CAiQAAAYAD+UCCwBAIAJlAA3l",
+"AgLxHAHMAg+i4AACOCACJAACBgABfSAOYQAEkkUDn0QIYQAC4AIBQgAOWgkC8x8CJAADBgAF4gQH5QIC8wgCLAADCAIM8woA",
+"fgMO5QIGyQIP5QIWEDTaEA8GAgAEPl0PoGwFAq4IACcADggCAvAMAwgCD8NqAwThRQyIUgMWyAH7AA45CgL7HQIkAAAGAA8I",
+"AgwEFmQENw0GZwADvOwBSAAOXggCmR4DWfQCpUYPvQgCAEweA2EADAgCAosgAeMBD1bUAALtHwNA/wIGAAVGFgYIAgM/3QIo",
+"AgO0FQxbEAENqQwIAgNjBA8IAhsD1xUMCAID4wAA7s8PCAICA8EvD1B/AQNHRQMIAg+PVAMEI0gNQAECvBUBAQEONwkCSyEC",
+"JAANBv4OZQAFrUUOCAICOAcBSAAOXAcCwCACJAADBgAPxgACBFzIEzMmAQhYVQIsBwAFAA+K7gADlP4BJAADBgAIUhEECAIC",
+"GgACrgIDCAINJxgP/wkBA60FDwgCGwD/CQ8IAgAD8wQEsn4Pvi8FACgADQkCA8AvAwkCD/hfAwm+LwhBAQLiFwECAQ42CAPJ",
+"8wEkAAAGAA8JAgsAQSICZQANCQIDiOcBSAAOgAYCEyICJAADBgAP2A8CAEIiA2EADAkCAsUoAQkCATwiCmEAA5TaAsQaAu0A",
+"CNdRBAkCAj8ABeksAAkCDPwKAFEGDgkCAq4FDwkCGhA1JhUO/ggFVwgMdRoDYQkBJQAB4goAngAMvRMAv5sHYwANYQkCVBID",
+"ZokDLi0FYgACOQ8D8BcExRoN6xcKYgALph8CnSYBLhUPYgABBh4ABJIbDrUVAQsGAHoADJMHAdgjB/QVCnoAAkksAUIWD3oA",
+"AQZgFgE0GAx6AAEYAAHwJgB6AAwGEQLzLA1NHQVBFwJOHQiNAgKkGQFOAg85FwEGWhoMMx0CXyoCQAADCzUMIBoCdykBRycP",
+"lBsBAnYAAmOTCpUbASIBAcRQCv8AAUXaDRQAARMBAkXRAMMbDXQXASe1DHUZBLIHDzodBALHMwNbmAGOHA1yAAGpBwBxAAx/",
+"EQJxAAhgFQMxAANqGQcbAgBorg2uAQVgHAJ2GQiuAQacBAyC2wJpJwMx4A+PAQMD2d0DHzcNjwEB0AEGyBcHDAEBRgwAIAAE",
+"Jh0MdAYBJkgOYwEFPQIPKR0CAvE0A9CaC4OPAi7cEXLxBwBxAAysGAJxAAljAQIxABw2YwEQNr0EDGMBAIiTCDEdCEIgBqcH",
+"DMTcAyr5ASEAD2MBBQI5AAWrXQtjAQGkAQHZ3AwMAQKIHgOlGwgJAQRHzAkdAQJWDgGxFQAeAQz6BQA3AQ+3HgAE92YPPh0D",
+"Am81AyGZD3IAAwRmdRw0aQ8CcQAJjwEBMQAAcwALjwELDQUC0t0CMAAPHR0CBA8IDx0dAAKjGQH6AQ8dHQcCQTEsMTQdHQhI",
+"AAJPAQClAw8JHQMEAw0/MSsy5UQKAuUUBLw3C0QABXAEFTJrhw9eOggBB08ORQAGCh0CUwMPgDoLATgRDPwCBV4ECgsdETZ1",
+"zApPGgIONwOjAQF0CQw0AgKJBwAhAAzCGwP5oQAhAAJZoQA4Ag0pBwCJ3wyCGwL+lwIz6ABcAAuLAgLcAAATLAe9AACrCgy9",
+"AAJAAAM4HQI8MAuqIQJkCAMvTgm+AAOFoAHRHQE7AACyIQ1UJQDx0wq3CAJTAALCAAIa4AvcAAKzFAInAAM36AjcAAL0IQfz",
+"NDs5XzdxIAF4BwArAAcWCgTRAAGpBQIhAAJdAAzyAAFgAAAhAA3xAACZAASCoQNSCRw1WAQBUeoL8QAB6wAC1wAFNuIKETsD",
+"8wAPW44BAggmAzcDDw8dAgUNBw8eiwMBLuICIAAPER0CAqQzAQExACwAA9gADL8EDtgAAuEJADgADwMWAgBtBwh2AAiZmQIC",
+"AgHUAAFfHggJFwJdogMjAAS2mgQIFwIdmgEkAA/3GQACpjEAJAAMnAUCLR0BTwAA3QAMaQsAhQAPlwEBBRoBD/Q9BASJBA8V",
+"HQME9qQDZkINXgADPyEPFh0BA0k7BKQEDz8NAgA9DAE/DQwXHQNP5QFIBw4OEAQi/wQGAA8FDgsA0OECZQANBQ4CJ+IC8AcO",
+"DhACDN8DJQADBgAP9zQDADbVA2MADXslA/PyAdAAAeHcDGUAAx82AlwoBAcADxYQAASt9gK0DgMHAgwODQDMDg0ODgIFDQFk",
+"CAwODgIy4wIHAAqBJgCCJgydAgHvAgCdAgsTKwSdAgMqDRw1sAwCnQIPXwIABVVAD3YUBAPXBwAoAA5hAgOVKgNhAg+xEwIB",
+"bdYBmgEMbxwEk/QCVAEOaRAF7vMCJwAABwAPZwILAXrWAmsADvQoAvXmA+oBDm8QBV7zAhUXBAcAD0eRBAR0EA58HAN69AJt",
+"AgHFKgtoAARCcAL3AATtKg96EAAEVeYCihIDvicMcw0AlA8NbQICTQ0PbQIbGzh7EAXtBA8RHAIC3DsAhwID6gUcNqkMD3AC",
+"BgRnBgP9Nw1wAgOyBwAoAA1wAgP2OgNwAg/3OgMBpfUAYgAC+ToJmwEGgw8C5fAMmwECaQIEvfUMZPYPawAAAz0DHjXbGwOR",
+"9QJwAg/j8AICYgIEuPUDBwAPA1kDBCMzHjXiGwPw6wOzAA5YFwR09QU73QIpAAWzCAdwAgMRLAILEwPXAQwPDgD9Bg5wAgKj",
+"JQ9wAhsA3QQPcAIDCW8bEDhxCgjpGwJKBQLUBwgfCQIZBQM9Ag/pGwAD7CEAKAADzg0fNp4IBA6TAgN/Mw/GHgEDYS8DbhUH",
+"xFc/OV855xkDBIk5AhEPDm0AAkEWACYADgADAu4bBAADDwM7AwQJKh01kwIDm+kC5wEOIhkEKfcDJwABEA8PAAMLBKkzHjX2",
+"GwMk9wNLAA5BCAQX9wQc6AMHAA99RAMEqyceNf0bAxP3A7oAD0IIAAQm5QLfBQQHAAGYNAsAAwKDAAIwAAQAAwzkCQBTEA4A",
+"AwKdDQ8AAxofOfwZAwRYrR833Z0FAmgLASgADh8CA2A8Ax8CD0wEAwRytQKCvwkWMAKaBgIGAQ8nCQADIOgDJwABNCgPHwIL",
+"BBi1HjUNHAO79ANSAA/8BwADTOgDQ+gEBwAP8gIDBCciHjUUHAIYIAMfAgEQGwxoAAIRAgMHlwQHAAUrFQcfAgMbAAKXGAMf",
+"AgxnDwDDCg4fAgIgDw8fAhsPExoDBEwVEzdhMA4fAgKBDQAoAA4fAgIcHAQfAg9ICwMEiyACJz4ISgEDdGABBQABiSILSgED",
+"fZcDJwAABwAPHwIMBGQRHjUkHAPw+AIfAgFdEQxtAAIRAgML6QQHAA+4OgMEirQeNSscBPv4Aj8AD6YHAAMkIQORQQQHAA86",
+"KQADdeICMAADHwIcN64JAdThDSACAyQlDyACGiMxMG4VDCECA1QBLzcyNRwFAikHASkADgBOAscGBCICD8icAwQTtRw2NxwE",
+"UPoCCQEPiwgAAwhhAycAAAcADyICDAWX6Q49HAOa8gIiAgFwEAxtAALVAQNNQgQHAA9LKAIFZA8eNkQcA9LyA00AD8gGAAMU",
+"DgOI6QQHAA9SKAAD7eYCMAAEIgIMNwsBcgwOIgIGBgIPIgIYDZmgAoQOBMcIC7ISA2gvA4cJDPhFA+gIAAcAAc0KALwADLUS",
+"ANIYCIAADeIJBRQTD44bAANOrgNpFgRjAA28NQtjAAw4KQRdoQgqPQdkAAJmFQQWiQs2NgTBFAQE0Bw3/AcAriAIfQAAUxoJ",
+"fQAESBUPfQADBsIVAYYXDPgXApcDAcILAH0ADFYQALgZC6EcAK8ADwM7AQFUQQ8dOwIBVB8HHTsKBDsCnhcCJQADRgAAZgAP",
+"HxcBBKcINTErMmBsD/1AAgI3AgHBGwgrAQIyDAFyAAS7FQpBLQMFCw8pUQAEMUEDWgABwRMO+eURNmk/AGMfD78AAgWmNBIy",
+"SsgPvwAFAlEJAp1BCIQAAlkTBB8AD4QABRI3feYBMS8GOAIBtjYPZz4IT2ZpbGxmPhQOKwAPZT4EDikAD2Q+FA85AAYPYz4I",
+"GDRxWgImBS88NamtABgxUNUGrpoP5+IEAa+yD9AADwH0BgdgPgDxDg/NAA8KKAMBEToPOXQCAHwCD10+AgG5BA87dAkCuBcD",
+"AgUOPxcCewQBHgAETTQIAQQjMzBlIg5XPgrVPQXKNwbhAg8eWQQPwgMUBEN0D6cDAg+AdDMPoAACBYAbHzIrzAQFr6MPxAMM",
+"BUTdDzM0AwQfAA+jAAIFzjMPggADD7s/FAX13A/CLggPXRUBAjYAAj0ABMAuD2w5Aw+7PwQEhFEL0wgCyScABQADIg4K4zwE",
+"VQAOiCIBuQgBxQgPlB8EABwAD6Q8BAKvHw53CAEiAgOfPAirBg+AIgADouwCvhUMtz8SM6jTDTcEBvI7D7c/BgFpAQFSGw1s",
+"AAMROQkGEwRqAAjQBgIuABk1hB8AKAAPQz4BBR0gD7c/BAVMbQ9UEQABfQEDMxYKnQEDXvoCIgAPRT4EAwYPD6EBAwPpDA97",
+"HgABlgQPuT8DEjOa0g12AQS2Gw+5PwgBbQgLcx4DYu4ExBgPagABCXYBAS4AA2EnBnYBD7k/AgUIAg+5PwQEyxUPYhIAAvMC",
+"A9kLC3YBAjYBDxUDCQ+7PwwDaRgPuz8GACAAA3oBCZAKLzMwuz8FBqlCD7s/BwI1IgELAgy7PwBZAA27PwQwAA+7PwMEMwAH",
+"mgALuz8DxgAHIgAABQkPXj4LD5cJCAITBQtUCgPubQ/gIgYEbFoP/T8BAt8AD+AiCgJbFi85Mfs/CAWYzAj1DAJaAA/yIgYE",
+"jxMP+z8NAq4GBAs3C0QAD/s/FAIAEgSEMgtEAA/7PxQDjwYP8CIBBYYABXlSDs2eBH0ECRoAApANCR8CDy9ABgPmAQXAFQwv",
+"QAAgAA3kPgFeIgAgAA8vQAMwMzBfMjsMQyICxQgDLSACcAUI7QEDBUAJtwAPT0AHAi8AAekmC7gABNthA4Q9D05AGwC7AAwT",
+"JgE4JwO+ABUx4UUMy7ACJgABhigJ1wADBxAJ1wAMikADawEI5RAEzQACPwADjRkP7QAAAuEPD8ckAA+JQA8A7AAMegcBKigE",
+"n6oEkVEKYQkCxgEPcvUBA9QQAtICDxUjAgBmKAHUAg+nYgUFAxwDUVgLDgECbgUCXEQBjigNJkAE1QAGbQEAVxAP/DMFD6pf",
+"AQP7MwPdAw9FIgIE3QMC+zMPUTIEACUAD1AyBQP2Aw8zFgIFn30PzwgDBGkMDRA/CFk/Dk8WBElPBAYAD3g/DAQDOQNLFg4h",
+"AATnIg6YPwHZBwSAPw6IAAIsPwIlAAIGAA8ZUAMG8TIPCAEEBEd4Dq88ARAVBDdPD3g9DgRWTwpeFAKKCAIsAARCDgmeGABp",
+"AgamOQcCQgPNAwxNvw37PwBBAASvgQnABQNJLwHjCAnBDAJOFgTh5wH7BAhxWwM2Ig+fegADwWECCQgL5uYFXxEC5uYRcns6",
+"B6IADJUTAzcGAmoSBykADx+mAgQOJQTwAwlKAAKRCQmsugfIDAKYBgPrAwRDOAxnBgfiRQH5AwytAAU+BQ9BFAAGrtEBUQgD",
+"YgAMJxAHjDEBHAYKYgADrpwKMHcGYgAGigYEZw0O8gYB+xkNDj8B/QYJegALfhYDqpwAiwcPegABAkkQBcMJDHoAARgAAd8Z",
+"AHoADAIHD4wxAwYWCQ8fDwQFuO0MkAMCfBoCYBgJLQkEIQAPIw8GA9YcAkEADxAMAwNzQA+rMQQC9D0GgBwHYQIBHAIBk3sL",
+"HgEBHwUMFAACdggB5h8Nrz8wMzBfUBAOIwsESj4PLg8EAt1FA6rODDAzAnIAAawbDSI+BXEACO0CAzEAA6xLBjoCEzM3IQpz",
+"AQurMQ7NAQRjKA5vQgJiKAIgBQvMMQnKPw+wAQMC0BwB9gIPsAEBAkAcDxEEAQJBEAPHEAATAQzNCAI1Pw2EAQVWEg88DwIC",
+"6wgDQNEMKAMCwQMEvwUKyT4FcQAJhAECMQADMw0HhAEJIGkECgEG1lEP/U4EBFEDDohAARIDBNFAC4QBAmBADzQDCQSpQA+E",
+"AQMDNz4PNAMBAj42DssrAcwgDTQDAoUEAdwMDQA+ABUBASQMDWESBt80D3APAQKwBQOyzwvfNANyAAGVHABxAAxvBwJxAAmw",
+"AQIxAArfNAEqAAtKBgP+CwUyHA22AAYyNAwNDwNDIAAbAg/tMQcBmCs8cjEwDw8HSAADfjcA5wMP7TEEBuQVD9J2CwInLQpk",
+"MQVFAAWzBA/uMQwCTxUE/C4LRQAFHhIP7jEMA5IIDzgVAQWIAAfuMQCaAQXFKwfAbgMaAQJ5FA+4AgADTT4BZvcLJw0NJNcN",
+"mjwALBgJaYgDjwEC3gIAKC0BWwAMiwICwhQGtXcAvAAAiwwMvAACRwAE/YoP+QQAAnENASIADb0AAd4NASEAFHBnAxwzKgYA",
+"1ykLfhICFzcEegAN0Q4D5kkCJwACuS0J2wACUzUJgBIQNIASByUAAtIbBzxPB/IAAlM4AzkTD9QOAAI/DQAhAA3wAAGbMwdG",
+"1w3EOgCLAAzFOAJgLgPWAAH+Pg/2LwUAKQAN1g4DBSYDNQMPVqYDBGlODyf7BAW0LQ8p+wQD8gsDyAIBuy0NJDsF2gAOvQAC",
+"SwEAPgAMvQAE4SgDrQMJjgIPLkEDAJIgAKoAAu4oD74uBAG3IA+9LgUD1AMPvS4CBDxFArwuDh8ABHUIDO8GApQoAnsmDnUm",
+"AgEjAyUAD0BIDgA8BgKEAA/cDgQEggYPe0UAAXEHBGNFDogAAXQHAyUAAgYAD4IAAwQ9DwPvLg4hAA89FwYDOEQCbhoOPiMM",
+"XUQAlAAO3A4CpgkCLAADbAIKfDwAHgIGeicH79cC7QQBxd0L3A4KTDwAQQABXxgM3A4Dji4BrQQJqQIEgy4CRAIBFgQI6mUD",
+"wQ4P5XMAA0JpAqYDAotGDtwOITUz3A4ABmQHAQMLUSMCkSkCBwAKdxoFFyMKVwMABwAP5xICAVwxCPADCWYAAwMBD2OsAwPY",
+"DQQLBARHPA2cGwkdDhw0OyMDowUPhUADA788A6IFAy0JCqk8AdIFCGIAEDVFDAdiAAPVIgCVBg9iAAEGswYENQ0OHAcBHkIN",
+"BTwBJwcJegALlVgDZTkKpmAGegAC2BMFrwkMegACfRsE9AANVQ0JIQUBPkIPWSIIf2RlbnNpdHlcIhQPLgACD18iBA8sAAIP",
+"YiIUDzwACQ9lIggfMqGYACgyMB6qAkMBCSkABup8ABUAD7gcBA/VABIE+xkPx2ABD9IACgzxHA+rJQUANgIPx2AED8ZgDANy",
+"GgJRAg+UFgABGQAABQAD0AIKCQUgMV9kGg9pIgEPwGArAygxBAcdD1zPAg6+BwOsAA/6CwIFJ80PwiINA6QFDx4YAgMoEQ/C",
+"IgADuyICPQAPc1sEBsEMAmMSD4IABQPLIQ1FBgIXAAMeAAqbKgvOHQQffgtDIwVUyA+lCQACBhoDvQULoAYDm5YPWXAAAw8j",
+"AgYABBUhA2EDAWpGCa0ICR0AAiIfAfwUCRgAAh4fDRgAAkhIDzAAAAMSHwREFQufAgLaew6MAQXRDgPyJA+6egsDFwsLRAAF",
+"ZRISMs4OD9x6CwkQAxN2jxAUe7hCJDkzGw8DuwEOKAACFCMWNUMPBHsHBB4JASAAAiYACbgOAyAABPMAC4UUBOAjrzBmMzU4",
+"NjM3QkQ8AAAGtwMMxBQCxiMBBQAGXgYC69YPilYEDyK+AQ73lw2+AgQsYQ9BsgMCUggPF7sCA/kmAQYAD9lTAwCMAgGOGQR9",
+"AQsfAAPpAQ0DMwJyAQPcPA71PAKaAgJ7MA8LAwEEtQMDuA8OeAAEHk8DJB8OhiIAWBEBmgAO/SMDDTsDET0PwToAAhgkAicA",
+"AQYAAVE9D2QAAARDTwYN8gwiAAXmag8NIwQFMj0OhwAIEiMDLQAF/isJRCADRgMBcg8OAgsBmscKwtUDDgwCewABZwAB/0UN",
+"oCUTMe9tBRV4BFkEAjkAB4VuAhkAAxQ5Al4+BjIHJXR1gAwAGgAAJgBFMGYzRvEBDQwlEDETeA0cIxExrvsGIwAGUxEFYAAC",
+"fBwDYAAfOFwFAQA9LgluAg0fJRMxN/oHNQABCyEIUgAOpzwCWhkCgB0I1yQJpTwM9CQDayYEQgALzxUBrAAHHwAAowEOFAEJ",
+"WwQApRoIQgAAfhAEEQE1NDBDEQEIIwAFNAEEPD4JHgACqR0DHgAEFVwFHgADlwIDUQMEGSoFHwAD+z0BcwEIkAEO5AACKwAB",
+"FDgG2gAdOhMDAjgEAxkDAw4HBWkSC4XyAvMID/ElAQTXAgu9AgKOBAG9Age2NgVcAgK/HgGtBAgKAgKGDAUmAANzBwAGAAT2",
+"GwXrAAz8VQjhEgJUIwHf3gKzAAoDEhMx9aAMUQMDdgIDlgAI1QILmSMRMdwbD0ACAAhwJgAlAAQZewSjAgG1AA/7AgUCCQQC",
+"QwQC5AgH2wEEIj0CDwQNHgAD1gIDRzoAWwAIYnECsCACpQ4KqAECXjEFIgAAwAUP1gAAB8weAOQACxgDAnoGAvIBD5RDAAJ9",
+"HgNXATE0MDT8AAAMAAJCAw3FAgR0PgIIAwHbKA+0AAMDKQAH5w4AqwAAyQQO2m8CUs0RMexzCTkBAjUEA1IAD70AAAJ2BwMl",
+"AQItAAHrQwlFAAIMCQMkAA9UPAACDQMEwTwC8CoBN1IJRgAC8QADiwAP9TcAAsoKA4sAA6YKDUUAAiUIAyQAD4sAAAk/AATt",
+"PA1PAgJBAAOLAA+fOgAB3FEEiwACLQANlAICFSIDiwAPGQgAA2kLAz8ABBA9CYIFBPi9C30MBN89CxMSD3S+FgHoAQ11vgBN",
+"Cgl9AAAABg/VKAgP4C8LBC6HAbkHDmeHAPsTDEAKAv0MC2eHC34ABk8MAu0cD34ABQM+JgzedQMRQAQfAA92EwMEZAALPoUE",
+"3Q0E4lYBfwEPNSgCBKJiA2YBDSsND5AIAwv7AQCSCA4AAQUgDAOAMQ8ATQsEsIYLRQAFog8PVxsMA8sLD6w1AgSRPACVDQ8I",
+"AgkE8RgJKTEHbg0CUGgAuD4PmA0CAy0DBgocAubYDo8ABjgzHzAkDgkEwxgE2BAEYAACjAMAjAAPnw0DCbIAAsgELzM0Ig4G",
+"A859BCkAClcDAC8WDlMRBTkCDLINAxeHBM1HCkw9C0QtAheHDckrAs0UD7IaAwPyNw+JGQECkAMDBgIPY50FBYuED7MMAwU1",
+"ZQyBGAP1MAN4AQ95BgAD5GMCDBkM9EUJWDkP1g0EATZAApwAD9cNBQQKAw7XDQOSfgWHQA+DPgAC/hgBKAAELgAPvD8EBaaH",
+"D9kNBQTDIQ7ZDQO5PAXFPw6rGQjKGQMtAAXtLg98HAMP3RgEAtewATstDcYoAoYaAi4HBVdrDN8NAHoRD06IAw+9gwECgwUE",
+"kAMP0UkDBboiBXtqBPYAAnUaA25AAUcTClYOAiCgAU1BCj0JA8VeA9gBBSkHCAYLAXMCARKkDAYLDFkOAWkKDzAKAAmTCREy",
+"AaQLAAwCNAoEZQAPXQ4CABwtDF0OCip5AF0ABX84BDcAAsA/D2QLBAnrPwY1gAQeAAMLPwK5IwVIfwQeAASsPwIHAAxgDgId",
+"VgUfAA9gDgMBrwAHKAELSgsCbiQCFgEPYg4EAvQBA4VLAu4mCB4AAQIDBB4ADGIOBChCAycDDGIOB1VCD2IOBgPmAAMrAAra",
+"BQHlKg9kDgICrwIEPQAGZQ4IEQIFugAPEg4KAvQLAr8CATUDCTICDCcFCckvARAOA8r+BJsICvUgEzFwMQ/rAgIALgEP0QEA",
+"CWUPAdgqCY0CD/ENCQOFAwIdAQ2NAgPFAQSqAwzqAQI9WwQfAAE+AAlUfwLLAgHiPgs+DQK6FQMiAAFNQw/XAAAHrysA5QAL",
+"qAIC8AUDogAPJ0cBAooFBMkCD/MNDgutQg/zDQADtQAD7gUKYAQBvBIPp7YGETGkFgk7AQOHAgNbBw/0DQUDtQIELgAM9Q0C",
+"jWMERgAPOg4BApQGA0YAAy4ADLANAnVbBEYAD/UNAQJhBwNGAAMuAAm7ExMyWTgLEwkE5QoMACcDsC0Ji0ILLy4DwAsDiRsL",
+"Li4AwgkJfwAB/osNKkEEwRoM4xkDzEUBhvcPyQoCBgIYHzSdCwkDJyMJI6cEVAEDGBAJBwABbw8PKyEAA0gAAh32DkUCEjUH",
+"ywL/AQxoAAPWBASLDwKjAQEFMQ9JAAEDZYECBAIKSwACVWID7AEEBwABhmQPSgADA8jBAXMPDUIBBvopEjEK1Q/QOAUCDwkB",
+"yQYJGQEC+AoDHwAChW4PhgAAAiCmAs0FDdc6AFxKCLAMCaUUAjcEAexcfWYwREEyNDL9BAK0hgJ6cQAyAA8KBgADEVADIgAE",
+"wR4DQQAQMgoYDD0IC5UwEzH9LTlyY3B2FwHwAwBWIQdlGgn8LQVBAQWNDxUxj6wPaQECAusJAd4DCWkBAnsCAx8AD2kBBgK7",
+"EikyMGwHHzOuQww/c291DeATDy0ABQ9TIQQPKwABD1IhFA87AAgCUSEIhJ4PcwATHzKEIQMPqt4ALzIyhCEAHzP6wgIBwZ4P",
+"wjwBBLacDwgBDQyFIQDbEg8FAREJzQMDdAAEaZ0PCQENBHQAB8QRD2xHBA/BIQYAzgQPwSEJAukkAowkD5AqAAbBIQVfEwlv",
+"AxQyzToNwiEKRUIPgjwAD8IhEAHKDA/CIQYPmzwJAiI5D5Z8Cg+bPA0P6SELBPITAUUlD0E5BA8/OQYEPQAPQDkDBIsTD4tE",
+"AwadMg8IIgsDTTkNhLAEh9IDHwAPgwADA4IABpenC+ohAyJ6D3wRAgKNFQ8TUAEBcgADeREMzg8CGQEDOA8LNQ4fMgAfAgUd",
+"AAyxOQ3IIRwytTUPYBMAD8ghEA8CYg4PyCEQCgFiBBkHCh8hCMk2BG0BAQoHB5p1AcUBAhw1A4AMCS8XAyAAAQwfCNuJBS8X",
+"BSYKCwHzBEIKAGEBDwHzLA1UHBEynR4N0AMGqwAOTAIBlAAPcn0BA2GaA1UBDyU7AwNmEQZULiRlcWcIAqkcD1UCCQ9yIQgC",
+"/QIDHCwK9zQD4wAJLhIC9wIPhrQAA0gSA10CD4kDAgRfVwIquw4gAQE8AA/s7gIDYpYDbgMPwxMCBC8FAvIYD7I4BgISGA+y",
+"OAgH4wkCkzgBhA4MidoDIQAEvS0PPD0FBV9VDls3AZkLBFF5C3gAAtA8ARsAD1wvAwRFXQ8yPQUECwQDzhQIYC8BVwAHmjcI",
+"YhcBBgECIQAP8y8EBl4wD3UAAAmuXg4fAAQqUgySAAGVDATLNguSAAIZDQEbAA6TDALiEQKmAQISEgfjAg6AAARGPg8NMAYP",
+"QSQGA2R1A3wwC+cUAsYQASEAD/sVAAJZAgLqFAJaAQ/SAQIE0twPKDAHBD4BD38WBASsdQudAAZAAQ+5DwABbQYE9wEDtxAL",
+"Ry0GHgQMUAQBPwAG7wsRMosiC6MtAbYDBdgFDMXsBcoGDQoEAhwwDyoFAQc9MA2+MwOPMgIrBAGMAQofAAK8AgPpDAyNDQ/T",
+"AAIKthAECQ8D4AYjMTUTwAuOBQILIg7GBwrgISQyX/JtCyQFBZfTEzRfAA4eAQKIGg90QgEDEQ8DQzEP1FcCAKcRARsEDJ+h",
+"Ax8ABDBfC2YCCJQXASReB2YCAugTAjwpD3sDAgR8WQS1mQ4hAASeBQ7zdAJvFgGjAgLkbgd4AAG0AQJ4AA+gBQIE3W0EL5kO",
+"IQAFoAUN0nUC8hQCXQALoAUC8w8CGwAMukEDMDIDNjIPggECBORsAng1Dh8ABMySC5IAA3J1AmwBC7oFAm51AhsADlkoAv6W",
+"A6YBAuQFDy5hAwBKVgKaAA+oAQQAECEPIwUDAp0lBOF0C54AAoUSARsAD650BQPMAQEqAAHGaw18AASudATKXg4hAAQ5AQ7O",
+"dAE7AQOwdAs7AQFZUgNdcg47AQMYBALyAQIrAAh3ESMyXx1xCxUbBHkfAhLPCyEEAsMlAmMoCiMEC8MlHzKt5wUFkvUGaNgP",
+"6l4AD/b0AgPpXgMiBA8GAgIAcVMBaQEL4jgEHwAI2yIIZQEC+yMCdiMLiAYC3psC+QABTXMOVgAElwQDWwIOIQAEmQQOCGkC",
+"VwACowELmwQBg0oEOpEPnAQCAHMuA3kAD1cCAwASGg8kBAMESXEBBgALnAQDIRUCeQANxgYDJgsPhQEIBIctArKcDh8AD4ct",
+"BALMGgeHLQiTAAKIFAEbAA8wagYCqgECKwAPJgQEBTFqEzWUag8iAAALAooIQyoEAC0CBwAL5SEDwSoDtgEPqCYAAr4qBNcB",
+"Ai0AD9NoBQVDAQ+tLQYERgEP+WoABssqBM1oCacABkwBAnRFDzcEAgQFAgItAAAvKwY5BAaCjwvACAEIAAxXBgS+CAEIAAUd",
+"AALvAwO/EAOuGA9UJgIG4hAOUyYCtP0HkwkPSBYCBtUkD1MmCgQwFgF9Ew5TGQ9TJgAD0aQFn6QPwhECBFUvD2+wAwYndw9y",
+"JgsEOJwNgwACXAEEHwAPgwACBIYiD9Q9AQJ/IwIVJwQaNgy0EQJBSg67AAY1JQ8tJgsCtwUBT1sORQAGcicP6CULAncEAc8I",
+"DkUABYoTD3ImDAJgCwRbfgr7EQZSQg8DJgME3H4PAyYOAw4CDxwnAga5GS8xOb42EAERdggyOwJdDAL6OwiHEgLaNQF6AAVM",
+"/gQbAAF/AQIhAALRPAiIEgK4EA9xngQCiRIDnzsIiRIE6zIJihIDxU8BjBIBwjEIjRIE6E8DYwIMkBIBwEoNkRICJhMP2hUD",
+"AkmIAAsBDKIGAlljBDICAW8KDj8FBHSOAi5sC+UIAy8fD3kSCAL7FgT7CAx7EgLOAAhEBANJYQDRAAzCAwLmYQQmAwEDCw41",
+"CQN8Ah83DnIDA8VhAO1MDV4AA5kFAvoCD54KAwG1MQFfAA9mJwQFXqYMagYEFDIEODILagYDe1gCSgYPdd8FBIoBD0YnBgVv",
+"bQ9ubQUJzC4JgAAIujUPnP0EBMkfHzc+JwYEbzkORQkLZm0FbDoFHwAD8SQCJQAPWRUCA51iD2RsAQPCJgJPBA8GgQMB9C4B",
+"vgAMwiYEBy8CBgANhDoC9WEEZwQPFwIEBD5RHzcZAQUPfSkEDOVrDf8uA9kuA5wAD/sfAAO1LgS+AAKzMQ/SCQQE1UQfN8kU",
+"BQX8ag+QagECogEEJSwMKB8DYisDqgAPt44AAoWTBWoCBDAAD0NnAwXpkg/7FAUGzyoP0moAAx4pB9IqCaoACVQBD/NqAAPX",
+"CQSUAgTzagsRSAbZBAdWCQW9NgYeEwJQBAZwBg7tJQQ3CA7yAgJnGA+5BQACfGQBIQAOIRMDDgMCBwABCQ8KIAADCyoCBwAA",
+"IAAHwQAMGUMD/l8BVQAfLfwCAgT0Az8xMTcqEwMDM5MMCQ8JZgADswAAlAABZgAOXFMRMuMpD/EFAQStkQ8VlQMDAXsAMlIM",
+"8QUCS54E8QUEyGUMaAIEY+UPFl0EBQ9sDIYCBOdrA5smDPEEAqIXAw8FDGS1BCQABOCGDV1XBSIABMUPDyFsAAOTKwPdBAQa",
+"CAUfAAgCOA9ZzAQE3UcTOE1tDyIAAATQDw85bAACmQQFyykLgAACZxcEgAAPe0ACAg1kALsBDf8CAycNAvEFBC6EDLgIBC6M",
+"BT4RBRoAA8QtAnMGDEMWAmNpBPEFDxcCBARujR84CAgEBOoXDkE9ApcBBX1rDJsAA3koAw8HD80nAAPtFwOILgIwAA/xBQUE",
+"0A0fODIIBgQJFg9PPQEJ9ykMDhYF9ykD3ykA0wMMliYDZwEDjyYDMAAPXAgDBBsWHzhcCAYAvw0P8QUEA40oA9ooBkutBB8A",
+"CVQBD7qLAATxBQN4bQMwAAdwzAF+BA8DFAEFz5gIB0wG+wQDL6kPAiYBDAQUAj8uDhQPBZWZD+9yBAKGhwF8SA3gBANWBQPg",
+"BA8XCQMEEQ4fOIISAwFbKA/gBAIDEicDeygFhk0EHwACXCcDaTgLyJcFJAAEogMPYhIGBb1MDp8CAw0XAzVuBi6uBB8AAQ0C",
+"BFU5DyIEAwQJFx84OxIGBAoXD+AEAAOoPAM8OAwNFwOyOASAAA/yMwIC2n8P5k0BArR/BeAED6ZAAwD9BwG+AAUfQgQaAAI0",
+"rgPgBAGWSQhdAAKoYQXgBA8XAgMEZhccOVPaBCAABPsTDBcBA2kXAowXAh1tCZsAApUAA6IAAboFDB9BAowDA5wpAjAAD+AE",
+"BQD9AgKmAA9BAgUEtYEP4AQAAqGIASIAAUsADKoAAuACBKoAD0sVAAKSFgNqAgUwAA+qAAME54cTOUFxDyIAAA96NAYFrjAD",
+"Gj0MVAEDki4DqgAB80EP4AQDA6IZAzAAB45wAYAEDakUBJUJD0G+AAVFCgAIAAypFAIBIwMFFAzXLQOoEAEUCw8NKwIAhQoJ",
+"mQABSD0KCUADiFsGtaULbFsTMvRhDVUSBm6JD5IsCwL8YRFkawEJPAMCeQgDHwAERBQKHhMFI10VK7prDOsBBLcCASAAD/Mv",
+"AgSzAQSJLQnNEwUrAAdoEw00AgPJLQN7LgG+ByVheBICAgcYAoylC1AhCzIBBvpVD1ssCgF1LgAvAAwyAQJGAgMfAA85HgMU",
+"MmsYHDmcDxIyQRgBIQABtgAMHwADGgMGjjANu0QCQQQESAAPKUsCBkgBLzE1axQJApaQEWRNAQkOAwLtVwQgAA/CLwUzMTAw",
+"QS0PUj0CBXEZAFQnDzcVCgLIVQAxAA2JAAMiEwMiAA+KAAcBP1EDUQEMdTMDICsHTAMAWDEIPQIDRiEPcIIADNMABSsWDz4C",
+"CwLxGQExAA3TAAOHBAMiAA9CAgUFKz4OQwICUQMEEUUPSgMBAfSLCLQDDEUCA8MOA0oAD7AWAgFMGg9GAhECKRoBMQANVgUC",
+"SAIEIgAPvwEGFDFJAgtWDhQyrkYD7AAPqQADBryqD2gCDARP0g1w2ALOFAYiAA+pAAcDaAIKJxEBKDUPMzAIH2IC/wAPMzAG",
+"Dy0AAQ8zMAQPKwABDzMwFA87AAgPhFEJB9VzA6MBLzwzADABHzZuzgEfNRHqBAEEKQ/UABEBCgMIhFEWNP8vD9EACQ/pEgAP",
+"wi8BAdETD8IvAgGtJw/CLwgDkKcCKQgBHDoPwi8FBeM8CeAHIDNfGAAPhFECBJMgCtwuA1AADydRAwfSQA8PAwoEQz0PYgAB",
+"A5QwD48TAAJ+DQQ9AA/+DgMFYjAEHAoK6AcH6kMNxDQB+QYFnBUP4AACBwI1D/QICQgHUgmdEwJaAQQfAArCAATxAQR2pwYl",
+"GgvCcgAiAA/pLgIEzAENuAAHsK0CwxEOGAELTZYP2QAFAy8nDAFFA1hSD64eAAIZAAQ4AA/3FAMCewAOJxcCcAgCkAEPBW4B",
+"DxxlBwXFgQKtLA/qYQMJ1xYP/7MGDyBlAQJOEw3WYQCREgwTAAEAAQF9Eg08ThIzLi4NlAQE1gAPw5YDA3sADf2zAmoAA+QD",
+"Cuk8A2kAB1kMAi0ACvuzACcAD85yAQ8PZQ4EiisP6RgAAtJAAkgBDNcQCQ6DD6MBBQj0FQ8CtAYBly0LKAEB4wgGKQMKY0AS",
+"M8FODHoBDwO0CwF3BAEFAAutaAI9JgN+PgpkHgNpAAh6AQEtAAoBtAAnAA96AQEGoDIPBWUEBWlsDjMWAb0CA7gWDOYOA6PE",
+"AxKmD3oBBQfuFg8JZQEDewEFNVEL93MAIAADfAEKqR4WM6QnChY3Dwe0CwH8BQKMJwSecAr7GRMzHC0IbAEDLwAPSnQEAzIA",
+"B5gACqhhA8MAByEAC/FrApYmACcADwK0IwAMAg/3ZAYCSTUfNPVkCALUEgDLAw/qswQGcA4P73MKA6UXDyojAgbrVg/vcwsD",
+"JSkP61YMD84LCwKeDArrVgVEAA/7WRQDYh4JrgsI50gElUAYOJlJCHgpAh8AAi5DD9JWBwZRIw8J2AQGIQAP8T4KAp0MBLod",
+"CkQABThjD/ENDgJ8Bw9CEQIG0UoP+AcDC3w2CUAZB7InDEIEBsMxEjHExQcZMADHFQ9ZNQYC6xUSMihPCBgAAuQVDhgAAi8O",
+"DRgAAqITDxgAAALeEA4YAAK1EA4YAALeLQ4YAAJ8CA4YAAIPDg4YAAI9Gg4YAAbwAAdIBAWIEwaoCwLMAwL7CgXHCweWKAHl",
+"AQGYAgwDRQDyAAR3dg+wKAITMxQ/CNsEASgDCMBvEjMbTw+pJwICLgAPeWwBAr0OARFFDJcAAEEBBVV2D2tIAiAzX/kCCpgA",
+"At0fBzEuEzNcTAcSdgJTCQjGkgSOAAXGLQM7cAyuAAL3Ig/qaAAEQkYJLyYMuAYCg68ABwMGhA0CQDIC/GMBkBsIHwYCPQED",
+"IwEDQgMHOwACNQABJQAGEDsCHAAC+jgCIgACP2kNiA0CaDQPlWcBAyAqAhYECnQdA0MBBclqDRxaAyEABDiQAq/aDGcBAQ8C",
+"AqEqAQAIDoghBC0BDmMgBFAGCrxqEjMVHA7mAAEeAQBrAA1LPQN8KgLmAA/AJgIEQDcfM8AmAwI6DwAlAA1cAAI8AQKQBg/J",
+"OAMElYYHMVEMpyEB6qIMsDAKiiETM19MDQpmAYEAAUsgBDQCBN0BAvcAACEADIVFA10+ACIADYZSA8EiAtEAD74cBARbdwyd",
+"mQR2SAJyBQ+cHgABcwUCJgABkPcPaIsLBVWrDqCZA5ZHAksAD8NHAAlRqwMsAA9UIAME4h4eM6KZBNseAQcADsEeAgEfA0U1",
+"BwYfCz1OAo8eAy4fBDOmC4oeBN4BC8ZNA9eqDmEXCPaqAt0fDx9FAwIiAA9wSwECZyUBHmwPgU0EHTJGqQgHBQGnDwJmABVw",
+"z3MMtQ4C8kEMYU4CBCYEewAJoB8N9gUPdksBGTN2SwAlAAt2SwJbRg92SwQHf0YDxasJQR4CqggCJQAMPiQE9h4DghwAUAII",
+"dEsFHB8OyxYDu6oCIgABJC4P1QAACWMHDXRLAwwCAkMyD/VIBQJVAQ9ySxAFQSACBwAAkgAPswADA6w3CpwAAEoWDYkEAVQE",
+"BYkEBRUBAu0BDxwKAwfSqxYxG84EHQADKAkCZgMPPzYABLQeAwcAAi8AAQoeCdEEAz8aD9EECQQOrALHQgyoWAIrAQd6IAqz",
+"CgizAAODCgKzAA8THgAC/AkFswACLwAPDSAFBGYFA1Q9DLIfAjcBA4AeBAhJDDAkBM0KA6sED5IAAAPXAAKSAAMvAAHHmA+S",
+"AAAF7kMCKwUMkgADEh8OjCAJ5kAChAwALwINARQDThYCIgAPVrYDAaogAcoQDJANAhurBHEMAQgCC0VOBXUgAQcADL0BA5og",
+"Bj4ADN8AA2sgA+YADNpPDLFOA8IgA3MADEsEA2U1BM0gDAchBXUgBh8AB8QEBLsMAwMCDB83BbogAz4AAf8KCD4AAp8HCLog",
+"D9kgAAM+AAG4OQg+AATkAgPqHgy2AwQVHgSXAgwfAAJ8AQMmAA3ZAATcDQMzIQ0XAQNYHwQ/Aww+AANCDQMmAAzcBQXCZw/Z",
+"AAQEmA0CJgAMSgME2x8D2AELdAEI2x8PsgECA1kDAxEfDVIfA8oBAz4ADbIBAnsOAwcADNg3A2cfBD4ADdkAA6EOAwcAAeyV",
+"B3cID5yuAQHmmw9TGAACvhQBIwABwBEOUnsAngsJYAALC5MCtg0Pdm4EAwo0ArUNAy4MC596AOQNCWAAC7NvAp9nAGYOD2AA",
+"AQKFEwIgFAGpBgznDgS7dgukegDyDgh2AAEQTgh2AAPVDQ92AAMCcAADARQLdgABFgABeg0O23kA/g8M9Q4A3wAP/RsCAfkr",
+"DzfyAQB+AAZIHAkWHAIVRgIRQgIGRgETLA3aBwL+DA9OJwID1Q4CH58PbHICA2QMCBIdAK0ODxIdGQQ3AAM6Bg9dSQpfNTAr",
+"MjlpyAoCFw0OhUUCyg0DHwAPXkADAfoiAX0GBXxgBRoAA2UDAwQgAQ4BDpsfA1b3BYwiDF8ABtngAfMHCWEAA+AIA0IuAfkR",
+"D2EAAQTM0w8kpAMBTiEDKQAMtl0CtK0FiRIBaYEPYwADAybTD+ogAwXYmj8wKzOBFQoDA1sCx1cKvA4DlEgBC6kMN1EELkcD",
+"PgAPpykCATwiAa0AAdIJCOUAA60hA0MHAuKkD+UAAAN2UQEmCA5fAAUNjwOcCQlhAAPrBQJoAAJghA9hAAEEqQEP19YDAZeY",
+"AykADakBAmUqBIsHAkdvD2MAAgOpAQ8s1QQEdhgjNDmdFglkAAMPBwfcNA9kAAMAulEBIwAPcQIDBZxfFzm1TAUdAAPwBwN+",
+"Jw9yAgUBOwACIwAP7wEDBG4fIzQ5rR8IZQADEC4D4AcC1I4PZQACEzLhIwS8lAtlAAUziBM5IxcJZQAJ4QcCj/sPZQADA/cB",
+"D0nHBATcLgAqAA34AQODxwMICAIK1A9lAAMD+QEPRh8EBXeIIjkru1AJZQADaQQCbAACj8cPZQACEzP5AQq5Dh8z73UMf3By",
+"ZXNzdXJpJBUPLwADD2skBA8tAAMPbSQUDz0ACg9vJAgfM29UACgzMlskAiwHLzw2utYBIDE0mSQPcPsBCPtTD9kACwEJDQdg",
+"BwAMBw/WABMKLAgB4AkPdCQBARMCD3cIAgFTCQ90JAgI3T0JIIoNdCQBqwINdCQSNE14DtRjATgACyEIAnIIDzqzCx8yWhwM",
+"Ax4ID7FSAwEJCQ9kUAEDQhcCPAAPrToDCDkIDzQHBh8ytBwMAiMjBTIHCosJA50AD5CCAwOGBR8yrVQMA3kHAe0JD3UHAQMf",
+"AArjAAQMAghzBw7mQgRUMw+OVAwFhkwLggAHvHwPggAGBE5GD3h2BwFvCwyqCgPzCQ92dgUCdQEFvk0D0QEQM5EJD70cBRIz",
+"tSoSM9xECBgAAsMiBSiLC+0CAYUvDXsdBJOaDvZTA+l0DW9BBLQjA3vGCG5BAckBBQEkCGxBAggBACEABcYWBv0vAmYaB5+G",
+"DwcBCg9pJAEKHRYSNDiXCSkpAHsAD7gEGwU6AAPwJw8fHwMB8D0BSxovMjjAVQwDVX0AMwAPSgADBYqNHzjGVQwDJX0AMwAP",
+"rgMCAhkFD36zAQN7LQNAAA03XAKMJgarAAVUDg98AhkPpQEBBMQHETQhmv8DLnByYWdtYSAibm91bnJvbGwicgMCBP4bBXgg",
+"CqcFAm0qBO8QDxSoAA9vgwIDfhoC3wAPF0EEBPANDCUJAr8RAQUAD1oLAwXqrwK+GgqQGwH1CAxhUAskAAJMFQ8cGQgBHB4B",
+"1R4P3lYCEjSk7QvzDAOlRwAyAQ8BpwUDEQIP1zcDBDAMAl0uDyAAAA8cOwULX7AMDxQCCAwCUxMPCLAFBO81DxE2BgWl4w8j",
+"QwADS0ECnRMFpmsEHwACvQsDfwAP+gADBaHiD+Y1BgTVKg/mNQAElXECQxMFBEMFHwAEEQIEpUIJHQAECgIP7RwBA28DBP1x",
+"AkcBHzPQSgADsAMFJnIB8QAfMwy0AAFrBQcpAAKxKgGapwZaAgtvEwNMEwIhBg9nBAIACAAOhAQEIR4I2ZUDUwAFCgYBSyYB",
+"HAMVbmYHAlISAycGDdEnETSjngYCBguMkQE9AA/NBgABjQADaRIDt0cDVAsDXdYKogACCiADNgAIxxQCtAQDOlUVMnGxCnYT",
+"BIUHCpoGB7ISD5oGHAPBLQ+rfwMF3kU/MTIwmgYNBNQuBAYDDEoABeQGHzCaBg0FRzgP0xMCAjVMBJWFChcCBIMAAggABkCn",
+"BSEAA8UEBFNLB7kqGzTPUQt/TBIxqJcNYkkBPwEPYkkDAmynD6lDAQNuTAP4IQ8GBgIGHUYC1+YIBxMGQgYPtNcEBAsnB/de",
+"C6RWDZTXD6hSAg2fQw6uJQBOABVww0QMHQ0D1eMLqfIDSS8Pnj4BAm+0BOnVD1dHBATPBQ9mQQQJotoJTAUCywUEP0cNxi0D",
+"EhMCHgAPg0YEBMwFD7RwBw//UAcLCrIMzAUDJTADvTEPnT4DBANHHzYSQQYPA0ctBIAAD+QuAwOsEg9OBgYECi8DJQYPTgYH",
+"BCkAAyUGD04GBwpcLwpOBgHnLA6zAwQTJgTXmg8XTQQPjSYCAj+OAEMADbUDA0UlApsCDxQfAwT4RRU2bPAEkwMHvR0POR4D",
+"BWgrBFAfDJIDAroTDJs7DCYAA4obD7gDCQLPKABPAAKu6w7PKBQ02hkLuQMDkywPE2MBAq6zBLkDD5xAAwQFMB82JV4DBmdz",
+"DLkCCeYvDwUwAAI5AwIpAg9DYQMB+UYCfAAPNkcGD+BYBg+ZcAEJgAACOQMDgAAPZXQEBFNFD+VdBQFoRA+5AwQKArIO+nEF",
+"GwIEukYJHgAFEwIPuQMJAz5yA1CWD7kDCAQpAAOQAw+5AwcEkHICmzELuQMPR5wCBN0EALkDD24HAwJSBw+xDgID0FAPBCkA",
+"A9BQArkDD89QBQM0BALQUAe5AwMtBQLLAA+QBgIFVTQEdyIMkwMBDwsAJgAPuQMKAoALD7cNCQPaKwBPAAYicgzBCgLohwu5",
+"AwQ+UQ9fYwEDP1ECuQMLPlEFHgEEeU0POF4DBQ7BDthIAzQCAxICDDkDAjdwA5cGD0kPBASMSB83QF4FBe8pD65IAQK5AQW1",
+"SAuAAAKfKQOAAA+AKQUEIlAPSF4FD4RILgSAAAweAQL9JgKBAg+5AwcDIycDSwEPuQMIBEwnA5ADD7kDBwV1Jw+5AwEDWDcL",
+"uQMFDsMEddMNugMCaREPGRYCAn5TCcsNBJwCCLgWD2VRBASLSAJ8Uwe6AwP2NQLMAA9LZQMFcAQEYRwMlQMBVQEBofoPuwMJ",
+"AXkFAG8AD44qBwHUMAPjdQ+4cgMSNDoiDbsDAqoMD/JhAgPiUgO7Aw8MLQQEPwMPykkEBJFgDbsDCWoqAqxJCUsoAtosA+ok",
+"DzsDAwBbBAJ8AA/KSQYFOwMOykkDWwACxgEBrEkJgAABngIEgAAP+BEDBDcpHzfKSQcKj/MJgAAEsigCBwAMDwsCPx8EgAAM",
+"HgEDQ9UCmAgPuwMGAyAnAksBD7sDCQQpAAOSAw+7AwcJdSkMuwMLzxAGfBEP+TgAAiMLA1w7D2cPBQAIAAGJBg9kDwIACAAE",
+"pwYLzkcRNAFlB9EQB81HA1UDA/ESDyRNAAyUGALvnQkPEQBpDQ8PESMCnBEAQgAPxRABBC8CPzEzMgxdDAKlUwK8+QjMGQOj",
+"Uw/HWAACk1IEOQABoVMNaAUERBUfOAxdAwR/SwGfAA8OXQoCRVERZIsnCYUAAkwEBB8AD4UAAwO0AwdaPAfGGgE6AAJXFwSP",
+"qgt3Lw+yAQMfNbIBJgPHGAQAcAsTAQXjBR80Zl0MA64YBKpLC0cABeEGHzRoXQwDtVQENC0LRwAFKwofNGpdDAMxGgTpLAlv",
+"GwbbzB80bF0FBFJjAiMAD20TCQNxkAHKTAikFAHHAAHtFwrtFAOtggIZBAExHwa8GwOV2AIiAAwqXQNPGQKS4g27SwKMBA69",
+"tAPeNwOnDguAMRM00UsNUggCKk8AvgANIxQDxC0EpwEM10ICpj8GDgIEEjoNjwAGvgQBJE0PjhoMBLoBBOQPAh0uDPMEAU0G",
+"ACQADfQECsUqEzTRrQ6ICQVgAAUSRAkYAQLlTwGZBQz6AwKwrwR4Ag8vZQMF4E8fOSCSAwWBLw4AUAt7LwwvBwX6AAEsAA9c",
+"AAMEH00PBZIGD9ZPLQSAAA+9EAMAPAEDgAAPrE8FD4RoBgswLwI+sA0RLwOAAAUvLwq7AQL7Dg/3VgACzK8EyQMBPgAPnAAA",
+"A7UFFTlBOAUaAAJ8AQMXLw0vLwf/Dg88jQAFyggDPwAPRRoOA6UwBCkAD8oIBwQkMA+FDAEMAawDMi0IAe0L7wMBCAAODAQD",
+"jQcACAAMRhoCKRoE2rQLRhoE9qMPpagFABUECbEAADYNBxcaA1p2BVkJAxYAAjUkAjE5CPQ7AxgaA8SoA0MjDgYuBVkHDTwC",
+"Al4FDyRfAAIE3wTuBA2saAJyEwInAA2XTAOKLANKBQjOkRw09H8D3AEEuFUSMQiJDP8EAUsCACQADf8EDAIbAm09Df8EBcF2",
+"QTQyKy2EAw4LAQHqAA8E5AIDlFAEAgUPTw0DBHxpApRQDyAAAA98GAUEnzECMAMM/DEDnzEDwTcEfsELIRYGEFEPAgUEAWkx",
+"DwIFAwMUUQY6UQyAAAJIHgMeAA9DFQIF/i0fOU8NBQVwTw4CBQUmTwcfLgmAAAX9AQTaLQ67AQICMA+TIgADYlEEAgUPci0L",
+"HDkZVwNyLQICBQ89TwAC/QQBHQAPmdIAAwIFA8EBAy4ADwIFCASJLwQpAA8CBQYE7i4EKQAKAgUPe24CBPxXIzE0LBMMYgMB",
+"hAIAJgANYgMKzT0TNM6eDmIDBA4dAGIDD3taAwP3Ug9e5QIDR6kEZAMPvWsEAaIuAWYAHzBoCAMFfC4MZgMEeS4DBhkMZJcD",
+"P1UEly4PdS4EBTRSD2kIBQUzLg9nAwADMS4DlvwMs/wBCC4GgQAPqQIDBTthHzBqCAUF6i0PaAMABPu1ArECDKKYAvfIBIEA",
+"ArKjDsEBAqAgDz4LAQNKVANqAwLJmg+fAAAEgRscMG4IAdotBWwDBQ9CBR4ABm4IAtktD2wDAwOwdQMr0Q9sAwgDZWIEKQAP",
+"bAMHBDe3D24IAQHLgg3lAAUSDhM0GBYLbAMCAh0BhvsLbAMKGesAYQAEH2wLbAMERgEfNJLMAwICbwEnAA9pAwAD2QcEaQMP",
+"aC8EBJAOHzBLHwMfMksfBRMyd7cDVhoMSx8WMv4AASwAD1wAAgXfUB8wTB8FHzJMHwcSMkwfASIAAUwADIEAAQkEA4EAD0wf",
+"AxUybxofME0fBR8yTR8HEjK2FwEiAAFMAAyBAAEaAQSBAA/RBgIELcMPyiIBA+BWBWkDD+ghAwXwDQ7gVgj/kBwyaGQXMpXQ",
+"HzKV0AAEaQMDEiECLgAPaQMJA7sgBCkAD2kDBwNkIAQpAAppAwoVHAM6AASDcwBpAw+lFwICfGgPjo8BHTOsLwSmUAtqAwQJ",
+"Ah80P9QFA8rBACkAD2wDAAN/CARsAw/XBQMFnQofMP4eAxQyXAcNbAMDRxYDon0MCLQSMoQWAjANHzLdLwMUMtweLzEw/x4F",
+"FDKCLw9sAwAD4B4CBh8VMt4vBR8AAQwEBIEAD/4AAwTdHgCBAA9sAwQEmmUPbAMAA+EeAgcfETJ7LwiBAAJqHgOBAAX5kArB",
+"AQMMuQ8fHgACc58GbAMPUzcEBCIeEjFJSAmAAAjVBgyHfRMy/RwCHQAP1QYHAscBAy4AD2wDCQJvAQUpAA9sAwcD+R8EKQAK",
+"bAMF4roL6w0CIPEF1RcCPwEGYQ8PKxgAAjMXAxoTDkIOAjIIAm7vAw4YC3mzAC8OCZwABDjBBh4WD98oJgJwPQBCAAvJEwCQ",
+"AQ9KNAABYyEPYzQBAXYBDwTQBQSdPAEJAQLiPQSRBgqGAgIfFwAvAAzlMQNUuAIjAA8iNAIFUy4/MTMwF4gMB4pbD0AWABYy",
+"Td4A1SkNzgICkAICux8CiQIKLwMCWwgFZAAPKTgEBewUAwh7B88DA4BJAvASEjIwdg8nXAEDjTwMfo0SMtYfBaIADzggAhUy",
+"GXYeMSdmEjJzSQEkAAFQAA+CAAYEBTsMux8SMtMfBYQAD6AHAwXidR4xK2YSMmAfASQAAVAAD4QABwMtOQjlRgB4Ng/IOAtP",
+"dmlzY8Q4FA4rAA/AOAQOKQAPvDgUDzkABg1ajQD5AA82AA4fMjEAHR8zMQAdHzRLOQIfMbpdACAxN5CNDKTRCLjRAzkDLzw3",
+"Pq8EAdpSD2MBDwGoAwij0QdGOQ9gAQcPQBoFD2QBDwOmBwo7AABICA9uAQ8POwACAHUED3gBDwTmAAdLVw8pjgMAuwMPKY4D",
+"ANwDDymOCQFpBQPwrwgQTQPQBgIZAAEFAATXLAmvBhM1mXEP8zkYBCMFCtEFBSdsD1U5DAN0Dw/zOQMDrQAPrx4CBIgPHzIv",
+"BgwDLA4DOwoJtgEEHVATMu49DcdNAJoEDR9QCO1MDdEVD1GvGQOaAAQMRQVUAAIdGAGuJgkYAAMtIgPSNwpnCBY1Tm0LJwEF",
+"3ToPErEMA5QNATxHCMUAA/kLDsUABMPSBFoWCSUGBK8CBPo6D5c6AwXrbQ8ljw0D5SgMlzoD0SAE/a0PgwACBDdLD5c6AQLK",
+"HwK8HQx/JAJaAA+jAQQPyBcACgggHzXMjgUEwC0AZCEPux4JBJGkD7gCAQW3AgosWAdAWQM5TgR38QVkEQRFCwEeAAJFSw89",
+"WQcGYQMPLwUDBR8ADwKRBAZXPQ95agoCYQIMK4wBQAgDTFB/QzIzRDcwQSMEAQPLHw9HNQACMysFSAEEDF4PZgMYBI8IFDW0",
+"0wvcAgRWKwTHAQoxBQIyBQVTDAeBugIZAARRBQ0GYB81WTIDBZpmD1JUAAOkAx8yUlQAAqUDA5MzD78OAgU2/Q+7DwME2BoM",
+"b1QCWRgEvIcNqA0DYAECYScP1t8OBCsnBB8wDiEABKUrD8Q4AAGCAAL9FgBvAQuIAAKhDgITEgIrAA8xEwIGhlAPww8EBB8l",
+"D0zuAAIEAQLlGQ6yDgmG1QIrAAFlBQqpVAJkHgIrAA8LYQEEFgIMwbACrwIA0wALBE8CUQABHwACzZoL3QYD7y8B4gsGjwAK",
+"JK4C72oPI6IEDRkHCBQqAQ0qAGMABAWuCuYcEzWp1AyeVAPmLw6dVArDGRA1YycNxlMYNUKwETXyNgewAACfIQ+YVAUCwiED",
+"wSEL7RQIavsL/hADGYgCPQAANwAHkVQCjiEBjSELmQEDevsDdjEPyAACCDxqETV0Ygh2AAPwLQSRAApuAgMlKQ/wrRQNQIoP",
+"rAADA5syCJUAAc/VCGoEA40gA28FD2oEAgS5JQIhJA4fAARGMgtgAw0HiQryAAJ4IgMbUA9qBA4EdHIfNAEbBQSTFQ4rFA0W",
+"iQuIAAKrFAPKPQEMAA86LAIEC3EfNAIbBQUDiQ6YiQFkBA+MtgcCrBQChh8BtAEB1iIJAVQGRgYNhE0DGCkCtQoPaiMDBIu2",
+"AuQgCy0CAkhRAngEBfB8BR0AAxg4AZAEDzwAAAMvBgK+AgF7GwiqIwJYHgNnIAHCHwkeAAOJMAM9AA9GVgACfQAEVokD2CwN",
+"ZQADIjADLAYPRwAAA6UAA0cAAi8ADb0tBJIwAkcADigCBGMIBEcAAi8AALsGB14DDESJA84IAAcAC80jA4drCf9QC49gBuIK",
+"DouNGDUWPgC2Cg8liQEErhsPGSwNBMdPDaNHA8wvBLgbDysMAgUQ9g9OCgIEd30P/SsNCJuiCIMAA8BQAx8AD4MAAwQ0kQbQ",
+"aQ2z1wEeAwPTBgsRPA+DDQYE/BcfMqUrDAVlRw8AAQEEfn0fMtNsDANPiwQI8AtFAAbTCw/UyhEEEzYKYRUFiQEPfgwGBWSM",
+"D4AMBgOtBQ+CDA0ERh0PgwwFBEMdABUBDzYCAgROLAAhAA/pbhAEso4LRQAPyQwUD2uiBQNWeAMfAAXz4QTEAANVBA/rDA4D",
+"dGMPDYYBA3sHA0ACB38wHzXGswwCEjgP+D8DD/ZvAwPCzQ9rGgAD8IwDgQIPbYwDBIAiAvCMA/4JBWMDArwSBKdpDm2MITVf",
+"hNoMGg0D9+cPcz8DA8gXAtECD45ABARRUgKOQA8gAAAPAw0EA9w2COGIC+sFAvAGAw2bD8mZDgYnRg8POAYFuQENnggDtIUF",
+"UUYPjQAAAiwbASgABC4AD1A8AwUEJA8XOAYErgUODg0D0z4IU0YKiAAJYNMDLQAPEQ0AAjsBAi0AATQDDvavBBACCxQNBwSc",
+"CmYICCOcAsoeDBUNAhANBMEfDxcNAAN3CwEAEg+YvQUPGA0JA7tmAqY+BMFmCmArEzX3hQwcDQJ3JQR7AAgdDQsoOxE1BLAP",
+"VwwBCSANAgGvB7kAArWBD7phBAkI9gynHwsWRw3IRwIqCQRDAAsqDQYRig9tugADRQkC+wAAWAAO1gAI9FoA5AALu2EC1UED",
+"RG8PowMAAk0mAlcBD7xhEAWsSAIHAA80DQAEtAADbQIInQAPUoMDCtRDDJ8AAiIDAowkD0MEEARTFQO/DAyLEAKcAAPCQgMp",
+"DA8NRAQKt0kMSQACtgYCoiQExkIBgQoIHJMCCwYAggEPC0UEBKtGDxYxAwQsFQIMRQiGAQNU2QNUDA8+AAQEFyIBtwULpQEE",
+"LkQDdxEEswcFHwABGwEDqgQPXREABPIAA0YADK9eBA5zAyUBDQmJAoYBAikCD4H2AQOwDANHAAQvAAx1AwMyQgNHAA4ZDwSw",
+"DARHAAMvAAywDAOAQgNHAA/eZAADsAwERwADLwAJNwwdMrAMAg0IAAcADLAMAkwhCSVeBgMIBR0ABmYLDToSCnoACbEMCIUK",
+"BBlzBEzHAL0MDEgCBKuJAi8RJzEyWAMKBAoEipQABAoPSQoJBQbwDkcBCh6KAuMBD5D5BAUuQw96AwADL0ME3gADMhMMGhkD",
+"skQDjwAPSFgFEzaavw/goQAFMooDrwACxTMPODADBJwMD3QEAwP4iQOxAATniQ8/WQQBwkQCIgAPwggAA8kzBJQAAVIAD1pB",
+"BQrdKAxJAAN+EwOUAAJXAAJ21w+UAAID9K8IC9cAKh0PpSALb2FkdmVjdKcgFA8tAAEPqSAEDysAAQ+rIBQPOwAIDgeuLzY0",
+"OAARDweuBAeDWQN1AQkbrgRMIB80l1kCD0wgBAjbHw8FAQkB5gMIk1kGTCAPAQEJD/wNAg9zABMMA64A1wYP2R8BAHcCDyzy",
+"Aw/XHwsBxwMBLAcHT2wO1B8EUQoJMgUTNt9sCTsmAg0RD+oEAgM2Bw+4HwwD6AQPQgABBgN2D5kfCgOcOw9LJgICZQ4P0A0A",
+"A7M1Aj0ID0UNBAd0EA86HQQEZ3UJKhsCsQYPWgAJBBJvDlEEAtUEAQUABvcTD0sEAAMcggSgAgPiAQLkDAtTPAa00YYyMTM5",
+"MDk1MDc3B1w8ASUAAM4VCCUAB1kCAcdACxMAAg8UBA1vCy0CD342AwSVMgKxXginAALJHAFO1w+nAAcCaR8ACiEIJQANNh8G",
+"fgAK5xEEtgECMh8ENAgCHgADissBvQgPTx0BEDbsWA03DBg29xQRNg1TD68BBg90SwQHEQEPPRsDDzjACAHJCw+lUwEDAgEP",
+"KwAADzW/AAPt5g/gAAMHBhIfNnXyAgWohgeyWwcLDwK6JwAFAAH2Gg+8AAIKoxwDvAAPSAEGD6cLBAxIAQ2kHA/9LgAKMg8P",
+"NQEkBh8BD+ykAwU8FA+bSQUDDwQP9ggBAlIIAjUIAQYAD1wIBAA9AAHGCAoTBAJfDgFObwiQnQHuAwEnnA9sAwgBPQsAKwAM",
+"bAMKSQsTNpNHDesDBlklAiQFCIEAAbYNACEAD4EACQGeBQArAAyBAArFHQeBAAqWJQXuAwbnNwbuAwPQOAAFAAQmTArRGBE2",
+"JkwPEQMACEV+ACUAD/MDBAORAQ/qCgMK/BYNHRICGw0MoFALjgUDsgMOzxIEEQEHMAAA+RAPyAIFAqkAAtlhD2MAAw8EAQAJ",
+"9wIK7RkD5AAFBX4CrBgNIhMG5RsPeQAHDh0ZBNwAD3IBCA/ICwMFO2EHDQIHjgAD1A4PcgEWDO4GDnIBAxCBD3IBCQvEXQZj",
+"AAdbAQ8kPgIEcVgPXZgFBB45A3cVC9ofBlMEAlwuCqcAB1ABAq4MAVoJB1MEAkAfC9IDAkMwABwAD9IDCQMSRQyMCAgEAQOg",
+"7A5vUxY2mZAKaAQGvRkCRl4IlgABMAgAIQAPlgAKAY4EAsnfCmkEC6rEB4MACesCBf1/AtUcDGoEAt4hAAUABLB9DHcGAbcq",
+"DmYDCJIUACUAD2oEBQKoAQ9BOAMKHQENagQDojgP+AIIAYYFBOUJC9B6BBEBCDAAAxSHD/gCAgGpAAObUg9jAAIPBAEAB7Rv",
+"ABIBD/b6CwfYCQxvxANLHA/eAAoMRAkC3gAPdAEID1psBQ51AQiQAAI8Mg8QLAEPlwADDHEHDnUBA+N+D3UBCQx+CQVjAAde",
+"AQUSgAcZDAUORwMUAwuSTwQWDg9lMwYBCQ0Bggg0dG9tHwA0bWlupQ0FXxUBpcEAyygHkQAPvzEMb2VycnN1bRoRFA8tAAEP",
+"GhEEDysAAQ8aERQPOwAIDxoRCg84AAgPGhEDB1ExBBkRHzYevwAI2GoBlAFPZmQ8MjO/ARAyQhEPeTEBCJMwDxkBCQwuEQcI",
+"Zg8VAQkP+g8BCe0xDxoBCQsvEQFaAw8JMQILmTYJmYECIQ8DFh8KOAAAFwgETwAHfBYChw4B8gYPRxEEAxIuD0gRARM33wwA",
+"4RgDTwAEMwAFfgAJXxEKK2ACMwAF64cC4akIHGgCWzcBUgAPGhcAAvsLAIIHBmAgAzkAAoYAABYMAzjsJGxwogACy0cENgwv",
+"JXD3AAACawcBRAAFtGYDcQIBgoMUZOsECoINCrsKHDepiwdHBAMMEg94kwoEliYKYWIC8AwFVHwDFQAHsQAC5EEGwE0B2RAB",
+"4O4SMuWDCLwMAcQIAyx1AJuqCwMJAO5yDmQIATUABBwADxwBFQoBCRc3bbwDwwABkgESMTgCCBgAAa8BHTJfmgVRDQR8Cg57",
+"OQQUAQ2jOgLPJwR/OQtMBgFFAQcpEB83fWgRC0sTBcxaNGY2NBwAApEAAcksAVYbBzQBBgcABtwTCU4DA9q+D8UAAAn7IgM0",
+"AALmBh8wykoDAk0DA/39Da8QGDcDEhI3cdwKeg0RLS8DB6MDAlsPAWYCBU9vBsNKAr4BA/86DaUQAyMDDrwBBdACDl88CLwB",
+"DalUAwUVAjexBsgAD3kMAgQvOhM5O0oNsAECMzoLsAECDiEFsAEPCBMCBJwTEzkzRw1aAAKqHQxaAAFcCwRhAA/aaAMEoBIB",
+"lzANVwACEiAMVwABogkFXgAPUg4CBIIFA2owDVkAAVoLBHQEC7oCBGAADVlRA4wBBBVWD9YCAg9ePgACiRUFfAUNDhQYN8Ky",
+"ETcJLg+yJwsFWH8KYwIBmgIDqAYPmiYABD0AC6QSACUAASsBETc0CwFENwaNAAA0E5ByZXQ7Cgp9Cgo"
 };
-static const cq__ptx_module cq__ptx_3d_f32 = { cq__ptx_3d_f32_lz, 206906, 736637, 0x62e3e4ceu };
-/* PTX module 3d_f64: sha256 d4d0e6fcf843ce8d1f8fdf916c86d3f8017b276e15faed5eb81c45553e264571, nvrtc 12.0, PTX ISA 8.0, 757798 bytes, fnv1a 0x3bc53553, lz 206349 bytes */
+static const cq__ptx_module cq__ptx_3d_f32 = { cq__ptx_3d_f32_lz, 208643, 743006, 0x9f37a4f8u };
+/* PTX module 3d_f64: sha256 7c0df17661124d4d2b6b6aab38a8755153f40ab2dd651a929a2934c6946a737d, nvrtc 12.0, PTX ISA 8.0, 763153 bytes, fnv1a 0x2fc88f1c, lz 207904 bytes */
 static const char cq__ptx_3d_f64_lz[][CQ__PTX_ROW + 1] = {
 "8hkvLwovLyBHZW5lcmF0ZWQgYnkgTlZJRElBIE5WVk0gQ29tcGlsZXIKKAAEDwDxByBCdWlsZCBJRDogQ0wtMzE5NjgwMjQi",
 "AFF1ZGEgYycA8A1hdGlvbiB0b29scywgcmVsZWFzZSAxMi4wLCBWBwAwLjc2MgCCQmFzZWQgb25xAFA3LjAuMW4AYAoudmVy",
@@ -31622,318 +31861,340 @@ static const char cq__ptx_3d_f64_lz[][CQ__PTX_ROW + 1] = {
 "A3U7C9OlC99DETZTAQjyAASkjA/zAAMCoRIDj0YJ8wADdjQCOqMJ8wADdiYDGwMBKQAfcPI8BAVnpg5UPQRg1wNOBA+QGwQF",
 "eKcBpYcOfBMET6IO9wACOSMDK30M9wACkhMDeSMJ9wAEJD4CGSwH9wAFdLoCCAABKQAMJn4FLAAElwAPZj0ABPrIAzMED2dG",
 "BAZJpwFapg+VFAwHqwMAEkgHYyQDfBQDhIsMYyQFaQMGnxQcMb4PB2QkAK0UDwsdB49zcGhfY291blg2EQ8sAAQPBx0ADyoA",
-"BA8FHQAMBIgPOgALbzFbMzYwXZwaAhg2IGgEnBoB2zwNnRofNRwjARA3QAAPnRoCBKgXD9UADASlFwVVIC83LNIAEQuoFwGg",
-"Aw/cFwIBrQQPtFUED94XDQLfsQOmsQOlsQ9WZwYEcA4KMCIgOF8OCgN4AATjAAPzEQ+WGwIEKDo/KzE4eGgKA4Y7D9AUAgMH",
-"BQ+TXgECNgAD5RUD9gsKOw4GgQACtlIPeCIGDWQTA08EBYgHDVsABLEhPysxNUfBAAICBAEGAAM4FkAucm1pIQAGJQAEnAYE",
-"IAAReviSAyAAAWljBLNCCv4DAiEFBvOQBcNKDxQAAQLQAQGbBg2yGQLimw3vAgRsIjYrMTaUaAZ/AAJ6BgAFAAHICg1tAANr",
-"AAovGQNrAAhEKQIuAAMwkASqBALfnQ5yNgZuAQJRLQ8iIwYP8S8AAw08BBM8DKwBAwk8CUMjDq0BB8w7D60BAATxOw4uAQGk",
-"BQCMkg/4kAASMsuYDYEBBMuIIisxEnQLUwAEixcCYlkMAgIFtDYKEAYDawAJgQEBLgADAhIGgQEDepALgQEEGRgTK3eQDyAP",
-"AASBAQ9nUwAIxyMNb98FuEQPggELBOVED4IBAwWRrwXPNwv7jwEhAA9HEwITOEcTDfcFBOZoMisxNlUCClcAAuUaAXgABYhs",
-"CmkLEzgnNAl2AQMwAAN5E3xicmEudW5pMwAHmwADsxMF5AECxwAHIgAE/iwFYgACE04AKQABYwAN2AAE0SUE2AAIPQADLAEE",
-"hlcFPAAidjI/ABB7HgYC5ycjMDk8wQUqBAioAAGO3wtdAAILGgD5AwuZAATSBQVyARIyfHoPXh0LD0QAAwUrBBIyCHkPgB0L",
-"A6UJD1MhAA+5BhADoh0PthQCBWUBAMkAB64BAJMNC3kHAk8BA7cBD0QEAAM3AQNRAQgwbQLziAHSCgPRFgtrLiA4X/4cC0IC",
-"ArkCB3dAEjh/CgwQCAM8BgIvAAE8rgyICgN5DQJ4DgqaAACkAQIhAAJbLwCcAAwUBgBUGQucAALsAAcIOTA4XzFnFwclAAMF",
-"WwFTwQyzAAITCwOyAAIlfA86CwEPsQABAgYwAhUNA3ddHDEpBABtCw0AHQHqEAAhAQOnAQv1AgJjeQQmAAGj0QxBHQI6AAMp",
-"AAUdzgQfAAOIAQImAAURvw+dogABKgAPcR8EAqoCD4MOAgXQrA9AHQMF2K8PAV8CA5hrAzM6BGcsDAcFAjgBCN8MAs0AA7MP",
-"DXUABNsaBKM6B7Z1AjYIAo5VC6yaAt/EBJukDKZwA0siBbsYBDt3A8gAAcIAAcreDMkEBk8AANsACrpmIDhfQgQL5gQDMQAO",
-"X3ECznsDclwBzbQIvgACdnoDJQAPZXEAAsAAACYAD2kfAgO4Xw+vcAADyi0CAwIPZVQDBBQGBU/hDx89AQ8lXQIEkmcCXgAP",
-"gx0EBFteAV8ACUg6AwULAvsHDxkXAAv3Ow8FLgUPXx8HEzJAHQl2AAk2LQBOAQx2AATZOgkHAA8eEgMEYB4UMiAdCWoACPoI",
-"D0MeCARlHgMHAAcFBgXkHAW+1QEHAAIiACZscMIBABwTAgqPFnA2mQeNBwYHAANnjgkAAwNnDQBlAgOuBR0ySgYFERwKvkkC",
-"jAMPeAIAA41+AnkCAQNbCWoIAqkiDycDAAKiIgMnAwGQFgmKdAKNAgSWfwwnAwKFFAEmAA8rQQIBisgBXAQPEmAFBM0ED2xY",
-"AQpJYQ/kPgQE35oNxD4E57ECyQEPlh8HAygAAAcAD+4CFAXhbgNVYg/gbgECBgAPgR8HC99uD/45BATAEgRIkQlqAAOqGAJB",
-"AA+fbAADlMYEIjoDBwAG0h8G7gID8QMDMQAO7gICeJQB7gIF+nIP7gIEDFAHBqAFCUN9AwgDAmYFAEYCBDQPDDUPDwgDBQKY",
-"Dw+ABQECJREDCAMPFxQCAbTKAYEFA5pLDkglAg8DD9R1AgMHKQNkIw8iAgQEEz8NS2IE4ccCcQEPYzoAD3xvLg8GYgEEZx4C",
-"MgIAwwEMdgADGwADchsDBwAPaQAEBShjD2Y/AQUOJQ9UHgsEKAADBwAGWCUHlgIDlAADJDsMlgIBkBcElgIF1hwPlgICBuiR",
-"DZYCB7kVAG0CCg2hAonMA/gECJI6ApIRAisKAi86A/oKAp0AA/2QASgAAJoAANkCDI0QAaYJBg4AABMMD5ErBQCuAA/xZAQC",
-"5wIPkysDAfLMAakBD0IaAwMDgA9qdQIEN5QCXwAPwBcDBXdkDcwlBOrIAsABD2FyAQM6PQMEIA+pJRcFYWQPhyUABJPXAi8C",
-"D/gfBwMoAAT4Hw+zIQME+B8fM2YlAQOQHwOWHw/TCAAETj0DIgADBwAHrXEG5QIDKgADBwAN5QIAlBgE5QIM7QwDM5ME5QIP",
-"8xoDBDIJEzNUaw4HAgLjBwEriQ0HAghwCg+JwAQEidkCB5YPviAAA28BD70gBwS2IA+zaAUPkSAHBKqUCcIfA0EFAlQAD/gH",
-"AAp2IAR9IA9fCAMAPx4DaQAOBwIJmccPytABBYQgCQcABzAEBgcCAxwoAyoCDQcCANN9BAcCCw10AnzPBQ4CC3FqBUIABr1n",
-"D/MGBANGAA/zBgIIiQkPu64EBMuMAjthD1MhAAN2AQ+pCAAEVSEDBAEPTagFD3QAAAVJYg8HAgAI6UQPk/MBBUwhCQcAD48k",
-"AwUUiw+JCQEDXiEDIyEPXQcAAzchAygABAcAAjwdCwcCA80gA70CDAcCAJcIBQcCCweqAvDQBQ4CC5kIBUIABNACEzP3eA6H",
-"LQL7CAApAA/9YwUDlSYPlAEDAFIPAGIAHTT7CASqxwLjAA8bCAAFCSIFBwAPCAIUBL6KHzT7CAADJyIDgwEPjAYAAwAiAygA",
-"BAcAD+wEAwQvih80+wgBAwAhA6cgD4AGAATZ9wPpGgMJAQfrEwYIAgP3HwOxBg0IAhczCAINcgsCCAQDDwIFy/oK+wgFVAgM",
-"7xoDExQD+REDvAgcObwIB6JkAMoIDBQXAz0TCE8fBu0zAsIOA1cUA/8OHDP/DgoxFRsywH4CaioBCxUPYgABCUsVAkfXDZIV",
-"AYUqAHoADHYdAa4jB9EVCnoAAmkqAR8WD3oAAQOjFQQUGAx6AAEYAAGaCAB6AAzrDAIELA5XHQYgFw4OcAQsyQIvAg8cFwIG",
-"TRoOPB0FwvoC/QQPDhoEBNnrAx01DA4aBPbwBekQB78cAaYKACEADekTANkMDBQAAtcBAeolACEBDMIWACYPDmIZANYJD0Md",
-"CgHnCgIHLAIT5Q1zAAGARwByAAylCwJyAAk/AwIxAAOzGQYpAhAzGRoOvAEGXhwCSx0JvAEImgQFqxYFHgADlyYDTygPmwEE",
-"BLX7A7o1DZsBAuABAkAjCxcBAo0CA+gYAP0ADMQcAPcLD28BAAZQAg8xHQICTwoCuSwCwdsL9gEAHQADcgAM8hcCcgAJbwEC",
-"MQAdNm8BD7oeAgRSJAU5HQllIAinBw7u9wKHAQMlAA9vAQYDPgADazgNbwECtAECb8oLFwEBdgQBeE8KFAEBzMYMFAACi9QC",
-"qccAKQEM4xcAAS8OmwEEaSsPRB0FAuMJAgIwAk8rDXMABJBOHDN6FwJyAAhVGAIxAAB0AAubAQszBQJgygIwAA8jHQIA9QoP",
-"Ix0FA2EUAAcCDyMdBwO7Ch0zIx0ISQADXAQEnr0O3UYGyxwfOcscCQLrLASozAtEAAWrBS8zMMscCQOrFQmvBQVEAAUOARIy",
-"YAMPTTkLBH1MCgkDBXcEBlABBDcAAsMJGDmovQC1AQAZMwyXOwLHBwK/AQNNlgpvIQKmAgAhAAzhGwJonQEhABFwMzEAjyEN",
-"4SQCmJAJoBsDuhsFfAAMpgIC4yEJPBERNE5QCrwAAjM4Ay8AAqnODL0AA9UpAxqLCb0AADYACEmdAL0ADBsGAEsGCqwEAg8B",
-"AsEAETIz+gvbAAKNAARhCwGBJQjbAAJrIgmXARA0kRIImVkCdxoBCM0M8gABGwADBpYBXQAM8QACxiIP2R4AA12dAZQdAVZP",
-"APAADHMEACQHC/AAAeoAAtYABb0tDzBvAQApAA0gOwJRJgNOAw8oGwIE1gsPoIUEAcDcAiAADy0dAgIlCgFFLgAsAAPXAAzY",
-"BA3XAALPlAA3AA8tHQIEkNMFTIwGSxkBUC4BIQAARgADfgYFLQEBJwEDIwAEAZQESBkDOSYAJAAPLh0AAj01ACQADbQFAd0A",
-"AU8AANwADKcLAOQKD5YBAQIJAgNGWQmVAQlKOw+8cQMEoVEDJkENXQADcAEPvhwBBCE2A7oED2sPAwC/DAFjDQ7LeAhIEAEb",
-"8AtgDQRvOAO2NA9IEBcE4dEvNDhBeQAISBABWjENX2MDgSgD/QcDBwAPyGIEABMqA2sADyJ5AQikCAJWLg1uAAN7JQU44QQI",
-"AA9QEAEEe94DNQAB7TIISQ4BcFEDSQ4BmAwIuAcDVlEEGpIPyBwAAlULAJoCC1crBJoCA2UNHDX6BQKaAg9dAgAE8wMPrRQF",
-"AgwDASgADV8CBAU4A18CD9gVAwFC3QBjAAOgfgl+AQihEBExwgUNfgEE1y8DKwAPWOUGD3oAAQQVNw+liwAC5yUFOCkBYtIN",
-"fAAEdi8DXhcFCAAPxmwEBJtcHzWIiwEEIucDawIPPZACBcptAxIBBUUrD7MQAQXM3wPfEg1rAgdFHAGHDQ9rAggL0xAF6AQP",
-"RRwCAoE5AIUCA+QFHTUOKw9uAgUEzAUPFBUFAuACASgADm4CAxItAm4CD8JVBAGB5wGEAQ30LAUf6AM3AQ9GGAAGFegEpgEP",
-"ZUAFD3oAAQOoDR81pSsBA/8pA24CD87tAgUI6APFFwUIAA/GkgQEVB0fNZQqAgNUkQTIAA+WFwAF9ecFtdIDCAADxa0LbgID",
-"SgADNQANbgIADAQFbgIFuwEPbgICDfgEBm4CCR0cEDQjCwgdHAIeAgaAnQQXAAFXAALqBwNp3godHAIcDwEoAAMdHBw1ew8C",
-"lggOkAIDtAoPuwcAAtAkBN8LCFuLMDhfNSELDv8CBOMaLzczh8kFAi2lASkADgADAgYWBAADDyMcAwECHQEWAg0kHAWQ6QPJ",
-"AQ8/GQAFTegFC9UPSFoXAQ8ZAnoADwADAANvGQRXAA9MCAAFhOkFt78ECAAP6gAFA0QIBec7CnEAA/EcA0QAD0cIAQWX1APn",
-"BQUIAALdAgsAAwOOAAM1AA4AAwc4HAUM/wWiAgJGDAQAAw84HAME6BEAHgIPjAcDAlU8ASkADh4CAjkcBB4CD6IGBASwXwJY",
-"PApHMANPBgPnAA8KCQEE0OYEKwABUCgPHgIUBKzLHzVBHAAEFeoEXwAPCAgBBFVeBEDqBQgAD+I3AwEg6gNwAA8eAgAEDD8D",
-"RAAP/QcBBDgiBFReBQgAB3YVBh4CA7wCAzUADh4CB08cAV+ACR4CAioRBKYED08cAwSBHR83BgwDBEQADzkHAgOBNAMbAg+i",
-"VgQEIYcdNU8cBdzqAgYAAYcaDC4BBdvqBCUAD8soFwHr6gJ6AA8bAgADU0EDGwIPr9oCBdHqA88BBQgAD9IoAwGECwNwAA8b",
-"AgAKwuoPwYUBBVjqBELrBQgAD9koAQQs6QM1AA0bAgDQEwUbAgxbGgJ2RAQiAgFDFA4bAgQzHx83xAsFAp5EASgADrJMAsAG",
-"Ax0CC2IABvIABMg7DWQcBW3rA+YAD2kIAQVg6wMrAAAIAA8dAhUEbRgfNmocAARq6wMdAg9m6wIEuAgElesFCAAPQAoEBD1C",
-"HzZRhwIEPkIDRAAPxwYBBAsEBXPrBAgADwgoAQXd+gOHHg0dAgd4HAEqFg5WCQQkAgF4QQ+hCAAABwAMos4DcgkF2AgMUjQD",
-"ZxQClwkEMWUMMhwAxwkH8wgLqDMDXhMA/hIPuBsAArQAAzwTBa5IDbUOB79fAAAUCmIAAsj/AVAUD2IAAQmQFAHiGg7XFAE0",
-"EAB6AA06OArcAAVJhQN6AAaoFQ96AAEDNAoEhRcMegABGAAEcxsdNnMbAkMSCMUcAI4BDzA7AQH5Eg9KOwIBUxMHSjsKMTsD",
-"ohMCeBMCRgAAZgAPHBcBBFsEMjErMxUUD/dABQJsAgXo9wXABAJ/AQTdEw6aBAIgAAAHAA2ZBALvCgU5QQBpAQWRPgHpAAGn",
-"AwHqYQCEHw+/AAIFOxsSM8odD3NQDA22QQJAEwQfAA+EAAUCY6cBPRoHNQIPlD4MT2ZpbGyTPhQOKwAPkj4EDikAD5E+FA85",
-"AAYPkD4IHzSQPgAnMTN6PgQTBSg8NQOnA1sBD8KVBgHyIQ/RAA8B6QYIjT4WOY0+D84ABwooAwEGFg93cQIApAMPij4CAeA4",
-"D3lxCQKMDgIMAA+GPgoBcQMNhT4UOUQWDoU+A18TC8w3BoIcD8w3CgVvww8kUgACRwYPLDACAhsAD6EmAQJPAANWAAmcGwT3",
-"AQaIOQ+ePgUEyCgMZwcDniYBBgAJ2AMFZQcPYiEJAkoHAlgHD1YeBQEeAA9sOwQCygoPwRoAAtEFDkYhACcUDRQAAl0FAbkT",
-"DZo+AhHODfoCD5o+JgJtAA+aPgIDawAIlAUCLgALmj4Ces8OaQEGXwIPmj4FBEg8A9MTCoUPAoYBBMYUC6oBC8d6Dxo9BQSl",
-"DQ+cPgoPLR0BAOcAD5w+BQIQzQ2DAQ+cPiYCHzkPnD4CA2sACYMBArMaDIMBD5w+AwZIAw+cPgUEehQEMk0JhAEDCgMHxD8P",
-"nj4HD4QBBgOnCg+ePgUEx3wPnj4GBPjEDZ4+HzmePioDjWoPnj4CHzmePgAEMAAPnj4EAzMAB5sAC54+A8cAByIADJ4+BGdc",
-"D3shBQ+ePhAAHQIPeyEGAvqvHzicPgoAFAYNgDECWwAPjSEGBhQ+D5w+CwL/MAoUPglsXwJEAA+cPgoC2QkE1xMLRAAGIAEP",
-"0AYKAvg7BO85D7xEBA9WXwQHFQoBPAEPo1sLA0oTC0QABSkEDxgLCwO4mAJSFAjSoQKTEQSdvAdZBwMxAAMHAAcqPh85XT8I",
-"BFkUDigDAvgBBPIkD10/GhI5dioLVCECEwgDyT4Cb0QIIQMD0AsJtwAPfT8HAi8ABus+DXw/AYAZD3w/HyA5X6ICCrQNAtQO",
-"BFcADSwiAs0vAiYAAiPyCNcAApoDCo4BD7g/AwZ+Og+4PwMBXAAM7QACHxYPtz8jHjmkPQNtNQNWAA/ZCQECFCwP5zQBCNU6",
-"D9MuAwCyJwD8AgNhOg6QEgQZSQbuagxRPwLsGhFyREwOUT8D0gAGagEA4tMOwwADQwIPkjgAA3N4Az4xD4M/AwW5dg8yEwID",
-"79cP+goCAhwBA3lAD34WAwUIeg96eAUEfgAMrgcPB3oADFI9AjUJBCkAD4IXFwYOeQ9XeAYEUTIPUz4AAj8IDxJ5CQPcPQMp",
-"AAMHAA8fAQQERjIPWXgHBT4zD4g7AQJuCAVnqw9pPBEBogAHjwIDgBMD/wgDMAAEjwIKsyQhOV/6YA8JAwAE07kLyAcBtCoB",
-"HgAECjkOYAICbgQP9xAAAzxiAn0GAjx3DnIQETOFTwKG5gjmBwPnPgM5UQZCAxMyLC0LwAAKPJ4JxwgDWAYDvz4MsAQD/gUC",
-"xQMEok8KDSUAtwMJgwALvhMDVAUPtDAEA5CYAi0EATNEDrM/AIMFCWIAC6YTA6UqAH0FD2IAAQiCBgKoDQ7JBgHWJwB6AAyl",
-"Dwi0MAAoBwsuMQNnCg8gFAMEhAYEKgoMegABGAABZRkOnz0ABQgPtDACBGc0D24PCATHXg11BAshPw/NDwIGnA4Ocg8FFq4C",
-"BwAPRAwEBA8/D9QwBAM5GgheGwUxAQFKAwFSGgzqCgMfCAkUAAN4AwMuBx0yGggEnCIJmAsGjSwPfQ8DAmA8AoEpAVgaDnMA",
-"AeY9Dnk8BHIACagDAjEAC9QwACoADwIOAQTLHA8fTgkEUgUPIEEAA08nA+oEDPYwC/4+D70BBAj+og+9AQECAgICt3oLOQEB",
-"6gQBylwDHwEMHg8PZTIDBKUbD4sPBQK1RQLwKgGlGwwYAgAdAANyAAwxCQ5lMgMxAAv2MAAqAA+RAQEHLQIPL04GBG0DD7I/",
-"AQIpAwUCQAySAQNNAQ9PAwsIJq8PkgEBA/8gD08DAQKPNQ+1EgAAyQMNTwMD4CwETAEMqwkPtDIEDxkxDAOTtQJsMg9zAAMB",
-"ShwAcgAMjgcOtDICMQAAdAALvgELmAUCYyICMAAPng8CBE2hD54PAQOfHwAqAg88TggC+gUvMDEZMQgDzR0ABAQPjA8DBvAD",
-"DxkxCwO0HQQpfwtFAAUdVA8aMQsEoGgJBlQFRQAEsCcPGzENAnELBOVoCy4DD48PCwR4IDIxKzPeBA9/dgsEBTsLRQAFLxIP",
-"6RkLBS/UDIgtAtULAx8ACncPEDPJGQvHDAO2OQJQAgjaHQQhAAPQRA/UDQEEoNEBTDoE/jMNBhgC2E4Jow4D6R0D5FYC2Q0I",
-"NwMF6zUHvAAAUxQLvAADNDkDwwADSVsPRTgAASIADb0AAaoxA4fRBHIWDPEGAHYEC/EUAXQAA8EAAfUAC9sAA4cJApsADDQd",
-"AnUlEHIeIQfbAAEWDgYlAAO5NAYv5QfyAAK4FQIhAAi3LQUhAAFNBgAhAA3wAAGqMQEgAAJX0g4dNiA5X4UFC/AAAUIBAtYA",
-"BdNgClgtA/IACNbyBI0CCeknDDnQBBMBBIQGBPhyCyAABHYtLzE12q0DA8I1A3EBAy0JC4U2BNoAD2cyBQA+AA8ULgUCVwQB",
-"QAAGTgAABAwO4TEFNi0Piw8CAz0xDyu+AQMgawN+BA9QZAQFn4IPIWsEAVikDxcLAQszRQ8kJgAFWakFBwAPTkMVBJQwD/5q",
-"BgT3Ig/RCQADwiIFXEUPmAAAAjsIBCkAAwcAD4sABAT+MQ8AawcFcEQPmUUBAvcPA+UiDxEjAQ5zRAGiAA6MDwODCgTChAOS",
-"AgxWDgFI6A/wAgEJsJQJjAMDVxcHyQgOZQIDrxsPyG8BAz4nA38GAb8TDpIPETRjtx1yB04CewQBBwAKbhsFmwgKOAMEnKcP",
-"4QAABBYIA9EDCWYAAscDAAcAD88FAAdhQgFIAAMQGwxODwhuIwD6Aws8CQKEBQAkBQ/UDgACGQ0DYgUB9hEOfzgAswUJYgAL",
-"ZEADlyIAdgYPYgABCbYGAQsEDv0GBZk1DDYPAU07B10HC3oABs4HD3oAAQMOBwQ8Cgx6AAkmJRw0bw4IeckA3R8PFSILf2Rl",
-"bnNpdHkYIhQPLgACDxsiBA8sAAIPHiIUDzwACQ8hIggfMuK3AQeOpQQiBD88MTn7yAEQNnh7D/vICQ/XAA4EGRsPsWABD9QA",
-"CgzjAQ8DyH0jMzDEDg8nIgAPrGAqA2MzD6tgAgKxCAvGbgjlYA8RGxIDHwgEAwoKbyIE9wANVQgBNQADPAALScIEcgEEDjAP",
-"DwkDBJwwD3jyBwPzFAFyFQiqGwNdCA7IawODHAIGAAQTEgTUAgLQWg+vcQ0UMbVmAepDChoAA5IfDhoABN5JDzQAAAPNHwEa",
-"AAx2IiMzMNR5D/wdCA8RHQsEq5UP9UQCBYENC9EIBHAZCYABD7MdBw6ZZgPwGAWhFw9gDgYMlxQDRxEAhwH/ATNFQjBDNkY3",
-"QTBCNUVEOERHAAEFcBILXesEIAAG8h0PcyQKD2Q7BAI9AA9DIwUFEFoPx2MFC7lnDjoDAnoHD6ZWAQO1AQMHAAaOBgBEBA9O",
-"uAgC8A8OaQACbUQPKlkHAxADD4wLAwAiPABdAA4qWQOBIgPLOw91LwADazwEqSIPuk4XBGs8DypZAQT+IgLICw9sPAEDXTwE",
-"KQACBwAPazwGBQlaD4kjAQNKAAQNJQ/cGwEERyMIBwACh20LKwsCDgMDLwAP+CUAAO0DASkLDU/JB1ocC55tCnwcBpUGBq4u",
-"AlcMAnQcPDNGRXwBDGUlIDMwcXYMZiMhMzB99gYjAAaiEA/rlgI/M0ZGQwUKAJ0rD9eWEiMzMBj1CD4AAFYLD2QAAg8sPAEB",
-"LgAEK1sJRiULKjwMA3EFISUFSQAMUHAC8VkHIgABGBoOOwEGAxEASAEDGB8GhwAD3gEBOQFMNDAxODkBCS0ABkMeAjwADSEA",
-"CWseA2ZuCRcBA5snBiI/C7wFBrY9AocFD8sBAA8EAQIDAAII7AAAOQsMazED8AYE4iYEMgcFYiEGszwEtgQC6CoMhiYGLgMC",
-"+gsFiAID7wECVgEHA0QFIQACgQAPqQIUD3VVBQhwEgGQIwF0EgN7HAkADwCpAAHZIgyaAwkPIA+bAwMKShwASgAArgEOYgIH",
-"AycBJQALwHkBIz0PMgMPBHAoA1E9DjIDBd48A4RSDSAABAgDBEkADG90AQA9AioADwClAAMVdAQlAAE0Cg/sAAAGtjsB+gAM",
-"UAMDmyoDXgEPtT0CBiQDAHIDGTByAwAUAB5D8AEKYwAEoj0EGz4AKgEPzgAGA4IFCqMBAMcHCVQABBkGBDcAD984AQNgCgOG",
-"AQQyAA0VTQTwPQNKAA+SIgECnVkISD4D4wYBTzEKTQAD5QAEmQAPljsBAxMLBJkAAzIAAexOCkwAAgwBBJkADxk4AQOvIgbO",
-"PAQOPA2OAgRsPASZAA/GNgEDu08EmQAJhgsJTAACIgAEmQAPNgIBBMMLBeM8BFUACRoHBjVxATgABj50CDciBv4MBiR0DK8h",
-"AlcNAvctA04ODU8OCXkAAVkGBzkPALYTDzkPGgQ4AAIkDQHTOgx2MAK2Pw+NKgMEzA0fNs8ZDAXZ8Au1DQOsnwBjAAxgKQQT",
-"hQI6AA+1VQQEzQ4LloMEHwAFq7IHTg4NuygCVBIDEi4K+LwAYwEPGgkDASsgByUAC4gBAA01D4gBIQSQ5g+7DwIECycvNjKC",
-"GwwDVycEUScLRgAERnYfMiwcDQNxHA9GDgIEjE0WNnnRCyEABJ8MHzKD+QUEaT4AiQAfOM8OCQS1HA9vFQIGkbIPDg4DBJ8g",
-"HjazkgLMAwAhAA95DhMEgRgUNshDCEIJDLhdD0EAAQRtHwDyAA+PIAQEcRgP4hcFBQVpD48YBQTeAQ+BDgUD6BYfOcg3BgQ9",
-"AgriBAPyMAtgAwTDZASiiQk4BAP91w/XKgMC6xcPrEgBA1ldBH4CDyBBBAWaKA5bXQPHGAPcBg9RQgIDkigEKwAPZV8XAV0X",
-"AngAD/AZAANWAANmBw9JoQECfFgGKwADGgkLwPAGLgAPZF0KAsYHBCg9D1JlAQ/QXQICM0IMYCkCRgADMQAByxwNri0A9wQB",
-"7h4Pbr8BD9uCAAMcXQS/Aw/PQAQF7iYFWb4FvgACSQEENkABiQQMJw8IOl4Mb34CRQgEi14G7y0HzGgDIwAD9QwPjgsBHDEq",
-"DwFaCQ+iCgAGMxkBJQAPLQ8AA2MLBG4AD4UMCwFgcQ8uDwQKZHkAbwACC2YIQAAATBoP/gsPBQZCAyICBG8vBiEAA80CBFgm",
-"DQ8PAx0lBkoADbMJBBJzBSIAAMgBD1IHAAlGDgVLLgYoAgisAQ8zDw0D6igDAwICqUQKIQADzgwEIQABNA4JeUQD6gkGz0QM",
-"Mw8FaEQPmhAFDwYBAgTRRAlACAF0Kw81DwQDBgMFQQAGNg8IWwIGzwAP9QEDCzAPA9UNBBwDBKIiBnwAD09LBQn0MAChAAQ5",
-"+gRACQmZIADbAAFjIg9JAwIAUgEPCAIABrIrASUADNcOAhNlD9kCDgNaBQOQBw7ZAgTjQgMpAALcJgkhAASvAgNKAAEiAAnY",
-"DgTpBQHaHwwKDgR/XAMlAAHSCQ/tAAAGGS0B+wAM9QIEbYMDKCAPUgYBA2AoBBgDD9kOHwUVRQSiOQCYAQ/PAAUDLQAAzwAH",
-"uAAB/woJPQEErQIDuQAPQA4CA0sABEYBBDMADdoOBBpEBE0AD/QNAgMGAQRNAAQzAA2ODgP4WwRNAAFIRQ9BDgQFTQAEMwAJ",
-"EwkGAF8D7wYECEEeNfUNAmMMCTAfBmIpAvUfASMAD0AvAgF/CQl6AASriwi6ig/2DSICvAcFXoYKqUgCvwkPKIsAAt0OACAA",
-"BPQqCS8OAjIdD0IoCUI1OCsyAQsP/icFA5UkD50BAQS3RQV4GwRWFAwUQgR7pAJMAALJIg+CpAATM/+2AXgCDW0ABAARBEUQ",
-"BJ47AaMyD04AAQXDvwF7AgtQAAXEBQVSAgNPAAqtIghPAAUsvwHAEA5TAQSuS084KzIwUSkKAp4CAomlDtaQALYBDMAJA7Yl",
-"BDoAD2KDBCQ0N6EAD/QMAgUQSyM1OAkOCkoWBGpIApQl3TFBNTZFMUZDMkY4RjP2iAJCRwMuAAI+AA/cBgAECRMEwxIE9gIF",
-"RgAA8TMPw6EGDXARAfY8OXJjcBgCAxRfADlCB6YbBIY8CIuODwYQIgL7EATWjAvyAQSGDj8wKzIMoQoDECUGM1QEwAMDXQMD",
-"HwAP1wEEEzWoyhAx0l8H5AAAexUPGCMIP3NvdYzcEw8tAAUPFiMEDysAAQ8VIxQPOwAIAhQjCJaeD3MAEx8ylJ4XDynbAS8x",
-"M5SeAR83/cAEAfl4DwgBEQxGIwAJAw8FAREJZgIPuyMADwkBCQR0AAhpIw+CIwIANQYPgiMDAF8ED4IjCQLPIgJWBg/eXQAH",
-"giMEFzgJwwMTMWM8DoIjD7l9DQ+CIxEEj5kJAwcPAgcHB9J9Hzl+IwkPwSEBDr4/D8IjDAONIwT7Cg9LeQEPwiMGAwcAD+lc",
-"AwTSBQ91FQoPwiMJBnMVDpkAAr4nD7ObBgN3AQWbUQMdAAOrBgYdAAnyBQB2EQ+1pxImMzHe1w/rFgMPfCMOB+oWD10jHQ2b",
-"Iw98IwMMRQcFeSMPxxQUD0AjDAXZQQ9zPQUFsQoMogEDyU4HsxcEOQYfMcMiCgIrUwsKHgFMAAgKHgqMEhMxkEQNnwACOBgP",
-"4JUABPu2D0qzAQNWAgK4AAq3JgU3AQSMEw8A6QQESTYPeZgECEU2CxYKA0E2BegbDxCyHARdtg8iAAAE/BYOrBQDhhAHnDYM",
-"lQAIHRsDLgAKgRcFKgAG5bYPTuYGBFclD8cUAAaULwQ4Fw3eXQEbAANlIwInAA8iPgAE4yACBwAP5iIBBDMCDzLZBAHJIQz4",
-"DgMDDgZ3PgxuCgPCCwMVOw+bEQAEOhwP9RMRAJYFD3cRDgFwEQB3ABNwdBEJ5jIwMzFfihQN6xQE5hwP6hQHCroRAbzyDbIQ",
-"Al3tBiMAC50RABsOD5wRDgoCdg0JiQWiMALqAQweAAOXMANEAAACAQ8B2AABnw0NywEDWQAEox8P3wACB8YVAgHoCX0ABFQY",
-"BZsADEMxBGEfD4wRJA8yMgAPxgAFBIYgCLAAADQVCdcEAy03D9cECQUwdg+RGgQEOmsNaBkPopYTA0oRDLMkA3kUBM4AD3sP",
-"AAshdgRUGQ/FAAMFYnUPM0MGBGFSDxZ3AQOIEgNCEgwnIANqIAPJAAydEgMddQTJAA9NdQ8HkBQOpgAFTXUPcEMHACR1AskA",
-"D291AAItAQRHdQx1AQOrlgMeIQz7JgSEdAPKAA9lEwEDvRoFLeQCBwAJ5wcBiksPFAgAAAcADxYTGQUcAAUKIQpgJRgxCSEA",
-"tQkP5qQBBCWAD206DQQHpgxTLgQp2g+dIAADKwgDOQAPClwCBlz1DygLAwXEaQ/RhgMCWUMCbAkDLjMK+EkA2gwLk00EuAAG",
-"rAoPKCALA6kJD1M8AgbvOw8nIAwDZxMDpQgL0goFbjAP0woEBGUADNQKB3j0D9YKBQ8IIAMGZqkLagAGxW4PIQAEBZsND7Ag",
-"BAa7PA+vIAwDdgUPvhEDBocAHze9DQkDWzoPGl0EBAMOD5RHBQR8IQ9BSAYFGQoPJiAEBANuD+QLAANOBgM+EgqGAw/lCwIE",
-"8TEUN0YCCiYgAxElD4YAAQSpjQ/jpQcPnL4AA68UBJcCD2kFBASNpQ19YwQJhwPdBA/FFQADfZsEKQAPPSAXAMhZAnUAD7hJ",
-"AAP/KANbBQ9IBgEDIgAJBwABSDcOagAFjXkPcmMBBGZJA7IGD2QXAA+WSQIGjnkHNiADKQADGAkDWzcLtCYSMRwfDqT0AqcG",
-"AdMHDNSiAskGAyIAD2XFAgOFCQQjAAfTIAYjAANGAAHvFQ97Cw0P5YYGCfIcAVU/A9JOBKInDWUMAb0uDWsgAtoBBI0AD2sg",
-"AgrXHxEx9xkPpAoAB05JASUAC4ULAtE0D4ULDAW5eAOWAAt/BQVWmwJeAQykCwR8mwNFAAzyKwWhdw/ACgADTgIDIwABtSIP",
-"4gAABx4fAPAAC4gLA/17AyYCDyBnAQP9FwJuAQ+JCyAPUp0AD8kABQIqAADJAAeyAAE0dA88qhoENgYPkDMEBNEDBRmNBRoA",
-"AykHAqoAAc94DxU9AQf+GQ9eAAAEW6kPc+sEBEBNDQQMBfV3AgcADCcCAXB9BqucDMwNBLZwBJEED9YzAQNuNAOUCgQKJA8G",
-"DAMFrHADn2QPIgAABJxlD2duAQNnEANoEASRBgYgAAPGAAgXNAohAAX4JQOiBQ/LEAEFgTEDCAADVQAPqDQFBDKABAFlDyQA",
-"AQRFEw82cQIDYwEG3zENtgADYgEE1wANMR8E6DIFDgYPGQwHDH8zAd+bBxYDDKAOA0wIAAcACxwMD+fmCwFNAwIjAAQSVQon",
-"MgCLCAh6AAaPJQdqkQJpFgOtTA3dUgA2AArCTQU2HwYZCw9yHQoEX6kBewUIQB8DPAwPcaYAArQIBDkAD0U5AgHCNAOoCg+F",
-"OAYEaB8BWBUNCjEDrQEFtQEEnzEPwgsDBvSaAhgLCj4yBIcQA0wAAs4RJ2F4IgAHNzEPKAkFC2ABBqEWD+AcCgNnbQbEbgQY",
-"AAPSHgMfAA9caAQFaTwFAQsGGwAKEzMGhVYGIgAE4AIETjYA7AMNNOAPGTMBDu4ABkRKAloWD+4ABQOsIQz5GAM0agQfAAGj",
-"FA/OHQADWfoChDMNhQAGH30SMuUBD81ZBQKaAgF3HwmbGQO3Lge5Ag+UogEUMoUAAFEBDvYHAagbB34DAPYHCUsCA24BD84Z",
-"Bg7YAAYtWw9LAgoEsDEMZwwEEy0PVD4AAmUCCCemD6YsAQTxLQ5lAgR8MwTVAA85oAMFJnAE7gMNDxQESRMEmxQJNQQF4AAP",
-"ZQIUBUdlDO4AAmUCBB8ACu1UBuABBGUCBdb/BqcABAYEBO4AD6cAAgRhSA+HAg0DyZAGxEUEGAAChwIDHwAPpwAFFDeHAghq",
-"KAB+Ag/aIAsfYmb9FQ8tAAUP2iAEDysAAQ/aIBQPOwAID+5DCQjlZQOnIB82pyABKDMyntkDZAERPLOkDxVjAQinIA/VAAkB",
-"CwMI7UMWNKcgD9IACQo3IAH9Cw9qIAEB9RYPaiACARUsD2ogCAIvFwNSWg9qIAoEUU0K6Q4hMl8GDA/sQwEPhB8CAicgD6hD",
-"BQW8FA9uEgwDWgwPLkkCA+QIDji4BOe2Az0AD38KBARxNAITxQ6dBAbMVg/aJQADrAULuRcL5QAGt1AfOD82Cg+NRCIEq9gP",
-"jkQJAMIVAIIAFjJ+vQtIZgAiAA8rIAIE7wEP5SEIAzoVDzoBAAy6iA/KQxAJ7UQPmQYGAzEAAwcAD5gGAwTvDQ3PCQNkLwS0",
-"AQ/6NQIPYVgJBu1zAxYPDxRVBApWLw92pgcPZVgBApoUDQBVBK+HCBMAAQUBBVOHC70BC2NFCaEhD11YBQFRAAIWAg9rAAED",
-"FgQKERIDagAH3QwCLQAK2GcAJwAPVWYCD1RYEAQlDg+wdQEDuh8DTwENWy0LPHUPsAEGAyAyAi+ED91nCAaqEw2LZwNEAwrk",
-"EgMD+AyHAQ/eZwwBtgQBBQALW1MC9AsDFx8KEw4DagAIhwEBLQAK3GcAJwAPhwECBv0XD0pYBgSgTw+sdAIIDh0RMRsYCoQv",
-"BCQzA9oSD4gBBgSHLw9laQQExHIC5ysKNgEBDAYAIQADigEK7w4H1/wOCigDjAEPIVgBAUkGA/B4A3YhCkkgEzIKXQh6AQMv",
-"AA/eZwMEMgAHmQAKQVQDxAAHIQALs14CY3kEG4sO0wAP22cOABsCDzxYBgKmTx80OlgJArkYAOgDD8VnBAfESA9DEAoCxgUP",
-"2mYMD8VnCwM3Jw99DgIG1SYPGAwLAqMUBNQmC0QABcQHDzApCwJyCATqOApfAwUPAQ9pCAME6gAMbwYFVkQP+SYTBm0ICpYH",
-"BQ8dBn8MD54wCgqSPgtEAAYlHA+pzgsClQgKFwkG5BEN4xEMlREEIQAO5EoFITEDcg0Niw0IHgABTxAIPRgQMo0TDw9NDhMy",
-"AyASMtG2CRoAAzMYDxoAAAM4Gw8aAAADSxsPGgAAA+4aDhoAA6O2DxoAAQMSFw8aAAADLRoPGgAAA0sYDxoAAAMTCQ8aAAAH",
-"BAEHjAQARw4LOQwCDgQCjAsP+2kAA7IoD1ZoAQDLAAQBag9dGwITMqEwCB8FAlIdByUaAyv5DM8MAckIAi4ADxFgAQJCHQEd",
-"PQ8HGwMAIAACrLYOBxshMl+cWwmYAAPUIQmYAAS9GgQ0IQKzCQhrHASOAAEMBQP/Xw9nCAADFRYPh2oBA6E4AqFpD+wVAhMy",
-"+2EAKQMGFQ4CjxUCQDQMDH4CxRUCIgABvjMLOwACNQABJQABrgAHOwACXB8CIgAPnS0DAo8qACgADNMMBMWCAj0ECtsUA0MB",
-"BSaPHzH3aQQF7RMCI3wLZwEBDwICgTIFBj4M0QcFmmMKWQAF1gYCegAG5gEBfxcO5gABCAEAawANA0ADVhMC5gAKm2gE5gAF",
-"8iUEAAUP5kAAACUADPoODrdnDy0mAASHJQLJCQM4GAIeAAQApw+l4wkKYmcAAQEBNz8NKjcBiwABfSsEPgIE5wEDCRgDPaYP",
-"lCQAACIADcYsAmMHAgYAD5bfBAHSNgHcAA4IJwTvOAOOBQ8PNwED/AAD1DoPVoIYBHUCHzNIjAAEDSgEFuEPiEcBA20oAw4o",
-"AzEAD1TCBAVofx8zSowBBPM9BKEoD3soAAPsJwOCKAQwAA82QQADSUkEMQAPvjkCBP4BDbpAB3AoDLpACZIoBewsDuQ2AyIA",
-"DxI+AQQLSw+dPgYJZwcPnRkFCEgFAWsWAnoAEXDAFQ21ZwDsAAHvPQ32TANLAQONAA/2TAINQAYPHz4BGTIfPgAlAAwfPg/x",
-"AAYJkA0EP0oEagENGQ8E2CkDKQANijgD1ikGSQAAIgAJHj4DecARMaYWDMJRA6opBCUAAbw6D+wAAAnEBw4ePgSiAgPDHQ84",
-"AwEEtyoPHT4lBAFLA0kAETG5Kg/OAAUFp6AJtwAAviEN+wQBxgQF+wQGNQEDtgIPvQoFBGoAAz4BDWxCA5QqBJIAD3qiAQTs",
-"CQVMAAQ0AAEGfAlLEwKkCwPvCw9QBQQACgsB9w8BBA4MgAEDDgsBJgAEbAAPXgsDCcYABCoLBO8ED8YAAQOXBAXGAASWJg/j",
-"IQMBRYACqAACgQUNqgAD8QIDjAsEUAARMQInCZ4ABXoLA54AD7AFAAQcCwWeAAQ0AATFPAyeAAC0CwOeAAKyBQ2TPwOdBgRK",
-"wQNRABIxliYIaiMDIgkP/c0BAhAWCC3PD4sAAQVb5A1aDQR0AQSMAABhAA0pQQP6AAQsAA3dAQRDPgdEAA8aQQQG9QACo0oO",
-"1AQNfQAErz4EhQAN2AQEoMAEKgANksQUMajABCoAASIACasoBZUNAyIAAXUkCkQABN4ABEQAAcQGCUQABPMNA4gADXacEzFw",
-"nAayAAzFBQZRDgMvAQ2AJASnPQbuAA0QAQPCJAUqAA/uAAAE0Q4DuAENxyQCV6IIRAAO7gAEKw4EKgAN+QQEDCUFsgAO7gAF",
-"iQ4DKgANmQMEelkFBgIOmAEEbgEE3QMN7gAFqQMDBgIOCCUEaVkFRAAN7gAEgQ8ErAMC1IUI3S0DbCUGsgAN7gAEqw8ECAAA",
-"7wIHVAYLGGICsAwBoYkPxhkAAhUWAlIkBKQJDIcWAUovB+EMC1EUAQQGCgbDBtM6BXoOA2JqDcpuAekOCWAABQolA3cYAgIQ",
-"CRZSBmAAAs4UAmkVC9ViAhYABY6kDdMVB7JEACoQC3YAA9oOD3YAAwJwAANKFQt2AAEWAAG8Eg34bQEDEQz6DwDfAA+THQIB",
-"nygPh+QBAH4ABt4dCawdAjEpAodlAg9mAZZKDWMIAgMOD39OAgKCGQBJAA3dRAN6DQNHYAlmRR8yqB4bBDcAD84lAQUPMAQS",
-"PDIxKzNYGA8RPgUDHyoN1AYCzw4DHwAPaM0EFTJbmQ23UALmiAcCEwJnbA/nQwADiEQCeZ4PZAABBDgHD6zHAALGiQdOEwL4",
-"ww9mAAEEQEUCJ54PaAABBHEJDx3HARMy8SgFnRMCEJ4PaQACBFpFFDImmAubAQSYkDIxKzPqHA+bAQUCcQ8FagIHyA8E3dEx",
-"NSwgrAoJuSUDhwgDPgAPyw4DAduLAYYABWMYBhsABEMHA48HATBoD/wlARQw6AAPgk8DFDJSKAR+mQlmAANROwWxBwLimA9m",
-"AAEFugEESSgMaAAEthYFdpkKaQAEnRUD1gcCc8QPaQACBboBDynLBBUyXJgTMOwXCmoABEoHAywCAmbeD2oAAhMyHf8fMqnJ",
-"BBUyRygTMIsXCmoABDwIA44CAv4VD2oAAhMzliQRMhdBD2oAAQYkmwJsDApqAAVDFwNGAA8NAgYAPgADJAAPEAIEBeBBEzCA",
-"GAlqAAP0EAUqCAJMhA9qAAMEEgIE3SYMagAEX30yNTArxBoKagAEmwQDUAgC5TEPagACFDUSAg8duwUElCEyNTArUx4KagAE",
-"nwQDcgACcCEPagACFDYSAgqJEBAzgxwPPiYIf3ByZXNzdXJAJhUPLwADD0ImBA8tAAMPRCYUDz0ACg9GJggfNTRqAB8zgeUB",
-"LzMyNGoBHzk0agUEB+QP2QAPAZ8NCO9GFjWgBw/WAAsKbAgBWhgPtEYCAL4DD7RGAwCkBA+0RgkC4R4BgggCigMPtEYGBGQX",
-"CUQJHzPiygADzSQPBkwCBfy9D8gdDALdCAEFCw5HJQ8sJgUD44QDPAAPBxEEA4AADzp2AwWKvA8jHgwDtSQPj04DA54ADxpb",
-"AwTQZQ8TRwwEqOMEGQ0PU7gBD7vCBgM8AA91GQIECicLoiMLAjkPu8IDAlAkAn0ADSBdA48KDs0QCPFGAr81BwYVEjPdEw9o",
-"EgEP7B0jDyYAEA+7QgUKmAACywUfMxoAAAP6Ig+XRwMTM+ccDrY7BPkBDykfAwR9wQzLEQOfJg86IBUFLdEPPDwEBX8DBgQI",
-"BGQNBN0BD34oAgTHOw0xpwJBIgIoJgMbDwMaAAgvUgGMAgm10gJVHAgIDwa10gI5JweSpATMBQM0HRh47RcAbwMBMgAQcA4D",
-"ANyfBC4AAUgdDNJsAXECAlMCD/MBBBIyCKkP8wEAETJjFA2xJRQz3P4H4wUAHhEP4wUbBDkAAj4FAZ6uDT4EBByvEDnAAQ9s",
-"KwkCdYgDIq8MygAP/QITDyYAEA+7AwYP5RwDD9x3AQPlHAOwAAvmHASuHQQlGwSnIgk+DwLxEAXxRgY3NQF4BAMagwoVBwLD",
-"BAMWOwqKEAjMAQ81AVsP0PwaAm0FD+oXBQWNXQ0UCwlxIwb+/gY0HgepJA/KAAQPRAEBClgRD0QBZwvVDgP7Pw/BngEDMhkD",
-"lgYP1V4FBHw/C7VjBiEAA+oMDW86BIo4A3ABAR4sDYs4A5s8BAYAD9lfFgVP/g/cbwYEEkMPPjoAAxQVCScrDalZAiECA2A6",
-"AykADxVfBAQnQgUQGQ8kAAEEljsP+TkCA5EABVgqDwk4AQIcAAMrAAQyAA/nHgAEITgCrwUPsgIICvggBLICDXBLA9oXD99I",
-"AQTPNAKgBw/6HgAEqAACIgAF5yoI9z8EiQMP+h4RACwXD/c/DwBtAAOHJQXndQyhCANcTAz3PwPRAA/3PwkKRB8QM4RKDQ0e",
-"GDNRbhEz6kkJ9x4PFl0iAfkQCjwoBAYCAikADacYDxVdKwFuAQglAA/+PwEDSgEG+AAPFF0EA1oBD8AhAAXKXA/+PyUPE10S",
-"Bc0ABC0AB7QsAMQADxNdBANxIA1ZAQSCEAO5BA+VQwAEND4FGaEPTB4SAypNBFkAD5kEAASiCQZZAA/xCwYJWQAEahUDBwEA",
-"IQANWgADTwIFWgAPJQwJDFEEB00BAAEuC6AYAjBBBSILDoIoBDMMCEAKAEwcD0AKIgLOlQJNug1ACgTLui84OEAKDAH7HQAw",
-"AA/OCQECuR4PzgkBA7geAz4ADROFAsaOASYAB5MSHzOORwQECRMjOTS9qA2RRwFuAAbP7QcyPwKDKQK3Ng+zRAITM4KPCZEf",
-"AlYJAFcADb0YAykIAsAAD7wYAwHPLAELBw63EwlKHwKTXQusJwOkAg93AgUOOkAEwgAMyRcDVUgP+8ECA5gBAgYAD+EgBAR3",
-"JwKCGQ8hAAEEm0IMywcEc24FgqQPI1MBAzsnB7/PD5knFgUbGg/4CAYFt6YPt0gABP8kA5wEASUnDZ0AA1saA6MWBDMAD5EA",
-"BQTPNATgGQ8kAAEP9EIIBB2sCbIkDZkEAosACUxJApmlDOJIAlIBBDEADz4sAgX2AgzhSATtEA/hSAAD4QgDIgAP6AgBA5I1",
-"AiIAD+gIAgRDRw/oCBEBB9kP4icOAuIIAHoAArzRDs4oEzN0Tg3iJwPKAA/YdAkM5BQBYwAP/wcACeoIAgloCOsIAHsnD+sI",
-"DwZ/JwOZAAzABgNrJgQpAA6LJgqjJwJtJgriJwWDJQ8eCAAEFSIDJQABLR8O7AAIdyAA+gAN4icDfwIPrCoGBIEoAnkBD+In",
-"IgrqKBExDCkPzgAFBDvIBzI3AMUAA1ggBhYEDpoFClwBBJUIAzEoDSAAA7gFA3cAAXUWDw8JBQVbJwI0ABIzGb0PTycBBE4A",
-"D10JAgTmAQROAAT4Aw6DKAPHBAROAA9SCQIEniYETgADpQEIxiIANgQPoQcCAwAFHzmeBwMCxhMFEAQMMtIDX88DcgMMpAwC",
-"lDEJngcPTy4HA5oeA54HD/8oBQQ3Dw0VEQQ6bAMCAQXTMQaeBwTG0A/EEAUOYCwEwgAPZx8DAMUAD/u4BQOeBw+TEAQEME8C",
-"Zh8PoCgIDZ4HBGEPBpgoD70oBwQDXA+rsxgEjSgEmx8PIwABAzACD54HAAQuOgSMKA9tKAMCpAIE7JIEKwAPN0cEALIDBoYf",
-"DyQABATAEQ8F0wcG4ygPxBEADwjTAgIAZwyALwO1AAMvBA9KLgIF9gILngcF/3MP2PIAAq8DAyIAD54HAQOoUQREAA+eBwAD",
-"nQoPmA8GCp4HD5KMBQmeBwHINAF6AALqzg7yJRMzmzMNngcD0QADjQAPngcCDG4UAXUFD7IGAAfdLQAlAAyeBwBqFw+eBw8E",
-"5ygEesYOZigKmCkOMCkLdCkBlikJngcFUikPvA8BBcUoA6YBD+wABAmKCA7mbAObKgRQ8w9dAwADTSsCeQEPngchBEorBpYr",
-"D84ACQMtCgdsKADFAA2eBwmwFgGaBQ9IKgEEKAAOaCoEAgcD/wAPVgQABZ4HBOIpAzQAD54HAANGAAVOAA+vCwIEBgEETgAD",
-"hwgNngcEWioFTgAPlQEABZ4HBOgAAxAADJ4HDK5OA2gPAAcABSMfCbMQA8V6DH8qA6sbAa8QA2wDDSgVCe8QAagpCywHBrPb",
-"DysHBQopzgBDIAIVpAj/EA8/GyUCLa0CRs0MkggDlI0PGREBBM14EDhZGw/oPgoCYAACE7wOjikAYwANglsCkg8EOgAPJTgC",
-"BGJ6D3uTBAXDpg96kwQCkREB9gEE3u4K/5UPZQEDD4ciHgQ5AAJgAg/obQMEFU8vODR+lw0CjhAEu7oLRgAD8gAvODTVWw0C",
-"FwoBbywO7h4E1wEGbl8LIQADMRAC7SEIoAMHz18P7YkUBvgAD3wfBQbUAA+5WwQEF5MARAAPTEkLAvIKDBa8AsEDA/0tDt0h",
-"BE87A0YCB8YfA2VpAYIKAQALB8cfAkgdASEAAZ52CccfAYgACeaQB8cfAugLBLDgB8gfAe5WDMkfAwiYAcIYASgiCMwfAUIe",
-"EXCAAA3nzgCJBAVtCwqLIwL/LQ8UowADhlAEhAIPF18DBRBwD+AMAgJ5Hg8DJAMDHAAPHGoBAuYLBLcCD00rBQRdfQ/nCwQB",
-"DS0P5wsCA9o2BS4tD4DGAQECLQfZOQ9lxxcBHy0CmQAPsl0GBudVD8FiBQLJtwQ6LQ2dAAOWAAPUBwQzAA8xLgUE2n0P5wsH",
-"AYAsD+cLBQNNEAWkLA+2xQELEmMEKgAGqHsGRosDvAADMQAMeCABOAUDrxIKOdEFxAIM/QsILvoM0fkCbAgEIgAP9GcBA4Ee",
-"BCMABzcUBiMAA/MfAbEHD/8LDBAznAEP/wsOAXcfBOeaA/dWCnWXAO4AD/8LAgOXHgSNAA8QjAIMPggBBiEOEwsAdB8HqggM",
-"/wsBei0P/wsOBYItA8QbDapkAVctBykADb95BVotBUoAAKoGCAAMATAtAioAD38VAAQnMAMlAAGkOw/tAAAJAAwcMwAMBBwv",
-"BMU7D3cDAQONHgJ7AQ8BDCAFFy8Efh8PpmoBBs8AAi0ACJNlAMYAC41cBEq+DwkjAAPJVQMJBwSBdAz6AwXQKA1YJwE8LgYS",
-"PwJjLgkhAAR8iAMgAA0bNgRJFgSwBA8gEAAFOSYEJWQDVAAOXQwEQy4FTgAPSRQCBEYABFYABE4ADZYCA7ESBU4AD0kUAgOB",
-"DAX/qwddDA+2BAIHqQEAcgwL5xwCFhwGQwgNrpkFhAoOqAEJtRIPHwAACtcZDyEAAAthIg2RBwLzuw8JCAEDGFcDCQgN8r4C",
-"idsEIIkGAgEfNBIVAgTeKy85NbMcBAN15A8lJwICw1cAQwAONQgCngADNQgPxFcEARwwAe0CDeUGBCVhBEACDwAEAQMpEgQr",
-"AA+ZGxcVMqRlD75vAQMmIASyAg8lAwAUMt6KAysAA18HDxJSBQV97w+jbwEE0GEE0wIPqV8BAucCBCoAA9QPD8qtAQMYFgMx",
-"AAFjBA0JnAALAg81QwII9vwLBQUKGP0PuAcCA4EVBCMAD7gHAQMAFQ/GEgYJuAcP1FwGCUPUAWQLAzPVA2oLHDRqCwKJow24",
-"BwJoBASNAA+4BwIM8AgB8hAOywYBjp8HJQAMuAcPJWUGCbgHBCBUA3pjDXE9EzIAVAQpAA64BwPLCQZKAA24BwNdCREy3icM",
-"6QYExo8DJQABiisP7QAACaUIAcKfCoUAAnwCBNLaD7gDAQN4HQJ7AQ+4ByEEmWYEsrAPBh4CBc8ABLwCCbgAAXGVCLgHAqkE",
-"BDvpCcsEA3kNA7gHD60ZAxQyGGwC9lAKrwAKuAcCg9cIIQAE2ygDIAANuAcEF64D0wAPTn8BBbgHAywABFQAD7gHAAQIUwRO",
-"AA+zGwgELAAGTgANuAcD+AMFTgAPsxsIBCwABk4ACUwJAZGgDqEGBEEuDwiLAgIxIwEBHg6eBgJcEA/veAEC0PAFngYP0w4E",
-"BO5LHze00wACGAEEnwYPWRUBFDJdGQgz1Q+hBhUEXnYfN7XTAgNrAQScAQ+iBgEEOScFFWUEewEPpAYEBGl2Hze20wIDYzwE",
-"pQYPSnYDBO8AA14YBJc8D1B2AgSeAAI0AAWpBgxyGQKr2w3kKgZ6ZQ/mKgAFIGUDSQoPrQYCBFgnAyQAD64GAgP5Fw8dmQYK",
-"rwYPfggFCfkxAQQiAX0AFHDarR01WxYB0lUMrwYEHSoEjgAPsAYBCvDWAEsAD8MFAwe0yAElAAywBgAaFg+wBg8EVikEgCgB",
-"hxAJGwQEHykDKgAOsQYE5ygFSwANsQYDcFMRMjcUDeIFBB0ABfIBD+8AAwk9KgGW0gqGAASlLQO/EQ/MAwEKfwEPtAYhA5cr",
-"BEoAETLeKw/SAAYEMwQJbQcB/MkItQYDjWEABQUNwzYJbQ4BBRAP9gMABDonAi9xCrAACrUGBYhRBSEABF6EAyAADbUGA2hK",
-"BNQAAhibD7YGBQMtAARVAA+2BgADBicGTwAPGhsCBEcABFcAD7cGBgMtFwZPAA8bGwIDuAYEZScFTwAKQQMFc7cDfAEDgg0A",
-"BwAMzRoCVCsfNM0aAgJvGQMf8QTTAw27CwnHCBE1fwkIIRkHl4IPIRkbAhIHARrpDUoHAyXLDtJDAq6oASAAD/41AgDoJQEe",
-"GB8wlIEMBK5qCUYABq0BBKkYBDU/CssBA6MCA7JNAjwCCQwDAowOBGQAD8EJBAXGeA72KATSFQSqFg/+ZAYEKj8N9E4UMoMV",
-"BaUAD5IDBAC1CAJLAA8RKgADFRUBJQACVQAPiAAFBTBCAX4TCYoAA1ITBooAD4MIBAUNeQ+2DgEEoUwBJgACVgAPiwAGBVJC",
-"AN4BB7wCDxvMDE92aXNj0j8UDisAD84/BA4pAA/KPxQPOQAGDeaGAPoADzYADh8yMQAdHzMxAB0fNEaHAw+fZgAPRocDHzdG",
-"hwIPn2YEAacbD2QBDwG6AwhVQAedZg9hAQcK2xMBqxUPUUACAIkCD1FAAwCrAg9RQAkBeAUDIJwIpywOUUAE2C4JlQUTNAWH",
-"DW8bATMAC2gFApcHD/fFCw/LPw0CuR8ChK0PoKoaBstAD44FCwLABgobXwQbAgShHhMyVkQNviUCNwgPFjkRD7akBwmPZQJk",
-"Bg98qgYDrQAMbV0KdCsKGgAElisAGgANDz8fNJxwBQTHEw8JQQ0PkJ0MAzLgDnBAD46dEgtwFgjaQwFOFg9tIQIBFAICSyIM",
-"Cg8NgEIPoQETDfRlHDSUvwWtAgVGQA/AMwsDjkEPA0IECd8ADrNfA2MADRsIBKIKDxAhEwTRQA8OIQUDZQEEikAO6wAFIQAP",
-"vXILA+gBCQQEBGQABQMEDegIAnwIA4B4Yzg0N0FFMQUAH0IJBAEPjJwHAw8JBHEBDDtADzkDFATJBxQ0NM8LkgIEUx8PAj8C",
-"DKvJB3boAhkABDsFDfJnFDSqPQ/VWwIECTUJdwMDihgP1VsBAnkDAwkBDxxKAwXt9w/qGQQEsQkPpxEAAgoFBIofDmAMBOhY",
-"BgcAD+18FQREXQ9fGgYEvQkPElwABDYdA88cD20hAASeMQP0DgS0Hw9pAAMEUccPOrcHBMZXD3voAgOGAALDCw+e9wELINED",
-"MAAPTjQADbo6DRFpBDwCDVASA7ISD2syAASndAMiAA/wBgAExjoC4woPSBIAA2EODzl8BQlhAw/EOQYIRhIBPxIBKkQDwAYK",
-"XiwfNC49BATjNg9AEgcK8SAfNCw9Ahg0LD0dNCw9AEcODyB9DwJSAgQHVQyALAqw+AxHPQQ3fANEAAw5NAVdfA/MAQECrAEF",
-"b5kP3wACCCE9HTQhPQQPVwIXAg+DEAAEdFcBZwEPKBIgCxf6DzA0AATHAAQiWAd9GgC+AA8RXAADYtwAaAEJ/gQCiAYCQAkP",
-"/gQEAHEpAd8DD758BASzMA/AHQYDcwEPKywABD0dBIERD/4EFgABHQKUAA+LfAYKS7IJTUIE5RwCfQAPrhgACuwcA/4EBICX",
-"DGkABWChD/4EBgDTLAKMAA+fjQACRwII3/UMjQADphwDhwQDmwABZwQIaTQCWgoA6AENaTQCIxQC6wEPPP0EAKwtAKMAAjz9",
-"DPsdA98wAnoABKplBR4AA4UCA54nD48XAQMQHAMjPw0RLwSmfQTTFw2mLwWbPwQiAA+pNwEERQIEpxUDNAAOfGAEEBkETgAP",
-"VDsCBB4YBE4AAzQAAcQHCk4AA0sEBE4ADwpEAQQ1CQVOAAM0AAB2Gge5AwVE1QO5AQS1EgiNvQYLDA/ciQYD3dUC+xoDrg4K",
-"YhgRNA3ZB7cLDzIEAQJGAAtnAgOqeAGGwAvLDwAzAQ/LDxcENQADfxsPI4kDBPZNHzfOxA0CvwkBhkUPxS4AAx8AC+QbBDAr",
-"BWAsD1cNAwR1Zw/FLgMCMxADNUwEpKENHBAFt3YFNRUP9xAaBDUAA64vAAwCDK4BAmwjDyYwAgTLZy83M9suDARpPw8hLwIE",
-"r1cvNzNMdgwDlCQL0TgDTgELu78OZgAEjRgfM0EvEw8IqgMEpg8GI+gFGgADNhUCqTUPEA4RBJRIHzMSDgUEnR4AdeYP2YoE",
-"BbLoDyAvEwRGOQtmLweKAA8YgSkAKgIMIgYCLAQPGYELBMUPFzez8AUcAANKGQNJIw+aDg8ET+4Pmg4AA9kBA9kRBy8WEjQI",
-"sA6iAwSaAgGeDQ+8JgMPJqsDA2XuD9TuAARj7grtMQt4AAV37QYYBAz8rgRn2g7RSB80CUMDA12BALYAD9rsBgOFLw+uCQMF",
-"sIQC2uwPIQABBK8xDIsIBPhLCVsfDeMfAiUAAywAApynD7MJEgG9hAKZAA9sOwYEKlsPsw4ABA6oBmG4D50AAANHDwRudwQz",
-"AA9cPQQFMFsPuA4HBZ6DD7kOAQTddwVwSw9JCAALVtAEMgABnAMLCkMCRAMEMQAEC0MMYxMPC0MDCJfQDG07Ap4ABBQkBcxq",
-"CAxDA+c7AyMABx5wDF+LAkw+D+G3Dg/DDhEDMXABPzMFN3AKbicfNA1DBAOxHQSNAA/1SwIKRyIfNA1DAxk0DUMAJQAN5bcP",
-"72oSC7L0DqSrBqO3At4BDeIKBnP0AwgADfBqBqX0Dxi3AQR9CgMIAg/1IQEDTgEH+wAN5rcDCAIE1S0PYgMBCAgCD+e3IgR1",
-"CwPPDAGDDw/PAAUDLQAI8R4AxgAJBgYGIQEIJFgMuAAFyIMD3AAPuAQYBaEsD9lpAwVctwNMHQPBAQ/y2QQB/5UIDA4NTwAD",
-"hQUEKPQDOQIB6hkJzgcCLAgPrSgBBOfwA243DwNRBAVctg0YsAS/sQTBiAtsnwUnAAXQdwFCAA1qUAQ+AAQfDgBfAQg4DgS8",
-"gATyBA+vEQEFafMDTQAOZ0YD6SoFOAENa48FNH8DVQIP5PICBD0OBE4ABTQADT0OBFp/BE4ADy5KAgMEAgVOAAQ0AA09DgRz",
-"BwROAA9kbgIEQQEETgAENAAJPQ4B7UQPSQkACW3/BvIMD/2LBwIcOQEjAANcFAugdACICQl6AAQavQXdDAfJZQ/dDBcCfAoB",
-"BkgO3RkBmLUP8R4PDxoaAwEnPQ9fHw8PPQAED9geEg/KoQMDB8wOkBgF14gLpR0GGAIEwgwTMWMdCjYCBBICA/dALjI0xgQK",
-"PQwFZpwAVY0PgooVDIkCBn5VBB0DAggABFHPC8QABNN/HzdKjQgF4g8PCwUBDfuyA4AADecPBBvvA7wAAS9EDz+JAASKrA88",
-"9QMEXgME3QAExRUPpSMDASZTDxYGCAXaUgS8AARxFg83JAQWNtmsD2r1AwShBASfAATLFw9IRgQFxqoPZwYEBapUBKAAA2AA",
-"C9fPCKAABSqtAKAOB/8DD9iJDG9hZHZlY3TGIxQPLQABD8gjBA8rAAEPyiMUDzsACA6yqgdqIw84AAgPsqoDCFgjBWwjB69j",
-"BI8BCiLOA9YCIDwzI84PVNoBB5IEDwYBCQE4BAeYBQd0Eg8CAQkPfRACD3MAEwyvqgAFAw+pIwEAbQIPVvADD6cjCwHTBgEi",
-"DweTdw6kIwRODAm3BhM1KHgIdQYCMQQPiSMCBnbdD4gjCgO/FA9CAAEGas4PaSMKAq0JD6CbAwJXFA9kygEBNQAD6AkPuAoE",
-"CBIhDy8hBQSbBQkUGgKJBw9cAAoEq10PWwQABXEhA4QAAS8AD1UEAwORBQxJFgcJWwG2QSE2NLZBBBWgAB8A8gI5MjE4ODY4",
-"NDM3MjI3NDA1M2MABEggAUkAAvljATYADy8AAwd4AgBHCwtmJgPsYQT1SgtMAgH2PgcTEgS7AAgRYwq9AAOyOR8zvQAUA80g",
-"HzQvAAUNfiMGlAAP0iICIjErexQE7wkCHwAEysoCfgoPbSEBEDWSpg1MDhg1QRgRNcmlD+ABBw8KDQQEKiMHVhcMMR8PQGUJ",
-"B6cBA/QPCvMPAxABCe8DA52HB7fWBKsAAR5sACIAD+0AAgfxBh81IPIDBjDfAmXeDGMRA6AsAQYAAQQxD8IAAgqsIAPCAA9Z",
-"AQcKlxQGHwoMWQEOqyAPorMICoMRD0YBAQMKjA9GAQgHF3MRNSAgD6YAAArmJA8hAAAFbdkPYQkBA6ANAwUJAxQJD2YEBARa",
-"CQTmJAVoBAJmAgEUHwmrAwPtNx83qwMUBhw4D6sDBgpCDRI1r3QPQAQBBcppApcFCJcABaWPD5cAFAODKB8wlwAICu4hB5cA",
-"C/ApBUMEApcVCkMEA3UVA8c1D3AcAhE1KnUPWQMACNVdACUAD0gEBATCAQ/zFgQFlSkGnwAOp6AAJgAPTQQOATMGAQhvDnwV",
-"BB8BCcsrAymPDwwDAQK1AAcT1Q5lAA8RAQAHVycAHwEPbAQBBr6NAoQqDc8VAhcDA1AlD+IACgwjCQLiAA+DAQkPqFQFDoMB",
-"Dk2iDyE3Bg+hAAcMeAcPgwEAAz8FD4MBCgzcBwVlAAdsAQp7OgXaAAZcbQ+pRwYEqQQPaw0CA0gOAgYAA38cCrAAB2UBBGQN",
-"AQ8KCCcvA/IkDRQEAlYIAB8ADxQEEgOGCAA3AA8UCQ8SMxQJDvtfETU9gg/ABAEHvy4CcHIJrQAD3BofNa0AFQSELg/CBAgL",
-"IV8HmgAKNAMFnIwCSeYMwwQDoyQBBgAECYoMCQcB0hUOsgMIVRcAJQAPwwQFBNsBD2k8BAUjLQNoGgzFBATyQQ9CAxACXB0E",
-"IQEM5AUCIQEJQgMDg4oPQgMCArcAA8suD2YAAw8UAQAJAQgEsRcLggwGGukCFS4NNQQDPyYCOgMP5QALDPsJAuUAD4gBCg9G",
-"dwYPiQEADjheAXYED4kBGwwECA+JAQADo4wPiQELDNIFBWYAB3IBBY+MB8BaAvYVA8RODnpeBCAPD9IwCwEtCTR0b20fADht",
-"aW5XFgGrAAIC4gldBQHIVg8lEghvZXJyc3VtJRIUDy0AAQ8lEgQPKwABDyUSFA87AAgPJRIKDzgACA8lEgMP1rwACMC8BiQS",
-"AMC8DCQSAUfgD481AQCRBw8GAREMJRIHwmUPAgEJD/EQAQkDNg8HAQkLJhIBUwMP0DUCAHQCBygSCQOOAu8RAggnDJwEB0YS",
-"CHo7BSESB6QtCT4SAiIABPcYCR8DEzaNDQDGFwNPAAQzAAV+AAQIAQKdEQkjAQa6EwLzBAJuPQ14cgJNSQ+XGQACsQgAdicM",
-"PlMCqBAB40IBGwBEc2VscKMAAXEHAVQAA1eKDvgAAz1DAAYABIaABQsFD38PBQ18EBw2Z5gECgEGrpMPcaAKBNkRAz9TA74A",
-"AqYJBbMsCO8EArEAAloLBhBUAbQSAU/uEjJQkAj0UwH6CAOSgADCUwQZAAKTNQAfAAVRMAuLMgQcAA8cARUKLQkSNqCaBzkC",
-"A6TeAjkCCBgAAa8BHTIyPgHkAgPF+g9beAICGRMAFAEPiJ4EBAoTCicDAkUBB9wQETbcEP8DLnByYWdtYSAibm91bnJvbGwi",
-"BBQKAr2eCQFbBPZDBv0TCIYDBbACAO8BD60AAAAHAAw0PwGkAQAGAAFOJQGlARVuwwIFgkwPRhECGDarEhI2K9wHKwQAoJoB",
-"FwMHiwMCAx0BTgIFuUQjbHQzAAIemwAkAAMwEwooCgMLAw6kAQW4Ag2kAQOUCwL9AA+bJwQBvfcHCkIRNnQTD/0RB04xOSst",
-"BYAEozIH7TIPmhEHAEMADdwBBL8hBPUsDw4OCgIZIAk/AARYNgMQDg8/AAMErQsD3S8PXAIABEgAAGUFDy4BAQB7UQ94AgYF",
-"T2ALvJsGBgUNTRQYNpi7ETYTMg9ZtAsFmIoKBQIBPAIDMwYJuAADbxcEdygPIA4DEzELyAgbfxE2YBOQcmV0OwoKfQoK"
+"BA8FHQAMBIgPOgALbzFbMzkyXU+SAw+cGgEXM+iHBMsBPzwxNRwjAR83hp8FBSAaD9UADASlFwVVIC83LNIAEQzCFw/cFwcP",
+"3RcHAT8yD94XCgO0JgMOAA/hFwAGLiIRMY0XDTAiIThfjLYDeQAE5AAD9BEPlxsCBCk6PysxOHloCgOHOw/RFAIDCAUPlF4B",
+"AjYAA+YVA/cLCjwOBoEAArdSD3kiBg1lEwNQBAWJBw1bAASyIT8rMTVIwQACAwQBBgADORZALnJtaSEABiUABJ0GBCAAEXr5",
+"kgMgAAFqYwS0Qgr/AwIiBQb0kAXESgfOnQUUAAKLFwGGBQ2zGQLjmw3wAgRtIjYrMTaVaAZ/AAJ7BgAFAAHJCg1tAANsJAow",
+"GQNrAAhFKQIuAAMxkASrBALgnQ5zNgZuAQJSLQ8jIwYP8i8AAw48BBQ8DKwBAwo8CUQjDq0BB807D60BAATyOw4uAQGlBQCN",
+"kg/5kAASMsyYDYEBBMyIIisxE3QLUwAEjBcCY1kMAgIFtTYKEQYDawAJgQEEBTcKgQEDe5ALgQEEGhgTK3iQDyEPAASBAQ9o",
+"UwAIyCMNcN8FuUQPggELBOZED4IBAwWcqwXQNwv8jwEhAA9IEwITOEgTDfgFBOdoMisxNlUCClcAA1sDAuEYA0YTCmoLADIF",
+"DXYBAzAAA3oTfGJyYS51bmkzAAebAAO0EwXkAQLHAAciAAT/LARiAAIq7AEpAAFjAA3YAATSJQTYAAg9AAMsAQQzoAU8ACJ2",
+"Mj8AEHsfBgLoJyMyOT3BBSoEB6gAASOtBI1RBZoAAl0ABHYUD0ohAwFRABIyfXoPXx0LD0QAAwUrBBIyCXkPgR0LA6YJD1Qh",
+"AA+5BhADox0PtxQCBWUBAMkAB64BAJQNC3oHAk8BA7cBD0QEAAI3AQAgAABRAQgxbQL0iAHTCgPiBQtsLiA4X8IRCkICAi/u",
+"CHhAEjiACgwRCAKRAAMvAAJ5NAuJCgJVCAAiAA2aAAA2AAIhAAJcLwCcAAwUBgAFMAucAAPQUAmcAABoFwhbAgJ5AwGLzwyz",
+"AAIUCwIhAAO+hA87CwECKg8KsQACBzACFg0DeF0cMSkEASFkDAEdAjd3As/AAKcBC/UCAwd5AyYAAV/BDEEAAbYABCkABlk5",
+"Ax8AA9GEAiYABRK/D56iAAEqAA9yHwQCqgIPhA4CBdGsD0EdAwQBGg9ZpwMDmWsCwwIB3xkOcRAEOAEI4AwBLQEEhHANdQAE",
+"3BoEpDoHt3UBDQEDFJgLrZoCbr0EnKQMp3ADTCIAJAAF/goGSpoD/JcOVwkCJrMCTwAA2wAKu2YgOF+RGg+SAQECaQIPPnAA",
+"A1ktApEBD/RTAwQ+NgXe4A+uPAEAJQAOFAsDNhUCXgAPEh0EBOpdAV8ACdc5A5MKAokHD6gWAAuGOw+ULQUP7h4HEzLPHAl2",
+"AAnFLACcAQx2AARoOgkHAA+tEQME7x0UMq8cCWoACIgID9IdCAT0HQMHAAhpBAIqAALOiwYCHgMcAhs5HAIAzQAEOwAGvwsD",
+"S1gTNAYHCBYDAk2/AQcACQYIFTKqWASnBwlAAwlDAAOvAg7ecwL6IQM7AwIpEQjicwJWAgTufgyAEwLdEwEmAA8+AwADVw4A",
+"JQAD7AUcMjwODygDBAbJAA25BAjtOAvezgUpAwTisQ+7bwUEmQQAdoENLAMIAxwPsT4FBKyaDZE+BLSxAggCD2MfBwMoAAAH",
+"AA8sAxQFrm4DImIPrW4BAgYAD04fBwusbg/LOQQEjRIEFZEJagADdxgCQQAPbGwAA2HGBO85AwcABZ8fBiwDAzUEAzAAAywD",
+"HDKLDgCBAQ4sAwPoFA8sAxoAUh8JgQcCRQAPEgMAAhmAAwNiAhtdBxIDAcMYBCUAD/Z2AAM3AAg0Mg2EAwmmfQPUAAPuBwMx",
+"iQAMAQwWDg8sAwQCkQAPVAYCA4kkAQYAAU4ZDywDAARRgQfIOg8LYwEAKAAPDGMFA8cjD7gCBAR2Pw2uYgREyAIIAg/GOgAP",
+"328uD2liAQTKHgLIAgAVAQx2AAMbAAPVGwMHAA9pAAQFi2MPyT8BBXElD7ceCwQoAAMHAAiFEwQsAwMbAAOGOwMgAgzLDwA+",
+"PQ4sAwHBBQ8sAxsbM1gGB7oCB0AWAJECCpShAjrKAxUDCKsKAVMFA7EKAekBBIALAoYCA6mQASgAAP4AAN0ADywKAgZ6AAH9",
+"Cw8YLAMBrgAMqgIJIz8PhBcCAa/KAMwBDwcDBALwDAAlAA4HAwNVIQJeAA/EPgQFn0INJwID6RAC4wEP5nIBA789A4kgDy4m",
+"FwXmZA/EcgAEGNgCUgIPfSAHAygABH0gDzgiAwR9IAXzQglqAAMBAwJIAA/JCQAE0z0DIgADBwAGmoIGBwMDWAkDMAADKgIM",
+"ewsAqwMOBwMCUQgPBwMaEDRlEQ8oAgADXQQPXQgFAk4tAScADioCAngNAyoCDxlAAwQx2gLTFA9mIQADkgEPZSEHBF4hD1tp",
+"BQ85IQcTM9sbCWogA4YFAlQAD9MIAAoeIQQlIQ86CQMA5x4DaQAOKgIJQcgPctEBBSwhCQcABQ0XBioCBF3fA0wCA3wWDAUR",
+"AV2lDCoCAygODyoCGwOfFgwqAgSKUg9bBwUDEi8PBXoBA9VDAyoCD30kAwSWjQLVQw8eIgADmQEPpwkABCAiA+spDxipBQ90",
+"AAAEzwcD1QAJdgAItEUPXvQBBRciCQcAD90AAwXfiwTXeA8pIgAD7iEPxQcAAwIiAygABAcAAgceCioCAxsAA98CAyoCDRIZ",
+"D4cKAQOEqg8qAhsAhwoPKgIABOeIA+V5DzEvBQAoAA7rZALnCQMrAg+iBQMAJxIAYQACMi8JSwEDxBgCBwEPpggABfciBQcA",
+"DysCFASsiwRlLw8VIwADpgEP9QYAA+4iAygABAcAD7sQAwQdiwXCRAhqAAPuIQOVIQ/pBgAEx/gD1hsDCQEIAVAEKwIDRAAD",
+"GQcDKwIMpgsAuQYOKwIC+BEPKwIaEDUUFg+GCQAE3wgMgRsD6QkBJQABjAsAngAMqxQAKJcHYwAMQRACaRUAjwkGYhwG/zQC",
+"BRAD4RgDyXMdM9wYCmIAC8IgAognARwWD2IAAQYeAASfHA6jFgFaBgB6AAz5BwHAJAfiFgp6AAJsLAEwFw96AAEGThcBJRkM",
+"egABGAAB2ycAegAM0hECFi0OaB4GMRgOIHEEPsoCVAIPLRgCBl4bDk0eBdT7AkQFDx8bBATr7AMvNg2hHAN+AAX1pQeiHAEv",
+"AQH9Tgv6FAOmbAoUAAI1BwFHHQDQHA1vGAHIsQxzGgQNCA9UHgUCajMCQy4CcNANcwAB/QcAcgAMWRICcgAIPwMDMQADS3IH",
+"KQIACqsOvAEGbx0OiQkD7iQD4iUM0icFzvwPmwEKBMf8A8w2DZsBAuABAlIkCxcBAecMACEABD8eDK8GAcFHDm8BBlACD0Ie",
+"AgKgNALTEwJS0Av2AQAdAANyAAy0GQJyAAlvAQIxABw2bwEQNtcEDs8vBlYdAkoeCXYhCO4HDgD5AocBAyUAD28BBgM+AAN9",
+"OQ1vAQK0AQKBywsXAQKtHwMoHggUAQCQDA0KAwIVCAQZGBw0HwYAQgEP3B8ABFyHD1UeBAIqNQIWFQU3cApzAAQcchw0FxAC",
+"cgAJmwEBMQAAdAALmwELMwUCqsYCMAAPNB4CBFYIDzQeAQK4GgEHAg80HgcCizEtMTQ0HghJAAJVEAUcHw7vRwYgHh853B0J",
+"Cnk3C0QABYsELzMwlSQKA1MTDyEeAgTGCTIxKzJhAw89OgsB6hENCgMFeAQKIh4QNvIQC2YbBIicAaYBAbsJDDcCArIHACEA",
+"DNkcAXoBBK+cAxwiHTRSBwAczAttAgJjIgcnUTA4XzbVCgycAAJxDwM6IAL9MAuxIgLPCAAiAAydAAOImwHHHgE7AAC5Ig13",
+"JgAx6wudAAK8IgffNDs4XzcrIQJ/kwJrywu0AAIgnAIhAAPA1guzAAE5AwAhAA2yAACEAQRGnAMGBxw1/AMQMZHNDegdBHAA",
+"AzEBBd4LBB8AAhkWBLcABCcjCEEAAy8JAikABbyDBB8AAlk0AyYAAQoIDtM6AjsAACoADSA8AlAnAzwDDyoeAgUrBw+ghgMB",
+"PtsCIAAPLB4CAjw0A5MmBTwBDMYEAzwBB9kAAqkkADgAD9oWAgCGBwh2AAfiFwF7BwEhAABGAAvgFwJ5nQMjAAQClQTfFwSO",
+"IQ8uHgMCvjIEkiEJKgYCfQEDNAscNZYLAIUAD5cBAQUaAQ+2PQQEjgQPMB4DBNEzAyhCDV4AA6M9DzEeAQNDOwSpBA93DQMA",
+"LQwBdw0NMh4E0dICVAcPfxAABHE5A7g1D38QFwTj0gQBOwl2AAh/EAFcMg1hZAOCKQPtBwMHAA/KYwQAEi8DawAPJHoBCJQI",
+"AlgvDW4AA1woBTriBAgAD4cQAAYH7gJ/DgMpAgxdDQAqDw1dDgMfnwCOCA1dDgNghwPnGgcWBQDQJwkpAAOiAgpiLwRiAAEr",
+"AwQ7DQCZAAwCDQLCAg+EAgAFPEAPLhUEAwIIACgADoYCAwIsA4YCDyROBATP0wKQOQqlAQjcEC8xMN0QAAVc5QXC9w/gEBcQ",
+"MdHTAnoAD18qAAOG0wQEAg/jEAAGSOgDAhgFCAAP720EBcRdD5odAQRL6AOSAg9mkQIF824DEgEFbSwP7hAABBPwAzQAA5IC",
+"HDbaDQDgMg2SAgPVoA+SAhocOO8QBpICDy8dAAJzPACSAgMxBhw2BA0PkgIGBK4GB/M5CZICApgIASgADZICA6U7A5ICD6Y7",
+"BAHO6ABjAAKnOwqlAQj2DxExaDMNpQEDigIFjWgPskEFD3oAAQNvAx81+RwABG7pA5ICDxvvAgVV6QOPBAUIAA8TlAQEqTQf",
+"NUh/AgOhkgTIAA87GAAFQukFAtQEdgIInwkEkgIErC0DoxMD+QEMiw4AZgcOkgICygwPkgIbDyQFBwmNHBA4/woIBx0CkQUC",
+"PQgIiQkCRgUDXwIPBx0AA04jACgAAwcdHzYHCQQOtQIC+xwAogANBiACnhwDLAgBnxQFTwAfOeMaAwQKOx83tAUDAgcLASYA",
+"DiIDA24AAyIDDw0dAwF4MgE4Ag8slgAD5gED7AEPBhoABbzpBXrWD7dbFwEp6gJ6AA8iAwADoGAEVwAPuQgABfPqBSbBBAgA",
+"Dzw2AwEWLQNwAA8iAwED2x0DRAAPtAgBBQbWAy0GBQgAARI8CyIDA40AAzQABCIDDG8KAOYQDiIDAiwODyIDGh85+BoDBOap",
+"Hze2ygUC8wsBKAAOQQIDAz4DQQIPeQQEBEJhAs0tCtgxA+UGAwsBD5oJAQRi6AQrAAHhKQ9BAhQEPs0fNSsdAASn6wRfAA9x",
+"CAEE518E0usFCAAPKwMEBKEjHzUyHQEErOsDQQIPX/kCBGcjBOZfBQgABfYVB0ECBBwAA34ZA0ECDBgQAF0LDkECAsEOD0EC",
+"Gw8PGwMEGRYTN6UDDkECAi4OACgADkECAjodBEECD94LBATuIQLtPwlUAQSU7AIGAAH6IwxUAQWT7AQlAA/0KhcF7BsfNUId",
+"AASZ7ANBAg9n3AIFiewD9QEFCAAP+yoDASjrA3AAD0ECAAp67A95hwEFEOwE+uwFCAAPAisABMSFAzQAA0ECHDc2CgF8PQ1C",
+"AgPKJg9CAhojMTBQFgxDAgNmARA34eYPRAIDAvMZACkADpFOAi0HBEQCD1QdAwGzEQBkAAO9GAhXAQRM7QMOAQ/7CAEFP+0D",
+"KwAACAAPRAIVBFMRHzZbHQAESe0DRAIPRe0CBETtBHTtBQgADxMqAwVLEB82Yh0BBCftBFQADzcHAQTgDgVS7QQIAA8aKgAE",
+"oucEMkEDRAIM4QsBJw0ORAIEgBcPRAIaDHicA2IqBE8JCwcUA3QxAw8KDGlHBJ6rBOPQALwADAoUANcZCIAADGoKAskUAPQT",
+"D6wcAAJaFwQRFARjNg3ZNwtjAAwAKwQ8nQg+QQdkAANbFgMHAA19GwI8EgS2zRw3YggA/SEIfQAAYxsJfQAE7RQPfQADBrcW",
+"AX4YDH0AAq4UAVAMAH0ADCURALwaCnM9ABUCD3M9GAQ2AAL7FAJ07ghsNwC5Aw+KPQEBqUMPpD0CAc4gB6Q9Cos9AuIYAiUA",
+"A0YAAGYAD2MYAQVbCTIyKzPYBA9SQwUCvQABIB0IegECCQ0BcwAESRsKei8D3AsPK1IABIZDA1oAAQEVBexAAeoAASMEAcJ2",
+"ANAgD8AAAgTEMjIyKzMUHw/AAAUCBwoC80MIhQACmhQEHwAPhQAFEjeFAAE/LgaIAgEVOQ/xQAhPZmlsbPBAFA4rAA/vQAQO",
+"KQAP7kAUDzkABg/tQAgXNHVbBsJ1D4pbARg1YKkDXAEvPDXsQAQA8yIF60AP0QAHAWcHB3cDAM0PD84ADworAwGnGA/UcwIA",
+"fgIP50ACAQoFD9ZzCQG4AgcAGQuBGALUFwEeAA8SYwITOdQjDuFACl9ABSg6BUscAn6hD9E6CA/EAwsE3nMPqQMCDxt0Mw+g",
+"AAIFxxwVM1c/C8EABcc6D8UDCwXn2gyjAALFAwQfAA+jAAIJ49oPpVsDD4w7EAXEww/bMAgPehYBAjYAAj0ABNkwD8o7BA9F",
+"QgYEY1QMMAkDeykBBgAD3w4LVz8FWwAP+CMAAhQJAiIJD+wgBQEeAA8TPwQDCCEO1ggBMAIDKh4IvAYA5hYNFAACAAgB1hYN",
+"QUICudENRQQHYD4PQUIGAXgBAaMcDW0AA307Cu4TA2sACOEGAi4AGjXcIAIi0w5pAQZ3IQ9BQgUFGXUPLxIBAoYBBEUXC6oB",
+"C29+D8FABQS7Dw+uAQMEew0OMAEC1QQPQ0IEArjQDYMBBBMdD0NCCQGMCAwAJwG77BNy1CIKagoDawAJgwEBLgADaUAGgwEP",
+"Q0IDBhcCD0NCBQTVFg9CEwIDCgMETwwMhAEDQAEPMAMLD0VCDQSYGQ9FQgYAIQADiAEKCgsfOUVCBQdORQ9FQgcBeAACd18N",
+"RUIfOUVCAAQwAA9FQgQDMwAHmwALRUIDxwAHIgAAMAkP5kALD8IJCAI9BQuACgMJbwBrAA+HQgMH50QNh0IC4AAAXwIPUyQG",
+"Al8XLzkxhUIIAeYYAK8BCXINAlsAA68mDxQHAA+FQhQC2gYEWzkLRAAPhUIUAsESBKc0C0QAD4VCFAO7Bg9jJAIFhwAP/FwD",
+"AkIsDxoAAQKgEQkiAg+5QgYD6QEFphYMuUIE1MsPuUIaIDlfoD0MAiMC8ggDnCECiAUI7gEC4j8HCgwfOdlCCQIvAAFmKAu4",
+"AAQMYwMAKw/YQhwgOV8HCQl1AgGzKAO+ABUxg0gMKK0CJgABCSoJ1wADHg8J1wAMFEMDawEIZREEzQACPwADkxoP7QAAAl8Q",
+"A/YoDxNDHCE5XwLhCewAAlIRAtoPBBdUCo4JAsYBD8IaAAOEJANbAw+EJAIA3ykB1AIP2GMFBRsdAxBaCw4BAnEFAtcQAQUq",
+"DrBCA9UABm0BANUQD/41BQ/bYAED/TUD3gMPtCMCBN4DAo4IDzE0BAAlAA8wNAUD9wMP9RYDBWh9D7EKBASYDA2yCg9nfQAM",
+"I0EC7QgEKQAPUBkXBW58Aw4XDyIAAARnJA8kQgAC9wcPcnwJA61BAykAAwcAD2sZAwUgfAQpFw8jAAAEgF8PGz8BAsgVBceu",
+"D/w/EQGiAA4CFQO3CAMwAASVDgqGGRg5SEIHskQD8wMMLrsOiUIgOV9dHQ7mBQMLMQEOCQkUDQIUFwQf5gEhBQhWXQOmIwTy",
+"xwg6AALAAwIyCAs85QWzEQI85RFyxTwHogAMORQDXQYKwxUADAEPBhgBBKImBBYECUoAA8MUCQAVC49DBBEEBGs6DI0GCJJI",
+"AB8EDK0ABWQFD+UUAAMBsgJtAQHyIw4gQwDSBQliAAuhLQMAmwp0eAZiAAawBgSsDQ4YBwHfGg56QQAjBwl6AAsiFwP8mgFC",
+"1A96AAACnBAF7AkMegABGAABsBoAegAMKAcPTjMEBj4JD3IPBgVzYg2cAwNXGwMaGQlaCQUkAA92DwgFwrECBwAPSAwEBO5C",
+"D24zBANZQAZ4HQdvAgEqAgF/fAssAQFLBQwUAAKqCAEcIQ4pQiE5X/j1DVoLBKxAD4EPBQKcSAIFMgKNZQ1zAAGQHA57QARy",
+"AAj8AgMxAAPxNgZJAhMzciILfAEMbjMP3AEABPopD/9EAAP5KQM2BQyQMwtHQg+9AQQIqqYPvQEBAygdDywEAQKgEAMnEQAf",
+"AQwOCQKaQQ2RAQbEEg+PDwICLQkCiysB/SgMGAIAHQADcgAMqwgCcgAJkQECMQADeA0HkQEJk2oFDgEGbQMP2lEGBG0DD/tC",
+"AQIpAwVLQwySAQPQQg9PAwsI0rIPkgEACBBhDDoBASYGACEADDsDCBbmBUsBAq4EASwNDlFAEjk0OQ7PEge9Ng/DDwEC2gUC",
+"MSgBhB0OcwABbh0AcgAMmQcCcgAJvgECMQALvTYAKgALdAYDTgwAMAAPYA8CBZErD2APAANWIQAqAg+zMwcCYTotMTBiDwdJ",
+"AANsOQAEBA+zMwQGKjMPszMKBJ6aCccOBUUABdEED7QzDALOFQS9MAtFAAWAEg+0MwwDvggPsRUCBYkACLQzMDlfM/ISC2oM",
+"A3QWAqcBAcRBDAgVA90FD7QzAA2p1A6rPiA5X1UCDEkOA9UbAeRdAFsADI4CAjMVByZ5MDlfM94MDLwAAkcABBiLDwsFAAOu",
+"xQFo6Qy9AAExDgEhABRwawMcM0gGAFIrC9QSAkc4BHoADSQPA6FMAicAAlsvCdsAAQoEALk7BwsWANYSByUAAlMcBxlSB/IA",
+"AV4AAyEABrgvB/EAARsAACEADfAAAWE1B57UDrM8IDlfGSIL8AAB6gAC1gABGkEPuDEFACkADSkPAzwnAzYDD2muBA/IvwQF",
+"BhQGU78PGY4CArIKA8gCAeYdDhM9BNoADr0AAksBBUbLDzoqAAOuAwmOAg9hQwMAoR8AqgACRioPWzAEACUAD1owBgPVAw9a",
+"MAMFooUP/K4FBJIIDf4GA9YpA5wnD5UnAAVcrAUHAA+pRRUEow8DczAPIgAABJptD/RHAAKPBwXaRw+YAAACkgcEKQADBwAP",
+"iwAEBJgPBI4wDyMAAA+6FwgKYqoPNSQBDs5GAaIADi8PBJZoA3ABAxEZDK0NB8RDBi8PA81xAVMRCy8PC1M+ITlfkwINLw8D",
+"LzAB0wQJzwIEJDACagIBPAQI6mgDFA8Pj3UAA6prAswDAghJDi8PITUzLw8ABWcHJwMLSCQC6SoCBwAKDhsFDiQKfQMABwAP",
+"YBMCARgzCBYECWYAAwMBDwirAwMrDgQxBARCPg00HAlwDhw0MiQDyQUPmkIDA7o+A8gFA1YJC6Q+APgFCGIAEDWJDAdiAAN+",
+"IwC7Bg9iAAEG2QYEeg0OQgcBNUQO9T0ATQcJegALm1sCoc0B8gcPegABAlEUBdgJDHoAAggcBPQADZkNCUcFAVNEDwAjCH9k",
+"ZW5zaXR5AyMUDy4AAg8GIwQPLAACDwkjFA88AAkPDCMIHzIquwEH1qgEZwQ4PDE59usDEQMCOGQPRB0ED9YAEgR2Gg/4YwEP",
+"0wAKDHwdD1UmBQA3Ag/4YwQP92MMA+0aAlICDw4XAAEZAAAFAAPRAgkKBTAzMF/fGg8QIwEP8WMrAhIFD/BjAwL+AgsMcggq",
+"ZAMJDA9QIwsDjAUPfxgCA1URD1AjAANJIwI9AA9fXgQGMyMCLw8PggAFA1kiDS0GAhcAAx4ACoUrCzMeBLF/Cx4ABEbDD94Y",
+"AQMBGwKHBQuIBgPElg+RcgADnSMCBgAElCEENQMQMVpGD1h1DgLOYwEuAA0aAANUHw4aAAObTA8aAAAD3m0CGgAMdyIjMzB9",
+"fQ6dAQXzDgORJQ9dfAsDNgsLRAAFoRISM+4OD398CwkIAwXAAAl3HQ+WHQcOZmoDXRkFDhgPgQ4GDLgUA2gRAKsB/wEzRUIw",
+"QzZGN0EwQjVFRDhERwABBSkBCxkmBCAABgUBD5gkCgZ0BgAsBAvKdgQQIwV+bw+aWQEPzVYADmeYDQUDBGxkDxWxAwKBCA+V",
+"uQIDzicBBgAPx1YEAFggAR0aBLWBDCAABCVsDOgKA+EjCCJsDA0/BE0yBQcAD5vLBwSyAAMWFg+IAAAEQhwGZwIMIgADJwEP",
+"wDQBA3VIA7MAD34yAAEhTAb5ZgMwAA96MgMA1z8DiwAPEqQGBVJuD9sjAAMdQAJUAh85mjIBCv0jAzAAD+JCAgMJCx84howF",
+"A5UdC08sACMAAJ8AAQnGA5IhC3wMA+UlBmEkDKQmAJgEAnA3DBu6BJwkD4ikAASRJAXRDAPmMAXcegMsAgE5DjwzRkUsAgwR",
+"JiAzMMV6DBIkITMw0foGIwAG8xELNX4EaQAfRu4FCgA+Ng8rmxIjMzBs+Qg+AAEbZg9kAAEP0z8CATZPA5QlCfIlC9E/BFlj",
+"BiAAA6sBBUkADXloBAU3BSIAAKIBDjsBBlEiAEgBAwwgBdkCBDMmANQATDQwMTg4AQgsAAPuAQOPQgQACQayAAMhNAS2Qg0T",
+"AQSBKATeQgs+BgZ5QgGmNg/GAQEP/wACBXAGBucAADcODYUDAooBBIwDAz4AD7Q/AQOABQL5hQwsJwYoAwIADQWCAgQPCAEH",
+"AAe/LQUhAAhrAQ+jAg4PaxEFCLsTAYEkAbkTA4YkCd0SAKkACGpbBpKQA2cBD5UDCApmHQBKAAAoAQ5cAgepJwElAAxEBwIi",
+"0w8sAw0EgioEcwcNLAMFY0ACKQANCgMFi0AESQAAiwQIYXMCIR8EIUAMxgQDVU0FJQAATgEP7AAABvIfAfoAC0oDBSZDAgcA",
+"D7ZAAgYhAwBtAxkwbQMAFAAeQ/ABCugAA0IDBdG/ACoBD84ABgMtAAkABAEllw8aAxcOdzMCvBAPoAYAA+oyAqEGARIWD2F0",
+"AQTEsQ1yeQXDQQS/AA+UPAEDjQsDKgAEMgACgFMJTAACKAADyQABugYNjAEEJgEETQADLQAFzBYFKgAE60EEmQAPNzgBA0AM",
+"A0wABDIADXJRBBNCBGIBD2UJAAIAHQhqQgT0AQ0yAQRXQASZAA9zAgEDWVMEmQADMgACswwJTAACAwIEmQAP0DsBBPAMBc5A",
+"A5UDAZ4jBxwFDzlYAwcVDg4qKwPlNQzbJwLqDgIjAATsJg3jDwl9AADfBgz5FAO7agvmEAA1AQ/mEBoEOAAD4QIDazsL9SoE",
+"swofOHEyDATKigEzCQj8igJFAwCzAAxuFQSAvgM6AA/+DQIEfCAAgAACHSIPgAAFA4AnDMUDA31DBB8AD5kZAwRiFQvViAQf",
+"AAUX7A9tHgAEc20BBgAEeGgNbAYPAwoDByQ3ASUAA2wGBTw5HzXRASMEBzsJMR0Fdh0FYUQEZDQPK1EMCYMzBUYABmhCD70d",
+"DALbDQ/7UQsAjAACEx8PjR4MD4IPAwaMAA/fDwMHZwAPBv8EBBUfAM8AHzhlEAkEIxsP3S0CBkYADKMPB5UhDw8QEwQcHwBE",
+"Pw2UEAy9ZA9BAAIEXWYSNFIQB2cCAKoYDuYTAh4KHzkXjAACnwMEDwIPpBgDBG4aBKOOCr0uA3RED1MdCA+ETAICHwQEQgIP",
+"mksEBaQqD0+KBAEhGA8fEAIDjRsGSEYPdUYIBLkbD73bCgS4AAPkMA+MAAELRE8PIwABBNpAD0UcBgaIRg+1RggKSBwCs0YP",
+"bgAABFwxD02KCAdwcA9iZAYGz0UP2hwBAqgCCmVkHzGqkAMCHh4AhwINyAUKYR8Biw0OLxAC7X0DWB4M2ysDEwEDNwMPLDAC",
+"AJUFAsVKDzuIAA+2iAAElkwDxBsP9wEEBB0pApZMCSYUA8sDBD8BAQYRDE2oA4MCD+gLAAqoHQfAaAYbDQNpDAAqAA8bDQUc",
+"MbEQAcYJDy8MAAZMGwElAA+0EAADtwwEbgAPEg4LAB48D7UQBQo/fwBvAAUJPAVAAADLBg+LDQ8FKUYEqx4MKQoLUkYBaQQK",
+"IQADRQMFSgANs3oEUl4FIgAAigEP8AcAClgKBMYwBigCCKwBD7sQDAS+SAMDAgLySAohAAPgHwQhAAHBDwnCSAP/CgYYSQy/",
+"EAWxSAHQZg+/EA0EBgEEGkkJ4hIBUC4Ppw0EBJNEBEEABlFZCFsCBs8AD/UBAwu9EAMHDQQcAwR6JQauAA9vUgUJcjMBSyQC",
+"pfkEU0QKDjAA2wABNCgPSQMCAFIBDwgCAAZxHwElAAxkEAJpag/ZAg4EVw4DBQQN2QIE30YE7CINvA0ECEcESgABwAQJZRAE",
+"JAcBsiIMlw8E24QEHQcPrRMDAR4BB/sADPUCA8cIBEMiD9oOAQR+bQMYAw9mEB8FOEkDaQIBNAkPzwAFAy0AB5UnAcYAAO4E",
+"D+igAAT/DwXfWQY8AQSbDgPhAA8OSAED/w8FlEcEMwAOzAEEgRsDTQAPzw4BA7MPBuFHAzMADvgBA+oABE0AD5kQAgN0AQRN",
+"AAQzAArOAQNZPAsOCgStGgydKgMmDQmWMQz4MQIjAARdLQlKJAG9Cgl/AAAVFQ0dDwLQEQsdDwDhSg9MDSIC/AcPUfMDAzZS",
+"D3yRAAIQCAAgAA83HwIEKiZCNzArMvEbD+s7BQLvCA9KSgMFLRIKCAAB8BEJpQgCwgsE3SQBXQUOygITNYOqAn0CDW0ABGUA",
+"BHUAAwgAAfUDD04AAgXExQGAAgtQAAO5iwRmAgUIAAKcUw9PAAIGagMPKRACBPEmAFMBHzBMDgkDzo4CASwI5gkCBxEAmgAN",
+"5gkCPRAEOgAPpAAFA7XgAr8GD28/AAPaCxQ3gvsK/BcEjEwCJxfdMUE1NkUxRkMyRjhGM/eOAcBRBC4AAj4ADwIHAASuVQSH",
+"FATcAgVGAABuHA/EpwYNlxIBISw6cmNwLxsDaRUKeR4E3z4PBkoBD34DGgN/Og9FAwIFK1U/MisyDacKBAqVANoACeAVAxED",
+"Ay8oD9cBBBE27ycB6wAJ5AAP0UgMP3NvdY3iEw8tAAUPzyUEDysAAQ/OJRQPOwAIAs0lCJekD3MAEx8yACYWD/iJAi8yMkPy",
+"ASAxMg6/D7xBAQTdog8JAQ0MASYAFQ8PBgERCWcCB+gVDwoBEQR0AAcTEQ+STAQPPSYGAIIEDz0mCQLaBgIyEQ8zLwAGPSYF",
+"iRQJxAMUMcM/DT4mCmhHBVMVBg5HDz4mEAH7Dw/j8QYPkkEILzE52BUJAkoHD5JBDQ9+JgsDJnYBXg8OoCAExQcPNT4EBD0A",
+"DzY+AwQrcQ+uSQMGXTcPnSYLA0M+DQC2BdUWD4MACQOCAAarrQt/JgOigQ9vEQIPh0kGAxcnAk0RDTkFAhcABh0ACFYGEDKm",
+"Aw+gJg4CzGwPQK4RLDMxlzoMhRYPXiYTD35oDg9eJhAPgRYDB4cAC/EKASMBAIABAdkGB+l8AdgBAvA5A9cNAxoACAYLAVID",
+"CYyRArk8CO0tC9nzBKiRAGsBD9nzLA0mIBExsyIN4wMGqwAOXwIBlAAAAAEN0j4CPQIDVgEPFUAEA5sUBgszJGVx2wgC0wgP",
+"yLwRD48CCwfHAw9H8QME9gAJcD8CHQMAzvMM1wAD7RoC1wAPrwMCBIBdAg7ADjMBATwAD53wAgM9nQOUAw/RFQMFHaAPpz0M",
+"DVyhD6c9AAhxCgNtEgLpDw/Z3QQE/IEfNFBCBgVRWw9JPAACYAwFxIAMgAAD20ECHgAPNTQEBKRjD0VCBwVmnQ85OwECXQAI",
+"jTwJwxkICioBCAQP1jQABkE1D30AAQkuZQ8gAAAE6lcNmgAK8BkM6RME3RACHgAPMx8ABE+dA0AAD5x6FwRmWQ/zNAgFGIgO",
+"rhgCkQAIzOEJ+hYDWhICJQAPNxgBA4sCAvoBAy8ADzA2BARU4A8RNQkEXgEPxhgBBAo1AgcADGEBD/17DgJycQUkAgSxFwsx",
+"MgZlBA2gBAJEAAZfDBEx1iYLjzIB/wMFNAYMte8FJwcNUwQCvxgPhgUBA74YAlgEAf0TCXIZA8qTACYADxowAgJJNQ/kigED",
+"axADMA8MLQMDS0QBJgAPDwEUCmgSBUYQA3kHRjE5Ky0JPgYmBgI7Ag/wAgUNXiYkMV8sdQuzBQUZ0BM45cUOCwEB+gMPkvYC",
+"A34RA3U2DzsFAwB8EAOEEQ8gAAME7WUMugIFGJ8CBwAMNxQDJxACkAIBAA8OXAAE8l8ESKEPIgAABDUGD3h8AAI3BgQQfgw3",
+"BgNLdQOAAA/8AAMEHHUF/aAPIwAABTgGD7p+AALdBAVWfQyCAAUEAgQZfQmcAQjKCg+cAQQEIXQCOE4PIAAAD38uBQT7fAOE",
+"AQxRBgP4fAMeAA/hEwAFI+MCIgADgAYPEGgEACwiAqYAD8YBBQCCIw+rBQQDIhIPZp8GA/wTAh4AD84TAQMhKAPuAQPTJg9P",
+"AQMEMnwFVWMPIwAAC/abCKsACzN8DFUBA/udAx4AD1UBAARgBAMYAgMwAAA/OAZtBAOWeAzGHQS9PRYxag0GawQHkegP0xwG",
+"Cs0WHzFA6wUFePgCgrkObAQCIwoPTzEBA8QUA2wED4cIAwBlGwGBAQ8oAgQAFRgPbAQCBdJ6AgcADCYHBBIWAgkBBKUVDF0A",
+"BOkEDyQKBgQ9cg9tBAAFuHkCBwAM7QQD6DEE7JkP7gQDAPIxA4EADxoxBgXvBA5/AgWgMQIHAAzwBASkMQODAA2fAQgmCg+f",
+"AQQEuzEfNSYKBAW4MQ2bAAJ3Awi1MQmbAAMqFgIeAA+jcQgDyAEDMAAPcAQFBaRxHzUcCgYBxy4PcgQEDqJxBEEOBiIAA78a",
+"AyAAD/EaAQMnMAX5AQMyAA81cAYFWwEP7SIHBFlwDxczAgUmcATrAg0rIAQyLQMgAA9nAQAEgQQFKwIDMgAAnj0GgwQGRJgD",
+"OwIEjQkBCAABih4PUgkBAQgAC4Z2A/8RA+4+D5EqAgYiEg6QKhExZVgHZAoPR7MCBc5ZD1tgDAeKFwkwGwNDFA5SDwqkFwFh",
+"CA4CEwQQpA/QuQMApAgDnQAPQioKAs4bAqcIDwcuAAQfAA+DAAIEtSUCNAILlxUCJwsByQAE1jsM4hICUVAOuwAGQBQPrCkL",
+"A6MADwU8AgQ4hgDjEg9lKQoCrwsBJQkORQAF6TsP8CkMD00sAQUfAwWKAQ+IKQQGjX0PhykMA5I4D7cWAgSRCU8xKzI3lDwQ",
+"AdsdCKUeAi8NAyeDB7UTArA7AqAeBI0hBBsAAYABAiEAAo9CCLYTArAHDyynBAK3EwNdQQi3EwQ7fAm4EwP8VQG6EwITMge7",
+"EwQfVgNkAgy+EwHRUA2/EwJUFA8bFwMDj5EP3/QAAuxnBDMCAb4KD00FAATFKgK+tgsxCQRBHg+eExACRhgERwkMoBMC2AAI",
+"TwQDAS0A2wAMUAQCwmcEMQMLpAoEgQkDMQMVNy+vChYBAu0BAOdTDCsEAnwgBAUDDzSHBAHHMgFgAA+zKgUEXqENgwkNWDQB",
+"DFQJggYEWTQFQDQPYwAEBJwBD4oqBwXSdA/RdAcKhTQKiAADLAcEiAAPgSoEBFwvHzeBKggEPVcPkQkBDcd0D1UyAATEJAMp",
+"AA+rFgID64APBjQAAp5EBXMED4ESAwFDMgHIAAUCPQYbAAZePAIqAAthAAJ2aAWPBA/oLAwCGAUPIQABD+gsBQ45cw2tAQPf",
+"jwYBMw+GJQEEdywFyQACNQAPIgoGBO5KEzgqbQ8jAAEF6g0OYwIGUywDCAAOAikLtzMPf5cBBFQpBZACBTUAD1puBASElxQ4",
+"cG0PJAABBUsPDxhyAQ9WKQEKuAALbgEPPHIBBCcKBb4CBYspBDITDR0FB6UJBU88Bj4UApQEBr4GDskoBIYIDRwDAiZHDwcG",
+"AQGODwUHBgELRwmXCgPp/QAnAA9CFAICGmgAWgAMSgUCOmgEqAUBpYkKWgACLgMAJwAHlyE8MV8xX0kD6mYCElEPvQMDBGAE",
+"PzEyMUgUAwRdnA/dDwUJcAADAwYALQAULeM1DGgUAGEtD3kGAQTdmg9ongMDeG4AeBoNLwED5gACeQYBjCgPuAIBA2AAHzjZ",
+"AgUFm3MN1gILRi0RMe2OCmQpA7U8BHUqCktFBicABHCPD6kSBgFXcw95BgUNg3MNZj4DLhkFiAAPDAEEBCEzHziIEgcBWisP",
+"eQYGC38rHzFfKwACgwAFigAP/UYCA6SpD/IwAAJmgwR5BgFGJw9kCQEEFJUFLRIGGwAK3kIBZRkJYQACWgAESwMPKQEEBGKW",
+"HziREAQBaCoPeQYDBDUqBvRyDaMABPgnBKQHD8JyCQSpLwM1AA95BgYEThcfOJsQBwRRFw95BgEIiicCTwAMtgAFficDkQAB",
+"0A4NXToEfgED4wAFNQAPyQEEBGYXHzieEAgEyw4PtUMDA24BA5QXHTHYtgJToAi4AA9uAQAFeQYEPi4ENQAHm9QBwgQPJRUC",
+"BVeiBFkBCkkFAwsDDzZ8Bg7zKxMx+TEO9Q8FNaMP6noEAo9mACcADS4FArBkBC4FDyoUBAEePABiAB85eEYEAVc+Dy4FAwXA",
+"PAiTKwmLAQOudwbxPA9jAAMEzA4fOVRGBgEPnw8uBQUEZBgE2HUN2LcEgjEEiAAEaikNZQADFgkfOVFGBwFRpw8uBQYEhSoD",
+"ZBgdMWUYAotzB4oAD4JVAgKSZQDVAQ1NRgOSDgLUBA8YRwQB6XMByAANZ70C/XMGLgUBUlAJYQADVQ4CLgUPNQIFBLwYHzlS",
+"awUB0XEPLgUCBLwYBAu3AU8JCqMABNIvBI4/DwYwAgPAAwQQegM1AA8uBQYAOwgCsgAPYwIGC362CrYADBkuDRQVBAmuBbYA",
+"D30WAQQWtgVpTAQ1AA+2AAQE9UkfOevfBxQx7BcPLgUCA8MXASUAAlEADLgAA+wXBbgAD5VJAQUuBQQkGwQ1AAdneAHEBAzP",
+"FQMaCwEIAA7PFQQvTwAIAAzPFQUzCw/PFQAEzREB6wsPyC0CACILCZoAAD5DCy5GA75iA4ASDjxFEzFQaQ16EwX1Yw+DLwwB",
+"fYoALwALBxYBvBgBBxYM8AsB3RgGOQAP5U0DBn8AD/8kBRQxXhkROSEADYUCA1cmBNUBBKQXAU0ZD3AAAAVZFQ7cmRUxW0gD",
+"GAMCXUgmYXg7AgVdSA+EWAgLYAEGhRUP8S4KAypeBpBIBg1BA3cCBCEAD65oBQRDFR0wsjoUMp1IA/xIArmoCiIABFsDBUcB",
+"Dm41AnyZCE8AD2BSAwREGjIxKzJeKQ/zAAYDAAYBW7wK9AADSw4DIgAC0L8PyjUAEzAB8A9AeQQGiFciKzLwAQ+LAAYDjQ0B",
+"cVcKiwADHQ4DIgAPiwAHAUV5BF0BDFQ3A8gtB44DAG8xCVsCBEUjD1OLCAzeAAXNAg9cAg0DEBMB3RoKs9kDa0MPtNkABYrn",
+"BMYaDz8HAxQyoxsSMaLRClcCA54DBN0ABKyLCpYDFjLJAAIGBA15AgTNDwRPAA/wGAIFhBUPeQIOBUjaDuckA3kCBSIAATYY",
+"D+8BAAR78hEy/kgJ9QADSx4G9QAPrgAED5wCFQRHPwEOCAquAAOcAgUiAA+uAAYEnQIKdRIBIjkPETMIP2JmbxEzFw8tAAEP",
+"ETMEDysAAQ8RMxQPOwAID95YCQjAewKVBz88NjHeMgARM8gyDep7D95YBAG7Kw/VABEBGQMI3lgWNN0yD9IACQ84FAAPoDIB",
+"ATEVD6AyAgFBKg+gMggD7rECoQgHL04OoDIFmLIJWAggMl8YAA/eWAIPslQCAvoUD5pYBQYSAw9LHAsD7wIPvFICA3IzD45C",
+"AAOcEQM9AA9eQwwCySMOQQgGBDMPETgAAjwHCVlDDuUABhEIAgASD39ZUAuHDwTfsQb+WAvYegAiAA/YMQIE7wEN1gAG01kD",
+"bB4POgEADOCfD/ZZEA98WQAPqwYAAzEAAwcAD34MAwRlLw31CQNtGAjOQw28AA/tbAkGk4oDjy8PoGkECl0YD62+Bw/xbAEC",
+"cR4NjGkArBMMEwABBQEBkxMNW1USMhcxDcUEBd0AD1egAwN8AA2rvgNAKw9AVQEDagAHAw0CLQAKqb4AJwAP5XoCD+BsEAQ9",
+"Lg+FGgEDlkADTwENxxEL4osPsAEGCTcXD7C+BwF2MAs0AQGqAgZEAwoYRRIyzlUMhwEPsb4MAbYEAQUAC5pwAqwsA+hCCkAg",
+"A2oACIcBAS0ACq++ACcAD4cBAgasNQ/WbAYFbXQPbRcBA2NCAycBDawPBaNFAyIyD4gBBgg3GA/abAEEiQEFgkQLGnwAIQAD",
+"igEKiCAWMs8pCkA6D7W+DAFJBgKILAS/eAqXGxMy2C8IegEDLwAPbnwDBDIAB5kACnZpA8QAByEAC+xzAmIqACcAD7C+JAAb",
+"Ag/IbAYCdTgfNMZsCQLGEwDoAw+YvgQHL10P7D8KAsYFD1heDA8TfAsC4wcKWF4FRAAGNQ0PJQwKAlsLBDtdC0QABhuAD2Y7",
+"CgPbKw9ZJQIFDwEPaQgDBOoADG8GA6ktD5VOFQZtCA+9hAQGviUP1UIKA9U6D3Q8DA+HDg0CRQAJHwIF5wMFiQAFCRILIQAL",
+"szkKlBoI7zMOYSMIuDQCzRkJwDIAwRQPlTgPA9OrEjKLXwkaAAPdGg8aAAADsQ4PGgAAAzsXDxoAAAPtDg4aAAPWFA8aAAED",
+"2REPGgAAA6wRDxoAAAOeMA8aAAADEwkPGgAABwQBB4wEBZEUBjkMAg4EAowLBVgMB8UqAQwCAXSxDL9JAMsABNx+D98qAhMy",
+"2EIIHwUBagMH/3cAlgAFkDUM2CkCLgAPnXQBAvcPAbVIDJcAABQBBbp+D4VNAiAyX+oDCpgAAz5HCZgAAc1RB3d+ArMJCFWc",
+"BI4AAj0gASAAD2cIAQNwjg/8cAAE/koJXSgM/QYCLroAKQMGFQ4CBjYC6GsBKQMIYwYCPQEDIwEDZAMHOwACNQABJQAGfz4C",
+"HAACVjwCIgACUXENGQ4COAAPp28BAlAOA/4LD8srAgXcch8x0H4EBe0sAmScC2cBAQ8CAoZzAUUIDmgjBC0BDv8hBf0SCI3O",
+"ADAAAVBFD1lhAwBrAA26QAK+DAPAQArTGwTmAATBsg89HQMCFUEAJQAM+g4E0FcCXAAPIA0DBCuPA7+rD00jAg/d+wkLMCMT",
+"MpRRDQBuAYsAAeEhBD4CBOcBAnITACEADPoNA3VYACIADPsNA2dBB4xBD10gCA/6swAEnyADjgUPyiABA/wAAioAD87/Bg9s",
+"HgEFQYAPhTcABEUeA2s7D40gAQLUBQq/tR8xXpUFBSu2D7iWAQVfIAOTCw5uAAOJIAQcOAQwAAUjBQdXuAKyAAQxAA8CIAIE",
+"/gEMF1MEQbUPXRgACmO1AWUXDxtJAwMiAAdMRQxTYAFgdA/KUg0QMmgfD0xQDgHaHgJ6ABVwQXwMVg8CokUN4GADSwEDjQAP",
+"4GACDUAGD3xQARkyfFAAJQAMfFAP8QAGCuEgBdkgA5kADCYJCwIhDS4mBJ4eBUkAACIACXtQAzg5ETHlLwzFFwXZIATIAQ/s",
+"AAMJxAcOe1AEogID8jQPOAMBA5oCARUBD3pQIQU+IwWdIw/OAAgFFLgJtwAAWBcN+wQBxgQF+wQGNQEDtgIPvQoFCXU6ETG4",
+"Lw8PIgIF8NkP8x4ABKggBYQBAzQADaUpA7eCA+8LD1AFBARaIgICFQ0hVAUvIgZsAA9eCwMJxgAEKgsE7wQPxgABBOghBXAi",
+"A8YAD7c6AwHhHwKoAAKBBQ2qAAPxAgQJIAbxIgyeAAV6CwOeAA+wBQAEHAsFngAENAAPDyEFBHciBYi3DRYiBVUiCVEAAuci",
+"D02EAABhAg3QAQPuKwLXAQ/hKQUEe7UOM/4FwCIEjAAAYQAPhlMFBCwADd0BBCtQB0QADwlTBAb1AAEybw/UBAANfQAEzSIE",
+"hQAN2AQFmCIE5wEMBzsFyiIEKgACzVYHPQUGlQ0EIyAN5AAE0jgFRAABxAYJRAAE8w0EeCIOvyIE/QAFfyMNRAAEJwMEoyAN",
+"DwQEJSMF7gANEAEF8CIFDQQNZgAE0Q4DuAEBFjsKRAAEKCAI+yUKRAAEKw4IUiAKRAAEXgAFMQMNRAAFiQ4DKgANmQMEqyEF",
+"BgIOmAEEbgEE3QMN7gAFqQME3SENPSoMGSIO7gAEgQ8ErAMBxyEKCx8EXgAEsgAN7gAEqw8ECAAA7wIHVAYLrngCsAwABgAP",
+"mVUBAhUWASMAAUsTDYeEAaMMCWAAC/OcArsOD2d3BAM9NwK6DgMzDQrIgwHpDglgAAukeAJhcAB5Cw9gAAECzhQCaRUBOQIM",
+"7A8E0n8KzIMB9w8IdgAB11IIdgAD2g4PdgADAnAAA0oVC3YAARYAAbwSDfaCAQMRDPoPAN8AD5MdAgGFLg+//AEAfgAG3h0J",
+"rB0CY0oCFkYCVEoBmi4NYwgCAw4PhykCAoIZAEkADF8NBLFWA9Z0CKgeAM4PD6geGQQ3AAORBg8CUAIF0qNPMSszNzAUCQNx",
+"TAH4FwnUBgLPDgMfAA81qQQFECUCtUsAQAAGGwAEaQMDAhMCnIEONyETNL9WETKhJA9kAAEEOAcP5N8ABS4lBE4TAS4lD2YA",
+"AgR3VwXGJA1oAARxCQ9V3wEBgSMInRMBxCQPaQADBJFXC4kjBXIBBLVFPzErM9kWCgPYTAVqAgfIDwQV6jE1LCCsCgi6AQOW",
+"YQQ+AA/LDgMB5iMBhgAFYxgGGwAEQwcFESQP6wADJDUw6AAPPzQFBLNCAxsKCWYABMEjBLEHAvGvD2YAAQW6AQ8dJQUEthYU",
+"NeUJCmkABJ0VBMUoD4kCBAI+AAMkAA+MAgQF8ngTMOwXCmoABEoHBIgxD40CBAI+AAMkAA+OAgQETBonNTA+UQYeAAQ8CAXQ",
+"Jg9qAAYRM8WOATQAD2oABAUKAgNuIQpqAAVDFwNGAA8NAgYAPgADJAAPEAIEBZuvEzCAGAlqAAQEMQQqCALcmA9qAAMEEgIE",
+"7p4MagAEN5IyNTArxBoKagAEmwQDUAgBwiEPagADFDUSAg/G0wUElCEyNTArUx4KagAEnwQDcgACcCEPagACAqWiATQACVwH",
+"DyB/DH9wcmVzc3VyQCYVDy8AAw9CJgQPLQADD0QmFA89AAoPRiYIHzMkWQAfNiR/ASczMlwmBiRZHzS6/QQFQPwP2gAPAaAN",
+"B6EHAOAND9cAEwptCAEhCg9LJgEB2gkPuAgCAZQJD0smCAhRQQmnkw1LJgECGA1LJhIzf4EOi2oBOAALYggC1w4PWb4LHzLi",
+"HQwC9wgFjjgPXGsBDwZVAAWGJAEmAA9QDwMDrgcPLv4DBGKsHzI9HgwD/ggPg2sCAYUAD0cnBQTGBw/1pg0MxQcP1mkBDyhQ",
+"AA/EBwkEKwIIwQcNoAAE/zgfMmJZDAX1hQyCAAOwCgMEAg+CAAIE+wQGx0ILYlkF0iQJCgsDUwoP338FAx8ADBcdEDOCCQ9B",
+"Hg4TM74sEjODSAkaAAOLJAXZlAsZAwEAMg4THwSYpA7FWAO8qw0QRQSGJQN30ggPRQHwAQXTJQgNRQJwAQAhAAEwAQp5MgLZ",
+"GwcokA8VARMPRCYBClgXEjMqoQk2KwAlGw/uBBsFOgAD0C0ECFcLlCkF1ikvMzOZWgwDSt4DukAPSgAABGocAEoAD59aCgPt",
+"3g9XbQUDM04PyCoABNQTBHzZD+8NAwQCAg1PHQMuFATJAALKHQ+oAiAPxwEBBB0IETNCpP8DLnByYWdtYSAibm91bnJvbGwi",
+"qwMCBDIBETSdHQ3/BQKcLA8kAQMBAgEPWzgBA5OwAyoEDzQbBAQwMAbMJAQbAAmwFA9yCwQEoiMDXfwKMh0CXQkPx1QFCy0A",
+"A7EYD5AaEAHRHwGKIA/vWwISM335C5INA4lLAEkBDruxA0UFAQYAD4v2BAWiuxs2s8IGIQAPTz4GDZ+7DeE8AzAMAxYTDzu7",
+"BgTPOAOc6A8jAAEEd3YP/EYBBAhFAw0UBaz+BSIAA+MLBIcADzICBAV07wSi5w8kAAEPwzgJBbd4A+oVBdpGBiIABTsCAjAA",
+"DSAABS4CAAIGDkoXBKUDBCkABGEBHzPaTgEE7AMFLQADBwEfM4K/AQHSBQktAAPyLAFbsgaDAgtIFAMlFAKMBg/JBAIACAAO",
+"5gQERzAIhAgDUwAFdQYBaygBTgMVbt8HAisTA5IGDfQpETMEqQZkBgupmwR1BQw4BwEACAIcIwAaAQfAvAMC1QqiAAPOIgI2",
+"AAigFQL0BAMYWgPn+w0/KgTxBwn8BgBfCw/8BiMDOS8CEJQOsgYFvFQvMjX8Bg0CWJcGv7sMSgAFu8YfNfwGDgRMOw/gfQMC",
+"4QEPVrEAAjYsBosABTFBCkAABXQCDlcCAusEBIEAAMobBg4CCkZWC6tQITE0TQoNjU0BagYPjU0DAoBQD4ZHAQOhUAPFAA/1",
+"BAQFH0oP9BMACKEGD6TkBQQyKQ+PYQIDQhMP0yMFDyxXAw9PRwYOwicAYAAVcLdIDOsNAwXxC6kGA3QrDwBCAQrK4g+ZHgQE",
+"ICwC4ywPIQABCKfnCpkFAyIGBVdLDjgwBP0RAyEAD41KBQQjBg8vVwYHnncPvjAAAyEGCUU0CogABO8SAyEAD/9BBAQVSx82",
+"NlcHDxVLNAWKAA9rMQUEPxMPrQYIBZUxBIAGD60GCQUtAASABg+tBgkM7zEKrQYBaC8O8wMEEwUTNInHD4JRBA/KKAIC2r0A",
+"QwANl04IlQoPP0QFBe19DvEUAywBAgYAD2ThBAWbLhQ0HDMLyQMD7xMPwT4FDC8AAyMZD6yIBQ8jKwAAYQACFPkOIysUMykb",
+"CvkDAsu8Av1RDaBRCKIKC5fjBjUBBem3D+oCBAQ0aA+nMgADcQMGU3gMxgIDgTIEIgQP+2YEAedKAoQADyZLBw/QXQcP8HQD",
+"CogAA28DBIgADwUFBAQCZB83pAoIBgRkD/kDAAxrvQ0IZASNSASKAAGiEQohAAY3Ag/5AwwEP3UE3qAP+QMKBS0ABMwDD/kD",
+"CQWmvQNgNAv5Aw8DpwIENQUA+QMEpTIK+QMCOBIPejoCAmFVAEMADfkDAr4CAvkDD7BHBQSUSwKLgAj5AwSCBQPQAA91FAMF",
+"NTcVNI41C8sDArYLAhh6D/oDEAM3DA+XDhEDby4AYQAGc3kMeAsCcJIM+gMD7zMPPWkBArVVBPoDDzlMBQR2Aw/rAgYPZFMG",
+"DWa/DXIDAxcsBAoHDwdMBQUmdA8gTwcEDCwPvUwCA9kBBsVMDIgAA7grBIgAD6gPBQXGwQ8gTwgPj0wzBYoADTMBA5kpA7MC",
+"D/oDCQTKhwRlAQ/6AwoELQAECgEP+gMKBS0ABPoOCvoDA3U6C/oDBMkvIzQzA8MN+wMC3wMPkBcCAkVYAEQADfsDA5suAsUC",
+"D0hOBQS+WA17HAT9OAPRAA++HAMFlqMTNDqEDcwDAmMBACgAD/sDEgLYBQB8AA8iLQ8BqTMDdH0EwEgKDi4SMwokDfsDAr8U",
+"D4FnAgNgVwP7Aw/zLgUEG1MPX1cFBJtcD9tMAAWpLANZAQ7tLAJpAgS8Ug95CAUA9AUChAAP7U0HD0KUCAgkKwJPAA2IAALE",
+"AgWIAA8HBQQEPuIPA1cJBA8rD/sDAg4MKwyKAAP9HgWKAA0zAQQ84gMvCQ/7AwgEJicDZQEP+wMLBS0ABM4DD/sDCQssKwz7",
+"AwvvEQacEg88PAAC5AsDuT4PhxAFAAgADgxMBGUQAAgABDhDC9VLETO5agfxEQfUSwOHAwQkFA95UQgMKRoCC6kKNBkfODQZ",
+"JgR3Mw8EOwIEvyw/MTM3QmIMA3JYARxPCG4bAkpYAOAADCgkA0pYBDkADw41AgSVFgJEHQ6fAAXP1x83RGIMA4hXAactCYUA",
+"Av8ABB8AD4UAAwPcAxY4Z4wHaBwB4AACwBgEOo4LPTIPsgECAAIOD7IBJANSGg8BjAMEyWc/MTM5nGIMA4FZAfZPDkcABGIO",
+"AEcAD55iCgNYWQH0xw4ZTQUpGx85oGIMAs0cBb9RCgQdBrfZHzmiYgUFLuEAagAPWUYKA1IbDH/6A3rqDl9iAyaLAiMEBBQs",
+"BDUAAbYAAyIAAUAECFMdAjAIAiPwDcxPApYEDknAA+Y6A1sPCz40EzPiTw2cCAKAUwC+AA4NFQLoAQOoAQVMLgo/AAXGAg6M",
+"FQSsPwI/AAwgRAWuAAbnBAFVUQ8XHAwF2gEFyhAPzgwBA4QYA3t/Dx4FAwrxLBMzZ7kO+wkFaQAPPWIDAkZUACYADpZWAwIB",
+"A6ICDw8iBARAVB85K3AEBYAxD2FUAAMZCAZpVA12BwYJAQIxAA9jAAQERlEPM3AGDzNUMwWIAA91YQQE9wMfOTtwBwUpVA8F",
+"VAMDFgcEcDEPijEAAiwBBIoAD9cCBAKcGQ/EWwAD0lIEDAQP3GEEBBieFTn4XQYbAAOSAQT5MA49MQnQDw/y3QEGKgkERQAP",
+"xRsRBDcyBS0ADyoJCQVNVQ8lDQIMnrcDiy8ILPsLRQQBCAAOYgQDfBoACAAMxhsCqRsEn8ALxhsEZq8PJ7QEAUwECbEAANYN",
+"B5cbAyd9BbkJAxYAAk0mAicvCFI/A5gbA0W0A1olDl8wBbAHDU8CBSABDSMEA+cMAyUFDiIBA30FA4oCDVoAA/hTAFsADjwA",
+"AngEBMBgCDEyHDPphwQBAgR8WhIx6CoMVwUCeAIAJQAPVwUGDK0cAvZADVcFBad9IzQ3o2EP3AAAAZABD9PxAgOlsARcBQJu",
+"bg+JAwEFuogP/BUFBPRVD0wEAAQxAwNuAwHdUwirAwS2MwSNWwHXMw91FwAGfVUP/RUGAXYwD18FBAR/VQepVQ2JAAMXIAQh",
+"AA/2MAUFF5cP/hUHBbJTD2AFAQZkUwPCEQFOMAqLAAYkAgIxAA/bAQMCLh8P2x8BA95VBAAlD8wABgSYBwKwtAmEAAOQHANk",
+"BQ+FUwEDXgUCIAAP4N8BBGQFBOQBBDMAD2QFCgXWMQUtAA9kBQgFrzAFLQAKZAUPtXQDBPBcFDGVfQyjAwK1AgAnAA+jAwYK",
+"jUETM4OqDqMDBdseHzcmeQUCsXEBKgAPowMAA0AKBKMDD3tPBAWYVR8wkgIFBWIkDY8CBLkwBIkaBRGeBiIAAgQCBBMyD7Yw",
+"BgThEx8wphUGBXAwD6MDAQRuMANHawZc6AYiAAaZAQIxAA9lAAMFu2YfMKcVBwUmMA+jAwIFOMIEJTAMAwkCbdUGiwAPZiED",
+"A9tYANsBDqMDA1oGBKMDD3VaBAU8IgI8XAqEAAkHCQE8MAshAAgHCR8yy5cBBaMDBGJ8BHPeD6MDCgT7ZwUtAA+jAwkFi8MP",
+"BwkCATKKDvgABE0LAKMDD2wZAgPHHg/3qwYNYPkAbAAEUHILpAMFjB4PYmgDA6BZACcADqEDA/g9BaEDD78GBAVYTQxOnQYi",
+"AA9EBwUUMsLDBOwbDTkhFzINAQIxAA9jAAMFR0wfMUwVBh8yOiEIEzI6IQEkAAJQAA2JAAJMBASJAA86IQQVMgUcHzFNFQcf",
+"MjshCRMyHxkBJQACUgANiwACLgEFiwAPRAcDAvtIANsBDaEDA2ObBKEDATo2D6cAAQRNBgbX2wUcAARelwNcAw0fahky290f",
+"MtvdAQWhAwQdIwMzAA+hAwsEwiIFLQAPoQMJBGUiBS0ACqEDCscdBD4ABBB6AKEDDxIZAgOibgAoAA+hAwYNnzIEP1ULoQMF",
+"fhkP12YFA05cACkAD6MDAAMNCQOjAw/9cQQVMk4LHzGLUwQUMs0HDo8CBJIXBBCFDQ2ZEzLVFwMUDh8y2DIEFDLAIC8xMXlk",
+"BhQyfjIPowMBBMIgA+wgHTK4mRMyomsFiQAPRAcEBMAgAIkAD6MDBgRoMg+jAwIEwyAD7SARMkuDCYsAA0AgBIsAApbADtsB",
+"Ah8JD/UfAASWXQWjAw8eCQQE+B8SMaYACoQACkQHDeeEFDK8HgMgAA9EBwkD5AEEMwAPowMLA4gBBi0AD6MDCQTuIQUtAAqj",
+"AwWHxwQZAQQmoAAIAAY9GQxpEA+TGQACVysDWRQOjxQDQwMACAAEdhkK8b8BFg8JnAAMwKMB7iYPfRckA+sQAiIeBwgVAJ0B",
+"D2o3AAFfIw+DNwEBfAEP/9wFBP4/AQkBAhoQBOgGCpkCAlEEAQwBC3gZAl10AyMAD0I2AgVvLz8xMzXsjwwGx3wJblUGoQIH",
+"SgACchAKwAIDnQIDjCEClQIJ1gEECF0EaAAPF6EEFTIvFgLDLAntAwNaIQEkAAJ2AAAiAA8oYQAUMig8AR9uCaoAA6YhBqoA",
+"D4gABAWn+x8ybuIAEzLHTQEmAAJWAA+KAAYFXD4NhiETMqAhBowADwEsBARA3gBOAA8EBQADICEBJwACVwAPjQAHBYA+COpK",
+"ALM5DwQ8C092aXNjADwUDisAD/w7BA4pAA/4OxQPOQAGDUuVAPsADzYADh8yMQAdHzMxAB0fNIc8Ah8xzWIACBQABOABODwx",
+"N7E8A1EDIDw4wJUP9loBAFQHD2QBDwHDAwi33geCPA9hAQcK4gQB2AoPaZUCABcDD2mVAwA5Aw9plQkC5hoCDAAFVRsPaZUC",
+"BJQuCRoGEzRKdw9+PBgEeD8KPAUFT3EP3zsMAv0eBeAzCn07A60AD50FAgR0Dx8ymgUMA5saCasxBBsCBO5TEzKEQA1sUQHs",
+"Aw/wUwYPflAADyYAAA85uxkDrQAE60cGXQAFLSYNGgADvBUBGgANNDsWNIRyCz4BBX49D/68DAMGGgxznASoCw61IAQ93wM5",
+"AAq6CgTGAgSbPQSZdQqdAAUhcw98lg0CMC0BFTkIgwACIAkForkPgwACBHyWD/u8AQLrHQKcHgzIJgJaAA+nAQUPsY0ICvIg",
+"HzQalgUEdC8AzjwPpB8JCLWuDiVcA0QADWgIBCYLDzZdEwZBQA/MZAMHqwAPyAEDBWUCD1VvCwMcKA8VawIDuwcDUBgIzQAC",
+"tgcBzCeDM0Y4NDdBRTEFAB9CTQQBA74gDxj7AANgIwRSAQ5jAw99AxIEDQgUNDbgC/MCBCMjD1UpAgOxBQXsCwdsxgIZAAR/",
+"BQ1kZB80RDQDAxgRAFgADPgKAyxYACIADN4CBLWZAgYAD3UOAwSlKQK2mQ8gAAAEBiwMaAkDrBgDNAEBxCkLSg0EhygGBwAP",
+"ZFgUBGx2HzM3eQYE7xsPAvwAA5YYBfSOD5gAAAMkHgMIEgMwAA+LAAQEm9gPDHkHBDhUDyP8AgOGAAPNFwARAgwjUgQ7OwgH",
+"AAExKQuiWAMzHwMGIA+DZQEEPAINZbwDbiEAVQAMaFIDVgADIgAPNAcAA4oPBv4oDJ9YBPAsD55YEAGULg98Kw4BdSsAdwAT",
+"cAQHCpodEzRP4QyaWAS2MQ+ZWAcKPxoQNKsoDatXGDTTuxE0OzkIwgAAgSkPlFgOBROQA5IAC+kECjmQDAYNAxMjBEQAAHIB",
+"CI1YAzojD7FUAgOpEAUDrA/fAAIIK28RNCNnCH4ABIFTA1UxDzwDAAM9BQFnAQ+HWCADvBkEmpEA4gEPxwAEBLsrB8s6AL4A",
+"D4NYAAM8yQwIBgRAVg/+BAkEUCkCpUEPExkHDdkDAzIkBYqQDioBA1wkB42QD/4EFASKKB80vsEHD3cxBwVjwgJ9AA9KWgAD",
+"aiQEaSQDaAIPHwEDBHEWHzS+wQgPejEIAzMkD0vCCQJAAQR4VQObAAFnBAgKWARrKw8KWAAC3QYCBAcP/vQEBEwhAuo8C28C",
+"AyUhA6MAAJACCKkwBEshApUDANIIDK4CBHG/AkcADSFVBJm/BB0lDiNaBHiQBPQUD5AYAAX7MQXmvwM0AA7uXATydgROAA//",
+"BgAG3b8ETgADNAABxAcKTgADSwQETgAPSmABBDUJBU4ABGYzBwouAJoGCy8VBAYtCMxFBk4MAgYADwNWAARS5ATNCw7OlBg0",
+"C0EAmAsPt7oKCa2LAisEBCG6CA8QAAcIDw8QFwQ1AAMfMw9XQAIEAR0QN5tHD04LCQNsJgG9GAn6AgK8DAMfAAtCMQSmCgXm",
+"tQ/RCwIEVoQAhAAPTS4KBFWeDMcUBDZLAh8AD4QAAwn3Ugy/EAK6BQG+AwPtBwtUPwTyDgiNAQBZBw+NAR8CpAABoFgNDwIC",
+"ZhEPIwEBBG4ZHzddLg0I10sORgAFlIsPH3MMBL+1DyMRAgVLOQ9bLg0D09QEUzkLvBYE9QENIIwFtuIPUQ4WBNU9HzlTDgUE",
+"/h4fN8cuBgXqOA/GLg0DeBoEDf4LRgAEdK0fOXStLA9GDQADj3gIdK0O6AAEkAwDsgwIVwEFyqIP2w4VA19pD3YpAANcMgRs",
+"AgpiBQ+oDgMERYwP5kMID3J2AwPA2wjiKgOGAAR6SQO2QgrGCAR4AAQ5CQebaAyqvgTWbw6HlCE0X9ToDAYPA9dJD0pDAwN3",
+"MwL7AgsclQbRBgQ/QgShlQ0hAARJAgzMCAQcOgZbyA8MBwAEZEwGBwAPVmcVBCx8EzaiPQ8jAAEEig8O9gkEk40Fw5cPjg8A",
+"BNnEBDJCBDMAD705BATjVy82M9IuBwQCJw/6DgEEoUIJIJILkwALleEEMgAFwiwNMrsEMQAEqmwMhRMCNgIMAA8ISaULvwkK",
+"a6UG/tsIvrcC0AgEIwAH0WwMbLoATQAPfsgQD3s+EgEADwN7QgTqbAorLhM0vI0MCA8DyicEjQAPZ7sCCv8tETRQuw8sDgEJ",
+"DA8CJroJgsgPomcSBp5MA5kADGYKC8dMDl+RBVKTBEoADaNnBnyTD7XHAQS+CgMIAgCKAg7tAAg4YAD7AAyjZwQIAgTdOQ9i",
+"AwEICAIPhMgiBLYLAxANAdQOD88ABQMtAAfS2AHGAA8zoAMFv00AqAMMuAALv00PuAQZBLcZA4sODVoABNkNAwhDA8EBD33r",
+"BAYbSg88ZgQLQJQEMgQBuhcP9rYAADgCDZkZA9AgAk4IDwqkBAZSSQU8NQYbAAOuBARyAg8SNAQFAFIBSgYMxAEFPgAEYA4E",
+"9BgGIgADmgQD8gQP8BEBBVVJA00ADSyrBXOUBDgBBdBLBiIAA6EBBQJBD34OCAROAAU0AA4aSQObAgROAA+HBgEEfg4FTgAE",
+"NAANfg4Fj0EE7gEPfg4IBU4ABDQACRwJHTJ+DgM3EAgAOAYzDQ82yQcFHQAGsAwNnhQJfw4BGzgJSg4HuTwPvQwXAnwKBPOX",
+"Cx4aAcS5D3YfDw+hCwICtpEP5B8PDz0ABA9dHxIFuBoKXUIEvB4M0RgF6boLKh4GGAIEwgwTN+gdCjYCBBICA6S9LjI0xgQK",
+"PQwE+KdfNzcrMjCDDAkDyk0B5G0MiQIGWH0EHQMCCAAEisMLxAAF20kfNyOKBwneSQ1wAAP9AwwPlQ0RrgK5SwS8AAHnGA9c",
+"uAEEM7oBCEoNbQAEXgME3QAEBhYPuUoFBeOsDxYGAgUNSgS8AASyFg9VYQQQNlYNAyMAD3wBAgShBASfAAQMGA8GDAQE+BAP",
+"ZwYFBVGVBKAAA2AAAszFD6AAAgUUvAH05Ad+IQ9JJAtvYWR2ZWN0SyQUDy0AAQ9NJAQPKwABD08kFA87AAgOnLkH7yMPOAAI",
+"D5y5BAhOYAPxIwiGuQSPAQrFuQPWAiA8M6JgD2L+BA8GAREBOAQIc2AGlwUPAgEJD30QAg9zABMMmLkABQMPLiQBAG0CDy0k",
+"AgB1Aw8sJAgB4QMB1wgFxwwPKSQBBE4MCbcGEzXbdAn7KQLcEw8yBQID3AgPDSQMAy8FD0IAAQYP4A/uIwoDtRMPQAYBAwoW",
+"DwsQAAImEATkMw+7DgQCgAAK6SAFHgAEnQAGNWUFUx8CRgUPXAAKBLR2D1sEAAWyIQOEAAEvAA9VBAMD7b0MihYDNgAFzl4h",
+"NjR7QQgiIPoCOTIxODg2ODQzNzIyNzQwNTOJ1wFJAAIvYAE2AA8vAAMHeAIAFwwL6yYDALgEBUYLTAIMOjsEuwAEgSIBVQEJ",
+"vQADWkYfM70AFASnRg8vAAUNoCMGlAAPEyMCIjErexQE7wkCHwAD71wDFQ0PriEBEDXOXw1MDhg1ghgRNY1ZD+ABBw93UQUH",
+"KwEPch8EDyTeCganAQP0DwrzDwMQAQnvAwNQhA/MzAAClvcCBdUO7QAH8QYUNS0jD1kkAiMxK/Q6DGMRA6krAQYAAQwwD8IA",
+"AgrtIAPCAA9ZAQcP2g0ECIQCD+wgBA8+MwgKgxEPRgEBA72ID0YBCAfKbx814q8FCiclDyEAAARX3w9hCQIDoA0DBQkDFAkP",
+"ZgQEBFoJBP0mBWgEAmYCAT9ICasDA28kHzerAxQDLwAfOKsDCApCDRM1WE0PQAQABJWgA91sCJcABViMD5cAFAPWKB8wlwAI",
+"Ci8iB5cAC3UqBUMEBtc8BkMEBNI9AQYABERSCrEcETVEUg9ZAwAIPIcAJQAPSAQEBMIBD9NDBAQV5gd2PQi7FASCRQ9NBBAB",
+"MwYEWusLfBUEHwEJUCwD3IsPDAMBArUAA24sD2UAAw8RAQAHmCcAHwEPbAQBBnGKB+X/CM8VAhcDA5ElD+IACgwjCQLiAA+D",
+"AQkPTBcEBbpoByICB5IAAxUID3YTBQ+hAAcMeAcPgwEAAz8FD4MBCgzcBwVlAAdsAQ92QwMGkgMPlkEHBKkED2sNAgNIDgIG",
+"AAN/HA+iDgQBQgABIgABDwoIrC8DMyUNFAQDBhQPVggVBLQ4D1cIBgglAQM3Sw4NWhY1lJoLwAQEOakELgEKrQADVzcfNa0A",
+"FQNcLh82wgQIC7vSB5oACjQDBU+JAoj3DMMEA+QkAQYABLyGDAkHAdIVDrIDCFUXACUAD8MEBQTbAQ/KPQUKOQENxQQErT0P",
+"QgMQATsKBLkKC9+DBCEBCUIDAzaHD0IDAgTl1QEFFg9mAAMPFAEACQEIBLEXC4IMBTiKBPk1DDUEA4AmAjoDD+UACwz7CQLl",
+"AA+IAQoP+XMGD4kBAAiWAAP4Ng9iMQkPpAADDAQID4kBAAM1SQ+JAQsM0gUFZgAHcgEFQokHnU4BPwgBDqQP7VUCBCAPD2JP",
+"CwEtCTR0b20fADRtaW6vDgQIBRIyR+gJXQUB00gPJRIIb2VycnN1bSUSFA8tAAEPJRIEDysAAQ8lEhQPOwAIDyUSCg84AAgP",
+"JRIDAKOYDMDLBw8SBiQSD7/xAQHq8Q8UNgEAkQcPBgERDCUSB9jgDwIBCQ/xEAEJiDYPBwEJCyYSAVMDD1U2AgtQOwm2igLv",
+"EQNIIgsTAwdGEgf4GAIlMwEGAw8+EgQDRzMPPxIBEzaNDQDGFwNPAAQzAAV+AAQIAQKdEQkjAQa6EwLzBALwYAjHbwITPAFT",
+"AA+XGQACsQgAFiIB2CMH1gAD0mIAJhIDaP0kbHCjAAFxBwFUAAMKhw74AAHzAALLAAw2bgGgjA8cNBIcNhqVBAoBBmGQDyqd",
+"CgTZEQqhaQKmCQXeVQjvBAO8aQGyCAbWUwG0EgAhACItMgONCBm2AfoIA0V9AOe1BBkAAs9+AB8AD9JTAAE1AAQcAA8cARUK",
+"LQkXNtTIA8MAAZIBA6N0CBgAAa8BCHhLAhgAAeQCA591D8VcAgP1uA87mwcEChMKJwMCRQEH3BAfNv1vEQwEFAJwmwjZHQSh",
+"eASaHQuGAwWwAg2RUAZJDwsCAQKkAQAGAA9yUAECNQMAfiAPRhEBGDarEhI2wuwHKwQAxlABFwMHiwMBiAACDzgBHFYKa1AC",
+"pgEDgj8NMREDCwMOpAEFuAIODVAIpAENmycD5RUAh20HwT0fNqbFBAT9EQCmxQ64fATkMgcuMw+aEQcF6cUJQgAJLTMP9W8F",
+"BKIOAYApCT8ABJk2AxAODz8AAwStCwNqKA9cAgAESAANdKUDLgEA83QPeAIGD6BCAAJtLQUGBQ1NFBg2mb0RNlQyD5kqCwVL",
+"hwoFAgE8Ag+3SwEDbxcEuiEPIA4DBQ2iCdICAGATkHJldDsKCn0KCg"
 };
-static const cq__ptx_module cq__ptx_3d_f64 = { cq__ptx_3d_f64_lz, 206349, 757798, 0x3bc53553u };
+static const cq__ptx_module cq__ptx_3d_f64 = { cq__ptx_3d_f64_lz, 207904, 763153, 0x2fc88f1cu };
 
 /* the PTX module of a dimension and precision (NULL if the header was generated without it) */
 static const cq__ptx_module *cq__cuda_ptx(int dim, int prec)

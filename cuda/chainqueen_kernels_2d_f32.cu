@@ -1526,18 +1526,27 @@ typedef struct cq__sph_f32 {
     const int *bobj;                /* body id (>= 0 dynamic), CQ__BODY_WALL, or -2 - id (static) */
     const int *bstart, *border;
     int *foff, *fnb, *boff, *bnb;   /* per fluid particle: its fluid neighbours fnb[foff[i] ..
-                                       foff[i+1]) (itself included) and boundary neighbours */
+                                       fend[i]) (itself included) and boundary neighbours */
+    int *fend, *bend;               /* the lists' ends: foff + 1 where they follow one another
+                                       (the GPU's), else their own (the CPU's chunks, world.j2
+                                       >>world_near, leave room after each chunk) */
+    float *fgw, *bgw;                 /* per entry of fnb / bnb: the pair's W'(r)/r (grad W = it times
+                                       x_i - x_j), which sph_density writes and the solvers' passes
+                                       read (nothing moves during them); 0 for i itself */
     float *Fb, *Gb;                 /* fluid force on each boundary particle [nb*d]; its localized
                                        derivative d F_b / d v_b [nb*d*d] ([DiffFR-supp] Alg. 1) */
 } cq__sph_f32;
 
 /* >>sph_neighbours: fluid particle i's neighbours within h, fluid and boundary, in cell order
-   (so in the same order whatever the threads).  count: only their numbers, into foff[i + 1]
-   and boff[i + 1]; else the lists at foff[i], boff[i] (the exclusive prefix sums). */
-CQ_HD void cq__sph_neighbours_2d_f32(const cq__sph_f32 *s, int i, int count)
+   (so in the same order whatever the threads and however the lists are laid out): the first
+   fcap fluid ones into fl and the first bcap boundary ones into bl; their numbers (all of them)
+   into *nf and *nb.  The GPU's two passes (cq__sph_neighbours_): count, only the numbers, into
+   foff[i + 1] and boff[i + 1]; else the lists at foff[i], boff[i] (the exclusive prefix sums);
+   the CPU's one pass: world.j2 >>world_near. */
+CQ_HD void cq__sph_near_lists_2d_f32(const cq__sph_f32 *s, int i, int *fl, int fcap, int *bl, int bcap, int *nf, int *nb)
 {
     const float *xi = s->x + (long)i * 2;
-    int nf = 0, nb = 0;
+    int cf = 0, cb = 0;
     float d[2];
 {
         int c0_[3] = {0, 0, 0};
@@ -1557,8 +1566,8 @@ CQ_HD void cq__sph_neighbours_2d_f32(const cq__sph_f32 *s, int i, int count)
                         float r2 = 0;
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->x[(long)j * 2 + a]; r2 += d[a] * d[a]; }
                         if (r2 >= s->h2) continue;
-                        if (!count) s->fnb[s->foff[i] + nf] = j;
-                        ++nf;
+                        if (cf < fcap) fl[cf] = j;
+                        ++cf;
 
                     }
                 }
@@ -1582,14 +1591,20 @@ CQ_HD void cq__sph_neighbours_2d_f32(const cq__sph_f32 *s, int i, int count)
                         float r2 = 0;
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->xb[(long)b * 2 + a]; r2 += d[a] * d[a]; }
                         if (r2 >= s->h2) continue;
-                        if (!count) s->bnb[s->boff[i] + nb] = b;
-                        ++nb;
+                        if (cb < bcap) bl[cb] = b;
+                        ++cb;
 
                     }
                 }
             }
         }
-    }    if (count) { s->foff[i + 1] = nf; s->boff[i + 1] = nb; }
+    }    *nf = cf; *nb = cb;
+}
+CQ_HD void cq__sph_neighbours_2d_f32(const cq__sph_f32 *s, int i, int count)
+{
+    int nf, nb;
+    if (count) { cq__sph_near_lists_2d_f32(s, i, 0, 0, 0, 0, &nf, &nb); s->foff[i + 1] = nf; s->boff[i + 1] = nb; }
+    else cq__sph_near_lists_2d_f32(s, i, s->fnb + s->foff[i], 0x7fffffff, s->bnb + s->boff[i], 0x7fffffff, &nf, &nb);
 }
 
 /* W(r) and grad W(d) = W'(|d|) d/|d| of the cubic spline (support h; sigma = 8/(pi h^3) in 3D,
@@ -1601,40 +1616,50 @@ CQ_HD float cq__sph_W_2d_f32(const cq__sph_f32 *s, float r2)
     if (q < 1) return s->sigma * 2 * (1 - q) * (1 - q) * (1 - q);
     return 0;
 }
-CQ_HD void cq__sph_gradW_2d_f32(const cq__sph_f32 *s, const float *d, float r2, float *out)
+CQ_HD float cq__sph_gradf_2d_f32(const cq__sph_f32 *s, float r2)   /* W'(r) / r */
 {
     const float r = sqrtf(r2), q = r / s->h;
-    float f = 0;   /* W'(r) / r */
     if (r > s->h * (float)1e-6 && q < 1)
-        f = q <= (float)0.5 ? s->gsigma * q * (3 * q - 2) / r : -s->gsigma * (1 - q) * (1 - q) / r;
+        return q <= (float)0.5 ? s->gsigma * q * (3 * q - 2) / r : -s->gsigma * (1 - q) * (1 - q) / r;
+    return 0;
+}
+CQ_HD void cq__sph_gradW_2d_f32(const cq__sph_f32 *s, const float *d, float r2, float *out)
+{
+    const float f = cq__sph_gradf_2d_f32(s, r2);
     CQ__UNROLL for (int a = 0; a < 2; ++a) out[a] = f * d[a];
 }
 
 /* >>sph_density: rho_i, g_i = sum_j m grad W_ij + sum_b rho0 V_b grad W_ib, and the DFSPH
-   factor khat_i = 1 / (|g_i|^2 + sum_j |m grad W_ij|^2) ([DiffFR-supp] eq 24; 0 when isolated) */
+   factor khat_i = 1 / (|g_i|^2 + sum_j |m grad W_ij|^2) ([DiffFR-supp] eq 24; 0 when isolated);
+   and each pair's W'(r)/r into fgw and bgw for the passes after it (sph_source, sph_pressure: their
+   grad W the same bits, without a square root and a division a pair at each iteration) */
 CQ_HD void cq__sph_density_2d_f32(const cq__sph_f32 *s, int i)
 {
     const float *xi = s->x + (long)i * 2;
     float rho = 0, s2 = 0, g[2], d[2], gw[2];
     CQ__UNROLL for (int a = 0; a < 2; ++a) g[a] = 0;
-for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
                         float r2 = 0;
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->x[(long)j * 2 + a]; r2 += d[a] * d[a]; }
+                        s->fgw[k_] = 0;
                         if (r2 >= s->h2) continue;
                         rho += s->m * cq__sph_W_2d_f32(s, r2);
                         if (j == i) continue;
-                        cq__sph_gradW_2d_f32(s, d, r2, gw);
+                        s->fgw[k_] = cq__sph_gradf_2d_f32(s, r2);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) gw[a] = s->fgw[k_] * d[a];
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { g[a] += s->m * gw[a]; s2 += s->m * s->m * gw[a] * gw[a]; }
 
-    }for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+    }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
                         float r2 = 0, mb;
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->xb[(long)b * 2 + a]; r2 += d[a] * d[a]; }
+                        s->bgw[k_] = 0;
                         if (r2 >= s->h2) continue;
                         mb = s->rho0 * s->Vb[b];
                         rho += mb * cq__sph_W_2d_f32(s, r2);
-                        cq__sph_gradW_2d_f32(s, d, r2, gw);
+                        s->bgw[k_] = cq__sph_gradf_2d_f32(s, r2);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) gw[a] = s->bgw[k_] * d[a];
                         CQ__UNROLL for (int a = 0; a < 2; ++a) g[a] += mb * gw[a];
 
     }    {
@@ -1651,22 +1676,19 @@ for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
 CQ_HD void cq__sph_source_2d_f32(const cq__sph_f32 *s, int i, int mode)
 {
     const float *xi = s->x + (long)i * 2, *vi = s->v + (long)i * 2;
-    float div = 0, d[2], gw[2], e;
-for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+    float div = 0, gw[2], e;   /* (a pair of W'(r)/r = 0 adds +-0 to div, which is never -0: nothing) */
+for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
-                        float r2 = 0;
-                        if (j == i) continue;
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->x[(long)j * 2 + a]; r2 += d[a] * d[a]; }
-                        if (r2 >= s->h2) continue;
-                        cq__sph_gradW_2d_f32(s, d, r2, gw);
+                        const float f = s->fgw[k_];
+                        if (f == 0) continue;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) gw[a] = f * (xi[a] - s->x[(long)j * 2 + a]);
                         CQ__UNROLL for (int a = 0; a < 2; ++a) div += s->m * (vi[a] - s->v[(long)j * 2 + a]) * gw[a];
 
-    }for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+    }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
-                        float r2 = 0;
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->xb[(long)b * 2 + a]; r2 += d[a] * d[a]; }
-                        if (r2 >= s->h2) continue;
-                        cq__sph_gradW_2d_f32(s, d, r2, gw);
+                        const float f = s->bgw[k_];
+                        if (f == 0) continue;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) gw[a] = f * (xi[a] - s->xb[(long)b * 2 + a]);
                         CQ__UNROLL for (int a = 0; a < 2; ++a) div += s->rho0 * s->Vb[b] * (vi[a] - s->vb[(long)b * 2 + a]) * gw[a];
 
     }    if (mode == 0) {
@@ -1686,26 +1708,21 @@ CQ_HD void cq__sph_pressure_2d_f32(const cq__sph_f32 *s, int i)
 {
     const float *xi = s->x + (long)i * 2;
     const float ki = s->kappa[i];
-    float acc[2], d[2], gw[2];
+    float acc[2], gw[2];   /* (as in sph_source, a pair of W'(r)/r = 0 adds nothing) */
     CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] = 0;
-for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
-                        float r2 = 0, kk;
-                        if (j == i) continue;
-                        kk = ki + s->kappa[j];
-                        if (kk == 0) continue;
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->x[(long)j * 2 + a]; r2 += d[a] * d[a]; }
-                        if (r2 >= s->h2) continue;
-                        cq__sph_gradW_2d_f32(s, d, r2, gw);
+                        const float f = s->fgw[k_], kk = ki + s->kappa[j];
+                        if (f == 0 || kk == 0) continue;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) gw[a] = f * (xi[a] - s->x[(long)j * 2 + a]);
                         CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] += s->m * kk * gw[a];
 
     }    if (ki != 0) {
-for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
-                        float r2 = 0;
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->xb[(long)b * 2 + a]; r2 += d[a] * d[a]; }
-                        if (r2 >= s->h2) continue;
-                        cq__sph_gradW_2d_f32(s, d, r2, gw);
+                        const float f = s->bgw[k_];
+                        if (f == 0) continue;
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) gw[a] = f * (xi[a] - s->xb[(long)b * 2 + a]);
                         CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] += s->rho0 * s->Vb[b] * ki * gw[a];
 
     }    }
@@ -1770,7 +1787,7 @@ CQ_HD void cq__sph_viscosity_2d_f32(const cq__sph_f32 *s, int i, const float *gr
     float acc[2], d[2], gw[2];
     CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] = 0;
     if (s->visc > 0) {
-for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
+for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
                         float r2 = 0, vd = 0;
                         if (j == i) continue;
@@ -1781,7 +1798,7 @@ for (int k_ = s->foff[i]; k_ < s->foff[i + 1]; ++k_) {
                         vd *= s->m / s->rho[j] / (r2 + (float)0.01 * s->h2);
                         CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] += vd * gw[a];
 
-    }for (int k_ = s->boff[i]; k_ < s->boff[i + 1]; ++k_) {
+    }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
                         float r2 = 0, vd = 0;
                         if (s->bobj[b] >= 0) continue;   /* walls and static bodies only */

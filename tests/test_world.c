@@ -932,6 +932,43 @@ TEST(world_steps_allocate_nothing_after_the_first)
     cq_world_destroy(w);
     CHECK(c.live == 0, "%ld allocations leaked", c.live);
 }
+/* every allocation of a world's first step refused in turn, the k-th for k = 0, 1, ... until a
+   step needs no more (the solver's arrays, the neighbour lists and the kernel values beside them,
+   which the CPU's one pass sizes in two rounds at the first step, sph.j2 >>world_near, the bodies'
+   scratch): the step fails with OUT_OF_MEMORY naming step 0 and leaks nothing, the world stays at
+   step 0, and with memory back it steps as a world that never ran out, bit for bit */
+TEST(world_first_step_refused_each_allocation)
+{
+    cqt_counter cr = {0, 0, -1};
+    cq_world *ref = counted_world(&cr);
+    double xr[2 * 200], x[2 * 200];
+    int refused = 0, lists = 0;
+    if (!ref) { CHECK(0, "create: %s", cq_world_last_error(NULL)); return; }
+    CHECK_OK(cq_world_step(ref, 4));
+    CHECK_OK(cq_world_get_fluid(ref, CQ_FIELD_X, xr));
+    cq_world_destroy(ref);
+    for (long k = 0; k < 400; ++k) {
+        cqt_counter c = {0, 0, -1};
+        cq_world *w = counted_world(&c);
+        cq_result r;
+        if (!w) { CHECK(0, "create: %s", cq_world_last_error(NULL)); return; }
+        c.limit = c.allocs + k;
+        r = cq_world_step(w, 1);
+        c.limit = -1;
+        if (r == CQ_SUCCESS) { cq_world_destroy(w); break; }   /* k allocations were all the step made */
+        ++refused;
+        CHECK(r == CQ_ERROR_OUT_OF_MEMORY, "refusing allocation %ld: %s", k, cq_result_string(r));
+        CHECK(strstr(cq_world_last_error(w), "step 0") != NULL, "refusing allocation %ld: the error names no step: %s", k, cq_world_last_error(w));
+        CHECK(cq_world_step_count(w) == 0, "refusing allocation %ld: the world went to step %d", k, cq_world_step_count(w));
+        if (strstr(cq_world_last_error(w), "neighbour lists")) ++lists;
+        CHECK_OK(cq_world_step(w, 4));
+        CHECK_OK(cq_world_get_fluid(w, CQ_FIELD_X, x));
+        CHECK(!memcmp(x, xr, sizeof x), "refusing allocation %ld, then 4 steps: not the positions of a world that never ran out", k);
+        cq_world_destroy(w);
+        CHECK(c.live == 0, "refusing allocation %ld: %ld blocks leaked", k, c.live);
+    }
+    CHECK(refused > 10 && lists >= 4, "%d allocations refused, %d of them the neighbour lists' (fluid and boundary, indices and values, in each of the first step's two rounds)", refused, lists);
+}
 TEST(world_step_refused_memory_leaves_the_world)
 {
     cqt_counter c = {0, 0, -1};
@@ -1030,7 +1067,7 @@ int main(int argc, char **argv)
         CASE(control_gradients_2d), CASE(contact_box_rests_and_slides), CASE(tank_at_rest_2d), CASE(threads_hook_bitwise),
         CASE(contact_derivatives), CASE(joint_pendulum_2d_period), CASE(joint_chain_3d_holds), CASE(joint_derivatives),
         CASE(joint_bad_input), CASE(closed_loop_control_gradient), CASE(world_steps_allocate_nothing_after_the_first),
-        CASE(world_step_refused_memory_leaves_the_world), CASE(control_grad_of_many_bodies)};
+        CASE(world_first_step_refused_each_allocation), CASE(world_step_refused_memory_leaves_the_world), CASE(control_grad_of_many_bodies)};
     static const cqt_case physics[] = {
         CASE(tank_at_rest_3d_f32), CASE(archimedes_2d), CASE(archimedes_3d), CASE(dam_break_martin_moyce_2d),
         CASE(coupled_derivatives_report)};

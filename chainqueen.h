@@ -500,7 +500,8 @@ CQ_API size_t      cq_sim_tape_bytes(const cq_sim *sim); /* memory held by the t
    stiffness k, rest length R, stores E = k/2 max(0, L - max(0, R u))^2 where L is the length of
    its route and u its actuation (normally in [-1, 1]; u = 1 (the default): the cable is R long,
    smaller u reels it in).  Its force -dE/dx acts on the routed particles every substep.  Cables
-   are added at step 0 and numbered 0, 1, ... in the order added. */
+   are added at step 0 and numbered 0, 1, ... in the order added; with several scenes
+   (cq_sim_desc.scenes) a cable's particles are all in one scene. */
 CQ_API cq_result cq_sim_add_cable(cq_sim *sim, int count, const int *particles, double stiffness, double rest_length);
 CQ_API int       cq_sim_cable_count(const cq_sim *sim);
 CQ_API cq_result cq_sim_set_cable_actuation(cq_sim *sim, int cables, const double *u);   /* held until changed */
@@ -19782,6 +19783,11 @@ cq_result cq_sim_add_cable(cq_sim *s, int count, const int *particles, double st
     for (int i = 0; i < count; ++i)
         if (particles[i] < 0 || particles[i] >= s->n)
             return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: particles[%d] = %d: no such particle (the sim has %d)", what, i, particles[i], s->n);
+    if (s->scene)   /* scenes are independent: a cable would couple two */
+        for (int i = 1; i < count; ++i)
+            if (s->scene[particles[i]] != s->scene[particles[0]])
+                return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: particles[%d] = %d is in scene %d, particles[0] = %d in scene %d: a cable "
+                                "stays in one scene", what, i, particles[i], s->scene[particles[i]], particles[0], s->scene[particles[0]]);
     if (!cq__finite(stiffness) || !(stiffness > 0))
         return cq__fail(s, CQ_ERROR_INVALID_ARGUMENT, "%s: stiffness = %g: must be finite and > 0", what, stiffness);
     if (!cq__finite(rest_length) || rest_length < 0)

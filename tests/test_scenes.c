@@ -241,6 +241,17 @@ TEST(bad_scenes_are_refused_and_leave_the_sim_unchanged)
     CHECK(strstr(cq_sim_last_error(s), "scene of particle 1 = -1") != NULL, "message: %s", cq_sim_last_error(s));
     sc[1] = 2;
     CHECK_OK(cq_sim_add_particles(s, &p));
+    {   /* a cable stays in one scene (scenes are independent): particles 0, 1 are in scenes 3, 2 */
+        const int across[2] = {0, 1}, one[3] = {0, 2, 3};
+        CHECK(cq_sim_add_cable(s, 2, across, 100, 0.1) == CQ_ERROR_INVALID_ARGUMENT && cq_sim_cable_count(s) == 0,
+              "a cable across scenes 3 and 2 accepted");
+        CHECK(strstr(cq_sim_last_error(s), "particles[1] = 1 is in scene 2, particles[0] = 0 in scene 3") != NULL,
+              "message: %s", cq_sim_last_error(s));
+        sc[0] = sc[1] = 3;
+        CHECK_OK(cq_sim_add_particles(s, &p));   /* particles 2, 3 in scene 3 */
+        CHECK_OK(cq_sim_add_cable(s, 3, one, 100, 0.1));
+        CHECK(cq_sim_cable_count(s) == 1, "cables: %d", cq_sim_cable_count(s));
+    }
     CHECK_OK(cq_sim_step(s, 2));
     cq_sim_destroy(s);
 }

@@ -234,7 +234,12 @@
      water (a raft, a floating cart, water held inside a spinning bottle) gets derivatives of the
      right sign but 2-15x too small, sometimes worse: the scheme holds the water still, so it
      resists every perturbation (examples 13, 15 and 18 print their measurements).  Gradient
-     descent still works there with larger rates.  Per-step controls (cq_world_set_control),
+     descent still works there with larger rates.  The gradients of per-step controls through
+     water fare worse: for a box floating 40-80 steps (2D and 3D, float64) ten sampled entries of
+     cq_world_control_grad were 0.36-0.37 off central differences as a vector, some single
+     entries of the wrong sign or 26x too small (an independent check, 2026-11-29); without
+     water they match to 1e-7.  Check a new scene's control gradients against central
+     differences before trusting their entries.  Per-step controls (cq_world_set_control),
      cq_world_control_grad (reverse sweep over the recorded step Jacobians) and
      cq_world_control_grad_feedback (the same through a feedback policy's Jacobians) are this
      library's addition.  Runs on the CPU (OpenMP or the host's threads; bitwise the same for

@@ -183,6 +183,7 @@ typedef struct mock_ctx {
     int alive;
     int refs;
     int sticky;        /* 0, or the sticky error (719/700) every later call returns */
+    struct mock_ctx *older;   /* the contexts made after the static pool's (kept: see PrimaryCtxRetain) */
 } mock_ctx;
 
 #define MAGIC_MOD 0x4d4f4455u
@@ -718,11 +719,14 @@ EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
     if (!r && !ctx) r = E_INVALID_VALUE;
     if (!r) {
         if (!primary) {
-            /* from a static pool, never reused: stale handles stay readable (and are no leak) */
-            static mock_ctx pool[256];
+            /* never reused, so that a stale handle stays readable and is seen dead: from a static
+               pool, then (a program that creates and destroys more than 256 sims one after
+               another) from the heap, each kept on a list (reachable: no leak) */
+            static mock_ctx pool[256], *made;
             static unsigned pool_used;
-            primary = pool_used < sizeof pool / sizeof pool[0] ? &pool[pool_used++] : NULL;
-            if (primary) memset(primary, 0, sizeof *primary);
+            const int heap = pool_used >= sizeof pool / sizeof pool[0];
+            primary = heap ? (mock_ctx *)malloc(sizeof *primary) : &pool[pool_used++];
+            if (primary) { memset(primary, 0, sizeof *primary); if (heap) { primary->older = made; made = primary; } }
             if (!primary) r = E_OUT_OF_MEMORY;
             else { primary->magic = MAGIC_CTX; primary->alive = 1; }
         }

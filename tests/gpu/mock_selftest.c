@@ -194,6 +194,19 @@ int main(int argc, char **argv)
     EQ(cu.CtxPop(&popped), 201);                      /* pop without push */
     EQ(cu.violations(), viol + 1);
 
+    /* a program may create and destroy a context many times (one sim after another): 300 times,
+       more than the mock's static pool; a destroyed one's handle is refused */
+    {
+        CUcontext first = NULL;
+        for (int k = 0; k < 300; ++k) {
+            EQ(cu.PrimaryCtxRetain(&ctx, 0), 0); CHECK(ctx != NULL);
+            if (k == 0) first = ctx;
+            EQ(cu.PrimaryCtxRelease(0), 0);
+        }
+        EQ(cu.CtxPush(first), 201);   /* destroyed */
+        EQ(cu.CtxPush(ctx), 201);     /* the last, from the heap: destroyed too */
+        EQ(cu.ctx_refs(), 0);
+    }
     EQ(cu.PrimaryCtxRetain(&ctx, 0), 0); CHECK(ctx != NULL);
     EQ(cu.ctx_refs(), 1);
     EQ(cu.CtxPush(ctx), 0); EQ(cu.ctx_depth(), 1);

@@ -20204,8 +20204,6 @@ static void cq__wr_source_2d_f32(void *c, int b, int e) { const cq__wtask *t = (
 static void cq__wr_pressure_2d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_pressure_2d_f32((const cq__sph_f32 *)t->s, i); }
 static void cq__wr_bforce_2d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_boundary_force_2d_f32((const cq__sph_f32 *)t->s, i); }
 static void cq__wr_visc_2d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_viscosity_2d_f32((const cq__sph_f32 *)t->s, i, (const float *)t->grav); }
-static void cq__wr_count_2d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_neighbours_2d_f32((const cq__sph_f32 *)t->s, i, 1); }
-static void cq__wr_fill_2d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_neighbours_2d_f32((const cq__sph_f32 *)t->s, i, 0); }
 static void cq__wr_volume_2d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_volume_2d_f32((const cq__sph_f32 *)t->s, i); }
 static void cq__wr_advect_2d_f32(void *c, int b, int e)
 {
@@ -20342,7 +20340,8 @@ static int cq__world_near_2d_f32(cq_world *w, cq__sph_f32 *s)
    chunks) on the world's backend.  t->s is the view of the backend's arrays. */
 static void cq__world_pass_2d_f32(cq_world *w, int pass, cq__wtask *t)
 {
-    static void (*const run[])(void *, int, int) = {cq__wr_count_2d_f32, cq__wr_fill_2d_f32, cq__wr_density_2d_f32,
+    static void (*const run[])(void *, int, int) = {NULL, NULL, cq__wr_density_2d_f32,   /* count, fill: the GPU's (the
+                                                                                         CPU's lists: >>world_near) */
         cq__wr_source_2d_f32, cq__wr_bforce_2d_f32, cq__wr_pressure_2d_f32, cq__wr_visc_2d_f32, cq__wr_advect_2d_f32};
     const int n = pass == CQ__SPH_BFORCE ? w->nb : (pass == CQ__SPH_ERRSUM ? (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK : w->nf);
 #if CQ__HAS_CUDA
@@ -20501,8 +20500,6 @@ static void cq__wr_source_2d_f64(void *c, int b, int e) { const cq__wtask *t = (
 static void cq__wr_pressure_2d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_pressure_2d_f64((const cq__sph_f64 *)t->s, i); }
 static void cq__wr_bforce_2d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_boundary_force_2d_f64((const cq__sph_f64 *)t->s, i); }
 static void cq__wr_visc_2d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_viscosity_2d_f64((const cq__sph_f64 *)t->s, i, (const double *)t->grav); }
-static void cq__wr_count_2d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_neighbours_2d_f64((const cq__sph_f64 *)t->s, i, 1); }
-static void cq__wr_fill_2d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_neighbours_2d_f64((const cq__sph_f64 *)t->s, i, 0); }
 static void cq__wr_volume_2d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_volume_2d_f64((const cq__sph_f64 *)t->s, i); }
 static void cq__wr_advect_2d_f64(void *c, int b, int e)
 {
@@ -20639,7 +20636,8 @@ static int cq__world_near_2d_f64(cq_world *w, cq__sph_f64 *s)
    chunks) on the world's backend.  t->s is the view of the backend's arrays. */
 static void cq__world_pass_2d_f64(cq_world *w, int pass, cq__wtask *t)
 {
-    static void (*const run[])(void *, int, int) = {cq__wr_count_2d_f64, cq__wr_fill_2d_f64, cq__wr_density_2d_f64,
+    static void (*const run[])(void *, int, int) = {NULL, NULL, cq__wr_density_2d_f64,   /* count, fill: the GPU's (the
+                                                                                         CPU's lists: >>world_near) */
         cq__wr_source_2d_f64, cq__wr_bforce_2d_f64, cq__wr_pressure_2d_f64, cq__wr_visc_2d_f64, cq__wr_advect_2d_f64};
     const int n = pass == CQ__SPH_BFORCE ? w->nb : (pass == CQ__SPH_ERRSUM ? (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK : w->nf);
 #if CQ__HAS_CUDA
@@ -20798,8 +20796,6 @@ static void cq__wr_source_3d_f32(void *c, int b, int e) { const cq__wtask *t = (
 static void cq__wr_pressure_3d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_pressure_3d_f32((const cq__sph_f32 *)t->s, i); }
 static void cq__wr_bforce_3d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_boundary_force_3d_f32((const cq__sph_f32 *)t->s, i); }
 static void cq__wr_visc_3d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_viscosity_3d_f32((const cq__sph_f32 *)t->s, i, (const float *)t->grav); }
-static void cq__wr_count_3d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_neighbours_3d_f32((const cq__sph_f32 *)t->s, i, 1); }
-static void cq__wr_fill_3d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_neighbours_3d_f32((const cq__sph_f32 *)t->s, i, 0); }
 static void cq__wr_volume_3d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_volume_3d_f32((const cq__sph_f32 *)t->s, i); }
 static void cq__wr_advect_3d_f32(void *c, int b, int e)
 {
@@ -20936,7 +20932,8 @@ static int cq__world_near_3d_f32(cq_world *w, cq__sph_f32 *s)
    chunks) on the world's backend.  t->s is the view of the backend's arrays. */
 static void cq__world_pass_3d_f32(cq_world *w, int pass, cq__wtask *t)
 {
-    static void (*const run[])(void *, int, int) = {cq__wr_count_3d_f32, cq__wr_fill_3d_f32, cq__wr_density_3d_f32,
+    static void (*const run[])(void *, int, int) = {NULL, NULL, cq__wr_density_3d_f32,   /* count, fill: the GPU's (the
+                                                                                         CPU's lists: >>world_near) */
         cq__wr_source_3d_f32, cq__wr_bforce_3d_f32, cq__wr_pressure_3d_f32, cq__wr_visc_3d_f32, cq__wr_advect_3d_f32};
     const int n = pass == CQ__SPH_BFORCE ? w->nb : (pass == CQ__SPH_ERRSUM ? (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK : w->nf);
 #if CQ__HAS_CUDA
@@ -21095,8 +21092,6 @@ static void cq__wr_source_3d_f64(void *c, int b, int e) { const cq__wtask *t = (
 static void cq__wr_pressure_3d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_pressure_3d_f64((const cq__sph_f64 *)t->s, i); }
 static void cq__wr_bforce_3d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_boundary_force_3d_f64((const cq__sph_f64 *)t->s, i); }
 static void cq__wr_visc_3d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_viscosity_3d_f64((const cq__sph_f64 *)t->s, i, (const double *)t->grav); }
-static void cq__wr_count_3d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_neighbours_3d_f64((const cq__sph_f64 *)t->s, i, 1); }
-static void cq__wr_fill_3d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_neighbours_3d_f64((const cq__sph_f64 *)t->s, i, 0); }
 static void cq__wr_volume_3d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_volume_3d_f64((const cq__sph_f64 *)t->s, i); }
 static void cq__wr_advect_3d_f64(void *c, int b, int e)
 {
@@ -21233,7 +21228,8 @@ static int cq__world_near_3d_f64(cq_world *w, cq__sph_f64 *s)
    chunks) on the world's backend.  t->s is the view of the backend's arrays. */
 static void cq__world_pass_3d_f64(cq_world *w, int pass, cq__wtask *t)
 {
-    static void (*const run[])(void *, int, int) = {cq__wr_count_3d_f64, cq__wr_fill_3d_f64, cq__wr_density_3d_f64,
+    static void (*const run[])(void *, int, int) = {NULL, NULL, cq__wr_density_3d_f64,   /* count, fill: the GPU's (the
+                                                                                         CPU's lists: >>world_near) */
         cq__wr_source_3d_f64, cq__wr_bforce_3d_f64, cq__wr_pressure_3d_f64, cq__wr_visc_3d_f64, cq__wr_advect_3d_f64};
     const int n = pass == CQ__SPH_BFORCE ? w->nb : (pass == CQ__SPH_ERRSUM ? (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK : w->nf);
 #if CQ__HAS_CUDA

@@ -19972,7 +19972,7 @@ struct cq_world {
     int *foff, *boff, *fnb, *bnb;   /* neighbour lists (sph.j2), rebuilt every step */
     void *fgw, *bgw;                /* beside each entry, the pair's W'(r)/r (sph.j2) */
     size_t fnb_cap, bnb_cap;
-    int *fend, *bend, *near;        /* the CPU's lists in one pass (>>world_near): each list's end;
+    int *fend, *bend, *chunk;       /* the CPU's lists in one pass (>>world_near): each list's end;
                                        per chunk: its regions' room, what it needed, their starts */
     double *wall;                   /* the walls' particles [nwall*3] */
     int ncell[3];
@@ -20197,7 +20197,7 @@ static double cq__lattice_gamma(int dim, int layers)
    particles' positions and velocities were set from the bodies' states before. */
 typedef struct cq__wtask { const void *s; int mode, bad; const void *grav; } cq__wtask;
 #define CQ__WNEAR 256               /* fluid particles a chunk of the CPU's neighbour lists (>>world_near) */
-typedef struct cq__wnear { const void *s; int *near; } cq__wnear;
+typedef struct cq__wnear { const void *s; int *chunk; } cq__wnear;   /* ("near" is a macro of <windows.h>) */
 
 static void cq__wr_density_2d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_density_2d_f32((const cq__sph_f32 *)t->s, i); }
 static void cq__wr_source_2d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_source_2d_f32((const cq__sph_f32 *)t->s, i, t->mode); }
@@ -20295,8 +20295,8 @@ static void cq__wr_near_2d_f32(void *c, int b, int e)
 {
     const cq__wnear *t = (const cq__wnear *)c;
     const cq__sph_f32 *s = (const cq__sph_f32 *)t->s;
-    for (int k = b; k < e; ++k) {   /* chunk k: near[6 k ..] = room (fluid, boundary), need, start */
-        int *q = t->near + 6 * k;
+    for (int k = b; k < e; ++k) {   /* chunk k: chunk[6 k ..] = room (fluid, boundary), need, start */
+        int *q = t->chunk + 6 * k;
         const int lf = q[4] + q[0], lb = q[5] + q[1], i1 = (k + 1) * CQ__WNEAR < s->nf ? (k + 1) * CQ__WNEAR : s->nf;
         int pf = q[4], pb = q[5];
         for (int i = k * CQ__WNEAR; i < i1; ++i) {
@@ -20313,12 +20313,12 @@ static int cq__world_near_2d_f32(cq_world *w, cq__sph_f32 *s)
 {
     const int nch = (w->nf + CQ__WNEAR - 1) / CQ__WNEAR;
     cq__wnear t;
-    t.s = s; t.near = w->near;
+    t.s = s; t.chunk = w->chunk;
     for (int round = 0; round < 2; ++round) {   /* the second round fits: its room is what each chunk needed */
         size_t fs = 0, bs = 0;
         int over = 0;
         for (int c = 0; c < nch; ++c) {
-            int *q = w->near + 6 * c;
+            int *q = w->chunk + 6 * c;
             q[4] = (int)fs; q[5] = (int)bs;
             fs += (size_t)q[0]; bs += (size_t)q[1];
             if (fs > INT_MAX || bs > INT_MAX) return 0;
@@ -20327,7 +20327,7 @@ static int cq__world_near_2d_f32(cq_world *w, cq__sph_f32 *s)
         s->fnb = w->fnb; s->bnb = w->bnb; s->fgw = (float *)w->fgw; s->bgw = (float *)w->bgw;
         cq__parallel_for_on(&w->desc.threads, 0, nch, 1, cq__wr_near_2d_f32, &t);
         for (int c = 0; c < nch; ++c) {
-            int *q = w->near + 6 * c;
+            int *q = w->chunk + 6 * c;
             if (q[2] > q[0] || q[3] > q[1]) over = 1;
             q[0] = q[2] + q[2] / 4 + 4 * CQ__WNEAR + 64; q[1] = q[3] + q[3] / 4 + 4 * CQ__WNEAR + 64;
         }
@@ -20591,8 +20591,8 @@ static void cq__wr_near_2d_f64(void *c, int b, int e)
 {
     const cq__wnear *t = (const cq__wnear *)c;
     const cq__sph_f64 *s = (const cq__sph_f64 *)t->s;
-    for (int k = b; k < e; ++k) {   /* chunk k: near[6 k ..] = room (fluid, boundary), need, start */
-        int *q = t->near + 6 * k;
+    for (int k = b; k < e; ++k) {   /* chunk k: chunk[6 k ..] = room (fluid, boundary), need, start */
+        int *q = t->chunk + 6 * k;
         const int lf = q[4] + q[0], lb = q[5] + q[1], i1 = (k + 1) * CQ__WNEAR < s->nf ? (k + 1) * CQ__WNEAR : s->nf;
         int pf = q[4], pb = q[5];
         for (int i = k * CQ__WNEAR; i < i1; ++i) {
@@ -20609,12 +20609,12 @@ static int cq__world_near_2d_f64(cq_world *w, cq__sph_f64 *s)
 {
     const int nch = (w->nf + CQ__WNEAR - 1) / CQ__WNEAR;
     cq__wnear t;
-    t.s = s; t.near = w->near;
+    t.s = s; t.chunk = w->chunk;
     for (int round = 0; round < 2; ++round) {   /* the second round fits: its room is what each chunk needed */
         size_t fs = 0, bs = 0;
         int over = 0;
         for (int c = 0; c < nch; ++c) {
-            int *q = w->near + 6 * c;
+            int *q = w->chunk + 6 * c;
             q[4] = (int)fs; q[5] = (int)bs;
             fs += (size_t)q[0]; bs += (size_t)q[1];
             if (fs > INT_MAX || bs > INT_MAX) return 0;
@@ -20623,7 +20623,7 @@ static int cq__world_near_2d_f64(cq_world *w, cq__sph_f64 *s)
         s->fnb = w->fnb; s->bnb = w->bnb; s->fgw = (double *)w->fgw; s->bgw = (double *)w->bgw;
         cq__parallel_for_on(&w->desc.threads, 0, nch, 1, cq__wr_near_2d_f64, &t);
         for (int c = 0; c < nch; ++c) {
-            int *q = w->near + 6 * c;
+            int *q = w->chunk + 6 * c;
             if (q[2] > q[0] || q[3] > q[1]) over = 1;
             q[0] = q[2] + q[2] / 4 + 4 * CQ__WNEAR + 64; q[1] = q[3] + q[3] / 4 + 4 * CQ__WNEAR + 64;
         }
@@ -20887,8 +20887,8 @@ static void cq__wr_near_3d_f32(void *c, int b, int e)
 {
     const cq__wnear *t = (const cq__wnear *)c;
     const cq__sph_f32 *s = (const cq__sph_f32 *)t->s;
-    for (int k = b; k < e; ++k) {   /* chunk k: near[6 k ..] = room (fluid, boundary), need, start */
-        int *q = t->near + 6 * k;
+    for (int k = b; k < e; ++k) {   /* chunk k: chunk[6 k ..] = room (fluid, boundary), need, start */
+        int *q = t->chunk + 6 * k;
         const int lf = q[4] + q[0], lb = q[5] + q[1], i1 = (k + 1) * CQ__WNEAR < s->nf ? (k + 1) * CQ__WNEAR : s->nf;
         int pf = q[4], pb = q[5];
         for (int i = k * CQ__WNEAR; i < i1; ++i) {
@@ -20905,12 +20905,12 @@ static int cq__world_near_3d_f32(cq_world *w, cq__sph_f32 *s)
 {
     const int nch = (w->nf + CQ__WNEAR - 1) / CQ__WNEAR;
     cq__wnear t;
-    t.s = s; t.near = w->near;
+    t.s = s; t.chunk = w->chunk;
     for (int round = 0; round < 2; ++round) {   /* the second round fits: its room is what each chunk needed */
         size_t fs = 0, bs = 0;
         int over = 0;
         for (int c = 0; c < nch; ++c) {
-            int *q = w->near + 6 * c;
+            int *q = w->chunk + 6 * c;
             q[4] = (int)fs; q[5] = (int)bs;
             fs += (size_t)q[0]; bs += (size_t)q[1];
             if (fs > INT_MAX || bs > INT_MAX) return 0;
@@ -20919,7 +20919,7 @@ static int cq__world_near_3d_f32(cq_world *w, cq__sph_f32 *s)
         s->fnb = w->fnb; s->bnb = w->bnb; s->fgw = (float *)w->fgw; s->bgw = (float *)w->bgw;
         cq__parallel_for_on(&w->desc.threads, 0, nch, 1, cq__wr_near_3d_f32, &t);
         for (int c = 0; c < nch; ++c) {
-            int *q = w->near + 6 * c;
+            int *q = w->chunk + 6 * c;
             if (q[2] > q[0] || q[3] > q[1]) over = 1;
             q[0] = q[2] + q[2] / 4 + 4 * CQ__WNEAR + 64; q[1] = q[3] + q[3] / 4 + 4 * CQ__WNEAR + 64;
         }
@@ -21183,8 +21183,8 @@ static void cq__wr_near_3d_f64(void *c, int b, int e)
 {
     const cq__wnear *t = (const cq__wnear *)c;
     const cq__sph_f64 *s = (const cq__sph_f64 *)t->s;
-    for (int k = b; k < e; ++k) {   /* chunk k: near[6 k ..] = room (fluid, boundary), need, start */
-        int *q = t->near + 6 * k;
+    for (int k = b; k < e; ++k) {   /* chunk k: chunk[6 k ..] = room (fluid, boundary), need, start */
+        int *q = t->chunk + 6 * k;
         const int lf = q[4] + q[0], lb = q[5] + q[1], i1 = (k + 1) * CQ__WNEAR < s->nf ? (k + 1) * CQ__WNEAR : s->nf;
         int pf = q[4], pb = q[5];
         for (int i = k * CQ__WNEAR; i < i1; ++i) {
@@ -21201,12 +21201,12 @@ static int cq__world_near_3d_f64(cq_world *w, cq__sph_f64 *s)
 {
     const int nch = (w->nf + CQ__WNEAR - 1) / CQ__WNEAR;
     cq__wnear t;
-    t.s = s; t.near = w->near;
+    t.s = s; t.chunk = w->chunk;
     for (int round = 0; round < 2; ++round) {   /* the second round fits: its room is what each chunk needed */
         size_t fs = 0, bs = 0;
         int over = 0;
         for (int c = 0; c < nch; ++c) {
-            int *q = w->near + 6 * c;
+            int *q = w->chunk + 6 * c;
             q[4] = (int)fs; q[5] = (int)bs;
             fs += (size_t)q[0]; bs += (size_t)q[1];
             if (fs > INT_MAX || bs > INT_MAX) return 0;
@@ -21215,7 +21215,7 @@ static int cq__world_near_3d_f64(cq_world *w, cq__sph_f64 *s)
         s->fnb = w->fnb; s->bnb = w->bnb; s->fgw = (double *)w->fgw; s->bgw = (double *)w->bgw;
         cq__parallel_for_on(&w->desc.threads, 0, nch, 1, cq__wr_near_3d_f64, &t);
         for (int c = 0; c < nch; ++c) {
-            int *q = w->near + 6 * c;
+            int *q = w->chunk + 6 * c;
             if (q[2] > q[0] || q[3] > q[1]) over = 1;
             q[0] = q[2] + q[2] / 4 + 4 * CQ__WNEAR + 64; q[1] = q[3] + q[3] / 4 + 4 * CQ__WNEAR + 64;
         }
@@ -21949,7 +21949,7 @@ static void cq__world_free_prepared(cq_world *w)
                   &w->xb, &w->vb, &w->Vb, &w->Fb, &w->Gb, (void **)&w->bobj, (void **)&w->bidx,
                   (void **)&w->fstart, (void **)&w->forder, (void **)&w->bstart, (void **)&w->border,
                   (void **)&w->keys, (void **)&w->wall, (void **)&w->perm, (void **)&w->permprev, (void **)&w->foff, (void **)&w->boff, (void **)&w->fnb, (void **)&w->bnb,
-                  &w->fgw, &w->bgw, (void **)&w->fend, (void **)&w->bend, (void **)&w->near};
+                  &w->fgw, &w->bgw, (void **)&w->fend, (void **)&w->bend, (void **)&w->chunk};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; ++i) { cq__wfree_w(w, *p[i]); *p[i] = NULL; }
     w->fnb_cap = w->bnb_cap = 0;
     w->prepared = 0;
@@ -22255,10 +22255,10 @@ static cq_result cq__world_prepare(cq_world *w)
     w->wall = (double *)cq__walloc_w(w, (size_t)nwall * 3 * sizeof(double));
     w->foff = (int *)cq__walloc_w(w, (nf + 1) * sizeof(int)); w->boff = (int *)cq__walloc_w(w, (nf + 1) * sizeof(int));
     w->fend = (int *)cq__walloc_w(w, nf * sizeof(int)); w->bend = (int *)cq__walloc_w(w, nf * sizeof(int));
-    w->near = (int *)cq__walloc_w(w, 6 * ((nf + CQ__WNEAR - 1) / CQ__WNEAR) * sizeof(int));   /* (zeroed below) */
+    w->chunk = (int *)cq__walloc_w(w, 6 * ((nf + CQ__WNEAR - 1) / CQ__WNEAR) * sizeof(int));   /* (zeroed below) */
     w->perm = (int *)cq__walloc_w(w, nf * sizeof(int)); w->permprev = (int *)cq__walloc_w(w, nf * sizeof(int));
     {
-        void *all[] = {w->perm, w->permprev, w->foff, w->boff, w->fend, w->bend, w->near, w->xprev, w->vprev, w->vt, w->rho, w->khat, w->g, w->kappa, w->err, w->xb, w->vb, w->Vb, w->Fb, w->Gb,
+        void *all[] = {w->perm, w->permprev, w->foff, w->boff, w->fend, w->bend, w->chunk, w->xprev, w->vprev, w->vt, w->rho, w->khat, w->g, w->kappa, w->err, w->xb, w->vb, w->Vb, w->Fb, w->Gb,
                        w->bobj, w->bidx, w->fstart, w->forder, w->bstart, w->border, w->keys, w->wall};
         for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) if (!all[i]) ok = 0;
     }
@@ -22274,7 +22274,7 @@ static cq_result cq__world_prepare(cq_world *w)
     }
 #endif
     memset(w->kappa, 0, nf * T);
-    memset(w->near, 0, 6 * ((nf + CQ__WNEAR - 1) / CQ__WNEAR) * sizeof(int));   /* no room yet: the first step counts first */
+    memset(w->chunk, 0, 6 * ((nf + CQ__WNEAR - 1) / CQ__WNEAR) * sizeof(int));   /* no room yet: the first step counts first */
     for (int i = 0; i < w->nf; ++i) w->perm[i] = i;
     {
         double half2[3];

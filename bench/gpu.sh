@@ -39,8 +39,8 @@ step() {   # step COMMAND...: run it unless DEADLINE has passed (then say so); a
     to=$(timeout_for ${STEP_TIMEOUT:-600} 15) || { echo "(skipped, DEADLINE=$DEADLINE reached: $*)"; return; }
     timeout $to "$@" || { echo "(failed or cut, status $?: $*)"; failed=1; }
 }
-kernels() {   # kernels PROGRAM ARGS...: each kernel's time under ncu
-    step sh -c "ncu --metrics gpu__time_duration.sum --print-summary per-kernel $* | grep -E '^  [a-z_0-9]+|gpu__time_duration'"
+kernels() {   # kernels [NCU OPTIONS] PROGRAM ARGS...: each kernel's time under ncu (lease.sh kernel_times), a step
+    step sh -c ". tests/gpu/lease.sh && kernel_times $*"
 }
 echo "date: $(date -u +%Y-%m-%d), commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 echo "device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo 'nvidia-smi not found')"
@@ -123,14 +123,14 @@ if [ "${PROFILE:-0}" = 1 ] && command -v ncu >/dev/null 2>&1; then
     for t in 192 256 320; do
         for a in "3 80 128" "3 20 64"; do
             echo "gather blocks of $t threads, cube $a:"
-            step sh -c "ncu --kernel-name regex:'gather' --metrics gpu__time_duration.sum --print-summary per-kernel $B/gpu_kernels_g$t $a | grep -E '^  [a-z_0-9]+|gpu__time_duration'"
+            kernels --kernel-name regex:gather $B/gpu_kernels_g$t $a
         done
     done
     # f32 3D G2P's two forms (CQ_CUDA_G2P_UNROLLED: its node loop unrolled; rolled above, the
     # default): with a node one 16-byte load (>>grid_layout) the unrolled one has no local memory
     for a in "3 80 128" "3 20 64"; do
         echo "G2P unrolled, cube $a:"
-        step sh -c "ncu --kernel-name regex:'g2p_fwd' --metrics gpu__time_duration.sum --print-summary per-kernel $B/gpu_kernels_g2pu $a | grep -E '^  [a-z_0-9]+|gpu__time_duration'"
+        kernels --kernel-name regex:g2p_fwd $B/gpu_kernels_g2pu $a
     done
     step ncu --kernel-name regex:'g2p_fwd_3d' --launch-skip 10 --launch-count 1 --section SpeedOfLight --section WarpStateStats $B/gpu_kernels_g2pu 3 80 128
 fi

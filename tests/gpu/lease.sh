@@ -16,3 +16,8 @@ timeout_for() {
     fi
     echo $to
 }
+# kernel_times [NCU OPTIONS] PROGRAM ARGS...: each kernel's time under Nsight Compute, a name line
+# and its gpu__time_duration line a kernel (bench/gpu.sh PROFILE, tests/gpu/session.sh)
+kernel_times() {
+    ncu --metrics gpu__time_duration.sum --print-summary per-kernel "$@" | grep -E '^  [a-z_0-9]+|gpu__time_duration'
+}

@@ -44,12 +44,11 @@ part() {   # part NAME CAP COMMAND...: COMMAND under a timeout of CAP seconds or
 kernels() {   # each kernel's time under ncu (as bench/gpu.sh PROFILE=1)
     for a in "3 80 128" "3 20 64" "2 80 128"; do
         echo "cube $a:"
-        ncu --metrics gpu__time_duration.sum --print-summary per-kernel $B/gpu_kernels $a | grep -E '^  [a-z_0-9]+|gpu__time_duration' || return 1
+        kernel_times $B/gpu_kernels $a || return 1
     done
     for t in 192 256 320; do
         echo "gather blocks of $t threads, cube 3 80 128:"
-        ncu --kernel-name regex:'gather' --metrics gpu__time_duration.sum --print-summary per-kernel $B/gpu_kernels_g$t 3 80 128 \
-            | grep -E '^  [a-z_0-9]+|gpu__time_duration' || return 1
+        kernel_times --kernel-name regex:gather $B/gpu_kernels_g$t 3 80 128 || return 1
     done
 }
 [ "${1:-}" = --kernels ] && { kernels; exit; }   # (the kernels part, run under its timeout as a program)

@@ -6521,9 +6521,10 @@ typedef struct cq__sph_f32 {
     int *fend, *bend;               /* the lists' ends: foff + 1 where they follow one another
                                        (the GPU's), else their own (the CPU's chunks, world.j2
                                        >>world_near, leave room after each chunk) */
-    float *fgw, *bgw;                 /* per entry of fnb / bnb: the pair's W'(r)/r (grad W = it times
-                                       x_i - x_j), which sph_density writes and the solvers' passes
-                                       read (nothing moves during them); 0 for i itself */
+    float *fgw, *bgw;                 /* per entry of fnb: the pair's W'(r)/r (grad W = it times
+                                       x_i - x_j); of bnb: V_b W'(r)/r; sph_density writes them and
+                                       the solvers' passes read them (nothing moves during them); 0
+                                       for i itself */
     float *Fb, *Gb;                 /* fluid force on each boundary particle [nb*d]; its localized
                                        derivative d F_b / d v_b [nb*d*d] ([DiffFR-supp] Alg. 1) */
 } cq__sph_f32;
@@ -6544,9 +6545,10 @@ typedef struct cq__sph_f64 {
     int *fend, *bend;               /* the lists' ends: foff + 1 where they follow one another
                                        (the GPU's), else their own (the CPU's chunks, world.j2
                                        >>world_near, leave room after each chunk) */
-    double *fgw, *bgw;                 /* per entry of fnb / bnb: the pair's W'(r)/r (grad W = it times
-                                       x_i - x_j), which sph_density writes and the solvers' passes
-                                       read (nothing moves during them); 0 for i itself */
+    double *fgw, *bgw;                 /* per entry of fnb: the pair's W'(r)/r (grad W = it times
+                                       x_i - x_j); of bnb: V_b W'(r)/r; sph_density writes them and
+                                       the solvers' passes read them (nothing moves during them); 0
+                                       for i itself */
     double *Fb, *Gb;                 /* fluid force on each boundary particle [nb*d]; its localized
                                        derivative d F_b / d v_b [nb*d*d] ([DiffFR-supp] Alg. 1) */
 } cq__sph_f64;
@@ -6562,7 +6564,8 @@ CQ_HD void cq__sph_near_lists_2d_f32(const cq__sph_f32 *s, int i, int *fl, int f
     const float *xi = s->x + (long)i * 2;
     int cf = 0, cb = 0;
     float d[2];
-{
+{   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
+           so a run is one range of the order (the same particles in the same order as cell by cell) */
         int c0_[3] = {0, 0, 0};
         for (int a_ = 0; a_ < 2; ++a_) {
             int c_ = (int)floorf((xi[a_] - s->glo[a_]) * s->inv_h);
@@ -6571,23 +6574,23 @@ CQ_HD void cq__sph_near_lists_2d_f32(const cq__sph_f32 *s, int i, int *fl, int f
         for (int cz_ = 0; cz_ <= 0; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                int row_, k0_, k1_;
                 if (cy_ < 0 || cy_ >= s->nc[1]) continue;
-                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
-                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
-                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
-                    for (int k_ = s->fstart[cell_]; k_ < s->fstart[cell_ + 1]; ++k_) {
-                        const int j = s->forder[k_];
+                row_ = s->nc[0] * (cy_ + s->nc[1] * cz_);
+                k0_ = s->fstart[row_ + (c0_[0] > 0 ? c0_[0] - 1 : 0)];
+                k1_ = s->fstart[row_ + (c0_[0] + 1 < s->nc[0] ? c0_[0] + 1 : c0_[0]) + 1];
+                for (int k_ = k0_; k_ < k1_; ++k_) {
+                    const int j = s->forder[k_];
                         float r2 = 0;
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->x[(long)j * 2 + a]; r2 += d[a] * d[a]; }
-                        if (r2 >= s->h2) continue;
-                        if (cf < fcap) fl[cf] = j;
-                        ++cf;
+                        if (cf < fcap) fl[cf] = j;   /* kept or written over by the next (no branch on r2) */
+                        cf += !(r2 >= s->h2);
 
-                    }
                 }
             }
         }
-    }{
+    }{   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
+           so a run is one range of the order (the same particles in the same order as cell by cell) */
         int c0_[3] = {0, 0, 0};
         for (int a_ = 0; a_ < 2; ++a_) {
             int c_ = (int)floorf((xi[a_] - s->glo[a_]) * s->inv_h);
@@ -6596,19 +6599,18 @@ CQ_HD void cq__sph_near_lists_2d_f32(const cq__sph_f32 *s, int i, int *fl, int f
         for (int cz_ = 0; cz_ <= 0; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                int row_, k0_, k1_;
                 if (cy_ < 0 || cy_ >= s->nc[1]) continue;
-                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
-                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
-                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
-                    for (int k_ = s->bstart[cell_]; k_ < s->bstart[cell_ + 1]; ++k_) {
-                        const int b = s->border[k_];
+                row_ = s->nc[0] * (cy_ + s->nc[1] * cz_);
+                k0_ = s->bstart[row_ + (c0_[0] > 0 ? c0_[0] - 1 : 0)];
+                k1_ = s->bstart[row_ + (c0_[0] + 1 < s->nc[0] ? c0_[0] + 1 : c0_[0]) + 1];
+                for (int k_ = k0_; k_ < k1_; ++k_) {
+                    const int b = s->border[k_];
                         float r2 = 0;
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->xb[(long)b * 2 + a]; r2 += d[a] * d[a]; }
-                        if (r2 >= s->h2) continue;
                         if (cb < bcap) bl[cb] = b;
-                        ++cb;
+                        cb += !(r2 >= s->h2);
 
-                    }
                 }
             }
         }
@@ -6618,7 +6620,8 @@ CQ_HD void cq__sph_neighbours_2d_f32(const cq__sph_f32 *s, int i, int count)
 {
     int nf, nb;
     if (count) { cq__sph_near_lists_2d_f32(s, i, 0, 0, 0, 0, &nf, &nb); s->foff[i + 1] = nf; s->boff[i + 1] = nb; }
-    else cq__sph_near_lists_2d_f32(s, i, s->fnb + s->foff[i], 0x7fffffff, s->bnb + s->boff[i], 0x7fffffff, &nf, &nb);
+    else cq__sph_near_lists_2d_f32(s, i, s->fnb + s->foff[i], s->foff[i + 1] - s->foff[i], s->bnb + s->boff[i],
+                                    s->boff[i + 1] - s->boff[i], &nf, &nb);
 }
 
 /* W(r) and grad W(d) = W'(|d|) d/|d| of the cubic spline (support h; sigma = 8/(pi h^3) in 3D,
@@ -6646,66 +6649,72 @@ CQ_HD void cq__sph_gradW_2d_f32(const cq__sph_f32 *s, const float *d, float r2, 
 /* >>sph_density: rho_i, g_i = sum_j m grad W_ij + sum_b rho0 V_b grad W_ib, and the DFSPH
    factor khat_i = 1 / (|g_i|^2 + sum_j |m grad W_ij|^2) ([DiffFR-supp] eq 24; 0 when isolated);
    and each pair's W'(r)/r into fgw and bgw for the passes after it (sph_source, sph_pressure: their
-   grad W the same bits, without a square root and a division a pair at each iteration) */
+   grad W the same bits, without a square root and a division a pair at each iteration).  The
+   sums: m and rho0 out of them, a pair's squared norm in one term (a pair adds to each sum once,
+   so the loop runs at the rate of its work, not at a chain of dependent additions a coordinate;
+   the same in sph_source and sph_pressure) */
 CQ_HD void cq__sph_density_2d_f32(const cq__sph_f32 *s, int i)
 {
     const float *xi = s->x + (long)i * 2;
-    float rho = 0, s2 = 0, g[2], d[2], gw[2];
-    CQ__UNROLL for (int a = 0; a < 2; ++a) g[a] = 0;
+    float wf = 0, wb = 0, s2 = 0, gf[2], gb[2], d[2], gw[2];
+    CQ__UNROLL for (int a = 0; a < 2; ++a) { gf[a] = 0; gb[a] = 0; }
 for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
-                        float r2 = 0;
+                        float r2 = 0, f;
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->x[(long)j * 2 + a]; r2 += d[a] * d[a]; }
                         s->fgw[k_] = 0;
                         if (r2 >= s->h2) continue;
-                        rho += s->m * cq__sph_W_2d_f32(s, r2);
+                        wf += cq__sph_W_2d_f32(s, r2);
                         if (j == i) continue;
-                        s->fgw[k_] = cq__sph_gradf_2d_f32(s, r2);
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) gw[a] = s->fgw[k_] * d[a];
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) { g[a] += s->m * gw[a]; s2 += s->m * s->m * gw[a] * gw[a]; }
+                        s->fgw[k_] = f = cq__sph_gradf_2d_f32(s, r2);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { gw[a] = f * d[a]; gf[a] += gw[a]; }
+                        s2 += gw[0] * gw[0] + gw[1] * gw[1];
 
     }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
-                        float r2 = 0, mb;
+                        float r2 = 0, f;
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->xb[(long)b * 2 + a]; r2 += d[a] * d[a]; }
                         s->bgw[k_] = 0;
                         if (r2 >= s->h2) continue;
-                        mb = s->rho0 * s->Vb[b];
-                        rho += mb * cq__sph_W_2d_f32(s, r2);
-                        s->bgw[k_] = cq__sph_gradf_2d_f32(s, r2);
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) gw[a] = s->bgw[k_] * d[a];
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) g[a] += mb * gw[a];
+                        wb += s->Vb[b] * cq__sph_W_2d_f32(s, r2);
+                        s->bgw[k_] = f = cq__sph_gradf_2d_f32(s, r2) * s->Vb[b];
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) gb[a] += f * d[a];
 
     }    {
-        float den = s2;
-        CQ__UNROLL for (int a = 0; a < 2; ++a) { den += g[a] * g[a]; s->g[(long)i * 2 + a] = g[a]; }
-        s->rho[i] = rho;
+        float den = s->m * s->m * s2;
+        CQ__UNROLL for (int a = 0; a < 2; ++a) {
+            const float ga = s->m * gf[a] + s->rho0 * gb[a];
+            den += ga * ga; s->g[(long)i * 2 + a] = ga;
+        }
+        s->rho[i] = s->m * wf + s->rho0 * wb;
         s->khat[i] = den > 1e-30f * s->rho0 * s->rho0 ? 1 / den : 0;
     }
 }
 
 /* >>sph_source: the divergence solver's (mode 0: D rho/Dt clamped at 0, kappa = D rho/Dt khat / dt)
    or the density solver's (mode 1: rho* - rho0 clamped at 0 with rho* = rho + dt D rho/Dt, kappa
-   = (rho* - rho0) khat / dt^2) source ([DiffFR-supp] eq 23); err_i = the clamped density error */
+   = (rho* - rho0) khat / dt^2) source ([DiffFR-supp] eq 23); err_i = the clamped density error.
+   bgw holds V_b W'(r)/r (sph_density), so the boundary's sum is rho0 times it. */
 CQ_HD void cq__sph_source_2d_f32(const cq__sph_f32 *s, int i, int mode)
 {
     const float *xi = s->x + (long)i * 2, *vi = s->v + (long)i * 2;
-    float div = 0, gw[2], e;   /* (a pair of W'(r)/r = 0 adds +-0 to div, which is never -0: nothing) */
+    float df = 0, db = 0, div, e;   /* (a pair of W'(r)/r = 0 adds +-0, which is never -0: nothing) */
 for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
                         const float f = s->fgw[k_];
+                        const float *xj = s->x + (long)j * 2, *vj = s->v + (long)j * 2;
                         if (f == 0) continue;
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) gw[a] = f * (xi[a] - s->x[(long)j * 2 + a]);
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) div += s->m * (vi[a] - s->v[(long)j * 2 + a]) * gw[a];
+                        df += f * ((vi[0] - vj[0]) * (xi[0] - xj[0]) + (vi[1] - vj[1]) * (xi[1] - xj[1]));
 
     }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
                         const float f = s->bgw[k_];
+                        const float *xj = s->xb + (long)b * 2, *vj = s->vb + (long)b * 2;
                         if (f == 0) continue;
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) gw[a] = f * (xi[a] - s->xb[(long)b * 2 + a]);
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) div += s->rho0 * s->Vb[b] * (vi[a] - s->vb[(long)b * 2 + a]) * gw[a];
+                        db += f * ((vi[0] - vj[0]) * (xi[0] - xj[0]) + (vi[1] - vj[1]) * (xi[1] - xj[1]));
 
-    }    if (mode == 0) {
+    }    div = s->m * df + s->rho0 * db;
+    if (mode == 0) {
         e = div > 0 ? div : 0;
         s->kappa[i] = e * s->khat[i] / s->dt;
         s->err[i] = e * s->dt;
@@ -6722,25 +6731,22 @@ CQ_HD void cq__sph_pressure_2d_f32(const cq__sph_f32 *s, int i)
 {
     const float *xi = s->x + (long)i * 2;
     const float ki = s->kappa[i];
-    float acc[2], gw[2];   /* (as in sph_source, a pair of W'(r)/r = 0 adds nothing) */
-    CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] = 0;
+    float af[2], ab[2];   /* (as in sph_source, a pair with c or f = 0 adds +-0 (positions are finite): nothing) */
+    CQ__UNROLL for (int a = 0; a < 2; ++a) { af[a] = 0; ab[a] = 0; }
 for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
-                        const float f = s->fgw[k_], kk = ki + s->kappa[j];
-                        if (f == 0 || kk == 0) continue;
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) gw[a] = f * (xi[a] - s->x[(long)j * 2 + a]);
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] += s->m * kk * gw[a];
+                        const float c = s->fgw[k_] * (ki + s->kappa[j]);   /* no branch on it: often 0, at random */
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) af[a] += c * (xi[a] - s->x[(long)j * 2 + a]);
 
     }    if (ki != 0) {
 for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
                         const float f = s->bgw[k_];
                         if (f == 0) continue;
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) gw[a] = f * (xi[a] - s->xb[(long)b * 2 + a]);
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] += s->rho0 * s->Vb[b] * ki * gw[a];
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) ab[a] += f * (xi[a] - s->xb[(long)b * 2 + a]);
 
     }    }
-    CQ__UNROLL for (int a = 0; a < 2; ++a) s->v[(long)i * 2 + a] -= s->dt * acc[a];
+    CQ__UNROLL for (int a = 0; a < 2; ++a) s->v[(long)i * 2 + a] -= s->dt * (s->m * af[a] + s->rho0 * ki * ab[a]);
 }
 
 /* >>sph_boundary_force: on a dynamic body's boundary particle b, this iteration's force from the
@@ -6758,7 +6764,8 @@ CQ_HD void cq__sph_boundary_force_2d_f32(const cq__sph_f32 *s, int b)
     if (s->bobj[b] < 0) return;
     CQ__UNROLL for (int a = 0; a < 2; ++a) F[a] = 0;
     CQ__UNROLL for (int a = 0; a < 4; ++a) G[a] = 0;
-{
+{   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
+           so a run is one range of the order (the same particles in the same order as cell by cell) */
         int c0_[3] = {0, 0, 0};
         for (int a_ = 0; a_ < 2; ++a_) {
             int c_ = (int)floorf((xb[a_] - s->glo[a_]) * s->inv_h);
@@ -6767,12 +6774,13 @@ CQ_HD void cq__sph_boundary_force_2d_f32(const cq__sph_f32 *s, int b)
         for (int cz_ = 0; cz_ <= 0; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                int row_, k0_, k1_;
                 if (cy_ < 0 || cy_ >= s->nc[1]) continue;
-                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
-                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
-                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
-                    for (int k_ = s->fstart[cell_]; k_ < s->fstart[cell_ + 1]; ++k_) {
-                        const int f = s->forder[k_];
+                row_ = s->nc[0] * (cy_ + s->nc[1] * cz_);
+                k0_ = s->fstart[row_ + (c0_[0] > 0 ? c0_[0] - 1 : 0)];
+                k1_ = s->fstart[row_ + (c0_[0] + 1 < s->nc[0] ? c0_[0] + 1 : c0_[0]) + 1];
+                for (int k_ = k0_; k_ < k1_; ++k_) {
+                    const int f = s->forder[k_];
                         float r2 = 0, kf = s->kappa[f], gdot = 0, c;
                         if (kf == 0) continue;
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = s->x[(long)f * 2 + a] - xb[a]; r2 += d[a] * d[a]; }
@@ -6783,7 +6791,6 @@ CQ_HD void cq__sph_boundary_force_2d_f32(const cq__sph_f32 *s, int b)
                         CQ__UNROLL for (int a = 0; a < 2; ++a)
                             CQ__UNROLL for (int e = 0; e < 2; ++e) G[a * 2 + e] -= c * gw[a] * gw[e];
 
-                    }
                 }
             }
         }
@@ -6863,7 +6870,8 @@ CQ_HD void cq__sph_volume_2d_f32(const cq__sph_f32 *s, int b)
 {
     const float *xb = s->xb + (long)b * 2;
     float sum = 0, d[2];
-{
+{   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
+           so a run is one range of the order (the same particles in the same order as cell by cell) */
         int c0_[3] = {0, 0, 0};
         for (int a_ = 0; a_ < 2; ++a_) {
             int c_ = (int)floorf((xb[a_] - s->glo[a_]) * s->inv_h);
@@ -6872,19 +6880,19 @@ CQ_HD void cq__sph_volume_2d_f32(const cq__sph_f32 *s, int b)
         for (int cz_ = 0; cz_ <= 0; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                int row_, k0_, k1_;
                 if (cy_ < 0 || cy_ >= s->nc[1]) continue;
-                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
-                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
-                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
-                    for (int k_ = s->bstart[cell_]; k_ < s->bstart[cell_ + 1]; ++k_) {
-                        const int c = s->border[k_];
+                row_ = s->nc[0] * (cy_ + s->nc[1] * cz_);
+                k0_ = s->bstart[row_ + (c0_[0] > 0 ? c0_[0] - 1 : 0)];
+                k1_ = s->bstart[row_ + (c0_[0] + 1 < s->nc[0] ? c0_[0] + 1 : c0_[0]) + 1];
+                for (int k_ = k0_; k_ < k1_; ++k_) {
+                    const int c = s->border[k_];
                         float r2 = 0;
                         if (s->bobj[c] != s->bobj[b]) continue;
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xb[a] - s->xb[(long)c * 2 + a]; r2 += d[a] * d[a]; }
                         if (r2 >= s->h2) continue;
                         sum += cq__sph_W_2d_f32(s, r2);
 
-                    }
                 }
             }
         }
@@ -6901,7 +6909,8 @@ CQ_HD void cq__sph_near_lists_2d_f64(const cq__sph_f64 *s, int i, int *fl, int f
     const double *xi = s->x + (long)i * 2;
     int cf = 0, cb = 0;
     double d[2];
-{
+{   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
+           so a run is one range of the order (the same particles in the same order as cell by cell) */
         int c0_[3] = {0, 0, 0};
         for (int a_ = 0; a_ < 2; ++a_) {
             int c_ = (int)floor((xi[a_] - s->glo[a_]) * s->inv_h);
@@ -6910,23 +6919,23 @@ CQ_HD void cq__sph_near_lists_2d_f64(const cq__sph_f64 *s, int i, int *fl, int f
         for (int cz_ = 0; cz_ <= 0; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                int row_, k0_, k1_;
                 if (cy_ < 0 || cy_ >= s->nc[1]) continue;
-                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
-                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
-                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
-                    for (int k_ = s->fstart[cell_]; k_ < s->fstart[cell_ + 1]; ++k_) {
-                        const int j = s->forder[k_];
+                row_ = s->nc[0] * (cy_ + s->nc[1] * cz_);
+                k0_ = s->fstart[row_ + (c0_[0] > 0 ? c0_[0] - 1 : 0)];
+                k1_ = s->fstart[row_ + (c0_[0] + 1 < s->nc[0] ? c0_[0] + 1 : c0_[0]) + 1];
+                for (int k_ = k0_; k_ < k1_; ++k_) {
+                    const int j = s->forder[k_];
                         double r2 = 0;
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->x[(long)j * 2 + a]; r2 += d[a] * d[a]; }
-                        if (r2 >= s->h2) continue;
-                        if (cf < fcap) fl[cf] = j;
-                        ++cf;
+                        if (cf < fcap) fl[cf] = j;   /* kept or written over by the next (no branch on r2) */
+                        cf += !(r2 >= s->h2);
 
-                    }
                 }
             }
         }
-    }{
+    }{   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
+           so a run is one range of the order (the same particles in the same order as cell by cell) */
         int c0_[3] = {0, 0, 0};
         for (int a_ = 0; a_ < 2; ++a_) {
             int c_ = (int)floor((xi[a_] - s->glo[a_]) * s->inv_h);
@@ -6935,19 +6944,18 @@ CQ_HD void cq__sph_near_lists_2d_f64(const cq__sph_f64 *s, int i, int *fl, int f
         for (int cz_ = 0; cz_ <= 0; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                int row_, k0_, k1_;
                 if (cy_ < 0 || cy_ >= s->nc[1]) continue;
-                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
-                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
-                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
-                    for (int k_ = s->bstart[cell_]; k_ < s->bstart[cell_ + 1]; ++k_) {
-                        const int b = s->border[k_];
+                row_ = s->nc[0] * (cy_ + s->nc[1] * cz_);
+                k0_ = s->bstart[row_ + (c0_[0] > 0 ? c0_[0] - 1 : 0)];
+                k1_ = s->bstart[row_ + (c0_[0] + 1 < s->nc[0] ? c0_[0] + 1 : c0_[0]) + 1];
+                for (int k_ = k0_; k_ < k1_; ++k_) {
+                    const int b = s->border[k_];
                         double r2 = 0;
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->xb[(long)b * 2 + a]; r2 += d[a] * d[a]; }
-                        if (r2 >= s->h2) continue;
                         if (cb < bcap) bl[cb] = b;
-                        ++cb;
+                        cb += !(r2 >= s->h2);
 
-                    }
                 }
             }
         }
@@ -6957,7 +6965,8 @@ CQ_HD void cq__sph_neighbours_2d_f64(const cq__sph_f64 *s, int i, int count)
 {
     int nf, nb;
     if (count) { cq__sph_near_lists_2d_f64(s, i, 0, 0, 0, 0, &nf, &nb); s->foff[i + 1] = nf; s->boff[i + 1] = nb; }
-    else cq__sph_near_lists_2d_f64(s, i, s->fnb + s->foff[i], 0x7fffffff, s->bnb + s->boff[i], 0x7fffffff, &nf, &nb);
+    else cq__sph_near_lists_2d_f64(s, i, s->fnb + s->foff[i], s->foff[i + 1] - s->foff[i], s->bnb + s->boff[i],
+                                    s->boff[i + 1] - s->boff[i], &nf, &nb);
 }
 
 /* W(r) and grad W(d) = W'(|d|) d/|d| of the cubic spline (support h; sigma = 8/(pi h^3) in 3D,
@@ -6985,66 +6994,72 @@ CQ_HD void cq__sph_gradW_2d_f64(const cq__sph_f64 *s, const double *d, double r2
 /* >>sph_density: rho_i, g_i = sum_j m grad W_ij + sum_b rho0 V_b grad W_ib, and the DFSPH
    factor khat_i = 1 / (|g_i|^2 + sum_j |m grad W_ij|^2) ([DiffFR-supp] eq 24; 0 when isolated);
    and each pair's W'(r)/r into fgw and bgw for the passes after it (sph_source, sph_pressure: their
-   grad W the same bits, without a square root and a division a pair at each iteration) */
+   grad W the same bits, without a square root and a division a pair at each iteration).  The
+   sums: m and rho0 out of them, a pair's squared norm in one term (a pair adds to each sum once,
+   so the loop runs at the rate of its work, not at a chain of dependent additions a coordinate;
+   the same in sph_source and sph_pressure) */
 CQ_HD void cq__sph_density_2d_f64(const cq__sph_f64 *s, int i)
 {
     const double *xi = s->x + (long)i * 2;
-    double rho = 0, s2 = 0, g[2], d[2], gw[2];
-    CQ__UNROLL for (int a = 0; a < 2; ++a) g[a] = 0;
+    double wf = 0, wb = 0, s2 = 0, gf[2], gb[2], d[2], gw[2];
+    CQ__UNROLL for (int a = 0; a < 2; ++a) { gf[a] = 0; gb[a] = 0; }
 for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
-                        double r2 = 0;
+                        double r2 = 0, f;
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->x[(long)j * 2 + a]; r2 += d[a] * d[a]; }
                         s->fgw[k_] = 0;
                         if (r2 >= s->h2) continue;
-                        rho += s->m * cq__sph_W_2d_f64(s, r2);
+                        wf += cq__sph_W_2d_f64(s, r2);
                         if (j == i) continue;
-                        s->fgw[k_] = cq__sph_gradf_2d_f64(s, r2);
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) gw[a] = s->fgw[k_] * d[a];
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) { g[a] += s->m * gw[a]; s2 += s->m * s->m * gw[a] * gw[a]; }
+                        s->fgw[k_] = f = cq__sph_gradf_2d_f64(s, r2);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { gw[a] = f * d[a]; gf[a] += gw[a]; }
+                        s2 += gw[0] * gw[0] + gw[1] * gw[1];
 
     }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
-                        double r2 = 0, mb;
+                        double r2 = 0, f;
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->xb[(long)b * 2 + a]; r2 += d[a] * d[a]; }
                         s->bgw[k_] = 0;
                         if (r2 >= s->h2) continue;
-                        mb = s->rho0 * s->Vb[b];
-                        rho += mb * cq__sph_W_2d_f64(s, r2);
-                        s->bgw[k_] = cq__sph_gradf_2d_f64(s, r2);
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) gw[a] = s->bgw[k_] * d[a];
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) g[a] += mb * gw[a];
+                        wb += s->Vb[b] * cq__sph_W_2d_f64(s, r2);
+                        s->bgw[k_] = f = cq__sph_gradf_2d_f64(s, r2) * s->Vb[b];
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) gb[a] += f * d[a];
 
     }    {
-        double den = s2;
-        CQ__UNROLL for (int a = 0; a < 2; ++a) { den += g[a] * g[a]; s->g[(long)i * 2 + a] = g[a]; }
-        s->rho[i] = rho;
+        double den = s->m * s->m * s2;
+        CQ__UNROLL for (int a = 0; a < 2; ++a) {
+            const double ga = s->m * gf[a] + s->rho0 * gb[a];
+            den += ga * ga; s->g[(long)i * 2 + a] = ga;
+        }
+        s->rho[i] = s->m * wf + s->rho0 * wb;
         s->khat[i] = den > 1e-300 * s->rho0 * s->rho0 ? 1 / den : 0;
     }
 }
 
 /* >>sph_source: the divergence solver's (mode 0: D rho/Dt clamped at 0, kappa = D rho/Dt khat / dt)
    or the density solver's (mode 1: rho* - rho0 clamped at 0 with rho* = rho + dt D rho/Dt, kappa
-   = (rho* - rho0) khat / dt^2) source ([DiffFR-supp] eq 23); err_i = the clamped density error */
+   = (rho* - rho0) khat / dt^2) source ([DiffFR-supp] eq 23); err_i = the clamped density error.
+   bgw holds V_b W'(r)/r (sph_density), so the boundary's sum is rho0 times it. */
 CQ_HD void cq__sph_source_2d_f64(const cq__sph_f64 *s, int i, int mode)
 {
     const double *xi = s->x + (long)i * 2, *vi = s->v + (long)i * 2;
-    double div = 0, gw[2], e;   /* (a pair of W'(r)/r = 0 adds +-0 to div, which is never -0: nothing) */
+    double df = 0, db = 0, div, e;   /* (a pair of W'(r)/r = 0 adds +-0, which is never -0: nothing) */
 for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
                         const double f = s->fgw[k_];
+                        const double *xj = s->x + (long)j * 2, *vj = s->v + (long)j * 2;
                         if (f == 0) continue;
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) gw[a] = f * (xi[a] - s->x[(long)j * 2 + a]);
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) div += s->m * (vi[a] - s->v[(long)j * 2 + a]) * gw[a];
+                        df += f * ((vi[0] - vj[0]) * (xi[0] - xj[0]) + (vi[1] - vj[1]) * (xi[1] - xj[1]));
 
     }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
                         const double f = s->bgw[k_];
+                        const double *xj = s->xb + (long)b * 2, *vj = s->vb + (long)b * 2;
                         if (f == 0) continue;
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) gw[a] = f * (xi[a] - s->xb[(long)b * 2 + a]);
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) div += s->rho0 * s->Vb[b] * (vi[a] - s->vb[(long)b * 2 + a]) * gw[a];
+                        db += f * ((vi[0] - vj[0]) * (xi[0] - xj[0]) + (vi[1] - vj[1]) * (xi[1] - xj[1]));
 
-    }    if (mode == 0) {
+    }    div = s->m * df + s->rho0 * db;
+    if (mode == 0) {
         e = div > 0 ? div : 0;
         s->kappa[i] = e * s->khat[i] / s->dt;
         s->err[i] = e * s->dt;
@@ -7061,25 +7076,22 @@ CQ_HD void cq__sph_pressure_2d_f64(const cq__sph_f64 *s, int i)
 {
     const double *xi = s->x + (long)i * 2;
     const double ki = s->kappa[i];
-    double acc[2], gw[2];   /* (as in sph_source, a pair of W'(r)/r = 0 adds nothing) */
-    CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] = 0;
+    double af[2], ab[2];   /* (as in sph_source, a pair with c or f = 0 adds +-0 (positions are finite): nothing) */
+    CQ__UNROLL for (int a = 0; a < 2; ++a) { af[a] = 0; ab[a] = 0; }
 for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
-                        const double f = s->fgw[k_], kk = ki + s->kappa[j];
-                        if (f == 0 || kk == 0) continue;
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) gw[a] = f * (xi[a] - s->x[(long)j * 2 + a]);
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] += s->m * kk * gw[a];
+                        const double c = s->fgw[k_] * (ki + s->kappa[j]);   /* no branch on it: often 0, at random */
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) af[a] += c * (xi[a] - s->x[(long)j * 2 + a]);
 
     }    if (ki != 0) {
 for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
                         const double f = s->bgw[k_];
                         if (f == 0) continue;
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) gw[a] = f * (xi[a] - s->xb[(long)b * 2 + a]);
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] += s->rho0 * s->Vb[b] * ki * gw[a];
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) ab[a] += f * (xi[a] - s->xb[(long)b * 2 + a]);
 
     }    }
-    CQ__UNROLL for (int a = 0; a < 2; ++a) s->v[(long)i * 2 + a] -= s->dt * acc[a];
+    CQ__UNROLL for (int a = 0; a < 2; ++a) s->v[(long)i * 2 + a] -= s->dt * (s->m * af[a] + s->rho0 * ki * ab[a]);
 }
 
 /* >>sph_boundary_force: on a dynamic body's boundary particle b, this iteration's force from the
@@ -7097,7 +7109,8 @@ CQ_HD void cq__sph_boundary_force_2d_f64(const cq__sph_f64 *s, int b)
     if (s->bobj[b] < 0) return;
     CQ__UNROLL for (int a = 0; a < 2; ++a) F[a] = 0;
     CQ__UNROLL for (int a = 0; a < 4; ++a) G[a] = 0;
-{
+{   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
+           so a run is one range of the order (the same particles in the same order as cell by cell) */
         int c0_[3] = {0, 0, 0};
         for (int a_ = 0; a_ < 2; ++a_) {
             int c_ = (int)floor((xb[a_] - s->glo[a_]) * s->inv_h);
@@ -7106,12 +7119,13 @@ CQ_HD void cq__sph_boundary_force_2d_f64(const cq__sph_f64 *s, int b)
         for (int cz_ = 0; cz_ <= 0; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                int row_, k0_, k1_;
                 if (cy_ < 0 || cy_ >= s->nc[1]) continue;
-                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
-                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
-                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
-                    for (int k_ = s->fstart[cell_]; k_ < s->fstart[cell_ + 1]; ++k_) {
-                        const int f = s->forder[k_];
+                row_ = s->nc[0] * (cy_ + s->nc[1] * cz_);
+                k0_ = s->fstart[row_ + (c0_[0] > 0 ? c0_[0] - 1 : 0)];
+                k1_ = s->fstart[row_ + (c0_[0] + 1 < s->nc[0] ? c0_[0] + 1 : c0_[0]) + 1];
+                for (int k_ = k0_; k_ < k1_; ++k_) {
+                    const int f = s->forder[k_];
                         double r2 = 0, kf = s->kappa[f], gdot = 0, c;
                         if (kf == 0) continue;
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = s->x[(long)f * 2 + a] - xb[a]; r2 += d[a] * d[a]; }
@@ -7122,7 +7136,6 @@ CQ_HD void cq__sph_boundary_force_2d_f64(const cq__sph_f64 *s, int b)
                         CQ__UNROLL for (int a = 0; a < 2; ++a)
                             CQ__UNROLL for (int e = 0; e < 2; ++e) G[a * 2 + e] -= c * gw[a] * gw[e];
 
-                    }
                 }
             }
         }
@@ -7202,7 +7215,8 @@ CQ_HD void cq__sph_volume_2d_f64(const cq__sph_f64 *s, int b)
 {
     const double *xb = s->xb + (long)b * 2;
     double sum = 0, d[2];
-{
+{   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
+           so a run is one range of the order (the same particles in the same order as cell by cell) */
         int c0_[3] = {0, 0, 0};
         for (int a_ = 0; a_ < 2; ++a_) {
             int c_ = (int)floor((xb[a_] - s->glo[a_]) * s->inv_h);
@@ -7211,19 +7225,19 @@ CQ_HD void cq__sph_volume_2d_f64(const cq__sph_f64 *s, int b)
         for (int cz_ = 0; cz_ <= 0; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                int row_, k0_, k1_;
                 if (cy_ < 0 || cy_ >= s->nc[1]) continue;
-                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
-                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
-                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
-                    for (int k_ = s->bstart[cell_]; k_ < s->bstart[cell_ + 1]; ++k_) {
-                        const int c = s->border[k_];
+                row_ = s->nc[0] * (cy_ + s->nc[1] * cz_);
+                k0_ = s->bstart[row_ + (c0_[0] > 0 ? c0_[0] - 1 : 0)];
+                k1_ = s->bstart[row_ + (c0_[0] + 1 < s->nc[0] ? c0_[0] + 1 : c0_[0]) + 1];
+                for (int k_ = k0_; k_ < k1_; ++k_) {
+                    const int c = s->border[k_];
                         double r2 = 0;
                         if (s->bobj[c] != s->bobj[b]) continue;
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xb[a] - s->xb[(long)c * 2 + a]; r2 += d[a] * d[a]; }
                         if (r2 >= s->h2) continue;
                         sum += cq__sph_W_2d_f64(s, r2);
 
-                    }
                 }
             }
         }
@@ -7240,7 +7254,8 @@ CQ_HD void cq__sph_near_lists_3d_f32(const cq__sph_f32 *s, int i, int *fl, int f
     const float *xi = s->x + (long)i * 3;
     int cf = 0, cb = 0;
     float d[3];
-{
+{   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
+           so a run is one range of the order (the same particles in the same order as cell by cell) */
         int c0_[3] = {0, 0, 0};
         for (int a_ = 0; a_ < 3; ++a_) {
             int c_ = (int)floorf((xi[a_] - s->glo[a_]) * s->inv_h);
@@ -7249,23 +7264,23 @@ CQ_HD void cq__sph_near_lists_3d_f32(const cq__sph_f32 *s, int i, int *fl, int f
         for (int cz_ = c0_[2] - 1; cz_ <= c0_[2] + 1; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                int row_, k0_, k1_;
                 if (cy_ < 0 || cy_ >= s->nc[1]) continue;
-                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
-                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
-                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
-                    for (int k_ = s->fstart[cell_]; k_ < s->fstart[cell_ + 1]; ++k_) {
-                        const int j = s->forder[k_];
+                row_ = s->nc[0] * (cy_ + s->nc[1] * cz_);
+                k0_ = s->fstart[row_ + (c0_[0] > 0 ? c0_[0] - 1 : 0)];
+                k1_ = s->fstart[row_ + (c0_[0] + 1 < s->nc[0] ? c0_[0] + 1 : c0_[0]) + 1];
+                for (int k_ = k0_; k_ < k1_; ++k_) {
+                    const int j = s->forder[k_];
                         float r2 = 0;
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->x[(long)j * 3 + a]; r2 += d[a] * d[a]; }
-                        if (r2 >= s->h2) continue;
-                        if (cf < fcap) fl[cf] = j;
-                        ++cf;
+                        if (cf < fcap) fl[cf] = j;   /* kept or written over by the next (no branch on r2) */
+                        cf += !(r2 >= s->h2);
 
-                    }
                 }
             }
         }
-    }{
+    }{   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
+           so a run is one range of the order (the same particles in the same order as cell by cell) */
         int c0_[3] = {0, 0, 0};
         for (int a_ = 0; a_ < 3; ++a_) {
             int c_ = (int)floorf((xi[a_] - s->glo[a_]) * s->inv_h);
@@ -7274,19 +7289,18 @@ CQ_HD void cq__sph_near_lists_3d_f32(const cq__sph_f32 *s, int i, int *fl, int f
         for (int cz_ = c0_[2] - 1; cz_ <= c0_[2] + 1; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                int row_, k0_, k1_;
                 if (cy_ < 0 || cy_ >= s->nc[1]) continue;
-                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
-                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
-                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
-                    for (int k_ = s->bstart[cell_]; k_ < s->bstart[cell_ + 1]; ++k_) {
-                        const int b = s->border[k_];
+                row_ = s->nc[0] * (cy_ + s->nc[1] * cz_);
+                k0_ = s->bstart[row_ + (c0_[0] > 0 ? c0_[0] - 1 : 0)];
+                k1_ = s->bstart[row_ + (c0_[0] + 1 < s->nc[0] ? c0_[0] + 1 : c0_[0]) + 1];
+                for (int k_ = k0_; k_ < k1_; ++k_) {
+                    const int b = s->border[k_];
                         float r2 = 0;
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->xb[(long)b * 3 + a]; r2 += d[a] * d[a]; }
-                        if (r2 >= s->h2) continue;
                         if (cb < bcap) bl[cb] = b;
-                        ++cb;
+                        cb += !(r2 >= s->h2);
 
-                    }
                 }
             }
         }
@@ -7296,7 +7310,8 @@ CQ_HD void cq__sph_neighbours_3d_f32(const cq__sph_f32 *s, int i, int count)
 {
     int nf, nb;
     if (count) { cq__sph_near_lists_3d_f32(s, i, 0, 0, 0, 0, &nf, &nb); s->foff[i + 1] = nf; s->boff[i + 1] = nb; }
-    else cq__sph_near_lists_3d_f32(s, i, s->fnb + s->foff[i], 0x7fffffff, s->bnb + s->boff[i], 0x7fffffff, &nf, &nb);
+    else cq__sph_near_lists_3d_f32(s, i, s->fnb + s->foff[i], s->foff[i + 1] - s->foff[i], s->bnb + s->boff[i],
+                                    s->boff[i + 1] - s->boff[i], &nf, &nb);
 }
 
 /* W(r) and grad W(d) = W'(|d|) d/|d| of the cubic spline (support h; sigma = 8/(pi h^3) in 3D,
@@ -7324,66 +7339,72 @@ CQ_HD void cq__sph_gradW_3d_f32(const cq__sph_f32 *s, const float *d, float r2, 
 /* >>sph_density: rho_i, g_i = sum_j m grad W_ij + sum_b rho0 V_b grad W_ib, and the DFSPH
    factor khat_i = 1 / (|g_i|^2 + sum_j |m grad W_ij|^2) ([DiffFR-supp] eq 24; 0 when isolated);
    and each pair's W'(r)/r into fgw and bgw for the passes after it (sph_source, sph_pressure: their
-   grad W the same bits, without a square root and a division a pair at each iteration) */
+   grad W the same bits, without a square root and a division a pair at each iteration).  The
+   sums: m and rho0 out of them, a pair's squared norm in one term (a pair adds to each sum once,
+   so the loop runs at the rate of its work, not at a chain of dependent additions a coordinate;
+   the same in sph_source and sph_pressure) */
 CQ_HD void cq__sph_density_3d_f32(const cq__sph_f32 *s, int i)
 {
     const float *xi = s->x + (long)i * 3;
-    float rho = 0, s2 = 0, g[3], d[3], gw[3];
-    CQ__UNROLL for (int a = 0; a < 3; ++a) g[a] = 0;
+    float wf = 0, wb = 0, s2 = 0, gf[3], gb[3], d[3], gw[3];
+    CQ__UNROLL for (int a = 0; a < 3; ++a) { gf[a] = 0; gb[a] = 0; }
 for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
-                        float r2 = 0;
+                        float r2 = 0, f;
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->x[(long)j * 3 + a]; r2 += d[a] * d[a]; }
                         s->fgw[k_] = 0;
                         if (r2 >= s->h2) continue;
-                        rho += s->m * cq__sph_W_3d_f32(s, r2);
+                        wf += cq__sph_W_3d_f32(s, r2);
                         if (j == i) continue;
-                        s->fgw[k_] = cq__sph_gradf_3d_f32(s, r2);
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) gw[a] = s->fgw[k_] * d[a];
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) { g[a] += s->m * gw[a]; s2 += s->m * s->m * gw[a] * gw[a]; }
+                        s->fgw[k_] = f = cq__sph_gradf_3d_f32(s, r2);
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) { gw[a] = f * d[a]; gf[a] += gw[a]; }
+                        s2 += gw[0] * gw[0] + gw[1] * gw[1] + gw[2] * gw[2];
 
     }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
-                        float r2 = 0, mb;
+                        float r2 = 0, f;
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->xb[(long)b * 3 + a]; r2 += d[a] * d[a]; }
                         s->bgw[k_] = 0;
                         if (r2 >= s->h2) continue;
-                        mb = s->rho0 * s->Vb[b];
-                        rho += mb * cq__sph_W_3d_f32(s, r2);
-                        s->bgw[k_] = cq__sph_gradf_3d_f32(s, r2);
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) gw[a] = s->bgw[k_] * d[a];
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) g[a] += mb * gw[a];
+                        wb += s->Vb[b] * cq__sph_W_3d_f32(s, r2);
+                        s->bgw[k_] = f = cq__sph_gradf_3d_f32(s, r2) * s->Vb[b];
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) gb[a] += f * d[a];
 
     }    {
-        float den = s2;
-        CQ__UNROLL for (int a = 0; a < 3; ++a) { den += g[a] * g[a]; s->g[(long)i * 3 + a] = g[a]; }
-        s->rho[i] = rho;
+        float den = s->m * s->m * s2;
+        CQ__UNROLL for (int a = 0; a < 3; ++a) {
+            const float ga = s->m * gf[a] + s->rho0 * gb[a];
+            den += ga * ga; s->g[(long)i * 3 + a] = ga;
+        }
+        s->rho[i] = s->m * wf + s->rho0 * wb;
         s->khat[i] = den > 1e-30f * s->rho0 * s->rho0 ? 1 / den : 0;
     }
 }
 
 /* >>sph_source: the divergence solver's (mode 0: D rho/Dt clamped at 0, kappa = D rho/Dt khat / dt)
    or the density solver's (mode 1: rho* - rho0 clamped at 0 with rho* = rho + dt D rho/Dt, kappa
-   = (rho* - rho0) khat / dt^2) source ([DiffFR-supp] eq 23); err_i = the clamped density error */
+   = (rho* - rho0) khat / dt^2) source ([DiffFR-supp] eq 23); err_i = the clamped density error.
+   bgw holds V_b W'(r)/r (sph_density), so the boundary's sum is rho0 times it. */
 CQ_HD void cq__sph_source_3d_f32(const cq__sph_f32 *s, int i, int mode)
 {
     const float *xi = s->x + (long)i * 3, *vi = s->v + (long)i * 3;
-    float div = 0, gw[3], e;   /* (a pair of W'(r)/r = 0 adds +-0 to div, which is never -0: nothing) */
+    float df = 0, db = 0, div, e;   /* (a pair of W'(r)/r = 0 adds +-0, which is never -0: nothing) */
 for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
                         const float f = s->fgw[k_];
+                        const float *xj = s->x + (long)j * 3, *vj = s->v + (long)j * 3;
                         if (f == 0) continue;
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) gw[a] = f * (xi[a] - s->x[(long)j * 3 + a]);
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) div += s->m * (vi[a] - s->v[(long)j * 3 + a]) * gw[a];
+                        df += f * ((vi[0] - vj[0]) * (xi[0] - xj[0]) + (vi[1] - vj[1]) * (xi[1] - xj[1]) + (vi[2] - vj[2]) * (xi[2] - xj[2]));
 
     }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
                         const float f = s->bgw[k_];
+                        const float *xj = s->xb + (long)b * 3, *vj = s->vb + (long)b * 3;
                         if (f == 0) continue;
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) gw[a] = f * (xi[a] - s->xb[(long)b * 3 + a]);
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) div += s->rho0 * s->Vb[b] * (vi[a] - s->vb[(long)b * 3 + a]) * gw[a];
+                        db += f * ((vi[0] - vj[0]) * (xi[0] - xj[0]) + (vi[1] - vj[1]) * (xi[1] - xj[1]) + (vi[2] - vj[2]) * (xi[2] - xj[2]));
 
-    }    if (mode == 0) {
+    }    div = s->m * df + s->rho0 * db;
+    if (mode == 0) {
         e = div > 0 ? div : 0;
         s->kappa[i] = e * s->khat[i] / s->dt;
         s->err[i] = e * s->dt;
@@ -7400,25 +7421,22 @@ CQ_HD void cq__sph_pressure_3d_f32(const cq__sph_f32 *s, int i)
 {
     const float *xi = s->x + (long)i * 3;
     const float ki = s->kappa[i];
-    float acc[3], gw[3];   /* (as in sph_source, a pair of W'(r)/r = 0 adds nothing) */
-    CQ__UNROLL for (int a = 0; a < 3; ++a) acc[a] = 0;
+    float af[3], ab[3];   /* (as in sph_source, a pair with c or f = 0 adds +-0 (positions are finite): nothing) */
+    CQ__UNROLL for (int a = 0; a < 3; ++a) { af[a] = 0; ab[a] = 0; }
 for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
-                        const float f = s->fgw[k_], kk = ki + s->kappa[j];
-                        if (f == 0 || kk == 0) continue;
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) gw[a] = f * (xi[a] - s->x[(long)j * 3 + a]);
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) acc[a] += s->m * kk * gw[a];
+                        const float c = s->fgw[k_] * (ki + s->kappa[j]);   /* no branch on it: often 0, at random */
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) af[a] += c * (xi[a] - s->x[(long)j * 3 + a]);
 
     }    if (ki != 0) {
 for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
                         const float f = s->bgw[k_];
                         if (f == 0) continue;
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) gw[a] = f * (xi[a] - s->xb[(long)b * 3 + a]);
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) acc[a] += s->rho0 * s->Vb[b] * ki * gw[a];
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) ab[a] += f * (xi[a] - s->xb[(long)b * 3 + a]);
 
     }    }
-    CQ__UNROLL for (int a = 0; a < 3; ++a) s->v[(long)i * 3 + a] -= s->dt * acc[a];
+    CQ__UNROLL for (int a = 0; a < 3; ++a) s->v[(long)i * 3 + a] -= s->dt * (s->m * af[a] + s->rho0 * ki * ab[a]);
 }
 
 /* >>sph_boundary_force: on a dynamic body's boundary particle b, this iteration's force from the
@@ -7436,7 +7454,8 @@ CQ_HD void cq__sph_boundary_force_3d_f32(const cq__sph_f32 *s, int b)
     if (s->bobj[b] < 0) return;
     CQ__UNROLL for (int a = 0; a < 3; ++a) F[a] = 0;
     CQ__UNROLL for (int a = 0; a < 9; ++a) G[a] = 0;
-{
+{   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
+           so a run is one range of the order (the same particles in the same order as cell by cell) */
         int c0_[3] = {0, 0, 0};
         for (int a_ = 0; a_ < 3; ++a_) {
             int c_ = (int)floorf((xb[a_] - s->glo[a_]) * s->inv_h);
@@ -7445,12 +7464,13 @@ CQ_HD void cq__sph_boundary_force_3d_f32(const cq__sph_f32 *s, int b)
         for (int cz_ = c0_[2] - 1; cz_ <= c0_[2] + 1; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                int row_, k0_, k1_;
                 if (cy_ < 0 || cy_ >= s->nc[1]) continue;
-                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
-                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
-                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
-                    for (int k_ = s->fstart[cell_]; k_ < s->fstart[cell_ + 1]; ++k_) {
-                        const int f = s->forder[k_];
+                row_ = s->nc[0] * (cy_ + s->nc[1] * cz_);
+                k0_ = s->fstart[row_ + (c0_[0] > 0 ? c0_[0] - 1 : 0)];
+                k1_ = s->fstart[row_ + (c0_[0] + 1 < s->nc[0] ? c0_[0] + 1 : c0_[0]) + 1];
+                for (int k_ = k0_; k_ < k1_; ++k_) {
+                    const int f = s->forder[k_];
                         float r2 = 0, kf = s->kappa[f], gdot = 0, c;
                         if (kf == 0) continue;
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = s->x[(long)f * 3 + a] - xb[a]; r2 += d[a] * d[a]; }
@@ -7461,7 +7481,6 @@ CQ_HD void cq__sph_boundary_force_3d_f32(const cq__sph_f32 *s, int b)
                         CQ__UNROLL for (int a = 0; a < 3; ++a)
                             CQ__UNROLL for (int e = 0; e < 3; ++e) G[a * 3 + e] -= c * gw[a] * gw[e];
 
-                    }
                 }
             }
         }
@@ -7541,7 +7560,8 @@ CQ_HD void cq__sph_volume_3d_f32(const cq__sph_f32 *s, int b)
 {
     const float *xb = s->xb + (long)b * 3;
     float sum = 0, d[3];
-{
+{   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
+           so a run is one range of the order (the same particles in the same order as cell by cell) */
         int c0_[3] = {0, 0, 0};
         for (int a_ = 0; a_ < 3; ++a_) {
             int c_ = (int)floorf((xb[a_] - s->glo[a_]) * s->inv_h);
@@ -7550,19 +7570,19 @@ CQ_HD void cq__sph_volume_3d_f32(const cq__sph_f32 *s, int b)
         for (int cz_ = c0_[2] - 1; cz_ <= c0_[2] + 1; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                int row_, k0_, k1_;
                 if (cy_ < 0 || cy_ >= s->nc[1]) continue;
-                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
-                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
-                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
-                    for (int k_ = s->bstart[cell_]; k_ < s->bstart[cell_ + 1]; ++k_) {
-                        const int c = s->border[k_];
+                row_ = s->nc[0] * (cy_ + s->nc[1] * cz_);
+                k0_ = s->bstart[row_ + (c0_[0] > 0 ? c0_[0] - 1 : 0)];
+                k1_ = s->bstart[row_ + (c0_[0] + 1 < s->nc[0] ? c0_[0] + 1 : c0_[0]) + 1];
+                for (int k_ = k0_; k_ < k1_; ++k_) {
+                    const int c = s->border[k_];
                         float r2 = 0;
                         if (s->bobj[c] != s->bobj[b]) continue;
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xb[a] - s->xb[(long)c * 3 + a]; r2 += d[a] * d[a]; }
                         if (r2 >= s->h2) continue;
                         sum += cq__sph_W_3d_f32(s, r2);
 
-                    }
                 }
             }
         }
@@ -7579,7 +7599,8 @@ CQ_HD void cq__sph_near_lists_3d_f64(const cq__sph_f64 *s, int i, int *fl, int f
     const double *xi = s->x + (long)i * 3;
     int cf = 0, cb = 0;
     double d[3];
-{
+{   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
+           so a run is one range of the order (the same particles in the same order as cell by cell) */
         int c0_[3] = {0, 0, 0};
         for (int a_ = 0; a_ < 3; ++a_) {
             int c_ = (int)floor((xi[a_] - s->glo[a_]) * s->inv_h);
@@ -7588,23 +7609,23 @@ CQ_HD void cq__sph_near_lists_3d_f64(const cq__sph_f64 *s, int i, int *fl, int f
         for (int cz_ = c0_[2] - 1; cz_ <= c0_[2] + 1; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                int row_, k0_, k1_;
                 if (cy_ < 0 || cy_ >= s->nc[1]) continue;
-                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
-                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
-                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
-                    for (int k_ = s->fstart[cell_]; k_ < s->fstart[cell_ + 1]; ++k_) {
-                        const int j = s->forder[k_];
+                row_ = s->nc[0] * (cy_ + s->nc[1] * cz_);
+                k0_ = s->fstart[row_ + (c0_[0] > 0 ? c0_[0] - 1 : 0)];
+                k1_ = s->fstart[row_ + (c0_[0] + 1 < s->nc[0] ? c0_[0] + 1 : c0_[0]) + 1];
+                for (int k_ = k0_; k_ < k1_; ++k_) {
+                    const int j = s->forder[k_];
                         double r2 = 0;
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->x[(long)j * 3 + a]; r2 += d[a] * d[a]; }
-                        if (r2 >= s->h2) continue;
-                        if (cf < fcap) fl[cf] = j;
-                        ++cf;
+                        if (cf < fcap) fl[cf] = j;   /* kept or written over by the next (no branch on r2) */
+                        cf += !(r2 >= s->h2);
 
-                    }
                 }
             }
         }
-    }{
+    }{   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
+           so a run is one range of the order (the same particles in the same order as cell by cell) */
         int c0_[3] = {0, 0, 0};
         for (int a_ = 0; a_ < 3; ++a_) {
             int c_ = (int)floor((xi[a_] - s->glo[a_]) * s->inv_h);
@@ -7613,19 +7634,18 @@ CQ_HD void cq__sph_near_lists_3d_f64(const cq__sph_f64 *s, int i, int *fl, int f
         for (int cz_ = c0_[2] - 1; cz_ <= c0_[2] + 1; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                int row_, k0_, k1_;
                 if (cy_ < 0 || cy_ >= s->nc[1]) continue;
-                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
-                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
-                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
-                    for (int k_ = s->bstart[cell_]; k_ < s->bstart[cell_ + 1]; ++k_) {
-                        const int b = s->border[k_];
+                row_ = s->nc[0] * (cy_ + s->nc[1] * cz_);
+                k0_ = s->bstart[row_ + (c0_[0] > 0 ? c0_[0] - 1 : 0)];
+                k1_ = s->bstart[row_ + (c0_[0] + 1 < s->nc[0] ? c0_[0] + 1 : c0_[0]) + 1];
+                for (int k_ = k0_; k_ < k1_; ++k_) {
+                    const int b = s->border[k_];
                         double r2 = 0;
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->xb[(long)b * 3 + a]; r2 += d[a] * d[a]; }
-                        if (r2 >= s->h2) continue;
                         if (cb < bcap) bl[cb] = b;
-                        ++cb;
+                        cb += !(r2 >= s->h2);
 
-                    }
                 }
             }
         }
@@ -7635,7 +7655,8 @@ CQ_HD void cq__sph_neighbours_3d_f64(const cq__sph_f64 *s, int i, int count)
 {
     int nf, nb;
     if (count) { cq__sph_near_lists_3d_f64(s, i, 0, 0, 0, 0, &nf, &nb); s->foff[i + 1] = nf; s->boff[i + 1] = nb; }
-    else cq__sph_near_lists_3d_f64(s, i, s->fnb + s->foff[i], 0x7fffffff, s->bnb + s->boff[i], 0x7fffffff, &nf, &nb);
+    else cq__sph_near_lists_3d_f64(s, i, s->fnb + s->foff[i], s->foff[i + 1] - s->foff[i], s->bnb + s->boff[i],
+                                    s->boff[i + 1] - s->boff[i], &nf, &nb);
 }
 
 /* W(r) and grad W(d) = W'(|d|) d/|d| of the cubic spline (support h; sigma = 8/(pi h^3) in 3D,
@@ -7663,66 +7684,72 @@ CQ_HD void cq__sph_gradW_3d_f64(const cq__sph_f64 *s, const double *d, double r2
 /* >>sph_density: rho_i, g_i = sum_j m grad W_ij + sum_b rho0 V_b grad W_ib, and the DFSPH
    factor khat_i = 1 / (|g_i|^2 + sum_j |m grad W_ij|^2) ([DiffFR-supp] eq 24; 0 when isolated);
    and each pair's W'(r)/r into fgw and bgw for the passes after it (sph_source, sph_pressure: their
-   grad W the same bits, without a square root and a division a pair at each iteration) */
+   grad W the same bits, without a square root and a division a pair at each iteration).  The
+   sums: m and rho0 out of them, a pair's squared norm in one term (a pair adds to each sum once,
+   so the loop runs at the rate of its work, not at a chain of dependent additions a coordinate;
+   the same in sph_source and sph_pressure) */
 CQ_HD void cq__sph_density_3d_f64(const cq__sph_f64 *s, int i)
 {
     const double *xi = s->x + (long)i * 3;
-    double rho = 0, s2 = 0, g[3], d[3], gw[3];
-    CQ__UNROLL for (int a = 0; a < 3; ++a) g[a] = 0;
+    double wf = 0, wb = 0, s2 = 0, gf[3], gb[3], d[3], gw[3];
+    CQ__UNROLL for (int a = 0; a < 3; ++a) { gf[a] = 0; gb[a] = 0; }
 for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
-                        double r2 = 0;
+                        double r2 = 0, f;
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->x[(long)j * 3 + a]; r2 += d[a] * d[a]; }
                         s->fgw[k_] = 0;
                         if (r2 >= s->h2) continue;
-                        rho += s->m * cq__sph_W_3d_f64(s, r2);
+                        wf += cq__sph_W_3d_f64(s, r2);
                         if (j == i) continue;
-                        s->fgw[k_] = cq__sph_gradf_3d_f64(s, r2);
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) gw[a] = s->fgw[k_] * d[a];
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) { g[a] += s->m * gw[a]; s2 += s->m * s->m * gw[a] * gw[a]; }
+                        s->fgw[k_] = f = cq__sph_gradf_3d_f64(s, r2);
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) { gw[a] = f * d[a]; gf[a] += gw[a]; }
+                        s2 += gw[0] * gw[0] + gw[1] * gw[1] + gw[2] * gw[2];
 
     }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
-                        double r2 = 0, mb;
+                        double r2 = 0, f;
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->xb[(long)b * 3 + a]; r2 += d[a] * d[a]; }
                         s->bgw[k_] = 0;
                         if (r2 >= s->h2) continue;
-                        mb = s->rho0 * s->Vb[b];
-                        rho += mb * cq__sph_W_3d_f64(s, r2);
-                        s->bgw[k_] = cq__sph_gradf_3d_f64(s, r2);
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) gw[a] = s->bgw[k_] * d[a];
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) g[a] += mb * gw[a];
+                        wb += s->Vb[b] * cq__sph_W_3d_f64(s, r2);
+                        s->bgw[k_] = f = cq__sph_gradf_3d_f64(s, r2) * s->Vb[b];
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) gb[a] += f * d[a];
 
     }    {
-        double den = s2;
-        CQ__UNROLL for (int a = 0; a < 3; ++a) { den += g[a] * g[a]; s->g[(long)i * 3 + a] = g[a]; }
-        s->rho[i] = rho;
+        double den = s->m * s->m * s2;
+        CQ__UNROLL for (int a = 0; a < 3; ++a) {
+            const double ga = s->m * gf[a] + s->rho0 * gb[a];
+            den += ga * ga; s->g[(long)i * 3 + a] = ga;
+        }
+        s->rho[i] = s->m * wf + s->rho0 * wb;
         s->khat[i] = den > 1e-300 * s->rho0 * s->rho0 ? 1 / den : 0;
     }
 }
 
 /* >>sph_source: the divergence solver's (mode 0: D rho/Dt clamped at 0, kappa = D rho/Dt khat / dt)
    or the density solver's (mode 1: rho* - rho0 clamped at 0 with rho* = rho + dt D rho/Dt, kappa
-   = (rho* - rho0) khat / dt^2) source ([DiffFR-supp] eq 23); err_i = the clamped density error */
+   = (rho* - rho0) khat / dt^2) source ([DiffFR-supp] eq 23); err_i = the clamped density error.
+   bgw holds V_b W'(r)/r (sph_density), so the boundary's sum is rho0 times it. */
 CQ_HD void cq__sph_source_3d_f64(const cq__sph_f64 *s, int i, int mode)
 {
     const double *xi = s->x + (long)i * 3, *vi = s->v + (long)i * 3;
-    double div = 0, gw[3], e;   /* (a pair of W'(r)/r = 0 adds +-0 to div, which is never -0: nothing) */
+    double df = 0, db = 0, div, e;   /* (a pair of W'(r)/r = 0 adds +-0, which is never -0: nothing) */
 for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
                         const double f = s->fgw[k_];
+                        const double *xj = s->x + (long)j * 3, *vj = s->v + (long)j * 3;
                         if (f == 0) continue;
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) gw[a] = f * (xi[a] - s->x[(long)j * 3 + a]);
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) div += s->m * (vi[a] - s->v[(long)j * 3 + a]) * gw[a];
+                        df += f * ((vi[0] - vj[0]) * (xi[0] - xj[0]) + (vi[1] - vj[1]) * (xi[1] - xj[1]) + (vi[2] - vj[2]) * (xi[2] - xj[2]));
 
     }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
                         const double f = s->bgw[k_];
+                        const double *xj = s->xb + (long)b * 3, *vj = s->vb + (long)b * 3;
                         if (f == 0) continue;
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) gw[a] = f * (xi[a] - s->xb[(long)b * 3 + a]);
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) div += s->rho0 * s->Vb[b] * (vi[a] - s->vb[(long)b * 3 + a]) * gw[a];
+                        db += f * ((vi[0] - vj[0]) * (xi[0] - xj[0]) + (vi[1] - vj[1]) * (xi[1] - xj[1]) + (vi[2] - vj[2]) * (xi[2] - xj[2]));
 
-    }    if (mode == 0) {
+    }    div = s->m * df + s->rho0 * db;
+    if (mode == 0) {
         e = div > 0 ? div : 0;
         s->kappa[i] = e * s->khat[i] / s->dt;
         s->err[i] = e * s->dt;
@@ -7739,25 +7766,22 @@ CQ_HD void cq__sph_pressure_3d_f64(const cq__sph_f64 *s, int i)
 {
     const double *xi = s->x + (long)i * 3;
     const double ki = s->kappa[i];
-    double acc[3], gw[3];   /* (as in sph_source, a pair of W'(r)/r = 0 adds nothing) */
-    CQ__UNROLL for (int a = 0; a < 3; ++a) acc[a] = 0;
+    double af[3], ab[3];   /* (as in sph_source, a pair with c or f = 0 adds +-0 (positions are finite): nothing) */
+    CQ__UNROLL for (int a = 0; a < 3; ++a) { af[a] = 0; ab[a] = 0; }
 for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
-                        const double f = s->fgw[k_], kk = ki + s->kappa[j];
-                        if (f == 0 || kk == 0) continue;
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) gw[a] = f * (xi[a] - s->x[(long)j * 3 + a]);
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) acc[a] += s->m * kk * gw[a];
+                        const double c = s->fgw[k_] * (ki + s->kappa[j]);   /* no branch on it: often 0, at random */
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) af[a] += c * (xi[a] - s->x[(long)j * 3 + a]);
 
     }    if (ki != 0) {
 for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
                         const double f = s->bgw[k_];
                         if (f == 0) continue;
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) gw[a] = f * (xi[a] - s->xb[(long)b * 3 + a]);
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) acc[a] += s->rho0 * s->Vb[b] * ki * gw[a];
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) ab[a] += f * (xi[a] - s->xb[(long)b * 3 + a]);
 
     }    }
-    CQ__UNROLL for (int a = 0; a < 3; ++a) s->v[(long)i * 3 + a] -= s->dt * acc[a];
+    CQ__UNROLL for (int a = 0; a < 3; ++a) s->v[(long)i * 3 + a] -= s->dt * (s->m * af[a] + s->rho0 * ki * ab[a]);
 }
 
 /* >>sph_boundary_force: on a dynamic body's boundary particle b, this iteration's force from the
@@ -7775,7 +7799,8 @@ CQ_HD void cq__sph_boundary_force_3d_f64(const cq__sph_f64 *s, int b)
     if (s->bobj[b] < 0) return;
     CQ__UNROLL for (int a = 0; a < 3; ++a) F[a] = 0;
     CQ__UNROLL for (int a = 0; a < 9; ++a) G[a] = 0;
-{
+{   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
+           so a run is one range of the order (the same particles in the same order as cell by cell) */
         int c0_[3] = {0, 0, 0};
         for (int a_ = 0; a_ < 3; ++a_) {
             int c_ = (int)floor((xb[a_] - s->glo[a_]) * s->inv_h);
@@ -7784,12 +7809,13 @@ CQ_HD void cq__sph_boundary_force_3d_f64(const cq__sph_f64 *s, int b)
         for (int cz_ = c0_[2] - 1; cz_ <= c0_[2] + 1; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                int row_, k0_, k1_;
                 if (cy_ < 0 || cy_ >= s->nc[1]) continue;
-                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
-                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
-                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
-                    for (int k_ = s->fstart[cell_]; k_ < s->fstart[cell_ + 1]; ++k_) {
-                        const int f = s->forder[k_];
+                row_ = s->nc[0] * (cy_ + s->nc[1] * cz_);
+                k0_ = s->fstart[row_ + (c0_[0] > 0 ? c0_[0] - 1 : 0)];
+                k1_ = s->fstart[row_ + (c0_[0] + 1 < s->nc[0] ? c0_[0] + 1 : c0_[0]) + 1];
+                for (int k_ = k0_; k_ < k1_; ++k_) {
+                    const int f = s->forder[k_];
                         double r2 = 0, kf = s->kappa[f], gdot = 0, c;
                         if (kf == 0) continue;
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = s->x[(long)f * 3 + a] - xb[a]; r2 += d[a] * d[a]; }
@@ -7800,7 +7826,6 @@ CQ_HD void cq__sph_boundary_force_3d_f64(const cq__sph_f64 *s, int b)
                         CQ__UNROLL for (int a = 0; a < 3; ++a)
                             CQ__UNROLL for (int e = 0; e < 3; ++e) G[a * 3 + e] -= c * gw[a] * gw[e];
 
-                    }
                 }
             }
         }
@@ -7880,7 +7905,8 @@ CQ_HD void cq__sph_volume_3d_f64(const cq__sph_f64 *s, int b)
 {
     const double *xb = s->xb + (long)b * 3;
     double sum = 0, d[3];
-{
+{   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
+           so a run is one range of the order (the same particles in the same order as cell by cell) */
         int c0_[3] = {0, 0, 0};
         for (int a_ = 0; a_ < 3; ++a_) {
             int c_ = (int)floor((xb[a_] - s->glo[a_]) * s->inv_h);
@@ -7889,19 +7915,19 @@ CQ_HD void cq__sph_volume_3d_f64(const cq__sph_f64 *s, int b)
         for (int cz_ = c0_[2] - 1; cz_ <= c0_[2] + 1; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                int row_, k0_, k1_;
                 if (cy_ < 0 || cy_ >= s->nc[1]) continue;
-                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
-                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
-                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
-                    for (int k_ = s->bstart[cell_]; k_ < s->bstart[cell_ + 1]; ++k_) {
-                        const int c = s->border[k_];
+                row_ = s->nc[0] * (cy_ + s->nc[1] * cz_);
+                k0_ = s->bstart[row_ + (c0_[0] > 0 ? c0_[0] - 1 : 0)];
+                k1_ = s->bstart[row_ + (c0_[0] + 1 < s->nc[0] ? c0_[0] + 1 : c0_[0]) + 1];
+                for (int k_ = k0_; k_ < k1_; ++k_) {
+                    const int c = s->border[k_];
                         double r2 = 0;
                         if (s->bobj[c] != s->bobj[b]) continue;
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xb[a] - s->xb[(long)c * 3 + a]; r2 += d[a] * d[a]; }
                         if (r2 >= s->h2) continue;
                         sum += cq__sph_W_3d_f64(s, r2);
 
-                    }
                 }
             }
         }
@@ -22598,7 +22624,7 @@ cq_result cq_world_control_grad_feedback(const cq_world *w, const double *dL_dst
 #if CQ__HAS_CUDA
 /* ---- BEGIN GENERATED: embedded PTX (base64 rows; the readable code ends above) from templates/ptx.j2.
    DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
-/* PTX module 2d_f32: sha256 3907e00fb3681b9bf2d7dee329298d4af4fea0d3760b8d8bb652fd8963807f5e, nvrtc 12.0, PTX ISA 8.0, 499956 bytes, fnv1a 0x326c50ed, lz 135065 bytes */
+/* PTX module 2d_f32: sha256 fa23abb8f7c387c7ed8f957d53cfae7c9387b966d5632fe21c415c842d3c32d5, nvrtc 12.0, PTX ISA 8.0, 505708 bytes, fnv1a 0x28147aa0, lz 136530 bytes */
 static const char cq__ptx_2d_f32_lz[][CQ__PTX_ROW + 1] = {
 "8hkvLwovLyBHZW5lcmF0ZWQgYnkgTlZJRElBIE5WVk0gQ29tcGlsZXIKKAAEDwDxByBCdWlsZCBJRDogQ0wtMzE5NjgwMjQi",
 "AFF1ZGEgYycA8A1hdGlvbiB0b29scywgcmVsZWFzZSAxMi4wLCBWBwAwLjc2MgCCQmFzZWQgb25xAFA3LjAuMW4AYAoudmVy",
@@ -24171,314 +24197,335 @@ static const char cq__ptx_2d_f32_lz[][CQ__PTX_ROW + 1] = {
 "ATyqDNQAA68AA0MwDNQAArUABJ0ABPBYCI0JB+IeAGwGA+FKCtBGEzdj6QmlWQFZAg+kWQMGcGwDQA8LdDADmDAB1KcInNgC",
 "3DIGSkIDFwABxQAGsusD4H0O6AMEJMMECgMEGAABgwEDvbAB0AQOlDACkzAPMpQDBQFtDRyBBuB9DwUBAQKGDwMFJw8FAQAD",
 "KAUAkgAIBQEBygEG5XwEFwAB6AEDEL4AIwAC6n0OBQEErEcNWTkD8QoC7QQPC6IEBFs5D398BAmZEAc2AgC+MQe4IAZAag+4",
-"IAADq1EJoxAcMaQQB7sgALEQD2IZB49zcGhfY291bh0yEQ8sAAQPXhkADyoABA9cGQAMZYgPOgALbzFbMzEyXfMWAhc2SB8E",
-"8xYvMTD8OAAvMThyHwEfOEqIBAELSQGrEw/UAAwEqBMFqxwvNyzRABELqxMBmEkP3xMCAXZJD+ATAwG2SA/hEwkBPAADXQAA",
-"LwAPhB4JAjHADYYeIThfGQADeQAE5AACegcDGwcL2hcE/lI0KzEwNggPKRECA1YLD1FgAwIgBA+YagAEPBQP12wAAlAAA+kR",
-"A+kEA78VCWUKIjErkEsP9w4FAh8UBpg1AkEEAAUACfEACrsOIzErzcUGfaUBMQQBPQADMBINR9EFAEwBHQAKJ88C0wUCuEcO",
-"nPoHXJEFxRMHn54FFAADuxMDVVoKwBUCnJwN+gIEzR4DqNYLfgAChQQABQABsQcNbAADFg4KmAQDagAIoiUCLgABJfQGswQC",
-"sJ4MYgEEbS4iMSseSg+PDwUD9xUJxsMARQEDBgcKnQEEw9IPnwEJBvkGD6ABAAJRBgWCYwYiAQFXDAMT7Q1/YwIYmQ10AQWa",
-"AgIW/QtSAATTEwMD+wv0AQVhMgoWEgNqAAl0AQEuAAPIngZ0AQPWkAv/BAaTAAIpvwqTAAPsMAdOYgQ5AAABDgP7AAqRDyA4",
-"X1sKC5IAAo0nAJkAAdwSBYcAInYyUQAQe2YAAiUAFDGhvASaAghJAAKAMgBVAgpIAAmzGwKWBAJFAg/HFwsDIggPuBsAAkQA",
-"AuwDD1BmDw+9GwMPHgUQAwsYA68XCQ8DBUIACEwIAtaaC90FAkc9A2QBD0sEAQIRJAAhAAAdAAgAZAA0AAP5iA8kKQEgOF9G",
-"DA9hFgQDsAECaAwI05gFahoGtgAB1CgIJQACkwADwuIKqwYCFAYCIQABma0MIQkFPQsMzgAE/QoFSCoOGl8hOF9tKQlVAgNR",
-"AALWAA+oBgMBqAEBKQAMNRcIZhUP9X8DBXIKDw8XAwXUUA/5ZgID8gID3AEEQSYNdwUM1AAKeQsOqQoEhVED1zMGkmYDeAoC",
-"ryYEOSwFKQEB8wICIwACHpQN614BJAAFgQgHHYgCOwAAAhcMLwICeAEEhVgMSAUCiU8PhjUFD6llAAi0XA+QigQEpBgF4dIP",
-"5mgBBAgUCZcIA4EaDzdOAAPwNAPRAw/OLQMEyHMMHrwDtgwFYg0KBK0J/dgMRLgOZQAFFjUOJwcBqggCEQcOa60J/wwCBgAG",
-"AoITZSYAArVgAywABJxfDJEGB8j0BjuCA18DADcGAbsFCIEDA6H7AAcACbIGAgRaC0kCAZ4BBDZhDkkCBOjvCpX1BUkCDw0C",
-"AATMTw9JZgUCnQABvo0M9RwDph4PlzIBCJ8VD601AwSFAwKuNQi2uwIUCgFpAQjxGAMeAAHBAQNDNQxI0A5lAAT0HQ42CQNU",
-"rwFIAAinFAMeAAFwAgN4vwIGAAhYDAQPAgL4CgEsAAQPAgpeXyA4XzgADg8CAtIEDw8CGhAy6A4IKQAEOwQHa1IHQIoBRgAE",
-"xHkN4vYPEgIJBEVRBilKChICA+oED0dRAA/mpA8DEgIPzkMDBPI4AaEfCKsBBpwMASQYDA+4ARkAAosBDPrQDkYLBER3A6tD",
-"CFi3AWIAAtYaCLAVAx4AAmYLAiQAAowACBA9AxICBNOxBxICCo72AHkBDyEEAQNXBg8SAhsAIQQPEgIDCX8IAb9UB9WcEzFf",
-"CAXimgQXAAWsHwEkAAd8CAIcAgOp9QEoAAS/VA+MBwIFDgAB/lIPayEFAK4AD/xGAwNHAg+/BgMFaWwPngIDAr8GBDsPD6Uh",
-"AQ+WpgcDngIPvwYCBJxbApemCDcCAkENAfgBABYBCzcCAmcEAkI5DFDKDmUABBs3Dr8GA4DdAQUAABkBC2cAAf8CAyQAAgYA",
-"CIwvBJ4CAocAASwABJ4CDHIIADgADp4CAgIKD54CGhAzS58PvwEABL5IDzdkBQOjPg8XEQADoiEBr40PUzcDA6McD3EGAgFi",
-"6AErAAtaAQNHNgEbAQ5KwwNkvwLzBwyaxg76HgTkHw5xBgIPNgEFAAGDIQtnAAIUHwIfAAIGAAgeDATBAQJrBgVAHw2b9wB4",
-"AQZ//QfBAQIXAw/BARsANwQPwQEABXtuD4IDAwKMIgEnAA3BAQMjHQ8gBgADyyEDwQEPIAYCACMAAVwBDCAGAyDRARUBDkEK",
-"Am4aA7rfD0EKDgHD6gFlAA7BAQZBCg8owgACfxoDyd8CBgAPQQoAA3A7CEEKCm/4AEMFDzIIAQJhCw/BARsBhu4PwQEAA8oE",
-"BBGRDsIBAqAFBD0IDwEjAAFujw8BIwMDwgEPFEoDCRBpB1sBA6jSARwBDvQJAlwbA0TgD/QJDgDOGgJlAA3CAQJuGwJOAA70",
-"CQJtGwN/3wIGAA/0CQADBPEI9AkLCm0gOF/+AA3CAQNdcw/CARsAthIP4gcABDsHDLcUArsHAwsMA0clC91dAJUHCWMADUUI",
-"CZ4bA0IjBWIAAt0DA1MRA5MTCs32AfAQCWIABT5dAmIABA8TCBgbB2IAASQEBjQTDAwUARgAAXYRDe72ACASCHkAEDWvHAm2",
-"EwM9FgxtEgAfHQg0FwgzAgZ8CgQlHwo7AA8ZFwYDkeEFYT8PfBUAA2nhDxwXBAKJHgJOvgvoAQFlAwAgAAPvDQph9wD7AAFE",
-"BAzwFASBkQ/2FgUBOAICAAIC4R4LPAEAHQADcQAN9hQBcQAJ1AICMQADB2UHlgEDlgQJRwEADyII/hYIMU4G3xYM8t8CwB4C",
-"IQAPYwEFASwHAUYdD2MBAQHnAwFpHgwMAQK+AACfIgsJAQDVbQwUAAL+YQK00A1C9gD0AAEwJg2PAQTfKg8RFwMCsAoDHJIM",
-"jI4CcgABEiANjvQFcQAJjwECMQADPBYHjwEAnSYNGRcF/W0PGRcDAjALASYABPMADDsVAGTFC4IAA8MGHzgHFwkD6AYcMwcX",
-"D4IBAQddAALbZgF0Ag8bFwMEXpU/MSsyRTgKAyQrA+UmCkQABAHnNTErMqWID2QtCAFkIg5FAAXqAhIx9gEPhi0LBNwmCi4D",
-"Dx0XAxU1MRIHKn0DWgYEVwEOzAEDfrIAIgAMUhYDDJYBUhYBwyQA6hkMTwYAccEMJBcC3mcEzQECn8QHwQECf2IA7iIGvQAb",
-"Nq0FAgZoAl3VDNQAAYUGAyEACYKrBCEAAp4aA58aCdIAAJkABOqWA8QOHDQ9BQD8aQt5GQKxAAKjGg9HcgICkSgBKQAN6S4C",
-"nAwDYw4P1DECBIfmD2xxBAGXZAIgAA8nFwICsQkDhQQEl30cNKMFDdcAAhUCADcADycXAgTX5gXicQYoFwLBAQIlZAHeAQgo",
-"FwLCBwPkAQy9fQO45AAkAA8oFwADvBsP+B0AArxjAU8AANwADGEFAOHLD5YBAQIqAg/akAEJMi8LrykFdwEE3gcPLrwDA9yX",
-"BCx7D5gpAAAiAA+YKQQE4AMPmowDBFArDT5VBusMD8DaAAOl6AEkAAH+Ag8pCwoEdQIE+SgIZwAG6wwBcwEKZwACbHoCJAAD",
-"BgAP6wwAAionAywAA7cBDKcGADgADSkLA/sJAOYFDSkLArnKAQcACcYGEDYpCwtNAgK3LABNAgwsFwNNAgNFChw1vwsCTQIP",
-"DwIABY8yD7wQBAKtKQEoAA0RAgRpKQ8RAgADJCIDEQIPfhICAE4DAawBDH4SA6vcAWsBDjoNA0DqASQAAVYDDxECCgRG6h41",
-"fhICL84CTgAOOg0IReoDBgAPOg0AAtAKAiwABM0fDBwVAJDODRECA1wFDxECGhs3dSYFQQQPLhcCAigEACIBAz0FHDXTDA8U",
-"AgYEKQkDL/kNFAID2w0PdmgBA6kvD00uAQPL7wMUAgH4Cg6vAQRObAzREgNx3gFuAQ4wFwOG6wKeAw8wFw4A2HoCZQANFAIC",
-"gc8CJi4OMBcDjusBJAACBgABXOsMFAICy0oBLAAEFAINTCIPJQQBAmEFDxQCHAxODwYUAgkwFxA3SAkIMBcCigsCzAYIFggB",
-"uQMC6QYDceIKMBcDrg8EFKIA3QAPlQcDDjYCAmgPAKEADSMXCboGANoMBroAEDhFCQ6lAgQEox84yAYDAuNxASYADaMCA2Aw",
-"D8gGAASncQOjAg9hMAME3ssMyAYDINMB/QEONRcD5+oCHAIPNRcOACx5AmUADqMCBjUXAU54C2cAAQQDAiQAAwYADzUXAAI8",
-"LQIsAASjAgx/CAAmzw6jAgQVDg+jAhgTOBsmDMEBBDUXD3oGBQJtDwEoAA3DAQJ6BgAiAA3DAQl6Bg/d8AMAm3kBXgEMegYD",
-"f98BHQEONxcC2dICJAAABgAPwwELAD14AmUADcMBA3fTAUgADjcXA3ztAh8AAgYADzcXAAKLEQIsAATDAQywDgCXeg3DAQO9",
-"BQ/DARsAPgQPwwEABDcXDykGBQNl8AAoAAzDAQdk8AzDAQOwbwPDAQuwbwQlAQTxIQwpBgN+4gEdAQ5OCgMP7wEkAAAGAA/D",
-"AQwEF4AOKQYCsNUCngEOTgoEIXYCpAECBgAPTwoAA7blAi0ABKxTDD8IACICDsUBDz8IIBA5PwgPxQEABDsXHzM8FwUC/XAB",
-"KQANxgEC/hgAIgANxgECZwUExgEP/xgCAeEsAWIBDAAZA7R2AyEBDgYKBFV2AycAAAcAD0YjDABJdgJrAA5HIwIpdgNSAA4M",
-"CgXk7wJXMQQHAA8QCgACvhMDMAAE0gEMeAkBG3sN0gECsQYP0gEbC4KbA/0HBWMHC0MQA8IQAiUAATqHD4QHAAAHAAGLMQC6",
-"AAxGEAAUCQd/AA18CAIgDwgiMwYFFwJcBwPiEAFdDQBiAAw8CAAbFgdiAAvJFwHJegLYEQ9iAAEDERwElBMMXxQBGAABrgMA",
-"egAN0BQJ5h8TOSkcCukSADsBAy4TBZJZD/hAAgJTGgF66AghAQLFEQLHAQ9oAwADgxgPiscABJ11A1gACswyAeEAAdsCETki",
-"pxQxBvoKvQAE9woA0LcPSisJBUnZDCECApcFAx8AD4QABRE4usUCOBYH+CUQMMYJD9IyCE9maWxs0TIUDisAD9AyBA4pAA/P",
-"MhQPOQAGD84yCAHLpgvOMh80UVIAJzEwwkkFzTIQNeIyD1RjAQjMMg/QAAcEThYF1igWMMsyD80ABwogAwGNBg/JMgEBbAYP",
-"HbkDD8cyDAKmBgITDgZvjg/EMgEBsgINwzIhOV+9eg/CMgAErjULpC0G4QIPRkgEBakWD8ADCwVauA9OKgICDwcPrGEsD6AA",
-"AgWoLh8yb7wEBDmeD8QDDQXgtQyjAAOSRQMfAA+jAAIElTEPR0oEDyY0FAUozQ+CKQgPgCkaA10BAlcABIApCUMYBZoADyY0",
-"BAXJIgzMCQCtBwKvOgMvDA8oNBQDBzQABQAPijIFA8EID6sbAwIxDgbKBgoqNANkpwdwAwCcBwwTAAErAAFwDg0nNAIHxA6j",
-"Gw8xHQsDewAC+VQNagAEHyAPaQABB+oGAi0AGjWZGwJtxQ0lNAVgAQ8lNAQER7oEwscHuAkD6DMBBgAB3R0HnAEHAzsPnQEF",
-"AtYJBWYdCp0BA346D4oZAAFyAQ8nNAQC+cINdAEFqhsPJzQHAf0HC1YaApQJA7IICo0JA2kACHQBAS0AHDl0AQ8lNAEAhgkP",
-"Cx0IBaoJAwkdCqUJIDlfZjMKewACwgADFTYPBh0CArMPFDZB/Q8EHQAAXw8LAx0CFEkATQIPAh0DBUQaDx00DAMFKQ8dNAIF",
-"oYQPHTQMAxcyDx00AgXGhA8VBQwDMksPHTQBBYYABbFBCENJAT0BA8cCDyVLCAj4AQ9XNAUCrAEC4hoK9wEBZQAB6+MPVDQb",
-"IDlfjwcNVDQDYRQCVQAL2AICqgsHyrEdOVE0Au4tAp/8CzcIAgguAqobCKMUBCAAAUUGASX8D080HxM5PI4HhgIDxhAChAEB",
-"gAUN0AYBVAEAKAANlBsDjRsC+QEPTjQCBAgZD2auBgSvEg9mrgIC9RsBbYwRcisRDk40A9MABg4AAIcFD8IsBABJAAzEAAPp",
-"TQMBAw/CLAIFlTAPgTMDA+DYD6+mAAQrlw8+pgAD42IDNAMPo0cCBeFLDFFoAx8ABPkoDDgGAg0zAuIFD34vAAs4Mw+QMQwE",
-"ASgNvwEEIQAEdwgOsDEI+TEPGDIAAr0GAiUAAgYABewgB7ExAiYAAgctD3M1Ahg5wDMMo74AdgUJxLUOADQgOV8lAQ6VBAJm",
-"IQGdFAm4AQIACwPaLAxmZQRBYQ9EZAEC4wkDryIKt0IFYA4RNK9BF3IZ1AGgAAsoEAOaAAkwEQAHAQ8CEwEAbxQIgAMI2AYB",
-"jAAABgAPpQkAAgA1A3oDBMg3DCsHAGg8B4EACzcoAggFBDFDC88QAxg1AgcFBGAACrYQADYFCGAAEDJmDwdgAAJPCwDTBQ9g",
-"AAEF8AUDQQoIoQUBFgABZgsOATQDUNIPYAsKB5QAA3cUClQLBYUKDZ4oAxAuAhUDAzEFDyokAw2QCwMV8QV9Ew/0CQADVDMD",
-"TlIM9AkDvfEPVAYBAecBCBrRBLYIDqcLAbUXEXJijw46kSA5X9UADpMJBocID5cLAgIHAgMtwAutAQJwAAQkIwsVNQRwAAge",
-"AwIwAAvDPwApAA+qAQEFuwoPxD8FBNJmD300BQFOBQJDkQjg5gEcAAL2IQ+rAQMCrUsB1wAPqwEBAeYBAq1LCysBAfUCAexn",
-"D640AhM5rjQNggEPzD8LA4ndAfUDBTlnBwUCABwAA3AADFIIAnAACIIBAjAAC9E/ACkAD60LAABJFw+tCwgCjxAAJQADrgML",
-"wDQERREIfwAC+gUEmFIPrwsBAmoUBUjxD7MoAQF0FwowBQLdBQBgAg+yKAQGvxAP92ALAjwGBORSC0UABoUVD7MoCwOIBgOx",
-"CAtFAAXtAQ+zKAwDrwYPKC0BBUMAD0EACgP5NQ/VCwADUJIIAQIBHIsL4gkCVxICtAECdhULAQICzgEPuAsADfXDDlwzITlf",
-"H60LvAsCfScCBAIBRhsI7AIBFgAB0TEGtwAA5AUHJAAC9CYJ8xoErQACPgACXgIGWFUGzQABlQYEEkUJzQABhgwBIAARcMAF",
-"DmqMIDlf0ikKvAsCXC8B0AAFfk0KGjIBcgAAKAANvAsJDiALFPcEDgEEHwUPDEADBXQXDwxAAwPplAJmCAT4LgzABQLUAA64",
-"AALPGA+4AAAEYE8DAAMJ/AsPwjYDBEUvHzW/CwMCdiYBy8ALzgkDz1IPZ5oCA8YdAkEDD9BSAwQ4DwLRUg4fAAQeNQxZBgL8",
-"BQOHOA45OAIiIQIlAA/lHQ4ExqgEOpoOIQAEZTcOPjUB2wYCTVEPvfgADGc3A8r8C8ALAgQHAiwAA9cCC0aYGDkANwf/wwIE",
-"HgCHBQzBCwsgMyA5X54ADoEEAiMmAhGTCbsBArQEAxlUAo/yDwkqGwNBAAE6AA7ECxE1fE4BkDEHmgIMtTMEBEsC7SgHKQAM",
-"upAD8AIABwAPJl0CBLOeBIUDCAoHBUUDD+ELAAIZNAOeAwQUMAxdBwFcOgesAwuJDAXvBA8XNAYDLAUEu14Muw0Ie48ArQUK",
-"YAACaCkA/AUPYAABBRkGA44KCMYFAoMxBHQ0DPENB23vAUEID70bC39kZW5zaXR5wBsUDy4AAg/DGwQPLAACD8YbFA88AAkP",
-"yRsIHzKRhwAoMTdiZQJCAQkpAA92ZQ4Ev2IP1QAOBGYJD5ZOAQ/SAAoMngkPl04FAGkED5ZOAwBwAw+VTgkCBgADzDwPzhsJ",
-"BPpFCFUCIzMwwK4Pj049A2cGBJCLDzTCAg49BwOsAA8SFgIF/lIPJhwNAqESAXRADiYcBA8BDSYcAx8cAj0ACu9ODrFKFTKC",
-"mg+CAAIHskoJEgUCFwADHgAPCjECBFYZBKtmC9ATBGLMD3JjAQHBAAOQSAGADQhQRwMsOw81YgUD/QAEVAoFihkMtSsJHQAC",
-"ihMF0SEF4hkC/CMNGAACoC8CGAAMFRsxMzBfdxYPdAEABlcMBTN3D9RiCA9WDAIGYzYSMjAND/ZiCwn4AgfH/gKnpyQ4MX0N",
-"A6MBDigAArQcFjOlDQTfBgMLAQJ0KgImAAnrAgtLEQtIEQJzMQCSAY8zNTg2MzdCRG4dCQ1h/wGvAQKIKgVGBgD/Aw92FgED",
-"QboPfH8BA/MiAisBD30LAgRovQXLWQ9lHgAPdBYBD2UeBw+SfRAAvSsB6xYPtAoDADoTAB8ADB4sAqcVBAYsDrgrAowcAtEc",
-"DB8sCS08Be87C3gABGpGD8cKBQDuKwGZAA5HHQKVAAM6LA7+JgMnHQYGAAF4LAg3AQKrAQPWAg8ZJAQDnCQFmCYHAgsCrwMC",
-"9AIPYB4AALQDAo0sBBZhBOkDAjkAByNaAxkAA9oXAVIABjMXJHR1cgACZwEBdAQlM0ZnAQzNHSAzMBRhhwlicmEudW5pFgAG",
-"8wkAIwAGsg8FYAACLAEDYAAfONQEAQBcCwnkAQzhHSMzMFXjBjUAAeMPCFEADfcqAqSjBfJOBBwAB/UqBW9bAxsAASoBAz0A",
-"BZ1cB6QABR0AAFQADgoBCeEDAFsOB0AAAgGnAgYBNTQwQwYBB34AAqkFAnkCCyEUAm0tAhwAHDntAAHSBASPLQrzBAMyLQEQ",
-"Kgh8AQ7YAAJDLwZfCwDPAB46q00CjAUC/QICqgIBOykLjQ0CYRAEcAgMNB8FwgIKqAIC1RkCqAIFaSAHRwICzxYBKgII9gEC",
-"5gsFJgAH7QIElxQF6gAMSgQP1h0XALMACLVDBW8AAvUiBJYACMACGTG6EABBAABfBQ41Age0GAElAATRrwO1AADaKw/nAgUE",
-"D6IC/isMNf0FmisCbAUNHgADxisDQwAACwMIhlwAFFUBJgAOUAQC0zMEIgAALwEP1gAABhITAeQACg0DA+UtAvIBDx8yAAPg",
-"owJXATE0MDT8AAAMAAI4Aw3EAgT4LARCLg+0AAcCKQAGwHUBqwAAtAQODF0BowUAOgAMbQAD/wIDngYPIgYABvMHBC0AAiE9",
-"CEUAAgcvAyQADkQAA6HKAz8AAi4AFjGUYAQmAALxAAOLAA9bUQAC6rQCRQADLQACIQoIRQACQAQDJAAORAADWQoDPwAEpF8G",
-"Ew8BzwMPTS8CBOQ6C2cQA7pOCegbD68gAAITIQFLAw08DQl9AAmpGQ7JIg8cKAsF0k4MFwkDpSAPFgkAA/sfAzkAD5YXAgY+",
-"GRIylDEPfgAFAiYIBoTEBHUNAhANBB8AD3hVAwSwCg8FygQEf1ECfAkLZgECtgwClg0DqRkK+yEAWQEP8AcDAcAZByUAD34B",
-"AgY1DgV8Zg/bGAgE0CALlhgFoy0PlhgMA9sVDwYrAgRZNQCFDA8IAgkE2xgMAxoBBgMQe/ICAp8GLzE0iAwCAy0DBrMABZvL",
-"C48ABpYrHzAUDQkDNBQBSEwHrQMCGRUC7b0PjwwCCbIAAgAGLzE2Eg0GAmhMBSkACcoJAUYgDisQAScBD7fMAQQtggMgGA9w",
-"PwMJg24PAhoDDxpvBAMcAA+xSgACjwMAIQANQyEK+xcKrCMF/wQElAAE4isMIAAEKgwM7xYDVgUDBwAPKgwAAjQjAigAAT6O",
-"D8YMBQM/KQ58AAR5EBM0vVUPIgAACupYDc1MASEAAUoAD9BMEB0xE+0E9RkDHQMPhiIEAtGVAlxaDJAjATYDAmsABTy/CpIl",
-"AFMEAgE8CNYBAvoED61sAQTIbAMiAw+LWAMFZyQG2WgD9gAHhxgaMV5uAyEAAeEGCT9oAxkAAssAAwAHBsEvBw0KAU8DAs0M",
-"Cw0KDEsNAZABDzcJAAafGgElAA9ODQACrQMEZQAPTw0CDRpCDcYkAF0ABU0wBTQBAd4lD2sKBAN9zAKMVQbmaAQeAAJmAgIl",
-"AAYPagQeAAI0AQNDAAFJEAgfAAPzQgQfAA8nCwMBrwAHKAELUQoCSwoCFgEPXw0DEjEVJgO2DA0tCwIEWAQeAAGYDwiBYQKj",
-"AAIlAAIfAAdHBQEnSQMmAA9oDQYD5gADKwAKbAUBFiQPaw0CAq8CBD0ABmwNCBECAssODxkNDQIUDQK/AgHmBgkyAgBjHg8b",
-"DQUDOeYAQAACfeUNBSUAwwABxzcP6wICAL4ID9EBAAYMJgElAAv4DABCCQ+NAgcCdQUC2xwOjQICzQQDJQAGZb0DHwAD/AME",
-"RAAA8wQI+QwDYwcBTggLRQwCfkUDIgABjQsP1wAABtNxAeUAC6gCAihWA2cCAZsAC/cBAsgdBMkCD/oMDgLYHQM2AAIzrg+1",
-"AAMCKQAHZRwBrAAP+gwDA6GbApg4CTsBA2QWAVMADyNTAAP7DAO1AgQuAAz8DAL+VARGAA5aPgO2DARGAAMuAAl2CgHYrg5f",
-"CAkbLAhyDAJVDANrOA9NJgIDDAsDrRkKNyYBDgkJfwAKmiQEaBgGsAoF4QgPgC8CBCcgDvoAAl5uBeQXB/cNCdEYBEYgAmMU",
-"ClgeBcYBETUi4AOAAQtHSAREGAgHAAFgJA9IAAIDFWwCOw4O9wAG7y8C/MgP9wAFBCkfD6EhAwMfAALWWA+GAAASN4QAAQMF",
-"DTYzBwYlAjQcCG8CA7YDAhUHUURBMjQyYTcJJAADAwEDeBYK43gDJwICnicCOgEB/AIJZhkMXBINaicAtw4BvCI5cmNw6AUC",
-"tUAJ+QcB+SQOaQEGZRgF7JEPaQECAiEJDl63A3gCA2UuD2kBBCM2MWkBCaAFD+auCQCNHT9zb3Up0hMPLQAFD/MeBA8rAAEP",
-"8h4UDzsACALxHgiwhA9zABMP7/UDHzLG0AAoMjbZOgKGBC88NZqEAS8xNSUfBAXigg8IAQ0MJR8AAAcPBQERCc0DA3QABJWD",
-"DwkBDQR0AAQ4AAA5Aw9hHwEB7wgPYR8CAewaD2EfCAOI1QGBDAaELA93jAIEJxIJbwMTMecjDmIfD24QDg9iHxABHwgPYh8Y",
-"BK4AD2MfAgYVEBIxdUIPkmkKBN99C0QABvASD6cfCgWiWw9mDwgP3Q8AA2UPAz0AD5ASAgRyDQ+sOwMGYyoPxR8LA/kNAYMF",
-"D/YNAAQfAA+CAAIEGzkG4I0Mpx8ABQAM6hMD/XoEWkcPOiAABq8HDsMfA9wlC4MNEDJlBQ0QBgugAgKIMg7nBQayEg97HxAK",
-"P1QFRAAGZxIPex8QBLNSClQHCtIeCE4JAYsBBHZPBjRSAsctARwACzJSCFD/AEwACN3rAYMABMO+DNUnATcAAx8RD18BCghv",
-"KwKfAA87HQEE098PRlIDD8OCAQO2XgMoAQxaIgPDQgSLAQuKMAWJAARHBwKG4P8DLnByYWdtYSAibm91bnJvbGwiaCkCA38B",
-"AwxfAxgBA4wIAt80DmICCnsNAnTaDycDAATbAQKmCg4OAQLJAQ+RPgAP7CgPAywDDyxMAgQDBAXOPwsfAAR7Kg/JEgIDRxML",
-"kgwCWRIBIgwPt34EBRfDD0ITBAXtKw5MXgfwEQFmAwh4AASCAQN/Dg/QCgAH9SkOdQAEGhkPdBQDBDdaDHMUAqlMBMZeC5IA",
-"AsIKARsADowUA6tcAlMQAvUzAe4oDXsAAWNDAZoADzABBATIWw9TVAABKgECxkkMYQsDCkgBGwAO5EsBzwMEVQECKwAAngAG",
-"NwML2kcEI14CggQPsAMBAQgADs0DA6MWCVRGA1MAAmovBLpaAXADBlX5AVUABIgEDZwgApLnBmMEClxQA/3SCm8AA3HyAWgD",
-"BT0oBldQAlczA0W7DT8fBDoGDrkDAsUADwUvAQg/JA0ZDAPGdAEmAA4cAAI1AAMCBQeGDxExVT0NIQIEhA8D88oKuQQCfCEO",
-"uQQJyTcA4QABHSkOugQFIMM/NistjlMJBCLDD41TGwIGAA+MUwMESNQCjFMOHwAI7BwNz1cBbEoChl4IFQMEDgEAJwAPVQAC",
-"BHsYD8YkBQCODg+9BAMJwlcL8h0CE9IBGwAN+EoDKMQCKQMPllQEBMtPBFaQCx8ABBJSDJIAAd4DBLBWC5IAAvcQARsAD31W",
-"BQIuAQIqAA+9BAQFMFUDRVEOIQAP9iUGCTRVC2UGAoEoAp4ADkwRA70EAlUBAisAAOpKBiYDAf0gD6IYAAUoAwcNMwYqAwLP",
-"BQzJTQxY4gBfAAQJYgsrAwRdNgUepw4rAwKABA/dWgAPFVQPAysDDxRUAwQjBg/oBwMEFM8MKwMBskMFVlYLgwECqRwD4ikP",
-"aigKD+kHBQRFVA4sAwMaVAJzJwtXBwIIKAN5AAyUDAMuxAMtAw8MAQMEXVMP6gcDAPQlDy0DAQhdUw0MJgJXFQEhAA6vIQPJ",
-"JQEwAQIqAA8tAwQA8TgCmgAPMQEEBFVSDi0DCF8nAksxDF8nAp4ADt8WAy0DAlYBA4onB80hAM4CDy0DAgXNAgO0cAstAwMo",
-"FQ4tAwrFJRYx7iwLLQMFPLsPgOgDArhDD/ZbAQNhVQR2WggeAgNiwwMqAw+EAQMEU1MPskEDBE83Dg9SARkCA0tTDNAjAwYl",
-"A/0lD1keAwAIJQJ5AA9ZHgUAVCYPLwMDCnYmAjA1D3cmAAR9JgwWAQMgIA8WAQgBmyYBngALhI8FIAAE6AUNmgADLyUHvCYO",
-"dSUDJSYPdSUIAyIAAS4ADz4DBAEPJQKkAA9CAQUM+XgHqAAETCIEWiULqAAD+SwCHQAOHicDRQMEaQEDLgAIkiUA6QIPSAMC",
-"BEIWFDTy/QtJAwMCAQytIA7PKBMxBkMOSwME6BEPVK0GAtFWD6XFAgJ9CASmXQk3AgO+MQIhAA8CBgIG93gPkQEFBAIGDY8B",
-"A5QdAv4XBRevBR8AAlYCB+khD1wAAAS+zw13sAXwBwRaDQ4PAgWkIQJiAAwwGwMwdwOKBgzzDANaVgOJEA8aAQMEQjMCWVYP",
-"IAAACDqHCZoABPEeAgcADTUfAjIBAh0AD38oAATtHgO7AAEuAA9RAwUES08EklYPIgAACtuGD54gBgfD0gQfAAKjAAEFAA/6",
-"dQAEUQMDaQEDLgABlSIH7wILaDkENQ0BCAAByh0Pog4CD3pWAAIjJQIjAA5SEgO0JAEmOQRtHwzaFgkdDwTIRQoCFAedVQ8A",
-"KQoInVUJjAMDeygPiwMAA0wOAzkAD4wyAgRQNQLN0g2dAAd9VQ8fKQoPfVUYDoMAA9QCHzi1NQEDNJoCsRcEliQMoBUCKXUO",
-"vQAMmFIPKRgFA70ADyRNAgQ4Mw+XKA0DIDcBJDMORQAFQUIPISkLA7bzAdwKDdJEB5EoD6wBAwdbHQ9LFgkDYDcBDjMORQAG",
-"YUIfOUU4CgNvFQVqCwNVBgGNAgCvAQtzFgMzKALJDAElGgd1FgGoAgMiAAFoAwd3FgKQPwS4YQt3FgIYAgGJcgrSFQMjPgRZ",
-"SgxdFgLM0A3xBgHuCgG+AA6SEgJMAwTmAQ59EQKGAwRLAgvFWQaPAAYOBAFc1g9jFhMFxYMHMRkHCwgB9AUBmdoMCwgMZxYC",
-"An0NggMFUhsCgQQOGAECJQUPlWIAAfkMAiEADH4EAs1KBNMCAfAyDioGBP0tHzlBCgQFakENSAYESCMCBwANWiQCwgYDHgAP",
-"8Q0CBTBmHzkZCgYFZEEPyAYACbskAllHDbskBIAAD2o7AgH0DQFVAQxtAgLpSASoAwFrYQ6cAAQvLRU5SWQFGgACTQ4CIwcB",
-"QSYJXQADoAkCwAMPlwEEBKQcHzkZAQQEjpIOLjgClwEDrywGjZIEHwADtyEDnAAPiQgAAwQiAy4lAjAAD4kIBQSIGB85ywkG",
-"BGtwDz04AQKJCANQKwInIgeqAAoaJQ8CJAAEiwgDpSYEMAAJiwgMKIACBwQABgAODxcELCsP0UUBBGQrAAgACw8XAh8FBNtz",
-"DA8XAlQFBCAFDl0qAIYECbEAAPcaBxMXAw4fBfwIAxYAApQHAmwXCKglAxUXAowsACYABIAFDBcXArEHDhMDAq8AD4AFAAHJ",
-"EAVfBQHcRwkiAQMbHgAnAA2bBQR+JQK7BQA8AAfxAAMVMQo4AgQcTCExNZcEDHAFAaMCAeHlCHAFCHQAA3oyAZcAEy3QPQoE",
-"TwB8AA/IagMEfAMCOiQOJAECm0MP1WIAAmZgASEADYwFA74GA4wFD4otAwRhGxQ5CwoMIAAIez8JSwMD1jQCLA8N/DQD63kD",
-"KAMPUWMDBEkbEzl2Zg8iAAAElBwPywMAAoUFAnUbEjGgdQiAAAGpAwSAAA/ZWwICqBEBVgEOClUDPwIDkxoPqBEEBI8bLDEw",
-"lj4SMWkbA5AFAXAbCmAAA9MYA5EFD5wBAwD4GAJfAA/WGAMUMV7tDZIFAnZ3ASAAAUgADJ0AA8goAr8EAfkYDOQpA0g9AykA",
-"D9cXCQEqKgOnAA/IAQUFKxkOyAEL7SgMVAcEIEEDqwAP4RcGA/EBBTAACeQXBBEqC/EDBTbIAwwIDPMDAZMAACYADWMJDOYX",
-"AjsoDtYDBH8/D20RBQKmEwEoAAzZAwLIEwMjAAzbAwJdEgXcAwLIEw53AQauVw9aEAQELRoN3gMCCRoBIAABSAAMlgECYR8D",
-"JQAP1hADBQtQHzAzEAYEBg8P3wMAAmTqAgBmAEwADIEABZwBASwAD1wBAwKSBg+iZAACgxQH3wMPfDQDAEsPAsIABWtMBBsA",
-"AkoaA98DAXcaCmAAAxkMA+8eD58BBAXsSR8wTV4EBIwZDeADAo0ZASAAAUgADJ4AAv8DAxobD8I7AQLcQQPIAQMwAA/gAwUF",
-"Yw4TMNJ/DyMAAATzFQ7JAQOjGQLGGRExgA4JqwACtwMEqwAO9xUE4AMDVXEEMAAJ0QcEkSsL4AMEuAATNVs3DOADAiMGD44z",
-"AQyZGAHZSg/gAwAF3L0PVGwEA6aQBP42Cm20Ar4IASMADeADBASoA+ADAQBcDncBBKAaFTFJrAwhAARgIwyWAQOmGgO5QAER",
-"DAiWAQP1bQJ9Aw+MDAQEohoUMSbUDyMAAAR3Hw4XAgP7bAMFQgynGhIxfRoEgQAP8nkCAqAXAVwBDeADBO7OA+ADD4ybBQRw",
-"FwZgeAUbAAJeGAMmAQ1eCgPeNgTgAw+fAQMRMt2ZAi8ADyABAhQyUmwM4AMSMgk/ASAAAUgACp4AEzLcGQOlAAHjGQwWXALZ",
-"AwLIAQMwAA/gAwQQMkwGA6cAD8kBBBQy8xkO4AMSMs4ZASIAAUwADKsAArcDBKsAD8FcAAPgAwLyAQMwABAyMgUH4AMKDm4E",
-"4AMEnwUQNdwwD+EDAAKyFwEu5gzsKQwvGQCbMw/hAwEEEIofNnBuBQKeOwEpAA7iAwMRDA8nOQEC1hgH4gMPgwYCEDIdBAKc",
-"AQ+iHgMVMj6jDJgBAhFAASAAAUgAC5gBA7WYApcBD7GfAxQyJxYvMTGFHgUUMscVDuIDEzKskQOpEgKz+QiBAAExAgSBAAQ3",
-"AgtcAQIyJQ+FdQADLI0G4gMPQgsCFDI+PCwxMWk6EzI8kAJpAwE3GglgAATzTATiAw+fAQMF0zQFnhULIQAEVxoN4gMDb6oC",
-"owIcMlUaFDKYAAOlAA9wXwADZV8DXJoDMAAP4gMEBUsUHzL4XwcPTyAGEzIZGgOHkQFeOQmrAAK5AwSrAA9WIAYD8gEEMAAB",
-"lhQHgAMMwBkD3Q8BCAAMwBkGUxEPwBkAAi8QA30VDTgCBNSoAAgABMEZCwo0ACEQCZwAAK0dC4QWA6mWA+FKDUhbADYAC1xn",
-"BVkCBrotD5A1CgLvGgExAA2cAgP1AgMiAARhGQs5GAWPNAXAawzzAQW9AgEhAAu1AQMLXQO8AQOLXgQJ/QprAAWyLAOlGAg9",
-"AgOmXgNOAAJdPCZheB8AAsYCAaxeC/pWDDgBBk4ZD181CgLIHAExAA04AQRxQAIiAAuZGgWTAAUtAwz2CxIygBYBIgABvAAM",
-"HwAD4QIDLAEAXwAMREkC/AIESAAPjRkCBWsdNTErMT2rD+oAAwM/FA3gzAJxHQYiAAsAcQGOAAFiACIzMFCkBJqpC4oABtkB",
-"EjHQ7Q+eQwYDrAIB4AEKigAD4AYDIgAPigAHAg85AlUBDLg7Ay00B1wDALg7CEcCBDUtD0cCDgf+aA9HAgsE9ckBtTsK0wAD",
-"RwIDIgAPRwIFBZemDUcCAygYA7UACvA0BSQAB2cyAEAAC0kCA+8XBHIYD2YyAgXKGA9JAg4EvMkBpBsKhRYDSQIDIgAPvwEG",
-"EzRJAgwSRRIyIDwE7AAPqQAEBu0AD2gCDAOvZQ7hGAKIPAYiAA+pAAcDaAIHFF4BXwIPQDkLP2Jmb0A5Fw8tAAEPQDkEDysA",
-"AQ9AORQPOwAIDzFYCQiTvQKjAT88MTi8vQAXNCN0BjFYAGvnDww5AQRsvA/UAA0BCgMPMVgED9EACQpZHQEABw/POAIAkgMP",
-"zzgDAJsFD884CQHMAwJZBwbQzg/POAIE3xgJ8AcE3+4PMVgEDdsKAp4ID9RXBQa7Bw+GSAsDtwMP3hYCBd2mDaxUA5gAA0EL",
-"D7sOAgS6Lh8yR0kCBZmID889AABdAwTeLg/cAAEI0SAPWiEKA8IPDDgNBUZYD74AAQfWOgG+AAbWFQzZpgO0YQ33NwTIAQ64",
-"AAzNIQ0VAQZCjw/tIQoD1BoMqF4DnAgPmpUBAjEAAzgAD+AmAg8sdAQCvhUBBQAEmX4JswAFKiMNnWgIuIYEDmQL8mYEMTAP",
-"8mYDAnUAD54LAAG4AQ67IQGv8gsTAAKIJQ8qOAIRMtdUDYgED5doCwLdAwAFAAwKOALZAw+lNwEDaQAICB0BLQAKkGgAJwAP",
-"j2gABg1nD49oBAQqlQ7wMAFKCgJiAQtSEQIZFwIhAA+bAQUGKDEPU6gFD5xlAQEDBQaKaAo1HhIy4lUMcgEPh2gLAbQCAQUA",
-"C4RoAqYHBLp9D2kAAQ16HgqAaAAnAA9/aAAFxB0Pf2gDAWQDACQADGFHAEYcD9NbBgVqHAwYAAN5GgwYAAJWlA8YAAAD+i0N",
-"GAADbyAD2lQKMh4eMhNrAusIABYBDxJpBgN6+h8yzKgNAM0CD8uoBAczWw+udA8E81oLRAAFZ1APrnQRClwOBBwABtIBD8QK",
-"CwM/BQ/1CwIHxwwPPEAKA1QpD2RQBQP2MQVVAQw0BQEeAAAYdg+KXBMPvMMEBm1AD6ZGCgK+Bw8mdg4P5AwLAt0LCid2A6gA",
-"BiJSD+4GAgR3FA9SXQEGTToGtbcDNgAG6SsIWDISMtm0C3MJAvwTAacCCYU5Ax8AAlkZA2V6CRBLANYAAzFYDx0vAgTW+AiQ",
-"BAEcBgirJxYy7FcH0VMAKgAPHQoAAh4KAhc6DzVVAQI7Iw8PkwABhgMF6nUPuCgCEzLAJwBHAQdb/gNtAAIFAQuPKQI0AQEi",
-"AAVfSwp+CgKSKQ/5IAECHQoC1gMPyMMDBRhtC3QaDAU6CFUfBywBAXsAAgg8AWAADrIoBPIADVsABRgLA1sADtgAAowXDxIa",
-"AANiOwJqBAcHZwDoAQ9magIEoTcC8Y8NDFMDnDcPhQACApsBD4UAAAM5EAOrBA9SFgIFH6UPnzsBAlIXDYQkDuIlEzI/UA9+",
-"owAPO8EBA90PA/8ED88QAgTtGw5+owLOAwISEw7vNgKyAAEkAAAGAA/DiAwPfqMIASQHAjUcDq8iBH5xBgYAAS0mDO1SAjQJ",
-"ASwAAdQcDqUmBTkBCnVSAz+kADgBCogRCF6kBvmKDddPAiEAB1BrBiAAAsggDC1fCWcIDKEeCUEEAegEA/1PBO8ECr4eEjLv",
-"Jw0PUwMeGwN7AA8eGwgfMg9TAxkyD1MAJQAMHF0CDAcPHF0EAvUIAuIcBUkDBR4ABL02AAcADUI3A+E2A0IAAJYBCRtdB9s2",
-"DGdcAlAeA0KJACEADtUACBwpAOMACiJQAoRgAvcBDqwgA2mLAVMBDxhdEQwoOA+vAAQCqQEHEh0ApgACMNoJlgQCYUACOkwO",
-"w74AHgAMKSICth0DJicNnwAGLDoPrTcAAxULAkEAD5hcAAQwjAPtNwPfJQEkAwhJVgKDCA+XlQEDlHkCnAQLD8gFhgAE724B",
-"jAYPMDgEA483DeNXCJgIA5sLAs4ADsgEBKQLA84ABKxdD1cgAwRaOASEyAyXAAteOAIHAAEgAwgZAQLIFAC1AQ0ZAQT1JQIa",
-"AQ+FAAQEXA4N2yAET1oCBgAPJgMABWk3AZgCDD4ABxUCD15fAQSINwPlAAwnVAxrAAKcAQRyAAzqAwVzNwPCAQwfAAKHAAMm",
-"AAEfAAkiKgMbKgIHAAUghwU+AAKBAQRkAAGaAg9gKgADHTcMQykDD2MEwQANXQAEkzcPmwAECbQoDFMdBdg3A2QADJsAA2EO",
-"AwcAASAOB8AGDHFwAkEDAAcADFVFBS4JD3dTAQJbCgKfMwNZBgsoHQA7CQl7AAv5LgNVCw9ijQMEcK0Chg4PRB0CAIMLCWAA",
-"BSQeAmAAAkMAAA4DD2AAAQLgDgMrDwt+EAKFEgMDCAqDeAGNDAl2AAT7Vgc3Mw9kFgMBRwkPlhYAAXoJBq8WCX0WAhMKAgYF",
-"AqIJAQ8aDdoFAlQKD0sWAgL2SQ+xOwEEG3MDfyIIeRcAHx8PeRcZBDcAA5YEDzU3AgWuxE8yKzI5u7gKAxQ7DcdOA7FBAh8A",
-"DzUuBAT7bALBRgA/AAUaAALpAwN5BgLGFw4CGhM0qlQPShUDBX0dBPhDCWEAA6ssAzkED2MaBAE6AAIiAA/KUAMGxHUfM48Q",
-"CgVUTwzXAQM0Bw8XIwAD3iADOgAEAaML4wAEZAwC6DAI4QADWzsDMgUCraIP7FUAA4NUDwXqBATCEARWLQlhAAMuMANBNQGx",
-"Ag9hAAEEQgEP3ukDBiE2DjRhBCQ2A1sFAoflD2MAAgIt3A8oNgYEmywEqhEJZAADagICgQUCNMgPZAACAMdUASMAByI0AGMY",
-"D24cC39wcmVzc3VycBwVDy8AAw9yHAQPLQADD3QcFA89AAoPcJAJD4NVARgysPMCzAQCYRwNg1UQM5lVD3ccAQgPVQ/ZAAsM",
-"eRwAXwkP1gATD2IcAA97HAIAogUPexwDAC0CD3scCQHcBQOBHA+GfAAHexwEMBEJsQYTM2skDnscD4tUDQ9KVRIEZBgPrHQw",
-"BCEGD8wVDQcfBg5hAAKSCA8EVQYDPAAP1QMDA9sFDwNVDg+jVQsCKBEPA1UiCfdiDhdUBlgdD0QcCgiiXAn+BQOeBwP+AQ+F",
-"VQkCgAEPhVUXAnMMDyp1DAViUwNwAQEfKQ9XGQUJ+ygNiB0fM39VBgaaPw9/VREPmT8CBOBRD39VFA+YPwIK/xYIlgoBNgAP",
-"f1UKCwo/AqUlAp4cAEwACAg/AjEADwg/AwUFKQxaAQ93AQIElT4FaAANVR0fM39VBQKhBA9ZqQECIgEDKAEMaXMEcCcDiwEB",
-"QhAPAAIED6EAAQQwBx8zl1URDAAcArwnDbcVAhoXBP4PCuYABR0cDVUJA+AAAgYADzcKAgTKMwbnzwMZAAKNCAAFAAGlMw5p",
-"IQSwAA+hMgEBRA4M/hMLJAABYQAMW0sIIhQAvQEBSgATcIhbCvIUEjOGVgntAwQOJg4qFgPA1APvAw9tLAIFtDQPEi0DBZKi",
-"C+EVA22iASAKAf93BxAPAq00ASQQBGpDC1UABJ8wD98sBQ+gNAcJhKIL5RICbDQCeAALfBAC/E0CxykPnC0AAtkTAQYAAr0A",
-"HzLiaQABqAMGR04FDgMG+QILWVUCGwMABgAOEywD3hcACAAOpwME+CoDdYAPSi0CD0o+AQE4AARiBA2bHhgzWVURM1lVCP4P",
-"AT0ADwgFAALLDgHzBABMAwiMVQWIIQjOGgLmDw5dGwN4PgI1DwZ3PgqbOQRIBgl1JgA4Cg/9CRsFOgADexMKM8cGHwAFJ64f",
-"M1sGDAK8EgEzAA+NBAECDVUA6gEOzQEDiikBBgABUBUP+isDAmAAACEABqMBD1G6AgUuHgKbegw0BQPNiw+RXgICmVUPSBwB",
-"A6lUAjQFDygVAwScNgKpVAhfDQY1BQFUGQ7ICQUIrAbnIwxuUA83BQwDHBYPOQUJAnqTAmAZBGcbDHoLAglXCXJQA68lD0L5",
-"AAO3UwI9BQF1PQ4UAQQ9BQ+wOwMAWx8PPQUBCYalCz0FA2I3AcYEAWc3D3cbBh82qDsFAJs1Dz4FAwOTeQL7IAs+BQLYGAN5",
-"AA3EGQWAAQ9BBQgEIRkPQgUNCUkZC0MFC99VDKUeBKjGDfYCAkEjD4MMAgJkVQBDAA32AgPrCALiAQ9VPAMF9DcMwBIDzhYC",
-"0QAPkTUDBF8EEzPoBgzVAgMMNA/7AgwDOTQP+wIJATAIA5cgBPAqCqUfFDNyeQ7qqABbAA38AgNuKgIaAQ/vQAME9lIC6qgP",
-"IAAAD+5ABQ/yUhID7xcPiz0EBeE4D4tCBgXWUg9yUwACzxIP2FILBIAADAoDA6E3AfgBDwoDBwTMGg8LAw4J9RoMDAMPkL4C",
-"BYtYLzI5E+MDA02QD+0gAgJGVQ/tIAEDSlQDJDEPihQDBqZTDAwDCGYaDwwDAwQMIi8zMN09AwIqAQz1GwwmAAKyMw9fbwoC",
-"XB8ATwAGX28MCQkCuVYJoU8C6wIAPAEMDAMDSFMDqTAPRBwLHzfGWwMBYBsPDAMCBG9UBGUcD/0bAgPRxwHAGw9cAAAE4FUP",
-"qFsFBZV1DzxVAQNbAAMpHQwMAwKmAgSAAA/wGwMDITgPDAMGBBMDDwwDDgk/HAwMAw/2IwMFkA0TOfcVDQ0DA10lDw0DAgLk",
-"Dw+YFwADBlQDDQMP2RgECV+qBw0DAzUXAtMADw0DAgXPBi8zMDlWBAK3IAwuTg8RQQMM8UQJ2ZABXScDc3IPjm8DEzN8VgkO",
-"AwMnEg9TDgADqVIDDgMPNAcDBPkGHzcFeAQEQVUOIVUJhx0OxR0HvyMF1AsMXAAEDgMP5XcHDw4DBwPpAgWBdAyAAAJxAQOA",
-"AA0XVQL4IQKvBw8OAwYEXFUPDgMOCYVVDA4DC70NBmoOD2E7BwLtAg+fDAQBCAAGtzsMngwBhC0PfjsDGDM/VQC/DQd9OwOo",
-"AgWizg3XPwxFFACoAw+pDQAEaWAPflUOA2wNDIIbAa5ED60xAgT0VANSJwr3BgTHKATFrg928gMEQREPflUOAkcGAS0RCYMA",
-"AoIMBB8AD4MAAwR+VQ+jKQEDNKgCBgADcxgLJR8PWgEGBvRUD35VDAIRBAr0VAVFAAbUVA9+VQsCOwQP1FQOD35VCwPEFAkC",
-"OwM7AweFOQ9+VQQPqjUUAxYDBkJUA28GAcEADzlVDQEUGgc5VQGxAA85VQUCxhQCUrcNtT4C1gMOwtsDKrUD6gsKk8wjMzOC",
-"MA3vBgIhVA85VQIEm4oDoQENIEkEnfEDBgIMAxYFjwAGCAQB2CIPOVUTBWcaA9vSCz0EASkFACQADT4ECkUrEzMnLg4lCAXa",
-"OwUDMAqtTwIUCwQY0gitTwPTJg/kZgACGVQEjgIP+BAEBMkwAqVXD3sfBw0IBwNDCATqewyuJAKCBgPAUw90HwUD2gMfOeVN",
-"BgQ9CQ8BXAEDUiAC6CUN7ykDEs8DgAAP5iICAwieDylTAATcVAJjAwGclA+cAAADtAEC3FQIfAAD85YCXwkFtVUFHgAHlQ8J",
-"RegLhQcCuwACLgAPhQcKAhEIAykACoUHDOAkAgcDBLcpD2ADAQEIAA59AwNbFAkMwwNTAALSFQSmxQvvFQKPAwQgBA2AmwGG",
-"AwmxAABECwg5VAH5Ag05VALBHgJtJgV2CgfV0gIDJQM1EAB2AAxeDQJsBg4TAgFTAAAgAQ0TAgNvCgIHAA45VAOVQA85VAID",
-"OYYDuwQIOVQcM9h6A9wBBCNTLzEzlREBA3LOD0ZQAAp5zgBfAA8S1gMFgHQvMzNXawUDIFQP9ZoADyBUEAMiAA+VEQMEfQAP",
-"IFQFBE4gDhVYAxMDAnoEDBhAAzRYAz5UD3DQAwU3eg8gVAcEtB8PcwQABDR6AnoEAV6ECYAAAZADBIAADyBUCg9kAwEEIFQD",
-"7goPIFQEBdEfDiBUA+mCA3ElDJAsB5DPAqbeD3cEAwN5WQIuAA93BAkD8VgDKQALdwQPKG4CBc56FDOeOgvXAgJAAQ+LZAAK",
-"6J4AvwMPLm4DBYgiANcCD9AzAwMnVQ/4VgEDOlMCIwAM2gIEPFMEFhsBJDAPnwEABIIAAggjDyEAAA/yWgUDGFUFBFcMvwEB",
-"6AYEQiwPjCIDBfTOHzDJWgYEhAEPyVoBA9EBA2MADDZVA9nOAx4AD4pcAgNDVA/+VgMEkjkDPwEPwgADBTTOHTBssgIjKQPe",
-"Agw2zgSXVgIdAA/aDgcD/zACLgAP3gIJBBAtA9kWCd4CARp9DbwABDlXAN4CDz4UAQIsDwAmAAzeAgryoABhAA9eXwQFhQoP",
-"9MEDA4NUD/pVAwS3Ag+1BQADUlIG2wIPO1gEBH8AHzC4BQQEEnEOO1gDdgEDNxoMmy4D48gCwgEP4xgEBU7LHzC5BQYEYUIP",
-"2wIABMJXA9wBDBYRAspvA4EAAVgWDlwBAhsxD/pVAgRZUwPbAg9ZUwQFZ6sC5TgJgAABegAD2wIMKnEEUVUCHQAOeFUE2wID",
-"9oMCLgAP2wIJAu4ABCkAC9sCD41tAgV9AS8zNAwUAwPIqA+6BQAKy6EAYgAPkG0DBQI6HzMPwwUHnFMN3gIE+ssAIwAN3gIE",
-"WVMD3gIBTAoPnwEABrJSD18CAwRZWA3eAg9XWBIDjFoBQUEPXAAABZNRD7kFBgW1xw8PVwAC0QED8FYBOlgIgQADiscCgQAF",
-"2FcPclICD/hUAgq5BQsx8QVlAAXYUQ25BQKHIwPeAg2VlAM2WAIdAA79MwTeAgSrVw+TFA4EwFgCKQAL3gIAXQwPtgsBAQgA",
-"DRJQBSwND7EUAAIuDQNWEA4vDQJzAgEIAASUFAqUpAH6CwmcAACZIwixEAATAQ8VLAABqi8PLiwBAZAJBy4sCRYsA+14AcQB",
-"A86mDwkCAwLgDAAvAA1lAwS4UgAjAA+MKwIFxBkP1oANA4VTADEADyITAAYdWgMpQAkvAgJtAwK7cwIIAgosFgMOFgRiAAvB",
-"6AVHAAWd0QxeUAUOWgNxAgEqEw/1SwASMp5MHDGscwFBWQaiAAHRGA6AAASpIgU+Uw9JWQwPggADBNMwASPFB7stDwswC092",
-"aXNjBzAUDisADwMwBA4pAA//LxQPOQAGDbGFAPkADzYADh8yMQAdHzMxAB0fNP7AFi8yMjWlAQiiMAO1AiA8OBUAD8vzAQAz",
-"CA9jAQ8BJAMI/sAWNYwmD2ABBw96AwABQgkPZAEPCbcWAzsAAcBLD24BDwSrAAe3GA+mpQMAQQUPpqUDAIYED6alCQIvMAJq",
-"GAiyPwO5BQb7MAV87AmYBRM0baoO+zAKjbMIdhgD9AQP+zAQAa8bD/swNAZtow9uBQsDIyYPawUBBLp7ABYZBdcJCAKLAF8E",
-"ACUAD3IvBwwzGwmBTAO4MA/jLwUDmgABjwsIVAADfBAEwzkMoAEPxi8DBhpID2wxCwMwHAKxhA8WowAOrQADGhUDOQALozYH",
-"rDMAfgAFFqMKnQAHnJoPhzEKCJyaCYMAAisBBB8AD4MAAgTvZwY/hAdprwA4AALcBw0tHwIPAQ+LAQQPEh0ACrcbEzQp/A7z",
-"AAb8Mg9WMQoIEZsNCwgEQwAKMUgHQUkDmEwFV78LMAgBWQ0CEtMPQUkIB8+OD9wEAQanTw/mMwMG+5oPf1kLA+kACzEIASgI",
-"AAEMrzBmM0MyM0Q3MEELBAIBfgIAwwEMbgoCRbkESAEBDxcPTgMEBCQIFDSJwgpBAgSlIx846TADAjUFBclSB+LZAhkABMYE",
-"DfFOHzTUKgADopkAVQANwEEDbBgP8ycAA8JAA0c2D9EaAgQ3MQIT6A4fAAT3IQt1CQH1CQeKfgpdDAJEMAJbLw9yRg0E6HME",
-"L+gOIQAEtXgP9icAAYAAAbsMDwwNAARNxQYGAAFODQuTRgJQDQIrAA92TwEFjgELTaYCdQoAMwALUUED6SICSgMPJQYAAvgO",
-"ASAAB48ACsWjA7+cD45GAgHvYQ8eJAYBFyQBcTIDzE4K4hgSNFs/DYpGAxsbDolGCkoWEDQaIg2yRRg02KURNOMuB7AAAvvS",
-"D4emBAJjLgPCGwrpAwi2pQsDEwTn0gEGAAB/Bgd9RgSJLQ6xWQIdKgIgAA9rpAIDHQEG1gALoaYFmwEPAUkBAwEND5eWFAI2",
-"DQdEqQ+sAAIDXA0HrwwAowAAjiMOIr8PzBEBA8+HA5E5D8kRAgQgZgLqTg4fAA/GEQQJGdMOT3IJlS4PdEoOBEJGD80RBgTG",
-"ZQ/5KwED5QMDfy4OBQQL+qQBJwAMTSQEFIkP4Y4AA9Q6Ay0GDx4PAwQWLQLWOgsPBAIaLQJmBAEFGQdXKAWhfgAGAAAqBgw8",
-"AAN+SANdLQ2jSQPuLAPiAA8gSAME9wIPKxIAAxMBA0YAAi4ADaRFA8csBCYAD0cAAAN/AAMhAANqLQq0AgWHtAqEBwAHAAsf",
-"HwOLPQmyRAbGTwXVBwKYCQ5ZUBg0ETUAbAkP+nsBB2c8D3wmCg9nPAUEEJEDoQgP4QoDBDdxD7YkAwfDkA9iJgoFUDwMgwAD",
-"3TMDawsPgwACBIIAAUYODzBRAgJiHwMpBgtaMw85DAYH/zsPuqQLA30EDwA8DQ+EWgoCaRULATwFRQAGTA4P/6QLAz8NCaUm",
-"BL8CCknJDzQLAQTRLxkxYbEHJAMDLEgAJwAPOAsKB/wODzkLAgcPsg82AgQHIQAP2zYKAwUzD1NiAgclmQ+OmgsCwhYODI0C",
-"9wIEJZkLMAQEWC4CeU4GoQsH4wMBQAAEOOkIcicCjgIABQALnz0Dbe0CzzgBjgMHcCcDSfgIre0jZXFBEgT4UwMJjwCWCASE",
-"EgGqB087Cgl4djMKAFsjBTIAAoEwBAJCDCcKAuNPDYkMAkg4Cfg5BNUPA9QLAigDC0uMBEcEBXzgD2QMAgH7AA9kygMC/zcP",
-"KrMBAyA3A1sDAWnTDngABCM1B54qC8rGACMAAcMkDGlDBIHOC9lRBCIBD0eLAARO9wmmAAK1AwO8Aw88igMGhDEPSYsDBYNN",
-"DL8MA0dIBaoxDzwMAAIRGQLOBg/DCA4FsTEPXYsGB1T6DMQIAxYuCLAxC1xTAakHA4wuBHoxDsoMA+lSAtgmC2BdCpkBCt4l",
-"BZkBC3JTAqMMDuIMCOtTAzZPDHNTAQUEA3hoB6oABiEAB+cwD+YMBA3ajQ8EMRwTNGbODXRTAk0BD+sMAAsGLxE0XVMPJQwB",
-"Ce4MAp9SCCWmDEyyCY4wBAcxAoUAC2wJCSwxDqswAmcGBEMAANcDCHVTBYKlDk4MA60OAiIADz+mAgMuAQfkAAuXowayAQOa",
-"AAswAwPLVA+WoxUP0YcAD7QABAKvAQlPCgHnVA5iAwUFMgBgAwyfAAKXBgPYNA/QAw8LSocLTgAJyDEEDQAMVQwDijoEnf4J",
-"3AQDbhsCIgABcXkOgwAEaiwC/F0IPQEDWQMDjw4PqCwEBNgIAT4ADKMQA+crA4wsDJYMA1NXAkkEDxVVAARELANGAA1LLAOZ",
-"AAPWDwzHAgOIaAMqOw+YDAcERwAPmAwEBLdwAkoDD5gMBwRHAAaYDA8YBQIHXgIArQwPK1ECCEQFC+gyBC4LDocHAqMHD/8H",
-"AAP+jgT/BwyhLwIUhQEmAAnTDAHjUQ6wBwRb4xM4yScPQjoDD+tAAwIoOgAiAA2kAAOjCAM2Nw+jCAMEyogH0EgLbsoABgAB",
-"KwgOxzITNLl7D+aMAA+5OQIDvAgCFggP93oEBFeFD+eMBQRUMgwWCAQpKw9sLgYDl4IGo/wPRgQMBGApD/SMBwSkJg4WCAS9",
-"KwTEKw2NAAJ6KgMJ/QMmAAGFIAoWCAJUBgItAAQ5aQtfMgWEAQoBCAMw/A5QBghP/A8BCAMD4jEC1B8PAQgBA7bPDJxWCQEI",
-"D+cUCQG4AwSrygTGNg3XCAgH/gZ7AAFRBAR7AAkBCAwsFQH9BA8rBwAHiiIAJQALAQgANyIPAQgGCf+EDK2dBM6EAiUADQEI",
-"A5MsA0MAARQQCAEICAiCDE0HAgUFAiIAAYktD9YAAAf8IwDkAAsBCAMOAgJBBw8BCAADFQIBVwEPAQgQDxwuAA+0AAMD154H",
-"D3QAqwAPBJUDCCwsC58ACS8sD7sDEAVing8BCAIF84IHfQMCvsgIxwQDsB0PrZEBA90MAgEIAQQnD4MAAATwjw0jJgMSdAOF",
-"AA9/KgQE+S4PAQgBBAhnBL0rCwEIAzwsA6k+Dz8AAAN8KgdALAmhKgMRAQKgAAFhDgkfAANsJgIxAg+iKQEDWAACRwADLwAN",
-"AQgCJisERwAPCycBAi8DBEcAAwMlCUoKC7Z+CNVSAU0HD0oHAgLTBg+YRAICSj0AQAANSgcD8wkDSgcK8wkH2lIB8QEGXSAH",
-"SgcCSQgDJN8P5i8AEzSFUgmDAgOqLA/1PQADQTsESgcPWIQLAklJDyAAAASjAgu9BgS1hALlAwHhCgzOXQK9MAKDMgwESA/y",
-"KQAEv+8Pj5cGBP1tDkoHA8UuBMgrDtcHCTaiA3wtAe8gCkoHAtEKAi0ABEoHC4wuBYQBCzK1AQgBAY8TCzK1BcMxD0oHBQKG",
-"CwSSog9KBwACxQsCd3UPSgcEAGYND0oHBgHTDQJnABRwFNYKtswA1gAIg+oGewAC2xgDewAISgcKl8wAQQAAuwAOdAYIUmEA",
-"JQALSgcAJwUPSgcGCUgsBWExBR4ABEEsATkBDEoHAs2eBUMAAOMECEoHCBssC5YGA7IOAiIAAXsFD9YAAAmtBgFYew6/LgPE",
-"BQ9KBwACai4CVwEPSgcQAxugA/cuARMLD7QAAwIpAAihogCrAA8GmQMIFoELnwAF8oQPuwMUBW9QD0oHAgQohQIUAQJ9AwFQ",
-"PwntPwNSJg/uPwEDogwDURoPDQ8DBEMgAuqUCSArAhYGAggCBAs/DD4ABHYXD0oHAQT4KgO6AAQrGgUfAALhAwKGAg9KBwAE",
-"/ioDRgANHSsE6S0BBwAOJIQDrCICjQIOhx0ESgcEGysHKSYJRwAE3zMChAEPSgcGBEcAAy8ACkoHDP6XA8AOAAcAC3M/A7iu",
-"BC5fCykuASEHCZkaCm7QAQMPCXoACYZwCLgZA+sfJTk1hG8OIS0Cqh4BBYVIMGY0McgCC2hABrRZAp4ZD7YkBQKiDg/yhwED",
-"j00CcwADnAEP4Z0DBbiED4EDAAOThAXeAAOgHQzbLQGSAgWPAA8qXwUSOMm2HzIz8QADAoUFrwAC0iIP5AMCAd6ED+QDBgUK",
-"hQJCMwRZhQH9Ig+SAAEDpy0JgYQAZyoPpy0Lb2FkdmVjdKktFA8tAAEPqy0EDysAAQ+tLRQPOwAIDmCzLzY0OAARD2CzAxcx",
-"Oi0DdQEoPDE+egJ5Ay88M9xdAw9OLQMI2l0PBQEJAVIDCNhdBk4tDwEBCQ+bHAIPcwATDFyzADMED4ruAg8VLQUAXgQPiO4J",
-"AAUAAYgEDwxeCgQJHAmeBBM1EOYPC14AD/IAAQ8OLRQDKRYPcwwBAhsdBl9kBEwMA/McDXIABn0pD3QyCwIfDAz2KwO8Nw8T",
-"aQADiAcEUDIPyicCAnsAD/weAgtsfwnNKwKiDA9ZAAgD1AAB6SALfAQBegQABQACkiQPdAQDA5F+BMkCAkIBAlgFDG0eAeAA",
-"ANMXdjEzOTA5NTBPQQflRQGTAQBiRAglAAidAQIDHw93XQIcNS7jCN0wBD4BCZMAAhAvAdfZD5QABwIlAABBCQglAA2fLAZ+",
-"AAmeAQYlIQnWeQMIDALYBQAFAAMWDQr+CxA11VwNJwsYNaojETW7WA+aAQYP5xUDAzMCCEdfC0YpDI4tC4MBAwIBCjcUAwIB",
-"DysAAA/YwwACvfQPJxQCAkgABu0AD516AAVJIwcLYAf7DQL4EAAFAAFsEA+8AAIKGwkDvAAPSAEGD3lTBAxIAQ2tKg/vcgAK",
-"3B8PNQEkBh8BD9ETAwTzAg/vRgYD+AMPdggBByg5AwkaD/wDBANvCAHGGgb+AwMNCwtsAwMnvwzbAwtsAwLeAwEp6QpsAwpg",
-"Fh81IqYFBFIZA/gACYEAAc8JAQkND4EACAIrEgBIMguBAAoyEgeBAArYNAXuAwb+IQbuAwIOJQFfAQSMUwoFERE1jFMPEQMA",
-"CMkqACUAD/MDBAORAQ/ZPgMDyg0EYv0MWCADAxcP+AMIAhwBBAohDP4EAhEBCDAAAzN4D8gCAQKpAAKtgg9jAAMPBAEABzwY",
-"ABIBD7R+AQUXBAJ2KwxdIQJ5DwGOCw/cAAoNmQgCmxIPcgEHD4geAwQ21wdyAQiOAAJdAw+D1ggLlgAM7gYOcgEDmuQPcgEJ",
-"BK0DDWMAB1sBAVIGChgDAmwdAf8fA44ADKoGAr0JDzJeBgGECAEVBDR0b20fADhtaW7bDgG8AQPW+gmRAA/BDAxvZXJyc3Vt",
-"wQwUDy0AAQ/BDAQPKwABD8EMFA87AAgPwQwKDzgACA/BDAMAz/oLwAwPvwwBCMRqAZQBOWZkPDY6BNQMHzImhwQBhSUPGQER",
-"DNUMBzHADxUBCQ9xCwEBYAcPGgERC9YMAd4kD+05Agu6PgpH8wF4AgMTKQsmAwf2DAePEQIaCgEZAw/uDAQCIgAEJywJMgMT",
-"NnIIACMMA08ABDMABX4ACQYNCpBvAjMABQwsAlVPCJhnAnw/AVIADxAuAALUIACOBwb6ZgM5AAKGAACEBwEbAERzZWxwogAG",
-"3w0BJgAfcPcAAAHyAALKAAU0ZwNxAgFxkBRk6wQKFQkKTgYcNrCDB0QNA4MND2uLCgNSDQHnHQbiTQLJIQVQTQYyCAW9YwHI",
-"DAZXKwJuEwCCIREyghgOTwgSNx4aAAorBBkAAr05AB8AD8VSAAJGBQMcAA8cARUKagUSNtWFBzgCAi9BEjE4AggYAAJtKg1G",
-"FAUPGwSBBw6cQQQUAQ1wQgKbFANgAQs5DwJFAQe8Cx82lL4YBNoBBTkcNGY2NBwAApEAAWU2ASIWBzQBBgcAAY4ACJ0DBcgC",
-"DYFQA1EcDpukArwBAAYAD6q7BgHBfg9CDAEYNpYNEjaj2wouJREtLwMHowMFzy0HLxELqbsAJAADGw4KOAwDIwMOvAEF0AIN",
-"vAED0BQC/QAN/FgDdkURNC8CBsgADzVQAgRhSBM5008NsAEC6BYLsAECNCwFsAEPmw4CBC8PFzmNJQlaAAJhJwxaAAFtDQRh",
-"AA85RgMEMw4FKGYJVwACCx8MVwAB+hAFXgAP5QkCBIIFB4tjCVkAAsYYD7oCAwRgAA1iVgOMAQmGWgzWAg8rRgABSgIGfAUN",
-"oQ8RNiRtBkECAoZ9Dz0yCAVWfQpjAgJGNA9/UgADahIDPQALWnQAJQABKwECxHYYZKXPETbHDpByZXQ7Cgp9Cgo"
+"IAADq1EJoxAcMaQQB7sgALEQD2IZB49zcGhfY291bh0yEQ8sAAQPXhkADyoABA9cGQAMZYgPOgALbzFbMzEyXfMWAhg2yxYC",
+"sQE/PDEw/DgALzE2SogBDyfWBQDdQgGqEw/TAAwEpxMFqhwvNizQABEKqhMBNUUPmi4CAHsCD90TAgGoqA+cLgkBYgMCjkUG",
+"JVMPfR4BAQKsDX4eEzh43wFzAAPcAAeBLQ/EMAMB4wIkMTAtCA8gEQIEdBwPxw8BA4VdD49qAAOeCw9WJwECGgADAhIDfwMD",
+"thUDwAMEOH8SK4hLDx4rBgW/DwM4AAJWBQHXAwM4BQpYAARXAAPHxQepqwJiNwXOKgHEBAokzwTkzwQeAAokzwI6AAXfYQuZ",
+"+gdZkQXCEwOE6wkUAAECCxQxvykKvRUCmZwN9wIFqQQCpdYLfgACggQABQABrgcNbAADEw4KlQQDagAInyUCLgABIvQGsAQC",
+"rZ4NZQEE5GwSKxtKD6IrBgMfYge/AQJcOAFKAQUfCAMbAAL/XAEhAA+gAQUBNwYEMBQMoAECOgACPIAJIgEBVAwDjAENfGMC",
+"FZkOawQFdAEGWjEMhPUBqQMP9AEABV4yChMSA2oACXQBAkQADHQBA9OQCZEAAJtVA5IAAiW/CpIAAUkAAejvC5EAAcmyDBQA",
+"ARIBAme9DaQPEzgAVAmoAAKmIgCvAAHvEgWdACJ2MlUAFXs/6wSfsQ9T2QYG+gMSMT4CD5sXCwXLOQMHAQKOBACtAgY9kwb0",
+"fAKlPAHc/QRzCARVhwEoAwFMvARCYwxjAQDksAi7AAkCAQVZAA8GCAADHgEABgABAbABeAAFbQEBzYcBdQADyCMPuRwAAhAB",
+"ArQED4kYCwMoCQ++HAAP6QUQA8MxA+4PCdQDBNlwCQ4JApibCDsCA2EBBWYDBr0GApkBAwUCDyoJAAJeCgPYZAjXZAILiQJE",
+"4wTeVgz4BgGD4Qs7FwGNsAN3AgVgdQQcAAJ8FgH0AQUlVgoNMwKvAQ/2oAcHGxoORQsJ2PoIeAACdDUCXAALuwIBzlUEIgAP",
+"rjQIACgAD640BAOUAA+5iRAMpV0CEAECpAEEXAgMfQYCZQEH2GYBH1YINgAOLwwAIwAFpxwHX4gClgYCdCwKIQUKhAAMlwYA",
+"GQEPuzQHDyteAANQEAIZAQ/tiwIEZFUFItMP1GYAACQADOAID/GhDwO1Fw8BEgIEu6UCIIMJELMGwggOCrsCVxMDSa0MWr4O",
+"aAcEujMDwBkIZwAC8BYBBQAInzMCHgABRQ4DIwACBgAPTQUAA/UEAC4GBmwFJmx0AvkBRgAGNDMH9gQAl1YFr/YFQycLfwYC",
+"EAMLklAFIQIP/fUDAXMBBIcODmxgBEECDgUCBJFYD4JmBQEhAwAmAA0HAgOmHQ8aMQAD4h0DBwIPRBUCBAVXAlw1CKABAsgP",
+"AXwBCHgUAx4AAigJAqcBDKK1DmUABH03BAqdB2cAATMJAuMBCD1mAh4AAmYAAiMAAgYABuySBgcCAmIFDwcCBwE6AAFLAAwH",
+"AgG8VgUIAgzqAQkIAgIczQ8JAgMBkwELCQICqR0HofcKMTAPCQIGAW5XAgoCDw+nAwKdHwEnAA0LAgPqAQ9uaAEDzikCIQAP",
+"8qYCATTkASsAC6QBAxkyAYABDhIEAza7ASQADRPLDswaBBIEA+kCCGcABhIEAVUdCmcAAX4LAiMAAwYADxIEAAMjEg8LAgYC",
+"FhwCSwANCwICVpIC0lQLGwcMCwIMOzIGCwIHTBEA4wEK/5wCM1gHZ9QEFwACVwACRQABvbgEnQgCnQADnV0BKAAE6VQPHQcC",
+"Bg4AACQbDjsCAwkKD5JsDQ+nBgIB01gAuwEPlwIEA74AA3wCCQwbAzE2D6kGAAMmIANcGQ8yAgMJJCAIMAIGogQPErwAA1zc",
+"Av4FD6IEDgGm5wdpIAhnAAaiBA9xywABHQADi9wCBgAPogQAA2M/D5cCBwKCNg+XAgMA9RUElwIFtgECHQAD+CQElgIPdwkD",
+"BCZZD9xsBQMHIQAnAA25AQN/Hw91NwEIWwYBsRgOVAEEyjYMUgEDiM8B7wAOUAQCMRgD2NwPUAQOBAWLBHWpCGcABlAED57W",
+"AQEYAAIeAAIGAA9QBAECdBAJCqEIuAEBZAIBSgAOuAEHYggMVaMDvp4DeQEPbgMEAz4BB1nLD+JnAAEnAA23AQOWAQ8HBgAD",
+"ciEEBjcPUgECBHADDAcGA4DQASwBDnADAlwZA27dD3ADDgBCGQJlAA63AQZwAw8HwwADX9YCaDsCBgAPcQMBAoxhAy0SDrgB",
+"At8XArMGDLkBAUk/BLkBDI9aApwzAs8DAcQcDrkBBOdABCGRDroBA+dAD8EHAAM2IAAiAA82IAQDugEPNiADBNUdAocTByVK",
+"BnEDAWnOC2UJARkAAiQAAAYAD7oBCwSy3hM1oDoIZwAGcQMBexsLugECZwACHwACBgAPcgMBAtRbDyoFBQSh1Q+6AQMHwgcM",
+"RKgDJQUCwQECc9UPwQcABBoHDMMUAvkWAyUAAwQQC3BlAHQHCYIHACUTD6QSAANMdQsADwMMBAO+EAP4EgtIXgJ8tgcGEw/6",
+"FAAEgXMEtxYIngEGvwME3t8JOwAFq0UOmxYC3nEE+8UP/BQDA9LfAwkpDPwUAh8KAclfDFwBAU0DATkKA/YADHMPAshmDA0T",
+"ADoID3YWCQHpAQOBkg90FAEAHQADcQAMcRUDOWcIPQICMQAD92sGhAEEXGYKhAEEfREDfhYIhAEBLAYC/QIFCyICGwACcnID",
+"bNMPZAEEAl9yAXlyD2QBAQFGCAdVcgYNAQEsBgHR1wsKAQDUAQ1+FQKGAgErZA1u+AD1AA8FGAIAbgYPkhYIBhOVACsAD3IA",
+"AgHFCQBxAAwzDwJxAAmQAQIxAANlFQeQAQkOGAUYBASahg+bFgMCGw0BJgADtQ8Ks/YA1xoBoSYJggACzgMAiQAPchYGEzHs",
+"rBQxu98ErAIPggEBDss6BeECHzKoNwoCMwYBvggIoQAECw0EExcLaAUDCwwEfhcMnJQDQQACSwUKFxYEYAALgAMHfAACTiYB",
+"XAAPjQIBAbEAAyQAAgY/B8UFAIwJBcQFA+YGCxgBBagEFTLciA+bLQgB+wkORQAGkRYCrwIPvS0LBIAmCjEFD6EfAhI46GQI",
+"7zsDPA4PlBYAAqAEAyEAAqEvCxsaAYAAACEADJYWA1mWAZwWBMoEHDQxBgCYQg3SLQNNDgPYegtTDAKE3gUEAgSYIwpxagKw",
+"AAAqAAxHDgNBJwOUAg+cFgIEVJUCa+8JewABWAAEGgIMowcDUaADJQAPg2sDAhAWD/dyAQP5JQOZAA8qDQIElAofNaEWAQIL",
+"DQJGAASYGhw0qgYCbwEIeX0CiQoHNwAJp5cChAME+p0LQhICLAUAJAANtQUCNgIEhgAMvwYBMmMPHQEAAvABD6svAAoPPQsK",
+"bAXwAwWhcg/VCgICACcBJgAM1QoDJisAIgAM1QoEXCsDBhAPcQoCBdPnDAAQA8TaAfUGDzASAAIOBwEkAAAGAA/WCgsAMGUC",
+"ZQAN1goCsssCSAAI50UDBQQCZwABJAADBgAFQQoH65gCvAIA7AUP1woCBLneAQYAAgwCB9gKAZVvAxQFBjl1B0AGBgcAAbIX",
+"CR8AAywCD64WAgIODgAZAgP5Bh00+QYBTAIODgIBlDYBDgIPPG0FA+EaAwEVDx5tAQ+sbAECVhAEEAIP9isDBPZpDakBAtYN",
+"AYQBDjkOAy7pASQAAct4DxACCgAKIwJlAA0QAgIpzQLOKwiIKgMQAgElCwNY6QKMAAboUQv7mg8QAggCBwoCcQsNEAIAjwwF",
+"EAIN8QEJEAIFH+AOEAIPtRYAAmQOABACA7UWGjWVeg8QAggE7UADeVkOEAIDkAAP55AABILuD68QAAQibAMQAg+wEAIE9ncC",
+"E8kIqQEGIAQBWswLuRMCdBMCyAEPIAQOBN4gBKXICGcABiAECXt2AxACAR4AAiQAAwYADyAEAANvBw8QAgYDeeICJgQOEAIH",
+"NAkB7wgPEAIIBfYsDRACCboWEDNlKAi6FgJQDQLDBgc/AAJaDAMyDAOMoQq+swIsEQAoAAO6Fh81NgcDDjICAyQDDxxTAAKP",
+"9wVfZQfxSDM4XzMDDAyhAgN2CAICDA5tAAK/Bg9mawIDZgAPvwYAA/hrA58CD5LuAwAAIAHPGQy/BgMe3QETAg9YFgABAgQD",
+"AXgPrwQOBBoiHje/BgMT0QAFAA/L3gEC6C8BJAACBgAGC3gHnwIC8QkPnwIHAqkEAkwrDp8CAPMQBJ8CC2wdAwvuBJ4CDxx1",
+"AgHz5gK8AQ9tBgQDvu0FJ24IvgECbQYAIgANvgEJbQYPqO8DAIAhAVkBDVcBBl0EHzldFgABXQQDwukPXQQOAN92AmUADr4B",
+"Bl0EAfvPC74BAR8CAiQAAwYAD10EAQLFJQR5VA29AQK3AQKOAg69AQd8CAGPFQi9AQILKgLDAQ9yOgMBJecDvAEPegMDAqpu",
+"ASgADbwBAhkGACIADbwBCRkGAWfjDlcBBHoDDBkGAxPhATABDnoDA2fuAlsBD3oDDgFCHgJmAA29AQM5dQIqAgE/AAu/AQML",
+"MwEmAATG7Q9/AwEB7wQAbgEPwQEDAkcAAgYADcEBACIOBcEBCy0IAjgDAscBAvHoD8EBAAQbhw/QFgYC028BKQANwgEDJkoP",
+"0BYAAy3VBMIBD9EWAgGUHQF9AAzSFgTZdQI6AQ9tFgAEb+8DfQEPhAMOBt4cDtgWA2jvA0sADocDA+wvBI7vAwcAD4oDAAJt",
+"BwB2AQ/JAQIDmtwCTgAOyQEH5gcBOhcO5gcDCAUGkYIEHgADZgUDSwcLZBADqwsDCggF5AMKbAcABwABxS0AkCkNZxAHcFUA",
+"0AcL+hYDeg4EQTkKWQ8CDgwEJBEDyYYdNgQWCVwXEDNiEQ3UEQQfgjUyKzK0WA/4PwIC7w4B4S4JoRcChAAGBj8KCE0CyQgD",
+"1YMKIwECSQYEWAAK9TIBvwEBWQIB7TEAiRgPkRIBBj8rFTLRPA+9AAICFAUBagoJhAADik0DHwAPhAAFATTVAtwVB08BAKsY",
+"D/MxCE9maWxs8jEUDisAD/ExBA4pAA/wMRQPOQAGD+8xHR82c1EAKDE2VtIDWwE/PDE155QEAR4ID9IADwTzFQXvMRY57zEP",
+"zwAHCvURAUwID+4xAQFrCA+JYAMAFAQP7jEICPApAV0IC50UAhcGAR4ABMQkCZYDIDlfkQ0K7jEDEQsPuRUCBbyiJSsyGVgP",
+"s18HCpYxDJ0tHzHkAwwFoLcPUykCAssDD/JgIwRWCAZYnw0rpgs/2QQ5AAQXGgfmCQM3AALcJwEmBQQ8AAv3AASxTyUrMl48",
+"D5QuCANZNwtEAAT+Qw9iBAwEeWAM+U8El5MDHwAPHQEDBOQrD41DAgGkBgHhCA/vIAAGWLAMHgECrgEBZn4FPgAL2wAENDgP",
+"Xy4MBTIrD8EkAgTwAg1WJwIPAgEoswygEAIaAAPgJAlqGANoBATm/x8xSDQGBcn+C3YIA8LxA1ghD6Q0AgRbAA2xHQIwEAPP",
+"5Q9MHAMD9SIFHgALTBwBHQAIiiYDFQQBDAEPSRwAAcNgD2wyAgKn8A1MNAIpxA1TBQXpAg9MNAcCihAPbAACBEIcD2oAAQnr",
+"BwEuAAs/HAKRxQ3BAQTebA9MNAUA/Q4BwAEOyiIIEyMFtj0DHAACxUEBIgAPogEFAt8iD040BAMCIw4kAQEfAQM2GA1ONAId",
+"ww7JBgV2AQ9ONAYCngQP9gEAIyVyLC8KKB4DagAJdgEBLgAcOXYBD040AQX6Cx8xTzQIArMpDyQ0ARI5kwoP4yECD7IdCgOK",
+"KRQw8fMEiAIJrh4Psh0FBXCEDzo0DAJCBQ2LEwE5DAfFNAs9DAQcIg87NAADCyYAGwAPPDQFBQcoBNIACSAMBVsADz00BgNx",
+"AQV2XQRXAAfcEQ8+NAIFZYUPPjQMAl0GBGtMC0QABRUED98FCwJtDgS3YQnGAwWaAQirHQJRxQjbAQQGJA4NCQP7IwMeAg4m",
+"AQM/NAC/NQ8/NB4XObMbCF1oAnoBBB0sDC4CAowAA/sBBE0iD4RNAQAqAAzqCAMPLgOKAg8PHQIErwkCDy4IewAD7AADXgAM",
+"zSwDj0AEUDUPmQACBgInDZkAAzIQApkAD4scAgQECgLS0gtPDgMIQAGEAAFDCg5JNARvAQioHQYHzgM3AAlKNAMxHwNogQs1",
+"GQZjPw1JIwEDAQWGAAyWBgJnJA4fKAM2AA81sAwLLS0EHAEE6QICtgQNXAAC4QAPs4gABBzTD/BjAQJDFQObKAPlCAsEBwkI",
+"2g40KAROGwshBwh6KA+ZKAEBxggDJQAMyO8OZQAEYUsD1jsOIQAEskIOuSgBowcCk0QBdRwLSy4BGAACJAACBgAFPBsHLg0D",
+"whAI1DwL2UMgOV+CbQ4YCwN5EAYcFwR5AQPpNwLWCwF7Ag/mKxoD0wEKX1sFDBASNAwQAMkLBhEFFjG6rQxINQEGAQ2WEgEX",
+"Sw9JNQYCngQDBwAGDcELIAMPSjUJBuIHC0o1BEADDgMDBOgMD5CtBQN4uA/rGQAPfysPAyEAD64UAgDIHAB5AAJ/Kw4fAAS4",
+"Hgx9AgKfNAY/KQsFAwHYFQMlAA+PFg4AjRcChAAPBQMEAO0VDwUDAwJw7wdjKA+SNwADJAACmAMPJgcABIs1CQUDClQgEznH",
+"OQ0dDgI3Bg0FAwSbTAJaEAwFAwRslA/fGQADQUwDPwAPERMEEjWVEwhfFAChAA8FAwECcQsPBQMDB0Q9DkY2CgUDDSQDBQUD",
+"D5EfAANGNgPeAA5GNg8FAwcE0gsfMHcZBAOjAQ8+MAAD6UwAIQANUwEPRSUIBEYCBCJLD6HoAwB0Gw8FAwECQO8EtCMOvSEC",
+"WiMCJQAPXTAOBCIiHzVS6AUBqEUPBQMDCCYiD5A4BAMkAAIGAAZ9MAUFAwR6KQgFAxoySSEgOV8WCA8FAwADlikNBQMDcwED",
+"JgsLsgEPYSUPAgUDC0rrBQUDETaZ7gF90wYFAxAynUoMBQMCQDcCDhkNBQMIqTQNQDcKBQMMRyAGBQMJjgYBXy0IhiAD4+IM",
+"3C8DkbcDeQoIZS4DhiAH8ygPQDcDAxQKBnoAD35XAgMqGQCuAA2cCQJpAQKhAQEgCA2UAwQGOwInXA5dAAIVNA+HNQADFiUA",
+"IQAN4AEIcCkE1y8K7QIFyyQEGl4MgBIEM+wLCwMDMfQCKBIP6iQAAk2bBuokD0EjDARmAAPUfQ+IAAAEyCMOYiMCzBsC1RIP",
+"d/4AAishAtAjAgYAD6AJAASENwmWAw2TCwGLIgyWAwKhJA6WAwOeJAPAJA2WAwMMAg8WjgAD/owDlgMKHkwGlgMROZYDD2ZR",
+"BAm2AQ9NAQ0H2AIAnBsN1gMCriAP1gMDBwAgDX84BK4EAl0DD9kVAgRVPAR8hg4+HgH7AwQcOgk9HgRXIw//HwACOwEDLA4K",
+"uR4ENQIEVSECuV0MsCUE2AIOzh0CWJsGsiUP2AIMBL+fAwkpCGkAA8UnArcCAOYBDzsqAQPpIwIGAAW7BAe4AgFeAQkP6AuM",
+"kxM5AJcMtwIDOZAM3VoHNpAPtgIAAzmQACUADXUBAugCAnsBAQsrD7YCABE33E8fchdyAw+2AiYPkQkBAn05Bly7CjMrCMU3",
+"C24GAmEPA70CD3xPAwRdNBMxV1wOtgICgTIPLhgABeD/D0EBAAKwAgQUIQ8DAQEFySUM9P8CnSUDtgIPySUAAjCcBsklD3Ik",
+"DAOIAS43OXIkCG0FHjltBQJoIgPhJAIGAA9uBQECIAEC1wcDtgIMCAwCFpUMtgICGCIFP/0F4B4DYAcDaxkLdQEF0x8PaCIA",
+"AugCAyEAAasADxgfAALgxQ89dAMPtgImAF4UDbYCAnwkD20FAwDCCA97OgUCoREDcF8EW04LtgIFLI0PqyMFAqogAb/KDEIB",
+"AvgDACEADUIBAvgDArcCATEFD8ImBhw4RQgCliYEtwIObQUCu/oGwiYPtwIMBAkoDiQIArYlBLcCDm0FA+QGAr0CAgYAD20F",
+"AQHlAAJrAQS3AgxyDQ8LsQMCgCENK2AEPiMD0BQMdQEDVAEPcBAAAdD8BbcCAWsPDrcCETlV+RBy8CMGdwIBI5UMdwICODsG",
+"enoKdwIPODsKARkCAyVADZUzArkLBRILDK8bA9QPAgcEBF03DP0WCoISAXosD7gZAAj3VQ04OwTbGQ84OwIDhOQPeh0LB4EA",
+"DwYcAQWgHgTIHQ7nJwOqHQLpJw2rHQV+GQ2sHQMjnQNGAAY9UAoNHAXKJg+xHQUCWAQJPUQEJAECNh0PSTQAANAPDRQAA+0K",
+"BEwBDCMLAuJTDf45BkIcD447CAENAwJLWg6OOwNGHAuOOwRxAAl1AgIxAA1JHAHIJA66AQ/BHQ0F+ycOVgQFzScC4SwB1CcJ",
+"uwECPCsDQv4PuwEGA5wBD8odBAPdLwLb/As4AQJfLwZt4wuNOyA5XykHDo8BBLIGD9EdBAIZGgJaEwJKNw2NOwEZIA6NOwRx",
+"AAmPAQIxAAuaUwAqAA/ZHQEGyyIPjTsJACYAD407AwR2JAmCAAOJDA/bHQoDcLYUMgFSD9sdAQ+NOwYE8aUfMY07DAQBgQ2O",
+"OwOuGw+OOyADWTcEGVIPjjsDBZA1Dt4dA/0pD447CgMkAAbynQNYAAA/Eg+OOwsEIS8fMY47DQNFGgkkIwVFAAY5Hw+OOwsC",
+"uwwBlgoNYgUEoDgLhgkQNFAGB+QBBMQRD447BgMhAA+pVQIB0AYB82UPjjsfITlfdikM5h0DJAcCngIBORIIOAIC4AYDBAIB",
+"zTUN1AkCxycBKgAMlRIBAigGlQIPjzsCBBYbHTmPOwI4BgQbAgzSAgNKQwMlAA+aAAMCSwYP3/EBAfgJBpoAD4EeAgCNAwGa",
+"AA+QOwcC/xIB+BIOkDsEcQEI6B0C+gQHNwAI6B0D6BEBztcEcgAMkDsAJAAMMwcCIwEFhgAMwQYA+yMPHgEBAfQDAH8BDUwU",
+"A7cBAzMDDwUfAgROGgKtkQ5dAALXAw9NFAADSScBIgAMdQoChAgHYfoPKy8EBV0YC7drBCEABVCmDE8HA1dgAxHMHjDzHQNi",
+"ogUpAA/KDg4Blh8DjQAPWhQFBatgDuAHA2M5A3o7AXUvCzgMAlgMBCgAAwcAD/IOAAfjOwWOoh00rgcPqRECAgIKA3JDCpAB",
+"AgMCAyEADafEAxwiAigADs0BAz8eAyMAAaALDkQMITEwOIAQcpxFBzYFD3IRAQKmPAISAQYE2wWDBgcLJA+mPAwMBsYFQgMP",
+"pjwIAHkDD6Y8AwRiAw0kAwQNHQRIlA0mAwNzJQRiFApbAQOiBAAjAA5bAQOBOARcAQ+kFQMEeEQvMTB5CgQEAF8OKAMCMgoD",
+"UjcBLxkMKAMDmAIDKQAPqDQPBX4tEzBiKw8jAAAPHB4GAjRCAiIAAUwADhFUAtMDBCgAA8YDDyMeAAf7PAYoAwpEsyA5X+8q",
+"DygDAQIIBw4oAwTKfQIhAA4oAwQLfg/0hwECcwQFKAMCEWUPKAMAETEY9hByGx8GKAMfNSYbAQK+PQNzDw4oAwcZTg++PQ0M",
+"TB4GKAMPLR4AAmcPACgDA7wLC749DygDBwZwlw/uFAMDHyUAKAANKAMEBAMPOdICBMoGBCQAD6EaAgFJRAJjAQ+jGgQE1swN",
+"KAMCxG4CFEQASAAOKAMDJhYEKQAPPB4OAYkJA40ADygDBg8/HgYDhbID17IRMRIOD0BZAQUoAAMHAA9GHgAHEz4FKAMcNTsR",
+"AL0NDygDAAObJw8oAwAENzkD5B8NzQED2AQBOeYNPQAD/SIDIwAPtxoEIjExuBoAxh8HKAMAUB0MKAMC+Q4CEgEPKAMACHo6",
+"DBgLCygDD/ZCAwAoAwqGAADbEQhQHgPyCwyZJAPoCwJdAAYV3Q3WPgAoAA/WPgMI7QsKSwMDHiAP1z4BA+sSBst1CmsEA/U2",
+"CrwDBPU2JTE0VWwLcAABzAAEGhcJ7gEEF5QPYdIBAwhIBk+kCtMeBPACBghED/onAwHoAA+7AwIDCQMDm1AJSc8EIgACRQYD",
+"KQAB+LQPuwMLBYAtBPbpD/MTAAqxaQmRAAP5GAKTAwGeLQu7AwIhAAsHAA8LCgAHLz8GuwMNFgwPa9oCA99ID7sDAARHlAOk",
+"NA27AwRsxw9Y6QEDXg4EuwMCbwQPuwMAEjITKAEaOQ/LAQwPWwENB7gCAYCPDPsDAkklAUQBDvsDAE4PDzJABQLrGQT6AwuP",
+"KgQVAwX5swPgGg8XAwAB6gQAKQAOFwMDhgMPV9IBAvKuBxcDD+gcAwWyLgNOxghnAgKRBgT4Ag/VPwACfHEEKQABOY4P+AIM",
+"BPsQBDvSCXAAAxkZA9cCDhoZAyEACwcADx0ZAAJ3FQKAAQTWAgweFABjJA/WAgAC5RABfhsKTgEDggQDsGAN1QIEu3wP3V4B",
+"A4IQBNUCAjxzD9UCABIz4ycBOCIP1QI2Hzb4CQEC1DMCQgEP1QIACKZFCwENApgbA9sCC05ZBNQCBFMCLzQ5pgkFAi4WACkA",
+"DdQCAxpeASMADkkBAxYIBEoBD9knAgXKQR0xIF4CMAcF1AIJnnMEIgACzAUDKQABgN0P1AILBcwcDyleAAKqPQXUAgEwAQuy",
+"LQIhAAsHAA+rBQECBwQB+gAE1AIMjQwAlRMP1AIBAzsADU4BBMUHAkwJDdQCBIfHDw9dAQN6CATUAgJ7CA/UAgASNLInD40d",
+"Aw/UAiYAKhUN1AIBZAECQgEP1AIAB/4tDF1CAjceAlsBETHcUw7UAgRsCy80ObIeBQI6AgEqAA3VAgSnfQ+gXAEDzj8F1QIP",
+"o1wDATFpAoIADmUCCakFAbRUDNUCAqkFBL1ND6kFDwD8DgNuAA/VAgAJqQUBDxsL1QIDGgAKBwAPqQUAAv4KAoABA9UCHDYL",
+"DgGk/A7VAgLGEgErwApOAQNABAOTMA7VAgRDBA8uEQEDzH0EigEBsgAP1QIBAfCLEHIFJQeVAg+RMAECEzICAgEPlQIAB44t",
+"DylDBAIcAQLVAQ44DA8pQxIOogkEvgsACAAPK0MEAMYLCd4ADytDAwBpAA8rQwYEwRgPK0MDAPEYCWIAADYMD9xBCH9kZW5z",
+"aXR530EUDy4AAg/iQQQPLAACD+VBFA88AAkP6EEIHzLRrAAoMTg0kwJnAQkpAAXnQQ+2igUE/4cP1QAOBE4cBRYDFjjoQQ/S",
+"AAoLUBgAYAIPtocCAPcCD7aHAwAUAg+2hwkCBgADPSQOMgQCHwAABQAEojgIVQIjMzD1Ig/qQQAP9TkCBcR3D7E5DAP+CQOk",
+"hQmKBAJhDw+/MwIDrAAPShwCB2RCDyBCCwMYLwHLGQ0gQgJiAw8gQgADTCYDPQAPggADBW8gFTLCvw8XoggGVCsDGAADFwAD",
+"BwAP3wwCBPMYCy4TAx4ABAMBApIPDOEkAFcAA4MQDI4kA0IODwImAAj5KQL3yQDbgQO4Bg38LQgdAALDNxExUg4JGAACziIO",
+"GAACqBMOGAACwwkBGAAMS0AmMzBMaQuMAQV2Iw9yRAsDLzcPe0MDBVgeEjJbHw9OiA8IfyABwQASe5QyAFkyBH0gA7sBDigA",
+"AgksFjClIASXHQMLAQIEMwEmAAQ1SwkIHwR0GAROCQMXAAJfNgCqAYUzNTg2MzdCRCYGAN8DD+4wAQPk9g+pEgADBQ8DNwEP",
+"+C0CBFdsD4g6AwLwDQ9D4gAPbEMIAwwOAyEAD48SAgQNEwJ/1A4fAASpKQ22FQF0AQIGAABiAgsRLgKsAgPaGA/tAgAFeQgF",
+"PSILeAAFFtUPlxIEBV5UD78PAAGVAAH1AQFrDA9DLgEDs30CKwAFVkADNwEDYygGqwEPSCgBAhZKBrJMFGVqCQJaAAFmAATz",
+"eQlwCAB8AwFKCgU2hgOZAALIAwBSAARDfwTKAwLmCgFSAAa8Cgc9GQJ2CwGqAhVGZwEMyUIgMzA0hocJYnJhLnVuaRYABtlK",
+"ACMABDwKEGe0hgJgAAKZAANgAB84tAQCDMkLDNxCIjMwbIYHNQAAByMJUQANK1ICoS0GhdIDHAAClyoCjEULGwABqgADPQAM",
+"eSYCkmMDHQAAOQAOCgEGFlUAFwED4QMEcQID3AwAtQA1NDBDBgEHIgAC3AwDBjELHAAC3hgCHAABxAEM9TADuFQE5hAE0gAB",
+"Sw0B43YJfAEO2AABKQAA3wQGwgAARhQHTAAEEgYEBwAFQhkLwv8CLggPJEQABboCCqACA+IcAXwBB5YZBT8CARcBAYfoCe4B",
+"AqkLBSYAAiEBAuUCDF4CAHQpCF4CCEckAD0BAkfbA94LCX0sALMAAfEZDDQDAlAhBJYACLgCGTH4DQBBAAA5BQ4tAgFYrAcl",
+"AATp1AO1AAA0Ig/fAgUFwFIDhQAP3ioJAUc2CR4AA9YqA0MAAJ0ACJ6BBcZRD0gEAAN7KQMLEg/WAAMG/hkB5AAKBQMCfC4C",
+"8QEP4DYAAgJUAlUBMTQwNPoAAAwAAi4DDLoCCTZUAL0BD68AAgSmLgmXAAEbGw4eggGVBQA5AAwzAQPCBAIAAQQmBwVoAANv",
+"AQMlAAAfAAk9AAP5AwNjFgw9AAOOAQMlAAEaKg/uKgUCb24MdlMD6ioDLysDBwALBwQE5QkDBwAA+CoHDgEPv1kDBBGLBA0J",
+"A0kIAsoKCUJAB5NFAWUIBI47D3pFAQD6CAl9AAAnBQ/DRggPOU0LBDaTAUcHD5ZzAA/TCAADFzADOQAPJIECBd0XIisyyzYP",
+"fgAFAukHDe81AxshBRjcD1EMAgWpIg9SDAMEVwkGiScHOw4CUwwDrh4MHAwP/wsEA1MJBM8LCqFFMDMwX0cLDwwBAAWDFg8H",
+"TwwLdZILRQAFyysPbSoMAxciCVEsBUUABvcqAscsD/cqCwSnGg3vCwVSJh82GQwCBW8ABSErLzIwhQwJA+4UBkGKAnABAjx3",
+"AWwACAAMD5IABAN1JAcoLQuDDAPGFwQpAAziBg8RDgoPEgIQB5ADAIYmDgEQAeUAD83xAQTBkgP/AQ90FgIFmZMF5roOaNEP",
+"MJQEAjUUDyhzAQNfHQ913wEDUiEDTQIPKSYEBD9HDygmBATTDwy5DAMCdQMyWAFIEQz/IgIqFQEoAA0GdQi8DAMeMg98AAAF",
+"Z5MPDyMGBB83Db4MAxoXAtqEAkMgC9MWAUMCA6t1Ay0ABbIVBNQCBLsaBtUBDz4WAQJ4OgKWIgrEDAIZDQOtFwSZFQqOSQBz",
+"BAJdfg4ORg/DkQEHvPYPD0YGBe0XAjYFCiANArwWAQ8CCikIAvh0A90XAbYGDe0JAfIIAhp1C+0JDCMNAd8SDxcJAAlZCwbp",
+"QQfnCgM7fQz3CQiyAwCEEAwnDRwxKA0A9AEKNwACNX4PSwoEBOwhAQUBAfRSCIAICREiAtVvCB4AAwYPA0MADPoIAjMRBR8A",
+"ACIFDhoBAa8ABygBCjEKA2gmAhYBDzcNAwNpJgPidgHdEwkeAAHkAgQeAAHeAQiHEAPTCQSzJgs3CQVVJg9ADQgD5gADKwAH",
+"FHoB3QAeOkFgAhwDAi8AAz0AAj1aDBECBboAD/kMCgIUBgMBKQGVTgjkBQxddAknTwH3DANtjQSlAwmLHQDDAAH7Mw/rAgIP",
+"AgwDATtwByUAC9gMABkHD40CBwQzIQ+NAgIDFX0DJQAFHbgFHwADaAIDphsAPgAI2QwFEB8OKgwCKeEDIgABWwQP1wAABkYa",
+"AeUAC6gCAph/A2cCAZsADGMiB84BD9wMDwySIgBrAQ+1AAMCKQAAtQAHngAKuCYFAgEE0wgF94IFGgAD7BUDCAEK2CEBJQAG",
+"8QUALgAPF2MAA14BAUkAAyUHDwNoAAGqCAYoAALeAAqCCAF6QA5ECAUBMQyQDAJzDANEXguQDAOtDAIqCwNoGQoYSAHzCAl/",
+"AAnkdQimCQR1HhU3pgkGzvcE3wADAQIFoB4PWgoBBqBYAwMfD96HBQOiIwwbAgOmWANeBw9lAQED3zgETx8CDgABr3IJSAAC",
+"vgUDLQAPsHsAAsF3BTYOA9wAAb44CT8ZAicIA68AC+omBT0CETXwPwNoAAmHAAO4FAPPAA4NFgTmOwTPAAO3AA4eIAOf6QMv",
+"AAQHAAq+CAeQAAMLkgL0igmSAAOLAAOKFQ8SewACKFgEChMDmQAEg5YL7gEGjlUFo1sP7gECA+cfDZ0aAvgIAx8AAo2DD84A",
+"AAFHKACZAA+gGAAFfyIAzAwMsgIDbSEAIwCBMGYwREEyNDK1SgkkAAOiEwJaBQLUSguGBgOnSgOjAQ1rDAyCEwCIAw0YEAHJ",
+"JjlyY3AwBAJGGQl9BQFT1g5pAQW2DxUxKrgPaQECA7EwDLYPA7hLAx8AD2kBBQK5SwCYAAmSAA/zswgAix4/c291Z/gTDy0A",
+"BQ/xHwQPKwABD/AfFA87AAgC7x8I7qoPcwATHzIiIAMPBPcALzIz7aoAHzXYqgEvMTPizAUE46cPCAENDCMgADEHDwUBEQnN",
+"AwN0AATTqQ8JAQ0EdAAEOAAAFwMPXyABAX8KD18gAgFPCg9fIAgDxvsBqQ0GODsPtbICBIgTCW8DIDFfLAoPYCABBP5KDxQT",
+"BQ9gIBEEJqYPYCAUA8mED+YPAAZKEw3mDwJuBg92EhMC6iYPRo8KARgKDoIfAx0AD2EAAwaSEg/6IAoF1IMP4xACBF0hD1oR",
+"BAiDuA4nFAhZEQ6gAAZ/Yg8YIQoFTBEPSREDBB8AD4IAAgQCWAZZQAz6IAAFAATxQAMABBEy4eYPsBIEEjL4DBEySQgNeSAT",
+"MYuSDu0ABuQGD3kgEARAEA+aCQUPeSARAZkJCIoKAr0fDSX2AuoqARwAAQ0eB2djAd8CAlwTAEwABxk9AnwBBPrkC2cbDV5E",
+"CDsBD3ASBQPO6g9SHgESMTlgDZwCAtMJD/qoAgKZAwMJAQ1AEgk9xAJ5Cg+JAAAEQAcRMQZi/wMucHJhZ21hICJub3Vucm9s",
+"bCLjEQEEcwMD5i8DGAEDhQgCMysOawgKug4SMfykDssCBDAEApHEDg4BAssCD6cEAA8TVxoJHgAD9QkGHgAO1BIIrGQOHgAE",
+"eFUBAgQICBQBogoD5xMPAxUCBDEDAsyjDR8ABAwDDGEUCCyIDxSFBASvhA/ONwUF3UsOv2MC7hECnB8PcCICBPtjBEajDiEA",
+"AzABD52IAAFLCgQiZArjCgP5YwJ/AA7xCwOTLQIlAAIBAQ/wSgADuQQBHwACKSsHoIQAdwIKeioCCAMBuyoP8zIFAAgADXwD",
+"BS0zCGVgA1MAAu9HGDjzRBZuei8INwQNYiERMbRlBhIECrg3A+P4Cm8AA+dIARcDBeMoBrM3Ag4tA8NfDQ0gBMoFDmgDAkYg",
+"D0NhAAS1MgNYBA0zLQPLJAOWBAl8AQBYFA4FJARNBAZqsAZNBAEuAgzlPTlAJXAKPwDGAA8PWgMFwxwC7pMO5gABxQAE6ugJ",
+"TgQDwAAPEToAA50MA04EDcIMAjYCA04ED+1QAg+oMAsAAw0BHgANzogB1QIDsIgPqzYCBAtgAmmlDh8ABOKKDFkAAvYhAXgD",
+"D3x8AwTjXR82X10FBeVdDmRgAbADB+ddDjwABAQFA7U2DSEABNBADk4EBLZdAV0ABN5qBBwAAi8BAX8AAStVC1tbAeAEA1QB",
+"ArIiDn0RA04EAkQAATEAC04EAVwhD9kaAAXUAgOzAArWAgOmFg7XAgr4FRMx9yIO1wIFZzcPXlYFA8PrDxM1AAJHLw+k6wMI",
+"aigGk0cEHgACRQcC2QIL6lkEVAEIsD4OHgAE7icNxgEBZQEDBV0P2zMCBfx+D+EoAwTYXA1ZAAIvKgK/AQ+ABwIM8H4PWykG",
+"D55ZAAM4KQEGAA8AKQMEYwcPACkGBJEDDl0AA/ooAQYAC9YeA6NXAn8AD8hXBQNUAQKWJg6yIgPZAgJvRgIyAAzaAgoOzwTa",
+"AgVRBQPxfgvaAgP3Fw7aAgrRJR8xBpYFBK98ANoCD1F/CQ+xfAEPUH8PA9oCDLMGA7JaA9oCD21/AwT7QA/IAQMEWjYM+IoD",
+"+icCFigPqAkCBGFNAsZ/Dh8ABF0ODFkAB1wpAXVNDjoABIwDD8AeBQS8VA9UVAACjSgCiCkPu0ICBR/xD2pgBQSyVA/aewAM",
+"MSYJaiUBMAEDgAAP1x8AAyx6AiYAA7UlDsImBN0CA0UnATQADN4CA/IkC94CBDgvIzMymDcL3wIDwUkPSRUAC3EoEzHuYw7h",
+"AgVjAA+tVgYCJl0PYOoCAlwID5N/CALiAgHHZAkeAAOtCAYeAA78AAR6bg8+OQQAsigAHwANWFwFrSgDgicPcTgDBGxSAg+A",
+"DyAAAAQyDA1eAAp9Jw/6OQMAgCcCnQAPrSEFBLxLDwxLAQLVAQJB7gyXlAUlAASemg9uSwcEqwMPYgAAAqsCBeRLC/YCBIZL",
+"A7gcD85FAAMuJQRqAQPTIQ4CHAT6AgMhAAE2AAz6AgugkQYBDQ/6NwACUiQCIwAMNw8ECAwCl4UPBwwFAQgABdgeDP8UBzEd",
+"AIoMD1IYAQWlRw+GKAwF310MNAMDtBkPMwMAAjAGBDkACloCC3M0Ar5WDp0ABmkzD6UoCgUdXQyDAAOjEQMfAA+DAAMDyQUD",
+"G10PhigBAiQkARACDlYoEzFphA29AAT8CA9WKA0D9zUE5AgLRQAGIVQPESgKA3RFBGNDC0UABcQVD5soCwOINgFuHQ5FAAZN",
+"Ux85AzcKAvABBjEyA5kFAqBLAK1ACjoUAxsnAmEPAeUXBzwUAjQXAiIAAVEACOeMAqsSA/vVCz4UArMBBOJWD5cVDgMMAgRW",
+"hg/MJQITMTGSDVEGA4w+D7eOAARMQgSeAQ4gAAn6NwEgAA+PAAIGxgMBvGYPRxQUBUgUDyUNAQIWBQFgcAxsBwxLFAFKWw46",
+"Awa6QQIhwg0YAQKMEQ8GTwAFbn4PFl4AA0sKA4sCDPgEA/lcBGUCD1NCAwnYKA8fAAAESpkMTwoFZ04DSSUPsEYDBJgoHzhT",
+"CgMFVkwNpwYPVkwADz4AAAVRiA8YKQYPDBAGCMslBP9LD0AAAAQCnA9dCgUFfkkPawcACUonA0b+DksnA4gAAd1VDCMkBLUp",
+"AgcAAhMBD6qlAAGoAwX4rgI2AAEvGQcLAwBDDQdjBAIvAwHqkw+IAwQPNFYCBg5GCMIDA1MAAbkDAAYAD2wUAQKZBAdHWwuo",
+"KACuAwmxAAsoTAKWQwUvMQQyCAJ0BgI9AwjwIwNyFAK5KgAmAASoBAx0FA/6igQCF2AAIAEOAwECxgcEiAQFc0MFIAACsQME",
+"yAQJWAgPiSUDBeA6AqggDH0EAhMPD3oUAArXbwBfAAQLGwt9BAXJRQ+qVgQCdxoPiUkAAkCrASEADH0EAj+rBH0EBm5bBB8A",
+"A64FAk0CDxgOAwFjAg99BAgEXBIcOeKxBQcnA3w5D4oLAwTgDAKDBw8gAAAPqxEECnYoDBKLBCUABNIFHznpTAYEcB4PfQQA",
+"C4xHDwYNAwS3AR85SgwGBZijD2IAAANGJQOSJAxINASRJgOIAA9aRQcEagEDThEPvxEAA30EAi0BAjYADH0EA04LCr4ABV8b",
+"FDMhAQv4AgFSAA10Tg6UKhMxKiQO+AIFIhIPflYFArlbACgADfoCAuYDACEADfoCA+EDA/oCDIVEA1hbBPoCD5wCAwSaLg/6",
+"AgQEjBsDeFsH2AEEUSgDbwEP5GkEBPjTDy9nDA02AgsDKA+2AwMEwiYfORUHBg+QfwcFhicDQygPjlQDBAeYEzlBAA8iAAAP",
+"1REGBJYmA5MnAb0bD+AmAQOIAA/aEQAE3iYE3ygBBwAB5SYP+gICBEZRAtwRCvoCBJomC/oCBZgCHza6FAIDm2gPuxQACnx0",
+"AGEADw2UAwVUSR8zUFYFAvtcBLp4CfoCAgkOACEADXQxA7lcBPsCDfwGA71cBPwCD54CAwS/og+dAgQEOhoD21wI2wEEajwC",
+"nwIPIBoDAZ4qAkAADwV4AwHhPA/+AgIDkzkEtSgP2ksEBK0HD+1cBwRGGg//AgACIBoBIgABTAAPQAACBCF4LzEw5BoFFDGS",
+"mQ8AAwADlJkCdBoRMW8aCZ8wAkQBA4kAD+l1ABIx5HUFbQECFQEBU5kPAAMDA1EAAuIRCwADAPAwDgADBXkUHzbcFAMCVQwA",
+"JwANJSoM3BQCZYIOAQMFvRcfNddMBgLSXQQyNgp6XAPnCgAjAA4FAwOpDgQkAA2OEgP2XQMGAw+HFAUA9BEPBwMIBdARHDDL",
+"IRMxZpkCWBkfMU4aAwFKMgJAAA9DAgQEdBENQQIDky8D/S8PF5AEBSgRHzCkWQYFdBoOpAIDT3QEcjgPwhsCFTFvUR8wEhsF",
+"EDEdDw8HAwQDPkEDZ0EBnRoIBwMDQUEEiQAP1C0AAzxyA20BBBUBD+chAAMHAwNwAALpIQsHAwDNDA9+DQIP6RQAAlkMBN9Y",
+"D34MBAEIAA/qFAACmwgBCAAE6hQLWC0AhQwJnAAJcT0I4DAC3Bg/MTkx4DAIAj1DAwMBETHnCwtfOATzGAIhAANTAAX3AAaG",
+"EgMhwQPBRQ0feACqAAv3agVvAwXXKA9SLwsHUGANsgMDQyMDIgAE/hQKNi8EphoA/xUPjwIDABoKArICASEVC1ECAu1AA/QL",
+"AtMaFDF3ZQtqAAZxPg29VgPAQAJNABExmmQAIhQEjQICtxoBJgAMClELNwEEImQPIC8NB7pfDDcBBLagBEKUDzIHAhQyTrMD",
+"disHPwISMqkZASIAAbwADB8AAiAEBCwBDvU0EjKHGAVIAANqBQzqAAaPFQU8yw/qAAMDsgUGZxAFGgAE1zwHohcPEjUBEjEC",
+"5BEy62MPigAABqsCAlQjD4oABgOrAg7jAwggXg+KAAoCu90CVQEMvzYD7i0HWwMAvzYIRwICrzwPJVYADNIABmhOD0YCCwQL",
+"wgZGhwUaAANGAgMiAA9GAgUEOwEeMkYCAnUOArQAFDKEsQlTAxQylxsEvQMMSAICtwUESgAPU08DBSVhD0gCDQT6BwG4FArs",
+"AANIAgMiAA++AQYUMkgCCzYUEzJoRgTsAA+pAAQPZwIVA5VcAv8UCqkABDU/D2cCDBMyZwIBtc8HXgIPADMLP2JmbwAzFw8t",
+"AAEPADMEDysAAQ8AMxQPOwAID+9SHR81xsYAGDXhMgNlAS88NtWUBAWp3A/UAA0BCgMPxsYED9EACQtcMgBnBQ+PMgIApgIP",
+"jzIDAIACD48yCQLFLgLmLgZDPw+PMgEDgi4KpggTMkkZD+9SAASeNwoyMgNQAA+PGwIFTCEPu0MNA/QCD3tCAgXkxg2SUgPZ",
+"BAM9AA8DLQMEspQK8MIEHgAL7wcIYQkAXQMHhpAOHFEG9RwC42gPjpUQCb4AA6gVA4QFD0lQAgRPBAfPUgzaxgY7xQq2CQTI",
+"AQ+kUwgDaB0NFQEFWQYPxFMWD0pTAA9sHwADvg0DOAAP+BkCDx8TBAI7EgPQLQ+zAAAFHwYOvrECDjkC1w4Po3QDBGqLD6F0",
+"AwIdAAhULQj7MQ75jA9rdgACtzMF5HULpwELmB8CMwAGw3QPUnYBAuMDAAUABM8zCWoAA9gDCiEdA2kACMMZAvgsCbp0ACcA",
+"D9axAQWQAA9HdgQPDxcGAswQBlYsCJsBB3IsD5sBBQG9DAEQEg9UyAUG/U4OAsgPXi8CEjLAUAxyAQYikgYTFwtzkwEFAATx",
+"RwfvAQVTyArjGgNpAAhyAQEtAApSyAAnAA8rdgAG1pcPKnYCAugBA7EwCdVBDH8MCB0ABbdBDBgAAzAdDRgAA9gcDRgAAh4M",
+"DhgAAxYaA+A/CiUbEzIQRQ53JAQlMQgMDwEHARR7mTUWMwoPD7nIBQXAAQ9/lAsDfQQLg2ICqCQFHpUDdkYEbQECsRUDL3oO",
+"t8gAPQAApgALBJQDWgALygMHdQAC0gwAWAAPMEEAAvQGAnAiAjoiD7bIAw8+NwIGt1cPeJQLA08ZD8sKAgdXmg9zCwoDdBkP",
+"iAACBpl3D6s6CwLBBwSrxQ0QEQwXWAvjBQLrLAJZUw/fSwADJgAGEwEPaeQEBqQ6DwxCCgOVPg/DJAIFCawPkw0NA007CTQJ",
+"A6gABz05D50HAQc8EAzrBgMpEwEFAAw4QAYbAAjjQxIyhtUIC0sD8jMPOAoAAbQAAiAABpDGDCYoAfc4DN1GAF0DBQqWD58m",
+"AhcyEJQG0AoDcbwDeQALsgMDbyUBIgAEakgKmQoCHAAPD7MAA2ghAxQoD3FmAgR0NwKVJAh4AAEBAQOZAwuIIQLSUAMiAAT3",
+"FAqUAAK4LgO4/gmUAAKMAwOUAA8EKAMDwwIHrCAHnwEC2RQCLAEDaggLGyYIZQEKlgABuAAP2YsBA+Y0A9IJB2lBHDIbMATv",
+"BAQH3AGHEw43ZgH/AAQvSA8XlwAABgANGwEIwzoP3vcDBNQKBxaXDUQmD9UbAQwjCQKZjgrdYwF3AAQTKA8TPwAEGpcJ6goD",
+"oyIBBgAPZSADBMcXDdrDAm4kAtoxDnIkArkXAiQAD9FxDwVcMg4brQI5FgKGFw9iGgACjxECYSACKgAHGUsFWgEChwACoDcP",
+"XiQDBVQBCgNOBy3SCxASAg8SAq4zBYcECGVLB/UgB/9lC4VLATJ+D71NBQL5Sgc4AQ+LSwAAZgARcJAODvcgEjJFTg6dTgK8",
+"AAN7AA8+HggRMnE5DRwUGTIBSQAlAAqySw09Wg5lMgOCAAr+BQMZiQIiAAsbAAI9MgJMMQDhAgeoSwRfMg7xSgOH+wKLAg/K",
+"AAQHfiUA2AAPg1sBAuwBDtgZA4s0Ae4AD6FLDwRvWwEGAAAmBg+tAAICJgABpyUHpAALFFkFKQQOQgcDChcB+AAL2U4D54cC",
+"aAABcxEM0SMCSQECSzMD/yMMoi4Dg5oPoOIBD4OaEASLMwKDmg/LWQEGbIgKHgwHxwAIfCUBng8MxwABGQEDxwADliQPRiID",
+"BDCGBI6aD8EzAgToMwMLNAwQAQZ4BQ0QAQPKFQJ/BQ+DAAUJkUMJXzQDiDEChAAP3gIACT6tDDwqA9dZBj0ADNwAA6MyAyIA",
+"AnVWBrIDDGsAA9gyA3IADP9KBTyFArwBDB4ABKwyBR4AD0snAQMlAAzIAATwMgI9AAQOQwXrAQPsJAONMg1OCgPeAAKYAA1b",
+"AATiMg+YAAIHBm8ETX4JPQADngECPQANmAADNicDYgAHdC4AaAYE6x0KvQgABwAMMSsBOwIABgAPqk4GCkoJC/0gAP4ICXsA",
+"AO8uDdgOBFTBA8IGCmYeA2kLBGAADIQVCNUXADkPCqYLAUQoD3X7AQCdAg+O+wILTxYJNxYCYAQEnsIBBgAAtQEPn5cDAtAo",
+"B1oAAIsBD3IAAQDmAA+LAAIAWQEPiwAFAusJBLnEAQYAD6tHAgOzPw/BmQgDOTcIoxcA+iYPoxcZBDcAAy4MCZoeBB0ABO4i",
+"QjU0KzL0Jw/aRx0D1wUCHwAPV5oDBcSBAud4AD8ABRoAA20qAzYDD2JPBBM0T18LdeIFRQAEzCEDfD8JYQACogQD2hECLOIP",
+"YQABBMNPATMJD89HBk81NCszChAKCGpRCdcBA7w4Dx8MAAr1UA+sRAMBvB0BgQACWeMI4QAJKAUPruIFBDRRD2UYAwXMMQHL",
+"UAthAANVYwNMBQGWWA8FUQoP0TEFBMxFHTOTXARkWgNUBQLJ7A9jAAICMxwP1jEGBKPnEzMlEQlkAANqAgMTMQ/MUQcCK4AC",
+"w1cHwwQPWuMMf3ByZXNzdXKaHBUPLwADD5wcBA8tAAMPnhwUDz0ACg+gHAgXMXpvA0QBODwxOFlPAswEJzw1oLEGbU8BPwAP",
+"oRwBCPlOD9kACwyjHABjEA/WABMKsgUB+gEPpRwCAGwFD6UcAwA2BA+lHAkBpgUCChoCq+0PpRwGBNA4CSEHEzOyXA80TwAP",
+"SGIDBh4WDzRPEQSsjg+UbzAHrk8PRxUKA/kRDxsRAw8BHQUDghADPAAPmwQDA9sFDzYXAwaZTw84TwwCGQENmk8HJNMOggAE",
+"DAIImwwOggAPMnAUBQ+mDIIAAvAHAx8AD4IAAwQaTw84EwECRR0BTggMggwDsgcPEnALAlrsCBpeD2lgAQQdAAPAVwHUIQkY",
+"AANRKgMhUgodFRwzsRoEoQAHWSMPaE8QD+YXAgesTw9oTxAMsoUCqyIPaE8KCyw7A2SWARsAAEwACGhPBdQaD2hPBgeykwhS",
+"AQ9vAQcHUC4NtBsDJh0KJBUVM48dD5geAg8yLAMKbisOrQoBpgMPvE8BCTihBsVQBR8AA5clBh8AD8UAAQRkBx8zvE8RBBID",
+"BEYYDyurBAJNCQ/0TAEPLfMQBUvKDEQIAxkyAAUADCXwAyEABTCfDOQZBCerAQYADyUFAgIHCg9zxwEEwQsPSxAAA/ZPA9QA",
+"D0oQAgSKSw3YTwI3IAY8IAzMMgKeHgG4AAQ3MQ/6SgMEsEsDzy0NPR8B3QkPmqsAA04EA2MAAzQwC9V5BodODW46BV0qD1kG",
+"AAVUigAIAAzaTgLOIAksHQZuOgXUHAP6FApiFxgz2k4RM2sgCNpOAvIHD5sdAgHdAQ9oOgACURkGZzoKfhYGOwUMHxIP0AMJ",
+"BOdDD9EDBgO8Dw9pzQYAIQANi2oDxGUDIgAMBUIE0isDDAQHCBYUMyS0C8MDBTiKPzMrLeeoBAJTGQ+qzgEDGxECBgAPoE4D",
+"BN9RDHQOA1UFAXUCD1AOAgWekScxMpoABB0AAQQEBwpODbYAAjxPALYADdxJArICDzH3AQPRTAIGAA8YTwQEHDQMvEYDkTMC",
+"RwMOljYCX04DQ04DRTQPyQMCBazNDg6jAxo0AUoAD6/NBgNjAAP2Ng8DHAIFwDYA9QEPnQIDA0qnD0M+AAq8TQ8DDgIKnk0H",
+"9QED8jIBoQAPnU0KAfUBBZoABB0AAtoAAqkfD/UBAwLIAw8POgAP0UsaDpcABPUBDSDLB/UBAWgaC4MYAusAAjsYAiUAD1UC",
+"AgaAyw6+TQf0AQ+DywYDYgABKwAB6TUO8wEE/DACFPQOOgEC5QMP5x4AA2mnA/ABD+UDAgV8dwzlAwO9MwGdAA/wAQIFvoIN",
+"WzANkBkNswAD9qYPAjkAD/amDwIGAA+NAQQER+YM4gMD/TIDIxsOIhkC6AACCxcCJQAPTk0DBBDJDuEDA4hMArYWDu0BAloa",
+"A2IAASsAAUZFDu0BBD8uEzFJEg48AQLfAw/J0gADw0gC7wEP0ckEBWzJC+8BA5YaAZ8AD+8BAgRhGgDfAwzeAwphGg+1AAIC",
+"3gMPYMwBAt4DD+bICAPxAQ/eAwIFOOgNrT0DjTMDYhoPngkFAwzJA4kaD3gTAwWS5g/jyAEDiBgCRgAPBQoBAi0bA2cAAmwd",
+"DmwJA884AWQgDnYyBOozBENLD94JAg/ONgAFpQgGCIULHAkJZQgFqYwLeFcP0HAJBAg5A7cOCvAnEzOxag4wSwe4Dg/NSwoE",
+"GEsLNAIEB6cPl0cAAz8EAjkAC5BTBEYjBBlHD21yAwaGSg/NSwsDWqcN1osED8cDHwAPgwADA8YHB2oqBpEQAbEBB8xLD3AB",
+"CAqWIA9wAQYFzjkP40sUD+kYAgTwOQ/jSxUPhxMCBTUGD+NLFAymKQESBA+eSw0ElHsENQACUQEDLyYLdBAD6A4DGrELdBAC",
+"iUYAAAMP4xEZCKQBCCZLARgBBLVLCg8iHzNZ7wUCSEoPtEsCAxc3BG8BDm4MA20vA9QBBI5uDY4ABgEEAfh6D7RLFAU/EAIV",
+"Dw8gUwEBQt0PIFMLEzOFfA4HBwUIEA8FBwMCJEgP/xsBAzqoACEADT1EAgsBBEJBD/pFAwT7DR853Z0FD0aBBQ/eUQAM3T8C",
+"9CIDUx8CLwAP1wYDBfAbHzloUgcP6EMHBNVXAmsUDyBSAAQxQAOKAAawAgcMAgw3PQEwAgAGAA5HEAOOIQAIAA6mAgTXOQiP",
+"DANTAAGPAQAGAA+1SgIFHgAEOwIMARgAOiAHsQALSxADK6wMtUoCWBgC5B4CzS0KtUoCbBAG2ZYLpyoEYwUNkQICk0kAIAEM",
+"AwEEjkkCfQIBGwoKIgECAQkAJwAOxAMDAgkC5AMAPAAH8QAKFRAEmQMFOQMGrnoHmQMCsSUPu3QBDAYVAuEmDZkDBWhnLzE2",
+"dRAFA9lHDxDRAA/ZRxsP9AIABZxGDxQDBAjaRwkSAwTcHQIHAA9yQAADnAMDKAADf0APt08LDyJHBw9KnikEnAMCgwADLwAL",
+"nAMPQWECBhoQBKgKDwUrAQ/aRgIMoxMPVrsEBmGvHzZ8EAUCgUkPz0wCAtgSBMr1CfwBAq4JBPwBD5lFAwQBPB851WADDyWd",
+"KQPj3gMhAAOhGQ/8AQQDBQkfOaVgBQ/3UBwP/AECBIoAAi8ACvwBBHPnC/wBBvYDD9ZIAwJYAA+zeA8fM0VTBgVeAgV1MAvS",
+"RQKzIw/AEQAFV6UAIwAN/wQD3KMF0kUP/CAEBVJFD1FOBQ9pmwwIClIP/wEDAwYiAi8AD/8BBAXfMR8wGE4GBJYVD2ObBwSq",
+"eQ88KAADAAIDiwACLwALAAIPkF8CBp4BHzeyXAQB5AABA+kMAQIMFA4CBboOAQIFhhIPFRcFA7pHD9hKAQ+qpRIFAwIP0CkD",
+"BQcTApVHDyEAAA9KzgQPwHcBDwMCAgS9NgIvAA8DAgUFhEoPfUcGBI4DD31QAQKHAgXmUA8DAgUEPFACLwALAwIFNpMLQwgC",
+"hL4LIhAGuQkPIhAAAmAIAwwMDrwJA6JAAebKBLxbDOMPCLEuAB4JD7J3BgMFJR8y0kYIB9P0BducC08+B3FGD0lwCgpxRgll",
+"AAOALQfoBQ9/UQME15kDMAAPLkYCCIIfDc4AAyItAscFAScgCvcCCvlGDx2BBAUIbwLYRgluTwKhAASXUArejAElAAQ5AAIo",
+"AAyPTASbeAeTIAsKAQOBTwQKAQIpAA42eAOtAgLpAA87bQMFmFAuMTB1uQ+aUAEPygADCCh4B3YCD8LXDE92aXNjVyYUDisA",
+"D1MmBA4pAA9PJhQPOQAGDet1APkADzYADh8yMQAdHzMxAB0fNN4mAhczK9gDxwE/PDIy3iYALzI53iYAEDgVAA/dJgABXg8P",
+"YwEPAWsDB9kmALUJD2ABDw/BAwABExwPZAEPCSkUAzsAAY9qD24BDwSrAAd9FA/elgMLoS0Ik7QP3pYMAn8mAjEUD/BDCgFs",
+"Lw1LJyA0XzUlD0snAQ9K1w0PSycRAecKD9+WNQY+FA9GdhAK0ZQEtgEGSGIHVj8HPHsAXwQNMesH3xMSMhONBx0ACftCAycl",
+"DzMmBQOaAAsbghIy5w0UMiS6CnQQEzQfeA+hPQgPvCcLCPjXCZqLAzEpDq0ABIiUA2gXCpQLB/wpAH4AAnsADvcoBmkBD9cn",
+"CgOLOwYP1AQYAAPQJwMfAA+DAAIDYwACW1sL9gICfSYBdgEMWwAIVxoOiwEP9VgAChwREjR6Eg/zAAAPcJcUAxuhCt15BAsH",
+"BEMACvw9CAw/AksfBFXzDCglAkkeAtmDDww/BwcJfw/cBAEGctQP8WQDBXAOD/dPDAPpAAsgNAHtBwOvP39DMjNENzBBCwQC",
+"AjYnD+kcAARQvgNtAw2iAwZOAwQkCBQ03dgLiBkExmABLRMOSawBjQQFX0QHlLECGQAExgQN5iQTNIpyClmnA04LD0g8AASJ",
+"JQ9IPAAI9R4PocEDBHxlHzQbDwME0BoNB+YAJQEP9pcMApo3D2Q8Fg8VDwUFjcYPQR0AAYAAAfgJD+GXAQNZHQYGAA+FPAED",
+"6BYBBgAPBCYBBY4BC6WXA6oXDzE6AAEZAAILBgXQfQclBgKuCgEgAAePAAollQBFAA+APAUB7E4PgDwGANYCAWMABAaVCuYb",
+"EjQbNg18PANTDg57PAprGhA0bmkNrzsYNDCXFTQZ2AQrAg+1iggIWzwBbhcIGCAC8B4BIgAMMzsCYAIGLyEIdzwCZzoATQAM",
+"K1ACYyADIBMPyAACCDg3ETTUHgiaIgWbAQ/zPgEDmFYBQwEPdjwQAkEDA+wiD6wABQPKVge6FwCjAABqHwgABAP6EA/yWAAD",
+"BjsD/C4P1CEKArVEDh8ADxcRBAl8xA78DQnUIQ8CBA0EhyEE2aUPRSEABKATDwMEAAPlAw+rIQYJRJcD0iENLjwEhRoPQwEA",
+"AnsJAy0GDzpuBAkiMA8PPAICZgQFcloFHQAHfgQPfD4ABQ/pAgcADAtZBP87A+IAD/87AwT3Ag//WAADEwEDRgACLgAOhJgC",
+"FEAEJgAPRwAAA38AAyEAAi8ACA2OAEIFC3USBHLnCMpEAjgHA9szD3G/AwJXLAaYCQ4UHhg0IiwAbAkPD24BBGx9D0IiDQU3",
+"gQz/KgLaCgMfAA/hCgQExi4POjMDBOlhDygiDQXC1QyDAAO2OANrCw+DAAIEggAPzKIBA+CXAYcBBKZCDdkNDzkMAwYIiQ9J",
+"lgwDfQQDkRULRQAGVSIP/lAKAx8eDz47AwQifg+Olg4DPw0PYFYCBWoMDzQLBgVVcQVGTAs2CwP2GQAnAA84CwoH/A4POQsC",
+"B3OjDzYCBA8QUxUHJi4ORQAHy0oP60wKAwAqDVgeA2QuB8pKCAwBAyYdAlCdBqELB+MDAnoyA7hMCIcjAo4CAAUAC/czAnMA",
+"A8HUAY4DB4UjA+BTA6QwBGwLAkESBNxwB+pOBIQSAaoHSTsKCXi+RQC0AgRySgBiBAAUIAUyAADnARVwInEMJwoPHkkEAnYu",
+"AO8ADWErA9QLAigDC3YuBEcEBPoGBCUECmQMAfsAD4mnAwLJLQ+CpAEEKfoPyi0CBHgABIUeB2QmBocFAqQFBHwhDLk5BNTk",
+"Cx0aBCIBCZ4tA3kHA7Y1CaYAA5cYBMAtD3oHAgSOJx821B8FBPhyCzcIBKsfA5c+D9cdAAOcSAeTRw/DCAkFBD8fNtcfBgR/",
+"IA7HDANeHA+xvgcCVxwCJwAELQAIqxMDxAsCQQADE7oLaEEKmQEKhxkFmQEK4gwC524B4AMKlwgCgxwDBm8BEggNZUkBBQQC",
+"IgAIRVgL60gASQAP5gwGDS6mCKgDAX0kBGxJAy9SC2VDFDQ6SgvqDAL2CAR7AAjrDAtGQxE0xiIPJQwBCe4MAgZIB8InAm5y",
+"DxiVBAXPmQKFAAtsCQVnIAE5AQzQCQSMIANDAADXAwgXlQj7lgyYowM4IgKsHg/7DAMHMbsB5AALF5UGsgEP3kcDA/plD/8M",
+"FAbDIgJFAgBpAQ+0AAQCrwEJTwoBq0UPPSEIAGADDJ8ACD4hD9ADEAQeFQPPAwtOAAUQIAeSAwKrOgjcBANEHA9a3AECQwcD",
+"pwcBpqIPCR4ABIMFDAQ1A4FyAwoiC/wJBSQABNgIAT4ADKMQA6weAmMBBT4VBR8AAkkgAkkEANcADD8AAwwfA0YADJcMBDIf",
+"A9YPDMcCAyJKAuABD1MhAASYDARHAA+YDAQDK7gDSREPmAwHBEcABpgMDxgFAgdeAgYE0gbnPQGrBwhEBQvlZAQuCw6HBwKj",
+"Bw//BwADiX0E/wcMXmEDBXYAJgAJ0wwLxCEEyAAGavgCXSUMKwgDpmUEfh0KYDECowgPfygAAzYzAysICzczBHsACtV9CisI",
+"A0leAyZaATkBDBAXAgRwCdYxA/UoA5c5CZEAA7wIA/gxDy4eAwTicQKoMg8gAAAElDELiQcDB0cI3XEM3R8BVAICKAAABgAP",
+"tLYNBBsBD9oQBgR8Iw4WCAuAuQ6jCAOZoAEgAA+muQEE8AYCIQACzwgDNQ8cMnEWA4QBC2ifAtgiDlAGCHqgDwEIAwKrBgP0",
+"yA8BCAECiwYB6TsPAQgGD+cUCQG4AwJnAAKk2g0l2QArAw9nUQICCwYEewAJAQgMLBUPnVACEjQ9RAclAAsBCAC7IQ8BCAYF",
+"cCEChQAMDSEIlSENAQgE3nECQwABFBAIAQgFBHIPTQcAAgUFAiIAAY0iD9YAAAdzUQDkAAsBCASCjgWaAA/4IgICVwEPAQgQ",
+"BdkiAgcADv0SBLQABACPCZ0AD8QqAgXgcg8BCAEFHiIPuwMUBeDWDwEIAgNZmgJ6IgRSvQHoAg42gASC5gnHBAPdDAIBCA8T",
+"OwMFK3MO9tYDlY4DhQAP8yoDBCGMDwEIAg8ImgAIAQgCcUADNAQPAQgAA7qbA0YADSmrA01AAyUBDQurAgokA+ABD9kEAAQB",
+"CAWUQAEvAA0BCAJbJQRHAA+EVgADAQgF5q4CRwAJSgoL53MIJUkFPH0NSgcC0wYEkxgKSgcCoxAPPj0AA5+BBEoHCvMJBypJ",
+"AfEBB4SVBkoHAkkIA3j1Aa8EDJwZAmhtCYMCBh0tDEoHAwc3BEoHD/JzBANTCwU2XwwgAASjAgu9BgNuAwKTPgKHrQzbOAKM",
+"QwEoAAEV9A+PAwsEv40fOFlzBwTVBw1KBwMgJgKJPx8xn+sBAUMCA1CSAi0ACaHrAzkGA1qlAgIFA0oHHDN1DgOEAQpKBwcI",
+"ZguypgOSRAF0AA9KBwIChgsCIgAPSgcCAsULAvadD0oHBA1MNQhKBwHTDQJnABFwGw4NudoA1gABuDIMSgcCAQwEewAISgcK",
+"idoAQQAAuwAOdAYBBXQHJQALSgcAJwUPSgcGAhBAA34rAddlCB4EBGtzBrAGCR4AA6QxA0MAAOMECEoHCEJzC5YGA7IOAiIA",
+"AXsFD9YAAAmtBgFEcgl9AAE+BQPEBQ/ILwEHVwEPSgcQA/Z1BB92D/kcAAO0AAIpAAE8yQerAA9KBwIFso4P/AYABYasD7sD",
+"FAtOdAxOAAK3AAIyIAN9AwJq4gizOwNSJg+0OwEDogwDURoPDQ8DBEMgHDhtQANmdANKBw8TxAQFdzoPSgcBBI90A7oADK+x",
+"AsIdAzQED0oHAAP7HgRGAAzGAgO65AMlAQF1OAkfAAOsIgKNAg6HHQRKBwNHAAQvAAxKBwOKWwNHAA6SAgRKBwRHAAMvAApK",
+"BwUTigrADgAHAAVCGAPnBgPIFwPqLwrjGwK6JQmZGgq43QEDDwl6AA/opQYD6x8WOZH6DmgtA10/AAcfSDBmNDHIAgt9PAZE",
+"cAKeGQ+2JAUCog4Pa+sABQJ0BNIQAAcAAWkGDXQCAQ50D4EDBAN1cwXeAAOgHQTECQWAAQO5HgKPAAKeEg4WLRI4CqgfMn5A",
+"AAOccwWvAALSIg/kAwIB8HMP5AMGA+xzBHN2CPNzD5IAAgOnLQGLcwfnAQD0Cw+nLQhvYWR2ZWN0qS0UDy0AAQ+rLQQPKwAB",
+"D60tFA87AAgOmqMvNjQ4ABEPmqMDFzE6LQN1ASc8MWMtBE4tEDO3cA6Zow9OLQMIKlQPBQEJAVIDB08tFjROLQ8BAQkPmxwC",
+"D3MAEwyWowAzBA8WLQEAAgMPFS0CAF4EDxQtCAE6AwGIBA9cVAoPW1QCEzX8Og4QLQ8IHwIPDi0UAykWD3MMAQIbHQavWgRM",
+"DAPzHA1yAAZ9KQ8DMwwBcwAM9isGc1AMiQcDiAcDVgwPbCgDAnsAD/weAgYQIQVdRgXNKwKiDA9ZAAgD1AAPvmAAAsMEAAUA",
+"ApIkD3QEAwKeWQRCAQMuAwJYBQxtHgHgAADTF3YxMzkwOTUwCD4HEnsBkwEAsDgIJQAInQECAx8EuRoLQQIPPD0DBDtAAhZR",
+"CJMAAhAvAGYQD5QACAIlAABBCQglAA2fLAZ+AAmeAQYlIQlQcAMIDALYBQAFAAMWDQr+CxA1KkYNJwsYNaojETWlTg+aAQYP",
+"5xUDAzMCB3cWDEYpD31GAQeDAQMCAQo3FAMCAQ8rAAAPOrUAAtfaDycUAgJIAAbtAA8XcQAFSSMC61IM+w0C+BAABQAEyUUO",
+"vAAKGwkDvAAPSAEGDxw5AwT0xg+EAAEDgSYO1i4K3B8PNQEkBh8BD9ETAwTzAg8sOQYD+AMPdggBBw44AwkaD/wDBANvCARx",
+"RQP+AwMNCwtsAwOksAzbAwtsAwLeAwCUBQtsAwpgFh814JcFBFIZA/gACYEAAc8JAQkND4EACAIrEgBIMguBAAoyEgeBAArY",
+"NAXuAwb+IQbuAwIOJQFfAQTXOQoFERE1kEYPEQMACMkqACUAD/MDBAORAQ9COwMDyg0IFJ8IWCADAxcP+AMIAhwBD+NsAwQR",
+"AQgwAARX6A/IAgACqQABAf0PYwAEDwQBAAc8GAASAQ8XBAAF5SUCXycNXSECeQ8BjgsP3AAKDZkIApsSD3IBBw8wjQQOcgEI",
+"jgACXQMMHD4PlgAHDO4GDnIBA0jqD3IBCQseSQZjAAdbAQWG4wcxlQI+AwBaEQ+9QgIEvQkPdn0GAYQIARUENHRvbR8AOG1p",
+"btsOAbwBAuQEB0QyAFsAD8EMC29lcnJzdW3BDBQPLQABD8EMBA8rAAEPwQwUDzsACA/BDAoPOAAID8EMAw/tYAAPvwwBCIGw",
+"AZQBOWZkPDY6BNQMHzKgfQQBhSUPGQERDNUMFjnVDA8VAQkPcQsBAWAHDxoBEQvWDAHeJA/tOQIA7gIH2AwKFOsBeAIDEykL",
+"JgMH9gwHjxECGgoBGQMP7gwEAiIABCcsCTIDEzZyCAAjDANPAAQzAAV+AAkGDQrpdQIzAAUMLALxkQjwXQFvCwGLDQ81dAEC",
+"1CAAjgcGQ6gDOQAChgAAhAcBGwAId3cG3w0BJgAfcPcAAAHyAALKAATdBQRxAgEJchRk6wQKFQkKTgYfNnlfBAXapQ/lgQwD",
+"Ug0B5x0Gm0oCySELqFsClBoDAVsByAwGVysCbhMAgiESMjdaDU8IEjceGgAKKwQZAAK9OQAfAA/aTgACRgUDHAAPHAEVCmoF",
+"EjYpXwc4AgLOYxIxOAIIGAACbSoNRhQFDxsEgQcNUkQBKQEAFAENnEICmxQDYAELOQ8CRQEHvAsfNtWuGATaAQU5HDRmNjQc",
+"AAKRAAFlNgEiFgc0AQYHAAWUyASdAwXIAg06TQNRHAhHXAM0AAG8AQAGAA88rAYBScAPQgwBGDaWDRI2+8wKLiURLS8DB6MD",
+"Bc8tBy8RCzusACQAD0VUAgMjAw68AQXQAg28AQPQFAL9AAzVHANn5QAlAAcNCBs2A10GHBABrQETOYxMDbABAugWC7ABAjQs",
+"BbABD5sOAgQvDxc5jSUJWgACYScMWgABbQ0EYQAPbWsDBDMOBSB3CVcAAgsfDFcAAfoQBV4ADzphAwWxAA+wAAMCxhgPugID",
+"BGAADMEmBIwBBNLZD9YCAg9XRgABSgIGfAUNoQ8YNnlWETalNw89MgsFgHAKYwICRjQPOE8AA2oSAz0AAT4GBjQLACUAASsB",
+"Aqi7AcCCBo0ABOMJUAoKfQoK"
 };
-static const cq__ptx_module cq__ptx_2d_f32 = { cq__ptx_2d_f32_lz, 135065, 499956, 0x326c50edu };
-/* PTX module 2d_f64: sha256 aaf79518b92ea8dc5398602fb605bfeade2cabcd1a2c737ae49d0037a46737ee, nvrtc 12.0, PTX ISA 8.0, 523829 bytes, fnv1a 0xc7fe28cf, lz 138611 bytes */
+static const cq__ptx_module cq__ptx_2d_f32 = { cq__ptx_2d_f32_lz, 136530, 505708, 0x28147aa0u };
+/* PTX module 2d_f64: sha256 9116a4037db01b68a8922649c9176a84fbfe2e82dd20e7dbecdbed94233b7b51, nvrtc 12.0, PTX ISA 8.0, 529010 bytes, fnv1a 0x2bf1d24d, lz 139876 bytes */
 static const char cq__ptx_2d_f64_lz[][CQ__PTX_ROW + 1] = {
 "8hkvLwovLyBHZW5lcmF0ZWQgYnkgTlZJRElBIE5WVk0gQ29tcGlsZXIKKAAEDwDxByBCdWlsZCBJRDogQ0wtMzE5NjgwMjQi",
 "AFF1ZGEgYycA8A1hdGlvbiB0b29scywgcmVsZWFzZSAxMi4wLCBWBwAwLjc2MgCCQmFzZWQgb25xAFA3LjAuMW4AYAoudmVy",
@@ -26090,325 +26137,342 @@ static const char cq__ptx_2d_f64_lz[][CQ__PTX_ROW + 1] = {
 "B9wdANoFA2RHClNDEzdQ8QloVQFZAg9nVQMDmw4DWkYJJwED5AYCJT4IPOoDsE0DowEAJwACnX4PxRYABLVCBPICBRkAAzkC",
 "A+ABD4s2BAO0oAEN+g7MCgT+5gaFdAQtRwJmCw8KQAMDgh4D+SQI8QADNK0DfFEI8QAClAEEmccCFx8Pp1QEBMGjDqE2B/jr",
 "A4xfD/MAAgSgNgEBUw9/DwwHDgIAii8Hih8DZg8Pih8DA6ZNCYkPHDGKDweNHwCXDw80GAePc3BoX2NvdW7pLxEPLAAEDzAY",
-"AA8qAAQPLhgADHSJDzoAC28xWzM5Ml3FFQIYNhoeBMUVFzBTNgTKAT88MTCxkwEQOEAAD8cVAgSSEg/VAAwEjxIFfhsvNyzS",
-"ABELkhIBB0YPxhICAQRGD8cSAwFIqg/IEgkBPAADXQAALwAPVx0JAoJGDVkdIThfGQADeQAE5AACUwcD9AYLwRYEbTo/KzE4",
-"BHQKA50KD+1bAwINBA+rbAAEIxMPcmwAAlAAA9AQA9sECqYUBLRPLCsxCVwEIgAE52gMygwD7goCUwQPWwABBPUcIysxbtgP",
-"ZDsEAyIRDnXWA0w0BB8AC/fTAn8AAohECvtDARAEDbr0AXK+DRQAA8kQBNhJC+kBARNHDAgDBK4dIisxlEoLfwAClQQABQAB",
-"mQcNbQADrR8KqAQDawAIhCQCLgASM8oPBMMEAlefDmwWA6UBPDErMTxoBXgKBHEFDZMOBO2pAlEBBAwSBR4ACVc1D6wBBgRe",
-"SA+tAQMDxlcPdWYAAQEMD+1wBQJDmg2BAQa0AgNFSgpTAATWEislcrWTAnTABF4wChkRA2sACYEBAS4AA5SfBoEBAwKSCxsF",
-"B5QAAmEBD1xnAAEmAAznBACpRQ9/DwIgOF9RCguTAAI2MACaAAHgEQWIAAiV4AHmRzRyMTEtvwWpAghKAANJAASRLQ+4GgMB",
-"PQASMqARD8wWCwNGCA+9GgACRAACww0PCmIPD8IaAw88BRADEBcDtBYKHgMFQwAAyQAGyQEAVigL/AUDyV8CHQEPXAQBAgMj",
-"ACEAAB0ACLtfAT8KAB8AAbtfDRYoIDhfPgwLjwIBtQAIijgSOKUnCCUAA3IADwAkAQK8BAIhAAFbrgwgCQUUCwytAAKGhgNn",
-"hwTlBg39BA/6cwACM8YFZAIForQEHwADcwADJgAPyQYDAvYAACoADDYUCG4UC3vaCy0LD2UxBQTgrA+2YgID9QIDHwMENSUN",
-"iQUPr3kDBIcLDssKBBwMA9kxB+d+AooGAqMlBIcNBSoBASMBA3l/AcFrDQhbASQABaIIB4r6AjsAA4UCCU0EA6sAA9sADE4F",
-"AmxMD4gzBQ/XMAAI0VgM/YYEyAADKgwFXNcPo2QBAUiHDLgIA4kZD894AQKyCAPUAw9TJgQFlXQN0AYDbgYCBgAPXS0ACzXe",
-"D10tFwYoMw9GBwADSxICVAAAtAAM2RUDpBMDhS8DBwAGwYETZSoAAulcBTAABNJbDK8GB238BvyBBPgYBAAYCJsDAhJMAQcA",
-"CdAGAZpWCCkAAiQVBPACCUMACQoDCDllAgsYA2GRBXMQBR4AAxYcAg0CDO0CAu23AiYAD+4CAQI2AAAlAAOmCQqw/Q/YAgcC",
-"D7UPPmQCA5kYAQYAAX9ZD9kCAAM3Gx84XXgFA4vyBJ6ID3w0AA/vdQII7BULumQFKwIEKjQOCjQFLikPCjQMBjM0D+czHQ/w",
-"WQcDWwAPxTMHCu9ZCTDlBNwCA/MLA4QSD2FcAiE4XxGEDdwCApcCD9wCGhAy8A8IKQADGIkPwgIAAoQXA8ICAVQTCMICAr0X",
-"AyUADsICAjwYASYADBIHBjQDBaZQB4n6AzgAA1F4Db7/D9wCCA+0BQYD6rcD3AIPtQUEA68KAfC3D9wCAgOBBg/BTwAPkZEP",
-"A9wCDxRKAwRDGQJBIAlmAghSDgE/GQ3MugIbAAZnFw+1FxUEnDQPr3MABKQzAgYAD1QXAAUCeQgHAAbbngbcAgUutAjcAgqx",
-"/wDQAQ+4BQEDBwgP3AIbDLgFBmoCCVIKAVJTByR+AqbxA8UCCLsJBWQgASQAB08KAjYCA5X+ASgAA20TCj/+BDwJBQ4AAZFR",
-"DyMiBQCuAA/VaQMDYAIPugIDBdZpD7cCAwIsBgRCpA9dIgEPX6kHA7cCD28IAwSMGg7ZeARZVwL9AQ/SHQAEjhoDtBoPHYEX",
-"BQZ7D28IAATWegIGAA9laAAPBXsDCEcMBLcCA5gAAyIZD+FaAiA4XzoADrcCArkHD7cCGhAzs4AP2AEABF5qDx1iBQNuPg8B",
-"EwADcyIAIgAPxjcEAxIFD8Y3BATcPQ1tBwSRWgIgAQ8NaQAEy1gPjVoMDwUbAASyOA9tBwAD3TYD/BkA7QAPKHsOAYsAD9oB",
-"AANmBwMwAAPaAQxmEADZAA7aAQJJAw/aARsAaQQP2gEABRpsD7QDAwJ2IwEnAA3aAQOdHg9degEIawYBDhwPZgEABEckDWsG",
-"BCDWAhkBD/N7AQqpOA8jDBcBk/EBdAAP2gEACCMMD53FAQQnfAOVHAMHAA8jDAADAwcEMAAD2gEMRwkAQx0O2gEPRwkgAan2",
-"D9oBAAMUBRM4UYEO2wEC6wUPBocBBCxnD55tAQhrUw88JAQFOHwOYSMIIgsPF3wCAoABBJodD3dLGATXIw84bQADdB0DWwAP",
-"IgsABQ98CQcADyILAAP9HwSmHQ87awIgOF8XAQ3bAQMucQ/bARsAzxQPRggABJ8HDN0WA6kIAsoWA5ANC9RcAPkHCWMADKkI",
-"A/gSCAZkBs1qA3oKA/cSA5wSCjj/AScTCWIABTVcAmIAA8IOAKcTD2IAAQILAQVMFQwlFgEYAAHsHw1O/wA2FAh5ABA1vR4J",
-"rhMDZBgNhBQALh8JaRkJPgII+goEOCELQAAPTRkIBSZ+AgcAD6MXBATy5w9QGQQEoyAP9RQAAtcLACEABI8BDI0QAMkCDhYX",
-"BL1/DyoZBgEfBAJbDQL9IAtKAQAdAANyAA0cFwFyAAhWAgMxAAOmYwekAQO9BApQAQTSHwUyGQiQAQRl2gISAQwSGQNgHwMl",
-"AA9vAQYDIicPEhkEAwIEAj8fCxcBARsFACEADN8TAbvjDCgBA5MOA9dhClP+AP8AAcUnDZsBBBQsD0QZBAIuCwLAJQEEIg5z",
-"AAE6Ig0r/AVyAAmbAQIxAAPxigebAQAzKA1MGQVIbA9MGQQCrwsBJwAEHgIMbBcApsgLgwADVwQExWUPOhkCAxwHHTM6GQ+F",
-"AQEHXgACiGUBggIPThkDBEabTzErMjkKGQkDXCwDfSgKRAAEsu1PMSszMEYeCgPIKAmHBAVFAAX3AhIy+AEPvi4LBIwoCzwD",
-"D1AZAxE1zEQKcxcDtwsDfgEJbboEIgADpRgPUxkAA/uXAaYYAe4mACEcDGwGAFnEDKYYA2EGA88BAZrHCcACAiIcBz1gOzhf",
-"NsoFAu1mAhHYDNQAAc0AAyEACeSuBCEAAtUcA9YcCdIAAHoABNmYA0UPHDRNBQCqaAutGwK4HAK3AA+VcAIDmRIP/GkCAgQN",
-"A+QOD4MkAgQT7Q+6bwQBq2MCIAAPWBkCAucJApdlBYV7HDSyBQ3XAALoYQA3AA9YGQIEp3YFMHAGrRMCVGMChQgFtCcFLQEB",
-"fgECIwABm3YIqhMCdGMBJAAPaxYAApUKACQADXoFAmwAAE8AANwADGUFAGbPD5YBAQIqAg9fcwAEtzEDrAMKeCsFdwEE9QcP",
-"GL8DA2UbACYADF4LBEf5D2wsAQMVPgPhAw96KwME/yUCtx0JGwcIOg0PvN8BBfh4BQcAD7l4FQTJaw82LwAEqCsCVAAPOg0A",
-"BbJ4CQcADzoNAANsKQQwAAPQAQzDBgA6AA1fCwQYGR81XwsAASBuAgcACeIGEDZfCwtmAgItFgBmAgx7CgNmAgN7Chw19QsC",
-"ZgIPKAIABeEzDz0RBALxKwEoAA0qAgStKw8qAgADjyQDKgIPGBMDAGgDAbYBDRgTBLzhAnABD4kNAATe8AOoKg+JDRcE6/Af",
-"NRgTAAO90QNbAA+JDQAK6vAEBwAPiQ0AAxELAzAABDUiDM8VAFcqDSoCBCcYDyoCGRs3+igFcwQPORgCAloEADQBA28FHDUi",
-"DQ8tAgYEXgkH+mAKHmMCswcPvGcBA3QxD0gwAQMooAMtAgE0Cw+5AQAElWsNaxMEjeMCcwEP/BcABCzyA78DD/wXFwBoeQJ0",
-"AA4tAgMV0wItAgGl4AzHdAKcAgRY8gOfAA/8FwAEzecDDywDlAENziQPVwQBAqwFDy0CHAy2DwYtAgn8FxA3kwkI/BcC2AsC",
-"FwcIYQgB6wMCNAcD5OcK/BcCNgYBKAADtwgfNeAHAw5PAgNyGw/vFwEDiDACBQcAKg0GugAQOJAJDr4CBJ5MHzhvIAMC3HAB",
-"JgANvAIDjDIPEwcABNlwA7wCDxMHAwChCgFIAg0TBwTh1gICAg8BGAAF53cFBwAPvAIVBFv4DxMHAARe5QJUAA8BGAAFnncJ",
-"BwAPARgAA8kvAzAABLwCDOMIACYfDrwCA0saD7wCGRM4wigM2gEEARgfNwxzBQMIIA8CGAAE//kPxQYABLptA9wBD8UGAwCu",
-"eAFoAQ3FBgRz5AIiAQ8DGAADctYDKAAABwAP3AEUAF93AnQADtwBBCvXAlQADwMYAAr3dgQHAA8DGAADGxIDMAAE3AEMLw8A",
-"WtgN3AEDCAYP3AEbAHAED9wBAAQDGAfa+go2YgJsAAAoAAzcAQc29wzcAQNBbwQ6oA90BgMApAAAfAACqW4JZgEIywoBQBEM",
-"ZgECGQMEA3gPywoXBJR2Hzd0BgADkNkDswEPywoABaj1A7sBAwcAD8wKAARD6wMxAATVVAyjCABBAg7eAQ+jCCAQOaMID94B",
-"AAQHGB83CBgFAqdwASkADd8BAuMZD6hwCATfAQ/kGQMFUHYeNxFiBI/oAyYBD4MKAASN9gUrAAAIAA8rdhYDhwofN+sZAATk",
-"dQRfAA+JCgAGfPYCKwAGCAAPjQoAA3QUBDQABOsBDPUJAXh6DesBAwclD+sBGgCaEw5hCAXHBwvyEANxEQIlAAH/JQ/oBwAA",
-"BwAEM6QcNvUQAH4JB38ADOAIA7MRCPw1BtEXAsAHBLIRAxQUHDagCADaFgdiAAuVGAEmegKHEg9iAAECfAYFRRQMURIBGAAB",
-"zQMAegANgxUJFiEUOWSFBD4AAaQFDwHGAgCUAA8bxgMAkAAHAjMK6TIDrQkD9g0DpAcB+BcNEBQA3gwDVRQCvAMPV0MFAsMB",
-"AXbuCJgBAusSAXIABCcXCvoDAn0AAymECt8DApoHBFoAAXUKBUg2AekAAV0DETkjqgIk7Q2/AATdCwCZvA+mLgkFmt0MmgIC",
-"QgYDHwAPhAAFEThEygJkFwc4KRAwowoPTTYIT2ZpbGxMNhQOKwAPSzYEDikAD0o2FA85AAYPSTYIFzN3VAWvZB8wD0wBHzQP",
-"TAEfNUg2BABZCAVHNg/RAAcEeBcFMCwWMEY2D84ABwopAwEiBw9CAwEB/wYPqL0DAMwDD0I2CAI5BwNKMg8/NgoEvRwKkAch",
-"OV/6eg89NgAEuKULATEG4gIPqEoEBdMXD8MDCwXlvA+oLQIC2gQPCGMsD6AAAgUFMhUzmzQLwQAF3BwPxQMLBaLRDKMAA/RH",
-"Ax8AD6MAAgme0Q8rTAMPZTIQBWvRDw8sCA8NLBoDXQECVwAEDSwKbRkGmwAPoTcFBU0kDWsKASwIAwg+A/oMD6M3FwnLaw/4",
-"NQYEXQkP5hwDAxoPBlIHCqU3A/s0B34DBAcaCBMAASsAAVgPDaI3AqDIDt4cD3geDAN8AAJWVw1rAAR0IQ9qAAEH/AYD1RwK",
-"1BwCB8oOoDcGaQEPoDcFBH+pD1WAAA+AqQAJqQEDOAoCJgAPqgEGA24KBbAeCqoBA4ATBl9hCqI3A0Q0DaI3Ap/HDYEBBe8c",
-"D6I3CAEaCAvPrgJJCQNICQojCgNqAAiBAQJ2CQyBAQ+gNwEEzZEPnzcKBF4KDYo3IDlf4DYKfAACwwADnjkPTh4CApUQLzY5",
-"TB4IAD0QC0seApRLDqceBU4FD5g3FAPNKg+YNwIFloQPmDcMA481D5g3AgW7hA8zBQwDsk0PmDcCBYcAD8RLAgE/AQ8+TQgD",
-"jAUI+wEP0jcFAz4MD6sdAAFlAAFu6A/PNxsgOV+uBw0eNwNeFQJVAAvbAgOOCwiwAAztNwIPMAFQiwxWCAJxJQaGHAvIAAIl",
-"DwAgAA/rNyATOdKNB4cCA5ERAoQBAZEFDe8GAVQBD8YtAQTVHAL6AQ/HNwIENhovMTDhTQQEkhMCnFMMDQECJgQDtBYPxzcC",
-"A9MABg4AAJcFD4suBABJAAzEAANqUAMCAw/DQgMEMTMPixYDAxLdAwpRD+5kAAAhAA0QCAI7AQM1Aw+ESgMFY04PzWkMDQ8I",
-"D8xpAA+jNg4PPTQVBI8pD3WWBgQGLA/fBgAPuqwhAa0ADicRCmzbBBNEDLMGBzs3B2c2AbACAJIFCQC5Dns3IDlfOwEOsAQC",
-"ySIBhRUJ0wECOgsDpS4MdGcEyWMEUcIIOQACHQoDEyQBagwOmw4RNFrOF3Le2AGgAAvcEAOaAAnkEQAHAQ/PEwEAVRUImwMI",
-"9QYBjAAABgAP0QkAAns4A5UDBFw7DEgHAAJAB4EAC7cpAiMFBNNGC4MRA1GzAiIFBGAACmoRAFEFCGAAEDKhDwdgAAKJCwDu",
-"BQ9gAAEFCwYDbQoIvAUBFgABoAsOrzYDFdcPmAsLB5UAA0UVC4kLBrMKDh8qBMgvAyEDA1IFD5QlBA/KCwAKgq8DtFQNIQoF",
-"hq8PIQoDBetND/sBAAH1AQjt1QTgCA7hCwGsGBFygY8OWZEgOV/dAA6/CQaxCA/RCwMDUbcBagMBrwgNcQAEliQLXzcEcQAI",
-"LQMCMAALeEMAKQAPuAECBuoKD3lDBgTnUg98NgcCdwUCaZEOXk8DJgAPuAEFBamvD7gBBAL2AQIkTws3AQEQAwdrtAutNhM5",
-"rTYNjwEPgUMMA/OzAREEBd1pBxMCABwAA3EADIkIAnEACI8BAjAAC4ZDACkAD+cLAAAyGA/nCwkC5hAAJgADywMLwTYEnBEI",
-"gAACFwYEUy8P6QsBAsIUBWL2DzUqAgFYGApOBQL7BQBvAg80KgQFzQAPNCoLBGtXCRcEBUUABuAVDzUqCwOmBgPqCAtFAAXw",
-"AQ81KgwDzQYPwS4CBUQAD7YMCQNNZQQ0LQ+AkgAIBAIBsosLHAoCsBICtgEC0BULAwIC0AEP8gsADQnIDi01IDlfZzUM9gsC",
-"/ygCBgIBRxwI7wIBFgABiTMGtwAAAgYHJAACdigJ4RsErQACPgACYAIGE1gGzQABtAYBQXMMzQABwAwBIAARcNIFDgCNIDlf",
-"VCsK9gsByQUC0AAFK1EK0jMBcgAAKAAN9gsJRSELefwEDgEELgUPv0MDBc4XD79DAwMZlQKFCASKMAzQBQLUAA64AAE2AAA8",
-"AAy4AAQNUwMBAwk2DA+sOAME1zACJsYObScBpwAAJQANbCcDSicPh1UBA8seAkIDDwNWBAR0DwLiBw8gAAAE8DYNaAYDBAYD",
-"lBwPEFUBA04iAykAD3BwHwQnmg8iAAAEYDkPETcAAvkGCIa1D2I5DgGtAA76CwSUcAOjJQMeAgzQBgfsOAclvwILHwCjBQz7",
-"CwvaNCA5X6QADpwEA1ZAAcKTCdYBAs8EA39XAne8D6YrAw06AANOAwNBAAE6AA7+CwJZ9gE8Mwe1AgxvNQTzTgJxKgcpAAxr",
-"kQMLAwAHAA8TQwIEnp4EoAMIJwcFYAMPGwwAAtM1A7kDBLMxDHoHAWE8B8cDC8MMBQoFD9E1BgNHBQP1DQu4NQB2BQlgAAB6",
-"EQdgAALsKgMHHw1gAAU0BgO6CgjhBQIjMwQuNgwrDgfh8wFeCA8yHAt/ZGVuc2l0eTUcFA8uAAIPOBwEDywAAg87HBQPPAAJ",
-"Dz4cCB8yyHAAHzIZsQIYNmgcA4wCDxmxBgSWZQ/WAA4EgwkPhlIBD9MACgy7CQ+FHwUAawQPhlIDAHEDD4VSCQIGAAPSPg9D",
-"HAkEyUkIVgIjMzBMrg5CHA9/UisDgwYP3RoCAucfAqgEDmEABQUND4IcDALeEgF6Qg6CHAT2AA2CHAN7HAI9AArGUg5qThIz",
-"emEPggAFA3EbDX8HAhcAAx4AD48yAgSgGQtJvQQeAAQaSg8wZgEDHjYBBgABhw0IBksCewAPlioBAo0AAgYABFcKBvQZD3B9",
-"CQb0GQPREwGgBAkaAAM3QA8aAAED/hME1AQJAwcxMzBfwxYPgwEABmoMAqkeD6FlCw9pDAIG+jcSM0MND8NlCw9oDAIFDh8E",
-"jwgP8hwFDcxZA1cUBUYbDTwABPMYDGARAlcJAdcr/wEzRUIwQzZGN0EwQjVFRDhEqxEKCzEfDSoNAv9JCGoAA/4uBOQIA1oG",
-"ABIEDLipA5gdBbNcD2yAAQ+UwwEDlSMCYQEPxQsCBIW8BcBdDwYfAA/2FgEPBh8HDo9/DzswAATZfA/8CgQAkwwAIAANni0D",
-"Nh0FQDAPKS0AAyUDAxIDD2FlCQhCGw+zLQQFu0sPEAsFBMSnD9QtAAO/FgjFpww1KAnsHQQwAA+hGQMCtAUfOLB1BQMQRwrA",
-"WwHhAACeAAJ3JQc3EgdrCwMgBAIHAA8tHwAAJQQCLi4LtGQIhB4MGYwC1QIDIgAFYyglZ3TWZAPzAAEugjwzRkWfAQybHiAz",
-"ML9khwlicmEudW5pFgAGaAoAIwAGQhAM0YIDaQAfRmEFCgClFw+9ghIjMzBJxwc+AAAtFw9jAAIPgi4AA1GnBdNoBR8ACYAu",
-"AfwUDgymBJ4uBPsjCb8AByAAALQDDjEBBr4oAD4BA0gbBcQAAw4CAS4BTDQwMTguAQgsAAbDAQQqMQkfAAZ5AQEtAAsJAQMS",
-"qQg0qQi+BQThMAG7Dg+3AQEP+AAAAzQABhoMAO4AHjp1AwMTBwOjAgM9AAbWIgZLDgI6EQF4Aw9JIAAGGAMCYAwFcgIJ/AIH",
-"ojEFIQAEsxsPkwISD81kBQ3fHgB3AAFUtgzfHgCpAAg8RgaseQMnLQ+FAwgK0xUASgAPVgIDB6sZASUAC8EGAPENDxwDDwIY",
-"AQOoLw4cAwM7LwbZMgrgJAP2AgNFAAwzZAqIpAyvBAOVYwUlAA9sBAMH3FcB8wALPQMDlzED8gIPxDMABHeoA14DGTBeAwAU",
-"AB5D5wEJYQADuzACRwABvA4PyQAEBA0xBo1pAb8ADw0DGg+zMwUPgwYAA3M1BLgzCYQGAWoAASIHAzhjETHcFgq8AQOJAgSH",
-"AQ92NQAE/QoDqQAEMgABlikKTAADRDUEKAAPqy8BA+YABScwA/YEDaVmBcUvBJkAD/kvAQSSZANMAAMqAAKKCwlMAAPyBAQo",
-"AA9LAAAExwsFPDAEVDAGaR0BdgQPuTEDB9IMCW0vBLYBD+cdAQKnDQPXLQOfDg2gDgl9AAAzBg34vAJBAAujDwAXIg+jDxoE",
-"OAADNyEPMiUDBAE0HzBgKgwEmPkMpxMDDCIAswAMpxMHsnIBKQAPgAACBOmrMjArM7oVDwddBQLGAAH3IQ9QIwAFuskPgA4C",
-"BC0aCxUiBB8ACQ3kDNMBAws0AQYAA9VFCiIkAMYBD+EEAwGwGwclAAPGBQXRAQ90ER0EOAACUQEB9BgOjxoE8jMUNlMsDxob",
-"DA9fGwMDhwsvNzbWGg0DGhgP+xACBPw0AIwAAnMcDxwbDAlNJwTHAwXmpQZ1qgshAARupR82we0FBFdrAM8AHzg8DwkEVJ8P",
-"kicDBLk2DnJtBKQXD+YOFQSqOy83NmsPAAzXFw9BAAIHoQEHQyEAZwIPadICA0ZaD+MZAAPGcgspHQsiAwTvuwRRAg99HAAF",
-"YLkKeAAC5QYPXEEAB/rjDeklA5c6A1wCD+NcBARWYh80DtIEAYCqD/YOAgThUAShqgHlqg3WBgMhLgN0DQ+Z9woDuAAAvBoP",
-"DzcEBQGRDybSBgH0Xw/7DgQDcVEFPqoBqygMDRoCzQAKiM0C+mAOhhsCqAYINqoEAQMDDgIHaxsPAA8AEjFbGQJHSQxmJgJ1",
-"BwOPAATMIAqCKAAcBQLuPwjxGQNjFQ9+cgEDJBoD8RkKp0cGQQEEexwNyqMEXFIERwEBjAIMTswDbwMAEgEM1G0CdwEE8G4F",
-"OR8H/AsDbRABB04P/AsECmonAAMBABkADxcLAAZmHQElAA+FDwADXxAEbgAP8wwLALIaD4YPBQq+JwBvAAV/MwZXAQ+JDxEB",
-"VlgELgAEXFIJsAkDAVoEKQABeAYKIQADPwoESgAFjDMJygAJIgAPPQ0DAcQAB08BC1gMAV7FBT4BD5YPDAKKYgUDAgNMxAkh",
-"AAaMAQIwAAwaAQWmvwOGCgXF2wYiAASYAg+fDxIEBgEDNgAB1B8H/AAPlQwHBbwWBJ4MB6tDBlsCA2gPD1sCBQyeDwOGAAQc",
-"Aw0xFwBhOQ9xDw4Cl+YD/+wEMgQJSSgA2wABvzsPSQMCALUGDwgCAAnnCwGjJgmbAABRFw/ZAhADJQYDKCgP2QIAA1cBAykA",
-"AQsJCSEABIB2CYS5CU0PBQKSD00PAQQAUwMlAAF0BQ/tAAAJnA4BfbIKpgAJyAIPOlkBFDFdeQMYAw9QDx4VMZn9A+oCASkk",
-"D88ABQMtAAHHaQfGAADuBA/jiAAE7Q4CM3MJXgEDNwQDWAABpSUP7Q4EBAEDBDMADu4OBNyxBE0ADxkIAQOhDgVNAAcsGgfJ",
-"AAoL/QRICQS+GA1yagJgDA8iIAMGY2cDtn0NqykB9wkJfwADgNIKVw4CQgAMVw4fM4YMJAKvBwV4wwrcEAJrAA+NRAcDK0cN",
-"qgsER1hCNzIrMgIaD8MzBQQfIg+iAQADyyMF4RsECAANqsEE1CECTAACOzIPWtMAEzd9AgEwAg/STQMEFgIFCAACKQ8PTQAB",
-"BZyqD3U+AwRn6wACAR8wxTQKAiYLARIDD+F7AADuAQ02HQNkJQI6AA+RdQYUMVoSCaEABl8BBXezB2rXBh4AAxEBAycl3jFB",
-"NTZFMUZDMkY4RjPGEQNZXwEuAAI+AA9kBgADOwgEawEBgQkKyh0P1hUFDbcrAIARAQUnOnJjcCMEAjQCAdxOBysADLMPHzUt",
-"AyQDyUMPhyoCADU9AVABPzQrMmqOCgS4ugxpEQS+SQMfAA/XAQUE3aUAxEkH5AAP+ZQIAOcAP3NvdSLWEw8tAAUPdSMEDysA",
-"AQ90IxQPOwAIAnMjCPSLD3MAEw9w/wMPpiMBAbk/DKYjLzI2bawCHzenIwQFO4oPCQENDKcjAGkQDwYBEQR/AgNvAABdAw+m",
-"IwEB1AgPpiMCAawID6YjCAJ9KwJWPgb2MA9/kwIENRMJhwMTMS0oDqcjBNk1C8IRBcxCD6cjEQE0EQ9k6QYOpRAErgAPxhID",
-"BhYhHzmiFAoPChMQDwUkDQXUYQ+nAAICaBEPwxEGBD0AD8MRAgRvMw9mQAMGxS4PIyQLBbURD7IRAwQfAA+CAAIEwz0G6JQL",
-"BSQCGTEMByoD4BUPJoEBARoAAvIBARYLDiEkAzEQDBQPHzIhJAYN0yMTMRE3DqgHBlpCD9MjEAosWgVEAAbAQg/TIxAE+BAP",
-"0yMEAv0hB1UKAq8iBEpVC0rrAQ4DAqBZBh9YBaAiAlw8CBxYAjMSBKEiDCUsABwABANfD2kBEwdsBANdbA8sIQECVt0PwRIA",
-"Ar8AD8ASAQIFBwMyAQ9IAwICeSwPL4oBA6hTA7MBC80qBacABDwHD1LrEgQKAQQBBAJO8wRAAQPhCAOSOQ+UAgcK8g4SMXyG",
-"DmIDBYMsD2pMAwLoCg8y4wEHufYPJAsEA2cDD5rLAwQ/BAL1Lw8gAAAECC8N2RQDTA0Hbw0JPCYDVhADcQ0PXAACBIgDAVkL",
-"DyIAAwQYFA+aZAADCxICEQ4N3A8DuVQDJQANGgED7gQPGgEJBS34D5wABQTFUg2aAANvEAMmDw2JggM4CwIeAA+nDgAE92IC",
-"QgEDLwAUMnMMC4YAAXVIAaYAD0QBBQXkgQ9/WgACPQEI5oEIqgAEnU0CHgAPeBAAASQEBm0BAzAACE8PETGKJAiRLgJeRAPb",
-"BA8ABAEBCAAOHQQDYxYACAAF/QMDUwAB4AQABgAPd+wBAsguBuRjCjcVCHfsALMEC3BlAuw+DocFAVkDAa8AAXUWB4pWA2TX",
-"CqIAAikwAzYABRktBoZWAlI4AytQDV4jBMgGCfUtAP8CD08KGQU4AASrFw/EDwIB6nEBiAQvNTIdBwwDHHIAMwAPSgACBRti",
-"AEoADyMHChMxfAgP1SkEAvMOALgADPUFBRCLA5lBDWEeAxPIACgAD/4tAgJVDwBbAA5wAgKjCAScAAD5WQYnAgoRbAQOAwUF",
-"NgIsBQooBgIUBA+8CAgJ8z0A9AEBDC8OKQYErStPNjQrLelaBAKOCQ+sKgAFhg4PYBAAAyQuAiEACmxKBRAEBSHID2oEBAQy",
-"BQ1oBAOiPQOpDwGeBwhoBAUdAQEsAA9cAAMEEhwPHbYHBIGKDz1dAAJLBQQ/XwyJFAM5hgO+Ig2PCgXKLg8aAQcEXUAC+wEP",
-"IAAABGVZDZoAAjoFBTNeDJoAAw8TAh4AD/ZdBwNCAQMvAA8sBgUFp1wPoOwGBI4sDywGAAupXAzwBwRtLAIeAA9RWAAELAYD",
-"bQEEVdYH/BYA9AIPWQMCBWZKBLkAC1wDBJcWD10DBwqRGBMxBigOXQMFNaATNBCvDl0DAqwFD5xiAAPayQAhAA1dAwPZLwIh",
-"AA/6bQMEYS0CbiEPXy0HDV0DA6oqCF0tCZkBA+MlAx8AD8ACAwTS0x82RggGBLNbD14DAAeiKgSKWwmBAAafAQEtAAwcAQOA",
-"Dg8cAQoJyFoPegUABAxfDJsACkYsAehaCUcoA04YAiUAD5cuAAOCWgNEAQSC0g9fAwQA9igCpgAPRQEFBLRZD18DAA/SKAAJ",
-"qgADQRUCHgAPKRkABF8DA24BBONZB7ImAPYCD18DAwX2AhM10yILYAMEIBcPYAMHCmYrFjFMMwtgAwQjMgJCBg1dAwLwJg/3",
-"yQICYhIPLlsIAwAOD2YxAwa5Wg+ZAQQEPAYMlwEMtVoNxBoEKCsEqCgPRSIEAGEpA3kXD0UiBQSizw92WQIEqCkEFykNqhwF",
-"bikDIQANllYDqCUPJgEJAWYpAaYAC5f2BiEABEIGDqIABZEjAwgADpcsA0cCAyAADyJcAQXQzQQlAAIzAA9xAwUFeCMTN/Rj",
-"D1oiCA+WMgEEGjMG4s0MtAAEkDIDIAAPjisABHgDBYEBBDMAAdqVBxEDD3sDAwTDOCM2NTY1C3sDBBIBDzq3CBoxUBwTMcdJ",
-"Dn0DBCkUHzaW0wUC6xgP3cwCAgQJACEADX8DCNA3BCYZDYYBBKwqDyVSBQSnJg6BAwhiIQJLAA2lAQN7AgMHAAQtOg1jAASw",
-"Kg8C0wcEhXsPgwMBCwUjFTHuOQYiAANHAgTwBgzhDgMSWgpQGg2DAAR5KQ+QEQQBDiAPgwMDBrwfAwgADfEiBOYfAyAAD3kt",
-"AQMsIQVVAQUCgQ+DAwQEY1YfN8QRBgFmIQ+DAwUFYSEFiiENZxwDrgACBgAPyX4BBYMDBIEBBDMAAakmBxcDCxdABB8OAQgA",
-"AbwiD6gQAg8XXgACcikCIwAMEAMFOg4ACAAEn0kLSi4XMW51Ad8PC6wcEDF8Eg/eDyID0gAE/2wKlA8E3gs/MTU0My4MBMRc",
-"DKEeAbYLAZAZDMkcBGtcA4Q3CgcHC2s8HzjRpgME4goBnwAPUi4KA+eEAS9NCYUAAv8ABB8AD4UAAwT6yw9KiQICMy4CcBoE",
-"BjAMVhgCM34JsAEASRAPsAEhBMIQBFhqCxEBBZkJHzASLgwDLJEBfAsORwAFdgkfMM0tDAOTPgRdgwtHAAVABh8wWi4MAwH/",
-"AesLDqk8Bc0NHzD0LQUEo98BagAP9S0KA9o+AOhlD0cAAAWRETIwKzL6CQ9HAAUCswMBIAwItxMCzTEDO2ENUO0C1CoCVCoH",
-"iRkDcDACOwAMixkCxxcD4CELixkCdwIPIHcABKVqD5ArAhMx4dgNzgcD2mIPTRUCAxkYAu8BFDn4FQo/AAJaHR8zbBkBA/MH",
-"AnUCAn45D64AAQbiBAEq3g9vGRQFGo8SNg3kCxEJAt0GDzniBg5lKBMxd4cNCgQFmR4C+2oOAgEBHwEPdGsBAkxPASEADP8F",
-"AthNBAMDAbZFDxMHAAT5Tx85T6MFBRNJDjIHBBo2A+YHAhhQCTIHA7MHBCEAD2oIBAQQCh85UhMGAeMjDxAJBQRn2gUHJAwS",
-"EgGubAiIAA/eFQICaEYAKwANzj0DZgICUQEBgUwPowAABDUzAktOCoAAA68PBFM3DJAJAnxHBP0DD6sBBQQAIB85kQkFBKIy",
-"DpEJBSw3AwIBDlY3BM8wBA/dD7OBAQJfjAdpJQM1AA+TCQYEsxsfOZMJBwSdFw+TCQEDeBoFMEMB4hgJtgAEMS0EtgABpR8P",
-"lQkFBG2EBTUACZUJDMmKAj0EBHdlD7UEAQEIAA7SBAP9MAAIAAwfGgICGgQmaAsfGgKpBQR1BQ5YLwC8BAmxAAA5HgfwGQOB",
-"IgUHBAMWAAJICALcAggYKgPxGQKsMQSW/g1SVgZlCA0vAwGTBgAgAQyWBQKHSgWVBQ4iAQKEFAAnAA8MGQIC6hABWwAOPAAD",
-"XAADPBoAaQUHEgED7XwLZAIEH1QTMX1uC8cFAtQCAajtD8cFAQh/AAOGOAHCABMt1z0KIlcAhgAPF3QDBL4DAj4JD/UAAAEv",
-"AQ/BawEDX0wCIwAN5QsBiREF5wUCkBEPWhMBBXVYD1IRBQDIGw/pBQMDVR0C240BTAANiAMCYAQFJaUPSmwEBRR/HzAnEQcE",
-"x4EP6gUBBLEeBH0wAjh/CYkAA6UzBIkAD2ECBAHKBQBsAQ1hAgE9EQXsBQK+Eg+mAAAE7R4lMTCmrQYcAAJgBATuBQHNHgpk",
-"AANQBgOfDQ+zAQUE0ykvMTCsEAUE6/QO8QUDHIECyh4BTAANpgAE4CwDDgUBDBsN9C4D6QUD4AEENQAP8QUGBLPzLzEw2xAH",
-"BUAbD+EBAAMYGwIjBAFQAAy3AANBGwa3AA/hGQgFSC0FNQAJ5BkE4VYMLwQFZiMEOHILMQQDlTYPaiMIC3cyEzEvLA4UBATh",
-"Xg+zyAUCxRQBKAAOFgQDrB4AIwAOFgQDKAUEFgQP/zgEBiZgDwA5BQRQHA4WBAMqHAEiAAJMAA2sAQP6IgQpAA/YCAQFVFgf",
-"MNg4BwRGbQ8WBAEEfPIDghwRMdESCokABrMBAjEAD2wBAgIGPgBsAQ0WBARrsAMWBA912gUEI0kSMbG0CYQAA2ccBeBDDSMg",
-"BKywBBYED7MBBAUjUgxLgAYiAARpFg0qAQRLRgOiGwLKbwqmAAM4BARFHQ9tdwECK3AG4AEENQAPFgQGBfcPBC/VDyQAAQTQ",
-"Fw/hAQAEuBsD3xsRMRYQCrcAA+kDBbcAD9QXAAUWBAQKewU1AAfLLgCrAw8WBAMFuxAfOZsaAwSemA/kOwUNjF0AbAABKTkO",
-"FwQE7skHwaoLqwICxyMP/B0AA/aaAiMADRcEA6m+BBcEAVkSD40BAATGHBIxBNYPIgABBDEnDa0BBMocA/EcFTHUDwYiAAKG",
-"AgRFDAEUSQ9jAAEEfg8Bit0PJAAEBOghDzYCAARwRQTiRQ3KHBMxmxwFiQAPfT4CAu8XAWwBDhcEA7gNBHMBDzEiAxQx9Bsl",
-"MTHQWAYcAANZGgQ2AQ5kAAOyHwMXBA+zAQQUMhbsEjEHwA8iAAEIYqkIKgETMnRFASIAAkwAC6YAFDLuGwSuAA/DRQEUMhsc",
-"A+ABBDUADxcEBRAyawkDswAP4QEFFDIIHA8XBAATMuEbASQAAlAADbcAA+oDBbcAD5JlAQQXBAMOAgQ1ABgy4UUAqwMPFwQD",
-"BdoTHzk3GwMDpRkPAO8GDoc3IDFfMk4PFwQBBK2UHzYGeAUDYpYAKQANGAQEG1QEXZYJZQIE4qYDGAQEKHENjgEE7gAbMle2",
-"BSIABKNADnuYA3dAASIAAkwADK4BBCalA60BD+nDBQS8FyYxMoJSDSQABLUSDzcCAAT9nQTAEw2OPRMy4RsFiQAEWAIKbAEC",
-"hA4AbAENtAMDSAEEGAQEvKMNpgAFz/cNbUAUMsebA5sDAUscCmQAA98TAxgED7MBBQU6VgULUwwiAARrHA4YBAT/tQPEAh0y",
-"aRwVMp8ABK4AD7oiABQyTmgE4aYENQAPGAQFBXcVHzIQ0QcEzmUPGAQBBCkcBCWdAUI8CrcAA+sDBbcAD8ciCAQOAgU1AAHE",
-"FQesAw3MGwOYCwF3iQzMGwVVEg/MGwAChQMDtRYO6xYC0gsBCAAFbGUMzRsIwT0AuhEPwmMAAXETD802EQjNBASiAALzAgDM",
-"BA+LTgIgMV98FQxCHAeiSA9CHBoDbREKrpEFHwAF0GcvNTbkOgwCOh4BMwANFQUCwQcPKwkBAz2jBj0AD0QaBAXKHC82K2e5",
-"BgXEZgLrHAxqAgSeZgRyAgQoaAFaMw5zAAWiMQBzAAKtZwj/AgRHaARWAAHvVQAzGgYiAAORAwFQaA+FYAQMbgEFRC0fNmA6",
-"DAJJHwEzAAxTAQQw1gUiAA8gIQMVMlosHTNHDRMydRgBJAACzAANIgAEsAMERgEPjUUAEzJhPAZPAA9pHAIGl40A9wACHDUP",
-"9wAGAzwHAZwDCvcAAwcGBCIAAri4D6BAABEza2wBngAPjgADCPMCAvoBD44ABgO2AgFzGQqOAAO9FgQiAA+OAAcDsj4CYwEM",
-"LUIDfDkH+QMNOiAPZzocBTgAA3kDAug9CbgCBYEyD7gCFgQ4Gj8xNTi4Ag4DYQUCRx0IJgQGItUNJgQEjb8EPQALj78GuwAE",
-"QAMCkb8JsQIEnhoE3wAKvToGJwAF9wMTOGoEDNUCBGcaBe8aDxAxBAXVAh841QINBLC/Daq/A5d+ByIADzE+BBIxQG8BngAN",
-"+QAEiAQD+QAPsAAFBfcCHzj3Ag0EiEwBvhoKsAAD9wIFIgAPsAAGBPcCB1NoAe4CD+I+Cz9iZm/iPhcPLQABD+I+BA8rAAEP",
-"4j4UDzsACA9VYgkIhT4CMwgvPDQb6wIfN0PjARA2geMPrj4BBGfJD9UADQEfAw9VYgQP0gAJCvsfAR4LD64+AgDxBQ+uPgMA",
-"GgIPrj4JAWoLAncLBiXbD64+AgRLGwkdCQS1+Q6uPg9GwwMC+yMPEWIFBXJiD4xQDAOYBA8IGQIF8bQMwQwDDw4E17QP1AQD",
-"BOYyBQwOCrAEBV2UD+BDAQFiAwUMMw/hAAEHHrEfOCkkCgNrDQRdBArhAAGtAQ/yYgEJCBME1LAKbw8EK2EWMkU1DAK1Axds",
-"DfA9BOsBDtYABppgBbs0CzcBBjabD6t/CwN7EgGJAg70rQ/QoQECMQADOAAPXhYDD+h+BQPkFwIGAAoFVgQjAAZBcg4fcwqI",
-"kgCZAA9ncQEFgjQPZ3EDA30ADzkNAAHGAQ4ccwG2/QsTAAJlHQ8nPgIRMrheDbkEDxlzDAIPBAAFAAGJCgxrAANqAAoIJANq",
-"AAimHwEtAAoScwAnAA8RcwEHg3EPEXMFBEehDzw1AAIdCwNqAQwxEwNKGQMlAA+oAQYHeTUPirYGDxpwAQF1AwYMcwrfIBIy",
-"vl8MfwEPCXMMAc4HAQUACwZzAvggBAyJD2oAAQ0lIQoCcwAnAA8/DwAFTSAPAXMEAlo7A2F3CsVOD7YyBQomAAVyHQ0aAAT1",
-"Hg4aAAQXHw/EZgIPGgADBbhmA1pFCsYgHjK2dQLpCQAqAQ+ncwYC4A0vMzIWtw4A7wIPFbcEBsedD31/EAohDwQcAAajAQ99",
-"fxIPOQwCBWQPDyILDANAEA/MAAIGSYAPb0YLA7IFD5lDAgXsAwRbEAofAARPBg1xBQJaBw9KWBUGTQgPYYYEBs+AD1BNCgIw",
-"CA/PgA0PiA0MA20NDz5ZAgUeAgVrEQogAAR/Fg/aZwEEkRoCBgANlhoIHgAASSoGBwQBQMML7QkBtAECEwMJRz8DHwAChxcP",
-"cZ8AAd4AA/uADzUzAhQyRSsHywQCxggHjwwWMs5hB11ZACoAD5cKAAKYCgEgAAI/yA+cXAIPS58AAawDBd6AD/MrAhMy0ioA",
-"SgEGLwsDmHgD0SQLyiwCNAEC5RQPcRsCAgxwACgADQQVApcKAvwDD/eAAwUsDguhGAy0PgP3zgwsAQIYJAKBAAR1Lwy8Bw/E",
-"KwQFkgsDWwAO2AAFSBwPPkAEA5AEB8MVHDKuNQsePAXNQABLAAaaGAIOLg+2GAIC/hEAQAAM9AsDaV8D0QQPmhMDCoLmDAEf",
-"BgQmDypYFBMyKlgPu4EAD/LOAgInAQMvBQ/6OgQEwgoNGBUDizMEOjsPYjsGB4ayD4yUFQRvCQObgQl2AAJvAAOHZA9jJQAF",
-"XHwIBwABAiwME1sDlQkCMAAEEE0M2ggDUQELl1oEGbEAVwAM2MwDtgECIgAGnYgNnVcDIgAHGXYGIgADXyMB4QgPSloODzAv",
-"BQl7BAEiBQPMVwQpBQo+IRIyDysOQWcDcR0DjQAPQWcCDXMFABkADOIUGTJFWwAlAAxBZw/UWhIKtzsFlgMGIAAEkQYDGj4N",
-"IAADGiADIAACZZUKRmcIizsNKlcDlR8DJQAB1gQO6gAIWiwA+AAMRmcDfAICLAIPXCMABEohAXUBD0ZnIQosPgCHAg/JAAQD",
-"KgABIx8HvwAPqlYAAq5FDWxkBI+hBKG4CWwBAygDBGsBDSAACAVDAhwqCiAABL0LA0gADw4dAAWTCwxQZgHvFg91swAAsAAN",
-"yw8DLzMBBgAPdbMEBttgDxf7AQ8mPQAPngwFDzo9AQThAA8CWgEEWgwF4QAE1CkPNScEBdZgD0z7AwewYApQAAEhJw/qhQAA",
-"YQENMQEEzysCMgEPiSgEBKI9Ar5QCh4KBKE9AwcAD2sDAQVwPQIsAA2WOwQSPwdDAA3sAAMNAgVoAA9TBQUNfAAELTsEhAAN",
-"IycGlTwE8QENIgADWQEEKgABIgAKgC0E2z8EYj4OejwElDwERAAEHVAGRAAE8AIDCAAF/IoGRAAE/QAEqgAP4DwGBCoAD6oA",
-"AAQtDwMIAAUgFAZEAAPSAQVEAA6qAARXDwSBPAmCCwElXw/GCQEIsIsGlQoCBgAPgAsAAmwVA5dTA+sGC9gfAAcKCXsAC6sy",
-"AyEMD7uZAwNvugJ9CgPGCwu3HwBPDAlgAAXUIAMKFQL3Hw+5mQMCRBUEHhALhRECmhMEriAMPAwImUAAchALtYEAUAEPqhcC",
-"ASQKD9wXAAHDCgb1FwnDFwL5CgJDCgLrCgFCCg01BgIgCw+RFwICkSAPlUABBEhcA3FHCL8YACoFD78YGQQ3AAPMBAkGDwQd",
-"AATlDEI1MyszyEAPalUFAlMMDQ4bBGNVAh8AD6KqBAXgPwJsDwBAAAYbAAQJBATwPgF5Dg8n7wAEp1wLbMYGSQAEFWgDAygK",
-"ZgADvQMEUgYC7RYPZgABBQ9dCqYhBQgBBFVFPzMrM+TICwMhBgyMBwRYgjw3LCBMAQRa2AI6AA9YggQFnUACHBcK5gAFpBMD",
-"wwAPQl4FASSbATEAD2QAAwSeDQQpgglmAASKQAR3BQIpsA9mAAEFTAEPKHgEBRUhLzUyeGoABstgBCw4AS0DD2kAAgWRYQ/P",
-"9wQGfDoTMpoSCmoABIUCBPg5D4UCBAI+AAMkAApJBQAxNg/VHQh/cHJlc3N1ctcdFQ8vAAMP2R0EDy0AAw/bHRQPPQAKD3Cc",
-"CQ/68AEPMoABLzIy3R0BIDE1HR4P3h0BBAbnD9oADwzgHQDMCg/XABMLrx0A/gEP4h0CAOICD+IdAwCTAg/iHQkBEAUD6B0P",
-"LYgAB+IdBB0SCdIGFzP/JgriHQ/RWw0PkFwSBJAZD5BcFAOtAA96AAMGjRUP3xYKAtgGBQvaD0pcAwxKEgRXBgZ8Bg/bAwAD",
-"9wUPSlwOD+pcCwPIBg9JiQMC/0APkIgAA+UFAz0ACk4FBCsCA3kEDxdCAwe3Ww/qXAoEHAYMQjwE3gcD2QEPggACBI45ButZ",
-"D+pcEgLpDA/tgAwFlloEjwEBJywPnRoOCgksDfYeHDPmXAU4AAqVFwhaCgGEAQ9eXAoL1UICkFwCdh0ATAAI00ICMQAP00ID",
-"ARwAACIADdUAD/sACgRKQgVxAA03HhMzXlwIsyIIYmEP1AQTBToAA/0mD8FgAwdbsB84FVcNBQIoD0woDABKAA8VVwsFwCgP",
-"UhYCAjILD7lWAQRzJQNAAAHIKw4/AAQCAg3tFwSqJQPJAAXo3A+OAgMPrQEBBOkHHzNkXREM4B0Pp3IEAr8YD6hEAgNxEg9B",
-"QgADGw4DJgwPvwkDBXZTBTMdBBoACDcQAbI3D4wjAAS1AA+pRAED2xUP5gIECy0AAm0AD+F8EQCXAQFcABNwjRYKjBYSM2Be",
-"D92yAA/KRQEDVVsCBgAP3LIEBdg4D/k4BAVAsAyFFwQXsAKaCgJcqAcLEAPPOAIZCwurzgUkAASINA91ggcPwTgHCyiwDHkR",
-"A4g4A4AADAEWAzJUA6gsD18xAQNhFgNAFgT1MA8KQwED4hEK8YABQAMGKwMMJl0BTQMABgANB0MFUykPB0MBBWgpDwdDAAWM",
-"BQ8HQwEBVQAEqQUNmSAYMyZdHTMmXQSMBAxPBgK6DwE6BgCGBAgmXQWnIwilHAXbMws0HQM1QwJAEAY0QwrvPQQIBwoTBgeY",
-"Sw8TBhwDLi8PZSADBpovEDN+ew/JBQoF0zAPXQYDBRyIAEoADxMGCwkVMQ0JBQLdWwA0Ag7VBQSDAAIIAAHFWg5AAAV0Ag5X",
-"AgMfHAOBAAC1QAYOAg8eyQIFvCAFUCIJ0QUD2ZgPiAADBYoeDdEFCOMKD8+0BAQjOwLUSQm6DgjSBQG1Sg8hCwAF0wUPtUQB",
-"BFMXD9QFEwQ6Fw/WBRECx6ACfxsEth0M5gwCEV4PcloAAE0BDdoFA8A6AisBD1geAwWqsw9cBQQAmx0P2gUCC6azDNoFBPs7",
-"AlsFAQE8D10AAATbBQ+GOgYAlxoP2wUED7kaAAmBAAapAQ+0VwMGmgEP3gULBUccD98FEAtzHAvgBQvaXAwZIRM0H84NKAMC",
-"3CUPCg4CAps2AEMADCgDAzeAAygDD7gSBAVgsg36CAScFwPXAA8ROgQEXwwEF3sM/gIEdzgPLQMUBK44Dy0DEQH/CAMiIwT1",
-"LQowIhQz6IUOQ1oAYwANHVkICAkPHVkGBcNZD7ACAwXBWQ8dWQAKDx4Pv1kHBGMZDwFHBQWhWQ9HWggP00EID6VZFgWIAA08",
-"AwRJPAIeAg88AwkFOhwPPQMRC2ccDD4DD6jNAgVNDQTHFg0+AwKtDw9BDQICEFsPkyMBA/FxAj4DDz5FBQV6Wg0hFQQ/FwPY",
-"AA8+AwQEtyQfNNhCBQM1AQ/4WQUMLwAC6wQCF3kPPwMNAuAhAGEABrJ5DPAJAsFdDwNaAA+s9QEPA1oTBfeAD7kCBARiPg4/",
-"AwvjHQLFHQ/lHQEEp3kPYkMFBN8HDwNaCAQePg8wXAILzR0P7x0AA78CBCkADT8DBD4PAwk5Dz8DCAVHAw8/AxELw30MPwMP",
-"zyYDBewIBOjQDUADAzYoD0ADAgKzGw+IPwACA4cEQAMPjVsEBFmnHTc0GQTKGAPZAA9AAwMGOQcPAUIEBB0lD/ckBQ9HRgQP",
-"XkoFCYOeAU0qA/h8BJMTCtwkEzOEXQlAAwPXMw+HDwADVlkDQAMPaVsFBGy8Dx+pBQQ6XA8ZXAADQAMFfR8Olx8JkCYCWRwP",
-"OBwIHzgPqQYFzwwPQAMBC5B9AlocCogAA4gBBIgADUADBRrzD0ADDgVaXA9AAxELh1wMQAML8Q4Gng8PUEAHAkwVD4kNBQAI",
-"AAamQAUeAASGKQ9tQAcYMzpcAPMOB4fHA8wCBkvfD/tEBgxCFgH+Kgo6DwAmGQ86DyMDJyUC7lQOlVkExRcQNGFsD20wCQXE",
-"uAttFwPeWw+EXAECugcEOQAKuwcEMSwEhFwPdC8DBXNbAJ8AD4RcCwL1BgFzWwmFAAKVDQQfAA+FAAMEhFwGORQHZxgCXhoC",
-"BgAD8hoLxSEPsgEDBzReD7IBHARWPA8/XAMFrAgfNIZcDQP0AAPmNgtHAAWMPR80hlwNA0IBDzARAgUlSy80NIZcDQJsAwEK",
-"Sw0dGQXXPS80NIZcBQRKEAFqAA+GXAsCuAMGI60DYQcByAAPP1wNAfIcBz9cAbYADz9cBQJ1BwOcKAwnRAKWBAMeOQiaFwJT",
-"AAMqDQoC3SMzM3Q0DeEHAv5aDz9cAgOYIQOoAQUAEAo/AAXGAg2OEgMKHAMuAgF2LQ+uAAIG5wQB9iUPP1wUBWUdETWNMAwd",
-"BQIOBg/flgkaMi8vEzMbMg5ACQWdQwVqOwoCAQLgAQQh4wg/XAIcCQAhAAwiBgT1WgO8Ag+7WwUJ9VoPLSIIDzaaAAMECARJ",
-"gwKoRAljBwM2LwOEBw8mIgYDKgUfOUwLBwRiCg/5YwIEqSIEGiMNoy0Eud8EiAAP9RQCAsRbAGUBDT9cAwITA5wDD4gKBATF",
-"ARU5808FGwAExY0DigoFv1wGIQAJKBEPt/oBBo0IA8UAAzMAD40IDAMnCQQtAAqNCAwnKAIwAwAGAA0rGASa/QAIAA7FAwPh",
-"FgAIAAwrGAIOGAOaOQwrGAK4AwRoBA1NqgGvAwmxAAB+DAgyWwF5AA0yWwLnIQK0KQWiCwel4wJKKAOMWQB2AAyzDgMTBw0i",
-"AgEBAgAgAQ2JBALyWgWJBA06RwQsdQAoAA/TWAQC7QkPCZYAA5LnBCUFAUcTBxQBCmSGBAMCBA1aFzGAIAe8BAIYAgGmGQ+8",
-"BAUMFBkCZucNvAQGjUQfMkZ0BQMAWw+7yAEE/loBIwAOBVcCTggE9xgB9sUPegMABYMAAsCtDyIAAQ/RDAYGUV8DCAAN0QwD",
-"e18EPFsPSeEEASgbA4UADyxfBw/SDAgD/noFo18Bw4gKiQAC1QMFiQAPSAIEAvgCD9AfAQS3WgMcDAFvUQ+mAAAFRtkCt1oJ",
-"hAAEOooEjSgN/C0JXOAC0XcPygQFBNRgAzMAD8oECwW3jAMtAAvKBA9HdwMERocjMTWvXAwHAwNSAQ8TbQgKEq4AHAQPTXcD",
-"BQsmAAcDDwxaCw8iXgIE4wIPDFoJBCQAD1lYBAXzAw8MWgYEWIkOBwMFGTADDwMNMv8EeCoJqz4PYwABBUFcDwxaBwSXAQ8z",
-"YgIE6AEEaAANQVwEpd8EIQAPDGQCBAxaD3QKAQQMWgMHAw8MWgUF/94PDFoAA+58BAcDDQDfBbddAyAAD14QCQTRKwMzAA8H",
-"AwsFzYoE5RgJBwMBxocOywAEZl4ABwMPIxYCA7QQAbT1DwgDBApGsABsAA8KZwQFNAsP4lQFAgwGDxFdAQTy2QAjAA76WAoM",
-"BgH1Bw+2AQEFITwPDAYFBbj/DXwCBC1fBVpfDSA2BLrZA94BD2F6BAUiXy8xMQwGBwR+Rw8FAwEF714E9gENvRID+3gEiQAB",
-"anoPbAEAAgwGDxFdAgoMBgEjVQ+mAAAF67oCOAIKhAACfQAEBQMNcnoFX1wDIAAAsgEPBQMFBNaLAzMADwUDCwP9AAUtAAsF",
-"Aw+bdgMFlAEvNTPoFQMERLgPDQYICi2xAGwAD512AwbxTASZ3Q6bAQIMBg8BXAIE4wIPDAYBBNNJBCQADwwGBAVkRh8xGGAG",
-"D3SCBQ+PXxcE5WEPmhcFBk5fDwwGBwV82A83XgED6AEEFV4B0BYJiQAETdgDiQAFD18L6VcCDAYPAVwBBDhZBJYiDwwGBASa",
-"JgM4WQqEAAPlDgStAA06BwRuXwMgAA9EPgAFBwMF2l4PahYRBQVgAy0ACwcDACwND4QMAgEygwzYVgX7DQ+fSQEBOQADThEO",
-"hBEDtgUACAAEaxYKFbQBpgwJnAAMBZ8BoQ4PchQkA30OAkuYB/0RAHABD14wAAGtDg93MAEBYgoPMdAFAm4XAlYXA762D2wC",
-"AwOggwST3AjYAwPEqwEjAA/RFgIFmRk/MTQwZ4wMBKJaBZtaC0dFBbJhIzQwa0UKkwID4wMDaX0CaAIKGQMCWRIFaAAE3kYN",
-"GgMFGOMOSmAFoGEE1gIPqlQFFDKVkA1XfQIw0weqAAEnGw+IAAAFYxUfMktgAgMrAwnUYA+KAAMFPjUBFNYHGTIPajQLT3Zp",
-"c2NmNBQOKwAPYjQEDikAD140FA85AAYNGZEA+gAPNgAOHzIxAB0fMzEAHR80XdEWCNc0BN8BPzwyMe00AhAwQAAP7TQAAUAg",
-"D2UBDwE2Awhe0QcWGQ9iAQcKVQQB0woPG7UCADYGDxu1AwB6Aw8btQkCGTQCFRcBHUEP5TQFBcD/CY0FEzTjuQ7lNAo3wwiL",
-"GQEcAw/lNBIBiR0P5TQ0B+bqDw0FCgNPIg/gWwIEL4UjMSup5QsdRQIZBAAmAA8+Mw8PgCkGD8BRAA/BMwYDrQANDTEEeCME",
-"X6YKQgcTNCqTD3BNCA9qNQsDhSwC7I8PdLIAD7mnAALRAQM5AAtMOgerNwB+AAVzsgqdAAZ3TA9nNQsFMPsMgwACLQEEHwAP",
-"gwACBJZvBuVTBw+/ADgAApQVDFsAA/AqD40BBQ+hgggKQB0SNHs/D/wAAAektA/yGwkFdfkPyAcCA0QADMEHB5gfDx9OEQb+",
-"TQ+0VAMFTTgPyAEFBtVPD6lfCgPLAA//WgIKCU8IzQADWRICKUNjODQ3QUUxBQAfQjMEAgGRAgDWAQ6GFwMpAgODAw7BAwdk",
-"AwTbBxQ0j9IKVwIFvy0FFMQJ0gQElU0OPB0Fy0EF4bAKJh0fNH4tAASFXA/WlQEIUCoPKkYEBI19AilGDyAAAASvgAwYCQKg",
-"CQ/4tQ8DdjIPUUsWBJohBBJGDyIAAATDJw9bKgEBbgAP4rUJBFAsCAcAAaN9C3NLA3kNAi8AA1gFCpMdBY4BDIe1A2IDAH4A",
-"DKtFBPskAgcAD1QGAAQZRQJtAgaXAAzNsgF1Bg9vSwwB1GkPSSYOAUImAdA1AxqgCr0ZEjSqQw1rSwQmHA9qSwcK/hYQNDMk",
-"DX5KGDT/tBE0xTEIwgAAbAwPZksOCmI1DdJnA0oMAyYADB4ABA81A0QAAKQACGBLBbqJD3JfAAO9SwQYDACtAQ7fAAjnRBE0",
-"VVYJnAAEVh4FnAAMRQMDhwIBZwEPXEsgD9a1AA/HAAQDKgAIDUYAvgAPXEsAA5N9DH1aAul9AR4ADCwlA51JACIAD51JBAMw",
-"Pg+ZFQMF2E8PlxUEDyIyGQy8TAIZAQQpAA/3TxcEu0QPpRUGDzgyGwyXAAM2BQQpLwIOAAzOTAOl/QByAQ1XAQMEJQJXAQ+h",
-"FQQEN24C7joMqwQDGAIENDAE5g8GIAAE5wQBBwAPtk0BBWgwBHQFDnAwA3gBBLwyDQATBLYvBGwDD9MSAQMjAwXeMATTEg5u",
-"TwPDBwWQAA9OAAEDBwMFTgAE9wcHmlMA+QUMIRMDPwgBCAALyCADWkIJokkGglUFkggCaAoOFVYYNPY4ADMKCwATAMMCD1sO",
-"FwQ1AAKvAAFTAg3gAwVzDQnfAwJHCAAdAA9WQgMGyH8PUSkLDwKeBQqaQQsZcgfFQwBlAA+bQQwAhAAPNikKD5xBEw+EAAME",
-"gwAPnEEBAyjYASEMA04HC0E3BI0NCcIBBzJAD8IBFwMoAQ/JSgECJ9QPMzoCBMcdLzk43rMNA5kFD4VKAgSVmi85OKJhDAN0",
-"dA8JiAMEEnwARgAPJLQLA/8OCahpBbMDBBqBDR0MB9jWD+wMEwRXbACRAA/uDAMEtQ4vOTiwKQUExR4BGwEPSDsKAkcOD+Js",
-"AwTnHgBGAA/EpykACgINCBoDGjECOgAEmlEL6AAGxgAOVwEClgYE/awNdg0H+wQBagAESvwIeyoCIgMABQAL40MD+7gCzD0B",
-"IwQHeSoDwqoIO7kjZXHfEwdotwQrAwQNFAE+CU87Cgl4vzcKABwmBTIAApc0BOlHDPgLAn1WDV4OAuNAAO8AD+JABANUAwvj",
-"QATcBAVK8w81DgIB+wAPLNwDAnM9D4A7AgOWBgOEOQ8GLgIEBDMHY2EG3eoCegMAIwABhCcMUEkETOALi1gEIgEJkQIDFRgP",
-"QbYABTaDAqYAD64IBQRRCQ9uKgUErrUNqw4EZU0PrrURBHsxDwsKFwXEVARH8g8jAAEEaDQPJVoABDQ1A5UID5YIAQrJ1gWi",
-"VgGQEwspWgJUCgMxAAKiPw+0AQUKuigFtAEMP1oC5wkBQRMMP1oDtwwDrQ4FDS4IQFoDdg0DIwAFIRwIQVoI9TQP0g4OD/Y+",
-"BQ8bNRwTNGHgDUFaA2oBD9cOCAsLMxE0KloP+g0BCdoOAldZCRa1D6yzBQrtNwXlNwOZAAzVCgsOOALLyg8NOAAGSgAAAAIJ",
-"RFoJTJINHw4EGA4DfQIP5w4DAU4BB/sADzK1BAQxNQ9giAEDXzkCewEPPbIhBh+1AwgAACwBD88ABQSxXgnvDgHmWw+/AwAF",
-"IwUAvQMMuAALkFYPOgQZBSw3D/1YAwsxNwUeNgweHgSTiA+wrwED7CECIgAPgkEEBU91AhAzCVUBBFB3BAYCD8tTBQSyFgFC",
-"AAwJDgVyNwRGAAT8CwYiAAMFBANEAQCjAg07EwT/AARNAA3wHQVxkwRWEQ0jAgSIBATWDQ9QDgkFU7UENioOGzADzgIDTgAP",
-"FZQCBFAOBU4ABH0nAaMrD5sFAAeOAgBlDg/RVwIIxwULRjcPYAwBAYkPD2EMHgZ6iA9xIAMEukE/MTAySwwNA+IuAsVBDr8I",
-"AtsIDzcJAANCQgRAAAFEQgp2DwPfOwL7CAc7AQ+qPwIFIyEjMDVoKw+rPwMPUG4DArlBD3k+AgQdIwKNAA/eCQMEUZcHwtAL",
-"Od0ABgABZgkOajcTNEWGCco7A9ovD5EAAQP3CQJRCQ89QAUEvjwCPUAPIQABBC+ZDLQIBPEuBgWQD74EAANTMwMsAAEQZw8X",
-"BRQFj8EPE5APD1EJAAWqMwMoBAEeGwudAAM/LgMrAAUyAAjZcQQRCAMjAANVEgPVDwu+NgWfAQs8CQT7vwA6BAvPBARmvwOJ",
-"BA88CQEEJTYDIwAPPAkBBLviD7rKEQGFfw88CQ8Bl0EDp90Dl0EL5DITNM8xDTwJAnEBBI0ADzwJAgxcGAHqBQ9PCAAH8yUA",
-"JQAMPAkCTgIPPAkNC6AxDR2sDBqRDjwJBRmRBEoAACIACTwJCXMxDG0IBSfSBO0BD+0AAwd8JwD7AAw8CQQCNgfhCQxsAwTx",
-"ww/JyiUG+pEEsgAP8RgBBc8AA8IuCRMVD0cxBAUHkg88CQIG3ZEPJQQeBGoyDzwJBATokQSVwQTBAQzEIAdQRA3nHwOXDgI8",
-"CQ9RRAUEXI8O1MUEM48E9ggPdsIFBJMTDzwJAwVeMQN0BQGREwk8CQMFMASjBA88CQEGP3ADCAAOPI8EEzEEOAENLQMFE4ED",
-"bAIPky0BBDwJBmExAzQADVoDA40wBU4AD9oqAQXQ0gNOAAU0AAl5Agu0iQiVWgLsBw/pBwICcgcP0koCAlREAEEADVgHA04L",
-"A+kHCk4LB5taARACBjU0B+kHAusIBAWUDiQ0EzRGWg+zQxsE6QcP4CgEBI4yD7RDBgVAugxMBwX7jwMfBAG6Eg30ZQKaAgMs",
-"AA/qcgYPeAABBIFAD8lDBwRyMQ/pBwAF/TIIczELnQALBbEEMgAFbwcHd9UDGzQDZgUD6QcLuzIFnwEM+8UCogIBNQMM+8UG",
-"KDYP6QcFBJjBAyMAD+kHAQOFDAL9fg/pBw4PZmsRAYkMAnsAFXB7LQ12Cgjx/gaNAAJNBQSNAA/pBwEKIOAASgAAAgQO/AYI",
-"y2kAJQAM6QcA2gsP6QcPBdUxA8QBDRoOBqeQAmMBDpYwBA0zBEoAABIBCekHBJEyAU4LDRoHBB0AAxoBD9YIAwjebwD7AAzp",
-"BwPJMgQ1BQ/pBwEDrjACewEP6QchD2WTAg/PAAUDLQAHYf8BxgAP6QcDBDcyD+kHAgYQMg8lBB4FL64P6QcDBPcwA3oyBOMD",
-"AUv/CbBFA6gqDx17AAOqRQPpBw9mWQQFkjIeOMv5BN+RBHwAD4gFBAV1Rg/pBwIFkzEEti4EnRwGIgADaQUDowQP6QcBBcOR",
-"BE0AD1IyBgUvMg2pNgUvLwPNAg+IAgAF6QcETgAFNAANWgMEBdgETgAPbokBBOkHBU4ABDQACjEDDTqlA/8PAQgABZ8zCFAR",
-"AAYABUUlB5UyATgACacdClvkAUMQCXwADBylAL0hD7QdHwKoBwQGQguwKQEqkA8gLw8PmBwCAcGODz0ADw9YOQMB/SQPbMUB",
-"BEVIA+pFDysyAASnHBM2Iy0K+wEHxDEArgQfMu4DAApVEgQsNRA514kP0LwKAuIQD6KUAgX3MQV9CgIQAA93AQUFxkQPxIkG",
-"AQQyD9wEBgNfJAchMgMIAA0ZSgOVIwO8AA/SMgQUOBlnAZNGDW0ABOEDBN0AAzsDAV9WD7oAAQosjQ1PAAQ/AAS8AANfAAJs",
-"JA+dAAEG5DIKnQMA/w0P5DIIb2FkdmVjdOYyFA8tAAEP6DIEDysAAQ/qMhQPOwAIDgXEB4oyDzgACA8FxAMvMTWr5xYPizIA",
-"EDI+AA+KMgAIdmcPBgEJAZcDCHRnBrkEDwIBCQ+WIAIPcwATAmYEBzc3D8gyBAB8Ag/HMgIAdwQPxjIIAUcDAcMFD6hnCgS+",
-"HwnZBRM1jfsOwjIP6SICD8AyFANfGQ9dBQIHXAUIqjMDqCAO8EsFcgAPxTcLA24pC7IFA6BADzd0AATNFwIHAA/kCAMEZucP",
-"YwYDBJkABhNuBWwxAn8OD1sACQQi2Q+FBAAI9kMDGikPfQQDEzOdiQvRAgctLQEtIiE2NC0iBIPUAB8A9gI5MjE4ODY4NDM3",
-"MjI3NDA1MxjqAH4vAUkAAllnATYADy8AAwi+AQLWAQ8KZwIcNbH4CFIlBV8BCqoAA8gIHzSqABQENjsPLwAFDWoyBpQAD90x",
-"BAIbEAQnCQPoDQMWFQEGAAOcKArXDRA1/2YN6QwYNbEoETWnYQ/NAQcPnBgEA20CCO/pDAIvD84WBQunAQORDgrDFgMQAQkF",
-"BANKSg+t1gABfG8DqokO7QAHvhUUNRAyDyMzBAMRMgwAEAO5EwEGAAGOCw/CAAIKoQoDwgAPWQEHD7tbBQxZAQ58MA/EfQgK",
-"5yMPRgEBA0uAD0YBCAc3CB81w74EBKVZD19cBwS6NQ/WCAID8AkCBgADXgQBeBEPLQEABM8IAbgMCFUEA2kPDasDA+4/Hzir",
-"AxQDMhQfOasDCAoUGR41ObUEwgUEvAED4nEIlwAEjEAfMJcAFANTFB8xlwAICpkUB5cACt0CBSIHAggqC0MEA7suApIBBOZb",
-"ClQTETXmWw9ZAwAIizAAJQAPSAQEBMIBD1BFBAMACwM1AQ19JARWFw9NBBADfSgDxQAMYQUCHwEIDAMBeCoPDAMEArUAAyvv",
-"D2UAAw8RAQAHFhsAHwEPIYoCBWwEAtM5DZElA2wUAQYACx8mC+IADTkJAvsUD4MBCA9fIgQE+AYHgwEIkgAEexoPgwEeDHgH",
-"D4MBAAMGjA+DAQoPmgkAAmUAB2wBAcUGCq03A0w9BhCZC/1hBGoKD/M8BQNgLQDKAzR0b20fADhtaW4lKwGqAAHAdADPLQeR",
-"AA9vDQxvZXJyc3Vtbw0UDy0AAQ9vDQQPKwABD28NFA87AAgPbw0KDzgACA9vDQMHX9EEbg0I+3QFbg0BWQ0Nbg0PcdEEAY0B",
-"DwYBEQxvDQfcLw8CAQkPYyMDD3QAEwxwDQG8Bg85QAILp0QJuYcCOQ0GYgMInSQHkA0HZBMCKDIBSxMPiA0EAiIABAoxCR8D",
-"EzbBCAC9DANPAAQzAAV+AAQIAQXrDAyWAQYOjwNYIwcscgJqRQFTAA94MwAC6SMAVbMBkhQIOhQChwAAsw0BGwBEc2VscKMA",
-"BnoOASYAH3D4AAAB8wACywAE4yUF6QwP71cICk8GHDYQjwQKAQaajA8MlwoDywwA+AAH81QC3iQFKlwGmSQFCm0BCwUGpy8C",
-"RBUAlyQRMtsaCIwvAsAEA2dKAFovBBkAAvU/AB8ABewaC+I8BBwADxwBFQpYBRI2QZEHOQICcEYDXlYIGAACvS4NHBYFhR0D",
-"zJUNtA8CSzAAFAEN9UkC0AkDYAELOgYCRQEHEAwfNuDPGQVfxgVfDwgcAQYHAAF2AAiGAwWwAg16VwN9CggYVgM0AAGkAQAG",
-"AA+szAYBy4kPegwBGDbfDRI2svAKyCgRLRcDB4sDBQcyB7IRC3fMACQAA2QOCmUMAwsDDqQBBbgCDaQBAloHBM8PDB4AA8EL",
-"A229BskADwxXAwVxpD85Ky3xfAAKmgEPzQ4EBKYEEznlVglCAARiJAOICg98GgQEQgANPwAExxsCBwAPgQkEBFQSA0tND1wC",
-"AARIAA1iKQMuAQQLYg94AgIP90sAAewBBgYFDYEPETY5dwbjAQJnPA9CNggFkIcKBQICODkPBAIAA40SAz0ADzyABBUx75sI",
-"jQAEWwlQCgp9Cgo"
+"AA8qAAQPLhgADHSJDzoAC28xWzM5Ml3FFQIYNhY2A8UVETEviQ1ANh8wsZMBEDhaHg/HFQAAnz8BkRIP1AAMBI4SBX0bLzUs",
+"0QARCpESAfdBD3ssAgAVAw/EEgIBf6kPfSwJAU8DAlBCBiFPD1AdAQE1rQ1RHRM4ruUBcwAE3AADTwoPuBYCBHgPPysxOPtz",
+"CgSPBw+uDgEFYZMN0xwDygoDO1kO/xIEVwADygoKnRQEXA08MSsxAVwEIwAE32gMwgwEnMQBBgABuyIOXgAFXQADaNgItawD",
+"zhwDOgoDvQ8M9NMIIQ0P9NMBAh4AD8VkAAINBA239AESwg0UAAGfChQxDigKshQCV50NBQMEqx0iKzGRSgt/AAKSBAAFAAGW",
+"Bw1tAAOqHwqlBANrAAiBJAIuABIzxw8EwAQCVJ8ObgEEwx0sKzE5aAV1CgRuBQ7LTwhWCQ104wu8bQ+tAQUD+AoDMRMMrQED",
+"PQACgIAJLgEB/gsP6nAFAkCaDoYEBoEBBlcvC539AVwMC7KTAhTEBFswChYRA2sACYEBAkQADIEBA/+RCZIABOdRAJMAAmAB",
+"D1hnAAAlAAvjBAGswwyUAgKQDQIMwA0IDxM4eVAJqQACIQQAsAAB8xEFngAHqOACIqsUOASzBb0CDywbAwEiABIylhEPwhYL",
+"BVMnAwkBAhsnALwCBtlyBpl8Ahs6AB4ABT1IBx6FA2HyBPxeDGUBACGyCbwACQQBBVoADyYIAAMgAQAGAAEhsQF5AAVvAQGa",
+"iAF2AAO6Ig/+GwACEQEChg4PsRcLCYEBCQMcDwgGEAPTFwORCQrkAwQpTgHBAwaPAgVs9wYXFQETAg7dBgKbAQMIAg9LCQAC",
+"awoDlGAIk2ADjIcBIwEEWlMMGAcBDO4LQhYBi7EDegIF07oEHAACgxUB9gEFoVIPmDMAACgAD5kzBAdEGQ5SCwTPMAWvkwR4",
+"AAJ1MwIMAgB4AAgcAAIWAAIiAA+vMgMBoQEAKAANlAAIJxULNNsL5gsCbI0MwVkCEAECpAEEfAgMjwYCZQEHlGIBm1IINgAO",
+"PAwAIwAFrhsHy/oCpwYCZysKJQUKhAAMqAYBLf0PGgEAAuYBD0daAAjmEQ+IZAMF4FEPUBoCAhYzACQADAAJB/eiDa8uCMoT",
+"C6tiBbQGBNiGAsYHCQu0COAIDwNfAATWLQatEQ88EhUE4TEDnC0Pb3MBAgYAAO0ADDVuAhoAAyEAAwcAD2YFAAMNBQBIBgaF",
+"BSZsdFRXCFoWAkEJBhAFACxTBVf+BU8mC5sGAikDC41NBToCD6H9AwI0WwOtDg6hXARaAg4eAgRFsQ9XYgUBZgQAJgANOGIG",
+"BR4NIAICqQMD7hwPAQ8DBNwvDxl1AAPxNAKCAQ9cFAcEhRQPXBQfD/Z0AgNVFAIGAA9yWQADdQADJwADBwAGTJQGIAICrAMP",
+"IAIHAjsAAyUSDDAHAN9TBSECDAMCCSECAr9TDyICAwWwTwciAgLiHANadw50WQ8iAgYGUVQGUBUKIwIDjwAPXGQBAwMCD5MX",
+"AAS4iAIhAA+gFgQERAQOoRoIRAQByBUMqRUEQzEFBwAP7HQVBEQED1waAAMXMQM2FA9EBAAD2xMDIQADBwAPRAQAA3kSDyQC",
+"BgN6GwNPAA0kAgCuEQMkAgESCQ8kAggMeTEGJAIHuBEA/AEK6HwCRdYD9gYHPwABd1UEEwcDEvIKWf0CagcAKAAEFlIPaAcC",
+"Bg4AANYaDlQCA2kJDwo4AAgEYAsDGAUhAQMxDAWP3gpcAAKxCgAlAA2wAgL0BgAiAA8oNQQDsAIP9AYDBHsXAig1CToCCNQE",
+"D6G9AQUedwUHAA+wAhUEER8P9AYAA/gWA4gCD0ZeAQIaAAoHAA/UBAADxj0PsAIHAk4QA0EADbACAFIWBLACBc8BAh0AA2Mk",
+"BK8CD8wUAgVsVh832WAFAxklD8YIAAewkg3SAQimBg9vIAQEno8OTyAECtMC8wAPggQAA5MYBEN2D4IEFwWTdw+mBgADshgC",
+"BgAPF9sCAhoAAyEAAwcAD4IEAQIAEQm1ogjRAQKPAgO9GQ3RAQfGCAwCpQNroAMHBAquMAVAAASbXQ9SBgQCCSIBJwAN0AED",
+"rwEPUgYAA0whAyEAD1IGAwBoAgI6IA1aAQiiAwEseAzQAQOxGQPfCQ+iAxcAyBkCdAAP0AEACKIDDzDFAQSQ2gMTGgMHAA+j",
+"AwECnF4D0hIO0QEEEkgP0gEDA0KYAtIBDAdYAiUzAgMEC3FPBUAAAyQIEzf7fw7TAQLRBQF6lwzTAQP9Og8yfQECkAUD0wEP",
+"+zIDAFgaAV8BDVw/BNTGAjQBD6MDAAVWGgUHAA8EbBUEowMP73wAAx4aAgYAAZIaDNMBBx8aBgcAD6QDAQH+AAB/AQ/TAQIF",
+"ndkP0wEEByYIDCOqA3AFA7oJDZ45AyUIBH4HDIMVAm4FAyUAA7MQC5tiANgHCeYHANgTD1YTAAO3cQuvDwM+BAMECAOqEwvZ",
+"WwLjtwe4Ew+6FQEE7W8FhhcJqQEI8gME7uQLYywPaRcJCqgbAUUBD70VAQiobg+9FQADogoBZ10MaQEBcwMBvAoDAwEMLxAC",
+"AGQMyxMERIAPRBcGAfcBAtEIAhzICzQVAB0AA3IADDMWA3JkCEsCAjEAA9BoBpIBBJVjC5IBBBhUBEwXCZIBAy4iAhIBDDhl",
+"BTVvD3ABCwN+HQGXHw9wAQEEpB0PGAEAAWgEAdDbCxUBAOQBDUkWAp8CAahhDXT/AAABD98YAgRLgQ9fFwUCFw0CAQcCmMkN",
+"cwABPwoAcgAM4w8CcgAJnAECMQADMBYHnAEJ6BgFMgQGUBsPaBcCA5ULBIh1DWD9AMEbAdImCYMAAukDAIoADz8XBgLY/DRy",
+"MTGd5AW6Ag+FAQEOiToGVRcfOUQWCQM3IwwMBQSNDQkvigcxlwPBAANMGAhXFwJyJgJA4QUVlw1XAQcLHA1aFwKZJgFdAA+R",
+"AgEBYwUDJAACxT4H4gUA3gkF4QUJhRwFGQEFegAvMzAZFwkDZgcPXRcCBI4KMjErMrECD7ItCwGUCg9bSwMPXxcAAZZiCK47",
+"A70OD2AXAAKvBAMhAAY3kQfsGgGNAQAhAAxiFwPilgFoFwTZBBw0TgYAgxANpS0Dzg4DYHcLuwwCzOIFBQIP7VoCAyeaACoA",
+"DMgOAxkoA5UCD2gXAgQGgwMnmgh7AAE9AAQaAg1eQQJ4HQMlAA9hLgICOigBKgANmQACSAsDmQAPbRcCBNMKArMZC74HAlgN",
+"AnsEBGcbHDS6BgJvAQgBegLBCgc3AAhuFwNGBAAkAA9vFwACLwUAJAANuQUCNgIEhgAMzgYB4GAPHQEAA4UADw4wAAKQIAMx",
+"Aw9+EAMFiG8P2JADBMsABKcTCDgoA1gAD38QAARzKwNmAw+AEAMF7+wNgBAEYN4C/AYPuhIBAxcHA9skD8yFFwDtYgJ0AA4L",
+"CwO8zQNUAA+GRQAD0JAEHe0DBwAFdAoHdJkCrwIAAwYPDAsCBbriAgcAAiQCBw0LAfVsAywFBjlyB1kGBgcAAZIYCR8AA0QC",
+"D3kXAgLYDACyAQMTBx00EwcBZAIOJwIE0EcTMYQxDSkCAoEtASgADCkCBzWcDSkCAtYQBBFfD9cQAwVi7g3XEAS13wKKAQ+R",
+"DgAEVO4CKAAP0nUGDnQAAB4kAnQADikCAz3PAikCAc3cDwCTAwSA7gOfAAbkUAudmw8pAggDPgoDtQsNKQIA3QwFKQINCgIJ",
+"KQIFHOQOKQIPgBcAAv4uACkCA4AXGjWudw8pAggLzV4OKQICFQcE5owPbmwBDy8RAARubAMpAg8wEQMEEHUCbmwJswEIUgQB",
+"SM4MXBQDFBQD1QEPUgQXBO8hBCJsCXYACFIEAU3eDCkCAiEAAygABAcAD1IEAAO3Bw8pAgYEo+YDWQQOKQIHfgkB9QgPKQII",
+"BXsBDSkCCYUXEDOcKQiFFwKpDQINBwc/AAKoDAOADAO/ogpylAJ2CATTfQBtAg+ABwMOSwID1QwP1E8AAwbOAqMGAK8OB7kA",
+"A08MDLkCA78IHziIFwMCZ2wBJgANtwIDZgAPCQcABAdqA7cCDwkHAwR+dR03CQcEieACGAIPWXUHBHt1D+AEFwRBIx83CQcA",
+"BDfTAQYAD2ziAgIlEAMoAAMHAAazdQe3AgLsAw+3AgcD2QQCUAAPtwIAAHIRBLcCC4EeAlsBBbYCD94IAwQATR84jRcFApBr",
+"ASgADNcBBJFrD7cGAAMl8wPXAQ+D9QQAryIBYwENtwYEoHQCPwEPGBcBAo4EBHDuD44EFwCZdAJ0AA/XAQAIjgQBGdIM1wEC",
+"RgIE5HQDBwAPjgQBAg4nBL9TDdYBA88BA70CDtYBB98IAZYKCNYBAnIrAtwBD8A6AwGA6wPVAQ9jBgMC7mwBKAAN1QECYwYA",
+"IgAN1QEJYwYLnfQFRQEErAMNYwYEvOQCNgEPrAMABKXzA2YBD6wDFwVGcx83ZAYABCBzA1MCDyZzAgNGCAVKcwOkAA+xAwEB",
+"5gQAhQEP2gEDA0oAAwcADdoBALYOBdoBC5AIAk8DA3ADC0NRBUAABDeED5oXBgSt6w8+CAAFUeIP2wEAAx4tA9sBD5ZKBACq",
+"HgFnAQ74VgSh5gNBAQ8oFwEG5HMGCAAP4QEWBLcDD9acAQOM2ARXAA8ymQEDXBcFv/QECAAPvAMAAs4HAI0BD+IBAgS73wNS",
+"AA7iAQdJCAEGGA5JCALpARYxJoAJSAgFrgcLERECJQwEbQgFFgQKzwcABwAEZ6IdNhQRB0pVADMIC8QXAtsCAJIGD8QXAAKI",
+"DATREQNehB02wRYJJhgQMw8SDYISBDkMMjErM8MCD98TBQKcDwUM6QSnAANOHAaGPwp0TQNcAQ92KAAEzNkDWAABHgMFiTMB",
+"vwEBWgMRM2SnETEfEg69AAWCGBIzghgPvQAFAkYFAaoKCYQAA40RAx8AD4QABQLopwGNFgdPAQB1GQ+NMwhPZmlsbIwzFA4r",
+"AA+LMwQOKQAPijMUDzkABg+JMx0fNxySAh82UEkBIDE1QQAPphcAAWkID9MADwSiFggzMg/QAA8KoxIBkggPiDMBAbIIDwRg",
+"AwANAg+IMwgIaisBlggLSxUCMQYBHgAEDCYJlwMgOV+tGg+IMwIPZxYCBtUuITMyFAEPLl8KBD6jDwguBQ/lAwsFSroP1SwH",
+"D21gJASICALVLA9epwILjtsEOQAFDi0Dy48HV6YBNgADYysP9wACBQ8aEjMPGw//LgsPBzUCBWyFD2MEDAT0XwxmUAeLug8d",
+"AQcEXi0PDkQCArgtD1sKAwRqCQXpkAYeAQKuAQEI4QU+AAvbAAS7OQ/aLwwFaLoPwyoHD54oAQ/CKgcDcC4CVwAEwioK1BgG",
+"dhoP4jUHBMEXDm4iA/gIBFUiCRQDBYUID30eCAr4PA8MHQUFxJsPDB0EAh4ACMcnAyMEARoBDwkdAABwAA0UAANAGwMBFQpF",
+"CALhxg1hBQcGHQ/mNQYC/RAPbQACBAIdD2sAAQmiCAL8CAr/HAJKyA7QAQYsIA/mNQUEuJwPySMBCh4kDD4/CrScD68BBgT5",
+"PQ+vAQMEBCQOMAEBKwED/xgN6DUC4sUO5AYPiR4LAdQDAroEDwQCACMlcsIwCvYeA2sACYMBAmkGDIMBD+g1AQUvDA/pNQoC",
+"/yoPvjUBEjmxCgp/AAO6KASADQ9/HgID1ioUMGr4D38eAgCqDQ+7BgIFhIIP1DUMA1xLDMULAVsMAqsCD9U1BwE/KAQ6DAc8",
+"uQNAAAE9DA/WNQEFOykP1zUCBnoAD9c1BgNzAQUCXgRYAAdHEg/YNQIFeoMP2DUMAnwGBAtNC0QABiYED/4FCgO1KwkdBwRT",
+"Aw95HgICG8gI3QECzCQGCgUM2DUD8SwI3qkETQkC/gQDHQIP2TUbFzmBHAj4ZwOhLANsLQwwAgOsAAIkAA+4mAIDJU4AKgAM",
+"CgkD4k0DjAIPO0ADBGliBWrXBHsAA+wAA14ADBwuAyJCBOo2D3stCAAqAA2ZAALGAQOZAA84KgIF4GUI51oFiAECmTwBhAAB",
+"YwoO4zUEbwEIdh4G0dADNwAJ5DUD/x8D5H8L0hkGHkEPZDoDBYYADKcGAkQlDiMpATkBAH4BDXYeAogIAygpD4IpAgTwQQJs",
+"Uw8iLQQPLq8BDyEtDwKZAQ8hLQQFfikLQawEIAAAfhAPAgkCCnwpD54pAgr7Qw/BXAUPdAAABEFMA7MVDyIAAARihg+/KQAC",
+"wgcIB5gPVHQCBCgAAwcABfIbB2cNA/wQAnkzAwwCDJsHADZtDlELA7MQBvETBJIBBv4sAAgDDMsBAw04A9kwCTkAA90LAiEA",
+"CgVcBUYQETTC5wkuuAChAABBZwcyAwJLAA8yAwQD1z0BJQAHVwoMHTcCQwENCxMBbEwPHjcGA/gEAgcABseyC3QDDx83CAGd",
+"AA8gNwMPlQMGA0MKD5YDAgOeLAKXAwKK/w6YAwSdDS80Ob0wBQFAAAAoAA2bAwN6Aw8GGwADTE0DIQAPYZkLAkxNDyAAAAgZ",
+"OgkDAwOiNge5KgybAwKvFgQpAA95FxcEG5kfNT2ZBwpuNg/OSQAI4SkPxDkCBCgAA0AEDwpxAASkNwmbAwq5IRM5EDwN7A4C",
+"5gYNmwMHzsAPmwMABAmTBNjECDkAA9wPAiEAATkADpsDETXh0AExlQebAwBFCwmbAwLQAA+bAwUCfQcExpMNmwMDXwwPmwME",
+"B8k/Dpg4CpsDD9g6AwR7OAybAwNsLgYZIQuZOA+bAwgFokkNmwMDhwEEmwMKvAYEmwMEAg0fNVkhBQIlJw9vsAEHpsENmwMI",
+"KB8BvB8P5QIABOJND5arBABNGw+bAwIDO/MFriUPoCMAA0UlAykAD6cyFwQUJB81lasGAaBID5sDBAoWJA8/OwYEKAADBwAG",
+"yDIFmwMEjisImwMaMisjIDlf3QIPmwMAA6orDZsDBlcnD5sDAANaJwAlAAybAwMDUwNtJQGADQ6bAxE2b/IBjNcGmwMQMnVN",
+"DGIDA9Y5A30aDWIDCCY3DdY5CmIDDBIiBmIDCbwHAYMvCFEiAzW5DCIZAwHmA8ALCIowA1EiBwgrD9Y5AwNbCwZ6AA9mWQID",
+"khoArgAPWSkEAqMBD8hNAwS+PQ9YKQQCcRoPEosBA5GRACEADegTAlEJA28iA4YOC/cCBbkmD+OzBAFkEA+uAwIEcPgDhxMP",
+"2SYBBVCaBQcADyYlFQR1AA/kswYBIAUPsAMEBDT4A0cUAVzzD0o4AgTGJQMHAA/nCgAEHDoJsQMN8wwBbyQMsQMCgyYOsQMD",
+"nJADoiYNsQMDJQIP8o0AAzgkA7EDASkTD7EDABE5sQMPP1QECs4BD1YBDgfzAgAfHQ3zAwN3Ig/zAwQHtyENGTsEzQQCegMP",
+"XRcCBCA/D0MqBgL2IQAnAA3bHwJwAwAhAA3bHwI/AQOQDwpXIAVAAgRfHw2+TARh+gT0Ag9dHwADHvsHpCcP9AIVBOmeD2hL",
+"AAO4JQXSAgD9AQ9uLAME4iUDBwAF7wQH0wICHTsCFgUD0gIM6RQCkZYNb6oChQQM+VwHLZAP0QIAB0IjDNECA0IjAzglAX8S",
+"DtECEjf+HQ+VPgQP0QInAV8KDNECCWktDmgtCEg6C6YGAuAQA9gCDKHPAyMABAYcD5IJBQKtIgAnAA+sIh8D0QIPBpkEBBEk",
+"DaoiA40nBNECD74nAQPKmwe+Jw9dJhUDmwEPpiIBA7ImBNECHzmjBQADNiQE3CYDBwAPpAUBAjcBAssOA9ECDO8MAiiVDNEC",
+"AtRRAXQSCZcgBGwhD9ECAgJUIQElAAzRAgNUIQMhAA9TIQsPFnYED9ECJwD2FQ3RAgNlJg+jBQQAFQkPGT0FAjsTA6thBJtM",
+"C9ECBJcTACYcD9ICAgJT/AAoAAzSAgUTIg7SAgMWIgOAEA9YJwQDowUeOFgnCqMFD7koAQMa/we5KA/SAhUEHyoPdQgAA68n",
+"BdICD6MFAAQwBwPZAgMHAA+jBQEB/AACggEE0gIMOA4PErADAvkkDX1iAfErBRclDdICA2sBA6YOCDkAADoEBtICAW0QDtIC",
+"ETlatxBywiUGkAIBUJUMkAID1j0EOZ0NkAIP1j0KBxUBDhY2BxpGD9Y9BwNKDATgOQywGAocFAGxLg9uGwAIUVkN1j0DygwE",
+"YgAMSAwL+6QG1QMHSx8HggAPyx0CBXUgD/g9AgW2KQOOHQLiKQ5+HwY6Gw5/HwQnnQRMAAabUwvTHQa9KA+EHwUDgAQJTUcE",
+"MgECCB8P2DYBD4gfAAQOKARaAQyECwJdVw2RPAcIHg8tPggBHgMCoF0NcwABmUEOLT4EcgAJchwCMQANDx4BqyYPyAEAD5Qf",
+"DwXqKQ/KKwIE4gEDFi8BvykKyAEDWi0DKgAPyAEIBKgBD50fBAQwMgEXGwxEAQKxMQYF6AstPiA5X2EHDpwBBOkGDy0+CwIH",
+"EwLnOQsjAgAdAA8tPgIEcgAJnAECMQALFFcAKgAPrB8BBxVXDy0+CQAnAA8tPgMEZiYJgwADsyoPrh8KAw1RHTJuVQn+AA+u",
+"HwUE2KUPLT4NBKWCDIoRAnkGAckCDy4+CAFMRAS8BQQuPgI6AAFFqA8uPgcFFzgPsR8AB/ArDy4+BgMkAAZAngNZAABUAQ8u",
+"PgsEXjEPLj4NAxJrAWgKDkUABg0hDy8+CwISDQHWCg57BQUlQgrBCRA0cAYH5gEELwIP8goAApYJAyEADxtZAgHuAgAhAAy4",
+"Hw8vPhAhOV9qKwy5HwNEBwKhAgGWAAg6AgIABwMGAgE9OA0NCgK6KQEqAAwhEwH1KQaXAgqrEgQQAQMvBRU59+wFfAABtAEE",
+"HAIM1AIDCEYDJQAPmgADAqsRD0z2AQEsCgaaAA9UIAIE72ASOVitChkIAmgeAosTAYQTDjE+BHEBCO4YAv4EBzcACO4YA1sS",
+"BOtuC3UYAkEdACQADUUHAhoABIYADNIGANklDx4BAQH2AwA8AA6KGAIdAQM0Aw/YIAIEiRsCc5EOXQAC2AMP2RQAAzwpASIA",
+"DCMMApoIB8WZDykxBQQACB8wt84FBHmJDUgMBYqiBv+iD+5IAQMZBwUtAA8fDxcBeiEDnQAP5hQGBOxuDwAIAQTnOwQYPgF+",
+"MQxzDAOWDAUsAAQIAA9WBAED2DkBkgEDChcdNMwHDxoSAgIyCgA8AA2pAQT7NgMDHA3lAQTCAQMkDgo9AAMSIAMjAAHZCw5/",
+"DCExMLGCGHK3OQCpAA+ADAADSj8ICcwPQTgGDko/Ax0HA+QEC4o2BV0DD0o/CACUAw9KPwMEfQMNPwMEVB4vMTUGFQQDYycA",
+"KAAOQgMDvQQAIwAOQwMDQBwEXgEPMhYEBThHHzCkAgYPax8FAnsZBgu3AtsZDUMDBKMCBC0AD+o2GAWdLx8wT28GBaJGD0MD",
+"AQSOYgO9GgK5EwyRVwMABAUsAATzAw97HwAEoT8JQwMKAbMgOV9MIQ9DAwEEXwINPRoCCAUDIQAOQwMEn4AFK+YJPQADFiMD",
+"IwABmwIPQwMAETHp+hBydyAGQwMfNegbAQNkQATKDw5DAwc/UQ5kQApDAwxrHwZDAw9MHwACFiIAQwMD9gsLZEAPQwMHBGgF",
+"A00aDkMDAsEGACgADUMDBB8DD2qxAQJOBQZDAwG3Iw+CAgEFKBMPZRsFBdPcDqICA7EFBIf9D/VxARUx8fUELQAPs6wYBQoQ",
+"BB8BDyQAAQ8cHwcEt7IGQbMPHx8ABMGLBSwABAgADyMfAAS7QAhDAxw1qhEAEA4PQwMAAwolD0MDAAMJBQPUgg5DAwMMBQH6",
+"4w09AAJ4AwTlAQ95GwQiMTF6GwC3IAdDAwArHgxDAwNODwMWAQ9DAwAI8TwMaQsLQwMNYgMFQwMKiAAASxIILR8DQwwMaSYD",
+"OQwCCggDL+IPfkEBBFIpDn5BCD4MCmYDA/0gD0kKAwMnCAMHAAEDIQa9AAM6OQrXAwTuuCUxNZmkC3AAAssvD/5oAQTWlQ+0",
+"7wED+koG9PsPHCoDBswODF/WBSIADx8qBgUkrgTFUwHRDgzWAwXrrAMtAAE6tQ/WAxQFty8Euu4PdRQBBR5fDtYDBPCvBMI9",
+"AdkvDNYDAyQADQgAD1wKAATaQQnWAw2ADAGfZg3WAwLgNg/WAwAEH5YDATcN1gME/8YAKAAN1gMEKekDIwAPNioEIjEyNyoB",
+"8msP4wEND2QBDgfTAgG6kQwYBAOfJgJIAQ4YBAC8Dw/fQgUD6jsDFwQL0CwEMgMFCQcP8tgFAsYFASkADjQDAgcFASMADTQD",
+"A002BTQDD64dBAX1MA45YwLyDggUAw9zQgED2pAFLQAP3JAYBd1DHzFCYwEBdQUJ8gIPwRkABCQADQgAD8QZAAJFJwKXAQTx",
+"AgynFAB2JQ/xAgACahEBQBwKZQEDtgQDm4AN8AIEtH8ELEkKPQACmwEDoQEC9XYP8AIAEjOMKQE0Iw/wAjgfNksKAQM4NgRZ",
+"kg7wAgiGSAtvDQJaHATgPgquAATvAgRtAhc1p6kK7wICvBYAKQAN7wIDw2EFaEgKTQEDUAgETgEPCSkDBXpEEjFuMglwAgS5",
+"tQTvAg+RdwEB8gMILQAACAAP7wIVBZ4dHzNX2wACOEAH7wIBQwEMDDADJAANCAAP4QUBAjkEAREBBO8CDPkMADUUD+8CAQM7",
+"AA1lAQNxBAPZgQ3vAgSIxwQCJAk9AANKgAOhAQLKCA/vAgASNOAoD2YeBA/vAicAzBUN7wICawEDRgEP7wIAByEwDA5FAhQf",
+"Al8BETEkVw7vAgVpEwSj3A7wAgI+HQAqAA3wAgS/gA/F1wEDZkIF8AILcAMGVQIFXKYNn7kCPDEI8AIPMlECA98FBfJQD98F",
+"GAB8DwN9AA/wAgEL3wUB1xsM8AIEHAAMCAAP3wUAAm4WApcBA/ACHDaQDgFq1g7wAgJoEwHPwAplAQNyBAMIMw7wAgR1BATR",
+"8Ak9AANANQMjAAGyAA/wAgEBWHcQchgmB64CAQYzC64CA5o0AwQBD64CAAc0Lw7aRQG7AwIeAQLqAQ6kDAUJDAu8GAT4GALJ",
+"DA2WkAQqDAEhWA/cRQMAMgwJ4AAM3EUCYwAABgAP3EUGBa0bD9xFAgCuGQliAACiDA+NRAh/ZGVuc2l0eZBEFA8uAAIPk0QE",
+"DywAAg+WRBQPPAAJD5lECAjTjQXnjQ+YRAIXN3qWBiF4D+iNBAQxiw/WAA4EDh0FGQMWOJlED9MACgsOGQC7Ag/oigIA+gIP",
+"6IoDABUCD+iKCQIGAAM0JQ41BAIfAAAFAAQzOwhWAiMzMNUjD5tEAA+HPAIF/HsPQzwMAzcKD0BCAgKLAwJRBA/8RAkPuEQL",
+"A0swAXAaDbhEAkoDD8LlBwM9AA+CAAMGYkgCVAYPKqQLBmgsAxgAAxcAAwcADxYNAgSHGQucEwQeAAUl5gXcGwy4jAL0FQxV",
+"JQN9Dg+cVAECjQACBgABt3kIar8PTGcGCiYABOYjDhoAA5MjDxoAAANNCgEaAAzMQiYzMCNtC4MBBSskDwFHCwOFOQ8KRgMF",
+"9B4SM/gfD16LDw4wIwg3Hw9XHwAFDAMNZ38CEgEC/gAJZgIF+QcDPAAENQkEGAAF0Dn/AzBkM0VCMEM2RjdBMEI1RUQ4REcA",
+"AQWrRgFmRwMeBgDWAw/a6AICqg8PLNUHA1ABDxwvAgRfcA8QPQMCIA4ERhcP1nAaAyEAD/MSAwQOWwLWcA8gAAAPEUYFAx4d",
+"Bb41D9k1AAQiGgUHAA8EAwYIhUEP7TUEBMeiD/wSBgA1LQ/RFgYCpQAC+AgBUS0NhRACpQAEEBoCKQAPE0ADAkkVHzj2mgUD",
+"tTUL+y4AIwAAngACURYDAaIDegQDngkDgwADBwAPMUYAANADAX8KDPqJCEZcDF+xAz8YAiIABw1QBv0ZA0IEARIDLEZFnwEM",
+"nkUgMzAFiocJYnJhLnVuaRYABspNACMABH4KHWcXqANpAB9GDAULD03xCAm/HiMzMI/sBz4AAqExD2MAAAl/MQnUMQXgdwUf",
+"AAL7GAMmAAGrJggeAAJKAgREAAz5ZQKVKgYgAADwAw4xAQaLoQA+AQNQBAViAANTDQEuAUw0MDE4LgEILAAEOQYCbgANHwAE",
+"JAYCHwABHwsOGFsIKNAIaQUHFlsPtwEDD/gAAQMPDwjhAAAdFQhYAAa7BgQIAAWdAgYgHAFXBwLPCA9ARwAGEAMC7gsFagIE",
+"cg4BBwAHUE4FIQAD2BoPiwITD3kbBQiDJQAQAgF3AAFdRgwCpACpAAHeGgx8AwR4Hg99AwgKuDgASgAAyQUOTgIBC68HJQAL",
+"t9UAqSUPFAMOA9TMBckxC98BCvrMBJ2CBR4AA4IvA0QAAB8ACVHNAnQBARsvDaQEAzQAA5cBAAkCD+EAAAb9GgHvAAsxAwX2",
+"MgWdAA/0MgMEUgMZMFIDABQAHkPjAQlhAAN9MAJHAAFnKQ/IAAUDwwUGjVQBvwAPYToCAhsqD00GAANMOAQ7OAlOBgFxAAHs",
+"BgNIiB0xtYkFuzAEHSQL1wMCJ0IHKAANzAMBqyUHQgAEnxAGQgADcgEFKQAEiCcGQwALIgAPmlgCA5kuCkIxLjEwsQAEBQsH",
+"oC4HXwEP0l0DBFuMBD8KBNoNAuALCJt6ByFJAtMNA31ADwhJAQAACgl9AAG+BQg1BAHOKw/uCAUFAjYfM+UOHAQ4AALSCQFN",
+"Pw3QNwKpDg+xCwEGOsgPeFEMBFWXDCaOA7UVBJckCWsKAvwICI+XDYAABDoXAIAAAqEwDzxSBQPoFQzENQSHlQIfAA9zSQME",
+"KZYFw5sLHwAEoXkGkkkHyw8C/A0CxQsEyE8F0wEDzm0CtBwKGgAE9xcEAhAMswUA/QwL+wEHeVUP+wEaA4MBDxAtAgQ7Wy83",
+"OJ1TDASMlw+fDwIEZBgvNzgSLQ0DhyQJEi0FRgADegMAjAACby8PnS0LBAAXCw1NBkYACiIOBWcABNc7TzgrMjiGDgkEOcQP",
+"dE0DBUYADC4OB7p9DzAOEwUGyx84tQ4BAuEGBYfyD0EAAgRrdhM4RfIPWAQSB4wED3T3AgPmSA9gTQAEghYDEwIP0HgDBPrg",
+"AfMaDwjUAw+tigMEPScPLEghBGACD3geBAQILA8uSAUPBywHA+h8DwYsDAMsFwIsAA988gYInQMEbFQPjAABA5sDD0dIBwU7",
+"LA/HfQEDkQkEHA4PcfsBCyyTBDIADxwvAgOHbQhBzwQnAwQiHQEHAAGpJA/FDgASMcA9CKh5BcYOA6QABKiwBEAHDMkOAo4+",
+"D3JIAA+JlwEE6yUDFCIPqhoDBNLzEjGYHQwttAJ0AwEABAyLswKWAwMiAAK5DwuoCwQ/DwHHKg+oCwMKKU0A4gAAGQAPxwoA",
+"BndFASUADykPAAR0TANuAA+fDAsAQgoPKg8FHDErDwAuFQtAAAEMcg8ZDA0HTSsDmwAM6wkLdisBnQcKIQAEYhEESgAAXAIJ",
+"IgADv0sGIgAA6AEOQQEBxAAHTwELCAwEOy8CPgEPOg8MBDwvBNQ4BRO8BiEAAgEGBSEAAR4CCQcTBQgtByIACbkKCDItD0MP",
+"DwQGAQM2AAGSOAf8AB86imcAA6oEBI0dA0EABjF2CFsCBs8AD/UBAwtKDwPeAAQcAw3aFg9KTQYJWFQAywACSwAUcN8bCkPg",
+"ANsAAVw3DSEPA04ED3kDCAq7RQBKAACCAQ84AgAJjw0B/UQKCQMPFAEGDxsrCA4JAwVbLgNULQSiGQYhAAs5KwEoKAlT1QYl",
+"KA9kDgADw04EJQABFh4P7QAABi0dAfsADCUDBCnYA2UCDwEHAQOBLARIAw8wDx4CjicJyiwPzwAIAy0AAYsyB8YAD8wIAQLL",
+"QQ++BgED3kEDvgYP4CcFBUgpBeZrBhsAAzcHBWUBClMlASgAADsAEzh49gLNbA2RAwTuJgOKBAP6BA8AUAECVh8HLAAEgQAK",
+"JgYDbTwLlgkExRkNJ1kCwgwJ1T4MyoUCIwAD5mQKr0wBRQoJfwAAvBMJvgwHwJUPvgwaAsEHAS0YDbkOAtYBD68IAQMBKQ8o",
+"SwADHhEDTjYOXxoF8w4iNCtEvQruAQ15KA9jDAEEZ11FNzQrMmthD66PAgPkIQ/KDAIFqignNzSr+wYeAAWiKA8sAggERIgE",
+"sAAE0oMOZAQFXCYPiSYRBFERBA8BAcZECZALAn8JBLyfCi0vBRQDETVWKwRtAAqPAARiAAPeAA9H7AEFiiYF3gAExAAPxiYA",
+"A+1WD8YmBA+cAAEFHdENKJ4CnCMHxw8PJioBBb4kBK4WBKYAClEOBQsCBu0BEjJkNQ80AgUCBg0CI18O5E8PeW4BA+RPAzoA",
+"D2GcBgEFJwG5AA3wAAT3AgK8B9ExQTU2RTFGQzJGOEYzpCYKLgAECwUEnRUGbk8HsrUCOwEFlwEBFgcJIxEPRRcFAH4EDVwT",
+"AUMrOnJjcFYFA9oVCccHAaPbCZsEHzebBCQC+QwB8xsNzwEEPoNPNzYrMhe1CgRl4QwfEwTWdAMfAA+0AQUEiswAIQUH5AAP",
+"prsIAOcAP3Nvdc/8Ew8tAAUPhyQEDysAAQ+GJBQPOwAIAoUkCKGyD3MAEx8yuCQDDxu7ABc1CLsEPgI/PDIyQcsBHzFCywUF",
+"6LAPCQENDLkkAEUFDwYBEQR/AgNvAAB+Ag+4JAEBFwkPuCQCAYEKD7gkCAIMMQKyIgZPQA8sugIAwwQNuSQgMV8IBQ+5JAEK",
+"uBIFNRYGKIMPuSQQBLGtCQMIAoc0DwIIAQJfFg+LhwECKAUAIAAMKAUCbAgDRBIDlxELPRQG6IAfOZAWCQOyPAwXBwN4Ng9h",
+"AAkGoUIPbCUKBL2/BBMPCkMTBM8lDboTA3sACkEVCiQKBPeHDw20AwUzEQ+KJQwEx+4M3yoHCYkPggAGBRyrD2wlBQVOMQgx",
+"Bh8y6PkGDeUkEzEDmw7eAAVLJw/lJBEEZxQLyQcGLicP5SQQDKqDAhAkA5MqB1b6AlIvARwAAXE8B2JqAdACASAAAUQGCFKA",
+"AX4DBOvpCykfAU0ACOxoD0kBDwdMBAOYWg9zIgESMSFnDkMUAjsED0IUAAOTAwMSAQ+AFAgPvLACAtYIA3EKARADD6cAAAQc",
+"BxExGWn/Ay5wcmFnbWEgIm5vdW5yb2xsIvgNAgVyvQY1SiRlccEIA7EgD3QCBwreExIxCa0O7QIEUgQCYBoO+QABqAEAJgAM",
+"yQQDVV0AIQANDxcD6igCIQANDikIhwQEfAwMGxUIzj8PHwAABDHrDioXA98wA50PD4pSAwQkAx81Cj0EBNWFDUAwChNsC49g",
+"BSUABfOrDzoXBQShDQ/lagECNAoIGKkPQAAABHdgDy09BgURjw9iAAACFwsFL2sLPwsDmzAEiAAPWgwAAzwxA2oBBBMBDyEN",
+"AAHKAwX0KAM3ABgyZSARMXclB4AEA2lLA4EED6YDAQEIAA3DAwWmMwgwGgNTAAH4AwWeagFHAxZuMjQIhwQNqyURMfBsBlkE",
+"Cq0AA1diDi0FAQ0EATkDAYECB/I8A5f9CqIAA4ROAjYABbEtBu48At8xA2gDDVMkBE4GCY0uANwID9UJGQU4AAO4GA8QHwMF",
+"nhAAzjUPowYLA9U2D6MQBQE+EgVKAA+pBgoGUTgECA8KoQQBsgAAMgIOPWQDty4DiwABvTcOQAABxQEAQAAOGAYDsy4EbJsH",
+"/yYRMd9qDngDBf4zBnS5BrMFA1wnD7MFBwmORQDZAQR8jgu0BQVz7w//hgQC4DwPeysAB4lfD6UPBALzAAHwDQkeAAPMBQYe",
+"AA78AAlhrA8fAAAEM1YN0FoFoJECBwAP9ysDBVBoD0RJBAT/Sg20BQ/sqwAPPgAABHAGA/daDyIAAA9+QgcLq2UPw0YDBENH",
+"HzZnSQYEl2UPtAUAD5dlAAi0BQNTiAQKtQ9sHQADzmIEagEDAy0Pq0kBBMJbAiIAA8EFCrQFAcomDxAeAQX9AgPCAAr/AgRV",
+"Gg8AAwcKYhkTMYMoDgADBeE3D9iHBgK2CA9SOwAPqWAPAwIDDE4EA94mAwIDD0YCAwWpiQ/hAQQEmi4OdGQCGwQEUmQP0mQE",
+"BIICD7YIBARPLg0CAwrV/Q+eWwQEyUIPNfIHBamGDxpeAA6SKw9AAAAEwgMPtggGBCw9DwIDAATKXgMTLAwTFQS4LAOIAA9N",
+"KQADHy0DagEDEwEPnoQBBAIDBOffAjgADAMDCmPXBQMDBZoFEzJNIwsEAwTMOQ8EAwcKhysfMTOgBQWKBwQ/vA+pKQQP+4UC",
+"BKMpDwQDAAJICQMEAw1kXwM/BgYeAA/EAQAE1TAP4wEDBsOFDOIBBZKFAQcAAQReDz8AAASEAgQwwwwgAAS9Dw1eAALVAQUT",
+"Kw8+AAMEViUP9CIGAFEsDwQDBAvQWw8yXAQExAMDjl4PIgAABMYDD2xXAQkCKwHqUA++KgEDigAPvSoLAysAA+wCAb0qDwkD",
+"BQQkAAO8NAsKAwCXHg8KAwAE6xsjNDIWJgsKAwTLJA8NIgkK5RsTMS9sDgwDBWwADwNeBgKsGw/M8QIDmyoPMYcHAyEADCIX",
+"AxscAg0DD06HBAaL9w/tAQMFflkeN6s+BVFZBD4sD9hLBABXTwFDAA8BSAUEoHYPYwAAA5MHBqJZD0IABATiJw8/2QYGuyYP",
+"I1IBBFA1CL4mD0QAAQV8iA9zJg4PHgMBBoJSAwgADbAjBXhSBJEADwwfAQQXIwWAAQhJIw8jAwUKUyMMIwMLOA4G5Q4PeT4A",
+"AtcoAiMADgJBA9IMAbOGDrs/A7AMAT1BAxwTCwcuFzHTmwE6DgtUIhAy6zoP7EAFCsMNBO0IDxR/DQSoGgxKQANF9Q9yUwAE",
+"MywK4RoK9AMECQICASsOnQAGShUPuS0KA4AhAZ4sCZghAmkBBB8AD4MAAwRY8AGSDA+aLQMCIRgEUygMBxYCIo4NvQAEaQkP",
+"soANA7Q8AaNHDkUABSZaD84sCwOFTARrRwtFAAZjeg9ZLQoDRT0BlwkORQAFKQISMsxoD0UABQJRBQEGRQgeEQPaPA1nEQPG",
+"KwKbFgEwGgeWFgMTLwI7AAyYFgEXAASCGQuYFgKzAQFDNQyZFg8cAwYI8hUCtywDqhELRSoTMUCcDiEkAzYAD4UQAQMWGgOn",
+"AQ+0LAIDorAPApkABFFFBCsCAQMRD64AAQYUBAHSbg+iFhUFoxYP4wcCAz4OD6UWCAuEKhIx/mIObAMFxEgCBXkOAgEBJQIP",
+"PI0BB1dkDE8FBFdkA70CDAQEAv6xBZcCD7UGBAXZVQ+yBgQEIwESOSYECZonD2EqAQ9DAAEEdFwPOC4FBClgDuIHDZRTDx1U",
+"BQMkCB85BVoHD39THg9EAAAErlAfOVUuBwSRGA/iBwENjFANuCME9v0FqygPDBEABTQnBYABBE4lDxARAQTGuQR7AAQPAAni",
+"BwGMcQjiBwFYAwTQmA/QAwEBCAAO7QMD6xQACAAMxxYCqhYJlZIGxxYC6gQEtgQOSS0A1wMJsQALilMD36kFIgMDFgACxQYB",
+"XAAGZK0GmRYCfC8ErEkN83kF4gYNrwMCPbUP/psCAyQeA7EEAakNDj8AAqQFHzZCAQED2EICLwUA/GAH9QAKwlMF4wEFtRUP",
+"sg8BA9sJAmwrD8UEBAy4FQI+NQ7FBASTBwLdHg7XAAEbAg+oagEDmmAAIQANxQQD8QACOgIBdw4JHwACZgkDxQQPlg4EBRJR",
+"D8UEBQRuEANcYAmUAwScJQNiBA+GTgUEbiECEmQPIQABD78SBQZGKAVzKA9CAAMEHiEfOV93BgWskQ/FBAEE9CcG704PRAAE",
+"BI8FDyoTBgWDTA8ETAIFiCcDCAAO3ycE1ygEkQAPsVwBBeYmBC0ABDkpD9MSAQTFBAQSJwPUEgvFBAPgpwvNAAUiHgVdqwsh",
+"AwOSLQ/YFQgLOy8TMTAnDiEDBT8TD2heBQIGYgAoAA0jAwLoBwAhAA03DQPEYQQkAw4fYAnqBwtmiwZyAQ/aEgsB3SoBvgAC",
+"52EJ9QEFGyoIvTwPRAABBFEJHzDsBwUEXh4OJwMDNB4GdzwPTwgEBGOJD/JhCQULbA/BAgAEKpcE3GsP+soEAbySA8wAD/5X",
+"Dg8pAwEEpE8ELU8CiMcJejIDVgEEkgABmRoNsC4ENSwELQAEsS4P8xIBBBRuAywAAzwACykDAcMpDykDAAW+Ah82/RUDBAFx",
+"D/4VCAqZfQBsAA+yngMG5FAPT14GAuxiBKqCCpJhA2cIACMADi0DA3EMBCQADiEAA6IHA8kIASEAD9sBAAQjhA8vAwUFOawe",
+"MAf3BPGrA7AaHzFwGQQUMYCBEjFOaQ8iAAEP/RIGBDIxBH40C+XHBigABb5lD5teBwXdGw/HAgAEpS0Jjj0PRAABBfsDD2YT",
+"BwRFYA8vAwEDrBsBJAACUAAMLwMDXxoGkgAPCzICBJU1BIMBBOAvD/8SAQQvAwR7AAP/EgsvAwADNg8vAwAFthUfNiIWAwO6",
+"NwAoAA9YJwYMIhYCnowOLwMFLhkfNZZUBgLCZATXUg/CZB4FMAMMBpgEMmMFMAMPHA0EBTGkD/wBBQVPBQ7qmQPbGwFEAAIs",
+"AA9EAAMF6JcPR2UGBAccDjADBJVHBLxHAbZHD0IAAQVRaA/kGAYVMQscD8gCAAPjGwEkAAJQAA9EAAQGE2YPaAAHDwclBxQx",
+"p6ADOxwVMVsRBiIAA1YBBZIAD2cxAQFFEAeDAQUnAQ8RJQEEMAMDcwADPAAMMAMAnA0PTQ4CDy8WAAIoDQPIEQ9NDQUCJ1UP",
+"61UHANcCAzAWC9swADUNCZwAA+4ZCXsuARkJDxEvEQOmAQtoNAYvcALyNA4ZTwUhAA+INAAD3kYEWwEPsu0CBbkaA3cBA8IC",
+"Bsd5Bv8TAjkOANIABGMEDbUVC+RzBE4BBAIZHzFBMwwHKmcMaAQEAtsP5WUBA18EBT0AD0NQAhYxHHAPktgFEDFFDgEjAAKt",
+"zw3QAgNoOQPHAgQaSAJSoQhAAwTjeAQxAASeFQYhAATmAg8/WQgMRAEGcBYPzecLBRDoDfMCBBBABSIADwYLBASKHRIxaQAK",
+"VAIDzAME30kBA0oIIgAUMiBIBR8BD8lOABQyTUgDTwAfMvUABQXbUhIyAQMP9QAGAmoGAj+ECvUAA/8oBSIAD1Y2BAMfZgGc",
+"AA+MAAIIPckPlScKA6ARAqxqCYwACNZkD4wAChEy7mkEXwEMEjwDzjEHdwMAqxoHYAITMpAeAKoCD18CFAUDaQ9fAg0ErAcC",
+"xvUJgGICVwIPowMBBeljBD0ADxgNAxQyFB4SMUjHClgCA6kPBGwfBF0LCucDFDKRdwTnAw16AgOJCQVPAA/0NwIGdmkPegIN",
+"A8CaAtgVCvUAA3oCBSIACkZSB+4BBXoCDGgHEzJ/Hgb1AA+uAAMGt3UPnAIMBDb5Br17BRoABNIpBL4CD64ABRMznAIQMq4J",
+"B4UCACMRD9k2CD9iZm/ZNhcPLQABD9k2BA8rAAEP2TYUDzsACA9eWwkAH1sLpjYBejYNXlsYNW/pA2gBETwLoA+lNgEI9Z8P",
+"1QAJARkDCNEsFjbQLA/SAAkLcjYAngUPpTYCABgDD6U2AwDgAw+lNgkC6jICCzMHqVEPpTYABIIfCUAIEzLiGg9eWwAP2xsC",
+"AkEeDxpbBAc6Bg9LSgsDnQMPAS0CA1k/D7T9AANxLwM9AA+3DgMEaTACDS4NqgQFBBIPuwkBAWIDCJGbDeEAB7vOHzjFHhAP",
+"s6BABF2SB6IODKnTBv3RCisKBOsBDtYABhEfAlYfDjcBBlRdD3CgCwP9FwxcIQNXag+mBgAD8wADOAAPiw4DBIM3DDMNBMIx",
+"ArEBCX42BdUPBbgAD829AAPgLQPXDw8GfgQFk5YPBH4DAx4ACCYxCFE2DiqYD2y8AAJmGwXkuwu1AQuUIQNQIAXYAA/CfwIC",
+"FQQABQAEFzgJawADCgQK7B4DagAIbxsCtiwJHX4AJwAP5b0CBpIAD7d/BQSIww+xLgADLA0CTAEMK1gKn5cPqAEGBFcvD6gB",
+"AwMeAAVbcQ7e1A9xMwISMhxZDH8BDzHVDAHOAgEFAAvgIAOFeg83MwEDagAIfwEBLQAKL9UAJwAP8g4ABzWjD5p/AgLKPAPP",
+"RAlXQA/OEgYKJgAF3RkNGgAEBBsNGgAFJhsOGgAELx8OGgAE1h4DV0UKyRwTMn5LCCQBAgweBDDDBRgBBz2AAhE6LzMxqdUP",
+"BRwGD9WfCwNvFgWfBgOSAwKpDwmNxQYkgAInGgADTwEcAAyn1QA9AACnAAtZnwNaAAztAwd2AAJuJAETbA72AQJJBwKQJAJa",
+"JA+m1QMPuDsCBlMCD86fCwO6BQ9EAAIHIgsP0AsKAx4GDyUNAgXvGw8WPwwCFggB8UkOvwYEQwAKnScFOwQDHwAMIQYCBwwC",
+"C10PuVIQBz8CD2ACAgXVtw8GRwwDCVYPYgkCB3miDzIOCwPWPw+vDQIF2gEFlBELthEH3akNFAED8AMCBgAN8CIDGAABBgAA",
+"xSgGtwQBlOIHCwUDrCEPswoBAmBJAmY4D15YBwOzBQknTQCEAwWFoQ/lKAIXMluYBksLA/DIA3kAC9kDA7UnASIAD/M3AgM+",
+"AA9YvwAE6jcCjQEP3j8CBAsYAv3vCHgAA0QVBXgACBwABUwxBGhXDZQAAj8BHzcPogYDlAAPrlQDBCtiBruBB58BAq4IAnwA",
+"A6xdC1goCGUBCpYAAggFD2gjAATfvAKWAAdqERwy3DIEFgUE/yUEWQQASwAGRQwCrwEEoh0PC0MAAEAADGIMA9M7A48ED2EM",
+"AwWJ7A8FPwEEYigPUh0JDHYJAtmYCZNDBDAQD7JCAAN3KQEGAA8RIgQEVRkD9DkHaAkDdicDbTQPiyYAA0wZAygADzF7GAQj",
+"LAVrNwh2AAMrNQMfEw+HGAADcBEDJRIDLwAPGlUBA5gAAys+D1omAgVRAQu/VAhR3wyfEgMQFQMwOQVyBA31UQMiAAf5bgzn",
+"UQHqhw9yVA4PoHUGD/RRAAB6ABRwZ04LuSISMgxVDm1VA9EAA40AD21VAgrZHxEytT0N9RQZMshOACUAC6AvAK0aDylkDwI3",
+"AQPZGgWyrQUfAAKuAAQmAAseAAOUGgQeAAA9AAkVYQM4NAB0AAwaUQNiTAMjAAGxCQ/hAAAKpgYE/FkFnQAD0gMDpAAPMwMA",
+"A5QCAWwBD+VRIA9JOAAPyAAEAyoAAc0nB78AHjr+BAI8PQKELg5uPQEXigxmAQPrFAOSGgylAA5suwkeAAM2AAOoAAH+Dw0f",
+"JgM8AAPwNgMyAALFKQj7BAJXGg9W7wEKK/QPhR0DBDE3Av8tDL9iAw8CAmoBAs9jC5wBDfgABE0oBJsEDwVQBwTaAAT/Jg/S",
+"NwQErPQDBg8MowAESjcITAABCWQJJQED8TgPwKcBA/QXAuoBDxLTBAUskQJhKg+zNwEEyQkBEgEMkAILCZEN8U4L6LkP9jcC",
+"AgECBaxiDxxnBQ17AAQFNQSDAA2tKAsAkAEoHAohAAVdNgYhAA9CKgMEKQAMbhsGqDYDQwABEQYJQwAEMA8EKQAOGzkE+gAD",
+"pwANZAAGnTYPpwAFBHoPAwgAD40LAASCAQNDAA2nAAbdUgNDAAlpEAFaWw+kCQEI3EIGxQoCBgAPMFUGCjEKCykjAOUJCXsA",
+"APQxDecPBIbOA54HCnMgA1AMA0UTCzcgAH8MCWAAC1aOAcQDD4AXAgG4BA+yFwABMwEGyxcJmRcCYQoIK5gB6AQNvKICiAoP",
+"gXICAgZED8adAQRLVANYKgiVGAB2IQ+VGBkENwADpQwPGUUCBPlIQjU1KzOvvw/iTAUDlAoMkhsDi2ADHwAPwfIEB95fBAYN",
+"BhsABHYsBJoED6JUBQRSWAE2MA9kAAEEy2YD/ykKZgAE/iwDWQQByR8PZgACBQhVD6LsAwSsSQAxAQ+b5gsCTgMCAmAOxl8A",
+"HgIMPS8E40oDOgAP6AAFDUPOBhsAC9sEAewOD+YAAQHwfgExAA9kAAQE8UoDyAYKZgAFGC8DRQAP8FYFAD0AAyMAD840BQQa",
+"Sx80DWQABak0BAMFAf0fD2kAAwJxYQE0AA9qAAQEggITNMARCmoABIUCAyoFAj/6D2oAAhQyPAEHOZkBfBkPqx0Lf3ByZXNz",
+"dXKtHRUPLwADD68dBA8tAAMPsR0UDz0ACg+zHQgXMUVUBLMdHzYReQIfOLMdASAxMywAD7QdAQDHAw/aABMMth0AxwkP1wAT",
+"D4UdAA+4HQIAdQYPuB0DAGIDD7gdCQGvBgK+IQLX+g+4HQYErjsJ0gYTMwBkD11UAA/IBQIF3ioPXVQTAJIAD11UFwGXBA8V",
+"HgUG11QPBRYLA5ESD7MRCA8UHgAPo+ERBEIqD/YXAwbNJw9iVAwCGgECVyYNAQEP0x0FA7UMBD0AD9MdAwi0DA6gAAbXPg9i",
+"VAsC+gsGV34HwQcHHwAPggACBMYtD+8TAQJUHgGOCAyHDAPyBw/MeQsOyloB1dcPcxoOA9AbBW3ZCscVHDOYGwSUAA+yVG8B",
+"FwAPslQKCxw+A9igARsAAEwACBo+AjEADxo+AwJ1OANUGg9iARcEaz0FcQANdB4VM3QeD4kfAw/gHQQKfmkO0woCzgQPJDkA",
+"BPE8BhAJDj0ABIcCDWApAy4hAxYLBPBUD0cCAw//AAEEogcfMwpVEQQwAwXljA+8LwMDpVQPGVIABMIJD8EJCQVq1w2HCAOc",
+"IgOpIg+bCQMFqyECnH0JSR8CvQgEUlMPagUCA4xAD7k+AA8AsQ8DlwoPuDIDBI5PAgCxCf4fA3wSAQYADwY1AQTFAQS14QOj",
+"Cw8hMwQEiiAE1bAPaSAAAs0JD+m3AQRnMgRrAAScNQsEQgLHAQQHyQ/NAgEBCAAO6gIEjCoOQw8CNAIEi58MUD0CcAAD7AMN",
+"uyEYMxdUETOhIQg9DwL+Hw6SBAIjGgF9BABMAggXVAKsAw/iHgIOmBsDfj0COgIGfT0KmBcDsgUJRScIPccPkAkTBToABFks",
+"D8IFAgbDLC8xOBhUDQWgLQ/qDAQP7IgMDyntDAYwyw12WAQjLQNXAw4sAgMlBAOmZw1bAAPlyw+3PwADO1MCIwENO1MEECwB",
+"BxYHTTEUM6HBC+wEBR4sPzUrLeUAAwIYEgApAA2KAAPMDgJxAA9JUwQE7D0CrP8OFv8DpyUPzBQDBUmdTjI0Ky07Lw/YuAAO",
+"vwADIiEPmU4AA7kAD0vXBwMSEw+cAAQEoTsOYFEE3RMClwAPmzMAAxQ3A8AABaw3D4pRBAWz1w+rUwADug4DlB8PjFMIA2sA",
+"BOM4CtQABA4CBBExAA4CD+xSBAKcHg+YAgED4gcCNAEPl1QEBA4CDVcQBAk4AqYAD3IBAwS0NgEOAgWtAgUeAAPiAAINAgHW",
+"Ug6+AAKVEw/RPQADbVAEK2kI2QADWrEDiggPIh0DBAJKHTeNPQSpfgIHAAH7SQ+XHQMDwAAEP1MP/h0EBLVMA+4iDxdTAARK",
+"Ug8BHgECDAIEagACMAABmDkOCwIEmQwfMj5CAwLJTgAmAA23UQgWBA+qTgQFbrINFgQEcIACogAPCAIDBfaNAwF2CHAbCY0c",
+"D8BIAwJLTw+vVQEP+tQPAwUCD5gABAQFAg6hrQkFAg+tNwEEkFIDHBoDKQAPBQIDBTbXDxhSAQkFAg851wgEagACMAAETEsL",
+"BQIEPCUfMiJBBQJXTQAoAA0HAggPBAvTTAWLAAlYeAgHAgTvNQKkAA/eUgQHDwQNDgQPZRsADr0AAg4ED4Q7AAWpTQ+qrwAI",
+"DgQPljoEBFZTA6xND1VTAAMKAgH9QQ8QCwQEDzYEh1MP2hQEBM31HzgSBAAFSRsEKxoPfwsCA6QaBG8AA/EcDosNA+M2AQGq",
+"Dd45BYc0ADwDC1sKBlALD1M6AAFYAwO+7A86KwERM2FjBmcKDJdyDzprBg8PXQIPZYcJBlMAA30CAecDDagqEzOLcw+GABMO",
+"oE4Gb08PQNQLAzcPDZsCAmkBD8lQAARfsgM5AA/SAwIEyVAfOPFmAwXmPA/JUA0CEw4N0JEKdLEPgwAEBMlQBsssBpASAUAA",
+"CshQChUjBH4BDrsABhwSD8dQEg9bDAIEMFgPx1AUBDdYC0UABkcyD8dQEQyRrANorQ+CUAwE7h0ENQACOQEDzSgMaBICpQUD",
+"VBwLaBIBBAUAIgAOBwMPyhMSCS0DCIMRA8sBD2haAR8zF/8FAqpLD5pQAgTO0gN6AQ+qSwgPmlACBIQyAv4BAUE7D60AAgZq",
+"BAEjhg+aUBUFMxIGZRUNfVgCSnoPUAEADn1YEzO5hw6SBwUAEgUNDQ/VSwAPWh4BD9VLGw8MDwEE8EoPLQ8GCEEUCixXBJUI",
+"BI8GD4gGAQTPQwSuIAM0AA+fXgQF8B0PGEsIBOyCDyZYAgO3AgZRqg+TAAED/iUEkwAH6wIHKAIMQUECFRADPIUPxAIBAQgA",
+"DuECA6sQAAgADD4SATgABXLvDI5PAdQCBMMDDoZXAMsCCbEACxv8A/C4DI5PAqQaAoIxBVAHB45PAjASBhSjC4stBScHDaMC",
+"As0ADwWQAAJvSwWkAw7+OwIgAAAnAA80EQIClUsAWgAOXQEDFkUDPgQHFigSMxYoD9QDAAVrAwYMhQfUAwKfAgIZKA/UAwQM",
+"eBcCzykN1AMFBm8vMjiEEQUDVEwP098BBReuACMADi9GAvEABS9GD0UKBAYreQQUQw0iAASRLQ5KAwSiJAQQIA8TTgAF3QME",
+"LAAEQkYP3QMEBuSqDyJlBg/kqi4F3gMEXyADNAAL3gMPemcDBioRBOm9DysuAg99SwoM5hUF/PULHwIFoxMfOJURBQNjSw/M",
+"UQEJba4PXUsGBB8CD7BVBQVlRw/NqUQEWO4EJAADNAAPHwIGBY1HD8CpCAThSA8fAgEDqwIGgn0PHwIHBZQAAzQACh8CBBT3",
+"DB8CBjwED51NBANdAA8/BAkMYhcPrVgFBYsCDzwEBQM8Jw9rSjEPaQEBBbJMD4sBBQRRGw4dAgZbVwNlAQ8QDwEEHQIEeCQD",
+"NAAPHQIFBYk1D6pJCAT3Fg8HqAkE3VcP1VcCBB0CBJQAAzQACx0CD7dlAwaxAR85rWIEAvEAAUw8Dx0CBQwlDwKQxw4dAgXH",
+"EwOu3Q8fAgACoR4Puk8BCIavDiRIAwkRAx8CC0j+Bk8BBIIAAubJDyIAAQ9DlwYNgX4PfC4BAx8CBR99AzQADx8CBgWKRw+Q",
+"UgcEvwMPuFUCBPk6BQcnDx8CBwV3fQM0AAsfAgXKGwRTAQXXRAA9CgupNgZXCg9FEQACAYgDxgwO/AwENkUAxwEEKEIM1RAI",
+"CzIAvAkLyPcPKSsEAQAqDzwlAQF7VAc8JQkkJQR9vgG1AALpGg8YIAID1kcES9AKG0cDnAIEz6wO6DgPyUsKBAoqA6EBD6BI",
+"Awcu/g8BeQoGMEsPKEsDBcMHD2aBAQacfwe5Ag2HMATBKgTAGQMSAw8XjgMBZE0D+wANGhUOcaQMVSQGzkoE7h4P3AMEBX+k",
+"AuWxCigDAyADBDpYC5+jASgABDwAAyIADWswBMGBBRsBDwAEAQYIgQMbAQMrAQ6ykwScgAWsgA8OCwQFpr8EH7IP+VYPD9kA",
+"AwUBKwGmswfcJw8tKgtPdmlzYykqFA4rAA8lKgQOKQAPISoUDzkABg2pfgD6AA82AA4fMjEAHR8zMQAdHzSwKgIYM5ejAl8E",
+"GDzzfgTfAT88MjEJfwIQMEAAD7AqAAEjBA9lAQ8BhQMHHSEA4goPYgEPClMFAY4DD72jAgCSAg+9owMADAMPvaMJAtwpAjcT",
+"D2BICgHaBA2oKiA0X5YpD6gqAQ/a5g0PqCoRAZcLD6gqNAf9xQ/MfhAK0qEEHAIFVbcZKyf9BuaDAe0DD2v7Bgg3FRIyZ5kP",
+"JgAACVlHD4QpDAOtAAyEKRUyGWoPXikCEzS6gA8VQggPLSsLCJ3nCQCXA6MsD/+WAAN5LAI5AATHQQqrCgQcAguXUw4cQQ8q",
+"KwsD9K8GluMEGAADRiwDHwAPgwACA2MAAq0/CwsDAqwpAh8lDOscAg8BD40BBQ/bhQgKIhISNKkTD/wAAA+PpBQDgZgPOZUD",
+"BA4JDBAIBQkJD8GVFAXdGA9NSgMHH+8PyAEDBnpED7lUCgPLAA/4SQIK8kMJEiQBzQADL55jODQ3QUUxBQAfQjMEAgGRAgly",
+"FQTGBAM4EQNTAQK0iQ9kAwUE2wcUNInoC/IaCjhcDsO5AbkEBZo+B0K/AhkABPIEDRooEzS0eQ9fQAEPry4BA6MCAtIAD/0I",
+"AwT4WQJfQA8gAAAE5CAMGAkC7wkPQ6QIA9kiA644D3xAFwThLw8KFAYFFCMPAR8BAW4ACCp2DYFvAv8CCqEhBfAWBp5ABCgY",
+"AmECDwQpAQWOAQx+pAT2GA/9PQECGwADIgAPVAYAA6sKA0UrBpcADMyhD3+iBgi0AgArFg+aQA4A8QIBdwABgOgNgR0SNG05",
+"DZZABA8PD5VABwoEHBA0HHANsj8YNPajFTTW5wXrAQ+RQB8B2BgJIyQJkUAMHgAPkUAnBIFXBPBZAK0BDt8ACKo6EjTOIA6Q",
+"QAMXAg8qFQAEHVwBZwEPkEBCBMcABIklBzsaAL4AD5BAAAK6bALABAhxHALtBwAeAA8IQAQAIgAPCEAEAq0HDwhABQxUMwwg",
+"AAgMYgmkBAOYPgJfAQ8dJQIEWD4PpgQcBKp3BPo/D64kBw+0JQEOrCQPOkAKBD0kDIhRAzpAAHIBDzpABAPNBg85QBINnT8C",
+"GAIDogIBCAEIsiULbCQAxQANQgAD7gQF96IMa0IOOUANIQAEkh0DbAMPJXUBAyMDBW36AzMADa+lBSPQBZAAD04AAQMHAwVO",
+"AAT3BwdcLQD5BQzLEwV3GQgdLgbpCgIGAA//SgEFkggFECULHCAYNA8wADMKC+KPAMMCD1sOFwQ1AAKvAAFTAg3gAwVzDQnf",
+"AwNLHQPuCw9bPgYQOVuUD+kJCQ9bPhMLRHsHiDkAZQAF5J4L7DUEsyAfNNAkDAiuPQmEAAPMKgd1Ig2EAASDAA8tsQEC2wkC",
+"9x8E5UcNQg8NOjEA/wIPwgEfAygBABMDDSLXAmE5DyMBAgRHIQ8Uow4DmQUJcRQFRgAEDs4AZ6IP7QEJA1oUBMVpC0YABPht",
+"D1qjDgP/DgkMOwWzAwP+BR05HQwEmGwCpAgP7AwQBDtXAJEAD+4MAwS1DiM5OGUWDtUABAgDD4KjDgPlNg+bWAIE2lgARgAP",
+"MZUpAAoCDcoZA6orAjoABG+FC+gABsYADlcBApYGACMAD3YNAgf7BAFqAAApAAzbJgIiAwAFAAs/OQNnqALlNAEjBAgC6QLY",
+"AginqCNlcd8TB66mBCsDBA0UAT4JSTsKCXiRSwAdAgRkUAAjAQAiIwUyAAC3AhVwWnkM+AsPEE8EAqozAO8ADxBPBANUAwEW",
+"Nw7cBAQ2HQ8DTwMB+wAPfrYDApgzD0fpAQOQhAOGAwEjNw54AARYIQabHAbqVAJ6AwAjAAGKJAwTPwRF9gufHAQiAQ9+MwAP",
+"c6UBA34zA+YDD38zBAVpfgKAMw8hAAEEZZgMcAkE8iEJAtgNxEgCJQAEPk4PCwoXBp1+D5omCANkAQ+zDgAECx8Gx34OnQAD",
+"Ax8DKwAEMgAB6X4MVE8CVAoEd8kLsVgKtAEKEhwFtAELzg4DFncPfJ8BAzIfAyIAAs5iDGtPA3YNAyMABcscCGxPAnIBAE0A",
+"D9IOEA9sTxEBKxwEck8DhKoLo0gUNFhQC9YOBK+jD9cOCAuNSBE05yUP+g0BCdoOApijCEkrAfNUD2ChDgv8fwHnFAnVCguA",
+"0AGIFwohAASEJQRKAAAAAglgoQXwKADJAA/tYwQEJQABUB4O7QAHzcoB+wANhaQDKwIDRicP2BsBBEMlD+sOJQ8s1AMPzwAF",
+"BJEjCe8OASRLD3smCQC9Awy4AAt8Jg86BBkEuwgDOQQNWgAFQyUJ+AMCrkYIWwUD1iMPeI0BA2IgAiIAD6Y3BAXiewIELwlV",
+"AQrHUw92ZgUG7GUBQgAMCQ4FgCUERgAE/AsGIgADBQQDRAEAowINOxME/wAETQAPSqQHBFYRDSMCBIgEBNYND1AOCQWsJAM0",
+"AA5QDgTOAgNOAA/hzAEFUA4FTgADNAACkGMPmwUAB44CBl7iBsBDAUkICMcFC0JsD2AMAQGJDw9hDB4ETCoFg3MLLSEEiTQA",
+"tCkPSwwMAyJ3Ao8qD6U5BA83CQEDpTkEQAAPetcAA282AvsIBzsBD2VYAgVQgBQw7zoMZgkCXwEFi6kKPjYC3gkPtkIAA+WH",
+"A2YJC8o5BHwABFKEBruRBmYJA/FlBC5ADsWnEzTUeAm9OAKsDg+RAAID9wkCUQkBiY8P9iQBCR6ID8slCA1RCQXAogQrAw9N",
+"LwEDxSUPMa4ND3gAAQQ0sA+rdAcFPqQOUQkFGSYDKAQBHhsMtG8JsCUGaqMOUQkE+W8DVRID1Q8cMpgZA58BDGWtAwMBADoE",
+"DGWtAo4HBK3ZDzwJAQSUqAMjAA88CQEElKgPSqsGCcIaDw4YEQGIBAJ7AAIA7A1q6gBfAw+oWAIEA6oDjQAPPAkCDFwYD8dX",
+"AhI0DksHJQAMPAkCTgIPPAkNBWolA4MCDZZTBiV9AmMBDeIFBTMlBEoAACIACTwJBl0lD20IAATUCwXtAQ/tAAMHnjAA+wAM",
+"PAkDTigDRQAPkFcJAnsBDzwJIQ2FzQ/xGAEFzwACLQAAzwAHuAAPOS8DBTQmDzwJAgs1Jg8lBBkE2EkPPAkEBj3ECeMDAXQm",
+"DwM+AABGBQ8DPgQDPAkPBD4EBVR9AgU+CoAmA+wHBH8mDxw/AwFhJg88CQcEb7oFfyYE7QUGIgAEZgQCbgAPPAkBBVV9BE0A",
+"DY52BI1IBTgBDS0DA2lIBAYCD4eoAQU8CQVOAAQ0AA1aAwWwmwNOAA9JXgEEPAkETgAFNAAJeQILMH0IWFAC7AcP6QcCAnIH",
+"BE9YD+Q+AABBAA1YBwNOCwPpBwpOCwdeUAEQAgfvOgbpBwLrCARnhQ307ADPAA0JtAP+8ACzAAyRAAThrQPpBw8yTwQErUkC",
+"jxQPIQABBMQCDEwHBDACBaVJD1E+AgKaAgTUnQ+Y2xgEpX0fOMN/BwRQRg/pBwAEIoAFTHwPRAIABYieCAcAETEJEwvpBwNf",
+"DAMxAATpBxwzNxADnwEL6QcIZ24LfAMFoEsCWAAP6QcBAxwMBCMAD+kHAQOFDABNAA/pBxAPSTAFCOkHAYkMAnsAFHAlLgpy",
+"7ADuAA+FsgID/jAEjQAP6QcBCkrsAEoAAAIEDvwGAVJ9ByUADe4/D461EgsFfw61qwPimgQpAA7pBwXXfgRKAAASAQnpBwYB",
+"fw8aBwEEHQADGgEP1ggDAU4BB/sADOkHA9hIBDUFD+kHAQPXRwJ7AQ/pByEEYLEGoIAPzwAIAy0ACJueAMYAD5OVBAjmhw+1",
+"MQQEKTEPJQQZBbp+D+kHAwPdRgSdfgTjAwKa/ghIQQOoKg8XNwAD7vQD6QcPJ7MFBAolHjjTLwSDZQR8AA+IBQQFzt0P6QcC",
+"Bdt9A+gQDXrGAfx+B6MED+kHAQXXfgRNAA0wFARSIgQ4AQ3tmgH7fgcGAgG8Gw/pBwUFvX4IgioKTgADrgAETgAP7iAABekH",
+"BU4ABDQACjEDBemUA7gBBP8PAQgAC8FtA++rBJOXCnUfAhwqCacdCtHvAUMQCXwADPOzAL0hD7QdHwKoBwHqPA6wKQFOYg8g",
+"Lw8PmBwCAQ99Dz0ADw/C9gQCdBsPF0cAAxIDA0pCDnYABND7Izk2Iy0K+wEDbAQAJgAArgQfMu4DAApVEgTegUI5NisypIgP",
+"LioFAuIQD/f+AQU0gQN/AAWsAg93AQUF6EAP1n4ICOtADXAAAzwGBfl/A4AAAT8gCWgEA5UjA7wADyEzBBQ43FwPMfoDBOED",
+"BN0AAzsDC5nsBjAAChRBDU8ABD8ABLwAA18AAmwkD50AAQXkMgC4JAchAwD/DQ/kMghvYWR2ZWN05jIUDy0AAQ/oMgQPKwAB",
+"D+oyFA87AAgOlbEHijIPOAAID5WxAxgxEl0CdAMPTdYED0zWARAyPgAP+PUBB/EDDwYBCQGXAwe6BBY0uQQPAgEJD5YgAg9z",
+"ABMCZgQHNTgPyDIEAHwCD8cyAgB3BA/GMggBRwMBwwUPa10KD2pdAhM1lkEOwjIP6SICD8AyFANfGQ9dBQIHXAUIqjMDqCAO",
+"TkgFcgAPgzgLA24pC7IFA6U7D6eOAATNFwIHAA9uUAQCfAAPSoUEBJkAAiYFCWwxAn8OD1sACQRoyA+FBAAImjkDGikPfQQD",
+"AVX+AhYtCd8YBi0tAS0iITY0LSIGaef2BCwgOTIxODg2ODQzNzIyNzQwNTO62AB+LwFJAAIcXQE2AA8vAAMIvgEC1gEEXB4L",
+"YgIM90MEqAAD7g4BXwEKqgADyAgfNKoAFAPZAB81LwAFDWoyBpQAD90xBAIbEAQnCQPoDQMWFQEGAAOcKArXDRA1rE0N6QwY",
+"NbEoETWIVg/NAQcPnBgEA20CBy0ZDQIvD0DVCganAQORDgrDFgMQAQkFBANQRw/fxQACOO4C4X4O7QAHvhUUNRAyDyMzBAMR",
+"MgwAEAO5EwEGAAGOCw/CAAIKoQoDwgAPWQEHD9tDBAM2FQZZAQ58MA+3SggK5yMPRgEBA8h1D0YBCAc3CB816KwEBIg9Dw1G",
+"BwS6NQ/WCAID8AkCBgADXgQBeBEPLQEABM8IBM5MBVUEA2kPDasDA1w/HzirAxQDMhQfOasDCAoUGR41iKQEwgUEvAEDpWcI",
+"lwAFntwPlwAUA1MUHzGXAAgKmRQHlwAK3QIFIgcH4E8GQwQDuy4CkgEDTxoL4CwRNR1OD1kDAAiLMAAlAA9IBAQEwgEPAEIE",
+"AwALCDWsCH0kBFYXD00EEAN9KA/tSQIEHwEIDAMBeCoPDAMEArUAAxeCD2UAAw8RAQAHFhsAHwEPbAQBBvc6AtM5DZElA2wU",
+"AQYACx8mC+IADTkJAvsUD4MBCA9fIgQE+AYHgwEIkgAEexoPgwEeDHgHD4MBAAOygQ+DAQoPmgkAAmUAB2wBBWn3B8uhAq43",
+"BsyNC+FJBGoKD/M8BQNgLQDKAzR0b20fADhtaW4lKwGqAAKv6gfObwBbAA9vDQtvZXJyc3Vtbw0UDy0AAQ9vDQQPKwABD28N",
+"FA87AAgPbw0KDzgACA9vDQMPqmoAFzMXvwVuDQFZDQ1uDQ+oagQBjQEPBgERDG8NB9wvDwIBCQ9jIwMPdAATDHANAbwGDzlA",
+"AgulRQr9/gTPAgNiAwidJAeQDQdkEwIoMgFLEw+IDQQCIgAECjEJHwMTNsEIAL0MA08ABDMABX4ABAgBBesMDJYBBRk8EzFY",
+"IweIZwJoRgFTAA94MwAC6SMAGWUBkhQIOhQChwAAsw0BGwAI4IEGeg4BJgAfcPgAAAHzAALLAATjJQXpDA/hSQgKTwYfNhFp",
+"BAUFsw+ljAwDywwA+AAH+VEC3iQL/WQCCh0DI2QBCwUGpy8CRBUAlyQSMpzuB4wvAsAEA+WvAFovBBkAAvU/ARhaCHgIAh4B",
+"ATUABBwADxwBFQpYBRI20GgHOQICqloDUGwIGAACvS4NHBYFhR0AIwAPtA8BAkswABQBDVlSAtAJA2ABCzoGAkUBBxAMHzaQ",
+"vRkFfUgFXw8IHAEGBwAFedoEhgMFsAINgFQDfQoIIVMDNAABpAEABgAPtroGAB0AD3oMAhg23w0SNqnfCsgoES0XAweLAwUH",
+"MgeyEQuBugRy8w1lDAMLAw6kAQW4Ag2kAQJaBwTPDwweAAPBCwDuZweLDBs2MGUMagwkMTmRZAmTGQqaAQ/NDgQEpgQTOe9T",
+"CUIABGIkA4gKD3waBARCAA0/AATHGwIHAA+BCQQEVBIDvFIPXAIABEgADWIpAy4BBEpMD3gCAg+hTAAB7AEGBgUNgQ8YNuZd",
+"ETYYPQ9CNgsFEHkKBQICODkPBAIAA40SAz0ADxl1BBMxo8sIIpkRNpQOkHJldDsKCn0KCg"
 };
-static const cq__ptx_module cq__ptx_2d_f64 = { cq__ptx_2d_f64_lz, 138611, 523829, 0xc7fe28cfu };
-/* PTX module 3d_f32: sha256 ad3fddc01fc7f7929a2efda2a149a4cd7fa61287f92956ed9913fd01c0938e96, nvrtc 12.0, PTX ISA 8.0, 743006 bytes, fnv1a 0x9f37a4f8, lz 208643 bytes */
+static const cq__ptx_module cq__ptx_2d_f64 = { cq__ptx_2d_f64_lz, 139876, 529010, 0x2bf1d24du };
+/* PTX module 3d_f32: sha256 50a1ed790722b83e6976d5c18e6e2269b7ee65f0b09e8112b8287ff12fec330e, nvrtc 12.0, PTX ISA 8.0, 753462 bytes, fnv1a 0x22407801, lz 211409 bytes */
 static const char cq__ptx_3d_f32_lz[][CQ__PTX_ROW + 1] = {
 "8hkvLwovLyBHZW5lcmF0ZWQgYnkgTlZJRElBIE5WVk0gQ29tcGlsZXIKKAAEDwDxByBCdWlsZCBJRDogQ0wtMzE5NjgwMjQi",
 "AFF1ZGEgYycA8A1hdGlvbiB0b29scywgcmVsZWFzZSAxMi4wLCBWBwAwLjc2MgCCQmFzZWQgb25xAFA3LjAuMW4AYAoudmVy",
@@ -28981,336 +29045,375 @@ static const char cq__ptx_3d_f32_lz[][CQ__PTX_ROW + 1] = {
 "AQIGFAP5Sg81QgADyQgFtksDOg4BAQMDCy4GBQECKi4DPLkAIwAfcBtAAwQYEATqfQYHAQMpswJ0QgH6BQ8HAQADLkEPz38E",
 "BFWpDgkBAsMkAzKCDAkBAgkVAwMlDwkBAAOODABdAwgJAQEOAgHBFAkJAQI9DwKRLQIOAg8REAIFhLMNI0EDyM8BEAIBaA8P",
 "CQECAiUeD4t+AwocFgffAwCeTAf9JQMDFgMMkAz9JQWdAwYmFhwxRREH/iUANBYPpR4Hj3NwaF9jb3VuXDkRDywABA+hHgAP",
-"KgAED58eAAyMjA86AAtvMVszMTJd15YDDzYcAC8xNcJAABkyTBwDtQQvPDdxjAQBd7wBSwUP1AAMBCsZCH6SD9EAEAxIGQ9i",
-"GQcPYxkHAZwDD2QZCgNNKAMOAA9nGQAGxyMRMUMEDckjITlfa8MDeQAE5AADehMPHR0CBMRtPysxMGFvCgMNSA9XFgIDKQUP",
-"IGQBAjYAA2wXA40MAzQPCScOPDErNvEiA98FCIgZB/niAdEFAAUAAxAPCVUABEQjLis3qtQANAACIwQErwQibWmwBAYdDQOt",
-"DQEeABF6c5cDHgABt2kDp6oK8AMCIwUGbZUFQU8HgZUFFAADQQcDFFEKKxsCvKAN4gIE+CMmKzhubwZ+AAKNBgAFAAHqCg1s",
-"AAP2JQqnGgNqAAjPKgIuAAOplASbBALQogxkAQTqDT8xKzaErwMEsFwDr1wHpbsBpQYCZg0FCQ4DGwACGDQCxgYPoAEEBkQN",
-"D6ABAAhkCAkiAQGJBQAyFQ9llQECOJ0NdAEEmkgmKziEOAZSAAT2GAJgXgz0AQWIOQr0BQNqAAl0AQEuAAPfEgZ0AQPmlAp0",
-"AQSDGQMdlA+wFQUDri0IdAEBWAcCXgEEn5oHWQkEIQAPdAEFA2QJD3QBAwRnwwWWOgtalAEgAA8XFAITORcUDc8FBA1DEiv2",
-"+QtWAAJCHAK9dwRHcwpzCwAIBQ1oAQMwAANIFAubrQQzAAeaAAOCFAXWAQLGAAciAARuLgViAAbvAAFjAA3XAARBJwPXAAg8",
-"AAM7AAQkmAU7ACJ2Mj4AEHv0BQJWKRQyB9UEDQQIpgAAt7sE7FUEXAACZhsA3AMLlwAEpgUFbwESMcwDD7keCw9EAAMFDwQS",
-"MXUFD9seCwk/FQmuIg+NBhAD/R4DIgsJIgMFYgEIuwkSOZoNC00HAk0BA7QBDzIEAAM2AQM0BAjscwFFBgKwjgATAw7YLyA5",
-"X8URCz8CAnAAB3NoEjlSCgzkBwLgBwMvAAKtNgtbCgM/BgOHjgmaAACjAQIhAALIMACcAAz2BQBxMQs1AgPqDAmcAAAzGAcl",
-"AAPyXwHWDQyzAALmCgIhAAP/iQ8NCwEDmbMJsQAC5AsAIAAC6gsAsQAMJQQBIGkMWh4C2n0Ck84ApwEL9AICH34EJgAFC/oI",
-"QQACEAQDKQAGGzwDHwACPyIDJgABSQwO+AgCQgAAKgAMwB4DxCACqQIPbw0DCNAODpYOAIYaB+oNDHIBAWwBAxAEAeIiDncQ",
-"BDgBCLIMAS0BBD93DXUABI2qBGY9Bl93AzaLAu1ZCwefAh3NBFapDGJ3A6UjACQABdEKDOWOACQADCQJAiLVAU8AANsACrpr",
-"IDlfXBsPkgEBAzYADpEBA8UuApEBD8eTBAM9BAHgFA9wPwUAJQAO5woDORUCXgAPMx4DBNViAV4AB5oHA/rEBRcQCiq4AxkQ",
-"Ah8ADHHFDx8QBhMysB0IZwABpAcCWQkI2hwDHgACcQ8CRBACBgAPhRECAZMnAmEADGIIAroPAjwACKMWAx4AA5APBwYACKcw",
-"AiYAAq2QAywABDQPGzn6AQC+AAQ5AAZ+CwPBBBM54wYJ/gYCIgQABwAJ4QcVMuZcBIMHCR4DCUMABVcCAQoOB3d6AjEjA7tj",
-"AWjVCXt6AjQCAiUADn16AsETASYADxwDAAMIDgAlAAPKBRwy7Q0PBgMEBskADZcECOc6AUIWDwcDAARRvA/GdQUEdwQJEDcE",
-"CgMIrBwP1R8DARkpASsAC0ICA1HCBZkRCkICAjUgAiQAAAYADwoDCwQ/BRMybmUIZwAGfwwP9OkAAuMfAyQAAgYAD/IbAgQt",
-"BBMyPWcIYQABhQwCSAAIN0ADHgACvD8BJAADBgAFKCAGCgMC+AMCLAADCgMcMigOAF8BDgoDAXQGDwoDHADZHwk9BwJQDg/w",
-"AgACWIYD8AICNWEH8AICKIkDJQAPbX0AAzcACFwzDWIDBYM/DGSTAT8AA+sGHDLADQ8KAwQCkQAPEAYCA54lAQYAAQ4ZDwoD",
-"AAMBDhM3HyYOwCYC0QAAKAAPtGcFA9wkD6UCAwk/hQhCAgbfEA/t1AACKBwCJAAB+XQPCgMKBC5pBPVmB2cAAlseAeUCDy3f",
-"AAK2HgTv/AEGAA9hAAMEEyoDr1YIYQABVwYBCgMPE98AAr8eAyQAAgYACPQSBAoDAhoAASwABAoDDFQPAKwjDgoDAn0FDwoD",
-"GhwzFAYGmAIHrBUAbwIKiKUTMVopDUUKAWgAA0sKAcsBBBoLAmQCA3qVASgABA4SD8YJAgZ6AAGXCw8LLQQArgAPTFMDAugC",
-"DwwtAwG81gDCAQ/lAgQCUgQAJQAO5QIDiiECXgAPQyYDBMpBDX4CAngQAd4BCBAnAx4AAd8CAiQAAAYAD+UCCwBAIAJlAA3l",
-"AgLxHAHMAg+i4AACOCACJAACBgABfSAOYQAEkkUDn0QIYQAC4AIBQgAOWgkC8x8CJAADBgAF4gQH5QIC8wgCLAADCAIM8woA",
-"fgMO5QIGyQIP5QIWEDTaEA8GAgAEPl0PoGwFAq4IACcADggCAvAMAwgCD8NqAwThRQyIUgMWyAH7AA45CgL7HQIkAAAGAA8I",
-"AgwEFmQENw0GZwADvOwBSAAOXggCmR4DWfQCpUYPvQgCAEweA2EADAgCAosgAeMBD1bUAALtHwNA/wIGAAVGFgYIAgM/3QIo",
-"AgO0FQxbEAENqQwIAgNjBA8IAhsD1xUMCAID4wAA7s8PCAICA8EvD1B/AQNHRQMIAg+PVAMEI0gNQAECvBUBAQEONwkCSyEC",
-"JAANBv4OZQAFrUUOCAICOAcBSAAOXAcCwCACJAADBgAPxgACBFzIEzMmAQhYVQIsBwAFAA+K7gADlP4BJAADBgAIUhEECAIC",
-"GgACrgIDCAINJxgP/wkBA60FDwgCGwD/CQ8IAgAD8wQEsn4Pvi8FACgADQkCA8AvAwkCD/hfAwm+LwhBAQLiFwECAQ42CAPJ",
-"8wEkAAAGAA8JAgsAQSICZQANCQIDiOcBSAAOgAYCEyICJAADBgAP2A8CAEIiA2EADAkCAsUoAQkCATwiCmEAA5TaAsQaAu0A",
-"CNdRBAkCAj8ABeksAAkCDPwKAFEGDgkCAq4FDwkCGhA1JhUO/ggFVwgMdRoDYQkBJQAB4goAngAMvRMAv5sHYwANYQkCVBID",
-"ZokDLi0FYgACOQ8D8BcExRoN6xcKYgALph8CnSYBLhUPYgABBh4ABJIbDrUVAQsGAHoADJMHAdgjB/QVCnoAAkksAUIWD3oA",
-"AQZgFgE0GAx6AAEYAAHwJgB6AAwGEQLzLA1NHQVBFwJOHQiNAgKkGQFOAg85FwEGWhoMMx0CXyoCQAADCzUMIBoCdykBRycP",
-"lBsBAnYAAmOTCpUbASIBAcRQCv8AAUXaDRQAARMBAkXRAMMbDXQXASe1DHUZBLIHDzodBALHMwNbmAGOHA1yAAGpBwBxAAx/",
-"EQJxAAhgFQMxAANqGQcbAgBorg2uAQVgHAJ2GQiuAQacBAyC2wJpJwMx4A+PAQMD2d0DHzcNjwEB0AEGyBcHDAEBRgwAIAAE",
-"Jh0MdAYBJkgOYwEFPQIPKR0CAvE0A9CaC4OPAi7cEXLxBwBxAAysGAJxAAljAQIxABw2YwEQNr0EDGMBAIiTCDEdCEIgBqcH",
-"DMTcAyr5ASEAD2MBBQI5AAWrXQtjAQGkAQHZ3AwMAQKIHgOlGwgJAQRHzAkdAQJWDgGxFQAeAQz6BQA3AQ+3HgAE92YPPh0D",
-"Am81AyGZD3IAAwRmdRw0aQ8CcQAJjwEBMQAAcwALjwELDQUC0t0CMAAPHR0CBA8IDx0dAAKjGQH6AQ8dHQcCQTEsMTQdHQhI",
-"AAJPAQClAw8JHQMEAw0/MSsy5UQKAuUUBLw3C0QABXAEFTJrhw9eOggBB08ORQAGCh0CUwMPgDoLATgRDPwCBV4ECgsdETZ1",
-"zApPGgIONwOjAQF0CQw0AgKJBwAhAAzCGwP5oQAhAAJZoQA4Ag0pBwCJ3wyCGwL+lwIz6ABcAAuLAgLcAAATLAe9AACrCgy9",
-"AAJAAAM4HQI8MAuqIQJkCAMvTgm+AAOFoAHRHQE7AACyIQ1UJQDx0wq3CAJTAALCAAIa4AvcAAKzFAInAAM36AjcAAL0IQfz",
-"NDs5XzdxIAF4BwArAAcWCgTRAAGpBQIhAAJdAAzyAAFgAAAhAA3xAACZAASCoQNSCRw1WAQBUeoL8QAB6wAC1wAFNuIKETsD",
-"8wAPW44BAggmAzcDDw8dAgUNBw8eiwMBLuICIAAPER0CAqQzAQExACwAA9gADL8EDtgAAuEJADgADwMWAgBtBwh2AAiZmQIC",
-"AgHUAAFfHggJFwJdogMjAAS2mgQIFwIdmgEkAA/3GQACpjEAJAAMnAUCLR0BTwAA3QAMaQsAhQAPlwEBBRoBD/Q9BASJBA8V",
-"HQME9qQDZkINXgADPyEPFh0BA0k7BKQEDz8NAgA9DAE/DQwXHQNP5QFIBw4OEAQi/wQGAA8FDgsA0OECZQANBQ4CJ+IC8AcO",
-"DhACDN8DJQADBgAP9zQDADbVA2MADXslA/PyAdAAAeHcDGUAAx82AlwoBAcADxYQAASt9gK0DgMHAgwODQDMDg0ODgIFDQFk",
-"CAwODgIy4wIHAAqBJgCCJgydAgHvAgCdAgsTKwSdAgMqDRw1sAwCnQIPXwIABVVAD3YUBAPXBwAoAA5hAgOVKgNhAg+xEwIB",
-"bdYBmgEMbxwEk/QCVAEOaRAF7vMCJwAABwAPZwILAXrWAmsADvQoAvXmA+oBDm8QBV7zAhUXBAcAD0eRBAR0EA58HAN69AJt",
-"AgHFKgtoAARCcAL3AATtKg96EAAEVeYCihIDvicMcw0AlA8NbQICTQ0PbQIbGzh7EAXtBA8RHAIC3DsAhwID6gUcNqkMD3AC",
-"BgRnBgP9Nw1wAgOyBwAoAA1wAgP2OgNwAg/3OgMBpfUAYgAC+ToJmwEGgw8C5fAMmwECaQIEvfUMZPYPawAAAz0DHjXbGwOR",
-"9QJwAg/j8AICYgIEuPUDBwAPA1kDBCMzHjXiGwPw6wOzAA5YFwR09QU73QIpAAWzCAdwAgMRLAILEwPXAQwPDgD9Bg5wAgKj",
-"JQ9wAhsA3QQPcAIDCW8bEDhxCgjpGwJKBQLUBwgfCQIZBQM9Ag/pGwAD7CEAKAADzg0fNp4IBA6TAgN/Mw/GHgEDYS8DbhUH",
-"xFc/OV855xkDBIk5AhEPDm0AAkEWACYADgADAu4bBAADDwM7AwQJKh01kwIDm+kC5wEOIhkEKfcDJwABEA8PAAMLBKkzHjX2",
-"GwMk9wNLAA5BCAQX9wQc6AMHAA99RAMEqyceNf0bAxP3A7oAD0IIAAQm5QLfBQQHAAGYNAsAAwKDAAIwAAQAAwzkCQBTEA4A",
-"AwKdDQ8AAxofOfwZAwRYrR833Z0FAmgLASgADh8CA2A8Ax8CD0wEAwRytQKCvwkWMAKaBgIGAQ8nCQADIOgDJwABNCgPHwIL",
-"BBi1HjUNHAO79ANSAA/8BwADTOgDQ+gEBwAP8gIDBCciHjUUHAIYIAMfAgEQGwxoAAIRAgMHlwQHAAUrFQcfAgMbAAKXGAMf",
-"AgxnDwDDCg4fAgIgDw8fAhsPExoDBEwVEzdhMA4fAgKBDQAoAA4fAgIcHAQfAg9ICwMEiyACJz4ISgEDdGABBQABiSILSgED",
-"fZcDJwAABwAPHwIMBGQRHjUkHAPw+AIfAgFdEQxtAAIRAgML6QQHAA+4OgMEirQeNSscBPv4Aj8AD6YHAAMkIQORQQQHAA86",
-"KQADdeICMAADHwIcN64JAdThDSACAyQlDyACGiMxMG4VDCECA1QBLzcyNRwFAikHASkADgBOAscGBCICD8icAwQTtRw2NxwE",
-"UPoCCQEPiwgAAwhhAycAAAcADyICDAWX6Q49HAOa8gIiAgFwEAxtAALVAQNNQgQHAA9LKAIFZA8eNkQcA9LyA00AD8gGAAMU",
-"DgOI6QQHAA9SKAAD7eYCMAAEIgIMNwsBcgwOIgIGBgIPIgIYDZmgAoQOBMcIC7ISA2gvA4cJDPhFA+gIAAcAAc0KALwADLUS",
-"ANIYCIAADeIJBRQTD44bAANOrgNpFgRjAA28NQtjAAw4KQRdoQgqPQdkAAJmFQQWiQs2NgTBFAQE0Bw3/AcAriAIfQAAUxoJ",
-"fQAESBUPfQADBsIVAYYXDPgXApcDAcILAH0ADFYQALgZC6EcAK8ADwM7AQFUQQ8dOwIBVB8HHTsKBDsCnhcCJQADRgAAZgAP",
-"HxcBBKcINTErMmBsD/1AAgI3AgHBGwgrAQIyDAFyAAS7FQpBLQMFCw8pUQAEMUEDWgABwRMO+eURNmk/AGMfD78AAgWmNBIy",
-"SsgPvwAFAlEJAp1BCIQAAlkTBB8AD4QABRI3feYBMS8GOAIBtjYPZz4IT2ZpbGxmPhQOKwAPZT4EDikAD2Q+FA85AAYPYz4I",
-"GDRxWgImBS88NamtABgxUNUGrpoP5+IEAa+yD9AADwH0BgdgPgDxDg/NAA8KKAMBEToPOXQCAHwCD10+AgG5BA87dAkCuBcD",
-"AgUOPxcCewQBHgAETTQIAQQjMzBlIg5XPgrVPQXKNwbhAg8eWQQPwgMUBEN0D6cDAg+AdDMPoAACBYAbHzIrzAQFr6MPxAMM",
-"BUTdDzM0AwQfAA+jAAIFzjMPggADD7s/FAX13A/CLggPXRUBAjYAAj0ABMAuD2w5Aw+7PwQEhFEL0wgCyScABQADIg4K4zwE",
-"VQAOiCIBuQgBxQgPlB8EABwAD6Q8BAKvHw53CAEiAgOfPAirBg+AIgADouwCvhUMtz8SM6jTDTcEBvI7D7c/BgFpAQFSGw1s",
-"AAMROQkGEwRqAAjQBgIuABk1hB8AKAAPQz4BBR0gD7c/BAVMbQ9UEQABfQEDMxYKnQEDXvoCIgAPRT4EAwYPD6EBAwPpDA97",
-"HgABlgQPuT8DEjOa0g12AQS2Gw+5PwgBbQgLcx4DYu4ExBgPagABCXYBAS4AA2EnBnYBD7k/AgUIAg+5PwQEyxUPYhIAAvMC",
-"A9kLC3YBAjYBDxUDCQ+7PwwDaRgPuz8GACAAA3oBCZAKLzMwuz8FBqlCD7s/BwI1IgELAgy7PwBZAA27PwQwAA+7PwMEMwAH",
-"mgALuz8DxgAHIgAABQkPXj4LD5cJCAITBQtUCgPubQ/gIgYEbFoP/T8BAt8AD+AiCgJbFi85Mfs/CAWYzAj1DAJaAA/yIgYE",
-"jxMP+z8NAq4GBAs3C0QAD/s/FAIAEgSEMgtEAA/7PxQDjwYP8CIBBYYABXlSDs2eBH0ECRoAApANCR8CDy9ABgPmAQXAFQwv",
-"QAAgAA3kPgFeIgAgAA8vQAMwMzBfMjsMQyICxQgDLSACcAUI7QEDBUAJtwAPT0AHAi8AAekmC7gABNthA4Q9D05AGwC7AAwT",
-"JgE4JwO+ABUx4UUMy7ACJgABhigJ1wADBxAJ1wAMikADawEI5RAEzQACPwADjRkP7QAAAuEPD8ckAA+JQA8A7AAMegcBKigE",
-"n6oEkVEKYQkCxgEPcvUBA9QQAtICDxUjAgBmKAHUAg+nYgUFAxwDUVgLDgECbgUCXEQBjigNJkAE1QAGbQEAVxAP/DMFD6pf",
-"AQP7MwPdAw9FIgIE3QMC+zMPUTIEACUAD1AyBQP2Aw8zFgIFn30PzwgDBGkMDRA/CFk/Dk8WBElPBAYAD3g/DAQDOQNLFg4h",
-"AATnIg6YPwHZBwSAPw6IAAIsPwIlAAIGAA8ZUAMG8TIPCAEEBEd4Dq88ARAVBDdPD3g9DgRWTwpeFAKKCAIsAARCDgmeGABp",
-"AgamOQcCQgPNAwxNvw37PwBBAASvgQnABQNJLwHjCAnBDAJOFgTh5wH7BAhxWwM2Ig+fegADwWECCQgL5uYFXxEC5uYRcns6",
-"B6IADJUTAzcGAmoSBykADx+mAgQOJQTwAwlKAAKRCQmsugfIDAKYBgPrAwRDOAxnBgfiRQH5AwytAAU+BQ9BFAAGrtEBUQgD",
-"YgAMJxAHjDEBHAYKYgADrpwKMHcGYgAGigYEZw0O8gYB+xkNDj8B/QYJegALfhYDqpwAiwcPegABAkkQBcMJDHoAARgAAd8Z",
-"AHoADAIHD4wxAwYWCQ8fDwQFuO0MkAMCfBoCYBgJLQkEIQAPIw8GA9YcAkEADxAMAwNzQA+rMQQC9D0GgBwHYQIBHAIBk3sL",
-"HgEBHwUMFAACdggB5h8Nrz8wMzBfUBAOIwsESj4PLg8EAt1FA6rODDAzAnIAAawbDSI+BXEACO0CAzEAA6xLBjoCEzM3IQpz",
-"AQurMQ7NAQRjKA5vQgJiKAIgBQvMMQnKPw+wAQMC0BwB9gIPsAEBAkAcDxEEAQJBEAPHEAATAQzNCAI1Pw2EAQVWEg88DwIC",
-"6wgDQNEMKAMCwQMEvwUKyT4FcQAJhAECMQADMw0HhAEJIGkECgEG1lEP/U4EBFEDDohAARIDBNFAC4QBAmBADzQDCQSpQA+E",
-"AQMDNz4PNAMBAj42DssrAcwgDTQDAoUEAdwMDQA+ABUBASQMDWESBt80D3APAQKwBQOyzwvfNANyAAGVHABxAAxvBwJxAAmw",
-"AQIxAArfNAEqAAtKBgP+CwUyHA22AAYyNAwNDwNDIAAbAg/tMQcBmCs8cjEwDw8HSAADfjcA5wMP7TEEBuQVD9J2CwInLQpk",
-"MQVFAAWzBA/uMQwCTxUE/C4LRQAFHhIP7jEMA5IIDzgVAQWIAAfuMQCaAQXFKwfAbgMaAQJ5FA+4AgADTT4BZvcLJw0NJNcN",
-"mjwALBgJaYgDjwEC3gIAKC0BWwAMiwICwhQGtXcAvAAAiwwMvAACRwAE/YoP+QQAAnENASIADb0AAd4NASEAFHBnAxwzKgYA",
-"1ykLfhICFzcEegAN0Q4D5kkCJwACuS0J2wACUzUJgBIQNIASByUAAtIbBzxPB/IAAlM4AzkTD9QOAAI/DQAhAA3wAAGbMwdG",
-"1w3EOgCLAAzFOAJgLgPWAAH+Pg/2LwUAKQAN1g4DBSYDNQMPVqYDBGlODyf7BAW0LQ8p+wQD8gsDyAIBuy0NJDsF2gAOvQAC",
-"SwEAPgAMvQAE4SgDrQMJjgIPLkEDAJIgAKoAAu4oD74uBAG3IA+9LgUD1AMPvS4CBDxFArwuDh8ABHUIDO8GApQoAnsmDnUm",
-"AgEjAyUAD0BIDgA8BgKEAA/cDgQEggYPe0UAAXEHBGNFDogAAXQHAyUAAgYAD4IAAwQ9DwPvLg4hAA89FwYDOEQCbhoOPiMM",
-"XUQAlAAO3A4CpgkCLAADbAIKfDwAHgIGeicH79cC7QQBxd0L3A4KTDwAQQABXxgM3A4Dji4BrQQJqQIEgy4CRAIBFgQI6mUD",
-"wQ4P5XMAA0JpAqYDAotGDtwOITUz3A4ABmQHAQMLUSMCkSkCBwAKdxoFFyMKVwMABwAP5xICAVwxCPADCWYAAwMBD2OsAwPY",
-"DQQLBARHPA2cGwkdDhw0OyMDowUPhUADA788A6IFAy0JCqk8AdIFCGIAEDVFDAdiAAPVIgCVBg9iAAEGswYENQ0OHAcBHkIN",
-"BTwBJwcJegALlVgDZTkKpmAGegAC2BMFrwkMegACfRsE9AANVQ0JIQUBPkIPWSIIf2RlbnNpdHlcIhQPLgACD18iBA8sAAIP",
-"YiIUDzwACQ9lIggfMqGYACgyMB6qAkMBCSkABup8ABUAD7gcBA/VABIE+xkPx2ABD9IACgzxHA+rJQUANgIPx2AED8ZgDANy",
-"GgJRAg+UFgABGQAABQAD0AIKCQUgMV9kGg9pIgEPwGArAygxBAcdD1zPAg6+BwOsAA/6CwIFJ80PwiINA6QFDx4YAgMoEQ/C",
-"IgADuyICPQAPc1sEBsEMAmMSD4IABQPLIQ1FBgIXAAMeAAqbKgvOHQQffgtDIwVUyA+lCQACBhoDvQULoAYDm5YPWXAAAw8j",
-"AgYABBUhA2EDAWpGCa0ICR0AAiIfAfwUCRgAAh4fDRgAAkhIDzAAAAMSHwREFQufAgLaew6MAQXRDgPyJA+6egsDFwsLRAAF",
-"ZRISMs4OD9x6CwkQAxN2jxAUe7hCJDkzGw8DuwEOKAACFCMWNUMPBHsHBB4JASAAAiYACbgOAyAABPMAC4UUBOAjrzBmMzU4",
-"NjM3QkQ8AAAGtwMMxBQCxiMBBQAGXgYC69YPilYEDyK+AQ73lw2+AgQsYQ9BsgMCUggPF7sCA/kmAQYAD9lTAwCMAgGOGQR9",
-"AQsfAAPpAQ0DMwJyAQPcPA71PAKaAgJ7MA8LAwEEtQMDuA8OeAAEHk8DJB8OhiIAWBEBmgAO/SMDDTsDET0PwToAAhgkAicA",
-"AQYAAVE9D2QAAARDTwYN8gwiAAXmag8NIwQFMj0OhwAIEiMDLQAF/isJRCADRgMBcg8OAgsBmscKwtUDDgwCewABZwAB/0UN",
-"oCUTMe9tBRV4BFkEAjkAB4VuAhkAAxQ5Al4+BjIHJXR1gAwAGgAAJgBFMGYzRvEBDQwlEDETeA0cIxExrvsGIwAGUxEFYAAC",
-"fBwDYAAfOFwFAQA9LgluAg0fJRMxN/oHNQABCyEIUgAOpzwCWhkCgB0I1yQJpTwM9CQDayYEQgALzxUBrAAHHwAAowEOFAEJ",
-"WwQApRoIQgAAfhAEEQE1NDBDEQEIIwAFNAEEPD4JHgACqR0DHgAEFVwFHgADlwIDUQMEGSoFHwAD+z0BcwEIkAEO5AACKwAB",
-"FDgG2gAdOhMDAjgEAxkDAw4HBWkSC4XyAvMID/ElAQTXAgu9AgKOBAG9Age2NgVcAgK/HgGtBAgKAgKGDAUmAANzBwAGAAT2",
-"GwXrAAz8VQjhEgJUIwHf3gKzAAoDEhMx9aAMUQMDdgIDlgAI1QILmSMRMdwbD0ACAAhwJgAlAAQZewSjAgG1AA/7AgUCCQQC",
-"QwQC5AgH2wEEIj0CDwQNHgAD1gIDRzoAWwAIYnECsCACpQ4KqAECXjEFIgAAwAUP1gAAB8weAOQACxgDAnoGAvIBD5RDAAJ9",
-"HgNXATE0MDT8AAAMAAJCAw3FAgR0PgIIAwHbKA+0AAMDKQAH5w4AqwAAyQQO2m8CUs0RMexzCTkBAjUEA1IAD70AAAJ2BwMl",
-"AQItAAHrQwlFAAIMCQMkAA9UPAACDQMEwTwC8CoBN1IJRgAC8QADiwAP9TcAAsoKA4sAA6YKDUUAAiUIAyQAD4sAAAk/AATt",
-"PA1PAgJBAAOLAA+fOgAB3FEEiwACLQANlAICFSIDiwAPGQgAA2kLAz8ABBA9CYIFBPi9C30MBN89CxMSD3S+FgHoAQ11vgBN",
-"Cgl9AAAABg/VKAgP4C8LBC6HAbkHDmeHAPsTDEAKAv0MC2eHC34ABk8MAu0cD34ABQM+JgzedQMRQAQfAA92EwMEZAALPoUE",
-"3Q0E4lYBfwEPNSgCBKJiA2YBDSsND5AIAwv7AQCSCA4AAQUgDAOAMQ8ATQsEsIYLRQAFog8PVxsMA8sLD6w1AgSRPACVDQ8I",
-"AgkE8RgJKTEHbg0CUGgAuD4PmA0CAy0DBgocAubYDo8ABjgzHzAkDgkEwxgE2BAEYAACjAMAjAAPnw0DCbIAAsgELzM0Ig4G",
-"A859BCkAClcDAC8WDlMRBTkCDLINAxeHBM1HCkw9C0QtAheHDckrAs0UD7IaAwPyNw+JGQECkAMDBgIPY50FBYuED7MMAwU1",
-"ZQyBGAP1MAN4AQ95BgAD5GMCDBkM9EUJWDkP1g0EATZAApwAD9cNBQQKAw7XDQOSfgWHQA+DPgAC/hgBKAAELgAPvD8EBaaH",
-"D9kNBQTDIQ7ZDQO5PAXFPw6rGQjKGQMtAAXtLg98HAMP3RgEAtewATstDcYoAoYaAi4HBVdrDN8NAHoRD06IAw+9gwECgwUE",
-"kAMP0UkDBboiBXtqBPYAAnUaA25AAUcTClYOAiCgAU1BCj0JA8VeA9gBBSkHCAYLAXMCARKkDAYLDFkOAWkKDzAKAAmTCREy",
-"AaQLAAwCNAoEZQAPXQ4CABwtDF0OCip5AF0ABX84BDcAAsA/D2QLBAnrPwY1gAQeAAMLPwK5IwVIfwQeAASsPwIHAAxgDgId",
-"VgUfAA9gDgMBrwAHKAELSgsCbiQCFgEPYg4EAvQBA4VLAu4mCB4AAQIDBB4ADGIOBChCAycDDGIOB1VCD2IOBgPmAAMrAAra",
-"BQHlKg9kDgICrwIEPQAGZQ4IEQIFugAPEg4KAvQLAr8CATUDCTICDCcFCckvARAOA8r+BJsICvUgEzFwMQ/rAgIALgEP0QEA",
-"CWUPAdgqCY0CD/ENCQOFAwIdAQ2NAgPFAQSqAwzqAQI9WwQfAAE+AAlUfwLLAgHiPgs+DQK6FQMiAAFNQw/XAAAHrysA5QAL",
-"qAIC8AUDogAPJ0cBAooFBMkCD/MNDgutQg/zDQADtQAD7gUKYAQBvBIPp7YGETGkFgk7AQOHAgNbBw/0DQUDtQIELgAM9Q0C",
-"jWMERgAPOg4BApQGA0YAAy4ADLANAnVbBEYAD/UNAQJhBwNGAAMuAAm7ExMyWTgLEwkE5QoMACcDsC0Ji0ILLy4DwAsDiRsL",
-"Li4AwgkJfwAB/osNKkEEwRoM4xkDzEUBhvcPyQoCBgIYHzSdCwkDJyMJI6cEVAEDGBAJBwABbw8PKyEAA0gAAh32DkUCEjUH",
-"ywL/AQxoAAPWBASLDwKjAQEFMQ9JAAEDZYECBAIKSwACVWID7AEEBwABhmQPSgADA8jBAXMPDUIBBvopEjEK1Q/QOAUCDwkB",
-"yQYJGQEC+AoDHwAChW4PhgAAAiCmAs0FDdc6AFxKCLAMCaUUAjcEAexcfWYwREEyNDL9BAK0hgJ6cQAyAA8KBgADEVADIgAE",
-"wR4DQQAQMgoYDD0IC5UwEzH9LTlyY3B2FwHwAwBWIQdlGgn8LQVBAQWNDxUxj6wPaQECAusJAd4DCWkBAnsCAx8AD2kBBgK7",
-"EikyMGwHHzOuQww/c291DeATDy0ABQ9TIQQPKwABD1IhFA87AAgCUSEIhJ4PcwATHzKEIQMPqt4ALzIyhCEAHzP6wgIBwZ4P",
-"wjwBBLacDwgBDQyFIQDbEg8FAREJzQMDdAAEaZ0PCQENBHQAB8QRD2xHBA/BIQYAzgQPwSEJAukkAowkD5AqAAbBIQVfEwlv",
-"AxQyzToNwiEKRUIPgjwAD8IhEAHKDA/CIQYPmzwJAiI5D5Z8Cg+bPA0P6SELBPITAUUlD0E5BA8/OQYEPQAPQDkDBIsTD4tE",
-"AwadMg8IIgsDTTkNhLAEh9IDHwAPgwADA4IABpenC+ohAyJ6D3wRAgKNFQ8TUAEBcgADeREMzg8CGQEDOA8LNQ4fMgAfAgUd",
-"AAyxOQ3IIRwytTUPYBMAD8ghEA8CYg4PyCEQCgFiBBkHCh8hCMk2BG0BAQoHB5p1AcUBAhw1A4AMCS8XAyAAAQwfCNuJBS8X",
-"BSYKCwHzBEIKAGEBDwHzLA1UHBEynR4N0AMGqwAOTAIBlAAPcn0BA2GaA1UBDyU7AwNmEQZULiRlcWcIAqkcD1UCCQ9yIQgC",
-"/QIDHCwK9zQD4wAJLhIC9wIPhrQAA0gSA10CD4kDAgRfVwIquw4gAQE8AA/s7gIDYpYDbgMPwxMCBC8FAvIYD7I4BgISGA+y",
-"OAgH4wkCkzgBhA4MidoDIQAEvS0PPD0FBV9VDls3AZkLBFF5C3gAAtA8ARsAD1wvAwRFXQ8yPQUECwQDzhQIYC8BVwAHmjcI",
-"YhcBBgECIQAP8y8EBl4wD3UAAAmuXg4fAAQqUgySAAGVDATLNguSAAIZDQEbAA6TDALiEQKmAQISEgfjAg6AAARGPg8NMAYP",
-"QSQGA2R1A3wwC+cUAsYQASEAD/sVAAJZAgLqFAJaAQ/SAQIE0twPKDAHBD4BD38WBASsdQudAAZAAQ+5DwABbQYE9wEDtxAL",
-"Ry0GHgQMUAQBPwAG7wsRMosiC6MtAbYDBdgFDMXsBcoGDQoEAhwwDyoFAQc9MA2+MwOPMgIrBAGMAQofAAK8AgPpDAyNDQ/T",
-"AAIKthAECQ8D4AYjMTUTwAuOBQILIg7GBwrgISQyX/JtCyQFBZfTEzRfAA4eAQKIGg90QgEDEQ8DQzEP1FcCAKcRARsEDJ+h",
-"Ax8ABDBfC2YCCJQXASReB2YCAugTAjwpD3sDAgR8WQS1mQ4hAASeBQ7zdAJvFgGjAgLkbgd4AAG0AQJ4AA+gBQIE3W0EL5kO",
-"IQAFoAUN0nUC8hQCXQALoAUC8w8CGwAMukEDMDIDNjIPggECBORsAng1Dh8ABMySC5IAA3J1AmwBC7oFAm51AhsADlkoAv6W",
-"A6YBAuQFDy5hAwBKVgKaAA+oAQQAECEPIwUDAp0lBOF0C54AAoUSARsAD650BQPMAQEqAAHGaw18AASudATKXg4hAAQ5AQ7O",
-"dAE7AQOwdAs7AQFZUgNdcg47AQMYBALyAQIrAAh3ESMyXx1xCxUbBHkfAhLPCyEEAsMlAmMoCiMEC8MlHzKt5wUFkvUGaNgP",
-"6l4AD/b0AgPpXgMiBA8GAgIAcVMBaQEL4jgEHwAI2yIIZQEC+yMCdiMLiAYC3psC+QABTXMOVgAElwQDWwIOIQAEmQQOCGkC",
-"VwACowELmwQBg0oEOpEPnAQCAHMuA3kAD1cCAwASGg8kBAMESXEBBgALnAQDIRUCeQANxgYDJgsPhQEIBIctArKcDh8AD4ct",
-"BALMGgeHLQiTAAKIFAEbAA8wagYCqgECKwAPJgQEBTFqEzWUag8iAAALAooIQyoEAC0CBwAL5SEDwSoDtgEPqCYAAr4qBNcB",
-"Ai0AD9NoBQVDAQ+tLQYERgEP+WoABssqBM1oCacABkwBAnRFDzcEAgQFAgItAAAvKwY5BAaCjwvACAEIAAxXBgS+CAEIAAUd",
-"AALvAwO/EAOuGA9UJgIG4hAOUyYCtP0HkwkPSBYCBtUkD1MmCgQwFgF9Ew5TGQ9TJgAD0aQFn6QPwhECBFUvD2+wAwYndw9y",
-"JgsEOJwNgwACXAEEHwAPgwACBIYiD9Q9AQJ/IwIVJwQaNgy0EQJBSg67AAY1JQ8tJgsCtwUBT1sORQAGcicP6CULAncEAc8I",
-"DkUABYoTD3ImDAJgCwRbfgr7EQZSQg8DJgME3H4PAyYOAw4CDxwnAga5GS8xOb42EAERdggyOwJdDAL6OwiHEgLaNQF6AAVM",
-"/gQbAAF/AQIhAALRPAiIEgK4EA9xngQCiRIDnzsIiRIE6zIJihIDxU8BjBIBwjEIjRIE6E8DYwIMkBIBwEoNkRICJhMP2hUD",
-"AkmIAAsBDKIGAlljBDICAW8KDj8FBHSOAi5sC+UIAy8fD3kSCAL7FgT7CAx7EgLOAAhEBANJYQDRAAzCAwLmYQQmAwEDCw41",
-"CQN8Ah83DnIDA8VhAO1MDV4AA5kFAvoCD54KAwG1MQFfAA9mJwQFXqYMagYEFDIEODILagYDe1gCSgYPdd8FBIoBD0YnBgVv",
-"bQ9ubQUJzC4JgAAIujUPnP0EBMkfHzc+JwYEbzkORQkLZm0FbDoFHwAD8SQCJQAPWRUCA51iD2RsAQPCJgJPBA8GgQMB9C4B",
-"vgAMwiYEBy8CBgANhDoC9WEEZwQPFwIEBD5RHzcZAQUPfSkEDOVrDf8uA9kuA5wAD/sfAAO1LgS+AAKzMQ/SCQQE1UQfN8kU",
-"BQX8ag+QagECogEEJSwMKB8DYisDqgAPt44AAoWTBWoCBDAAD0NnAwXpkg/7FAUGzyoP0moAAx4pB9IqCaoACVQBD/NqAAPX",
-"CQSUAgTzagsRSAbZBAdWCQW9NgYeEwJQBAZwBg7tJQQ3CA7yAgJnGA+5BQACfGQBIQAOIRMDDgMCBwABCQ8KIAADCyoCBwAA",
-"IAAHwQAMGUMD/l8BVQAfLfwCAgT0Az8xMTcqEwMDM5MMCQ8JZgADswAAlAABZgAOXFMRMuMpD/EFAQStkQ8VlQMDAXsAMlIM",
-"8QUCS54E8QUEyGUMaAIEY+UPFl0EBQ9sDIYCBOdrA5smDPEEAqIXAw8FDGS1BCQABOCGDV1XBSIABMUPDyFsAAOTKwPdBAQa",
-"CAUfAAgCOA9ZzAQE3UcTOE1tDyIAAATQDw85bAACmQQFyykLgAACZxcEgAAPe0ACAg1kALsBDf8CAycNAvEFBC6EDLgIBC6M",
-"BT4RBRoAA8QtAnMGDEMWAmNpBPEFDxcCBARujR84CAgEBOoXDkE9ApcBBX1rDJsAA3koAw8HD80nAAPtFwOILgIwAA/xBQUE",
-"0A0fODIIBgQJFg9PPQEJ9ykMDhYF9ykD3ykA0wMMliYDZwEDjyYDMAAPXAgDBBsWHzhcCAYAvw0P8QUEA40oA9ooBkutBB8A",
-"CVQBD7qLAATxBQN4bQMwAAdwzAF+BA8DFAEFz5gIB0wG+wQDL6kPAiYBDAQUAj8uDhQPBZWZD+9yBAKGhwF8SA3gBANWBQPg",
-"BA8XCQMEEQ4fOIISAwFbKA/gBAIDEicDeygFhk0EHwACXCcDaTgLyJcFJAAEogMPYhIGBb1MDp8CAw0XAzVuBi6uBB8AAQ0C",
-"BFU5DyIEAwQJFx84OxIGBAoXD+AEAAOoPAM8OAwNFwOyOASAAA/yMwIC2n8P5k0BArR/BeAED6ZAAwD9BwG+AAUfQgQaAAI0",
-"rgPgBAGWSQhdAAKoYQXgBA8XAgMEZhccOVPaBCAABPsTDBcBA2kXAowXAh1tCZsAApUAA6IAAboFDB9BAowDA5wpAjAAD+AE",
-"BQD9AgKmAA9BAgUEtYEP4AQAAqGIASIAAUsADKoAAuACBKoAD0sVAAKSFgNqAgUwAA+qAAME54cTOUFxDyIAAA96NAYFrjAD",
-"Gj0MVAEDki4DqgAB80EP4AQDA6IZAzAAB45wAYAEDakUBJUJD0G+AAVFCgAIAAypFAIBIwMFFAzXLQOoEAEUCw8NKwIAhQoJ",
-"mQABSD0KCUADiFsGtaULbFsTMvRhDVUSBm6JD5IsCwL8YRFkawEJPAMCeQgDHwAERBQKHhMFI10VK7prDOsBBLcCASAAD/Mv",
-"AgSzAQSJLQnNEwUrAAdoEw00AgPJLQN7LgG+ByVheBICAgcYAoylC1AhCzIBBvpVD1ssCgF1LgAvAAwyAQJGAgMfAA85HgMU",
-"MmsYHDmcDxIyQRgBIQABtgAMHwADGgMGjjANu0QCQQQESAAPKUsCBkgBLzE1axQJApaQEWRNAQkOAwLtVwQgAA/CLwUzMTAw",
-"QS0PUj0CBXEZAFQnDzcVCgLIVQAxAA2JAAMiEwMiAA+KAAcBP1EDUQEMdTMDICsHTAMAWDEIPQIDRiEPcIIADNMABSsWDz4C",
-"CwLxGQExAA3TAAOHBAMiAA9CAgUFKz4OQwICUQMEEUUPSgMBAfSLCLQDDEUCA8MOA0oAD7AWAgFMGg9GAhECKRoBMQANVgUC",
-"SAIEIgAPvwEGFDFJAgtWDhQyrkYD7AAPqQADBryqD2gCDARP0g1w2ALOFAYiAA+pAAcDaAIKJxEBKDUPMzAIH2IC/wAPMzAG",
-"Dy0AAQ8zMAQPKwABDzMwFA87AAgPhFEJB9VzA6MBLzwzADABHzZuzgEfNRHqBAEEKQ/UABEBCgMIhFEWNP8vD9EACQ/pEgAP",
-"wi8BAdETD8IvAgGtJw/CLwgDkKcCKQgBHDoPwi8FBeM8CeAHIDNfGAAPhFECBJMgCtwuA1AADydRAwfSQA8PAwoEQz0PYgAB",
-"A5QwD48TAAJ+DQQ9AA/+DgMFYjAEHAoK6AcH6kMNxDQB+QYFnBUP4AACBwI1D/QICQgHUgmdEwJaAQQfAArCAATxAQR2pwYl",
-"GgvCcgAiAA/pLgIEzAENuAAHsK0CwxEOGAELTZYP2QAFAy8nDAFFA1hSD64eAAIZAAQ4AA/3FAMCewAOJxcCcAgCkAEPBW4B",
-"DxxlBwXFgQKtLA/qYQMJ1xYP/7MGDyBlAQJOEw3WYQCREgwTAAEAAQF9Eg08ThIzLi4NlAQE1gAPw5YDA3sADf2zAmoAA+QD",
-"Cuk8A2kAB1kMAi0ACvuzACcAD85yAQ8PZQ4EiisP6RgAAtJAAkgBDNcQCQ6DD6MBBQj0FQ8CtAYBly0LKAEB4wgGKQMKY0AS",
-"M8FODHoBDwO0CwF3BAEFAAutaAI9JgN+PgpkHgNpAAh6AQEtAAoBtAAnAA96AQEGoDIPBWUEBWlsDjMWAb0CA7gWDOYOA6PE",
-"AxKmD3oBBQfuFg8JZQEDewEFNVEL93MAIAADfAEKqR4WM6QnChY3Dwe0CwH8BQKMJwSecAr7GRMzHC0IbAEDLwAPSnQEAzIA",
-"B5gACqhhA8MAByEAC/FrApYmACcADwK0IwAMAg/3ZAYCSTUfNPVkCALUEgDLAw/qswQGcA4P73MKA6UXDyojAgbrVg/vcwsD",
-"JSkP61YMD84LCwKeDArrVgVEAA/7WRQDYh4JrgsI50gElUAYOJlJCHgpAh8AAi5DD9JWBwZRIw8J2AQGIQAP8T4KAp0MBLod",
-"CkQABThjD/ENDgJ8Bw9CEQIG0UoP+AcDC3w2CUAZB7InDEIEBsMxEjHExQcZMADHFQ9ZNQYC6xUSMihPCBgAAuQVDhgAAi8O",
-"DRgAAqITDxgAAALeEA4YAAK1EA4YAALeLQ4YAAJ8CA4YAAIPDg4YAAI9Gg4YAAbwAAdIBAWIEwaoCwLMAwL7CgXHCweWKAHl",
-"AQGYAgwDRQDyAAR3dg+wKAITMxQ/CNsEASgDCMBvEjMbTw+pJwICLgAPeWwBAr0OARFFDJcAAEEBBVV2D2tIAiAzX/kCCpgA",
-"At0fBzEuEzNcTAcSdgJTCQjGkgSOAAXGLQM7cAyuAAL3Ig/qaAAEQkYJLyYMuAYCg68ABwMGhA0CQDIC/GMBkBsIHwYCPQED",
-"IwEDQgMHOwACNQABJQAGEDsCHAAC+jgCIgACP2kNiA0CaDQPlWcBAyAqAhYECnQdA0MBBclqDRxaAyEABDiQAq/aDGcBAQ8C",
-"AqEqAQAIDoghBC0BDmMgBFAGCrxqEjMVHA7mAAEeAQBrAA1LPQN8KgLmAA/AJgIEQDcfM8AmAwI6DwAlAA1cAAI8AQKQBg/J",
-"OAMElYYHMVEMpyEB6qIMsDAKiiETM19MDQpmAYEAAUsgBDQCBN0BAvcAACEADIVFA10+ACIADYZSA8EiAtEAD74cBARbdwyd",
-"mQR2SAJyBQ+cHgABcwUCJgABkPcPaIsLBVWrDqCZA5ZHAksAD8NHAAlRqwMsAA9UIAME4h4eM6KZBNseAQcADsEeAgEfA0U1",
-"BwYfCz1OAo8eAy4fBDOmC4oeBN4BC8ZNA9eqDmEXCPaqAt0fDx9FAwIiAA9wSwECZyUBHmwPgU0EHTJGqQgHBQGnDwJmABVw",
-"z3MMtQ4C8kEMYU4CBCYEewAJoB8N9gUPdksBGTN2SwAlAAt2SwJbRg92SwQHf0YDxasJQR4CqggCJQAMPiQE9h4DghwAUAII",
-"dEsFHB8OyxYDu6oCIgABJC4P1QAACWMHDXRLAwwCAkMyD/VIBQJVAQ9ySxAFQSACBwAAkgAPswADA6w3CpwAAEoWDYkEAVQE",
-"BYkEBRUBAu0BDxwKAwfSqxYxG84EHQADKAkCZgMPPzYABLQeAwcAAi8AAQoeCdEEAz8aD9EECQQOrALHQgyoWAIrAQd6IAqz",
-"CgizAAODCgKzAA8THgAC/AkFswACLwAPDSAFBGYFA1Q9DLIfAjcBA4AeBAhJDDAkBM0KA6sED5IAAAPXAAKSAAMvAAHHmA+S",
-"AAAF7kMCKwUMkgADEh8OjCAJ5kAChAwALwINARQDThYCIgAPVrYDAaogAcoQDJANAhurBHEMAQgCC0VOBXUgAQcADL0BA5og",
-"Bj4ADN8AA2sgA+YADNpPDLFOA8IgA3MADEsEA2U1BM0gDAchBXUgBh8AB8QEBLsMAwMCDB83BbogAz4AAf8KCD4AAp8HCLog",
-"D9kgAAM+AAG4OQg+AATkAgPqHgy2AwQVHgSXAgwfAAJ8AQMmAA3ZAATcDQMzIQ0XAQNYHwQ/Aww+AANCDQMmAAzcBQXCZw/Z",
-"AAQEmA0CJgAMSgME2x8D2AELdAEI2x8PsgECA1kDAxEfDVIfA8oBAz4ADbIBAnsOAwcADNg3A2cfBD4ADdkAA6EOAwcAAeyV",
-"B3cID5yuAQHmmw9TGAACvhQBIwABwBEOUnsAngsJYAALC5MCtg0Pdm4EAwo0ArUNAy4MC596AOQNCWAAC7NvAp9nAGYOD2AA",
-"AQKFEwIgFAGpBgznDgS7dgukegDyDgh2AAEQTgh2AAPVDQ92AAMCcAADARQLdgABFgABeg0O23kA/g8M9Q4A3wAP/RsCAfkr",
-"DzfyAQB+AAZIHAkWHAIVRgIRQgIGRgETLA3aBwL+DA9OJwID1Q4CH58PbHICA2QMCBIdAK0ODxIdGQQ3AAM6Bg9dSQpfNTAr",
-"MjlpyAoCFw0OhUUCyg0DHwAPXkADAfoiAX0GBXxgBRoAA2UDAwQgAQ4BDpsfA1b3BYwiDF8ABtngAfMHCWEAA+AIA0IuAfkR",
-"D2EAAQTM0w8kpAMBTiEDKQAMtl0CtK0FiRIBaYEPYwADAybTD+ogAwXYmj8wKzOBFQoDA1sCx1cKvA4DlEgBC6kMN1EELkcD",
-"PgAPpykCATwiAa0AAdIJCOUAA60hA0MHAuKkD+UAAAN2UQEmCA5fAAUNjwOcCQlhAAPrBQJoAAJghA9hAAEEqQEP19YDAZeY",
-"AykADakBAmUqBIsHAkdvD2MAAgOpAQ8s1QQEdhgjNDmdFglkAAMPBwfcNA9kAAMAulEBIwAPcQIDBZxfFzm1TAUdAAPwBwN+",
-"Jw9yAgUBOwACIwAP7wEDBG4fIzQ5rR8IZQADEC4D4AcC1I4PZQACEzLhIwS8lAtlAAUziBM5IxcJZQAJ4QcCj/sPZQADA/cB",
-"D0nHBATcLgAqAA34AQODxwMICAIK1A9lAAMD+QEPRh8EBXeIIjkru1AJZQADaQQCbAACj8cPZQACEzP5AQq5Dh8z73UMf3By",
-"ZXNzdXJpJBUPLwADD2skBA8tAAMPbSQUDz0ACg9vJAgfM29UACgzMlskAiwHLzw2utYBIDE0mSQPcPsBCPtTD9kACwEJDQdg",
-"BwAMBw/WABMKLAgB4AkPdCQBARMCD3cIAgFTCQ90JAgI3T0JIIoNdCQBqwINdCQSNE14DtRjATgACyEIAnIIDzqzCx8yWhwM",
-"Ax4ID7FSAwEJCQ9kUAEDQhcCPAAPrToDCDkIDzQHBh8ytBwMAiMjBTIHCosJA50AD5CCAwOGBR8yrVQMA3kHAe0JD3UHAQMf",
-"AArjAAQMAghzBw7mQgRUMw+OVAwFhkwLggAHvHwPggAGBE5GD3h2BwFvCwyqCgPzCQ92dgUCdQEFvk0D0QEQM5EJD70cBRIz",
-"tSoSM9xECBgAAsMiBSiLC+0CAYUvDXsdBJOaDvZTA+l0DW9BBLQjA3vGCG5BAckBBQEkCGxBAggBACEABcYWBv0vAmYaB5+G",
-"DwcBCg9pJAEKHRYSNDiXCSkpAHsAD7gEGwU6AAPwJw8fHwMB8D0BSxovMjjAVQwDVX0AMwAPSgADBYqNHzjGVQwDJX0AMwAP",
-"rgMCAhkFD36zAQN7LQNAAA03XAKMJgarAAVUDg98AhkPpQEBBMQHETQhmv8DLnByYWdtYSAibm91bnJvbGwicgMCBP4bBXgg",
-"CqcFAm0qBO8QDxSoAA9vgwIDfhoC3wAPF0EEBPANDCUJAr8RAQUAD1oLAwXqrwK+GgqQGwH1CAxhUAskAAJMFQ8cGQgBHB4B",
-"1R4P3lYCEjSk7QvzDAOlRwAyAQ8BpwUDEQIP1zcDBDAMAl0uDyAAAA8cOwULX7AMDxQCCAwCUxMPCLAFBO81DxE2BgWl4w8j",
-"QwADS0ECnRMFpmsEHwACvQsDfwAP+gADBaHiD+Y1BgTVKg/mNQAElXECQxMFBEMFHwAEEQIEpUIJHQAECgIP7RwBA28DBP1x",
-"AkcBHzPQSgADsAMFJnIB8QAfMwy0AAFrBQcpAAKxKgGapwZaAgtvEwNMEwIhBg9nBAIACAAOhAQEIR4I2ZUDUwAFCgYBSyYB",
-"HAMVbmYHAlISAycGDdEnETSjngYCBguMkQE9AA/NBgABjQADaRIDt0cDVAsDXdYKogACCiADNgAIxxQCtAQDOlUVMnGxCnYT",
-"BIUHCpoGB7ISD5oGHAPBLQ+rfwMF3kU/MTIwmgYNBNQuBAYDDEoABeQGHzCaBg0FRzgP0xMCAjVMBJWFChcCBIMAAggABkCn",
-"BSEAA8UEBFNLB7kqGzTPUQt/TBIxqJcNYkkBPwEPYkkDAmynD6lDAQNuTAP4IQ8GBgIGHUYC1+YIBxMGQgYPtNcEBAsnB/de",
-"C6RWDZTXD6hSAg2fQw6uJQBOABVww0QMHQ0D1eMLqfIDSS8Pnj4BAm+0BOnVD1dHBATPBQ9mQQQJotoJTAUCywUEP0cNxi0D",
-"EhMCHgAPg0YEBMwFD7RwBw//UAcLCrIMzAUDJTADvTEPnT4DBANHHzYSQQYPA0ctBIAAD+QuAwOsEg9OBgYECi8DJQYPTgYH",
-"BCkAAyUGD04GBwpcLwpOBgHnLA6zAwQTJgTXmg8XTQQPjSYCAj+OAEMADbUDA0UlApsCDxQfAwT4RRU2bPAEkwMHvR0POR4D",
-"BWgrBFAfDJIDAroTDJs7DCYAA4obD7gDCQLPKABPAAKu6w7PKBQ02hkLuQMDkywPE2MBAq6zBLkDD5xAAwQFMB82JV4DBmdz",
-"DLkCCeYvDwUwAAI5AwIpAg9DYQMB+UYCfAAPNkcGD+BYBg+ZcAEJgAACOQMDgAAPZXQEBFNFD+VdBQFoRA+5AwQKArIO+nEF",
-"GwIEukYJHgAFEwIPuQMJAz5yA1CWD7kDCAQpAAOQAw+5AwcEkHICmzELuQMPR5wCBN0EALkDD24HAwJSBw+xDgID0FAPBCkA",
-"A9BQArkDD89QBQM0BALQUAe5AwMtBQLLAA+QBgIFVTQEdyIMkwMBDwsAJgAPuQMKAoALD7cNCQPaKwBPAAYicgzBCgLohwu5",
-"AwQ+UQ9fYwEDP1ECuQMLPlEFHgEEeU0POF4DBQ7BDthIAzQCAxICDDkDAjdwA5cGD0kPBASMSB83QF4FBe8pD65IAQK5AQW1",
-"SAuAAAKfKQOAAA+AKQUEIlAPSF4FD4RILgSAAAweAQL9JgKBAg+5AwcDIycDSwEPuQMIBEwnA5ADD7kDBwV1Jw+5AwEDWDcL",
-"uQMFDsMEddMNugMCaREPGRYCAn5TCcsNBJwCCLgWD2VRBASLSAJ8Uwe6AwP2NQLMAA9LZQMFcAQEYRwMlQMBVQEBofoPuwMJ",
-"AXkFAG8AD44qBwHUMAPjdQ+4cgMSNDoiDbsDAqoMD/JhAgPiUgO7Aw8MLQQEPwMPykkEBJFgDbsDCWoqAqxJCUsoAtosA+ok",
-"DzsDAwBbBAJ8AA/KSQYFOwMOykkDWwACxgEBrEkJgAABngIEgAAP+BEDBDcpHzfKSQcKj/MJgAAEsigCBwAMDwsCPx8EgAAM",
-"HgEDQ9UCmAgPuwMGAyAnAksBD7sDCQQpAAOSAw+7AwcJdSkMuwMLzxAGfBEP+TgAAiMLA1w7D2cPBQAIAAGJBg9kDwIACAAE",
-"pwYLzkcRNAFlB9EQB81HA1UDA/ESDyRNAAyUGALvnQkPEQBpDQ8PESMCnBEAQgAPxRABBC8CPzEzMgxdDAKlUwK8+QjMGQOj",
-"Uw/HWAACk1IEOQABoVMNaAUERBUfOAxdAwR/SwGfAA8OXQoCRVERZIsnCYUAAkwEBB8AD4UAAwO0AwdaPAfGGgE6AAJXFwSP",
-"qgt3Lw+yAQMfNbIBJgPHGAQAcAsTAQXjBR80Zl0MA64YBKpLC0cABeEGHzRoXQwDtVQENC0LRwAFKwofNGpdDAMxGgTpLAlv",
-"GwbbzB80bF0FBFJjAiMAD20TCQNxkAHKTAikFAHHAAHtFwrtFAOtggIZBAExHwa8GwOV2AIiAAwqXQNPGQKS4g27SwKMBA69",
-"tAPeNwOnDguAMRM00UsNUggCKk8AvgANIxQDxC0EpwEM10ICpj8GDgIEEjoNjwAGvgQBJE0PjhoMBLoBBOQPAh0uDPMEAU0G",
-"ACQADfQECsUqEzTRrQ6ICQVgAAUSRAkYAQLlTwGZBQz6AwKwrwR4Ag8vZQMF4E8fOSCSAwWBLw4AUAt7LwwvBwX6AAEsAA9c",
-"AAMEH00PBZIGD9ZPLQSAAA+9EAMAPAEDgAAPrE8FD4RoBgswLwI+sA0RLwOAAAUvLwq7AQL7Dg/3VgACzK8EyQMBPgAPnAAA",
-"A7UFFTlBOAUaAAJ8AQMXLw0vLwf/Dg88jQAFyggDPwAPRRoOA6UwBCkAD8oIBwQkMA+FDAEMAawDMi0IAe0L7wMBCAAODAQD",
-"jQcACAAMRhoCKRoE2rQLRhoE9qMPpagFABUECbEAADYNBxcaA1p2BVkJAxYAAjUkAjE5CPQ7AxgaA8SoA0MjDgYuBVkHDTwC",
-"Al4FDyRfAAIE3wTuBA2saAJyEwInAA2XTAOKLANKBQjOkRw09H8D3AEEuFUSMQiJDP8EAUsCACQADf8EDAIbAm09Df8EBcF2",
-"QTQyKy2EAw4LAQHqAA8E5AIDlFAEAgUPTw0DBHxpApRQDyAAAA98GAUEnzECMAMM/DEDnzEDwTcEfsELIRYGEFEPAgUEAWkx",
-"DwIFAwMUUQY6UQyAAAJIHgMeAA9DFQIF/i0fOU8NBQVwTw4CBQUmTwcfLgmAAAX9AQTaLQ67AQICMA+TIgADYlEEAgUPci0L",
-"HDkZVwNyLQICBQ89TwAC/QQBHQAPmdIAAwIFA8EBAy4ADwIFCASJLwQpAA8CBQYE7i4EKQAKAgUPe24CBPxXIzE0LBMMYgMB",
-"hAIAJgANYgMKzT0TNM6eDmIDBA4dAGIDD3taAwP3Ug9e5QIDR6kEZAMPvWsEAaIuAWYAHzBoCAMFfC4MZgMEeS4DBhkMZJcD",
-"P1UEly4PdS4EBTRSD2kIBQUzLg9nAwADMS4DlvwMs/wBCC4GgQAPqQIDBTthHzBqCAUF6i0PaAMABPu1ArECDKKYAvfIBIEA",
-"ArKjDsEBAqAgDz4LAQNKVANqAwLJmg+fAAAEgRscMG4IAdotBWwDBQ9CBR4ABm4IAtktD2wDAwOwdQMr0Q9sAwgDZWIEKQAP",
-"bAMHBDe3D24IAQHLgg3lAAUSDhM0GBYLbAMCAh0BhvsLbAMKGesAYQAEH2wLbAMERgEfNJLMAwICbwEnAA9pAwAD2QcEaQMP",
-"aC8EBJAOHzBLHwMfMksfBRMyd7cDVhoMSx8WMv4AASwAD1wAAgXfUB8wTB8FHzJMHwcSMkwfASIAAUwADIEAAQkEA4EAD0wf",
-"AxUybxofME0fBR8yTR8HEjK2FwEiAAFMAAyBAAEaAQSBAA/RBgIELcMPyiIBA+BWBWkDD+ghAwXwDQ7gVgj/kBwyaGQXMpXQ",
-"HzKV0AAEaQMDEiECLgAPaQMJA7sgBCkAD2kDBwNkIAQpAAppAwoVHAM6AASDcwBpAw+lFwICfGgPjo8BHTOsLwSmUAtqAwQJ",
-"Ah80P9QFA8rBACkAD2wDAAN/CARsAw/XBQMFnQofMP4eAxQyXAcNbAMDRxYDon0MCLQSMoQWAjANHzLdLwMUMtweLzEw/x4F",
-"FDKCLw9sAwAD4B4CBh8VMt4vBR8AAQwEBIEAD/4AAwTdHgCBAA9sAwQEmmUPbAMAA+EeAgcfETJ7LwiBAAJqHgOBAAX5kArB",
-"AQMMuQ8fHgACc58GbAMPUzcEBCIeEjFJSAmAAAjVBgyHfRMy/RwCHQAP1QYHAscBAy4AD2wDCQJvAQUpAA9sAwcD+R8EKQAK",
-"bAMF4roL6w0CIPEF1RcCPwEGYQ8PKxgAAjMXAxoTDkIOAjIIAm7vAw4YC3mzAC8OCZwABDjBBh4WD98oJgJwPQBCAAvJEwCQ",
-"AQ9KNAABYyEPYzQBAXYBDwTQBQSdPAEJAQLiPQSRBgqGAgIfFwAvAAzlMQNUuAIjAA8iNAIFUy4/MTMwF4gMB4pbD0AWABYy",
-"Td4A1SkNzgICkAICux8CiQIKLwMCWwgFZAAPKTgEBewUAwh7B88DA4BJAvASEjIwdg8nXAEDjTwMfo0SMtYfBaIADzggAhUy",
-"GXYeMSdmEjJzSQEkAAFQAA+CAAYEBTsMux8SMtMfBYQAD6AHAwXidR4xK2YSMmAfASQAAVAAD4QABwMtOQjlRgB4Ng/IOAtP",
-"dmlzY8Q4FA4rAA/AOAQOKQAPvDgUDzkABg1ajQD5AA82AA4fMjEAHR8zMQAdHzRLOQIfMbpdACAxN5CNDKTRCLjRAzkDLzw3",
-"Pq8EAdpSD2MBDwGoAwij0QdGOQ9gAQcPQBoFD2QBDwOmBwo7AABICA9uAQ8POwACAHUED3gBDwTmAAdLVw8pjgMAuwMPKY4D",
-"ANwDDymOCQFpBQPwrwgQTQPQBgIZAAEFAATXLAmvBhM1mXEP8zkYBCMFCtEFBSdsD1U5DAN0Dw/zOQMDrQAPrx4CBIgPHzIv",
-"BgwDLA4DOwoJtgEEHVATMu49DcdNAJoEDR9QCO1MDdEVD1GvGQOaAAQMRQVUAAIdGAGuJgkYAAMtIgPSNwpnCBY1Tm0LJwEF",
-"3ToPErEMA5QNATxHCMUAA/kLDsUABMPSBFoWCSUGBK8CBPo6D5c6AwXrbQ8ljw0D5SgMlzoD0SAE/a0PgwACBDdLD5c6AQLK",
-"HwK8HQx/JAJaAA+jAQQPyBcACgggHzXMjgUEwC0AZCEPux4JBJGkD7gCAQW3AgosWAdAWQM5TgR38QVkEQRFCwEeAAJFSw89",
-"WQcGYQMPLwUDBR8ADwKRBAZXPQ95agoCYQIMK4wBQAgDTFB/QzIzRDcwQSMEAQPLHw9HNQACMysFSAEEDF4PZgMYBI8IFDW0",
-"0wvcAgRWKwTHAQoxBQIyBQVTDAeBugIZAARRBQ0GYB81WTIDBZpmD1JUAAOkAx8yUlQAAqUDA5MzD78OAgU2/Q+7DwME2BoM",
-"b1QCWRgEvIcNqA0DYAECYScP1t8OBCsnBB8wDiEABKUrD8Q4AAGCAAL9FgBvAQuIAAKhDgITEgIrAA8xEwIGhlAPww8EBB8l",
-"D0zuAAIEAQLlGQ6yDgmG1QIrAAFlBQqpVAJkHgIrAA8LYQEEFgIMwbACrwIA0wALBE8CUQABHwACzZoL3QYD7y8B4gsGjwAK",
-"JK4C72oPI6IEDRkHCBQqAQ0qAGMABAWuCuYcEzWp1AyeVAPmLw6dVArDGRA1YycNxlMYNUKwETXyNgewAACfIQ+YVAUCwiED",
-"wSEL7RQIavsL/hADGYgCPQAANwAHkVQCjiEBjSELmQEDevsDdjEPyAACCDxqETV0Ygh2AAPwLQSRAApuAgMlKQ/wrRQNQIoP",
-"rAADA5syCJUAAc/VCGoEA40gA28FD2oEAgS5JQIhJA4fAARGMgtgAw0HiQryAAJ4IgMbUA9qBA4EdHIfNAEbBQSTFQ4rFA0W",
-"iQuIAAKrFAPKPQEMAA86LAIEC3EfNAIbBQUDiQ6YiQFkBA+MtgcCrBQChh8BtAEB1iIJAVQGRgYNhE0DGCkCtQoPaiMDBIu2",
-"AuQgCy0CAkhRAngEBfB8BR0AAxg4AZAEDzwAAAMvBgK+AgF7GwiqIwJYHgNnIAHCHwkeAAOJMAM9AA9GVgACfQAEVokD2CwN",
-"ZQADIjADLAYPRwAAA6UAA0cAAi8ADb0tBJIwAkcADigCBGMIBEcAAi8AALsGB14DDESJA84IAAcAC80jA4drCf9QC49gBuIK",
-"DouNGDUWPgC2Cg8liQEErhsPGSwNBMdPDaNHA8wvBLgbDysMAgUQ9g9OCgIEd30P/SsNCJuiCIMAA8BQAx8AD4MAAwQ0kQbQ",
-"aQ2z1wEeAwPTBgsRPA+DDQYE/BcfMqUrDAVlRw8AAQEEfn0fMtNsDANPiwQI8AtFAAbTCw/UyhEEEzYKYRUFiQEPfgwGBWSM",
-"D4AMBgOtBQ+CDA0ERh0PgwwFBEMdABUBDzYCAgROLAAhAA/pbhAEso4LRQAPyQwUD2uiBQNWeAMfAAXz4QTEAANVBA/rDA4D",
-"dGMPDYYBA3sHA0ACB38wHzXGswwCEjgP+D8DD/ZvAwPCzQ9rGgAD8IwDgQIPbYwDBIAiAvCMA/4JBWMDArwSBKdpDm2MITVf",
-"hNoMGg0D9+cPcz8DA8gXAtECD45ABARRUgKOQA8gAAAPAw0EA9w2COGIC+sFAvAGAw2bD8mZDgYnRg8POAYFuQENnggDtIUF",
-"UUYPjQAAAiwbASgABC4AD1A8AwUEJA8XOAYErgUODg0D0z4IU0YKiAAJYNMDLQAPEQ0AAjsBAi0AATQDDvavBBACCxQNBwSc",
-"CmYICCOcAsoeDBUNAhANBMEfDxcNAAN3CwEAEg+YvQUPGA0JA7tmAqY+BMFmCmArEzX3hQwcDQJ3JQR7AAgdDQsoOxE1BLAP",
-"VwwBCSANAgGvB7kAArWBD7phBAkI9gynHwsWRw3IRwIqCQRDAAsqDQYRig9tugADRQkC+wAAWAAO1gAI9FoA5AALu2EC1UED",
-"RG8PowMAAk0mAlcBD7xhEAWsSAIHAA80DQAEtAADbQIInQAPUoMDCtRDDJ8AAiIDAowkD0MEEARTFQO/DAyLEAKcAAPCQgMp",
-"DA8NRAQKt0kMSQACtgYCoiQExkIBgQoIHJMCCwYAggEPC0UEBKtGDxYxAwQsFQIMRQiGAQNU2QNUDA8+AAQEFyIBtwULpQEE",
-"LkQDdxEEswcFHwABGwEDqgQPXREABPIAA0YADK9eBA5zAyUBDQmJAoYBAikCD4H2AQOwDANHAAQvAAx1AwMyQgNHAA4ZDwSw",
-"DARHAAMvAAywDAOAQgNHAA/eZAADsAwERwADLwAJNwwdMrAMAg0IAAcADLAMAkwhCSVeBgMIBR0ABmYLDToSCnoACbEMCIUK",
-"BBlzBEzHAL0MDEgCBKuJAi8RJzEyWAMKBAoEipQABAoPSQoJBQbwDkcBCh6KAuMBD5D5BAUuQw96AwADL0ME3gADMhMMGhkD",
-"skQDjwAPSFgFEzaavw/goQAFMooDrwACxTMPODADBJwMD3QEAwP4iQOxAATniQ8/WQQBwkQCIgAPwggAA8kzBJQAAVIAD1pB",
-"BQrdKAxJAAN+EwOUAAJXAAJ21w+UAAID9K8IC9cAKh0PpSALb2FkdmVjdKcgFA8tAAEPqSAEDysAAQ+rIBQPOwAIDgeuLzY0",
-"OAARDweuBAeDWQN1AQkbrgRMIB80l1kCD0wgBAjbHw8FAQkB5gMIk1kGTCAPAQEJD/wNAg9zABMMA64A1wYP2R8BAHcCDyzy",
-"Aw/XHwsBxwMBLAcHT2wO1B8EUQoJMgUTNt9sCTsmAg0RD+oEAgM2Bw+4HwwD6AQPQgABBgN2D5kfCgOcOw9LJgICZQ4P0A0A",
-"A7M1Aj0ID0UNBAd0EA86HQQEZ3UJKhsCsQYPWgAJBBJvDlEEAtUEAQUABvcTD0sEAAMcggSgAgPiAQLkDAtTPAa00YYyMTM5",
-"MDk1MDc3B1w8ASUAAM4VCCUAB1kCAcdACxMAAg8UBA1vCy0CD342AwSVMgKxXginAALJHAFO1w+nAAcCaR8ACiEIJQANNh8G",
-"fgAK5xEEtgECMh8ENAgCHgADissBvQgPTx0BEDbsWA03DBg29xQRNg1TD68BBg90SwQHEQEPPRsDDzjACAHJCw+lUwEDAgEP",
-"KwAADzW/AAPt5g/gAAMHBhIfNnXyAgWohgeyWwcLDwK6JwAFAAH2Gg+8AAIKoxwDvAAPSAEGD6cLBAxIAQ2kHA/9LgAKMg8P",
-"NQEkBh8BD+ykAwU8FA+bSQUDDwQP9ggBAlIIAjUIAQYAD1wIBAA9AAHGCAoTBAJfDgFObwiQnQHuAwEnnA9sAwgBPQsAKwAM",
-"bAMKSQsTNpNHDesDBlklAiQFCIEAAbYNACEAD4EACQGeBQArAAyBAArFHQeBAAqWJQXuAwbnNwbuAwPQOAAFAAQmTArRGBE2",
-"JkwPEQMACEV+ACUAD/MDBAORAQ/qCgMK/BYNHRICGw0MoFALjgUDsgMOzxIEEQEHMAAA+RAPyAIFAqkAAtlhD2MAAw8EAQAJ",
-"9wIK7RkD5AAFBX4CrBgNIhMG5RsPeQAHDh0ZBNwAD3IBCA/ICwMFO2EHDQIHjgAD1A4PcgEWDO4GDnIBAxCBD3IBCQvEXQZj",
-"AAdbAQ8kPgIEcVgPXZgFBB45A3cVC9ofBlMEAlwuCqcAB1ABAq4MAVoJB1MEAkAfC9IDAkMwABwAD9IDCQMSRQyMCAgEAQOg",
-"7A5vUxY2mZAKaAQGvRkCRl4IlgABMAgAIQAPlgAKAY4EAsnfCmkEC6rEB4MACesCBf1/AtUcDGoEAt4hAAUABLB9DHcGAbcq",
-"DmYDCJIUACUAD2oEBQKoAQ9BOAMKHQENagQDojgP+AIIAYYFBOUJC9B6BBEBCDAAAxSHD/gCAgGpAAObUg9jAAIPBAEAB7Rv",
-"ABIBD/b6CwfYCQxvxANLHA/eAAoMRAkC3gAPdAEID1psBQ51AQiQAAI8Mg8QLAEPlwADDHEHDnUBA+N+D3UBCQx+CQVjAAde",
-"AQUSgAcZDAUORwMUAwuSTwQWDg9lMwYBCQ0Bggg0dG9tHwA0bWlupQ0FXxUBpcEAyygHkQAPvzEMb2VycnN1bRoRFA8tAAEP",
-"GhEEDysAAQ8aERQPOwAIDxoRCg84AAgPGhEDB1ExBBkRHzYevwAI2GoBlAFPZmQ8MjO/ARAyQhEPeTEBCJMwDxkBCQwuEQcI",
-"Zg8VAQkP+g8BCe0xDxoBCQsvEQFaAw8JMQILmTYJmYECIQ8DFh8KOAAAFwgETwAHfBYChw4B8gYPRxEEAxIuD0gRARM33wwA",
-"4RgDTwAEMwAFfgAJXxEKK2ACMwAF64cC4akIHGgCWzcBUgAPGhcAAvsLAIIHBmAgAzkAAoYAABYMAzjsJGxwogACy0cENgwv",
-"JXD3AAACawcBRAAFtGYDcQIBgoMUZOsECoINCrsKHDepiwdHBAMMEg94kwoEliYKYWIC8AwFVHwDFQAHsQAC5EEGwE0B2RAB",
-"4O4SMuWDCLwMAcQIAyx1AJuqCwMJAO5yDmQIATUABBwADxwBFQoBCRc3bbwDwwABkgESMTgCCBgAAa8BHTJfmgVRDQR8Cg57",
-"OQQUAQ2jOgLPJwR/OQtMBgFFAQcpEB83fWgRC0sTBcxaNGY2NBwAApEAAcksAVYbBzQBBgcABtwTCU4DA9q+D8UAAAn7IgM0",
-"AALmBh8wykoDAk0DA/39Da8QGDcDEhI3cdwKeg0RLS8DB6MDAlsPAWYCBU9vBsNKAr4BA/86DaUQAyMDDrwBBdACDl88CLwB",
-"DalUAwUVAjexBsgAD3kMAgQvOhM5O0oNsAECMzoLsAECDiEFsAEPCBMCBJwTEzkzRw1aAAKqHQxaAAFcCwRhAA/aaAMEoBIB",
-"lzANVwACEiAMVwABogkFXgAPUg4CBIIFA2owDVkAAVoLBHQEC7oCBGAADVlRA4wBBBVWD9YCAg9ePgACiRUFfAUNDhQYN8Ky",
-"ETcJLg+yJwsFWH8KYwIBmgIDqAYPmiYABD0AC6QSACUAASsBETc0CwFENwaNAAA0E5ByZXQ7Cgp9Cgo"
+"KgAED58eAAyMjA86AAtvMVszMTJd15YDB0FJBDYcLzE1wkAAHzFxjAIBPwAPIxwAALK3AUoFD9MADAQqGQXtIS82LNAAEQot",
+"GQEatQ9gGQIBO7UPy1oEANYDD2IZCQJ3tQJ2tRExCLMPxCMGAe7VDcUjIDlfAQcDdgAD4AAHxDQPBzgDAecCLzEwXG8KBLsh",
+"D4QGAQNnlg8+VgEFYRMEhhgGLw8G9QQCgQAcNu0iA9sFA2wYBeQUBgUFAR0AA+oEDVgABFcAHDf/xQklBQSuBCJtaa8EAyMA",
+"AnsEBQpIEXpylwMeAAG2aQS1BAnvAwIiBQZslQT3AQGx5gwUAAEbBBExkwcNKhsCu6AN4QIE/VsmKzhtbwZ+AAKMBgAFAAHp",
+"Cg1sAAP1JQqmGgNqAAjOKgIuAAOolASaBALPog1lAQQMZS8rNoOvAwTDMgOuXAe/AQK9MgLiBQugAQO2BQ+gAQkD3wUPoAED",
+"AlUGBR85BiIBAYgFA4wBDWSVAjedDXQBBSADFjiDOAZSAAT1GAJfXgz0AQWHOQrzBQNqAAl0AQJEAAx0AQPllAl0AQQtpBMy",
+"HJQPrxUFA9kOB3QBAnIVAf4CBZYbBBsAAdQCA9PiD3QBAwIuFQFJHQ90AQAD8sABMBULJAECPxkAIAAPFhQCEzkWFA3xIQRS",
+"NxIr9fkLVgACQRwCqxoERnMKcgsTOew2CWgBAzAAA0cUC5qtBDMAB5oAA4EUBdYBCu4LADAACg8IApfDAikAAWMADdcABVgI",
+"AtcACTwAAxMEDDsAInYyPgAQexUGAiUAFDAB0AQNBAimAAAxDQP0EQ/HIgAC7gUCsQMPex4LBC9WBa86AtEpACEEBsSYB0l5",
+"BR4ABdoKA8kHAyEGAEAAAOEGBIOOChkBAO7BCNIACGUJAoULAFsAD2YJAAFdAAMjAAHswQF7AAfRCgN5jRlwgAYJnCMCFAEC",
+"KwYPbR8LCtQBBEQABW4GD0YHCwNjOg+wBgEPbwoCEjlODgwECAMOAQJVAQ+IBgADoyEBE104OwoJonQCA5ACbI8EpiELV1kg",
+"OV/6HQzFHQMIjQJ/swKaxwlzAgNzAAm8AAAzBgclAAOtPAOsWArTAAK9BgTcAg/TAAACRAsDvQUJ0gAAmQEFeo8PZAsCIDlf",
+"1xYKzAICRQEDmwsEggYHjwkDRAEDbAEBlb8JPwAC/w4CgwEPQaMDAxk/D5ZhAQMbPwNnAw8aPwMF42sMJgQGdQ4EewAJHgAC",
+"qAEEg58PmQACAnsIACoADZkACJQ3C8ttBJkACfGNC9ZyA1eQAmIgA3JlHDHwBQKNAQiedw03AA5IjgEkAAVeBgcijwGRAgAk",
+"AAxiCQL+gAWGAAwdBgD1AQ8dAQECUAADGD8IHAEDGBUCGwEPGnMCAQHTABwBAR0VD6A+BgBNeAwpCwOiPgMhBA/fGQIF4o0G",
+"Yz4DGQACNxEBgAcIIRgDHgABDwkDD94AnAUIrsUOZQAEdwIDoWIIZwABmAkCBggIux4DHgACQB4CJAACBgAPeRcCBthjDaAI",
+"Ax3RAQUACN4XAh4AAccAAyMAAuwABgFDBicEAmMBAAEHBqIGM2x0dUUAAgmRB/BIBykGAZvTBCoGBledB1MHBgcAAcxBCR8A",
+"A2wCCh0RBBcMAmsEA0MSAO0LCgE2BIwCD1ACAAMTBwN6Hw47IwMFBA/xeAED+iYHhiUOjAEEET8BnxsIigEGXQ0PQc4AArMa",
+"AiQAAZ85D1ICCgBAFwJlAA1SAgNrYwFIAAhbPwMeAAFSCgIkAAMGAA8GEgIB210CYQANUgIB7wECrwAIXzkCHgACYAACIwAC",
+"BgAFeQYH8JAD4iMPUgIFArUTAUsADVICARkUA1ICBt+tD1ICAg1sCQZSAgWPPgdSAgLeBQPDPABSAgzWDQ9SAgUE7ggDEyEP",
+"TykFATYJDVICAy4WAlICD6AVAgDDGwGMAQyvDwN/OgEnAQ7cAwK5GwIkAAAGAA9SAgsAnBsCZQANUgIDAekBSAAIuyEDHgAB",
+"BQUCJAADBgAPxgADCzBlCGEAAjUCATwACIQbAh4AAfgEAiMAAwYABoc1BlICAqIHD1ICBwGmAAJLAA1SAgKJmgJSAgW/Mw9S",
+"AgMNcQIFUgIHchQAKgIKTqQC1NgNs6YCwtgDpAcCPNQEowkCnQACxJQCKAADhwkfMvoHAgZ6AAFLIg2CAgMfAQ83CQADXBwC",
+"gAIPmioDBLcVD94CBAL6CA8+dwIDcioD3gIPgWcDBGoEDEZPA4PEAbMBDmgEAtUcAiQAAf5DD94CCgTWjhQzILYGZwACxBoC",
+"tiQAOgILZwACGQABJAADBgAPYQADBCEQAzcXCGEAAXsCAd4CD3jqAAI8BwEjAAMGAAYFLgbeAgaFAg/eAgMB2QICDAEN3gIA",
+"axoE3gILYwcEaikD3QIPqWIDBDULD3t8BQN3LAGoBw/9QQQHeCwOOgEEGAQNOAECvxoBFAEOFgQCCB4CJAABQRAPAAILBNRi",
+"A8UACK1RAUkCAucBCOZ+Ax4AAYAAAiQAAgYAC1mNBCgABPYHAMrNC2EAAowHAUIADvgHAttSA1D7AgYADwYQAAOqqgRjEQwA",
+"AgTg6Q8BAgMHgwkBswgIAQIBvwQDBwILIgsFQAAErVsP3gYFAksMAYsJDWElAukkAwACD6VcAwlrLAg4AQaCCwH1HguZAQG9",
+"CAIkAAAGAA8AAgsA4gICZQAOAAIGggsPZ8UAAsAeAiQAAwYAD4ILAgDvHgNhAAwAAgJyJQEAAgHpHgsAAgEeAAPz/QLtAA+D",
+"CwADeaoEOW8NAAIBmgQCSwANAAIAHQIFAAILwAYDnZYCoAgL0AoFQAAE/F8DYH0PsC0FACgADgECAigZAwIPD+IlAgSvjgdy",
+"LQMZAAYxCw/I8QADv/4BJAAABgAPAQILBDKOBG1ECGcABjELD4D+AQFiBAPX/gIGAA8xCwIEsY0E0EMIYQAGMQsBrB0LAQIB",
+"vAEDT/4CBgAPMgsAA76aCemsCAECAV4AAksADgECB+AIBWN/CuAIAggCHDEfAgPfCAU4CAwdGQL6BwMECQM7GxwzJxIAGQAG",
+"oAgQM38XCWMAAT4CAaYGDvsQAkAIAwUJBNcZHTPsFgctaABpEwpiAALlKQG5Ew9iAAEEfBMCBwANchgCeQUDeEodMw0XASAr",
+"DHcUAIYkCH8bBwwCAyLaAAUAAcYhDDsABUyADmMbAjHaA0EABcpYClAYA4r0D1AYBAIMKAJ94gvKAQGoBwAgAAzxEQDZBA0F",
+"EgItAQHOBAAWAQr9fSA5X98ODowWAIQMD2obCQFVAAIaKwEzRw5yAAHlDABxAB85cQACCVYCAjEAAzEHB3EbAPsVDbABBAUS",
+"A3IbCLABAuMRATgBBXolAxsAAQ4EA1DXD5ABBQE+BAGJ5Q+QAQEBtgMBLv0MVRsCBwEDD4sAVxsM3hAA3A8PZAEABgkZD1ob",
+"AQKqBQKgmQFGDQzqAQAdAANxAAwDHwJxAAhkAQMxAAO5GAdkAQBvIQ1kAQTiFANiGwhkAQYgBQ9u9QABFwACCwwPZQEEBfHm",
+"ACwBD2cBAQLCJAb6HwcRAQG7BAAhAAzkAgBoAw0MAwLpBgGZ2wAjAQ1gHgHjFw2UAQaDGQ90GwECewUC6SkCoykNcgAB/wwA",
+"cQANZx4BcQAJlAECMQAdOZQBCxUFAhffAjAAD1MbAgD5DA9TGwQC2iYB/wEPUxsHA1gFKzM4UxsOX0YFaQAfMv9CCgPWNQVg",
+"KwTdBgKMBADwAw8/GwECHTUBHwAMQBsDtxwB4YQBXo4D2AcKQRsFWxUOQRsCgpsBXAAPWwIBAsceAiQABqSgBF8BADUABHkA",
+"AxgPCxgBBZUEFTJZhg9MOQgLvgAERQAFEAQSMREED245CwqKAARfAwWJAApGGxA04rELcxoC/TUDXQIGyg4HFgECdQEBdfoL",
+"dBoD6KAAIQACSKAA8gIMWwYAyCoMVxoDpQgCxAYRMSsKCUQDAqIgCSQIEDViHghRWgIACQHbCQzTAAFhAgMhAAG/OQyvIAGB",
+"AQAhAAzSAAOInwLlAQNDCB01WyQNLCICpgUC1gABPnULRhsDrwsEdwsMVBICUQQD3gIBahYOsgsCpwEJHMQEMgICkhkDbgMP",
+"EhACBDvTAqU3CXsAAmsBA/QCDE0KAzpyAyUABGUtCpkAAzsAHzWZAAACkwADmQAPqw4CBN6cAq0zC+kJAjahAraaAQ4tAI0B",
+"DMIFAo0BCEYbAhABBzcADjKdASQAD0YbAAJTMwQ4IAmTAgqGAAzXBQA5Aw8dAQADaQIPHAEACkBJD5+iAwFy6gAeAQ/GDQQC",
+"eTQBJgANxg0CPAEEJgQP0VAEAAHTAGAAHDXgBwT48AKGBw8DEQECvgwDJwAABwAPzQ0LAe/SAmsADc4NA0rwA0sADtANBOLw",
+"BHHwAwcADxw7AwBcIQNoAAwZCgQr8AI/AA/XDQACGAoE2+8DBwAP2g0AAo4JAXAID9sNAgPaMgbgMgncDQAWAwRIBgHSCQhx",
+"AwIsmwQHAAz7iQWGAg9gGwIC0zIAvQID7ggcNXYNAqYCDmgCBK8YD8eUBgIYAwEoAA5qAgImHwRqAg8MNAMFFDYN/QEDwG0B",
+"BQABiiEMbREDKREDIgAPFhkOAfMfAmsADmoCAy+UAksADhkZBQjyAiQCBAcAD4MvAwQBjRM1pVkJaAAGHxkPVO0CAsMCBCjy",
+"AwcADyQZAAKLNA9qAggCKAsCTwANagIAIAQFagIMqx0KagIBIQQPagIDD3gbAAL7OQFRogNqAgzfDQ9qAgYE0k0DnwMOagIC",
+"cgYAKAAOagIClBIEagIPo1YDBBsxAta4CZUBBp4YAroeDNYRApMVBG/zD6IYDgVFHB41oxgDvPICagIP4f8BA7grA8LlBAcA",
+"D2gABARKNw6qGAOg8gNMEg50FQNcAgTm4wMHAA+wGAAC6TsPagIHA4jdAk8ADmoCAMaUA2oCAZMZD2oCCAwPDAZqAgmQGxA2",
+"F0QIkBsCaAQFk/UEPwACMQIC7gcCReYLkBsC/DwBKAADkBsfNkQIAw6MAgP6Cg+TQwACXQoFvwcJ0BsTNk0PDPsCAzAEHzfB",
+"NAMCTw4BJgAO+QICQwkE+QIPzxgCATYaASYCDBgjBPb0AvwBD44EAAST5QMsAg+bGQ4FYBgeNR4jA9vwA94CDp4ZBM7wAwAZ",
+"BDjjD9MAAwAHFQNoAA35AgKIKwL5AgnLlAMgAALUAANI5QQHAA9vDgAC/DUP+QIIAmMAAk8ADvkCAG4HBPkCC6kVAvejBfgC",
+"DyslAwRMHRM3xR8O2TYCmQMAKAAOJEgCEQIDGAIP5xwDAa/zAGIAHDbeIgSz8gIbAQ88BAADROYDJwAPNSUPAUIQAmsADxgC",
+"AAa1GQIBDQxtAAMxEgO4AQMHAA+1PAME4g8eNusiBFv2Aq8BD1AIAAJnAAO1XQMHAA9DJQEC/y8AxAEPFwIDAhwBA04ADRcC",
+"B+QJBm44Ah0AAgmlAx0CD0asAwHF7AMWAg8nBwMD1QQAKAAOFgIDnAQDFgIPvggDBPQkAuE2CUEBB/sLDzfzAQPz5gMnAA/5",
+"JA8BGw4CawAOFgIH+yQCK/MMbQADcQYD4ggDBwAP+wsDBC4NHjavIgOL9wO6AA78BwP7BwORPwQHAA/7CwACpA8AwwEPFgID",
+"ArQxA04ADBYCAK8DBRYCC5AJCCWnAvvrDxYCAAO0AS83M9gbBQPoEwApAA4XAgIxIgQXAg9EAQMECgwCueQIQgEHuiQCCPQM",
+"PQ0CwwgDJwAPviQPATQIAmsADhcCB8AkDwb0AgRiDQLRAQQHAA/qAgMEeAcEIOMJaAAHqAsPyCQAA4nvA6vnBAcAD6gLAAJ0",
+"Gg9EBgYDo+UDVAMNFwIHPQkBBYgOPQkDRAYBnxMOPAkFoggL5xIDjS4DYQkM9TwDwwgABwABowwAOTIM6hIACz0HhzML9DkD",
+"qBMBQgAOvhEEDhMChAADFRkcN3sJAHkMB2IAADsJCBYDBnwUD2IAAQNcAAQYFwyzEQEYAAGsGQB6AA2KFwFJzg+IPgMCxRUF",
+"r2kPXE4JDBIvA4MDBgFOCqEDAx0yD3QuAAJEAgm0Tg9G4wARNieZAAUeDz0WAQW5sSIrMpfFDzRQBQIFBAZuAgQYAAI2EgMf",
+"AA+EAAUSN3+rAVYZB7wBD9ngCABTOk9maWxssjsUDisAD7E7BA4pAA+wOxQPOQAGD687HC8yM/aqAR8wrzsBETErAA/iNQIE",
+"+0AP0wALAfIFB7A7AFAED9AADwsVAwHCDQ+wOwIB4woPsDsDAecID7A7CQNwLgNCqAJnUwqUFwIoAAIfAANuBAltBDAzMF+i",
+"BAqyOwKHAg9sNAQDSRAvKzJCyAQFoKMPyQMMBI6WD3cXAgX3wA0iMgMBMQM9AApOBwQ+AAWBtAOhAArQBwV2zwWRUQsKGgXA",
+"AA+iyQQE8g0ABAEP7gMJBARxDAIGBHyzAx8AD8QAAwSPGgvZOgPEAATiAAOlJw/5VwMBowAPEjYLBW/aD68mAgQ9Ag8lVQUC",
+"PQAEMmoJCxsERyofMVg9BQRVCQwvEglHKg9aAAEFWQAN9yECMw4Dyu4PAR8DAzkqD1o9BAJAAA9aPQUDYyAJbSEPWj0AAhS0",
+"ETH4BwxaPRIzStENiwQE1WAPWj0IAoogD2wAAgOIIAlpBwRqAAnqIQEuAAqFIAAoAA+EIAAEjgcfMVo9BQVq7w4mLAhvKgtc",
+"PQJWSAOW7g+iAQMDOyoDV1cMogECWCgCIx4OXD0Pi98EAOQED3YBAQUkAw9cPQcBqgMNbTgB/wIDaiAJxCUEagAJdgEBLgAK",
+"ZyAAKAAPdgEABC3wHzFcPQUEPCsOkRQDESsCDjIEAwkEHAACUisPGAMJAx4qDxgDBAL7JhFmBBQLJgECCQsEuhsMXj0vMzBe",
+"PQUEQ2QPXj0JAzQcAz4UCVEmAFkADV49BDAAD149AwQzAAeaAAtePQPGAAciAAD8HgAQATR1MzIzBQOJMALf3QzirwO+MgRH",
+"AQk3AAK5BgTmSwW0AAAWAAJQCw9JWwkDKwYPIQAHAlMGDbMoA/MhDw4+BgYDAwy7IgPhOQC+Ag+7IgcEdDEEDj4EwQQJDwwP",
+"Dj4FBGYUAM/PD0cHCQKgCw1xKQMLMgC6Ag8OPgcB8CwE+Q0Ek7cDbwEPDj4KBkEHDg4+AykjDw4+CQIjAAMFQgcOPgA0AA8O",
+"PgkESOMfMQ4+DAMBFwQ4cQtFAAXCCA9VRQwC6AkEyzIJiwQFnAEHyiIAEgMPED4HA2wCD/hCAAPMPARaJA8QPhskMzAQPg3t",
+"JQC3GQebAAvvPQOdOAGfDgyyAAECAgMhAAKgSQuyAAHAAQAhAA2xAA/vPQ4AsQACBEcLft0EbwADDQEMniUDRgEBBwAFIEMH",
+"QAADjgkEtgAMAA8COjcD3AIBkwkPfzQFACoADFcLA340A2sDD3k9AgTdLgJ+NAl7AAF1AAP0AgF7AAkeAAMYAAIlAARdTw8Y",
+"MwEEGtgJmQAC2QQDmQAPzBcCBEgEAxczCqwQApgFBEfLDxI+AQWwAQiXBQPl4wY3AAkLygNlAQ8SPgkI9NwKGREFhgAM0QYP",
+"Ej4EA2vjDy2xAQnMIgs0MgQdAQQMBA+RMAQCbwIPCWEBA7uXBPAmDy0yAwRHJAQ/ZAsfAAQlCgytCALHCQJVCA7/EwxKMg+w",
+"MAwEUDID/RgOIQAEVE4O0DACUTABIBQPcTIAAzIxAiUAAloJD5gzAgSW9xY0WtYLIQAEihcO8TACKDECczkPPT8AARgACFIx",
+"D/hkAAMFEAF/MQL44QBeAgkPKAAfBQF3EwxdYAQ9mQ0TeAJgDwSldwB1AA5IXwGCyww5AALnCAKwCAvwcwXJEgLwcxByeQYH",
+"wAUBJSkIGwkCLwMPhAMDBPJDAZLED/sVAAIiGgFAAQJJIQjmMQc9HA1qPwNHAQMHAA0zKATEAw9qPwgBmwAD5QMKaz8P5QMH",
+"Au0bD+YDAwdknwIqAA/oAwIEwpIEdX0PyigEAfwADbUBAq8BBOsDD7c1AwQYNgQoaQsfAAgaUw3SMwLFVAFmAgvUOQHuDQbT",
+"Mw/rAwsAjxcChAAP6wMEBKnADusDBO8xAQYADhgiANgwBSUAAgYAD4IAAwXRKQ/rAwQA6zAP6wMDBOEwAQYAD29AAAEYAAIk",
+"AAIGAA9iKwADDkAK6wMcMtETAFMTD+sDAAQnBAz9AQQoKg/rAwIDgF0B4c0MHiEDzRYBBgABmxoP6wMAEjV++gd6PQGhAAzr",
+"AwJwCQ/rAwUCcAcAJQAP6wMBAsUjAUABDusDB9I5DZI+C+sDDKolBusDDwNBBgGbAA8EQQIP6wMJAiEID+sDAgNqJQTrAw/w",
+"CAIEhh8UMUI9DtQiArASDzYoAgmlHg+7GwMEgTICv14OHwAErVYM1hsIgjIBnzIMUCoCiRsCJwABBwAPvSoNBIgiA8IeDyIA",
+"AAqMVgmOAAorKw9NKwEDeSoDKQADBwAPsysEBOYjA+UeDyIAAAUSEw4BKwNXMwRQKw4aQgIZAAMnAAMHAAbwHAYABAJMCwsA",
+"BAztEgBlCw4ABAM+Kw0ABANaYANPKg0ABAKSAgFV0Aw5AAL6AwMABAoKdQYABBE3AAQAPwoHAAQAbxwNxwMCHkMPxwMDB9gh",
+"DXhCC8cDDdEHBccDBugmAZ4DC+gmAwsLDL8MAgcLBKKqCHoUA+gmAwQRACgAD3hCAgRgDAZ6AA94QgIDiCYArgAOFwQIFgQL",
+"hyYEFQQEsy4P5iYEAp05D80kAgNtBAMSBA/iCgIFHU8cNoCIAiAAFDITGQ79KQKDHwMfaQEfTwz8KwIWBANXwQAHAA9pLA0E",
+"5QcNUmsFjgAFcAsOiiwCEwoDkikBDQEMkAADPywEriwCBwAPFgQDBE5REzbMPg+LAAAEBiYPrSwAARQBASIABIcsD/FCAAMn",
+"AAUHAA8WCAEJAQMEFgQMXw4AVBAOFgQCyyYOFgQDumYD6iYNvWYCkgIEvWYJOQACSAQDTh8BOQAPTh8AAQRcH3JIZgMKTQIP",
+"3gEOD3QBDQZ5AxEzHoYMdwQGEUQNdwQA/wwPEUQGA9o7AnUBAbElDZUDBeAvD2UoBgKSGQ9OJgIJdS0LatEFQwIEdAYOeAMC",
+"EiUDeAMBOFkM6AIDXwICbgYBUOAPfioMBKQkD3ctAQHFAwRXAwFQLQztKgNrLQLuAwMHAA9kwQMBpS0DagAOeS0C6QkDNgMB",
+"Uy0P5S8CBCEAAwcABcMJBzcDAhQFAsgBBDYDCVEvADQCD0wLAgItIgYnMgS0AQPERQL9Ag01AwNpIg/vbQAC9hMENQMBQxUP",
+"/yEAETA1Aw/qaAMPNQNHBfIVDkZFAsEEDTYDB1glDEZFAjQMA3QBAaI6DjUDBHsWD4QpBQL6Dw+qMAIDSCMDNQMBCBsPXgIA",
+"AwsBDV49As8YBTUDCW+NBCIAAsMJBCIAAP8dDzUDDARoLA+ANQADR1oENQMPMgsABKctAqsDBAcAD/VoAwSgFR83gjUAAvZE",
+"BDUDCaSMA/8BAyEsAqUDBAcABe4IB3h2An0BAxgnA3keDIEOAdkRDTUDAscNBvIyBLQBAzEGAlMGDDUDArQeASUADe0BAiIF",
+"A4YKAS4LDzUDAAF3Yx9y6QwDDzUDRwZyxwx7Rgb5XQo1AwLZ5AI1AwupDgOe3AJ0AQ/e3AQE5xUPoyoGAh0dACgADjYDArcE",
+"BDYDD18CBAOUBR43XQIDkgUDti4PkgUABMouA38CAEkhD9EuDAS0MQ6FSgI/DwU2AwGqLgxvAAPFLgKsAwQHAA9CBwMAWgwD",
+"agAOvSwDvAoDtwAOvAoDnwMCKAAEBwAG+TwHNgMCwgECNBAENgMMMBAAywAPNgMAASwFBr4zBPAdAzIGAxkZCzYDAiAbASUA",
+"DO0BAg8NBP6EAcUUDjYDEjhqKADXMwfVAgAyDQ3VAgIyLAIqAQ3VAgfvHA1PRwI6CQMUAQGELg62DQUPDQwSIwLKGgPbDQOB",
+"EQpPRwFpDQm/AAxPRwIlAQH0SQViAAtPRwSVGw9PRwIBdBwJYgALOkIDQzIK9kAMT0cFox8PyEUCAVwyDU9HAYkdD09HAQGG",
+"DgEIBA/PYgYFgTAN7gIDDjAC/AUEgUoJXwAEYwYPfCUACp8wAWIGD4BEAQMFjwHFBA87YQEDqy0PaSIAAgkcAWuWDIBED4xH",
+"AQONHgQ/AQwOGQ94RwMElCYPiCUFApMBATcCAd8xDnIAAbImDXhHBXEACX8CAjEAA6lMB48lD3hHAQGDMQPZAQ+AEgQAxRcP",
+"9Q4EArRwBtUxDLsBA3gxAio0D7sBBQITSQIcPQ+7AQEDGzAPnCUBAQgDBJlfDaNHAPQAD6NHAgaFJg+jRwgDo+AB1AALFQIA",
+"HQAPo0cBBXEACI8BAzEAA+8iB48BD6NHAQFoMQMKAw+qJQMFcjsPwwwAA91xBboxC48BBFcxD0oDCwWLMQ+PAQQC1AEGNTEM",
+"ykcEnl8IIV8AoRUNXgMDayED2QIKykcAIAEPykcCBBEvD+AlBAN5QwECAwWAuQpyAARluwrKRwVxAAm7AQExAABzAAu7AQzK",
+"RwH/GQd0OA22AAU5Iw0PJQPWKQWCNA8PJQICLRk7MTUxDyUNoiMAWh4CIQAPykcLA62LAfYdCMkAAuEXAUMED8tHCAFRGwSU",
+"Bwc24ANBAAGXBw/LRwMEJDQP/iQABNJMD8tHCQMkAAJ0kwcRCACQCA/LRwsESx8fMctHDQIXDARhUAtFAAVPKw/LRwwCQQwB",
+"y1AN6wYPASUED8tHCAJeAgFEKQwWAQLrBwAhAAxQJA/LRw8ALCoPy0cAAqHgAvg1AFsADEUDAiM0Bkg0LTMwy0cCRzQfMWkc",
+"AQKiDwMhAAc3vwvLRwAhAAzSAA/LRw8A0gANnSwCgBgDd+EAkgAL/yQEoUADkwAMsDUDhUMD3gIPZiQCA7U1ACoADGIXAowK",
+"BW8DD8xHAgA/AAEcCw3MRwIJGQT1Ag0pPwOUAAElAALAcw2aAAMjAA8s2QACJggFmgAP/BcCBJsfHzjNRwcC4QAEx30KzUcF",
+"jwEJzyoC4AEGNwAJWeEDTjUEsJ8KGx0C0wsAJAAN2gUCOS0EhgAM2gUPzUcEA7k7D7cBAAfrgQEoAA8dAQIEySkPFWMDAjwG",
+"Ac4EDCoNAtADBCYEATUgD+cHAAMWAh85BwgFDwMlBAIXAgbdOA/HDgAD1lsEKQAPoRUPBL48HTlRiAUiAA8LJQYBvDoDIgAB",
+"SwAPWBUAArcIBCkAA74ID8IVAwTlWxM5jRIPIgAADxQlBgKObAIiAAFLAA54DwOKAAMoAAMHAA8bJQACLgQB2AgAUw0DeAIM",
+"MB0AfQEOeQ8BByID+QgJFwICiwMCHwANj9EB5VICJQANUAIDbwYCIQAPsBIEEjmwEgCzdQe5BQ96DwECAQoHF20P9DwGDJME",
+"AxABBBcBDjlEA6cDD+5ICADeAwMSCgruSAXHAw2JAwScIwTj+Q6LAwHOAwAnAA6LAwOiEgOLAw+iEgMEkzIfOXICBQ+jJAQC",
+"ulYCIAABRwAPzkUAA/AWAykAD6NGDwTKMRY5oTUMIgAPqyQGAvAiAiIAAUsAD5AAAAIjDAQpAAMHAA+LAAQE88kD4hIPIgAA",
+"D7QkBgP5MQLEMgBLAA6LAwOKAAMoAAMHAA9SCAACAAcMiwMM1xAATwQPiwMAAlUvDYsDA7B0AyAADYwDAnEiAycADFMCAV0i",
+"BY8DA/NUDpADIzEw9OYGm5wBpwAPkQMBAkAPAhETDpEDB0wcDBVKDJEDDKkkBpEDD4okAALbHwHm6A8VSgEPkQMIBCcLD41l",
+"BQI8IwEoAA7Q4AEvIwa0lx8wgEwDAJEJAkcBDwcDBQ9NJAUCFn0CBxMASAAPakYAAqsGAykAAX5ZD5UDCwQ/XS0xMPCrBSMA",
+"D1AkBwJGXQEiAAFMAA+RAAACsQYEKQADBwAPOAgDBE4KAIwAD5cDBATXCQ+XAwACUCkCQxUATAAOlwMDiwADKAADBwAPUiQA",
+"AugJC5cDHDagEQGZnw2XAwJBJQ+YAwIEFgIH9TQJmQMDuQkAKAAOWgICkwMEmQMKP3sHmQMBP3sQckkHBpkDHzauHAEC1AgD",
+"g2wOmQMPREsIDJkDDIgPBpkDCVwkDURLAhUhAkgLBz8AA+xGA7ghD0RLBwAoAA9ESwIFuwsPvAMAAwIVDzcLAQQOyAOaRACW",
+"Iwe9AA9HSwMEaicSMWcxDnEABKtwD1nhAQPPcAUuBAHrMw/yAgAErAsFj5QLcBsAxAEPLgQCAkgsASAAAUgAD4BIAAIuBAIp",
+"AAI0Fg8uBAsFsAgEFcAPjwAABf8bDS4EAkUsASIAAUwAD5EAAAMbAAJQBAQHAA8uBAMFqwUEj78PjAAABboEDS4EAnQsASIA",
+"AUwADi4EAmUFAigABQcAD8UHAAL4IwwuBA3IDQFPMw0uBAOFpA4uBAWMngKSBw0uBASzngAoAA5aAgMKEgMjAA9yMAQiMTFz",
+"MA+oBgQKWQIP6QEOD34BDQdNAwB1Gg2QBAIjCAKiMA6QBAeGaAzbTAN2BwWQBA+HaAME9FUUMcRnD60DAAIMEQAqAA+tAwAD",
+"ngUErQMPDUwDAK8LAlsBAVoPCXECAn0kA44DAa8LDP0CA3ICApkGAAcAD44DCxAywwkDbgANbQMCDwEEbQMRMkIADGhKAnwf",
+"AykAA4ksHzm8DgIVMuoEBBkJCWsAAmQAAkwDETJOAgvILwJtAwMoAAQHAA9/JAADgn0C0gEFTAMMxBwABxcPTAMBAoIRAY1X",
+"CrwBAzASA/R+DUwDBOPmACgADfkBAxraA0wDAiGED0wDABIy1C8CoiwPTANYD3ULAQL9DwPPTA5MAwgnUAx+BwTLegKBAQH3",
+"DQ9MAwAFWDMP1WkFAtomAioADkwDA6lEBEwDC3XbBVYCBLIDAnfbCXECA70FAhktD6dZABIyVy4EKQAABwAPTAMNBd9aDxl/",
+"AAKAWQVMAw+0TQAD0ysDKQAEBwAPlA8CFTJHxh4yHU4SMmNYBEwDCb7sAiIAAgMbBCgABAcAD5YkAAPDXQPSAQRMAwxdDgBK",
+"Dw9MAwAEW3oMp0UEsz8E8j8OTAME1QEPHS8AA+g7BUwDDx8vBCIxMiAvAucKD0wDVxA3CxgNTAMBjgUDeBwOTAMHSzMMRk8E",
+"m30DgQEPUvsDBUUuAEwDD6YkBATWPwArAA9NAwAD3QQEeAEPPywDBVxCDap4EjLcLQRNAw+KWgASMopaBCkAAAcAD00DDASP",
+"Wh8xs3gAEjK4VwRNAw+SWgATMqgrAykABAcAD1kFAwYV8Q6YVRMyuIkETQMOAgsCB3IEKAAE54kPrSQAA+FpA9MBBE0DDFUQ",
+"AG9hD00DAAMyIwE4BAp0DAMCDAM1SA1NAwSH+ARwNQo9AAJGBQNNAwKcAg9NAwAjMzNNAwnRDBA3jg0M7AIDZ0YBBgAP7AIA",
+"B3AyDBtQBH0JBI6ADHAyAhQOBXkNCzgbA7c6AzkODHYvBZoNAbg2Dx5QAgGiDQnfAAweUAKhFgB/EA92JAADlP0D+hsDkCEK",
+"HlABKhwJYgALHlADdAsBIg0PYwABApocBW0fDAUaAhgAAeQCDSBQAWIdCXwAAPsWD95OCH9kZW5zaXR54U4UDy4AAg/kTgQP",
+"LAACD+dOFA88AAkP6k4IHzJywgAfMuD5AgcpAAa7pg/L+QQEBKQP1QAOAZIFCJmKFjjpTg/SAAoL4gEANwMP604DD+pOBgAU",
+"Ag/pTgoCcwMBBgAPTAsAAh8AAAUAA3EeCjMDIDFfRyMP5E4BAQAFDUEgBhdHD0FFCwOzBAQSJQ8t+QIOiD0DrAAPu0UCBdn2",
+"Dz1PDQK/AA+UpAMPAeYcC4IABoIhAkMoDxjACw3y2QMXAAMHAA8XMwIFKmIKtAgFhiQCHgADCwsLtDEAVwADZz8M9SoGPYIN",
+"TDMCjQACBgAEKiYIzwoJ5AcHHQADYhUCdAoJGAADtwcNGAACDgsNGAACfhIPGAAAA4cHA4kFCogFEzHDpQ6kAQSVDASFUQ82",
+"SgsPs1QCBTn7Iisy5CMPxaQPCPQkAcEAFHu7PyQ5MPIkA9MBDSgAAgEBJjkyGiUAKgAApQEE7AsBIAACJgAPfCoBBGcJBDcK",
+"AxcAAaABAfMMhjM1ODYzN0JEPgYRMeOkDh8DA04aD21GAANVLQLzAA9QRQIEvXoCLQUPMlEDD8jkAgN+AgEGAA9kuwQFcb8P",
+"zAsCBHtxDfwUAfIJBMFADkU4AygvBAYADesCBJUDA8sjDngABHZ6D1YgBQQJEg95KgEBlQABpAEB2nELmwADlyoGBgABnBQO",
+"YQAEk3oPTSAGBB4SD20pAQFeAASbPg8uNgUDTSkBJQAMuwoCdQwDCAMPnDUEAx5YCDMVA2kKA6sgAiYDD6lRARMxmpcFwKED",
+"mQAC3BkANgEEMJgEZAQBGQABHwAB6RYD/ScF2woDeBoBFAMVRusBDRVREDG+oQ0lTycxX10KETGzoQPRAAboHAhgAB84NgUB",
+"AekmCGgCDShREjH2oQg1AADHEAlSAA9CPwcN+3ICThQCJQAE/CUEHQADWTwEQgAE6lQIrAAGHwABiQUOFAEHSTAgMV8OCwl+",
+"AAOIHAC/ADU0MEMRAQgjAAJlAAODAAzxKwOjQAMeAAHfCA/IQAsHNwUIxUAKkAEP5AAAA2QFCM0ABCMrCpEGBQcAD3AeAAFN",
+"BwLFCA/yUQEEzwIKtQIDYDYCrgUGJQMGjw0AGQAAJQAKAgICWQwFJgAH+gIELzEFuAAM2wQIkygAHwIBPQATcM4OCs0OEzGY",
+"ygxJAwPpEgOWAAjNAgpDvQBBAAApAQ44AghxUgAlAAS8pASbAgHbYw/zAgQE8T0CkRAE3XAFHgACCgMDWQQB/ikIHgADzgID",
+"QwAA9gAIBZsF+zsOXQQDiBoDIgAAOQAP1gAAB+0cAOQACxADBNcTBZoADHk8AxsbAjADETT8AAAMAAI6Aw29AguQPwBRAA+0",
+"AAQDiyIJnQAB/A8OfZkC9fYRMTAHCG0AA0NiA1IABO8dBXoFA/45A3IgAYQCCD0AA1cYA0kzDD0AApQBAyUAAcopCT0AAqQD",
+"Az0ABLIlBT0AA/s5A0gEDMUEBNZqAlwAD/hqAgIdAQO7AAQHAA+sNwAEjjoDrz0DBwAMzQAETh0DcQAJNAYEQecL9QsEiXAE",
+"+AkFTxEEjgkPZiwAAvgNA/ALAzEQCr7nAOUJCX0ACa8xDldTD7JbCwNrSwJHlA5Hxg+AHAAEKbADOQAP1S4CBZxLIisyLjIP",
+"fgAFAmQIDaDFBOFPAx8ADwBMAgWHFAuhQwRVDQm9UQw+DwJWDQNUHAwfDQ+6DAMJjhcJGAADgRQEKgUM0wwBlTcPJAEABXMP",
+"A3ZdD7RUDA8+VQIFGkkP+S8NAocLBNRQC0UABdszEjIGMg9gvQsKKTcH8gwF7zofNRwNAgVvAAYvXx8wiA0JAwUfBaZ2A3AB",
+"A7Y3AlQ7BgMND5IABAOjOwevVwuGDQPqZwQpAA8sDxkPKgIpB8ADADEfDjQRAnggD9MQAATTrwIXAg9SQAMFYrEEFAIKsxYC",
+"zRQEzQUKeAADHAAPNE8BBIUYAnkAD148BATrgg/AGQMFfjwN0YkCWAUFnGsOpwUCbTwPs4wECZg4D9cNBAUrOgTQ0A8iAAAP",
+"oyoGA7s2CCw6DKAAAd0BA1mNAycAD4gABAQ+UwO9DQ8iAAAPKy4GBPvHB1Y6C0IcAYQDAicABC0ADEs9BE8aA9ADD7NGBAKJ",
+"2hlyMRkEKAoCXwAE7wMD+QQM5g0AhxELR1MGvzAN8hgJkTIP56oDBMKAA4AhCj8OAs+pAR44Ci4JAxmOA+EDBrEOB/cKAjQB",
+"A48NCfcKDEIOAYAUDyEKAAfDFwAlAA9FDgAC1woEZQAPRg4BAaceDEYOC2tZEzHsUAhVCwHbNg9VCwUJezkBG3APejkGDSc7",
+"BHI5A0MABKQ0CK8ABx8AAAcCDhoBAa8ABygBCzsLAn8FAhYBD0sOBALFOwM3Mg7LOwIDDwMeAAE7KQiPEQjpOwIfAAjVCQXi",
+"Ow9LDgcF5gACKwABs0AH3QAeOuAcAhwDA74gAzYVB6oxBhECB/sADwMOCAL4DAK/AgGrAwkyAgyZLwm6WwEBDgFAAB9wJlcE",
+"EzG0UQ/rAgIP0QEEBwJAACUAC+INAezQD40CBQVsMw+NAgIKkTMBFQoJHwADWRIDRAAAQQQJ6KgCywIBsioLiw8DLhECIgAB",
+"eTQP1wAACtkBAVtdCAsDCIUCD1ZyAQIMLwTJAg/kDQ4L6zQAUQAPtQADA8aQCp4AAKUSDjYGBGE0Bvk1BRoAAyojAwgBCooz",
+"ASUABvEFAC4AD7YfAAOcAQK0AgP4CA7rDgMTCQQoAAMICQ9+RwADpBIDKAAPGAkBEzIwZAvaCAQ2Cw2kYAI5DQinWAfOZgJz",
+"DQOKHgN6GA3SEAlIDwG0UA9UCgIENjMVOVQKB+fqA3EBA8oyBCsAD3QbAgXBUCUrMagJDxygAgKPFQE7TglkAAMQAwOBGQ94",
+"EAADNTMDhgADzA8FNoIFJgAC5gUEYjMOUwgEDTMD/A4EpjMFZDUECBsDkgoCrwALACQFZQICH1cDaAAJhwAD/xUDzwAPBDQB",
+"BE4BAs8AAxwTD700AQRDMQkHAA+RAAYDoKsCczEIkwADaTEEkwAAxAMPkjEDBJMAAngAD1ldAANCAQTBMQNJAQpbFwiSAANL",
+"7AJqcAiSAANSAwT7AQ+SAAAD9CwDuwADmQAP+RwCBXhMIisxdWsPiaEFAigKAVJKCfEBA+wwAh8AAvfVD84AAALr0BEx0z8N",
+"V0IH/z4FYRoFHAAGXjKGMGYwREEyNDKKsgQkAANZAQMDGAb9QQZBBwIkEgSCAQ3hDQ90CQALYFoTMUpSPnJjcMkkAUxuBykA",
+"D40RAQQzOzUxKzFa1w9pAQICBAsBogYJaQED7jUCHwAPaQEGAuMTAeIkB5IAAK0UD08iCD1zb3Wa+Q9OIgYPLQABD00iBA8r",
+"AAEPTCIUDzsACAJLIghPyQ9zABMfMn4iAwjI5ALWATg8MzAlyQJcBi88NcXtAgFkyQ/M0QEEgccPCAENDH8iADcTDwUBEQnN",
+"AwN0AAQ0yA8JAQ0EdAAEOAAAFwMPuyIBAc4pD7siAgGxKA+7IggD0aEBZA4BRh8PuyIGBaKvCW8DGDL/ZgQeDgYoFA5JEwZI",
+"Bw+8IhABWxAPvCIXA0OMDw8RAQLnBg+dExMC/SkP6aYKAS0QDsQhA4gVD2EAAwa5Ew88IwoD1WIBthAPahIED2kSBwQ9AA9p",
+"EgIEn5UEUBELoAAFl0QPWiMLBR38DIIAAvEEBB8AD4IAAgRmwQITEA88IwEABQAMOA0A4x8P1xMGAlQGETLAHw2jIiEyX2AF",
+"D88JCQ+jIhEECVgLRAAGFBYPoyIQDLWHA+chAxF4JGF4GAAByAECUBQBcggG9UIC/yECYjMATAAH8kICHmEAIQAP8UIAAU0A",
+"ACIADzsBAQ+ZEwUCGQoDszsKLBISMkVwDZwCAnRFDyFcAQP2MQIJAQYcRQUfAAIZAANQBw+JAAUEJgcRMhJy/wMucHJhZ21h",
+"ICJub3Vucm9sbCKULAIDogEWMXtEJGVxawgC9iwOUQgKWw8SMkbCDssCBYL2D+VgBAEGBQ9LmQIDhYsDTzYMcDYEwQkGHgAN",
+"1wAEbk0PtxUDBGpNAiBhB9IPAlkRAy2kD7QTAgTTAgL6iw7TEwTMaA8QFgICdREB6AIOOgAPK2ENBfd9Ds0VCCQVD6AyAgRq",
+"FARFjA4hAAQIag5dAAewEQWXRwQcAAIlEANvFA68FQFADAPSEgIBAQ/xLwIF1r0Pm2EFBvZEDEAWBGd2AQYAD58WAgTdkwTY",
+"jA4hAAS/Fg5dAAGxCwSVdg6QLwEUAQOCAAIOFQ7BDAR+BQElAAILAAC0CwarAwD8EAf1BALNAwHrjA8aNgYfOUEEAQN4LgAI",
+"AAt0OAL7BAAGAAZrTBZu10EI/AQN5yMRMoV2BtcEChc9A7NuCm8AA7+bAdwDBX4iBxI9ARkAFjMQPQ+PBgIOLQQBUQAAGAEO",
+"RW0I9ScB1hUKHwACbQkDWwUJzwAAvhUNEAIFXDUC94UKEgUCtSUOEgUKqjQTMtx0DhMFBc1tD38oAwKDDg/ObQIDyGMDEwUN",
+"rRAD/gAGHgAO6AIIyUgOHgAEM2YMDDoD8ncC+SMPvwMCBCtQBW17Cx8ABKcaC1kABOt2AQYAD7sDAgASEgKUAA+2BAQE708O",
+"EwUED3cBBgAPMjwCBDRFBISMDiEABHUcDl0AAioPAsckC8EXA/tuAn8ADvcbAoMRAlQBAwEBD5JuAwQijQ+nagUEC0MPkm4A",
+"AQgGBBpvDzwAAgsXjQ4hAAQlaw/vbh0DQqACggACKwAOPRIDEwUBRQEDny0KEwUBkSQOEBYFijgEJYkKmwMDMiUOnAMKIxgT",
+"MiwmDpwDBcM5A5dkDp4DAkQKD3M9AQPTEAOeAwyBKgOiZQOeAw9FAwIJf20OHgAJvmUHkAEDf20CTAEPSgICBHNtAt6MDh8A",
+"BPMMDFkAA/4lAQYAD+4sAwR9Aw/GZQUE9EAPzG0AAvUmAs4oCg9dBCIABKIJA5Q3DiEABJkfDl0AAtEuARMBAbo+CaopAkcs",
+"AoAAD28UAAILKgJWAQPKJQ/bagwPOmYGB9tqDdQsDxMqAA9AAAAEtQkDLTgPIgAABbYJDmIAAn8WBPSVDwphAARQKwOLAAMw",
+"AA/cGAADlBQC5RUDAhwLsQMKsvEEYgAF7QYEbowKsQMDzBwOsQMK3SkWMkUxC7EDBbk5A4MBDbEDAupZACgADp5lCGIMBjZG",
+"BB4ACGIMD63LBQj7IQ+uBAAE0i4NKIwESgEDxCkPXwIDBSRpD5dQBAWv6Q1eAA5uKQ8+AAALWowPIgAABVNMDmIACLoqAgc4",
+"D0AAAATQBA/LUAYE+xoPbpYAC1GUDWopAkEBBKOTD8gYAAP2KASaagM7KQ/IAQMFrGYPGW4GDwNqCARtKQNiAA9ESwMFpWIP",
+"/zAGBBA0D8kDAAtkkg9nUgAEVmQDiwADMAAPzRwAA8kDA6wAAgYaC8kDCjtIBGIABP8oEDJbGQ/KAwAD/hwMAJMOaC0SMpYc",
+"D8wDAAVjAB8wo40LD/90AgOijQPNAwwCDAOJaQPNAw9vBgIB1TwPzQMIBMsQDqdpBWplAgcAD2MCAwXFPwsxNwUgAASDDg1e",
+"AAP8MwOaJA9fAgMECAUE12kPIgAAD+EzBwtrYw8qRgMF5iYGcocM6wUE+BAPQzQAAoUDBF1jDPosA4MmA4gAD4omBwVqAQMr",
+"Jg/ZBAMEjCYEeWoPIgAAD7dUBwQmkQeNJg9AAAAETAEDFo8PIgAABZsIDmIADsAjDHghA8MjA4sAAzAAD+hAAAPNAwK4AQI2",
+"AAzNAwswYwZbEA/XPgACgCkCIwANYCcEdEYB5S0OZkMCYQ8C9LUEmCMMBBkHUSYA5A8PutwCBxU5D8AdCQWlawDGAA6faw/k",
+"LQADnmsEOQAPGDgCBFEHHzfxXQMG2oUPAy4LBQmODIMAAlIIAx8AD4MABAO9AgLpmA/kLQIC5CgBmzAOnC0gMl9MHQ+9AAEM",
+"EosPlTwLAcwgDkUABv4YD1ctCgOw/QFQIQ5FAAY7Hg/hLQoD6TwEgbALRQAFKQISMbZZD0UABQLyGQFTIQihEgEHAgBKAQtZ",
+"GANJLAJoBgHqGwdbGAI5GwIiAAEhAwddGAKvFgAjAA9dGAACswEB1SgPthkRAwwCA1dnAyUTC4wqEjK2Jg4kBwM/XQ/spAAE",
+"yEgEngEN30MEZ/8DAwIBdAkPjwABBsYDEDKnDw9mGBQFvp4G2wIHPwgCaBgPaRgAC8UnIDJfYgkPOgMABZscHzI8awQC+wQP",
+"p3EBA4hpBHECDBJwA4lpBEsCDy1bAwRfFw8+CAQEXRcdOEmaBRqVAgcAD34HAwTqmgWLYgwgAARJCwxeAAKYKAacJw8+AAIE",
+"XBcfOCVRBQU+lw90XAEDuSME6igPQAADA34EHzgpEAUF6icPPggAD0tcAAkKKANmJQOIAA8eCwADMyQDagEDEwELLEwFLAAE",
+"/7UPpVEFAUhaDz4IBALKFAZqWg9AAAMDTAEfODYQBgT1FA8+CAALNVoPIicBA/wmA4sABDAnDj4IA1JSBPsmAQ0AACEeB94D",
+"ANQPBzYFA8RuAzYFD1sEAQEIAA54BAJYBAEIAAuZGAI3BQAGAA+ZGAECbAUEOAUOOy4AgQQJsQAA9RwHnRgENKoLDRkCRwcC",
+"9hgIWykDnxgCTDAAJgAEewUMoRgCZAcNYwQCy2wAIAEOAwEDXCEDiRgOFksDvwwCKgEAIAAH1gAPHCsCBfxBAiKTDFAFA1UV",
+"D1AFAAyoGAXNNQtQBQWCSw8KFQMC5mMBKHQNUAUD7QACFAIG+WYEHwAD7AACJgAERScMBAMPvh0KAVspAUUDDWybBRwpAgcA",
+"D+YDAwSyWgKBCA4gAAWQhgxeAAqwWg8MBgQEmRcfOCwNBg+jWhsPQAAABKO+DwVbBw/OHQYGcloCBwAMbD8EaVoDiAAPoQwA",
+"AxUqA2oBBBMBD1wGAwQdth84LA0GBJ4WD/VWAQKdBAX3Vw9AAAMDTAEfOIVbBgSnFg9QBQADWkMFyFcP5lQAAyosA4sAA8Ep",
+"D+YdAANQBQIVAQMNAAtQBQP0DAqfAAUkIQTNlgzLAwFSAAAmAA3LAwzXGALVKQ7LAwWGFQ9YhgUCV2cBwHQNzQMCVxwEzQMM",
+"+w0CR2YFzQMPZ1YLD80DBATJFwNnbAifAQJqAgJ+RBEx1kMOCQUEOUQC1WcPIAAAD34cBAxRVg9fAgIFSlYfOAZiBQEgVg/N",
+"AwMBFFQHQlYPuFgDBMMXHzjkHAUBHlQPzQMDBI8zBUBUDOszAuMTBIgADwpUBgNqAQUTAQ9WVwMEgBsfOIdiBQFVMQ/NAwMF",
+"KzoHQjEPQAAABCkKD/UcBQHdUQ/NAwMBx1EDIgABSwAP7QAAAicBBIsAAzAAD6AcAALAAwPN0gM2AArNAwQYLQvNAwVrAwQy",
+"oQvNAwFnAQ0+dwDNAwzzGAK2fA7NAwWkHAMCAQ7NAwLqDA+kHAECh2kFzQMM6gwCSWkFzQMPBQIED6ccCgXhUhw56gwGr1IC",
+"BwAPXgADBOU+HzmlggUPrRwEFDKy3AJfAg/pFwMF7HkfOQ9eBg93ggcDHXkDtXgbMvObBSUABMFmD9mCBw+3HAYUMk18AiIB",
+"AfRLCM0DA6J3BIgAD4QGAAOxAgQgVAITAQ+5ywMUMh5vHzmPXiAEDlUDqlQPyckDBflWHzlagwYEuBYPzQMAAyN6AsY+ETIi",
+"MAztAAInAQSLAAMwAA++HAADzQMDKAACNgALzQMDsHULzQMFkhgfNfUYAwJoAQAnAA1wMQz1GAJPfQ7OAwXBHB809RgFAmxT",
+"ACkADs8DA9ERAgcAAahFCR8AA4gLAgcAAR8AD4MBAA/EHAoUMlcRHTmtAgLVFwFAAAEoAA8/AAMEZQIPh4oDFDJmDA5eAAKu",
+"AQL5Fx8y6xcDFDIMBR85BwsFFTIFKg5tAwKFOwEiAAFLAA9AAAMDrQMfOSYdBRQyDioPzwMAA5MXAsIXHDLuNhMydDgDiAAP",
+"GKgAEzJuOANqAQMTAQ/uKgMUMhwqHzkHCwUUMmB+D88DAAPcOwLHKR8yiLQDFTInbw8mHQUUMilvD88DAAIoKgEiAAFLAA/t",
+"AAACJwEEiwADMAAPxBwAA88DA0oAAjYAC88DC09XBrkQD/cYAAKUDwTEfA+5DwQBCAAP+BgAAssOAg7MBF0vDPgYCIg7ADwQ",
+"D4Y5BBMy3VkWNnp2DYY5EjKKKgRsDA/CywADLAIDcyoEUwAF9wAH/Y4CuSkGdMEdMkoYC3GfBFYEBpp1D2Q3CgMrbwEPUAmW",
+"BAIyDAMfAAQlEwlENxUy+DsSK34QDmsCBFh6AiluCyICAhMUAwsBAjgUFDJoYwtpAAbjMAxYJRMyJTkCTQASMl7pJWF4HwAD",
+"maoPSW4BCzEBBopWDyw3CgYKbQxnAggEbQ47GgWRAARJDhwwYVMSMmgoASIAAboADB8AAmYFBCoBALIBC7s9AkgUBUgAD/hW",
+"AgUQJTIxKzEcLw/pAAYDLhQFCU8G6gADbwMDIgALR4cBjgAC4wADgeYPqBoDBj5lIisxMCcPigAGAoYCAh4lCooAAvgOBCIA",
+"D4oABwH9XwNVAQyFPwP5NQdTAwCFPwhFAgFzAQCqAg9EAgsFnLsPRQIPAyMuDr5dBMBpAyIAD0YCBQSSCALAaQknAgIKAwMs",
+"FgqZGwUkAAc0NABAAAxIAgJUAwRKAA+6WQMERQ4PSAIOBnVoDewAA0gCBI/6D74BBRQxSAILlCASMuITBewAD6kABA9nAhUF",
+"h2cNZwIEJUYDIgAPqQAHA2cCAE0rB1ACAFISDws7CD9iZm8LOxcPLQABDws7BA8rAAEPCzsUDzsACA9WXQkfN1ZdABA3rjoL",
+"2DoBQV0NVl0AFjsPDeUBBGf1D9QADQEKAw/v5wQP0QAJCkIdAb8iD5o6AQFHDQ+aOgIBtQwPmjoIAmoxA3WXD+1rAAaaOgWz",
+"ngnmByAzX0cOD1ZdAgRLEgo9OgNQAA8BBgMGviEPB00LA6kyD69LAgUJ6A35XAOCIgM9AA97FwMEKhMCzgcNnD8GRgUOnD8A",
+"XwMGpFYP4AABBJwQAD4AD/8gEAGEEAnCAAmAHw9G7gMENA8HJh8Lw6oBTLgPyDkBBMwBDw9eCANyIQ4YAQWjCA8wXhYPtl0A",
+"D0ueAQIxAAM4AA8eFgIP0REEBHaUApABDyYKAQUQUg7JhgmQlACsAg9+gwEFHsEPfoMDAx4ACMA0CCw6DqTpALoMDBMAAQAB",
+"AY0zDSI6ETOmWQ6UBATWAA+/hgIC2ToBBwIPagABA4s6CjMhA2kACBANAuAiCmyDETMVWQ0bAgbmqQ+1hgQFXRkPiCwEBI0s",
+"DKMBAkoZA1bCD6MBBQdhLA+m6QUC3G4LKAEBcQIGp+kKNx4SM7laDHoBBb4ED6qGAgHjAgEFAAvmiQKxNQP9DQoqHgNpAAh6",
+"AQEtAAql6QAnAA96AQIFkQAPoIYEDwoXBgM8WANiAQwBMQk1lA96AQUFgC0PegEDA3xOA4DyCh5nAfMCBnwBCnAeFjMYNwl9",
+"AQXbMw9thgMB9QUCADcEqukK/RoTM06LCGwBAy8AD0usBAMyAAeYAApagwPDAAchAAAlFAhgAAXqAA+m6QoPiYYAAu0JBEvQ",
+"CQ4QAT0AFHttJhU0lGEPhoYFBkdiD4GrCwOCBQsIJwYi0Q+DhgEBgwAEltEOjOkBtgwOBqsDWgALh4sHdQACyQcBxpAO6QED",
+"VOcCxj8CfAUPiekDBDUxCw8BBicND3yrCgKxBgoSYwVEAAawDw9/DAoDGR0PyEICBE0uD8JDDQLNCASiFw0UEgV9wRg0gFYH",
+"zQMDuy0C31wPOlYAAycABtIABEoEC68ABX4DD7lLCwNfKwrvAgREAAa2DQ+iDgwCRQAJwUkFiQgN+BELFAUPGxMGCZLBDGVK",
+"AswHAiwBAfAgB4MpAOIWDzlDBgR7FQ0YAAOaFQ0YAAOwFg0YAAPPFg0YAAJgDg4YAAOWFg0YAAO1Fg0YAAIvFQ4YAAeeFwgY",
+"AASbFg0YAAbwAAf5BAV9bQdZDAI6BAEEAw9A7AICDCUDOLAJxFEAIwEFNa4P3SoCEzNpVQiOBQLXKgdLFRIzqzIIx0cCbgkP",
+"oUcBAh4JAQYACQCgCWkmBA0VCa4AAIkBBTKuDxAmAhczJqQGnw0Day8C7AQMdwUCPCUCtUME0CgHOwACqAAC2w0LEkUDzlgC",
+"XQAEOwAKow0CXQAPOM8AA+FcAgsGC0oyBGcBBKdlAX8DCHgAATIFA5gFDF5AAQYCAyIAD3RIAwJtJw8S6wADfF0DlAAPF10C",
+"BDw1D/hcAwKFBwJLAQR6MAxzCA+WrQUFPAANMDQDpC8ClgAHRlEVM7kwC8gbBew2A/oEAEsABtQOApMBBAEaCoUABZtBDRsB",
+"Am4FAmcGAY0uDnwLBK8BD7tFAQLhCQIKVg85JAoTM26kBIYCBKkFA0QTA6lBCfZYA4wPD6hrAANzrgLZBg8vWgQF9x0MJCAF",
+"k1YBhgQOjSUC9RkCJgABv9sPg5gMBGsfDlTHBJ5bAiQBD2oAAAE5BQacWwQkVQ5lAAX4NA5RxwU1WwFGAA4dRQEtBglgWwdO",
+"xwabWgKLAAQKCA8vIgIEwwEMQloBdwYB0BsLQloBeAYE71oFszAIZFACtQABIgAHUgULhFAB9A4P/VkFAWzYD8tXBQEGEQJm",
+"ABFwNQQOgxoTM+QwDN1aAtggBHsACXcfDUgGANsADvoLCMNZACUAC/JXAD0FD/JXBgkjNgwPRwp1xw3pNgP1NQNCAAzTZQUb",
+"Ng44FwNGXgIiAAHhRA/VAAAH2UQA4wAMmFoCaAIBtwAP9z4AA+1dAfoAD+5XEAvKyA7SZQWzAAKDAgqcAACgHQ/GpAMFJQUH",
+"iQQDPEEAIQAMiQQDdUEAIgALVWEDETcDVAEMEQoNkscJHQAC3QkDAwQPmB8AA1UABLDHAwwKDLcbA4CxAqIAD2SNBAS2HxE0",
+"7xMMCTgCZAEH8FwKqAoN2FwEswAPBCMAA1oFBLMAA2UfDzcFAwUKSgP1IAyXAAOyMgLGAgjElgmSAAOeIwKSAA/HHwAH7sgG",
+"LwAPbdcEBeAyA3sgDOExC+YyAgcADB04A/5PAEcCDbUGA8gfAmkCD/c5BAQnMxE0dC4JgzICvQUHAzML3mgKJTMMvQED6FsG",
+"PgAM3wAD+jIDVzIMJmwMbAADLzMDcwAMoQQELzMDvgEMNgMFQY0GHwAJNSMDsAwDkgAMlz8EXY0E1DQP1SMEA5UyDB8FBDgz",
+"Az4ABH83BT4AA1wNA/wyDEYBA/IyBNkADPgABYqND9kABAPFAwMmAAwXAQRxMwQ/Aw8MJQMD6DwOkFoC8QAEPgAN2QAEjQ0C",
+"JgANR1oDbQED2QANNVsD6jADiAMN2QADSg4DJgAMbWAE7o0DPgAN2QADcA4DJgAMSxQEbTEDPgAN2QADlg4DJgAHCx8AsAgE",
+"ThMLdAsPJTQAAokSD66YAwP1DQkBDAtOrwC1Cwl7AAtxTQJcDgHiIwYJCQVgAAUbDgbJFxwyUBYBn0QHvQ4KYAAClFIB79IP",
+"YAAAAgwUA0wUC1sWARYAAR4SDpOuAJgPDCUPD0gcBgGkBg96HAABfgUGkxwJYRwDneYCPCUC7w8AXQINlLACnBUEjwMKL0kC",
+"1wAEc1MPlLAAAwjZCF0dAFIGD10dGQQ3AAPeDg91PAIECChfNTQrMjmeEgkFoVUMIgYCxwcDHwAPpzkEBFc0ApLfAD8ABBoA",
+"A08gAzkIDyddBRM0024BMksOXwAEEkwTNBJJCWEAAsAEA+cHCxSkB2EABBpeD1k0BQSQCANxSAljAASAKAJBAApkZwhjAATr",
+"XQ+cIwIEH1NPNTQrMxsVCgN9XwVZAgcRCgMcVAB6AgGvQgipAQQaVAM+AA9ANQsC/lMJ5QAEDyoCwwAPmVwFAaWAA3xdD18A",
+"AAVdVA+pAQADFAUCEwYC/ewPYQABBakBD1g1AwQPTAQxUwhjAAORegMpBwJgdg9jAAIDqQEPWTUFBDdMBJCoCWQACTAHAR9M",
+"D2QAAwDdXAEjAA+KAQMEvjUAKgAFlcAFHQADMAgCcgICyusPZQADA+hjD0pMAwV7jSM1M/gfCWUABGsVAkIAD/IBBgA7AAIj",
+"AA/lNAsAKgAN9gEDTosDhgcCBOsPZQADA/cBD+w0AwGnMwQqAAz4AQEJNQatBwFHKA9lAAQC+QEP8zQGBvkBAoVbCWUAA/kB",
+"A3g0D/kBBxIz+QEBOIsHHAcAcVMPsiQIf3ByZXNzdXK0JBUPLwADD7YkBA8tAAMPuCQUDz0ACg+6JAgvMTi6JAAfNpJfAQcj",
+"0QaSXxAwPwAPkl8BCB5fD9kACwGuDAiUXwe9JA/WAAsKLAgBCgkPWV8CANYCD1lfAwCLAg9ZXwkCNBYCYwkBFQMPWV8GBPgS",
+"CQQJEzQpGA1xFQE4AAshCAI1BgTgSAu9GgQ4JA/0GwwCXQYFyWkPyhUAD7okAAPJFQM8AA/ZAwMIyBUOvggFm9QPThwLAgIJ",
+"AtUZDYsJA50AD7olAgR3Xw+51Q0Id18P6xAABGvCCuMABAwCCOoQDoIABgDsD1lfCwKqDwaDGAfhCQYfAA+CAAME3AgPSBgB",
+"Ag4vAW8LDDcQA/MJD5OCBQN1AQvNegHrBQ9XHAYDqDUC+20IGAADXQUNGAAD+w4PwF8CHDTPIgS5AAWE8A+/Xy8fMr9fIwJZ",
+"DQ+/XwkLZEcD0LUBGwAATAAIv18BqAAAIQAPv18GB3zqCGoBD4cBBwPpEwQqBAtvAQUYAAflGQ/vXwQVNM0lC0wHAxcaA/QC",
+"Ch0ACgVAD1klBQ8hwAYCKiEPbUIAAy8wApQBDkpgA0YwA9cCC7ImBeQABLMHHzRKYBEEYQMEvx8C/ykOswACiioPtoMAA9IL",
+"BLwLDw8BAQRWQQKgBQeTCAw5+Q46AAQAKQ0ZMQTGWAEGAAS2EQqzAAKGHQ+96QgDdw4PNDUCBIZBDbvpA/VYAXgADww1AAKB",
+"AgOeAAPZOA9hAAMEtFsOfycCpkECSQAP+D0AAvwCA2MAAiYgD8c5AwTCQQ+s6QACmUEBPgEBRAwPjjoCAmMAAz2HDJu/Bple",
+"DVNGBfUyD2XDAQPEAgEIAA+OHgMEL9ELU0YCWx8G69IKKhIYNOxeETQRKQjsXgKKCApvAAJ8LQLSBA9NRgABkAYAJAADTEYK",
+"OhIGuwULDwgIKIYPDxcADzkECwa5VQ86BAQCjh8Pcx4AByrCDT8yA5MzBwERCh8AAsIDA3UEB6ghFDQn1QssBARYKk8wMyst",
+"qAAEAv8SD1BHAAJ0EgQvBA+YHQIE1locNScNA9RZAZUCD/ECAwUvBBcymgAEHQACzgIC9AIPMgQDAcMGALYAD6fBBQMyBA+s",
+"WwMEvAEN51sDWRwBeQAOMwQD7VoCngAPMgQJBfrFA6E+CNscA9bFAkUADxtbBwIcEQNuDg81BAMNHFsJZwADmxgCRwAP5x8A",
+"AjBDBGgAB40HDkYCBawBPzMrLdxEAwMCWg824AEIdQYP41kFBGwDDQIRA1hbAqQADwJZAwV5mABKAgWeAAUeAARsMAIHAA9w",
+"MQIChloPDmICA6XBA9UaD0ZJAwWhWg9eLwQDCVgP08MIBVSHAZIBD7wMAwX1Qw8ELgEDvRwCRgAP7AEABIMAA2gAAi8AD8HH",
+"BAX5BA/zLAED9xoCRwAP7VwAAyhVBGkAA34CCjESC4UxLzEwisUDAm1YACYAD2lYBANTAg8YWwwN8BINZu8OPQAFXZAVMC5A",
+"BRsAAjkACLotDroAAlMFDxxEAQMbVQNQAg/sIgMEfkMNOf4EvoQCzQEPeloABSBbA6UAAi8AD5PFBAWFQw87vAADo7wCUQIP",
+"378JA2kAAxECDxkUAwQvLB82OrwAA1RbA+kuDkIJBdm/A2kAA2kgCjkBBFECBdqDD0bEBgI2Bg8v7wEDMCsCmAEPRyADBTjA",
+"Dd4UAzNZAQUAD5taDACmBA2lBAV4WgIHAAQYHQpbUwJiBQ+iQgED7VYCVQIPzMEEBG4DDszBA8OCA4MADwNEAQQVJQIHAAOs",
+"AQ/sAQME4xEPxsEBA3taAlUCDwx7AAMuCwVpAAIvAA/FwQUEj74PxcEAA2YWAqkAD46+AAM0CwRpAAQyWw7EDQIPAgKqpQ+M",
+"CQUBCAAGHgACrgEGcgsPDEEAAb4EAyhvD9EyARE01m4GvQoEGCwLHmkPdA8JBXdDDBgABCIXDzYyARM0wykOCFgEReMPtecN",
+"A4ICDN0RA5vCDxMiAASawgM5AA+xhwMEMVoEqAsLnQAFVRQPMVoMAnoFBqVYBBgAAwEqAx8AD4MAAwQxWgYCKgbVEgKRFAEr",
+"AgEBBQ+IASAKKioPiAEGBDFRHzJfWhME4RwLRQAGhhQPX1oRBNpoC0UABBvmD19aEwaLUwOqBQLSLg8aWgwElYEENQACaQEC",
+"IgANGloCHgUArBwOuBIC2iAHs7sFhwEPPxQJD7wBEQz9HwVJWgo5KhM0W2UN1QUDnLgPzVQBAxKsBIcBDSxeA8VBBOwBDKo4",
+"BY4ABkkEAVs1D0haFAUvfw/4VAIClQwP9CwBCpJJEzTjkA6rBwVgAA+pBwMC3VQBzdAMMwQE2VQDWgIPhwYDBPInArpUDyAA",
+"AA8jlgULuO8PEGAAA/8BAwYnA6olD0cKAwWQWg+jVAYF9bYOLgcP97YOBKECCJAnHzJNcwMF2ycPIVQHBBxyD2a2AQP0JQQA",
+"KA+KAAAC3h0DzAkGdxcHfAIMLUgCujIDthYP+QIBAQgADhYDAvYCAQgADMEkAj4jCePwB+ZYBR4ABKsCDOUaCKk4ALEDC+ZY",
+"ASEKDeZYAgQbAusRCPMyA5kSAqEzB/LSC0pgBOsFDgEDArEkD3kWAAQrVAP4Aw6XCAJTBwAnAA5eEgM8AANUBAqiAQpBEgPb",
+"AQViOBYwKXkHCQQBGgoAJAANCQQMuhcCVt0NCQQGYAAfNqESBQL9VAFi0A0MBAK8BwQMBA95XQQEKVgPmW0DAcQpDwwEAgUa",
+"hgIHAA9eKwADx3YDkyoDSCEPhgAEBE1YD2ltBQF7KA8MBAQKTyoB8g4PDAQCBIoABFAoD2gAAwQJVg/vbAYEn10PfV0BA1sL",
+"A+sDD/MWAAPVdwPjKQMtIQpqAg8PdAIFxHoUMLisD71gAQ9pMwIMXxYBsFwPbAIABYMNHzbHEgUCu1MPcFsCBLdTA3AuD84j",
+"AwXOuA+XsQMGzLgNWAED+yoEQCsPbAIGA9wmA6scD2wCAwSHZA+BUwYF67gPVLkBCeoqD9eFAARsAgOKAAPZIw8DXAQEqVMP",
+"6V8HBB0QD2wCAANiAAPZKg8xDgADbAIE8CcPbAIAATxjDXYABVmDFDC5rgtsAgJ3MgweCg4cXx80KWMGBTMVBUM7D3BSAQ9z",
+"FAEPcFIADjcBBAsMD/NRBAXGKA4uuAJiAgVjXQ9pAgUDeTAD8igPaQIEBMkoD7lRBgWohQ+EXQED/icDpCcPawkBAok2A4oA",
+"A2sJD2kCAwQEHA83UQYPJbgqA2kCBIoABgEMB2kCD5txAgRcBgBpAg/SbQMBUwAAJwANagIMFRACfDYOagIFRxUDZAEObAIC",
+"jxsPq1gCCU0LD9knBAQGKR85TQsEBLwcDmy2A1MoAy8rDzkKAQFLAQNiBwO+HA9sAgQEaxofOU0LBgTmKA9ltgECZQIEPLYP",
+"ywcBAf0BBIoAA8sHD2wCAwTpKB85bl8HDyi+BwRmXQOkKA/LBwEFEwIFLwAMbAIM1i8GYk8AHxQLjBIGawsPjBIAA9o7Ai4O",
+"Dm4LAjAKArKxD/g7AwA5CgmcAANIYw5mQQTDtAQAjR8yelMAA/+fAykAD3oQAQRbAR8yHYUMAiTBEWTFGwliAAI6BwVhKQ6A",
+"AQOpdQSbtQMwAAnSJQUrAARISgONKglpAAIZBwWdXgx6AwK7CgOnAA9qAgMFk14dOaCvD5JeAA+9nQED24kBp1AJnQACLAcE",
+"BgEPWwcABLJeAwYBAikADBSiBMqYA+UAD2N1AwWvXh85+K8BAl8BCLBeD8gAAgOpLQISkwmCAAKrAwTKAA+8BQADcRYEygAC",
+"sgACqhMISAAJrwEPWLAFBZABDxhfAAJgAAT9Xg+SAQYDEC4Jb4sAYikPsisLT3Zpc2OuKxQOKwAPqisEDikAD6YrFA85AAYN",
+"Z4sA+AAPNgAOHzIxAB0fMzEAHR80NSwDBzCuA8YBNzwxN0osBDUsCVmuA8ADIDw3Wq4PZEkBAA4HD2MBDwEvBAgs/RYyMCwP",
+"YAEHD4UEAAEUbQ9kAQ8DqQYKOwAATAUPbgEPDzsAAgAKAw94AQ8E5gAHgEoP8a4DAL8DD/GuAwAhBA/xrgkCuwYCDAAF/BUP",
+"1/0CBFkJCcAGEzXCCw/dLBgPD64EBSUZD0n8DANyCQ+qCQEBqQkP8q4GBb0rDxeMEQSgGwm2AQRdOwD8FwWNCgiPQAF6CA9Z",
+"GggBoQ4JHQAJolADNywPxSsFA5oACxxICWhtCRgAAokHARgADZArEzXRmg4nAQUhCA8ZsAwDDBMBqQUIxQACCRoPrRoAA1W3",
+"BDkAD/4sAgQiBgJStw+ySgYPgS0NAwS2DZMcAx2tAx8AD4MAAwkdrQsOAwJvGAKfIAwIGwJaAA+jAQQP4xMACuITHDVp2QXL",
+"AAZ0Lg8hLQoEOqQPuAIBBbcCCrBKB14KA0z9BVwKC44JAWICACQAD8FLCgZhAw8vBQMKuAoO6gAGmwoPtF0KA1cnC5oKAvYL",
+"AlKcf0MyM0Q3MEEjBAEEDdsPwyAHA0gBCysvD2YDEQSPCBQ16v4L3AIEBh0ExwEKMQUCMgUFZAwGfxsC1gQCBgAPECoBEzWu",
+"UAuAOAS19Q+RQgAE/bcPVucADwcyEASlEwUIMgsfAAOvCg2twQESCwc5/gpoCgNgAQI3Cw82Rw4EoxMfMw8WBQSiEw7FwQJ0",
+"CweI/guIAAOMIwYGAA+YhwQDqgQfMwcWBQSaEw7cwQKuCwSehw+0IwABfAACyw0CKwAFPVQGcUcDByIBBgAPtisBBBYCDO6v",
+"Ax0iDpNBAlEAAR8AAZgWDN0GB+ciBygIClmtDWisCCoDDRkHCGpHAA0BAWMABDqtCtQfEzXf/wxmRwO9Gw5lRwpBHhA12HsN",
+"jkYYNW+vETVmiwewAACdEw9gRwUEjS8CfgAKiQQIry8LJg0DUYgCPQAANwAHWUcDk4gA6gEMLEMCoi4DWysPyAACCMOdETXy",
+"Igh2AAcxKw7wAgPKFA9TRxQNyfgPrAADArwCB6cuAKMAC3URA4RLDww1AgRuAAUbSw9iAwIFbogLYAMJ7PUOohAD/LUPagQU",
+"BXmIDw0YBQ83EwcJ7PUONBMIpi0CagQPwYgEBYlMD2oEBAYYtQ38MAJxLQE7Ag+QLQEBIwEDWRIBtAECWjwIWTYGRgYNkEYD",
+"NxwCtQoPYi0EBHhMAQYNCy0CAqotBKktDLosA80mAZAEDzwAAASEKwIHAAwLRQOdLQIfBAF9EgkeAAJ0AAOZHw7EFwRIGgR0",
+"iAPMGQ1lAANQHAMsBg9HAAADpQADRwADGhoNjgADnhwDoykPRwAAA0AAAwcAAi8AAY/NB+wFC14DBOnrDnsyAr8KAWuqD9AU",
+"AAKnHwXiCg6UIhg1fjIAtgoPI4EBByk5D/ImCg8pOQYD1xMD8gwPKwwDBB0EBFJzD1k4Bg/YJgoI56EIgwAHkPgPgwAGBE0/",
+"BgVdDHxUAglgA9MGCzMhD4MNBgT04Q+oJg0EYkIPYyYCBMMjHzIIYAwDQVEEGzYLRQAG0wsP6K4LAqkBAWBLDeYVBYkBD34M",
+"BgY0tw+ADAUDrQUPggwNBGMsD4MMBQT/VwAVAQ82AgIEIn8AIQAPHmIKBIQ0D0UAAg/JDBQPeKAFA29lAx8AAXsCCAwBA1UE",
+"D+sMDgLkMwlplQQdBAN7BwNAAgf0hB81VbMMETeKBwy8DAc4sw40LgMcAA+HMAAChgADgQILFpcEeAAEChoG5ZQG+1sDvBIE",
+"3FwOHyQTNcsgCxoNBFSNDw7zAgO0LALRAgG1Ig7WBgTiWQI0jQ8gAAAPAw0EA76ICNRhDAAyAd0BAigADbNxD2kAAAQfHg8g",
+"jQcPCA0GAyAuBeNgD40AAAGxBgIoAAQuAA/DMwMFH/QPPx4GBK4FDg4NA4NRBEq4DhANAmAuA8bQAy0ADxENAANNJQIyIwA0",
+"Aw5HJQQQAgsUDQK7RQGAJgpmCAKGIwPaRQEFGgwVDQNWIwEiAAjG8At/rgLjJQ8YDQQAjgMPTawHARQNAWcAFXCZtgrbHhE1",
+"Hq8OHA0CSxkEewAIHQ0LhBwRNV4mD1cMAQkgDQJFrge5AA5HuwjkDgNLMwPjJgv0CAmQjgLDPggeAAQkMQIHAAsqDQlkjgsX",
+"CgO+TgIiAAECQg7WAAEuAQfkAAuDVAKbNAL7AQ+pdQADSzMCVwEPhFQQC4/2DzQNAAS0AANtAgidAAHSsA5NAwUSNABLAwyf",
+"AAIiAwKfdw9DBBAFUo4PR1MCBOoxAoMDAykMD98zBApWewxJAAScMwfGAwKLPAgaiwOULQ9G3QADO48EgmwPPjMEBA8FDf1S",
+"BJTZAngADz4ABATWJAG3BQulAQXd8QIHAASzBwUfAAJeJgInAQ9dEQAE8gADRgAMH1EEQzMDJQENk1cChgECKQIPBq8BA7AM",
+"BCDyAy8ADHUDBFUoAkcADy02AAOwDARHAAMvAAywDATcUgJHAA+WOQADsAwERwADLwAJNwwBWCYPkwgAAAcADLAMArgwA34/",
+"DLAMBR0ABmYLDToSCnoACbEMCIUKBC5YBEe5D5YgAAUdWQIvEScxMlgDCgQKBI4qAAQKD0kKCQPD+Q8SiAEKhY8C4wEPM50D",
+"AUdYDxEEBQMLTwTeAAMyEwwaGQQ0+gN0Cg9hTAQTNvxPD71XAARm7gSvAAH2AQ8qigUKMxEMSQADqgADRDACVwAC4+sPkgAB",
+"BIROAX0MDEsAA9UUA5QAAVIAD4o/AwVtMA+/BAME6bQDlAAD5jAPpSAEFTZeUABsAAd7AgDkJg+lIAhvYWR2ZWN0pyAUDy0A",
+"AQ+pIAQPKwABD6sgFA87AAgOFKwvNjQ4ABEPFKwEB21MA3UBCSisBEwgHzQ7cQEfMUwgBAjbHw8FAQkB5gMHTSAWNEwgDwEB",
+"CQ/8DQIPcwATDBCsANcGD9kfAQB3Ag/YHwIA0gIP1x8IAccDASwHD2lkAQE0BQAFAARRCgkyBRg22WQEkw4CDREP6gQCAzYH",
+"D7gfDAPoBA9CAAEGD2kPkyYLAUIAD6BiAgO3Eg/QDQAC6w0COwAPw5oFB3QQDzodBATrZwkqGwKxBg9aAAkDEgkPN10AB6gn",
+"BvcTD0sEAALDUwR0HATaagLkDAvDNwa70IYyMTM5MDk1MFIzB1J7ASUAAM4VCCUAB1kCARHUCxMAAg8UA1QNCmMPETYylQ+5",
+"DwAEfxIBNwEIpwACyRwAh3EPpwAIAmkfAAohCCUADTYfBn4ACucRBLYBAjIfBDQIAh4ABS6qAsgaDU8dEDY/PA03DBg29xQR",
+"Ni5GD68BBg8kDwMESxMHLBQLPRsMcYULgwEDAgEKvA0DAgEPKwAAD1u+AAJi6AFBCg7gAAcGEhQ2wR4P3x8BIjEr3UoMCw8C",
+"+icABQAExjsOvAAKoxwDvAAPSAEGD6cLBAxIAQ2kHA8OLgAKMg8PNQEkBh8BD4IzAgRrEQ8V7wcDDwQP9ggBAlIIAjUIAQYA",
+"D1wIBARzVwRiIgMTBAPpZAtsAwM/fwzuAwtsAwE9CwArAAxsAwpJCx82FJ0FBlklAiQFCIEAAbYNACEAD4EACQIXXQC8UAuB",
+"AArFHQeBAAqWJQXuAwb4NAbuAwItBQFUAQSCLQrRGBE2XTwPEQMACNE4ACUAD/MDBAORAQ9lWQQJGwENHRICGw0MAZELjgUD",
+"sgMOzxIEEQEHMAAA+RAPyAIFAqkAAsNUD2MAAw8EAQAJ9wIK7RkD5AAF3HECrBgNIhMG5RsPeQAHDh0ZBNwAD3IBCA8zNQQO",
+"cgEIjgAD1A4PcgEWDO4GDnIBA0V0D3IBCQvrPgZjAAdbAQ8/OgIEqIoPkaEFBGlHD3JkAgL1DAEFAAOvLg9TBAUCrgwBWgkH",
+"UwQCQB8L0gMCJ2AAHAAP0gMJA4JADIwICAQBAylhDoA4HzaqMwUGvRkCLk0IlgABMAgAIQAPlgAKAY4EACwADGkEC5c2B4MA",
+"CesCBaJyAtUcDGoEAt4hAAUAABURDqkVHzbqaQMZNpIUACUAD2oEBQKoAQ+UjAQJHQENagQCAgINnmcKkQEG5QkLumsEEQEI",
+"MAADSXoP+AICAjLtBcZyDmMADwQBAAeeYgASAQ9teAEFeXMDeU4M3QMCQyMB8gIP3gALDEQJA5hsD3QBBw+bMQUOdQEIkAAD",
+"0zAPdQEWDHEHDnUBBOh2D3UBCAx+CQVjAAdeAQHMBgsZDAHZAwEObQPoCwwnBwXGWg8+ggMBCQ0Bggg0dG9tHwA1bWlugEQF",
+"tIMC4MgJkQAPvzEMb2VycnN1bRoRFA8tAAEPGhEEDysAAQ8aERQPOwAIDxoRCg84AAgPGhEDD5tdAA9TggAYM1S9AZQBT2Zk",
+"PDJAvQEfMr7fBAE6Bw8ZAREMLhEWOS4RDxUBCQ/6DwEJ7TEPGgEJCy8RAVoDDwkxAgDuAgcxEQrb/QF4AgMWHwo4AAAXCARP",
+"AAhpRwUqEQGgDw9HEQADEi4PSBEBEzffDADhGANPAAQzAAV+AAlfEQ+jegEFoHsCQqIIhloBsQMC0wYPGhcAAvsLAIIHBmAg",
+"AzkAAoYAABYMAsIUBzV7AjdDBDYMLyVw9wAAAmsHAUQABdtHA3ECAZx2FGTrBAqCDQq7Ch83D1wECDx5DzcXCQSWJgAaHAZl",
+"RALwDAW/hgMVAAexAAF7MgcwSQHZEAAhACItMv92CLwMAcQIEjc+LTx4b3IDCR80LEkCATUABBwADxwBFQoBCRI3p1sHOAIC",
+"Rw0SMTgCCBgAAa8BFzKqRAIYAAVRDQR8Cg0wEwEpAQAUAQ20OgLPJwNgAQR5EgRMBgFFAQcpEB83wrsYBNoBBBIjABoBBBwA",
+"ApEAAcksAVYbBzQBBgcABtwTCU4DA3vID8UAAA9kuAACvAEABgAPZLgGAB0AD68QAhg3AxISN57bCnoNES0vAwejAwJbDwFm",
+"AgU5YgtjuAAkAA/HTgIDIwMOvAEF0AINvAEDPx0C/QAN8koDBRURNC8CBsgAD3kMAgRXRhM5VkYNsAECeDoLsAECDiEFsAEP",
+"CBMCBJwTEzlERA1aAAKqHQxaAAFcCwRhAA9fOgMEoBIBlzANVwACEiAMVwABogkFXgAPUg4CBIIFA2owDVkAAVoLBHQEC7oC",
+"BGAADS2PA4wBAAUNC54FBtYCD28+AAKJFQV8BQ0OFBg3+1ARNwkuD7InCwXncQpjAgGaAgOoBg+aJgAEPQALpBIAJQABKwEC",
+"B4wBRDcGjQAEVGdQCgp9Cgo"
 };
-static const cq__ptx_module cq__ptx_3d_f32 = { cq__ptx_3d_f32_lz, 208643, 743006, 0x9f37a4f8u };
-/* PTX module 3d_f64: sha256 7c0df17661124d4d2b6b6aab38a8755153f40ab2dd651a929a2934c6946a737d, nvrtc 12.0, PTX ISA 8.0, 763153 bytes, fnv1a 0x2fc88f1c, lz 207904 bytes */
+static const cq__ptx_module cq__ptx_3d_f32 = { cq__ptx_3d_f32_lz, 211409, 753462, 0x22407801u };
+/* PTX module 3d_f64: sha256 14064d79308fca81c08f0fb70fed0a41a5da7503fcdb100d59734baddaadf114, nvrtc 12.0, PTX ISA 8.0, 776024 bytes, fnv1a 0x789e3c59, lz 211089 bytes */
 static const char cq__ptx_3d_f64_lz[][CQ__PTX_ROW + 1] = {
 "8hkvLwovLyBHZW5lcmF0ZWQgYnkgTlZJRElBIE5WVk0gQ29tcGlsZXIKKAAEDwDxByBCdWlsZCBJRDogQ0wtMzE5NjgwMjQi",
 "AFF1ZGEgYycA8A1hdGlvbiB0b29scywgcmVsZWFzZSAxMi4wLCBWBwAwLjc2MgCCQmFzZWQgb25xAFA3LjAuMW4AYAoudmVy",
@@ -31868,340 +31971,384 @@ static const char cq__ptx_3d_f64_lz[][CQ__PTX_ROW + 1] = {
 "A3U7C9OlC99DETZTAQjyAASkjA/zAAMCoRIDj0YJ8wADdjQCOqMJ8wADdiYDGwMBKQAfcPI8BAVnpg5UPQRg1wNOBA+QGwQF",
 "eKcBpYcOfBMET6IO9wACOSMDK30M9wACkhMDeSMJ9wAEJD4CGSwH9wAFdLoCCAABKQAMJn4FLAAElwAPZj0ABPrIAzMED2dG",
 "BAZJpwFapg+VFAwHqwMAEkgHYyQDfBQDhIsMYyQFaQMGnxQcMb4PB2QkAK0UDwsdB49zcGhfY291blg2EQ8sAAQPBx0ADyoA",
-"BA8FHQAMBIgPOgALbzFbMzkyXU+SAw+cGgEXM+iHBMsBPzwxNRwjAR83hp8FBSAaD9UADASlFwVVIC83LNIAEQzCFw/cFwcP",
-"3RcHAT8yD94XCgO0JgMOAA/hFwAGLiIRMY0XDTAiIThfjLYDeQAE5AAD9BEPlxsCBCk6PysxOHloCgOHOw/RFAIDCAUPlF4B",
-"AjYAA+YVA/cLCjwOBoEAArdSD3kiBg1lEwNQBAWJBw1bAASyIT8rMTVIwQACAwQBBgADORZALnJtaSEABiUABJ0GBCAAEXr5",
-"kgMgAAFqYwS0Qgr/AwIiBQb0kAXESgfOnQUUAAKLFwGGBQ2zGQLjmw3wAgRtIjYrMTaVaAZ/AAJ7BgAFAAHJCg1tAANsJAow",
-"GQNrAAhFKQIuAAMxkASrBALgnQ5zNgZuAQJSLQ8jIwYP8i8AAw48BBQ8DKwBAwo8CUQjDq0BB807D60BAATyOw4uAQGlBQCN",
-"kg/5kAASMsyYDYEBBMyIIisxE3QLUwAEjBcCY1kMAgIFtTYKEQYDawAJgQEEBTcKgQEDe5ALgQEEGhgTK3iQDyEPAASBAQ9o",
-"UwAIyCMNcN8FuUQPggELBOZED4IBAwWcqwXQNwv8jwEhAA9IEwITOEgTDfgFBOdoMisxNlUCClcAA1sDAuEYA0YTCmoLADIF",
-"DXYBAzAAA3oTfGJyYS51bmkzAAebAAO0EwXkAQLHAAciAAT/LARiAAIq7AEpAAFjAA3YAATSJQTYAAg9AAMsAQQzoAU8ACJ2",
-"Mj8AEHsfBgLoJyMyOT3BBSoEB6gAASOtBI1RBZoAAl0ABHYUD0ohAwFRABIyfXoPXx0LD0QAAwUrBBIyCXkPgR0LA6YJD1Qh",
-"AA+5BhADox0PtxQCBWUBAMkAB64BAJQNC3oHAk8BA7cBD0QEAAI3AQAgAABRAQgxbQL0iAHTCgPiBQtsLiA4X8IRCkICAi/u",
-"CHhAEjiACgwRCAKRAAMvAAJ5NAuJCgJVCAAiAA2aAAA2AAIhAAJcLwCcAAwUBgAFMAucAAPQUAmcAABoFwhbAgJ5AwGLzwyz",
-"AAIUCwIhAAO+hA87CwECKg8KsQACBzACFg0DeF0cMSkEASFkDAEdAjd3As/AAKcBC/UCAwd5AyYAAV/BDEEAAbYABCkABlk5",
-"Ax8AA9GEAiYABRK/D56iAAEqAA9yHwQCqgIPhA4CBdGsD0EdAwQBGg9ZpwMDmWsCwwIB3xkOcRAEOAEI4AwBLQEEhHANdQAE",
-"3BoEpDoHt3UBDQEDFJgLrZoCbr0EnKQMp3ADTCIAJAAF/goGSpoD/JcOVwkCJrMCTwAA2wAKu2YgOF+RGg+SAQECaQIPPnAA",
-"A1ktApEBD/RTAwQ+NgXe4A+uPAEAJQAOFAsDNhUCXgAPEh0EBOpdAV8ACdc5A5MKAokHD6gWAAuGOw+ULQUP7h4HEzLPHAl2",
-"AAnFLACcAQx2AARoOgkHAA+tEQME7x0UMq8cCWoACIgID9IdCAT0HQMHAAhpBAIqAALOiwYCHgMcAhs5HAIAzQAEOwAGvwsD",
-"S1gTNAYHCBYDAk2/AQcACQYIFTKqWASnBwlAAwlDAAOvAg7ecwL6IQM7AwIpEQjicwJWAgTufgyAEwLdEwEmAA8+AwADVw4A",
-"JQAD7AUcMjwODygDBAbJAA25BAjtOAvezgUpAwTisQ+7bwUEmQQAdoENLAMIAxwPsT4FBKyaDZE+BLSxAggCD2MfBwMoAAAH",
-"AA8sAxQFrm4DImIPrW4BAgYAD04fBwusbg/LOQQEjRIEFZEJagADdxgCQQAPbGwAA2HGBO85AwcABZ8fBiwDAzUEAzAAAywD",
-"HDKLDgCBAQ4sAwPoFA8sAxoAUh8JgQcCRQAPEgMAAhmAAwNiAhtdBxIDAcMYBCUAD/Z2AAM3AAg0Mg2EAwmmfQPUAAPuBwMx",
-"iQAMAQwWDg8sAwQCkQAPVAYCA4kkAQYAAU4ZDywDAARRgQfIOg8LYwEAKAAPDGMFA8cjD7gCBAR2Pw2uYgREyAIIAg/GOgAP",
-"328uD2liAQTKHgLIAgAVAQx2AAMbAAPVGwMHAA9pAAQFi2MPyT8BBXElD7ceCwQoAAMHAAiFEwQsAwMbAAOGOwMgAgzLDwA+",
-"PQ4sAwHBBQ8sAxsbM1gGB7oCB0AWAJECCpShAjrKAxUDCKsKAVMFA7EKAekBBIALAoYCA6mQASgAAP4AAN0ADywKAgZ6AAH9",
-"Cw8YLAMBrgAMqgIJIz8PhBcCAa/KAMwBDwcDBALwDAAlAA4HAwNVIQJeAA/EPgQFn0INJwID6RAC4wEP5nIBA789A4kgDy4m",
-"FwXmZA/EcgAEGNgCUgIPfSAHAygABH0gDzgiAwR9IAXzQglqAAMBAwJIAA/JCQAE0z0DIgADBwAGmoIGBwMDWAkDMAADKgIM",
-"ewsAqwMOBwMCUQgPBwMaEDRlEQ8oAgADXQQPXQgFAk4tAScADioCAngNAyoCDxlAAwQx2gLTFA9mIQADkgEPZSEHBF4hD1tp",
-"BQ85IQcTM9sbCWogA4YFAlQAD9MIAAoeIQQlIQ86CQMA5x4DaQAOKgIJQcgPctEBBSwhCQcABQ0XBioCBF3fA0wCA3wWDAUR",
-"AV2lDCoCAygODyoCGwOfFgwqAgSKUg9bBwUDEi8PBXoBA9VDAyoCD30kAwSWjQLVQw8eIgADmQEPpwkABCAiA+spDxipBQ90",
-"AAAEzwcD1QAJdgAItEUPXvQBBRciCQcAD90AAwXfiwTXeA8pIgAD7iEPxQcAAwIiAygABAcAAgceCioCAxsAA98CAyoCDRIZ",
-"D4cKAQOEqg8qAhsAhwoPKgIABOeIA+V5DzEvBQAoAA7rZALnCQMrAg+iBQMAJxIAYQACMi8JSwEDxBgCBwEPpggABfciBQcA",
-"DysCFASsiwRlLw8VIwADpgEP9QYAA+4iAygABAcAD7sQAwQdiwXCRAhqAAPuIQOVIQ/pBgAEx/gD1hsDCQEIAVAEKwIDRAAD",
-"GQcDKwIMpgsAuQYOKwIC+BEPKwIaEDUUFg+GCQAE3wgMgRsD6QkBJQABjAsAngAMqxQAKJcHYwAMQRACaRUAjwkGYhwG/zQC",
-"BRAD4RgDyXMdM9wYCmIAC8IgAognARwWD2IAAQYeAASfHA6jFgFaBgB6AAz5BwHAJAfiFgp6AAJsLAEwFw96AAEGThcBJRkM",
-"egABGAAB2ycAegAM0hECFi0OaB4GMRgOIHEEPsoCVAIPLRgCBl4bDk0eBdT7AkQFDx8bBATr7AMvNg2hHAN+AAX1pQeiHAEv",
-"AQH9Tgv6FAOmbAoUAAI1BwFHHQDQHA1vGAHIsQxzGgQNCA9UHgUCajMCQy4CcNANcwAB/QcAcgAMWRICcgAIPwMDMQADS3IH",
-"KQIACqsOvAEGbx0OiQkD7iQD4iUM0icFzvwPmwEKBMf8A8w2DZsBAuABAlIkCxcBAecMACEABD8eDK8GAcFHDm8BBlACD0Ie",
-"AgKgNALTEwJS0Av2AQAdAANyAAy0GQJyAAlvAQIxABw2bwEQNtcEDs8vBlYdAkoeCXYhCO4HDgD5AocBAyUAD28BBgM+AAN9",
-"OQ1vAQK0AQKBywsXAQKtHwMoHggUAQCQDA0KAwIVCAQZGBw0HwYAQgEP3B8ABFyHD1UeBAIqNQIWFQU3cApzAAQcchw0FxAC",
-"cgAJmwEBMQAAdAALmwELMwUCqsYCMAAPNB4CBFYIDzQeAQK4GgEHAg80HgcCizEtMTQ0HghJAAJVEAUcHw7vRwYgHh853B0J",
-"Cnk3C0QABYsELzMwlSQKA1MTDyEeAgTGCTIxKzJhAw89OgsB6hENCgMFeAQKIh4QNvIQC2YbBIicAaYBAbsJDDcCArIHACEA",
-"DNkcAXoBBK+cAxwiHTRSBwAczAttAgJjIgcnUTA4XzbVCgycAAJxDwM6IAL9MAuxIgLPCAAiAAydAAOImwHHHgE7AAC5Ig13",
-"JgAx6wudAAK8IgffNDs4XzcrIQJ/kwJrywu0AAIgnAIhAAPA1guzAAE5AwAhAA2yAACEAQRGnAMGBxw1/AMQMZHNDegdBHAA",
-"AzEBBd4LBB8AAhkWBLcABCcjCEEAAy8JAikABbyDBB8AAlk0AyYAAQoIDtM6AjsAACoADSA8AlAnAzwDDyoeAgUrBw+ghgMB",
-"PtsCIAAPLB4CAjw0A5MmBTwBDMYEAzwBB9kAAqkkADgAD9oWAgCGBwh2AAfiFwF7BwEhAABGAAvgFwJ5nQMjAAQClQTfFwSO",
-"IQ8uHgMCvjIEkiEJKgYCfQEDNAscNZYLAIUAD5cBAQUaAQ+2PQQEjgQPMB4DBNEzAyhCDV4AA6M9DzEeAQNDOwSpBA93DQMA",
-"LQwBdw0NMh4E0dICVAcPfxAABHE5A7g1D38QFwTj0gQBOwl2AAh/EAFcMg1hZAOCKQPtBwMHAA/KYwQAEi8DawAPJHoBCJQI",
-"AlgvDW4AA1woBTriBAgAD4cQAAYH7gJ/DgMpAgxdDQAqDw1dDgMfnwCOCA1dDgNghwPnGgcWBQDQJwkpAAOiAgpiLwRiAAEr",
-"AwQ7DQCZAAwCDQLCAg+EAgAFPEAPLhUEAwIIACgADoYCAwIsA4YCDyROBATP0wKQOQqlAQjcEC8xMN0QAAVc5QXC9w/gEBcQ",
-"MdHTAnoAD18qAAOG0wQEAg/jEAAGSOgDAhgFCAAP720EBcRdD5odAQRL6AOSAg9mkQIF824DEgEFbSwP7hAABBPwAzQAA5IC",
-"HDbaDQDgMg2SAgPVoA+SAhocOO8QBpICDy8dAAJzPACSAgMxBhw2BA0PkgIGBK4GB/M5CZICApgIASgADZICA6U7A5ICD6Y7",
-"BAHO6ABjAAKnOwqlAQj2DxExaDMNpQEDigIFjWgPskEFD3oAAQNvAx81+RwABG7pA5ICDxvvAgVV6QOPBAUIAA8TlAQEqTQf",
-"NUh/AgOhkgTIAA87GAAFQukFAtQEdgIInwkEkgIErC0DoxMD+QEMiw4AZgcOkgICygwPkgIbDyQFBwmNHBA4/woIBx0CkQUC",
-"PQgIiQkCRgUDXwIPBx0AA04jACgAAwcdHzYHCQQOtQIC+xwAogANBiACnhwDLAgBnxQFTwAfOeMaAwQKOx83tAUDAgcLASYA",
-"DiIDA24AAyIDDw0dAwF4MgE4Ag8slgAD5gED7AEPBhoABbzpBXrWD7dbFwEp6gJ6AA8iAwADoGAEVwAPuQgABfPqBSbBBAgA",
-"Dzw2AwEWLQNwAA8iAwED2x0DRAAPtAgBBQbWAy0GBQgAARI8CyIDA40AAzQABCIDDG8KAOYQDiIDAiwODyIDGh85+BoDBOap",
-"Hze2ygUC8wsBKAAOQQIDAz4DQQIPeQQEBEJhAs0tCtgxA+UGAwsBD5oJAQRi6AQrAAHhKQ9BAhQEPs0fNSsdAASn6wRfAA9x",
-"CAEE518E0usFCAAPKwMEBKEjHzUyHQEErOsDQQIPX/kCBGcjBOZfBQgABfYVB0ECBBwAA34ZA0ECDBgQAF0LDkECAsEOD0EC",
-"Gw8PGwMEGRYTN6UDDkECAi4OACgADkECAjodBEECD94LBATuIQLtPwlUAQSU7AIGAAH6IwxUAQWT7AQlAA/0KhcF7BsfNUId",
-"AASZ7ANBAg9n3AIFiewD9QEFCAAP+yoDASjrA3AAD0ECAAp67A95hwEFEOwE+uwFCAAPAisABMSFAzQAA0ECHDc2CgF8PQ1C",
-"AgPKJg9CAhojMTBQFgxDAgNmARA34eYPRAIDAvMZACkADpFOAi0HBEQCD1QdAwGzEQBkAAO9GAhXAQRM7QMOAQ/7CAEFP+0D",
-"KwAACAAPRAIVBFMRHzZbHQAESe0DRAIPRe0CBETtBHTtBQgADxMqAwVLEB82Yh0BBCftBFQADzcHAQTgDgVS7QQIAA8aKgAE",
-"oucEMkEDRAIM4QsBJw0ORAIEgBcPRAIaDHicA2IqBE8JCwcUA3QxAw8KDGlHBJ6rBOPQALwADAoUANcZCIAADGoKAskUAPQT",
-"D6wcAAJaFwQRFARjNg3ZNwtjAAwAKwQ8nQg+QQdkAANbFgMHAA19GwI8EgS2zRw3YggA/SEIfQAAYxsJfQAE7RQPfQADBrcW",
-"AX4YDH0AAq4UAVAMAH0ADCURALwaCnM9ABUCD3M9GAQ2AAL7FAJ07ghsNwC5Aw+KPQEBqUMPpD0CAc4gB6Q9Cos9AuIYAiUA",
-"A0YAAGYAD2MYAQVbCTIyKzPYBA9SQwUCvQABIB0IegECCQ0BcwAESRsKei8D3AsPK1IABIZDA1oAAQEVBexAAeoAASMEAcJ2",
-"ANAgD8AAAgTEMjIyKzMUHw/AAAUCBwoC80MIhQACmhQEHwAPhQAFEjeFAAE/LgaIAgEVOQ/xQAhPZmlsbPBAFA4rAA/vQAQO",
-"KQAP7kAUDzkABg/tQAgXNHVbBsJ1D4pbARg1YKkDXAEvPDXsQAQA8yIF60AP0QAHAWcHB3cDAM0PD84ADworAwGnGA/UcwIA",
-"fgIP50ACAQoFD9ZzCQG4AgcAGQuBGALUFwEeAA8SYwITOdQjDuFACl9ABSg6BUscAn6hD9E6CA/EAwsE3nMPqQMCDxt0Mw+g",
-"AAIFxxwVM1c/C8EABcc6D8UDCwXn2gyjAALFAwQfAA+jAAIJ49oPpVsDD4w7EAXEww/bMAgPehYBAjYAAj0ABNkwD8o7BA9F",
-"QgYEY1QMMAkDeykBBgAD3w4LVz8FWwAP+CMAAhQJAiIJD+wgBQEeAA8TPwQDCCEO1ggBMAIDKh4IvAYA5hYNFAACAAgB1hYN",
-"QUICudENRQQHYD4PQUIGAXgBAaMcDW0AA307Cu4TA2sACOEGAi4AGjXcIAIi0w5pAQZ3IQ9BQgUFGXUPLxIBAoYBBEUXC6oB",
-"C29+D8FABQS7Dw+uAQMEew0OMAEC1QQPQ0IEArjQDYMBBBMdD0NCCQGMCAwAJwG77BNy1CIKagoDawAJgwEBLgADaUAGgwEP",
-"Q0IDBhcCD0NCBQTVFg9CEwIDCgMETwwMhAEDQAEPMAMLD0VCDQSYGQ9FQgYAIQADiAEKCgsfOUVCBQdORQ9FQgcBeAACd18N",
-"RUIfOUVCAAQwAA9FQgQDMwAHmwALRUIDxwAHIgAAMAkP5kALD8IJCAI9BQuACgMJbwBrAA+HQgMH50QNh0IC4AAAXwIPUyQG",
-"Al8XLzkxhUIIAeYYAK8BCXINAlsAA68mDxQHAA+FQhQC2gYEWzkLRAAPhUIUAsESBKc0C0QAD4VCFAO7Bg9jJAIFhwAP/FwD",
-"AkIsDxoAAQKgEQkiAg+5QgYD6QEFphYMuUIE1MsPuUIaIDlfoD0MAiMC8ggDnCECiAUI7gEC4j8HCgwfOdlCCQIvAAFmKAu4",
-"AAQMYwMAKw/YQhwgOV8HCQl1AgGzKAO+ABUxg0gMKK0CJgABCSoJ1wADHg8J1wAMFEMDawEIZREEzQACPwADkxoP7QAAAl8Q",
-"A/YoDxNDHCE5XwLhCewAAlIRAtoPBBdUCo4JAsYBD8IaAAOEJANbAw+EJAIA3ykB1AIP2GMFBRsdAxBaCw4BAnEFAtcQAQUq",
-"DrBCA9UABm0BANUQD/41BQ/bYAED/TUD3gMPtCMCBN4DAo4IDzE0BAAlAA8wNAUD9wMP9RYDBWh9D7EKBASYDA2yCg9nfQAM",
-"I0EC7QgEKQAPUBkXBW58Aw4XDyIAAARnJA8kQgAC9wcPcnwJA61BAykAAwcAD2sZAwUgfAQpFw8jAAAEgF8PGz8BAsgVBceu",
-"D/w/EQGiAA4CFQO3CAMwAASVDgqGGRg5SEIHskQD8wMMLrsOiUIgOV9dHQ7mBQMLMQEOCQkUDQIUFwQf5gEhBQhWXQOmIwTy",
-"xwg6AALAAwIyCAs85QWzEQI85RFyxTwHogAMORQDXQYKwxUADAEPBhgBBKImBBYECUoAA8MUCQAVC49DBBEEBGs6DI0GCJJI",
-"AB8EDK0ABWQFD+UUAAMBsgJtAQHyIw4gQwDSBQliAAuhLQMAmwp0eAZiAAawBgSsDQ4YBwHfGg56QQAjBwl6AAsiFwP8mgFC",
-"1A96AAACnBAF7AkMegABGAABsBoAegAMKAcPTjMEBj4JD3IPBgVzYg2cAwNXGwMaGQlaCQUkAA92DwgFwrECBwAPSAwEBO5C",
-"D24zBANZQAZ4HQdvAgEqAgF/fAssAQFLBQwUAAKqCAEcIQ4pQiE5X/j1DVoLBKxAD4EPBQKcSAIFMgKNZQ1zAAGQHA57QARy",
-"AAj8AgMxAAPxNgZJAhMzciILfAEMbjMP3AEABPopD/9EAAP5KQM2BQyQMwtHQg+9AQQIqqYPvQEBAygdDywEAQKgEAMnEQAf",
-"AQwOCQKaQQ2RAQbEEg+PDwICLQkCiysB/SgMGAIAHQADcgAMqwgCcgAJkQECMQADeA0HkQEJk2oFDgEGbQMP2lEGBG0DD/tC",
-"AQIpAwVLQwySAQPQQg9PAwsI0rIPkgEACBBhDDoBASYGACEADDsDCBbmBUsBAq4EASwNDlFAEjk0OQ7PEge9Ng/DDwEC2gUC",
-"MSgBhB0OcwABbh0AcgAMmQcCcgAJvgECMQALvTYAKgALdAYDTgwAMAAPYA8CBZErD2APAANWIQAqAg+zMwcCYTotMTBiDwdJ",
-"AANsOQAEBA+zMwQGKjMPszMKBJ6aCccOBUUABdEED7QzDALOFQS9MAtFAAWAEg+0MwwDvggPsRUCBYkACLQzMDlfM/ISC2oM",
-"A3QWAqcBAcRBDAgVA90FD7QzAA2p1A6rPiA5X1UCDEkOA9UbAeRdAFsADI4CAjMVByZ5MDlfM94MDLwAAkcABBiLDwsFAAOu",
-"xQFo6Qy9AAExDgEhABRwawMcM0gGAFIrC9QSAkc4BHoADSQPA6FMAicAAlsvCdsAAQoEALk7BwsWANYSByUAAlMcBxlSB/IA",
-"AV4AAyEABrgvB/EAARsAACEADfAAAWE1B57UDrM8IDlfGSIL8AAB6gAC1gABGkEPuDEFACkADSkPAzwnAzYDD2muBA/IvwQF",
-"BhQGU78PGY4CArIKA8gCAeYdDhM9BNoADr0AAksBBUbLDzoqAAOuAwmOAg9hQwMAoR8AqgACRioPWzAEACUAD1owBgPVAw9a",
-"MAMFooUP/K4FBJIIDf4GA9YpA5wnD5UnAAVcrAUHAA+pRRUEow8DczAPIgAABJptD/RHAAKPBwXaRw+YAAACkgcEKQADBwAP",
-"iwAEBJgPBI4wDyMAAA+6FwgKYqoPNSQBDs5GAaIADi8PBJZoA3ABAxEZDK0NB8RDBi8PA81xAVMRCy8PC1M+ITlfkwINLw8D",
-"LzAB0wQJzwIEJDACagIBPAQI6mgDFA8Pj3UAA6prAswDAghJDi8PITUzLw8ABWcHJwMLSCQC6SoCBwAKDhsFDiQKfQMABwAP",
-"YBMCARgzCBYECWYAAwMBDwirAwMrDgQxBARCPg00HAlwDhw0MiQDyQUPmkIDA7o+A8gFA1YJC6Q+APgFCGIAEDWJDAdiAAN+",
-"IwC7Bg9iAAEG2QYEeg0OQgcBNUQO9T0ATQcJegALm1sCoc0B8gcPegABAlEUBdgJDHoAAggcBPQADZkNCUcFAVNEDwAjCH9k",
-"ZW5zaXR5AyMUDy4AAg8GIwQPLAACDwkjFA88AAkPDCMIHzIquwEH1qgEZwQ4PDE59usDEQMCOGQPRB0ED9YAEgR2Gg/4YwEP",
-"0wAKDHwdD1UmBQA3Ag/4YwQP92MMA+0aAlICDw4XAAEZAAAFAAPRAgkKBTAzMF/fGg8QIwEP8WMrAhIFD/BjAwL+AgsMcggq",
-"ZAMJDA9QIwsDjAUPfxgCA1URD1AjAANJIwI9AA9fXgQGMyMCLw8PggAFA1kiDS0GAhcAAx4ACoUrCzMeBLF/Cx4ABEbDD94Y",
-"AQMBGwKHBQuIBgPElg+RcgADnSMCBgAElCEENQMQMVpGD1h1DgLOYwEuAA0aAANUHw4aAAObTA8aAAAD3m0CGgAMdyIjMzB9",
-"fQ6dAQXzDgORJQ9dfAsDNgsLRAAFoRISM+4OD398CwkIAwXAAAl3HQ+WHQcOZmoDXRkFDhgPgQ4GDLgUA2gRAKsB/wEzRUIw",
-"QzZGN0EwQjVFRDhERwABBSkBCxkmBCAABgUBD5gkCgZ0BgAsBAvKdgQQIwV+bw+aWQEPzVYADmeYDQUDBGxkDxWxAwKBCA+V",
-"uQIDzicBBgAPx1YEAFggAR0aBLWBDCAABCVsDOgKA+EjCCJsDA0/BE0yBQcAD5vLBwSyAAMWFg+IAAAEQhwGZwIMIgADJwEP",
-"wDQBA3VIA7MAD34yAAEhTAb5ZgMwAA96MgMA1z8DiwAPEqQGBVJuD9sjAAMdQAJUAh85mjIBCv0jAzAAD+JCAgMJCx84howF",
-"A5UdC08sACMAAJ8AAQnGA5IhC3wMA+UlBmEkDKQmAJgEAnA3DBu6BJwkD4ikAASRJAXRDAPmMAXcegMsAgE5DjwzRkUsAgwR",
-"JiAzMMV6DBIkITMw0foGIwAG8xELNX4EaQAfRu4FCgA+Ng8rmxIjMzBs+Qg+AAEbZg9kAAEP0z8CATZPA5QlCfIlC9E/BFlj",
-"BiAAA6sBBUkADXloBAU3BSIAAKIBDjsBBlEiAEgBAwwgBdkCBDMmANQATDQwMTg4AQgsAAPuAQOPQgQACQayAAMhNAS2Qg0T",
-"AQSBKATeQgs+BgZ5QgGmNg/GAQEP/wACBXAGBucAADcODYUDAooBBIwDAz4AD7Q/AQOABQL5hQwsJwYoAwIADQWCAgQPCAEH",
-"AAe/LQUhAAhrAQ+jAg4PaxEFCLsTAYEkAbkTA4YkCd0SAKkACGpbBpKQA2cBD5UDCApmHQBKAAAoAQ5cAgepJwElAAxEBwIi",
-"0w8sAw0EgioEcwcNLAMFY0ACKQANCgMFi0AESQAAiwQIYXMCIR8EIUAMxgQDVU0FJQAATgEP7AAABvIfAfoAC0oDBSZDAgcA",
-"D7ZAAgYhAwBtAxkwbQMAFAAeQ/ABCugAA0IDBdG/ACoBD84ABgMtAAkABAEllw8aAxcOdzMCvBAPoAYAA+oyAqEGARIWD2F0",
-"AQTEsQ1yeQXDQQS/AA+UPAEDjQsDKgAEMgACgFMJTAACKAADyQABugYNjAEEJgEETQADLQAFzBYFKgAE60EEmQAPNzgBA0AM",
-"A0wABDIADXJRBBNCBGIBD2UJAAIAHQhqQgT0AQ0yAQRXQASZAA9zAgEDWVMEmQADMgACswwJTAACAwIEmQAP0DsBBPAMBc5A",
-"A5UDAZ4jBxwFDzlYAwcVDg4qKwPlNQzbJwLqDgIjAATsJg3jDwl9AADfBgz5FAO7agvmEAA1AQ/mEBoEOAAD4QIDazsL9SoE",
-"swofOHEyDATKigEzCQj8igJFAwCzAAxuFQSAvgM6AA/+DQIEfCAAgAACHSIPgAAFA4AnDMUDA31DBB8AD5kZAwRiFQvViAQf",
-"AAUX7A9tHgAEc20BBgAEeGgNbAYPAwoDByQ3ASUAA2wGBTw5HzXRASMEBzsJMR0Fdh0FYUQEZDQPK1EMCYMzBUYABmhCD70d",
-"DALbDQ/7UQsAjAACEx8PjR4MD4IPAwaMAA/fDwMHZwAPBv8EBBUfAM8AHzhlEAkEIxsP3S0CBkYADKMPB5UhDw8QEwQcHwBE",
-"Pw2UEAy9ZA9BAAIEXWYSNFIQB2cCAKoYDuYTAh4KHzkXjAACnwMEDwIPpBgDBG4aBKOOCr0uA3RED1MdCA+ETAICHwQEQgIP",
-"mksEBaQqD0+KBAEhGA8fEAIDjRsGSEYPdUYIBLkbD73bCgS4AAPkMA+MAAELRE8PIwABBNpAD0UcBgaIRg+1RggKSBwCs0YP",
-"bgAABFwxD02KCAdwcA9iZAYGz0UP2hwBAqgCCmVkHzGqkAMCHh4AhwINyAUKYR8Biw0OLxAC7X0DWB4M2ysDEwEDNwMPLDAC",
-"AJUFAsVKDzuIAA+2iAAElkwDxBsP9wEEBB0pApZMCSYUA8sDBD8BAQYRDE2oA4MCD+gLAAqoHQfAaAYbDQNpDAAqAA8bDQUc",
-"MbEQAcYJDy8MAAZMGwElAA+0EAADtwwEbgAPEg4LAB48D7UQBQo/fwBvAAUJPAVAAADLBg+LDQ8FKUYEqx4MKQoLUkYBaQQK",
-"IQADRQMFSgANs3oEUl4FIgAAigEP8AcAClgKBMYwBigCCKwBD7sQDAS+SAMDAgLySAohAAPgHwQhAAHBDwnCSAP/CgYYSQy/",
-"EAWxSAHQZg+/EA0EBgEEGkkJ4hIBUC4Ppw0EBJNEBEEABlFZCFsCBs8AD/UBAwu9EAMHDQQcAwR6JQauAA9vUgUJcjMBSyQC",
-"pfkEU0QKDjAA2wABNCgPSQMCAFIBDwgCAAZxHwElAAxkEAJpag/ZAg4EVw4DBQQN2QIE30YE7CINvA0ECEcESgABwAQJZRAE",
-"JAcBsiIMlw8E24QEHQcPrRMDAR4BB/sADPUCA8cIBEMiD9oOAQR+bQMYAw9mEB8FOEkDaQIBNAkPzwAFAy0AB5UnAcYAAO4E",
-"D+igAAT/DwXfWQY8AQSbDgPhAA8OSAED/w8FlEcEMwAOzAEEgRsDTQAPzw4BA7MPBuFHAzMADvgBA+oABE0AD5kQAgN0AQRN",
-"AAQzAArOAQNZPAsOCgStGgydKgMmDQmWMQz4MQIjAARdLQlKJAG9Cgl/AAAVFQ0dDwLQEQsdDwDhSg9MDSIC/AcPUfMDAzZS",
-"D3yRAAIQCAAgAA83HwIEKiZCNzArMvEbD+s7BQLvCA9KSgMFLRIKCAAB8BEJpQgCwgsE3SQBXQUOygITNYOqAn0CDW0ABGUA",
-"BHUAAwgAAfUDD04AAgXExQGAAgtQAAO5iwRmAgUIAAKcUw9PAAIGagMPKRACBPEmAFMBHzBMDgkDzo4CASwI5gkCBxEAmgAN",
-"5gkCPRAEOgAPpAAFA7XgAr8GD28/AAPaCxQ3gvsK/BcEjEwCJxfdMUE1NkUxRkMyRjhGM/eOAcBRBC4AAj4ADwIHAASuVQSH",
-"FATcAgVGAABuHA/EpwYNlxIBISw6cmNwLxsDaRUKeR4E3z4PBkoBD34DGgN/Og9FAwIFK1U/MisyDacKBAqVANoACeAVAxED",
-"Ay8oD9cBBBE27ycB6wAJ5AAP0UgMP3NvdY3iEw8tAAUPzyUEDysAAQ/OJRQPOwAIAs0lCJekD3MAEx8yACYWD/iJAi8yMkPy",
-"ASAxMg6/D7xBAQTdog8JAQ0MASYAFQ8PBgERCWcCB+gVDwoBEQR0AAcTEQ+STAQPPSYGAIIEDz0mCQLaBgIyEQ8zLwAGPSYF",
-"iRQJxAMUMcM/DT4mCmhHBVMVBg5HDz4mEAH7Dw/j8QYPkkEILzE52BUJAkoHD5JBDQ9+JgsDJnYBXg8OoCAExQcPNT4EBD0A",
-"DzY+AwQrcQ+uSQMGXTcPnSYLA0M+DQC2BdUWD4MACQOCAAarrQt/JgOigQ9vEQIPh0kGAxcnAk0RDTkFAhcABh0ACFYGEDKm",
-"Aw+gJg4CzGwPQK4RLDMxlzoMhRYPXiYTD35oDg9eJhAPgRYDB4cAC/EKASMBAIABAdkGB+l8AdgBAvA5A9cNAxoACAYLAVID",
-"CYyRArk8CO0tC9nzBKiRAGsBD9nzLA0mIBExsyIN4wMGqwAOXwIBlAAAAAEN0j4CPQIDVgEPFUAEA5sUBgszJGVx2wgC0wgP",
-"yLwRD48CCwfHAw9H8QME9gAJcD8CHQMAzvMM1wAD7RoC1wAPrwMCBIBdAg7ADjMBATwAD53wAgM9nQOUAw/RFQMFHaAPpz0M",
-"DVyhD6c9AAhxCgNtEgLpDw/Z3QQE/IEfNFBCBgVRWw9JPAACYAwFxIAMgAAD20ECHgAPNTQEBKRjD0VCBwVmnQ85OwECXQAI",
-"jTwJwxkICioBCAQP1jQABkE1D30AAQkuZQ8gAAAE6lcNmgAK8BkM6RME3RACHgAPMx8ABE+dA0AAD5x6FwRmWQ/zNAgFGIgO",
-"rhgCkQAIzOEJ+hYDWhICJQAPNxgBA4sCAvoBAy8ADzA2BARU4A8RNQkEXgEPxhgBBAo1AgcADGEBD/17DgJycQUkAgSxFwsx",
-"MgZlBA2gBAJEAAZfDBEx1iYLjzIB/wMFNAYMte8FJwcNUwQCvxgPhgUBA74YAlgEAf0TCXIZA8qTACYADxowAgJJNQ/kigED",
-"axADMA8MLQMDS0QBJgAPDwEUCmgSBUYQA3kHRjE5Ky0JPgYmBgI7Ag/wAgUNXiYkMV8sdQuzBQUZ0BM45cUOCwEB+gMPkvYC",
-"A34RA3U2DzsFAwB8EAOEEQ8gAAME7WUMugIFGJ8CBwAMNxQDJxACkAIBAA8OXAAE8l8ESKEPIgAABDUGD3h8AAI3BgQQfgw3",
-"BgNLdQOAAA/8AAMEHHUF/aAPIwAABTgGD7p+AALdBAVWfQyCAAUEAgQZfQmcAQjKCg+cAQQEIXQCOE4PIAAAD38uBQT7fAOE",
-"AQxRBgP4fAMeAA/hEwAFI+MCIgADgAYPEGgEACwiAqYAD8YBBQCCIw+rBQQDIhIPZp8GA/wTAh4AD84TAQMhKAPuAQPTJg9P",
-"AQMEMnwFVWMPIwAAC/abCKsACzN8DFUBA/udAx4AD1UBAARgBAMYAgMwAAA/OAZtBAOWeAzGHQS9PRYxag0GawQHkegP0xwG",
-"Cs0WHzFA6wUFePgCgrkObAQCIwoPTzEBA8QUA2wED4cIAwBlGwGBAQ8oAgQAFRgPbAQCBdJ6AgcADCYHBBIWAgkBBKUVDF0A",
-"BOkEDyQKBgQ9cg9tBAAFuHkCBwAM7QQD6DEE7JkP7gQDAPIxA4EADxoxBgXvBA5/AgWgMQIHAAzwBASkMQODAA2fAQgmCg+f",
-"AQQEuzEfNSYKBAW4MQ2bAAJ3Awi1MQmbAAMqFgIeAA+jcQgDyAEDMAAPcAQFBaRxHzUcCgYBxy4PcgQEDqJxBEEOBiIAA78a",
-"AyAAD/EaAQMnMAX5AQMyAA81cAYFWwEP7SIHBFlwDxczAgUmcATrAg0rIAQyLQMgAA9nAQAEgQQFKwIDMgAAnj0GgwQGRJgD",
-"OwIEjQkBCAABih4PUgkBAQgAC4Z2A/8RA+4+D5EqAgYiEg6QKhExZVgHZAoPR7MCBc5ZD1tgDAeKFwkwGwNDFA5SDwqkFwFh",
-"CA4CEwQQpA/QuQMApAgDnQAPQioKAs4bAqcIDwcuAAQfAA+DAAIEtSUCNAILlxUCJwsByQAE1jsM4hICUVAOuwAGQBQPrCkL",
-"A6MADwU8AgQ4hgDjEg9lKQoCrwsBJQkORQAF6TsP8CkMD00sAQUfAwWKAQ+IKQQGjX0PhykMA5I4D7cWAgSRCU8xKzI3lDwQ",
-"AdsdCKUeAi8NAyeDB7UTArA7AqAeBI0hBBsAAYABAiEAAo9CCLYTArAHDyynBAK3EwNdQQi3EwQ7fAm4EwP8VQG6EwITMge7",
-"EwQfVgNkAgy+EwHRUA2/EwJUFA8bFwMDj5EP3/QAAuxnBDMCAb4KD00FAATFKgK+tgsxCQRBHg+eExACRhgERwkMoBMC2AAI",
-"TwQDAS0A2wAMUAQCwmcEMQMLpAoEgQkDMQMVNy+vChYBAu0BAOdTDCsEAnwgBAUDDzSHBAHHMgFgAA+zKgUEXqENgwkNWDQB",
-"DFQJggYEWTQFQDQPYwAEBJwBD4oqBwXSdA/RdAcKhTQKiAADLAcEiAAPgSoEBFwvHzeBKggEPVcPkQkBDcd0D1UyAATEJAMp",
-"AA+rFgID64APBjQAAp5EBXMED4ESAwFDMgHIAAUCPQYbAAZePAIqAAthAAJ2aAWPBA/oLAwCGAUPIQABD+gsBQ45cw2tAQPf",
-"jwYBMw+GJQEEdywFyQACNQAPIgoGBO5KEzgqbQ8jAAEF6g0OYwIGUywDCAAOAikLtzMPf5cBBFQpBZACBTUAD1puBASElxQ4",
-"cG0PJAABBUsPDxhyAQ9WKQEKuAALbgEPPHIBBCcKBb4CBYspBDITDR0FB6UJBU88Bj4UApQEBr4GDskoBIYIDRwDAiZHDwcG",
-"AQGODwUHBgELRwmXCgPp/QAnAA9CFAICGmgAWgAMSgUCOmgEqAUBpYkKWgACLgMAJwAHlyE8MV8xX0kD6mYCElEPvQMDBGAE",
-"PzEyMUgUAwRdnA/dDwUJcAADAwYALQAULeM1DGgUAGEtD3kGAQTdmg9ongMDeG4AeBoNLwED5gACeQYBjCgPuAIBA2AAHzjZ",
-"AgUFm3MN1gILRi0RMe2OCmQpA7U8BHUqCktFBicABHCPD6kSBgFXcw95BgUNg3MNZj4DLhkFiAAPDAEEBCEzHziIEgcBWisP",
-"eQYGC38rHzFfKwACgwAFigAP/UYCA6SpD/IwAAJmgwR5BgFGJw9kCQEEFJUFLRIGGwAK3kIBZRkJYQACWgAESwMPKQEEBGKW",
-"HziREAQBaCoPeQYDBDUqBvRyDaMABPgnBKQHD8JyCQSpLwM1AA95BgYEThcfOJsQBwRRFw95BgEIiicCTwAMtgAFficDkQAB",
-"0A4NXToEfgED4wAFNQAPyQEEBGYXHzieEAgEyw4PtUMDA24BA5QXHTHYtgJToAi4AA9uAQAFeQYEPi4ENQAHm9QBwgQPJRUC",
-"BVeiBFkBCkkFAwsDDzZ8Bg7zKxMx+TEO9Q8FNaMP6noEAo9mACcADS4FArBkBC4FDyoUBAEePABiAB85eEYEAVc+Dy4FAwXA",
-"PAiTKwmLAQOudwbxPA9jAAMEzA4fOVRGBgEPnw8uBQUEZBgE2HUN2LcEgjEEiAAEaikNZQADFgkfOVFGBwFRpw8uBQYEhSoD",
-"ZBgdMWUYAotzB4oAD4JVAgKSZQDVAQ1NRgOSDgLUBA8YRwQB6XMByAANZ70C/XMGLgUBUlAJYQADVQ4CLgUPNQIFBLwYHzlS",
-"awUB0XEPLgUCBLwYBAu3AU8JCqMABNIvBI4/DwYwAgPAAwQQegM1AA8uBQYAOwgCsgAPYwIGC362CrYADBkuDRQVBAmuBbYA",
-"D30WAQQWtgVpTAQ1AA+2AAQE9UkfOevfBxQx7BcPLgUCA8MXASUAAlEADLgAA+wXBbgAD5VJAQUuBQQkGwQ1AAdneAHEBAzP",
-"FQMaCwEIAA7PFQQvTwAIAAzPFQUzCw/PFQAEzREB6wsPyC0CACILCZoAAD5DCy5GA75iA4ASDjxFEzFQaQ16EwX1Yw+DLwwB",
-"fYoALwALBxYBvBgBBxYM8AsB3RgGOQAP5U0DBn8AD/8kBRQxXhkROSEADYUCA1cmBNUBBKQXAU0ZD3AAAAVZFQ7cmRUxW0gD",
-"GAMCXUgmYXg7AgVdSA+EWAgLYAEGhRUP8S4KAypeBpBIBg1BA3cCBCEAD65oBQRDFR0wsjoUMp1IA/xIArmoCiIABFsDBUcB",
-"Dm41AnyZCE8AD2BSAwREGjIxKzJeKQ/zAAYDAAYBW7wK9AADSw4DIgAC0L8PyjUAEzAB8A9AeQQGiFciKzLwAQ+LAAYDjQ0B",
-"cVcKiwADHQ4DIgAPiwAHAUV5BF0BDFQ3A8gtB44DAG8xCVsCBEUjD1OLCAzeAAXNAg9cAg0DEBMB3RoKs9kDa0MPtNkABYrn",
-"BMYaDz8HAxQyoxsSMaLRClcCA54DBN0ABKyLCpYDFjLJAAIGBA15AgTNDwRPAA/wGAIFhBUPeQIOBUjaDuckA3kCBSIAATYY",
-"D+8BAAR78hEy/kgJ9QADSx4G9QAPrgAED5wCFQRHPwEOCAquAAOcAgUiAA+uAAYEnQIKdRIBIjkPETMIP2JmbxEzFw8tAAEP",
-"ETMEDysAAQ8RMxQPOwAID95YCQjAewKVBz88NjHeMgARM8gyDep7D95YBAG7Kw/VABEBGQMI3lgWNN0yD9IACQ84FAAPoDIB",
-"ATEVD6AyAgFBKg+gMggD7rECoQgHL04OoDIFmLIJWAggMl8YAA/eWAIPslQCAvoUD5pYBQYSAw9LHAsD7wIPvFICA3IzD45C",
-"AAOcEQM9AA9eQwwCySMOQQgGBDMPETgAAjwHCVlDDuUABhEIAgASD39ZUAuHDwTfsQb+WAvYegAiAA/YMQIE7wEN1gAG01kD",
-"bB4POgEADOCfD/ZZEA98WQAPqwYAAzEAAwcAD34MAwRlLw31CQNtGAjOQw28AA/tbAkGk4oDjy8PoGkECl0YD62+Bw/xbAEC",
-"cR4NjGkArBMMEwABBQEBkxMNW1USMhcxDcUEBd0AD1egAwN8AA2rvgNAKw9AVQEDagAHAw0CLQAKqb4AJwAP5XoCD+BsEAQ9",
-"Lg+FGgEDlkADTwENxxEL4osPsAEGCTcXD7C+BwF2MAs0AQGqAgZEAwoYRRIyzlUMhwEPsb4MAbYEAQUAC5pwAqwsA+hCCkAg",
-"A2oACIcBAS0ACq++ACcAD4cBAgasNQ/WbAYFbXQPbRcBA2NCAycBDawPBaNFAyIyD4gBBgg3GA/abAEEiQEFgkQLGnwAIQAD",
-"igEKiCAWMs8pCkA6D7W+DAFJBgKILAS/eAqXGxMy2C8IegEDLwAPbnwDBDIAB5kACnZpA8QAByEAC+xzAmIqACcAD7C+JAAb",
-"Ag/IbAYCdTgfNMZsCQLGEwDoAw+YvgQHL10P7D8KAsYFD1heDA8TfAsC4wcKWF4FRAAGNQ0PJQwKAlsLBDtdC0QABhuAD2Y7",
-"CgPbKw9ZJQIFDwEPaQgDBOoADG8GA6ktD5VOFQZtCA+9hAQGviUP1UIKA9U6D3Q8DA+HDg0CRQAJHwIF5wMFiQAFCRILIQAL",
-"szkKlBoI7zMOYSMIuDQCzRkJwDIAwRQPlTgPA9OrEjKLXwkaAAPdGg8aAAADsQ4PGgAAAzsXDxoAAAPtDg4aAAPWFA8aAAED",
-"2REPGgAAA6wRDxoAAAOeMA8aAAADEwkPGgAABwQBB4wEBZEUBjkMAg4EAowLBVgMB8UqAQwCAXSxDL9JAMsABNx+D98qAhMy",
-"2EIIHwUBagMH/3cAlgAFkDUM2CkCLgAPnXQBAvcPAbVIDJcAABQBBbp+D4VNAiAyX+oDCpgAAz5HCZgAAc1RB3d+ArMJCFWc",
-"BI4AAj0gASAAD2cIAQNwjg/8cAAE/koJXSgM/QYCLroAKQMGFQ4CBjYC6GsBKQMIYwYCPQEDIwEDZAMHOwACNQABJQAGfz4C",
-"HAACVjwCIgACUXENGQ4COAAPp28BAlAOA/4LD8srAgXcch8x0H4EBe0sAmScC2cBAQ8CAoZzAUUIDmgjBC0BDv8hBf0SCI3O",
-"ADAAAVBFD1lhAwBrAA26QAK+DAPAQArTGwTmAATBsg89HQMCFUEAJQAM+g4E0FcCXAAPIA0DBCuPA7+rD00jAg/d+wkLMCMT",
-"MpRRDQBuAYsAAeEhBD4CBOcBAnITACEADPoNA3VYACIADPsNA2dBB4xBD10gCA/6swAEnyADjgUPyiABA/wAAioAD87/Bg9s",
-"HgEFQYAPhTcABEUeA2s7D40gAQLUBQq/tR8xXpUFBSu2D7iWAQVfIAOTCw5uAAOJIAQcOAQwAAUjBQdXuAKyAAQxAA8CIAIE",
-"/gEMF1MEQbUPXRgACmO1AWUXDxtJAwMiAAdMRQxTYAFgdA/KUg0QMmgfD0xQDgHaHgJ6ABVwQXwMVg8CokUN4GADSwEDjQAP",
-"4GACDUAGD3xQARkyfFAAJQAMfFAP8QAGCuEgBdkgA5kADCYJCwIhDS4mBJ4eBUkAACIACXtQAzg5ETHlLwzFFwXZIATIAQ/s",
-"AAMJxAcOe1AEogID8jQPOAMBA5oCARUBD3pQIQU+IwWdIw/OAAgFFLgJtwAAWBcN+wQBxgQF+wQGNQEDtgIPvQoFCXU6ETG4",
-"Lw8PIgIF8NkP8x4ABKggBYQBAzQADaUpA7eCA+8LD1AFBARaIgICFQ0hVAUvIgZsAA9eCwMJxgAEKgsE7wQPxgABBOghBXAi",
-"A8YAD7c6AwHhHwKoAAKBBQ2qAAPxAgQJIAbxIgyeAAV6CwOeAA+wBQAEHAsFngAENAAPDyEFBHciBYi3DRYiBVUiCVEAAuci",
-"D02EAABhAg3QAQPuKwLXAQ/hKQUEe7UOM/4FwCIEjAAAYQAPhlMFBCwADd0BBCtQB0QADwlTBAb1AAEybw/UBAANfQAEzSIE",
-"hQAN2AQFmCIE5wEMBzsFyiIEKgACzVYHPQUGlQ0EIyAN5AAE0jgFRAABxAYJRAAE8w0EeCIOvyIE/QAFfyMNRAAEJwMEoyAN",
-"DwQEJSMF7gANEAEF8CIFDQQNZgAE0Q4DuAEBFjsKRAAEKCAI+yUKRAAEKw4IUiAKRAAEXgAFMQMNRAAFiQ4DKgANmQMEqyEF",
-"BgIOmAEEbgEE3QMN7gAFqQME3SENPSoMGSIO7gAEgQ8ErAMBxyEKCx8EXgAEsgAN7gAEqw8ECAAA7wIHVAYLrngCsAwABgAP",
-"mVUBAhUWASMAAUsTDYeEAaMMCWAAC/OcArsOD2d3BAM9NwK6DgMzDQrIgwHpDglgAAukeAJhcAB5Cw9gAAECzhQCaRUBOQIM",
-"7A8E0n8KzIMB9w8IdgAB11IIdgAD2g4PdgADAnAAA0oVC3YAARYAAbwSDfaCAQMRDPoPAN8AD5MdAgGFLg+//AEAfgAG3h0J",
-"rB0CY0oCFkYCVEoBmi4NYwgCAw4PhykCAoIZAEkADF8NBLFWA9Z0CKgeAM4PD6geGQQ3AAORBg8CUAIF0qNPMSszNzAUCQNx",
-"TAH4FwnUBgLPDgMfAA81qQQFECUCtUsAQAAGGwAEaQMDAhMCnIEONyETNL9WETKhJA9kAAEEOAcP5N8ABS4lBE4TAS4lD2YA",
-"AgR3VwXGJA1oAARxCQ9V3wEBgSMInRMBxCQPaQADBJFXC4kjBXIBBLVFPzErM9kWCgPYTAVqAgfIDwQV6jE1LCCsCgi6AQOW",
-"YQQ+AA/LDgMB5iMBhgAFYxgGGwAEQwcFESQP6wADJDUw6AAPPzQFBLNCAxsKCWYABMEjBLEHAvGvD2YAAQW6AQ8dJQUEthYU",
-"NeUJCmkABJ0VBMUoD4kCBAI+AAMkAA+MAgQF8ngTMOwXCmoABEoHBIgxD40CBAI+AAMkAA+OAgQETBonNTA+UQYeAAQ8CAXQ",
-"Jg9qAAYRM8WOATQAD2oABAUKAgNuIQpqAAVDFwNGAA8NAgYAPgADJAAPEAIEBZuvEzCAGAlqAAQEMQQqCALcmA9qAAMEEgIE",
-"7p4MagAEN5IyNTArxBoKagAEmwQDUAgBwiEPagADFDUSAg/G0wUElCEyNTArUx4KagAEnwQDcgACcCEPagACAqWiATQACVwH",
-"DyB/DH9wcmVzc3VyQCYVDy8AAw9CJgQPLQADD0QmFA89AAoPRiYIHzMkWQAfNiR/ASczMlwmBiRZHzS6/QQFQPwP2gAPAaAN",
-"B6EHAOAND9cAEwptCAEhCg9LJgEB2gkPuAgCAZQJD0smCAhRQQmnkw1LJgECGA1LJhIzf4EOi2oBOAALYggC1w4PWb4LHzLi",
-"HQwC9wgFjjgPXGsBDwZVAAWGJAEmAA9QDwMDrgcPLv4DBGKsHzI9HgwD/ggPg2sCAYUAD0cnBQTGBw/1pg0MxQcP1mkBDyhQ",
-"AA/EBwkEKwIIwQcNoAAE/zgfMmJZDAX1hQyCAAOwCgMEAg+CAAIE+wQGx0ILYlkF0iQJCgsDUwoP338FAx8ADBcdEDOCCQ9B",
-"Hg4TM74sEjODSAkaAAOLJAXZlAsZAwEAMg4THwSYpA7FWAO8qw0QRQSGJQN30ggPRQHwAQXTJQgNRQJwAQAhAAEwAQp5MgLZ",
-"GwcokA8VARMPRCYBClgXEjMqoQk2KwAlGw/uBBsFOgAD0C0ECFcLlCkF1ikvMzOZWgwDSt4DukAPSgAABGocAEoAD59aCgPt",
-"3g9XbQUDM04PyCoABNQTBHzZD+8NAwQCAg1PHQMuFATJAALKHQ+oAiAPxwEBBB0IETNCpP8DLnByYWdtYSAibm91bnJvbGwi",
-"qwMCBDIBETSdHQ3/BQKcLA8kAQMBAgEPWzgBA5OwAyoEDzQbBAQwMAbMJAQbAAmwFA9yCwQEoiMDXfwKMh0CXQkPx1QFCy0A",
-"A7EYD5AaEAHRHwGKIA/vWwISM335C5INA4lLAEkBDruxA0UFAQYAD4v2BAWiuxs2s8IGIQAPTz4GDZ+7DeE8AzAMAxYTDzu7",
-"BgTPOAOc6A8jAAEEd3YP/EYBBAhFAw0UBaz+BSIAA+MLBIcADzICBAV07wSi5w8kAAEPwzgJBbd4A+oVBdpGBiIABTsCAjAA",
-"DSAABS4CAAIGDkoXBKUDBCkABGEBHzPaTgEE7AMFLQADBwEfM4K/AQHSBQktAAPyLAFbsgaDAgtIFAMlFAKMBg/JBAIACAAO",
-"5gQERzAIhAgDUwAFdQYBaygBTgMVbt8HAisTA5IGDfQpETMEqQZkBgupmwR1BQw4BwEACAIcIwAaAQfAvAMC1QqiAAPOIgI2",
-"AAigFQL0BAMYWgPn+w0/KgTxBwn8BgBfCw/8BiMDOS8CEJQOsgYFvFQvMjX8Bg0CWJcGv7sMSgAFu8YfNfwGDgRMOw/gfQMC",
-"4QEPVrEAAjYsBosABTFBCkAABXQCDlcCAusEBIEAAMobBg4CCkZWC6tQITE0TQoNjU0BagYPjU0DAoBQD4ZHAQOhUAPFAA/1",
-"BAQFH0oP9BMACKEGD6TkBQQyKQ+PYQIDQhMP0yMFDyxXAw9PRwYOwicAYAAVcLdIDOsNAwXxC6kGA3QrDwBCAQrK4g+ZHgQE",
-"ICwC4ywPIQABCKfnCpkFAyIGBVdLDjgwBP0RAyEAD41KBQQjBg8vVwYHnncPvjAAAyEGCUU0CogABO8SAyEAD/9BBAQVSx82",
-"NlcHDxVLNAWKAA9rMQUEPxMPrQYIBZUxBIAGD60GCQUtAASABg+tBgkM7zEKrQYBaC8O8wMEEwUTNInHD4JRBA/KKAIC2r0A",
-"QwANl04IlQoPP0QFBe19DvEUAywBAgYAD2ThBAWbLhQ0HDMLyQMD7xMPwT4FDC8AAyMZD6yIBQ8jKwAAYQACFPkOIysUMykb",
-"CvkDAsu8Av1RDaBRCKIKC5fjBjUBBem3D+oCBAQ0aA+nMgADcQMGU3gMxgIDgTIEIgQP+2YEAedKAoQADyZLBw/QXQcP8HQD",
-"CogAA28DBIgADwUFBAQCZB83pAoIBgRkD/kDAAxrvQ0IZASNSASKAAGiEQohAAY3Ag/5AwwEP3UE3qAP+QMKBS0ABMwDD/kD",
-"CQWmvQNgNAv5Aw8DpwIENQUA+QMEpTIK+QMCOBIPejoCAmFVAEMADfkDAr4CAvkDD7BHBQSUSwKLgAj5AwSCBQPQAA91FAMF",
-"NTcVNI41C8sDArYLAhh6D/oDEAM3DA+XDhEDby4AYQAGc3kMeAsCcJIM+gMD7zMPPWkBArVVBPoDDzlMBQR2Aw/rAgYPZFMG",
-"DWa/DXIDAxcsBAoHDwdMBQUmdA8gTwcEDCwPvUwCA9kBBsVMDIgAA7grBIgAD6gPBQXGwQ8gTwgPj0wzBYoADTMBA5kpA7MC",
-"D/oDCQTKhwRlAQ/6AwoELQAECgEP+gMKBS0ABPoOCvoDA3U6C/oDBMkvIzQzA8MN+wMC3wMPkBcCAkVYAEQADfsDA5suAsUC",
-"D0hOBQS+WA17HAT9OAPRAA++HAMFlqMTNDqEDcwDAmMBACgAD/sDEgLYBQB8AA8iLQ8BqTMDdH0EwEgKDi4SMwokDfsDAr8U",
-"D4FnAgNgVwP7Aw/zLgUEG1MPX1cFBJtcD9tMAAWpLANZAQ7tLAJpAgS8Ug95CAUA9AUChAAP7U0HD0KUCAgkKwJPAA2IAALE",
-"AgWIAA8HBQQEPuIPA1cJBA8rD/sDAg4MKwyKAAP9HgWKAA0zAQQ84gMvCQ/7AwgEJicDZQEP+wMLBS0ABM4DD/sDCQssKwz7",
-"AwvvEQacEg88PAAC5AsDuT4PhxAFAAgADgxMBGUQAAgABDhDC9VLETO5agfxEQfUSwOHAwQkFA95UQgMKRoCC6kKNBkfODQZ",
-"JgR3Mw8EOwIEvyw/MTM3QmIMA3JYARxPCG4bAkpYAOAADCgkA0pYBDkADw41AgSVFgJEHQ6fAAXP1x83RGIMA4hXAactCYUA",
-"Av8ABB8AD4UAAwPcAxY4Z4wHaBwB4AACwBgEOo4LPTIPsgECAAIOD7IBJANSGg8BjAMEyWc/MTM5nGIMA4FZAfZPDkcABGIO",
-"AEcAD55iCgNYWQH0xw4ZTQUpGx85oGIMAs0cBb9RCgQdBrfZHzmiYgUFLuEAagAPWUYKA1IbDH/6A3rqDl9iAyaLAiMEBBQs",
-"BDUAAbYAAyIAAUAECFMdAjAIAiPwDcxPApYEDknAA+Y6A1sPCz40EzPiTw2cCAKAUwC+AA4NFQLoAQOoAQVMLgo/AAXGAg6M",
-"FQSsPwI/AAwgRAWuAAbnBAFVUQ8XHAwF2gEFyhAPzgwBA4QYA3t/Dx4FAwrxLBMzZ7kO+wkFaQAPPWIDAkZUACYADpZWAwIB",
-"A6ICDw8iBARAVB85K3AEBYAxD2FUAAMZCAZpVA12BwYJAQIxAA9jAAQERlEPM3AGDzNUMwWIAA91YQQE9wMfOTtwBwUpVA8F",
-"VAMDFgcEcDEPijEAAiwBBIoAD9cCBAKcGQ/EWwAD0lIEDAQP3GEEBBieFTn4XQYbAAOSAQT5MA49MQnQDw/y3QEGKgkERQAP",
-"xRsRBDcyBS0ADyoJCQVNVQ8lDQIMnrcDiy8ILPsLRQQBCAAOYgQDfBoACAAMxhsCqRsEn8ALxhsEZq8PJ7QEAUwECbEAANYN",
-"B5cbAyd9BbkJAxYAAk0mAicvCFI/A5gbA0W0A1olDl8wBbAHDU8CBSABDSMEA+cMAyUFDiIBA30FA4oCDVoAA/hTAFsADjwA",
-"AngEBMBgCDEyHDPphwQBAgR8WhIx6CoMVwUCeAIAJQAPVwUGDK0cAvZADVcFBad9IzQ3o2EP3AAAAZABD9PxAgOlsARcBQJu",
-"bg+JAwEFuogP/BUFBPRVD0wEAAQxAwNuAwHdUwirAwS2MwSNWwHXMw91FwAGfVUP/RUGAXYwD18FBAR/VQepVQ2JAAMXIAQh",
-"AA/2MAUFF5cP/hUHBbJTD2AFAQZkUwPCEQFOMAqLAAYkAgIxAA/bAQMCLh8P2x8BA95VBAAlD8wABgSYBwKwtAmEAAOQHANk",
-"BQ+FUwEDXgUCIAAP4N8BBGQFBOQBBDMAD2QFCgXWMQUtAA9kBQgFrzAFLQAKZAUPtXQDBPBcFDGVfQyjAwK1AgAnAA+jAwYK",
-"jUETM4OqDqMDBdseHzcmeQUCsXEBKgAPowMAA0AKBKMDD3tPBAWYVR8wkgIFBWIkDY8CBLkwBIkaBRGeBiIAAgQCBBMyD7Yw",
-"BgThEx8wphUGBXAwD6MDAQRuMANHawZc6AYiAAaZAQIxAA9lAAMFu2YfMKcVBwUmMA+jAwIFOMIEJTAMAwkCbdUGiwAPZiED",
-"A9tYANsBDqMDA1oGBKMDD3VaBAU8IgI8XAqEAAkHCQE8MAshAAgHCR8yy5cBBaMDBGJ8BHPeD6MDCgT7ZwUtAA+jAwkFi8MP",
-"BwkCATKKDvgABE0LAKMDD2wZAgPHHg/3qwYNYPkAbAAEUHILpAMFjB4PYmgDA6BZACcADqEDA/g9BaEDD78GBAVYTQxOnQYi",
-"AA9EBwUUMsLDBOwbDTkhFzINAQIxAA9jAAMFR0wfMUwVBh8yOiEIEzI6IQEkAAJQAA2JAAJMBASJAA86IQQVMgUcHzFNFQcf",
-"MjshCRMyHxkBJQACUgANiwACLgEFiwAPRAcDAvtIANsBDaEDA2ObBKEDATo2D6cAAQRNBgbX2wUcAARelwNcAw0fahky290f",
-"MtvdAQWhAwQdIwMzAA+hAwsEwiIFLQAPoQMJBGUiBS0ACqEDCscdBD4ABBB6AKEDDxIZAgOibgAoAA+hAwYNnzIEP1ULoQMF",
-"fhkP12YFA05cACkAD6MDAAMNCQOjAw/9cQQVMk4LHzGLUwQUMs0HDo8CBJIXBBCFDQ2ZEzLVFwMUDh8y2DIEFDLAIC8xMXlk",
-"BhQyfjIPowMBBMIgA+wgHTK4mRMyomsFiQAPRAcEBMAgAIkAD6MDBgRoMg+jAwIEwyAD7SARMkuDCYsAA0AgBIsAApbADtsB",
-"Ah8JD/UfAASWXQWjAw8eCQQE+B8SMaYACoQACkQHDeeEFDK8HgMgAA9EBwkD5AEEMwAPowMLA4gBBi0AD6MDCQTuIQUtAAqj",
-"AwWHxwQZAQQmoAAIAAY9GQxpEA+TGQACVysDWRQOjxQDQwMACAAEdhkK8b8BFg8JnAAMwKMB7iYPfRckA+sQAiIeBwgVAJ0B",
-"D2o3AAFfIw+DNwEBfAEP/9wFBP4/AQkBAhoQBOgGCpkCAlEEAQwBC3gZAl10AyMAD0I2AgVvLz8xMzXsjwwGx3wJblUGoQIH",
-"SgACchAKwAIDnQIDjCEClQIJ1gEECF0EaAAPF6EEFTIvFgLDLAntAwNaIQEkAAJ2AAAiAA8oYQAUMig8AR9uCaoAA6YhBqoA",
-"D4gABAWn+x8ybuIAEzLHTQEmAAJWAA+KAAYFXD4NhiETMqAhBowADwEsBARA3gBOAA8EBQADICEBJwACVwAPjQAHBYA+COpK",
-"ALM5DwQ8C092aXNjADwUDisAD/w7BA4pAA/4OxQPOQAGDUuVAPsADzYADh8yMQAdHzMxAB0fNIc8Ah8xzWIACBQABOABODwx",
-"N7E8A1EDIDw4wJUP9loBAFQHD2QBDwHDAwi33geCPA9hAQcK4gQB2AoPaZUCABcDD2mVAwA5Aw9plQkC5hoCDAAFVRsPaZUC",
-"BJQuCRoGEzRKdw9+PBgEeD8KPAUFT3EP3zsMAv0eBeAzCn07A60AD50FAgR0Dx8ymgUMA5saCasxBBsCBO5TEzKEQA1sUQHs",
-"Aw/wUwYPflAADyYAAA85uxkDrQAE60cGXQAFLSYNGgADvBUBGgANNDsWNIRyCz4BBX49D/68DAMGGgxznASoCw61IAQ93wM5",
-"AAq6CgTGAgSbPQSZdQqdAAUhcw98lg0CMC0BFTkIgwACIAkForkPgwACBHyWD/u8AQLrHQKcHgzIJgJaAA+nAQUPsY0ICvIg",
-"HzQalgUEdC8AzjwPpB8JCLWuDiVcA0QADWgIBCYLDzZdEwZBQA/MZAMHqwAPyAEDBWUCD1VvCwMcKA8VawIDuwcDUBgIzQAC",
-"tgcBzCeDM0Y4NDdBRTEFAB9CTQQBA74gDxj7AANgIwRSAQ5jAw99AxIEDQgUNDbgC/MCBCMjD1UpAgOxBQXsCwdsxgIZAAR/",
-"BQ1kZB80RDQDAxgRAFgADPgKAyxYACIADN4CBLWZAgYAD3UOAwSlKQK2mQ8gAAAEBiwMaAkDrBgDNAEBxCkLSg0EhygGBwAP",
-"ZFgUBGx2HzM3eQYE7xsPAvwAA5YYBfSOD5gAAAMkHgMIEgMwAA+LAAQEm9gPDHkHBDhUDyP8AgOGAAPNFwARAgwjUgQ7OwgH",
-"AAExKQuiWAMzHwMGIA+DZQEEPAINZbwDbiEAVQAMaFIDVgADIgAPNAcAA4oPBv4oDJ9YBPAsD55YEAGULg98Kw4BdSsAdwAT",
-"cAQHCpodEzRP4QyaWAS2MQ+ZWAcKPxoQNKsoDatXGDTTuxE0OzkIwgAAgSkPlFgOBROQA5IAC+kECjmQDAYNAxMjBEQAAHIB",
-"CI1YAzojD7FUAgOpEAUDrA/fAAIIK28RNCNnCH4ABIFTA1UxDzwDAAM9BQFnAQ+HWCADvBkEmpEA4gEPxwAEBLsrB8s6AL4A",
-"D4NYAAM8yQwIBgRAVg/+BAkEUCkCpUEPExkHDdkDAzIkBYqQDioBA1wkB42QD/4EFASKKB80vsEHD3cxBwVjwgJ9AA9KWgAD",
-"aiQEaSQDaAIPHwEDBHEWHzS+wQgPejEIAzMkD0vCCQJAAQR4VQObAAFnBAgKWARrKw8KWAAC3QYCBAcP/vQEBEwhAuo8C28C",
-"AyUhA6MAAJACCKkwBEshApUDANIIDK4CBHG/AkcADSFVBJm/BB0lDiNaBHiQBPQUD5AYAAX7MQXmvwM0AA7uXATydgROAA//",
-"BgAG3b8ETgADNAABxAcKTgADSwQETgAPSmABBDUJBU4ABGYzBwouAJoGCy8VBAYtCMxFBk4MAgYADwNWAARS5ATNCw7OlBg0",
-"C0EAmAsPt7oKCa2LAisEBCG6CA8QAAcIDw8QFwQ1AAMfMw9XQAIEAR0QN5tHD04LCQNsJgG9GAn6AgK8DAMfAAtCMQSmCgXm",
-"tQ/RCwIEVoQAhAAPTS4KBFWeDMcUBDZLAh8AD4QAAwn3Ugy/EAK6BQG+AwPtBwtUPwTyDgiNAQBZBw+NAR8CpAABoFgNDwIC",
-"ZhEPIwEBBG4ZHzddLg0I10sORgAFlIsPH3MMBL+1DyMRAgVLOQ9bLg0D09QEUzkLvBYE9QENIIwFtuIPUQ4WBNU9HzlTDgUE",
-"/h4fN8cuBgXqOA/GLg0DeBoEDf4LRgAEdK0fOXStLA9GDQADj3gIdK0O6AAEkAwDsgwIVwEFyqIP2w4VA19pD3YpAANcMgRs",
-"AgpiBQ+oDgMERYwP5kMID3J2AwPA2wjiKgOGAAR6SQO2QgrGCAR4AAQ5CQebaAyqvgTWbw6HlCE0X9ToDAYPA9dJD0pDAwN3",
-"MwL7AgsclQbRBgQ/QgShlQ0hAARJAgzMCAQcOgZbyA8MBwAEZEwGBwAPVmcVBCx8EzaiPQ8jAAEEig8O9gkEk40Fw5cPjg8A",
-"BNnEBDJCBDMAD705BATjVy82M9IuBwQCJw/6DgEEoUIJIJILkwALleEEMgAFwiwNMrsEMQAEqmwMhRMCNgIMAA8ISaULvwkK",
-"a6UG/tsIvrcC0AgEIwAH0WwMbLoATQAPfsgQD3s+EgEADwN7QgTqbAorLhM0vI0MCA8DyicEjQAPZ7sCCv8tETRQuw8sDgEJ",
-"DA8CJroJgsgPomcSBp5MA5kADGYKC8dMDl+RBVKTBEoADaNnBnyTD7XHAQS+CgMIAgCKAg7tAAg4YAD7AAyjZwQIAgTdOQ9i",
-"AwEICAIPhMgiBLYLAxANAdQOD88ABQMtAAfS2AHGAA8zoAMFv00AqAMMuAALv00PuAQZBLcZA4sODVoABNkNAwhDA8EBD33r",
-"BAYbSg88ZgQLQJQEMgQBuhcP9rYAADgCDZkZA9AgAk4IDwqkBAZSSQU8NQYbAAOuBARyAg8SNAQFAFIBSgYMxAEFPgAEYA4E",
-"9BgGIgADmgQD8gQP8BEBBVVJA00ADSyrBXOUBDgBBdBLBiIAA6EBBQJBD34OCAROAAU0AA4aSQObAgROAA+HBgEEfg4FTgAE",
-"NAANfg4Fj0EE7gEPfg4IBU4ABDQACRwJHTJ+DgM3EAgAOAYzDQ82yQcFHQAGsAwNnhQJfw4BGzgJSg4HuTwPvQwXAnwKBPOX",
-"Cx4aAcS5D3YfDw+hCwICtpEP5B8PDz0ABA9dHxIFuBoKXUIEvB4M0RgF6boLKh4GGAIEwgwTN+gdCjYCBBICA6S9LjI0xgQK",
-"PQwE+KdfNzcrMjCDDAkDyk0B5G0MiQIGWH0EHQMCCAAEisMLxAAF20kfNyOKBwneSQ1wAAP9AwwPlQ0RrgK5SwS8AAHnGA9c",
-"uAEEM7oBCEoNbQAEXgME3QAEBhYPuUoFBeOsDxYGAgUNSgS8AASyFg9VYQQQNlYNAyMAD3wBAgShBASfAAQMGA8GDAQE+BAP",
-"ZwYFBVGVBKAAA2AAAszFD6AAAgUUvAH05Ad+IQ9JJAtvYWR2ZWN0SyQUDy0AAQ9NJAQPKwABD08kFA87AAgOnLkH7yMPOAAI",
-"D5y5BAhOYAPxIwiGuQSPAQrFuQPWAiA8M6JgD2L+BA8GAREBOAQIc2AGlwUPAgEJD30QAg9zABMMmLkABQMPLiQBAG0CDy0k",
-"AgB1Aw8sJAgB4QMB1wgFxwwPKSQBBE4MCbcGEzXbdAn7KQLcEw8yBQID3AgPDSQMAy8FD0IAAQYP4A/uIwoDtRMPQAYBAwoW",
-"DwsQAAImEATkMw+7DgQCgAAK6SAFHgAEnQAGNWUFUx8CRgUPXAAKBLR2D1sEAAWyIQOEAAEvAA9VBAMD7b0MihYDNgAFzl4h",
-"NjR7QQgiIPoCOTIxODg2ODQzNzIyNzQwNTOJ1wFJAAIvYAE2AA8vAAMHeAIAFwwL6yYDALgEBUYLTAIMOjsEuwAEgSIBVQEJ",
-"vQADWkYfM70AFASnRg8vAAUNoCMGlAAPEyMCIjErexQE7wkCHwAD71wDFQ0PriEBEDXOXw1MDhg1ghgRNY1ZD+ABBw93UQUH",
-"KwEPch8EDyTeCganAQP0DwrzDwMQAQnvAwNQhA/MzAAClvcCBdUO7QAH8QYUNS0jD1kkAiMxK/Q6DGMRA6krAQYAAQwwD8IA",
-"AgrtIAPCAA9ZAQcP2g0ECIQCD+wgBA8+MwgKgxEPRgEBA72ID0YBCAfKbx814q8FCiclDyEAAARX3w9hCQIDoA0DBQkDFAkP",
-"ZgQEBFoJBP0mBWgEAmYCAT9ICasDA28kHzerAxQDLwAfOKsDCApCDRM1WE0PQAQABJWgA91sCJcABViMD5cAFAPWKB8wlwAI",
-"Ci8iB5cAC3UqBUMEBtc8BkMEBNI9AQYABERSCrEcETVEUg9ZAwAIPIcAJQAPSAQEBMIBD9NDBAQV5gd2PQi7FASCRQ9NBBAB",
-"MwYEWusLfBUEHwEJUCwD3IsPDAMBArUAA24sD2UAAw8RAQAHmCcAHwEPbAQBBnGKB+X/CM8VAhcDA5ElD+IACgwjCQLiAA+D",
-"AQkPTBcEBbpoByICB5IAAxUID3YTBQ+hAAcMeAcPgwEAAz8FD4MBCgzcBwVlAAdsAQ92QwMGkgMPlkEHBKkED2sNAgNIDgIG",
-"AAN/HA+iDgQBQgABIgABDwoIrC8DMyUNFAQDBhQPVggVBLQ4D1cIBgglAQM3Sw4NWhY1lJoLwAQEOakELgEKrQADVzcfNa0A",
-"FQNcLh82wgQIC7vSB5oACjQDBU+JAoj3DMMEA+QkAQYABLyGDAkHAdIVDrIDCFUXACUAD8MEBQTbAQ/KPQUKOQENxQQErT0P",
-"QgMQATsKBLkKC9+DBCEBCUIDAzaHD0IDAgTl1QEFFg9mAAMPFAEACQEIBLEXC4IMBTiKBPk1DDUEA4AmAjoDD+UACwz7CQLl",
-"AA+IAQoP+XMGD4kBAAiWAAP4Ng9iMQkPpAADDAQID4kBAAM1SQ+JAQsM0gUFZgAHcgEFQokHnU4BPwgBDqQP7VUCBCAPD2JP",
-"CwEtCTR0b20fADRtaW6vDgQIBRIyR+gJXQUB00gPJRIIb2VycnN1bSUSFA8tAAEPJRIEDysAAQ8lEhQPOwAIDyUSCg84AAgP",
-"JRIDAKOYDMDLBw8SBiQSD7/xAQHq8Q8UNgEAkQcPBgERDCUSB9jgDwIBCQ/xEAEJiDYPBwEJCyYSAVMDD1U2AgtQOwm2igLv",
-"EQNIIgsTAwdGEgf4GAIlMwEGAw8+EgQDRzMPPxIBEzaNDQDGFwNPAAQzAAV+AAQIAQKdEQkjAQa6EwLzBALwYAjHbwITPAFT",
-"AA+XGQACsQgAFiIB2CMH1gAD0mIAJhIDaP0kbHCjAAFxBwFUAAMKhw74AAHzAALLAAw2bgGgjA8cNBIcNhqVBAoBBmGQDyqd",
-"CgTZEQqhaQKmCQXeVQjvBAO8aQGyCAbWUwG0EgAhACItMgONCBm2AfoIA0V9AOe1BBkAAs9+AB8AD9JTAAE1AAQcAA8cARUK",
-"LQkXNtTIA8MAAZIBA6N0CBgAAa8BCHhLAhgAAeQCA591D8VcAgP1uA87mwcEChMKJwMCRQEH3BAfNv1vEQwEFAJwmwjZHQSh",
-"eASaHQuGAwWwAg2RUAZJDwsCAQKkAQAGAA9yUAECNQMAfiAPRhEBGDarEhI2wuwHKwQAxlABFwMHiwMBiAACDzgBHFYKa1AC",
-"pgEDgj8NMREDCwMOpAEFuAIODVAIpAENmycD5RUAh20HwT0fNqbFBAT9EQCmxQ64fATkMgcuMw+aEQcF6cUJQgAJLTMP9W8F",
-"BKIOAYApCT8ABJk2AxAODz8AAwStCwNqKA9cAgAESAANdKUDLgEA83QPeAIGD6BCAAJtLQUGBQ1NFBg2mb0RNlQyD5kqCwVL",
-"hwoFAgE8Ag+3SwEDbxcEuiEPIA4DBQ2iCdICAGATkHJldDsKCn0KCg"
+"BA8FHQAMBIgPOgALbzFbMzkyXU+SAwggaAOcGi8xOdY0AS8xNRwjARA3KwAPnRoAAW2nD9QAEASkFwVUIC81LNEAEQqnFwE3",
+"CQ/aFwIBwQIPslUEAJUCD9wXCQJJsgJIsgQbBA8rIgQEGw8KLCIgOF/PBgN2AATgAANdDQ+SGwIEShQ/KzE4dGgKA08SBE+S",
+"D5CNAA+/OwEDhw4DPQADYwQKNw4F9WEiKzGzUg91IgYO3i4DPzoBBgAENlYLXgAFXQAdNZQhBZoTAgcAA3UUMHJtaSIABiYA",
+"Bz0vASAAEXr4kgMgAAFpYwAlAA7+AwIhBQbzkAQFAgFc0AwUAAIfSgFuBw2yGQLimw3vAgRsIjYrMTaUaAZ/AAJ6BgAFAAHI",
+"Cg1tAANrJAovGQNrAAhEKQIuAAMwkASqBALfnQ5uAQZOAgJRLQ8iIwYP8S8ABBf2AlEBBGkCBR4ABAkwD60BCwSyYg+tAQMD",
+"QRMFSzYGLgEBpAUDmQEM+JAAVQMPgQEBBMuIIisxEnQLUwAEixcCYlkMAgIFtDYKEAYDawAJgQECRAAMgQEDepAKgQEEbBQj",
+"MSt3kA8gDwAEgQEPYmMAA9AOAogBDDYNBXljD4IBCghBFA+CAQAEBrMBWC4LMQEC4hcAIQAPRxMCEzhHEw2UIATmaDIrMTZV",
+"AgpXAALlGgJPGQSIbAppCxM4JzQJdgEDMAADeRN8YnJhLnVuaTMAB5sAA7MTBeQBCuULADAACjoIAm+zAikAAWMADdgABNEl",
+"BNgACT0AAzAEDDwAInYyPwAQe0AGAy43BC7WBSoECKgAACsNA4oRD6whAAE2ABIyYXoPETgLC4FiETHzrAI+BAZplAd5cgUe",
+"AAUJCgcngANAAAANBwTbiQobAQBjrQnTAAiTCQNcUwh6UwYOAgFeAAMjAAForQF8AAfvCgOniBNwkBMPgiIAAhUBAr55DzYe",
+"Cw9ZAQIEVAsPcwcNA1geCd8BBGYDBRsCAJoBB2QCAEkODDIIAw8BAlcBD6gGAANLIAFYWDg7CgnobQLshgPViAOVAwv6VCA4",
+"X6IcDG0cAvQKETFgrwBbAAx1AgNzAAm8AABSBgclAAPsOQNPVArTAALcBgTfAg/TAAACcwsD0AUJ0gACTg0AIAACVA0Okwsg",
+"OF8lFgrOAgJFAQPKCw9TmwADRAEDbAEFjM4FHwAC+g4CgwEP6J4DAxxfD6tcAQMeXwOsIA+vDAME02cCqA0IewAFgg4EewAJ",
+"HgACqAEEKpsPmQACAyMAD6oeAANuOwOZAA84DwIFX2oCthsKqmwCxgQDcWYEb5wM9QUCjQEI5HANNwAJmA4DZQEDsBQFencD",
+"cgABkQIAJAAMggkCfHoFhgAMIQYA9QEPkTwGBFc8DkEhAwgED8xUAwTzHg8jagQDgQYPS1UBA0ZeAyIED2A2BATpBw5aOQN7",
+"EAKJBw+9FwAEGjYDrzgPvRcXBVpqHzjQOQADvRcCBgAPTGwBA2A4CeUXD8O2BAUFXwRiawmeGAjHCA8a4QEDqRUDJwADCAEG",
+"YEAGRwQCpgYAIwcGxAYlbHTPHAPRTQOKNQtMBgEPxwRNBg0fBwGiFAUHAAEaDQkfAAOOAgpeEQRZDAKNBANyEgAvDAq4NASu",
+"Ag9yAgAExhIPUz4FAz0DD5FyAQM3PgN0Ag+uGgQDbw0CNz4P+DcAA3MBD/c3Bwegaw/3NxwfM8FuAAT3NwJUAA+IawEDoBoD",
+"EgIDBwAPdRIDAbhZAmkAD3QCAAPRNwIGAA8AOAADaQAK/zcFuwYH8osDzCIPdAIFA2A/A+EWDHQCAWoUA3QCBmqpD3QCAgbC",
+"jg10AgmzfAOXAAIiBgAZAgN0Agw5Dg90AgUFQxQGjxsKeSQD1igPPxABA3M/A2cGD/cwBATdPQ0fEAQUYAIrAQ/OGwcDKAAA",
+"BwAPwEsVBBBiD8cOAATaGwJUAACEBgx2AANHGgOaGwMHAA/TFgMEq9QPlz4CCd/ED2ztAgIaAAMsAgMHAAaANAZ0AgLjBw90",
+"AgcDVCEPdAIEAv2SAnQCBboyD3QCAw2TAgV0AgcHFQBMAgpboAKCyw3AogIzygMKCAI3ygQJCgKdAAIAkAIoAAPtCR8yYAgC",
+"BnoAAechDaQCAX8AAa4ADKMCAtsSAugHCy09BSEBA6IEBQTpClwAAn0BDwxyAgSDkwJeAA8tPAQElwQOGCUDbBcCtwEPlAQA",
+"BT4dBQcADwADFAQ1ih8z0yQBAycQAhsHAE8CDHYACTQcBAcAD2kABAXkKg8AAwAJ4cMBs4YLagADnwcEkR0CBwAGMy0GAAMG",
+"pQIPAAMDA0gcDwADBADuGgQAAwvJBwSaKAP/Ag8ICgMEvQsfN1KsCgEnAA4iAgN+HwIiAg9GHwQERQQBgQIJQgECFAQDTB8P",
+"QgQACpMeAdQQDyICFAYzjQ6IaAOAQAJUAA/1JgADlB4EFR4Duh4P/CMDBHHEBcSSCWoAA/oHAkgAD3YIAAO3UAMoAAQHAA+w",
+"EAAD+aYEDxIMIgIEGboDUQMNIwIHCwoBWBMIIwIBAwUDKQIL3CcFQAADTgEHC+wPTSwAAScADiICCEElDz2uBAClHwFFAQ3P",
+"RwQkxQIZAQ9kAwAFgx8FBwAPIgIUBDiIEzNgaw+hHwADjwEPLAwAA3ofAygABAcAD/8CAwSphxQzU5oJoGkILAwPCvUBA3pS",
+"BC31AwkBDy0MAAPqpgQYaw0iAgPJHgOOBQwiAgBBAgUiAgsmBwKmLAPcYgupsQVAAAOSBRM3lHgOJC0CAhAAKAAPmmMFAzIm",
+"D68BAwCJHwBhAB4042oI2wsBXR8MhwgKfx8P2wsXBJvFHzSeagADJh8DVAAP2wsABfkeCQcADylVBANEBx80fWoBA7MeA8UA",
+"D0cHAAO/VASO7QMHAA/cCwACRwgAzwEPIwIDAmMAA08ADiMCB2gJBbl6CmgJAioCHDFBAgNnCQXACAwqGgJ9GgOMCQNXHBwz",
+"FRMAGQAGKAkQM38YCWMAAUQCAQwHDukRAsIGA40JBOUaHTPfFwe+ZABXFApiAAIJKgGnFA9iAAEEahQCBwANchkCvwUDM0kd",
+"M/8XAUQrDtIqBk4ZDkYRBJvGAQYAAWcgDoFRBqMbDn4cCqggBAC9DVAZBCvqD1AZBAQ47w9PGQACFQYAIQAM7BIAEgUNABMC",
+"OgEBAwUAIwEK+nkgOF+0Dw6JFwSqRg+FHAYBVgACZCsBq0YOcwABmQ0AcgAfOXIAAglkAgIxAAOFBweMHAD3Fg6+AQQOYASN",
+"HAm+AQPcEgI+AQx3JgSk5gP9Bg+cAQYDpS4DljQNnAEC0AMCKSgLbxwCEgEDXIUAcRwMwxEArhAPcAEABxQaD3QcAQLKBQKq",
+"lAIR0wv3AQAdAANyAAw5IAJyAAhwAQMxAAPDGQdwAQCmIg5wAQRvWgR8HAlwAQhFBQG7IAhwAQT1IwSmyA9xAQUGstwANwEP",
+"cwEBAgoIBzshBxwBAeAEACIADPwCAIQDDSQDApEJAcvKAC4BDZMfAfYYDaABB5gaD4wcAQKhBQL7KgK1Kg1zAAGpDQByAA2a",
+"HwFyAAmgAQIxAB05oAELOwUCk80CMAAPaxwCBCmXD2scAQLqJwEMAg9rHAcDfwUsMzhrHA4KRgWSIS8yOUIbCQLiFgEqFAjK",
+"AAOnNgAKBA9XHAEC2zQBHwAMWBwD0R0Bk4ABuogDCwgKWRwEWRYPWRwBAnmWAV0AD18CAQLwHwIkAAYhnARiAQA1AAR6AA+K",
+"IwIEjS9PMSszMBccCQOtNgmDMQVEAAXzBBIyHwQPTzkLCgMBBWUDBUUACl0cEDSgrguKGwL0NQNgAgZbDwcWAQJ2AQAhAAyL",
+"GwFnLwSfmwMUCBw0dwYA2ysMbhsDzggD9QwC7d4IRwMCzCEJTQgQNX0fCKdYAikJAQ8KDNMAAWEBAyEAATANDNghAT0BACEA",
+"DNIAA62aAuUBA2wIHTWgJQ1iIwK1BQLWAAVP1wddHAP6CwMjDgYNUAQfAAGrAAPfAgExAw79CwLiCQl6wAQzAgKpGgNvAw/b",
+"bgIEXNMCqVYJewACawED9AIMrAMEdgACJQAPdIcCAx8CACoADZkACCAwDJmdA5kABDM4B2sFBcgBAlucAiuVASEuAI0BDMYF",
+"Ao0BCF0cApIABzcACF0cA8gRACQAD10cAALQMwRRIQmTAgqGAAzaBQA5Aw8dAQECigIPHAEACRZjAWoCDhIOBK8YAtRADV0A",
+"AsYCASYADRAOA/k0AyYED/o0BAGTLQBhAAL7NAoBLwgTDgLWLQ15EQPtDAYz5A9ijBcECtAfNRgOAASb4QRXAA8aDgAClyAG",
+"KwAGCAAPHg4DAYwiA3AAD5x4AQjbCB8xJP0BBdfyBP0sBAgADyQOAAK8CQGTCA8lDgIEMd0DBwACwQQHJg4ANQIEaQYBAgoI",
+"kgMBbQwFBwAMNYYFpwIPdhwCAgk0AN4CAxMJHDXADQLHAg6KAgSiGS8xMeEUBAKrAwEoAA6MAgNgJAOMAg8nGQMBeSEBogEC",
+"ET8InwEEO2QCBgAP644CBsPlBggAD4wCFQTkDQSwNgp8AAgMGhEx1woNfAADyQEF6WQECAAP6gAFA/QEBVY2CnEACBMaHzFs",
+"6wID7AIF6eUECAAPGBoAAuE1D4wCCANuCwNTAA2MAgBIBAWMAgzjHgqMAgUB6w6MAg+OHAACizoAjAIDjhwcNT0OD4wCBgR/",
+"CgM7BA6MAgKAAwAoAA6MAgIiEwSMAg8uBAQEBG4CVjkKnwEIkhkC9h8NTBIDShYFHecPlhkXBWsdBPs4CXwAAzkeA4wCDwjS",
+"AwQdAAMQAwUIAA9wAAUDKgoFoDgKcQAInxkP3+YDA3wCBczRBAgAD6QZAAKZPA+MAgcEfvADUwAOjAIWM4wCAZYaD4wCCAXp",
+"OA2MAgmmHBA2O0QIphwCPAIF4PkEPwACNwICUwgC1+ILphwCrj0BKAADphwfNqkIAw6uAgOACw+3QwADTZ8D/hcJaycTNsAP",
+"DBwDBP5wD0IWAwMOBAAmAA4aAwKnCQQaAw+KaQQEHy4CzzkKLQIIihoCKRsNngIDbgQFDNQPjhoXBUEZHzWZJAAEQ+QE/QIP",
+"kRoABRLoBOgZBQnUDyZTBASNQR81oCQBBE/lAxoDD2xBAQQkcgR55QUIAA/0DgACkjcPGgMIA2gAA1MADhoDANMHBBoDC1gW",
+"Ac0WBhkDD4YLAgFF5QI4Ag/gBwUDfCoPbAoBBHFAAzoCD1gkAwGf5QBjAANlFAlNAQiiGh8xzyYBBYfpBCsAD9ImGAHaEAJ6",
+"AA86AgEIqBoCmg0NfAAE0xIE0gEECAAPQXQEBIEQHzZmJAEEnekD0gEP3CYBBDgGBcfpBBkBD7MaAALbMQDkAQ85AgMDNwEE",
+"UgANOQIHawoGKDoCHQABzjcEPwIM56cDQAAE3j0XN3BdCqk6AncCACgADjgCA1s0AjgCD+FABAE7DwFOAQ0dJAWY6gPdAA+F",
+"AwEFnOoDKwAPliYYAdMOAnoADzgCAAmYJgLb5g18AATJBgRdCQQIAA92CAQE7w0fNiokAQRf6QTQAA95CAAEeAgFruoECAAP",
+"pAwAAmwQAOMBDzgCAwOrMwRSAAw4AgDXAQU4AgsXCgJqBAI+AgKH5w84AgAD1QEvNzLtHAUDEwUAKQAOOQICrCMEOQIPWDsD",
+"BbQMA2YXCEwBCVcmAljmDfANAzkJCJDrDzkCFQRcJh82HpsBCV0mAqkIDXwABCEOA+0BBQgAD1EMBAT2Bx82ypQBC0PrD2Um",
+"AQTD3AQn+gUIAA9RDAAChxsPqgYGA+ohBFIADjkCB8QJAauFDsQJA6oGAdcBDsMJBSkJC9MTA5AwA+gJDPM+BJeoAIAdA6gU",
+"HDfWEwAJPwecNQsmPAOUFAA0FA+8HAAE+hMChAADERocNwIKACINB2IAAMMJCDgDBmgVD2IAAQNcAAQHGAyfEgEYAAGoGgB6",
+"AA15GAHzyw6GQAWMGhIzhwMPSkAFAmIUAitABxQBA1kYBqxOCsMDA9EdD3cwAAQBrgNYAApIewHUAAHQAgIwpgUg5wu9AAWp",
+"GRIz2x0P31AFAycEDLxHAjICBR8AD4QABBE3zYQCRhoHvAEAPB8P5T0IT2ZpbGzkPRQOKwAP4z0EDikAD+I9FA85AAYP4T0c",
+"GDJoWAQ8BDg8MjNVpgNcASE8MRYAD+s3AgT6Qg/UAAsBFQYH4j0AUgQP0QAPCxYDAUsOD+I9AgFLCw/iPQMBLQkP4j0JA1Qw",
+"A4yjAhNUCoEYAigAAh8AA28ECm4EIDlfowQP5D0BCi02BXE2BusCDyBXBAYiAA/KAwoFBcIPKDQIDyY0BgQ9AArACAQ+AAQX",
+"PAT9WArzBwUhzQU9Ugv4GgXAAAV3PAviAAWZPA/vAwsFPcEMxAACcwQEHwAPxAADBDNCC8Y+A8QABOIAA72gD6VYAw8XOBAF",
+"0tcPTS8ID9FVBwI9AARLLwr5GwTWKw+KPwgEewkOjCsK1SsPYAACBl8ADg4jBXRJAvsHDwAgBATEKwDdAA/+HwADRAAPjD8F",
+"A24hCYMiD4w/AAMPsQEHCA2MPwIDzw2ZBAeXIQ+MPwYClSEPbQACA5MhCnkHA2sACQEjAS4AC5AhAmzQDs4BD4w/DwRotQOb",
+"MQnQAQr5KwyOPwRtSgPNDg+vAQQIdEoPrwEAA7YpAisfDo4/D/HcBAD/BA+DAQEHeiEPjj8GAcYDDY06ARsDA3YhCvYmA2sA",
+"CYMBAS4AC3MhBQjQCoMBBBC1D44/CAUw8Q++LAcDg0sOfEsD1ywPMwMLCLqYD5A/AQMrSwG1FAszAQIzCwTQHA2QPx85kD8F",
+"DE0iDG0LBVcAA8FcDZA/HzmQPwAEMAAPkD8EAzMAB5sAC5A/A8cAByIAABMgABIBNHUzMl0FA1EyApzbDFarAj0LBQhECTcA",
+"A6gxCzcAAbMAAnsLDx9cCQNVBg8MIw4M1SkDCyMPQEAGDIwkBz0AAxA8AM0CD9UjBwQ9Mw9AQAoAZysJ/SgFqAYG6SMPQEAK",
+"AqEWDbMqA9UzAL8CD0BABwFvLgQmDgf3vANAAAEpDg9AQAIHbQcOQEADRCQPQEAJA7QzDUBAADQAD0BACQSCVw9AQA0DnhAE",
+"UTQLRQAG2SgPtEcLAhUKBDg0CpwEBZ4BCOUjHzlCQAkDcAIPPUUAA/4+BHYlD0JAHBQ5QkANCycAeBoHmwALIUADEpoBzg4M",
+"sgABBAIDIQABNjYMsgABwQEAIQANsQAPIUAPEzmUPgunIwIMDgKfGAANAQy6JgNGAQEHAAVdRQdAAAO8CQS2AAxEQAIMOQPe",
+"AgV/eAr+CQK6CAAqAA0GMgIACgNtAw/nIwIFA3cN5yMD29kC9QIBewAJHgADGAACJQAPuHsCBB8oD80PAAMrdQOZAA9hGAIE",
+"SgQCKnUL2xACnAUDS+IDmiALREAEsAEImwUDpuEGNwAI5yMD7zcAJAAPREAGCM3aCkgRBYYADNUGD0RABANE4Q8zrQEJ5BYL",
+"el8EHQEF9IwPChUCAmksACUAD/YxBQMmBA/3MQQFYyUEGmUMIAAIxEAPwzMABF8IDzkUAA7EMw8XMhUEUV0GwtMMIgAKdDwJ",
+"zjEDrTECZBQP8jMBBSdSCAcAAc8DD2kAAAT9XweM1AwjAAQJGA9bMgEDljIDYDsPvBoAA4wACsUyD/ZlAANXEAKKugU3EApO",
+"KSE5X7l+DVthBDaXDWZ4ArIPBBB4AHUADkZgACUADL5kA0ZgAtgIC9t0BRwTAtt0EHKeBgfkBQFkKghDCQJTAw+oAwMESEYA",
+"JQAHfCoMoEECRAEFW1QFpwoH+BwNoEEDSQEDBwANdCkE6gMPoEEIAZ0AAwsEC6FBDwsEBgKiHA8MBAMHX50CKgAPDgQCBJRM",
+"HzOf5gUC8CkAKAAOEQQCsQEEEQQPTjcEBGxdD6dhBARLNQ9HNQUFl1QPrzsAAi8OB0g1DxEEFAQPVA+EYQcAbTMPEQQEBWEz",
+"AgcADxgjAAOX+gQpAAMHAA+LAAQELCsPhmEHBZD6DxEEAAVSMgIHAA+yQgECGgADKAADBwAPxywAA0hCChEEHDJJFADLEw8R",
+"BAAETQQMIQIDcSoCswcNIGACmgIAJQAMEQQDUSoCYAIBMhsPEQQAEjUtFwiQPwChAAwRBAK6CQ8RBAUCugcAJQAPEQQBA9Ek",
+"AkQBDhEEB6Y7DapACxEEDM4mBhEEDz1DBgGdAA8+QwMPEQQIAm0IDxEEAgLTCQURBA88CQIF0DAfM4BDBQJ9KQAoAA98KQYC",
+"vgEPQRwEBPczAnspDyAAAAR0Rg1cHAr1MwEVNA2qKwMLHAQC/QAIAA8mLBYEhCMPZo8GAXUsDxcEBA6hLA/GLAIE2isELQAE",
+"CAAPkCAEAGosA5QAD5G4BgCeLA8gBAUCV08JwywPYUQAAxsABCsABAgAD3p4AAPUCwsmBAxwEwDVCw4mBAMqKQ0mBAMmKQMv",
+"yw0mBAK2AgAlAA0mBAIgBAMmBAqxWgYmBBE3JgQArwoHJgQADh0N7QMDaEUP7QMEB70iDbZEC+0DDR0IBe0DBxAoAMQDCxAo",
+"A30LDDENAnkLBJOoCP8UAxAoA3kRACgAD7ZEAwPSDAZ6AA+2RAIClScBrgAOPQQIPAQBnCsOOwQFP5IPOAQDAlM7D9QlCQM4",
+"BA/UJQQExFEFKTYLIQAGF/wNBgMDaEEFfvsByVENWi0F8y0GCAAP1i0WBDAIA/YlD54AAQXYCw/4LQADcwoE0SoBzS0NoAAE",
+"pi0FHy4DCAAPPAQEBUH/BBomD5UAAQQoJw8dLgICLgEF7v0B8y0PM0UCBCsABggAD2IIAQklAwQ8BAz1DgHy/A08BAPaJQ08",
+"BAdw0A88BAAEfGAEC9EO1iMCPAQCiTYPEyAAAcuTH3JGaAQKcAIP8gEPD38BDwahAxEzt4YMoQQCmQUCcwENoQQAdw0PV0YG",
+"A609AnsBAbwmDb8DBXYxAxKxDmIhAk0aD10nAgNbCAKHAQvuzQZQAgSpBg9rAgADAyYEoQMBuG8NAQMEbQIDoQYACAAP0SsW",
+"BKAlD38DAQR9jAVQLg+kJQEF3S4EdCwELwQPrwQEBAhwHzZcAwIETFwEXAMPxr0BBE0DBSQABAgABTMKB10DAl4FAugBBFwD",
+"CuUwIDlfNRcPXAMAARYCBt0zBNQBAzYjAiMDDVsDAtsLACUADFsDA+QiA1sDAf8VD+oiABEwWwMPLDYED1sDSgWyFg+QRwAD",
+"8gQNXAMHSSYMkEcCrAwDegEEZzsLWwMFMZoPVAsEApgQD0QyAgNNJgNbAwHVGw9tAgEEM0wOuCoEso0FFe4PPioBBSQvBCUA",
+"D2fvBQ98AAEGzy0PWwMAA64EBVsDD7YLAQUeLwPhAwUIAA8YMAQFvUYPvCoCAzpHBVsDD/q/AQS6MgRmRwUIAAVeCQc0eAKd",
+"AQMpKAN6HwwZDwGXEg1bAwJfDgasNATUAQN9BgKfBgxbAwPezwAlAA1bAwJoBQP4CgGgCw9bAwABqWQfcn8NBA9bA0oGXsQN",
+"yUgHNmEKWwMAC2UPyUgEAlAOA3oBDEjaAyMABM8WHzPcKwUCCR4AKAAOXAMDhjIDXAMPbgIFA8kFHzfQLwAExgUEMTAPxgUB",
+"BUYwBJACD8B1BQ98AAEEYzMPiDICArUDBVwDASMwDX4ABEAwA+IDBQgAD6UHBAShcB83ijICAz5uBlwDD4N0AQTILQsIAAYc",
+"PwdcAwLiAQN/LQNcAwzsEADYAA9cAwABcgUGfDUD1AEChEQFk9MLXAMHatMMXAMDzdICXAMCJRwOXAMROB/6ARRFB/cCAMgN",
+"DfcCA3otAzEBDfcCB/odDZ1JAqgJAxYBAe4vDk4OBacNDDskAtQbA3MOAz8SC51JAAEOCcEADJ1JAicBAWRMBWIAC51JBJ8c",
+"D51JAwB+HQliAAtiRAOeNwobQwydSQWxIA8ISAIBAlIOnUkAkx4PnUkCAR8PASsEDzlmCAUAMg76AgR9MQMqBgT+eQplAASa",
+"Bg+0JgIMIDIBmQYPt0YCAxRwAvQED5hkAQTyLg+GIwACIR0B9JYMt0YP20kBA6UfBE0BDAIaD8dJAwTXJw/HSQsClg0B2NoO",
+"cwAB8ycOx0kEcgAJjgICMQADKk8HxyYPx0kCAfoyA50AD8kmBQEuMw+NDwUDz3MHUjMNyAEE7DIDzzUPyAEGA25LAjo/D8gB",
+"AQR8MQ/UJgEBIwME8mIO80kfOfNJBAfIJw/zSQgCzQ0CqCcLIwIAHQAP80kCBHIACJwBAzEAAxgkB5wBD/NJAgHZMgOdAA/i",
+"JgUFcz0POA0CA8fGBzIzDJ0BBcAyD2UDDQb5Mg+dAQQD5gEGmTIMHEoEA2MIhmIAghYNeQMDniID8wILHEofORxKBABIDQTJ",
+"AQ8cSgcCiQ0FibgKcwAEbroLHEoEcgAJyQEBMQAAdAALyQEMHEoB+RoHPzoNtwAGbiQNRyYDKysFCjYPRyYCA2pELzUxHEoO",
+"BMFxDxxKDQOqjQEIHwjLAANIQgrROA0dSgFZHATABwOrFQI6CgFBAAHDBw8dSgMEmzUPNiYBBEBPDx1KCQMkAAJylQc+CAC/",
+"CA8dSgsEaCAPHUoNAyKOBOdSC0UABaYsDx5KDAKWDAFVUw4SBw85JgQPHkoIAmICAYIqDBcBAhkIACEADIglDx5KEB85HkoC",
+"Ab8hAnxCAVsADEkDAoo1B681HTkeSgKuNR8xVx0BAhgQAyEAB0S+Cx5KACEADNIADx5KEB85HkoAAkgZAtYAAdgBCzcmAm8Z",
+"AycAAnoGCT8AAtQ2A+ACD54lAgMcNwAqAAxSDQPa3ARxAw/AWgIFGd0G43kEfAABPgAE9gINF0EDlAABJQACJXcNmgADIwAP",
+"3NUAAkUIBZoAD8IYAgSsIBg4r5IFqQEBlgIC4QAB2QAOIEoEjwEJCywC4AEGNwAIgB4DsAAEI38LBx4CAQwAJAAN3gUCgy4E",
+"hgAM3gUPIEoEA2Q9D7cBAAf9gwEoAA8dAQIEAysPl14DAkAGACUADWcPAtADBCcEATIhD/cHAQMXAh85ENMEAfkBD5wLAwRY",
+"RgVLOg8JDwEE3l4FLQAPPhYYBHo+HzkX0wYBpTwPUgoFA+YyASQAAk8AD+0VAQPaCAUtAATiCA9gFgQE614fOR/TBwHUbA9L",
+"CQYErz8EhQoPEl8BBEhCBSwABAgAD1MmAAJSBAEBCQClDQOcAgwcHgFaRA3NDwElIwMiCQk7AgKvAwIfAA0f0AFwVQIlAAzO",
+"DwIiAwQwuA8qEwQSOSoTFzifpQChAA/ODwADLAoIrXAPoz4GDLkEAxIBBBkBDk1GA80DD0ZLCAAEBAM9CgtGSwTtAw2vAwTC",
+"JB8xJmAFAgI8ACcADrEDAxgTA7EDDxgTBAQONB85EwMGD9slBQJfWQMiAAJLAA/tRwEElBcELQAP2kgYBEozEzk4Ew8jAAEP",
+"4yUHAhckAyQAAk8AD6AAAQNpDAUtAAQIAA+UAAUEssgEWhMPJAABD+wlCAR7MwJTNAFRAA+xAwAElQAELAAECAAPnAgAAkoH",
+"DLEDDE8RAIAED7EDAALYMA2xAwOSeAMgAA2yAwKhIwMnAAy0AwK1fQUgvAKUVw62AyIxMIUTAKsJB7cDBVAKDnFMBIwTDrcD",
+"BzQdDHFMDLcDDOElBrcDD3FMBgC3Aw9xTAMPtwMHBHQLD7thBQJgJAEoAA8lvQAD9CkE6iUPrUIEAN4JAkoBD4QPBQCECQ+7",
+"AwMDy4AChRMBTAAPjkgBA+kGBC0AAUFcD7sDFAQ5YC8xMAeoBhUxun8PvAMAAz5gASQAAlAAD6EAAQP0BgUtAAQIAA+dCAQE",
+"tAoAlQAPvQMGBl1/D70DAAPIKgLcFQFSAA+9AwAElgAELAAECAAPiiUAAlgKC70DHDYjEgEIog29AwKHJg++AwIEOgIHoTYJ",
+"vwMDKQoAKAAOvwMCuQMEvwMP5EAEIjEwaUEAlQcGvwMfNpYdAQMwCQRYcA6/Aw+kTQgMvwMM/A8GvwMJlCUNpE0CKSICugsH",
+"PwADC0kDzCIIqw4DlCUDpE0AKAAPpE0DBC0MD+IDAAOUFQ+pCwEEjccCoAEBySQHvQAPqE0DBLYoEjERMw5xAASHdA8J3wED",
+"q3QFVAQPrr8FBR8MBRSXDDccBDupDhwDA8ktASIAAkwAD6hKAQNUBAT4gQHOFg9UBBQFDQkEx1EPnwABBdYcDlQEA8QtASQA",
+"AlAAD6EAAQQdAAN5BAUIAA9UBAQF6wUFTrkPlgABBeoED1QEAAP3LQElAAJSAA9UBAADqAUDLAAGCAAPEQgAAjAlDFQEDV4O",
+"AR01DVQEAxqnDlQEBSGhAt4HDVQEBEihATL/DT0AA6ESAyMADxwyBCIxMR0yD/IGBQp8Ag/9AQ8PiQEPB3UDAD0bDboEA3II",
+"A1EyDroEBwRsDERPA8YHBboEDwVsAwTUWC8xM97iBgP1ewAqAA/XAwADygUE1wMPX04EACYMAmIBDQ1sEzHWjAW3AwEpDA0W",
+"AwSAAgPMBg8rkxkAJQoDfQAOlQMCIAEGlQMRMkYADaZMA34gBC0ABCEuAeSJD3MAAQW9vQ8gbAETMrAtBHIDETJwAgxyMQOW",
+"AwQsAAUIAA+3JQADyIEC8gEFcgMMrh0AxxcPcgMBAj4SAYZaCtwBA+wSA32VDXIDBN3kAbh1DD0AA1XZA3IDApGzD3IDABMy",
+"q0gBJi4PcgNcD+sLAQROjQIHAA9yAwAItlIMzgcE+n4ChwEBjg4PcgMABSw1A1UODnIDA5V7ACoADnIDA9FGBHIDC5l7BmMC",
+"BNkDApx7Cn8CBPEFA6UuD65cARMy6y8FLQAACAAPcgMWBfPHD59aABMyiFwGcgMPGFABBGwtBC0ABQgAD0cQAxUyj4EfMqJa",
+"ARMybFsFcgMB7iwMwTAEHAADLAAFCAAPziUAAyhMA/IBBHIDDPUOAPEPD3IDAASnfgzvRwTRQQQQQg5yAwT1AQ/HMAADAj4F",
+"cgMPyTAEIjEyyjACWQsPcgNbEDfxGA1yAwLSBQRoHQ5yAwcfNQy3UQTvgQOHAQxE+QQlAARUChQzO+cPcwMAA0kADxTtAgPZ",
+"uAVzAw/JLQQFgkQPn7gAA3YvBXMDD5VdARMylV0FLQAACAAPcwMVBVKJHzLZcAATMqBaBXMDD6NdARQyPi0ELQAFCAAPnAUE",
+"BsXuD+NwARQynewFcwMPjwsAAwt2BSwABAgAAaRcDHMDAtAMA/MBBHMDDBERAMpkD3MDAANoJAFrBAoKDQOYDARofAxzAwMM",
+"egLCcA09AAKMBQNzAwK8Ag9zAwAjMzNzAwlnDRA3JA4MDgMEvEgCBwAPDgMAB0A0DIxSBOsJBASFDEA0AqwOBREOC0IcA9U8",
+"A9EODCIxBTIOAa44D49SAwA6DgnhAAyPUgKHFwAlEQ+uJQACoiwEBB0DrSILj1IANB0JYgALj1ID6AsBqQ0PYwABAqQdBXsg",
+"DA8bAhgAAe8CDpFSAGweCXwAAOEXD09RCH9kZW5zaXR5UlEUDy4AAg9VUQQPLAACD1hRFA88AAkPW1EIHzJbUQIPLtQCDzuP",
+"AR84O48FB1dRD9YACgG1BQg8jxY4WlEP0wAKC+MBADgDD1xRAw9bUQYAFQIPWlEKAnQDAQYAD5sLAAIfAAAFAAN8Hwk0AzAz",
+"MF9aJA9VUQEKt44OH4kPhUcLA7YED/5oAwOTAA/mRwIGa4gPlVEMAqYAD5inAw9y5RwLggAGdSIC3SUPs8ELDj88AhcAAwcA",
+"D6U0AgU+ZQrCCAVbKAIeAAM6CwsiMwHaAAJiBQwXLAOfCQ/UnQACGQAClQECyYcH058CD1APm6ANB7gZDRoAAxUPDhoABWcX",
+"DhoACE4ADHBQIzMwwKgOnQEFfo4D1lMPXUwLDwVXAgXU+CIrM9AkD8KnDw/VUQcEhQoPZ0oEDqmVA44IAgYADzwAAQR/AgQp",
+"CgUfDAIaDgCrAf8BM0VCMEM2RjdBMEI1RUQ4REcAAQVAKQFWxQM4BgDwAwvRoQQoOgFzBw5KAwPgJQ/CSAADoi4CJQEPpUcC",
+"BF97BYu9D7VTAA+c5AIDqQIBBgAPAIMEBKYYAgCDDyAAAA+2HQYCewEPkUMIBK2XBCo3Dx0DCAjhTA8aQwQFqIMPpUMGD3Mh",
+"CAItAgjVlwy5OgTyMwgHAAF5Fg9pAAAGv4MPpUMGD0k7CQK8CwUXRA+dIgEChgAEIC4CKQABiyYP/4EEHziNtwUCfAMCTqUG",
+"0goAIwAAnwABEPEDKE4EIAUDwQoEWSsCBwAPYVQAAFwEAt8kDCLlA1MWAH8JDwXXBAOdEQV2AAY4CwSwHgGeAyxGRSwCDM5T",
+"IDMwzKUMz1E2MzBfwQoAIwAGXCgLPKkEaQAfRrIFCgDAHA8yxhIiMzAWpgoYBAE+AA9kAAAKmkEDgQIEkhQERgQGIQADkgED",
+"KQAE6XEGIAADOwEFSQANIgAGJ50DCAAAgQEOOwEGDDIASAEDGkAF2QIIOAFMNDAxODgBDgd5A/UBAY4YCR8ABLoGAh8AAegQ",
+"CMxGA988Bx8ACP8FBfdDD8EBBQ/6AAADNAAGKSAA7gALVcAFUQcEzwUPhiMAAQYIAnkDD9pUAAYZAwK2DAYUDgj9AgfEHQUh",
+"AAT/Bw+UAhIPTwUFCDQqAPAAAXcAAcdSOUAlcGYPAKkAAWYPDIUDBNw8D4YDCB0yaAgAnwQOTQIHV1UBJQANNQcBxiMPHQMN",
+"BI0BBPpwDR0DC61BDaMxBaNvA0kAATcUCFmeBj9BAMgADLcEBEegBCUAD3QEAwFNAQf6AAs7AwUocgIIAg+VKAEEl0UDXgMZ",
+"MF4DABQAHkPwAQpjAANDAgngRQ/OAAUELQAG3WsBxQAPEQMRDg5AAkgVD4gGAAMNQAKJBgvqYAFkAAEoBwSz3AKPdwm7AQSM",
+"IQRHCAsJBAUAJQQpAAIkCwlDAARJHgTlBw1DAAPjAAQpAA3UowXKQgRDAARrCQZDAANNAQQpAAEJIwpDAAtlAA9AQwEGzUAD",
+"zQAFCAAPAkEKBAIBBAgABIQBBsQBB3ojAjoACfQBAwJcCz8NBJ9vBHoLBC8PAjUNA4QoC34SA0cPAiMAACUBDSXpADsLCX0A",
+"AWMGCBQEDxutBgg6EADnEg86EBoEOAADbwsECDQJ+0ACtwAP7AwBBE4XLzcwA2AMBPS0DIEUA2qJDyJBAQOTEwgutQ6AAASI",
+"OzIwKzNLOA87mAUC4AANLqwEtHsDHwAPi20EA+wMC1NHBVkTA/gKBn80ByARA40TAQYABKdeBNMBAbsdAtsBDRoACIIdChoA",
+"A2sDARoADfhXIjMwtjoKFQIfNxUCJAJ7AQ/sZQMEKTokNzYgYg8xWQsKCzoFRgAEdmofNj8zDQKvDQSWRQtGAAR9PjI2KzNP",
+"NQ+lwgsK6H0EWwEFTQIG/BkLZwAEwuRPNisyONsPCQOtIQ8KfgMEPU4RNzUBCAwFBUX0D4UPFQc+AQ4KEAu+/w8NEAMH0gAC",
+"ICEPcgQRB6YEANchDoITA6cWDxh9BgQTAg9uUwIE6xkCGX0N6xgCXAAEzQYP+HwBD0tzAQQMsQNGAg9LcwUEsogPUykFBOJc",
+"Db4OBO06BZVDD8JDCAevlA/6Dw4BJQAPjAADBEY9HzS+LQcEVzYP/A8ABHU7BdRDD70tAQPcGgRmzQQzAA+RAAUEt1cPuy0I",
+"BX8dD3qTAQP0BAYLQg/FHgACrwAHXZQCqAAPDwIBAyM5Hjl9CQTrHAMxMQu+IQAlAAHwBQL5MAPSsAoIEAPzCgQ3zgSMBQwL",
+"EAAiFAuqTwP/Fg+VswAEbSQDHh8PmRIDBS45AmokDAvTAhgJAdZEDGnSAlYBAyIABiFPB+EMA1YJACoAD+EMBRwxaBABIhcP",
+"9QsACUoJFTKpSwfXDQPxCQRuAA/YDQsA8A4PbBAFCkleAG8AAr21CEAAAAYFD1ENDwu/QAXZNwYhAAR8EgNcBQ1NEAWUQARK",
+"AARcOAnKAAkiAABlAA5BAQHEAAdPAQw2DQSq0AE+AQ9yEAwEz0QEzD0BA0UKIQADpiAEIQABkAwJKhQD2AQGKUUMTAsFwUQP",
+"uw4FDwYBAwMTBQnuAAGfVg+kJgQE2z4DQQAJMCYGWwIIHQEP9QEBC4MQA4QMBBwDBAgJBq4AD48nBQnkYAAbAQJLAB9wLFwD",
+"ANsAAdk1DVoQA04ED3kDCArcVgBKAA84AgQGUkQBJQAMRgwBuowPCQMOBWNzA/oFDQkDC4xzDucCBYNABEoAAKgBCVsQBoNA",
+"D40PAAQJKQXQmQ/tAAMJpA8RMstiCY4DCfgCD1K3AQSeQgRIAw9cEB8L50IC23UPzwAFAy0ABxpHAcYAAzRnCOgIA8BGAf8T",
+"D5tHAA/02gAD1EcEvDsPkBACBG5kD5bwAAQBIQLzCw9POQQEKo0C/goK8QEEMy0EugEKTzgBKAABawoEbu4P93QCBPgMBIi3",
+"BBcnD54IAAU+DQMsAAOsAg/iKgIFYSsELAAHXw0HiQEDcGoLkAoEFBwMnUAD1g0PnEADBsGyBs4jCrFeAT8LCX8ABA29BbgN",
+"HzO4DSQC5goB9ogNzQ8CkgAPrRICAlsLD928AAJTAgSmMQ+xRAAG3U4CMRsKGgINVDwPXQ0BBNFEQjcyKzKMDA/CpwUDtgkP",
+"0QwCCP96DqTZB1w8D1gCBwZUPAV4HgM1AA1GRQ6OPA9PAAEEqhMErwIEqjkMwQME41kC4AACLzMOQAMTNb3WAm0ACo8ABKQ8",
+"DwoDCQSdPAXeAASAFw94EwEEy5oN2jwPnQAGBU3yDd5uBsg6CPYQDXIACy0CBEEUAf0oCy0ABFw6CPw6ArYAD54ABgUF8g2z",
+"uQRKOwVhEQ+APgIDRZsF/hUFpwADFA0L1AIF/IE/KzIwmBAJA6VbAp9bCC4MAyAWDw7dAAM5wAQ6AAFSKA/zAAABzBwEnTsK",
+"8AAF6AAB3QjdMUE1NkUxRkMyRjhGM/u7Bbg7BL0BA+7+CkgJA+5VBvQ7Db0SD8cLCApHYQAQFQHlWD9yY3C5LQEHlfsBKwAM",
+"OwUHfrQPOwUaAusEBI78Cs8BBVwEMjQrMr8OD515BQKmBwFCAgn1FwPbAwIfAA+0AQURNlApAw0uB+QAADoZD5InCD1zb3X0",
+"/g+RJwYPLQABD5AnBA8rAAEPjycUDzsACAKOJwib0Q9zABMfMsEnAw8V2gAI5rYEPgI/PDI5G3kDAMXRDxnaAQThzw8JAQ0M",
+"wicAcg0PBgERBH8CA28AAF8FD8EnAQH9Lg/BJwIB2i0PwScIAjcvA1KrD3csAAbBJwVMuQmHAxgxSG4D3QACvwIPkhcEBrCW",
+"D8InEAHuUgyjCALHKg+iCAEDqJQP4BMBAU8AA1UADyVwAgeElAI9RQ8hsAoBIBEO4yYCHQAPYQAEBbUlD1soCwP6aQJmDg3D",
+"FAL9AA86FQADUxYDPQAPQlkCBE2eD895BAZafg95KAoE+98FoUMEGAACagYEHwAPggACBAvJAp0SD1soAAEFAA0XBgHZSQ/f",
+"2hEwMzFfxhsP3gABBnYnD7onEAStXgtEAAa/fg+6JxAM6Y8CzCYDmy00bWF4GAABuQECNDoBSRQG90gC5CYCyDgATAAH9EgC",
+"JxQAIQAP80gAAU0AAf6CD0kBFgcyBAKjSQT0VAteAQWDcQ9KFQAfMkkVAAM8MgNDNw8uKwICywAPL2MBAwB8A8IICwwFBacA",
+"BAIHETGSef8DLnByYWdtYSAibm91bnJvbGwiqg4CBCIpA6wyA0ABA6cIAyYyD3QCBwrlFBIxGcsO7QIFlDUPBGgJDxyiAgPk",
+"CwLNAwHKDAkeAAMCFgYeAA7hAAWcUw9pFwMEDwMdNWqFBSatAgcAD+0zAwTnYA9/aAUFTOUNxBcKoBcPKhgDBcTHD7xCBgSx",
+"Wg+5GAEJyBYP5McFBhJoD2IABQRybQ9iAAADExIDPRIMyAwE2akDiAAPmAwABGnpAykAAxMBD1MRAwQSSx81M0MHBR9+DzQZ",
+"AA8ifgMMQQAEsyAPIGkHBARLD6+GAQP1DQgnfgzxAAO8IwONAAMwAA9ADQABoQQFoCwDNwAQMoFPBuYDAA4TB1cFAkYDAAYA",
+"DTQ/BLk2AAgADpoEBPIbCF0sA1MAAZIEBPKgAh4EFm7xRwheBQ3LKBExQH4GMAULT6MBdQAPBAYAAeQEAfUDAXIDBzxDA4J2",
+"CqIAA9SkAjYABmoNBjhDARkAFjM2Qw8lBwIJUzIACQoPkgoZBTgABBc4D+8JAgVUYT8xMjZ6BwwE9zkCXGEPSgAABWA4AMYf",
+"D0oACwI5BQIQZA54BQLCAQ+haQIDJBUEgjoPulECAk5MAEAAD083BgOBAAcBkjAzMV+kGQ8qLgAD1gASM9GZCooGAgEDD14Y",
+"BQzDfQDZAQFPMw6LBgXhXw8NLwMCJhAPsXYCA2MQA9EADXdsA2YQBh4ADzwEAAgMLw8fAAAEJpIOB6sDlygCcAUBkhEOPwAE",
+"pUwC35IPIAAABPYKDV4AAo4ECOl/Dz4AAAQbBQNXOg8iAAAPkmoHC6arA+4hDEAABHvPD6cfBgRpSg+LBgALzncMgCcEMssD",
+"iAAPUBMABFurAykAA8EvD5cHAwRUShQ18DoPIwAAD2lFCA8QygAPQQAABGWcDyQgBwRGSg+LBgELf6oPsxQABHkxA40AAzAA",
+"Dz8YAQQjAAIGAAIHAAuLBgGtKg8HGQAE+QkUMyudCtYDBK0oD9cDBwoXHBMxcSwO1wMFv0QD4dkOtBcB0QQAKAAOb2oDhjYB",
+"BgAOixID8QMGHgAPigEACO4iD84xAAQuag1PZwNSMgPqMg/VdQUE1wgPC0kEBFAyDvamBCMyAgcAD2kCAwQ4SAQqkg8iAAAF",
+"RlANdwMPMXYAD0AAAAT3BA8uSQYEpXMPdJABD6dzAAqzLAOcLwRmLA+NFgEDqhYEwDME6jAPSkkEBZdzDwtVCAAuMQ/gAwUO",
+"l3MPOU8EBI9zHzaySQcFJ0QPH5ECD49zEQbvnwSWAAQ1AA+EGQAE7AMEEC8EbkML7gMKdPoFagAFXAcFqaAK7wMEAR4P7wMH",
+"CmAwFjF+OAvvAwWB3gdt8w+DkwAAKAAPgpMFA+8DDaI5A8IHBh4AD9cEAQTRAw+1AQQE+AQfNoSdAA9KMAEPQwABBYiTD2QA",
+"BQRFJg5jAAQhLgTMAQ/GAAUEfwIDsJ0PIwABD9liCAVrLgSYLg/0SQQF9r0PgVEHBG08DwAEAQUhbwd7LgoCBARvMgSRAA9d",
+"ngoFgAEDJQEPOEcEBV2eFDZdng8kAAEPEFkJBiFtAwgAD/YIAwV/twUBlQ8kAAEF+QgPaQABBUopAwgAD+svAQUUbQSWAAQ1",
+"AA+ARAEEBQQDBwAEdWgLBQQKHlAFagAF10gD8joMBQQE+QIPqCYJCv8fEjH/Hw8HBAAFbAAfMIuXBgIBDg9CSQEDi3ADCAQM",
+"hEcDsHADCAQP2wIEBNkSD8UpBgS6Bw9SOgAEKjoEmikPiAIEBWdHD/F+BAUpKg4IBA14nA+CAgQFZJwPICsIBMMHDxw7AQ/y",
+"JgEPHgYBBDUFDyd/BgVUaQ8IBAEGKmkDCAAOYSQEUwEEaAYPZSABBJkoBYABAyUBC6cXBjAABOQDD6wrCAQjaA+uOwMEwScE",
+"aQAPKm0EBUKbD7t/BwEWJQ8IBAYGHmgDCAAPC6gCBD4BBJcfBDUAD60SAAUIBAQsAAI8AAwIBAvaEQaHEg9dRgAC0C4D8BUP",
+"dBAFASlsDRRLBaFHAHgjA5UXCxo0JzFfpiQA3BEL1CcQMvoJD0lJBQvCHg+hlyAJdnED+xsPdXEAA3QkB0g0DdkEBP0HAoBz",
+"DZ0AAJ4OA50AD8wzCgUZcgyDAALWBAQfAA+DAAME8TAGOskNrTMCgxsEpjUMgBoAwzQPvQABBgyVDw4zCgMcRARWuwtFAAZ/",
+"Qg/HMgoDfxIPmTMDBbhaD1IzDAOtRAGSNw5FAAaozgKuAQ9FAAUDbQELDBsDRrADmpsHCRUDvzECFBsBjx4HDxsDJjUCOwAM",
+"ERsBFwAAIwAPERsAArMBAcQpDBIbDxwDBghrGgFOBwWYjAwUGwFTKw6EBwJwKQB7AA4nFAPfGQKnAQ+GZQQCeh8PPbAABJVL",
+"BGRSDBkbBa4ABhQEEDKpEA8bGxUFaHcGAUYHyAgDoRcPHhsICwQwIDFfbgkPbAMABiaDD8UIAwLjKg8kgwICmWcEowIBTBIJ",
+"HwAD7AwD6yoPZAgEBYSfD3cGBAQDGgKoIAp1BgSrKAQtJw/9BwQEmrYfOCgbBAWPKA5jAAuLKA/CZAcDrwEfOGgMBwRptg9W",
+"ZQIEJCcFqygPRAAEBNorD9iDBwQ0bw/HCAENKSgNMi4F/icEkQAP0AsBDP4nBSUBD6ccAwG0JwMdAQ8uYgcL19wJuAAGvGID",
+"CAAP3DQEBJwGHzhjhAgETBYPxwgCBPPBCRwnDV4oBCY9BJYABNEpD9oVAAHaBAOqAwc8ABAys1oHGQQEuD4ExwgC3BgDR2UP",
+"tQQBAQgADtIEA3IZCQaRA1MAAm8ZCVOUBk4bAs8FBJsFDq4zALwECbEAAOUfBx8bBKC1CnQAA12NAVwAAUkjCyAbAuE1ACYA",
+"BNUFDCIbAscHDpQEAq8AD1VeAgN1BAOWBQ/1awgAPwAOQgECnggEFAYJOhoBAjAPqgUABTwaBq4IB6oFBD4dD6oFCAw/GgIc",
+"PA6qBQX8Xg9mFgMCwl8BlY4NqgUDPxoDqgUMQBoDUWwEqgUPRwUECfCQDyAAAQMJAQNzbAlYAwT8QgQkQg8qBAQE35AfON4E",
+"BQTekA6qBQTdQAawYw9CAAQEJAQPTBoGAUJjD6oFBQ1uYw+7DQQFGm4P2A4HBU+OD2cAAQNbBQljYwmqBQShSgWRAA9yDQEE",
+"YWAEgAEFJQEPxwYEBIdKHzhdGgcFgWAPx18DBPk1A2kADzFgBgNjAR842g4IBVCODzBgCAElAAJRAA//AAEDPgEFlgAENQAP",
+"9SABBKoFA3oBBLs2C6oFANcNDqwABWUkBRbMCwYEAlUAACcADwYEBgxuGgJZLQ4GBAXpFg/nkAUCHG8AKAAODmsDbhoCCAQB",
+"BwEJHwAD0woCCAQPEhoEATw0DwgECQRRGQLBKQi2AQZLQQRlAQ+7XgUE9GoPgWMFBOGMDQgEAfZeByEwAj0yD0IAAQZ0bg+h",
+"AwQFv1wPCAQABpJcAoACHzJAuQQBCS8CygAPZwAHD1oeBwZyXAP6HAExWwgIBAakXASRAA+GCAEDUxkEgAEFJQEPAmUEAXZc",
+"Ax0BD89jBgUlGA/rXAIDTQMEDooP07cEAW5aAx8BD2kABw9rHggGIFoD/wAPmUYBBlVaBJYABDUAD3IeAQMIBATs3wQ8AAoI",
+"BAHLMA8IBAAFnQMFF7YLCQQC0AEPOIEGAAkEDIgaAuuGDgkEBXceAzkCDgkEAqAkD3ceAQONcAQJBAylEQOOcAQJBA+KZAQF",
+"XRkPuQEEBFoZHTmKGhQyp4gDEAEfMme3BBQyBw8fOYoaBBUyo/gOYwAEegsDgwIPpWAFBEkZHzmKGgYGaIQPogMABJbjBZyG",
+"D6lcBAQnCh85Ig4GFTJQ9w9nAAAECBkFhYYMjB4UMrECBJEAAQFCDN0CBVGGBC0AAyUBD2FTBAVHXx85ihoHB41fD6ADAARs",
+"XgT1XQso1AYoAAQzdQ8kDgcVMuz0D2kAAgOoAwRKhA9ChAETMp4XBpYABDUAD48eAQQJBAS6AAM8AAsJBAO5fwwJBAUeGh81",
+"ihoDA1IcACgAD1QvBgyKGgKZhw4JBAWRHh80ihoFAlFdACkADgoEA4oaAwoEDPsWA0BzBAoED4waAxUyXxkPugEEBFwZAmBz",
+"CbgBA1sZAUMAAisAD0MABASKAg8k+wUEGQkOCgQD70EBIgACSwAPQgAEBIQCD7QLBh8ybYEIEzJcPgEkAAJPAA9EAAQEIAkP",
+"jBoGFDLaLQ8KBAEEChkESj0B4jAJCgQDzCwFkQABtS8M3gIEaWQFgAEDJQEPbIkFBO0tD/NzCBQyeT4PCgQCA6YTASUAAlEA",
+"D0UABAQyCQ+MGgcUMss8DwoEAgP7LQElAAJRAA//AAAEfjsFlgAENQAPlB4BBAoEA9kBBDwACwoEC2pgBsURD4waAAKgEAMl",
+"Fg/FEAUBCAAPjRoAAp0HAQgABI0aC5c5AK0QCZwACcOCBDgECPpeD803CQOFAQveWgYzrQV/WQu3SgUhAA7kPRMyDC8EWwEB",
+"9gMLdwEEmgIEji4DZxQRMh0VC1wYArERBIhJDuRTEzEIow1DGQStDB8x/DsMBg12C20bBAd2A+ctCaoBAwV2BDwABfUlDEoB",
+"BVMbD9NKBRQyHTAAMXYPzgIBAzxDAzIBA0cWEjIBPggcAwP6FQUxAAT5GQYhAATkAg9qaQgLEy4FaGwPcDsMBdN1AZMmCikB",
+"A9MCBSIADwUGBATFLC0xMLf7EzKWFgEkAALKAAwiAAQ8PgUfAQ/URAATMmQWBU8ADzQ+AwU/JzIxKzL/Ag/1AAYCYAcPaWkA",
+"A2R0BiIAASMVDmo8A2Z0AZwAD4wAAwev6g+SLwoEMJ0BJA4JjAAEGnMFIgAPjAAFETEsbQRfAQztRQOIOgd1AwAGHwhgAgM1",
+"FwLqSQ9fAhIEjA4PXwIOBp1xDKMDA25FD6MDAQR+dAU9AA+WBgQF9x4eMXoCAy4YBNwAETI2GA7nAwSkLgTnAw16AgOcAwVP",
+"AA+CMQMGt/IPegIMBKpMDkIGA01vBiIADylCBCUxMXoCDIAUEzLLFQb1AA+uAAQPnAIVBslvDSQ0BM8xBCIAD64ABQLIbwGc",
+"AAmFAgC0Ew+TPwg/YmZvkz8XDy0AAQ+TPwQPKwABD5M/FA87AAgPIWcJHjdgPx82IWcCCaa4A2gBIDw2FQAPbfMBAMgHD9UA",
+"EQEZAwjONBY2zTQP0gAJCjofAaMOD18/AQH7Gg9fPwIBMAkPXz8IAjUbAzmjBrpfD18/AAXBqgk+CCAyXxU8D18/AQ/jUgME",
+"Hz4JCAQFOQAFPyIPn1QMA6UDD5NjAgOzSA7CGgQlAwM9AA+AngUEreoKjYoGIAAFniIPn0cAAWQDB/8tD+UAAQbp7xIyzBkP",
+"JCMLD3/tBA9nPwUDjg4EPQAP5T4DBJO4DzmOAQIKAgbvHAotCgTvAQ7WAAxGig86AQAGHGkPbrkLArE3Aj33CL9nApMFD6sG",
+"AAP0AAM4AA85cQQPAw8EBTagA7QBCRtBBCUAD7LbCQylXgS1Sg2KjgZQzg+KjgMEHwAILzkIMT8ONfgIMSQEEwABDAEBGDgN",
+"Hj8RMj9jDsUEBd0AD+aRAgFRAAUaKA1rAANmDQpTIwNqAAjzDQIyJQl4jgAnAA9AkAIHLLYP3JEFBasgDwEvAAM4DQNPAQ3j",
+"UguILw+wAQcDExsBOBcPN/gGAkQICzQBAToJBjj4CjIgEjJNZAyHAQ84+AwB3QIBBQAB9gQKBQIFN/gKJiADagAN7CAKNvgA",
+"JwAPhwEDBpMAD8eRBQ+IHAkDHxgEbgEOfF8Deh0EAhwPiAEFCWIwD97bAQQ8LwBuAQs2AQEzBAAhAA+POgIWMo86CYsBDzz4",
+"DQFCBgOiEAMWBwqjHBMyn5YN9BAPOvgFBDIAB5kACn2OA8QAByEAAF4VCGAABesADzf4JAUBIwU7AAevkQLbKC80MK2RDgY9",
+"bA/gtwsDRhkMwqIC/BEfNKqRAwGEAAQe3w4d+AA9AAArAgtktwNaAAzMlgd2AAIZCABZAAiKIwQBCQI7RAI5Hgzwcwga+AQx",
+"HAsQAQblCw/btwoDvAYPmUcCBr/7D9cMCwMgBw+IAAIHs5gP10gKAh0JDwrABARDAASLEQofAAQuBAwhBwP8Ow8UXhUHFg0P",
+"YgICB0K6D2dRCgK5IwTAMQtEAA+YERYCRQAPNlIDBZcBBZwSDEEFCgcUCf4EBOkwA9wEDT01CB4AAh9cCBYsAJ4ZD5NwDgbU",
+"GQESGwgaAARTGA8aAAAD5REPGgAAA88ODxoAAAM2Eg8aAAAEIhoOGgAFaBoNGgAD7Q8PGgAABMEaDhoABK4aDhoABwQBBz4F",
+"Bd13B+sMAn0EAUYDDxL7AgJCMQPavAk6WQAAAQXVug+GLQITMktdCNMFAmQuB44WFjI2ZQRhBALPCQ/4TAECfgkBBgAJLqwJ",
+"uCgAIAANrgAAYAEF0roPXygCFzJ6sAYxDgLmlAOl5AUpJwMcAAJRHwJDSgRNWQc7AAKoAAJtDgtsLwZuYQAoAA81DgICPgAP",
+"89wADwvxCQRnAQTfZAzxZgIJTAPaBQsUKgK6RAMiAA/LTQMCOBwP5PkAD33vCQcoTwGUAA9oTAECexICuUIBjXQOCSkIoAEK",
+"lgACmwgPumIABLtRApYACg0DCrolBDIHBMwkARsuDrJ7Af8ABGsfD+ZOAABAAAyDDwOnZgOpBg+CDwMFTTUGjQwNLiYPe2IG",
+"Di4mEzKosASQAgTaBQRIGg4uWAQCuw8odgADvk4CJQcPjx0EBkdiDnv2A8oKBDgfDxE6AQIXBQeyYg9FpB0fNH72AQRJBgJb",
+"BQ8RKAEEY18CKgAGy2IPbQAEBGYcD4L2AgO9BgSVXw8GYwACMQYEWkoEMAAB91YLqGIDhEoCMQAEDgMKCCQE4wEPTWIFD8wY",
+"AAqFSwV4AAgLVgOCAQIiAAeBBQwtVg8AYhIBfCEPgl8OAbYRAnoAEXB2BA6uGxMyzjMPgl8vETL3Mg+JDAAIumEAJQAMgl8C",
+"8NQPi2IOA4APAxwID4tiAAMZDgMpAA0/Pgbb1AMIAABCAAmBXwm7oQwzGAQCpwRDXwD0Ag/sAAAHqB4A+gANgV8DBgICrAAP",
+"8FkBAzAJD4BfKAP+AglBOw/OAAYDMgMKtwAAXx8NKF0C9x0EoQUH+wQE3VcEH70IKV0DNzkDoRUKqAAGewUPsgoCBBkAA6kA",
+"DRFEBJUhBGkED4QlAQXSAQRHMwTJIQyXLwNOVALkCw/+RQQFh6ICvRANczsDeAEIK2IPUwsDDxdiAAXGAA9AIgEFSmEExgAE",
+"UCIP2y8EBEAiEzTOEg2qAAMqAwv0ogKTYgqeAAQ7CwOeAA+8JQEMy9cENAALMeYGVAAEWyYE5RENnwAEbDYEkDwEdDYMwRUD",
+"AcAEeQIJ0AECmAgEzm4PdgYEBMsJAlprCp41A1sHBNUBAM0ADMViDLI2Dd0BBAdfB0QADeE1BHwBBOE1D5hnBQ19AAO9AQWF",
+"AA1hAwaimwSRAg0iAAWdNgciAAppJQRrAgQuNw7FXgTpNgREAAEEBA93JgIDDgENLiAGCzcERAAM5XcFRg4E1QQBADcKRAAD",
+"fwIF7gANEAEMGpoP7gAABB8EBMwxDTIBBBc3BUQADe4ABSQPBIgzDdkEBWheBTEDDUQABX4OA0QADZkDBX5eBO4ADZgBDGia",
+"D+4AAASkJwQqAAQsDQZEAASkNwREAA7cAQTwJwQqAA2XBwXDNwREAA7cAQQxBAQqAAnCDgGyZw95DAEIKTwGmg0CBgAPeBMA",
+"A/oOCQYNCoO8AboMCXsADHpTAagLAEkABmAABs5ZBSAPBi8ZHDKpFwHoSAfCDwpgAAIZQQEp4Q9gAAACVRUDlhULsxcBFgAB",
+"qRMNxrsBnRAMKhAP3x0GAcUGDxEeAAHVBgYqHgn4HQN49QGXAQNKVACwAg3JvQKeAQRTAwqPUQJnDgTeWQjxYQP9DhM4QggH",
+"9B4AGAYP9B4ZBDcAA+MPD3FAAgR1KkI1NSszkHIPFVwFA7QNDSBSA3IGA1dGD+A3DBU1OxYGGwAK2yoCZHgPyWIBAQu3D+E3",
+"CASyQBM1PEsJZgADKVEFWwgCa/wPZgABBcBkD+Y3BgSQUgQxvAppAAT9BQQXNw/uJAQCPgADJAAPZBUCBH4JAJsBD3MWCgJ3",
+"RANAWwqrCgQrZzE5LCBUBQm6AQIDCgQ+AA9tOAUFq1kO6wAF9CwDxwABzAIP6wAAASC8ATEAD2QABAQUUgPACQpmAAQuBQRg",
+"OA9XagQBPQADIwAP10gEBBY5BWtZCmkABIkCBOY5D4kCBQE+AAMkAA9tOgUEjAITNIYXCWoABMmZBHcHATM5D2oAAxQyPAEP",
+"MjcGBj9aAiUXCmoABHMWA44CATQ5D2oAAxEzL6ABNAAPagAEBrVbAlsSCmoABakWA0YADw0CBgA+AAMkAA8QAgQEnjkALAAO",
+"EQIEz5kExwcLt6QJagAEEgIPXTAEBbiXMjU0K14aCmoABBICBAk6DxICBxQ1EgIByVEPagABBhICAp8eCGoABT03BBMIAgss",
+"D2oAAgJuvwPdaQdcBwB9WA+KJgh/cHJlc3N1cowmFQ8vAAMPjiYEDy0AAw+QJhQPPQAKD5ImCBgxiY0CVwc/PDYykiYBLzYx",
+"8mUBHzWTJgQBIU8P2gATAUUNCPRlB6EHD9cACwptCAFLCQ/2ZQIADwIP9mUDAC4HD/ZlCQJ6FwKkCQgXFA2XJgFtGA2XJhMz",
+"bxkNtxYBOAALYggCQgYEqhcLKhwEDyYPfB0MAqkGAcIUD5UXBA+SJgACKRcEPAAPegMEAyoYATpADgAJA4QcHzLXHQwCLAcF",
+"nE0KzQkDngAPkycCBKowHzIVZowfMhVmcgnuEANTCg9ujgUD+wANsRwPCj8GCiYABBoHBM0CBhoABKISBEEWCxkDDBMkAmhg",
+"D/dlCgvoSgOGwgEbAADbAA3mSgAhAA/mSgACcgwP5UoBD/QACgk3Sg/3ZQISM28mCWErCMFqD80EEwU6AAOMEg8gagMF2VEA",
+"PM0P518MBa00BDmBBncvB99tD54AGwVIoQ9VLgQFjS8AEwkP8zALA4MzD4hWBAgkuw4eAAqySQ+gJwYE7zYOdQQCvQUPaEYA",
+"BHDSAz0BBRcMD5tmAA8iYQEFon8DGAwBixEPOgMgD3oCAQSvCB8zymcRBD0EBCYiBrUUCsoAAhQfHjAKAQQrzQ/gDAkF814N",
+"lAkEGakBBgAPzV4FBDs1AtsECbUjAjQKBRRfD7sAAgHtAwC7AA6VYQjkBAFfEQ9+AAAE5GYNQRwD20UCqQEPQ6kBBKsBBKYA",
+"BBgiDyUBBARMaA/51wEDdkACSAAPKUYABDACBGsABC8UD7ZdBAR4aA/H0wICjQED8BoPhD4CA68BA28aBIsjAJACDUsoDwRL",
+"AgQ9AwAIAA5aAwMbAwAIAA8ESxoDJRMPeuMDAA4DCBsDC/SZApIAD18GAAGNAAJGIABpBQhSZgIcBAqiAAKjMAM2AAgwFAMy",
+"SwKMAgYxSwrLEwP3BgmEBQBeCg+EBSMPCWYWHzQJZhsIngAALi8PngAjBT03D00oAgbhoi8wOCIGDQUorA87WAUPIwYKBZrO",
+"D5FPBw8lBg0F1CoP9WUEBKIADfdlAt4aAigAD6QiAgPeFA/pTAAEp9AEI2cNdTUD2QkAKAAIvSUUM+7lCwAGBA0CTzQ5Ky2N",
+"RAMCkR0Pt04BA+ViA0IXD3AiAwV1Sg0/EQTcSQJNBA+xBAQFAwY2OCsthwEFHwADigQDtAQPBwYCA9RfD11NAQPUXwIGAA+2",
+"XwQFx2IOKGMEDh4CfQAPCAYABE2SA6YADwcGCwVz1g/PYggDHDAP2nkCBNJiA04RBPQQDyJcBQSISQ9C8wME95MDMREPR9YD",
+"A/kABHEACJ8IDmgCBckBPzkrLWxlBAIkBR80zY8GA2gCD34dBAX0SQ5qEgQDkQOpAA9BAAUEegQAbAIFCwMGHwAFNzUDCAAP",
+"QTYCAh9eDwpqAgMcXgNuAg+0BAQFYNQPOTIAAwQCA5kTDz/UCgStAAM0AA83EwUFMtQP2skBBHeSBCIxDwQCAQWNAARwAAM0",
+"AA8lZQUFdQUP2ckCBG8CBLsyD6uQAgR/AQRyAASjAg9eKQIFDg0RNKEQDq8BAWgFACYADHQCA2pbA3QCD30gBATsnR43shUE",
+"PzIDpgAPgQEEBTCfAooVCXECD8NiBgpzggKeBQ8rSgEDNFwCcQIPtc8GBRiADY8BBP1iA+QBAYdJDSFjBB0ABK0AAzQAD6Fk",
+"BQYk0A+1YwEEmyEDTAAPAAIBBSXQBHEABC0CD+4WBAcZ0A8GYwgDRQAPGdALBHIABGMkD86QAgVlZi80OeZPBAJIpAAoAA10",
+"AghTDQSMPgzRAAV40A76GARtjAIGAA8aSgQFS84A6AQOdgIFIc4DyQEBQAYOxAACrAUPl0gBA9aQA3YCD6EpBQQHAg6TAQVb",
+"YQOAAA8XTgEFnQAEJQAEwAEPBQIEBCcVBHuQCnEABCEkA0wAD3VGAQXHjQRxAAM0AA8d0gYG7JAP3WEBBDsiA00AD/lPAQXi",
+"YwRgKASdKwDlDA9MCgEBCAAOMkAEmo8ACAAN29AFqg0P6UYABRwAAjwUDb43ETPNeAbBDAw2YQAMDQ81EwIPpHECD1YUEgmg",
+"SQ9hMQIEdcUKkC4UM5AuCeQSD8IMJgWFQQGRBQ/0ABIN6AwFi2AQMecMD4s2CQM6iAK5HwgsYgP3AQ9F0AADxy4DOQAKvAYE",
+"cTcETVcP1cgEBBw0AJ8ADy5iCgOy0AGJHwmFAALGBATR0A+FAAMETFYPK6UBApYYApsXA0UZCjsvD9YBAgg1+Q82DxwEWQ0K",
+"oDgEzwAFIa0fMPhhEwytuQRO7A+zYQsEGY4ENQACBQECIgABqBcIzRYCvAgDyyILzRYFvCQORQMPL6YRD2sDFQeHFANO0QMs",
+"BAoDLxMzk20JqwEAHBkPqwEjA5gZBRVnC0MQBW9bEDThEA8cSgoD2xkCyGcKngAPSQImA0YyC53RBnYXBEI4LzQw2pcNBTat",
+"D/oJAgTp4Q9LEwAEBpMEETIP+BsCA/jHDyJjAQN3JASBAAF5FA/rAQIGAAYB8TsPI2MVBAMBHzW1dwEE8kAPRTMJCmFREzP7",
+"oA6NCQVpAA+4dwMCP10AJgAOXlECAwEEzgMPfiwFBNxQDw/iBAU9LQ4FCA43LQ+sLQcEcwoEgk8Pqy0GBAhRDwLiBgbByA8K",
+"CQAPw8gRBRoEBJMABWEmD3AABAQ0UQ8B4gcFxmMPIsgDCxctD/gsAQX1KQTPCwTgKwkBEwFxngeTBQLHAgEpEw9BAwUACAAO",
+"XgMDHgMACAAPNCoGD61hAgLPKAbsTguKagBGAwmxAAutFgON1w5EBgNE0AIJFwBIAgjiYQaYBQj4FgNaKQAGAA/O5QECoBoH",
+"zeULqWkPfQcCAJcLD9UcJAOIBQ889gMF9Aw/MTMygpwOBLsEBGQABhsID/EJJgXsfg+zFgMF1qwvMjjSBQ0J7n0NjwQDMNMI",
+"VwIEjgQEiRcCQAABaSYKlAICIQAAKAAPURYCAlJaAFsADs8CAuMEBDoBAEYVB4MCCjYWBHEDBbBAAsKCDMIFAp8NDytOBg6A",
+"PBMz5vENwgUGaQAfMqAWBQISWwApAA7FBQKdKwQjVw8eDgQEA2gC7loPIQABBE8eDp0EA70FCf9nD8UFBAWxMATZKQ/FBQQE",
+"K2gP11oHBStoD5JoAgRCMQWOMQ/FBQcGRDEPxQULBL5RD01aCAGAMA/FBQYNR8sPyxwBA8UFBJUABPVRC8UFDweAAwVciAST",
+"hA94awMPmjsKDDgcATpnD5MCAARfCgCTAg/JYQQBpwMP0WUCD7ZZAA9NAQAFO8wPwHMFBTnMDmsBA4sCDzfMCQWTAgRWMgO8",
+"Fw+TAgUEe2kP+VgHBVnMD8rMAgSLMQTXMQ/iOwAFkwIEkwAEiCoP9C4MD21YCAXYZg+TAgMEaQAEtC4P+BEBBJMCBCwAA18f",
+"CpMCAR5uDn8ABI0JAJMCD1NgAwPmOw+RDQUOzmkfMwxuBgRfGQYBTAqRAgHCBg9aZAMCSBAEkQIPcy0FBBJgBOknDSEACNV2",
+"CWkBD+BnAg+RAgQEnTcF6C8PjwAFBHgLDwxoOA+RAgQFkwAEfAsPkQIEBCIQHzmCZwgPncsuBJECBZUAB40PB5ECD2p9AwWu",
+"WC81M2V5BAJWAAAoAA+RAgYMBRQC3D4OkQIEeRkvNTIaxgUCXFkP5WICBJtZBK7CD1VABQXwyR8wb2YEAQ0wD5cCAwzLyQ/w",
+"yQEElwIE3wcE8yIPlwIFBePJHzA1ZgYF6S8P48kCBHUvBHAAD08IAgIgAgWUAARPCA+YAgQF4skfMDCACA/f9wkGjWkEPy8P",
+"UggCBjwCBzQADJkCDH43BLgKAQgABr0WDKAND58WAAKHRAOKEA7BEAM5AgAIAAX3dwwVFggfnADQDAvklgFrHA8iFiQE5icM",
+"DU8AQAIPEDcBAMcAD6MuAQF5BgejLgmLLgLbFwL/FwM2Nw+OKAIDJFoBAhgLRRYFN1oAIwAPR0oDBDVqPzExNlRUAQT6nQP3",
+"AQMZAwzVIwX7zB82H5QMA1rSA3MgDY4AB47JABCLDI4AB9irB6kDDKsCBWFqBCMhA/4ID+VdBAaOyRM2MTMKcwADgAMGv2oN",
+"zQQChgwF2wAPvGkFBXXHAiRdCdY6D7ZqAg9zXAIDwJwVMqAgBkQABMgDBB0BD/IIAQWwagVAIgMQAA2VXQXiagT5AA8VBQMB",
+"6GoDmwAPFWMABOFqBrLHD9kABgSCNgL+aQmMAARZPwXbAA88BwEE02oF2wAEewAMED0Fb2oFbmsPhCwEBruuBTZqCdwAA7UB",
+"BprFD9wABwT1NgFdxQeWBACADw95NAhPdmlzY3U0FA4rAA9xNAQOKQAPbTQUDzkABg2OmgD7AA82AA4fMjEAHR8zMQAdHzT8",
+"NAMIxJoCRAUJFAAE4AE4PDE3GJsD7wMvPDj7NAQBCAMPZAEPAWEEB4cGAKEhD2EBDwo3BgFVAw+qwgIAKAMPqsIDAOsCD6rC",
+"CQJjFAIMAAVxGg/zNAEB3wQN8zQTNLsMD/M0GA/hwQQDjwUPVDQNAm0FD8OQAwEyEg/EwgYDOQwfMsqaEgRzIAo1BgRjZRMy",
+"+TgNv0kCLQkP9h4RAZ0RD0kfAwh+WgKOAA89wgYDrQAE6jEGXQADdQwCRkMJGgAEqxEAGgANqTMTNAasDj4BA0oKD5I1DQMv",
+"WwJpzAjJAANsFQ7XHgOPlAQ5AApuBgTGAgQQNw+QNgME7jAPjzUNAzaCDWwhA6cWAx8AD4MAAwWnvwX4AQdq8AF4AgIjKAw3",
+"IwJaAA+nAQUPbmwICkoVHDR77gXUAAXXAg9XLQsDtFAErlALDgoDRAANBgkEBQoPRVUTBcMDC0VVBCAAB6sAD8gBAwVlAg/8",
+"ZwsCTAIKOzkEZAAFmjcN0wkDYw8COkdjODQ3QUUxBQAfQk0EAQQp8A/v5QADLwIDUgEOYwMPfQMSBA0IETTXMw9FIQcEbgMK",
+"XwUCYAUFQQ0GIiACBAUCBgAPODEBEzR+Wgv0QAWXNQ5NDASvHg9BSQAPSzoRBGUWBUw6DCAABFQlDaEOAtAJAzQBD8qmAgPk",
+"DwYHAA+3UBQEiBUfM8CUBwRAKQ9CKwEBbwAIIpUMmAAELikIBwAPJH8EBIQVHzNgEgcEhBUPNtYBAyILCE2VDekoAoYAA8wD",
+"AzAACOsHA70GBCknAicDD9AyAQQ8Ag2lwwQ/Jw+CSgADVgADIgAPNAcACRgoBYZgB/JQBLYeD/FQEAEqHw/xUA4A0AIBdwAT",
+"cAQHCoEkIDRf6wgO7VAEGh8P7FAHCh4jEDSBiA3+Txg0E8MRNP6YCMIAAs7gD+dQDANzFQUbqwvpBANmFQMmAAziSgRqlgNE",
+"AAByAQjgUAh8Nw3MAQKsAQUSjg/fAAIBPQEG7QAL3FAEcX4CFwIPoBUABLgXD9pQJQ/8lwAPxwAEBCoYB0g2AL4AD1awAQZu",
+"BQj+BAOzVQMHBg/+BAMEpkUfNMoUBARfFg+OOAUPtJcQBDovD/4EFgRfFR80g5UHBbohDf4EBffIAn0AD14VAAM/RQSJFQNo",
+"Ag8fAQMFrpYPxRQHD/7ICQ8pNAAMjQACQAEEzjIDmwAMkWwEUSUD/gYJ5QEDKiQCiAsPzzQEBK1QATYfC28CAy40A6MABDM2",
+"BR4AA4UCApUDD1NUAAXzlgN1NA2yVAQhNAQxMQ2OTgSarQRdGA+oGQAFXh4EaRMFzq0Nhk8EQzQETgAP/wYABQEJBU4ABEcf",
+"DZBPBBWXBU5jD04AAQMjAQVOAASdHwfgjQCaBguEFgTCKg57hQKqCwAGAAjSOQTxDgJ7FgXNCw6XJhg0ejoAmAsPMgQAAi4v",
+"AV8AD37/AAPh5AgPEAAHCA8PEBcENQADUzAJ1AsEHQAFpb4fM4osDAMhUwaNXAQYAAOlQgO1AArzLwSmCgSSWQTRHguEAASm",
+"MR8zacINAkkKAdgVCIQABClNAh8AD4QAAwkmTQ9eXwIC2i0D7QcLnSUE8g4IjQEAWQcPjQEfAqQAAQcdDQ8CAmYRDyMBAQSx",
+"TC83OWUkDAixTA5GAAQkkB854GsMBCe9DyMRAgTWKABGAA9XwgsCFAIEMngLWhcE9QEFnDUFGgADxxUCZ8sPUQ4RBDuwHzlT",
+"DgUFNzMTOcYYDtUABD4LABsBD3k8CgNTEQ9+LAIFlLIfOZSyKwAKAgxjBgP2cQiUsg7oAASQDAOyDAhXAQU68A/bDhUCzygP",
+"QNIBA98vBGwCCmIFD6gOAwUCjQ+oDgED0LcP9okCA+UbD2BhAAMsWgOsAgtpWQR4AAUvnQb3Aws1YwAjAAGwKQ7oKBM0BiQL",
+"Bg8D+jwAtgAO6DkEfBwClQAPgDsFBDAjD9uOBQSodg3vDgRtWwTWOg+A4QEEpjoDLAAP310GD3gAAQVZYQ/DHgYEpToP9A4A",
+"BBk1BT+eD1I3AQSLbgIsAAUzAA/BHgQFF50PHI4IBMk6D/oOAQSeTwnhbguTAANeNQQr5wQyAAUZKw2awgQxAARcHgyFEwI2",
+"AgwADwWCxg6/CQRIxgOUGgHUSAsBDwTEJgMjAAEpGwsDDwMvDQ+PwQYKZRIPBA8RA49lAHsAFHDc3AsFIhE0psIOCA8DqzsE",
+"jQAP8MICCpQfETQHKg8sDgEJDA8Cr8EIywAPvtAGCpARBDQ8BJkADGYKDPRtDSMLBYw7BEoAAK8ACfZfBrY7D2ZbAQS+CgMI",
+"AgCKAg7tAAFOAQf7AAz2XwQIAgIyAg8uhAEERXACewEP918hBoQ9AwgAAOYED88ABQRa1Qe1bwDGAA/qnQMEcTwPrV0CBD88",
+"A3aRD7gEGQV7nw+mXgMGUZ8JdQQLg3QGLwALESMPhzwGAvsABDIEDRZ0BDeiA4xYCSgGAxcgAk4IAfJ9D4kAAQSPBQ2+egSJ",
+"PAQqOg9Z5AQB2C0AQgAC08YMxAEFPgAEYA4E9BgGIgADmgQD8gQP8BEBD5eeAg9XPAIEOAEFU8gGIgADoQEDVQIPhzsBBX4O",
+"BYc7BDQADX4OBBI8BE4AD4cGAQR+DgxGPA5+DgRzBwROAA97XwIEQQEETgAENAAJHAkBLCoPKDkBDoBcD/LQCwUdAAawDA2e",
+"FAl/DgI+ZAhKDgcG4Q+9DBcCfAoK1poFBAEBZcAPdh8PD6ELAgIQYw/kHw8PPQAED10fEg8dKwMDvOQO0RgFbp0PHCUFBGho",
+"Izc36B0KNgIEEgIBxwxONDAyNMYECj0MBNgvXzc3KzIwgwwJA4aiAUBhDIkCCCrICDUDBC60C8QABWnQHzfFggYBSDgPtAUG",
+"BWrJA/0DBIAAAV8HCfEEAvkOA7wAAecYD5+9AQRTvwGUOQ1tAAReAwVJMAPdAA/tQAQFiaEPFgYDBcZnBLwABLIWD/ZYBBA2",
+"Vg0DIwAPfAECBKEEBJ8ABAwYDwYMBAXGbA9nBgQFDmUEoAADYAABABEPoAADBT5bB3HmAX4hD0kkC29hZHZlY3RLJBQPLQAB",
+"D00kBA8rAAEPTyQUDzsACA7fvgfvIw84AAgP374ECMNYA/EjCLTmBI8BCgi/A9YCIDwzqX8P8CMACNy+DwYBCQE4BAeYBQfh",
+"Ew8CAQkPfRACD3MAEwIHBQfQOw8uJAQAbQIPLSQCAHUDDywkCAKbKwAFAAXHDA8pJAEETgwJtwYYNYpyA9cAAuYPD70UAgX1",
+"dQ8NJAsDLwUPQgABBlG/D+4jCgO1Ew9ABgEDChYPCxAAA5U3AugJD7gKBAhTIQ9wIQUExHUJUx8CRgUPXAAKA7cFATQHDA4p",
+"AiUEAgYABAQKD1UEAwQwwwuoAgS6KQSXQCE2NJdACCIg9gI5MjE4ODY4NDM3MjI3NDA1Mz5+AIkgAUkAAqRYATYADy8AAwd4",
+"AgAXDAvrJgJkhAErJg2lJBE12qUIExIEuwAEgSIBVQEJvQADW0AfM70AFAPsER80LwAFDaAjBpQADxMjAiIxK3sUBO8JAh8A",
+"BlO9AwwdDa4hEDWORQ1MDhg1ghgRNQJQD+ABBw8KDQQEjCMHNRcMch8PBKQQAKcBA/QPCvMPAxABCe8DAxF9DzTUAAFGYQO9",
+"gw7tAAfxBhQ1LSMPWSQCRzErMTDGfgyg4wPxDA/CAAYK7SADwgAPWQEHD5VIBQxZAQ7sIA+JMwgKgxEPRgEBAxFVD0YBCAc/",
+"aB81X7kEBLYVD2yZBgRfFQMuFAtmBAOgDQMFCQMUCQ9mBAQEWgkNjloDiDUNqwMDbyQfN6sDFAMvAB84qwMICkINHjVCrgST",
+"AAMBFQMWAQmXAARIRh85lwAUA9YoHzCXAAgKLyIHlwALdSoFQwQGAjsGQwQDdRUChQEEqnQKsRwRNadFD1kDAAiXQAAlAA9I",
+"BAQEwgEPIWYFCTUBDbsUA0cMDzt8CQcHBgP5eA58FQQfAQlQLAOdhA8MAwECtQADbiwPZQADDxEBAAeYJwAfAQ9sBAEGn4IC",
+"CSsNzxUCFwMDkSUP4gAKDCMJAuIAD4MBCQ82OwUOgwEIkgAEMzwPgwEeDHgHD4MBAAM/BQ+DAQoM3AcFZQAHbAEPkUADBpID",
+"D3uUBgTL6w9rDQMDSA4CBgAE2jIPqgQFBGQNBBhHBb0sAzMlDRQEAwYUD1YIFQOGCAA3AA8UCQ8DD0QOwj4eNZ05BKgABdYF",
+"A6ppCa0AApEUACQAD60AEwNcLh82wgQIC8g8B5oACjQDBV6BFzk3LwbDBAPkJAEGAACEEw6MGB81N3gDGTVVFwAlAA/DBAUE",
+"2wEP4KAEA1ILBU1SDMUEAzoCD3buCga4AQa5Cgs0egQhAQlCAwAaBQ9CAwUETd0CXpwPZgACDxQBAAkBCASxFwuCDAbYywI3",
+"Lg01BAOAJgI6Aw/lAAsM+wkDGXsPiAEJD+mgBg+JAQAIlgADxzYPumMQC6QADAQID4kBAANkgQ+JAQsM0gUFZgAHcgEBSQcK",
+"ly0CPwgALgAD6QkLTZwEIA8PVzEFAk8IAS0JNHRvbR8ANG1pbq8OBAgFEjKH7wldBQ9uNg1vZXJyc3VtJRIUDy0AAQ8lEgQP",
+"KwABDyUSFA87AAgPJRIKDzgACA8lEgMPEWsAFzMPEgYkEh81JBIAAe74DxQ2AQCRBw8GAREMJRIHzEgPAgEJD/EQAQmINg8H",
+"AQkLJhIBUwMPVTYCC6U8CVuDAu8RA0giCxMDB0YSCCpRBSESB+UtCT4SA0czDz8SARM2jQ0AxhcDTwAEMwAFfgAECAECnREJ",
+"IwEGuhMC8wQGFlkHPgMBIQAL52EEvgMBtwAAFiIB2CMH1gACqBABrswC8yMHIYoBcQcBVAABJgAfcPgAAAHzAALLAA6SUQ8c",
+"NBUcNtuNBAoBBvSRD+uVCgTZEQphTAKmCQW6agjvBAMrYwGyCAauTAG0EgAhABIt4p0I1VICKgkSN3EZNXhvchkAAp5KAB8A",
+"D+5SAAE1AAQcAA8cARUKLQkSNqVpBzkCAlM3AwFOCBgAAa8BCBxoAhgAAeQCAxRuDxxeAgIZEwAUAQ2ESwKcDgQKEwonAwJF",
+"AQfcEB82qs8ZBYWZBUEUCBwBBgcABeLuBIYDBbACDWxMBkkPCwIBAqQBAAYAD/nLBgAdAA9GEQIYNqsSEjYC9AcrBAAUkAEX",
+"AweLAwGIAAIPOAWEbwvEywAkAA++WAIDCwMOpAEFuAINpAEDlAsC/QANmycD5RUD+J8GyQAPrwwEBO8TFDnXYglzHwqaAQ+Z",
+"EwQEpgQEuWMJQgAJLTMEjWsPDg4EETGAKQk/AASZNgMQDg8/AAMErQsDaigPXAIABEgADaVkAy4BAIltD3gCBg/1QwACbS0F",
+"BgUNTRQYNpRaETZUMg+ZKgsFZX8KBQIBPAIPWVUBA28XBLohDyAOAyMxNzEXCdICBEJ0UAoKfQoK"
 };
-static const cq__ptx_module cq__ptx_3d_f64 = { cq__ptx_3d_f64_lz, 207904, 763153, 0x2fc88f1cu };
+static const cq__ptx_module cq__ptx_3d_f64 = { cq__ptx_3d_f64_lz, 211089, 776024, 0x789e3c59u };
 
 /* the PTX module of a dimension and precision (NULL if the header was generated without it) */
 static const cq__ptx_module *cq__cuda_ptx(int dim, int prec)

@@ -1534,9 +1534,10 @@ typedef struct cq__sph_f64 {
     int *fend, *bend;               /* the lists' ends: foff + 1 where they follow one another
                                        (the GPU's), else their own (the CPU's chunks, world.j2
                                        >>world_near, leave room after each chunk) */
-    double *fgw, *bgw;                 /* per entry of fnb / bnb: the pair's W'(r)/r (grad W = it times
-                                       x_i - x_j), which sph_density writes and the solvers' passes
-                                       read (nothing moves during them); 0 for i itself */
+    double *fgw, *bgw;                 /* per entry of fnb: the pair's W'(r)/r (grad W = it times
+                                       x_i - x_j); of bnb: V_b W'(r)/r; sph_density writes them and
+                                       the solvers' passes read them (nothing moves during them); 0
+                                       for i itself */
     double *Fb, *Gb;                 /* fluid force on each boundary particle [nb*d]; its localized
                                        derivative d F_b / d v_b [nb*d*d] ([DiffFR-supp] Alg. 1) */
 } cq__sph_f64;
@@ -1552,7 +1553,8 @@ CQ_HD void cq__sph_near_lists_2d_f64(const cq__sph_f64 *s, int i, int *fl, int f
     const double *xi = s->x + (long)i * 2;
     int cf = 0, cb = 0;
     double d[2];
-{
+{   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
+           so a run is one range of the order (the same particles in the same order as cell by cell) */
         int c0_[3] = {0, 0, 0};
         for (int a_ = 0; a_ < 2; ++a_) {
             int c_ = (int)floor((xi[a_] - s->glo[a_]) * s->inv_h);
@@ -1561,23 +1563,23 @@ CQ_HD void cq__sph_near_lists_2d_f64(const cq__sph_f64 *s, int i, int *fl, int f
         for (int cz_ = 0; cz_ <= 0; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                int row_, k0_, k1_;
                 if (cy_ < 0 || cy_ >= s->nc[1]) continue;
-                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
-                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
-                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
-                    for (int k_ = s->fstart[cell_]; k_ < s->fstart[cell_ + 1]; ++k_) {
-                        const int j = s->forder[k_];
+                row_ = s->nc[0] * (cy_ + s->nc[1] * cz_);
+                k0_ = s->fstart[row_ + (c0_[0] > 0 ? c0_[0] - 1 : 0)];
+                k1_ = s->fstart[row_ + (c0_[0] + 1 < s->nc[0] ? c0_[0] + 1 : c0_[0]) + 1];
+                for (int k_ = k0_; k_ < k1_; ++k_) {
+                    const int j = s->forder[k_];
                         double r2 = 0;
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->x[(long)j * 2 + a]; r2 += d[a] * d[a]; }
-                        if (r2 >= s->h2) continue;
-                        if (cf < fcap) fl[cf] = j;
-                        ++cf;
+                        if (cf < fcap) fl[cf] = j;   /* kept or written over by the next (no branch on r2) */
+                        cf += !(r2 >= s->h2);
 
-                    }
                 }
             }
         }
-    }{
+    }{   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
+           so a run is one range of the order (the same particles in the same order as cell by cell) */
         int c0_[3] = {0, 0, 0};
         for (int a_ = 0; a_ < 2; ++a_) {
             int c_ = (int)floor((xi[a_] - s->glo[a_]) * s->inv_h);
@@ -1586,19 +1588,18 @@ CQ_HD void cq__sph_near_lists_2d_f64(const cq__sph_f64 *s, int i, int *fl, int f
         for (int cz_ = 0; cz_ <= 0; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                int row_, k0_, k1_;
                 if (cy_ < 0 || cy_ >= s->nc[1]) continue;
-                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
-                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
-                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
-                    for (int k_ = s->bstart[cell_]; k_ < s->bstart[cell_ + 1]; ++k_) {
-                        const int b = s->border[k_];
+                row_ = s->nc[0] * (cy_ + s->nc[1] * cz_);
+                k0_ = s->bstart[row_ + (c0_[0] > 0 ? c0_[0] - 1 : 0)];
+                k1_ = s->bstart[row_ + (c0_[0] + 1 < s->nc[0] ? c0_[0] + 1 : c0_[0]) + 1];
+                for (int k_ = k0_; k_ < k1_; ++k_) {
+                    const int b = s->border[k_];
                         double r2 = 0;
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->xb[(long)b * 2 + a]; r2 += d[a] * d[a]; }
-                        if (r2 >= s->h2) continue;
                         if (cb < bcap) bl[cb] = b;
-                        ++cb;
+                        cb += !(r2 >= s->h2);
 
-                    }
                 }
             }
         }
@@ -1608,7 +1609,8 @@ CQ_HD void cq__sph_neighbours_2d_f64(const cq__sph_f64 *s, int i, int count)
 {
     int nf, nb;
     if (count) { cq__sph_near_lists_2d_f64(s, i, 0, 0, 0, 0, &nf, &nb); s->foff[i + 1] = nf; s->boff[i + 1] = nb; }
-    else cq__sph_near_lists_2d_f64(s, i, s->fnb + s->foff[i], 0x7fffffff, s->bnb + s->boff[i], 0x7fffffff, &nf, &nb);
+    else cq__sph_near_lists_2d_f64(s, i, s->fnb + s->foff[i], s->foff[i + 1] - s->foff[i], s->bnb + s->boff[i],
+                                    s->boff[i + 1] - s->boff[i], &nf, &nb);
 }
 
 /* W(r) and grad W(d) = W'(|d|) d/|d| of the cubic spline (support h; sigma = 8/(pi h^3) in 3D,
@@ -1636,66 +1638,72 @@ CQ_HD void cq__sph_gradW_2d_f64(const cq__sph_f64 *s, const double *d, double r2
 /* >>sph_density: rho_i, g_i = sum_j m grad W_ij + sum_b rho0 V_b grad W_ib, and the DFSPH
    factor khat_i = 1 / (|g_i|^2 + sum_j |m grad W_ij|^2) ([DiffFR-supp] eq 24; 0 when isolated);
    and each pair's W'(r)/r into fgw and bgw for the passes after it (sph_source, sph_pressure: their
-   grad W the same bits, without a square root and a division a pair at each iteration) */
+   grad W the same bits, without a square root and a division a pair at each iteration).  The
+   sums: m and rho0 out of them, a pair's squared norm in one term (a pair adds to each sum once,
+   so the loop runs at the rate of its work, not at a chain of dependent additions a coordinate;
+   the same in sph_source and sph_pressure) */
 CQ_HD void cq__sph_density_2d_f64(const cq__sph_f64 *s, int i)
 {
     const double *xi = s->x + (long)i * 2;
-    double rho = 0, s2 = 0, g[2], d[2], gw[2];
-    CQ__UNROLL for (int a = 0; a < 2; ++a) g[a] = 0;
+    double wf = 0, wb = 0, s2 = 0, gf[2], gb[2], d[2], gw[2];
+    CQ__UNROLL for (int a = 0; a < 2; ++a) { gf[a] = 0; gb[a] = 0; }
 for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
-                        double r2 = 0;
+                        double r2 = 0, f;
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->x[(long)j * 2 + a]; r2 += d[a] * d[a]; }
                         s->fgw[k_] = 0;
                         if (r2 >= s->h2) continue;
-                        rho += s->m * cq__sph_W_2d_f64(s, r2);
+                        wf += cq__sph_W_2d_f64(s, r2);
                         if (j == i) continue;
-                        s->fgw[k_] = cq__sph_gradf_2d_f64(s, r2);
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) gw[a] = s->fgw[k_] * d[a];
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) { g[a] += s->m * gw[a]; s2 += s->m * s->m * gw[a] * gw[a]; }
+                        s->fgw[k_] = f = cq__sph_gradf_2d_f64(s, r2);
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) { gw[a] = f * d[a]; gf[a] += gw[a]; }
+                        s2 += gw[0] * gw[0] + gw[1] * gw[1];
 
     }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
-                        double r2 = 0, mb;
+                        double r2 = 0, f;
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->xb[(long)b * 2 + a]; r2 += d[a] * d[a]; }
                         s->bgw[k_] = 0;
                         if (r2 >= s->h2) continue;
-                        mb = s->rho0 * s->Vb[b];
-                        rho += mb * cq__sph_W_2d_f64(s, r2);
-                        s->bgw[k_] = cq__sph_gradf_2d_f64(s, r2);
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) gw[a] = s->bgw[k_] * d[a];
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) g[a] += mb * gw[a];
+                        wb += s->Vb[b] * cq__sph_W_2d_f64(s, r2);
+                        s->bgw[k_] = f = cq__sph_gradf_2d_f64(s, r2) * s->Vb[b];
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) gb[a] += f * d[a];
 
     }    {
-        double den = s2;
-        CQ__UNROLL for (int a = 0; a < 2; ++a) { den += g[a] * g[a]; s->g[(long)i * 2 + a] = g[a]; }
-        s->rho[i] = rho;
+        double den = s->m * s->m * s2;
+        CQ__UNROLL for (int a = 0; a < 2; ++a) {
+            const double ga = s->m * gf[a] + s->rho0 * gb[a];
+            den += ga * ga; s->g[(long)i * 2 + a] = ga;
+        }
+        s->rho[i] = s->m * wf + s->rho0 * wb;
         s->khat[i] = den > 1e-300 * s->rho0 * s->rho0 ? 1 / den : 0;
     }
 }
 
 /* >>sph_source: the divergence solver's (mode 0: D rho/Dt clamped at 0, kappa = D rho/Dt khat / dt)
    or the density solver's (mode 1: rho* - rho0 clamped at 0 with rho* = rho + dt D rho/Dt, kappa
-   = (rho* - rho0) khat / dt^2) source ([DiffFR-supp] eq 23); err_i = the clamped density error */
+   = (rho* - rho0) khat / dt^2) source ([DiffFR-supp] eq 23); err_i = the clamped density error.
+   bgw holds V_b W'(r)/r (sph_density), so the boundary's sum is rho0 times it. */
 CQ_HD void cq__sph_source_2d_f64(const cq__sph_f64 *s, int i, int mode)
 {
     const double *xi = s->x + (long)i * 2, *vi = s->v + (long)i * 2;
-    double div = 0, gw[2], e;   /* (a pair of W'(r)/r = 0 adds +-0 to div, which is never -0: nothing) */
+    double df = 0, db = 0, div, e;   /* (a pair of W'(r)/r = 0 adds +-0, which is never -0: nothing) */
 for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
                         const double f = s->fgw[k_];
+                        const double *xj = s->x + (long)j * 2, *vj = s->v + (long)j * 2;
                         if (f == 0) continue;
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) gw[a] = f * (xi[a] - s->x[(long)j * 2 + a]);
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) div += s->m * (vi[a] - s->v[(long)j * 2 + a]) * gw[a];
+                        df += f * ((vi[0] - vj[0]) * (xi[0] - xj[0]) + (vi[1] - vj[1]) * (xi[1] - xj[1]));
 
     }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
                         const double f = s->bgw[k_];
+                        const double *xj = s->xb + (long)b * 2, *vj = s->vb + (long)b * 2;
                         if (f == 0) continue;
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) gw[a] = f * (xi[a] - s->xb[(long)b * 2 + a]);
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) div += s->rho0 * s->Vb[b] * (vi[a] - s->vb[(long)b * 2 + a]) * gw[a];
+                        db += f * ((vi[0] - vj[0]) * (xi[0] - xj[0]) + (vi[1] - vj[1]) * (xi[1] - xj[1]));
 
-    }    if (mode == 0) {
+    }    div = s->m * df + s->rho0 * db;
+    if (mode == 0) {
         e = div > 0 ? div : 0;
         s->kappa[i] = e * s->khat[i] / s->dt;
         s->err[i] = e * s->dt;
@@ -1712,25 +1720,22 @@ CQ_HD void cq__sph_pressure_2d_f64(const cq__sph_f64 *s, int i)
 {
     const double *xi = s->x + (long)i * 2;
     const double ki = s->kappa[i];
-    double acc[2], gw[2];   /* (as in sph_source, a pair of W'(r)/r = 0 adds nothing) */
-    CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] = 0;
+    double af[2], ab[2];   /* (as in sph_source, a pair with c or f = 0 adds +-0 (positions are finite): nothing) */
+    CQ__UNROLL for (int a = 0; a < 2; ++a) { af[a] = 0; ab[a] = 0; }
 for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
-                        const double f = s->fgw[k_], kk = ki + s->kappa[j];
-                        if (f == 0 || kk == 0) continue;
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) gw[a] = f * (xi[a] - s->x[(long)j * 2 + a]);
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] += s->m * kk * gw[a];
+                        const double c = s->fgw[k_] * (ki + s->kappa[j]);   /* no branch on it: often 0, at random */
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) af[a] += c * (xi[a] - s->x[(long)j * 2 + a]);
 
     }    if (ki != 0) {
 for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
                         const double f = s->bgw[k_];
                         if (f == 0) continue;
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) gw[a] = f * (xi[a] - s->xb[(long)b * 2 + a]);
-                        CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] += s->rho0 * s->Vb[b] * ki * gw[a];
+                        CQ__UNROLL for (int a = 0; a < 2; ++a) ab[a] += f * (xi[a] - s->xb[(long)b * 2 + a]);
 
     }    }
-    CQ__UNROLL for (int a = 0; a < 2; ++a) s->v[(long)i * 2 + a] -= s->dt * acc[a];
+    CQ__UNROLL for (int a = 0; a < 2; ++a) s->v[(long)i * 2 + a] -= s->dt * (s->m * af[a] + s->rho0 * ki * ab[a]);
 }
 
 /* >>sph_boundary_force: on a dynamic body's boundary particle b, this iteration's force from the
@@ -1748,7 +1753,8 @@ CQ_HD void cq__sph_boundary_force_2d_f64(const cq__sph_f64 *s, int b)
     if (s->bobj[b] < 0) return;
     CQ__UNROLL for (int a = 0; a < 2; ++a) F[a] = 0;
     CQ__UNROLL for (int a = 0; a < 4; ++a) G[a] = 0;
-{
+{   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
+           so a run is one range of the order (the same particles in the same order as cell by cell) */
         int c0_[3] = {0, 0, 0};
         for (int a_ = 0; a_ < 2; ++a_) {
             int c_ = (int)floor((xb[a_] - s->glo[a_]) * s->inv_h);
@@ -1757,12 +1763,13 @@ CQ_HD void cq__sph_boundary_force_2d_f64(const cq__sph_f64 *s, int b)
         for (int cz_ = 0; cz_ <= 0; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                int row_, k0_, k1_;
                 if (cy_ < 0 || cy_ >= s->nc[1]) continue;
-                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
-                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
-                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
-                    for (int k_ = s->fstart[cell_]; k_ < s->fstart[cell_ + 1]; ++k_) {
-                        const int f = s->forder[k_];
+                row_ = s->nc[0] * (cy_ + s->nc[1] * cz_);
+                k0_ = s->fstart[row_ + (c0_[0] > 0 ? c0_[0] - 1 : 0)];
+                k1_ = s->fstart[row_ + (c0_[0] + 1 < s->nc[0] ? c0_[0] + 1 : c0_[0]) + 1];
+                for (int k_ = k0_; k_ < k1_; ++k_) {
+                    const int f = s->forder[k_];
                         double r2 = 0, kf = s->kappa[f], gdot = 0, c;
                         if (kf == 0) continue;
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = s->x[(long)f * 2 + a] - xb[a]; r2 += d[a] * d[a]; }
@@ -1773,7 +1780,6 @@ CQ_HD void cq__sph_boundary_force_2d_f64(const cq__sph_f64 *s, int b)
                         CQ__UNROLL for (int a = 0; a < 2; ++a)
                             CQ__UNROLL for (int e = 0; e < 2; ++e) G[a * 2 + e] -= c * gw[a] * gw[e];
 
-                    }
                 }
             }
         }
@@ -1853,7 +1859,8 @@ CQ_HD void cq__sph_volume_2d_f64(const cq__sph_f64 *s, int b)
 {
     const double *xb = s->xb + (long)b * 2;
     double sum = 0, d[2];
-{
+{   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
+           so a run is one range of the order (the same particles in the same order as cell by cell) */
         int c0_[3] = {0, 0, 0};
         for (int a_ = 0; a_ < 2; ++a_) {
             int c_ = (int)floor((xb[a_] - s->glo[a_]) * s->inv_h);
@@ -1862,19 +1869,19 @@ CQ_HD void cq__sph_volume_2d_f64(const cq__sph_f64 *s, int b)
         for (int cz_ = 0; cz_ <= 0; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                int row_, k0_, k1_;
                 if (cy_ < 0 || cy_ >= s->nc[1]) continue;
-                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
-                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
-                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
-                    for (int k_ = s->bstart[cell_]; k_ < s->bstart[cell_ + 1]; ++k_) {
-                        const int c = s->border[k_];
+                row_ = s->nc[0] * (cy_ + s->nc[1] * cz_);
+                k0_ = s->bstart[row_ + (c0_[0] > 0 ? c0_[0] - 1 : 0)];
+                k1_ = s->bstart[row_ + (c0_[0] + 1 < s->nc[0] ? c0_[0] + 1 : c0_[0]) + 1];
+                for (int k_ = k0_; k_ < k1_; ++k_) {
+                    const int c = s->border[k_];
                         double r2 = 0;
                         if (s->bobj[c] != s->bobj[b]) continue;
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xb[a] - s->xb[(long)c * 2 + a]; r2 += d[a] * d[a]; }
                         if (r2 >= s->h2) continue;
                         sum += cq__sph_W_2d_f64(s, r2);
 
-                    }
                 }
             }
         }

@@ -1805,9 +1805,10 @@ typedef struct cq__sph_f32 {
     int *fend, *bend;               /* the lists' ends: foff + 1 where they follow one another
                                        (the GPU's), else their own (the CPU's chunks, world.j2
                                        >>world_near, leave room after each chunk) */
-    float *fgw, *bgw;                 /* per entry of fnb / bnb: the pair's W'(r)/r (grad W = it times
-                                       x_i - x_j), which sph_density writes and the solvers' passes
-                                       read (nothing moves during them); 0 for i itself */
+    float *fgw, *bgw;                 /* per entry of fnb: the pair's W'(r)/r (grad W = it times
+                                       x_i - x_j); of bnb: V_b W'(r)/r; sph_density writes them and
+                                       the solvers' passes read them (nothing moves during them); 0
+                                       for i itself */
     float *Fb, *Gb;                 /* fluid force on each boundary particle [nb*d]; its localized
                                        derivative d F_b / d v_b [nb*d*d] ([DiffFR-supp] Alg. 1) */
 } cq__sph_f32;
@@ -1823,7 +1824,8 @@ CQ_HD void cq__sph_near_lists_3d_f32(const cq__sph_f32 *s, int i, int *fl, int f
     const float *xi = s->x + (long)i * 3;
     int cf = 0, cb = 0;
     float d[3];
-{
+{   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
+           so a run is one range of the order (the same particles in the same order as cell by cell) */
         int c0_[3] = {0, 0, 0};
         for (int a_ = 0; a_ < 3; ++a_) {
             int c_ = (int)floorf((xi[a_] - s->glo[a_]) * s->inv_h);
@@ -1832,23 +1834,23 @@ CQ_HD void cq__sph_near_lists_3d_f32(const cq__sph_f32 *s, int i, int *fl, int f
         for (int cz_ = c0_[2] - 1; cz_ <= c0_[2] + 1; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                int row_, k0_, k1_;
                 if (cy_ < 0 || cy_ >= s->nc[1]) continue;
-                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
-                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
-                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
-                    for (int k_ = s->fstart[cell_]; k_ < s->fstart[cell_ + 1]; ++k_) {
-                        const int j = s->forder[k_];
+                row_ = s->nc[0] * (cy_ + s->nc[1] * cz_);
+                k0_ = s->fstart[row_ + (c0_[0] > 0 ? c0_[0] - 1 : 0)];
+                k1_ = s->fstart[row_ + (c0_[0] + 1 < s->nc[0] ? c0_[0] + 1 : c0_[0]) + 1];
+                for (int k_ = k0_; k_ < k1_; ++k_) {
+                    const int j = s->forder[k_];
                         float r2 = 0;
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->x[(long)j * 3 + a]; r2 += d[a] * d[a]; }
-                        if (r2 >= s->h2) continue;
-                        if (cf < fcap) fl[cf] = j;
-                        ++cf;
+                        if (cf < fcap) fl[cf] = j;   /* kept or written over by the next (no branch on r2) */
+                        cf += !(r2 >= s->h2);
 
-                    }
                 }
             }
         }
-    }{
+    }{   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
+           so a run is one range of the order (the same particles in the same order as cell by cell) */
         int c0_[3] = {0, 0, 0};
         for (int a_ = 0; a_ < 3; ++a_) {
             int c_ = (int)floorf((xi[a_] - s->glo[a_]) * s->inv_h);
@@ -1857,19 +1859,18 @@ CQ_HD void cq__sph_near_lists_3d_f32(const cq__sph_f32 *s, int i, int *fl, int f
         for (int cz_ = c0_[2] - 1; cz_ <= c0_[2] + 1; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                int row_, k0_, k1_;
                 if (cy_ < 0 || cy_ >= s->nc[1]) continue;
-                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
-                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
-                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
-                    for (int k_ = s->bstart[cell_]; k_ < s->bstart[cell_ + 1]; ++k_) {
-                        const int b = s->border[k_];
+                row_ = s->nc[0] * (cy_ + s->nc[1] * cz_);
+                k0_ = s->bstart[row_ + (c0_[0] > 0 ? c0_[0] - 1 : 0)];
+                k1_ = s->bstart[row_ + (c0_[0] + 1 < s->nc[0] ? c0_[0] + 1 : c0_[0]) + 1];
+                for (int k_ = k0_; k_ < k1_; ++k_) {
+                    const int b = s->border[k_];
                         float r2 = 0;
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->xb[(long)b * 3 + a]; r2 += d[a] * d[a]; }
-                        if (r2 >= s->h2) continue;
                         if (cb < bcap) bl[cb] = b;
-                        ++cb;
+                        cb += !(r2 >= s->h2);
 
-                    }
                 }
             }
         }
@@ -1879,7 +1880,8 @@ CQ_HD void cq__sph_neighbours_3d_f32(const cq__sph_f32 *s, int i, int count)
 {
     int nf, nb;
     if (count) { cq__sph_near_lists_3d_f32(s, i, 0, 0, 0, 0, &nf, &nb); s->foff[i + 1] = nf; s->boff[i + 1] = nb; }
-    else cq__sph_near_lists_3d_f32(s, i, s->fnb + s->foff[i], 0x7fffffff, s->bnb + s->boff[i], 0x7fffffff, &nf, &nb);
+    else cq__sph_near_lists_3d_f32(s, i, s->fnb + s->foff[i], s->foff[i + 1] - s->foff[i], s->bnb + s->boff[i],
+                                    s->boff[i + 1] - s->boff[i], &nf, &nb);
 }
 
 /* W(r) and grad W(d) = W'(|d|) d/|d| of the cubic spline (support h; sigma = 8/(pi h^3) in 3D,
@@ -1907,66 +1909,72 @@ CQ_HD void cq__sph_gradW_3d_f32(const cq__sph_f32 *s, const float *d, float r2, 
 /* >>sph_density: rho_i, g_i = sum_j m grad W_ij + sum_b rho0 V_b grad W_ib, and the DFSPH
    factor khat_i = 1 / (|g_i|^2 + sum_j |m grad W_ij|^2) ([DiffFR-supp] eq 24; 0 when isolated);
    and each pair's W'(r)/r into fgw and bgw for the passes after it (sph_source, sph_pressure: their
-   grad W the same bits, without a square root and a division a pair at each iteration) */
+   grad W the same bits, without a square root and a division a pair at each iteration).  The
+   sums: m and rho0 out of them, a pair's squared norm in one term (a pair adds to each sum once,
+   so the loop runs at the rate of its work, not at a chain of dependent additions a coordinate;
+   the same in sph_source and sph_pressure) */
 CQ_HD void cq__sph_density_3d_f32(const cq__sph_f32 *s, int i)
 {
     const float *xi = s->x + (long)i * 3;
-    float rho = 0, s2 = 0, g[3], d[3], gw[3];
-    CQ__UNROLL for (int a = 0; a < 3; ++a) g[a] = 0;
+    float wf = 0, wb = 0, s2 = 0, gf[3], gb[3], d[3], gw[3];
+    CQ__UNROLL for (int a = 0; a < 3; ++a) { gf[a] = 0; gb[a] = 0; }
 for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
-                        float r2 = 0;
+                        float r2 = 0, f;
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->x[(long)j * 3 + a]; r2 += d[a] * d[a]; }
                         s->fgw[k_] = 0;
                         if (r2 >= s->h2) continue;
-                        rho += s->m * cq__sph_W_3d_f32(s, r2);
+                        wf += cq__sph_W_3d_f32(s, r2);
                         if (j == i) continue;
-                        s->fgw[k_] = cq__sph_gradf_3d_f32(s, r2);
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) gw[a] = s->fgw[k_] * d[a];
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) { g[a] += s->m * gw[a]; s2 += s->m * s->m * gw[a] * gw[a]; }
+                        s->fgw[k_] = f = cq__sph_gradf_3d_f32(s, r2);
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) { gw[a] = f * d[a]; gf[a] += gw[a]; }
+                        s2 += gw[0] * gw[0] + gw[1] * gw[1] + gw[2] * gw[2];
 
     }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
-                        float r2 = 0, mb;
+                        float r2 = 0, f;
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->xb[(long)b * 3 + a]; r2 += d[a] * d[a]; }
                         s->bgw[k_] = 0;
                         if (r2 >= s->h2) continue;
-                        mb = s->rho0 * s->Vb[b];
-                        rho += mb * cq__sph_W_3d_f32(s, r2);
-                        s->bgw[k_] = cq__sph_gradf_3d_f32(s, r2);
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) gw[a] = s->bgw[k_] * d[a];
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) g[a] += mb * gw[a];
+                        wb += s->Vb[b] * cq__sph_W_3d_f32(s, r2);
+                        s->bgw[k_] = f = cq__sph_gradf_3d_f32(s, r2) * s->Vb[b];
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) gb[a] += f * d[a];
 
     }    {
-        float den = s2;
-        CQ__UNROLL for (int a = 0; a < 3; ++a) { den += g[a] * g[a]; s->g[(long)i * 3 + a] = g[a]; }
-        s->rho[i] = rho;
+        float den = s->m * s->m * s2;
+        CQ__UNROLL for (int a = 0; a < 3; ++a) {
+            const float ga = s->m * gf[a] + s->rho0 * gb[a];
+            den += ga * ga; s->g[(long)i * 3 + a] = ga;
+        }
+        s->rho[i] = s->m * wf + s->rho0 * wb;
         s->khat[i] = den > 1e-30f * s->rho0 * s->rho0 ? 1 / den : 0;
     }
 }
 
 /* >>sph_source: the divergence solver's (mode 0: D rho/Dt clamped at 0, kappa = D rho/Dt khat / dt)
    or the density solver's (mode 1: rho* - rho0 clamped at 0 with rho* = rho + dt D rho/Dt, kappa
-   = (rho* - rho0) khat / dt^2) source ([DiffFR-supp] eq 23); err_i = the clamped density error */
+   = (rho* - rho0) khat / dt^2) source ([DiffFR-supp] eq 23); err_i = the clamped density error.
+   bgw holds V_b W'(r)/r (sph_density), so the boundary's sum is rho0 times it. */
 CQ_HD void cq__sph_source_3d_f32(const cq__sph_f32 *s, int i, int mode)
 {
     const float *xi = s->x + (long)i * 3, *vi = s->v + (long)i * 3;
-    float div = 0, gw[3], e;   /* (a pair of W'(r)/r = 0 adds +-0 to div, which is never -0: nothing) */
+    float df = 0, db = 0, div, e;   /* (a pair of W'(r)/r = 0 adds +-0, which is never -0: nothing) */
 for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
                         const float f = s->fgw[k_];
+                        const float *xj = s->x + (long)j * 3, *vj = s->v + (long)j * 3;
                         if (f == 0) continue;
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) gw[a] = f * (xi[a] - s->x[(long)j * 3 + a]);
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) div += s->m * (vi[a] - s->v[(long)j * 3 + a]) * gw[a];
+                        df += f * ((vi[0] - vj[0]) * (xi[0] - xj[0]) + (vi[1] - vj[1]) * (xi[1] - xj[1]) + (vi[2] - vj[2]) * (xi[2] - xj[2]));
 
     }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
                         const float f = s->bgw[k_];
+                        const float *xj = s->xb + (long)b * 3, *vj = s->vb + (long)b * 3;
                         if (f == 0) continue;
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) gw[a] = f * (xi[a] - s->xb[(long)b * 3 + a]);
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) div += s->rho0 * s->Vb[b] * (vi[a] - s->vb[(long)b * 3 + a]) * gw[a];
+                        db += f * ((vi[0] - vj[0]) * (xi[0] - xj[0]) + (vi[1] - vj[1]) * (xi[1] - xj[1]) + (vi[2] - vj[2]) * (xi[2] - xj[2]));
 
-    }    if (mode == 0) {
+    }    div = s->m * df + s->rho0 * db;
+    if (mode == 0) {
         e = div > 0 ? div : 0;
         s->kappa[i] = e * s->khat[i] / s->dt;
         s->err[i] = e * s->dt;
@@ -1983,25 +1991,22 @@ CQ_HD void cq__sph_pressure_3d_f32(const cq__sph_f32 *s, int i)
 {
     const float *xi = s->x + (long)i * 3;
     const float ki = s->kappa[i];
-    float acc[3], gw[3];   /* (as in sph_source, a pair of W'(r)/r = 0 adds nothing) */
-    CQ__UNROLL for (int a = 0; a < 3; ++a) acc[a] = 0;
+    float af[3], ab[3];   /* (as in sph_source, a pair with c or f = 0 adds +-0 (positions are finite): nothing) */
+    CQ__UNROLL for (int a = 0; a < 3; ++a) { af[a] = 0; ab[a] = 0; }
 for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
-                        const float f = s->fgw[k_], kk = ki + s->kappa[j];
-                        if (f == 0 || kk == 0) continue;
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) gw[a] = f * (xi[a] - s->x[(long)j * 3 + a]);
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) acc[a] += s->m * kk * gw[a];
+                        const float c = s->fgw[k_] * (ki + s->kappa[j]);   /* no branch on it: often 0, at random */
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) af[a] += c * (xi[a] - s->x[(long)j * 3 + a]);
 
     }    if (ki != 0) {
 for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
                         const float f = s->bgw[k_];
                         if (f == 0) continue;
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) gw[a] = f * (xi[a] - s->xb[(long)b * 3 + a]);
-                        CQ__UNROLL for (int a = 0; a < 3; ++a) acc[a] += s->rho0 * s->Vb[b] * ki * gw[a];
+                        CQ__UNROLL for (int a = 0; a < 3; ++a) ab[a] += f * (xi[a] - s->xb[(long)b * 3 + a]);
 
     }    }
-    CQ__UNROLL for (int a = 0; a < 3; ++a) s->v[(long)i * 3 + a] -= s->dt * acc[a];
+    CQ__UNROLL for (int a = 0; a < 3; ++a) s->v[(long)i * 3 + a] -= s->dt * (s->m * af[a] + s->rho0 * ki * ab[a]);
 }
 
 /* >>sph_boundary_force: on a dynamic body's boundary particle b, this iteration's force from the
@@ -2019,7 +2024,8 @@ CQ_HD void cq__sph_boundary_force_3d_f32(const cq__sph_f32 *s, int b)
     if (s->bobj[b] < 0) return;
     CQ__UNROLL for (int a = 0; a < 3; ++a) F[a] = 0;
     CQ__UNROLL for (int a = 0; a < 9; ++a) G[a] = 0;
-{
+{   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
+           so a run is one range of the order (the same particles in the same order as cell by cell) */
         int c0_[3] = {0, 0, 0};
         for (int a_ = 0; a_ < 3; ++a_) {
             int c_ = (int)floorf((xb[a_] - s->glo[a_]) * s->inv_h);
@@ -2028,12 +2034,13 @@ CQ_HD void cq__sph_boundary_force_3d_f32(const cq__sph_f32 *s, int b)
         for (int cz_ = c0_[2] - 1; cz_ <= c0_[2] + 1; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                int row_, k0_, k1_;
                 if (cy_ < 0 || cy_ >= s->nc[1]) continue;
-                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
-                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
-                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
-                    for (int k_ = s->fstart[cell_]; k_ < s->fstart[cell_ + 1]; ++k_) {
-                        const int f = s->forder[k_];
+                row_ = s->nc[0] * (cy_ + s->nc[1] * cz_);
+                k0_ = s->fstart[row_ + (c0_[0] > 0 ? c0_[0] - 1 : 0)];
+                k1_ = s->fstart[row_ + (c0_[0] + 1 < s->nc[0] ? c0_[0] + 1 : c0_[0]) + 1];
+                for (int k_ = k0_; k_ < k1_; ++k_) {
+                    const int f = s->forder[k_];
                         float r2 = 0, kf = s->kappa[f], gdot = 0, c;
                         if (kf == 0) continue;
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = s->x[(long)f * 3 + a] - xb[a]; r2 += d[a] * d[a]; }
@@ -2044,7 +2051,6 @@ CQ_HD void cq__sph_boundary_force_3d_f32(const cq__sph_f32 *s, int b)
                         CQ__UNROLL for (int a = 0; a < 3; ++a)
                             CQ__UNROLL for (int e = 0; e < 3; ++e) G[a * 3 + e] -= c * gw[a] * gw[e];
 
-                    }
                 }
             }
         }
@@ -2124,7 +2130,8 @@ CQ_HD void cq__sph_volume_3d_f32(const cq__sph_f32 *s, int b)
 {
     const float *xb = s->xb + (long)b * 3;
     float sum = 0, d[3];
-{
+{   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
+           so a run is one range of the order (the same particles in the same order as cell by cell) */
         int c0_[3] = {0, 0, 0};
         for (int a_ = 0; a_ < 3; ++a_) {
             int c_ = (int)floorf((xb[a_] - s->glo[a_]) * s->inv_h);
@@ -2133,19 +2140,19 @@ CQ_HD void cq__sph_volume_3d_f32(const cq__sph_f32 *s, int b)
         for (int cz_ = c0_[2] - 1; cz_ <= c0_[2] + 1; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
+                int row_, k0_, k1_;
                 if (cy_ < 0 || cy_ >= s->nc[1]) continue;
-                for (int cx_ = c0_[0] - 1; cx_ <= c0_[0] + 1; ++cx_) {
-                    const int cell_ = cx_ + s->nc[0] * (cy_ + s->nc[1] * cz_);
-                    if (cx_ < 0 || cx_ >= s->nc[0]) continue;
-                    for (int k_ = s->bstart[cell_]; k_ < s->bstart[cell_ + 1]; ++k_) {
-                        const int c = s->border[k_];
+                row_ = s->nc[0] * (cy_ + s->nc[1] * cz_);
+                k0_ = s->bstart[row_ + (c0_[0] > 0 ? c0_[0] - 1 : 0)];
+                k1_ = s->bstart[row_ + (c0_[0] + 1 < s->nc[0] ? c0_[0] + 1 : c0_[0]) + 1];
+                for (int k_ = k0_; k_ < k1_; ++k_) {
+                    const int c = s->border[k_];
                         float r2 = 0;
                         if (s->bobj[c] != s->bobj[b]) continue;
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xb[a] - s->xb[(long)c * 3 + a]; r2 += d[a] * d[a]; }
                         if (r2 >= s->h2) continue;
                         sum += cq__sph_W_3d_f32(s, r2);
 
-                    }
                 }
             }
         }

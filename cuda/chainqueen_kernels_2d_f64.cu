@@ -1686,13 +1686,14 @@ for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw)
    bgw holds V_b W'(r)/r (sph_density), so the boundary's sum is rho0 times it. */
 CQ_HD void cq__sph_source_2d_f64(const cq__sph_f64 *s, int i, int mode)
 {
-    const double *xi = s->x + (long)i * 2, *vi = s->v + (long)i * 2;
-    double df = 0, db = 0, div, e;   /* (a pair of W'(r)/r = 0 adds +-0, which is never -0: nothing) */
+    double xi[2], vi[2];   /* copies: the loop's loads of them, after a branch, would not be hoisted */
+    CQ__UNROLL for (int a = 0; a < 2; ++a) { xi[a] = s->x[(long)i * 2 + a]; vi[a] = s->v[(long)i * 2 + a]; }
+    double df = 0, db = 0, div, e;   /* (a pair of W'(r)/r = 0 adds +-0 (positions and velocities are finite), which
+                                       is never -0: nothing) */
 for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
-                        const double f = s->fgw[k_];
+                        const double f = s->fgw[k_];   /* 0 for i itself: no branch, it adds +0 */
                         const double *xj = s->x + (long)j * 2, *vj = s->v + (long)j * 2;
-                        if (f == 0) continue;
                         df += f * ((vi[0] - vj[0]) * (xi[0] - xj[0]) + (vi[1] - vj[1]) * (xi[1] - xj[1]));
 
     }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
@@ -1718,7 +1719,8 @@ for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw)
 /* >>sph_pressure: v_i -= dt (sum_j m (kappa_i + kappa_j) grad W_ij + sum_b rho0 V_b kappa_i grad W_ib) */
 CQ_HD void cq__sph_pressure_2d_f64(const cq__sph_f64 *s, int i)
 {
-    const double *xi = s->x + (long)i * 2;
+    double xi[2];   /* a copy (as in sph_source) */
+    CQ__UNROLL for (int a = 0; a < 2; ++a) xi[a] = s->x[(long)i * 2 + a];
     const double ki = s->kappa[i];
     double af[2], ab[2];   /* (as in sph_source, a pair with c or f = 0 adds +-0 (positions are finite): nothing) */
     CQ__UNROLL for (int a = 0; a < 2; ++a) { af[a] = 0; ab[a] = 0; }

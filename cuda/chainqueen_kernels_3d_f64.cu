@@ -1905,13 +1905,14 @@ for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw)
    bgw holds V_b W'(r)/r (sph_density), so the boundary's sum is rho0 times it. */
 CQ_HD void cq__sph_source_3d_f64(const cq__sph_f64 *s, int i, int mode)
 {
-    const double *xi = s->x + (long)i * 3, *vi = s->v + (long)i * 3;
-    double df = 0, db = 0, div, e;   /* (a pair of W'(r)/r = 0 adds +-0, which is never -0: nothing) */
+    double xi[3], vi[3];   /* copies: the loop's loads of them, after a branch, would not be hoisted */
+    CQ__UNROLL for (int a = 0; a < 3; ++a) { xi[a] = s->x[(long)i * 3 + a]; vi[a] = s->v[(long)i * 3 + a]; }
+    double df = 0, db = 0, div, e;   /* (a pair of W'(r)/r = 0 adds +-0 (positions and velocities are finite), which
+                                       is never -0: nothing) */
 for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
-                        const double f = s->fgw[k_];
+                        const double f = s->fgw[k_];   /* 0 for i itself: no branch, it adds +0 */
                         const double *xj = s->x + (long)j * 3, *vj = s->v + (long)j * 3;
-                        if (f == 0) continue;
                         df += f * ((vi[0] - vj[0]) * (xi[0] - xj[0]) + (vi[1] - vj[1]) * (xi[1] - xj[1]) + (vi[2] - vj[2]) * (xi[2] - xj[2]));
 
     }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
@@ -1937,7 +1938,8 @@ for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw)
 /* >>sph_pressure: v_i -= dt (sum_j m (kappa_i + kappa_j) grad W_ij + sum_b rho0 V_b kappa_i grad W_ib) */
 CQ_HD void cq__sph_pressure_3d_f64(const cq__sph_f64 *s, int i)
 {
-    const double *xi = s->x + (long)i * 3;
+    double xi[3];   /* a copy (as in sph_source) */
+    CQ__UNROLL for (int a = 0; a < 3; ++a) xi[a] = s->x[(long)i * 3 + a];
     const double ki = s->kappa[i];
     double af[3], ab[3];   /* (as in sph_source, a pair with c or f = 0 adds +-0 (positions are finite): nothing) */
     CQ__UNROLL for (int a = 0; a < 3; ++a) { af[a] = 0; ab[a] = 0; }

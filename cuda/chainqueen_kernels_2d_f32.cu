@@ -1625,6 +1625,17 @@ CQ_HD float cq__sph_gradf_2d_f32(const cq__sph_f32 *s, float r2)   /* W'(r) / r 
         return q <= (float)0.5 ? s->gsigma * q * (3 * q - 2) / r : -s->gsigma * (1 - q) * (1 - q) / r;
     return 0;
 }
+/* both at once for sph_density: W(r) returned, W'(r) / r into *f, from one square root and no
+   branch (the same bits as the two above: the same expressions, one of each pair selected) */
+CQ_HD float cq__sph_Wf_2d_f32(const cq__sph_f32 *s, float r2, float *f)
+{
+    const float r = sqrtf(r2), q = r / s->h, p = 1 - q;
+    const int inner = q <= (float)0.5, in = q < 1, ok = in && r > s->h * (float)1e-6;
+    const float g = (inner ? s->gsigma * q * (3 * q - 2) : -s->gsigma * p * p) / (ok ? r : 1);   /* (no 0 / 0 for
+                                                                                              i itself: traps) */
+    *f = ok ? g : 0;
+    return inner ? s->sigma * (6 * q * q * q - 6 * q * q + 1) : (in ? s->sigma * 2 * p * p * p : 0);
+}
 CQ_HD void cq__sph_gradW_2d_f32(const cq__sph_f32 *s, const float *d, float r2, float *out)
 {
     const float f = cq__sph_gradf_2d_f32(s, r2);
@@ -1649,9 +1660,8 @@ for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw)
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->x[(long)j * 2 + a]; r2 += d[a] * d[a]; }
                         s->fgw[k_] = 0;
                         if (r2 >= s->h2) continue;
-                        wf += cq__sph_W_2d_f32(s, r2);
-                        if (j == i) continue;
-                        s->fgw[k_] = f = cq__sph_gradf_2d_f32(s, r2);
+                        wf += cq__sph_Wf_2d_f32(s, r2, &f);   /* f = 0 for i itself: it adds +0 below */
+                        s->fgw[k_] = f;
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { gw[a] = f * d[a]; gf[a] += gw[a]; }
                         s2 += gw[0] * gw[0] + gw[1] * gw[1];
 
@@ -1661,8 +1671,8 @@ for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw)
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->xb[(long)b * 2 + a]; r2 += d[a] * d[a]; }
                         s->bgw[k_] = 0;
                         if (r2 >= s->h2) continue;
-                        wb += s->Vb[b] * cq__sph_W_2d_f32(s, r2);
-                        s->bgw[k_] = f = cq__sph_gradf_2d_f32(s, r2) * s->Vb[b];
+                        wb += s->Vb[b] * cq__sph_Wf_2d_f32(s, r2, &f);
+                        s->bgw[k_] = f = f * s->Vb[b];
                         CQ__UNROLL for (int a = 0; a < 2; ++a) gb[a] += f * d[a];
 
     }    {

@@ -1848,6 +1848,17 @@ CQ_HD double cq__sph_gradf_3d_f64(const cq__sph_f64 *s, double r2)   /* W'(r) / 
         return q <= (double)0.5 ? s->gsigma * q * (3 * q - 2) / r : -s->gsigma * (1 - q) * (1 - q) / r;
     return 0;
 }
+/* both at once for sph_density: W(r) returned, W'(r) / r into *f, from one square root and no
+   branch (the same bits as the two above: the same expressions, one of each pair selected) */
+CQ_HD double cq__sph_Wf_3d_f64(const cq__sph_f64 *s, double r2, double *f)
+{
+    const double r = sqrt(r2), q = r / s->h, p = 1 - q;
+    const int inner = q <= (double)0.5, in = q < 1, ok = in && r > s->h * (double)1e-6;
+    const double g = (inner ? s->gsigma * q * (3 * q - 2) : -s->gsigma * p * p) / (ok ? r : 1);   /* (no 0 / 0 for
+                                                                                              i itself: traps) */
+    *f = ok ? g : 0;
+    return inner ? s->sigma * (6 * q * q * q - 6 * q * q + 1) : (in ? s->sigma * 2 * p * p * p : 0);
+}
 CQ_HD void cq__sph_gradW_3d_f64(const cq__sph_f64 *s, const double *d, double r2, double *out)
 {
     const double f = cq__sph_gradf_3d_f64(s, r2);
@@ -1872,9 +1883,8 @@ for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw)
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->x[(long)j * 3 + a]; r2 += d[a] * d[a]; }
                         s->fgw[k_] = 0;
                         if (r2 >= s->h2) continue;
-                        wf += cq__sph_W_3d_f64(s, r2);
-                        if (j == i) continue;
-                        s->fgw[k_] = f = cq__sph_gradf_3d_f64(s, r2);
+                        wf += cq__sph_Wf_3d_f64(s, r2, &f);   /* f = 0 for i itself: it adds +0 below */
+                        s->fgw[k_] = f;
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { gw[a] = f * d[a]; gf[a] += gw[a]; }
                         s2 += gw[0] * gw[0] + gw[1] * gw[1] + gw[2] * gw[2];
 
@@ -1884,8 +1894,8 @@ for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw)
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->xb[(long)b * 3 + a]; r2 += d[a] * d[a]; }
                         s->bgw[k_] = 0;
                         if (r2 >= s->h2) continue;
-                        wb += s->Vb[b] * cq__sph_W_3d_f64(s, r2);
-                        s->bgw[k_] = f = cq__sph_gradf_3d_f64(s, r2) * s->Vb[b];
+                        wb += s->Vb[b] * cq__sph_Wf_3d_f64(s, r2, &f);
+                        s->bgw[k_] = f = f * s->Vb[b];
                         CQ__UNROLL for (int a = 0; a < 3; ++a) gb[a] += f * d[a];
 
     }    {

@@ -1572,8 +1572,14 @@ CQ_HD void cq__sph_near_lists_2d_f64(const cq__sph_f64 *s, int i, int *fl, int f
                     const int j = s->forder[k_];
                         double r2 = 0;
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->x[(long)j * 2 + a]; r2 += d[a] * d[a]; }
+#if defined(__CUDA_ARCH__)
+                        if (r2 >= s->h2) continue;   /* a GPU: a store a neighbour, not a candidate */
+                        if (cf < fcap) fl[cf] = j;
+                        ++cf;
+#else
                         if (cf < fcap) fl[cf] = j;   /* kept or written over by the next (no branch on r2) */
                         cf += !(r2 >= s->h2);
+#endif
 
                 }
             }
@@ -1597,8 +1603,14 @@ CQ_HD void cq__sph_near_lists_2d_f64(const cq__sph_f64 *s, int i, int *fl, int f
                     const int b = s->border[k_];
                         double r2 = 0;
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->xb[(long)b * 2 + a]; r2 += d[a] * d[a]; }
+#if defined(__CUDA_ARCH__)
+                        if (r2 >= s->h2) continue;
+                        if (cb < bcap) bl[cb] = b;
+                        ++cb;
+#else
                         if (cb < bcap) bl[cb] = b;
                         cb += !(r2 >= s->h2);
+#endif
 
                 }
             }

@@ -1843,8 +1843,14 @@ CQ_HD void cq__sph_near_lists_3d_f32(const cq__sph_f32 *s, int i, int *fl, int f
                     const int j = s->forder[k_];
                         float r2 = 0;
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->x[(long)j * 3 + a]; r2 += d[a] * d[a]; }
+#if defined(__CUDA_ARCH__)
+                        if (r2 >= s->h2) continue;   /* a GPU: a store a neighbour, not a candidate */
+                        if (cf < fcap) fl[cf] = j;
+                        ++cf;
+#else
                         if (cf < fcap) fl[cf] = j;   /* kept or written over by the next (no branch on r2) */
                         cf += !(r2 >= s->h2);
+#endif
 
                 }
             }
@@ -1868,8 +1874,14 @@ CQ_HD void cq__sph_near_lists_3d_f32(const cq__sph_f32 *s, int i, int *fl, int f
                     const int b = s->border[k_];
                         float r2 = 0;
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->xb[(long)b * 3 + a]; r2 += d[a] * d[a]; }
+#if defined(__CUDA_ARCH__)
+                        if (r2 >= s->h2) continue;
+                        if (cb < bcap) bl[cb] = b;
+                        ++cb;
+#else
                         if (cb < bcap) bl[cb] = b;
                         cb += !(r2 >= s->h2);
+#endif
 
                 }
             }

@@ -6671,8 +6671,9 @@ CQ_HD void cq__sph_gradW_2d_f32(const cq__sph_f32 *s, const float *d, float r2, 
 
 /* >>sph_density: rho_i, g_i = sum_j m grad W_ij + sum_b rho0 V_b grad W_ib, and the DFSPH
    factor khat_i = 1 / (|g_i|^2 + sum_j |m grad W_ij|^2) ([DiffFR-supp] eq 24; 0 when isolated);
-   and each pair's W'(r)/r into fgw and bgw for the passes after it (sph_source, sph_pressure: their
-   grad W the same bits, without a square root and a division a pair at each iteration).  The
+   and each pair's W'(r)/r (times V_b for the boundary's) into fgw and bgw for the passes after it
+   (sph_source, sph_pressure: grad W without a square root and a division a pair at each
+   iteration).  The
    sums: m and rho0 out of them, a pair's squared norm in one term (a pair adds to each sum once,
    so the loop runs at the rate of its work, not at a chain of dependent additions a coordinate;
    the same in sph_source and sph_pressure) */
@@ -7040,8 +7041,9 @@ CQ_HD void cq__sph_gradW_2d_f64(const cq__sph_f64 *s, const double *d, double r2
 
 /* >>sph_density: rho_i, g_i = sum_j m grad W_ij + sum_b rho0 V_b grad W_ib, and the DFSPH
    factor khat_i = 1 / (|g_i|^2 + sum_j |m grad W_ij|^2) ([DiffFR-supp] eq 24; 0 when isolated);
-   and each pair's W'(r)/r into fgw and bgw for the passes after it (sph_source, sph_pressure: their
-   grad W the same bits, without a square root and a division a pair at each iteration).  The
+   and each pair's W'(r)/r (times V_b for the boundary's) into fgw and bgw for the passes after it
+   (sph_source, sph_pressure: grad W without a square root and a division a pair at each
+   iteration).  The
    sums: m and rho0 out of them, a pair's squared norm in one term (a pair adds to each sum once,
    so the loop runs at the rate of its work, not at a chain of dependent additions a coordinate;
    the same in sph_source and sph_pressure) */
@@ -7409,8 +7411,9 @@ CQ_HD void cq__sph_gradW_3d_f32(const cq__sph_f32 *s, const float *d, float r2, 
 
 /* >>sph_density: rho_i, g_i = sum_j m grad W_ij + sum_b rho0 V_b grad W_ib, and the DFSPH
    factor khat_i = 1 / (|g_i|^2 + sum_j |m grad W_ij|^2) ([DiffFR-supp] eq 24; 0 when isolated);
-   and each pair's W'(r)/r into fgw and bgw for the passes after it (sph_source, sph_pressure: their
-   grad W the same bits, without a square root and a division a pair at each iteration).  The
+   and each pair's W'(r)/r (times V_b for the boundary's) into fgw and bgw for the passes after it
+   (sph_source, sph_pressure: grad W without a square root and a division a pair at each
+   iteration).  The
    sums: m and rho0 out of them, a pair's squared norm in one term (a pair adds to each sum once,
    so the loop runs at the rate of its work, not at a chain of dependent additions a coordinate;
    the same in sph_source and sph_pressure) */
@@ -7778,8 +7781,9 @@ CQ_HD void cq__sph_gradW_3d_f64(const cq__sph_f64 *s, const double *d, double r2
 
 /* >>sph_density: rho_i, g_i = sum_j m grad W_ij + sum_b rho0 V_b grad W_ib, and the DFSPH
    factor khat_i = 1 / (|g_i|^2 + sum_j |m grad W_ij|^2) ([DiffFR-supp] eq 24; 0 when isolated);
-   and each pair's W'(r)/r into fgw and bgw for the passes after it (sph_source, sph_pressure: their
-   grad W the same bits, without a square root and a division a pair at each iteration).  The
+   and each pair's W'(r)/r (times V_b for the boundary's) into fgw and bgw for the passes after it
+   (sph_source, sph_pressure: grad W without a square root and a division a pair at each
+   iteration).  The
    sums: m and rho0 out of them, a pair's squared norm in one term (a pair adds to each sum once,
    so the loop runs at the rate of its work, not at a chain of dependent additions a coordinate;
    the same in sph_source and sph_pressure) */
@@ -22720,7 +22724,7 @@ cq_result cq_world_control_grad_feedback(const cq_world *w, const double *dL_dst
 #if CQ__HAS_CUDA
 /* ---- BEGIN GENERATED: embedded PTX (base64 rows; the readable code ends above) from templates/ptx.j2.
    DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
-/* PTX module 2d_f32: sha256 9ea5fa3a8636340499d9cba8deddffd37a2fd9b62e8ad4f79c450cd8b1cf0daf, nvrtc 12.0, PTX ISA 8.0, 503827 bytes, fnv1a 0x526eb421, lz 136126 bytes */
+/* PTX module 2d_f32: sha256 b9bc67418f871b854acdb08d7b4c6b0397602ccf0fe0c6db5fe5621e58b96ad4, nvrtc 12.0, PTX ISA 8.0, 503827 bytes, fnv1a 0x526eb421, lz 136126 bytes */
 static const char cq__ptx_2d_f32_lz[][CQ__PTX_ROW + 1] = {
 "8hkvLwovLyBHZW5lcmF0ZWQgYnkgTlZJRElBIE5WVk0gQ29tcGlsZXIKKAAEDwDxByBCdWlsZCBJRDogQ0wtMzE5NjgwMjQi",
 "AFF1ZGEgYycA8A1hdGlvbiB0b29scywgcmVsZWFzZSAxMi4wLCBWBwAwLjc2MgCCQmFzZWQgb25xAFA3LjAuMW4AYAoudmVy",
@@ -24615,7 +24619,7 @@ static const char cq__ptx_2d_f32_lz[][CQ__PTX_ROW + 1] = {
 "BeVuCmMCAkY0DyhOAANqEgM9AAsYawAlAAErAQLaswElgQaNAATjCVAKCn0KCg"
 };
 static const cq__ptx_module cq__ptx_2d_f32 = { cq__ptx_2d_f32_lz, 136126, 503827, 0x526eb421u };
-/* PTX module 2d_f64: sha256 d18239500e43672543b2bd8fa7fa40af3df7793cef1edb82fa9d04cdf9867491, nvrtc 12.0, PTX ISA 8.0, 527249 bytes, fnv1a 0x569518e0, lz 139450 bytes */
+/* PTX module 2d_f64: sha256 e0c4a417bf886595b904188218685ecc5165bb5bc490e4bbacaeea92fad11e5d, nvrtc 12.0, PTX ISA 8.0, 527249 bytes, fnv1a 0x569518e0, lz 139450 bytes */
 static const char cq__ptx_2d_f64_lz[][CQ__PTX_ROW + 1] = {
 "8hkvLwovLyBHZW5lcmF0ZWQgYnkgTlZJRElBIE5WVk0gQ29tcGlsZXIKKAAEDwDxByBCdWlsZCBJRDogQ0wtMzE5NjgwMjQi",
 "AFF1ZGEgYycA8A1hdGlvbiB0b29scywgcmVsZWFzZSAxMi4wLCBWBwAwLjc2MgCCQmFzZWQgb25xAFA3LjAuMW4AYAoudmVy",
@@ -26556,7 +26560,7 @@ static const char cq__ptx_2d_f64_lz[][CQ__PTX_ROW + 1] = {
 "gQ8YNstdETYYPQ9CNgsP080DA1ODDwQCAAONEgM9AA8VdAQTMQ/DAQuaBpgGwDoKCXJldDsKCn0KCg"
 };
 static const cq__ptx_module cq__ptx_2d_f64 = { cq__ptx_2d_f64_lz, 139450, 527249, 0x569518e0u };
-/* PTX module 3d_f32: sha256 2effb6dbc4b9052fbf8c3ab662c18e81ce03cf513dfa1741a4e83120cc00b799, nvrtc 12.0, PTX ISA 8.0, 750831 bytes, fnv1a 0xa5ed08bb, lz 210557 bytes */
+/* PTX module 3d_f32: sha256 0a787fb803ed73eb78bac5480f920452357feb36c83fb8882b842df04b376cb7, nvrtc 12.0, PTX ISA 8.0, 750831 bytes, fnv1a 0xa5ed08bb, lz 210557 bytes */
 static const char cq__ptx_3d_f32_lz[][CQ__PTX_ROW + 1] = {
 "8hkvLwovLyBHZW5lcmF0ZWQgYnkgTlZJRElBIE5WVk0gQ29tcGlsZXIKKAAEDwDxByBCdWlsZCBJRDogQ0wtMzE5NjgwMjQi",
 "AFF1ZGEgYycA8A1hdGlvbiB0b29scywgcmVsZWFzZSAxMi4wLCBWBwAwLjc2MgCCQmFzZWQgb25xAFA3LjAuMW4AYAoudmVy",
@@ -29485,7 +29489,7 @@ static const char cq__ptx_3d_f32_lz[][CQ__PTX_ROW + 1] = {
 "PQALpBIAJQABKwEBpuEABQEIjQAE5WRQCgp9Cgo"
 };
 static const cq__ptx_module cq__ptx_3d_f32 = { cq__ptx_3d_f32_lz, 210557, 750831, 0xa5ed08bbu };
-/* PTX module 3d_f64: sha256 0e52a2aa0254e23a468f9ace9905280c5d2c61bdeae88307d3df98dff50ed5e7, nvrtc 12.0, PTX ISA 8.0, 772942 bytes, fnv1a 0x4c6d3bf6, lz 210378 bytes */
+/* PTX module 3d_f64: sha256 3ee1758bad262352edf15263cb0b631f056c86282eae99965bfb8586b2da27cd, nvrtc 12.0, PTX ISA 8.0, 772942 bytes, fnv1a 0x4c6d3bf6, lz 210378 bytes */
 static const char cq__ptx_3d_f64_lz[][CQ__PTX_ROW + 1] = {
 "8hkvLwovLyBHZW5lcmF0ZWQgYnkgTlZJRElBIE5WVk0gQ29tcGlsZXIKKAAEDwDxByBCdWlsZCBJRDogQ0wtMzE5NjgwMjQi",
 "AFF1ZGEgYycA8A1hdGlvbiB0b29scywgcmVsZWFzZSAxMi4wLCBWBwAwLjc2MgCCQmFzZWQgb25xAFA3LjAuMW4AYAoudmVy",

@@ -1660,8 +1660,9 @@ CQ_HD void cq__sph_gradW_2d_f64(const cq__sph_f64 *s, const double *d, double r2
 
 /* >>sph_density: rho_i, g_i = sum_j m grad W_ij + sum_b rho0 V_b grad W_ib, and the DFSPH
    factor khat_i = 1 / (|g_i|^2 + sum_j |m grad W_ij|^2) ([DiffFR-supp] eq 24; 0 when isolated);
-   and each pair's W'(r)/r into fgw and bgw for the passes after it (sph_source, sph_pressure: their
-   grad W the same bits, without a square root and a division a pair at each iteration).  The
+   and each pair's W'(r)/r (times V_b for the boundary's) into fgw and bgw for the passes after it
+   (sph_source, sph_pressure: grad W without a square root and a division a pair at each
+   iteration).  The
    sums: m and rho0 out of them, a pair's squared norm in one term (a pair adds to each sum once,
    so the loop runs at the rate of its work, not at a chain of dependent additions a coordinate;
    the same in sph_source and sph_pressure) */

@@ -208,6 +208,18 @@ chain 20 test_world_cxx
 c_test_world_cxx() { item test_world_cxx sh -c "$CXX -std=c++11 -O1 $WARN -x c++ tests/test_world.c -o $B/test_world_cxx -lm && ./$B/test_world_cxx"; }
 chain 21 test_world_fast_math s
 c_test_world_fast_math() { item test_world_fast_math sh -c "$CC -std=c99 -O3 -ffast-math $WARN tests/test_world.c -o $B/test_world_fm -lm && ./$B/test_world_fm"; }
+# the fluid's neighbour search with AVX-512 (sph.j2 >>sph_x86), as the bench builds it, against its loop:
+# every particle's lists the same (test_world's neighbour_lists_vector_path; elsewhere that test runs the
+# loop against itself)
+chain 45 test_world_native
+c_test_world_native() {
+    if grep -q ' avx512f' /proc/cpuinfo 2>/dev/null; then
+        item test_world_native sh -c "$CC -std=c99 -O3 -march=native $WARN tests/test_world.c -o $B/test_world_native -lm && \
+            CQT_EXPECT_SPH512=1 ./$B/test_world_native neighbour_lists_vector_path"
+    else
+        skip test_world_native "this CPU has no AVX-512 (/proc/cpuinfo): the fluid's vector search is not built here"
+    fi
+}
 # (test_lanes: its test functions, each a macro's expansion, grew so large with the functions called
 #  once inlined into them that the build spent a third of its 96 s in register allocation; without
 #  that inlining 60 s, the same checks)

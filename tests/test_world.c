@@ -1056,6 +1056,54 @@ TEST(control_grad_of_many_bodies)
     CHECK(c.live == 0 && c2.live == 0 && c3.live == 0, "allocations leaked: %ld, %ld, %ld", c.live, c2.live, c3.live);
 }
 
+#if !defined(CQT_LINKED)   /* (the world's internals: the implementation must be in this file) */
+/* every fluid particle's neighbour lists by the search with fsorted (sph.j2 >>sph_x86: with AVX-512
+   16 float32 or 8 float64 particles at a time) and without (the loop): the same counts, the same
+   lists; with room for 7 entries the same counts (the lists are used only where they fit).  The
+   world's grid and order are those of its last step (the particles moved since: more particles
+   near the edge of h, none of which may differ). */
+#define LISTS_BOTH_PATHS(tag, P) \
+static long lists_both_paths_##tag(const cq_world *w, long *pairs) \
+{ \
+    cq__sph_##P a = cq__world_sph_##tag(w), b = a; \
+    int fa[1024], fb[1024], ba[1024], bb[1024]; \
+    long bad = 0; \
+    a.fsorted = 1; b.fsorted = 0; \
+    for (int i = 0; i < a.nf; ++i) { \
+        int nfa, nba, nfb, nbb; \
+        cq__sph_near_lists_##tag(&a, i, fa, 1024, ba, 1024, &nfa, &nba); \
+        cq__sph_near_lists_##tag(&b, i, fb, 1024, bb, 1024, &nfb, &nbb); \
+        if (nfa != nfb || nba != nbb || nfa > 1024 || nba > 1024 || memcmp(fa, fb, sizeof(int) * (size_t)nfa) || \
+            memcmp(ba, bb, sizeof(int) * (size_t)nba)) ++bad; \
+        cq__sph_near_lists_##tag(&a, i, fa, 7, ba, 7, &nfb, &nbb); \
+        if (nfb != nfa || nbb != nba) ++bad; \
+        *pairs += nfa + nba; \
+    } \
+    return bad; \
+}
+LISTS_BOTH_PATHS(2d_f32, f32) LISTS_BOTH_PATHS(2d_f64, f64) LISTS_BOTH_PATHS(3d_f32, f32) LISTS_BOTH_PATHS(3d_f64, f64)
+TEST(neighbour_lists_vector_path)
+{
+    const char *expect = getenv("CQT_EXPECT_SPH512");
+    printf("    the vector search: %s\n", CQ__SPH_512 ? "on (AVX-512)" : "off (no AVX-512 in this build: the loop against itself)");
+    CHECK(!(expect && expect[0] == '1') || CQ__SPH_512, "CQT_EXPECT_SPH512=1, but this build has no vector search");
+    for (int dim = 2; dim <= 3; ++dim)
+        for (int f = 0; f < 2; ++f) {
+            const scene sc = {dim, 1.0, 0.8, dim == 3 ? 0.2 : 0, dim == 3 ? 0.0125 : 0.005, 1e-3, f ? CQ_PRECISION_F64 : CQ_PRECISION_F32,
+                              0.0, 0.4, 0.4};
+            cq_world *w = make_world(&sc);
+            long pairs = 0, bad;
+            if (!w) { CHECK(0, "create"); return; }
+            CHECK_OK(cq_world_step(w, 40));   /* the dam breaks: the lattice gone */
+            bad = dim == 2 ? (f ? lists_both_paths_2d_f64(w, &pairs) : lists_both_paths_2d_f32(w, &pairs))
+                           : (f ? lists_both_paths_3d_f64(w, &pairs) : lists_both_paths_3d_f32(w, &pairs));
+            CHECK(bad == 0 && pairs > (dim == 3 ? 20L : 8L) * cq_world_fluid_count(w), "%dD %s: %ld of %d particles' lists differ between the paths (%ld entries)",
+                  dim, f ? "f64" : "f32", bad, cq_world_fluid_count(w), pairs);
+            cq_world_destroy(w);
+        }
+}
+#endif
+
 /* `test_world` runs the quick checks (in every build: C++, OpenMP, sanitizers); `test_world
    physics` the physics and the coupled derivatives' report (a minute or two at -O2, run once in
    the slow lane of tests/run.sh).  A further argument filters by name. */
@@ -1067,7 +1115,11 @@ int main(int argc, char **argv)
         CASE(control_gradients_2d), CASE(contact_box_rests_and_slides), CASE(tank_at_rest_2d), CASE(threads_hook_bitwise),
         CASE(contact_derivatives), CASE(joint_pendulum_2d_period), CASE(joint_chain_3d_holds), CASE(joint_derivatives),
         CASE(joint_bad_input), CASE(closed_loop_control_gradient), CASE(world_steps_allocate_nothing_after_the_first),
-        CASE(world_first_step_refused_each_allocation), CASE(world_step_refused_memory_leaves_the_world), CASE(control_grad_of_many_bodies)};
+        CASE(world_first_step_refused_each_allocation), CASE(world_step_refused_memory_leaves_the_world), CASE(control_grad_of_many_bodies)
+#if !defined(CQT_LINKED)
+        , CASE(neighbour_lists_vector_path)
+#endif
+    };
     static const cqt_case physics[] = {
         CASE(tank_at_rest_3d_f32), CASE(archimedes_2d), CASE(archimedes_3d), CASE(dam_break_martin_moyce_2d),
         CASE(coupled_derivatives_report)};

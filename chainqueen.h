@@ -20563,7 +20563,6 @@ static void cq__world_volumes_2d_f32(cq_world *w)
     cq__wtask t;
     cq__world_sort_2d_f32(w, (float *)w->xb, w->nb, w->bstart, w->border);
     s = cq__world_sph_2d_f32(w);
-    s.fsorted = 1;   /* (the fluid's order is the identity now: above) */
     t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = NULL;
     cq__parallel_for_on(&w->desc.threads, 0, w->nb, 256, cq__wr_volume_2d_f32, &t);
 }
@@ -20861,7 +20860,6 @@ static void cq__world_volumes_2d_f64(cq_world *w)
     cq__wtask t;
     cq__world_sort_2d_f64(w, (double *)w->xb, w->nb, w->bstart, w->border);
     s = cq__world_sph_2d_f64(w);
-    s.fsorted = 1;   /* (the fluid's order is the identity now: above) */
     t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = NULL;
     cq__parallel_for_on(&w->desc.threads, 0, w->nb, 256, cq__wr_volume_2d_f64, &t);
 }
@@ -21159,7 +21157,6 @@ static void cq__world_volumes_3d_f32(cq_world *w)
     cq__wtask t;
     cq__world_sort_3d_f32(w, (float *)w->xb, w->nb, w->bstart, w->border);
     s = cq__world_sph_3d_f32(w);
-    s.fsorted = 1;   /* (the fluid's order is the identity now: above) */
     t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = NULL;
     cq__parallel_for_on(&w->desc.threads, 0, w->nb, 256, cq__wr_volume_3d_f32, &t);
 }
@@ -21457,7 +21454,6 @@ static void cq__world_volumes_3d_f64(cq_world *w)
     cq__wtask t;
     cq__world_sort_3d_f64(w, (double *)w->xb, w->nb, w->bstart, w->border);
     s = cq__world_sph_3d_f64(w);
-    s.fsorted = 1;   /* (the fluid's order is the identity now: above) */
     t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = NULL;
     cq__parallel_for_on(&w->desc.threads, 0, w->nb, 256, cq__wr_volume_3d_f64, &t);
 }

@@ -123,6 +123,10 @@
                      become 0, and Intel CPUs no longer take ~100 cycles for each product that
                      would be subnormal (a 512k cube's forward 1.3-1.8x faster on a Xeon).
                      Float64 sims and non-x86 builds always keep them (cpu_backend.j2 >>cpu_flush).
+     CQ_SPH_NO_AVX512  the fluid's CPU neighbour search one particle at a time even where the
+                     build targets AVX-512 (by default there it tests 16 float32 / 8 float64
+                     particles at once: the same lists; the search ~2.3x faster, a 3D dam
+                     break's step ~1.2x, sph.j2 >>sph_x86)
 
    GPU (CUDA)
      backend = CQ_BACKEND_CUDA runs forward, adjoint and tape on an NVIDIA GPU: particle state,

@@ -1788,18 +1788,6 @@ CQ_HD void cq__cable_x_adj_row_3d_f32(int r, const int *row, const int *rbeg, co
    particles run in any order and split with bitwise the same results. */
 #define CQ__BODY_WALL (-1)          /* bobj of the domain's walls; static body k: -2 - k */
 #define CQ__SPH_CHUNK 256           /* particles per partial sum of the solvers' error */
-/* >>sph_x86: with AVX-512 (a CPU build with -march=native on such a CPU, or -mavx512f) the CPU's
-   neighbour search tests 16 float32 or 8 float64 fluid particles of a run at once (their distances
-   in one vector, the neighbours' indices appended by a compressing store: cq__sph_run512_*), the
-   same lists in the same order as the loop (test_world's neighbour_lists_vector_path compares
-   them); the 3D dam break's search 2.3x faster, the step 1.2x (bench/RESULTS.md).  Define
-   CQ_SPH_NO_AVX512 before including the header for the loop alone. */
-#if !defined(__CUDACC__) && defined(__AVX512F__) && !defined(CQ_SPH_NO_AVX512)
-#  include <immintrin.h>
-#  define CQ__SPH_512 1
-#else
-#  define CQ__SPH_512 0
-#endif
 typedef struct cq__sph_f32 {
     float h, h2, sigma, gsigma, m, rho0, dt, visc;
     float gamma_wall, gamma_body;   /* boundary volume scales (cq__lattice_gamma) */
@@ -1827,44 +1815,6 @@ typedef struct cq__sph_f32 {
                                        derivative d F_b / d v_b [nb*d*d] ([DiffFR-supp] Alg. 1) */
 } cq__sph_f32;
 
-#if CQ__SPH_512
-/* >>sph_x86's run: particles k0 .. k1 of the sorted fluid (slot = particle) against x_i, 16 at a
-   time: their coordinates in 3 loads (masked past k1), taken apart by permutes; r2 in the loop's
-   order of operations; the indices of those with !(r2 >= h^2), as the loop counts, stored in order
-   at fl[*cf] while they fit in fcap (else counted alone, as the loop does).  Returns k1. */
-static int cq__sph_run512_3d_f32(const cq__sph_f32 *s, const float *xi, int k0, int k1, int *fl, int fcap, int *cf)
-{
-    const __m512 h2 = _mm512_set1_ps(s->h2);
-    const __m512 xi0 = _mm512_set1_ps(xi[0]);
-    const __m512i p0 = _mm512_setr_epi32(0, 3, 6, 9, 12, 15, 18, 21, 24, 27, 30, 0, 0, 0, 0, 0), q0 = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 17, 20, 23, 26, 29);
-    const __m512 xi1 = _mm512_set1_ps(xi[1]);
-    const __m512i p1 = _mm512_setr_epi32(1, 4, 7, 10, 13, 16, 19, 22, 25, 28, 31, 0, 0, 0, 0, 0), q1 = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 18, 21, 24, 27, 30);
-    const __m512 xi2 = _mm512_set1_ps(xi[2]);
-    const __m512i p2 = _mm512_setr_epi32(2, 5, 8, 11, 14, 17, 20, 23, 26, 29, 0, 0, 0, 0, 0, 0), q2 = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 19, 22, 25, 28, 31);
-    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    int n = *cf;
-    for (int k = k0; k < k1; k += 16) {
-        const int rem = k1 - k < 16 ? k1 - k : 16, nv = 3 * rem;   /* particles, values */
-        const float *p = s->x + (long)k * 3;
-        const __m512 v0 = _mm512_maskz_loadu_ps((__mmask16)(nv >= 16 ? 0xFFFF : nv <= 0 ? 0 : (1u << (nv - 0)) - 1), p + 0);
-        const __m512 v1 = _mm512_maskz_loadu_ps((__mmask16)(nv >= 32 ? 0xFFFF : nv <= 16 ? 0 : (1u << (nv - 16)) - 1), p + 16);
-        const __m512 v2 = _mm512_maskz_loadu_ps((__mmask16)(nv >= 48 ? 0xFFFF : nv <= 32 ? 0 : (1u << (nv - 32)) - 1), p + 32);
-        const __m512 d0 = _mm512_sub_ps(xi0, _mm512_permutex2var_ps(_mm512_permutex2var_ps(v0, p0, v1), q0, v2));
-        const __m512 d1 = _mm512_sub_ps(xi1, _mm512_permutex2var_ps(_mm512_permutex2var_ps(v0, p1, v1), q1, v2));
-        const __m512 d2 = _mm512_sub_ps(xi2, _mm512_permutex2var_ps(_mm512_permutex2var_ps(v0, p2, v1), q2, v2));
-        const __m512 r2 = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(d0, d0), _mm512_mul_ps(d1, d1)), _mm512_mul_ps(d2, d2));
-        const unsigned in = (unsigned)_mm512_mask_cmp_ps_mask((__mmask16)(rem >= 16 ? 0xFFFF : (1u << rem) - 1), r2, h2, _CMP_NGE_UQ);
-        unsigned c = in - ((in >> 1) & 0x5555u);   /* the bits set: the neighbours among them */
-        c = (c & 0x3333u) + ((c >> 2) & 0x3333u);
-        c = (c + (c >> 4)) & 0x0F0Fu;
-        c = (c + (c >> 8)) & 0x1Fu;
-        if (n + (int)c <= fcap) _mm512_mask_compressstoreu_epi32(fl + n, (__mmask16)in, _mm512_add_epi32(iota, _mm512_set1_epi32(k)));
-        n += (int)c;
-    }
-    *cf = n;
-    return k1;
-}
-#endif
 /* >>sph_neighbours: fluid particle i's neighbours within h, fluid and boundary, in cell order
    (so in the same order whatever the threads and however the lists are laid out): the fluid ones
    into fl and the boundary ones into bl where all of them fit in fcap and bcap entries (where they
@@ -1892,9 +1842,6 @@ CQ_HD void cq__sph_near_lists_3d_f32(const cq__sph_f32 *s, int i, int *fl, int f
                 row_ = s->nc[0] * (cy_ + s->nc[1] * cz_);
                 k0_ = s->fstart[row_ + (c0_[0] > 0 ? c0_[0] - 1 : 0)];
                 k1_ = s->fstart[row_ + (c0_[0] + 1 < s->nc[0] ? c0_[0] + 1 : c0_[0]) + 1];
-#if CQ__SPH_512
-                if (s->fsorted) k0_ = cq__sph_run512_3d_f32(s, xi, k0_, k1_, fl, fcap, &cf);   /* (the caller's list) */
-#endif
                 for (int k_ = k0_; k_ < k1_; ++k_) {
                     const int j = s->forder[k_];
                         float r2 = 0;
@@ -1952,33 +1899,20 @@ CQ_HD void cq__sph_neighbours_3d_f32(const cq__sph_f32 *s, int i, int count)
                                     s->boff[i + 1] - s->boff[i], &nf, &nb);
 }
 
-/* W(r) and grad W(d) = W'(|d|) d/|d| of the cubic spline (support h; sigma = 8/(pi h^3) in 3D,
-   40/(7 pi h^2) in 2D) */
-CQ_HD float cq__sph_W_3d_f32(const cq__sph_f32 *s, float r2)
-{
-    const float q = sqrtf(r2) / s->h;
-    if (q <= (float)0.5) return s->sigma * (6 * q * q * q - 6 * q * q + 1);
-    if (q < 1) return s->sigma * 2 * (1 - q) * (1 - q) * (1 - q);
-    return 0;
-}
-CQ_HD float cq__sph_gradf_3d_f32(const cq__sph_f32 *s, float r2)   /* W'(r) / r */
-{
-    const float r = sqrtf(r2), q = r / s->h;
-    if (r > s->h * (float)1e-6 && q < 1)
-        return q <= (float)0.5 ? s->gsigma * q * (3 * q - 2) / r : -s->gsigma * (1 - q) * (1 - q) / r;
-    return 0;
-}
-/* both at once for sph_density: W(r) returned, W'(r) / r into *f, from one square root and no
-   branch (the same bits as the two above: the same expressions, one of each pair selected) */
+/* W(r) and W'(r) / r of the cubic spline (support h; sigma = 8/(pi h^3) in 3D, 40/(7 pi h^2) in
+   2D), both from one square root and no branch: W(r) returned, W'(r) / r into *f (0 for r ~ 0, i
+   itself, without dividing 0 by 0: code that traps FP exceptions stays quiet) */
 CQ_HD float cq__sph_Wf_3d_f32(const cq__sph_f32 *s, float r2, float *f)
 {
     const float r = sqrtf(r2), q = r / s->h, p = 1 - q;
     const int inner = q <= (float)0.5, in = q < 1, ok = in && r > s->h * (float)1e-6;
-    const float g = (inner ? s->gsigma * q * (3 * q - 2) : -s->gsigma * p * p) / (ok ? r : 1);   /* (no 0 / 0 for
-                                                                                              i itself: traps) */
+    const float g = (inner ? s->gsigma * q * (3 * q - 2) : -s->gsigma * p * p) / (ok ? r : 1);
     *f = ok ? g : 0;
     return inner ? s->sigma * (6 * q * q * q - 6 * q * q + 1) : (in ? s->sigma * 2 * p * p * p : 0);
 }
+CQ_HD float cq__sph_W_3d_f32(const cq__sph_f32 *s, float r2) { float f; return cq__sph_Wf_3d_f32(s, r2, &f); }
+CQ_HD float cq__sph_gradf_3d_f32(const cq__sph_f32 *s, float r2) { float f; (void)cq__sph_Wf_3d_f32(s, r2, &f); return f; }
+/* grad W(d) = W'(|d|) d / |d| */
 CQ_HD void cq__sph_gradW_3d_f32(const cq__sph_f32 *s, const float *d, float r2, float *out)
 {
     const float f = cq__sph_gradf_3d_f32(s, r2);

@@ -1736,18 +1736,6 @@ CQ_HD void cq__cable_x_adj_row_3d_f64(int r, const int *row, const int *rbeg, co
    particles run in any order and split with bitwise the same results. */
 #define CQ__BODY_WALL (-1)          /* bobj of the domain's walls; static body k: -2 - k */
 #define CQ__SPH_CHUNK 256           /* particles per partial sum of the solvers' error */
-/* >>sph_x86: with AVX-512 (a CPU build with -march=native on such a CPU, or -mavx512f) the CPU's
-   neighbour search tests 16 float32 or 8 float64 fluid particles of a run at once (their distances
-   in one vector, the neighbours' indices appended by a compressing store: cq__sph_run512_*), the
-   same lists in the same order as the loop (test_world's neighbour_lists_vector_path compares
-   them); the 3D dam break's search 2.3x faster, the step 1.2x (bench/RESULTS.md).  Define
-   CQ_SPH_NO_AVX512 before including the header for the loop alone. */
-#if !defined(__CUDACC__) && defined(__AVX512F__) && !defined(CQ_SPH_NO_AVX512)
-#  include <immintrin.h>
-#  define CQ__SPH_512 1
-#else
-#  define CQ__SPH_512 0
-#endif
 typedef struct cq__sph_f64 {
     double h, h2, sigma, gsigma, m, rho0, dt, visc;
     double gamma_wall, gamma_body;   /* boundary volume scales (cq__lattice_gamma) */
@@ -1775,44 +1763,6 @@ typedef struct cq__sph_f64 {
                                        derivative d F_b / d v_b [nb*d*d] ([DiffFR-supp] Alg. 1) */
 } cq__sph_f64;
 
-#if CQ__SPH_512
-/* >>sph_x86's run: particles k0 .. k1 of the sorted fluid (slot = particle) against x_i, 8 at a
-   time: their coordinates in 3 loads (masked past k1), taken apart by permutes; r2 in the loop's
-   order of operations; the indices of those with !(r2 >= h^2), as the loop counts, stored in order
-   at fl[*cf] while they fit in fcap (else counted alone, as the loop does).  Returns k1. */
-static int cq__sph_run512_3d_f64(const cq__sph_f64 *s, const double *xi, int k0, int k1, int *fl, int fcap, int *cf)
-{
-    const __m512d h2 = _mm512_set1_pd(s->h2);
-    const __m512d xi0 = _mm512_set1_pd(xi[0]);
-    const __m512i p0 = _mm512_setr_epi64(0, 3, 6, 9, 12, 15, 0, 0), q0 = _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 10, 13);
-    const __m512d xi1 = _mm512_set1_pd(xi[1]);
-    const __m512i p1 = _mm512_setr_epi64(1, 4, 7, 10, 13, 0, 0, 0), q1 = _mm512_setr_epi64(0, 1, 2, 3, 4, 8, 11, 14);
-    const __m512d xi2 = _mm512_set1_pd(xi[2]);
-    const __m512i p2 = _mm512_setr_epi64(2, 5, 8, 11, 14, 0, 0, 0), q2 = _mm512_setr_epi64(0, 1, 2, 3, 4, 9, 12, 15);
-    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    int n = *cf;
-    for (int k = k0; k < k1; k += 8) {
-        const int rem = k1 - k < 8 ? k1 - k : 8, nv = 3 * rem;   /* particles, values */
-        const double *p = s->x + (long)k * 3;
-        const __m512d v0 = _mm512_maskz_loadu_pd((__mmask8)(nv >= 8 ? 0xFF : nv <= 0 ? 0 : (1u << (nv - 0)) - 1), p + 0);
-        const __m512d v1 = _mm512_maskz_loadu_pd((__mmask8)(nv >= 16 ? 0xFF : nv <= 8 ? 0 : (1u << (nv - 8)) - 1), p + 8);
-        const __m512d v2 = _mm512_maskz_loadu_pd((__mmask8)(nv >= 24 ? 0xFF : nv <= 16 ? 0 : (1u << (nv - 16)) - 1), p + 16);
-        const __m512d d0 = _mm512_sub_pd(xi0, _mm512_permutex2var_pd(_mm512_permutex2var_pd(v0, p0, v1), q0, v2));
-        const __m512d d1 = _mm512_sub_pd(xi1, _mm512_permutex2var_pd(_mm512_permutex2var_pd(v0, p1, v1), q1, v2));
-        const __m512d d2 = _mm512_sub_pd(xi2, _mm512_permutex2var_pd(_mm512_permutex2var_pd(v0, p2, v1), q2, v2));
-        const __m512d r2 = _mm512_add_pd(_mm512_add_pd(_mm512_mul_pd(d0, d0), _mm512_mul_pd(d1, d1)), _mm512_mul_pd(d2, d2));
-        const unsigned in = (unsigned)_mm512_mask_cmp_pd_mask((__mmask8)(rem >= 8 ? 0xFF : (1u << rem) - 1), r2, h2, _CMP_NGE_UQ);
-        unsigned c = in - ((in >> 1) & 0x5555u);   /* the bits set: the neighbours among them */
-        c = (c & 0x3333u) + ((c >> 2) & 0x3333u);
-        c = (c + (c >> 4)) & 0x0F0Fu;
-        c = (c + (c >> 8)) & 0x1Fu;
-        if (n + (int)c <= fcap) _mm512_mask_compressstoreu_epi32(fl + n, (__mmask16)in, _mm512_add_epi32(iota, _mm512_set1_epi32(k)));
-        n += (int)c;
-    }
-    *cf = n;
-    return k1;
-}
-#endif
 /* >>sph_neighbours: fluid particle i's neighbours within h, fluid and boundary, in cell order
    (so in the same order whatever the threads and however the lists are laid out): the fluid ones
    into fl and the boundary ones into bl where all of them fit in fcap and bcap entries (where they
@@ -1840,9 +1790,6 @@ CQ_HD void cq__sph_near_lists_3d_f64(const cq__sph_f64 *s, int i, int *fl, int f
                 row_ = s->nc[0] * (cy_ + s->nc[1] * cz_);
                 k0_ = s->fstart[row_ + (c0_[0] > 0 ? c0_[0] - 1 : 0)];
                 k1_ = s->fstart[row_ + (c0_[0] + 1 < s->nc[0] ? c0_[0] + 1 : c0_[0]) + 1];
-#if CQ__SPH_512
-                if (s->fsorted) k0_ = cq__sph_run512_3d_f64(s, xi, k0_, k1_, fl, fcap, &cf);   /* (the caller's list) */
-#endif
                 for (int k_ = k0_; k_ < k1_; ++k_) {
                     const int j = s->forder[k_];
                         double r2 = 0;
@@ -1900,33 +1847,20 @@ CQ_HD void cq__sph_neighbours_3d_f64(const cq__sph_f64 *s, int i, int count)
                                     s->boff[i + 1] - s->boff[i], &nf, &nb);
 }
 
-/* W(r) and grad W(d) = W'(|d|) d/|d| of the cubic spline (support h; sigma = 8/(pi h^3) in 3D,
-   40/(7 pi h^2) in 2D) */
-CQ_HD double cq__sph_W_3d_f64(const cq__sph_f64 *s, double r2)
-{
-    const double q = sqrt(r2) / s->h;
-    if (q <= (double)0.5) return s->sigma * (6 * q * q * q - 6 * q * q + 1);
-    if (q < 1) return s->sigma * 2 * (1 - q) * (1 - q) * (1 - q);
-    return 0;
-}
-CQ_HD double cq__sph_gradf_3d_f64(const cq__sph_f64 *s, double r2)   /* W'(r) / r */
-{
-    const double r = sqrt(r2), q = r / s->h;
-    if (r > s->h * (double)1e-6 && q < 1)
-        return q <= (double)0.5 ? s->gsigma * q * (3 * q - 2) / r : -s->gsigma * (1 - q) * (1 - q) / r;
-    return 0;
-}
-/* both at once for sph_density: W(r) returned, W'(r) / r into *f, from one square root and no
-   branch (the same bits as the two above: the same expressions, one of each pair selected) */
+/* W(r) and W'(r) / r of the cubic spline (support h; sigma = 8/(pi h^3) in 3D, 40/(7 pi h^2) in
+   2D), both from one square root and no branch: W(r) returned, W'(r) / r into *f (0 for r ~ 0, i
+   itself, without dividing 0 by 0: code that traps FP exceptions stays quiet) */
 CQ_HD double cq__sph_Wf_3d_f64(const cq__sph_f64 *s, double r2, double *f)
 {
     const double r = sqrt(r2), q = r / s->h, p = 1 - q;
     const int inner = q <= (double)0.5, in = q < 1, ok = in && r > s->h * (double)1e-6;
-    const double g = (inner ? s->gsigma * q * (3 * q - 2) : -s->gsigma * p * p) / (ok ? r : 1);   /* (no 0 / 0 for
-                                                                                              i itself: traps) */
+    const double g = (inner ? s->gsigma * q * (3 * q - 2) : -s->gsigma * p * p) / (ok ? r : 1);
     *f = ok ? g : 0;
     return inner ? s->sigma * (6 * q * q * q - 6 * q * q + 1) : (in ? s->sigma * 2 * p * p * p : 0);
 }
+CQ_HD double cq__sph_W_3d_f64(const cq__sph_f64 *s, double r2) { double f; return cq__sph_Wf_3d_f64(s, r2, &f); }
+CQ_HD double cq__sph_gradf_3d_f64(const cq__sph_f64 *s, double r2) { double f; (void)cq__sph_Wf_3d_f64(s, r2, &f); return f; }
+/* grad W(d) = W'(|d|) d / |d| */
 CQ_HD void cq__sph_gradW_3d_f64(const cq__sph_f64 *s, const double *d, double r2, double *out)
 {
     const double f = cq__sph_gradf_3d_f64(s, r2);

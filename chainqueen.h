@@ -248,12 +248,15 @@
      cq_world_control_grad_feedback (the same through a feedback policy's Jacobians) are this
      library's addition.  Runs on the CPU (OpenMP or the host's threads; bitwise the same for
      any thread count), or with cq_world_desc.backend = CQ_BACKEND_CUDA (.device) the fluid's
-     passes run as CUDA kernels (the same functions; DEFAULT stays on the CPU): the counting
-     sort, the bodies, contact, joints and all derivatives stay on the host, so each step moves
-     the fluid's positions and velocities up and down once and reads one number per solver
+     passes and its counting sorts run as CUDA kernels (the same functions and integers;
+     DEFAULT stays on the CPU) and the fluid stays on the device between steps; the bodies,
+     contact, joints and all derivatives stay on the host, so a step moves the bodies' boundary
+     particles up and their forces back, reads two list sizes and one number per solver
      iteration (the error's chunk sums: the same order on both backends, so a world's solver
-     stops at the same iteration on either).  A driver failure returns CQ_ERROR_DEVICE with the
-     world at its last completed step; it is sticky (only cq_world_destroy is useful after it).
+     stops at the same iteration on either); cq_world_get_fluid reads the fluid back (once
+     after a step).  A driver failure returns CQ_ERROR_DEVICE with the world at its last
+     completed step; it is sticky (only cq_world_destroy is useful after it, and
+     cq_world_get_fluid then fails if that step's fluid was never read back).
      Failure: a refused call leaves the world unchanged; a step that produces a
      non-finite value (fluid particle, body state or derivative) returns CQ_ERROR_NON_FINITE
      naming the step and the particle or body, with the world at the last completed step.
@@ -298,14 +301,17 @@
                                                   >>sph_source (divergence / density solver source)
                                                   >>sph_pressure >>sph_boundary_force (coupling and its
                                                   localized derivative) >>sph_viscosity >>sph_advect
-                                                  >>sph_volume >>sph_error_sum
+                                                  >>sph_volume >>sph_error_sum >>sph_cell (a point's
+                                                  cell: the sorts' and the search's one definition)
                               world.j2            >>counting_sort >>dual >>world >>world_cuda
-                                                  (device arrays, launches) >>world_fluid
-                                                  >>world_near (the CPU's neighbour lists, one pass)
+                                                  (device arrays, launches) >>world_fluid_state
+                                                  (where x, v live: host, or device between steps)
+                                                  >>world_fluid >>world_near (the CPU's neighbour lists, one pass)
                                                   >>world_pass (CPU loop or CUDA launch)
                                                   >>world_fluid_step (the DFSPH solver loop:
                                                   cq__world_solve_)
-                              kernels.cu.j2       >>sph_kernels (the fluid's CUDA kernels)
+                              kernels.cu.j2       >>sph_kernels (the fluid's CUDA kernels) >>sph_sort
+                                                  (the fluid's and the boundary's sorts on the device)
                               world_bodies.j2     >>bodies >>contact >>body_step >>joint
                               world_api.j2        >>world_api (validation, step, reset, gradients)
      embedded PTX ........... ptx.j2              at the end, after all readable code
@@ -6574,6 +6580,19 @@ typedef struct cq__sph_f64 {
                                        derivative d F_b / d v_b [nb*d*d] ([DiffFR-supp] Alg. 1) */
 } cq__sph_f64;
 
+/* >>sph_cell: the cell of a point xi (cells of size h from glo, inv_h = 1 / h; clamped to the nc
+   cells a side) as its coordinates c[0 .. 1] (c[2] = 0 in 2D); returns its index, x fastest.
+   The one definition for the sorts (world.j2 cq__world_sort_, kernels.cu.j2 >>sph_sort) and the
+   neighbour search, so they agree to the bit. */
+CQ_HD int cq__sph_cell_2d_f32(const float *glo, float inv_h, const int *nc, const float *xi, int *c)
+{
+    c[2] = 0;
+    for (int a = 0; a < 2; ++a) {
+        const int k = (int)floorf((xi[a] - glo[a]) * inv_h);
+        c[a] = k < 0 ? 0 : (k >= nc[a] ? nc[a] - 1 : k);
+    }
+    return c[0] + nc[0] * (c[1]);
+}
 #if CQ__SPH_512
 /* >>sph_x86's run: particles k0 .. k1 of the sorted fluid (slot = particle) against x_i, 16 at a
    time: their coordinates in 2 loads (masked past k1), taken apart by permutes; r2 in the loop's
@@ -6613,7 +6632,8 @@ static int cq__sph_run512_2d_f32(const cq__sph_f32 *s, const float *xi, int k0, 
    into fl and the boundary ones into bl where all of them fit in fcap and bcap entries (where they
    do not, what is there is not the list: the callers then size them anew); their numbers (all of
    them) into *nf and *nb.  The GPU's two passes (cq__sph_neighbours_): count, only the numbers, into
-   foff[i + 1] and boff[i + 1]; else the lists at foff[i], boff[i] (the exclusive prefix sums);
+   foff[i] and boff[i] (then scanned on the device into the exclusive prefix sums, foff[nf] the
+   total: world.j2 >>world_fluid_step); else the lists at foff[i], boff[i];
    the CPU's one pass: world.j2 >>world_near. */
 CQ_HD void cq__sph_near_lists_2d_f32(const cq__sph_f32 *s, int i, int *fl, int fcap, int *bl, int bcap, int *nf, int *nb)
 {
@@ -6622,11 +6642,8 @@ CQ_HD void cq__sph_near_lists_2d_f32(const cq__sph_f32 *s, int i, int *fl, int f
     float d[2];
 {   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
            so a run is one range of the order (the same particles in the same order as cell by cell) */
-        int c0_[3] = {0, 0, 0};
-        for (int a_ = 0; a_ < 2; ++a_) {
-            int c_ = (int)floorf((xi[a_] - s->glo[a_]) * s->inv_h);
-            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
-        }
+        int c0_[3];
+        (void)cq__sph_cell_2d_f32(s->glo, s->inv_h, s->nc, xi, c0_);
         for (int cz_ = 0; cz_ <= 0; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
@@ -6656,11 +6673,8 @@ CQ_HD void cq__sph_near_lists_2d_f32(const cq__sph_f32 *s, int i, int *fl, int f
         }
     }{   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
            so a run is one range of the order (the same particles in the same order as cell by cell) */
-        int c0_[3] = {0, 0, 0};
-        for (int a_ = 0; a_ < 2; ++a_) {
-            int c_ = (int)floorf((xi[a_] - s->glo[a_]) * s->inv_h);
-            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
-        }
+        int c0_[3];
+        (void)cq__sph_cell_2d_f32(s->glo, s->inv_h, s->nc, xi, c0_);
         for (int cz_ = 0; cz_ <= 0; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
@@ -6690,7 +6704,7 @@ CQ_HD void cq__sph_near_lists_2d_f32(const cq__sph_f32 *s, int i, int *fl, int f
 CQ_HD void cq__sph_neighbours_2d_f32(const cq__sph_f32 *s, int i, int count)
 {
     int nf, nb;
-    if (count) { cq__sph_near_lists_2d_f32(s, i, 0, 0, 0, 0, &nf, &nb); s->foff[i + 1] = nf; s->boff[i + 1] = nb; }
+    if (count) { cq__sph_near_lists_2d_f32(s, i, 0, 0, 0, 0, &nf, &nb); s->foff[i] = nf; s->boff[i] = nb; }
     else cq__sph_near_lists_2d_f32(s, i, s->fnb + s->foff[i], s->foff[i + 1] - s->foff[i], s->bnb + s->boff[i],
                                     s->boff[i + 1] - s->boff[i], &nf, &nb);
 }
@@ -6837,11 +6851,8 @@ CQ_HD void cq__sph_boundary_force_2d_f32(const cq__sph_f32 *s, int b)
     CQ__UNROLL for (int a = 0; a < 4; ++a) G[a] = 0;
 {   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
            so a run is one range of the order (the same particles in the same order as cell by cell) */
-        int c0_[3] = {0, 0, 0};
-        for (int a_ = 0; a_ < 2; ++a_) {
-            int c_ = (int)floorf((xb[a_] - s->glo[a_]) * s->inv_h);
-            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
-        }
+        int c0_[3];
+        (void)cq__sph_cell_2d_f32(s->glo, s->inv_h, s->nc, xb, c0_);
         for (int cz_ = 0; cz_ <= 0; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
@@ -6943,11 +6954,8 @@ CQ_HD void cq__sph_volume_2d_f32(const cq__sph_f32 *s, int b)
     float sum = 0, d[2];
 {   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
            so a run is one range of the order (the same particles in the same order as cell by cell) */
-        int c0_[3] = {0, 0, 0};
-        for (int a_ = 0; a_ < 2; ++a_) {
-            int c_ = (int)floorf((xb[a_] - s->glo[a_]) * s->inv_h);
-            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
-        }
+        int c0_[3];
+        (void)cq__sph_cell_2d_f32(s->glo, s->inv_h, s->nc, xb, c0_);
         for (int cz_ = 0; cz_ <= 0; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
@@ -6968,6 +6976,19 @@ CQ_HD void cq__sph_volume_2d_f32(const cq__sph_f32 *s, int b)
             }
         }
     }    s->Vb[b] = sum > 0 ? (s->bobj[b] == CQ__BODY_WALL ? s->gamma_wall : s->gamma_body) / sum : 0;
+}
+/* >>sph_cell: the cell of a point xi (cells of size h from glo, inv_h = 1 / h; clamped to the nc
+   cells a side) as its coordinates c[0 .. 1] (c[2] = 0 in 2D); returns its index, x fastest.
+   The one definition for the sorts (world.j2 cq__world_sort_, kernels.cu.j2 >>sph_sort) and the
+   neighbour search, so they agree to the bit. */
+CQ_HD int cq__sph_cell_2d_f64(const double *glo, double inv_h, const int *nc, const double *xi, int *c)
+{
+    c[2] = 0;
+    for (int a = 0; a < 2; ++a) {
+        const int k = (int)floor((xi[a] - glo[a]) * inv_h);
+        c[a] = k < 0 ? 0 : (k >= nc[a] ? nc[a] - 1 : k);
+    }
+    return c[0] + nc[0] * (c[1]);
 }
 #if CQ__SPH_512
 /* >>sph_x86's run: particles k0 .. k1 of the sorted fluid (slot = particle) against x_i, 8 at a
@@ -7008,7 +7029,8 @@ static int cq__sph_run512_2d_f64(const cq__sph_f64 *s, const double *xi, int k0,
    into fl and the boundary ones into bl where all of them fit in fcap and bcap entries (where they
    do not, what is there is not the list: the callers then size them anew); their numbers (all of
    them) into *nf and *nb.  The GPU's two passes (cq__sph_neighbours_): count, only the numbers, into
-   foff[i + 1] and boff[i + 1]; else the lists at foff[i], boff[i] (the exclusive prefix sums);
+   foff[i] and boff[i] (then scanned on the device into the exclusive prefix sums, foff[nf] the
+   total: world.j2 >>world_fluid_step); else the lists at foff[i], boff[i];
    the CPU's one pass: world.j2 >>world_near. */
 CQ_HD void cq__sph_near_lists_2d_f64(const cq__sph_f64 *s, int i, int *fl, int fcap, int *bl, int bcap, int *nf, int *nb)
 {
@@ -7017,11 +7039,8 @@ CQ_HD void cq__sph_near_lists_2d_f64(const cq__sph_f64 *s, int i, int *fl, int f
     double d[2];
 {   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
            so a run is one range of the order (the same particles in the same order as cell by cell) */
-        int c0_[3] = {0, 0, 0};
-        for (int a_ = 0; a_ < 2; ++a_) {
-            int c_ = (int)floor((xi[a_] - s->glo[a_]) * s->inv_h);
-            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
-        }
+        int c0_[3];
+        (void)cq__sph_cell_2d_f64(s->glo, s->inv_h, s->nc, xi, c0_);
         for (int cz_ = 0; cz_ <= 0; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
@@ -7051,11 +7070,8 @@ CQ_HD void cq__sph_near_lists_2d_f64(const cq__sph_f64 *s, int i, int *fl, int f
         }
     }{   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
            so a run is one range of the order (the same particles in the same order as cell by cell) */
-        int c0_[3] = {0, 0, 0};
-        for (int a_ = 0; a_ < 2; ++a_) {
-            int c_ = (int)floor((xi[a_] - s->glo[a_]) * s->inv_h);
-            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
-        }
+        int c0_[3];
+        (void)cq__sph_cell_2d_f64(s->glo, s->inv_h, s->nc, xi, c0_);
         for (int cz_ = 0; cz_ <= 0; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
@@ -7085,7 +7101,7 @@ CQ_HD void cq__sph_near_lists_2d_f64(const cq__sph_f64 *s, int i, int *fl, int f
 CQ_HD void cq__sph_neighbours_2d_f64(const cq__sph_f64 *s, int i, int count)
 {
     int nf, nb;
-    if (count) { cq__sph_near_lists_2d_f64(s, i, 0, 0, 0, 0, &nf, &nb); s->foff[i + 1] = nf; s->boff[i + 1] = nb; }
+    if (count) { cq__sph_near_lists_2d_f64(s, i, 0, 0, 0, 0, &nf, &nb); s->foff[i] = nf; s->boff[i] = nb; }
     else cq__sph_near_lists_2d_f64(s, i, s->fnb + s->foff[i], s->foff[i + 1] - s->foff[i], s->bnb + s->boff[i],
                                     s->boff[i + 1] - s->boff[i], &nf, &nb);
 }
@@ -7232,11 +7248,8 @@ CQ_HD void cq__sph_boundary_force_2d_f64(const cq__sph_f64 *s, int b)
     CQ__UNROLL for (int a = 0; a < 4; ++a) G[a] = 0;
 {   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
            so a run is one range of the order (the same particles in the same order as cell by cell) */
-        int c0_[3] = {0, 0, 0};
-        for (int a_ = 0; a_ < 2; ++a_) {
-            int c_ = (int)floor((xb[a_] - s->glo[a_]) * s->inv_h);
-            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
-        }
+        int c0_[3];
+        (void)cq__sph_cell_2d_f64(s->glo, s->inv_h, s->nc, xb, c0_);
         for (int cz_ = 0; cz_ <= 0; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
@@ -7338,11 +7351,8 @@ CQ_HD void cq__sph_volume_2d_f64(const cq__sph_f64 *s, int b)
     double sum = 0, d[2];
 {   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
            so a run is one range of the order (the same particles in the same order as cell by cell) */
-        int c0_[3] = {0, 0, 0};
-        for (int a_ = 0; a_ < 2; ++a_) {
-            int c_ = (int)floor((xb[a_] - s->glo[a_]) * s->inv_h);
-            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
-        }
+        int c0_[3];
+        (void)cq__sph_cell_2d_f64(s->glo, s->inv_h, s->nc, xb, c0_);
         for (int cz_ = 0; cz_ <= 0; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
@@ -7363,6 +7373,19 @@ CQ_HD void cq__sph_volume_2d_f64(const cq__sph_f64 *s, int b)
             }
         }
     }    s->Vb[b] = sum > 0 ? (s->bobj[b] == CQ__BODY_WALL ? s->gamma_wall : s->gamma_body) / sum : 0;
+}
+/* >>sph_cell: the cell of a point xi (cells of size h from glo, inv_h = 1 / h; clamped to the nc
+   cells a side) as its coordinates c[0 .. 2] (c[2] = 0 in 2D); returns its index, x fastest.
+   The one definition for the sorts (world.j2 cq__world_sort_, kernels.cu.j2 >>sph_sort) and the
+   neighbour search, so they agree to the bit. */
+CQ_HD int cq__sph_cell_3d_f32(const float *glo, float inv_h, const int *nc, const float *xi, int *c)
+{
+    c[2] = 0;
+    for (int a = 0; a < 3; ++a) {
+        const int k = (int)floorf((xi[a] - glo[a]) * inv_h);
+        c[a] = k < 0 ? 0 : (k >= nc[a] ? nc[a] - 1 : k);
+    }
+    return c[0] + nc[0] * (c[1] + nc[1] * c[2]);
 }
 #if CQ__SPH_512
 /* >>sph_x86's run: particles k0 .. k1 of the sorted fluid (slot = particle) against x_i, 16 at a
@@ -7407,7 +7430,8 @@ static int cq__sph_run512_3d_f32(const cq__sph_f32 *s, const float *xi, int k0, 
    into fl and the boundary ones into bl where all of them fit in fcap and bcap entries (where they
    do not, what is there is not the list: the callers then size them anew); their numbers (all of
    them) into *nf and *nb.  The GPU's two passes (cq__sph_neighbours_): count, only the numbers, into
-   foff[i + 1] and boff[i + 1]; else the lists at foff[i], boff[i] (the exclusive prefix sums);
+   foff[i] and boff[i] (then scanned on the device into the exclusive prefix sums, foff[nf] the
+   total: world.j2 >>world_fluid_step); else the lists at foff[i], boff[i];
    the CPU's one pass: world.j2 >>world_near. */
 CQ_HD void cq__sph_near_lists_3d_f32(const cq__sph_f32 *s, int i, int *fl, int fcap, int *bl, int bcap, int *nf, int *nb)
 {
@@ -7416,11 +7440,8 @@ CQ_HD void cq__sph_near_lists_3d_f32(const cq__sph_f32 *s, int i, int *fl, int f
     float d[3];
 {   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
            so a run is one range of the order (the same particles in the same order as cell by cell) */
-        int c0_[3] = {0, 0, 0};
-        for (int a_ = 0; a_ < 3; ++a_) {
-            int c_ = (int)floorf((xi[a_] - s->glo[a_]) * s->inv_h);
-            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
-        }
+        int c0_[3];
+        (void)cq__sph_cell_3d_f32(s->glo, s->inv_h, s->nc, xi, c0_);
         for (int cz_ = c0_[2] - 1; cz_ <= c0_[2] + 1; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
@@ -7450,11 +7471,8 @@ CQ_HD void cq__sph_near_lists_3d_f32(const cq__sph_f32 *s, int i, int *fl, int f
         }
     }{   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
            so a run is one range of the order (the same particles in the same order as cell by cell) */
-        int c0_[3] = {0, 0, 0};
-        for (int a_ = 0; a_ < 3; ++a_) {
-            int c_ = (int)floorf((xi[a_] - s->glo[a_]) * s->inv_h);
-            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
-        }
+        int c0_[3];
+        (void)cq__sph_cell_3d_f32(s->glo, s->inv_h, s->nc, xi, c0_);
         for (int cz_ = c0_[2] - 1; cz_ <= c0_[2] + 1; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
@@ -7484,7 +7502,7 @@ CQ_HD void cq__sph_near_lists_3d_f32(const cq__sph_f32 *s, int i, int *fl, int f
 CQ_HD void cq__sph_neighbours_3d_f32(const cq__sph_f32 *s, int i, int count)
 {
     int nf, nb;
-    if (count) { cq__sph_near_lists_3d_f32(s, i, 0, 0, 0, 0, &nf, &nb); s->foff[i + 1] = nf; s->boff[i + 1] = nb; }
+    if (count) { cq__sph_near_lists_3d_f32(s, i, 0, 0, 0, 0, &nf, &nb); s->foff[i] = nf; s->boff[i] = nb; }
     else cq__sph_near_lists_3d_f32(s, i, s->fnb + s->foff[i], s->foff[i + 1] - s->foff[i], s->bnb + s->boff[i],
                                     s->boff[i + 1] - s->boff[i], &nf, &nb);
 }
@@ -7631,11 +7649,8 @@ CQ_HD void cq__sph_boundary_force_3d_f32(const cq__sph_f32 *s, int b)
     CQ__UNROLL for (int a = 0; a < 9; ++a) G[a] = 0;
 {   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
            so a run is one range of the order (the same particles in the same order as cell by cell) */
-        int c0_[3] = {0, 0, 0};
-        for (int a_ = 0; a_ < 3; ++a_) {
-            int c_ = (int)floorf((xb[a_] - s->glo[a_]) * s->inv_h);
-            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
-        }
+        int c0_[3];
+        (void)cq__sph_cell_3d_f32(s->glo, s->inv_h, s->nc, xb, c0_);
         for (int cz_ = c0_[2] - 1; cz_ <= c0_[2] + 1; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
@@ -7737,11 +7752,8 @@ CQ_HD void cq__sph_volume_3d_f32(const cq__sph_f32 *s, int b)
     float sum = 0, d[3];
 {   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
            so a run is one range of the order (the same particles in the same order as cell by cell) */
-        int c0_[3] = {0, 0, 0};
-        for (int a_ = 0; a_ < 3; ++a_) {
-            int c_ = (int)floorf((xb[a_] - s->glo[a_]) * s->inv_h);
-            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
-        }
+        int c0_[3];
+        (void)cq__sph_cell_3d_f32(s->glo, s->inv_h, s->nc, xb, c0_);
         for (int cz_ = c0_[2] - 1; cz_ <= c0_[2] + 1; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
@@ -7762,6 +7774,19 @@ CQ_HD void cq__sph_volume_3d_f32(const cq__sph_f32 *s, int b)
             }
         }
     }    s->Vb[b] = sum > 0 ? (s->bobj[b] == CQ__BODY_WALL ? s->gamma_wall : s->gamma_body) / sum : 0;
+}
+/* >>sph_cell: the cell of a point xi (cells of size h from glo, inv_h = 1 / h; clamped to the nc
+   cells a side) as its coordinates c[0 .. 2] (c[2] = 0 in 2D); returns its index, x fastest.
+   The one definition for the sorts (world.j2 cq__world_sort_, kernels.cu.j2 >>sph_sort) and the
+   neighbour search, so they agree to the bit. */
+CQ_HD int cq__sph_cell_3d_f64(const double *glo, double inv_h, const int *nc, const double *xi, int *c)
+{
+    c[2] = 0;
+    for (int a = 0; a < 3; ++a) {
+        const int k = (int)floor((xi[a] - glo[a]) * inv_h);
+        c[a] = k < 0 ? 0 : (k >= nc[a] ? nc[a] - 1 : k);
+    }
+    return c[0] + nc[0] * (c[1] + nc[1] * c[2]);
 }
 #if CQ__SPH_512
 /* >>sph_x86's run: particles k0 .. k1 of the sorted fluid (slot = particle) against x_i, 8 at a
@@ -7806,7 +7831,8 @@ static int cq__sph_run512_3d_f64(const cq__sph_f64 *s, const double *xi, int k0,
    into fl and the boundary ones into bl where all of them fit in fcap and bcap entries (where they
    do not, what is there is not the list: the callers then size them anew); their numbers (all of
    them) into *nf and *nb.  The GPU's two passes (cq__sph_neighbours_): count, only the numbers, into
-   foff[i + 1] and boff[i + 1]; else the lists at foff[i], boff[i] (the exclusive prefix sums);
+   foff[i] and boff[i] (then scanned on the device into the exclusive prefix sums, foff[nf] the
+   total: world.j2 >>world_fluid_step); else the lists at foff[i], boff[i];
    the CPU's one pass: world.j2 >>world_near. */
 CQ_HD void cq__sph_near_lists_3d_f64(const cq__sph_f64 *s, int i, int *fl, int fcap, int *bl, int bcap, int *nf, int *nb)
 {
@@ -7815,11 +7841,8 @@ CQ_HD void cq__sph_near_lists_3d_f64(const cq__sph_f64 *s, int i, int *fl, int f
     double d[3];
 {   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
            so a run is one range of the order (the same particles in the same order as cell by cell) */
-        int c0_[3] = {0, 0, 0};
-        for (int a_ = 0; a_ < 3; ++a_) {
-            int c_ = (int)floor((xi[a_] - s->glo[a_]) * s->inv_h);
-            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
-        }
+        int c0_[3];
+        (void)cq__sph_cell_3d_f64(s->glo, s->inv_h, s->nc, xi, c0_);
         for (int cz_ = c0_[2] - 1; cz_ <= c0_[2] + 1; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
@@ -7849,11 +7872,8 @@ CQ_HD void cq__sph_near_lists_3d_f64(const cq__sph_f64 *s, int i, int *fl, int f
         }
     }{   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
            so a run is one range of the order (the same particles in the same order as cell by cell) */
-        int c0_[3] = {0, 0, 0};
-        for (int a_ = 0; a_ < 3; ++a_) {
-            int c_ = (int)floor((xi[a_] - s->glo[a_]) * s->inv_h);
-            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
-        }
+        int c0_[3];
+        (void)cq__sph_cell_3d_f64(s->glo, s->inv_h, s->nc, xi, c0_);
         for (int cz_ = c0_[2] - 1; cz_ <= c0_[2] + 1; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
@@ -7883,7 +7903,7 @@ CQ_HD void cq__sph_near_lists_3d_f64(const cq__sph_f64 *s, int i, int *fl, int f
 CQ_HD void cq__sph_neighbours_3d_f64(const cq__sph_f64 *s, int i, int count)
 {
     int nf, nb;
-    if (count) { cq__sph_near_lists_3d_f64(s, i, 0, 0, 0, 0, &nf, &nb); s->foff[i + 1] = nf; s->boff[i + 1] = nb; }
+    if (count) { cq__sph_near_lists_3d_f64(s, i, 0, 0, 0, 0, &nf, &nb); s->foff[i] = nf; s->boff[i] = nb; }
     else cq__sph_near_lists_3d_f64(s, i, s->fnb + s->foff[i], s->foff[i + 1] - s->foff[i], s->bnb + s->boff[i],
                                     s->boff[i + 1] - s->boff[i], &nf, &nb);
 }
@@ -8030,11 +8050,8 @@ CQ_HD void cq__sph_boundary_force_3d_f64(const cq__sph_f64 *s, int b)
     CQ__UNROLL for (int a = 0; a < 9; ++a) G[a] = 0;
 {   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
            so a run is one range of the order (the same particles in the same order as cell by cell) */
-        int c0_[3] = {0, 0, 0};
-        for (int a_ = 0; a_ < 3; ++a_) {
-            int c_ = (int)floor((xb[a_] - s->glo[a_]) * s->inv_h);
-            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
-        }
+        int c0_[3];
+        (void)cq__sph_cell_3d_f64(s->glo, s->inv_h, s->nc, xb, c0_);
         for (int cz_ = c0_[2] - 1; cz_ <= c0_[2] + 1; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
@@ -8136,11 +8153,8 @@ CQ_HD void cq__sph_volume_3d_f64(const cq__sph_f64 *s, int b)
     double sum = 0, d[3];
 {   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
            so a run is one range of the order (the same particles in the same order as cell by cell) */
-        int c0_[3] = {0, 0, 0};
-        for (int a_ = 0; a_ < 3; ++a_) {
-            int c_ = (int)floor((xb[a_] - s->glo[a_]) * s->inv_h);
-            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
-        }
+        int c0_[3];
+        (void)cq__sph_cell_3d_f64(s->glo, s->inv_h, s->nc, xb, c0_);
         for (int cz_ = c0_[2] - 1; cz_ <= c0_[2] + 1; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
@@ -17027,21 +17041,29 @@ static void cq__cu_launch(const cq_sim *s, cq__CUfunction f, long threads, void 
 #ifndef CQ_CUDA_SCAN_SELF_SUM
 #  define CQ_CUDA_SCAN_SELF_SUM 2048
 #endif
-static void cq__cuda_scan(cq_sim *s, int *data, int *dst, int n, int *tmp, const int *box, int res0, int pnodes)
+/* on any device d, with its module's f[] = {scan_top, scan_up, scan_down} (the fluid's lists and
+   sorts use it too: world.j2 >>world_fluid_step) */
+static void cq__dev_scan(cq__cudev *d, const cq__CUfunction *f, int *data, int *dst, int n, int *tmp, const int *box, int res0, int pnodes)
 {
     const int tile = CQ__SCAN_R * CQ__CUDA_BLOCK, m = (n + tile - 1) / tile;
     int scanned = m > CQ_CUDA_SCAN_SELF_SUM;
+    if (n <= 0 || d->failed) return;
     if (n <= 65536) {
         void *a[6]; a[0] = &n; a[1] = &data; a[2] = &dst; a[3] = &box; a[4] = &res0; a[5] = &pnodes;
-        if (!s->cu.d.failed)
-            cq__cu_check(s, CQ__CU(LaunchKernel)(s->cu.scan_top, 1, 1, 1, 1024, 1, 1, 0, NULL, a, NULL), "scan");
+        cq__dev_check(d, CQ__CU(LaunchKernel)(f[0], 1, 1, 1, 1024, 1, 1, 0, NULL, a, NULL), "scan");
         return;
     }
     { void *a[6]; a[0] = &n; a[1] = &data; a[2] = &tmp; a[3] = &box; a[4] = &res0; a[5] = &pnodes;
-      cq__cu_launch(s, s->cu.scan_up, (long)m * CQ__CUDA_BLOCK, a, "scan (up)"); }
-    if (scanned) cq__cuda_scan(s, tmp, tmp, m, tmp + m, NULL, 0, 0);
+      cq__dev_check(d, CQ__CU(LaunchKernel)(f[1], (unsigned)m, 1, 1, CQ__CUDA_BLOCK, 1, 1, 0, NULL, a, NULL), "scan (up)"); }
+    if (scanned) cq__dev_scan(d, f, tmp, tmp, m, tmp + m, NULL, 0, 0);
+    if (d->failed) return;
     { void *a[8]; a[0] = &n; a[1] = &data; a[2] = &dst; a[3] = &tmp; a[4] = &scanned; a[5] = &box; a[6] = &res0; a[7] = &pnodes;
-      cq__cu_launch(s, s->cu.scan_down, (long)m * CQ__CUDA_BLOCK, a, "scan (down)"); }
+      cq__dev_check(d, CQ__CU(LaunchKernel)(f[2], (unsigned)m, 1, 1, CQ__CUDA_BLOCK, 1, 1, 0, NULL, a, NULL), "scan (down)"); }
+}
+static void cq__cuda_scan(cq_sim *s, int *data, int *dst, int n, int *tmp, const int *box, int res0, int pnodes)
+{
+    const cq__CUfunction f[3] = {s->cu.scan_top, s->cu.scan_up, s->cu.scan_down};
+    cq__dev_scan(&s->cu.d, f, data, dst, n, tmp, box, res0, pnodes);
 }
 
 /* The sort of n particles over `cells` cells in one block (kernels.cu.j2 cell_sort) up to
@@ -20203,9 +20225,11 @@ typedef struct cq__joint { int a, b; double la[3], lb[3]; } cq__joint;
 #define CQ__JOINT_ITERS 4           /* Gauss-Seidel sweeps over the joints per step (a fixed
                                        count: the step stays a smooth function of the state) */
 
-/* the fluid's passes (sph.j2), in the order of a step; CUDA: the kernels of kernels.cu.j2 */
+/* the fluid's passes (sph.j2), in the order of a step; CUDA: the kernels of kernels.cu.j2, and there
+   also the sorts' (>>sph_sort) and the MPM's scan and fill that they use */
 enum { CQ__SPH_COUNT, CQ__SPH_FILL, CQ__SPH_DENSITY, CQ__SPH_SOURCE, CQ__SPH_BFORCE, CQ__SPH_PRESSURE, CQ__SPH_VISC,
-       CQ__SPH_ADVECT, CQ__SPH_ERRSUM, CQ__SPH_PASSES };
+       CQ__SPH_ADVECT, CQ__SPH_ERRSUM, CQ__SPH_KEY, CQ__SPH_REORDER, CQ__SPH_BORDER, CQ__SPH_PASSES,
+       CQ__SPH_CELL_FILL = CQ__SPH_PASSES, CQ__SPH_SCAN_TOP, CQ__SPH_SCAN_UP, CQ__SPH_SCAN_DOWN, CQ__SPH_KERNELS };
 
 struct cq_world {
     cq_world_desc desc;             /* defaults resolved */
@@ -20246,11 +20270,16 @@ struct cq_world {
     int gpu;                        /* the fluid runs on CUDA (>>world_cuda) */
 #if CQ__HAS_CUDA
     struct {                        /* the fluid's arrays on the device, as the host's of the same
-                                       names; the host keeps x, v (the results of each step) */
+                                       names (fstart, bstart: one int more, first 0: >>world_fluid_step) */
         cq__cudev d;
-        cq__CUfunction k[CQ__SPH_PASSES];
-        void *x, *v, *vt, *rho, *khat, *g, *kappa, *err, *xb, *vb, *Vb, *Fb, *Gb;
+        cq__CUfunction k[CQ__SPH_KERNELS];
+        void *x, *v, *vt, *rho, *khat, *g, *kappa, *err, *xb, *vb, *Vb, *Fb, *Gb, *xprev, *vprev;
         int *bobj, *fstart, *forder, *bstart, *border, *foff, *boff, *fnb, *bnb, *bad;
+        int *perm, *permtmp, *permprev, *keys, *otmp, *stmp;   /* the user's indices; the sorts' keys and order,
+                                                                 the scan's tile sums */
+        int hstale, dstale;         /* the host's x, v, perm older than the device's (after a step: read
+                                       back when asked, cq__world_host_sync), or newer (reset, prepare) */
+        int statics;                /* the walls' xb, vb, and Vb, bobj, forder are up (once a prepare) */
         void *fgw, *bgw;
         double *part, *hpart;       /* the error's chunk sums: device, host */
         size_t fnb_cap, bnb_cap;
@@ -20305,7 +20334,8 @@ static void cq__wset(const cq_world *w, void *a, long i, double v)
 /* ------------------------------------------------------------------ >>world_cuda
    The fluid on CUDA (cq_world_desc.backend = CUDA): the passes of sph.j2 as kernels
    (kernels.cu.j2 >>sph_kernels) in the same PTX module as the MPM's, one launch each, on the
-   world's device arrays; the sort, the bodies, contact, joints and derivatives stay on the host
+   world's device arrays, the sorts too (>>sph_sort); the fluid stays there between steps
+   (>>world_fluid_state); the bodies, contact, joints and derivatives stay on the host
    (>>world_fluid_step says what crosses).  A driver failure is sticky: that step and every later
    one return CQ_ERROR_DEVICE naming the call, and the world keeps its last completed step. */
 static int cq__world_device_failed(const cq_world *w)
@@ -20322,8 +20352,9 @@ static int cq__world_device_failed(const cq_world *w)
 #define CQ__WORLD_CUDA_BLOCK 128
 static void cq__world_launch(cq_world *w, int pass, int n, void **args)
 {
-    static const char *const what[CQ__SPH_PASSES] = {"SPH neighbour count", "SPH neighbour lists", "SPH density",
-        "SPH solver source", "SPH boundary force", "SPH pressure", "SPH viscosity", "SPH advection", "SPH error sum"};
+    static const char *const what[CQ__SPH_KERNELS] = {"SPH neighbour count", "SPH neighbour lists", "SPH density",
+        "SPH solver source", "SPH boundary force", "SPH pressure", "SPH viscosity", "SPH advection", "SPH error sum",
+        "SPH sort (cells)", "SPH sort (fluid)", "SPH sort (boundary)", "SPH sort (fill)", "scan", "scan (up)", "scan (down)"};
     const unsigned blocks = (unsigned)((n + CQ__WORLD_CUDA_BLOCK - 1) / CQ__WORLD_CUDA_BLOCK);
     if (n <= 0 || w->cu.d.failed) return;
     cq__dev_push(&w->cu.d);
@@ -20335,18 +20366,19 @@ static void cq__world_launch(cq_world *w, int pass, int n, void **args)
 /* the device and the fluid's kernels (cq_world_create); 0 with `why` set if unavailable */
 static int cq__world_cuda_open(cq_world *w, char *why, size_t cap)
 {
-    static const char *const stage[CQ__SPH_PASSES] = {"count", "fill", "density", "source", "bforce", "pressure", "visc",
-                                                      "advect", "errsum"};
-    char names[CQ__SPH_PASSES][64];
-    const char *np[CQ__SPH_PASSES];
-    cq__CUfunction *fns[CQ__SPH_PASSES];
-    for (int i = 0; i < CQ__SPH_PASSES; ++i) {
-        snprintf(names[i], sizeof names[i], "cq__sph_%s_%dd_%s_kernel", stage[i], w->dim, w->tsize == 4 ? "f32" : "f64");
+    static const char *const stage[CQ__SPH_KERNELS] = {"sph_count", "sph_fill", "sph_density", "sph_source", "sph_bforce",
+        "sph_pressure", "sph_visc", "sph_advect", "sph_errsum", "sph_key", "sph_reorder", "sph_border", "cell_fill", "scan_top",
+        "scan_up", "scan_down"};
+    char names[CQ__SPH_KERNELS][64];
+    const char *np[CQ__SPH_KERNELS];
+    cq__CUfunction *fns[CQ__SPH_KERNELS];
+    for (int i = 0; i < CQ__SPH_KERNELS; ++i) {
+        snprintf(names[i], sizeof names[i], "cq__%s_%dd_%s_kernel", stage[i], w->dim, w->tsize == 4 ? "f32" : "f64");
         np[i] = names[i];
         fns[i] = &w->cu.k[i];
     }
     return cq__dev_open(&w->cu.d, "cq_world_desc", &w->desc.allocator, w->desc.device, w->dim, (int)w->desc.precision,
-                        np, fns, CQ__SPH_PASSES, why, cap);
+                        np, fns, CQ__SPH_KERNELS, why, cap);
 }
 
 static void cq__world_cuda_free(cq_world *w)
@@ -20355,7 +20387,8 @@ static void cq__world_cuda_free(cq_world *w)
                   &w->cu.vb, &w->cu.Vb, &w->cu.Fb, &w->cu.Gb, (void **)&w->cu.bobj, (void **)&w->cu.fstart,
                   (void **)&w->cu.forder, (void **)&w->cu.bstart, (void **)&w->cu.border, (void **)&w->cu.foff,
                   (void **)&w->cu.boff, (void **)&w->cu.fnb, (void **)&w->cu.bnb, (void **)&w->cu.bad, (void **)&w->cu.part,
-                  &w->cu.fgw, &w->cu.bgw};
+                  &w->cu.fgw, &w->cu.bgw, &w->cu.xprev, &w->cu.vprev, (void **)&w->cu.perm, (void **)&w->cu.permtmp,
+                  (void **)&w->cu.permprev, (void **)&w->cu.keys, (void **)&w->cu.otmp, (void **)&w->cu.stmp};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; ++i) { cq__dev_free(&w->cu.d, *p[i]); *p[i] = NULL; }
     if (w->cu.hpart) w->desc.allocator.free(w->cu.hpart, w->desc.allocator.user);
     w->cu.hpart = NULL;
@@ -20366,7 +20399,8 @@ static void cq__world_cuda_free(cq_world *w)
 static int cq__world_cuda_alloc(cq_world *w)
 {
     const size_t T = w->tsize, d = (size_t)w->dim, nf = (size_t)(w->nf ? w->nf : 1), nb = (size_t)(w->nb ? w->nb : 1);
-    const size_t nc = (size_t)w->ncells + 1, nch = (nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK;
+    const size_t nc = (size_t)w->ncells + 2, nch = (nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK, nk = nf > nb ? nf : nb;
+    const size_t ns = (nc > nf + 1 ? nc : nf + 1) / 512 + 64;   /* the scan's tile sums (cuda_backend.j2 cq__cuda_scan) */
     cq__cudev *dev = &w->cu.d;
     int ok = 1;
     w->cu.x = cq__dev_alloc(dev, nf * d * T); w->cu.v = cq__dev_alloc(dev, nf * d * T); w->cu.vt = cq__dev_alloc(dev, nf * d * T);
@@ -20380,10 +20414,17 @@ static int cq__world_cuda_alloc(cq_world *w)
     w->cu.foff = (int *)cq__dev_alloc(dev, (nf + 1) * sizeof(int)); w->cu.boff = (int *)cq__dev_alloc(dev, (nf + 1) * sizeof(int));
     w->cu.bad = (int *)cq__dev_alloc(dev, sizeof(int)); w->cu.part = (double *)cq__dev_alloc(dev, nch * sizeof(double));
     w->cu.hpart = (double *)w->desc.allocator.alloc(nch * sizeof(double), w->desc.allocator.user);
+    w->cu.xprev = cq__dev_alloc(dev, nf * d * T); w->cu.vprev = cq__dev_alloc(dev, nf * d * T);
+    w->cu.perm = (int *)cq__dev_alloc(dev, nf * sizeof(int)); w->cu.permtmp = (int *)cq__dev_alloc(dev, nf * sizeof(int));
+    w->cu.permprev = (int *)cq__dev_alloc(dev, nf * sizeof(int));
+    w->cu.keys = (int *)cq__dev_alloc(dev, nk * sizeof(int)); w->cu.otmp = (int *)cq__dev_alloc(dev, nk * sizeof(int));
+    w->cu.stmp = (int *)cq__dev_alloc(dev, ns * sizeof(int));
+    w->cu.hstale = 0; w->cu.dstale = 1; w->cu.statics = 0;   /* x, v, perm and the statics go up at the first step */
     {
         void *all[] = {w->cu.x, w->cu.v, w->cu.vt, w->cu.rho, w->cu.khat, w->cu.g, w->cu.kappa, w->cu.err, w->cu.xb, w->cu.vb,
                        w->cu.Vb, w->cu.Fb, w->cu.Gb, w->cu.bobj, w->cu.fstart, w->cu.forder, w->cu.bstart, w->cu.border,
-                       w->cu.foff, w->cu.boff, w->cu.bad, w->cu.part, w->cu.hpart};
+                       w->cu.foff, w->cu.boff, w->cu.bad, w->cu.part, w->cu.hpart, w->cu.xprev, w->cu.vprev, w->cu.perm,
+                       w->cu.permtmp, w->cu.permprev, w->cu.keys, w->cu.otmp, w->cu.stmp};
         for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) if (!all[i]) ok = 0;
     }
     if (ok) cq__dev_zero(dev, w->cu.kappa, nf * T);
@@ -20392,6 +20433,66 @@ static int cq__world_cuda_alloc(cq_world *w)
 }
 
 #endif
+
+/* >>world_fluid_state: where the fluid's x, v and perm live.  On the CPU: the host's arrays.  On
+   CUDA the step sorts and moves them on the device and leaves them there: the host's copies are
+   read back when something asks for them (cq__world_host_sync: cq_world_get_fluid, adding fluid
+   or a body), and go up again at the next step where the host's are newer (reset, a prepare).
+   A step's backup for a failed step (xprev, vprev, permprev) lives where they do. */
+static int cq__world_host_sync(const cq_world *cw)   /* 0: the device failed (the host's are older) */
+{
+#if CQ__HAS_CUDA
+    cq_world *w = (cq_world *)cw;
+    if (w->gpu && w->cu.hstale && w->cu.x && w->nf) {
+        const size_t n = (size_t)w->nf, xv = n * (size_t)w->dim * w->tsize;
+        if (w->cu.d.failed) return 0;
+        cq__dev_push(&w->cu.d);
+        cq__dev_get(&w->cu.d, w->x, w->cu.x, 0, xv); cq__dev_get(&w->cu.d, w->v, w->cu.v, 0, xv);
+        cq__dev_get(&w->cu.d, w->perm, w->cu.perm, 0, n * sizeof(int));
+        cq__dev_pop(&w->cu.d);
+        if (w->cu.d.failed) return 0;
+        w->cu.hstale = 0;
+    }
+#else
+    (void)cw;
+#endif
+    return 1;
+}
+static void cq__world_fluid_save(cq_world *w)
+{
+    const size_t n = (size_t)w->nf, xv = n * (size_t)w->dim * w->tsize;
+#if CQ__HAS_CUDA
+    if (w->gpu) {
+        cq__cudev *dev = &w->cu.d;
+        cq__dev_push(dev);
+        if (w->cu.dstale) {   /* the host's are newer: up first */
+            cq__dev_put(dev, w->cu.x, 0, w->x, xv); cq__dev_put(dev, w->cu.v, 0, w->v, xv);
+            cq__dev_put(dev, w->cu.perm, 0, w->perm, n * sizeof(int));
+            w->cu.dstale = 0;
+        }
+        cq__dev_copy(dev, w->cu.xprev, w->cu.x, xv); cq__dev_copy(dev, w->cu.vprev, w->cu.v, xv);
+        cq__dev_copy(dev, w->cu.permprev, w->cu.perm, n * sizeof(int));
+        cq__dev_pop(dev);
+        return;
+    }
+#endif
+    memcpy(w->xprev, w->x, xv); memcpy(w->vprev, w->v, xv); memcpy(w->permprev, w->perm, n * sizeof(int));
+}
+static void cq__world_fluid_restore(cq_world *w)
+{
+    const size_t n = (size_t)w->nf, xv = n * (size_t)w->dim * w->tsize;
+#if CQ__HAS_CUDA
+    if (w->gpu) {   /* (where the device failed, the host's copies are what it last read back) */
+        cq__cudev *dev = &w->cu.d;
+        cq__dev_push(dev);
+        cq__dev_copy(dev, w->cu.x, w->cu.xprev, xv); cq__dev_copy(dev, w->cu.v, w->cu.vprev, xv);
+        cq__dev_copy(dev, w->cu.perm, w->cu.permprev, n * sizeof(int));
+        cq__dev_pop(dev);
+        return;
+    }
+#endif
+    memcpy(w->x, w->xprev, xv); memcpy(w->v, w->vprev, xv); memcpy(w->perm, w->permprev, n * sizeof(int));
+}
 
 /* makes the int list *p and the reals beside it, *pg (w->tsize bytes an entry; capacity *cap), hold
    n, growing by half; device memory if dev.  Out of memory: 0, both as they were. */
@@ -20496,15 +20597,9 @@ static cq__sph_f32 cq__world_sph_2d_f32(const cq_world *w)
 
 static void cq__world_sort_2d_f32(cq_world *w, const float *x, int n, int *start, int *order)
 {
-    for (int i = 0; i < n; ++i) {
-        int cell = 0, mul = 1;
-        for (int a = 0; a < 2; ++a) {
-            int c = (int)floorf((x[(long)i * 2 + a] - (float)w->glo[a]) * (float)(1 / (4 * w->desc.particle_radius)));
-            c = c < 0 ? 0 : (c >= w->ncell[a] ? w->ncell[a] - 1 : c);
-            cell += c * mul; mul *= w->ncell[a];
-        }
-        w->keys[i] = cell;
-    }
+    const float glo[3] = {(float)w->glo[0], (float)w->glo[1], (float)w->glo[2]}, inv_h = (float)(1 / (4 * w->desc.particle_radius));
+    int c[3];
+    for (int i = 0; i < n; ++i) w->keys[i] = cq__sph_cell_2d_f32(glo, inv_h, w->ncell, x + (long)i * 2, c);   /* >>sph_cell */
     cq__counting_sort(n, w->keys, w->ncells, start, order);
 }
 
@@ -20655,21 +20750,114 @@ static int cq__world_solve_2d_f32(cq_world *w, cq__wtask *t, int mode, double *e
     return it;
 }
 
-/* >>world_fluid_step: returns -1, the lowest fluid particle that became non-finite, -2 (out of
-   memory) or -3 (the device failed).  The sort and the neighbour lists' prefix sums run on the
-   host; on CUDA the arrays go up after the sort and the results (x, v, the boundary's forces and
-   their derivatives) come back at the end, so the rest of the step is the same for both. */
+#if CQ__HAS_CUDA
+/* the counting sort of n points p (the fluid's x or the boundary's xb) on the device, as
+   cq__world_sort_: start (the device's fstart or bstart, ncells + 2 ints) gets 0 then the cells'
+   starts, the counts and cursors in start + 1 (after the fill, cell c's end: c + 1's start);
+   keys and the fill's order in the device's keys and otmp.  The caller then takes each
+   particle's slot (reorder, border: kernels.cu.j2 >>sph_sort) */
+static void cq__world_dsort_2d_f32(cq_world *w, cq__sph_f32 *dv, void *p, int n, int *start)
+{
+    int *cnt = start + 1;
+    cq__dev_zero(&w->cu.d, start, ((size_t)w->ncells + 1) * sizeof(int));
+    { void *a[5]; a[0] = &n; a[1] = dv; a[2] = &p; a[3] = &w->cu.keys; a[4] = &cnt; cq__world_launch(w, CQ__SPH_KEY, n, a); }
+    cq__dev_scan(&w->cu.d, w->cu.k + CQ__SPH_SCAN_TOP, cnt, cnt, w->ncells, w->cu.stmp, NULL, 0, 0);
+    { void *a[4]; a[0] = &n; a[1] = &w->cu.keys; a[2] = &cnt; a[3] = &w->cu.otmp; cq__world_launch(w, CQ__SPH_CELL_FILL, n, a); }
+}
+
+/* >>world_fluid_step on CUDA (see there) */
+static int cq__world_fluid_step_cuda_2d_f32(cq_world *w, float *grav)
+{
+    cq__cudev *dev = &w->cu.d;
+    const size_t T = w->tsize, d = 2, nf = (size_t)w->nf, nb = (size_t)w->nb, nw = (size_t)w->nwall;
+    const int n = w->nf, m = w->nb;
+    cq__sph_f32 s = cq__world_sph_2d_f32(w), dv;
+    cq__wtask t;
+    void *tmp;
+    int bad = INT_MAX, user = -1, *cnt;
+    s.fsorted = 1;
+    dv = cq__world_dview_2d_f32(w, &s);
+    t.s = &dv; t.mode = 0; t.bad = INT_MAX; t.grav = grav;
+    cq__dev_push(dev);
+    if (w->cu.dstale) {   /* (cq_world_step saved them, which puts them up first) */
+        cq__dev_put(dev, w->cu.x, 0, w->x, nf * d * T); cq__dev_put(dev, w->cu.v, 0, w->v, nf * d * T);
+        cq__dev_put(dev, w->cu.perm, 0, w->perm, nf * sizeof(int));
+        w->cu.dstale = 0;
+    }
+    if (!w->cu.statics) {   /* once a prepare: the walls don't move, the volumes and objects stay */
+        for (int k = 0; k < n; ++k) w->forder[k] = k;   /* (the fluid is kept in cell order) */
+        cq__dev_put(dev, w->cu.forder, 0, w->forder, nf * sizeof(int));
+        cq__dev_put(dev, w->cu.xb, 0, w->xb, nb * d * T); cq__dev_put(dev, w->cu.vb, 0, w->vb, nb * d * T);
+        cq__dev_put(dev, w->cu.Vb, 0, w->Vb, nb * T); cq__dev_put(dev, w->cu.bobj, 0, w->bobj, nb * sizeof(int));
+        w->cu.statics = 1;
+    } else {   /* the bodies' particles, placed for this step (cq__body_place) */
+        cq__dev_put(dev, w->cu.xb, nw * d * T, (char *)w->xb + nw * d * T, (nb - nw) * d * T);
+        cq__dev_put(dev, w->cu.vb, nw * d * T, (char *)w->vb + nw * d * T, (nb - nw) * d * T);
+    }
+    /* the fluid into cell order (slot k: the k-th particle of the sort), its user indices with it */
+    cq__world_dsort_2d_f32(w, &dv, w->cu.x, n, w->cu.fstart);
+    cnt = w->cu.fstart + 1;
+    { void *a[9]; a[0] = (void *)&n; a[1] = &dv; a[2] = &w->cu.keys; a[3] = &cnt; a[4] = &w->cu.otmp; a[5] = &w->cu.perm;
+      a[6] = &w->cu.vt; a[7] = &w->cu.g; a[8] = &w->cu.permtmp; cq__world_launch(w, CQ__SPH_REORDER, n, a); }
+    tmp = w->cu.x; w->cu.x = w->cu.vt; w->cu.vt = tmp;   /* g (nf*d) is rebuilt by the density pass */
+    tmp = w->cu.v; w->cu.v = w->cu.g; w->cu.g = tmp;
+    { int *q = w->cu.perm; w->cu.perm = w->cu.permtmp; w->cu.permtmp = q; }
+    dv = cq__world_dview_2d_f32(w, &s);
+    /* the boundary's order (its particles stay where the bodies index them) */
+    cq__world_dsort_2d_f32(w, &dv, w->cu.xb, m, w->cu.bstart);
+    cnt = w->cu.bstart + 1;
+    { void *a[6]; a[0] = (void *)&m; a[1] = &dv; a[2] = &w->cu.keys; a[3] = &cnt; a[4] = &w->cu.otmp; a[5] = &w->cu.border;
+      cq__world_launch(w, CQ__SPH_BORDER, m, a); }
+    cq__dev_zero(dev, w->cu.Fb, nb * d * T); cq__dev_zero(dev, w->cu.Gb, nb * d * d * T);
+    /* the lists: counts (into foff[i], boff[i]; foff[nf] = boff[nf] = 0), scanned in place */
+    cq__dev_zero(dev, w->cu.foff + nf, sizeof(int)); cq__dev_zero(dev, w->cu.boff + nf, sizeof(int));
+    cq__world_pass_2d_f32(w, CQ__SPH_COUNT, &t);
+    cq__dev_scan(dev, w->cu.k + CQ__SPH_SCAN_TOP, w->cu.foff, w->cu.foff, n + 1, w->cu.stmp, NULL, 0, 0);
+    cq__dev_scan(dev, w->cu.k + CQ__SPH_SCAN_TOP, w->cu.boff, w->cu.boff, n + 1, w->cu.stmp, NULL, 0, 0);
+    cq__dev_get(dev, w->foff + nf, w->cu.foff, nf * sizeof(int), sizeof(int));
+    cq__dev_get(dev, w->boff + nf, w->cu.boff, nf * sizeof(int), sizeof(int));
+    if (dev->failed) { cq__dev_pop(dev); return -3; }
+    if (!cq__world_lists(w)) { cq__dev_pop(dev); return -2; }
+    dv.fnb = w->cu.fnb; dv.bnb = w->cu.bnb; dv.fgw = (float *)w->cu.fgw; dv.bgw = (float *)w->cu.bgw;
+    cq__world_pass_2d_f32(w, CQ__SPH_FILL, &t);
+    cq__world_pass_2d_f32(w, CQ__SPH_DENSITY, &t);
+    w->stats.divergence_iterations = cq__world_solve_2d_f32(w, &t, 0, &w->stats.divergence_error);
+    cq__world_pass_2d_f32(w, CQ__SPH_VISC, &t);
+    tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
+    dv.v = (float *)w->cu.v; dv.vt = (float *)w->cu.vt;
+    w->stats.density_iterations = cq__world_solve_2d_f32(w, &t, 1, &w->stats.density_error);
+    cq__dev_put(dev, w->cu.bad, 0, &bad, sizeof bad);
+    cq__world_pass_2d_f32(w, CQ__SPH_ADVECT, &t);
+    cq__dev_get(dev, &bad, w->cu.bad, 0, sizeof bad);
+    if (bad != INT_MAX && !dev->failed) cq__dev_get(dev, &user, w->cu.perm, (size_t)bad * sizeof(int), sizeof(int));
+    cq__dev_get(dev, (char *)w->Fb + nw * d * T, w->cu.Fb, nw * d * T, (nb - nw) * d * T);   /* the bodies' alone */
+    cq__dev_get(dev, (char *)w->Gb + nw * d * d * T, w->cu.Gb, nw * d * d * T, (nb - nw) * d * d * T);
+    w->cu.hstale = 1;
+    cq__dev_pop(dev);
+    if (dev->failed) return -3;
+    return bad == INT_MAX ? -1 : user;
+}
+#endif
+
+/* >>world_fluid_step: returns -1, the user's index of the lowest fluid particle that became
+   non-finite (the lowest slot's), -2 (out of memory) or -3 (the device failed).  The CPU: the sort,
+   the particles moved into cell order, the lists in one pass (>>world_near), the passes.  CUDA: the
+   same on the device (>>world_fluid_state), the same integers and sums in the same order: the sorts
+   (kernels.cu.j2 >>sph_sort), the lists' counts scanned into their offsets there (only the two
+   totals come back, to size the lists), the passes.  What crosses a step: the bodies' boundary
+   particles up (the walls', the volumes and the objects once a prepare), the solvers' error sums
+   (a number a solver iteration) and the bodies' boundary forces and their derivatives back. */
 static int cq__world_fluid_step_2d_f32(cq_world *w)
 {
     cq__sph_f32 s;
-#if CQ__HAS_CUDA
-    cq__sph_f32 dv;
-#endif
     cq__wtask t;
     float grav[3];
     void *tmp;
     const size_t T = w->tsize, d = 2;
     for (int a = 0; a < 3; ++a) grav[a] = (float)w->desc.gravity[a];
+#if CQ__HAS_CUDA
+    if (w->gpu) return cq__world_fluid_step_cuda_2d_f32(w, grav);
+#endif
     cq__world_sort_2d_f32(w, (float *)w->x, w->nf, w->fstart, w->forder);
     {   /* keep the particles in cell order (neighbours near in memory): slot k takes forder[k] */
         const float *x = (const float *)w->x, *v = (const float *)w->v;
@@ -20688,68 +20876,17 @@ static int cq__world_fluid_step_2d_f32(cq_world *w)
     s = cq__world_sph_2d_f32(w);
     s.fsorted = 1;   /* (the fluid's order is the identity now: above) */
     t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = grav;
-#if CQ__HAS_CUDA
-    if (w->gpu) {
-        cq__cudev *dev = &w->cu.d;
-        const size_t nf = (size_t)w->nf, nb = (size_t)w->nb, nc = (size_t)w->ncells + 1;
-        dv = cq__world_dview_2d_f32(w, &s);
-        t.s = &dv;
-        cq__dev_push(dev);
-        cq__dev_put(dev, w->cu.x, 0, w->x, nf * d * T); cq__dev_put(dev, w->cu.v, 0, w->v, nf * d * T);
-        cq__dev_put(dev, w->cu.xb, 0, w->xb, nb * d * T); cq__dev_put(dev, w->cu.vb, 0, w->vb, nb * d * T);
-        cq__dev_put(dev, w->cu.Vb, 0, w->Vb, nb * T); cq__dev_put(dev, w->cu.bobj, 0, w->bobj, nb * sizeof(int));
-        cq__dev_put(dev, w->cu.fstart, 0, w->fstart, nc * sizeof(int)); cq__dev_put(dev, w->cu.forder, 0, w->forder, nf * sizeof(int));
-        cq__dev_put(dev, w->cu.bstart, 0, w->bstart, nc * sizeof(int)); cq__dev_put(dev, w->cu.border, 0, w->border, nb * sizeof(int));
-        cq__dev_zero(dev, w->cu.Fb, nb * d * T); cq__dev_zero(dev, w->cu.Gb, nb * d * d * T);
-        cq__world_pass_2d_f32(w, CQ__SPH_COUNT, &t);
-        cq__dev_get(dev, w->foff, w->cu.foff, 0, (nf + 1) * sizeof(int));
-        cq__dev_get(dev, w->boff, w->cu.boff, 0, (nf + 1) * sizeof(int));
-        if (dev->failed) { cq__dev_pop(dev); return -3; }
-        w->foff[0] = w->boff[0] = 0;
-        for (int i = 0; i < w->nf; ++i) { w->foff[i + 1] += w->foff[i]; w->boff[i + 1] += w->boff[i]; }
-        if (!cq__world_lists(w)) { cq__dev_pop(dev); return -2; }
-        dv.fnb = w->cu.fnb; dv.bnb = w->cu.bnb; dv.fgw = (float *)w->cu.fgw; dv.bgw = (float *)w->cu.bgw;
-        cq__dev_put(dev, w->cu.foff, 0, w->foff, (nf + 1) * sizeof(int));
-        cq__dev_put(dev, w->cu.boff, 0, w->boff, (nf + 1) * sizeof(int));
-        cq__world_pass_2d_f32(w, CQ__SPH_FILL, &t);
-    } else
-#endif
-    {
-        memset(w->Fb, 0, (size_t)w->nb * d * T);
-        memset(w->Gb, 0, (size_t)w->nb * d * d * T);
-        if (!cq__world_near_2d_f32(w, &s)) return -2;
-    }
+    memset(w->Fb, 0, (size_t)w->nb * d * T);
+    memset(w->Gb, 0, (size_t)w->nb * d * d * T);
+    if (!cq__world_near_2d_f32(w, &s)) return -2;
     cq__world_pass_2d_f32(w, CQ__SPH_DENSITY, &t);
     w->stats.divergence_iterations = cq__world_solve_2d_f32(w, &t, 0, &w->stats.divergence_error);
     cq__world_pass_2d_f32(w, CQ__SPH_VISC, &t);
-#if CQ__HAS_CUDA
-    if (w->gpu) {
-        tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
-        dv.v = (float *)w->cu.v; dv.vt = (float *)w->cu.vt;
-    } else
-#endif
-    {
-        tmp = w->v; w->v = w->vt; w->vt = tmp;
-        s.v = (float *)w->v; s.vt = (float *)w->vt;
-    }
+    tmp = w->v; w->v = w->vt; w->vt = tmp;
+    s.v = (float *)w->v; s.vt = (float *)w->vt;
     w->stats.density_iterations = cq__world_solve_2d_f32(w, &t, 1, &w->stats.density_error);
-#if CQ__HAS_CUDA
-    if (w->gpu) {
-        cq__cudev *dev = &w->cu.d;
-        const size_t nf = (size_t)w->nf, nb = (size_t)w->nb;
-        int bad = INT_MAX;
-        cq__dev_put(dev, w->cu.bad, 0, &bad, sizeof bad);
-        cq__world_pass_2d_f32(w, CQ__SPH_ADVECT, &t);
-        cq__dev_get(dev, &bad, w->cu.bad, 0, sizeof bad);
-        cq__dev_get(dev, w->x, w->cu.x, 0, nf * d * T); cq__dev_get(dev, w->v, w->cu.v, 0, nf * d * T);
-        cq__dev_get(dev, w->Fb, w->cu.Fb, 0, nb * d * T); cq__dev_get(dev, w->Gb, w->cu.Gb, 0, nb * d * d * T);
-        cq__dev_pop(dev);
-        if (dev->failed) return -3;
-        return bad == INT_MAX ? -1 : bad;
-    }
-#endif
     cq__world_pass_2d_f32(w, CQ__SPH_ADVECT, &t);
-    return t.bad == INT_MAX ? -1 : t.bad;
+    return t.bad == INT_MAX ? -1 : w->perm[t.bad];
 }
 static void cq__wr_density_2d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_density_2d_f64((const cq__sph_f64 *)t->s, i); }
 static void cq__wr_source_2d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_source_2d_f64((const cq__sph_f64 *)t->s, i, t->mode); }
@@ -20793,15 +20930,9 @@ static cq__sph_f64 cq__world_sph_2d_f64(const cq_world *w)
 
 static void cq__world_sort_2d_f64(cq_world *w, const double *x, int n, int *start, int *order)
 {
-    for (int i = 0; i < n; ++i) {
-        int cell = 0, mul = 1;
-        for (int a = 0; a < 2; ++a) {
-            int c = (int)floor((x[(long)i * 2 + a] - (double)w->glo[a]) * (double)(1 / (4 * w->desc.particle_radius)));
-            c = c < 0 ? 0 : (c >= w->ncell[a] ? w->ncell[a] - 1 : c);
-            cell += c * mul; mul *= w->ncell[a];
-        }
-        w->keys[i] = cell;
-    }
+    const double glo[3] = {(double)w->glo[0], (double)w->glo[1], (double)w->glo[2]}, inv_h = (double)(1 / (4 * w->desc.particle_radius));
+    int c[3];
+    for (int i = 0; i < n; ++i) w->keys[i] = cq__sph_cell_2d_f64(glo, inv_h, w->ncell, x + (long)i * 2, c);   /* >>sph_cell */
     cq__counting_sort(n, w->keys, w->ncells, start, order);
 }
 
@@ -20952,21 +21083,114 @@ static int cq__world_solve_2d_f64(cq_world *w, cq__wtask *t, int mode, double *e
     return it;
 }
 
-/* >>world_fluid_step: returns -1, the lowest fluid particle that became non-finite, -2 (out of
-   memory) or -3 (the device failed).  The sort and the neighbour lists' prefix sums run on the
-   host; on CUDA the arrays go up after the sort and the results (x, v, the boundary's forces and
-   their derivatives) come back at the end, so the rest of the step is the same for both. */
+#if CQ__HAS_CUDA
+/* the counting sort of n points p (the fluid's x or the boundary's xb) on the device, as
+   cq__world_sort_: start (the device's fstart or bstart, ncells + 2 ints) gets 0 then the cells'
+   starts, the counts and cursors in start + 1 (after the fill, cell c's end: c + 1's start);
+   keys and the fill's order in the device's keys and otmp.  The caller then takes each
+   particle's slot (reorder, border: kernels.cu.j2 >>sph_sort) */
+static void cq__world_dsort_2d_f64(cq_world *w, cq__sph_f64 *dv, void *p, int n, int *start)
+{
+    int *cnt = start + 1;
+    cq__dev_zero(&w->cu.d, start, ((size_t)w->ncells + 1) * sizeof(int));
+    { void *a[5]; a[0] = &n; a[1] = dv; a[2] = &p; a[3] = &w->cu.keys; a[4] = &cnt; cq__world_launch(w, CQ__SPH_KEY, n, a); }
+    cq__dev_scan(&w->cu.d, w->cu.k + CQ__SPH_SCAN_TOP, cnt, cnt, w->ncells, w->cu.stmp, NULL, 0, 0);
+    { void *a[4]; a[0] = &n; a[1] = &w->cu.keys; a[2] = &cnt; a[3] = &w->cu.otmp; cq__world_launch(w, CQ__SPH_CELL_FILL, n, a); }
+}
+
+/* >>world_fluid_step on CUDA (see there) */
+static int cq__world_fluid_step_cuda_2d_f64(cq_world *w, double *grav)
+{
+    cq__cudev *dev = &w->cu.d;
+    const size_t T = w->tsize, d = 2, nf = (size_t)w->nf, nb = (size_t)w->nb, nw = (size_t)w->nwall;
+    const int n = w->nf, m = w->nb;
+    cq__sph_f64 s = cq__world_sph_2d_f64(w), dv;
+    cq__wtask t;
+    void *tmp;
+    int bad = INT_MAX, user = -1, *cnt;
+    s.fsorted = 1;
+    dv = cq__world_dview_2d_f64(w, &s);
+    t.s = &dv; t.mode = 0; t.bad = INT_MAX; t.grav = grav;
+    cq__dev_push(dev);
+    if (w->cu.dstale) {   /* (cq_world_step saved them, which puts them up first) */
+        cq__dev_put(dev, w->cu.x, 0, w->x, nf * d * T); cq__dev_put(dev, w->cu.v, 0, w->v, nf * d * T);
+        cq__dev_put(dev, w->cu.perm, 0, w->perm, nf * sizeof(int));
+        w->cu.dstale = 0;
+    }
+    if (!w->cu.statics) {   /* once a prepare: the walls don't move, the volumes and objects stay */
+        for (int k = 0; k < n; ++k) w->forder[k] = k;   /* (the fluid is kept in cell order) */
+        cq__dev_put(dev, w->cu.forder, 0, w->forder, nf * sizeof(int));
+        cq__dev_put(dev, w->cu.xb, 0, w->xb, nb * d * T); cq__dev_put(dev, w->cu.vb, 0, w->vb, nb * d * T);
+        cq__dev_put(dev, w->cu.Vb, 0, w->Vb, nb * T); cq__dev_put(dev, w->cu.bobj, 0, w->bobj, nb * sizeof(int));
+        w->cu.statics = 1;
+    } else {   /* the bodies' particles, placed for this step (cq__body_place) */
+        cq__dev_put(dev, w->cu.xb, nw * d * T, (char *)w->xb + nw * d * T, (nb - nw) * d * T);
+        cq__dev_put(dev, w->cu.vb, nw * d * T, (char *)w->vb + nw * d * T, (nb - nw) * d * T);
+    }
+    /* the fluid into cell order (slot k: the k-th particle of the sort), its user indices with it */
+    cq__world_dsort_2d_f64(w, &dv, w->cu.x, n, w->cu.fstart);
+    cnt = w->cu.fstart + 1;
+    { void *a[9]; a[0] = (void *)&n; a[1] = &dv; a[2] = &w->cu.keys; a[3] = &cnt; a[4] = &w->cu.otmp; a[5] = &w->cu.perm;
+      a[6] = &w->cu.vt; a[7] = &w->cu.g; a[8] = &w->cu.permtmp; cq__world_launch(w, CQ__SPH_REORDER, n, a); }
+    tmp = w->cu.x; w->cu.x = w->cu.vt; w->cu.vt = tmp;   /* g (nf*d) is rebuilt by the density pass */
+    tmp = w->cu.v; w->cu.v = w->cu.g; w->cu.g = tmp;
+    { int *q = w->cu.perm; w->cu.perm = w->cu.permtmp; w->cu.permtmp = q; }
+    dv = cq__world_dview_2d_f64(w, &s);
+    /* the boundary's order (its particles stay where the bodies index them) */
+    cq__world_dsort_2d_f64(w, &dv, w->cu.xb, m, w->cu.bstart);
+    cnt = w->cu.bstart + 1;
+    { void *a[6]; a[0] = (void *)&m; a[1] = &dv; a[2] = &w->cu.keys; a[3] = &cnt; a[4] = &w->cu.otmp; a[5] = &w->cu.border;
+      cq__world_launch(w, CQ__SPH_BORDER, m, a); }
+    cq__dev_zero(dev, w->cu.Fb, nb * d * T); cq__dev_zero(dev, w->cu.Gb, nb * d * d * T);
+    /* the lists: counts (into foff[i], boff[i]; foff[nf] = boff[nf] = 0), scanned in place */
+    cq__dev_zero(dev, w->cu.foff + nf, sizeof(int)); cq__dev_zero(dev, w->cu.boff + nf, sizeof(int));
+    cq__world_pass_2d_f64(w, CQ__SPH_COUNT, &t);
+    cq__dev_scan(dev, w->cu.k + CQ__SPH_SCAN_TOP, w->cu.foff, w->cu.foff, n + 1, w->cu.stmp, NULL, 0, 0);
+    cq__dev_scan(dev, w->cu.k + CQ__SPH_SCAN_TOP, w->cu.boff, w->cu.boff, n + 1, w->cu.stmp, NULL, 0, 0);
+    cq__dev_get(dev, w->foff + nf, w->cu.foff, nf * sizeof(int), sizeof(int));
+    cq__dev_get(dev, w->boff + nf, w->cu.boff, nf * sizeof(int), sizeof(int));
+    if (dev->failed) { cq__dev_pop(dev); return -3; }
+    if (!cq__world_lists(w)) { cq__dev_pop(dev); return -2; }
+    dv.fnb = w->cu.fnb; dv.bnb = w->cu.bnb; dv.fgw = (double *)w->cu.fgw; dv.bgw = (double *)w->cu.bgw;
+    cq__world_pass_2d_f64(w, CQ__SPH_FILL, &t);
+    cq__world_pass_2d_f64(w, CQ__SPH_DENSITY, &t);
+    w->stats.divergence_iterations = cq__world_solve_2d_f64(w, &t, 0, &w->stats.divergence_error);
+    cq__world_pass_2d_f64(w, CQ__SPH_VISC, &t);
+    tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
+    dv.v = (double *)w->cu.v; dv.vt = (double *)w->cu.vt;
+    w->stats.density_iterations = cq__world_solve_2d_f64(w, &t, 1, &w->stats.density_error);
+    cq__dev_put(dev, w->cu.bad, 0, &bad, sizeof bad);
+    cq__world_pass_2d_f64(w, CQ__SPH_ADVECT, &t);
+    cq__dev_get(dev, &bad, w->cu.bad, 0, sizeof bad);
+    if (bad != INT_MAX && !dev->failed) cq__dev_get(dev, &user, w->cu.perm, (size_t)bad * sizeof(int), sizeof(int));
+    cq__dev_get(dev, (char *)w->Fb + nw * d * T, w->cu.Fb, nw * d * T, (nb - nw) * d * T);   /* the bodies' alone */
+    cq__dev_get(dev, (char *)w->Gb + nw * d * d * T, w->cu.Gb, nw * d * d * T, (nb - nw) * d * d * T);
+    w->cu.hstale = 1;
+    cq__dev_pop(dev);
+    if (dev->failed) return -3;
+    return bad == INT_MAX ? -1 : user;
+}
+#endif
+
+/* >>world_fluid_step: returns -1, the user's index of the lowest fluid particle that became
+   non-finite (the lowest slot's), -2 (out of memory) or -3 (the device failed).  The CPU: the sort,
+   the particles moved into cell order, the lists in one pass (>>world_near), the passes.  CUDA: the
+   same on the device (>>world_fluid_state), the same integers and sums in the same order: the sorts
+   (kernels.cu.j2 >>sph_sort), the lists' counts scanned into their offsets there (only the two
+   totals come back, to size the lists), the passes.  What crosses a step: the bodies' boundary
+   particles up (the walls', the volumes and the objects once a prepare), the solvers' error sums
+   (a number a solver iteration) and the bodies' boundary forces and their derivatives back. */
 static int cq__world_fluid_step_2d_f64(cq_world *w)
 {
     cq__sph_f64 s;
-#if CQ__HAS_CUDA
-    cq__sph_f64 dv;
-#endif
     cq__wtask t;
     double grav[3];
     void *tmp;
     const size_t T = w->tsize, d = 2;
     for (int a = 0; a < 3; ++a) grav[a] = (double)w->desc.gravity[a];
+#if CQ__HAS_CUDA
+    if (w->gpu) return cq__world_fluid_step_cuda_2d_f64(w, grav);
+#endif
     cq__world_sort_2d_f64(w, (double *)w->x, w->nf, w->fstart, w->forder);
     {   /* keep the particles in cell order (neighbours near in memory): slot k takes forder[k] */
         const double *x = (const double *)w->x, *v = (const double *)w->v;
@@ -20985,68 +21209,17 @@ static int cq__world_fluid_step_2d_f64(cq_world *w)
     s = cq__world_sph_2d_f64(w);
     s.fsorted = 1;   /* (the fluid's order is the identity now: above) */
     t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = grav;
-#if CQ__HAS_CUDA
-    if (w->gpu) {
-        cq__cudev *dev = &w->cu.d;
-        const size_t nf = (size_t)w->nf, nb = (size_t)w->nb, nc = (size_t)w->ncells + 1;
-        dv = cq__world_dview_2d_f64(w, &s);
-        t.s = &dv;
-        cq__dev_push(dev);
-        cq__dev_put(dev, w->cu.x, 0, w->x, nf * d * T); cq__dev_put(dev, w->cu.v, 0, w->v, nf * d * T);
-        cq__dev_put(dev, w->cu.xb, 0, w->xb, nb * d * T); cq__dev_put(dev, w->cu.vb, 0, w->vb, nb * d * T);
-        cq__dev_put(dev, w->cu.Vb, 0, w->Vb, nb * T); cq__dev_put(dev, w->cu.bobj, 0, w->bobj, nb * sizeof(int));
-        cq__dev_put(dev, w->cu.fstart, 0, w->fstart, nc * sizeof(int)); cq__dev_put(dev, w->cu.forder, 0, w->forder, nf * sizeof(int));
-        cq__dev_put(dev, w->cu.bstart, 0, w->bstart, nc * sizeof(int)); cq__dev_put(dev, w->cu.border, 0, w->border, nb * sizeof(int));
-        cq__dev_zero(dev, w->cu.Fb, nb * d * T); cq__dev_zero(dev, w->cu.Gb, nb * d * d * T);
-        cq__world_pass_2d_f64(w, CQ__SPH_COUNT, &t);
-        cq__dev_get(dev, w->foff, w->cu.foff, 0, (nf + 1) * sizeof(int));
-        cq__dev_get(dev, w->boff, w->cu.boff, 0, (nf + 1) * sizeof(int));
-        if (dev->failed) { cq__dev_pop(dev); return -3; }
-        w->foff[0] = w->boff[0] = 0;
-        for (int i = 0; i < w->nf; ++i) { w->foff[i + 1] += w->foff[i]; w->boff[i + 1] += w->boff[i]; }
-        if (!cq__world_lists(w)) { cq__dev_pop(dev); return -2; }
-        dv.fnb = w->cu.fnb; dv.bnb = w->cu.bnb; dv.fgw = (double *)w->cu.fgw; dv.bgw = (double *)w->cu.bgw;
-        cq__dev_put(dev, w->cu.foff, 0, w->foff, (nf + 1) * sizeof(int));
-        cq__dev_put(dev, w->cu.boff, 0, w->boff, (nf + 1) * sizeof(int));
-        cq__world_pass_2d_f64(w, CQ__SPH_FILL, &t);
-    } else
-#endif
-    {
-        memset(w->Fb, 0, (size_t)w->nb * d * T);
-        memset(w->Gb, 0, (size_t)w->nb * d * d * T);
-        if (!cq__world_near_2d_f64(w, &s)) return -2;
-    }
+    memset(w->Fb, 0, (size_t)w->nb * d * T);
+    memset(w->Gb, 0, (size_t)w->nb * d * d * T);
+    if (!cq__world_near_2d_f64(w, &s)) return -2;
     cq__world_pass_2d_f64(w, CQ__SPH_DENSITY, &t);
     w->stats.divergence_iterations = cq__world_solve_2d_f64(w, &t, 0, &w->stats.divergence_error);
     cq__world_pass_2d_f64(w, CQ__SPH_VISC, &t);
-#if CQ__HAS_CUDA
-    if (w->gpu) {
-        tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
-        dv.v = (double *)w->cu.v; dv.vt = (double *)w->cu.vt;
-    } else
-#endif
-    {
-        tmp = w->v; w->v = w->vt; w->vt = tmp;
-        s.v = (double *)w->v; s.vt = (double *)w->vt;
-    }
+    tmp = w->v; w->v = w->vt; w->vt = tmp;
+    s.v = (double *)w->v; s.vt = (double *)w->vt;
     w->stats.density_iterations = cq__world_solve_2d_f64(w, &t, 1, &w->stats.density_error);
-#if CQ__HAS_CUDA
-    if (w->gpu) {
-        cq__cudev *dev = &w->cu.d;
-        const size_t nf = (size_t)w->nf, nb = (size_t)w->nb;
-        int bad = INT_MAX;
-        cq__dev_put(dev, w->cu.bad, 0, &bad, sizeof bad);
-        cq__world_pass_2d_f64(w, CQ__SPH_ADVECT, &t);
-        cq__dev_get(dev, &bad, w->cu.bad, 0, sizeof bad);
-        cq__dev_get(dev, w->x, w->cu.x, 0, nf * d * T); cq__dev_get(dev, w->v, w->cu.v, 0, nf * d * T);
-        cq__dev_get(dev, w->Fb, w->cu.Fb, 0, nb * d * T); cq__dev_get(dev, w->Gb, w->cu.Gb, 0, nb * d * d * T);
-        cq__dev_pop(dev);
-        if (dev->failed) return -3;
-        return bad == INT_MAX ? -1 : bad;
-    }
-#endif
     cq__world_pass_2d_f64(w, CQ__SPH_ADVECT, &t);
-    return t.bad == INT_MAX ? -1 : t.bad;
+    return t.bad == INT_MAX ? -1 : w->perm[t.bad];
 }
 static void cq__wr_density_3d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_density_3d_f32((const cq__sph_f32 *)t->s, i); }
 static void cq__wr_source_3d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_source_3d_f32((const cq__sph_f32 *)t->s, i, t->mode); }
@@ -21090,15 +21263,9 @@ static cq__sph_f32 cq__world_sph_3d_f32(const cq_world *w)
 
 static void cq__world_sort_3d_f32(cq_world *w, const float *x, int n, int *start, int *order)
 {
-    for (int i = 0; i < n; ++i) {
-        int cell = 0, mul = 1;
-        for (int a = 0; a < 3; ++a) {
-            int c = (int)floorf((x[(long)i * 3 + a] - (float)w->glo[a]) * (float)(1 / (4 * w->desc.particle_radius)));
-            c = c < 0 ? 0 : (c >= w->ncell[a] ? w->ncell[a] - 1 : c);
-            cell += c * mul; mul *= w->ncell[a];
-        }
-        w->keys[i] = cell;
-    }
+    const float glo[3] = {(float)w->glo[0], (float)w->glo[1], (float)w->glo[2]}, inv_h = (float)(1 / (4 * w->desc.particle_radius));
+    int c[3];
+    for (int i = 0; i < n; ++i) w->keys[i] = cq__sph_cell_3d_f32(glo, inv_h, w->ncell, x + (long)i * 3, c);   /* >>sph_cell */
     cq__counting_sort(n, w->keys, w->ncells, start, order);
 }
 
@@ -21249,21 +21416,114 @@ static int cq__world_solve_3d_f32(cq_world *w, cq__wtask *t, int mode, double *e
     return it;
 }
 
-/* >>world_fluid_step: returns -1, the lowest fluid particle that became non-finite, -2 (out of
-   memory) or -3 (the device failed).  The sort and the neighbour lists' prefix sums run on the
-   host; on CUDA the arrays go up after the sort and the results (x, v, the boundary's forces and
-   their derivatives) come back at the end, so the rest of the step is the same for both. */
+#if CQ__HAS_CUDA
+/* the counting sort of n points p (the fluid's x or the boundary's xb) on the device, as
+   cq__world_sort_: start (the device's fstart or bstart, ncells + 2 ints) gets 0 then the cells'
+   starts, the counts and cursors in start + 1 (after the fill, cell c's end: c + 1's start);
+   keys and the fill's order in the device's keys and otmp.  The caller then takes each
+   particle's slot (reorder, border: kernels.cu.j2 >>sph_sort) */
+static void cq__world_dsort_3d_f32(cq_world *w, cq__sph_f32 *dv, void *p, int n, int *start)
+{
+    int *cnt = start + 1;
+    cq__dev_zero(&w->cu.d, start, ((size_t)w->ncells + 1) * sizeof(int));
+    { void *a[5]; a[0] = &n; a[1] = dv; a[2] = &p; a[3] = &w->cu.keys; a[4] = &cnt; cq__world_launch(w, CQ__SPH_KEY, n, a); }
+    cq__dev_scan(&w->cu.d, w->cu.k + CQ__SPH_SCAN_TOP, cnt, cnt, w->ncells, w->cu.stmp, NULL, 0, 0);
+    { void *a[4]; a[0] = &n; a[1] = &w->cu.keys; a[2] = &cnt; a[3] = &w->cu.otmp; cq__world_launch(w, CQ__SPH_CELL_FILL, n, a); }
+}
+
+/* >>world_fluid_step on CUDA (see there) */
+static int cq__world_fluid_step_cuda_3d_f32(cq_world *w, float *grav)
+{
+    cq__cudev *dev = &w->cu.d;
+    const size_t T = w->tsize, d = 3, nf = (size_t)w->nf, nb = (size_t)w->nb, nw = (size_t)w->nwall;
+    const int n = w->nf, m = w->nb;
+    cq__sph_f32 s = cq__world_sph_3d_f32(w), dv;
+    cq__wtask t;
+    void *tmp;
+    int bad = INT_MAX, user = -1, *cnt;
+    s.fsorted = 1;
+    dv = cq__world_dview_3d_f32(w, &s);
+    t.s = &dv; t.mode = 0; t.bad = INT_MAX; t.grav = grav;
+    cq__dev_push(dev);
+    if (w->cu.dstale) {   /* (cq_world_step saved them, which puts them up first) */
+        cq__dev_put(dev, w->cu.x, 0, w->x, nf * d * T); cq__dev_put(dev, w->cu.v, 0, w->v, nf * d * T);
+        cq__dev_put(dev, w->cu.perm, 0, w->perm, nf * sizeof(int));
+        w->cu.dstale = 0;
+    }
+    if (!w->cu.statics) {   /* once a prepare: the walls don't move, the volumes and objects stay */
+        for (int k = 0; k < n; ++k) w->forder[k] = k;   /* (the fluid is kept in cell order) */
+        cq__dev_put(dev, w->cu.forder, 0, w->forder, nf * sizeof(int));
+        cq__dev_put(dev, w->cu.xb, 0, w->xb, nb * d * T); cq__dev_put(dev, w->cu.vb, 0, w->vb, nb * d * T);
+        cq__dev_put(dev, w->cu.Vb, 0, w->Vb, nb * T); cq__dev_put(dev, w->cu.bobj, 0, w->bobj, nb * sizeof(int));
+        w->cu.statics = 1;
+    } else {   /* the bodies' particles, placed for this step (cq__body_place) */
+        cq__dev_put(dev, w->cu.xb, nw * d * T, (char *)w->xb + nw * d * T, (nb - nw) * d * T);
+        cq__dev_put(dev, w->cu.vb, nw * d * T, (char *)w->vb + nw * d * T, (nb - nw) * d * T);
+    }
+    /* the fluid into cell order (slot k: the k-th particle of the sort), its user indices with it */
+    cq__world_dsort_3d_f32(w, &dv, w->cu.x, n, w->cu.fstart);
+    cnt = w->cu.fstart + 1;
+    { void *a[9]; a[0] = (void *)&n; a[1] = &dv; a[2] = &w->cu.keys; a[3] = &cnt; a[4] = &w->cu.otmp; a[5] = &w->cu.perm;
+      a[6] = &w->cu.vt; a[7] = &w->cu.g; a[8] = &w->cu.permtmp; cq__world_launch(w, CQ__SPH_REORDER, n, a); }
+    tmp = w->cu.x; w->cu.x = w->cu.vt; w->cu.vt = tmp;   /* g (nf*d) is rebuilt by the density pass */
+    tmp = w->cu.v; w->cu.v = w->cu.g; w->cu.g = tmp;
+    { int *q = w->cu.perm; w->cu.perm = w->cu.permtmp; w->cu.permtmp = q; }
+    dv = cq__world_dview_3d_f32(w, &s);
+    /* the boundary's order (its particles stay where the bodies index them) */
+    cq__world_dsort_3d_f32(w, &dv, w->cu.xb, m, w->cu.bstart);
+    cnt = w->cu.bstart + 1;
+    { void *a[6]; a[0] = (void *)&m; a[1] = &dv; a[2] = &w->cu.keys; a[3] = &cnt; a[4] = &w->cu.otmp; a[5] = &w->cu.border;
+      cq__world_launch(w, CQ__SPH_BORDER, m, a); }
+    cq__dev_zero(dev, w->cu.Fb, nb * d * T); cq__dev_zero(dev, w->cu.Gb, nb * d * d * T);
+    /* the lists: counts (into foff[i], boff[i]; foff[nf] = boff[nf] = 0), scanned in place */
+    cq__dev_zero(dev, w->cu.foff + nf, sizeof(int)); cq__dev_zero(dev, w->cu.boff + nf, sizeof(int));
+    cq__world_pass_3d_f32(w, CQ__SPH_COUNT, &t);
+    cq__dev_scan(dev, w->cu.k + CQ__SPH_SCAN_TOP, w->cu.foff, w->cu.foff, n + 1, w->cu.stmp, NULL, 0, 0);
+    cq__dev_scan(dev, w->cu.k + CQ__SPH_SCAN_TOP, w->cu.boff, w->cu.boff, n + 1, w->cu.stmp, NULL, 0, 0);
+    cq__dev_get(dev, w->foff + nf, w->cu.foff, nf * sizeof(int), sizeof(int));
+    cq__dev_get(dev, w->boff + nf, w->cu.boff, nf * sizeof(int), sizeof(int));
+    if (dev->failed) { cq__dev_pop(dev); return -3; }
+    if (!cq__world_lists(w)) { cq__dev_pop(dev); return -2; }
+    dv.fnb = w->cu.fnb; dv.bnb = w->cu.bnb; dv.fgw = (float *)w->cu.fgw; dv.bgw = (float *)w->cu.bgw;
+    cq__world_pass_3d_f32(w, CQ__SPH_FILL, &t);
+    cq__world_pass_3d_f32(w, CQ__SPH_DENSITY, &t);
+    w->stats.divergence_iterations = cq__world_solve_3d_f32(w, &t, 0, &w->stats.divergence_error);
+    cq__world_pass_3d_f32(w, CQ__SPH_VISC, &t);
+    tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
+    dv.v = (float *)w->cu.v; dv.vt = (float *)w->cu.vt;
+    w->stats.density_iterations = cq__world_solve_3d_f32(w, &t, 1, &w->stats.density_error);
+    cq__dev_put(dev, w->cu.bad, 0, &bad, sizeof bad);
+    cq__world_pass_3d_f32(w, CQ__SPH_ADVECT, &t);
+    cq__dev_get(dev, &bad, w->cu.bad, 0, sizeof bad);
+    if (bad != INT_MAX && !dev->failed) cq__dev_get(dev, &user, w->cu.perm, (size_t)bad * sizeof(int), sizeof(int));
+    cq__dev_get(dev, (char *)w->Fb + nw * d * T, w->cu.Fb, nw * d * T, (nb - nw) * d * T);   /* the bodies' alone */
+    cq__dev_get(dev, (char *)w->Gb + nw * d * d * T, w->cu.Gb, nw * d * d * T, (nb - nw) * d * d * T);
+    w->cu.hstale = 1;
+    cq__dev_pop(dev);
+    if (dev->failed) return -3;
+    return bad == INT_MAX ? -1 : user;
+}
+#endif
+
+/* >>world_fluid_step: returns -1, the user's index of the lowest fluid particle that became
+   non-finite (the lowest slot's), -2 (out of memory) or -3 (the device failed).  The CPU: the sort,
+   the particles moved into cell order, the lists in one pass (>>world_near), the passes.  CUDA: the
+   same on the device (>>world_fluid_state), the same integers and sums in the same order: the sorts
+   (kernels.cu.j2 >>sph_sort), the lists' counts scanned into their offsets there (only the two
+   totals come back, to size the lists), the passes.  What crosses a step: the bodies' boundary
+   particles up (the walls', the volumes and the objects once a prepare), the solvers' error sums
+   (a number a solver iteration) and the bodies' boundary forces and their derivatives back. */
 static int cq__world_fluid_step_3d_f32(cq_world *w)
 {
     cq__sph_f32 s;
-#if CQ__HAS_CUDA
-    cq__sph_f32 dv;
-#endif
     cq__wtask t;
     float grav[3];
     void *tmp;
     const size_t T = w->tsize, d = 3;
     for (int a = 0; a < 3; ++a) grav[a] = (float)w->desc.gravity[a];
+#if CQ__HAS_CUDA
+    if (w->gpu) return cq__world_fluid_step_cuda_3d_f32(w, grav);
+#endif
     cq__world_sort_3d_f32(w, (float *)w->x, w->nf, w->fstart, w->forder);
     {   /* keep the particles in cell order (neighbours near in memory): slot k takes forder[k] */
         const float *x = (const float *)w->x, *v = (const float *)w->v;
@@ -21282,68 +21542,17 @@ static int cq__world_fluid_step_3d_f32(cq_world *w)
     s = cq__world_sph_3d_f32(w);
     s.fsorted = 1;   /* (the fluid's order is the identity now: above) */
     t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = grav;
-#if CQ__HAS_CUDA
-    if (w->gpu) {
-        cq__cudev *dev = &w->cu.d;
-        const size_t nf = (size_t)w->nf, nb = (size_t)w->nb, nc = (size_t)w->ncells + 1;
-        dv = cq__world_dview_3d_f32(w, &s);
-        t.s = &dv;
-        cq__dev_push(dev);
-        cq__dev_put(dev, w->cu.x, 0, w->x, nf * d * T); cq__dev_put(dev, w->cu.v, 0, w->v, nf * d * T);
-        cq__dev_put(dev, w->cu.xb, 0, w->xb, nb * d * T); cq__dev_put(dev, w->cu.vb, 0, w->vb, nb * d * T);
-        cq__dev_put(dev, w->cu.Vb, 0, w->Vb, nb * T); cq__dev_put(dev, w->cu.bobj, 0, w->bobj, nb * sizeof(int));
-        cq__dev_put(dev, w->cu.fstart, 0, w->fstart, nc * sizeof(int)); cq__dev_put(dev, w->cu.forder, 0, w->forder, nf * sizeof(int));
-        cq__dev_put(dev, w->cu.bstart, 0, w->bstart, nc * sizeof(int)); cq__dev_put(dev, w->cu.border, 0, w->border, nb * sizeof(int));
-        cq__dev_zero(dev, w->cu.Fb, nb * d * T); cq__dev_zero(dev, w->cu.Gb, nb * d * d * T);
-        cq__world_pass_3d_f32(w, CQ__SPH_COUNT, &t);
-        cq__dev_get(dev, w->foff, w->cu.foff, 0, (nf + 1) * sizeof(int));
-        cq__dev_get(dev, w->boff, w->cu.boff, 0, (nf + 1) * sizeof(int));
-        if (dev->failed) { cq__dev_pop(dev); return -3; }
-        w->foff[0] = w->boff[0] = 0;
-        for (int i = 0; i < w->nf; ++i) { w->foff[i + 1] += w->foff[i]; w->boff[i + 1] += w->boff[i]; }
-        if (!cq__world_lists(w)) { cq__dev_pop(dev); return -2; }
-        dv.fnb = w->cu.fnb; dv.bnb = w->cu.bnb; dv.fgw = (float *)w->cu.fgw; dv.bgw = (float *)w->cu.bgw;
-        cq__dev_put(dev, w->cu.foff, 0, w->foff, (nf + 1) * sizeof(int));
-        cq__dev_put(dev, w->cu.boff, 0, w->boff, (nf + 1) * sizeof(int));
-        cq__world_pass_3d_f32(w, CQ__SPH_FILL, &t);
-    } else
-#endif
-    {
-        memset(w->Fb, 0, (size_t)w->nb * d * T);
-        memset(w->Gb, 0, (size_t)w->nb * d * d * T);
-        if (!cq__world_near_3d_f32(w, &s)) return -2;
-    }
+    memset(w->Fb, 0, (size_t)w->nb * d * T);
+    memset(w->Gb, 0, (size_t)w->nb * d * d * T);
+    if (!cq__world_near_3d_f32(w, &s)) return -2;
     cq__world_pass_3d_f32(w, CQ__SPH_DENSITY, &t);
     w->stats.divergence_iterations = cq__world_solve_3d_f32(w, &t, 0, &w->stats.divergence_error);
     cq__world_pass_3d_f32(w, CQ__SPH_VISC, &t);
-#if CQ__HAS_CUDA
-    if (w->gpu) {
-        tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
-        dv.v = (float *)w->cu.v; dv.vt = (float *)w->cu.vt;
-    } else
-#endif
-    {
-        tmp = w->v; w->v = w->vt; w->vt = tmp;
-        s.v = (float *)w->v; s.vt = (float *)w->vt;
-    }
+    tmp = w->v; w->v = w->vt; w->vt = tmp;
+    s.v = (float *)w->v; s.vt = (float *)w->vt;
     w->stats.density_iterations = cq__world_solve_3d_f32(w, &t, 1, &w->stats.density_error);
-#if CQ__HAS_CUDA
-    if (w->gpu) {
-        cq__cudev *dev = &w->cu.d;
-        const size_t nf = (size_t)w->nf, nb = (size_t)w->nb;
-        int bad = INT_MAX;
-        cq__dev_put(dev, w->cu.bad, 0, &bad, sizeof bad);
-        cq__world_pass_3d_f32(w, CQ__SPH_ADVECT, &t);
-        cq__dev_get(dev, &bad, w->cu.bad, 0, sizeof bad);
-        cq__dev_get(dev, w->x, w->cu.x, 0, nf * d * T); cq__dev_get(dev, w->v, w->cu.v, 0, nf * d * T);
-        cq__dev_get(dev, w->Fb, w->cu.Fb, 0, nb * d * T); cq__dev_get(dev, w->Gb, w->cu.Gb, 0, nb * d * d * T);
-        cq__dev_pop(dev);
-        if (dev->failed) return -3;
-        return bad == INT_MAX ? -1 : bad;
-    }
-#endif
     cq__world_pass_3d_f32(w, CQ__SPH_ADVECT, &t);
-    return t.bad == INT_MAX ? -1 : t.bad;
+    return t.bad == INT_MAX ? -1 : w->perm[t.bad];
 }
 static void cq__wr_density_3d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_density_3d_f64((const cq__sph_f64 *)t->s, i); }
 static void cq__wr_source_3d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_source_3d_f64((const cq__sph_f64 *)t->s, i, t->mode); }
@@ -21387,15 +21596,9 @@ static cq__sph_f64 cq__world_sph_3d_f64(const cq_world *w)
 
 static void cq__world_sort_3d_f64(cq_world *w, const double *x, int n, int *start, int *order)
 {
-    for (int i = 0; i < n; ++i) {
-        int cell = 0, mul = 1;
-        for (int a = 0; a < 3; ++a) {
-            int c = (int)floor((x[(long)i * 3 + a] - (double)w->glo[a]) * (double)(1 / (4 * w->desc.particle_radius)));
-            c = c < 0 ? 0 : (c >= w->ncell[a] ? w->ncell[a] - 1 : c);
-            cell += c * mul; mul *= w->ncell[a];
-        }
-        w->keys[i] = cell;
-    }
+    const double glo[3] = {(double)w->glo[0], (double)w->glo[1], (double)w->glo[2]}, inv_h = (double)(1 / (4 * w->desc.particle_radius));
+    int c[3];
+    for (int i = 0; i < n; ++i) w->keys[i] = cq__sph_cell_3d_f64(glo, inv_h, w->ncell, x + (long)i * 3, c);   /* >>sph_cell */
     cq__counting_sort(n, w->keys, w->ncells, start, order);
 }
 
@@ -21546,21 +21749,114 @@ static int cq__world_solve_3d_f64(cq_world *w, cq__wtask *t, int mode, double *e
     return it;
 }
 
-/* >>world_fluid_step: returns -1, the lowest fluid particle that became non-finite, -2 (out of
-   memory) or -3 (the device failed).  The sort and the neighbour lists' prefix sums run on the
-   host; on CUDA the arrays go up after the sort and the results (x, v, the boundary's forces and
-   their derivatives) come back at the end, so the rest of the step is the same for both. */
+#if CQ__HAS_CUDA
+/* the counting sort of n points p (the fluid's x or the boundary's xb) on the device, as
+   cq__world_sort_: start (the device's fstart or bstart, ncells + 2 ints) gets 0 then the cells'
+   starts, the counts and cursors in start + 1 (after the fill, cell c's end: c + 1's start);
+   keys and the fill's order in the device's keys and otmp.  The caller then takes each
+   particle's slot (reorder, border: kernels.cu.j2 >>sph_sort) */
+static void cq__world_dsort_3d_f64(cq_world *w, cq__sph_f64 *dv, void *p, int n, int *start)
+{
+    int *cnt = start + 1;
+    cq__dev_zero(&w->cu.d, start, ((size_t)w->ncells + 1) * sizeof(int));
+    { void *a[5]; a[0] = &n; a[1] = dv; a[2] = &p; a[3] = &w->cu.keys; a[4] = &cnt; cq__world_launch(w, CQ__SPH_KEY, n, a); }
+    cq__dev_scan(&w->cu.d, w->cu.k + CQ__SPH_SCAN_TOP, cnt, cnt, w->ncells, w->cu.stmp, NULL, 0, 0);
+    { void *a[4]; a[0] = &n; a[1] = &w->cu.keys; a[2] = &cnt; a[3] = &w->cu.otmp; cq__world_launch(w, CQ__SPH_CELL_FILL, n, a); }
+}
+
+/* >>world_fluid_step on CUDA (see there) */
+static int cq__world_fluid_step_cuda_3d_f64(cq_world *w, double *grav)
+{
+    cq__cudev *dev = &w->cu.d;
+    const size_t T = w->tsize, d = 3, nf = (size_t)w->nf, nb = (size_t)w->nb, nw = (size_t)w->nwall;
+    const int n = w->nf, m = w->nb;
+    cq__sph_f64 s = cq__world_sph_3d_f64(w), dv;
+    cq__wtask t;
+    void *tmp;
+    int bad = INT_MAX, user = -1, *cnt;
+    s.fsorted = 1;
+    dv = cq__world_dview_3d_f64(w, &s);
+    t.s = &dv; t.mode = 0; t.bad = INT_MAX; t.grav = grav;
+    cq__dev_push(dev);
+    if (w->cu.dstale) {   /* (cq_world_step saved them, which puts them up first) */
+        cq__dev_put(dev, w->cu.x, 0, w->x, nf * d * T); cq__dev_put(dev, w->cu.v, 0, w->v, nf * d * T);
+        cq__dev_put(dev, w->cu.perm, 0, w->perm, nf * sizeof(int));
+        w->cu.dstale = 0;
+    }
+    if (!w->cu.statics) {   /* once a prepare: the walls don't move, the volumes and objects stay */
+        for (int k = 0; k < n; ++k) w->forder[k] = k;   /* (the fluid is kept in cell order) */
+        cq__dev_put(dev, w->cu.forder, 0, w->forder, nf * sizeof(int));
+        cq__dev_put(dev, w->cu.xb, 0, w->xb, nb * d * T); cq__dev_put(dev, w->cu.vb, 0, w->vb, nb * d * T);
+        cq__dev_put(dev, w->cu.Vb, 0, w->Vb, nb * T); cq__dev_put(dev, w->cu.bobj, 0, w->bobj, nb * sizeof(int));
+        w->cu.statics = 1;
+    } else {   /* the bodies' particles, placed for this step (cq__body_place) */
+        cq__dev_put(dev, w->cu.xb, nw * d * T, (char *)w->xb + nw * d * T, (nb - nw) * d * T);
+        cq__dev_put(dev, w->cu.vb, nw * d * T, (char *)w->vb + nw * d * T, (nb - nw) * d * T);
+    }
+    /* the fluid into cell order (slot k: the k-th particle of the sort), its user indices with it */
+    cq__world_dsort_3d_f64(w, &dv, w->cu.x, n, w->cu.fstart);
+    cnt = w->cu.fstart + 1;
+    { void *a[9]; a[0] = (void *)&n; a[1] = &dv; a[2] = &w->cu.keys; a[3] = &cnt; a[4] = &w->cu.otmp; a[5] = &w->cu.perm;
+      a[6] = &w->cu.vt; a[7] = &w->cu.g; a[8] = &w->cu.permtmp; cq__world_launch(w, CQ__SPH_REORDER, n, a); }
+    tmp = w->cu.x; w->cu.x = w->cu.vt; w->cu.vt = tmp;   /* g (nf*d) is rebuilt by the density pass */
+    tmp = w->cu.v; w->cu.v = w->cu.g; w->cu.g = tmp;
+    { int *q = w->cu.perm; w->cu.perm = w->cu.permtmp; w->cu.permtmp = q; }
+    dv = cq__world_dview_3d_f64(w, &s);
+    /* the boundary's order (its particles stay where the bodies index them) */
+    cq__world_dsort_3d_f64(w, &dv, w->cu.xb, m, w->cu.bstart);
+    cnt = w->cu.bstart + 1;
+    { void *a[6]; a[0] = (void *)&m; a[1] = &dv; a[2] = &w->cu.keys; a[3] = &cnt; a[4] = &w->cu.otmp; a[5] = &w->cu.border;
+      cq__world_launch(w, CQ__SPH_BORDER, m, a); }
+    cq__dev_zero(dev, w->cu.Fb, nb * d * T); cq__dev_zero(dev, w->cu.Gb, nb * d * d * T);
+    /* the lists: counts (into foff[i], boff[i]; foff[nf] = boff[nf] = 0), scanned in place */
+    cq__dev_zero(dev, w->cu.foff + nf, sizeof(int)); cq__dev_zero(dev, w->cu.boff + nf, sizeof(int));
+    cq__world_pass_3d_f64(w, CQ__SPH_COUNT, &t);
+    cq__dev_scan(dev, w->cu.k + CQ__SPH_SCAN_TOP, w->cu.foff, w->cu.foff, n + 1, w->cu.stmp, NULL, 0, 0);
+    cq__dev_scan(dev, w->cu.k + CQ__SPH_SCAN_TOP, w->cu.boff, w->cu.boff, n + 1, w->cu.stmp, NULL, 0, 0);
+    cq__dev_get(dev, w->foff + nf, w->cu.foff, nf * sizeof(int), sizeof(int));
+    cq__dev_get(dev, w->boff + nf, w->cu.boff, nf * sizeof(int), sizeof(int));
+    if (dev->failed) { cq__dev_pop(dev); return -3; }
+    if (!cq__world_lists(w)) { cq__dev_pop(dev); return -2; }
+    dv.fnb = w->cu.fnb; dv.bnb = w->cu.bnb; dv.fgw = (double *)w->cu.fgw; dv.bgw = (double *)w->cu.bgw;
+    cq__world_pass_3d_f64(w, CQ__SPH_FILL, &t);
+    cq__world_pass_3d_f64(w, CQ__SPH_DENSITY, &t);
+    w->stats.divergence_iterations = cq__world_solve_3d_f64(w, &t, 0, &w->stats.divergence_error);
+    cq__world_pass_3d_f64(w, CQ__SPH_VISC, &t);
+    tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
+    dv.v = (double *)w->cu.v; dv.vt = (double *)w->cu.vt;
+    w->stats.density_iterations = cq__world_solve_3d_f64(w, &t, 1, &w->stats.density_error);
+    cq__dev_put(dev, w->cu.bad, 0, &bad, sizeof bad);
+    cq__world_pass_3d_f64(w, CQ__SPH_ADVECT, &t);
+    cq__dev_get(dev, &bad, w->cu.bad, 0, sizeof bad);
+    if (bad != INT_MAX && !dev->failed) cq__dev_get(dev, &user, w->cu.perm, (size_t)bad * sizeof(int), sizeof(int));
+    cq__dev_get(dev, (char *)w->Fb + nw * d * T, w->cu.Fb, nw * d * T, (nb - nw) * d * T);   /* the bodies' alone */
+    cq__dev_get(dev, (char *)w->Gb + nw * d * d * T, w->cu.Gb, nw * d * d * T, (nb - nw) * d * d * T);
+    w->cu.hstale = 1;
+    cq__dev_pop(dev);
+    if (dev->failed) return -3;
+    return bad == INT_MAX ? -1 : user;
+}
+#endif
+
+/* >>world_fluid_step: returns -1, the user's index of the lowest fluid particle that became
+   non-finite (the lowest slot's), -2 (out of memory) or -3 (the device failed).  The CPU: the sort,
+   the particles moved into cell order, the lists in one pass (>>world_near), the passes.  CUDA: the
+   same on the device (>>world_fluid_state), the same integers and sums in the same order: the sorts
+   (kernels.cu.j2 >>sph_sort), the lists' counts scanned into their offsets there (only the two
+   totals come back, to size the lists), the passes.  What crosses a step: the bodies' boundary
+   particles up (the walls', the volumes and the objects once a prepare), the solvers' error sums
+   (a number a solver iteration) and the bodies' boundary forces and their derivatives back. */
 static int cq__world_fluid_step_3d_f64(cq_world *w)
 {
     cq__sph_f64 s;
-#if CQ__HAS_CUDA
-    cq__sph_f64 dv;
-#endif
     cq__wtask t;
     double grav[3];
     void *tmp;
     const size_t T = w->tsize, d = 3;
     for (int a = 0; a < 3; ++a) grav[a] = (double)w->desc.gravity[a];
+#if CQ__HAS_CUDA
+    if (w->gpu) return cq__world_fluid_step_cuda_3d_f64(w, grav);
+#endif
     cq__world_sort_3d_f64(w, (double *)w->x, w->nf, w->fstart, w->forder);
     {   /* keep the particles in cell order (neighbours near in memory): slot k takes forder[k] */
         const double *x = (const double *)w->x, *v = (const double *)w->v;
@@ -21579,68 +21875,17 @@ static int cq__world_fluid_step_3d_f64(cq_world *w)
     s = cq__world_sph_3d_f64(w);
     s.fsorted = 1;   /* (the fluid's order is the identity now: above) */
     t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = grav;
-#if CQ__HAS_CUDA
-    if (w->gpu) {
-        cq__cudev *dev = &w->cu.d;
-        const size_t nf = (size_t)w->nf, nb = (size_t)w->nb, nc = (size_t)w->ncells + 1;
-        dv = cq__world_dview_3d_f64(w, &s);
-        t.s = &dv;
-        cq__dev_push(dev);
-        cq__dev_put(dev, w->cu.x, 0, w->x, nf * d * T); cq__dev_put(dev, w->cu.v, 0, w->v, nf * d * T);
-        cq__dev_put(dev, w->cu.xb, 0, w->xb, nb * d * T); cq__dev_put(dev, w->cu.vb, 0, w->vb, nb * d * T);
-        cq__dev_put(dev, w->cu.Vb, 0, w->Vb, nb * T); cq__dev_put(dev, w->cu.bobj, 0, w->bobj, nb * sizeof(int));
-        cq__dev_put(dev, w->cu.fstart, 0, w->fstart, nc * sizeof(int)); cq__dev_put(dev, w->cu.forder, 0, w->forder, nf * sizeof(int));
-        cq__dev_put(dev, w->cu.bstart, 0, w->bstart, nc * sizeof(int)); cq__dev_put(dev, w->cu.border, 0, w->border, nb * sizeof(int));
-        cq__dev_zero(dev, w->cu.Fb, nb * d * T); cq__dev_zero(dev, w->cu.Gb, nb * d * d * T);
-        cq__world_pass_3d_f64(w, CQ__SPH_COUNT, &t);
-        cq__dev_get(dev, w->foff, w->cu.foff, 0, (nf + 1) * sizeof(int));
-        cq__dev_get(dev, w->boff, w->cu.boff, 0, (nf + 1) * sizeof(int));
-        if (dev->failed) { cq__dev_pop(dev); return -3; }
-        w->foff[0] = w->boff[0] = 0;
-        for (int i = 0; i < w->nf; ++i) { w->foff[i + 1] += w->foff[i]; w->boff[i + 1] += w->boff[i]; }
-        if (!cq__world_lists(w)) { cq__dev_pop(dev); return -2; }
-        dv.fnb = w->cu.fnb; dv.bnb = w->cu.bnb; dv.fgw = (double *)w->cu.fgw; dv.bgw = (double *)w->cu.bgw;
-        cq__dev_put(dev, w->cu.foff, 0, w->foff, (nf + 1) * sizeof(int));
-        cq__dev_put(dev, w->cu.boff, 0, w->boff, (nf + 1) * sizeof(int));
-        cq__world_pass_3d_f64(w, CQ__SPH_FILL, &t);
-    } else
-#endif
-    {
-        memset(w->Fb, 0, (size_t)w->nb * d * T);
-        memset(w->Gb, 0, (size_t)w->nb * d * d * T);
-        if (!cq__world_near_3d_f64(w, &s)) return -2;
-    }
+    memset(w->Fb, 0, (size_t)w->nb * d * T);
+    memset(w->Gb, 0, (size_t)w->nb * d * d * T);
+    if (!cq__world_near_3d_f64(w, &s)) return -2;
     cq__world_pass_3d_f64(w, CQ__SPH_DENSITY, &t);
     w->stats.divergence_iterations = cq__world_solve_3d_f64(w, &t, 0, &w->stats.divergence_error);
     cq__world_pass_3d_f64(w, CQ__SPH_VISC, &t);
-#if CQ__HAS_CUDA
-    if (w->gpu) {
-        tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
-        dv.v = (double *)w->cu.v; dv.vt = (double *)w->cu.vt;
-    } else
-#endif
-    {
-        tmp = w->v; w->v = w->vt; w->vt = tmp;
-        s.v = (double *)w->v; s.vt = (double *)w->vt;
-    }
+    tmp = w->v; w->v = w->vt; w->vt = tmp;
+    s.v = (double *)w->v; s.vt = (double *)w->vt;
     w->stats.density_iterations = cq__world_solve_3d_f64(w, &t, 1, &w->stats.density_error);
-#if CQ__HAS_CUDA
-    if (w->gpu) {
-        cq__cudev *dev = &w->cu.d;
-        const size_t nf = (size_t)w->nf, nb = (size_t)w->nb;
-        int bad = INT_MAX;
-        cq__dev_put(dev, w->cu.bad, 0, &bad, sizeof bad);
-        cq__world_pass_3d_f64(w, CQ__SPH_ADVECT, &t);
-        cq__dev_get(dev, &bad, w->cu.bad, 0, sizeof bad);
-        cq__dev_get(dev, w->x, w->cu.x, 0, nf * d * T); cq__dev_get(dev, w->v, w->cu.v, 0, nf * d * T);
-        cq__dev_get(dev, w->Fb, w->cu.Fb, 0, nb * d * T); cq__dev_get(dev, w->Gb, w->cu.Gb, 0, nb * d * d * T);
-        cq__dev_pop(dev);
-        if (dev->failed) return -3;
-        return bad == INT_MAX ? -1 : bad;
-    }
-#endif
     cq__world_pass_3d_f64(w, CQ__SPH_ADVECT, &t);
-    return t.bad == INT_MAX ? -1 : t.bad;
+    return t.bad == INT_MAX ? -1 : w->perm[t.bad];
 }
 
 static void cq__world_volumes(cq_world *w)
@@ -22209,6 +22454,8 @@ static void cq__world_free_prepared(cq_world *w)
                   (void **)&w->fstart, (void **)&w->forder, (void **)&w->bstart, (void **)&w->border,
                   (void **)&w->keys, (void **)&w->wall, (void **)&w->perm, (void **)&w->permprev, (void **)&w->foff, (void **)&w->boff, (void **)&w->fnb, (void **)&w->bnb,
                   &w->fgw, &w->bgw, (void **)&w->fend, (void **)&w->bend, (void **)&w->chunk};
+    if (w->prepared) (void)cq__world_host_sync(w);   /* the device's fluid, before its arrays go (>>world_fluid_state;
+                                                        a failed device: what the host last read back) */
     for (size_t i = 0; i < sizeof p / sizeof p[0]; ++i) { cq__wfree_w(w, *p[i]); *p[i] = NULL; }
     w->fnb_cap = w->bnb_cap = 0;
     w->prepared = 0;
@@ -22220,6 +22467,9 @@ static void cq__world_free_prepared(cq_world *w)
 void cq_world_destroy(cq_world *w)
 {
     if (!w) return;
+#if CQ__HAS_CUDA
+    if (w->gpu) w->cu.hstale = 0;   /* (nothing reads the fluid again: no read back) */
+#endif
     cq__world_free_prepared(w);
     for (int i = 0; i < w->nbody; ++i) cq__wfree_w(w, w->body[i].r0);
     cq__wfree_w(w, w->body);
@@ -22634,7 +22884,6 @@ static cq_result cq__world_bodies(cq_world *w, double *snew)
 
 cq_result cq_world_step(cq_world *w, int steps)
 {
-    const int d = w ? w->dim : 0;
     CQ__WCHECK(w, "cq_world_step");
     if (steps < 0) return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_step: steps = %d: must be >= 0", steps);
     for (int n = 0; n < steps; ++n) {
@@ -22654,18 +22903,14 @@ cq_result cq_world_step(cq_world *w, int steps)
         if (!snew) return cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "cq_world_step: step %d: out of memory", w->steps);
         if (w->track >= 0) Jsave = snew + ns;
         if (Jsave) memcpy(Jsave, w->J, (size_t)ns * 6 * sizeof(double));
-        if (w->nf) {
-            memcpy(w->xprev, w->x, (size_t)w->nf * (size_t)d * w->tsize);
-            memcpy(w->vprev, w->v, (size_t)w->nf * (size_t)d * w->tsize);
-            memcpy(w->permprev, w->perm, (size_t)w->nf * sizeof(int));
-        }
+        if (w->nf) cq__world_fluid_save(w);   /* (>>world_fluid_state) */
         for (int k = 0; k < w->nbody; ++k) cq__body_place(w, &w->body[k]);
         bad = cq__world_fluid_step(w);
         if (bad == -2) rc = cq__wfail(w, CQ_ERROR_OUT_OF_MEMORY, "cq_world_step: step %d: cannot allocate the neighbour lists", w->steps);
 #if CQ__HAS_CUDA
         if (bad == -3) rc = cq__wfail(w, CQ_ERROR_DEVICE, "cq_world_step: step %d: the CUDA device failed: %s", w->steps, w->cu.d.err);
 #endif
-        if (bad >= 0) rc = cq__wfail(w, CQ_ERROR_NON_FINITE, "cq_world_step: step %d: fluid particle %d became non-finite (x or v)", w->steps, w->perm[bad]);
+        if (bad >= 0) rc = cq__wfail(w, CQ_ERROR_NON_FINITE, "cq_world_step: step %d: fluid particle %d became non-finite (x or v)", w->steps, bad);
         if (rc == CQ_SUCCESS) rc = cq__world_bodies(w, snew);
         if (rc == CQ_SUCCESS)
             for (int i = 0; i < ns; ++i)
@@ -22675,11 +22920,7 @@ cq_result cq_world_step(cq_world *w, int steps)
                     break;
                 }
         if (rc != CQ_SUCCESS) {   /* back to the last completed step */
-            if (w->nf) {
-                memcpy(w->x, w->xprev, (size_t)w->nf * (size_t)d * w->tsize);
-                memcpy(w->v, w->vprev, (size_t)w->nf * (size_t)d * w->tsize);
-                memcpy(w->perm, w->permprev, (size_t)w->nf * sizeof(int));
-            }
+            if (w->nf) cq__world_fluid_restore(w);
             if (Jsave) memcpy(w->J, Jsave, (size_t)ns * 6 * sizeof(double));
             for (int k = 0; k < w->nbody; ++k) cq__body_place(w, &w->body[k]);
             return rc;
@@ -22715,6 +22956,9 @@ cq_result cq_world_reset(cq_world *w)
         if (w->gpu) cq__dev_zero(&w->cu.d, w->cu.kappa, (size_t)w->nf * w->tsize);
 #endif
         for (int i = 0; i < w->nf; ++i) w->perm[i] = i;
+#if CQ__HAS_CUDA
+        if (w->gpu) { w->cu.hstale = 0; w->cu.dstale = 1; }   /* the host's are the state now (>>world_fluid_state) */
+#endif
     }
     return CQ_SUCCESS;
 }
@@ -22725,6 +22969,9 @@ cq_result cq_world_get_fluid(const cq_world *w, cq_field f, double *out)
     if (f != CQ_FIELD_X && f != CQ_FIELD_V)
         return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_get_fluid: field %d: the fluid has CQ_FIELD_X and CQ_FIELD_V", (int)f);
     if (!out && w->nf) return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_get_fluid: out is NULL");
+    if (!cq__world_host_sync(w))
+        return cq__wfail(w, CQ_ERROR_DEVICE, "cq_world_get_fluid: the CUDA device failed (%s): the fluid of step %d is on it",
+                         w->cu.d.err, w->steps);
     for (int i = 0; i < w->nf; ++i) {   /* back to the order the particles were added in */
         const long u = (long)(w->prepared ? w->perm[i] : i);
         for (int a = 0; a < w->dim; ++a) out[u * w->dim + a] = cq__wat(w, f == CQ_FIELD_X ? w->x : w->v, (long)i * w->dim + a);
@@ -22857,7 +23104,7 @@ cq_result cq_world_control_grad_feedback(const cq_world *w, const double *dL_dst
 #if CQ__HAS_CUDA
 /* ---- BEGIN GENERATED: embedded PTX (base64 rows; the readable code ends above) from templates/ptx.j2.
    DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
-/* PTX module 2d_f32: sha256 05d9e82b5a9bd37deb4ab8036b47067a2a6101dd0c368d25b08bcd215e52c27b, nvrtc 12.0, PTX ISA 8.0, 508021 bytes, fnv1a 0x2129d5d8, lz 137329 bytes */
+/* PTX module 2d_f32: sha256 bf6ffc56ec7a52893cea20c5369dddbe716b0447637de765a7e4a57d6260b8a3, nvrtc 12.0, PTX ISA 8.0, 517368 bytes, fnv1a 0xdbd22623, lz 139327 bytes */
 static const char cq__ptx_2d_f32_lz[][CQ__PTX_ROW + 1] = {
 "8hkvLwovLyBHZW5lcmF0ZWQgYnkgTlZJRElBIE5WVk0gQ29tcGlsZXIKKAAEDwDxByBCdWlsZCBJRDogQ0wtMzE5NjgwMjQi",
 "AFF1ZGEgYycA8A1hdGlvbiB0b29scywgcmVsZWFzZSAxMi4wLCBWBwAwLjc2MgCCQmFzZWQgb25xAFA3LjAuMW4AYAoudmVy",
@@ -24431,345 +24678,373 @@ static const char cq__ptx_2d_f32_lz[][CQ__PTX_ROW + 1] = {
 "3DIGSkIDFwABxQAGsusD4H0O6AMEJMMECgMEGAABgwEDvbAB0AQOlDACkzAPMpQDBQFtDRyBBuB9DwUBAQKGDwMFJw8FAQAD",
 "KAUAkgAIBQEBygEG5XwEFwAB6AEDEL4AIwAC6n0OBQEErEcNWTkD8QoC7QQPC6IEBFs5D398BAmZEAc2AgC+MQe4IAZAag+4",
 "IAADq1EJoxAcMaQQB7sgALEQD2IZB49zcGhfY291bh0yEQ8sAAQPXhkADyoABA9cGQAMZYgPOgALbzFbMzIwXfMWAhg2yxYC",
-"sQE/PDEw/DgAKDE4CRcD7AUgPDiHHw/gFgAAtU0BqhMP0wAMBKcTBaocLzUs0AARC2guD3geBQGWTQ+bLgMPeh4MAToAAlkA",
-"EXJqpg99HgYfOX4eAiA4X2BKA3MABNwAAwgLD9EXAgSREDQrMTAtCA+LHAgFwlcP6o0AD3xbAAfpjQzNCQMAHgb9LAe2FQlc",
-"CiIxK4dLD+4OBQIWFAaPNQI4BAAFAAMDCAlVAAQSHhMrxMUGdKUBKAQBPQADJxINPtEF90sBHQAKHs8CygUCr0cOk/oHU5EF",
-"vBMDfusJFAAB/AoUMbkpCrcVApOcDfECBMQeA5/WC34AAnwEAAUABOFfCmwAA0QCCo8EA2oACJklAi4AARz0BqoEAqeeDGIB",
-"BGQuIjErFUoPhg8FA+4VCb3DAEUBA/0GCp0BBLrSD58BCQbwBg+gAQACSAYFeWMGIgEBcAMDjAENdmMCD5kNdAEFmgICDf0L",
-"UgAEyhMD+voL9AEFWDIKDRIDagAJdAECRAAMdAEDzZAK9gQEsgciKzgfvwqSAAFJAAAkAAvABAHBvwyFAgKgCwLwvA2eDxM4",
-"O+gJqAAC/gMArwAB6RIFnQAidjJVABB7ihgDkRgEUrcEsAIPIxwDApEEAkACD7kXCwVeKAONAAESTgKwAgY6kwbxfALcAAHZ",
-"/QRwCARShwI5AAHa4gRAYw49HQRoOwO+AAkHAQVbAA8FCAADIwECYwAChgImbHBzAQHNhwF3AAPIIw/4HAACFAECtwQPqxgL",
-"CYUBCf0cD+kFEAPNGANsCQnaAwX9AAgOCQKYmwhBAgNkAQKigwm9BgLDKQIgAAaC5AcrCQJfCgPZZAjYZAIMiQJF4wTfVgz5",
-"BgYO6AgfNAJTBQN/Agv7bgK+yQX7AQ8fNAMDHQAPYBcABPWgAjIBD501AgXUMgWdCgV7AAMnAQZ7AAkeAAIxAgMlAA+ZAAMD",
-"2gAPHKIBCCsWD7qAAwY4lAYwBAZlCAKXFwKvAQDIAQ6SYARvAQjjZgO/AQY3AA87DAAECTMEPAwKJQsCgSwKjwQCjAAEhgAM",
-"qgYCYlcOHQECOQEPHAEACEQSD9loAwFbTwVYDQ8jNQYPk44BA64aDw1zAQhyFA9+cwMEahkD/2YI4sQF0wgP+7sACUzZDJO4",
-"DmUAA5ECBONyCGcAAQIJAmkHDrqtCU4NAgYABlGCE2UmAAKaiwMsAATrXwxTBwCGBw2ZBQP/nAB9BgG4BQgNAwOSBgAHAAkK",
-"BxAxfwgJKQADLAIPFfYDAfoBBJ8ODoRgBEwCDxACAASmVA+bZgUCXQQEGTEJRx0G/x4NEgICnwMD6B0P3A4CBPgFB8xnAxkA",
-"Am8KAWwBCEMZAx4AAcQBA5U1DJrQDmUABTFoDRICA6avAUgACPkUAx4AAXMCA8q/AgYACI4gBBICAZ8CA7u5A3kBCnh6IThf",
-"PucNEgICaAMPEgIbAB0JDxICAwVvBgcSAgLKHQfC9wpSMA8SAggE5LEGe0oKEgIC1wUFsp8O+zQE01gJEgIIg0IP+zQDBMNg",
-"Avw0CKsBBvcMAdYEDGG4ARkAAt4MDEzRDqELBJZ3BGWsB6q3AWIAAigbCAIWAx4AAsELAiQAAowACGI9AxICBJzPBxICCq34",
-"AHkBBwT5BksNAmgDDxICGgF/9w8SAgMHdBEA6gEKJ50CztAHj9QEFwACqAQC5AYJUAwCHAIDxV0BKAAEEVUPOgcCBnoAATHw",
-"DUICA9AAD2cgAANDLgImAg/CBgQE0FQPngIDA8IGD9BUAAS8ag/CBgADdDYDngIPwgYCBVqpDMIGA/14AfgBABYBCzcCAmcE",
-"ApQ5DKLKDmUAA9wABJ41CGcAAWwEAp4CAGYNC2cAAf8CAyQAAgYACGERBJ4CAj8AASwABJ4CDXUID8IGAQIOCg+eAhwDQQ8M",
-"vwEE9lUPiWQFA3EGD/hVAARhpw81OAEIcQYMNCEDIwEJTa4HWgEDmTYBGwEOnMMDtr8C9gcM7MYOTB8ENiAOcQYCYTYBBQAB",
-"oQALZwACZh8CHwACBgAG4w0GwQEBTgIDLAAPhVsCEzg6WwzBAQNoIw/BARoACR8PwQEABFJoDyAGBAK/IgEnAA3BAQOgAQ8g",
-"BgADAiIDIQAPIAYCAD4AAVwBDCAGA3LRARUBDkQKAsAaAwzgD0QKDgEV6wdIIQhnAAZECg96wgAC0RoDG+ACBgAPRAoAA10f",
-"CEQKClb5AHgBB675CzySD8EBHACFIA/BAQAEnWIHftwKwgECUAAPx4UBAzgjAZqPDMIBAl8FA8IBDyM6AgR14Bw0c8gD+tIB",
-"HAEO9AkCrhsDluAP9AkOACAbAmUADcIBAsAbAk4ADvQJAr8bA9HfAgYAD/QJAAOW8Aj0CQsWXBM48WsLwgED9fYPwgEaAVFc",
-"D+IHAAQ7BwwSFQNFCAPjDgMAFQxMEAfE/wGxBwtjAAPzEgOVdQs+DwMLKwPgDwPuEwuRXgLFtgdVEw9JFQAA6gAIARcIpQEG",
-"7gkE6R4KOwAP5hYGA1XhBSU/D0kVAAMt4Q/pFgQCKwQCEr4LWgEBYAYBSUMD9AAMOAcAcAcOVhMETwQPwxYFASwFAxSTBNEd",
-"CMEUAB0AA3EADGsOAnEACLoBAzEAHDhWFRAzJ6cMRwEA0yEIyxYI9U0GrBYMtt8ChB4CIQAPYwEFAZ4GAWMVD2MBAAKwHwEt",
-"HgwMAQE6BAAgAAwnEQBuXgwUAALpZBEx194NtPgA9AABRQUMjwEE1JIP3hYEAqUMAskkAjQgDXIAAZ8EAHEADTwWAiurCI8B",
-"AjEAA1pmB48BA5cFCn8VBJAdD+cWBAM0CwSCcQ359gAdGw3aGAK3ZQGJAA++FgcDbBMrMja+Fg+CAQEOETsF0hYVMgqIDw0t",
-"BwHIIQihAAPLEgBWAg/SFgEDzQsEyhcJ4pQCGwAAQQABORUElEALVQELfwMHfAACUiMBXAAP1BYAAiwMAyQABpGZBOksAGkR",
-"BHkACd8bBRgBBV4DFTLhRg8DLgcEEycLRAAG1hYfOUQACQNILAGxAg3mAw/XFgMB1/gH4QEChSgCZdcL2BYCGw0DIQAHvUUG",
-"ZRoBGwAAIQAM2RYDnZYB3xYBVCUAhBoMLAYAKQQN2hYCbRQDmwIBhAQINgICSgcEAgIPeK8CAvonASoADGMOA/onA5ICD9oW",
-"AgSIegL7Jwl7AAIcBAOfAAV1qgQeAAIeBwIlAAFHBg6ZAAJuAw9vuAEDAygDmQAP2hYCBAF7AgQoC5wHAgQNAnYEBOIaHDSn",
-"BgJvAQjaFgKEBgc3AAjaFgNCBAAkAA/aFgAC6wsAJAANswUCNgIEhgAMvAYArAIPHQEBAQ8EAH4BDX8wAugfAy8DDxkQAwQh",
-"twIoNQ5dAAIwAgQsewm3JwNYAA8aEAAEhCsDZAMPGxACBf/oDBsQA0R7AfIGDpkMA6XoASQAAAYAD9cKCwX86A4bEAOIegFI",
-"AA6ZDAJsegIkAAMGAA+ZDAACCycDLAADtgEMVAcAXQ0NpAUCuQ0BIgYN1woCJ2YBBwAKWx8AkQgJKQADLwIP3RYCAh8JAGUB",
-"A/oGHDT6BgJPAg8SAgAE/wQEefUPg20DASgADBQCA5/tD2VtAgJtEAR/YQ9uEAIAtGcBrwEMbhADrtwBbgEO6wwDQ+oBJAAA",
-"BgAPFAILBUnqDm4QAjLOAk4ADusMCEjqAwYAD+sMAAI+KQIsAAQUAgqPdiE4Xw9GDRQCAw0dDxQCGgAWCQ8UAgMP3xYAAuUu",
-"ABQCA98WHDVmFQ8UAgYGrmAPwBADA1oKD3loAQd47w0UAgMYQQMUAg/BEAIFlusMwRADdN4BbgEO4RYDiesCjQEP4RYOANt6",
-"AmUADRQCAoTPAikuDuEWA5HrASQAAgYAAV/rCxQCAsALAiwABO0hDGEOAM8IDRQCA5UODxQCGhw1nA4GFAIJ4RYQNWMOCOEW",
-"AjkKBYbSBesGAZgCBOEBBcUfBw20AzcIA0hQAN0AD0EHAw42AgLKCgChAA0iXgLVFgJkBgB8BQe5AA8kFQMEBqMfOOQWAwK+",
-"bgEmAA2iAgNmAA/KBgAEXmwDogIPygYCAMjPARsSDMoGAyLTAfwBDuUWA+nqASQAAAYAD6ICDATBFw7KBgM84AFIAA7lFgOw",
-"eAEkAAMGAA/lFgAD8OQBLAAEogINgAgPJBUBA5sJD6ICGw8kFQMA9AoCwQEPeQYEAtNtASgADMMBBNRtD3kGAAMw7gPDAQ9d",
-"8AMAnXkBXgEMeQYDgd8BHQEO5xYC29ICJAAABgAPwwELAYoqAWUADcMBA3nTAUgADucWA37tAh8AAgYAD+cWAAJeEwIsAATD",
-"AQxwDwAALw7DAQOGAw/DARoPJhUDBMoXAWHOD8MBAgMVJQ8aHwAElu8PKAYAAxXmBMMBDygGAgBIKwFeAQwoBgOA4gEdAQ5Q",
-"CgMR7wI8AQ9QCg4EW3ceNygGArLVAp4BDlAKBCN2ASUAAwYAD1EKAAPHEwItAATFAQw+CAAkDQ7FAQ8+CCAQNtEOD8UBAAPQ",
-"BAJtzw/GAQIDyxQPzh4ABUvfD8YBAAP8KwPGAQ8QUQQDBQQNYd8DtnYC9SIPotYABFd2AycAAAcAD/kiDAS8Jx439BYDK3YD",
-"UgAOCwoF5u8BJwAFBwAPDwoAA4LcAjAABIBVDHcJAA4LDdIBA2cLD9IBGwuIMAP8BwViBwuGEAKvCwQhCA+DBwQABwAB5i0A",
-"ugAMiRAAEhgHfwAAqDAOTBMAygAPFxcAAhIMBEYRAxcYHTZ6LAefMwCvEwkHFASqAAZREwXfVA9REwICEQ8Fl+UEpwADfhsG",
-"bD8Kbk0CJgEDO4QKIwECXAYEWAABDQMFVDIBUAMBSQMCqqYaMZoXBZUABUYpFTKmOA+9AAICIAUBrtYJhAADAhEDHwAPhAAF",
-"AeAzAvwVB08BAFQOD1kyCE9maWxsWDIUDisAD1cyBA4pAA9WMhQPOQAGD1UyHR84VTICByoABsdRHzWgugQB0QMFVzIP0wAH",
-"BBQWCAAxD9AADwsYEgH1KQ8zRgIBFioPNEYDAXR4DzVGCQpSKgEh2QvGFAIoAAIfAAMBBAq2DCA5XziAD1wyAg/hFQIGyy0V",
-"MiJADyFgBwSDNQ/7LAUP7AMLBQ64D8QrCA9gYSMFDyoGx58OmqYPSqQEBnxhBnQGAzkAAyckAwcAD7MtAwXHGxUyin4P9y0I",
-"D+AzAgVJiA9vBAwE7GAMbFAECpQDHwAPIgEEBe2TDyIBAQK9Bg++xQMBZyUCOwANIgEDWgEESycP3gACBfgwD9UuCwWZzQ+/",
-"KQgPvSkaA2EtAlcABL0pCi0vBVcZD780BQWaEguOCANK8wIUjQQlIA/FNBQIYiEPKDMEAp4QAWcaD98dAQEdAA/uGQABDAED",
-"+acJoC0PjRwAAnoSFDEIHApGCAKfxA53HA8FHgsDfgACkVUObAADTwgKTggDagAJHCACFxkKbxwCB8YNRB8FZgEPyDQEAAkR",
-"AcABDkQhAkYBA5MhC6IBAjYhAigtD6IBBANlIQ+iAQMCux8PZRoBANsAAPwSD8o0AQKTww12AQY4NA/KNAYBAQQEA4cI9gEj",
-"JXKVLwoEFwNqAAl2AQEuABw5dgEPyjQBBbsoD8s0CQElAANdAgr0DhM5bRUJfgACSQQAhQAP4h0HA24sFDHj/Q/iHQEBaUYP",
-"hwQBBeaED7Q0DAJFBQECKQniHQMvAwSYZAsaDAP4IgMcMQzIvANAAAFoHQ+0NAIGQgcOtDQD8iYEuGQKawEDWR4CYwACIAAH",
-"tDQAJwwPtDQJBduFD7Q0DAJgBgThTAtEAAUVBA/fBQsDtSoJAQcDTAMFmgEI3R0Cx8UI2wECTw8JzCQDBgECGgAD8CsIHMkE",
-"NgkCvQEAeWYPtDQeIDlfHyQO2h0DFQgCgQEMQR0DzQgD+wEEXgQP+k0BACoADPIIA7dNA4oCCuWPAw0BBLcJEjPfvQh7AAKM",
-"BwNeAAUUBwQeAAOTAAN2Ig96LAgPFZEBA3osA5kACi4QBJkABA8xCNBaBYgBAmk7AWoEAUsKDrQ0BG8BCNodA/6kBjcACbQ0",
-"AokBBBi8C2AZBtk/D0M5AwWGAAyWBgIsiQ5TKAFKAgB+AQ3aHQJoCANYKArfEAQcAQTpAgK2BA8yLAMEAasPMSwbApkBDzEs",
-"AwSkJgIxLA4fAASRHQwhBwiGJg7OGQSCJgQGAA/2HQwEMikDaRUOIQAKwDMIFh4HqyUP4esABKclBwYABfgmDPQ0AiwABOBB",
-"DH0HAnuPDHENA3skAroCAzoADE0HAPI1DlQLA8MQAVgdCbMBBj4sACkDDOwBA/02DxJLAAMITgMNAgoPXAVWEBE08OUBxkIG",
-"SwUcMakeA2cSAAcACe8HAU2QCHwDAnQAD3wDBAP/PAElAAwxBwRgAw/oNQgBPwAP6TUDD4EDBgMeCg+CAwIDuisCgwMCifsO",
-"hAMENx0EVysOhwMBQAAPI5QBA2AAACEADJsBA61MAyEAD14hCgKuTA4fAANUCQ26dgheIQ99IQACIBoCJQAMTu4OZQAE0EoN",
-"L7UDIQAAeBQPhwMDArSbBIUhDt0dAusfAxAgASUACF08BIcDAagAAiwABIcDCgUhEznQNQyHAwPpCAmHAwqGFxM5kTQN2w4D",
-"zhQNswECSAMD700MhwMEnpUPSWkAA3klAz8ACrxHBYcDETW0RgH20wZeAw3pNA+HAwUB6jQJhwMCBzcPhwMFA0kdCDduDYcD",
-"D34gAAMzCQTRAg5eNw+HAwgCigEPhwMBA1IBBIcDCpQGA4cDBHDDLzE1vyAFAsYcBNgPCZsBA2MxDzRQAQijHgGADQ7iAgQU",
-"Jw8b6gMP8Q8FA14iAUEGAWQiD4kiCw/wIgwEk08PzOkFALMZD4cDBAhFIQ6WBwI/nAMlAAIGAAWGDgzeNwIsAAQBNwoBGRk5",
-"fzMFhwMD3jcJhwMcMjALAOUSD4cDAATCAwyzAQa0Jg+HAwADtyYAJQAN3xECZwID3yQB9AcOhwMRNk3wGHLONwChAA+HAxUL",
-"QLUHTgMJXwcB0o4IuCEDda8NJywHxgMEjisPmTgBACgAD5k4AwMfCwZ6AAElDQ1ZIQNeMQP2dAmeAwidAwvzJQOcAwS2IQ+A",
-"KAQDni8PtSEBAhkFBOskCa0BAvQIA9YhCipbBLsCBGomBJtfC4sTBLwGDJoDA9v1AhMoD8D/AAgB9gAGAA/VIQwEAAQDVX8P",
-"iAAAD5wDBgI/IgMc/gEVGguKAAElBANlIgIGAA+ZMwEDNyIInQMMngwAnxAOnQMEcAoInQMM5QoCG0YMnQMC9iUOnQMDe5ID",
-"FSYNnQMDRgIPWR4AA8AjA50DCtlNBp0DETmdAwstDQ/wAQIPhwENBhIDAaczD90DER8zZ6ACBGofD2spBgKaHQ9oHwICWwMA",
-"IQANaB8CCQEDPw8KiBgEHQIJRpAIVgICgSAD4AIP8wUAAhkAAnUCD1cnDgAUIwJnAA4vIQLJHwK/Ag8C9wACbJsDYSMGgCMM",
-"vwIB2QICLAAEvwIMMA0AEj0OvwIEhAIIvwIMFgwADhEOvwICUCQOvwIH+pEPvwIAD94iDwPCJAGdJQ6/AhI3wB0Bh1QPvwI3",
-"DHMGD78CBg8n6AIEscgPFioGAigiAbjIDA8BDyciDgO/Ag8mIgIABSUBFQEMJSIC/iQDvwIeOToJArWcA1AlD3QnDgAQJAJn",
-"AA6/AgFcDAS/Ag52JwJjmwNdJAIGAA9bPgECGgABLAAEvwIMogwBr7YNvwIPogwAHDKiDAE6IQ2/AgIR+Q6/Agow+Qy/AgIE",
-"IQElAA05AALxAgMhAA8DIQsMRaQPvwIrAZEzD78CER80b54CBI7KLzEx6CQFAsT5BKajCRABBI0hDxABAALPAwMfEA+sJgMD",
-"egAcOF8IA/olBMECDvoOBfibA1ckD3UoDgEJJQJsAA/mJAAC4SQCxgICgUsMbwACUQMEXCUDBwAPZT8BAqQcAjAABMwCDOAN",
-"CAwxBh47BJECB8wCC3mpIDlfYVkPzAIAAwo3DYMBAl4EA8EkDcwCA5sBD1oRAAHLKQXMAgFxBg7MAhE5N/sQcnkRB2MCDHtI",
-"D4wCBgwQDAfHPA+ePAgDGhMPnjwCAJoLCWMADUoMArMGCKZXDZ48A/EYBGIADAoMC0GnBCACCMIOB4EACa05BUwCBb0ZDb88",
-"BFAnAvMOAv5MDeQeBQgcDeUeAsUiBEYABPllDq9TA+gCAzxmDWY7A8YnCCsNBCQBAUEBACEADVM7A2AdCRQAA5cCAw4dC/Y8",
-"EznrLw3wHgboHA/2PAcDR80BdVUNcgABIR4O9jwEcQAJngICMQADolEGugEBPTAOugEFFh4P+h4EAcZND6gMAwOYnAMMnQJo",
-"JAi7AQTzWgEmAA+7AQYEAlsFIR8LuwECfgQG/WoNIj0DjxsO9jwSOcQoDY8BAA0QA48BD/Y8CAIcMQ8VAgEAHQAP9jwCBHEA",
-"CY8BAnsxA/AdB48BCu8oAy4ABZmkD/Y8CgAmAA/2PAMEtyUJggACAAQAiQAPFB8HA8ZKLzM19jwJA2oBDbwdBKCnD/Y8DQSw",
-"gg3BOgOzCwm/8w73PANuQAgWHwNxDgHvfQ/3PAcF5DQOFx8E0QMJ30EL9zwDJAABgEkJ9zwCmdsCeQAPFicCBBgwD/c8DQNO",
-"agEhMA5FAAZyIA/4PAsCpgwBHAsNYgUFAgEKaAkBsDEI+TwDLAIPMygAA/k8AiEABk5JDfk8Dx4fAA/5PBAgOV+4AA0fHwP7",
-"AQOUOw1gPAKfAQMEAgTtYwnoCQJkWwEqAAzDEgEyDAaVAgpNEgMQAQS3OBU5CeoFShcCDwEDGwIMO0wDtkkDJQAPmgADA7wa",
-"D6soAAFXDAaaAA+6HwIACxABmgACfq8K+QcCzh0CLhABJxAO+zwEcQEJHhgMNwAIHhgDHQ8AJAAP+zwGACQADfs8AhoABIYA",
-"DaskBfLNCh4BAfkBAH8BDhgYAh0BAzMDDz4gAgS8CAJckw5dAAE4AgSxDwnFXAF+CwIiAAxCCgNZVgYQ/A+WCwME5igrMTBm",
-"bQUhAAQfPQ1PBwIqCQPTYQFxTgu0CwMAVAQpAA8CVA8EnUotMTDTbQUjAApVYQiRAAMIVAMDVA8pVAABcSQGKQAEMAAPUD0G",
-"AzAAAbZQDlI9FDmOPwt5BANSPQG1AQRCPwx5BwJoMQ2QbgEzMgA8AA3MAQQ7NgN/Gw0IAgTlAQ+hzwECaVgEqYwC5FkOTQwh",
-"MTAjghFy4gIHqQAMyDED3zMCwwsHKQAMcjEESQMPFT4IAIADDxU+AwRpAw4rAwQiAgOpFg6jGwI5WQAoAA4uAwOpBAAjAA4m",
-"AQO6GwQnAQ/AaAMFrFofMIAKBATuIg0vAwKJbQIkJQBIAA+eAgADdQIDKQAPFhIOFTGJDBMwoywPIwAABLU8Dy8DAAKFDAL7",
-"EQIcRAyRAAJKAwQpAAMHAA8/EgACaz4DMAAFLwMMBxIAWQYOLwMGUAIGLwMMrw8BdzsPLwMABDwADe4ZAhcFAyEADi8DBP1/",
-"D+aJAQP5LgQvAwIDZw8vAwARMQr4EHIYFAcGAwzmVQ8vAwYNMD8FLwMPsh4AAmghAC8DA5cQCzA/Dy8DBgT1ti8xNRkVBALQ",
-"DAEoAA0vAwQLAw/20wIE2AYEJAAP3RoCAcJFAi4BD98aBAQSHw0vAwKFVQOKqwJuqgueAgPzzAQpAA9nNw8F+CkEPQQPIwAA",
-"BO0GDi8DAkxtA8SsAhKsDJEAAkoDBCkAAwcAD+waAALoLgMwAAQvAwuIPyA5X3AfDS8DBIg/CC8DHDWcCgBbPA8vAwAE73QO",
-"LwMDGAUEaZoNCQIDGwUE1lMKPQAD/iMDIwAP9RoEIjEx9hoAlxUHZy0PXgYVHzdeBgcJkx4QN6cOCJMeA+kJDMMNAo0mAjsK",
-"EjE0iQqTHgOpEgAoAA9LQAMIAgwKUgMDNC0AogAODQoDyAcDBwABuyMGvQAPjj4CBa4OEjXBew5wAALDLg/kZgEE25UPJdQB",
-"A64rBhOmChYfBdUCBXu6D0gpAxQxYwQOwgMCPgYDqR4BdAwLMQMDu1UDKQAB6rMPwgMLBJk/FDG66w+PAAAEUQQOwgMC+W0B",
-"IgABTAAPkQAAAlMEAykABAcAD1kpAAIlMQMwAAXCAwwtDADfOQ7CAwMyOwnCAw2oMAHmFA3CAwTBLA3CAwRHlgM2Ng3CAwRs",
-"yQ9Y6wEDaSwEwgMCJUwPwgMAEjJjKQEPEQ8HAgwPlwENB/QCBe6vDwIEDB84Iz4CADAPAx0DDxAKBQKiGgApAA4fAwK7BAEj",
-"AA0WAQSV1AQXAQ8ZYQMEtnEeMRthA0QMAwADAWUEDG8CAiMGAykAAftlDwADDAQYEQ8kYQEDhQkE3wIOMx8CTycFKQAEBwAP",
-"KiUAAuczAzAABd8CDMUMAOwhDt8CAmMQCt8CDN0LAAEiD98CAANjGA7fAgSw1QOsfw3fAgTFfgGI6g09AALCAQPIAQKQBw/f",
-"AgASM7soC1kRD98CLB04uAYP3wIFD0tGAgRhuQDfAg/ACQQDLLQPuCsAA6gUAiMADhYBA/QHBBcBDxAdAwUhUgJyMQhvAgPF",
-"CAPfAgF3LAtvAgMXWAMpAAGONw/fAgsEtzYjMTMiKAlwAAJzBQPfAgGBKgxwAAJIAwMpAAQHAAVPCw3dQgIwAAXfAgyvDAA8",
-"vw7fAg+vDAAcNa8MAK8iD98CAQIeFA/fAgADiAQD2oAN3wIEnMkBhOsMPQADS38DyAECrQYP3wIAEjQTKAHsQw/fAjcP7wwV",
-"HzimRQMAvxIE4AIP+h4EAoYHAisADeICBIt/BMZFChkBBBMBAwcAD7EiAwXtGgKMfwlyAgLQCwTiAg8hDwAESQICKQAABwAP",
-"4gINBMAaFzR3PQQdAAOiQwTiAg90HwACyXkEKQADBwABS3YL4gIEIgAJwBIL7kMgOV/BFw3iAgTuQwjiAh02bj8ByBsN4gID",
-"JnAO4gID3zEDIQAP4gIABI4ED5oRAQS2XAMjAAGvEw/iAgEBEo4AKgIJTzcNhUwPowIEHTmMDANtCQPICws/GASyRAJgDA20",
-"AATpCwAIAA+0RAQA8QsJgQANtEQCMBgPLR8DA7REBC0bA2IADeEdCmIAAGUGD2VDCH9kZW5zaXR5aEMUDy4AAg9rQwQPLAAC",
-"D25DFA88AAkPcUMICKWMA0ADITwxk9gMuowPrq4BD6WMBQQuig/VAA4EjhwF4wIWOHBDD9IACgqQGADgAQ9xQwMPcEMGAMAD",
-"D29DCgEIBgELAAg/IwNYAgIkAAAFAATYbAhTAiMzMOBgD2lDAA9sOwIFsXkPKDsMA+EJBNpdD2HpAg60NAOsAA+IHAII40MP",
-"n0MKA1EvAQkaDZ9DAuYDD59DAANsJgM9AA+CAAMGUEcC3yoPBKQLAchqCGQAAxcAAwcACp8PBO0BA7gHC14TAx4ABAMBArsP",
-"DLonAFcAA6wQDFkHAy8ODylTAQKNAAIGAAT9IQSfBgFQGwgBBwgdAAOTBgKKzwgYAALUBg4YAAJ3Bw4YAAKkDwEYAAzCQSMz",
-"MFOLDowBBVIeD/FFCwNsOA8gSQIGj1wSMu8gDzuKDwi9IAHBABR7oTIkODC7IAT3CAPhAAHfAAG8IJ9mMzU4NjM3QkRJAAQD",
-"7VMHuHQE9h0DSwACeS8CJgAG7AYSM53wDuwCARQED9w0AQMLDwMcAQoJDwW1IAKFAAIHDw/JRAUPdWwBAkwCD4duCAMhAA+f",
-"EgIE8lICh24OHwAP1zQEAuQjA/JSDkoMA9IwAy8kD9QCAAT1AAN1RA54AAUa8g+nEgQE9y4PlxkBAZUAAVIKD0VTAAhueAMr",
-"AAzklwNVKAatAQ86KAECKwkF2AgGOgoDVRcCowIDtSMMYwMCNwoECogDmQACbw0ATQEEF4EDGQAD3hAC1wIKzQMCuS80M0Y4",
-"XQEJDwsBhAADYgsHAQkDqQAD3w0CQQAFngEMXkQgMzA/iIcJYnJhLnVuaRYABn5MACMAAxADA3sAA+cvA/gLDxIwBAJ7ADE0",
-"MDR7AAAMABdDJQIHWCYCJQwDQTAAxgIOjQAGLzkAmgAKjQAD6TACdAAE5HwEigAD5wsBIgAAXAEIvYADeAAGDgsAaQAcOp8B",
-"AsdTBMoMBhECFXQtDwa/AQjVJgRpDAiGAQXHAQkJ9gDLAgZq7whJgQKBHwCCAAZiAwQtRA/JAQABxHwOPQEGgRsBJAALywED",
-"mw0CrAECogELRAEDYgIBiwAFB4UDHAACMRMCHAABZw0NIi0DQ1MEUiMFHQAGHi0JGgEJGQICXgACKwABwzUO3QAB060G6wAE",
-"wdQQZ2eLAoIBBaMACmgABzIHDahADKGiBGgACfsAA9Y1AAYADHYCAvUBAQYAAU0wD9UAAAIdAAZ+DAFjAAS0owrKBwMHAAHw",
-"Dg8IgwABqwQCBoMJaSsBEQMEwyELfgEE7FIDNQMNPAACtxcDBiIMPAADugEDnQAEeQoFPAALiC4Pqi4AA74rAn0ABAcABFQH",
-"BWcAA5wAAx8ACY8EAcWDDmMHBEo/BOYHA10HAsQJCXNADARGBMdHA9ILCQgQAA8ICX0AAyE2DzRHBQ+tTQsFRHQM5wcDTDcP",
-"5gcAAxwvAzkAA4gUC34AB3oJD8wLCQUkcg3dIQIYAAMfAA+iJgIF3kkPye8EBOJFBsEmBzUNAd8IBCc8DBYLAjICDckKAjc9",
-"BckKCoFHAGkNC5NqA8wABag6D3tPDAtckwtFAAa3fQ+lKQsDDCEPBVACBGRZTzErMjksoAoCyAkEp0UNyAoFei0YMxMLDm8A",
-"BVkqEjJ9Iw9ZKgsGKIsCcAECOHMBbAAPWgsOAvsgANwmD1wLBgJZcgUpAADwAg8LDRYPEgIQB5ADBBAID6dxAA+08gEEqJMD",
-"/wEPKCoCBYCUBc27Dk/SDxeVBANEIA8nRAADRhwPXOABA0AgA00CD4MWAwSAAw3A2QQgAAQzCwsxCwM+GwVsKA+HKAAB+gEC",
-"KAANZRsIzwsDQjEPdSgHBGWTD2glAA93MAYD5RsFnSgNoAAM4nIEvCgJwQQEyxkG1QEPAxUBA1tXD4NEAQFjAwJrAAKeMA2F",
-"SgBzBALSGw79RQ+qkgEHo/cP/kUGBWtSAjYFCjMMB2hzCpQKCCtSAmoxCCYDAefzDzUMBANsGgK4KQGUGgs2DALaDAGyTgs3",
-"DAoMSwB5AwBHAQ+SCQAJrQsBPNgIIAgDvicCNAoPFhsBAuYnAoIADz4MEAJWRgUVKADDBw+UAAAGdjUBogAMlAADYAUCegAM",
-"0ggCkigEOgEAbgEJA40DGAAKlAQAth8L5w0CSH0DMAABDgILSQwCKwUDh3UI2zQEIAAHGQEPTAwFAQgDAioAE3CtDAZPDAMA",
-"HAGT2glQDASBFw3jAQHuAA5PAQeXIwElAAtPAQKHkgTCAQ9UDAEDtyYCyAICvSYJHgABkAEEHgABtgkIOCMK2CYM3AoDsXoA",
-"JgAPWgwGA6ZoAysAASkBD+YAAAnTAQGlRwxcDAI6BQ2TAQm0Bgx4Jw2jSARrAAp1AgJaAAItAg2SAgEkAgSSAgSPMArdAAQe",
-"AAn6AhAyvAoLcAMCVQcD7SADGQEPuWEDBoNsBbllBRoAAd0CA2ECAk4yD03BBgJMHwyGAAO2AQLmBQPoBw8TIgACQmoEKAAD",
-"UwMKqQEPdWYDBGgXDDI0Az1JCfleBh4MAvMTArgKBAlSDRsOCZwMAUZGDzQJAgNhCRYzqFQGQ/gE3wADUyUEKwAPMxgCBpVy",
-"A5QdDw+IBQMNIgz9AgPFJQNWJg9lAQECgnsEhgADLQ4MMAoFlyMD6yUPwCMHA8QNBC8mDJATBFRLAysYCl8lBT0CETWYPgNo",
-"AAmHAANWKgPPAA9xDgAD3AIEzwAPACQGA149D/8jAQ+QAAEDgJICL4kJkgADiwADDgMPqB4AA9sEA9oPA5kABCIIC+4BBo1V",
-"BaRbD+4BAgM6Hg0lGQKGCAMfAALTlw/OAAABvCYDpyINVjoH73MFvxYFHAAGxSKNMGYwREEyNDJQEAJPWQXpIgVyIgENnQJq",
-"AwPi/ANsEg35Cw+iEQAKm0oAegMBViI5cmNwMAQBjAEBWi8HKQAPwg8BBPFSNTErMZ+4D2kBAgM0LwyDCgN5SgMfAA9pAQUC",
-"ekoAmAAJkgAP3fgIABEdP3Nvddz4Ew8tAAUPdx4EDysAAQ92HhQPOwAIAnUeCGOrD3MAEx8yYasDB7azA9YBODwxODmrAskF",
-"Lzw1TasBLzEzbpQEBZWpDwgBDQypHgAFBw8FAREJzQMDdAAESKoPCQENBHQABDgAAEgFD+YeAQGaKg/mHgIBQAgP5h4IAz1X",
-"ATcNBnNMDyqzAgQWEwlvAx8x6B4GCsxZBXoSD62UFAPNGgRePg/oHhMDSD0P6R4EBh0TAJQyD4xhDQJ6Cw9YhQAPFIABCIVC",
-"D1iFAwThVgZ3CAdiEgZ1AA88AAIEbYMPeTgDBbGFD3MPBAUdpgUgAA+eEgYPACAKBDm5AWcODw6DBA9mEQYIdrkOMxQIZREO",
-"oAAG/2IPHiAKBVgRD1URAwQfAA+CAAIERAEGnT8MACAABQAMjgYBX+0PvBIMBBwcCkIQEjFnow7sAAUGIg9+HwsDVQEPKQgD",
-"BvgUD34fCgPEMgE7DgcHCwLqCgNZaQYX9wHgAQHFAQIrHQfkYwH9AgJnEwOHDgRcPAJ7AQTs5QusNQFNAAGixg86AQAPexIF",
-"A+lUD3AdARExqxwOmwICUAoP7KkCAnsDAwkBBfsyBR8AAtYDA1AJC3AkBYkABL0HETGCYv8DLnByYWdtYSAibm91bnJvbGwi",
-"bwICBEgJDwYgBAK9NA/dVAIDJAsPeFYSCR4ACNw6DwmkAwRPQRE1iAMHag8CmAoB4AkPrqIDBHSIAkl8CNQTAuAKAToAD/gS",
-"AwQD6gNqNgg8AAKKEwEFAA9LMQIFR6IOIyoCjAwBbgoMrwwD3xQCXQAOrAwCqwwDPIoCXxMPpocDBWIwAZYFD8YOAgixFAJg",
-"DQdpAwJBAgAGAA55AgMpJg8G6QIEbzEJ9H0DUwABbwMEGYMCcAMWbkE6CHADDTYeETFpZQZLAwofNgMO+QpvAAMthAGrAgbL",
-"CwYaNgEZAANXQAxjZAQCBQ77AgGOAwAXAQ/BDAUPFfEABNgwA6sDBSOWBR8AAhUDA+kDB5gUFDHBZAugAwWtMj8zKy2AWAQC",
-"2wQPLjMAD2Z9DwOjAwz9KwM5DAOjAw8nFgoRNnUCCPECAoIyAXACD5SIAwR4Fwx/MwONDQAFAAsTXQQhAATzLgNBCAg8AAJi",
-"AwE8AA93JAIEtQ4Pzn0ADKWIB6MDAz1nAhwADlciAkYuAvIAAwppD5UxAgXJDSMzMsYBC0gAAkIAAmETAj0QAaUDDg8CBO8S",
-"AA8CDz41AwPG6g91fwAExuoPVOoBCLIFBsZ5BB4ACLIFD+TqAwTySAIUVwgWXgEXAQEPAgGFDw46AATVAQyXAQOLEAE6AA/T",
-"AQIEnIEEAlcIPAACWwUBPAAPHjQCBcVeDrIFAqNeAX0AGzZHIQPEXgFdAAkb+wMfAALaDwKzAAJBAA8CAwIEvF4BDwIBfwAL",
-"pFsBQgAIR4ALhAMEDgIFALIPaDoDArhGD2x/AgLCBAAhAA0LAgOHJgIhAAzBBAMvVwMLAg+DBwIEOEYcNmFTAikVAQsCD0p5",
-"AwURTgwgiQO4EgE6AA/PAQIAB1UCdAAOiFwCpAMBPAAPaF0DBMoEBzVuBBsAAvoYATwAC1MTA8BcAV0AASQnC5AoAq0AAjsA",
-"Ab4AAX8LDlYoBPMMAr5JDxFaCAJRAAp/CAQIAgUCCA9TOQUCDFgP2+cCAusFDwxYCAIGAAaQPQQeAANIDQYeAA/MKQYNGnsC",
-"rikC2AAPY1sDCUPpCDoAAh4FAToAD84BAgB+KAJ0AA72WgK9HAE8AA8bVgMPc1gNAZABAXFYCFwlAsgAAlUmDqI8Aq4nA0Zb",
-"Ab4ABIVLC30ABeoHA34AD8kJAgjPewEHKw99CAEBCAABQhsPfAgBAt1NBR4AAiICBgQKDzkzAQQcAAZeNAtCCQnJCApuiwQv",
-"Ag+OJBQF7FgMqAIPjiQGBJ3qAzkADyokAwT1Vw/QvAMFo0YPrSQMBNjsDPYJA/lWBB8AD4MAAwMBAQehUQbaDwPlSwEGAAD6",
-"ADlAJXCBOwDdEg9cJAME6DcPXCQOA2QsDxckAgWGBA8XJAwClSYCqVcORQAPRk4UA4ExAb4CDkUABicCHzCidRAG0XgDCgUC",
-"sDkDpUgHNRADISMCIwwEFyoENQACWjMCIgABVAMHORADAQ8D6GALORABbgABIZMPkBERAwkCBPOCAucBCngdEzHQng3BBQI0",
-"WADZAA6HDQL5AgScAQzMGgRNPQQBAgvzcgaOAAbBAwH3KQ9AEAwE6gAFADwC+QkDIAECHgAD6SoMWCUNzCoWMQMyCjQDBTkn",
-"AirUDhYBApoED2g6AASAfA/hCAAD4VcEhwIM4ggD4lcEYQIP4wgCBYRZDml+ARcIARIGAYJZDjEBBKV+A39TCDwAArgaAQUA",
-"ASdZDz0AAARffw93fgEC6g8CPwAPOjsDBEZXHjjrCAMAVwMkKwwjLAQkVwNeAA8uHwAEIFcJxysBkksLKQACOQkDFTEDNgAB",
-"dkMHDQIKVjkCowIBlzkP/AIEAQgADhkDA/kCAAgACygEAtYDBCqSDKAQAnwqBNgDDn8rACIDCbEAC8NGA5xRBZ8HAxYAAXQA",
-"AmcEBmuaBqYQAv8nACYAD18qAwQDBg0GAwJ5WgAgAQ4DAQOFJgLUAgG6CAogAAMhNAI8BAh5MBIxYm0ORAIFz7EGVisG8QMD",
-"FyoPHB0AC7kmEzH1/Q7zAwVRBA8xpQMBiQkP1mICAYgJAiEADPMDAgKvBPMDAYAJCR8AA/4OA0EAD58JAgXIWB05OgMCnlgD",
-"8gIP9QMDBPZ7HDkKCwRJKwEFAA+ZswQEZAUfOYE+AAOiJQI/AA/1AwMEhS4eORILA+hRAowDBRmoBR0AA3soA14AD6cpBgSf",
-"WQQULA/1AwcDHygP9QMCCm9AAzkABbxPBV9CC3ACAlMOD9EkAQyTFwJ0bQ5wAgV3Cw+RpQUCxlUEQ50JcgICXgMAIQANUwID",
-"WQMDcgIMjAsCfVQFcgIPykMDBGsDHTkqBgKbIANvAQ9yAgME/S4DvlUIPQAHcgIE3qsMPQAEcgIPKAYAA56+Aj8AD3ICAwRr",
-"fh85FEQAAnQoAnICAcgdCUYmA9lQA14AD+BQAQI8AgQJMgLLAA+kpAADcgIEIQAPcgIBAT8nDnICBWITA4eIDHICAZwAACYA",
-"DXICDMcWAfebD3ICAAViAA/xpQUCPlYEWXMPPlYdA3QCAj5WCiEAA9EPAwgOD6NSBQWYJgx9DwNHKQNUAQ94AgMFURoCnVYJ",
-"PgAHeQIPot4EBfx6HzDRsQACHCkETCkPQAADBFwBBI5WCUAAB3sCAv37CC8oA7QlBPUnD8c5AAO0JQPACALNAAGGGg97AgMD",
-"bCUPewICCi40BHsCBSYWBD2JDHwCAjcRDDtpDel1AGIAD11SAwXCHi8zNr5FBgK5Vg95ZwEPtFYSBX8CDY0IAudVBn8CD4BS",
-"BAV/Ag0DPAIGGwN5AQ/dSwQFfwIMiRYE7ScBBQAPxxsDBb6KLzEwjE4BB38CD5pGBAXbAx4wkxYDeygCfwIByhsPMygABLoo",
-"D38CAAT9JwP7KALNAA8zTAEDfwIJMygLfwILcGQGYQsP/REAAsgwBF1RD2EKBQAIAA9yEgADcDAACAAF0i0MPBIBzngH5AoP",
-"rSoFA8QoFTWGPw+tKgAD1ycDbwgPzC8AA7cDAxMhBFMAD9sPAAIrMQHSVwO4AA2REQsEgQXnAgW4QA8fKQsFv1gBJg0JOAEF",
-"DVcCIgAEURILAykGKxEP4jIEANkaASIAAmMsDPIpApACAhEBBHtLDz1lAQEmSQSVEQzWAgRQSQNWPAGCNCZheB8AA2IBD+9t",
-"AAs3AQbqtw/tKAsE7VcCLgsKNwED/xQDIgAP7xcDAT0sAhYBBTYZBRsAAh4EBKZJDG9kAzYsBa5MDjk/BCA7A0gADygTAgbA",
-"XSUrMX7FD+oAAwQYNg13AwRdNAMiAAI7dQ/fLgAE4C4EtRsMigAGqwICjh0PigAGA6sCBvS0BRoAA240AyIAD4oABwIVPAJV",
-"AQzaMAO7JwdbAwDAMQdHAgMQfQ8xWAAL0gAH8bcPRgILBKcGBvt0BRoAA0YCAyIAD0YCBQRcAwKqRQknAgNkLgInAgSamApT",
-"AwCBGwi9AwxIAgMZLgNKAA/cRAIBJwsPSAISBmtUDewAA0gCAyIAD74BBhQySAIMWS4CnxwF7AAPqQAED2cCFQMgigLRCwqp",
-"AANnAgMiAA+pAAcDZwIAymMHUAIPzSwMP2Jmb80sFw8tAAEPzSwEDysAAQ/NLBQPOwAID0JLCQ8C+gAnMTV54AWaLA8HwQEQ",
-"NmtLD5ksAQgHwQ/UAAkBCgMIQksWNpksD9EACQspLACBAw9cLAIAZgIPXCwDAMACD1wsCQIVKAI2KAgOXw5cLAPSJwp8ExMy",
-"zQ0PREsABCMgCv8rA1AADwEGAwdPBw8hCAoDDgMP1jsCA3RtD+dKAAM8CAM9AA8nCwIE0QcCzwcMnQQGdzAOXDEAXQMHaoMO",
-"cUkGjxoPjd4KCGKPCb4AA6oTA+QHD/cgAgREYQckSwwiwQaDvwp3FATIAQ/5SwgDvRoNFQEGx2wPLS4KAwUNDL8cBkW7DbIt",
-"AjEAAzgAD20GAgSWLAt8CQKnCAGUCAQgIgmzAAWQGw30bgOjIgFAAAAaCA9VqgECsyMAoAEPocIFAo/JCn8BAmIDDaRnCF0r",
-"BBMAAWELASMmDUErEjJBKwyIBA+ewgsC4wMABQAEHi0JagAD2AMKpREDaQAIphcBLQAKnMIAJwAP0asBBZAAD9puBATwLg5j",
-"JAZLDgGaCQibAQJdJALwCA+bAQQC4kUP0o0EAh0ABSJaDkrCAxkDCjIQHDIHLgJNAA+cwgsB1AIBBQABowQK7wEFm8IK8A0D",
-"aQAIcgEBLQAKmsIAJwAPvm4ABqKRD71uAgLoAQeawgS2BACFEQ8fLwYEzF4B2wgHGAAE614NGAADwhINGAADmRANGAADchID",
-"6gIKRw4TMkaEDoshD01vCQJ6Ky8zMf/CDgd5CQ/FLw8GdgkDbwMBTQMAEQMPNG8BAuIrDzJvAAKGDQGsCw7QjQNaAAvKAwd1",
-"AAKjHwBYAA/9OgAC9AYCxR8CtA8P+MIDD44wAgYMUA9EjgsDphIP6ToCByOUD3MLCgp4Twv9MwajDA94NAoCwQcBij4PEBEB",
-"D5RQDAOZJg86RQUDJgAGEwEPq94EBpUPD9k7CgORNA9dIgIGcnIPkw0MArkIDwCVAgeNMg+dBwEEQnQPExIAA5tZAQUADAU6",
-"BhsACGxREzKSTAiUcwGUAg+zcAADsI8CaCkPrj0BAlkKA3YFCdCPAF0DBdaPDyQdAhMytBoAswAG0AoC1h4E+XgLsgMFJiIA",
-"KAAPmQoCAhwADzOPAQPuLQKFAQrgFAQsIgTMjwGFAQh4AAEBAQOZAwyTIwJRBwIiAAT3FAqUAAKgLw8EhAAPxL4JBwJGAZQA",
-"BqGtB58BAtkUAiwBBB1XDGsIBmUBD8I3AAA8AA3/LwLuAgPSCQf7JhUyiksKpAAE7zcCKNQOZV4B/wAPw3ECAtAkAAYADRsB",
-"A2wmAoUAD88oAgWMwQbikA3IGgzhNA7IGhIyq0QL/VsBdwAEaCUJfkYEFTIPA9wAA3IjAQYAD0yDAwSJJgJhOAcyCQJOGQIL",
-"KwAhBA8pKwEGPcIPOoUTBIg4CGcAAT4JAmZUDpIzAp8cA6rCAioABToWB7hHAocAAg9UD6AZAwVUAQpeRwNTwQ5eRwhywQck",
-"qhZ09kMClAAC7wUKJEcMfwkBTw4MgRMZMoYXACUAAwIFBDMBAShfD8FHAwglqAUUmwQcAAKlBgEFAAs7EgIJUwM9AAwJUwOv",
-"2ABqAA+rAAAHLBQAuQALfVMCKgIFjgALKgIHKQEPy0cQAogAA1MACiIBAKAKC5hTAxkKAgoBBsI8Bi9HAxoAAccBBy0GBB8A",
-"A7UAD05HCgBRAQIqABNwBnMGTkcG+IQLTUcLlgEDCKgCTQMLihoDYSwCHAAMRlIC2gIDBSYLHAACqxQBPQAOKTMDHQsDK6cD",
-"BBsMXxwDPZQP0NwBDz2UEAR5ZQI9lAuELQFaAQNMgwyPKAyqAAIdAQKqAA/uGwkEBSgEKpQMEScB4AIDbFQCVQEMyD0E72IP",
-"FhABA7MVAk4FCys8BWMABMs9BYV2BRoAAxwiAqoBAKQFC2EWCfGmDOgYA+cnBj0ADy9TBAPsJwFEBgexAgxrAAIaAgRyAA9b",
-"KAUDGwIMHgADVygDuwEM0h8Dkx8DJQAMnRYBTHIFPQABkxEIPQAD+A0DJQAMBQEEdH4DCQIMHgADsiUC5QEMmAAEpR0DGCUM",
-"LUkEKSUCPQAMmAADYA4ErlAH2TsANwYEuh0KjAgABwAM4ygCFigPZFQDAiUUChkJC75EAM0ICHsADBOSAwZ0CMPaButiBFhT",
-"ATgLBGAADFMVAZvhBwgPCnULAS8fD4b1AQB9Ag+f9QILHhYJBhYCQQQCcQMCXAMBZB8P/I8DAqk7B1oAALABD3IAAQDmAA+L",
-"AAIAWQEPiwAFAroJAigJAhMJD8lAAwJmOgRBaA9YkgEDzzMIchcA8x0PchcZBDcAA/0LDylDAgQ1Ik81NCszsg4KD/hABgO4",
-"BQQ3Ow/NBAIE5igCq8IAPwAFGgADhgUDNgMBbQMO+xkTNPoZD9d0BAV66AM6LQlhAAKiBAOpEQK6XA9hAAEEX0kBdw0P7kAG",
-"ACcBD9ZDCggGSwnXAQIABwCEAg1zDAIABwQ6AA+iKgMEWBgCdnIJ4QAJKAUCOAgP0EoHBBdkDF8ABFs/A/AGCGEAA5AnA0wF",
-"AtqeD6FKCQsi3QVHAASEPwM8bQljAAPyIgP6JwF1BA9jAAICZvYPHXMFBNsoBb9qCWQAA2oCAx0pD2oCBAI7AAIjAAerPgBc",
-"GA9nHAt/cHJlc3N1cmkcFQ8vAAMPaxwEDy0AAw9tHBQPPQAKD28cCA8JSQIfN/v8AAELqw0JSQE/AA9wHAEIlUgP2QALDHIc",
-"CAtJD9YACwqyBQE8Dg90HAIAHAQPdBwDAM8ED3QcCQGmBQLZGQK85w90HAYD8zUKIQcUM9OYD9BIcQEgBg/WqAED8wUPJVwA",
-"A+MsAm4AD0FYAwOgEA8+GQMDCxAWM8FXC/AAD4wVFAM+EgTgCQrXAAICCQ/u7gYD+T4PrgQCBLAGD/taBA/MSCAJgQACkgcE",
-"HwAKggAEggIDggAPIAEDBY0oD65IDQJOCA0FUQceWg+CAAYEBAEPYl0BAoodAcQICxIZAV/ED48ZBQPDJwIYGwgYAANjIgMd",
-"MworFR8zxkgFBsseD8ZICgPkAA/0FwIHCkkPxkgKAy8BBUxDA6QBAQcDD8ZICguPOALrIgLOHAP/DwXGSAXiGg/GSAYDkRkM",
-"UgEPbwEHA80mDPMKArcAD50dAR8z3kgFAUwDD95IAQPZXAP/CQ1xJQQhuwYfAA+JAAEEZwcfM95IGQXrJw/eSAQBmQAPtMQC",
-"A4wJA3cJD0UhAgTdYQxHCANZKQAFAA9Y7AMFUCkGuZoEGgADWyEBBgAPWiICAgoKALMADRYMA8QLD04QAANzSQPUAA8hCwIE",
-"4CANc0kDDSkBkgAPOFQBAUACArgABDgpD3JDAw9gSQcCbCAGcSAMYwACSwECYwADgykMXDcCuA0DrNkPfQIBAQgADpoCA64W",
-"AAgADMNIAqAgCf4cDMNIBp7MCjQXGDPDSB0zw0gC9QcPbR0CAd0BDx04AAIjGQYcOApQFgP/BA4tAgOBDw/DSBsDRysEZQ4N",
-"HwADXisFHwAG6QAPw0gDBamaD8NIDQ/COAAE4BACBgAPmQwCBTzIDDkOA0UhATcCD7VGAwUgLQSXRwiJIQNmIQEGAA9MGwIC",
-"REkAtgANX0UCdAIPB/EBA+bEAgYAAe4CDpcABDdhDIAzAxYqAZIAD35GBgK3AAOWLQ8tRQMErEcOZDMCekYBZAMeNxwVAotb",
-"AmIAA2VeD8/JAwa3gw+nSAcDpRwO8wEDjEgC8wEPuQEDBBujAoslB/MBAtgvAfMBAXdZDjoACPMBBZoABB0AAtoAAfMBAYFC",
-"DrYAAogDDww4AAN6ngQhxQnRAAMOIAIhAA+ERgME8wEMrjcPqcQSArcAAiAFD/AnAgWjxA6RNwIgHwHZAQ+jxAYCYQADgkYK",
-"Vw8E8QEFVwEPikgEAuEDD3ceAANRSAPuAQ/hAwIEWUICUUgH7gECqBsB7gEETkILOgAG7gEMFyAC0wAC2RkP6wECAzNHD4U3",
-"AA8zRxoOlAAPP58MAZIADusBA0obArcABgkcDpYYD8RGDQLyFw7rAQPHRgLvFgKGAA/rAQMFuZ0PbUgGAtsDD+TkAAPnngNt",
-"Lg9WGQMEqkUM2wMCRBkCnRkPOgADB9sDDNoDA88ZAe8BBcwXCrUAAtoDD2+eAQLaAwAhAA97RgQPbzIJBJcaAnpGCI4BBu8B",
-"AcRuD1gJAgO4AAYlHQ+GGgYfN2w7AAyNQg9YCQIDuRsDrxoN1jcFVDMPU0gCBYwzD1NIAQWUCQ9WNgAFmQgPU0gEGDNTSBYz",
-"Rm8GwSABJAsPvnYKCjEOCngnEzM3qA8LSAkPqEgLBwtICXlEA8YkD3hEAAM3BAOIRQ9QDwIEBRcfOFUQAweoRw+oSAoEW8AN",
-"gwACgAMEHwAPgwADBKhIBvIpBtQPAbEBB6hID3ABCArZRg9wAQYFowUPwEgMCN9GDkUABplZD8BICwOCIg/AFwIEmQUPwEgO",
-"AvQCBjlGAxgFBcRJD3tICQEIFAd7SAJRAQO3JQvuDwOeDgJd4gzuDwFGAggvuwWHAQ8UAxUIBUgB0wAEk0gKnUcTMzWyDTIF",
-"AkhHD5NIAgOXNgRvAQ5iDAP1LgPUAQQyKw2OAAYBBAFgcQ+TSBQEwgMCwY4M+CQCpA4PRD0BCgAdEzOLSQ4BBwX7oQ+VSAQC",
-"KU0PuBsAAyKgACEADTBCAisBBBFCDx8ZAwWDRA1bPwPWAALKBQ/rBQAD+AEDABoCLQAPGVMDBqtED0I/AAMz8QJGAA+qDwAD",
-"/zgDZwACKAABcpUHVAELezwB8QAABgAOuQ8E/jgP3EcBBsWQDvkeAUsBBaG7DNxHBR4ABPcBDHYXCHIfAP0CC9xHAjIWDIAQ",
-"As0XAlkeAhEtCtxHAt4PAvyOD+spAAQfBQ1NAgLVRg+55QEE1EYCVAIPuQcAArcIACcADoADCp5ECvEACsUPA9sBBUouAxdu",
-"D4dFAgxNhQ5uKRMz+SYNVQMFLxcvMTYlEAUCpkcP/ssBA2ibBDGMCSYBA84tA1gDD0VqAwVhRw51fAcKIwH0AQ9YAwIDt0QD",
-"LQAPWAMFBBVFD+egAQKWJgJGAA8+JQACWAMEZwACsQkLWAMAGSIOoxgFVgEPP0cEAlQLDz9HAQzREg+96gQGhqwfNuoPBQIL",
-"Rw+ySQICIxoECosJuAEJhk0LhJsFNwEDlQIdOYdNA4MEAjABD14LAAZQPAYtAA+4AQUEdQUPc00ADYhHD7gBAgNnAAMkHwq4",
-"AQH2Ig64AQZuAw+FRgMByQwAJgAPCUQMEzPIbQ64AQWiEQ9nSwMDaUYP9kgBBaacBOCJCVsEDGRGD2FIBAWnQw1kRg2fSA+7",
-"AQMDKkgDZAYPuwEDBse8Dx/4AQK7AwJHAA/bAwECvAEJkkgLvAEK7S0DOQAGygQPxkUFAcADACcADb0BDAQNBfRTC70BBeoO",
-"D7RKBQTFRQ9DSAIDOwcPxUUKBL8BD1kBBAboRA1XAQYIKgLgSQ+/AQIDzCMDLQAPvwEFBAYDD05FAQMsLQJHAA/iAwEBvwEE",
-"aAAD4gMKvwEFTakLMwcCEcQLzg4GqQgPzg4AAlAHA7gKDqwIAwZFAebCBAZFDI8OCKR0AA4IDwZFBQPhmx8zBkUJAo9yA3c2",
-"CUA0BmwzBi0gD6wkCgeBnQxlAAITAwP7cgHDAQwxSQInKgOyAANpHAqcwwUrAAbBDQy7EQykmQ3gVAMynASqAA9rIAQFc2kd",
-"MC0GBQE4AgcADx4lBAA5AAIhAAwqKgQpOAe5HgxULAMQAwRvRgEHAAEoCglIAAKtAgPpAA+jSA4PkAYABD9ICGEtD8oAAgUp",
-"cAmoGgF3Qw/AJAhPdmlzY7wkFA4rAA+4JAQOKQAPtCQUDzkABg3sbQD5AA82AA4fMjEAHR8zMQAdHzRDJQIXNS4lA8cBPzwz",
-"MUMlABgzedAD/AI/PDEwQyUEAcYRD2QBDwFsAwg/JRYwPyUPYQEHD8IDAAG3FQ9lAQ8J1hIEOwAPqwASAlgYCBfFD2eNBQ+x",
-"JQYBiAUPZ40JAf8FB0t9D7ElBgSkWwo7DiE0X9evD7ElAQ+FBQIHXTkPsSURBIs/D2mNMAeTOQ+qKgsCegAPkjkCBsVCB4s9",
-"Bz5zAGAEACUAD4wSBRAzuAUJHQAJWCYD+CQPThsAARkAB6c4CFQAAtsQETMDEQ0lJBM0z8sODwEHSksPrIIKA3YAAQIIDyqD",
-"KAtQEgQRiw+cXgMHSYMPxyUKD0mDBQORNw9JgwoFuW8P8xUAAs0ZAgYADP8YAiwKD4sBAw3fAQcdABAy9hUPHQAHDHaoDYMk",
-"HzRqgwYHdicP8I0PCt+CBEUHBEIAClYnCIQJBN5aCf2CB8oHBlwzD309CgdHdw8YBQEGr8wE45cL7AAGcF8PaE4KA30vDGhC",
-"A8MAAaQAe0MyM0Q3MEHUEgT5AQzQFgK2GQFgDArOFgSt/wI5AAvOFgPRhggblSNlcd4GA7xDA6wyAAwCBCAHAzazGHg7PQC7",
-"AAEyAAGeigCcEwQuAACRAhFwqQoLiQIBcwIPLAQCETINGA0gGhI0njIPWAUABRcBDTMqAuUDA1sCCtMMBLEpCbE1Dh2nAQYB",
-"CB8BCHcZA1QzD94AIAcEBwMqbQ+jGQEE8wAKSKQDXAsP6TsAAy0NA1NxCQoBCBkED7e5BATMFgI7Kg93EQAEyB4L5AoDBBMD",
-"nTUPdBEAApo1AScAD92ZDwSNkx804MQFBRwUDzohAAKKAAM1Mg6VPAf7OgIjAAZFQwUsPAIeOAEfAA/YATgKwRkF2AEL/o8C",
-"8R0OsDcDRhgDxAQFtAAHbTwD1zYPbTwACkMZEDSXJg3BOxg02x0RNNsdCKMaAnSuD2GQBAufrgtBDQM2hgIcAAsYjgVkrgNC",
-"AACaAAdyPBMyWWgBxhMOsgAHTk4RNOYmCVoAAtMQBZMADJECAgcPAS8BD3M8DwWJAANQAAfKfxE0adIMxIMDEAIDRjkGrwEF",
-"rgEH0AEFSBwHdTwDvhQPdTwKAF0CBbJCAUQABnU8CKKvC3c8DM05BI5bAqIDDB0AAkkDAh0ADSo7AlYFAKcADSkvCEEkD3Jw",
-"AwUqUQJcNg/QEgcOAq4CaQIF560PkVwAAyEUAoQlD3EEDgSFRgSHNg8iAAAPLrEHA3taBeStD3MRAAKMAQIpAAJ3BAJ7Mggo",
-"LAP0Kg++FQADYDYDUgEPwgADBDwMETX2CAuOAgIEEQIuAQE3DAfBIwMyEgKmKA87AAADNgADtxIMcTsE/xED4QAOWhQDMgUE",
-"KQANFGALLgADxQQELgAPNR8BDFsFBogDASFGC/M6A+EfB4cFC0QZBLUKDv4qASkHD/4qAgOpIQKQAQ6tFQMMDQI6AAefAA+N",
-"kAIGCLEEqxkODaABaAgF9AUHDlkCxjQC4RQPahgCEzTRYwk+CAPCHR40PggDrS4AGwAMPggPrS4QBXC5Aq4uD+4TBww+CAOs",
-"BAjrEwxCAwJ4BwIrJw8ApQ8EomgE1i4PIgAABJXmDm1EAg8FBPA9DqUCAhMFAicAAy0AAX0UDHFEAj4cAjkDD0oYAgWdAQtw",
-"RAIDGQCBAQtwRAnpQQ8ECAICy0IPzJcAC9oWETRaRA9TBwAK2gYCxkMINk0MVkAJ6BQCLAQC7xQNRmIDmI0CIwAPaV0FA0IA",
-"AJwACAcIAymYAVhdD7QAAAm6CAXnjwVcAAE9AAaVAA9aQgICNAEPCQgQBIsAAwcAB7wYAIkADgoIAutdAzcAAoFSCwoIAiEA",
-"AkAbDwoIAAL6Ag8ZmAoBbggFhUQMCggHraoKCggNC5YDboYDLHgMyAkDCXgDHgAN6DIDeQwPVtEHAy4wD3kMAwRFeA9X0QQF",
-"0qgNDAgFKjUCBwAO8QsKzqgPPQQQBMmmD17RBgV6XQ8NCAALyaYPMmAAB3xdBUAEAZE0CU4BA1oJD2oTAAN8MQMOCA9aCQME",
-"TV0CfTEMxloByAECFQEB/XcIDggD9TMCnzEPSl0SCCMCA9EkBLuYDnQZBA8IBCkABxkUDwoIAwQpAAFxABgznEIAPgUPUQcC",
-"Bi5iD04HAgGoAgJFPgpOBwPhiwW9FQ4dQx802JEABEccBHJDCH0wA9MJHjZOBw590g/FAQAE/woPULwEBC15DE4HBPIaA8Yd",
-"D+4dAQKmKwKQHAxkCQ9pAAAFVXwPEQMFBO7JDk4HA5AcBJFcDh0LAmEKAicABC0ACOYXAwcFAikDA44KA50BDEgWA50BCk4H",
-"A19mAAYBCswCAsEcA2oKD04HAgIGAwLQIQpOBwpR0QB7AABAAA6aBgGfIwclAAtOBwLzjw9OBwQDwY4D7dgMmA0DQYACIwAM",
-"0g0F/5YCBwAAdQYJTgcDHwAPA5MBGTTOkADCAAtOBwIAewPuIQ5bAgKBNAI0AQ9OBxEDiwAC7QMAmzEHewAAySELgAQC9DID",
-"NwACO4sKTgcDSAcC9QEOTgcCQwkE0wEPTgcEAcoUASoAE3CxBwdOBwJcegGJAAtOBwyLHwMlNAIxAAKJFwgeAAISAwMeAAy8",
-"GAOQNg8ouAEDMH4DmzMKDTIEXQAFWjQPa7YFDy26BQMeoQOfUw97NAASMdVPAykADz0EEAU6pA9ptgcPK7oHAvgyASIAAUsA",
-"D48AAAKPAQPv1ANQKwH5AQhOAQPXDA9YfQEDpSgCTgEP1wwDBL16AkZ/C5ICAgI0A6EABOYZBB0AAk5PArYED04HAAObTgJD",
-"ABwxwnoTMWsKA+MAD8V6AAROBwMpAAJxAg9OBwkEKQABNwALTgcGf2gLyQ4BCAAFwBoCRwcDehoIlfwHx0oBEwcGnRoNBNEB",
-"DQ8JfAAJyVsF/z8P2OwUBTd/DNwBA9YBA+4bD2QbAwR9AgSEEgt4MgcsiQ+DegoEfTYMjBsCyAMDHwAPgwADBDwHBpYmDBbS",
-"A5u0A0sBDCAYDz8dBASOOQ+DehQE+DULRQAGhB0POWALAusIBAeAC0UABjQbD4N6EQRUlgqWGwnJyA8BHAMDwlAvOTQBHAQD",
-"CQ0Ca1APAhwIBziVDwMcAwvmkg7xAAa5Ag9LYgoD0CcKSWoFRQAPsWoUBXjVC3sCA7RhAx8AAXsCBwwBA46TAjLVD2ocAwL5",
-"GgB8AgtrHAK3YwJWHAS2CAQbAAKSEgJ1EwEUJghsHAJ7CwNRAAtsHANYjANHCwhtHAA3FQ1uHAFyFAI1ABFwyCEIcRwB2ysR",
-"cJshDfnQIzM0/toOIjIF8AAM8RMDJDYErHsK6QYHeEgArwECJDYMdgwD6mQPNGQCAonVAEAADXgACU0wD/k5AwS7Fhc4m64L",
-"5dAAIwABdTEIPxUCUCMEyB8M0AoDIdwIQjcCRAcAyQAMzQwDOtUEWDQPRQcDBHrXHzgcFAQFkjkLBAgD2Q8Df6gPmNcAEjGI",
-"OQOPQg+RCA8FJnwPHBQFFDJNtw7ODANEEANjUw++OQAI+u8DmhACYFQKzgwCqQgCLQAB1RIPmgEHDK4WA5oBCuUMB07wCwGg",
-"A7REA/kED+UMAAKdCAJytwrlDApW0QB7AABEAg4xDAB/AwbLBxQzMVIFTgEMYJ0IbBUC1FQBJAADvGYIHgwC0lQCJRARMvUs",
-"CR4AAgwMBEMAAXYgBuYMEzNnOwEiKw+1AAAJgAgbM+2qEjJLqgJ6AA+96gASMmwiAjYBD+cMDwWMAALAFgBtDgd8AAAWDgvp",
-"FQIcVQM3AAYI8gbnDANHnQJTFQV9FgboDALdDgTWAQ/oDAMBbxcCKgATcEsNCFKsAqASAIoACugMBRNdBSoAAhEUAjEAArJI",
-"Bx4AAxofAx4ADxwEAhQy3TYBYggLagED3TYCMB0P3wMPFDIaIANODAxOAAMFFAJwAgMNAAzLFAPv2QDrBA2rOwNEIQK5Bw/s",
-"hgMUMlQ0HDj+nhIyFBgCzRIRMlM0Dz4AAAQGagHRBQsZAgMtFgNcGAX4bwUfAAKNDAI3AwC8AAs/AAOXHgRGAAszLRQyYBkC",
-"GAEBHxYPcQwCBCkAAg4AD3EMCAVSAAIIDQKeWg/rBAEHDwMA9g8LxRsCJicGcQgAnQQMTiECBgsOXQcP40IGA1KCBNUHDY43",
-"A7kuACcACccbEzOsDAuHBwUgdx83xxsEA0mZD/FOAgKDOgBEAA1QOAMpFAIDCAuCOgtQSwOBOgoDCAJpKAAjAAEDCAAVSQwP",
-"IgOQ3g61fwQV8Q/hOAEGpTgPxAIABNUcAll/DyAAAAS/IwtgBwKZFAEfAAFGAA7BAwLgEQ+w7BUVMvR8D34QBRQyt2wO7QcC",
-"rkcBIQABSgANjQAD20cBJwAELQAG4RkGYLMBBAMCLQAB7QcAhAENpCwChAEK1wcHLu0KyQMIi44P1wcDAqAaACgADdazDQ8L",
-"D10jAwDoBQf2AgRO9QU4AQwRXwjXBwOSfAITIQFxRQhnBAjUpRwy1KUSMpg3BEMAAXQICdcHAgUdAccgDrUAASHhB8MAC9cH",
-"AhciAnoAAZcADF4CAcYBAjYBD9cHEQKMAAOBYggtdQCKAA7XBwNyFwI3AAEsEAvXBwKMHANjFQ/XBwACWx0E1gEP1wcDAUQd",
-"AioAEXBfKgnXBwJ6CgGKAArXBwyTHRIyGQoDMQABkxcJHgAD3h4CHgAP6WQDBA8gD9cHAQMzmAKoCA/JAxAE3z8P1wcDA4N8",
-"AiYgA4sDDaCdBFCED9g6AQPCDAL3BA+6xgMUMjMgAhTYCA0BAm0DA9cHDyI0AxQyGCwP1wcCAzMfAkgAETK2AQjXBwIXHwN0",
-"kg/XBwACWx8FRgAMygECXR8EJQEPxnwABNcHAykAA5MZD9cHCAQpAAJ2FQrBBw+a4wMGgYAB9AUNHQcCpwcPNDECAi0+D+yY",
-"AQTPgwMdBw/hEwMOMNkHHQcCWwAEcYgNYdYAzwACbOgOID0AswANHQcCTQgEHQcPAGgEA7IPAiA9DyAAAAQRFAuQBgK2FQEf",
-"AAFGAA4HAwPZBAJ2BQ8Fzg4UMsgSBEQ9DyIAAAM9AQ9nKwACCQICRxIRMotTCo0AAy69AvMmAy0ABvIEBh0HAUoCAi0ABR0H",
-"DC0WA4QBCh0HBIGTDQ8DCKCTDx0HBAIALAOZDgkdBw1dFQ8lGwMIojcAJQALHQcBV+IPHQcFArYNASQAAyJNCK0DA7IPAzIB",
-"C7YTEzI2IARDAAAxAQkdBwMfAA/hKwMH++8BwwALHQcDQhECsgEOux8SMi8NAjYBDx0HEQOMAANfIwoxAQBYJAzdJANNDAKc",
-"AQeQHQW2AQEhAALYAQ8dBwEEugAPHQcJAaQFAioAE3BEAAcdBwO7dQrnuQExAAzDCANAmQIxAAKNvQgeAAIWAwIeAA9ilgMU",
-"MiBTDx0HAQPAQgJtIQ/JAxAFKiAPHQcCAgkgASUABYsDAeoaD8OGAQ/CzwIEw4YDlRwPhgAFBRk+DHkXEjKTBwMhBw+gmAMU",
-"MkQgDyEHAgITCQNIABUyEeAFHwACbQQCWAoPIQcAAkUfBEYADZEKAwOZAykBAUxRDyEHAwQpAALlHg8hBwgEKQACJh0LIQcF",
-"7MsLaw4BCAAMaRsBmggF8FAKaRsDoyoIHhoKw9YBrw4JfAAJwHUHPRkSMlEgJjI3qbcN9D0SMmEcEjKh9ig0MZICDMk+Bss4",
-"AiQZD8k+BgJPDg+q6gETMvEGBdccAAcAD2VQAxUy8R4PAAMAA0xTBOEAAlUAAZYDD2RBAQSSAAvf0AFNAALeAgHe3QBXAA9r",
-"AAADaAICsgAHSmgPsgAAD6gSCgJEUwS0AANXAALYHg+TAAIDOj4RMkrSBu4BALUNDzo+CG9hZHZlY3Q8PhQPLQABDz4+BA8r",
-"AAEPQD4UDzsACA4urC82NDgAEQ8urAQHBawDdgEvPDGTfwAYM+nKAywCETwKPg/gPQAIND0PBQEJAVkDB+E9FjTgPQ8BAQkP",
-"awMBCJ6sDwUBCQRzAATOTQ+oPQQPpz0GD6Y9DAFJCwFCAw+jPQoPoj0CEzV/Sg6iPQ9PHgIPUWMUAxUgD3IbAgOQAAG/KAc7",
-"ZAMGOQ1yAAbTYg+WQwwC9wsMWwcDGBsOWQcEUAcCBwAPOA4CAywMD4geAgaHHgWWVQXiPAFTAANXBg9ZAAID1AAPl28AAjkL",
-"AVEHAcAED3UEAwKWaARCAQMuAwJcBQv3HQUozYYyMTM5MDk1MItNB30pAZMBAP0yCCUACJ0BAm45D0M+Ahw1zO4EW0ADhgYC",
-"C2AIkwAC5SkAtUwPlAAIAiUAAOQiCCUADfc8Bn4ACZ4BBX8hB8A9B8oRASoBAScGD6teARA1jjcNwwsYNcFeETXyNg+aAQYP",
-"KAcCBGkZCGsiBRYNA+I2D3MzBwHjjg+XOwEDAgEPKwAAD1y9AALu4QEnNQ7gAAfSNxE1UmIPnj0GAuBhDOBAArQSAAUABAhV",
-"DrwACtccA7wAD0gBBg/OHgMEEM4PhAABA1IqC0gBDUxXDzUBJAYfAQ9cTgIF8wIPbicFBNdAD3cIAQLGJgEFAAPYMg/8AwQD",
-"bwgEBjsD/gMCXhoN9iECVy0M2wMPTD0FDGwDCpEPEjXtMQ+AGQAEXxMDBm0IgQACfCEMyAMLgQACfyIA8xsLgQAKaRoHgQAJ",
-"mAIFlQYD/tYLxTECGgEABQAEakoKhRkRNXkzDxEDAAgoJwAlAA/zAwQDkQEPXDEECRsBDPcDAys9D8/BCAObIw+qewMEEQEI",
-"MAADWX0PyAIBAqkAFXLy0A5jAA8EAQAH4DMAEgEPFwQABSwlAikoDJMDAz4eAAUAC24hC9wADZkIAnoSD3IBBw/XSgMDpgQI",
-"cgEIjgADPDQPcgEWDO4GDnIBA5FBD3IBCQStAw1jAAdbAQFSBgtkOAI+AwZt8wtAOQS9CQ89jAYBhAgBFQQ0dG9tHwA1bWlu",
-"MyYEvAEC5AQHAy4AWwAPwQwLb2VycnN1bcEMFA8tAAEPwQwEDysAAQ/BDBQPOwAID8EMCg84AAgPwQwDD+VvAA+/DAEIyUoB",
-"lAFPZmQ8MgG5AR8yZ4wEAZAgDxkBEQzVDBY51QwPFQEJD0AQAw90ABMM1gwB2SAPf0oCAO4CB9gMCm7yAXgCAl8gC/VaAL4C",
-"BE8ACJYRBdEMBqgUCu4MAiIAA9EWClYEEzZyCAAjDANPAAQzAAV+AAkGDQqwhAIzAAVTKwJSKwiDKQFvCwI3EgVoKQyKiwCO",
-"BwFdFgfVAAKpBwFVtANzJAdw9QVUAAEmAB9w9wAAAu8tAg0OA8cABHECAdCAFGTrBAoVCQpOBh82Mm4EB4eUD6yQCgNSDQE1",
-"HgYeWgK5FAWjUAYyCAX2aQHIDAbiKgKrIQBvigJkFw5PCAMaIQCUKgQZAAL9gwQhKQtHBQJGBQMcAA8cARUKagUSNuJtBzgC",
-"Am4rEjE4AggYAAJpKw1NFALzBQLHAQ8ZDwICrgUPV7QCA/UaAmABCzkPAkUBB7wLHzYObhELxg4E5CwAGgEEHAACkQAB8TUB",
-"7xUHNAEGBwAFedAEnQMFyAIEOAALxQAABwALnlwDu4kEJiMBvQEGnlwCTQMDhywNQgwYNpYNEjZ21AqQdBEtLwMHowMC7goB",
-"ZgIIcoACMwAChmMEXxwNOAwDIwMOvAEF0AINvAED+R4C/QAMtBwEK5YRNC8CBsgAD3FcAwOtARM5D1wNsAEC+BYLsAECUSYF",
-"sAEPmw4CBC8PFzk/JQlaAAKVHgxaAAFtDQRhAA9SJwMEMw4F54UJVwAB9g4EMgEFVwAB+hAFXgAP5QkCBIIFAz0dDVkAAq4f",
-"D7oCAwRgAAWWcguMAQCJEgueBQbWAg/qVgACcTMFfAUNoQ8YNt1HETbdRw+wCQUEBhcPHwQCAi8fD7teAANqEgM9AAE+BgY0",
-"CwAlAAErAQI8xAGHkQaNAATjCVAKCn0KCg"
+"sQE/PDEw/DgAETHiYg33Yg9yHwQAtU0BqhMP0wAMBKcTBaocLzYs0AARC2guD3geBQGWTQ+bLgMPeh4MAToAAlkAEXJqpg99",
+"HgYfOX4eAiA4X2BKA3MABNwAA3EHD9EXAgSvNTQrMTAtCA8gEQIEdBwP4g8AAsUPD+APAQOeXQ+oagADtwsPbycBAhoAAxsS",
+"A5gDA88VCXUKIjEroEsPNisGBdcPBRwKARwABQlSCVUABCseEyvdxQaNpQFBBAGqBQX2PQtX0QUQTAEdAAo3zwLjBQLIRw6s",
+"+gdskQXVEw5h7QJntAAbAA/QFQECrJwNCgME3R4DuNYLfgAClQQABQAE+l8KbAADXQIKqAQDagAIsiUCLgABNfQGwwQCwJ4M",
+"YgEEfS4iMSsuSg+1KwYDMmII1sMARQEDFgcKnQEDB5wCKwcPnwEEBgkHD6ABAAJhBgWSYwYiAQHZAAMj7Q2PYwIomQ10AQWa",
+"AgIm/QtSAATjEwMT+wv0AQVxMgomEgNqAAl0AQEuAAPYngZ0AQPmkAoPBQTLByIrODi/CpIAAY0AACQAC9kEARS9DIUCAn8N",
+"HzFBEAMTOFToCagAA4EWACb/A8EIAp0AInYyVQAQe6MYA6oYBGu3BLACD/0bAwKqBAJAAg+wFwsF4DkDjQABK04CsAIGU5MG",
+"Cn0CuzwBccMEiQgEa4cCOQAB8+IEWWMOVh0EgTsDvgAJBwEFWwAPHggAAtwjAiMAAhevAHsABXMBAeaHAXcAA+EjD9IcAAIU",
+"AQK3BA+iGAsDQQkP1xwADwIGEAPcMQMHEAnaAwX9AAgnCQKxmwlVAgLsAA8sjQACJwYDiTMBLAYLRAkF5BYAngEI8WQCJYkC",
+"XuME+FYMEgcGJ+gIODQBFAEEfwIL+24C18kF+wEPODQDA7UBD3kXAAMyNAc6Gg5kCwn3+gl7AAOLAgZ7AAkeAAIxAgMlAA/R",
+"NAoPNaIBCAFcD92JEQzJXQLrBwKvAQCSAg6rYARvAQj8ZgO/AQY3AA9UDAAEIjMEVQwKPgsCmiwKjwQDdA0PUgsCEzh7Vw/h",
+"NAUPHAEAA3YQAhsBDxOMAwTCBgVJ0w/7ZgABJQAM7wgPGaIPA90XD2NTAwTxMAGjGQn7xAXTCA8UvAAJZdkMrLgOZQADkQIT",
+"M+gZCGcAAQIJAn8HCOtaAh4ACWcNAgYABmqCE2UmAAKziwMsAAQEYAxTBwCGBw2ZBQMYnQB9BgG4BQgNAwOSBgAHAAkKBxAx",
+"fwgJKQAJoA8MYwIBRgAEuA4OnWAETAIPEAIAA38FB7zUDxUfAQQyMQ+NNQAB1IkPjjUDAxICD441AwTjCgyrAQNFzAFsAQhc",
+"GQMeAAItCQKuNQyz0A5lAAsLNQmIvAUSAg8UvQEBcwID478CBgAIpyAEEgICzGYBLAAEEgIKkXohOF9X5w0SAgLDAw8SAhsA",
+"HQkPEgIDBW8GBxICAuMdB9v3CmswDxICCANNBwc41Q/GaAABJwANEgID8QEPqGgBAwgqAiEADyynAwRdOQZ5YQMZAAb3DAGP",
+"GAx6uAEZAAEkAAIj3A9AGwoEr3cD8QIIw7cBYgACQRsIGxYDHgACwQsCJAACjAAIez0DEgIEtc8HEgIKxvgAeQEHHfkGSw0C",
+"zQEPEgIaAZj3DxICAweNEQDqAQpAnQLn0Aeo1AQXAALaAQMEBghQDAIcAgPeXQEoAAQqVQ86BwIGegABSvANQgID/gIPKU8M",
+"C4A0BaACA0QaD54CBAO+AA/pVAAEcjYPwgYAA2cgA50ZDzkCAwR6HQzCBgMWeQH4AQAWAQs3AgJnBAKtOQy7yg5lAAPcAASq",
+"IAhnAAFsBAKeAgA/AwtnAAH/AgMkAAIGAAh6EQSeAgI/AAEsAASeAg11CA/CBgEDKQoPngIbA0EPDL8BA+YDDyVtBQNQIQF1",
+"lAzBAQPIHw++NwEIcQYB+hgOXAEEEzcMWgEDsjYBGwEOtcMDz78C9gcMBccOZR8GiKwNZwACfQEBSAAAvwALZwACfx8CHwAC",
+"BgAG4w0GwQEBTgIDLAAPnlsCEzhTWwzBAQalAQ/BARcAIh8PwQEAA2YJB6zLDzVoAAEnAA3BAQOgAQ8gBgADxSEEWTcPXAEC",
+"BMcjDCAGA4vRARUBDkQKAtkaAyXgD0QKDgEu6wFlAA7BAQZECg+TwgAC6hoDNOACBgAPRAoAA3YfCEQKCm/5AHgBB8f5C1WS",
+"D8EBHACeIA/BAQADCQMEfJEOwgEDQkEP4IUAA5EgACIAD5EgBAPCAQ+RIAME8WQCzxMGWwEDE9MBHAEO9AkCxxsDr+AP9AkO",
+"ADkbAmUADcIBAtkbAk4ADvQJAtgbA+rfAgYAD/QJAAOv8Aj0CQsvXBM4CmwLwgEDDvcPwgEaAWpcD+IHAAQ7BwwSFQYeAAPl",
+"qA7SZQCVBwljAAQ2+AvzEggmHAY+DwMPDAQWEwNiAAwFCAcIRABVEw9JFQAA/BwIARcIpQEG7gkEAh8KOwAP5hYGDG7hD0kV",
+"AANG4Q/pFgQCKwQCK74LWgEBewYBYkMD9AAMOAcAcAcOVhMETwQPwxYFAbcGAy2TBOodCMEUAB0AA3EADGsOAnEACLoBAzEA",
+"HDhWFRAzQKcMRwEA7CEIyxYIDk4GrBYMz98CnR4BYwEBRRUPYwEBAZ4GASMdD2MBAALJHwFGHgwMAQE4BgAgAAwnEQCiXgwU",
+"AAIdZQJ30Q3N+AD0AAFFBQyPAQTtkg/eFgQCwAwCPwMCTSANcgABnwQAcQANPBYCRKsIjwECMQADc2YHjwEDlwUKfxUGxBQP",
+"5xYCAkANASYABIIADDgGATGoCoIAArcJAIkAD74WBwNjnSsyNr4WD4IBAQ4qOwVGAhUyI4gPBC0HAT0BCKEAA757AHECD9IW",
+"AQMpDATKFwn7lAIbAABBAAE5FQQtDAtVAQt/Awd8AAJrIwFcAA/UFgACRwwDJAAGqpkEAi0AaREEeQAD6gYLGAEFaQIVMvpG",
+"D/otCAFtAg5FAAbXFh85RQAKAr4MBN8mCucDD9gWAwHx+AfiAQKfKAJc2AvZFgI3DQMhAAfXRQZmGgEbAAAhAAzaFgO3lgHg",
+"FgFWDQCFGgwtBgAqBA3bFgOJFAKcAgGFBAg3AgJLBwQDAg+SrwID45UAKgAMZA4DnycDkwIP2xYCBKJ6AsnvCXsAAh0EA58A",
+"BY+qBB4AAh8HAiUAAUgGDpkAA5cXDybxAQXARQEoAA+ZAAIE3QgP2xYBAiANAvUDAYAFAG8BDKgGAm8BCNsWAoUGBzcACNsW",
+"AhNqASQAD9sWAAJ3DQAkAA2gBQHGAAWGAAy9BgDxAg8dAQECoSQPcK0BCW09C2hsBHUABDy3D9gKBAO2AQSfEg+EKwAAIgAN",
+"LDIDfCADIxAPdAoCBhrpDEsHBpsMD9vaAAPA6AEkAAAGAA/ZCgsFF+kOHRADo3oBSAAOmwwCh3oCJAADBgAPmwwAAiYnAywA",
+"A7cBDFYHAPIJDaYFAzEKACQGDdkKAl1mAQcACl0fAJMICasGAzACD98WAgIhCQBlAQP8Bhw0/AYCUAIPEgIABoV2D28QAwI0",
+"CQEoAA0UAgNXLA8ObQED9TQDFAIPWCwDBVZsC60BA8ncAW4BDu0MA17qASQAAAYADxQCCwVk6g5wEAJNzgJOAA7tDAhj6gMG",
+"AA/tDAACWSkCLAAEFAIKqnYhOF8qRg0UAgJrAw8UAhsAGAkPFAIDD+EWAAJvDgAUAgPhFhw1aBUPFAIGC99ZDhQCA/QED4MS",
+"AATo7g/CEAAEiGwDFAIPwxACBbHrDMMQA4/eAW4BDuMWA6TrAo0BD+MWDgD2egJlAA0UAgKfzwJELg7jFgOs6wEkAAIGAAF6",
+"6wsUAgLCCwIsAATvIQxjDgDpCQ0UAgIfMA8UAhscNZ4OBhQCCeMWEDVlDgjjFgI7CgWh0gXsBgI/AAMdCALYCQootAJYDAQy",
+"ogDdAA9CBwMONgIDrQoPqYMBA3omAyIRB1tJPzhfNScVAwQiowINDA5tAAJgAwElowujAgMmbAAiAAyjAgNibAOjAg/87gMA",
+"5M8B/xkMywYDPtMB/QEO6BYDBesBJAAABgAPowIMBK1sDssGA1jgAUgADugWA8x4ASQAAwYAD+gWAAMM5QEsAASjAg2CCA8n",
+"FQECGwoPowIcDycVAwD2CgLBAQ96BgQDLe4BwqQMwwECegYAIgANwwEJegYPF/ADALl5AV4BDFwBA53fAR0BDuoWAvfSAiQA",
+"AAYAD8MBCwGmKgFlAA3DAQOV0wFIAA7qFgOa7QIfAAIGAA/qFgACYRMCLAAEwwEMcw8ABgoOwwECUw4PwwEbDykVAwTNFx84",
+"6xYFAiBvASgADcMBAikGACIADcMBCSkGAd3jDl4BA1EKHDcpBgOc4gEdAQ5RCgMt7wI8AQ9RCg4Ed3ceNykGAs7VAp4BDlEK",
+"BD92ASUAAwYAD1IKAAPKEwItAATFAQw/CABRCw7FAQ8/CCAQNtMOD8UBAAPQBB847xYGAk1wASkADcYBAowNACIADMYBA6fV",
+"BMYBD/AWAgGbJQF9AAzxFgPSdgHIAQrzdgQgAAKsIgMnAAAHAA/8IgwEvyceOPcWA0d2A1IADgwKBQLwAnUxBAcADxAKAAOe",
+"3AIwAAScVQx4CQAZFA3SAQNAEA/SARsLpDAD/QcFYwcLiBADywsDIggPhAcEAAcAASsnALoADIsQAA0QB38AAMQwDk8TAMoA",
+"DxoXAAIuDARIEQM8CB02fSwHuzMAshMJChQEqgAGVBMF+1QPekACAhMPAoiCB7UCA6bXD8fXAQI9BgQ5AApYMwExAwFCAgFQ",
+"MgCOGA+VEgEA6QcDngAFozgPngACAgEFAZ8HCYQAA+1NAx8AD4QABQGX1QLgFQcwAQA2Dg9WMghPZmlsbFUyFA4rAA9UMgQO",
+"KQAPUzIUDzkABg9SMh0fOFIyAgcqAAbEUR81nboEAbIDBVQyD9MABwT4FQVTMhY5UzIP0AAHC/sRAdkpDzBGAgH6KQ8xRgMB",
+"cXgPMkYJCjYqAR7ZC6kUAigAAh8AA+IDCpgMIDlfNYAPWTICD8UVAgUnoyUrMh9ADx5gBwroMQ7zLQ/NAwsFC7gPlykCApUM",
+"D11hIwXzKQbEnw6Xpg9HpAQGeWEGVQYDOQAGGCgHPwAL/AAGKwQFh34P7y4IA8k3C0QABcEWD28ECwTpYAxpUAQHlAMfAA8i",
+"AQQF6pMPIgEBBPAmDzsAAwZVsgwiAQNaAQLdBgQ/AAveAAXcMA+5LgsFfSsP8yQCBPkCDY8nAhcCAZuzDK0QAhoAAxIlCX4Y",
+"A3gEBrocD6M0BQV8EgtvCANH8wIRjQSJ5Q+pNBQDYuYBOgAFpR0KYBwCgBABLDwPwx0BAR0AD9IZAAIcHQ+ELQMNFAADqx8D",
+"bhQKJwgCnMQOWxwP6R0LA34AAo5VDmwABMccD2oAAQkAIAL6GApTHAIExg0oHwVmAQ+sNAQEXxoEiNUHgx8CRgEDdyELogEC",
+"DisBGwAEBFYMogEDSSEPogEDARUMAVwIDEgaANsAAN4SD640AQKQww12AQYcNA+uNAYBAQQEAIcKei8DeS8K5hYDagAOdiEc",
+"OXYBD640AQWfKA+vNAkBJQADXQIK1Q4TOU8VCX4AAmQFAIUAD8YdBwNSLBQx4P0Pxh0BBEgdDhxOBmkcD5g0CgMwSwxVEwP/",
+"MACcAg+YNAcAHgANmDQDex4AGwAPmDQGBkIHDpg0AzcjBLVkCmsBA5ATAmMAAiAAB5g0AI6YD5g0CQXYhQ+YNAwCYAYE3kwL",
+"RAAFFQQP3wULAmYOBCpiCcYDBZoBCMAdAsTFCNsBAx4mBSgXDJg0BB4CDiYBA9kyA3gDD5g0GyA5X6onDr0dAxUIA6gyDC4C",
+"AhgHA/sBBF4ED/dNAQAqAAzyCANILgOKAg8kHQIEtwkCSC4JewADECEGewAJHgADkwADjg4PmQACA3MeD33TAQMrEAKZAA+g",
+"HAIF8zAIzVoFiAECTTsBagQBSwoOmDQEbwEIvR0D+6QGNwAJmDQCiQEEFbwLQhkG1j8NAAcCVQAEhgAMlgYCKYkONygBSgIA",
+"fgENvR0CaAgCKwMLXy0EHAEE6QICtgQNXAAC4QAPoxEABI/TD2NkAQIJDwOzKAPlCAsEBwRhTQRvVQsfAARzHQwhBwJqJgLL",
+"Bg6wGQRmJgQGAA/YHQwE9EwDNjwOIQAEY4gO+B0C8x0CjBkORhIEiyUHBgAF3CYM2DQCLAAE3UEMfQcCeI8McQ0CMQMCeBEE",
+"ZzIMTQcA1jUOVAsDDj4BRCYJswEDdzgCEwwBtQIPQCwaAw0CCgxcBVYQEjRWEAAGDAZLBR0xix4DSBICGiQHKQABeogHfAMC",
+"dAAPfAMEBTs8BJK/CNIHA2ADD8w1CAE/AA/NNQMPgQMGAx4KD4IDAgO5KwOJGgE+Cw6EAwQZHS80OZ0vBQFAAA8glAEPGSwP",
+"AyEADykVAgRAIQIZLA4fAANUCQ23dghAIQ9fIQACARoCJQAMS+4OZQAEzUoNLLUDIQAAWRsPhwMDArGbBGchDr8dAs0fA/If",
+"ASUABXocDE02AiwABIcDCucgEzm0NQyHAwYmJwaHAwpnFxM5dTQN2w4DrxQNswECSAMD7E0MhwMEm5UPYhQAA3BNAz8AD90T",
+"BBI1YRQBxgIHoQAPhwMUAc40CYcDAus2D4cDBQPeFwg0bg2HAw9gIAADBzUE0QIOQjcPhwMIAooBD4cDAQNSAQSHAwqUBgOH",
+"AwRtwyMxNY9UDskkASYFBNgPCZsBAiIFACEADZsBD14mCASpAgT3Jg8Y6gMP8Q8FA0AiAUEGAZIcD2siCw/SIgwEkE8PyekF",
+"AI0ZD4cDBAgnIQ6WBwI8nAMlAAIGAAjIPwOHAwLCNwIsAATlNgriGBk5YzMFhwMDwjcJhwMcMjALAOUSD4cDAATCAwyzAQOt",
+"AQNkDAvsAQ+0Jg8ChwML++wFhwMRNkrwGHKyNwChAA+HAxULPbUHTgMJXwcBz44ImiEDcq8BqQMIfgsHxgMEcisPfTgBACgA",
+"D304AwMfCwZ6AAElDQ/xJQQArgANngMInQMBjQENnAMElyECpV0OXQAC6BEPliEAAzImBM0kCa0BCJAqAbgaDtIfBEwmBJhf",
+"C4sTBLwGDJoDA9j1AvUnD73/AAj+9QAGAA+2IQwEAAQDUn8PiAAAD5wDBgIgIgMZ/gHA8AuKAAElBANGIgIGAA99MwEDGCII",
+"nQMMngwAnxAOnQMEcAoInQMM5QoC/0UMnQMC8yUOnQMD8CUDEiYNnQMDRgIPzo8AA7aOA50DCtZNBp0DETmdAw+MOgMK8AEP",
+"hwENBhIDAYszD90DER8zZKACBEsfBAKIDkofAswUD0kfAQRzJA8PIQACCQEDPw8KiBgEHQIJQ5AIVgICYiAD4AIP8wUAAhkA",
+"AnUCDzknDgD1IgJnAA4QIQKqHwK/Ag//9gACaZsDQiMGYSMMvwIB2QICLAAEvwIMMA0AEFUOvwIEhAIIvwIMFgwADhEOvwIC",
+"TCQOvwIH95EPvwIAA/qRACUADTkAAvECArYBETd+JQ6/AhE3nVEfcoo7Aw+/AiYMcwYPvwIGDyToAgSuyB8xVwkFApkjAbXI",
+"DA8BAs4DACEADQ8BArkCBCkiD1gCAgRTJwYWegMZAAJTJwK/Ah45OgkCspwDMSUPVScOAPEjAmcADr8CA0hFAr8CDlcnAmCb",
+"Az4kAgYADz8+AQIaAAEsAAS/AgyiDAGstg2/Ag+iDAAcMqIMARshDb8CAmcjDr8CCi35DL8CBRshDwQhAAUeIQEoAA+/AgMS",
+"OKrHD4g8Aw+/AiUBdDMPvwIRHzRsngIEi8ovMTHJJAUC3yEEo6MJEAECzwMAIQANEAECzwMDHxAPkloCBIJNHDhfCAPbJQTB",
+"Ag76DgX1mwM4JA9WKA4B6iQCbAAPxyQAAsIkAsYCAmVLDG8AAlEDBD0lAwcAD0k/AQKkHAIwAATMAgzgDQjuMAYCOwSRAgfM",
+"Agt2qSA5X15ZD8wCAATuNg+bJAQDPBYMvAEDmwEPWhEAAawpBcwCAXEGDswCETk0+xByeREHYwIMX0gPjAIGDBAMA2ApBEAL",
+"DOgcAsALAwwMBKo4DQYNCowADUoMAowACOtIDYI8A/EYBGIADAoMCz6nBCACCMIOB4EACZE5BUwCBb0ZDcIxBDEnAvMOAuJM",
+"DeQeBQgcDeUeAsUiAzhIAqwiD5NTAgPoAgSwVAxKOwOnJwgrDQQkAQJ6Og+XNQED6BkJFAADlwIDDh0L2jwTOc0vDfAeBugc",
+"D9o8BwNEzQDiAA5yAAEhHg7aPARxAAmeAgIxAAM7Pwa6AQEfMA66AQUWHg/6HgQBqk0PqAwDA5WcAwmdAmgkCLsBAshTA7sB",
+"BPRzDbsBBP9aALEDD7sBAQJ+BAb6ag0GPQA1GA/aPAISOaUoDY8BAA0QA48BD9o8CAIbKQ8VAgEAHQAP2jwCBHEACY8BAl0x",
+"A/AdB48BCtAoAy4ABZakD9o8CgAmAA/aPAMEtyUJggADCioD7D4GdQAIFB8ChAI/MTM12jwJA2oBDbwdBJ2nD9o8DQStgg2k",
+"OgOzCwm88w7bPANSQAgWHwNxDgHsfQ/bPAcFxjQOFx8E0QMDcbcMcAECBQIDdgEFAX0ESAICltsP2zwIBPkvD9s8DgN+Gwld",
+"JAVFAA/bPBUCpgwBHAsNYgUFAgEKaAkBkTEI3DwENiwHBwgDDAED3DwCIQAGMkkN3DwDJQIP3DwcIDlfuAANHx8D+wEDdzsN",
+"QzwCnwEDBAIE6mMKNZID2AIPajQAATIMBpUCD908AgSZOB053TwDDwEDGwIMuR8DEvEDJQAPmgADA7waD6soAAFXDAaaAA+6",
+"HwIACxABmgAP3jwHAi4QAScQDt48BHEBCR4YDDcACB4YAx0PACQAD948BgAkAAwyBQI9DwWGAA2rJAXvzQoeAQH5AQB/AQ4Y",
+"GAIdAQMzAw8+IAIEvAgCWZMOXQABOAIEsQ8JwnoBfgsCIgAMQgoDPVYGDfwPlgsDBOYoKzEwY20FIQAEAT0NTwcDKgcCrQgB",
+"VU4LtAsD5FMEKQAP5lMPBIFKLTEw0G0FIwAKUmEIkQAD7FMD51MPDVQAAXEkBikABDAADzI9BgMwAAGaUA40PRQ5cT8LeQQD",
+"ND0BtQEEJT8MeQcCSTENjW4BFDIAPAANzAECPwIDIQANj8YC7gwDKAAOCQIDeh8DIwAB3AsOTQwhMTAgghhymC8AqQALwgsC",
+"2AABBwAJIQgNUzEESQMP9z0IAIADD/c9AwRpAw4rAwQiAgOpFg6jGwIdWQTYMwomAQOpBAAjAA4mAQO6GwQnAQ+9aAMF1Fof",
+"MIAKBATuIg0vAwKGbQIkJQBIAA+eAgADdQIDKQAPFhIOFTGJDBMwoywPIwAABJc8Dy8DAAKFDAL7EQL/QwyRAAJKAwQpAAMH",
+"AA8/EgACTT4DMAAFLwMMBxIBHjsNLwMGUAIGLwMMrw8A1UAPLwMBBDwADe4ZA8I1AiEADi8DBPp/D+OJAQP5LgQvAwIAZw8v",
+"AwARMQf4EHIYFAcGAwzKVQ8vAwYMEj8GLwMPsh4AAmghAC8DA5cQCxI/Dy8DBgTyti8xNRkVBALQDAEoAA0vAwQLAw/z0wIE",
+"2AYEJAAP3RoCAaVFAi4BD98aBAQSHw0vAwJpVQOHqwJrqgueAgPwzAQpAA9INw8F+CkEPQQPIwAABO0GDi8DAkltA8GsAg+s",
+"DJEAAkoDBCkAAwcAD+waAALoLgMwAAQvAwtqPyA5X3AfDS8DBGo/CC8DHDWcCh83XgYDBOx0Di8DBLc6A2MgDQkCAxsFBLpT",
+"Cj0AA/4jAyMAD/UaBCIxMfYaAJcVB2ctD14GFR83XgYHCZMeEDenDgiTHgPpCQzDDQOlYgJNAQIxiQqTHgMtQAAoAA8tQAMI",
+"AgwKUgMDNC0AogAODQoDyAcDBwABuyMGvQAPbz4CBa4OEjW+ew5wAALDLg8zIgADrysCIwANuQEEiOwDugEL7OsF1QIFeLoP",
+"SCkDFDFjBA7CAwI+BgOpHgF0DAsxAwOfVQMpAAHnsw/CAwsEej8UMbfrD48AAARRBA7CAwL2bQEiAAFMAA+RAAACUwQDKQAE",
+"BwAPWSkAAkcxAzAABcIDDC0MAIlDDsIDA4lACcIDDagwAeYUDcIDBMEsDcIDBESWAzY2DcIDBGnJD1XrAQNpLATCAwIITA/C",
+"AwASMmMpAQ8RDwcCDA+XAQ0H9AIF668PAgQMHzgEPgIAMA8DHQMPEAoFAqIaACkADh8DArsEASMADRYBBJLUBBcBDwc+AwSz",
+"cRMxF8gIbwICKgYDAAMBZQQMbwICIwYDKQABW2kPAAMMBBgRBATUCXAAAoUJBN8CDjMfAk8nBSkABAcADyolAALnMwMwAAXf",
+"AgzFDADsIQ7fAgJjEArfAgzdCwABIg/fAgADYxgO3wIErdUDj2IN3wIEwn4PsWABA44RBN8CApAHD98CABIzuygLWREP3wIs",
+"HTi4Bg/fAgUPLEYCBF65AN8CD8AJBAMptA+4KwADqBQCIwAOFgED9AcEFwEPEB0DAHkKAh4BDK5CAvAoBd8CAXcsC28CA/tX",
+"AykAAY43D98CCwUWUQ/DXwATMXMFA98CAYEqDHAAAkgDAykABAcABU8LDb5CA/A2BN8CDK8MADm/Dt8CD68MABw1rwwAryIP",
+"3wIBAh4UD98CAAOIBAPXgA3fAgSZyQ/gXgEDvBME3wICrQYP3wIAEjQTKAHNQw/fAjcP7wwVHziHRQMAvxIE4AIP+h4EAoYH",
+"AisADeICBIh/DzheAQP7CQXiAg+xIgQF7RoNPV4C6xwG4gIPIQ8ABEkCAikAAAcAD+ICDQTAGg9GXgATMYNDBOICD3QfAALG",
+"eQQpAAMHAAEyUQviAgQiAAnAEgvPQyA5X8EXDeICBM9DCOICHTZuPwHIGw3iAgMhXg7iAgPfMQMhAA/iAgAEjgQPmhEBA+t/",
+"BMgBAa8TD+ICAQEPjgAqAglPNwxnTA+jAgUdOYwMA20JA8gLCz8YA1YfA4gMDbQABOkLAAgAD5VEBADxCwmBAA2VRAIwGAjQ",
+"dg2VRAQtGwNiAA3hHQpiAABlBg9lQwh/ZGVuc2l0eWhDFA8uAAIPa0MEDywAAg9uQxQPPAAJD3FDCAiijANAAwuudQJnAS88",
+"MquuAQ+ijAUEK4oP1QAOBI4cBeMCFjhwQw/SAAoKkBgA4AEPcUMDD3BDBgDAAw9vQwoBCAYBCwAIPyMDWAICJAAABQAEvGwI",
+"UwIjMzDEYA9pQwAPbDsCBa55Dyg7DAPhCQQZQA9e6QIOtDQDrAAPiBwCCONDD59DCgNRLwEJGg2fQwLmAw+fQwADbCYDPQAP",
+"ggADBWg8EjLfKg8BpAsBrGoIZAADFwADBwAKnw8E7QEDuAcLXhMDHgAEAwECuw8MuicAVwADrBAMWQcDLw4PVCYACCIqAuHL",
+"AMWDA58GAVAbCAEHCB0AA5MGAofPCBgAAtQGDhgAAncHDhgAAqQPARgADMJBIzMwUIsOjAEFUh4P8UULA2w4Cq8+BEQABThD",
+"EjLvIA84ig8IvSABwQAUe6EyJDgwuyAE9wgD4QAB3wABvCCfZjM1ODYzN0JESQAEA89TB5x0BPYdA0sAAnkvAiYABuwGEjOa",
+"8A7sAgEUBA/cNAEDCw8DHAEPOooCBGhFAgcPD8lEBQ9ZbAECTAIPykQBA9YNAyEAD58SAgTTUgJQ1g4fAA/XNAQCCiQD01IO",
+"SgwD0jADLyQP1AIABPUABjxfC3gABRfyD6cSBAT3Lg+XGQEBlQABUgoPJlMAA38kAhwDAisADIdLA1UoBq0BDzooAQIrCQgU",
+"XgM6CgNVFwKjAgO1IwxjAwI3CgQHiAOZAAJvDQBNAQQUgQMZAAPeEALXAgrNAwK5LzQzRjhdAQkPCwGEAANiCwcBCQOpAAPf",
+"DQJBAAWeAQxeRCAzMDyIhwlicmEudW5pFgAGqvMAIwADEAMDewAD5y8D+AsPEjAEAnsAMTQwNHsAAAwAF0MlAgdYJgIlDANB",
+"MADGAg6NAAYvOQCaAAqNAAPpMAJ0AAFyBQepAAPnCwEiAABcAQi6gAN4AAYOCwBpABw6nwECqFMEygwGEQIVdC0PBr8BCNUm",
+"BGkMCIYBBccBCQb2AMsCBmfvCEaBAoEfAIIABmIDBC1ED8kBAAGofA49AQaBGwEkAAvLAQObDQKsAQKiAQtEAQNiAgGLAAUE",
+"hQMcAAIxEwIcAAFnDQ0iLQMkUwRSIwUdAAYeLQkaAQkZAgOqLAWhBQ/dAAAB0K0G6wAEvtQQZ2SLAoIBBaMACmgABzIHDahA",
+"DJ6iBGgACfsAA9Y1AAYADHYCAvUBAQYAAU0wD9UAAAIdAAZ+DAFjAASxowrKBwMHAAHwDg8FgwABqwQCA4MJaSsCrikDwyEL",
+"fgEEzVIDNQMNPAACtxcDBiIMPAADugEDnQAEeQoFPAALiC4Pqi4AA74rAn0ABAcABFQHBWcAA5wAAx8ACY8EAcKDDmMHBEo/",
+"BOYHA10HAsQJCXNADARGBMdHA9ILCQgQAA8ICX0AAyE2DzRHBQ+tTQsEGpQBSQQPQHQAD+YHAAMcLwM5AA+aUgIFhRoiKzIT",
+"KQ9+AAUC/AYN8vwDECAF/NwPwggCBU0hD0wLAwTiRQbBJgc1DQHfCAQnPAwWCwIyAg3JCgI3PQXJCgqBRwBpDQt3agPMAAWo",
+"Og97TwwLWZMLRQAGr34PpSkLAwwhDwVQAgRFWU8xKzI5KaAKAsgJBKdFDcgKA3otODExMxMLDm8ABVkqEjJ9Iw9ZKgsGJYsC",
+"cAECHHMBbAAPWgsOAvsgANwmD1wLBgI9cgUpAADwAg8LDRYPEgIQB5ADBBAICvsOAeUAD7HyAQSlkwP/AQ8oKgIFfZQFyrsO",
+"TNIPFJUEA0QgDydEAANGHA9Z4AEDQCADTQIPgxYDBIADDb3ZBCAABDMLCzELAz4bBWwoD4coAAH6AQIoAA1lGwtrSw+YKAQE",
+"YXQPaCUHD3cwBgPlGwWdKA2gAAzGcgS8KAnBBATLGQbVAQ8DFQECmzkChCEK1wsCYwMCawACnjANhUoAcwQC0hsO/UUPp5IB",
+"B6D3D/5FBgVrUgI2BQozDAdMcwqUCghxcwJqMQgmAwHk8w81DAQDbBoCuCkBlBoLNgwC2gwBsk4LNwwKDEsAeQMARwEPkgkA",
+"Ca0LATnYCCAIA74nAjQKDxYbAQLmJwKCAA8+DBACVkYFFSgAwwcPlAAABnY1AaIADJQAA2AFAnoADNIIApIoBDoBAG4BCQCN",
+"AxgACpQEALYfC+cNAzkzAjAAAQ4CC0kMAisFA2t1CNs0BCAABxkBD0wMBQEIAwIqABNwrQwGTwwDABwBkNoJUAwEgRcN4wEB",
+"7gAOTwEHlyMBJQALTwEChJIEwgEPVAwBA7cmAsgCAr0mCR4AAZABBB4AAbYJCDgjCtgmDNwKA5V6ACYAD1oMBgOIaAMrAAEp",
+"AQ/mAAAJ0wEBpUcMXAwCOgUNkwEJtAYMeCcNo0gEawAKdQICWgACLQINkgIBJAIEkgIEjzAK3QAEHgAJ+gIQMrwKC3ADAlUH",
+"A+0gAxkBAdw+D/4nBwKuBAmyAQHdAgNhAgJOMg9KwQYCTB8MhgADtgEC5gUD6AcPEyIAAiRqBCgAA1MDCqkBD1ZmAwRoFwwy",
+"NAM9SQnaXgYeDALzEwK4CgQJUg0bDgmcDAFGRg80CQIDYQkWM6hUBkD4BN8AA1MlBCsADzMYAgV0IBMrlB0PN4gFAw0iDP0C",
+"A8UlA1YmD2UBAQJmewSGAAMtDgwwCgWXIwPrJQ/AIwcDxA0ELyYMkBMEVEsDKxgKXyUFPQIRNZg+A2gACYcAA1YqA88AD3EO",
+"AAPcAgTPAA8AJAYDXj0P/yMBD5AAAQN9khIxvnYIkgADiwADDgMPqB4AA9sEA9oPA5kABCIIC+4BBo1VBaRbD+4BAgM6Hg0l",
+"GQKGCAMfAALQlw/OAAABvCYDpyINVjoH63QFvxYFHAAGxSKNMGYwREEyNDJQEAJPWQXpIgVyIgEKnQJqAwPf/ANsEg35Cw+i",
+"EQAKm0oAegMBViI5cmNwMAQBjAEHeGoBKQAPwg8BBPFSNTErMZy4D2kBAgM0LwyDCgN5SgMfAA9pAQUCekoAmAAJkgAP2vgI",
+"ABEdP3Nvddn4Ew8tAAUPdx4EDysAAQ92HhQPOwAIAnUeCGCrD3MAEx8yXqsDB7OzA9YBODwxODarAskFLzw1SqsBIDEzPwAP",
+"3bMBBFWoDwgBDQypHgAFBw8FAREJzQMDdAAERaoPCQENBHQABDgAAEgFD+YeAQGaKg/mHgIBQAgP5h4IAz1XATcNBnNMDyez",
+"AgQWEwlvAx8x6B4GCsxZBXoSBTQ/D+geEQE+Aw/oHhcDSD0P6R4EBh0TAJQyD4xhDQJ6CwiaEwPRAw/cLwADeCYDtAAPASsD",
+"AxkPBncIB2ISBnUADzwAAgRRgw95OAMElYUPtFMFBRqmBSAAD54SBg8AIAoFe4QP7xACBGMgD2YRBAhzuQ4zFAhlEQ6gAAb/",
+"Yg8eIAoFWBEPVREDBB8AD4IAAgREAQadPwwAIAAFAAyOBgFc7Q+8EgwEHBwKQhASMWSjDuwABQYiD34fCwNVAQ8pCAMG+BQP",
+"fh8KA8QyATsOBwcLAuoKAgYLBxT3AeABAcUBAisdB+RjAf0CAmcTA4cOBFw8AnsBBOnlC6w1AU0AAZ/GDzoBAA97EgUD6VQP",
+"cB0BETGrHA6bAgJQCg/pqQICewMDCQEF+zIFHwAC1gMDUAkLcCQFiQAEvQcRMYJi/wMucHJhZ21hICJub3Vucm9sbCJvAgIE",
+"SAkPBiAEAr00D91UAgMkCw94VhIJHgAI3DoPBqQDBE9BAvJ7B2oPApgKAeAJD6uiAwRYiAJBpAjUEwLgCgE6AA/4EgMED4UD",
+"ajYIPAACihMBBQAPSzECBUSiD2mIAAKHHQE8AAuvDAPfFAJdAA6sDAKrDAMgigJfEw8EDwIGYjABlgUPxg4CCLEUAmANB2kD",
+"AkECAAYADnkCAykmDwPpAgRvMQnXfQNTAAFvAwT9ggJwAxZuQToIcAMNNh4RMWllBksDCh82Awv5Cm8AAxGEAasCBssLBho2",
+"ARkAA1dADGNkBAIFDvsCAY4DABcBD8EMBQ8S8QAE2DADqwMApAIKHwACFQMD6QMHmBQUMcFkC6ADBa0yPzMrLYBYBALbBA8u",
+"MwAHslYNFSYIKAgByB0POQwAA6MDDycWCg1lfQOCMgFwAg+BTwIEFgYCgOoOChYABQALE10EIQAE8y4OqXYC0A0B7AILyFkE",
+"IQAEWCQPiYgPB6MDAz1nAhwADlciAkYuAvIAAwppD5UxAgXJDSMzMsYBC0gAAkIAAmETAj0QAaUDDg8CBO8SAA8CDz41AwPD",
+"6g9XfwECmwIPQ30IA50CDLIFAxRXAiQAD2B9AwTySAIUVwgWXgEXAQEPAg+ufwQE1QEMlwEDixABOgAP0wECBH+BBAJXCDwA",
+"AlsFATwADx40AgXFXg6yBQKjXgF9AAE4fAcPAgPEXgFdAAkY+wMfAALaDwKzAAJBAA8CAwIEvF4BDwIBfwALpFsBQgAIKYAL",
+"hAMEDgIF/bEPaDoDArhGD05/AgLCBAAhAA0LAgOHJgIhAAzBBAMvVwMLAg+DBwIEOEYcNmFTAikVAQsCAX4vDjoABNEBDASJ",
+"A7gSAToAD88BAgAHVQJ0AA6IXAKkAwE8AA9oXQMEygQHNW4EGwAC+hgBPAALUxMDwFwBXQABJCcLkCgCrQACOwABvgABfwsO",
+"VigE8wwCvkkPEVoIAlEACn8IBAgCBQIID1M5BQIMWA/Y5wIC6wUPDFgIAgYABpA9BB4AA0gNBh4AD8wpBh03OqMCxzUB2AAP",
+"Y1sDCUDpCDoAAh4FAToAD84BAgB+KAJ0AA72WgK9HAE8AA8bVgMPc1gNAZABAXFYCFwlAsgAAlUmDqI8Aq4nA0ZbAb4ABIVL",
+"C30ABeoHA34AD8kJAgiwewEHKw99CAEBCAAGg54LfAgC3U0FHgACIgIGBAoPOTMBBBwABl40C0IJCckIClKLBC8CD44kFAXs",
+"WAyoAg+OJAYEmuoDOQAPKiQDBPVXD828AwWjRg+tJAwFgnoLgwAD+VYEHwAPgwADBRN6D9oPAAPlSwEGAAD6ADlAJXCBOwDd",
+"Eg9cJAMHoHgPXCQLA2QsDxckAgWGBA8XJAwDZqcBqVcORQAPRk4UA4ExAb4CDkUABicCHzCidRABPgQICQwCsDkDpUgHNRAD",
+"ISMCIwwEFyoENQACWjMCIgABVAMHORADAQ8D6GALORABbgABBZMPkBERAwkCBNWCAucBCngdEzG0ng3BBQI0WADZAA6HDQL5",
+"AgScAQzMGgRNPQQBAgvzcgaOAAbBAwH3KQ9AEAwE6gAFADwC+QkDIAECHgAD6SoMWCUNzCoWMQMyCjQDBTknApieDhYBApoE",
+"D2g6AAfZegwwBAPhVwSHAgziCAPiVwRhAg/jCAIFhFkM4wgDYiwBEgYBglkOMQEFhn4M5QgOhn4PPQAABEB/DugIA+cqBOwq",
+"Dz8AAwSn6A7rCANGVwMkKwwjLAIkVwVKKw8uHwAEIFcJxysBkksLKQACOQkDFTEDNgABdkMHDQIKVjkCowIBlzkP/AIEAQgA",
+"DhkDA/kCAAgACygEAtYDBA6SDKAQAnwqBNgDDn8rACIDCbEAC8NGA5xRBZ8HAxYAAXQAAmcEBk+aBqYQAv8nACYAD18qAwQD",
+"Bg0GAwJ5WgAgAQ4DAQOFJgLUAgG6CAogAAMhNAI8BAh5MBIxYm0ORAIFzLEGVisG8QMDFyoPHB0AC7kmEzHy/Q7zAwVRBAWK",
+"IArtAAImAQ+XNAABiAkCIQAM8wMC/64E8wMBgAkJHwAD/g4DQQAPnwkCBchYHTk6AwKeWAPyAg/1AwME9nscOQoLBEkrAQUA",
+"D5azBARkBR85gT4AA6IlAj8AD/UDAwSFLh85CK0AAvUvAowDBf2nBR0AA3soA14AD6cpBgSfWQQULA/1AwcDHygP9QMCCm9A",
+"AzkABbxPBV9CC3ACAlMOD9EkAQyTFwJ0bQ5wAgV3Cw/D3AUCxlUAKAANcgICXgMAIQANUwIDWQMDcgIMjAsCfVQFcgIPykMD",
+"BGsDHTkqBgKbIANvAQ9yAgME/S4DvlUIPQAHcgIBFV4PPQAABHICDygGAAObvgI/AA9yAgMEa34fORREAAJ0KAJyAgHIHQlG",
+"JgPZUANeAA/gUAECPAIECTICywAPiKQAA3ICBCEAD3ICAQE/Jw5yAgViEwNzpQxyAgGcAAAmAA1yAgzHFgHbmw9yAgAFYgAf",
+"NiJGBAI+VgRZcw8+Vh0DdAICPlYKIQAD0Q8DCA4Po1IFBZgmDH0PA0cpA1QBD3gCAwVRGgKdVgk+AAd5Ag+f3gQF/HoeMIMP",
+"AxwpBEwpD0AAAwRcAQSOVglAAAd7AgL6+wgvKAO0JQT1Jw/HOQADtCUDwAgCzQABhhoPewIDA2wlD3sCAgouNAR7AgUmFhM3",
+"W0UMfAICNxEMO2kN6XUAYgAPXVIDBcIeLzM2vkUGArlWD3lnAQ+0VhIFfwINjQgC51UGfwIPgFIEBX8CDQM8AgYbA3kBD91L",
+"BAV/AgyJFgTtJwEFAA/HGwMFn4ovMTCMTgEHfwIPmkYEBdsDHjCTFgN7KAJ/AgHKGw8zKAAEuigPfwIABP0nA/soAs0ADzNM",
+"AQN/AgkzKAt/AgtwZAZhCw/9EQACyDAEXVEPYQoFAAgAD3ISAANwMAAIAAXSLQw8EgHOeAfkCg+tKgUDxCgVNYY/D60qAAPX",
+"JwNvCA/MLwADtwMDEyEEUwAP2w8AAisxAdJXA7gADZERCwSBBecCBgK5Dx8pCgW/WAEmDQk4AQUNVwIiAARREgsDKQYrEQ/i",
+"MgQA2RoBIgACYywM8ikCkAICEQEEe0sPPWUBASZJBJURDNYCBFBJA1Y8AYI0JmF4HwADYgEP720ACzcBBs63D+0oCwTtVwIu",
+"Cwo3AQP/FAMiAA/vFwMBPSwCFgEFNhkFGwACHgQEpkkMb2QDNiwFrkwOOT8EIDsDSAAPKBMCBsBdJSsxe8UP6gADBBg2DXcD",
+"BF00AyIAAjt1D98uAATgLgS1GwyKAAarAgKOHQ+KAAYDqwIB3AsKigADbjQDIgAPigAHAhU8AlUBDNowA7snB1sDAMAxB0cC",
+"AxB9DzFYAAvSAAZDRg9GAgwEpwYG+3QFGgADRgIDIgAPRgIFBd6cDkYCA2QuAicCAQt7DVMDAIEbCL0DDEgCAxkuA0oAD9xE",
+"AgEnCw9IAhIGa1QN7AADSAIDIgAPvgEGFDJIAgxZLgKfHAXsAA+pAAQPZwIVAyCKAtELCqkAA2cCAyIAD6kABwNnAgDKYwdQ",
+"Ag/NLAw/YmZvzSwXDy0AAQ/NLAQPKwABD80sFA87AAgPQksJD//5ACcxNXbgBZosCA3YA2UBIDw2a0sPmSwBCATBD9QACQEK",
+"Aw8FwQQP0QAJCyksAIEDD1wsAgBmAg9cLAMAwAIPXCwJAhUoAjYoCA5fDlwsA9InCnwTEzLNDQ9ESwAEIyAK/ysDUAAPAQYD",
+"B08HDyEICgMOAw/WOwIFCsEN50oDPAgDPQAPJwsCBNEHAs8HDJ0EBncwDlwxAF0DB2qDDnFJBo8aD4reCghijwm+AAOqEwPk",
+"Bw/3IAIERGEHJEsMBsEGZ78KdxQEyAEP+UsIA70aDRUBBsdsDy0uCgMFDQy/HANpBQ84DQADfBQDOAAPbQYCBJYsC3wJAqcI",
+"AZQIBCAiCbMABZAbDfRuAqAIAqIiACgBDzmqAQKzIwCgAQ+FwgUCjMkKfwECYgMNpGcIXSsEEwABYQsBIyYNQSsSMkErDIgE",
+"D4LCCwLjAwAFAAQeLQlqAAPYAwqlEQNpAAimFwEtAAqAwgAnAA+1qwEFkAAP2m4EBPAuDmMkBksOAZoJCJsBBo0mAbokD5sB",
+"AQLiRQ/SjQQCHQAFIloOLsIDGQMKMhAcMgcuAk0AD4DCCwHUAgEFAAGjBArvAQV/wgrwDQNpAAhyAQEtAAp+wgAnAA++bgAG",
+"opEPvW4CAugBB37CBLYEAIURDx8vBgTMXgHbCAcYAATrXg0YAAPCEg0YAAOZEA0YAANyEgPqAgpHDhMyRoQOiyEPTW8JAnor",
+"LzMx48IOB3kJD8UvDwZ2CQNvAwFNAwARAw80bwEC4isPMm8AAoYNAawLDtCNA1oAC8oDB3UAAqMfAFgAD/06AAL0BgLFHwK0",
+"Dw/cwgMPjjACBgxQD0SOCwOmEg/pOgIHI5QPcwsKCnhPC/0zBqMMD3g0CgLBBwTCvw0QEQ+UUAwDmSYPOkUFAyYABhMBD6je",
+"BAaVDw/ZOwoDkTQPXSICBnJyD5MNDAK5CA8AlQIHjTIPnQcBBEJ0DxMSAAObWQEFAAwFOgYbAAhsURMykkwIlHMBlAIPs3AA",
+"BkjEAruDDT0TAlkKD2jEAQBdAwXWjw8kHQITMrQaALMABtAKAtYeBPl4C7IDBSYiACgAD5kKAgIcAA8zjwED7i0ChQEK4BQE",
+"LCIEzI8BhQEIeAABAQEDmQMMkyMCUQcCIgAE9xQKlAACoC8PBIQAA14UA5QACv4wBwJGAZQAAi4WC58BAtkUAiwBBB1XDGsI",
+"BmUBD8I3AAA8AA3/LwLuAgPSCQf7JhUyiksKpAAE7zcCJdQOZV4B/wAPw3ECAtAkAAYADRsBA2wmAoUAD88oAgVwwQbikA3I",
+"GgzhNA7IGhIyq0QL/VsBdwAEaCUJfkYEFTIPANwAA3IjAQYAD0yDAwSJJg3YvQJOGQILKwAhBA8pKwEGIcIPOoUTD9i9AAKe",
+"HAJmVA6SMwKfHAOOwgIqAAU6Fge4RwKHAAIPVA+gGQMFVAEKXkcDN8EOXkcIVsEHBqoWdPZDApQAAu8FCiRHDH8JAU8ODIET",
+"GTKGFwAlAAMCBQQzAQEoXw/BRwMIBqgFFJsEHAACpQYBBQALOxICCVMDPQAMCVMDrNgAagAPqwAABywUALkAC31TAioCBY4A",
+"CyoCBykBD8tHEAKIAANTAAoiAQCgCguYUwMZCgIKAQbCPAYvRwMaAAHHAQctBgQfAAO1AA9ORwoAUQECKgATcAZzBk5HBviE",
+"C01HC5YBA+mnAk0DC4oaA2EsAhwADEZSAtoCAwUmCxwAAqsUAT0ADikzAx0LAwynAwQbDF8cAz2UD83cAQ89lBAEeWUCPZQL",
+"hC0BWgEDTIMMjygMqgACHQECqgAP7hsJBAUoBCqUDBEnAeACA2xUAlUBDMg9BO9iDxYQAQOzFQJOBQsrPAVjAATLPQWFdgUa",
+"AAMcIgKqAQCkBQthFgnSpgzoGAPnJwY9AA8vUwQD7CcBRAYHsQIMawACGgIEcgAPWygFAxsCDB4AA1coA7sBDNIfA5MfAyUA",
+"DJ0WAUxyBT0AAZMRCD0AA/gNAyUADAUBBHR+AwkCDB4AA7IlAuUBDJgABKUdAxglDC1JBCklAj0ADJgAA2AOBK5QB9k7ADcG",
+"BLodCowIAAcADOMoAhYoD2RUAwIlFAoZCQu+RADNCAh7AAwTkgMGdA+avgMEWFMBOAsEYAAMUxUBmOEHCA8KdQsBLx8Pg/UB",
+"AH0CD5z1AgseFgkGFgJBBAJxAwJcAwFkHw/8jwMCqTsHWgAAsAEPcgABAOYAD4sAAgBZAQ+LAAUCugkCKAkCEwkPyUADAmY6",
+"BEFoD1iSAQPPMwhyFwDzHQ9yFxkENwAD/QsPKUMCBDUiTzU0KzOyDgoP+EAGA7gFBDc7D80EAgTmKBE0rgoAPwAFGgADhgUD",
+"NgMBbQMO+xkTNPoZD9d0BAV36AM6LQlhAAKiBAOpEQK6XA9hAAEEX0kP+tgDBB4NACcBD9ZDCggGSwnXAQIABwCEAg1zDAIA",
+"BwQ6AA+iKgMEWBgCdnIJ4QAJKAUCOAgP0EoHBBdkDF8ABFs/A/AGCGEAA5AnA0wFAtqeD6FKCQsf3QVHAASEPwM8bQljAAPy",
+"IgP6JwF1BA9jAAICY/YPHXMFBNsoBb9qCWQAA2oCAx0pD2oCBAI7AAIjAAerPgBcGA9nHAt/cHJlc3N1cmkcFQ8vAAMPaxwE",
+"Dy0AAw9tHBQPPQAKD28cCA8JSQIfN/j8AAELqw0JSQE/AA9wHAEIlUgP2QALDHIcCAtJD9YACwqyBQE8Dg90HAIAHAQPdBwD",
+"AM8ED3QcCQGmBQLZGQK55w90HAYD8zUKIQcUM9OYD9BIcQEgBg/WqAED8wUPJVwAA+MsAm4AD0FYAwOgEA8+GQMDCxAWM8FX",
+"C/AAD4wVFAM+EgTgCQrXAAICCQ/r7gYD+T4PrgQCCYPODjUHD8xIIAmBAAKSBwQfAAqCAASCAgOCAA8gAQMFjSgPrkgNAk4I",
+"DQVRBx5aD4IABgQEAQ9iXQECih0BxAgLEhkAORsPjxkGA8MnAhgbCBgAA2MiAx0zCisVHzPGSAUGyx4PxkgKA+QAD/QXAgcK",
+"SQ/GSAoDLwEFTEMDpAEBBwMPxkgKC484AusiAs4cA/8PBcZIBeIaD8ZIBgORGQxSAQ9vAQcDzSYM8woCtwAPnR0BHzPeSAUB",
+"TAMP3kgBBJe1BvcID+4oAQPVCg86HgAJ3kgfM95IGQXrJw/eSAQBmQAPl8QCA4wJA3cJD0UhAgTdYQxHCANZKQAFAA9V7AMF",
+"UCkGuZoEGgADWyEBBgAPWiICAgoKALMADRYMA8QLD04QAANzSQPUAA8hCwIE4CANc0kDDSkBkgAPOFQBAUACArgABDgpD3JD",
+"Aw9gSQcCbCAGcSAMYwACSwECYwADgykMXDcCuA0DpZAPfQIBAQgADpoCA64WAAgADMNIAqAgCf4cDMNIBoLMCjQXGDPDSB0z",
+"w0gC9QcPbR0CAd0BDx04AAIjGQYcOApQFgP/BA4tAgOBDw/DSBsDRysEZQ4NHwADXisFHwAG6QAPw0gDBamaD8NIDQ/COAAE",
+"4BACBgAPmQwCBR/IDDkOAzUqATcCD7VGAwUgLQSXRwiJIQNmIQEGAA9MGwICREkAtgANX0UCdAIPBPEBAp9HBF9FD1kEAgQc",
+"Khw2gDMDFioBkgAPfkYGArcAA5YtDy1FAwSsRw5kMwJ6RgFkAwGRwAuYRgKjAwFiAANlXgvATQTzAQW3gw+nSAcDpRwO8wED",
+"jEgC8wEPzsUEBLKHDIkOAtgvAfMBD46/AwAmQgXzAQWaAAQdAALaAAHzAQGBQg62AAKIAw8MOAAPjMQPA/MBD4RGAw+LxCoC",
+"twACIAUP8CcCD4XEDgHZAQ+FxAYCYQADgkYKVw8E8QEFVwEPikgEAuEDD3ceAANRSAPuAQ/hAwIEWUICUUgH7gECqBsB7gEE",
+"TkILOgAG7gEMFyAC0wAC2RkP6wECAzNHD4U3AA8zRxoOlAAPP58MAZIADusBA0obArcABgkcDpYYD8RGDQLyFw7rAQPHRgLv",
+"FgKGAA/rAQMFuZ0PbUgGAtsDD8jkAAPnngNtLg9WGQMEqkUM2wMCRBkCnRkPOgADB9sDDNoDA88ZAe8BBcwXCrUAAtoDD2+e",
+"AQLaAw89wggPbzIJBJcaDjzCBu8BAcRuD1gJAgO4AAYlHQ+GGgYPN8IADY1CD1gJAgO5GwOvGg3WNwVUMw9TSAIFjDMPU0gB",
+"BZQJD1Y2AAWZCA9TSAQYM1NIFjNGbwbBIAEkCw++dgoKMQ4KeCcTMzeoDwtICQ+oSAsHC0gJeUQDxiQPeEQAAzcEA4hFD1AP",
+"AgQFFx84VRADB6hHD6hICgNXnwHBAwmDAAKAAwQfAA+DAAMEqEgG8ikG1A8BsQEHqEgPcAEICtlGD3ABBgfCwA9ZLQsCWAEE",
+"FJ8LRQAGmVkPwEgLA4IiD8AXAgSZBQ/ASA4C9AIGOUYDGAUFxEkPe0gJAQgUB3tIAlEBA7clC+4PA54OAkHiDO4PAUYCCC+7",
+"BYcBDxQDFQgFSAHTAASTSAqdRxMzNbINMgUCSEcPk0gCA5c2BG8BDmIMA/UuA9QBBDIrDY4ABgEEAWBxD5NIFATCAwLBjgz4",
+"JAKkDg9EPQEKAB0TM4tJDgEHBfuhD5VIBAIpTQ+4GwADIqAAIQANMEICKwEEEUIPHxkDBYNEDVs/A9YAAsoFD+sFAAP4AQMA",
+"GgItAA8ZUwMGq0QPQj8AA3CdAkYAD6oPAAP/OANnAAIoAAFylQdUAQt7PAHxAAAGAA65DwT+OA/cRwEGxZAO+R4BSwEFobsM",
+"3EcFHgAE9wEMdhcIch8A/QIL3EcCMhYMgBACzRcCWR4CES0K3EcC3g8C/I4P6ykABB8FDU0CAtVGACABDAMBBNRGAlQCD7kH",
+"AAK3CAAnAA6AAwqeRArxAArFDwPbAQVKLgMXbg+HRQIMTYUObikTM/kmDVUDBS8XLzE2JRAFAqZHD9/LAQNomwQxjAkmAQPO",
+"LQNYAw9FagMFYUcOdXwHCiMB9AEPWAMCA7dEAy0AD1gDBQQVRQ/noAECliYCRgAPPiUAAlgDBGcAArEJC1gDABkiDqMYBVYB",
+"Dz9HBAJUCw8/RwEM0RIPoeoEBoasHzbqDwUCC0cPskkCAiMaBAqLCbgBCYZNC4SbBTcBA5UCHTmHTQODBAIwAQ9eCwAGUDwG",
+"LQAPuAEFBHUFD3NNAA2IRw+4AQIDZwADJB8KuAEB9iIOuAEGbgMPhUYDAiU0D3ADAQwZFALIbQ64AQWiEQ9nSwMDaUYP9kgB",
+"BaacBOCJCVsEDGRGD2FIBAWnQw1kRg2fSA+7AQMDKkgDZAYPuwEDBse8D05GAALsHwObAQ/bAwECvAEJkkgLvAEK7S0DOQAG",
+"ygQPxkUFAcADACcADb0BDAQNBfRTC70BBeoOD7RKBQTFRQ9DSAIDOwcPxUUKBL8BD1kBBAboRA1XAQYIKgLgSQ+/AQIDzCMD",
+"LQAPvwEFBAYDD05FAQMsLQJHAA/iAwEBvwEEaAAD4gMKvwEFTakLMwcCEcQLzg4GqQgPzg4AAlAHA7gKDqwIAwZFAebCBAZF",
+"DI8OCKR0AA4IDwZFBQPhmx8zBkUJAo9yA3c2CUA0BmwzBi0gD6wkCgeBnQxlAAITAwP7cgHDAQwxSQInKgOyAANpHAqcwwUr",
+"AAbBDQy7EQykmQ3gVAMynASqAA9rIAQFc2kdMC0GBQE4AgcADx4lBAA5AAIhAAwqKgQpOAe5HgxULAMQAwRvRgEHAAEoCglI",
+"AAKtAgPpAA+jSA4PkAYABD9ICGEtD8oAAgUpcAmoGgF3Qw/AJAhPdmlzY7wkFA4rAA+4JAQOKQAPtCQUDzkABg3sbQD5AA82",
+"AA4fMjEAHR8zMQAdHzRDJQIXNS4lA8cBPzwzMUMlABgzedAD/AI/PDEwQyUEAcYRD2QBDwFsAwg/JRYwPyUPYQEHD8IDAAG3",
+"FQ9lAQ8J1hIEOwAPqwASAlgYCBfFD2eNBQ+xJQYBiAUPZ40JAf8FB0t9D7ElBgSkWwo7DiE0X9evD7ElAQ+FBQIHXTkPsSUR",
+"BIs/D2mNMAeTOQ+qKgsCegAPkjkCBsVCB4s9Bz5zAGAEACUAD4wSBRAzuAUJHQAJWCYD+CQPThsAARkAB6c4CFQAAtsQETMD",
+"EQ0lJBM0z8sODwEHSksPrIIKA3YAAQIIDyqDKAtQEgQRiw+cXgMHSYMPxyUKD0mDBQdp9Q+DAAcCYwAC/QAL9gICzRkCBgAM",
+"/xgCLAoPiwEDDd8BBx0AEDL2FQ8dAAcMdqgNgyQfNGqDBgd2Jw/wjQ8K34IERQcEQgAKVicIhAkE3loJ/YIHygcGXDMPfT0K",
+"B0d3DxgFAQavzATjlwvsAAZwXw9oTgoDfS8MaEIDwwABpAB7QzIzRDcwQdQSBPkBDNAWArYZAWAMCs4WBJH/AjkAC84WA9GG",
+"CBuVI2Vx3gYDvEMDrDIADAIEIAcDNrMYeDs9ALsAATIAAZ6KAJwTBC4AAJECEXCpCguJAgFzAg8sBAIRMg0YDSAaEjSeMg9Y",
+"BQAFFwENMyoC5QMDWwIK0wwEsSkJsTUOHacBBgEIHwEIdxkDVDMP3gAgBwQHAyptD6MZAQTzAApIpANcCw/pOwADLQ0DU3EJ",
+"CgEIGQQPt7kEBMwWAjsqD3cRAATIHgvkCgMEEwOdNQ90EQACmjUBJwAP3ZkPBI2TBGH2DxwUBw86IQACigADNTIOlTwH+zoC",
+"IwAGRUMFLDwCHjgBHwAP2AE4CsEZBdgBC/6PAvEdDrA3A0YYA8QEBbQAB208A9c2D208AApDGRA0lyYNwTsYNNsdETTbHQij",
+"GgJ0rg9hkAQLn64LQQ0DNoYCHAALGI4FZK4DQgAAmgAHcjwTMlloAcYTDrIAB05OETTmJglaAALTEAWTAAyRAgIHDwEvAQ9z",
+"PA8FiQADUAAHyn8RNGnSDMSDAxACA0Y5Bq8BBa4BB9ABBUgcB3U8A74UD3U8CgBdAgWyQgFEAAZ1PAiirwt3PAzNOQSOWwKi",
+"AwwdAAJJAwIdAA0qOwJWBQCnAA0pLwhBJA9ycAMFKlECXDYP0BIHDgKuAmkCBeetD5FcAAMhFAKEJQ9xBA4EhUYEhzYPIgAA",
+"Dy6xBwN7WgXkrQ9zEQACjAECKQACdwQCezIIKCwD9CoPvhUAA2A2A1IBD8IAAwQ8DBE19ggLjgICBBECLgEBNwwHwSMDMhIC",
+"pigPOwAAAzYAA7cSDHE7BP8RA+EADloUAzIFBCkADRRgCy4AA8UEBC4ADzUfAQxbBQaIAwEhRgvzOgPhHweHBQtEGQS1Cg7+",
+"KgEpBw/+KgIDqSECkAEOrRUDDA0COgAHnwAPjZACBgixBKsZDg2gAWgIBfQFBw5ZAsY0AuEUD2oYAhM00WMJPggDwh0CS+QP",
+"rS4BABsADD4ID60uEAVwuQKuLg/uEwcMPggDrAQI6xMMQgMCeAcCKycPAKUPBKJoBNYuDyIAAAP0CQ5BCATSOAKUAAEPFAtw",
+"RAL3GwJ1HwMdFAiFSATDBQI+HAI5Aw9KGAIFnQELcEQCAxkAgQELcEQJ6UEPBAgCAstCD8yXAAvaFhE0WkQPUwcACtoGAsZD",
+"CDZNDFZACegUAiwEAu8UDUZiA5iNAiMAD2ldBQNCAACcAAgHCAMpmAFYXQ+0AAAJuggF548FXAABPQAGlQAPWkICAjQBDwkI",
+"EASLAAMHAAe8GACJAA4KCALrXQM3AAKBUgsKCAIhAAJAGw8KCAAC+gIPGZgKAW4IBYVEDAoIB62qCgoIDQuWA26GAyx4DMgJ",
+"Awl4Ax4ADegyA3kMD1bRBwMuMA95DAMERXgPV9EEBdKoDQwIBSo1AgcADvELCs6oDz0EEATJpg9e0QYFel0PDQgAC8mmDzJg",
+"AAd8XQVABAGRNAlOAQNaCQ9qEwADfDEDDggPWgkDBE1dAn0xDMZaAcgBAhUBAWhUCA4IA/UzAp8xD0pdEggjAgPRJAS7mA50",
+"GQQPCAQpAAcZFA8KCAMEKQABcQAYM5xCAD4FD1EHAgYuYg9OBwIBqAICRT4KTgcD4YsFvRUOHUMfNNiRAARHHARyQwh9MAPT",
+"CR42TgcOfdIPxQEACTH5DyAAAASOdQuEAgTyGgPGHQ/uHQECpisCkBwMZAkPaQAAC1X5DyIAAATvLA0RAwOQHASRXA4dCwJh",
+"CgInAAQtAAjmFwMHBQIpAwOOCgOdAQxIFgOdAQpOBwNfZgAGAQrMAgLBHANqCg9OBwICBgMC0CEKTgcKUdEAewAAQAAOmgYB",
+"nyMHJQALTgcC848PTgcEA8GOA+3YDJgNA0GAAiMADNINBf+WAgcAAHUGCU4HAx8ADwOTARk0zpAAwgALTgcCAHsD7iEOWwIC",
+"gTQCNAEPTgcRA4sAAu0DAJsxB3sAAMkhC4AEAvQyAzcAAjuLCk4HA0gHAvUBDk4HAkMJBNMBD04HBAHKFAEqABNwsQcHTgcC",
+"XHoBiQALTgcMix8DJTQCMQACiRcIHgACEgMDHgAMvBgDkDYPKLgBAzB+A5szCg0yBF0ABVo0D2u2BQ8tugUDHqEDn1MPezQA",
+"EjHVTwMpAA89BBAFOqQPabYHDyu6BwL4MgEiAAFLAA+PAAACjwED79QDUCsB+QEITgED1wwPWH0BA6UoAk4BD9cMAwS9egJG",
+"fwuSAgICNAOhAATmGQQdAAJOTwK2BA9OBwADm04CQwAcMcJ6EzFrCgPjAA/FegAETgcDKQACcQIPTgcJBCkAATcAC04HBn9o",
+"C8kOAQgABcAaAkcHA3oaCHf8B8dKARMHBp0aDQTRAQ0PCXwACclbBf8/D9jsFAU3fwzcAQPWAQPuGw9kGwMEfQIEhBILeDIH",
+"LIkPg3oKBH02DIwbAsgDAx8AD4MAAwQ8BwaWJgwW0gObtANLAQwgGA8/HQQEjjkPg3oUBPg1C0UABoQdDzlgCwLrCAQHgAtF",
+"AAY0Gw+DehEEVJYKlhsJycgPARwDA8JQLzk0ARwEAwkNAmtQDwIcCAc4lQ8DHAML5pIO8QAGuQIPS2IKA9AnCklqBUUAD7Fq",
+"FAV41Qt7AgO0YQMfAAF7AgcMAQOOkwIy1Q9qHAMC+RoAfAILaxwCt2MCVhwEtggEGwACkhICdRMBFCYIbBwCewsDUQALbBwD",
+"WIwDRwsIbRwANxUNbhwBchQCNQARcMghCHEcAdsrEXCbIQ350CMzNP7aDiIyBfAADPETAyQ2BKx7CukGB3hIAK8BAiQ2DHYM",
+"A+pkDzRkAgKJ1QBAAA14AAlNMA/5OQMEuxYXOJuuC+XQACMAAXUxCD8VAlAjBMgfDNAKAyHcCEI3AkQHAMkADM0MAzrVBFg0",
+"D0UHAwR61x84HBQEBZI5CwQIA9kPA3+oD5jXABIxiDkDj0IPkQgPBSZ8DxwUBRQyTbcOzgwDRBADY1MPvjkAAmwQA35DAo4I",
+"AmBUCs4MAqkIAi0AAdUSD5oBBwyuFgOaAQrlDAdO8AsBoAO0RAP5BA/lDAACnQgCcrcK5QwKVtEAewAARAIOMQwAfwMGywcU",
+"MzFSBU4BDGCdCGwVAtRUASQAA7xmCB4MAtJUA/DyAfUsCR4AAgwMBEMAAXYgBuYMEzNnOwEiKw+1AAAJgAgbM+2qEjJLqgJ6",
+"AA+96gASMmwiAjYBD+cMDwWMAALAFgBtDgd8AAAWDgvpFQIcVQM3AAYI8gbnDANHnQJTFQV9FgboDALdDgTWAQ/oDAMBbxcC",
+"KgATcEsNCFKsAqASAIoACugMBRNdBSoAAhEUAjEAArJIBx4AAxofAx4ADxwEAhQy3TYBYggLagED3TYCMB0P3wMPFDIaIANO",
+"DAxOAAMFFAJwAgMNAAzLFAPv2QDrBA2rOwNEIQK5Bw/shgMUMlQ0HDj+nhIyFBgCzRIRMlM0Dz4AAAQGagHRBQsZAgMtFgNc",
+"GAX4bwUfAAKNDAI3AwC8AAs/AAOXHgRGAAszLRQyYBkCGAEBHxYPcQwCBCkAAg4AD3EMCAVSAAIIDQKeWg/rBAEHDwMA9g8L",
+"xRsCJicGcQgAnQQMTiECBgsOXQcP40IGA1KCBNUHDY43A7kuACcACccbEzOsDAuHBwUgdx83xxsEA0mZD/FOAgKDOgBEAA1Q",
+"OAMpFAIDCAuCOgtQSwOBOgoDCAJpKAAjAAEDCAAVSQwPIgOQ3g61fwQV8Q/hOAEGpTgPxAIABNUcAll/DyAAAAS/IwtgBwKZ",
+"FAEfAAFGAA7BAwLgEQ+w7BUVMvR8D34QBRQyt2wO7QcCrkcBIQABSgANjQAD20cBJwAELQAG4RkGYLMBBAMCLQAB7QcAhAEN",
+"pCwChAEK1wcHLu0KyQMIi44P1wcDAqAaACgADdazDQ8LD10jAwDoBQf2AgRO9QU4AQwRXwjXBwOSfAITIQFxRQhnBAjUpRwy",
+"1KUSMpg3BEMAAXQICdcHAgUdAccgDrUAASHhB8MAC9cHAhciAnoAAZcADF4CAcYBAjYBD9cHEQKMAAOBYggtdQCKAA7XBwNy",
+"FwI3AAEsEAvXBwKMHANjFQ/XBwACWx0E1gEP1wcDAUQdAioAEXBfKgnXBwJ6CgGKAArXBwyTHRIyGQoDMQABkxcJHgAD3h4C",
+"HgAP6WQDBA8gD9cHAQMzmAKoCA/JAxAE3z8P1wcDA4N8AiYgA4sDDaCdBFCED9g6AQPCDAL3BA+6xgMUMjMgAhTYCA0BAm0D",
+"A9cHDyI0AxQyGCwP1wcCAzMfAkgAETK2AQjXBwIXHwN0kg/XBwACWx8FRgAMygECXR8EJQEPxnwABNcHAykAA5MZD9cHCAQp",
+"AAJ2FQrBBw+a4wMGgYAB9AUNHQcCpwcPNDECAi0+D+yYAQTPgwMdBw/hEwMOMNkHHQcCWwAEcYgNYdYAzwACbOgOID0AswAN",
+"HQcCTQgEHQcPAGgEA7IPAiA9DyAAAAQRFAuQBgK2FQEfAAFGAA4HAwPZBAJ2BQ8Fzg4UMsgSBEQ9DyIAAAM9AQ9nKwACCQIC",
+"RxIRMotTCo0AAy69AvMmAy0ABvIEBh0HAUoCAi0ABR0HDC0WA4QBCh0HBIGTDQ8DCKCTDx0HBAIALAOZDgkdBw1dFQ8lGwMI",
+"ojcAJQALHQcBV+IPHQcFArYNASQAAyJNCK0DA7IPAzIBC7YTEzI2IARDAAAxAQkdBwMfAA/hKwMH++8BwwALHQcDQhECsgEO",
+"ux8SMi8NAjYBDx0HEQOMAANfIwoxAQBYJAzdJANNDAKcAQeQHQW2AQEhAALYAQ8dBwEEugAPHQcJAaQFAioAE3BEAAcdBwO7",
+"dQrnuQExAAzDCANAmQIxAAKNvQgeAAIWAwIeAA9ilgMUMiBTDx0HAQPAQgJtIQ/JAxAFKiAPHQcCAgkgASUABYsDAeoaD8OG",
+"AQ/CzwIEw4YDlRwPhgAFBRk+DHkXEjKTBwMhBw+gmAMUMkQgDyEHAgITCQNIABUyEeAFHwACbQQCWAoPIQcAAkUfBEYADZEK",
+"AwOZAykBAUxRDyEHAwQpAALlHg8hBwgEKQACJh0LIQcF7MsLaw4BCAAMaRsBmggF8FAKaRsDoyoIHhoKw9YBrw4JfAAJwHUH",
+"PRkSMlEgJjI3qbcN9D0SMmEcEjKh9ig0MZICDMk+Bss4AiQZD8k+BgJPDg+q6gETMvEGBdccAAcAD2VQAxUy8R4PAAMAA0xT",
+"BOEAAlUAAZYDD2RBAQSSAAvf0AFNAALeAgHe3QBXAA9rAAADaAICsgAHSmgPsgAAD6gSCgJEUwS0AANXAALYHg+TAAIDOj4R",
+"MkrSBu4BALUNDzo+CG9hZHZlY3Q8PhQPLQABDz4+BA8rAAEPQD4UDzsACA4urC82NDgAEQ8urAQHBawDdgEvPDGTfwAYM+nK",
+"AywCETwKPg/gPQAIND0PBQEJAVkDB+E9FjTgPQ8BAQkPawMBCJ6sDwUBCQRzAATOTQ+oPQQPpz0GD6Y9DAFJCwFCAw+jPQoP",
+"oj0CEzV/Sg6iPQ9PHgIPUWMUAxUgD3IbAgOQAAG/KAc7ZAMGOQ1yAAbTYg+WQwwC9wsMWwcDGBsOWQcEUAcCBwAPOA4CAywM",
+"D4geAgaHHgWWVQXiPAFTAANXBg9ZAAID1AAPl28AAjkLAVEHAcAED3UEAwKWaARCAQMuAwJcBQv3HQUozYYyMTM5MDk1MItN",
+"B30pAZMBAP0yCCUACJ0BAm45D0M+Ahw1zO4EW0ADhgYCC2AIkwAC5SkAtUwPlAAIAiUAAOQiCCUADfc8Bn4ACZ4BBX8hB8A9",
+"B8oRASoBAScGD6teARA1jjcNwwsYNcFeETXyNg+aAQYPKAcCBGkZCGsiBRYNA+I2D3MzBwHjjg+XOwEDAgEPKwAAD1y9AALu",
+"4QEnNQ7gAAfSNxE1UmIPnj0GAuBhDOBAArQSAAUABAhVDrwACtccA7wAD0gBBg/OHgMEEM4PhAABA1IqC0gBDUxXDzUBJAYf",
+"AQ9cTgIF8wIPbicFBNdAD3cIAQLGJgEFAAPYMg/8AwQDbwgEBjsD/gMCXhoN9iECVy0M2wMPTD0FDGwDCpEPEjXtMQ+AGQAE",
+"XxMDBm0IgQACfCEMyAMLgQACfyIA8xsLgQAKaRoHgQAJmAIFlQYD/tYLxTECGgEABQAEakoKhRkRNXkzDxEDAAgoJwAlAA/z",
+"AwQDkQEPXDEECRsBDPcDAys9D8/BCAObIw+qewMEEQEIMAADWX0PyAIBAqkAFXLy0A5jAA8EAQAH4DMAEgEPFwQABSwlAiko",
+"DJMDAz4eAAUAC24hC9wADZkIAnoSD3IBBw/XSgMDpgQIcgEIjgADPDQPcgEWDO4GDnIBA5FBD3IBCQStAw1jAAdbAQFSBgtk",
+"OAI+AwZt8wtAOQS9CQ89jAYBhAgBFQQ0dG9tHwA1bWluMyYEvAEC5AQHAy4AWwAPwQwLb2VycnN1bcEMFA8tAAEPwQwEDysA",
+"AQ/BDBQPOwAID8EMCg84AAgPwQwDD+VvAA+/DAEIyUoBlAFPZmQ8MgG5AR8yZ4wEAZAgDxkBEQzVDBY51QwPFQEJD0AQAw90",
+"ABMM1gwB2SAPf0oCAO4CB9gMCm7yAXgCAl8gC/VaAL4CBE8ACJYRBdEMBqgUCu4MAiIAA9EWClYEEzZyCAAjDANPAAQzAAV+",
+"AAkGDQqwhAIzAAVTKwJSKwiDKQFvCwI3EgVoKQyKiwCOBwFdFgfVAAKpBwFVtANzJAdw9QVUAAEmAB9w9wAAAu8tAg0OA8cA",
+"BHECAdCAFGTrBAoVCQpOBh82Mm4EB4eUD6yQCgNSDQE1HgYeWgK5FAWjUAYyCAX2aQHIDAbiKgKrIQBvigJkFw5PCAMaIQCU",
+"KgQZAAL9gwQhKQtHBQJGBQMcAA8cARUKagUSNuJtBzgCAm4rEjE4AggYAAJpKw1NFALzBQLHAQ8ZDwICrgUPV7QCA/UaAmAB",
+"CzkPAkUBB7wLHzYObhELxg4E5CwAGgEEHAACkQAB8TUB7xUHNAEGBwAFedAEnQMFyAIEOAALxQAABwALnlwDu4kEJiMBvQEG",
+"nlwCTQMDhywNQgwYNpYNEjZ21AqQdBEtLwMHowMC7goBZgIIcoACMwAChmMEXxwNOAwDIwMOvAEF0AINvAED+R4C/QAMtBwE",
+"K5YRNC8CBsgAD3FcAwOtARM5D1wNsAEC+BYLsAECUSYFsAEPmw4CBC8PFzk/JQlaAAKVHgxaAAFtDQRhAA9SJwMEMw4F54UJ",
+"VwAB9g4EMgEFVwAB+hAFXgAP5QkCBIIFAz0dDVkAAq4fD7oCAwRgAAWWcguMAQCJEgueBQbWAg/qVgACcTMFfAUNoQ8YNt1H",
+"ETbdRw+wCQUEBhcPHwQCAi8fD7teAANqEgM9AAE+BgY0CwAlAAErAQI8xAGHkQaNAA/jCQwva2VH4RUNKgAP3QkEDSgAD9oJ",
+"FA84AAUP1wkKDzUABQjZVA8wABEI2FQPMAARD9dUAwchCgX0Fgi14QM1Cgjy4Qb0FgDqVA8gCgEIrAkPXAEGD/IWCA9YAQYP",
+"7xYND1wBBgktFQg3Fg9mAQ4POgACCAELD3ABBgyKCgCNAw+KCgIAhwUPCVUDADwFDwlVCQIkFQIMAAbXIA8JVQEEqw0JBQQS",
+"NzkGD3xRCgUlDg2HFw2yIwFpAA+wIwIDiAAMVy0EHxcPkFMAARkAA50HCVEcC3cGA+aVDz0GBQzHqQIMPASSBg8/FwYNiZUG",
+"CBME+gAM7JME3AUPhZUGD3kLBQ1xlQGhSw+tDAARcn8tDesWETdtCA2FAw+ElQsCBjQBvAUPagACD4oLAQNpAAgQNgEtAAuE",
+"lR83phUCBY8RD4OVBAQejg4NbwV3GAzxPgLsKgAFAAA1Bw+UAQAEUk0PlgEDApUVDxANAAEcCQaAlQpzCxE3OAcNbgEPgJUL",
+"AQUHASoHDGwSAQEDA6EHCkQKA2kACJ8MAS0AC4CVFDeWCQqCBQV9FAL+AQs8BALNDAFPAANMWQNCAQ9UoAMBhgMBwAIIvAMD",
+"ES4PHSIAA8EfAjgAAkwxDxXwAQLdEQASAQ96AAUCpgoPIzcCBP5ZD9wKAAOkPAPiPQxoEgArAAccEAGLAAA1nwlUAQ+Hngx/",
+"cmVvcmRlcoYIFA8uAAIPiggEDywAAg+OCBQPPAAJD5IICg85AAkPlggFDzQACQ+aCAUPNAAJHzQ0ACAfNTQAIB82NAAgHzc0",
+"ACAfOGMgAw9FXgAPj8wBD4aDAR80hYMFCG4JD0ACCgxyCQBCBQ89AhIPkRMCAC0HD0ICEg9CCQIBlhoPTQISDz8AAwiCCQ9Y",
+"AgoPPwADCAZfD2MCCg8/AAMI1iEPbgIKDz8AAwizCg95AgoPPwADCLgKD4QCCg+aIAkCHgUMkAYPpAoFATATD16FAw+kCgwC",
+"ahMESkkPpAoJBN8ICqQKEzhA4w98oQwApAIPkQoXD5WhIwdbGQFIGQ9ZCQEC7gAEIj8HXiMAhSoP6UAOAkcTDK4AA0MBDwyY",
+"AQKEBwSNKQ8fCgEROIPiDsYABD9NA/l7BPwGETjB6g0uAASilge9GglLCgFtBwHqOQ03ChQ411gH7hIBgQgGNAAPO4MAA04V",
+"DzQVAQg7gwSfAAGwAQ0cgwHmAQSWAArICRI4XwkObAEBzwAPpLcBBEhbAmwBDGsAD4EADAZfAQDoLA8VgxMFg1YHwRwKUwoC",
+"NhQF6VcHyBsEYZ0L4hYGPsADOSMIHAABTQAPm4EBBFqGCCl6AzQAAskBD3yBBAE3AAd8gQq2FBA4PuoGGAEAxwoIfIECtBgF",
+"mxQDFgACMyYABQABJjYLJxUF9RILiAECn1UB3i0NCRMEnwIOCgICbQIPlIEABKepAgoCDSgCA4MyFzW9GQyHAAb3AAqzIQS8",
+"DQbuXAJVFQv9AQIbMwXfBAj9AQEIYAfSnwg9AQNxAwE9AApyFQQ9AAR8jwSyOgt4AALvDQJ6Cwx4AACnQwfWnwh4AAKXAQK2",
+"AQ+SMwME6gIGkjMMZ+cDgXcMdgAH6wIB6A0InAICOAACfQAPyQUCBL81BFVeDHkAAm0CAqEGC3kAAJg1BXkABTADCecBAX8A",
+"Di+KAh4CATihC9AVD4h7CgOZdAIjAA8FIAIYOCslANYCBHYYBLYCBLxJD1QIAQRzHy8yNuRmDQP2GQ+VDQICQiAE2YYNZQAE",
+"ljwAZQAPNykKA87OAuMDCMBlBXQODLMYBNDwAp4AD9HwAwTGjAHFBg96AAUDNg4MDTEEvMEPqxIBAlgBAzoAD8HeBRMzma0M",
+"PQADikoD8QAPPD0DA7gABCc3D7gAAgOxCAx1bQVtZg+dAAsDCewPSRMJBJoRD9sAAQP6Ig/GGQIEOggEZAMPfgABA0AAA1sT",
+"D/yMAgOYCQzITQP/jQ+GEAADpZoDOQALgzkExgMEUGcPd40KA88QDx8dAgJmZA8vCAICMgIIxtYPBhEAETQ7MAHJlge7AwAw",
+"OQ8GrwkPfhAZDy0AAQ8GrwUPfBAnDzsACA97EAoPOAAID3oQBQ8zAAgPeRAFDzMACA94EAUPMwAIHzXbDw4FyA8IFAAEyA8Q",
+"MnMZD8gPDQ+LAQkPFQ4CAL0tD1UBEQ9SDgMPewAUD4wPBAl2sA+LDx4ISBAPdgEJD80ODwy9Lw/NDn8fOc0ODAItBA8RRAIC",
+"0BQPzB8BA44KA6cECp4sC7MOB2p/D7MOEAObGA+tAAUHUAgOrgACxg0Psw4AA3QgAz0AAw8lCsoIHzmzDgUFyiwJsw4fObMO",
+"CgiRLQ+zDgAP6hgCHzmzDgsMzzACIA0Psw4KA08YCBwOAVEAAUwADkgOA5YACrMOHzmzDgQCrRAPe34BAsMMCEX+D4EAGAZf",
+"AQ+zDh8CfzIPsw4zBRYLD7MOAAV/DgxYCQP6AAAHAAyzDgKWDh82sw4JBv0ZCrMOGDmzDh85sw4ED3wkAg+zDh8D8AsPsw4B",
+"BJ8CD9cSBAAQAQ/YEgUCBgAMZSIE1bIeMLMOBYcABvcAD7MOCi8yNbMOQAKpHA+zDgoAeAAPsw5hHzJSBQEPsw5PFDJqew+z",
+"DjQC5wEPsw4DBB4CACIGDLMOBYEDD7MOBwIjAA+zDgIYObMOANYCD4YkBwQhFQ/PFQIDzikPAgUBDiIVDxIvAQOMHAmNAASF",
+"C1AKCn0KCg"
 };
-static const cq__ptx_module cq__ptx_2d_f32 = { cq__ptx_2d_f32_lz, 137329, 508021, 0x2129d5d8u };
-/* PTX module 2d_f64: sha256 86455d9bdde3a49e299478b3d7feeb0ec04b1df2eed8eb50aa67d17f7304f2ea, nvrtc 12.0, PTX ISA 8.0, 532199 bytes, fnv1a 0x61594477, lz 140777 bytes */
+static const cq__ptx_module cq__ptx_2d_f32 = { cq__ptx_2d_f32_lz, 139327, 517368, 0xdbd22623u };
+/* PTX module 2d_f64: sha256 d71c204fc2f32119882481ec3921f29b59473a277a5cd8727a93afbb25dad66e, nvrtc 12.0, PTX ISA 8.0, 541708 bytes, fnv1a 0x1d816f96, lz 142823 bytes */
 static const char cq__ptx_2d_f64_lz[][CQ__PTX_ROW + 1] = {
 "8hkvLwovLyBHZW5lcmF0ZWQgYnkgTlZJRElBIE5WVk0gQ29tcGlsZXIKKAAEDwDxByBCdWlsZCBJRDogQ0wtMzE5NjgwMjQi",
 "AFF1ZGEgYycA8A1hdGlvbiB0b29scywgcmVsZWFzZSAxMi4wLCBWBwAwLjc2MgCCQmFzZWQgb25xAFA3LjAuMW4AYAoudmVy",
@@ -26381,355 +26656,383 @@ static const char cq__ptx_2d_f64_lz[][CQ__PTX_ROW + 1] = {
 "B9wdANoFA2RHClNDEzdQ8QloVQFZAg9nVQMDmw4DWkYJJwED5AYCJT4IPOoDsE0DowEAJwACnX4PxRYABLVCBPICBRkAAzkC",
 "A+ABD4s2BAO0oAEN+g7MCgT+5gaFdAQtRwJmCw8KQAMDgh4D+SQI8QADNK0DfFEI8QAClAEEmccCFx8Pp1QEBMGjDqE2B/jr",
 "A4xfD/MAAgSgNgEBUw9/DwwHDgIAii8Hih8DZg8Pih8DA6ZNCYkPHDGKDweNHwCXDw80GAePc3BoX2NvdW7pLxEPLAAEDzAY",
-"AA8qAAQPLhgADHSJDzoAC28xWzQwMF3FFQIYNhY2A8UVJzE4UzYEygE/PDEwsZMBEDhaHg/HFQAAEUoBkRIP1AAMBI4SBX0b",
-"LzUs0QARC0ksD0sdBQHySQ98LAMPTR0MAToAAlkAF3Kk4w9QHQAfOVEdAiA4XzhKA3MABNwAA08KD7gWAgR4Dz8rMTj7cwoE",
-"jwcPrg4BBWGTDdMcA8oKAztZDv8SBFcAA8oKCp0UBKtPLCsxAFwEIgAE3mgMwQwD5QoCSgQPWwABBOwcIysxZdgPWzsEAxkR",
-"DmzWA0M0BB8AC+7TAn8AAn9ECvJDAQcEDbH0AZXCDRQAA6cSA1ZWCqwUAlGdDf8CBKUdIisxi0oLfwACjAQABQABkAcNbQAD",
-"UwIKnwQDawAIeyQCLgASM8EPBLoEAk6fDmMWA6UBPDErMTNoBW8KBGgFDYoOBOSpAlEBBAMSBR4ACU41D6wBBgRVSA+tAQMD",
-"vVcPbGYAAYsDD+RwBQI6mg2BAQa0AgM8SgpTAATNEislcqyTApfEBFUwChARA2sACYEBAS4AA4ufBoEBA/mRChIFBLsHIisx",
-"aEgPUmcBACUAC90EAVfDD3QPAiA4X5QCC5EAAnImAJgAAdURBYYACIrgATVLNHIxMDm5BacCDxAbAwEiABIyehEPphYLBTcn",
-"A44AAaqvAqcCBr5yBn58AgA6AV8sBH8IBwOFA0AAARpICT0EBSocBBJNBL8ACQkBBVwADw0IAAIoBQIjAALfrwB8AAVxAQGC",
-"iAF4AAOiIg/mGwACFQECbg4PmRcLCYcBCesbD/AFEAO7FwN5CQrSAwX/AACaAQZ9AgVU9wb/FAEZAg7FBgIsAgIgAAJSTAs0",
-"CQJUCgMUBQh8YAN1hwEkAQRDUwwBBwA5LQ4IMgHRAASCAgHPfggwAgJrBQP9AQ8IMgMDHQAPTxYABK2hAjMBD4YzAgW9MAWd",
-"kwV7AAMnAQZ7AAkeAAIyAgMlAA+ZAAMD2gAPvXQBCBoVCyfbC9kLAl+NDLRZAoYWAq8BAJMCDpZcBG8BCIdiA78BBjcADzAM",
-"AAQ8LgsMegMuCwJcKwqOBAKAAQSGAAyjBgLcUA4dAQI5AQ8cAQAI2xEPfWQDASVMBVENDwwzBg+rjwEDnRkP9wgABF2GAiEA",
-"D8ETAwXQogLDBwmtxwfZCA/bvQELa94Pky0XBKECEzOTLQ9gMwAE/RcPDxYAA9oTA7svAwcABveBE2UqAAJSjAUwAAQIXAxZ",
-"BwIEVwu0BQMwngCVBgHTBQgmAwIREgEHAAkPBwEbVwkpAANFAg+h/QMCAwkDrQ4OoVwEZQIPKQIABLKwD1hiBQJ2BASSiw90",
-"dQEPO3UBArgDA/AcDwMPAwWvMw2rGQSezwJxAQ+PMwgGuDMPbDMdD/h0AARgsAJUAA9KMwcKdFkJteQEKwICygIEP7sDkgEJ",
-"jO4AkgEG0vIHKwIGDwIPKwIWAf9WDysCAwWhBgcrAgLrHANjdw59WQ8rAggEu1MGWRUKKwICCQYF/KAOdjMAIgAPdjMEAyEA",
-"D3YzBARgNw2qGgQUGAJxAQ8pWwAHEeEDBwAPiRYVBHAzD2UaAAR4MgIGAA8oFgAF1ncIBwAGr50GKwIFTtMIKwIaMslhEzjw",
-"UwsrAgNulQ8rAhsPVgQHB8gRAAMCCvh8ApXUAxIHBz8AA9oEAi8HCYgMAjUCBPWOBBAaAN0AD4UHAgZ6AAGLCQ+pdwMBrgAM",
-"DQcIFGALExgFuQIE5VEPtwIDAw0HD+VRAATjZg8NBwADODUDtwIPODUEBMocDQ0HBC1WAv0BD6YcAARiGQOIGQ/xfxcE0VIE",
-"oDQP2nkBAgYADzlnAA/ZeQMIyxEEtwIDRAAD9hcD2gEM2QgA2QAOtwICSgIPtwIaHzP3YgIBQGYB2AEP8WAFA7wGDyZTAAfI",
-"kg3aAQi8Bg+HIAQEZRoOZyAEZVkCIAEP4WcABJ9XD2FZDA/ZGQAEhjcPvAYAA7E1A9AYALQAD/x5DgGLAA/aAQAKJRoPzFgC",
-"GThX+QbaAQPUIg/aARoPhq4CAen0AtoBD2sGAwIrIgEnAA3aAQO5AQ9rBgADbiEDIQAPawYDBex6DhUhCMEKD8d6Agp9Nw/B",
-"ChcBZ/AP0CAEA0EbA7EBD8EKAAT7egNpGwMHAA/BCgAD+H8EMAAD2gEMlggHaPsOA5MP2gEZAb72D9oBAASXXwMlgA7bAQLr",
-"BQAoAA3bAQMnOw9cfQECqgUD2wEPJTMDBQx7DYY/BJDWAiEBD3EKAAsNew9LShgEqyIPGX0AA0gcA1sAD3EKAAXjegkHAA9x",
-"CgAD5QgEehwPj1kCIDhftAIN2wED8P0P2wEbABaFD0YIAASfBwy6FQOpCAIlAAP7EAvMYgD5BwljAAypCAOlEwPocQvtDwOp",
-"KgOPEAN1FgsKXAIUuAcHFAvzEQGyiQ8zEgEAiB0JzBcJxAEIgAoEkh8LQAAPsBcIBYB8AgcADwYWBARM5g+zFwQDeAQCHR0L",
-"ewEBdAEEohcNIf8wMjhfVR8OKBQEkgQPjRcGAYAFAqsDAW4DDEoBAB0AA3IADCMPAnIACNwBAzEAA4MCBqQBEDW7Hg1QAQQs",
-"HgWVFwiQAQS/2AISAQx1FwO6HQMlAA9vAQYDfCUPdRcEBGwgD+oCAQGABAAhAAwDEgCPWwwUAAILYgJq1g22/wD/AAE/CQyb",
-"AQSyfw+nFwUCUA0CDSUC8iANcwAB4gQAcgAMJRACcgAJmwECMQADm2MHmwEDkgkKXhYEdh4PsBcFA8cLBGRuDaL9AKUDDoMA",
-"AlcIAIoAD58XBwNKFBEyK/gIuQIPhQEBDss6BbMXLzMwWhYJA3kjDLMXA6oTADgCD7MXAQNhDARhBAi0FwNiBQBBAAEYFgQ0",
-"QAtXAQyOAwd9AAITJAFdAA+1FwACwQwDJAAGopoEuCwCOKACegAJxxwFGQEFbAMSM68HD9ItCgRaJwtEAAWxAhIyzV4P9C0L",
-"AbQCDvUDD7gXAxA1igYH4wECtSgRMRQhC7kXArENAyEAB+dEBjMbARsAACEADLoXAyOXAcAXARYmAFIbDV4GAU8jC7sXAk4V",
-"A54CAY8ECDgCAnwHBAQCD3GxAgM1BwAqAAz5DgNaKAOUAg+7FwIEDXcDaJoIewACIAQDnwAL4IICO2IEJQABWAYOmQACcQMP",
-"CLoBA3soA5kAD7sXAgSGdwIMGgvOBwKBDQIVBgGFBQBvAQy4BgJvAQi7FwKUBgc3AAi7FwNsBQSBEgsUEwJPDAAkAA24BQID",
-"AQSGAA1IHQLslw8pagMAfgENTzAC0SADMAMPrxADBL+JAvg0Dl0AAjACACYADCELB0WbDeExA7QrA2UDD5R3BASWJA2xEAOV",
-"JAP7Bg/9DAAFj3cFBwAPUHcVBC3GD7EQAAQ/KgJUAA/9DAAFSXcJBwAP/QwABeQnAiIAA88BDHIHAEEmDb8FA8wgAD0GDSIL",
-"AodjAQcACR8HGzZnJQVIAg++FwIDQB8DTy0AmQAMFgcCaAIPKwIABQJeD+FqCgEoAAwtAgd6nA0tAgIDEQRWXw8EEQMA0wAB",
-"uQENBBEEVuACcwEPTw0ABHjvA0IpD08NFwWF7w8EEQADV9ADWwAPTw0ACoTvBAcAD08NAAMwKgMwAAQtAgqmcyA4X2cCDi0C",
-"A6cMDy0CGgCLDA8tAgMPwBcAAkcvAC0CA8AXHDUuFg8tAgYEyQwE2v0NLQICVhEPVmYBB6+dDS0CAwZBAy0CD1cRAwXU8A2y",
-"CwQn4gJzAQ/CFwAExvADlQEPwhcXAAJ4AnQADi0CA6/RAi0CAT/fDGFzApwCBPLwA58AD8IXAAMPDAMwAAQFIwzeDgAeKw0t",
-"AgKXMA8tAhsfN1oEBwnCFxA3oQsIwhcChgoF89QFNgcBsQIE+gECIgoKv5QDgggDt0wA3QAPjAcDDk8CAhcLAKEADAcHA1PO",
-"Aq8GAUkDBrkAANMJDr0CBDdLHzjFFwMCtGwBJgANuwIDZgAPFQcABFRqA7sCDxUHAwDT0QGyEg0VBwR61QIBAg/GFwAFgHYF",
-"BwAPuwIVBLIYDxUHAAT34wJUAA/GFwAFN3YJBwAPxhcABCLpAjAABLsCDeQIAhVSC7sCBLwOD7sCGQDbGQ/aAQAE+IAPxxcF",
-"AuICASgADNwBBONrD8QGAAN38wPcAQ/V9QQAR3cBaAENxAYEDOMCIgEPyBcAAwvVAygAAAcAD9wBFAHnKwF0AA7cAQTE1QJU",
-"AA/IFwAKkHUEBwAPyBcAAwwUAzAABNwBDPEPALUCDtwBA7gDD9wBGR84ohkDBLQYAVvRD9wBAgN0Jg9fIAAE9vQPcwYAAz/q",
-"BNwBD8J3BAPNCgLq9AlmAQjNCgGqLAxmAQI0AwScdg/NChcELXUfN3MGAAMp2AOzAQ/NCgAFQfQCKQAEBwAPzgoABHYUAzEA",
-"BN4BDKIIADl6Dt4BD6IIIB84phkDBKk0ADfSD6duBAOTFQ8TIAAFruIP3wEAA3stA98BD/NKBATpdA7D4gTFdANsJA8R2QEE",
-"JvUFKwAACAAPxHQWA4YKHzcznQEDfXQEXwAPiAoABhX1AisABggAD4wKAASZ3wM0AARZVQz0CQADBA3rAQP9Cw/rARocOU0i",
-"A34FBMYHCzURAkUMBIUID+cHBAAHAATMohw2OBEAvgMHfwAM3wgCXgoAygAP+BcAAqgMBPURA3l1HTbjFgpiAAq6FASqAAYC",
-"FBEy6AcPAhQFAsAPBXHpBKcAA5EcBus/CtlNAiYBA8+BCiMBAqcGBFgAASYDBe4zAWkDAWIDETPJpwL97w69AAXWKhIzEhcP",
-"vQAFAlIFAQ9/CYQAA7ERAx8AD4QABQJNqAGwFgdPAQ9V1QgAkTJPZmlsbPEzFA4rAA/wMwQOKQAP7zMUDzkABg/uMx4PtEkB",
-"LzE47jMBIDE1LAAPtkkCBL9HD9QACwTGFgiZMg/RAA8LyBIBhisPs0YCAacrD7RGAwHPdg+1RgkK4ysBftsLdhUCKAACHwAP",
-"zqYCHzn1MwcPkhYCBl4vEjOOGw+bXwoEq6MPjS4FD+0DCwW3ug9VLQgP2mAjBaArAlUtD8ynAwssOQyyKQQXYQcEFQNtJQMH",
-"AA9FLwMFjxwSM0RDD4kvCw95NQIF3oUPcAQMBGZgDNhQB/26DyIBCAUikQ8iAQECfwwPZ8gDAa0mAjsADSIBA1oBBKooD94A",
-"AgZ1Mg9nMAoF3boPNysIDzUrGgPyLgJXAAQ1Kwu/MAYKGg9YNgYFJBMMmwgE5/cDrooEJiEPXjYXCmsiD7Q0BQMREQEmGw+u",
-"HgECHgAPrRoAARoBAyUbCT8vD1AdAAIGExQxyhwKVQgCVscOOh0P1B4MA38AAgxWDm0AA1chCl4IA2sACQ0hAtYZCjIdAr/I",
-"DhwgBm8BD2E2BQCAEQHPAQ9BIgAEoT4CBwAN3z4DMSIDuS4PrwEFBGUiD68BAwOaIA8wGwEA5wAGaDUKNxACV8YNgwEH0DUP",
-"YzYGAR0EDIetAtAeA0IxCrcXA2sACYMBAS4AHDmDAQ9jNgEFHSoPZDYKASYAA2wCCkQPITlfBVwPDyMCBOSJD7IeAgPqLS8x",
-"ObIeCQBfCw/DBgIF+YIPZTYMAmMFAWIqCbIeAz8DBDBkCzkMA24rA8syDLG5A0AAD2U2BwZgBw9lNgADJSgEUWQKbQEDKh8C",
-"ZAACIAAHZTYARwwPZTYJBe+DD2U2DAJ/BgSATQtEAAYmBA/+BQoDGiwJIAcEUwMFnAEIrR4CkMgI3QECiQ8J0CUDBwECGgAD",
-"Vi0GuYkMZTYAE2YPZTYeHzllNgMEqS0CggEMER4D7QgD/QEEaQQPmk4BACoADb1lAoYCA4wCD7BAAwRuLwXf1wV7AAKsBwNe",
-"AAU0TAQeAAOTAAIlAA+QTAIDfyEPyo4BA+AtA5kACmgQBJkABKYyCFxbBYgBAhQ9AW4EAWsKDmU2BG8BCKoeAybQBjcACWU2",
-"AokBACQAD2U2Bw+HPQACthMFhgAMpwYPZTYEAhYhAH4BDaoeAogIA3MpCgoRBBwBBOkCDy2lBALhAA8OpQEPfi0OApkBD34t",
-"BASSJwJ+LQ8gAAAEUx4NMQcKbycPbRoABWsnBQcAD8ceFQRdKgPWFQ8iAAAFajUO6B4JmCYP8O4BBZQmCQcABfInDac2AzAA",
-"BLVDDJ0HCKc2Bs4CAkwDAtMRBB00DGwHALo3Do8LA/8QASoeCc4BBo0tAEQDDAcCA8k4A8wcCTkAAxwMAiEACrZcBZIQETRz",
-"6AnfuAChAAxCEgJRAwAHAAkOCAFiNwiXAwJ0AA+XAwQG00AHtAILewMPmzcIBVY9Dpw3D5wDBgNKCg+dAwID8CwCngMRMWwL",
-"Dp8DBPAdLzQ5ITEFAUAAD/ORAQNgAAAhAAyiAwPITQMhAA9JIgsCyE0PIAAAA3UJDsApCkciD2kiAQOuGgMpAA+5mR8fNbmZ",
-"Dg+iAwAD1EcPuZkJA80gBPYgAikABVEdDR44AzAABKIDCvIhGTkeOAaiAwMgCQmiAwr2FyA5X7sCDzEPAAMlFQxpAweGwQ+i",
-"AwAEwZMEkMUIOQADIhACIQABOQAOogMRNZnRAfXWBnkDEDLXKw+iAxEB2TgJogMCvDgPogMFAwQeCGFrDaIDDxI5BgE/AA8T",
-"OQMPogMIAooBD6IDAQNSAQSiAwrKBgOiAwT5Ty8xNZMhBQJoHQ+irgEHKcINogMIXh8Buw0P7AIABBsoDxmsBA9GEAYEOCMC",
-"YQYBPyMPaCMOD94jFQT8Tw8YrAYANRoPogMFCiciDzSVAQK9AwQpAAMHAAgrKgOiAwOVOQMwAAS4OApzGRk5lTkFogMDlTkJ",
-"ogMcMoELAFYTD6IDAATdAwzOAQbVJw+iAwAD2CcAJQAMOQADwlMD5yUBLAgOogMRNi7zEXI+pQehAA+iAxUNUDoFaQMJlQcN",
-"UDoCAxQN/UQD8tgCRQEDsCwPUDoBBG/jDlA6A3ALBnoAD1A6AgPQAACuAA+iKQQCbgEPUk4DBIwiD6EpBAKWGg+LIgICNAUD",
-"rSMKrQECKgkDrCIKG1wFwQIEcicPbbQEFDHjBg21AwQn+QMiKQG/mgweAwNRIgP4JA8PHRcEfhofNm60BhUx5CkPziIAA/wc",
-"BbL7D5oAAAJQBARNIwMHAA8HNQEEFCMJuAMMCg0IljoGuAMEwQoIuAMMNgsBD40NuAMEoDANfwMChgUDHycNuAMDYQIPuI4A",
-"A7EkA7gDAQUDD7gDABE5uAMPR7QECgoCD5IBDgYvAx0zgB0P+gMED5M7AwQSIA+QKgYCciUPECACAngDACEADRAgAgsBA60P",
-"ChYZBSUCCTCPCWICAy0hBPwCD06bBwQ5JQ9jKBcA9yMCdgAP8CEAA38gA9oCDz36AQMDmgRLJAdtJAzaAgL1AgMwAATaAgyc",
-"DQiWOwbaAgSfAgjaAgyCDACVEQ7aAgJDJQ7aAgf8kA/aAgAHuCMNOQACDAMDtSUBkiYO2gISN2geAaBWD9oCOQyrBg/aAgYP",
-"7SICBOK2Dz0rBgLrIgAnAA/qIh8D2gIPoZkEBIAoDegiA90lBNoCADs1DWICAzkCAzcmD4IoFwD1JAJ2AA/aAgACwgwF2gIP",
-"hCgABRWaCQcAD0pAAQMbAAIwAATaAgwODQiWPAbaAg8ODQAcMg4NACEFDtoCAkP8DtoCCmL8DNoCAschASUADTkAAgwDAyEA",
-"D8YhCw+cogQP2gImHzRQDRUPkz0DBILQEDFVHA/bAgIC9/wAKAAM2wIFUiIO2wIDVSIDqBAPoycEBOeGDbEIBNsmBdwCD3IP",
-"AAfJmgYIAA/EJRYEmigPlAgABR0mA+ECAulNDX4AA34DBUomBAgAD1ZBAQN7HQM0AATnAgxnDgiiPQbdPASsAgfnAgvrpyA5",
-"X7BbD+cCAAOZOA2uAgKSBAOfJQ3nAgO0AQMQDwg5AAHuKgXnAgpHuAXnAhE5R7gQchsSB3wCAAAdD6UCEg1dPgOOGg9VuQME",
-"XT4DvBMPXT4CAAYMCWMADwZHBAgJWg1dPgOuGQRiAAx2DAuzpQUmAghIDweCAACHYQ5vVAAJKAN9Gg5rPgU3KARuqgFyTw7B",
-"HwbQHA7CHwKrIwZMAARhZw8lVgAE+wIDpmcNBj0EtCgIpQ0EMgEBTwEAIgAN8zwDMB4JFAADpQID3R0Loj4gOV9zAQ5lHAQi",
-"vA+iPgsCPxEBAxEOcwAB8x4Ooj4EcgAJrQICMQADSSkGyAETNVIFDMgBBugeD9cfBQFGUA8UDQQF45sGWJwMyAELDZwPyAEH",
-"BGhWAYhcD8gBAQOaBAZ1bA3PPgNnHA6jPiA5X7ZCDpwBAJQQBJwBD6M+CAJ6Mg8jAgEAHQAPoz4CBHIACZwBAtkyA8seB5wB",
-"CXIhBF8ABYejD6M+CwAnAA+jPgMEsSYJgwACHQQAigAP8R8HAx9NLzM1oz4KA20BDZgeBJCmD6M+DQRdgw1sPAMHDAkD9w6k",
-"PgMqQgjzHwPgDgEkfw+kPgcFXTYP9B8ABOIDCb1DC6Q+AyQAAmayCKQ+AoTgAnoADxIoAgRQMQ+kPg0DymsBVjEORQAGUCEP",
-"pT4LAvsMAWsLDnsFBQQBCqEJEDVwBgimPgMvAg8wKQADpj4CIQAGeksNpj4P+x8AD6Y+EBM5X0EL/B8D/QEDQT0NDT4CoAED",
-"BgIEqIgJIQoC+l0BKgAMTxMBgQwGlwIK2RIDEAEESjoVOa/tBfEXAg8BAxwCDH5OA+BLAyUAD5oAAwN+Gw+oKQABlQwGmgAP",
-"lyACAHoQAZoAAhCuChkIAqseAp0QAZYQDqg+BHEBCcUYDDcACMUYA3MPBO/DC6oYAkgdACQADag+AhoABIYADY0lAmQrDR4B",
-"AfkBD6E3AQTUegM0Aw8bIQIE2wgCK5IOXQABOAIEBxAJW18BsQsCIgAMNwwD51gGfZoPwAsEBOQpLzEwb88FBItWDlwMBfW0",
-"A8QIAblQDN8LBI9WBS0AD5FWGAS/TC8xMHfPBwQJSw8ACAEElVYEj1YPuVYBAWYlCC0ABTUAD/8+BwQ0AAEpUw4BPyA5Xx86",
-"DpQEAysyAdABA7sMHDSYBwI7Pw0ocAFfMwA8AA3nAQSfNwNBHA0jAgQAAgMrFAo9AANXIAMjAAojZQWIDCExMKeDEXL9Agep",
-"AAzhMgMRNQL+CwcpAADiFAkpAANkAw/EPwgAmwMPxD8DBIQDDkYDBCwCHzUzFQQD4lsAKAAOSQMDxAQAIwAOSgMDfBwEJwEP",
-"8ZUFBEAHHzCrAgUE6CMOSgMFo/8DZgoBoCUNqQIEfQIELQAPv9IYBc4MHzAOcAYBKyUPSgMGA8cMA2cSAvlFDaEAA2cDBS0A",
-"BAgAD7ASAAMcQAWMsARKAwx4EgCPBg5KAwZrAgZKAwwFEAJYQA5KAwQ8AA2wGgTFPAMoHAwkAgScgQUo5wk9AANiIwMjAAHZ",
-"Ag9KAwARMeb7EHKiFAchAw24QA9KAwUA7g4PSgMDD48fAAJgIgBKAwPtEAvhQA9KAwYEvbUBvJ8PSgMCAs8GACgADUoDBCYD",
-"DzCyAQPnVgVKAwEwBg+JAgAEM1gSMRIHDyIAAQiXXQmpAgW2qQPWBQ9WWAEHicEGCAAPSgMVBR0rBB8BDyQAAQqWagqhAAMI",
-"BwOaVgK1qw2hAANnAwUtAAQIAA+uGwADKDAENAAESgMLO0ETOc9CC0oDBDtBCEoDHDXtCgJ1QQ1KAwS9dg5KAwNOBQPYgw5K",
-"AwNRBQRRVgo9AAMRJQMjAA+3GwQiMTG4GwAjFgeZLg+UBhUB1kEPSgMDCXAfEDf8DghwHwM6CgwWDgKgJwKMChIx7ooKcB8D",
-"GhMAKAAEZgEP4goDDm0DA2QuAKIADl4KA/4HAwcAAbMkBr0AAC8NDd4DBQEPFTVmpQtwAAL1Lw/LaQEEo5YPgfABA9wsBsH8",
-"D3QqAwElDQGAAAws1wUiAASABA/dAwADYQYEhx8BygwMPAMEOlgELQAPNbMGD3sAAAREQRQxh+8PnwABBHwED90DAAQHsQPo",
-"RB8xXI4BArkMBy0ABQgAD4cqAAN1MgQ0AAXdAwyZDABJOw7dAwNdQgndAw31MQ8G3wIFCi4N3QMEKpcDnzcN3QMECsgAKAAN",
-"3QMENOoDIwAPkCoEIjEykSoBfREPIQIND6IBDgcRAwW0rw8fBAwTODFTCzoDBagND8fZBQOPIwApAA48AwLYBAEjAA08AwOt",
-"NgU8Aw8VZAQElHQfMRdkAASbDAQcAwGGBA17AgNIBgQtAAAIAA8cAxYElhEPIGQCBNAJBfoCDx8gAAJ4KActAAUIAA89JgAD",
-"UDUENAAF+gIMMQ0A6iIO+gIC6hAK+gIMSQwCtUMOU78CDhEO+gIDczgDIQAO+gIEyYAEJ9cKPQAC2wED4QECyAcP+gIAEjPp",
-"KQvgEQ/6Ai4BV0QP+gISA+0VC/oCBPsBFzWHqgr6AgMNtA8DLQADMxUCIwAO+gIDLAgEGQEP1B0EBVpUAtkyCXsCBAEJBPoC",
-"AcYtDHsCBJtaBC0AAQ05D/oCFAQ7OC8xMzfcABQxowUE+gIBxCsNfwADcQMELQAFCAAFuQsOlkQDNAAF+gIMGw0fOBsNAQSX",
-"RAn6AgwbDQLRRA76AgLAFA/6AgADvAQD+YIN+gIEqMgAKAAN+gIDaoED4QEC5QYP+gIAEjRBKQGnRQ/6AjkPXQ0VEzhLHAr6",
-"AgUougD7Ag/XHwQCwQcCKwAN/QIErIEPstgBA04KBf0CD6sjBQWkGwJqPgp+AgMqDAX9Ag+ZDwEFUgIDLQAACAAP/QIWBIQb",
-"HzRHugAUMVdFBf0CD2AgAQN2eAUtAAQIAAGGQwv9AgUkAApiEwupRRQ5uFQK/QIEqUUI/QIdNihBD56hAwLDCw/9AgADXjMD",
-"IQAP/QIABMIEBP7xCT0AA/g1AyMAAVMUD/0CAQGFeABDAgnpOA1ERg+8AgQN7kUDD0oENAwL/BgEbUYCzAwNtAAEVQwACAAP",
-"b0YEAF0MCYEADGAGAnoZAAYAD29GBwTtGwNiAA2wHgpiAA8gRQx/ZGVuc2l0eSNFFA8uAAIPJkUEDywAAg8pRRQPPAAJDyxF",
-"CB8yW5cAHzMZeQIfN16XAQFEeQ9QHgAEaYwP1gAOBE4dBeQCFjgrRQ/TAAoKThkA4QEPLEUDDytFBgDBAw8qRQoBJAYBCwAI",
-"HyQDWQICJAAABQAEJHAIVAIwMzBfCy8PJEUCDwg9AgXyfA/EPAwDGAoPwUICAokDAhoED4VFCg9BRQoDgjABrhoNQUUCzgMP",
-"uOYHAz0AD4IAAwbzSALmIg8gpQsBz20IZAADFwADBwAP5i8CBGhFC8wTBLszBczkBRocDNfsAgARDFoHA2gOD0lVAQKNAAIG",
-"AASzIgkMBw+GwA8EzyEFGIAN8gYPGgAABAQHA30CCTMFIzMwbI0OgwEF7h4PikcLA8o5CipABEQABdBEEjOOIQ9UjA8ObiMI",
-"dR8PlR8AAx8ABAMJBBgAA5kQAFUB/wEzRUIwQzZGN0EwQjVFRDhERwABBltACkmSBCAAB11EBMUeBBsAA2FDAgYABRwGEjOK",
-"8w4XAwIFCA9WpQECrgoDUAEKaw8FhyEChwACaA8PlkYFD6FvAQJ3Ag/McQgDIQAPHhMDANoHAXgADxwTBAWLVw6MHQEXAQWb",
-"NQ+cLwAEDCUFBwAPBgMGCAhCD6wyBAQDpg8nEwYE7lUPTRoCAqwABCkzDwAXAQKlAAPUCgMwAA8/SgICeA4A0wEP7psDA+41",
-"CyQvACMAAJ4AAkUWA/miCokKBCMYAgcAA8MkDNIDAoUKC/KKCG18DFeyBHgRAjUDBxsJA3YABBcOAU8DLEZFngEMIEYgMzD8",
-"iocJYnJhLnVuaRYACSADATcjCDezAgcMBGwAD/pWBgKHAEg0MDA4hwAAFAAfQzkCAAhXJwO9EQQ0VwCbAQ6kAAbNOgCxAAzR",
-"0wAcDQAEARxGaQAKdxIETBUHzQAJ6wACcQEFRhUMHwAEZRIDjAIAPwAJSMQEyQAGjAoAuQAH29IDuAEERSAPuQEFCwgCAykz",
-"BF8AB6rdFXQGEAgqAghVKAQpDQlxAA0mAQmq+QCHAQKv2wKKHQdshQSkOQ8lFwIEmkYNfTkA/AIAZgAO1QEG2hwBJAALegIE",
-"AM0DWQIZMVkCC5wBBJYxA3oxDLsBBOrMBJkxCxoCChDNAR8ACEwGB5pWDz8BAgrOAgl+MQBDAQ74AAH0rwYGAQQiAhZn7o4E",
-"8wEPcgAFCX8ID2ysCAnNEQR6AAs8Aw/XAAUPMhYCBBUWDDwDBHk1BKyKDB8ABGkWA2MBBJ8FDDcBBSEABqsbAbYAD1A6AgGV",
-"Bw/OBQED/zcE7jcLzwEGYxAEiAMKag8BKAABjwYD44gFSwsFzgAC8wQF/SMMYQADQxEDJwAD/gkIQAADpxYERSQNQAACIAAD",
-"JwACKBEKUi4COgAFtVgPqDEHBBQ0BFouBP07Bg0BC2gRAEoxB3oBAC0QDvIIBEpmBHYJA5MBBkrwD3MqAAKPDQOhCwPYTRkx",
-"qhEAngkJfQABrAkG8Q0BpgkPIw4AAUkZDzwOAQFCGgc8Dgof/gElAgMXSAIaPQTsbQnPMQG/CQ4bDAD/HQ8VCQYIYDkPDA8a",
-"BDgAA3YKD05SAgU/yR8wC1IMBFqYDCuPA5oVD1M1AQR9dwM6AA/qDgIEij0AgAACdywPz1IFA80VBXE+AxgABIyWAh8ADwNK",
-"AwRJKAXInAsKDg4iSgfaDwFZAASlMg25AQOLBAFdAQoaAANxBgTSKQrFSwASEAIh+gjhAR834QEkAqIEATJBDmEBBK1eHzYw",
-"VAwEkZgPrg8CBBc8Lzc2Xy0NA48kCV8tBUYABHdbMjYrM9VdD+otCwFKHA6dTQSzAgaB0AtnAAU4Xj8rMjiVDgkEPsUPBE4D",
-"BJA8DlyTA+s4ASsHD3sOEQRteACRAA99DgMFBwMfNn8OAAxxeA8+BBUH/QQB5QoNIhIBOAIPDtUBBFoWAxMCD1otAgR3UQJq",
-"2w8N1QMPsosDA+dFD2k7AA+1SA8EYAIPqB4EADIpAU0GD8i1BQTZMw5cVQQPNQMoBwEXNQ1TLAODAQPcCw/EHgUInQME/FQP",
-"QSwBBDaWD9BIBgfdgQ3NDgQ9CQZJNA6xAA7ReALGAA+WAQECkSUADgIMAgkEJqkES0gP0g4DEjH2PQcZVgcySQKkAAOPAAFE",
-"Bg1pTwATBQJSHw6/SA+OmAEE7CUDDiIPwhoDBW9XAr0dD430BAA5BQzDkwPqAQIiAAPVMgl5DQOhDwFkUw8yDwQKxE8AiAMP",
-"kA4DAPEtB60DAMQLCiw2AxBDAo0AD2YeAgPtLgKOAA85DyEDpzsKUOQPqwAABog5AbkADT0PAeUUDwEMDgShCwJKBQHSAAry",
-"AAN+DgS3IQyWlgX6LwRKAAEFCglBDwXRAAmSEAGK2wxDDwKeAg/KAQYNosMKkEIHZYoFJA8DwAAEPwIIYzkEIgADTxQDdQAP",
-"Rw8LAZUBAjMAE3CzDwdKDwTjHwCYAA9LDwMETRsKa0cAcgMAzQMO5gEHzycBJQAMkQIJMgEPTg8MBFsuA1IDBn1UBiEAAi0B",
-"BSEAAXQQCbcTDIAuBAwEBiIAA7YCACoAD1cPDwMFTgQ2AAFSBw8FAQAJQAwB9EwMWg8DCgIPxQEGCqcHD90+BQ0ETgR9AAub",
-"Dw9mAAUKWwME6A0C5AAOWwMEKQ4E/QQNPg8EUhIESgANsg4FQAEFIgAJ5w0fMhYXAgMbHw9fBgADXkMDXwYPQhYBBE0LBLYl",
-"BIAAAbxMD1AwCAL2BQrdAAOyAQRSAg+uDwQUNzzOAbIYDY8ABB8WAk0ABDsIAdEeDSwABOUzAywABAM+CjMBD/0kAgQegwK3",
-"DAgbDwWUDA8bDwEFaQEDUFcND08BEQoJfwALhXcBcAMPAw8BAIADDxwPAgCgAQ8cDwYBWQgCFBwCvCkElacKHA8B4QkCHgQI",
-"FQ0fMxUNJAIpCgIT6geqAAnoHQcYAAB+AA8zHgIATwEP2wAFBG1ZAboAAsAADywYAgNyIA8BNAAERkoDSTcOHBsEpxwyNzIr",
-"974JzwIGbTAECAAPEQ0BBMSARTcyKzKwYg95kQIDaiIPeA0CBXo9JzcyXv0GHgAL2zAPDgMCBWTdBcwcAxAADGUVB6YwBAgA",
-"D08AAQNOAwRwEgUPAQXLkATZAAItCgRvoQrcLwX2AxE1/isEbQAKjwAEGDEI8Q8NjwAEzgAE3gAECS4PqFgBBCwADAgACpss",
-"B5wABtDSDAMUBXIuBHUQAeUbD58uBQSqFAU0Ag85fAMECW0yMisyWDYPNAIFArQNAlMlDthQANcDDSgfA8gqAjoADxSeBgGY",
-"JwSfLgnwAAQS4AM/M94xQTU2RTFGQzJGOEYz4RQE5y4EvAEGNocIZbcCDgEElwEBBxEKvwcPGhcICltSAFIFAegoOnJjcAwG",
-"AkUCAVo2BysAA30FCH9LD/IEIgIKDQRNbwrPAQS8Wk83NCsyyrYKBBjjDM0TBEB2Ax8AD7QBBQQ9zgCNEgfkAADTDA9EJQg/",
-"c291gv4TDy0ABQ9CJQQPKwABD0ElFA87AAgCQCUIVLQPcwATHzJStAMISSUDcyUXNWa0BD4CCqKeBp5qEDSzJQ/SvAEEXrEP",
-"CQENDHQlAHoFDwYBEQlnAgYhCA90ABECyQYHfgcAyAUPdRcRC6gXD7ElCAOMFwKYFwjvKQ2yJQGOCA2zJR8xsyUGCjNiDEkX",
-"D7MlEwHmBQ81agMPQAgBA9RED80lBAXZND8rMTmcFQkCIAQCjQ4PJI8AD5WJAQLEBQO0AA90EwQDBxQGpQoEPQAIfy0PPQAE",
-"BBKNDwNABAV/jw8hEwUFJ68PCxYFBltED+gmCgQvwgScDgqwFARLJw0nFQPGPgquFgrFCwTiAA9/tgMFlVAPBicMBDnxDIlr",
-"B1GLD4IABgWOrQ/eGAACmwsBMQwP8AYWDXwWBPAFDnsmEjHcrA73AAXgKA96JgsDYAEPoQgDBsMoD3omCgMLOgU4Ggf/GwD6",
-"AAFwAwbh/AHrAQKrDAHXEQd5bAEMAwLADAOgEQT0QwKGAQR27AsOPQFNAAEXEw+4FxUI5wQDMV0PBiQBETFsIw/JFQAC1gQP",
-"yBUAAxAzAxIBD2oEAgMQXQ9HswEDHAwCBgAEHwkMpwAE9AcRMS9r/wMucHJhZ21hICJub3Vucm9sbCKAGwkfMTO1BAIFFg9D",
-"XQIE/RUPMBgAAxoqAiEADT4qBcQpB+8MDH0EBEwYDSwYBCfIAQYADybIDB01h9cEvQoCEBAPHBgDBLgEBAStCUAAAw0RAgYA",
-"D88nAwVErAMrPg/qGAADRgAM6gwELBgDHwAPJpEHBcXIAgcADz81AwWAFwJcHg8dEQQFfKwHXA0HrAMCXQIABgAFGQAL0gIB",
-"CAAO7wIDMToACAAFAQIDUwABsgMEsYwCswMWbuZBCLMDDfomETEybgaFAwqpPQMb/wuxEQIFBAHHAgZ8JwakPQEZAAPFAgwf",
-"bQRFBQ4XAwH1BQAXAQ3eAgMuNQIGAAVwoAUYAQMfABI4NAEOWQAFcAENDCMCEAgDQQQOrjUChwYBlooHuCYUMbhtC/cDBVQ6",
-"PzgrLd03Awre7w/8hBsDIQANyAwIDzkPGYUEBJ8GDoLvA1YVA88aD9QIAwRziw5XhQ6mkg8+AAAEvyoP9TQAA7w3Ay8XD/0U",
-"AwD4BAJ+AA9AAAADSBoCQAAMdiUDNiUElHAPzzUABHdpA1sWAwUYDzg3AwW+NUIzNystcg4PqmkLBNwVChcBBCwCBMIhACwC",
-"DymHBAJGAw9ViQADwiUAIQANLAIDjC0CIQAMXgkDnRMDLAIP4gQDBfmuDW4BAw1qAgYAARNqDz4AAATuAQ1dOgMAagIsAgH1",
-"gw8+AAAE7AEDW0cJQAADyAUCQAAPvlcDAP4AAn4AD0AAAAPlIAJAAAyAGwSpiQJlAA/ZiQkD/wADiAAPMgMDBD9OASwCAYoA",
-"D5tnCwNbAAo7BwQqAgXMuw9TBAQCHxcP5lsBA90ED9RMAAPbXgNTFgyDJANrFgN/EQ/RBwMErmUO3l4DDVYD4gAP6QEDABMS",
-"AT4AASgNCT4AAwIVAj4AD7uHCw/kXgEDbmUChAAEQiQMQAAEvyIDZg0IQAAEY2UCQAAMexMEdocCZQAPpocIBI1mA/UsDy0D",
-"AwTaLwOLPQxKAAJDAAoGYws2hAQkAgVRQANgeA6uGgJzCg+e7wED5wEPN/AHAyYCDJUHA6YlAz8ADyBkBA/yggYE7vwC3QAP",
-"6AEDBUJhDXMKBFcvAj4AD+YBAwVKhQ/6ggEDDiECQAAPxQMDBN9FHzdzCgAE92ABBgANsCsEBYUDiCoPvBYAA5ItBEhkA4cq",
-"DywDAwQ2hAU0Pw91CgQKWV8NU38EJgkBCAABQB8P6wgBAQgAAdMJD7AKAg8DOwEEHAAGKDwL7gkHOhURMdAtDfsOBNEDD797",
-"DQW4YAzEAgPyEQ8GXwADLCoDOQAPozQKHzg+rQMEED8AmA8PiYEKAigDAewDCYMAAr8JAx8AD4MABAR17Q+8NwECLBMCTRMD",
-"GywJgUMA2xMBOg8OuwAGlDgPKykLA+IzCScbBUUABqB9D+QoCgIwHAXMAwtFAAUYEg9vKQsDYzkBRYoORQAFJwISMqwBDyZ/",
-"CwEYBAi1DALdHAMRUQckEQPcJwLPDAFOFAcmEQLqHAIiAAEhBQcoEQNjJgNhBwsoEQFuAAGZnQ+KEhoDEgIE5YwC8AEKTiEg",
-"MV8IAg/mBQACRl8A4gANPA4E+hQDpQEPKA0CAmdfAD8ADj0EAiICBCkCCw17Bq0ABukDAZcwDzARDAUSAQU1/QY5XSNlcR8A",
-"BO8xDwfDBQ3JMRYxIDoKZgMFJmsCGS0NAAECTGAPJ2sBAcExAiEADCUHAQsGBbkCBuZaBB8AA70NAiYAD4hJBQQcQx05Yw0E",
-"qzADag0PPWINAjAXCkEAA0QdA0EADyIOAwVCiB85Zw0ABb/8A0MAD1NHBAE+hAGEAA9DAAEDZREDQwAMAzMG3l8EtyoP9kgB",
-"BcwqBM0ABE8AD9UiAgTiHgMkAARTHgmPBgFGMQckBALKAgGwQQ9CAwQBCAAOmxEDIAMJcVoDUwAB+wEEsZwMmxEC7y8EJwQO",
-"9jEASQMJsQALSE8DcloFlgIDFgABdAACtgQHHh4FoRECCS0ESkUOzi8EUgYOIwMBJQUP9qgBBJ5GAyMEASg2Dj8AAZIAAD8A",
-"DqEEA0gDAmYBAJlnB/UACoBPBeMBBVFFBrTLBjcEBEgsD7VOBQ6xKxEx0CoPOQQBBaAED2BvAwLUWw9EbAED01sAIQANOQQC",
-"lAgEOQQM1hICrVoFOQQPzUcEBLRhHjlzjASJYQIGAQ+Y9AUEkS0eObMDBDoDA0EADzkEBAS7CB85e4wBAxUqAzkED6ZUBQR6",
-"Lx859w8ABAksA4wABYEvBiAAAzkEBTtbDzkEAQW3WgTNAARPAA85BAkENAAPOQQDCuVIBD0ABbtYBE3fDJUCAnkADyGwBg5l",
-"LRMxP3cOlQIE3QkENMsNlwID1lwAKQANTkkE1VwAIwANii4DA1sDmwICQGgKIQAJ1gYCIQAP2QEABZZDHjDYBgT5WwJdAQQX",
-"iQ1CAAULWg7ZBgTjWQNCAA+gAgQFmEMfMNoGAQRdqgNEAA+hAgQG9FkPVrsCCaICAg03D6MpAAb2Kw+iAgEF8lkEzwAETwAP",
-"ogIIBJayBDwACqICAeErD6ICAAVM8hMymzMMowIDwBEPDTIFDb59AGwAAb8/DqMCBWwAD6RuBQNWXQRxfQqjAgPvGAAjAA6j",
-"AgOcRASjAgwhJwSJXAWjAg9jEAMGIlkeMA9PBCaxA0gID6MCBAXAZR8wZ1UACaMCD6tCBAYJWR8wFk8BBIvGA0QAD+pZBQWj",
-"Ag8rWQIJowIBrSEKcCcErScEpSgPowIBBQdWBM8ABE8AD6MCCQRRAA+jAgMKQTsFowIEZRsjNDJgNgyjAgJWAA88swYNJ4AA",
-"bAAPo1sDBbEgHzRtbgYDt14PSXEBBONcASMADaQCBDTSBKQCDt9ZA4cVBKQCD61UBQXGWw0vFQQ6KAQKKA+kAgQFNyICey0P",
-"+UECA0IAD6QCBAVuBgRvcg8BPwEDpAILtyEGJgAFsnIP+FQCCaQCAYAdCvYoBMooBSozDxhVCQTPAARPAA+kAgkEWQAPpAID",
-"CyduBiIMDw0TAAJaNgSjWg8iCwUACAAOghMDAQsC4FADISEKmYEBCgsJnAADmpwL2CwHSiIKadgEIgAGc2oP+CwABNhTAx4B",
-"D3srAQT6AwQtIwTqMgYrNwfMfgK4JgMBRw1ZgADGAAuZiwUeAwanpw+xKwoDRV8DowoPRF8BD0JfCQU9AA8kLgMGEI0PtdIF",
-"BtVUAmVfDTNSA/s1AzQBBT9VDRY0C9pUAXkBAKYSBiEABF9CD2xYCAxEAQZ4Ew/w4QsGal4NKQEDOBYFIgAP3gMEBZauAvnh",
-"ClQCA2MDBTdTDd4DBSdMBB8BAP4ADKk2BjJMAwgAD0klAgXJZjIxKzIBAw/cPQYD0w8GXooFGgADqwMFIgAB7QMPp+IAFDLV",
-"LQS+GwuMAAYjwhIybAMPjAAGA4gCBlGKBRoAAsUCBSIAD4wABwHzWARfAQwBNgMBKgd3AwCoLQhgAgNJLwCqAg9fAhQGvJMP",
-"XwIMBsxcDKMDA8lcD6MDAQOWkwY9AA8FDwQEDC4Do3IJWAIDmYgG10QJcioGJwAFKhcC5wMNegIDnAMFTwAPKxcCAYoLD3oC",
-"EgSnXAbpqgUaAAN6AgUiAA/SNQQlMTN6Agz5IAKjmgj1AA+uAAMGBwYPnAIMBpBbDa4AA5wCBCIAD64ABwScAgB3IAeFAg9J",
-"Lww/YmZvSS8XDy0AAQ9JLwQPKwABD0kvFA87AAgPiVQJCOwuAkoIAt/7DRYvAZ6ZDWnjDxUvBQiizQ/VAAkBGQMIiVQWNhUv",
-"D9IACQulLgDnAQ/YLgIACAIP2C4DCXw3D9guAAKCKgFAAgnfaA7YLgQVCQlACBMyfQ4O2C4PrUEDApwJD3ouBAWiOA9pQw0D",
-"mgQP348CA5l3D9f3AAPTAwM9AA9uJQQDgwAC3y0O1lEFHC8PuwkAAWIDCEyODt9SBvbIHznNGwoEAhIP4QABD0P7KwOSCAfZ",
-"DQzSzQYmzAqgFQTrAQ7WAAaHBgJeHA43AQaBVg+lmwsDVxAMpwYPpgYHA/MAAzgAD6IGAwQ0Lwz0DAPQCAN4JgnNCAVrCwW4",
-"AA48eQWE1AK3Bw9xdwQIxI8PX88GARcHC40BApMDDdpxAU9QCxMAASsAAfcNDdYtEjLWLQy5BA9czwwCFQQABQAL8DoCawAD",
-"CgQKhxIDagAIBxkC9iIJiHcAJwAPxbcCBpIADyJ5BQSdMQ9dJgAIySgB3SYJqAECPQgHApEPqAECA3wmD/eYBAMeAA/3mAAB",
-"yQwGNAMK+RAcMrIwAhoBD1rPDAHOAgEFAAHiBAr9AQVZzwqdDgNqAAh/AQEtAApYzwAnAA8GeQAH45wPBXkCAkUOB1jPBfQE",
-"Dyr3BgomAAQNHA2rTAmoOgoaAATwEg0aAAUZaQ4aAAQcEwMjAQrsDhMyRY8IJAECpBsEqbcFGAEHqHkDOU4fMejPDwUcBg+D",
-"mQsD1yULvXYC6S0AMwMPj3kBAgMTA+h1DuXPAbk6DgeZA1oADO0DB3YAAqIPAFkAD/s/AAJJBwKYIQJiIQ/hzwMPBw4CB4wL",
-"D3yZCgO6BQ9EAAIFHhYP0AsMAx4GDyUNAgUOMg9JNwwCFggBUt8OvwYEQwAKFjYFOwQDHwAMIQYDnzsP10sVBz8CD2ACAgcw",
-"DA92PwoDjiUP3DcDBtd6DzIOCwIsCQRZ/wqpAAXaAQWUEQvPDQsBEwkUAQPWAwIGAA2KPQMYAAEGAAHRawW7AwKDVQgYfgG6",
-"Ag+zCgEBvAACIAACIuELJhQC1AoDswUJLZsAhAMFM5sPpR4CEzIQHAC2AAZLCwKIDQSZgwvZAwO9JAEiAA+XHwIDPgAPkJoB",
-"CCU1DyDqAwTWFQLtNAh4AAEBAQO/AwsVIQJvKAMiAATADgqUAAI/AQ8QjwADqygDlAAPzE0DBIHPBiZ7B58BAq4IAnwABN9g",
-"DLUIBmUBCpYABQsYDJYABMExApYAB2oREjJlIg61KwQ9hwRZBABLAAZFDAKvAQ+oJQICbSIAQAAMYgwDpCIDjwQPozoEBMcI",
-"D2wlAQT9Gw8RdwUO/RsSMkNLCvdOBMQQD2M6AAOcJwEGAA9m/wQEnF0D1yEHaAkDTxoDpS0PmhYAA6EtBxLPDzSQFQSkCw/i",
-"HQADV0kDgy0PuEMAAwIeBI/PB/UtDDhOA5gAA5oyD6saAgVRAQvdTQQxzg/dTQAKU84GA24WdNlJA5sAAQ0jD91NBAzPCQ8y",
-"TQIZMoMYACUACzJNAC8qD9ZJDgpBkQWxpgUfAAIgAQNmLwwsFgQVjwNEAACmAAkpTQPFHA8sXQISMuMjB80ADNJdAuETA2wB",
-"D/5fAQMiAwFKAQ+ZTiEEnwADaQAHfDcAnQAeOgsEAzU2D5BEBASJrg8YXQQDbgAHMkAGsk0J/xoGElAGIQAEBgEP000SAHEA",
-"AjMAE3DxfQfTTQMMLw8dXQcF9GUFMgACygMDOQABkQ8JHwACjQMEHwANU1sDaCMEsygMHwAIjTQPpo4BBOMLBKeOBE8cAckC",
-"COoEAvgUD2jpAQo97g/cLwsCni0MJTAC4QIE2C8PXT0FDboAA9YAA7oABBoeD2sFAwSQcASTbAyDAAOaMAIqAgR0AQwzWQM3",
-"QA+8OAEE82sCrAIP4swEBHWNAuLMChcqA2oNA9QAACUCDJsXC3SNDg9cAwIBBkIADVcqAi0CBQdcAoNlDvACDXoABF4CBIIA",
-"DfVJBc4qBEcCDSEAA6oXAykAAji3CbohAyEABAgADzorAAPbDgRDAAHKEQ/9IQAFCAABWysPfSsDBDQCDSEABHkrAxACDqcA",
-"BEYPBEoADYcBBTqKA0MADqcABLIEBHgnB7RRABQHBIcfBP8EA3AJCNs/BpEKAgYAD3wLAAKEFQr9CQvuSACxCQh7AAwengPg",
-"bglgAAaBQgXcCwYREwvyYQBLDAlgAAHBXwdkEQDaAA9MFwIB2wMPfhcAAa0EBpcXCWUXAi0KAncJAh8KAQsEDeybAlQKD3pr",
-"AgJ/PQSTcgmwQAOLCwP+IghhGACtHg9hGBkENwADcQwPATICBDl3TzU1KzNMDwoFR0QLjwQDdVkDHwAP6jsEB8hYBNIMBhsA",
-"BWkjA6UCAQMCD95MAAFykA83KwkE7p4DCyMKZgAESSMFryoPZgAFBURNCr8gBU4BBMoAPzUrM0tHCgV1oQzhAQLgBgAeAg2D",
-"TgLgBgQ6AA+7UgQEq14G8ccGGwAL2wQBCA4P5gABBDscAdkOD2QAAQui7wpmAASaBAP+BAKcCA9mAAEGTAEPAkMDBVggLzU0",
-"1VwABYhUBAMFAierD2kAAgJbWg/3KgkFgPEDjBEKagAEkigFNCoPagAGBRMgAToZB0gZD3cdC39wcmVzc3VyeR0VDy8AAw97",
-"HQQPLQADD30dFA89AAoPfx0ID5VMAR82CHIDCDJyA+sCITwxNHIPgB0BCCFMD9oACwyCHQiXTA/XAAsPUR0AD4QdAgBIAw+E",
-"HQMA/AIPhB0JAa8GAnxwAsIfD4QdBgPTBgrSBhQzj6QPXExxAZcED+i0AQNUSg9QbgADijECbgAPFQYEA1ESDwUmBATGbQYU",
-"iAvyAA8ZIhQD1RIPAXMDAt4TD/YRAAJsAQI8AA8DKgQENUsEmUwLWQcPV0z/KAAiBw8GcxAD0gcBJwcN2R4fM1dMLAOKPw9X",
-"TCoDygkFDEIDlwEBOQEPV0wKCzE7AolMAsAdAyQQBS87AmEEDy87AwJXKweilw9iARMEgjoCwgQPgR4BHzNXTB4DhXUDEgEP",
-"V0wcAwQhApMBBVdMDwkCAw/BAAEEpQcfM3FMGQTkAQItCA6uAAJNFg+5OAAExQkPxAkJBIJHDsMJDoBHD9AiByUxMg1NBRsA",
-"BKoiAgcAD68jAgNvqg+UOwAPb6oPA5oKDzYKAwQSIgJvqg+WIQADTiMPMRABBev2AQcABZYqDxkrAwRRRwREqg9TRwsNawAD",
-"XQEDawAIPSwHpwMCDAEABgANqzUFZoYfNeoCAQRbKggTiQNTAAKrOQTk1g9STAEErgMNiiEYM1JMETNwIQhaAARZIgtUBANO",
-"PwFaAADgAAiFTAKsAw+xHgEE52UH6w8JhkwG5DoKZxcDdAUP7Q4EAEsBDYZMAssTA3cCDkwBAzAEA2dMDVkAArAVAFkADYZM",
-"AsAHAkAAAUgsClkAAnIAAekVB3wXHzOGTAQEYR0UMnxIDooAAjMBD4Y7AANrTAPQEw+7DgMF40kCvvgIV3gD4SICqwIP40kL",
-"NDEyNkdLCSsjBAUjAgcAD64cAgLyTAC/AA0ZSwO5AA8U0AcDNRIPP0oMDgWyA9QNApYAD/5cAQtASg8SBAoF1rEP17EHAugD",
-"AXxJDztKAwNqAAWCMQ9sJwIFWTYADAIPZkwEAokdHzQMAgADJRECMgEPSkkEBAwCDXgPAwFJAgwCDwZKDAEMAg27LQu1rw8L",
-"AgMCthIP4ToAD/1KGg+bAAAEe0gOoUoICwIPHtIJA78AA7kFD4wdAwTqHA+KSgIICgIPa0oJBG8cAg4ADyFKAwVqAQ+t0AMC",
-"8ksAJgANzWQIEgQPtM4FBAxMDRIEAy0bA+saDwYCAwVgRgI28QmNGwknHAGfRg67AAW8IA0DAgO1AA+vzQcDAwIPfkoMDrxK",
-"CAMCD76rCQO/AANhGw9nSgQGKm8OZ0oIAwIPr6sIA2kABK+rDwMCAwRDDR8y1tAGBZQhD9JmBANQAQ8LBAMFFaoNCwQDihoD",
-"ZRkP5UoMFzLM7QUdAAoJGw8HAgMPB08GBANKDwoEAANdqQOTIA8KBAMEIhsdOAoEBDAaApYAD444AQMoCgTAAAO4Hg8IAgQE",
-"eqgPYDkBA9waAwkCD5MKAgNfAQQnGgMNGw5NNAPGNQAIAA7sNQVqMwCwQgtvCQZkCg8GTAUCIgADbgkKTiAYMwZMETMDKgkX",
-"DQBVCA/kDQILoCIFJDoPcw8PBHFSBCvdCospEzMutQ+GABMJOjEAnRUPuRMbBToABNQzCeUnBQEoBcc0D7x2DQVTTAzrAgLP",
-"Cw8ITQECvAMEOQAPARECBQhND4QRAwXDSwCfAA8KTQsCZAIBuSEJhQACRwQEHwAPhQADBApND4cRAQFAAAoKTQoaSwjWAQaw",
-"AQdyaQ+wARwCGgQCoG0OEQEEnhEvMjJgTQwEdksPoRECBAEGAUcAD2JNCwKvBAEJBg5HAAVxlR8yZE0NAtYADJGlBGimDx9N",
-"CwEeFgcfTQKTAQNiKAzwEQWoJg/wEQABHAAEyqcPhgMXD98DAwdJEQJnDQQ5TQoaTBMzLcANPgYCxUsPOU0CBH/4A3wBD/oU",
-"AgLlSw85TQIEWswD10gPrQAGBhwFAVZ8DzlNFQUDmAbreQfNJwOZEA8nQQkK+x4TM1pODj4IBewCD1MOAwIYSg8jHgEDb6UA",
-"IQAMfwcCN0kFkAIPokMEBOJ2ArA0ChxICKoRAnQgDBgHBCcCBJUbAzIAD9C4BAX7HR85BasCCK4RD6B2AgUgOgRvAAMsAAHG",
-"ogdkAQoREQIGAgFmXA9+AgQBCAAOmwICXAIBCAAMvhEFXwMPdUwCAc0CB0erC/9LAIUCCbEAC8IRAxLvDisEBJPCAAYAAX0f",
-"CKpMBpkDCEsAAYsAA7MhBfEHB6pMArkgA1skDg8tBfIFDZICAaQAAFUBDJQDBHlLA5MDDk9eAxkAD09eBQKaSwBaAA4HTgNR",
-"CgMtBAdALhIzKikPOhoABbxXAmEKDzBKAw+sawgLuywTMz8qDcMDBeQZLzMwGRIFBDFKD4+gAQ8xShIDMAcPEEoFBehRD85J",
-"AAT0IAM5Aw+UJwEDzAMEOqMEMgAPzAMGBSZ/D7ZJAQQSKwNMAA8YYgAEzQMFcAADXAsLzQMKRN4EPQAFLDEUM9ALD2ktAg8w",
-"oQYOaS0TMz00DtkBBUdaHzDmEQUDsUsPok4BCdimDtkBAyw0BNkBD2sBBQXacw2rWQWBIQNFAQ8oDQEEORQEjQEDMgAP2QEG",
-"BI0GHzCbWQAEiCEETAAPFQYCAtkBBHAABLohCtkBAZclD9kBAAawAw9ASwQCpw4CTn8P2gEEDIsWAh53DtoBCqacD9cBAANo",
-"Jg+JpyQF1wEP9B4EBS48AoBFCmcBAz0BA0MBDw0HAgPXAQNAAwQyAA/XAQUGvcsPCFABA8srBLMBDyAEAgPXAQRwAAciCgfX",
-"AQqNMQQ9AAYeBQT/NAzXAQL+AwAoAA/XAQYM9A4Fl1kL1wEF0lsfMLpPBgJGHQ8XTQEIXqcN2QELUkoP9lEFBTE9D1JKAAR7",
-"egNFAQ8ZBQICWgEEiHIEMgAP2QEGBRpGD9wQAQTYMANMAA8gBAIC2QEFcAAEIAQK2QEFpQgLyQcBCAAMFTUGdAkPx0kBBTwI",
-"D8dJAQWiQwCVCASUQAxeEAgDfwCkCArjKQF8Hg/DIwABoCgP3CMBAZxKD7Z3BQP9ZwLzCQJmGg+1HgIDEqYEV8gKVgIDTAoA",
-"IwAMyykB3wUPQg8jBGuBAfcFDqg3BaQ5LzE2g3cCApkFA1QLD6M5AwYnSi8xNjBwDAopSg6OAAWqOS8xNpx4AgN/AgRodgHv",
-"Ag0lTwOtAAQlTwTwHw8+2QMHBKkTNs04DywyAQY1eA7xAwPfHQXbAA+8KAQGmO0OogcNJKkPiSkEADwAAyIADUMuDCt4AZcP",
-"D0JQDQO1FA8BeAAFYj0E+QAPG08FBbMBDwsIAQUQpgm/MQ/ZAAIF/SkA3CQHuQMAtQsPKSkIT3Zpc2MlKRQOKwAPISkEDikA",
-"Dx0pFA85AAYN4XUA+gAPNgAOHzIxAB0fMzEAHR80rCkCHzW0mwAvNDGsKQAvMzFBdgIvMzbf4AQIrCkPZQEHAYUDCKgpFjD9",
-"BA9iAQcKrwUBlgMPfn0CD6QpBgF0Bg+xmwkCWw8CahMPpCkKBUCOCZMGITRf/74PpCkBD7c+KgJqCAGAIQ+kKSMPZz4ID88F",
-"CwMsKQ9ZBQIFaKUZK9H1Bh57Ae0DACYAD2oUDhAzLQsPnBgDCF4qA90oD0WbBQOtAAw/KBMzWjMRM8NeDRkoEzTM2w4kAQba",
-"Yw+xKQoDwD0Cl5cIrwAClgAPKhgABN6OAzkAD189AgTuKgSqzwucAAZDmw+tKQoEqHcPxTwEBB8AD4IAAgVJdw8mGAAEXyQC",
-"ixoJyBwCHQsPiwEFD9CcER8y7/EGDXkoFzQTjw9lAA8OHAgDRgEMFQgFeA0PrI0UBI0BD6qNBQZJAg/OAQIFXhAPhlMMCug4",
-"CmQACr9CCfAjAc0AAzM8Yzg0N0FFMQUAG0IoFAPVAQycGAKbNAHXCgqaGAOGSwLAKguZGAMJsAhUoyNlcWwGA3tIA40VALwB",
-"BJkGA+4mGHixQQDAAAEyAAEQmADuFAQuAABsAhxwIEYE7wMRMlrJB/4FAnYDA00MCkwMEjQvNg6rGQQOAQnsGgeL5w+tBg8F",
-"NgAESRYPYgsDBcANLzI4iSwMCqtRDfoAD2wFKA9uLgQPgisAA24uBIsAD28uBATmewEOCw7btgFcAAgdAgiCHAPkNw+BHAEP",
-"rQERDxMBNQrADQL1AARelgieOwOTAQ8KFwAO1NoPgBkBCRiRDyEAAQQpIwyACwVwOgMIAA+CcwAEDzoCIwAPTakYBBYaHzSa",
-"1QYFHGMPeCsACw4aDzoaAQPDIwcGAAdaxgbSQQInAAIGAAPQQQp0HAQSAg3cngavPA2QjQNvAAIHAAV0AAfOQQYWPQ/OQQYK",
-"2RsQNO4qDQ5BGDSWIR40liECdGkPoosNBIgXBVVjDM0NBBIVAx8ABMAjBiAAA3gOBUkADD2eFDJengHGEQ7GAAdoGRE0FisK",
-"XwACUAEHngANH2QELRYP1EEkBqAABOYWB0UOETRn4w8RBAUODLgCvwgAHAANGAIEsUEE5SMGGwIFGgIJPAII1U8EIQAI6wAP",
-"1EEOAIwABZVIAU0AB9RBBntlD7gDAgE1AA0SPwZBwALyAwwgAAU3nAN6AwzNBASnEg9rQAACgggDbDQPBxEEBfgFATAfDyEA",
-"AQ8ztwYGUr4DCAAPSgIBC3++D9EEGASTFRM0SGcPIwABBKTeD4VkBwc5kA+eAAEDsQEDLQAEDgAMHQwEm5YPerwBA0XcA2wB",
-"D8wABQRcMQG9CgzHAgMjEgQqAQQCWQYgAANSJwEGAADxAw1BAAuJEwF9DgqOEgSsAQSWEg8rSAABWQcILQAPKmoGDTkABMcS",
-"BGYADwmRBAYCBAE8TAgDBAgDMQtCQANpIwEFAAT0HgoKHAhZDAYBCB8y+gkhBYu/Dw9XAwVJTR8xgzYNBQpjD42XCg/OSwAE",
-"EpcELcANsigDY1oDcmEHVAEPfp8CBXBdIzM0DR0OoLABfAEFHAUHq2ACoDYCDCQPqhsCEzQibA+0gQAAVwAN3AADPh0CwQAP",
-"HhkEBMsPAlmBDyEAAQRFdwz1AwQsaA8BvwsD6B4DSywPrbUYBOocBHSBDyMAAQRVjQ81SwAEpQMEZgMP2RkAAyYFAysABTIA",
-"BsFKBjlLA8YAAw41D3AbAgWdAQw5SwM6HABNAww5SwI6AQS2BQ9rCQEDdAcPSKgIC/wZETQiSw+mCAAIpJIAJQANa5gPlAcF",
-"D9QWCQ0ZSQTzZAOcBAWrOwYgAAPtAAVJAAFsNQhuCQXuSABQAg/IAAAJNQoFi50GFQID0xIGoAAPXUkEAlUBD3AJIQSiAAVQ",
-"mQpuBQADCg6IvQJ0BQ36GgblKQ9JSwIEcGYEdAACLgcLdgkDwxwDaQIPdgkAA/cPD2SoEgEDCQVQSw12CQh6vA92CQMO4ZYF",
-"oJoEDQQNIQADpgMEIQAPbTkEAS0BD245BAq5RQ2pGQlvOQ8hAAAEqDwOeQkFaboD7wcB6DwNAC8DzgIDLQAP6AQZBMBlD+Xj",
-"BwHGGw96CQUNkboP+hoBCLtlB+sEAnyeCGgBBIoRD3sJAQIiBwMoBw/hCgQEbzsRNeEKDTWtAucBBKoABPsmBiAAA6gCA8M3",
-"D4NlFQlLAgU5qAQWIA9DCQIEwx8EawQD2S8PynUBBXAJBS0AAj0AEDO3Dwf2Aw93ugIFVSIfMw0IAwHYAgKimwoNCAPU5wXE",
-"GA7ISR804J8AA5VPAFcADA0IDv3kD78BAAWT7Q9EzgUEfjkNDQgEjQoFomQP8woABZIjAyMGD+llCA14AASbgw9AzgcEQ+sP",
-"DQgABMcdBZlkDxYGAAPGCAMrAAUyAAZvBQzgngMxAAMNCAsLngWdAQsNCAMPCQHjHgvcAgQlbwOkAA8NCAADGAMDKaUPDQgC",
-"Ct3jAIcAAIgBDkUHCGOcACUADREzD3VRBQl8BAQ5nAN/Og6XHwMgOgMUAgHtOAogAAOJBAWCnAD3AAoNCAOJAQH8Nw/IAAAH",
-"hCMA1gAMDQgDFu0EOQEPlAIBA84DAVUBDw0IIgQrAgPlBgiPlgChAA8NCAIC6wsB+AMJDQgDzQsAIAAPDQgBA5GYBHQAB6sK",
-"BewHAwYIBHgLDg0IA3UKBEYCDw0IDAFiGAEzABNwewgIDQgEetsBgtMPDQgDDTFQA1I7BDwADquaBISFBCEADCAQA3tPAS0B",
-"De4cAs8ND0I+CgFbbgFNBA+5yAUFVusNbgcEv1sEhzsPgjsBEzEgWAQtAA/oBBkF/sAPt8gID8SmBxMx1lUFRcAP2OgBEzEW",
-"OwQtAATrBAGBOAloAQeNAg1oAQNXMQJoAQ9bDgQEWzsCn+kMzAIDRxQEfgAE4E0GIAADuwMDjD8PQgABA4UBBJEUAQw7CUsC",
-"BIdWBfMAD+AHAgRHAATcAQMhAw8NCAoFLQAD0QUKDQgGtnEE2gMFqmoI6z4IkRUFHYcLMVIFHQAF2zgKDeQBixAJfAAEfqAP",
-"QCcCD5wRGAg8Jw4oFgIKIg0IGgPnAAAfAA/UEQIEpgcB5SYPZjgKBS/qDHsCA3UCA2EsCxBwCzE0FDZpFQqGAAQDQQGGAA9N",
-"OAoFhukMzB8ChQQDHwAPhgAEBAOIBiB+DK3lAmYgAMUKDazlBX4hD/45Bg9iHRgI+jkObxwCRjcPKQECBc9DHzDFhRMEbEEL",
-"RwAFCkIfMPppDQKqAATRiQtHAAWnPR8wyYUTCr2dBMUDBQHLArwiCDIEBzuTDwe9FAWaNh8wCr0GBWI5EzBmKg7ZAAfdOg/7",
-"awsDLxABpvEORwAG2QAPLyEMD8uIDA9ReAIDAXILzYgL7AAFBzoDWVQIXQEE4pADaRIPcCEJA5G0BHJnBnIhAiIJAl0hBJAK",
-"BBsAAlUJAsAWAdcXCHQhAmoNA1gJC3QhA76YA8BICHUhAOQXDXYhASIYAjUAEXC+Jgh5IQEeGBFwFBgNF+UjMzRt7w2hFgIm",
-"QA8w3gEDJUAE+4YKOAgHYVEAdgECJUAM4AMD424PLW4CAheKAEAADXgAAu4BBDw8D9VBAgTyZwg4igv15AAjAAEEOAhuIga/",
-"AQ3g5AUjAQ9ZPgAJJ0oEGwAD5BYCJgEL1T0FCAgE5TwFXD4NIQAEbo0MUwkEJCwE8xMPB0MBEzEIQwQtSw/wCRgEt0IfOOUW",
-"BwSu0A/YDgAE9BEEgwwPS14BA/MRBDRMBCoABWsIBym/AyMAAzEAD7UBCwwTGgO1AQvvDgOFEQGcTQwSsAR3TQNxBQ/wDgAE",
-"Yg8P8A4ICoHlAIgAALcADigOAKcDBiMJFDPzWgZlAQ8ODQUJXwsEc0MEQbwNcAoD9bkEy3sBJ+AJLQ4EUV4FSgAAqAQK8Q4D",
-"BBMBfgAPyQAACewJHDOYvRMxpkQDggAP0v8BEzGlQwJXAQ/yDiIE3wADyg0Akl8HlAAATRAM6RgER4oDOwABpxULuQ4Dsg4E",
-"EQIF7SIGug4DIhEEEAIPug4LAfkZAjMAE3AoDwkuvwP1GQCZAA+6DgMNFjATMqlfBDwAAkRRCSEAA4IXBCEAD44EAxQy1uoP",
-"xpcBFDKJ6gNQXw9NBBgUMgolAxoODVoAAycYAxElAwsEETIYJQluBQL5Cw9fDwEDPEME4o4PbRcDFDIdJR04MK4TMhoiBPiZ",
-"D3OABBQyCD8CTcgMTQIECT8EZyIN5b0UMk20A0QBAO0EDUUAA/8ABU0ADc4BBC5nBDgBDxbjAQQ9DgYtAANVDw89DgkGLQAD",
-"4hACr2APbAUBB1cDAEkSC6wfAz4MCZkFDP8lD0QMAACaBw9EDB8FNtUP4gsCBr40HzOPRA0GGTcPnS8CAqdFDwsJAgOdCgNA",
-"AAHNDwplDwNnRgI8AAc8AQNzcwu+CAVTmx81rB8EA/WmDw9ZAgKujwBEAA3hPwNqFwKmAAQvRQugDgQ5iwZ2PwY6CQKCLgAj",
-"AAE6CQDgUgxPJwMA9AjpQgKfAQ/LCQEEBZADPCMPFhMDFTIHiw8WEwQUMmY9DrJUA6UeBK0eAYEeDH4EA6UcAywAAVjrD9cE",
-"FARwPQQckA8jAAAE6okPeZsHASMAAk4ADp0ABD9RA6MABNMDD3ApAAP3HgMxAAT98B007DICnwELDgkEaZsPdSkACoubDw4J",
-"AgMxHwLmpA9TyAQNbgwAawAPRQgACaMWETMS/ghlMADqDQ8OCQ4UMnAeBG0mDNYdFDLeigP2BAFAFgohAATvHQRKAAx6KRQz",
-"UgcBRxYOyQAKeR8cM+q5EzJ3IgOCAA9lsAETMs4ZAlcBDw4JIAajAAPjCAjrYACiAA8OCQAEs4sDOwABXRILDgkDRyEEEQIP",
-"DgkAA0khBBACDw4JCwFGIAIzABFwciEKDgkEBT0P6UMDATUADOkhFDL2bQT3bQwNCxMyICcFIQAPMx4DGTID5A2iIwOeBwOV",
-"Jw83BBkEilYPDgkEA+4MAScAB/UDAlCkCFgFA3wOD8+rAANcSARBSA/uCQQEQCUCze0KIgED8woDKQEErmANQgAElH0PDgkC",
-"A+IkBE0AETLmGgkOCQOnIgS1BA8OCQEEEyMFTQAMWB8UMvEjBDgBAc06Dw4JBQQtAAMkAg8OCQsFWgAChAALSxcPpPkDC+So",
-"DbkHAkQID2AIAgL3SQ+nwQEDLpMEuQcP+jUDDgHvB7kHAlsABGyVDRfsAM8AApP+CGECAlATCUZJBBsAAvEIBLkHD0EDBAQ8",
-"QgKFkw8hAAEPtR8FA6EaASEAAkoADykDAARoBANEBQ+F4xcUMmlCBJyTDyMAAQ+1HwcEZnMEFCQPPKkBA3ZWAysABTIAD7Uf",
-"AAPiIQMxAAW5BwxLGQOfAQu5BwNPGwFOGwzpcAI7AQSdcw+5BwIDTC4DVQcPuQcCDfoXAO0AD/AGAAnXCgEa+gm5BwDpBg+5",
-"Bw8EcAQDFwcBGVcJ7AMDxiQEuQcN9bwTMsoVBUoAAVABCrkHBLkoD7gfAwDuMwfJAAAvGwpuBAI/AAiiAA2YAghXAQ+5ByID",
-"owADbAARMioNB6IAD7kHAAPiEwQ7AAICUwu5BwOzAAMRAg+5BwADNQEEEAIPuQcLAYsBAjMAE3AawQi5BwTFDw8nEAMBOwAN",
-"lwkEBSYDPAANZqQTMoMRBCEAD5pWBBQy7CUPuQcCA6ElASUADzcEHAQbYQ+5BwQEtoIDLSYE9QMNMbkEVfMPqOUCA09MBYJI",
-"D4sABAQ9YQNV8wkmAQMNYQQDAw+SqAQUMjIlD70HAwRUTASKYQG4Qgm9BwOMXgS5BA+9BwED1yQGTQANrAkEog0EPAEBVR0P",
-"vQcFBC0AAygCD70HCwUtAA8IHwIVNLXhBHkBCEWuDAgfAe4GBcVRCggfBuygBS8dCt/sAecPCXwABFA2Bp0eD546IgabRg/x",
-"GgERMkRdD5xCDw8aHAIRMguoDwpDDwR8AgulSQGvCA/f6wEDnpYBIgAPEj0CEDLvCgIBHxM4o0AKMAIE3gEB/Tk/NDAytwMA",
-"CwASBAOgAFIALzIw0IsKBuv0D98DAAPyDASDAAWWAg9wHAMVMuyqLzE4I5EGFDK2+A+qBAIEVCUE+2AEgQAOUOEFEpgEwAAB",
-"OhUP0EUAAmj1AVwAD3EAAQSnAwTiAANtAQ9oBQUE9h4PEAUEA4IiBsAAA18AAfweD54AAwRuRhcy/eEBokMPbkYLb2FkdmVj",
-"dHBGFA8tAAEPckYEDysAAQ90RhQPOwAIDle8BxRGDzgACA9XvAQHQ7wEFkYvMjDCbwEA/0UMFUYQMj4ADxRGAAgTRg8GAQkB",
-"oQMHywQWNMkEDwIBCQ+pAwEIx7wPBgEJBHMABBtMD1JGBAB9Ag9RRgIAnQQPUEYIAaIEAVADD01GCg9MRgITNWRUDkxGDzYi",
-"Ag/ubxQDbyQPkxYCB2kFCDRHA58gDg1bBXIADxFMCwNpDg1FJQLGFg+CIQADeAQDkQYPLwQCA9kFD4iMAwVVRwIrBQl5RQFV",
-"AARVJQ9bAAIE1N4PhgQBAVAEA44NAQYAD390BBMzegQL0QIEhhkEtiEhNjS2IQYR8/IELCA5MjE4ODY4NDM3MjI3NDA1M3CX",
-"BDcvAUkAAipvATYADy8AAwi+AQLWAQR8JQtiAgzFVgSoAAONHwFfAQqqAAMdBh80qgAUA9kAHzUvAAUN0EUGlAAPYkUEApWq",
-"DCYUAlgBAmoGDy1rARA1hT8Nog0YNUNrEjUp3Q/NAQYDYwgMuSAExBsGKREGAUkDLC0PsrsQAT9cD5lEAQMQAQkFBAAfFAl4",
-"AgEaAAKGAAJwAQ/tAAMHtQoRNfluD6hGBycxMLKMBtEAA1QNAQYAAegWD8IAAgquIAPCAA9ZAQcPziIEBGrlD4gAAQScPw9Z",
-"AQQNGmMPRgEBAxqID0YBCAc3CBE1YEAPpgAAA3QJA/1YDyEAAASb4w/XCAIDWyACBgAEmjkPUwQEBM8IAfcMC+7oAxcACqsD",
-"A0gcHzirAxQDAQwfOasDCArAERI1pTgPQAQABKkaAxYBCZcABR3oD5cAFAYdFA+XAAYKDR4HlwAK3QIFIgcH92IHPjgDtB8B",
-"BgADWY4L4EMRNV46D1kDAAibLAAlAA9IBAQEwgEPvjcEAwELCNSmCDbQA6MlDz/WCgayBw92iQYEHwEIDAMBChsPDAMEArUA",
-"A2mUD2UAAw8RAQAHvjoAHwEPbAQBBh6RAhOiDOQDA2ZDApEBCyKRC+IADTkJAuAUD4MBCA+MWQQE+AYHgwEIkgAEzTsPgwEe",
-"DHgHD4MBAAMElA+DAQoPmgkAAmUAB2wBBe7jB3M/Ad0ZAXpBD+tAAgRqCg+NKwUCHBoBYQQ0dG9tHwA1bWlu7AoEuxkCD/YH",
-"djUAWwAPbw0Lb2VycnN1bW8NFA8tAAEPbw0EDysAAQ9vDRQPOwAID28NCg84AAgPbw0DDzB9ABczmFMFbg0BWQ0Nbg0AmA0P",
-"glMBAI0BDwYBEQxvDQc4Eg8CAQkPGBEDD3QAEwxwDQG8Bg9B0REJiI8COQ0GYgMHOAAAogMETwAIdRMFaw0IEioIiA0CIgAA",
-"FwQNiQ0TNsEIAL0MBpgbATMABX4ABAgBBesMDJYBBinsBs27BNItAeoMAVkLD8mQAQK8LACcdwFQKAfWAAJLBwHjxANrKAYy",
-"lAZ6DgEmAB9w+AAAAv5EAqgOA8gABekMD5uOCApPBh82VnsEBBgLD/eeDQPLDAFaGQbHZAKyFgUNgwMVAAexAAILBQYxLwLD",
-"JABXlRIycT0IFS8BwAQDJRQA4y4EGQACYiUEAigLNQUCTy4DHAAPHAEVClgFEjYVewc5AgK9LwNefggYAAK4Lw0tFgHkAgPy",
-"Lw+0DwICumUPgN0CA3EdAmABCzoGAkUBBxAMHzYJexEM9QoChKQJyBcENx8D0goLhgMFsAIEyygLrQAABwAMLxcKJiYBpQEG",
-"ZGcCNQMDvjANegwYNt8NFTa06wdPMBEtFwMHiwMBiAACEScIrI0CMwACgW8EahkNZQwDCwMOpAEFuAINpAEDdiEC/QANvxkD",
-"wQsaNJN4GzaTeAxqDCQxOfR3CWk4CpoBD80OBASmBBM5vWYJQgAEE0MDiAoPQgADBNYJAaYfCuo4AjgABPc6DwcwBAWBAA9c",
-"AgUESAAE0koMLgEAW18PeAIGD4dgAAJ0OAUGBQ2BDxg2v08RNr9PD+kSBQQ5Fw+pAwICNSEPBAIAA40SAz0AD20XBQNl1gFw",
-"PwaYBsA6CglyZXQ7Cgp9Cgo"
+"AA8qAAQPLhgADHSJDzoAC28xWzQwMF3FFQIYNhY2A8UVLzE4sJMBLzEwsZMBHzmTXgQAEUoBkRIP1AAMBI4SBX0bLzYs0QAR",
+"C0ksD0sdBQHySQ98LAMPTR0MAToAAlkAF3Kk4w9QHQAfOVEdAiA4XzhKA3MABNwAA0oHD7gWAgQQTz8rMTj7cwoERxsPrg4B",
+"AyFZD6JsAAPlCg+vJQECGgAD6RADyAgKnRQGmwAMAFwEIgAErSgMwQwD5QoCSgQPWwABBOwcIysxZdgNWzsCNAUDgREObNYD",
+"QzQEHwAL7tMCfwACf0QK8kMBBwQNsfQBFMIMFAACBwwCnr4NrBQCUZ0N/wIEpR0iKzGLSgt/AAKMBAAFAAGQBw1tAANTAgqf",
+"BANrAAh7JAIuABIzwQ8EugQCTp8OYxYDpQE8MSsxM2gFbwoDxwEPPXEAAx4LAlEBBAMSBR4ACFIqASUGD6wBAgRVSA+tAQMD",
+"vVcPbGYAAYsDD+RwBQI6mg2BAQa0AgM8SgpTAATNEislcqyTAhbEBFUwChARA2sACIEBAi4AA4ufBoEBA/mRChIFBLsHIisx",
+"aEgPUmcBACUAC90EAf3AD3QPAiA4X6MKC5EAApkEAJgAAdURBYYACIrgATVLNHIxMDm5BacCD9EaAwEiABIyehEPhBYLAHIA",
+"CI4AAaqvAqcCBr5yBn58AgA6AB4ABSJIBwOFA0AAARpICT0EBSocBBJNBL8ACRsDBVwADw0IAAKdIgIjAALfrwB8AAUDAgGC",
+"iAF4AAOiIg+nGwACFQECbg4PdxcLAzUJD6wbAA/wBRADqy8DbA8K0gMF/wAAmgEGfQIFVPcKnhUGgAEFxQYC2QQDWTEPGEkA",
+"A7YxA3sDCHxgA3WHASQBBENTDAEHADktDggyARUBBIICC3KYAmLNBf0BDwgyAwO2AQ9PFgADAjIHEBkOQAsEvTAFTZcFewAD",
+"jQIGewAJHgACMgIDJQAPoTIKD710AQjsVwwYhgrZCwOscwu0WQKGFgKvAQCTAg6WXARvAQiHYgO/AQY3AA8wDAAEPC4LDHoD",
+"LgsPDgcAAowRBYYADKMGAtxQD7EyBQ8cAQADPhACGwELxYwEyAADhQQFktcPhmIAASUADQ9gA3oZD9CiBwOzFg96QwQJ0KIJ",
+"DwcDrQYCBgAPky0AC2veD5MtFwShAhMzrRgPYDMABP0XDw8WAAPaEwO7LwMHAAb3gRNlKgACUowFMAAECFwMWQcCBFcLtAUD",
+"MJ4AlQYB0wUIJgMCZxUBBwAJDwcBG1cJpgYDRQIPof0DAR0ABK0ODqFcBGUCDykCAAOZBR83WGIFA5keA1liD64zAAAiAA0r",
+"AgK4AwMrAg+vMxEJjzMFsygPjzMMBrgzD2wzJA91WQADWwAPSjMHCnRZCbXkBCsCAsoCBD+7A5IBCYzuAJIBBtLyBysCAvUD",
+"DysCGgH/Vg8rAgMFoQYHKwICLgsDY3cOfVkPKwIIA4AHBz/bD4NkAAEnAA0rAgMKAg9lZAED/CgCIQAPt10DBBcYHjOXXQgv",
+"DQETGA2guQIbAAY7Fg+JFhUEcDMPc3kABHgyAgYADygWAAXWdwgHAAavnQYrAgVO0wgrAhoyyWETOPBTCysCA26VDysCGw9W",
+"BAcHyBEAAwIK+HwCldQDEgcHPwAD2gQDTwYIiAwCNQIE9Y4EEBoA3QAPhQcCBnoAAYsJDVsCAhcDAK4AD6loCg8NBwQDoR8P",
+"twIEA74AD+VRAAfJkQ0pMggNBw/NdwQFdqoNDQcELVYC/QEPphwABGIZA4gZD/F/FwTRUgS6Hw/aeQECBgAPOWcAD9l5AwjL",
+"EQS3AgNEAAP2FwPaAQzZCADZAA63AgJKAg+3AhofM/diAgFAZgHYAQ/xYAUDfQIPJlMABOEzD5o2AQi8BgEmGQ9lGgcChyAP",
+"ZVkBAiABD+FnAASfVw9hWQwP2RkABputDhdZA5ABAlQAAO0AD/x5DgGLAA/aAQAKJRoPzFgCGThX+QbaAQJMBA/aARsPhq4C",
+"Aen0AtoBD7QDAwJTIQEnAA3aAQO5AQ9rBgADUCEEmDYPZgEDBZx4DWQBCMEKD8d6Agp9Nw/BChcBZ/ABdAAP2gEACMEKD3HE",
+"AQT7egNpGwMHAA/BCgAD+H8EMAAD2gEMlggHaPsNA5MP2gEaAb72D9oBAATaSAMlgA7bAQOoPw/lfwADXSAAIgAPXSAEA9sB",
+"D10gAwQMewJdIAmzGwhxCg/regICgAEEbhwPS0oYBI4dAy86CXYACHEKAZ96DHYAAyQcA6wiAwcAD3EKAAPlCAR6HA+PWQIg",
+"OF+0Ag3bAQPw/Q/bARsAFoUPRggABJ8HDLoVA2ATAiUAA/sQC8xiAPkHCWMADakIA4wACJwSBjEqAukFA4YABMpDDGkICmEA",
+"AU2FCPMRAzByDTMSAIgdCcwXCcQBCIAKBJIfC0AAD7AXCA535g8GFgEETOYPsxcEA3gEAh0dC3sBAecGAQJCAxUBDKQHAC4B",
+"DigUBJIED40XBgEkBwJQBQGVBAxKAQAdAANyAAwjDwJyAAloAgNIAAwTFhA1ux4NUAEELB4FlRcIkAEEv9gCEgEMdRcDuh0D",
+"Wh0PdRcFCANyD28BAARsIA/qAgEBlwYAIQAMAxIAX10MFAACaF8RMerkDbb/AP8AAT8JDJsBBLJ/D6cXBQJrDQIvAwLyIA1z",
+"AAHiBAByAAwlEAJyAAmbAQIxAAObYwebAQOSCQpeFgeiFQ+wFwIDfZYEZG4Nov0ApQMOgwADcxUDHwIPnxcDA4GaETIr+Ai5",
+"Ag+FAQEOyzoFUwIvMzBaFgkCgAYBPwEIogADKHgAxwIPsxcBA70MBGEECLQXAg8kAUEAARgWBMEMC1cBDI4DB30AAhMkAV0A",
+"D7UXAALcDAMkAAaimgS4LAI4oAJ6AAM0BwsZAQVtAhIzrwcPsC0LAXACDkUABRYCEjLOXg/SLQsEJScL9gMPuRcDEDWLBgfk",
+"AQSzBg//SgACzQ0DIQAH6EQGNBsBGwAEOxoIuxcDJJcBwRcB7A0AUxsNXwYBUCMLvBcDahUCnwIBkAQIOQICfQcEBQIPcrEC",
+"AkAoASoADPoOA/4nA5UCD7wXAgQOdwLL9Ql7AAIhBAOfAAvhggI8YgQlAAFZBg6ZAAN4GA8o9wEF6UQBKAAPmQACBBgJD7wX",
+"AQKdDQJIZwGGBQBvAQy5BgJvAQi8FwKVBgc3AAi8FwJ4ZwEkAA+8FwAC9A0AJAANuQUKhgANSR0C7ZcPsWkDAH4BDVAwCRA9",
+"C5RpBHUABMGJDyMLBAO2AQAmAAwjCwObKwAiAA3jMQNMIQO5EA+wCgMGK+4NWgcI/wwPVd4BBZF3BQcAD1J3FQQvxg+zEAAE",
+"QSoCVAAP/wwABUt3CQcAD/8MAAXmJwIiAAPQAQx0BwAVCA3BBQJTDgE/Bg0kCwI/ZQEHAAkhBxs2aSUFSQIPwBcCAkoJAH0B",
+"AxgHHDQYBwJpAg8rAgAGjFYP42oEA8sDD98SAAcL8w0tAgPFNAMtAg8GEQMA6SYBuQENBhEEWOACcwEPUQ0ABHrvA0QpD1EN",
+"FwWH7w8GEQADWdADWwAPUQ0ACobvBAcAD1ENAAMyKgMwAAQtAgqocyA4X2cCDi0CBhECDy0CFwCNDA8tAgMPwhcAA28hA/4D",
+"AHMhDDAWDy0CBgVCdA9YEQQEJgUPMhMABEX0DzFqAQShQAIiAA9ZEQMF1vANWREEKeICcwEPxBcABMjwA5UBD8QXFwAEeAJ0",
+"AA4tAgOx0QItAgFB3wxjcwNHJQIoAAMHAAGtCwstAgMRDAMwAAQHIwzgDgAgKw0tAgKZMA8tAhsfN1oEBwnEFxA3owsIxBcC",
+"iAoF9dQFNwcBaAAC8QMDgOYKxBcD7KIEBhcA3QAPjQcDDk8CA+IMD8E0AAHBdAa5YwdJSTA4XzfVCQ6+AgQ6SxU42i4KbQAC",
+"MAEAJgAMvAIDA2oAIgAMvAIDP2oEHpsPSAIEBPoaDRYHBH3VAgICD8kXAAWDdgUHAA+8AhUEmmoPFgcABPrjAlQAD8kXAAU6",
+"dgkHAA/JFwAEJekCMAAEvAIN5ggCGFILvAICLAQPvAIbAN4ZD9oBAAT7gB85xQYEAstrASgADdwBAsUGACIADdwBCcUGD271",
+"BACJAgFoAQ3FBgQP4wIiAQ/LFwADDtUDKAAABwAP3AEUAeorAXQADtwBBMfVAlQAD8sXAAqTdQQHAA/LFwADDxQDMAAE3AEM",
+"9A8AtQIO3AEC0g4P3AEaHzilGQMEtxgTOBuSDtwBAkgCACgADdwBAnQGACIADdwBCXQGAa7nD2gBAAPOCh03dAYETeYCIgEP",
+"zgoABGD0A0QBD84KFwQwdR83dAYAAyzYA7MBD84KAAVE9AIpAAQHAA/PCgAEeRQDMQAE3gEMowgAPHoO3gEPowggHzipGQME",
+"rDQvODnQFwUCdW4BKQAN3wECBAYAIgAM3wED5NcE3wEP0RcDBex0HTjSFwTIdALhAR8xFNkBBCn1BSsAAAgAD8d0FgS4aQ/Y",
+"FwAEgHQEXwAPiQoABhj1AisABggAD40KAASc3wM0AARcVQz1CQADBA3rAQPvEA/rARocOVAiAkgFBccHCzcRA2EMA4YID+gH",
+"BAAHAATPohw2OhEAt/gHfwAM4AgC2QcDhhgMLBACxAwE9xEDYycdNuYWCmIAAQRACEIuAKQCD9BDAQGYDQ/qQwIBFA4HJzEK",
+"DzEDoBwDOQ4C3g0RMSkXDEo/AXoHADEADzoTAQSvgAAYugHjAg9zQQUCVRACloAHYQMEjtoDJx0JmAECHAcEOgABdwIFZjQB",
+"5QAB3wIBWb0AAxoPnwACBdsYEjOKFw+fAAUCxwUBgAgJhAAD004DHwAPhAAFAVnYAigXB8QBD83VCAAJM09maWxsaTQUDisA",
+"D2g0BA4pAA9nNBQPOQAGD2Y0Hg8sSgEvMThmNAEgMTUsAA8uSgIEN0gP1AALBD4XBWc0FjlnNA/RAAcLJwMB/isPQQMCAR8s",
+"DyxHAwFHdw8tRwkKWywB9tsL7RUCKAACHwAPRqcCHzltNAcPChcCBE1BAIsDD9YvCQJQAwoVNA4aMA/PAwsFL7sPvCsCAo4N",
+"D1JhIwUYLAIzYQ9EqAMLpDkMKioEj2EHexUGJCoHPwAL/AAGLAQCNSMPFjELDw8FAgVWhg9wBAwE3mAMUFEHdbsPIgEIBZqR",
+"DyIBAQTjKA87AAMEQJwE1ZEGIgEDWgECSQcEPwAL3gAG7TIP3zAKBaItD80mAgT5Ag2CKQIXAg/ooAEE0S0CBwAJwxkEZAQH",
+"EB4P0DYGBZoTDBAJBF/4AyaLBDTpD9Y2FwQi6gI/AAUGHwu3HQOHEQH/Hw8mHwECHgAPJRsAARoBAjc9CrcvD8gdAAJ8EwIa",
+"Mg3ZNgLOxw6yHQ9MHwwDfwAChFYObQADzyEK0wgDawAJIiECTRoKqh0CN8kOlCAGbwEP2TYFBLYbD2RFAQNMAQQVIwyvAQMa",
+"LQIeAAQDVw2vAQTdIg+vAQMDBD8PpxsBAOcAA/a9Dds2As/GDYMBB0g2D9s2BgEdBAz/rQJIHwNXCgotGANrAA6lIgNsCwaD",
+"AQ/bNgEFlSoP3DYKASYAA2wCCrkPITlffVwKfwACgQUAhgAPKh8HA2IuLzE5Kh8JANQLD8MGAgVxgw/dNgwDSUwMbBQDQjMF",
+"azcLrgwDKzQDQzMMKboDQAAP3TYHBmAHD902AAQdJA/dNggCIwACLl4I3TYAXB8P3TYJBWeED902DAJ/BgT4TQtEAAYmBA/+",
+"BQoCTw0EnmIK1gMFnAEIJB8CCMkI3QEDTC0FWhgM3TYEIQIOJwEDHjUDfQMP3TYbHzndNgMEIS4D7TQMMAICOAcD/QEEaQQP",
+"Ek8BACoADTVmAoYCA4wCDyhBAwXmLwwwAgSoLAZ7AAkeAAOTAAMaDw+ZAAID1x8PqdYBA/kQApkADwQeAgUeMwjUWwWIAQKM",
+"PQFuBAFrCg7dNgRvAQghHwOe0AY3AAndNgKJAQAkAA/dNgcP/z0BAlUABIYADKcGD902BAKNIQB+AQ0hHwKICAIsAwtZLwQc",
+"AQTpAg+lpQQC4QAPhqUBAgUJACEADRwsAisPA2IqD7VDAwQKKAJdTg8gAAAEyR4NMQcD5ycD1QYP4xoABeMnBQcADz0fFQTF",
+"TQOCPg8iAAAD7AcPyQcAAxAnBWVFD5gAAAQMJwkHAAVqKA0fNwMwAAMoGgsfNxk5HzcGzgIDHzcC1QIDOgAMbAcAMjgOjwsC",
+"uCERMcsnCc4BA9c6Ak4MAdACDyMuAw05AAMcDAIhAAouXQWSEBI0khAIV7kAoQAMtxIDlSoCXEUHKQABi4cHlwMCdAAPlwME",
+"CEQSDE4HBHsDDxM4CAE/AA8UOAMPnAMGA0oKD50DAgODLQNSQwFsCw6fAwRmHh80zxkFA0O7D5gxAQ/jLQ4DIQAPVZoEBBKS",
+"D1WaBQN1CQ44Kgq9Ig/fIgEDIxsDKQAPMZofBAMuDxsfAASnHg/TIAADdx4E5iIPHR8AA0MhBGwhAikABccdDZY4AzAABKID",
+"CmgiGTmWOAaiAwMgCQmiAwprGCA5X7sCDzEPAAOaFQxpAwf+wQ+iAwAEOZQECMYIOQADIhACIQAPNBQEEjW4FAHhAgehAA+i",
+"AxQBUTkJogMBdQIPogMGA8MVCF4eDaIDD4o5BgE/AA+LOQMPogMIAooBD6IDAQNSAQSiAwrKBgOiAwRxUCMxNV0eDmMmAUEF",
+"DxqvAQehwg2iAw/4JwgFrwIEkigPkawED0YQBgSuIwJhBgHNHQ/eIw4PVCQVBHRQD5CsBgCjGg+iAwUKnSIPrJUBAr0DBCkA",
+"AwcABdoODQ06AzAABDA5CugZGTkNOgWiAwQNOgiiAxwygQsAVhMPogMABN0DDM4BA8gBA7YMCwcCB2koDDkAA2koAqIDC7NN",
+"BaIDETam8xFytqUHoQAPogMVDR8yBWkDCZUHDcg6AgMUDGa4A6crA0UBAygtD8g6AQQXQQ7IOgNwCwZ6AA/IOgID0AAArgAN",
+"uQMIuAMPyk4DBAEjAhFfDl0AAkoSDwAjAAPOJwMjJAqtAQhFLAG+Gw8jIQAE6CcP5bQEAaIbD7UDAgSf+QOYKQGhGgweAwPG",
+"IgNuJQ+EHRcEHpofNua0BgE0MA+3AwQDmCMC4TAPI5oKBMIjAwcAD381AQSJIwm4AwwKDQgOOwa4AwTBCgi4Aww2CwGHjQ24",
+"AwKRJw64AwOOJwOwJw24AwNhAg8wjwADGI4DuAMBBQMPuAMAETm4Aw/yPAQKCgIPkgEOBi8DHTP1HQ/6AwQPCzwDBIcgEzHR",
+"XA6GIAJLFQ+FIAEE+iUPZCIAAgsBA60PChYZBSUCCaiPCWICA6IhBPwCD8abBwSuJQ/ZKBcAbCQCdgAPZSIAA/QgA9oCD7X6",
+"AQN7mgTAJAfiJAzaAgL1AgMwAATaAgycDQgOPAbaAgSfAgjaAgyCDACVEQ7aAgLTJQ7aAgd0kQ/aAgADd5EAJQANOQACDAMC",
+"zwEAbiAP2gIBEjctxw/yPQQP2gInDKsGD9oCBg9iIwIEWrcEy4oO2gICPTcPo5IBAusDACEADdoCAtQCBIAjD2QCAwT1KA21",
+"egNSJgTaAgCzNQ1iAgM5AgOsJg/3KBcAaiUCdgAP2gIAAsIMBdoCD/koAAWNmgkHAA/CQAEDGwACMAAE2gIMDg0IDj0G2gIP",
+"Dg0AHDIODQAhBQ/uIQADbjsNjiED/QcDhBsLyQEF3yEPxyEAAgwDAyEAAQICD0IhABIz2gIPkgsDD9oCJh80UA0VDws+AwT6",
+"0BAxVRwP2wICAqQiACgADNsCBG79D+xdAANOIgOoEA/dnwQEhT4NsQgEUCcF3AIPcg8AB0GbBggADzkmFgQPKQ+UCAAFkiYD",
+"4QICYU4NfgADfgMFvyYECAAPzkEBA3sdAzQABOcCDGcOCBo+BlU9BKwCB+cCC2OoIDlfKFwP5wIAAxE5Da4CApIEA/gjDecC",
+"A7QBD64kAAFjKwXnAgq/uAXnAhE5v7gQchsSB3wCAAAdD6UCEg3VPgOOGg/NuQME1T4DvBMP1T4CAAYMCWMADbYMAowACNRL",
+"DdU+A64ZBGIADHYMCyumBSYCCEgPB4IAAP9hDudUAH4oA30aDuM+BawoBOaqAepPDsEfBtAcDsIfAqsjBubkAZQjD51WAwT7",
+"AgMeaA1+PQQpKQilDQQyAQENBQAiAA9rPQENFAADpQID3R0LGj8gOV9zAQ5lHASavA8aPwsCPxEBAxEOcwAB8x4OGj8EcgAJ",
+"rQICMQADysYGyAETNVIFDMgBBugeD9cfBQG+UA8UDQQFW5wG0JwMyAED1VYEyAEE0HUOyAEELowG21YLyAEDmgQG7WwNRz8D",
+"rj0OGz8gOV9WIA6cAQCUEAScAQ8bPwgCTyoPjj8DAWRBDhs/BHIACZwBAk8zA8seB5wBCXIhBF8ABf+jDxs/CwAnAA8bPwME",
+"sSYJgwACQhQPGz8LAwjXLzM1Gz8iBAinDxs/DQTVgw3jPAMHDA8cPx8D4A4BnH8PHD8HBdM2D/QfAATiAw8cPwkDJAAC3rII",
+"HD8C/OAPHD8IBMUxDxw/DgNaHAlZJQVFAA8cPxUC+wwBawsOewUFBAEKoQkQNXAGCB0/Ay8CDx0/BwIhAAbySw0dPwMnAg8d",
+"PxwTOddBC/wfA/0BA7g9DYQ+AqABAwYCBCCJCtSSA9sCDzGGAAGBDAaXAg8ePwIEwDodOR4/Aw8BAxwCDJYgAzP1AyUAD5oA",
+"AwN+Gw+oKQABlQwGmgAPlyACAHoQAZoADx8/BwKdEAGWEA4fPwRxAQnFGAw3AAjFGANzDwRnxAuqGAJIHQAkAA8fPwMFhgAN",
+"jSUCZCsNHgEB+QEAfwEOvxgCHQEDNAMPGyECBNsIAqOSDl0AATgCBAcQCaZ8AbELAiIADDcMA19ZBvWaD8ALBATkKS8xMOfP",
+"BQQDVw5cDAVttQPECAExUQzfCwQHVwUtAA8JVxgEN00vMTDvzwcEgUsPAAgBBA1XBAdXDzFXAQFmJQgtAAU1AA91PwcENAAB",
+"oVMOdz8gOV+VOg6UBAZ3PwVkpBw0mAcCsT8NoHAB1DMDXEcK5wECWgIDIQAB030KIwIEAAIDKxQKPQADVyADIwAKm2UFiAwh",
+"MTAfhBFy/QIHqQAMVjMPfzMCAAwBD38zAgAuAw86QAYAmwMPOkADBIQDDkYDBCwCHzUzFQQDWlwAKAAOSQMDxAQAIwAOSgMD",
+"fBwEJwEPaZYFBEAHHzCrAgUE6CMOSgMEc/sDehcCoCUNqQIEfQIELQAPN9MYBc4MHzCGcAYBKyUPSgMGA8cMA2cSAnBGDaEA",
+"A2cDBS0ABAgAD7ASAAOSQAUEsQRKAwx4EgFKPQ1KAwZrAgZKAwwFEALOQA5KAwQ8AA2wGgOjNwIhAA5KAwQUggWg5wk9AANi",
+"IwMjAAHZAg9KAwARMV78EHKiFAchAw0uQQ9KAwUA7g4PSgMDD48fAAOYYgP4Aw5XQQ9KAwYENbYBNKAPSgMCAs8GACgADUoD",
+"BCYDD6iyAQNfVwVKAwEwBg+JAgAEq1gSMRIHDyIAAQhgawmpAgUuqgPWBQ/OWAEHAcIGCAAPSgMVBR0rBB8BDyQAAQoOawqh",
+"AAMIBwMSVwItrA2hAANnAwUtAAQIAA+uGwADKDAENAAESgMLsUETOUVDC0oDB7FBBUoDHDXtCgLrQQ1KAwQ1dw5KAwNOBQNQ",
+"hA5KAwNRBQTJVgo9AAMRJQMjAA+3GwQiMTG4GwAjFgeZLg+UBhUBTEIPSgMDCXAfEDf8DghwHwM6CgwWDgKgJwTWPw84WgAD",
+"dEIExlUOdEIIUwwKbQMDZC4PdUIBEzFYJAXVeQcqbzA5XzcvDQ3eAwUBDxU13qULcAAC9S8PKyMAA90sAiMADd0DBPrwA7oB",
+"C6HXBtsCBde5D3YqBBQxgAQP3QMAA2EGBIcfAcoMDDwDBLJYBC0AD62zBg97AAAEuUEUMf/vD58AAQR8BA/dAwAEf7EDXkUf",
+"MdSOAQK5DActAAUIAA+HKgADmzIENAAF3QMMmQwA8UUO3QMG0kIG3QMN9TEPft8CBQouDd0DBKKXA583Dd0DBILIACgADd0D",
+"CQZlA7VOD90DABIykSoBfREPIQIND6IBDgcRAwUssA8fBAwTOKlTCzoDBagNDz/aBQOPIwApAA48AwLYBAEjAA08AwOtNgU8",
+"Aw8gQAQEDHUTMTPHCXsCA1AGBBwDAYYEDXsCA0gGBC0AAAgADxwDFgSWER8zJEABBNAJBfoCDx8gAAJ4KActAAUIAA89JgAD",
+"UDUENAAF+gIMMQ0A6iIO+gIC6hAK+gIMSQwCKkQOy78EY0ANpQED/gQDOGYN+gIEQYEEn9cKPQAC2wED4QECyAcP+gIAEjPp",
+"KQvgEQ/6Ai4BzEQP+gISA+0VC/oCBPsBFzX/qgr6AgOFtA8DLQADMxUCIwAO+gIDLAgEGQEP1B0EAM0KAiEBDftEAiIqB/oC",
+"AcYtDHsCBBNbBC0AAQ05D/oCFAXxUw88YwEUMaMFBPoCAcQrDX8AA3EDBC0ABQgABbkLDgtFBHg4BPoCDBsNHzgbDQEHDEUG",
+"+gIMGw0CRkUO+gICwBQP+gIAA7wEA3GDDfoCBCDJACgADfoCA1piA+EBAuUGD/oCABI0QSkBHEYP+gI5D10NFRM4SxwK+gIF",
+"oLoA+wIP1x8EAsEHAisADf0CBCSCD5phAQNOCgX9Ag+rIwUFpBsOn2ECsR0I/QIPmQ8BBVICAy0AAAgAD/0CFgSEGw+oYQEU",
+"McxFBf0CD2AgAQPueAUtAAQIAAEuVAv9AgUkAApiEwseRhQ5L1UK/QIHHkYF/QIdNihBDxaiAwPjRA79AgNeMwMhAA/9AgAE",
+"wgQEdvIJPQAD+DUDIwABUxQP/QIBAf14AEMCCek4DblGD7wCBA1jRg/iRhgB6HoPVQwCAAgAD+RGBABdDAmBAAxgBgPkRgl7",
+"cQzkRgTtGwNiAA2wHgpiAA8gRQx/ZGVuc2l0eSNFFA8uAAIPJkUEDywAAg8pRRQPPAAJDyxFCB8y05cAFzPkrwRaAz88MTfW",
+"lwEfOFiPBAThjA/WAA4ETh0F5AIWOCtFD9MACgpOGQDhAQ8sRQMPK0UGAMEDDypFCgEkBgELAAgfJANZAgIkAAAFAASccAhU",
+"AjAzMF8LLw8kRQIPCD0CBWp9D8Q8DAMYCg/BQgICiQMCGgQPhUUKD0FFCgOCMAGuGg1BRQLOAw8w5wcDPQAPggADBes9EjPm",
+"Ig+YpQsBR24IZAADFwADBwAP5i8CBGhFC8wTBLszBUTlBRocDE/tAgARDFoHA2gODzInAAgdKwKTywjYwAAMBw/+wA8EzyEF",
+"kIAN8gYPGgAABAQHA30CCTMFIzMw5I0OgwEF7h4PikcLA8o5CipABEQABdBEEjOOIQ/MjA8ObiMIdR8PlR8AAx8ABAMJBBgA",
+"A5kQAFUB/wEzRUIwQzZGN0EwQjVFRDhERwABBltACsGSBCAAB11EBMUeBBsAA2FDAgYABRwGEjMC9A4XAwIFCA/OpQECrgoD",
+"UAEKaw8FhyEChwACaA8PlkYFDxlwAQJ3Ag9/5wII2yoP7tUEANoHAXgADxwTBAUBWA6MHQEXAQWbNQ+cLwAEDCUFBwAPBgMG",
+"CAhCD6wyBAR7pg8nEwYEY1YPTRoCAqwABCkzDwAXAQKlAAPUCgMwAA8/SgICeA4A0wEF1iADvgADfikCbwELJC8AIwAAngAC",
+"RRYDcaMKiQoEIxgCBwADwyQM0gMChQoLaosI5XwMz7IEeBECNQMHGwkDdgAEFw4BTwMsRkWeAQwgRiAzMHSLhwlicmEudW5p",
+"FgAJIAMBNyMIr7MCBwwEbAAPb1cGAocASDQwMDiHAAAUAB9DOQIACFcnA70RBKlXAJsBDqQABs06ALEADEnUABwNAAQBHEZp",
+"AAp3EgRMFQfNAAnrAAJxAQVGFQwfAARlEgOMAgA/AAnAxATJAAaMCgC5AAdT0wO4AQRFIA+5AQULCAIDKTMEXwAHIt4VdAYQ",
+"CCoCCFUoBCkNCXEADSYBCSL6AIcBAifcAoodB+SFBKQ5DyUXAgSaRg19OQD8AgBmAA7VAQbaHAEkAAt6AgR4zQNZAhkxWQIL",
+"nAEEljEDejEMuwEEYs0EmTELGgIKiM0BHwAITAYHD1cPPwECCs4CCX4xAEMBDvgAAWywBgYBBCICFmdmjwTzAQ9yAAUJfwgP",
+"5KwICc0RBHoACzwDD9cABQ8yFgIEFRYMPAMEeTUEJIsMHwAEaRYDYwEEnwUMNwEFIQAGqxsBtgAPUDoCAZUHD84FAQP/NwTu",
+"NwvPAQZjEASIAwpqDwEoAAGPBgNbiQVLCwXOAALzBAX9IwxhAANDEQMnAAP+CQhAAAOnFgRFJA1AAAIgAAMnAAIoEQpSLgI6",
+"AAUqWQ+oMQcEFDQEWi4E/TsGDQELaBEASjEHegEALRAO8ggEwWYEdgkDkwEGwvAPcyoAAo8NA6ELA9hNGTGqEQCeCQl9AAur",
+"VgGmCQ8jDgABSRkPPA4BAUIaD6hWBQIUDAMXSAIaPQReTwnPMQG/CQ4bDAD/HQ8VCQYIYDkPDA8aBDgAA3YKD05SAgW3yR8w",
+"C1IMBNKYDKOPA5oVD1M1AQTY3gM6AA/qDgIEij0AgAACdywPz1IFA80VBXE+AxgABASXAh8AD7h4BATcCwvNRAQKDg4iSgfa",
+"DwFZAASlMg25AQOLBAFdAQoaAANxBgTSKQrFSwASEAKZ+gjhAR834QEkAqIEATJBDmEBBCJfHzYwVAwECZkPrg8CBBc8Lzc2",
+"Xy0NA48kCV8tBUYAA+sDAIwAHzfHpQoCsgwBShwOnU0EswIG+dALZwAErV5PNisyOJUOCQS2xQ8ETgMEkDwO1JMD6zgBKwcP",
+"ew4RBOV4AJEAD30OAwUHAx82fw4ADOl4Dz4EFQf9BAHlCg0iEgE4Ag+G1QEEWhYDEwIPNYQDBCB7ARgbD4XVAwXo3w+ZdgEP",
+"J3wBA4MjD7VIBwRgAg/IXgUEZNUPQLYFBNkzDlxVBA81AygHARc1DVMsA4MBA9wLD8QeBQidAwT8VA9BLAEFR3cPZCwHD3NM",
+"BwQ9CQbO0A6xAA5JeQLGAA+WAQECkSUADgIMAgkEnqkES0gP0g4DEjH2PQcZVgcySQKkAAOPAAFEBg1pTwATBQJSHw6/SA8G",
+"mQEE7CUDDiIPwhoDBW9XAr0dDwX1BAA5BQw7lAPqAQIiAAPVMgl5DQOhDwFkUw8yDwQKxE8AiAMPkA4DAPEtB60DAMQLCiw2",
+"AxBDAo0AD2YeAgPtLgKOAA85DyEDpzsKyOQPqwAABog5AbkADT0PAeUUDwEMDgShCwJKBQHSAAryAAN+DgS3IQwOlwX6LwRK",
+"AAEFCglBDwXRAAmSEAEC3AxDDwKeAg/KAQYNGsQKkEICBfQKRA8DwAAEPwIIYzkEIgADTxQDdQAPRw8LAZUBAjMAE3CzDwdK",
+"DwTjHwFPVA9LDwIETRsKa0cAcgMAzQMO5gEHzycBJQAMkQIJMgEPTg8MBFsuA1IDBn1UBiEAAi0BBSEAAXQQCbcTDIAuBAwE",
+"BiIAA7YCACoAD1cPDwMFTgQ2AAFSBw8FAQAJQAwB9EwMWg8DCgIPxQEGCqcHD90+BQ0ETgR9AAubDw9mAAUKWwME6A0C5AAO",
+"WwMEKQ4E/QQNPg8EUhIESgANsg4FQAEFIgAJ5w0fMhYXAgMbHw9fBgADXkMDXwYPQhYBBE0LBLYlBIAAD4lqBAVQMAL2BQrd",
+"AAOyAQRSAg+uDwQUN7TOAbIYDY8ABB8WAk0ABDsIAdEeDSwABOUzAywABAM+CjMBD/0kAgWXlQyPOQNe3wnIZQYbDwVpAQNQ",
+"Vw0PTwERCgl/AAv8dwFwAw8DDwEAgAMPHA8CAKABDxwPBgFZCAIUHAK8KQQNqAocDwHhCQIeBAgVDR8zFQ0kAikKAovqB6oA",
+"CegdBxgAAH4ADzMeAgBPAQ+fZgYCygoBcgECLi0Pa2IDA3IgDwE0AARGSgNJNw4cGwSnHDI3MitvvwnPAgZtMAQIAA8RDQEE",
+"PIFFNzIrMrBiDzWSAgNqIg94DQIFej0nNzLW/QYeAAvbMA8OAwIF3N0FzBwDEAAMZRUHpjAECAAPTwABA04DBHASBQ8BDCFn",
+"A1FRBOehCtwvBfYDETX+KwRtAAqPAAQYMQjxDw2PAATOAATeAAQJLg+oWAEELAAMCAAKmywHnAAGSNMMAxQFci4EdRAB5RsP",
+"ny4FBKoUBTQCD7F8AwR+bTIyKzJYNg80AgUCtA0CUyUO2FAA1wMNKB8DyCoCOgAPjJ4GAZgnBJ8uCfAABIrgAz8z3jFBNTZF",
+"MUZDMkY4RjPhFATnLgS8AQauhwjdtwIOAQSXAQEHEQq/Bw8aFwgKW1IAUgUB6Cg6cmNwDAYCRQIHpHMBKwADfQUIf0sP8gQi",
+"AgoNAZZLDc8BBLxaTzc0KzJCtwoFy3gMtAEDOwMDHwAPtAEFBLXOAI0SB+QAANMMD0QlCD9zb3X6/hMPLQAFD0IlBA8rAAEP",
+"QSUUDzsACAJAJQjMtA9zABMfMsq0AwhJJQNzJR81BJ8CAV4lDZ5qEDSzJQ9KvQEE1rEPCQENDHQlAHoFDwYBEQlnAgYhCA90",
+"ABECyQYHfgcAyAUPdRcRC6gXD7ElCAOMFwKYFwjvKQ2yJQGOCA2zJR8xsyUGCjNiDEkXD7MlEwHmBQ81agMPQAgBA9RED80l",
+"BAXZND8rMTmcFQkCIAQCjQ4IwhcGpxcMqQUDXy0DtAAPdBMEAwcUBqUKBD0ACH8tDz0ABASKjQ8DQAQE948PIRMGBZ+vDwsW",
+"BQZbRA/oJgoFxo4PsBQCBEsnDScVA8Y+Cq4WCsULBOIAD/e2AwWVUA8GJwwEsfEMiWsE5isDHwAPggACBQauD94YAAKbCwEx",
+"DA/wBhYNfBYE8AUOeyYSMVStDvcABeAoD3omCwNgAQ+hCAMGwygPeiYKAws6BTgaB/8bAPoAAXADBln9AesBAqsMAdcRB3ls",
+"AQwDAsAMA6ARBPRDAoYBBO7sCw49AU0AARcTD7gXFQjnBA+ToQchMzFsIw/JFQAC1gQPyBUAAxAzAxIBD2oEAgMQXQ+/swED",
+"HAwCBgAEHwkMpwAE9AcRMS9r/wMucHJhZ21hICJub3Vucm9sbCKAGwkfMau1BAIFFg9DXQIE/RUPMBgAAxoqAiEADT4qBcQp",
+"B+8MDH0EBEwYDSwYBJ/IAQYAD57IDAIxhgm5FwMzAwIQEA8cGAMEuAQEfK0JQAADDRECBgAPzycDBbysAys+D+oYAANGAAzq",
+"DAQsGAMfAA+ekQcFPckCBwAPBZIEBb7gAUUBDx0RBAX0rAdcDQesAwJdAgROoQ/SAgEBCAAO7wIDMToACAAFAQIDUwABsgME",
+"KY0CswMWbuZBCLMDDfomETEybgaFAwqpPQOT/wuxEQIFBAHHAgZ8JwakPQEZAAPFAgwfbQRFBQ4XAwH1BQAXAQ3eAgMuNQIG",
+"AASzIgYYAQMfABI4NAEOWQAFcAENDCMCEAgDQQQOrjUChwYBDosHuCYUMbhtC/cDBVQ6PzgrLd03AwpW8AleDgLZAw838AII",
+"7yoOyAwIDzkLHl4FtgIEJRwN9jQOQXEOPgAEBI0dNpKoDh6TDz4AAAS/Kg/1NAADvDcDLxcP/RQDAPgEAn4AD0AAAANIGgJA",
+"AA9QrwQElHAPzzUABHdpA1sWAwUYDzg3AwW+NUIzNystcg4PqmkLBNwVChcBBCwCBMIhACwCD5+HBAJGAw/LiQED9wYPcYUH",
+"AywCDF4JA50TAywCD+IEAwVxrw1uAQMNagIGAAT4eQw+AATuAQ1dOgMAagIsAg83iAQFZIoDW0cJQAADyAUCQAAPvlcDAP4A",
+"An4AD0AAAAPlIAJAAAyAGwQfigJlAA9PigkD/wADiAAPMgMDBD9OASwCAYoAD5tnCwNbAAo7BwQqAgVEvA9TBAQCHxcP5lsB",
+"A90ED9yEBwNTFgyDJANrFgN/EQ/RBwMErmUO3l4DDVYD4gAP6QEDABMSAT4ADTeFA6tlAxkBD+cBAwSWZQ/kXgEDbmUChAAE",
+"QiQMQAAEvyIPQYUBAowBAicCAbwZCCcCBOyHAmUADxyICASNZgP1LA8tAwME2i8Diz0MSgACQwAKBmMBhRYOJAIFUUAP8ZwF",
+"A6/wDxbwAQPnAQ+v8AcDJgIMlQcDpiUDPwAPIGQEBbokDWgBAhoBA5EwD+gBAwVCYQ1zCgRXLwI+AA/mAQMFv4UPcwoAA5mF",
+"A2IBD8UDAwTfRR83cwoABPdgAQYADbArBHqFA4gqD7wWAAOSLQRIZAOHKg8sAwMEq4QFND8PdQoECllfAbdkDyYJAQEIAAYs",
+"qgUeAAN+IgE2EQvuCQawCg8DOwEEHAAGKDwL7gkHOhURMdAtDfsOBNEDD797DQW4YAzEAgPyEQ8GXwADLCoDOQAPozQKAiyE",
+"DZ0AB2uBD9EpCghrgQmDAAK/CQMfAA+DAAQENYQPvDcBAiwTAk0TAxssCYFDANsTAToPDrsABpQ4DyspCwPiMwknGwVFAAag",
+"fQ/kKAoDF7MEzAMLRQAFGBIPbykLA2M5AbqKDkUABScCEjKsAQ8mfwsBGAQItQwC3RwDEVEHJBED3CcCzwwBThQHJhEC6hwC",
+"IgABIQUHKBEDYyYDYQcLKBEBbgABEZ4PihIaAxICBFuNAvABCk4hIDFfCAIP5gUAAzOEHzM8DgAE+hQDpQEPKA0CAmdfAD8A",
+"Dj0EAiICBCkCCw17Bq0ABukDAZcwDzARDAUSAQWt/QY5XSNlcR8ABO8xD3/DBQ3JMRYxIDoKZgMFJmsCGS0NAAECTGAPJ2sB",
+"AcExAiEADCUHAQsGBbkCBuZaBB8AA70NAiYAD4hJBQQcQx05Yw0EqzADag0PPWINAjAXCkEAA0QdA0EADyIOAwW3iB85sLQB",
+"BDf9A0MAD1NHBAE+hAGEAA9DAAEDZREDQwAMAzMG3l8EtyoP9kgBBcwqBM0ABE8AD9UiAgTiHgMkAARTHgmPBgFGMQckBALK",
+"AgGwQQ9CAwQBCAAOmxEDIAMJcVoDUwAB+wEEKZ0MmxEC7y8EJwQO9jEASQMJsQALSE8DcloFlgIDFgABdAACtgQHHh4FoREC",
+"CS0ESkUOzi8EUgYOIwMBJQUAIAENIwQEgMgCCgEBKDYOPwABkgAAPwAOoQQDSAMCZgEAmWcH9QAKgE8F4wEFUUUGLMwGNwQE",
+"SCwPtU4FDrErETHQKg85BAEFoAQPYG8DAtRbD0RsAQPTWwAhAA05BAKUCAQ5BAzWEgKtWgU5BA/NRwQEtGEeOUDkA6A8AwYB",
+"DxD1BQSRLR45swMEOgMDQQAPOQQEBLsIHzmXaQAE1ioDOQQPplQFBHovHzn3DwAECSwDjAAFgS8GIAADOQQFO1sPOQQBBbda",
+"BM0ABE8ADzkECQQ0AA85BAMK5UgEPQAFu1gExd8MlQICeQAPmbAGDmUtEzE/dw6VAgTdCQSsyw2XAgPWXAApAA1OSQTVXAAj",
+"AA2KLgMDWwObAgJAaAohAAnWBgIhAA/ZAQAFlkMeMNgGBPlbAl0BBBeJDUIABQtaDtkGBONZA0IAD6ACBAWYQx8wirsCCaEC",
+"C+e2BiYABfRZD9sGAQPKWQOOAAINNw+jKQAG9isPogIBBfJZBM8ABE8AD6ICCAQOswQ8AAqiAgHhKw+iAgAFxPITMpszDKMC",
+"A8ARDw0yBQ2+fQBsAAG/Pw6jAgVsAA+kbgUDVl0EcX0KowID7xgAIwAOowIDnEQEowIMIScEiVwFowIPYxADBiJZHjAPTwSe",
+"sQNICA+jAgQFwGUfMGdVAAmjAg+rQgQGCVkfMBZPAQQDxwNEAA/qWQUFowIPK1kCCaMCAa0hCnAnBK0nBKUoD6MCAQUHVgTP",
+"AARPAA+jAgkEUQAPowIDCkE7BaMCBGUbIzQyYDYMowICVgAPtLMGDSeAAGwAD6NbAwWxIB80bW4GA7deD0lxAQTjXAEjAA2k",
+"AgSs0gSkAg7fWQOHFQSkAg+tVAUFxlsOPLkDrxwECigPpAIEBTciAnstD/lBAgNCAA+kAgQFbgYEb3IPAT8BA6QCC7chBiYA",
+"BbJyD/hUAgmkAgGAHQr2KATKKAUqMw8YVQkEzwAETwAPpAIJBFkAD6QCAwsnbgYiDA8NEwACWjYEo1oPIgsFAAgADoITAwEL",
+"AuBQAyEhCpmBAQoLCZwAAw+dC9gsB0oiCuHYBCIABnNqD/gsAATYUwMeAQ97KwEE+gMELSME6jIGKzcHzH4CuCYDAUcNWYAA",
+"xgALmYsFHgMGGsAPsSsKA0VfA6MKD0RfAQ9CXwkFPQAPJC4DBhCNDy3TBQbVVAJlXw0zUgP7NQM0AQU/VQ0WNAvaVAF5AQCm",
+"EgYhAARfQg9sWAgMRAEGeBMPaOILBmpeDSkBAzgWBSIAD94DBAUOrwJx4gpUAgNjAwU3Uw3eAwUnTAQfAQD+AAypNgYyTAMI",
+"AA9JJQIFyWYyMSsyAQMP3D0GA9MPAXFOCfUABLQFBSIAAe0DDx/jABQy1S0EvhsLjAAH38ICbAMPjAAGA4gCBlGKBRoAAsUC",
+"BSIAD4wABwHzWARfAQwBNgMBKgd3AwCoLQhgAgNJLwCqAg9fAhQGvJMPXwIMBsxcDKMDA8lcD6MDAQOWkwY9AA8FDwQEDC4D",
+"o3IJWAIDmYgG10QJcioGJwAFKhcC5wMNegIDnAMFTwAPKxcCAYoLD3oCEgSnXAZgqwUaAAN6AgUiAA/SNQQlMTN6Agz5IBQx",
+"kqkF9QAPrgADBgcGD5wCDAaQWw2uAAOcAgQiAA+uAAcEnAIAdyAHhQIPSS8MP2Jmb0kvFw8tAAEPSS8EDysAAQ9JLxQPOwAI",
+"D4lUCQjsLgJKCAJX/A0WLwGemQ3h4w8VLwUIGs4P1QAJARkDDxvOBA/SAAkLpS4A5wEP2C4CAAgCD9guAwl8Nw/YLgACgioB",
+"QAIJ32gO2C4EFQkJQAgTMn0ODtguD61BAwKcCQ96LgQGOc4PaUMMA5oED9+PAgU5zgzkFARNBgM9AA9uJQQDgwAC3y0O1lEF",
+"HC8PuwkAAWIDCEyODt9SBoPKHznNGwoEAhIP4QABD7v7KwOSCAfZDQxKzgaezAqgFQTrAQ7WAAaHBgJeHA43AQaBVg+lmwsD",
+"VxAMpwYPpgYHA/MAAzgAD6IGAwQ0Lwz0DAPQCAN4JgnNCAVrCwW4AA48eQSwBwEGAAGACA+1tgIHsSUP188GARcHC40BApMD",
+"DdpxAU9QCxMAASsAAfcNDdYtEjLWLQy5BA/UzwwCFQQABQAL8DoCawADCgQKhxIDagAIBxkC9iIJiHcAJwAPPbgCBpIADyJ5",
+"BQSdMQ9dJgAIySgB3SYJqAEIoSwBjAcPqAECA3wmD/eYBAMeAA/3mAAByQwGNAMK+RAcMrIwAhoBD9LPDAHOAgEFAAHiBAr9",
+"AQXRzwqdDgNqAAh/AQEtAArQzwAnAA8GeQAH45wPBXkCAkUOB9DPBfQED6L3BgomAAQNHA2rTAmoOgoaAATwEg0aAAUZaQ4a",
+"AAQcEwMjAQrsDhMyRY8IJAECpBsEN+IFGAEHqHkDOU4fMWDQDwUcBg+DmQsD1yULvXYC6S0AMwMPj3kBAgMTA+h1Dl3QAbk6",
+"DgeZA1oADO0DB3YAAqIPAFkAD/s/AAJJBwKYIQJiIQ9Z0AMPBw4CB4wLD3yZCgO6BQ9EAAIFHhYP0AsMAx4GDyUNAgUOMg9J",
+"NwwCFggByt8OvwYEQwAKFjYFOwQDHwAMIQYDnzsP10sVBz8CD2ACAgcwDA92PwoDjiUP3DcDBtd6DzIOCwIsCQQizAqpAAXa",
+"AQWUEQvPDQsBEwkUAQPWAwIGAA2KPQMYAAEGAAdYpiMzMoNVCBh+AboCD7MKAQG8AAIgAAKa4QsmFALUCg8K0gEAhAMFM5sP",
+"pR4CEzIQHAC2AAZLCwKIDQSZgwvZAwO9JAEiAA+XHwIDPgAPkJoBCCU1D5jqAwTWFQLtNAh4AAEBAQO/AwsVIQJvKAMiAATA",
+"DgqUAAI/AQ8QjwADqygDlAAPzE0DBPnPBiZ7B58BAq4IAnwABN9gDLUIBmUBCpYABQsYDJYABMExApYAB2oREjJlIg61KwQ9",
+"hwRZBABLAAZFDAKvAQ+oJQICbSIAQAAMYgwDpCIDjwQPozoEBMcID2wlAQT9Gw8RdwUO/RsSMkNLCvdOBMQQD2M6AAOcJwEG",
+"AA/e/wQEnF0D1yEHaAkDTxoDpS0PmhYAA6EtB4rPDzSQFQSkCw/iHQADV0kDgy0PuEMAAwIeBAfQB/UtDDhOA5gAA5oyD6sa",
+"AgVRAQvdTQSpzg/dTQAKy84GA24WdNlJA5sAAQ0jD91NBAzPCQ8yTQIZMoMYACUACzJNAC8qD9ZJDgpBkQWxpgUfAAIgAQNm",
+"LwwsFgQVjwNEAACmAAkpTQPFHA8sXQISMuMjB80ADNJdAqYLA2wBD/5fAQMiAwFKAQ+ZTiEEnwADaQAHfDcAnQAeOgsEAzU2",
+"D5BEBAT+rg8YXQQDbgAHMkAGsk0J/xoGElAGIQAEBgEP000SAHEAAjMAE3DxfQfTTQMMLw8dXQcF9GUFMgACygMDOQABkQ8J",
+"HwACjQMEHwANU1sDaCMEsygMHwAIjTQPpo4BBOMLBKeOBE8cAckCCOoEAvgUD+DpAQq17g/cLwsCni0MJTAC4QIE2C8PXT0F",
+"DboAA9YAA7oABBoeD2sFAwSQcASTbAyDAAOaMAIqAgR0AQwzWQM3QA+8OAEE82sCrAIEmVYMhQAENM8NmlYFSY0D1AAAJQIM",
+"mxcLdI0OD1wDAgEGQgANVyoCLQIFB1wCg2UO8AINegAEXgIEggAN9UkFzioERwINIQADqhcDKQACrbcJuiEDIQAECAAPOisA",
+"A9sOBEMAAcoRD/0hAAUIAAFbKw99KwMENAINIQAEeSsDEAIOpwAERg8ESgANhwEFOooDQwAOpwAEsgQEeCcHtFEAFAcEhx8E",
+"/wQDcAkI2z8GkQoCBgAPfAsAAoQVCv0JC+5IALEJCHsADB6eA+BuD3HMAwRvmwFmAAMREwvyYQBLDAlgAAHBXwdkEQDaAA9M",
+"FwIB2wMPfhcAAa0EBpcXCWUXAi0KAncJAh8KAQsEDeybAlQKD3prAgJ/PQSTcgmwQAOLCwP+IghhGACtHg9hGBkENwADcQwP",
+"ATICBDl3TzU1KzNMDwoFR0QLjwQDdVkDHwAP6jsEB8hYBNIMBhsABWkjA6UCAQMCD95MAAFykA83KwkE7p4DCyMKZgAESSMF",
+"ryoPZgAFBURNCr8gBU4BBMoAPzUrM0tHCgV1oQzhAQLgBgAeAg2DTgLgBgQ6AA+7UgQEq14CwvAK5gAL2wQBCA4P5gABBDsc",
+"BO3nDWQACxrwCmYABJoEA/4EApwID2YAAQZMAQ8CQwMFWCAvNTTVXAAFiFQEAwUCJ6sPaQACAltaD/cqCQX48QOMEQpqAASS",
+"KAU0Kg9qAAYFEyABOhkHSBkPdx0Lf3ByZXNzdXJ5HRUPLwADD3sdBA8tAAMPfR0UDz0ACg9/HQgPlUwBHzYIcgMIMnID6wIh",
+"PDE0cg+AHQEIIUwP2gALDIIdCJdMD9cACw9RHQAPhB0CAEgDD4QdAwD8Ag+EHQkBrwYCfHACwh8PhB0GA9MGCtIGFDOPpA9c",
+"THEBlwQP6LQBA1RKD1BuAAOKMQJuAA8VBgQDURIPBSYEBMZtBhSIC/IADxkiFAPVEg8BcwMC3hMP9hEAAmwBAjwAD3LcBQNj",
+"CwSZTAtZBw9XTP8oACIHDwZzEAPSBwEnBw3ZHh8zV0wsA4o/D1dMKgPKCQUMQgOXAQE5AQ9XTAoLMTsCiUwCwB0DJBAFLzsC",
+"YQQPLzsDAlcrB6KXD2IBEwSCOgLCBA+BHgEfM1dMHgOFdQMSAQ9XTBwDBCECkwEFV0wPCQIDD8EAAQSlBx8zcUwZBOQBAi0I",
+"Dq4AAk0WD7k4AATFCQ/ECQkEgkcOwwkOgEcP0CIHEjEm6ggUDgrP9gUUKgq7AAGbAAC7AA18DANjAQ9vqgcDmgoPNgoDBBIi",
+"A2jSDpYhA04jDzEQAQVj9wEHAAWWKg8ZKwMEUUcERKoPU0cLDWsAA10BA2sACD0sB6cDAgwBAAYADas1BWaGHzXqAgEEWyoI",
+"E4kDUwACqzkDNroPUkwCBK4DDYohGDNSTBEzcCEIWgAEWSILVAQDTj8BWgAA4AAIhUwCrAMPsR4BBOdlB+sPCYZMBuQ6CmcX",
+"A3QFD+0OBA9Q5AEE31kCVgIOTAEDMAQDZ0wNWQACsBUAWQANhkwCwAcCQAAByCMKWQACcgAB6RUHfBcfM4ZMBARhHRQyfEgO",
+"igACMwEPhjsAA2tMA9ATD7sOAwXjSQI2+QhXeAO5LgKrAg/jSQs0MTI2R0sJKyMEBSMCBwAPrhwCAvJMAL8ADRlLA7kAD8t6",
+"AQPnHwIhAA8/SgwOBbID1A0ClgAP/lwBC0BKDxIECgXWsQ/XsQcC6AMBfEkPO0oDA2oABYIxD2wnAgVZNgAMAg9mTAQCiR0f",
+"NAwCAAMlEQIyAQ9KSQQEDAINeA8DAUkCDAIPBkoMAQwCDbstC7WvDwsCAwK2Eg/hOgAP/UoaD5sAAAR7SA6hSggLAg+U0gkD",
+"vwADuQUPjB0DBOocD4pKAggKAg9rSgkEbxwCDgAPIUoDBWoBD/fvAwLySwAmAA3NZAgSBAtdAAWJAAQMTA0SBAMtGwPrGg8G",
+"AgMFYEYdMg4EC2itDwMCAgLASg8nTwEH96kNAwIIDgQPZkwEBX5KDrxKCAMCD76rCQO/AANhGw9nSgQGKm8OZ0oIAwIPr6sI",
+"A2kABK+rDwMCAwUP2A/R7wUCMKoPelQBAz9JA1ABDwsEAwUVqg0LBAOKGgNlGQ/lSgwTMgcBCa4bCgkbDwcCAw8HTwYEA0oP",
+"CgQAA12pA5MgDwoEAwQiGx04CgQEMBoClgAPjjgBAygKBMAAA7geDwgCBAR6qA9gOQED3BoDCQIPkwoCA18BBCcaAw0bDk00",
+"A8Y1AAgADuw1BWozALBCC28JBmQKDwZMBQIiAA8GTAIYMwZMETMDKgkXDQBVCA/kDQILoCIFJDoPcw8PBHFSBKLdCospEzMu",
+"tQ+GABMJOjEAnRUPuRMbBToABNQzCeUnBQEoBcc0D7x2DQVTTAzrAgLPCw8ITQECvAMEOQAPARECBQhND4QRAwXDSwCfAA8K",
+"TQsCZAIBuSEJhQACRwQEHwAPhQADBApND4cRAQFAAAoKTQoaSwjWAQawAQdyaQ+wARwCGgQCoG0OEQEEnhEvMjJgTQwEdksP",
+"oRECBAEGAUcAD2JNCwKvBAEJBg5HAAVxlR8yZE0NAtYADJGlBGimDx9NCwEeFgcfTQKTAQNiKAzwEQWoJg/wEQABHAAEyqcP",
+"hgMXD98DAwdJEQJnDQQ5TQoaTBMzLcANPgYCxUsPOU0CA26UBHwBD/oUAgLlSw85TQIEWswD10gPrQAGBhwFAVZ8DzlNFQUD",
+"mAbreQfNJwOZEA8nQQkK+x4TM1pODj4IBewCD1MOAwIYSg8jHgEDb6UAIQANAkkDhgkDkAIPokMEBOJ2ArA0ChxICKoRAnQg",
+"DBgHBCcCBJUbAzIAD9C4BAX7HR85BasCCK4RD6B2AgUgOgRvAAMsAAHGogdkAQoREQIGAgFmXA9+AgQBCAAOmwICXAIBCAAM",
+"vhEFXwMPdUwCAc0CB0erC/9LAIUCCbEAC8IRA7fUDisEBJPCAAYAAX0fCKpMBpkDCEsAAYsAA7MhBfEHB6pMArkgA1skDg8t",
+"BfIFDZICAaQAAFUBDJQDBHlLA5MDDk9eAxkAD09eBQKaSwBaAA4HTgNRCgMtBAdALhIzKikPOhoABbxXAmEKDzBKAw+sawgL",
+"uywTMz8qDcMDBeQZLzMwGRIFBDFKD4+gAQ8xShIDMAcPEEoFBehRD85JAAT0IAM5Aw+UJwEDzAMEOqMEMgAPzAMGBSZ/D7ZJ",
+"AQQSKwNMAA8YYgAEzQMFcAADXAsLzQMKud4EPQAFLDEFfP4PaS0CDzChBg5pLRMzPTQO2QEFR1ofMOYRBQOxSw+iTgEJ2KYO",
+"2QEDLDQE2QEPawEFBdpzDatZBYEhA0UBDygNAQQ5FASNAQMyAA/ZAQYEjQYfMJtZAASIIQRMAA8VBgIC2QEEcAAEuiEK2QEB",
+"lyUP2QEABrADD0BLBAKnDgJOfw/aAQQMixYCHncO2gEKppwP1wEAA2gmD4mnJAXXAQ/0HgQFLjwCgEUKZwEDPQEDQwEPDQcC",
+"A9cBA0ADBDIAD9cBBQa9yw8IUAEDyysEswEPIAQCA9cBBHAAByIKB9cBCo0xBD0ABh4FBP80DNcBAv4DACgAD9cBBgz0DgWX",
+"WQvXAQXSWx8wuk8GAkYdDxdNAQhepw3ZAQtSSg/2UQUFMT0PUkoABHt6A0UBDxkFAgJaAQSIcgQyAA/ZAQYFGkYP3BABBNgw",
+"A0wADyAEAgLZAQVwAAQgBArZAQWlCAvJBwEIAAwVNQZ0CQ/HSQEFPAgPx0kBBaJDAJUIBJRADF4QCAN/AKQICuMpAXweD8Mj",
+"AAGgKA/cIwEBnEoPtncFA/1nAvMJAmYaD7UeAgMSpgRXyApWAgNMCgAjAAzLKQHfBQ9CDyMEa4EB9wUOqDcFpDkvMTaDdwIC",
+"mQUDVAsPozkDBidKLzE2MHAMCilKDo4ABao5LzE2nHgCA38CBGh2Ae8CDSVPA60ABCVPBPAfDz7ZAwcEqRM2zTgPLDIBBjV4",
+"DvEDA98dBdsAD7woBAX/FQKlSg8hLgMEkSkPiSkEADwAAyIADUMuDCt4AZcPD0JQDQO1FA8BeAAFYj0E+QAPG08FBbMBDwsI",
+"AQUQpgm/MQ/ZAAIF/SkA3CQHuQMAtQsPKSkIT3Zpc2MlKRQOKwAPISkEDikADx0pFA85AAYN4XUA+gAPNgAOHzIxAB0fMzEA",
+"HR80rCkCHzW0mwAvNDGsKQAvMzFBdgIvMzbf4AQIrCkPZQEHAYUDCKgpFjD9BA9iAQcKrwUBlgMPfn0CD6QpBgF0Bg+xmwkC",
+"Ww8CahMPpCkKBUCOCZMGITRf/74PpCkBD7c+KgJqCAGAIQ+kKSMPZz4ID88FCwMsKQ9ZBQIFaKUTK+5wAqYxBh57Ae0DACYA",
+"D2oUDhAzLQsPnBgDCF4qA90oD0WbBQOtAAw/KBMzWjMRM8NeDRkoEzTM2w4kAQbaYw+xKQoDwD0Cl5cIrwAClgAPKhgABN6O",
+"AzkAD189AgTuKgSqzwucAAZDmw+tKQoEqHcPxTwEBB8AD4IAAgVJdw8mGAAEXyQCixoJyBwCHQsPiwEFD9CcER8yZfIGDXko",
+"FzQTjw9lAA8OHAgDRgEMFQgFeA0PrI0UBI0BD6qNBQZJAg/OAQIFXhAPhlMMCug4CmQACr9CCfAjAc0AAzM8Yzg0N0FFMQUA",
+"G0IoFAPVAQycGAKbNAHXCgqaGAOGSwLAKguZGAMJsAhUoyNlcWwGA3tIA40VALwBBJkGA+4mGHixQQDAAAEyAAEQmADuFAQu",
+"AABsAhxwIEYE7wMRMlrJB/4FAnYDA00MCkwMEjQvNg6rGQQOAQnsGgeL5w+tBg8FNgAESRYPYgsDBcANLzI4iSwMCqtRDfoA",
+"D2wFKA9uLgQPgisAA24uBIsAD28uBATmewEOCw7btgFcAAgdAgiCHAPkNw+BHAEPrQERDxMBNQrADQL1AARelgieOwOTAQ8K",
+"FwAO1NoPgBkBCRiRDyEAAQQpIwyACwVwOgMIAA+CcwAEDzoCIwAPTakYBBYaHzSa1QYFHGMP4/cBApIACc7EDFsjARsAA7Mh",
+"AycABkU/BdJBAicAAgYAA9BBCnQcBBICDdyeBq88DZCNA28AAgcABXQAB85BBhY9D85BBgrZGxA07ioNDkEYNJYhHjSWIQJ0",
+"aQ+iiw0EiBcFVWMMzQ0EEhUDHwAEwCMGIAADeA4FSQAMPZ4UMl6eAcYRDsYAB2gZETQWKwpfAAJQAQeeAA0fZAQtFg/UQSQG",
+"oAAE5hYHRQ4RNGfjDxEEBQ4MuAK/CAAcAA0YAgSxQQTlIwYbAgUaAgk8AgjVTwQhAAjrAA/UQQ4AjAAFlUgBTQAH1EEGe2UP",
+"uAMCATUADRI/BkHAAvIDDCAABTecA3oDDM0EBKcSD2tAAAKCCANsNA8HEQQF+AUBMB8PIQABDzO3BgZSvgMIAA9KAgELf74P",
+"0QQYBJMVEzRIZw8jAAEEpN4PhWQHBzmQD54AAQOxAQMtAAQOAAwdDASblg96vAEDRdwDbAEPzAAFBFwxAb0KDMcCAyMSBCoB",
+"BAJZBiAAA1InAQYAAPEDDUEAC4kTAX0OCo4SBKwBBJYSDytIAAFZBwgtAA8qagYNOQAExxIEZgAPCZEEBgIEATxMCAMECAMx",
+"C0JAA2kjAQUABPQeCgocCFkMBgEIHzL6CSEFi78PD1cDBUlNHzGDNg0FCmMPjZcKD85LAAQSlwQtwA2yKANjWgNyYQdUAQ9+",
+"nwIFcF0jMzQNHQ6gsAF8AQUcBQerYAKgNgIMJA+qGwITNCJsD7SBAABXAA3cAAM+HQLBAA8eGQQEyw8CWYEPIQABBEV3DPUD",
+"BCxoDwG/CwPoHgNLLA+ttRgE6hwEdIEPIwABBFWNDzVLAASlAwRmAw/ZGQADJgUDKwAFMgAGwUoGOUsDxgADDjUPcBsCBZ0B",
+"DDlLAzocAE0DDDlLAjoBBLYFD2sJAQN0Bw9IqAgL/BkRNCJLD6YIAAikkgAlAA1rmA+UBwUP1BYJDRlJBPNkA5wEBas7BiAA",
+"A+0ABUkAAWw1CG4JBe5IAFACD8gAAAk1CgWLnQYVAgPTEgagAA9dSQQCVQEPcAkhBKIABVCZCm4FAAMKDoi9AnQFDfoaBuUp",
+"D0lLAgRwZgR0AAIuBwt2CQPDHANpAg92CQAD9w8PZKgSAQMJBVBLDXYJCHq8D3YJAw7hlgWgmgQNBA0hAAOmAwQhAA9tOQQB",
+"LQEPbjkECrlFDakZCW85DyEAAASoPA55CQVpugPvBwHoPA0ALwPOAgMtAA/oBBkEwGUP5eMHAcYbD3oJBQ2Rug/6GgEIu2UH",
+"6wQCfJ4IaAEEihEPewkBAiIHAygHD+EKBARvOxE14QoNNa0C5wEEqgAE+yYGIAADqAIDwzcPg2UVCUsCBTmoBBYgD0MJAgTD",
+"HwRrBAPZLw/KdQEFcAkFLQACPQAQM7cPB/YDD3e6AgVVIh8zDQgDAdgCAqKbCg0IA9TnBcQYDshJHzTgnwADlU8AVwAMDQgO",
+"/eQPvwEABZPtD0TOBQR+OQ0NCASNCgWiZA/zCgAFkiMDIwYP6WUIDXgABJuDD0DOBwRD6w8NCAAExx0FmWQPFgYAA8YIAysA",
+"BTIABm8FDOCeAzEAAw0ICwueBZ0BCw0IAw8JAeMeC9wCBCVvA6QADw0IAAMYAwMppQ8NCAIK3eMAhwAAiAEORQcIY5wAJQAN",
+"ETMPdVEFCXwEBDmcA386DpcfAyA6AxQCAe04CiAAA4kEBYKcAPcACg0IA4kBAfw3D8gAAAeEIwDWAAwNCAMW7QQ5AQ+UAgED",
+"zgMBVQEPDQgiBCsCA+UGCI+WAKEADw0IAgLrCwH4AwkNCAPNCwAgAA8NCAEDkZgEdAAHqwoF7AcDBggEeAsODQgDdQoERgIP",
+"DQgMAWIYATMAE3B7CAgNCAR62wGC0w8NCAMNMVADUjsEPAAOq5oEhIUEIQAMIBADe08BLQEN7hwCzw0PQj4KAVtuAU0ED7nI",
+"BQVW6w1uBwS/WwSHOw+COwETMSBYBC0AD+gEGQX+wA+3yAgPxKYHEzHWVQVFwA/Y6AETMRY7BC0ABOsEAYE4CWgBB40CDWgB",
+"A1cxAmgBD1sOBARbOwKf6QzMAgNHFAR+AATgTQYgAAO7AwOMPw9CAAEDhQEEkRQBDDsJSwIEh1YF8wAP4AcCBEcABNwBAyED",
+"Dw0ICgUtAAPRBQoNCAa2cQTaAwWqagjrPgiRFQUdhwsxUgUdAAXbOAoN5AGLEAl8AAR+oA9AJwIPnBEYCDwnDigWAgoiDQga",
+"A+cAAB8AD9QRAgSmBwHlJg9mOAoFL+oMewIDdQIDYSwLEHALMTQUNmkVCoYABANBAYYAD004CgWG6QzMHwKFBAMfAA+GAAQE",
+"A4gGIH4MreUCZiAAxQoNrOUFfiEP/jkGD2IdGAj6OQ5vHAJGNw8pAQIFz0MfMMWFEwRsQQtHAAUKQh8w+mkNAqoABNGJC0cA",
+"Bac9HzDJhRMKvZ0ExQMFAcsCvCIIMgQHO5MPB70UBZo2HzAKvQYFYjkTMGYqDtkAB906D/trCwMvEAGm8Q5HAAbZAA8vIQwP",
+"y4gMD1F4AgMBcgvNiAvsAAUHOgNZVAhdAQTikANpEg9wIQkDkbQEcmcGciECIgkCXSEEkAoEGwACVQkCwBYB1xcIdCECag0D",
+"WAkLdCEDvpgDwEgIdSEA5BcNdiEBIhgCNQARcL4mCHkhAR4YEXAUGA0X5SMzNG3vDaEWAiZADzDeAQMlQAT7hgo4CAdhUQB2",
+"AQIlQAzgAwPjbg8tbgICF4oAQAANeAAC7gEEPDwP1UECBPJnCDiKC/XkACMAAQQ4CG4iBr8BDeDkBSMBD1k+AAknSgQbAAPk",
+"FgImAQvVPQUICATlPAVcPg0hAARujQxTCQQkLATzEw8HQwETMQhDBC1LD/AJGAS3Qh845RYHBK7QD9gOAAT0EQSDDA9LXgED",
+"8xEENEwEKgAFawgHKb8DIwADMQAPtQELDBMaA7UBC+8OA4URAZxNDBKwBHdNA3EFD/AOAARiDw/wDggKgeUAiAAAtwAOKA4A",
+"pwMGIwkUM/NaBmUBDw4NBQlfCwRzQwRBvA1wCgP1uQTLewEn4AktDgRRXgVKAACoBArxDgMEEwF+AA/JAAAJ7AkcM5i9EzGm",
+"RAOCAA/S/wETMaVDAlcBD/IOIgTfAAPKDQCSXweUAABNEAzpGARHigM7AAGnFQu5DgOyDgQRAgXtIga6DgMiEQQQAg+6DgsB",
+"+RkCMwATcCgPCS6/A/UZAJkAD7oOAw0WMBMyqV8EPAACRFEJIQADghcEIQAPjgQDFDLW6g/GlwETMpNfASUAD00EGxQyCiUD",
+"Gg4NWgADJxgDESUDCwQRMhglCW4FAvkLD18PAQM8QwTijg9tFwMUMh0lHTgwrhMyGiIE+JkPc4AEFDIIPwJNyAxNAgQJPwRn",
+"Ig3lvRQyTbQDRAEA7QQNRQAD/wAFTQANzgEELmcEOAEPFuMBBD0OBi0AA1UPDz0OCQYtAAPiEAKvYA9sBQEHVwMASRILrB8D",
+"PgwJmQUM/yUPRAwAAJoHD0QMHwU21Q/iCwIGvjQfM49EDQYZNw+dLwICp0UPCwkCA50KA0AAAc0PCmUPA2dGAjwABzwBA3Nz",
+"C74IBVObHzWsHwQD9aYPD1kCAq6PAEQADeE/A2oXAqYABC9FC6AOBDmLBnY/BjoJAoIuACMAAToJAOBSDE8nAwD0COlCAp8B",
+"D8sJAQQFkAM8Iw8WEwMVMgeLDxYTBBQyZj0OslQDpR4ErR4BgR4MfgQDpRwDLAABWOsP1wQUBHA9BByQDyMAAATqiQ95mwcB",
+"IwACTgAOnQAEP1EDowAE0wMPcCkAA/ceAzEABP3wHTTsMgKfAQsOCQRpmw91KQAKi5sPDgkCAzEfAuakD1PIBA1uDABrAA9F",
+"CAAJoxYRMxL+CGUwAOoNDw4JDhQycB4EbSYM1h0UMt6KA/YEAUAWCiEABO8dBEoADHopFDNSBwFHFg7JAAp5Hxwz6rkTMnci",
+"A4IAD2WwARMyzhkCVwEPDgkgBqMAA+MICOtgAKIADw4JAASziwM7AAFdEgsOCQNHIQQRAg8OCQADSSEEEAIPDgkLAUYgAjMA",
+"EXByIQoOCQQFPQ/pQwMBNQAM6SEUMvZtBPdtDA0LEzIgJwUhAA8zHgMZMgPkDaIjA54HA5UnDzcEGQSKVg8OCQQD7gwBJwAH",
+"9QMCUKQIWAUDfA4Pz6sAA1xIBEFID+4JBARAJQLN7QoiAQPzCgMpAQSuYA1CAASUfQ8OCQID4iQETQARMuYaCQ4JA6ciBLUE",
+"Dw4JAQQTIwVNAAxYHxQy8SMEOAEBzToPDgkFBC0AAyQCDw4JCwVaAAKEAAtLFw+k+QML5KgNuQcCRAgPYAgCAvdJD6fBAQMu",
+"kwS5Bw/6NQMOAe8HuQcCWwAEbJUNF+wAzwACk/4IYQICUBMJRkkEGwAC8QgEuQcPQQMEBDxCAoWTDyEAAQ+1HwUDoRoBIQAC",
+"SgAPKQMABGgEA0QFD4XjFxQyaUIEnJMPIwABD7UfBwRmcwQUJA88qQEDdlYDKwAFMgAPtR8AA+IhAzEABbkHDEsZA58BC7kH",
+"A08bAU4bDOlwAjsBBJ1zD7kHAgNMLgNVBw+5BwIN+hcA7QAP8AYACdcKARr6CbkHAOkGD7kHDwRwBAMXBwEZVwnsAwPGJAS5",
+"Bw31vBMyyhUFSgABUAEKuQcEuSgPuB8DAO4zB8kAAC8bCm4EAj8ACKIADZgCCFcBD7kHIgOjAANsABEyKg0HogAPuQcAA+IT",
+"BDsAAgJTC7kHA7MAAxECD7kHAAM1AQQQAg+5BwsBiwECMwATcBrBCLkHBMUPDycQAwE7AA2XCQQFJgM8AA1mpBMygxEEIQAP",
+"mlYEFDLsJQ+5BwIDoSUBJQAPNwQcBBthD7kHBAS2ggMtJgT1Aw0xuQRV8w+o5QIDT0wFgkgPiwAEBD1hA1XzCSYBAw1hBAMD",
+"D5KoBBQyMiUPvQcDBFRMBIphAbhCCb0HA4xeBLkED70HAQPXJAZNAA2sCQSiDQQ8AQFVHQ+9BwUELQADKAIPvQcLBS0ADwgf",
+"AhU0teEEeQEIRa4MCB8B7gYFxVEKCB8G7KAFLx0K3+wB5w8JfAAEUDYGnR4PnjoiBptGD/EaAREyRF0PnEIPDxocAhEyC6gP",
+"CkMPBHwCC6VJAa8ID9/rAQOelgEiAA8SPQIQMu8KAgEfEzijQAowAgTeAQH9OT80MDK3AwALABIEA6AAUgAvMjDQiwoG6/QP",
+"3wMAA/IMBIMABZYCD3AcAxUy7KovMTgjkQYUMrb4D6oEAgRUJQT7YASBAA5Q4QUSmATAAAE6FQ/QRQACaPUBXAAPcQABBKcD",
+"BOIAA20BD2gFBQT2Hg8QBQQDgiIGwAADXwAB/B4PngADBG5GFzL94QGiQw9uRgtvYWR2ZWN0cEYUDy0AAQ9yRgQPKwABD3RG",
+"FA87AAgOV7wHFEYPOAAID1e8BAdDvAQWRi8yMMJvAQD/RQwVRhAyPgAPFEYACBNGDwYBCQGhAwfLBBY0yQQPAgEJD6kDAQjH",
+"vA8GAQkEcwAEG0wPUkYEAH0CD1FGAgCdBA9QRggBogQBUAMPTUYKD0xGAhM1ZFQOTEYPNiICD+5vFANvJA+TFgIHaQUINEcD",
+"nyAODVsFcgAPEUwLA2kODUUlAsYWD4IhAAN4BAORBg8vBAID2QUPiIwDBVVHAisFCXlFAVUABFUlD1sAAgTU3g+GBAEBUAQD",
+"jg0BBgAPf3QEEzN6BAvRAgSGGQS2ISE2NLYhBhHz8gQsIDkyMTg4Njg0MzcyMjc0MDUzcJcENy8BSQACKm8BNgAPLwADCL4B",
+"AtYBBHwlC2ICDMVWBKgAA40fAV8BCqoAAx0GHzSqABQD2QAfNS8ABQ3QRQaUAA9iRQQClaoMJhQCWAECagYPLWsBEDWFPw2i",
+"DRg1Q2sSNSndD80BBgNjCAy5IATEGwYpEQYBSQMsLQ+yuxABP1wPmUQBAxABCQUEAB8UCXgCARoAAoYAAnABD+0AAwe1ChE1",
+"+W4PqEYHJzEwsowG0QADVA0BBgAB6BYPwgACCq4gA8IAD1kBBw/OIgQEauUPiAABBJw/D1kBBA0aYw9GAQEDGogPRgEIBzcI",
+"ETVgQA+mAAADdAkD/VgPIQAABJvjD9cIAgNbIAIGAASaOQ9TBAQEzwgB9wwL7ugDFwAKqwMDSBwfOKsDFAMBDB85qwMICsAR",
+"EjWlOA9ABAAEqRoDFgEJlwAFHegPlwAUBh0UD5cABgoNHgeXAArdAgUiBwf3Ygc+OAO0HwEGAANZjgvgQxE1XjoPWQMACJss",
+"ACUAD0gEBATCAQ++NwQDAQsI1KYINtADoyUPP9YKBrIHD3aJBgQfAQgMAwEKGw8MAwQCtQADaZQPZQADDxEBAAe+OgAfAQ9s",
+"BAEGHpECE6IM5AMDZkMCkQELIpEL4gANOQkC4BQPgwEID4xZBAT4BgeDAQiSAATNOw+DAR4MeAcPgwEAAwSUD4MBCg+aCQAC",
+"ZQAHbAEF7uMHcz8B3RkBekEP60ACBGoKD40rBQIcGgFhBDR0b20fADVtaW7sCgS7GQIP9gd2NQBbAA9vDQtvZXJyc3Vtbw0U",
+"Dy0AAQ9vDQQPKwABD28NFA87AAgPbw0KDzgACA9vDQMPMH0AFzOYUwVuDQFZDQ1uDQCYDQ+CUwEAjQEPBgERDG8NBzgSDwIB",
+"CQ8YEQMPdAATDHANAbwGD0HREQmIjwI5DQZiAwc4AACiAwRPAAh1EwVrDQgSKgiIDQIiAAAXBA2JDRM2wQgAvQwGmBsBMwAF",
+"fgAECAEF6wwMlgEGKewGzbsE0i0B6gwBWQsPyZABArwsAJx3AVAoB9YAAksHAePEA2soBjKUBnoOASYAH3D4AAAC/kQCqA4D",
+"yAAF6QwPm44ICk8GHzZWewQEGAsP954NA8sMAVoZBsdkArIWBQ2DAxUAB7EAAgsFBjEvAsMkAFeVEjJxPQgVLwHABAMlFADj",
+"LgQZAAJiJQQCKAs1BQJPLgMcAA8cARUKWAUSNhV7BzkCAr0vA15+CBgAArgvDS0WAeQCA/IvD7QPAgK6ZQ+A3QIDcR0CYAEL",
+"OgYCRQEHEAwfNgl7EQz1CgKEpAnIFwQ3HwPSCguGAwWwAgTLKAutAAAHAAwvFwomJgGlAQZkZwI1AwO+MA16DBg23w0VNrTr",
+"B08wES0XAweLAwGIAAIRJwisjQIzAAKBbwRqGQ1lDAMLAw6kAQW4Ag2kAQN2IQL9AA2/GQPBCxo0k3gbNpN4DGoMJDE59HcJ",
+"aTgKmgEPzQ4EBKYEEzm9ZglCAAQTQwOICg9CAAME1gkBph8K6jgCOAAE9zoPBzAEBYEAD1wCBQRIAATSSgwuAQBbXw94AgYP",
+"h2AAAnQ4BQYFDYEPGDa/TxE2v08P6RIFBDkXD6kDAgI1IQ8EAgADjRIDPQAPbRcFA2XWAXA/BpgGD1sJCy9rZWH4FQ0qAA9V",
+"CQQNKAAPUgkUDzgABQ9PCQoPNQAFCDNdDzAAEQgyXQ8wABEPMV0DCPEWA6wJHzIwXQEPL10DAIWkD6wJAQg4CQ9dAQYPGBcI",
+"D1kBBg8VFw0PXQEGCVIVCF0WD2cBDg86AAIIjQoPcQEGDBYKAI4DDxYKAgAqBQ/ZXQMAZAUP2V0JAWQFAxSaBe4HD9ldAgQk",
+"DQkGBBI33AUPVpwKBJkRDq0XDbklAWkAD7clAgOIAA7tHAFNAA+OZgACYhUDQAcJtRwHthYDewoCXU4OdwUEpBIMnSQDuS8F",
+"tRYPahcHDzmjAAjcEgQFAQ2PoQW7Eg81owcPEgsFDSGjASJQDyIPAQGrSQ3+FhE3HggNkwMPNKMMAu83AcwFD2sAAg8kCwED",
+"agAI+TkCBSAKtaEfN5QVAwYoEQ8zowUEiJsP3HoAB6sYDpGSB6EBAE4HD6EBAQXrVA+jAQMDzQcPtgwAAdoIBjCjChkLETdU",
+"Bw17AQ8wowwBIgcBRwcLDhICQQ0DvgcKAwoDagAIRgwBLQALMKMUN1QJCp4FBlQbAgwCC1kEAnUMAVAAAzliA0cBDxhnAwGj",
+"AwyHNAOb6gMNcApFIgLUAwI4AAIbFQYdEgCDAAGcAAFFFwK6Dg96AAUCZgoPGjsCBOtiD1V1AANeIQPrQAz+EQArAAfFDwGL",
+"AABxjwlVAQ94rAx/cmVvcmRlcqQIFA8uAAIPqAgEDywAAg+sCBQPPAAJD7AICg85AAkPtAgFDzQACQ+4CAUPNAAJHzQ0ACAf",
+"NTQAIB82NAAgHzc0ACAfOKcgAw+9ZgAI0q0FjQkPOBMBEDR2Ew9mkAEIjAkPQQIKDJAJAEoFDz4CEg87EwIARAcPQwISD2AJ",
+"AgGMDw9OAhIPPwADCKAJD1kCCg8/AAMALgcPZAISDz8AAwgaIg9vAgoPPwADCNEKD3oCCg8/AAMI1goPhQIKD94gCQIfBQyS",
+"Bg/CCgUB2RIPP5IDD8IKDAMR5wIMAA/CCgoE7wgKwgoTOHr5D22vDA87RQEPrwoHBYavDD4GD4avCgTyAATxGg9oCQEC7gAD",
+"yUIIoiMDqxoPEkULAvASDK4AA0MBD4KlAQKFBwQvKw8vCgEROBr4DsYABNlSEjNeOQT9Bi84X5CkAgNhGgZKQgfnOgB9AAFu",
+"BwTAkApGChQ45GAHrxIBgggGNAAJX9wCnggD9xQP3RQBAf9FCl4BAvpdDDePA/VwD1khAhI4YQkObAEBzwAPxMYBBCtjAmwB",
+"DGsAD4EADAZfAQC5Lg+5jxMEwEMC+p4PVQoBAvcTAsYKBv2qAQqtA/2qC4sWBq3PAzk7CBwAAU0AAAYADOYUA/oACdmmAzQA",
+"AskBA5YKDOYUATcABK4BDXcUJzhfHRQROMkKCNWNAl0YBTYOAxYAAncmAAUAAdtFC+gUBRQTC4gBAkdcAaEvDSgTBJ8CDgoC",
+"Am0CD/kzAAQ2jwIKAg84ZQUDQy0PhwACBvcACp8hBMwNBPGUBKaNC/0BAkA1Bd8ECP0BADE3BP0BDJMWA3EDAT0ACkkVBD0A",
+"BGdgBBKMC3gAAv4NBlxMCHgAAJ9HB3KtCHgAApcBArYBD7c1AwTqAga3NQ3+/A/rAgIBg0gDdgAB7A0InAICOAACfQAPyQUC",
+"BCByEzT1iAx5AAJtAgKhBgt5AADWNQV5AAUwAwnnAQF/AAG0NQ8eAgAABwAMdnYGgQMP7xUAA+t+AiMAD54fAhg4KCUA1gIE",
+"NxgEtgIEdy4PVAgBBKRILzI20m8NA58ZD5YNAgKqSQAAAQ9eTgIEVz8AZQAPeykKA0V3AuMDCJluBXUODQkHAwoHAp4AD0zF",
+"BQPFBgHGBg97AAUDOA4M11IDGjEEoJYJfAACWQEDOgAPIHUFFDPXnQw+AAIRAgTzAA//PwQDugAEfvoPugACA7QIDIufBUpv",
+"D58ACxY5+ykPaRMHBKsRD98AAQSjIg+jGQMEQQgESzgPggABBEIAA3YTD8SZAgOgCQycVQPmmg+PEAADVKwDOQAL6qYEzgME",
+"MnAPP5oKA9gQD9AcAgJxbA83CAICOQII4JoPDxEAETSUMBBy/T0HwwMAXTsPAL0JD4cQGQ8tAAEPAL0FD4UQJw87AAgPhBAK",
+"DzgACA+DEAUPMwAID4IQBQ8zAAgPgRAFDzMACB815A8XDzegAR8yinYECdAPD4sBCQ8dDgIIszQPVQEJD1oOAw97ABQPlA8E",
+"CW++D5MPHghQEA92AQkP1Q4PCzUgD9UOgB851Q4MAi0ED9pGAgMVJw/5FAAEvDcGwQYPuw4GA+h7D7sOFAOzGA+tAAUHWAgO",
+"rgACzg0Puw4AAz0gAz0AA8EkCtIIHzm7DgUFvSwJuw4fObsOCgisKQ+7DgAPARkCHzm7DgsFEDEEuw4CaCEPuw4JA1oYCCQO",
+"AVEADWPqAlAOA5YACrsOHzm7DgQCtRAAHQENbAED1QgCBgALlgwPgQANBl8BD7sOHw/IvwIPuw4kBR4LD7sOAAWHDgxeCQR1",
+"wA7DnAYJrA+7DgcGCBoKuw4YObsOHzm7DgQPzSECD7sOHwP4Cw+7DgEEnwIP3xIEABABD+ASBQIGAAyMIgPZDgAlAAy7DgWH",
+"AAb3AA+7DgovMjW7DkACwBwPuw4KAHgAD7sOYQLBoA+7Dl4vMjW7DjsC5wEPuw4DBB4CACIGDLsOBYEDD7sOBwIjAA+7DgIY",
+"ObsOANYCD60kBwQpFQ/XFQIDfykPAgUBDioVD4YLABMylRwJjQAEhQtQCgp9Cgo"
 };
-static const cq__ptx_module cq__ptx_2d_f64 = { cq__ptx_2d_f64_lz, 140777, 532199, 0x61594477u };
-/* PTX module 3d_f32: sha256 2664302672fc189e692c772fcaa815df9202872aad58a87dba4aeb6c72921e4a, nvrtc 12.0, PTX ISA 8.0, 750687 bytes, fnv1a 0x79a0ecb5, lz 210559 bytes */
+static const cq__ptx_module cq__ptx_2d_f64 = { cq__ptx_2d_f64_lz, 142823, 541708, 0x1d816f96u };
+/* PTX module 3d_f32: sha256 aba03cb5dcc3731455181e5589ee7e98c9da4b13fd9e7f3956af5e62cbb41145, nvrtc 12.0, PTX ISA 8.0, 760569 bytes, fnv1a 0xb264ed74, lz 212752 bytes */
 static const char cq__ptx_3d_f32_lz[][CQ__PTX_ROW + 1] = {
 "8hkvLwovLyBHZW5lcmF0ZWQgYnkgTlZJRElBIE5WVk0gQ29tcGlsZXIKKAAEDwDxByBCdWlsZCBJRDogQ0wtMzE5NjgwMjQi",
 "AFF1ZGEgYycA8A1hdGlvbiB0b29scywgcmVsZWFzZSAxMi4wLCBWBwAwLjc2MgCCQmFzZWQgb25xAFA3LjAuMW4AYAoudmVy",
@@ -29302,363 +29605,393 @@ static const char cq__ptx_3d_f32_lz[][CQ__PTX_ROW + 1] = {
 "AQIGFAP5Sg81QgADyQgFtksDOg4BAQMDCy4GBQECKi4DPLkAIwAfcBtAAwQYEATqfQYHAQMpswJ0QgH6BQ8HAQADLkEPz38E",
 "BFWpDgkBAsMkAzKCDAkBAgkVAwMlDwkBAAOODABdAwgJAQEOAgHBFAkJAQI9DwKRLQIOAg8REAIFhLMNI0EDyM8BEAIBaA8P",
 "CQECAiUeD4t+AwocFgffAwCeTAf9JQMDFgMMkAz9JQWdAwYmFhwxRREH/iUANBYPpR4Hj3NwaF9jb3VuXDkRDywABA+hHgAP",
-"KgAED58eAAyMjA86AAtvMVszMjBd15YDB0FJBDYcLzE1wkAAKDIxrqQDtQQvPDfZlgUFNowP1AAMBCsZBe4hLzUs0QARDGEZ",
-"D70jBQIAxw9jGQMBEgIPZBkJAyyIA0NuBuKqDz5uAw/JIwIhOV+3qgN5AATkAANaDg8dHQIE1RU/KzEwYW8KA9oTBNuWDxyS",
-"AA+gigEDhA8DPQADuw4DNA8JJw48MSs28SID3wUIiBkH+eIB0QUABQAPVQABBEQjLis3qtQANAACIwQErwQibWmwBAYdDQOt",
-"DQEeABF6c5cDHgABt2kDp6oK8AMCIwUGbZUFYhYAlg0MFAAC6QEB7ggNKxsCvKAN4gIE+CMmKzhubwZ+AAKNBgAFAAHqCg1s",
-"AAMtAgqnGgNqAAjPKgIuAAOplASbBALQogxkAQTqDT8xKzaErwMEsFwDr1wHpbsBpQYCZg0FCQ4DGwACGDQCxgYPoAEEBkQN",
-"D6ABAAhkCAkiAQHZAAAyFQ9llQECOJ0NdAEEmkgmKziEOAZSAAT2GAJgXgz0AQWIOQr0BQNqAAl0AQEuAAPfEgZ0AQPmlAp0",
-"AQWuAwIdlA+wFQUDri0IdAEBWAcCXgEExAMHWQkEIQAPdAEFA2QJD3QBAwTXwwWWOgtalAEgAA8XFAIArwQPeQEBBQJJEiv2",
-"+QtWAAJCHALbeQRHcwpzCxM57TYJaAEDMAADSBQLm60EMwAHmgADghQF1gECxgAHIgAEbi4FYgACCAUAKQABYwAN1wAEQScD",
-"1wAIPAADKgEcNTsAInYyPgAQe4UfA1EuBFTGBA0ECKYAAIgNA/URDwcjAALqBQKxAw/VOgsLgmcCmcwCIQQGxZgHSnkFHgAF",
-"2woDygcDiZwB4zgBiHkPGQEBBTpuA9IACGYJA+JUD2cJAwFdAAQYAQXEVwfSCgN6jRNw6gkP3CMAAhQBAioGD5AfCw9YAQIE",
-"NwsPQgcNA7IfCd0BA18DBRcCCHAKEjlPDgwCCAMOAQJwAQ/oBAADpCEAIQAArwAIo3QCBJACbY8EpyELWFkgOV82EgtSAgJz",
-"AAcsaRI5CwsHJQADjTwBIw8MsgACnAYCIQACvzALsgACogYDJAQJsQAANAEFWo8PRAsCIDlfuTIOdx4DdQIEDQEMzQICgQcC",
-"JgAFlr8IdGEBrgEEKAAGHo0EHwACzgADZQAPnz0DAxoyD9weAAMMZAMHIg+fIgME5msCjA0IewAB/QQE8gIFxysEHgACGAID",
-"JQAPmi0CBNQADx12AAMyPgOZAA8lDgMEQ2wB6RYL2XIDWpACZSADdWUcMfIFArABCKF3A8WcBjcADkuOASQABc0eByWPAukA",
-"A/QECbYCAlYCBIYADB8GABYkD1U/BgQbPw6cIgMJBA9OYwQEQQ8PrhECBDJjDycLAgM7FQJeAA9ZFwIFHWYM2gcDOsUFVxAK",
-"argDWRACHwAMscUPXxAGEzLBcwhnAAE8CAKZCQgaHQMeAAKxDwKEEAIGAA/FEQIB0ycCYQANyAAGoggPI84ABNAPBwYACCAN",
-"AiYAAjSRAywABHQPCvRtITlfiSMMvwYELqMTOd4GCFQDAsuAAQcACSEIEDL/Bwlpegz/AgqeXgJTBAFThwxiAAOsAgpgEQRZ",
-"DAN/BQPZXgAwDApFNg/NAgYC3oMPzQIBAh6EA84CAfteD84CAAPgCx836HkFBJoDD1h1AQNYQQPRAg+oGwIBICkBKwALCQID",
-"WMIFoBEKCQICPCACJAAABgAP0QILBMUAEzMCJAhnAAaGDA/76QAC6h8DJAACBgAP+RsCBJ+rEzNCJAhhAAEWCwJIAAg+QAMe",
-"AALDPwEkAAMGAAUvIAbRAgK5AwIsAAQuDgzyDwAuAw3RAgN/Bg/RAhsBj7gI0QICywIP0QIFAtEEACUAD9ECBwVRPwfRAgLg",
-"EAEUigPTAAyYDg/RAgUCVBMP0QIBAssCA9ECDzFeAwQorxc3FlcKjiYD3yoPn3gBA/FCAyEHDwsCAwQhPgysEAPDxQHKAQjq",
-"OwIeAAL2GwIkAAHHdA/RAgoE/GgEGkIHZwACKR4BrAIP+94AAoQeBL38AQYAD2EAAwThKQ5EDgIPGwHRAg/h3gACjR4DJAAC",
-"BgAIKSwE0QICPwABLAAE0QIMjA8AXwEO0QICPwUP0QIaHDOhDQaYAgd6FQBvAgpWpQLv1Q27pwLw1AMQAwIw1wTLCgJkAgLM",
-"lQIoAAOvCh8y/wgCBnoAAUgLDYkCAiIDAK4ADekCB+gCC7o/BegCA2QHAacdDlwAAv8JACUADuUCA9AhAl4AD3gXAgRoxwIA",
-"LAgdAgJGEAHeAQjeJgMeAAHfAgIkAAAGAA/lAgsADiACZQAN5QICvxwBzAIPcOAAAgYgAiQAAgYAAUsgDmEABGBFA6gfCGEA",
-"AqECAUIADugIAsEfAiQAAwYABeIEB+UCArAFAiwAAwgCDYEKAXslDOUCAlsCD+UCGwCWJQ8GAgADqQEDuicOCAIDqwIAdQgN",
-"CAIDCCACCAIP6EUDBK9FAWYCCEABAs8bAfsADscJAskdAiQAAAYADwgCDAQjCAPFAAdnAAOK7AFIAA4lCAJnHgMn9AJzRg83",
-"JQIAGh4DYQAMCAICWSAB4wEPJNQAArsfAw7/AgYABhURBggCAfYCAiwABAgCHDmDFQHrBgsIAgMLbg8IAhoQNMUEDwgCAAOW",
-"BgPiAA8TLgQBJwAOCAIIeSYPHLMDAJcKAUIBBv1KAxkAAhQUAQEBDv4IAhkhAiQADdT9DmUABYZmDggCAjgHAUgADlwHAo4g",
-"AiQAAwYAD10NAgQqyBMzCnEIJlUCLAcABQAPWO4AA2L+ASQAAwYACAMRAwgCArQKA5DkA4oXDMYJAKwkDggCD8YJIBA0xgkP",
-"CAIAA0wDEzeAfg7QLgJ0AgGluQ2CKAjvJw84CAMAggkAYAARNPAnCEEBArAXAQIBDjYIA5fzASQAASsZDwkCCgAPIgJlAA0J",
-"AgNW5wFIAA6ABgLhIQIkAAMGAA/XBAIA7BIDYQAMCQICkygBCQIB5xIKYQADYtoCkhoC7QAIpVEECQIBoAACLAAECQIM/AoA",
-"1wYOCQICtgcPCQIaEDXBFg7+CAVXCAxDGgNhCQL7CABMAwCeAAxuEwAWCAdjAA1hCQLLEQg4IgYfEgJzBgMkCQT9Gh0zEhgK",
-"YgAA1gQHYgACxCYB3xQPYgABAxoYBIgXDJgZARgAAZcGAHoADTMYAYsFDaEcBZsWAqIcCBMCAlAZAdQBA4wJCTsABq4ZDIcc",
-"ArMpAkAAA180DHQZAssoAZsmD3QZAAJDBwLlJQvIAQLlAAMFyQj/AACi2g0UAAL2AQGF5QAUAQwuEQAtAQ6wFwRFmg+OHAUB",
-"kgICVCgBeQcOcgABK28AcQAMEAcCcQAIVAIDMQADCb4HGwID6QQKrgEFtBsC5RgIrgEGIgQM1toCvSYDhd8PjwEDAy3dA3M2",
-"DXccAlgsBfwFB3gcARIDAadRA3ocDL4RAMAIDmMBBJsID30cBAKSBQMSmQFFHQvpAQAdAANxAAxrBgJxAAljAQIxAAPydgdj",
-"AQAfrwxjAQDckgiFHAiWHwYtBwwY3AN++AEhAA9jAQUCOQAF/1wLYwEBMwMBLdwMDAEBJgcAIAAL3gIBFtwN8gIDHBcEjwEM",
-"ARkBCUkOjwEFzAMPkhwCAtQ1A7ObDHcEAnIAAQYJAHEADPEFAnEACY8BAjEAA0ccBo8BGzYNBQKv2wIwAA9xHAIE1ZoPcRwA",
-"AtOaAfoBD3EcBwK1NSQxNOf6BPADDn5HBa4CFTJghg+XOQcB+00IyAACjjUB6gMPXRwBA4cAAB8ADF4cA0shAEEAAecbBD82",
-"Cl8cBLYOD18cAAJUEgFcAA+cGgACmzYDJAACxk0HYBwAvQgEYBwEPk4LGAEFPQYVMglVD406BwExEQ5EAAQ7iD8rMTlEAAkE",
-"cDgJAgEEAAkPYhwDEDaIOguwGwSMAQGrAQbOCgcUAQJlBwAhAAyxGwMFogAhAAJloQDwAgxTBgEn6QxyGwLGmALg6ABcAAvJ",
-"AwKU2gCBCwe9AAAwJwhXWwJ8CAE6CgzUAAFeAAPJHAGqAQzMIQEbAAAhAAzTAAOmoALkAQPZUx41dSUNxAMC0DMDnZkEti4H",
-"YhwCkwADJwAB4bYJPwACkQAE3gIPa7sCAywBCZV1BDMCAq4aA24DDw8VAgR/mwJyWQl7AAEaBAT0AgwIIALXoQQlAA8PJgID",
-"IQIAKgANmQAIKjAPZ6MDBHAJAmSzC+EJAn4ABCGcA44BDMIFA44BCMoWAu2hBzgACayaAmYBAQWkDq8WAnM0ACQADF4GAs/S",
-"BYcADNgFABMKDx4BAQITAg8dAQAJd28LuRIFQiIELCACDLMMXQACNwIBJgANxQ0DtDUDJwQPtTUDAAcFAF8AArY1CNoHBs8P",
-"D07wAASx/gQGAA/GDQsAOgQCZQANxg0CtuECKwgOzw8Cm94DJQADBgAPhjQDAMXUA2MADQolA4LyAdAAAXDcDGUAA641Ausn",
-"Bd7/Ds4NBMz0AnUOAwYCDVkmD+ARAQJSNgGfCAzPDQLK5AIHAAoQJgv9BwV/Ag82HAICKA0AtgIDBgocNWgNAp8CD2ICAATq",
-"CAOeAQ5kAgMCBA9CFgEDoDcEZAIPyS8DAP/VAZ0BAklACJsBBiwQHzFI/AIChgIDJwAABwAPagILAQzWAmsADoYoAofmA+0B",
-"DjMQBfDyAtkWBAcAD9mQBATeNANUNghoAAM0aAE/AAF2CgtoAATUbwL3AAR/Kg8+EAAEE+YCaBID1wEMxQ4A/RAOcAICwxsP",
-"cAIbAIEoD3ACAw/VGwACGjsAcAIEDwUM2Q0PcAIGBgByD6IUAwK8BQEoAA5wAgKTEgRwAg88QAMF8TcMtBgErvQCVwEO7hcF",
-"JPUDvQEM9vUPawAAAz0DBP84CW0AAvIdAksADhsXBRn1A+YBAwcAD5VYAwTNJwRpOAhoAAJGMgOzAA4cFwQG9QXN3AIpAAH8",
-"NApwAgS13gLPEgPAKQy+DgD/Bg1wAgKYDg9wAhsfOOAEBwmtGxA4tAoIrRsC3QIFePUF8wcCkgICSxsD2qgJrRsCIT4BKAAD",
-"rRsfNkoIBA6TAgLKEgCiAA2hGwJ7CQM6Fwk1JxA4sQoOAQMEGjkGJRIKbAADZx8PUJsBA3k5BP8CD5I7BASTOw4qAgKNAgLm",
-"AQ7lGAS69gMnAAHo2g//AgsEOjMeNUAkA7X2A0sADkMIBKj2BK3nAwcAD9IDAwSGJh41RyQDpPYDugAPRAgABLfkAt4FBAcA",
-"AtsNCv8CAqwAAjAABP8CDeUJAUwRDP8CAkQVD/8CGwNrEQwdAgPJCB83+mQFAucCASgADlBJAhgCBB8CDxiYAwW2JgyIIwRY",
-"8wIGAQ8pCQADsecDJwAABwAPHwIMBKm0HjaOIwNM9ANSAA/7BwAD3ecD1OcEBwAPhj0DBdnnDpUjAekaBB8CAfJADGgAAhEC",
-"A5iWBAcABWgVBx8CA4MAAloYAx8CDC8XAM0SDh8CAj4EDx8CGh85T4wCAWX1Ax8CDz0HAwKKBQEoAA4fAgOeMwIfAg/ZQAQE",
-"jYscNuwTBFv4AQUAARQaC0oBAw6XAycAAAcADx8CDAV66A8zMgACLEECHwIBJxEMbQACjgEDnOgEBwAPgAoDBU3oDycxAAPJ",
-"iQI/AA+lBwAD5yADIkEEBwAPiygAA73kAjAABB8CDK0JAL4MDh8CD60JIB85GtQCAVf3Ax8CD/YbBAIHPAEpAA4gAgJnIgQg",
-"Ag/yQAQEPzsNswEDJekCBwEPiAgAA5dgAycAAAcADyACDAUm6QQBzAhtAAbOJwJm9QxtAALTAQPcQQQHAA/zAgMF9egDKSYJ",
-"aAAG1ScCou8MaAADzjwDiDQDBwAP2icAA+3mAjAABCACDDQLAaAODSECArauDyECGysxMKsbA18JBcQICxETAh8WBIQJDC9C",
-"A+UIAQAVA+cTHDcUEwC6GgiAAA3fCQVzEw/JGwAGv64HnRodN6sXC2MABbeIA/8CAwwxAHAQD2QAAQL7AgVEFwy2FwIYAAVg",
-"NA23FwLfEQhfHABRAA8VOgEBzgAPLzoCAWcBBy86ChY6AukBAiUAA0YAAGYADyUWAQSIIQDfxQQpZg8PQAICugEC8D8HKwEC",
-"7AMBcgAPNjACBO0pD5MmAAKwBAVaAApzPQHpAAFNAwFyPQCnHg+/AAIFnTQSMpvHD/lRBQOMBAwYSAIjAQUfAA+EAAQTN4/l",
-"AXU2BzgCD3k9DE9maWxseD0UDisAD3c9BA4pAA92PRQPOQAGD3U9HC8yN091ABEyD34NKmIfM5lZBQWkVg/TAAsBegYHdT0A",
-"Ug4P0AAPCysDAUUjD62rAwAZAw/XVgQJkwMPr6sBAlUDBfsrDjwYAhoAAh8ABDU1CAsEMTMwX6wSD3Q9AQruNQUyNgarAw+6",
-"WAQHIgAPzQMJBFWYBEU7D+gzAQ/mMwYEPQAKYg0EPgAFSLYDoQAKWQgFPdEFWFMLsxoFwAAF1j0L4gAFTx0P8AMLBMtyDL5E",
-"BEO1Ax8AD8QAAwTHQQufPAPEAAvrMg/AWQMP2DcQBTbcD1MuCA/sVgcCPQAEUS4KPiIF0wUPGz8EBJQeDNl7CV0nCZccBKYI",
-"BFkADZgiArhIA7wKD6YfAwNIJw8MPAQC0iIPCjwAAWgDDkUZBRw8DkA9AsAjDCA/EjMR0w2MBAZbOw8gPwYBEQMBrTcNbAAA",
-"QQIMID8EagAIJwcCLgADpx4DQwYAKAAPJyEABnwfDyA/BAWf8A7MJgLiFQJ4EwQ8HAQcAAdyKA+iAQQCqUkBKAgPogEAApEM",
-"D0chAQFzCQ8iPwMSMwPSDXYBBSQDDyI/BwGqAwEdAwv2ASMlcmUmCTUPBGoACXYBAS4AA/wmBnYBDyI/AQQx8Q8iPwYFL/EO",
-"6ikCiwsDkSgLdgECNgEPGAMJBGMoDyQ/BQJeAA8kPwcDsSUMJD8BXwYPJD8CBjM9DyQ/CAN1OA8kPwAAWQAOJD8DMAAPJD8D",
-"BDMAB5oADCQ/CRNLATAAAtNsACIABDMFAlYRA6bfDKmxA5AHBEcBCTcAA1UVCzcAAbMAAswLATBSDzRcCw+cIg4LGQsDmSAA",
-"2QAP1D8DBgMDDGMjBLo+D2MjCwOVIA/UPwkAfCYDEw8KpAYE3zYP1D8NAjkBAec2CaQgA1IMD3cjBANGKQ92IwADwzUAQAAB",
-"GSEP1D8CBvwiDtQ/A24MD3UjAwGuAAMjAANENAfUPwA0AA/UPwkE5zUP1D8NA9cQBEMUC0UABnQjDxdHCwLoCQQsMwmLBAWc",
-"AQd0IwASAw/WPwgCbAIPJAQABNY/A+k8D9Y/Gy8zMNY/AQPhDwmbAAvWPwSHMAjbMASRAAECAgMhAALqcwuyAAHAAQGiOQ/W",
-"Px4AsQAP1j8BAxAPBHpdDJsiAycmAiYABX1gCHQjA9QiA1sCACIADoYmBNwCD9Y/AgMlLQAqAAxXCwO3YANrAw90IwIEaxcC",
-"1XYJewAClSgEbycMHgADJSQCJQAPmQADArkFACoADZkAAtkEA5kAD3QjAgUnOw90IwECmAUEDs0P1j8BBbABCXMjAocBBjcA",
-"CdLLA5cbD9Y/CQi73gW2AgGAAQWGAAzRBg84OgQDMuUP9LIBCQMXC2dgBB0BBAwEDzgxCQES3g83MQQDJQQPODEDBnIwD68I",
-"AgXq+AutCAlwMA+PMAAHaTAABgAPWhULBNv4BFcxDiEABBIVDasKBKYuAQYADrcZApJWAyUAAgYAD0cWAgRJwAR4MQ4hAARn",
-"Fg23CQSZLQEGAA7wGwGKvwMlAAMrAA/sGwACfB8CLAAEWU0JuCgpMzA5QAYdAwOzBQKaBAOxDBkxyBUAOwABwgkMXmIDfwcB",
-"Ni4JNwICmg8EpnkArgAOSWEBg80MOQAC2g8DJDoB4wsOBRMC8XUXcskxAaEADFosA3sVCUgWAQUBCyQ+ApYUD+cDBAi7FA0k",
-"PgPLAw/1QAkAPwAD7AMK9UAP7AMHA6U7D+0DAgcyoQIqAA/vAwIE3DAEQ38O8gMCEQUPMjcBAzxiBPIDDy0kAgTSwQI+Yg4f",
-"AAQGGwzoAgMeLwEGAA7iGAEmMQQlAA+pIg4ApScChAAP8gMEANInD/IDAwEYFwXyJw6IAAKXJwIlAAIGAA/DIgMAABgDgwAP",
-"8wMDBcUnDvQDBZYnAy0lD34cAA/GJwEfOVUlAAMOIwIvAASQQAzhEwhjQQX7AwNjQQr7AxwyegkArwcP+wMAA3UYDfsDA/0p",
-"ByENDpFfAfLPD90pAwO5OwGwCw77AxI1ABcBezwHoQAP+wMVDB9CAy1QD/sDBQLjBwAlAA/7AwcPH0IHAafKA1QBDJcRD/sD",
-"BgI4CA/7AwICngkF+wMPBwkCBcYwHzNPHwUC/CgAKAAP+ygGAokBD/soEg8gAAAEaQcN8QIK+igPHCkBAp0QBCkAD4YrDgHS",
-"KAKMAA8EBAQBAikPBQQDAfEoCCQpD88mAANXJwIpAAQwAA+jJAMFNmADPykPxCcHDwwEAASeJwNaJw/9HQAOxycBoAAPDQQA",
-"AxsAATAABH4CDAkTCJ9CBg0EA7kwCg0EDNYMAJUMDg0EA+EoDQ0EA90oAh8ADg0EAtICAXPSDDkAAgcEAw0ECih3Bg0EETcN",
-"BAGAPgehAA8NBBQOW0MF1AMGricBqwMMricBIAMCLwQHPwACWQMDjhkHLKoMW0MAKAAPW0MCBIQMBnoAD1tDAgIyJwGuAA4k",
-"BAgjBAsxQARmFgQ7Fw+SXQMDQNMPjCUJAx8ED4wlAwQ/KgKMJQ0gABQyGUMNHwQDvlMDTCEPXioTD8sqDQT9Aw09bQSOAAX7",
-"IQ/tJwABiQABIgAPhioeD+8nAAT5IQPQJQ+LAAAKD1wO5SgBIgAP5ygWAaAADx8EAAOjKAEwAAQfBA2EDgfZQwYfBATwBwkf",
-"BAxiDACWBg4fBAPDJQ0fBAO/JQPNaA3kaALOAgTkaA/YIwACHwQB1yMPsB8BASteH3IjIwMKiQIPGgIOD7ABDQe1Awt1Lg+A",
-"BAcP9kQCBNSsEzHTBg7HIALAGQ99cgIDIggCTwELX9MFKwIEoAcNggME0F4D0AIP4SoSD04rDQQlAQ9hAwEBWgMEYQMP6Cob",
-"DmoABQQqD0ADAALfKQRAAw8IKhMBfwAPQAMAA1wpCWwLDCwPCBFFBtk/BgcCBkADHDMTDgCIFA9AAwADsDgNQAMDuCICCAMN",
-"QAMCigsBlNYMbSICywUDQAMBVAwPbCIAEjBAAw++YAMPQANFHDSXBw9AAwUPLkYDBYwxA4gJDoJNAR4DD4sxAgNUUANAAwEs",
-"RQ9pAgADoQMNOj4D0isEQAMPAiwTD28sDQQDSQ+DXAEBzwIEQAMPCSwbDmoABCUrHzdSKgECVRIEOSoPKSsSAX8ADkADAyDF",
-"AjAAA0ADCklGANoBD6wOAQNZCQtAAw1ZHw+sDgIEKCcMQAMDdE8CHwANQAMCKh8BJQANKgIDPigCBgABzxsPQAMAAbRlAihC",
-"D0ADWA8NDxUPZkcDBMsxLzEzcCsFAmEdD80xAgKeRAVBAw+qBQMEVRseN2gCApYIA0EDDyQtEw+RLQ0ESk4PzzEAAvssBEED",
-"DystGw9qAAAEnkgP0TEAAtIABUEDD0osEgF/AA9BAwAE+CsIQQMMXhAIgUcGQQMEpA0JQQMMGw4AnQAPQQMABCQWC/EBAt8q",
-"Ax8ADUEDAqEbASUADCoCAhHXBEaHAakKDkEDEjgx1gAybQe3AgBmMg/gAhEOPUgC4Q4EOQ0MYCMGHgAAxg0DHwEN/w4JdBYO",
-"PUgCGw4PEiwDA/v/AxgWBIEBDSshCmIAC3QsAwoIAHEBD2IAAQYeAAHxHwyzIgEYAAFbKg09SAHXHQmlIQWbAgYmYw9lEQQE",
-"jFANUgoLsy4DURIJXwAG7B4O6WQDbHACRgAB5h4PTWMCA6IuD2dIBAIQJhIxRBAL8wEBrwQAIQAMpRsAHBYNFAADVkIEPwEM",
-"+wwPaEgDBhcsD2hICANj4AxjJAPURgTJSgxnCg9oSAACMQANZyQPaEgCBrc6D98lBQGYOA8fDwQC1pECujgASwALuwEDeTkC",
-"JgAPuwEGAnRIETETcQ+7AQADIyYGmFAMlEgAIQAE7CUMSgsPlEgDBF7gD5RICgIICgF+Jg4FRwFYcA2USAVxAAmPAQIxAAqM",
-"ZgEqAA8ZZQIG82cP+CUDBQwzD+MMAAKiUQEiAAFLAAyPAQJKAwImAA+PAQcCSgMBOQ4PjwEBAx8AD0oDAALpGw8JKQATMuGS",
-"D5gwABQymDAKwEgvMzDASAQEOk8PwEgKApkJDfoEAwtGBNBFDDAHD8BIAAIxAArTZgEqAAx+BgMaBwPcSw22AAT+Hg9dJQAC",
-"BAcP+0gACF0lAzw7LzU4wEgNBuVND8BICwPCjQYRMwPJAAOGOQVOSQtKJQTBSAPjAQmH3wI6BwEbnA/BSAcFWQoOTCUCTOAB",
-"XAAP6wMBAoQpAiQABhrlBGABAMkND8FICgQbIA/BSA0DOY4BAyAORQAFlSkPwkgMAhkMAfRODesGBYkACk8lD8NICQICPg8W",
-"AQEDExAPTyUAD8NIDwH4KA/DSAADSwkDYhYBbBwJLkYBHgUBLz8GvQALw0gCN+ARMpZEDNQAAc0AAiEACs8+AyEAAh0cACEA",
-"DNMAD8NIDwHTAA3HAwJaFALXAAXPTQhlZQKDAwOgFAHGBgk/AAFUBAPgAgVVBQomkgOYAh8zA64AA0ofA3EDD3JjAgQrHxY4",
-"kngEfAACzSwDXwAM+CgEi2ECJQAEfgcKmgACxgEAKgANmgACsAsEmgAPKBgCAIIfAZoACMeSBaoBATgBAasfEXLuTg3FSAaQ",
-"AQkgKwETAQc4AAhwHQPJUQAkAA/FSAYEQU0JlwICXC0EhwAM3QUPxUgEAxUCD7gBAAcDhAEoAA8eAQIFcvgPJA8CAz3jD2BG",
-"AQFAUAUpBAGVAg/qBwAD7AYCbAQPIAAACEp2CQgIApcJA/UKAesLC2oOAlFYBSkAD69fDgHCIgKMAA9lHQUAMAkPJwoEAuwv",
-"AmMjAEsAD5AAAAK6CAQpAAMHAA+LAAQEgMgDpRIPIgAADxwvBgO/LgTqbQG1EQyLAAI2AQQpAAMHAA/6OgAD2AwDsVcDejEK",
-"OEkA3S8PBxYBBDhJA1YkAzsADUAwDwcWAgE6IwM4CQlTAgLIAwIfAA3j0wJXAwElAA2MAgOuBgIhAA/HEgQSOccSACkjB7kw",
-"DIw7AynDAAcACuIwDTU7A64DD/RJCATKUA30SQXOAw2QAwWMIwQD/A6TAwIxBwAoAA6UAwO4EgOUAw+4EgME0OofOXsCBAQH",
-"KQ2UAwLjKAJZWABHAA55AgLmKAUpAA9oQA8E7QkWOfs1DCIABKlCDpQDAusoAidZAEsAD5AAAAIkAwQpAAMHAA8QIgMEr1YT",
-"OfgSDyIAAA/aHAcC9CgBIgABSwAOiwAC8SgFKQADBwAPzUIAA7c+AjAABZQDDOQQCFxKBpQDBJAMCZQDDDIJAD4MD5QDAALr",
-"Lw2UAwLpTQQgAA2VAwL4JQMnAAyPAgLsJQSYAwLiTQ+ZAwAiMTAgEwE9JgdyAw1P3w+bAwUNH0sFmwMP1SQAAiAMAJsDAwEP",
-"Ch9LD5sDCQT4Cg/BXwUCuyYCKQAO++IAFgAGnQMBuAoPZQIABdNXAu0wDyEAAASlBgyEAgKQKAEgAAFIAA+EAgACKgMEKQAP",
-"RUgPBIRQLTEwG64FIwAFqQYNoAMCmSgCzREATAAPkQAAAjADBCkAAwcAD2lIAwCBAgSMAA97IAQEPAUOoQMC8wsCIgABTAAN",
-"jAASMpgoBSkAAsMEAfpQC6EDAhMSAzAABKEDCo1LAEUCDzUHAQSNSwmhAxw2AAwAJw0OoQMCcSYPogMCBFICA6UkDaMDAwgK",
-"ACgADpYCAp0DBKMDD68/BCMxMDRAAV89B6oAD6MDFA5STAWjAwmkJA1STAJSFAJjCwg3DALFAwLMDwFZFAukJAQRDQ9STAUG",
-"1wsPxgMAAgsFAKMADpkkAykBAmsBARxQB74AD1ZMAwUfOALUMQ5xAAN0NAAoAA43BAQFnwQUIQ+qAwIQMnoEAWQABcOWCyEA",
-"D2oLBREylwQCIAABSAAPGgMAAhAeAykAAAcAD7twDAA6AQONAA/2GwUEGQwONwQSMj4pASIAAUwAD5EAAAOsAAMiAAMHAA/P",
-"GgIUMjkpAIwADzcEBAW9PQ43BAIsKQEiAAFMAA6MAAJcKQQpAAMHAAGFKQw3BAJrIQIwAAU3BA3lDQfFTAY3BAHoAgw3BAyn",
-"CwD/Dg83BAAD9aYONwQF/KACpQcNNwQEI6EAKAAOlgIDZRIDIwAP4TAEIjEx4jAC0lEPlQIMDyUCDg+6AQ0HiQMAkyQPmAQS",
-"D+tNAwXdex8zP+cGAyZ6AcjQDh4BA3IFBLQDD6sgAhUyt30CfQ8JeAICLQIDlQMPSSsAEjI7KwQpAAAHAA+VAwwF8noEWgwJ",
-"cAAC4QIDdAMJeeoEIgADGwACKQAEBwAPUyMDBCCGAGsADlMDAi8lA1MDAWcoC2sABHyFAikABAcADxdQAQKZBAIwAAVTAwyE",
-"Dgj5TQZTAwGbAQxTAwylDQDdMQ9TAwEH+BcK+AEDkBID7pQNUwMEWukAKAANNQIDkdwDUwMCmIYPUwMAEjI6MA9VAgUPUwNF",
-"HDnCBw9TAwUPH08EBZ09EzNgDQ5TAwPGMQ857gMDJEUEUwMP1HYEBQJ8Aq55CHgCA393A1MDAVQqDHgCAkwDAykAASZ9D1MD",
-"CwVK6AUJ3ghwAAKdAgNTAwl66gQiAAIDAwMpAAQHAA8qBQMEhnoAawANUwMDkncDUwMJ0pYEIgACRQMDKQAEBwAPS1EBA68A",
-"AvAcBFMDDH4OCC1PBlMDD34OARw2fg4BfxEOUwMDnocOUwMEebkDyLoOUwMEEQIPfS8AA317BVMDD38vBCIxMoAvAh0tD1MD",
-"WA/hDhUPU1AEBZxIFDPK6g9UAwACPRcPcu0CAooqB1QDD/MtAhEyWkoCLwAMeQICBicEVAMJYJgEIgACTQMDKQAABwAP93oN",
-"BVapDmJuEjILeARUAwkXmAQiAAJGAwMpAAQHAA8tBAMEnnMAawANVAMC6XcEVAMBbSgMawAD9gADjQADBwAPgFIBAn0DAjAA",
-"BVQDDHYQCWFQBVUDBGFQCVUDHDdtDgI6EQ5WAwPPfQ5WAwRQugQdegxWAwQO+wQZNgo9AAKLBQNWAwKptw9WAwAiMzNWAwCr",
-"BQioRAvPJA/2AgYPKFEAArUHBJkNC3YbBChRAloOD7oNBgEtOg8qUQIBwg0KggANtw4CEBkIKjsMKlEDGBwEXyMKKlEBaRwK",
-"YwAMKlEDzHsA7xAPZAABAwIqBK4fDCAgAhgAAQJLDSpRAaMdCn0AAJkzD29PCH9kZW5zaXR5ck8UDy4AAg91TwQPLAACD3hP",
-"FA88AAkPe08ICSfpAsQDODwyMf6oAkUBJzwy8sQGEqkPIvwEBCmiD9UADgGgBQjvjBY4ek8P0gAKCuMBAOEBD3tPAgDKAw/u",
-"jAQPeU8MAkEcAgIHB74EA3ICAiQAAAUAA8AlCjQDIDFfNwYPck8BCmSMD/yGAA/PRQoDgQQE5W0PgvsCDg8+A6wAD0lGAgZi",
-"hg/LTwwCvwAP6aYDD1boHAuCAAbCIQIbJQ9twgsNR9wDFwADBwAK1QYFFQgCYwAPLVAECdfoDBk1Aj8FAkEECxEGA2YJD3sb",
-"AAIZAAKuAQK/hQCWngMjBwAkFQnwBwcdAAOdGRAyhhMKGAAD0BENGAAD9hENGAACXwcNGAACQhkCGAANu04TMYXFDqQBBZ4l",
-"AxNSD8RKCwNjGwtEAAWUcRIyLSUPGqcPCDQlAcEAFXswQxQyMiUE4gkD4QACf0ABUgmPMzU4NjM3QkRJAAUCKwAWNHslAEsA",
-"AMYBA0sAAYoBAyYAByIGETEdpw4EAwMgFQ/gRgAIjzMP0pMDBA0VAmyCD6ZRBQ/4fwgDi0MPcCACBLAYAiAlDh8AD6ZRBANB",
-"1gIGAQ9TaQUDHGYP0gIBBNsAA1RRDngABY+AD+NBBQ+/OQcClQEB4wIPh2kHA3E9AiwAD4dpCwRNgA8iAAAF/iAO0TABXwAF",
-"6kEP9y8AARoAA84wAiYADGMvAmwMA/MCD6o1BAGF8xJyThQLLzABVQACWUME1C4M0QMCchkEAKQDmgADVS0HcJoDGQAC1QEC",
-"9AEEZAcFCwEBTxM0M0Y45gEJ7B0C4AAD4SEHowkDqwADVCECQgAFKAINx1EQMTekDddPJzFfHwoRMSykCAArAlNAA8gbDylp",
-"AQPsIQB9ADE0MDR9AAAMABdDsQIIb5ADrAECJQEB/RkOkQAGvrUAngAMkQABQgADkQAFPp0EHQADcR8CXgAA1gEIhJoEfQAJ",
-"8QAA6g4LqQED72kDLwAGtBAUdHEBAxQsAV4NBxcMBH4NCI8BBdEBALAlBZYnAWIoACgAEnC+DQwNmgGDAAb2AwApAAPeCwzT",
-"AQGeGQ5DAQfmQwAkAAtEAQNaBAO1AQKrAQtKAQPhAwLeAQ2qkwNzAwMeAATMUQUeAApzQQRLGwUfAAIhAQAmAAkiAQkoAgND",
-"AAMoBg/kAAIIj1IRMaCmA8MDFHWKAQL0IAyKAQnLBwxKODpAJXAoDwNoAAr/AANbIQAGAAQGcQUcAAOLIgLAAA/YAAQDHgAJ",
-"wQABLlMPsJoAAij4BehZBWgAAzgTAUoABLoGBWcAA2MBAqEBAfUhCTwAA48TAR4ADJ8BAg4JBDRADC55AnIWBDwABI8HBTwA",
-"A9kABJ0iCx8AA5MiBJoiC2hVBglAAwcADzlABgonaw/6jAAC2hUFiQADBwABgxUJrwAJHCMINxAA3QUPAxMCBOVoBNAIBagP",
-"BKIID3IsAAOYYQMjLAPUDApSERcxD5wBKwoPJLABBvIzDzlbCwPrSgLRXA6Vxw9eGwAEd7EDOQAPDi4CBFI7AGQKD84MCQTh",
-"VQUTLAX5HwIYAAMfAA+ASwIFBxsLBEMFFDEDUwgCUAkLNw4D1hEBZgENGAwCahcMswsFYx4NGAADgh4D+gcKuuoAgw4BLjsO",
-"JAEGy2AC8zUPO1QMD8VUAgRRPA8yLw4CmQoEW1ALRQAFPjEvMjkKVQoCRg4Ei7ANygsCuRMA2j8IFQwObwAGtl4fMIEMCQPj",
-"HQGdZwf7AwMlqQKuFQ9cDAwFc0APXgwHA8z+BCkABI80Bd0BDyUOCA8qAikHwAMEtggKLRADhioPG3cABPoeAh4BCpIZBBwD",
-"BACDBFkCCnoVAgMuD9AuAgP7VA+5PwEEC7EDSwIPoTsDBOiODKHRBSAAD+YMBAR8yAOOAQ+PJQAD3Y4BKAAABgAP6QwGA2o4",
-"D3wAAAQ9Ug8NGQUF/YQO6wwCMooG7T8PxzwAAZIGA1qKAy4AD5w9BAam0g/uDAQEIwMO7gwESckEC0ANiAADbooBJwAELQAM",
-"7gwEVBkD0AMP2kUEAtfbH3LycQECFQoDoS0ExzsLTVggMV8jEguUUgb1Lw25FwnIMQ81rAMF1XgCkyAKTQ0CojoBSEMKpAsD",
-"RooDWgIMTg0BPcwPTg0EA3g5AnIEAbgyC04NAvoKAqGKCk8NHTEBDgBHAQ+ZCgAJwQwRMTqxCOeeA7YAAtUBD1QNAAIvPwKC",
-"AA9UDQ8EYygDVwABZgEPlAAABzgmAKIADJQAA/cBApQADFcNAj1ABDoBC1cNBYAACVcNEDHoIgtYDQLGPwMwAAZXPAZYDQIy",
-"DANnaw9aDQACWQwEmwEPWw0DA0eoACoAAj+mCF4NAg6qAYkACl4NBb5VDOMBAXgLDk8BCDxbACUAC08BAzIED2ENCQPOAwLD",
-"CgHhPQkeAAMdAgIeAAxhDQnfPQIfAAjXCgXYPQ9hDQcEbyoEQgMPYg0DABsgB+YAAeXRC2MNAq0LDZMBCSIHDNkFDmFXA2sA",
-"CgMBAicCAWAAAY03CR0AAjMGApICAhzODd0ABB4ACWYNGjItIgVQAATdCgWWNAUaAALmDQI5AgIwBA8u4QYCnDcMPCgDpgEC",
-"KQED7SsPnSEAA+ARAygAAxwsDx0pAQOLAAIoAAeuCA9FKQICKwIFZSwJpAMTMrtkC2gIBfcsDOQMBWELD+QMAQPOLwFeBgMN",
-"HAsLWQAXCQl/AAO9Kg7iCQMEPxY2GGEHw+sDmAEEuD0DKwAPBQsDBRcXFTE2CQ/jnwICKxQBNkQJZAAD6REPtQEGBfk9A9IO",
-"Aw4ADNkOA1RnBC0ADzBFAAN3NgOKDgTcAAxDDQPpVQOvAAteIgWNAgLqVQNoAAmHAANeAAPPAA+/MgAE4zYDzwADtwAPeDMA",
-"AqBmBDAABDcAAVYID5EAAQN8rAKeNgiTAAWpQA/HAgUE2DYEkwACKAEBS0AKKQAEgzYKDjcKATIIkgADJ+0CrEAIkgAD6AsE",
-"+wEPkgAAAhsAA8YQA5kAAe02DYECBgJEEjGKag8gogUDgTYMQQkEBlQCHwAC6yEPzgAAAsfRApo3DR5BBNk3AJsNDEUDB9o3",
-"hjBmMERBMjQyZrMEJAADWQED1xQHMgkFBQYCuREEKQAEIyAEiQQA+Q8MAAYL0lsgMV/YGlkKCXJjcAMqA1gACTYECfpnBUEB",
-"BsuqBTbYD2kBAgKSCgF9CAlpAQNtNAIfAA9pAQYDjBMHRHABjx4P1CALPXNvdXb6D9MgBg8tAAEP0iAEDysAAQ/RIBQPOwAI",
-"AtAgCCvKD3MAEx8yKcoWKDIzaXACXAYvPDWh7gIfMqLuBQRdyA8IAQ0MBCEAyw4PBQERCc0DA3QABBDJDwkBDQR0AAQ4AAA5",
-"Aw9BIQEBLCgPQSECAUQnD0EhCAPjowKdJAjLDQ1CIQV+sAlvAx8yQyEGD/sTBA8prhQDKh0AXQMPQyEGD1gUCBIxVCgPiKcK",
-"AX8PDsUdAnUoD8eWBwOaAA9jVgMDVRQBbSgJHRECshQDeQAPrCgDA/YPD7RXAwR6HgNZKA0gAAXDxA8gAAQFYJcPVBAEBMlf",
-"BhtXDwUUBg+BIgoDbmIBehAPthIED7USBwQ9AA+1EgIEIAEE4AALoAAGuXYPnyIKBbf9DIIAAq8FBB8AD4IAAgRSigJfEA+B",
-"IgEABQAMIxQN0X4IHQADRy0EJBEKIxESMljBD4wKCA/nIQsC8gcE6r8LRAAGXxYP5yEKAxABCyRpA0YhA+V3JGF4GAABxwEC",
-"mxQBJh8GdkICXiECKS0DaA8Ec0ICpmAPmqcEAU0AAWUPDzoBAA/kEwUC1goPax8CETKkHg6bAgL3RA9OiwED+DACCQEBIA4P",
-"NzEBA14JD4kABQTjBxEy5HH/Ay5wcmFnbWEgIm5vdW5yb2xsIm8CAgXA9wIS6g2zAAFoBQ8JqAICG0QDqwQBfFkJHgAD2RMG",
-"HgAObwQJ/8AHMRACxxQCPzoPci4CBCkEHDWbVQOUFAAFAAyuyAMhAAZRvwxfFQJUEgIFAA9kMAIE/wMfNdCiAAJdHwE8AAtO",
-"DQOmfwJYAA5LDQNooAHyAAPsog94FAIETAMPtokAAnoQAoYSD0OgAwUvAQ48AAL6EQEFAA/JFQAC9REHVhYP08MDBcxaArML",
-"D8cxAggVFgJaMQfsAwLEAgAGAA7gMAMTNA9PJQEGUDQXOR0AA1MAAfIDAAYABuZKFm6jSAjzAw2oIBEyTnUGzgMKdDsCaCUF",
-"DwMDFQACRQQBLgMBHSgKbzsBuwMAJAAEvUYPhQUBDn4DAqcACN0AC2oNHjTTywMnNAQuBAyFBgRHNQNsBAfjEBQypnQLIwQF",
-"3QE/MistmjQDAs5DD1hsAgOjDAOTAA3IDAJeHQMmBA+xNQIEcRcNE4gCDBQCwAIPCRoCBCUTAgXCDlQXAToAD+UXAwRtAw5N",
-"VgJADwLMAg9tAwIEBocfNQmiAALTBAGuAwS8CAQbAAIWAALKAw4uEAOYoQJJAwLiEw+jBAIEiHkPbYgAA2R5AQUADy8BAgSn",
-"Mx81YaIAAr0TATwADgEYA2Z5AlsAAp0AD/c4AgVmeCMyMUkCCxMRAZIBCAihAigEDpICBIgJAJICD386AwIhDwApAA/eYgUD",
-"kgIMnn8Do2ADkgIP4gECBQZJDT+gAt0EAcYAD1IzAgR5oA3AiAx5oA46AAS0HA9OoAACYQYBPAAPQgMCAOkQAnYADjwAAsc2",
-"ATwAC04UAsZGBwt4Cq0BAzmgAjsAAb4AAdtvDX0ABLyVHzamoAAC9AIBPAAPLwECBdtGDhyJApkkAngADugUBL9vAQYAAiUA",
-"Dw4IAgWCnQCSAgEcAQtIAAHOAggZcAssXgSRAgUpNQ+6hgQCtQsPCz0BA/xiAo4CBv5NBB4AA7QMBh4ADsQAD9WGBQPfLQG8",
-"AA/IAgIESkUCRcEIOgAGRgkPt0wDBfhtDt6GAuooAvUoD6MEAgSDLB42ggkCYSwCpSsLRgkDxG0CWAAPym0AAakBAzpxAq0s",
-"D9kFAgVILA8vhwAC6BsCwicP82YDBeVtDzqTAALnGALHAw+qlQkCfxUD5G0P4A8DBUdHETJhBAxJAANkAAMdKgLkAg/ZTwIF",
-"qhAfMhexBQJdUA9YqQIDY2QDmAIMRQgDiWIDmAIPNW8EBLMEDH8HA4UrAzoqD6ZgAwTxaw69ZAPHawI9AA9BAQME4pQeNoMH",
-"DuKUDz8AAASzBA9MbAEBcAECzAEPZyoFBE5sD7EYAANrKgQAbQPvJw/QRwMFYWkOkAcDSygDNikPQgEDBYTGD4dsAQF5AAO0",
-"Kg+4KAED2igDuCgDpwAPZ2YEBVI+A5sGD/4LAgtEaQGMRA+1CgECiTsMJwoEtAoBCAAGHgACxgIGPAwP9DgAAcYCAiIABOdG",
-"C3oLB/0gETKWKw3HEATfPA/IKA0Fh2UAhwAIX2IDSigPXmIAA4sLAjkACwxRCxAyHzfKJgMEjQgP5ygNA/tiAZgICYMAAsQD",
-"BB8AD4MAAwQKZQZKWweBOwA5AAMIxAO7OwoOPx8yfigFBgCBD34oDAMfAQ/sFQIHLxoPOSgKA0cOBCIJC0UABtQVD8MoCgOH",
-"AgTwYgtFAAYnAh8wPzcKAuoCDOm7BN2sDfASAysnAlsOAVwCB/ISApY4AiIADGdVA6huBKD2CvQSAW4AACIADPQSD0sUAgMJ",
-"AgLVEQQJfQoUIRMyOswNZQYDpWAPgFUBBHz7A5wBDIwLBdRCAwECC6dYBo4ABsEDAZYuD/sSDAS6BAVGDAbXAiNlcR4AA4wv",
-"D28vDhYyJzcKNAMFFisCSzgNFgECUWMAJgANewcDTmME70QMDhQDUmMDRwIPdgsDAfZBAH8AHTi9aAOSugKOBQ87BgMEnzcc",
-"OOEMBJtrAj0AD30HAwQOQR84ymgBB30HAQ1BDz8AAAPQBB446QwDISsDJisMfQcCDCYFACwPfQcAA45pBNxsA0cpD30HAwTS",
-"Cx84JmkAAgYqA4okD0IBAwTnKR841J8AAsApAowAD8UpBwNmAAXuKQ9ySAADvmwDWzYC7gsBb3YHnAILkqwBMgMABgAOZxMD",
-"0ysPcd8CBIgDAAgAC2cTAmUEAAYAD2cTAQJFLwRnBA5IMACxAwmxAAC6FgdrEwM/gQveTgONfAH2BAnQgQNtEwKYLAAmAAOq",
-"BAsQLwSSBg6VAwUgAQ4DAQJPEwOLBA1mkgRnRQPLBAEiUwbWAAqBaQTAAQU5CQYfMAaABALfKg0Hvw7kKhEy1ykPggQBBSlE",
-"As/vDe0AAl0UD0o6AQIJXQWCBA1WXAPsAAOCBA9CAwMEpBcdOMILAxRsArcCD2AOAgU7ah04B58D+ikCPQAPIlQDBKgXHzjA",
-"CwAD+rkCPwAP4GkEAw0IHzgYnwACrhcD0ywMazQFYGoCBwAP2wMABO9pA/wAA4cAD20OAwS1Fx84wAsAAowXAzcpD0IBAwSr",
-"Zx84dp8AA4sXAj8ADykFAASwKQNgBAMRKA63NAS9RgOcKQK7JwuCBAr8cgQ5AAXiDgSjAQv9AgJJEwxJUQ7xKhMyr4AO/QIF",
-"YgADxgEO/wIBuQoAKAAO/wIDhTsD/wIM1yYDVV8E/wIPYS8DBOIjA1ZfCH4BB4EHD/MWAwWPZwMAZQg9AAeBBw8ouAMFgGMe",
-"OCBIA7kmBIsoDz8AAwSBBw9JbQACphYD4iYMgQcEBigCnQABoBYMNigDWAIDJywEPSgPhwADBUABDwRnAAeBBwE2KA8/AAAF",
-"QgEPPwAAB4EHD4m3AAUfKARPKAIHAA+BBwYDk3cCNgAL/wIBhCwO/wIFmREE3AML/wIC1CcM+HgA/wIMqBoBBTgP/wIABdwK",
-"A/8DDf8CAhZhACgADiVdCYAKDQtuA9hgA/8CCzZhBUQBBUxgDH4BAkMpAv8CD3pzBAS8aR05gAoDRGACPQAP/gUDBztgDcAC",
-"AhUoA7ABD/4FAwQLDh85gAoAB7i3A3RtCHgoAigCBHgoD1gCAAQYXgP8AAOHAA/+BQMETmgEAWEIhwACRV4CaAAP2BYDBjde",
-"D4AKAAIoPgPZOw8UXgEDGwACpwAEPV4P/gUHA7U7D/4FAQFpMA2eAAYwTQTrnQwAAwFMAA0yxQ58ixMy4DMOAAMFkRcfNfpN",
-"BQJFYQop/QTiAgOXDgMBAwzsCQNoYQQBAw+HAgMAJAkBggENwggDv0UCNgEPvgQDBElfHTmDAgNyLQI9AA8ABgMA2gMCegAP",
-"clwABwAGD7oDBAQ/XR85up4AAgJFAgEDAWZCCAEDBD1dAp0AARcBC1oCAviFBKgtA8sAD85cBQVAAQ7CAgINGAIBAwENGA8/",
-"AAAFQgEPPwAABwAGDzNEAAUEXQKnAAIuAA+eXQEDAQMCvXoDNgAMAQMLh9kGgQ0PrBQAAhM3A9YQD4EMBgFVkA4hFQKTCwEI",
-"AAUdNAzrFAcYzwEEDQ/QMAQFfjEFRDsO0DAESDoDBAQPCi8AA1tQA30mB9ExDIoSAxjNAxxGDiuNEzJtLQ1xEwWbZw+uLgwC",
-"EWQRZCoCCcgDAsgJAx8ABPsUCY4uBqpbEismEg7MBwS3rRE56QkMSwICMgYCCwECRkQUMliEC2kABiwnDB0eBjVbAgcAAQcT",
-"JmF4HwACXAENuC4OW0wFPGUPdy4MB7ViDGkCA7JiBCIAD8BnAwa6WRYw/PsEGwAC3AsE4A4LCCEEt1kELAEAtAEKlzcBqFkH",
-"SAAPyTACARgbA+oAAiUmD+oABgP4EAFfMgrqAANxAwMiAAJftg9MNQASMM8wAhVaD4oAAAamAgL3Hw+KAAYDfjoB9AAKigAC",
-"kAwEIgAPigAHAyreAVUBDB83A0UtB1UDAAU4CEcCAn4dD75eAAzSAAaiTg9GAgsEwogBsgIKuCUDRgIDIgAPRgIFBW+vDkYC",
-"AgwDBGdbD1MDAgZKTwK8AwtIAgRGWwNKAA/cQAIGm2APSAINBg1eDewAA0gCAyIAD74BBgILXgCYAAvsAAQS0QPsAA+pAAQP",
-"ZwIVBdf+DWcCBIPwAyIAD6kABwNnAgcn9AFeAg9XMgs/YmZvVzIXDy0AAQ9XMgQPKwABD1cyFA87AAgPJ1MJBw8yA6MBD6Ki",
-"AwESUw0nUx8zIzIDAYkrD9QAEQEKAwgnUxY2IzIP0QAJCjwZAbgHD+YxAQFkFw/mMQIBxgYP5jEIAgIpA2ONCKJMDeYxBRSV",
-"CegHHzMpUwcEGjgKRTEDUAAPzFICBTsED+FDDQP0Ag+nMQIDMZMPzFIAA9kEAz0ADy4iBAQY1wrHdQUfAAcvHAveBATdIAIH",
-"AA9CUQMGKzECnAkPbRwLBUtIBcIAA3ckA4gFD02WAwSVogYNUwskoQHZgg9WMAEEzAEP4lMIA2odDhgBBbYFDxUeCggDVA+J",
-"UwAPcpQBAjEAAzgADx1gAwJ7AA72IQZLJQLNBgy2AA/cfAgJXI4ArAIPyOECAlwAAbkHD8rhBwhYLAi7MA7L4QFMPwsTAAEA",
-"AQEqKw2xMBIzsTANlAQE1gAP0nwCAVAAAgcCD2oAAQMaMQqxEgNpAAgSDQLYHgp/eREzcy0NGwIGjQcPyHwEBKE0D7gjAAaX",
-"JgKjBwmjAQMKIwEfAA+jAQYDbiMAQQEPzeEGBn5PDnzhAykDCsIQHDN/MwJOAA/O4QsB4wIBBQAL/3oCFi4D/w0K/g0DaQAI",
-"egEBLQAL+XoaMwMjBf0ABZEAD7N8BARzRw9sJAAGPCwVMWcFBR0AA1skAicND3oBBASOJATrWAxfyANhJAGvCAvyXAHzAgZ8",
-"AQpZDhMzK08MfQEAsgMDfgEGnhUGVQACOiEBfwEE2XwKCiETM2pTCGwBAy8AD6yiBAMyAAeYAApseQPDAAchAAxrygXqAA/N",
-"4SMADAIPm3wGAmUiLzQwmXwNBhpYD+KhCwOCBQVXGQKJAALrHQAPBA+WfAEBgwAAHQAC5gEMs+EBsrMOZ6EDWgAGn8gPseED",
-"AWSND5ARAAKvNQIpFwJ8BQ+w4QMESCgLDwEGzkEP3aEKA00dD0I3AgfZqQ9/DAoDZTEPZaIDBvUPDw47CgPpTgnMAA/ITAoL",
-"6gYCrwgBCp8PFE0CAycABtIACgAIBa8ABqTiDwVDCgK9EQqOqgVEAAbIQA/oEAwCRQADWS0LiQgN+hELFAUPHRMGBGoiArcE",
-"CxwAAswHAiwBAeUsCHwlDKV5CB0ABOIhBAYlBRgAAh8ODhgAAmIRDhgAAjkRDhgAAnoRDhgAA+oTDRgAApAODhgAAuAWDhgA",
-"AmkPDhgAAusxDRgAA0yJABgAB/kED0N/AALvIQRAgQ/IAwACoyID6oUJ36MACwEFlqQPYh4CEzNRmwiOBQKqJwdNFRMzQk8H",
-"Ez8CbgkP7T4BAh4JAn0hD7QGAAaN7w2uAABxAQgrSg7kFRcz2iIGnw0DIisC7AQMdwUCBxkCRDoAVQALOwAFJSIACAYLOwAC",
-"dygCXQAEOwAKow0CXQAPmX4AA7tTAgsGDx3aAwVS1wF/Awh4AAEyBQOYBQz2NwLWHwIiAA8gPgICVlQAKAANlAACigUDlAAP",
-"8VMCBFcnD9JTAwKFBwJLAQSEFwxzCA96JAQC0YkAPAAMlgAEO5UClgAHriwcM10hBO8GBPktBDEGAEsABtQOApMBBO0zD5dA",
-"AA+YpQIDgikChQAPeBoCBKE6A17XC9IbAuY6DN8EDlpLEzPSGwSGAgSpBQNeEwNBOQnQTwOMDw97YQAD1KQDZDgPcCgEBJVA",
-"DGweBN6RAuYEDwxSBgEmAA8RuhAF+VEOWB4EeFICJAEPagAAArAaASYABCwAD9ZRBA8T1gcDzSMDIlIP6jsFASUABWhSB+MC",
-"BMgBAosABAoIDzhLAgTDAQwcUQJ3HgC/AQscUQFgBgTJUQWrLCtndLBHBCBOCD4CC5hHHzMATwMSMxClByUAA60FBTgBD89e",
-"CQSnJQIiAQwsSwIeBwP6JQQFBQUdAAMLJgdwJgiKUAOpkwEWPg+0AAAHRCgAwgAMA1EBCgICkAEPq1QAAv4HAjQBD5VREASL",
-"AANZJwmODAGETg/qmQMFSAQHrAMDYDkAIQAMrAMDt0gAIgAAqAEMcFEDOQgCMQ4GQhQFUFECCRcCKgII03gEHwAH8wAPb1EF",
-"AfgSAioAE3A3mwff+QcHkgpwUQF1cA/sJwECrAALTgEG15ECswMMHgADZQECHgANS1EBxgAEjpwMHQACegMBBQAPO74ABHmS",
-"BHVVAloJAaUBCRgFAv0TAo0BD9+dBATTPxE0/RMPISgEBMEoC/4EDJUAA0wvApUABCOTD3cABASPBQMeOAx5AAM7JgP7KAJn",
-"AQ//AgAEW5QFPb8BdAAPSM4DBW4nEzTXNwx0AAO/AANbAQN9AQFYTA7rqAD2Ag2HBgRJHAKIBg/wJgQEuwUFrSsFGgADby8B",
-"BgABtScLOAMD7VEDKAAMjAIDKo4GPgAMlScD3ykD5yYMCgUMbAADNycDcwAM8QQFWY4DGQIMHwADUycDFwUEv0UFKQICggwD",
-"LwUBaj4JPgACggEDPgACOaYIPgADNSoDnygNHVED4QAHNisJPgADzCcD2QAMugAEFCgD+QIMZQEKYFAO2QACgAIDXgUB9iYJ",
-"PgADEiYDtAIN2QADMgMEPyYMPgADkSYDPgAM2QACPggDBwAPQFAFBdkADZsAAhgAAyYADtkAAhwOA66XDIq2BQ0nB0IsCT4A",
-"AlwJAyYHBaHTBT4AAi4CBD4ADbIBAi8GA62XAfCDB4IIBCATC0YLCH1HAsoGAwijCU5wBuYYAscNCdMLC2WlAIcLCXsAC5eZ",
-"A3SECWMSBtJJBe0NBpsXC4qlAFwOCWAACxV1AvVIAeecD2AAAALeEwMeFAstFgEWAAQovguipABqDwz3Dg8aHAYBswYPTBwA",
-"ASwFBmUcCTMcAgxJAxAlAsEPANkCDXCmAm4VBHADCuRBAtcABNRJD3CmAAO36wgvHQC7Bg8vHRkENwADsA4P5CECBG4oTzU0",
-"KzNjEwoFAUwMIgYCiwcDHwAPFS4EBGA4FTT5TQUaAAToBwIKAw/XVAQSNA5SD3IqBgSBBgM3LghhAALtQQTJBwI69Q9hAAEE",
-"OFUPlioFBGAbA9QtCWMAAr4FA7gHARBCD2MAAwMJVQrF4AWnAQTc0j80KzOeTwoDm1YFWQIHwAoD2EoAegIB3jUIqQEE+VQD",
-"PgAPkUECBZKJAthKCeUAAy8FA1QrAeMKD7dTAAEYdgNxZg9aKgcEw0oJYQADFAUCEwYCPokPYQABBakBD0gOAwSAKgRtSglj",
-"AANtAgPBKg9EVwUAOgACIgAPbwIDBKYqFDV/nghkAAPdsgMwBwKr4A9kAAIRMRmJA82HD8wqBwAqAAXItgUdAAMwCAPuKQ9y",
-"AgQCOwACIwAP6isDBECRIzUzyh8JZQAEPRUCQgAP8gEGADsAAiMAD/UBAwTsKAAqAA32AQKqKgSGBwHoKA9lAAQD9wEPA28E",
-"Be3YIjMrUSkJZQAD+AEDdysP+AEHEzL5AQ9FQwMFhIgyNTMrhnAHZQAEJyoD2wcCiw8PZQACEjP5AQF/lAccBw+EJAx/cHJl",
-"c3N1coYkFQ8vAAMPiCQEDy0AAw+KJBQPPQAKD4wkCA+wVgIQNGMkDLBWB1fHBrBWEDA/AA+wVgEIPFYP2QALAa4MD7JWBA/W",
-"AAsKLAgBCgkPd1YCAHECD3dWAwAmAg93VgkCBhYCYwkIHoMNkSQB+RYNkSQTNHksD3dWYQ3tCAGACA9TEQADAO8P/hQAA7pq",
-"A24AD/IDAwOzFQ9OIQMFabsP71UEBC9WBhCQCxABD70cFANxFwRzDQr3AAEnCg/OVQEDgwcC/gAP2Q8CCebrDrUJD7nIFAXi",
-"uAyBAAISCgQfAAqCAASiAgOCAApBHAVaAA9PVjsPggACD09WIwC7Hg+IHAYDeS0BsR4JGAAD8S8NGAACAwcEp+sKKSYfNH9W",
-"LAP8AA9/VioDRwEMf1YCuA0Pf1YJC41DArFWBf0kCX9WAuQwD4tDAwKSGQeJoghqAQ+HAQcCbwECzSQObwEFGAAHFhoPr1YE",
-"HzSvVh4E/S8GRAsKHwADAhYHYwsPiQAABLcHHzSvVhkElR8CYkUOswACYCoPK1QABNYLA8ALDzAEAQT4lQKtBAeXCAK5NwFw",
-"AQ89DQMF/J8dMBUhAScLB/y+DrMAAlwdDzPbAgOzKAK0AA9+CgIE6TccNVUaDPDtCyAVAiYCA54AA0oCD3oKAgQQnx41VScD",
-"oHwBQwAPgxUAAqECA2MAA7wuD/wUAgSGTx41PiYMCO0MYwACGgACYwADyC8MLEIF1BwN80IF5TIPhbkBA8QCAQgAD2QeAwTO",
-"oQ9aVgIGIskKLhIYNFpWHTRaVgKOCApvAAJSLQJ3BA/tQgAB0gIAJAAPWlYCA2AFDnYCAgYfD+sdAAestw1aVgK/lQTZAw6o",
-"MgKqAgbGEAbpAA9aVgME0CkvMDNaVgYCpRIPkkMAAztWA9EDD98IAgQbUQI7VgfRAwIpUAKgAg8bUQooMTD0VgQdAAFwAgSt",
-"wQ+2AAIBCgYPnf0CDn5UDn0ABF5RDAk2A2I5AXgADtQDA1a/Ap0AD9MDCQXmfQ4QVANKDgFDAA9mUQYCHwACKgAP0gMDBWdR",
-"D9XcAAIoOQG5Aw9mlgADJ78DglIDVDkLHZEHkDAFPgIP4FAEAg8GDwnWAQgPBg9P3AQF8H0NoBACdlECjgEB+zgPPQAABZ4A",
-"CKRWBR4AAqsPBcVRD70AAgIZBg8AtgIIGQYP7doEBX9RDQwtA35QAnsAD91pAAR5MAOkAAEuAA8ZwQUGUFMPNS8PDAxRA4IA",
-"AxssAS4ADxJTBAWSUQ9gLAEBjAEC8RIPUb0CA2QBA2cAAikAAaJTDlICBc6ZD7RLAwMvUw/PJAADLlMDTwIPLAEDBIUrAtNS",
-"CE8CAlsuA50uDz0ABARcKw1ROQwuuw8sMwICsFMPD1kDCCcOD3P6AwZguw1+AQOcLQJ7AA/lAQAEAnsCpAAE/lEP5gEDBTu7",
-"D5LjAQJ1DAJGAA/mAQAEDr8DaAADDwIP2AMDBRm5D5LjAQIFOQJGAA9XIQAD7kAEaAAD9i8KBQUETgIFHXoP4rkGAicGD0eZ",
-"AAMzUgNQAg9CFQMEYCwdN3UUDVfkDj0ABkkLBxxWBR0AA2UkAq4BDy7WAwK7Ug/TWAIDXrcDDQgPhAEDBKIrD123AAewHgGZ",
-"Kw+6CgIG6E0CpAAPZgAEBcO3D01OAAIoDQJGAA52JQO/CgVoAAJ2AA/k5QQE6wEPVLcBAigmAzIlDm4FA8QKBWgAAmACBh0v",
-"C3sJAQgADrs5BZY9CT5VAqsBBgILD3RAAAG4BAMdZQ83MgEYNCBVFjS2gAbbJwGxAAw1PAlNEAI5Fg0YEAM4QQQYEAopKRM0",
-"dysOZlMPVX4UBdhUCzATA+y3D41VAQLEBQQ5AA8AKgIFjVUEW3oLnQAPdH4UAz+3AURGCYMAA2cpAx8AD4MAAwTUAgZoKQbT",
-"EQKaLAJGFAGcIQ+IAR8KkCkPiAEGBC8cD71VDQQRTw8jMQIGNK8PvVUMAqoNBFccC0UABu0vD71VCwIkAwx96wNLtQ94VQwB",
-"PxYHeFUCaQECIgANeFUCGwUAQBwO7RECbiAHLLEFnwEPdBMJD7wBEQyRHwWoVQqfKRI0UCAO0gUDf+wP/VABAwtBBIcBDitB",
-"A5AKA+wBDBA4BY4ABkkEAcE0D6hVEwWA3RIwS0cLWiwCAgEMqWkOa1ITNKBWDqgHBjijD6YHAgIoUQAmAA8oUQYDWgIPHQYD",
-"BJQeDsxQA0wmAQUAD19PAgXcAAbEJg83VQQEunMPtVABA3RnAkYAD1IHAANdAgNnAAPeFQ8WKAsPVlACASMHA3EnD1EHAASF",
-"mQIhAAYVFgcVAgwuRwFYAQAGAA68EQRUJw8dxwEF1EMI+Q0DUwACayIEiTcMr1QFHgAERAIMEhoIqDcASgMLr1QCrhgMgxIC",
-"aRoCchEI8jEDwhECoDIAJgADsQML4lMEhAUOmgIC3iMPohUAA5KwBJEDDjAIAuwGACcADuURAzwAA+0DCccRAYl9DgkaBUID",
-"BmcYDM1RDds0DmszEjT2fQ6iAwWrGS8wNigSBQKzUQ/tzAILr1EPEAsDD69RDQOlAw/ACQACpQMD4R8D3FEPpQMFBJVQD5pR",
-"AAKAKQOlAw+VSgADcZwDZwADDwYPpQMDBwFSDvxQAckAAyMpD3MEAAKlAwNnAAPneAulAwoSogM5AAVxTRQwdGEP01ABAfv+",
-"D9NQCxM0vNQOBQIFLRQfNu8RBQPUUA93EwEE1FACBQIP+0wEBPtSDnhQCUUrD0MFAAIFAgMcIQPJpA8FAgQAvBECZQAPYFMA",
-"B5QMAVwrDwUCAgRnAANDBQ8FAgQEQE0PAlAAAocrAwUCD9MCAAIFAgRnAALTAgoFAgGOMA11AAR0VgAFAg/YUgIBsgAAJgAP",
-"2E8MEzRgfw4FAgVWEwV0OQoCAgJLBQ80EwEDNbEEAgIPthMDBDdUHTnv+QM/LAITAQ+gAwACAgIDcC4E0ZwPAgIDBAhrHznp",
-"+QACSSwEECwPAgIFA2cAAy0ADwICBAQaYh85rmYAAjQsA0YADxMIAQKcMAMhAAbxHQcCAg+ZgAIF/LkvMDfbUQQBVQIAJwAN",
-"AwIMeQ4FNmILAwIFpRMPZ/QFAr9RD9tUAwmxCQ97UAQEpmsOu1EHp2sCQn0PBQICBGN9A/slDwUCBAbgUA4FAgaGFwIWLQ8F",
-"AgIEZwADoAMPBQIEBNECD7EJAAf9aw+wVAEDBQIEZwAGggwHBQIF7CwLWQgBCAAMiRAGzwkPiRAAAz05AisMDtIJApQIAQgA",
-"Bd9QDDIQCMiGADQJD6+BBQOIVR84r4EJAhQdA6gpD3cOAgd+UA9qKgoIflAJYgACTAIDfR0PG6IABZ2zAwUZAzAADzV/AgXJ",
-"bAMeKAlpAAKsFAR2Uw8GUQsPKCQEBEobAuVQCEUCC7ezDxcoBBM5fCwFLxsFPwACTQMDBgEBxQIMNVQDaSoDBgECkwEF47sF",
-"JgAD8ioC5QAP3gUEBKopHzmACQADnFQFArIPyAAFBDorDKFsBMaxBMoADwBYAANRVATKAAKyAA0YAgPzsQTKAA+qKQQFkAEO",
-"maMFw7ECBwAPkgEGA6ErAWYpBzcDAOILD0MpCE92aXNjPykUDisADzspBA4pAA83KRQPOQAGDRaAAPgADzYADh8yMQAdHzMx",
-"AB0fNMYpAwC08AvGKT4xNzbGKQgpAAXGKRA3jqEPx0YBCPHwD2MBBwEvBAjx8BYywSkPYAEHD4UEAAGpdQ9kAQ8JORUEOwAA",
-"TAUPbgEPDzsAAgD6BA94AQ8E5gAH40cPJqIDAG4ED6DxBA8mogwCuwYCDAAGxjwPbioABfrmCcAGEzX5DA2xPwEzAASMAASl",
-"AQPHCA+ZBgEA/RoA4gMfMg3wDQJEAA98HgIIbioPxE0GHzL6BgwDbAkDZQkJtgEEJXcTMmkuA7c0BvI9AXoID2KRAQhFCwkd",
-"AAkFTgMXKg+OoQUDmgALf0UGxjcMGAAHkAsNwigWNYNiCycBAyEIHzJPow0DcBEBty8IxQACBhgPUToAA5eqBDkAD/1xAgQx",
-"HgKUqg8VSAYfMnwqDAMIqQGfCAiDAANsoAMfAA+DAAMEICwGCAwHpM4BYQIClh4MBRkCWgAPowEEDzoMAApGEh011ksEswAF",
-"twIPUyoLBHeYD7gCAQW3AgrSKwdeCgMBeRM5XAoMrh8B9QcBicwPJEkJBmEDDy8FAwUfAA+HGgMEjxwAQAAP6gAJAmECAZUc",
-"B6MAAqINAa8TjzNDMjNENzBBIwQBBIPOD70eBgRIAQSkTg9mAxgEjwgUNa7yDwMbBARXAwoxBQIyBQVkDAZ8GQLWBAIGAA+d",
-"JwETNb/wCxE2Ba1YD34vAAOkAw+62gADM0UCyAIPM0UDBCVjAjNFDh8ABCQfDKwKAeEJBHnzDWgKAxA8A2shD5lEDQTtDg/1",
-"hQYEUGMPTHUBAYIAATkLDw4PAAP9OwMBIgElAA+qJAIENR0PN4YGBMQODwh1AAIEAQFzAwFNHQw6RQF8AAM2IgElAAWgUQdQ",
-"wAEfAAIrAA9DKQEEFgIMOaMDICAOJD8CUQABHwAGersHz0QDAhkOzkQKAhEQNbspDRhEGDWRHxE1kR8HRQMCUsIPyUQDCIss",
-"AWYkCKcsBtEmASAdCBsACMcrAO4ACKOiAokWAfkaDqkAB7lLETUBKgdWAAJPEAJDAQ5nIwOiDw+9RBQDhgACUwAAaR4GdgAO",
-"1pUDdw8D70APZUQAAngNAZoABcYJBmREAwVCD2NECQBaAAEoAAEEowhgRAaB7ApeRAttQAhwfAzPQQOSfANbAwscAAIBAQIc",
-"AA8MSQQDlAUPjwQCBJM5D9/tBAUvfAuFAw0PKws1KgLrKQMIKA+PBA0Eow8P3+0GBT98Dz58BARc6g6IAALIKAeVBA+gfAQP",
-"3+0NBoyoD9wqBA+NqAgD8ygDWSUBJwANSUQGbgYNxAECTQYCdAYBkTQOGhAEtSoCuEUMKqYBjAED2CkEXgAFHQAD0QQBuAQP",
-"PAAAAzcAA14GDPpDBCOnBNUpDv0AA6FCAikAA98QD+MWAAQgCAMoAAPUPg7nBgQwCAMoAAPfQgefHQC4BQufFAQO3w7ULwKL",
-"CgF0ng+cFAAC1x0FrgoOXSAYNdcvAIIKD0h6AQS9GB8yuyQMAzBGBttOBBgAA6k0A74MD/cLAwS+AgSx7Q9XNQMAeA0P9TYK",
-"A5FADB0eB9brD4MABgTOMQY0WgyrUQI4XQD5Ag5jHw9PDQYEEHEfMnEkDATpMw+1FQIEohofMjddDANwTgR0MwtFAAafCw/x",
-"ogsDnDAPSQwBBL0pD0oMCAUmfgQS1A1MDANRAwLNmg9ODAcEUlUPTwwFBIwpEzLAPg7xAAVxDA9NXwwEOzIPRQACD5UMFA/z",
-"lAUDlmIEUIgL30cDCCoCiKoPtwwJA/7UD/kyAAONfQRAAgm+CAThpgttAwQbCwExBwyIDAdBpw76KwMcAA9KLgAChgADgQIL",
-"pHEEeAAFDYYGYwML7lQAIwAB4iIOTyITNWchC+YMAxIxARSoDTYRA30qA5AsD3oGAwV2gQ8w7gQEMVcMzwwD8yoFKF8Pwy8A",
-"AeoFA0krDw7qEARAMw8t7gYFQQ4NRQgDCE8IDKwMjQAC5yQCKCEDLgAPEQEEBKcBDyruBwT24w1LCAOCIQjVLwqIAAK3QgIn",
-"AAQtAAX8VgexUQLZCwJzGAPiKQt3IwQQAgvgDAJ9QwGwJAoKCAOmjgOmBwZYPwbhDAPtIQFJfguTog1xDw//oQEZNapsACUA",
-"C7BRAKUCD7BRBglqggy6pwNqqwNuLQUiVgUeAARPLgIHAAA9AAjvDAMFIAE0FQ+1AAAHHB0AwwAMxq4CMwICVwEPqTIBAhMN",
-"ATYBD/UMEAOMAAT+MQqvBAAXDgvACQMiMQI3AAY2ewfOogHZAgLYAQYS6QfOogKmMgPWAQ/OogQAsAIFqVgL/wwCw24CigAL",
-"z6IM600ENYQCbAMNHgADJS8DigMMHgADnDECHgAPPDEEBMQLAHcDDDUQBPcwD28EFAWR6g+yUAIEY+oCVwECmwAP+34FCvbd",
-"DEkAA58LBU4nBCAxCQrqBokrDcQFAzIpAqQHD3Z3BAQCNR02hlACCFcEzgAPpTQDBXGIAeMFC4ACBZboAgcABPsuBR8AApgC",
-"AtYED1URAAQWfwNGAAygTwSK6AIlAQ+66AEEnE8D2wMChwAPgAwIBCkAA6kMD4EMBwQpAAOqDAqCDAXE5AplCAAHAAyCDAJT",
-"LgOpPAyCDAUdAAY4CwqpLwCkCAh6AAR6eA5XCgR+fBQzVwoPNCAABLlWAaslNzQxMv4CCtYJBGcmANYJD1EMCQMxig9MogEE",
-"bucEkgEABwAP0ZEDATNVD7cDBQSSVQPeAANVAAzBDASkhwNGCgGjBA4dHxM2ryAPwecCA0gCA68AAf0BD8d7BQ8aBAoEklkD",
-"9CkD8xIB/QEPkgABBHkgD8ItAAXwVQOUAAFSAA8TPQMFwi0PZQQDA9lVBJQAB80tD5QAAwPrSQhGlADIHA9DIAtvYWR2ZWN0",
-"RSAUDy0AAQ9HIAQPKwABD0kgFA87AAgOYaAvNjQ4ABEPYaADD2TBAg+wSQAfNDxuAR8x6h8ECHkfDwUBCQHmAwfrHxY06h8P",
-"AQEJD84NAg9zABMMXaAAoQIPdx8BAI8DD3YfAgDyBA91HwgBxwMB0gYPamEBATQFAAUAA1pTCmoQHzbfSQYJsQ8HakYB3AYP",
-"Vh8MA+gED0IAAQYQZg8xJgsBQgAPoV8CA4kSD6INAAPRKALjBw8XDQQHRhAP2BwEBD8mCcgaArEGD1oACQQpSg5RBAJIBAEF",
-"AAMmBw9LBAMC8lABrAsAoAID4gECtgwLXjUDQxIA4gh2MTM5MDk1MFQxB5r9ASUAAEQVCCUAB1kCAebGCxMAAuETD6hIAhE2",
-"zhgPiw8ABFESATcBCKcAAmccAGg4D6cACAOqNwslAA3UHgZ+AAq5EQS2AQJgIAuwCwKJJgFQCQ/tHAEQNkkaDcYMGDbJFBE2",
-"thkPrwEGD3hAAwQdEwf+EwUZDgVcGQ9hjAUBbwsPEDoBAwIBDysAAA82sgACLtsBYwoO4AAHKQ0UNl8eD30fASMxK16eC5si",
-"BqMvBGE5DrwACkEcA7wAD0gBBg+LCwQMSAEHhAADRAsOCyEKQhwPNQEkBh8BD+sxAgT2Eg8m4gYEJGUP9ggBB0EtAgsAD61S",
-"BASiVAQAIgMTBAMCYAtsAwLPLQAcAA9sAwkBPQsAKwAMbAMKSQsSNkgsDusDBvckAiQFCIEAAVwNACEAD4EACQGeBQGHzwuB",
-"AAqhOQeBAAo0JQXuAwZhMweeDwI4CwAFAAQgLQqjGBE2+DkPEQMACNM2ACUAD/MDBAORAQ/qCgMKzhYM9wMDXR8P4ToBB44F",
-"A7IDDqESBBEBC/tRD8gCBQKpAALyUQ9jAAMPBAEACfcCBEy9CX8BBWItArwZDJMDAuAGAgwhD9wACgyFCALcAA9yAQgPyAsD",
-"BN8lB3IBCI4AA0wjD3IBFgzuBg5yAQQQ7A9yAQgLYVwGYwAHWwEPQTgCBGBED3vFBQSXyQ+hYQICeA8BBQACpDAKpwAHUAEC",
-"rgwELD0EUwQCNh8L0gMDGdAAh9YP0gMIAx0+DIwICAQBA1heDvwUHzbhMgUGjxkCt0oIlgABMAgAIQAPlgAKAY4EACwADGkE",
-"C2c1B4MACesCBThRAignDwgUAgF2AQAfDw67MxE2vjUPZgMACIa2ACUAD2oEBQKoAQ8/WAMKHQENagQDpjIP+AIIAYYFBOUJ",
-"C7toBBEBCDAAA0p3D/gCAgL03wXHbw5jAA8EAQAHKw8AEgEPbnUBBVtBAwJMDN0DAiAiAfICD94ACwxECQLeAA90AQgPPd8E",
-"BUEcD60rAgRCfw91ARYMcQcOdQEE6XMPdQEIDH4JBWMAB14BAcwGCxkMAdkDAY48A+gLDCcHAhYODz9/BgEJDQGCCDR0b20f",
-"ADVtaW4bQgSoBwOH2gmRAA9dMQxvZXJyc3VtGhEUDy0AAQ8aEQQPKwABDxoRFA87AAgPGhEKDzgACA8aEQMPyloADwIxABcz",
-"LBERZpQBT2ZkPDKNsQEfMpDSBAE6Bw8ZAREMLhEWOS4RDxUBCQ/6DwEJizEPGgEJCy8RAVoDD6cwAgDuAgcxEQrt8AF4AgPo",
-"Hgo4AAAXCARPAAgERQUqEQGgDw9HEQADsC0PSBEBEzffDACHGANPAAQzAAV+AAlfEQ+kdwEFC1kGMY4DnAADo3cBUgAPomUB",
-"AbYAAIIHBjIgAzkAAoYAABYMA729BjZ4AjlBBDYMLyVw9wAAAmsHAUQABNgIBHECAcEaFGTrBAqCDQq7Ch8331gECD12Dxww",
-"CgExAQHpJwdnQgLwDAUPWgMVAAexAAJ+yQbLRgHZEAAhACItMgB0CLwMAcQIA4vxPHhvcgMJHzTHRgIBNQAEHAAPHAEVCgEJ",
-"Ejd3WAc4AgJHDRIxOAIIGAABrwEXMqxCAhgABVENBHwKDTATASkBABQBDVI6AkUnA2ABBHkSBEwGAUUBBykQHzejWBELSxME",
-"5CIAGgEEHAACkQABZywB/BoHNAEGBwAG3BMJTgMDyLwPxQAACc0iAzQAAuYGHzDnRAMCTQMAXR4PrxABGDcDEhI30c4Keg0R",
-"LS8DB6MDAlsPAWYCBRAgB2voAR4AAw9JDaUQAyMDDrwBBdACDbwBCP5SDnCHAwUVAhqtBsgAD3kMAgRZRBM5WEQNsAEC+z4L",
-"sAEC4CAFsAEPCBMCBJwTEzmtQg1aAAKfHgxaAAFcCwRhAA8MUgMEoBIBNTANVwABHAoEMgEFVwABogkFXgAPUg4CBIIFAwgw",
-"DVkAAnlAD7oCAwRgAAVDXQuMAQAFDQueBQbWAg8NPgACiRUFfAUNDhQYNwUvETcFLw+EJwsFRy0KYwIBmgIDqAYPbCYABD0A",
-"C6QSACUAASsBARbhAAUBCI0AADQTkHJldDsKCn0KCg"
+"KgAED58eAAyMjA86AAtvMVszMjBd15YDB0FJBDYcLzE1wkAAHzKvQAIfNyMcBQU2jA/UAAwEKxkF7iEvNizRABEMYRkPvSMF",
+"AgDHD2MZAwESAg9kGQkDLIgDQ24G4qoPPm4DD8kjAiE5X7eqA3kABOQAA/cJDx0dAgR+RT8rMTBhbwoEwCEPiQYBA2yWD0NW",
+"AQVmEwSLGAY0DwknDjwxKzbxIgPfBQNwGAXoFAXmDQEcAAX7RQlVAAREIy4rN6rUAfgDAAUAAz4YQi5ybWmwBAYdDQOtDQEe",
+"ABF6c5cDHgABt2kDp6oK8AMCIwUGbZUFYhYDLW4JFAAC4gEEVFsKKxsCvKAN4gIE+CMmKzhubwZ+AAKNBgAFAAHqCg1sAAMt",
+"AgqnGgNqAAjPKgIuAAOplASbBALQogxkAQTqDT8xKzaErwMExDIDr1wHpbsBpQYCZg0FCQ4DGwACxgYBGwAFBz8LoAEGRA0P",
+"oAEACGQICSIBAVwDADIVD2WVAQI4nQ10AQUcAxY4hDgGUgAE9hgCYF4M9AEFiDkK9AUDagAJdAEBLgAD3xIGdAED5pQKdAEE",
+"gxkDHZQPsBUFA9oOCHQBAVgHAnY1BJ+aB1kJBHQBAw4bDXQBA2QJD3QBAwRuwgWWOgtalAEgAA8XFAIArwQPeQEBBQJJEiv2",
+"+QtWAAJCHAIBegRHcwpzCxM57TYJaAEDMAADSBQLm60EMwAHmgADghQF1gECxgAHIgAEbi4FYgAGmQABYwAN1wAEQScD1wAI",
+"PAADKgEcNDsAInYyPgAQe4UfA1EuBFTGBA0ECKYAALQMA/URD8giAALqBQKxAw98HgsEMFYF6S4C9QsAIQQGxZgHSnkFHgAF",
+"2woDygcDHQYB4zgBiHkPGQEBBTpuA9IACGYJA+JUADVuDgsCAV0ABBgBBcRXB9IKA3qNGXB8BgmdIwIUAQIqBg9uHwsK1AEE",
+"RAAFCAUPQgcLA2Q6CjgWAl8DBRcCCHAKEjlPDgwCCAMOAQJqAg/oBAADpCEAIQAAigEIo3QCBJACbY8EpyELWFkgOV82Egv4",
+"AgLcAQcsaRI5CwsHJQACbDwCssQMsgACgQYCIQACvzALsgADJAsPsQAAADUABVqPD0QLAiA5X7kyDnceArQABILxBXY1BG8C",
+"AmoJAiYABQfACHRhA68AAigADg0DAq4DA9oCD589AwOjPg/cHgADHj8DaQMPHT8DBeZrDCgEAwtrA/ICBccrBB4AA/gAAiUA",
+"D5otAgTbAA8ddgADzm0DmQAPyG4DCfSNC9lyA1qQAlYBA3VlHDHyBQKwAQihdwPFnAY3AA5LjgEkAAXNHgcljwLpAABYOwwI",
+"BQJ3AgSGAAwfBgAWJA8dAQECUAADGz8IHAEDGxUCGwEPHXMCAbXMABwBASAVD6M+BQAlAA5HbwNYGgJeAA/iGQIFHWYGZj4D",
+"GQACsAoFVxAKargDWRACHwAMscUPXxAGEzKkYghnAAE8CAJfEAgaHQMeAAKxDwK+CQIGAA/FEQIB0ycCYQAMoggC+g8CPAAI",
+"4xYDHgAD0A8HBgAIIA0CJgACNJEDLAAEdA8K9G0hOV+JIwy/BgQuowRurAhUAwEGFAIHAAkhCBAy/wcJaXoC8w8PyAIDArbO",
+"AiUABX4XC6wCCmARBFkMAusDAD8AA+sIGjJFNg/NAgYCWQoPzQICApgNAs4CC3y8Bc4CA9gGEzfBCw69IwKZAAAoAA+xZAUH",
+"CCYOCwIEwVsBIRwHCQIDWMIFoBEKCQICPCACJAAABgAP0QILBMUABPJjCGcABoYMD/vpAALqHwMkAAIGAA/5GwIEn6sEmmMI",
+"YQABjAwCSAAIPkADHgACwz8BJAADBgAFLyAG0QICuQMCLAAD0QIcMvIPAC4DDdECA68JD9ECGwGPuAjRAgIOBQ/RAgUCBQcA",
+"JQAP0QIHBVE/B9ECAhoHBMiJANMADJgOD9ECBQJgBg/RAgEDih4C0QIP7WgEA90EEzedGw9QKgUAKAAPDGcFA9ECD9wEAgAa",
+"HAELAgysEAPDxQHKAQjqOwIeAAL2GwIkAAHHdA/RAgoE/GgEiWYHZwACKR4BrAIP+94AAoQeBL38AQYAD2EAAwbqZgzRAgIP",
+"GwHRAg/h3gACjR4DJAACBgAIKSwE0QICPwABLAAE0QIMjA8AagMO0QICtwgP0QIaHDOhDQaYAgd6FQBvAgpWpQLv1Q27pwLw",
+"1AMQAwIw1wTLCgJkAgLMlQIoAAOvCh8y/wgCBnoAAUgLDYkCAisGAK4AD/JbCQ+iKwQERq8P5QIEAkgBACUADuUCAt8CA+UC",
+"D1glAgRoxwKYQQgdAgKBGQHeAQjeJgMeAAHfAgIkAAAGAA/lAgsADiACZQAN5QICvxwBzAIPcOAAAgYgAiQAAgYAAUsgDmEA",
+"BJwSAz8YCGEAAqECAUIADugIAsEfAiQAAwYABeIEB+UCArAFAiwAAwgCDYEKAXslDOUCBskCD+UCFwCWJQ8GAgADqQEPi30F",
+"A4ctAAcADggCAmYCB4gtDkIBBK9FDUABAs8bAfsADscJAskdAiQAAAYADwgCDAQjCAPFAAdnAAOK7AFIAA4lCAJnHgMn9AJz",
+"Rg9VCwIAGh4DYQAMyAACWSAB4wEPJNQAArsfAw7/AgYABhURBggCAfYCAiwABAgCHDmDFQHrBgsIAgNbCQ8IAhoQNMUEDwgC",
+"AAOWBgPiAA+DLQUAJwANCAIDhS0DCAIPSgMCAM8KAF8AAoMtCEABAooVAQEBDv4IAhkhAiQADdT9DmUAA8QABMgtCGcAAjgH",
+"AUgADlwHAo4gAiQAAwYAD84CAgQqyAQILggmVQIsBwAFAA9Y7gACDSECJAADBgACABMJCAICtAoDkOQDihcMxgkArCQOCAIP",
+"xgkgEDTGCQ8IAgAEzV4DgH4P0C4FAaW5DQkCAkwpAx8QDwkLAgBtDAFDAQaSLgMZAAIdFgECAQ42CAOX8wEkAAFhFQ8JAgoA",
+"1hICZQANCQIDVucBSAAOgAYC4SECJAADBgAPHCYCABAiA2EADAkCApMoAQkCAQoiCmEAA2LaApIaAu0ACKVRBAkCAaAAAiwA",
+"BAkCDPwKANcGDgkCAxIIDwkCGRA1wRYO/ggFVwgMQxoDYQkCIwkATAMAngAMbhMAdAgHYwANAhcDUhMIrBUGODUCvwsDKxQD",
+"/RodMxIYCmIAANYEB2IAAsQmAd8UD2IAAQOBFwSIFwyYGQEYAAGXBgB6AA0zGAGLBQ2hHAWbFgKiHAgTAgJQGQHUAQPHEwk7",
+"AAauGQyHHAKzKQH8AgGk2Q90GQACyygBmyYPdBkAAkMHAuUlC8gBAYMBAV0HC/8AAFXXDRQAAlkCASLmABQBDC4RAC0BDrAX",
+"BEWaD44cBQFUBgJUKAF5Bw5yAAErbwBxAAwQBwJxAAhUAgMxAAP7AgcbAgPpBAquAQW0GwLlGAiuAQYiBAzW2gK9JgJxAQXl",
+"GgqPAQMt3QU1Hgt3HAJYLAX8BQd4HAFEBwGnUQN6HAy+EQDACA5jAQSbCA99HAQCrgUDEpkBRR0L6QEAHQADcQAMawYCcQAJ",
+"YwECMQAD8nYHYwEAH68MYwEA3JIIhRwIlh8GLQcMGNwCpt0BYwEBEtwPYwEBAjkABfgdC2MBATMDAS3cDAwBAZ4GACAAC94C",
+"AUbcDfICAoYEARrcAB4BDAEZAQlJDo8BBcwDD5IcAgLUNQOzmwxmkAJyAAEGCQBxAAzxBQJxAAmPAQIxABw2jwEbNg0FAnnc",
+"AjAAD3EcAgTVmg9xHAAC05oB+gEPcRwHArU1JDE05/oE8AMOfkcFJQUVMmCGD3U5BwVu4gTIAAKONQHqAw9dHAEDhwABdusB",
+"HgAHipkDogAARAoBfY8DFA8KXxwEtg4PXxwAAxYeAFwAD5waAAKbNgMkAALGTQdgHAC9CARgHAQ+TgsYAQT3hyUrMglVD2s6",
+"CAu+AARFAAUgHC8xOUUACgJ1FQqKAAQBCQ9jHAMQNok6C7EbBI0BAVwCBs8KBxUBA3YCD2McAAMGogAhAAJmoQDxAgxUBgEo",
+"6QxzGwLHmALh6ABcAAxEAwEfAACCCwe9AAAxJwhYWwOwKQ8eWwACQzMDIQABIQEMzSEBGwAAIQAM0wADp6AC5QEDNQQeNXYl",
+"DcUDAtEzA56ZBLcuB2McApMAAycAAeK2CT8AApEABN8CBOwtCrILAqkBCZZ1BDMCAq8aA28DDxAVAgSAmwLFOAl7AAFIAgT1",
+"AguLhwK34QUlAARMIgqZAALUAAAqAA2ZAAKTAAOZAA9nPAIEcQkCzTQL4gkCfgAEIpwDjgEMwwUDjgEIyxYC7qEHOAAJrZoC",
+"ZgEBBqQOsBYCdDQAJAANXwYCVQAEhwAM2QUAFAoPHgEAA2sCDx0BAAphSg/AowMBf+EBywMPxw0DApgBASYADccNAj0BBCgE",
+"D/JRAwARBgBfAB013AcG0Q8PUPAABLP+BAYAD8gNCwBh4QJlAA3IDQK44QEtCAHV/gpnAAKd3gMlAAMGAA+INAMAx9QDYwAN",
+"DCUDhPIB0AABctwMZQACnCYENfIDBwAP2Q8ABM70AncOAwcCDVsmD+IRAQJUNgGhCAzRDQL85AIHAAoSJgv/BwWAAg84HAIC",
+"Kg0AtwIDCAocNWoNAqACD2ICAAbIZw88FAMCEgMBKAAOZAICPiAEZAIPXVYEBCg1DRsoA3/mAlcBDi8QBYLzAicAAAcAD2oC",
+"CwEO1gJrAA6IKAKJ5gPtAQ41EAXy8gLbFgQHAA/bkAQE4DQDwFoIaAADNmgBPwABeSMLaAAE1m8C9wAEgSoPQBAABBXmAmoS",
+"A9cBDMcOAP8QDnACApkPD3ACGwCDKA9wAgMP1xsAAhw7AHACBBAFDNsND3ACBgSdCAOrAw5wAgKLBgAoAA5wAgKVEgRwAg/E",
+"VwMF8zcMthgEsPQCVwEO8BcFJvUDvQEM+PUPawAAAz0DHjW8GAMl9QJwAg938AICYgIETPUDBwAP0wAEBI43DsMYA4TrA7MA",
+"Dh4XBAj1Bc/cAikACLwlA3ACBLfeAtESA8IpDMAOAAAHDXACApoOD3ACGx844AQHCa8bEDi1CgivGwLdAgV69QX0BwKSAgOt",
+"BAXfAAavGwIjPgEoAAOvGx82SwgEDpMCA4clD0tFAAIEEwXGBweIUDA5XzizCg4CAwQdOR83AAMEA4InD1ObAQOTPgQAAw/n",
+"GAIBfSkBLQIMPSQExvYC5wEO6BgEvfYDJwAB69oPAAMLBD0zHjVDJAO49gNLAA5ECASr9gSw5wMHAA8RRAMEiSYeNUokA6f2",
+"A7oAD0UIAAS65AOMPAMHAALeDQoAAwKsAAIwAAQAAw3nCQFPEQwAAwJCHg8AAxsDbhEMHQIEVyYPyxsFArFAASgADlNJAhgC",
+"Ax8CAT87DkwBBWDoDIsjBFvzAgYBDyoJAAO05wMnAAAHAA8fAgwErLQeNpEjA0/0A1IAD/wHAAPg5wPX5wQHAA9iCAMF3OcO",
+"mCMB7BoEHwIB3hwMaAACEQIDm5YEBwAFaxUHHwIDgwACXRgDHwIMMhcA0BIOHwIEhRIPHwIYHzlSjAIBaPUDHwIPPgQDA+YE",
+"AAcADh8CAtciBB8CD3k5AwSQiwIZOAhKAQMIYAEFAAFPIgtKAQMRlwMnAAAHAA8fAgwFfegPNjIAAi9BAh8CAUISDG0AAo4B",
+"A5/oBAcAD9MABAQ14w8qMQADzIkCPwAPpgcAA+ogAyVBBAcAD44oAAPA5AIwAAQfAgyuCQC/DA4fAg+uCSAfOR3UAgFa9wMf",
+"Ag8yDgQEmSgP9yQBAtIUBSACD4sFAwSltAL65QhLAQMo6QIHAQ+JCAADmmADJwAABwAPIAIMBynpDSACArhBAiACAZYhDG0A",
+"AtMBA99BBAcADwUPAgVlDwRh5AloAAbYJwKl7wxoAAPRPAKuBAQHAA/dJwAD8OYCMAAEIAIMNQsBoQ4NIQICua4PIQIbKzEw",
+"rhsDYAkFxQgLExMCIhYEhQkMMkID5ggABwABywoAgzMMFhMAvRoIgAANvxYFlhMPzBsABsKuB6AaHTeuFwtjAAW6iANjAAMP",
+"MQCfEA9kAAECHAoFRxcMdRQCGAAFYzQNuhcC4REIYhwAtQAPGDoBAU0BDzI6AgHLAQcyOgoZOgLIsAIlAANGAABmAA+sTgAD",
+"9RwBF0IPakADAogWBUhmDz5QCQHtBggySQPuAQ++TQACogAJeFAPCuUAETbrmgCmHg+fAAEGqBgSMqMND/hRBQKIBAGVFgmN",
+"AgLZEgMfAA+EAAUSN0OtAfsZCDQCD3g9DE9maWxsdz0UDisAD3Y9BA4pAA91PRQPOQAGD3Q9HC8yN051ABEyDn4NKWIfM3U9",
+"BQWjVg/TAAsBdgYHdD0ATw4P0AAPCycDAUQjD6yrAwD9AQ/WVgQA4AMPrqsKA/MrAw4AD9pWAAIaAAIfAAQ0NQgHBDEzMF+p",
+"Eg9zPQEPMTYEBosDD7lYBAciAA+tAwkEVJgERDsKbzIC1gcP5TMAA8QyAz0ACtMHBD4ABUe2A6EAClUIBTzRBVdTC7EaBcAA",
+"BdU9C+IABo8ED/ADCgTKcgy9RARCtQMfAA/EAAMExkELnjwDxAAE4gADVQ0Pv1kDD9c3EAU13A9dJwIEPgIP61YFAj0ABFsw",
+"Cj0iBfYbDxo/BATUBQzUEglcJw8MHAEGwB8MlyIDtO4BOgAPCzwEA0cnDws8BAIXKQ8JPAABaAMPCz8BA5M9DGk7ARsADx8/",
+"ABIzENMNjAQGWjsPHz8GAkciD2wAAgSMJA9qAAEJ3yQBLgADMx8DQwYAKAAPJiEABtMGDx8/BAWe8A7LJgLfFQJ1EwQ6HAQc",
+"AAawEQUGCAuiAQKoSQHRkg+iAQACjQwPRiEBAW8JDyE/AxIzAtINdgEFJAMPIT8HAaoDAR0DC/YBIyVyZCYJMQ8EagAJdgEB",
+"LgAD6woGdgEPIT8BBDDxDyE/BgUu8Q7pKQKHCwOQKAt2AQYYAwFdKA92AQEDYigPIz8FAl4ADyM/BwNNHwwjPwFfBg8jPwIG",
+"Mj0PIz8IA+UtDyM/AABZAA4jPwMwAA8jPwMEMwAHmgAMIz8JEksBMAAC0mwAIgAEMwUCUhEDpd8MqLEDkAcERwEJNwACaQoE",
+"rE0FtAAAFgACyAsBoywPM1wLDyEABwKVAAyHHwOXIADZAA/TPwMGAwMMYiMEuT4NnSMJYiMDkyAP0z8JAHsmAw8PCqQGBN42",
+"D9M/DQI5AQG2NAmiIAPTPwQDJAtkDgJ1FgS8QQlZuQJvAQBAAAEXIQ/TPwIGEyQO0z8CnAgAWwAPdCMAAr8OA/kgDdM/ADQA",
+"D9M/CQTmNQ/TPw0DnxcEPxQLRQAFwggPFkcMAugJBIkzCYsEBZwBB3IjABIDD9U/CAJsAg8kBAAE1T8DzyYP1T8bLzMw1T8A",
+"AlgPADE8B5sADNU/ApAAAb0iDLIAAiYsA8MiD9U/Bw+xAAEP1T8OALEAD9U/AQMFDwR5XQyZIgMmJgMbEQSQCQhyIwPSIgNb",
+"AgVFDgQfAAKBBAPcAg/VPwIDJC0AKgAMVwsDPDUDawMPPD8CBGcXAjw1CXsAAk4aBG4nDB4AAyMkAiUAD5kAAwK5BQAqAA2Z",
+"AALZBAOZAA+6PgIFJjsHSgYL1T8EDc0P1T8BBbABCXEjAYcBBzcACdHLA5QbD9U/CQi63gW2AgGAAQWGAAzRBg83OgQDMeUP",
+"87IBCXEjC+IyBB0BBAwEDzcxBALoAA/PYgEDgZkElycP0hQCBXEwBAVmCx8ABCUKC60ICW8wD44wAAdoMAAGAA9WFQsE2vgT",
+"NJQZDiEABA4VDasKBKUuAQYADrMZApFWAyUAAgYAD68ZAgRIwBY0INgLIQAEYxYNtwkEmC0BBgAO7BsBib8DJQADKwAP6BsA",
+"AnkfAiwABFhNCbYoKTMwOEAGHQMDswUDghsDOwAJxBUAOwABwgkMsRMDfwcBNS4JNwICmg8EpXkLihMEO+gPuekAA0hhAuoI",
+"C/B1BQUTAvB1F3LIMQGhAAyaFQN3FQKbFQcpAAz0QAJ6Ew/nAwQGsBQPIz4AA8sDD/RACQA/AAPsAwr0QA/sAwcDpDsP7QMC",
+"BzGhAioAD+8DAgTbMARCfw93KQQPMTcDAnwBBPIDDyokAgTRwQJ4KQ4fAAQCGwzoAgMdLwEGAA7eGAHCLwQlAA+mIg4AoicC",
+"hAAP8gMEAPoWD/IDAwC7JwbvJw6IAAKUJwIlAAIGAA/AIgMAyScDgwAP8wMDBcInD+EiAASTJwMqJQ96HAAPwycBCRksA/oD",
+"AwsjAi8ABI9ADOETCGJBBfsDA2JBCvsDHDJ6CQCvBw/7AwAC0gcO+wMEGCsP+wMCA5BfAfHPDAYiAxkXAQYAATkqD/sDABI1",
+"jvwBejwHoQAP+wMVDB5CApwsD/sDBgLjBwAlAA/7AwcPHkIHAabKA1QBDJcRD/sDBgI4CA/7AwIDJiYE+wMPBwkCAHIFAvsD",
+"A3MCDokjAscSD0ofAQOaYASIIw93HgMF+CgM12cEIAAEaQcN8QIK9ygPGSkBAnYcBCkAD4MrDgHPKAKMAA8EBAQB/ygPBQQD",
+"Ae4oCCEpD8wmAANUJwNdJgMwAA+sKwMFNWADjh8PwScHDwwEAASbJwNXJw/5HQAOxCcBoAAPDQQAAxsAATAABH4CDAkTCJ5C",
+"Bg0EA7cwCg0EDNYMAEEYDg0EAjIrDg0EA3diA1ErDQ0EAtICAXLSDDkAAgcEAw0ECid3Bg0EETcNBAF/PgehAA8NBBQOWkMF",
+"1AMGqycBqwMMqycBIAMCLwQHPwACWQMDjhkHK6oMWkMAKAAPWkMCBIQMBnoAD1pDAgNKJwCuAA4kBAgjBAtJJwRmFgQ7Fw+R",
+"XQMDP9MP8BcCA3oEAx8ED0w/AgU8Khw2aooCIAAUMhhDDsYqAf0DASAAD1sqFg/IKg0E/QMNPG0EjgAF9yEP6ScAAYkAASIA",
+"D4MqHg/rJwAE9SEDnj8PiwAACg5cDuEoASIAD+MoFgGgAA8fBAADnygBMAAEHwQNhA4H2EMGHwQE8AcJHwQMYgwAlgYOHwQC",
+"wicOHwQD4GgD4ScN42gCzgIE42gJOQACUQQDsB8BOQAPsB8AASpeH3IfIwMKiQIPGgIOD7ABDQe1AwtyLg+ABAcP9UQCBNOs",
+"HzGzTAUCzyQAJwAOoQMJSC4LXtMFKwIEoAcNggMEz14D0AIP3SoSD0orDQQlAQ9hAwEBWgMEYQMP5CobDmoABQAqD0ADAALb",
+"KQRAAw8EKhMBfwAPQAMAA1gpCWwLDCwPCBBFBtg/BgcCBkADHDMTDgCIFA9AAwAD3SMNQAMCZQsE8nIMQAMD1iIPIHAAAmEU",
+"BEADAVQMD2wiABIwQAMPvWADD0ADRRw0lwcPQAMFDy1GAwWJMQOICQ6BTQEeAw+IMQIDgyMDQAMBK0UPaQIAA6EDDTk+A84r",
+"BEADD/4rEw9rLA0DzgAeN2U2A9UrBEADDwUsGw5qAAQhKx83bDYAAvwqBEADDyUrEwF/AA5AAwMfxQIwAANAAwpIRgDaAQ+s",
+"DgEDWQkLQAMNWR8PrA4CBCQnDXQlA0cGAmkGDEADA5FPAUfYDDkAAmoFA6UKAc8bD0ADAAGzZQInQg9AA1gPDQ8VD2VHAwTH",
+"MS8xM2wrBQJhHQ/JMQIENzIDQQMPqgUDBFUbAikyDh4tBEEDDyAtEw+NLQ0DjwoEeTAOJS0EQQMPJy0bD2oAAAOxAQTELg5E",
+"LAVBAw9GLBIBfwAPQQMABPQrCEEDDF4QCIBHBkEDBKQNCUEDDBsOAJ0AD0EDAAQkFgvxAQKDGwMfAA1BAwIb1wElAAwqAgIQ",
+"1wRFhwGpCg5BAxI47SgA8jEHtwIAYjIP4AIRDjxIAuEOBDkNDGAjBh4AAMYNAx8BDf8OCXQWDTxIA5McCG9pDTxIA44fBIEB",
+"DSshCmIAC3AsAwoIAHEBDzxICATxHwyzIgEYAAEWJQ08SAHXHQmlIQWbAgYlYw9lEQQEi1ANUgoLry4DURIJXwAG7B4O6GQC",
+"flAE8gIPZEgEBZ4uD2ZIBAMQJgJEEAvzAQGvBAAhAAylGwQYQg4DRQLXQQ1nSACrAQ9nSAIAhQkC4AAPZ0gIA2LgDGMkA0RF",
+"BMhKDGcKD2dIAAIxAA1nJA9nSAIGtDoP3yUFAZU4Dx8PBALVkQK3OABLAAu7AQPcUAO7AQ+nZgUCc0gRMdM1D7sBAAJFJhYx",
+"l1AMk0gAIQAE7CUMSgsPk0gDBF3gD5NICgIICgF+Jg5LLwGzJg2TSAVxAAmPAQIxAAqLZgEqAA8YZQIG8mcP+CUDBQgzD+MM",
+"AAKhUQEiAAFLAAyPAQhKAwEDMw+PAQICSgMBOQ4PjwEBAx8AD0oDAALpGw8JKQATMuCSCkkBAhs0BJQwCr9ILzMwv0gEBDlP",
+"D79ICgKZCQ36BAJyAAR0BQq/SAVxAAm7AQIxAArSZgEqAA8AMgIBMAAPXSUCBP4eD10lAAIEBwEmAg9dJQcCCRU/MTU4v0gN",
+"BuRND79ICwPBjQYNMwPJAAL5EwaISQtKJQTASAPjAQmG3wPbPgJH9Q/ASAUFWQoOTCUCS+ABXAAPwEgGAyQABhnlBGABAMkN",
+"D8BICgQbIA/ASA4C7wsBAyAORQAPwEgVAhkMAfNODesGBYkACk8lD8FICQJeNA8WAQEDExAPniQAD8FIDwH4KA/BSAADSwkD",
+"YhYBbBwJLEYBHgUBLD8GvQALwUgCNuARMpNEDNQAAc0AAiEACsw+AyEAAh0cACEADNMAD8FIDwHTAA3HAwJaFALXAAXOTQib",
+"NANYOgOUAAwtWwKCFAPgAgVVBQolkgOYAg/oWgEDSh8DcQMPwkgCBCsfHTjCSALjFARfAAz4KAIGFAQlAA/SbgIDVFMAKgAN",
+"mgACsAsEmgAPKBgCAIIfAZoAD8NIBwLWUAHtTg3DSAaQAQkgKwETAQc4AAhwHQLCTwWNXwtVHQKdHA8AUgARMjAcBocADN0F",
+"D8NIBAMVAg+4AQAHAoQBKAAPHgECBXH4DyQPAgM84w9dRgEBYFAFKQQBlQIP6gcAA+wGAmwEDyAAAAhJdgkICAKXCQP1CgHr",
+"CwtqDgJQWAUpAA+uXw4BwiICjAAPZR0FADAJDycKBAPsLwPKCQ9+WAACgx8GKQADBwAPiwAEBH/IA6USDyIAAA8cLwYDvy4C",
+"ii8ASwAPiwAAAjYBBCkAAwcAD/Y6AAPYDAOwVwN6MQo1SQDdLw8HFgEDNUkEDisDOwANQDAPBxYCATojAzgJCVMCAsgDAh8A",
+"DeLTAlcDASUADYwCA64GAiEAD8cSBBI5xxIAKSMHuTAMiDsC0QABBwAK4jANEUUDrgMP8UkIALIAAxwKCvFJBc4DDZADBYwj",
+"BAL8DpMDAjEHACgADpQDA7gSA5QDD7gSAwTP6h85ewIEBAcpDZQDAuMoAhwQAEcADnkCAuYoBSkAD2RADwTtCRY5+zUMIgAE",
+"pUIOlAMC6ygBIgABSwAPkAAAAiQDBCkAAwcADxAiAwSuVhM5+BIPIgAAD9ocBwL0KAL/WQBLAA6LAALxKAUpAAMHAA/JQgAD",
+"sz4CMAAFlAMM5BAIWUoGlAMEkAwJlAMMMgkAPgwPlAMAAusvDZQDAuZNBCAADZUDAvglAycADI8CAuwlBJgDAt9ND5kDACIx",
+"MCATAT0mB3IDDU7fD5sDBQ0cSwWbAw/VJAACIAwAmwMDAQ8KHEsPmwMJBPgKAycnDvYkAbsmAikADvriAr0/Bd6ZALgKD2UC",
+"AAXSVwLtMA8hAAAEpQYMhAICkCgBIAABSAAPhAIAAioDBCkAD0FIDwSBUC0xMBquBSMABakGDaADApkoAs0RAEwAD5EAAAIw",
+"AwQpAAMHAA/aQgMAgQIEjAAPeyAEBDwFDqEDAvMLAiIAAUwADYwAEjKYKAUpAALDBAH3UAuhAwITEgMwAAShAwqKSwBFAg81",
+"BwEDiksKoQMcNgAMACcNDqEDAnEmD6IDAgRSAgOlJA2jAwMICgAoAA6WAgKdAwSjAwGRLQ+jAwEBpX0A2wIIegMfOD4HFQ5P",
+"TAWjAwmkJA1PTAJSFAJjCwg3DALFAwLMDwJkQAqkJAQRDQ9PTAUG1wsPxgMAAgsFAKMADpkkAykBA4xFB79AAL4AD1JMAwUf",
+"OALUMQ5xAAN0NAAoAA43BAQEnwQUIQ+qAwIQMnoEAWQABcKWCyEAD2oLBQJURAIgAAFIAA8aAwACEB4DKQAABwAPunAMADoB",
+"A40AD/YbBQQZDA43BBIyPikBIgABTAAPkQAAA6wAAyIAAwcAD88aAgF7RQSMAA83BAQFvT0ONwQDo3wCURQCqFwLjAACXCkE",
+"KQADBwABhSkMNwQCayECMAAFNwQN5Q0HwUwGNwQCwTULNwQMpwsA/w4PNwQAA/SmDjcEBfugAqUHDTcEBCKhACgADpYCA2US",
+"AyMAD+EwBCIxMeIwAs9RD5UCDA8lAg4PugENB4kDAJMkD5gEEg/nTQMF3HsE7mgPtAMAAtEQAcfQDh4BA3IFBLQDD6sgAhUy",
+"tn0CfQ8JeAICLQIDlQMPSSsAEzKefQMpAAAHAA+VAwwF8XoEWgwJcAAC4QIDdAMJeOoEIgADGwACKQAEBwAPUyMDBB+GAGsA",
+"DlMDAi8lA1MDAWcoC2sABHuFAikABAcADxNQAQKZBAIwAAVTAwyEDgj1TQZTAwLEHAtTAwylDQDdMQ9TAwEH+BcK+AEDkBID",
+"ZYENUwMEWekAKAANNQIDkNwDUwMCl4YPUwMAEjI6MA9VAgUPUwNFHDnCBw9TAwUPG08EBZ09BOBrDlMDA8YxDzjuAwMkRQRT",
+"Aw/TdgQFRXwCuN0IeAIDfncDUwMBVCoMeAICTAMDKQABJX0PUwMLBUnoBQjeCHAAAp0CA1MDCXnqBCIAAgMDAykABAcADyoF",
+"AwSFegBrAA1TAwORdwNTAwnRlgQiAAJFAwMpAAQHAA9HUQEDrwABMAAFUwMMfg4IKU8GUwMPfg4BHDZ+DgF/EQ5TAwOdhw5T",
+"AwR4uQOpew5TAwQRAg99LwADfHsFUwMPfy8EIjEygC8CHS0PUwNYD+EOFQ9PUAQFnEgfM1BQBgWFfA8nMwECiioHVAMP7XoD",
+"AVpKAi8ADHkCAgYnBFQDCV+YBCIAAk0DAykAAAcAD/Z6DQVVqQ/4egACCngEVAMJFpgEIgACRgMDKQAEBwAPLQQDBJ1zAGsA",
+"DVQDAuh3BFQDAW0oDGsAA/YAA40AAwcAD3xSAQJ9AwIwAAVUAwx2EAldUAVVAwNCPwpVAxw3bQ4COhEOVgMDzn0OVgMET7oD",
+"9UgNVgMEDfsEGTYKPQACiwUDVgMCqLcPVgMAIjMzVgMAqwUIqEQLzyQP9gIGDyRRAAK1BwSZDQt2GwQkUQJaDg+6DQYBLToP",
+"JlECAcINCoIADbcOAhAZCCo7DCZRAxgcBF8jCiZRAWkcCmMADCZRA1glAO8QD2QAAQMCKgSuHwwgIAIYAAFyQQ0mUQGjHQp9",
+"AACZMw9vTwh/ZGVuc2l0eXJPFA8uAAIPdU8EDywAAg94TxQPPAAJD3tPCAkm6QLEAzg8MjH9qAJFASc8MvHEBhGpDyH8BAQo",
+"og/VAA4BoAUI7owWOHpPD9IACgrjAQDhAQ97TwIAygMP7YwED3lPDAJBHAICBwe+BANyAgIkAAAFAAPAJQo0AyAxXzcGD3JP",
+"AQRCNAqBIAalRw/PRQsDgQQEciUPgfsCDg8+A6wAD0lGAgZ1hw/LTwwCvwAP6KYDD1XoHAuCAAbCIQIbJQ9swgsNRtwDFwAD",
+"BwAK1QYFFQgCYwAPLVAECdboDBk1Aj8FAkEECxEGBo6EDawzAo0AAgYABLVVBX0RDEQLBx0AA50ZEDKGEwoYAAPQEQ0YAAP2",
+"EQ0YAAJfBw0YAAJCGQIYAA27ThMxhMUOpAEFniUDE1IPxEoLA2MbC0QABZNxEjItJQ8Zpw8INCUBwQAVezBDFDIyJQTiCQPh",
+"AAJ/QAFSCY8zNTg2MzdCREkABQIrABY0eyUASwAAxgEDSwABigEDJgAHIgYRMRynDgQDAyAVD+BGAAiPMw/RkwMEDRUCwsMP",
+"plEFD/d/AgNlAgEGAA+fvQQF88APigsCBawYDKoYApNAAgYBD1BpBQMZZg/SAgEE2wADVFEOeAAEjoAPeiAFBNwYD0UZAAKV",
+"AQHjAg+EaQcDcT0CLAAPhGkLBA7CDyIAAAX+IA7RMAFfAAXqQQ/3LwABGgADzjACJgAMYy8CbAwD8wIPqjUEA5lYD6ogAAOB",
+"KwIRAwNILAzRAwJyGQT/owOaAANVLQdvmgMZAALVAQL0AQRkBwULAQFPEzQzRjjmAQnsHQLgAAPhIQejCQOrAANUIQJCAAUo",
+"Ag3HURAxNqQN108nMV8fChExK6QIACsCU0ADyBsPJmkBA+whAH0AMTQwNH0AAAwAF0OxAghukAOsAQIlAQH9GQ6RAAY1ZQCe",
+"AAyRAAFCAAORAAGOCggdAANxHwJeAADWAQiDmgR9AAnxAADqDgupAQPsaQMvAAa0EBR0cQECZgABxAAFcCUVbB4AAycjC9EB",
+"ALAlBZYnAWIoACgAEnC+DQwMmgGDAAb2AwApAAPeCwzTAQGeGQ5DAQfmQwAkAAtEAQNaBAO1AQKrAQtKAQPhAwLeAQ2pkwNz",
+"AwMeAATMUQUeAApzQQRLGwUfAAIhAQAmAAkiAQkoAgNDAAMoBg/kAAIIj1IRMZ+mA8MDFHWKAQL0IAyKAQnLBwxKODpAJXAo",
+"DwNoAAr/AANbIQAGAAQEcQUcAAOLIgLAAA/YAAQDHgAJwQABLlMPr5oAAif4BehZBWgAAzgTAUoABLoGBWcAA2MBAqEBAfUh",
+"CTwAA48TAR4ADJ8BAg4JBDRADC15AnIWBDwABI8HBTwAA9kABJ0iCx8AA5MiBJoiC2hVBglAAwcADzlABgokaw/5jAAC2hUF",
+"iQADBwABgxUJrwAJHCMINxAA3QUPAxMCBOFoBNAIBagPBKIID3IsAALwDAPpCgPMYAoMwgD5CAl9AA8jsAIG8jMPOVsLA+tK",
+"AtFcDpTHD14bAAR2sQM5AA8OLgIEUjsAZAoPzgwJBOFVBRMsBfkfAhgAAx8AD4BLAgUHGwsEQwUUMQNTCAaAkAc3DgPWEQFm",
+"AQ0YDAJqFwyzCwVjHg0YAAOCHgP6Bwq56gCDDgEuOw4kAQVsDgP9XA87VAwPxVQCBFE8DzIvDgKZCgRbUAtFAAU+MS8yOQpV",
+"CgJGDgTXgQ3KCwK5EwDaPwgVDA5vAAa2Xh8wgQwJA+MdAZlnB/sDAySpAq4VD1wMDAVzQA9eDAcDy/4EKQAEjzQF3QEPJQ4I",
+"DyoCKQfAAwS2CAotEAOGKg8ZdwAE+h4CHgEKkhkEHAME/4IEWQIKehUCAy4P0C4CA/tUD7k/AQQKsQNLAg+hOwME544MoNEF",
+"IAAP5gwEBHvIA44BD48lAAPcjgEoAAAGAA/pDAYG2JgMfAAEPVIPDRkFBfyED0+KAAMBBwTtPw/HPAABkgYDWYoDLgAPnD0E",
+"BqXSD+4MBAQjAw92igACqAIFC0ANiAADbYoBJwAELQAM7gwEVBkD0AMP2kUEAtbbH3LvcQECFQoDoS0ExzsLTVggMV8jEguU",
+"Ugb1Lw25FwnIMQ80rAMF0ngCkyAKTQ0CojoBwToKpAsDRYoDWgIMTg0BPMwPTg0EA3g5AnIEAbgyC04NAvoKAqCKCk8NHTEB",
+"DgBHAQ+ZCgAJwQwRMTmxCOaeA7YAAtUBD1QNAAIvPwKCAA9UDQ8EYygDVwABZgEPlAAABzgmAKIADJQAA/cBApQADFcNAj1A",
+"BDoBC1cNBYAACVcNEDHoIgtYDQLGPwMwAAZXPAZYDQIyDANjaw9aDQACWQwEmwEPWw0DA0aoACoAAj6mCF4NAg2qAYkACl4N",
+"Bb5VDOMBAXgLDk8BCDxbACUAC08BAzIED2ENCQPOAwLDCgHhPQkeAAMdAgIeAAxhDQNKrgUlPgvXCgXYPQ9hDQcEbyoEQgMP",
+"Yg0DABsgB+YAAeTRC2MNAq0LDZMBCSIHDNkFDmFXA2sACgMBAicCAWAAAY03CR0AAjMGApICAhvODd0ABB4ACWYNGjItIgVQ",
+"AATdCgWWNAUaAALmDQI5AgIwBA8t4QYCnDcMPCgDpgECKQED7SsPnSEAA+ARAygAAxwsDx0pAQOLAAIoAAeuCA9FKQICKwIF",
+"ZSwJpAMTMrtkC2gIBfcsDOQMBWELD+QMAQPOLwFeBgMNHAsLWQAXCQl/AAO9Kg7iCQN6eBY2GGEHwusDmAEEuD0DKwAPBQsD",
+"BRcXFTE2CQ/2oAICKxQBNkQJZAAD6REPtQEGBfk9A9IOAw4ADNkOAwxyBC0ADzBFAAN3NgOKDgTcAAxDDQPpVQOvAAteIgWN",
+"AgLqVQNoAAmHAANeAAPPAA+/MgAE4zYDzwADtwAPeDMAAqBmBDAABDcACnttB5EAA3usAp42CJMABalAD8cCBQTYNgSTAAIo",
+"AQFLQAopAASDNgoONwoBMgiSAAMm7QKsQAiSAAPoCwT7AQ+SAAACGwADxhADmQAESJsKgQIGAkQSMYpqD2OiBQOBNgxBCQQG",
+"VAIfAALrIQ/OAAACxtECmjcNHkEE2TcAmw0MRQMH2jeGMGYwREEyNDJlswQkAANZAQPXFAcyCQUFBgK5EQQpAAQjIASJBAD5",
+"DwwABgvSWyAxX9gaWQoJcmNwAyoDWAAJNgQJ+mcFQQEF5QAVMTXYD2kBAgKSCgF9CAlpAQNtNAIfAA9pAQYDjBMBlWcHjx4P",
+"1CALPXNvdXX6D9MgBg8tAAEP0iAEDysAAQ/RIBQPOwAIAtAgCCrKD3MAEx8yKMoWKDIzaXACXAYvPDWg7gIfMqHuBQRcyA8I",
+"AQ0MBCEAyw4PBQERCc0DA3QABA/JDwkBDQR0AAQ4AAA5Aw9BIQEBLCgPQSECAUQnD0EhCAOpogKdJAjLDQ1CIQV9sAlvAx8y",
+"QyEGD/sTBAZeAw9DIRABuyYPQyEGD1gUCBIxVCgPm6gKAX8PDsUdAnUoD8QdAQMsBwN8FA+aDwIDVRQBbSgJHRECshQDeQAP",
+"rCgDA/YPD7RXAwR6HgNZKA0gAAXCxA8gAAQEXR4DLigNIAAEyV8GG1cPBRQGD4EiCgNuYgF6EA+2EgQPtRIHBD0AD7USAgQg",
+"AQTgAAugAAUcRA+fIgsFtv0MggACrwUEHwAPggACBFCKAl8QD4EiAQAFAAwjFA3NfggdAANHLQQkEQojERIyV8EPjAoID+ch",
+"CwLyBwQdiwtEAAZfFg/nIQoDEAELJGkDRiECvws0bWF4GAABxwECmxQBJh8GdkICXiECKS0DaA8Ec0ICpmAPmacEAU0AAWUP",
+"DzoBAA/kEwUC1goPax8CETKkHg6bAgL3RA9MiwICuwMCCQEBIA4PNzEBA14JD4kABQTjBxEy5HH/Ay5wcmFnbWEgIm5vdW5y",
+"b2xsIm8CAgW/9wIR6g+iiwMPCKgCA6GLAx01DEIrCv3AD40iAgTqFAJhYAcxEALHFAI/Og9yLgIEKQQN+IsDlBQABQAP+pkD",
+"BJRSBElgCDwAAUoLAgUAD2QwAgT/Aw8JjAACzRIBxQsFjWsEGwABtAoDXQAOSw0DZ6AB8gAD66IPeBQCBEwDBHdgCCMUAT0A",
+"AoYSD0KgAw9fjAcD+hEBBQAPyRUAAvURB1YWD9LDAwXMWgKzCw/HMQIIFRYCWjEH7AMCxAIABgAO4DADEzQPTyUBBlA0Fzkd",
+"AANTAAHyAwAGAAbmShZuo0gI8wMNqCARMk51Bs4DCnQ7AmglBQ8DAxUAAkUEAS4DAR0oCm87AbsDACQABL1GD4UFAQ5+AwKn",
+"AAjdAAtqDR400ssDJzQELgQMhQYERzUDbAQH4xAUMqZ0CyMEBd0BPzIrLZo0AwLOQw9YbAIDowwDkwANyAwCXh0DJgQPsTUC",
+"BHEXAozBCLsCAtcGAVYCDwkaAgQlEwIEwg5UFwE6AA/lFwMEbQMPzKEFAswCD2WgAwRtAw5GOAKWEwECAwGpDwcmBAOYoQLK",
+"Aw4uEAOXoQJJAwLiEw+jBAIEiHkfNSSiAAE9AAIFAA8vAQIEpzMeNZQ4Au8RASYED2pIAANmeQJbAAKdAA/3OAIFZngjMjFJ",
+"AgsTEQGSAQgHoQIoBA6SAgVWkhMype0OkgIBGQQAKQAP3mIFA5ICBXUIBB4AA7QSBh4ADsgABBobDIKIAsYRAeUBAfIRDjoA",
+"BKxFDIGiDHigDjoABLQcDouIAhURASECDyigAwDpEAJ2AA48AALHNgE8AAtOFALGRgcLeAqtAQM4oAI7AAG+AAHbbw19AAS6",
+"lQ/ciAAC+W8BNwIPc0YDBdtGDuqiApkkAngADugUBL9vAQYAAiUADw4IAgWBnQCSAgEcAQtIAAHOAggZcAssXgSRAgUpNQ+2",
+"hgQCtQsPCz0BA/xiAo4CBv5NBB4AA7QMBh4ADsQABDAeDNwBA98tAbwAD8gCAgRKRQ0riQMiRQAFAA+3TAMF+G0OqJIC6igC",
+"9SgPowQCBIMsDzaJAAJhLAKlKwtGCQPEbQJYAA/KbQABqQEDOnECrSwP2QUCBUgsD/mSAALoGwLCJw/zZgMF5W0PiYkAAucY",
+"AscDD6eVCQJ/FQPkbQ/gDwMFR0cRMmEEDEkAA2QAAx0qAuQCD9lPAgWqEB8yHJUFAl1QD1epAgNjZAOYAgxFCAOJYgOYAg81",
+"bwQEswQMfwcDhSsDOioPpmADBPFrDr1kA8drAj0AD0EBAwTflB42gwcO35QPPwAABLMED0xsAQFwAQLMAQ9nKgUETmwPsRgA",
+"A2sqBABtA+8nD9BHAwVhaQ6QBwNLKAM2KQ9CAQMFg8YPh2wBAXkAA7QqD7goAQPaKAO4KAOnAA9nZgQFUj4DmwYP/gsCC0Rp",
+"AYxED7UKAQKJOwwnCgS0CgEIAAYeAALGAgY8DA/0OAABxgICIgAE50YLegsH/SARMpYrDccQBN88D8goDQWHZQCHAAhfYgNK",
+"KA9eYgADiwsCOQALDFELEDIfN8omAwSNCA/nKA0D+2IBmAgJgwACxAMEHwAPgwADBAplBkpbB4E7ADkAAwfEA7s7Cg4/HzJ+",
+"KAUGAIEPfigMAx8BD+wVAgcvGg85KAoDRw4EIgkLRQAG1BUPwygKA4cCBPBiC0UABicCHzA/NwoC6gIBcAkIQQ4CFBYDL1EH",
+"8BIDKycCWw4BXAIH8hICljgCIgAMZ1UDqG4En/YK9BIBbgAAIgAM9BIPSxQCAwkCA0ybA0oDChQhEzI5zA1lBgOlYA+AVQEE",
+"e/sDnAEMjAsF1EIDAQILp1gGjgAGwQMBli4P+xIMBLoEBUYMBtcCI2VxHgADjC8Pby8OFjInNwo0AwUWKwJLOA0WAQJBYgAm",
+"AA17BwNOYwTvRAwOFANSYwNHAg92CwMB9kEAfwAdOL1oA5G6Ao4FDzsGAwSfNx04Y5UDFmsCPQAPfQcDBA5BHzjKaAEHfQcP",
+"abkDBcq5Hzh0lQEHfQcBZREIfQcCDCYFACwPfQcAA45pBNxsA0cpD30HAwWYtA8maQACBioDiiQPQgEDBcmwD9KVAQd9Bw/F",
+"KQcDZgAF7ikPckgAA75sA1s2Au4LAW92B5wCC5GsATIDAAYADmcTA9MrD3DfAgSIAwAIAAtnEwJlBAAGAA9nEwECRS8EZwQO",
+"SDAAsQMJsQAAuhYHaxME6K8L8gcBdAAC9gQJ0IEDbRMCmCwAJgADqgQLEC8EkgYOlQMFIAEOAwECTxMDiwQNYpIEZ0UDywQB",
+"IlMG1gAKgWkEwAEFOQkGHzAGgAQC3yoNBr8O5CoRMtcpD4IEAQUpRALO7w3tAAJdFA9KOgECCV0FggQNVlwD7AADggQPQgMD",
+"BKQXHTjCCwMUbAK3Ag9gDgIFO2odOKaVA/opAj0ADyJUAwSoFx84wAsAA/m5Aj8AD+BpBASNtg+3lQACrhcD0ywMazQFYGoC",
+"BwAP2wMABO9pA/wAA4cAD20OAwS1Fx84wAsAAowXAzcpD0IBAwSrZx84FZYBAk4UAj8ADykFAASwKQNgBAMRKA63NAS9RgOc",
+"KQK7JwuCBAr8cgQ5AAXiDgSjAQv9AgJJEwxJUQ7xKhMyr4AO/QIFYgADxgEO/wIBuQoAKAAO/wIDhTsD/wIM1yYDVV8E/wIP",
+"YS8DBOIjA1ZfCH4BB4EHD/MWAwWPZwMAZQg9AAeBBw9AnwQEgGMfONWeAAK5JgSLKA8/AAMEgQcPSW0AAqYWA+ImDIEHBAYo",
+"Ap0AAaAWDDYoA1gCAycsBD0oD4cAAwVAAQ8EZwAHgQcBNigPPwAABUIBDz8AAAeBBw+ItwAFHygETygCBwAPgQcGA5N3AjYA",
+"C/8CAYQsDv8CBZkRBNwDC/8CAtQnDPh4AP8CDKgaAQU4D/8CAAXcCg9AwAUCFmEAKAAOJV0JgAoNC24D2GAD/wILNmEFRAEF",
+"TGAMfgECQykC/wIPenMEBLxpHTmACgNEYAI9AA/+BQMHO2ANwAICFSgDsAEP/gUDBAsOHzmACgAHt7cDdG0IeCgCKAIEeCgP",
+"WAIABBheA/wAA4cAD/4FAwROaAQBYQiHAAJFXgJoAA/YFgMGN14PgAoAAig+A9k7DxReAQMbAAKnAAQ9Xg/+BQcDtTsP/gUB",
+"AWkwDZ4ABjBNEzaXTQwAAwFMAA0xxQ58ixMy4DMOAAMFkRcfNfpNBQJFYQoo/QTiAgOXDgMBAwzsCQNoYQQBAw+HAgMAJAkB",
+"ggENwggDv0UCNgEPvgQDBElfHTmDAgNyLQI9AA8ABgMA2gMCegAPclwABwAGD7oDBAQ/XR85hKoAAgJFAgEDAWZCCAEDBD1d",
+"Ap0AARcBC1oCAviFBKgtA8sAD85cBQVAAQ7CAgINGAIBAwENGA8/AAAFQgEPPwAABwAGDzNEAAUEXQKnAAIuAA+eXQEDAQMC",
+"vXoDNgAMAQMLhtkGgQ0PrBQAAhM3A9YQD4EMBgFVkA4hFQKTCwEIAAUdNAzrFAcXzwEEDQ/QMAQFfjEFRDsO0DAESDoDBAQP",
+"Ci8AA1tQA30mB9ExDIoSAxfNAxxGDiuNEzJtLQ1xEwWbZw+uLgwCEWQRZCoCCcgDAsgJAx8ABPsUCY4uBqpbEismEg7MBwS0",
+"rRE56QkMSwICMgYCCwECRkQUMliEC2kABiwnDB0eBjVbAgcAAQcTJmF4HwACXAENuC4OW0wFPGUPdy4MB7ViDGkCA7JiBCIA",
+"D8BnAwa6WRYw+/sEGwAC3AsE4A4LCCEEt1kELAEAtAEKlzcBqFkHSAAPyTACARgbA+oAAiUmD+oABgP4EAFfMgrqAANxAwMi",
+"AAJdtg9MNQASMM8wAhVaD4oAAAamAgL3Hw+KAAYDfjoB9AAKigACkAwEIgAPigAHAyneAVUBDB83A0UtB1UDAAU4CEcCAn4d",
+"D75eAAzSAAaiTg9GAgsEwogBsgIKuCUDRgIDIgAPRgIFBCgLB0H+BBsAAgwDBGdbD1MDAgZKTwK8AwtIAgRGWwNKAA/cQAIG",
+"m2APSAINBg1eDewAA0gCAyIAD74BBgILXgCYAAvsAAQR0QPsAA+pAAQPZwIVBdb+DWcCBPrcAyIAD6kABwNnAgcm9AFeAg9X",
+"Mgs/YmZvVzIXDy0AAQ9XMgQPKwABD1cyFA87AAgPJ1MJBw8yA6MBD6KiAwESUw0nUx8zIzIDAYkrD9QAEQEKAw8V4AQP0QAJ",
+"CjwZAbgHD+YxAQFkFw/mMQIBxgYP5jEIAgIpA2ONCKJMDeYxBRSVCegHHzMpUwcEGjgKRTEDUAAPzFICBivgD+FDDAP0Ag+n",
+"MQIFK+ANzFID2QQDPQAPLiIEBBfXCsd1BR8ABy8cC94EBN0gAgcAD0JRAwYrMQKcCQ9tHAsFS0gFwgADdyQDiAUPTZYDBJWi",
+"Bg1TCyShAdmCD1YwAQTMAQ/iUwgDah0OGAEFtgUPFR4KCANUD4lTAA9ylAECMQADOAAPHWADAnsADvYhBkslAs0GDLYAD9x8",
+"CAPQZAE8AAap4QzH4QJcAAG5Bw/J4QcIWCwIuzAOyuEBTD8LEwABAAEBKisNsTASM7EwDZQEBNYAD9J8AgFQAAIHAg9qAAED",
+"GjEKsRIDaQAIEg0C2B4Kf3kRM3MtDRsCBo0HD8h8BAShNA+4IwAGlyYCowcJowECcBACHQAAUQIPowECA24jAEEBD8zhBgZ+",
+"Tw574QMpAwrCEBwzfzMCTgAPzeELAeMCAQUAC/96AhYuA/8NCv4NA2kACHoBAS0AC/l6GjMDIwX9AAWRAA+zfAQEc0cPbCQA",
+"BjwsFTFnBQUdAAaAKgKJJA96AQEEjiQFXX4LXsgDYSQBrwgL8lwB8wIGfAEKWQ4TMytPDH0BALIDA34BBp4VBlUAAjohAX8B",
+"BNl8CgohEzNqUwhsAQMvAA+sogQDMgAHmAAKbHkDwwAHIQAMasoF6gAPzOEjAAwCD5t8BgJlIi80MJl8DQYaWA/ioQsDggUF",
+"VxkCiQAC6x0ADwQPlnwBAYMAAB0AAuYBDLLhAa6zDmehA1oABp7ID7DhAwFkjQ+QEQACrzUCKRcCfAUPr+EDBEgoCw8BBs5B",
+"D92hCgNNHQ9CNwIH2akPfwwKA2UxDxsMAgVvFQ8OOwwD6U4JzAAPyEwKC+oGAq8IAQqfDxRNAgMnAAbSAAoACAWvAAbn4g8F",
+"QwoCvREKjqoFRAAGyEAP6BAMAkUAA1ktC4kIDfoRCxQFDx0TBgRqIgK3BAscAALMBwIsAQHlLAh8JQyleQgdAATiIQQGJQUY",
+"AAIfDg4YAAJiEQ4YAAI5EQ4YAAJ6EQ4YAAPqEw0YAAKQDg4YAALgFg4YAAJpDw4YAALrMQ0YAANMiQAYAAf5BA9DfwAC7yEE",
+"QIEPyAMAAqMiD2XkAQALAQWWpA9iHgITM1GbCI4FAqonB00VEzNCTwcTPwJuCQ/tPgECHgkCfSEPtAYABozvDa4AAHEBCCtK",
+"DuQVFzPaIgafDQMiKwLsBAx3BQIHGQJEOgBVAAs7AAUlIgAIBgs7AAJ3KAJdAAQ7AAqjDQJdAA+ZfgADu1MCCwYLF7sEZwEE",
+"UdcBfwMIeAABMgUDmAUM9jcC1h8CIgAPID4CAlZUACgADZQAAooFA5QAD/FTAgRXJw/SUwMChQcCSwEEhBcMcwgPeiQEAtGJ",
+"ADwADJYABDuVApYAB64sHDNdIQTvBgT5LQQxBgBLAAbUDgKTAQTtMw+XQAAPmKUCA4IpAoUAD3gaAgShOgKYQAzSGwLmOgzf",
+"BA5aSxMz0hsEhgIEqQUDXhMDQTkJ0E8DjA8Pe2EAA9SkA2Q4D3AoBASVQAxsHgTekQLmBA8MUgYCHDsPDboPBflRDlgeBHhS",
+"AiQBD2oAAAKwGgEmAAQsAA/WUQQFoaUP6TsEBCJSD+o7BQElAAVoUgfjAgTIAQKLAAQKCA84SwIEwwEMHFECdx4AvwELHFEB",
+"YAYEyVEFqywrZ3SwRwQgTgg+AguYRx8zAE8DEjMQpQclAAOtBQU4AQ/PXgkEpyUCIgEMLEsCHgcD+iUEBQUFHQADCyYHcCYI",
+"ilADqZMBFj4PtAAAB0QoAMIADANRAQoCApABD6tUAAL+BwI0AQ+VURAEiwADWScJjgwBhE4P6pkDBUgEB6wDA2A5ACEADKwD",
+"A7dIACIAAKgBDHBRAzkIAjEOBkIUBVBRAgkXAioCCNN4BB8AB/MAD29RBQH4EgIqABNwN5sH3vkHB5IKcFEBdXAP7CcBAqwA",
+"C04BBteRArMDDB4AA2UBAh4ADUtRAcYABI6cDB0AAnoDAQUADze+AAR5kgR1VQJaCQGlAQkYBQL9EwKNAQ/fnQQE0z8RNP0T",
+"DyEoBATBKAv+BAyVAANMLwKVAAQjkw93AAQEjwUDHjgMeQADOyYD+ygCZwEP/wIABFuUBTm/AXQAC6XOBVUABJsFA9c3DHQA",
+"A78AA1sBA30BAVhMDuuoAPYCDYcGBEkcAogGD/AmBAS7BQWtKwUaAANvLwEGAAG1Jws4AwPtUQMoAAyMAgMqjgY+AAyVJwPf",
+"KQPnJgwKBQxsAAM3JwNzAAzxBAVZjgMZAgwfAANTJwMXBQS/RQUpAgNQJwNdAAwtEgTshgT9AQw+AALlAQPDBAHZJwk+AAPh",
+"AAc2Kwk+AAOXAgP8Jwy6AAQUKAP5AgxlAQpgUA3ZAALCBwMHAAL2Jgk+AAMSJgO0Ag3ZAAMOKwN5JgwxBAVKhw/ZAAQC1w0D",
+"hAYPQFAEBdkADZsAAhgAAyYADrIBAhwOA66XDIq2BQ0nB0IsCT4AAlwJAyYHBZ/TBT4AAi4CBD4ADdkAAi8GA62XAfCDB4II",
+"BCATC0YLCH1HAsoGAwijCU5wBuYYAscNCdMLC2WlAIcLCXsAC5eZA3SECWMSBtJJBe0NBpsXC4qlAFwOCWAACxV1AvVIAeec",
+"D2AAAALeEwMeFAstFgEWAAQovguipABqDwz3Dg8aHAYBswYPTBwAASwFBmUcCTMcAgxJAxAlAsEPANkCDXCmAm4VBHADCuRB",
+"AtcABNRJD3CmAAMCwggvHQC7Bg8vHRkENwADsA4P5CECBG4oTzU0KzNjEwoFAUwMIgYCiwcDHwAPFS4EBGA4AmvWAD8ABRoA",
+"BOgHAgoDD9dUBBI0DlIPcioGBIEGAzcuCGEAAu1BBMkHAmS1D2EAAQQ4VQ+WKgUEYBsD1C0JYwAC5QQDuAcBEEIPYwADAwlV",
+"CsTgBacBBtnSHzOeTwoDm1YFWQIHwAoD2EoAegIB3jUIqQEE+VQDPgAPkUECBZKJAthKCeUAAy8FBFsrD+UAAxE1GHYDcWYP",
+"WioHBMNKCWEAAxQFAyEqD3JXBQA6AAIiAA9IDgMEgCoEbUoJYwADbQIDqQEPRFcFADoAAiIAD28CAwSmKhQ1f54IZAAD3bID",
+"MAcCquAPZAACETEZiQPNhw/MKgcAKgAFyLYFHQAJVwcBzyoPZQAEAy5bD+orBARAkSM1M8ofCWUAA/IBAxwrD/IBBgA7AAIj",
+"AA/1AQME7CgAKgAN9gECqioEhgcB6CgPZQAEA/cBDwNvBAXq2CIzK1EpCWUAA/gBA3crD/gBBxMy+QEPRUMDBYSIMjUzK4Zw",
+"B2UABCcqA9sHAosPD2UAAhIz+QEBf5QHHAcPhCQMf3ByZXNzdXKGJBUPLwADD4gkBA8tAAMPiiQUDz0ACg+MJAgPsFYCEDRj",
+"JAywVgdXxwawVhAwPwAPsFYBCDxWD9kACwGuDA+yVgQP1gALCiwIAQoJD3dWAgBxAg93VgMAJgIPd1YJAgYWAmMJCB6DDZEk",
+"AfkWDZEkEzR5LA93VmEN7QgBgAgPUxEAAjkWD3l2AQO6agNuAA/yAwMDsxUPTiEDBnDuD/ssAwQvVgYQkAsQAQ+9HBQDcRcE",
+"cw0K9wABJwoPzlUBA4MHAv4AD9kPAgUqug+eAAIHA2oPbVYLAvMHAQEeCYEAAhIKBB8ACoIABKICA4IACkEcBVoAD09WOw+C",
+"AAIPT1YjALseD4gcBgN5LQGxHgkYAAPxLw0YAAIDBwSm6wopJh80f1YsA/wAD39WKgNHAQx/VgK4DQ9/VgkLjUMCsVYF/SQJ",
+"f1YC5DAPi0MDApIZB4miCGoBD4cBBwJvAQLNJA5vAQUYAAcWGg+vVgQfNK9WHgT9LwZECwofAAMCFgdjCw+JAAAEtwcfNK9W",
+"GQSVHwJiRQ6zAAJgKg8rVAAE1gsDwAsPMAQBBPiVAq0EB5cIArk3AXABDz0NAwX8nx0wFSEB6wsH/L4OswACXB0PL9sCA7Mo",
+"ArQAD34KAgTpNw2d4Azv7QsgFQImAgOeAANKAg96CgIEEJ8Pk+AAA6B8AUMAD4MVAAKhAgNjAAO8Lg/8FAIEhk8PjuAADAft",
+"DGMAAhoAAmMAA8gvDCxCBdQcDfNCBeUyD4W5AQPEAgEIAA9kHgMEzqEPWlYCBiLJCi4SGDRaVh00WlYCjggKbwACUi0CdwQP",
+"7UIAAdICACQAD1pWAgNgBQ52AgIGHw/rHQAHrLcNWlYCv5UE2QMOqDICqgIGxhAG6QAPWlYDBNApLzAzWlYGAqUSD5JDAAM7",
+"VgPRAw/fCAIEG1ECO1YH0QMCKVACoAIPG1EKKDEw9FYEHQABcAIErcEPtgACAQoGD5z9Ag5+VA59AAReUQwJNgNiOQF4AA7U",
+"AwNWvwKdAA/TAwkF5n0OEFQDSg4BQwAPZlEGAh8AAioAD9IDAwVnUQ65UwMCUQG5Aw9mlgADJ78DglIDVDkLHZEHkDAFPgIP",
+"4FAEAg8GD9NGAAMQFgI+AgGNVw/BLwAECFANoBACdlECjgEB+zgPPQAABZ4ACKRWBR4AAqsPBcVRD70AAgIZBg8AtgIIGQYP",
+"ClgDBn9RDQwtA35QAnsAD91pAAR5MAOkAAEuAA8ZwQUGUFMPNS8PDAxRA4IAAxssAS4ADxJTBAWSUQ9gLAEBjAEDQywPqCEA",
+"BG9/A2cAAikAAaJTDlICBc6ZD7RLAwMvUw/PJAADLlMDTwIPLAEDBIUrAtNSCE8CAlsuA50uDz0ABARcKw1ROQwuuw8sMwIC",
+"sFMPD1kDCCcOD3L6AwZguw1+AQOcLQJ7AA/lAQAEAnsCpAAE/lEP5gEDBTu7D3pEAAN7kAJGAA/mAQAEDr8DaAADDwIP2AMD",
+"BRm5DxxEAA/24xQEaAAD9i8KBQUETgIFHXoP4rkGAicGD0eZAAMzUgNQAg9CFQMEYCwdN3UUDVPkDj0ABkkLBxxWBR0AA2Uk",
+"Aq4BDy7WAwK7Ug/TWAIDXrcDDQgPhAEDBKIrD123AAewHgGZKw+6CgIG6E0CpAAPZgAEBcO3D01OAAIoDQJGAA52JQO/CgVo",
+"AAJ2AA/g5QQE6wEPVLcBAigmAzIlDm4FA8QKBWgAAmACBh0vC3sJAQgADrs5BZY9CT5VAqsBBgILD3RAAAG4BAMdZQ83MgEY",
+"NCBVFjS2gAbbJwGxAAw1PAlNEAI5Fg0YEAM4QQQYEAopKRM0dysOZlMPVX4UBdhUCzATA+y3D41VAQLEBQQ5AA8AKgIFjVUE",
+"W3oLnQAPdH4UBJDgDOYBA1+1BB8AD4MAAwTUAgZoKQbTEQKaLAJGFAGcIQ+IAR8KkCkPiAEGBC8cD71VDQQRTw8jMQIGNK8P",
+"vVUMAqoNBFccC0UABu0vD71VCwIkAwx66wNLtQ94VQwBPxYHeFUCaQECIgANeFUCGwUAQBwO7RECbiAHLLEFnwEPdBMJD7wB",
+"EQyRHwWoVQqfKRI0UCAO0gUDfOwP/VABAwtBBIcBDitBA5AKA+wBDBA4BY4ABkkEAcE0D6hVEwWA3RIwS0cLWiwCAgEMqWkO",
+"a1ITNKBWDqgHBjijD6YHAgIoUQAmAA8oUQYDWgIPHQYDBJQeDsxQA0wmAQUAD19PAgXcAAbEJg83VQQEunMPtVABA3RnAkYA",
+"D1IHAANdAgNnAAPeFQ8WKAsPVlACASMHA3EnD1EHAASFmQIhAAYVFgcVAgwuRwFYAQAGAA68EQRUJw8dxwEF1EMI+Q0DUwAC",
+"ayIEiTcMr1QFHgAERAIMEhoIqDcASgMLr1QCrhgMgxICaRoCchEI8jEDwhECoDIAJgAEr1QMJBcDgzINmgIC3iMPohUAA5Kw",
+"BJEDDjAIAuwGACcADuURAzwAA+0DCccRAYl9DgkaBUIDBmcYDM1RDds0DmszEjT2fQ6iAwWrGS8wNigSBQKzUQ/tzAILr1EP",
+"EAsDD69RDQOlAw/ACQACpQMDqyAD3FEPpQMFBJVQD5pRAAKAKQOlAw+VSgADcZwDZwADDwYPpQMDBwFSDvxQAckAAqUDDw4q",
+"AAOlAwNnAAPneAulAwoSogM5AAVxTRQwdGEP01ABAfr+D9NQCxM0vNQOBQIFLRQfNu8RBQPUUA93EwEE1FACBQIP+0wEBPtS",
+"DnhQCUUrD0MFAAIFAgMcIQPJpA8FAgQAvBECZQAPYFMAB5QMAVwrDwUCAgRnAANDBQ8FAgQEQE0PAlAAAocrAwUCD9MCAAIF",
+"AgRnAALTAgoFAgGOMA11AAR0VgAFAg/YUgIBsgAAJgAP2E8MEzRgfw4FAgVWEwV0OQoCAgJLBQ80EwEDNbEEAgIPthMDBDdU",
+"HTk+8AM/LAITAQ+gAwACAgIDcC4E0ZwPAgIDBAhrHzk48AACSSwEECwPAgIFA2cAAy0ADwICBAQaYh85rmYAAjQsB1EsDwIC",
+"AgRnAAbxHQcCAg+ZgAIF/LkvMDfbUQQBVQIAJwANAwIMeQ4FNmILAwIFpRMDPFgOBQICgxkP21QCCbEJD3tQBASmaw67UQen",
+"awJCfQ8FAgIEY30CoAMPBQIFBuBQDgUCBoYXAhYtDwUCAgRnAAOgAw8FAgQE0QIPsQkAB/1rD7BUAQMFAgRnAAaCDAcFAgXs",
+"LAtZCAEIAAyJEAbPCQ+JEAADPTkCKwwO0gkClAgBCAAF31AMMhAIyIYANAkPr4EFA4hVHzivgQkCFB0CAxIPdw4DB35QD2oq",
+"Cgh+UAliAAJMAgN9HQ8bogAFnbMDBRkDMAAPNX8CBclsAx4oCWkAAqwUBHZTDwZRCw8oJAQEShsC5VAIRQILt7MPFygEEzl8",
+"LAUvGwU/AAOqKgM8Ig9CFgADCxoEBgEDSSkMqDADs7ED5QAP3gUEBKopHzmACQADnFQFArIPyAAFBDorDKFsBMaxBMoADwBY",
+"AANRVATKAAN4KgwYAgPzsQTKAA+qKQQFkAEOmaMFw7ECBwAPkgEGA6ErAWYpBzcDAOILD0MpCE92aXNjPykUDisADzspBA4p",
+"AA83KRQPOQAGDRaAAPgADzYADh8yMQAdHzMxAB0fNMYpAwC08AvGKT4xNzbGKQgpAAXGKRA3jqEPx0YBCPHwD2MBBwEvBAjx",
+"8BYywSkPYAEHD4UEAAGpdQ9kAQ8JORUEOwAATAUPbgEPDzsAAgD6BA94AQ8E5gAH40cPJqIDAG4ED6DxBA8mogwCuwYCDAAG",
+"xjwPbioABfrmCcAGEzX5DA2xPwEzAASMAASlAQPHCA+ZBgEA/RoA4gMfMg3wDQJEAA98HgIIbioPxE0GHzL6BgwDbAkDZQkJ",
+"tgEEJXcTMmkuA7c0BvI9AXoID2KRAQhFCwkdAAkFTgMXKg+OoQUDmgALf0UGxjcMGAAHkAsNwigWNYNiCycBAyEIHzJPow0D",
+"cBEBty8IxQACBhgPUToAA5eqBDkACtIQBK8CBH5QAbIHDxVIBh8yfCoMAwipAZ8ICIMAA2ygAx8AD4MAAwQgLAYIDAekzgFh",
+"AgKWHgwFGQJaAA+jAQQPOgwACkYSHTXWSwSzAAW3Ag9TKgsEd5gPuAIBBbcCCtIrB14KAwF5EzlcCgyuHwH1BwGJzA8kSQkG",
+"YQMPLwUDBR8AD4caAwSPHABAAA/qAAkCYQIBlRwHowACog0BrxOPM0MyM0Q3MEEjBAEEg84PvR4GBEgBBKROD2YDGASPCBQ1",
+"rvIPAxsEBFcDCjEFAjIFBWQMBnwZAtYEAgYAD50nARM1v/ALETYFrVgPfi8AA6QDD7raAAMzRQLIAg8zRQMEJWMCM0UOHwAE",
+"JB8MrAoB4QkEefMNaAoDEDwDayEPmUQNBO0OD/WFBgRQYw9MdQEBggABOQsPDg8AA/07AwEiASUAD6okAgQ1HQ83hgYExA4P",
+"CHUAAgQBAXMDAU0dDDpFAXwAAzYiASUABaBRB1DAAR8AAisAD0MpAQQWAgw5owMgIA4kPwJRAAEfAAZ6uwfPRAMCGQ7ORAoC",
+"ERA1uykNGEQYNZEfETWRHwdFAwJSwg/JRAMIiywBZiQIpywG0SYBIB0IGwAIxysA7gAIo6ICiRYB+RoOqQAHuUsRNQEqB1YA",
+"Ak8QAkMBDmcjA6IPD71EFAOGAAJTAABpHgZ2AA7WlQN3DwPvQA9lRAACeA0BmgAFxgkGZEQDBUIPY0QJAFoAASgAAQSjCGBE",
+"BoHsCl5EC21ACHB8DM9BA5J8A1sDCxwAAgEBAhwADwxJBAOUBQ+PBAIEkzkP3+0EBS98C4UDDQ8rCzUqAuspAwgoD48EDQSj",
+"Dw/f7QYFP3wPPnwEBFzqDogAAsgoB5UED6B8BA/f7Q0GjKgP3CoED42oCAPzKANZJQEnAA1JRAZuBg3EAQJNBgJ0BgGRNA4a",
+"EAS1KgK4RQwqpgGMAQPYKQReAAUdAAPRBAG4BA88AAADNwADXgYM+kMEI6cE1SkO/QADoUICKQAD3xAP4xYABCAIAygAA9Q+",
+"DucGBDAIAygAA1tDB58dALgFC58UBA7fDtQvAosKAXSeD5wUAALXHQWuCg5dIBg11y8AggoPSHoBBL0YHzK7JAwDMEYG204E",
+"GAADqTQDvgwP9wsDBL4CBLHtD1c1AwB4DQ/1NgoDkUAMHR4H1usPgwAGBM4xBjRaDKtRAjhdAPkCDmMfD08NBgQQcR8ycSQM",
+"BOkzD7UVAgSiGh8yN10MA3BOBHQzC0UABp8LD/GiCwOcMA9JDAEEvSkPSgwIBSZ+BBLUDUwMA1EDAs2aD04MBwRSVQ9PDAUE",
+"jCkTMsA+DvEABXEMD01fDAQ7Mg9FAAIPlQwUD/OUBQOWYgRQiAvfRwMIKgKIqg+3DAkD/tQP+TIAA419BEACCb4IBOGmC20D",
+"BBsLATEHDIgMB0GnDvorAxwAD0ouAAKGAAOBAgukcQR4AAUNhgZjAwvuVAAjAAHiIg5PIhM1ZyEL5gwDEjEBFKgNNhEDfSoD",
+"kCwPegYDBXaBDzDuBAQxVwzPDAPzKgQpDA8SBgACKgcDSSsPDuoQBEAzDy3uBgVBDg1FCAMITwgMrAyNAALnJAIoIQMuAA8R",
+"AQQEpwEPKu4HBPbjDUsIA4IhCNUvCogAAoBDAicABC0ABfxWB7FRAtkLAnMYA+IpC3cjBBACC+AMAkREAbAkCgoIA6aOA6YH",
+"Blg/BuEMA+0hAUl+C5OiDXEPD/+hARk1qmwAJQALsFEApQIPsFEGCWqCDLqnA2qrA24tBSJWBR4ABE8uAgcAAD0ACO8MAwUg",
+"ATQVD7UAAAccHQDDAAzGrgIzAgJXAQ+pMgECEw0BNgEP9QwQA4wABP4xCq8EABcOC8AJAyIxAjcABjZ7B86iAdkCAtgBBhLp",
+"B86iAqYyA9YBD86iBACwAgWpWAv/DALDbgKKAAvPogzrTQQ1hAJsAw0eAAMlLwOKAwweAAOcMQIeAA88MQQExAsAdwMMNRAE",
+"9zAPbwQUBZHqD7JQAgRj6gJXAQKbAA/7fgUK9t0MSQADnwsFTicEIDEJCuoGiSsNxAUDMikCpAcPdncEBAI1HTaGUAIIVwTO",
+"AA+lNAMFcYgB4wULgAIFlugCBwAE+y4FHwACmAIC1gQPVREABBZ/A0YADKBPBIroAiUBD7roAQScTwPbAwKHAA+ADAgEKQAD",
+"qQwPgQwHBCkAA6oMCoIMBcTkCmUIAAcADIIMAlMuA6k8DIIMBR0ABjgLCqkvAKQICHoABHp4DlcKBH58FDNXCg80IAAEuVYB",
+"qyU3NDEy/gIK1gkEZyYA1gkPUQwJAzGKD0yiAQRu5wSSAQAHAA/RkQMBM1UPtwMFBJJVA94AA1UADMEMBKSHA0YKAaMEDh0f",
+"EzavIA/B5wIDSAIDrwAB/QEPx3sFDxoECgSSWQP0KQPzEgH9AQ+SAAEEeSAPwi0ABfBVA5QAAVIADxM9AwXCLQ9lBAMD2VUE",
+"lAAHzS0PlAADA+tJCEaUAMgcD0MgC29hZHZlY3RFIBQPLQABD0cgBA8rAAEPSSAUDzsACA5hoC82NDgAEQ9hoAMPZMECD7BJ",
+"AB80PG4BHzHqHwQIeR8PBQEJAeYDB+sfFjTqHw8BAQkPzg0CD3MAEwxdoAChAg93HwEAjwMPdh8CAPIED3UfCAHHAwHSBg9q",
+"YQEBNAUABQADWlMKahAfNt9JBgmxDwdqRgHcBg9WHwwD6AQPQgABBhBmDzEmCwFCAA+hXwIDiRIPog0AA9EoAuMHDxcNBAdG",
+"EA/YHAQEPyYJyBoCsQYPWgAJBClKDlEEAkgEAQUAAyYHD0sEAwLyUAGsCwCgAgPiAQK2DAteNQNDEgDiCHYxMzkwOTUwVDEH",
+"mv0BJQAARBUIJQAHWQIB5sYLEwAC4RMPqEgCETbOGA+LDwAEURIBNwEIpwACZxwAaDgPpwAIA6o3CyUADdQeBn4ACrkRBLYB",
+"AmAgC7ALAokmAVAJD+0cARA2SRoNxgwYNskUETa2GQ+vAQYPeEADBB0TB/4TBRkOBVwZD2GMBQFvCw8QOgEDAgEPKwAADzay",
+"AAIu2wFjCg7gAAcpDRQ2Xx4PfR8BIzErXp4LmyIGoy8EYTkOvAAKQRwDvAAPSAEGD4sLBAxIAQeEAANECw4LIQpCHA81ASQG",
+"HwEP6zECBPYSDybiBgQkZQ/2CAEHQS0CCwAPrVIEBKJUBAAiAxMEAwJgC2wDAs8tABwAD2wDCQE9CwArAAxsAwpJCxI2SCwO",
+"6wMG9yQCJAUIgQABXA0AIQAPgQAJAZ4FAYfPC4EACqE5B4EACjQlBe4DBmEzB54PAjgLAAUABCAtCqMYETb4OQ8RAwAI0zYA",
+"JQAP8wMEA5EBD+oKAwrOFgz3AwNdHw/hOgEHjgUDsgMOoRIEEQEL+1EPyAIFAqkAAvJRD2MAAw8EAQAJ9wIETL0JfwEFYi0C",
+"vBkMkwMC4AYCDCEP3AAKDIUIAtwAD3IBCA/ICwME3yUHcgEIjgADTCMPcgEWDO4GDnIBBBDsD3IBCAthXAZjAAdbAQ9BOAIE",
+"YEQPe8UFBJfJD6FhAgJ4DwEFAAKkMAqnAAdQAQKuDAQsPQRTBAI2HwvSAwMZ0ACH1g/SAwgDHT4MjAgIBAEDWF4O/BQfNuEy",
+"BQaPGQK3SgiWAAEwCAAhAA+WAAoBjgQALAAMaQQLZzUHgwAJ6wIFOFECKCcPCBQCAXYBAB8PDrszETa+NQ9mAwAIhrYAJQAP",
+"agQFAqgBDz9YAwodAQ1qBAOmMg/4AggBhgUE5QkLu2gEEQEIMAADSncP+AICAvTfBcdvDmMADwQBAAcrDwASAQ9udQEFW0ED",
+"AkwM3QMCICIB8gIP3gALDEQJAt4AD3QBCA893wQFQRwPrSsCBEJ/D3UBFgxxBw51AQTpcw91AQgMfgkFYwAHXgEBzAYLGQwB",
+"2QMBjjwD6AsMJwcCFg4PP38GAQkNAYIINHRvbR8ANW1pbhtCBKgHA4faCZEAD10xDG9lcnJzdW0aERQPLQABDxoRBA8rAAEP",
+"GhEUDzsACA8aEQoPOAAIDxoRAw/KWgAPAjEAFzMsERFmlAFPZmQ8Mo2xAR8ykNIEAToHDxkBEQwuERY5LhEPFQEJD/oPAQmL",
+"MQ8aAQkLLxEBWgMPpzACAO4CBzERCu3wAXgCA+geCjgAABcIBE8ACARFBSoRAaAPD0cRAAOwLQ9IEQETN98MAIcYA08ABDMA",
+"BX4ACV8RD6R3AQULWQYxjgOcAAOjdwFSAA+iZQEBtgAAggcGMiADOQAChgAAFgwDvb0GNngCOUEENgwvJXD3AAACawcBRAAE",
+"2AgEcQIBwRoUZOsECoINCrsKHzffWAQIPXYPHDAKATEBAeknB2dCAvAMBQ9aAxUAB7EAAn7JBstGAdkQACEAIi0yAHQIvAwB",
+"xAgDi/E8eG9yAwkfNMdGAgE1AAQcAA8cARUKAQkSN3dYBzgCAkcNEjE4AggYAAGvARcyrEICGAAFUQ0EfAoNMBMBKQEAFAEN",
+"UjoCRScDYAEEeRIETAYBRQEHKRAfN6NYEQtLEwTkIgAaAQQcAAKRAAFnLAH8Ggc0AQYHAAbcEwlOAwPIvA/FAAAJzSIDNAAC",
+"5gYfMOdEAwJNAwBdHg+vEAEYNwMSEjfRzgp6DREtLwMHowMCWw8BZgIFECAHa+gBHgADD0kNpRADIwMOvAEF0AINvAEI/lIO",
+"cIcDBRUCGq0GyAAPeQwCBFlEEzlYRA2wAQL7PguwAQLgIAWwAQ8IEwIEnBMTOa1CDVoAAp8eDFoAAVwLBGEADwxSAwSgEgE1",
+"MA1XAAEcCgQyAQVXAAGiCQVeAA9SDgIEggUDCDANWQACeUAPugIDBGAABUNdC4wBAAUNC54FBtYCDw0+AAKJFQV8BQ0OFBg3",
+"BS8RNwUvD4QnCwVHLQpjAgGaAgOoBg9sJgAEPQALpBIAJQABKwEBFuEABQEIjQAANBMP4wkIL2tlLtwVDSoAD90JBA0oAA/a",
+"CRQPOAAFD9cJCg81AAUIOzsPMAARCDo7DzAAEQ85OwMPNAoAHzGtuwAYM8TcBU0bD6y7BAHBFg9cAQ4MHQoH9mQPWAEGD1Ya",
+"BQ9cAQ4JshkHaRoPOgAOCjI7CIgaD3ABDgyKCgALAw+KCgIARAMPMTsDAEUDDzE7CQF+AwcJzA8xOwcAIwQNeAoTOOk3D0cb",
+"CgWTEgmCCgTEhQmvKQFqAA92GxsCHBsKdhsJyw8Fm1ACsywPJgYFDQG3ARwGBHsGD60bBg1tiAZeFwAyAQ9MhQABAQYE/gAP",
+"ZYgBBSA1DGILDo77A0MPCBMAAggIAxYSClMUEThWCA1uAw9jiAsBYAECxAkPagACD3MLAQNpAAgaCwKIFArphh84/BkCBeUV",
+"D2GIBASo2g59MgWTEQytJgLYIQTREg9aiAIFehEPWIgHDhwBAQUJBtuGClwLETghBw1uAQ9XiAsBigMBlQMLwhYCcDwDigcK",
+"LQoDaQAIbgEBLQALV4gUOH8JCskCBR8DD1aIBAUM3Q5rMwetMg2IrQdlGg8IAwQH9toPdAEAA7QBDwwDAAKzBAM6CwgyDAZN",
+"CwreChM4PTgNZgYPZIgLAo4yAngEDKYeAhYADyYdAgRuAA0KDAR6iAaQAQEcMwggJgFfABV7N8kG/JcCmgMKwQUCdQ0DIg4C",
+"IQQBkicKJQAC+QsGZw8CMmcPWhMLDA81A307D2E7AAM70AM4AAtaIAUwFBIxZecBIA4P7TELD3IhAwNeDg+GDAAD6kgDbFIM",
+"EhQAKwAHMw0BiwAASHAKhQEPKiUMf3Jlb3JkZXIxChQPLgACDzUKBA8sAAIPOQoUDzwACQ89CgoPOQAJD0EKBQ80AAkPRQoF",
+"DzQACR80NAAgHzU0ACAfNjQAIB83NAAgHzhSRgMIJxUC8wQfPMbGAQ8WcAEfNMXGBQjFFA9AAgoMHQsAyQQPPQISDzwVAggZ",
+"lQ9CAgoP7QoCAWQGD00CEg8/AAMIZwsPWAIKDz8AAwDBBg9jAhIPPwADCIwMD24CCg8/AAMIpicPeQIKDz8AAwidDA+EAgoP",
+"whQIA54FDFIIABcAD+5xAgDvBQ/ucQMPgEcMBgUiACwAD08MCQEhHg1PDB85TwwLBR2ZDzsMGwKGFw9ClhwE8gAEaSMPGwsB",
+"Au4AAORQCicBAV5TD0pdDgUzCQmuAANDAQ+viQEChQcCPQABXhYN4QsRORPeDsYABHM5A6VnBP0GETk75w0uAASOQgdoHAkN",
+"DAFuBwGXOQ35CxQ5qEEHmRQBSAkGNAAPk28AA/kWD98WAQiTbwSfAAGwAQFMAAgWAAHmAQSWAAqKCxI5IQsObAEBzwAPa64B",
+"BC+CAmwBDGsAD4EADAZfAQB/NA9VbxMEjDoCe4IPFQwBAyXzBEUZBxcMBAORC40YBpS3AxoKCBwAAU0AD5JtAQT5PAiBAgM0",
+"AALJAQ9zbQQBigkHc20KgwsQOUjmBhgBAIkMCHNtAl8aC7NbAnwUA94hDtIWBaAUDOpeAqQCAwEPCpwLBJ8CDgoCAm0CD5I6",
+"AATzowIKAg0oAgKBCgAlAAz/XwWHAAb3AA/I+wIEayIUNFhbC/0BAjkPBd8ECP0BAd1sA/0BC5cZAtyNA9hwCh0XBD0ABaLd",
+"Ax4XC3gAAswfAhoSDHgAAFlUB+2TCHgAApcBArYBCqgmBD0ABX7dD3UAAAJvDQPaYQx2AAfrAgF7DQicAgI4AAJ9AA/JBQIH",
+"bd0P7gABA6+yAqEGC3kAAdJcBHkABTADCecBAX8ADp92Ah4CAeCoDxFmGQONXgIjAA8dJgIYOUMrANYCBCEaBLYCAxkNCRAT",
+"BR0ABLgmHzYleQ0DoRsDrBgLRgAEMCYfNkwvDANw7QXDaAfwPAS7TA9J7QgCgwAPSu0DBS7sD34ACQOiDgQsQwpASwUmAw6A",
+"AAOmRQM8Sg9/MwQTM0fVDD0AAn8BA/oAD70AAwSxLw+W5QoEBBkMYAADFgEDp00PnQAFA11UD/UUCQS8KA/bAAED/CgPWxsC",
+"BCQIBE4DD34AAQNAAA9bLQIFBO8DVhIPgAACAsAAD4EbAgUEkg9AAAcAWmwETxUPYAEFAzcWDFNMA9CQD/EQAAPDRwM5AA/w",
+"eQMEJl8CxEcP3kMFAzsdDzQfAgJlRg+ZCAIC6xAIQdEPcREAEjQNKgAfAAclBA/pEAwfYugQGQ8tAAEPHaQFD+YQJw87AAgP",
+"5RAKDzgACA/kEAUPMwAID+MQBQ8zAAgP4hAFDzMACB81RRAOBTIQCBQABDIQEDKpJQ8yEA0PiwEJD38OAgDkBQ9VAREPvA4D",
+"D3sAFA/2DwQINRAPawEJDz4AAwnLpQ/0DwwPNw8LC5kiDzcPfy80MDcPDAMjGw8dDwIEZlYNWxUD+AoHPwcPHQ8GHzG1DAEP",
+"HQ8GA8caD8BGCw8tIAQCMA4PHQ8ABE4FAgcAAyQnCTQJLzQwHQ8FBc8sCB0PAC8ADx0PCAgTNA8dDwAPFhsBAKcBDx0PCQxl",
+"NwNBmQ8dDwkDexoIhg4BUQAC0ZINsg4DlgAJHQ8vNDAdDwQCFxEP2WgBBKe+AgYAC/gMD4EADQZfAQ8dDx8HJcIPHQ8uBYAL",
+"Dx0PAAXpDgzYCQQsww7UagKtAQAGAA8dDwcGKRwJHQ8ACwEIGAEPHQ8DD5EmAg8dDx8DWgwPHQ8ABZ8CD0ETBA+umwEEQhMC",
+"BgAMeiQE56ceMB0PBYcABvcADx0PCi8yNR0PQALVHg8dDwoAeAAPHQ9hAi/ADx0PXgSpvQ8dDzUC5wEPHQ8DBB4CCUu1DIED",
+"Dx0PBwIjAA8dDwEATAIIWQIBHQ8PixUMDzkWAgPjKw8CBQEOjBUPJzEBAvccBm4cAakHwDoKCXJldDsKCn0KCg"
 };
-static const cq__ptx_module cq__ptx_3d_f32 = { cq__ptx_3d_f32_lz, 210559, 750687, 0x79a0ecb5u };
-/* PTX module 3d_f64: sha256 31a16f8e6c0769c046730443f6ae0b5c0e8963aeff1533d453bcbac45150a55b, nvrtc 12.0, PTX ISA 8.0, 772792 bytes, fnv1a 0x4c4bf216, lz 210325 bytes */
+static const cq__ptx_module cq__ptx_3d_f32 = { cq__ptx_3d_f32_lz, 212752, 760569, 0xb264ed74u };
+/* PTX module 3d_f64: sha256 099332a572964102417b8f077f13111a3e96e8e57cd70c75f841b4d5c8f30dfc, nvrtc 12.0, PTX ISA 8.0, 782815 bytes, fnv1a 0xf500fe12, lz 212610 bytes */
 static const char cq__ptx_3d_f64_lz[][CQ__PTX_ROW + 1] = {
 "8hkvLwovLyBHZW5lcmF0ZWQgYnkgTlZJRElBIE5WVk0gQ29tcGlsZXIKKAAEDwDxByBCdWlsZCBJRDogQ0wtMzE5NjgwMjQi",
 "AFF1ZGEgYycA8A1hdGlvbiB0b29scywgcmVsZWFzZSAxMi4wLCBWBwAwLjc2MgCCQmFzZWQgb25xAFA3LjAuMW4AYAoudmVy",
@@ -32216,374 +32549,405 @@ static const char cq__ptx_3d_f64_lz[][CQ__PTX_ROW + 1] = {
 "A3U7C9OlC99DETZTAQjyAASkjA/zAAMCoRIDj0YJ8wADdjQCOqMJ8wADdiYDGwMBKQAfcPI8BAVnpg5UPQRg1wNOBA+QGwQF",
 "eKcBpYcOfBMET6IO9wACOSMDK30M9wACkhMDeSMJ9wAEJD4CGSwH9wAFdLoCCAABKQAMJn4FLAAElwAPZj0ABPrIAzMED2dG",
 "BAZJpwFapg+VFAwHqwMAEkgHYyQDfBQDhIsMYyQFaQMGnxQcMb4PB2QkAK0UDwsdB49zcGhfY291blg2EQ8sAAQPBx0ADyoA",
-"BA8FHQAMBIgPOgALbzFbNDAwXU+SAwggaAScGh8xnRoCHzUcIwEfN1KSBQWvhw/VAAwEpRcFVSAvNSzSABEM2xcPJCIFAr+5",
-"D90XAwETAg/eFwkDt5EDW2cCgrEPVmcHDzAiAiE4X9u6A3kABOQAA2IND5cbAgRPFD8rMTh5aAoDVBIEVJIPlY0AD8Q7AQOM",
-"DgM9AANoBAo8DgSqOiIrMbdSD3kiBg1lEwNQBAWJBw1bAASyIT8rMTVIwQACAwQBBgADORZALnJtaSEABiUABJ0GBCAAEXr5",
-"kgMgAAFqYwS0Qgr/AwIiBQb0kAXqFAAODQwUAAL3AQHKCA2zGQLjmw3wAgRtIjYrMTaVaAZ/AAJ7BgAFAAHJCg1tAAM8Agow",
-"GQNrAAhFKQIuAAMxkASrBALgnQ5zNgZuAQJSLQ8jIwYP8i8AAw48BBQ8DKwBAwo8CUQjDq0BB807D60BAATyOw4uAQHlAACN",
-"kg/5kAASMsyYDYEBBMyIIisxE3QLUwAEjBcCY1kMAgIFtTYKEQYDawAJgQEBLgADAxIGgQEDe5ALgQEGywMCeJAPIQ8ABIEB",
-"D2hTAAjIIw1w3wW5RA+CAQsE5kQPggEDBYixBdA3C/yPASEAD0gTAgDYBA+HAQEF52gyKzE2VQIKVwAC5hoCNXMEiWwKagsT",
-"OCg0CXYBAzAAA3oTfGJyYS51bmkzAAebAAO0EwXkAQLHAAciAAT/LAViAAIyBQApAAFjAA3YAATSJQTYAAg9AAMsARw1PAAi",
-"djI/ABB7Kh4D4ywTMT3BBSoECKgAAGkJA4sRD60hAAE2ABIyYnoPEjgLC4JiAsm5Aj4EBmqUB3pyBR4ABQoKByiAA0AAAMAA",
-"BNyJChsBBQxoBNMACJQJA4RQD5UJAwFeAAQaAQVmUwfwCgOoiBNwkRMPgyIAAhUBAr95DzceCw9ZAQIEVQsPbwcNA1keCd8B",
-"BGYDBRsCAJoBB2QCAEoODDAIAw8BAnIBD/sEAANMIAAhAACwAAjpbQLthgPWiAOVAwv7VCA4XzQSC1QCA99UCZsAADEGByUA",
-"A8w5AhO0C7IAArsGAiEAAlQvC7IAAsEGAykECbEAAi4NACAAAjQNDnMLIDhfNTEOHx0DdwIEDQEMzwICoQcCJgAFE78IiVwB",
-"rwEEKAAGIIgEHwACzgADZQAP3joDA68wD4QdAAMhXwOvIA+yDAME1mcCqw0IewABAQUE8wIFXCoEHgACGAIDJQAPLywCBNQA",
-"D2NvAANxOwOZAA87DwIFYmoCuRsKrWwCyAQDdGYEcpwM9wUCsAEI53ADbJgGNwAJmw4CZQEB/HoHnA4EcgAC6QAD9gQJtgIC",
-"VgIEhgAMIwYAFBsPlDwGBFo8DkQhAwoED2NeBATJDg+pEQIER14PVQsCAzkVAl4ADwsXAwUzYQ7aawPUCgLKBw/pFgALxzsP",
-"1S0FDy8fBy8yOFBsAAkGLQCcAQx2AASpOgkHAA/uEQMEMB4UMmVrCWoACMkIDxMeCAQ1HgMHAAhuDQIqAAJgjAZDHgMcAgoY",
-"aSE4X1MiDOMGBPeeEzkCBwh2AwHfEAIHAAlHCBAyJQgJ0XMMIQMKY1oCdQQAJQAFnhcLzgIKoREEmwwDoQUDnloAcgwK/DQP",
-"7wIGAnR9D+8CAQO+fQLwAgHAWg/wAgADIAwfN1BzBQS8Aw+GbwEDuT4D8wIP9VEEBIdXDWZvBLyxAs8BD2sfBwMoAAAHAA/z",
-"AhQE1QAfM0NvAARQHwIGAA9WHwcLtG4P0zkEBK06Dx9vAgN/GAJBAA90bAADacYE9zkDBwAFpx8G8wID9QMDMAAEkg4MZBAA",
-"VgMN8wIDwwYP8wIbAJ8fCfMCAu0CD/MCBQIVBQAlAA/zAgcJdX0DmwACUhEAPwAD+g4cMvsOD/MCBQLHEw/zAgEC7QID8wIP",
-"GFoDBHUhEzcGPw56JQPLKQ+3cgEDdEADZQcPFgIEBUU/DRMCCB0RD/DvAQ+uby4PuT8BBJkeAo8CALQADHYAAxsAA6QbAwcA",
-"D2kABATlKA+YPwIFQCUPhh4LBCgAAwcACDUrBPMCA0QAA1U7AyACDAUQAIEBDvMCAoMFD/MCGhwzCw4GugIHDxYAkQIKY6EC",
-"p8YNyKMCjMoDMgMXMXojBfaSA34KACgAAxULHzJlCQIGegABrgsNqwICRAMArgANCwMHCgMLNT4FCgMIXlUOXAACZQoAJQAO",
-"BwMDhCECXgAPFBgDBctkDSAmBD7JAuMBD7VyAQOOPQNYIA/9JRcFtWQP2yUABOfXAlICD0wgBwMoAARMIA/XBgMETCAfM7ol",
-"AQPkHwPqHw9XCQAEoj0DIgADBwAGaYIGBwMD8wUDMAADKgINCQsBOSUMBwMCfQIPBwMbAFQlDygCAARShg9irQoBJwAOKgID",
-"jiACKgIPlCAEBBdnAYkCDzUhAAOSAQ80IQcELSEPKmkFDwghBwQhlQk5IAOGBQJUAA+aCAAK7SAE9CAPDCUDALYeA2kADioC",
-"CRDID0HRAQX7IAkHAAa/EQYqAgMkHwNMAgMqAhw5TBYBUQcLKgIDymkPKgIaEDQJBQ8qAgAD+wYHI+0PZS0AAScADioCCFkm",
-"D1WvBARljQLVYQ/tIQADmQEPbgkABO8hA7opD+eoBQ90AAAF42IPKgIACINFDy30AQXmIQkHAA8eDgMFrosEa5sP+CEAA70h",
-"D8UHAAPRIQMoAAQHAAjNEQMqAgNXCwSnZwN1GAxOCgBEJQ4qAg9OCiAQNE4KDyoCAAOAAxM3tHkORC4ClgIAKAAPumQFA1In",
-"D7cBAwALCgBhAB00A2wEZ8gCBwEPpggABcYiBQcADysCFAR7ix80vmsAA+QiA6YBD/UGAAO9IgMoAAQHAA8yBQME7IofNJ1r",
-"AQO9IQNkIQ/pBgAElvgDpRsDCQEI0E8EKwIEoSEJKwIMpgsATAcOKwICPggPKwIaEDWzFw6GCQXfCAxQGwPpCQKDCQOZLBwz",
-"XBQAnggHYwAN6QkCuRIIISMGDRMC2QYDrAkECxwdMwUZCmIAABoFB2IAArAnAc0VD2IAAQMMGQR6GAyYGgEYAAH5BgB6AA0l",
-"GQHPBQ69HQaMFw5qEgSTyQLaAQ85LAIGsxoOoh0FKfsCygQPdBoEBEDsA4Q1DHQaBKHhAhCNCtUBAvIAApIlCQwBAAPIDRQA",
-"AgMCAffWACEBDAcSADoBDq0YADUID6kdCgGgAgJOKQIG+w1zAAHKawByAAxiBwJyAAhiAgMxAANMugcpAgMZBQu8AQbEHAKx",
-"HQm8AQhEBAG16AmbAQP+JgO2KA+bAQQEHPwDITYNkR0IpyMLkh0BKwMB7U8DlB0MoxIALAkObwEEAgkPlx0FAs4FAgcvAjTR",
-"C/YBAB0AA3IADKcGAnIACW8BAjEAAw9zB28BAM6rDiQvBvsZAp8dCcsgCHQHDlX4AocBAyUAD28BBgM+AAPSOA1vAQJPAwLW",
-"ygsXAQFtBwAhAAv2AgF0xQ0KAwMvGASbAQwUGgGxSA6bAQbrAw+qHQICkDUC1RQCQtENcwABbAkAcgAMFwYCcgAJmwECMQAD",
-"Xx0GmwEbNjMFAk7LAjAAD4kdAgBWCQ+JHQUBQCsCBwIPiR0HAnI1PDE0NYkdDilHBb0CLzMwHBwJAv4XAUBNCMoAAoQ1AQQE",
-"D3UdAQOIAAGC/QEeAAciqQOjAAD2BAHZiQNmDwp3HQRlDw93HQEDR5QAXQAPsxsAAlo2AyQAAkBNB3gdAAMJBHgdBJ5NCxkB",
-"BWUGEjPCCQ9MOgoB5BEORAAEIGYiKzLRsA9uOgsKAwEFOAkPeh0DEDZIOgvIHASOAQGtAQYcCwcVAQKPBwFvNgvJHAGNEAS9",
-"nANwBhw0cAYBO9YMihwCJpMCb9oAXAALzgMCrNgA0wsHvQAAdygIrlkCpggDpSkK1AABXgAD4R0CldcL9iIBGwAAIQAM0wAD",
-"zJsC5QEDvlIeNbsmDcgDAh40AtcABYr8B3odApMAAycAAnDYCD8AApEABOACD/uHAgMsAQlQcgQ0AgLGGwNwAw/jFQIAsAoB",
-"HgsFjCoFewABHQQE9QIMIiEC/ZwEJQAPVScCAyECACoADZkACEAxDLmeA5kABPA3B2wFBckBAn4AARQtEXITLQCOAQzHBQOO",
-"AQieFwIHnQc4AAieFwNCCwAkAA97HQAC8TQAJAAMYwYCRNUFhwAM3AUAOAoPHgEBAhMCDx0BAAk3ZAtUEwVeIwREIQLLrwxd",
-"AAI3AgEmAA0RDgMaNgMoBA8bNgQACQUAYAACGzYJ6QcIPRABqvALMg0E/jgDRTUPPRAXBHDSHzXQeQEIPRABFwQN7mMDDykC",
-"KQAEBwAPV2MEAJ8uA2sAD7F5AQjMCALlLg1uAAPpJwXH4QQIAA9FEAAGhOsCPQ4DKAINpicPcBIBA4ifAK0BDBsOAk/OAgcA",
-"ClwnCyMIBaECD04dAgJ0DQDYAgM4Chw1tA0CwQIPhAIABullD+wUAwQkBA8WFwEDQDgEhgIPJx8DAfjdAagBAixACaUBCJoQ",
-"LzEwmxAABenkBU/3D54QFxAxXtMCegAP7CkAAxPTBAQCD6EQAAbV5wPAFwUIAA98bQQEUV0FcTcJcQADxysDSQIP85ACBsvn",
-"CggAAZDTDJICAysWAzQABJICDDMPAHoRDpICAtscD5ICGwDvKQ+SAgMP7RwAAqw7AJICBFMFDDkOD5ICBgTgCANCBA6SAgPj",
-"BQ9+FwEDdToEkgIPqRkDAdwuAagBDaoZBfnoA1wBD8wYAAbv6ATKAQ8/QQUPegABA28DBBw6CnwAAyAfA1cAD/4XAAbi6AT9",
-"AQQIAA9RWAMB4ugDcAAPkgIAAy6SBMgAD/kXAAXP6AWP0wMIAAOfrgmSAgQy8gM0AAOSAhw2NQ8AZQcNkgID9KIPkgIaHzgk",
-"BQcJxRwQOBoLCMUcAv8CBdP5BVkIArQCAmMcAzqkCcUcAtU+ASgAA8UcHzawCAQOtQICWhMAogANuRwC4QkDDhgJsygQOBcL",
-"DiMDBJY6AvKgDmwAA6EgDxSWAQP1OgQhAw9bBwQECJMC9zoKNAIDnwID6wEPwxkABUjpBQbWD0NbFwHFKAJ6AA8hAwADLGAE",
-"VwAPuAgABX/qBbLABAgADwsEBAQcKB81xSUBBHnqBNAAD7MIAQWS1QMsBgUIAAJiDgohAwO6AAM0AAQhAw1tCgHkEQwhAwL2",
-"FQ8hAxsDAxIMPwIDOQkfN9ljBQIJAwEoAA6YSQI6AgRBAg8uHgMGVygNBiUFregDCwEPmQkBBO7nBCsAAAgAD0ECFQTKzB82",
-"DCUABDPrBF8AD3AIAQRzXwRe6wUIAA8AOQMFLB4fNhMlAQQ46wNBAg/r+AIEJCMEcl8FCAAFLRYHQQIEjQADOxkDQQIMAxgA",
-"fRMOQQICggQPQQIaHzkmiQIBHeYDQQIPowcDAs4FASgADkECA441AkECDxlCBAEp7AFXAQ1UJAUg7AIGAAEOGwxUAQUf7AQl",
-"AA8/KhcBL+wCegAPQQIAA5dCA0ECD/PbAgUV7AP1AQUIAA8fCwQEJIcfNhAzAgoG7A8FhwEFnOsEhuwFCAAPTSoABJz4AzQA",
-"BEECDDUKAHMNDkECDzUKIB85RdECARfoA0ECDw4dBALmPQEpAA5CAgLlIwRCAg+ZAwQEh0MDgxcIVQEE1uwDDAEP+AgBBcns",
-"AysAAAgAD0ICFQAzDQJ6AA9CAgAEN5UDVwAPQAcBBGwOBP7sBQgADywDBARIEB82C5YBBLHsBFQADzUHAQRLDAXc7AQIAA+c",
-"KQAEpOcEvEADQgIM3gsBcg8NQwIDRqoPQwIaKzEwwxwD5wkFTAkL/xMCEBcEDAoMM0QDbQkB7xUD1RQcNwIUAMYbCIAADWcK",
-"BWEUD+EcAAKFLAOfFASoGx03nhgLYwAFYIYDIQMDEjMAThEPZAABAh0DBTYYDKgYAhgABWo2DakYAs0SCHcdAFEAD0k8AQHO",
-"AA9jPAIBZwEHYzwKSjwC6QECJQADRgAAZgAPFBcBBOMiAMvDAS4IDxBCBQK6AQLxQQcrAQIOBAFyAA88MgIErysPMygABMmv",
-"A1oAChB9AekAAVcDAvinETFCHA6/AAWlNhIzwBwPp1IFA64EDIRJAiMBBR8AD4QABBE3lYYC7xoIOAIPrj8MT2ZpbGytPxQO",
-"KwAPrD8EDikAD6s/FA85AAYPqj8eB5p8BMQEPzwyNzDfAS8xM0haBQVTVw/UAAsBnQYHqj8A3A4P0QAPCywDAYIkD/qmAwAa",
-"Aw+GVwQJlAMP/KYBAlYDBb4tDisZAhoAAh8ABDw3CQwEITlfdRMPqT8BCvY3BTo4BqwDD2lZBAciAA/OAwkFz8MP7zUID+01",
-"BgQ9AArUDQQ+AAQANATHWgp8CAXrzgUHVAujGwXAAAW/PAviAAVDHg/xAwsFB8MMxAACdQQEHwAPxAADBP1DC4xAA8QABuI0",
-"D6MABAWUBA/gOQsFnNkPFjAID5tXBwI9AAQUMAtSIwY6PA9QQQUEix8OJCoKuSgJjR0FswgFXwAOsiMKxkoAnwAPqCABBJso",
-"DyY+BAPvIw8kPgABdgMOQhoFNj4OZz8C5yQNVUECzdANmgQHdD0PVUEGASADAcM5DW0AAK0BDVVBA2sACDcHAi4AA6cfBFMG",
-"AjbSDnIeBn8gD1VBBQTMKQMSDg/KKQAD6EsNY/EKyCkPrwEFBcZLD68BAwPPDA9WIgEBjwkPV0EEAszPDYMBBj8DD1dBBwHG",
-"AwE5AwsEAiMlcponCpYPA2sACYMBAS4AAzEoBoMBD1dBAgRf8g9XQQgATwACgwEPTisAA64LBOkpDIQBA0ABDzMDCwWxKQ9Z",
-"QQUDZQAPWUEHA+YmDVlBAIgGD1lBAgdlPw9ZQQgDpjoPWUEBHzlZQQEDMAAPWUEEAzMAB5sADFlBCj9NADAAApltACIABF0F",
-"AsgRA2bdDCCtA7oHBEkBCTcAAwgWCzcAAbMAAvcLAcdTDw1dCw+3Iw4LRAsDsiEA2QAPCUIDBxIDDIAkBO1AD4AkCwOvIQ8J",
-"QgoAqicDUw8K0AYE4DgPCUINAjsBAeU4Cb8hA38MD5QkBAOLKg+TJAADsjcAQAABNCIPCUICBhgkDwlCAAOcDA+SJAMBrwAD",
-"IwADFDYHCUIANAAPCUIJBNc3DwlCDQMnEQTAFAtFAAXvCA95SQwCFQoE+jQKnAQFngEIkSQfOQtCCgJwAg8pBAAEC0IDHj8P",
-"C0IcHzkLQgEDEBAJmwALC0IEEjIIaDIEkQABBAIDIQACTnQLsgABwQEBrjsPC0IfHzkLQgMDPw8EV14MuCMDRicCJgAFWmEI",
-"kSQD8SMDXAIAIgAOpScE3gIPC0ICA2wuACoADbgyCLAaD6KqAwXNeA2RJAJQJAT1AgzMDwRCJQIlAA+ZAAMCvQUAKgANmQAC",
-"3QQDmQAPkSQCBSo9D5EkAQKcBQMV5AM9EQsLQgSwAQmQJAKHAQY3AAiQJAOxOAAkAA8LQgYIl9wFtgIBgAEFhgAM1QYPKTwE",
-"Aw7jD/2uAQl2FwtEYQQdAQW+jg+TFQICxAUAJQAPoDIFAyYED6EyBAbEMQ/ACAMF2fkMvQgLvzEP4TEBCbgxAAcAD6wVFACh",
-"IAKUAA89XwUFnvkO2QoF9S8CBwAPThoABfxSCQcAD0pTBAOKHAXjMg8jAAAE0xYP4gkABecuAgcAD6scAAWRUggHAAFVLwvj",
-"FQNlIAMwAATiTwr7KRk5ckIGQwMD2QUCwAQD9wwaMR0WITlfjQUNYWMDpwcBii8JXQIC7g8EFnoAsAAOTGIAJQAMxGYDTGID",
-"GTwBHAwOWhMC4XYYcjYzAKEADKEtA9AVCp0WAAUBCztAAusUDw0EBAgQFQ07QAPxAw8uQwkAPwADEgQLLkMPEgQGA5o9DxME",
-"AgcwnwIqAA8VBAIFxIsPcOgFAk4GD+M4AgN3YwQYBA83JQMAUTABigEPeGMEAddfDxgEAQVrMAIHAA9LGQADAPkEKQAPqSMX",
-"BLP7D1VjBwAiKQ8YBAQDnV0FRCkPmAAAA9ooAykAAwcAD8QjBABvGAOMAA9EtgYEDCkPGgQBBtgoBE4mDzMdAQ8NKQQCu1oK",
-"IAQEFCQDMwAEzUIMWxQIoEMFIQQDoEMKIQQcMsYJAPsHDyEEAAPwGA0hBANmKwdxDQ5gYQAlAAwhBANGKwOyPQH+Cw4hBBI1",
-"excBdD4HoQAPIQQVDFxEA81SDyEEBQIvCAAlAA8hBAcPXEQHAD8AD1xEAw8hBAgChAgPIQQCAuoJBSEED1MJAgUxMh8zDiAF",
-"AkMqACgAD0IqBgKJAQ9CKhMPIQABBKUHDvwCDD8qD2QqAgP4EAUtAA/wLBcBFCoCnAAPKgQFAUcqDysEBAEzKgQkAAJPAA/2",
-"JwEEjygDLQAFNQAPvyUEBAVVBYgqDwQpCA8yBAIF2ygEjCgPpx4BDwgpAQKuAA8zBAAEHAACNAAEpAIMjhMI4EQGMwQDSDIK",
-"MwQMSA0B2foNMwQDLCoNMwQDKCoDUs0NMwQC+AIBei8MOQACLQQDMwQK1FwGMwQRNzMEAX1AB6EADzMEFA6cRQX6AwfXKADR",
-"AwzXKAFGAwJVBAc/AAJ/AwMuGgd2qAycRQAoAA+cRQMD9gwGegAPnEUCAlsoAa4ADkoECEkECzlCBPgWBNQXDzRgAwKUJgAl",
-"AA+TJgYDRQQPkyYEBHsrBfg2CyEAFDJMRQ8PAwACIAQBIgACSwAPmysUDxcsFgQiBAO1Jg+eAAAFzyIPGCkBApgAASQAAk8A",
-"D8orHQ8aKQEExiIE2SYPlQABBOL+Dz0pAgMfCASgJA8sKhYCrgAPRQQABNwpAjQABEUEDRwPBx5GBkUEBDwICUUEDNQMAOIG",
-"DkUEA84mDUUEB5zSD0UEAASoYgQ30w7BJAJFBAHAJA93IAEB95UfcvUjBAquAg8wAg8PvQEPB98DC+ovD6oEBw8/RwIESKsT",
-"MQqzDpIhAnsaD/ZzAgNyCAJTAQvmzwY1AgTvBw91AgACwwcFqwMPJSwWD6EsFgQ2AQ+JAwICgQMFiQMPMiwfD3IAAAVMKw9m",
-"AwIDJCsFZgMPUSsWAosAD2YDAASQKgreCwzEDwhaRwbeQQYpAgZmAxwzqw4ARhUPZgMAA4s6DWYDA6UjAi4DDWYDAvwLACUA",
-"DGYDA1MjA2YDCrCiBlkjEjBmAw8fLgMPZgNJHDTnBw9mAwUPe0gDBSczB6dsCjVQAUQDDyYzAgMpUwNmAwFdRw94AgEEhaQO",
-"gysDFS0FZgMPSi0WD8YtFgSCSw+mXwIC6wIFZgMPVy0fD3IAAARxLB83hysDAwwTBWwrD3YsFQKLAA5mAwOVSAQ0AAQLYQxE",
-"DwiWSAZmAw9EDwEdM10gD0QPAgQ7KAxmAwdA1A9mAwADINIAJQANZgMDUSkCBgABtxwPZgMAAetmAkVED2YDXA+pDxUPt0kD",
-"BGozAMKeDxYXAwJNHg9sMwIDXtIEZwMP3wUEBEAcHzduLgYFZwMPcC4WD+wuFgQRUQ9uMwEDSC4FZwMPfS4fD3IAAQQHSw9w",
-"MwID6QAGZwMPmy0VAosAD2cDAAU7LQlnAwwcEQjSSQZnAwQ8DglnAwyzDgCjAA9nAwAECBcLEwICGCwF4NULZwMHt9UMZwMD",
-"GtUCZwMCqBwOZwMROGz8EHJvcAfZAgAFNA8CAxEOjkoCeQ8E0Q0MiSQGHgAAXg4DHwENlw8JWBcOjkoCsw4PSy0DA8n+A/wW",
-"BIEBDToiCmIAC60tA1YIAHEBD2IAAQYeAAH/IAzPIwEYAAGUKw6OSgDhHgm0IgahAgYASA9NaAYEUFMPBAMADP4vAxUTCmUA",
-"Bv4fD1ZoAQNAUwRMAAH8Hw+tZgME6i8PuUoEA0wnEjHqEAsBAgHfBAAiAAy9HAD6Fg0UAAOLRARNAQx7DQ+6SgMGXi0PukoJ",
-"AiMKAlpyDktJBClNDMIKD7pKAAIxAA2SJQ+6SgMGqjwPFycHAWs6D7cPBQOLkwKPOgFQAAzIAQRSOwT6lg/IAQYDxkoRMWp0",
-"D8gBAAReJwZKUwznSgAiAAQkJwyxCw/nSgMEkdwP50oLAmwKAbgnDkxJAbBzDudKBHIACZwBAjEACwZqACoAD4ZoAwaEAw8w",
-"JwUFhjQPWA0CA1lUASUAAlEADZ0BA2UDAyoAD50BCANlAwHPDg+dAQEEIAAPZQMAAvYcD1wqABMy3pQP+jEAFDL6MQsVSx85",
-"FUsEBMZRDxVLCwLpCQ0kBQNcSAQhSAxaBw8VSwACMQALTmoAKgAMqAYDRAcDSU4NtwAEMCAPlSYBAi8HD1FLAAiVJgMoPS81",
-"OBVLDgZhUA8VSwsDwo8GdjQDywADUTsFpEsLgiYEFksD5gEJN/MCZgcB9ZwPFksHBacKD4QmAAF2IAJdAA/9AwECzSoCJAAG",
-"UuIEYwEAvWEPFksKBEEhDxZLDQM6kATcdAtFAAXdKg8XSwwCbAwBZlEOEgcFigAKhyYPGEsJAvE/DxcBAQONEA+HJgAPGEsQ",
-"ADQqDxhLAAN5CQMoFwFaHQmDSAEwBQEeQQa9AAsYSwGUIQArAAfrCgSzAAHNAAIhAAq+QAMhAAIJHQAhAAzTAA8YSxAA0wAN",
-"ywMC+hQC1wAFL1AI0mgChgMDQBUB3wYJPwABWAQD4gIFYAUKKJQDmQIeM1QYA/TeBHMDD99mAgQ7IBY4/XsEfAACGC4DXwAM",
-"MioE1mQCJQAElwcKmgACxgEAKgANmgAC3gsEmgAP7hgCAIwgAZoACMmUBaoBATgBAbYgEXJJUQ4aSwWQAQlcLAETAQc4AAhc",
-"HgM7VAAkAA8aSwYEmE8JlwICpi4EhwAM4QUPGksEAxUCD7gBAAcYhgEoAA8eAQIEZDMPql8DAuUCACUADXQPAZ5SBSoEAZUC",
-"D/oHAQPyBh85K9UEAd1jD58LAwQAOwQaCwEeDAyjDgS3wgUtAA/ZYhcB5SMCnAAPUR4GAFQJD1UKBQNPMQKJJAFPAA+gAAED",
-"3QgFLQAECAAPlAAFBBzHDzrVBwEBLg9OCQYEWjAE6wgBKRINlgADUwEFLQAECAAPhzwABCYNBGZaA/cyC5FLGTmRSwZgAwJB",
-"PARsLAM7AA2wMQ+nFgIBbiQDYwkJeQIC7gMCHwANeNICfQMBJQAM2g8CdQwEiboPQRMEEjlBEwBMJAcpMgwZPQNfwgAHAApS",
-"Mg3CPAPUAw9NTAgERlMOTUwE9AMNtgMFqiQfMTlhBQLFCwEoAA66AwMuEwO6Aw8uEwQAkw8BEQEPHAMFBGYqDoQCBOR9Azx/",
-"AlctDIQCBO99BS0ADzpCGAQmChM5ThMPIwABBJ5ED7oDAASRfQSxWgFGCg2gAANBAwUtAAQIAA87IwQEX1kUOXATDyQAAQ/G",
-"HQkEMH0DZlkRMQ4HDJYABDt9BS0ABAgAD8REAARtQAM0AAW6AwxeEQi5TAa6AwThDAm6Awx+CQCODA+6AwACcDENugMCdlAE",
-"IAANuwMCNycDJwAMvQMCJycFgr4CmAkOvwMiMTCaEwF7JweYAw3c3A/BAwUNfE0FwQMPfE0GAMEDD3xNAw/BAwgERAsP0GIF",
-"AvQnAikAD1O/AANRKgQ3Jg+aQwQFhFoCTA0PIgABBOEGDY8CA+0pASIAAkwAD48CAQNCAwUtAA+BShgENVMvMTA1qgYBTA0P",
-"xgMFA/YpAkwSAVAAD6EAAQNNAwUtAAQIAA+mSgQAmwIElQAPjSEGBH4FD8cDAQJdDAMlAAJSAA6XABMy9CkGLQADBQUClYUK",
-"xwMDmxIENAAExwML7k0ZOe5NBccDBO5NCccDHDZyDACZDQ7HAwLLJw/IAwIEeAID3SUNyQMDegoAKAAOyQMCwwMEyQMPiEEE",
-"IzEwDUIBNz8HqgAPyQMUDrNOBckDCdwlDbNOAuMUAtULCKkMAusDAkAQAeoUC9wlBIMND7NOBgVJDA/sAwACMQUAowAO0SUD",
-"KQECawEBoVIHvgAPt04DBc45An4zDnEAAx42Aer+DXIABHmhBCIiD8ADAxAyoQQBZQAFS5kMIgAP3AsGETLABAMiAAJMAA8l",
-"AwED/B4ELQAACAAPm3QVAEsBA50AD8scBgScDA9dBAATMqkqASQAAlAAD6EAAQS+AAQlAAQIAA+TGwMUMp8qAJUAD10EBgWu",
-"Pw9dBAEDkCoBJQACUgAPlwAAA8UqBS0ABAgAAfIqDF0EA3wiAzQABV0EDX0OBypPBl0EAQ4DDF0EDBkMAJcPD10EAAOPqQ5d",
-"BAWWowLxBw1dBAS9owG9Ag09AAP+EgMjAA+LMgQiMTGMMgJ3VA+6Ag0POwIPD8cBDwezAwDLJQ/CBBIPVFADBfd/HzMc5QYD",
-"Mn4BcP8O3gMDnAUE3gMPpiEDFTLfgQIaEAqGAgM1AgS+Aw+1LAETMqUsBS0AAAgAD74DFQUPfwQfCQp/AAP9AgScAwGTVQ1/",
-"AAQdAAMtAAUIAA+AJAQFz8UfMU5tARMy64AFeQMPIegCBB4qBC0ABQgAD6JSAQPdBAM0AAV5AwwcDwhiUAZ5AwG9AQx5Aww9",
-"DgCoMw95AwEHuxgKGgIDThMD+ZcNeQMEWecBxeoMPQAD0dsDeQMCDbYPeQMAEjLkMQ93AgYPeQNIHDkSCA95AwUPjFEEBZs/",
-"EzN2Dg55AwN0Mw/m6wMDTEcEeQMP7HoFBTOAAt59CYYCBKt7BHkDAbwrDYYCA3EDBC0AD363Bg99AAEFmToPyVsAFDK0ewR5",
-"Aw9mtgIEGCoELQAFCAAPawUEBM1+AHMAD3kDAAS+ewR5Aw8ftgIEDioELQAFCAAP2lMBBL0AA+odBHkDDBYPCJpRBnkDDxYP",
-"ARw2Fg8BPRIOeQMDHowOeQMECbsDWLwOeQMEMwIPJzEAA85/BXkDDykxBCIxMioxArIuD3kDXA99DxUPxFIEBepKFDOH6Q96",
-"AwACJRgP0+sCAvgrB3oDD4gvAxQyvpsfMeu6AANGKAV6Aw8buAEUMiIsBC0AAAgAD0x/FgVQrA8NcgATMjt8BXoDAQMfDX8A",
-"A2oDBC0ABQgAD2oEBASldwBzAA96AwADFXwFegMB0CkNdAAEEAEEmQAECAAPE1UBA6YDBFTqBHoDDDQRCdJSBXsDBNJSCXsD",
-"HDcFDwL4EQ58AwNGgg58AwQGvARyfgx8AwOXewKagQ09AALTBQN8AwLtuQ98AwAiMzN8AwDzBQjuRgsHJg8YAwYPmVMAAgEI",
-"BDEOC4AcBJlTAvIOD1IOBgAIAA+bUwQAWg4KggANTw8CGhoIRj0Mm1MDIh0EiSQLm1MAcx0KYwAMm1MDIYAAkxEPZAABA2Ar",
-"BLwgDC4hAhgAAXJNDptTAK0eCn0AAGk1D+BRCH9kZW5zaXR541EUDy4AAg/mUQQPLAACD+lRFA88AAkP7FEIHzLH6AEHAFIE",
-"3gM/PDIwlZECABUAD94iAARJpQ/WAA4BwwUIlZEWOOtRD9MACgrkAQDiAQ/sUQIAywMPlJEED+pRDAJMHQIpBwfBBANzAgIk",
-"AAAFAAPqJgk1AzAzMF9aBg/jUQEKCpEOdosPE0gLA4IEBFdxD0D5Ag4sQAOsAA+NSAIG24oPPFIMAr8ADwmqAw/j5xwLggAG",
-"ziICVikPJMQLDs88AhcAAwcACuEGBTgIAmMAD55SBASfUgJmCwvENgFABQLgAAHVBQjZ7gJGCA9FoAACGQACrgECN4oHRKIC",
-"4iIPDKMNAdoaBTYWChoABGsXDhoAA5oaDxoAAAQbFw4aAAQIFwMgBQmcBSMzME/HDrcBBcEmA5dUDx5NCwNbHAtEAAUkdRIz",
-"TiYPTaoPD5ZSBwSNCg8oSwMELAoEGAADGg0AiQH/ATNFQjBDNkY3QTBCNUVEOERHAAEGRHAK/lMEIAAHQVIAIAAADAIEGwAC",
-"eQECmQEG5wYhMzCEqg5LAwIAFg/ebAADlwgDUAEP3mwDBDGABf6/D3SEAg9zhAcD70UPwiEDBEMaAnOEDyAAAA9BGgYD10ID",
-"BwAPqg4ABDUaA2EaDxb5CgSyAAPBSQ+IAAAGPoQPSEQFD2BIBwOkEgXFRA+sAAADSgME3zcCKQAP0w4DBLFEBcmEDyMAAA8J",
-"HgkDREUCJgsBPgkNmTEChgAEiDICKQAPVnACA0aEHzIBugUCZQMCSIQGugoAIwAAnwABhPMD0k4M8DECfAADigAD+S0MRQQC",
-"khoMlucECi8PedkHA3IMB/UJA3YABIwiAcIDLEZFKwIMd1QgMzA/qAx4UjkzMF+TAwCfDglwLArSbg+wbAIExyMAiQBINDAw",
-"OIkAABQAH0PIAgAJYJUD8RsFBUYAYwEOqAAGPLkAtQALl6gD7SQ8M0ZGawAKSCUEQCUDKyAN/C4DqhwEhy0MbqIFzkYESQAB",
-"YwAI6p0GzgAGtwwAvQAHsfwDwAEEGz8PwQEFDBACA/sZBWEABtARFHRTAAQcLgJUDgcNDQR2DglyAA0rAQC5JwWfKQFrKgAx",
-"ABJwvw4HtJ4DThMBkgAOpwQAMwAD5wwKnkcABgMAZwAO2wEG5kYBJAANhAIEoyUCYgIZMWICDaIBBNsBA6QADcMBBMhEBCEA",
-"ASg5CXlBA2EBBiZFC9EGCTJvD0oBAgrgAgQuAAIIAABPAQ4DAQf+VQARAQY+LAVGrAbYAA9zAAMJ0wgPGs8ICWMQBHoACj8A",
-"ADUPD00DDwRwKANkWQ9NAwAEcAICKQAElQUGIAAEaycEaQENIgAEOwEFIgAJBQQBAlcO6T8BIQgP5wUBA+g/AugFC/VgAXMA",
-"AYcGAyGhBSVeBvYBBE0WAowABAIRBq0ABLhGAwgAAUslCkIAA4YSBAk/DUIAA+MDBM4GAbkuCkIABEIWAiEABMYIBkIABB9H",
-"BaolDSIAA3UBBQgADugAA7cBBmNHD3lEAQM/AAWtRwQIAA+mRAoLngABMwIKngAEaiYEhAAKGwQPEIcDBKlJBHkKBJgRBbsM",
-"D2wvAAP5ZQLYDAN+EwoJxwChCgl9AAGvCgerDwBFBg+rDxoEOAADgQIPYVcDBJoJHzjqXwwEpbYMphMEx+oPXrcAA+EIAzkA",
-"D5EMAgQxhgB/AALVMQ/qmQUCjQsN3q0ERXwDHwAPvUsCBdMcCxVHBI8OBMULBhc0B3gQAtATAu0PBI1eBZkGCWkkChoABFYk",
-"DhoABNUlA/8NChztAMoQBVaiCJo+D/oBIQTwPg/rfQMEIW8UNAZiDxdZCwS5tQtGAAQmbR801zINAusMBCFsC0YABr6REjPw",
-"cQ9VxAsKeX4EWwEH0gAKnA4FZwAE7UFPNCsyOAAPCQPoIA+bfgMG8wAM5A4Hc5EP5g4UB5EAD+gOAwRvzRQ3FCcIvwQMeZEP",
-"+BAiD8UCLgezBAEnCw/3fQMAQwMMBQ8EzLYDYQIPm1MCBHQhAvd9DV0YA/AxD4cTAgKILQ+KIQEECrMDlAIPhy0EBQy3DyMp",
-"BQUnRwxIDgS+PwMNHQL2Rg2hRwJiCQeakA+EDw4A/zQPTUQFBEFTD5gtBwVkRw6GDwMmkQKTGQQ0Rw1uRANRCgkHAALnFw9u",
-"AAEFF38PlS0HBchyD3CRAQTwDwMXCA94GwEEZZECKwAFMgAPZjUCAho2AIcCDKgJBJ0cA9YwC0AhACUAAT4GAp4wA9CyCpIP",
-"BGsLAo8AASoFDbhdANoFAaFkCYVPA6UWD5O1AAQtJAOZHg8jEgMFXn8CKiQMCdUDCxMA/wIMZ9QCUAkEOG8P8A8AA2IJAn6R",
-"D/EPAx0xdhAAWwEPbQwACkcLAeS3CAIKBEF0A84BD+pGCAKOAA/2DyEEfiwFI0cAxwEPqwAACtEEAEgPCqsMAUslD6sMDgRI",
-"DAREAQyOAARHmgToEA0VCwPNHQVKAAECHgn5DwXRAApdAQC6Jgz6DwOeAg/6DxUDsJgEYgAGF0EG+g8DrAsEPwIP/A8AA3QL",
-"BHUAD/0PCwGCAwVLYAwAEAMjsgGYAA8AEAMPZFcDAHIDAFkBDuYBBylhASUADJECBYoCDwIQEQN/BwTzMQXQvQYhAAOHAwQh",
-"AAT3ZAYhAAQaAAOGDAUzYAYiAAO2AgAqAA8CEA8Eei8Ea5cPAxADABYkBwUBAfPXCwQQA0kND8UBBgpuCA/SlwUNWV0EfQAL",
-"WwMBO0sPWwMOBDMDBHYBDW4BBHwDA40FDeUPA6YJBUoAAf0ED0ABAgUiAAoqAQ9IGAICI0kPXwYBAz1KA18GDyJJBgSSHAUO",
-"OgUbAAP8RwUHAwrmTQEnAAEjCgTQ7g8HmQEFzAkEItcF/jAPLAABBJJDAywABDIxDxUIAQPmWwUsAAhFGw97MQQEuUUDZwER",
-"MpsvByUHD3UPAgT+Gg1+ZgKrOAjmNwd2DwLdGQK+DQMlFAqpXwG2Cgl/AATrFQV9DQcNcQ99DRoDPxoLOh8BhxUPOh8AAeIp",
-"D1MfAgDEAA+EdAYCfCUDxDABBgAPkx4CA+w9D7P5AAVjtg9wvgQF6UcyNzAriRoKnAIEjRgDnQIKyUcEDAEHRAASMukMD42p",
-"BQOECQ8PSAIB6kcDRwAOcNsMEEgP2wICBgxIA7AABEUTARxICk8AA5UFBjB4D08AAQQxOAQlAARPAAUHQATZAAOvMwLgABo2",
-"9RkFwwMTNYnYAm0ACo8ABGgDBN4AD40DAQVLRwTeAAPBBA/vmgEHT0cKCAACV0EPnQABBRn0Dey7AgZBB9lJDwAEAQVnRgWf",
-"AARBGA/FLgAEKD0Fm0YECAAKfjgIngAF0fMNVLwEv0YFuA4PcNsBBexGBKsUBKcAAa4BDtQCBFdOTzArMjBNEAkDTlsCRwkI",
-"/AsDIBMP870AA6U5AzkAD5ABBQEjHARzRwrvAASPAgIyGd0xQTU2RTFGQzJGOEYzxr0CUkEHvAEHo0cHd9YCHgIFlwEEI0cG",
-"3QUPC1oFDcljAGYFAeIrOnJjcCAGAokAAHxvB5EFBIQLBZEFHzORBSQC7g8PoXkEBhpTEjKMDg+ieQUCsg0BAgMJ7RcD2gMC",
-"HwAPtAEFETaPKAHrAAnkAAATDQ8DJwhvc291cmNlAicUDy0AAQ8BJwQPKwABDwAnFA87AAgC/yYIZtMPcwATHzJk0xYIsbgE",
-"PgI4PDIzSHkDlwEwPDEz3e0P5NsBBKzRDwkBDQwzJwAzFw8GAREL4AcAkwMP4AcBAUUuDzMnAgE+Eg8zJwgDTa4CkCoIYTYN",
-"NCcFF7sJhwMfMTUnBgQmZwutFw/BuBQD1SIARgQPNScGDl0ABqBLArFED/OxCgHpFw5yIQIOCQ+HoAcDmgAPDV4EAwcYAYIu",
-"CS4UA2QYDz0ACQTfZw94XwQEYxgDYS4OIQAF2c0PIQAFBSShD04TBgQpFQfLXg/yFwMPeygNA4VqAccSDlYVAsMBD80VAAM0",
-"FwM9AAqgIwTSAgOjAA+WegQGJX8PmSgKBIziBVlvBBgAAjAHBB8AD4IAAgSVFAIwEw97KAEABQAEyU8F3gEBybAPShcOBf8z",
-"D9onAhIxC8sO9wAGlScP2ScKAkIKBJ3JC0QABqF/D9knCgMbAQtscQMEJwNcgCRheBgAAdIBAmANBLYgAxoAAhwnAuEkA80R",
-"BINJA6FjDwxwAwFNAAHrFg88AQEPABcHAnYAAjNKBIZVC10BAjYbD/YVBA/1FQADwSoCEgECV+UNPQACPQUPaXABA5YVAgYA",
-"C+sFBacABOEHETFyev8DLnByYWdtYSAibm91bnJvbGwioQICBYQ2D6uSCQ+tsgIDXQwCgQMBQw0JHgADoAMGHgAPhgQABNyR",
-"DU+GBBxcAQYAD0asBQWSZw0+AAO9CwI+AA98AAQEVx8PUYYADoOsD0AAAAR2kA8/NwADYRMDnxsMXA0FJxMCBwAPfxYABLuq",
-"A8EAA0gADwoGAwToWx81qYYBA3cRAxEUD0cBAwQtDw9hkwIE6xgCBgAPOA0ABBMZA1YaA6sAD6QZAwU+GAJHgA/OOAQK2KoC",
-"TTgHPQQCkQIABgAPXTcHHzWAAwECigIBCAAFygIDUwABeAMABgAGSVIWbgRQCEQEDXcoETEGfgYWBApjQgJ3KwsKTwJLNALt",
-"BAYJGQVeQgHFAAAkAAQeTg/WBQEOqAMBNwAPU5oBBHlpAgYADMUGBFU4ACYABEwmD/mQAABZAAxTAQNRDgNfAAyCEATLOAAm",
-"AAc0uiQzMYx9C4gEBY86PzcrLXQ7AwKnDg8sdQIDrmgDiwQMtSEDJQ0DiwQPnAIEBNM4DdiZA5kRA0wUD808AwWSWA2bjwRI",
-"EQI+AA/DAwMEDQ4fNuCZAAM2EQINAwEGDg9AAAAGVmgOQAACVQMCBgANcFcEGqwDJwQP8xwABB/NA5wZAs4ABKIQDIgABUQB",
-"D0oEAASCggIGAA9HAQMFmjoP+I8BA9UqApAADyerCQNpAAOrAA+hQwMEEVBSMTI2Ky1sAAxOAALxAQVigQeOBA69AgXZBBM3",
-"GfYOEhUCSAcPeJwBA8sPAr0CBjdTBB4ACEgHAR4AD84AAAR1WQ1IBwNTGAPMAA/FLgMEiVACD8oJPgAD2BECPgAPSgEEBC48",
-"D0gHAAO+EQKEAA+KGAQEfU4fNkgHAANWTgK9AgFbTgi9AgR0qgJlAA+kqggE6IICzgABm1YOiAAFaMwPSAcBBKqoAkEAD0cB",
-"AwXVeA9IBwEDsRUCvQIBtigMqwACtgIE1cwDagAP7wEDBFxOAb0CATUBDE0AAvwCCi3MAfUdDrsCBRo8DxdUAwLKFw/AswID",
+"BA8FHQAMBIgPOgALbzFbNDAwXU+SAwggaAScGgHbPA2dGh81HCMBHzgzVwQBi7kBGAUP1QAMBKUXBVUgLzYs0gARDNsXDyQi",
+"BQK/uQ/dFwMBEwIP3hcJA7eRA1tnAoKxD1ZnBw8wIgIhOF/bugN5AATkAAPHCQ+XGwIElYU/KzE4eWgKBCcgD1YGAQNZfw9i",
+"UQEFGBIEBRcNPA4EqjoiKzG3Ug95IgYC8RQNplADKwUPWwABBLIhPysxNUjBAAE4AAMyBAN2FDBybWkhAAYlAASdBgQgABF6",
+"+ZIDIAABamMEtEIK/wMCIgUG9JAF6hQDU2cJFAAC8AEESVYKsxkC45sN8AIEbSI2KzE2lWgGfwACewYABQAByQoNbQADPAIK",
+"MBkDawAIRSkDZnECghAEqwQC4J0OczYGbgECUi0PIyMGA98NCTgJCMsvAdsCCawBA0gVAh4AA7IZDq0BB807D60BAATyOw4u",
+"AQF3AwCNkg/5kAASMsyYDYEBBjcDAhN0C1MABIwXAmNZDAICBbU2ChEGA2sACYEBAS4AAwMSBoEBA3uQC4EBBBoYEyt4kA8h",
+"DwAEgQEPaFMACMgjDXDfA7lEA4IBA64ZDoIBBOZED4IBAwV2sQXQNwv8jwEhAA9IEwIA2AQPhwEBBedoMisxNlUCClcAAuYa",
+"A+Z0A0YTCmoLEzgoNAl2AQMwAAN6E3xicmEudW5pMwAHmwADtBMF5AECxwAHIgAE/ywFYgAGmQABYwAN2AAE0iUE2AAIPQAD",
+"LAEcNDwAInYyPwAQeyoeA+MsEzE9wQUqBAioAAAoCgOLEQ9uIQABNgASMmJ6DyIdCwTRUQV8LQLuCwA+BAZqlAd6cgUeAAUK",
+"CgcogANAAADAAATciQobAQUMaATTAAiUCQOEUB8zlQkCAV4ABBoBBWZTB/AKA6iIGXCpBglEIgIVAQK/eQ8VHgsK1wEERAAG",
+"JQUPbwcKA6I3A6AKCugDBRsCAJoBB2QCAEoODDAIAw8BAm4CD/sEAANMIAAhAACMAQjpbQLthgPWiAOVAwv7VCA4XzQSC/wC",
+"At4BBzJBEjg6CwclAAO2hQFfDwyyAAKgBgIhAAJULwuyAANTCw+xAAACLg0AIAACNA0OcwsgOF81MQ4fHQK0AAKEXgLDmgnP",
+"AgKYCQImAAHNCwtAAASvAAIoAA4PAwKxAwPcAg/eOgMD4jsPhB0ABBOHAhICD1w8AwTWZwWUlAV7AAH6AQTzAgVcKgQeAAP4",
+"AAIlAA8vLAIE2wAPY28AA3BoA5kADzBpAwRPaAJvBgqtbALIBAN0ZgRynAz3BQKwAQjncANsmAY3AAmbDgJlAQH8egecDgRy",
+"AALpAAC+GQwKBQJ3AgSGAAwjBgAUGw8dAQECUAADWjwIHAEIP08LzV0F7CMDTwQFH+EP4jsBACUADulpA44ZAl4AD8Y7Cw+m",
+"OwAD1AoC0QcP6RYAC8c7D9UtBQ8vHwcTMjdfCXYACQYtAJwBDHYABKk6CQcAD+4RAwQwHhQyKo4JagAIyQgPEx4IBDUeAwcA",
+"CG4NAioAAmCMBkMeAxwCChhpIThfUyIM4wYE954E16cIdgMC+XgBBwAJRwgQMiUICdFzAkQQD+oCAwKavQIlAAWeFwvOAgqh",
+"EQSbDAINBAA/AAMRCRoy/DQP7wIGAo0KD+8CAgLoDQLwAguT6wXwAgP7BhM3p2MOhyICmQAAKAAP6F8FB9IkD48fBw6KXwS8",
+"sQLPAQ9rHwcDKAAABwAP8wIUBNUAD0VfAQRQHwIGAA9WHwcLtG4P0zkEBY6nDx9vAQN/GAJBAA90bAADacYE9zkDBwAFpx8G",
+"8wID9QMDMAAD8wIcMmQQAFYDDfMCA/UJD/MCGwCfHwnzAgJSBQ/zAgUCSQcAJQAP8wIHCXV9A5sAAl4HAD8AA/oOHDL7Dg/z",
+"AgUCpAYP8wIBAxweAvMCD0ZkBAMRBRc3kBwPPCkBACgAD51iBQPzAg8JBQMFTZENHBEEE8gCzwEPlToAD65vLgRaYgkdHgOZ",
+"HgKPAgAGAgx2AAMbAAOkGwMHAA9pAAQErg4Prw4BBIceAgYAD4YeBwQoAAMHAAg1KwTzAgNEAANVOwMgAgwFEACXAw7zAgId",
+"CQ/zAhocMwsOBroCBw8WAJECCmOhAqfGDcijAozKAzIDFzF6IwX2kgN+CgAoAAMVCx8yZQkCBnoAAa4LDasCAm8GAK4ADKoC",
+"A8gdAqkCD/0FBATKfw8HAwMCSAEAJQAOBwMCAQMDBwMPvj0LAngSCScCArwHA60fD7VyAQOOPQNYIA/9JRcFtWQDgBkPTSAA",
+"AuwCD0wgCAMoAARMIA8HIgMETCAUM/IYCWoAA70CAkgAD1cJAASiPQMiAAMHAAZpggYHAwPzBQMwAAMqAg0JCwE5JQwHAwbr",
+"Ag8HAxcAVCUPKAIAA8oBD+d3BQO3LAAHAA4qAgKIAge4LA9NAQAEF2cOtAECAAEDkgEPNCEHBC0hDyppBQ8IIQcvMzgFKAAD",
+"hgUCVAAPmggACu0gBPQgD/QLAwC2HgNpAA4qAgkQyA9B0QEF+yAJBwAGvxEGKgIDJB8DTAIDKgIcOUwWAVEHCyoCA+MJDyoC",
+"GhA0CQUPKgIAA/sGA1UBD9UsBQAnAA6PYggHSQvWLAUPAQW2LA1KAQNKFgIGAQ9uCQAE7yEDuikP56gFD3QAAAPUAAQJLQl2",
+"AAiDRQ8t9AEF5iEJBwAPBwMDBK6LBWZCD/ghAAO9IQ/FBwAD0SEDKAAEBwACzBMJKgIDVwsEp2cDdRgMTgoARCUOKgIPTgog",
+"EDROCg8qAgADgAMEtHkPRC4FACgADisCAk4pA+sQD5wLAwAYDQFOAQ0HLgTxFgIHAQ+mCAAFxiIFBwAPKwIUBHuLBLFED+Qi",
+"AAOmAQ/1BgADvSIDKAAEBwAPiCUDBOyKBU9ECGoAA70hA2QhD+kGAASW+AOlGwMJAQjQTwQrAgShIQkrAgymCwBMBw4rAgOa",
+"CA8rAhkQNbMXDoYJBd8IDFAbA+kJAqsJA5ksHDNcFAD8CAdjAA30FwNAFAibFgbONAJpDAMZFQMLHB0zBRkKYgAAGgUHYgAC",
+"sCcBzRUPYgABA3MYBHoYDJgaARgAAfkGAHoADSUZAc8FDr0dBowXDnVwBJPJAtoBDzksAgazGg6iHQMnIwNKJQXWGwt0GgRA",
+"7AOENQx0GgSh4QVKpQfVAQGQAQHJBwsMAQGn+AwUAAJmAgFd5gAhAQwHEgA6AQ6tGAA1CA+pHQoBpgYCTikCBvsNcwABymsA",
+"cgAMYgcCcgAIYgIDMQADCQMHKQIDGQULvAEGxBwOOQsDQyQDlgMMJycDyyMDewEF7xsLmwEEHPwFXh8LkR0IpyMLkh0BoQcB",
+"7U8DlB0MoxIALAkObwEEAgkPlx0FAuoFAgcvAjTRC/YBAB0AA3IADKcGAnIACW8BAjEAAw9zB28BAM6rDiQvBqscAp8dCcsg",
+"CHQHDlX4A/YHAh4AA+Y2Dm8BAz4ABSAfC28BAk8DAtbKCxcBAeUGACEAC/YCAdDIDQoDAqsEAarIACkBDBQaAbFIDpsBBusD",
+"D6odAgKQNQLzFAJC0Q1zAAFsCQByAAwXBgJyAAmbAQIxABw2mwEbNjMFAgDMAjAAD4kdAgBWCQ+JHQUBQCsCBwIPiR0HAnI1",
+"PDE0NYkdDilHBUwFLzMwHBwJA7M2DAITAoQ1AQQED3UdAQOIAAAfAAx2HQLYFQFBAAH+HASbTAp3HQRlDw93HQEDMR8AXQAP",
+"sxsAAlo2AyQAAkBNB3gdAAMJBHgdBJ5NCxkBBNxlIiszwgkPKjoLC78ABEUABTcdEjLSsA9MOgsKigAFOQkPex0DEDZJOgvJ",
+"HASPAQFgAgYdCwcWAQN6Ag97HQABjhAEvpwDkgccNHEGATzWDIscAieTAnDaAFwADEgDAR8AANQLB70AAHgoCK9ZA9UqD3VZ",
+"AAKRMwMhAAKW1wv3IgEbAAAhAAzTAAPNmwLmAQM6BB41vCYNyQMCHzQC1wAFi/wHex0CkwADJwACcdgIPwACkQAE4QIP/IcC",
+"A6kBCVFyBDQCAscbA3EDD+QVAgCxCgEfCwblMAR7AAFJAgT2AgulgwLF2gUlAARvIwqZAALUAAAqAA2ZAAKTAAOZAA+/KwIE",
+"mgkCGTULDAoCfgACzwoBFC0AjgEMyAUDjgEInxcCCJ0HOAAInxcCUZQBJAAPfB0AAvI0ACQADWQGAlUABIcADN0FADkKDx4B",
+"AANrAg8dAQAKDkoM/J4EygAEDwQPEw4DApgBASYADRMOA2WjAykED4ZRBAAVBgBgAALXCgnrBwg/EAFPCgs0DQQAOQPvBw8/",
+"EBcEctIfNRQOAAPrMwJJCAHrMQ3wYwOyNgIpAAQHAA9ZYwQAoS4DawAPs3kBCM4IAucuDW4AA+snBcnhBAgAD0cQAAaG6wI/",
+"DgMpAg2oJw9yEgEDip8AyAgMHQ4CrdECBwAKXicLJQgFogIPUB0CAnYNANkCAzoKHDW2DQLCAg+EAgAEEwkPYpAFAjQDASgA",
+"DoYCAnghBIYCDyQwAwH63QGoAQ4CZQTv0gNcAQ+dEAAF6+QFUfcPoBAXEDFg0wJ6AA/uKQADFdMEBAIPoxAABtfnA8IXBQgA",
+"D35tBARTXR81lokBBNrnA0kCD/WQAgbN5woIAAHoCgySAgMtFgM0AASSAgw1DwB8EQ6SAgIHEA+SAhsA8SkPkgIDD+8cAAKu",
+"OwCSAgRUBQw7Dg+SAgYE4QgHB1cKkgICzwYAKAAOkgIDLzgDkgIPqxkDAd4uAagBD6UBAAgwEBExwyUNpQEDigIFHGgPQUEF",
+"D3oAAQNvAx81shkABP3oA5ICD6ruAgXk6AT9AQQIAA/qAAUEADkPuRkBBFDoBMgAD/sXAAXR6AWR0wMIAAOhrgmSAgQ08gM0",
+"AAOSAhw2Nw8AZgcNkgID9qIPkgIaHzgkBQcJxxwQOBsLCMccAv8CBdX5BVoIArQCA/EEBeEABsccAtc+ASgAA8ccHzaxCAQO",
+"tQIDBScPcUUAAswKBSwIB5tQMDhfOBkLDiQDBJk6BtvpCm0AAwApDxeWAQNHPwQiAw9nUwQEJCodNbslBY7qA+wBD8YZAAVL",
+"6QUJ1g9GWxcByCgCegAPIgMAAy9gBFcAD7kIAAWC6gW1wAQIAA/LNQMBVigDcAAPIgMBA5sdA0QAD7QIAQWV1QMtBgUIAAJl",
+"DgoiAwO6AAM0AAQiAw1vCgHnEQwiAwJ8Hw8iAxsDBhIMPwIDOgkTOA5HDqM5A6AlD/onAQPBQQNBAgHdPA9XAQAEWigdNgkl",
+"BbDoAwsBD5oJAQTx5wQrAAAIAA9BAhUEzcwfNg8lAAQ26wRfAA9xCAEEdl8EYesFCAAP3wgEBC8eHzY6hAIELUADRAAPZggB",
+"BCcjBHVfBQgABTAWB0ECBI0AAz4ZA0ECDAYYAIATDkECBDQTD0ECGB85KYkCASDmA0ECD6QHAwMqBQAHAA5BAgJVJARBAg9W",
+"JAMBLOwBVwENVyQFI+wCBgABuiMMVAEFIuwEJQAPQioXATLsAnoAD0ECAAOaQgNBAg/22wIFGOwD9QEFCAAP6gAFBH/aDxMz",
+"AgoJ7A8IhwEFn+sEiewFCAAPUCoABJ/4AzQABEECDDYKAHQNDkECDzYKIB85SNECARroA0ECD/4OBARbKg+XJgECohUFQgIP",
+"2gUEBIpDHTaySQXZ7AMMAQ/5CAEFzOwDKwAACAAPQgIVAJ4PAnoAD0ICAAQ6lQNXAA9ABwEEbQ4EAe0FCAAP6A8DBUkQHzZZ",
+"SQEEtOwEVAAPNQcBBEwMBd/sBAgAD58pAASn5wS/QANCAgzfCwFzDw1DAgNJqg9DAhorMTDGHAPoCQVNCQsBFAITFwQNCgw2",
+"RANuCQAHAAFiCwCNNQwEFADJGwiAAA2xFwWEFA/kHAACRqoEwhQDLxgdN6EYC2MABWOGA2MAAxUzAIgRD2QAAQKkCgU5GAxj",
+"FQIYAAVtNg2sGALPEgeDPADdFA+DPBgENgAC7iQBTB8JyB0AAwEPmjwBAZsBD7Q8AgEZAge0PAqbPAKwrAIlAANGAABmAA+o",
+"TwADWx4E5vwPuUIAAbgAIiszCJ0PO1EMAYIHCL1KA/EAA+MrCZQEAxExAzoACkKYAeYAAaIDAUKYAA0gD6AAAQTpGQCgAAIP",
+"HQ/2UgUC+gQB0xcIhQAH5K4PhQAIAmnuAj4bCIQCD/0/DE9maWxs/D8UDisAD/s/BA4pAA/6PxQPOQAGD/k/HgfpfAQQBT88",
+"Mjd/3wEvMTOXWgUFolcP1AALAekGB3YDACkPD9EADwsqAwHRJA9JpwMA/gEP1VcEADEED0unCgMGLgMOAA/ZVwACGgACHwAE",
+"izcJWAQhOV/CEw/4PwEPiTgEBVMbBXY/D6o4BQ+vAwsFHsQPxjQCAkkIDzw2AAMbNQM9AApGCAQ+AARPNAQWWwrICAU6zwVW",
+"VAvxGwXAAAUOPQviAAWSHg/xAwsFVsMMxAACkQQEHwAPxAADBExEC9tAA8QABOIAA+8qD75aAw8vOhAF69kPCikCBD4CD+pX",
+"BQI9AAR5MguhIwaJPA+fQQUE2gUOcyoKCCkPUh0CBhUhDgEkBMrtAj8AD3U+BQTqKA91PgQD1ioPcz4AAXYDD5BBAQMLQAzS",
+"PQEbAA+kQQECHNENmgQHwz0PpEEGArEjD20AAgQEJg9rAAEJVyYBLgADhCAEUwYChdIOwB4GziAPpEEFBBsqDyUVAATqKQNj",
+"FASOHQUfAAidEgUhCAyvAQUVTA+vAQMDGw0PpSIBAdsJD6ZBBAIb0A2DAQY/Aw+mQQcBxgMNRgkC1RkPpkEBA2sACYMBAS4A",
+"A1gLBoMBD6ZBAgSu8g+mQQgATwACgwEPnSsAA/oLBDgqDIQBCDMDAfspD4QBAgQAKg+oQQUDZQAPqEEHA7UgDahBAIgGD6hB",
+"Age0Pw+oQQgD3i8PqEEBHzmoQQEDMAAPqEEEAzMAB5sADKhBCo5NADAAAuhtACIABF0FAhQSA7XdDG+tA7oHBEkBCTcAApUK",
+"BJ1RBbQAABYAAkMMAXouD1xdCw9bXQ0M8CADACIA2QAPWEIDBxIDDM8kBDxBDQslCc8kA/0hD1hCCgD5JwOfDwrQBgQvOQ9Y",
+"Qg0COwEB9TYJDSIDWEIEcSUL4Q4CehcEREQMEL8DQAABgiIPWEICBoAlD1hCAALJCABcAA/hJAACPQ8DZSINWEIANAAPWEIJ",
+"BCY4D1hCDQOlGAQMFQtFAAXvCA/ISQwCFQoEpzUKnAQFngEI3yQfOVpCCgJwAg8pBAAEWkIDQSgPWkIcHzlaQgAC1w8Asj4H",
+"mwAMWkICkAACbfYLsgACvS0DMCQPxgEAA1pCD7EAAQ9aQg8fOVpCAwM2DwSmXgwGJAOVJwTjuw/fJAADPyQDXAIFdA4EHwAC",
+"hQQD3gIPWkICA7suACoAD1s3BANtAw/BQQIFHHkFbE8FewACVRsE3igMHgADkCUCJQAPmQADAr0FACoAD8o1BAOZAA8/QQIF",
+"eT0HTgYLWkIDZOQDiRELWkIEsAEJ3iQBhwEHNwAI3iQCjzsBJAAPWkIGCObcBbYCAYABBYYADNUGD3g8BANd4w9MrwEJ3iQL",
+"vTQEHQEFDY8P3xUCAsQFACUAD6mXBQQFKQ9kFQMFEzIEM2cMIAAEQwoMvQgLDjIPMDIBCQcyAAcAD/gVFADuIAKUAA+MXwUF",
+"7fkO2QoFRDACBwAPmhoABUtTCQcAD5lTBATGNQel1gwjAAQfFw/iCQAFNi8CBwAP9xwABeBSCAcAAaQvCy8WA7IgAzAABDFQ",
+"CkkqGTnBQgZDAwPZBQONHAM7AAppFiE5X40FDQgUA6cHAdkvCV0CAu4PBGV6C+ATByvODOATA5tiAhQJCzB3BVoTAjB3GHKF",
+"MwChAAw/FgMcFgJAFgcpAAx9QwLPEw8NBAQGBxUPikAAA/EDD31DCQA/AAMSBAt9Qw8SBAYD6T0PEwQCB3+fAioADxUEAgUT",
+"jA+/6AUCTgYPMjkDAnwBBBgED4QlAwDFMAGKAQ/HYwQBJmAPGAQBBbowAgcAD5cZAANP+QQpAA/2IxcEAvwPpGMHALEXDxgE",
+"BAPsXQWRKQ+YAAADJykDKQADBwAPESQEAGIpA4wAD5O2BgRZKQ80JAIFJSkEmyYPfx0BD1opBAnQLQMgBARhJAMzAAQcQwxb",
+"FAjvQwUhBAPvQwohBBwyxgkA+wcPIQQAAh4IDiEEBNEsDyEEAge5zwwhBAOvYQKlAgHyKw8hBAARNV+eEXLDPgehAA8hBBUM",
+"q0QCVS4PIQQGAi8IACUADyEEBw+rRAcAPwAPq0QDDyEECAKECA8hBAIDmycEIQQPUwkCBGWzFDHTQA7cJAIzEw9ZIAED0WIE",
+"2yQPbx8EBY8qD1FpBAFiKg8jBAIOjCoPsSoCA0wdBS0ADz0tFwFhKgKcAA8qBAUBlCoPKwQEAYAqBCQAAk8AD0MoAQTcKATK",
+"JwQ1AA9nLQQEVFUFSGIPUSkIDzIEAgUoKQTZKA/zHgEPVSkBAq4ADzMEAAQcAAI0AASkAgyOEwgvRQYzBAOWMgozBAxIDQEo",
+"+w0zBALvLA4zBAPsZAMOLQ0zBAL4AgHHLww5AAItBAMzBAojXQYzBBE3MwQBzEAHoQAPMwQUDutFBfoDByQpANEDDCQpAUYD",
+"AlUEBz8AAn8DAy4aB8WoDOtFACgAD+tFAwP2DAZ6AA/rRQIDwygArgAOSgQISQQLwigE+BYE1BcPg2ADAgUpACUADpAYA6AE",
+"A0UED5lBAwXIKwVHNwshABQym0UPDwMAAiAEASIAAksAD+grFA9kLBYEIgQDnSUPngAABRsjD2QpAQKYAAEkAAJPAA8XLB0P",
+"ZikBBBIjBO1BD5UAAQQx/w+JKQIDHwgE7CQPeCoWAq4AD0UEAAQoKgI0AARFBA0cDwdtRgZFBAQ8CAlFBAzUDADiBg5FBAI/",
+"KQ5FBAfr0g9FBAAE92IEhtMIOQACdwQDeCABOQAPeCAAAUaWH3JBJAQKrgIPMAIPD70BDwffAws3MA+qBAcPjkcCBJerHzGy",
+"TwUCDCYAJwAOywMJDTALNdAGNQIE7wcPdQIAAsMHBasDD3EsFg/tLBYENgEPiQMCAoEDBYkDD34sHw9yAAAFmCsPZgMCA3Ar",
+"BWYDD50rFgKLAA9mAwAE3CoK3gsMxA8IqUcGLUIGKQIGZgMcM6sOAEYVD2YDAAMaJQ1mAwLXCwTddAxmAwPEIwTE0QhaIwIX",
+"BgNmAwHIDA9ZIwASMGYDD5EoAw9mA0kcNOcHD2YDBQ/KSAMFdDMH9mwKhFABRAMPczMCA3QkA2YDAaxHD3gCAQTUpA2MOARh",
+"LQVmAw+WLRYPEi4WBCPSD5Q4AARuLQVmAw+jLR8PcgAABL0sHzebOAIDlSwFZgMPwiwWAosADmYDA+RIBDQABFphDEQPCOVI",
+"BmYDD0QPAR0zXSAPRA8CBIcoDYcmA5MGArUGDGYDA7ZSACUADWYDArIFAxcLAbccD2YDAAE6ZwKURA9mA1wPqQ8VDwZKAwS2",
+"MwARnw8WFwMCTR4PuDMCA2wpBGcDD98FBARAHB83ui4GBWcDD7wuFg84LxYGXikPfgAAA/YKBGcDD8kuHw9yAAEDywEfN21O",
+"AQS6LQZnAw/nLRUCiwAPZwMABYctCWcDDBwRCCFKBmcDBDwOCWcDDLMOAKMAD2cDAAQIFw/LLAMEL9YLZwMHBtYMZwMDadUC",
+"ZwMROB0LDmcDEjgmKgDhMwfZAgBRNA8CAxEO3UoCeQ8E0Q0MiSQGHgAAXg4DHwENlw8JWBcN3UoDnR0IC20N3UoDnCAEgQEN",
+"OiIKYgAL+S0DVggAcQEPYgABBh4ABMJfCekhARgAAUMmDt1KAOEeCbQiBqECBk9ID5xoBgSfUw8EAwAMSjAPzmECBv4fD6Vo",
+"AQOPUwX+AgC/AQ/8ZgMENjAPCEsEBEwnAuoQCwECAd8EACIADL0cBJ1EDoxHAlxEDglLHzkJSwQE/NwPCUsLAiMKAqlyDv9H",
+"BHhNDMIKDwlLAAIxAA2SJQ8JSwMG9zwPFycHAbg6D7cPBQPakwLcOgFQAAzIAQToUwTIAQ9xagYDFUsRMdw3D8gBAAOEJxYx",
+"mVMMNksAIgAEJCcMsQsPNksDBODcDzZLCwJsCgG4Jw7wMAHvJw42SwRyAAmcAQIxAAtVagAqAA/VaAMGhAMPMCcFBdI0D1gN",
+"AgOoVAElAAJRAA2dAQplAwHUNA+dAQMDZQMBzw4PnQEBBCAAD2UDAAL2HA9cKgATMi2VClYBAu81BEYyC2RLHzlkSwQEFVIP",
+"ZEsLAukJDSQFAnMABJ4FC2RLBHIACckBAjEAC51qACoAD7MzAgEwAA+VJgIEMCAPlSYBAi8HATUCD5UmBwLMFT8xNThkSw4G",
+"sFAPZEsLAxGQBsI0A8sAAr0UBi9MC4ImBGVLA+YBCYbzAzpBA7zyD2VLBAWnCg+EJgABdiACXQAP/QMBAs0qAiQABqHiBGMB",
+"AMw0D2VLCgRBIQ9lSw4CQgwEK3ULRQAPZUsVAmwMAbVRDhIHBYoACocmD2ZLCQIVNg8XAQEDjRAP1iUAD2ZLEAA0Kg9mSwAD",
+"eQkDKBcBWh0J0UgBMAUBa0EGvQALZksBlCEAKwAH6woEswABzQACIQAKC0EDIQACCR0AIQAM0wAPZksQANMADcsDAvoUAtcA",
+"BX5QCAQ2A1M8A5QADIReAiIVA+ICBWAFCneUA5kCDz9eAQNcIANzAw9nSwIEOyAdOGdLAoMVBF8ADDIqAqIUBCUAD71yAgMj",
+"VgAqAA2aAALeCwSaAA/uGAIAjCABmgAPaEsHApdTAZhRDmhLBZABCVwsARMBBzgACFweAndSBQZjC0EeAokdD8JUABEyFR0G",
+"hwAM4QUPaEsEAxUCD7gBAAdnhgEoAA8eAQIEZDMP5mgDAuUCACUADXQPARJTBSoEAZUCD/oHAQPyBh85etUEAbVrD58LAwRM",
+"OwQaCwEeDAyjDgQGwwUtAA8oYxcB5SMCnAAPUR4GAFQJD1UKBQRPMQTyCQ+KWwEChSAILQAECAAPlAAFBGvHD4nVBwEBLg9O",
+"CQYDGzAC8zABUQAPlgABA1MBBS0ABAgAD9M8AAQmDQS1WgP3MgveSxk53ksGYAMBfAIBQgkA5g0DOwANsDEPpxYCAW4kA2MJ",
+"CXkCAu4DAh8ADcfSAn0DASUADNoPAnUMBNi6D0ETBBI5QRMATCQHKTIMZT0DrsIABwAKUjINdkcD1AMPmkwIALIAA0cKC5pM",
+"BPQDDbYDBaokLzE3+hkEA+Y8ACgADroDAy4TA7oDDy4TBACTDwERAQ8cAwUEZioOhAIEM34Di38CVy0MhAIEPn4FLQAPhkIY",
+"BCYKEzlOEw8jAAEE6kQPugMABOB9BABbAUYKDaAAA0EDBS0ABAgADzsjBASuWRQ5cBMPJAABD8YdCQR/fQPaWRExDgcMlgAE",
+"in0FLQAECAAPEEUABLlAAzQABboDDF4RCAZNBroDBOEMCboDDH4JAI4MD7oDAAJwMQ26AwLDUAQgAA27AwI3JwMnAAy9AwIn",
+"JwXRvgKYCQ6/AyIxMJoTAXsnB5gDDSvdD8EDBQ3JTQXBAw/JTQYAwQMPyU0DD8EDCARECwP3KA4uJgH0JwIpAA+ivwADUSoE",
+"NyYPf0cEBdNaAkwNDyIAAQThBg2PAgPtKQEiAAJMAA+PAgEDQgMFLQAPzUoYBIJTLzEwhKoGAUwND8YDBQP2KQJMEgFQAA+h",
+"AAEDTQMFLQAECAAPGEUEAJsCBJUAD40hBgR+BQ/HAwECXQwDJQACUgAOlwATMvQpBi0AAwUFAuSFCscDA5sSBDQABMcDCztO",
+"GTk7TgXHAwM7TgrHAxw2cgwAmQ0OxwMCyycPyAMCBHgCA90lDckDA3oKACgADskDAsMDBMkDARcvD8kDAQJU6gI3PweqAA/J",
+"AxQOAE8FyQMJ3CUNAE8C4xQC1QsIqQwC6wMCQBACPUIK3CUEgw0PAE8GBUkMD+wDAAIxBQCjAA7RJQMpAQPXRwiYQh85A08F",
+"Bc45An4zDnEAAx42ATn/DXIABMihBCIiD8ADAxAyoQQBZQAFmpkMIgAP3AsGAoBGAyIAAkwADyUDAQP8HgQtAAAIAA/qdBUA",
+"SwEDnQAPyxwGBJwMD10EABMyqSoBJAACUAAPoQABBL4ABCUABAgAD5MbAwG+RwSVAA9dBAYFrj8PXQQBBBWBA+kUAuRfDJcA",
+"A8UqBS0ABAgAAfIqDF0EA3wiAzQABV0EDX0OB3ZPBl0EApE3C10EDBkMAJcPD10EAAPeqQ5dBAXlowLxBw1dBAQMpAG9Ag09",
+"AAP+EgMjAA+LMgQiMTGMMgLEVA+6Ag0POwIPD8cBDwezAwDLJQ/CBBIPoFADBUaAHzNr5QYDgX4Bv/8O3gMDnAUE3gMPpiED",
+"FTIuggIaEAqGAgM1AgS+Aw+1LAEUMhSCBC0AAAgAD74DFQVefwQfCQp/AAP9AgScAwHgVQ1/AAQdAAMtAAUIAA+AJAQFHsYU",
+"Mf0xCnQAA3AmBHkDD3DoAgQeKgQtAAUIAA/uUgED3QQDNAAFeQMMHA8IrlAGeQMCsB0LeQMMPQ4AqDMPeQMBB7sYChoCA04T",
+"Aw6GDXkDBKjnARTrDD0AAyDcA3kDAly2D3kDABIy5DEPdwIGD3kDSBw5EggPeQMFD9hRBAWbPwQocA55AwN0Mw817AMDTEcE",
+"eQMPO3sFBcaAAk3dCYYCBPp7BHkDAbwrDYYCA3EDBC0AD823Bg99AAEFmToP4FEAFDIDfAR5Aw+1tgIEGCoELQAFCAAPawUE",
+"BBx/AHMAD3kDAAQNfAR5Aw9utgIEDioELQAFCAAPJlQBBL0AAjQABXkDDBYPCOZRBnkDDxYPARw2Fg8BPRIOeQMDbYwOeQME",
+"WLsDSoAOeQMEMwIPJzEAAx2ABXkDDykxBCIxMioxArIuD3kDXA99DxUPEFMEBepKADhzDxwmAwUqgQ/7NAEC+CsHegMPkn8E",
+"BA2cHzGUfwADRigFegMPargBFDIiLAQtAAAIAA+bfxYFn6wPnX8BA4p8BXoDAWRCDX8AA2oDBC0ABQgAD2oEBAT0dwBzAA96",
+"AwADZHwFegMB0CkNdAAEEAEEmQAECAAPX1UBA6YDBKPqBHoDDDQRCR5TBXsDA4RBCnsDHDcFDwL4EQ58AwOVgg58AwRVvANl",
+"Sw18AwNavALpgQ09AALTBQN8AwI8ug98AwAiMzN8AwDzBQjuRgsHJg8YAwYP5VMAAgEIBDEOC4AcBOVTAvIOD1IOBgAIAA/n",
+"UwQAWg4KggANTw8CGhoIRj0M51MDIh0EiSQL51MAcx0KYwAM51MDkCYAkxEPZAABA2ArBLwgDC4hAhgAAbRDDudTAK0eCn0A",
+"AGk1D+BRCH9kZW5zaXR541EUDy4AAg/mUQQPLAACD+lRFA88AAkP7FEIHzIW6QEHAFIE3gM/PDIw5JEBEDcVAA/eIgAEmKUP",
+"1gAOAcMFCOSRFjjrUQ/TAAoK5AEA4gEP7FECAMsDD+ORBA/qUQwCTB0CKQcHwQQDcwICJAAABQAD6iYJNQMwMzBfWgYP41EB",
+"BPo1Co0hB+xJDxNICgOCBASTJg+P+QIOLEADrAAPjUgCBj+MDzxSDAK/AA9YqgMPMugcC4IABs4iAlYpD3PECw7PPAIXAAMH",
+"AArhBgU4CAJjAA+eUgQEn1ICZgsLxDYBQAUC4AAB1QUIKO8CRggPlKAAAhkAAq4BAYgJAAkCBEwDAuIiD1ujDQLCdgQ2Fgoa",
+"AARrFw4aAAOaGg8aAAAEGxcOGgAECBcDIAUJnAUjMzCexw63AQXBJgOXVA8eTQsDWxwLRAAFc3USM04mD5yqDw+WUgcEjQoP",
+"KEsDBCwKBBgAAxoNAIkB/wEzRUIwQzZGN0EwQjVFRDhERwABBaQCAriLDSAAB0FSACAAAAwCBBsAAnkBApkBBucGITMw06oO",
+"SwMCABYPLG0AA5cIA1ABD01IAgTtFQIQxg9eVAUPwoQCA6wCAQYAD9iGBARDGgLAxA8gAAAPQRoGA9dCAwcAD6oOAAQ1GgNh",
+"Gg9l+QoEsgADwUkPiAAABI2ED80hBgRwGg9MGgED2UQExUQPrAAAA0oDBN83AikAD9MOAwSxRAWwxA8jAAAPCR4JA0RFAiYL",
+"AT4JDZkxAoYABIgyAikAD6RwAgOVhB8yULoFAmUDApeEBroKACMAAJ8AApFbAtJODPAxAnwAA4oAA/ktDEUEApIaDOXnBAov",
+"D8jZBwNyDAf1CQN2AASMIgHCAyxGRSsCDHdUIDMwjqgMeFI5MzBfkwMAnw4JcCwKH28P/WwCBMcjAIkASDQwMDiJAAAUAB9D",
+"yAIACa+VA/EbBQVGAGMBDqgABvBoALUAC+aoA+0kPDNGRmsACkglBEAlAysgDfwuA6ocBIctAUoLCSAAA6wABEkAAWMACDme",
+"Bs4ABrcMAL0ABwD9A8ABBBs/D8EBBQwQAgP7GQVhAAbQERR0UwADggICMwIFqQIVbCAABAglDysBBAC5JwWfKQFrKgAxABJw",
+"vw4HA58DThMBkgAOpwQAMwAD5wwKnkcABgMAZwAO2wEG5kYBJAANhAIEoyUCYgIZMWICDaIBBNsBA6QADcMBBMhEBCEAASg5",
+"CXlBA2EBBiZFC9EGCX9vD0oBAgrgAgQuAAIIAABPAQ4DAQf+VQARAQY+LAWVrAbYAA9zAAMJ0wgPac8ICWMQBHoACj8AADUP",
+"D00DDwRwKANkWQ9NAwAEcAICKQAElQUGIAAEaycEaQENIgAEOwEFIgAJBQQBAlcO6T8BIQgP5wUBA+g/AugFAUMpD3KhAQNw",
+"oQUlXgb2AQRNFgKMAAQCEQatAAS4RgMIAAFLJQpCAAOGEgQJPw1CAASxRgTrAwCMBgpCAARCFgIhAATGCAZCAAQfRwWqJQ0i",
+"AAN1AQUIAA7oAAO3AQZjRw95RAEDPwAFrUcECAAPpkQKC54AATMCCp4ABGomBIQAChsED1+HAwSpSQR5CgSYEQW7DA9sLwAC",
+"3w4D2AwDfhMKWMcAoQoJfQABrwoHqw8ARQYPqw8aBDgAA4ECD2FXAwSaCQ/bYw0E9LYMphMEFusPrbcAA+EIAzkAD5EMAgSA",
+"hgB/AALVMQ9OmwUCjQsNLa4E2HwDHwAPvUsCBdMcCxVHBI8OBMULBhc0B3gQAtATAu0PBI1eBZkGCWkkChoABFYkDhoABNUl",
+"A/8NCmvtAMoQBaWiCJo+D/oBIQTwPg86fgMEZJcUNAZiD/Z9DAqfNARGAAS6lB801zINAusMBG1sC0YABB8+TzQrMzeGAgkE",
+"BeYJWxEEWwEH0gAKnA4FZwAE7UFPNCsyOAAPCQPoIAqINAVnAAXzAAzkDgfCkQ/mDhQHkQAP6A4DBJt/FDcUJwi/BAzIkQ/4",
+"ECIPxQIuB7MEAScLDQ8TAssmDyYxAAQbtwNhAg+bUwIEdCECD9YNXRgD8DEPhxMCAogtD4ohAQRZswOUAg+HLQQFW7cPIykF",
+"BSdHDEgOBL4/Aw0dAvZGDaFHAmIJB+mQD4QPDgD/NA9NRAUEQVMPmC0HBWRHDoYPA3WRApMZBDRHDW5EA1EKCQcAAucXD24A",
+"AQRlfw+VLQgFFHMPv5EBBPAPAxcID3gbAQS0kQIrAAUyAA9mNQICGjYAhwIMqAkEnRwD1jALQCEAJQABPgYCnjADH7MKkg8E",
+"awsCjwABKgUNuF0A2gUBoWQJhU8DpRYP4rUABC0kA5keDyMSAwWrfwIqJAxY1QMLEwD/Agy21AJQCQSEbw/wDwADYgkCzZEP",
+"8Q8DHTF2EABbAQ9tDAAKRwsBM7gIAgoEjXQDzgEP6kYIAo4AD/YPIQR+LAUjRwDHAQ+rAAAK0QQASA8KqwwBSyUPqwwOBEgM",
+"BEQBDI4ABJaaBOgQDRULA80dBUoAAQIeCfkPBdEACl0BALomDPoPA54CD/oPFQP/mARiAAYXQQb6DwOsCwQ/Ag/8DwADdAsE",
+"dQAP/Q8LAYIDBUtgDAAQA3KyAZgADwAQAw9kVwMAcgMAWQEO5gEHKWEBJQAMkQIFigIPAhARA38HBPMxBR++BiEAA4cDBCEA",
+"BPdkBiEABBoAA4YMBTNgBiIAA7YCACoADwIQDwR6LwS6lw8DEAMAFiQHBQEBQtgLBBADSQ0PxQEGCm4IDyGYBQ1ZXQR9AAtb",
+"AwE7Sw9bAw4EMwMEdgENbgEEfAMDjQUN5Q8DpgkFSgAB/QQPQAECBSIACioBD0gYAgIjSQ9fBgEDPUoDXwYPIkkGBJIcBQ46",
+"BRsAA/xHBQcDCuZNAScAASMKBB/vD1aZAQXMCQRx1wX+MA8sAAEDAQQELAAEMjEPFQgBA+ZbBSwACEUbD3sxBAO5RQRnAREy",
+"my8HJQcPdQ8CBP4aDX5mAqs4D9WoAwJXKQQ4WgOLAg2REgmSFgH1Wgl9DQcNcQ99DRoDPxoLOh8BhxUPOh8AAeIpD1MfAgDE",
+"AA+CdAYCfCUDxDABBgAPkx4CA+w9DwL6AAWytg+/vgQF6UcyNzAriRoKnAIEjRgDnQIKyUcEDAEHRAASMukMDyCqBQOECQ8P",
+"SAIBNkgDRwAOv9sEEEgEXEgP2wICBgxIA7AABEUTARxICk8AA5UFBnx4D08AAQQxOAQlAARPAAUHQATZAAOvMwLgAAFHRQ/D",
+"AwATNdjYAm0ACo8ABGgDBN4AD40DAQTqggXeAAPBBA8+mwEHT0cKCAACV0EPnQABBWj0DTu8AgZBB9lJDwAEAQVnRgWfAARB",
+"GA/FLgAEKD0Fm0YECAAKfjgIngAFIPQNo7wE6UYFuA4Pv9sBBOxGBasUBKcABMl7C9QCBFdOTzArMjBNEAkDTlsCRwkI/AsD",
+"IBMPQr4AA6U5AzkAD5ABBQEjHARzRwrvAASPAgIyGd0xQTU2RTFGQzJGOEYzFb4CUkEHvAEHo0cHxtYCHgIFlwEEI0cG3QUP",
+"C1oFDcljAGYFAeIrOnJjcCAGAokAAHxvB5EFBIQLBZEFHzORBSQC7g8BpkkNzgEEXUZCNzIrMowOD4N5BQKyDQECAwntFwPa",
+"AwIfAA+0AQURNo8oAesACeQAABMNDwMnCG9zb3VyY2UCJxQPLQABDwEnBA8rAAEPACcUDzsACAL/Jgi10w9zABMfMrPTFggA",
+"uQQ+Ajg8MjNIeQOXATA8MTMs7g8z3AEE+9EPCQENDDMnADMXDwYBEQvgBwCTAw/gBwEBRS4PMycCAT4SDzMnCANjrQKQKghh",
+"Ng00JwVmuwmHAx8xNScGBCZnC60XBqeWDzUnEAGyDg81JwYOXQAGoEsCsUQPV7MKAekXDnIhAg4JD28jAQJSBQOaAA8NXgQD",
+"BxgBgi4JLhQDZBgPPQAJBN9nD3hfBARjGANhLg4hAAUozg8hAAUE5KoEMC4OIgAEKRUHy14P8hcDD3soDQOFagHHEg5WFQLD",
+"AQ/NFQADNBcDPQAKoCME0gIDowAPlnoEBdUlD5koCwTb4gVZbwQYAAIwBwQfAA+CAAIElRQCMBMPeygBAAUABMlPBd4BAfpw",
+"D0oXDgX/Mw/aJwISMVrLDvcABpUnD9knCgJCCgTSlAtEAAXQKg/ZJwsDGwELbHEDBCcCQw00bWF4GAAB0gECYA0EtiADGgAC",
+"HCcC4SQDzREEg0kDoWMPDHADAU0AAesWDzwBAQ8AFwcCdgACM0oEhlULXQECNhsP9hUED/UVAAPBKgISAQKm5Q/qlAMPR5UC",
+"A5YVAgYAC+sFBacABOEHETFyev8DLnByYWdtYSAibm91bnJvbGwioQICBYQ2D/iSBAKhAg/lBAEDXQwCgQMBQw0JHgADoAMG",
+"HgAPhgQABSmSDI4XBBxcAQYAD5WsBQWSZw0+AAO9CwI+AA98AAQFj5MOnxgO0qwPQAAABMOQD3ytAQJZCgOfGwxcDQUnEwIH",
+"AA9/FgAECqsDwQADSAAPCgYDBOhbD22TAgN3EQMRFA9HAQMELQ8F2WgPFhkAA/0SDzgNAAQTGQNWGgOrAA+kGQMG6ZcBzCAP",
+"zjgECierAk04Bz0EApECAAYAD103Bx81gAMBAooCAQgABcoCA1MAAXgDAAYABklSFm4EUAhEBA13KBExBn4GFgQKY0ICdysL",
+"Ck8CSzQC7QQGCRkFXkIBxQAAJAAEHk4P1gUBDqgDATcAD6GaAQR5aQIGAAzFBgRVOAAmAARMJg+ykQAAWQAMUwEDUQ4DXwAM",
+"ghAEyzgAJgAHg7okMzGMfQuIBAWPOj83Ky10OwMCpw4PLHUCA65oA4sEDLUhAyUNA4sED5wCBATTOA2pjwOZEQNMFA/NPAMF",
+"klgNoqoESBECPgAPwwMDBA0OD6uPAQM2EQINAw9mkAQEmFcE6mgJQAACVQMCBgANcFcEaawDJwQP8xwABG7NA5wZAs4AD2uM",
+"BAUXOg8DkAEEgoICBgAPRwEDBZo6DwyrAQPVKgKQAA92qwkDaQADqwAPoUMDBBFQUjEyNistbAAMTgAC8QEFYoEHjgQOvQIF",
+"2QQTN2j2DhIVAkgHD8WcAQPLDwK9AgY3UwQeAAhIBw8mkAQENloDM1oHNQEDUxgDzAAPxS4DBIlQDmOQBFpQAj4AD0oBBAQu",
+"PA9IBwADvhEChAAPihgEBH1OD2eQAQNWTgK9AgJfiwj6pgOYAAJlAA/zqggE6IICzgABm1YOiAAFt8wPSAcBA9kUA0EAD0cB",
+"AwXVeA9IBwEDsRUCvQIBtigMqwACtgIEJM0DagAP7wEDBFxOAb0CATUBDE0AAvwCCnzMAfUdDrsCBRo8DxdUAwLKFw8PtAID",
 "cCoDuAIMWQYDXGgE7xcPyQACAK9OATMBDXlEBCh5AQYAC9BUBSQABPcEDW4BBG8yAj4AD0UBAwRGMh82eEQAAx4yAowBD0BM",
-"BAWwTA+tdgEIAAoFrjEFHgAD7zEDgzIPAAoABMt2A8EAA0gAD0cQBAWjTA/ORAEE0i8DyQMPcXMGBUsBD0QAAggFCgLPzw0m",
-"MQPMFQUPdwO0AA+tIwQEXHQvMTJ7BQEPYXQAAskCD2J9AwVWQg8iUwUCkioPWrQCA+tqA8QCDUsdCIoRAR4AD8wAAQRXaQ6X",
-"lwQ2SgPGAA+LHQQFy3QNjEAFpC8DQQAPhnEFBIkoD5+XAQMsJAOgAQ8G7AQGunQPk0AABCotBQstDNEXBfAsA+kAD1ItAwTU",
-"AQQtLQPbAA9mnQYFVwEPTXUCAkYABEctD1oBBAUDcg/2QAEErXEEvQAP4HEJBOItBeBxD/FqBAXAQhMyFgQP5AwEAj9GB2EA",
-"ARwwD5gLAQEIAAFvAA9dCwEBCAAMnIUGIg0PMUAAATgAA9UPA5VBC2AMByoYETGqMQ3+EQU9CQ+fkQ0DAhkBVQ0I+moC8QgP",
-"xC0ABEIsCjsZCvADBKsCAhArDp0ABtYTD+ItCgRkawy4BgJZIQUfAA+DAAMEGR4P1xMBAgcqArcUA3ovCXFGAAgXAT0SDrsA",
-"BpoTDyItCwK1BAE0ig5FAAabEw/bLAoD40kBVgkOPWAGEckPZi0KBAtKA1cGC0UABScCLzI4ez4KAu4BAZgJCCcPAl4XA2oh",
-"BycUA4UrAkEPAYgYBykUAtI/AiIADK5dAiQPACMADysUAAFuAAAiAA4rFA+NFQkEhBMBLwIEkYYKfiQTMfLXDZgGA1FjDyMq",
-"AQPIRgOlAQXFMgo/AAJkAg8PXgEDEJEDKQICqjMPrQABBukDAW00DzMUDAXnBAW+BwZpXyNlcR8ABMk1D5lwBQ2jNRYxgj4K",
-"ZgMEHhQD8WkOAAEBAgIAJgAN1wcCAGEFnwINHwADugoDeQIP4QkDBZAtHzg7BgAJ2QcPZXQFBDOSHjgTpQm4xA/ULAcDQgMf",
-"OMk8AgnZBw/UPQQFFy0fOB2lAQSnxANDAA3ZBwVmcgPpAA+TcgoEfS4E2wAPnP8EBYdyHzh7dQMJ2QcPZv8EBfm5HziDpQIE",
-"Pt8DRAAP2QcBBUdyBLsoBLUAD/pIAQS+dQSMPQOcDAC2AQdBAwvURgJlAwAGAA6oFAOlSgAIAA76AwQsMAiNiQNTAALkEwlz",
-"jQaoFAKbNATCBA7wNQDkAwmxAAv12AMKgg5wBQPZMAJuAwCwAAfhFANOiwukFQKVGwI4AAnfiwPjFAKCMQAmAAMxBQuVNAQi",
-"Bw7zAwKNFA89VwICKwUE8wQPYGQIBOsUCj8AAisEBHEFBxMiOjFfMcdyBRgCBV19AjQUCgcFAw0LD2XLBg6xLxEx0C4PCQUB",
-"BeRXD/hBAwIcZQGuhwwXAQIzZAUJBQwaFQK4SQUJBQ+HBAQEaRkdORwVBN0qAyAED4+hBgMwCR45Iw0EanMDQQAPiwUEBG0Z",
-"HzkiFQAPz6EBD0MAAQNdCR85JQ0BA3EZAwkFAeUCDxMrAQY6LQ9UBAEEhjMEfhoE2wAPeBkEBeooHzlsrwIDSxkFQCgPRAAE",
-"BVoBD0QAAgO9FQNEAA++BQEFbygFmSgDCAAPcFICBOZUAyQAAjwADAkFCsF8BT0ABcJ8BMQBCzADA0oCD/pZBQ4AMhMx9IoO",
-"MAMFawADmO4NMgMC0mYAKAAOMgMDjhUCGgMBPRIJHwACogwDMgMPXBIEBcZwHzkoowAJOwgPLaoFBFrEHjngrwQ4KQNBAA+0",
-"AwQEkKgfOTCjAQlJ5QLjKA9DAAEEe2MP6q8BBKFvA0MADgIpBWwpAwgADwIpAgR9AgTmJwQbKg87CAQFY2gPlaMCBKSaA0QA",
-"D1oBBAT+ch85ULACA+gXBL0AD+cDAQQQQAQkQwWYaA87CAgEkoEDPAALMgMBDDEPMgMABY58BSEECzMDA90XDwopCBwxrhwB",
-"mVAPMwMABNMLBO/ODjMDAX0IACgADjMDA08LAzMDDFIPAqFmBTMDD9wBBASAaR05DBYE1zQDSgILyBYGJgAECwUP1gEACWUG",
-"AftoD0EAAQRlBg8SFgAEOGkEyAEPZQYEBMIPHzlGagIJZQYBvg8JMwMFRGcEjDUPTGcCBMUABEcABEUsD2UGBATHuB85HhYC",
-"A48uAzMDD/BmBgVaAQ9EAAIJZQYPspEBBvdAA7UABWFnD2UGCQTBQQ9lBgIBRDUOqwAF2FUUM8pLDDMDAnoADwjSBg1OlgBs",
-"AARTngszAwWeXR8wrFYFAn9pACkADjQDA+EPAzQDDZAKA0BnBDUDD3wWBAXpwR4wWgkD/hkDNgMBEQsPQgABBA8FDn0WBIFo",
-"A0EAD2kGBAZ5Zg9ZCQEJ/sACWWYPRAABBGoGD34WAQN5ZgM7AgGJSwo+NQNNAgW+Zg+CAgEE1UsEcmkE3AAPjgQFBNlLANYA",
-"D/QCAAlR8gL3VA9FAAEFXAEPPmYCCWsGD8E0AwN8AQW6NAS2AA9rBggEd/QEcGYLOAML9Q0Gpg4PLBYAAqk8Ay4SD3ENBgFp",
-"fA2hFgVtVwCZUgNDJwr4lwFZDQmcAAPiZAk3LQFqKA/NLREJDRYGQgEHO6UPIgACBuJ0DuMzAfhkCFsBD1oCAASKWQSMKQXv",
-"Zw9jFAACYz0EVT8Ng5gAAwELO6EFDgQGSxUP/DEKBDtrAzVrCalnBXUXDfo9BGNqBT0AD5o1AgGVZQMrAQ8ZXAUF2BsChmoN",
-"0AICMQMENAEF7mUMojoGX2UDMQAB5DonYXghAAQSAw8RjAgMRAEGEXcPcjEKB/NoDSkBA5QZBSIAD+leBAX+ZR0wXjkGo2UD",
-"5wYNwksF1WUGDWcONT0BtWMITwAE2RsM9QAFUxgSMgEDD/UABgOUEgGPAAn1AASqkgUiAAHaAg5sMiExMfeHBCVkDowABKcc",
-"AJsHDxAYCQQPZgKtHAqMAALFAgUiAA+MAAcF+TIPI0ABA4owB3cDAPQzCGACBLbmD1+HCAzeAAZDVA9fAgsE32kCeT4J72YC",
-"VwIPowMBBJ5BBT0AD8xlBQSGAA7YOwFrZQfcAAUgZQvnAwZt5gLnAw16AgOcAwVPAAOLAAwQAQ96AhUGjGQNCxUDegIFIgAK",
-"8mAG7gEVMnoCDJ89Ae1lCfUAD64AAwa+4w+cAgwDkQkCTI8KrgADnAIEIgAPrgAHBJwCCP5LAJMCD5U1Cz9iZm+VNRcPLQAB",
-"D5U1BA8rAAEPlTUUDzsACA+UXAkHa64EYjUvNjB/rgIIvlwDaAEgPDZ3NQ856wEAwwEP1QARARkDCJRcFjZhNQ/SAAkKRRsB",
-"FBkPYTUBAd8rD2E1AgFvGQ9hNQgCGSwDx5gFkAkPYTUBBcSgCUAIHzKWXAcPMlYDA1AAD6I4AgUCPw+8Sg0DsBgPcRcCA7ue",
-"DnAXBNsDBKgcD0ELAwRbIwI/NA6hPQbeBg+gPQACKwsFX8IPoVoDBvcDAjcQD6MeCw9J5QQESAEMIwsDcy4EPQAPOyoKB64O",
-"CxetAYQGD+EzAQTvAQ7WAAz7fw86AQAGkV4PBTQKA2giAkTjCBtdApAGD6sGAAP0AAM4AA8aDQMEmDUNWA0EzggDtAEJnCAF",
-"cgsFugAPpYcAC91UAJ0AD/7vAwSrJADSAQ8A8AgIoC8IVDQOAfAIOyAEEwACOzADDTkKvRYSMkE0DcUEBd0AD5uHAgFRAAW9",
-"Iw1rAANoDQr0EwNqAAj1DQI7IQkthAAnAA/1hQIHL6wPkYcFBE04DzsmBwR+Jg87JgcD5Q8PsAEGBOolAE0BDwPwBwY2WA6x",
-"7wNEAwreERwyJTcCIgEPBPAMAd0CAQUABJc+BwUCBQPwCu4OA2oADc8dCrSFACcAD4cBAwaTAA98hwUD9gMPHBcCBFpHAycB",
-"DcZGBODvAygAD4gBBgUBJwSjYgyV1QQNIAFJRwusZgEOAwaKAQr9DhMyqlcMiwEGNgwPSYcDBdMdBgfwCn8jEzKdXA32EABa",
-"AA+trgEEMgAHmQAKMYQDxAAHIQAMr9cF6wAPA/AkBeQfBTsAB2SHAuQkLzQwYocOBn9hD+OtCwMtIwWkBwN6EQIWNQ/q7wQB",
-"hAAB8EEBHAAM6e8BHcAOZ60DWgAHzNUP5+8DAFkAD9ZWBwINOgKbBQ/m7wMEyXYLEAEG/PAP3q0KA7wGD8FWAwYaJw/XDAoD",
-"IAcPiAACBXQ5D9k+DAOxQwkIAgSKAwWlDQp7VAQfAAQuBAwhBwLfAwJgSw8xVBAHLfIPYgICB0WwD2hHCgLBDQSebAtEAAZ0",
-"rw+YEQwCRQAPN0gDBZcBBZwSDEEFCgkUCugkCDAwAUYECR8AAw0IAgYAAiYlCCAoANEkD609DwY/bQ0aAAMKEg4aAAOWJA8a",
-"AAEDJBIPGgAAAxkSDxoAAAMDDw8aAAADahIPGgAAA+UPDxoAAAOYGQ8aAAADIRAPGgAABwQBBz4FD02KAAIiJARNjA8KBAAC",
-"5CwDFJEJIbAA5gAF2LAPOSACEzJHpwjTBQL9JAeQFhMyX1YHIEMCzwkP+kIBAn4JA5AoD64AAAFiBQHbIAyuAABGAQiKUA4n",
-"FxcyDSUGMQ4CmooCK0IMBYoCNEECIgABeRoLOwACqAACbQ4Lmz8EYNYBIgAEOwAPZ2QAACgADfVCAkgGAgYAC9DnBGcBBDHl",
-"DM1cAz6xAtoFC/cmA0gmAiIAD4INAgL0WwAoAA2UAAPeOgKUAA/QigIEfLwDOeYL2gECygcCSwED2AkLthcIoAEPH0QAADwA",
-"D/I3BAPvEwcGEhwyPiMEMgcEGTkBDyIO83AB/wAPvzsCAy0IHjiDDwNnRAOpBg+CDwME6EECXw8MTB0D3jcPHy0FDohREzJM",
-"HQSQAgTaBQOAGANODgmKrgPAEA+EawAD+kMCJQcELlwMQhAE3xkdNHCdBmedApQED9oqAQPaHgOpGw+uxhgEVjcfNGudAAQn",
-"JgSUVQ95AAEDbjsCKgAFMQAPUSsFBOWwD2adAQVqWQMBDA/CPwAD3jUCKQAFMAABQGILd1gDgjsDNSAP4FACBOMBDRxYAmcB",
-"AcnqDBxYA2cBA6Y5BmwKDA1MAWMPDxxYBAvzSx8yi1UDEjJisQclAAxxVwLWyg8WVA0Llp4Ozk8DbAcDVg0O81MGwcoDCAAA",
-"GAEIcFcBs3UCKgAPyAADB74vANYADeRYA0M4BqAADQMtCFUBD+NYIAWiAAQWoAD6BgeTAADWBw2QogJ4JwSqBAcEBAToTAMU",
-"LAkzUgKpBAAiAA8+AgAEZykEjwAHYMkFHVgDsSgDYgIFwQcGPlgEs1gPE1YFCT5YAfATAjMAE3BTpwc+WAdWVw8/WAUBChQK",
-"DwIEWCoDxAAN8FAFkVcDIQANpAoGUZ4DxwMMIQADxgQFz6gNIAADZgQCBgAP1FUCBNoABekqA+kJAXMrCZsFAtEFAvYLD7VA",
-"BAX/KgLPEA2YKgSQKgQhAw9lCwUNpQAEXlAEpQADdAoPdl8FBEIrEzS/Eg2JAAU+KwlQAB8xk+8BBWSfBX0ABP8nD8AjBAR2",
-"QhQ0tRENfgAEzgAEVQIEizAMkRUDmLUEQAMJjgEErh4CKgcPRgYEBMNCAvlgChsCA3UABLQqAM0ADIYDC1abAYEPChEqCmAC",
-"D8BBAAbVUwP1AAEm5g+PAwENfQAEhyoEiykN/gIMepoBDgIPsSoDBOgBAYkGCJUgBFoNBLQFDwhTBwVEAASeNgZEAAO4DQSA",
-"MgIQ5Q8eUwEFRAAMwWsFFg4EtDICHFMJRAAEUCsP0S4GDHKTDu4ABZYOBCoADchTBfkqBEQADe4ABfQOBSsrDUQAC00rDu4A",
-"C298AnyTCkQABJABBO4ADqoABC0pBU0EDVQBBH4uBCoADaMFBQlcBEQADtwBA0oKBWZfBEANBkQAA2QCBUQADtwBA80GBDww",
-"AJ86B1QHBb4lA9sDBEkMCAQ4BmoNAgYAD0gTAAPKDgnWDAo4sgGKDAl7AAv0pQM1kAmoEwbaTgXwDgb/GApdsgFfDwlgAAs6",
-"gAJeJgAKBA9gAAECJRUDZhULgxcBFgAEm8sKdbEBbRAM+g8Prx0GAXsGD+EdAAHdBQb6HQnIHQIATgIaTQNXSgCMBA1DswKe",
-"AQQPAwrnSAI3DgTRTgjCVwPNDgNXWwjEHgAgBg/EHhkENwADsw8PFSECBBfoTzU1KzOoFAoD32YBVgMIngIEJrgCHwAP6zAF",
-"BHctFTULFgYbAAVhCAMOAw9TIQQTNQAiAm6kD5gtCBM1pCoKZgAEpQcEYgQPAVkFAD0AAyMAD7EeBAQ4PRQ1NioJaQADvC0F",
-"JggBtC0PaQADBVxaBK5GCpsBBNizAJsBD79UCgLqPwYwCgdyCwT8XDE5LCBTLwm6AQLBCQQ+AA/nJgMFXC4Cv08K6wAEUAUE",
-"fywBrhcP6wAAAZGxBE5wD3wuCASnTwpmAAQuBQSkLAH8Cw9mAAEFugEE6J4NaAAEhgIP+WoBBKNbBXMHAoSVD2kAAga6AQ9y",
-"LQUEjAIEhWsKagALdwcB6pwPagADFTI8AQ+bLQUGG1AC9RYJagAEY0cEnQcCru8PagACETNqlQ/BLQkFCgIDiiEKagAFeRYD",
-"RgAPDQIGAD4AAyQADxACBAS3RwAsAA4RAgMMLgXHBwIT7w9qAAMEEgIPAy4GBhICAi4aCmoABBICBNsuDxICBxQ1EgIPKC4G",
-"BhICAm8eCmoABJ8EBCouDxICBwLftANOLgdcBw9aJgx/cHJlc3N1clwmFQ8vAAMPXiYEDy0AAw9gJhQPPQAKD2ImCA/EWwEQ",
-"NphbDWImHzRiJgEvMTT3ggQBxDgP2gATAUUND8ZbBA/XAAsKbQgBSwkPyFsCABQHD8hbAwCbAg/IWwkCShcCpAkI5xMNZyYB",
-"PRgNZyYTM6cuD8hbYQ0uCQGpBgMaEg8odAAPOBYAAyh0A24AD5MDBAMTGA/oLgUEHwAPPlsFBeNzDxxbBQTBQA9HHg0DuRgE",
-"0gwK+wABXwkPXScAD9r6EQnZ+g77CQ9y1hQFR8YPoAACBJwBDP8YA6wQBD0ADyoaAgQdEgTTgwugAAYw1g+7WwsDBgINoRIE",
-"sgoPggAIDmfvD7tbEg/9kgYKJgADLA4CEiUJGgAFpi0P9CcBHTNGJAIwQg9NWwoLJEcCf0IFMSYOIkcAIQAPvzIAAtUMDyJH",
-"AQ/0AAoJdUYPTVsCEzNNWwiUKwgU2g8wBRMFOgADWyoPbdkDBtyREDJhaA/aKgoEnioEnyoMSgAFeU4fMAddDATaLwZ5JQ/4",
-"WwMNAi8FBMwCQAAFxwsPo1sADzdcAQPjGwXnkwGnAw+HAiAPxwEBBF8IHzNtXBkEpiEGrysKygAClB4fMGxYAAORDA+QDAkE",
-"+koOjwwDWjsDYRoPLgsDBa5KAhMFCTUjAsUMCCzNDrsAAZsAALsADihdA1AkArwAD24KAwR+VAJqCggTEg5r/Qx1FgOrAQSm",
-"AATTAQ9pAAQEDOoPfM0HA0gADzQaAAQwAgRrAAMwAA9plwQEnTofNTc8AQ6G/A1sAAMcAANsAAXIMQvoEgWkOA2RMQU8Hg8j",
+"BAWwTA+tdgEIAAoFrjEFHgAD7zEDgzIPAAoABMt2A8EAA0gAD0cQBAWjTA/ORAEE0i8DyQMPcXMGBUsBD0QAAggFCgIe0A0m",
+"MQPMFQUPdwO0AA+tIwQEXHQSMY7ADU4ABK8ABHMAAxYDD2J9AwVWQg8iUwUCkioPqbQCA+tqA8QCDUsdCIoRAR4AD8wAAQRX",
+"aQ38BwTaLwPYFw9adAUFy3QOZZoEpC8DQQAPhnEFBIkoDwAIAASXLwOgAQ9V7AQGunQPb5oBA34hBQstDNEXBfAsA+kAD1It",
+"AwTUAQQtLQPbAA+znQYFVwEPTXUCAkYABEctD1oBBAUDcg/VmgMDQx4DRAAP4HEJBOItBeBxD/FqBAXAQhMyFgQP5AwEAj9G",
+"B2EAARwwD5gLAQEIAAFvAA9dCwEBCAAMnIUGIg0PMUAAATgAA9UPA5VBC2AMByoYETGqMQ3+EQU9CQ+fkQ0DAhkBVQ0I+moC",
+"8QgPxC0ABEIsCjsZCvADBKsCAhArDp0ABtYTD+ItCgRkawy4BgJZIQUfAA+DAAMEGR4P1xMBAgcqArcUA3ovCXFGAAgXAT0S",
+"DrsABpoTDyItCwK1BAE0ig5FAAabEw/bLAoD40kBVgkOPWAGdcoPZi0KBAtKA1cGC0UABqXJAqGfD0UABQLuAQGYCQgnDwJe",
+"FwNqIQcnFAOFKwJBDwGIGAcpFALSPwIiAAyuXQIkDwAjAA8rFAABbgAAIgAOKxQPjRUJBIQTAS8CBJGGCn4kEzFB2A2YBgNR",
+"Yw8jKgEDyEYDpQEFxTIKPwACZAIPD14BAxCRAykCAqozD60AAQbpAwFtNA8zFAwF5wQFvgcGaV8jZXEfAATJNQ+ZcAUNozUW",
+"MYI+CmYDBB4UA/FpDgABAQICACYADdcHAgBhBZ8CDR8AA7oKA3kCD+EJAwWQLR84OwYACdkHD2V0BQQzkh44epsJB8UP1CwH",
+"BKGgD8k8AgnZBw/UPQQFFy0fOISbAQT2xANDAA3ZBwVmcgPpAA+TcgoEfS4E2wAPIcAEBli+D3t1AwnZBw87vgQGSLoP6psC",
+"BI3fA0QAD9kHAQVHcgS7KAS1AA/6SAEEvnUEjD0DnAwAtgEHQQML1EYCZQMABgAOqBQDpUoACAAO+gMELDAIjYkDUwAC5BMJ",
+"c40GqBQCmzQEwgQO8DUA5AMJsQALRNkDCoIOcAUD2TACbgMAsAAH4RQEsLsKqQAClRsCOAAJ34sD4xQCgjEAJgADMQULlTQE",
+"IgcO8wMCjRQPPVcCAisFBPMED2BkCATrFAo/AAIrBARxBQcTIjoxXzHHcgUYAgVdfQI0FAoHBQMNCw+0ywYOsS8RMdAuDwkF",
+"AQXkVw/4QQMCHGUBrocMFwECM2QFCQUMGhUCuEkFCQUPhwQEBGkZHjnFpAOcGAMgBA/boQYDMAkeOSMNBGpzA0EAD4sFBARt",
+"GR85zaQBDxuiAA9DAAEDXQkfOSUNAQNxGQMJBQHlAg8TKwEGOi0PVAQBBIYzBH4aBNsAD3gZBAXqKB85MqUCA0sZBUAoD0QA",
+"BAVaAQ9EAAIDvRUDRAAPvgUBBW8oBZkoAwgAD3BSAgTmVAMkAAI8AAwJBQrBfAU9AAXCfATEAQswAwNKAg/6WQUOADITMfSK",
+"DjADBWsAD9mnBQLSZgAoAA4yAwOOFQIaAwE9EgkfAAKiDAMyAw9cEgQFxnAeOeyvA8MpBBkoD+EGBASpxB4596UEOCkDQQAP",
+"tAMEBNyoHzn0rwEJmOUC4ygPQwABBHtjDwGmAQM6GAUuKQ3lJwVsKQMIAA8CKQIEfQIE5icEGyoPOwgEBWNoD1mwAgS55QNE",
+"AA9aAQQE/nIfOXrZAwk7CAHEPAy1AAQQQAQkQwWYaA87CAgEkoEDPAALMgMBDDEPMgMABY58BSEECzMDA90XDwopCBwxrhwB",
+"mVAPMwMABNMLHzPLqAUCbmcAKAAOMwMDTwsDMwMMUg8CoWYFMwMP3AEEBIBpHTkMFgTXNANKAgvIFgYmAAQLBQ/WAQAJZQYL",
+"FdEGJgAEZQYPEhYABDhpBMgBD2UGBATCDx85RmoCCWUGAb4PCTMDBURnBIw1D0xnAgTFAARHAARFLA9lBgQEFbkfOR4WAgOP",
+"LgMzAw/wZgYFWgEPRAACCWUGD7KRAQb3QAO1AAVhZw9lBgkEwUEPZQYCAUQ1DqsABdhVFDPKSwwzAwJ6AA9X0gYNTpYAbAAE",
+"U54LMwMFnl0PvakGAn9pACkADjQDA+EPAzQDDZAKA0BnBDUDD3wWBAU4wh4wWgkD/hkDNgMBEQsPQgABBA8FDn0WBIFoA0EA",
+"D2kGBAZ5Zg9ZCQEJTcECWWYPRAABBGoGD34WAQN5ZgM7AgGJSwo+NQNNAgW+Zg+CAgEE1UsEcmkE3AAPjgQFBNlLANYAD/QC",
+"AAmg8gL3VA9FAAEFXAEPPmYCCWsGD8E0AwN8AQW6NAS2AA9rBggExvQEcGYLOAML9Q0Gpg4PLBYAAqk8Ay4SD3ENBgAIAA6h",
+"FgVtVwCZUgNDJwr4lwFZDQmcAAPiZAk3LQFqKA/NLREJDRYGQgEHO6UPIgACBuJ0DuMzAfhkCFsBD1oCAASKWQSMKQXvZw9j",
+"FAACYz0EVT8Ng5gAAwELO6EFDgQGSxUP/DEKBDtrAzVrCalnBXUXDfo9BGNqBT0AD5o1AgGVZQMrAQ8ZXAUF2BsChmoN0AIC",
+"MQMENAEF7mUMojoGX2UDMQAB5DonYXghAAQSAw8RjAgMRAEGEXcPcjEKB/NoDSkBA5QZBSIAD+leBAX+ZR0wXjkGo2UD5wYN",
+"wksF1WUGDWcONT0BtWMITwAE2RsM9QAFUxgSMgEDD/UABgOUEgGPAAn1AASqkgUiAAHaAg5sMiExMfeHBCVkDowABKccAJsH",
+"DxAYCQQPZgKtHAqMAALFAgUiAA+MAAcF+TIPI0ABA4owB3cDAPQzCGACBAXnD1+HCAzeAAZDVA9fAgsE32kCeT4J72YCVwIP",
+"owMBBJ5BBT0AD8xlBQSGAA7YOwFrZQfcAAUgZQvnAwa85gLnAw16AgOcAwVPAAOLAAwQAQ96AhUGjGQNCxUDegIFIgAK8mAG",
+"7gEVMnoCDJ89Ae1lCfUAD64AAwdR5A+cAgsDkQkCTI8KrgADnAIEIgAPrgAHBJwCCP5LAJMCD5U1Cz9iZm+VNRcPLQABD5U1",
+"BA8rAAEPlTUUDzsACA+UXAkHa64EYjUvNjB/rgIIvlwDaAEgPDZ3NQ+I6wEAwwEP1QARARkDD3juBA/SAAkKRRsBFBkPYTUB",
+"Ad8rD2E1AgFvGQ9hNQgCGSwDx5gFkAkPYTUBBcSgCUAIHzKWXAcPMlYDA1AAD6I4AgaO7g+8SgwDsBgPcRcCBY7uDNwDBNsD",
+"BKgcD0ELAwRbIwI/NA6hPQbeBg+gPQACKwsFrMIPoVoDBvcDAjcQD6MeCw+Y5QQESAEMIwsDcy4EPQAPOyoKB64OCxetAYQG",
+"D+EzAQTvAQ7WAAz7fw86AQAGkV4PBTQKA2giApPjCBtdApAGD6sGAAP0AAM4AA8aDQMEmDUNWA0JCvAF8CQLsgsFugAPpYcA",
+"BN1uAkEABi3wDU3wBKskANIBD0/wCAigLwhUNA5Q8Ag7IAQTAAI7MAMNOQq9FhIyQTQNxQQF3QAPm4cCAVEABb0jDWsAA2gN",
+"CvQTA2oACPUNAjshCS2EACcAD/WFAgcvrA+RhwUETTgPOyYHBH4mDzsmBQSwAQBCAw+wAQME6iUATQEPUvAHBjZYDgDwA0QD",
+"Ct4RHDIlNwIiAQ9T8AwB3QIBBQAElz4HBQIFUvAK7g4DagANzx0KtIUAJwAPhwEDBpMAD3yHBQQm2w8wJwgE7CYNxkYDwG4E",
+"iAEArwUPiAECBQEnBKNiDOTVBA0gAUlHC6xmAQ4DBooBCv0OEzKqVwyLAQY2DA9JhwMF0x0GVvAKfyMTMp1cDfYQAFoAD62u",
+"AQQyAAeZAAoxhAPEAAchAAz+1wXrAA9S8CQF5B8FOwAHZIcC5CQvNDBihw4Gf2EP460LAy0jBaQHA3oRAhY1D8TSBAGEAAHw",
+"QQEcAAw48AFpwA5nrQNaAAcb1g828AMAWQAP1lYHAg06ApsFDzXwAwTJdgsQAQX1Bg/erQsDvAYPwVYDBhonD9cMCgMgBw+I",
+"AAIFdDkP2T4MA7FDCQgCBIoDBaUNCntUBB8ABC4EDCEHAgcEAmBLDzFUEAYxAQ9tKQMHRbAPaEcKAsENBJ5sC0QABnSvD5gR",
+"DAJFAA83SAMFlwEFnBIMQQUKCRQK6CQIMDABRgQJHwADDQgCBgACJiUIICgA0SQPrT0PBj9tDRoAAwoSDhoAA5YkDxoAAQMk",
+"Eg8aAAADGRIPGgAAAwMPDxoAAANqEg8aAAAD5Q8PGgAAA5gZDxoAAAMhEA8aAAAHBAEHPgUPTYoAAiIkBE2MDwoEAALkLA8s",
+"8wEA5gAF2LAPOSACEzJHpwjTBQL9JAeQFhMyX1YHIEMCzwkP+kIBAn4JA5AoD64AAAFiBQHbIAyuAABGAQiKUA4nFxcyDSUG",
+"MQ4CmooCK0IMBYoCNEECIgABeRoLOwACqAACbQ4Lmz8ErtYBIgAEOwAPZ2QAACgADfVCAkgGAgYAD33oAwWA5QzNXAM+sQLa",
+"BQv3JgNIJgIiAA+CDQIC9FsAKAANlAAD3joClAAP0IoCBHy8HzPNLQECeBMCejoB6WkOthcIoAEPH0QAADwAD/I3BAPvEwcG",
+"EhwyPiMEMgcEGTkBDyIO83AB/wAPvzsCAy0IHjiDDwNnRAOpBg+CDwME6EEDeuULTB0D3jcPHy0FDohREzJMHQSQAgTaBQOA",
+"GANODgmKrgPAEA+EawAD+kMCJQcPD+QEBfJXDhDkBmedApQED9oqAQPaHgOpGw/6xhgEVjcPE+QBBCcmBJRVD3kAAQNuOwIq",
+"AAUxAA9RKwUE5bAPZp0BBWpZAwEMD8I/AAPeNQIpAAUwAAFAYgt3WAOCOwM1IA/gUAIE4wENHFgCZwEBHdUMHFgDZwEDpjkG",
+"bAoMDUwBYw8PHFgEC/NLHzKLVQMSMmKxByUADHFXAiLLDxZUDQuWng7OTwNsBwM5LA7zUwYNywMIAAAYAQhwVwGzdQIqAA/I",
+"AAMHvi8A1gAN5FgDQzgGoAANAy0IVQEP41ggBaIABBagAPoGB5MAANYHDZCiAngnBKoEBwQEBOhMAxQsCTNSAqkEACIADz4C",
+"AARnKQSPAAesyQUdWAOxKANiAgXBBwY+WASzWA8TVgUJPlgB8BMCMwATcFOnBz5YB1ZXDz9YBQEKFAoPAgRYKgPEAA3wUAWR",
+"VwMhAA2kCgZRngPHAwwhAAPGBAXPqA0gAANmBAIGAA/UVQIE2gAF6SoD6QkBcysJmwUC0QUC9gsPG9EFBP8qAs8QDZgqBJAq",
+"BCEDD2ULBQ2lAAReUASlAAN0Cg92XwUEQisTNL8SDYkABT4rCVAAHzHi7wEFZJ8FfQAE/ycPwCMEBHZCFDS1EQ1+AATOAARV",
+"AgSLMAyRFQOYtQRAAwmOAQSuHgIqBw9GBgQEw0IC+WAKGwIDdQAEtCoAzQAMhgMFzlMDLAANwgIE/1MHRAANDyoFFSsCCAAB",
+"deYPjwMBDX0ABIcqBIspDf4CDHqaAQ4CD7EqAwToAQGJBgiVIASODQQsMg8IUwcFRAAEnjYGNAUE7A0DJwECX+UPHlMBBUQA",
+"DMFrBkoOBDYrDswABBoAD9EuBgxykw7uAAvnewIMKwlEAAX5KgREAA3uAAXipQS1KA0WAgxNKw7uAATQDgVoWw26BAWInQTu",
+"AA6qAAQtKQVNBA1mAAR+LgQqAA2jBQUJXAREAA7uAANKCgVmXwRADQZEAANkAgVEAA7uAAPNBgQ8MACfOgdUBwW+JQPbAwRJ",
+"DAgEOAZqDQIGAA9IEwADyg4J1gwKOLIBigwJewAL9KUDNZAJqBMG2k4F8A4G/xgKXbIBXw8JYAALOoACXiYACgQPYAABAiUV",
+"A2YVC4MXARYABJvLCnWxAW0QDPoPD68dBgF7Bg/hHQAB3QUG+h0JyB0CAE4CGk0DV0oAjAQNQ7MCngEEDwMK50gCNw4E0U4I",
+"wlcDzQ4DV1sIxB4AIAYPxB4ZBDcAA7MPDxUhAgRm6E81NSszqBQKA99mAVYDCJ4CBCa4Ah8AD+swBQR3LRU1CxYGGwAFYQgD",
+"DgMPUyEEEzUAIgJupA+YLQgTNaQqCmYABKUHBHgtDwFZBQA9AAMjAA+xHgQEOD0UNTYqCWkAA7wtBSYIAhvDD2kAAgVcWgSu",
+"RgqbAQTYswCbAQ+/VAoDIeUFMAoHcgsE/FwxOSwgUy8JugECwQkEPgAP5yYDBVwuAr9PCusABFAFAyQGAVsuD+sAAQGRsQRO",
+"cA98LggEp08KZgAE+wsDzgYBfS4PZgACBboBBOieDWgABIYCD/lqAQSjWwVzBwKElQ9pAAIGugEPci0FBIwCBIVrCmoABQ0W",
+"A0YAD40CBQE+AAMkAA+bLQUGG1AC9RYJagAEY0cEnQcC/e8PagACETNqlQ/BLQkFCgIDiiEKagAEDQIEoi0PDQIGAD4AAyQA",
+"DxACBAS3RwAsAA4RAgMMLgXHBwJi7w9qAAMEEgIPAy4GBhICAi4aCmoABJsEBNsuDxICBxQ1EgIPKC4GBhICAm8eCmoABJ8E",
+"BCouDxICBwLftANOLgdcBw9aJgx/cHJlc3N1clwmFQ8vAAMPXiYEDy0AAw9gJhQPPQAKD2ImCA/EWwEQNphbDWImHzRiJgEv",
+"MTT3ggQBxDgP2gATAUUND8ZbBA/XAAsKbQgBSwkPyFsCABQHD8hbAwCbAg/IWwkCShcCpAkI5xMNZyYBPRgNZyYTM6cuD8hb",
+"YQ0uCQGpBgMaEg8odAAPOBYAAyh0A24AD5MDBAMTGA/oLgUEHwAPPlsFBeNzDxxbBQTBQA9HHg0DuRgE0gwK+wABXwkPXScA",
+"AzUXAjwADz1XBQPuDwTRlQv7CQ9y1hQFR8YPoAACBJwBDP8YA6wQBD0ADyoaAgQdEgTTgwugAAYw1g+7WwsDBgINoRIEsgoP",
+"ggAIBVBwDxcaAAE9AgmIJQUbAg/9kgYKJgADLA4CEiUJGgAFpi0P9CcBHTNGJAIwQg9NWwoLJEcCf0IFMSYOIkcAIQAPvzIA",
+"AtUMDyJHAQ/0AAoJdUYPTVsCEzNNWwiUKwgU2g8wBRMFOgADWyoPbdkDBtyREDJhaA/aKgoEnioEnyoMSgAFeU4fMAddDATa",
+"LwZ5JQ/4WwMNAi8FBMwCQAAFxwsPo1sADzdcAQPjGwXnkwGnAw+HAiAPxwEBBF8IHzNtXBkEpiEGrysKygAClB4fMGxYAAOR",
+"DA+QDAkE+koOjwwDWjsDYRoPLgsDBa5KAhMFCTUjArgKCCzNDrsAAZsAALsAD43tBQNMDQ9uCgMEflQOi+0Ouv0MdRYDqwEE",
+"pgAE0wEPaQAEBFjqD3zNBwNIAA80GgAEMAIEawADMAAPaZcEBJ06D3XtAg7V/A1sAAMcAANsAAXIMQvoEgWkOA2RMQU8Hg8j",
 "BwAFGwMACAAPZ0caA9USDw9cBBgzD1wRM1MrCFoABDwsC6wFA5BPAVoAAQkcB0JcAhwECqIAAiMwBJtfB+ATA2BHAowCBl9H",
-"CnsTA0QGCm8FHzdvBSYD2wQPAooDBVfAABJRD28FDAWiXQ9GCgIBYDMFSgAPbwULBaUzBMYVD9JcAQ9FSAAEye0Eb2EN1FwD",
+"CnsTA0QGCm8FHzdvBSYD2wQPAooDBVfAABJRD28FDAWiXQ9GCgIBYDMFSgAPbwULBaUzBMYVD9JcAQ9FSAAD0lwFb2EN1FwD",
 "swgAKAAPLV0DAtgTD2FIAARQxQObAA2kXANR1wEoAAiHJB8zL10EBA0BLzQzL10FAlIdACkADYwAA4QAAnEAD9MPAwUX0Q05",
-"EAM7PQMKBA9NBQMFFT4kNDJfWwhRBQUqigIHAA9RBQIC2xYAvwAPrOgFAzEBDw0GAwXhzg1lMATJpAJ8AA9RBQAEmVcDpQAP",
-"UAULBQdYD/4uAAQkEAJIAA+0PQAEClgDIgAEWTcPTwUDBE4+D5LoAwMbPgN3IA86QgEDET4EJz8DMQACUQUOYAIESDgAYAIP",
-"csQJACkADWACA64IAqABD18RBAZzWA3yEAN3PQOoAQFwWA9BAAEFowAXMgMDBh8AAy8RBZpYDwwEAgKmWg9UYAMIKA4PTkYF",
-"BH2iA5suCZIBA+4SA38AD89xAQWdNASsAAIzAA+10AYGvoIPajEADjszDYNXBIwABAcwAjMAD11CBQRWkR82V74CBCI7A0sA",
-"D0AlAQRihQVwAAMtAAGdPg5zAgQqBh80rcoDAqtZACYAD6dZBANwAg8lWQUE2oAOoBQDXTIEpTIPkVgMEjFMJgltAg2oyg9w",
-"NwICrZcPBGACA/JWAgYADz3EBQS7DA89xAAEmDEDfwAPzFgZASI9D24AAATMWA8vxAIE70ADSwAP/gEBBZ/OBHAABCsCD94A",
-"BAQqCA8txAMPp/QYBXEABBU0D98PAwRDEB80U8kFAqdYACgADXECCI4MD1ZhBAWugQKoWAlxAg8D9QAPQQAABi4NA4IBCuEl",
-"BBYoA8cBD3HmAwJlxA+/XwID4lgDcwIPXCgFBAUCD6pTAAk1LwHcLw+aDAQGrAAEvwEPrikMBATzCnAAA5IOA0sADzgpAASf",
-"DAZwAAOAAA+p9gUEBAIAM/EP4QAAAlACA7QADxpUAgUlkgRxAAODAgENCw86CgEBCAAOLkUD/QkBCAANz1sF4gwPo0UABRwA",
-"D89bBBgzz1sRM1w2CecPAKUCD7oRAgvsKwLYAA+cTwUKUwADsBgB1wIK6TADowYBGgANATYXM5YvD6AADwm+DADZBg++DCME",
-"3UIPP0MDBcW9LzEw61wNAi0IAYAeCetcA/oyD33EAAN/LQM5AA/bYAIEfDkCP1sNnwAFsxAAnwAP7VwKA+rEBmNbBBgAApYC",
-"BAnFD4UAAwRWuQ8/mQECNzECnxcDLRgK8y0I1gEGsAEHU3cPsAEcAykDBLYKCxEBBQusHzK5XA0DEQEFigMDFQYCcTIPdFwM",
-"BD4kBDUAAgUBAiIAAZ8QCFIVArYIBAp9ClIVBaQjDkUDD/gCCQ9rAx0HvxMChw4EXBYKuy0SM5MjCqsBALMFD6sBIwVPoQ+r",
-"AQIF3Fo/MTMy714NBWpKD9IVAwXXNwBKAA/PiwsFXVkPLQcCAl5YD5BdAgOzGARBAA+/vAoPkV0BAxIrBMsAAdYfD5cBAgas",
-"BQFVOg+SXRQFQO8CMBkMqTEDDQIPktEFDixaEzOzXg42CQRsAQKyAQ4DAQLvAg8WqQEEi1gDegMPpwsEBM9wDytYAA+iLBAE",
-"9wIKqSwCw6UPbQABBB1RD7tOAQOCLANwCA/8cAEFgAMEbwADMgAPz10FD61XEgT4LA/gCAEFIqkDJAADEgkIzUgAugELrskB",
-"eAEBWBIP1gIFAAgADvMCA7MCAAgAD10oBg+JXAIC+CYH50wMQB4IXz0AdgQLiVwPhQUFA2LCAZgAAW0mCIlcBtkECEsAAYsA",
-"AjgACZk3AykVAk8GACYAAxIFC5NbD74GAgDeAg8TBSQDfwQEbjUMEwUF8VUfOBMFDgN2FQ/nkgMB+QoFSgAP4pAMBJoEBM4s",
-"CsJSAUEBAD0CDc8DBN8FAooAARokCkACAxkAA9gaDlsAATYIAFsADnsCA+5KA5wAARmvBi8CChEVBB0DBpoEBsg3DV5aACUA",
-"D15aFBIznIsOAwUFHB8UNH5tDtsAAqMCD6KqAQO1vgTYUw+ZDAQEGDAeOTpiBB0vAwMED5YMAQMGBQRDJgTBcg8GBQYEtVYP",
-"I2IBA9AvBAYFD7cvAAUeUQRvAASVCA+aWgUE4gUPvGECAycwBdEvDwYFBwWZLgPlBQsGBQpTswQ9AAU5IASF5A9TWQMAJwAP",
-"U1kUEzO15w4oAgWjFx82QxUFAjlZD7lfAwIDAwQoAg9wWAQE+nMPNVkABA4vAyUBD78GAQMoAgReKwQhtg8oAgUAdxcCbQAP",
-"EFwBCZ4PD+5bAQQoAgVvAAS+Bg8oAgUGj1kPKAIBCZ0PD3xbAwOgOgRwAAMHAwooAgE6Nw5+AARL0AAoAg98WwMCvgAAKAAP",
-"SVgUEzOFjA4pAgXJFgUpGQ9GWAEPrV4CAl8ODyZYDARXdQ/kVwAECDIDIwEP3wMBAyYCBJE1BdutDyYCBATY9g/MVwIEAF0C",
-"SwABDzIPJgIEBG8ACDJdD28AAgQCAw/jbQID+TEETAAPxAkCAxk7BCQABMQJCiYCCii0BD0ABSPMLzQ3b1oEAnwCACgADyYC",
-"BgyxEQUdbAsmAgUfFx82DbgFAjRaD6NdAgRxwQQaHQ+5PAUERV0uMTDsYw9GXQAPLAIEBIg1AzIADywCBwSOBR8w2GMBBP4v",
-"A0wAD/RYCAVwAATjAw8tAgUEEUcfMHNjAg+hXQAPLgIEBXEAB4EPBy4CBdEKBH4BBIM3AAgABv4TDKALD+ATAAKAQAMfDg5W",
-"DgMoCQAIAAVlWQxWEwgOlQDQCgvMSADPAQ/lMgEAcwAPeCoBAYI4DyCOBQJYJwJ6QgMLMw+zJAIDTVYALwAMuSkENcABIwAM",
-"5zIBIhsPfAsjBbRXCTILBfwBBfJuLzA2TVABA/wjA2AWD/BuAwXTHABEAA9WhgsEjlkF3RwMjgAHSgAPsEYABUhfCOAODXVf",
-"BK0AAkEDBY0XBGoxDHMABbtZEzZaLwpzAANGBwZRxw1iBANNDgXbAA+OBgQGtF4O3QoGEccDCAAPRFUFFDC6jgJKEQmqAAQ6",
-"MQg6Bg0QXgTJMQQdAQQtAQ08OAOlIAZ7rQ/MBAQEAzEvMTBHCwEPY8UCD9kAAwWrMg/rXgAEpgAH8woO2wAEogEE2wAEewAN",
-"jzgFFV8E2wAPDV8OD7MLAg15xQ+1AQcGHjMArAgHlgQA1A0PojAIT3Zpc2OeMBQOKwAPmjAEDikAD5YwFA85AAYNiYwA+wAP",
-"NgAOHzIxAB0fMzEAHR80JTEDHjklMQgUAATgAU88MTcxJTEAHziHVwQBiksPZAEPAWEEB9oFAJkID2EBDwqLBgFpEg/ElAIA",
-"+wIPF7QDAA0DDxe0CQEgCQN6uAWyFw8cMQEFLvsJbwcTNA4ODaNHATMAC5QGA/QfDxZNAgTuJh8yNTEMAm0FD+kmAwgcMQ5h",
-"AAPqCR8yqwYMA7AQA6kQCjUGBGVqEzIiNQOnOwa4RQItCQ9roAkGigwPa10FCXdWAzowD5KzBQOtAAHLEgldAAV0Dg0aAARv",
-"PwSnPAzPAQRjbAs+AQO6Ch8yV7UNA8cPARMFCMkAA+UIDhgcBPp1AzkACkUHBMYCBBhZAdEND6RQBh8yHjEMA6RjAT4ICIMA",
-"A7oZBBNxD4MAAgTiMgKLIgolAwIPHAJaJQx1IAJaAA+nAQUPNXYICp4THTQuVAS8AAXXAg9uKgsDrUwPff8DBNcCDAYJA70H",
-"Dz5RFQXDAw9tpQUGqwAPyAEDBWUCD/ZjCwJMAgTeTApkAARfWg5CIgMpRgJjQ2M4NDdBRTEFAB9CTQQBBNfhD5vXAAMvAgNS",
-"AQz2Tw99AxQEDQgRNFAwD4YeBwTRAgpfBQJgBQVBDQZjHQIEBQIGAA+xLQERNLWvDR09BWgeD1o2AAREHA9bNgAF7h8D2E0P",
-"NBABA4QOAviRDyAAAATlJQ1oCQNcDwPzDg/7CQAFR64FBwAPsEwUBNF9DzCSBwRnEQ/7EwECjQoFMIcPmAAABPolCAcADxfX",
-"BASBEA95kggE4n0PGBQCA4YAAtIKD6QQAQQPCwS7JgIpAAjrBwO9BgS8JAInAw9JLwEEPAIN97QEhyQPq0YAA1YAAyIABXYA",
-"BuxMBNwbD+tMBwoxEhA0zi8NIUwYNPgjHTT4IwAJEQ/mTA4D3RAEg5kM7kYPnYcTAkQAATEPCU+kBIxLAAMBDr0AB788ETQB",
-"LwhbAAPIhwQpHQ9wAgADVwQP2kwlBJ0AA2kAATXVBpsAD9dMAAJy5wF/BAvwAQTisQU+SgbyAQTxAQOtAANnLgcDEgMgAAR/",
-"AQ+bTBEAbgEBMQABo7QJmEwDNBAPO7MDBKpZCcIBA6IBBLUrDB8AA3Y0BNwDDB8AAjwBBB8ADOYICaM6DyoFBAQpEAWkOgwg",
-"AA8PqwUM/4gPeS8AArwCBCsQDyoFFwTZMB80bNAGBZaIDxAwAAINAQ8ouwkCdAEELhADsi8PiwAEBPBdD2LQBwZU1Q4qBQVK",
-"/wIHAA9HAwAKc/8E5bsBwgIIeUwEWyYPeUwAA14mArQLD4eJBARiVAFeJg0VuAhsMgHWMAopMAR3KQEHAAAACQ1BAAruMAJ7",
-"LgooMAOVAQSLLw/LLAEEHEwDLAAEWhMB0QgNLAADwQUELAADOwAPohoBBQAJBCwABaoaCHEEATG4D3AJAAAHAAuYIQJ0CwAG",
-"AA/1SQADCdQFlwsO9iMYNL02AGILD+sEAAI2LAFfAA/M8AADBdYI2Q8A0QcP2Q8XBDUAAjoCBKp1C/09BCYsHzOVKQwEaD4N",
-"gD4D9z0DtQAK9hIEcAoED08BiAkOhAAE3S0fM0m0DQITCgEuTAiEAAQcSQIfAA+EAAMEQDkGfVcMIVsC2TsA4QQOZyMEvA4I",
-"jQEAtAcPjQEfAqQAAcQHDQ8CAjARDyMBAQSkSC83Oc0iDAikSA5GAATuhx85o2cMBLmuD+0QAgXKpR85N7QNAhQCBLv2CkwN",
-"BdIvAbsLCRkOAwgaAlcJDxsOEQQAoh85HQ4FBCApIzc5kBgO1QAECAsfOaNpDQMdEQ9YOQIFWKQfOVikKwAKAgwBBgO2bghZ",
-"pA7oAARaDAN8DAhXAQMwMAAjAA+lDhMDFOoIO4ME+gICUgQEbAIJYQoBgV4OAgQDXwEC+CwM+QICZkAFFQsKqjQDHAAP+VsA",
-"AvcIA6wCCxpVBHgACoqWCndjA6AUBFpkDrImEzS3JAvQDgPzOQC2AA+AlAUD+wIPY5QEBW83AoNcDyEAAQSPAgxqCAQVMQaS",
-"Nw8LNwED1QsD1yEP6P8YBCVsBEGUDyMAAQS5Aw6UCQT+SgkobA2dAAMZHgN5JAQrAA+VIwQEjGIFCZQPJAABBN4DD5oJAATZ",
-"JAbMag6TAAOJTAMrAAQyAALtvwu1WwJEAwQxAAQmHg1PEwL22QvKDgSCnACCAAtbCQPaTQTRVAFkRAvLDgRNJQO/Aw/TswIN",
-"jhEAgAEOEQ4IEz0AJQAMt1sAawAPt1sPC25qDpdbBFzCAy4KDfQOBuE3BEoAAAQCCdkOBLhVD8kABQf4GgDXAAy4WwNnCwSb",
-"JQ9XOQID0gEBVwEP3w4hBaMAAx0LCHguAKIAHjpICwRUNwM7AAbVhwekswITAQQRAgWLAgekswNoOQMQAg+kswwAagEFIGMM",
-"zg4JsWoPpbMEDRdXBr1qA2UEDSEABHIDBPADDSEABDIBBHgDD94DAwS9GQ/TWQIEGDkDEDkP6wQZBCM5D12SAwXxOAOI1wSo",
-"BA/+NgUEYIIEHg4NTwAEQAADlAUDcgENzBgEjz8DslQJWwYDFCACgQgPN5wEBcExETYRIArmOAO3BAOZAQ8pjQ0C9nYMvQIF",
-"v4wDAAIBSDIJSQ4DaQgEJQUPuRMBBRi6BE0ADZ4fBW44AzgBDy6NAgRLDgUtAAOUAA9MDgoFLQAEqCcPTQ4JBS0ABIwpCk4O",
-"Bbr6A6MBBAM2DkNYA+2xAMCfD04OAAUdAAaADAr6NQBYCQh6AAHmhAkaDgcM0g+NDBcCTAoK/JIFBAEBPjIPEB8PD3ELAgIT",
-"tQ9+Hw8PPQAECBPTD+wfBwThAg8YPgAPaxgABdSzDy2zBQXBOhM3gh0KkQIEEgIBzixONDAyNGMECg0MBHQrQjc3KzJTgg8j",
-"bQUChwEPiQICBfO6Bd4ZAggACkuoBi8ABPEYHzdYfgYBpkcPUQUGBcyPA6EEBtSPDI4EAskOA7wAAYEYDzSvAQTosAHlBg1t",
-"AAT/AwTdAAOjAw/zpAQB8DsPswUIBD9UBURjA18AAuO6D50AAQUfJAHXEA1QAARfBASfAAQLFw9SBgQEEC8PBAYFBBRZBaAA",
-"BMwBD+QjBAJqmQMkAAl5BAFpLQ/jIwhvYWR2ZWN05SMUDy0AAQ/nIwQPKwABD+kjFA87AAgOdLAHiSMPOAAID3SwAxgyYSMD",
-"iyMPptcDD69UARAzPHsPiiMACHGwDwYBCQE4BAeYBQexEw8CAQkPTRACD3MAEwIHBQf/OA/IIwQAfQIPxyMCAOIDD8YjCAI1",
-"KwAFAAaXDA/DIwAD1RsKNxMfNd5UBg+NFAIP3FQUAy8FD0IAAQWlcw+IIwsDhRMPQAYBA9oVD9sPAAMYMAKFCQ8DBAQI7SAP",
-"CiEFBFdxCe0eAkYFD1wACgQpVQ9bBAAFTCEDhAABLwAPVQQDBDB/C6gCBCiDBHI9ITY0cj0IvB/2AjkyMTg4Njg0MzcyMjc0",
-"MDUz0XkAIyABSQACzVMBNgAPLwADB3gCBG7LCBMAAR0CAcUlDT8kETXJHAjjEQS7AAQbIgFVAQm9AASPNw+9ABQDvBEfNC8A",
-"BQ06IwaUAA+tIgIiMSttQAu7DQOeHAIfCw9IIQEQNXEeDfAOGDVSGBI1J9IP4AEGD0hFBAQmIwcFFwViEAY8HQ9/VA0BiJUP",
-"d0IBAxABCe8DBDT+DpbFAnPyAlB/Du0AB1YUFDXHIg/zIwIjMSsihwwyJwhGNQGwKw/CAAIKhyADwgAPWQEHD/5EBQxZAQeI",
-"AAR5DA+QJQcKhiAPRgEBAyRRD0YBCAf3IxE1WR8PpgAACsEkDyEAAAS/cQ9hCQIJszIEixsPZgQEBFoJBKckBWgEAmYCAQ6I",
-"CasDAwkkHzerAxQDLwAfOKsDCApCDRI1vDEPQAQBAzQLAxYBCZcABABXHzmXABQDcCgfMJcACAooQgeXAAsPKgVDBAZbOQf+",
-"EQNINgEGAAQ9cAqBHBE1gkIPWQMACDE+ACUAD0gEBATCAQ+ZFQQDagcE0EoLTAQF2NIPTQQQATMGAcZIDkwVBB8BCeorAzCA",
-"DwwDAQK1AAMILA9lAAMPEQEAB1wLAB8BD2wEAQYyfgKfkAzkAwNABwMrJQ/iAAoMIwkC4gAPgwEJD4llBQ6DAQiSAATsNQ+D",
-"AR4MeAcPgwEAAz8FD4MBCgzcBwVlAAdsAQ9/PgMGkgMP9BcFBIrhBBYYC6oEA7UOAgYAA08cD6IOBAFCAAEiAARHRAVXLANJ",
-"IA0UBAOjEw9WCBUDhggANwAPFAkPA6lBDs4XHjXMOASoAAXWBQNtZQmtAAOZTB81rQAVA/YtHzbCBAgLjDsHmgAKNAMFl18D",
-"RpYPwRYCAxgjD8A5AhE15jsPsgMACATKACUAD8MEBQTbAQ9QEAMFzOIIljwIxQQEkTgPQgMQATsKBLkKC8d1BCEBCUIDABoF",
-"D0IDBQSvzgxxSAdmAA8UAQAJAQgEB5kLggwF2n0A54sPNQQBAp8HBJUbD+UACgz7CQLlAA+IAQoPFPcFBfswB4kBCJYAA6tF",
-"D2fRCg+kAAIMBAgPiQEAA/d8D4kBCwzSBQVmAAdyAQFJBwoxLQPXxwN+4Q5adwQgDw/xMAUCTwgBLQk0dG9tHwA0bWlurw4E",
-"CAUSMnPgCV0FDwg2DW9lcnJzdW0lEhQPLQABDyUSBA8rAAEPJRIUDzsACA8lEgoPOAAIDyUSAw/UZgAXMw8SBiQSHzUkEgAf",
-"MiQSBAGRBw8GAREMJRIHBEcPAgEJD/EQAQkiNg8HAQkLJhIBUwMPs8oRCe5+Au8RAxgiCxMDB0YSCAVOBSESBW0GCz4SA+Ey",
-"Dz8SARM2jQ0AxhcDTwAEMwAFfgAECAECnREJIwEGuhMC8wQG61UHPgMBIQAL+l0EvgMBtwAA5iEBqCMH1gACqBAByb0DYtEG",
-"tIUCRlIC7AgBoXgO+AAB8wACywAEcXEFCwUPs6EIChsLHzaTwAQPGpQVBNkRCvtJAqYJAXIEB+8AB7EAAloLBkhKAbQSACEA",
-"Ii0y410HsE8CKgkAUD9lOwoJeG9yGQADV/ADezYPZjIBBBwADxwBFQotCRI2BWUHOQIC7TYDvWAIGAABrwEIL2QCGAAB5AID",
-"12kPgFgCAhkTABQBDXJJApwOBAoTCicDAkUBB9wQHzbzYxEMBBQdMa5tAwkfBRAfC4YDBbACDVpKBkkPCwIBAqQBAAYAD5hM",
-"AQI1AwAiIQ9GEQEYNqsSFTaC5QQrBACniwEXAweLAwGIAAKpNwVHawZcTAKmAQPiQA0xEQMLAw6kAQW4Ag4WSwikAQ1rJwPl",
-"FQCRdQcsIxs2P2AM/REkMTmgXwkQHwqaAQ+ZEwQEpgQTOQdLCUIABBcbA3oRDw4OChUxA8cIqw8HRgAPOG8FBYEAD1wCBQRI",
-"AA1uYQMuAQBjQg94AgYPj0MAAj0tBQYFDU0UGDZ3MxE2dzMPaSoLBVcxCgUCATwCD4hSAQNvFwRXIQ8gDgMRMQH4AAUBCI0A",
-"AGATkHJldDsKCn0KCg"
+"EAM7PQMKBA9NBQMFFT4kNDJfWwhRBQUqigIHAA9RBQIC2xYAvwAOtVUDZDACwAAPDQYDBeHODWUwBMmkAnwAD1EFAASZVwOl",
+"AA9QBQsFB1gP/i4ABCQQAkgAD7Q9AAQKWAMiAARZNw9PBQMETj4PoVoCBNqHA3cgDzpCAQMRPgQnPwMxAAJRBQ5gAgRIOABg",
+"Ag9yxAkAKQANYAIDrggCoAEPXxEEBnNYDfIQA3c9A6gBAXBYD0EAAQWjABcyAwMGHwADLxEFmlgPDAQCAqZaD1RgAwgoDg9O",
+"RgUEfaIDmy4JkgEDwhMDfwAPz3EBBZ00BKwAAjMAD7XQBga+gg9qMQAOOzMNg1cEjAAEBzACMwAPXUIFBFaRHzZXvgIEIjsD",
+"SwAPQCUBBGKFBXAAAy0AAZ0+DnMCBCoGHzStygMCq1kAJgAPp1kEA3ACDyVZBQTagA6gFANdMgSlMg+RWAwSMUwmCW0CDajK",
+"D3A3AgKtlw8EYAID8lYCBgAPPcQFBLsMDz3EAASYMQN/AA/MWBkBIj0PbgAABMxYDy/EAgTvQANLAA/+AQEFn84EcAAEKwIP",
+"3gAEBCoIDy3EAw/z9BgFcQAEFTQP3w8DBEMQHzRTyQUCp1gAKAANcQIIjgwPVmEEBa6BAqhYCXECD0/1AA9BAAAGLg0HA/oG",
+"HgAEFigDxwEPceYDAmXED79fAgPiWANzAg9cKAUEBQIPqlMACTUvAdwvD5oMBAasAAS/AQ+uKQwfN/BUAgOSDgNLAA84KQAE",
+"nwwGcAADgAAP9fYFBAQCHzeLVAMCUAIDtAAPGlQCBSWSBHEAA4MCAQ0LDzoKAQEIAA4uRQP9CQEIAA3PWwXiDA+jRQAFHAAP",
+"z1sEGDPPWxEzXDYJ5w8ApQIPuhECC+wrAtgAD5xPBQpTAAOwGAHXAgrpMAOjBgEaAA0BNhczli8PoAAPCb4MANkGD74MIwTd",
+"Qg8/QwMFxb0vMTDrXA0CLQgBgB4J61wD+jIPfcQAA38tAzkAD9tgAgR8OQI/Ww2fAAWzEACfAA/tXAoD6sQGY1sEGAAClgIE",
+"CcUPhQADBFa5Dz+ZAQI3MQKfFwMtGArzLQjWAQawAQdTdw+wARwDKQMEtgoLEQEFC6wfMrlcDQMRAQWKAwMVBgJxMg90XAwE",
+"PiQENQACBQECIgABnxAIUhUCtggECn0KUhUFpCMORQMP+AIJD2sDHQe/EwPS+gMsBAq7LRIzkyMKqwEAswUPqwEjBU+hD19A",
+"AwUFNy8zMu9eDQVqSg/SFQMF1zcASgAPz4sLBV1ZDy0HAgJeWA+QXQIDsxgEQQAPv7wKD5FdAQMSKwTLAAHWHw+XAQIGrAUB",
+"VToPkl0UBUDvAjAZDKkxAw0CD5LRBQ4sWhMzs14ONgkEbAECsgEOAwEC7wIPFqkBBItYA3oDD6cLBATPcA8rWAAPoiwQBPcC",
+"CqksAsOlD20AAQQdUQ+7TgEDgiwDcAgP/HABBYADBG8AAzIAD89dBQ+tVxIE+CwP4AgBBSKpAyQAAxIJCM1IALoBC67JAXgB",
+"AVgSD9YCBQAIAA7zAgOzAgAIAA9dKAYPiVwCAvgmB+dMDEAeCF89AHYEC4lcD4UFBQNiwgGYAAFtJgiJXAbZBAhLAAGLAAI4",
+"AAmZNwMpFQJPBgAmAAMSBQuTWw++BgIA3gIPEwUkA38EBG41DBMFBfFVHzgTBQ4DdhUP55IDAfkKBUoAD+KQDASaBATOLArC",
+"UgFBAQA9Ag3PAwTfBQKKAAEaJApAAgMZAAPYGg5bAAE2CABbAA57AgPuSgOcAAEZrwYvAgoRFQQdAwaaBAbINw1eWgAlAA9e",
+"WhQSM5yLDgMFBRwfFDR+bQ7bAAKjAg+iqgEDtb4E2FMPmQwEBBgwHzm0/QAJVxIPJoQBBAYFBBYnBMFyDwYFBgS1Vg+n/QID",
+"4wQDSwAPty8ABR5RBG8ABJUID5paBQTiBQ+8YQIDJzAF0S8PBgUHBUMvA+UFCwYFClOzBD0ABTkgBIXkD1NZAwAnAA9TWRQT",
+"M7XnDigCBaMXHzZDFQUCOVkPuV8DAgMDBCgCD3BYBAT6cw81WQAEDi8DJQEPvwYBAygCBF4rBCG2DygCBQB3FwJtAA8QXAEJ",
+"ng8P7lsBBCgCBW8ABL4GDygCBQaPWQ8oAgEJnQ8PfFsDA6A6BHAAAwcDCigCATo3Dn4ABEvQACgCD3xbAwK+AAAoAA9JWBQT",
+"M4WMDikCBckWBSkZD0ZYAQ+tXgICXw4PJlgMBFd1D+RXAAQIMgMjAQ/fAwEDJgIEkTUF260PJgIEBNj2D8xXAgQAXQJLAAEP",
+"Mg8mAgQEbwAIMl0PbwACBAIDD+NtAgP5MQRMAA/ECQIDGTsEJAAExAkKJgIKKLQEPQAFI8wvNDdvWgQCfAIAKAAPJgIGDLER",
+"BR1sCyYCBR8XHzYNuAUCNFoPo10CBHHBBBodD7k8BQRFXS4xMOxjD0ZdAA8sAgQEiDUDMgAPLAIHBI4FHzDYYwEE/i8DTAAP",
+"9FgIBXAABOMDDy0CBQQRRx8wc2MCD6FdAA8uAgQFcQAHgQ8HLgIF0QoEfgEEgzcACAAG/hMMoAsP4BMAAoBAAx8ODlYOAygJ",
+"AAgABWVZDFYTCA6VANAKC8xIAM8BD+UyAQBzAA94KgEBgjgPII4FAlgnAnpCAwszD7MkAgNNVgAvAAy5KQQ1wAEjAAznMgEi",
+"Gw98CyMFtFcJMgsF/AEF8m4vMDZNUAED/CMDYBYP8G4DBdMcAEQAD1aGCwSOWQXdHAyOAAdKAA+wRgAFSF8I4A4NdV8ErQAC",
+"QQMFjRcEajEMcwAFu1kTNlovCnMAA0YHBlHHDWIEA00OBdsAD44GBAa0Xg7dCgYRxwMIAA9EVQUUMLqOAkoRCaoABA0yCDoG",
+"DRBeBZgyAx0BBC0BDTw4A6UgBnutD8wEBAQDMS8xMEcLAQ9jxQIP2QADBasyD+teAASmAAfzCg7bAASiAQTbAAR7AA2POAUV",
+"XwTbAA8NXw4PswsCDXnFD7UBBwYeMwCsCAeWBADUDQ+iMAhPdmlzY54wFA4rAA+aMAQOKQAPljAUDzkABg2JjAD7AA82AA4f",
+"MjEAHR8zMQAdHzQlMQMeOSUxCBQABOABTzwxNzElMQAfOIdXBAGKSw9kAQ8BYQQH2gUAmQgPYQEPCosGAWkSD8SUAgD7Ag8X",
+"tAMADQMPF7QJASAJA3q4BbIXDxwxAQUu+wlvBxM0Dg4No0cBMwALlAYD9B8PFk0CBO4mHzI1MQwCbQUP6SYDCBwxDmEAA+oJ",
+"HzKrBgwDsBADqRAKNQYEZWoTMiI1A6c7BrhFAi0JD2ugCQaKDA9rXQUJd1YDOjAPkrMFA60AAcsSCV0ABXQODRoABN8+BKc8",
+"DM8BBGNsCz4BA7oKHzJXtQ0Dxw8BEwUIyQAD5QgOGBwE+nUDOQAKRQcExgIEGFkB0Q0PpFAGHzIeMQwDpGMBPggIgwADuhkE",
+"E3EPgwACBOIyAosiCiUDAg8cAlolDHUgAloAD6cBBQ81dggKnhMdNC5UBLwABdcCD24qCwOtTA99/wME1wIMBgkDvQcPPlEV",
+"BcMDD22lBQarAA/IAQMFZQIP9mMLAkwCBN5MCmQABF9aDkIiAylGAmNDYzg0N0FFMQUAH0JNBAEE1+EPm9cAAy8CA1IBDPZP",
+"D30DFAQNCBE0UDAPhh4HBNECCl8FAmAFBUENBmMdAgQFAgYAD7EtARE0ta8NHT0FaB4PWjYABEQcD1s2AAXuHwPYTQ80EAED",
+"hA4C+JEPIAAABOUlDWgJA1wPA/MOD/sJAAVHrgUHAA+wTBQE0X0PMJIHBGcRD/sTAQKNCgUwhw+YAAAE+iUIBwAPF9cEBIEQ",
+"D3mSCATifQ8YFAIDhgAC0goPpBABBA8LBLsmAikACOsHA70GBLwkAicDD0kvAQQ8Ag33tASHJA+rRgADVgADIgAFdgAG7EwE",
+"3BsP60wHCjESEDTOLw0hTBg0+CMdNPgjAAkRD+ZMDgPdEASDmQzuRg+dhxMCRAABMQ8JT6QEjEsAAwEOvQAHvzwRNAEvCFsA",
+"A8iHBCkdD3ACAANXBA/aTCUEnQADaQABNdUGmwAP10wAAmToAX8EC/ABBOKxBT5KBvIBBPEBA60AA2cuBwMSAyAABH8BD5tM",
+"EQBuAQExAAGjtAmYTAM0EA87swMEqlkJwgEDogEEtSsMHwADdjQE3AMMHwACPAEEHwAM5ggJozoPKgUEBCkQBaQ6DCAADw+r",
+"BQz/iA95LwACvAIEKxAPKgUXBNkwHzRs0AYFlogPEDAAAg0BDyi7CQJ0AQQuEAOyLw+LAAQE8F0PYtAHBlTVDioFBUr/AgcA",
+"D0cDAApz/wTluwHCAgh5TARbJg95TAADXiYCtAsPh4kEBGJUAV4mDRW4CGwyAdYwCikwBHcpAQcAAAAJDUEACu4wAnsuCigw",
+"A5UBBIsvD8ssAQQcTAMsAARaEwHRCA0sAAPBBQQsAAM7AA+iGgEFAAkELAAFqhoIcQQBMbgPcAkAAAcAC5ghAnQLAAYAD/VJ",
+"AAMJ1AWXCw72Ixg0vTYAYgsP6wQAAjYsAV8AD8zwAAMF1gjZDwDRBw/ZDxcENQACOgIEqnUL/T0EJiwfM5UpDARoPg2APgP3",
+"PQO1AAr2EgRwCgQPTwGICQ6EAATdLR8zSbQNAhMKAS5MCIQABBxJAh8AD4QAAwRAOQZ9VwwhWwLZOwDhBA5nIwS8DgiNAQC0",
+"Bw+NAR8CpAABxAcNDwICMBEPIwEBBKRILzc5zSIMCKRIDkYABO6HHzmjZwwEua4P7RACBcqlHzk3tA0CFAIEu/YKTA0F0i8B",
+"uwsJGQ4DCBoCVwkPGw4RBACiHzkdDgUEICkjNzmQGA7VAAQICx85o2kNAx0RD1g5AgVYpB85WKQrAAoCDAEGA7ZuCFmkDugA",
+"BFoMA3wMCFcBAzAwACMAD6UOEwMU6gg7gwT6AgJSBARsAglhCgGBXg4CBANfAQL4LAz5AgJmQAUVCwqqNAMcAA/5WwAC9wgD",
+"rAILGlUEeAAKipYKd2MDoBQEWmQOsiYTNLckC9AOA/M5ALYAD4CUBQP7Ag9jlAQFbzcCg1wPIQABBI8CDGoIBBUxBpI3Dws3",
+"AQPVCwPXIQ/o/xgEJWwEQZQPIwABBLkDDpQJBNJLCShsDZ0AAxkeA3kkBCsAD5UjBASMYgUJlA8kAAEE3gMPmgkABNkkBqm/",
+"DpMAA1hNAysABDIAAu2/C7VbAkQDBDEABCYeDU8TAvbZC8oOBIKcAIIAC1sJA81LBONTAWREC8sOBE0lA78DD9OzAg2OEQCA",
+"AQ4RDggTPQAlAAy3WwBrAA+3Ww8FqZAEmQAMDQoEXMIDLgoN9A4G4TcESgAABAIJ2Q4EuFUPyQAFB/gaANcADLhbA2cLBJsl",
+"D1c5AgPSAQFXAQ/fDiEFowADHQsIeC4AogAeOkgLBFQ3AzsABtWHB6SzAhMBBBECBYsCB6SzA2g5AxACD6SzDABqAQUgYwzO",
+"DgSxagGZAA+lswQNF1cGvWoDZQQNIQAEcgME8AMNIQAEMgEEeAMP3gMDBL0ZD9NZAgQYOQMQOQ/rBBkEIzkPXZIDBfE4A4jX",
+"BKgED/42BQRgggQeDg1PAARAAAOUBQNyAQ3MGASPPwOyVAlbBgMUIAKBCA83nAQFwTERNhEgCuY4A7cEA5kBDymNDQL2dgy9",
+"AgW/jAMAAgFIMglJDgNpCAQlBQ+5EwEFGLoETQANnh8FbjgDOAEPLo0CBEsOBS0AA5QAD0wOCgUtAASoJw9NDgkFLQAEjCkK",
+"Tg4FuvoDowEEAzYOQ1gD7bEAwJ8PTg4ABR0ABoAMCvo1AFgJCHoAAeaECRoOBwzSD40MFwJMCgr8kgUEAQE+Mg8QHw8PcQsC",
+"AhO1D34fDw89AAQIE9MP7B8HBOECDxg+AA9rGAAF1LMPLbMFBcE6EzeCHQqRAgQSAgHOLE40MDI0YwQKDQwEdCtCNzcrMlOC",
+"DyNtBQKHAQ+JAgIF87oF3hkCCAAKS6gGLwAE8RgfN1h+BgGmRw9RBQYFzI8DoQQG1I8MjgQCyQ4DvAABgRgPNK8BBOiwAeUG",
+"DW0ABP8DBN0AA6MDD/OkBAHwOw+zBQgEP1QFRGMDXwAC47oPnQABBR8kAdcQDVAABF8EBJ8ABAsXD1IGBAQQLw8EBgUEFFkF",
+"oAAEzAEP5CMEAmqZAyQACXkEAWktD+MjCG9hZHZlY3TlIxQPLQABD+cjBA8rAAEP6SMUDzsACA50sAeJIw84AAgPdLADGDJh",
+"IwOLIw+m1wMPr1QBEDM8ew+KIwAIcbAPBgEJATgEB5gFB7ETDwIBCQ9NEAIPcwATAgcFB/84D8gjBAB9Ag/HIwIA4gMPxiMI",
+"AjUrAAUABpcMD8MjAAPVGwo3Ex813lQGD40UAg/cVBQDLwUPQgABBaVzD4gjCwOFEw9ABgED2hUP2w8AAxgwAoUJDwMEBAjt",
+"IA8KIQUEV3EJ7R4CRgUPXAAKBClVD1sEAAVMIQOEAAEvAA9VBAMEMH8LqAIEKIMEcj0hNjRyPQi8H/YCOTIxODg2ODQzNzIy",
+"NzQwNTPReQAjIAFJAALNUwE2AA8vAAMHeAIEbssIEwABHQIBxSUNPyQRNckcCOMRBLsABBsiAVUBCb0ABI83D70AFAO8ER80",
+"LwAFDTojBpQAD60iAiIxK21AC7sNA54cAh8LD0ghARA1cR4N8A4YNVIYEjUn0g/gAQYPSEUEBCYjBwUXBWIQBjwdD39UDQGI",
+"lQ93QgEDEAEJ7wMENP4OlsUCc/ICUH8O7QAHVhQUNcciD/MjAiMxKyKHDDInCEY1AbArD8IAAgqHIAPCAA9ZAQcP/kQFDFkB",
+"B4gABHkMD5AlBwqGIA9GAQEDJFEPRgEIB/cjETVZHw+mAAAKwSQPIQAABL9xD2EJAgmzMgSLGw9mBAQEWgkEpyQFaAQCZgIB",
+"DogJqwMDCSQfN6sDFAMvAB84qwMICkINEjW8MQ9ABAEDNAsDFgEJlwAEAFcfOZcAFANwKB8wlwAICihCB5cACw8qBUMEBls5",
+"B/4RA0g2AQYABD1wCoEcETWCQg9ZAwAIMT4AJQAPSAQEBMIBD5kVBANqBwTQSgtMBAXY0g9NBBABMwYBxkgOTBUEHwEJ6isD",
+"MIAPDAMBArUAAwgsD2UAAw8RAQAHXAsAHwEPbAQBBjJ+Ap+QDOQDA0AHAyslD+IACgwjCQLiAA+DAQkPiWUFDoMBCJIABOw1",
+"D4MBHgx4Bw+DAQADPwUPgwEKDNwHBWUAB2wBD38+AwaSAw/0FwUEiuEEFhgLqgQDtQ4CBgADTxwPog4EAUIAASIABEdEBVcs",
+"A0kgDRQEA6MTD1YIFQOGCAA3AA8UCQ8DqUEOzhceNcw4BKgABdYFA21lCa0AA5lMHzWtABUD9i0fNsIECAuMOweaAAo0AwWX",
+"XwNGlg/BFgIDGCMPwDkCETXmOw+yAwAIBMoAJQAPwwQFBNsBD1AQAwXM4giWPAjFBASROA9CAxABOwoEuQoLx3UEIQEJQgMA",
+"GgUPQgMFBK/ODHFIB2YADxQBAAkBCAQHmQuCDAXafQDniw81BAECnwcElRsP5QAKDPsJAuUAD4gBCg8U9wUF+zAHiQEIlgAD",
+"q0UPZ9EKD6QAAgwECA+JAQAD93wPiQELDNIFBWYAB3IBAUkHCjEtA9fHA37hDlp3BCAPD/EwBQJPCAEtCTR0b20fADRtaW6v",
+"DgQIBRIyc+AJXQUPCDYNb2VycnN1bSUSFA8tAAEPJRIEDysAAQ8lEhQPOwAIDyUSCg84AAgPJRIDD9RmABczDxIGJBIfNSQS",
+"AB8yJBIEAZEHDwYBEQwlEgcERw8CAQkP8RABCSI2DwcBCQsmEgFTAw+zyhEJ7n4C7xEDGCILEwMHRhIIBU4FIRIFbQYLPhID",
+"4TIPPxIBEzaNDQDGFwNPAAQzAAV+AAQIAQKdEQkjAQa6EwLzBAbrVQc+AwEhAAv6XQS+AwG3AADmIQGoIwfWAAKoEAHJvQNi",
+"0Qa0hQJGUgLsCAGheA74AAHzAALLAARxcQULBQ+zoQgKGwsfNpPABA8alBUE2REK+0kCpgkBcgQH7wAHsQACWgsGSEoBtBIA",
+"IQAiLTLjXQewTwIqCQBQP2U7Cgl4b3IZAANX8AN7Ng9mMgEEHAAPHAEVCi0JEjYFZQc5AgLtNgO9YAgYAAGvAQgvZAIYAAHk",
+"AgPXaQ+AWAICGRMAFAENckkCnA4EChMKJwMCRQEH3BAfNvNjEQwEFB0xrm0DCR8FEB8LhgMFsAINWkoGSQ8LAgECpAEABgAP",
+"mEwBAjUDACIhD0YRARg2qxIVNoLlBCsEAKeLARcDB4sDAYgAAqk3BUdrBlxMAqYBA+JADTERAwsDDqQBBbgCDhZLCKQBDWsn",
+"A+UVAJF1BywjGzY/YAz9ESQxOaBfCRAfCpoBD5kTBASmBBM5B0sJQgAEFxsDehEPDg4KFTEDxwirDwdGAA84bwUFgQAPXAIF",
+"BEgADW5hAy4BAGNCD3gCBg+PQwACPS0FBgUNTRQYNnczETZ3Mw9pKgsFVzEKBQIBPAIPiFIBA28XBFchDyAOAxExAfgABQEI",
+"jQAAYBMPWwkIL2tl8/IVDSoAD1UJBA0oAA9SCRQPOAAFD08JCg81AAUIXj8PMAARCF0/DzAAEQ9cPwMPrAkBB+QbBawJGDEL",
+"lwSsCQEVAA+sCQEIfnAPXQEGDKkJB3hwD1kBBg/ZGgUPXQEOCTQaB+waDzoADgpGIQgLGw9xAQ4MFgoADAMPFgoCAEUDDwVA",
+"AwBGAw8FQAkC5DACfwcPIXEKBbOJCQYEEzedPA/KGwoFt3oJDgoAKQUNaywBagAP+RsbAhcaCvkbClgPBoSPAig9DmAFBOM9",
+"BIIKBBgAAlsFAmoSD79GAwVbAA6ilQiRFwC1AA9mkgEDmjwEHgAPmpUBAsIKD/sKAA2FlQG+tQsTAAK5BwPBEQo7FBE3BwgN",
+"fAMPmJUMAlwPAbUFD2sAAg8NCwEDagAItAoBLQALmJUfN0kaAwbdFQ+WlQUEaDwPiDYABzERDQQpA5AmBYQSD4+VAwYbEQ+N",
+"lQgOKAEBwwgGApQKAgsRNz0HDXsBD4yVDAGmAwGxAwzxEAH+AgOnBwrsCQNqAAh7AQEtAAuMlRQ3PQkL3wIGOwMPi5UFBF8J",
+"D2SsAgRWCQb3Cgp9OggJFg8jAwUIWvEPggEABMYBDycDAALcBAMGCwjmCwYZCwqqChM35jwNjwYPmZUMAow2AqIEC1gXAqgL",
+"BEJFCkMJBG8ADdcLBK+VBp4BARo3BZcAByKVBJQfDCKVCuwFAisNA9gNAj4EAQQ7CiUAAscLBh0PAk9zD+lxBgFyBQwGYAOS",
+"IAAQVgzRCQPAHwMYMgoBIQHPAAHBAAJW/gHWDQ//NAsPICIDAxQOD5hcAASYTgNXCgu2EwArAAcBDQGLAABfFAqGAQ/ZJQx/",
+"cmVvcmRlcl0KFA8uAAIPYQoEDywAAg9lChQPPAAJD2kKCg85AAkPbQoFDzQACQ9xCgUPNAAJHzQ0ACAfNTQAIB82NAAgHzc0",
+"ACAfOKFKAw+8/gAfNRYnAQ9FCwEfNEULBAF+Fg9BAhIMSQsAywQPPgISD/QUAgidog9DAgoPGQsCAXMGD04CEg8/AAMIkwsP",
+"WQIKDz8AAwDOBg9kAhIPPwADCLgMD28CCg8/AAMIVSgPegIKDz8AAwjJDA+FAgoPeRQIA58FDGIIABcAD5x9AgDwBQ+cfQMA",
+"8AUPnH0JA3IeAQYAD4BMCgEdHg17DB84ewwLBdJ4D2cMGwI+Fw/hogADayIDVgAPP2YCBesdDzgLAQLuAB01VScBV1kPCBYI",
+"By8HDa4AA0MBD6GWAQKGBwI9AA+yJwMROBXzDsYABIc8Aw5xBP4GETjl/Q0uAATERgcZHAkqDAFvBwGqPA0WDBQ4VEYHaBQB",
+"SgkGNAAIrxYCyz4AIgAPlhYFATmPCl4BAqZVAUwACBYAArZVD94nAhI4MQsObAEBzwAAHQENZD8DoxICbAEMawAPgQAMBl8B",
+"ACA3D1x6EwSdPQcCZQslDAJfDQKWDAc3ngAjiwM3ngtEGANkmQJYFwwpmQFNAAAGAAyfFgR2QAiBAgM0AALJAQNmDAyfFgGL",
+"CQSuAQ2GCxA43/wGGAEAmQwIJngCFhoL/mICqRQBBgIB5E0LoRYFzRQLiAECpngB0TANngsEnwIOCgICbQIPej0ABJbVAgoC",
+"DSgCBu0hC54bBocABvcACiQoBE4MBCyABJBhC/0BAlYPBd8ECP0BAPg1BP0BDEwYA3EDAT0ACgIXBD0ABIFFBOBfC3gAATgC",
+"AhZNDXgAAAhaByKhCHgAApcBArYBCskmBD0ACaqRDJg1AgMZD+sCAgDFMQkioQicAgI4AAJ9AA/JBQIEz90EgFwMeQACbQIC",
+"oQYLeQAA1jIFeQAFMAMJ5wEBfwAB7zoPHgIADzdbAQaBAw83WwEB7gEDIwAPIyYCGDitKwDWAgTwGQS2AgQvWg9UCAEEDQ0v",
+"MjbThA0DWBsPpmUCBPc4AEYAD/svCgM1agW1agfYPwSkUQ8DFAEDdQ4CgwAPIMYFA6oGD38ACgRkLg9uBwEGJwMOgQAD3kkC",
+"PwAC0awPaiMABMpZDD4AAoEBA/wAD78ABARgMA8ZRAkDCoYC3Q4IYQADGQECHwAPnwAGA9AoDxZBAwUGUwNlEw/fAAEEEikP",
+"RhsDBCsIBC9KD4IAAQRCAA/ILQMEquEFiiQPhQACBM8kD4obAwRELQUpSg+HAAIERAAPhxAIAwJRAjtXCCZKA8MCDgIRAwpM",
+"AzkAC66GBEAEBIyFARNDD2pHBQMaHQ/7HgICi0oPqQgCAvwQCEjiD4IRABE0WosYcprvAGsLD7KxDA/5EBkPLQABD7KxBQ/3",
+"ECcPOwAID/YQCg84AAgP9RAFDzMACA/0EAUPMwAID/MQBQ8zAAgfNVYQFw9XNwEvMjZCEBAPiwEJD48OAghkPA9VAQkPzA4D",
+"D3sAFA8GEAQIRRAPawEJDz4AAwlfsw8EEAwPRw8LDEEsD0cPfx85Rw8MA18bDy0PAgFQBA8tDwAEtR8HTgcPLQ8GHzHFDAEP",
+"LQ8GA/UaD/5JCw9qIAQCQA4PLQ8ABE4FAgcAA+wmCkQJHzktDwUFpSwJLQ8fOS0PCgijMA8tDwAPQxsCHzktDwsFGjgELQ8C",
+"zBcPLQ8JA5waCJYOAVEABTuJCsIOA5YACi0PHzktDwQCJxEPo+EBBPqEAgYACwgND4EADQZfAQ8tDx8PdrQCDy0PJAWQCw8t",
+"DwAF+Q4M5gkEmTAOZHIDtXEE6koPLQ8CBkocCi0PGDktDx85LQ8ED/gjAg8tDx8DagwPLQ8BBJ8CD1ETBA+wqAEEUhMCBgAM",
+"tyQDSw8AJQAMLQ8FhwAG9wAPLQ8KLzI1LQ9AAgIfDy0PCgB4AA8tD2ECc+YPLQ9eLzI1LQ87AucBDy0PAwQeAgAiBgwtDwWB",
+"Aw8tDwcCIwAPLQ8CGDktDwDWAg/YJgcEmxUPSRYCA6orDwIFAQ6cFQ+GCwACOr0IMzAAqQfAOgoJcmV0OwoKfQoK"
 };
-static const cq__ptx_module cq__ptx_3d_f64 = { cq__ptx_3d_f64_lz, 210325, 772792, 0x4c4bf216u };
+static const cq__ptx_module cq__ptx_3d_f64 = { cq__ptx_3d_f64_lz, 212610, 782815, 0xf500fe12u };
 
 /* the PTX module of a dimension and precision (NULL if the header was generated without it) */
 static const cq__ptx_module *cq__cuda_ptx(int dim, int prec)

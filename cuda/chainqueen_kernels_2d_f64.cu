@@ -1544,12 +1544,26 @@ typedef struct cq__sph_f64 {
                                        derivative d F_b / d v_b [nb*d*d] ([DiffFR-supp] Alg. 1) */
 } cq__sph_f64;
 
+/* >>sph_cell: the cell of a point xi (cells of size h from glo, inv_h = 1 / h; clamped to the nc
+   cells a side) as its coordinates c[0 .. 1] (c[2] = 0 in 2D); returns its index, x fastest.
+   The one definition for the sorts (world.j2 cq__world_sort_, kernels.cu.j2 >>sph_sort) and the
+   neighbour search, so they agree to the bit. */
+CQ_HD int cq__sph_cell_2d_f64(const double *glo, double inv_h, const int *nc, const double *xi, int *c)
+{
+    c[2] = 0;
+    for (int a = 0; a < 2; ++a) {
+        const int k = (int)floor((xi[a] - glo[a]) * inv_h);
+        c[a] = k < 0 ? 0 : (k >= nc[a] ? nc[a] - 1 : k);
+    }
+    return c[0] + nc[0] * (c[1]);
+}
 /* >>sph_neighbours: fluid particle i's neighbours within h, fluid and boundary, in cell order
    (so in the same order whatever the threads and however the lists are laid out): the fluid ones
    into fl and the boundary ones into bl where all of them fit in fcap and bcap entries (where they
    do not, what is there is not the list: the callers then size them anew); their numbers (all of
    them) into *nf and *nb.  The GPU's two passes (cq__sph_neighbours_): count, only the numbers, into
-   foff[i + 1] and boff[i + 1]; else the lists at foff[i], boff[i] (the exclusive prefix sums);
+   foff[i] and boff[i] (then scanned on the device into the exclusive prefix sums, foff[nf] the
+   total: world.j2 >>world_fluid_step); else the lists at foff[i], boff[i];
    the CPU's one pass: world.j2 >>world_near. */
 CQ_HD void cq__sph_near_lists_2d_f64(const cq__sph_f64 *s, int i, int *fl, int fcap, int *bl, int bcap, int *nf, int *nb)
 {
@@ -1558,11 +1572,8 @@ CQ_HD void cq__sph_near_lists_2d_f64(const cq__sph_f64 *s, int i, int *fl, int f
     double d[2];
 {   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
            so a run is one range of the order (the same particles in the same order as cell by cell) */
-        int c0_[3] = {0, 0, 0};
-        for (int a_ = 0; a_ < 2; ++a_) {
-            int c_ = (int)floor((xi[a_] - s->glo[a_]) * s->inv_h);
-            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
-        }
+        int c0_[3];
+        (void)cq__sph_cell_2d_f64(s->glo, s->inv_h, s->nc, xi, c0_);
         for (int cz_ = 0; cz_ <= 0; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
@@ -1589,11 +1600,8 @@ CQ_HD void cq__sph_near_lists_2d_f64(const cq__sph_f64 *s, int i, int *fl, int f
         }
     }{   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
            so a run is one range of the order (the same particles in the same order as cell by cell) */
-        int c0_[3] = {0, 0, 0};
-        for (int a_ = 0; a_ < 2; ++a_) {
-            int c_ = (int)floor((xi[a_] - s->glo[a_]) * s->inv_h);
-            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
-        }
+        int c0_[3];
+        (void)cq__sph_cell_2d_f64(s->glo, s->inv_h, s->nc, xi, c0_);
         for (int cz_ = 0; cz_ <= 0; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
@@ -1623,7 +1631,7 @@ CQ_HD void cq__sph_near_lists_2d_f64(const cq__sph_f64 *s, int i, int *fl, int f
 CQ_HD void cq__sph_neighbours_2d_f64(const cq__sph_f64 *s, int i, int count)
 {
     int nf, nb;
-    if (count) { cq__sph_near_lists_2d_f64(s, i, 0, 0, 0, 0, &nf, &nb); s->foff[i + 1] = nf; s->boff[i + 1] = nb; }
+    if (count) { cq__sph_near_lists_2d_f64(s, i, 0, 0, 0, 0, &nf, &nb); s->foff[i] = nf; s->boff[i] = nb; }
     else cq__sph_near_lists_2d_f64(s, i, s->fnb + s->foff[i], s->foff[i + 1] - s->foff[i], s->bnb + s->boff[i],
                                     s->boff[i + 1] - s->boff[i], &nf, &nb);
 }
@@ -1770,11 +1778,8 @@ CQ_HD void cq__sph_boundary_force_2d_f64(const cq__sph_f64 *s, int b)
     CQ__UNROLL for (int a = 0; a < 4; ++a) G[a] = 0;
 {   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
            so a run is one range of the order (the same particles in the same order as cell by cell) */
-        int c0_[3] = {0, 0, 0};
-        for (int a_ = 0; a_ < 2; ++a_) {
-            int c_ = (int)floor((xb[a_] - s->glo[a_]) * s->inv_h);
-            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
-        }
+        int c0_[3];
+        (void)cq__sph_cell_2d_f64(s->glo, s->inv_h, s->nc, xb, c0_);
         for (int cz_ = 0; cz_ <= 0; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
@@ -1876,11 +1881,8 @@ CQ_HD void cq__sph_volume_2d_f64(const cq__sph_f64 *s, int b)
     double sum = 0, d[2];
 {   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
            so a run is one range of the order (the same particles in the same order as cell by cell) */
-        int c0_[3] = {0, 0, 0};
-        for (int a_ = 0; a_ < 2; ++a_) {
-            int c_ = (int)floor((xb[a_] - s->glo[a_]) * s->inv_h);
-            c0_[a_] = c_ < 0 ? 0 : (c_ >= s->nc[a_] ? s->nc[a_] - 1 : c_);
-        }
+        int c0_[3];
+        (void)cq__sph_cell_2d_f64(s->glo, s->inv_h, s->nc, xb, c0_);
         for (int cz_ = 0; cz_ <= 0; ++cz_) {
             if (cz_ < 0 || cz_ >= s->nc[2]) continue;
             for (int cy_ = c0_[1] - 1; cy_ <= c0_[1] + 1; ++cy_) {
@@ -2742,7 +2744,11 @@ __global__ void cq__cable_x_adj_2d_f64_kernel(int nr, const int * row, const int
 
 /* >>sph_kernels: the fluid's passes (sph.j2), one thread per fluid particle (per boundary particle
    for bforce, per CQ__SPH_CHUNK fluid particles for errsum); the world's CUDA driver in world.j2
-   launches them in the CPU driver's order */
+   launches them in the CPU driver's order.  >>sph_sort: the sorts of the fluid and the boundary on
+   the device, as world.j2's cq__counting_sort (the same integers): key (each particle's cell,
+   sph.j2 >>sph_cell, counted), the scan, cell_fill (>>cuda_sort), then each particle's slot among
+   its cell's in index order (cq__sort_slot_: stable, whichever thread won a cursor), where
+   reorder moves the fluid's x, v and user index, and border writes the boundary's order */
 __global__ void cq__sph_count_2d_f64_kernel(int n, cq__sph_f64 s)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -2797,6 +2803,24 @@ __global__ void cq__sph_errsum_2d_f64_kernel(int n, cq__sph_f64 s, double * out)
     if (i < n) out[i] = cq__sph_err_chunk_2d_f64(&s, i);
 }
 
+__global__ void cq__sph_key_2d_f64_kernel(int n, cq__sph_f64 s, const double * px, int * keys, int * cnt)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) { int c_[3]; const int k_ = cq__sph_cell_2d_f64(s.glo, s.inv_h, s.nc, px + (long)i * 2, c_); keys[i] = k_; atomicAdd(&cnt[k_], 1); };
+}
+
+__global__ void cq__sph_reorder_2d_f64_kernel(int n, cq__sph_f64 s, const int * keys, const int * cell_end, const int * order, const int * perm, double * nx, double * nv, int * nperm)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) { const int r_ = cq__sort_slot_2d_f64(i, keys[i], cell_end, order); CQ__UNROLL for (int a = 0; a < 2; ++a) { nx[(long)r_ * 2 + a] = s.x[(long)i * 2 + a]; nv[(long)r_ * 2 + a] = s.v[(long)i * 2 + a]; } nperm[r_] = perm[i]; };
+}
+
+__global__ void cq__sph_border_2d_f64_kernel(int n, cq__sph_f64 s, const int * keys, const int * cell_end, const int * order, int * border)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) border[cq__sort_slot_2d_f64(i, keys[i], cell_end, order)] = i;
+}
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
@@ -2840,6 +2864,9 @@ static void cq__sph_pressure_2d_f64_kernel_emu(void **a) { cq__sph_pressure_2d_f
 static void cq__sph_visc_2d_f64_kernel_emu(void **a) { cq__sph_visc_2d_f64_kernel(*(int *)a[0], *(cq__sph_f64 *)a[1], *(double *)a[2], *(double *)a[3], *(double *)a[4]); }
 static void cq__sph_advect_2d_f64_kernel_emu(void **a) { cq__sph_advect_2d_f64_kernel(*(int *)a[0], *(cq__sph_f64 *)a[1], *(int * *)a[2]); }
 static void cq__sph_errsum_2d_f64_kernel_emu(void **a) { cq__sph_errsum_2d_f64_kernel(*(int *)a[0], *(cq__sph_f64 *)a[1], *(double * *)a[2]); }
+static void cq__sph_key_2d_f64_kernel_emu(void **a) { cq__sph_key_2d_f64_kernel(*(int *)a[0], *(cq__sph_f64 *)a[1], *(const double * *)a[2], *(int * *)a[3], *(int * *)a[4]); }
+static void cq__sph_reorder_2d_f64_kernel_emu(void **a) { cq__sph_reorder_2d_f64_kernel(*(int *)a[0], *(cq__sph_f64 *)a[1], *(const int * *)a[2], *(const int * *)a[3], *(const int * *)a[4], *(const int * *)a[5], *(double * *)a[6], *(double * *)a[7], *(int * *)a[8]); }
+static void cq__sph_border_2d_f64_kernel_emu(void **a) { cq__sph_border_2d_f64_kernel(*(int *)a[0], *(cq__sph_f64 *)a[1], *(const int * *)a[2], *(const int * *)a[3], *(const int * *)a[4], *(int * *)a[5]); }
 const cq__emu_kernel cq__emu_kernels_2d_f64[] = {
     {"cq__cell_sort_2d_f64_kernel", cq__cell_sort_2d_f64_kernel_emu, 1},
     {"cq__cell_count_2d_f64_kernel", cq__cell_count_2d_f64_kernel_emu, 1},
@@ -2877,6 +2904,9 @@ const cq__emu_kernel cq__emu_kernels_2d_f64[] = {
     {"cq__sph_visc_2d_f64_kernel", cq__sph_visc_2d_f64_kernel_emu, 0},
     {"cq__sph_advect_2d_f64_kernel", cq__sph_advect_2d_f64_kernel_emu, 0},
     {"cq__sph_errsum_2d_f64_kernel", cq__sph_errsum_2d_f64_kernel_emu, 0},
+    {"cq__sph_key_2d_f64_kernel", cq__sph_key_2d_f64_kernel_emu, 0},
+    {"cq__sph_reorder_2d_f64_kernel", cq__sph_reorder_2d_f64_kernel_emu, 0},
+    {"cq__sph_border_2d_f64_kernel", cq__sph_border_2d_f64_kernel_emu, 0},
     {0, 0, 0}
 };
 #endif

@@ -289,9 +289,10 @@ c_linked_world() {
     item test_world_physics ./$B/test_world physics
     item test_world_cuda_build sh -c "$(lk test_world_cuda test_world_cuda)"
     item test_world_cuda_on_mock env CQ_CUDA_LIBRARY=$MOCK ./$B/test_world_cuda
-    # (the device allocations after the create: 10, the solver's arrays; 22-25, the first step's
-    # neighbour lists and the kernel values beside them, fluid then boundary; 26, a later growth)
-    for f in init ptx oom_after=10 oom_after=22 oom_after=23 oom_after=24 oom_after=25 oom_after=26 launch_after=5 launch_after=300; do
+    # (the device allocations after the create: 10 and 29, the solver's arrays; 30-33, the first
+    # step's neighbour lists and the kernel values beside them, fluid then boundary; 34, a later
+    # growth; launch 5: the boundary's sort on the device)
+    for f in init ptx oom_after=10 oom_after=29 oom_after=30 oom_after=31 oom_after=32 oom_after=33 oom_after=34 launch_after=5 launch_after=300; do
         item test_world_cuda_fault_$(echo $f | tr = _) env CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_QUIET=1 ./$B/test_world_cuda fault:$f
     done
 }

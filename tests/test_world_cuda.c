@@ -223,6 +223,77 @@ TEST(failing_step_keeps_the_state)
     CHECK(!memcmp(xg, x0g, sizeof xg) && !memcmp(xc, x0c, sizeof xc), "the failed step changed the fluid");
 }
 
+/* the fluid stays on the device between steps (world.j2 >>world_fluid_state): reading it between
+   steps changes nothing (bitwise, against a world stepped without reads), a read after a step
+   brings it back once, and a second read without a step moves nothing */
+TEST(reads_between_steps_change_nothing)
+{
+    cq_world *a = make(2, CQ_PRECISION_F64, CQ_BACKEND_CUDA), *b = make(2, CQ_PRECISION_F64, CQ_BACKEND_CUDA);
+    const int n = a ? cq_world_fluid_count(a) : 0;
+    double *xa = (double *)malloc(sizeof(double) * (size_t)(2 * n + 1)), *xb = (double *)malloc(sizeof(double) * (size_t)(2 * n + 1));
+    cq_body_state sa, sb;
+    CHECK(a && b, "create");
+    if (a && b) {
+        for (int k = 0; k < 30; ++k) {
+            CHECK_OK(cq_world_step(a, 1));
+            CHECK_OK(cq_world_get_fluid(a, k % 2 ? CQ_FIELD_V : CQ_FIELD_X, xa));
+            if (k == 12) { CHECK_OK(cq_world_reset(a)); CHECK_OK(cq_world_step(a, 13)); }   /* back to where it was */
+        }
+        CHECK_OK(cq_world_step(b, 30));
+        CHECK_OK(cq_world_get_fluid(a, CQ_FIELD_X, xa)); CHECK_OK(cq_world_get_fluid(b, CQ_FIELD_X, xb));
+        CHECK(!memcmp(xa, xb, sizeof(double) * (size_t)(2 * n)), "the fluid's x differs with reads between the steps");
+        CHECK_OK(cq_world_get_fluid(a, CQ_FIELD_V, xa)); CHECK_OK(cq_world_get_fluid(b, CQ_FIELD_V, xb));
+        CHECK(!memcmp(xa, xb, sizeof(double) * (size_t)(2 * n)), "the fluid's v differs with reads between the steps");
+        cq_world_get_body(a, 0, &sa); cq_world_get_body(b, 0, &sb);
+        CHECK(!memcmp(&sa, &sb, sizeof sa), "the box differs with reads between the steps");
+    }
+    free(xa); free(xb);
+    cq_world_destroy(a); cq_world_destroy(b);
+}
+
+/* a step of a fluid without bodies moves no fluid array across the bus: the sorts, the lists'
+   offsets and the fluid's state stay on the device (the mock counts the bytes each copy moves; a
+   step used to move x, v, the sorts' and the lists' arrays: ~60 bytes a particle in 2D f32) */
+TEST(steps_move_no_fluid_arrays)
+{
+    typedef size_t (*bytes_fn)(void);
+    counter_fn f = mock_sym("cq_mock_copied_bytes"), rb = mock_sym("cq_mock_readbacks");
+    cq_world_desc d;
+    cq_world *w = NULL;
+    static double x[2 * 4000];
+    int n = 0;
+    if (!f || !rb) { printf("    (not the mock driver: no byte counter)\n"); return; }
+    memset(&d, 0, sizeof d);
+    d.dim = 2; d.particle_radius = 0.0025; d.dt = 5e-4; d.gravity[1] = -9.81; d.domain_hi[0] = 0.4; d.domain_hi[1] = 0.3;
+    d.backend = CQ_BACKEND_CUDA; d.logger.func = cq_log_silent;
+    CHECK_OK(cq_world_create(&d, &w));
+    if (!w) return;
+    for (int j = 0; j < 40; ++j)
+        for (int i = 0; i < 80; ++i) { x[2 * n] = 0.0025 + 0.005 * i; x[2 * n + 1] = 0.0025 + 0.005 * j; ++n; }
+    CHECK_OK(cq_world_add_fluid(w, n, x, NULL));
+    CHECK_OK(cq_world_step(w, 1));   /* (the first step puts the state and the walls up) */
+    {
+        bytes_fn bytes;
+        launches_fn reads;
+        size_t b0, b1, b2;
+        long r0, r1;
+        const size_t array = (size_t)n * 2 * sizeof(float);   /* one fluid array of the world's: x or v */
+        memcpy(&bytes, &f, sizeof bytes); memcpy(&reads, &rb, sizeof reads);
+        b0 = bytes(); r0 = reads();
+        CHECK_OK(cq_world_step(w, 10));
+        b1 = bytes(); r1 = reads();
+        printf("    %d fluid particles: %.0f bytes and %.1f read backs a step (one fluid array: %zu bytes)\n", n,
+               (double)(b1 - b0) / 10, (double)(r1 - r0) / 10, array);
+        CHECK((b1 - b0) / 10 < array / 4, "a step moved %zu bytes", (b1 - b0) / 10);
+        CHECK_OK(cq_world_get_fluid(w, CQ_FIELD_X, x));
+        b2 = bytes();
+        CHECK(b2 - b1 >= 2 * array, "the read after the steps moved %zu bytes", b2 - b1);
+        CHECK_OK(cq_world_get_fluid(w, CQ_FIELD_V, x));
+        CHECK(bytes() == b2, "a second read without a step moved %zu bytes", bytes() - b2);
+    }
+    cq_world_destroy(w);
+}
+
 static counter_fn mock_sym(const char *name)
 {
     const char *path = getenv("CQ_CUDA_LIBRARY");
@@ -302,7 +373,8 @@ static int fault(const char *mode)
 int main(int argc, char **argv)
 {
     static const cqt_case cases[] = { CASE(parity_2d_f32), CASE(parity_2d_f64), CASE(parity_3d_f32), CASE(parity_3d_f64),
-        CASE(reset_repeats_bitwise), CASE(failing_step_keeps_the_state), CASE(no_device_memory_leaks_or_violations) };
+        CASE(reset_repeats_bitwise), CASE(failing_step_keeps_the_state), CASE(reads_between_steps_change_nothing),
+        CASE(steps_move_no_fluid_arrays), CASE(no_device_memory_leaks_or_violations) };
     cq_world_desc d;
     cq_world *w = NULL;
     if (argc > 1 && !strncmp(argv[1], "fault:", 6)) return fault(argv[1] + 6);

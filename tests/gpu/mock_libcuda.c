@@ -10,6 +10,7 @@
      int  cq_mock_live_allocations(void)   device allocations not yet freed
      long cq_mock_launches(void)           kernel launches that ran
      long cq_mock_readbacks(void)          cuMemcpyDtoH calls (each a host round trip on a GPU)
+     size_t cq_mock_copied_bytes(void)     bytes cuMemcpyHtoD and cuMemcpyDtoH moved (the bus's traffic)
      int  cq_mock_violations(void)         host bugs seen (see "Violations" below)
      int  cq_mock_live_modules(void)       modules loaded and not unloaded
      int  cq_mock_ctx_refs(void)           primary context reference count (device 0)
@@ -210,6 +211,7 @@ static alloc_rec *allocs;          /* live allocations */
 static int n_allocs, cap_allocs;
 static size_t live_bytes;
 static long launches, readbacks, allocs_total;
+static size_t copied;   /* bytes moved between host and device */
 static int violations;
 
 #define N_FREED 1024
@@ -1587,6 +1589,7 @@ EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes)
         r = E_INVALID_VALUE;
         goto out;
     }
+    copied += bytes;
     if (bytes) {
         set_open(a, 1);
         memcpy((void *)(size_t)dst, src, bytes);
@@ -1608,6 +1611,7 @@ EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes)
         goto out;
     }
     ++readbacks;
+    copied += bytes;
     if (bytes) {
         set_open(a, 1);
         memcpy(dst, (const void *)(size_t)src, bytes);
@@ -1695,6 +1699,7 @@ MOCK_COUNTER(int, cq_mock_live_allocations, n_allocs)
 MOCK_COUNTER(size_t, cq_mock_live_bytes, live_bytes)
 MOCK_COUNTER(long, cq_mock_launches, launches)
 MOCK_COUNTER(long, cq_mock_readbacks, readbacks)
+MOCK_COUNTER(size_t, cq_mock_copied_bytes, copied)
 MOCK_COUNTER(int, cq_mock_allocs, (int)allocs_total)
 MOCK_COUNTER(int, cq_mock_violations, violations)
 MOCK_COUNTER(int, cq_mock_live_modules, n_modules)

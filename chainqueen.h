@@ -20412,7 +20412,7 @@ static int cq__world_cuda_alloc(cq_world *w)
     w->cu.fstart = (int *)cq__dev_alloc(dev, nc * sizeof(int)); w->cu.forder = (int *)cq__dev_alloc(dev, nf * sizeof(int));
     w->cu.bstart = (int *)cq__dev_alloc(dev, nc * sizeof(int)); w->cu.border = (int *)cq__dev_alloc(dev, nb * sizeof(int));
     w->cu.foff = (int *)cq__dev_alloc(dev, (nf + 1) * sizeof(int)); w->cu.boff = (int *)cq__dev_alloc(dev, (nf + 1) * sizeof(int));
-    w->cu.bad = (int *)cq__dev_alloc(dev, sizeof(int)); w->cu.part = (double *)cq__dev_alloc(dev, nch * sizeof(double));
+    w->cu.bad = (int *)cq__dev_alloc(dev, 4 * sizeof(int));   /* the lowest failing slot; the lists' two sizes */ w->cu.part = (double *)cq__dev_alloc(dev, nch * sizeof(double));
     w->cu.hpart = (double *)w->desc.allocator.alloc(nch * sizeof(double), w->desc.allocator.user);
     w->cu.xprev = cq__dev_alloc(dev, nf * d * T); w->cu.vprev = cq__dev_alloc(dev, nf * d * T);
     w->cu.perm = (int *)cq__dev_alloc(dev, nf * sizeof(int)); w->cu.permtmp = (int *)cq__dev_alloc(dev, nf * sizeof(int));
@@ -20814,8 +20814,12 @@ static int cq__world_fluid_step_cuda_2d_f32(cq_world *w, float *grav)
     cq__world_pass_2d_f32(w, CQ__SPH_COUNT, &t);
     cq__dev_scan(dev, w->cu.k + CQ__SPH_SCAN_TOP, w->cu.foff, w->cu.foff, n + 1, w->cu.stmp, NULL, 0, 0);
     cq__dev_scan(dev, w->cu.k + CQ__SPH_SCAN_TOP, w->cu.boff, w->cu.boff, n + 1, w->cu.stmp, NULL, 0, 0);
-    cq__dev_get(dev, w->foff + nf, w->cu.foff, nf * sizeof(int), sizeof(int));
-    cq__dev_get(dev, w->boff + nf, w->cu.boff, nf * sizeof(int), sizeof(int));
+    {   /* the two sizes side by side (copies on the device), then one read back */
+        int tot[2] = {0, 0};
+        cq__dev_copy(dev, w->cu.bad + 1, w->cu.foff + nf, sizeof(int)); cq__dev_copy(dev, w->cu.bad + 2, w->cu.boff + nf, sizeof(int));
+        cq__dev_get(dev, tot, w->cu.bad, sizeof(int), sizeof tot);
+        w->foff[nf] = tot[0]; w->boff[nf] = tot[1];
+    }
     if (dev->failed) { cq__dev_pop(dev); return -3; }
     if (!cq__world_lists(w)) { cq__dev_pop(dev); return -2; }
     dv.fnb = w->cu.fnb; dv.bnb = w->cu.bnb; dv.fgw = (float *)w->cu.fgw; dv.bgw = (float *)w->cu.bgw;
@@ -20826,7 +20830,8 @@ static int cq__world_fluid_step_cuda_2d_f32(cq_world *w, float *grav)
     tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
     dv.v = (float *)w->cu.v; dv.vt = (float *)w->cu.vt;
     w->stats.density_iterations = cq__world_solve_2d_f32(w, &t, 1, &w->stats.density_error);
-    cq__dev_put(dev, w->cu.bad, 0, &bad, sizeof bad);
+    cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");   /* (no host copy:
+                                                                                                 that would wait) */
     cq__world_pass_2d_f32(w, CQ__SPH_ADVECT, &t);
     cq__dev_get(dev, &bad, w->cu.bad, 0, sizeof bad);
     if (bad != INT_MAX && !dev->failed) cq__dev_get(dev, &user, w->cu.perm, (size_t)bad * sizeof(int), sizeof(int));
@@ -21147,8 +21152,12 @@ static int cq__world_fluid_step_cuda_2d_f64(cq_world *w, double *grav)
     cq__world_pass_2d_f64(w, CQ__SPH_COUNT, &t);
     cq__dev_scan(dev, w->cu.k + CQ__SPH_SCAN_TOP, w->cu.foff, w->cu.foff, n + 1, w->cu.stmp, NULL, 0, 0);
     cq__dev_scan(dev, w->cu.k + CQ__SPH_SCAN_TOP, w->cu.boff, w->cu.boff, n + 1, w->cu.stmp, NULL, 0, 0);
-    cq__dev_get(dev, w->foff + nf, w->cu.foff, nf * sizeof(int), sizeof(int));
-    cq__dev_get(dev, w->boff + nf, w->cu.boff, nf * sizeof(int), sizeof(int));
+    {   /* the two sizes side by side (copies on the device), then one read back */
+        int tot[2] = {0, 0};
+        cq__dev_copy(dev, w->cu.bad + 1, w->cu.foff + nf, sizeof(int)); cq__dev_copy(dev, w->cu.bad + 2, w->cu.boff + nf, sizeof(int));
+        cq__dev_get(dev, tot, w->cu.bad, sizeof(int), sizeof tot);
+        w->foff[nf] = tot[0]; w->boff[nf] = tot[1];
+    }
     if (dev->failed) { cq__dev_pop(dev); return -3; }
     if (!cq__world_lists(w)) { cq__dev_pop(dev); return -2; }
     dv.fnb = w->cu.fnb; dv.bnb = w->cu.bnb; dv.fgw = (double *)w->cu.fgw; dv.bgw = (double *)w->cu.bgw;
@@ -21159,7 +21168,8 @@ static int cq__world_fluid_step_cuda_2d_f64(cq_world *w, double *grav)
     tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
     dv.v = (double *)w->cu.v; dv.vt = (double *)w->cu.vt;
     w->stats.density_iterations = cq__world_solve_2d_f64(w, &t, 1, &w->stats.density_error);
-    cq__dev_put(dev, w->cu.bad, 0, &bad, sizeof bad);
+    cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");   /* (no host copy:
+                                                                                                 that would wait) */
     cq__world_pass_2d_f64(w, CQ__SPH_ADVECT, &t);
     cq__dev_get(dev, &bad, w->cu.bad, 0, sizeof bad);
     if (bad != INT_MAX && !dev->failed) cq__dev_get(dev, &user, w->cu.perm, (size_t)bad * sizeof(int), sizeof(int));
@@ -21480,8 +21490,12 @@ static int cq__world_fluid_step_cuda_3d_f32(cq_world *w, float *grav)
     cq__world_pass_3d_f32(w, CQ__SPH_COUNT, &t);
     cq__dev_scan(dev, w->cu.k + CQ__SPH_SCAN_TOP, w->cu.foff, w->cu.foff, n + 1, w->cu.stmp, NULL, 0, 0);
     cq__dev_scan(dev, w->cu.k + CQ__SPH_SCAN_TOP, w->cu.boff, w->cu.boff, n + 1, w->cu.stmp, NULL, 0, 0);
-    cq__dev_get(dev, w->foff + nf, w->cu.foff, nf * sizeof(int), sizeof(int));
-    cq__dev_get(dev, w->boff + nf, w->cu.boff, nf * sizeof(int), sizeof(int));
+    {   /* the two sizes side by side (copies on the device), then one read back */
+        int tot[2] = {0, 0};
+        cq__dev_copy(dev, w->cu.bad + 1, w->cu.foff + nf, sizeof(int)); cq__dev_copy(dev, w->cu.bad + 2, w->cu.boff + nf, sizeof(int));
+        cq__dev_get(dev, tot, w->cu.bad, sizeof(int), sizeof tot);
+        w->foff[nf] = tot[0]; w->boff[nf] = tot[1];
+    }
     if (dev->failed) { cq__dev_pop(dev); return -3; }
     if (!cq__world_lists(w)) { cq__dev_pop(dev); return -2; }
     dv.fnb = w->cu.fnb; dv.bnb = w->cu.bnb; dv.fgw = (float *)w->cu.fgw; dv.bgw = (float *)w->cu.bgw;
@@ -21492,7 +21506,8 @@ static int cq__world_fluid_step_cuda_3d_f32(cq_world *w, float *grav)
     tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
     dv.v = (float *)w->cu.v; dv.vt = (float *)w->cu.vt;
     w->stats.density_iterations = cq__world_solve_3d_f32(w, &t, 1, &w->stats.density_error);
-    cq__dev_put(dev, w->cu.bad, 0, &bad, sizeof bad);
+    cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");   /* (no host copy:
+                                                                                                 that would wait) */
     cq__world_pass_3d_f32(w, CQ__SPH_ADVECT, &t);
     cq__dev_get(dev, &bad, w->cu.bad, 0, sizeof bad);
     if (bad != INT_MAX && !dev->failed) cq__dev_get(dev, &user, w->cu.perm, (size_t)bad * sizeof(int), sizeof(int));
@@ -21813,8 +21828,12 @@ static int cq__world_fluid_step_cuda_3d_f64(cq_world *w, double *grav)
     cq__world_pass_3d_f64(w, CQ__SPH_COUNT, &t);
     cq__dev_scan(dev, w->cu.k + CQ__SPH_SCAN_TOP, w->cu.foff, w->cu.foff, n + 1, w->cu.stmp, NULL, 0, 0);
     cq__dev_scan(dev, w->cu.k + CQ__SPH_SCAN_TOP, w->cu.boff, w->cu.boff, n + 1, w->cu.stmp, NULL, 0, 0);
-    cq__dev_get(dev, w->foff + nf, w->cu.foff, nf * sizeof(int), sizeof(int));
-    cq__dev_get(dev, w->boff + nf, w->cu.boff, nf * sizeof(int), sizeof(int));
+    {   /* the two sizes side by side (copies on the device), then one read back */
+        int tot[2] = {0, 0};
+        cq__dev_copy(dev, w->cu.bad + 1, w->cu.foff + nf, sizeof(int)); cq__dev_copy(dev, w->cu.bad + 2, w->cu.boff + nf, sizeof(int));
+        cq__dev_get(dev, tot, w->cu.bad, sizeof(int), sizeof tot);
+        w->foff[nf] = tot[0]; w->boff[nf] = tot[1];
+    }
     if (dev->failed) { cq__dev_pop(dev); return -3; }
     if (!cq__world_lists(w)) { cq__dev_pop(dev); return -2; }
     dv.fnb = w->cu.fnb; dv.bnb = w->cu.bnb; dv.fgw = (double *)w->cu.fgw; dv.bgw = (double *)w->cu.bgw;
@@ -21825,7 +21844,8 @@ static int cq__world_fluid_step_cuda_3d_f64(cq_world *w, double *grav)
     tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
     dv.v = (double *)w->cu.v; dv.vt = (double *)w->cu.vt;
     w->stats.density_iterations = cq__world_solve_3d_f64(w, &t, 1, &w->stats.density_error);
-    cq__dev_put(dev, w->cu.bad, 0, &bad, sizeof bad);
+    cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");   /* (no host copy:
+                                                                                                 that would wait) */
     cq__world_pass_3d_f64(w, CQ__SPH_ADVECT, &t);
     cq__dev_get(dev, &bad, w->cu.bad, 0, sizeof bad);
     if (bad != INT_MAX && !dev->failed) cq__dev_get(dev, &user, w->cu.perm, (size_t)bad * sizeof(int), sizeof(int));

@@ -253,7 +253,8 @@ TEST(reads_between_steps_change_nothing)
 
 /* a step of a fluid without bodies moves no fluid array across the bus: the sorts, the lists'
    offsets and the fluid's state stay on the device (the mock counts the bytes each copy moves; a
-   step used to move x, v, the sorts' and the lists' arrays: ~60 bytes a particle in 2D f32) */
+   step used to move x, v, the sorts' and the lists' arrays, ~52 bytes a fluid particle in 2D f32,
+   and the walls' particles, their forces and derivatives, as many a wall particle) */
 TEST(steps_move_no_fluid_arrays)
 {
     typedef size_t (*bytes_fn)(void);

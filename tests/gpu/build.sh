@@ -7,7 +7,8 @@
 # scarce: each program compiles the whole header, ~20-40 s, and a lent GPU's 15 minutes are better
 # spent running (seen: built on Debian 12's gcc, run on the GPU machine's image, 2026-11-27).
 # BEFORE=path/to/an/older/chainqueen.h also builds bench.c and gpu_kernels.c against that header
-# (bench/gpu.sh's before/after).  JOBS (default: the cores) compiles at a time.  Each program's
+# (bench/gpu.sh's before/after); FLUID_BEFORE=another.h builds bench/fluid.c against it (the
+# fluid's before/after: tests/gpu/session.sh's fluid part).  JOBS (default: the cores) compiles at a time.  Each program's
 # log and status in DIR/logs/cc_NAME.log and .rc; the exit status is 0 when all of them built.
 CC=${CC:-cc}
 D=${1:-build/gpu}
@@ -30,6 +31,7 @@ list() {
     echo "bench_gpu_nocoop -O3 -DCQ_CUDA_SORT_COOP=0 bench/bench.c"
     echo "bench_gpu_coop32 -O3 -DCQ_CUDA_COOP_BLOCKS=32 bench/bench.c"
     echo "bench_fluid_gpu -O3 bench/fluid.c"
+    echo "bench_fluid_omp -O3 -fopenmp bench/fluid.c"
     echo "gpu_kernels -O2 bench/gpu_kernels.c"
     echo "gpu_kernels_g192 -O2 -DCQ_CUDA_GATHER_THREADS=192 bench/gpu_kernels.c"
     echo "gpu_kernels_g256 -O2 -DCQ_CUDA_GATHER_THREADS=256 bench/gpu_kernels.c"
@@ -39,10 +41,17 @@ list() {
         echo "bench_gpu_before -O3 $D/before/bench/bench.c"
         echo "gpu_kernels_before -O2 $D/before/bench/gpu_kernels.c"
     fi
+    if [ -n "${FLUID_BEFORE:-}" ]; then   # bench/fluid.c beside another older header
+        echo "bench_fluid_gpu_before -O3 $D/fluid_before/bench/fluid.c"
+    fi
 }
 if [ -n "${BEFORE:-}" ]; then
     [ -f "$BEFORE" ] || { echo "BEFORE=$BEFORE: no such file"; exit 1; }
     mkdir -p "$D/before/bench" && cp "$BEFORE" "$D/before/chainqueen.h" && cp bench/bench.c bench/gpu_kernels.c "$D/before/bench/" || exit 1
+fi
+if [ -n "${FLUID_BEFORE:-}" ]; then
+    [ -f "$FLUID_BEFORE" ] || { echo "FLUID_BEFORE=$FLUID_BEFORE: no such file"; exit 1; }
+    mkdir -p "$D/fluid_before/bench" && cp "$FLUID_BEFORE" "$D/fluid_before/chainqueen.h" && cp bench/fluid.c "$D/fluid_before/bench/" || exit 1
 fi
 rm -f "$D"/logs/cc_*.rc
 export CC D W

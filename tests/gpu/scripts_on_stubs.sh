@@ -61,17 +61,20 @@ check "gpu.sh PROFILE=1: its 18 profiles ran (kernel lists, stalls, sorts, gathe
 # threads and pair parts, which build and time bench.c for minutes), its log and the suite's
 # logs into OUT; a budget spent skips every part, saying so
 rm -rf "$D/out"
-out=$(PATH="$D/bin:$PATH" PREBUILT=$D PARTS="table suite kernels" OUT=$D/out sh tests/gpu/session.sh 2>&1); rc=$?
+out=$(PATH="$D/bin:$PATH" PREBUILT=$D PARTS="table fluid suite kernels" OUT=$D/out sh tests/gpu/session.sh 2>&1); rc=$?
 check "session.sh: its parts run on the stubs ($(echo "$out" | tail -n 1))" [ $rc = 0 ]
 check "session.sh: ... the table" [ "$(echo "$out" | grep -c 'stub: .*bench_gpu gpu')" = 1 ]
+check "session.sh: ... the fluid: 5 rows a round and 1M once, both headers, and the host's 16 threads" \
+    [ "$(echo "$out" | grep -c 'stub: .*bench_fluid_gpu[_a-z]* --gpu')" = 10 ] && \
+    check "session.sh: ... (the host's threads)" [ "$(echo "$out" | grep -c 'stub: .*bench_fluid_omp')" = 1 ]
 check "session.sh: ... the suite, summed up" [ "$(echo "$out" | grep -c '^19 passed, 0 failed, 8 skipped')" = 1 ]
-check "session.sh: ... 6 kernel lists" [ "$(echo "$out" | grep -c 'cq__stub_kernel')" = 6 ]
+check "session.sh: ... 6 kernel lists and the fluid's" [ "$(echo "$out" | grep -c 'cq__stub_kernel')" = 7 ]
 check "session.sh: ... its log in OUT" [ -s "$D/out/session.log" ]
 check "session.sh: ... the suite's logs in OUT" [ -s "$D/out/suite_logs.tgz" ]
 out=$(PATH="$D/bin:$PATH" PREBUILT=$D STUB_FAIL=bench_gpu PARTS="table kernels" sh tests/gpu/session.sh 2>&1); rc=$?
 check "session.sh: a failing part fails the session, the next still runs" [ $rc != 0 ]
 check "session.sh: ... (the kernels ran after the table failed)" [ "$(echo "$out" | grep -c 'cq__stub_kernel')" = 6 ]
 out=$(PATH="$D/bin:$PATH" PREBUILT=$D BUDGET=5 sh tests/gpu/session.sh 2>&1); rc=$?
-check "session.sh: a spent budget skips each part, saying so" [ "$(echo "$out" | grep -c '^== [a-z]*: skipped, BUDGET=5 s')" = 4 ]
-check "session.sh: ... and sums up" [ "$(echo "$out" | tail -n 1 | cut -d, -f1-3)" = "session: 0 parts run, 4 skipped, 0 failed or cut" ]
+check "session.sh: a spent budget skips each part, saying so" [ "$(echo "$out" | grep -c '^== [a-z]*: skipped, BUDGET=5 s')" = 5 ]
+check "session.sh: ... and sums up" [ "$(echo "$out" | tail -n 1 | cut -d, -f1-3)" = "session: 0 parts run, 5 skipped, 0 failed or cut" ]
 [ $fails = 0 ]

@@ -9,6 +9,9 @@
 # The parts, each skipped (saying so) when the budget has run out, the later ones given what the
 # earlier leave:
 #   table    bench.c's table on the GPU (bench/gpu.sh's first step: issue 12's figures; ~80 s)
+#   fluid    the dam breaks with the fluid on the GPU (bench/fluid.c --gpu: 3D and 2D ~100k, 3D ~1M),
+#            by turns with the older header's where build.sh had FLUID_BEFORE (bench_fluid_gpu_before),
+#            the 3D 100k on the host's 16 threads, and its kernels' times under ncu; ~60 s
 #   suite    tests/gpu/run.sh, its DEADLINE what the budget leaves less RESERVE seconds (default
 #            100) for the parts after it (~350 s whole: its later items are cut first)
 #   kernels  each kernel's time under ncu (bench/gpu.sh PROFILE's lists: the 512k cube, the 3D
@@ -19,12 +22,12 @@
 #   pair     with PAIR_A=FILE (an older chainqueen.h, carried): bench/pair.sh of it against the
 #            tree's at 16 threads on the 64k cube (e.g. the 3D float32 records before 601248c:
 #            `git show 3b52636:chainqueen.h > build/gpu/narrow.h`)
-# PARTS="table suite ..." picks parts (default all five; pair only with PAIR_A).  With OUT set (the
+# PARTS="table suite ..." picks parts (default all six; pair only with PAIR_A).  With OUT set (the
 # device tool's folder) the whole output goes to $OUT/session.log and the suite's item logs to
 # $OUT/suite_logs.tgz as well.  Last line: the parts run, skipped and failed.
 . tests/gpu/lease.sh   # B, T0
 BUDGET=${BUDGET:-480}; RESERVE=${RESERVE:-100}
-PARTS=${PARTS:-table suite kernels threads pair}
+PARTS=${PARTS:-table fluid suite kernels threads pair}
 if [ -n "${OUT:-}" ] && [ -z "${SESSION_TEED:-}" ]; then   # everything into $OUT/session.log as well
     mkdir -p "$OUT" || exit 1
     { SESSION_TEED=1 sh "$0" "$@" 2>&1; echo $? >"$OUT/.session_rc"; } | tee "$OUT/session.log"
@@ -51,10 +54,29 @@ kernels() {   # each kernel's time under ncu (as bench/gpu.sh PROFILE=1)
         kernel_times --kernel-name regex:gather $B/gpu_kernels_g$t 3 80 128 || return 1
     done
 }
+fluid() {   # the fluid part (see above); each row's line ends in its backend and steps
+    for r in 1 2; do
+        for b in bench_fluid_gpu bench_fluid_gpu_before; do
+            [ -x "$B/$b" ] || continue
+            echo "$b (round $r):"
+            $B/$b --gpu --dim 3 --particles 100000 --steps 100 || return 1
+            $B/$b --gpu --dim 2 --particles 100000 --steps 100 || return 1
+            [ $r = 1 ] && { $B/$b --gpu --dim 3 --particles 1000000 --steps 10 || return 1; }
+        done
+    done
+    echo "the host's CPU, 16 threads:"
+    OMP_NUM_THREADS=16 $B/bench_fluid_omp --dim 3 --particles 100000 --steps 20 || return 1
+    if command -v ncu >/dev/null 2>&1; then
+        echo "kernels of 5 steps of the 3D 100k dam break (after its first):"
+        kernel_times $B/bench_fluid_gpu --gpu --dim 3 --particles 100000 --steps 5
+    fi
+}
 [ "${1:-}" = --kernels ] && { kernels; exit; }   # (the kernels part, run under its timeout as a program)
+[ "${1:-}" = --fluid ] && { fluid; exit; }
 echo "date: $(date -u +%Y-%m-%d), commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown), budget $BUDGET s"
 echo "device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo 'nvidia-smi not found')"
 part table 150 $B/bench_gpu gpu
+part fluid 90 sh "$0" --fluid
 # the suite: its own DEADLINE (it skips the items that would start later and still sums up),
 # counted from its start; the timeout a little longer, for its summary
 d=$(( $(left) - RESERVE )); [ $d -gt 330 ] && d=330

@@ -20253,6 +20253,7 @@ struct cq_world {
     size_t fnb_cap, bnb_cap;
     int *fend, *bend, *chunk;       /* the CPU's lists in one pass (>>world_near): each list's end;
                                        per chunk: its regions' room, what it needed, their starts */
+    double *part;                   /* the solvers' error: a sum per CQ__SPH_CHUNK fluid particles */
     double *wall;                   /* the walls' particles [nwall*3] */
     int ncell[3];
     double glo[3];
@@ -20281,7 +20282,7 @@ struct cq_world {
                                        back when asked, cq__world_host_sync), or newer (reset, prepare) */
         int statics;                /* the walls' xb, vb, and Vb, bobj, forder are up (once a prepare) */
         void *fgw, *bgw;
-        double *part, *hpart;       /* the error's chunk sums: device, host */
+        double *part;               /* the error's chunk sums (the host's: the world's part) */
         size_t fnb_cap, bnb_cap;
     } cu;
 #endif
@@ -20390,8 +20391,6 @@ static void cq__world_cuda_free(cq_world *w)
                   &w->cu.fgw, &w->cu.bgw, &w->cu.xprev, &w->cu.vprev, (void **)&w->cu.perm, (void **)&w->cu.permtmp,
                   (void **)&w->cu.permprev, (void **)&w->cu.keys, (void **)&w->cu.otmp, (void **)&w->cu.stmp};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; ++i) { cq__dev_free(&w->cu.d, *p[i]); *p[i] = NULL; }
-    if (w->cu.hpart) w->desc.allocator.free(w->cu.hpart, w->desc.allocator.user);
-    w->cu.hpart = NULL;
     w->cu.fnb_cap = w->cu.bnb_cap = 0;
 }
 
@@ -20413,7 +20412,6 @@ static int cq__world_cuda_alloc(cq_world *w)
     w->cu.bstart = (int *)cq__dev_alloc(dev, nc * sizeof(int)); w->cu.border = (int *)cq__dev_alloc(dev, nb * sizeof(int));
     w->cu.foff = (int *)cq__dev_alloc(dev, (nf + 1) * sizeof(int)); w->cu.boff = (int *)cq__dev_alloc(dev, (nf + 1) * sizeof(int));
     w->cu.bad = (int *)cq__dev_alloc(dev, 4 * sizeof(int));   /* the lowest failing slot; the lists' two sizes */ w->cu.part = (double *)cq__dev_alloc(dev, nch * sizeof(double));
-    w->cu.hpart = (double *)w->desc.allocator.alloc(nch * sizeof(double), w->desc.allocator.user);
     w->cu.xprev = cq__dev_alloc(dev, nf * d * T); w->cu.vprev = cq__dev_alloc(dev, nf * d * T);
     w->cu.perm = (int *)cq__dev_alloc(dev, nf * sizeof(int)); w->cu.permtmp = (int *)cq__dev_alloc(dev, nf * sizeof(int));
     w->cu.permprev = (int *)cq__dev_alloc(dev, nf * sizeof(int));
@@ -20423,7 +20421,7 @@ static int cq__world_cuda_alloc(cq_world *w)
     {
         void *all[] = {w->cu.x, w->cu.v, w->cu.vt, w->cu.rho, w->cu.khat, w->cu.g, w->cu.kappa, w->cu.err, w->cu.xb, w->cu.vb,
                        w->cu.Vb, w->cu.Fb, w->cu.Gb, w->cu.bobj, w->cu.fstart, w->cu.forder, w->cu.bstart, w->cu.border,
-                       w->cu.foff, w->cu.boff, w->cu.bad, w->cu.part, w->cu.hpart, w->cu.xprev, w->cu.vprev, w->cu.perm,
+                       w->cu.foff, w->cu.boff, w->cu.bad, w->cu.part, w->cu.xprev, w->cu.vprev, w->cu.perm,
                        w->cu.permtmp, w->cu.permprev, w->cu.keys, w->cu.otmp, w->cu.stmp};
         for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) if (!all[i]) ok = 0;
     }
@@ -20551,7 +20549,8 @@ static double cq__lattice_gamma(int dim, int layers)
    One step of the fluid (CPU drivers of sph.j2): sort by cell, densities and DFSPH factors,
    the divergence solver, viscosity and gravity, the density solver, advection.  The boundary
    particles' positions and velocities were set from the bodies' states before. */
-typedef struct cq__wtask { const void *s; int mode, bad; const void *grav; } cq__wtask;
+typedef struct cq__wtask { const void *s; int mode, bad; const void *grav; double *part; } cq__wtask;
+typedef struct cq__wsort { const cq_world *w; const void *x, *v; void *nx, *nv; } cq__wsort;   /* (>>world_fluid_step's sort) */
 #define CQ__WNEAR 256               /* fluid particles a chunk of the CPU's neighbour lists (>>world_near) */
 typedef struct cq__wnear { const void *s; int *chunk; } cq__wnear;   /* ("near" is a macro of <windows.h>) */
 
@@ -20560,6 +20559,7 @@ static void cq__wr_source_2d_f32(void *c, int b, int e) { const cq__wtask *t = (
 static void cq__wr_pressure_2d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_pressure_2d_f32((const cq__sph_f32 *)t->s, i); }
 static void cq__wr_bforce_2d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_boundary_force_2d_f32((const cq__sph_f32 *)t->s, i); }
 static void cq__wr_visc_2d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_viscosity_2d_f32((const cq__sph_f32 *)t->s, i, (const float *)t->grav); }
+static void cq__wr_errsum_2d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int k = b; k < e; ++k) t->part[k] = cq__sph_err_chunk_2d_f32((const cq__sph_f32 *)t->s, k); }
 static void cq__wr_volume_2d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_volume_2d_f32((const cq__sph_f32 *)t->s, i); }
 static void cq__wr_advect_2d_f32(void *c, int b, int e)
 {
@@ -20595,11 +20595,35 @@ static cq__sph_f32 cq__world_sph_2d_f32(const cq_world *w)
     return s;
 }
 
+/* the sort's keys (each point's cell, >>sph_cell) and the move into cell order, over the threads */
+static void cq__wr_keys_2d_f32(void *c, int b, int e)
+{
+    const cq__wsort *t = (const cq__wsort *)c;
+    const cq_world *w = t->w;
+    const float glo[3] = {(float)w->glo[0], (float)w->glo[1], (float)w->glo[2]}, inv_h = (float)(1 / (4 * w->desc.particle_radius));
+    const float *x = (const float *)t->x;
+    int cc[3];
+    for (int i = b; i < e; ++i) w->keys[i] = cq__sph_cell_2d_f32(glo, inv_h, w->ncell, x + (long)i * 2, cc);
+}
+static void cq__wr_reorder_2d_f32(void *c, int b, int e)   /* slot k takes forder[k]'s x, v and user index */
+{
+    const cq__wsort *t = (const cq__wsort *)c;
+    const cq_world *w = t->w;
+    const float *x = (const float *)t->x, *v = (const float *)t->v;
+    float *nx = (float *)t->nx, *nv = (float *)t->nv;
+    for (int k = b; k < e; ++k) {
+        const int o = w->forder[k];
+        for (int a = 0; a < 2; ++a) { nx[(long)k * 2 + a] = x[(long)o * 2 + a]; nv[(long)k * 2 + a] = v[(long)o * 2 + a]; }
+        w->keys[k] = w->perm[o];
+        w->forder[k] = k;
+    }
+}
 static void cq__world_sort_2d_f32(cq_world *w, const float *x, int n, int *start, int *order)
 {
-    const float glo[3] = {(float)w->glo[0], (float)w->glo[1], (float)w->glo[2]}, inv_h = (float)(1 / (4 * w->desc.particle_radius));
-    int c[3];
-    for (int i = 0; i < n; ++i) w->keys[i] = cq__sph_cell_2d_f32(glo, inv_h, w->ncell, x + (long)i * 2, c);   /* >>sph_cell */
+    cq__wsort t;
+    memset(&t, 0, sizeof t);
+    t.w = w; t.x = x;
+    cq__parallel_for_on(&w->desc.threads, 0, n, 4096, cq__wr_keys_2d_f32, &t);
     cq__counting_sort(n, w->keys, w->ncells, start, order);
 }
 
@@ -20610,7 +20634,7 @@ static void cq__world_volumes_2d_f32(cq_world *w)
     cq__wtask t;
     cq__world_sort_2d_f32(w, (float *)w->xb, w->nb, w->bstart, w->border);
     s = cq__world_sph_2d_f32(w);
-    t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = NULL;
+    t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = NULL; t.part = NULL;
     cq__parallel_for_on(&w->desc.threads, 0, w->nb, 256, cq__wr_volume_2d_f32, &t);
 }
 
@@ -20692,7 +20716,8 @@ static void cq__world_pass_2d_f32(cq_world *w, int pass, cq__wtask *t)
 {
     static void (*const run[])(void *, int, int) = {NULL, NULL, cq__wr_density_2d_f32,   /* count, fill: the GPU's (the
                                                                                          CPU's lists: >>world_near) */
-        cq__wr_source_2d_f32, cq__wr_bforce_2d_f32, cq__wr_pressure_2d_f32, cq__wr_visc_2d_f32, cq__wr_advect_2d_f32};
+        cq__wr_source_2d_f32, cq__wr_bforce_2d_f32, cq__wr_pressure_2d_f32, cq__wr_visc_2d_f32, cq__wr_advect_2d_f32,
+        cq__wr_errsum_2d_f32};
     const int n = pass == CQ__SPH_BFORCE ? w->nb : (pass == CQ__SPH_ERRSUM ? (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK : w->nf);
 #if CQ__HAS_CUDA
     if (w->gpu) {
@@ -20709,7 +20734,8 @@ static void cq__world_pass_2d_f32(cq_world *w, int pass, cq__wtask *t)
         return;
     }
 #endif
-    cq__parallel_for_on(&w->desc.threads, 0, n, pass == CQ__SPH_ADVECT ? 1024 : (pass == CQ__SPH_BFORCE ? 256 : 512), run[pass], t);
+    cq__parallel_for_on(&w->desc.threads, 0, n, pass == CQ__SPH_ADVECT ? 1024 : (pass == CQ__SPH_BFORCE ? 256 : (pass == CQ__SPH_ERRSUM ? 2 : 512)),
+                        run[pass], t);
 }
 
 /* the solvers' average density error: chunk sums in particle order (sph.j2 >>sph_error_sum) */
@@ -20720,11 +20746,15 @@ static double cq__world_err_2d_f32(cq_world *w, cq__wtask *t)
 #if CQ__HAS_CUDA
     if (w->gpu) {
         cq__world_pass_2d_f32(w, CQ__SPH_ERRSUM, t);
-        cq__dev_get(&w->cu.d, w->cu.hpart, w->cu.part, 0, (size_t)nc * sizeof(double));
-        for (int c = 0; c < nc; ++c) sum += w->cu.d.failed ? 0 : w->cu.hpart[c];
+        cq__dev_get(&w->cu.d, w->part, w->cu.part, 0, (size_t)nc * sizeof(double));
+        if (w->cu.d.failed) return 0;
     } else
 #endif
-    for (int c = 0; c < nc; ++c) sum += cq__sph_err_chunk_2d_f32((const cq__sph_f32 *)t->s, c);
+    {
+        t->part = w->part;
+        cq__world_pass_2d_f32(w, CQ__SPH_ERRSUM, t);   /* the chunks in parallel */
+    }
+    for (int c = 0; c < nc; ++c) sum += w->part[c];   /* their sum in order: the same bits for any threads */
     return w->nf ? sum / w->nf / w->desc.rest_density : 0;
 }
 
@@ -20777,7 +20807,7 @@ static int cq__world_fluid_step_cuda_2d_f32(cq_world *w, float *grav)
     int bad = INT_MAX, user = -1, *cnt;
     s.fsorted = 1;
     dv = cq__world_dview_2d_f32(w, &s);
-    t.s = &dv; t.mode = 0; t.bad = INT_MAX; t.grav = grav;
+    t.s = &dv; t.mode = 0; t.bad = INT_MAX; t.grav = grav; t.part = NULL;
     cq__dev_push(dev);
     if (w->cu.dstale) {   /* (cq_world_step saved them, which puts them up first) */
         cq__dev_put(dev, w->cu.x, 0, w->x, nf * d * T); cq__dev_put(dev, w->cu.v, 0, w->v, nf * d * T);
@@ -20808,7 +20838,8 @@ static int cq__world_fluid_step_cuda_2d_f32(cq_world *w, float *grav)
     cnt = w->cu.bstart + 1;
     { void *a[6]; a[0] = (void *)&m; a[1] = &dv; a[2] = &w->cu.keys; a[3] = &cnt; a[4] = &w->cu.otmp; a[5] = &w->cu.border;
       cq__world_launch(w, CQ__SPH_BORDER, m, a); }
-    cq__dev_zero(dev, w->cu.Fb, nb * d * T); cq__dev_zero(dev, w->cu.Gb, nb * d * d * T);
+    cq__dev_zero(dev, (char *)w->cu.Fb + nw * d * T, (nb - nw) * d * T);   /* the bodies' alone (nothing reads the walls') */
+    cq__dev_zero(dev, (char *)w->cu.Gb + nw * d * d * T, (nb - nw) * d * d * T);
     /* the lists: counts (into foff[i], boff[i]; foff[nf] = boff[nf] = 0), scanned in place */
     cq__dev_zero(dev, w->cu.foff + nf, sizeof(int)); cq__dev_zero(dev, w->cu.boff + nf, sizeof(int));
     cq__world_pass_2d_f32(w, CQ__SPH_COUNT, &t);
@@ -20865,14 +20896,9 @@ static int cq__world_fluid_step_2d_f32(cq_world *w)
 #endif
     cq__world_sort_2d_f32(w, (float *)w->x, w->nf, w->fstart, w->forder);
     {   /* keep the particles in cell order (neighbours near in memory): slot k takes forder[k] */
-        const float *x = (const float *)w->x, *v = (const float *)w->v;
-        float *nx = (float *)w->vt, *nv = (float *)w->g;   /* g (nf*d) is rebuilt by the density pass */
-        for (int k = 0; k < w->nf; ++k) {
-            const int o = w->forder[k];
-            for (int a = 0; a < 2; ++a) { nx[(long)k * 2 + a] = x[(long)o * 2 + a]; nv[(long)k * 2 + a] = v[(long)o * 2 + a]; }
-            w->keys[k] = w->perm[o];
-            w->forder[k] = k;
-        }
+        cq__wsort r;
+        r.w = w; r.x = w->x; r.v = w->v; r.nx = w->vt; r.nv = w->g;   /* g (nf*d) is rebuilt by the density pass */
+        cq__parallel_for_on(&w->desc.threads, 0, w->nf, 4096, cq__wr_reorder_2d_f32, &r);
         memcpy(w->perm, w->keys, (size_t)w->nf * sizeof(int));
         tmp = w->x; w->x = w->vt; w->vt = tmp;
         tmp = w->v; w->v = w->g; w->g = tmp;
@@ -20880,9 +20906,10 @@ static int cq__world_fluid_step_2d_f32(cq_world *w)
     cq__world_sort_2d_f32(w, (float *)w->xb, w->nb, w->bstart, w->border);
     s = cq__world_sph_2d_f32(w);
     s.fsorted = 1;   /* (the fluid's order is the identity now: above) */
-    t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = grav;
-    memset(w->Fb, 0, (size_t)w->nb * d * T);
-    memset(w->Gb, 0, (size_t)w->nb * d * d * T);
+    t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = grav; t.part = NULL;
+    memset((char *)w->Fb + (size_t)w->nwall * d * T, 0, (size_t)(w->nb - w->nwall) * d * T);   /* the bodies' alone: */
+    memset((char *)w->Gb + (size_t)w->nwall * d * d * T, 0, (size_t)(w->nb - w->nwall) * d * d * T);   /* nothing reads
+                                                                                                       the walls' */
     if (!cq__world_near_2d_f32(w, &s)) return -2;
     cq__world_pass_2d_f32(w, CQ__SPH_DENSITY, &t);
     w->stats.divergence_iterations = cq__world_solve_2d_f32(w, &t, 0, &w->stats.divergence_error);
@@ -20898,6 +20925,7 @@ static void cq__wr_source_2d_f64(void *c, int b, int e) { const cq__wtask *t = (
 static void cq__wr_pressure_2d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_pressure_2d_f64((const cq__sph_f64 *)t->s, i); }
 static void cq__wr_bforce_2d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_boundary_force_2d_f64((const cq__sph_f64 *)t->s, i); }
 static void cq__wr_visc_2d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_viscosity_2d_f64((const cq__sph_f64 *)t->s, i, (const double *)t->grav); }
+static void cq__wr_errsum_2d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int k = b; k < e; ++k) t->part[k] = cq__sph_err_chunk_2d_f64((const cq__sph_f64 *)t->s, k); }
 static void cq__wr_volume_2d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_volume_2d_f64((const cq__sph_f64 *)t->s, i); }
 static void cq__wr_advect_2d_f64(void *c, int b, int e)
 {
@@ -20933,11 +20961,35 @@ static cq__sph_f64 cq__world_sph_2d_f64(const cq_world *w)
     return s;
 }
 
+/* the sort's keys (each point's cell, >>sph_cell) and the move into cell order, over the threads */
+static void cq__wr_keys_2d_f64(void *c, int b, int e)
+{
+    const cq__wsort *t = (const cq__wsort *)c;
+    const cq_world *w = t->w;
+    const double glo[3] = {(double)w->glo[0], (double)w->glo[1], (double)w->glo[2]}, inv_h = (double)(1 / (4 * w->desc.particle_radius));
+    const double *x = (const double *)t->x;
+    int cc[3];
+    for (int i = b; i < e; ++i) w->keys[i] = cq__sph_cell_2d_f64(glo, inv_h, w->ncell, x + (long)i * 2, cc);
+}
+static void cq__wr_reorder_2d_f64(void *c, int b, int e)   /* slot k takes forder[k]'s x, v and user index */
+{
+    const cq__wsort *t = (const cq__wsort *)c;
+    const cq_world *w = t->w;
+    const double *x = (const double *)t->x, *v = (const double *)t->v;
+    double *nx = (double *)t->nx, *nv = (double *)t->nv;
+    for (int k = b; k < e; ++k) {
+        const int o = w->forder[k];
+        for (int a = 0; a < 2; ++a) { nx[(long)k * 2 + a] = x[(long)o * 2 + a]; nv[(long)k * 2 + a] = v[(long)o * 2 + a]; }
+        w->keys[k] = w->perm[o];
+        w->forder[k] = k;
+    }
+}
 static void cq__world_sort_2d_f64(cq_world *w, const double *x, int n, int *start, int *order)
 {
-    const double glo[3] = {(double)w->glo[0], (double)w->glo[1], (double)w->glo[2]}, inv_h = (double)(1 / (4 * w->desc.particle_radius));
-    int c[3];
-    for (int i = 0; i < n; ++i) w->keys[i] = cq__sph_cell_2d_f64(glo, inv_h, w->ncell, x + (long)i * 2, c);   /* >>sph_cell */
+    cq__wsort t;
+    memset(&t, 0, sizeof t);
+    t.w = w; t.x = x;
+    cq__parallel_for_on(&w->desc.threads, 0, n, 4096, cq__wr_keys_2d_f64, &t);
     cq__counting_sort(n, w->keys, w->ncells, start, order);
 }
 
@@ -20948,7 +21000,7 @@ static void cq__world_volumes_2d_f64(cq_world *w)
     cq__wtask t;
     cq__world_sort_2d_f64(w, (double *)w->xb, w->nb, w->bstart, w->border);
     s = cq__world_sph_2d_f64(w);
-    t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = NULL;
+    t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = NULL; t.part = NULL;
     cq__parallel_for_on(&w->desc.threads, 0, w->nb, 256, cq__wr_volume_2d_f64, &t);
 }
 
@@ -21030,7 +21082,8 @@ static void cq__world_pass_2d_f64(cq_world *w, int pass, cq__wtask *t)
 {
     static void (*const run[])(void *, int, int) = {NULL, NULL, cq__wr_density_2d_f64,   /* count, fill: the GPU's (the
                                                                                          CPU's lists: >>world_near) */
-        cq__wr_source_2d_f64, cq__wr_bforce_2d_f64, cq__wr_pressure_2d_f64, cq__wr_visc_2d_f64, cq__wr_advect_2d_f64};
+        cq__wr_source_2d_f64, cq__wr_bforce_2d_f64, cq__wr_pressure_2d_f64, cq__wr_visc_2d_f64, cq__wr_advect_2d_f64,
+        cq__wr_errsum_2d_f64};
     const int n = pass == CQ__SPH_BFORCE ? w->nb : (pass == CQ__SPH_ERRSUM ? (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK : w->nf);
 #if CQ__HAS_CUDA
     if (w->gpu) {
@@ -21047,7 +21100,8 @@ static void cq__world_pass_2d_f64(cq_world *w, int pass, cq__wtask *t)
         return;
     }
 #endif
-    cq__parallel_for_on(&w->desc.threads, 0, n, pass == CQ__SPH_ADVECT ? 1024 : (pass == CQ__SPH_BFORCE ? 256 : 512), run[pass], t);
+    cq__parallel_for_on(&w->desc.threads, 0, n, pass == CQ__SPH_ADVECT ? 1024 : (pass == CQ__SPH_BFORCE ? 256 : (pass == CQ__SPH_ERRSUM ? 2 : 512)),
+                        run[pass], t);
 }
 
 /* the solvers' average density error: chunk sums in particle order (sph.j2 >>sph_error_sum) */
@@ -21058,11 +21112,15 @@ static double cq__world_err_2d_f64(cq_world *w, cq__wtask *t)
 #if CQ__HAS_CUDA
     if (w->gpu) {
         cq__world_pass_2d_f64(w, CQ__SPH_ERRSUM, t);
-        cq__dev_get(&w->cu.d, w->cu.hpart, w->cu.part, 0, (size_t)nc * sizeof(double));
-        for (int c = 0; c < nc; ++c) sum += w->cu.d.failed ? 0 : w->cu.hpart[c];
+        cq__dev_get(&w->cu.d, w->part, w->cu.part, 0, (size_t)nc * sizeof(double));
+        if (w->cu.d.failed) return 0;
     } else
 #endif
-    for (int c = 0; c < nc; ++c) sum += cq__sph_err_chunk_2d_f64((const cq__sph_f64 *)t->s, c);
+    {
+        t->part = w->part;
+        cq__world_pass_2d_f64(w, CQ__SPH_ERRSUM, t);   /* the chunks in parallel */
+    }
+    for (int c = 0; c < nc; ++c) sum += w->part[c];   /* their sum in order: the same bits for any threads */
     return w->nf ? sum / w->nf / w->desc.rest_density : 0;
 }
 
@@ -21115,7 +21173,7 @@ static int cq__world_fluid_step_cuda_2d_f64(cq_world *w, double *grav)
     int bad = INT_MAX, user = -1, *cnt;
     s.fsorted = 1;
     dv = cq__world_dview_2d_f64(w, &s);
-    t.s = &dv; t.mode = 0; t.bad = INT_MAX; t.grav = grav;
+    t.s = &dv; t.mode = 0; t.bad = INT_MAX; t.grav = grav; t.part = NULL;
     cq__dev_push(dev);
     if (w->cu.dstale) {   /* (cq_world_step saved them, which puts them up first) */
         cq__dev_put(dev, w->cu.x, 0, w->x, nf * d * T); cq__dev_put(dev, w->cu.v, 0, w->v, nf * d * T);
@@ -21146,7 +21204,8 @@ static int cq__world_fluid_step_cuda_2d_f64(cq_world *w, double *grav)
     cnt = w->cu.bstart + 1;
     { void *a[6]; a[0] = (void *)&m; a[1] = &dv; a[2] = &w->cu.keys; a[3] = &cnt; a[4] = &w->cu.otmp; a[5] = &w->cu.border;
       cq__world_launch(w, CQ__SPH_BORDER, m, a); }
-    cq__dev_zero(dev, w->cu.Fb, nb * d * T); cq__dev_zero(dev, w->cu.Gb, nb * d * d * T);
+    cq__dev_zero(dev, (char *)w->cu.Fb + nw * d * T, (nb - nw) * d * T);   /* the bodies' alone (nothing reads the walls') */
+    cq__dev_zero(dev, (char *)w->cu.Gb + nw * d * d * T, (nb - nw) * d * d * T);
     /* the lists: counts (into foff[i], boff[i]; foff[nf] = boff[nf] = 0), scanned in place */
     cq__dev_zero(dev, w->cu.foff + nf, sizeof(int)); cq__dev_zero(dev, w->cu.boff + nf, sizeof(int));
     cq__world_pass_2d_f64(w, CQ__SPH_COUNT, &t);
@@ -21203,14 +21262,9 @@ static int cq__world_fluid_step_2d_f64(cq_world *w)
 #endif
     cq__world_sort_2d_f64(w, (double *)w->x, w->nf, w->fstart, w->forder);
     {   /* keep the particles in cell order (neighbours near in memory): slot k takes forder[k] */
-        const double *x = (const double *)w->x, *v = (const double *)w->v;
-        double *nx = (double *)w->vt, *nv = (double *)w->g;   /* g (nf*d) is rebuilt by the density pass */
-        for (int k = 0; k < w->nf; ++k) {
-            const int o = w->forder[k];
-            for (int a = 0; a < 2; ++a) { nx[(long)k * 2 + a] = x[(long)o * 2 + a]; nv[(long)k * 2 + a] = v[(long)o * 2 + a]; }
-            w->keys[k] = w->perm[o];
-            w->forder[k] = k;
-        }
+        cq__wsort r;
+        r.w = w; r.x = w->x; r.v = w->v; r.nx = w->vt; r.nv = w->g;   /* g (nf*d) is rebuilt by the density pass */
+        cq__parallel_for_on(&w->desc.threads, 0, w->nf, 4096, cq__wr_reorder_2d_f64, &r);
         memcpy(w->perm, w->keys, (size_t)w->nf * sizeof(int));
         tmp = w->x; w->x = w->vt; w->vt = tmp;
         tmp = w->v; w->v = w->g; w->g = tmp;
@@ -21218,9 +21272,10 @@ static int cq__world_fluid_step_2d_f64(cq_world *w)
     cq__world_sort_2d_f64(w, (double *)w->xb, w->nb, w->bstart, w->border);
     s = cq__world_sph_2d_f64(w);
     s.fsorted = 1;   /* (the fluid's order is the identity now: above) */
-    t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = grav;
-    memset(w->Fb, 0, (size_t)w->nb * d * T);
-    memset(w->Gb, 0, (size_t)w->nb * d * d * T);
+    t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = grav; t.part = NULL;
+    memset((char *)w->Fb + (size_t)w->nwall * d * T, 0, (size_t)(w->nb - w->nwall) * d * T);   /* the bodies' alone: */
+    memset((char *)w->Gb + (size_t)w->nwall * d * d * T, 0, (size_t)(w->nb - w->nwall) * d * d * T);   /* nothing reads
+                                                                                                       the walls' */
     if (!cq__world_near_2d_f64(w, &s)) return -2;
     cq__world_pass_2d_f64(w, CQ__SPH_DENSITY, &t);
     w->stats.divergence_iterations = cq__world_solve_2d_f64(w, &t, 0, &w->stats.divergence_error);
@@ -21236,6 +21291,7 @@ static void cq__wr_source_3d_f32(void *c, int b, int e) { const cq__wtask *t = (
 static void cq__wr_pressure_3d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_pressure_3d_f32((const cq__sph_f32 *)t->s, i); }
 static void cq__wr_bforce_3d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_boundary_force_3d_f32((const cq__sph_f32 *)t->s, i); }
 static void cq__wr_visc_3d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_viscosity_3d_f32((const cq__sph_f32 *)t->s, i, (const float *)t->grav); }
+static void cq__wr_errsum_3d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int k = b; k < e; ++k) t->part[k] = cq__sph_err_chunk_3d_f32((const cq__sph_f32 *)t->s, k); }
 static void cq__wr_volume_3d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_volume_3d_f32((const cq__sph_f32 *)t->s, i); }
 static void cq__wr_advect_3d_f32(void *c, int b, int e)
 {
@@ -21271,11 +21327,35 @@ static cq__sph_f32 cq__world_sph_3d_f32(const cq_world *w)
     return s;
 }
 
+/* the sort's keys (each point's cell, >>sph_cell) and the move into cell order, over the threads */
+static void cq__wr_keys_3d_f32(void *c, int b, int e)
+{
+    const cq__wsort *t = (const cq__wsort *)c;
+    const cq_world *w = t->w;
+    const float glo[3] = {(float)w->glo[0], (float)w->glo[1], (float)w->glo[2]}, inv_h = (float)(1 / (4 * w->desc.particle_radius));
+    const float *x = (const float *)t->x;
+    int cc[3];
+    for (int i = b; i < e; ++i) w->keys[i] = cq__sph_cell_3d_f32(glo, inv_h, w->ncell, x + (long)i * 3, cc);
+}
+static void cq__wr_reorder_3d_f32(void *c, int b, int e)   /* slot k takes forder[k]'s x, v and user index */
+{
+    const cq__wsort *t = (const cq__wsort *)c;
+    const cq_world *w = t->w;
+    const float *x = (const float *)t->x, *v = (const float *)t->v;
+    float *nx = (float *)t->nx, *nv = (float *)t->nv;
+    for (int k = b; k < e; ++k) {
+        const int o = w->forder[k];
+        for (int a = 0; a < 3; ++a) { nx[(long)k * 3 + a] = x[(long)o * 3 + a]; nv[(long)k * 3 + a] = v[(long)o * 3 + a]; }
+        w->keys[k] = w->perm[o];
+        w->forder[k] = k;
+    }
+}
 static void cq__world_sort_3d_f32(cq_world *w, const float *x, int n, int *start, int *order)
 {
-    const float glo[3] = {(float)w->glo[0], (float)w->glo[1], (float)w->glo[2]}, inv_h = (float)(1 / (4 * w->desc.particle_radius));
-    int c[3];
-    for (int i = 0; i < n; ++i) w->keys[i] = cq__sph_cell_3d_f32(glo, inv_h, w->ncell, x + (long)i * 3, c);   /* >>sph_cell */
+    cq__wsort t;
+    memset(&t, 0, sizeof t);
+    t.w = w; t.x = x;
+    cq__parallel_for_on(&w->desc.threads, 0, n, 4096, cq__wr_keys_3d_f32, &t);
     cq__counting_sort(n, w->keys, w->ncells, start, order);
 }
 
@@ -21286,7 +21366,7 @@ static void cq__world_volumes_3d_f32(cq_world *w)
     cq__wtask t;
     cq__world_sort_3d_f32(w, (float *)w->xb, w->nb, w->bstart, w->border);
     s = cq__world_sph_3d_f32(w);
-    t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = NULL;
+    t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = NULL; t.part = NULL;
     cq__parallel_for_on(&w->desc.threads, 0, w->nb, 256, cq__wr_volume_3d_f32, &t);
 }
 
@@ -21368,7 +21448,8 @@ static void cq__world_pass_3d_f32(cq_world *w, int pass, cq__wtask *t)
 {
     static void (*const run[])(void *, int, int) = {NULL, NULL, cq__wr_density_3d_f32,   /* count, fill: the GPU's (the
                                                                                          CPU's lists: >>world_near) */
-        cq__wr_source_3d_f32, cq__wr_bforce_3d_f32, cq__wr_pressure_3d_f32, cq__wr_visc_3d_f32, cq__wr_advect_3d_f32};
+        cq__wr_source_3d_f32, cq__wr_bforce_3d_f32, cq__wr_pressure_3d_f32, cq__wr_visc_3d_f32, cq__wr_advect_3d_f32,
+        cq__wr_errsum_3d_f32};
     const int n = pass == CQ__SPH_BFORCE ? w->nb : (pass == CQ__SPH_ERRSUM ? (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK : w->nf);
 #if CQ__HAS_CUDA
     if (w->gpu) {
@@ -21385,7 +21466,8 @@ static void cq__world_pass_3d_f32(cq_world *w, int pass, cq__wtask *t)
         return;
     }
 #endif
-    cq__parallel_for_on(&w->desc.threads, 0, n, pass == CQ__SPH_ADVECT ? 1024 : (pass == CQ__SPH_BFORCE ? 256 : 512), run[pass], t);
+    cq__parallel_for_on(&w->desc.threads, 0, n, pass == CQ__SPH_ADVECT ? 1024 : (pass == CQ__SPH_BFORCE ? 256 : (pass == CQ__SPH_ERRSUM ? 2 : 512)),
+                        run[pass], t);
 }
 
 /* the solvers' average density error: chunk sums in particle order (sph.j2 >>sph_error_sum) */
@@ -21396,11 +21478,15 @@ static double cq__world_err_3d_f32(cq_world *w, cq__wtask *t)
 #if CQ__HAS_CUDA
     if (w->gpu) {
         cq__world_pass_3d_f32(w, CQ__SPH_ERRSUM, t);
-        cq__dev_get(&w->cu.d, w->cu.hpart, w->cu.part, 0, (size_t)nc * sizeof(double));
-        for (int c = 0; c < nc; ++c) sum += w->cu.d.failed ? 0 : w->cu.hpart[c];
+        cq__dev_get(&w->cu.d, w->part, w->cu.part, 0, (size_t)nc * sizeof(double));
+        if (w->cu.d.failed) return 0;
     } else
 #endif
-    for (int c = 0; c < nc; ++c) sum += cq__sph_err_chunk_3d_f32((const cq__sph_f32 *)t->s, c);
+    {
+        t->part = w->part;
+        cq__world_pass_3d_f32(w, CQ__SPH_ERRSUM, t);   /* the chunks in parallel */
+    }
+    for (int c = 0; c < nc; ++c) sum += w->part[c];   /* their sum in order: the same bits for any threads */
     return w->nf ? sum / w->nf / w->desc.rest_density : 0;
 }
 
@@ -21453,7 +21539,7 @@ static int cq__world_fluid_step_cuda_3d_f32(cq_world *w, float *grav)
     int bad = INT_MAX, user = -1, *cnt;
     s.fsorted = 1;
     dv = cq__world_dview_3d_f32(w, &s);
-    t.s = &dv; t.mode = 0; t.bad = INT_MAX; t.grav = grav;
+    t.s = &dv; t.mode = 0; t.bad = INT_MAX; t.grav = grav; t.part = NULL;
     cq__dev_push(dev);
     if (w->cu.dstale) {   /* (cq_world_step saved them, which puts them up first) */
         cq__dev_put(dev, w->cu.x, 0, w->x, nf * d * T); cq__dev_put(dev, w->cu.v, 0, w->v, nf * d * T);
@@ -21484,7 +21570,8 @@ static int cq__world_fluid_step_cuda_3d_f32(cq_world *w, float *grav)
     cnt = w->cu.bstart + 1;
     { void *a[6]; a[0] = (void *)&m; a[1] = &dv; a[2] = &w->cu.keys; a[3] = &cnt; a[4] = &w->cu.otmp; a[5] = &w->cu.border;
       cq__world_launch(w, CQ__SPH_BORDER, m, a); }
-    cq__dev_zero(dev, w->cu.Fb, nb * d * T); cq__dev_zero(dev, w->cu.Gb, nb * d * d * T);
+    cq__dev_zero(dev, (char *)w->cu.Fb + nw * d * T, (nb - nw) * d * T);   /* the bodies' alone (nothing reads the walls') */
+    cq__dev_zero(dev, (char *)w->cu.Gb + nw * d * d * T, (nb - nw) * d * d * T);
     /* the lists: counts (into foff[i], boff[i]; foff[nf] = boff[nf] = 0), scanned in place */
     cq__dev_zero(dev, w->cu.foff + nf, sizeof(int)); cq__dev_zero(dev, w->cu.boff + nf, sizeof(int));
     cq__world_pass_3d_f32(w, CQ__SPH_COUNT, &t);
@@ -21541,14 +21628,9 @@ static int cq__world_fluid_step_3d_f32(cq_world *w)
 #endif
     cq__world_sort_3d_f32(w, (float *)w->x, w->nf, w->fstart, w->forder);
     {   /* keep the particles in cell order (neighbours near in memory): slot k takes forder[k] */
-        const float *x = (const float *)w->x, *v = (const float *)w->v;
-        float *nx = (float *)w->vt, *nv = (float *)w->g;   /* g (nf*d) is rebuilt by the density pass */
-        for (int k = 0; k < w->nf; ++k) {
-            const int o = w->forder[k];
-            for (int a = 0; a < 3; ++a) { nx[(long)k * 3 + a] = x[(long)o * 3 + a]; nv[(long)k * 3 + a] = v[(long)o * 3 + a]; }
-            w->keys[k] = w->perm[o];
-            w->forder[k] = k;
-        }
+        cq__wsort r;
+        r.w = w; r.x = w->x; r.v = w->v; r.nx = w->vt; r.nv = w->g;   /* g (nf*d) is rebuilt by the density pass */
+        cq__parallel_for_on(&w->desc.threads, 0, w->nf, 4096, cq__wr_reorder_3d_f32, &r);
         memcpy(w->perm, w->keys, (size_t)w->nf * sizeof(int));
         tmp = w->x; w->x = w->vt; w->vt = tmp;
         tmp = w->v; w->v = w->g; w->g = tmp;
@@ -21556,9 +21638,10 @@ static int cq__world_fluid_step_3d_f32(cq_world *w)
     cq__world_sort_3d_f32(w, (float *)w->xb, w->nb, w->bstart, w->border);
     s = cq__world_sph_3d_f32(w);
     s.fsorted = 1;   /* (the fluid's order is the identity now: above) */
-    t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = grav;
-    memset(w->Fb, 0, (size_t)w->nb * d * T);
-    memset(w->Gb, 0, (size_t)w->nb * d * d * T);
+    t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = grav; t.part = NULL;
+    memset((char *)w->Fb + (size_t)w->nwall * d * T, 0, (size_t)(w->nb - w->nwall) * d * T);   /* the bodies' alone: */
+    memset((char *)w->Gb + (size_t)w->nwall * d * d * T, 0, (size_t)(w->nb - w->nwall) * d * d * T);   /* nothing reads
+                                                                                                       the walls' */
     if (!cq__world_near_3d_f32(w, &s)) return -2;
     cq__world_pass_3d_f32(w, CQ__SPH_DENSITY, &t);
     w->stats.divergence_iterations = cq__world_solve_3d_f32(w, &t, 0, &w->stats.divergence_error);
@@ -21574,6 +21657,7 @@ static void cq__wr_source_3d_f64(void *c, int b, int e) { const cq__wtask *t = (
 static void cq__wr_pressure_3d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_pressure_3d_f64((const cq__sph_f64 *)t->s, i); }
 static void cq__wr_bforce_3d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_boundary_force_3d_f64((const cq__sph_f64 *)t->s, i); }
 static void cq__wr_visc_3d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_viscosity_3d_f64((const cq__sph_f64 *)t->s, i, (const double *)t->grav); }
+static void cq__wr_errsum_3d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int k = b; k < e; ++k) t->part[k] = cq__sph_err_chunk_3d_f64((const cq__sph_f64 *)t->s, k); }
 static void cq__wr_volume_3d_f64(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_volume_3d_f64((const cq__sph_f64 *)t->s, i); }
 static void cq__wr_advect_3d_f64(void *c, int b, int e)
 {
@@ -21609,11 +21693,35 @@ static cq__sph_f64 cq__world_sph_3d_f64(const cq_world *w)
     return s;
 }
 
+/* the sort's keys (each point's cell, >>sph_cell) and the move into cell order, over the threads */
+static void cq__wr_keys_3d_f64(void *c, int b, int e)
+{
+    const cq__wsort *t = (const cq__wsort *)c;
+    const cq_world *w = t->w;
+    const double glo[3] = {(double)w->glo[0], (double)w->glo[1], (double)w->glo[2]}, inv_h = (double)(1 / (4 * w->desc.particle_radius));
+    const double *x = (const double *)t->x;
+    int cc[3];
+    for (int i = b; i < e; ++i) w->keys[i] = cq__sph_cell_3d_f64(glo, inv_h, w->ncell, x + (long)i * 3, cc);
+}
+static void cq__wr_reorder_3d_f64(void *c, int b, int e)   /* slot k takes forder[k]'s x, v and user index */
+{
+    const cq__wsort *t = (const cq__wsort *)c;
+    const cq_world *w = t->w;
+    const double *x = (const double *)t->x, *v = (const double *)t->v;
+    double *nx = (double *)t->nx, *nv = (double *)t->nv;
+    for (int k = b; k < e; ++k) {
+        const int o = w->forder[k];
+        for (int a = 0; a < 3; ++a) { nx[(long)k * 3 + a] = x[(long)o * 3 + a]; nv[(long)k * 3 + a] = v[(long)o * 3 + a]; }
+        w->keys[k] = w->perm[o];
+        w->forder[k] = k;
+    }
+}
 static void cq__world_sort_3d_f64(cq_world *w, const double *x, int n, int *start, int *order)
 {
-    const double glo[3] = {(double)w->glo[0], (double)w->glo[1], (double)w->glo[2]}, inv_h = (double)(1 / (4 * w->desc.particle_radius));
-    int c[3];
-    for (int i = 0; i < n; ++i) w->keys[i] = cq__sph_cell_3d_f64(glo, inv_h, w->ncell, x + (long)i * 3, c);   /* >>sph_cell */
+    cq__wsort t;
+    memset(&t, 0, sizeof t);
+    t.w = w; t.x = x;
+    cq__parallel_for_on(&w->desc.threads, 0, n, 4096, cq__wr_keys_3d_f64, &t);
     cq__counting_sort(n, w->keys, w->ncells, start, order);
 }
 
@@ -21624,7 +21732,7 @@ static void cq__world_volumes_3d_f64(cq_world *w)
     cq__wtask t;
     cq__world_sort_3d_f64(w, (double *)w->xb, w->nb, w->bstart, w->border);
     s = cq__world_sph_3d_f64(w);
-    t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = NULL;
+    t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = NULL; t.part = NULL;
     cq__parallel_for_on(&w->desc.threads, 0, w->nb, 256, cq__wr_volume_3d_f64, &t);
 }
 
@@ -21706,7 +21814,8 @@ static void cq__world_pass_3d_f64(cq_world *w, int pass, cq__wtask *t)
 {
     static void (*const run[])(void *, int, int) = {NULL, NULL, cq__wr_density_3d_f64,   /* count, fill: the GPU's (the
                                                                                          CPU's lists: >>world_near) */
-        cq__wr_source_3d_f64, cq__wr_bforce_3d_f64, cq__wr_pressure_3d_f64, cq__wr_visc_3d_f64, cq__wr_advect_3d_f64};
+        cq__wr_source_3d_f64, cq__wr_bforce_3d_f64, cq__wr_pressure_3d_f64, cq__wr_visc_3d_f64, cq__wr_advect_3d_f64,
+        cq__wr_errsum_3d_f64};
     const int n = pass == CQ__SPH_BFORCE ? w->nb : (pass == CQ__SPH_ERRSUM ? (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK : w->nf);
 #if CQ__HAS_CUDA
     if (w->gpu) {
@@ -21723,7 +21832,8 @@ static void cq__world_pass_3d_f64(cq_world *w, int pass, cq__wtask *t)
         return;
     }
 #endif
-    cq__parallel_for_on(&w->desc.threads, 0, n, pass == CQ__SPH_ADVECT ? 1024 : (pass == CQ__SPH_BFORCE ? 256 : 512), run[pass], t);
+    cq__parallel_for_on(&w->desc.threads, 0, n, pass == CQ__SPH_ADVECT ? 1024 : (pass == CQ__SPH_BFORCE ? 256 : (pass == CQ__SPH_ERRSUM ? 2 : 512)),
+                        run[pass], t);
 }
 
 /* the solvers' average density error: chunk sums in particle order (sph.j2 >>sph_error_sum) */
@@ -21734,11 +21844,15 @@ static double cq__world_err_3d_f64(cq_world *w, cq__wtask *t)
 #if CQ__HAS_CUDA
     if (w->gpu) {
         cq__world_pass_3d_f64(w, CQ__SPH_ERRSUM, t);
-        cq__dev_get(&w->cu.d, w->cu.hpart, w->cu.part, 0, (size_t)nc * sizeof(double));
-        for (int c = 0; c < nc; ++c) sum += w->cu.d.failed ? 0 : w->cu.hpart[c];
+        cq__dev_get(&w->cu.d, w->part, w->cu.part, 0, (size_t)nc * sizeof(double));
+        if (w->cu.d.failed) return 0;
     } else
 #endif
-    for (int c = 0; c < nc; ++c) sum += cq__sph_err_chunk_3d_f64((const cq__sph_f64 *)t->s, c);
+    {
+        t->part = w->part;
+        cq__world_pass_3d_f64(w, CQ__SPH_ERRSUM, t);   /* the chunks in parallel */
+    }
+    for (int c = 0; c < nc; ++c) sum += w->part[c];   /* their sum in order: the same bits for any threads */
     return w->nf ? sum / w->nf / w->desc.rest_density : 0;
 }
 
@@ -21791,7 +21905,7 @@ static int cq__world_fluid_step_cuda_3d_f64(cq_world *w, double *grav)
     int bad = INT_MAX, user = -1, *cnt;
     s.fsorted = 1;
     dv = cq__world_dview_3d_f64(w, &s);
-    t.s = &dv; t.mode = 0; t.bad = INT_MAX; t.grav = grav;
+    t.s = &dv; t.mode = 0; t.bad = INT_MAX; t.grav = grav; t.part = NULL;
     cq__dev_push(dev);
     if (w->cu.dstale) {   /* (cq_world_step saved them, which puts them up first) */
         cq__dev_put(dev, w->cu.x, 0, w->x, nf * d * T); cq__dev_put(dev, w->cu.v, 0, w->v, nf * d * T);
@@ -21822,7 +21936,8 @@ static int cq__world_fluid_step_cuda_3d_f64(cq_world *w, double *grav)
     cnt = w->cu.bstart + 1;
     { void *a[6]; a[0] = (void *)&m; a[1] = &dv; a[2] = &w->cu.keys; a[3] = &cnt; a[4] = &w->cu.otmp; a[5] = &w->cu.border;
       cq__world_launch(w, CQ__SPH_BORDER, m, a); }
-    cq__dev_zero(dev, w->cu.Fb, nb * d * T); cq__dev_zero(dev, w->cu.Gb, nb * d * d * T);
+    cq__dev_zero(dev, (char *)w->cu.Fb + nw * d * T, (nb - nw) * d * T);   /* the bodies' alone (nothing reads the walls') */
+    cq__dev_zero(dev, (char *)w->cu.Gb + nw * d * d * T, (nb - nw) * d * d * T);
     /* the lists: counts (into foff[i], boff[i]; foff[nf] = boff[nf] = 0), scanned in place */
     cq__dev_zero(dev, w->cu.foff + nf, sizeof(int)); cq__dev_zero(dev, w->cu.boff + nf, sizeof(int));
     cq__world_pass_3d_f64(w, CQ__SPH_COUNT, &t);
@@ -21879,14 +21994,9 @@ static int cq__world_fluid_step_3d_f64(cq_world *w)
 #endif
     cq__world_sort_3d_f64(w, (double *)w->x, w->nf, w->fstart, w->forder);
     {   /* keep the particles in cell order (neighbours near in memory): slot k takes forder[k] */
-        const double *x = (const double *)w->x, *v = (const double *)w->v;
-        double *nx = (double *)w->vt, *nv = (double *)w->g;   /* g (nf*d) is rebuilt by the density pass */
-        for (int k = 0; k < w->nf; ++k) {
-            const int o = w->forder[k];
-            for (int a = 0; a < 3; ++a) { nx[(long)k * 3 + a] = x[(long)o * 3 + a]; nv[(long)k * 3 + a] = v[(long)o * 3 + a]; }
-            w->keys[k] = w->perm[o];
-            w->forder[k] = k;
-        }
+        cq__wsort r;
+        r.w = w; r.x = w->x; r.v = w->v; r.nx = w->vt; r.nv = w->g;   /* g (nf*d) is rebuilt by the density pass */
+        cq__parallel_for_on(&w->desc.threads, 0, w->nf, 4096, cq__wr_reorder_3d_f64, &r);
         memcpy(w->perm, w->keys, (size_t)w->nf * sizeof(int));
         tmp = w->x; w->x = w->vt; w->vt = tmp;
         tmp = w->v; w->v = w->g; w->g = tmp;
@@ -21894,9 +22004,10 @@ static int cq__world_fluid_step_3d_f64(cq_world *w)
     cq__world_sort_3d_f64(w, (double *)w->xb, w->nb, w->bstart, w->border);
     s = cq__world_sph_3d_f64(w);
     s.fsorted = 1;   /* (the fluid's order is the identity now: above) */
-    t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = grav;
-    memset(w->Fb, 0, (size_t)w->nb * d * T);
-    memset(w->Gb, 0, (size_t)w->nb * d * d * T);
+    t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = grav; t.part = NULL;
+    memset((char *)w->Fb + (size_t)w->nwall * d * T, 0, (size_t)(w->nb - w->nwall) * d * T);   /* the bodies' alone: */
+    memset((char *)w->Gb + (size_t)w->nwall * d * d * T, 0, (size_t)(w->nb - w->nwall) * d * d * T);   /* nothing reads
+                                                                                                       the walls' */
     if (!cq__world_near_3d_f64(w, &s)) return -2;
     cq__world_pass_3d_f64(w, CQ__SPH_DENSITY, &t);
     w->stats.divergence_iterations = cq__world_solve_3d_f64(w, &t, 0, &w->stats.divergence_error);
@@ -22473,7 +22584,7 @@ static void cq__world_free_prepared(cq_world *w)
                   &w->xb, &w->vb, &w->Vb, &w->Fb, &w->Gb, (void **)&w->bobj, (void **)&w->bidx,
                   (void **)&w->fstart, (void **)&w->forder, (void **)&w->bstart, (void **)&w->border,
                   (void **)&w->keys, (void **)&w->wall, (void **)&w->perm, (void **)&w->permprev, (void **)&w->foff, (void **)&w->boff, (void **)&w->fnb, (void **)&w->bnb,
-                  &w->fgw, &w->bgw, (void **)&w->fend, (void **)&w->bend, (void **)&w->chunk};
+                  &w->fgw, &w->bgw, (void **)&w->fend, (void **)&w->bend, (void **)&w->chunk, (void **)&w->part};
     if (w->prepared) (void)cq__world_host_sync(w);   /* the device's fluid, before its arrays go (>>world_fluid_state;
                                                         a failed device: what the host last read back) */
     for (size_t i = 0; i < sizeof p / sizeof p[0]; ++i) { cq__wfree_w(w, *p[i]); *p[i] = NULL; }
@@ -22786,8 +22897,9 @@ static cq_result cq__world_prepare(cq_world *w)
     w->fend = (int *)cq__walloc_w(w, nf * sizeof(int)); w->bend = (int *)cq__walloc_w(w, nf * sizeof(int));
     w->chunk = (int *)cq__walloc_w(w, 6 * ((nf + CQ__WNEAR - 1) / CQ__WNEAR) * sizeof(int));   /* (zeroed below) */
     w->perm = (int *)cq__walloc_w(w, nf * sizeof(int)); w->permprev = (int *)cq__walloc_w(w, nf * sizeof(int));
+    w->part = (double *)cq__walloc_w(w, (nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK * sizeof(double));
     {
-        void *all[] = {w->perm, w->permprev, w->foff, w->boff, w->fend, w->bend, w->chunk, w->xprev, w->vprev, w->vt, w->rho, w->khat, w->g, w->kappa, w->err, w->xb, w->vb, w->Vb, w->Fb, w->Gb,
+        void *all[] = {w->part, w->perm, w->permprev, w->foff, w->boff, w->fend, w->bend, w->chunk, w->xprev, w->vprev, w->vt, w->rho, w->khat, w->g, w->kappa, w->err, w->xb, w->vb, w->Vb, w->Fb, w->Gb,
                        w->bobj, w->bidx, w->fstart, w->forder, w->bstart, w->border, w->keys, w->wall};
         for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) if (!all[i]) ok = 0;
     }

@@ -312,6 +312,7 @@
                                                   cq__world_solve_)
                               kernels.cu.j2       >>sph_kernels (the fluid's CUDA kernels) >>sph_sort
                                                   (the fluid's and the boundary's sorts on the device)
+                                                  >>sph_solver_check (the solves' test on the device)
                               world_bodies.j2     >>bodies >>contact >>body_step >>joint
                               world_api.j2        >>world_api (validation, step, reset, gradients)
      embedded PTX ........... ptx.j2              at the end, after all readable code

@@ -20440,6 +20440,15 @@ static int cq__world_cuda_alloc(cq_world *w)
    read back when something asks for them (cq__world_host_sync: cq_world_get_fluid, adding fluid
    or a body), and go up again at the next step where the host's are newer (reset, a prepare).
    A step's backup for a failed step (xprev, vprev, permprev) lives where they do. */
+static const char *cq__world_device_error(const cq_world *w)
+{
+#if CQ__HAS_CUDA
+    return w->cu.d.err;
+#else
+    (void)w;
+    return "";
+#endif
+}
 static int cq__world_host_sync(const cq_world *cw)   /* 0: the device failed (the host's are older) */
 {
 #if CQ__HAS_CUDA
@@ -22726,6 +22735,8 @@ cq_result cq_world_add_fluid(cq_world *w, int count, const double *x, const doub
                 return cq__wfail(w, CQ_ERROR_NON_FINITE, "cq_world_add_fluid: v of particle %d (axis %d) = %g is not finite%s", i, a,
                                  v[(long)i * d + a], w->tsize == 4 ? " in float" : "");
         }
+    if (!cq__world_host_sync(w))   /* (a step that failed on CUDA left the fluid there: it is copied below) */
+        return cq__wfail(w, CQ_ERROR_DEVICE, "cq_world_add_fluid: the CUDA device failed earlier (%s)", cq__world_device_error(w));
     bytes = (size_t)(w->nf + count) * (size_t)d * w->tsize;
     nx = cq__walloc_w(w, bytes); nv = cq__walloc_w(w, bytes); nx0 = cq__walloc_w(w, bytes); nv0 = cq__walloc_w(w, bytes);
     if (!nx || !nv || !nx0 || !nv0) {
@@ -23186,7 +23197,7 @@ cq_result cq_world_get_fluid(const cq_world *w, cq_field f, double *out)
     if (!out && w->nf) return cq__wfail(w, CQ_ERROR_INVALID_ARGUMENT, "cq_world_get_fluid: out is NULL");
     if (!cq__world_host_sync(w))
         return cq__wfail(w, CQ_ERROR_DEVICE, "cq_world_get_fluid: the CUDA device failed (%s): the fluid of step %d is on it",
-                         w->cu.d.err, w->steps);
+                         cq__world_device_error(w), w->steps);
     for (int i = 0; i < w->nf; ++i) {   /* back to the order the particles were added in */
         const long u = (long)(w->prepared ? w->perm[i] : i);
         for (int a = 0; a < w->dim; ++a) out[u * w->dim + a] = cq__wat(w, f == CQ_FIELD_X ? w->x : w->v, (long)i * w->dim + a);

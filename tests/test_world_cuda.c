@@ -193,7 +193,7 @@ TEST(reset_repeats_bitwise)
 
 /* a fluid particle thrown at 3e38 m/s (finite in float): the step's velocities overflow on the
    device, the step fails naming the particle as the CPU's does, and the world is unchanged */
-static cq_result overflow(cq_backend be, char *msg, size_t cap, int *steps, double *x_after, double *x_before)
+static cq_result overflow(cq_backend be, char *msg, size_t cap, int *steps, double *x_after, double *x_before, int *added)
 {
     cq_world_desc d;
     cq_world *w = NULL;
@@ -210,7 +210,15 @@ static cq_result overflow(cq_backend be, char *msg, size_t cap, int *steps, doub
     r = cq_world_step(w, 3);
     snprintf(msg, cap, "%s", cq_world_last_error(w));
     *steps = cq_world_step_count(w);
-    cq_world_get_fluid(w, CQ_FIELD_X, x_after);
+    {   /* more fluid right after the failed step (still at step 0; on CUDA the fluid the failed step
+           restored is on the device, not read back yet): it is kept, the new particle after it */
+        static double all[2 * 201];
+        const double xn[2] = {0.2, 0.35};
+        *added = cq_world_add_fluid(w, 1, xn, NULL) == CQ_SUCCESS && cq_world_get_fluid(w, CQ_FIELD_X, all) == CQ_SUCCESS &&
+                 all[400] == (double)(float)0.2 && all[401] == (double)(float)0.35;
+        memcpy(x_after, all, sizeof(double) * 400);
+        *added = *added && cq_world_step(w, 1) == CQ_ERROR_NON_FINITE;
+    }
     cq_world_destroy(w);
     return r;
 }
@@ -218,14 +226,15 @@ static cq_result overflow(cq_backend be, char *msg, size_t cap, int *steps, doub
 TEST(failing_step_keeps_the_state)
 {
     char mc[512], mg[512];
-    int sc = -1, sg = -1;
+    int sc = -1, sg = -1, ac = 0, ag = 0;
     static double xc[400], xg[400], x0c[400], x0g[400];
-    const cq_result rc = overflow(CQ_BACKEND_CPU, mc, sizeof mc, &sc, xc, x0c), rg = overflow(CQ_BACKEND_CUDA, mg, sizeof mg, &sg, xg, x0g);
+    const cq_result rc = overflow(CQ_BACKEND_CPU, mc, sizeof mc, &sc, xc, x0c, &ac), rg = overflow(CQ_BACKEND_CUDA, mg, sizeof mg, &sg, xg, x0g, &ag);
     printf("    CPU: %s\n    CUDA: %s\n", mc, mg);
     CHECK(rc == CQ_ERROR_NON_FINITE && rg == CQ_ERROR_NON_FINITE, "results %s, %s", cq_result_string(rc), cq_result_string(rg));
     CHECK(!strcmp(mc, mg), "the messages differ");
     CHECK(sc == 0 && sg == 0, "step counts %d, %d after the failure", sc, sg);
     CHECK(!memcmp(xg, x0g, sizeof xg) && !memcmp(xc, x0c, sizeof xc), "the failed step changed the fluid");
+    CHECK(ac && ag, "fluid added after the failed step: CPU %s, CUDA %s", ac ? "ok" : "wrong", ag ? "ok" : "wrong");
 }
 
 /* the fluid stays on the device between steps (world.j2 >>world_fluid_state): reading it between

@@ -20282,6 +20282,7 @@ struct cq_world {
         int hstale, dstale;         /* the host's x, v, perm older than the device's (after a step: read
                                        back when asked, cq__world_host_sync), or newer (reset, prepare) */
         int statics;                /* the walls' xb, vb, and Vb, bobj, forder are up (once a prepare) */
+        int nf;                     /* the fluid particles the arrays were made for */
         void *fgw, *bgw;
         double *part;               /* the error's chunk sums (the host's: the world's part) */
         double *sol;                /* a solve's state on the device: error, done, iterations (>>sph_solver_check) */
@@ -20421,6 +20422,7 @@ static int cq__world_cuda_alloc(cq_world *w)
     w->cu.keys = (int *)cq__dev_alloc(dev, nk * sizeof(int)); w->cu.otmp = (int *)cq__dev_alloc(dev, nk * sizeof(int));
     w->cu.stmp = (int *)cq__dev_alloc(dev, ns * sizeof(int));
     w->cu.hstale = 0; w->cu.dstale = 1; w->cu.statics = 0;   /* x, v, perm and the statics go up at the first step */
+    w->cu.nf = w->nf;
     {
         void *all[] = {w->cu.x, w->cu.v, w->cu.vt, w->cu.rho, w->cu.khat, w->cu.g, w->cu.kappa, w->cu.err, w->cu.xb, w->cu.vb,
                        w->cu.Vb, w->cu.Fb, w->cu.Gb, w->cu.bobj, w->cu.fstart, w->cu.forder, w->cu.bstart, w->cu.border,
@@ -20453,7 +20455,7 @@ static int cq__world_host_sync(const cq_world *cw)   /* 0: the device failed (th
 {
 #if CQ__HAS_CUDA
     cq_world *w = (cq_world *)cw;
-    if (w->gpu && w->cu.hstale && w->cu.x && w->nf) {
+    if (w->gpu && w->cu.hstale && w->cu.x && w->nf && w->cu.nf == w->nf) {   /* (the device's arrays hold cu.nf) */
         const size_t n = (size_t)w->nf, xv = n * (size_t)w->dim * w->tsize;
         if (w->cu.d.failed) return 0;
         cq__dev_push(&w->cu.d);
@@ -20899,7 +20901,7 @@ static int cq__world_fluid_step_cuda_2d_f32(cq_world *w, float *grav)
     if (bad != INT_MAX && !dev->failed) cq__dev_get(dev, &user, w->cu.perm, (size_t)bad * sizeof(int), sizeof(int));
     cq__dev_get(dev, (char *)w->Fb + nw * d * T, w->cu.Fb, nw * d * T, (nb - nw) * d * T);   /* the bodies' alone */
     cq__dev_get(dev, (char *)w->Gb + nw * d * d * T, w->cu.Gb, nw * d * d * T, (nb - nw) * d * d * T);
-    w->cu.hstale = 1;
+    w->cu.hstale = n > 0;
     cq__dev_pop(dev);
     if (dev->failed) return -3;
     return bad == INT_MAX ? -1 : user;
@@ -21285,7 +21287,7 @@ static int cq__world_fluid_step_cuda_2d_f64(cq_world *w, double *grav)
     if (bad != INT_MAX && !dev->failed) cq__dev_get(dev, &user, w->cu.perm, (size_t)bad * sizeof(int), sizeof(int));
     cq__dev_get(dev, (char *)w->Fb + nw * d * T, w->cu.Fb, nw * d * T, (nb - nw) * d * T);   /* the bodies' alone */
     cq__dev_get(dev, (char *)w->Gb + nw * d * d * T, w->cu.Gb, nw * d * d * T, (nb - nw) * d * d * T);
-    w->cu.hstale = 1;
+    w->cu.hstale = n > 0;
     cq__dev_pop(dev);
     if (dev->failed) return -3;
     return bad == INT_MAX ? -1 : user;
@@ -21671,7 +21673,7 @@ static int cq__world_fluid_step_cuda_3d_f32(cq_world *w, float *grav)
     if (bad != INT_MAX && !dev->failed) cq__dev_get(dev, &user, w->cu.perm, (size_t)bad * sizeof(int), sizeof(int));
     cq__dev_get(dev, (char *)w->Fb + nw * d * T, w->cu.Fb, nw * d * T, (nb - nw) * d * T);   /* the bodies' alone */
     cq__dev_get(dev, (char *)w->Gb + nw * d * d * T, w->cu.Gb, nw * d * d * T, (nb - nw) * d * d * T);
-    w->cu.hstale = 1;
+    w->cu.hstale = n > 0;
     cq__dev_pop(dev);
     if (dev->failed) return -3;
     return bad == INT_MAX ? -1 : user;
@@ -22057,7 +22059,7 @@ static int cq__world_fluid_step_cuda_3d_f64(cq_world *w, double *grav)
     if (bad != INT_MAX && !dev->failed) cq__dev_get(dev, &user, w->cu.perm, (size_t)bad * sizeof(int), sizeof(int));
     cq__dev_get(dev, (char *)w->Fb + nw * d * T, w->cu.Fb, nw * d * T, (nb - nw) * d * T);   /* the bodies' alone */
     cq__dev_get(dev, (char *)w->Gb + nw * d * d * T, w->cu.Gb, nw * d * d * T, (nb - nw) * d * d * T);
-    w->cu.hstale = 1;
+    w->cu.hstale = n > 0;
     cq__dev_pop(dev);
     if (dev->failed) return -3;
     return bad == INT_MAX ? -1 : user;
@@ -23182,10 +23184,10 @@ cq_result cq_world_reset(cq_world *w)
         if (w->gpu) cq__dev_zero(&w->cu.d, w->cu.kappa, (size_t)w->nf * w->tsize);
 #endif
         for (int i = 0; i < w->nf; ++i) w->perm[i] = i;
-#if CQ__HAS_CUDA
-        if (w->gpu) { w->cu.hstale = 0; w->cu.dstale = 1; }   /* the host's are the state now (>>world_fluid_state) */
-#endif
     }
+#if CQ__HAS_CUDA
+    if (w->gpu) { w->cu.hstale = 0; w->cu.dstale = 1; }   /* the host's are the state now (>>world_fluid_state) */
+#endif
     return CQ_SUCCESS;
 }
 

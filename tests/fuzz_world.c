@@ -6,12 +6,15 @@
      - a failed step leaves the world at its last completed step (same checks when none
        completed);
      - every successful step advances the step count by the steps asked;
-     - a refusal comes with a message.
+     - a refusal comes with a message;
+     - on the mock CUDA driver (CQ_FUZZ_WORLD_CUDA=1 CQ_CUDA_LIBRARY=...): no device access out of
+       bounds or to an unknown pointer (the mock's count of them does not grow in a run).
    Usage: fuzz_world [runs] [calls] [seed]; prints "N passed, N failed" (one test per run). */
 #ifndef CQT_LINKED   /* tests/run.sh may link the implementation built once (tests/compile/impl.c) */
 #define CHAINQUEEN_IMPLEMENTATION
 #endif
 #include "../chainqueen.h"
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <math.h>
@@ -29,13 +32,14 @@ static void *fz_alloc(size_t n, void *u) { (void)u; if (fail_rate && pick(fail_r
 static void fz_free(void *p, void *u) { (void)u; if (p) { --live; free(p); } }
 
 typedef struct snap { int nf, nb, nj, steps; double *x; cq_body_state *s; } snap;
-static void take(const cq_world *w, snap *sn)
+static void take(const cq_world *w, snap *sn, int readx)   /* readx 0: not the fluid (on CUDA, reading it back is a
+                                                               call of its own: sequences without it are fuzzed too) */
 {
     const int dim = 3;
     sn->nf = cq_world_fluid_count(w); sn->nb = cq_world_body_count(w); sn->steps = cq_world_step_count(w); sn->nj = cq_world_joint_count(w);
     sn->x = (double *)calloc((size_t)(sn->nf * dim + 1), sizeof(double));
     sn->s = (cq_body_state *)calloc((size_t)(sn->nb + 1), sizeof(cq_body_state));
-    cq_world_get_fluid(w, CQ_FIELD_X, sn->x);
+    if (readx) cq_world_get_fluid(w, CQ_FIELD_X, sn->x);
     for (int i = 0; i < sn->nb; ++i) cq_world_get_body(w, i, &sn->s[i]);
 }
 static int same(const snap *a, const snap *b, int dim)
@@ -76,9 +80,9 @@ static int one_run(int calls, int verbose)
     for (int c = 0; c < calls && !bad; ++c) {
         snap before, after;
         cq_result r = CQ_SUCCESS;
-        int op = pick(13), is_step = 0, steps_asked = 0;
+        int op = pick(13), is_step = 0, steps_asked = 0, readx = pick(2);
         fail_rate = pick(8) == 0 ? 3 + pick(20) : 0;
-        take(w, &before);
+        take(w, &before, readx);
         switch (op) {
         case 0: case 1: {   /* fluid */
             double x[3 * 16], v[3 * 16];
@@ -155,7 +159,7 @@ static int one_run(int calls, int verbose)
         }
         }
         fail_rate = 0;
-        take(w, &after);
+        take(w, &after, readx);
         if (r != CQ_SUCCESS && is_step && steps_asked > 1 && after.steps > before.steps) {
             /* the steps before the failing one completed: the world stays at the last of them */
             if (after.steps >= before.steps + steps_asked) { printf("    call %d: a failed step(%d) completed them all\n", c, steps_asked); bad = 1; }
@@ -174,6 +178,16 @@ static int one_run(int calls, int verbose)
     return bad;
 }
 
+/* the mock driver's count of bad device accesses (0 where the library is not the mock) */
+static int mock_violations(void)
+{
+    const char *path = getenv("CQ_CUDA_LIBRARY");
+    void *h = path && getenv("CQ_FUZZ_WORLD_CUDA") ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL, *f = h ? dlsym(h, "cq_mock_violations") : NULL;
+    int (*fn)(void) = NULL;
+    if (f) memcpy(&fn, &f, sizeof fn);
+    return fn ? fn() : 0;
+}
+
 int main(int argc, char **argv)
 {
     const int runs = argc > 1 ? atoi(argv[1]) : 50, calls = argc > 2 ? atoi(argv[2]) : 200;
@@ -181,7 +195,10 @@ int main(int argc, char **argv)
     int passed = 0, failed = 0;
     for (int k = 0; k < runs; ++k) {
         rng_state = seed * 1000003ull + (unsigned long long)k;
-        if (one_run(calls, 0)) { ++failed; printf("FAIL run %d (seed %llu)\n", k, seed); } else ++passed;
+        const int v0 = mock_violations();
+        int bad = one_run(calls, 0);
+        if (mock_violations() != v0) { printf("    %d bad device accesses (the mock driver)\n", mock_violations() - v0); bad = 1; }
+        if (bad) { ++failed; printf("FAIL run %d (seed %llu)\n", k, seed); } else ++passed;
     }
     printf("%d passed, %d failed\n", passed, failed);
     return failed != 0;

@@ -68,8 +68,9 @@
      CQ_ERROR_DEVICE        the GPU failed: only cq_sim_destroy is useful afterwards.
 
    THREADS
-     One sim is used by one thread at a time (calls on it are not synchronised); distinct sims
-     may run on distinct threads at once.  cq_sim_create may be called from many threads at
+     One sim or world is used by one thread at a time (calls on it are not synchronised, those
+     taking it const included: on CUDA cq_world_get_fluid reads the fluid back and keeps it);
+     distinct sims and worlds may run on distinct threads at once.  cq_sim_create may be called from many threads at
      once: the first CUDA create loads the driver once (atomics), and the create error is
      thread-local (CQ_THREAD_LOCAL; define it to override).  A hook runs on the thread that
      called cq_sim_backward and must not destroy the sim.  The CPU backend's parallel loops

@@ -20416,7 +20416,8 @@ static int cq__world_cuda_alloc(cq_world *w)
     w->cu.fstart = (int *)cq__dev_alloc(dev, nc * sizeof(int)); w->cu.forder = (int *)cq__dev_alloc(dev, nf * sizeof(int));
     w->cu.bstart = (int *)cq__dev_alloc(dev, nc * sizeof(int)); w->cu.border = (int *)cq__dev_alloc(dev, nb * sizeof(int));
     w->cu.foff = (int *)cq__dev_alloc(dev, (nf + 1) * sizeof(int)); w->cu.boff = (int *)cq__dev_alloc(dev, (nf + 1) * sizeof(int));
-    w->cu.bad = (int *)cq__dev_alloc(dev, 4 * sizeof(int)); w->cu.sol = (double *)cq__dev_alloc(dev, 3 * sizeof(double));   /* the lowest failing slot; the lists' two sizes */ w->cu.part = (double *)cq__dev_alloc(dev, nch * sizeof(double));
+    w->cu.bad = (int *)cq__dev_alloc(dev, 4 * sizeof(int));   /* the lowest failing slot; the lists' two sizes */
+    w->cu.sol = (double *)cq__dev_alloc(dev, 3 * sizeof(double)); w->cu.part = (double *)cq__dev_alloc(dev, nch * sizeof(double));
     w->cu.xprev = cq__dev_alloc(dev, nf * d * T); w->cu.vprev = cq__dev_alloc(dev, nf * d * T);
     w->cu.perm = (int *)cq__dev_alloc(dev, nf * sizeof(int)); w->cu.permtmp = (int *)cq__dev_alloc(dev, nf * sizeof(int));
     w->cu.permprev = (int *)cq__dev_alloc(dev, nf * sizeof(int));

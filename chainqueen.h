@@ -255,9 +255,10 @@
      particles up and their forces back and reads back the two list sizes, the failure word
      and each solve's state once a few iterations (its convergence test runs on the device:
      the error's chunk sums in the CPU's order, so a world's solver stops at the same iteration
-     on either backend); cq_world_get_fluid reads the fluid back (once after a step).  A driver failure returns CQ_ERROR_DEVICE with the world at its last
-     completed step; it is sticky (only cq_world_destroy is useful after it, and
-     cq_world_get_fluid then fails if that step's fluid was never read back).
+     on either backend); cq_world_get_fluid reads the fluid back (once after a step).  A
+     driver failure returns CQ_ERROR_DEVICE with the world at its last completed step; it is
+     sticky (only cq_world_destroy is useful after it, and cq_world_get_fluid then fails if
+     that step's fluid was never read back).
      Failure: a refused call leaves the world unchanged; a step that produces a
      non-finite value (fluid particle, body state or derivative) returns CQ_ERROR_NON_FINITE
      naming the step and the particle or body, with the world at the last completed step.

@@ -20257,6 +20257,8 @@ struct cq_world {
     int *fend, *bend, *chunk;       /* the CPU's lists in one pass (>>world_near): each list's end;
                                        per chunk: its regions' room, what it needed, their starts */
     double *part;                   /* the solvers' error: a sum per CQ__SPH_CHUNK fluid particles */
+    int bsorted;                    /* bstart, border hold the boundary's sort and no body moves (the
+                                       walls and static bodies alone: it stays; 0 at each prepare) */
     double *wall;                   /* the walls' particles [nwall*3] */
     int ncell[3];
     double glo[3];
@@ -20285,6 +20287,7 @@ struct cq_world {
                                        back when asked, cq__world_host_sync), or newer (reset, prepare) */
         int statics;                /* the walls' xb, vb, and Vb, bobj, forder are up (once a prepare) */
         int nf;                     /* the fluid particles the arrays were made for */
+        int bsorted;                /* as the world's bsorted, for the device's bstart, border */
         void *fgw, *bgw;
         double *part;               /* the error's chunk sums (the host's: the world's part) */
         double *sol;                /* a solve's state on the device: error, done, iterations (>>sph_solver_check) */
@@ -20425,7 +20428,7 @@ static int cq__world_cuda_alloc(cq_world *w)
     w->cu.keys = (int *)cq__dev_alloc(dev, nk * sizeof(int)); w->cu.otmp = (int *)cq__dev_alloc(dev, nk * sizeof(int));
     w->cu.stmp = (int *)cq__dev_alloc(dev, ns * sizeof(int));
     w->cu.hstale = 0; w->cu.dstale = 1; w->cu.statics = 0;   /* x, v, perm and the statics go up at the first step */
-    w->cu.nf = w->nf;
+    w->cu.nf = w->nf; w->cu.bsorted = 0;
     {
         void *all[] = {w->cu.x, w->cu.v, w->cu.vt, w->cu.rho, w->cu.khat, w->cu.g, w->cu.kappa, w->cu.err, w->cu.xb, w->cu.vb,
                        w->cu.Vb, w->cu.Fb, w->cu.Gb, w->cu.bobj, w->cu.fstart, w->cu.forder, w->cu.bstart, w->cu.border,
@@ -20570,6 +20573,13 @@ typedef struct cq__wtask { const void *s; int mode, bad; const void *grav; doubl
 typedef struct cq__wsort { const cq_world *w; const void *x, *v; void *nx, *nv; } cq__wsort;   /* (>>world_fluid_step's sort) */
 #define CQ__WNEAR 256               /* fluid particles a chunk of the CPU's neighbour lists (>>world_near) */
 typedef struct cq__wnear { const void *s; int *chunk; } cq__wnear;   /* ("near" is a macro of <windows.h>) */
+
+/* whether a body moves (else the boundary's particles, and so their sort, stay as they are) */
+static int cq__world_moving(const cq_world *w)
+{
+    for (int k = 0; k < w->nbody; ++k) if (w->body[k].dynamic) return 1;
+    return 0;
+}
 
 static void cq__wr_density_2d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_density_2d_f32((const cq__sph_f32 *)t->s, i); }
 static void cq__wr_source_2d_f32(void *c, int b, int e) { const cq__wtask *t = (const cq__wtask *)c; for (int i = b; i < e; ++i) cq__sph_source_2d_f32((const cq__sph_f32 *)t->s, i, t->mode); }
@@ -20856,7 +20866,8 @@ static int cq__world_fluid_step_cuda_2d_f32(cq_world *w, float *grav)
         cq__dev_put(dev, w->cu.xb, 0, w->xb, nb * d * T); cq__dev_put(dev, w->cu.vb, 0, w->vb, nb * d * T);
         cq__dev_put(dev, w->cu.Vb, 0, w->Vb, nb * T); cq__dev_put(dev, w->cu.bobj, 0, w->bobj, nb * sizeof(int));
         w->cu.statics = 1;
-    } else {   /* the bodies' particles, placed for this step (cq__body_place) */
+    } else if (!w->cu.bsorted) {   /* the bodies' particles, placed for this step (cq__body_place; where none
+                                      moves, they are up already) */
         cq__dev_put(dev, w->cu.xb, nw * d * T, (char *)w->xb + nw * d * T, (nb - nw) * d * T);
         cq__dev_put(dev, w->cu.vb, nw * d * T, (char *)w->vb + nw * d * T, (nb - nw) * d * T);
     }
@@ -20869,11 +20880,14 @@ static int cq__world_fluid_step_cuda_2d_f32(cq_world *w, float *grav)
     tmp = w->cu.v; w->cu.v = w->cu.g; w->cu.g = tmp;
     { int *q = w->cu.perm; w->cu.perm = w->cu.permtmp; w->cu.permtmp = q; }
     dv = cq__world_dview_2d_f32(w, &s);
-    /* the boundary's order (its particles stay where the bodies index them) */
-    cq__world_dsort_2d_f32(w, &dv, w->cu.xb, m, w->cu.bstart);
-    cnt = w->cu.bstart + 1;
-    { void *a[6]; a[0] = (void *)&m; a[1] = &dv; a[2] = &w->cu.keys; a[3] = &cnt; a[4] = &w->cu.otmp; a[5] = &w->cu.border;
-      cq__world_launch(w, CQ__SPH_BORDER, m, a); }
+    if (!w->cu.bsorted) {   /* the boundary's order (its particles stay where the bodies index them; not again
+                               while no body moves) */
+        cq__world_dsort_2d_f32(w, &dv, w->cu.xb, m, w->cu.bstart);
+        cnt = w->cu.bstart + 1;
+        { void *a[6]; a[0] = (void *)&m; a[1] = &dv; a[2] = &w->cu.keys; a[3] = &cnt; a[4] = &w->cu.otmp; a[5] = &w->cu.border;
+          cq__world_launch(w, CQ__SPH_BORDER, m, a); }
+        w->cu.bsorted = !cq__world_moving(w);
+    }
     cq__dev_zero(dev, (char *)w->cu.Fb + nw * d * T, (nb - nw) * d * T);   /* the bodies' alone (nothing reads the walls') */
     cq__dev_zero(dev, (char *)w->cu.Gb + nw * d * d * T, (nb - nw) * d * d * T);
     /* the lists: counts (into foff[i], boff[i]; foff[nf] = boff[nf] = 0), scanned in place */
@@ -20940,7 +20954,10 @@ static int cq__world_fluid_step_2d_f32(cq_world *w)
         tmp = w->x; w->x = w->vt; w->vt = tmp;
         tmp = w->v; w->v = w->g; w->g = tmp;
     }
-    cq__world_sort_2d_f32(w, (float *)w->xb, w->nb, w->bstart, w->border);
+    if (!w->bsorted) {   /* (not again while no body moves) */
+        cq__world_sort_2d_f32(w, (float *)w->xb, w->nb, w->bstart, w->border);
+        w->bsorted = !cq__world_moving(w);
+    }
     s = cq__world_sph_2d_f32(w);
     s.fsorted = 1;   /* (the fluid's order is the identity now: above) */
     t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = grav; t.part = NULL;
@@ -21242,7 +21259,8 @@ static int cq__world_fluid_step_cuda_2d_f64(cq_world *w, double *grav)
         cq__dev_put(dev, w->cu.xb, 0, w->xb, nb * d * T); cq__dev_put(dev, w->cu.vb, 0, w->vb, nb * d * T);
         cq__dev_put(dev, w->cu.Vb, 0, w->Vb, nb * T); cq__dev_put(dev, w->cu.bobj, 0, w->bobj, nb * sizeof(int));
         w->cu.statics = 1;
-    } else {   /* the bodies' particles, placed for this step (cq__body_place) */
+    } else if (!w->cu.bsorted) {   /* the bodies' particles, placed for this step (cq__body_place; where none
+                                      moves, they are up already) */
         cq__dev_put(dev, w->cu.xb, nw * d * T, (char *)w->xb + nw * d * T, (nb - nw) * d * T);
         cq__dev_put(dev, w->cu.vb, nw * d * T, (char *)w->vb + nw * d * T, (nb - nw) * d * T);
     }
@@ -21255,11 +21273,14 @@ static int cq__world_fluid_step_cuda_2d_f64(cq_world *w, double *grav)
     tmp = w->cu.v; w->cu.v = w->cu.g; w->cu.g = tmp;
     { int *q = w->cu.perm; w->cu.perm = w->cu.permtmp; w->cu.permtmp = q; }
     dv = cq__world_dview_2d_f64(w, &s);
-    /* the boundary's order (its particles stay where the bodies index them) */
-    cq__world_dsort_2d_f64(w, &dv, w->cu.xb, m, w->cu.bstart);
-    cnt = w->cu.bstart + 1;
-    { void *a[6]; a[0] = (void *)&m; a[1] = &dv; a[2] = &w->cu.keys; a[3] = &cnt; a[4] = &w->cu.otmp; a[5] = &w->cu.border;
-      cq__world_launch(w, CQ__SPH_BORDER, m, a); }
+    if (!w->cu.bsorted) {   /* the boundary's order (its particles stay where the bodies index them; not again
+                               while no body moves) */
+        cq__world_dsort_2d_f64(w, &dv, w->cu.xb, m, w->cu.bstart);
+        cnt = w->cu.bstart + 1;
+        { void *a[6]; a[0] = (void *)&m; a[1] = &dv; a[2] = &w->cu.keys; a[3] = &cnt; a[4] = &w->cu.otmp; a[5] = &w->cu.border;
+          cq__world_launch(w, CQ__SPH_BORDER, m, a); }
+        w->cu.bsorted = !cq__world_moving(w);
+    }
     cq__dev_zero(dev, (char *)w->cu.Fb + nw * d * T, (nb - nw) * d * T);   /* the bodies' alone (nothing reads the walls') */
     cq__dev_zero(dev, (char *)w->cu.Gb + nw * d * d * T, (nb - nw) * d * d * T);
     /* the lists: counts (into foff[i], boff[i]; foff[nf] = boff[nf] = 0), scanned in place */
@@ -21326,7 +21347,10 @@ static int cq__world_fluid_step_2d_f64(cq_world *w)
         tmp = w->x; w->x = w->vt; w->vt = tmp;
         tmp = w->v; w->v = w->g; w->g = tmp;
     }
-    cq__world_sort_2d_f64(w, (double *)w->xb, w->nb, w->bstart, w->border);
+    if (!w->bsorted) {   /* (not again while no body moves) */
+        cq__world_sort_2d_f64(w, (double *)w->xb, w->nb, w->bstart, w->border);
+        w->bsorted = !cq__world_moving(w);
+    }
     s = cq__world_sph_2d_f64(w);
     s.fsorted = 1;   /* (the fluid's order is the identity now: above) */
     t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = grav; t.part = NULL;
@@ -21628,7 +21652,8 @@ static int cq__world_fluid_step_cuda_3d_f32(cq_world *w, float *grav)
         cq__dev_put(dev, w->cu.xb, 0, w->xb, nb * d * T); cq__dev_put(dev, w->cu.vb, 0, w->vb, nb * d * T);
         cq__dev_put(dev, w->cu.Vb, 0, w->Vb, nb * T); cq__dev_put(dev, w->cu.bobj, 0, w->bobj, nb * sizeof(int));
         w->cu.statics = 1;
-    } else {   /* the bodies' particles, placed for this step (cq__body_place) */
+    } else if (!w->cu.bsorted) {   /* the bodies' particles, placed for this step (cq__body_place; where none
+                                      moves, they are up already) */
         cq__dev_put(dev, w->cu.xb, nw * d * T, (char *)w->xb + nw * d * T, (nb - nw) * d * T);
         cq__dev_put(dev, w->cu.vb, nw * d * T, (char *)w->vb + nw * d * T, (nb - nw) * d * T);
     }
@@ -21641,11 +21666,14 @@ static int cq__world_fluid_step_cuda_3d_f32(cq_world *w, float *grav)
     tmp = w->cu.v; w->cu.v = w->cu.g; w->cu.g = tmp;
     { int *q = w->cu.perm; w->cu.perm = w->cu.permtmp; w->cu.permtmp = q; }
     dv = cq__world_dview_3d_f32(w, &s);
-    /* the boundary's order (its particles stay where the bodies index them) */
-    cq__world_dsort_3d_f32(w, &dv, w->cu.xb, m, w->cu.bstart);
-    cnt = w->cu.bstart + 1;
-    { void *a[6]; a[0] = (void *)&m; a[1] = &dv; a[2] = &w->cu.keys; a[3] = &cnt; a[4] = &w->cu.otmp; a[5] = &w->cu.border;
-      cq__world_launch(w, CQ__SPH_BORDER, m, a); }
+    if (!w->cu.bsorted) {   /* the boundary's order (its particles stay where the bodies index them; not again
+                               while no body moves) */
+        cq__world_dsort_3d_f32(w, &dv, w->cu.xb, m, w->cu.bstart);
+        cnt = w->cu.bstart + 1;
+        { void *a[6]; a[0] = (void *)&m; a[1] = &dv; a[2] = &w->cu.keys; a[3] = &cnt; a[4] = &w->cu.otmp; a[5] = &w->cu.border;
+          cq__world_launch(w, CQ__SPH_BORDER, m, a); }
+        w->cu.bsorted = !cq__world_moving(w);
+    }
     cq__dev_zero(dev, (char *)w->cu.Fb + nw * d * T, (nb - nw) * d * T);   /* the bodies' alone (nothing reads the walls') */
     cq__dev_zero(dev, (char *)w->cu.Gb + nw * d * d * T, (nb - nw) * d * d * T);
     /* the lists: counts (into foff[i], boff[i]; foff[nf] = boff[nf] = 0), scanned in place */
@@ -21712,7 +21740,10 @@ static int cq__world_fluid_step_3d_f32(cq_world *w)
         tmp = w->x; w->x = w->vt; w->vt = tmp;
         tmp = w->v; w->v = w->g; w->g = tmp;
     }
-    cq__world_sort_3d_f32(w, (float *)w->xb, w->nb, w->bstart, w->border);
+    if (!w->bsorted) {   /* (not again while no body moves) */
+        cq__world_sort_3d_f32(w, (float *)w->xb, w->nb, w->bstart, w->border);
+        w->bsorted = !cq__world_moving(w);
+    }
     s = cq__world_sph_3d_f32(w);
     s.fsorted = 1;   /* (the fluid's order is the identity now: above) */
     t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = grav; t.part = NULL;
@@ -22014,7 +22045,8 @@ static int cq__world_fluid_step_cuda_3d_f64(cq_world *w, double *grav)
         cq__dev_put(dev, w->cu.xb, 0, w->xb, nb * d * T); cq__dev_put(dev, w->cu.vb, 0, w->vb, nb * d * T);
         cq__dev_put(dev, w->cu.Vb, 0, w->Vb, nb * T); cq__dev_put(dev, w->cu.bobj, 0, w->bobj, nb * sizeof(int));
         w->cu.statics = 1;
-    } else {   /* the bodies' particles, placed for this step (cq__body_place) */
+    } else if (!w->cu.bsorted) {   /* the bodies' particles, placed for this step (cq__body_place; where none
+                                      moves, they are up already) */
         cq__dev_put(dev, w->cu.xb, nw * d * T, (char *)w->xb + nw * d * T, (nb - nw) * d * T);
         cq__dev_put(dev, w->cu.vb, nw * d * T, (char *)w->vb + nw * d * T, (nb - nw) * d * T);
     }
@@ -22027,11 +22059,14 @@ static int cq__world_fluid_step_cuda_3d_f64(cq_world *w, double *grav)
     tmp = w->cu.v; w->cu.v = w->cu.g; w->cu.g = tmp;
     { int *q = w->cu.perm; w->cu.perm = w->cu.permtmp; w->cu.permtmp = q; }
     dv = cq__world_dview_3d_f64(w, &s);
-    /* the boundary's order (its particles stay where the bodies index them) */
-    cq__world_dsort_3d_f64(w, &dv, w->cu.xb, m, w->cu.bstart);
-    cnt = w->cu.bstart + 1;
-    { void *a[6]; a[0] = (void *)&m; a[1] = &dv; a[2] = &w->cu.keys; a[3] = &cnt; a[4] = &w->cu.otmp; a[5] = &w->cu.border;
-      cq__world_launch(w, CQ__SPH_BORDER, m, a); }
+    if (!w->cu.bsorted) {   /* the boundary's order (its particles stay where the bodies index them; not again
+                               while no body moves) */
+        cq__world_dsort_3d_f64(w, &dv, w->cu.xb, m, w->cu.bstart);
+        cnt = w->cu.bstart + 1;
+        { void *a[6]; a[0] = (void *)&m; a[1] = &dv; a[2] = &w->cu.keys; a[3] = &cnt; a[4] = &w->cu.otmp; a[5] = &w->cu.border;
+          cq__world_launch(w, CQ__SPH_BORDER, m, a); }
+        w->cu.bsorted = !cq__world_moving(w);
+    }
     cq__dev_zero(dev, (char *)w->cu.Fb + nw * d * T, (nb - nw) * d * T);   /* the bodies' alone (nothing reads the walls') */
     cq__dev_zero(dev, (char *)w->cu.Gb + nw * d * d * T, (nb - nw) * d * d * T);
     /* the lists: counts (into foff[i], boff[i]; foff[nf] = boff[nf] = 0), scanned in place */
@@ -22098,7 +22133,10 @@ static int cq__world_fluid_step_3d_f64(cq_world *w)
         tmp = w->x; w->x = w->vt; w->vt = tmp;
         tmp = w->v; w->v = w->g; w->g = tmp;
     }
-    cq__world_sort_3d_f64(w, (double *)w->xb, w->nb, w->bstart, w->border);
+    if (!w->bsorted) {   /* (not again while no body moves) */
+        cq__world_sort_3d_f64(w, (double *)w->xb, w->nb, w->bstart, w->border);
+        w->bsorted = !cq__world_moving(w);
+    }
     s = cq__world_sph_3d_f64(w);
     s.fsorted = 1;   /* (the fluid's order is the identity now: above) */
     t.s = &s; t.mode = 0; t.bad = INT_MAX; t.grav = grav; t.part = NULL;
@@ -23033,6 +23071,7 @@ static cq_result cq__world_prepare(cq_world *w)
     }
     cq__world_volumes(w);
     w->stats.boundary_particles = nb;
+    w->bsorted = 0;
     w->prepared = 1;
     return CQ_SUCCESS;
 }

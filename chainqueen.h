@@ -20476,6 +20476,16 @@ static int cq__world_host_sync(const cq_world *cw)   /* 0: the device failed (th
 #endif
     return 1;
 }
+#if CQ__HAS_CUDA
+static void cq__world_dev_sync(cq_world *w)   /* the device's x, v and perm as the host's, where the host's are newer */
+{
+    const size_t n = (size_t)w->nf, xv = n * (size_t)w->dim * w->tsize;
+    if (!w->cu.dstale) return;
+    cq__dev_put(&w->cu.d, w->cu.x, 0, w->x, xv); cq__dev_put(&w->cu.d, w->cu.v, 0, w->v, xv);
+    cq__dev_put(&w->cu.d, w->cu.perm, 0, w->perm, n * sizeof(int));
+    w->cu.dstale = 0;
+}
+#endif
 static void cq__world_fluid_save(cq_world *w)
 {
     const size_t n = (size_t)w->nf, xv = n * (size_t)w->dim * w->tsize;
@@ -20483,11 +20493,7 @@ static void cq__world_fluid_save(cq_world *w)
     if (w->gpu) {
         cq__cudev *dev = &w->cu.d;
         cq__dev_push(dev);
-        if (w->cu.dstale) {   /* the host's are newer: up first */
-            cq__dev_put(dev, w->cu.x, 0, w->x, xv); cq__dev_put(dev, w->cu.v, 0, w->v, xv);
-            cq__dev_put(dev, w->cu.perm, 0, w->perm, n * sizeof(int));
-            w->cu.dstale = 0;
-        }
+        cq__world_dev_sync(w);   /* (the host's newer: up first) */
         cq__dev_copy(dev, w->cu.xprev, w->cu.x, xv); cq__dev_copy(dev, w->cu.vprev, w->cu.v, xv);
         cq__dev_copy(dev, w->cu.permprev, w->cu.perm, n * sizeof(int));
         cq__dev_pop(dev);
@@ -20855,11 +20861,7 @@ static int cq__world_fluid_step_cuda_2d_f32(cq_world *w, float *grav)
     dv = cq__world_dview_2d_f32(w, &s);
     t.s = &dv; t.mode = 0; t.bad = INT_MAX; t.grav = grav; t.part = NULL;
     cq__dev_push(dev);
-    if (w->cu.dstale) {   /* (cq_world_step saved them, which puts them up first) */
-        cq__dev_put(dev, w->cu.x, 0, w->x, nf * d * T); cq__dev_put(dev, w->cu.v, 0, w->v, nf * d * T);
-        cq__dev_put(dev, w->cu.perm, 0, w->perm, nf * sizeof(int));
-        w->cu.dstale = 0;
-    }
+    cq__world_dev_sync(w);   /* (cq_world_step's save did it already) */
     if (!w->cu.statics) {   /* once a prepare: the walls don't move, the volumes and objects stay */
         for (int k = 0; k < n; ++k) w->forder[k] = k;   /* (the fluid is kept in cell order) */
         cq__dev_put(dev, w->cu.forder, 0, w->forder, nf * sizeof(int));
@@ -21248,11 +21250,7 @@ static int cq__world_fluid_step_cuda_2d_f64(cq_world *w, double *grav)
     dv = cq__world_dview_2d_f64(w, &s);
     t.s = &dv; t.mode = 0; t.bad = INT_MAX; t.grav = grav; t.part = NULL;
     cq__dev_push(dev);
-    if (w->cu.dstale) {   /* (cq_world_step saved them, which puts them up first) */
-        cq__dev_put(dev, w->cu.x, 0, w->x, nf * d * T); cq__dev_put(dev, w->cu.v, 0, w->v, nf * d * T);
-        cq__dev_put(dev, w->cu.perm, 0, w->perm, nf * sizeof(int));
-        w->cu.dstale = 0;
-    }
+    cq__world_dev_sync(w);   /* (cq_world_step's save did it already) */
     if (!w->cu.statics) {   /* once a prepare: the walls don't move, the volumes and objects stay */
         for (int k = 0; k < n; ++k) w->forder[k] = k;   /* (the fluid is kept in cell order) */
         cq__dev_put(dev, w->cu.forder, 0, w->forder, nf * sizeof(int));
@@ -21641,11 +21639,7 @@ static int cq__world_fluid_step_cuda_3d_f32(cq_world *w, float *grav)
     dv = cq__world_dview_3d_f32(w, &s);
     t.s = &dv; t.mode = 0; t.bad = INT_MAX; t.grav = grav; t.part = NULL;
     cq__dev_push(dev);
-    if (w->cu.dstale) {   /* (cq_world_step saved them, which puts them up first) */
-        cq__dev_put(dev, w->cu.x, 0, w->x, nf * d * T); cq__dev_put(dev, w->cu.v, 0, w->v, nf * d * T);
-        cq__dev_put(dev, w->cu.perm, 0, w->perm, nf * sizeof(int));
-        w->cu.dstale = 0;
-    }
+    cq__world_dev_sync(w);   /* (cq_world_step's save did it already) */
     if (!w->cu.statics) {   /* once a prepare: the walls don't move, the volumes and objects stay */
         for (int k = 0; k < n; ++k) w->forder[k] = k;   /* (the fluid is kept in cell order) */
         cq__dev_put(dev, w->cu.forder, 0, w->forder, nf * sizeof(int));
@@ -22034,11 +22028,7 @@ static int cq__world_fluid_step_cuda_3d_f64(cq_world *w, double *grav)
     dv = cq__world_dview_3d_f64(w, &s);
     t.s = &dv; t.mode = 0; t.bad = INT_MAX; t.grav = grav; t.part = NULL;
     cq__dev_push(dev);
-    if (w->cu.dstale) {   /* (cq_world_step saved them, which puts them up first) */
-        cq__dev_put(dev, w->cu.x, 0, w->x, nf * d * T); cq__dev_put(dev, w->cu.v, 0, w->v, nf * d * T);
-        cq__dev_put(dev, w->cu.perm, 0, w->perm, nf * sizeof(int));
-        w->cu.dstale = 0;
-    }
+    cq__world_dev_sync(w);   /* (cq_world_step's save did it already) */
     if (!w->cu.statics) {   /* once a prepare: the walls don't move, the volumes and objects stay */
         for (int k = 0; k < n; ++k) w->forder[k] = k;   /* (the fluid is kept in cell order) */
         cq__dev_put(dev, w->cu.forder, 0, w->forder, nf * sizeof(int));

@@ -1796,9 +1796,11 @@ typedef struct cq__sph_f32 {
     int nc[3], nf, nb;
     float *x, *v, *vt;              /* fluid [nf*d]; vt: scratch velocity */
     float *rho, *khat, *g, *kappa, *err;   /* fluid [nf]; g [nf*d] = sum m grad W (+ boundary) */
-    const int *fstart, *forder;     /* fluid particles cell by cell */
-    int fsorted;                    /* 1: forder is the identity (the world keeps its fluid in
-                                       cell order: slot k holds particle k; >>sph_x86 relies on it) */
+    const int *fstart;              /* the fluid's cells' starts: the world keeps its fluid in cell
+                                       order (slot k holds particle k), so cell c's particles are
+                                       fstart[c] .. fstart[c + 1] - 1 */
+    int scalar;                     /* 1: the search's plain loop where AVX-512 could run (>>sph_x86;
+                                       the tests compare the two) */
     float *xb, *vb, *Vb;            /* boundary [nb*d], [nb*d], [nb] */
     const int *bobj;                /* body id (>= 0 dynamic), CQ__BODY_WALL, or -2 - id (static) */
     const int *bstart, *border;
@@ -1841,7 +1843,7 @@ CQ_HD void cq__sph_near_lists_3d_f32(const cq__sph_f32 *s, int i, int *fl, int f
     const float *xi = s->x + (long)i * 3;
     int cf = 0, cb = 0;
     float d[3];
-{   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
+    {   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
            so a run is one range of the order (the same particles in the same order as cell by cell) */
         int c0_[3];
         (void)cq__sph_cell_3d_f32(s->glo, s->inv_h, s->nc, xi, c0_);
@@ -1854,7 +1856,7 @@ CQ_HD void cq__sph_near_lists_3d_f32(const cq__sph_f32 *s, int i, int *fl, int f
                 k0_ = s->fstart[row_ + (c0_[0] > 0 ? c0_[0] - 1 : 0)];
                 k1_ = s->fstart[row_ + (c0_[0] + 1 < s->nc[0] ? c0_[0] + 1 : c0_[0]) + 1];
                 for (int k_ = k0_; k_ < k1_; ++k_) {
-                    const int j = s->forder[k_];
+                    const int j = k_;
                         float r2 = 0;
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->x[(long)j * 3 + a]; r2 += d[a] * d[a]; }
 #if defined(__CUDA_ARCH__)
@@ -1869,7 +1871,7 @@ CQ_HD void cq__sph_near_lists_3d_f32(const cq__sph_f32 *s, int i, int *fl, int f
                 }
             }
         }
-    }{   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
+    }    {   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
            so a run is one range of the order (the same particles in the same order as cell by cell) */
         int c0_[3];
         (void)cq__sph_cell_3d_f32(s->glo, s->inv_h, s->nc, xi, c0_);
@@ -2047,7 +2049,7 @@ CQ_HD void cq__sph_boundary_force_3d_f32(const cq__sph_f32 *s, int b)
     if (s->bobj[b] < 0) return;
     CQ__UNROLL for (int a = 0; a < 3; ++a) F[a] = 0;
     CQ__UNROLL for (int a = 0; a < 9; ++a) G[a] = 0;
-{   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
+    {   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
            so a run is one range of the order (the same particles in the same order as cell by cell) */
         int c0_[3];
         (void)cq__sph_cell_3d_f32(s->glo, s->inv_h, s->nc, xb, c0_);
@@ -2060,7 +2062,7 @@ CQ_HD void cq__sph_boundary_force_3d_f32(const cq__sph_f32 *s, int b)
                 k0_ = s->fstart[row_ + (c0_[0] > 0 ? c0_[0] - 1 : 0)];
                 k1_ = s->fstart[row_ + (c0_[0] + 1 < s->nc[0] ? c0_[0] + 1 : c0_[0]) + 1];
                 for (int k_ = k0_; k_ < k1_; ++k_) {
-                    const int f = s->forder[k_];
+                    const int f = k_;
                         float r2 = 0, kf = s->kappa[f], gdot = 0, c;
                         if (kf == 0) continue;
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = s->x[(long)f * 3 + a] - xb[a]; r2 += d[a] * d[a]; }
@@ -2150,7 +2152,7 @@ CQ_HD void cq__sph_volume_3d_f32(const cq__sph_f32 *s, int b)
 {
     const float *xb = s->xb + (long)b * 3;
     float sum = 0, d[3];
-{   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
+    {   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
            so a run is one range of the order (the same particles in the same order as cell by cell) */
         int c0_[3];
         (void)cq__sph_cell_3d_f32(s->glo, s->inv_h, s->nc, xb, c0_);

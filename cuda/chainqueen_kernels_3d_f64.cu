@@ -1744,9 +1744,11 @@ typedef struct cq__sph_f64 {
     int nc[3], nf, nb;
     double *x, *v, *vt;              /* fluid [nf*d]; vt: scratch velocity */
     double *rho, *khat, *g, *kappa, *err;   /* fluid [nf]; g [nf*d] = sum m grad W (+ boundary) */
-    const int *fstart, *forder;     /* fluid particles cell by cell */
-    int fsorted;                    /* 1: forder is the identity (the world keeps its fluid in
-                                       cell order: slot k holds particle k; >>sph_x86 relies on it) */
+    const int *fstart;              /* the fluid's cells' starts: the world keeps its fluid in cell
+                                       order (slot k holds particle k), so cell c's particles are
+                                       fstart[c] .. fstart[c + 1] - 1 */
+    int scalar;                     /* 1: the search's plain loop where AVX-512 could run (>>sph_x86;
+                                       the tests compare the two) */
     double *xb, *vb, *Vb;            /* boundary [nb*d], [nb*d], [nb] */
     const int *bobj;                /* body id (>= 0 dynamic), CQ__BODY_WALL, or -2 - id (static) */
     const int *bstart, *border;
@@ -1789,7 +1791,7 @@ CQ_HD void cq__sph_near_lists_3d_f64(const cq__sph_f64 *s, int i, int *fl, int f
     const double *xi = s->x + (long)i * 3;
     int cf = 0, cb = 0;
     double d[3];
-{   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
+    {   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
            so a run is one range of the order (the same particles in the same order as cell by cell) */
         int c0_[3];
         (void)cq__sph_cell_3d_f64(s->glo, s->inv_h, s->nc, xi, c0_);
@@ -1802,7 +1804,7 @@ CQ_HD void cq__sph_near_lists_3d_f64(const cq__sph_f64 *s, int i, int *fl, int f
                 k0_ = s->fstart[row_ + (c0_[0] > 0 ? c0_[0] - 1 : 0)];
                 k1_ = s->fstart[row_ + (c0_[0] + 1 < s->nc[0] ? c0_[0] + 1 : c0_[0]) + 1];
                 for (int k_ = k0_; k_ < k1_; ++k_) {
-                    const int j = s->forder[k_];
+                    const int j = k_;
                         double r2 = 0;
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->x[(long)j * 3 + a]; r2 += d[a] * d[a]; }
 #if defined(__CUDA_ARCH__)
@@ -1817,7 +1819,7 @@ CQ_HD void cq__sph_near_lists_3d_f64(const cq__sph_f64 *s, int i, int *fl, int f
                 }
             }
         }
-    }{   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
+    }    {   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
            so a run is one range of the order (the same particles in the same order as cell by cell) */
         int c0_[3];
         (void)cq__sph_cell_3d_f64(s->glo, s->inv_h, s->nc, xi, c0_);
@@ -1995,7 +1997,7 @@ CQ_HD void cq__sph_boundary_force_3d_f64(const cq__sph_f64 *s, int b)
     if (s->bobj[b] < 0) return;
     CQ__UNROLL for (int a = 0; a < 3; ++a) F[a] = 0;
     CQ__UNROLL for (int a = 0; a < 9; ++a) G[a] = 0;
-{   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
+    {   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
            so a run is one range of the order (the same particles in the same order as cell by cell) */
         int c0_[3];
         (void)cq__sph_cell_3d_f64(s->glo, s->inv_h, s->nc, xb, c0_);
@@ -2008,7 +2010,7 @@ CQ_HD void cq__sph_boundary_force_3d_f64(const cq__sph_f64 *s, int b)
                 k0_ = s->fstart[row_ + (c0_[0] > 0 ? c0_[0] - 1 : 0)];
                 k1_ = s->fstart[row_ + (c0_[0] + 1 < s->nc[0] ? c0_[0] + 1 : c0_[0]) + 1];
                 for (int k_ = k0_; k_ < k1_; ++k_) {
-                    const int f = s->forder[k_];
+                    const int f = k_;
                         double r2 = 0, kf = s->kappa[f], gdot = 0, c;
                         if (kf == 0) continue;
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = s->x[(long)f * 3 + a] - xb[a]; r2 += d[a] * d[a]; }
@@ -2098,7 +2100,7 @@ CQ_HD void cq__sph_volume_3d_f64(const cq__sph_f64 *s, int b)
 {
     const double *xb = s->xb + (long)b * 3;
     double sum = 0, d[3];
-{   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
+    {   /* the 3 (2D) or 9 (3D) runs of 3 cells along x: cells next along x are next in the sort,
            so a run is one range of the order (the same particles in the same order as cell by cell) */
         int c0_[3];
         (void)cq__sph_cell_3d_f64(s->glo, s->inv_h, s->nc, xb, c0_);

@@ -1057,7 +1057,7 @@ TEST(control_grad_of_many_bodies)
 }
 
 #if !defined(CQT_LINKED)   /* (the world's internals: the implementation must be in this file) */
-/* every fluid particle's neighbour lists by the search with fsorted (sph.j2 >>sph_x86: with AVX-512
+/* every fluid particle's neighbour lists by the vector search (sph.j2 >>sph_x86: with AVX-512
    16 float32 or 8 float64 particles at a time) and without (the loop): the same counts, the same
    lists; with room for 7 entries the same counts (the lists are used only where they fit).  The
    world's grid and order are those of its last step (the particles moved since: more particles
@@ -1068,7 +1068,7 @@ static long lists_both_paths_##tag(const cq_world *w, long *pairs) \
     cq__sph_##P a = cq__world_sph_##tag(w), b = a; \
     int fa[1024], fb[1024], ba[1024], bb[1024]; \
     long bad = 0; \
-    a.fsorted = 1; b.fsorted = 0; \
+    a.scalar = 0; b.scalar = 1; \
     for (int i = 0; i < a.nf; ++i) { \
         int nfa, nba, nfb, nbb; \
         cq__sph_near_lists_##tag(&a, i, fa, 1024, ba, 1024, &nfa, &nba); \

@@ -6548,9 +6548,12 @@ typedef struct cq__sph_f32 {
     const int *bstart, *border;
     int *foff, *fnb, *boff, *bnb;   /* per fluid particle: its fluid neighbours fnb[foff[i] ..
                                        fend[i]) (itself included) and boundary neighbours */
-    int *fend, *bend;               /* the lists' ends: foff + 1 where they follow one another
-                                       (the GPU's), else their own (the CPU's chunks, world.j2
-                                       >>world_near, leave room after each chunk) */
+    int *fend, *bend;               /* the lists' ends (the CPU's chunks, world.j2 >>world_near, leave
+                                       room after each chunk; the GPU's lists follow one another, but a
+                                       list that does not fit ends where it starts) */
+    int fcap, bcap;                 /* the GPU's: the room in fnb, bnb (entries).  A particle whose list
+                                       would pass it gets empty lists, and the step is run again with
+                                       room (world.j2 >>world_fluid_step) */
     float *fgw, *bgw;                 /* per entry of fnb: the pair's W'(r)/r (grad W = it times
                                        x_i - x_j); of bnb: V_b W'(r)/r; sph_density writes them and
                                        the solvers' passes read them (nothing moves during them); 0
@@ -6576,9 +6579,12 @@ typedef struct cq__sph_f64 {
     const int *bstart, *border;
     int *foff, *fnb, *boff, *bnb;   /* per fluid particle: its fluid neighbours fnb[foff[i] ..
                                        fend[i]) (itself included) and boundary neighbours */
-    int *fend, *bend;               /* the lists' ends: foff + 1 where they follow one another
-                                       (the GPU's), else their own (the CPU's chunks, world.j2
-                                       >>world_near, leave room after each chunk) */
+    int *fend, *bend;               /* the lists' ends (the CPU's chunks, world.j2 >>world_near, leave
+                                       room after each chunk; the GPU's lists follow one another, but a
+                                       list that does not fit ends where it starts) */
+    int fcap, bcap;                 /* the GPU's: the room in fnb, bnb (entries).  A particle whose list
+                                       would pass it gets empty lists, and the step is run again with
+                                       room (world.j2 >>world_fluid_step) */
     double *fgw, *bgw;                 /* per entry of fnb: the pair's W'(r)/r (grad W = it times
                                        x_i - x_j); of bnb: V_b W'(r)/r; sph_density writes them and
                                        the solvers' passes read them (nothing moves during them); 0
@@ -6640,8 +6646,8 @@ static int cq__sph_run512_2d_f32(const cq__sph_f32 *s, const float *xi, int k0, 
    do not, what is there is not the list: the callers then size them anew); their numbers (all of
    them) into *nf and *nb.  The GPU's two passes (cq__sph_neighbours_): count, only the numbers, into
    foff[i] and boff[i] (then scanned on the device into the exclusive prefix sums, foff[nf] the
-   total: world.j2 >>world_fluid_step); else the lists at foff[i], boff[i];
-   the CPU's one pass: world.j2 >>world_near. */
+   total: world.j2 >>world_fluid_step); else the lists at foff[i], boff[i] where they fit in the
+   room s->fcap, s->bcap, their ends into fend[i], bend[i]; the CPU's one pass: world.j2 >>world_near. */
 CQ_HD void cq__sph_near_lists_2d_f32(const cq__sph_f32 *s, int i, int *fl, int fcap, int *bl, int bcap, int *nf, int *nb)
 {
     const float *xi = s->x + (long)i * 2;
@@ -6712,8 +6718,12 @@ CQ_HD void cq__sph_neighbours_2d_f32(const cq__sph_f32 *s, int i, int count)
 {
     int nf, nb;
     if (count) { cq__sph_near_lists_2d_f32(s, i, 0, 0, 0, 0, &nf, &nb); s->foff[i] = nf; s->boff[i] = nb; }
-    else cq__sph_near_lists_2d_f32(s, i, s->fnb + s->foff[i], s->foff[i + 1] - s->foff[i], s->bnb + s->boff[i],
-                                    s->boff[i + 1] - s->boff[i], &nf, &nb);
+    else {   /* (within the room, or empty: the step runs again) */
+        const int fit = s->foff[i + 1] <= s->fcap && s->boff[i + 1] <= s->bcap;
+        if (fit) cq__sph_near_lists_2d_f32(s, i, s->fnb + s->foff[i], s->foff[i + 1] - s->foff[i], s->bnb + s->boff[i],
+                                            s->boff[i + 1] - s->boff[i], &nf, &nb);
+        s->fend[i] = fit ? s->foff[i + 1] : s->foff[i]; s->bend[i] = fit ? s->boff[i + 1] : s->boff[i];
+    }
 }
 
 /* W(r) and W'(r) / r of the cubic spline (support h; sigma = 8/(pi h^3) in 3D, 40/(7 pi h^2) in
@@ -7037,8 +7047,8 @@ static int cq__sph_run512_2d_f64(const cq__sph_f64 *s, const double *xi, int k0,
    do not, what is there is not the list: the callers then size them anew); their numbers (all of
    them) into *nf and *nb.  The GPU's two passes (cq__sph_neighbours_): count, only the numbers, into
    foff[i] and boff[i] (then scanned on the device into the exclusive prefix sums, foff[nf] the
-   total: world.j2 >>world_fluid_step); else the lists at foff[i], boff[i];
-   the CPU's one pass: world.j2 >>world_near. */
+   total: world.j2 >>world_fluid_step); else the lists at foff[i], boff[i] where they fit in the
+   room s->fcap, s->bcap, their ends into fend[i], bend[i]; the CPU's one pass: world.j2 >>world_near. */
 CQ_HD void cq__sph_near_lists_2d_f64(const cq__sph_f64 *s, int i, int *fl, int fcap, int *bl, int bcap, int *nf, int *nb)
 {
     const double *xi = s->x + (long)i * 2;
@@ -7109,8 +7119,12 @@ CQ_HD void cq__sph_neighbours_2d_f64(const cq__sph_f64 *s, int i, int count)
 {
     int nf, nb;
     if (count) { cq__sph_near_lists_2d_f64(s, i, 0, 0, 0, 0, &nf, &nb); s->foff[i] = nf; s->boff[i] = nb; }
-    else cq__sph_near_lists_2d_f64(s, i, s->fnb + s->foff[i], s->foff[i + 1] - s->foff[i], s->bnb + s->boff[i],
-                                    s->boff[i + 1] - s->boff[i], &nf, &nb);
+    else {   /* (within the room, or empty: the step runs again) */
+        const int fit = s->foff[i + 1] <= s->fcap && s->boff[i + 1] <= s->bcap;
+        if (fit) cq__sph_near_lists_2d_f64(s, i, s->fnb + s->foff[i], s->foff[i + 1] - s->foff[i], s->bnb + s->boff[i],
+                                            s->boff[i + 1] - s->boff[i], &nf, &nb);
+        s->fend[i] = fit ? s->foff[i + 1] : s->foff[i]; s->bend[i] = fit ? s->boff[i + 1] : s->boff[i];
+    }
 }
 
 /* W(r) and W'(r) / r of the cubic spline (support h; sigma = 8/(pi h^3) in 3D, 40/(7 pi h^2) in
@@ -7438,8 +7452,8 @@ static int cq__sph_run512_3d_f32(const cq__sph_f32 *s, const float *xi, int k0, 
    do not, what is there is not the list: the callers then size them anew); their numbers (all of
    them) into *nf and *nb.  The GPU's two passes (cq__sph_neighbours_): count, only the numbers, into
    foff[i] and boff[i] (then scanned on the device into the exclusive prefix sums, foff[nf] the
-   total: world.j2 >>world_fluid_step); else the lists at foff[i], boff[i];
-   the CPU's one pass: world.j2 >>world_near. */
+   total: world.j2 >>world_fluid_step); else the lists at foff[i], boff[i] where they fit in the
+   room s->fcap, s->bcap, their ends into fend[i], bend[i]; the CPU's one pass: world.j2 >>world_near. */
 CQ_HD void cq__sph_near_lists_3d_f32(const cq__sph_f32 *s, int i, int *fl, int fcap, int *bl, int bcap, int *nf, int *nb)
 {
     const float *xi = s->x + (long)i * 3;
@@ -7510,8 +7524,12 @@ CQ_HD void cq__sph_neighbours_3d_f32(const cq__sph_f32 *s, int i, int count)
 {
     int nf, nb;
     if (count) { cq__sph_near_lists_3d_f32(s, i, 0, 0, 0, 0, &nf, &nb); s->foff[i] = nf; s->boff[i] = nb; }
-    else cq__sph_near_lists_3d_f32(s, i, s->fnb + s->foff[i], s->foff[i + 1] - s->foff[i], s->bnb + s->boff[i],
-                                    s->boff[i + 1] - s->boff[i], &nf, &nb);
+    else {   /* (within the room, or empty: the step runs again) */
+        const int fit = s->foff[i + 1] <= s->fcap && s->boff[i + 1] <= s->bcap;
+        if (fit) cq__sph_near_lists_3d_f32(s, i, s->fnb + s->foff[i], s->foff[i + 1] - s->foff[i], s->bnb + s->boff[i],
+                                            s->boff[i + 1] - s->boff[i], &nf, &nb);
+        s->fend[i] = fit ? s->foff[i + 1] : s->foff[i]; s->bend[i] = fit ? s->boff[i + 1] : s->boff[i];
+    }
 }
 
 /* W(r) and W'(r) / r of the cubic spline (support h; sigma = 8/(pi h^3) in 3D, 40/(7 pi h^2) in
@@ -7839,8 +7857,8 @@ static int cq__sph_run512_3d_f64(const cq__sph_f64 *s, const double *xi, int k0,
    do not, what is there is not the list: the callers then size them anew); their numbers (all of
    them) into *nf and *nb.  The GPU's two passes (cq__sph_neighbours_): count, only the numbers, into
    foff[i] and boff[i] (then scanned on the device into the exclusive prefix sums, foff[nf] the
-   total: world.j2 >>world_fluid_step); else the lists at foff[i], boff[i];
-   the CPU's one pass: world.j2 >>world_near. */
+   total: world.j2 >>world_fluid_step); else the lists at foff[i], boff[i] where they fit in the
+   room s->fcap, s->bcap, their ends into fend[i], bend[i]; the CPU's one pass: world.j2 >>world_near. */
 CQ_HD void cq__sph_near_lists_3d_f64(const cq__sph_f64 *s, int i, int *fl, int fcap, int *bl, int bcap, int *nf, int *nb)
 {
     const double *xi = s->x + (long)i * 3;
@@ -7911,8 +7929,12 @@ CQ_HD void cq__sph_neighbours_3d_f64(const cq__sph_f64 *s, int i, int count)
 {
     int nf, nb;
     if (count) { cq__sph_near_lists_3d_f64(s, i, 0, 0, 0, 0, &nf, &nb); s->foff[i] = nf; s->boff[i] = nb; }
-    else cq__sph_near_lists_3d_f64(s, i, s->fnb + s->foff[i], s->foff[i + 1] - s->foff[i], s->bnb + s->boff[i],
-                                    s->boff[i + 1] - s->boff[i], &nf, &nb);
+    else {   /* (within the room, or empty: the step runs again) */
+        const int fit = s->foff[i + 1] <= s->fcap && s->boff[i + 1] <= s->bcap;
+        if (fit) cq__sph_near_lists_3d_f64(s, i, s->fnb + s->foff[i], s->foff[i + 1] - s->foff[i], s->bnb + s->boff[i],
+                                            s->boff[i + 1] - s->boff[i], &nf, &nb);
+        s->fend[i] = fit ? s->foff[i + 1] : s->foff[i]; s->bend[i] = fit ? s->boff[i + 1] : s->boff[i];
+    }
 }
 
 /* W(r) and W'(r) / r of the cubic spline (support h; sigma = 8/(pi h^3) in 3D, 40/(7 pi h^2) in
@@ -20285,7 +20307,12 @@ struct cq_world {
         cq__cudev d;
         cq__CUfunction k[CQ__SPH_KERNELS];
         void *x, *v, *vt, *rho, *khat, *g, *kappa, *err, *xb, *vb, *Vb, *Fb, *Gb, *xprev, *vprev;
-        int *bobj, *fstart, *bstart, *border, *foff, *boff, *fnb, *bnb, *bad;
+        int *bobj, *fstart, *bstart, *border, *foff, *boff, *fend, *bend, *fnb, *bnb;
+        int *bad;                   /* what a step reads back, in one copy: the lowest failing slot, the
+                                       lists' two sizes, a spare int, then the bodies' Fb and Gb (their
+                                       boundary particles'); hback: its host side */
+        void *hback;
+        size_t nback;               /* its bytes */
         int *perm, *permtmp, *permprev, *keys, *otmp, *stmp;   /* the user's indices; the sorts' keys and order,
                                                                  the scan's tile sums */
         int hstale, dstale;         /* the host's x, v, perm older than the device's (after a step: read
@@ -20401,10 +20428,11 @@ static void cq__world_cuda_free(cq_world *w)
     void **p[] = {&w->cu.x, &w->cu.v, &w->cu.vt, &w->cu.rho, &w->cu.khat, &w->cu.g, &w->cu.kappa, &w->cu.err, &w->cu.xb,
                   &w->cu.vb, &w->cu.Vb, &w->cu.Fb, &w->cu.Gb, (void **)&w->cu.bobj, (void **)&w->cu.fstart,
                   (void **)&w->cu.bstart, (void **)&w->cu.border, (void **)&w->cu.foff,
-                  (void **)&w->cu.boff, (void **)&w->cu.fnb, (void **)&w->cu.bnb, (void **)&w->cu.bad, (void **)&w->cu.part, (void **)&w->cu.sol,
+                  (void **)&w->cu.boff, (void **)&w->cu.fend, (void **)&w->cu.bend, (void **)&w->cu.fnb, (void **)&w->cu.bnb, (void **)&w->cu.bad, (void **)&w->cu.part, (void **)&w->cu.sol,
                   &w->cu.fgw, &w->cu.bgw, &w->cu.xprev, &w->cu.vprev, (void **)&w->cu.perm, (void **)&w->cu.permtmp,
                   (void **)&w->cu.permprev, (void **)&w->cu.keys, (void **)&w->cu.otmp, (void **)&w->cu.stmp};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; ++i) { cq__dev_free(&w->cu.d, *p[i]); *p[i] = NULL; }
+    cq__wfree_w(w, w->cu.hback); w->cu.hback = NULL;
     w->cu.fnb_cap = w->cu.bnb_cap = 0;
 }
 
@@ -20425,7 +20453,9 @@ static int cq__world_cuda_alloc(cq_world *w)
     w->cu.fstart = (int *)cq__dev_alloc(dev, nc * sizeof(int));
     w->cu.bstart = (int *)cq__dev_alloc(dev, nc * sizeof(int)); w->cu.border = (int *)cq__dev_alloc(dev, nb * sizeof(int));
     w->cu.foff = (int *)cq__dev_alloc(dev, (nf + 1) * sizeof(int)); w->cu.boff = (int *)cq__dev_alloc(dev, (nf + 1) * sizeof(int));
-    w->cu.bad = (int *)cq__dev_alloc(dev, 4 * sizeof(int));   /* the lowest failing slot; the lists' two sizes */
+    w->cu.fend = (int *)cq__dev_alloc(dev, nf * sizeof(int)); w->cu.bend = (int *)cq__dev_alloc(dev, nf * sizeof(int));
+    w->cu.nback = 4 * sizeof(int) + (size_t)(w->nb - w->nwall) * (d + d * d) * T;
+    w->cu.bad = (int *)cq__dev_alloc(dev, w->cu.nback); w->cu.hback = cq__walloc_w(w, w->cu.nback);
     w->cu.sol = (double *)cq__dev_alloc(dev, 3 * sizeof(double)); w->cu.part = (double *)cq__dev_alloc(dev, nch * sizeof(double));
     w->cu.xprev = cq__dev_alloc(dev, nf * d * T); w->cu.vprev = cq__dev_alloc(dev, nf * d * T);
     w->cu.perm = (int *)cq__dev_alloc(dev, nf * sizeof(int)); w->cu.permtmp = (int *)cq__dev_alloc(dev, nf * sizeof(int));
@@ -20437,7 +20467,7 @@ static int cq__world_cuda_alloc(cq_world *w)
     {
         void *all[] = {w->cu.x, w->cu.v, w->cu.vt, w->cu.rho, w->cu.khat, w->cu.g, w->cu.kappa, w->cu.err, w->cu.xb, w->cu.vb,
                        w->cu.Vb, w->cu.Fb, w->cu.Gb, w->cu.bobj, w->cu.fstart, w->cu.bstart, w->cu.border,
-                       w->cu.foff, w->cu.boff, w->cu.bad, w->cu.part, w->cu.sol, w->cu.xprev, w->cu.vprev, w->cu.perm,
+                       w->cu.foff, w->cu.boff, w->cu.fend, w->cu.bend, w->cu.bad, w->cu.hback, w->cu.part, w->cu.sol, w->cu.xprev, w->cu.vprev, w->cu.perm,
                        w->cu.permtmp, w->cu.permprev, w->cu.keys, w->cu.otmp, w->cu.stmp};
         for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) if (!all[i]) ok = 0;
     }
@@ -20549,11 +20579,16 @@ static int cq__world_grow(cq_world *w, int dev, int **p, void **pg, size_t *cap,
     return 1;
 }
 
-/* the GPU's neighbour lists' storage for this step's counts (foff[nf], boff[nf]) */
+/* the GPU's neighbour lists' storage for nf fluid and nb boundary entries, and at least for what
+   a fluid at rest density needs (4 pi or 32 pi / 3 fluid neighbours a particle within h = 4 r, 2D
+   or 3D) and a few boundary ones a particle, so that a fluid that settles or meets a wall seldom
+   outgrows it (>>world_fluid_step runs such a step again) */
 #if CQ__HAS_CUDA
-static int cq__world_lists(cq_world *w)
+static int cq__world_lists(cq_world *w, size_t nf, size_t nb)
 {
-    const size_t nf = (size_t)w->foff[w->nf], nb = (size_t)w->boff[w->nf];
+    const size_t n = (size_t)w->nf, ff = n * (w->dim == 3 ? 34 : 13), bf = n * (w->dim == 3 ? 4 : 2);
+    if (nf < ff) nf = ff;
+    if (nb < bf) nb = bf;
     return cq__world_grow(w, 1, &w->cu.fnb, &w->cu.fgw, &w->cu.fnb_cap, nf) && cq__world_grow(w, 1, &w->cu.bnb, &w->cu.bgw, &w->cu.bnb_cap, nb);
 }
 #endif
@@ -20684,7 +20719,8 @@ static cq__sph_f32 cq__world_dview_2d_f32(const cq_world *w, const cq__sph_f32 *
     v.rho = (float *)w->cu.rho; v.khat = (float *)w->cu.khat; v.g = (float *)w->cu.g; v.kappa = (float *)w->cu.kappa; v.err = (float *)w->cu.err;
     v.fstart = w->cu.fstart; v.bstart = w->cu.bstart; v.border = w->cu.border;
     v.foff = w->cu.foff; v.boff = w->cu.boff; v.fnb = w->cu.fnb; v.bnb = w->cu.bnb; v.fgw = (float *)w->cu.fgw; v.bgw = (float *)w->cu.bgw;
-    v.fend = w->cu.foff + 1; v.bend = w->cu.boff + 1;   /* the lists one after another */
+    v.fend = w->cu.fend; v.bend = w->cu.bend;
+    v.fcap = w->cu.fnb_cap > INT_MAX ? INT_MAX : (int)w->cu.fnb_cap; v.bcap = w->cu.bnb_cap > INT_MAX ? INT_MAX : (int)w->cu.bnb_cap;
     v.xb = (float *)w->cu.xb; v.vb = (float *)w->cu.vb; v.Vb = (float *)w->cu.Vb; v.bobj = w->cu.bobj;
     v.Fb = (float *)w->cu.Fb; v.Gb = (float *)w->cu.Gb;
     return v;
@@ -20799,14 +20835,16 @@ static int cq__world_solve_2d_f32(cq_world *w, cq__wtask *t, int mode, double *e
     if (w->nf == 0) { *err_out = 0; return 0; }
 #if CQ__HAS_CUDA
     if (w->gpu) {   /* the same iterations queued a few at a time, the test on the device (>>sph_solver_check):
-                       a read back a batch, not an iteration */
+                       a read back a batch, not an iteration.  The first batch: as many as the last step's
+                       solve took (at least min_it) and the test after them; then 2 at a time.  Those
+                       queued past the end do nothing. */
         double sol[3] = {0, 0, 0};
         const int nch = (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK, one = 1;
+        const int last = mode ? w->stats.density_iterations : w->stats.divergence_iterations;
         double rho0 = w->desc.rest_density;
         cq__dev_zero(&w->cu.d, w->cu.sol, sizeof sol);
         for (int k = 0; k < w->desc.max_iterations && !w->cu.d.failed;) {
-            for (int e = k + (k ? 2 : min_it + 1); k < e && k < w->desc.max_iterations; ++k) {   /* (min_it + 1 first: the
-                                                                                                  fewest a solve takes) */
+            for (int e = k + (k ? 2 : (last > min_it ? last : min_it) + 1); k < e && k < w->desc.max_iterations; ++k) {
                 void *a[9];
                 a[0] = (void *)&one; a[1] = (void *)t->s; a[2] = &w->cu.part; a[3] = (void *)&nch; a[4] = &rho0; a[5] = &k;
                 a[6] = (void *)&min_it; a[7] = (void *)&eta; a[8] = &w->cu.sol;
@@ -20852,7 +20890,7 @@ static void cq__world_dsort_2d_f32(cq_world *w, cq__sph_f32 *dv, void *p, int n,
 }
 
 /* >>world_fluid_step on CUDA (see there) */
-static int cq__world_fluid_step_cuda_2d_f32(cq_world *w, float *grav)
+static int cq__world_fluid_step_cuda_2d_f32(cq_world *w, float *grav, int sized)
 {
     cq__cudev *dev = &w->cu.d;
     const size_t T = w->tsize, d = 2, nf = (size_t)w->nf, nb = (size_t)w->nb, nw = (size_t)w->nwall;
@@ -20860,7 +20898,8 @@ static int cq__world_fluid_step_cuda_2d_f32(cq_world *w, float *grav)
     cq__sph_f32 s = cq__world_sph_2d_f32(w), dv;
     cq__wtask t;
     void *tmp;
-    int bad = INT_MAX, user = -1, *cnt;
+    int bad = INT_MAX, user = -1, *cnt, tot[2] = {0, 0};
+    const int dit = w->stats.divergence_iterations, pit = w->stats.density_iterations;   /* (the last step's) */
     dv = cq__world_dview_2d_f32(w, &s);
     t.s = &dv; t.mode = 0; t.bad = INT_MAX; t.grav = grav; t.part = NULL;
     cq__dev_push(dev);
@@ -20893,20 +20932,22 @@ static int cq__world_fluid_step_cuda_2d_f32(cq_world *w, float *grav)
     }
     cq__dev_zero(dev, (char *)w->cu.Fb + nw * d * T, (nb - nw) * d * T);   /* the bodies' alone (nothing reads the walls') */
     cq__dev_zero(dev, (char *)w->cu.Gb + nw * d * d * T, (nb - nw) * d * d * T);
-    /* the lists: counts (into foff[i], boff[i]; foff[nf] = boff[nf] = 0), scanned in place */
+    /* the lists: counts (into foff[i], boff[i]; foff[nf] = boff[nf] = 0), scanned in place, their two
+       sizes copied beside the failure word (bad[1], bad[2]).  They come back with it at the step's
+       end: the lists are filled in the room the last steps made (fcap, bcap), and where they needed
+       more, the step runs again with it (sized).  Where there is no room yet, or sized, the sizes
+       come back first. */
     cq__dev_zero(dev, w->cu.foff + nf, sizeof(int)); cq__dev_zero(dev, w->cu.boff + nf, sizeof(int));
     cq__world_pass_2d_f32(w, CQ__SPH_COUNT, &t);
     cq__dev_scan(dev, w->cu.k + CQ__SPH_SCAN_TOP, w->cu.foff, w->cu.foff, n + 1, w->cu.stmp, NULL, 0, 0);
     cq__dev_scan(dev, w->cu.k + CQ__SPH_SCAN_TOP, w->cu.boff, w->cu.boff, n + 1, w->cu.stmp, NULL, 0, 0);
-    {   /* the two sizes side by side (copies on the device), then one read back */
-        int tot[2] = {0, 0};
-        cq__dev_copy(dev, w->cu.bad + 1, w->cu.foff + nf, sizeof(int)); cq__dev_copy(dev, w->cu.bad + 2, w->cu.boff + nf, sizeof(int));
+    cq__dev_copy(dev, w->cu.bad + 1, w->cu.foff + nf, sizeof(int)); cq__dev_copy(dev, w->cu.bad + 2, w->cu.boff + nf, sizeof(int));
+    if (sized || !w->cu.fnb || !w->cu.bnb) {
         cq__dev_get(dev, tot, w->cu.bad, sizeof(int), sizeof tot);
-        w->foff[nf] = tot[0]; w->boff[nf] = tot[1];
+        if (dev->failed) { cq__dev_pop(dev); return -3; }
+        if (!cq__world_lists(w, (size_t)tot[0], (size_t)tot[1])) { cq__dev_pop(dev); return -2; }
+        dv = cq__world_dview_2d_f32(w, &s);
     }
-    if (dev->failed) { cq__dev_pop(dev); return -3; }
-    if (!cq__world_lists(w)) { cq__dev_pop(dev); return -2; }
-    dv.fnb = w->cu.fnb; dv.bnb = w->cu.bnb; dv.fgw = (float *)w->cu.fgw; dv.bgw = (float *)w->cu.bgw;
     cq__world_pass_2d_f32(w, CQ__SPH_FILL, &t);
     cq__world_pass_2d_f32(w, CQ__SPH_DENSITY, &t);
     w->stats.divergence_iterations = cq__world_solve_2d_f32(w, &t, 0, &w->stats.divergence_error);
@@ -20917,10 +20958,26 @@ static int cq__world_fluid_step_cuda_2d_f32(cq_world *w, float *grav)
     cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");   /* (no host copy:
                                                                                                  that would wait) */
     cq__world_pass_2d_f32(w, CQ__SPH_ADVECT, &t);
-    cq__dev_get(dev, &bad, w->cu.bad, 0, sizeof bad);
-    if (bad != INT_MAX && !dev->failed) cq__dev_get(dev, &user, w->cu.perm, (size_t)bad * sizeof(int), sizeof(int));
-    cq__dev_get(dev, (char *)w->Fb + nw * d * T, w->cu.Fb, nw * d * T, (nb - nw) * d * T);   /* the bodies' alone */
-    cq__dev_get(dev, (char *)w->Gb + nw * d * d * T, w->cu.Gb, nw * d * d * T, (nb - nw) * d * d * T);
+    {   /* one read back: the failure word, the lists' sizes, the bodies' Fb and Gb (copied beside them) */
+        char *back = (char *)w->cu.bad + 4 * sizeof(int), *hb = (char *)w->cu.hback;
+        const size_t fb = (nb - nw) * d * T, gb = (nb - nw) * d * d * T;
+        cq__dev_copy(dev, back, (char *)w->cu.Fb + nw * d * T, fb); cq__dev_copy(dev, back + fb, (char *)w->cu.Gb + nw * d * d * T, gb);
+        cq__dev_get(dev, hb, w->cu.bad, 0, w->cu.nback);
+        if (dev->failed) { cq__dev_pop(dev); return -3; }
+        memcpy(&bad, hb, sizeof bad); memcpy(tot, hb + sizeof(int), sizeof tot);
+        if ((size_t)tot[0] > w->cu.fnb_cap || (size_t)tot[1] > w->cu.bnb_cap) {   /* a list did not fit: again, with room */
+            cq__wlog(w, CQ_LOG_INFO, "cq_world_step: step %d: the neighbour lists outgrew their room (%d fluid, %d boundary "
+                     "entries): the fluid's step ran again with room for them", w->steps, tot[0], tot[1]);
+            cq__dev_pop(dev);
+            if (sized) return -3;   /* (cannot be: sized, the lists were made for these sizes) */
+            cq__world_fluid_restore(w);
+            w->stats.divergence_iterations = dit; w->stats.density_iterations = pit;
+            return cq__world_fluid_step_cuda_2d_f32(w, grav, 1);
+        }
+        memcpy((char *)w->Fb + nw * d * T, hb + 4 * sizeof(int), fb);   /* the bodies' alone */
+        memcpy((char *)w->Gb + nw * d * d * T, hb + 4 * sizeof(int) + fb, gb);
+    }
+    if (bad != INT_MAX) cq__dev_get(dev, &user, w->cu.perm, (size_t)bad * sizeof(int), sizeof(int));
     w->cu.hstale = n > 0;
     cq__dev_pop(dev);
     if (dev->failed) return -3;
@@ -20946,7 +21003,7 @@ static int cq__world_fluid_step_2d_f32(cq_world *w)
     const size_t T = w->tsize, d = 2;
     for (int a = 0; a < 3; ++a) grav[a] = (float)w->desc.gravity[a];
 #if CQ__HAS_CUDA
-    if (w->gpu) return cq__world_fluid_step_cuda_2d_f32(w, grav);
+    if (w->gpu) return cq__world_fluid_step_cuda_2d_f32(w, grav, 0);
 #endif
     cq__world_sort_2d_f32(w, (float *)w->x, w->nf, w->fstart, w->forder);
     {   /* keep the particles in cell order (neighbours near in memory): slot k takes forder[k] */
@@ -21068,7 +21125,8 @@ static cq__sph_f64 cq__world_dview_2d_f64(const cq_world *w, const cq__sph_f64 *
     v.rho = (double *)w->cu.rho; v.khat = (double *)w->cu.khat; v.g = (double *)w->cu.g; v.kappa = (double *)w->cu.kappa; v.err = (double *)w->cu.err;
     v.fstart = w->cu.fstart; v.bstart = w->cu.bstart; v.border = w->cu.border;
     v.foff = w->cu.foff; v.boff = w->cu.boff; v.fnb = w->cu.fnb; v.bnb = w->cu.bnb; v.fgw = (double *)w->cu.fgw; v.bgw = (double *)w->cu.bgw;
-    v.fend = w->cu.foff + 1; v.bend = w->cu.boff + 1;   /* the lists one after another */
+    v.fend = w->cu.fend; v.bend = w->cu.bend;
+    v.fcap = w->cu.fnb_cap > INT_MAX ? INT_MAX : (int)w->cu.fnb_cap; v.bcap = w->cu.bnb_cap > INT_MAX ? INT_MAX : (int)w->cu.bnb_cap;
     v.xb = (double *)w->cu.xb; v.vb = (double *)w->cu.vb; v.Vb = (double *)w->cu.Vb; v.bobj = w->cu.bobj;
     v.Fb = (double *)w->cu.Fb; v.Gb = (double *)w->cu.Gb;
     return v;
@@ -21183,14 +21241,16 @@ static int cq__world_solve_2d_f64(cq_world *w, cq__wtask *t, int mode, double *e
     if (w->nf == 0) { *err_out = 0; return 0; }
 #if CQ__HAS_CUDA
     if (w->gpu) {   /* the same iterations queued a few at a time, the test on the device (>>sph_solver_check):
-                       a read back a batch, not an iteration */
+                       a read back a batch, not an iteration.  The first batch: as many as the last step's
+                       solve took (at least min_it) and the test after them; then 2 at a time.  Those
+                       queued past the end do nothing. */
         double sol[3] = {0, 0, 0};
         const int nch = (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK, one = 1;
+        const int last = mode ? w->stats.density_iterations : w->stats.divergence_iterations;
         double rho0 = w->desc.rest_density;
         cq__dev_zero(&w->cu.d, w->cu.sol, sizeof sol);
         for (int k = 0; k < w->desc.max_iterations && !w->cu.d.failed;) {
-            for (int e = k + (k ? 2 : min_it + 1); k < e && k < w->desc.max_iterations; ++k) {   /* (min_it + 1 first: the
-                                                                                                  fewest a solve takes) */
+            for (int e = k + (k ? 2 : (last > min_it ? last : min_it) + 1); k < e && k < w->desc.max_iterations; ++k) {
                 void *a[9];
                 a[0] = (void *)&one; a[1] = (void *)t->s; a[2] = &w->cu.part; a[3] = (void *)&nch; a[4] = &rho0; a[5] = &k;
                 a[6] = (void *)&min_it; a[7] = (void *)&eta; a[8] = &w->cu.sol;
@@ -21236,7 +21296,7 @@ static void cq__world_dsort_2d_f64(cq_world *w, cq__sph_f64 *dv, void *p, int n,
 }
 
 /* >>world_fluid_step on CUDA (see there) */
-static int cq__world_fluid_step_cuda_2d_f64(cq_world *w, double *grav)
+static int cq__world_fluid_step_cuda_2d_f64(cq_world *w, double *grav, int sized)
 {
     cq__cudev *dev = &w->cu.d;
     const size_t T = w->tsize, d = 2, nf = (size_t)w->nf, nb = (size_t)w->nb, nw = (size_t)w->nwall;
@@ -21244,7 +21304,8 @@ static int cq__world_fluid_step_cuda_2d_f64(cq_world *w, double *grav)
     cq__sph_f64 s = cq__world_sph_2d_f64(w), dv;
     cq__wtask t;
     void *tmp;
-    int bad = INT_MAX, user = -1, *cnt;
+    int bad = INT_MAX, user = -1, *cnt, tot[2] = {0, 0};
+    const int dit = w->stats.divergence_iterations, pit = w->stats.density_iterations;   /* (the last step's) */
     dv = cq__world_dview_2d_f64(w, &s);
     t.s = &dv; t.mode = 0; t.bad = INT_MAX; t.grav = grav; t.part = NULL;
     cq__dev_push(dev);
@@ -21277,20 +21338,22 @@ static int cq__world_fluid_step_cuda_2d_f64(cq_world *w, double *grav)
     }
     cq__dev_zero(dev, (char *)w->cu.Fb + nw * d * T, (nb - nw) * d * T);   /* the bodies' alone (nothing reads the walls') */
     cq__dev_zero(dev, (char *)w->cu.Gb + nw * d * d * T, (nb - nw) * d * d * T);
-    /* the lists: counts (into foff[i], boff[i]; foff[nf] = boff[nf] = 0), scanned in place */
+    /* the lists: counts (into foff[i], boff[i]; foff[nf] = boff[nf] = 0), scanned in place, their two
+       sizes copied beside the failure word (bad[1], bad[2]).  They come back with it at the step's
+       end: the lists are filled in the room the last steps made (fcap, bcap), and where they needed
+       more, the step runs again with it (sized).  Where there is no room yet, or sized, the sizes
+       come back first. */
     cq__dev_zero(dev, w->cu.foff + nf, sizeof(int)); cq__dev_zero(dev, w->cu.boff + nf, sizeof(int));
     cq__world_pass_2d_f64(w, CQ__SPH_COUNT, &t);
     cq__dev_scan(dev, w->cu.k + CQ__SPH_SCAN_TOP, w->cu.foff, w->cu.foff, n + 1, w->cu.stmp, NULL, 0, 0);
     cq__dev_scan(dev, w->cu.k + CQ__SPH_SCAN_TOP, w->cu.boff, w->cu.boff, n + 1, w->cu.stmp, NULL, 0, 0);
-    {   /* the two sizes side by side (copies on the device), then one read back */
-        int tot[2] = {0, 0};
-        cq__dev_copy(dev, w->cu.bad + 1, w->cu.foff + nf, sizeof(int)); cq__dev_copy(dev, w->cu.bad + 2, w->cu.boff + nf, sizeof(int));
+    cq__dev_copy(dev, w->cu.bad + 1, w->cu.foff + nf, sizeof(int)); cq__dev_copy(dev, w->cu.bad + 2, w->cu.boff + nf, sizeof(int));
+    if (sized || !w->cu.fnb || !w->cu.bnb) {
         cq__dev_get(dev, tot, w->cu.bad, sizeof(int), sizeof tot);
-        w->foff[nf] = tot[0]; w->boff[nf] = tot[1];
+        if (dev->failed) { cq__dev_pop(dev); return -3; }
+        if (!cq__world_lists(w, (size_t)tot[0], (size_t)tot[1])) { cq__dev_pop(dev); return -2; }
+        dv = cq__world_dview_2d_f64(w, &s);
     }
-    if (dev->failed) { cq__dev_pop(dev); return -3; }
-    if (!cq__world_lists(w)) { cq__dev_pop(dev); return -2; }
-    dv.fnb = w->cu.fnb; dv.bnb = w->cu.bnb; dv.fgw = (double *)w->cu.fgw; dv.bgw = (double *)w->cu.bgw;
     cq__world_pass_2d_f64(w, CQ__SPH_FILL, &t);
     cq__world_pass_2d_f64(w, CQ__SPH_DENSITY, &t);
     w->stats.divergence_iterations = cq__world_solve_2d_f64(w, &t, 0, &w->stats.divergence_error);
@@ -21301,10 +21364,26 @@ static int cq__world_fluid_step_cuda_2d_f64(cq_world *w, double *grav)
     cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");   /* (no host copy:
                                                                                                  that would wait) */
     cq__world_pass_2d_f64(w, CQ__SPH_ADVECT, &t);
-    cq__dev_get(dev, &bad, w->cu.bad, 0, sizeof bad);
-    if (bad != INT_MAX && !dev->failed) cq__dev_get(dev, &user, w->cu.perm, (size_t)bad * sizeof(int), sizeof(int));
-    cq__dev_get(dev, (char *)w->Fb + nw * d * T, w->cu.Fb, nw * d * T, (nb - nw) * d * T);   /* the bodies' alone */
-    cq__dev_get(dev, (char *)w->Gb + nw * d * d * T, w->cu.Gb, nw * d * d * T, (nb - nw) * d * d * T);
+    {   /* one read back: the failure word, the lists' sizes, the bodies' Fb and Gb (copied beside them) */
+        char *back = (char *)w->cu.bad + 4 * sizeof(int), *hb = (char *)w->cu.hback;
+        const size_t fb = (nb - nw) * d * T, gb = (nb - nw) * d * d * T;
+        cq__dev_copy(dev, back, (char *)w->cu.Fb + nw * d * T, fb); cq__dev_copy(dev, back + fb, (char *)w->cu.Gb + nw * d * d * T, gb);
+        cq__dev_get(dev, hb, w->cu.bad, 0, w->cu.nback);
+        if (dev->failed) { cq__dev_pop(dev); return -3; }
+        memcpy(&bad, hb, sizeof bad); memcpy(tot, hb + sizeof(int), sizeof tot);
+        if ((size_t)tot[0] > w->cu.fnb_cap || (size_t)tot[1] > w->cu.bnb_cap) {   /* a list did not fit: again, with room */
+            cq__wlog(w, CQ_LOG_INFO, "cq_world_step: step %d: the neighbour lists outgrew their room (%d fluid, %d boundary "
+                     "entries): the fluid's step ran again with room for them", w->steps, tot[0], tot[1]);
+            cq__dev_pop(dev);
+            if (sized) return -3;   /* (cannot be: sized, the lists were made for these sizes) */
+            cq__world_fluid_restore(w);
+            w->stats.divergence_iterations = dit; w->stats.density_iterations = pit;
+            return cq__world_fluid_step_cuda_2d_f64(w, grav, 1);
+        }
+        memcpy((char *)w->Fb + nw * d * T, hb + 4 * sizeof(int), fb);   /* the bodies' alone */
+        memcpy((char *)w->Gb + nw * d * d * T, hb + 4 * sizeof(int) + fb, gb);
+    }
+    if (bad != INT_MAX) cq__dev_get(dev, &user, w->cu.perm, (size_t)bad * sizeof(int), sizeof(int));
     w->cu.hstale = n > 0;
     cq__dev_pop(dev);
     if (dev->failed) return -3;
@@ -21330,7 +21409,7 @@ static int cq__world_fluid_step_2d_f64(cq_world *w)
     const size_t T = w->tsize, d = 2;
     for (int a = 0; a < 3; ++a) grav[a] = (double)w->desc.gravity[a];
 #if CQ__HAS_CUDA
-    if (w->gpu) return cq__world_fluid_step_cuda_2d_f64(w, grav);
+    if (w->gpu) return cq__world_fluid_step_cuda_2d_f64(w, grav, 0);
 #endif
     cq__world_sort_2d_f64(w, (double *)w->x, w->nf, w->fstart, w->forder);
     {   /* keep the particles in cell order (neighbours near in memory): slot k takes forder[k] */
@@ -21452,7 +21531,8 @@ static cq__sph_f32 cq__world_dview_3d_f32(const cq_world *w, const cq__sph_f32 *
     v.rho = (float *)w->cu.rho; v.khat = (float *)w->cu.khat; v.g = (float *)w->cu.g; v.kappa = (float *)w->cu.kappa; v.err = (float *)w->cu.err;
     v.fstart = w->cu.fstart; v.bstart = w->cu.bstart; v.border = w->cu.border;
     v.foff = w->cu.foff; v.boff = w->cu.boff; v.fnb = w->cu.fnb; v.bnb = w->cu.bnb; v.fgw = (float *)w->cu.fgw; v.bgw = (float *)w->cu.bgw;
-    v.fend = w->cu.foff + 1; v.bend = w->cu.boff + 1;   /* the lists one after another */
+    v.fend = w->cu.fend; v.bend = w->cu.bend;
+    v.fcap = w->cu.fnb_cap > INT_MAX ? INT_MAX : (int)w->cu.fnb_cap; v.bcap = w->cu.bnb_cap > INT_MAX ? INT_MAX : (int)w->cu.bnb_cap;
     v.xb = (float *)w->cu.xb; v.vb = (float *)w->cu.vb; v.Vb = (float *)w->cu.Vb; v.bobj = w->cu.bobj;
     v.Fb = (float *)w->cu.Fb; v.Gb = (float *)w->cu.Gb;
     return v;
@@ -21567,14 +21647,16 @@ static int cq__world_solve_3d_f32(cq_world *w, cq__wtask *t, int mode, double *e
     if (w->nf == 0) { *err_out = 0; return 0; }
 #if CQ__HAS_CUDA
     if (w->gpu) {   /* the same iterations queued a few at a time, the test on the device (>>sph_solver_check):
-                       a read back a batch, not an iteration */
+                       a read back a batch, not an iteration.  The first batch: as many as the last step's
+                       solve took (at least min_it) and the test after them; then 2 at a time.  Those
+                       queued past the end do nothing. */
         double sol[3] = {0, 0, 0};
         const int nch = (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK, one = 1;
+        const int last = mode ? w->stats.density_iterations : w->stats.divergence_iterations;
         double rho0 = w->desc.rest_density;
         cq__dev_zero(&w->cu.d, w->cu.sol, sizeof sol);
         for (int k = 0; k < w->desc.max_iterations && !w->cu.d.failed;) {
-            for (int e = k + (k ? 2 : min_it + 1); k < e && k < w->desc.max_iterations; ++k) {   /* (min_it + 1 first: the
-                                                                                                  fewest a solve takes) */
+            for (int e = k + (k ? 2 : (last > min_it ? last : min_it) + 1); k < e && k < w->desc.max_iterations; ++k) {
                 void *a[9];
                 a[0] = (void *)&one; a[1] = (void *)t->s; a[2] = &w->cu.part; a[3] = (void *)&nch; a[4] = &rho0; a[5] = &k;
                 a[6] = (void *)&min_it; a[7] = (void *)&eta; a[8] = &w->cu.sol;
@@ -21620,7 +21702,7 @@ static void cq__world_dsort_3d_f32(cq_world *w, cq__sph_f32 *dv, void *p, int n,
 }
 
 /* >>world_fluid_step on CUDA (see there) */
-static int cq__world_fluid_step_cuda_3d_f32(cq_world *w, float *grav)
+static int cq__world_fluid_step_cuda_3d_f32(cq_world *w, float *grav, int sized)
 {
     cq__cudev *dev = &w->cu.d;
     const size_t T = w->tsize, d = 3, nf = (size_t)w->nf, nb = (size_t)w->nb, nw = (size_t)w->nwall;
@@ -21628,7 +21710,8 @@ static int cq__world_fluid_step_cuda_3d_f32(cq_world *w, float *grav)
     cq__sph_f32 s = cq__world_sph_3d_f32(w), dv;
     cq__wtask t;
     void *tmp;
-    int bad = INT_MAX, user = -1, *cnt;
+    int bad = INT_MAX, user = -1, *cnt, tot[2] = {0, 0};
+    const int dit = w->stats.divergence_iterations, pit = w->stats.density_iterations;   /* (the last step's) */
     dv = cq__world_dview_3d_f32(w, &s);
     t.s = &dv; t.mode = 0; t.bad = INT_MAX; t.grav = grav; t.part = NULL;
     cq__dev_push(dev);
@@ -21661,20 +21744,22 @@ static int cq__world_fluid_step_cuda_3d_f32(cq_world *w, float *grav)
     }
     cq__dev_zero(dev, (char *)w->cu.Fb + nw * d * T, (nb - nw) * d * T);   /* the bodies' alone (nothing reads the walls') */
     cq__dev_zero(dev, (char *)w->cu.Gb + nw * d * d * T, (nb - nw) * d * d * T);
-    /* the lists: counts (into foff[i], boff[i]; foff[nf] = boff[nf] = 0), scanned in place */
+    /* the lists: counts (into foff[i], boff[i]; foff[nf] = boff[nf] = 0), scanned in place, their two
+       sizes copied beside the failure word (bad[1], bad[2]).  They come back with it at the step's
+       end: the lists are filled in the room the last steps made (fcap, bcap), and where they needed
+       more, the step runs again with it (sized).  Where there is no room yet, or sized, the sizes
+       come back first. */
     cq__dev_zero(dev, w->cu.foff + nf, sizeof(int)); cq__dev_zero(dev, w->cu.boff + nf, sizeof(int));
     cq__world_pass_3d_f32(w, CQ__SPH_COUNT, &t);
     cq__dev_scan(dev, w->cu.k + CQ__SPH_SCAN_TOP, w->cu.foff, w->cu.foff, n + 1, w->cu.stmp, NULL, 0, 0);
     cq__dev_scan(dev, w->cu.k + CQ__SPH_SCAN_TOP, w->cu.boff, w->cu.boff, n + 1, w->cu.stmp, NULL, 0, 0);
-    {   /* the two sizes side by side (copies on the device), then one read back */
-        int tot[2] = {0, 0};
-        cq__dev_copy(dev, w->cu.bad + 1, w->cu.foff + nf, sizeof(int)); cq__dev_copy(dev, w->cu.bad + 2, w->cu.boff + nf, sizeof(int));
+    cq__dev_copy(dev, w->cu.bad + 1, w->cu.foff + nf, sizeof(int)); cq__dev_copy(dev, w->cu.bad + 2, w->cu.boff + nf, sizeof(int));
+    if (sized || !w->cu.fnb || !w->cu.bnb) {
         cq__dev_get(dev, tot, w->cu.bad, sizeof(int), sizeof tot);
-        w->foff[nf] = tot[0]; w->boff[nf] = tot[1];
+        if (dev->failed) { cq__dev_pop(dev); return -3; }
+        if (!cq__world_lists(w, (size_t)tot[0], (size_t)tot[1])) { cq__dev_pop(dev); return -2; }
+        dv = cq__world_dview_3d_f32(w, &s);
     }
-    if (dev->failed) { cq__dev_pop(dev); return -3; }
-    if (!cq__world_lists(w)) { cq__dev_pop(dev); return -2; }
-    dv.fnb = w->cu.fnb; dv.bnb = w->cu.bnb; dv.fgw = (float *)w->cu.fgw; dv.bgw = (float *)w->cu.bgw;
     cq__world_pass_3d_f32(w, CQ__SPH_FILL, &t);
     cq__world_pass_3d_f32(w, CQ__SPH_DENSITY, &t);
     w->stats.divergence_iterations = cq__world_solve_3d_f32(w, &t, 0, &w->stats.divergence_error);
@@ -21685,10 +21770,26 @@ static int cq__world_fluid_step_cuda_3d_f32(cq_world *w, float *grav)
     cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");   /* (no host copy:
                                                                                                  that would wait) */
     cq__world_pass_3d_f32(w, CQ__SPH_ADVECT, &t);
-    cq__dev_get(dev, &bad, w->cu.bad, 0, sizeof bad);
-    if (bad != INT_MAX && !dev->failed) cq__dev_get(dev, &user, w->cu.perm, (size_t)bad * sizeof(int), sizeof(int));
-    cq__dev_get(dev, (char *)w->Fb + nw * d * T, w->cu.Fb, nw * d * T, (nb - nw) * d * T);   /* the bodies' alone */
-    cq__dev_get(dev, (char *)w->Gb + nw * d * d * T, w->cu.Gb, nw * d * d * T, (nb - nw) * d * d * T);
+    {   /* one read back: the failure word, the lists' sizes, the bodies' Fb and Gb (copied beside them) */
+        char *back = (char *)w->cu.bad + 4 * sizeof(int), *hb = (char *)w->cu.hback;
+        const size_t fb = (nb - nw) * d * T, gb = (nb - nw) * d * d * T;
+        cq__dev_copy(dev, back, (char *)w->cu.Fb + nw * d * T, fb); cq__dev_copy(dev, back + fb, (char *)w->cu.Gb + nw * d * d * T, gb);
+        cq__dev_get(dev, hb, w->cu.bad, 0, w->cu.nback);
+        if (dev->failed) { cq__dev_pop(dev); return -3; }
+        memcpy(&bad, hb, sizeof bad); memcpy(tot, hb + sizeof(int), sizeof tot);
+        if ((size_t)tot[0] > w->cu.fnb_cap || (size_t)tot[1] > w->cu.bnb_cap) {   /* a list did not fit: again, with room */
+            cq__wlog(w, CQ_LOG_INFO, "cq_world_step: step %d: the neighbour lists outgrew their room (%d fluid, %d boundary "
+                     "entries): the fluid's step ran again with room for them", w->steps, tot[0], tot[1]);
+            cq__dev_pop(dev);
+            if (sized) return -3;   /* (cannot be: sized, the lists were made for these sizes) */
+            cq__world_fluid_restore(w);
+            w->stats.divergence_iterations = dit; w->stats.density_iterations = pit;
+            return cq__world_fluid_step_cuda_3d_f32(w, grav, 1);
+        }
+        memcpy((char *)w->Fb + nw * d * T, hb + 4 * sizeof(int), fb);   /* the bodies' alone */
+        memcpy((char *)w->Gb + nw * d * d * T, hb + 4 * sizeof(int) + fb, gb);
+    }
+    if (bad != INT_MAX) cq__dev_get(dev, &user, w->cu.perm, (size_t)bad * sizeof(int), sizeof(int));
     w->cu.hstale = n > 0;
     cq__dev_pop(dev);
     if (dev->failed) return -3;
@@ -21714,7 +21815,7 @@ static int cq__world_fluid_step_3d_f32(cq_world *w)
     const size_t T = w->tsize, d = 3;
     for (int a = 0; a < 3; ++a) grav[a] = (float)w->desc.gravity[a];
 #if CQ__HAS_CUDA
-    if (w->gpu) return cq__world_fluid_step_cuda_3d_f32(w, grav);
+    if (w->gpu) return cq__world_fluid_step_cuda_3d_f32(w, grav, 0);
 #endif
     cq__world_sort_3d_f32(w, (float *)w->x, w->nf, w->fstart, w->forder);
     {   /* keep the particles in cell order (neighbours near in memory): slot k takes forder[k] */
@@ -21836,7 +21937,8 @@ static cq__sph_f64 cq__world_dview_3d_f64(const cq_world *w, const cq__sph_f64 *
     v.rho = (double *)w->cu.rho; v.khat = (double *)w->cu.khat; v.g = (double *)w->cu.g; v.kappa = (double *)w->cu.kappa; v.err = (double *)w->cu.err;
     v.fstart = w->cu.fstart; v.bstart = w->cu.bstart; v.border = w->cu.border;
     v.foff = w->cu.foff; v.boff = w->cu.boff; v.fnb = w->cu.fnb; v.bnb = w->cu.bnb; v.fgw = (double *)w->cu.fgw; v.bgw = (double *)w->cu.bgw;
-    v.fend = w->cu.foff + 1; v.bend = w->cu.boff + 1;   /* the lists one after another */
+    v.fend = w->cu.fend; v.bend = w->cu.bend;
+    v.fcap = w->cu.fnb_cap > INT_MAX ? INT_MAX : (int)w->cu.fnb_cap; v.bcap = w->cu.bnb_cap > INT_MAX ? INT_MAX : (int)w->cu.bnb_cap;
     v.xb = (double *)w->cu.xb; v.vb = (double *)w->cu.vb; v.Vb = (double *)w->cu.Vb; v.bobj = w->cu.bobj;
     v.Fb = (double *)w->cu.Fb; v.Gb = (double *)w->cu.Gb;
     return v;
@@ -21951,14 +22053,16 @@ static int cq__world_solve_3d_f64(cq_world *w, cq__wtask *t, int mode, double *e
     if (w->nf == 0) { *err_out = 0; return 0; }
 #if CQ__HAS_CUDA
     if (w->gpu) {   /* the same iterations queued a few at a time, the test on the device (>>sph_solver_check):
-                       a read back a batch, not an iteration */
+                       a read back a batch, not an iteration.  The first batch: as many as the last step's
+                       solve took (at least min_it) and the test after them; then 2 at a time.  Those
+                       queued past the end do nothing. */
         double sol[3] = {0, 0, 0};
         const int nch = (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK, one = 1;
+        const int last = mode ? w->stats.density_iterations : w->stats.divergence_iterations;
         double rho0 = w->desc.rest_density;
         cq__dev_zero(&w->cu.d, w->cu.sol, sizeof sol);
         for (int k = 0; k < w->desc.max_iterations && !w->cu.d.failed;) {
-            for (int e = k + (k ? 2 : min_it + 1); k < e && k < w->desc.max_iterations; ++k) {   /* (min_it + 1 first: the
-                                                                                                  fewest a solve takes) */
+            for (int e = k + (k ? 2 : (last > min_it ? last : min_it) + 1); k < e && k < w->desc.max_iterations; ++k) {
                 void *a[9];
                 a[0] = (void *)&one; a[1] = (void *)t->s; a[2] = &w->cu.part; a[3] = (void *)&nch; a[4] = &rho0; a[5] = &k;
                 a[6] = (void *)&min_it; a[7] = (void *)&eta; a[8] = &w->cu.sol;
@@ -22004,7 +22108,7 @@ static void cq__world_dsort_3d_f64(cq_world *w, cq__sph_f64 *dv, void *p, int n,
 }
 
 /* >>world_fluid_step on CUDA (see there) */
-static int cq__world_fluid_step_cuda_3d_f64(cq_world *w, double *grav)
+static int cq__world_fluid_step_cuda_3d_f64(cq_world *w, double *grav, int sized)
 {
     cq__cudev *dev = &w->cu.d;
     const size_t T = w->tsize, d = 3, nf = (size_t)w->nf, nb = (size_t)w->nb, nw = (size_t)w->nwall;
@@ -22012,7 +22116,8 @@ static int cq__world_fluid_step_cuda_3d_f64(cq_world *w, double *grav)
     cq__sph_f64 s = cq__world_sph_3d_f64(w), dv;
     cq__wtask t;
     void *tmp;
-    int bad = INT_MAX, user = -1, *cnt;
+    int bad = INT_MAX, user = -1, *cnt, tot[2] = {0, 0};
+    const int dit = w->stats.divergence_iterations, pit = w->stats.density_iterations;   /* (the last step's) */
     dv = cq__world_dview_3d_f64(w, &s);
     t.s = &dv; t.mode = 0; t.bad = INT_MAX; t.grav = grav; t.part = NULL;
     cq__dev_push(dev);
@@ -22045,20 +22150,22 @@ static int cq__world_fluid_step_cuda_3d_f64(cq_world *w, double *grav)
     }
     cq__dev_zero(dev, (char *)w->cu.Fb + nw * d * T, (nb - nw) * d * T);   /* the bodies' alone (nothing reads the walls') */
     cq__dev_zero(dev, (char *)w->cu.Gb + nw * d * d * T, (nb - nw) * d * d * T);
-    /* the lists: counts (into foff[i], boff[i]; foff[nf] = boff[nf] = 0), scanned in place */
+    /* the lists: counts (into foff[i], boff[i]; foff[nf] = boff[nf] = 0), scanned in place, their two
+       sizes copied beside the failure word (bad[1], bad[2]).  They come back with it at the step's
+       end: the lists are filled in the room the last steps made (fcap, bcap), and where they needed
+       more, the step runs again with it (sized).  Where there is no room yet, or sized, the sizes
+       come back first. */
     cq__dev_zero(dev, w->cu.foff + nf, sizeof(int)); cq__dev_zero(dev, w->cu.boff + nf, sizeof(int));
     cq__world_pass_3d_f64(w, CQ__SPH_COUNT, &t);
     cq__dev_scan(dev, w->cu.k + CQ__SPH_SCAN_TOP, w->cu.foff, w->cu.foff, n + 1, w->cu.stmp, NULL, 0, 0);
     cq__dev_scan(dev, w->cu.k + CQ__SPH_SCAN_TOP, w->cu.boff, w->cu.boff, n + 1, w->cu.stmp, NULL, 0, 0);
-    {   /* the two sizes side by side (copies on the device), then one read back */
-        int tot[2] = {0, 0};
-        cq__dev_copy(dev, w->cu.bad + 1, w->cu.foff + nf, sizeof(int)); cq__dev_copy(dev, w->cu.bad + 2, w->cu.boff + nf, sizeof(int));
+    cq__dev_copy(dev, w->cu.bad + 1, w->cu.foff + nf, sizeof(int)); cq__dev_copy(dev, w->cu.bad + 2, w->cu.boff + nf, sizeof(int));
+    if (sized || !w->cu.fnb || !w->cu.bnb) {
         cq__dev_get(dev, tot, w->cu.bad, sizeof(int), sizeof tot);
-        w->foff[nf] = tot[0]; w->boff[nf] = tot[1];
+        if (dev->failed) { cq__dev_pop(dev); return -3; }
+        if (!cq__world_lists(w, (size_t)tot[0], (size_t)tot[1])) { cq__dev_pop(dev); return -2; }
+        dv = cq__world_dview_3d_f64(w, &s);
     }
-    if (dev->failed) { cq__dev_pop(dev); return -3; }
-    if (!cq__world_lists(w)) { cq__dev_pop(dev); return -2; }
-    dv.fnb = w->cu.fnb; dv.bnb = w->cu.bnb; dv.fgw = (double *)w->cu.fgw; dv.bgw = (double *)w->cu.bgw;
     cq__world_pass_3d_f64(w, CQ__SPH_FILL, &t);
     cq__world_pass_3d_f64(w, CQ__SPH_DENSITY, &t);
     w->stats.divergence_iterations = cq__world_solve_3d_f64(w, &t, 0, &w->stats.divergence_error);
@@ -22069,10 +22176,26 @@ static int cq__world_fluid_step_cuda_3d_f64(cq_world *w, double *grav)
     cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");   /* (no host copy:
                                                                                                  that would wait) */
     cq__world_pass_3d_f64(w, CQ__SPH_ADVECT, &t);
-    cq__dev_get(dev, &bad, w->cu.bad, 0, sizeof bad);
-    if (bad != INT_MAX && !dev->failed) cq__dev_get(dev, &user, w->cu.perm, (size_t)bad * sizeof(int), sizeof(int));
-    cq__dev_get(dev, (char *)w->Fb + nw * d * T, w->cu.Fb, nw * d * T, (nb - nw) * d * T);   /* the bodies' alone */
-    cq__dev_get(dev, (char *)w->Gb + nw * d * d * T, w->cu.Gb, nw * d * d * T, (nb - nw) * d * d * T);
+    {   /* one read back: the failure word, the lists' sizes, the bodies' Fb and Gb (copied beside them) */
+        char *back = (char *)w->cu.bad + 4 * sizeof(int), *hb = (char *)w->cu.hback;
+        const size_t fb = (nb - nw) * d * T, gb = (nb - nw) * d * d * T;
+        cq__dev_copy(dev, back, (char *)w->cu.Fb + nw * d * T, fb); cq__dev_copy(dev, back + fb, (char *)w->cu.Gb + nw * d * d * T, gb);
+        cq__dev_get(dev, hb, w->cu.bad, 0, w->cu.nback);
+        if (dev->failed) { cq__dev_pop(dev); return -3; }
+        memcpy(&bad, hb, sizeof bad); memcpy(tot, hb + sizeof(int), sizeof tot);
+        if ((size_t)tot[0] > w->cu.fnb_cap || (size_t)tot[1] > w->cu.bnb_cap) {   /* a list did not fit: again, with room */
+            cq__wlog(w, CQ_LOG_INFO, "cq_world_step: step %d: the neighbour lists outgrew their room (%d fluid, %d boundary "
+                     "entries): the fluid's step ran again with room for them", w->steps, tot[0], tot[1]);
+            cq__dev_pop(dev);
+            if (sized) return -3;   /* (cannot be: sized, the lists were made for these sizes) */
+            cq__world_fluid_restore(w);
+            w->stats.divergence_iterations = dit; w->stats.density_iterations = pit;
+            return cq__world_fluid_step_cuda_3d_f64(w, grav, 1);
+        }
+        memcpy((char *)w->Fb + nw * d * T, hb + 4 * sizeof(int), fb);   /* the bodies' alone */
+        memcpy((char *)w->Gb + nw * d * d * T, hb + 4 * sizeof(int) + fb, gb);
+    }
+    if (bad != INT_MAX) cq__dev_get(dev, &user, w->cu.perm, (size_t)bad * sizeof(int), sizeof(int));
     w->cu.hstale = n > 0;
     cq__dev_pop(dev);
     if (dev->failed) return -3;
@@ -22098,7 +22221,7 @@ static int cq__world_fluid_step_3d_f64(cq_world *w)
     const size_t T = w->tsize, d = 3;
     for (int a = 0; a < 3; ++a) grav[a] = (double)w->desc.gravity[a];
 #if CQ__HAS_CUDA
-    if (w->gpu) return cq__world_fluid_step_cuda_3d_f64(w, grav);
+    if (w->gpu) return cq__world_fluid_step_cuda_3d_f64(w, grav, 0);
 #endif
     cq__world_sort_3d_f64(w, (double *)w->x, w->nf, w->fstart, w->forder);
     {   /* keep the particles in cell order (neighbours near in memory): slot k takes forder[k] */
@@ -23349,7 +23472,7 @@ cq_result cq_world_control_grad_feedback(const cq_world *w, const double *dL_dst
 #if CQ__HAS_CUDA
 /* ---- BEGIN GENERATED: embedded PTX (base64 rows; the readable code ends above) from templates/ptx.j2.
    DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
-/* PTX module 2d_f32: sha256 07ffcd62849db7b917dc0a56bea044b6467a46a26347f7cd9d122d22aa89b629, nvrtc 12.0, PTX ISA 8.0, 519874 bytes, fnv1a 0x245bb15b, lz 139836 bytes */
+/* PTX module 2d_f32: sha256 67e1fdd33a7d22e72896b5d13ebb2fac7ea11d5aafe43634134e0e82d636e43b, nvrtc 12.0, PTX ISA 8.0, 521416 bytes, fnv1a 0x4f446e63, lz 140311 bytes */
 static const char cq__ptx_2d_f32_lz[][CQ__PTX_ROW + 1] = {
 "8hkvLwovLyBHZW5lcmF0ZWQgYnkgTlZJRElBIE5WVk0gQ29tcGlsZXIKKAAEDwDxByBCdWlsZCBJRDogQ0wtMzE5NjgwMjQi",
 "AFF1ZGEgYycA8A1hdGlvbiB0b29scywgcmVsZWFzZSAxMi4wLCBWBwAwLjc2MgCCQmFzZWQgb25xAFA3LjAuMW4AYAoudmVy",
@@ -24922,7 +25045,7 @@ static const char cq__ptx_2d_f32_lz[][CQ__PTX_ROW + 1] = {
 "ATyqDNQAA68AA0MwDNQAArUABJ0ABPBYCI0JB+IeAGwGA+FKCtBGEzdj6QmlWQFZAg+kWQMGcGwDQA8LdDADmDAB1KcInNgC",
 "3DIGSkIDFwABxQAGsusD4H0O6AMEJMMECgMEGAABgwEDvbAB0AQOlDACkzAPMpQDBQFtDRyBBuB9DwUBAQKGDwMFJw8FAQAD",
 "KAUAkgAIBQEBygEG5XwEFwAB6AEDEL4AIwAC6n0OBQEErEcNWTkD8QoC7QQPC6IEBFs5D398BAmZEAc2AgC+MQe4IAZAag+4",
-"IAADq1EJoxAcMaQQB7sgALEQD2IZB49zcGhfY291bh0yEQ8sAAQPXhkADyoABA9cGQAMZYgPOgALbzFbMzEyXfMWAhg2yxYC",
+"IAADq1EJoxAcMaQQB7sgALEQD2IZB49zcGhfY291bh0yEQ8sAAQPXhkADyoABA9cGQAMZYgPOgALbzFbMzIwXfMWAhg2yxYC",
 "sQE/PDEw/DgAKDE3mR8D7AUgPDaHHw/gFgAAtU0BqhMP0wAMBKcTBaocLzUs0AARC2guD3geBQGWTQ+bLgMPeh4MAToAAlkA",
 "EXJqpg99HgYfOX4eAiA4X2BKA3MABNwAAwgLD9EXAgSREDQrMTAtCA+LHAgExi0J4g8CxQ8P4A8BBWqSDRkeA5wLDzdqAQIa",
 "AAYWLQfPFQl1CiIxK6BLDzYrBgXXDwUcCgEcAAUJUglVAAQrHhMr3cUGjaUBQQQBqgUF9j0LV9EFEEwBHQAKN88C4wUCyEcO",
@@ -24971,332 +25094,338 @@ static const char cq__ptx_2d_f32_lz[][CQ__PTX_ROW + 1] = {
 "BAcADw8KAAM+2QIwAAQ8Ugx3CQAWFA3SAQM+EA/SARsLRC0D/AcFYgcLhhAHHgAA4gcPgwcDAWUABLoADIkQABIYB38AAGQt",
 "DkwTAMoADxcXAAJOdgRGEQRiAA0dKQdbMACvEwkHFASqAAZREwXWVQ83WAICEQ8CrBYI8DYCPgYPZXYBAj0GBDkAAe4CBfEu",
 "ATEDASoDAkejAmrmDp4ABQ4mFTLUOQ+eAAIDpTUNiAEC/gQFC3cPhAAEAX0wAt0VBzABADUOD/YuCE9maWxs9S4UDisAD/Qu",
-"BA4pAA/zLhQPOQAGD/IuHR848i4BHzjbZwIBWaMP8y4BBB1DD9IACwT0FQWDLRY48i4PzwAHC/gRAe8FD89CAgGNJw/QQgMB",
-"6AQP0UIJBAQqAi4WBkUoD/cuAgQqKAl9AyA5X9N8D/cuAg85KQIF4zIlKzIiVQ+8XAgPLQMCBpEqD8sDCwO1vA84QwMDChUP",
-"4MkHAz0AD4koAwQYBgKKKAyYLwMCKQ8rKAMACQYCOwAGUwYDOQADHSkDZSkDPwAL/AAGKQQFbDkPPUMMD9JGAw9tBBAFrrIM",
-"IgEG9ScPIgEIBBOdBUXKCCIBA+MAD+ayAwTceARCsQciAQNaAQLbBgQ/AAveAAUaHA+bKwsFSSMP1BQCAhIDD9IUAAIXAgXt",
-"rwiEBQJQAA96GAEDdgQGtRwPQTEFBX75C20IA+XvAq+JBCfiD0cxFAMA4wE6AAWgHQpbHAJ9EAHKOA++HQEBHQAPzRkAAbAC",
-"A5SkDLEuDRQABO8gD0oxAQI6wQ5WHA/kHQsDfgACLFIObAADRSAKLQgDagAJ+x8BLgADKhsEFwcCosINIx8FZgEPSjEEBfP9",
-"DS8KA5L9A3IhC6IBAsgoARsABKJSDKIBA0QhD6IBAwETDAEfCQxEGgDbAAPYMg1MMQIuwA7XBg/LHQoBugMBMgEEnoMKpzAD",
-"uyAK4xYDagAOmiEDtCEGdgEPTDEBAdh7A5MAD00xBgElAAPIFgrTDhM5TBUJdQoLNCIPwR0DA5wbDCIxCZAZA2UtD2UcCQ82",
-"MQoCTAUMh8QCdvYCnAIPNjEHASpkAR0ACmO5A0AADzYxBwTBOg82MQED4CUIViwMNjECIwADvDMHNjEABgwPNjEJBZWCD5sF",
-"DApDHAmCAwVCAAh4HQIewgiXAQPgHgVxIgw2MQObHw82MQcDWgEPNjEbIDlf+18NdR0EkwEPVCoEAk4BAyQAD50wAgJaHQEq",
-"AA3cHALyCwNGAg9yCAIELwkCrkoJewADIw4GewAJHgADJQECJQAPR0gCA+pKD/CpAQOnSgOZAA/pBwIERSASM48qCvoNA9U8",
-"ATQBAcIJDjYxBG8BCXUdAb8BBzcACTYxAmEJACQADzYxBw8aOAACdxIFhgAMUgYCg4UPGB0EBOktDxcdFAIaAAMBAw8gRQMD",
-"HgkE8U8LHgAE8DAMfwYCwyUCKQYOCxkEvyUEBgAPMx0MBN9YDJpKBCAABF6EDlIdAk0dAuYYDqERBOMkBwYACMMDAzARAnYx",
-"AiwABNg9DNoGAnOLDM0MA4kWAiQCAzoADKoGAAgDDrEKBO1LBWkjBGgLAhAKBBhiDDYYD+wcDgMhAA+xDwQSNDUQARAvB6EA",
-"DMERBJwACeoRAAQBAP5jBx0DAxqRDx0DAwUDKQgDSwsBAw9qMggBPwAPazIDBCIDD+AfBgs0aQQeAANCDAPq7AhGAgLhHwIu",
-"Jw7PGANA9wIlAAyN6Q5nAANdCB05NqgDIQAAvB8PzgIDAvOWBAggDmAcAm4eA5MeASUAAQ5BC84CAagAAiwABM4CCogfEzkS",
-"MgzOAgONBwnOAgoJFhM5SzENzgIC6wEOzgIGiB0PzgIBAuIMACUADc4CAxMOAiEADBk4AgcDBT8CD+gCAAHQ5AApAAjAAg2+",
-"MQ/pAgUBvzEJ6QIBjwAP6QIGA7ECBHa+D+kCAg+6MwYBPwAPuzMDD+kCBgTIlw/pAgME9Q0ENe0NbiADvSAPbyAPD9YgDAQ6",
-"BgMKLw4hAA8tNwYJKx8OPwYC4ZYDJQACBgAFjQwM+zMCLAAEHjMK5xYZOXQwBllVA+cWCOoCHDJ7CQCnEA/qAgAEJQMMsQIG",
-"0B0P6gIAA9MdDziUAgMYEgEGAAFhCgnqAgJECARAAg7qAhE1CesAKQAJwQIP0wUVAUoxD7ECAwpRAABIDQi5HwgMAwc/AAMe",
-"RQOuIw/RNAcABwAP0TQDA4UJBnoAAYsLDQ4aAkcAAK4ADQ4aAgkHAbK7DJ0mAocBAy8aDwhNAgQYlwXAWAtREQTeBQxZAwRd",
-"/AGtAg8h+gAIYvAABgAPeh8MBFANDbK2BYgAD1sDBgTP/AKEHw7kAwLAlQMKIAIGAA8+MQED3B8IXAMMqAoAUQ0OXAMECwYI",
-"XAMMTgkCY0ANxRMPRgYEB6YdD1wDAQMZPA8eUAEIRgYCzxAPQgMAAywGD+MdAwrxAQ+IAQ0GtwIBTTEPggMRGjMicgSlAQR3",
-"MR0wrQgDCvwDagIPPAUAAhkAAv8BD4YkDgBDIANpAA0YNgJrIANKAg/u8AACWJUDkSAGsCAMSgIBZAICLAAESgIMJAsAKSoO",
-"SgIDsSgJSgIMCgoACg4PSgIAD6YFBAMPHgMxHgxKAgODUgAlAA2MFQimBQZXAAT2BAJdEQWjLg8qGwADpwUPX7QDD2UCJgy+",
-"BQ9lAgYLOdUDwAEE/RAEv7II/AECSCQCZgIeOUokAkeWAyYiD0okDgDmIANqAA01NwIOIQRmAg5+CwL2lAM0IQIGAA/IOQEC",
-"GgAC9DkPNzcCITlfQrANZgIP9goAHDL2CgERHg1mAgTLHgxmAgTBHQIuAg1mAgLHBAQwKQk5AALpBANmAgUCEQRmAgIfBQX0",
-"Bg9mAgABt2wAKgAPZgI5AYQwD2YCERo0HpgEwAEEbRUeME84A3YiBGcCDvMMBTCVA9MgD/EkDgGkHARvAAw7BQSwIQJsAgKg",
-"HAxwAAL4AgTZIQMHAA/xOgECQhkCMAAEcgIMvwsIiS0GmzcGPwEGn0kMuAoAmlIPcgIABBMFDzchBAILBw1yAgLvBAAlAA1y",
-"AgO1GgIhAAxLFAMnMQByAgp+UAZyAhM5cgIHzsMAvQAPMgIVDKgKA9snAAcADzc5BwOkCgRfNQ25CwfWOABOCgxjAAWRFQ83",
-"OQcKXBoLNzkDiN8PbRsLB4EACUY2BWgCBYwaDVg5BOkjAp0bAn5GDZ4bBTA0DZ8bAs4cA6xCAtQcD+tMAgMEAwORXw2kGwMf",
-"AAVhEA1jOQ/eTAABHTEMFAADJBMDbCMLjzkTOYQsDY85BqIZD485CAKXGww4GgJyAAHVHA6POQRxAAmeAgIxAA08GgHWLA66",
-"AQWbAA+0GwQBRkcPnAsDA+2VA2GWHDHe9gMUlgO7AQRMbQ27AQRXVADNAw+6OQECiwwGUmQNuzkGcd4LjzkSOV0lDjkdBoRO",
-"D485CAE8AwJIVgsVAgOmOQ6POQRxAAmPAQIxAAuLTgAqAA/MGwEGnx8PjzkJBGnDDo85BHEiCYIAA8gYD485CgPHBS8zMc4b",
-"CAG7/Q+6GgEEBBQPjzkNA081ASCrCKIABN89D5A5CwTxNQmQOQJ1EgFxmQ+QOQcGWhsN0RsEzAUPkDkJAyQAAoRbCJA5AJYn",
-"D5A5CgSPMw+QOQ0DnGMEBpgLRQAPkTkVAqkJAWr+DWIFBfk+Cg4JAUkuCJI5BC8xByMIAwwBA5I5AiEACcYwBCEAAv4wA48D",
-"D5I5HCA5X5cLDR0cA9wbAp4CAbknCTgCAgEEAwQCBP5aDySZAAEqAAyEGwMlmQSVAg+TOQME1kENkzkCJgQEGwIM3goEGlMC",
-"JQAEzj4KmgACSwYAKgANmgADri0DmgAPlDkDBCBED5Q5CAFiAAF6Cw6UOQRxAQgZFgPvAgY3AAmUOQN+QQOpfwv+FQOUOQ8z",
-"BwAC6ZoFhgANZSEFR8cKHgEFHzoNlDkDtwEDMwMPlTkCAPMEAe8CDwcxAwJrmgRCCgmgmgJCCgAhAAxdCgPE/wRmAw9+HAIF",
-"OyAFLVIMIAAP1U0FA7JNAyRbAT0gC8wLA9pNBCkAD9xNDwTdTR84dxMGC6VaCJAAA+JNA91NDwNOAAI0FQUpAAQwAA/kOQYD",
-"MAABgUsO5jkUOSI8C3QEAnQCAg0CBNY7DHQHAvwtDF0MAUw2ADsADMcBAjgCAh8ADd+/AdkUAiUADQACAngCA8c9D0IMBBE4",
-"uFsYckMsAKEAC7ULAtAAAQcACRQIDf4tBDwDD6E6CQabQQuhOgRcAw0eAwWWBg/fpAUBSRUBJwAMIAMDev8AIQANIAECtg0D",
-"IAMBSDUOcgIFT7UPpv4DAXwSDyADAgLLZgKcEgBHAA+QAgADZwIDKQAPxhEOFDF2DAF4/w8iAAMFVE4OIAMCUgwCqRERMeZr",
-"DJAAAjsDBCkAAwcAD+0RAAOdDAOITgQgAwy1EQDPDg4gAwL7BgogAwy3DwGNAg4gAwJVCQ4gAwNkIQNXGAsAAgGqNQIlAA2c",
-"IQPsHwEGAAFgFQ8gAwASOToUAOkIB/cCDCJQDyADBgytOwYgAw+RHAADrTsGkBwLrTsPIAMHBM4OB8OZCuKTAXcAACcADCAD",
-"AiJdASEADSABA7gGAyIADzsVAwQnPB85kgIEBOFDDSADAjNQA72kAqGjC5ACAybGBCkAD94zDwROOB05w4sFIgAEzgYOIAMC",
-"fmYD9qUCIAkMkAACOwMEKQADBwAPvRkAAn8rAzAABCADC/47IDlfwAkNIAMDWRsJIAMcNXkKADELDiADARMWDyADAAHpNgQf",
-"AA4gAwIFBQAlAA0AAgJSAwMgAwEoBw8gAwAB2noQcvMJB/YpD0AGFR83QAYHCQAdEDd8DggAHQPcCwzGCgPSCwIKAQYD2A25",
-"PAAoAA+5PAMI1wsKQwMDugQPsHABBAvhAqoHAEgVB7sAD/o6AgViHAIlFQ7xXwLEMQAnAAyyAwPmMQIjAA5jHQKEAARDcQE7",
-"FQ8IAwAFctMPJCMDFDGAtA63AwIlBgNwHQG+DgsnAwM2UQMpAAESrQ+3AwsAjQEDjQAPuAMFBBceD7gDAAIhZwEiAAFMAA+R",
-"AAACSAQDKQAEBwAPiSYAAtQtAzAABbgDDAAMABNADrgDBH0DCLgDDTUtAbkUDdhxA1JdDbkDAt0WBSEADbsDA1oyAigADgkC",
-"A94jAyMAAT0ADr8DIjEwRDYBqR4PBwIMD5cBDQf0AgUWqQ8ABAwfOI86AgV+HQT1wg8fAwABUQAAKQAOHwMDjQMAIwAOFgED",
-"kToEHwMPkjoDBN5qLTEwkzoDHAwDAAMBwWoMbwICGQYDKQAABwAPAAMNBW0eD5Y6AANsCQTfAg5wHgJ6LwUpAAQHAA+wIwAC",
-"dDADMAAF3wIMnQwACgIO3wIGwAEG3wIMvQsAYwwP3wIAA4ItDt8CBNWCBB48DMkBBNuCD7mLAQNRLwTfAgL6LQ/fAgASMXIp",
-"AagfD98CNh04tgYP3wIFD7dCAgX0HwQE5A7fAgIzEAApAA3fAgUOgw/1AwEEMoMD3wIP4dYEAGgKAh4BDd8FA7sIA98CARAl",
-"C28CA98WAykAAYdQD98CCwW9FgRU1glwAAJzBQPfAgG9FgxwAAJIAwMpAAQHAAU+Cw1JPwN9MwTfAgyWDABkuA7fAg+WDAAc",
-"NZYMAEQCD98CAQT8AQ2MAQOIBAf77QrJAQOLBA+8ZwED+C4F3wIB2CEP3wIAITIw3wIBvQwP3wI3D94MFR84EkICBdcgBVjl",
-"DuACAqImACoADeACBOGXDyvWAQPqIQYhegM6FgxyAgX1vQzcQwKePgbgAg8GDwAERwICKQAABwAP4AINBefaD3FnAAMMQATg",
-"Ag9iHwAC73IEKQADBwABKkEL4AIEIgAJlhILWEAgOV9MRA3gAgNxPwngAh02+TsBmRsN4AID9yAO4AIEDZgDXJkN4AIEMssP",
-"Hu0BA01PBOACAqiTD+ACAQIdJgGTCwepAA+gAhQdOYcMA14NDxtBCgODDA2NiAXlCwDMGg8dQQMA7gsJgQAMKQYC2hoAaQAP",
-"HUEHA9EYDx1BAwABGQliAABiBg/tPwh/ZGVuc2l0efA/FA8uAAIP8z8EDywAAg/2PxQPPAAJD/k/CAjKhQM/AyE8MbjRDN+F",
-"D/g/AQ/KhQUEU4MP1QAOBF4cD/k/AQ/SAAoKYBgA9wUP+j8DD/k/BgC/Aw/4PwoBJQMBCwAIKyMDWAICJAABBwkD5y4IUwIj",
-"MzDQXA/zPx8PkT0MAkQABKM8D4biAg6zSwOsAAkTHA8pQGkPrz8GBdS6DymdCAEJJghkAAMXAAMHAAq+BgVSHwJjAAT9hgoe",
-"AAWN+wLaBgtMJwBXAAMrWAxYBwOOBQ81CgAD6D4CBgAAdgQB7XwDngYAjhwJAAcIHQADkgYCr8gIGAAC0wYOGAACdgcOGAAC",
-"oQ8BGAAMTD4jMzB4hA6MAQUiHg97QgsDhSwKOTsERAAFviASMgEbD2CDDwiNIAHBABR7JDEkODCLIAT1CAPhAALvMQEJEY8z",
-"NTg2MzdCREkABANWUAeiPATGHQNLAAI9LgImAAbsBhIzwukO7AIBFAQAEgINzzkCYAoDHAEPYoMCBHj2AmeeDg85AlcED8MJ",
-"AAOQnQGN8Qx3AAgmNwyZzwLiAARbTwJ4zw4fAA9SQQQC2iMDW08Pek8FBP8jD9QCAAT1AAP/QA54AAU/6w+kEgQEtRAPexkB",
-"AZUAAVEKD65PAANPJAIcAwIrAAx8CAhGOgKFZw+JFQADiTIOOQoDRxcCowIDhSMMYwMCNgoEL4EDmQACbA0ATQEEPHoDGQAD",
-"2xAC1wIKzQMC8y40M0Y4XQEJDgsBhAADYQsHAQkDqQAD3A0CQQAFngEM6EAgMzBkgYcJYnJhLnVuaRYABoMWACMAAxADA3sA",
-"AyAvA/cLD0svBAJ7ADE0MDR7AAAMABdDJQIHKCYCJAwDei8AxgIOjQAGUB0AmgAKjQADIzACdAABcgUHqQAD5gsBIgAAXAEI",
-"4nkDeAAGPzoAaQAcOp8BAjBQBMkMBhECFXQqDwa/AQilJgRoDAiGAQXHAQku7wDLAgaP6AhuegJWHwCCAAZiAwS3QA/JAQAB",
-"0HUOPQEG95kBJAALywEDmg0CrAECogELRAEDYgIBiwAFLH4DHAACLhMCHAABZg0NDy0DrE8EjisFHQAGCy0JGgEJGQIDliwF",
-"oQUP3QAAAfimBusABObNEGeMhAKCAQWjAApoAAcyBw3UPQzGmwRoAAn7AAOaNAAGAAx2AgL1AQEGAAHfLw/VAAACHQAGfgwB",
-"YwAE2ZwKygcDBwAB7w4PLXwAAasEAit8CTkrAn4pA5ghC34BBFVPAzUDDTwAArQXA9shDDwAA7oBA50ABHkKBTwAC3QuD5Yu",
-"AAI6AQdoUAQkUAlnAAOcAAMfAAmPBAHqfA5jBwTBUgTmBwNdBwP2QAigPQzSQgQSYgPSCwkHEAAPCAl9AAPkNAu+Qw+kThQE",
-"Qo0BSQQI5wcD7i4P5gcAAlcIBDkAD9dJAgWCGiIrMpS/D34ABQRcQQ3KFwIYAAMfAA96SgMF9zIPTAsDDrBCBzUNAd8IBKo6",
-"DBYLAjICDckKAro7BckKCk9EAGkNC/xmA8wABIn4DwVMDQuBjAtFAAbDdg91KQsCfQkEXaILRQAFuikSMs8rD7opCwTTXQ3I",
-"CgNKLTgxMTMTCw5vAAXnKi8yMH8LCQNCJwZNhAJwAQI3bgFsAA9aCw4CUxcAsCYPXAsGAtFtBSkAAZ4pDwsNFQ8SAhAHkAME",
-"EAgPUF0AD9nrAQTNjAP/AQ+ITgMENF0F8rQOdMsPPI4EA7MmDskLBOfSD4HZAQnyHg/VjAMFq2cN5dIEIAAEMwsLMQsDOxsF",
-"QCgPWygAAfoBAigADWIbCzlID2woBAScpANjHA9MJQAPRzAGA+IbBXIoDaAADNJuBJEoCcEECasZCwqjBgIVA+NTD2lCAQFj",
-"AwJrAAJuMA1TRwBzBALPGw/PixMHyPABKQAPGAEBBfVOAjYFCjMMB1hvCpQKCH1vAq4bCCYDAQztDzUMBANpGgKNKQYCSgY2",
-"DALaDABhAAw3DAraRwB5AwBHAQ+SCQAJrQsBYdEIIAgDoScCNAoPExsBAsknAoIADz4MEAI8RAX4JwDDBw+UAAAGRSIBogAM",
-"lAADYAUCegAM0ggCdSgEOgEAbgEJKIYDGAAKlAQAsx8L5w0DCTMCMAABDgILSQwCKwUDd3EIqzQEIAAHGQEPTAwFAQgDAioA",
-"FnCDTAT9AQMjKQk8LAEqAAMfFw3jAQHuAA5PAQdzRwElAAtPAQKsiwTCAQ9UDAEDqSYCyAICryYJHgABkAEEHgABtgkINSMK",
-"yiYM3AoDr3UAJgAPWgwGAw9lAysAASkBD+YAAAnTAQFwRQxcDAI6BQ2TAQm0BgxqJw2JRgRrAAp1AgJaAAItAg2SAgEkAgSS",
-"AgU7jgndAAQeAAn6AhAyvAoLcAMCVQcD6iADGQELdDAFWwEEGikFImIFGgAB3QIDYQICm3YPcroGHzHgdgAE8wcCSAADswYP",
-"1EUAATgIBigAA1MDCqkBD95iAwW5OwweDAWbCg8eDAEC8xMCuAoE104NGw4JnAwBrkQPNAkCA2EJFjPzbgZo8QTfAANQJQQr",
-"AA8zGAIFcSAiKzFFlg9fgQUC4ggBZAUJZAADQwECPwYPZQEBAvp2BIYAAy0ODDAKBZQjA+glD70jBwPEDQQsJgyQEwTkRAMr",
-"GAq+HAU9AhE1fCIDaAAJhwADSSoDzwAPcQ4AA9wCBM8AD/0jBgNKPQ/8IwEPkAABA6WLEjFDcwiSAAOLAAMOAw+nHgAD2wQD",
-"2g8DmQAP/VwDBFl2IzEr3igP7gEFA5IqDSUZAzEhBz8OD84AAQEbHgOkIg0mOgREdwBaDAyyAgfCIo0wZjBEQTI0MlAQAtlV",
-"BeYiBW8iATKWAmoDAwf2A2wSDfkLD6IRAAoeSQB6AwFTIjlyY3AwBAGMAQE+LwcpAA/CDwEEHVA1MSsxxLEPaQECBHdDDPoZ",
-"A28DB0QPD9uNAQECLwCYAAmSAA8C8ggAER0/c291AfITDy0ABQ93HgQPKwABD3YeFA87AAgCdR4IiKQPcwATD7ukAQ8zAAwP",
-"uaQEByO+AwkCODwxOJGkAvwFKDw14qQByAEoZmT9xgbnXgH88A9MrQEExKEPTwENDPAeAEwHD0wBEQkUBAN0AAS0ow9QAQ0P",
-"JxACAZ5kD1sBEQSyAAR2AADNBQ9rHwEBfiIPax8CAcUID2sfCAPl9QG8DQL7tA9sHwUB2AsNbR8TMUHVD0agDAuMNAPoAQWw",
-"EgOVSAB7AB9uiawlBYsADvgfBFRzD7ITBQ/4HxEE0KAP+B8UA017D/kfBAYhExIxUiYPJl8KAtstCPIOA9cADwQ0AA+25woD",
-"kQUDKRABeQAJPAAIgyoPPAADBNidD8wcAwUO6A+DEAQLtnAOFwEGwhUPECEKBQdSD/8RCA92EgAD/hEDPQAP81cDA6IADyyn",
-"AwYgXw8uIQsFvU8MCQgDBSkDHwAPggACColtCo0DAaABAdsBDJ4HAZTnD8wTDA8sHQMVMX5EC4wHBnEID44gCgP0CA9+FQIG",
-"j14PjiALAjoSAZUICBcMAvoLAhYMB0zxAaACAgsBBIuaAxoAAgUgAncUA5cPBDw9AuATBCHgDMg5ATcAB4FECDoBD4sTBQLG",
-"AQPZNgoIHALk+g6bAgJnCw8hpAICewMDCQEAowAKHwAC0AMDbAELEkMFiQAEzQgRMaAd/wMucHJhZ21hICJub3Vucm9sbCJv",
-"AgIE5wECcQMOswACbgEPiToAD+xsDwO1AA1tDAgrKQ8mTwME3tgdNQmGAZ4KARkGD+OcAwT9hA1DbQz8hA6dBAS2aw4ZhgI3",
-"DQIcEg8XBQIFfJwPXBUAApceATwAC78NA+8VAl0ADrwNArsNA0uGAm8UDy0BAgVvMQJiIg/WDwIIwRUCcA4HaQMCQQIDhIIP",
-"mAICAQgADrUCAxInAAgADFMAAktHCR5gFm6fLghwAwyNYQC/AgjMAgD5IAcqNwND8wpvAANDSAGrAgbbDAUlNwGPAgAkAAQr",
-"LA8CBQEO+wIDD0gO+gAH908NBhcDJRwDBgAAagIKHwAC9wID6QMHggwCg/4OoAMEEwdPMzUrLV0xAwICQw9ScgEFLGwPJScA",
-"CCgIBml9BB4ACAoIAR4ADzcXBhw2ky4DjzMBcAIPjjQCBD0RHDYgUgOdDgAFAAQFDws6AAQAMA6ZLgLgDgHsAg8fcwMExQ8T",
-"Np0ICDwAAYgDAmMWC9sQA9dkAhwADmcjAlUvAvIAA6RmD3Y/AgXZDiMzNMYBC0gAAkIAAnEUAk0RAaUDDg8CBP8TAA8CD0s2",
-"AwIQUA+ecgEFnW0PDwIACLIFDSsuAw9OAw8CD4UEAgS/bgK6dggMXQEXAQEPAgGVEA46AAXr4ww6AAKzEAE6AA/TAQIEG0YE",
-"bXUIPAACWwUBPAAPCjgCBL1dBGHkCDwAAYEBAX0AAbUuBw8CA7pdAV0ACVD1Ax8AAuoQArMAAkEADwIDAgWuSQAPAgF/AAs3",
-"WwFCAAjAfQFJBA4OAgU1rA/prQMCqU8P43IBA6hPACEADAsCAxDhAwsCDMEEA0/hAwsCD0kHAgQuSRE3JB8IpVsC1CIB3AAP",
-"0QECBPFOHDfUUwPIEwE6AA/PAQIAsEcCdAAOG1wCpAMBPAAPnQMCBFZcHjeXeAK7EgLvKgtjFANTXAFdAAE0KAugKQKtAAI7",
-"AAG+AAF/Cw5mKQQjCwJzgg/lWQgCUQAKjAUECAIFAggDltMNCgICBDIPEOICAusFACEADQoCAuYBAgoCAdYVCR4AA0gNBh4A",
-"D9wqBhI3d5YMVFoC2AAP0AECBJ4qAvZJCDoAAh4FAToAD84BAgCOKQJ0AA7KWgLNHQE8AA+YAwIEyTgTN3BBCFZWAjoKAAUA",
-"AZ02CGwmAsgAAmUnDq89Ar4oAxpbAb4AAWIpDn0ABeoHA34AD8kJAghIeQEXLA99CAEBCAAG/5gLfAgBCAAMHZkGBAoPSTQA",
-"Af8FAiIAA0IJCSs7ALwICMkIAHodDkRNBWJSD54lCwWg5AyoAgKhIQ+eJQAEMkoDOQAK2gEL/C0CVO4NnQAEPH8PvSUNA7RI",
-"AcsDCIMACtNID4MABASZSg+utAECC0YCTxIDqEsKoRwTMXpgDrsABnMkD2wlCwN0LQOpAwtFAAZ5EQ8nJQoDxjkEtAMLRQAF",
-"g1QPsSULA5EyARUuDkUABneiHzkTMwoDcgELxwIDqVADUIQHNRAE0ZgBxAIEJysENQACrBMCIgABVAMHORACwUQPdE0EATkA",
-"BP9SD5ARDgMJAgRsgA/mKgETMd9nDcEFAtxJANkADocNA/UwA5wBDdg4A9goBAECATQlD44AAQbBAwHdKQ9AEAwE6gAEfwIH",
-"dSgjZXEeAALbKQEkAA2AHwo7GhMxh5oNNgMFKhUCERoOGAECpQ0PWT4AB0dJDDIEA0RJBIkCDOQIA0hJBGMCD+UIAgSGWhw5",
-"5QgDdC0BFAYBgVoOMwEEIHwcOecIDiB8Dz0AAANxAR456ggD+SsE/isPPwADA6UDHjntCAMoWAM2LAw1LQIGWAVcLA9AIAAE",
-"AlgJ2SwBEFgLKQACOwkDJzIDNgABhUQHDQIKaDoCpQIABgAOohAD4yUPxlEBBfsCAAgAC6IQA15WBLvyC6IQApsoB9lWC/sq",
-"ACQDCbEAAHITB6YQA2CIBaEHAxYAAXQAAmkEBvWWBqgQAn4oACYAD/4mAwQFBg0GAwIPSwAgAQ4DAQPZKAIOAwF7CAogAAIZ",
-"AAM+BAFuPQbWAA/nXwIGBqwGP8YH8wMC1wEPLh4AC9skHzGO+wUFRSsCNs8O7QAC7REPqTUAA+FLBIc/CdQDAhoJA/MDAef2",
-"CR8AAwAPAvMDAR8ADzwDAAT0Aw6sNQb0AwKFWQ49AATlphw5DAsEWywBBQAP0K0EBGYFHzkDWgEH9QMMU+gEIwAE9QMOFAsD",
-"zlICtQEF3nEFHQADjSkDXgAPuSoGBIFaBCYtD/UDBwMxKQ/1AwIDOAoKvQAEsFAkMTNNRgtwAgGcAA3Rnw10bwA9Awu4ngRw",
-"AgV5Cw+eRwUCVEwP7pwBA1NMACEADXICA1kDA3ICDvAvA4UGA3MCD7lHAwY0JQ0sBgKvIQNxAQ90AgMEETAdOfZHByuhAldp",
-"Dz0AAAXOYw8rBgAD2LgCQAAPdQIDBMZ7HzkFSAACiSkCdQIBWB4JWycCdQIETyoP2VEBAj8CBB4zAswAD1mgAAN1AgQhAA91",
-"AgELgvoEdQIFZxME3W8LdQICwA4MqS0Nr3EAYQAE7TsLdQIFYgAPNEcGAhdNBM5uChNKA3oXACMADdIFA15LA3kCApZiCiEA",
-"A9gPBEUAD48OAgZEjwIdHwn/KQd7Ag/JnwMFJ1EtMTCzRAM2KgIECA/PTQQFfAIOig8DMyoEYyoPQAADBF4BHzDDRAACuSgD",
-"+CUMfQIEFFEEDCkP3joAA8smA8UIAs0AAY0aD30CAwODJg99AgIPrGkCBcQ9FDPzcQx+AgHBAA0qow3ZcgBiAAShMwt+AgU5",
-"FA/TRgcCjU0ELDEKfwIDVwkAIwAOXgIDjwwEfwINhxAD0EwFfwIPqFYDBMkbLTEwdmUCDRsDeQEPfwIDBoNPDJAWBAQpAQUA",
-"DyEhBAWCCBMwEgYJQAAHfwIB0hsPQAAABX8CDpoWA5IpAn8CAdEbD0opAATRKQ9/AgAEFCkDEioCzQAPR00BA38CCUopC38C",
-"Cy5lBmYLDwQSAAJLMQRvUg9mCgUACAAPeRIAA6IxAAgABekuDEMSCLUwAOkKD8QrBQPbKRU1nUAPxCsAA+4oA3QID+MwAAO3",
-"AwMaIQRTAA/iDwAC9UoBzFgPOS4CEzFtRA5WRAbYYw82KgsEL04COQoJOAEFMU4CIgAEWBILGioH9zgD3RILjwIA4BoBIgAK",
-"BuoEHgACkAICEQEEj0wPJGYBATxKA2oADY4IBGZKA209AWUQJmF4HwADYgEPQG4ACzcBBVEQDwQqDANTTgAxAA03AQRfNgOc",
-"Fg9bCQMFcYkCVOsIPwIKw0oBfBkJHwAKLAEADQMLaTIENzwDSAAPBCYCB/mdFTG6vw/qAAMD4w4OWQMLk00B6gAP9i8BA6/R",
-"ETEZkw+KAAAGqwIfNrc4CgMmDgJwCgmKAATvBQMiAA+KAAYTMn0rAVUBDPExA8InB1sDANcyB0cCA1R7DzpZAAvSAAU2DA9G",
-"Ag0EgU0G05sFGgADRgIDIgAPRgIFBFwDAluvCScCA3svAicCBDcdClMDBSdhA70DDEgCAzAvA0oAD/NFAgVGXQ9IAg4DpEwC",
-"UwsK7AAE/jgPSAIMFDJIAgxwLwKmHAXsAA+pAAQPZwIVA81FAlwKCkoGA2cCBO9FD6kABRMzZwIAohwHUAIAYg4P5C0IP2Jm",
-"b+QtFw8tAAEP5C0EDysAAQ/kLRQPOwAIDuQtB7EtDzgACB8yjEwDCOnrAtYBNzwxNejaBbEtB6BMD7EtChA2PQAPsC0BCIq7",
-"DxsBCQFRAwewLQA5AA8YAREPfQIBBaTRDx0BDQR1AAStAAD+Aw9zLQIA6wIPcy0DADkED3MtCQGXBgJXBAmOYA5zLQNeKAp8",
-"FBMyVA4PGhkFA94NC5sKA6oBAxgLEzJZXw9zLSwEiwAOcy0PnqEEA9sADxEHAgf3iw89PwoI94sNYgACwgQPDk0BA3YMAz0A",
-"Dz0oAgThCAKwCQytBQaeMg6DMwA3AQe9gg7cAAZXjgLQDA8wLwUDFRIM+QQH14sOvgAHHjAAZAASM5MYCr8LAm4CBra6CowV",
-"BMgBDiQvDPpqDRUBBr5uD/QbCQSv0AxLDgOTHg+xFQADGQADOAAPkRUCBK0tC4wKArcJAcoCBDcjCbMABWEKDetwArAJArkj",
-"ACgBD+WoAQLKJABkBA/UvQUC3pIKfwEC8wMNm2kEWKoIEwABoQIE/akKwxQSMlgsDFEFD9G9CwHHCALFHA9qAAEDYwQKtxID",
-"aQAIuxgCRCkJRG8AJwAPYaoBBZAAD9FwBAQHMA56JQZbDwGqCgibAQakJwHRJQ+bAQECCUgPg4wEAh0ABUZcC56LBhkDCkIR",
-"HDIeLwJNAA/PvQsCFFUABQALbB0DMGgPQyEBA2kACHIBAS0ACs29ACcAD7VwAAZeBA+0cAICww4Hzb0EtgQBUsAPNjAFBPBg",
-"AesJBxgABA9hDRgAA9ITDRgAA6kRDRgAA4ITA8RTClcPEjKtrgkQAQLqHQRLmAgcEAEHARR7ADANQnEO1gQGqiAP/IwKA7E5",
-"C3mKAoIsABEDDytxAQJIIwNQAg4vvgUocQpqOgNaAA8mcQcCzA4BHOcPnBEAAfgAA90gAsUQDyy+AwGfTA+PNgMPQQwQAyBJ",
-"D/9IAwUTAw9NNQsEP9YJJgcPelIXA28nDyBHBQMmAAbZNQ+ANwQGiQwPvz0KBDaJDxY8AgegSA9jDgoDPCsJtAIDqAAHbJYP",
-"XAcBBPh1D+ISAAOAWwEFAAzrOwYbAAGxTQmoJAKMAA9AUwADMzsCKY0GbgQBEU0IgEYCngYPKTgBArcKAicGD6QCAQL8Hg/u",
-"vwEAGQMCIAAC0MoOLB4XMvq9Bk4LAj0IBP96C6UDA84jASIADyg2AwIUBw+XcgADCDcD4CgKHhkHdDMBxAYM6r8GXNkDeAAI",
-"HAABCwIDIgAPvgoCAjNJD8sgAQO2Ngf5Ng5hJgQpqgblvwefAQJABALqJAQ3WQxeCA9fvwQDkwgPCTEAA1IuBFdJDB4AAsQJ",
-"AjcEAR4ADlsABVsoDBoKA5FJACEADa0uAqABAyEADQU+A1EdBR4AB84CDzC5AgXrvQ9fHgIC6hsMCDYO6hsTMsuKDpEqBOAu",
-"EzLsLQfxCAIdGgLhKwDmAA//KwEGS74P5IUTDVcxAm0dAkpWDmY0Am4dA7a+AioABQcXB5xJAiAAASwABEg4C20aBAEBC0JJ",
-"A9e9DkJJCPa9B3GoFnTaRQKaAALtBQoISQw8CQ8ISQIZMlMYACUAA8wEBDEBAQthD6VJAwhypgGNDQh8BQKjBgEFAAsIEwLt",
-"VAM9AAztVAO40wBqAA+rAAAHqRIAuQALYVUCKAIFjgALKAICnQEBKQEPr0kQAogAA1MAB/9SAIUADnxVA9YJAgoBBvgFBhNJ",
-"ApYAAscBB/cFBB8AAuYBA8UBDzJJAwE0FgIqABNwGUwGMkkGFYYKMUkMblMDVaYCSwMLVxsDNS0CHAAMKlQF4QMOSwcPd6UL",
-"A9oKA3ilA9EbD9stAwQYTh8z7zECCZKEDCwpDHQAAucAAnQAD4UcCQShKAKgNQyrJwGoAgMYVgIdAQ/fFgMEqygdNt4WA+An",
-"B6woC7wWCcykDEMZA0coBj0AD6FUBANMKAF/BQc/AgxrAAKoAQRyAA+7KAUDqQEMHgADtygDfwEMLSAD7h8DJQAM+BYBf2sF",
-"PQABNx0IPQADQw0DJQANnn8D3gADzQEMHgADEiYCqwEMmAAEAB4DeCUMn0oEiSUCPQAMmAADqw0EIFIH9CcAxQUEFR4K5AcA",
-"BwAN/wcD4QcPJHoABLSGHjMjOQOhBwAHAAUbAAGZAAuJOgtBCgJiGgrCCApljwHiBwnMAAtZZQRtjw+uZAIDSGEJfxEKTI4B",
-"EAsJYAABd00H4A8J+hUHGAAAKAEPh/ACACYBB0UWCS0WAqEKAo0KAhkKAS8gDcSFAhgBAXAVB1oAABYAD3IAAQASAg+LAAEB",
-"pQIPiwAFArYNAscfAhUNBRFND4s6AQ9qtQADMzsEizoI1xcAOBUP1xcUCGgWBFZJD6FLAgSgC0I1NysyrykP4w8FAuMNAflJ",
-"CKUCBI2tAh8AC383BWYDBPc9BUtDBRoAA5sFA4cDAb4DD/NJABIyphoBUCEPtykHEzWzOglhAALzBANFEQJ9Xg9hAAEEIksB",
-"IA0OoUEEwQA/NyszKM4LAuoDAiIhDgVAAIQCDSU9A+Q8AzoAD89OAwQyVQK7MgnhAAl5BQLWfA/hAAAD0E4E2mUMXwAFDkAO",
-"QgEDPigDnQULkmwHYQAEQgELCtgFRwAEN0ADkMoJYwADniMDqCgBdQQPYwACA1cdD/9rBASKKRQ1jcoJZAADagIDzCkPagIF",
-"ATsAAiMACiMFD1PYDH9wcmVzc3VyFR0VDy8AAw8XHQQPLQADDxkdFA89AAoPGx0KDzoACg8dHQMPzkoCCX/YAgEFLzw1iO8B",
-"D7WpAw/OSgUIWkoPIgELDCAdCNBKDx8BCw8GFAYPJAETDCQdAAUEDyQdAgADBA8kHQMAvQUPJB0JApwYArwYCNKADiQdAy83",
-"CgoIEzOXJQ+XSnAEiwAPl0pyAY0FDzeoAQMvEQ+IGwADcxwCbgAPCAcDA3gSD3KDAwSmGwYEgw9IFQYPfhYKA/sSD9cAAwK8",
-"CQ/LExsDoAAEtUoPG/IDD5NKIQmBAAP+Eg9NFAkEIgEE13ILggAGIyQPdUoLBDETDIIABAoTD4IACAQEAQbRMw91ShEA3QsP",
-"PxoGA4MpAsgbCBgAAyMkA+I0CugVHzONSgUGoDsPjUoKA3MID+YYAgfRSg+NSgoDVwoFOxcDpAECRRsPjUoJC1Y6Ar9KAvkd",
-"A/IQBY1KAWQAACEAD41KBgcZHghSAQ9vAQcDjSgM5B0CtwAPTR4BHzOlSgUB7AEPpUoBBHmHAiEBDTEnA64qA4QBDJAMBIkA",
-"BHsIHzOlShkFqykPpUoEAucXD9cYAAR+Cga+Cg71IQRmCwwiCgMZKwAFAA++CgMFECsD3fMHN0YDCyIBBgAP+RYCAjkLD2y+",
-"AQ+AmhoOlAAF+QwMXB8ChQoBkgAPD1cBAUACArgABPgqDzlFAw8nSwcCHCEGISEMYwACSwECYwADQysMITkC5B0DXY8PfQIB",
-"AQgADpoCBCktD4pKAAJiGAne2wyKSgbeywrUFxgzikodM4pKAoAIDx0eAgHdAQ/iOQACHxsG4TkKQxcD/wQOLQIFFwEPikoZ",
-"AwctA08CDl0uAx4tBR8ABukAD4pKAwX3eg+KSg0PogEABJpXApIADwhIAwR5iAH0HQeIAwP1KwE3Ag/CAwIFhCsUMV5JCDki",
-"AxYiAQYADwkcAgKQEg9VvwEHeZkNhBoDZicCIQAPlwADBPYVDSgDAtQOAZIAD0VIBgK3AANWLw/0RgMEc0kOSSMCQUgBZAMB",
-"65ELX0gCowMBYgADPGELGwUE8wEE/QgA8wEPGzkDAh4UACkADfMBA3kCAiIBD0EFAgV3pAz+DwKYMQHzAQ9aRgMFIYgA8wEF",
-"mgAEHQAC2gAB8wEBL0gOtgACih0PM00BAicJD9yYEw6XAATzAQxxOQ/pwxICtwACIAUPaQsCBKdEHjZTOQIRIAHZAQ/jwwYC",
-"YQADSUgPCAoDBVcBD1FKAwIcSg/LkQII4QMBdAIOvgAEhEUM4QMCmxwB7gEEn0QLOgAG7gEMCCEC0wACzBoP6wECA/pID0Y5",
-"AA/6SBoOlAAD6wEOokgG6wEPTqEHArcABvwcDr8ZD4tIDQJXGQ7rAQOOSAJUGAKGAA/rAQME9SMfMTRKBgLbAw/VrwADHpMD",
-"7QEP2wMCBDV/AmQpB+0BAm8aAsYaD7kaAwfbAwzvAQP4GgHvAQUxGQq1AAVkIQ3vAQLaAwAhAA3vAQjaAw/pMQMEwxsCQUgI",
-"jgEG7wEBm3EPWAkCA7gABhgeD68bBh83yb8BBtEqD9OeAQJYCQOsHAPaGw6dCwQUNQ8aSgIFTDUPGkoBCX0IDxpKAgIeGA/X",
-"KAEYMxpKETO9KAthIQEUAQ+VeQoKMQ4KKCgWM9KqCu4NB9JJD29KCgjSSQk+RgPxEA4tAgShkgM5AA9dAwIEGRgfOFUQAwdv",
-"SQ9vSgsCtQEB2QQJgwACgAMEHwAPgwADBG9KBp6WDGW0Bsw5D3ABCAqgSA9wAQcGphAPh0oKCKZIDkUAB756D4dKCgN8AQ/7",
-"GQIECMcPh0oOAuIBBv5HAxgFBWlJD0JKCQGTFAdCSgJZHAN0JgvuDwJWZQAjAA9gOgEBEAEI/dYFiAEPFQMVCM1JAggTBD5G",
-"CmRJEzN1sg00BQIPSQ9ZDQMJzT0BbwYKIAACigIEPkYLzC4GjwAGAwQBvHMPXEoUBdjRD1xKAgK6Cg8GPwEMDBYCVEsOAwcF",
-"JtAPXEoDAghKBGZfCfdDA2QmD39BAAOAkgTXQw/SGQMFSkYNHUEDFCACzAUP7QUAA/kBAxYbAi0AD+JUAwZyRg8EQQADGaAC",
-"RgAPrA8AA8E6A2cAAigAASCYB1QBCz0+AfEAAAYADrsPBMA6D6NJAQQ3cAk9uANTAAGAAQAGAA+jSQICcQADOgMOLUkAawIJ",
-"sQALvw8DMrUMghACWhgCGBACwy0Ko0kCjx8Gb5ELqioEIQUOTQIBOQQAIAENeysCxwUERAMOIgECuQgAJwAO5A8KZUYH2xsS",
-"M/AmDo8XBbUSD75JAgFfAgAkAA9ORwwdM+8oBOkTBDI0LzE4JxAFAm1JACkADVgDAioCD72TCARYAw+hcwQEKEkNNEIDkR8C",
-"0AIAuwEPWAMCA3tGAy0AD1gDBQTZRg8dQgADKCkCRgAPMyYAAlgDBGcAArMJClgDAYAjDqUYBVYBDwZJBAIfMw8GSQEM0xIC",
-"WTEOuAEF3xEfOOwPBQLSSA95SwEEzUgAIgANewoD35MF8EMPSB8DBAogLTEwUk8DhwQCNAEPZAsABhY+Bi0AD7wBBQVWRA8/",
-"TwANUkkPvQECA2gAAz8gC70BChZ7BL0BBnMDD05IAwJpFg91AwEMIBQC/nQOvQEFqREPTEgFApcUD36VAgNZFQAjAA68AQMJ",
-"DwS8AQ/rSQQFbkUOVAECLgECMwEPaQYBArwBA/NJA2kGD7wBAwaRSg8VSAACByEDmwEP4AMBArwBA2gABj4JB7wBDx0uAgbP",
-"BA+NRwUBUwAAJwANvQEMCw0FwlULvQEF8Q4PHpQHApAGDwtKAgNABw+MRwoEvwEPa0cDBXk7Di1HAzJ1AjYBD9AEAQJWLgN4",
-"AQPQBA+/AQQF4QMPFUcAAyYuAkcAD+MDAQG/AQRoAAPjAwq/AQWYqws4BwEIAAzVDgauCA/VDgACOQADvQoOjwcDzUYB7fwE",
-"zUYMlg4AkCQHnAAJ7m4IzUYDo54fM81GCQJtdQMuNw/bHAIBxCoDPwAPUGoKBS+WDckqB7N1BMMBDPhKApMrA7IAA3AcBJk7",
-"Crg0BlE2Atk0Dn4uBp6cDV8BAi4GBKoAD3IgBAUlIQL03Q91KwEDQCYPOSYEADkAAiEADJYrBOA4B8AeDIQtAxADBDZIAQcA",
-"AS0KCUgAAq0CA+kAD2pKDQSq3A5qSgbvmQ/KAAYFB3MJAAoP0nANT3Zpc2PXJRQOKwAP0yUEDikAD88lFA85AAYNyyUA+QAP",
-"NgAOCMhwDzEAEh8zMQAdHzQpJgIfNUZDAC8zMSkmABgz388D/AI/PDEwvf4EAc0RD2QBDwFsAwgRJhYwESYPYQEHD8IDAAG+",
-"FQ9lAQ8J3RIEOwAPqwASDNpwAcAKD0WQAg9DJgYBeQcPRZAJARkHBymAD0MmBgRyXQo3ECA0XxUsD7glAg9GOwMPc/kUA1kU",
-"BEJAD0eQMAelQQ/+BQoDzzwJRAAEtgEGvxMHQj4HHHYAYAQAJQAPkhIFEDOwBQkdAAlfJgJkCg+tjwYDmgALLCQSM+AQETMI",
-"EQ1YJxM0N8sODwEPsyUUDwiGNQtVEgTvjQ9DcAMHJ4YPMUMLBJE7C4MABZM8D4MACQJjAAOW5A/OJQACjwEMOE0IXSINiwEN",
-"3wEHHQAQMokWDx0ABwwoqw32JR80SIYGBkBwD/clCgrbJgqMCARCAAp9KAiECQSqXAnbhQfKBwbINA91PgoHJXoPGAUBB3NA",
-"DxkCAgY7hg8vUAsDzicMH0MDwwABpAB7QzIzRDcwQdkSBPkBDNcWAr0ZAWAMCtUWBNv7AjkAC9UWA6+JCKszI2Vx3gYD7kQD",
-"7okADAIEIAcDQLIYeP89ALsAATIAAXyNAKETBC4AAJECG3CriAGJAgFzAg8sBAIRMhFiDYcaETSZjQ9YBQEFFwENuSkDXRkC",
-"bwEK0wwEuCkE+SoPo4YDASIBBrTCBvQXAgsnAnsGD94AIAi1MwW4AQ0aGwTzAAqjnQNcCwO2AQhvPQRHDgd0xgQbAAgZBAu1",
-"dARmAwTRFgU5dQx4EQTPHgvkCgMJEwMJNw90EQAC5hcC90EPAj0NAakWAoYADwSHBQUIZg5BIQKKAANQMwBLBAtYHwAZAALB",
-"HQIjAAb8QwUmPQJQOQEfAA/YATgKghsF2AEL3JIC+B0OHDkDSxgDxAQFtAAHZz0DQzgPZz0ACkAaEDTMHQ27PBg0GpIRNDsm",
-"CKkaAiaxDz+TBAtRsQtBDQMUiQIcAAv2kAUXsQNCAACaAAdsPRMyJ2oBxhMOsgAH7SYRNHCSCVoAAtMQBZMADJECAgcPAS8B",
-"D209DwWJAANQAAdQKBE0Dh8MooYDEAIDsjoGrwEFrgEH0AEFTxwHbz0DvhQPbz0JDXBDCG89CFWyC6KGDDk7BFddAqIDDB0A",
-"AkkDAh0AARotDtxBDwilAQOuLgMvLw/WNQMEsUECry4P0BIHDsOwAmkCBaiwD1peAAMhFAKLJQ9xBA4Eq1sfNGrQBQX0Ug+h",
-"rQEDFzYCygIBPy4McxECjAECKQACdwQCDTMILywCEQoAEgINLywDFhoCUgEPwgADBDwMETX2CAuOAgIEEQIuAQUC1gUdAALa",
-"IgAFAAC+BAw7AAM2AAO3EgSsIwUfAAP/EQPhAA5aFAMyBQQpAA3gYQsuAARpaAMuAA87HwEMWwUGiAMBkZULDjwD6B8HhwUL",
-"ARsEtQoPQC8ED1MIAQNmhQL9Ag5ALwPKFQOAWwefAA9rkwIF4lYjMDawGQ2BCAKHCQX0BQd1IAJYNQLhFA8nGgISNMIUCj4I",
-"A0MkBAy1CIUCA0AkAueuCvUAA94cAtwADxsWAwXveQskngUgAATUbwtDAwOsBAjrEwxCAwJ4BwIyJw/bpw8EbmoTNRQnDyIA",
-"AAXM/A3MRQIPBQRcPw6lAgITBQInAAMtAAF9FA9rRQMCOQMPBxoCBZ0BC2pFAgMZAIEBC2pFAYwDBONCDwQIAgLfQw+qmgAL",
-"xRgRNEQiD1MHAAraBgFsHwgHCABoCw8HCAYJxogND2QDdpACIwAPMF8FA0IAAJwACAcIAwebARQ1D7QAAAm6CAXFkgVcAAE9",
-"AAaVAA+KQwICNAEPCQgQBIsAAwcAB7wYAIkADgoIArJfAzcAAasGD3lFAwJAGw8KCAAC+gIP95oKD3lFCgiIrQ97RQsETIkD",
-"+nkMyAkD13kDHgAP7zIED76RAQTiPwIGAA95DAMEE3oC8DIPIAAAD8+4BQUxNQIHAA7xCwqpqw89BBAEpqkEGjMPIgAAD1Of",
-"BwumqQ/5YQAHQ18FQAQBmDQJTgEDWgkPlX8BAggIBDEyD6EAAgQUXwK66gyNXAHIAQIVAQUyyAUdAAKoAgKmMQ8RXxIIIwID",
-"1iQEmZsOdBkEDwgEKQAHGRQPCggDBCkAAXEAETMzDQc+BQ9RBwIFXx4EwCgKTgcBqAICYD8KTgcDv44FvRUOmEQfNLaUAAQV",
-"JQSNRAiEMAPTCR42TgcOOM4PxQEABP8KBKSYDCAABFx3C4QCBPIaA8YdD+4dAQGeAgOQHAxkCQ9pAAAEI34GfhMMIgAE9iwN",
-"EQMDkBwEWF4OHQsCYQoCJwAELQAI5hcDBwUCKQMDjgoP1UUCBZ0BCk4HAyZoAAYBCswCAsEcA2oKD04HAgIGAwLQIQpOBwrz",
-"0gB7AABAAA6aBgGJTwclAAtOBwLRkg9OBwQDn5EDsdkMmA0DD4ICIwAM0g0F3ZkCBwAAdQYJTgcDHwAAFAEPtAAACdMGAXtH",
-"CVwAAZgDA+4hDlsCAog0AjQBD04HEQOLAALtAwfNvAGJAA5OBwL7MgM3AAIZjgpOBwNIBwL1AQ5OBwJDCQTTAQ9OBwQByhQB",
-"KgATcLEHB04HAip8AYkAC04HC5FMEzEsNAIxAAKJFwgeAAISAwMeAAy8GANcSQT9mgk7BAJ+DAOQNQ+YKgMFYTQP4IkDBmKx",
-"DL8GA/yjA5dUD4I0ABIxzVADKQAPPQQQBc9QD6CmBRQxFjQPTgcAAv8yASIAAUsAD48AAAKPAQOR1gNVKwzeRgPlNwCJBQ1O",
-"AQJIAQJOBw/yIgQEzy4CPU0LkgICCTQDoQAE5hkEHQACSFACtgQPTgcAA5VPAkMAHDGQfBMxawoD4wAPk3wABE4HAykAAnEC",
-"D04HCQQpAAE3AAtOBwE4JQ/JDgEBCAAL4ksDehoI3PsH4ksCvDMFnRoNdNMBDQ8JfAAJ6pUFBkAPa3wUBebQDNwBA9YBA+4b",
-"D2QbAwR9Ag9RfAMHkMsP4jEKAzc3BpDLBBgAAsgDAx8AD4MAAwQ8Bw9QfAECr0ACqRwEPh0MIBgPPx0EBJU5D1F8FAQeNwtF",
-"AAaEHQ/wYAoEL2gJRyQFRQAPUXwbBIk2CpYbCXfLDwEcAwO8US85NAEcBAMJDQKbUQ8CHAgHFpgPAxwDC8SVDvEABrkCDwJj",
-"CwMeAg/USwIEhDoPSRwNBRA3C3sCBfBoBnsCBwwBA2yWAqPXD2ocAwL5GgGDgAprHAKaZAJWHAS2CAQbAAKSEgJ1EwEUJghs",
-"HAJ7CwghzgZsHAMmjgNHCwhtHAA3FQ1uHAFyFAI1ABFwyCEIcRwB2ysRcJshDafTIzM0oNwN8RMCl8oPFTsBAyQ2BHp9CukG",
-"BwpJAK8BETh2Agx2DAMsZg/oogICozYAQAANeAADhDIDbDUPIDYCBLsWAqM2BA4JBCYgAUEAACMAAXoxCD8VAlAjBMgfDNAK",
-"A8PdCEk3A0IsDxsUAAPANgTONQ9FBwME69kfOBwUBAWZOQsECAPZDwNdqw8I2gASMY85A5ZCD5EIDwSiOR84HBQFEDLQCQ/O",
-"DAMDRBADz1QPxTkAAmwQA4VDAo4IAs2rCs4MAqkIAi0AAdUSD5oBBwyuFgOaAQrlDAe27wvfogO7RAP5BA/lDAACnQgCT7oK",
-"5QwKBNQAewAARAIOMQwAfwMGywcUM2peBU4BDD6gCGwVAkBWASQAA3NnCB4MAj5WA1jyAdeqCR4AAgwMBEMAAXYgBuYMEzNu",
-"OwEsLQ+1AAAJgAgbM8utEjIprQJ6AA/H6gASMmwiAjYBD+cMDwWMAALAFgBtDgd8AAAWDgvpFQKIVgM3AAZw8QbnDAMloAJT",
-"FQV9FgboDALdDgTWAQ/oDAMBbxcCKgATcEsNCDCvAqASAIoACugMAgFkCCwBAhEUAjEAArlIBx4AAxofAx4ADxwEAhQy4jYB",
-"pwgLagED4jYCMB0P3wMPFDIaIANODAxOAAMFFAJwAgMNAAzLFAOXOwDrBA01PAmJLw+6iAMUMlk0ApvNCQ0BArcBA8cYD3E/",
-"AhQyQTMCSrcLGQIDLRYDXBgBTh8HcAwSMi0WA4UEALwACz8AA5ceBEYACzMtFDJgGQIYAQEfFg9xDAIEKQACDgAPcQwIBVIA",
-"AggNAphbD+sEAQcPAwD2DwvFGwImJwZxCACdBAxOIQIGCw5dBwVBCw1dBwLOBwTVBw2TNwN0MQAnAAnHGxMzrAwLhwcFkTQf",
-"N8cbBAOimwR0AQ+6OwAARAANVTgDKRQCAwgLUMELV0sDxIQKAwgCaSgAIwABAwgAP0wMDyIDAOEOGDsAswAM7QcEGDsDlB4P",
-"gBACFDLVHAIYOw8gAAAEvyMLYAcCmRQBHwABRgAOwQMC4BEPdO0VFTK9fg9+EAUUMm5tDwdLAAOiFwJsAw87GgAD4kcBJwAE",
-"LQAG4RkGPrYBBAMCLQAFEGwNpCwChAEK1wcH8u0KyQMIWZAP1wcDAqAaACgADbS2DQ8LD10jAwDoBQf2AgT69AU4AQwLYAjX",
-"BwNZfgITIQHsjghnBAiyqBwysqgSMpg3BEMAAXQICdcHAgUdAccgDrUAAZHjB8MAC9cHAhciAnoAAZcADF4CAcYBAjYBD9cH",
-"EQKMAAN7YwEfVAeKAA7XBwNyFwI3AAEsEAvXBwKMHANjFQ/XBwACWx0E1gEP1wcDAUQdAioAEXBfKgnXBwJ6CgGKAArXBwyT",
-"HRIyGQoDMQABkxcJHgAD3h4CHgAPhhoCFDIPIA/XBwEDAZoCqAgPyQMQBOQ/D9cHAwNKfgImIAOLAwIejA5WhgCuAQ2VPAPC",
-"DAL3BA83hgMUMjMgAvqFCA0BAm0DA9cHD3GfBAQYLA/XBwIDMx8CSAARMrYBCNcHAhcfA0KUD9cHAAJbHwVGAAzKAQJdHwQl",
-"AQ+NfgAE1wcDKQADkxkP1wcIBCkAAnYVCsEHC+7lBKQGCsl/DR0HAqcHDzQxAgJnPgBBAA0dBwOOCQMdBw/hEwMEiwYHTbUG",
-"HQcCWwAEPYoNFNkAzwACg+oOLIYAswANHQcCTQgILIYPCgIAA7IPAs6FDyAAAAQRFAuQBgK2FQEfAAFGAA4HAwPZBAJ2BQ/g",
-"0A4UMsgSBNqFDyIAAAQDlg5nKwIJAgJHEhEyZlUKjQADDMAC8yYDLQAG8gQGHQcBSgICLQAFHQcMLRYDhAEKHQcET5UNDwMI",
-"bpUPHQcEAgAsA5kOCR0HDV0VDyUbAwiiNwAlAAsdBwCCCw8dBwYCtg0BJAADKU0IrQMDsg8DMgELthMTMjYgBEMAADEBCR0H",
-"Ax8AD+ErAwdB8QHDAAsdBwNCEQKyAQ67HxIyLw0CNgEPHQcRA4wAA18jCjEBAFgkDN0kA00MApwBB5AdBbYBASEAAtgBDx0H",
-"AQS6AA8dBwkBpAUCKgATcEQABx0HA3J2CsW8ATEADMMIAw6bAjEAAmvACB4AAhYDAh4ADzCYAxUyJ1MPzwYAA8VCAm0hD8kD",
-"EAUqIA8dBwICCSABJQAFiwMB6hoP+kEBANYED/pBIxUyBH8C+kEJEQEC/g8DNQEP9EMCFDJEIA8hBwICEwkDSAAVMs6aBR8A",
-"Am0EAlgKDyEHAAJFHwRGAA2RCgPRmgMpAQFTUQ8hBwMEKQAC5R4PIQcIBCkAAiYdCyEHBcfOC2sOAQgADGkbAZoIBfdQCmkb",
-"A6MqCB4aCpTZAa8OCXwACXXqBz0ZEjJRICYyN4e6DfQ9EjJhHBIyAvgoNDGSAgzJPgbLOAIkGQ/JPgYCTw4PdO0BEzLxBgXX",
-"HAAHAA9sUAMVMvEeDwADAANTUwThAAJVAA37lwa11gKSAAKAdQ+nPQARME3vAFcAD2sAAANoAgKyAAe2aQ+yAAAPqBIKAktT",
-"BLQAA1cACyvhCJMAAzo+ETIl1QbuAQ8ogQxvYWR2ZWN0PD4UDy0AAQ8+PgQPKwABD0A+FA87AAgPDWQKDzgACA8LZAQIsK4C",
-"dgEvPDEngQAYM8fNAywCETwKPg+f7AEHND0PBQEJAVkDB+E9FjTgPQ8BAQkPawMBCDWvDwUBCQRzAATTTQ+oPQQPpz0GD6Y9",
-"DAFJCwFCAw+jPQoPoj0CEzVClA6iPQ9PHgIG5ngPoD0KAxUgD3IbAgOQAAG/KAfNZAMGOQ1yAAaKUA+WQwwC9wsMWwcDGBsO",
-"WQcEUAcCBwAPOA4CAywMD4geAgfaqwAfAAniPAFTAANXBg9ZAAID1AAPVnAAAjkLAVEHAcAED3UEAwJEtgRCAQMuAwJcBQv3",
-"HQUG0IYyMTM5MDk1MJBNB30pAZMBAP0yCCUACJ0BAm45D0M+Ahw1evEEW0ADhgYCbWkIkwAC5SkAKkkPlAAIAiUAAOQiCCUA",
-"Dfc8Bn4ACZ4BBX8hB8A9B8oRASoBAScGD9VhARA1jjcNwwsnNV/fBRE18jYPmgEGD+JJAwQ3hAYMDwYcQAPiNg9zMwcBqpAP",
-"lzsBAwIBDysAAA86wAABv2oCZmMO4AAH0jcpNV/Y7wPCAAWQIgJkZgzgQAK0EgAFAAQPVQ68AArXHAO8AA9IAQYPzh4DBO7Q",
-"D4QAAQNSKgtIAQ0lYA81ASQGHwEPZ5cCBfMCD24nBQTXQA93CAECxiYBBQAD2DIP/AMEA28IBAY7A/4DAl4aDfYhAlctDNsD",
-"D0w9BQxsAwqRDxI17TEPgBkABF8TAyFuCIEAAnwhDMgDC4EAAn8iAPMbC4EACmkaB4EACZgCBZUGAol+DMUxAhoBAAUABGpK",
-"CoUZETV5Mw8RAwAIKCcAJQAP8wMEA5EBD1wxBAkbAQz3AwMrPQ+txAgDmyMEbnwM/gQCEQEIMAAENoEPyAIAAqkAFXLQ0w5j",
-"AA8EAQAH4DMAEgEPFwQABSwlAzCwC5MDAz4eAAUAC24hC9wADZkIAnoSD3IBBw/AUgMDpgQIcgEIjgADPDQPcgEWDO4GDnIB",
-"BNHzD3IBCAStAw1jAAdbAQFSBgtkOAI+AwCFEA9AOQIEvQkPrY4GAYQIARUENHRvbR8ANW1pbjMmBVXjAlLGCZEAD8EMDG9l",
-"cnJzdW3BDBQPLQABD8EMBA8rAAEPwQwUDzsACA/BDAoPOAAID827BQ8zAAgPzbsDD/5wAA/yDAEI/EoBxwEA/HAIKQAEBw0B",
-"z9oP50oBANMBD0wBEQwIDRY5CA0PSAEJD3MQAw90ABMPSoQDARkJD1gBEQtHDQFKIQ/wSgIAXwMHSQ0KjfUB6QIC0CABTiMH",
-"lwMHZw0IBxIFQg0GGRUKXw0CIgADQhcKxwQTNmtCD6MDCwwnDAP6AQToSB8yRXEJALkID0VxEgSLAAEgDQPbAAS/AAUKAQkD",
-"Dgq0hQIzAAVQLAJbqAiAKgFsDAI0EwVlKgw+jQCLCAFaFwdhAQKmCAEgtwNwJQbyhwbcDgEmABZwUxgFgwEC8SoCCg8DxwAE",
-"QQEBnAUPHQEECksFHzY2bwQHS5cPcJMKA8gBAJ8AByBbArYVC/yIAh0sA/pqAcUNBt8rAqgiACOMAmEYDkwJAxciAJErBBkA",
-"Ar6FBB4qC0QGBRUsBY5KDxwBEAqnCxI25m4HOAICaywSMTgCCBgAAmYsDUoVAvAGAosADxYQAgMrQA90kAEDHBcCYAELWgwC",
-"RQEHuQwfNhJvEQrDDwUkFQAaAQQcAAKDzQHuNgHsFgc0AQYHAAz4XANOAwOExw/FAAEIXm8DNAAKIyQD4wMEvQECIx0DhC0N",
-"xgwYNlttEjbe2AofdhEtsgQHowMC6wsBZgIIaYICMwACimQEXB0Nag4DIwMOvAED8wMPmV4AA80nArwBDKdUBO+YAuIyBsgA",
-"D3NdAwOtARMxEV0NsAEC1Q8LsAECaUYFsAEPUA4CBL0MFzE8JglaAAXQNglaAAGyDwRhAAQafApaAASKCgWWLglXAAKaRwxX",
-"AAHGEQVeAA/FHgIEUwwDjzEMWQAHCg4OugIDYAABXygPjAEAAUDKC54FBtYCD+dXAAM7IAR8BQ00Dhg2vGYRNjcPDwoHBQSI",
-"GQ8fBAICaAAPvV8AA0koAz0AAY8EBjEMACUAAb0FAl3YAe+UBo0AAbNED+EKCF9jaGVja+AKFA8sAAAP3woEDyoAAA/eChQP",
-"OgAHD90KCg83AAcJ3AoPowASCeJVD2QAEh80ZAAeHzUyAB4fNpYAHh83LAEeHzjJGAMIl3wDwwsXMpZWBcMLHzPDCwEB8xgP",
-"qlYNDzACCAzCCwcEgg8sAggPwQsODzECCArACwOuAAi/Cw87AggKRhcE8AQPeQATCng2CGIWD1ACEA88AAIInVcPWgIID7UA",
-"Aw/yABMPvVQDAPwXD28CEA/rGAkHKQUP/ldGAqcZAcAHD/9XDQIrAA9eGgITN5OyDzULCgueXARlAQVNFQ9BfgkAxT8P/QwS",
-"BIoAD5UMAQDQAQVtUAN/AADZHw9aAAIJJQABdQgChH4NmxgdN46WA/BTBIxnDp83ABsACDk/A5cJAgYSA1ZSDIAAD6UABguf",
-"Eg3yDBM31gsHHgoBaQAD5dwFJRQEdgIDyD0GQgcRN2wLD7oBAARVEgUaGwUaAAH0CAQ3AQFSAg8/AAAE8hsDX50JxggB3AgE",
-"SAAMsq0EJQAEnBsTNChWCUIAAjkCA0kADLetBCUABPUNFzTfGwv1AQRJAAsEDAPlDA/0MAAEQQEAiw0FjRwIeQEABgAVLWQJ",
-"C2B5Bz6nCp0NGDcFDBE3BQwLAg4ClA0PnpkFA6cCDnMJAgcCDzFpAQOtIQIGAAkRAgC7Cw99DQ0EZAEEThoF6OAMVgMDaAEN",
-"SAEDfwAImgAJfg4JVZgGRwEC3QwGBwEK3QwYN6kKETepCgn+AgN1NA9LBgEFuvUEExEPXhkAAZMaDyELARM3k+MBbpsRbskL",
-"AjgAE2ZnnwHoBQRTJQQ8AQIfDAQiAQjeQAe/BAYpAAgEJQBxAArJGAQmCwLchgLOBAQFNANuBQI2DANVAA9P7gIC2wQCSh4E",
-"6FgGLlMBuxEBJAABtJkO7hcRN2lsDYAYGTeEGQAlAAyYAQDpT5A2MDcxODI0MTh4KDExNzSZYwePFwXhAAIkiAOnEQ9yAQEC",
-"FxQBNQ8PIAEAAE8EAlcBD7YxAQNiBge6AArdbQMrUAPdbQ9+AAECnQ8PfgAPCaoCAZCVD8YMCC9rZenxFQ0qAA/CDAQNKAAP",
-"wAwUDzgABQ++DAoPNQAFD5gXBQ8wAAUIugwPMAARD5tiAwfGCwW4JA8DDAEHlPIG7gsAGAwP7gsBCAMLD1wBBg+2JAgPWAEG",
-"D7MkDQ9cAQYPuQoCCNuID2YBBg86AAIIkhgPcAEGDN0XADMED88KAgBHAw/PCgMAzQkPzWIJAoEDAgwAD0gWAAYqJQTpOAqk",
-"BBE4IwYPQF8LBekbCawLAMMGDXYxAWkAD+0QAQKFBA+nagECLwsPVGEAAp0GBhgMDKMdBRIqAjBhDwQTBQ2HygH6EgRZEw8D",
-"JQYNBKQGzCAE+gAMZ6IEoxIPAKQGDmsSAqpBDeyjAWVZDwAaABFy5BINCAwROMcjDYUDD/+jCwK7GAAFAASCCwpqAA//CwED",
-"aQAHAQYCLQAL/6MfOGojAgVTHw/+owQDGRoOlXQCpy8FbB8H0UgCsDgABQAAvQYPlAEABBZbD5YBAwJZIw/XGQABuwoGVgkK",
-"ZAwRONlcDW4BD/ujCwHgCQH8CAwwIAEBAwNoFAoGCwNpAA1tDQv7oxE4uCUNggUFQSIC/gELPAQCOQoC4QgCkwkDQgEPnQ8C",
-"AvIDAcACCLwDA9U7D+EvAAOFLQNPCwr+BwVKIBExESUChQ8PegAFAmAMD+dEAgTDDw+jFwYEnQwMLCAAKwAHbx0BiwAAhwgJ",
-"VAEPJGsMf3Jlb3JkZXKGCBQPLgACD4oIBA8sAAIPjggUDzwACQ+SCAoPOQAJD5YIBQ80AAkPmggFDzQACQlWFQ80ABQJWBUP",
-"NAAUCFoVDzQAFQ9cFQUPNAAJD14VBA8JbAAP/twBBzCSBW4JHzQGbAQBwekPQAISDHIJAEIFDz0CEg/kIA4PQgIKDyMhAwjr",
-"FA9NAgoPPwADCIIJD1gCCg8/AAMILRUPYwIKDz8AAwjPFg9uAgoPPwADCLMKD3kCCg8/AAMIuAoPhAIKD3MVDwyQBg+kCgUB",
-"6w0PtJMDD6QKDAIlDgQOVw+kCgkE3wgKpAoWOU8QD8gAAgMkCgSCDg+RChMDLiMPnB8GBFYACo8TB4AUBmcfD9QJAgTmTAci",
-"MQBJOA+tTg4CM+wNvrAFVQAMrwAJPkMEGLIKHwoROSXzDsYABANbA32gBPwGETlj+w0uAAPbEgYWTAdPRQB9AAFtBwGuRw03",
-"ChQ5pSMHlxUBgQgGNAAPBpEAAxUiC3oSATMADx+vAQGwAQ8D2wMElgAKyAkSOV8JDmwBAc8ADzTHAQQMaQJsAQxrAA+BAAwG",
-"XwEAzxQP4JATBUdkB4UqC8CvAooTBGEkBDgAAHkyA9urC6kjBkufA/0wCBwAAU0AD2aPAQSulA6Mfw9HjwsBNwAHR48KpxUR",
-"Oa4XBo8BC0ePAnslD5AiAgJaIwV2LQvuIQAkAAuIAQJjYwGiOw0nFQSfAg4KAgJtAg9fjwAEBLoCCgINKAIDR0ADzhUPhwAC",
-"BvcACncvBLwNBrJqAhwiD6QgAgXfBAj9AQHMbQP9AQz9OQNxAwE9AArRMQQ9AAPaBAB4AA/IDAEC7w0CegsMeAAAa1EHxa4I",
-"eAAClwECtgEPVkEDBOoCBlZBDMeuA0yFDHYAB+sCAegNCJwCAjgAAn0AD8kFAgSDQwQZbAx5AAJtAgKhBgt5AABcQwV5AAUw",
-"AwnnAQF/AAF+cA8eAgAABwAPU4kaAwXMAiMAD8ktAhg57zIA1gILWRYD5LYP7a8DBDctLzI2qHQNA69CD5UNAgJuFgAAAQle",
-"EQQ8AARaSgBlAA/7NgoF2LYLdA4DW94DKZMJCQcDCgcCngAEzXQPHicCAhDfD3oABQTTGgx6AAPTRQ+rEgECWAEEtLYPdKEE",
-"EzOToAw9AANOWAPxAA8ASwMDuAAE60QPuAACA7EIDJImBTF0D50ACwOr/A9JEwkEmhEP2wABA74wDyU2AgQ6CARkAw9+AAED",
-"QAADWxMPx5oCA5gJARQICDRsA4UFDzNsAAIsAgM5AAtHRwTGAwQUdQ/EmwoDzxAP5ikCAipyDy8IAgIyAgQ+5wFRAg4GERE0",
-"/z0YcvllAPEKD5G+DA9+EBkPLQABD5G+BQ98ECcPOwAID5G+Cw96EB8PMwAID3kQBQ8zAAgPeBAFDzMACB812w8OBcgPCBQA",
-"BMgPAfwwD8gPDQ+LAQkPhSMOD1UBCQ9SDgMPewAUD4wPBAm6vw+LDx4ISBAPdgEJD80ODwyBPQ/NDn4vNDDNDgwCLQQP1VEC",
-"AtAUD5MsAQOOCgOnBAoSLAuzDgKbIA+zDhUDmxgPrQAFB1AIDq4AAsYND7MOAAM7LQM9AANiMgnKCC80MLMOBQVBJQizDgAv",
-"AA+zDggIVTsPsw4AD+oYAQCnAQ+zDgkMkz4DM70Psw4JA08YCBwOAVEADxGfAwSWAAmzDi80MLMOBAaZhA1sAQPOCAIGAAuO",
-"DA+BAA0GXwEPsw4fAmQkD7MOMwUWCw+zDgAFfw4NnzADnk8IgpoDNAAClg4PUyMEBR0AD7MOAQALAQgYAQ+zDgMLCiUPsw4l",
-"A/ALD7MOAAWfAg/XEgQAEAEP2BIFAgYABUcBCtEOACUADLMOBYcABvcAD7MOChQyB54Psw45AqkcD7MOCgB4AA+zDmEC4ckP",
-"sw5eFDK01w+zDjQC5wEPsw4DBB4CCSSYDIEDD7MOBwIjAA+zDgEATAIIWQIBsw4PIRUMD88VAgOVNg8CBQEOIhUP1jwBA4wc",
-"CY0ABIULUAoKfQoK"
+"BA4pAA/zLhQPOQAGD/IuCQ9BowEfOPIuARc5HC8GZE4fNTHPBAHkKQ/SAA8E9BUIgy0PzwAPC/gRAe8FD89CAgGNJw/QQgMB",
+"6AQP0UIJBAQqAi4WBkUoDKhcAAUAAerYDZosIDlfygYP9y4CD+kCAgZNKg+HAwsDcbwPTioFBusyDhAvBQLZD3ooAg9cyAEC",
+"wQMEcwAJ7xUOaCoVMicrCxQHAOIFACMAAp4oDHwHAn4AAwcAAcc2Bx81AIQSA8gVChwSEjn9TQ/URgMPMAQQBSbKC84EBGGQ",
+"Ds4ED3xdAA4NAQX+FhIyQRcPDQEABfKtD1EVAALieASQKQC22ASOBBE5+0EA5AUK0ggBW7+ICWJyYS51bml9AgfKBAJVwA8D",
+"RwMDKwEEVDwPkUQID+8rAwXOLQ+2AgsFiMoPKBUCAm0DD6AWAAJbBgM9AA8UjwMB3HgBohYFhTwI+gIDvioP+kICASYqAjsA",
+"BsUIAzkAAw8YAwAED3IZAwXQMBUy3jsPfnIIA/gXC0QAD68CFAR9RQ/CFwQEHwAPIgEDBUWcBYQ8CCIBAk4VD3mkBAVEnAe0",
+"CwM5AAJwBAT7Rw9QGgMFdB8PDS4LBczKDx4CAgKdCw96EAAEIhcP8SUFBCdbCUgcA+gGBicfD7MzBQTrFAwTJgNX8gIhjASZ",
+"5A+5MxQDcuUBOgAFEiAKzR4C7xIBPDsPMCABAR0ADz8cAAHGAQMGpwkXGQ/eHgEDAC8D3RYK6A4CKsEN2wQFBCEPViACAk8g",
+"AAUABBB9CmwAA7ciCkYXA2oACXILAS4AA5wdBr8ECUgyBCgBBWYBD7wzBAC7EAHAAQ2hDAKwEQTkIwuiAQI6KwEbAAQUVQyi",
+"AQO2Iw+iAQMBhQ4BkQsLJAEBjQIGzwYMxwUCZEINSgkFdwEPPiABARoDAVgABBGGCPcBIyVyLiMKLSQEawAJeAECyQgMeAEB",
+"jDwOOCAGWjIPOCABAzQFBBtDAMgrCrMNEzmvFQ9rDQEERIsPOCADA6sEBOvnDzggAQHDGA+MBAEAVxkDjAQPrTMKAzQEDDUO",
+"A7QgAKECDzggAQMXKwAfAA2uMwLbCAE1pwg6PQtVAQbqAQ2vMwPwGgTMYwtvAQggJQMuHwewMwCADgR5AArACQd2Gg+kBRED",
+"5xUP8x8BBQgHCPMfEjmUPAicAQNDAQ9NCwAGWrsB4AEP5gAABZ8sDbMzAF8BBYC7A3ECDCwKAG0FDvMfA6kCA8QxDFofA1sP",
+"AQYAD2JOAwKWGwEqAA3pSgjzHwG7QQ1cBwTxCwINSgl7AAjTAQ3pCwObaQMlAA/FSgMDtgAP0wsAAzYaA5kAD+qPAwm1SQui",
+"CgYivANrmA5BMQRvAQnzHwGSAAc3AAm0MwLLAAF2yg55GwPC2A+YOgACZBEFhgAMXgYPwZEFAzYAD1EIAAMWAQ9/EwADeBME",
+"7BgPcAYCBO0IDE1oAx8ABG4rDI0GAkMoAjcGDosbBD8oBAYAD7MfDATlBA0hsAQhAAU9LQ3THwLOHwJnGw4iFARkJwcGAAW1",
+"KAdeMgIEGQIRLwOXAQ3pBgIdAgsBBALlCQIagw//MQMTOeONDeILBDsAD34aAwSgGgxrFQLUDg+QkAIDdgwCIQABcwUOMhIR",
+"NRHUAX0CB/IEDFIeAtAAAQcAClkHAM04CCADAuwTDyADBAR7KAAlAAxhHAQEAw/IIAIE7SYGwycLUjIEJQMPYSIGD1LkAwBV",
+"EwNnAg3KKQJjIgKwKQ5RGwPC+QIlAAwP7A5oAAQVBw65qgMiAAA/Ig/QAgMCdpkEiyIO4x4C8SADFiEBJQABkUMK0AICMU4C",
+"LAAEtzIKfB4ZOVUxBvJUBvkBBdACC/EyIDlfoDUO0AIDEh4O0AICUwYDkhsN0AIPARoOA9ACDAM6A0OUBEECD+oCAAMcFQHV",
+"BQe8AA/rAhQBKzIJ6wICcQAP6wIFA4EpCBRsDesCD58hAAMWBwA/AARvAQyQEw/rAgQES5oP6wIDBAYOAIMCDUUhA8giAQYA",
+"D/MiDw9aIwwFPwYDjzEOIgAFsDEN7AIIsCEORAYCZpkDJQACBgAFoAwH7AICxh4BLAAE7AIKxh4TObSKDOwCAm4ICuwCDIIJ",
+"AuoxDewCAukSDuwCBgkbD+wCAQLTBQTsAQnvFwMUEAIhAAD3AwlSGQEeAAVCAg8IGAABkewAKQAJwwIP1wUVBsSKDbMCBz4i",
+"AIoCCz4iA//EDesJBxYGFzGDbQZWNwMkCgMZBgB5AQ+MCQIGegAPVjcCBy4bDBQJA94ZD/1OAQkiKQHWCw4bIASQCAvLVQRk",
+"EQThBQwVCQTi/gGtAg+m/AAI5/IABgAP/yEMBMQDDTFWBYgAD1sDBgRU/wIJIg7lAwJFmAOPIgIGAA/DMwECPCIBLAAEqQEN",
+"rwoHIiIGXAMCDwUKXAMMUgkCmDEN2BMPSAYEA22SA50bDFwDBUgbD1wDAAhIBgFeKg9KGwwP8QEND4gBDQe3Agy/KQ+CAwUf",
+"M1E3AgC7IwMBAgywCAOP/gNqAg88BQACGQAC/wEPCycOAMgiA2kADZ04AvAiA0oCD3PzAALdlwMWIwY1IwxKAgL/IAmSCAwo",
+"CwH2HQ2wGgIMCglKAgtfoCA5X24sD0oCAA+mBQQDkJED6x4NSgIDGQQPkDsBCKYFBZD1BfYEAygQBJ9EDmUCEzenBQzXdQ9l",
+"AiwMvgUPZQIFAcwwDvwBBZWIDioIAlkkA2YCHjnPJgLMmAOrJA/PJg4AayMDagANujkCkyMEZgIOgQsCe5cDuSMCBgAP0iYA",
+"AqY+AiwABMReDPgKAHNSDmYCD/gKAAutNyA5XxARDmYCAjCRDmYCBC6RAm4GDGYCAgmRASUADTkAAukEAyEADE4KAi8+BvQG",
+"D2YCAAGJTwAqAA9mAjkfNDkLFR80ZD0CBT9JBAbVCXkjAjAjA2cCDvUMBbWXA1gjD3YnDgEpHwRvAAw7BQQ1JAJsAgIlHwxw",
+"AAL4AgReJAMHAA+AJwADyLYCMAAEcgIMwQsI+i0GcgICGhQKcgIMuAoBBCsOcgIEuQoMOQIC6QYDL5MNcgIC7wQAJQANOQAD",
+"yBoCIQAATQYI6QEDggUAcgIKA1MGcgIB3WoAKgAJCQIMRkMPMgIGDdEuBuokD/84BgSkCgTkNw1nHwe8OwBOCg8kJQMIa0UH",
+"vDsDWxUCaAAPyDgDACgWD5gNAgmBGwaCAAGiLQ3JTQRjIA/eOwAEbyYCsRsCBEkNshsFuB8NsxsCjR8DMkUBkx8PcU8DAwUD",
+"AxdiDbgbAx8ABWQQDGg5Adx+DMwYDxQAAQOMBwQJPQxGCgFUJg1fGAT4yg8VPAUBogEC/xQC1VcNcgAB9BQAcQAMfQoCcQAJ",
+"nwICMQANThoEey4LugEFmwAPyBsEBaYfDp0LA3OYA+eYAqcfCLsBAqZPA7sBBNJvDbsBBN1WAM4DD0A8AQKMDAbYZg20OQb3",
+"4BwziwkA0hUPTR0ABgpRD9cbAQLZHgKHFALOWAsVAgMsPAAeMw1bGw1UHQMxAAsRUQAqAA/dGwEG1SAP3RsCA780BDziAIIA",
+"DBgIAXoiCoIAA6IVD3ZPCgOOBC8zNt0bCACNCw/dGwIAYgACNQAPFTwLAwllAWcyCZsFA1YDD4tPBAQVZA+MTwADOywBp08C",
+"280P3hsBBJq0D94bAAONHwBcAA/eGwADYjkCJAABcjwJFjwA7yUEeQAPYCICBJwzDxY8DQMpZgGlMw5FAAY7HQ8XPAsD9RoJ",
+"5AEEYgUFCyIKDwkbNddPA1AGCQk0BAwBAvw5AiEAAwHRCi0BAUMCAX1jDBg8AAMEBJXOA40gHDSIBgEipAwlHAQyUgNbAAw9",
+"FQKqAwMkAA/dJAICw/8BKgAMjBsDgP8DlQIB6f4NjRsEACsdONpPAwY9AxsCDNICA7MCBCs9D5oAAgPaQw9BNAAByhAGmgAP",
+"208CBCMYHzjbTwEGQjkDHC0ORTkEcQEIHBYG3zsEUy0IGjwCTggAJAAPGjwBAecEAdY6DDYEAlUABIYADMEGAKgJDx4BAQFu",
+"AAB/AQ0aPAMdAQMzAwqXrAQdAQTvAg8JawMCzf4PcBMBAWoQAiEADF4KAYsQBmYDD/wOAwSdIRQ4924MIAAI2RkJSwcDJgcC",
+"8BIBf1YLzQsDYFAEKQAPYlAPBGNQEzgkMA8iAAAFMkoN2wcDaFADY1APiVAAAqIfBSkABDAAD2o8AQJEAAP+ZwPAQxw0qwcA",
+"rhoNdAQCMhYBeQYFT6AL+TkTOeBaDF4MAdo0ADsAC8cBAdwRBB8AAi9gBwACAdoRAiUADAACAoNbA08oAeo0D0MMABI5Ti8I",
+"yS4AoQALtgsC0AABBwAJFAgbNkPJBTwDD18cAgJEHQBzAwMMCAuYOQRcAw0eAwSrPATMkQ0gAwJ0XAAnAAwgAwEqEQIhAA0g",
+"AQPpNAIgAwHXEA5yAgS6bxs5j4gFIAAPCU4EAmNBAiAAAUcAD5ACAAI7AwQpAA/HEQ4B9hcCjAAPIAMFBDYHDyADAQJSDAJa",
+"FgIdGAyQAAP3AgMpAAMHAA/AOAEC4goDDlEDIAMcNbYRADw+DiADA7kjCSADDLgPABW3DyADAAJ0CQ4gAwICBQIfAA4gAwIF",
+"BQAlAA6kIQMdNQIiAAFCCA4hAyIxMD0UAc8AB6MADyIDFBw3ITwGIgMPlhwAArQdACIDA7ALCxg6DyIDBwTQDh81DDgEA6Iw",
+"ACgADCMDAt4wAyMADiUBA3UIAiYDArYRDnkCBbQ+FDC5dgwhAARbTQyYAgLBUgNLpwIvpguYAgPsEQQpAA9sNg8FJS0TMP05",
+"DyMAAAUzTw0pAwINaQOFqALTpwyRAAJEAwQpAAMHAA/HGQACHSoDMAAFKQMMMhEAXR0OKQMDCxEJKQMNeisPSQYCAhYTDyoD",
+"AAM2MQQhAA0sAwN4WgIoAA4JAgJhAwRDAApwfQcvAxI3LwMH5tgAqQAPLwMVD1EGBwkSHRA3jQ4IEh0DzAsFfAkEFwAClgkC",
+"LA4BvyYLEh0DUh4AKAAEZgEPdwoDD1IDAAKoEgCiAA7zCQMvAwM9AwDIEQe9AADEDA3DAwV2HAKLbA9wAAACvysPkT0AA3gw",
+"AiMADncdA0c0A5MAAcphDxIDAAWcRg98HQQEGbcOwgMCOAYDhB0BdQ4LMQMDz1MDKQABq68PwgMLBX0rD4MdBwRlDg/CAwAC",
+"umkBIgABTAAPkQAAAlMEAykABAcAD6EmAAMkPAIwAAXCAwwTDADDHQ7CAwbjAgbCAwxFCgDFDQ/CAwADpSsOwgMFLYIDZx8N",
+"CQIE5QEPgtUBBO2BAyMAAeMVD8IDABExBIgbcsYNDwcCAg+XAQ0G9AIcOC07DwIEBR844LoDBSAND2ixBQOYKwQJDQoWAQK7",
+"BAEjAA4WAQJACAU6AQ+JHgMEd20SMY+CCW8CAuYFAwADAS8QDG8CAiMGAykAAAcADwADDQWBHgR9xghwAAKUAgTfAg6EHgKk",
+"JQUpAAQHAA/EIwADMT0CMAAE3wILMj0gOV/nHg3fAgMEIgnfAhw20AsA7Q4P3wIBBPwBDIwBBDn1A11nDd8CBD71BJMjCj0A",
+"AhQDBIsQDwweBCIxMoopAbwfD98CNw24Bg/fAgUKyvUEtzEEPwkXNQumCt8CArEmACkADd8CBMjVBB7WChYBAxABBCQAD9YD",
+"AwC4DgIeAQKeEQdvAgJhNATfAgFpNAtvAgMQDAMpAAEgUw/fAgsF0BYTMtENCXAAAhANA98CAdAWDHAAAkgDAykABAcABU8L",
+"B98CA5kAAqQzBN8CDKkMAOBDDt8CD6kMAAsvPyA5X5YhD98CAATmYQ7fAgOIBAM1Og7fAgOLBA/91AEDgR4F3wIKD24H3wIR",
+"Od8CATEiD98CNh857wwVHzkouQMFjKEfNOZCBQPuHAAqAA3gAgSClgUZ6ggXAQSk1QRxCQqYOAUzAgW2fAxnIwJLLQbgAg8Z",
+"DwADBQgDKQAABwAP4AINBX9wByk6BB0AA3QFBOACD3YfAAKIdQQpAAMHAAHDQwzgAgMnIgmpEhw2Mw4A2hAO4AICEwsK4AIM",
+"mgwAZbsP4AIAA7tSDuACBA2AA/R/DeACBDWVBFVICj0AAhUDBCMADzAmBCIxMzEmABUjB3cCDNJjD6ACBg2JDAMsDQ+vWgMD",
+"QxYDhQwNJosE5gsACAAFtkMNpQ0JUSkcOSkGAu0aAKoED7ZDAQL4FQPkGANTHR02xB0KYgAAYgYNplkP8UABAb8ADwtBAgGn",
+"EQcLQQryQAMpTQPMEQNmSA0pLgNBSgAtAA9jQAEFPwAPHQACA2EbBEFKCmAaBx8bD0Y+CwOOGQAxAAFcAQCHGwV8GgNrCASy",
+"SgIo6wLVLwi0AgSDgAGR7AwBAgODUQVoAAs5lgRPAQXPCQI8lg7RAAQTeDUxKzKyuw8yGwMDcgIF3ncKRQUDyTUAdAENkw4E",
+"AFAFQwAPYgMFFDTBLwoobAVIAAWaGw+DPgsCeAoBMQANiwAELwEEIgAPNwEEBOcBHzSUhwMGtggiKzJftg/mjgYDxQEBvggK",
+"wwMDwgEF2HwPFgEFA8EzGDEalQC0Qw/zRQt/ZGVuc2l0efZFFA8uAAIP+UUEDywAAg/8RRQPPAAJD/9FCAjQiwOsBiE8Mb7X",
+"DOWLD9mtAQ/QiwUEWYkP1QAOBN4fBZsDFjj/RQ/SAAoK3QQAfAIPAEYDD/9FBgAcAg/+RQoBkgYBCwAIrCYDxQUCJAAABQAE",
+"LmwIwAUjMzDsMA/5RQAPQ0MCBvo7D4E7CwPZAgQ3QA+M6AIO7TgDrAAPeAUCD3NGIQ8/RgUPPUYcBCQABv9CDygFCgiuRQhk",
+"AAMXAAMHAA9BHwIEwkIEA40KHgAEAwEIm0YGfS8AVwADRDcMxQoD8wsPJy8BAo0AAgYAAEUIAAkCBAsKAK8qCW0KCB0AAxoK",
+"ArXOCBgAAkAKDhgAAuMKDhgAAg4TARgADJx1IzMwfooOjAEHCAYPD0YJAwdHD00GAgdTRgI/JA9miQ8IDSQBwQAUe6U0JDgw",
+"CyQEYgwD4QACcTUBdhSPMzU4NjM3QkRJAAQDXFYHynMASwAArgEDSwACvjECJgAGWQoSM8jvDuwCARQEABICDYhFAn4IAxwB",
+"D25GAwTjXQL5BA8FRwQPMA0ABAZHD5SLAQNkAwIhAA/LGQIEYVUCftUOHwAIsn0JECABFAECFDYPgFUFBH8nD9QCAAX0BwWy",
+"JQt4AAVF8Q8RFgQEIhQPoHAAAfcCA49VD98NAAOiHQYGAAG0VQljHAEwAQOFAg8oHAQCdw8JGdsDpg0DvxoCowID+CcMYwMC",
+"lFAENYcDmQAC3g0ATQEEQoADGQADSBQC1wIKzQMCdDI0M0Y4XQEJew4BhAADzg4HbgwDqQADSRECQQAFngEMOnggMzBqhwxD",
+"SjYzMF/yGQAjAAMQAwN7AAOhMgNkDw/MMgQCewAxNDA0ewAADAAXQyUCB6gpApEPA/syAMYCDo0ABtAgAJoACo0AA6QzAnQA",
+"AXIFB6kAA3UPASIAAFwBCOh/A3gABm4tAGkAHDqfAQI2VgQ2EAYRAhR0aAEHvwEIJSoE1Q8IhgEFxwEJNPUCqwwEle4IdIAC",
+"1iIAggAGYgME83cPyQEAAQwaDj0BBuMKASQAC8sBAwcRAqwBAqIBC0QBA2ICAYsABTKEAxwAApsWAhwAAW0NDZAwA7JVBGFD",
+"BR0ABowwCRoBCRkCAl4AAisAAVgoDt0AAf6sBusABOzTEGeSigKCAQWjAApoAAcyBw1aQQw2RwRoAAn7AAL4AQHgAQx2AgL1",
+"AQEGAAGJIg/VAAACHQAG400BYwAE36IKygcDBwABXBIPM4IAAasEAjGCCbkuAv4sAxglC34BBFtVAzUDDTwAAiEbA1slDDwA",
+"A7oBA50ABHkKBTwAC/UxDxcyAAI6AQduVgQqVglnAAOcAAMfAAmPBAFcRg5jBwTHWATmBwNdBwLECQklQQywSAQrQQPSCwkz",
+"GQAPCAl9AAPTGg/LTS8J5wcFXzkN5gcCVwgEOQAKelAEJAAGegkPOw8KBXlkDQ8gAhgAAx8AD9UoAgUxag/07gQEZ04G2lAH",
+"NQ0B3wgDyzwNFgsCMgINyQoCPD8FyQoKi3sAaQ0LAm0DzAAEj/4PmU8NC4eSDzBKBg/1LAsCfQkE8xAPXUkFEjJxJg9/LQsK",
+"PS4HyAoDyjA4MTEzEwsObwAGdxIfMMMLCQNdFwZTigJwAQI9dAFsAA9aCw4Cmh4AMCoPXAsGAtdzBSkABNtTBd0BDwsNCQ8S",
+"AhAHkAMEEAgPVmMAD51JAgQyHwIGAQ/eLAIFq5MF+LoOetEPfUkEAmQWD7geAATt2A+H3wEEKhoCIgAPzBwDBIADDevYBCAA",
+"BDMLCzELA6geBcArD9srAAH6AQIoAA3PHgvDSw/sKwQEoqoD4R4PzCgABT95DNELA08fBfIrDaAADNh0BBEsCcEEAw8VA0oD",
+"Dw0hBQMMFQ99GQACYwMCawAC7jMNj34AcwQC9joP1ZETB872ASkADxgBAQUVFQI2BQozDAdedQqUCgiDdQK6NAgmAwES8w81",
+"DAQD1h0CDS0BQBULNgwC2gwAYQAMNwwKFn8AeQMARwEPkgkACa0LARVJCCAIAyErAjQKD4AeAQJJKwKCAA8+DBACv0cFeCsA",
+"wwcPlAAABlQZAaIADJQAA2AFAnoADNIIAvUrBDoBAG4BCS6MAxgACpQEABQmC+cNA4k2AjAAAQ4CC0kMAisFA313CCs4BCAA",
+"BxkBD0wMBQEIAwUWTwtPDANqHwG+2QlQDATuGg3jAQHuAA5PAQf4SgElAAtPAQKykQTCAQ9UDAEDISoCyAICJyoJHgABkAEE",
+"HgABtgkIoiYKQioM3AoDtXsAJgAPWgwGAxVrAysAASkBD+YAAAnTAQE0fQxcDAI6BQ2TAQm0BgziKg0WTQRrAAp1AgJaAAIt",
+"Ag2SAgEkAgSSAgVBlAndAAQeAAn6AgG4SQtwAwJVBwNXJAMZAQDwKQ/FBQAEaCsCrgQJsgEB3QIEIisKdhkBJAAGfwUALQAO",
+"9gMD8wcCSAADswYPVkkAATgIBigAA1MDCqkBD+RoAwVNTAweDAWbCg8eDAEC8xMCuAoD6V0KmU4BgQgJfwAJ/XYINAkDYQkW",
+"M/l0Bm73BN8AA70oBCsADzMYAgYoGxIxPlIPeloFAuIIAWQFCWQAA0MBAj8GD2UBAQIAfQSGAARXJgswCgUBJwItAA8qJwgD",
+"xA0EmSkMkBMEHeADKxgKiywFPQIRNdsyA2gACYcAA8AtA88AD3EOAAPcAgTPAAIZAw9qJwADy0APaScBD5AAAQOrkQFEHAqS",
+"AAOLAAMOAw8UIgAD2wQD2g8DmQAPA2MDBF98AFRGD1kOCQUDTgxeAQPpLQc/Dg/OAAEB6C0DESYNpj0ESn0EckQJ0BAGLyaN",
+"MGYwREEyNDJQEAJtWQVTJgXcJQE4nAJqAwMN/ANsEg35Cw+iEQAKzVAAegMB2Sg5cmNwMAQBjAEACSAHowMK/DwEKQEFRA8A",
+"liIPaQEIA7olDIMKA+lkAx8AD2kBBSI2MWkBB0giATQcD3keCz9zb3UH+BMPLQAFD3ceBA8rAAEPdh4UDzsACAJ1HgiOqg9z",
+"ABMPwaoBDzMADA+/qgQP2mQCCJeqAvwFETzDZAzAqg/IzAIBAvcPUrMBBMqnD08BDQzwHgBMBw9MAREJFAQDdAAEuqkPUAEN",
+"DycQAgGkag9bAREEsgAEdgAAzQUPax8BAQgpD2sfAgHFCA9rHwgD4k4BvA0CAykPbB8FAdgLDW0fEzGTUA9MpgwKzxIFb6ME",
+"sBIDFkwAewAfbo+yJQWLAA74HwRaeQ+yEwUP+B8RBNamD/gfFAk1YQ8hEwgSMb8pD7mQCgJIMQjyDgPXAA+dMgAPvO0KA5EF",
+"AykQAXkACTwAA7sPDzwACATeow/MHAMFFO4PgxAEC7x2DhcBBsIVDxAhCgWVdQ//EQgPdhIAA/4RAz0AD2IVAgms6g6gAAbk",
+"FQ8uIQoFk3MMCQgC5BUEHwAPggACCo9zCo0DAaABAdsBDJ4HAZrtD8wTDA8sHQMVMZvzC4wHBnEID44gCgP0CA9+FQIGI2IP",
+"jiALA6kqBcwCA4wBAvoLAhYMB1L3AaACAgsBAcMPBxJlAWABAncUA5cPBLxAAuATBCfmDLtAATcAB+1HCDoBD4sTBQO4Vw8I",
+"HAESMTulDZsCAmcLDyeqAgPhKwIJAQUrTQUfAAiKMQySRgWJAATNCBExoB3/Ay5wcmFnbWEgIm5vdW5yb2xsIm8CAgTnAQJx",
+"Aw6zAAJuAQ8JPgAP8VgPA7UADW0MA4gDBh4ADkkEBEWkDQ+MAZ4KARkGD+miAwQDiw1JcwwCiw6dBAS8cQ4BNwI3DQIcEg8X",
+"BQIFgqIPXBUAApceATwAC78NA+8VAl0ADrwNArsNA1GMAm8UDy0BAgVAKgJiIg/WDwIIwRUCcA4HaQMCQQIDiogPmAICAQgA",
+"DrUCBK0rCNICA1MABdFKBs9HFm7KNwhwAwxabAC/AgjMAgD5IAeZOgNJ+QpvAAOshwGrAgbbDAWUOgGPAgAkAASYLw8CBQEO",
+"+wIDj0sO+gAHAFkNBhcDJRwDBgAP0i8FA+kDB4IMETE6Hw6gAwQTB08zNSstyjQDAoJGD1h4AQUycg8lJwAIKAgGb4MEHgAI",
+"CggBHgAPNxcGHDZ1eAP8NgFwAg+oYQMEiBgMOjIDnQ4ABQAEBQ8LOgAEHOgOhHgC4A4B7AIPJXkDBMUPHjZCMgwkjAejAwNr",
+"aAIcAA5nIwLCMgLyAAM4agvqCgMoAAQ5CCMzNMYBC0gAAkIAAnEUAk0RAaUDDg8CBP8TAA8CD7g5AwJfWA+keAEPW1gPAw8C",
+"DLIFBGFWBh4ADeIABMV0AsB8CJBgARcBAQ8CAZUQDjoABfHpDDoAArMQAToAD9MBAgSbSQRzewg8AAJbBQE8AA+hNwIEQmEE",
+"Z+oIPAABgQEBfQABQWEHDwIDPmEBXQAJVvsDHwAC6hACswACQQAPAgMCBDVhAQ8CAX8AC7leAUIACMaDAUkEDg4CBYU1D+ZI",
+"AwIgWA/peAEPHFgPAwsCDMEEBAZWBh4ADt4ABBM3ASQfCCZfAtQiAdwAD9EBAgVxUgxVVwPIEwE6AA/PAQIADVQCdAAOnF8C",
+"pAMBPAAPnQMCBddfDp1+ArsSAu8qC2MUA9RfAV0AATQoC6ApAq0AAjsAAb4ABNtNCn0ABEA4EjF5iA9mXQgCUQAP2TECBedv",
+"HzPQRwUCslQPFugCAusFD8BXCAIKAgbAVwQeAANIDQYeAA/cKgYcNwQ7Ar4qAtgAD9ABAgSeKhw3kgECdioCjyYPzgECAI4p",
+"AnQADkteAs0dATwAD5gDAgQ2PBM3FD8I11kCOgoABQABCjoIbCYCyAACZScOHEECvigDm14BvgABYikOfQAF6gcDfgAPyQkC",
+"CE5/ARcsD30IAQEIAAYFnwt8CAEIAAwjnwYECg+2NwAFUFQF2jgJMjcAvAgIyQgDjkMKDA4EogMPniUNBd5XDKgCAqEhD54l",
+"AASo7AM5AAraAQv8LQJa9A+mUQkPvSUKAYUDA6ZRCIMAAmRQBB8AD4MABAQZTg+0ugEC+kQCTxIDKE8KoRwTMfSWDrsADwV1",
+"FAMCQAE0Ag5FAAZ5EQ8nJQoDT0AEtAMLRQAFA1gPsSULA5EyARUuDkUABn2oHzkTMwoDcgELxwID8osDHlUHNRAE154BxAIE",
+"JysENQACrBMCIgABVAMHORAC0DYAIwAPORAAATkABH9WD5ARDgMJAgRyhg/mKgESMcscDsEFArFQANkADocNA/UwA5wBDR04",
+"A9goBAECC2mmBo4ABsEDAd0pD0AQDATqAAR/Agd1KCNlcR4AAtspASQADYAfCjsaEzGNoA02AwUqFQIRGg4YAQKlDQ/GQQAD",
+"rlEAIQAMMgQD+08EiQIPIVAEBGMCD+UIAgQHXhw55QgDdC0BFAYBA00OMwEEJoIcOecIDiaCDz0AAANxAR456ggD+SsE/isP",
+"PwADA6UDHjntCAOoWwM2LAw1LQKGWwVcLA9AIAAEglsJ2SwBkFsLKQACOwkDJzIDNgAAUwUHgQILfz4CpQIABgAOohAD4yUA",
+"CAAOGwMElCYI1qUDUwAB3gEEq5UMohACmygHWVoL+yoAJAMJsQAAchMHphAEp1kLZQcBdAACaQQG+5wGqBACfigAJgAP/iYD",
+"BAUGDQYDArVSACABDgMBA9koAg4DAXsICiAAAhkAAz4EACAAB9YAClxFBMABBY1BBkXMB/MDAtcBDy4eAAvbJBMxiXAO8wMF",
+"UwQP8BADAodTACYADPMDArZSASEADfMDAhoJA/MDAe38CR8AAwAPAvMDAR8ADzwDAAT0Aw6sNQb0AwzrfAUjAAT1Aw0QRgNb",
+"LAEFAA/WswQEZgUEqVIJPwAH9QMMWe4EIwAE9QMPHkYAAgcxArUBBYGoBR0AA40pA14AD7kqBgQBXgQmLQ/1AwcDMSkP9QMC",
+"CsZNAzkABDBUJDEz6YYLcAIBnAAN16UN8KYAPQMLvqQEcAIFeQsDOysOcgICAQsPYhMAByxTDXICA1kDA3ICDvAvA4UGA3MC",
+"D05YBAU0JQ0sBgKvIQNxAQ90AgMEETAdOY+IBzGnAtlJDz0AAASHAx8wKwYAA96+AkAAD3UCAwGXHwF9AA8/AAAHdQIBWB4J",
+"WycCdQIETyoPWVUBAj8CBB4zAswAD1+mAAN1AgQhAA91AgEBYKUOdQIFZxMXOZseB3UCAsAODKktDfp4AGEABO07C3UCBWIA",
+"AFX3D3UCAQNhVAApAAx2Ag9hVBIE20sBYVQKIQAD2A8ERQAPjw4CBkqVAh0fCf8pB3sCD51nBAVYGgLAVAk+AAd8Ag9eSAQF",
+"BWEeMIoPAzMqBGMqD0AAAwReAQSxVAlAAAd9AgI//AhGKQPLJgQMKQ/eOgADyyYDxQgCzQABjRoPfQIDA4MmD30CAgqbTwR9",
+"AgUtFhQ5xWwLfgIBwQANMKkNCXoAYgAEoTMLfgIFORQfOEBKBgLcVAQsMQ/XVB4FfwINhxAC51MGfwIPxxECAZgIAsMBDiBQ",
+"B38CD8wbAwbwUh0wXlMDBCkBBQAPISEEBYIIHzAuUAEHfwILWXwFIwAFfwIPTVMBB38CAdEbD0opAATRKQ9/AgAEFCkDEioC",
+"zQAPtFABA38CCUopC38CC7xJBmYLDwQSAAJLMQMuDg9mCgYACAAPeRIAA6IxAAgABekuDEMSCLUwAOkKD8QrBQPbKRU1nUAP",
+"xCsAA+4oA3QID+MwAAO3AwMaIQRTAA/iDwACzVIBTFwPOS4CEzFtRA5WRAZYZw82KgsHbFYMOAEEEtcDIgAEWBILGioH9zgD",
+"3RILjwIA4BoBIgAKDPAEHgACkAICEQEE/E8PpGkBAalNA2oADY4IBNNNA209AWUQJmF4HwADYgEPwXEACzcBBVEQDwQqDAea",
+"VQ03AQRfNgOcFg+lcAQFK3IFPRkFGwACHgQEKU4M1mgEBlEDLAEADQMLaTIENzwDSAAPBCYCB/+jAAxJD+oACQVuVQ3qAAN3",
+"AwMiAAHqAA/2LwEDtdcRMR+ZD4oAAAarAh82tzgKBk9UDIoACElUD4oACRMyfSsBVQEM8TEDwicHWwMA1zIHRwID2X4PslwA",
+"C9IABTYMD0YCDQMlRwfZoQUaAANGAgMiAA9GAgUEXAMC6FMJJwIDey8CJwIENx0KUwMFp2QDvQMMSAIDMC8DSgAPQEwDBjxt",
+"D0gCDAYuUw3sAAT+OA9IAgwUMkgCDHAvAqYcBewAD6kABA9nAhUDzUUCXAoKSgYDZwIE70UPqQAFEzNnAgCiHAdQAgBiDg/k",
+"LQg/YmZv5C0XDy0AAQ/kLQQPKwABD+QtFA87AAgO5C0HsS0POAAIHzKMTAMI7/EC1gE3PDE17uAFsS0HoEwPsS0KEDY9AA+w",
+"LQEIkMEPGwEJAVEDB7AtADkADxgBEQ99AgEFqtcPHQENBHUABK0AAP4DD3MtAgDrAg9zLQMAOQQPcy0JAZcGAlcECQ5kDnMt",
+"A14oCnwUFjK4gA8aGQID3g0LmwoDqgEDGAsTMhdZD3MtLASLAA5zLQ+kpwQD2wAPEQcCBXUPDz0/DAQikgQ8CwoiSgIoGQ8O",
+"TQADdgwDPQAPPSgCBOEIArAJDK0FBp4yDoMzADcBB0OGDtwABiBvAtAMDzAvBQMVEgz5BAQt1wMfAA8OpwIECAYSM5MYCr8L",
+"Am4CBrzACowVBMgBDiQvDJGqDRUBBj5yD/QbCQS11gxLDgOTHg+xFQADGQADOAAPkRUCBK0tC4wKArcJAcoCBDcjCbMABWEK",
+"DWt0ArAJArkjACgBD+uuAQLKJARkVQ/awwEGYIsLOsIOQokEXrAIEwABoQIEA7AKwxQSMlgsDFEFD9fDCwHHCALFHA9qAAED",
+"YwQKtxIDaQAIuxgCRCkJxHIAJwAPZ7ABBZAAD1F0BAQHMA56JQZbDwGqCgibAQakJwHRJQ+bAQECCUgPF5AEAh0ABbNfC7mR",
+"BhkDCkIRHDIeLwJNAA/VwwsBgwQBVwALbB0DlW8PQyEBA2kACHIBAS0ACtPDACcADzV0AAZeBA80dAICww4H08MEtgQBWMYP",
+"NjAFBF1kAesJBxgABHxkDRgAA9ITDRgAA6kRDRgAA4ITA8RTClcPEjKztAkQAQLqHQQidAgcEAEHARR7ADAvMzE4xA0FHxQP",
+"i5AMA7E5C4lZAoIsABEDD6t0AQJIIwNQAg41xAG8DATewg3JAwvKAwd1AALMDgEi7Q+cEQAB+AAD3SACxRAPMsQDBKtmCw8B",
+"D0EMFAMgSQ//SAMPapYgD98RAQ96UgwDbycPIEcFAyYABtk1D4A3BAaJDA+/PQoF4ZYPRQABB6BID2MOCgM8Kwm0AgOoAAYV",
+"CA9cBwIEeHkP4hIAA+1eAQUADOs7BhsAAbFNCagkAowAD0BTAAMzOwJlxAZuBAERTQiARgKeBg8pOAECtwoCJwYPpAIBAvwe",
+"D/TFAQAZAwIgAAKckw4sHhcyAMQGTgsCPQgE1n0LpQMDziMBIgAPKDYDAhQHD5axAAMINwPgKAoeGQd0MwHEBgwWdgZi3wN4",
+"AAgcAAELAgMiAA++CgICM0kPyyABA7Y2B/k2DmEmBC+wBhB2B58BAkAEAuokBDdZDF4ID2XFBAOTCA8JMQADUi4EV0kMHgAC",
+"xAkCNwQBHgAOWwAFWygMGgoPDJIIA54wAyEADQU+A1EdBR4AB84CD9KBAgXxww9fHgIC6hsMCDYO6hsTMhzCDpEqBOAuEzLs",
+"LQfxCAIdGgLhKwDmAA//KwEGUcQPZYkTDVcxAm0dAkpWDmY0Am4dA7zEAioABQcXB5xJAiAAASwABEg4C20aBAEBC0JJA93D",
+"DkJJCPzDB256FnTaRQKaAALtBQoISQw8CQ8ISQIZMlMYACUAA8wEBDEBAXhkD6VJAwh4rAU0nwQcAAKjBgEFAAsIEwLtVAM9",
+"AAztVAO+2QBqAA+rAAAHqRIAuQALYVUCKAIFjgALKAICnQEBKQEPr0kQAogAA1MAB/9SAIUADnxVA9YJAgoBBvgFBhNJApYA",
+"AscBB/cFBB8AAuYBA8UBDzJJAwE0FgIqABNwGUwGMkkGlokKMUkMblMDW6wCSwMLVxsDNS0CHAAMKlQF4QMOSwcPfasLA9oK",
+"A36rA9EbD9stAwQYTh8z7zECCROIDCwpDHQAAucAAnQAD4UcCQShKAKgNQyrJwGoAgMYVgIdAQ/fFgMEqygdNt4WA+AnB6wo",
+"C7wWCdKqDEMZA0coBj0AD6FUBANMKAF/BQc/AgxrAAKoAQRyAA+7KAUDqQEMHgADtygDfwEMLSAD7h8DJQAM+BYBQ3IFPQAB",
+"Nx0IPQADQw0DJQAMBQEENoMDzQEMHgADEiYCqwEMmAAEAB4DeCUMn0oEiSUCPQAMmAADqw0EIFIH9CcAxQUEFR4K5AcABwAN",
+"/wcD4QcPsXMABHuqHjMjOQTSkBcyGwABmQALiToLQQoCYhoKwggKDJYB4gcJzAALLHgDRrMP6MIDCPWbBH8RCjKWARALCWAA",
+"C2GdAaUJD3T2AQAoAQ+N9gIAJgEPF2gFAqEKAo0KAhkKAS8gDR2OAhgBAXAVB1oAABYAD3IAAQASAg+LAAEBpQIPiwAFArYN",
+"AscfAhUNBRFND4s6AQ9wuwADMzsEizoI1xcAOBUP1xcUCGgWBFZJD6FLAgSgC081NyszB9MLAuMNAflJCKUCBJOzAh8AC383",
+"BWYDBPc9BUtDBRoAA5sFA4cDAb4DD/NJAAEDZwP+Tg+3KQcTNbM6CWEAAvMEA0URAn1eD2EAAQQiSwEgDQ6hQQTBAD83KzOJ",
+"RAoF/JgM1wEDHQQPcRcAAwVABDoAD89OAwQyVQK7MgnhAAl5BQJWgA/hAAAD0E4E2mUMXwAFDkAOQgEDPigDnQUCuaEPYQAB",
+"BEIBCxDeBUcABDdAA5bQCWMAA54jA6goAXUED2MAAgNXHQtBZQVHAAZeQAKlAQlkAANqAgPMKQ9qAgUBOwACIwAKIwUPWd4M",
+"f3ByZXNzdXIVHRUPLwADDxcdBA8tAAMPGR0UDz0ACg8bHQoPOgAKDx0dAw/OSgIJhd4CAQUvPDWO9QEPzkoCHzLOSgUIWkoP",
+"IgELDCAdCNBKDx8BCw8GFAYPJAETDCQdAAUEDyQdAgADBA8kHQMAvQUPJB0JApwYArwYCFKEDiQdAy83CgoIFjPwmg+XSm0E",
+"iwAPl0pyAY0FD81FAAOiJw/mvgEDcxwCbgAPCAcDA3gSDzadAwSmGwYSow9IFQYPfhYKA/sSD9cAAwK8CQ/LExsDoAAEtUoP",
+"IfgDD5NKIQmBAAP+Eg9NFAkEIgEP5vcDBx9wD3VKCwQxEwyCAAQKEw+CAAgEBAEG0TMPdUoRAN0LDz8aBgODKQLIGwgYAAMj",
+"JAPiNAroFR8zjUoFBqA7D41KCgNzCA/mGAIH0UoPjUoKA1cKBTsXA6QBAkUbD41KCQtWOgK/SgL5HQPyEAWNSgFkAAAhAA+N",
+"SgYHGR4IUgEPbwEHA40oDOQdArcAD00eAR8zpUoFAewBD6VKAQPbXQMhAQ0xJwRDfwYfAA+JAAEEewgfM6VKGQWrKQ+lSgQC",
+"5xcP1xgABH4KBr4KDvUhBGYLDCIKAxkrAAUAD74KAwUQKwPj+Qc3RgMLIgEGAA/5FgICOQsPcsQBBDgLD6TwAQNbLwIhAA9q",
+"RgMF+QwMXB8ChQoBkgAPD1cBAUACArgABPgqDzlFAw8nSwcCHCEGISEMYwACSwECYwADQysMITkC5B0DzZYPfQIBAQgADpoC",
+"BCktD4pKAAJiGAlZkgyKSgbk0QrUFxgzikodM4pKAoAIDx0eAgHdAQ/iOQACHxsG4TkKQxcD/wQOLQIFFwEPikoZAwctA08C",
+"Dl0uAx4tBR8ABukAD4pKAwVfnQ+KSg0PogEABJpXApIADwhIAwQCxQH0HQeIAwP1KwE3Ag/CAwIFhCsUMV5JCDkiAxYiAQYA",
+"DwkcAgKQEg9bxQEExRIPW70BA2YnAiEAD5cAAwT2FQ0oAwLUDgGSAA9FSAYCtwADVi8P9EYDBHNJDkkjAkFIAWQDAPyLDF9I",
+"AqMDAWIAAzxhCxsFBPMBBaSDD25KBwLIBA8CFAEDeQICIgEPQQUCBPqnAvtJB/MBApgxAfMBD1pGAwWfiwDzAQWaAAQdAALa",
+"AAHzAQEvSA62AAKKHQ8zTQECJwkEGpIJ0QAD0TkCIQAP2UkDBPMBDHE5D+/JEgK3AAIgBQ9pCwIEp0QeNlM5AhEgAdkBD+nJ",
+"BgJhAANJSA8ICgMFVwEPUUoDAhxKDzQfAQMYSgMQHg+hHAMEhEUM4QMCmxwB7gEEn0QLOgAG7gEMCCEC0wACzBoP6wECA/pI",
+"D0Y5AA/6SBoOlAAEGpANigEG6wEPz6QHArcABvwcDr8ZD4tIDQJXGQ7rAQOOSAJUGAKGAA/rAQMFxKIPNEoGAtsDDxHnAAOg",
+"nwPtAQ/bAwIEooICZCkH7QECbxoCxhoPuRoDB9sDDO8BA/gaAe8BBTEZCrUABWQhDe8BAtoDACEADe8BCNoDD+kxAwTDGwJB",
+"SAiOAQbvAQGbcQ9YCQIDuAAGGB4PrxsGHzfPxQEG0SoPVKIBAlgJA6wcA9obDp0LBBQ1DxpKAgVMNQ8aSgEJfQgPGkoCAh4Y",
+"D9coARgzGkoRM70oC2EhARQBD5V5CgoxDgooKBMzc2AOSEgHMg4PCXkKArgEATQFCT5GA/EQDi0CAzWaBDkAD10DAgQZGAI1",
+"mg9vSQkPb0oLArUBAdkECYMAAoADBB8AD4MAAwRvSgZFtgyh6wbMOQ9wAQgKoEgPcAEHBqYQD4dKCgimSA5FAAZiLw+HSgsD",
+"fAEP+xkCBA7ND4dKDgLiAQb+RwMYBQVpSQ9CSgkBkxQHQkoCWRwDdCYL7g8CVmUAIwAPYDoBARABCAPdBYgBDxUDFQjNSQII",
+"EwQ+RgpkSSAzX9sDDzQFAAMpmQ9ZDQIJzT0BbwYKIAACigIEPkYLzC4GjwAGAwQBvHMPXEoUBUKRD1xKAgK6Cg8GPwEMDBYC",
+"VEsOAwcFy6cPXEoDAghKBGZfDyWaGwTXQw/SGQMFSkYNHUEDFCACzAUP7QUAA/kBAxYbAi0AD+JUAwZyRg8EQQADmaMCRgAP",
+"rA8AA8E6A2cAAigAAQfTB1QBCz0+AfEABJ2GD0UCAQEIAA5iAgJCAgEIAAu7DwOW3wSTvgyjSQJxAAM6Aw4tSQBrAgmxAAu/",
+"DwLZFg2jSQJaGAIYEALDLQqjSQKPHxYxo0kMwhQCIQUOTQIBOQQPSYYBBJtIA0QDDiIBArkIACcADuQPCmVGB9sbEjPwJg6P",
+"FwW1Eg++SQIBXwIAJAAPTkcMHTPvKATpEwWxqh84JxAFAm1JACkADVgDAioCACEADVgDAgYBBFgDD6FzBAQoSQ00QgORHwLQ",
+"AgC7AQ9YAwIDe0YDLQAPWAMFBNlGDx1CAAMoKQJGAA8zJgACWAMEZwACswkKWAMBgCMOpRgFVgEPBkkEAh8zDwZJAQzTEgJZ",
+"MQ64AQXfER847A8FAtJID3lLAQTNSAAiAA17CgLIRgbwQw9IHwMECiAtMTBSTwOHBAI0AQ9kCwAGFj4GLQAPvAEFBVZEDz9P",
+"AA1SSQ+9AQIDaAADPyALvQEKFnsEvQEGcwMPTkgDAmkWD3UDAQwgFAL+dA69AQpNlQ26AQMxSA/CSgEFkJwAIwAOvAEDCQ8E",
+"vAEP60kEBW5FDlQBAi4BAjMBD2kGAQK8AQPzSQNpBg+8AQMGkUoPFUgAAgchA5sBD+ADAQK8AQNoAAY+CQe8AQ8dLgIGzwQP",
+"jUcFAVMAACcADb0BDAsNBcJVC70BBfEOD4BMBQSMRw8LSgIDQAcPjEcKBL8BD2tHAwV5Ow4tRwMydQI2AQ/QBAECVi4DeAED",
+"0AQPvwEEBeEDD02hBgNHAA/jAwEBvwEEaAAD4wMKvwEFCJALOAcBCAAM1Q4GrggP1Q4AAjkAA70KDo8HA81GAAgABc1GDJYO",
+"ASrBBxMID81GBQMjoh8zzUYJAm11Ay43D9scAgHEKgM/AA/HJQoD85wCQJ0KZQACEwMD2XUBwwEM+EoCkysDsgADcBwEmTsK",
+"uDQGUTYC2TQOfi4GFaANXwECLgYEqgAPciAEC12dD3UrAQNAJg85JgQAOQACIQAMlisE4DgHwB4MhC0DEAMENkgBBwABLQoJ",
+"SAACrQID6QAPakoNBJidDmpKBlydD8oABgUHcwkACg/ScA1PdmlzY9clFA4rAA/TJQQOKQAPzyUUDzkABg3LJQD5AA82AA4I",
+"yHAPMQASHzMxAB0fNCkmAh81RkMALzMxKSYAGDPl1QP8Ak88MTA4FSYDAc0RD2QBDwFsAwgRJhYwESYPYQEHD8IDAAG+FQ9l",
+"AQ8J3RIEOwAPqwASDNpwAcAKD0WQAg9DJgYBeQcPRZAJARkHBymAD0MmBgRyXQo3EBQ0tcoOuCUPRjsDD3n/FANZFARCQA9H",
+"kDAHpUEPxSsLAnoACUQABLYBBr8TB0I+Bxx2AGAEACUAD5ISBRAzsAUJHQAJXyYCZAoPrY8GA5oACywkEjPgEBEzCBENWCcT",
+"NI+4Dg8BD7MlFA8IhjULVRIE740PQ3ADByeGDzFDCwSROwuDAAd00w+DAAcCYwADnOoPziUAAo8BDDhNCF0iDYsBDd8BBx0A",
+"EDKJFg8dAAcMqK4N9iUfNEiGBgZAcA/3JQoK2yYKjAgEQgAKfSgIhAkEqlwJ24UHygcGyDQPdT4KByV6DxgFAQdzQA8ZAgIG",
+"O4YPL1ALA84nDB9DA8MAAaQAe0MyM0Q3MEHZEgT5AQzXFgK9GQFgDArVFgRVogI5AAvVFgOviQirMyNlcd4GA+5EA+6JAAwC",
+"BCAHAzfuGHj/PQC7AAEyAAF8jQChEwQuAACRAhtwq4gBiQIBcwIPLAQCETIRYg2HGhM0c9MOWAUFFwENuSkDXRkCbwEK0wwE",
+"uCkE+SoPo4YDASIBA0nyCfQXAgsnAnsGD94AIAi1MwW4AQ0aGwTzAAq4pQNcCwO2AQhvPQRHDgf3yQQbAAgZBAu1dARmAwTR",
+"FgU5dQx4EQTPHgvkCgMJEwMJNw90EQAC5hcC90EPAj0NBS3ZEzRiDg8hFAcPaMYAAooAA1AzAEsEC1gfABkAAsEdAiMABvxD",
+"BSY9AlA5AR8AD9gBOAqCGwXYAQvckgL4HQ4cOQNLGAPEBAW0AAdnPQNDOA9nPQAKQBoQNMwdDbs8GDQakhE0OyYIqRoCprQP",
+"P5MEC9G0C0ENAxSJAhwAC/aQBZe0A0IAAJoAB2w9EzInagHGEw6yAAftJhE0cJIJWgAC0xAFkwAMkQICBw8BLwEPbT0PBYkA",
+"A1AAB1AoETQOHwyihgMQAgOyOgavAQWuAQfQAQVPHAdvPQO+FA9vPQkNcEMIbz0I1bULooYMOTsEV10CogMMHQACSQMCHQAB",
+"Gi0O3EEApwANbzAD0SgCbQQP1jUDBLFBBcaeD9ASBA2nYQOhEgUotA9aXgADIRQCiyUPcQQOBKtbHzRhtwYEm0kPuWEAA0Jc",
+"BSa0D3MRAAKMAQIpAAJ3BAINMwgvLAIRCgASAg0vLAMWGgJSAQ/CAAMEPAwRNfYIC44CAgQRAi4BATcMB8gjAzISAq0oDzsA",
+"AAM2AAO3EgSsIwUfAAP/EQPhAA5aFAMyBQQpAA3gYQsuAARpaAMuAA87HwEMWwUGiAMBkZULDjwD6B8HhwULARsEtQoPQC8E",
+"D1MIAQNmhQL9Ag5ALwPKFQOAWwefAA9rkwIF4lYjMDawGQ2BCAKHCQX0BQd1IAJYNQLhFA8nGgITNOzVCT4IA0MkBIy4CIUC",
+"A0AkAxq8CfUAA94cAtwADxsWAwXveQskngUgAA+71wQDrAQI6xMMQgMCeAcCMicPSKsPBG5qEzUUJw8iAAAPJrEGBO05ApQA",
+"AQ8UC2pFAvwbAnofAx0UBvhEDGtFAjkDDwcaAgWdAQtqRQIDGQCBAQtqRQGMAwTjQg8ECAIC30MPqpoAC8UYETREIg9TBwAK",
+"2gYBbB8IBwgAaAsPBwgGCcaIDQ9kA3aQAiMADzBfBQNCAACcAAgHCAMHmwEUNQ+0AAAJuggFxZIFXAABPQAGlQAPikMCAjQB",
+"DwkIEASLAAMHAAe8GACJAA4KCAKyXwM3AAIm5w95RQICQBsPCggAAvoCD/eaCg95RQoI9bAPe0ULBEyJA/p5DMgJA9d5Ax4A",
+"D+8yBA++kQEE4j8CBgAPeQwDBBN6AvAyDyAAAARjLgx+BwUxNQIHAA7xCwoWrw89BBAEE60EGjMPIgAAD1OfBwsTrQ/5YQAH",
+"Q18FQAQBmDQJTgEDWgkPlX8BAggIBDEyD6EAAgQUXwLA8AyNXAHIAQIVAQHDMQgOCAP8MwKmMQ8RXxIIIwID1iQEmZsOdBkE",
+"DwgEKQAHGRQPCggDBCkAAXEAETMzDQc+BQ9RBwIFXx4PpucCA3jfD8MnAAO/jgW9FQ6YRB80tpQABBUlBI1ECIQwA9MJA0O5",
+"CS8VA0whAQYAD0gzAwWTXgJJMw8gAAAEXHcLhAIE8hoDxh0P7h0BAZ4CA5AcDGQJD2kAAAQjfg/31QcPf8IGA5AcBFheDh0L",
+"AmEKAicABC0ACOYXAwcFAikDA44KD9VFAgWdAQpOBwMmaAAGAQrMAgLBHANqCg9OBwICBgMC0CEKTgcKE9sAewAAQAAOmgYB",
+"iU8HJQALTgcC0ZIPTgcEA5+RAzTdDJgNAw+CAiMADNINBd2ZAgcAAHUGCU4HAx8AABQBD7QAAAnTBgF7RwlcAAGYAwPuIQ5b",
+"AgKINAI0AQ9OBxEDiwAC7QMHS8ABiQAOTgcC+zIDNwAGu8gGTgcDSAcC9QEOTgcCQwkE0wEPTgcEAcoUASoAE3CxBwdOBwIq",
+"fAGJAAtOBwuRTAIwzAQxAAKJFwgeAAISAwMeAAy8GANcSQT9mgk7BAJ+DAOQNQ+YKgMFYTQPdcAEBM+0DU4HA/yjA5dUD4I0",
+"ABIxzVADKQAPPQQQBc9QD3PABgQWNA9OBwAC/zIBIgABSwAPjwAAAo8BAxLaA1UrDN5GA+U3D+a6AQMWSwJOBw/yIgQEzy4C",
+"PU0LkgICCTQDoQAE5hkEHQACSFACtgQPTgcAA5VPAkMAHDGQfBMxawoD4wAPk3wABE4HAykAAnECD04HCQQpAAE3AAtOBwE4",
+"JQ/JDgEBCAAL4ksDehoEQygL4ksCvDMFnRoNpdsBDQ8JfAAJ6pUFBkAPa3wUBCP4DbhUA9YBA+4bD2QbAwR9Ag9RfAMF4oEP",
+"4jEMAzc3ATE3CYwbAsgDAx8AD4MAAwQ8Bw9QfAECr0ACqRwEPh0MIBgPPx0EBJU5D1F8FAQeNwtFAAaEHQ/wYAoEL2gJRyQF",
+"RQAPUXwbBIk2CpYbCffODwEcAwO8US85NAEcBAMJDQKbUQ8CHAgHFpgPAxwDC8SVDvEABrkCDwJjCwMeAg/USwIFyOIPSRwM",
+"BRA3C3sCBfBoBnsCBwwBA2yWAiTbD2ocAwL5GgGDgAprHAKaZAJWHAS2CAQbAAKSEgJ1EwEUJghsHAJ7CwNRAAtsHAMmjgNH",
+"CwhtHAA3FQ1uHAFyFAI1ABFwyCEIcRwB2ysRcJshDTfbMDM0X4wHD/ETAAFmbg8VOwIDJDYEen0K6QYHCkkArwEROHYCDTj4",
+"AsQTD+iiAgKjNgBAAA14AAOEMgNsNQ8gNgIEuxYCozYEDgkEJiABQQAAIwABejEIPxUCUCMEyB8M0AoCIwEJSTcDQiwPGxQA",
+"A8A2BM41D0UHAwRs3QLm0A8gAAAEmTkLBAgD2Q8DXasPid0AEjGPOQOWQg+RCA8EojkfOBwUBRAy0AkPzgwDA0QQA89UD8U5",
+"AAJsEAOFQwKOCALNqwrODAKpCAItAAHVEg+aAQcMrhYDmgEK5QwHSvML36IDu0QD+QQP5QwAAp0IAry9CuUMCsLaAHsAAEQC",
+"DjEMB2XbASUACuUMEzLNIA/lDAISMkBWASQAA3NnCB4MAj5WA+z1AtP6CB4AAgwMBEMAAXYgBuYMEzNuOwEsLQ+1AAAJgAgB",
+"SOYJXAACJBEBQwAPTe4AEjJsIgI2AQ/nDA8FjAACwBYAbQ4HfAAAFg4L6RUCiFYDNwAGBPUG5wwDJaACUxUFfRYG6AwC3Q4E",
+"1gEP6AwDAW8XAioAE3BLDQgwrwKgEgCKAAroDAIBZAgsAQIRFAIxAAK5SAceAAMaHwMeAA8cBAIUMuI2AacIC2oBA+I2AjAd",
+"D98DDxQyGiADTgwMTgADBRQCcAIDDQAMyxQDlzsA6wQNNTwJiS8PuogDFDJZNBw43KESMhQYAs0SETJYNA8+AAAEvWoB0QUL",
+"GQIDLRYDXBgBTh8HcAwSMi0WA4UEALwACz8AA5ceBEYACzMtFDJgGQIYAQEfFg9xDAIEKQACDgAPcQwIBVIAAggNAphbD+sE",
+"AQcPAwD2DwvFGwImJwZxCA0h3AUGCw5dBwVBCw1dBwLOBwTVBw2TNwN0MQAnAAnHGwFD5w6HBwWRNB83xxsEA6KbBHQBD7o7",
+"AABEAA1VOAMpFAIDCAu9xAtXSwPEhAoDCAJpKAAjAAEDCA3r3AA7AQLoxQ4YOwQP6wmRAAOUCAOUHg+AEAIVMh3UD4AQAx8y",
+"HdQFApkUAR8AAUYADsEDAuARD/jwFRUyvX4PfhAFFDJubQ8HSwADohcCbAMPOxoAA+JHAScABC0ABuEZBj62AQQDAi0ABRBs",
+"DaQsAoQBCtcHB3XxCskDCFmQD9cHAwKgGgAoAA20tg0PCw9dIwMA6AUH9gIEX9wFOAEMC2AI1wcDWX4CEyEB7I4IZwQIsqgc",
+"MrKoEjKYNwRDAAF0CAnXBwIFHQHHIA61AAGy6QfDAAvXBwIXIgJ6AAGXAAxeAgHGAQI2AQ/XBxECjAADe2MBH1QHigAO1wcD",
+"chcCNwABLBAL1wcCjBwDYxUP1wcAAlsdBNYBD9cHAwSd3QXM3gnXBwJ6CgGKAArXBwyTHRIyGQoDMQABkxcJHgAD3h4CHgAP",
+"hhoCFDIPIA/XBwEDAZoCqAgPyQMQBOQ/D9cHAwNKfgImIAOLAwIejA5Whg9EygEEuz0C9wQPN4YDFDIzIAL6hQgNAQJtAwPX",
+"Bw9xnwQEGCwP1wcCAzMfAkgAETK2AQjXBwIXHwNClA/XBwACWx8FRgAMygECXR8EJQEPjX4ABNcHAykAA5MZD9cHCAQpAAJ2",
+"FQrBBx806soCBkiCAfQFDR0HAqcHDzQxAgJnPgBBAA0dBwOOCQMdBw/hEwMEiwYHTbUGHQcCWwAEPYoNzeAAzwAC5M8OLIYA",
+"swANHQcCTQgILIYPCgIAA7IPAs6FDyAAAA/M8QQCthUBHwABRgAOBwMD2QQCdgUPTdQOFDLIEgTahQ8iAAAP5voGBBWDArIC",
+"AWZVCo0AAwzAAvMmAy0ABvIEBh0HAUoCAi0ABR0HDC0WA4QBCh0HBE+VDQ8DCG6VDx0HBAIALAOZDgkdBw1dFQ8lGwMIojcA",
+"JQALHQcAggsPHQcGArYNASQAAylNCK0DA7IPAzIBC7YTEzI2IARDAAAxAQkdBwMfAA/hKwMA+gMHtQAA8BcJXAACFQ0CsgEO",
+"ux8SMi8NAjYBDx0HEQOMAANfIwoxAQBYJAzdJANNDAKcAQeQHQW2AQEhAALYAQ8dBwEEugAPHQcJAaQFAioAE3BEAAcdBwNy",
+"dgrFvAExAAzDCAMOmwIxAAJrwAgeAAIWAwIeAA8wmAMVMidTD88GAAPFQgJtIQ/JAxAFKiAPHQcCAgkgASUABYsDAeoaD/pB",
+"AQDWBA/6QSMVMgR/AvpBCREBAv4PAzUBD/RDAhQyRCAPIQcCAhMJA0gAFTLOmgUfAAJtBAJYCg8hBwACRR8ERgANkQoD0ZoD",
+"KQEBU1EPIQcDBCkAAuUeDyEHCAQpAAImHQshBwWH7gtrDgEIAAxpGwGaCAX3UAppGwOjKggeGgpu4AGvDgl8AAMzIw09GRIy",
+"USAmMjeHug30PRIyYRwSMoT7KDQxkgIMyT4GyzgCJBkPyT4GAk8OD/XwARMy8QYF1xwABwAPbFADFTLxHg8AAwADU1ME4QAC",
+"VQAN+5cGBN4CkgACgHUPpz0AETAG2gBXAA9rAAADaAICsgAHtmkPsgAAD6gSCgJLUwS0AANXAALYHg+TAAIDOj4QMn0XB+4B",
+"DyiBDG9hZHZlY3Q8PhQPLQABDz4+BA8rAAEPQD4UDzsACA8NZAoPOAAIDwtkBAiwrgJ2AS88MSeBABgzx80DLAIRPAo+Dx/w",
+"AQc0PQ8FAQkBWQMH4T0WNOA9DwEBCQ9rAwEINa8PBQEJBHMABNNND6g9BA+nPQYPpj0MAUkLAUIDD6M9Cg+iPQITNUKUDqI9",
+"D08eAgbmeA+gPQoDFSAPchsCA5AAAb8oB81kAwY5DXIABopQD5ZDDAL3CwxbBwMYGw5ZBwRQBwIHAA84DgIDLAwPiB4CB9qr",
+"AB8ACeI8AVMAA1cGD1kAAgPUAA9WcAACOQsBUQcBwAQPdQQDAkS2BEIBAy4DAlwFC/cdBQbQhjIxMzkwOTUwkE0HfSkBkwEA",
+"/TIIJQAInQECbjkPQz4CFTVvYgr8DQRIOAJtaQiTAALlKQAqSQ+UAAgCJQAA5CIIJQAN9zwGfgAJngEFfyEHwD0HyhEBKgEB",
+"JwYP1WEBEDWONw3DCyc1X98FETXyNg+aAQYP4kkDBDeEBgwPBhxAA+I2D3MzBwGqkA+XOwEDAgEPKwAADzrAAAIv1AEnNQ7g",
+"AAfSNy81X+f0AQWQIgJkZgzgQAK0EgAFAAQPVQ68AArXHAO8AA9IAQYPzh4DBO7QD4QAAQNSKgtIAQ0lYA81ASQGHwEPZ5cC",
+"BfMCD24nBQTXQA93CAECxiYBBQAD2DIP/AMEA28IBAY7A/4DAl4aDfYhAlctDNsDD0w9BQxsAwqRDxI17TEPgBkABF8TAyFu",
+"CIEAAnwhDMgDC4EAAn8iAPMbC4EACmkaB4EACZgCBZUGAol+DMUxAhoBAAUABGpKCoUZETV5Mw8RAwAIKCcAJQAP8wMEA5EB",
+"D1wxBAkbAQz3AwMrPQ+txAgDmyMEbnwM/gQCEQEIMAAENoEPyAIAAqkAFXLQ0w5jAA8EAQAH4DMAEgEPFwQABSwlAzCwC5MD",
+"Az4eAAUAC24hC9wADZkIAnoSD3IBBw/AUgMDpgQIcgEIjgADPDQPcgEWDO4GDnIBA5FBD3IBCQStAw1jAAdbAQFSBgtkOAI+",
+"AwMx+A5AOQS9CQ+tjgYBhAgBFQQ0dG9tHwA1bWluMyYEvAEDSNoJkQAPwQwMb2VycnN1bcEMFA8tAAEPwQwEDysAAQ/BDBQP",
+"OwAID8EMCg84AAgPzbsFDzMACA/NuwMP/nAAD/IMAQj8SgHHAQD8cAgpAAQHDQHP2g/nSgEA0wEPTAERDAgNFjkIDQ9IAQkP",
+"cxADD3QAEw9p3gQAGQkPWAERC0cNAUohD/BKAgBfAwdJDQoN+QHpAgLQIAFOIweXAwdnDQgHEgVCDQYZFQpfDQIiAANCFwrH",
+"BBM2a0IPowMLDCcMA/oBBOhIHzJFcQkAuQgPRXESBIsAASANA9sABL8ABQoBCQMOCrSFAjMABVAsAluoCIAqAWwMAjQTBWUq",
+"DD6NAIsIAVoXB2EBAqYIASC3A3AlBvKHBtwOASYAFnBTGAWDAQLxKgIKDwPHAARBAQGcBQ8dAQQKSwUfNjZvBAdLlw9wkwoD",
+"yAEAnwAHIFsCthUL/IgCHSwD+moBxQ0G3ysCqCIAI4wCYRgOTAkDFyIAkSsEGQACvoUEHioLRAYFFSwFjkoPHAEQCqcLEjbm",
+"bgc4AgJrLBIxOAIIGAACZiwNShUC8AYCiwAPFhACAytAD3SQAQMcFwJgAQtaDAJFAQe5DB82Em8RCsMPBSQVABoBBBwAAoPN",
+"Ae42AewWBzQBBgcADPhcA04DA4THD8UAAQhebwM0AAojJAPjAwS9AQIjHQOELQ3GDBg2W20SNt7YCh92ES2yBAejAwLrCwFm",
+"AghpggIzAAKKZARcHQ1qDgMjAw68AQPzAw+ZXgADzScCvAEMp1QE75gC4jIGyAAPc10DA60BEzERXQ2wAQLVDwuwAQJpRgWw",
+"AQ9QDgIEvQwXMTwmCVoABdA2CVoAAbIPBGEABBp8CloABIoKBZYuCVcAAppHDFcAAcYRBV4AD8UeAgRTDAOPMQxZAAcKDg66",
+"AgNgAAFfKA+MAQABQMoLngUG1gIP51cAAzsgBHwFDTQOGDa8ZhE2Nw8PCgcFBIgZDx8EAgJoAA+9XwADSSgDPQABjwQGMQwA",
+"JQABvQUCXdgB75QGjQABs0QP4QoIX2NoZWNr4AoUDywAAA/fCgQPKgAAD94KFA86AAcP3QoKDzcABwncCg+jABIJ4lUPZAAS",
+"HzRkAB4fNTIAHh82lgAeHzcsAR4fOMkYAwiXfAPDCxcyllYFwwsfM8MLAQHzGA+qVg0PMAIIDMILBwSCDywCCA/BCw4PMQII",
+"CsALA64ACL8LDzsCCApGFwTwBA95ABMKeDYIYhYPUAIQDzwAAgidVw9aAggPtQADD/IAEw+9VAMA/BcPbwIQD+sYCQcpBQ/+",
+"V0YCpxkBwAcP/1cNAisAD14aAhM3k7IPNQsKC55cBGUBBU0VD0F+CQDFPw/9DBIEigAPlQwBANABBW1QA38AANkfD1oAAgkl",
+"AAF1CAKEfg2bGB03jpYD8FMEjGcOnzcAGwAIOT8DlwkCBhIDVlIMgAAPpQAGC58SDfIMEzfWCwceCgFpAAPl3AUlFAR2AgPI",
+"PQZCBxE3bAsPugEABVnuBBobBRoAAfQIBDcBDNX4BwMJAj8ABw2EBMYIAdwIBEgADLKtBCUABJwbEzQoVglCAAI5AgNJAAy3",
+"rQQlAAT1DRc03xsL9QEESQALBAwD5QwP9DAABEEBAIsNBY0cCHkBAAYAFS1kCQtgeQc+pwqdDRg3BQwRNwUMCwIOApQND56Z",
+"BQOnAg5zCQIHAg8xaQEDrSECBgAJEQIAuwsPfQ0NBGQBBVr+D2EBBARoAQ1IAQN/AAiaAAl+DglVmAZHAQLdDAYHAQrdDBg3",
+"qQoRN6kKCf4CA3U0D0sGAQWm+AQTEQ9eGQABkxoPIQsBEzeT4wFumxFuyQsCOAATZmefAegFBFMlBDwBAh8MBCIBCN5AB78E",
+"BikACAQlAHEACskYBCYLAtyGAs4EBAU0A24FAjYMA1UAD0/uAgLbBAJKHgToWAYuUwG7EQEkAAG0mQ7uFxE3aWwNgBgZN4QZ",
+"ACUADJgBAOlPkDYwNzE4MjQxOHgoMTE3NJljB48XBeEAAiSIA6cRD3IBAQIXFAE1Dw8gAQAATwQCVwEPtjEBA2IGB7oACt1t",
+"AytQB3r0DH4AAp0PD34ADwmqAgGQlQ/GDAgva2Xp8RUNKgAPwgwEDSgAD8AMFA84AAUPvgwKDzUABQ+YFwUPMAAFCLoMDzAA",
+"EQ+bYgMHxgsFuCQPAwwBB5TyBu4LABgMD+4LAQgDCw9cAQYPtiQID1gBBg+zJA0PXAEGD7kKAgjbiA9mAQYPOgACCJIYD3AB",
+"BgzdFwAzBA/PCgIARwMPzwoDAM0JD81iCQKBAwIMAA9IFgAGKiUE6TgKpAQROCMGD0BfCwXpGwmsCwDDBg12MQFpAA/tEAEC",
+"hQQPp2oBAi8LD1RhAAKdBgYYDAyjHQUSKgIwYQ8EEwUNh8oB+hIEWRMPAyUGDQSkBswgBPoADGeiBKMSDwCkBg5rEgKqQQ3s",
+"owFlWQ8AGgARcuQSDQgMETjHIw2FAw//owsCuxgABQAEggsKagAP/wsBA2kABwEGAi0AC/+jHzhqIwIFUx8P/qMEAxkaDpV0",
+"AqcvBWwfB9FIArA4AAUAAL0GD5QBAAQWWw+WAQMCWSMP1xkAAbsKBlYJCmQMETjZXA1uAQ/7owsB4AkB/AgMMCABAQMDaBQK",
+"BgsDaQANbQ0L+6MROLglDYIFBUEiAv4BCzwEAjkKAuEIApMJA0IBD50PAgLyAwHAAgi8AwPVOw/hLwADhS0DTwsK/gcFSiAR",
+"MRElAoUPD3oABQJgDA/nRAIEww8PoxcGBJ0MDCwgACsAB28dAYsAAIcICVQBDyRrDH9yZW9yZGVyhggUDy4AAg+KCAQPLAAC",
+"D44IFA88AAkPkggKDzkACQ+WCAUPNAAJD5oIBQ80AAkJVhUPNAAUCVgVDzQAFAhaFQ80ABUPXBUFDzQACQ9eFQQPCWwAD/7c",
+"AQcwkgVuCR80BmwEAcHpD0ACEgxyCQBCBQ89AhIP5CAOD0ICCg8jIQMI6xQPTQIKDz8AAwiCCQ9YAgoPPwADCC0VD2MCCg8/",
+"AAMIzxYPbgIKDz8AAwizCg95AgoPPwADCLgKD4QCCg9zFQ8MkAYPpAoFAesND7STAw+kCgwCJQ4EDlcPpAoJBN8ICqQKFjlP",
+"EA/IAAIDJAoEgg4PkQoTAy4jD5wfBgRWAAqPEweAFAZnHw/UCQIE5kwHIjEASTgPrU4OAjPsDb6wBVUADK8ACT5DBBiyCh8K",
+"ETkl8w7GAAQDWwN9oAT8BhE5Y/sNLgAD2xIGFkwHT0UAfQABbQcBrkcNNwoUOaUjB5cVAYEIBjQADwaRAAMVIgt6EgEzAA8f",
+"rwEBsAEPA9sDBJYACsgJEjlfCQ5sAQHPAA80xwEEDGkCbAEMawAPgQAMBl8BAM8UD+CQEwVHZAeFKgvArwKKEwRhJAQ4AAB5",
+"MgPbqwupIwZLnwP9MAgcAAFNAA9mjwEErpQOjH8PR48LATcAB0ePCqcVETmuFwaPAQtHjwJ7JQ+QIgICWiMFdi0L7iEAJAAL",
+"iAECY2MBojsNJxUEnwIOCgICbQIPX48ABAS6AgoCDSgCA0dAA84VD4cAAgb3AAp3LwS8DQayagIcIg+kIAIF3wQI/QEBzG0D",
+"/QEM/TkDcQMBPQAK0TEEPQAD2gQAeAAPyAwBAu8NAnoLDHgAAGtRB8WuCHgAApcBArYBD1ZBAwTqAgZWQQzHrgNMhQx2AAfr",
+"AgHoDQicAgI4AAJ9AA/JBQIEg0MEGWwMeQACbQICoQYLeQAAXEMFeQAFMAMJ5wEBfwABfnAPHgIAAAcAD1OJGgMFzAIjAA/J",
+"LQIYOe8yANYCC1kWA+S2D+2vAwQ3LS8yNqh0DQOvQg+VDQICbhYAAAEJXhEEPAAEWkoAZQAP+zYKBdi2C3QOA1veAymTCQkH",
+"AwoHAp4ABM10Dx4nAgIQ3w96AAUE0xoMegAD00UPqxIBAlgBBLS2D3ShBBMzk6AMPQADTlgD8QAPAEsDA7gABOtED7gAAgOx",
+"CAySJgUxdA+dAAsDq/wPSRMJBJoRD9sAAQO+MA8lNgIEOggEZAMPfgABA0AAA1sTD8eaAgOYCQEUCAg0bAOFBQ8zbAACLAID",
+"OQALR0cExgMEFHUPxJsKA88QD+YpAgIqcg8vCAICMgIEPucBUQIOBhERNP89GHL5ZQDxCg+RvgwPfhAZDy0AAQ+RvgUPfBAn",
+"DzsACA+RvgsPehAfDzMACA95EAUPMwAID3gQBQ8zAAgfNdsPDgXIDwgUAATIDwH8MA/IDw0PiwEJD4UjDg9VAQkPUg4DD3sA",
+"FA+MDwQJur8Piw8eCEgQD3YBCQ/NDg8MgT0PzQ5+LzQwzQ4MAi0ED9VRAgLQFA+TLAEDjgoDpwQKEiwLsw4CmyAPsw4VA5sY",
+"D60ABQdQCA6uAALGDQ+zDgADOy0DPQADYjIJyggvNDCzDgUFQSUIsw4ALwAPsw4ICFU7D7MOAA/qGAEApwEPsw4JDJM+AzO9",
+"D7MOCQNPGAgcDgFRAA8RnwMElgAJsw4vNDCzDgQGmYQNbAEDzggCBgALjgwPgQANBl8BD7MOHwJkJA+zDjMFFgsPsw4ABX8O",
+"DZ8wA55PCIKaAzQAApYOD1MjBAUdAA+zDgEACwEIGAEPsw4DCwolD7MOJQPwCw+zDgAFnwIP1xIEABABD9gSBQIGAAVHAQrR",
+"DgAlAAyzDgWHAAb3AA+zDgoUMgeeD7MOOQKpHA+zDgoAeAAPsw5hAuHJD7MOXhQytNcPsw40AucBD7MOAwQeAgkkmAyBAw+z",
+"DgcCIwAPsw4BAEwCCFkCAbMODyEVDA/PFQIDlTYPAgUBDiIVD9Y8AQOMHAmNAASFC1AKCn0KCg"
 };
-static const cq__ptx_module cq__ptx_2d_f32 = { cq__ptx_2d_f32_lz, 139836, 519874, 0x245bb15bu };
-/* PTX module 2d_f64: sha256 4d84b11d9c3360ba0a6d4fac05af197e92a8c20c8f5eeeede217ecbab19fad57, nvrtc 12.0, PTX ISA 8.0, 544138 bytes, fnv1a 0xe3c4d38c, lz 143441 bytes */
+static const cq__ptx_module cq__ptx_2d_f32 = { cq__ptx_2d_f32_lz, 140311, 521416, 0x4f446e63u };
+/* PTX module 2d_f64: sha256 904d01a7a3ceb940297f2ede112f8b7fbab17c888e718fd4744cb7bc4621049c, nvrtc 12.0, PTX ISA 8.0, 545680 bytes, fnv1a 0x3fca08ea, lz 143936 bytes */
 static const char cq__ptx_2d_f64_lz[][CQ__PTX_ROW + 1] = {
 "8hkvLwovLyBHZW5lcmF0ZWQgYnkgTlZJRElBIE5WVk0gQ29tcGlsZXIKKAAEDwDxByBCdWlsZCBJRDogQ0wtMzE5NjgwMjQi",
 "AFF1ZGEgYycA8A1hdGlvbiB0b29scywgcmVsZWFzZSAxMi4wLCBWBwAwLjc2MgCCQmFzZWQgb25xAFA3LjAuMW4AYAoudmVy",
@@ -26908,7 +27037,7 @@ static const char cq__ptx_2d_f64_lz[][CQ__PTX_ROW + 1] = {
 "B9wdANoFA2RHClNDEzdQ8QloVQFZAg9nVQMDmw4DWkYJJwED5AYCJT4IPOoDsE0DowEAJwACnX4PxRYABLVCBPICBRkAAzkC",
 "A+ABD4s2BAO0oAEN+g7MCgT+5gaFdAQtRwJmCw8KQAMDgh4D+SQI8QADNK0DfFEI8QAClAEEmccCFx8Pp1QEBMGjDqE2B/jr",
 "A4xfD/MAAgSgNgEBUw9/DwwHDgIAii8Hih8DZg8Pih8DA6ZNCYkPHDGKDweNHwCXDw80GAePc3BoX2NvdW7pLxEPLAAEDzAY",
-"AA8qAAQPLhgADHSJDzoAC28xWzM5Ml3FFQIYNhY2A8UVGDGxFQTKAT88MTCxkwEQNloeD8cVAAARSgGREg/UAAwEjhIFfRsv",
+"AA8qAAQPLhgADHSJDzoAC28xWzQwMF3FFQIYNhY2A8UVGDGxFQTKAT88MTCxkwEQNloeD8cVAAARSgGREg/UAAwEjhIFfRsv",
 "NSzRABELSSwPSx0FAfJJD3wsAw9NHQwBOgACWQAXcqTjD1AdAB85UR0CIDhf9UYDcwAE3AADTwoPuBYCBHgPPysxOPtzCgSP",
 "Bw/JDgACrA4Pxw4BBXqTDewcA+MKA1RZCeERAhoABvcqDrYUBMRPLCsxGVwEIgAExigM2gwD/goCYwQPWwABBAUdIysxftgN",
 "dDsCTQUDmhEOhdYDXDQEHwALB9QCfwACmEQKC0QBIAQNyvQBi8MNFAACwDYBYhINxRQCap0NGAMEvh0iKzGkSgt/AAKlBAAF",
@@ -26955,345 +27084,352 @@ static const char cq__ptx_2d_f64_lz[][CQ__PTX_ROW + 1] = {
 "6PEFKwAACAAPhnEWBSUyD6UhAAM/cQRfAA+ICgAG1/ECKwAGCAAPjAoABFvcAzQABBtSDPQJAM0UDesBA+0QD+sBGwvjLgNg",
 "CAXGBws1EQceAABGCA/nBwMBZQAEugAMOBEA5RgHfwAAAy8O/hMAygAP5BcAAkh0BPURBGIADawqB9IxAGEUCboUBKoABQIU",
 "EjPLAg+2VwUCwA8CbBcI1TcCiQYEeq0IBAECiAYEOQABBwMFkTABSgMBQwMRM2ykArTqDp4ABYwnEjODGA+eAAUD0jYNiAEC",
-"MAUFPnUPhAAEAvCkAZEWBzABAMsOD5UwCE9maWxslDAUDisAD5MwBA4pAA+SMBQPOQAGD5EwHRc45GYEuAM/PDE4kTABLzEy",
-"104EAWcrD9MADwSmFgUiLxY4kTAP0AAHC6gSAQoGD1VDAgEMKQ9WQwMB/AQPV0MJBIYrAuAWBsQpD5YwAgSpKQl+AyA5X856",
-"D5YwAg+5KgIFbzQxKzMyGgEPPFwLDy4DAgYSLA/MAwsDl6APvkMDBXSoDwcqBAQ9AA8IKgMEIgYCCSoPbaQDARsGDzsAAATP",
-"nAM2ngfjFAOcKgPkKgM/AAv8AAYqBAJcFQ/DQw8PWEcDD24EEAWUzAwiAQZ0KQ8iAQgFlJ0PIgEBA+MAD501AgU9dxMyMQwH",
-"IgEDWgEC3AYEPwAL3gAG2xwPGy0KBXwkD4QVAgISAw+CFQACFwIPSp0BAw8BDysZAQRiBAd3HQ/gMgYFSv8MeggEiPQDT4cE",
-"XeUP5jIXBEvmAj8ABW0eCx4dA/AQAU86D40eAQIeAA+MGgABvgICYDkNQTANFAAE5CEP6TIBAvfDDhkdD7MeDAN/AAKtUg5t",
-"AAMiIQo9CANrAAnYIAEuAAPrGwQnBwJgxQ77HwZvAQ/pMgUApw4BzwEPjUEABEI7AgcADYA7Ay0qAh4ABCxTDa8BBDAiD68B",
-"AwMtOwa4XArrMgOENA3rMgL4wg7yBg+bHgsB1gMBPwEMKKoCpBEDpSEKlhcDawAOhCIDniIGgwEP6zIBAVV6BJQAD+wyBgEm",
-"AAN8FwojDxM55xUJkwoLHyMPkR4DA2kcDcEyCV4aAwIvDzQdCQ/VMgoCagUMVMcCf/sCqwIP1TIHAchjAR0AClK2A0AAD9Uy",
-"BwQgRw/VMgID/yYI2y0M1TICIwADXzUH1TIAJgwP1TIJBa+AD7oFDAoSHQqSAwVDAAhIHgLtxAiZAQOyHwVSIwzVMgNuIA/V",
-"MgcDXAEP1TIbIDlf+18NRR4ElQEPpysEAk8BAyQADzwyAgPMtQ8RSQEDVUsDSAIPkggCBE8JBpHSBXsAA0QOBnsACR4AAyUB",
-"AiUAD+1IAgOQSwVQtQiZAAKTAAOZAA+mPQME7DkC4SsKGw4DgT4BNAEB4gkO1TIEbwEJRR4BvwEHNwAJ1TICgQkAJAAP1TIH",
-"D8s5AALKEgWGAAxjBgKegw/oHQQEVS8P5x0UAhoAAwIDD9AWAwTQJg/EpwQEZrYOmygDrCYEYEEPBB4ABKgmBQcADwQeFQSC",
-"WQ8zcAYEGuIPJB4AAx4eA4AZD+wRAAXQJQkHAAjcAwNsEQMXMwMwAASzPwz6BgKpiQwIDQMQFwI/AgM6AAzJBgAjAw7sCgSu",
-"TAVWJASjCwJLCgRjYgzWGAa+HQ0KTAOiDAIhAA/tDwQSNHEQAX4wB6EADP0RBJwACSYSAAQBABlkBzgDA/CODzgDAwUMKgjY",
-"SAscAw8LNAgBPwAPDDQDBD0DD8sgBw93CQQEQJUEVfAJUgIDyyADJygPI5UHBCkAD/+UHx05lacEIgAE/5QP6gIAAxpDD/+U",
-"CQNRHwR6HwIpAAFKZQvqAgK6AAMwAATqAgp2IBM5tTMM6gIDxQcJ6gIKehYTOdUyDeoCAgcCDuoCBl0eD+oCAQI5DQAlAA3q",
-"AgNqDgIhAAzvOQIjAwVbAg8EAwABdecAKQAI3AINSDMPBQMFAUkzCQUDAY8ADwUDBgPNAgjxFg0FAw9dNQYBPwAPXjUDDwUD",
-"BwS7lQ8FAwQESw4EdfAPTiEABKohD08hEg/FIRUEgQYG78sMIgAPBTkHCw4gD92PAQIgAwQpAAMHAAXiDA2gNQMwAATDNApa",
-"Fxk55jEGUVYDWhcIBQMcMs0JABkRDwUDAARAAwzMAganHg8FAwAHy8AMBQMDuk0DCh0MnCoGwrwPCQYEETXx7QApAAncAg8K",
-"BhUBvDIPzAIDClEAAJ4NCJAgCCcDBz8AAzBHA7ckD3Y2BwAHAA92NgMD1wkGegAB3QsNmhoCRwAArgANmhoCQAcAIgAMXwkD",
-"kxoDuxoKdCkFgAIENCsPz24FBAUGDXkGBI/zA8gmD3b+AQq58wAHAA9SIBUEtQ0PeZsGAYT8D3YDBAPJIASn/A8TlAgE8yAD",
-"BwAPmTIBBLogCXcDDBULAL8NDncDBEEGCHcDDKAJAnJCDVIUD3wGBAdmHg93AwEDJT4PfAYAA6dOA3cDChpiBl0DA2IGD6Me",
-"BAoLAg+TAQ4G1AIBqjIPnwMRGjMxcgWtAQTUMh8wAAkAAxAiBYcCD0GVBwRqIg+UJRcAKCEDeQAOwTcDUyEEZgIPMfQBA/eT",
-"BH0hB58hDGYCAoECAzAABGYCDJILAIIrDmYCA/EpCWYCDHgKAJMOD2YCAA/dBQQHoMMPZgIAAxJUACUADT4cCN0FBlcABC0F",
-"AugRBf0vD9QbAAPeBQ871gQPgQInDPcFD4ECBg+T2AMAuiIDCAIOfAgDtSIEgQIfOVolAAPylAQPIw9aJRcAzSEDeQAO5iwD",
-"+CEFgQIP+wsABbCTCQcAD6Y7AQMbAAPWOw/iOAIgOV9+Og6BAg9jCwAcMmMLAdYeDYECBJAfDIECBIYeAkkCDYECAv4EBHIq",
-"CTkAAiAFA4ECBaYRBIECAlYFBUYHD4ECAAHtbQAqAA+BAjsB+jEPgQIRGjTflgXIAQQYFh8w/DkABFkjBYICD2wNAAcJlAYI",
-"AA9CIhYE4BUfMAQ6AAWcIgOHAgJ5HQ1/AAMlAwXJIgQIAA/QPAEDGxoDNAAEjQIMRwwI/y4GSDkGWAEGDkwMJQsA8VQPjQIA",
-"BEkFDxciBAJdBw2NAgIlBQAlAA2NAgOUGwIhAAwKFQO2MgCNAgFUAA+NAgATOY0CAOkAB70AD0sCFQwVCwMGKQAHAA/kOgcD",
-"EQsE8TYNJgwHgzoAuwoMYwAFUBYP5DoHCi0bC+Q6AxbjD0ocDAeCAAnaNwZvAgZfGw4GOwXSJATLowHiSA59HAYfOA5+HAK2",
-"HQbL3QG+HQ9pTwMEFwMDA2ENgxwEIAAF+RANETsPXE8AAbMyDBQAA9YTA1okCz07EznWLQ09OwdzGg89OwgCdhwMChsCcwAB",
-"vR0OPTsEcgAJrQICMQANDhsBKS4PyAEABp0AD5McBQG2SQ8JDAQFQJUGtZUMyAEDoU8EyAEEtW4OyAEEE4UGp08LaTsDDw0G",
-"0mUNajsGGuILPjsSOVgmDiUeBw9RDz47CAFYAwK7WAsjAgNVOw4+OwRyAAmcAQIxAAsWUQAqAA+rHAEHmiAPPjsJACcADz47",
-"AwRtIwmDAAOkGQ8+OwoD5AUvMzGtHAkAtxEPrRwCBLMUDz47DQRExwzGCgSqPw8/OwsEnjcJPzsCGxMBz5gPPzsHBzgcDbAc",
-"BOsFDz87CQMkAALIXQg/OwCVKA8/OwoEIzUPPzsNAyBlBGWXC0UAD0A7FQLjCQFKWg57BQXFQApHCQGULwhBOwSTMgdFCAMN",
-"AQNBOwIhAAkqMgQhAAJiMgOUAw9BOxwgOV/nCw38HAO7HAKhAgG5KAk6AgIGBAMGAgR1XQ+EmAABKgAMYxwDhZgElwIPQjsD",
-"BKxDDUI7AioEBBwCDBkLBKpVAiUABIhACpoAAl0GBO+6CZoAA+AuA5oAD0M7AwQeRg9DOwgBYgABtQsOQzsEcQEIwRYD8AIG",
-"NwAJQzsDS0MDgn0LphYDQzsPRQcAAkmaBYYADUkiAiAoDR4BBc47DUM7A7cBAzQDD0Q7AgT/rgLTdA5dAAFTBARiCgkAmgJi",
-"CgAhAAz8EwEoFgZnAw9dHQMFHSEfOP4TBQ9UUAcFTq4DbRMBIiEM9wsEWVAFLQAPW1AYBFxQHzgEFAcEgCkP+wcBBF9QBFlQ",
-"D4NQAQLXFQctAAU1AA+VOwcENAAB400OlzsUOew9C48EAo8CAigCBKA9DJMHAhcvDJgMAc43ADsADOIBAlMCAh8AAbB2CBsC",
-"AXsVAiUADJgMAeE1BFUpAvQUDn0METhn5xhyXi0AoQAL8AsC0AABBwAJMwgNGS8EVwMPUjwJBmhDC1I8BHcDDTkDBbIGD/Sj",
-"BQHZFQEnAAw7AwHRFQIhAA07AwLxDQM7AwG0Ng98AgAFpbMPbsEEAe8SDzsDAwXt+ANTCgF1Kg2bAgRvAgQtAA8JzBgEuwwf",
-"OHXBBgFcQA87AwYDkwwDFRIRMZttDaAAA1gDBS0ABAgAD14SAATkDAQDUQQ7AwwmEgAlDw47AwIxBwo7AwwNEAGoAg47AwKN",
-"CQ47AwN5IgMaGQsbAgElNwIlAAw7AwHDFQQ7AwHyFQ87AwASOcYUACAJBxIDDKNSDzsDBgxgPQY7Aw9vHQADYD0Gbh0LYD0P",
-"OwMHC/mSDTsDAYwWAScADDsDAvZfASEADdEjA+4GAyIAD8cVBATbPR852W0FBMlFDjsDBfGiA7kFD/NSAQfEugYIAA87AxUE",
-"4DkfOaKHBgYnOA87AwADDGkEoKUCawkNoAADWAMFLQAECAAPgBoAA8EsBDQABDsDC7M9IDlfEQoNOwMDNxwJOwMcNcoKAIML",
-"DjsDAbMWDzsDAAFmOAQfAA47AwI7BQAlAA07AwJtAwM7AwFgBw87AwAB6WQQckQKByorD3YGFR83dgYHCd4dEDfRDgjeHQMt",
-"DAwXCwMjDAIKAQMu3A9uPgEElUIObj4IKAwKXgMD1QQPhnIBA3K+BDuLCXITHzeWPAIFLx0PG8sEAxQzACcADM0DAzYzAiMA",
-"DkEeAoQABBlzAa4VDxIDAQQMEBswr7IFIgAEbbMP0gMAA0gGBE8eARYPDDIDBKNTBC0AD2WsBg97AAAEZ8sjMTCGhw+fAAEF",
-"jFkO0wMEN6oDVkEfMYyHAQK5IActAAUIAA+5JwADKi8ENAAF0wMMbAwA6UEO0wMEmAMI0wMNhC4PNtgCBD5gDdQDAmoXBSEA",
-"DdYDA8UzAigADNgDA6heBNyQAl2rDtoDIjEwsDcBjR8PIQIND6IBDgcRAwXkqA8dBAwfOBY8AgVbHgSdwQ88AwABUQAAKQAO",
-"PAMDqgMAIwAOPAMDGDwEPAMPGTwEBMRtLzEwLNYAA0YGBBwDAaptDXsCAz4GBC0AAAgADxwDFgVaHw8dPAEEtwkF+gIPXB8A",
-"At8wBy0ABQgAD8QkAAPfMQQ0AAX6AgwJDQAlAg76AgbZAQb6AgwpDADPDA/6AgAD6C4O+gIEzYQEvj0M4gEE04QBR+oNPQAC",
-"2wEEmREPVBwEIjExvSoBmiAP+gI4HTjuBg/6AgUPpEQCBdwgEzJ8dQ76AgK8EAApAA36AgUIhQ/wQAAD5S8Gx4UPTyIEALwK",
-"AiEBDhYGBPcIBPoCASomDHsCBHMXBC0AActSD/oCFAVbFx8x9AUBBKMFBPoCAV0XDX8AA3EDBC0ABQgACHo6BPoCAxYDBAc1",
-"BPoCDAINHzgCDQEDMxQK+gIMAg0AXwIP+gIBBBUCDaUBA7wEB0vyCuIBA78EBEVfCqMIA+EnAyMAAdIiD/oCABEyZc4RcikN",
-"D/oCOQ9MDRUfOOhDAgXOIS8yOApCBQPwJwAqAA37AgQEmQ/i8gED5CIGSnwD3xYNfgIFVqAOm8QDDHIG+wIPfg8BBVACAy0A",
-"AAgAD/sCFgRVGwTI8Ql/AATDQQX7Ag9OIAEDpHEFLQAECAAB/kIL+wIFJAAKOBMLFUIgOV9BRg37AgMuQQn7Ah02tT0BZxwN",
-"+wID7yEO+wIESZkDmJoN+wIEKcoAKAAO+wICMAME1xUPSycEIjEyTCcB/wsHqQAPuQIUHTnzDAPKDQ/YQgoD7wwNu4oFUQwA",
-"jBsP2kIDAFoMCYEADF0GApobAGkAD9pCBwOOGQ/aQgMAvhkJYgAAlgYPqkEIf2RlbnNpdHmtQRQPLgACD7BBBA8sAAIPs0EU",
-"DzwACQ+2QQgfMoiQAB8ztUECHzeLkAEB4EEPIB4ABJaFD9YADgQeHQ+2QQEP0wAKCh4ZABMGD7dBAw+2QQYAwAMPtUEKASYD",
-"AQsACAskA1kCAiQAAT4JA00wCFQCIzMwdF8PsEEfD04/DAJEAAQtIAq8TQOTAAm5HA/NQWkPU0EGAjiBD02eCwHpJghkAAMX",
-"AAMHAAq/BgX7HwJjAAsH3QMeAAb53QXqGwwE5gKNCwxZBwN2BQ9RCgADjEACBgAAXgQId38BCwcPs7kPA+c3AqIGCRoACbwG",
-"ChoABAMHD8JyASMzMJmGDoMBBb4eDxZECwOTLQq2PAREAAVeIRIzBiAPgYUPDj4jCEUfD2UfAAMfAAQBCQQYAAOWEABVAf8B",
-"M0VCMEM2RjdBMEI1RUQ4REcAAQVwAguQ/gQgAAfpQASVHgQbAAPtPwIGAAUcBhIzt+wOFwMBJgQAPQINfjsCjgoDUAEPt4UC",
-"BJHlArafDr46AmkED+8JAAcF+gyXAgPchwMhAA/qCQMAoh0BeAALdeMEIAAE9lMPYB0AARcBBR80D9YuAATcJAUHAA8GAwYF",
-"lD4D0UIPiAAABbzgDyQTBQRZUg8xGgICrAAE7jEP8xYBAqUAA9MKAzAAD2kgAgImIQDTAQ8blQMDlS4LZxIAIwABQRYBdgkD",
-"JpwKiAoEFRgCBwADkyQM0gMChAoLH4QIgXUMhKsEdRECNQMHGwkDdgAEFA4BTwMsRkWeAQysQiAzMCmEhwlicmEudW5pFgAJ",
-"IAMBByMIZKwCBgwEbAAPZVMGAocASDQwMDiHAAAUAB9DOQIACCcnA7oRBJ9TAJsBDqQABiweALEADP7MAOkSAAQBHEZpAAp0",
-"EgRJFQfNAAnrAAJxAQVDFQwfAARiEgOMAgA/AAl1vQTJAAaMCgC5AAcIzAO4AQQaIA+5AQULCAIDYzIEXwAH19YVdAMQCCoC",
-"CCUoBCgNCXEADSYBCdfyAIcBAtzUAm4dB5l+BCg4DyIXAgQmQw0BOAD8AgBmAA7VAQb3nAEkAAt6AgQtxgNZAhkxWQILnAEE",
-"KTEDDTEMuwEEF8YELDELGgIKPcYBHwAITAYHBVMPPwECCs4CCRAxAEMBDvgAASGpBgYBBCICFmcbiATzAQ9yAAUJfwgPmaUI",
-"CcoRBHoACzwDD9cABQ8vFgIEEhYMPAMEsjQE2YMMHwAEZhYDYwEEnwUMNwEFIQAGiTwBtgAPtQcBAjcOD84FAQNQLwQ/LwvP",
-"AQZiEASIAwoyHAEoAAGPBgMQggVLCwXOAALzBAXSIwxhAANCEQMnAAP+CQhAAAOkFgQaJA1AAARtMQNAAA1aLAwgVQ+VMQcE",
-"pjMECi4EcyoGDQELZxEAiBsHegEDCWoL8ggE91MEdgkDkwEGd+kPFSkAAo8NBFJrA3MNCakRAJ4JCX0AAawJBvENAaYJDyMO",
-"AAGEEA88DgEBUBEHPA4KTPcBJQICcxECxhAEjpAPIyUADhsMAPkjDxUJBgVFJx8xDA8cBDgAA3YKDwcrAgVbcQAyNg8USQkE",
-"h5EMWIgDwJEA2gAMgxIEUUUDOgAP6g4CBHqkAIAAAr4wD1tPBQPSIgz2MgRmXAIfAAvgpARjAgTcCws+KAQKDgTyRgarngfa",
-"DwFZAAR1Mg25AQOLBAFdAQoaAANxBgEaAA2VSAASEAVYggXhAR834QEkAqIEBLQpC2EBBNtxHza8UAwEvpEPrg8CBP+JLzc2",
-"Ly0NAmYMAfAIDkYABPcrMjYrM4wvD3UtCwFHHA5tSgSzAgauyQtnAAXEKyIrMjEqD2cABQNhKA9XMwIF7cQOiYwDfTgBKwcP",
-"ew4RBdVzBM14Dp0OBAcDBGV5CFcFDNdzDz4EFQf9BAHlCg0iEgE4Ag87zgEE5ZEDEwIPMVIDBCzbD2tSAgS6Rw+aEgIDezAP",
-"VWAiA2ACDygsBADpHgFNBg8oLAUEqTMO6FEDlAgEL8kBBx8NJywDgwED3AsPwR4FCJ0DBLduDxYsAQRrWw85LAgPokkHBD0J",
-"BoPJDrEADq90AsYAD5YBAQKEJQAOAgwCCQonHQI2HA7SDhIxOCEHpVIHGUcCpAADjwABRAYNOUwAEwUCTx8ONUIPu5EBBNKG",
-"AxwZD8MnAwX7UwLNTA+67QQAOQUM8IwD6gECIgACaN4KeQ0DoQ8AKQAPMg8FCpRMAIgDD5AOAwFgfAclAAu8DASWLgNVJA9j",
-"HgIDwS4CjgAPOQ8hA5Q7Cn3dD6sAAAbmJQG5AA09DwHlFA8BDA4EoQsCSgUB0gAK8gADfg4EtCEE6E4GIQAEQwwDSgABBQoJ",
-"QQ8F0QAJkhABt9QMQw8CngIPygEGDc+8CspBArrsCkQPA8AABD8CCDM5BCIAA08UA3UAD0cPCwGVAQIzABZw4lEFrAIE2jAP",
-"YRYCATQAA3IDCtRFAHIDAM0DDuYBB8BMASUADJECCTIBD04PDAQ+LgNSAwaSbwYhAAItAQUhAAF0EAm3EwxjLgQMBAYiAAO2",
-"AgAqAA9XDw8D7EsENgABUgcPBQEACUAMAcBKDFoPAwoCD8UBBgqnBw/KPgUN60sEfQALmw8PZgAFClsDBOgNAuQADlsDBCkO",
-"BP0EDT4PBFISBEoADbIOBUABBSIACecNHzIWFwICAzQPXwYBAwLOCAI0DN4EA00LBLMlBIAAC102BsIABNkYBdZoBhsAA7IB",
-"BFICD64PBBQ3accBshgNjwAEHxYCTQAEOwgBJDgNLAAEujMDLAAE0z0KMwEPnmkDBfUmDBsPBZQMDxsPAQVpAQMgVA3bTAER",
-"Cgl/AAQEFQTrDgDRAA8DDwEAgAMPHA8CAKABDxwPBgFZCAIUHAOc+wQ3WQkcDwHhCQIeBAgVDR8zFQ0kA8k2C248Ad0CD8IA",
-"AQB+AA8zHgIATwEP2wAFAyRAAXIBBORUD1wJAQJiQQ9KhwEEl0ED/zcOHBsEpxwjNzLTRQnPAgZfMAQIAA8RDQEFG30yMisy",
-"gQwPuYoFAy4vD3gNAgGfMANHAA52tQ3NMA8OAwIFkdYFzBwDEAAMZRUHmTAECAAPTwABA04DBHASBQ8BDFsiA1dKBJyaAZAH",
-"D2z0AAEMIwRtAAqPAAQLMQjxDw2PAATOAATeAAQGLg/WVQEELAAMCAAPDq0EEDUjNQQrAA2eAANpAAR1EAHlGw+cLgUEqhQF",
-"NAIPZT0CBLFWADQCHzCsDwkFhUkM2gICsQ0A1wMNKB8CWA4DOgAPQZcGAZ80BJwuCfAABD/ZAzEz3jFBNTZFMUZDMkY4RjPh",
-"FATkLgS8AQacggiSsAIOAQSXAQEHEQq/Bw8aFwgK31AAUgUB5Sg6cmNwDAYCRQIBPjYHKwADfQUF8gQHO5UP8gQaAgoNBNg8",
-"Cs8BBOtXTzc0KzL3rwoF00gMtAEDOwMDHwAPtAEFBGrHAI0SB+QAANMMD0QlCD9zb3Wv9xMPLQAFD0IlBA8rAAEPQSUUDzsA",
-"CAJAJQiBrQ9zABMPtK0BDzMADA+yrQQIKsYDpiUXNcatBHECPzwxOLOtASAxNCwADzK2AQS+qg88AQ0MpyUArQUPOQERCZoC",
-"BlQID3QAEQ8wqwQEbqwPSAENBLIABHYAADkGD+YXEQsZGA8iJggD/RcCCRgIXyoNIyYB/wgNJCYTMRbcD4AXEA7zCgQOOBQz",
-"I4kAfAAcbnC1D3OJBg00JASNAA6xJgR6fAuIAQ//ZRUCRAAEk4MOv2cPPgkBA5GED8smBAQ7FU8xKzE5QRgKAjkUAbkECHMU",
-"A9cAD8ftJASueQF6AAk9AAh0MQ89AAQEw74PdCMEBSLuDx8UBQu3eQ9wFwYP5icNBSpaD64VAgISQA8lFgYEPQAPTWADCCQW",
-"DqAABj0mDwQoCgUXFg8UFgMEHwAPggACCmd2CpMDApMMAS8NDe4HD60nEgX/GQRZSgtFAwQkTAtbCQbARg94JwoDjQsPuBsC",
-"BgRnD3gnCwK7FQG0FQdBDgKjJgMkLQcM9wGuAgIWAQQWowmOHQK+DQOeEgTCRALPFwScaQwzQQE3AAcZTAk8AQ8+FwcDkAAC",
-"qAAPgCQBEjGpqA7HFgTVAQ3GFgOqHAMSAQRxDA84dQAPcq0CA0EMAgYAASkDD6cAAATyCBExViT/Ay5wcmFnbWEgIm5vdW5y",
-"b2xsIn4cCRIxcWMOlAACaCYPG0IAB0dXDS4ZA2QoAiEABcNdBB4ACOM8AR4AD30EAATEdw55GAIqCwNTBg+JGQMEzDodNSaQ",
-"BI0LAg4RDxgFAwZtpg/3GAADWhUCBgAP9hcEBKR2DzGQAApSpgx6IgQxGQNfAA/SMgAEVaYDIBgE2RgPiAADBeajAYcAD0cS",
-"BASJEwTdEgusAwJdAgMajA/SAgIBCAAO7wIDIBkJCkkDUwABOAAKyGgWbsY1CLMDDDlqANsCCOgCAOInB6I+A0b5C68SAZMD",
-"AlwEBnooBZ0+AoYcA7TiDCtqBEUFDhcDBRcBDKwDBPhXAgYAAKACCRgBA/pjACYAD4VuAgKdDgBZAA0KJAJPAwJ2AwZ3hgVx",
-"AQPPDgBXBQe2JxExlCUO9wMFB+o/MCst2DgDAmwND6F7AQdaVg1cDwMSLwIhAA0cAQgEPQEeAA62AgTvOALO6QmsZgMaNQEG",
-"AAFaFg8+AAAEshwNrNUDcm0CRAAPOnwEBKoSBIrpCUAACFIpBKMSDEAABDx5ACvdDEAAA34cAkAADFUmBIFnA5cZD7IRAASB",
-"ZwPBAANIAA8uPQMF+XZCMzkrLXAPDAASAkcACt1nAv0DDiwCBQRFEzCLzg/AJgUPBkUAB/lVDSwCArICAywCDZgXA14JBh4A",
-"D+gAAARXEA7bhgWfLwEnAA8+AAME7gENUj4DJmYDJAEP7AEDBG1mHzfjhgEIaSwLjqgFJAAEBFkPUz4ADiOHCCwCBCxmA88R",
-"DzNmAQO6AANBAALOAAGjUQ97LwAFquETOQoEDE0AAkYACodmAYAEDioCBLA5BqEVCoYZAjoYDzzoAQMwFw9AMAAC7U8DJwIG",
-"nwYEHgAD4wwGHgAP4wAACfBPCGkBA+hkA9sAD+kBAwDgJAE+AA4ThwOWFQI+AA/nAQME9mQfN7rtAAPHZAInAgHFCw/6MAcf",
-"N4U6AA7whAgnAgMZOwNlAA94YggE7WUDtS4PRAEDBTxFAqcmDEoAAkMABBSDA1gAD31RAgTZJABOBA/JTwQCcwoPyU8BA2sm",
-"D3MKAAPk6QMmAgxzCgPlGwMmAg+qAQMEn4MeN2gBAhoBA48xDz4ABAToAQ1zCgT0LgI+AA/mAQMEZkABaeoLQAADjywCWwEP",
-"JD4EBH+CHzdzCgAOf4IJwCsDWAADYysPwT8AA0suBNQwA6grDywDAwWJXxMz1gQPdQoECqYuAX8wDyYJAQEIAAbyowQeAAS8",
-"zwE2EQ+wCgYPATwAASQCAiIAA+4JCRlDAC0JCDoJAK0hDrpVB816D5kYCQNaUgJeiAhSTwPyEQ9xUAACvQIDOQABsQMOlR0D",
-"nAwfOJEUAwR+NB8xzyoMA9xQAdZQCYMAAr8JBB8AD4MAAwQNUwZ3pAbUEAKSHAJNEwMZLQpcIBMxfGkOuwAFSFwPKSoMAv0B",
-"BIcDC0UABlQ4D+IpCgOZQQRsRAtFAAUYEg9tKgsDYToE0wMLRQAFJwISMrDuD0UABQP1AQUpDAMmBQVJAQskEQSrowHEAgHo",
-"FQcmEQKqFAIiAAHbAQcoEQNhJw/pVQMBOQAEeVsPihIXAxICBE6KD6gxARMxIXEN5gUCP1AA4gANPA4E+hQCpQEB8wQOPwAC",
-"0RYPjpEBBBC+AikCAqAxD60AAQbpAwEbMA8wEQwFEgEFYPcGqMEjZXEfAAIaMAIlAA9tIwYKrhsTMZOlDWgDBVoWArO+DgIB",
-"ASYBACYADCcHD3pQDwO7AgHvBQkfAAO/DQKBAQ+ZUAUEpYUeORHjA3qFA2YRDwlNBQTy9gLaUApBAANxHwNBAA+CAAUDkwwf",
-"OWkNAAS4YANJAAS2YA1DAASxbg+ZCQAFsPUDQwANACgFpysDAiAPrysJBo6GBJIAD2QkAgSBHwIHAAQ8AAAWCgeoAgvVYgLM",
-"AgAGAA0PEANEAwEIAA5hAwMiAwAIAAudEQMmXwR5+gudEQKTLQeiXwtYMABLAwmxAACJFAehEQO6kgV3AgMWAAF0AAK4BAce",
-"HwWjEQJ2LQAmAANjBAu7KwRUBg4jAwEwCgAgAQ4lBAPbKwMlBA8qLgICp1EAPwAOQgEDSAMDowQHbx4SMZcqD3ICAAQSBgJt",
-"GAw5BAP5AQ+yTwUO0CsSMQ4rDzkEAAWiBAV97wrXAAKAEw/GPQACb1EBIQAOqE0C6wAEOgQN2RIDIVEEOwQPSlsFBWZQAdUE",
-"Css9CTwEDxe5BAFOTAJCAA31DwS4KwM9BAFnAg9CAAEFkDMD9D8KRAAJPgQPlUsFBh0nD/8PAASjKwTMAw4/LAzuLA91WwID",
-"AwQFYi8EkwAPPwQJBTUpDz8EAgPRCgvNAASjWSQxNAsFC5sCAnkADz6rBg1QeQCRAwsbqgSbAgV3FAMJhQ2dAgNMUw85qAEE",
-"eFEBIwAOoAIJ2gYCOgYKIQAJ3AYPWwYGBZidHjDeBgRIrANlAQ+iAgQE0loSMR9iCkIACaICD8FtBQWthR8w4AYBBDgsA0QA",
-"D6ICBAWGKh8w4QYBBDHAA0QADaICBbdaBNosD6ICAQTDJQSHrQUhLQ+iAggELAAEPAAKogIBfncPogIABYIUFDTbcAujAgPI",
-"EQ8TMwUNuXsAbAAEl0QLowIFbAAHqPMLowIBVwYEvHgKowID9xgAIwAOggIChhAFowIOYVQDEhUEowIPC1EEBbQbDwxTAAQf",
-"wwNmAQ+KVgUFowIOGwIJSasMi/sGJgAFowIPE1MBAxopBD0pD6MCBAULEh8w9xAABJMoBFQoDaMCBeVWA6MCDxJXCwQRAQST",
-"AA+jAgkE3TEPowIDD31zAwWKRiQ0NAVzC6MCAqcAD9GuBg0IfQBsAATIpQujAgVnFR8zmk8GApk6BGB6CrNQA4ACD/HhAQTK",
-"UwSkAgURPgYhAAOPFQOkAg+nBwUFT1gDA8wJJTAJpAIP2yIFBccIAuMACkIACaQCD4gdBAGBPwOEAA+3VQEJpAIP45oEBvtV",
-"BNrwCkQACaQCDig0BfZVBPBCD6QCAQR6MgUNWQSTAA+kAgkD8AcEPAALpAIL1G4GKAwPFRMAAso2BKRbDygLBQAIAA6KEwQ2",
-"4AFDnAMpIQpyfgEQCwmcAAObWwveLQiWIgnbEgQiAAY+hw/+LQAE41QDHgEPgSwBBCEuBDUjBQ5VBRQeB559AkQ/AwdIDiEz",
-"EzFRTQ46TQZHhw+3LAsHGlYNnwMC5RYPXR0ABIVUBj0ACQUTBg4BBQYUD+jMBQGFVQLXAgGwFg+0VQQENAEEPB0B9xwJAQME",
-"yUUEMQABXxYnYXghAAMkGQApAA96UwUMRAEGgBMPI9wLBnxVDCkBA5gNBiIAD55kBARnLgCDVQ1UAgO8AwZEVAwiAAUTTQUn",
-"AQ+vNwAFmkMDTwABvCwO9QAGD6gSMgEDD+I+BgN5BQF+Cgr1AAOrAwWbBQ/MLwQATlUDjAAP3SUCAcgJA4wAAmwDD4wABgOI",
-"Ag0fTwkcVA+MAAsDmUQCXwEMBzcDCSoHdwMAri4IYAIEHKwPcRMFD94AAAUkFg9fAgwFEFQBpjUJ+lQCVwIPowMBA2VNBj0A",
-"DwkPBATGpxYxa00GHAADAQYD3AARMeCfDucDBC1sBOcDDXoCBJ8yBE8ADzwrAgZOCg96Ag0D5E0CVQoK9QADegIEIgACvycP",
-"7gEAFTN6AgwBIQI6VQj1AA+uAAQPnAIVBNbqBsZtBRoABFE+BL4CD64ABgScAgffaQGTAg9PMAs/YmZvTzAXDy0AAQ9PMAQP",
-"KwABD08wFA87AAgOTzAHHDAPOAAIHzLCVRYvNTAcMAEIMjAFHDAfNnD2BAXT3A8IAQ0BTAMHGzAAOQAPBQERD2wCAQUJ3Q8K",
-"AQ0EdQAIjzgP3i8CAIkDD94vAwnzOA/eLwACGioCXSoIOmoO3i8EhgkJsQgTMu4OD4UaBQM8EQ9ICwMEXIwYMh8SDd4vD7tL",
-"CQqvFQSNAA7eLw8vrQQD3QAPgC8CBtiWD21FCwjYlg1iAAI9MQ8I8wEDsg8DPQAPkA8DBEUIBd6VCqgFBUhcD7kKAQI7AQPb",
-"JQ9JHAIFDqo/KzI4IkkKA6AVD45XAgOQOw+X8gYDPQALLxAHrjIAggAD1H8KPgwCkwIGPscKpBYE6wEOsjEFowoDZB0NNwEG",
-"vZ0Dr2cP+AAFArwCAhVqCBpKAt4FD6QHAAMxAAMHAA/4DQMEOjAM8g0Enl0BBgAKywkFaQwFuAAOEHsOyrQPrLQCAyAAAPEC",
-"D3fKBgEVCAuNAQImBA2ucwQrtggTAALDEgRibgu1AQuiHwNeHgXYAA8BewIBbwECZB4PawABA5cECoUTA2oACAsaAo8rCVx5",
-"ACcADzS2AgazlA/2egUEozIPYycACM8pAeMnCagBCKctAYoID6gBAgOCJwXVfA9yygEGdncLoJYGNAMK9xEcMrgxAhoBD3LK",
-"DAHCBAFYAAGnDAr9AQVxygqbDwNqAAh/AQEtAApwygAnAA/aegAGmAQP2XoDAkMPB3DKBfQEArpKDyoGAAomAAQRHQTQAAYa",
-"AAjYPAr/RQTuEw4aAATPFA4aAAQaFAMMAwrqDxIyr7oJJAECPxsEgKMFGAEHfHsDPVANensPQTgDA84KD+Y8CgKsBAsNjwK9",
-"BQAzAw9jewECCSUDZgIO5coFYHsKgD0DWgAPXnsIAnwiAcTyD00SAALWIQKfIgKiBA/iygMBBkoOEAEGnA0PjAwKAyMRD78j",
-"Ag8NOBUFcZUPtQcCBEQAD9QHAwS3AQzgBQMRBA+aTRUG6RAKBAcFejYGhX0POUEKCJ5QDkUABmt8D/AOCgNQNwlmCQSpAAbD",
-"CA8QAQMEXYAEvhMJiCoDlQMCBgANTT8DGAABBgABxCoJkCYClAAPAfAGAMQBB/oUEzJfVQjffwGtAg8ROwECEwkCcAYPygIB",
-"ApUgD8nMAQBAAwIgAAK91w6cHxcy1coGywsCcwgEfIULzAMDtiUBIgAPCjkDAhwADzPhAQLLCAMKOQ92KwIEDDQCfCAIeAAC",
-"YDkCmgALDCID/9ECIgAPOQsCAn45D+58AQPhkwOUAA/tfAIFmeIG0hsHnwECZgQC0iYD4DgLZh4IZQEKlgAF6CkPTlcEA+sC",
-"DIAbBGVABh4ADlsAAv0FD3q1AQQmOg/pMAADTykCIQAMOiED1EADPwAH7xISMvAjD50KAAS5MAaCKQ4LHQ9tPQgLCx0TMtqV",
-"D9UsAARaahMzGzAIQgkDJxsDhS4PchcAA4EuBwfLD9eQFQREXw07GgOPHgNhLg+URQADjHkEgssDLwAF4xcHFFADIgADuU4P",
-"gRsCBBkBDLlPBJzKD7lPAAq+ygbcbxZ0tUsDogAB6SMPuU8EDKcJD7lPAhkyWRkAJQALDk8AUisPsksOBNctAw8BDL5EBA2Q",
-"AgYADAIXBDKQA0QAAKYACQVPA5sdAd0qD78AAArsAgGJRAhdAANNMAaZAA91MAMCSgEPdVAhBJ8AA2kAB1o4AJ0AHTrdAQQ/",
-"sgM4AAdnQQZYTwmfGwj7CwQhAAMhAgP/AQ95TwsBxxgCMwARcAQCCXlPB62yD3hPAw7tWwKSAwM5AAUMEQUfAAMkMAMfAA35",
-"XAMIJATHKAwfAAg1NQEgMA2NHwMcAAIpAAVIXQ8AHgMESzAvNjSXNAMLz7EPnSQFDYQAAwMBA4QABLodD/UyAwT6sQJyDQyB",
-"AAMKMQLrAQQ8AQ+zIQQAkQEBSgANz1cFc44EIQkAtgAMyxcFQyoDQgENRAADyAAHQwANRV0D6TEEuioBMRkPgQIADXsAA9cB",
-"BsYqDX0ABAUrBNgBDSEAA9sXAykAASEACushBN9KBCkADnErAw4OBEMAAVsMDy4iAAUIAAGSKw+0KwME+wENigoEsCsD2QEO",
-"pwAEeQ4EvycOzQoEggEDQwANpwAEog4ECAAIP2EAbwYEuB8BMAAG5K8fNssIAAOtCB81GwAAAnAIAUeCDLMfBEJJCc8fBiQK",
-"Bus9Cw8LAhEiCpAJCxxjALAICc4AC8dvBnlZBwJLBWAABW8LBpcSCzBUAN4LCWAAARlUB+oQCUUXBxgAAA8BDyP9AgAMAQ9d",
-"TwUClSwCdQsCYQsBxgoPnJMDBbBLBFoAAC4BD3IAAQD3AQ+LAAEBUwIPiwAFAg0yArAOAho1BTdTDzw+AAAuAA2GOwN2PgNf",
-"OQgiGQB9Fg8iGRQIsRcE6rUPvk0DA+4EQjU4KzPBXA/YEAUCuQ4G4ZwEGAACpgIDHwAEaBUMVQUFYm0FmtkGGwAE2QUEXQUB",
-"EgEP2E4ABJEcDy0sBgQgYgNDJApmAAQqJgWjKw9mAAUFPk8PuOEDBI8hADEBD9zbCwL2AwKJIQ6NQwCOAg99UAsPcEMEBebJ",
-"AjNDCuYAC54FD8wfBQXAUAHxLA9kAAEEH10DpjgKZgAEXQUDwQUC8AgPilAKBCqyDGgABF9wFDXH0glpAARhVgTGBQEmCQ9p",
-"AAMCVVwP6ysJBIICBLvSCmoABIUCBSgrD2oABhEySIgDEywH4wQPPeYMf3ByZXNzdXJtHhUPLwADD28eBA8tAAMPcR4UDz0A",
-"Cg9zHgoPOgAKD3UeAw+RTgEBGfwON3QIF7YDIAMwPDEzFgAPdh4BCB1ODw8BCwx4HgiTTg8MAQsPFxYGDxEBEwx8HgDmAw98",
-"HgIAIQQPfB4DANcDD3weCQLAGQLgGQXSDA98HgIEC2cJtwcTMy0nD1pOIgS4Eg9aTgsBbrIPfB4SBI0AD1pOcgFWCA9wtAED",
-"DBIPuxwAA+UdAm4AD/8EBANWEw+EYgQE2hwG9mELLxYPDyQUA9oTD9kAAwLNCQ/v9gYDPAAPdQ0DBHhOD93+Aw9VTv8pAGUI",
-"DwJ2EAPUCAFjCA3RHx8zVU4sAxYWD1VOKgPQCAxVTgJxHA9VTgkLLz0CxicCNB8DehEFLT0C7gQPFpMEABwACDbnD2IBEwSA",
-"PAgPHwrRFh8zVU4eA2Z9AxIBBNIOD1VOFAPWIgOTAQRVTg8JAgMPwQABBKcIHzNvThkFT4MFCREPb04BDwlvAARvTgPNCg+K",
-"IwMExQoN9gkOfkkPyCMHAJV+C9kPDyexAA67AAIuGQ+QPQAPFsMPAtEFD85JDA4UwwRcLAEGAAEmDQ/JLQQDwAAFjCwPPwED",
-"BE9JDwPDAQ5RSQ1rAAJhEgRrAAgzLgenAwN81gMFEA/NAgEBCAAO6gIEUSwI8LQDUwABFAIKqdULUE4ErgMNgiIYM1BOETNo",
-"IghaAAR5AwtUBANMQQFaAADSAQiDTgIKCQ+pHwEE42gHXRED4TwChRwG4DwKhxgDdAUO7w8BKwYASwENaE0DOA8CBgAMXQ8E",
-"vywAJgAPhE4DAq8AD3USAQLABwKpAQ2lWwT1LARdEgZYAQ+ETgMFYYQEekoOigADSSAP/xIGAwUTD6NLBAkoGwgPBAP+IwPg",
-"Iw/hSwsAAIUDRU0JIyQE/SMCBwAPHx0CAr8TD8DMAQcuow0uHAN0KAIhAA9LDwMFPUwPO0wFAxMED280AAw+TA8SBAoEOpYf",
-"NqE3AANJMwIGAA8R0ggDagAFeDMKbgEEDAIFm48fOWROBgG2AgApAA8rTgQDDAIPFgsDBQRMBc8iBRoACAwCDwRMDAEMAgWr",
-"AgUeAAPiAAILAgECXw2+AAP7TA/XPAAP+0waD5sAAAR5Sg6fTAgLAgFfTAxBGwILAgS/AAIvAA8nTgQECx4PiEwCCAoCD2lM",
-"CQMoHAMzAg+pIAIFWDoVMq37CkgBAhIED/YWAAI3TAMGAg/IAQQExkwdNxIEA00cAqkAD36PBAWjSAZAkgUbAAlHHQHRSg67",
-"AAIOBA83PAADvUwAIQANAwIIDgQLGJ0FfQAEAwIOmgEIAwIBoB0MxRoCAwIK3UsBhyMPDhsABAMCD6VMAQgDAgFzRwxpAANa",
-"AQO2GwMsAg8DAgMFZwEfOSJOBQILBA+hBgADPUsDBQIPCwQDAMgcAGAAAjAuCAUCAxYcA8sbD+NMDAgRjgUdAAqVHA8HAgIC",
-"AUwPBVEBB6ucDAcCA6icAyEAD64cCx44+NAIBwIPps4CAygKBMAAA78aD3gXBATNHB84VzsBA6McBC4cD5UKAgOLHATuGwOY",
-"AA1MNQOoCAEIAA58OgiviQwGTgZmCg8GTgUCIgADcAkKcCEYMwZOFTNHwAW/AABXCA/mDQILiiMFHDwPdQ8PBHFUBFGhCoUq",
-"FDNOvg+GABIIhxQBgxYPiBQWCRUTBWg4CX02BB8ABkuXABlqDwhPCgKMAwFTBQ9angAPCE8BAg4FBDkAD/91AwQITw+GEQMF",
-"w00AnwAPCk8LAmQCARwFCIUAB96cD4UABwQFmw+JEQECKh0C/RMD1gEKGk0I1gEGsAEPOBYZCrABA4s9BBBEChEBBLwFPzEy",
-"NGBPDATTSA+jEQIEaFIBRwAPYk8LAoMMAUUfDkcABfoLHzRkTw0ChgIGHAQDIwYCsTMPH08MAa0WBx9PAoAeAiIAAVEACPIR",
-"AlMGA74nDBA+AmoNB9TID4cDEw/gAwMHTBEEaqYPGk4CEzOWwA1CBgLFTQ87TwIDq8oEfgEP/hQCA7ScDxZLAQRFNAMEAgRx",
-"fA2uAAYeBQHZfg87TxUElgMSM/1JC7koA50QDyFDCQxaGAJcUA5CCAX6Xg+IWAMCGEwAJgANAksCfAQAIQAMjwYDmp0EkgIP",
-"5BwFBLWfDxZKAAiuEQI9IgwaBwQoAgQEHQMsAAQMOw1tAAOPAx85QEUBCjb9AQEfDW8AA8slBG8AA7QRAa/nB2QBChURAgYC",
-"A0ixD34CAgEIAA6bAgMaPQmbigOvBwF9AwAGAA91TgICjxADfgMO/00AhQIJsQALxhEDs9wOLQQEvb8ABgABdCIIqk4GmgMI",
-"SwACBiMCpiIF8wcHqk4CLyIG6Z4LGC4F9AUNkgIBAgEAVQENlAMEeU0DlAMNeU0EdT0AKAAPzxECA5tNBHNgCj0AA1gKA7kB",
-"CDKDEjNSKg9CGgAEpTECrosPLkwEDw86CAvILR0zgCwELiMFm1wfMiESBQQvTAPApw8vTB8EPQEP/yEMD8xLAQT+IQM9Aw/y",
-"KAED0AMEIqYEMgAP0AMGBci4D7RLAQQ6LANMAA8eZAAE0QMFcAADCAAK0QMBZiYPeBsABW4BBNcLD1kuAg8mpAYOWS4TMz01",
-"DtkBBf1AHzLuEQUDr00PplABBEufASMADtkBAsIFBdkBD/AiBQWMoQ2xWwWLIgNFAQ8wDQEEQRQEjQEDMgAP2QEFBfGSHzCh",
-"WwAFK6sCRAABkCIP2QEEBHAABMQiC9kBCuKGBdkBBrADDz5NBAKvDg+YNwYOGi8TMy1/DtoBBSdeD5hKBAIETQ/fTwMD7w0A",
-"IwAO+0YDBgUE1wEP+yMFBMUCArZ4CmcBCSUrD06qAgTXAQM4AwQyAA/XAQYFRkcPBlIBBPkwA0wADyAEAgPXAQRwAAcnCgfX",
-"AQ8GMgMGHgUfM3JMBAJWAAAoAA/XAQYM+g4FnVsL1wEElhMvMzK4UQUCUDUPFU8CCB6gDtkBA4IGBCQAD9wQAwWsqw9QTAEE",
-"7wQDRQEPGQUCAloBBKknBDIAD9kBBgWu6w/jEAEE5TEDTAAPIAQCAtkBBXAABCAECtkBBakIDMwHAAgADJ8rBngJD8VLAQFX",
-"AwOhCw7XCwMKBwHnaAQhQgxkEADoBAecAAQYdgT2HQ/SKgQBsCAPXSsCD9IqCQZHNQNCAAK/8g5WAgN3LA/TKgAF5EkEYZ4J",
-"SA8AkQUPSA8jBfGfCdoqBdkBBnDpHziHegIChQIDOAQPEHsDBlUILzE4NnIMCidMD44AAAXvBB84oHsCBIgACEgMDcZTAwUM",
-"BFwGBPgfD2zTAwb5UQABAQ0BFQ/aqwMK8QMD5x0E2wAB8AYPhAMABbcGAz6FD+4vAgSbKg9fSgUVMVR7DRAwBc4vB0wHD0BS",
-"DgS9ogF8JQlPAAViPgP5AASNOwzXAAW3BR8xCwgBDSGpARAND9kAAgUHKwflyQHgJg8zKgtPdmlzYy8qFA4rAA8rKgQOKQAP",
-"JyoUDzkABg0jKgD6AA82AA4I43gPMQASHzMxAB0fNIEqAh819kgALzQxgSoAJzMxlyoHgSofNoEqAwEpBA9lAQ8BhQMIfSoW",
-"MP0ED2IBBwqvBQGOAw+CgAIPOSoGAckDD7WeCQM5PAEGAA85KgoFRJEJkwYhNF8OOw+sKQEPWAUCBslMD6wpEgR+RQ+sKR8O",
-"egAGE9wPzwUKAvIEDw33AwB6EgJEAAM9xAIgMwvqKgAmAA9vFA4QM0ILD6IYAwhmKgIVCA9JngYDrQAMRygTM9w0ETNiNQ1h",
-"KxM0XNsOJAEPuSkUBLhHDDAYA7ZNDzAYAARCLAM5AA+1KQkC5XQP5isID7UpCwgzQgiCAATP1QMfAA+1KQkDoMgPtSkJCf8d",
-"Ah0LD4sBBQ8neBEfMsNlBg3eKRc0F5IPZQAPDhwIA0YBDBUIA8wGDxZDFQYbSg+ukAQFrQEPBWkDBV4QD4RVDANjKw/nCAIK",
-"AEQJ+CMBzQAD6YljODQ3QUUxBQAbQiwUA9UBDKIYAs01AdcKCqAYAxTUAsgqC58YA478CJw3I2VxbAYD90kDkRUAvAEEmQYD",
-"9iYYeL5CAMAAATIAARSbAPIUBC4AAGwCEXD1Ow/vAwARMkEiCLI2AZsCA00MCkcOETQlmw+xGQAEDgEJ8hoHqgsPrQYPBTYA",
-"C19TC2ILBaMUEDIYCw/EVAsEWSgMGkgB+gAPbAUoDkMGD4orBQNvLgSLAAR4lAvCBATYLwG7Ig61sgFcAAgdAgNcBAJPAgJn",
-"Bw9dHgEPrQERDxMBNQoWEAL1AARimQhLQwTgEw+hLwYCEQULHi8FhwQEh+YFoy8NIQAEXZUMgAsEkiAECAAPSxABA4s8AzUl",
-"D9VCFgX8kx80brwHBD0aDxoMAASjGQWkPA9jIwABGwAIsUEHLskG+kID3CECxwQPmR4BBBICDeChAnwAAHoADZSQA28AAgcA",
-"BXQAB/ZCBPA8D/ZCCAr+HBA0hiENNkIYND6hETRYKglpHQJ5aw+mjg0FS2UDbg0E8gkGIQAICSQCfQ8KIAAD5g4FSQABTAUH",
-"+0IUMmKhAcYRDsYAB/tCETRYoQ9HPgEHngANXGoEeRYP/EIkBqAABOYWB9EvETT0Ig8RBAUOPLECvwgAHAANGAIDsxgEbgAF",
-"MxsHMkMJPAIFqkUHMkMI6wAPq5IOAIwACJxJCTJDBTyTAJgAD6ySBA4XQAMoEAM8AA4rZQTbAgN6AwzNBARQEg/ONQACgggC",
-"/gUE2+kNixQE+AUP2+EEBfMWD0HBAANBAgWgZQ9KAgELZsEP0QQYBHtVHzTi4QYFthUPDqcCBPUWAxwCAbkiDZ4AA7EBAy0A",
-"BA4ADf88AwwUAP8BDWMxAwwhAmwBD8wABQRwgAG9CgzHAgOtZgQqAQSDHQYgAAPCJgEGAADxAw1BAAOCAQX1jA1yBASrEwTx",
-"AA/DYAIEBkMELQAPLmwGDTkABOwSBGYADw2UBAYCBAHDpAgDBAgLMQu8QQNvIwEFAAT4HgrjHQhZDAkXGA/6CR8FvmQPig8C",
-"BUMHLzExizYNBXAaD5GaCg/bTAAFhfoDUwINBzEDW1YDcGMHVAEPgqICBbMaIzM0DR0NYgUCOQoFHAUHmSQBPAQDPEMPhB0C",
-"EjTYFwouAwMrJg+IyQADJkACYAkP5n4EBYRdGzXbrgYhAAQDnwz1AwV8PwgeFg2RFgIRBAQWHQ+uuBgEMxYTNTdrDyMAAQQs",
-"LQ6SBAWbagVdFg9gTAADVSMD7ywEMgAG6UsNYUwDczYPRx0CBZ0BDGFMA8cfAE0DDGFMA1UcA4wED2sJAQN0Bw9MqwgL9xsR",
-"NGkmD6YIAAiolQAlAA1vmw+UBwUP72cBBCIXDXdKBPUWBfsWDSAAA+0ABUkAAXQ1CG4JBbOnAFACD8gAAAk1CgWPoAYVAgPT",
-"EgagAA8IGAQCVQEPcAkhBKIABVScCm4FAAMKDpq3AnQFDvoaBZsrAo8FDG4GAxKYBHQAAi4HD6hMAwNpAg92CQAD9w8PaKsS",
-"D6hMCwl7vw+qTBQGpJ0EDQQNIQADpgMEIQANdTkE2A8P/iMABBNFAgYAD0YOBAR7QAISRQ8hAAAFqoQN2wgFXGgD7wcPymkC",
-"C5e9D+gEGQThZwRJRQ8jAAEE/DYPegkADZK9ACABDZ8AA7UBBIu9BK4AD906BAGNAg/eOgQDKAcP4QoEBF9gAt86DTmwAucB",
-"BKoABLNTBiAAA6gCA2w2DwdlAQOFAQXIZw27GwUXOwPzAA9KOwEFfAkELQAETqIP+3cBBXAJBS0AAwwwALcPB/YDDxc5AgU/",
-"ch8zDQgDAn89D6YsAAN95QXEGA6iSx805KIAAxtKD0jwAQ6o4A+/AQAFxu0BOgsPIQABBL2nDIgCBI0KBCs8D1Y8AgQiIwMj",
-"Bg/nZwgNeAAEgMoGxVkNIwAE84EOJQMEFh8FRWcPFgYAA8YIAysABTIABm8FDOShAzEAAw0IC99MBZ0BCw0IAw8JAaBEC9wC",
-"A/8eBHQfDw0IAAMYAwMtqA8NCAIKpuUAhwAAiAEORQcIZ58AJQANFzMP01IFCXwEBD2fBOOGDU8PA2GGAxQCAY44CiAAA4kE",
-"BYafAPcACg0IA4kBATE5D8gAAAcvHwDWAAwNCAOwOgQ5AQ+UAgEDzgMBVQEPDQgiBCsCBIckB3sjAKEADw0IAgLrCwH4AwkN",
-"CAX4MQ8NCAMDhjsEdAAHqwoF7AcDBggEeAsODQgDdQoERgIPDQgMAWIYATMAE3B7CAgNCARO3gCYAA8NCAQNHGoDozsEPAAO",
-"r50DezsFIQAMIBADPI0BLQEN7hwCzw0CDQgPK4oEATybAU0EDy2VBAF6cA8NCAMEhzsEo3kP3+wBFDElXQMtAA/oBBkHpVkP",
-"6AQFBULEDw0IAAOcOwVIww/AOwETMSNXBC0ABOsEASk6DxqOAAGNAg1oAQJiAQINCA90PwQQMfU1AaoAAVsODMwCA0cUBH4A",
-"BOpOBiAAA7sDAi8CDw0IAQTitwSRFA3TWBQxMzsF8wAP4AcCBEcABNwBAyEDDw0ICgUtAAPRBQoNCAHmKQ9HEAEBCAAFch4I",
-"kRUFI4kLq1MFHQAF4TgKo+YBixAJfAAEgqMGnBEHDbAPnBEYA3QLAe4hDigWAgoiDQgaA+cAAB8AD9QRAgWJQS8xNmw4DAVW",
-"QQx7AgN1AgR6Jg+DQAMEnK0EaRUKhgAFEd8AhgAPUzgKAus/BxPfBBgAAoUEAx8AD4YABASsrwZsaQxD6AJmIADFCg1C6AV+",
-"IQpiHQe6sw9iHRgFXykPbxwCAkw3DykBAgXdNx8wy4cTBAlAC0cABWI6HzD6agwDqgAE8z8LRwAFUEAfMM+HEwrBoATFAwUH",
-"eA4pdASTlQ+QsRYFmJUAkwAPDsAEBSdJBNLqDtkABYg+ACABD/tsCgN4Ag8yiQIE2QYBRwAPLyEKA4pAAb8GCb1AD7cvCAOT",
-"dAQ7AA9TKwIFO0wTMkUvCF0BAyUPArPMD3AhCwOVtwRyaAZyIQIiCQJdIQSQCgQbAAJVCQLAFgHXFwh0IQJqDQhG4gZ0IQPE",
-"mgPISAh1IQDkFw12IQEiGAI1ABFwviYIeSEBHhgRcBQYDevnIzM0NvEOSEAF8AAMuA0DY4wEKosKOAgH9lEAdgEROLcNDOAD",
-"A3BwD+hKAgKmQABAAA14AAPLLwM7PQpLCQR4AAqlQAOJCgQIJQLxEgQamAhuIga/AQ205wUjAQlfPgPgNQ/kFgADWT4Ev4sP",
-"iggEBJOPAueMDyEAAQQPQwxTCQQPeATzEw/z8AETMQJDBMiVD/AJGAQ9PR845RYHBOJCD9gOAAT0EQSDDA/yjwEENUwCIwAF",
-"MgAFawgHLcIDIwADMQAPtQELDBMaA7UBC+8OA4URAZFIDBazAt8JAyIAAbI5DPAOBGIPD/AOCApV6ACIAAC3AA4oDgCnAwYj",
-"CRQzWWgGZQEPDg0FCV8LBK68BEW/DXAKA2xDBCp+AZ5DCS0OBIvuBUoAAKgECvEOAwQTAX4AD8kAAAnsCRwznMATMfZEA4IA",
-"D3yYARMx0UQCVwEP8g4iBN8AA8oNAHGJB5QAAE0QDOkYBElEAzsAAo71CrkOA7IOBBECBe0iBroOAyIRBBACD7oOCwH5GQIz",
-"ABNwKA8JMsID9RkAmQAPug4DDWUwEzKZYQQ8AAWjUQYhAAOCFwQhAA+OBAMUMvGMD8yZARMyFWEBJQAPTQQbFDIKJQMaDg1a",
-"AAMnGAMRJQMLBBEyGCUPzUMAD18PAQPOQwTokA9tFwMUMh0lAtBDCSIBAxoiA0wXHzL6NwQUMlqKAlHLDE0CBFyKBGciDenA",
-"FDJRtwNEAQDtBA1FAAP/AAVNAA3OAQR9aQQ4AQ8VPAEEPQ4GLQADVQ8PPQ4JBi0AA+IQAqPtD2wFAQdXAwBJEgusHwM+DAmZ",
-"BQz/JQ9EDAAAmgcPRAwfBc82D+ILAgZ6fC8zMioMDQU9QA+dLwICouIPCwkCA50KA0AADedFBAV8ACgACawfEDMTDw6+CAVZ",
-"Qh81rB8EA4ipD4Z3AgJURgBEAAynAAMx4wjykg6gDgRaQgY9QwY6CQKCLgAjAAE6CQBbVgxPJwOW9gjtQgKfAQ/LCQEDQ5IL",
-"xkUNdAMDhAwfORYTBBQyJ40NJAkD+hQBIQACSgAPfgQAA6UcBKtQD5skFxQybI8fORQTBhQykz0PJAkAA+AVASMAAk4ADp0A",
-"A8AWAysABDIAA/0cCSQJA/ceAzEAASQJAJ8BDewyAp8BCw4JBK5RD3UpAAMpFwMiAA8OCQIDMR8Cor8PV8sEDW4MD61rASA0",
-"X9sGBx4DDBVLEDLqDQ8OCQ4UMnAeBG0mDNYdEzJqFgT63AFAFgohAATvHQRKAAx6KRQzUgcBRxYOyQAKeR8cM+68EzJ3IgOC",
-"AA/YUgETMs4ZAlcBDw4JIAajAAPjCAEnQQeiAA8OCQADAScEOwABXRILDgkDRyEEEQIPDgkAA0khBBACDw4JCwFGIAIzABFw",
-"ciEKDgkEBW8P6UMDATUADOkhFDI5PQQfbwwNCxMyICcFIQAPMx4DGTL55g2iIwOeBwOVJw83BBkEklYPDgkEA+4MAScAB/UD",
-"AlamCFgFA3wOD/BZAAthlw/uCQQEQCUCYZcKIgED8woDKQEPv3wFBAolDw4JAwPiJARNABEy5hoJDgkDpyIEtQQPDgkBBBMj",
-"BU0ADFgfFDLxIwQ4AQETOw8OCQUELQADJAIPDgkLBVoAAoQAC0sXCx78BEAHBW4ID0IxAgNdFQ9gCAIDMEoPMWAAAzBKBLkH",
-"D/o1AwSmSQIGBwu5BwJbAARwlw3w7gDPAAEzSAlhAgJQEwCzAA2RAALxCAS5Bw9BAwQEhTwfOVUsBBUycscMHAcDoRoBIQAC",
-"SgAPKQMABGgEA0QFD4bmFxQyaUIfOVQsBhQy/o4PJTEBA5MCBBQkAYIEC50AA7B0AysABTIAD7UfAAPiIQMxAAW5BwxLGQOf",
-"AQu5BwNPGwFOGwwF0QI7AQMiAA+5BwMDTC4DVQcPuQcCDfoXAO0AD/AGAAnXCgHu/Am5BwI8ZQ+5Bw0EcAQDFwcBuVUJ7AMD",
-"xiQEuQcN+b8TMsoVBUoAAVABCrkHBLkoD7gfAwDuMwfJAAAvGwpuBAPvRAeiAA2YAghXAQ+5ByIDowADbAARMioNB6IAD7kH",
-"AAPiEwQ7AAeMdgaXBwOzAAMRAg+5BwADNQEEEAIPuQcLAYsBAjMAE3AexAi5BwTFDw8nEAMBOwANlwkEBSYDPAAByRcKIQAD",
-"cgMDIQAPQlgEFDLsJQ+5BwIDoSUBJQAPNwQcBGSFD7kHBAMDJgEnAAf1Aw01vAVsTQ8BmwIDpA0D1A4PiwAFADUlAWcGAuKa",
-"CSYBA/+DBAMDC0WpBicAA30FD70HAwTkSwNNABEyCYQJvQcD7UYEuQQPvQcBA9ckBk0ADawJBKINBDwBAVUdD70HBQQtAAQH",
-"kA+9BwoFLQAPCB8CFTS25AR5AQXKiwj1Wwj2EAXJUQoIHwbyogUvHQrW7wHnDwl8AARQNg9IRgIPCB8YBPQzD/EaAhEy1KkP",
-"nEIPDxocAhEygKYPCkMPBHwCC35LAa8ID3NqAAZUTQO1Cg55AAR0YAD5RQKjQAowAgTeAQH9OT80MDK3AwALABIA9BQEUgAS",
-"Ms+dD6wxBgR0MQ9vCAED8gwEgwAFlgIPcBwDFTIP9wXCRg+EAwAEF60PqgQCBFQlA4MPBYEADZ6sBhPuBMAAD6lGBRMwu74R",
-"Mg4fDXEABKcDBOIAA20BD2gFBQT2Hg8QBQQDgiIGwAADXwAB/B4PngADBG5GFzIB5QGiQw9uRgtvYWR2ZWN0cEYUDy0AAQ9y",
-"RgQPKwABD3RGFA87AAgPmXAKDzgACA+XcAQI4o4CggMvPDIMjwIA/0UMFUYfMia/BAgTRg8GAQkBoQMHywQWNMkEDwIBCQ+p",
-"AwEImL8PBgEJBHMABBtMD1JGBAB9Ag9RRgIAnQQPUEYIAaIEAVADD01GCg9MRgITNS2jDkxGDzYiAgWXhw9KRgsDbyQPkxYC",
-"B2kFCDRHA58gDhNbBXIADxFMCwNpDg1FJQLGFg+CIQADeAQDkQYPLwQCBMCOD3EGAgVVRwIrBQl5RQFVAARVJQ9bAAIEv3EP",
-"hgQBAVAEA44NAQYAD4iTBAOjdwRKAQbYJAUXAAG2ISE2NLYhBlXs8gQsIDkyMTg4Njg0MzcyMjc0MDUzB3gENy8BSQACbeUB",
-"NgAPLwADCL4BAtYBBHwlC2ICDI6lBKgAA40fAqS/CaoAAx0GHzSqABQD2QAfNS8ABQ3QRQaUAA9iRQQCOCQMJhQCWAECagYP",
-"qG4BEDWFPw2iDSc1X2oOEjUt4A/NAQYPb1cFBysBA+EDBRQPAywtD8HjCganAQMmDwqtDwMQAQkFBAMcjw9T1AASMlLUD4vS",
-"AgJKAAb6AA+gjgEGn44DPVgL0kkDVA0BBgAB6BYPwgACCq4gA8IAD1kBBw/OIgQEbugPiAABBJw/D1kBBA2QbA9GAQEEZ4wP",
-"RgEHBzcIFDVRjgymAAN0CQ+B+AcEn+YP1wgCA1sgAgYABJo5D1MEBATPCATiXgVVBAKKBAFaLAmrAwNIHB84qwMUAwEMHzmr",
-"AwgKwBESNaU4D0AEAASpGgMWAQmXAAUh6w+XABQGHRQPlwAGCg0eB5cACt0CBSIHApspDD44A7QfAQYAA3yQC+BDETVeOg9Z",
-"AwAImywAJQAPSAQEBMIBD743BAMBCwS1oQtMBAT5Qw9D2QoGsgcHg4oMYQUCHwEIDAMBChsPDAMEArUAA2qXD2UAAw8RAQAH",
-"vjoAHwEPbAQBBh6SAy6jC+QDA2ZDApEBCyKSC+IADTkJAuAUD4MBCA8LYQQE+AYHgwEIkgAEzTsPgwEeDHgHD4MBAAMElQ+D",
-"AQoPmgkAAmUAB2wBBfLmB3M/Ad0ZAXpBD+tAAgRqCg9rmQsBYQQ0dG9tHwA1bWlu7AoFb5kBqQAHdjUAWwAPbw0Lb2VycnN1",
-"bW8NFA8tAAEPbw0EDysAAQ9vDRQPOwAID28NCg84AAgPyswFDzMACA/KzAMPOH4AFzPLUwWhDR8yoQ0CD27yBAHAAQ85AREM",
-"og0HaxIPNQEJD0sRAw90ABMPMU8DAXcJD0UBEQvhDQEtBw+21BEJBpECqg0G0wMHOAAAEwQETwAI5hMF3A0IgyoI+Q0CIgAD",
-"N4YKwQQTNs5KDwBOBg8aDRAF/KcAewANfn4PX1EICqsEBIsAAboNBpUcAb8ABQoBBJgABegNDGACBirwAyUyB88uAecNAVYM",
-"D9OSAQJeLQCheAaUxwM5AAKHAACwDgNoKQYvlgZ3DwEmABVwejwGhAECQC8CpQ8DyAAF5g0Pk60ICjkFHzZbfAQF8bEP8qEM",
-"BMgNCshlAq8XBRSFAxUAAqxGAlMCAQgGBi4wAsAlAIKaEjJuPggSMAHpAAMiFQDgLwQZAAJfJgT/KAsyBgVkMAzAUw8cAQkK",
-"9wsSNhp8BzkCArowA2hnCBgAArUwDSoXAXADA+8wD7EQAgPFRw8FnwEDFRkCYAELqgwCRQEHDQ0fNg58EQzRCwJWMwnFGARy",
-"GgbICwgSBAWwAgTIKQytAAjtZgM0AAojJwPMAwSlAQKHHwO7MQ3zDBg2J3oSNlnwCkKDES2bBAeLAwECDAIOKAgHkAIzAAKE",
-"cARnGg2oDgMLAw6kAQPbAw8l4wYDpAEMA4gE32cArjIHiA0bNph5DboJFDH5eApzQQmaAQ9xDgQDIAwAQwAFOBIFHQADyw8D",
-"QgAPwgsEBJYSAUcbCT8AA0wuA0YAD+MgBAQ2DQP+Pw9cAgAE40QBQR0OLgEBWGAF0RcMeAIPhGEAA0EiBAYFDeMNGDZYchE2",
-"BA8PlQYFA1QTBIAeCgUCAmgADwQCAAOkDgM9AAEZBA/MFwAB/PMC50YGjQAB70sPWQoIX2NoZWNrWAoUDywAAA9XCgQPKgAA",
-"D1YKFA86AAcPVQoKDzcABwlUCg+jABIPPF4FDzIABx80ZAAeHzUyAB4fNpYAHh83LAEeHzjvGAMI214DTgsQMtCnDQVfD04L",
-"AQEEGQ8DXw0PMAIIDE0LB7r9DywCCA9MCw4PMQIICksLA64ACEoLDzsCCA9qFwMPeQATCyueA3kACCGpD1ACCA88AAII6KgP",
-"WgIID7UAAw/yABMPeF0DCMseD28CCA8QGQkHKQUPzWBGAvYXAWIHD85gDQIrAA+DGgITN+nBD78KCg/XagUOSxENhwwAJQAP",
-"iAwTBIoADx8MAQDQAQTQIAUvGA8nEwkFJQADmTID3UYKKBMdN2qkA9FcEzGOCQ54OwQxVQs5CQKZOgO6tgyAAA9JEg0BcQsP",
-"fAwBEzdgCwfACQLnEQIjDATVDAjTGQAHAAZCBxE39goPugEABe7KDcYIA0VGA145D0QTBAU0wA/GCAADGDgEFzgPBwkDBL8b",
-"BDm7CUIABNE2AgcAD44kBAVOwA/jkAAE2isEcy0LZw0CbwwPsqAABEEBBDe2CDUAAuIBRTQsIC1kCQvOhQeZtQonDRg3pwsR",
-"N6cLC4wNAh4ND3unBQOnAg5zCQIHAg91gAAEwxsCBgAJEQIAXAsPBw0UBUhuDZeAClxKDmizA38ADholAwgOCRymBkcBAn8M",
-"BgcBCn8MGDepChU3AX0LMxEDeAsKSwYFuEAFnhAKgAECIAUGZw0KIgsTN9X5AU2pAdkZAzgAA8ufArM2DMwmAxoxBCMjDydL",
-"AAOyDAMxDAcBMgBxAA9gGAMBtxoDzwQEQzcDbwUDhCMDRQwGdksGCwYC3AQBJwEFaXoGo1oBRhEBJAABfKcOdBcRN9F2DQoY",
-"GTcbGQAlAAyZAQBxVpA2MDcxODI0MTjdKjIxNzQDXg8JFwgBbAAPcgEBAqMTAdgODyABAAUdlQHsNg+sAAAHDh4AugAKT1gD",
-"s1YHU1wMfgACQA8PfgAPCasCATGjD8cMCCtrZc3kD8UMBg0qAA/DDAQNKAAPwQwUDzgABQ+/DAoPNQAFDxEXBQ8wAAUIuwwP",
-"MAARD/ZqAwjHCwTwCw/1agEP9GoDD+qzBAkFCw9dAQYP3SQID1kBBg/aJA0PXQEGD7sKAgiilQ9nAQYPOgACCB8YD3EBBgxq",
-"FwA0BA/RCgIASAMP0QoDAM8JD55rCQKCAwIMAA/UFQAGUSUEKDwKpQQROCUGD1eBBgFbBAVAfgmuCwDFBg1+MwFpAA/vEAEC",
-"hgQPsioBAjELDvMkAicjA4IfCXoqBTMGBUMXBbSzC5IHBGkgBGEXBBgAA48HAnsEDy8lCg/+sQAIoSAEBQENVLAFgCAP+rEH",
-"DnsSApNFDeaxAeddD+ccAQH0Eg0YDBE4wiMNkwMP+bEMAlYYAAUAD9UeAg+ZJAIDagAHEQYDOPAKerAfOFkjAwbtHg/4sQUD",
-"PBQPvXUAAwIwBggfCApDA1ILAQYAANYGD6EBAQWwYg+jAQMDTSMPfhkAAdgKBnMJCoEMETjYZA17AQ/1sQwB/gkBGQkL0x8C",
-"Xg0DhhQKJAsDagANiw0L9bEROMElDZ4FBhkpAgwCC1kEAlgKAv8IArEJA0cBD910AwGjAwxMQgSCxA7pbQTaJwNuCwocCAGi",
-"AAGcAAEKJQKkDw96AAUCfwwP30gCBOIPD7UMAAMjLwO8DAzDHwArAAcZHQGLAAClCAlVAQ+dcwx/cmVvcmRlcqQIFA8uAAIP",
-"qAgEDywAAg+sCBQPPAAJD7AICg85AAkPtAgFDzQACQ+4CAUPNAAJCXUVDzQAFAl3FQ80ABQIeRUPNAAVD3sVBQ80AAkPfRUE",
-"D3i9AQftngWNCQ92vQEvNDgAnwQIjAkPQQIKDJAJAEoFDz4CEg+PIA4PQwIKD84gAwgLFQ9OAgoPPwADCKAJD1kCCg8/AAMI",
-"TRUPZAIKDz8AAwjvFg9vAgoPPwADCNEKD3oCCg8/AAMI1goPhQIKD5MVDwySBg/CCgUBCg4PmaADD8IKDAPa9wIMAA/CCgoE",
-"7wgKwgoWOW4QD8gAAgTFNQ+vChoD2SIOPgYEUFMEGioJuAgHoBQGDx8P5AkCA45QBycBAcg5D9dSDgLLLgyuAANDAQ+iEwAJ",
-"AEYEVcAKLwovOV9CzwMEnmASMyNHBP0GKjlfOs0DLgAEO/AHJCgJWgoBbgcBOEsNRgoUOVAjB7cVAYIIBjQACSrsAp4IA78h",
-"C5kSATMADym9AQGwAQK4SwcWAAHmAQSWAArLCRI5YQkObAEBzwAPjdYBBPBwAmwBDGsAD4EADAZfAQDvFA+GnRMEhVEHerUM",
-"yb0CqRMECyQEOAAAvjIDwbkLUyMGPawD/kgIHAABTQAABgAMriED+gAABwAFFQEDNAACyQEEZrsPriEBBK4BDccVETnOFwaP",
-"AQsl6gIlJQ9SIgICBCMBOyoPsCEAACQAC4gBAgxqAWY9DUcVBJ8CDgoCAm0CD75BAAQvyQIKAg0oAgNtQgPuFQ+HAAIG9wAK",
-"ZC8EzA0FvqIE0rUPxCABBd8ECP0BAPZEBP0BDFsjA3EDAT0ACtsxBD0ABCxuEzc4Swt4AAL+DQJ7Cwx4AAC2IgesvAh4AAKX",
-"AQK2AQ98QwME6gIGfEMMrbwDF5AMdgAH6wIB7A0InAICOAACfQAPyQUCBEWlIjQ3L4UMeQACbQICoQYLeQAAm0MFeQAFMAMJ",
-"5wEBfwABeUMPHgIAAAcADdqvBYEDD7ciAANe2wIjAA9jLQIYOe0yANYCC3gWBEN3D+Y7AgRpVi8yNpd9DQPVRA+WDQICjRYA",
-"AAEPI1wCBBxNAGUAD0A3CgOijgLjAwhefAV1Dg0JBwMKBwKeAAS8fQyoGwPFBgHGBg97AAUE9BoMewADE0gPyhIBAlkBCKvE",
-"D4gvAQSmrAw+AAIRAgTzAA/ETQQDugABIAMPugAFA7QIDFcmBQ99D58ACwRxJA9pEwoEqxEP3wABBGgwDzU2Awx8+A+CAAEE",
-"QgADdhMPkacCA6AJARwICMBzA40FDo8QA2PfAzkAC8e2BM4DBUb3D2ABCARk0w+YKQICNnoPNwgCAjkCBOv3AVgCDg8RETRZ",
-"PhhyJYQA+QoPw8wMD4cQGQ8tAAEPw8wFD4UQJw87AAgPw8wLD4MQHw8zAAgPghAFDzMACA+BEAUPMwAIHzXkDxcPYv0BAa8w",
-"D9APDQ+LAQkPrSMOD1UBCQ9aDgMPewAUD5QPBAn/zQ+TDx4IUBAPdgEJD9UODws0NA/VDn8vNDDVDgwCLQQPn1QCA9o0D/kU",
-"AASBRQbBBg+7DgYCwyAPuw4VA7MYD60ABQdYCA6uAALODQ+7DgADBS0DPQAETLgLJgEPuw4EBWklCLsOAC8AD7sOCAhxNw+7",
-"DgAPARkBAKcBD7sOCQXVPgS7DgLOIQ+7DgkDWhgIJA4BUQABTAAOUA4DlgAJuw4vNDC7DgQCtRAAHQENbAED1QgCBgALlgwP",
-"gQANBl8BD7sOHwfykA+7Di4FHgsPuw4ABYcODWkwA+VRCGFgAzQAAp4OD3sjBAUdAA+7DgEACwEIGAEPuw4DD5UuAg+7Dh8D",
-"+AsPuw4ABZ8CD98SBAAQAQ/gEgUCBgAMppgD2Q4ElzEPhwACBvcAD7sOCi8yNbsOQALAHA+7DgoAeAAPuw5hHzJSBQEPuw5P",
-"LzI1uw47AucBD7sOAwQeAgAiBgy7DgWBAw+7DgcCIwAPuw4BAEwCCFkCAbsODykVDA/XFQIDRzYPAgUBDioVD4YLAAJz2wfN",
-"OwGpB8A6CglyZXQ7Cgp9Cgo"
+"MAUFPnUPhAAEAvCkAZEWBzABAMsOD5UwCE9maWxslDAUDisAD5MwBA4pAA+SMBQPOQAGD5EwCQ/UuQAvMTlXRgEvMTiRMAEv",
+"MTVo0QQBZysP0wAPBKYWCCIvD9AADwuoEgEKBg9VQwIBDCkPVkMDAfwED1dDCQSGKwLgFgbEKQwoXAAFAAF72w0qLiA5X+oG",
+"D5YwAg/qAgIGzisPiAMLA1OgD88rBQIuBA+vMAMFftsP+SkCD8PKAQLCAwRzAAmgFg7pKxwzC3oFIwAEqJwHy6MKBi4FvyoB",
+"PzgHlzYAJBMDeBYKsxISOW9OD1pHAw8xBBAFALgLzwQEnI0OzwQP/FwADg0BBa4XEjPyFw8NAQAEO58CnSML1wUJDysAINsE",
+"jwQROYFCAOUFCuwIAQrCiAlicmEudW5pfQIHywQCBMMPiUcDAysBAboBDxdFCw9vLQMFUS8PtgILBdK3D9gVAgJtAw8QXAYD",
+"PQAPT4wDAT13AVIXBIAACfoCAz0sD4BDAgGlKwI7AANOjwfapQE4AAPqKwQ/AAvfGQVhMhIzzhcP8nALA6gYC0QAD68CFAQD",
+"Rg9yGAQEHwAPIgEDBHYyBaYACSIBAuUVC2E5BTsABPxcBBXUBiIBAnAEBIFIDwEbAwZBIA+NLwoFY80PHgICArcLD98QAATS",
+"Fw8kJwUEH1sJ+hwE1AYH6R8PUjUGBHUVDUgnBPr2A8GJBM/nD1g1FwS96AI/AAXfIAuQHwNiEwHBPA//IAECHgAP/hwAAdQB",
+"AtI7CtUZD6EfAQONMAOCFwopDwLnww3pBAbaIQ8lIQICHiEABQAEgHsKbQADlCMK7BcDawAJggsBLgADXR4GzgQJ2jMFLAEG",
+"bwEPWzUFABkRAc8BD/9DAAS0PQIHAA3yPQOfLAIeAASeVQ2vAQSiJA+vAQMDnz0GKl8K8zIG6gYM4gUCZUMNZQkGhAEPDiEB",
+"ATYDAVkABCiECAUCIyVyGCQKFyUEbAAJhQEC5QgMhQEBID4OCCEH9zMPCCEBA1EFBB5EADEtCtENEzkxFg+JDQEE/IgPCCED",
+"A8gEBDbrDwghAgFxGQ+qBAEEQKEPTDUNA1IEDFQOA4UhALACDwghAQNoLAAfAA1NNQL5CABBAAGOIAtJBQRgAAftAQ1ONQOm",
+"GwRrYwtxAQgNJgP9HwdPNQCgDgR6AArfCQQZAQZXAw/DBQoDaxYPwyACBSgHCMMgEjlUPgieAQNFAQ9tCwADujQD6yIGhUkG",
+"5wAF8i0NUjUAYQEF2L0DdAIMTAoAggUOwyADrAIDYzMMKiADfA8BBgAPCE8DAk0cASoADYhJCMMgAVNDDXwHBYdJDsMgCNQB",
+"DQkMAztpAyUAD2tLAwO2AA/zCwAD1BoDmQAPpY0DCgBKCsIKA8QyAR0BAZsADscyBG8BCcMgAZIABzcACVM1AssABLypCxcc",
+"A9KtD0k8AAKFEQWGAAxvBg98jwUDNgAPcQgAAxYBD7kTAAOyEwRxGQ9/BgMEDgkP7mcEBOa4DW4IBW6iAgcADyocAAUoKQUH",
+"AA+EIBUE+AQPlpQGAH0FDzUHBANVKAVsQw+YAAAEUSgJBwAFrykH5TMDihkDeDADsgENCQcCOAILHAQCIAoCtoEPhjMDEzkZ",
+"jA0dDAQ7AA8eGwMEQBsMwBUCDw8AJQANOQADsQwCIQABjwUObhIRNfvWAZgCBw0FDAsfAtAAAQcACngHAIc6CDsDAigUDzsD",
+"BARrKQltFgsfAw+aIQIE2icGsSgLwDMEQAMPTCMHDzumBATBly8xMEAxAARNIwOpKg+llwcEKQAPgZcfLTEwGKoEIwAEgpcP",
+"7AIAA51FD4KXCQPUIQT9IQIpAAHNZwrsAgMgTwMwAARBNAo4Hxk5xjIGz1UGFQIF7AILezQhOV+3uQ3sAgPOHg7sAgKKBgM1",
+"HA3sAgaLGg05AAN7DgIhAAzZOwM1kgRdAg8GAwADdBUBDAYHvAAPBwMUAZwzCQcDAnEADwcDBQOKKggsDg0HAw90IgADTQcA",
+"PwAEbwEM5xMPBwMFBD6YDwcDBARcDi8xMOUyAAWjIwIHAA/TIxIPSSQVBYYGBnTODCMABQkzDgcDCpMiD2KSAQIiAwQpAAMH",
+"AAg9zQQHAwOEHwIwAAQHAwqEHxM5h4kMBwMCwAgKBwMM1AkCQzMNBwMCWxMOBwMGlRsPBwMBAgoGBAcCCWIYA4YQAiEAC/Kp",
+"EzEdlQRdAg97GAABPKkAKQAJ3gIPDgYVBpeJDc4CBxUjAKUCCxUjAugUDj0KB00GFzHVbQb7OAN2CgNQBgB5AQ/eCQIGegAP",
+"+zgCB6EbDGYJB9rADWYJCEQqC7ZLBYACBNIID0+3BQQIBg1nCQQU9gNNKQGslwzdAgN8IgMjJQ86HRcEk5YEgiYPmAABD3YD",
+"BwNOIwQs/w+YlggEeCMDBwAPHjUBAxYjAjAABMQBDRwLB/siBncDAkUFCncDDKQJAuUyDWUUD34GBAP1kAMrHAx3AwftwQ05",
+"AAh+BgGXKw/YGwwPCwIOD5MBDgfUAgzlKg+fAwUfM+A4AwTmlxQxO9MJ7QED4yAEhwIPxpcHBO8kDxkoFwCtIwN5AA5GOgPY",
+"IwRmAg+29gEDfJYEAiQHJCQMZgIDwyEK5AgMlgsBoB4NWRsCegoJZgILo54gOV/HLQ9mAgAP3QUEA5qQA5UfDWYCA1AED90F",
+"AAMEjgNmAgzdBQMQAwNKIA+BAgETN94FDwB2BQ+BAiYM9wUPgQIFAScyDwgCAASTEQQ61gkIAgPdJwOBAh853ycAA3eXBJQl",
+"D98nFwBSJAN5AA5rLwN9JAWBAg/+CwAFNZYJBwAP4icABE6ZAjAAA4ECC2c5IDlfr1QOgQIPZQsACz85IDlftBEOgQICVZAO",
+"gQIEU5ACwAYMgQICLpABJQANOQACIAUDIQAMuwoCJkAGRgcPgQIAAeLaACoAD4ECOx80qAsVHzREPwMFiUsEOdkKSiQD+yME",
+"ggIPbg0AB46WBggAD8ckFgboiQ4kJwUhJQOHAgL+Hw1/AAMlAwVOJQQIAA+SKAAEt5MDNAAEjQIMSQwIVy8GjQIC2RQKjQIM",
+"JQsBSCwOjQIEJgsMVAICOwcDb5INjQICJQUAJQANOQADpxsCIQAAmAYIAgIDuAUAjQIBdwgPjQIAAXtUACoACSICDHFFD0sC",
+"Bg0uMAbKJQ+TOgYEEQsEdjkNRiAHaT0AuwoPBCYDCLBHB2k9AxoWAmgAD1s6AwDnFg8gDgMJXhwGgwAB5y4OOVAERCEPjD0C",
+"BVgnBFGmAWhLDpEcBqU6DpIcAnUgBlHgAZ37D+9RAwQYAwOJYw2XHAQgAAX8EAwIOwFJfwybGQ8UAAED0AcExD4MpgoBQicN",
+"LhkEG9EPwz0GAbEBAs0VAjtaDXMAAcIVAHIADN4KAnIACa4CAjEADSAbBM4vDMgBBp0AD6ccBQWXIA8KDAAFxpcGO5gMyAED",
+"J1IEyAEEO3EOyAEEmYcGLVIL7z0DEA0GWGgNXzsGoOQcM9wJAKcWDzkeAAeVUw+2HAEC1B8CRxUCQVsLIwID2z0AlzQNORwN",
+"QB4DMQALnFMAKgAPvBwBBtAhD7wcAwNSNgTn5QCDAAxQCAF2IwqDAANjFg/0UQoDqwQvMza8HAkA9QsPvBwCAGMAAjYAD8Q9",
+"CwOMZgHLMwm5BQNmAw8JUgQEmGUPClIAA1ItASVSAhTQD70cAQT7eg+9HAEDfSAAXQAPvRwAAxA7AiQAAjO/CMU9AO0mBHoA",
+"D14jAgQINQ/FPQ0DrWcBDjUORQAGGx4Pxj0LA9MbCeYBBXsFBQojCkgJGzVVUgNwBglvNQQNAQKrOwIhAANo0wouAQFGAgAh",
+"AA3HPQAMBAS60AN9IRw0qAYBHKMMBB0Es1QDWwAM5RUCrgMDJAAP3CUCASsRAioADGscAU0RBZcCGjjPEQQQAQTolA1YUgO1",
+"PgMcAgzUAgO1AgTaPg+aAAIDp0UPpTUAAT8RBpoAD1lSAgTmGB84WVIBBtg6AxwuDts6BHEBCMQWBo49BFMuCMk9Am4IBIk4",
+"C6kWAs8GAX48DDgEAlUABIYADNIGAMgJDx4BAQFuAAB/AQ3JPQMdAQM0Aw9HXgIEhbECDo4OXQACHwEP/RMAAdMQAiEADP0T",
+"AfUQBmcDD1IPBASBIh84qccEFDHaUg3/EwbUsANuEwEHWQz4CwTfUgUtAA/hUhgE4lIfOLDHBgXpIQ/7BwEE5VIE31IPCVMB",
+"ApcgBy0ABTUADxs+AQNJAASxaQOPRRw0ywcAhxsNjwQC2hYBlgYFyp8LkTsTOZldDeO1BDsAC+IBAVASBB8AAsFiBxsCAUwS",
+"AiUADJkMAjxeA2kpAT02D34MABI5aTAI5C8AoQAL8QsC0AABBwAJMwgQNsoTCSkAA1cDDz4dAgIjHgCOAwMqCAsXOwR3Aw05",
+"AwRbPi8xNRM4BAItXwAnAAw7AwGUEQIhAAw7AwHPNQU7AwEvEQ98AgAEW3ECRQgPIQABD1dQBQIwQwMiAAJLAA+bAgEDWAMF",
+"LQAPj84YBLsMHzn/pQcEYwcPOwMCA5MMA/0WAtoYDaAABA8DBC0ABAgAD0E6AQMcCwSJUwM7Axw1JxIABEAOOwMDziQJOwMM",
+"DhAAIGYPOwMAAqwJDjsDAjgFAh8ADjsDAjsFACUADDsDA+MwBDwDAXgIDjwDIjEwyRQBzwAHowAPPQMUHDe7PQY9Aw90HQAC",
+"kh4APQMD6gsLmTsPPQMHBCQPA/7FDpxhAtcxACgADD4DAhMyAyMADt4jA6sIAkEDAhISD4MCAAVoQBswGM8GIgAEeE8NowIF",
+"f6UDwQUPgVUBB1K9BggAD0MDFQVrLhMwfzsPJAABBXlRDkQDA5trBC+oAn6nDaEAA2EDBS0ABAgAD4oaAANVKwQ0AAVEAwyj",
+"EQA9Hg5EAwN8EQlEAw28LA9/BgICiBMPRQMAA4YyBCEADUcDA0ddAigADkkDAnwDBEMACjJ/B0oDEjdKAwCbAAepAA9KAxUP",
+"hwYHCfAdEDfiDgjwHQMdDAXNCQQXAALnCQKADgJJcgrwHQMwHwAoAARmAQ/ICgMPbQMAAhkTAKIADkQKA0oDA1gDACsSB70A",
+"ABUNDd4DBUMdBu9uC3AAAvMsDy0/AAPIMQIjAA5VHgOXNQOTAA8coAUFxw4PWh4GBAa2D90DAANbBgRjHgHMDgw8AwQ8VgQt",
+"AA/+rgYPewAABcAsD2EeCATJDg/dAwEE0KwD70MfMSWKARMxOFYFLQAFCAAP0ScABKk9AzQABd0DDH8MAKMeDt0DBv4CBt0D",
+"DJYKADEOD90DAAPxLA7dAwUKhANgIA0kAgQAAgNKQwo9AAMIJQMjAAFvFg/dAwACxpobcjIODyECAw+iAQ4GEQMcOJs8Dx8E",
+"BR846LkDBY4ND9CwBQPlLAApAA48AwLYBAEjAA48AwJ4CAU8AQ9pHwQEXXASMW+ECnsCAwcGBBwDAaEQDXsCA0gGBC0AAAgA",
+"DxwDFgVuHw9ZvwAUMa4WBfoCD3AfAALOJgctAAUIAA/YJAAEuD4DNAAE+gILuT4gOV/ZHw36AgMYIwn6Ahw2PAwAdA8P+gIB",
+"BBUCDKUBBKHaA4JqDfoCBKbaBKckCj0AAi8DBBIRD+keBCIxMtUqAa4gD/oCOQ3wBg/6AgUKAfoEJDMEkQkIF3QK+gIC4icA",
+"KQAN+gIDbJgBIwAN+gIEQpcEJAAP8wMEACcPAiEBDhmfA981BfoCAeg1DHsCBGoMBC0AAWRVD/oCFAVuFx8yENEAAoQHB/oC",
+"AXAXDX8AA3EDBC0ABQgABbkLB/oCBKsAAy41BPoCDBUNALZFDvoCDxUNAAvRQCA5X5QiD/oCAAQGZQ76AgO8BAPWOw76AgO/",
+"BAS+vAo9AAP1JwMjAAF/Fg/6AgEROfoCAS8jD/oCOB85XQ0VHznGuAME+wEvNTSjRAUDsh0AKgAN+wIEpZcPGdkBAzpLBmKL",
+"Cjs6BjsCBeB+DWMiArUuCPsCD5EPAQRECAQtAAAIAA/7AhYFvnMP/ZYAAlk4CPsCD2IgAQM9dAUtAAQIAAGXRQz7AgQ0IwpL",
+"Exw2ug4AfBEO+wICfwsK+wIMBg0AHLsP+wIAAydVDvsCBE+CAzaCDfsCBNGWBF1KCj0AAjADBCMAD18nBADCHAJCAgmQAgz0",
+"Zg+5AgYN9QwDmA0POV0DAwAXA/EMDVSNBFIMAAgABXNFDREOCZsqHDldBgKtGwDHBA9zRQECtRYDoRkDIR4dNpMeCmIAAXvf",
+"DCJcD61CAQG/AA/HQgIBLhIHx0IKrkIDSk8DUxIDVUoNji8DSUwALQAPH0IBBT8ADx0AAgMgHARJTAoeGwfeGw8CQAsDSxoD",
+"/AwCRhwEGwAEo1UEukwCTO4CPDEItAIExYIAMAANtAID1lMFaAALHZgETwEFDgoCHpgO0QAER3syMSszezcP8BsGA3ICBRJ7",
+"Cl4FA2U3AHQBDf8OBDpSBUMAD2IDBRQ0JjEKZW8FSAAFVxwPP0ALArEKATEADYsABC8BBCIADzcBBATnAR801okDBukIIisz",
+"XSIPFJEGA8UBAe4ICsMDA8IBBZJ/DxYBBQNCNRgxSJcAcEUPsEcLf2RlbnNpdHmzRxQPLgACD7ZHBA8sAAIPuUcUDzwACQ+8",
+"RwgfMo6WABczn64ExgY/PDE3kZYBHzgTjgQEnIsP1gAOBJ4gBZwDFji8Rw/TAAoK3gQAfQIPvUcDD7xHBgAdAg+7RwoBkwYB",
+"CwAIjCcDxgUCJAAABQAEam8IwQUjMzA3Mg+2RwAPAEUCB5k9Dx89CgPaAg8jHwICtAUC0gQPF0gyD+NHBQ/hRxwEJAAGo0QP",
+"EAUKCFJHCGQAAxcAAwcAD+YfAgRmRAsN4wMeAAb/4wVqHwwK7AJRHAzGCgP2Cw8RGwAF5UcEykcA8AEJeAoPub8PA207Ag8K",
+"CRoACSkKChoABHAKD8h4ASMzMJ+MDoMBB+cFD6pHCQOiSA8sBgIH7kcC3iQPh4sPDr4mBEMABGMUD/FEAwRuDAQYAAMDFABV",
+"Af8BM0VCMEM2RjdBMEI1RUQ4REcAAQVwAgWnOQvqQwVzAw73fwFqAAJ/DgZhFxIzvfIOFwMCcQsPiaQBApEIA1ABDz1IAwRi",
+"YA/y4QMD1EgPXA0ABNVIDzrmAQOPAwIhAA9lGgME7iUCidQOIAAE9CQO2CwDrjEEoDcPVzIABFwoBQcADwYDBgjASA/yNAQF",
+"wuYPkRYFBF9YD/FzAQIXDgVvNQ9qGgECpQAEiB0CKQAP6SMCAuoMANMBDyGbAwPWLAttCAAjAACeAALeDwMsogvYLQJ8AAMH",
+"AAMIKQzSAwKfUgsligiHewyKsQTiFAI1AweIDAN2AASBEQFPAyxGRZ4BDJ17IDMwL4oMIkwhMzAq8AYjAAMgAwWcAQJzDwRs",
+"AA9rWQYChwBINDAwOIcAABQAH0M5AgAIpyoDLUcEpVkAmwEOpAAGrCEAsQAMBNMAPgsABAEcRmkACuEVBLYYB80ACesAAnEB",
+"Ax4ADd+GAyk3BEcAAU5aCXvDBMkABq1NALkABw7SA7gBBJojD7kBBQsIAgPkNQRfAAfd3BR0UgAJKgIIpSsElRAJcQANJgEJ",
+"3fgCcg0ABQACBRwHn4QDQyQBgCoNEAQEAXwNwz4A/AIAZgAO1QEGtQsBJAALegIEM8wDWQIZMVkCC5wBBKo0A440DLsBBB3M",
+"BK00CxoCCkPMAR8ACEwGBwtZDz8BAgrOAgmRNABDAQ74AAEnrwYGAQQiAhZnIY4E8wEPcgAFCX8ID5+rCAkrGwR6AAs8Aw/X",
+"AAUPnBkCBH8ZDDwDBDM4BN+JDB8ABNMZA2MBBJ8FDDcBBSEABo0xAbYADzo8AgGVBw/OBQEDEzoE7DcLzwEGzxMEiAMBEicP",
+"IocAAxaIBUsLBc4AAvMEBVInDGEAA68UAycAA/4JCEAAAxEaBJonDUAABO40A0AADdovDCZbDxY1BwQnNwSKMQRrDwYNAQvU",
+"FAC3NAd6AQMPcAwEEAemCwdeEgZ97w+ASgEFHQAAQQADcw0JCxsAngkJfQABrAkG8Q0BpgkPIw4AAbwXDzwOAQH1Fw8xEwUD",
+"+D4CFTQBKwIElJYJ9RIBCwkDadYINwMAeScPFQkGBUM1HzEMDxwEOAADdgoPTFEDBGF3ADBCDytSCgK2Cg1ejgMOUQDaAAw8",
+"EwQ+aQM6AA/qDgIEgKoAgAAP4REKA6UTARUgCiEjAhgAAh8AC+aqBe0UBKQkDwoOAwTJUgaxpAfaDwFZAAN4CwR4UAa5AQOL",
+"BAFdAQoaAANxBgEaAA1wgQASEAVeiAgkNw/hASIDejcPoQ0CBeF3HzZQVAwExJcPrg8CBL4ULzc2rzANAmYMDzkxAwSwHwCM",
+"AB83jAAKA7k/A/4cC/hNBLMCBrUpC2cABG8mTzYrMjjZDgkEccQP1zYCBfPKDo+SA/47ASsHD3sOEQXbeQTTfg6dDgQHAwRr",
+"fwhXBQzdeQ8+BBUH/QQB5QoNIhIBOAIPQdQBBOuXAxMCD40vAgSccgKd2g9A1AMFo94PXGYBD8RgAA9bZhADYAIPeTwEAB0m",
+"AU0GD/u0BQQpNw5jewOUCAQ1zwFnOA2nLwODAQPcCw8uIgUInQMEvXQPli8BBHFhDyZNBgUpVw/NDgAEPQkGic8OsQAOtXoC",
+"xgAPlgEBAicXAA4CDAIJBFmoAw8vCwkvACUAAV0FAlQYBzlWB4hNAqQAA48AAUQGDRSFABMFAjg/DsuWD8GXAQRBJALEAw/M",
+"lgQFYBgCPScPwPMEADkFDPaSA+oBAiIAAm7kCnkNA6EPACkADzIPBQpvhQCIAw+QDgMBZoIHJQALvAwEFjIDwicP0CECA0Ey",
+"Ao4ADzkPIQMVPwqD4w+rAAAGiRwBuQANPQ8B5RQPAQwOBKELAkoFAdIACvIAA34OBCElDMmVBU4zBEoAAQUKCUEPBdEACZIQ",
+"AuhOC0MPAp4CD8oBBg3VwgpLRQLA8gpEDwPAAAQ/AgizPAQiAANPFAN1AA9HDwsBlQEFdFQMSg8ETSMBqFQPSw8CBLoeCtVN",
+"AHIDAM0DDuYBB0VQASUADJECCTIBD04PDAS+MQNSAwaYdQYhAAItAQUhAAF0EAm3EwzjMQQMBAYiAAO2AgAqAA9XDw8Db08E",
+"NgABUgcPBQEACUAMAQ6EDFoPAwoCD8UBBgqnBw9LQgUNlFIEfQALmw8PZgAFClsDBOgNAuQADlsDBCkOBP0EDT4PBFISBcg1",
+"D0ABBgbqNQkqAQ8WFwICBSEPXwYBAwBCA18GD0IWAQRNCwQgKQSAAAG6RA+0MwgC9gUK3QADsgEEUgIPrg8EAlRCATAAD48A",
+"AQQfFgJNAAQ7CAETQw0sAAQ6NwMsAARTQQozAQ+kbwMJ2lUIGw8FlAwPGw8BBWkBA6hXDblUAREKCX8ABAQVBOsOD08iBAGA",
+"Aw8cDwIPTSIJBLKXAQYAAa4HBMimChwPAeEJAh4ECBUNHzMVDSQCKQoCRukHqgAJ6B0HGAAAfgAPMx4CAE8BDygjBgLKCgFy",
+"AQIPKwHKKg5eEgOsJA+XTgADWBIDQjAOHBsEpxwjNzJUSQnPAgbXMwQIAA8RDQEFIYMyMisygQwPVGIFA5AuD3gNAgGhJwNH",
+"AA58uw1FNA8OAwIFl9wFzBwDEAAMZRUHEDQECAAPTwABA04DBHASBQ8BDMglA4FRBKKgCnUpBfYDETVFMwRtAAqPAASCNAjx",
+"Dw2PAATOAATeAAMgBQE/Cg9xVgMGNAAECAAK4jMHnAAGA9IMAxQF3DEEdRAB5RsPCTIFBKoUBTQCD4dkAgU3Wk8yKzIwGRIJ",
+"BcVSDNoCArENANcDDSgfAlgOAzoAD0edBhMx8AAC8g4I8AAERd8DqTbeMUE1NkUxRkMyRjhGM+EUBFEyBLwBBqKICJi2Ag4B",
+"BJcBAQcRCr8HDxoXCArFWABSBQGGLzpyY3AMBgJFAgB/Agd9BQRECwXyBAdBmw/yBBoCCg0AAzYOzwEFcFs/NCsy/bUKBF9t",
+"DM0TBDVRAx8AD7QBBQRwzQFMOQf+Ig9EJQs/c291tf0TDy0ABQ9CJQQPKwABD0ElFA87AAgCQCUIh7MPcwATD7qzAQ8zAAwP",
+"uLMED2JtAAE1bQ5hbQ+5swEvMTRhbQQFAbIPPAENDKclAK0FDzkBEQmaAgZUCA90ABEPNrEEBHSyD0gBDQSyAAR2AAA5Bg/m",
+"FxELGRgPIiYIA/0XAgkYCMwtDSMmAf8IDSQmEzGVWA+AFxAO8woEhjsUM4Y3AHwAHG52uw95jwYNNCQEjQAOsSYEgIILiAEG",
+"jUcPsSYQBNKvCQAKAiwsDz4JAQmraQ9CGAZPMSsxOUEYCgI5FAG5BAhzFAPXAA/N8yQEtWIBegAJPQADwxYPPQAJBMnED3Qj",
+"BAUo9A8fFAULvX8PcBcGD+YnDQWNfg+uFQICIS8PJRYGBD0AD/mjAwgkFg6gAAY9Jg8EKAoFFxYPFBYDBB8AD4IAAgptfAqT",
+"AwKTDAEvDQ3uBw+tJxIF/xkE2U0LRQMEOvELWwkGBYgPeCcKA40LD7gbAgaYag94JwsDcjELY0kCoyYDty8HEv0BrgICFgEB",
+"1RIHl20BawECvg0DnhIEQkgCzxcE0zMMQUgBNwAHhU8JPAEPPhcHA5AAAqgAD4AkARIxr64OxxYE1QENxhYDqhwDEgEPXi8C",
+"AukwD3izAgiHPwEgDQ+nAAEE8ggRMVYk/wMucHJhZ21hICJub3Vucm9sbCJ+HAkvMTOKfwMCtAwAJgAMPA4DK2EAIQANLhkD",
+"ZCgCIQAFuJ0EHgACCgEDOhcPUgYEBMp9DnkYAioLA1MGD4kZAwQ5Ph415G4DMwMCDhEPGAUDBnOsD/cYAANaFQIGAA/2FwQE",
+"qnwPlD4AClisDHoiBDEZA18ADz82AARbrAMgGATZGA+IAAMFLjYBhwAPRxIEBIkTBN0SC6wDAl0CAyCSD9ICAgEIAA7vAgMg",
+"GQAIAAugQQOlUgQ9UAMtCASzAwFwAgSzAwwidQDbAgjoAgDiJwcRQgNM/wuvEgGTAwJcBAZ6KAUMQgKGHAMNOwwrcARFBQ4X",
+"AwUXAQysAwN5DgOrAw3CNgMWNAAmAARIDw9EYAAAWQANCiQCTwMD9TkOjgEDzw4AVwUHticRMZQlDvcDBQ3wPzArLUU8AwJs",
+"DQ+ngQEH4F4NXA8DEi8CIQANHAEFvC4EHgAOtgIEczMC1O8JMmoDhzgBBgABWhYPPgAABLIcDZk8AwZxAkQAD0CCBASqEgSQ",
+"7wlAAAhSKQSjEgxAAARCfw+aPAADFiYDjhgMVSYEB2sDlxkPshEABAdrA8EAA0gADzFOAwX/fEIzOSstcA8MABICRwAKY2sC",
+"/QMOLAIFA94TMJHUD8AmBQ+DSAAHpl4NLAICsgIDLAINmBcDXgkGHgAP6AAABFcQDuGMBZ8vAScADz4AAwTuAQ1ygAOqaQMk",
+"AQ/sAQME8mkfN+mMAQhpLAuUrgUkAAQaog92gAAOKY0ILAIEr2kDzxEPtmkBA7oAA0EAAs4AAZyxD3svAAWw5xM5CgQMTQAC",
+"RgAKCmoBgAQOKgIEHT0GoRUKhhkCOhgPQu4BAzAXD0AwAANJXgMhAAwZEgN3EgN9Eg9eMAQEgRYNHmIDamgD2wAP6QEDAOAk",
+"AT4ADhmNA5YVAj4AD+cBAwV3aA/A8wADSGgCJwIBxQsP+jAHHzdfhgAO9ooIJwIDhj4DZQAP+WUIBG9pA7UuD0QBAwWpSAKn",
+"JgxKAAJDAAQaiQNYAAofCQQkAgWrOh8wuEUEAsRdD8/vAgNrJg9zCgAD4l0DJgIMcwoD5RsDJgIPqgEDBKWJHjdoAQIaAQOP",
+"MQ8+AAQE6AEOgmcDXQUCPgAP5gEDBNNDAW/wC0AAA48sAlsBD5FBBASFiB83cwoADoWICcArA1gAA2MrDy5DAANLLgTUMAOo",
+"Kw8sAwMFCmMTM9YED3UKBAqmLgF/MA8mCQEBCAAG+KkEHgAFdT0ANhEPsAoGD24/AAEkAgIiAAPuCQnqPgAtCQg6CQOySwr7",
+"DgaZWg+yKgsCURwDZI4IDVYD8hEOsSoCVlgEOQAEc1kKPgMEoTUfOJEUAwR+NA+wPA0CcEACS2kJgwACvwkEHwAPNj0EA4MA",
+"BiRYBtQQApIcAk0TAxktClwgEzFooQ67AAZmgA8pKgsC/QEEhwMLRQAGVDgP4ikKAz1IBNlHC0UABRgSD20qCwNhOgTTAwtF",
+"AAbAXAK29A9FAAUD9QEL7FkDFpYDll0HJBEEsakBxAIB6BUHJhECqhQCIgAB2wEHKBEDYScDaRQLKBEBOQAE+V4PihIXAxIC",
+"BFSQD6gxARIx7R8O5gUDMFcfMzwOAAT6FAKlAQHzBA4/AALRFg+UlwEEUUECKQICoDEPrQABBukDARswDzARDAUSAQVm/Qau",
+"xyNlcR8AAhowAiUAD20jBgquGxMxmasNaAMFWhYCucQOAgEBJgEENkIJGlUCMgkAIQAM4QMCalcEuwIB7wUJHwADvw0CgQEB",
+"HwAPxioBBGLTDv5JA4CLA2YRAThmD0EAAQNEAR05kQkFg2YDQQAPggAFA5MMHzkDSgEDOGQDSQAENmQNQwADKwQfOZkJAAW2",
+"+wNDAA0AKAWnKwMCIA+vKwkGlIwEkgAPZCQCBIEfAgcABDwAABYKB6gCC4ZGAswCAAYADQ8QBDlEAAgADmEDAyIDAAgAC50R",
+"A6ZiAyKgDJ0RApMtByJjC1gwAEsDCbEAAIkUB6ERBG5iC7QHAXQAArgEBx4fBaMRAnYtACYAA2MEC7srBFQGDiMDATAKACAB",
+"DiUEA9srAyUEDyouAgJ5WAA/AA5CAQNIAwOjBAdvHhIxlyoPcgIABBIGAm0YDDkEA/kBDx9TBQ7QKxMxOnoOOQQFogQFg/UK",
+"1wACgBMPxj0AB1NZDfAsA1NZBDoEDmdWAhkABDsEDyIvBAUsuBEw1QQKyz0JPAQPHb8EAcpSAkIADfUPBLgrAz0EAWcCD0IA",
+"AQWQMwP0PwpEAAk+BARtuw1EAAUdJw//DwAEoysEzAMOPywM7iwP9V4CAwMEBWIvBJMADz8ECQU1KQ8/BAIKg1YEPQAEI10k",
+"MTQLBQubAgJ5AA9EsQYNbbIAkQMLIbAEmwIFdxQfM7VTBQKzWg8/rgEFsVoAIwAOoAIJ2gYCOgYKIQAJ3AYPWwYGBZ6jHjDe",
+"BgROsgNlAQ+iAgQEUl4SMZ9lCkIACaICC+rpBiYABaICD+AGAQQ4LANEAA/5XgUFogIP4QYBBDfGA0QADaICBTdeBNosD6IC",
+"AQTDJQSNswUhLQ+iAggELAAEPAAKogIBzbAPogIABYIUFDRcdAujAgPIEQ8TMwUNH4MAbAAEl0QLowIFbAAHrvkLowIBVwYA",
+"KQAOowID9xgAIwAOggIChhAFowINt0oC7VkGowIPeFQEBbQbHjAslQQlyQNmAQ+jAgQFFmoCXCcKQgAJowIPX+gEBVVdLzEw",
+"NpUBAxopBD0pD6MCBAULEh8wxFYBBOg2A0QADaMCBVJaA6MCD39aCwQRAQSTAA+jAgkE3TEPowIDCo5YBaMCBUtMFDSGdguj",
+"AgKnAA/XtAYNU4QAbAAEzqsLowIFZxUfMwdTBgKZOgAqAA2kAgQbXA/35wEESVoEpAIFET4GIQADjxUDpAIPpwcFBrxbDTcV",
+"BBIpA5MBD9siBQXHCALjAApCAAmkAg+IHQQBgT8DhAAPJFkBCaQCD+mgBAdoWQ9zUwEDNh0DpAIOKDQFY1kE8EIPpAIBBHoy",
+"BXpcBJMAD6QCCQPwBwQ8AAukAguFUgYoDA8VEwACyjYDFw8PKAsGAAgADooTBetPAI9KAykhCpOGARALCZwAAz56C94tCJYi",
+"CdsSBCIABniqD/4tAARQWAMeAQ+BLAEEIS4ENSMFe1gFFB4HfocCRD8DB0gOITMTMVFNDjpNBiuMD7csCwR8XQN2XQmfAwLl",
+"Fg+fWQEFtlwEPQAJBRMGDgEFBhQP7tIFAVRTAtcCAbAWDyFZBAQ0AQQ8HQH3HAkBAwTJRQQxAAFfFidheCEAAyQZACkAD+dW",
+"BQxEAQaAEw8p4gsEfcYGx4oEGgALHVwFKQENBwEEawACCiUKVAIDvAMGsVcMIgAFE00FJwEPrzcABZpDA08AAbwsDvUABhWu",
+"FTL0kw/iPgMDeQUBfgoK9QADqwMFmwUPzC8EITEyNWoBnAAPjAADB61MD8E+CgQvXA0fTwScWgUiAA+MAAcDmUQCXwEMBzcD",
+"CSoHdwMAri4IYAIEIrIPcRMFD94AAAUkFg9fAgwGSFsMowMDRVsPowMBA2VNBj0AD6R6BQSkAwZrTQYcAAMBBgR7XAHmpQ7n",
+"AwStbwTnAw16AgSfMgRPAA88KwIGTgoPegINBCJbAVUKCvUAA3oCBCIAAr8nD+4BABUzegIMASEC03gI9QAPrgAED5wCFQYL",
+"Wg2uAARRPgS+Ag+uAAYEnAIHX20BkwIPTzALP2Jmb08wFw8tAAEPTzAEDysAAQ9PMBQPOwAIDk8wBxwwDzgACB8ywlUWLzUw",
+"HDABCDIwBRwwHzZ2/AQF2eIPCAENAUwDBxswADkADwUBEQ9sAgEFD+MPCgENBHUACI84D94vAgCJAw/eLwMJ8zgP3i8AAhoq",
+"Al0qCLptDt4vBIYJCbEIFjJAiw+FGgIDPBEPSAsDBOOPGDIfEg3eLw+7SwkKrxUEjQAO3i8PNbMEA90AD4AvAgUbEA9tRQwE",
+"A50EcykKNFMBWAkPDvkBA7IPAz0AD5APAwRFCAVymQqoBQW1Xw+5CgECOwED2yUPSRwCBo2cLzI4IkkKA6AVD45XAg+NnCoE",
+"p3AD8mAKPgwCkwIGRM0KpBYE6wEOsjEFowoDZB0NNwEGw6MDHH4P+AAFArwCAoxtCBpKAt4FD6QHAAMxAAMHAA/4DQMEOjAM",
+"8g0EC2EBBgAKywkFaQwFuAAOkH4O0LoPsroCAyAAAPECD33QBgEVCAuNAQImBA0udwQxvAgTAALDEgQddQu1AQuiHwNeHgXY",
+"AA+BfgIBbwECZB4PawABA5cECoUTA2oACAsaAo8rCdx8ACcADzq8AgaXmQ92fgUEozIPYycACM8pAeMnCagBCKctAYoID6gB",
+"AgOCJwVVgA940AEGv7QLypwGNAMK9xEcMrgxAhoBD3jQDAHCBAFYAAGnDAr9AQV30AqbDwNqAAh/AQEtAAp20AAnAA9afgAG",
+"mAQPWX4DAkMPB3bQBfQEArpKDyoGAAomAAQRHQTQAAYaAAjYPAr/RQTuEw4aAATPFA4aAAQaFAMMAwrqDxIytcAJJAECPxsE",
+"WX4FGAEH/H4DPVAfMe7QDgUxKQ+imwwDzAQFgBEDkgMCKxkESr0EBUYI1CEBElMBHAAM69ABvTwEks8N7AMM7QMHdgACfCIB",
+"yvgPTRIAAtYhAp8iAqIED+jQAwSRcAsQAQacDQ+MDAoDIxEPvyMCDw04FQVeuQ+1BwIERAAP1AcDBLcBDOAFAxEED5pNFQbp",
+"EAoEBwV6NgbJvg85QQoInlAORQAGsb0P8A4KA1A3CWYJBKkABsMIDxABAwTdgwS+EwmIKgOVAwIGAA1NPwMYAAEGAAHEKgmQ",
+"JgKUAA8H9gYAxAEH+hQTMl9VCC+bAa0CDxE7AQITCQJwBg/KAgEClSAPz9IBAEADAiAAAtqeDpwfFzLb0AbLCwJzCARTiAvM",
+"AwO2JQEiAA8KOQMCHAAPOecBAssIAwo5D3YrAgQMNA14nQZE6wN4AAgcAALWLwIiAA85CwICfjkJ5DMElAADHjYClAAPc50C",
+"BZ/oBtIbB58BAmYEAtImA+A4C2YeCGUBCpYABegpD05XBAPrAgyAGwRlQAYeAA5bAAL9BQ+AuwEEJjoP6TAAA08pAiEADDoh",
+"A9RAAz8AB+8SEjLwIw+dCgAEuTAGgikOCx0PbT0ICwsdEzK1zg/VLAAEgtETMxswCEIJAycbA4UuD3IXAAOBLgcN0Q9YlBUE",
+"RF8NOxoDjx4DYS4PlEUAAwx9BIjRAy8ABeMXBxRQAyIAA7lOD4EbAgQZAQy5TwSi0A+5TwAKxNAGSXMWdLVLA6IAAekjD7lP",
+"BAynCQ+5TwIZMlkZACUACw5PAFIrD7JLDgTXLQMPAQy+RASOkwIGAAwCFwSzkwNEAACmAAkFTwObHQHdKg+/AAAK7AIBiUQI",
+"XQADTTAGmQAPdTADAkoBD3VQIQSfAANpAAdaOACdAB063QEERbgDOAAHZ0EGWE8JnxsI+wsEIQADIQID/wEPeU8LAccYAjMA",
+"EXAEAgl5TwezuA94TwMO7VsCkgMDOQAFDBEFHwADJDADHwAN+VwDCCQExygMHwAINTUBIDANjR8DHAACKQAFSF0PAB4DBEsw",
+"LzY0lzQDC9W3D50kBQ2EAAMDAQOEAAS6HQ/1MgMEALgCcg0MgQADCjEC6wEEPAEPsyEEAJEBAUoADc9XBfSRBCEJALYADMsX",
+"BUMqA0IBDUQAA8gAB0MADUVdA+kxBLoqATEZD4ECAA17AAPXAQbGKg19AAQFKwTYAQ0hAAPbFwMpAALMhAnrIQTfSgQpAA5x",
+"KwMODgRDAAFbDA8uIgAFCAABkisPtCsDBPsBDYoKBLArA9kBDqcABHkOBL8nDs0KBIIBA0MADacABKIOBAgACD9hAG8GBLgf",
+"ATAABuq1HzbLCAADrQgfNRsAAAJwCAHHhQyzHwRCSQnPHwYkCgbrPQsPCwIRIgqQCQscYwCwCAnOAAshgwZ5WQcCSwVgAAVv",
+"CwaXEgswVADeCwlgAAtrqQGNCg93FwABHwsPkBcBAVILD11PBQKVLAJ1CwJhCwHGCg2emQOcLAtaAAAuAQ9yAAEA9wEPiwAB",
+"AVMCD4sABQINMgKwDgIaNQU3Uw88PgAALgANhjsDdj4DXzkIIhkAfRYPIhkUCLEXBFugD75NAwPuBE81OCszseALArkODTZx",
+"A3lZAx8ABGgVDFUFBWJtBUiNBhsABNkFBF0FARIBD9hOAASRHA8tLAYEIGIDQyQKZgAEKiYFoysPZgAFBT5PD77nAwSPIQAx",
+"AQ9HSAoII1EPjUMAAI4CD31QCw9wQwQF7M8CM0MK5gALngUPzB8FBcBQDzF/BQTxDQQZQwpmAARdBQPBBQLwCA+KUAoEdLgM",
+"aAAEX3AUNc3YCWkABGFWBMYFASYJD2kAAwJVXA/rKwkEggIEwdgKagAEhQIFKCsPagAGETLTmgMTLAfjBA9D7Ax/cHJlc3N1",
+"cm0eFQ8vAAMPbx4EDy0AAw9xHhQPPQAKD3MeCg86AAoPdR4DD5FOAR82N3QDCK7sAyADMDwxMxYAD3YeAQgdTg8PAQsMeB4I",
+"k04PDAELDxcWBg8RARMMfB4A5gMPfB4CACEED3weAwDXAw98HgkCwBkC4BkF0gwPfB4CBAtnCbcHFjO1pg9aTh8EuBIPWk4L",
+"ACYAD3weEwSNAA9aTnIBVggPWkkAA5oWD53LAQPlHQJuAA//BAQDVhMPhGIEBNocBvZhCy8WDw8kFAPaEw/ZAAMCzQkP9fwG",
+"AzwAD3UNAwR4TgSXTgufAA9VTv8oAGUIDwJ2EAPUCAFjCA3RHx8zVU4sAxYWD1VOKgPQCAxVTgJxHA9VTgkLLz0CxicCNB8D",
+"ehEFLT0C7gQPLT0DATIACDztD2IBEwSAPAgPHwrRFh8zVU4eAwuEAxIBBNIOD1VOFARAhAZSCg8JAgcPwQABBKcIHzNvThkF",
+"OoYFCREPb04BDwlvAARvTgPNCg+KIwMExQoN9gkOfkkPyCMHEjHGwAjZDw+ttAAOuwACLhkPkD0ADxzJDwLRBQ/OSQwOGskE",
+"XCwBBgABJg0PyS0EA8AABYwsDz8BAwRPSQ8JyQEOUUkNawACYRIEawAIMy4HpwMDgtwDBRAPzQIBAQgADuoCBFEsCMvtA1MA",
+"ARQCCq/bC1BOBK4DDYIiGDNQThEzaCIIWgAEeQMLVAQDTEEBWgAA0gEIg04CCgkPqR8BBONoB10RA+E8AoUcBuA8CocYA3QF",
+"Du8PASsGAEsBDWhNAzgPAgYADF0PBL8sACYAD4ROAwKvAA91EgECwAcCqQENpVsE9SwEXRIGWAEPhE4DBcmJBHpKDooAA0kg",
+"D/8SBgMFEw+jSwQJKBsIDwQD/iMD4CMP4UsLNDEyOEVNCSMkBP0jAgcADx8dAgK/Ew/G0gEES8sPye4BA3QoAiEAD0sPAwU9",
+"TA87TAUDEwQPbzQADD5MDxIECgS6mR82oTcAA0kzAgYADxfYCANqAAV4MwpuAQQMAgTXCQAMAg9kTgQBtgIAKQAPK04EAwwC",
+"DxYLAwUETAXPIgUaAAgMAg8ETAwBDAIFqwIFHgAD4gACCwIBAl8NvgAD+0wP1zwAD/tMGg+bAAAEeUoOn0wICwIBX0wMQRsC",
+"CwIEvwACLwAPJ04EBdKLD4hMAQgKAg9pTAkDKBwDMwIPqSACBVg6ETLuBg5IAQISBA/2FgAD+6kCBgAPyAEEBMZMHTcSBANN",
+"HAKpAA/rkgQFo0gCkSoJrRwJRx0B0UoOuwACDgQPNzwAB5+qDQMCCA4EBGRzDJgABAMCDpoBCAMCAaAdDMUaAgMCCt1LBDOk",
+"C2cAABgcAmcAD2VMAAgDAgFzRwxpAANaAQO2GwMsAg8DAgMFZwEfOSJOBQILBA+hBgADPUsDBQIPCwQDAMgcAGAAAjAuCAUC",
+"AxYcA8sbD+NMDBMyBwEJBB0KlRwPBwICAgFMDwVRAQQBTA8KBAADV6QDIQAPrhwLAlekCZ4BCAcCD6zUAgMoCgTAAAO/Gg94",
+"FwQEzRwfOFc7AQOjHAQuHA+VCgIDixwE7hsDmAANTDUDqAgBCAAOfDoFYjUAciMLcQkGZgoPBk4FAiIAA3AJCnAhGDMGThUz",
+"IvkFvwAAVwgP5g0CC4ojBRw8D3UPDwRxVATRpAqFKhMz0WUPhgATCIcUAYMWD4gUFgkVEwVoOAl9NgQfAAUPUhAyGWoPCE8K",
+"AowDAVMFCe0CA8QpDwhPAAIOBQQ5AA//dQMECE8PhhEDBcNNAJ8ADwpPCwJkAgEcBQiFAAOwowQfAA+FAAMDBQEfOYkRAQIq",
+"HQL9EwPWAQoaTQjWAQawAQ84FhkKsAEDiz0EEEQKEQEEvAU/MTI0YE8MBNNID6MRAgRoUgFHAA9iTwsCgwwBRR8ORwAF+gsf",
+"NGRPDQKGAgYcBAMjBgKxMw8fTwwBrRYHH08CgB4CIgABUQAI8hECUwYDvicMED4Cag0DrKwPhwMXD+ADAwdMEQTqqQ8aTgIh",
+"M19FDQ5CBgLFTQ87TwID45QEfgEP/hQCAuVNDztPAgRFNAMEAgRxfA2uAAYeBQHZfg87TxUElgMSM/1JC7koA50QDyFDCQxa",
+"GAJcUA5CCAX6Xg+IWAMCGEwAJgANAksCfAQAIQAMjwYDjqQEkgIP5BwFAxwHHzkWSgAIrhECPSIMGgcEKAIEBB0DLAAEDDsN",
+"bQAE3aYPQEUBAwMfBJseD7MRAQQaPARvAAO0EQG17QdkAQoVEQIGAgSayw9+AgEBCAAOmwIDGj0Jm4oDrwcBfQMABgAPdU4C",
+"Ao8QA34DDv9NAIUCCbEAC8YRA7niDi0EAwcYAt0hANABCKpOBpoDCEsAAgYjAqYiBfMHB6pOAi8iA8EJDhguBfQFDZICAQIB",
+"AFUBDZQDBHlNA5QDDhSXA6kHACgAD88RAgObTQRzYAo9AANYCgO5AQgygxIzUioPQhoABKUxAq6LDy5MBA8POggLyC0dM4As",
+"BC4jBZtcHzIhEgUEL0wDZroPL0wfBD0BD/8hDA/MSwEE/iEDPQMP8igBA9ADBKKpBDIAD9ADBgVGyA+0SwEEOiwDTAAPHmQA",
+"BNEDBXAAAwgACtEDAWYmD3gbAAVuAQTXCw9ZLgIPnqcGDlkuEzM9NQ7ZAQX9QB8y7hEFA69ND6ZQAQmypg7ZAQLCBQXZAQ/w",
+"IgUEjAYfMDSvAAgvDQ+dTwMEQRQEjQEDMgAP2QEFBfGSHzDJqwIJMw0BkCIP2QEEBHAABMQiC9kBCuKGBdkBBrADDz5NBAKv",
+"Dg+YNwYOGi8TMy1/DtoBBSdeD5hKBAIETQ/fTwMD7w0AIwAO+0YDBgUE1wEP+yMFBQW9Dh5SBI8jA0MBDxEHAgPXAQM4AwQy",
+"AA/XAQYFRkcPBlIBBPkwA0wADyAEAgPXAQRwAAcnCgfXAQ8GMgMGHgUfM3JMBAJWAAAoAA/XAQYM+g4FnVsL1wEElhMEVdoO",
+"2QECUDUPFU8CA1RMASMADtkBA4IGBCQAD9wQAwUsrw9QTAEE7wQDRQEPGQUCAloBBKknBDIAD9kBBgUXqQ/jEAEE5TEDTAAP",
+"IAQCAtkBBXAABCAECtkBBakIDMwHAAgADJ8rBngJD8VLAQFXAwOhCw7XCwMKBwHnaAQhQgxkEAFO0AeoCApdKwGLKQ9YJAAB",
+"sCAPXSsCD9IqCQZHNQNCAALF+A5WAgN3LA/TKgAF5EkAIwAM1SoBkQUPSA8jBP2nCtHgBdkBBnbvHziHegIChQIDOAQPEHsD",
+"BlUILzE4NnIMCidMD44AAAXvBB84oHsCBIgACEgMDcZTAwUMBFwGBcKuD3ZIAwWhFwABAQ0BFQ9RrwMK8QMD5x0E2wAB8AYP",
+"hAMABbcGAz6FD+4vAgSbKg9fSgUVMVR7DRAwBc4vB0wHD0BSDgQqpgUYugYqAARXKgP5AASNOwzXAAW3BR8xs6wCBZEyAwgA",
+"ARAND9kAAgUHKwG2xQfgJg8zKgtPdmlzYy8qFA4rAA8rKgQOKQAPJyoUDzkABg0jKgD6AA82AA4I43gPMQASHzMxAB0fNIEq",
+"Ah819kgALzQxgSoAJzMxlyoHgSofNoEqAwEpBA9lAQ8BhQMIfSoWMP0ED2IBBwqvBQGOAw+CgAIPOSoGAckDD7WeCQM5PAEG",
+"AA85KgoFRJEJkwYUNMLaDqwpD1gFAgbJTA+sKRIEfkUPrCkfDnoABlDcD74vCwJ6AA9jPwMF+0ADvscCIDML6ioAJgAPbxQO",
+"EDNCCw+iGAMIZioCFQgPSZ4GA60ADEcoEzPcNBEzYjUNYSsTNPLHDiQBD7kpFAgV5AmvAA8wGAYEQiwDOQAPtSkJAuV0D+Yr",
+"CA+1KQsIM0IIggAHteMPggAGBNcqD7UpDwn/HQIdCw+LAQUPJ3gRHzLDZQYN3ikXNBeSD2UADw4cCANGAQwVCAPMBg8WQxUG",
+"G0oPrpAEBa0BDwVpAwbspg+EVQsDYysP5wgCCgBECfgjAc0AA+mJYzg0N0FFMQUAG0IsFAPVAQyiGALNNQHXCgqgGATrsAE4",
+"AAufGAO62gicNyNlcWwGA/dJA5EVALwBBJkGA/YmGHi+QgDAAAEyAAEUmwDyFAQuAABsAhFw9TsP7wMAETJBIgiyNgGbAgNN",
+"DApHDh40ceMDLgAGowAJTFMPrQYXBTYAC19TC2ILBaMUEDIYCw/EVAsEWSgMGkgB+gAPbAUoDkMGD4orBQNvLgSLAAR4lAvC",
+"BATYLwG7Ig7/uQFcAAgdAgNcBAJPAgJnBw9dHgEPrQERDxMBNQoWEAL1AARimQhLQwTgEw+hLwYCEQULHi8FhwQEsewFoy8N",
+"IQAEXZUMgAsEkiAECAAPSxABA4s8AzUlD9VCFgX8kxM0+AsPPRoIDy7XAQKSAAkiywxjIwEbAAixQQeuzAb6QgPcIQLHBA+Z",
+"HgEEEgIN4KECfAAAegANlJADbwACBwAFdAAH9kIE8DwP9kIICv4cEDSGIQ02Qhg0PqERNFgqCWkdAnlrD6aODQVLZQNuDQTy",
+"CQYhAAgJJAJ9DwogAAPmDgVJAAFMBQf7QhQyYqEBxhEOxgAH+0IRNFihD0c+AQeeAA1cagR5Fg/8QiQGoAAE5hYH0S8RNPQi",
+"DxEEBQ6jtwK/CAAcAA0YAgOzGARuAAUzGwcyQwk8AgWqRQcyQwjrAA+rkg4AjAAInEkJMkMFPJMAmAAPrJIEDhdAAygQAzwA",
+"DitlBNsCA3oDDM0EBFASD841AAKCCAL+BQ9g5QQFGVwFo64P8xYFDhynBrnEAwgAD0oCAQvmxA/RBBgEe1UfNPrHBwS2FQ8O",
+"pwIE9RYDHAIBuSINngADsQEE4dsDDgAN/zwDDBQA/wENYzEDDCECbAEPzAAFBHCAAb0KDMcCA61mBCoBBIMdBiAAA8ImAQYA",
+"APEDDUEAA4IBBfWMDXIEBKsTBPEAD8NgAgQGQwQtAA8ubAYNOQAE7BIEZgAPDZQEBgIEAcOkCAMECAsxC7xBA28jAQUABPge",
+"CuMdCFkMCRcYD/oJHwW+ZA+KDwIFQwcANMAP+gkMBHAaD5GaCg/bTAAEFpoDQAAGiTYEWQADW1YDcGMHVAEPgqICBbMaIzM0",
+"DR0NYgUCOQoFHAUHmSQBPAQDPEMPhB0CEzQm6AkuAwMrJg/EwgADJkACYAkP5n4EBYRdGzXbrgYhAA+PzAUFfD8IHhYNkRYC",
+"EQQEFh0PG7wYBDMWEzU3aw8jAAEPkeAHBZtqBV0WD2BMAANVIwPvLAQyAAbpSw1hTANzNg9HHQIFnQEMYUwDxx8ATQMMYUwD",
+"VRwDjAQPawkBA3QHD0yrCAv3GxE0aSYPpggACKiVACUADW+bD5QHBQ/vZwEEIhcNd0oE9RYF+xYNIAAD7QAFSQABdDUIbgkF",
+"s6cAUAIPyAAACTUKBY+gBhUCA9MSBqAADwgYBAJVAQ9wCSEEogAFVJwKbgUAAwoOAr4CdAUO+hoFmysCjwUMbgYDEpgEdAAC",
+"LgcPqEwDA2kCD3YJAAP3Dw9oqxIPqEwLCejCD6pMFAaknQQNBA0hAAOmAwQhAA11OQTYDw/+IwAEE0UCBgAPRg4EBHtAAhJF",
+"DyEAAAWqhA3bCAVcaAPvBw/KaQILBMEP6AQZBOFnBElFDyMAAQT8Ng96CQAN/8AAIAENnwADtQEE+MAErgAP3ToED1DCAgPe",
+"OgMoBw/hCgQEX2AC3zoNObAC5wEEqgAEs1MGIAADqAIDbDYPB2UBA4UBBchnDbsbBRc7A/MAD0o7AQV8CQQtAAROog/7dwEF",
+"cAkFLQADDDAAtw8H9gMPFzkCBT9yHzMNCAMCfz0PpiwAAyfsBcQYDqJLHzTkogADG0oAVwAPRzoEAm4ED4VJBQQ1PB82m+gG",
+"D2HRBQSNCgQrPA9WPAIEIiMDIwYP52cIDXgAA4UIHzae6AgE84EOJQMEFh8FRWcPFgYAA8YIAysABTIABm8FDOShAzEAAw0I",
+"C99MBZ0BCw0IAw8JAaBEC9wCA/8eBHQfDw0IAAMYAwMtqA8NCAIK/O0AhwAAiAEORQcIZ58AJQANFzMP01IFCXwEBD2fBOOG",
+"DU8PA2GGAxQCAY44CiAAA4kEBYafAPcACg0IA4kBATE5D8gAAAcvHwDWAAwNCAOwOgQ5AQ+UAgEDzgMBVQEPDQgiBCsCBIck",
+"B3sjAKEADw0IAgLrCwH4AwkNCAX4MQ8NCAMDhjsEdAAHqwoF7AcDBggEeAsODQgDdQoERgIPDQgMAWIYATMAE3B7CAgNCATO",
+"4QCYAA8NCAQNHGoDozsEPAAOr50DezsFIQAMIBADPI0BLQEN7hwCzw0CDQgPK4oEATybAU0EDwTTBQSHOw4NCASHOwSjeQ9g",
+"8AEUMSVdAy0AD+gEGQelWQ/oBAUEt7gPDQgBA5w7BbXGD8A7AQKgxAYtAATrBAEpOg8ajgAF1vgJaAECYgECDQgPdD8EEDH1",
+"NQGqAAFbDgzMAgNHFAR+AATqTgYgAAO7AwIvAg8NCAEE4rcEkRQN01gC2cUI8wAP4AcCBEcABNwBAyEDDw0ICgUtAAPRBQoN",
+"CAHmKQ9HEAEBCAAFch4IkRUFI4kLq1MFHQAF4TgKC+8BixAJfAAEgqMGnBEHDbAPnBEYA3QLAe4hDigWAgoiDQgaA+cAAB8A",
+"D9QRAgWJQS8xNmw4DAVWQQx7AgN1AgR6Jg+DQAMEnK0PDMQDBEf3AYYAD1M4CgMR6wG7BgnMHwKFBAMfAA+GAAQErK8GbGkM",
+"q/ACZiAAxQoNqvAFfiEKYh0HurMPYh0YBV8pD28cAgJMNw8pAQIF3TcfMMuHEwQJQAtHAAViOh8w+moMA6oABPM/C0cABVBA",
+"HzDPhxMKwaAExQMFB3gOKXQEk5UPkLEWBZiVAJMADw7ABAUnSQfR9gvZAAWIPgAgAQ/7bAoDeAIPMokCBTr3AEcADy8hCgOK",
+"QAG/Bgm9QA+3LwgDk3QEOwAPUysCBTtMEzJFLwhdAQMlDwIg0A9wIQsDlbcEcmgGciECIgkCXSEEkAoEGwACVQkCwBYB1xcI",
+"dCECag0DWAkLdCEDxJoDyEgIdSEA5BcNdiEBIhgCNQARcL4mCHkhAR4YEXAUGA2W7zAzNF/vCA9IQAEF8AAMuA0DY4wEKosK",
+"OAgH9lEAdgEROLcNDOADA3BwD+hKAgKmQABAAA14AAPLLwM7PQpLCQR4AAqlQAOJCgQIJQLxEgQamAhuIga/AQ1m7gUjAQlf",
+"PgPgNQ/kFgADWT4Ev4sPiggEBJOPAueMDyEAAQ/23AUED3gE8xMPdPQBEzECQwTIlQ/wCRgEPT0fOOUWBwTiQg/YDgAE9BEE",
+"gwwP8o8BBDVMAiMABTIABWsIBy3CAyMAAzEAD7UBCwwTGgO1AQvvDgOFEQGRSAwWswLfCQMiAAGyOQzwDgRiDw/wDggKLu8A",
+"iAAAtwAOKA4H0e8BJQAM8A4CiykP8A4NBK68BEW/DXAKA2xDBCp+AZ5DCS0OBAzyBUoAAKgECvEOAwQTAX4AD8kAAAnsCQE1",
+"+wqCAAMcMwMTIg+fDAED0UQCVwEP8g4iBN8AA8oNAV/dB6IADm1jFDJJRAM7AAGnFQu5DgOyDgQRAgXtIga6DgMiEQQQAg+6",
+"DgsB+RkCMwATcCgPCTLCA/UZAJkAD7oOAw1lMBMymWEEPAAFo1EGIQADghcEIQAPjgQDFDLxjA/MmQETMhVhASUAD00EGxQy",
+"CiUDGg4NWgADJxgDESUDCwQSMgjgDs1DD18PAQPOQwTokA9tFwMUMh0lAtBDCSIBAxoiA0wXHzL6NwQUMlqKAlHLDE0CBFyK",
+"BGciDenAFDJRtwNEAQDtBA1FAAP/AAVNAA3OAQR9aQQ4AQ8VPAEEPQ4GLQADVQ8PPQ4JBi0AA+IQAiPxD2wFAQdXAwBJEgus",
+"HwM+DAmZBQz/JQ9EDAAAmgcPRAwfBc82D+ILAgZ6fC8zMioMDQU9QA+dLwICYesPCwkCA50KA0AADedFBAV8ACgACawfAQ79",
+"Dr4IBVlCHzWsHwQDiKkPhncCAlRGAEQADKcAAyXqCPKSDqAOBFpCBj1DB9DwAg0KEzA6CQ1K8gDWAQKh2gjtQgKfAQ/LCQED",
+"Q5ILxkUNdAMEwegPFhMEFDInjQ0kCQP6FAEhAAJKAA9+BAADpRwEq1APmyQXFDJsjx85FBMGFDKTPQ8kCQAD4BUBIwACTgAO",
+"nQADwBYDKwAEMgAD/RwJJAkD9x4DMQABJAkNZvMGnwELDgkErlEPdSkAAykXAyIADw4JAgMxHwKivw9XywQNbgwPrWsBIDRf",
+"2wYHHgMMFUsQMuoNDw4JDhQycB4EbSYM1h0TMmoWBGfgAUAWCiEABO8dBEoADHopFDNSBwFHFg7JAAp5Hxwz7rwTMnciA4IA",
+"D9hSARMyzhkCVwEPDgkgBqMAA+MIASdBB6IADw4JAAMBJwQ7AAFdEgsOCQNHIQQRAg8OCQADSSEEEAIPDgkLBFrzBYr0Cg4J",
+"BAVvD+lDAwKb8w29AQTXAQTZAwwhAAMgJwUhAA8zHgMUMjkGDw4JAgQCjQOVJw83BBkEklYPDgkEA+4MAScAB/UDAlamCFgF",
+"A3wOD/BZAAthlw/uCQQEQCUCYZcKIgED8woDKQEPv3wFBAolDw4JAwPiJARNABEy5hoJDgkDpyIEtQQPDgkBBBMjBU0ADFgf",
+"FDLxIwQ4AQETOw8OCQUELQADJAIPDgkLBVoAAoQAC0sXHzQ94AIGbggPQjECA10VD2AIAgMwSg8xYAADMEoEuQcP+jUDBKZJ",
+"AgYHC7kHAlsABHCXDcT2AM8AAlTlCGECAlATALMADZEAAvEIBLkHD0EDBASFPB85VSwEFTJyxwwcBwOhGgEhAAJKAA8pAwAE",
+"aAQDRAUP8+kXFDJpQh85VCwGFDL+jg8lMQEDkwIEFCQBggQLnQADsHQDKwAFMgAPtR8AA+IhAzEABbkHDEsZA58BC7kHA08b",
+"AU4bDAXRAjsBAyIAD7kHAwNMLgNVBw+5BwIN+hcA7QAP8AYACdcKHDRw0hIyPGUPuQcNBHAEAxcHAblVCewDA8YkBLkHDfm/",
+"EzLKFQVKAAFQAQq5BwS5KA+4HwMA7jMHyQAALxsKbgQD70QHogANmAIIVwEPuQciA6MAA2wAFzKs3QGiAA+5BwAD4hMEOwAH",
+"jHYGlwcDswADEQIPuQcAAzUBBBACD7kHCwGLAQIzABNwHsQIuQcExQ8PJxADATsADZcJBAUmAzwAAckXCiEAA3IDAyEAD0JY",
+"BBQy7CUPuQcCA6ElASUADzcEHARkhQ+5BwQDAyYBJwAH9QMNNbwFbE0PAZsCA6QNA9QOD4sABQA1JQFnBgLimgkmAQP/gwQD",
+"AwtFqQYnAAN9BQ+9BwME5EsDTQARMgmECb0HA+1GBLkED70HAQPXJAZNAA2sCQSiDQQ8AQFVHQ+9BwUELQAEB5APvQcKBS0A",
+"DwgfAhA0CysPow8BAQgADAgfAe4GBclRCggfBvKiBS8dCsv2AecPCXwABFA2D0hGAg8IHxgE9DMP8RoCETLUqQ+cQg8PGhwC",
+"ETKApg8KQw8EfAILfksBrwgPc2oABlRNA7UKDnkABHRgAPlFAqNACjACBN4BAf05PzQwMrcDAAsAEgD0FARSABIyz50PrDEG",
+"BHQxD28IAQPyDASDAAWWAg9wHAMVMo/6BcJGD4QDAAQXrQ+qBAIEVCUDgw8FgQANnqwGffUEwAAPqUYFEzC7vhEyDh8NcQAE",
+"pwME4gADbQEPaAUFBPYeDxAFBAOCIgbAAANfAAH8Hg+eAAMEbkYRMrn2BjIDDwyPDG9hZHZlY3RwRhQPLQABD3JGBA8rAAEP",
+"dEYUDzsACA+ZcAoPOAAID5dwBAjijgKCAy88MgyPAgD/RQwVRh8yJr8ECBNGDwYBCQGhAwfLBBY0yQQPAgEJD6kDAQiYvw8G",
+"AQkEcwAEG0wPUkYEAH0CD1FGAgCdBA9QRggBogQBUAMPTUYKD0xGAhM1LaMOTEYPNiICBZeHD0pGCwNvJA+TFgIHaQUINEcD",
+"nyAOE1sFcgAPEUwLA2kODUUlAsYWD4IhAAN4BAORBg8vBAIEwI4PcQYCBVVHAisFCXlFAVUABFUlD1sAAgS/cQ+GBAEBUAQD",
+"jg0BBgAPiJMEA6N3BEoBBtgkBRcAAbYhITY0tiEFf/nyBTIsIDkyMTg4Njg0MzcyMjc0MDUzB3gENy8BSQACbeUBNgAPLwAD",
+"CL4BAtYBBHwlC2ICDI6lBKgAA40fAqS/CaoAAx0GHzSqABQD2QAfNS8ABQ3QRQaUAA9iRQQCOCQMJhQCWAECagYPqG4BEDWF",
+"Pw2iDSc1X2oOEjUt4A/NAQYPb1cFBysBA+EDBRQPAywtD8HjCganAQMmDwqtDwMQAQkFBAMcjw9T1AACkOsfZIvSAgJKAAb6",
+"AA+gjgEGn44DPVgL0kkDVA0BBgAB6BYPwgACCq4gA8IAD1kBBw/OIgQEbugPiAABBJw/D1kBBA2QbA9GAQEEZ4wPRgEHBzcI",
+"FDVRjgymAAN0CQ9ywgYFn+YP1wgCA1sgAgYABJo5D1MEBATPCATiXgVVBAKKBAFaLAmrAwNIHB84qwMUAwEMHzmrAwgKwBES",
+"NaU4D0AEAASpGgMWAQmXAAUh6w+XABQGHRQPlwAGCg0eB5cACt0CBSIHApspDD44A7QfAQYAA3yQC+BDETVeOg9ZAwAImywA",
+"JQAPSAQEBMIBD743BAMBCwS1oQtMBAT5Qw9D2QoGsgcHg4oMYQUCHwEIDAMBChsPDAMEArUAA2qXD2UAAw8RAQAHvjoAHwEP",
+"bAQBBh6SAy6jC+QDA2ZDApEBCyKSC+IADTkJAuAUD4MBCA8LYQQE+AYHgwEIkgAEzTsPgwEeDHgHD4MBAAMElQ+DAQoPmgkA",
+"AmUAB2wBBfLmB3M/Ad0ZAXpBD+tAAgRqCg9rmQsBYQQ0dG9tHwA1bWlu7AoFb5kCEPIJkQAPbw0Mb2VycnN1bW8NFA8tAAEP",
+"bw0EDysAAQ9vDRQPOwAID28NCg84AAgPyswFDzMACA/KzAMPOH4AFzPLUwWhDR8yoQ0CD27yBAHAAQ85AREMog0HaxIPNQEJ",
+"D0sRAw90ABMPHvYEAHcJD0UBEQvhDQEtBw+21BEJBpECqg0G0wMHOAAAEwQETwAI5hMF3A0IgyoI+Q0CIgADN4YKwQQTNs5K",
+"DwBOBg8aDRAF/KcAewANfn4PX1EICqsEBIsAAboNBpUcAb8ABQoBBJgABegNDGACBirwAyUyB88uAecNAVYMD9OSAQJeLQCh",
+"eAaUxwM5AAKHAACwDgNoKQYvlgZ3DwEmABVwejwGhAECQC8CpQ8DyAAF5g0Pk60ICjkFHzZbfAQF8bEP8qEMBMgNCshlAq8X",
+"BRSFAxUAAqxGAlMCAQgGBi4wAsAlAIKaEjJuPggSMAHpAAMiFQDgLwQZAAJfJgT/KAsyBgVkMAzAUw8cAQkK9wsSNhp8BzkC",
+"ArowA2hnCBgAArUwDSoXAXADA+8wD7EQAgPFRw8FnwEDFRkCYAELqgwCRQEHDQ0fNg58EQzRCwJWMwnFGARyGgbICwgSBAWw",
+"AgTIKQytAAjtZgM0AAojJwPMAwSlAQKHHwO7MQ3zDBg2J3oSNlnwCkKDES2bBAeLAwECDAIOKAgHkAIzAAKEcARnGg2oDgML",
+"Aw6kAQPbAw8l4wYDpAEMA4gE32cArjIHiA0bNph5DboJFDH5eApzQQmaAQ9xDgQDIAwAQwAFOBIFHQADyw8DQgAPwgsEBJYS",
+"AUcbCT8AA0wuA0YAD+MgBAQ2DQP+Pw9cAgAE40QBQR0OLgEBWGAF0RcMeAIPhGEAA0EiBAYFDeMNGDZYchE2BA8PlQYFA1QT",
+"BIAeCgUCAmgADwQCAAOkDgM9AAEZBA/MFwAB/PMC50YGjQAB70sPWQoIX2NoZWNrWAoUDywAAA9XCgQPKgAAD1YKFA86AAcP",
+"VQoKDzcABwlUCg+jABIPPF4FDzIABx80ZAAeHzUyAB4fNpYAHh83LAEeHzjvGAMI214DTgsQMtCnDQVfD04LAQEEGQ8DXw0P",
+"MAIIDE0LB7r9DywCCA9MCw4PMQIICksLA64ACEoLDzsCCA9qFwMPeQATCyueA3kACCGpD1ACCA88AAII6KgPWgIID7UAAw/y",
+"ABMPeF0DCMseD28CCA8QGQkHKQUPzWBGAvYXAWIHD85gDQIrAA+DGgITN+nBD78KCg/XagUOSxENhwwAJQAPiAwTBIoADx8M",
+"AQDQAQTQIAUvGA8nEwkFJQADmTID3UYKKBMdN2qkA9FcEzGOCQ54OwQxVQs5CQKZOgO6tgyAAA9JEg0BcQsPfAwBEzdgCwfA",
+"CQLnEQIjDATVDAjTGQAHAAZCBxE39goPugEABe7KDcYIA0VGA145D0QTBAU0wA/GCAADGDgEFzgPBwkDBL8bBDm7CUIABNE2",
+"AgcAD44kBAVOwA/jkAAE2isEcy0LZw0CbwwPsqAABEEBBDe2CDUAAuIBRTQsIC1kCQvOhQeZtQonDRg3pwsRN6cLC4wNAh4N",
+"D3unBQOnAg5zCQIHAg91gAAEwxsCBgAJEQIAXAsPBw0UBUhuDZeAClxKDmizA38ADholAwgOCRymBkcBAn8MBgcBCn8MGDep",
+"ChU3AX0LMxEDeAsKSwYFuEAFnhAKgAECIAUGZw0KIgsTN9X5AU2pAdkZAzgAA8ufArM2DMwmAxoxBCMjDydLAAOyDAMxDAcB",
+"MgBxAA9gGAMBtxoDzwQEQzcDbwUDhCMDRQwGdksGCwYC3AQBJwEFaXoGo1oBRhEBJAABfKcOdBcRN9F2DQoYGTcbGQAlAAyZ",
+"AQBxVpA2MDcxODI0MTjdKjIxNzQDXg8JFwgBbAAPcgEBAqMTAdgODyABAAUdlQHsNg+sAAAHDh4AugAKT1gDs1YHU1wMfgAC",
+"QA8PfgAPCasCATGjD8cMCCtrZc3kD8UMBg0qAA/DDAQNKAAPwQwUDzgABQ+/DAoPNQAFDxEXBQ8wAAUIuwwPMAARD/ZqAwjH",
+"CwTwCw/1agEP9GoDD+qzBAkFCw9dAQYP3SQID1kBBg/aJA0PXQEGD7sKAgiilQ9nAQYPOgACCB8YD3EBBgxqFwA0BA/RCgIA",
+"SAMP0QoDAM8JD55rCQKCAwIMAA/UFQAGUSUEKDwKpQQROCUGD1eBBgFbBAVAfgmuCwDFBg1+MwFpAA/vEAEChgQPsioBAjEL",
+"DvMkAicjA4IfCXoqBTMGBUMXBbSzC5IHBGkgBGEXBBgAA48HAnsEDy8lCg/+sQAIoSAEBQENVLAFgCAP+rEHDnsSApNFDeax",
+"AeddD+ccAQH0Eg0YDBE4wiMNkwMP+bEMAlYYAAUAD9UeAg+ZJAIDagAHEQYDOPAKerAfOFkjAwbtHg/4sQUDPBQPvXUAAwIw",
+"BggfCApDA1ILAQYAANYGD6EBAQWwYg+jAQMDTSMPfhkAAdgKBnMJCoEMETjYZA17AQ/1sQwB/gkBGQkL0x8CXg0DhhQKJAsD",
+"agANiw0L9bEROMElDZ4FBhkpAgwCC1kEAlgKAv8IArEJA0cBD910AwGjAwxMQgSCxA7pbQTaJwNuCwocCAGiAAGcAAEKJQKk",
+"Dw96AAUCfwwP30gCBOIPD7UMAAMjLwO8DAzDHwArAAcZHQGLAAClCAlVAQ+dcwx/cmVvcmRlcqQIFA8uAAIPqAgEDywAAg+s",
+"CBQPPAAJD7AICg85AAkPtAgFDzQACQ+4CAUPNAAJCXUVDzQAFAl3FQ80ABQIeRUPNAAVD3sVBQ80AAkPfRUED3i9AQftngWN",
+"CQ92vQEvNDgAnwQIjAkPQQIKDJAJAEoFDz4CEg+PIA4PQwIKD84gAwgLFQ9OAgoPPwADCKAJD1kCCg8/AAMITRUPZAIKDz8A",
+"AwjvFg9vAgoPPwADCNEKD3oCCg8/AAMI1goPhQIKD5MVDwySBg/CCgUBCg4PmaADD8IKDAPa9wIMAA/CCgoE7wgKwgoWOW4Q",
+"D8gAAgTFNQ+vChoD2SIOPgYEUFMEGioJuAgHoBQGDx8P5AkCA45QBycBAcg5D9dSDgLLLgyuAANDAQ+iEwAJAEYEVcAKLwov",
+"OV9CzwMEnmASMyNHBP0GKjlfOs0DLgAEO/AHJCgJWgoBbgcBOEsNRgoUOVAjB7cVAYIIBjQACSrsAp4IA78hC5kSATMADym9",
+"AQGwAQK4SwcWAAHmAQSWAArLCRI5YQkObAEBzwAPjdYBBPBwAmwBDGsAD4EADAZfAQDvFA+GnRMEhVEHerUMyb0CqRMECyQE",
+"OAAAvjIDwbkLUyMGPawD/kgIHAABTQAABgAMriED+gAABwAFFQEDNAACyQEEZrsPriEBBK4BDccVETnOFwaPAQsl6gIlJQ9S",
+"IgICBCMBOyoPsCEAACQAC4gBAgxqAWY9DUcVBJ8CDgoCAm0CD75BAAQvyQIKAg0oAgNtQgPuFQ+HAAIG9wAKZC8EzA0FvqIE",
+"0rUPxCABBd8ECP0BAPZEBP0BDFsjA3EDAT0ACtsxBD0ABCxuEzc4Swt4AAL+DQJ7Cwx4AAC2IgesvAh4AAKXAQK2AQ98QwME",
+"6gIGfEMMrbwDF5AMdgAH6wIB7A0InAICOAACfQAPyQUCBEWlIjQ3L4UMeQACbQICoQYLeQAAm0MFeQAFMAMJ5wEBfwABeUMP",
+"HgIAAAcADdqvBYEDD7ciAANe2wIjAA9jLQIYOe0yANYCC3gWBEN3D+Y7AgRpVi8yNpd9DQPVRA+WDQICjRYAAAEPI1wCBBxN",
+"AGUAD0A3CgOijgLjAwhefAV1Dg0JBwMKBwKeAAS8fQyoGwPFBgHGBg97AAUE9BoMewADE0gPyhIBAlkBCKvED4gvAQSmrAw+",
+"AAIRAgTzAA/ETQQDugABIAMPugAFA7QIDFcmBQ99D58ACwRxJA9pEwoEqxEP3wABBGgwDzU2Awx8+A+CAAEEQgADdhMPkacC",
+"A6AJARwICMBzA40FDo8QA2PfAzkAC8e2BM4DBUb3D2ABCARk0w+YKQICNnoPNwgCAjkCBOv3AVgCDg8RETRZPhhyJYQA+QoP",
+"w8wMD4cQGQ8tAAEPw8wFD4UQJw87AAgPw8wLD4MQHw8zAAgPghAFDzMACA+BEAUPMwAIHzXkDxcPYv0BAa8wD9APDQ+LAQkP",
+"rSMOD1UBCQ9aDgMPewAUD5QPBAn/zQ+TDx4IUBAPdgEJD9UODws0NA/VDn8vNDDVDgwCLQQPn1QCA9o0D/kUAASBRQbBBg+7",
+"DgYCwyAPuw4VA7MYD60ABQdYCA6uAALODQ+7DgADBS0DPQAETLgLJgEPuw4EBWklCLsOAC8AD7sOCAhxNw+7DgAPARkBAKcB",
+"D7sOCQXVPgS7DgLOIQ+7DgkDWhgIJA4BUQABTAAOUA4DlgAJuw4vNDC7DgQCtRAAHQENbAED1QgCBgALlgwPgQANBl8BD7sO",
+"HwfykA+7Di4FHgsPuw4ABYcODWkwA+VRCGFgAzQAAp4OD3sjBAUdAA+7DgEACwEIGAEPuw4DD5UuAg+7Dh8D+AsPuw4ABZ8C",
+"D98SBAAQAQ/gEgUCBgAMppgD2Q4ElzEPhwACBvcAD7sOCi8yNbsOQALAHA+7DgoAeAAPuw5hHzJSBQEPuw5PLzI1uw47AucB",
+"D7sOAwQeAgAiBgy7DgWBAw+7DgcCIwAPuw4BAEwCCFkCAbsODykVDA/XFQIDRzYPAgUBDioVD4YLAAJz2wfNOwGpB8A6Cgly",
+"ZXQ7Cgp9Cgo"
 };
-static const cq__ptx_module cq__ptx_2d_f64 = { cq__ptx_2d_f64_lz, 143441, 544138, 0xe3c4d38cu };
-/* PTX module 3d_f32: sha256 2596398006bbe5f2ff1d3669c7cf90896ac61b4efe64101a231ec7a25c089390, nvrtc 12.0, PTX ISA 8.0, 763037 bytes, fnv1a 0x7785415d, lz 213204 bytes */
+static const cq__ptx_module cq__ptx_2d_f64 = { cq__ptx_2d_f64_lz, 143936, 545680, 0x3fca08eau };
+/* PTX module 3d_f32: sha256 d840ca355b0cfd29f3b7b9f7c9b4959c3cf505b7e6ce19b72b5821b495132581, nvrtc 12.0, PTX ISA 8.0, 764578 bytes, fnv1a 0x1182c8be, lz 213808 bytes */
 static const char cq__ptx_3d_f32_lz[][CQ__PTX_ROW + 1] = {
 "8hkvLwovLyBHZW5lcmF0ZWQgYnkgTlZJRElBIE5WVk0gQ29tcGlsZXIKKAAEDwDxByBCdWlsZCBJRDogQ0wtMzE5NjgwMjQi",
 "AFF1ZGEgYycA8A1hdGlvbiB0b29scywgcmVsZWFzZSAxMi4wLCBWBwAwLjc2MgCCQmFzZWQgb25xAFA3LjAuMW4AYAoudmVy",
@@ -29866,7 +30002,7 @@ static const char cq__ptx_3d_f32_lz[][CQ__PTX_ROW + 1] = {
 "AQIGFAP5Sg81QgADyQgFtksDOg4BAQMDCy4GBQECKi4DPLkAIwAfcBtAAwQYEATqfQYHAQMpswJ0QgH6BQ8HAQADLkEPz38E",
 "BFWpDgkBAsMkAzKCDAkBAgkVAwMlDwkBAAOODABdAwgJAQEOAgHBFAkJAQI9DwKRLQIOAg8REAIFhLMNI0EDyM8BEAIBaA8P",
 "CQECAiUeD4t+AwocFgffAwCeTAf9JQMDFgMMkAz9JQWdAwYmFhwxRREH/iUANBYPpR4Hj3NwaF9jb3VuXDkRDywABA+hHgAP",
-"KgAED58eAAyMjA86AAtvMVszMTJd15YDB0FJBDYcLzE1wkAAKDE5XG8DtQQRPCoADzNvAgQoGw/UAAwEKxkF7iEvNSzRABEM",
+"KgAED58eAAyMjA86AAtvMVszMjBd15YDB0FJBDYcLzE1wkAAKDE5XG8DtQQRPCoADzNvAgQoGw/UAAwEKxkF7iEvNSzRABEM",
 "YRkPvSMFAgDHD2MZAwESAg9kGQkDLIgDQ24G4qoPPm4DD8kjAiE5X7eqA3kABOQAA1oODx0dAgTVFT8rMTBhbwoD2hMP6JQG",
 "DwYkAgWllg5cVgUOFAEnAAlNDwlADjwxKzYKIwP4BQOJGAUBFQX/DQEcAAUURglVAARdIy4rN8PUAREEAAUAA1cYQi5ybWnJ",
 "BAY2DQPGDQEeABF6jJcDHgAB0GkDwKoKCQQCPAUGhpUFDlgH2KIFFAACHBkBiHsNRBsC1aAN+wIEESQmKziHbwZ+AAKmBgAF",
@@ -29927,339 +30063,347 @@ static const char cq__ptx_3d_f32_lz[][CQ__PTX_ROW + 1] = {
 "GywxMKsbAl8JBcQICxETAx8WA4QJD3s+BAHHLQPnExw3FBMAuhoIgAAN3wkCWBEJhoQF6BEGC6sHnRodN6sXC2MABQOFA2MA",
 "BFOhDy0cAwJJqwZEFwzeEQIYAAWTMA23FwTQDAquFQXPDCUrMkdnD4YuAgLtEQIN6AjxPwKWLA8yZwADSEMEOQAKMDoBtgAB",
 "6wMRM3SoETEOPg6eAATTmiIrMhDDD54ABQI6CAG5AgmEAAN/KwMfAA+EAAUBvDsCZBkIoAEPLTkMT2ZpbGwsORQOKwAPKzkE",
-"DikADyo5FA85AAYPKTkcLzI3A3EAHzLYeQMfMpvFBAJSMQ/TAA8B4gUHKTkA3A0P0AAPC/gCAfULD4pSAwD2AQ8oOQMBrwsP",
-"jFIKCsovCFAJA48DAigAAh8ABEIwCHMDMTMwXxQSDyg5AQrNMQU5GQbsAg+2GgQFyhwPrAMLBBRvD8kvCQ9RbxwF3RACggAF",
-"4MUKwQcOcG8KwQAGzgMPHccEBaGeD/ADDAU22AzEAALpBQQfAA/EAAMEez0EElYKxAAE4gAD1QkPIxsID7czCwUI2A8MGQgP",
-"MDAGAz0ABAsZCqYhBSQBD7Y6BAT8HQ3HJwhmJgn/GwQOCARZAA0AIgNp6gE6AA+nNwQDUSYPpzcEAsMnD6U3AAFuAg+tGAAB",
-"UZYMFAACuwIEKJYJXwcSM8XODYwEBvY2D7s6BgH4AgGOMw1sAANqAAlMBwRqAAmRIAEuABk1AR8AKAAPjyAABuQeD7s6BAVT",
-"7A02CgNTJwLgEgSkGwQcAAYcEQFLBw+iAQACXUUBho4PogEAAvkLD68gAQHbCA+9OgMSM7fNDXYBBQMeD706BwGqCQzyJAJB",
-"HANrJQmdDgRqAAl2AQEuAAMSIAZ2AQ+9OgEE5ewPvToGBePsDUQLAiBGBPknC3YBBhgDAcYnD3YBAQPLJw+/OgQDSygPvzoG",
-"AWUoD786AAFfBg+/OgIGzjgPvzoHAy4dA7gGCecNAFkADfk2BDAAD786AwQzAAeaAAu/OgPGAAciAADfCwAQATR1MzIzBQNM",
-"LwJa2wxdrQJWFAHXEQ03AAKyBgRhSQW0AAAWAAIyBAG6HQ/oVwsPBCINBS4HBF4ABkkBD287AwYDAwzLIgOGNwC+Ag/LIggD",
-"ugAfNG87CADuDA9KCAIEJBMPbzsNA2YGDJUNA5YdAFMED287BwAeAAzeIgNcCABAAAGBIA9vOwIEgt0PbzsBAzkjAg4ODLsC",
-"Am87A0EjApIJB287ADISD287CQQKNQ+GQg4DnBkJkAwDzAMFQwAHlyIAzQIPcDsHAycCD98DAAPtDQAhAAzEIQ9wOw8kMzBw",
-"Ow2qKABcCgebAAxPOwS6JA/RCgABvQEEOTkPCQYAA087A5YpD087GwCxAAkbdgTcAwMiMwP5AQ1pJQMhKwLaAASOTAdAAAOB",
-"IwT5JQX5DwQfAAI0AgOXAg+LCQMDHQAPQeMAA8dcAyYDD9k6AgRqAwL1dQl5IgIaOAOvAgXAWQQeAAL+AQMlAA8LPAIEHCEP",
-"qwsAAxshA5kACnMbBJkABDAjAgYKCksQAlMFBH3ID3I7AQWwAQmWIgErAQc3AAlBxwJIAQAkAA9yOwYIKtoKKyUFhgAMjAYP",
-"cjsEAvEBAH4BDouxAkYGD9QfCgQ4LwUYYQsfAASDCQsLCAk2Lw9VLwABhAkDJQAPXxgOBO3zBLkgDiEABVs5DcktA2wtAQYA",
-"Dn0YAqRRAyUAAgYAD3kYAgRbuwTLHg4hAAWlOgwVCQRfLAEGAA62GgGcugMlAAMrAA+yGgACQh4CLAAEa0gJficpMzDYOwbA",
-"AgKlBAMTFAPSExkxjhQAOwABIAkMSkgEsycNp3sDTgMD7CUL5xIERHUP13UAAwSXAkgICwOXBWMSAgOXAecCBp0FHDLyMAfk",
-"FAopAAAuCQncCAGPAA+KAwQSMZnAASUADBEFBG4DD808CAE/AAOPAwrOPA+PAwcB4R8PkAMGCWUjAuQfDmUlBKk8D4kCAgAg",
-"FgKqAgTcrgiMAgKILQF3AwEnLQuMAgOJLQQGAA/tJQwEnggFJK8OIwAEhvoODyYC0QIDXiYOigACAyYCJQACBgAPLyEDADgm",
-"BIUAAi03DzMmBw8yJgYCZvcDCyYPNCYQHznDIwADfCECLwAE5zwM5xIIgD0GrmUCsQsKowMcMsUIAPoGDqMDBPOZDfVgAlIW",
-"BFt4DKMDAq4HATjMD1keAwOjAwzLCwLgHAUUAw+9AwABwHQAKQAJlQMAHxYPvgMSAYP1CL4DArgDD74DBATqLgjXmg2+Aw+Q",
-"PgYBPwAPkT4CD74DCAJ2RA++AwMENbUDBwAPwbQDBSQnDzIDAwH7JgHRAhEykfwMsAIDJycDoCgPpxoAAZf5BikAD7MpDgH/",
-"JgVxAA/dBgMBMScPyAMDASAnCFMnD/4kAAOGJQOPJAMwAA9BKAMFrkwRMmH7DyQAAwWiQw6RJwMcJQOLJQ8uHAAO+CUBogAP",
-"0AMAAxsAAtdDAyYCDNIRCFU/BtADAo4KC9ADDOQLALEUD9ADAAOjLw3QAwORAwLOCg3QAwN5Dw/OYwECrAcDPwAMXAsCEzgF",
-"JgMP0AMAARSxACkACKcDHzOOBxUNLEAGlwMGQRoBbgML+iUCogQNbw8CngQEhi4IeQ0D+iUD5T8ET54NLEAErQsGegAPLEAC",
-"AjUwAa4AD+cDAAjmAw9uXwMFLigMXrYEHg8ETBwMNwsDHSgBIAAPTSgWD7ooDQaKjw8+CwMUMuofD98DAAMFVwMpXg91KBsP",
-"sSYHBJSQD4sAAApKVg7UJgEiAA/WJhYBoAAP3QMAA5ImATAABN0DDVANB61ABt0DBuoCB90DDIsLAEsNDt0DAuAdDt0DAxke",
-"A/8dDeZiAx0eDzgeAQLIBwOzHwE5AA+zHQABZlgDPjMPigIMDxsCDg+xAQ0HWQMPZSwDDyQEAA/LQQIFcSgAQJIMxwoDRCgE",
-"JgMPdCgTD+EoDQUHBw7WQQNMKAQGAw98KBsPxSYABHQUHjLgQQN0JwTmAg+dJxMBgAAP5gIAA/EmCZMKDPsNCOlBBm49AwAF",
-"CeYCHDPiDAEEKw7mAgT/Bg9hIAoN5gIDxQIPAJ8AA9BgBJkiDBMGAzIHBAkVDwEDAAFeWgAqAA8BA1ofNJcjCAr7Gg8iQwIF",
-"UykAJgIPVCkEBAEDD1YpEw/DKQ0ESjgeMi1DAy4pBAEDD14pGw9aJgAGtcQNN0MDVigEAQMPfygTAYAADgEDA8K+AjAAAwED",
-"CkBDAH8BD5QNAQNjCAsBAw1HHQ+UDQIDwVQNAQMDymgDtmgMAQMEBmkPoIcAAzxpAgEDAfw9CQEDA7U5A80NDwEDABI2rcwf",
-"MSRmAw8BA0cP9g0VD3lEAwU1KgAmAg2SBQPOsAMBAw84KhMPpSoNBjGZDlAyAhAqBAEDD0AqGw9rAAAHkwkO8SgDcwkDUAAP",
-"YCkSAYAADwEDAAQOKQgBAwzrDgiXRAYBAwKOFwsBAwwADQCdAA4BAwLNYg8BAwACrwgD7GINAQMCGQYBY9cMOQACOwYDAQMM",
-"k1MD6SoAAQMPAwkEEza2JgAjAQd3AgCYLw+gAhENb0UDezIABwAPb0UHA+sMBHYBDQAOBg1FAZUMC2MAA6IaCO5iDW9FA7wU",
-"BHohDfUeCmIAC6YpAo4EAVUbD2IAAQO0HQS7HQx9IAEYAAH/Zw1vRQHmGwlvHwW3AgaLXA9FXgQEMTMN7wML5SsPchwBBHn9",
-"D05eAQKWTAQOAw+XRQQF1CsPmUUEAgpEETFlRgzzAQGuAQQLRAmoQg+8QgEDRTIEKEgMPgwPmkUDBzdED5pFBw83RAQCcgAE",
-"N0QKmkUFcQAIfwIDMQAKN0QBKgAP71wBAL0JA9kBD0ESBARXRg9iDgADllwCg00RMeAJCLsBA1JNA7sBDw1gBQOcAQGSAg9i",
-"RAYCV1kMtCMBCAMEY0QNxkUA9AAPxkUDBpwfD8ZFCA83RAMBaBcGN0QMkggOxkUDMQAKN0QBKgAPfl4CBlhhD0MTBACDBQ9m",
-"DwQCF04BIgABSwAMjwEISgMBFtsPjwECAkoDAeIAD48BAQLzAQOP2g/yRQEO0EgQMmIUDUoDAgkFAVM7DfJFLzMw8kUEDDxF",
-"DIMAAbkFA7PaD3IAAwT4tgryRQVxAAm7AQExAABzAAq7AQ3yRQEMGQIwAA/yRQMFEyoO8kUDdT4NYiMIJyMCSBAsMTUnIw3/",
-"IQRC3g/yRQ0FpXoLkAcEAz8EtSMLFCMD1zYBYBoBHgAKydsDQQABniIP80UDBPsyD/NFAQITBwBcAA/rAwEC80UDdTwMFyMB",
-"sDAP80UKBE5QD/NFDQNZiARO3QtFAA/0RRUDDwkP9EUBBRsOC14jD/VFCAJeAg+1KAIDeAIPXiMAD/VFDwHCJg/1RQAEnTsD",
-"7AEMemMB3xsQclcIB70ADPVFAzwACNgNBLMABZM+AWQADtQAA/VFA2MCD/VFGwHTAA3HAwKgEAPaMgRPbwdeIwOIPwQzZgyP",
-"GgL1DQTgAg9eIwID/DMAKgAMxSIC6BoEcQMBlAQNxiIAviAAFAIdN/ZFAuoJBPcCDQMYApUUAiUABc9GCpoAAg0PACoADZoA",
-"ApMABJoACpY3BJoABNtRD/dFCAJeAQSLZQzHBQ/3RQACRQwHOAAJ90UDtgwPYSMDA/dFDvFnETJXGwaHAAzdBQ/3RQQDiisP",
-"iGAABMeLA6cVD/hFAgQ5Ig9mzgQDWN8PkkMBAk3fBCkEC5i3BYoHBH0BD28cBATUBA1yCwSkBwKXCQHlBQuGDgIkVQUpAA9m",
-"Ww4BcB0CjAAPSxAEAcodDycKBAO2LQLZLR8xUlUAAuQsBikAAwcAD4sABASAVgMCCQ8iAAAP5iwGAv4MAiIAAUsAD4sAAAI2",
-"AQQpAAMHAA8sOAAD2AwD41QDyg0KakYApy0PpBUBAmcHARcJAJINAzsADQouD6QVAgLADQI4CQlTAgNrFQNsFQuiDwJDBAEl",
-"AAyMAgLQNwMBLAKjLQ6HDyE4MIcPAVk/B6EAC8dvAtEAAQcACqwuCzEJBa4DDyZHCQP8TQ0mRwXOAw2QAwVAIw/doAUCPjgB",
-"hzkNBgEDGxwCkgMB60wPWQIABMiyD5wLBARxJw2SAwJNJwJDUABHAA53AgJQJwUpAA+YPQ8EkksfOBscBRQxeycPkgMAAlUn",
-"ASIAAUsAD5AAAAIiAwQpAAMHAA+7PQMEJgYfOBscBQGYEQ+SAwQCXicCwREASwAOiwACWycFKQADBwAP/T8AA+c7AjAABZID",
-"DOIQCIxHBpIDArQRC5IDDDAJAFpNDpIDAloIDpIDAuUIAx8ADZIDAVMBAiUADYwCAh4GApIDAlN5D5IDAAIZEwfOOQGhAA+S",
-"AxUL4xsHkgMPdSMAA0hIAz0EDUhID5IDCAUz+w8KQQQCBggAJwAOkgMDUScDKAEPkBsDBPdUAlgNDyAAAAhxJwh3AgL6VAEg",
-"AAFHAA93AgACHQMEKQAPaEUPBKdNEzjXSg8iAAAFmQYNkgMCTycCcw4ASwAPkAAAAiIDBCkAAwcADz9EAwClCwOLAA+tHwQE",
-"fScPzGYAAlInASIAAUsADYsAEjJLJwUpAAK0BAEbTguSAwICEgMwAASSAwquSAA9Ag8kBwEC3QoLkgMcNu8LAKkFD5IDAAT2",
-"AgtTAgJH5gMfAA2SAwJr5gElAAyMAgEnAgXj4Q+tHAQTOVnmCXAjHzgkBxUMakkHkgMJ4wMNakkCmxcCSQsIHQwCfgoDWzAP",
-"cCMABJhsBnAjCmpJBr0LDbYDAtBAAaIADTgLBeiqAiwBCrwAD2xJAwDqJgJTGQ8PQwMDdRUAJwANJgQCXxMEJgQPDwMDEDLa",
-"KQGiAQSdkQsgAA9KCwUChAECIAABRwAPCwMAAs4dAykAAAcAD6RqDATtABM5b0cPjgAAD3orBhIyIigBIgABSwAPkAAAA6sA",
-"AyIAAwcAD5NrBAMmBBM5kkcPiwAAD/JqBwPndQIvFAJrAwuLAAPu4QMpAAMHAAFmKAwmBALmIAIwAAUmBA3DDQfVSQYmBAKu",
-"MwsmBAyFCwDPGg4mBAiCFAlTAgJDCwIfAA4mBAMFBA+xJwACGxEEJgQB6QAPJgQAA5cnD7RQAwqLAg8cAg4PsgENB3sDAKsj",
-"D4gEEg/zSgMELAIUMffeDmArATEGAioADnonASUGB4y/Dx0DAwVEKhEwCxEJcAICJQIDiwMPICoAEzLadgMpAAAHAA+LAwwF",
-"LXQTMJ0yCXAAAtkCA2sDCc3jBCIAAxsAAikABAcAD4IEAwR0fwBrAA5LAwKjJANLAwGAJwtrAATQfgIpAAQHAA8fTQECjwQC",
-"MAAFSwMMWg4IAUsGSwMEDwMJSwMMew0AJ14OSwMCXS8PTAMAAlUvBSEADU4DAg8tAygADjUCA/wJAyMAAcUGDlIDIzEwui4B",
-"fgAPUwNXHTmyBw9TAwQPJ0wEBjEtAzgND1MDAAICFgEXpQ4eAQKoBAVTAw9RBAMFT0McMCxMEzJecQNTAwFtKQx4AgJMAwMp",
-"AAFhdg9TAwsFnuEeMC9MFDKNgAI4AwnO4wQiAAIDAwMpAAQHAA/+KAMF3l4eMDJMEzJzcQNTAwkmkAQiAAJFAwMpAAQHAA9T",
-"TgEDrwABMAAFUwMMVg4INUwGUwMPVg4BHDZWDgBEMw9TAwEEPQAN+AECZwYDIQAOUwMExTAAKAAOpzQCiAUDUwML+sIGUwMS",
-"Mco1AogvD1MDWA/ADhUPW00EBdIFFDJ7Kg/FNQAC+AoPH9YCAzOABr6hD/8AAwFSmgIvAAx5AgK4JgRUAwm0kQQiAAJNAwMp",
-"AAAHAA/WdA0FFzYOwVMSMsJyBFQDCWuRBCIAAkYDAykABAcAD9kABAUYNg7EUxIyoHIEVAMBICgMawAD9gADjQADBwAPiE8B",
-"An0DAjAABVQDDFUQCWlNBiJMAd8CC1UDHDdUDgFiCA9WAwAD3z0OVgMF8wECkQYOVgMDsxcPWJABAtIvBlYDAUYED1YDARM3",
-"VgMJPhsrMTClJA/2AgYNME4DJQ4Fig0LTBsCfRoESg4F7R0Mqw0Bc4YPMk4CAbQNCoIADfweBdEbDzJOBwo1IwoyTgE/HApj",
-"AAwyTgNmNwEmEg9kAAACsBwFhB8MsBwCGAABdDANMk4BeR0KfQAAVTIPD00If2RlbnNpdHkSTRQPLgACDxVNBA8sAAIPGE0U",
-"DzwACQ8bTQgJe+ICxAM4PDIxUqICRQEnPDJGvgZmog929QQEfZsP1QAOAaAFCEOGFjgaTQ/SAAoK4wEAgQIPG00CACkED0KG",
-"BA8ZTQwBYwQCYQQIgzIDcgICJAAB2gICVQIKNAMgMV9mMA8STQEKn4UPN4AAD2xLCwJEAARIJQ/W9AIOS1QDrAAJCm0OnX8P",
-"a00MAr8ADz2gAw+q4RwLggAGLU0CWSgPwbsLDZvVAxcAAwcAD8QeAgVJkwqLCAU5HgIeAAIr4gwyNAI/BQJBBAsRBgN+TQ/z",
-"KgECjQACBgAEjwQFdBEMRAsHHQADdRkQMnYTChgAA8cRDRgAA+0RDRgAAl8HDRgAAhoZAhgADVtMEzHZvg9HagkFO7UPZEgI",
-"A6kXD1BOBRIy+iMPbqAPCAolAcEAFXtyQRQyCCUE4gkD4QABrgwAJACvMGYzNTg2MzdCREkABQIrAAdRJQBLAADGAQNLAAGK",
-"AQMmAAciBgIq/A4EAwOxBw/FRAACjQsDHAEKoQ4EoQIEXGcCEQUNBUQCbwQPtRwBDz28EAU8Zg+zHAMFkhgMkBgCLT8CBgEP",
-"W2YFAyRjD9ICAQTbAAPHIw54AARuZg++HAUEwhgPKxkAApUBAeMCD49mBwNIPAIsAA+PZgwPtxwGAK0DD/8UAwN+PAWEQA/p",
-"LwABGgADwjACJgAACgEJMBQHNQoCTLsPLxQAA/8uDkQLA1crAhEDAx4sDNEDAlkZBFSdA5oAAystB8STAxkAAtUBAvQBBGQH",
-"BQsBAU8TNDNGOOYBCcQdAuAAA7chB6MJA6sAAyohAkIABSgCDWdPEDGLnQ13TScxXx8KETGAnQjWKgIuPwOtGw8xZgEDwiEA",
-"fQAxNDA0fQAADAAXQ7ECCKqJA6wBA4Q/AFEADpEAB+IZITFf/CYIkQABQgADkQAELyYFHQADSR8CXgAA1gEI2JMEfQAJ8QAA",
-"6g4LqQED92YDLwAGtBAUdHEBAzQtAV4NBxcMBH4NCI8BBdEBAIYlBWwnATgoACgAAXD7DmGTAYMABvYDACkAA4oNDNMBAWMQ",
-"DkMBB88xACQAC0QBA1oEA7UBAqsBC0oBA+EDAt4BDeWMA3MDAx4ABGxPBR4AAiABBXNACvsFAusNAiYACSIBCSgCA0MAAygG",
-"D+QAAggvUBEx9J8DwwMUdYoBAswgDIoBCcsHDP43OkAlcCgPA2gACv8AAzMhAAYABA5uBRwAA2MiAsAAD9gABAMeAAnBAAHO",
-"UA8ElAACfPEBfQkJaAADOBMBSgAEugYFZwADYwECoQEBvRwJPAADjxMBHgAMnwECDgkETT8MNnYCpUcEPAAEjwcFPAAD2QAE",
-"dSILHwADayIEciILCFMGIj8DBwAPUj8GCi9oD9mGAALUDgWJAAMHAAYy+wSvAAn0IgBjAQePAQp8OgVjLQfuCgkqEASiCA9e",
-"LQAC8AwEB4wD1AwKUhEXMWOVASsKD3ipAQbIMw/ZWAsDc04BrhIP6cAADwsYAATLqgM5AA/kLQIFBjsiKzI9MQ9+AAUCcgcN",
-"QsAETE0DHwAPcU4CBR1CC7BIBE4MBeJuD04MAAPF4wO1KwwYDAJqFwyzCwVZHg0YAAN4HgP6BwoO5ACDDgHgOg4kAQVsDgOd",
-"Wg+PqwsEvGsL4VoG1I0PCC8LApkKBFiFC0UABudbAr0jD6swCwTfqQ3KCwJQVQBNPwgVDA5vAAZ4XB8wgQwJA/8TBd1zA3AB",
-"A3miAq4VD1wMDAXmPw9eDAcDIPgEKQAACAMPJQ4VDyoCKQfAAwS2CAotEALYIQ/MDwAEdaoCFwIBtDsOHAME4WcEFAIKehUC",
-"WzIErgUKeAADHAAP72QBA3cVA0sCDyotAwSfiQz1ygUgAA/mDAQE0MEEcD8PGz8AAcIFBqCFD+kMBgalVgx8AAQWaw86LQYE",
-"lAMO6wwCHoYGoD8PujwAAZIGA0aGAy4AD+4MAwRwAx80Ny0GBCMDDu4MBJ3CBL0/DYgAA1uGAScABC0ADO4MBEEXA9ADD/A7",
-"BAIr1R9y+m4BAhUKA3ctBJ07CzJWIDFfIxILY0kGKB0NuRcDGwAD9QMPOgECBHlmEjFAHQpNDQJ4OgHIMgqkCwORhgNaAgxO",
-"DQGRxQ9ODQQDTjkCcgQBVDkLTg0C+goC7IYKTw0dMQEOAEcBD5kKAAnBDBExjqoIIpgDtgAC1QEPVA0AAiI/AoIAD1QNDwRK",
-"KANXAAFmAQ+UAAAHWy4AogAMlAAD9wEClAAMVw0CMUAEOgELVw0FgAAJVw0QMegiC1gNArg/AzAABi08BlgNAjIMA29oD1oN",
-"AAJZDASbAQ9bDQMDm6EAKgACk58IXg0CYqMBiQAKXg0FAFQM4wEBeAsOTwEIIVkAJQALTwEDMgQPYQ0JA84DAsMKAbc9CR4A",
-"Ax0CAh4ADGENA5+nBfs9C9cKBa49D2ENBwRWKgRCAw9iDQMAGyAH5gABOcsLYw0CrQsNkwEJIgcM2QUOo1UDawAKAwECJwIB",
-"YAABYzcJHQACMwYCkgICcMcN3QAEHgAJZg0aMi0iBVAABN0KBZByBRoAAuYNAjkCAjAED4LaBgJENgwzKAOmAQIpAQPUKw+d",
-"IQAD4BEDKAADAywPEykBA4sAAigAB64IDzspAgIrAgVMLAmkAxMyW2ILaAgExAoNWV0FYQsP5AwBAqMVAn4LAz44C01XABcJ",
-"CX8AA68qDuIJA4V1FjYnmgcX5QOYAQSOPQMrAA8FCwMGZ2UFNgkPMpoCAisUAShECWQAA+kRD7UBBgXPPQPSDgMOAAzZDgMY",
-"bwQtAA8jRQADTTYDig4E3AAMQw0DCE0DrwACTiMOjQISNSrvAmgACYcAA14AA88AD5cyAAS5NgPPAAO3AA9QMwACQGQEMAAE",
-"NwAKlCkHkQAD0KUCdDYIkwADtTYEkwAOxwIErjYEkwACKAEBTzkKKQAEWTYK5DYKTC4IkgADe+YBymQJkgAD6AsE+wEPkgAA",
-"AhsAA8YQA5kABMM4CoECBthDEjE6Sg97bAUDxTIMQQkEdGwCHwAC6yEPzgAAAhvLAnA3DfRABK83AJsNDEUDB7A3hjBmMERB",
-"MjQyuqwEJAADWQED1xQHMgkFBQYCuREEKQABRgMHAAYA+Q8MAAYLFFogMV/YGlkKCXJjcAMqA1gACTYECZplBUEBBh+kBYrR",
-"D2kBAgPANwXPLwQYAAO0MAIfAA9pAQYDjBMBNWUHjx4P1CALPXNvdcrzD9MgBg8tAAEP0iAEDysAAQ/RIBQPOwAIAtAgCH/D",
-"D3MAEw+ywwEPMwAMD7DDBAdQpwMJAjA8MjMW3ws2IRc1UG4ECq0Id+gHZG4PQ8wFBPjBD08BDQxLIQASDw9MAREJFAQDdAAE",
-"q8IPUAEND2gRAgFrDw9bAREEsgAEdgAAvgMPxiEBAQ5SD8YhAgG0KQ/GIQgD6Z0C1ywPC2QBAQsIAR4ABPQUCfQDIDJflRsP",
-"RxQHA4sDC3crA+gBBAkUBJwqAHsAH26AyyUFiwAOUyIPCxUED79tFQPyFA9TIgkPRBQIEjFkKQ/nogoBQxQO8hECbBYP8REB",
-"Ay8iCTsUCw0LA8oQBi9BB+UTBXkADzwAAwWF1A8EEQIE7HgPrWIFBsXTDyAAAwSIEg9rYgUE5HgGch4LEAoGQRcPkSMKBQZe",
-"D04TCA/FEwADsyIDPQAP4RYCBCABD7pwAwRLmQ+vIw0F1loMggAEyAoPggAIBIQBBrjODDHEAAUADDMVDel8CB0AA1cuBdFN",
-"C1wDCyVKBHIHBh0lD/ciCgMCCQ/gCwIAEAsE5RYPRAAJA2s0CyBSA1YiAs8MNG1heBgAAcABAgsBATYgBlxDAm4iAhQqA3gQ",
-"BFlDAnQBDyuiBAEyAAF1EA86AQAP9BQFAs0BA1QBCvcdEjJVvQ2bAgIzRA9miQEDjCoDCQENqBMDRSYDbAEE4xYMiQAE8wgR",
-"MpUf/wMucHJhZ21hICJub3Vucm9sbCJvAgIF0lcPvYkDAtsKDzZgAgPEWQPaMgU4RgobCwNPLA/EMAIESgUC7boHQREC1xUB",
-"JQYPP4UDBM4VHDUzFgOkFQAFAAwSwwMhAATZgg7vfwJkEwIFAA+wAAIAWgQCdgAOPAACbSABPAALXg4Dvn0CWAAOWw4DY50B",
-"8gADiZ8PiBUCBHlTBBO6CDMVAT0AApYTDy8BAgSIAxM1FN8NZBcCixAP2RYAAgUTB2YXD3J9AwXDeQLDOg/XMgIIJRcCajIH",
-"7AMCxAIBv4kPpy0JDjgDA1oqCbUZA1MAAfIDAAYABsxLFm7yQAjzAw2IchgydSMRMnUjB3Q8A/ifCm8AAhtrApwEAS0pC288",
-"ARkAA9dHDehxA4UFDn4DATcAABcBDfopBCkNDjfGA9F4BC4EDvguAq4OA2wEBwwXETKlIQ4jBAXdAT80Ky2qNQMCQEIAKQAO",
-"JgQDDRECbgAPWlgEA7EAD1wCAwQiawzaVgIcFQLAAg8ZGwIENRQcNQeAA3oUAToAD/UYAwSUGg4ziQJQEALMAg9tAwIALBEC",
-"dgAOPAAC0wQBrgMErywEGwACFgACygMOPhED854CSQMC8hQPowQCBDh4HjaEiQMUeAEFAA8vAQIEtzQeNWOAAv8SASYED1BJ",
-"AAMWeAJbAAKdAA8HOgIFvlAjMjNJAgsjEgGSAQjBngIoBA6SAgXoNBM0CugNkgICQEEAKQAOfnkINyoGlVoEHgADoRsGHgAO",
-"yAAEKhwM/zQC1hIB5QELUUwEIQAElEYNc58CtBIBOgAPPAEDBMQdDgU1AiUSASECD0GeAwD5EQJ2AA48AALXNwE8AAteFQKu",
-"RwMZdw5jFANRngI7AAG+AAGDTQ19AATUkx42UzUCS28BNwIPW0cDBcNHAzEMCDwAArMGATwADvgVBBFvAQYAAiUAD8oBAgWa",
-"mwCSAgEcAQtIAAHOAghrbwGyFA6RAgXDQQ+OAgQCGAYPwkEBAz1aA44CDOcFA0BaA44CDxoCAgXAbw0fkwZGCQEjnA06AAQ+",
-"Rhw2gAkDF0YABQABCisOOgAEhlUPH20ABkYJARgoDjwABKMEDoIJAnEtArUsC0YJA3BtAlgAD3ZtAAGpAQOMcAK9LQ/ZBQIF",
-"WC0PUm0BBkcJAfZFDnkPBY9tD8SJAAL3GQLHAw/CkwkCjxYDjm0PbGYDBGhrEjGWMQxJAANkAAMtKwLkAgpJAASWAgXeAgOx",
-"Cg6YAgFGCAAoAA6YAgOZLQJ6AgxFCAJkVgSYAg9hLgQEswQNhocDmEMCwQAPaWEDBNxrDTKfBLBrAj0AD0EBAwT6kh82lYcA",
-"DfqSDz8AAASzBA+hkwAIW7gPdysFBDdsD8EZAAN7KwTrbAP/KA/GSAMEbScfNvOHAAJbKQNGKg9CAQMF6MAP/5MBAXkAA8Qr",
-"D8gpAQPqKQPIKQOnAA9+JAMFYj8TMpsGD/4LAgttaQGTRQ+1CgEBCAAB0gAPtAoBAQgABh4AAsYCBjwMDwQ6AQQcAAI0EQ0J",
-"fRgyiy0pMl+WWgXaMwcLEQ8mGgkD7VQCoJwIflADaBQOgSMDhVQEOQAPwTUDBPyqD9nZAwZdWQ/3KQsCj1MCy1MJgwACYgYE",
-"HwAPgwADBEqnD9gpAQEoBANsvgPLPAo9IBMyPXIOuwAGTxMPjikLAm0EAdsaDkUAB1s1D50BCQPjcAHmCA5FAA/bWBQDbw4B",
-"DwkNRQAFcHg/KzE5uoUQAS8JCEEOBUkBC/ASAzsoAkMIAckXB/ISAqY5AiIAAYMRB/QSAm8SACMAD/QSAAE5AAAiAAz0Eg9L",
-"FAIDCQIDilsDSgMKPyATMq3YDWUGA7WKDxOeAAMttwScAQGkCQogAAOWPgMrNAv6OgaOAAbBAwEXLg/7EgwEugQFRgwG1wIj",
-"ZXEeAAIVLgEkAA0cIwocHRYylscKNgMGLGgCs+UNGAEBnwEAJgAO/U8CGAQDbwIGR5YEHwADehMDSQIPPAsCAVwBAH8AA+Vf",
-"CN02B38HDzSwAwVUbB44oJUHfwcPbdMDAVJsAnoAD742AAd/BwsFoAUjAAN/Bx842b8BB38HAWcRCH8HAh4nBRItD38HAANU",
-"agRjbQNZKg9/BwME1AseODUTAxgrA5wlD0IBAwSEGh84D5YAAtIqAowAD9cqBwNmAAUAKw+ESQADQ20DbTcC8AsBAHYHnAIL",
-"rKoBWgIBuZcPjQMED5i6AgWKAwAIAAtpEwJnBAAGAA9pEwECNC0EaQQOrC8AswMJsQAAvBYHbRMEjaIL9AcBdAAC+AQCIPAK",
-"bxMCMS0AJgADrAQLKSsElAYOlQMBUwAAIAEOAwEDLisDjQQOwggDMgsDzQQJQhQB0SkNJQIGOwkGJh0HggQCThAPnicBDMMZ",
-"AT4qD4IEAAWIag/HmQMCalUAJgAOggQDszsDggQMkQkDnlQEggQPLW0ECZ5UCT86Aj8nArcCD21YAwS8AB445JUC5wMCPQAP",
-"Yw4CARErAnoADkMEA5m2Aj8AD+VqBATSVw/1lQEBag4D5S0MfTUFZWsCBwAP2wMABPNqA/wAA4cAD28OAwS3FwTHVAljKgFB",
-"AANJKg9CAQMEk2gfOFOWAAONFwI/AA8pBQAEwioDYAQDIykOyTUEz0cDrioCzSgLggQKUk8EOQAF5A4EowEL/QIC5yUMUVIA",
-"/QIMbBsCPoAO/QIFYgAPp5oFAglVACgADlhTAsUDBP8CDSRRA6YfA/8CD78BBATrUgzNTwNhlQNcAQ88AwMEd2gdOdBtA3Zo",
-"Aj0AD4EHAwQk0x452U8DyycEnSkPPwADA4EHHzkxoAACqBYD9CcMgQcEGCkCnQABohYMSCkDWAIDOS0ETykPhwADBUABD+xn",
-"AAeBBwFIKQ8/AAAFQgEPPwAAB4EHD0S1AAUxKQRhKQIHAA+BBwYDvncCNgAL/wIB14EO/wIFmxEE3AML/wICSgMMI3kOc4cT",
-"MpotDv8CBd4KD4ebBQLWVwAoAA7/AgmACgFgPwkfAAmACgEfAA6AAQQ0YR05RAICVSoC/wILUBUFIwAEs1YNgAoDLGECPQAP",
-"/gUDBCNhHzmACgACJykDsAEP/gUDBJcOHzmACgAH0rUCaykJiikD0DwDiikPWAIABAJfA/wAA4cADz8EAwSghh85gAoAAi9f",
-"AmgAD61fBAQhXx85gAoAAjo/Av8CD/5eAgMbAAKnAAQnXw/+BQcDxzwP/gUBD9AvAwVCThUy64MLAAMCChYPmioAC8OIFjLr",
-"OQsAAwWTFw9onAYCPVkKj/cE4gIDmQ4DAQMM7AkDJFcEAQMPSAIDBNhmHTnCCAPRRgI2AQ++BAMEM2AeOU1hBwAGC/gVBCMA",
-"AL4GAnoAD2pdAAcABgEctA8/AAAEAAYPqV0BBwAGAfkDCAEDBDReAp0AD6eFAAIPbgW6LgPLAA/GXQUFQAEOwgICDxgCAQMB",
-"DxgPPwAABUIBDz8AAAcABg9FRQAF/V0CpwACLgAPll4BAwEDAkN7AzYADAEDC0x2BoEND64UAAKRNwPYEA+BDAYBp8QOIxUC",
-"kwsBCAAFLzUM7RQI+zYABA0P4jEEBZAyBVY8DuIxBFo7AwQEDxwwAANtUQN/JgfjMgyMEgI9iAHtCQ9/NAITMlNMDXMTBOQB",
-"D8AvDQObWgHrAQk1AQOYWQMgAAqgnAXoAAahLw/QUwQE0qsDuFkMTQICNAYCDQECWkUUMkWEC2oABp8+DPcJBkFcAgcAAVcq",
-"JmF4HwACXgENzC8Ob00E1kcPiy8NB7xYDTYBA6wXAyIAD+weAwfOWgV/CwUbAAPbDgM9DAsMIQTLWgQsAQDNAgqrOAG8WgdI",
-"AA/dMQIGkYY/KzE1kRUJA2hYADEADeoAA3MDAyIAAeoAD2A2AREw21IDKVsPigAABqgCAsciD4oABgKJAgLZGgmKAAjXVg+K",
-"AAkRMatoA1UBDDM4A0ktB1cDABk5CEcCAngHD8hfAAvSAAZB0Q9GAgwEdYQNDv8Ea1QEIgAPRgIFBFwDAsn4CScCAgwDBHtc",
-"D1MDAgZeUAK9AwtIAgRaXANKAA/YFwIGV1cPSAINBiVVDewAA0gCAyIAD74BBwNIAgVsUAWpAAPgAwPsAA+pAAQPZwIVA8QS",
-"AvwbCkYGA2cCBHQZD6kABRMyZwIHj+4BXgIPazMLP2Jmb2szFw8tAAEPazMEDysAAQ9rMxQPOwAIDmszBzgzDzgACB8yblQD",
-"D+j2AA+JoQIYNWEzAZgBDzgzBBA2PQAPytcBBD7oDxsBDQFRAwicoRYyNzMPGAEJD30CAQkPog8dAQkEdQAErQAA/gMP+jIB",
-"AesXD/oyAgFLBw/6MggCiykDe40IO04N+jIFkpQJbwgfM/oyCwREoQt9DgOqAQMYBRQytg0P+jIrBIsADvoyBXFKCi5RA9sA",
-"D/BUAwZ5oQ8FRgoIeaENYgAChQoP8FQBAxMWAz0ADxQiBAS90goBMgUfAAbNHQ0MOQGECwTytA9mUwMHPwkPgEkKA90TDNYT",
-"BJucAx8ACsIAC3soAqO6C78LAngCBpF7CqcXBMwBDlI0BpIJAq0bDhgBBdoAD3gyCgRy9QG1BQ6r9Q81kQECGQADOAAPvWMD",
-"AnsADgojBl8mBXtiCbYAD9Z+CAPsZgE8AAYJ3Qwn3QJcAAE5CA8p3QcIbC0IzzEOKt0AxhYP0B4CAcBEDcUxEjPFMQ1dBQTW",
-"AA/MfgIBUhACeQQPagABAy4yCsMTA2kADSQOCiXdACcADzN9AQYLoA/CfgQEtTUPzCQABqsnAq0kCaMBAWILA6MBACEBD6MB",
-"AgOCJAAqBA8s3QYGolEL+KAGLd0K1BEcM5M0Ak4ADy3dCwGXBAFXAAuzeQKnMgTgXQ9pAAEIegEBLQAKK90AJwAPegECBZEA",
-"D61+BAQPNw+AJQAGUC0VMRRKBR0ABpQrAqEJD3oBAQSiJQVXgAuLxwPpHgGLJAopAQGnBQF8RA+tIwEcMwODBAMkDzHdCwJO",
-"IgKHIgNUBwoeIhMzX1kIbAEDLwAPcKIEAzIAB5gACmZ7A8MAByEACzlfAj0xACcADyzdIwAMAg+VfgYCeSMvNDCTfg0Fqy4P",
-"pqEMAl8fAeQfCOceAj0fD6ShBAITDgAeAALnAQwT3QHfsgVgoAwAAQYTTg8S3QQEJSAMpBIBlAACIwABKE4PEd0FAQkCDyI9",
-"Aw9NDRACRwgEXSELRAAFegMP4DsLCOtQD+cSAQ6rTgupBgJuCAHSng/3TgIDJwAGPiYPFj4EBiEAD+hECwJ6CA93UAQPcg8U",
-"AmoOCjFQBUgIDcoSC9MED+4TBgQ7IwJ2BAscAAYvLgKmIgkqIALTAB44qDQDQywSMBoACYMmDJJ7CB0ABOciAQITCBgAAiIP",
-"DhgAAmUSDhgAAjwSDhgAAn0SDhgAA+8UDRgAApMPDhgAAuUXDhgAAmwQDhgAAvIyDRgAA1WLABgAB+wEANcjDNcMAogjATkD",
-"D/3fAgLtCAN2BwnbowDzAAIgAAI17Q5nHxMzAkQIgQUCCgwHMJsxM18xoFoHpUABUAcGx00HrgACKwkBIAADxcgKrgAByAAE",
-"FBYJrgAAeAAFSEwP6RYCFzPfIwYdDgKpJAJlAwZiRAMOBQIdAQEiAAFnYQo7AAI1PgMcowU4DAMcAALIBgNNIA80DQECriQP",
-"fMYBA+6cAv4FCxu4BGcBBVi8C6YFAtA+A4kFDP04AvgsAiIABK8DD6S7AAAoAA2UAAKOAAOUAAoUDAevQgGUAAI6MgvaAQJi",
-"CALUFwSJGAxmCA9/JQQCsgAAPAANCjMCqwwD3gQM/hgEhvAGHgAOWwACXBkPhsYBAxI2D7Y/BAPgkAOvBAdBGR8z3CIEBXiQ",
-"BlVjB9ocAecDACMADdocDDIJDNocBYsFBBkwEzJHNwdbCgRYkwKVBA/SUwYC0jsP37gPBcfcEzIgNQhrAAPyBQLBPA9rAAAC",
-"ZRsBJgAELAAPnVMEBLAxDfzYAyclAq8AD588BQElAAUtVAeRAgNzAQIsCwSP9wPtDQviSARuAQzhUgIqHwAdDQvhUgKANgNy",
-"KgVgLSZndHVJAvkAA+VPCeMRDW8SD99PAREz3FAGbAIBSh8PRlMVBVomAiIBDPFMAswGA60mBLMEBR0AA74mByMnCE9SAyGV",
-"AWUDD7QAAAe7jwDCAAzIUgEVAQIZAg9wVgACrAcCNAEPWlMQBIsAAwwoCi8BACIHDOFSA5MHAn4NBhoUBcFSApdcAtYBBTNH",
-"BuBSAhByDbhRCeBSAdIGAioAEnBA8wik9AdrkwrhUgV0BgUqAAOeAQKsAAv6AAY6kwJdAwweAAMRAQIeAAymHwPJPwPVMwwd",
-"AAImAwEFAA+0vAAE3JME5lYCtAgPh70EBBZALzYx7zsCCydTDRMFDHoAArEABEmRAhYJDzopBQQiBR8x1zkCDBK9A+svD+Af",
-"AAQbAAN1AAJjCg86nwQFKpAPBR4ADCyQA2EBDw8FAwS/JwLsEwlhJwN4LwEGAAG+JwviAgMIUwMoAAw2AgMbjwY+AAyeJwPo",
-"KQPwJgxgBAxsAANAJwNzAAzBAgVKjwPeAQwfAANcJwNtBATKRQXuAQNZJwNdAAwkEQTdhwTBAQw+AAKpAQMZBAYZ+wQ+AAPh",
-"AAc/Kwk+AANcAgMFKAy6AAQdKAO+AgxlAQp7UQ3ZAAIWBwMHAAL/Jgk+AAMbJgN4Ag3ZAAK1DAOQXQGeGwk+AAMYAAM+AA3Z",
-"AANVKwN4Jg9bUQMF2QANmwACGAADJgAOsgECIA0DvZgMRbUFFicHSywJPgACsQgDfAYFxNEFPgACLgIEPgAN2QAC2QUDu5gB",
-"44QH2AcEFxIKSgoABwANZQoDRwoP/y8AAyQKAAcADkAKAiIKAQHcBRwAAZsAAwcLAXYKDuQMAlUxCioLC2+lAGQKCc4ACyN2",
-"A37zD4ByAwP9TQKEDQT4CAxsFQrBDQG/UQdgAAINGQGLww9gAAACUwsDaBMLdxUBFgAB4zMOo6IAwQ4MTg4ARAEP7xsCAYQF",
-"DyEcAAERBgY6HAkIHAL9RQKQVQL+OQFyAg3wmQI9DQQgBArURALRDRM4PjcI8p8CKQwAIQABgQMHQh0AjwEPQh0UCNMbBGKg",
-"D9caAgQmV0I1NisyDygPJ1cQCJ8CCpdWDzQuBARIORU1V04FGgAE5QcCXQMPRVYGA+VUD84qBAPUBgFsVgthAAJLQgThBwFo",
-"Kg+mVgoP8ioFBOpwDnFiAtOaBc8HATI3D3dWCgo73wWnAQRiAD82KzPP8QsD1w8EoAUAmQIEGwADfgQAikwN5lQDeg8DPgAP",
-"FykDBBVDAjZLCeUAA4IFBLcrD+UABAOOVgHBNA+2KgcEIUsJYQADZwUDfSoP4FgFADoAAiIAD+AIAwTcKgTLSgljAANtAgOp",
-"AQ9tAgUAOgACIgAPbwIDBAIrIzU1lBUIZAADjbIDgwcCId8PZAACAP4hASMAD3ECAwQoKwAqAAGYAwllAAmqBwErKw9lAAQD",
-"nFwPLkMDAVQrAyoAAhQfCWUAA/IBA3grD/IBBgA7AAIjAA/1AQMEaysAKgAN9gECBisE2QcBbisPZQAEA/cBD3FwBAStKQAq",
-"AA34AQJkKwQACAs+hAllAAP5AQ+jQwMF2YkjNTWhowdlAASDKgMuCAI0Dw9lAAISM/kBETKCewe/Hw/eJAt/cHJlc3N1cuAk",
-"FQ8vAAMP4iQEDy0AAw/kJBQPPQAKD+YkCg86AAoP6CQDDyBYAhA0RsYM6CQImsYDPiMPIFgDHzFreQQJrFcPIgELAUoNDyJY",
-"BA8fAQsPxRoGDyQBEwR5AASzAABGAw/pVwIA+gIP6VcDAK8CD+lXCQLmCQJQFw9qFwEAGQACKgADBAoKgBITNF4tD+lXcASL",
-"AA/pV2EOMRYDOAENp20DZwkPTiMAAzokAm4AD5oGAwM5Fw/xtQMEbCMDeTcOODMFIAAPQVcEBsEbD10dCgPcFw/3AAMBvwAP",
-"QFcBD6wYCAOgAARsIg+rRAMFkjkP31cNB3sYCYEAA98XDy4ZCQ/BV1oPggACD8FXIwA+Jw/zHAYD5y4CZ8gIGAADYTENGAAC",
-"FwgFMesLZAMP8VcrA6sMDxcuAg/xVxUCUwQN8VcCCQ8P8VcJC/9EAiNYAvAlA4kVBfFXAhkPD/1EAwX8Gg9qAQEPhwEHAm8B",
-"AislDm8BBRgABKAOAs8AD1wmAR80IVgeBGsxBlgMCh8AA54QB3cMD4kAAATLCB80IVgZBBcCHzBFNwMDrCYP/HsAA+oMBNQM",
-"DzAEAQR4RwLIVwerCQIpOQFwAQ9RDgMEHjkiMTBLXwe0IQF0BgfAvw6zAAGTAACzAA6uVAO+KgK0AA8tCwIEWTkCs0gHhhIM",
-"eu0LSxYCJgIDngADSgIPYQADBGdYDxTABQJDAA+uFgACoQIDYwADKjAPNFADBOtTDhw3DJLsDGMAAhoAAmMAAzYxDJxDAW8C",
-"Ae/jD8YCBAEIAA7jAgMqMgAIAA/PHgMDmCcPzFcDA84DDV8pGDTMVx00zFcCGQkKbwACOy4CdwQPXUQAAtoSB6PdD2AFAQ52",
-"AgLEAA+f3QEDUBIfN8xXAAMEjgPZAw4fAAgWHwAfAAbpAA/MVwMELiovMDXMVwYBVAUAKQANAxUC3wgD0QMPlwMDBTlXC9ED",
-"AptRAqACD41SCigxMGZYBB0AAXACBHHCD7YAAQPwVQ/LRAEO8FUOfQAE0FIPd8ADAngADtQDA3bAAp0AD9MDCQVogA6CVQNe",
-"DwFDAA/YUgYCHwACKgAP0gMDBdlSDitVA3RSAbkDD8+YAANDwAP0UwPEOgHUAw4+AgXfjh81eFcGAg8GD1wXAQgPBg++WAMG",
-"coANhRAC6FICjgEBkTgPPQAABZ4ACBZYBR4AAr8QBTdTD70AAgIZBg8RRAEDiVUDRQIPRhEDBfFSDbQ9A/BRAnsAD19sAATX",
-"MAOkAAEuAA83wgUGwlQPky8PDH5SA4IAA3ksAS4AD4RUBAUEUw+svgEBjAEDoSwPZCIABPGBA2cAAikAARRVDlICBYSUDyRN",
-"AwOhVA86JQADoFQDTwIPchIDBOMrAnorCE8CArkuA/suD2kBAwXfLQ2/OgzJvA9vJAICIlUPgVoCAsONBEwCDycOAwS4OB03",
-"AEYD+i0CewAP5QEABIR9AqQABHBTD+YBAwTWvB836kUAA/2SAkYAD+YBAARnwANoAAMPAg8qFQMEejQfNxvmAQGLAQI/AA8Q",
-"uwgEaAADVDAPlyYCBVwsEzC9Fg2WAQJqUwAoAAxQAgOlUwJQAg+WRAQEFk8C8C8IUAIN4eMOPQAGSQsHjlcFHQADICUCrgEF",
-"Bc0KvAACWwUPr0IBAsmnA1ICDxZFBARmNB83VU8EA4IAD/QhAANgTgVYTwKkAA8jAQMEIwYfN/xPAQIoDQJGAA4xJgO/CgVo",
-"AAJ2AA9u5QQE6wEfN55PBgPvJQ5uBQPECgVoAAJgAgYA9At7CQEIAA5vQQUEPwmwVgKrAQYCCw/kQQAFBwoPklYEGDSSVhE0",
-"ezILQygCcScP8WcJAk0XDRgQA6hCBBgQCpQpEzTiKw4dVQ+w2RQFSlYLMBMDlKcP/1YBAsQFBDkAD3E3AgX/Vg/yEgMGulUP",
-"/1YLA+enAU0OCIMAAp1UBR8AD4MAAwPUAhY49DcG0xEB5wUH/1YPiAEgCvgpD4gBBgTgHA8vVw0EgVAJzUIFRQAGY2sPL1cL",
-"AxgBDwgdAgXWzg8vVw0DWCsLzg0EydEP6lYLAcoWB+pWASwCD+pWBQLXBQSsHwteRALDIAfjtgWgAQ91EwkPvQERCKYgAjcV",
-"BG9SCl4qEjRmIQ7UBQJvUg8cVwIDe0IEiQEOm0IDkgoD7gEMfyEFjwAGSwQBITUPHFcTBOEtBDebC8QsAkgbDB1rDt1TEzQU",
-"WA6qBwXFeA89rgMCmlIAJgAPmlIGA1wCDz9PBASDVg18SQN7JwEFAA/RUAIC3wEEGyYBDQAPqVYEBA8gDydSAQPoaAJGAA9U",
-"BwADXgIDZwAD4BUPzSgEBH8ED8hRAQElBwOeKA9TBwAECZwCIQAGFxYHFQIMoEgBWAEABgAOvhEEDUUPNTAABkRFCFwJA1MA",
-"AcMCAAYADyFWAgJxAAaN/gurVQC4AgmxAAvCEQNMcQyFEgL2GgIbEghfMgPEEQKyBQAmAASyAwwmFwPwMg2aAgJaJA+kFQAD",
-"WKcEkQMOrBEC7gYAJwAOHAADPAAD7QMKogEPZ8YCBkIDBmkYDD9TDUg1DtgzEzRC0w2iAwUfOC8wOCoSBQIlUwApAA5ATQLJ",
-"AAQhTQ9AAwQPIVMMA6UDD8IJAAKlAwPBIQNOUw+lAwUEB0wPDFMAAukqA6UDDwdMAAP1ngNnAAMQBg+lAwMHc1MOblIByQAC",
-"pQMPdysAA6UDA2cAA2t7CqUDAdt/Dm4bBaUFBOhiD0VSAQAmAA9FUgwSNGswDwUCAAUvFB848REFA0ZSD3kTAQRGUgMFAg+2",
-"EQMFbVQN6lEJriwPQwUAAgUCAzIiA0WnDwUCBAB8EgJlAA/SVAAHlgwBxSwPBQICBGcAA0MFDwUCBATRAg90UQAC8CwDBQIP",
-"0wIAAgUCBGcAAtMCCwUCD27HAgTmVwAFAg9KVAIBUgABJTwPSlELEzQ8hg4FAgVYEw8HBAQCThsPR1cCAkMNBAICD8sNAwWp",
-"VQ3t8QOoLQITAQ+gAwACAgIDnS8EVZ8PAgIDBMRjBHiqCGcAArItBHktDwICBQNnAAMtAA8CAgQEG2wEVKoJZwAHNxMPIX8A",
-"AwICBGcABvMdBwICChGCAzkABHsEAAICD01TAwFOAgAnAA0DAgx7DgWqYwsDAgWnEwOuWQ4FAgH/Bw9NVgMJsQkPrlEEBMdk",
-"Di1TBxttAsZ/DwUCAgTnfwKgAw8FAgUGUlIOBQIGiBcCfy4PBQICBGcAA6ADDwUCBATRAg+xCQAHcW0PIlYBAwUCBGcABoMM",
-"BwUCBQIuC1kIAQgADIsQBs8JD4sQAAOqOQIrDA7SCQKUCALSqg/IOQMAnQgJnAAJ/X8Iaj8D+lYfODOECQIWHQIFEgTkKwp5",
-"DgfwUQ98ewoI8FEJYgACTAIDfx0Pn6QABfm1AwcZAzAACX0kBSsABxmcDcsAAq4UBOhUDj4SAiAJA6gADyskBAVhuw0PrAwV",
-"tg8vKQQAOQABIQAFNBsFQAADwysDQSIPRxYAAxAaBAkBA2IqDBQyAx+0A+gAD+MHBATDKg9prAEEElYFb7QPygAGBFUsDBpu",
-"BDW0BMwAD3dZAAPIVQTMAAOTKwxkMgNitATMAA/FKgQGlAEN3QMGNLQCBwAPlgEHA74sAYMqBz4DD6mCDE92aXNjXCoUDisA",
-"D1gqBA4pAA9UKhQPOQAGDVAqAPkADzYADgifgg8xABIfMzEAHR80rioWPjE3Nq4qCCkABZoqEDevKg8uRwEAkwcPYwEPATYE",
-"D4BPBA9gAQcPjAQAASR3D2QBDwlCFQQ7AAjLKg9uAQcPOwACAAEFD3gBDwTmAAdKSA/M8QQPsaQGALIDD8rxCgEGAAIMAAaM",
-"PQ8CKwAFaucJxwYTNURiDbWTATMABIwABKUBA84ID6AGAQEFUQAIAA+ZRg0CRAAPhR4CCHcqDmEAA0sFHzIBBwwDeAsDcQsJ",
-"tgEEoHgFLdMC1DUGuD4BgQgP7ZMBCEwLCR0ACRmkA54pDxmkBQOaAASvFAqECwOBiggYAAeXCw0vLBY1vRALJwED6QkfMtql",
-"DQObCgHUMAjFAANSCQ7FAATy8QM5AArrGwSvAgTlUAGaEQ61LAR0pQ+FKgwFj1ALgwAD96IDHwAPgwADBFSjBg8MC4UqA6zn",
-"DJEZAloAD6MBBA9BDAAKNRMTNYydDvMABbcCD1wqCwQCmw+4AgEFtwIKu0gHZQoDfHoTOWMKBbAoA0EAAfcHACQAD8xJCgZh",
-"Aw8vBQMFHwAPYiwDBJgcAEAAD2AZCQJhAgGeHAejAAHKCAKQxI8zQzIzRDcwQSMEAQTk0A/GHgACfRQESAEEC08PZgMYBI8I",
-"FDXZ8g8MGwMCmCAOYK4FSwwPcisBAtoZAyBOCogUEzXq8AsuNwU+Wg+HLwADpAMPXtwABOfnAgYAD48fAgSeZBQzpAMLHwAE",
-"LR8MrwoB4gkEpPMNagoDgD0DdCEPXkUNBPQOEzO/Ew4hAAQ3IQ/rIwABggABPAsPFQ8AA209AwoiASUAD4ArAwOqBBMzPBIO",
-"IQAE8iAPuCEAAVcAAXMDATcdDP5FAXwAAz8iASUABQdSB7PCAR8AAisAD7wpAQQWAgzEpQMpIA6UQAJRAAEfAALukAuVRQMJ",
-"GQ6URQoMExA1hB8N3kQYNfqkETVhKQdFAwK1xA+PRQMIlCwBbyQIsCwG2iYBsx0IGwAI0CsA7gAILqUCkBYBXB0OqQAHND4R",
-"NUOlB1YAAlYQA0o/DbkBA6kPD4NFFAOGAAJTAABuLQZ2AA5hmAN+DwNfQg9/RQACeg0CuxgHrhADHgADO0MPfUUJAFoAASgA",
-"AY+lCHpFBk7tCnhFC91BCOt9DD9DAw1+A1sDCxwAAgEBAhwADRc0AqoHA5QFD48EAgSwOgLViw4fAA+s7gQNGCsLPioC9CkD",
-"ESgPjwQNBKcPD/+LBgW6fQ+5fQQEhesOiAAC0SgHlQQPG34EBOtMD0GMBQYXqw/lKgQPGKsIAn0DA6MPA1ErC1MGA0GNAKMA",
-"DcQBAk0GD/kzAgVjAAR9NAEuDQy1qAGMAQPhKQReAAUdAAPRBAG4BA88AAADNwADXgYMakUErqkD4gAPRCcAAxFEAikAA+EQ",
-"D+oWAAQgCAMoAAPxPw7nBgQwCAMoAALQAwHrywe4BQumFAOaCAAHAAsfHgKLCgH/oA+jFAAC3h0FrgoOXCERNar7B4IKD8N7",
-"AQTEGACBCg+XCQkPezYGAhoLAx8AD/cLBAS+AgR0/guDAAMfAB8yqiQMD8ZBBgJBAQRdmA+DAAIE1zEGm1oMgKUC8xUA+QIO",
-"riEPTw0GBNc1HzJ6JAwFD+YPAAEBBKkaADvkD4MBCQSCuA+CQQMGnwsPhNQRBENBCcMLBMYpD0oMCAWhfx84TAwFA1EDAlid",
-"D04MBwRfjQ9PDAUElSkEUOUO8QAFcQwPuaUMA14PDyc7AgRpHw+VDA0PfpcFA75kAx8AAvokBwwBA5cEAloND7cMCARf4g8n",
-"1AYEQAIJvggEbKkLbQMEGwsBMQcMiAwHzKkOmS0DHAAPUy4AAoYABAXXCiUHBHgABVpMBmMDBq0EAogSBAjZDswiEzWqdwvm",
-"DASiMg+SNgEDk0gD0QIBCB8OegYF8YIEqBMMIAAEwNILNgcD/CoF6O4PzC8AAeoFA1IrD7LrEARJMwNpHw8iAAAEQQ4NRQgD",
-"zk8Il64MjQAC7iQCLyEDLgAPEQEEBi+JD0oIAwXfLw7aDAOJIQjeLwqIAAKdRAInAAQtAAVwVwexpQLZCwJ1GAPrKQtmJAQQ",
-"AgvgDAJhRQG3JAoKCAMhkAOmBwbsPwbhDAPUXwHEfwsepQ1xDw+KpAEZNRBKACUAC3ZSAKUCD3ZSBgnlgwxFqgP1rQN3LQWW",
-"VgUeAARYLgIHAAA9AAjvDAMMIA8rUwIZNYccAMMADFGxAjMCAlcBD7IyAQITDQE2AQ/1DBADjAAEBzIKrwQAFw4LwAkDKzEC",
-"NwAGr3wHWaUCqiMCKCQIriYEIAACrzID1gEPWaUEALACCBdZCXlSAk3EAYoAC1qlDFtPBLCFAmwDDR4AAy4vA4oDDB4AA6Ux",
-"Ah4AD9YcAwSmZQFJCAw1EAQAMQ9vBBQEXwcDkgwMTgADazACVwECmwAPdIAFClfgDEkAA58LAsEhAv0BDWVlA+A2APwCDcQF",
-"A0owAqQHD+94BAQLNQKOiwkdMgIiMwPOAA+uNAMFE18B4wULgAIF1OoCBwAE6jAFHwACmAIC1gQPVREABI+AA0YADBBRBMfq",
-"AiUBD/fqAQQMUQPbAwKHAA+ADAgEKQADqQwPgQwHBCkAA6oMCoIMBSXnCmUIAAcADIIMAlwuD6VPAwYdAAY4CwoGIQCkCAh6",
-"AASuJw5XCgT3fRQzVwoPOyAABH9XAbIlNzQxMv4CCtYJBG4mANYJD7FBCgK3CQ/XpAEE7OkEkgEABwAP9j4DAU1WD7cDBQSs",
-"VgPeAANVAAzBDAM0jAOPAAFfGA8eHwASNsShDz7qAwNIAgOvAAH9AQ9AfQUPGgQKBFhaA/spA/MSAf0BD5IAAQR7IA/JLQAF",
-"ClcDlAABUgAP2FUEBRBXD2UEAgMOVwSUAAfULQ+UAAMDCEsArwEHewIA/g4PQyAIb2FkdmVjdEUgFA8tAAEPRyAEDysAAQ9J",
-"IBQPOwAID5tKCg84AAgPgW8ED+/DAQ+YSgAQNG5KDqSiD+ofAwh5Hw8FAQkB5gMH6x8WNOofDwEBCQ/ODQIPcwATDHpKAKEC",
-"D3cfAQCPAw92HwIA8gQPdR8IAccDAdIGBmkXD3IfAAShYQkyBRg2TmIEZQ4C3xAP6gQCA9wGD1YfDAPoBA9CAAEPOCYVAUIA",
-"Dw9UAgOJEg+iDQAD2CgC4wcPFw0EB0YQD9gcBARGJgnIGgKxBg9aAAkDQBAPKZIAAkgEAQUAAyYHD0sEAxIziyQEoAID4gEC",
-"tgwLZzUDQxIA4gh2MTM5MDk1MFsxB6T+ASUAAEQVCCUAB1kCAEkIBVYhAxMAAuETAyYNCjUPFTaxSAuLDwRREgE3AQinAAJn",
-"HABxOA+nAAgDszcLJQAN1B4GfgAKuREEtgEDcfEKsAsCiyYBUAkP7RwBEDZJGg3GDBg2yRQRNrYZD68BBg/jOwMEHRMH/hMF",
-"GQ4FXBkP3I0FAW8LD5E6AQMCAQ8rAAAPwbQAAgXaAWMKDuAABykNFDZfHg99HwEiMSu+TAybIgaqLwRqOQ68AApBHAO8AA9I",
-"AQYPiwsEDEgBB4QAA0QLDgshCkIcDzUBJAYfAQ9aZAIE9hIP9eAGAyoFD4qTAgdILQILAA/KUwQAPQABxggKEwQD0GILbAMC",
-"1i0AHAAPbAMJAT0LACsADGwDCkkLEjagfg7rAwb3JAIkBQiBAAFcDQAhAA+BAAkBngUAKwAMgQAKfDsHgQAKNCUF7gMGaDMH",
-"ng8COAsABQAEJy0KoxgRNgc5DxEDAAj7jAAlAA/zAwQDkQEPKoIECRsBDPcDA10fD+k6AQeOBQOyAw6hEgQRAQuPUg/IAgUC",
-"qQAChlIPYwADDwQBAAn3AgTXvwl/AQVpLQN0SwuTAwLgBgIMIQ/cAAoMhQgC3AAPcgEID8gLAwTfJQdyAQiOAANMIw9yARYM",
-"7gYOcgEDs2sPcgEJAUkkD2MAAQdbAQ+EjgIEaUQPBsgFBCLMA0kVCy0gBlMEAqswCqcAB1ABAq4MBDQ9BFMEAjYfC9IDAnNe",
-"ABwAD9IDCQMmPgyMCAgEAQNOpA78FB82NYYFBo8ZAjJGCJYAATAIACEAD5YACgGOBAAsAAxpBAtzNweDAAnrAgXPQAKnHA8I",
-"FAIBdgEAHw8OxTUfNkxoAxk2EbkAJQAPagQFAqgBD1xZAwodAQ1qBAOtMg/4AggBhgUE5QkL72oEEQEIMAADpXQP+AICAhv/",
-"AQ4TD2MAAw8EAQAHKw8AEgEP1XUBBQVTA2+kDN0DAiAiAfICD94ACwxECQNfag90AQcP4QsDBCOSCHUBCJAAAuA9D5u/CAuX",
-"AAxxBw51AQTe8g91AQgMfgkFYwAHXgEBzAYLGQwB2QMBlTwD6AsMJwcCFg4PtoAGAQkNAYIINHRvbR8ANW1pbiRCBcDXAka/",
-"CZEAAP4EDxoRCG9lcnJzdW0aERQPLQABDxoRBA8rAAEPGhEUDzsACA8aEQoPOAAIDwa0BQ8zAAgPBrQDDzcxAA81MQAXM18R",
-"BuNbCCkABGARAWPVD0oxAQhkMA9MAQkMYREWOWERD0gBCQ8tEAEJvjEPTQEJD7IfAgHtDw9YARELoBEBywMPGDECAF8DB6IR",
-"Cr/zAekCA1kfCjgAAIgIBE8ACH5FBZsRAREQD7gRAAMhLg+5EQETN5EpD6MDBQRBJQrLBAP6AQSFEQjMBA0sXACqCg8sXBIE",
-"iwABhBkD2wAEvwAFCgEJXBIKV3cCMwAF3EgCs50IXFgBrgQC0AcPFxgAASUBAe0ZDEt0AsVBAIwAAhsACJl5ATATArIMACYA",
-"H3CtMgADd1QABgAE1QkEQQEAwQwPHQEFCuIIHzflWQQGLn4PIoYLA8gBAXQqBmtDAu0NC6R6ApuhA0hVAUcSBtFHAdYRACEA",
-"Ii0yiKwIuQ0B6QASN9ktPHhvcgAKHzQD9QMIHAAPHAEVCnsJEjd9WQc4AgJEDhIxOAIIGAABrwEXMrBDAhgABU4OBHkLDS0U",
-"BcUBDGQiAx5EA2ABDEkHAUUBByYRHzepWREKSBQFCxoAGgEEHAACd8YBZC0B+RsHNAEGBwAMQ0UDTgMDUMAPxQABDswnArwB",
-"AAYAD+tFAQLVRwBaHw8zEQEYN6lXEjfq0gp3DhEtsgQHowMCWBABZgIFDSEG5EUCfgIDFUoN1xIDIwMOvAED8wMPFfcGA7wB",
-"DJFJBIuwApKvBsgAD75FAgRLCwQacQ2wAQJCFAuwAQK4EQWwAQ+9EgIEvBIE+nANWgACTR4MWgAB2AoEYQAPUqYDBIQRBXIl",
-"CVcAAr9CDFcAARQMBV4AD/ssAgTTEgN2LAxZAAO9dQ+6AgMDYAABdw4PjAEAAY5+C54FBtYCDxE/AAI2DwV8BQ2hEhg3nE8R",
-"N6QTDwoHBQe2Fw5jAgJoAA8ISAADRhgDPQALQTwAJQABvQUCIx0BQx0GjQABcisP4QoIX2NoZWNr4AoUDywAAA/fCgQPKgAA",
-"D94KFA86AAcP3QoKDzcABwncCg+jABIJRDwPZAASHzRkAB4fNTIAHh82lgAeHzcsAR4fOA09Awh+ZwPDCxcy2r8FwwsfM8ML",
-"ARAxFQAPwwsBCKZnDzACCAzCCwcP4Q8sAggPwQsODzECCArACwOuAAi/Cw87AggKyxsE8AQPeQATCngsBHkAABQGD1ACEA88",
-"AAIIfY0PWgIID7UAAw/yABMP1i4DALASD28CEA9rCggDNwcLtxABigYPDg0CAMAGDyY+AwA2BQ+xHgQCxCMBwAcHitEPtR4C",
-"AisAAB0GDf4MEzi3cg81CwoLPBMEZQEPPRMADihpAD0TD/0MEgSKAA+VDAEA0AEEXx0EfwABSxMPWgABCSUAAXUIAmtpDQgd",
-"HTgsiQNlLQTXTwncCwJqAQS2OQqXCQEcCwA9AAzDCwF7Eg+lAAUEBwoGuYgK8gwTONYLBx4KAgceApkMBSAXBHYCA79XBkIH",
-"EThsCw+6AQAEfhgGlF4EGgAB9AgENwEEgJQMPwAE0hUDqVgJxggB3AgESAAE1ZMLQQAFJaYYNGZwBB0AAjkCA0kADJRZBCUA",
-"BPUNGDTebwr1AQRJAAsEDAPlDA8tLwAEQQEAiw0LP2MCeQEABgAVLWQJC65jB+yZCp0NGDgFDBE4BQwLAg4ClA0PPIwFA6cC",
-"DnMJAgcCHzV0CQADnSkCBgAJEQIAuwsPfQ0NBGQBBLseBpZzC1YDA2gBDUgBA38ACJoACX4OBE4wC0cBAt0MBgcBCt0MGDip",
-"ChE4qQoJ/gICqwQDkAsKSwYFm58EExEPyx0AAU04DyELARM4AkABk4wRbskLAjgAE2YZkgHoBQRgKgQ8AQIfDAQiAQgBNwe/",
-"BAYpAAjfyQBxAArMGAQmCwLDcQMsygI3FwRuBQI2DANVAA/j6AIC2wQCyiIEbVgGai0BuxEBJAABQDoOWxwROBIqDYMYGTjx",
-"HQAlAAyYAQAJWJA2MDcxODI0MTjoLTIxNzQ0+AaPFwXhAAOPFwK5Dw9yAQECFxQL+CMGPwADenQCCZMPrAAAB48iALoAC3zt",
-"Ah0BAyhWD34AAQP1Hw9+AA4JqgIB2YgPxgwIL2tlfewVDSoAD8IMBA0oAA/ADBQPOAAFD74MCg81AAUPmBcFDzAABQi6DA8w",
-"ABEP/UgDD5KYAB8xycsAGDMT7QXuCwApAA/uCw0PXAEGDOwLB45zD1gBBg8aKAUPXAEOD7kKAghYGA9mAQYPOgACCOHtD3AB",
-"BgzdFw/PCjsPzgoXD80KBxY5qwUPCykHDTcJARYAAFMFDXM3AWoADzopGwLgKAo6KQOcDAKPAgXyXgIpRw/tEgUMO1YCQkAE",
-"QhMPcSkGDZiWBiIlADIBD3eTAAJMVQQcAA+QlgAF5EIH5X8BBwUNe5YAnQUMEwACMgUDUwYK8QsROR0oDW4DD46WCwKkGAAF",
-"AARrCwpqAA/oCwEDaQAI6gUErhIIFJUfOcAnAgWpIw+MlgQE9+oOQUAFVx8McTQCnC8ABQAAGAEPhZYCASIAAEwBD4OWBw4c",
-"AQGkCgY/CQpNDBE56kMNbgEPgpYLAYoDAZUDC4YkAogHA1EUCu8KA2kACG4BAS0AC4KWETkOKg3JAgUfAw+BlgQFW+0OL0EH",
-"cUANx7wHKSgPCAMEB0XrD3QBAAO0AQ8MAwADAwoN+gIPFBgGEznlGw+mEQICiwEJKCMIHQsDeAQMaiwCFgAPNgsCBG4ADdEY",
-"BOUOBpABAW4VCOQzAV8AFXuG2QY5pwKaAwrBBQJXDQPpGgIhBAFWNQolAAIADAYuHAL/dA8eIQsM00ID6gsPJUkAA4rgAzgA",
-"CyYKBfQhETEoKwJADw+xPwsPNi8DAyUbD00ZBgRHDgzWIQArAAf6GQGLAAAxCgqFAQ/uMgx/cmVvcmRlcjEKFA8uAAIPNQoE",
-"DywAAg85ChQPPAAJDz0KCg85AAkPQQoFDzQACQ9FCgUPNAAJCQEXDzQAFAkDFw80ABQIBRcPNAAVDwcXBQ80AAkPCRcECLgi",
-"AvMEHzzi1gEHwn4FGQsfNBkLBAFJKQ9AAhIMHQsAyQQPPQISD48iDg9CAgoPziIDCJYWD00CCg8/AAMIZwsPWAIKDz8AAwjY",
-"Fg9jAgoPPwADCIwMD24CCg8/AAMIajUPeQIKDz8AAwidDA+EAgoPHhcPDFIIABcAD0aAAgDvBQ9GgAMPRFUMBskvACwAD08M",
-"CQFuHQxPDC80ME8MCwJXFwJtEQ87DBgCwhAPRyEGBFYACjoVBysWBhIhD5YLAgCvXgonAQROnQ8XawsFMwkKG6UFVQAMrwAD",
-"UlMDlh4DeAsJ4QshNDBi7g7GAAQ3RwOhygP9BgAvAA8XRQEEUlAG8gAK91MBbgcBW0cM+QsAwQECUCUHQhcBSAkGNAAPYH0A",
-"A8AjCyUUATMACGB9BJ8AAbABAUwACBYAAeYBBJYACYoLIjQwIQsObAEBzwAPqL0BA6RJA2wBDGsAD4EADAZfAQB6Fg8ifRME",
-"UEgHDZkMEaQCNRUEDCYHFwwELJ8LVCUG08YDGgoIHAABTQAPX3sBBL1KDqO/D0B7CwGKCQdAewmDCwALAQgYAQCJDAhAewIm",
-"Jw87JAIDoi8PmSMEACQAC4gBAkx+Afo9DJwLBZ8CDgoCAm0CD1ZIAAS0wAIKAg0oAgPOIwN5Fw+HAAIG9wAKjzUETAwFboIE",
-"iZkPTyIBBd8ECP0BAap6A/0BC/gXAq6nA1h/Cuk3BD0ABfHtBJaZCngAApAtAhoSDHgAAD90A3gAC1kCA4Q5ArYBCgIkBD0A",
-"Bc3tD3UAAAJvDQOnbwx2AAfrAgF7DQicAgI4AAJ9AA/JBQIHvO0P7gABAsIMA/FrC3kAAZ1qCJCiB3kAA+cBAX8AARVGDx4C",
-"AAEduA/ecxkDecICIwAP4TMBAEwCCFkCAv33B2MTBIfDCRATBR0ABHw0Hzbyhg0CGgcPj/4EBPQzHzYQPQwIKqsLtEoEf1oP",
-"mP0IAoMAD5n9AwR/Vw9+AAoDog4E8FAKBFkFJgMOgAAC+AMI1qoPeDEBAwiPDD0AAn8BA/oAD70AAwR1PQ8MTwkDN4kNJygF",
-"lKQPnQALAyFiD/UUCQSANg/bAAEDwDYPJzwCBCQIBE4DD34AAQNAAA9iKAIFU/8DVhIPgAACAsAAD0tEAgSkOgTFUw+AAAIC",
-"QAAPdhAIA+RZAu9fCMRTBWErD4dVBAS/iQpvMwQwBAUD4Q/bAQgEJ1QP+ysCA0miD5kIAQLrEASm4QrqZAVxERI00TcAHwAH",
-"JQQP6RAMH2LoEBkPLQABD1izBQ/mECcPOwAID1izCw/kEB8PMwAID+MQBQ8zAAgP4hAFDzMACB81RRAOBTIQCBQABDIQAREz",
-"DzIQDQ+LAQkPmiUOD1UBCQ+8DgMPewAUD/YPBAg1EA9rAQkPPgADCb+0D/QPDA83DwsE1kIPNw+HBL/+D8gABQMjGw8dDwIC",
-"4CQPWxUAA/gKBz8HDx0PBgKwIg8dDxUDxxoPhFQLD/QsBAIwDg8dDwAETgUCBwADdzQKNAkCf/0PHQ8ABVYnCR0PHzEdDwoI",
-"10EPHQ8ADxYbAQCnAQ8dDwkMKUUDeacPHQ8JA3saCIYOAVEAD72LAwSWAAodDx8xHQ8EBthtDWwBA28XAgYAC/gMD4EADQZf",
-"AQ8dDx8CeSYPHQ8zBYALDx0PAAXpDg20MgOfTwiahgM0AAIADw9oJQQFHQAPHQ8CGDEdDx8xHQ8ECx8nDx0PJQNaDA8dDwEE",
-"nwIPQRMED+apAQRCEwIGAAwXfwM7DwAlAAwdDwWHAAb3AA8dDwoUMmqKDx0POQLVHg8dDwoAeAAPHQ9hAu7TDx0PXhQy2XQP",
-"HQ80AucBDx0PAwQeAgkZgwyBAw8dDwcCIwAPHQ8CGDEdDwDWAg9iMwcEixUPORYCA6o4DwIFAQ6MFQ/rPgEC9xwGbhwBqQfA",
-"OgoJcmV0OwoKfQoK"
+"DikADyo5FA85AAYPKTkJD2+oAC8yNwNxAB8yAtACLzE0TVUFBRNUD9MACwHiBQcpOQC6DQ/QAA8L+AIB9QsPilIDAPYBDyg5",
+"AwGvCw+MUgoKyi8IUAkDjwMCjgMCHwADkA0JcwMxMzBfEv0PKDkBBL4vCzkZBUMdD4sDCwTokwxCDgUNsABeAA9BOQMBOAwO",
+"RSgD5gADaSEIQQME4W0DcwAPrhoCBzUaBW8bC9kHBBQaAqm+DO4RAn4AAxcxBIAfBKYCBEYbDM42IjMwel0P01UDDzQEEATD",
+"bgHcAQ5ymw/SBAAPcpsADQ0BBG3bAA0BDxFQBAURvgiAXgXmBQQzKgIHAAb0NQDwAAL7QRk3ohoRM77NDFI2AX4CBp9cACUA",
+"Dw9SAQUsIh8yMMgEB88AD5QCCgQJVQQ6Gg9FVRMEB1QDPQAK/woF8wkIYBkNTgEFHpIFf1ELQgYFwAAPkMkEBOUNDy8CDQS6",
+"VA3EAAJjBgQfAA/EAAMEeWwPs98KBGAYDqMABQ8dDyo2CwWD2A+XFAgPKCwGBD0AD48dAQTZKA8pPQYEbyAMdQ0J2SgJch4E",
+"gQoEWQANcyQD3OwBOgAPGjoEA8QoDxo6BAI2Kg8YOgUPIBsBA6I7CRQAAp0EDyFPAhIztM4NBAQGaTkPbSQBAW4BAXEFAQE2",
+"DWwAAGACDFM6BGoACZAKAS4AGTV0IQAoAA8CIwAGVyEPLj0EBvEpDKkMA8YpAlMVBN0DBBwABo8TAb4JD6IBAALQRwH5kA+i",
+"AQACbA4PzgsAAsYLBfgFDPAED7g7AwV3IA+BJAIC8BcABQAMZicDKbUCawAJ0gwFawAJeAEBLwADhyIGeAEBsjsNeQEFCwIP",
+"Mz0EBIa4DtoPApZIBG8qC3kBBhsDATwqD3kBAQNBKg81PQQCxksG8ykNUWoBd1EDazUJQxcA6wALeAcE1wYFgAEPciQBBNwM",
+"A6IjA1sACYUNAFsADRVABDEADzk9AwQzAAecAAs5PQPJAAciAAAJBwAUATR1MzI6BQKuEwKAZgiHHwIBKgKBAASWQgk3AAI7",
+"BQQHSwQ3AAEWAAIgCg9iWgkDcQUPZiMNDK05Ave2AdkAD+k9AwYJAwxFJQSX2QOqJQY7AAlFJQOCCB856T0HEDLZHgP1EAqr",
+"Bga6JA/pPQsEpREMIzsDbJIA3QQPWiUBBBdKAzwnCYq3AnEBAEEAAf0iBOJJC1olBt0/Dew9AgYLAFwAD1olAANtPAN7IQIh",
+"AAftPQA1AAR5AAlbKwUZAQV5AA8FRQwCDAkEtFkJTwQFIAwHFiUA0gIAqA4LngwD6EUDLAIP6AMBA9kGA2QrCR09APcCBSM9",
+"D5A7ATAzMF9NEgu9KAILOQptAwCPBgg5AgOQAAieIASRAALJLQNYJQ+yAAEBmAIEtTsJsQAANQACIAACM8wAsQAMygUAHBAN",
+"1iQDNiQDHAkBLisJjgIDqy4C3zsEDU8IFiUDdQIDJAQFplsEHwABhgEEmgIPn1wCBFglDzBdAA8uGwoEOwoEDhkCUUsN+SQE",
+"sQIFEhMEHgACaBcDJQAPiz4CA6oZACoADZoAD6kZCQSaAAT+FAbzDQbmDAOwlwH8AAGrGQ06OwWyAQkXJQEDAgc3AAnCyQNn",
+"AQQqlgrxHwJZPwir3AW4AgHNAAWGAAyTBgB5JA+pGAYAfwEODLQCExMEygMPuTEKDKmtBB8ABJEJCxYICbcxD9YxAAGSCQMl",
+"AA/gGg4EbvYEZrUOIQAF0DQNSjAD7S8BBgAO/hoCXwgDJQACBgAP+hoCBNy9BM6HDiEABZU2DCAJBOAuAQYADjcdAR29AyUA",
+"AysADzMdAAJFPwIsAATFOwm1FTEzMF9i5AytBAP8OwHgJQKM4Q0APAA7AA8PgQICxxoRMpQBCVUDAhAIA+YaAYsICLxZA6If",
+"D01eAANEWQM/AAE6BQ/kFAABMvQB5wIGnwUbMoIWA9EAAQcACikAAWO0B4oDAjC/D4oDBAWkFgiamQtuAw9OPwMDtgYDHgAN",
+"8jsPjwMHA8oED5ADAwQYYAKRAwL/Gg7mJwSfOA+JAgIAoRgBqgIuNDSHOQMJMAJNAg7tGwHzAAQlAA+UIw4AkCgFagALMBAE",
+"IwAGVzYMigABGgwE3ygOigAChCgCJQACBgAPsCMDAAECBIUAAq45D7QoBw+WHAAEhSgDHCYPbR0AD7UoAR85RCYAAoFCAy8A",
+"BKMDDAgUAJoHDqMDAr0LC6MDDMcIAMUTDqMDArQYDqMDA+0YA9MYDKMDBPEYDwwZAQKCAgKjAwGNPAgUAwLaGQUUAw+9AwAB",
+"VFMAKQAJlQMALzwPvgMSAKwhCb4DAY8AD74DBgNpGgPWXg++AwMPEUEBA2kvA/DrDSs9D74DCQIzDQ++AwMDCCwEvgMPpSkL",
+"D78DAwF8KQLRAg92QQAFqCkDISsPKB0AARj8BikADzQsDgGAKQVxAA/dBgMBsikPyAMDAaEpCNQpD38nAAMHKAMQJwMwAA8d",
+"AQMFL08UNKxBD3YoBw/PAwAEUCgDDCgPrx4ADnkoAaIAD9ADAAM1KAEwAAQmAgzgEQG1OQ3QAwEBBwzQAwzmCwBiIw/QAwAC",
+"5woO0AMJHxwN0AMDNh4PvpoACo5cDA0xAgcxBSYDD9ADAAEbVgApAAnfFw+OBxUBC0IPlwMDCSEEGzPK5QH9IATyAwc/AAJB",
+"CAQHMQh7DQN7KAQ3qgNOSQDrGg+tCwIGegAB+A0M5wMDBU8ArgAO5wMD7QwDLh4PGisECR9qDSAAFTJsQg3CAgG/AwEgAA/O",
+"KhYPOysNBGcRBnoYC44ABGsiD98DAAOGWQOqYA/2KhsPMikHEzFfKA+LAAAFM0AOgCgCWwcDKSQPVykTAaAADt0DA1y7AylK",
+"AykCDFANAWQqDU0dAog9Ct0DHDOLCwAuEg7dAwJMZQ7dAwSCZQOlDgvdAwO7ZQHC0Qw5AAKLAgLdAwJ5Tg7DAxM2uCAPQQkD",
+"CooCDxsCDg+xAQ0HxhsLJT8PJAQGEDRAIw8rAgAECAceM8cKA8UqBCYDD/UqEw9iKw0EBwceM1dEA80qBAYDD/0qGw5rAAQL",
+"ES4xM2FEA/UpBOYCDx4qEwGAAA/mAgADKQAIkwoKFkEAfwEB6QgM5gICDxIL5gIM4gwBieoO5gIEPAAMrQICvAYDZF8N5gIC",
+"4QYBvNMMOQAC3gYD5gIFu18EEwYDEi8EDRUPAQMAEjcBAw+VJgMPAQNHDCFdDwEDBgq+LgXnAQT1EB8zCAoAAqcrBAEDD9cr",
+"Ew9ELA0EvB0eM65FA68rBAEDD98rGw5rAAV8Fx4zuEUD1yoEAQMPACsTAYAADwEDAAO8KgJTAwPGAgyUDQBHCA4BAw+UDQEK",
+"UkMAOwAPlA0CAmcqDwEDAAIZEQIfAA0BAwJ8KAElAA33HgIgBgI4AAHcHAkBAwIOCQABAw8CBgQRN9aqACoADwEDWw/2DRUa",
+"NKIvBecBBMoQHjP8RgOJLAQBAw+5LBMPJi0NBbQJDgVHA5EsBAEDD8EsGw9rAAAHkwkOcisDcwkDUAAP4SsSAYAADwEDAAM1",
+"Kwg4FAqeRQARCwdLLwYBAwTFAgkBAwwADQJLVwwBAwJkKg4BAwI+EAMfAA4BAwIZBgGS1ww5AAI7BgMBAwXkFwQBAwOaKwSj",
+"bg8BAwAB14cAKgAIdwIMAkcPoAIGHDX/KgLGDAEHAA/wRwEGPQwArAwDOwENAA4J9CQdNSkNAowACG9lBpUYAnwcA4IaBPIh",
+"Cv9EAdMaCWIAAGYGB2IAAm4KAVcbD2IAAQMYFQTCHQyKIAEYAAGAag0IRQHoGwl4HwW3AgYMXw/GYAQFI08NFAMKZi4JMh0D",
+"JAAE+v8Pz2ABAhdPAxAJAXwrDzNfAgNVLg8aSAQCi0YRMeZIC/MBAylFA7lBCYAeDi9IETKcEQAbAAM/AQw+DA+4Rg4PriMB",
+"AylFAbgBDLhGA3IABbhGDAQKDbhGBDEACrhGASoAD3BfAQCAEAPZAQ9BEgQE2EgPYg4AAxdfAgRQETGjEAi7AQPTTwO7AQ+O",
+"YgUDnAEBkgIP40YGAthbDDgBAXcEBORGAB4BDOcKD7hGDg9HSAIB/gMPuEYDARUCB7hGDJIIDbhGBDEACrhGASoAD/9gAgbZ",
+"Yw9DEwQAOQ4PZg8EAphQASIAAUsADI8BCEoDAZfdD48BAgJKAwHiAA+PAQEC8wEDEN0KOAECeQIOUUsRMjxaDEkBAqYGAeMP",
+"AEoBDKEJAcgwDbsBDL1HDIMAAm0BAeMEBZS3CnIABHm5HDRMBwJxAAm7AQExAABzAAu7AQuQBREyQhUCMAAPc0gDBf8pDnNI",
+"AzYUDWkjCC4jA6s+HDUuIw0BIgTrJQ9zSA0DwYkBq0QIuwYE5xAEvCMLGiMCPhwBHwAMGiMDUywBmJUBF0YPuSwCBO/iD3RI",
+"AQNEAQirbQfZAQLTAQLUBgb/kANYAAExMwR5AA8IYQIEJVEPdEgNAziKAfImDkUABYQuD3VIDAIRDwEZJw3rBgULAgpgIxA2",
+"uU0LyQkCMxUDXgIPwygBBEMaD68iAAFbDAWpRwPbLgyuBgG6QQxwIgQePgOQAQvKKBIyPRUALigHvQAEUXkEkAECSBAJnBcE",
+"swAC4jQDoTsPgiMAAsYaBFtGCdMAAS0kAxTmAyMWHDWBBQM3agnVAgf1PgFIIAtgIwKLEwQpYgGcTwk/AAGRAATgAg9gIwIE",
+"mAIPYCMAAq81BXEDD6htAgC+IAAUAg0UAwKzBQX3AgwpGwM0OwIlAAVQSQq/jgINCgAqAA2aAANCIgM2HApiEQSaAAM3AxY4",
+"P4QHeEgC1CoBcwUEygoKUkUGkAEJ8SgCeisGOAAJeEgDaAEPYSMDAi4ZACQADN0FAnQDBYcADN0FABkADx8BAQIVAg8eAQAH",
+"AoABKAAPHgECBAsOD6VAAwLlAgGmCwwWDQJYLQQpBAGVAg/qBwAEfQEE1IgMIAAEmQkNCAgDpAcClwkB2S4Lhg4CpVcFKQAP",
+"510OFDG9LRM4pj4PIgAABXpZDScKA8QtAuctHzHTVwACzRoGKQADBwAPiwAEBNmzA8k+DyIAAA/xLAYSMfIsASIAAUsAD4sA",
+"AAI2AQQpAAMHAA+tOgAD9goDZFcDwygcNWcPASkFDQUFAlwFA4hlBLZGDGcOAbkbDaIPAhsuAjgJCVMCA2sVA40VC6IPAlcD",
+"ASUADYwCAtwSAgYAAeYkD4cPABE44s8RctpBB6EACwgJBKHWAmUgBykADDEJBK4DD6EjAgKFCACyAAMcCgpgRQXOAw2QAwVA",
+"Iw8YQgUCmg8BCDwMBgEC6eIEkgMBPCoPWQIAA/EDFDnqigsgAAUqWQx3AgJNJwLEUgBHAA53AgJQJwUpAA8ZQA8EE04TOZNK",
+"DyIAAAWAWg2SAwJVJwKjIQBLAA+QAAACIgMEKQADBwAPPEADBCYGFjkW/QwiAA8bHAcCXicCVT0ASwAOiwACWycFKQADBwAP",
+"fkIBAj0BAjAABJIDHDbiEAApBw2SAwOkWQqSAwr7RgDIAgFtDwySAwGUJQ+SAwACdz4DHwANkgMBqyUCJQANjAICHgYDmAMB",
+"ewQOkgMSORkTB088AaEAD5IDFBw44xsGkgMPdSMAAiIJAQXnAxoBDIcQD5IDBQR3Cw+LQwUBH08BJwAOkgMDggcDkgMPjxgD",
+"BHhXHzmTIwQJcScIdwICe1cBIAABRwAPdwIAAh0DBCkAD+lHDwQoUB85bxcFFDF3Jw+SAwACTycBIgABSwAPkAAAAiIDBCkA",
+"AwcADzsIAwCEJwOLAA+tHwQEfScOkgMSMlInAlMVAEsADYsAEjJLJwUpAAN3Aw8uSwEC6xcCMAAFkgMMphEBFkENkgMCGQ8L",
+"kgMM7wsAOwkPkgMAB1wQCVMCA1MDA5AcC5IDAkpRAiYADToiAeUABku+Af8ODpUDIjEwsBkBxEQHpQAPlgMVDygHBwnnAxA4",
+"LQ4IdCMC8hACTQsHIQwCmRoD3jQJpjgDdCMDQgwAKAAE70sPwQsEDk8nAdUBAqMADT0LBwWGAisACb4ACoJkBBwQAPoPAUQB",
+"AiI7D3EAAAKoDQEiEA6gAQN/KwPIJwBPVw/2AgEEIggCHzMOIQAPVAsFEjK3JwEgAAFIAA8VAwAC2B0DKQAABwAPL20MBfEA",
+"HTA7rgWPAA+FKwYCWBQCIgABTAAPkQAAA6wAAyIAAwcADx9uBATLDBMwt6gPjAAAD1YLBhMydHgCOxQCMxALjAADe+QDKQAD",
+"BwABcigMMgQCpwACMAAFMgQMzw0ALl0OMgQE9gMJMgQMkQsBeewNMgQCP1MPMwQAAo4pBSEADzUEAAOnBgAoAA6WAgIIAwQ2",
+"BArGfQc2BAOrJw9JUwMKlQIPJQIOD7oBDQaJAxs5/0YPmAQGGjmKZgWyAwQ1Ah80KOMGArwSAQcADrQDBIGeBGIBD5AnAhUy",
+"WCoDn+kIeAICHyMDlQMPNCoAEzJveQMpAAAHAA+VAwwFwnYELuoJcAAC4QIEpAIOpQcTMgQoAykABAcAD6UHAhQyCYIAawAO",
+"UwMCtyQDUwMBlCcLawAEZYECKQAEBwAPtE8BAhsAAjAABVMDDG4OAGEJDVMDAkEGC1MDHDePDQCuCA9TAwADNs0OUwMFvDQD",
+"PScMUwMFpykP5S4AA11+BFMDAsSXD1MDABMxzi4PVQIED1MDRgzCBw9TAwYKM2gEUwMGRS0DNVcOUwMDVTkBrKcOHgEDTAME",
+"zy4P7gUDBCKDHTEvJxMy83MDUwMBvAEMeAICTAMDKQAB9ngPUwMLBTPkBM/pCXAAAjYHA1MDCWPmBCIAAgMDAykABAcAD+AH",
+"AwVzYQR+6QlrAALUAANTAwm7kgQiAAMqAwP9AAMHAA9qDgACrEADMAAEUwMK7ksBOwkPaw4BA2MhC1QDDGsOAHcLD1QDAQLY",
+"NQ9UAwADcgkHt6IKVAMEMQMP3DUAA3d7BVQDD941BCIxMt81Ap0vD1QDWA/VDhUjMTAgQQxVAwWYMQS15g5WAwOPAQ+22AID",
+"G3wFVgMPYOkDFTLHRgIaeQh7AgK1LARWAwlLlAQiAAJPAwMpAAAHAA9tdw0FQaUDWjkJcAADrgoCVgMJApQEIgACSAMDKQAE",
+"BwAP2QEDAFInBGsADVYDAqgkBFYDATYoDGsAA/YAA40AAwcADx9SAAL4FQMwAAVWAw7xSg+6MQECgyQMVgMMag4DZ2MNVwMD",
+"azkOVwME2N0DnEoNVwME2rgAKAAONwIDuxADIwAB8gAPVwMBAxpOB3fdAqsAD/cCFgxgDgNUQgSbDQtiGwNzHgNcDgVYMgy8",
+"DQEwYQTJUA14DwbllAIkDgyCAAGsAARrXws5GgPM+gNtLASsAQ0BIAtjAAw4dwPNiQFbCg9kAAADATsEmh8MDCACmAoBijAA",
+"fQANDSAGMH4C5koM8kMAMgUPEE4BAawbDypOAgEpGAcqTgoRTgKwAAZ7bAEHAAbM+gQmAAOwDwMoeg3IAgMrQAHYHw7lAgNj",
+"AA/cHgIIYU0PhUsKA0RNADEAAXYBAAMgBBsAA4a6A4cAA3IAEXAIHwpXzwNtFwAwAA6kMwNtBQRoAAsTegVPAQWKLw9awAQG",
+"VSYSMrQmD+SqBgPkAwEnBQ4aBgM/ZAB0AQ3oEAQ/ZAVDAA/kAwUTM+QDAf0aD6wAAAafIA8gTAoDOEUAMQANiwAELwEEIgAP",
+"NwEEBcczDy6kAwcXahIygyQPQyIGA8UBBl9FBRoABFoeBOcBDxYBBRI0DPwBmFMIbgMPOuoIALdRf2RlbnNpdHkXUxQPLgAC",
+"DxpTBA8sAAIPHVMUDzwACQ8gUwgJgOgCMgc4PDIxV6gCugEnPDJLxAZrqA97+wQEgqEP1QAOAQ4JCEiMFjgfUw/SAAoK3gQP",
+"9gQGABIED0eMBA8eUwwCrBsCGgcHLAgD4AUCJAABSAYCwwUKfQsTMXU9DhdTCqSLBRwABlBsDzpHCgPaAgTMKA/b+gIOx0MD",
+"rAAPtEcCBqKFD5FTDAK/AA9CpgMPr+ccC4IABp1QDykFCgSnUw0AVwIXAAMHAApDCgTtAQROmQr6CwWOBwIeAAIw6AyTOwLB",
+"BwKvBwtJBgNhCQ98CQACGQACrgEBwQ0ACQIF7RQMtA4HHQAD+RwQMrMWChgAA0AVDRgAA2YVDRgAAkwODRgAAp4cAhgADBuN",
+"LTMx+EwE6gAHIQYEQLsPUaYID+MHAghDVQ9lBgkCQQYKelQTdgEqFXv2RBQyjCgEUA0D4QABxAsAJACvMGYzNTg2MzdCREkA",
+"BQIrABY01SgASwAAxgEDSwABigEDJgAHABkRMaRUDgQDA+sJDwJUAAKXCAMcAQ+DJQIEmT4CHMMO2FICbwQPOSABD0LCEAVB",
+"bA/TKwMEFhwOuzgB+gACBgEPYGwFAylpD9ICAQTbAANLJw54AARzbA+bRwUERhwOtxECUBUE6kMPykAAA902BgYAD5RsDQ+d",
+"RwUBZxoChQAOmGABXwAFCEQPbTMAARoAA0Y0AiYADK0IA/ciBhsCD2sfAQKmCA8EJAAD2y4CEQMDLjIM0QMCqxgEWaMDmgAD",
+"rzAHyZkDGQAC1QEC9AEEZAcFCwEBvxY0M0Y45gEJSCEC4AADOyUHEQ0DqwADYiUCQgAFKAIMKZAgMzGQow0CUScxX5wOETGF",
+"owhaLgKyQgMxHw82bAEDRiUAfQAxNDA0fQAADAAXQ7ECCK+PA6wBAiUBASEODpEAB2IdITFf9nIIkQABQgADkQAFl5wEHQAD",
+"zSICXgAA1gEI3ZkEfQAJ8QAA/w0LqQED/GwDLwAGJBQUdHEBA7gwAcwQB4UPAx4AA4EmC9EBAAopBfAqAT0NACgAEnAsEQxm",
+"mQGDAAb2AwFrDQ/TAQMBYm0OQwEHYQ8AJAALRAEDWgQDtQECqwELSgED4QMC3gEN6pIDcwMDHgABBAEILkECIAEF90MK+wUC",
+"yRYCJgAJIgEJKAIDQwADKAYP5AACB/OQAPIABmUtFHWKAQJQJAyKAQnLBwyCOw3EVQNoAAr/AAO3JAAGAAGCCAgcAAPnJQLA",
+"AA/YAAQDHgAJwQABkpEPCZoAAoH3AX0JCWgAA1cXAUoABLoGBWcAA2MBAqEBAT0gCTwAA/8WAR4ADJ8BAg4JBNFCDDt8Am4W",
+"BDwABI8HBTwAA9kABPklCx8AA+8lBPYlC5dWBqZCAwcAD9ZCBgo0bg/ejAACQhIFiQADBwAFBBQFrwAJeCYAYwEHjwEPGR0D",
+"BIFoBNAIBBYTA9AvD/xTAwUdAAM7kQ4WVxcxaJsBKwoPbl0CB29dD2tcCgKzEAH1EA/uxgAPlyYABIVcAzkAD9x5AgfJEA8+",
+"EAoIRlwKMh8CGAADHwAKvxoFRjIErCAPTgwDBed0D04MAAOUHAMWLwwYDAKAFgyzCwXTIQ0YAAPyIQP6BwtpWCAxX/IVDyQB",
+"AQVsDgMvXg+mVQsKLV0PBFcAD4wyCwOyOwMCCg8wVgUvMjmKAAoCRg4KMFYHygsC0RMA0UIIFQwObwAGfGIfMMUMCQPjHQXi",
+"eQNwAQN+qAIcGQ9cDAwFakMPXgwHAyX+BWpDDyUOGA8qAikHwAMEtggKLRACixgPzA8ACmJQATg/D+ATAALvAAKbPg0DFgPL",
+"FA+lEAIDHAAP9GoBBPgaAnkADxg/AwSkjwz60AUgAA/mDAQE1ccDjgEP+SgAA5mPASgAAAYAD+kMBgMXMg98AAAEG3EG/WAM",
+"IgAP6wwGAiOMBiRDDz5AAAGSBgNLjAMuAA/uDAMEcAMTNM0MDyIAAA/uDAYEosgEQUMNiAADYIwBJwAELQANmxUEsBYGQwIP",
+"mBUBA60WD58lAAIVCgPTPQQhPwqnlwD5BAKiGwhaVAZPMw3xFwMbAAP1Aw86AQIEfmwCajMLTQ0C/D0BGz4KpAsDlowDWgIM",
+"Tg0BlssPTg0EA9wxAnIEAdg8C04NAvoKAvGMCk8NHTEBDgBHAQ+ZCgAJwQwRMUI3CCeeA7YAAtUBD1QNAAKmQgKCAA9UDQ8E",
+"zisDVwABZgEPlAAAB98xAKIADJQAA/cBApQADFcNArVDBDoBC1cNBYAACVcNEDHaHwtYDQI8QwMwAAaxPwZYDQIyDAN0bg9a",
+"DQACWQwEmwEPWw0DDX5cCF4NAmepAYkACl4NBA4dDeMBAXgLDk8BCKdcACUAC08BAzIED2ENCQPOAwLDCgE7QQkeAAMdAgIe",
+"AAxhDQOkrQV/QQvXCgUyQQ9hDQcE2i0EQgMPYg0DAYFYB/QAD2MNAAKtCw2TAQkiBwzZBQ2AlwRrAAoDAQInAgFgAAHaRQkd",
+"AAIzBgKSAgJ1zQ3dAAQeAAlmDQGzWA6dBQUsQQXwNwUaAALmDQI5AgIwBA+H4AYCYjoMrCsDpgECKQEDWC8PDSUAA+ARAygA",
+"A4cvD40sAQOLAAIoAAeuCA+1LAICKwIF0C8JpAMBllkOaAgFMCwM5AwFYQsP5AwBAqMVAn4LA4g/C0RfABcJCX8AA2JLDuIJ",
+"A4p7FjYsoAcc6wOYAQQSQQMrAA8FCwMG1j0FNgkPN6ACAisUAdk+CWQAA+kRD7UBBgVTQQPSDgMOAAzZDgMddQQtAA+nSAAD",
+"0TkDig4E3AAMQw0EOVgCrwACviYOjQISNS/1AmgACYcAA14AA88ADxs2AAQ9OgPPAAO3AA/UNgACJicEMAAENwAKYjgHkQAD",
+"1asC+DkIkwADOToEkwAOxwIEMjoEkwACKAEBMGgKKQAE3TkKaDoKfU4IkgADgOwBXGgJkgAD6AsE+wEPkgAAAhsAA8YQA5kA",
+"AUc6DYECBlxHEjG+TQ+AcgUCtgkBBwYJ8QECsg8DHwALbR8GzgACINEC9DoNeEQHOUIFAhkFHAADvhUCiVFWREEyNDK/sgQk",
+"AANZAQPXFAcyCQUFBgK5EQQpAASRIwSJBAD5DwwABgutYSAxX9gaWQoJcmNwcy0DWAAJNgQJomoFQQEGJKoFj9cPaQECApIK",
+"AX0ICWkBAlMDAx8AD2kBBgOMEwHWaQePHg/UIAs9c291z/kP0yAGDy0AAQ/SIAQPKwABD9EgFA87AAgC0CAIhMkPcwATD7fJ",
+"AQ8zAAwPtckED1Z0ARgzQXQCjwYnPDVqdAQPswh87gZpdB8ySNIFBP3HD08BDQxLIQASDw9MAREJFAQDdAAEsMgPUAEND2gR",
+"AgFrDw9bAREEsgAEdgAAvgMPxiEBAcglD8YhAgEkLQ/GIQgD7qMCkCgIUA4NxyEFXLAJ9AMTMnhfD0cUBQOLAws4MwPoAQQJ",
+"FASyNAB7AB9uhdElBYsADlMiDwsVBAZYCA9TIhABWRAPUyIGD0QUCBIx0iwP7KgKAUMUDvIRAmwWD/ERAQMvIgk7FAsNCwPK",
+"EAYqjQflEwV5AA88AAMFitoPBBECBPF+D9g+BQbK2Q8gAAMEiBIPjT4FBOl+BnIeCxAKBkEXD5EjCgOPEw9yaQQCThMPxRMA",
+"A7MiAz0AD+EWAgQgAQ9MdAMEUJ8PryMNBetlDIIABMgKD4IACASEAQY9dgw2ygAFAAwzFQ3ugggdAAPHMQVVUQtcAws4TwRy",
+"BwYdJQ/3IgoDAgkP4AsCABALA0QAD/ciCgKZAQFqWAjQDAKzDALPDDRtYXgYAAHAAQILAQE2IAbgRgJuIgLdLAN4EATdRgNb",
+"ag8wqAMBMgABdRAPOgEAD/QUBQLNAQNUAQr3HRIyWsMNmwICdVYPa48BA+cwAwkBDs8uAhYEA2wBBOMWDIkABPMIETKVH/8D",
+"LnByYWdtYSAibm91bnJvbGwibwICBKMBHzLCjwMC2woPumMCA/VkAroABvVkChsLAiQAD+u+AwRKBQLywAdBEQLXFQK6Pg9F",
+"NgIEzhUcNTMWA6QVAAUADBfJAyEABN6IDvSFAmQTAgUAD7AAAgBaBAJ2AA48AAJtIAE8AAteDgPDgwJYAA5bDgNoowHyAAOO",
+"pQ+IFQIE/VYEGMAIMxUBPQAClhMPLwECBIgDEzViPA1kFwKLEA/ZFgACBRMHZhcPd4MDBch/AoAzD0c2AgglFwLaNQfsAwLE",
+"AgHEjw8CNAUACAAOOAMDWioJtRkDUwAB8gMABgAGUE8WbghICPMDDXx8GDJ1IxEydSMH9D8DzmAKbwACn24CnAQBLSkL7z8B",
+"GQAWM+0/D4UFAQ5+AwE3AAAXAQ36KQQpDQ48zAQ6MwMuBA3oHQRRMwUfAAbpAA8fQAIFOE9PMjQrLRo5AwImUQApAA4mBAMN",
+"EQJuAAysAAS+YQYeAA+BGAYcNoQ8AhwVAsACDxkbAgQ1FBw1DIYDehQBOgAP9RgDBJQaDoo8AlAQAswCD20DAgRpUR41F4YC",
+"phQBAgMCLbEHD3sCFgACygMOPhED+KQCSQMC8hQPowQCBMp7HjbYPAOmewEFAA8vAQIEJjgeNWiGAv8SASYED9RMAAOoewJb",
+"AAKdAA93PQIFQlQjMjNJAgsjEgGSAQjGpAIoBA6SAgSUGgCSAg//PgMC01cAKQAOs68INyoBiAEJHgADoRsGHgAOyAAEKhwM",
+"wo4DRjcBxgAP0DcCBI5UHTZ4pQK0EgE6AA88AQMExB0Oy44CJRIBIQIPRqQDBD1THjavOAJIegG3AAIYEgeFoALdEQFdAA83",
+"SwADVqQCOwABvgABMzUNfQAE2ZkeNhyPAs9yATcCD99KAwRHSx42/TgCqSUCeAAO+BUElXIBBgACJQAPygECBZ+hAJICARwB",
+"C0gAAc4CCO9yBEY0C5ECBac5D44CBAIYBg8/RQED4WMDjgIM5wUD4WMDjgIPGgICBAtRHTYkmQZGCQH6dg06AATCSRw2gAkD",
+"m0kABQABCisOOgAEcLIPM5kABkYJARgoDjwABKMEDoIJAnEtArUsC0YJA/RwAlgADkYJA+5wAfIAA6lxD9kFAgVYLQ+JmQEG",
+"RwkBekkOeQ8EMy0fNsmPAAL3GQLHAw/HmQkCjxYDEnEP8GkDBOxuEjGWMQxJAANkAAMtKwLkAgpJAASWAgXeAgOxCg6YAgFG",
+"CAAoAA6YAgOZLQJ6AgxFCAOWYwOYAg9hLgQEswQNi40DEUcCwQAPXkwDBGBvDTelBDRvAj0AD0EBAwT/mB82mo0ADf+YDz8A",
+"AASzBA+mmQAIYL4PdysFBLtvD8EZAAN7KwRvcAP/KA9KTAMEbScfNviNAAJbKQNGKg9CAQMF7cYPBJoBAXkAA8QrD8gpAQPq",
+"KQPIKQOnAA9+JAMF0kITMpsGD/4LAgvxbAEMSQ+1CgEBCAAB0gAPtAoBAQgABh4AAsYCBjwMD3I9AQQcAAI0EQ16gxgyiy0p",
+"Ml+pXwXaMwcLEQ/HEAkDcmYCpaIIpGMDaBQPo2MAAtcABDkAD8E1AwR2Xg/e3wMG4VwP9ykLAw5kBghkBBgAAmIGBB8AD4MA",
+"AwTPUg/YKQECNz0CMBUDOUAKPSATMsK1DxpcCQ+OKQsCbQQPGlwND0kpCwNpQwoaXAVFAA/UpBQDbw4ETFoKRQAF9Hs/KzE5",
+"TzgKAg8CDGI+BJiBDfASAzsoAkMIAckXB/ISAqY5AiIAAYMRB/QSAm8SACMAD/QSAAE5AAAiAAz0Eg9LFAIDCQIDNWYDSgMK",
+"PyATMsFkDWUGAwlbDxikAASnQQOcAQGkCQogAAKWAgMBAgyHpQaOAAbBAwEXLg/7EgwEugQFRgwG1wIjZXEeAAIVLgEkAA0c",
+"IwocHRYym80KNgMFKCwCFo0OGAEBnwEAJgAOpVoCGAQDbwIGTJwEHwADehMDSQIPPAsCAVwBAH8AA2ljCN02B38HDzm2AwWT",
+"QB44pZsHfwcPctkDBSSNHjgoEwOvLAPOJg8zKgQDfwcfON7FAQd/BwFnEQh/BwIeJwUSLQ9/BwAD22wE53ADWSoPfwcDBNQL",
+"Hjg1EwMYKwOcJQ9CAQMEhBofOBScAALSKgKMAA/XKgcDZgAFACsP9EwAA8dwA203AvALAZa6B5wCC7GwAVoCAb6dD40DBA+d",
+"wAIGbkUIRqcDUwABhwIABgAPaRMBAjQtBGkEDqwvALMDCbEAC9V2BJKoC/QHAXQAAvgEA66FCW8TAjEtACYAA6wECykrBJQG",
+"DpUDAVMAACABDgMBAy4rA40EDsIIAzILA80ECUIUAdEpDSUCBjsJBiYdB4IEAk4QD54nAQzDGQE+Kg+CBAAFqUgPJ18EAl8U",
+"D1w7AQPUXASCBAyRCQPVXASCBA8DAwMEphcDMGYIPzoCPycCtwIPYg4CBchuHjjpmwLnAwI9AA9jDgIBESsCegAOQwQDnrwC",
+"PwAPaW4EBP9fD/qbAQFqDgPlLQx9NQXpbgIHAA/bAwAEd24D/AADhwAPbw4DBLcXHzjCCwACjhcDSSoPQgEDBBdsHzj7WwAD",
+"jRcCPwAPKQUABMIqA2AEAyMpDsk1BD1LA64qAs0oC4IED6hwAgX6QBQyowEL/QIC5yUMy1UA/QIMbBsCG8IO/QIFYgAPlF4F",
+"An9fACgADgJbAsUDBP8CBTmIBB8AA6YfA/8CD78BBANBBgKzXgl+AQeBBwzs2AQjAAM/Bh05VHED+msCPQAPgQcDBCnZBKFe",
+"CD8AAssnBJ0pDz8AAwOBBx85NqYAAqgWA/QnDIEHBBgpAp0AAaIWDEgpA1gCAzktBE8pD4cAAwVAAQ9wawAHgQcBSCkPPwAA",
+"BUIBDz8AAAeBBw9JuwAFMSkEYSkCBwAPgQcGA0J7AjYAC/8CAXDEDv8CBZsRBNwDC/8CAkoDDKd8DcfIAGEAD8moAwQDBQD/",
+"Ag+1GQMCHl8AKAAO/wIJgAoBYD8JHwAJgAoBHwAOgAEEJkodOUQCAlUqAv8CC1AVBSMABGNhDYAKA7BkAj0AD/4FAwSnZB85",
+"gAoAAicpA7ABD/4FAwSXDh85gAoAB9e7AmspCYopA9A8A4opD1gCAASGYgP8AAOHAA8/BAMEJIofOYAKAAKzYgJoAA/aFgMG",
+"pWIPgAoAAjo/Av8CD4JiAgMbAAKnAASrYg/+BQcDxzwP/gUBD9AvAwawUQQXUgwAAwIKFg+aKgALqo4WMus5CwADBZMXD22i",
+"BgLtYQqU/QTiAgOZDgMBAwzsCQMhYQQBAw9IAgMEXGoCIWEJgAEHAAYPPAkEBLdjAtQQCT0ABwAGC/gVBCMAAL4GAnoAD+5g",
+"AAcABg9sZQQEumEfOX5EAAIURgIBAwH5AwgBAwS4YQKdAA8riQAC33UFui4DywAPSmEFBUABDsICAg8YAgEDD6BiBQVCAQ8/",
+"AAAHAAYPRUUABYFhAqcAAi4ADxpiAQMBAwLHfgM2AAwBAwugUQaBDQ+uFAACkTcD2BAPgQwGAazKDiMVApMLAQgABS81DO0U",
+"CPs2AAQND+IxBAWQMgVWPA7iMQRaOwMEBA8cMAAD21QDfyYH4zIMjBID+5EDLkcOfzQTMlNMDXMTBOQBD8AvDQV+Ygw1AQRc",
+"YgNiFAPKBgmhLwYtYANSfg7NBwTXsQCEYg9NAgACNAYCDQECWkUCe1MOagAGnz4OcV0DZAIDpDcBVyomYXgfAAJeAQ3MLw5v",
+"TQTWRw+LLw0D9WECQ2ILNgEDrBcDIgAP7B4DBj5eAoQrCDsCBNsOAz0MCwwhBDteBCwBAM0CCqs4ASxeB0gAD90xAgYVij8r",
+"MTVQUQoGaWAN6gADcwMDIgAB6gAPYDYBETAugQOZXg+KAAAGqAICxyIPigAGAokCAtkaCYoABLJfAyIAD4oABhExKloDVQEM",
+"MzgDSS0HVwMAGTkIRwICeAcPQmMAC9IABkbXD0YCDAZyXg3SAANGAgMiAA9GAgUFWFwORgICDAME618PUwMCBl5QAr0DC0gC",
+"BMpfA0oAD9gXAgbFWg9IAg0J/F0K7AADSAIEoHQPvgEGA0gCBWxQBakAA+ADA+wAD6kABA9nAhUGk1wNRgYDZwIEdBkPqQAF",
+"ApFcAqdeB1ACAOwPD2szCD9iZm9rMxcPLQABD2szBA8rAAEPazMUDzsACA5rMwc4Mw84AAgfMm5UAw/t/AAPjqcCGDVhMwGY",
+"AQ84MwQQNj0AD8/dAQRD7g8bAQ0BUQMIoacWMjczDxgBCQ99AgEJFKgPHQEJBHUABK0AAP4DD/oyAQHrFw/6MgIBSwcP+jII",
+"AospA/+QCDtODfoyBBaYCpMWHzP6MgsDqh4MCGEDqgEE/aUEtg0P+jIrBIsADvoyBXFKCi5RA9sAD/BUAwYtpQ8FRgoElhsE",
+"gyMK7FEBygQP8FQBAxMWAz0ADxQiBATC2AoBMgUfAAbNHQ0MOQGECwT3ug9mUwMHPwkPgEkKA90TDNYTBeWmD8IAAQt7KAKo",
+"wAu/CwJ4AgYVfwqnFwTMAQ5SNAaSCQVUqAsYAQXaAA94MgoEcKcBtQUOsPsPgSAAAxkAAzgADy1nAwJ7AA4KIwZfJgXrZQm2",
+"AA9agggDZGoBPAAGDuMMLOMCXAABOQgPLuMHCGwtCM8xDi/jAMYWD9AeAgHARA3FMRIzxTENXQUE1gAPUIICAVIQAnkED2oA",
+"AQMuMgrDEwNpAA0kDgoq4wAnAA+3gAEGmKMPRoIEBLU1D8wkAAarJwKtJAmjAQFiCwOjAQAhAQ+jAQIDgiQPsoAFAh4ABUpE",
+"C6SnBjLjCtQRHDOTNAJOAA8y4wsBlwQBVwABlxMK9wEFMeMKEA8DaQAIegEBLQAKMOMAJwAPegECBZEADzGCBAQPNw+AJQAG",
+"UC0VMRRKBR0ABpQrAqEJD3oBAQSiJQXbgwuQzQPpHgGLJAopAQGnBQF8RA+tIwEcM3fOBAMkDzbjCwJOIgKHIgNUBwoeIhMz",
+"X1kIbAEDLwAP+6UEAzIAB5gACgliA8MAByEAC7ZjAj0xACcADzHjIwAMAg8ZggYCeSMvNDAXgg0Fqy4PMaUMAl8fAeQfCOce",
+"Aj0fBB6nBI9HBMgIAakGAB4AAucBDBjjAeS4BdXhDAABBhNODxfjBAQlIAykEgGUAAIjAAEoTg8W4wUBCQIPIj0DD00NEAJH",
+"CARdIQtEAA8xrSAP5xIBDqtOC6kGAm4IAVaiD/dOAgMnAAY+Jg8WPgQGIQAP6EQLAnoID3dQBA9yDxQCag4PYaYCBBgrB8oS",
+"C9MED+4TBgQ7IwJ2BAscAAYvLgKmIgkqIALTAB44qDQDQywSMBoACYMmDBZ/CB0ABOciBB6DBRgAAiIPDhgAAmUSDhgAAjwS",
+"DhgAAn0SDhgAA+8UDRgAApMPDhgAAuUXDhgAAmwQDhgAAvIyDRgAA9mOABgAB+wEAbGhC9cMAogjATkDDwLmAgLtCAN2Bwlh",
+"pwDzAAIgAAJYqQ5nHxMzAkQIgQUCCgwHr2cxM18xoFoHpUABUAcGx00HrgACKwkBIAADys4KrgAByAAEFBYJrgAAeAAFSEwP",
+"6RYCFzPfIwYdDgKpJAJlAwZiRAMOBQIdAQEiAAFnYQo7AAI1PgIlAAZS/AMcAALIBgNNIA80DQECriQPgcwBA69nAv4FDwOo",
+"AwQKIA0DqALQPgOJBQz9OAL4LAIiAASvAw//pwAAKAANlAACjgADlAAKFAwHr0IBlAAH8LUG2gECYggC1BcEiRgMZggPfyUE",
+"ArIAADwADQozAqsMA94EDP4YBIv2Bh4ADlsAAlwZD4vMAQMSNg+2PwQDaZoDrwQHQRkfM9wiBASrOwMgNgvaHAHnAwAjAA3a",
+"HAwyCQzaHAWLBQQZMBMyRzcHWwoE3JYClQQP0lMGAtI7D+S+DwXM4hMyIDUIawAD8gUCwTwPawAAAmUbASYABCwAD51TBASw",
+"MQ0B3wMnJQKvAA+fPAUBJQAFLVQHkQIDcwECLAsElP0D7Q0L4kgEbgEM4VICKh8AHQ0L4VICgDYDcioFYC0mZ3R1SQL5AAPl",
+"TwnjEQ1vEg/fTwERM9xQBmwCAUofD0ZTFQVaJgIiAQzxTALMBgOtJgSzBAUdAAO+JgcjJwhPUgOlmAFlAw+0AAAHKKAAwgAM",
+"yFIBFQECGQIPcFYAAqwHAjQBD1pTEASLAAMMKAovAQAiBwzhUgOTBwJ+DQYaFAXBUgKXXALWAQUzRwbgUgKAdQ24UQngUgHS",
+"BgIqABJwRfkIqfoH75YK4VIFdAYFKgADngECrAAL+gAGvpYCXQMMHgADEQECHgAMph8DyT8D1TMMHQACJgMBBQAPucIABGCX",
+"BOZWArQID4zDBAQWQC82Me87AgsnUw0TBQx6AAKxAATNlAIWCQ86KQUEIgUfMdc5AgwXwwPrLw/gHwAEGwADdQACYwoE7UQM",
+"dQAELAUPBR4ADLCTA2EBDw8FAwS/JwLsEwlhJwN4LwEGAAG+JwviAgMIUwMoAAw2AgOfkgY+AAyeJwPoKQPwJgxgBAxsAANA",
+"JwNzAAzBAgXOkgPeAQwfAANcJwNtBATKRQXuAQNZJwNdAAwkEQRhiwTBAQw+AAKpAQMZBAHiJwk+AAPhAAc/Kwk+AANcAgMF",
+"KAy6AAQdKAO+AgxlAQp7UQ3ZAAIWBwMHAAL/Jgk+AAMbJgN4Ag3ZAAK1DAOQXQGeGwk+AAMYAAM+AA3ZAANVKwN4Jg9bUQMF",
+"2QANmwACGAADJgAOsgECIA0DQZwM1LgFFicHSywJPgACsQgDfAYFydcFPgACLgIEPgAN2QAC2QUDP5wBdNIH2AcEFxIKSgoP",
+"M5ABBEcKD/8vAARRpA/8ewEEi6QJJkcBmwADBwsBdgoO5AwCVTEKKgsL/qwAZAoJzgALjHUDg/kP7nUDA/1NAoQNBPgIDGwV",
+"CsENAb9RB2AAAg0ZAZDJD2AAAAJTCwNoEwt3FQEWAAHjMw4qrADBDgxODgBEAQ/vGwIBhAUPIRwAAREGBjocCQgcAv1FApBV",
+"Av45AXICD1ymAwVYVg/OqAAFb7QIOaoCKQwAIQABgQMHQh0AjwEPQh0UCNMbBKmqD9caAgQmV081Nisz7xIKCCdXCJ8CCpdW",
+"DzQuBARIORU1V04FGgAE5QcCXQMPRVYGA+VUD84qBAPUBgFsVgthAAJLQgThBwFoKg+mVgoP8ioFBOpwDnFiAvSuBc8HATI3",
+"D3dWCgpA5QWnAQRiAD82KzP8TwoIMFYESRAEGwADfgQAikwN5lQDeg8DPgAPFykDBBVDAjZLCeUAA4IFBLcrD+UABAOOVgHB",
+"NA+2KgcEIUsJYQADZwUDfSoP4FgFADoAAiIAD+AIAwTcKgTLSgljAANtAgOpAQ9tAgUAOgACIgAPbwIDBAIrIzU1lBUIZAAD",
+"EbYDgwcCrboPZAACETEldwOkjA8oKwcAKgABMBUJZQAJqgcBKysPZQAEA5xcDy5DAwFUKwMqAAIUHwllAAPyAQN4Kw/yAQYA",
+"OwACIwAP9QEDBGsrACoADfYBAgYrBNkHAW4rD2UABAP3AQ9xcAQErSkAKgAN+AECZCsEAAgC0YwPZQADA/kBD6NDAwVdjSM1",
+"NSWnB2UABIMqAy4IAjQPD2UAAhIz+QERMvDOB78fD94kC39wcmVzc3Vy4CQVDy8AAw/iJAQPLQADD+QkFA89AAoP5iQKDzoA",
+"Cg/oJAMPIFgCLzQz6CQAHzQgWBUfMWt5BAmsVw8iAQsBSg0PIlgEDx8BCw/FGgYPJAETBHkABLMAAEYDD+lXAgD6Ag/pVwMA",
+"rwIP6VcJAuYJAlAXD2oXAQAZAAIqAAMECgqAEhY0JrcP6VdtBIsAD+lXYQ4xFgM4AQ2nbQNnCQ9OIwADOiQCbgAPmgYDAzkX",
+"D3W5AwRsIwN5Nw44MwUgAA9BVwQGwRsPXR0KA9wXD/cAAwG/AA9AVwEPrBgIA6AABGwiD6tEAwWSOQ/fVw0HexgJgQAD3xcP",
+"LhkJD8FXWg+CAAIPwVcjAD4nD/McBgPnLgU8zwUYAANhMQ0YAAIXCAU28QtkAw/xVysDqwwPFy4CD/FXFQJTBA3xVwIJDw/x",
+"VwkL/0QCI1gC8CUDiRUF8VcCGQ8P/UQDBfwaD2oBAQ+HAQcCbwECKyUObwEFGAAEoA4CzwAPXCYBHzQhWB4EazEGWAwKHwAD",
+"nhAHdwwPiQAABMsIHzQhWBkEFwIfMEU3AwOsJg/8ewAD6gwE1AwPMAQBBHhHAshXB6sJAik5AXABD1EOAwQeOSIxMEtfB7Qh",
+"AXQGB0TDDrMAAZMAALMADq5UA74qArQADy0LAgRZOQKzSAeGEgx/8wtLFgImAgOeAANKAg9hAAMEZ1gOfzcDIn8BQwAPrhYA",
+"AqECA2MAAyowDzRQAwTrUw4cNwyX8gxjAAIaAAJjAAM2MQycQwFvAgHEiA/GAgQBCAAO4wIDKjIACAAPzx4DBKqnD8xXAgbS",
+"zApCExg0zFcdNMxXAhkJCm8AAjsuAncED11EAALaEgeo4w9gBQEOdgICxAAPpOMBA1ASHzfMVwAE/JQCIgAOHwAIFh8AHwAG",
+"6QAPzFcDBYaXHzXMVwYBVAUAKQANAxUC3wgD0QMPlwMDBTlXC9EDAptRAqACD41SCgAHlwaaAAQdAAFwAgT1xQ+2AAED8FUP",
+"y0QBDvBVDn0ABNBSD/vDAwJ4AA7UAwP6wwKdAA/TAwkFaIAOglUDXg8BQwAP2FIGAh8AAioAD9IDAwXZUg4rVQN0UgG5Aw9T",
+"nAADx8MD9FMDxDoE5cwLPgIEwQkAPgIPUlIEAg8GD1wXAQgPBg++WAMGcoANhRAC6FICjgEBkTgPPQAABZ4ACBZYBR4AAr8Q",
+"BTdTD70AAgIZBg8RRAEDiVUDRQIPRhEDBfFSDbQ9A/BRAnsAD19sAATXMAOkAAEuAA+7xQUGwlQPky8PDH5SA4IAA3ksAS4A",
+"D4RUBAUEUw8+PQANBFMMZwADZAEDZwACKQABFFUOUgIEHysfMCRNAwOhVA86JQADoFQDTwIPchIDBOMrAnorCE8CArkuA/su",
+"D2kBAwXfLQ2/OgxNwA9vJAICIlUPgVoCA7W4A0wCDycOAwS4OB03AEYD+i0CewAP5QEABIR9AqQABHBTD+YBAwRawB836kUA",
+"A22WAkYAD+YBAAP1RARoAAMPAg8qFQMEejQfNyDsAQGLAQI/AA+UvggEaAADVDAPlyYCBVwsEzC9Fg2WAQJqUwAoAAxQAgOl",
+"UwJQAg+WRAQEFk8C8C8IUAIN5ukOPQAGSQsHjlcFHQADICUCrgEFi9AKvAACWwUPr0IBAwa4AsMADxZFBARmNB83VU8EA4IA",
+"D/QhAANgTgVYTwKkAA8jAQMEIwYfN/xPAQIoDQJGAA4xJgO/CgVoAAJ2AA9z6wQE6wEfN55PBgPvJQ5uBQPECgVoAAJgAgYF",
+"+gt7CQEIAA5vQQUEPwmwVgKrAQYCCw/kQQAFBwoPklYEGDSSVhE0ezILQygCcScP8WcJAk0XDRgQA6hCBBgQCpQpEzTiKw4d",
+"VQY3OA//VgsD3DwBeywI/1YDQRQP/1YAAsQFBDkAD3E3AgX/Vg/yEgMGulUP/1YLAw2wAU0OCIMAAp1UBR8AD4MAAwPUAhY4",
+"9DcG0xEB5wUH/1YPiAEgCvgpD4gBBgTgHA8vVw0EgVAJzUIFRQAGY2sPL1cLAxgBDwgdAgVa0g8vVw0DWCsLzg0Ex/0P6lYL",
+"AcoWB+pWASwCD+pWBQLXBQ+6sAMDJzMHCbcFoAEPdRMJD70BEQimIAI3FQRvUgpeKhI0ZiEO1AUDgN4PDw8CAjcDBIkBDptC",
+"A5IKA+4BDH8hBY8ABksEASE1DxxXEwVl4xIwvUgLxCwCSBsMHWsO3VMWNNW8C6oHBcV4BWkyD5pSAAAmAA+aUgYDXAIPP08E",
+"BINWDhS9AvYFAQUAD9FQAgLfAQQbJgENAA+pVgQEDyAPJ1IBA+hoAkYAD1QHAANeAgNnAAPgFQ/NKAQEfwQPyFEBASUHA54o",
+"D1MHAAR5nwIhAAYXFgcVAgygSAFYAQAGAA6+EQQNRQ+QlwEFREUIXAkDUwABwwIABgAPIVYCAnEAA58DDqtVALgCCbEAC8IR",
+"A0xxDIUSAvYaAhsSCF8yA8QRArIFACYABLIDDCYXA/AyDZoCAlokD6QVAAPOsQSRAw6sEQLuBgAnAA4cAAM8AAPtAwqiAQrK",
+"EQPbAQZCAwZpGAw/Uw1INQ7YMxI0K38OogMFHzgvMDgqEgUCJVMAKQAP1LEFBCFND0ADBA8hUwwDpQMPwgkAAqUDA8EhA05T",
+"D6UDBQQHTA8MUwAC6SoDpQMPB0wAA2WiA2cAAxAGD6UDAwdzUw5uUgHJAAKlAw93KwADpQMDZwADa3sKpQMB238ObhsFpQUE",
+"6GIPRVIBACYAD0VSDBI0azAPBQIABS8UHzjxEQUDRlIP2bMCAu4VDydSCwVtVA3qUQmuLA9DBQACBQIDMiICLQAPBQIFAHwS",
+"AmUAD9JUAAeWDAHFLA8FAgIEZwADQwUPBQIEBNECD3RRAALwLAMFAg/TAgACBQIEZwAC0wILBQIK8owDOQAE5lcABQIPSlQC",
+"AVIAASU8D0pRCxM0PIYOBQIFWBMPBwQEAk4bD0dXAgJDDQQCAg/LDQMFqVUN8vcDqC0CEwEPoAMAAgICA50vAzJsDwICBATE",
+"Yx857PcAA1OmAUYAAb1jDwICAgNnAAWApg9nAAMEzgIPImgAAp0tB7otDwICAgRnAAbzHQcCAgoRggM5AAR7BAACAg9NUwMB",
+"TgIBIMAMAwIMew4FqmMLAwIFpxMPb6wFAjFTD01WAwmxCQ+uUQQEx2QOLVMHG20Cxn8PBQICBOd/AqADDwUCBQZSUg4FAgaI",
+"FwJ/Lg8FAgIEZwADoAMPBQIEBNECDwa7AQJTBgJGAA9zBgEBBQIEZwAGgwwHBQIFAi4LWQgBCAAMixAGzwkPixAAA6o5AisM",
+"DtIJApQIAkKuD8g5AwCdCAmcAAn9fwhqPwP6Vh84M4QJAhYdAgUSBOQrCnkOB/BRD4ArCgjwUQliAAJMAgN/HQ8NqAAFfbkD",
+"BxkDMAAJfSQFKwAHGZwNywACrhQE6FQOPhICIAkDqAAPKyQEBeW+AldSCEcCC5m5Dy8pBAMUtQPkKgigAAOjVQMJAQHIAgyq",
+"VQNGLAMJAQNiKgwUMgOjtwPoAA/jBwQEwyovMTCECQADElYF87cPygAGBFUsDBpuBLm3BMwAD3dZAAPIVQTMAAOTKwxkMgPm",
+"twTMAA/FKgQGlAEN3QMGuLcCBwAPlgEHA74sAYMqBz4DD6mCDE92aXNjXCoUDisAD1gqBA4pAA9UKhQPOQAGDVAqAPkADzYA",
+"Dgifgg8xABIfMzEAHR80rioWPjE3Nq4qCCkABZoqEDevKg8uRwEAkwcPYwEPATYED4BPBA9gAQcPjAQAASR3D2QBDwlCFQQ7",
+"AAjLKg9uAQcPOwACAAEFD3gBDwTmAAdKSA/R9wQPsaQGALIDD8/3CgEGAAIMAAaMPQ8CKwABEzkNAisTNURiDbWTATMABIwA",
+"BKUBA84ID6AGAQEFUQAIAA+ZRg0CRAAPhR4CCHcqDmEAA0sFHzIBBwwDeAsDcQsJtgEEoHgUMrHWAtQ1Brg+AYEID+2TAQhM",
+"CwkdAAkZpAOeKQ8ZpAUDmgAErxQKhAsDgYoIGAAHlwsNLywWNb0QCycBA+kJHzLapQ0DmwoB1DAOJPgPPdwADyT4AwswGATl",
+"UA/oqQMECRwfMoUqDAh09wiDAAP3ogMfAA+DAAMEVKMGDwwM2voCWR8MkRkCWgAPowEED0EMAAo1ExM1jJ0O8wAFtwIPXCoL",
+"CIX3DXAJBEMACrtIB2UKA3x6BKvNBbAoA0EAAfcHACQAD8xJCgZhAw8vBQMFHwAPb/gEBXoCD5JcCwJhAgGeHAejAAHKCAIU",
+"yI8zQzIzRDcwQSMEAQNBGQ+HFQADWyAESAEEC08PZgMYBI8IFDVS+g8MGwMCmCAOJbUFSwwPcisBA7bwDxIrARM1i/ULLjcH",
+"bO0Nhy8DpAMPqrgAA6IvAsgCAfYvDckJBJ5kBYytCx8AD73CBQHiCQQ29w1qCgOAPQN0IQ9eRQ0E9A4TM78TDiEAD6HtBgKC",
+"GQLuDg8VDwADbT0DCiIBJQAPgCsDA6oEEzM8Eg4hAA9Z4ggBVwABcwMBNx0M/kUBfAADPyIBJQAFB1IHyckBHwACKwAPvCkB",
+"BBYCDMSlAykgDpRAAlEAAR8AAu6QC5VFAwkZDpRFCgwTEDWEHw3eRBg1+qQRNWEpB0UDAjnID49FAwiULAFvJAiwLAbaJgGz",
+"HQgbAAjQKwDuAAgupQKQFgFcHQ6pAAc0PhE1Q6UHVgACVhADSj8NuQEDqQ8Pg0UUA4YAAlMAAd/HBoMADYBFA34PA19CD39F",
+"AAJ6DQK7GAeuEAMeAAM7Qw99RQkAWgABKAABj6UIekUG0vAKeEUL3UEI630MP0MDDX4DWwMLHAACAQECHAANFzQCqgcDlAUP",
+"jwQCBLA6AtWLDh8ABHl8C4UDDRgrCz4qAvQpAxEoD48EDQSnDw//iwYFun0PuX0EBAnvDogAAtEoB5UEDxt+BATrTA9BjAUG",
+"F6sP5SoEDxirCAJ9AwOjDwNRKwtTBgQ+sw/4CQAD/TQP+TMCBWMABH00AS4NDLWoAYwBA+EpBF4ABR0AA9EEAbgEDzwAAAM3",
+"AANeBgxqRQSuqQPiAA9EJwADEUQCKQAD4RAP6hYABCAIAygAA/E/DucGBDAIAygAAtADCEq0ALgFC6YUA5oIAAcACx8eAosK",
+"Af+gD6MUAALeHQWuCg5cISc1X3NKAIIKD8N7AQTEGACBCg+XCQkPezYGAhoLAx8AD/cLBAS+AgSGvQuDAAMfAB8yqiQMD8ZB",
+"BgJBAQRdmA+DAAIE1zEGm1oMgKUC8xUA+QIOriEPTw0GBNc1HzJ6JAwFQPEPAAEBBKkaHzKeXQwDF2QEMTQLRQAGnwsPfKUL",
+"A6UwD0kMAQTGKQ9KDAgFoX8fOEwMBQNRAwJYnQ9ODAcEX40PTwwFBJUpABUBDzYCAgT+iAAhAA/TYwoDXg8PJzsCBGkfD5UM",
+"DQ9+lwUDvmQDHwAC+iQHDAEDlwQCWg0PtwwIAyDuDwIzAAMBfwRAAgm+CARsqQttAwQbCwExBwyIDAfMqQ6ZLQMcAA9TLgAC",
+"hgADgQILHXMEeAAFWkwGYwMMv/4Ew9sOzCITNap3C+YMBKIyD5I2AQOTSAPRAgEIHw56BgXxgg857wMFrmcMzwwD/CoFbPIP",
+"zC8AAeoFA1IrDzbvEARJMw827wUBHTAP1AwDA85PCJeuDI0AAu4kAi8hAy4ADxEBBAYviQ9KCAMF3y8O2gwDiSEI3i8KiAAC",
+"nUQCJwAELQAFcFcHsaUC2QsCdRgD6ykLZiQEEAIL4AwCYUUBtyQKCggDIZADpgcG7D8G4QwD1F8BxH8LHqUNcQ8PiqQBGTUQ",
+"SgAlAAt2UgClAg92UgYJ5YMMRaoD9a0ERvANRVoEWC4CBwAAPQAI7wwDDCAPK1MCGTWHHADDAAxRsQIzAgJXAQ+yMgECEw0B",
+"NgEP9QwQA4wABAcyCq8EABcOC8AJAysxAjcABq98B1mlAqojAigkCK4mBCAAAq8yA9YBD1mlBACwAggXWQl5UgNp+QpReQEr",
+"AAxbTwSwhQJsAw0eAAMuLwOKAwweAAOlMQIeAA/WHAMEpmUBSQgMNRAEADEPbwQUBF8HA5IMDE4AA2swAlcBApsAD3SABQS4",
+"BAIOBAxJAAOfCwLBIQL9AQ1lZQPgNgD8Ag3EBQNKMAKkBw/veAQECzUCjosJHTICIjMDzgAPrjQDBRNfAeMFC4ACBVjuAgcA",
+"BOowBR8AApgCAtYED1URAASPgANGAAwQUQRL7gIlAQ977gEEDFED2wMChwAPgAwIBCkAA6kMD4EMBwQpAAOqDAqCDAW8yApl",
+"CAAHAAyCDAJcLg+lTwMGHQAGOAsKBiEApAgIegAEricOVwoE930UM1cKDzsgAAR/VwGyJTc0MTL+AgrWCQRuJgDWCQ+xQQoC",
+"twkP16QBBHDtBJIBAAcAD/Y+AwFNVg+3AwUErFYD3gADVQAMwQwEyu8DRgoBowQOHh8SNsShD8LtAwNIAgOvAAH9AQ9AfQUP",
+"GgQKBFhaA/spA/MSAf0BD5IAAQR7IA/JLQAFClcDlAABUgAP2FUEBRBXD2UEAgMOVwSUAAfULQ+UAAMDCEsArwEHewIA/g4P",
+"QyAIb2FkdmVjdEUgFA8tAAEPRyAEDysAAQ9JIBQPOwAID5tKCg84AAgPgW8ED+/DAQ+YSgAQNG5KDqSiD+ofAwh5Hw8FAQkB",
+"5gMH6x8WNOofDwEBCQ/ODQIPcwATDHpKAKECD3cfAQCPAw92HwIA8gQPdR8IAccDAdIGBmkXD3IfAAShYQkyBRg2TmIEZQ4C",
+"3xAP6gQCA9wGD1YfDAPoBA9CAAEPOCYVAUIADw9UAgOJEg+iDQAD2CgC4wcPFw0EB0YQD9gcBARGJgnIGgKxBg9aAAkDQBAP",
+"KZIAAkgEAQUAAyYHD0sEAwHp+gErYAGgAgPiAQK2DAtnNQNDEgDiCHYxMzkwOTUwWzEG6xsFjSEJJQAHWQIASQgFViEDEwAC",
+"4RMDJg0KNQ8VNrFIC4sPBFESATcBCKcAAmccAHE4D6cACAOzNwslAA3UHgZ+AAq5EQS2AQP19AqwCwKLJgFQCQ/tHAEQNkka",
+"DcYMGDbJFBE2thkPrwEGD+M7AwQdEwf+EwUZDgVcGQ/cjQUBbwsPkToBAwIBDysAAA/BtAACV8oBYwoO4AAHKQ0UNl8eD30f",
+"ASIxK75MDJsiBqovBGo5DrwACkEcA7wAD0gBBg+LCwQMSAEHhAADRAsOCyEKQhwPNQEkBh8BD973AwUOFA9eEQQDKgUPipMC",
+"B0gtAgsAD8pTBAA9AAHGCAoTBAPQYgtsAwML0AzuAwtsAwE9CwArAAxsAwpJCxI2oH4O6wMG9yQCJAUIgQABXA0BBdIPgQAI",
+"AZ4FACsADIEACnw7B4EACjQlBe4DBmgzB54PAjgLAAUABCctCqMYETYHOQ8RAwAI+4wAJQAP8wMEA5EBDyqCBAkbAQz3AwNd",
+"Hw/pOgEHjgUDsgMOoRIEEQELj1IPyAIFAqkAAoZSD2MAAw8EAQAJ9wIE178JfwEFaS0DdEsLkwMC4AYCDCEP3AAKDIUIAtwA",
+"D3IBCA/ICwME3yUHcgEIjgADTCMPcgEWDO4GDnIBBPXxD3IBCAFJJA9jAAEHWwEPhI4CBGlEDwbIBQQizANJFQstIAZTBAKr",
+"MAqnAAdQAQKuDAQ0PQRTBAI2HwvSAwJzXgAcAA/SAwkDJj4MjAgIBAEDTqQO/BQfNjWGBQaPGQIyRgiWAAEwCAAhAA+WAAoB",
+"jgQALAAMaQQLczcHgwAJ6wIFz0ACpxwPCBQCAXYBAB8PDsU1HzZMaAMZNhG5ACUAD2oEBQKoAQ9cWQMKHQENagQDrTIP+AII",
+"AYYFBOUJC+9qBBEBCDAAA6V0D/gCAgK44QEOEw9jAAMPBAEABysPABIBD9V1AQUFUwNvpAzdAwIgIgHyAg/eAAsMRAkDX2oP",
+"dAEHD+ELAwQjkgh1AQiQAALgPQ+bvwgLlwAMcQcOdQEDcm8PdQEJDH4JBWMAB14BAcwGCxkMAdkDAZU8A+gLDCcHAhYOD7aA",
+"BgEJDQGCCDR0b20fADVtaW4kQgSoBwIL6Ae9WwBbAA8aEQtvZXJyc3VtGhEUDy0AAQ8aEQQPKwABDxoRFA87AAgPGhEKDzgA",
+"CA8GtAUPMwAIDwa0Aw83MQAPNTEAFzNfEQbjWwgpAARgEQFj1Q9KMQEIZDAPTAEJDGERFjlhEQ9IAQkPLRABCb4xD00BCQ+y",
+"HwIB7Q8PWAERC6ARAcsDDxgxAgBfAweiEQpD9wHpAgNZHwo4AACICARPAAh+RQWbEQEREA+4EQADIS4PuREBEzeRKQ+jAwUE",
+"QSUKywQD+gEEhREIzAQNLFwAqgoPLFwSBIsAAYQZA9sABL8ABQoBCVwSCld3AjMABdxIArOdCFxYAa4EAtAHDxcYAAElAQHt",
+"GQxLdALFQQCMAAIbAAiZeQEwEwKyDAAmAB9wrTIAA3dUAAYABNUJBEEBAMEMDx0BBQriCB835VkEBi5+DyKGCwPIAQF0KgZr",
+"QwLtDQukegKboQNIVQFHEgbRRwHWEQAhACItMoisCLkNAekAEjfZLTx4b3IACh80h/gDCBwADxwBFQp7CRI3fVkHOAICRA4S",
+"MTgCCBgAAa8BFzKwQwIYAAVODgR5Cw0tFAXFAQxkIgMeRANgAQxJBwFFAQcmER83qVkRCkgUBQsaABoBBBwAAnfGAWQtAfkb",
+"BzQBBgcADENFA04DA1DAD8UAAQ7MJwK8AQAGAA/rRQEC1UcAWh8PMxEBGDepVxI36tIKdw4RLbIEB6MDAlgQAWYCBQ0hBuRF",
+"An4CAxVKDdcSAyMDDrwBA/MDD+RGAANySQK8AQyRSQSLsAKSrwbIAA++RQIESwsEGnENsAECQhQLsAECuBEFsAEPvRICBLwS",
+"BPpwDVoAAk0eDFoAAdgKBGEAD1KmAwSEEQVyJQlXAAK/QgxXAAEUDAVeAA/7LAIE0xIDdiwMWQADvXUPugIDA2AAAXcOD4wB",
+"AAGOfgueBQbWAg8RPwACNg8FfAUNoRIYN5xPETekEw8KBwUHthcOYwICaAAPCEgAA0YYAz0AC0E8ACUAAb0FAiMdAUMdBo0A",
+"AXIrD+EKCF9jaGVja+AKFA8sAAAP3woEDyoAAA/eChQPOgAHD90KCg83AAcJ3AoPowASCUQ8D2QAEh80ZAAeHzUyAB4fNpYA",
+"Hh83LAEeHzgNPQMIfmcDwwsXMtq/BcMLHzPDCwEQMRUAD8MLAQimZw8wAggMwgsHD+EPLAIID8ELDg8xAggKwAsDrgAIvwsP",
+"OwIICssbBPAED3kAEwp4LAR5AAAUBg9QAhAPPAACCH2ND1oCCA+1AAMP8gATD9YuAwCwEg9vAhAPawoIAzcHC7cQAYoGDw4N",
+"AgDABg8mPgMANgUPsR4EAsQjAcAHB4rRD7UeAgIrAAAdBg3+DBM4t3IPNQsKCzwTBGUBDz0TAA4oaQA9Ew/9DBIEigAPlQwB",
+"ANABBF8dBH8AAUsTD1oAAQklAAF1CAJraQ0IHR04LIkDZS0E108J3AsCagEEtjkKlwkBHAsAPQAMwwsBexIPpQAFBAcKBrmI",
+"CvIMEzjWCwceCgIHHgKZDAUgFwR2AgO/VwZCBxE4bAsPugEABH4YBpReBBoAAfQIBDcBBICUDD8ABar1B+1wBMYIAdwIBEgA",
+"BNWTC0EABSWmGDRmcAQdAAI5AgNJAAyUWQQlAAT1DRg03m8K9QEESQALBAwD5QwPLS8ABEEBAIsNCz9jAnkBAAYAFS1kCQuu",
+"YwfsmQqdDRg4BQwROAUMCwIOApQNDzyMBQOnAg5zCQIHAh81dAkAA50pAgYACRECALsLD30NDQRkAQS7HgaWcwtWAwNoAQ1I",
+"AQN/AAiaAAl+DgROMAtHAQLdDAYHAQrdDBg4qQoROKkKCf4CAqsEA5ALCksGBZufBBMRD8sdAAFNOA8hCwETOAJAAZOMEW7J",
+"CwI4ABNmGZIB6AUEYCoEPAECHwwEIgEIATcHvwQGKQAI38kAcQAKzBgEJgsCw3EDLMoCNxcEbgUCNgwDVQAP4+gCAtsEAsoi",
+"BG1YBmotAbsRASQAAUA6DlscETgSKg2DGBk48R0AJQAMmAEACViQNjA3MTgyNDE46C0yMTc0rPsGjxcF4QADjxcCuQ8PcgEB",
+"AhcUC/gjBj8AA3p0AgmTD6wAAAePIgC6AAwU8QQjAQBAAQ9+AAED9R8PfgAOCaoCAdmID8YMCC9rZX3sFQ0qAA/CDAQNKAAP",
+"wAwUDzgABQ++DAoPNQAFD5gXBQ8wAAUIugwPMAARD/1IAw+SmAAfMcnLABgzE+0F7gsAKQAP7gsND1wBBgzsCweOcw9YAQYP",
+"GigFD1wBDg+5CgIIWBgPZgEGDzoAAgjh7Q9wAQYM3RcPzwo7D84KFw/NCgcWOasFDwspBw03CQEWAABTBQ1zNwFqAA86KRsC",
+"4CgKOikDnAwCjwIF8l4CKUcP7RIFDDtWAkJABEITD3EpBg2YlgYiJQAyAQ93kwACTFUEHAAPkJYABeRCB+V/AQcFDXuWAJ0F",
+"DBMAAjIFA1MGCvELETkdKA1uAw+OlgsCpBgABQAEawsKagAP6AsBA2kACOoFBK4SCBSVHznAJwIFqSMPjJYEBPfqDkFABVcf",
+"DHE0ApwvAAUAABgBD4WWAgEiAABMAQ+DlgcOHAEBpAoGPwkKTQwROepDDW4BD4KWCwGKAwGVAwuGJAKIBwNRFArvCgNpAAhu",
+"AQEtAAuClhE5DioNyQIFHwMPgZYEBVvtDi9BB3FADce8BykoDwgDBAdF6w90AQADtAEPDAMAAwMKDfoCDxQYBhM55RsPphEC",
+"AosBCSgjCB0LA3gEDGosAhYADzYLAgRuAA3RGATlDgaQAQFuFQjkMwFfABV7htkGOacCmgMKwQUCVw0D6RoCIQQBVjUKJQAC",
+"AAwGLhwC/3QPHiELDNNCA+oLDyVJAAOK4AM4AAsmCgX0IRExKCsCQA8PsT8LDzYvAwMlGw9NGQYERw4M1iEAKwAH+hkBiwAA",
+"MQoKhQEP7jIMf3Jlb3JkZXIxChQPLgACDzUKBA8sAAIPOQoUDzwACQ89CgoPOQAJD0EKBQ80AAkPRQoFDzQACQkBFw80ABQJ",
+"AxcPNAAUCAUXDzQAFQ8HFwUPNAAJDwkXBAi4IgLzBB884tYBB8J+BRkLHzQZCwQBSSkPQAISDB0LAMkEDz0CEg+PIg4PQgIK",
+"D84iAwiWFg9NAgoPPwADCGcLD1gCCg8/AAMI2BYPYwIKDz8AAwiMDA9uAgoPPwADCGo1D3kCCg8/AAMInQwPhAIKDx4XDwxS",
+"CAAXAA9GgAIA7wUPRoADD0RVDAbJLwAsAA9PDAkBbh0MTwwvNDBPDAsCVxcCbREPOwwYAsIQD0chBgRWAAo6FQcrFgYSIQ+W",
+"CwIAr14KJwEETp0PF2sLBTMJChulBVUADK8AA1JTA5YeA3gLCeELITQwYu4OxgAEN0cDocoD/QYALwAPF0UBBFJQBvIACvdT",
+"AW4HAVtHDPkLAMEBAlAlB0IXAUgJBjQAD2B9AAPAIwslFAEzAAhgfQSfAAGwAQFMAAgWAAHmAQSWAAmKCyI0MCELDmwBAc8A",
+"D6i9AQOkSQNsAQxrAA+BAAwGXwEAehYPIn0TBFBIBw2ZDBGkAjUVBAwmBxcMBCyfC1QlBtPGAxoKCBwAAU0AD197AQS9Sg6j",
+"vw9AewsBigkHQHsJgwsACwEIGAEAiQwIQHsCJicPOyQCA6IvD5kjBAAkAAuIAQJMfgH6PQycCwWfAg4KAgJtAg9WSAAEtMAC",
+"CgINKAIDziMDeRcPhwACBvcACo81BEwMBW6CBImZD08iAQXfBAj9AQGqegP9AQv4FwKupwNYfwrpNwQ9AAXx7QSWmQp4AAKQ",
+"LQIaEgx4AAA/dAN4AAtZAgOEOQK2AQoCJAQ9AAXN7Q91AAACbw0Dp28MdgAH6wIBew0InAICOAACfQAPyQUCB7ztD+4AAQLC",
+"DAPxawt5AAGdagiQogd5AAPnAQF/AAEVRg8eAgABHbgP3nMZA3nCAiMAD+EzAQBMAghZAgL99wdjEwSHwwkQEwUdAAR8NB82",
+"8oYNAhoHD4/+BAT0Mx82ED0MCCqrC7RKBH9aD5j9CAKDAA+Z/QMEf1cPfgAKA6IOBPBQCgRZBSYDDoAAAvgDCNaqD3gxAQMI",
+"jww9AAJ/AQP6AA+9AAMEdT0PDE8JAzeJDScoBZSkD50ACwMhYg/1FAkEgDYP2wABA8A2Dyc8AgQkCAROAw9+AAEDQAAPYigC",
+"BVP/A1YSD4AAAgLAAA9LRAIEpDoExVMPgAACAkAAD3YQCAPkWQLvXwjEUwVhKw+HVQQEv4kKbzMEMAQFA+EP2wEIBCdUD/sr",
+"AgNJog+ZCAEC6xAEpuEK6mQFcRESNNE3AB8AByUED+kQDB9i6BAZDy0AAQ9YswUP5hAnDzsACA9YswsP5BAfDzMACA/jEAUP",
+"MwAID+IQBQ8zAAgfNUUQDgUyEAgUAAQyEAERMw8yEA0PiwEJD5olDg9VAQkPvA4DD3sAFA/2DwQINRAPawEJDz4AAwm/tA/0",
+"DwwPNw8LBNZCDzcPhwS//g/IAAUDIxsPHQ8CAuAkD1sVAAP4Cgc/Bw8dDwYCsCIPHQ8VA8caD4RUCw/0LAQCMA4PHQ8ABE4F",
+"AgcAA3c0CjQJAn/9Dx0PAAVWJwkdDx8xHQ8KCNdBDx0PAA8WGwEApwEPHQ8JDClFA3mnDx0PCQN7GgiGDgFRAA+9iwMElgAK",
+"HQ8fMR0PBAbYbQ1sAQNvFwIGAAv4DA+BAA0GXwEPHQ8fAnkmDx0PMwWACw8dDwAF6Q4NtDIDn08ImoYDNAACAA8PaCUEBR0A",
+"Dx0PAhgxHQ8fMR0PBAsfJw8dDyUDWgwPHQ8BBJ8CD0ETBA/mqQEEQhMCBgAMF38DOw8AJQAMHQ8FhwAG9wAPHQ8KFDJqig8d",
+"DzkC1R4PHQ8KAHgADx0PYQLu0w8dD14UMtl0Dx0PNALnAQ8dDwMEHgIJGYMMgQMPHQ8HAiMADx0PAhgxHQ8A1gIPYjMHBIsV",
+"DzkWAgOqOA8CBQEOjBUP6z4BAvccBm4cAakHwDoKCXJldDsKCn0KCg"
 };
-static const cq__ptx_module cq__ptx_3d_f32 = { cq__ptx_3d_f32_lz, 213204, 763037, 0x7785415du };
-/* PTX module 3d_f64: sha256 5c0be6283c90fcaefa332c17318c8779d69e5ff0bc452bc25d914a70856b9920, nvrtc 12.0, PTX ISA 8.0, 785603 bytes, fnv1a 0x76663bc9, lz 213114 bytes */
+static const cq__ptx_module cq__ptx_3d_f32 = { cq__ptx_3d_f32_lz, 213808, 764578, 0x1182c8beu };
+/* PTX module 3d_f64: sha256 d7174590f372418f96d8d857f4e02c7b92d82f4e0985433633e84c40429dac8b, nvrtc 12.0, PTX ISA 8.0, 787144 bytes, fnv1a 0x6efb9343, lz 213759 bytes */
 static const char cq__ptx_3d_f64_lz[][CQ__PTX_ROW + 1] = {
 "8hkvLwovLyBHZW5lcmF0ZWQgYnkgTlZJRElBIE5WVk0gQ29tcGlsZXIKKAAEDwDxByBCdWlsZCBJRDogQ0wtMzE5NjgwMjQi",
 "AFF1ZGEgYycA8A1hdGlvbiB0b29scywgcmVsZWFzZSAxMi4wLCBWBwAwLjc2MgCCQmFzZWQgb25xAFA3LjAuMW4AYAoudmVy",
@@ -32817,7 +32961,7 @@ static const char cq__ptx_3d_f64_lz[][CQ__PTX_ROW + 1] = {
 "A3U7C9OlC99DETZTAQjyAASkjA/zAAMCoRIDj0YJ8wADdjQCOqMJ8wADdiYDGwMBKQAfcPI8BAVnpg5UPQRg1wNOBA+QGwQF",
 "eKcBpYcOfBMET6IO9wACOSMDK30M9wACkhMDeSMJ9wAEJD4CGSwH9wAFdLoCCAABKQAMJn4FLAAElwAPZj0ABPrIAzMED2dG",
 "BAZJpwFapg+VFAwHqwMAEkgHYyQDfBQDhIsMYyQFaQMGnxQcMb4PB2QkAK0UDwsdB49zcGhfY291blg2EQ8sAAQPBx0ADyoA",
-"BA8FHQAMBIgPOgALbzFbMzkyXU+SAwggaAScGhcwsRoEywE/PDE1HCMBHzaGnwUFr4cP1QAMBKUXBVUgLzUs0gARDNsXDyQi",
+"BA8FHQAMBIgPOgALbzFbNDAwXU+SAwggaAScGhcwsRoEywE/PDE1HCMBHzaGnwUFr4cP1QAMBKUXBVUgLzUs0gARDNsXDyQi",
 "BQK/uQ/dFwMBEwIP3hcJA7eRA1tnAoKxD1ZnBw8wIgIhOF/bugN5AATkAANiDQ+XGwIETxQ/KzE4eWgKA1QSBFSSD5WNAA/E",
 "OwEEMzIDHxIPPA4BBKo6Iisxt1IPeSIGAvEUDaZQAysFD1sAAQSyIT8rMTVIwQABOAADMgQDdhQwcm1pIQAGJQAEnQYEIAAR",
 "evmSAyAAAWpjBLRCCv8DAiIFBvSQBAQCAOEJDRQAAt8UAe+vDbMZAuObDfACBG0iNisxNpVoBn8AAnsGAAUAAckKDW0AAzwC",
@@ -32879,350 +33023,359 @@ static const char cq__ptx_3d_f64_lz[][CQ__PTX_ROW + 1] = {
 "AAECowoFNhgMzBICGAAFkDMNqRgCzRIHpjkAmQgPpjkYBDYAAn4vAs1BCJ8zCYk5CBkAAH0BD9c5AgEaCQfXOQq+OQN4CwIg",
 "PwJGAABmAA/LTAADrjAEIawKfhcEWg5CNjIrM3cED2IyBQK9EwLY6AixQwPxAA9WUAADcUYEOgAKCD8B5gAAegAhNTNppREx",
 "a/QOoAAEmAkyMiszyB4PoAAFA6wsDTMqA1ovAx8AD4UABQGePQI7GwiEAg8gPQxPZmlsbB89FA4rAA8ePQQOKQAPHT0UDzkA",
-"Bg8cPR0B93kObc8PotwBIDEyz1cPJTcBBYBWD9QACwHpBgd2AwBMDw/RAA8LKgMBXQ0P91QDAPcBDxs9AwEGDQ/5VAoKpjMI",
-"ewoDdAQCKAACHwAEQTQJWAQhOV/BEw8bPQEKrDUFDRsFUBsCuJ0PVVgDAiIAD68DCgQYcA+lMwkPVXAcBWwSAoIABUzFCsgI",
-"DnRwCsEABDR/JSszsjsL4gAFsDYP8QMLBULXDMQAAkwLBB8AD8QAAwRvQQv9TwPEAAVd1w/EAAQG9xwPljcLBUDAD98aCA8M",
-"NAYDPQAE3hoLniMGrDkPwj4FBNcfDk8oCqQoCdkdBf8IBV8ADv4jBFI7Aj8AD5g7BQSGKA+YOwQDFCoPljsAAXwCD44aAAE5",
-"lQwUAALJAgQQlQpSCAI/zg2aBAfmOg/HPgYBBwMBeTcNbQADawAKQAgDawAJVCYBLgAaNecgAqjPDr4eBsEfD8c+BQS3KQ9D",
-"GgAEhykDYhQEjB0FHwAInRIBM0kPrwEBBThJD68BAwMbDQ+iIgEB2wkPyT4EAj7NDYMBBfIfD8k+CAHsDAzGCQIwHgNBCgri",
-"DwNrAAmDAQEuAANAIgaDAQ/JPgIE0e8PyT4IAA8hAoMBD85SAAP6CwQ0KgyEAQgzAwH3KQ+EAQIE/CkPyz4EBIsqD8s+BgGl",
-"Kg/LPgEAiAYPyz4CB9c8D8s+BwMrHwPiBgoYDx85yz4ABDAAD8s+BAMzAAebAAvLPgPHAAciAADuDAASATR1MzJdBQP4MQLY",
-"2gySqgIcCwFIEw03AALcBgTATgW0AAAWAAJOBAG3Hw9/WgsPAyQNBdIFBF4ABkkBD3s/AwcSAwzMJAPgNwDNAg/MJAgDuwAf",
-"NHs/CgOnAw3QBgSaFA97Pw0DkgYMyysEhCsJ5dMMez8AHgAM3yQDiAgAQAABgCIPez8CBJGxD3s/AgKcCQBcAA/eJAACDicD",
-"QyUFnbQEqAgA7isPez8JBGg4D6ZGDgNYGwlfDQTTAwVEAAiYJB85fD8KA8kPDs8ABHw/AygmD3w/HB85fD8BA74SCZsADHw/",
-"AlocAZUEDLIAAb8BBEM9DxwGAAN8PwNAPQ98PxwfOXw/BAPSNQP6AQ1sJwI/AQOYEwR+UAdAAAOCJQT9JwzUOANa5AOZAg+5",
-"CQMDHQAPe+IAA2JfAygDD+M+AgX6dQLWuQh6JAIJEgOwAgVbXAQeAAL+AQMlAA8VQAIEHSMP2QsAAxwjA5kAChkdBJkABDEl",
-"At0GCl4RAlcFA0LhA0QRC3w/BLABCZckASsBBzcACJckA0gBACQAD3w/BgjE2QXHBAJVAASGAAyQBg9WOgQC8QEAfgEP9YUF",
-"D7MhCwRtMQW0YwwgAAShCQwbCAtpMQ+LMQEJYjEABwAPVhUUAEsgApQADw1cBQVu9g43CgWfLwIHAA/4GQAFzE8JBwAPGlAE",
-"BbglDw9cBgDKKw9ACQUFkS4CBwAPVRwABWFPCAcAAf8uC40VAw8gAzAABLJMCqUpGTnmPwbmAgOpKwIjBAMLFRoxxxUhOV8w",
-"BQ1mEwNYBAZ92AR6AwN0AwMTKAs+EwRadwMmPQnSFwKWAgJyCAu/lgW4EgK/lgENAwbDBRwyQzMD0QAABwAKKQAMokACjBYP",
-"sAMEArH7AiUADDcFBJQDD6JACQA/AAO1AwuiQA+1AwYBrCEPtgMGCWolAqshD30nAAS/8g+VAgMBRlwCTgAPuzkABLkvApoD",
-"AcAvDJcCBLwvBQcADxUoFQV0iRY41tYMJAAKb1MJmgAD5gIElCgPmgAAAyooAykAAwcADxQjBABlKASOAAxUYwYlAAsHUw9c",
-"KAEER1QCMSgPXigUAjJXCscDBGUjAzMABERADGATCBdBBpRoA0M4CcgDHDIQCQBFBw7IAwTUmQ3bYwLNFgSuegzIAwL5BwAl",
-"AA3IAwJ6FgPIAwwaDAPuTgQ5Aw/iAwABk3cAKQAJugMAmRYP4wMSDO5BAowZD+MDBQMpGgAlAA/jAwcP7kEHAD8AD+5BAw/j",
-"AwcCy0gP4wMDBEezAwcADwuzBAVOKQ/kAwQBICkB3gIUMr7GCrsCBE8pBNAqDxAcAQS8+QUtAA8ALBcBJCkEgAAFf9sNJQAF",
-"HwcPBicAA3IdBn0pDwgnAQShJwSPJgQ1AA+EKgQFPVEUMmTEDxcoCA/0AwIF7icEnycPuh0BDxsoAQKvAA/1AwAEHAACNAAE",
-"SwIMVRIIdUIG9QMD6jIK9QMMVAwBEvcO9QMCQBEO9QMDtgMCPgsN9QMD7Q8DAUUPjx8AAz8ADMwLAmJRBUsDD/UDAAF5sAJv",
-"OgbMAx8z2AcVDUxDBrwDBwUoAJMDCwUoAscEDeEPAsMEBPcwCOkNAwUoAwVDBFWeDkxDAx0MBnoAD0xDAgKmMgGuAA8MBAAI",
-"CwQPH2MEBUwqDCq1BZAPBfAcDs0CAuEDASIAAksAD2wqFA/oKhYF/LsPoIQGBKAhDwQEAQT0uQP4Qw+bKiAP1SgIBcOYD5UA",
-"AQTZ+g8OKAIDnwcEcSMP/SgWAq4ADwMEAAStKAI0AAQDBA3mDQfRQwYDBAYQAwcDBAz7CwDhDQ4DBAKmHg4DBAff0g8DBAAE",
-"4x4ELs8IOQACEwgCAwQC9oAPeB4AAe6RAPMCD68CEA8xAg8PvgEPB4MDDLwuD04EBg/zRAMFlyovMTI6CwAEZSoFTwMPmioW",
-"DxYrFgZfnA7+RARzKgUuAw+oKh8P2CgBBCgVHzIIRQAEmikFCwMPxykWAosADwsDAAQGKQoDCwyQDggRRQZUQARtIwgLAxwz",
-"dw0BWi0OCwMESgcPSyEKDQsDA+oCBMnOCDkAAikHAyEADQs4A30HBMUVDyYDAAKMxwLrJw8mA1sdNEsHDyYDBA9ORgQFfCsA",
-"NAIPfSsGBSYDD38rFg/7KxYEGjsfMllGAARYKwUmAw+NKx8PZSgBBsXCDmNGBH8qBSYDD6wqFgKLAA4mAwNrRgQ0AARnXAwp",
-"DghsRgYmAw8pDgEdM0ceDykOAgMZTw0mAweg1Q8mAwAED20EF9cIOQACagYCJgMB7UAJJgMCsRYBHAkPJgMDETZ89AAqAA8m",
-"A18Pjw4VD6lHBAVhLC8xMqtHAAQvLAUmAw9kLBYP4CwWBTcKD7RHAAQ9LAUmAw9yLB8PcwABBw4KDxIrAATtCQRWAA+QKxUC",
-"iwAPJgMABTArCSYDDKUPCMdHBiYDApMYCyYDDJUNAKMAD30oAAIZEA4mAwN0KgJACQ0mAwJjBgAlAA0mAwKFBgMmAwyiWAMj",
-"LQAmAw9yCQQSNuonASUBB5gCABYyD8ECEQ2fSAMbNQAHAA+fSAcDgA0EdgENlQ4HPUgAKg0Mn0gDzRoPn0gJA5sVBJ4iDf8f",
-"CmIAC74rArMEAVocD2IAAQO9HgTEHgyUIQEYAAGNUw6fSADrHAl5IAa9AgZfHQ+EYwYF1DUOIAMMDy4Pfh0CBIF0D41jAwMz",
-"UAUaAw/ISAUG+y0PykgEAy9HETGjSQwBAgG8AQQwRwmSLA7VRRExRxYAGwADTQEMuwwPy0gDCFxHD8tIBw9cRwQCcwAEXEcL",
-"y0gEcgAIjgIDMQALXEcAKgAPIWICBKndD9wkCAH0WA/3DgUDwo4CPVkBUAAMyAEE6lAEyAEPWWUGBKgBAawCD4hHBxYxnFAN",
-"+EgGYSML+EgfOfhIBQe+IA/4SAgPXUcDAV0YBl1HDNMIDvhIAzEAC11HACoAD71jAwY5Ag/1JAUBYS4P/g8GA6tRAoYuAVEA",
-"DZ0BCmUDAerZD50BAwNlAwXDLgydAQMIAgNQ2Q8mSQEOqF0QMjEVDWUDA/U1A+1ECyZJHzkmSQQNb0gMhAAB4wUCIxsF2LUK",
-"cwAEvbcLJkkEcgAJyQEBMQAAdAAKyQEOJkkDLyIE92INtwAFcCsPJkkAAp0GADUCD1okBwLiEC0xNVokDTEjBEfdDyZJDQVx",
-"fgu8BwN3DgBgBA8nSQgBYxsBHgAHJ0kDGTUESCQPJ0kDBGE1DydJAgJABwBdAA/9AwEBmgADJAAD5gUGSiQB9TIPJ0kKBN1T",
-"DydJDQMTjAQT3AtFAA8oSRUDPAkPKEkCBY4OC5EkDylJCQFiAg/7KQIGdDQM4CMPKUkQAPknDylJAARrPgPuAQzLaAHWHBBy",
-"hQgHvQAMKUkDPAAPw58AAylJAiEABss1DSlJA2UCDylJHADTAA3LAwIYEQObRwByAAuRJAIdEQX/Xwx3GwJIDgTiAg+RJAIE",
-"r2UPkSQAAtAbBHMDAZgEDfkjBGraHTcqSQIYCgT4Ag3GGANYNAIyAQR3LAqaAAOlNA+SJAACIC0FmgAPK0kDBEpVDytJCAJe",
-"AQTcagzMBQ8rSQACcwwHOAAJK0kD5AwPlCQDAytJDoRSETI7HAaHAAzhBQ8rSQQDzywPxWUABIKPA0QWDyxJAgRQIw/0zQQC",
-"3gUAJQAOmFwDXgADmh4Pog4EBNAFAmrfDyEAAQS3CQ4YCAStBwO1CQHsBQy/DgTuvQUtAA9tXxcBaR4CnAAPrRAFAcQeD1UK",
-"BQQULwM7LwJaaA2gAAPdCAUtAAQIAA+UAAUEOVoP/tMID0QuCQJKDQMlAAJRAA+WAAEDUwEFLQAECAAPmDoABCYNBHZYAx4O",
-"C6JJGTmiSQZgAwOiSQNaDgM7AA11Lw9CFgICFA4CYwkJeQIDCRYDChYL9g8DCOEAJQAM9g8CPDoDXi0CAS8O2w8hODDbDwEr",
-"QgehAAtCdQLRAAEHAAoXMAtbCQXUAw9eSgkDXXgOXkoE9AMNtgMFcSQPaKMFAhlZACcADbgDAzHhA7gDBDE5DWQCAxgEAjLh",
-"DyEAAATLKA6CAgQZeQNxehExagEMggIEJHkFLQAPSUAYBs7hD7gDBgTVKA+4AwEExngEwFgBNxsNoAADPwMFLQAECAAPbUAE",
-"BGYGHzgEHQcBCBIPuAMGBGV4A5pXETGWKAyWAARweAUtAAQIAA/TQgAEfD4DNAAFuAMMXBEIyEoGuAMCLhILuAMMfAkA2lAO",
-"uAMCpggOuAMHauMPuAMAA9DiBNlKCTkAAmoGArgDAQpaD7gDAQKTEwGiQwehAA+4AxULyBwHuAMPhEsHA2MEDoRLD7gDBwVK",
-"/A/gQwQCUggAJwAOuAMDqigDKAEPXhwEBIdYAg8WDyEAAQjLKAmCAgOHWAKGPwFLAA+CAgEDNQMFLQAPg0gYBDdREzg2Tg8j",
-"AAEF2wYOuAMDpygC1w4BTwAPoAABAz8DBS0ABAgAD1BHBAALDAOUAA+8IAYE2CgPWWwCA6soASUAAlEADpYAAoNBCC0AA/YE",
-"AruACrgDA4oSBDQABLgDC+5LGTnuSwW4AwTuSwm4Axw2YQwA9QUPuAMABBwDC3kCAvZAAx8ADbgDASMtAiUADLgDAs9BBDC9",
-"D5cdBBI5cRoBGUUHoQAPuAMUDKpMB7gDCQkEDapMAjsYArsLCI8MAvAKAwAyD6UkAAQyQQalJAuqTAUvDA3cAwEzAwKiAA6Y",
-"JAOVBwP7MQq8AA+sTAMAPCgC/BkP6UUDAwcWACcADUwEAuMTBEwEDxwDBBAyNisBowEE3pUMIQAPvAsGAocBAyIAAksADxYD",
-"AQO4HgQtAAAIAA9UcBUE/gATOY5KD54AAQ/5LAcTMokpASQAAk8AD6AAAQS9AAQlAAQIAA9bcQUDTAQUObJKD5UAAQ+lcAkE",
-"23sDxxQCiwMMlgADoikFLQAECAABzykMTAQD9SEDNAAFTAQNWw4HGU0GTAQCeTULTAQM9wsAlRsOTAQIHxUJeQICtQsCHwAO",
-"TAQDKwQPDCkAArMRBEwEAesAD0wEAAPyKA9HVAQKsAIPMgIPD78BDwelAwDgJA+yBBIPO04DBDwCLzEytuMGAWIGAioAD5vC",
-"AAOkEQPZAw83AwUG0cAN9s8TMoErBbQDD4krARQy0nwELQAACAAPtAMVBRx6HzC6zwATMjiqBZMDAXpTDX8ABB0AAy0ABQgA",
-"D8MEBAbcwA+jzwETMvh7BXEDDy7jAgQ0KQQtAAUIAA+JUAED0wQDNAAFcQMM8g4ISU4GcQMENQMJcQMMEw4Au10OcQMCBjEP",
-"cgMAAvwwBSEADXQDArEuAygADHYDAh1YBS7FAUhYD3gDACMxMGAwAX4AD3kDWx05AggPeQMED3NPBAbBLgdCqwt5AwLEFgAq",
-"AA95AwAC0gQFeQMPewQEBXNFHTB4TxQyWncEeQMB0ioNhgIDcQMELQAPi7IGD30AAQSxFx8we08AFDJkdwR5Aw9zsQIEiikE",
-"LQAFCAAPdCoEBe5iHzB+TwEUMm93BHkDDyyxAgR/KQQtAAUIAA/BUQEEvQACNAAFeQMM7g4IgU8GeQMP7g4BHDbuDgAgNQ95",
-"AwEEPQANGgICswYDIQAOeQMEkTIB0QUMPQADTzoDeQMCDdsPeQMAEjG7NwI1MQ95A1wPXA8VD6tQBAUOBgBc5Q/DCgMCg1sC",
-"KwAPuzcAA9kEA3oDDwMBBQTLlhMxeZoIhwID9ycFegMPKLMBFDKTKwQtAAAIAA/7ehYFGjgPd1cAEzJIeAV6AwHtPQ1/AANq",
-"AwQtAAUIAA/wAAUFFDgPelcBEzIieAV6AwGBKQ10AAQQAQSZAAQIAA/6UgEDpgMEYeUEegMMExEJuVAGck8BBQMLewMcN+wO",
-"AdAID3wDAAMcQA58AwUVAgLdBg58AwO9GAFaAg09AALTBQR8AwqGjAd8AxM3fAMJSBwrMTDdJQ8YAwYNgFEDvQ4FIg4LVhwD",
-"YW4D4g4F+R4EtgAEQw4BwowPglEDAEwOCoIADQogBdscD4JRBwpfJAuCUQBJHQpjAAyCUQNYOQDlCw+CUQgEkiAMuh0CGAAB",
-"ITIOglEAgx4KfQAAIjQPe08If2RlbnNpdHl+TxQPLgACD4FPBA8sAAIPhE8UDzwACQ+HTwgBRk8Mh08Hm08E3gMKuIwFhk8Q",
-"NxUAD7QiAARWoA/WAA4BwwUIoowWOIZPD9MACgrkAQCCAg+HTwIAKgQPoYwED4VPDAFkBAJiBAgtNANzAgIkAAHbAgJWAgk1",
-"AzAzMF/3MQ9+TwEKF4wOg4YP2E0MAkQABGkmD030Ag6+VwOsAAlucQ7ohQ/XTwwCvwAPFqUDD/DiHAuCAAaZTwIMJg8xvwsO",
-"m30CFwADBwAPzx8CBLALC5QSBEQfBDpQBu0fDPL0AuAAAdYXCObpAhEGD1KbAAIZAAKuAQF6CgAJAgRMAwExBQ8Zng4CuysE",
-"HRYKGgAEUBcOGgADchoPGgAABAEXDhoABO4WA1siCZwFIzMwXMIPm24IAzJSD7lKCwN7GA/PUAUSMxklD1qlDw8xUAcEjQoP",
-"CEkDBCwKBBgAAxoNAIkB/wEzRUIwQzZGN0EwQjVFRDhERwABBaQCBX1SCiAAB9xPACAAAAwCBBsAAnkBApkBBucGEjPU+w5L",
-"AwL5Bw/FagADz8ADUAEKNQ8E6AIE4msFC7sKikYCtgQP4R0BDvS/DiYKBCcaDzVCBg8mGgYDbUEDBwAPqg4ABBoaA0YaDyP0",
-"CgSyAAOhRw+IAAAE42gP6x0GBFUaDzIaAQKKAAVeQw+sAAAEFTUIBwABokMPaQAABPRoD+IdBwSkaw/hHQIC6QMFc0MPizEB",
-"AoYABHsyAikADz1uAwIpCh8yDrUFAmUDAk5LBroKACMAAScVAbgKAltKDOIxAnwAA4oAA88tDEUEAnkaDKPiBOAuD4bUBwNy",
-"DAf1CQN2AARiIgHCAyxGRSsCDBJSIDMwTKMME1A5MzBfkwMAnw4JRiwKuWwPl2oCBJ0jAIkASDQwMDiJAAAUAB9DyAIACW2Q",
-"BHBEA/0CAfcYDqgABuwaALUAC6SjA8MkPDNGRmsACh4lBBYlAwMgDdIuA5EcBF0tBPUnBiAABMkuA0kAAWMACPeYBs4ABrcM",
-"AL0AB773A8ABBDE+D8EBBQwQAgQkQwRhAAbQERR0UwAERi8CVA4HDQ0Edg4JcgANKwEAjycFdSkBQSoAMQAB5fsJwZkDThMB",
-"kgAOpwQAMwADkw4KNEYABgMAZwAO2wEGETQBJAANhAIEeSUCYgIZMWICDaIBBNsBA6QADcMBBJ1DBCEAAdMkCY9AC85DBSkP",
-"BiIAAwEBAkDmD0oBAArgAgQuAAIIAABPAQ4DAQeZUwARAQYULAVTpwbYAA9zAAMJ0wgPJ8oICWMQBHoACj8AADUPD00DDwRG",
-"KAP/Vg9NAwAEcAICKQAElQUGIAAEQScEaQENIgAEOwEFIgAJBQQBnVQN5wUC40MP5wUBA8E2AugFARkpDzCcAQMunAFJCwo5",
-"AgRNFgKMAAQCEQatAAMJBQQZBwEjJQpCAAOGEgR6Pg1CAAPjAwTOBgW1LAZCAARCFgIhAATGCAZCAAMDBASNBgH5IwoiAAN1",
-"AQUIAA7oAAO3AQY3Rg+PQwEDPwAFgUYECAAPvEMKC54AATMCCp4ABEImBIQAChsECuo9BPUJBJaJBHkKBBoSBbsMD1kwAALf",
-"DgPYDAN+EwoWwgChCgl9AAGvCginYh85qw8cBDgAA4ECD/xUAwSaCQCcTA8SVgkEsrEMphME1OUPa7IAA+EIAzkAD5EMAgTm",
-"qAB/AAK5Nw8MlgUCjQsN66gEB2cDHwAKcSUFEDIE5xgPjw4DBMULBu0zB3gQAtATA6swC/gEClAkChoABD0kDhoABLolA/8N",
-"CinoAMoQBWOdBS8rB0eeD/oBGQJ2LgX3LQp7AQTHjCQ3NKFfDwCzCwTGsAtGAAQwiB80rTINAusMBAhqC0YABEGKMjQrM700",
-"D1I0CwEXPg40DgbSAAqcDgVnAAQmhjI0KzL+PQ+fMwsKXjQFZwAF8wAM5A4H3I0P5g4UB5EAD+gOAwR8yBQ3YswIvwQM4o0P",
-"+BAiD8UCLgezBAEnCw0PEwJfLg/dewAE2bEDYQIPrVYCBTR0BKMCCl0YAko2D4ANAgO1NA9EawIDNxgDlAIPpykEBRmyDwkp",
-"BQRPEQ1IDgSwPwMNHQJnRg0TRwJiCQdijQ+EDw4A1TQP/0MFBDNuD7gpBwTVRg+GDwAD7o0Ca10EpUYNH0QDUQoJBwAbMRoR",
-"Bi4ABEpuD7UpBwUzRQ+MDwEE8T0DSxsCwVkLkwAELo4CKwAFMgAEYwgPc0wAAIcCDKgJBGgaA/QsC8cdACUAAT4GArwsA92t",
-"CpIPBGsLAo8AASoFDZhbANoFATxiCUtHBhIkDNMUBNeiAx0bDyMSAwT9bBIxsSAMFtADCxMA/wIMdM8CUAkEH20P8A8AA2IJ",
-"AqWOD/EPAx0xdhAAWwEPbQwACkcLAfGyCAIKBChyA84BD5tGCAKOAA/2DyEEZCwF1EYAxwEPqwAACtEEAEgPCqsMAUslD6sM",
-"DgRIDAREAQyOAARUlgToEA0VCwPNHQVKAAECHgn5DwXRAApdAQC6Jgz6DwOeAg/6DxUDGpUEYgAG7UAG+g8DrAsEPwIP/A8A",
-"A3QLBHUAD/0PCwGCAwUrXgwAEAMwrQGYAA8AEAMP+lUDAHIDAFkBDuYBBwlfASUADJECBYoCDwIQEQN/BwTLMQXduAYhAAOH",
-"AwQhAASSYgYhAAQaAAOGDAEiAAmoDAh0Rg8CEA8EYC8EMpQPAxADABYkBwUBAQDTCwQQA0kND8UBBgpuCA+ZlAUNllsEfQAL",
-"WwMB7UoPWwMOBDMDBHYBDW4BBHwDA40FDeUPA6YJBUoABZSEDUABBSIACioBD0gYAgMJNw9fBgAEhDkDADsPbQgEBSZIAcoF",
-"CY8AA+5HBQcDChU3AScAASMKBN3pD8+VAQXMCQQv0gXlMA8sAAEDAQQELAADXCMP6VkCA31aBSwACEUbD2IxBAOPRQRnAQiL",
-"bwElBw91DwIFqyYMdg8CsS8PGGQDAlVcBLNYA4sCDZESCZIWAXBZCX0NHzF9DSQDPxoLOh8BhxUPOh8AAY0qD1MfAgDEAA8d",
-"cgYByQoD5wAC4QgPkx4CAjMxD8D0AQVwsQ99uQQFv0cjNzB+UQqcAgSNGAOdAgqfRwQMAQdEABIy6QwP3HEFA4QJD+VHAgW7",
-"eyM3MJZRCosAA1cCA4YJD9sCAgbiRwOwAARFEwHyRwpPAAOVBQYXdg9PAAEECTgEJQAETwAM+iMElnIC4AACtTIOwwMTNZbT",
-"Am0ACo8ABGgDBN4AD40DAQSEgAXeAAPBBA8WmAEHJUcKCAAB/z8PnQACBSbvDfm2AqV0B69JDwAEAQU9RgWfAARBGA/FLgAE",
-"/jwFcUYECAAKozQIngAF3u4NYbcEv0YFuA4PfdYBBMJGBasUBKcAAa4BDtQCBE1BTzArMjC0EAkFL1MLegMDLFMDgUAJLQID",
-"xjUDOQAPkAEFASMcBElHCu8ABI8CAjIZ3TFBNTZFMUZDMkY4RjPTuAKlWge8AQd5RweE0QIeAgWXAQSvQwbdBQ8hWQUNBmIA",
-"ZgUB4is6cmNwIAYCiQAAgmgHkQUEhAsFkQUHr3cPkQUaAu4PAfluDnRFBGKXPzIrMunQCgXXUQztFwPaAwIfAA+0AQURNgN3",
-"AesACeQAABMNDwMnCD1zb3XM+w8CJwYPLQABDwEnBA8rAAEPACcUDzsACAL/Jghzzg9zABMPps4BDzMADA+kzgQAZc4LZScI",
-"8bMEcQI/PDIz63YCEDORJw8k1wEE7MwPPAENDGYnAGYXDzkBEQ8jFwIElLkPCwENBHUABK0AAAQED1EIAQGLWQ+kJwIBrxIP",
-"pCcIAw+qAgIzDydsAQFlCAEeAAN5KgrcFiAxXy0SD2MYBwNLGA+eMQMEMy0UMx8xAHwAHG4l1gAmAA8m1hIFjQAOMygENmsL",
-"iAEPC3YVAkQABNtxDzMoAg8IGQZPMSsxOQcZCgJdAATDBQrwFAJ7Ng8h/wcD7hQPQRQEA64TBhtIBD0AAzcADz0ACQTzfw+p",
-"JAQEChQPvWoGBerIDyEABQTkfw90agcEJxYH+SMPZBgDD3kpDQXhZQ9kAQICSAsPyxYGBD0AD8sWAgQmAQ+gAAQG4CcPlykK",
-"BYxiDIIAAjUIBB8AD/ptAwOCAAZm2QzyzgAFAAH6AAjbBw+0qQYJJgAFkMoDbwMKHRQrMV82UQTsCAYQKw/XKAoDQAsDgAIL",
-"RAAGK3sP1ygKA9E6C3FZAwIoAkEONG1heBgAAcsBAhYBBLQhAxoAAhooAt8lA8sSBFdKAtEVD2auBAEyAAHpFw88AQEP/hcH",
-"AnYAAgdLA1UvCmwlEjG4yA70FgIzAA/zFgADPHsDEgEPMRcDBBICDgk/AzcAAgYABC8CDKcABN8IETE+Jf8DLnByYWdtYSAi",
-"bm91bnJvbGwioQICBXhfD+tKAwItTg9DaAIDYg0CrgQPHYAFA00XD4k6AwXZqQ2MGARyXAEGAA/PzQQK9MYJPgADWAsCPgAP",
-"uSgDBOgbHzWdGQAE5xsCBgAP2D4DBd7GD/mJAATexgJAAAwxEw9i5BYFlccCBwAP9xkDBIsDHzXTGQICQgADDxUP0hgEBUcB",
-"D02oBwP7Ew8RGgEDGwAJkBkPQ2YEBSZSAhx+Ddk4CeMWA1kAAng5Bz0EAu4CAAYABVYEC2MDAQgADoADAxUUCdizA1MAAUME",
-"AAYABh1TFm71RwhEBAwcewBsAwh5AwBfKQdRQwMqqwpvAAKdcwJYAwYHGgZMQwEZAAOlDgxvegTWBQ6oAwH8AAAXAQ2JAwNp",
-"OQIGAA4hNQP7DhI4NAEOWQABIAAAWQAPjl8EA5sEDSgiAjJmASYAB4O2ITMx/CYOiAQFzGE/OSstcjwDAuoNACkADtd/AoUE",
-"AgYABuBfBB4AA8QgBh4AD5wCAATzOQ0POQpy6w9NFgMELqofNiyqBQNzHg/DAwMA2QACfAAOSwQK/8gPvAADBUhYD3ztAAOI",
-"EQKLBA8IyQUEysgPpBEAA9kQAwUBBNKqDxMFAwU3Ow9jOQEEE8kCBgAPRwEDBIhVHza77QEDIygDsgAP7hIAA6coA2kABJQo",
-"D9wMAwTCUFIxMjgrLWwADE4AAjMBCgKAAo4EDr0CBbU7Ezkk8g69AgLwAw+zOwEDkl8DvQINHgAISAcEGRMMzgAE1h8ONQED",
-"RgUCxQAPPgAEBMw8DUgHBAFRAj4AD0oBBASTIQ8/gQED6gYCQAAPKGsDBTJPD0gHAAMKLQKKAQUHVQUeAAPWAAJlAAGzTwvE",
-"AQNsFgTdfwLOAA+sTgQFHE8PSAcBDpanD0EAAAVHAQ9BAAED2h0CQQAP2RYABOTHAyIAA6sADxF4BAUWRRM4LAUMwTEC/AIF",
-"83cC/wAKTQAEuwIFlAcCAPgPbSsDACYADrgCA7U0ApoCDFkGAq9bBLgCD/ADAwX9xw00jwNKMwIGAAFQMw8+AAAE9wQNOAIE",
-"j00CPgAPuTIEBIgpDzaPAAMBMwJGAA/YdQQFQXYP7ZsAA2gbAzkzDAAKBD52AmUAD5meCgMAAQOJAA/4IwQFPHYPkI8CBGzO",
-"AhIBAaMZD0QAAQVMAQ9EAAIIBgoCvzENsgAEHQADwxcF8XMP/RAEBqhLD8ECAQ4TdAOuNApOAATEAgWJaR85JkgEA315D0FQ",
-"AQPHWQOrFgxlFgPDFgLGAg+eVgUEhHQPX2cAA60wBBUBDytwBATJnQInWg+sMAICBgABXzEPQQABBO8bDwIIAAS6LQORAQ8R",
-"QgQBDS4ChAAPQwABAn8BBAMuDrYuBM4tBCIAD4VQAQaRMQMlAATVAA/tagQEpkgfNw4IAQK/egXYAg+FcQYFWgEPYnECA5cJ",
-"AkQAD9+9AQKYPwZvAAUGcgHdHg9xAAEFbmkDGAQP5gwEBqlxBBwCD5oLBQEIAAEkAQ9fCwEBCAABRwwPJA0CDzFBAQQcAAJ4",
-"Egx3hgChCwiuCwnfYgXaGQbbEw/ELgoEEC0MBB8CQVsPxC4BA7whC0ktCvADBAU6BT5bC50ABtgTD+IuCgUyWQyDAAJ4AQQf",
-"AA+DAAMELgMP2RMBAiMgAnwWA3owCo4jEzFcew27AAUKgQ8iLg0D0TgPnRMCBC+BAJ0TD50BCQMCeg8dkgME5KcPE2ENA/k+",
-"BFUJC0UABScCEjIcBQ9SjwsGPpUD2AUFSQELKRQDhSwCUwsBFxkHKxQC0kACIgABUQAILRQBFwAAIwAPLRQAAukOBztoBbQD",
-"D48VCgSGEwG5AgRxhQrzIhMxu+QNmAYDNkQPIysBBaXlAhsBBHMFCj8AA+YAD3riAQNHSQMpAgtaagatAAbpAwF8Mw81FAwF",
-"5wQE8QwCA6oESQECHwACezMCJQAPnyYGCqAeFjEg1QpoAwXxcA/xPQQCBVkAJgAOGlgDSD4DoQIMQQUDOVgEewIPhAYEBHEu",
-"D0huAASISwPHBQ+BBgQEJi4eOFmcBPstAgYAC2urBiYAA4kDBB9YCkMACdsHD/xIBAX1LR84Y5wBD6SeAA85KwEGXnUP2wcB",
-"BD0rBVd1BNUAD1cBBATbGwVgWAqTAAnbBws35QUmAAQbAh84yZwDCdsHDwpzCgSFcwUKcw92TQEE0HYEUQADoAwB9HwHxQIP",
-"nLYBAAYADawUA98DAQgADvwDA70DAAgADKwUAo8UBFhoC6wUAtkxBMQEDuw0AOYDCbEAC11yA+RvDnIFA9sxAa8EAbIWB+UU",
-"BIiuCqkAAsYcAjgAAjz8CucUAgsyACYAAzMFC70vBCQHDvMDAqgFD9pjAQPkQQT1BA+1HQICuFkAPwAOdwECKBQDcwUAbAwH",
-"KgEKr00FGAIEbAcHc64HCQUCNAMPFsgGDtIvEjEQLw8JBQAESwcGEygK1wABhQEBJYMMFwEDcVoDCQUBTQ8JHwAD9gACJgAP",
-"bA8EBUZ0HjmjpQRDdAMaAw9vDwMBtS0BQQAPhHQAA+oDA0EADzRlBARxGR85q6UBBHktA0MAD/MrDB85Jw0BA3UZA+cEAW4Z",
-"ChAoBKAAA5ElD/UrAQXCJgUqdQQYJg9XAQQEfRkfORCmAgNPGQXrKA9EAAQFWgEPkJ8IBKspD74FAQV5KQS9KAWzKQ8JBQcE",
-"CA0DPAAMCQUKz1cFPQAE5RcUM8QBCzADA0oCD5wdBQAwAwyIHQJuig4wAwVrAA86WAUCClwAKAAPCVwFBDIDDR8AAqQMBDID",
-"Dw8UAwV6cQKxbQqUAQk7CA8ZwgQBHyoBQQAO1aYESioCBgAPrscEBYRwHzkGRgEJXMIFwp4NQwADRwEEUVwKQwAJOwgBnBYP",
-"FSkCBUoqD30CAQUMKQOGBwUlKw87CAQEvFMfOTZxAwk7CATubQxEAARxcAWTXAlEAARI4QJEAAH1EQy1AAQlNAVnRAS1AA87",
-"CAgE+Q8DPAALMgMBMIwPMgMABMwOFTMhBAszAwPhFw8MKggK/ZEAbAAPh2MDBKIFADMDD4IbAwJoUAAoAA4zAwNPCwMzAwxU",
-"DwOpXAQzAw+gBQQEVxAeOUSlAxoyA3gBC8wWBiYABAsFDq0CBPppA0EAD2UGBAQ8EB85TKUBA4srBMgBD8UABQRlBg+xCwED",
-"/mcEETMNZQYE/EUE9isP1JABBjVDBIoAA9sAD7ZoBQSHDx85IRYCA7MuBEQAD1oBBATukB85sgsCA44vBM8tD+gDAQWPQgO1",
-"AAUJQg9lBgkKy0IMMwMKu1oEPQAF2lYkMzM9gwszAwJ6AA/VDwYNgJMAbAABwA8OMwMFvvEPrlcHAqFeACoAD6BeBgM2AwIt",
-"FwohAAO8CQPZCg/8aQYF0V0OXgkDBhoDNAILHeIFJgAAFwsCQgAOhBYD8JEDBgALhBcGJgAFRV8PXgkBAwBNA/0BC6rhBiYA",
-"BZNbD4YWAQOzTATxNA1wBgUDZwQiAA8LZwIEVAIDuwUE3QABU0wPkwABBlsBD/oCAQPNGQR6AA9eAQMFLGcPcV8EAys2A8sF",
-"D2kyAQcAQAMlAAS3AA9yBggERgMEaGcLPwML/A0GrQ4PNRYAAhw9AzcSD3gNBgAIAA6qFgQ09wHUIgNOJwpblgFgDQmcAAnx",
-"egRtAwT8+Q/WLg0JFhYGQgEHtBYPIgACBsF1Duw0BY5lBFsBDyshAASTWgSXKQRfkQIgYApsFAJHNgReQA6wORMxX1UOSFUG",
-"xwAPBTMLB8JgC30XBL9gDwgzAAPVXwc9AAmaLQYOAQUOUg+rQQUFi2YvMTBeIQEEejIENAEF9WYBCjMJHAMEtDgDMQAB9gMn",
-"YXghAAQSAw+nzwgMRAEGT3kPezIKBKVeD50ZAAvHXgUpAQ0gEAX6AwVgHwYcAANVIgWsZgwPCAGZZAkfAQ9IUAAGdWQETwAP",
-"jBcCBWUcMjErMgEDD35GBgOOBgFtHAn1AAQpjgXWmQp2bgGSAAFjABExv2oBnAAPjAADBsUCAmwDD4wABgOIAgZeEgUaAALF",
-"AgUiAA+MAAcD4zcCXwEMlj0DlTAHdwMA/TQIYAIDlQ4PGogJDN4ABQ57D18CDARyQgLrTwmKXQ+rNgYDuJcHPQAPdAYEBaQX",
-"HzF6AgACsAYGuGYP5wMDBQQ8A+cDDXoCA5wDBU8AD3NKAgWFHQ96Ag4ECAkGt90FGgADegIEIgACELoP7gEAFTJ6AgwYUAai",
-"ZgT1AA+uAAQPnAIVA9KpAqCqCq4AA5wCBCIAD64ABwScAggGQwCTAg+eNgs/YmZvnjYXDy0AAQ+eNgQPKwABD542FA87AAgO",
-"njYHazYPOAAIHzLQXQMIpl0CGQgnPDV/NgTvASk8MoGtA5sBPzw2Nmo2AwEILw8IAREBTAMIVq0WMmo2DwUBCQ9sAgEJya0P",
-"CgEJBHUABK0AAA4DD2o2AQFrCQ9qNgIB1UcPajYIAqUJA7yYBbEID2o2AQUeoAmxCB8yajYLBP6sD14OBASRBxMySUwPazYD",
-"AScAD2w2EwSPAA5sNgX3UQo7WAPfAA9CXgMF7ggPxUwLCDetDWIAAp0uD+4ZAAPJIQQ9AA9WEAQEZCQF0YcKqwUGKm0PqT8B",
-"Az4BA/IMBIYkC+UABgSBAu0cDzQ4BQIeGQUApA+AWwEP21sAAsAFAz0AC39bC0YrA3OSCoEMAp8CBtkaCjcZBO8BDuc3Bs0F",
-"BYiZCzoBBhgJA4wmD/kABQLDAgIgWgiQUQ9OCwYDMQADBwAPIQoEAn0ADs2PBM4JArQBBPklC7IMBboAD4SJAAM8CgSSJQBz",
-"AQ8U7QMEIgAAGQMPFu0ICHNICF81Di3PAQU/CxMAAcABAQc0DUw1EjJMNQ2SBQXdAA96iQIBdgEFxiQNawAEg3gPagABCPUO",
-"AlgCCQyGACcAD9SHAgT1Iw9wiQgEWDkPRCcHBIcnD0QnBQhCJw+wAQMDwRABNQoPGe0HBohvC8usBhrtCuUSHDIwOAIiAQ8a",
-"7QwB1gQBWAAEoEAHBQIFGe0K7g8DagAIhwEBLQAKGO0AJwAPhwEDBhg8D1uJBQS+Og85KAgDrBQNJwoE2JkEiAEEimQNiAEG",
-"EJoPiAEDBB5FDzrpAQHzBQenHwr9Dxwy2o0EdSYPHu0MBcEkBh3tCogkEzLrYg1QIA8c7QUEMgAHmQAKEIYDxAAHIQAL2WgD",
-"VhIPnq0GDxntDgAbAg9DiQYC7SUvNDBBiQ4G6qwPh60LA8wFCwF5AuIgACwEDz6JAQISVwAeAADOAQ4A7QEOwAU/rA3WEgxi",
-"jgd4AAKKIABaAA9rSQEBlQACIwADT1AP/uwDAQwCDhIBBgQRD5UNCgKXCA9NWAQPoj8UBamnD8UGAQWaAQ/aCAMEpwAM4AYD",
-"1TAP+VUVBwLvDyECAgbp0w8wSQsD2j8Elz8LRQAGNSkP+Q8KAroPCppXBsoJDVsTDAAFCsgUCq4lA18GA70EDdwECB4AAecL",
-"CRMnAqYBD28sAQPNMQBWAgztZwHjbg+tPg8DZiUSMvmtCBoAA/5QDxoAAQMECQ8aAAAE0xYOGgADDhMPGgAABMMVDhoAA18T",
-"DxoAAAPaEA8aAAAElBoOGgADFhEPGgAABwQBBzMFADYmDG8NAsItAnAXBV9wB/0DAlAJA8wHCf+vAOYAAiAAAl79DjUhEzIO",
-"SAjIBQKeDAeoOTEyXzEsZAetRAGlBwECOQyuAAKNCQJRIQIFBQquAAHIAAHXIQyuAAB4AAWOUg8cGAIXMgkmBrUOAsEuAoJD",
-"AelJCK8FAh0BASIAAXQbCjsAAjNCA0CvBbc6AxwAAg8HArgFD3QrAgI4AA+h1AEDi0ICQwYLByUEZwEE/8kMorACzkIDzQUL",
-"8ycDRCcCIgAPbU4CArYAACgADZQAAr8FA5QADyVDAwnwWQzaAQKqCAEGAAHnaw6rGAigAQ8PWgAEWTwIlgAD8jgDBwUNOjYC",
-"SAECugAFPj8KWwAFlwAOljYCbhoDlUMNegADgSAFHgAH7wIPtCQDBbubD0seAgPhOA/3WwUO/lAdMkseBrwFBJI2FDOTOgi4",
-"CgXHngOsBA+GKwEDhh8DKTsPQ8YYBA0IAHsADboMBPkmA+UrD/oaAATkVwq86A/+KwcEUwEObD0KkysPwB0ABHpaAikABTAA",
-"CBxJA5wBA8gLAzEABLBWCnguBI4BDchZAisGAXInDMhZAoABAyIABg0FFnStEgMGAQNeVQ/IWQELOGcRMpMjD30LAACtEgai",
-"AgIIVQjCVQP5Xg/CVQwEgFUDNQcOelEDGgcECC0NzU8FAJ4ESQAABAIIHFkEC3cCvSkPyAAABiSbAdYADf9XA/A4BqAADa0t",
-"CFUBD49aIAaiAANIAwf60AGhAB86l1kABP0HA707BhcVBXVZBOpZAkEBBYYCBpZZA+c1BA0CD5ZZCwFCBwIzABFwqBQJllkJ",
-"tlgPl1kDBe4GBjQAA0kkAzwAAbUqCiEABPYBAyEADTQKBfueAyEADb1XBavsAigADkEACXYKAWEADA4eBNoABT8rA0MJD8kr",
-"BQW+nB8yvj8EDcacD8XtBg2LAATfKwSLAAO0CQ/4ywUFnc4fMow9AwfjnAlRAA8SUwIFCKEF3lUEPCgP/DsEBbdCAQsMDy1V",
-"BQXhKwTFMA+ZBQQFx0IBcioKzCkDOwAEmAAAkAAMMAMM4FQNbAIEtFQHRAAPslQGBPdSD+IEBQ19AATKKgSFAA6TVAOBAQQq",
-"AAHSAQ+xKgMEqwEEXDYGoAEDkgwELDICWJwP3FMBBUQADH9sBfAMBIoEAtpTCUQABP0ABLYtDNMFBk4NBDYrDswABBoABO4A",
-"DWwoDCWUDu4ABfF8A5AADQHDBvkqBEQADu4AA6oNBSZcDSAEDE0rDu4ABNQNBUlcDYQEBEGUBO4ADugEDHOUD9wBAAMgDgUk",
-"YA1NBQTZ7AVEAA7uAAOeCQQyBw2vwgaClATpAg7uAAN3BgQ8MAFQkAexCARhEwEwAAbRox81aAsAA0oLHzQbAAACJwsABwAP",
-"TkcFAAcADX5JBXkLD5ISAAL3HgotDAomsgFnCwnOAAsvgQKIDgAIBwZgAAaqeAVHDgZLGAoNsQG2DglgAAvCkAKBGgSSNQxg",
-"AAflJgIlCQwyOQRqTwo0rwHEDwxRDwAZAw+KHQIBhQUPvB0AAfsFBtUdCaMdA/AMAXwSAndQATcCD4/OAwXYBArJQwJcDg+R",
-"XAAD/VgEh/gI3R4AzAEP3R4UCGodCEhZDiUTBtz6EjPCPQ+MFQUCLRwBZQMInwIEN7ACHwAPVEkEBcotAhobAEAABhsABV4I",
-"A2EDDypwBBM1TCICosEP6y0IEzXyKglmAAPrLQVRCAtblwdmAAXmWwTQPQxoAATSPRQ1gyoKaQAEYgUDQAUBBy4PaQADBbFb",
-"D7A9AwULTj83KzPRFQoDgbECilADXREEGwADjwQxMSwgpwUJugEDjhADPgAPhC8EBK8uAhZQCusABKMFA3cGAa4uD+sAAQXo",
-"AA+dMwQEzy4E/k8KZgAEgQUDIQcLXZUHZgAGugEPUgkEBAGXBZ5PCmkABGAHBLoBD4kCBQE+AAMkAA+MAgQEFUgjNTbjFglq",
-"AAMSSAXKBwEcOQ9qAAMRMjizD+ktCQZyUAKCFgpqAAvwBwvikghqABQzYAMPDy4GBQoCA9YgCmoABA0CBO8tDw0CBgA+AAMk",
-"AA8QAgQEDkgALAAOEQIDWS4FGggBWS4PagAEBBICD1AuBgYSAg/hAgAEomMEQAgB3y0PagADBeQCD3UuBAXFlSM1Ni2wCGoA",
-"BHNkBWYIAtOhD2oAAhM2EgIBmi4HXAcPpiYMf3ByZXNzdXKoJhUPLwADD6omBA8tAAMPrCYUDz0ACg+uJgoPOgAKD7AmAw8b",
-"XQEvNjKwJgEfNLAmAT8xNTAbXQQAayAPDwETAc0NDx1dBA8MAQsPSx0GDxEBEwR5AASzAADVAg8hXQIAhAIPIV0DAKMHDyFd",
-"CQITCgKAGA+aGAEAGQACKgADMQoKehMTM2gvDyFdIgRHOA8hXQsAJgAPtSYTBI0ADyFdYQ5jFwM6AQ3vJAM8Fw/vJAADGiYC",
-"bgAPlwkEA2wYDwjDBAQOJQOv5g/dNQAFIQAPdVwFBnDND9ceCgMSGQ/7AAMBwwAPqycAA6nCAzwAD7UGAwQCJAHcFg6fAAYL",
-"hg8UXQsDZAAPgxoDAhccD+4ZAANSGQM9AAq2AgRSAwOgAASf1QugAAawhA8UXQsGQhkK4gkEtAsPggAIBNUHBtYlDxRdEg/4",
-"6AYKJgADgQ8CYCUJGgAF9C4PQigBHTOUJAKYKQ+mXAoEQxAEMgACNxwBGwAD2xUKeUgAIQAPplwGD3lIAQ/0AAoJmg4PplwC",
-"EzOmXAh/igBeFg/9BRYJigQFhC8P1DEDBQtDEDI2vA86LwsCJgIFdcQLSgAGzr8fMmBeDAWpyAGnJQ0pAwVRXQ3rQwSY6ANA",
-"AAXJDA/8XAAPkF0BA6NhBMkAAY0QD4cCIQ/HAQEEYQkfM8ZdGQQ1IgIRYg7KAAF/AgAmAA2xAwghHg+SDQQElkwOsAoOC/8P",
-"PgAABBUjAhMFCcQjAroLBcfND7sAAgHUBAC7AA6BXgM6LQK8AA8rGAME11UeNV1WA2MLAnwAD40XAQOrAQSmAATTAQ8NCAME",
-"/1UfNfc9AATAPAJIAA/+VQAEMAIEawADMAAPZ+0EBO47HzWMPQED2DoDSQAA7wENbAADrwEDIwAFFjML6hMFDzoNvEgEPQMA",
-"CAAOWgMDGwMACAAMUwACIBQPvEgEBR0AAxwJCjkUGDNoXREzoSsIWgAE6QMLrAUD51ABWgAA4wMIm10CFgoKogACpy4DNgAP",
-"tUgAAgUUB5DtD0QGAQpvBQdEgA9vBRwE4VEPR4ACBSx7AGlSD28FDQPVOQ+jjAMHbcIfOG8FDQXzNA/jMAIDK14PmkkAAyte",
-"BchiDS1eA7MIACgAD74UAwKCKQ+2SQADrRYEmwAN/V0DeccBKAAIHBYfM4heBAR3Li80NYheBgI6JA/9AgADcBcDzAAPeFgE",
-"BPBaDZMPA4o+A4wfD00FAwVlPyQ0NPocCFEFA/o+CIiMDr8AAgwGD/kXAgOEMgLAAA/4WAQPbFwGA58/AsYAD1iMCASlAA9Q",
-"BQsFYFkPos8HA+YADwI/AARjWQNqAASnOA9xFAQFyqYPfs8DAtEAA2USDwZyAgRszwQkAASJOwptEgeKNQViAg8tXgQC9AYP",
-"txkBA7AIAqIBDyw0BQkZWwlgEgPHPgPIEgEbPg9BAAEEEgQAZgIFBQMGHwADMxIF9FkPpgwCAgFcD69hAgOqdQNoAg/XWgUE",
-"JLEONsAEMIoDfwAPv3wBBe00BKwAAjMAD5YTBQWCWQ8p9QIOizMN3FgDHQAEbwADMwAPs1sFBcJWDyj1AgRyPANLAA9vWwEE",
-"iFAFcAAE0gEKlQ4LWjUSMSDxDasBAgRbACYADHACAwBbA7AnD2BGBATwPALkVQlwAgOtMgT1Mg/qWQwD0DEJbQIEeVkGH8wP",
-"wgACApQFD5pIAQNLWALJAA85SAUFKFoPbskAA2cCAgYADyVaGg/5oQQFYzwEOIUKcAAD1xYDSwAP/gEBA2egBnAABGABD0gX",
-"BATjKQXUhApxAANaQQNMAA92dwEEV4MFcQAEhDQP9WwDBNMvLzQ1kF0FAoQGD88HAAMAWgNxAg+xBQQErDgCPxwJcQIDoEMD",
-"EQEPK4MGBKwOFzRT8gYeAARWKATIKARNIA+AfAAPGmECAztaA3MCD6YFBARqCB83lFUAA78AA38ADwMCAAScDAasAATyAA8E",
-"VgUE14YPR1YCA5QOA0sAD4AnAAShDAZwAAOAAAEKCg9wAAEEvgUP4lUDAlACA3MCD3FVAgTSBAVxAAODAgF1EQ88CgEBCAAO",
-"fkYD/wkBCAANKF0F5AwP80YABw0gDyhdAhgzKF0RM6w2CekPAZzfD7wRAQtELALYAA/dEhIE0UcCfTsJGgADowYBGgANUTYX",
-"M/EvD6AADwnADACqBg/ADCMFLUQPLxICBDsfETFkzg+TNQkDoLYCPx8IG7MDGxcPGrMAAnoABNm2D208AgSCBwXKtQqfAAW6",
-"XACfAA9GXgoFwLMMhQAClgIEHwAPhQADBJlZAuJRCgsVAT8JCkZeCksuCNYBBrABD9wZGQqwAQMpAwoMRAXnAAWF3g94jA0E",
-"UlsFqAMDFQYCYjIPzV0MAcMZB81dAUkFD81dBQJhCgTSIgthSQLpIwekwg/5AhMPbAMdB8ITA+vHBM9YCmouEjOZJAqtAQ+J",
-"GxoJrQEDVT4CrAUO0w8Fxg4fM2yODgW8Sw/WFQMFKgcASgAPKo4MA+UPATkRDS8HArdZD+teAgSj+QNBAA+4WQkP7F4CBNaM",
-"A8sAATsPD5gBAgauBQGnOg/tXhQEPgkTMR36CwMyAw4CDwd5CAuFWxMzDmAOOAkEFAUCizMOAwECpwsP6q4BBORZAwIBD25Y",
-"BQPNAQ+EWQAPpS0QBReoAyQAA+khD0ydBAbbWA9tWQIJ5QoPWXIBBYEDBG8AAzIADyhfBQ8GWRIEdCkP4ggBBNBfBHAAAxQJ",
-"CB9KALoBD9/LAQHkcA/WAgUACAAO8wIDswIACAAMJhUCRhMDXO0N4l0CohQHOU4MRB4L6QILKhUDyV0P4l0AAlUcAVgEAXcv",
-"COJdBtoECEsAAm4oATgACfY3Ay0VArwGACYABBMFDHMbD8AGAAAvAA8TBSMDfx4B2TEPyQQBBV0DHzATBQ4DehUExB4MSgAE",
-"ehUASgAPEwUMBJoED7UOAgJ6XQA9Ag3PAwTfBQKKAAHaJApAAgMZAAMjEg5bAAEzBwRPFQo7AAKcHQScAADMJAcvAg+R2AMG",
-"PQEG8GYNt1sAJQAPt1sUEzPq5Q0DBQVCPRQ0224O2wACcQIPd7ABA0i1BAYFD+YwBQTkVw6TYwR2MAMDBA9cUwIDDxQErS4E",
-"wycPBgUFBA5YD3xjAQTVugNLAA/CiQEEcFIEzi8EyCcPBgUEBEt0HzkVYwIDgDEELC8P5QUBBCqwBHAAA+UFCgYFAbuMD/sg",
+"Bg8cPQkPZaUBCFjPBBAFPzwyN6LcAS8xNLpXBQWAVg/UAAsB6QYHdgMAKA8P0QAPCyoDAV0ND/dUAwD3AQ8bPQMBBg0P+VQK",
+"CqYzCHsKA3QEAnwDAh8AA/0OClgEQjlfMTBUyg0bPQSaMwsNGwUnHw+OAwsFIMEMojMCBwYCIgUPlc0CBjzzCscqA+YAD4wP",
+"AATlbgNzAA+DHAIHCRwFRB0L4AgE6BsCd8wMfRMCfgAD8zQEbyEEpwIAByUDbyAK1wsSOdRfD0BYAwKPAA81BAoFvcAL1QQD",
+"N5EEBLUIDQEDyxwDOQAPLTgCBIJPAA0BD35SBAWdngjaYAXLBgS1LAIHAAfWORE5P1QAwAYKdRwBKs0NNDoAfgIH+V4CJc4O",
+"blgGKwEP/h4DB88AD5QCCgR2VwQNHA+yVxMEdFYDPQAKEQwF+goIMxsNTgEE6hsDjJUORAYFwAAFJT4L4gAEyYEPLwIMBCdX",
+"D3oaBAQfAA/EAAMEHZEPf3EDBBUcA35xDqMABhMkDwk6CgXX1w8mFggPqi4GBD0AD2MfAgQYKw81QQgESiINoA4LFysJTCAF",
+"cgsFXwAOcSYExT0CPwAPCz4FBPkqDws+BAOHLA8JPgUPAR0AAMImDRQAA1EhAykLClQaAi7ODRIEB1k9D2smAQF9AQGABQHs",
+"OQ1tAACtAQ1EPgNrAAlbIwEuABo1WiMFNNALMSEGNCIPOkEFBiosDbINBPorA9UWBPIDBR8ACBAVAaZLD68BAQWrSw+vAQMD",
+"jg8PzgwAAaYCBhMGDAsFD7Y/AwVmIg+AJgMCmxkABQAMOgwBxygTcrUMCtMNBGwACYUBAS8AA7UkBoUBAbA/DoYBBhoCDz9B",
+"BQCFIwKGAQ9EVQADcA4EqiwMhwEINgMBbSwPhwECBHIsD0FBBAPSSQYbLA3UbAS6JA7TbBM5E3kOIwcGjgEPcyYBBGSrA6Il",
+"A1wACpQOEzmvTA5nKQBeAA9FQQIDMwAHnQALRUEDygAHIgAAMwcAFgE0dTMyZAUCDxUCBGkJSDcBQgwCgQADOVwKNwACZQUB",
+"bAgHNwABFgACSgoP+VwJA5sFD2QlDQyzPQJvJwZ8Jg2KAQcYAwxGJwQu2QRTQQ9GJwMDrQgfOfVBCAFS8AMZEgrXBga7Jg/1",
+"QQsE2BIARQAJriMDowAD9QQMVwoEA04DQCkMr74DQQAB/CQE5U0LWycH7EMN+EEDuCcJNy4GewABYAADJAACmHII+UEANQAE",
+"egAJgC0FGgEGegAPJUkLAjkJBE5cCmAEBU4MCBcnEjn3SwvMDAMJSgMwAg/tAwED+QYDDj8JSkEA+wIFUEEPmj8CIDlfZhMP",
+"lBEBALE+B5sAAK4GCDsCA5AACH8iBJEAAToDBMI/D7IAAQKdFQ+xAAEANQACIAACPssAsQAM3AUASxAN1yYDNyYE0ykMhkQD",
+"ZxwCJgABqygMFycDdwIDKAQFQV4EHwAC0hoDJQAPOl8CBFknD8tfAA/JHAoEaQoEhhoCY08N+iYEsgIM7TsDvxgDJQAPlUIC",
+"AyMbACoADyIbGgSaAAQjFgYhDgYUDQNGlwH8AAEgGw7oPgSyAQkYJwEDAgc3AAgYJwJ7DAEkAA8YJwACY0MIRdwFuAIBzQAF",
+"hgAMlwYBM7gPABoFAH8BDnaIAkQTBMsDD+4zCwwFrAUgAASvCQwmCAvqMw8MNAEJ4zMABwAP1xcUAMwiApQAD45eBQTv+A9F",
+"CgAFIDICBwAPeRwABU1SCQcAD5tSBAZukA+QXgUAuwQPSwkFBRIxAgcAD9YeAAXiUQgHAAGAMQsOGANuQwMwAAT9PgruFiE5",
+"XyLkDNMEA6itAfMnAkzhDjg/IDlfbBIO3hECRBwCcfcJewMCOggDYxwBtQgIC10DYyEEx8AIOhUCrQMDPwAKApIGORUBRvYB",
+"DQMGxQUbMrsXA9EAAQcACikAAVCyB7ADA3u8D7ADAwU0NgjYfguUAw8jQwMGiDYEtQMKpSgPtQMGA/AED7YDAwTZYgK3AwJc",
+"HA/+KQAEPDsPlQIDAcdeAk4ADzw8AAQ6MgNTAg9cHQAD9fcEKQAPeCUXBKj6AHkABVfZDCQABss4DZoAAl0MBRUrD5oAAAOr",
+"KgMpAAMHAA+VJQQAGwIEjgAM1WUGJQAFkg4P3SoHBMhWArIqD98qFAKzWQvHAwRdKQIzAATIAwyBFADlBw7IAwNYIArIAwwS",
+"CQA+FA7IAwIvGQ7IAwdozQ/IAwAEbBkPsxQAA0nIAsgDAWw/CDkDA9XCBDkDD+IDAAGRjAApAAm6AwAIPw/jAxIAcCMJ4wMB",
+"jwAP4wMGApQHACUAD+MDBw9vRAEDBTgA4CUPBEACD+MDCAKCDQ/jAwMDVC4E4wMPzysMDwb7BQRM/BAxXoUPdysABNArBFEt",
+"D5EeAQQ9/AUtAA+BLhcBpSsEgAAFAN4NJQAFHwcPhykAA/MfBv4rD4kpAQQiKgQQKQQ1AA82AQQFvlMRNLT4DyUABA9GQggG",
+"byoEICoPOyABD5wqAQKvAA/1AwAETCoCNAAESwIMYxIBUDwN9QMDfjcK9QMMVgwANCUP9QMAAw8vDfUDCb4cDfUDAtQHAREi",
+"DDkAAu8DA/UDDH4zAngzBUsDD/UDAAL+whgx4p8AvAAP9QMUAStFD7wDAwlGBBsz1OUBoSIEFwQHPwACiwgEeDMI6w0DhioE",
+"r6kDpkgAiRsPHQwCBnoAAWgODRJLA24OD6QlAQWpeQJTAQ9HLQUJK20OIQAVMn5FDs0CAuEDASIAAksAD+0sFA9pLRYE7BEP",
+"CJQGFDIhJA8EBAEEdbwDeUYPHC0gD1YrCA81lAgUMhQ0DwMEAgNRKwElAAJRAA9+KxQCrgAOAwQDu0IENAAEt1gM5g0BlSwN",
+"ER4DsCMJAwQcM/sLAMYSD6chAARMAwyeIwJxAgMqaQwDBAcy0QwDBAM7YQIDBAH+IQ/pAwATNn4hD5gJBAqvAg8xAg8PvgEP",
+"B44cC+pBD04EBhA07SQPPAIBBtiWDjoLBOYsBU8DDxstFg+XLRYG8JYOf0cE9CwFLgMPKS0fD3MAAAS9ES8xM4lHAAQbLAUL",
+"Aw9ILBYCiwAPCwMABCwACQMLC/xDIDlf+QwOCwMDnC0KCwMMdw0B3uoOCwMEPAAM0gICBwcDsCYNCwMCLAcAJQANCwMCKQcD",
+"CwMFZGQEXgYDWSYEyRUPJgMAEjcmAw9uKAQPJgNKDAJiDyYDBgoYMQbxAQSkER8zewoBA8stBSYDDwAuFg98LhYEuR4fM9pI",
+"AATZLQUmAw8OLh8PcwAABVUYHzPkSAAEAC0FJgMPLS0WAosADyYDAATdLAN/AwPrAgwpDgC3CA4mAw8pDgELXUYgOV/PKw8m",
+"AwADfCwNJgMC0xEDuNQMJgMH89MMJgMCJioDJgMN1lgCgA4CHAkPJgMDETdMqwAqAA8mA18Pjw4VGjT/MQbxAQSHER8zLEoA",
+"BLAuBSYDD+UuFg9hLxYFNwoPNUoABL4uBSYDD/MuHw9zAAEHDgoPky0ABO0JBFYADxEuFQKLAA8mAwAEUC0JFxULzkghOV9r",
+"vw0mAwTqAgkmAwyVDQJcXAwmAwJ8LA4mAwL4EAQm1g0mAwJjBgAlAA0mAwKFBgMmAwUmDAQmAwOHLATRcg8mAwABZIsAKgAI",
+"mAIMMkoPwQIGHDUXLQJbDQEHAA8sIQADqRoDgA0EdgENlQ4JJyYdNb4NAowACHRqBpoZAoMdA4cbBBcjCxZIANgbCWIAAKwG",
+"B2IAAt0KAVwcD2IAAQP3FQTLHg+DRgMDgiALHkgA7RwJgiAGvQIGkkgPBWYGBcNSDiADDJAwCT8eBCcABAJ3Dw5mAwO0UgRm",
+"CQG7LA9lZAMEfDAPS0sEA7BJETEkTAsBAgNCSAOxSQmVHw5gSxEyXRIAGwADTQEMuwwP3UkPD+EkAQNCSAHHAQzdSQNzAAXd",
+"SQxdCg3dSQQxAAvdSQAqAA+iZAIEKuAP6iQIAXVbD/cOBQNDkQK+WwFQAAzIAQRrUwTIAQ/aZwYEqAEBrAIPCUoHFjEdUwdE",
+"AQGSBAQKSgAqAQxMCw/eSQ8PeUsCARoED95JAwEjAgfeSQzTCA3eSQQxAAveSQAqAA8+ZgMGOQIPACUFAeIwD/4PBgMsVAIH",
+"MQFRAA2dAQplAwFr3A+dAQMDZQMFRDEMnQEDCAID0dsKRQECkwIOKWARMm1fDFYBAs8GAX0QAFcBDO8JAQkzDckBDfBKDIQA",
+"AnsBAQ0FBVm4CnMABD66HDR2BwJyAAnJAQExAAB0AAvJAQu6BREyEhYCMAAPp0sDBVwrD6dLAAP2FA9WZgoCyhQtMTVhJA0z",
+"IwQrJw+nSw0Deo0B3UcI5wYEghEPQ2YEAkkdAR8ADE0kA7ItAYmYAUlJDxguAgT84g+oSwIDRwEPRWYDAhcVA0RKBrmUA1kA",
+"AXY1BHoAD0dmAgSTVA+oSw0D8o0BLCgORQAF5C8PqUsMAogPAVEoDhIHBQ8CCpMkETaWXgr3CQL2FQNiAg8JKgEEKxsP4iMA",
+"Aa4MBd1KAzwwDM4GAbVEDKMjBOxAA5EBCw8qEjIAFgBsKQe9AAStfQSRAQLAEAlhGASzAAFeAAOSSQEqBgzUAAEbAASPSQnT",
+"AAFgJQEgAAKC5ADTAAyTBQOLbwnXAgJ+NwN5AA6TJARDNgLgDQHsUgk/AAGRAATiAg+TJAIEmQIPkyQAAvU3BXMDCjYXBC8B",
+"BHPbDBUDAr0FBfgCDBEcBMVuASUABYRMCnqSA/w2D5MkAAN+3gOaAAR+NguaAAM4AwJ93guXCgNhSAJUOQRdbQzMBQOQAQko",
+"KgLALAY4AAmsSwNoAQ+UJAMC8RkPBVUAEjJ1AwWHAAzhBQAZAA8fAQECFQIPHgEAB9CDASgADx4BAgRCDgEfCw5dAALKAg8l",
+"SQEDAt8DKgQLA3cGkgcEfgEEo4wNIQAEtwkOGAgErQcDtQkBNDAMvw4Eb8AFLQAP7mEXATNYApwAD60QBRAxWw4PVQoFBCIv",
+"A0kvAttqDaAAA90IBS0ABAgAD5QABQMQFxQ4d0EPJAABD08uCBMxUC4CTlkBUQAPlgABA1MBBS0ABAgADxk9AAQ0CwT3WgMc",
+"Khw1uw8BTwUNKwUCggUEZmsDOwAMuw4BohwN9g8Chi8CYwkJeQIDCRYDKxYL9g8DH+AAJQAM9g8CZQ4DZS0BHyYP2w8AETgw",
+"0BFyrEQHoQALMgkE+dUK+loABQEM/NYD1AMP1CQCAq0IALIAA0cKC1RIBPQDDbYDBXEkHzfqRAQC7g8AJwANuAMB1CYFuAMB",
+"lSsPZAIBAxgEFDnfjgwhAAW5XA2CAgSaewPyfBExMQYMggIEpXsFLQAPykIYBH5RFjmP/Q0jAAU2Xg64AwRHewRBWwEZBQ2g",
+"AAM/AwUtAAQIAA/uQgQEZgYXOWL+DSQADwQdCQTmegMbWgIjEQyWAATxegUtAAQIAA9URQEDWgEDNAAEuAMcNlwRAHUHDbgD",
+"AkkIC7gDCxVKIDlf2gEOuAMCR0AOuAMBaFkEHwANuAMB/SYCJQAMuAMC+RIDuAMCYlkOuAMSOZMTASNGB6EAD7gDFBw4yBwG",
+"uAMPqSQAAm4JAKoBA40TC+tID7gDBwTECwOYAg64AwJ6NA84aQEC+UEFuAMPOBkEBAhbHznHJAUJyygJggIDCFsCB0IBSwAP",
+"ggIBAzUDBS0ADwRLGAS4Ux85HRgGFDHRKA+4AwEDpygBJAACTwAPoAABAz8DBS0ABAgAD6AIBADhKAOUAA+8IAYE2CgPuAMB",
+"EzKrKALsFQFRAA6WAAIERAgtAAScAw9uTgEDqBgDNAAFuAMMKxIBzkMNuAMCjg8LuAMMYQwArQkPuAMAB9MQCXkCA3kDA3od",
+"C7gDAtxUAiYADLkDAsgpBou3AXMPDrsDIjEwdRoBnkcHpQAPvAMVD3QHBwkNBBA4nw4IqSQCaBECvwsHkwwCXhsDhzYJazoD",
+"qSQDtAwAKAAEL08PMwwEDqkoAw5GDzWRAQPpMAWznQjIQjo5Xzi1aASQEABtEAFEAQIYHg9xAAACGg4AKAAPUsEAA/4sAyIp",
+"APVaDwEDAgRvCAJ5EA8iAAAPxgsGEzIQKQEiAAJMAA8gAwEDwh4ELQAACAAP33IVBQIBHzA0rAcEhgwPVwQAAu8UAyQAAlAA",
+"D6EAAQS+AAQlAAQIAA/ncwUEVw0fMECsBxUyaz0PWAQBBGh+A9MUAsUQDJcAA64pBS0ABAgAAdspDFgEA7MAAzQABVgEDGcO",
+"AJxcDlgEBBwECVgEDAMMADIGDlgEAuNWD1kEAAIHKwUhAA9bBAAD8wYBvQINPQACLgMEXAQBxTEPXAQBAwYpD9xWBAq6Ag87",
+"Ag8PxwEPBrMDGznhSQ/CBAYaOcZqBdwDBWjkD77iBgJYEwEHAA8IvQADuBEEZgEP7ygDFTLDKwOo6AmGAgM2JAS+Aw+dKwEU",
+"Mmd/BC0AAAgAD74DFQWxfATkwwp/AAP9AgW8Ag/zBwAUMnQpBC0ABQgAD/MHAxUyccMFcsMKdAAD9SUEeQMPw+UCBEgpBC0A",
+"BQgADx5TAQMcAAM0AAV5AwwGDwDTCQ15AwNaTAp5Axw3Jw4ACwkPeQMAA73ODnkDBa02A5goDHkDBSgrD4swAANvhAR5AwJQ",
+"nA95AwACBb0AnAIPeQNfDBIID3kDBgp0bAR5AwbVLgNhWw55AwNKOwEhAQ55AwNyAwR5MA8lBgQEKokfMYYCAATveQR5AwHE",
+"AQ2GAgNxAwQtAA8gtQYPfQABBMUXBHXpCn8AA5EHBHkDDwi0AgSeKQQtAAUIAA9HCAQFg2UFXOkKdAAD6wAEeQMPwbMCBJMp",
+"BC0ABQgADwIPAAPbQgQ0AAR5AwsYTwCtCQ8DDwEDdSILegMMAw8A7wsPegMBAsk3D3oDAAPkCQdWpwp6AwRXAw/NNwADnYEF",
+"egMPzzcEIjEy0DcCSjEPegNcD3EPFSMxME1DDHsDBWYzBCvnDnwDA5MBD9nZAgNEggV8Aw966QYFijsOAbcDPi4FfAMPv7UB",
+"FDKpKwQtAAAIAA+SfRYF9KkPxbYAEzLfegV8AwGiVw1/AANsAwQtAAUIAA/0AQQEE/UAcwAPfAMAA9olBXwDAZcpDXQABBAB",
+"BJkABAgAD5FVAAPoFgQ0AAV8Aw5cTQ+HMwECuyUMfAMMAg8DpWcNfQMDgjsOfQMEHd8DB00NfQMESbwFgf8JPQADeREDIwAB",
+"9AAPfQMBAoZQAfUFCO8CDHczDxkDBwz4DgOVRAQzDgtsHAOAHwP0DgUlNAS2AARUDgAIAAUZVA0QEAdLmgG8DgyCAAGsAASH",
+"YwtDGwK3cQMvHQR1JB03ECELYwALJO4DtwMBOA0PZAABAxg9BKggDBohAgYLATcyAH0ADRshB5qEAVFNDDNGAFgFD3tQAQG2",
+"HA+VUAIBDhkP2VMGArAAAiUAA0YAAGYADGkQA0gQA9hrDcgCA2hCAeQgDuUCA2MAD+cfAgjMTw/wTQoDr08D2zACDyEEGwAD",
+"9b0DhwADcgARcBMgCTYDBAC9ADAADTYDAwK9BWgAC6d/BU8BBRUxD8nDBAaGJxIzZiQPqa8GA+QDATYFDjwGBGx0DyRRAAQU",
+"SAZDAA/kAwUTM+QDAfIbD6wAAAaqIQ+LTgoDeEcDMi8KiwAELwEEIgAPNwEEBXo1DwapAwdXbhIzvSgPTyMGA8UBBp5HBRoA",
+"BGQfBOcBDxYBBSM0MhYBCbgSLzEwbOsIACJUf2RlbnNpdHmDVRQPLgACD4ZVBA8sAAIPiVUUDzwACQ+MVQgfMtnpAQe8kgRM",
+"Bwq9kgWLVRA3FQAPOCYABFumD9YADgExCQinkhY4i1UP0wAKCt8ED/cEBgATBA+mkgQPilUMApEcAhsHBy8IA+EFAiQAAUkG",
+"AsQFCaQLIzMwaD8Og1UKHJIFHAAGEksPeUkKA9sCBO0pD1L6Ag4FRgOsAA/zSQIG7YsP/VUMAr8ADxurAw/16BwLggAGCVMP",
+"KgUKBBNWDGQAAxcAAwcAD4BIAgQgDwvUIQUwKQIeAAJ26QxhPQHCBwLgAAFaGwiyVQKABQ9XoQACGQACrgEB6g0ACQIETAMB",
+"xBkPHqQOApZABKEZChoABNQaDhoAA/YdDxoAAASFGg4aAARyGgOpKQkyDi0zME5PBP0ABzUGAccDDz2rCw/3BwIIwlcPeQYJ",
+"AlUGCvlWBcAABEMABPwND45MAwSaDQQYAAPvCwCJAf8BM0VCMEM2RjdBMEI1RUQ4REcAAQWkAgL1OQ0gAAduUwAgAAAMAgQb",
+"AAJ5AQKZAQZkCyEzMFdXDksDA4EiD7VWAALfCANQAQ/VJgIEuEAC08YOi1UCtgQPZSEBDvnFDpQNBKsdD7lFBgNsAQ8wPQAB",
+"/QAFtpoPt0UABBw9BQcADyADBgV1VgMlSw+IAAAEulcPIUoGBNkdD0oSAAMUFgXiRg+sAAADSgMEqDoCKQAPQxIDBEAfBXPF",
+"DyMAAAMEAw89cQIDYUcClA4BgHENDzUChgAE/zUCKQABcgQPJHMDAFoCBW4pA0sBA2EkAvwBC68gACMAAJ8AAmYkAizDDGY1",
+"AnwAA4oAA+4zDEUEAqUZDKjoBGQyD4vaBwPgDwdjDQN2AASoJgHCAyxGRSsCDOCWIDMwUakMnlM5MzBfkwMA5g0Jyi8KvnIP",
+"nHACBCEnAIkASDQwMDiJAAAUAB9DyAIACXKWA1wfBR9IAGMBDqgABmweALUAC6mpA0coPDNGRmsACqIoBJooA4cjDVYyAxUg",
+"BOEwAbgOCSAABE0yA0kAAWMACPyeBs4ABiUQAL0AB8P9A8ABBLVBD8EBBQwQAgSoRgRhAAZAFRR0UwAEyjICwhEHexADIAAE",
+"YigPKwEEABMrBfksATwOADEAEnAtEgfGnwO+FgGSAA6nBAF0DgNKBwwVCgFscg7bAQZrEAEkAA2EAgTRKAJiAhkxYgINogEE",
+"2wEDpAANwwEEIUcEIQABlRUJE0QDYQEGf0cL0QYJHnMPSgECCuACBC4AAggAAE8BDgMBB2mYABEBBpgvBVitBtgAD3MAAwnT",
+"CA8s0AgJxhoEegAKPwAA3Q8PTQMPBMorA7YXD00DAARwAgIpAASVBQYgAATFKgRpAQ0iAAQ7AQUiAAkFBAFtmQ3nBQJ3QA/n",
+"BQEDrEADFyMKgB4BcwABhwYDM6IBSQsKOQIEvRkCjAAEOhEGrQADCQUEGQcBpygKQgAD9BUE/kENQgAD4wMEzgYFOTAGQgAE",
+"shkCIQAExggGQgADAwQEjQYBCIQKIgADdQEFCAAO6AADtwEGu0kPE0cBAz8ABQVKBAgAD0BHCgueAAEzAgqeAATGKQSEAAob",
+"BA93HwMEm48EeQoFshUECQIP3TMAAt8OA9gMA+wWCkhbAKEKCX0ABLhaBftCHzmrDxwEOAADgQIPNTQCBP+SLzY4F2ENAs0C",
+"D7HMBQ+WKQAEaWADOQAPkQwCBOuuAH8AD4ASCgSezAWMVwMYAAU0WgllAAuxAQQtDA+1ZAMEAJcDp3kLeBAChhcDLzQL+AQK",
+"1CcKGgAEwScOGgAEPikD/w0K8lwAyhAFRFkFqT4HTKQP+gEZBOE+D9eBAgR8WiQ3NDNjD31aGQVGAAQuKh80MTYNA4Q/D5MQ",
+"AgSZQQCMAB83jAAKAuAQAZtBDjQOBtIACpwOBWcABPUtMjQrMog0Dz04CwqKgwVnAAXzAAzkDgfhkw/mDhQHkQAP6A4DBIHO",
+"FDcnJgi/BAznkw/4ECIPxQIuB7MEAScLDQ8TAoEaD+KBAAp5UQvEQgVROQIBAQLS1g3mGAKuFw+ADQID44MPSXECAzYXA5QC",
+"D4lJBAUeuA+NLAUETxENSA4ENEMEalAPqiABBAhKB2eTD4QPDgAjOg88LQQFErgDkiIPIwABBeKqDYYPA/OTAqsZBClKDaNH",
+"A1EKCQcAGzEaEQYuAARPdAQUfg8kAAEE+W0PPpQBBPAPAxcID+YeAQQzlAIrAAUyAARjCAr3TwKCBw9A+wAECyACXAQC/W4O",
+"kQ8C3KsEJVkKkg8EawsCjwABKgUNGaEA2gUCyx4I3VEDpRYPpbYABJ03AosED5TRBQTbBgJYKwwb1gMLEwD/Agx51QJQCQQk",
+"cw/wDwADYgkCqpQP8Q8DHTF2EABbAQ9tDAAKRwsBSTsIAgoELXgDzgEPH0oIAo4AD/YPIQToLwVYSgDHAQ+rAAAK0QQECR4F",
+"RwAAtyAPqwwQBEgMBEQBDI4ABFmcBOgQDRULBEpHBEoAAXAhCfkPBdEACl0BAYpXC/oPA54CD/oPFQMfmwRiAAZxRAb6DwOs",
+"CwQ/Ag/8DwADdAsEdQAP/Q8LDVxiD7PTAQLHYw8AEAIFiVUNcgMAWQEO5gEHj2IBJQAMkQIFigIPAhARA38HBEx2BeK+BiEA",
+"A4cDBCEAAUMLD/tJAAQpAAIiAAmoDAj4SQ8CEA8E5DIEN5oPAxADAWJeBxMBDwQQAANJDQ/FAQYKbggPnpoFDYGhBH0AC1sD",
+"AXFOD1sDDgQzAwR2AQ1uAQR8AwONBQ3lDwOmCQVKAAWZig1AAQUiAAoqAQ9IGAIDgiIPXwYAAsYhBF8GBJAhDAsHBapLBWg9",
+"BRsAA3JLBQcDCtcnAScAASMKBOLvD9SbAQXMCQQ02AOWJg8giAEFEgoELAADyiYPbV0CAwFeBSwACEUbD+Y0BAMTSQRnAQiQ",
+"dQElBw91DwIE/hoNoWcCzCUfM3YPAwLdGQMnIwOLAg2REgmSFhQy6xUFfQ0HrXQPfQ0aAz8aCzofAYcVDzofAAG7KQ9THwIA",
+"xAAPSSQGAkEkA/ckAQYAD5MeAgL3NQ/F+gEFdbcPgr8EBUNLIzcwAlUKnAIEjRgDnQIKI0sEDAEHRAASMukMD+F3BQOECQ9p",
+"SwIFwIEjNzAaVQqLAANXAgOGCQ/bAgIGZksDsAAERRMBdksKTwADlQUGHHwPTwABBI07BCUABE8ADLEjBJt4A1koCvUZBcMD",
+"EzWb2QJtAAqPAARoAwTeAA+NAwEEiYYF3gADwQQPG54BB6lKCggAAR1ED50AAgUr9Q3+vAJZRAczTQ8ABAEFwUkFnwAEQRgP",
+"NTIABIJABfVJBAgAAecDD54AAgXj9A1mvQRDSgW4Dg+C3AEERkoFqxQEpwABrgEO1AIE4yxPMCsyMDoTCQXBXQt6AwO+XR8z",
+"Bb8AAiEcBDkAD5ABBQEjHATNSgrvAASPAgIyGd0xQTU2RTFGQzJGOEYz2L4CDLIHvAEH/UoHidcCHgIFlwEEoU8G3QUPpVwF",
+"DcVpAGYFAdhyOnJjcCAGAokAAEIoB5EFBIQLBZEFB7R9D5EFGgLuDwGLcg3OAQQWwE83Misy7tYKBapbDO0XA9oDAh8AD7QB",
+"BQKKWwHrAAnkAA8DJwxvc291cmNlAicUDy0AAQ8BJwQPKwABDwAnFA87AAgC/yYIeNQPcwATD6vUAQ8zAAwPqdQED/F8AAj2",
+"uQRxAj88MjPwfAIQM5EnDyndAQTx0g88AQ0MZicAZhcPOQERDyMXAgSZvw8LAQ0EdQAErQAABAQPUQgBAacrD6QnAgGvEg+k",
+"JwgDFLACby4IQjoNpScFmrwJ+AMTMUlnD2MYBQNLGA+JOQMEoTAUM6Q7AHwAHG4q3AAmAA8r3BIFjQAOMygEVpQLiAEGTJ4P",
+"MygQAfVvDzMoBg8IGQZPMSsxOQcZCgJdAATDBQrwFAEACg/iZgEDmisD7hQPQRQEA64TBkqXBD0AAzcADz0ACQTVbw+pJAQE",
+"ChQPj0UGBe/ODyEABQTphQ89RQcEJxYH+SMPZBgDD3kpDQPxaw+YcQQCSAsPyxYGBD0AD8sWAgQmAQ+gAAQG4CcPlykKBett",
+"DIIAAjUIBB8AD4IAAgSJAQaRfgz31AAFAATXhAXeAQ+5rwYJJgAFldADbwMKHRQrMV9WVgTsCAYQKw/XKAoDQAsDgAILRAAF",
+"lCgP1ygLAqQBAUsVCEIOAj4NAkEONG1heBgAAcsBAhYBBLQhAxoAAhooAt8lA8sSBNtNAtEVD2u0BAEyAAHpFw88AQEP/hcH",
+"AnYAApxdA8MyCmwlEjG9zg70FgIzAA/zFgAD3IADEgEPMRcDBBICDkM3AzcAAgYABC8CDKcABN8IETE+Jf8DLnByYWdtYSAi",
+"bm91bnJvbGwioQICBMoBETIlAw6UAAKVAQ/lBAEDYg0CrgQPIoYFA00XD/k9AwXerw2MGAT2XwEGAA/U0wQK+cwJPgADWAsC",
+"PgAPuSgDBOgbHzWdGQAE5xsCBgAPLDwDBePMD/6PAATjzAJAAAwxEw9n6hYFms0CBwAP9xkDBIsDHzXTGQICQgADDxUP0hgE",
+"BUcBD1KuBwP7Ew8RGgEDGwAJkBkPZ88EBMENITEycxMNSTwJ4xYDWQAC6DwHPQQC7gIABgAOTTgDwRkACAAOgAMDFRQJ3bkD",
+"UwABQwQABgAGoVYWbjFPCEQEDCyFAGwDCHkDC9FGA7poCm8AAiF3AlgDBgcaBsxGARkAA6UODAyBBNYFDqgDAfwAABcBDYkD",
+"AqAGAzwEDdg0Awc2ACYABEonD71rAABZAA1uJQJwEwObBA0oIgPuhQAmAAeIvCEzMfwmDogEBfR2PzkrLeI/AwLqDQApAA7o",
+"uQKFBAIGAAGxEA8qDgADeBMPBgMEBITJDYiWCnfxD00WAwQzsB82MbAFA3MeD8MDAwTCWB82ipYACgTPD7wAAwTMWx82vDwA",
+"A4gRAosEDw3PBQTPzg+kEQAD2RADBQEE17APEwUDBKY+HzbilgEEGM8CBgAPRwEDAHElA8kAD5eBAAPwFgJBAA/uEgADpygD",
+"aQAElCgP3AwDBac3QjI4Ky1sAAxOAAIzAQqUgwKOBA69AgQVHgC9Ag8YRgMC9hUAKQAOvQIISAcBhAEP1CgAA70CD0gHAwQO",
+"XB42NQEDRgUCxQAPPgAEBCOTDUgHBIVUAj4AD0oBBASTIQ9IBwADBYMCgwIEuloLQAAEtlIfNkgHAAMKLQKKAQWLWAUeAAPW",
+"AAJlAAFrWAvEAQNsFgRtsALOAA8wUgQEoFIfNkgHAQ6brQ9BAAAFRwEPQQABA9odAkEAD9kWAATpzQMiAAOrAA+VewQEvA4A",
+"vQIBNQEMwTEC/AIFd3sC/wAPblgCBoZAAgX+D20rAwAmAA64AgO1NAKaAgxZBgMwaQO4Ag/wAwMFAs4NOZUDSjMCBgABUDMP",
+"PgAABPcEDTgCBBNRAj4AD7kyBASIKQ87lQADATMCRgAPxG8EBPkyHzbyoQADaBsDOTMMAAoEwnkCZQAPnqQKAwABA4kAD/gj",
+"BATAeR82lZUCBHHUAhIBAaMZD0QAAQVMAQ9EAAIIBgoCvzENsgAEHQADwxcFdXcP/RAEBSROAgQrDU8ABL0vBLgAA640Ck4A",
+"BMQCBMkPLzI5lksEAhscACgADqSLCKsRBp9rBB4ACIwRDyJaBQQIeA/jagADrTAEFQEPr3MEBM6jETcMEg+sMAICBgABXzEP",
+"QQABBO8bDwIIAAS6LQORAQ+DRgQBDS4ChAAPQwABAn8BBAMuDrYuBM4tBCIADwlUAQaRMQMlAATVAA85VQQEFkwfNw4IAQKX",
+"RwXYAg8JdQYFWgEP5nQCA5cJAkQAD+TDAQIGQwZvAAWKdQHdHg9xAAEFSUYDGAQP5gwEBi11BBwCD5oLBQEIAAEkAQ9fCwEB",
+"CAABRwwPJA0CD59EAQQcAAJ4EgwDjQChCwiuCwn/ZwXaGQffkA8AEgkF8WsLihsD7msPCGwBAu8IC0ktCvADBb16D9gTAweX",
+"Yw/iLgoCDEQCICIJgwACeAEEHwAPgwADBC4DD9kTAQIjIAJ8FgN6MAqOIxMxeMINuwAFjoQPIi4NA9E4D50TAgSzhB8x2y0M",
+"A7xKDyKYAwTprQ+XZA0D+T4EVQkLRQAFJwISMhwFD0UABQJmBQZDmwPYBQVJAQspFAOFLAJTCwEXGQcrFALSQAIiAAFRAAgt",
+"FAEXAAAjAA8tFAAC6Q4HFbQFtAMPjxUKBIYTAbkCBFaNCvMiEzEvbQ2YBgOyZA8jKwEFqusCGwEEcwUKPwAD5gAPOkUBAytG",
+"AykCCwORBq0ABukDAXwzDzUUDAXnBAUkeAKyBgNJAQIfAAJ7MwIlAA+fJgYKoB4WMSXbCmgDBnV0D/E9AwJzYAAmAA4OYwNI",
+"PgOhAgxBBQOWYAR7Ag+EBgQEcS4PzHEABPhOA8cFD4EGBAQmLh443lsE+y0CBgALcLEGJgADiQMfOFqsAQOAawNTBg9qTAQF",
+"9S0fOMRbAQ+ppAAPOSsBBuJ4D9sHAQQ9KwRqeQXWLg9XAQQE2xsfOG8KAgN7LAR5AA9aAQQEGwIfOM6iAwnbBw+OdgoECXcF",
+"jnYP5lABBFR6BFEAA6AMB0eYAcUCD6G8AQAGAA2sFAWjSQ/B+QAFvQMACAAMrBQCjxQJmo8GrBQC2TEExAQO7DQA5gMJsQAL",
+"WEwDDKMOcgUD2zEBrwQBshYH5RQEjbQKqQACxhwCOAADqY8J5xQCCzIAJgADMwULvS8EJAcO8wMCqAUPr1sBBNtKA/UED7Ud",
+"AgKIYwA/AA53AQIoFATUUQrbAQpfpAUYAgUmSwZbRQcJBQI0Aw8bzgYO0i8SMRAvDwkFAAVKdw+DUQMCRGQAJgAOp2ADHRUC",
+"cgIBTQ8JHwAD9gACJgAPbA8EBcp3HjmoqwTHdwMaAw9vDwMBtS0BQQAPCHgAA+oDA0EAD1p3BQTQYw+wqwEEeS0DQwAP8ysM",
+"HzknDQEDdRkD5wQBbhkKECgEoAADkSUP9SsBBcImBa54BBgmD1cBBAR9GR85FawCA08ZBesoD0QABAVaAQ+VpQgEqykPvgUB",
+"BXkpBL0oBbMpDwkFBwQIDQM8AAwJBQ8QegMFCUkUM8QBCzADA0oCD5wdBQAwAwyIHQJZ0A4wAwVrAAOS9A4yAwLNBA9PGAED",
+"32QEMgMNHwACpAwEMgMPDxQDBf50AjVxCpQBCTsIDx7IBAEfKgFBAA7arARKKgIGAA+zzQQFCHQfOQZGAQlhyAXHpA1DAANH",
+"AR855KwBBAV0A0MADTsIBfxzBCIAD30CAQUMKQOGBwUlKw87CAQEK1cfOU9GAgStnANEAA9aAQQE9XMfOUqtAgRN5wJEAAH1",
+"EQy1AAQlNAVnRAS1AA87CAgE+Q8DPAALMgMB19IPMgMABeh/BSEECzMDA+EXDwwqCAp+1wBsAA8QtQMEogUAMwMPghsDAvFm",
+"ACgADjMDA08LAzMDDFQPA7JkBDMDD6AFBARXEB45SasDGjIDeAELzBYGJgAECwUOrQIEfm0DQQAPZQYEBDwQHzlRqwEDiysE",
+"yAEPxQAFBGUGD7ELAQOCawQRMw1lBgT8RQT2Kw9YlAEGNUMEigAD2wALbnEGMAAFVwEP52oCCWUGD3MYBAE6LgPWAA9EAAEJ",
+"ZQYBbg4NtQAEj0IDtQAFCUIPZQYJCstCDDMDCjOwBD0ABUhaFTPBhgszAwJ6AA/VDwYNZ5kAbAAEPXgLMwMFYYAfMhxbBgKO",
+"ZwAqAA/uZQAD5Q8DDQwNT38DnWYEOAMPThcGBaeVHjBeCQMGGgM0Agsi6AUmAAAXCwJCAA6EFgN0lQMGAA+gbgUEHU0vMTBe",
+"CQEDAE0D/QELr+cGJgAEtgcfMIYWAQOzTATxNA1wBgWHagQiAA+PagIEVAIDuwUE3QAPv2sGBlsBD/oCAQPNGQR6AA9eAQMF",
+"sGoA2AAPsmoHA8sFD2kyAQcAQAMlAAS3AA9yBggERgME7GoLPwML/A0GrQ4PNRYAAhw9AzcSD3gNBgAIAA6qFgQ5/QHUIgNO",
+"Jwrc2wFgDQmcAAnByQRtAwBZBQ/WLhEJFhYGQgEHtBYPIgACBkV5Duw0BQhpBFsBDyshAAQBXgSXKQTjlAFtvgtsFAJHNgRe",
+"QA6wORMxX1UOSFUGxwAPBTMLBUpqAa8bCsVnBX4XDQM/BQBoBD0ACZotBg4BBQ5SD6tBBQcFag9eIQEEejIENAEFb2oBCjMJ",
+"HAMEtDgDMQAB9gMnYXghAAQSAw+s1QgMRAEGesgPezIKBNJoD50ZAALhXAciAA9SZAQE2xslMTBgHwYcAANVIgUkagwPCAEJ",
+"aAkfAQ9IUAAG5WcETwAPjBcCBWUcMjErMgEDD35GBgOOBgFtHAn1AAulZgL1AA91MwAhMTF5WgGcAA+MAAMGxQICbAMPjAAG",
+"A4gCBl4SBRoAAsUCBSIAD4wABwPjNwJfAQyWPQOVMAd3AwD9NAhgAgOVDg+eiwkM3gAGMn8PXwILBHJCAutPCXVkD6s2BgaQ",
+"ZAQ9AA90BgQGyGkPegIAArAGBihqD+cDAwUEPAPnAw16AgOcAwVPAA/7XgQPegIVBAgJBrzjBRoAA3oCBCIAAhXAD+4BABUy",
+"egIMGFAGEmoE9QAPrgAED5wCFQa8Yg2uAAOcAgQiAA+uAAcEnAIIBkMAkwIPnjYLP2Jmb542Fw8tAAEPnjYEDysAAQ+eNhQP",
+"OwAIDp42B2s2DzgACB8y0F0DCKZdAhkIJzw1fzYE7wEpPDKi8AObAT88NjZqNgMBCC8PCAERAUwDCFuzFjJqNg8FAQkPbAIB",
+"Cc6zDwoBCQR1AAStAAAOAw9qNgEBawkPajYCAdVHD2o2CAKlCQNAnAWxCA9qNgEEoqMKWhgfMmo2CwMKAw+IagQFkQcTMklM",
+"D2s2AwEnAA9sNhMEjwAObDYF91EKO1gD3wAPQl4DBe4ID8VMCwNjLg9c6AQCQhkOdxgEFrMDPQAPVhAEBGQkBVWLCqsFBppw",
+"D6k/AQM+AQPyDASGJAvlAAYx0ALtHA80OAUCHhkFhqcPgFsBD9tbAALABQM9AA88YwMERisD95UKgQwCnwIG2RoKNxkE7wEO",
+"5zcGzQUFDJ0LOgEGGAkDjCYP+QAFAsMCAiBaCJBRD04LBgMxAAMHAA8hCgQCfQAOUZMEzgkCtAEE+SULsgwFugAPCI0AAzwK",
+"BJIlAHMBDxnzAwQiAAAZAw8b8wgIc0gIXzUOMtUBBT8LEwABwAEBBzQNTDUSMkw1DZIFBd0AD/6MAgF2AQXGJA1rAANoDgr7",
+"FANqAAj1DgJYAgmQiQAnAA9YiwIE9SMP9IwIBFg5D0QnBwSHJw9EJwUIQicPsAEDA8EQATUKDx7zBwb4cguSswYf8wrlEhwy",
+"MDgCIgEPH/MMAdYEAVgABKBABwUCBR7zCu4PA2oACIcBAS0ACh3zACcAD4cBAwYYPA/fjAUEvjoPOSgIA6wUDScKBFydBIgB",
+"BIpkDYgBBpSdD4gBAwQeRQ8/7wEB8wUHpx8K/Q8cMn7cBHUmDyPzDAXBJAYi8wqIJBMy62INUCAPIfMFBDIAB5kACqlrA8QA",
+"ByEAC1ZtA1YSBLAgDdMADx7zDgAbAg/HjAYC7SUvNDDFjA4F5y4PErEMA8wFC4F8AuIgACwEDw+xAgJSIAOuYQ4F8wETxgXA",
+"8Q3WEgzmkQd4AAKKIABaAA9rSQEBlQACIwADT1APA/MDAQwCDhIBBgQRD5UNCgKXCA9NWAQPoj8UAzxrBMojCtADBZoBD9oI",
+"AwSnAAzgBgPVMA/5VRUHB/UPIQICBzOzDzBJCgPaPwSXPwtFAAY1KQ/5DwoCug8KmlcGygkNWxMMAAUKyBQKriUDXwYDvQQN",
+"3AQIHgANcbsDdBAPbywBA80xAFYCDO1nAVFyD60+DwNmJREyBQIJGgAD/lAPGgABAwQJDxoAAATTFg4aAAMOEw8aAAAEwxUO",
+"GgADXxMPGgAAA9oQDxoAAASUGg4aAAMWEQ8aAAAHBAEHMwUBr60Lbw0Cwi0CcBcFzXMMCLUAIAAAaQEJhbMA5gACIAACfrUO",
+"NSETMg5ICMgFAp4MB6g5MTJfMSxkB61EAaUHAQI5DK4AAo0JAlEhAgUFCq4AAcgAAdchDK4AAHgABY5SDxwYAhcyCSYGtQ4C",
+"wS4CgkMB6UkIrwUCHQEBIgABdBsKOwACM0ICJQAG31wDHAACDwcCuAUPdCsCAjgAD6baAQOLQgJDBgsHJQRnAQQE0AFjBAh4",
+"AAIiAQLNBQvzJwNEJwIiAA9tTgICtgAAKAANlAACvwUDlAAPJUMDCfBZDNoBAqoIAQYAAedrDqsYCKABDw9aAARZPAiWAAPy",
+"OAMHBQ06NgJIAQK6AAU+PwpbAAWXAA6WNgJuGgOVQw16AAOBIAUeAAfvAg+0JAMENCYH/goHSx4D4TgP91sFDv5QHTJLHga8",
+"BQSSNhQzkzoIuAoFS6IDrAQPhisBA4YfAyk7D0jMGAQNCAB7AA26DAT5JgPlKw/6GgAE5FcKwe4P/isHBFMBDmw9CpMrD8Ad",
+"AAR6WgIpAAUwAAgcSQOcAQPICwMxAASwVgp4LgSOAQ3IWQIrBgFyJwzIWQKAAQMiAAYNBRZ0rRIDBgEDXlUPyFkBCzhnETKT",
+"Iw99CwAArRIGogICCFUIwlUD+V4PwlUMBIBVAzUHDnpRAxoHBAgtDc1PBYShBEkAAAQCCBxZBHl6Ar0pD8gAAAYmrAHWAA3/",
+"VwPwOAagAA2tLQhVAQ+PWiAGogADSAMH/9YBoQAfOpdZAAT9BwO9OwYXFQV1WQTqWQJBAQWGAgaWWQPnNQQNAg+WWQsBQgcC",
+"MwARcKgUCZZZCbZYD5dZAwXuBgY0AANJJAM8AAG1KgohAAT2AQMhAA00CgV/ogMhAA29VwWw8gIoAA5BAAl2CgFhAAwOHgTa",
+"AAU/KwNDCQ/JKwUFl9gfMr4/BA1KoA/K8wYNiwAE3ysEiwADtAkP/dEFBaLUHzKMPQMHZ6AJUQAPElMCBYykBd5VBDwoD/w7",
+"BAW3QgELDA8tVQUF4SsExTAPmQUEBcdCAXIqCswpAzsABJgAAJAADDADDOBUDWwCBLRUB0QAD7JUBgT3Ug/iBAUNfQAEyioE",
+"hQAOk1QDgQEEKgAB0gEPsSoDBKsBBFw2BqABA5IMBCwyAtyfD9xTAQVEAAx/bAXwDASKBALaUwlEAAT9AAS2LQzTBQZODQQ2",
+"Kw7MAAQaAATuAA1sKAyplw7uAAVfgAOQAA2Txgb5KgREAA7uAAOqDQUmXA0gBAxNKw7uAATUDQVJXA2EBATFlwTuAA7oBAz3",
+"lw/cAQADIA4FJGANTQUE3vIFRAAO7gADngkEMgcNPsYGBpgE6QIO7gADdwYEPDAAeUMHqgYFtyUBMAAGv60fNWgLAANKCx80",
+"GwAAAicLAAcAD05HBQAHAA1+SQV5Cw+SEgAC9x4KLQwK2rkBZwsJzgALdoACiA4ACAcGYAAGqngFRw4GSxgK/7kBtg4JYAAL",
+"S+ICgRoEkjUMYAAH5SYCJQkMMjkEak8KBrkBxA8MUQ8AGQMPih0CAYUFD7wdAAH7BQbVHQmjHQPwDAF8EgJ3UAE3Ag+U1AMF",
+"2AQKyUMCXA4PkVwAA/1YBIz+CN0eAMwBD90eFAhqHQhIWQ4lEwNlBk81NyszNhQKAyq/AWUDCJ8CBLO7Ah8ADzO2BQTKLQIa",
+"GwBAAAYbAAVeCANhAw8qcAQTNUwiHzG7RgQF6y0TNfIqCWYAA+stBVEIAuvJD2YAAQXmWwTQPQxoAATSPRQ1gyoKaQAEYgUD",
+"QAUBBy4PaQADBbFbD7A9AwULTj83KzMWVQoD/bwCilADXREEGwADjwQxMSwgpwUJugEDjhADPgAPhC8EBK8uAhZQCusABKMF",
+"A3cGAa4uD+sAAQXoAA+dMwQEzy4E/k8KZgAEgQUDIQcB0C4PZgACBroBD1IJBASFmgWeTwppAARgBwS6AQ+JAgUBPgADJAAP",
+"jAIEBBVIIzU24xYJagADEkgFygcBHDkPagADETImjg/pLQkGclACghYKagAL8AcBUTgPagADFDNgAw8PLgYFCgID1iAKagAE",
+"DQIE7y0PDQIGAD4AAyQADxACBAQOSAAsAA4RAgNZLgUaCAFZLg9qAAQEEgIPUC4GBhICD+ECAASiYwRACAHfLQ9qAAMF5AIP",
+"dS4EBUmZFDUIvghqAARzZAVmCAKtwQ9qAAITNhICAZouB1wHD6YmDH9wcmVzc3VyqCYVDy8AAw+qJgQPLQADD6wmFA89AAoP",
+"riYKDzoACg+wJgMPG10BLzYysCYBHzSwJgE/MTUwG10EAGsgDw8BEwHNDQ8dXQQPDAELD0sdBg8RARMEeQAEswAA1QIPIV0C",
+"AIQCDyFdAwCjBw8hXQkCEwoCgBgPmhgBABkAAioAAzEKCnoTFjMvxA8hXR8ERzgPIV0LACYAD7UmEwSNAA8hXWEOYxcDOgEN",
+"7yQDPBcP7yQAAxomAm4AD5cJBANsGA+MxgQEDiUDepYP3TUABSEAD3VcBQUeHQ/XHgsDEhkP+wADAcMAD6snAAN4iwM8AA+1",
+"BgMEAiQEqsALnwAGC4YPFF0LA2QAD4MaAwIXHA/uGQADUhkDPQAKtgIEUgMDoAAEa5ILoAAGsIQPFF0LBkIZCuIJBLQLD4IA",
+"CATVBwbWJQ8UXRIP/e4GCiYAA4EPAmAlCRoABfQuD0IoAR0zlCQCmCkPplwKBEMQBDIAAjccARsAA9sVCnlIACEAD6ZcBg95",
+"SAEP9AAKCZoOD6ZcAhMzplwIf4oAXhYP/QUWCYoEBYQvD9QxAwULQxAyVeIPOi8LAiYCBQuUC0oABSyKAEoAD2BeCga9lQ+P",
+"KgIFUV0N60MEQo8DQAAFyQwP/FwAD5BdAQSCjQPJAAGNEA+HAiEPxwEBBGEJHzPGXRkF6MsPhToDA/hKHjAKAQSTDQ+SDQkE",
+"lkwOsAoDrzwD/hgPMAwDBUpMAhMFCcQjAroLBUvRD7sAAgHUBAHKkAyHAQPaWgMPEA8rGAME11UeNV1WA2MLAnwAD40XAQOr",
+"AQSmAATTAQ8NCAME/1UfNfc9AATAPAJIAA/+VQAEMAIEawADMAAPp5oEBO47HzWMPQED2DoDSQAA7wENbAADrwEDIwAFFjML",
+"6hMFDzoNvEgEPQMACAAOWgMDGwMACAAMUwACIBQPvEgEBR0AAxwJCjkUGDNoXREzoSsIWgAE6QMLrAUD51ABWgAA4wMIm10C",
+"FgoKogACpy4DNgAPtUgAAgUUB5XzD0QGAQpvBQdEgA9vBRwE4VEPR4ACBSx7AGlSD28FDQPVOQ+jjAMG8cUASgAPbwULBfM0",
+"D+MwAgMrXg+aSQADK14FyGINLV4DswgAKAAPvhQDAoIpD7ZJAAOtFgSbAA39XQRQ0gAoAAgcFh8ziF4EBTnSHzWIXgYCOiQP",
+"/QIAA3AXA8wAD3hYBATwWg2TDwOKPgOMHw9NBQMFZT8kNDT6HAhRBQP6PgiIjA6/AAIMBg/5FwIDhDICwAAP+FgED2xcBgOf",
+"PwLGAA9YjAgEpQAPUAULBWBZD9/9AQMmEQJIAA8CPwAEY1kDagAEpzgPcRQEBJ4/D/tbAgQSigNlEg8GcgIE8NIEJAAEiTsK",
+"bRIHijUFYgIPLV4EAvQGD7cZAQOwCAKiAQ8sNAUJGVsJYBIDxz4DyBIPXqgEB1nRFzQFAwYfAAMzEgX0WQ+mDAICAVwPr2EC",
+"A6p1A2gCD9daBQT0ng66wwQwigN/AA+/fAEF7TQErAACMwAPlhMFBYJZDy77Ag6LMw3cWAMdAARvAAMzAA+zWwUFwlYPLfsC",
+"BHI8A0sAD29bAQSIUAVwAATSAQqVDgtaNRIxBdwNqwECBFsAJgAMcAIDAFsDsCcPYEYEBPA8AuRVCXACA60yBPUyD+pZDAPQ",
+"MQltAgR5WQajzw/CAAIClAUPmkgBA0tYAskADzlIBQUoWg/yzAADZwICBgAPJVoaD2mlBAVjPAQ4hQpwAAPXFgNLAA/+AQEE",
+"RdcFcAAEYAEPSBcEBOMpBdSECnEAA1pBA0wAD3Z3AQXB0wRxAASENA/1bAMFAq0fNZBdBQKEBg/PBwADAFoDcQIPsQUEBKw4",
+"At9YCXECA6BDAxEBDyuDBgSsDhc0WPgGHgAEVigEyCgETSAPgHwADxphAgM7WgNzAg+mBQQEaggfN5RVAAO/AAN/AA8DAgAE",
+"nAwGrAAE8gAPBFYFBNeGD0dWAgOUDgNLAA+AJwAEoQwGcAADgAABCgoPcAABBL4FD+JVAwJQAgNzAg9xVQIE0gQFcQADgwIB",
+"dREPPAoBAQgADn5GBE/cAAgADShdBeQMD/NGAAcNIA8oXQIYMyhdETOsNgnpDwEi4w+8EQELRCwC2AAP3RISBNFHAn07CRoA",
+"A6MGARoADVE2FzPxLw+gAA8JwAwAqgYPwAwjBS1EDy8SAgQ7Hy8xMYP0DQPsvgI/HwhXugMbFw9WugACegADOQAPhL4DBIIH",
+"AoS+DZ8ABbpcAJ8AD0ZeCgLDWwe8XAQYAAKWAgQfAA+FAAMEmVkHvfEFEA8BPwkKRl4KSy4I1gEGsAEP3BkZCrABAykDCgxE",
+"BecABaOtD3iMDQRSWwWoAwMVBgJiMg/NXQwBwxkHzV0BSQUPzV0FAmEKD9S/AwOVNwc8xg/5AhMPbAMdB8ITA2/LBM9YCmou",
+"EjOZJAqtAQ+JGxoJrQEJEaMO0w8Fxg4fM2yODgW8Sw/WFQMGHNUPKo4PA+UPATkRDS8HA2jMDzMSAgPKRgNBAA+4WQkP7F4C",
+"BNaMA8sAATsPD5gBAgauBQGnOg/tXhQF9/QCNBkMAzIDDgIPB3kIC4VbFjM9zQs4CQVesgXZDw/kWQAAJgAP5FkGAwIBD25Y",
+"BQSLug4mUA+lLRAFhasDJAAD6SEPTJ0EBttYD21ZAgnlCg9ZcgEFgQMEbwADMgAPKF8FDwZZEgR0KQ/iCAEE0F8EcAADFAkI",
+"H0oAugEPY88BAeRwD9YCBQAIAA7zAgOzAgnW6QOVCAJGEwPs8A3iXQKiFAc5TgxEHgvpAgsqFQPJXQ/iXQACVRwBWAQBdy8I",
+"4l0G2gQISwACbigBOAAJ9jcDLRUCvAYAJgAEEwUMcxsPwAYAAC8ADxMFIwN/HgIW7g/JBAAFXQMfMBMFDgN6FQqy9QYfAAR6",
+"FQBKAA8TBQwEmgQPtQ4CAnpdAD0CDc8DBN8FAooAAdokCkACAxkAAyMSDlsAATMHBE8VCjsAApwdBJwAAam0Bi8CChUVBB0D",
+"Bj0BBvBmDbdbACUAD7dbFBIzEYwOAwUFQj0UNNtuDtsAAnECD+ezAQORvwQGBQ/mMAUE5FcPgNIACVkSDxiPAQQGBQSzJwQe",
+"dA8GBQYGzr4PQVsAA+MEA0sAD8KJAQRwUgTOLwTIJw8GBQQES3QFPb8KcAACagAELC8P5QUBBJqzBHAAA+UFCgYFAbuMD/sg",
 "AAUpBwQ+WQ+sWgIPvzQDD6xaAhIzAjcPKAIABacXHzhFFQUCkloPEmEDAgMDBCgCD0AnBARXdQ+OWgAEZzADJQEPvwYCA84X",
-"BFMyBL8GDygCBAR29g95WgIElq4DSwAPvgYBBPgQBG8AAzIADygCBgboWg8oAgEJnw8P1VwCAygCBXAAAwcDCygCD7nZAwQa",
-"CAAoAg/VXAMCVgABU0MPolkTEzPrkw4pAgVuFw9OBAMEn1kPpxYBBZ9ZAyMLDz47BQU/zA88WQAEZTMDJwEP4wMCA9s4BN0y",
-"BOMDDyoCBASgxw8kWQMEXl4DTAAPyAkCAmEABXAABMgJD94ABAXsbQ+8WAIEWDMETQAPCwMBBHiXBCQAAwsDCywCCoaOBD0A",
-"BAVhACwCD85bAwKLFAAoAA8sAgYMuREFfm0LLAIFJxcfOG66BgELAg8CXwIEU7gFLgIPihMEBQ/3HjBLZQ+lXgAPLgIEBGQ3",
-"AzIADy4CBwXHjw83ZQEECjEDTAAPTFoIBXAABPAGDy4CBQUMAw/SZAIPAF8ADy4CBARxAARHMQsuAgXXCgR+AQRimgAIAAYG",
-"FAymCw/oEwACAyQDJQ4OXA4DLgkACAAFvVoMXhMIxaAA1goLJEkAsgEP9ioAASwnDw8rAQF0AA+BkAUC6AAEBTQBBgAPcA8C",
-"A6VXD/EzAQVktwAjAAzzMwE6Gw+CCyMFDFkJOAsG/AEFuQQECe0JdhcDBiQDWgcPlnADBY/qAEQAD7mHCwTmWgKeHA+OAAAF",
-"1wQEJe4KjgAEiAAI5g4N1GADFRcDSyMFlRcEdjIMcwAFE1sTOGYwCnMAA1UZBmXJDWIEA1MOBNsADw92BQYPYA7jCg9SyQIP",
-"nFYBETDJtQQsMgmqAAVxyQg7Bg1pXwWkMwMdAQTTMA2bOQRbxwXCrw/MBAQF4MsPsbsBDoTHAUE/D9kAAgW3Mw9EYAAE0wEH",
-"+QoO2wAEogEE2wAIGDIKTwAL1AEPZmAPD7kLAgT0lQbIxw/cAAcFKjQIK6AAWy4PrjELT3Zpc2OqMRQOKwAPpjEEDikAD6Ix",
-"FA85AAYNnjEA+wAPNgAOCOiODzEAEh8zMQAdHzT8MRYIFAAE4AFPPDE3MfwxAB84Fo8EAa0gD2QBDwFhBA+qWAQPYQEHCosG",
-"AUUGDyWXAgAgAw94tgMAFQMPeLYJASAJA3L7BboXD7MxAQVv+wlvBxM082sNmqIBMwALlAYEFxUPTQYBBIYfHzK+Tg0CRAAP",
-"IywCCCYxDmEAA60GHzKrBgwCzgUEW4IKNQYE0Q8FZOYCszwLZDIBBd8PcLUOAWPdD5IcAgjztQM9MA/ztQUDrQAEHz0GXQAE",
-"Cg4OGgAFEkEP9TIBFjQLEgs+AQMuBx8yuLcNA/URDERfBEApDiAcA1l7BDkACv8PBMYCBJJaAf0PDnszA5cMHzIoMQwD53MB",
-"IQcIgwAEEFkDYQ4PgwACA58CBw9ZCygxA8j7DH0gAloAD6cBBQ+VdwgKnxUTNDmuDvwABdcCD3gqCwQZWQ8NCQMDRAAMBgkF",
-"hxgP11ETBcMDD86nBQarAA/IAQMFZQIPTmULAkwCBAg2CmQAA9ANBzVtBb0DAc0AA/tHYzg0N0FFMQUAH0JNBAEEDuQOEBYD",
-"0h4EUgEEa1cPfQMcBA0ILzRf8p0DBI4eBG4DCl8FAmAFBUENC78yAjkYAH8FDYYyETQWsg0pPgUgIA9kNgAE+ywOhQQES1QC",
-"BgAPuhMDBCNwFDO8AwwgAAQ/JA1oCQPsDgOCDg89LwAFqLAFBwAPY00UBLYREzPgEw8iAAAExIEPgigBAW8ABYyID5gAAAQt",
-"KAgHAA+wggQELogUM34TDyMAAAQuJA8wJgICXQACKQsBJUUND04ChgAEwyYCKQAI6wcDvQYEVCQCJwMP9y8BBDwCDVi3BB4k",
-"DwpIAANWAAMiAAV2AAahTQTiGw+gTQcKXRQQNOojDdZMGDSxthE0Ti4IegMAKREPm00OA7yIBO5vDD8MCS4RDS1wA30zBACJ",
-"AFwACbCmBJVMAAMBDr0ABx0METS+tghbAANWEgQvHQ9wAgAEUkoPj00kBJ0AA2kAAW7XBpsAHjp/BALuIwF/BAvwAQQOcQTy",
-"SwWiBAamTQQ4TQEHAAhzjwMgAAR/AQ+kTREAbgEBMQABBLcJoU0HzzQPn00DDcIBCYozDTBLBA2KBNwDDB8AAjwBBB8ADOYI",
-"A6pYAzMGDyoFAwSfQgKFmA8gAAAPcK0FCluKD5bZAQqEig8qBRgEX0IPvZgHBYe9DxowAA4BMQyYAANgMQkxBQ9uMQUPBpkP",
-"BpvXDioFA/0PBPcwD0cDAAX4vAgqBQGVEAkN+wNSJQMqBwnlAQIJBwIwBw+SPAQECEICgDcNdroIMSsBsC4KMTAEhSoBBwAA",
-"AAkNQQADgAMExKYBY4oKMDAJhzECGRcN+E0E0S4DRAMDzQMPM3gDBNQvAywAAzsAAYxNDSwAA1sBBCwABCkJCXEEAZK6D0Io",
-"AQ7ENgJ0CwAGAAgfNgl1JgaXCw4HJic0XwpTAGILD+sEAAIDLQFfAA4zhwAdAAH+TAigoR802Q8ZBDUAAjoCBBSQCwc+BN+G",
-"HzOdKQwIqD4JmAIJij4PRIcEBA1ZD4s+CwCEAA+qtgsPjD4SD4QAAwSNRQ+MPgED8goBXAMA4QQOyiUEvA4IjQEAtAcPjQEf",
-"AqQAAcQHDQ8CAjARDyMBAQTQJS83OdMiDAVq+w9GAAIEiS4fOftnDAQasQ/tEAIFK6gfOUXpEwQTmgpMDQRwhQJYiQkZDgOf",
-"JQJXCQ8bDhEE0zEEORwOIgAGPwEFkUIL1QAECAsAGwEPGjkKAx0RD48pAgW5ph85uaYrAAoCDQokAzMAD3JNAQXoAARaDAN8",
-"DAhXAQPXhQAjAA+lDhMEnPcPpQ4AAlIEBGwCCWEKAXApDgIEBPveAZoGDPkCAl0/BRULD85OAABAAA3EOAL3CATw6wrZBwR4",
-"AAS1Bwa+iAfPYwJwAwT27Q5jJxM0pIML0A4EhJgPqj4BA25RA/sCD21/BQTdGgIYWw8hAAEEjwIMaggE3VgJkjcNEzcD1QsD",
+"BFMyBL8GDygCBAQI+g95WgIEBLIDSwAPvgYBBPgQBG8AAzIADygCBgboWg8oAgEJnw8P1VwCAygCBXAAAwcDCygCCs+bBD0A",
+"BBoIACgCD9VcAwJWAAFTQw+iWRMTM+uTDikCBW4XD04EAwSfWQ+nFgEFn1kDIwsPPjsFBLd2DzxZAQRlMwMnAQ/jAwID2zgE",
+"3TIE4wMPKgIEBZmvDyRZAgReXgNMAA/ICQICYQAFcAAEyAkP3gAEBextD7xYAgRYMwRNAA8LAwEEeJcEJAADCwMLLAIKho4E",
+"PQAEBWEALAIPzlsDAosUASXSDywCBQy5EQV+bQssAgfqtg/evQUBCwIPAl8CA9jBBi4CD4oTBAWe+h4wS2UPpV4ADy4CBARk",
+"NwMyAA8uAgcFx48PN2UBBAoxA0wAD0xaCAVwAATwBg8uAgUFDAMP0mQCDwBfAA8uAgQEcQAERzELLgIF1woEfgENV7UPpgsC",
+"D+gTAAIDJAMlDg5cDgMuCQAIAAW9WgxeEwjFoADWCgskSQCyAQ/2KgABLCcPDysBAXQAD4GQBQLoAAQFNAEGAA9wDwIDpVcP",
+"8TMBBYfAACMADPMzATobD4ILIwUMWQk4Cwb8AQW5BB84pVABAwYkA1oHD5ZwAwUT7gBEAA+5hwsE5loCnhwPjgAABdcEAEAh",
+"Do4ABIgACOYODdRgAxUXA0sjBZUXBHYyDHMABRNbEzhmMApzAANVGQbpzA1iBANTDgTbAA8PdgUGD2APDM4ABGwyBAoyD2Iw",
+"BAA8AAMiAA06OgX1zAg7Bg1pXwWkMwMdAQTTMA2bOQTfygXCrw/MBAQFZM8fMI3KAgSdMQQPMgFBPw/ZAAIFtzMPRGAABNMB",
+"B/kKDtsABKIBBNsACBgyCk8AC9QBD2ZgDw+5CwIE9JUGTMsP3AAHBSo0CCugAFsuD64xC092aXNjqjEUDisAD6YxBA4pAA+i",
+"MRQPOQAGDZ4xAPsADzYADgjojg8xABIfMzEAHR80/DEWCBQABOABTzwxNzH8MQAfOBaPBAGtIA9kAQ8BYQQPqlgED2EBBwqL",
+"BgFFBg8llwIAIAMPeLYDABUDD3i2CQEgCQKeBgZVVA+zMQEB3wQNszETNPNrDZqiATMAC5QGBBcVD00GAQSGHx8yvk4NAkQA",
+"DyMsAggmMQ5hAAOtBh8yqwYMAs4FBFuCCjUGBNEPFDLo6QKzPAtkMgGJ4g9wtQ4B5+APkhwCCPO1Az0wD/O1BQOtAAQfPQZd",
+"AAQKDg4aAAUSQQ/1MgEWNAsSCz4BAy4HHzK4tw0D9REMRF8EQCkOIBwDWXsEOQAK/w8ExgIEkloPx7sDBHEtHzIoMQwD53MB",
+"IQcIgwAEEFkDYQ4PgwACA58CBw9ZCygxAgJgDKcBA7M0D6cBBQ+VdwgKnxUTNDmuDvwABdcCD3gqCwQZWQ8NCQMDRAAMBgkF",
+"hxgP11ETBcMDD86nBQarAA/IAQMFZQIPTmULAkwCBAg2CmQAA9ANBzVtBb0DAc0AA/tHYzg0N0FFMQUAH0JNBAEDIx0Px00A",
+"A9IeBFIBBGtXD30DHAQNCC80X/KdAwSOHgRuAwpfBQJgBQVBDQu/MgI5GAB/BQ2GMhE0FrINKT4FICAPZDYABPssDoUEBEtU",
+"AgYAD7oTAwQjcAWDvwwgAAQ/JA1oCQPsDgOCDg89LwAFqLAFBwAPY00UBLYREzPgEw8iAAAP2dwIAksLBYyID5gAAAQtKAgH",
+"AA+wggQELogUM34TDyMAAAQuJA8wJgICXQACKQsBJUUND04ChgAEwyYCKQAI6wcDvQYEVCQCJwMP9y8BBDwCDVi3BB4kDwpI",
+"AANWAAMiAAV2AAahTQTiGw+gTQcKXRQQNOojDdZMGDSxthE0Ti4IegMAKREPm00OA7yIBO5vDD8MCS4RDS1wA30zBACJAFwA",
+"CbCmBJVMAAMBDr0ABx0METS+tghbAANWEgQvHQ9wAgAEUkoPj00kBJ0AA2kAAHoSBo4AAEslDXveBn8EC/ABBA5xBPJLBaIE",
+"BqZNBDhNAQcACHOPAyAABH8BD6RNEQBuAQExAAEEtwmhTQfPNA+fTQMNwgEJijMNMEsEDYoE3AMMHwACPAEEHwAM5ggDqlgD",
+"MwYPKgUDBJ9CAoWYDyAAAA9wrQUKW4oPGt0BCoSKDyoFGARfQg+9mAcFh70PGjAADgExDJgAA2AxCTEFD24xBQ8GmQ8EH9sP",
+"OzABA/0PBPcwD0cDAAX4vAgqBQJQ3QcPBwNTNQADAw10PQIJBwIwBw+SPAQECEICgDcNdroIMSsBsC4KMTAEhSoBBwAAAAkN",
+"QQADgAMExKYBY4oKMDAJhzECGRcN+E0E0S4DRAMDzQMPM3gDBNQvAywAAzsAAYxNDSwAA1sBBCwABCkJCXEEAZK6D0IoAQ7E",
+"NgJ0CwAGAAgfNgl1JgaXCw4HJic0XwpTAGILD+sEAAOFygsFAgMzhwAdAAH+TAigoR802Q8ZBDUAAjoCBBSQCwc+BN+GAIX7",
+"DxgLCQioPgmYAgmKPg9EhwQEDVkPiz4LAIQAD6q2Cw+MPhIPhAADBI1FD4w+AQPyCgFcAwDhBA7KJQS8DgiNAQC0Bw+NAR8C",
+"pAABxAcPa/UDDw8XAgTQJS83OdMiDAQzSw9GAAMEiS4fOftnDAQasQ/tEAIFK6gfOZi2DQNsPA8XDgIEcIUCWIkJGQ4DnyUC",
+"VwkPGw4RBNMxBDkcDiIABj8BBZFCC9UABAgLABsBD2Q5CgMdEQ+PKQIFuaYfObmmKwAKAg0KJAMzAA9yTQEF6AAEWgwDfAwI",
+"VwED14UAIwAPpQ4TAp8mABYDDaUOAlIEBGwCCWEKAXApDgIEBFvpAZoGDPkCAl0/BRULD85OAABAAA3EOAL3CAOsAgsbfwR4",
+"AAS1Bwa+iAfPYwJwAwSv8A5jJxM0pIML0A4EhJgPqj4BA25RA/sCD21/BQTdGgIYWw8hAAEEjwIMaggE3VgJkjcNEzcD1QsD",
 "7zMPTG0FD3gAAQYfXA+TCQQGBJEOlAkEujEEtjcPsDcJBBkyBCsAD683DAVqmA8kAAEE3gMPmgkABN8kBgrCDpMAA/5NAysA",
-"BDIAAk7CCscOBGGRAzEABCYeDU8TAk/cC8oOA8tOAUEpC1sJBACeA3grBuRcBssOA9QMBAhcDzS2Ag2OEQCAAQ4RDggdPQAl",
+"BDIAAk7CCscOBGGRAzEABCYeDU8TAqv+C8oOA8tOAUEpC1sJBACeA3grBuRcBssOA9QMBAhcDzS2Ag2OEQCAAQ4RDggdPQAl",
 "AAxsXAKMRA9sXA0F+r8EmQAMDQoHfn0CMAANIQAFXDYDCAAABAIJ2Q4EfiUPyQAFB44fANcADG1cBBltA/kKD44KAQTSAQFX",
 "AQ/fDiEFowADHQsIlSsAogAPblwABOE4AzsABjSJBwW2A0EnAxECBYsCBwW2Al4BDxheBgoFtgBqAQh9YwpvXAh6OQ8GtgQN",
-"ulgDdV8EPAAF+CoGIQAEcgME8AMNIQAEMgEEeAMP3gMDBL0ZD/1bAgtkkw/rBBkEDUEDXA4NWgAF9zYJqAQLF5wGLwAFSdgP",
-"plwDBq+8CWUEDcwYA1lAAF4BDZYZAwwgAoEIDyGcBAUyOQ/aWwAEYioE4ToPMzkNAX0GDL0CBaY3AwACAS8hCpk5CiUFD7kT",
-"AQV5vARNAARzGwYiAAMUBAQ4AQ+HfQEFSw4FLQADlAAPTA4KBS0ABKonD00OCQUtAASSKQpODgXx/AOjAQMZCQTI/AhODgLg",
-"NA9PWQMGHQAGgAwKeiQAWAkIegABmCsJGg4HwFcPjQwXAkwKBPVWC7gZAT+oDxAfDw9xCwICgYsPfh8PDz0ABAh01Q/sHwcE",
-"4QIP4j4AD2sYAAU1tg+OtQUEIhojNzeCHQqRAgQSAgHULE40MDI0YwQKDQwEOtxfNzcrMjA8qQoChwEPiQICBVS9Bd4ZAggA",
-"BKVgDMQABPEYHzewfwYFT5EPqAQCBRuRA6EEBIAAAbYICY4EAskOA7wAAYEYD5WxAQRJswHlBg1tAAT/AwTdAAOjAw8EYQUE",
-"DC4PswUEBLVVBeeRA18AAkS9D50AAQUfJAHXEA1QAARfBASfAAQLFw9SBgQEFi8PBAYFBIZaBaAABMwBAQUGD6AAAgXjIwCp",
-"Mwf/AwBOEg/jIwhvYWR2ZWN05SMUDy0AAQ/nIwQPKwABD+kjFA87AAgPiVUKDzgACA83fAQIYSMDiyMPB9oDCDDaA9YCLzwz",
-"hVUECJ+yDwYBCQE4BAeYBQexEw8CAQkPTRACD3MAEwx8VQBEAw/IIwEAfQIPxyMCAOIDD8YjCAHhAwF0CAh7aQ3DIwTTbQm3",
-"Bhg1gG4D1wACtg8PjRQCBlz8D6cjCgMvBQ9CAAEGKFUPiCMKA4UTD0AGAQPaFQ/bDwADRDIChQkPAwQECO0gDwohBQTwcQnt",
-"HgJGBQ9cAAoD3BEBNAcMSy0CJQQCBgAE3wkPVQQDBCa3C6gCBN06BHo9ITY0ej0IvB/yAjkyMTg4Njg0MzcyMjc0MDUzYwAE",
-"IyABSQACZNoBNgAPLwADB3gCBM/NCBMAAR0CBN7eCo0RFTW2eAySEwQbIgFVAQm9AARdNw+9ABQDvBEfNC8ABQ06IwaUAA+t",
-"IgIiMStLFAu7DQgSOwM9GAq6DxA1cR4N8A4YNVIYEjWI1A/gAQYP/kYEBCYjBwUXBWIQBjwdD4lUDQHnlg8qQwEDEAEJ7wMD",
-"unIP98cAAvrwAv/UDu0AB1YUFDXHIg/zIwJHMSsxMLF6BtEAAl8HA1sRD8IABgqHIAPCAA9ZAQcPdw0ECIQCDIgABHkMD5Al",
-"BwqGIA9GAQEDLlEPRgEIB/cjFDVQewymAArBJA8hAAAECbgPYQkCA68IAwUJAxQJD2YEBARaCQSnJAVoBAJmAgHxLgmrAwMJ",
-"JB83qwMUAy8AHzirAwgKQg0SNXmMD0AEAQM0CwTbYwiXAATAVh85lwAUA3AoHzCXAAgK20MHlwALDyoFQwQGYTkH/hED2jUB",
-"BgAErnMKgRwRNX1AD1kDAAgZnAAlAA9IBAQEwgEP8GIFCTUBDEwEBTnVD00EEAEzBgEhWA5MFQQfAQnqKwOIgA8MAwECtQAE",
-"/IMPZQACDxEBAAdcCwAfAQ9sBAEGHX8CoyoM5AMDQAcDKyUP4gAKDCMJAuIAD4MBCQ+AlAUOgwEIkgAE7DUPgwEeDHgHD4MB",
-"AAM/BQ+DAQoM3AcFZQAHbAEPbJ0DBpIDD/QXBQTGTQQWGAuqBAndPQNPHA+iDgQBQgABIgABDwoIRi8DSSANFAQDoxMPVggV",
-"A4YIADcADxQJDwOvQQ7OFx41mpQEqAAF1gUDeWYJrQACLhQAJAAPrQATA/YtHzbCBAgLuz0HmgAKNAMFin0DGZsPwRYCAxgj",
-"D+w7Ah81LnUDGTVlzAAlAA/DBAUE2wEPUBADBS3lCJw8CMUEAzoCD8PhCga4AQa5CgsKeAQhAQlCAwAaBQ9CAwUEENEBCRoP",
-"ZgADDxQBAAkBCAS5PwuCDAcChweaCgfzAAKfBwSVGw/lAAoM+wkDYXcPiAEJD9sMBARRXgmJAQiWAAOLOg/I0woPpAACDAQI",
-"D4kBAAAgBQ+JAQ4M0gUFZgAHcgEBSQcKMS0DOMoDMYIOlngEIA8P8TAFAk8IAS0JNHRvbR8ANG1pbq8OBAgFEzL69wmRAABd",
-"BQ8lEghvZXJyc3VtJRIUDy0AAQ8lEgQPKwABDyUSFA87AAgPJRIKDzgACA/6xAUPMwAID/rEAw/iNQAXM0ISBlcSAHiODFcS",
-"EDIIaA/hNQEAxAcPOQERDFgSB7s7DzUBCQ8kEQEJVTYPOgEJCcUQBT4ACD+PD0UBCQuXEgHEAw+FzREJwn8CYBIDiSILhAMH",
-"txIIfk4FkhIF3gYLrxIDUjMPsBIBEzaFLg8WXQYDDREPxgQCBHwSCJAJDSRoD8nRCAp3CQSLAAHDGAPbAAS/AAUKAQSYAAKa",
-"EgmvAQa3FALwBQazsgc7BAEhAAsBXwh4NAHjIgx1gQKlEQEpwAPA1AYIhwFuCAFUAAEmAB9w9jcAAv9PAUQADWGED7M0CAoO",
-"CR8288IED2+WFQPJAQsqYAKjCgWNPQjsBQNFYAGvCQZLSwGxEwAhACItMnC9B7VQAicKEjduGjV4b3IZAAL9TgAfAA/OUAAC",
-"PAEDHAAPHAEVCpAJEjYMZgc5AgLqNwPnaAgYAAGvAQg2ZQIYAAFwAwNrawT3eAolFQXFAQyLKQMxDwNgAQt2EQJFAQfZER82",
-"+mQRDWQRDSFwBI35BLAZCxIEBbACDLpNBK0ACD1LAzQAARoAAAYAD5tNAQE3AQFWoA+/EQEYNsFiEjaI6Qe3BAD8jAGbBAeL",
-"AwHOEAKmOAjNjQNfTQJmAgPfQQ10EwMLAw6kAQPbAw+V2wYDpAEMfEAEeZcAEGQHKSQbNkZhDVMUFDGnYAkNIAqaAQ89EwQE",
-"mzcTMQpMCUIABoAyBHASD44QCAVjyQhLDgdGAA8dMQMFRgkDiTAPXAIACEYODy4BAAAHAAx0WAZ4Ag+MRAAB8gEGBgUNrxIY",
-"NnRYFDYpMw+VBgIHNhgOBQICaAAPBAIAA8gYAz0AARkED2ZAAAO/HQhcDACZBg9ZCgtfY2hlY2tYChQPLAAAD1cKBA8qAAAP",
-"VgoUDzoABw9VCgoPNwAHCVQKD6MAEg9nQAUPMgAHHzRkAB4fNTIAHh82lgAeHzcsAR4fODBBAwcYcwWlHR83TgsAHzNOCwEf",
-"MduZBAGMBA8wAhAMTQsHPCMPLAIID0wLDg8xAggKSwsDrgAISgsPOwIID0wcAw95ABMLA48DeQAA+BAPUAIQDzwAAgjJmg9a",
-"AggPtQADD/IAEw8mMgMIUSQPbwIID/UJCAPZBgsyEAFaBg+ZDAIAJwcP+UIDADYFDzMfBALLJQLZMwJ3CQ+tdAYCKwAD8lsK",
-"iQwTN2h+D78KCg8xKQUOFxYOYZsPVu4ICogMBIoADx8MAQDQAQTmFQR/AA8+oQYJJQADS04DNSAK9BceN6FxApQfBLuUCWYL",
-"AmoBBPAlCjkJAaYKBEspDIAAD0oSDgahbAp8DBM3YAsHwAkCEz8CIwwE1QwLTDMHmxERN/YKD9EXBx4x1nsDLS8D4SQPEBgE",
-"BbtVD8YIAATISQPNCA+HEwofMRHpAQMCKQNJAATQcQxCAAXwUQ+bfAADvgAESQALpgsDbwwP6DEABEEBD9dhAAJ5AQAGABUt",
-"ZAkLaG4EjJANJw0YN6cLETenCwuMDQIeDQ9GmQUDpwIPj00ABMkADXQJA8ErAgYACRECAFwLD6VcFQT3HgUl7wxWAwNoAQ1I",
-"AQN/AAiaAAkIDgQJMwtHAQJ/DAYHAQp/DBg3qQoVNx1jCzMRCa4oBEYFBI0WFTKeEAqAAQIgBQZnDQoiCxM3tkQBkZkB+xkD",
-"OAAD2lsCVUgMyaQDfy0DIwEP5joABHaPBGgzCN0AAcU5DycLAAPefgLB7wK8FgRvBQPcLgTiMA8LBgAC3AQCizQE+WAGuS8B",
-"RhEBJAABVD4OQBwRNxosDRAYGTfnHQAlAAyZAQCkLJA2MDcxODI0MTj3MDExNzQxoA/VGwkBbAAPcgEBAqMTD3QkBAaPggF0",
-"Lg+sAAAH2iIAugAKylwEs/4CbQYPfgABAkAPD34ADwmrAgGOlQ/HDAgra2X93A/FDAYNKgAPwwwEDSgAD8EMFA84AAUPvwwK",
-"DzUABQ8RFwUPMAAFCLsMDzAAEQ8hTQMPzKUAFzOpKQXwCxcxBQwG8AsAFQAP8AsND10BBgzuCweLYw9ZAQYPnigFD10BDg+7",
-"CgII5RcPZwEGDzoAAggJLw9xAQYMahcP0Qo7D9AKFw/PCgcWOKwFD48pBw05CQEWAABUBQ0wOgFqAA++KRsC3CcKvikKngwG",
-"n50Fe6ULewcEqEsEShcEGAAIGVkJgU4FmwkFWwAOv6MIViUAtQAPg6ABA19KBB4AD7ejAQKKFwqmiwEWBQ2iowEWZwsTAAJB",
-"BQNiBgoBDBE4dygNfAMPtaMMAj8YAAUABHwLCmsAD/kLAQNqAAj6BQS/Egguoh84DigDBqIjD7OjBQQtSg9NRAAH9h4NyTYD",
-"OwsFSSAPrKMDBuAeD6qjCA4oAQHBCgZcCQpqDBE4eUgNewEPqaMMAaYDAbEDDLYeAf4CA28UCg0LA2oACHsBAS0AC6mjETh2",
-"Kg7fAgY7Aw+oowUEvRcPLFoCBLgxA5sODIEBCXgoDyMDBQSSVw8lAwQExgEPJwMAAy0KDRUDD+EXBhM4mxsP0RECA5kBCbUn",
-"CEkLA6IECx0lAnAYBAdTCmILBG8ADZ8YBBEPBp4BAZoVBZcABz+jBFktDD+jCuwFAoQNA6AaAj4EAclICiUAAi0MBuUbAh6B",
-"D7h/BgFyBQE0BgiZWgNDPw6zUQPM7QR5sgrUCQHPAAHBAAGOKwJtDw/EQgsP5S8DA9waD20OAAIcGQR0Dgx7IQArAAfJGQGL",
-"AABdCgqGAQ+eMwx/cmVvcmRlcl0KFA8uAAIPYQoEDywAAg9lChQPPAAJD2kKCg85AAkPbQoFDzQACQ9xCgUPNAAJCS4XDzQA",
-"FAkwFw80ABQIMhcPNAAVDzQXBQ80AAkPNhcECLI0A0YLHzXbNAEPRQsBHzRFCwQB/RoPQQISDEkLAMsEDz4CEg9IIg4PQwIK",
-"D4ciAwjEFg9OAgoPPwADCJMLD1kCCg8/AAMIBhcPZAIKDz8AAwi4DA9vAgoPPwADCBo2D3oCCg8/AAMIyQwPhQIKD0wXDwxi",
-"CAAXAA/4iwIA8AUP+IsDAPAFD/iLCQM3LAEGAA9FWgoBnB0NewwfOXsMCwVXhg9nDBsC7xAOPwYEMDADVgAKaBUHWRYGyCAP",
-"tAsCAOB2CicBBHWqDxEYBQcvBw2uAANDAQ9bFQADPFgDxB4PdzUCLzlfRMQDBExKEjOWaQT+Bi85XwBIAgSJVAbyAArhWAFv",
-"BwFvSg0WDBQ5CSUHcBcBSgkGNAAIERgCkEwAIgAPXiMAATMAAen3Cl4BA3aXC6sMA3tjD6M1AhI5MQsObAEBzwAAHQENKU0I",
-"/hUCZFwPgQAXBl8BAKgWDyuIEwRiSwILfg8lDAECXw0ClgwHUqwAF6oDUqwLDCUCkQACBgABGwoIHAABTQABlWUP+gADCUqn",
-"AzQAAskBA2YMD2cjAgSuAQ2GCxE5hxkGjwELkOMC3iYPCyQCAr0kAfUrD2kjAAAkAAuIAQJ1hgGWPg2eCwSfAg4KAgJtAg8/",
-"SwAENboCCgINKAIGsi8L8igGhwAG9wAK6TUETgwFD+sE5aUPfSIBBd8ECP0BAL1DBP0BDBQlA3EDAT0ACmA4BD0ABEZTEzar",
-"bQt4AAE4AgLbWg14AABvJAN4AAtZAgItWwJ+AAugkQQ9AATqAgloMAlhFwNgeAx2AAfrAgYFvwOcAgI4AAJ9AA/JBQIEgpAi",
-"NDZFagx5AAJtAgKhBgt5AACbQAm2rwd5AAPnAQF/AAG0SA8eAgAABwAM/GgGgQMP/GgBAe4BAyMAD+gzAhg5cjkA1gILMRgE",
-"XIgJPBMFHQAEjDQfNqKSDQIaBw+hiAMEvEYARgAPwD0KDJu4B51NBGlfDwMUAQN1DgKDAA9IawUDqgYPfwAKBCk8D24HAQYn",
-"Aw6BAAL5AwM/AAJ9uw8vMQAEqvgMPgACgQEPWrkDC8UUDyRSCgPslA36JwONXQQLlQ+fAAUDlTYP204DBctgA2UTD98AAQTX",
-"Ng+kPAMEKwgE9FcPggABBEIAD1AoAwVeugRsEg+FAAIEFRoP14ADBAk7Be5XD4cAAgREAA+HEAgDx14CAGUI61cFKSsPz1kE",
-"BH+VCjMzBEAEBB+VAfEoDy9VBQPiKQ/DKwIDO68PqQgBAvwQBJ3yCj1FBYIRETQrmhhywP8AawsPz8AMD/kQGQ8tAAEPz8AF",
-"D/cQJw87AAgPz8ALD/UQHw8zAAgP9BAFDzMACA/zEAUPMwAIHzVWEBcPHEUBAdoyD0IQDQ+LAQkP2CUOD1UBCQ/MDgMPewAU",
-"DwYQBAhFEA9rAQkPPgADCUnCDwQQDA9HDwsMBjoPRw9+LzQwRw8MA18bDy0PAgIeJQ9sFQADCAsHTgcPLQ8GAu4iDy0PFQP1",
-"Gg/DVwsPMi0EAkAODy0PAAROBQIHAANANAlECS80MC0PBQWUJwgtDwAvAA8tDwgIaD4PLQ8AD0MbAQCnAQ8tDwkF30UELQ8C",
-"zBcPLQ8JA5waCJYOAVEAAh6uDcIOA5YACS0PLzQwLQ8EA3S0D3iXAAR/kgIGAAsIDQ+BAA0GXwEPLQ8fB3p2Dy0PLgWQCw8t",
-"DwAF+Q4NlDIGLj4MLQ8CEA8PpiUEBR0ADy0PAQALAQgYAQ8tDwMPwDACDy0PHwNqDA8tDwAFnwIPURMED9i2AQRSEwIGAAxP",
-"lANLDwTCMw+HAAIG9wAPLQ8KFDIHlA8tDzkCAh8PLQ8KAHgADy0PYR8yUgUBDy0PTxMyKo4PLQ81AucBDy0PAwQeAgkvjAyB",
-"Aw8tDwcCIwAPLQ8BAEwCCFkCAS0PD5sVDA9JFgIDcjgPAgUBDpwVD4YLABIyCB0GfxwBqQfAOgoJcmV0OwoKfQoK"
+"ulgDdV8EPAAF+CoGIQAEcgME8AMNIQAEMgEEeAMP3gMDBL0ZD/1bAgtkkw/rBBkEDUEDXA4NWgAF9zYJqAQLF5wGLwAEOQUD",
+"hAQPWDkFBIM5BF85DAEIA1lAAF4BDZYZAwwgAoEIDyGcBAUyOQ/aWwAEYioE4ToPMzkNAX0GDL0CBaY3AwACAS8hCpk5CiUF",
+"D7kTAQV5vARNAARzGwYiAAMUBAQ4AQ+HfQEFSw4FLQADlAAPTA4KBS0ABKonD00OCQUtAASSKQpODgVy3QOjAQMZCQAHAAxO",
+"DgLgNA9PWQMGHQAGgAwKeiQAWAkIegABmCsJGg4HwFcPjQwXAkwKD2r4AwFEXg99Hg8PbHMECcN/D34fBw89AAQIdNUP7B8H",
+"BOECD+I+AA9rGAAFNbYPjrUFBCIaIzc3gh0KkQIEEgIB1CxONDAyNGMECg0MBanfTzcrMjBTDAkCBUICwaANYRcEAAMF3hkC",
+"CAAKIvsGLwAE8RgfN7B/BgVPkQ+oBAIFG5EDoQQEgAANnNgD9p0DvAABgRgPlbEBBEmzAeUGDW0ABP8DBN0AA6MDDwRhBQQM",
+"Lg+zBQQEtVUF55EDXwACRL0PnQABBR8kAdcQDVAABF8EBJ8ABAsXD1IGBAQWLw8EBgUEhloFoAAEzAEBBQYPoAACBeMjAKkz",
+"B/8DAE4SD+MjCG9hZHZlY3TlIxQPLQABD+cjBA8rAAEP6SMUDzsACA+JVQoPOAAIDzd8BAhhIwOLIw8H2gMIMNoD1gIvPDOF",
+"VQQIn7IPBgEJATgEB5gFB7ETDwIBCQ9NEAIPcwATDHxVAEQDD8gjAQB9Ag/HIwIA4gMPxiMIAeEDAXQICHtpDcMjBNNtCbcG",
+"GDWAbgPXAAK2Dw+NFAIFIXIPpyMLAy8FD0IAAQYoVQ+IIwoDhRMPQAYBA9oVD9sPAANEMgKFCQ8DBAQI7SAPCiEFBPBxCe0e",
+"AkYFD1wACgPcEQE0BwxLLQIlBAIGAATfCQ9VBAMEJrcLqAIE3ToEej0hNjR6PQi8H/ICOTIxODg2ODQzNzIyNzQwNTNjAAQj",
+"IAFJAAJk2gE2AA8vAAMHeAIEz80IEwABHQIETOIKjREVNbZ4DJITBBsiAVUBCb0ABF03D70AFAO8ER80LwAFDTojBpQAD60i",
+"AiIxK0sUC7sNCBI7Az0YCroPEDVxHg3wDhg1UhgSNYjUD+ABBg/+RgQEJiMHBRcFYhAGPB0PiVQNAeeWDypDAQMQAQnvAwO6",
+"cg/3xwACtOAC/9QO7QAHVhQUNcciD/MjAiMxKxzzDDInAl8HA1sRD8IABgqHIAPCAA9ZAQcPdw0ECIQCDIgABHkMD5AlBwqG",
+"IA9GAQEDLlEPRgEIB/cjFDVQewymAArBJA8hAAAECbgPYQkCA68IAwUJAxQJD2YEBARaCQSnJAVoBAJmAgHxLgmrAwMJJB83",
+"qwMUAy8AHzirAwgKQg0SNXmMD0AEAQM0CwTbYwiXAATAVh85lwAUA3AoHzCXAAgK20MHlwALDyoFQwQGYTkH/hED2jUBBgAE",
+"rnMKgRwRNX1AD1kDAAgZnAAlAA9IBAQEwgEP8GIFCTUBDEwEBTnVD00EEAEzBgEhWA5MFQQfAQnqKwOIgA8MAwECtQAE/IMP",
+"ZQACDxEBAAdcCwAfAQ9sBAEGHX8CoyoM5AMDQAcDKyUP4gAKDCMJAuIAD4MBCQ+AlAUOgwEIkgAE7DUPgwEeDHgHD4MBAAM/",
+"BQ+DAQoM3AcFZQAHbAEPbJ0DBpIDD/QXBQTGTQQWGAuqBAndPQNPHA+iDgQBQgABIgABDwoIRi8DSSANFAQDoxMPVggVA4YI",
+"ADcADxQJDwOvQQ7OFx41mpQEqAAF1gUDeWYJrQACLhQAJAAPrQATA/YtHzbCBAgLuz0HmgAKNAMFin0DGZsPwRYCAxgjD+w7",
+"Ah81LnUDGTVlzAAlAA/DBAUE2wEPUBADBS3lCJw8CMUEAzoCD8PhCga4AQa5CgsKeAQhAQlCAwAaBQ9CAwUEENEBCRoPZgAD",
+"DxQBAAkBCAS5PwuCDAcChweaCgfzAAKfBwSVGw/lAAoM+wkDYXcPiAEJD9sMBARRXgmJAQiWAAOLOg/I0woPpAACDAQID4kB",
+"AAAgBQ+JAQ4M0gUFZgAHcgEBSQcKMS0DOMoDMYIOlngEIA8P8TAFAk8IAS0JNHRvbR8ANG1pbq8OBAgFEjLU4gldBQGeOg8l",
+"EghvZXJyc3VtJRIUDy0AAQ8lEgQPKwABDyUSFA87AAgPJRIKDzgACA/6xAUPMwAID/rEAw/iNQAXM0ISBlcSAHiODFcSEDII",
+"aA/hNQEAxAcPOQERDFgSB7s7DzUBCQ8kEQEJVTYPOgEJCcUQBT4ACD+PD0UBCQuXEgHEAw+FzREJwn8CYBIDiSILhAMHtxII",
+"fk4FkhIF3gYLrxIDUjMPsBIBEzaFLg8WXQYDDREPxgQCBHwSCJAJDSRoD8nRCAp3CQSLAAHDGAPbAAS/AAUKAQSYAAKaEgmv",
+"AQa3FALwBQazsgc7BAEhAAsBXwh4NAHjIgx1gQKlEQEpwAPA1AYIhwFuCAFUAAEmAB9w9jcAAv9PAUQADWGED7M0CAoOCR82",
+"88IED2+WFQPJAQsqYAKjCgWNPQjsBQNFYAGvCQZLSwGxEwAhACItMnC9B7VQAicKEjduGjV4b3IZAAL9TgAfAA/OUAACPAED",
+"HAAPHAEVCpAJEjYMZgc5AgLqNwPnaAgYAAGvAQg2ZQIYAAFwAwNrawT3eAolFQXFAQyLKQMxDwNgAQt2EQJFAQfZER82+mQR",
+"DWQRDSFwBP38BLAZCxIEBbACDLpNBK0ACD1LAzQAARoAAAYAD5tNAQE3AQFWoA+/EQEYNsFiEjaI6Qe3BAD8jAGbBAeLAwHO",
+"EAKmOAjNjQNfTQJmAgPfQQ10EwMLAw6kAQPbAw+V2wYDpAEMfEAEeZcAEGQHKSQbNkZhDVMUFDGnYAkNIAqaAQ89EwQEmzcT",
+"MQpMCUIABoAyBHASD44QCAVjyQhLDgdGAA8dMQMFRgkDiTAPXAIACEYODy4BAAAHAAx0WAZ4Ag+MRAAB8gEGBgUNrxIYNnRY",
+"FDYpMw+VBgIHNhgOBQICaAAPBAIAA8gYAz0AARkED2ZAAAO/HQhcDACZBg9ZCgtfY2hlY2tYChQPLAAAD1cKBA8qAAAPVgoU",
+"DzoABw9VCgoPNwAHCVQKD6MAEg9nQAUPMgAHHzRkAB4fNTIAHh82lgAeHzcsAR4fODBBAwcYcwWlHR83TgsAHzNOCwEfMduZ",
+"BAGMBA8wAhAMTQsHPCMPLAIID0wLDg8xAggKSwsDrgAISgsPOwIID0wcAw95ABMLA48DeQAA+BAPUAIQDzwAAgjJmg9aAggP",
+"tQADD/IAEw8mMgMIUSQPbwIID/UJCAPZBgsyEAFaBg+ZDAIAJwcP+UIDADYFDzMfBALLJQLZMwJ3CQ+tdAYCKwAD8lsKiQwT",
+"N2h+D78KCg8xKQUOFxYOYZsPVu4ICogMBIoADx8MAQDQAQTmFQR/AA8+oQYJJQADS04DNSAK9BceN6FxApQfBLuUCWYLAmoB",
+"BPAlCjkJAaYKBEspDIAAD0oSDgahbAp8DBM3YAsHwAkCEz8CIwwE1QwLTDMHmxERN/YKD9EXBx4x1nsDLS8D4SQPEBgEBbtV",
+"D8YIAATISQPNCA+HEwofMRHpAQMCKQNJAATQcQxCAAXwUQ+bfAADvgAESQALpgsDbwwP6DEABEEBD9dhAAJ5AQAGABUtZAkL",
+"aG4EjJANJw0YN6cLETenCwuMDQIeDQ9GmQUDpwIPj00ABMkADXQJA8ErAgYACRECAFwLD6VcFQT3HgUl7wxWAwNoAQ1IAQN/",
+"AAiaAAkIDgQJMwtHAQJ/DAYHAQp/DBg3qQoVNx1jCzMRCa4oBEYFBI0WFTKeEAqAAQIgBQZnDQoiCxM3tkQBkZkB+xkDOAAD",
+"2lsCVUgMyaQDfy0DIwEP5joABHaPBGgzCN0AAcU5DycLAAPefgLB7wK8FgRvBQPcLgTiMA8LBgAC3AQCizQE+WAGuS8BRhEB",
+"JAABVD4OQBwRNxosDRAYGTfnHQAlAAyZAQCkLJA2MDcxODI0MTj3MDExNzQxoA/VGwkBbAAPcgEBAqMTD3QkBAaPggF0Lg+s",
+"AAAH2iIAugAKylwEs/4CbQYPfgABAkAPD34ADwmrAgGOlQ/HDAgra2X93A/FDAYNKgAPwwwEDSgAD8EMFA84AAUPvwwKDzUA",
+"BQ8RFwUPMAAFCLsMDzAAEQ8hTQMPzKUAFzOpKQXwCxcxBQwG8AsAFQAP8AsND10BBgzuCweLYw9ZAQYPnigFD10BDg+7CgII",
+"5RcPZwEGDzoAAggJLw9xAQYMahcP0Qo7D9AKFw/PCgcWOKwFD48pBw05CQEWAABUBQ0wOgFqAA++KRsC3CcKvikKngwGn50F",
+"e6ULewcEqEsEShcEGAAIGVkJgU4FmwkFWwAOv6MIViUAtQAPg6ABA19KBB4AD7ejAQKKFwqmiwEWBQ2iowEWZwsTAAJBBQNi",
+"BgoBDBE4dygNfAMPtaMMAj8YAAUABHwLCmsAD/kLAQNqAAj6BQS/Egguoh84DigDBqIjD7OjBQQtSg9NRAAH9h4NyTYDOwsF",
+"SSAPrKMDBuAeD6qjCA4oAQHBCgZcCQpqDBE4eUgNewEPqaMMAaYDAbEDDLYeAf4CA28UCg0LA2oACHsBAS0AC6mjETh2Kg7f",
+"AgY7Aw+oowUEvRcPLFoCBLgxA5sODIEBCXgoDyMDBQSSVw8lAwQExgEPJwMAAy0KDRUDD+EXBhM4mxsP0RECA5kBCbUnCEkL",
+"A6IECx0lAnAYBAdTCmILBG8ADZ8YBBEPBp4BAZoVBZcABz+jBFktDD+jCuwFAoQNA6AaAj4EAclICiUAAi0MBuUbAh6BD7h/",
+"BgFyBQE0BgiZWgNDPw6zUQPM7QR5sgrUCQHPAAHBAAGOKwJtDw/EQgsP5S8DA9waD20OAAIcGQR0Dgx7IQArAAfJGQGLAABd",
+"CgqGAQ+eMwx/cmVvcmRlcl0KFA8uAAIPYQoEDywAAg9lChQPPAAJD2kKCg85AAkPbQoFDzQACQ9xCgUPNAAJCS4XDzQAFAkw",
+"Fw80ABQIMhcPNAAVDzQXBQ80AAkPNhcECLI0A0YLHzXbNAEPRQsBHzRFCwQB/RoPQQISDEkLAMsEDz4CEg9IIg4PQwIKD4ci",
+"AwjEFg9OAgoPPwADCJMLD1kCCg8/AAMIBhcPZAIKDz8AAwi4DA9vAgoPPwADCBo2D3oCCg8/AAMIyQwPhQIKD0wXDwxiCAAX",
+"AA/4iwIA8AUP+IsDAPAFD/iLCQM3LAEGAA9FWgoBnB0NewwfOXsMCwVXhg9nDBsC7xAOPwYEMDADVgAKaBUHWRYGyCAPtAsC",
+"AOB2CicBBHWqDxEYBQcvBw2uAANDAQ9bFQADPFgDxB4PdzUCLzlfRMQDBExKEjOWaQT+Bi85XwBIAgSJVAbyAArhWAFvBwFv",
+"Sg0WDBQ5CSUHcBcBSgkGNAAIERgCkEwAIgAPXiMAATMAAen3Cl4BA3aXC6sMA3tjD6M1AhI5MQsObAEBzwAAHQENKU0I/hUC",
+"ZFwPgQAXBl8BAKgWDyuIEwRiSwILfg8lDAECXw0ClgwHUqwAF6oDUqwLDCUCkQACBgABGwoIHAABTQABlWUP+gADCUqnAzQA",
+"AskBA2YMD2cjAgSuAQ2GCxE5hxkGjwELkOMC3iYPCyQCAr0kAfUrD2kjAAAkAAuIAQJ1hgGWPg2eCwSfAg4KAgJtAg8/SwAE",
+"NboCCgINKAIGsi8L8igGhwAG9wAK6TUETgwFD+sE5aUPfSIBBd8ECP0BAL1DBP0BDBQlA3EDAT0ACmA4BD0ABEZTEzarbQt4",
+"AAE4AgLbWg14AABvJAN4AAtZAgItWwJ+AAugkQQ9AATqAgloMAlhFwNgeAx2AAfrAgYFvwOcAgI4AAJ9AA/JBQIEgpAiNDZF",
+"agx5AAJtAgKhBgt5AACbQAm2rwd5AAPnAQF/AAG0SA8eAgAABwAM/GgGgQMP/GgBAe4BAyMAD+gzAhg5cjkA1gILMRgEXIgJ",
+"PBMFHQAEjDQfNqKSDQIaBw+hiAMEvEYARgAPwD0KDJu4B51NBGlfDwMUAQN1DgKDAA9IawUDqgYPfwAKBCk8D24HAQYnAw6B",
+"AAL5AwM/AAJ9uw8vMQAEqvgMPgACgQEPWrkDC8UUDyRSCgPslA36JwONXQQLlQ+fAAUDlTYP204DBctgA2UTD98AAQTXNg+k",
+"PAMEKwgE9FcPggABBEIAD1AoAwVeugRsEg+FAAIEFRoP14ADBAk7Be5XD4cAAgREAA+HEAgDx14CAGUI61cFKSsPz1kEBH+V",
+"CjMzBEAEBB+VAfEoDy9VBQPiKQ/DKwIDO68PqQgBAvwQBJ3yCj1FBYIRETQrmhhywP8AawsPz8AMD/kQGQ8tAAEPz8AFD/cQ",
+"Jw87AAgPz8ALD/UQHw8zAAgP9BAFDzMACA/zEAUPMwAIHzVWEBcPHEUBAdoyD0IQDQ+LAQkP2CUOD1UBCQ/MDgMPewAUDwYQ",
+"BAhFEA9rAQkPPgADCUnCDwQQDA9HDwsMBjoPRw9+LzQwRw8MA18bDy0PAgIeJQ9sFQADCAsHTgcPLQ8GAu4iDy0PFQP1Gg/D",
+"VwsPMi0EAkAODy0PAAROBQIHAANANAlECS80MC0PBQWUJwgtDwAvAA8tDwgIaD4PLQ8AD0MbAQCnAQ8tDwkF30UELQ8CzBcP",
+"LQ8JA5waCJYOAVEAAh6uDcIOA5YACS0PLzQwLQ8EA3S0D3iXAAR/kgIGAAsIDQ+BAA0GXwEPLQ8fB3p2Dy0PLgWQCw8tDwAF",
+"+Q4NlDIGLj4MLQ8CEA8PpiUEBR0ADy0PAQALAQgYAQ8tDwMPwDACDy0PHwNqDA8tDwAFnwIPURMED9i2AQRSEwIGAAxPlANL",
+"DwTCMw+HAAIG9wAPLQ8KFDIHlA8tDzkCAh8PLQ8KAHgADy0PYR8yUgUBDy0PTxMyKo4PLQ81AucBDy0PAwQeAgkvjAyBAw8t",
+"DwcCIwAPLQ8BAEwCCFkCAS0PD5sVDA9JFgIDcjgPAgUBDpwVD4YLABIyCB0GfxwBqQfAOgoJcmV0OwoKfQoK"
 };
-static const cq__ptx_module cq__ptx_3d_f64 = { cq__ptx_3d_f64_lz, 213114, 785603, 0x76663bc9u };
+static const cq__ptx_module cq__ptx_3d_f64 = { cq__ptx_3d_f64_lz, 213759, 787144, 0x6efb9343u };
 
 /* the PTX module of a dimension and precision (NULL if the header was generated without it) */
 static const cq__ptx_module *cq__cuda_ptx(int dim, int prec)

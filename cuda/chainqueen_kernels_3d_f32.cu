@@ -1806,9 +1806,12 @@ typedef struct cq__sph_f32 {
     const int *bstart, *border;
     int *foff, *fnb, *boff, *bnb;   /* per fluid particle: its fluid neighbours fnb[foff[i] ..
                                        fend[i]) (itself included) and boundary neighbours */
-    int *fend, *bend;               /* the lists' ends: foff + 1 where they follow one another
-                                       (the GPU's), else their own (the CPU's chunks, world.j2
-                                       >>world_near, leave room after each chunk) */
+    int *fend, *bend;               /* the lists' ends (the CPU's chunks, world.j2 >>world_near, leave
+                                       room after each chunk; the GPU's lists follow one another, but a
+                                       list that does not fit ends where it starts) */
+    int fcap, bcap;                 /* the GPU's: the room in fnb, bnb (entries).  A particle whose list
+                                       would pass it gets empty lists, and the step is run again with
+                                       room (world.j2 >>world_fluid_step) */
     float *fgw, *bgw;                 /* per entry of fnb: the pair's W'(r)/r (grad W = it times
                                        x_i - x_j); of bnb: V_b W'(r)/r; sph_density writes them and
                                        the solvers' passes read them (nothing moves during them); 0
@@ -1836,8 +1839,8 @@ CQ_HD int cq__sph_cell_3d_f32(const float *glo, float inv_h, const int *nc, cons
    do not, what is there is not the list: the callers then size them anew); their numbers (all of
    them) into *nf and *nb.  The GPU's two passes (cq__sph_neighbours_): count, only the numbers, into
    foff[i] and boff[i] (then scanned on the device into the exclusive prefix sums, foff[nf] the
-   total: world.j2 >>world_fluid_step); else the lists at foff[i], boff[i];
-   the CPU's one pass: world.j2 >>world_near. */
+   total: world.j2 >>world_fluid_step); else the lists at foff[i], boff[i] where they fit in the
+   room s->fcap, s->bcap, their ends into fend[i], bend[i]; the CPU's one pass: world.j2 >>world_near. */
 CQ_HD void cq__sph_near_lists_3d_f32(const cq__sph_f32 *s, int i, int *fl, int fcap, int *bl, int bcap, int *nf, int *nb)
 {
     const float *xi = s->x + (long)i * 3;
@@ -1905,8 +1908,12 @@ CQ_HD void cq__sph_neighbours_3d_f32(const cq__sph_f32 *s, int i, int count)
 {
     int nf, nb;
     if (count) { cq__sph_near_lists_3d_f32(s, i, 0, 0, 0, 0, &nf, &nb); s->foff[i] = nf; s->boff[i] = nb; }
-    else cq__sph_near_lists_3d_f32(s, i, s->fnb + s->foff[i], s->foff[i + 1] - s->foff[i], s->bnb + s->boff[i],
-                                    s->boff[i + 1] - s->boff[i], &nf, &nb);
+    else {   /* (within the room, or empty: the step runs again) */
+        const int fit = s->foff[i + 1] <= s->fcap && s->boff[i + 1] <= s->bcap;
+        if (fit) cq__sph_near_lists_3d_f32(s, i, s->fnb + s->foff[i], s->foff[i + 1] - s->foff[i], s->bnb + s->boff[i],
+                                            s->boff[i + 1] - s->boff[i], &nf, &nb);
+        s->fend[i] = fit ? s->foff[i + 1] : s->foff[i]; s->bend[i] = fit ? s->boff[i + 1] : s->boff[i];
+    }
 }
 
 /* W(r) and W'(r) / r of the cubic spline (support h; sigma = 8/(pi h^3) in 3D, 40/(7 pi h^2) in

@@ -362,6 +362,82 @@ TEST(steps_move_no_fluid_arrays)
     cq_world_destroy(w);
 }
 
+/* a sheet of water one particle thick falls onto the floor: its neighbour lists grow past the room
+   the last steps made (filled within it, on the device, without reading their sizes back first),
+   and such a step runs again with room (world.j2 >>world_fluid_step; it says so in the log): the
+   fluid as on the CPU, bitwise on the mock (float64; within 1e-12 of the scale on a GPU) */
+static int g_outgrew;
+static void outgrew_logger(cq_log_level l, const char *m, void *u) { (void)l; (void)u; if (strstr(m, "outgrew their room")) ++g_outgrew; }
+static cq_world *sheet(int dim, cq_backend be)
+{
+    cq_world_desc d;
+    cq_world *w = NULL;
+    double x[3 * 400], v[3 * 400];
+    const double r = 0.005;
+    int n = 0;
+    memset(&d, 0, sizeof d);
+    d.dim = dim; d.particle_radius = r; d.dt = 1e-3; d.gravity[1] = -9.81; d.precision = CQ_PRECISION_F64; d.backend = be;
+    d.domain_hi[0] = 0.4; d.domain_hi[1] = 0.3; d.domain_hi[2] = dim == 3 ? 0.1 : 0; d.logger.func = outgrew_logger;
+    if (cq_world_create(&d, &w) != CQ_SUCCESS) return NULL;
+    for (int k = 0; k < (dim == 3 ? 10 : 1); ++k)
+        for (int i = 0; i < 39; ++i) {
+            x[dim * n] = r + i * 2 * r; x[dim * n + 1] = 0.05; v[dim * n] = 0; v[dim * n + 1] = -1;
+            if (dim == 3) { x[dim * n + 2] = r + k * 2 * r; v[dim * n + 2] = 0; }
+            ++n;
+        }
+    if (cq_world_add_fluid(w, n, x, v) != CQ_SUCCESS) { cq_world_destroy(w); return NULL; }
+    return w;
+}
+TEST(lists_outgrow_their_room)
+{
+    for (int dim = 2; dim <= 3; ++dim) {
+        cq_world *c = sheet(dim, CQ_BACKEND_CPU), *g;
+        static double xc[3 * 400], xg[3 * 400];
+        double m = 0;
+        int n, grew;
+        g_outgrew = 0;
+        g = sheet(dim, CQ_BACKEND_CUDA);
+        CHECK(c && g, "create");
+        if (!c || !g) { cq_world_destroy(c); cq_world_destroy(g); return; }
+        CHECK_OK(cq_world_step(c, 100));
+        CHECK_OK(cq_world_step(g, 100));
+        grew = g_outgrew;
+        n = cq_world_fluid_count(g);
+        CHECK_OK(cq_world_get_fluid(c, CQ_FIELD_X, xc));
+        CHECK_OK(cq_world_get_fluid(g, CQ_FIELD_X, xg));
+        for (int i = 0; i < n * dim; ++i) if (fabs(xc[i] - xg[i]) > m) m = fabs(xc[i] - xg[i]);
+        printf("    %dD sheet, %d particles, 100 steps: the lists outgrew their room %d times; fluid x differs by %.3g m\n", dim, n, grew, m);
+        CHECK(grew >= 1, "%dD: the lists never outgrew their room (the case is not tested)", dim);
+        if (mock_sym("cq_mock_launches")) CHECK(!memcmp(xc, xg, sizeof(double) * (size_t)(n * dim)), "%dD: CPU and CUDA (the mock) differ", dim);
+        else CHECK(m < 1e-12 * 0.4, "%dD: CPU and CUDA differ by %g", dim, m);
+        cq_world_destroy(c); cq_world_destroy(g);
+    }
+}
+
+/* a step of the tank with its two bodies reads back three times: each solve's state (its first
+   batch of iterations as many as the last step's solve took) and at the end the failure word, the
+   lists' sizes and the bodies' boundary forces and their derivatives in one copy (it was six: the
+   lists' sizes before the lists, and the failure word, Fb and Gb one by one) */
+TEST(a_step_reads_back_three_times)
+{
+    counter_fn rb = mock_sym("cq_mock_readbacks");
+    cq_world *g;
+    launches_fn reads;
+    long r0, r1;
+    if (!rb) { printf("    (not the mock driver: no read back counter)\n"); return; }
+    memcpy(&reads, &rb, sizeof reads);
+    g = make(2, CQ_PRECISION_F32, CQ_BACKEND_CUDA);
+    CHECK(g != NULL, "create");
+    if (!g) return;
+    CHECK_OK(cq_world_step(g, 5));   /* (the first step sizes the lists) */
+    r0 = reads();
+    CHECK_OK(cq_world_step(g, 20));
+    r1 = reads();
+    printf("    2D tank, a box and a ball: %.2f read backs a step\n", (double)(r1 - r0) / 20);
+    CHECK(r1 - r0 <= 20 * 3 + 4, "%ld read backs in 20 steps", r1 - r0);
+    cq_world_destroy(g);
+}
+
 static counter_fn mock_sym(const char *name)
 {
     const char *path = getenv("CQ_CUDA_LIBRARY");
@@ -397,21 +473,30 @@ static int fault(const char *mode)
         w = make(2, CQ_PRECISION_F32, CQ_BACKEND_DEFAULT);
         EXPECT(w != NULL && cq_world_step(w, 2) == CQ_SUCCESS, "DEFAULT (the CPU) failed");
         cq_world_destroy(w);
-    } else if (!strncmp(mode, "oom_after=", 10) || !strncmp(mode, "launch_after=", 13)) {
+    } else if (!strncmp(mode, "oom_after=", 10) || !strncmp(mode, "launch_after=", 13) || !strncmp(mode, "sheet_", 6)) {
+        /* sheet_MODE: the falling sheet of lists_outgrow_their_room (3D, 100 steps), whose lists grow
+           in a step run again (its device allocations 36 and 38: the boundary lists at steps 35 and 51) */
+        const int sh = !strncmp(mode, "sheet_", 6);
+        static double x0[3 * 400], x1[3 * 400];
         cq_body_state s0, s1;
         int steps0, failures = 0;
+        memset(&s0, 0, sizeof s0); memset(&s1, 0, sizeof s1);
+        if (sh) mode += 6;
         setenv("CQ_MOCK_FAIL", "", 1);
-        w = make(2, CQ_PRECISION_F32, CQ_BACKEND_CUDA);
+        w = sh ? sheet(3, CQ_BACKEND_CUDA) : make(2, CQ_PRECISION_F32, CQ_BACKEND_CUDA);
         if (!w) { printf("    create failed without a fault\n"); return 1; }
         setenv("CQ_MOCK_FAIL", mode, 1);
-        for (int n = 0; n < 40; ++n) {
+        for (int n = 0; n < (sh ? 100 : 40); ++n) {
             cq_result r;
-            cq_world_get_body(w, 0, &s0);
+            if (!sh) cq_world_get_body(w, 0, &s0);
+            else if (cq_world_get_fluid(w, CQ_FIELD_X, x0) != CQ_SUCCESS) { EXPECT(0, "step %d: the fluid's read failed", n); break; }
             steps0 = cq_world_step_count(w);
             r = cq_world_step(w, 1);
             if (r != CQ_SUCCESS) {
                 ++failures;
-                cq_world_get_body(w, 0, &s1);
+                if (!sh) cq_world_get_body(w, 0, &s1);
+                else EXPECT(r == CQ_ERROR_DEVICE || (cq_world_get_fluid(w, CQ_FIELD_X, x1) == CQ_SUCCESS &&
+                            !memcmp(x0, x1, sizeof(double) * 3 * (size_t)cq_world_fluid_count(w))), "the failed step changed the fluid");
                 EXPECT(r == CQ_ERROR_OUT_OF_MEMORY || r == CQ_ERROR_DEVICE, "step %d: %s", n, cq_result_string(r));
                 EXPECT(cq_world_step_count(w) == steps0 && !memcmp(&s0, &s1, sizeof s0), "the failed step changed the world");
                 printf("    step %d: %s: %s\n", n, cq_result_string(r), cq_world_last_error(w));
@@ -442,7 +527,8 @@ int main(int argc, char **argv)
 {
     static const cqt_case cases[] = { CASE(parity_2d_f32), CASE(parity_2d_f64), CASE(parity_3d_f32), CASE(parity_3d_f64),
         CASE(reset_repeats_bitwise), CASE(failing_step_keeps_the_state), CASE(reads_between_steps_change_nothing),
-        CASE(steps_move_no_fluid_arrays), CASE(static_boundary_sorted_once), CASE(no_device_memory_leaks_or_violations) };
+        CASE(steps_move_no_fluid_arrays), CASE(lists_outgrow_their_room), CASE(a_step_reads_back_three_times),
+        CASE(static_boundary_sorted_once), CASE(no_device_memory_leaks_or_violations) };
     cq_world_desc d;
     cq_world *w = NULL;
     if (argc > 1 && !strncmp(argv[1], "fault:", 6)) return fault(argv[1] + 6);

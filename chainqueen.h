@@ -252,10 +252,13 @@
      passes and its counting sorts run as CUDA kernels (the same functions and integers;
      DEFAULT stays on the CPU) and the fluid stays on the device between steps; the bodies,
      contact, joints and all derivatives stay on the host, so a step moves the bodies' boundary
-     particles up and their forces back and reads back the two list sizes, the failure word
-     and each solve's state once a few iterations (its convergence test runs on the device:
-     the error's chunk sums in the CPU's order, so a world's solver stops at the same iteration
-     on either backend); cq_world_get_fluid reads the fluid back (once after a step).  A
+     particles up and reads back each solve's state once a few iterations (its convergence
+     test runs on the device: the error's chunk sums in the CPU's order, so a world's solver
+     stops at the same iteration on either backend), then in one copy the failure word, the
+     neighbour lists' sizes and the bodies' boundary forces: three read backs a step where
+     each solve takes about as many iterations as the last step's (the lists fill the room
+     the last steps made; a step whose lists outgrow it runs again, and the log says so at
+     CQ_LOG_INFO); cq_world_get_fluid reads the fluid back (once after a step).  A
      driver failure returns CQ_ERROR_DEVICE with the world at its last completed step; it is
      sticky (only cq_world_destroy is useful after it, and cq_world_get_fluid then fails if
      that step's fluid was never read back).
@@ -20989,11 +20992,12 @@ static int cq__world_fluid_step_cuda_2d_f32(cq_world *w, float *grav, int sized)
    non-finite (the lowest slot's), -2 (out of memory) or -3 (the device failed).  The CPU: the sort,
    the particles moved into cell order, the lists in one pass (>>world_near), the passes.  CUDA: the
    same on the device (>>world_fluid_state), the same integers and sums in the same order: the sorts
-   (kernels.cu.j2 >>sph_sort), the lists' counts scanned into their offsets there (only the two
-   totals come back, to size the lists), the passes.  What crosses a step: the bodies' boundary
-   particles up (the walls', the volumes and the objects once a prepare), each solve's state once
-   a few iterations (>>sph_solver_check) and the bodies' boundary forces and their derivatives
-   back. */
+   (kernels.cu.j2 >>sph_sort), the lists' counts scanned into their offsets there, the lists filled
+   in the room the last steps made (a step whose lists outgrew it runs again, sized), the passes.
+   What crosses a step: the bodies' boundary particles up (the walls', the volumes and the objects
+   once a prepare); back, each solve's state once a few iterations (>>sph_solver_check) and at the
+   end one copy: the failure word, the lists' two sizes, the bodies' boundary forces and their
+   derivatives. */
 static int cq__world_fluid_step_2d_f32(cq_world *w)
 {
     cq__sph_f32 s;
@@ -21395,11 +21399,12 @@ static int cq__world_fluid_step_cuda_2d_f64(cq_world *w, double *grav, int sized
    non-finite (the lowest slot's), -2 (out of memory) or -3 (the device failed).  The CPU: the sort,
    the particles moved into cell order, the lists in one pass (>>world_near), the passes.  CUDA: the
    same on the device (>>world_fluid_state), the same integers and sums in the same order: the sorts
-   (kernels.cu.j2 >>sph_sort), the lists' counts scanned into their offsets there (only the two
-   totals come back, to size the lists), the passes.  What crosses a step: the bodies' boundary
-   particles up (the walls', the volumes and the objects once a prepare), each solve's state once
-   a few iterations (>>sph_solver_check) and the bodies' boundary forces and their derivatives
-   back. */
+   (kernels.cu.j2 >>sph_sort), the lists' counts scanned into their offsets there, the lists filled
+   in the room the last steps made (a step whose lists outgrew it runs again, sized), the passes.
+   What crosses a step: the bodies' boundary particles up (the walls', the volumes and the objects
+   once a prepare); back, each solve's state once a few iterations (>>sph_solver_check) and at the
+   end one copy: the failure word, the lists' two sizes, the bodies' boundary forces and their
+   derivatives. */
 static int cq__world_fluid_step_2d_f64(cq_world *w)
 {
     cq__sph_f64 s;
@@ -21801,11 +21806,12 @@ static int cq__world_fluid_step_cuda_3d_f32(cq_world *w, float *grav, int sized)
    non-finite (the lowest slot's), -2 (out of memory) or -3 (the device failed).  The CPU: the sort,
    the particles moved into cell order, the lists in one pass (>>world_near), the passes.  CUDA: the
    same on the device (>>world_fluid_state), the same integers and sums in the same order: the sorts
-   (kernels.cu.j2 >>sph_sort), the lists' counts scanned into their offsets there (only the two
-   totals come back, to size the lists), the passes.  What crosses a step: the bodies' boundary
-   particles up (the walls', the volumes and the objects once a prepare), each solve's state once
-   a few iterations (>>sph_solver_check) and the bodies' boundary forces and their derivatives
-   back. */
+   (kernels.cu.j2 >>sph_sort), the lists' counts scanned into their offsets there, the lists filled
+   in the room the last steps made (a step whose lists outgrew it runs again, sized), the passes.
+   What crosses a step: the bodies' boundary particles up (the walls', the volumes and the objects
+   once a prepare); back, each solve's state once a few iterations (>>sph_solver_check) and at the
+   end one copy: the failure word, the lists' two sizes, the bodies' boundary forces and their
+   derivatives. */
 static int cq__world_fluid_step_3d_f32(cq_world *w)
 {
     cq__sph_f32 s;
@@ -22207,11 +22213,12 @@ static int cq__world_fluid_step_cuda_3d_f64(cq_world *w, double *grav, int sized
    non-finite (the lowest slot's), -2 (out of memory) or -3 (the device failed).  The CPU: the sort,
    the particles moved into cell order, the lists in one pass (>>world_near), the passes.  CUDA: the
    same on the device (>>world_fluid_state), the same integers and sums in the same order: the sorts
-   (kernels.cu.j2 >>sph_sort), the lists' counts scanned into their offsets there (only the two
-   totals come back, to size the lists), the passes.  What crosses a step: the bodies' boundary
-   particles up (the walls', the volumes and the objects once a prepare), each solve's state once
-   a few iterations (>>sph_solver_check) and the bodies' boundary forces and their derivatives
-   back. */
+   (kernels.cu.j2 >>sph_sort), the lists' counts scanned into their offsets there, the lists filled
+   in the room the last steps made (a step whose lists outgrew it runs again, sized), the passes.
+   What crosses a step: the bodies' boundary particles up (the walls', the volumes and the objects
+   once a prepare); back, each solve's state once a few iterations (>>sph_solver_check) and at the
+   end one copy: the failure word, the lists' two sizes, the bodies' boundary forces and their
+   derivatives. */
 static int cq__world_fluid_step_3d_f64(cq_world *w)
 {
     cq__sph_f64 s;

@@ -64,8 +64,8 @@ rm -rf "$D/out"
 out=$(PATH="$D/bin:$PATH" PREBUILT=$D PARTS="table fluid suite kernels" OUT=$D/out sh tests/gpu/session.sh 2>&1); rc=$?
 check "session.sh: its parts run on the stubs ($(echo "$out" | tail -n 1))" [ $rc = 0 ]
 check "session.sh: ... the table" [ "$(echo "$out" | grep -c 'stub: .*bench_gpu gpu')" = 1 ]
-check "session.sh: ... the fluid: 5 rows a round and 1M once, both headers, and the host's 16 threads" \
-    [ "$(echo "$out" | grep -c 'stub: .*bench_fluid_gpu[_a-z]* --gpu')" = 10 ] && \
+check "session.sh: ... the fluid: 3 rows a round (3D, 2D, 3D with the ball) and 1M once, both headers, and the host's 16 threads" \
+    [ "$(echo "$out" | grep -c 'stub: .*bench_fluid_gpu[_a-z]* --gpu')" = 14 ] && \
     check "session.sh: ... (the host's threads)" [ "$(echo "$out" | grep -c 'stub: .*bench_fluid_omp')" = 1 ]
 check "session.sh: ... the suite, summed up" [ "$(echo "$out" | grep -c '^19 passed, 0 failed, 8 skipped')" = 1 ]
 check "session.sh: ... 6 kernel lists and the fluid's" [ "$(echo "$out" | grep -c 'cq__stub_kernel')" = 7 ]

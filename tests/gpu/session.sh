@@ -9,7 +9,8 @@
 # The parts, each skipped (saying so) when the budget has run out, the later ones given what the
 # earlier leave:
 #   table    bench.c's table on the GPU (bench/gpu.sh's first step: issue 12's figures; ~80 s)
-#   fluid    the dam breaks with the fluid on the GPU (bench/fluid.c --gpu: 3D and 2D ~100k, 3D ~1M),
+#   fluid    the dam breaks with the fluid on the GPU (bench/fluid.c --gpu: 3D and 2D ~100k, the 3D
+#            with a ball dropped in (--ball), 3D ~1M),
 #            by turns with the older header's where build.sh had FLUID_BEFORE (bench_fluid_gpu_before),
 #            the 3D 100k on the host's 16 threads, and its kernels' times under ncu; ~60 s
 #   suite    tests/gpu/run.sh, its DEADLINE what the budget leaves less RESERVE seconds (default
@@ -61,6 +62,7 @@ fluid() {   # the fluid part (see above); each row's line ends in its backend an
             echo "$b (round $r):"
             $B/$b --gpu --dim 3 --particles 100000 --steps 100 || return 1
             $B/$b --gpu --dim 2 --particles 100000 --steps 100 || return 1
+            $B/$b --gpu --dim 3 --particles 100000 --steps 100 --ball || return 1
             [ $r = 1 ] && { $B/$b --gpu --dim 3 --particles 1000000 --steps 10 || return 1; }
         done
     done

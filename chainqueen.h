@@ -6550,13 +6550,14 @@ typedef struct cq__sph_f32 {
     const int *bobj;                /* body id (>= 0 dynamic), CQ__BODY_WALL, or -2 - id (static) */
     const int *bstart, *border;
     int *foff, *fnb, *boff, *bnb;   /* per fluid particle: its fluid neighbours fnb[foff[i] ..
-                                       fend[i]) (itself included) and boundary neighbours */
+                                       fend[i]) (itself included) and boundary neighbours (the
+                                       CPU's; the GPU's: below) */
     int *fend, *bend;               /* the lists' ends (the CPU's chunks, world.j2 >>world_near, leave
-                                       room after each chunk; the GPU's lists follow one another, but a
-                                       list that does not fit ends where it starts) */
-    int fcap, bcap;                 /* the GPU's: the room in fnb, bnb (entries).  A particle whose list
-                                       would pass it gets empty lists, and the step is run again with
-                                       room (world.j2 >>world_fluid_step) */
+                                       room after each chunk) */
+    int fcap, bcap;                 /* the GPU's lists: particle i's k-th entry at i + k nf (a warp's
+                                       threads read one row at a time), k < fend[i] (up to fcap,
+                                       bcap: the room a particle; a step whose lists need more runs
+                                       again with it, world.j2 >>world_fluid_step); foff, boff unused */
     float *fgw, *bgw;                 /* per entry of fnb: the pair's W'(r)/r (grad W = it times
                                        x_i - x_j); of bnb: V_b W'(r)/r; sph_density writes them and
                                        the solvers' passes read them (nothing moves during them); 0
@@ -6581,13 +6582,14 @@ typedef struct cq__sph_f64 {
     const int *bobj;                /* body id (>= 0 dynamic), CQ__BODY_WALL, or -2 - id (static) */
     const int *bstart, *border;
     int *foff, *fnb, *boff, *bnb;   /* per fluid particle: its fluid neighbours fnb[foff[i] ..
-                                       fend[i]) (itself included) and boundary neighbours */
+                                       fend[i]) (itself included) and boundary neighbours (the
+                                       CPU's; the GPU's: below) */
     int *fend, *bend;               /* the lists' ends (the CPU's chunks, world.j2 >>world_near, leave
-                                       room after each chunk; the GPU's lists follow one another, but a
-                                       list that does not fit ends where it starts) */
-    int fcap, bcap;                 /* the GPU's: the room in fnb, bnb (entries).  A particle whose list
-                                       would pass it gets empty lists, and the step is run again with
-                                       room (world.j2 >>world_fluid_step) */
+                                       room after each chunk) */
+    int fcap, bcap;                 /* the GPU's lists: particle i's k-th entry at i + k nf (a warp's
+                                       threads read one row at a time), k < fend[i] (up to fcap,
+                                       bcap: the room a particle; a step whose lists need more runs
+                                       again with it, world.j2 >>world_fluid_step); foff, boff unused */
     double *fgw, *bgw;                 /* per entry of fnb: the pair's W'(r)/r (grad W = it times
                                        x_i - x_j); of bnb: V_b W'(r)/r; sph_density writes them and
                                        the solvers' passes read them (nothing moves during them); 0
@@ -6647,10 +6649,8 @@ static int cq__sph_run512_2d_f32(const cq__sph_f32 *s, const float *xi, int k0, 
    (so in the same order whatever the threads and however the lists are laid out): the fluid ones
    into fl and the boundary ones into bl where all of them fit in fcap and bcap entries (where they
    do not, what is there is not the list: the callers then size them anew); their numbers (all of
-   them) into *nf and *nb.  The GPU's two passes (cq__sph_neighbours_): count, only the numbers, into
-   foff[i] and boff[i] (then scanned on the device into the exclusive prefix sums, foff[nf] the
-   total: world.j2 >>world_fluid_step); else the lists at foff[i], boff[i] where they fit in the
-   room s->fcap, s->bcap, their ends into fend[i], bend[i]; the CPU's one pass: world.j2 >>world_near. */
+   them) into *nf and *nb.  The CPU's lists in one pass: world.j2 >>world_near; the
+   GPU's: cq__sph_fill_ below. */
 CQ_HD void cq__sph_near_lists_2d_f32(const cq__sph_f32 *s, int i, int *fl, int fcap, int *bl, int bcap, int *nf, int *nb)
 {
     const float *xi = s->x + (long)i * 2;
@@ -6717,17 +6717,6 @@ CQ_HD void cq__sph_near_lists_2d_f32(const cq__sph_f32 *s, int i, int *fl, int f
         }
     }    *nf = cf; *nb = cb;
 }
-CQ_HD void cq__sph_neighbours_2d_f32(const cq__sph_f32 *s, int i, int count)
-{
-    int nf, nb;
-    if (count) { cq__sph_near_lists_2d_f32(s, i, 0, 0, 0, 0, &nf, &nb); s->foff[i] = nf; s->boff[i] = nb; }
-    else {   /* (within the room, or empty: the step runs again) */
-        const int fit = s->foff[i + 1] <= s->fcap && s->boff[i + 1] <= s->bcap;
-        if (fit) cq__sph_near_lists_2d_f32(s, i, s->fnb + s->foff[i], s->foff[i + 1] - s->foff[i], s->bnb + s->boff[i],
-                                            s->boff[i + 1] - s->boff[i], &nf, &nb);
-        s->fend[i] = fit ? s->foff[i + 1] : s->foff[i]; s->bend[i] = fit ? s->boff[i + 1] : s->boff[i];
-    }
-}
 
 /* W(r) and W'(r) / r of the cubic spline (support h; sigma = 8/(pi h^3) in 3D, 40/(7 pi h^2) in
    2D), both from one square root and no branch: W(r) returned, W'(r) / r into *f (0 for r ~ 0, i
@@ -6762,7 +6751,7 @@ CQ_HD void cq__sph_density_2d_f32(const cq__sph_f32 *s, int i)
     const float *xi = s->x + (long)i * 2;
     float wf = 0, wb = 0, s2 = 0, gf[2], gb[2], d[2], gw[2];
     CQ__UNROLL for (int a = 0; a < 2; ++a) { gf[a] = 0; gb[a] = 0; }
-for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
+    for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
                         float r2 = 0, f;
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->x[(long)j * 2 + a]; r2 += d[a] * d[a]; }
@@ -6773,7 +6762,7 @@ for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw)
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { gw[a] = f * d[a]; gf[a] += gw[a]; }
                         s2 += gw[0] * gw[0] + gw[1] * gw[1];
 
-    }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
+    }    for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
                         float r2 = 0, f;
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->xb[(long)b * 2 + a]; r2 += d[a] * d[a]; }
@@ -6804,13 +6793,13 @@ CQ_HD void cq__sph_source_2d_f32(const cq__sph_f32 *s, int i, int mode)
     CQ__UNROLL for (int a = 0; a < 2; ++a) { xi[a] = s->x[(long)i * 2 + a]; vi[a] = s->v[(long)i * 2 + a]; }
     float df = 0, db = 0, div, e;   /* (a pair of W'(r)/r = 0 adds +-0 (positions and velocities are finite), which
                                        is never -0: nothing) */
-for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
+    for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
                         const float f = s->fgw[k_];   /* 0 for i itself: no branch, it adds +0 */
                         const float *xj = s->x + (long)j * 2, *vj = s->v + (long)j * 2;
                         df += f * ((vi[0] - vj[0]) * (xi[0] - xj[0]) + (vi[1] - vj[1]) * (xi[1] - xj[1]));
 
-    }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
+    }    for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
                         const float f = s->bgw[k_];
                         const float *xj = s->xb + (long)b * 2, *vj = s->vb + (long)b * 2;
@@ -6838,13 +6827,13 @@ CQ_HD void cq__sph_pressure_2d_f32(const cq__sph_f32 *s, int i)
     const float ki = s->kappa[i];
     float af[2], ab[2];   /* (as in sph_source, a pair with c or f = 0 adds +-0 (positions are finite): nothing) */
     CQ__UNROLL for (int a = 0; a < 2; ++a) { af[a] = 0; ab[a] = 0; }
-for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
+    for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
                         const float c = s->fgw[k_] * (ki + s->kappa[j]);   /* no branch on it: often 0, at random */
                         CQ__UNROLL for (int a = 0; a < 2; ++a) af[a] += c * (xi[a] - s->x[(long)j * 2 + a]);
 
     }    if (ki != 0) {
-for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
+    for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
                         const float f = s->bgw[k_];
                         if (f == 0) continue;
@@ -6910,7 +6899,7 @@ CQ_HD void cq__sph_viscosity_2d_f32(const cq__sph_f32 *s, int i, const float *gr
     float acc[2], d[2], gw[2];
     CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] = 0;
     if (s->visc > 0) {
-for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
+    for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
                         float r2 = 0, vd = 0;
                         if (j == i) continue;
@@ -6921,7 +6910,7 @@ for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw)
                         vd *= s->m / s->rho[j] / (r2 + (float)0.01 * s->h2);
                         CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] += vd * gw[a];
 
-    }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
+    }    for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
                         float r2 = 0, vd = 0;
                         if (s->bobj[b] >= 0) continue;   /* walls and static bodies only */
@@ -7048,10 +7037,8 @@ static int cq__sph_run512_2d_f64(const cq__sph_f64 *s, const double *xi, int k0,
    (so in the same order whatever the threads and however the lists are laid out): the fluid ones
    into fl and the boundary ones into bl where all of them fit in fcap and bcap entries (where they
    do not, what is there is not the list: the callers then size them anew); their numbers (all of
-   them) into *nf and *nb.  The GPU's two passes (cq__sph_neighbours_): count, only the numbers, into
-   foff[i] and boff[i] (then scanned on the device into the exclusive prefix sums, foff[nf] the
-   total: world.j2 >>world_fluid_step); else the lists at foff[i], boff[i] where they fit in the
-   room s->fcap, s->bcap, their ends into fend[i], bend[i]; the CPU's one pass: world.j2 >>world_near. */
+   them) into *nf and *nb.  The CPU's lists in one pass: world.j2 >>world_near; the
+   GPU's: cq__sph_fill_ below. */
 CQ_HD void cq__sph_near_lists_2d_f64(const cq__sph_f64 *s, int i, int *fl, int fcap, int *bl, int bcap, int *nf, int *nb)
 {
     const double *xi = s->x + (long)i * 2;
@@ -7118,17 +7105,6 @@ CQ_HD void cq__sph_near_lists_2d_f64(const cq__sph_f64 *s, int i, int *fl, int f
         }
     }    *nf = cf; *nb = cb;
 }
-CQ_HD void cq__sph_neighbours_2d_f64(const cq__sph_f64 *s, int i, int count)
-{
-    int nf, nb;
-    if (count) { cq__sph_near_lists_2d_f64(s, i, 0, 0, 0, 0, &nf, &nb); s->foff[i] = nf; s->boff[i] = nb; }
-    else {   /* (within the room, or empty: the step runs again) */
-        const int fit = s->foff[i + 1] <= s->fcap && s->boff[i + 1] <= s->bcap;
-        if (fit) cq__sph_near_lists_2d_f64(s, i, s->fnb + s->foff[i], s->foff[i + 1] - s->foff[i], s->bnb + s->boff[i],
-                                            s->boff[i + 1] - s->boff[i], &nf, &nb);
-        s->fend[i] = fit ? s->foff[i + 1] : s->foff[i]; s->bend[i] = fit ? s->boff[i + 1] : s->boff[i];
-    }
-}
 
 /* W(r) and W'(r) / r of the cubic spline (support h; sigma = 8/(pi h^3) in 3D, 40/(7 pi h^2) in
    2D), both from one square root and no branch: W(r) returned, W'(r) / r into *f (0 for r ~ 0, i
@@ -7163,7 +7139,7 @@ CQ_HD void cq__sph_density_2d_f64(const cq__sph_f64 *s, int i)
     const double *xi = s->x + (long)i * 2;
     double wf = 0, wb = 0, s2 = 0, gf[2], gb[2], d[2], gw[2];
     CQ__UNROLL for (int a = 0; a < 2; ++a) { gf[a] = 0; gb[a] = 0; }
-for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
+    for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
                         double r2 = 0, f;
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->x[(long)j * 2 + a]; r2 += d[a] * d[a]; }
@@ -7174,7 +7150,7 @@ for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw)
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { gw[a] = f * d[a]; gf[a] += gw[a]; }
                         s2 += gw[0] * gw[0] + gw[1] * gw[1];
 
-    }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
+    }    for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
                         double r2 = 0, f;
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->xb[(long)b * 2 + a]; r2 += d[a] * d[a]; }
@@ -7205,13 +7181,13 @@ CQ_HD void cq__sph_source_2d_f64(const cq__sph_f64 *s, int i, int mode)
     CQ__UNROLL for (int a = 0; a < 2; ++a) { xi[a] = s->x[(long)i * 2 + a]; vi[a] = s->v[(long)i * 2 + a]; }
     double df = 0, db = 0, div, e;   /* (a pair of W'(r)/r = 0 adds +-0 (positions and velocities are finite), which
                                        is never -0: nothing) */
-for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
+    for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
                         const double f = s->fgw[k_];   /* 0 for i itself: no branch, it adds +0 */
                         const double *xj = s->x + (long)j * 2, *vj = s->v + (long)j * 2;
                         df += f * ((vi[0] - vj[0]) * (xi[0] - xj[0]) + (vi[1] - vj[1]) * (xi[1] - xj[1]));
 
-    }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
+    }    for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
                         const double f = s->bgw[k_];
                         const double *xj = s->xb + (long)b * 2, *vj = s->vb + (long)b * 2;
@@ -7239,13 +7215,13 @@ CQ_HD void cq__sph_pressure_2d_f64(const cq__sph_f64 *s, int i)
     const double ki = s->kappa[i];
     double af[2], ab[2];   /* (as in sph_source, a pair with c or f = 0 adds +-0 (positions are finite): nothing) */
     CQ__UNROLL for (int a = 0; a < 2; ++a) { af[a] = 0; ab[a] = 0; }
-for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
+    for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
                         const double c = s->fgw[k_] * (ki + s->kappa[j]);   /* no branch on it: often 0, at random */
                         CQ__UNROLL for (int a = 0; a < 2; ++a) af[a] += c * (xi[a] - s->x[(long)j * 2 + a]);
 
     }    if (ki != 0) {
-for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
+    for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
                         const double f = s->bgw[k_];
                         if (f == 0) continue;
@@ -7311,7 +7287,7 @@ CQ_HD void cq__sph_viscosity_2d_f64(const cq__sph_f64 *s, int i, const double *g
     double acc[2], d[2], gw[2];
     CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] = 0;
     if (s->visc > 0) {
-for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
+    for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
                         double r2 = 0, vd = 0;
                         if (j == i) continue;
@@ -7322,7 +7298,7 @@ for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw)
                         vd *= s->m / s->rho[j] / (r2 + (double)0.01 * s->h2);
                         CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] += vd * gw[a];
 
-    }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
+    }    for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
                         double r2 = 0, vd = 0;
                         if (s->bobj[b] >= 0) continue;   /* walls and static bodies only */
@@ -7453,10 +7429,8 @@ static int cq__sph_run512_3d_f32(const cq__sph_f32 *s, const float *xi, int k0, 
    (so in the same order whatever the threads and however the lists are laid out): the fluid ones
    into fl and the boundary ones into bl where all of them fit in fcap and bcap entries (where they
    do not, what is there is not the list: the callers then size them anew); their numbers (all of
-   them) into *nf and *nb.  The GPU's two passes (cq__sph_neighbours_): count, only the numbers, into
-   foff[i] and boff[i] (then scanned on the device into the exclusive prefix sums, foff[nf] the
-   total: world.j2 >>world_fluid_step); else the lists at foff[i], boff[i] where they fit in the
-   room s->fcap, s->bcap, their ends into fend[i], bend[i]; the CPU's one pass: world.j2 >>world_near. */
+   them) into *nf and *nb.  The CPU's lists in one pass: world.j2 >>world_near; the
+   GPU's: cq__sph_fill_ below. */
 CQ_HD void cq__sph_near_lists_3d_f32(const cq__sph_f32 *s, int i, int *fl, int fcap, int *bl, int bcap, int *nf, int *nb)
 {
     const float *xi = s->x + (long)i * 3;
@@ -7523,17 +7497,6 @@ CQ_HD void cq__sph_near_lists_3d_f32(const cq__sph_f32 *s, int i, int *fl, int f
         }
     }    *nf = cf; *nb = cb;
 }
-CQ_HD void cq__sph_neighbours_3d_f32(const cq__sph_f32 *s, int i, int count)
-{
-    int nf, nb;
-    if (count) { cq__sph_near_lists_3d_f32(s, i, 0, 0, 0, 0, &nf, &nb); s->foff[i] = nf; s->boff[i] = nb; }
-    else {   /* (within the room, or empty: the step runs again) */
-        const int fit = s->foff[i + 1] <= s->fcap && s->boff[i + 1] <= s->bcap;
-        if (fit) cq__sph_near_lists_3d_f32(s, i, s->fnb + s->foff[i], s->foff[i + 1] - s->foff[i], s->bnb + s->boff[i],
-                                            s->boff[i + 1] - s->boff[i], &nf, &nb);
-        s->fend[i] = fit ? s->foff[i + 1] : s->foff[i]; s->bend[i] = fit ? s->boff[i + 1] : s->boff[i];
-    }
-}
 
 /* W(r) and W'(r) / r of the cubic spline (support h; sigma = 8/(pi h^3) in 3D, 40/(7 pi h^2) in
    2D), both from one square root and no branch: W(r) returned, W'(r) / r into *f (0 for r ~ 0, i
@@ -7568,7 +7531,7 @@ CQ_HD void cq__sph_density_3d_f32(const cq__sph_f32 *s, int i)
     const float *xi = s->x + (long)i * 3;
     float wf = 0, wb = 0, s2 = 0, gf[3], gb[3], d[3], gw[3];
     CQ__UNROLL for (int a = 0; a < 3; ++a) { gf[a] = 0; gb[a] = 0; }
-for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
+    for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
                         float r2 = 0, f;
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->x[(long)j * 3 + a]; r2 += d[a] * d[a]; }
@@ -7579,7 +7542,7 @@ for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw)
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { gw[a] = f * d[a]; gf[a] += gw[a]; }
                         s2 += gw[0] * gw[0] + gw[1] * gw[1] + gw[2] * gw[2];
 
-    }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
+    }    for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
                         float r2 = 0, f;
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->xb[(long)b * 3 + a]; r2 += d[a] * d[a]; }
@@ -7610,13 +7573,13 @@ CQ_HD void cq__sph_source_3d_f32(const cq__sph_f32 *s, int i, int mode)
     CQ__UNROLL for (int a = 0; a < 3; ++a) { xi[a] = s->x[(long)i * 3 + a]; vi[a] = s->v[(long)i * 3 + a]; }
     float df = 0, db = 0, div, e;   /* (a pair of W'(r)/r = 0 adds +-0 (positions and velocities are finite), which
                                        is never -0: nothing) */
-for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
+    for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
                         const float f = s->fgw[k_];   /* 0 for i itself: no branch, it adds +0 */
                         const float *xj = s->x + (long)j * 3, *vj = s->v + (long)j * 3;
                         df += f * ((vi[0] - vj[0]) * (xi[0] - xj[0]) + (vi[1] - vj[1]) * (xi[1] - xj[1]) + (vi[2] - vj[2]) * (xi[2] - xj[2]));
 
-    }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
+    }    for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
                         const float f = s->bgw[k_];
                         const float *xj = s->xb + (long)b * 3, *vj = s->vb + (long)b * 3;
@@ -7644,13 +7607,13 @@ CQ_HD void cq__sph_pressure_3d_f32(const cq__sph_f32 *s, int i)
     const float ki = s->kappa[i];
     float af[3], ab[3];   /* (as in sph_source, a pair with c or f = 0 adds +-0 (positions are finite): nothing) */
     CQ__UNROLL for (int a = 0; a < 3; ++a) { af[a] = 0; ab[a] = 0; }
-for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
+    for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
                         const float c = s->fgw[k_] * (ki + s->kappa[j]);   /* no branch on it: often 0, at random */
                         CQ__UNROLL for (int a = 0; a < 3; ++a) af[a] += c * (xi[a] - s->x[(long)j * 3 + a]);
 
     }    if (ki != 0) {
-for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
+    for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
                         const float f = s->bgw[k_];
                         if (f == 0) continue;
@@ -7716,7 +7679,7 @@ CQ_HD void cq__sph_viscosity_3d_f32(const cq__sph_f32 *s, int i, const float *gr
     float acc[3], d[3], gw[3];
     CQ__UNROLL for (int a = 0; a < 3; ++a) acc[a] = 0;
     if (s->visc > 0) {
-for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
+    for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
                         float r2 = 0, vd = 0;
                         if (j == i) continue;
@@ -7727,7 +7690,7 @@ for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw)
                         vd *= s->m / s->rho[j] / (r2 + (float)0.01 * s->h2);
                         CQ__UNROLL for (int a = 0; a < 3; ++a) acc[a] += vd * gw[a];
 
-    }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
+    }    for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
                         float r2 = 0, vd = 0;
                         if (s->bobj[b] >= 0) continue;   /* walls and static bodies only */
@@ -7858,10 +7821,8 @@ static int cq__sph_run512_3d_f64(const cq__sph_f64 *s, const double *xi, int k0,
    (so in the same order whatever the threads and however the lists are laid out): the fluid ones
    into fl and the boundary ones into bl where all of them fit in fcap and bcap entries (where they
    do not, what is there is not the list: the callers then size them anew); their numbers (all of
-   them) into *nf and *nb.  The GPU's two passes (cq__sph_neighbours_): count, only the numbers, into
-   foff[i] and boff[i] (then scanned on the device into the exclusive prefix sums, foff[nf] the
-   total: world.j2 >>world_fluid_step); else the lists at foff[i], boff[i] where they fit in the
-   room s->fcap, s->bcap, their ends into fend[i], bend[i]; the CPU's one pass: world.j2 >>world_near. */
+   them) into *nf and *nb.  The CPU's lists in one pass: world.j2 >>world_near; the
+   GPU's: cq__sph_fill_ below. */
 CQ_HD void cq__sph_near_lists_3d_f64(const cq__sph_f64 *s, int i, int *fl, int fcap, int *bl, int bcap, int *nf, int *nb)
 {
     const double *xi = s->x + (long)i * 3;
@@ -7928,17 +7889,6 @@ CQ_HD void cq__sph_near_lists_3d_f64(const cq__sph_f64 *s, int i, int *fl, int f
         }
     }    *nf = cf; *nb = cb;
 }
-CQ_HD void cq__sph_neighbours_3d_f64(const cq__sph_f64 *s, int i, int count)
-{
-    int nf, nb;
-    if (count) { cq__sph_near_lists_3d_f64(s, i, 0, 0, 0, 0, &nf, &nb); s->foff[i] = nf; s->boff[i] = nb; }
-    else {   /* (within the room, or empty: the step runs again) */
-        const int fit = s->foff[i + 1] <= s->fcap && s->boff[i + 1] <= s->bcap;
-        if (fit) cq__sph_near_lists_3d_f64(s, i, s->fnb + s->foff[i], s->foff[i + 1] - s->foff[i], s->bnb + s->boff[i],
-                                            s->boff[i + 1] - s->boff[i], &nf, &nb);
-        s->fend[i] = fit ? s->foff[i + 1] : s->foff[i]; s->bend[i] = fit ? s->boff[i + 1] : s->boff[i];
-    }
-}
 
 /* W(r) and W'(r) / r of the cubic spline (support h; sigma = 8/(pi h^3) in 3D, 40/(7 pi h^2) in
    2D), both from one square root and no branch: W(r) returned, W'(r) / r into *f (0 for r ~ 0, i
@@ -7973,7 +7923,7 @@ CQ_HD void cq__sph_density_3d_f64(const cq__sph_f64 *s, int i)
     const double *xi = s->x + (long)i * 3;
     double wf = 0, wb = 0, s2 = 0, gf[3], gb[3], d[3], gw[3];
     CQ__UNROLL for (int a = 0; a < 3; ++a) { gf[a] = 0; gb[a] = 0; }
-for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
+    for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
                         double r2 = 0, f;
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->x[(long)j * 3 + a]; r2 += d[a] * d[a]; }
@@ -7984,7 +7934,7 @@ for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw)
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { gw[a] = f * d[a]; gf[a] += gw[a]; }
                         s2 += gw[0] * gw[0] + gw[1] * gw[1] + gw[2] * gw[2];
 
-    }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
+    }    for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
                         double r2 = 0, f;
                         CQ__UNROLL for (int a = 0; a < 3; ++a) { d[a] = xi[a] - s->xb[(long)b * 3 + a]; r2 += d[a] * d[a]; }
@@ -8015,13 +7965,13 @@ CQ_HD void cq__sph_source_3d_f64(const cq__sph_f64 *s, int i, int mode)
     CQ__UNROLL for (int a = 0; a < 3; ++a) { xi[a] = s->x[(long)i * 3 + a]; vi[a] = s->v[(long)i * 3 + a]; }
     double df = 0, db = 0, div, e;   /* (a pair of W'(r)/r = 0 adds +-0 (positions and velocities are finite), which
                                        is never -0: nothing) */
-for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
+    for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
                         const double f = s->fgw[k_];   /* 0 for i itself: no branch, it adds +0 */
                         const double *xj = s->x + (long)j * 3, *vj = s->v + (long)j * 3;
                         df += f * ((vi[0] - vj[0]) * (xi[0] - xj[0]) + (vi[1] - vj[1]) * (xi[1] - xj[1]) + (vi[2] - vj[2]) * (xi[2] - xj[2]));
 
-    }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
+    }    for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
                         const double f = s->bgw[k_];
                         const double *xj = s->xb + (long)b * 3, *vj = s->vb + (long)b * 3;
@@ -8049,13 +7999,13 @@ CQ_HD void cq__sph_pressure_3d_f64(const cq__sph_f64 *s, int i)
     const double ki = s->kappa[i];
     double af[3], ab[3];   /* (as in sph_source, a pair with c or f = 0 adds +-0 (positions are finite): nothing) */
     CQ__UNROLL for (int a = 0; a < 3; ++a) { af[a] = 0; ab[a] = 0; }
-for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
+    for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
                         const double c = s->fgw[k_] * (ki + s->kappa[j]);   /* no branch on it: often 0, at random */
                         CQ__UNROLL for (int a = 0; a < 3; ++a) af[a] += c * (xi[a] - s->x[(long)j * 3 + a]);
 
     }    if (ki != 0) {
-for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
+    for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
                         const double f = s->bgw[k_];
                         if (f == 0) continue;
@@ -8121,7 +8071,7 @@ CQ_HD void cq__sph_viscosity_3d_f64(const cq__sph_f64 *s, int i, const double *g
     double acc[3], d[3], gw[3];
     CQ__UNROLL for (int a = 0; a < 3; ++a) acc[a] = 0;
     if (s->visc > 0) {
-for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
+    for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
         const int j = s->fnb[k_];
                         double r2 = 0, vd = 0;
                         if (j == i) continue;
@@ -8132,7 +8082,7 @@ for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw)
                         vd *= s->m / s->rho[j] / (r2 + (double)0.01 * s->h2);
                         CQ__UNROLL for (int a = 0; a < 3; ++a) acc[a] += vd * gw[a];
 
-    }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
+    }    for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
         const int b = s->bnb[k_];
                         double r2 = 0, vd = 0;
                         if (s->bobj[b] >= 0) continue;   /* walls and static bodies only */
@@ -20259,7 +20209,7 @@ typedef struct cq__joint { int a, b; double la[3], lb[3]; } cq__joint;
 
 /* the fluid's passes (sph.j2), in the order of a step; CUDA: the kernels of kernels.cu.j2, and there
    also the sorts' (>>sph_sort) and the MPM's scan and fill that they use */
-enum { CQ__SPH_COUNT, CQ__SPH_FILL, CQ__SPH_DENSITY, CQ__SPH_SOURCE, CQ__SPH_BFORCE, CQ__SPH_PRESSURE, CQ__SPH_VISC,
+enum { CQ__SPH_FILL, CQ__SPH_DENSITY, CQ__SPH_SOURCE, CQ__SPH_BFORCE, CQ__SPH_PRESSURE, CQ__SPH_VISC,
        CQ__SPH_ADVECT, CQ__SPH_ERRSUM, CQ__SPH_KEY, CQ__SPH_REORDER, CQ__SPH_BORDER, CQ__SPH_CHECK, CQ__SPH_PASSES,
        CQ__SPH_CELL_FILL = CQ__SPH_PASSES, CQ__SPH_SCAN_TOP, CQ__SPH_SCAN_UP, CQ__SPH_SCAN_DOWN, CQ__SPH_KERNELS };
 
@@ -20310,10 +20260,11 @@ struct cq_world {
         cq__cudev d;
         cq__CUfunction k[CQ__SPH_KERNELS];
         void *x, *v, *vt, *rho, *khat, *g, *kappa, *err, *xb, *vb, *Vb, *Fb, *Gb, *xprev, *vprev;
-        int *bobj, *fstart, *bstart, *border, *foff, *boff, *fend, *bend, *fnb, *bnb;
+        int *bobj, *fstart, *bstart, *border, *fend, *bend, *fnb, *bnb;   /* (the lists: sph.j2's fcap) */
         int *bad;                   /* what a step reads back, in one copy: the lowest failing slot, the
-                                       lists' two sizes, a spare int, then the bodies' Fb and Gb (their
-                                       boundary particles'); hback: its host side */
+                                       most entries a particle's lists needed where they passed the
+                                       room (else 0: fluid, boundary), a spare int, then the bodies' Fb
+                                       and Gb (their boundary particles'); hback: its host side */
         void *hback;
         size_t nback;               /* its bytes */
         int *perm, *permtmp, *permprev, *keys, *otmp, *stmp;   /* the user's indices; the sorts' keys and order,
@@ -20326,7 +20277,7 @@ struct cq_world {
         void *fgw, *bgw;
         double *part;               /* the error's chunk sums (the host's: the world's part) */
         double *sol;                /* a solve's state on the device: error, done, iterations (>>sph_solver_check) */
-        size_t fnb_cap, bnb_cap;
+        int fk, bk;                 /* the lists' room a particle (sph.j2 fcap, bcap; cq__world_lists) */
     } cu;
 #endif
 };
@@ -20396,7 +20347,7 @@ static int cq__world_device_failed(const cq_world *w)
 #define CQ__WORLD_CUDA_BLOCK 128
 static void cq__world_launch(cq_world *w, int pass, int n, void **args)
 {
-    static const char *const what[CQ__SPH_KERNELS] = {"SPH neighbour count", "SPH neighbour lists", "SPH density",
+    static const char *const what[CQ__SPH_KERNELS] = {"SPH neighbour lists", "SPH density",
         "SPH solver source", "SPH boundary force", "SPH pressure", "SPH viscosity", "SPH advection", "SPH error sum",
         "SPH sort (cells)", "SPH sort (fluid)", "SPH sort (boundary)", "SPH solver check", "SPH sort (fill)", "scan", "scan (up)",
         "scan (down)"};
@@ -20411,7 +20362,7 @@ static void cq__world_launch(cq_world *w, int pass, int n, void **args)
 /* the device and the fluid's kernels (cq_world_create); 0 with `why` set if unavailable */
 static int cq__world_cuda_open(cq_world *w, char *why, size_t cap)
 {
-    static const char *const stage[CQ__SPH_KERNELS] = {"sph_count", "sph_fill", "sph_density", "sph_source", "sph_bforce",
+    static const char *const stage[CQ__SPH_KERNELS] = {"sph_fill", "sph_density", "sph_source", "sph_bforce",
         "sph_pressure", "sph_visc", "sph_advect", "sph_errsum", "sph_key", "sph_reorder", "sph_border", "sph_check", "cell_fill", "scan_top",
         "scan_up", "scan_down"};
     char names[CQ__SPH_KERNELS][64];
@@ -20430,13 +20381,13 @@ static void cq__world_cuda_free(cq_world *w)
 {
     void **p[] = {&w->cu.x, &w->cu.v, &w->cu.vt, &w->cu.rho, &w->cu.khat, &w->cu.g, &w->cu.kappa, &w->cu.err, &w->cu.xb,
                   &w->cu.vb, &w->cu.Vb, &w->cu.Fb, &w->cu.Gb, (void **)&w->cu.bobj, (void **)&w->cu.fstart,
-                  (void **)&w->cu.bstart, (void **)&w->cu.border, (void **)&w->cu.foff,
-                  (void **)&w->cu.boff, (void **)&w->cu.fend, (void **)&w->cu.bend, (void **)&w->cu.fnb, (void **)&w->cu.bnb, (void **)&w->cu.bad, (void **)&w->cu.part, (void **)&w->cu.sol,
+                  (void **)&w->cu.bstart, (void **)&w->cu.border,
+                  (void **)&w->cu.fend, (void **)&w->cu.bend, (void **)&w->cu.fnb, (void **)&w->cu.bnb, (void **)&w->cu.bad, (void **)&w->cu.part, (void **)&w->cu.sol,
                   &w->cu.fgw, &w->cu.bgw, &w->cu.xprev, &w->cu.vprev, (void **)&w->cu.perm, (void **)&w->cu.permtmp,
                   (void **)&w->cu.permprev, (void **)&w->cu.keys, (void **)&w->cu.otmp, (void **)&w->cu.stmp};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; ++i) { cq__dev_free(&w->cu.d, *p[i]); *p[i] = NULL; }
     cq__wfree_w(w, w->cu.hback); w->cu.hback = NULL;
-    w->cu.fnb_cap = w->cu.bnb_cap = 0;
+    w->cu.fk = w->cu.bk = 0;
 }
 
 /* the device arrays of a prepared world (kappa zeroed); 0 if out of memory or the device failed */
@@ -20455,7 +20406,6 @@ static int cq__world_cuda_alloc(cq_world *w)
     w->cu.bobj = (int *)cq__dev_alloc(dev, nb * sizeof(int));
     w->cu.fstart = (int *)cq__dev_alloc(dev, nc * sizeof(int));
     w->cu.bstart = (int *)cq__dev_alloc(dev, nc * sizeof(int)); w->cu.border = (int *)cq__dev_alloc(dev, nb * sizeof(int));
-    w->cu.foff = (int *)cq__dev_alloc(dev, (nf + 1) * sizeof(int)); w->cu.boff = (int *)cq__dev_alloc(dev, (nf + 1) * sizeof(int));
     w->cu.fend = (int *)cq__dev_alloc(dev, nf * sizeof(int)); w->cu.bend = (int *)cq__dev_alloc(dev, nf * sizeof(int));
     w->cu.nback = 4 * sizeof(int) + (size_t)(w->nb - w->nwall) * (d + d * d) * T;
     w->cu.bad = (int *)cq__dev_alloc(dev, w->cu.nback); w->cu.hback = cq__walloc_w(w, w->cu.nback);
@@ -20470,7 +20420,7 @@ static int cq__world_cuda_alloc(cq_world *w)
     {
         void *all[] = {w->cu.x, w->cu.v, w->cu.vt, w->cu.rho, w->cu.khat, w->cu.g, w->cu.kappa, w->cu.err, w->cu.xb, w->cu.vb,
                        w->cu.Vb, w->cu.Fb, w->cu.Gb, w->cu.bobj, w->cu.fstart, w->cu.bstart, w->cu.border,
-                       w->cu.foff, w->cu.boff, w->cu.fend, w->cu.bend, w->cu.bad, w->cu.hback, w->cu.part, w->cu.sol, w->cu.xprev, w->cu.vprev, w->cu.perm,
+                       w->cu.fend, w->cu.bend, w->cu.bad, w->cu.hback, w->cu.part, w->cu.sol, w->cu.xprev, w->cu.vprev, w->cu.perm,
                        w->cu.permtmp, w->cu.permprev, w->cu.keys, w->cu.otmp, w->cu.stmp};
         for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) if (!all[i]) ok = 0;
     }
@@ -20582,17 +20532,36 @@ static int cq__world_grow(cq_world *w, int dev, int **p, void **pg, size_t *cap,
     return 1;
 }
 
-/* the GPU's neighbour lists' storage for nf fluid and nb boundary entries, and at least for what
-   a fluid at rest density needs (4 pi or 32 pi / 3 fluid neighbours a particle within h = 4 r, 2D
-   or 3D) and a few boundary ones a particle, so that a fluid that settles or meets a wall seldom
-   outgrows it (>>world_fluid_step runs such a step again) */
+/* the GPU's neighbour lists (sph.j2 fcap, bcap): room for kf fluid and kb boundary entries a
+   particle and an eighth more, and at least what a fluid at rest density needs with room for a
+   denser spot (on average 4 pi or 32 pi / 3 fluid neighbours within h = 4 r, 2D or 3D: 20 and 48
+   entries; 12 and 32 boundary ones: a corner's walls, a body beside a wall), so that a fluid that
+   settles or meets a wall seldom outgrows it (>>world_fluid_step runs such a step again).  0: out of memory (the lists as
+   they were) */
 #if CQ__HAS_CUDA
-static int cq__world_lists(cq_world *w, size_t nf, size_t nb)
+static int cq__world_lists(cq_world *w, int kf, int kb)
 {
-    const size_t n = (size_t)w->nf, ff = n * (w->dim == 3 ? 34 : 13), bf = n * (w->dim == 3 ? 4 : 2);
-    if (nf < ff) nf = ff;
-    if (nb < bf) nb = bf;
-    return cq__world_grow(w, 1, &w->cu.fnb, &w->cu.fgw, &w->cu.fnb_cap, nf) && cq__world_grow(w, 1, &w->cu.bnb, &w->cu.bgw, &w->cu.bnb_cap, nb);
+    const size_t n = (size_t)(w->nf ? w->nf : 1);
+    int k[2], *p[2] = {NULL, NULL};
+    void *g[2] = {NULL, NULL};
+    k[0] = kf + kf / 8 + 2; k[1] = kb + kb / 8 + 2;
+    if (k[0] < (w->dim == 3 ? 48 : 20)) k[0] = w->dim == 3 ? 48 : 20;
+    if (k[1] < (w->dim == 3 ? 32 : 12)) k[1] = w->dim == 3 ? 32 : 12;
+    if (k[0] < w->cu.fk) k[0] = w->cu.fk;   /* (never less than they have) */
+    if (k[1] < w->cu.bk) k[1] = w->cu.bk;
+    if ((size_t)k[0] * n > INT_MAX || (size_t)k[1] * n > INT_MAX) return 0;   /* (the entries are ints) */
+    for (int l = 0; l < 2; ++l) {
+        p[l] = (int *)cq__dev_alloc(&w->cu.d, (size_t)k[l] * n * sizeof(int));
+        g[l] = cq__dev_alloc(&w->cu.d, (size_t)k[l] * n * w->tsize);
+        if (!p[l] || !g[l]) {
+            for (int m = 0; m <= l; ++m) { cq__dev_free(&w->cu.d, p[m]); cq__dev_free(&w->cu.d, g[m]); }
+            return 0;
+        }
+    }
+    cq__dev_free(&w->cu.d, w->cu.fnb); cq__dev_free(&w->cu.d, w->cu.fgw); cq__dev_free(&w->cu.d, w->cu.bnb); cq__dev_free(&w->cu.d, w->cu.bgw);
+    w->cu.fnb = p[0]; w->cu.fgw = g[0]; w->cu.bnb = p[1]; w->cu.bgw = g[1];
+    w->cu.fk = k[0]; w->cu.bk = k[1];
+    return 1;
 }
 #endif
 
@@ -20721,9 +20690,9 @@ static cq__sph_f32 cq__world_dview_2d_f32(const cq_world *w, const cq__sph_f32 *
     v.x = (float *)w->cu.x; v.v = (float *)w->cu.v; v.vt = (float *)w->cu.vt;
     v.rho = (float *)w->cu.rho; v.khat = (float *)w->cu.khat; v.g = (float *)w->cu.g; v.kappa = (float *)w->cu.kappa; v.err = (float *)w->cu.err;
     v.fstart = w->cu.fstart; v.bstart = w->cu.bstart; v.border = w->cu.border;
-    v.foff = w->cu.foff; v.boff = w->cu.boff; v.fnb = w->cu.fnb; v.bnb = w->cu.bnb; v.fgw = (float *)w->cu.fgw; v.bgw = (float *)w->cu.bgw;
+    v.foff = v.boff = NULL; v.fnb = w->cu.fnb; v.bnb = w->cu.bnb; v.fgw = (float *)w->cu.fgw; v.bgw = (float *)w->cu.bgw;
     v.fend = w->cu.fend; v.bend = w->cu.bend;
-    v.fcap = w->cu.fnb_cap > INT_MAX ? INT_MAX : (int)w->cu.fnb_cap; v.bcap = w->cu.bnb_cap > INT_MAX ? INT_MAX : (int)w->cu.bnb_cap;
+    v.fcap = w->cu.fk; v.bcap = w->cu.bk;
     v.xb = (float *)w->cu.xb; v.vb = (float *)w->cu.vb; v.Vb = (float *)w->cu.Vb; v.bobj = w->cu.bobj;
     v.Fb = (float *)w->cu.Fb; v.Gb = (float *)w->cu.Gb;
     return v;
@@ -20790,8 +20759,8 @@ static int cq__world_near_2d_f32(cq_world *w, cq__sph_f32 *s)
    chunks) on the world's backend.  t->s is the view of the backend's arrays. */
 static void cq__world_pass_2d_f32(cq_world *w, int pass, cq__wtask *t)
 {
-    static void (*const run[])(void *, int, int) = {NULL, NULL, cq__wr_density_2d_f32,   /* count, fill: the GPU's (the
-                                                                                         CPU's lists: >>world_near) */
+    static void (*const run[])(void *, int, int) = {NULL, cq__wr_density_2d_f32,   /* fill: the GPU's (the CPU's
+                                                                                   lists: >>world_near) */
         cq__wr_source_2d_f32, cq__wr_bforce_2d_f32, cq__wr_pressure_2d_f32, cq__wr_visc_2d_f32, cq__wr_advect_2d_f32,
         cq__wr_errsum_2d_f32};
     const int n = pass == CQ__SPH_BFORCE ? w->nb : (pass == CQ__SPH_ERRSUM ? (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK : w->nf);
@@ -20800,8 +20769,9 @@ static void cq__world_pass_2d_f32(cq_world *w, int pass, cq__wtask *t)
         const float *g = (const float *)t->grav;
         float g0 = g ? g[0] : 0, g1 = g ? g[1] : 0, g2 = g ? g[2] : 0;
         void *a[5];
-        int na = 2;
+        int na = 2, *need = w->cu.bad + 1;
         a[0] = (void *)&n; a[1] = (void *)t->s;
+        if (pass == CQ__SPH_FILL) a[na++] = &need;
         if (pass == CQ__SPH_SOURCE) a[na++] = &t->mode;
         if (pass == CQ__SPH_SOURCE || pass == CQ__SPH_BFORCE || pass == CQ__SPH_PRESSURE) a[na++] = &w->cu.sol;
         if (pass == CQ__SPH_VISC) { a[na++] = &g0; a[na++] = &g1; a[na++] = &g2; }
@@ -20896,7 +20866,7 @@ static void cq__world_dsort_2d_f32(cq_world *w, cq__sph_f32 *dv, void *p, int n,
 static int cq__world_fluid_step_cuda_2d_f32(cq_world *w, float *grav, int sized)
 {
     cq__cudev *dev = &w->cu.d;
-    const size_t T = w->tsize, d = 2, nf = (size_t)w->nf, nb = (size_t)w->nb, nw = (size_t)w->nwall;
+    const size_t T = w->tsize, d = 2, nb = (size_t)w->nb, nw = (size_t)w->nwall;
     const int n = w->nf, m = w->nb;
     cq__sph_f32 s = cq__world_sph_2d_f32(w), dv;
     cq__wtask t;
@@ -20935,22 +20905,13 @@ static int cq__world_fluid_step_cuda_2d_f32(cq_world *w, float *grav, int sized)
     }
     cq__dev_zero(dev, (char *)w->cu.Fb + nw * d * T, (nb - nw) * d * T);   /* the bodies' alone (nothing reads the walls') */
     cq__dev_zero(dev, (char *)w->cu.Gb + nw * d * d * T, (nb - nw) * d * d * T);
-    /* the lists: counts (into foff[i], boff[i]; foff[nf] = boff[nf] = 0), scanned in place, their two
-       sizes copied beside the failure word (bad[1], bad[2]).  They come back with it at the step's
-       end: the lists are filled in the room the last steps made (fcap, bcap), and where they needed
-       more, the step runs again with it (sized).  Where there is no room yet, or sized, the sizes
-       come back first. */
-    cq__dev_zero(dev, w->cu.foff + nf, sizeof(int)); cq__dev_zero(dev, w->cu.boff + nf, sizeof(int));
-    cq__world_pass_2d_f32(w, CQ__SPH_COUNT, &t);
-    cq__dev_scan(dev, w->cu.k + CQ__SPH_SCAN_TOP, w->cu.foff, w->cu.foff, n + 1, w->cu.stmp, NULL, 0, 0);
-    cq__dev_scan(dev, w->cu.k + CQ__SPH_SCAN_TOP, w->cu.boff, w->cu.boff, n + 1, w->cu.stmp, NULL, 0, 0);
-    cq__dev_copy(dev, w->cu.bad + 1, w->cu.foff + nf, sizeof(int)); cq__dev_copy(dev, w->cu.bad + 2, w->cu.boff + nf, sizeof(int));
-    if (sized || !w->cu.fnb || !w->cu.bnb) {
-        cq__dev_get(dev, tot, w->cu.bad, sizeof(int), sizeof tot);
-        if (dev->failed) { cq__dev_pop(dev); return -3; }
-        if (!cq__world_lists(w, (size_t)tot[0], (size_t)tot[1])) { cq__dev_pop(dev); return -2; }
-        dv = cq__world_dview_2d_f32(w, &s);
-    }
+    /* the lists in one pass (sph.j2 >>sph_fill), in the room the last steps made (fcap, bcap entries a
+       particle; at the first, cq__world_lists' least).  A particle whose lists need more raises
+       bad[1], bad[2] to their numbers, which come back with the failure word at the step's end, and
+       the step runs again with room (sized). */
+    if (!w->cu.fnb && !cq__world_lists(w, 0, 0)) { cq__dev_pop(dev); return -2; }
+    dv = cq__world_dview_2d_f32(w, &s);
+    cq__dev_zero(dev, w->cu.bad + 1, 2 * sizeof(int));
     cq__world_pass_2d_f32(w, CQ__SPH_FILL, &t);
     cq__world_pass_2d_f32(w, CQ__SPH_DENSITY, &t);
     w->stats.divergence_iterations = cq__world_solve_2d_f32(w, &t, 0, &w->stats.divergence_error);
@@ -20961,18 +20922,20 @@ static int cq__world_fluid_step_cuda_2d_f32(cq_world *w, float *grav, int sized)
     cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");   /* (no host copy:
                                                                                                  that would wait) */
     cq__world_pass_2d_f32(w, CQ__SPH_ADVECT, &t);
-    {   /* one read back: the failure word, the lists' sizes, the bodies' Fb and Gb (copied beside them) */
+    {   /* one read back: the failure word, the lists' needs, the bodies' Fb and Gb (copied beside them) */
         char *back = (char *)w->cu.bad + 4 * sizeof(int), *hb = (char *)w->cu.hback;
         const size_t fb = (nb - nw) * d * T, gb = (nb - nw) * d * d * T;
         cq__dev_copy(dev, back, (char *)w->cu.Fb + nw * d * T, fb); cq__dev_copy(dev, back + fb, (char *)w->cu.Gb + nw * d * d * T, gb);
         cq__dev_get(dev, hb, w->cu.bad, 0, w->cu.nback);
         if (dev->failed) { cq__dev_pop(dev); return -3; }
         memcpy(&bad, hb, sizeof bad); memcpy(tot, hb + sizeof(int), sizeof tot);
-        if ((size_t)tot[0] > w->cu.fnb_cap || (size_t)tot[1] > w->cu.bnb_cap) {   /* a list did not fit: again, with room */
-            cq__wlog(w, CQ_LOG_INFO, "cq_world_step: step %d: the neighbour lists outgrew their room (%d fluid, %d boundary "
-                     "entries): the fluid's step ran again with room for them", w->steps, tot[0], tot[1]);
+        if (tot[0] || tot[1]) {   /* a list did not fit: again, with room */
+            cq__wlog(w, CQ_LOG_INFO, "cq_world_step: step %d: the neighbour lists outgrew their room (a particle's: %d fluid, %d "
+                     "boundary entries, room for %d and %d): the fluid's step ran again with room for them", w->steps, tot[0], tot[1],
+                     w->cu.fk, w->cu.bk);
             cq__dev_pop(dev);
-            if (sized) return -3;   /* (cannot be: sized, the lists were made for these sizes) */
+            if (sized) return -3;   /* (cannot be: sized, the lists were made for these numbers) */
+            if (!cq__world_lists(w, tot[0], tot[1])) return -2;
             cq__world_fluid_restore(w);
             w->stats.divergence_iterations = dit; w->stats.density_iterations = pit;
             return cq__world_fluid_step_cuda_2d_f32(w, grav, 1);
@@ -20992,12 +20955,12 @@ static int cq__world_fluid_step_cuda_2d_f32(cq_world *w, float *grav, int sized)
    non-finite (the lowest slot's), -2 (out of memory) or -3 (the device failed).  The CPU: the sort,
    the particles moved into cell order, the lists in one pass (>>world_near), the passes.  CUDA: the
    same on the device (>>world_fluid_state), the same integers and sums in the same order: the sorts
-   (kernels.cu.j2 >>sph_sort), the lists' counts scanned into their offsets there, the lists filled
-   in the room the last steps made (a step whose lists outgrew it runs again, sized), the passes.
+   (kernels.cu.j2 >>sph_sort), the lists in one pass, in the room the last steps made (sph.j2
+   >>sph_fill; a step whose lists outgrew it runs again, sized), the passes.
    What crosses a step: the bodies' boundary particles up (the walls', the volumes and the objects
    once a prepare); back, each solve's state once a few iterations (>>sph_solver_check) and at the
-   end one copy: the failure word, the lists' two sizes, the bodies' boundary forces and their
-   derivatives. */
+   end one copy: the failure word, what the lists needed where they outgrew their room, the bodies'
+   boundary forces and their derivatives. */
 static int cq__world_fluid_step_2d_f32(cq_world *w)
 {
     cq__sph_f32 s;
@@ -21128,9 +21091,9 @@ static cq__sph_f64 cq__world_dview_2d_f64(const cq_world *w, const cq__sph_f64 *
     v.x = (double *)w->cu.x; v.v = (double *)w->cu.v; v.vt = (double *)w->cu.vt;
     v.rho = (double *)w->cu.rho; v.khat = (double *)w->cu.khat; v.g = (double *)w->cu.g; v.kappa = (double *)w->cu.kappa; v.err = (double *)w->cu.err;
     v.fstart = w->cu.fstart; v.bstart = w->cu.bstart; v.border = w->cu.border;
-    v.foff = w->cu.foff; v.boff = w->cu.boff; v.fnb = w->cu.fnb; v.bnb = w->cu.bnb; v.fgw = (double *)w->cu.fgw; v.bgw = (double *)w->cu.bgw;
+    v.foff = v.boff = NULL; v.fnb = w->cu.fnb; v.bnb = w->cu.bnb; v.fgw = (double *)w->cu.fgw; v.bgw = (double *)w->cu.bgw;
     v.fend = w->cu.fend; v.bend = w->cu.bend;
-    v.fcap = w->cu.fnb_cap > INT_MAX ? INT_MAX : (int)w->cu.fnb_cap; v.bcap = w->cu.bnb_cap > INT_MAX ? INT_MAX : (int)w->cu.bnb_cap;
+    v.fcap = w->cu.fk; v.bcap = w->cu.bk;
     v.xb = (double *)w->cu.xb; v.vb = (double *)w->cu.vb; v.Vb = (double *)w->cu.Vb; v.bobj = w->cu.bobj;
     v.Fb = (double *)w->cu.Fb; v.Gb = (double *)w->cu.Gb;
     return v;
@@ -21197,8 +21160,8 @@ static int cq__world_near_2d_f64(cq_world *w, cq__sph_f64 *s)
    chunks) on the world's backend.  t->s is the view of the backend's arrays. */
 static void cq__world_pass_2d_f64(cq_world *w, int pass, cq__wtask *t)
 {
-    static void (*const run[])(void *, int, int) = {NULL, NULL, cq__wr_density_2d_f64,   /* count, fill: the GPU's (the
-                                                                                         CPU's lists: >>world_near) */
+    static void (*const run[])(void *, int, int) = {NULL, cq__wr_density_2d_f64,   /* fill: the GPU's (the CPU's
+                                                                                   lists: >>world_near) */
         cq__wr_source_2d_f64, cq__wr_bforce_2d_f64, cq__wr_pressure_2d_f64, cq__wr_visc_2d_f64, cq__wr_advect_2d_f64,
         cq__wr_errsum_2d_f64};
     const int n = pass == CQ__SPH_BFORCE ? w->nb : (pass == CQ__SPH_ERRSUM ? (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK : w->nf);
@@ -21207,8 +21170,9 @@ static void cq__world_pass_2d_f64(cq_world *w, int pass, cq__wtask *t)
         const double *g = (const double *)t->grav;
         double g0 = g ? g[0] : 0, g1 = g ? g[1] : 0, g2 = g ? g[2] : 0;
         void *a[5];
-        int na = 2;
+        int na = 2, *need = w->cu.bad + 1;
         a[0] = (void *)&n; a[1] = (void *)t->s;
+        if (pass == CQ__SPH_FILL) a[na++] = &need;
         if (pass == CQ__SPH_SOURCE) a[na++] = &t->mode;
         if (pass == CQ__SPH_SOURCE || pass == CQ__SPH_BFORCE || pass == CQ__SPH_PRESSURE) a[na++] = &w->cu.sol;
         if (pass == CQ__SPH_VISC) { a[na++] = &g0; a[na++] = &g1; a[na++] = &g2; }
@@ -21303,7 +21267,7 @@ static void cq__world_dsort_2d_f64(cq_world *w, cq__sph_f64 *dv, void *p, int n,
 static int cq__world_fluid_step_cuda_2d_f64(cq_world *w, double *grav, int sized)
 {
     cq__cudev *dev = &w->cu.d;
-    const size_t T = w->tsize, d = 2, nf = (size_t)w->nf, nb = (size_t)w->nb, nw = (size_t)w->nwall;
+    const size_t T = w->tsize, d = 2, nb = (size_t)w->nb, nw = (size_t)w->nwall;
     const int n = w->nf, m = w->nb;
     cq__sph_f64 s = cq__world_sph_2d_f64(w), dv;
     cq__wtask t;
@@ -21342,22 +21306,13 @@ static int cq__world_fluid_step_cuda_2d_f64(cq_world *w, double *grav, int sized
     }
     cq__dev_zero(dev, (char *)w->cu.Fb + nw * d * T, (nb - nw) * d * T);   /* the bodies' alone (nothing reads the walls') */
     cq__dev_zero(dev, (char *)w->cu.Gb + nw * d * d * T, (nb - nw) * d * d * T);
-    /* the lists: counts (into foff[i], boff[i]; foff[nf] = boff[nf] = 0), scanned in place, their two
-       sizes copied beside the failure word (bad[1], bad[2]).  They come back with it at the step's
-       end: the lists are filled in the room the last steps made (fcap, bcap), and where they needed
-       more, the step runs again with it (sized).  Where there is no room yet, or sized, the sizes
-       come back first. */
-    cq__dev_zero(dev, w->cu.foff + nf, sizeof(int)); cq__dev_zero(dev, w->cu.boff + nf, sizeof(int));
-    cq__world_pass_2d_f64(w, CQ__SPH_COUNT, &t);
-    cq__dev_scan(dev, w->cu.k + CQ__SPH_SCAN_TOP, w->cu.foff, w->cu.foff, n + 1, w->cu.stmp, NULL, 0, 0);
-    cq__dev_scan(dev, w->cu.k + CQ__SPH_SCAN_TOP, w->cu.boff, w->cu.boff, n + 1, w->cu.stmp, NULL, 0, 0);
-    cq__dev_copy(dev, w->cu.bad + 1, w->cu.foff + nf, sizeof(int)); cq__dev_copy(dev, w->cu.bad + 2, w->cu.boff + nf, sizeof(int));
-    if (sized || !w->cu.fnb || !w->cu.bnb) {
-        cq__dev_get(dev, tot, w->cu.bad, sizeof(int), sizeof tot);
-        if (dev->failed) { cq__dev_pop(dev); return -3; }
-        if (!cq__world_lists(w, (size_t)tot[0], (size_t)tot[1])) { cq__dev_pop(dev); return -2; }
-        dv = cq__world_dview_2d_f64(w, &s);
-    }
+    /* the lists in one pass (sph.j2 >>sph_fill), in the room the last steps made (fcap, bcap entries a
+       particle; at the first, cq__world_lists' least).  A particle whose lists need more raises
+       bad[1], bad[2] to their numbers, which come back with the failure word at the step's end, and
+       the step runs again with room (sized). */
+    if (!w->cu.fnb && !cq__world_lists(w, 0, 0)) { cq__dev_pop(dev); return -2; }
+    dv = cq__world_dview_2d_f64(w, &s);
+    cq__dev_zero(dev, w->cu.bad + 1, 2 * sizeof(int));
     cq__world_pass_2d_f64(w, CQ__SPH_FILL, &t);
     cq__world_pass_2d_f64(w, CQ__SPH_DENSITY, &t);
     w->stats.divergence_iterations = cq__world_solve_2d_f64(w, &t, 0, &w->stats.divergence_error);
@@ -21368,18 +21323,20 @@ static int cq__world_fluid_step_cuda_2d_f64(cq_world *w, double *grav, int sized
     cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");   /* (no host copy:
                                                                                                  that would wait) */
     cq__world_pass_2d_f64(w, CQ__SPH_ADVECT, &t);
-    {   /* one read back: the failure word, the lists' sizes, the bodies' Fb and Gb (copied beside them) */
+    {   /* one read back: the failure word, the lists' needs, the bodies' Fb and Gb (copied beside them) */
         char *back = (char *)w->cu.bad + 4 * sizeof(int), *hb = (char *)w->cu.hback;
         const size_t fb = (nb - nw) * d * T, gb = (nb - nw) * d * d * T;
         cq__dev_copy(dev, back, (char *)w->cu.Fb + nw * d * T, fb); cq__dev_copy(dev, back + fb, (char *)w->cu.Gb + nw * d * d * T, gb);
         cq__dev_get(dev, hb, w->cu.bad, 0, w->cu.nback);
         if (dev->failed) { cq__dev_pop(dev); return -3; }
         memcpy(&bad, hb, sizeof bad); memcpy(tot, hb + sizeof(int), sizeof tot);
-        if ((size_t)tot[0] > w->cu.fnb_cap || (size_t)tot[1] > w->cu.bnb_cap) {   /* a list did not fit: again, with room */
-            cq__wlog(w, CQ_LOG_INFO, "cq_world_step: step %d: the neighbour lists outgrew their room (%d fluid, %d boundary "
-                     "entries): the fluid's step ran again with room for them", w->steps, tot[0], tot[1]);
+        if (tot[0] || tot[1]) {   /* a list did not fit: again, with room */
+            cq__wlog(w, CQ_LOG_INFO, "cq_world_step: step %d: the neighbour lists outgrew their room (a particle's: %d fluid, %d "
+                     "boundary entries, room for %d and %d): the fluid's step ran again with room for them", w->steps, tot[0], tot[1],
+                     w->cu.fk, w->cu.bk);
             cq__dev_pop(dev);
-            if (sized) return -3;   /* (cannot be: sized, the lists were made for these sizes) */
+            if (sized) return -3;   /* (cannot be: sized, the lists were made for these numbers) */
+            if (!cq__world_lists(w, tot[0], tot[1])) return -2;
             cq__world_fluid_restore(w);
             w->stats.divergence_iterations = dit; w->stats.density_iterations = pit;
             return cq__world_fluid_step_cuda_2d_f64(w, grav, 1);
@@ -21399,12 +21356,12 @@ static int cq__world_fluid_step_cuda_2d_f64(cq_world *w, double *grav, int sized
    non-finite (the lowest slot's), -2 (out of memory) or -3 (the device failed).  The CPU: the sort,
    the particles moved into cell order, the lists in one pass (>>world_near), the passes.  CUDA: the
    same on the device (>>world_fluid_state), the same integers and sums in the same order: the sorts
-   (kernels.cu.j2 >>sph_sort), the lists' counts scanned into their offsets there, the lists filled
-   in the room the last steps made (a step whose lists outgrew it runs again, sized), the passes.
+   (kernels.cu.j2 >>sph_sort), the lists in one pass, in the room the last steps made (sph.j2
+   >>sph_fill; a step whose lists outgrew it runs again, sized), the passes.
    What crosses a step: the bodies' boundary particles up (the walls', the volumes and the objects
    once a prepare); back, each solve's state once a few iterations (>>sph_solver_check) and at the
-   end one copy: the failure word, the lists' two sizes, the bodies' boundary forces and their
-   derivatives. */
+   end one copy: the failure word, what the lists needed where they outgrew their room, the bodies'
+   boundary forces and their derivatives. */
 static int cq__world_fluid_step_2d_f64(cq_world *w)
 {
     cq__sph_f64 s;
@@ -21535,9 +21492,9 @@ static cq__sph_f32 cq__world_dview_3d_f32(const cq_world *w, const cq__sph_f32 *
     v.x = (float *)w->cu.x; v.v = (float *)w->cu.v; v.vt = (float *)w->cu.vt;
     v.rho = (float *)w->cu.rho; v.khat = (float *)w->cu.khat; v.g = (float *)w->cu.g; v.kappa = (float *)w->cu.kappa; v.err = (float *)w->cu.err;
     v.fstart = w->cu.fstart; v.bstart = w->cu.bstart; v.border = w->cu.border;
-    v.foff = w->cu.foff; v.boff = w->cu.boff; v.fnb = w->cu.fnb; v.bnb = w->cu.bnb; v.fgw = (float *)w->cu.fgw; v.bgw = (float *)w->cu.bgw;
+    v.foff = v.boff = NULL; v.fnb = w->cu.fnb; v.bnb = w->cu.bnb; v.fgw = (float *)w->cu.fgw; v.bgw = (float *)w->cu.bgw;
     v.fend = w->cu.fend; v.bend = w->cu.bend;
-    v.fcap = w->cu.fnb_cap > INT_MAX ? INT_MAX : (int)w->cu.fnb_cap; v.bcap = w->cu.bnb_cap > INT_MAX ? INT_MAX : (int)w->cu.bnb_cap;
+    v.fcap = w->cu.fk; v.bcap = w->cu.bk;
     v.xb = (float *)w->cu.xb; v.vb = (float *)w->cu.vb; v.Vb = (float *)w->cu.Vb; v.bobj = w->cu.bobj;
     v.Fb = (float *)w->cu.Fb; v.Gb = (float *)w->cu.Gb;
     return v;
@@ -21604,8 +21561,8 @@ static int cq__world_near_3d_f32(cq_world *w, cq__sph_f32 *s)
    chunks) on the world's backend.  t->s is the view of the backend's arrays. */
 static void cq__world_pass_3d_f32(cq_world *w, int pass, cq__wtask *t)
 {
-    static void (*const run[])(void *, int, int) = {NULL, NULL, cq__wr_density_3d_f32,   /* count, fill: the GPU's (the
-                                                                                         CPU's lists: >>world_near) */
+    static void (*const run[])(void *, int, int) = {NULL, cq__wr_density_3d_f32,   /* fill: the GPU's (the CPU's
+                                                                                   lists: >>world_near) */
         cq__wr_source_3d_f32, cq__wr_bforce_3d_f32, cq__wr_pressure_3d_f32, cq__wr_visc_3d_f32, cq__wr_advect_3d_f32,
         cq__wr_errsum_3d_f32};
     const int n = pass == CQ__SPH_BFORCE ? w->nb : (pass == CQ__SPH_ERRSUM ? (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK : w->nf);
@@ -21614,8 +21571,9 @@ static void cq__world_pass_3d_f32(cq_world *w, int pass, cq__wtask *t)
         const float *g = (const float *)t->grav;
         float g0 = g ? g[0] : 0, g1 = g ? g[1] : 0, g2 = g ? g[2] : 0;
         void *a[5];
-        int na = 2;
+        int na = 2, *need = w->cu.bad + 1;
         a[0] = (void *)&n; a[1] = (void *)t->s;
+        if (pass == CQ__SPH_FILL) a[na++] = &need;
         if (pass == CQ__SPH_SOURCE) a[na++] = &t->mode;
         if (pass == CQ__SPH_SOURCE || pass == CQ__SPH_BFORCE || pass == CQ__SPH_PRESSURE) a[na++] = &w->cu.sol;
         if (pass == CQ__SPH_VISC) { a[na++] = &g0; a[na++] = &g1; a[na++] = &g2; }
@@ -21710,7 +21668,7 @@ static void cq__world_dsort_3d_f32(cq_world *w, cq__sph_f32 *dv, void *p, int n,
 static int cq__world_fluid_step_cuda_3d_f32(cq_world *w, float *grav, int sized)
 {
     cq__cudev *dev = &w->cu.d;
-    const size_t T = w->tsize, d = 3, nf = (size_t)w->nf, nb = (size_t)w->nb, nw = (size_t)w->nwall;
+    const size_t T = w->tsize, d = 3, nb = (size_t)w->nb, nw = (size_t)w->nwall;
     const int n = w->nf, m = w->nb;
     cq__sph_f32 s = cq__world_sph_3d_f32(w), dv;
     cq__wtask t;
@@ -21749,22 +21707,13 @@ static int cq__world_fluid_step_cuda_3d_f32(cq_world *w, float *grav, int sized)
     }
     cq__dev_zero(dev, (char *)w->cu.Fb + nw * d * T, (nb - nw) * d * T);   /* the bodies' alone (nothing reads the walls') */
     cq__dev_zero(dev, (char *)w->cu.Gb + nw * d * d * T, (nb - nw) * d * d * T);
-    /* the lists: counts (into foff[i], boff[i]; foff[nf] = boff[nf] = 0), scanned in place, their two
-       sizes copied beside the failure word (bad[1], bad[2]).  They come back with it at the step's
-       end: the lists are filled in the room the last steps made (fcap, bcap), and where they needed
-       more, the step runs again with it (sized).  Where there is no room yet, or sized, the sizes
-       come back first. */
-    cq__dev_zero(dev, w->cu.foff + nf, sizeof(int)); cq__dev_zero(dev, w->cu.boff + nf, sizeof(int));
-    cq__world_pass_3d_f32(w, CQ__SPH_COUNT, &t);
-    cq__dev_scan(dev, w->cu.k + CQ__SPH_SCAN_TOP, w->cu.foff, w->cu.foff, n + 1, w->cu.stmp, NULL, 0, 0);
-    cq__dev_scan(dev, w->cu.k + CQ__SPH_SCAN_TOP, w->cu.boff, w->cu.boff, n + 1, w->cu.stmp, NULL, 0, 0);
-    cq__dev_copy(dev, w->cu.bad + 1, w->cu.foff + nf, sizeof(int)); cq__dev_copy(dev, w->cu.bad + 2, w->cu.boff + nf, sizeof(int));
-    if (sized || !w->cu.fnb || !w->cu.bnb) {
-        cq__dev_get(dev, tot, w->cu.bad, sizeof(int), sizeof tot);
-        if (dev->failed) { cq__dev_pop(dev); return -3; }
-        if (!cq__world_lists(w, (size_t)tot[0], (size_t)tot[1])) { cq__dev_pop(dev); return -2; }
-        dv = cq__world_dview_3d_f32(w, &s);
-    }
+    /* the lists in one pass (sph.j2 >>sph_fill), in the room the last steps made (fcap, bcap entries a
+       particle; at the first, cq__world_lists' least).  A particle whose lists need more raises
+       bad[1], bad[2] to their numbers, which come back with the failure word at the step's end, and
+       the step runs again with room (sized). */
+    if (!w->cu.fnb && !cq__world_lists(w, 0, 0)) { cq__dev_pop(dev); return -2; }
+    dv = cq__world_dview_3d_f32(w, &s);
+    cq__dev_zero(dev, w->cu.bad + 1, 2 * sizeof(int));
     cq__world_pass_3d_f32(w, CQ__SPH_FILL, &t);
     cq__world_pass_3d_f32(w, CQ__SPH_DENSITY, &t);
     w->stats.divergence_iterations = cq__world_solve_3d_f32(w, &t, 0, &w->stats.divergence_error);
@@ -21775,18 +21724,20 @@ static int cq__world_fluid_step_cuda_3d_f32(cq_world *w, float *grav, int sized)
     cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");   /* (no host copy:
                                                                                                  that would wait) */
     cq__world_pass_3d_f32(w, CQ__SPH_ADVECT, &t);
-    {   /* one read back: the failure word, the lists' sizes, the bodies' Fb and Gb (copied beside them) */
+    {   /* one read back: the failure word, the lists' needs, the bodies' Fb and Gb (copied beside them) */
         char *back = (char *)w->cu.bad + 4 * sizeof(int), *hb = (char *)w->cu.hback;
         const size_t fb = (nb - nw) * d * T, gb = (nb - nw) * d * d * T;
         cq__dev_copy(dev, back, (char *)w->cu.Fb + nw * d * T, fb); cq__dev_copy(dev, back + fb, (char *)w->cu.Gb + nw * d * d * T, gb);
         cq__dev_get(dev, hb, w->cu.bad, 0, w->cu.nback);
         if (dev->failed) { cq__dev_pop(dev); return -3; }
         memcpy(&bad, hb, sizeof bad); memcpy(tot, hb + sizeof(int), sizeof tot);
-        if ((size_t)tot[0] > w->cu.fnb_cap || (size_t)tot[1] > w->cu.bnb_cap) {   /* a list did not fit: again, with room */
-            cq__wlog(w, CQ_LOG_INFO, "cq_world_step: step %d: the neighbour lists outgrew their room (%d fluid, %d boundary "
-                     "entries): the fluid's step ran again with room for them", w->steps, tot[0], tot[1]);
+        if (tot[0] || tot[1]) {   /* a list did not fit: again, with room */
+            cq__wlog(w, CQ_LOG_INFO, "cq_world_step: step %d: the neighbour lists outgrew their room (a particle's: %d fluid, %d "
+                     "boundary entries, room for %d and %d): the fluid's step ran again with room for them", w->steps, tot[0], tot[1],
+                     w->cu.fk, w->cu.bk);
             cq__dev_pop(dev);
-            if (sized) return -3;   /* (cannot be: sized, the lists were made for these sizes) */
+            if (sized) return -3;   /* (cannot be: sized, the lists were made for these numbers) */
+            if (!cq__world_lists(w, tot[0], tot[1])) return -2;
             cq__world_fluid_restore(w);
             w->stats.divergence_iterations = dit; w->stats.density_iterations = pit;
             return cq__world_fluid_step_cuda_3d_f32(w, grav, 1);
@@ -21806,12 +21757,12 @@ static int cq__world_fluid_step_cuda_3d_f32(cq_world *w, float *grav, int sized)
    non-finite (the lowest slot's), -2 (out of memory) or -3 (the device failed).  The CPU: the sort,
    the particles moved into cell order, the lists in one pass (>>world_near), the passes.  CUDA: the
    same on the device (>>world_fluid_state), the same integers and sums in the same order: the sorts
-   (kernels.cu.j2 >>sph_sort), the lists' counts scanned into their offsets there, the lists filled
-   in the room the last steps made (a step whose lists outgrew it runs again, sized), the passes.
+   (kernels.cu.j2 >>sph_sort), the lists in one pass, in the room the last steps made (sph.j2
+   >>sph_fill; a step whose lists outgrew it runs again, sized), the passes.
    What crosses a step: the bodies' boundary particles up (the walls', the volumes and the objects
    once a prepare); back, each solve's state once a few iterations (>>sph_solver_check) and at the
-   end one copy: the failure word, the lists' two sizes, the bodies' boundary forces and their
-   derivatives. */
+   end one copy: the failure word, what the lists needed where they outgrew their room, the bodies'
+   boundary forces and their derivatives. */
 static int cq__world_fluid_step_3d_f32(cq_world *w)
 {
     cq__sph_f32 s;
@@ -21942,9 +21893,9 @@ static cq__sph_f64 cq__world_dview_3d_f64(const cq_world *w, const cq__sph_f64 *
     v.x = (double *)w->cu.x; v.v = (double *)w->cu.v; v.vt = (double *)w->cu.vt;
     v.rho = (double *)w->cu.rho; v.khat = (double *)w->cu.khat; v.g = (double *)w->cu.g; v.kappa = (double *)w->cu.kappa; v.err = (double *)w->cu.err;
     v.fstart = w->cu.fstart; v.bstart = w->cu.bstart; v.border = w->cu.border;
-    v.foff = w->cu.foff; v.boff = w->cu.boff; v.fnb = w->cu.fnb; v.bnb = w->cu.bnb; v.fgw = (double *)w->cu.fgw; v.bgw = (double *)w->cu.bgw;
+    v.foff = v.boff = NULL; v.fnb = w->cu.fnb; v.bnb = w->cu.bnb; v.fgw = (double *)w->cu.fgw; v.bgw = (double *)w->cu.bgw;
     v.fend = w->cu.fend; v.bend = w->cu.bend;
-    v.fcap = w->cu.fnb_cap > INT_MAX ? INT_MAX : (int)w->cu.fnb_cap; v.bcap = w->cu.bnb_cap > INT_MAX ? INT_MAX : (int)w->cu.bnb_cap;
+    v.fcap = w->cu.fk; v.bcap = w->cu.bk;
     v.xb = (double *)w->cu.xb; v.vb = (double *)w->cu.vb; v.Vb = (double *)w->cu.Vb; v.bobj = w->cu.bobj;
     v.Fb = (double *)w->cu.Fb; v.Gb = (double *)w->cu.Gb;
     return v;
@@ -22011,8 +21962,8 @@ static int cq__world_near_3d_f64(cq_world *w, cq__sph_f64 *s)
    chunks) on the world's backend.  t->s is the view of the backend's arrays. */
 static void cq__world_pass_3d_f64(cq_world *w, int pass, cq__wtask *t)
 {
-    static void (*const run[])(void *, int, int) = {NULL, NULL, cq__wr_density_3d_f64,   /* count, fill: the GPU's (the
-                                                                                         CPU's lists: >>world_near) */
+    static void (*const run[])(void *, int, int) = {NULL, cq__wr_density_3d_f64,   /* fill: the GPU's (the CPU's
+                                                                                   lists: >>world_near) */
         cq__wr_source_3d_f64, cq__wr_bforce_3d_f64, cq__wr_pressure_3d_f64, cq__wr_visc_3d_f64, cq__wr_advect_3d_f64,
         cq__wr_errsum_3d_f64};
     const int n = pass == CQ__SPH_BFORCE ? w->nb : (pass == CQ__SPH_ERRSUM ? (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK : w->nf);
@@ -22021,8 +21972,9 @@ static void cq__world_pass_3d_f64(cq_world *w, int pass, cq__wtask *t)
         const double *g = (const double *)t->grav;
         double g0 = g ? g[0] : 0, g1 = g ? g[1] : 0, g2 = g ? g[2] : 0;
         void *a[5];
-        int na = 2;
+        int na = 2, *need = w->cu.bad + 1;
         a[0] = (void *)&n; a[1] = (void *)t->s;
+        if (pass == CQ__SPH_FILL) a[na++] = &need;
         if (pass == CQ__SPH_SOURCE) a[na++] = &t->mode;
         if (pass == CQ__SPH_SOURCE || pass == CQ__SPH_BFORCE || pass == CQ__SPH_PRESSURE) a[na++] = &w->cu.sol;
         if (pass == CQ__SPH_VISC) { a[na++] = &g0; a[na++] = &g1; a[na++] = &g2; }
@@ -22117,7 +22069,7 @@ static void cq__world_dsort_3d_f64(cq_world *w, cq__sph_f64 *dv, void *p, int n,
 static int cq__world_fluid_step_cuda_3d_f64(cq_world *w, double *grav, int sized)
 {
     cq__cudev *dev = &w->cu.d;
-    const size_t T = w->tsize, d = 3, nf = (size_t)w->nf, nb = (size_t)w->nb, nw = (size_t)w->nwall;
+    const size_t T = w->tsize, d = 3, nb = (size_t)w->nb, nw = (size_t)w->nwall;
     const int n = w->nf, m = w->nb;
     cq__sph_f64 s = cq__world_sph_3d_f64(w), dv;
     cq__wtask t;
@@ -22156,22 +22108,13 @@ static int cq__world_fluid_step_cuda_3d_f64(cq_world *w, double *grav, int sized
     }
     cq__dev_zero(dev, (char *)w->cu.Fb + nw * d * T, (nb - nw) * d * T);   /* the bodies' alone (nothing reads the walls') */
     cq__dev_zero(dev, (char *)w->cu.Gb + nw * d * d * T, (nb - nw) * d * d * T);
-    /* the lists: counts (into foff[i], boff[i]; foff[nf] = boff[nf] = 0), scanned in place, their two
-       sizes copied beside the failure word (bad[1], bad[2]).  They come back with it at the step's
-       end: the lists are filled in the room the last steps made (fcap, bcap), and where they needed
-       more, the step runs again with it (sized).  Where there is no room yet, or sized, the sizes
-       come back first. */
-    cq__dev_zero(dev, w->cu.foff + nf, sizeof(int)); cq__dev_zero(dev, w->cu.boff + nf, sizeof(int));
-    cq__world_pass_3d_f64(w, CQ__SPH_COUNT, &t);
-    cq__dev_scan(dev, w->cu.k + CQ__SPH_SCAN_TOP, w->cu.foff, w->cu.foff, n + 1, w->cu.stmp, NULL, 0, 0);
-    cq__dev_scan(dev, w->cu.k + CQ__SPH_SCAN_TOP, w->cu.boff, w->cu.boff, n + 1, w->cu.stmp, NULL, 0, 0);
-    cq__dev_copy(dev, w->cu.bad + 1, w->cu.foff + nf, sizeof(int)); cq__dev_copy(dev, w->cu.bad + 2, w->cu.boff + nf, sizeof(int));
-    if (sized || !w->cu.fnb || !w->cu.bnb) {
-        cq__dev_get(dev, tot, w->cu.bad, sizeof(int), sizeof tot);
-        if (dev->failed) { cq__dev_pop(dev); return -3; }
-        if (!cq__world_lists(w, (size_t)tot[0], (size_t)tot[1])) { cq__dev_pop(dev); return -2; }
-        dv = cq__world_dview_3d_f64(w, &s);
-    }
+    /* the lists in one pass (sph.j2 >>sph_fill), in the room the last steps made (fcap, bcap entries a
+       particle; at the first, cq__world_lists' least).  A particle whose lists need more raises
+       bad[1], bad[2] to their numbers, which come back with the failure word at the step's end, and
+       the step runs again with room (sized). */
+    if (!w->cu.fnb && !cq__world_lists(w, 0, 0)) { cq__dev_pop(dev); return -2; }
+    dv = cq__world_dview_3d_f64(w, &s);
+    cq__dev_zero(dev, w->cu.bad + 1, 2 * sizeof(int));
     cq__world_pass_3d_f64(w, CQ__SPH_FILL, &t);
     cq__world_pass_3d_f64(w, CQ__SPH_DENSITY, &t);
     w->stats.divergence_iterations = cq__world_solve_3d_f64(w, &t, 0, &w->stats.divergence_error);
@@ -22182,18 +22125,20 @@ static int cq__world_fluid_step_cuda_3d_f64(cq_world *w, double *grav, int sized
     cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");   /* (no host copy:
                                                                                                  that would wait) */
     cq__world_pass_3d_f64(w, CQ__SPH_ADVECT, &t);
-    {   /* one read back: the failure word, the lists' sizes, the bodies' Fb and Gb (copied beside them) */
+    {   /* one read back: the failure word, the lists' needs, the bodies' Fb and Gb (copied beside them) */
         char *back = (char *)w->cu.bad + 4 * sizeof(int), *hb = (char *)w->cu.hback;
         const size_t fb = (nb - nw) * d * T, gb = (nb - nw) * d * d * T;
         cq__dev_copy(dev, back, (char *)w->cu.Fb + nw * d * T, fb); cq__dev_copy(dev, back + fb, (char *)w->cu.Gb + nw * d * d * T, gb);
         cq__dev_get(dev, hb, w->cu.bad, 0, w->cu.nback);
         if (dev->failed) { cq__dev_pop(dev); return -3; }
         memcpy(&bad, hb, sizeof bad); memcpy(tot, hb + sizeof(int), sizeof tot);
-        if ((size_t)tot[0] > w->cu.fnb_cap || (size_t)tot[1] > w->cu.bnb_cap) {   /* a list did not fit: again, with room */
-            cq__wlog(w, CQ_LOG_INFO, "cq_world_step: step %d: the neighbour lists outgrew their room (%d fluid, %d boundary "
-                     "entries): the fluid's step ran again with room for them", w->steps, tot[0], tot[1]);
+        if (tot[0] || tot[1]) {   /* a list did not fit: again, with room */
+            cq__wlog(w, CQ_LOG_INFO, "cq_world_step: step %d: the neighbour lists outgrew their room (a particle's: %d fluid, %d "
+                     "boundary entries, room for %d and %d): the fluid's step ran again with room for them", w->steps, tot[0], tot[1],
+                     w->cu.fk, w->cu.bk);
             cq__dev_pop(dev);
-            if (sized) return -3;   /* (cannot be: sized, the lists were made for these sizes) */
+            if (sized) return -3;   /* (cannot be: sized, the lists were made for these numbers) */
+            if (!cq__world_lists(w, tot[0], tot[1])) return -2;
             cq__world_fluid_restore(w);
             w->stats.divergence_iterations = dit; w->stats.density_iterations = pit;
             return cq__world_fluid_step_cuda_3d_f64(w, grav, 1);
@@ -22213,12 +22158,12 @@ static int cq__world_fluid_step_cuda_3d_f64(cq_world *w, double *grav, int sized
    non-finite (the lowest slot's), -2 (out of memory) or -3 (the device failed).  The CPU: the sort,
    the particles moved into cell order, the lists in one pass (>>world_near), the passes.  CUDA: the
    same on the device (>>world_fluid_state), the same integers and sums in the same order: the sorts
-   (kernels.cu.j2 >>sph_sort), the lists' counts scanned into their offsets there, the lists filled
-   in the room the last steps made (a step whose lists outgrew it runs again, sized), the passes.
+   (kernels.cu.j2 >>sph_sort), the lists in one pass, in the room the last steps made (sph.j2
+   >>sph_fill; a step whose lists outgrew it runs again, sized), the passes.
    What crosses a step: the bodies' boundary particles up (the walls', the volumes and the objects
    once a prepare); back, each solve's state once a few iterations (>>sph_solver_check) and at the
-   end one copy: the failure word, the lists' two sizes, the bodies' boundary forces and their
-   derivatives. */
+   end one copy: the failure word, what the lists needed where they outgrew their room, the bodies'
+   boundary forces and their derivatives. */
 static int cq__world_fluid_step_3d_f64(cq_world *w)
 {
     cq__sph_f64 s;
@@ -23479,7 +23424,7 @@ cq_result cq_world_control_grad_feedback(const cq_world *w, const double *dL_dst
 #if CQ__HAS_CUDA
 /* ---- BEGIN GENERATED: embedded PTX (base64 rows; the readable code ends above) from templates/ptx.j2.
    DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
-/* PTX module 2d_f32: sha256 67e1fdd33a7d22e72896b5d13ebb2fac7ea11d5aafe43634134e0e82d636e43b, nvrtc 12.0, PTX ISA 8.0, 521416 bytes, fnv1a 0x4f446e63, lz 140311 bytes */
+/* PTX module 2d_f32: sha256 d7d2177a5ffc05148ed68aa351e99bb4685f5cd09237908e7d7aa60779129382, nvrtc 12.0, PTX ISA 8.0, 509838 bytes, fnv1a 0x29d5a61a, lz 137481 bytes */
 static const char cq__ptx_2d_f32_lz[][CQ__PTX_ROW + 1] = {
 "8hkvLwovLyBHZW5lcmF0ZWQgYnkgTlZJRElBIE5WVk0gQ29tcGlsZXIKKAAEDwDxByBCdWlsZCBJRDogQ0wtMzE5NjgwMjQi",
 "AFF1ZGEgYycA8A1hdGlvbiB0b29scywgcmVsZWFzZSAxMi4wLCBWBwAwLjc2MgCCQmFzZWQgb25xAFA3LjAuMW4AYAoudmVy",
@@ -25052,387 +24997,348 @@ static const char cq__ptx_2d_f32_lz[][CQ__PTX_ROW + 1] = {
 "ATyqDNQAA68AA0MwDNQAArUABJ0ABPBYCI0JB+IeAGwGA+FKCtBGEzdj6QmlWQFZAg+kWQMGcGwDQA8LdDADmDAB1KcInNgC",
 "3DIGSkIDFwABxQAGsusD4H0O6AMEJMMECgMEGAABgwEDvbAB0AQOlDACkzAPMpQDBQFtDRyBBuB9DwUBAQKGDwMFJw8FAQAD",
 "KAUAkgAIBQEBygEG5XwEFwAB6AEDEL4AIwAC6n0OBQEErEcNWTkD8QoC7QQPC6IEBFs5D398BAmZEAc2AgC+MQe4IAZAag+4",
-"IAADq1EJoxAcMaQQB7sgALEQD2IZB49zcGhfY291bh0yEQ8sAAQPXhkADyoABA9cGQAMZYgPOgALbzFbMzIwXfMWAhg2yxYC",
-"sQE/PDEw/DgAKDE3mR8D7AUgPDaHHw/gFgAAtU0BqhMP0wAMBKcTBaocLzUs0AARC2guD3geBQGWTQ+bLgMPeh4MAToAAlkA",
-"EXJqpg99HgYfOX4eAiA4X2BKA3MABNwAAwgLD9EXAgSREDQrMTAtCA+LHAgExi0J4g8CxQ8P4A8BBWqSDRkeA5wLDzdqAQIa",
-"AAYWLQfPFQl1CiIxK6BLDzYrBgXXDwUcCgEcAAUJUglVAAQrHhMr3cUGjaUBQQQBqgUF9j0LV9EFEEwBHQAKN88C4wUCyEcO",
-"rPoHbJEF/hUHPvMFFAACWjkBbRMN0BUCrJwNCgME3R4DuNYLfgAClQQABQAE+l8KbAADXQIKqAQDagAIsiUDZZ0C5BAEwwQC",
-"wJ4MYgEEfS4iMSsuSg+1KwYDMmII1sMARQEDFgcKnQEDB5wCKwcPnwEEBgkHD6ABAAJhBgWSYwYiAQGJAwMj7Q2PYwIomQ10",
-"AQWaAgIm/QtSAATjEwMT+wv0AQVxMgomEgNqAAl0AQTBMgp0AQPmkAoPBQTLByIrODi/CpIAAY0AACQAC9kEAenADIUCAlAP",
-"Apm9DbcPEzhU6AmoAAIxAACvAAECEwWdACJ2MlUAEHujGAOqGARrtwSwAg88HAMCqgQCQAIPsBcLBXcoA40AAStOArACBlOT",
-"Bgp9A2EDBDr0CGuHAjkAAfPiBFljDlYdBIE7A74ACHoAAZEAAVsADx4IAAIhBQIjAAIXrwB7AAWHAQHmhwF3AAPhIw8RHQAP",
-"vgUQA6IYCYUBCtoSAt4VBk0CC8HvA8UVAhUOCpIGAuUBA0UzAegFCwAJBaAWAFoBCK1kAuGIAhrjBLRWDM4GBuPnCPQzAdAA",
-"BDsCC7duApPJBbcBD/QzAwKzBgAqAA2wGgPwFAIyAQ+wGgIFqTICIAsIewACRwIDzwEFGCQEHgAC7QEDJQAPmQADAzsAD/Gh",
-"AQOuEgKZAA8RGgMFpfoG7AMGOggC9AACrwEDSQYLZ2AEbwEIuGYDvwEGNwAPEAwABN4yBBEMCvoKAlYsCksEAucABIYADGYG",
-"AjdXD6o1BQSKTgj3cgNrGg+uGgYDAQMPLxEDBFSvDHYGAhsGBSgNCsqsCcPYDAq4DmQABECtDtwGAV8IAtwGCEhaAh4ACcQM",
-"AgYABseBE2UmAAIQiwMsAARhXwywBgDjBg32BAR1nBM5FQUJtwQC8wEABwAJZwYQMdwHCSkAA80BD4v1AwGAAQQVDg76XwTt",
-"AQ5bGARYVAJWGggFuwLuBwHzAAhAGAMeAAIRCAKSNAyXzw5mAARDDwOsdQlsuwWZAQ/4uwEB+QEDx74CBgAIix8EmQEBJQID",
-"uLgDAAEKdXkhOF875g2ZAQMYBg+ZARoAAQgPmQEDBZcFB5kBAsccB7/2Ck8vD5kBBwTzUwO9dggzAQZjCwFrAwzmtgEZAAEk",
-"AAKP2g+sGQoEEVcAuLQKZwACWBYCrRkIhxQDHgACLQoCJAACjAAItgYDmgEEIc4HmgEKMvcAAQEHifcGtwsCdQYPmgEaAQT2",
-"D5oBAwf5DwByAQqsmwLlUwcU0wQXAAjLBQM/EgqA9AMjIgMXOwDdAA/qBQIGegABtu4PDjoEAUaJDHIFA5kfD8ENAAO/FQIg",
-"AA9cGQIEFloGJWIDGAACqgsBmgEAuAAL2QECkQMCuzcMycgOZAAE01MNcgUD+NsBBQAAPAgLZgABoAIDJAACBgAIhw8EPwIC",
-"PwABLAAEPwINxgYPcgUBA+EHDz8CGwNODQvhAARAXQ0hBQNGNAGiAA5JwQNjvQItBgyZxA75HAMYDwQyjQhnAAIEAQFIAAje",
-"OQMeAAITHQIfAAIGAAZ3CwZIAQJPOQU/HQ7nWBM451gMSAED3SIPSAEaALYcDuIAA/8HHjfQBAOnzgGdAA4CCAL1FwNB3Q8C",
-"CA4BSugBZwAN0AQCBxgCJAEOAwgCBhgDUN0CBgAPAwgAA5IcCAMICov2AAABB+P2C3GPD0kBHAC6HQ4yHQOyBxM3MpoH4gAD",
-"ts8BowAOswcCahgDUt0PswcOANwXA2cADPkCAnwYAk4ADrMHAnsYA43cAgYAD7MHAANS7QizBwvSWBM4rWgLSQEDsfMPSQEa",
-"AQ1ZDxkGAAO4aA21EQN8BgIlAAMzDQt1YgDMBQljAATZ9AuWDwjJGAYlDAPHJwNCDQOgCwtNWwKBswf4Dw/sEQAAnxkIpBMI",
-"pQEGJQgEpRsKOwAPiRMGDBHeD+wRAAPp3Q+MEwQCsgMCzroLWgEBqwwBBUAD9AAMzgUABgYO+Q8E1gMPZhMFAaoBA9CPBI0a",
-"CGQRAB0AA3EADLELAnEACLoBAzEAA08RB4IBAOOjDEcBAI8eCG4TCLFKBk8TDHLcAkAbAWMBAbsbD2MBAQGtBQHGGQ9jAQAC",
-"bBwB6RoMDAEBvgAAIAAMDg4AhV4MFAAC7B8RMXheDXD1APQAAcwEDI8BBJCPD4ETBAISKQKFIQLwHA1yAAGfBABxAA3fEgLn",
-"pwiPAQIxAAMWYwePAQMeBQoiEgZpFw+KEwID4hUElwMNtfMA2RcNfRUCSx8BiQAPYRMHA0sMFDG93ASrAg+CAQEP+SwDATUA",
-"HzKqNAoDKyYMdRMDIBAAuQIPdRMBAskUBW0UCZ6RAhsAAT0QBWOTDVUBBgATDXcTAg4gAVwAD3cTAAIFBQMkAAIIPAd4EwBG",
-"BAR4EwTHKQsYAQV5ABUy3oUPvyoHBN1DC0QABa0CEjGuAg/hKgsEPC0K5gMPvhMDAZP1B+EBAkElEjEXwwq/EwI/KgMhAAKh",
-"LAsIFwEbAAAhAAzAEwNZkwHGEwEQIgAnFwwsBgApBA3BEwSgDAL3FgwuBwNlcQMCAgSYIAqFKwLeEwAqAAwoEwNULQOSAg8z",
-"SQIKRHcJewABPQAEGAINnz4CLxECJQABRwYOmQADIwAPYrIBAosSA5kAD3ofAgW9dwKKCgqcBwITKwK+ZgF/BQBvAQynBgJv",
-"AQjBEwIcEwc3AAjBEwK1ZgEkAA/BEwACaQgAJAANswUBwQEFhgAMvAYAXQUPHQEBAosADxKqAQKkHAMvAw+gaQIBqWwB7QIC",
-"16MNXQADMAIPHxQABJJ3D60OAASSdwNkAw+vDgIEu+UCTEMISQcGIAwPfNcAA2HlASQAAAYAD9cKCwS45QR1QghnAAYgDAHL",
-"dgpnAAIodwIkAAMGAA8gDAACxyMDLAADtgEMVAcA5AwNpAUCdywBIgYN1woCPmYBBwAK/hsAkQgJKQADLwIPIxQCAh8JAGUB",
-"A/oGHDT6BgJPAg8SAgAE3hoENfINYC4C1wQEkbcJHioCcCkBBJsPfC4PDvkoBGwtDGYeA2rZAW4BDusMA//mASQAAAYADxQC",
-"CwQF5x40Ex0C7soCTgAO6wwIBOcDBgAP6wwAAvolAiwABBQCCktzIThfy0INFAIDQwwPFAIaABYJDxQCAw+eFAACoSsAFAID",
-"nhQcNZ0TDxQCBQWyCAOPMA4UAgOQGwP6FA9+LwAE8BIJFAID1D0DFAIPfSoCBFLoAoAvCK0BB3sgDhgVA0XoAo0BDxgVDgCX",
-"dwJlAA0UAgJAzALlKg4YFQNN6AEkAAIGAAEb6AsUAgLACwIsAASQHgxhDgAkCw0UAgLALA8UAhscNZwOBhQCCRgVEDVjDggY",
-"FQIJDwVCzwXbDgI/AAPhAQ8YFQAC7SwBKAADuwYfNUEHAw42AgPDAA/3MwADRGsDjDIHKz86OF81uhMFpAINku0KbAACygYP",
-"124BA9QuACIAD9QuBASiAg/KBgIAhMwAeQAC1i4IOwIGehUPVdoAA6XnASQAAAYAD6ICDASoLg7KBgP43AFIAA57FQNsdQEk",
-"AAMGAA97FQADrOEBLAAEogINgAgPMxQBAj8PD6ICHAozFAXBAQae7A95BgMCZA4BKAAMwwEE6S8P4S4BCXkGAaIODl4BBDcu",
-"DHkGAz3cAR0BDvYVApfPAiQAAAYAD8MBCwFGJwFlAA3DAQM10AFIAA72FQM66gIfAAIGAA/2FQACXhMCLAAEwwEMcA8A4hEO",
-"wwEGpwEPwwEXCq0UBcMBC0rNDsMBA0cEA4QGD6QwAAAiAA+kMAQEwwEPKAYCAAQoAV4BDCgGAzzfAR0BDlAKA83rAjwBD1AK",
-"DgUXdA4oBgJu0gKeAQ5QCgTfcgElAAMGAA9RCgADxxMCLQAExQEMPggAJA0OxQEPPgggEDbRDg/FAQAEgvIIJvAPE3YAASkA",
-"DcYBBCowD8YBAAOfKAPGAQ/MTQQEgngMHdwDcnMCOiAPXtMABBNzAycAAAcADz4gDARfJBM1g/IJbQAGCgoPyOkCBKLsAhUu",
-"BAcADw8KAAM+2QIwAAQ8Ugx3CQAWFA3SAQM+EA/SARsLRC0D/AcFYgcLhhAHHgAA4gcPgwcDAWUABLoADIkQABIYB38AAGQt",
-"DkwTAMoADxcXAAJOdgRGEQRiAA0dKQdbMACvEwkHFASqAAZREwXWVQ83WAICEQ8CrBYI8DYCPgYPZXYBAj0GBDkAAe4CBfEu",
-"ATEDASoDAkejAmrmDp4ABQ4mFTLUOQ+eAAIDpTUNiAEC/gQFC3cPhAAEAX0wAt0VBzABADUOD/YuCE9maWxs9S4UDisAD/Qu",
-"BA4pAA/zLhQPOQAGD/IuCQ9BowEfOPIuARc5HC8GZE4fNTHPBAHkKQ/SAA8E9BUIgy0PzwAPC/gRAe8FD89CAgGNJw/QQgMB",
-"6AQP0UIJBAQqAi4WBkUoDKhcAAUAAerYDZosIDlfygYP9y4CD+kCAgZNKg+HAwsDcbwPTioFBusyDhAvBQLZD3ooAg9cyAEC",
-"wQMEcwAJ7xUOaCoVMicrCxQHAOIFACMAAp4oDHwHAn4AAwcAAcc2Bx81AIQSA8gVChwSEjn9TQ/URgMPMAQQBSbKC84EBGGQ",
-"Ds4ED3xdAA4NAQX+FhIyQRcPDQEABfKtD1EVAALieASQKQC22ASOBBE5+0EA5AUK0ggBW7+ICWJyYS51bml9AgfKBAJVwA8D",
-"RwMDKwEEVDwPkUQID+8rAwXOLQ+2AgsFiMoPKBUCAm0DD6AWAAJbBgM9AA8UjwMB3HgBohYFhTwI+gIDvioP+kICASYqAjsA",
-"BsUIAzkAAw8YAwAED3IZAwXQMBUy3jsPfnIIA/gXC0QAD68CFAR9RQ/CFwQEHwAPIgEDBUWcBYQ8CCIBAk4VD3mkBAVEnAe0",
-"CwM5AAJwBAT7Rw9QGgMFdB8PDS4LBczKDx4CAgKdCw96EAAEIhcP8SUFBCdbCUgcA+gGBicfD7MzBQTrFAwTJgNX8gIhjASZ",
-"5A+5MxQDcuUBOgAFEiAKzR4C7xIBPDsPMCABAR0ADz8cAAHGAQMGpwkXGQ/eHgEDAC8D3RYK6A4CKsEN2wQFBCEPViACAk8g",
-"AAUABBB9CmwAA7ciCkYXA2oACXILAS4AA5wdBr8ECUgyBCgBBWYBD7wzBAC7EAHAAQ2hDAKwEQTkIwuiAQI6KwEbAAQUVQyi",
-"AQO2Iw+iAQMBhQ4BkQsLJAEBjQIGzwYMxwUCZEINSgkFdwEPPiABARoDAVgABBGGCPcBIyVyLiMKLSQEawAJeAECyQgMeAEB",
-"jDwOOCAGWjIPOCABAzQFBBtDAMgrCrMNEzmvFQ9rDQEERIsPOCADA6sEBOvnDzggAQHDGA+MBAEAVxkDjAQPrTMKAzQEDDUO",
-"A7QgAKECDzggAQMXKwAfAA2uMwLbCAE1pwg6PQtVAQbqAQ2vMwPwGgTMYwtvAQggJQMuHwewMwCADgR5AArACQd2Gg+kBRED",
-"5xUP8x8BBQgHCPMfEjmUPAicAQNDAQ9NCwAGWrsB4AEP5gAABZ8sDbMzAF8BBYC7A3ECDCwKAG0FDvMfA6kCA8QxDFofA1sP",
-"AQYAD2JOAwKWGwEqAA3pSgjzHwG7QQ1cBwTxCwINSgl7AAjTAQ3pCwObaQMlAA/FSgMDtgAP0wsAAzYaA5kAD+qPAwm1SQui",
-"CgYivANrmA5BMQRvAQnzHwGSAAc3AAm0MwLLAAF2yg55GwPC2A+YOgACZBEFhgAMXgYPwZEFAzYAD1EIAAMWAQ9/EwADeBME",
-"7BgPcAYCBO0IDE1oAx8ABG4rDI0GAkMoAjcGDosbBD8oBAYAD7MfDATlBA0hsAQhAAU9LQ3THwLOHwJnGw4iFARkJwcGAAW1",
-"KAdeMgIEGQIRLwOXAQ3pBgIdAgsBBALlCQIagw//MQMTOeONDeILBDsAD34aAwSgGgxrFQLUDg+QkAIDdgwCIQABcwUOMhIR",
-"NRHUAX0CB/IEDFIeAtAAAQcAClkHAM04CCADAuwTDyADBAR7KAAlAAxhHAQEAw/IIAIE7SYGwycLUjIEJQMPYSIGD1LkAwBV",
-"EwNnAg3KKQJjIgKwKQ5RGwPC+QIlAAwP7A5oAAQVBw65qgMiAAA/Ig/QAgMCdpkEiyIO4x4C8SADFiEBJQABkUMK0AICMU4C",
-"LAAEtzIKfB4ZOVUxBvJUBvkBBdACC/EyIDlfoDUO0AIDEh4O0AICUwYDkhsN0AIPARoOA9ACDAM6A0OUBEECD+oCAAMcFQHV",
-"BQe8AA/rAhQBKzIJ6wICcQAP6wIFA4EpCBRsDesCD58hAAMWBwA/AARvAQyQEw/rAgQES5oP6wIDBAYOAIMCDUUhA8giAQYA",
-"D/MiDw9aIwwFPwYDjzEOIgAFsDEN7AIIsCEORAYCZpkDJQACBgAFoAwH7AICxh4BLAAE7AIKxh4TObSKDOwCAm4ICuwCDIIJ",
-"AuoxDewCAukSDuwCBgkbD+wCAQLTBQTsAQnvFwMUEAIhAAD3AwlSGQEeAAVCAg8IGAABkewAKQAJwwIP1wUVBsSKDbMCBz4i",
-"AIoCCz4iA//EDesJBxYGFzGDbQZWNwMkCgMZBgB5AQ+MCQIGegAPVjcCBy4bDBQJA94ZD/1OAQkiKQHWCw4bIASQCAvLVQRk",
-"EQThBQwVCQTi/gGtAg+m/AAI5/IABgAP/yEMBMQDDTFWBYgAD1sDBgRU/wIJIg7lAwJFmAOPIgIGAA/DMwECPCIBLAAEqQEN",
-"rwoHIiIGXAMCDwUKXAMMUgkCmDEN2BMPSAYEA22SA50bDFwDBUgbD1wDAAhIBgFeKg9KGwwP8QEND4gBDQe3Agy/KQ+CAwUf",
-"M1E3AgC7IwMBAgywCAOP/gNqAg88BQACGQAC/wEPCycOAMgiA2kADZ04AvAiA0oCD3PzAALdlwMWIwY1IwxKAgL/IAmSCAwo",
-"CwH2HQ2wGgIMCglKAgtfoCA5X24sD0oCAA+mBQQDkJED6x4NSgIDGQQPkDsBCKYFBZD1BfYEAygQBJ9EDmUCEzenBQzXdQ9l",
-"AiwMvgUPZQIFAcwwDvwBBZWIDioIAlkkA2YCHjnPJgLMmAOrJA/PJg4AayMDagANujkCkyMEZgIOgQsCe5cDuSMCBgAP0iYA",
-"AqY+AiwABMReDPgKAHNSDmYCD/gKAAutNyA5XxARDmYCAjCRDmYCBC6RAm4GDGYCAgmRASUADTkAAukEAyEADE4KAi8+BvQG",
-"D2YCAAGJTwAqAA9mAjkfNDkLFR80ZD0CBT9JBAbVCXkjAjAjA2cCDvUMBbWXA1gjD3YnDgEpHwRvAAw7BQQ1JAJsAgIlHwxw",
-"AAL4AgReJAMHAA+AJwADyLYCMAAEcgIMwQsI+i0GcgICGhQKcgIMuAoBBCsOcgIEuQoMOQIC6QYDL5MNcgIC7wQAJQANOQAD",
-"yBoCIQAATQYI6QEDggUAcgIKA1MGcgIB3WoAKgAJCQIMRkMPMgIGDdEuBuokD/84BgSkCgTkNw1nHwe8OwBOCg8kJQMIa0UH",
-"vDsDWxUCaAAPyDgDACgWD5gNAgmBGwaCAAGiLQ3JTQRjIA/eOwAEbyYCsRsCBEkNshsFuB8NsxsCjR8DMkUBkx8PcU8DAwUD",
-"AxdiDbgbAx8ABWQQDGg5Adx+DMwYDxQAAQOMBwQJPQxGCgFUJg1fGAT4yg8VPAUBogEC/xQC1VcNcgAB9BQAcQAMfQoCcQAJ",
-"nwICMQANThoEey4LugEFmwAPyBsEBaYfDp0LA3OYA+eYAqcfCLsBAqZPA7sBBNJvDbsBBN1WAM4DD0A8AQKMDAbYZg20OQb3",
-"4BwziwkA0hUPTR0ABgpRD9cbAQLZHgKHFALOWAsVAgMsPAAeMw1bGw1UHQMxAAsRUQAqAA/dGwEG1SAP3RsCA780BDziAIIA",
-"DBgIAXoiCoIAA6IVD3ZPCgOOBC8zNt0bCACNCw/dGwIAYgACNQAPFTwLAwllAWcyCZsFA1YDD4tPBAQVZA+MTwADOywBp08C",
-"280P3hsBBJq0D94bAAONHwBcAA/eGwADYjkCJAABcjwJFjwA7yUEeQAPYCICBJwzDxY8DQMpZgGlMw5FAAY7HQ8XPAsD9RoJ",
-"5AEEYgUFCyIKDwkbNddPA1AGCQk0BAwBAvw5AiEAAwHRCi0BAUMCAX1jDBg8AAMEBJXOA40gHDSIBgEipAwlHAQyUgNbAAw9",
-"FQKqAwMkAA/dJAICw/8BKgAMjBsDgP8DlQIB6f4NjRsEACsdONpPAwY9AxsCDNICA7MCBCs9D5oAAgPaQw9BNAAByhAGmgAP",
-"208CBCMYHzjbTwEGQjkDHC0ORTkEcQEIHBYG3zsEUy0IGjwCTggAJAAPGjwBAecEAdY6DDYEAlUABIYADMEGAKgJDx4BAQFu",
-"AAB/AQ0aPAMdAQMzAwqXrAQdAQTvAg8JawMCzf4PcBMBAWoQAiEADF4KAYsQBmYDD/wOAwSdIRQ4924MIAAI2RkJSwcDJgcC",
-"8BIBf1YLzQsDYFAEKQAPYlAPBGNQEzgkMA8iAAAFMkoN2wcDaFADY1APiVAAAqIfBSkABDAAD2o8AQJEAAP+ZwPAQxw0qwcA",
-"rhoNdAQCMhYBeQYFT6AL+TkTOeBaDF4MAdo0ADsAC8cBAdwRBB8AAi9gBwACAdoRAiUADAACAoNbA08oAeo0D0MMABI5Ti8I",
-"yS4AoQALtgsC0AABBwAJFAgbNkPJBTwDD18cAgJEHQBzAwMMCAuYOQRcAw0eAwSrPATMkQ0gAwJ0XAAnAAwgAwEqEQIhAA0g",
-"AQPpNAIgAwHXEA5yAgS6bxs5j4gFIAAPCU4EAmNBAiAAAUcAD5ACAAI7AwQpAA/HEQ4B9hcCjAAPIAMFBDYHDyADAQJSDAJa",
-"FgIdGAyQAAP3AgMpAAMHAA/AOAEC4goDDlEDIAMcNbYRADw+DiADA7kjCSADDLgPABW3DyADAAJ0CQ4gAwICBQIfAA4gAwIF",
-"BQAlAA6kIQMdNQIiAAFCCA4hAyIxMD0UAc8AB6MADyIDFBw3ITwGIgMPlhwAArQdACIDA7ALCxg6DyIDBwTQDh81DDgEA6Iw",
-"ACgADCMDAt4wAyMADiUBA3UIAiYDArYRDnkCBbQ+FDC5dgwhAARbTQyYAgLBUgNLpwIvpguYAgPsEQQpAA9sNg8FJS0TMP05",
-"DyMAAAUzTw0pAwINaQOFqALTpwyRAAJEAwQpAAMHAA/HGQACHSoDMAAFKQMMMhEAXR0OKQMDCxEJKQMNeisPSQYCAhYTDyoD",
-"AAM2MQQhAA0sAwN4WgIoAA4JAgJhAwRDAApwfQcvAxI3LwMH5tgAqQAPLwMVD1EGBwkSHRA3jQ4IEh0DzAsFfAkEFwAClgkC",
-"LA4BvyYLEh0DUh4AKAAEZgEPdwoDD1IDAAKoEgCiAA7zCQMvAwM9AwDIEQe9AADEDA3DAwV2HAKLbA9wAAACvysPkT0AA3gw",
-"AiMADncdA0c0A5MAAcphDxIDAAWcRg98HQQEGbcOwgMCOAYDhB0BdQ4LMQMDz1MDKQABq68PwgMLBX0rD4MdBwRlDg/CAwAC",
-"umkBIgABTAAPkQAAAlMEAykABAcAD6EmAAMkPAIwAAXCAwwTDADDHQ7CAwbjAgbCAwxFCgDFDQ/CAwADpSsOwgMFLYIDZx8N",
-"CQIE5QEPgtUBBO2BAyMAAeMVD8IDABExBIgbcsYNDwcCAg+XAQ0G9AIcOC07DwIEBR844LoDBSAND2ixBQOYKwQJDQoWAQK7",
-"BAEjAA4WAQJACAU6AQ+JHgMEd20SMY+CCW8CAuYFAwADAS8QDG8CAiMGAykAAAcADwADDQWBHgR9xghwAAKUAgTfAg6EHgKk",
-"JQUpAAQHAA/EIwADMT0CMAAE3wILMj0gOV/nHg3fAgMEIgnfAhw20AsA7Q4P3wIBBPwBDIwBBDn1A11nDd8CBD71BJMjCj0A",
-"AhQDBIsQDwweBCIxMoopAbwfD98CNw24Bg/fAgUKyvUEtzEEPwkXNQumCt8CArEmACkADd8CBMjVBB7WChYBAxABBCQAD9YD",
-"AwC4DgIeAQKeEQdvAgJhNATfAgFpNAtvAgMQDAMpAAEgUw/fAgsF0BYTMtENCXAAAhANA98CAdAWDHAAAkgDAykABAcABU8L",
-"B98CA5kAAqQzBN8CDKkMAOBDDt8CD6kMAAsvPyA5X5YhD98CAATmYQ7fAgOIBAM1Og7fAgOLBA/91AEDgR4F3wIKD24H3wIR",
-"Od8CATEiD98CNh857wwVHzkouQMFjKEfNOZCBQPuHAAqAA3gAgSClgUZ6ggXAQSk1QRxCQqYOAUzAgW2fAxnIwJLLQbgAg8Z",
-"DwADBQgDKQAABwAP4AINBX9wByk6BB0AA3QFBOACD3YfAAKIdQQpAAMHAAHDQwzgAgMnIgmpEhw2Mw4A2hAO4AICEwsK4AIM",
-"mgwAZbsP4AIAA7tSDuACBA2AA/R/DeACBDWVBFVICj0AAhUDBCMADzAmBCIxMzEmABUjB3cCDNJjD6ACBg2JDAMsDQ+vWgMD",
-"QxYDhQwNJosE5gsACAAFtkMNpQ0JUSkcOSkGAu0aAKoED7ZDAQL4FQPkGANTHR02xB0KYgAAYgYNplkP8UABAb8ADwtBAgGn",
-"EQcLQQryQAMpTQPMEQNmSA0pLgNBSgAtAA9jQAEFPwAPHQACA2EbBEFKCmAaBx8bD0Y+CwOOGQAxAAFcAQCHGwV8GgNrCASy",
-"SgIo6wLVLwi0AgSDgAGR7AwBAgODUQVoAAs5lgRPAQXPCQI8lg7RAAQTeDUxKzKyuw8yGwMDcgIF3ncKRQUDyTUAdAENkw4E",
-"AFAFQwAPYgMFFDTBLwoobAVIAAWaGw+DPgsCeAoBMQANiwAELwEEIgAPNwEEBOcBHzSUhwMGtggiKzJftg/mjgYDxQEBvggK",
-"wwMDwgEF2HwPFgEFA8EzGDEalQC0Qw/zRQt/ZGVuc2l0efZFFA8uAAIP+UUEDywAAg/8RRQPPAAJD/9FCAjQiwOsBiE8Mb7X",
-"DOWLD9mtAQ/QiwUEWYkP1QAOBN4fBZsDFjj/RQ/SAAoK3QQAfAIPAEYDD/9FBgAcAg/+RQoBkgYBCwAIrCYDxQUCJAAABQAE",
-"LmwIwAUjMzDsMA/5RQAPQ0MCBvo7D4E7CwPZAgQ3QA+M6AIO7TgDrAAPeAUCD3NGIQ8/RgUPPUYcBCQABv9CDygFCgiuRQhk",
-"AAMXAAMHAA9BHwIEwkIEA40KHgAEAwEIm0YGfS8AVwADRDcMxQoD8wsPJy8BAo0AAgYAAEUIAAkCBAsKAK8qCW0KCB0AAxoK",
-"ArXOCBgAAkAKDhgAAuMKDhgAAg4TARgADJx1IzMwfooOjAEHCAYPD0YJAwdHD00GAgdTRgI/JA9miQ8IDSQBwQAUe6U0JDgw",
-"CyQEYgwD4QACcTUBdhSPMzU4NjM3QkRJAAQDXFYHynMASwAArgEDSwACvjECJgAGWQoSM8jvDuwCARQEABICDYhFAn4IAxwB",
-"D25GAwTjXQL5BA8FRwQPMA0ABAZHD5SLAQNkAwIhAA/LGQIEYVUCftUOHwAIsn0JECABFAECFDYPgFUFBH8nD9QCAAX0BwWy",
-"JQt4AAVF8Q8RFgQEIhQPoHAAAfcCA49VD98NAAOiHQYGAAG0VQljHAEwAQOFAg8oHAQCdw8JGdsDpg0DvxoCowID+CcMYwMC",
-"lFAENYcDmQAC3g0ATQEEQoADGQADSBQC1wIKzQMCdDI0M0Y4XQEJew4BhAADzg4HbgwDqQADSRECQQAFngEMOnggMzBqhwxD",
-"SjYzMF/yGQAjAAMQAwN7AAOhMgNkDw/MMgQCewAxNDA0ewAADAAXQyUCB6gpApEPA/syAMYCDo0ABtAgAJoACo0AA6QzAnQA",
-"AXIFB6kAA3UPASIAAFwBCOh/A3gABm4tAGkAHDqfAQI2VgQ2EAYRAhR0aAEHvwEIJSoE1Q8IhgEFxwEJNPUCqwwEle4IdIAC",
-"1iIAggAGYgME83cPyQEAAQwaDj0BBuMKASQAC8sBAwcRAqwBAqIBC0QBA2ICAYsABTKEAxwAApsWAhwAAW0NDZAwA7JVBGFD",
-"BR0ABowwCRoBCRkCAl4AAisAAVgoDt0AAf6sBusABOzTEGeSigKCAQWjAApoAAcyBw1aQQw2RwRoAAn7AAL4AQHgAQx2AgL1",
-"AQEGAAGJIg/VAAACHQAG400BYwAE36IKygcDBwABXBIPM4IAAasEAjGCCbkuAv4sAxglC34BBFtVAzUDDTwAAiEbA1slDDwA",
-"A7oBA50ABHkKBTwAC/UxDxcyAAI6AQduVgQqVglnAAOcAAMfAAmPBAFcRg5jBwTHWATmBwNdBwLECQklQQywSAQrQQPSCwkz",
-"GQAPCAl9AAPTGg/LTS8J5wcFXzkN5gcCVwgEOQAKelAEJAAGegkPOw8KBXlkDQ8gAhgAAx8AD9UoAgUxag/07gQEZ04G2lAH",
-"NQ0B3wgDyzwNFgsCMgINyQoCPD8FyQoKi3sAaQ0LAm0DzAAEj/4PmU8NC4eSDzBKBg/1LAsCfQkE8xAPXUkFEjJxJg9/LQsK",
-"PS4HyAoDyjA4MTEzEwsObwAGdxIfMMMLCQNdFwZTigJwAQI9dAFsAA9aCw4Cmh4AMCoPXAsGAtdzBSkABNtTBd0BDwsNCQ8S",
-"AhAHkAMEEAgPVmMAD51JAgQyHwIGAQ/eLAIFq5MF+LoOetEPfUkEAmQWD7geAATt2A+H3wEEKhoCIgAPzBwDBIADDevYBCAA",
-"BDMLCzELA6geBcArD9srAAH6AQIoAA3PHgvDSw/sKwQEoqoD4R4PzCgABT95DNELA08fBfIrDaAADNh0BBEsCcEEAw8VA0oD",
-"Dw0hBQMMFQ99GQACYwMCawAC7jMNj34AcwQC9joP1ZETB872ASkADxgBAQUVFQI2BQozDAdedQqUCgiDdQK6NAgmAwES8w81",
-"DAQD1h0CDS0BQBULNgwC2gwAYQAMNwwKFn8AeQMARwEPkgkACa0LARVJCCAIAyErAjQKD4AeAQJJKwKCAA8+DBACv0cFeCsA",
-"wwcPlAAABlQZAaIADJQAA2AFAnoADNIIAvUrBDoBAG4BCS6MAxgACpQEABQmC+cNA4k2AjAAAQ4CC0kMAisFA313CCs4BCAA",
-"BxkBD0wMBQEIAwUWTwtPDANqHwG+2QlQDATuGg3jAQHuAA5PAQf4SgElAAtPAQKykQTCAQ9UDAEDISoCyAICJyoJHgABkAEE",
-"HgABtgkIoiYKQioM3AoDtXsAJgAPWgwGAxVrAysAASkBD+YAAAnTAQE0fQxcDAI6BQ2TAQm0BgziKg0WTQRrAAp1AgJaAAIt",
-"Ag2SAgEkAgSSAgVBlAndAAQeAAn6AgG4SQtwAwJVBwNXJAMZAQDwKQ/FBQAEaCsCrgQJsgEB3QIEIisKdhkBJAAGfwUALQAO",
-"9gMD8wcCSAADswYPVkkAATgIBigAA1MDCqkBD+RoAwVNTAweDAWbCg8eDAEC8xMCuAoD6V0KmU4BgQgJfwAJ/XYINAkDYQkW",
-"M/l0Bm73BN8AA70oBCsADzMYAgYoGxIxPlIPeloFAuIIAWQFCWQAA0MBAj8GD2UBAQIAfQSGAARXJgswCgUBJwItAA8qJwgD",
-"xA0EmSkMkBMEHeADKxgKiywFPQIRNdsyA2gACYcAA8AtA88AD3EOAAPcAgTPAAIZAw9qJwADy0APaScBD5AAAQOrkQFEHAqS",
-"AAOLAAMOAw8UIgAD2wQD2g8DmQAPA2MDBF98AFRGD1kOCQUDTgxeAQPpLQc/Dg/OAAEB6C0DESYNpj0ESn0EckQJ0BAGLyaN",
-"MGYwREEyNDJQEAJtWQVTJgXcJQE4nAJqAwMN/ANsEg35Cw+iEQAKzVAAegMB2Sg5cmNwMAQBjAEACSAHowMK/DwEKQEFRA8A",
-"liIPaQEIA7olDIMKA+lkAx8AD2kBBSI2MWkBB0giATQcD3keCz9zb3UH+BMPLQAFD3ceBA8rAAEPdh4UDzsACAJ1HgiOqg9z",
-"ABMPwaoBDzMADA+/qgQP2mQCCJeqAvwFETzDZAzAqg/IzAIBAvcPUrMBBMqnD08BDQzwHgBMBw9MAREJFAQDdAAEuqkPUAEN",
-"DycQAgGkag9bAREEsgAEdgAAzQUPax8BAQgpD2sfAgHFCA9rHwgD4k4BvA0CAykPbB8FAdgLDW0fEzGTUA9MpgwKzxIFb6ME",
-"sBIDFkwAewAfbo+yJQWLAA74HwRaeQ+yEwUP+B8RBNamD/gfFAk1YQ8hEwgSMb8pD7mQCgJIMQjyDgPXAA+dMgAPvO0KA5EF",
-"AykQAXkACTwAA7sPDzwACATeow/MHAMFFO4PgxAEC7x2DhcBBsIVDxAhCgWVdQ//EQgPdhIAA/4RAz0AD2IVAgms6g6gAAbk",
-"FQ8uIQoFk3MMCQgC5BUEHwAPggACCo9zCo0DAaABAdsBDJ4HAZrtD8wTDA8sHQMVMZvzC4wHBnEID44gCgP0CA9+FQIGI2IP",
-"jiALA6kqBcwCA4wBAvoLAhYMB1L3AaACAgsBAcMPBxJlAWABAncUA5cPBLxAAuATBCfmDLtAATcAB+1HCDoBD4sTBQO4Vw8I",
-"HAESMTulDZsCAmcLDyeqAgPhKwIJAQUrTQUfAAiKMQySRgWJAATNCBExoB3/Ay5wcmFnbWEgIm5vdW5yb2xsIm8CAgTnAQJx",
-"Aw6zAAJuAQ8JPgAP8VgPA7UADW0MA4gDBh4ADkkEBEWkDQ+MAZ4KARkGD+miAwQDiw1JcwwCiw6dBAS8cQ4BNwI3DQIcEg8X",
-"BQIFgqIPXBUAApceATwAC78NA+8VAl0ADrwNArsNA1GMAm8UDy0BAgVAKgJiIg/WDwIIwRUCcA4HaQMCQQIDiogPmAICAQgA",
-"DrUCBK0rCNICA1MABdFKBs9HFm7KNwhwAwxabAC/AgjMAgD5IAeZOgNJ+QpvAAOshwGrAgbbDAWUOgGPAgAkAASYLw8CBQEO",
-"+wIDj0sO+gAHAFkNBhcDJRwDBgAP0i8FA+kDB4IMETE6Hw6gAwQTB08zNSstyjQDAoJGD1h4AQUycg8lJwAIKAgGb4MEHgAI",
-"CggBHgAPNxcGHDZ1eAP8NgFwAg+oYQMEiBgMOjIDnQ4ABQAEBQ8LOgAEHOgOhHgC4A4B7AIPJXkDBMUPHjZCMgwkjAejAwNr",
-"aAIcAA5nIwLCMgLyAAM4agvqCgMoAAQ5CCMzNMYBC0gAAkIAAnEUAk0RAaUDDg8CBP8TAA8CD7g5AwJfWA+keAEPW1gPAw8C",
-"DLIFBGFWBh4ADeIABMV0AsB8CJBgARcBAQ8CAZUQDjoABfHpDDoAArMQAToAD9MBAgSbSQRzewg8AAJbBQE8AA+hNwIEQmEE",
-"Z+oIPAABgQEBfQABQWEHDwIDPmEBXQAJVvsDHwAC6hACswACQQAPAgMCBDVhAQ8CAX8AC7leAUIACMaDAUkEDg4CBYU1D+ZI",
-"AwIgWA/peAEPHFgPAwsCDMEEBAZWBh4ADt4ABBM3ASQfCCZfAtQiAdwAD9EBAgVxUgxVVwPIEwE6AA/PAQIADVQCdAAOnF8C",
-"pAMBPAAPnQMCBddfDp1+ArsSAu8qC2MUA9RfAV0AATQoC6ApAq0AAjsAAb4ABNtNCn0ABEA4EjF5iA9mXQgCUQAP2TECBedv",
-"HzPQRwUCslQPFugCAusFD8BXCAIKAgbAVwQeAANIDQYeAA/cKgYcNwQ7Ar4qAtgAD9ABAgSeKhw3kgECdioCjyYPzgECAI4p",
-"AnQADkteAs0dATwAD5gDAgQ2PBM3FD8I11kCOgoABQABCjoIbCYCyAACZScOHEECvigDm14BvgABYikOfQAF6gcDfgAPyQkC",
-"CE5/ARcsD30IAQEIAAYFnwt8CAEIAAwjnwYECg+2NwAFUFQF2jgJMjcAvAgIyQgDjkMKDA4EogMPniUNBd5XDKgCAqEhD54l",
-"AASo7AM5AAraAQv8LQJa9A+mUQkPvSUKAYUDA6ZRCIMAAmRQBB8AD4MABAQZTg+0ugEC+kQCTxIDKE8KoRwTMfSWDrsADwV1",
-"FAMCQAE0Ag5FAAZ5EQ8nJQoDT0AEtAMLRQAFA1gPsSULA5EyARUuDkUABn2oHzkTMwoDcgELxwID8osDHlUHNRAE154BxAIE",
-"JysENQACrBMCIgABVAMHORAC0DYAIwAPORAAATkABH9WD5ARDgMJAgRyhg/mKgESMcscDsEFArFQANkADocNA/UwA5wBDR04",
-"A9goBAECC2mmBo4ABsEDAd0pD0AQDATqAAR/Agd1KCNlcR4AAtspASQADYAfCjsaEzGNoA02AwUqFQIRGg4YAQKlDQ/GQQAD",
-"rlEAIQAMMgQD+08EiQIPIVAEBGMCD+UIAgQHXhw55QgDdC0BFAYBA00OMwEEJoIcOecIDiaCDz0AAANxAR456ggD+SsE/isP",
-"PwADA6UDHjntCAOoWwM2LAw1LQKGWwVcLA9AIAAEglsJ2SwBkFsLKQACOwkDJzIDNgAAUwUHgQILfz4CpQIABgAOohAD4yUA",
-"CAAOGwMElCYI1qUDUwAB3gEEq5UMohACmygHWVoL+yoAJAMJsQAAchMHphAEp1kLZQcBdAACaQQG+5wGqBACfigAJgAP/iYD",
-"BAUGDQYDArVSACABDgMBA9koAg4DAXsICiAAAhkAAz4EACAAB9YAClxFBMABBY1BBkXMB/MDAtcBDy4eAAvbJBMxiXAO8wMF",
-"UwQP8BADAodTACYADPMDArZSASEADfMDAhoJA/MDAe38CR8AAwAPAvMDAR8ADzwDAAT0Aw6sNQb0AwzrfAUjAAT1Aw0QRgNb",
-"LAEFAA/WswQEZgUEqVIJPwAH9QMMWe4EIwAE9QMPHkYAAgcxArUBBYGoBR0AA40pA14AD7kqBgQBXgQmLQ/1AwcDMSkP9QMC",
-"CsZNAzkABDBUJDEz6YYLcAIBnAAN16UN8KYAPQMLvqQEcAIFeQsDOysOcgICAQsPYhMAByxTDXICA1kDA3ICDvAvA4UGA3MC",
-"D05YBAU0JQ0sBgKvIQNxAQ90AgMEETAdOY+IBzGnAtlJDz0AAASHAx8wKwYAA96+AkAAD3UCAwGXHwF9AA8/AAAHdQIBWB4J",
-"WycCdQIETyoPWVUBAj8CBB4zAswAD1+mAAN1AgQhAA91AgEBYKUOdQIFZxMXOZseB3UCAsAODKktDfp4AGEABO07C3UCBWIA",
-"AFX3D3UCAQNhVAApAAx2Ag9hVBIE20sBYVQKIQAD2A8ERQAPjw4CBkqVAh0fCf8pB3sCD51nBAVYGgLAVAk+AAd8Ag9eSAQF",
-"BWEeMIoPAzMqBGMqD0AAAwReAQSxVAlAAAd9AgI//AhGKQPLJgQMKQ/eOgADyyYDxQgCzQABjRoPfQIDA4MmD30CAgqbTwR9",
-"AgUtFhQ5xWwLfgIBwQANMKkNCXoAYgAEoTMLfgIFORQfOEBKBgLcVAQsMQ/XVB4FfwINhxAC51MGfwIPxxECAZgIAsMBDiBQ",
-"B38CD8wbAwbwUh0wXlMDBCkBBQAPISEEBYIIHzAuUAEHfwILWXwFIwAFfwIPTVMBB38CAdEbD0opAATRKQ9/AgAEFCkDEioC",
-"zQAPtFABA38CCUopC38CC7xJBmYLDwQSAAJLMQMuDg9mCgYACAAPeRIAA6IxAAgABekuDEMSCLUwAOkKD8QrBQPbKRU1nUAP",
-"xCsAA+4oA3QID+MwAAO3AwMaIQRTAA/iDwACzVIBTFwPOS4CEzFtRA5WRAZYZw82KgsHbFYMOAEEEtcDIgAEWBILGioH9zgD",
-"3RILjwIA4BoBIgAKDPAEHgACkAICEQEE/E8PpGkBAalNA2oADY4IBNNNA209AWUQJmF4HwADYgEPwXEACzcBBVEQDwQqDAea",
-"VQ03AQRfNgOcFg+lcAQFK3IFPRkFGwACHgQEKU4M1mgEBlEDLAEADQMLaTIENzwDSAAPBCYCB/+jAAxJD+oACQVuVQ3qAAN3",
-"AwMiAAHqAA/2LwEDtdcRMR+ZD4oAAAarAh82tzgKBk9UDIoACElUD4oACRMyfSsBVQEM8TEDwicHWwMA1zIHRwID2X4PslwA",
-"C9IABTYMD0YCDQMlRwfZoQUaAANGAgMiAA9GAgUEXAMC6FMJJwIDey8CJwIENx0KUwMFp2QDvQMMSAIDMC8DSgAPQEwDBjxt",
-"D0gCDAYuUw3sAAT+OA9IAgwUMkgCDHAvAqYcBewAD6kABA9nAhUDzUUCXAoKSgYDZwIE70UPqQAFEzNnAgCiHAdQAgBiDg/k",
-"LQg/YmZv5C0XDy0AAQ/kLQQPKwABD+QtFA87AAgO5C0HsS0POAAIHzKMTAMI7/EC1gE3PDE17uAFsS0HoEwPsS0KEDY9AA+w",
-"LQEIkMEPGwEJAVEDB7AtADkADxgBEQ99AgEFqtcPHQENBHUABK0AAP4DD3MtAgDrAg9zLQMAOQQPcy0JAZcGAlcECQ5kDnMt",
-"A14oCnwUFjK4gA8aGQID3g0LmwoDqgEDGAsTMhdZD3MtLASLAA5zLQ+kpwQD2wAPEQcCBXUPDz0/DAQikgQ8CwoiSgIoGQ8O",
-"TQADdgwDPQAPPSgCBOEIArAJDK0FBp4yDoMzADcBB0OGDtwABiBvAtAMDzAvBQMVEgz5BAQt1wMfAA8OpwIECAYSM5MYCr8L",
-"Am4CBrzACowVBMgBDiQvDJGqDRUBBj5yD/QbCQS11gxLDgOTHg+xFQADGQADOAAPkRUCBK0tC4wKArcJAcoCBDcjCbMABWEK",
-"DWt0ArAJArkjACgBD+uuAQLKJARkVQ/awwEGYIsLOsIOQokEXrAIEwABoQIEA7AKwxQSMlgsDFEFD9fDCwHHCALFHA9qAAED",
-"YwQKtxIDaQAIuxgCRCkJxHIAJwAPZ7ABBZAAD1F0BAQHMA56JQZbDwGqCgibAQakJwHRJQ+bAQECCUgPF5AEAh0ABbNfC7mR",
-"BhkDCkIRHDIeLwJNAA/VwwsBgwQBVwALbB0DlW8PQyEBA2kACHIBAS0ACtPDACcADzV0AAZeBA80dAICww4H08MEtgQBWMYP",
-"NjAFBF1kAesJBxgABHxkDRgAA9ITDRgAA6kRDRgAA4ITA8RTClcPEjKztAkQAQLqHQQidAgcEAEHARR7ADAvMzE4xA0FHxQP",
-"i5AMA7E5C4lZAoIsABEDD6t0AQJIIwNQAg41xAG8DATewg3JAwvKAwd1AALMDgEi7Q+cEQAB+AAD3SACxRAPMsQDBKtmCw8B",
-"D0EMFAMgSQ//SAMPapYgD98RAQ96UgwDbycPIEcFAyYABtk1D4A3BAaJDA+/PQoF4ZYPRQABB6BID2MOCgM8Kwm0AgOoAAYV",
-"CA9cBwIEeHkP4hIAA+1eAQUADOs7BhsAAbFNCagkAowAD0BTAAMzOwJlxAZuBAERTQiARgKeBg8pOAECtwoCJwYPpAIBAvwe",
-"D/TFAQAZAwIgAAKckw4sHhcyAMQGTgsCPQgE1n0LpQMDziMBIgAPKDYDAhQHD5axAAMINwPgKAoeGQd0MwHEBgwWdgZi3wN4",
-"AAgcAAELAgMiAA++CgICM0kPyyABA7Y2B/k2DmEmBC+wBhB2B58BAkAEAuokBDdZDF4ID2XFBAOTCA8JMQADUi4EV0kMHgAC",
-"xAkCNwQBHgAOWwAFWygMGgoPDJIIA54wAyEADQU+A1EdBR4AB84CD9KBAgXxww9fHgIC6hsMCDYO6hsTMhzCDpEqBOAuEzLs",
-"LQfxCAIdGgLhKwDmAA//KwEGUcQPZYkTDVcxAm0dAkpWDmY0Am4dA7zEAioABQcXB5xJAiAAASwABEg4C20aBAEBC0JJA93D",
-"DkJJCPzDB256FnTaRQKaAALtBQoISQw8CQ8ISQIZMlMYACUAA8wEBDEBAXhkD6VJAwh4rAU0nwQcAAKjBgEFAAsIEwLtVAM9",
-"AAztVAO+2QBqAA+rAAAHqRIAuQALYVUCKAIFjgALKAICnQEBKQEPr0kQAogAA1MAB/9SAIUADnxVA9YJAgoBBvgFBhNJApYA",
-"AscBB/cFBB8AAuYBA8UBDzJJAwE0FgIqABNwGUwGMkkGlokKMUkMblMDW6wCSwMLVxsDNS0CHAAMKlQF4QMOSwcPfasLA9oK",
-"A36rA9EbD9stAwQYTh8z7zECCROIDCwpDHQAAucAAnQAD4UcCQShKAKgNQyrJwGoAgMYVgIdAQ/fFgMEqygdNt4WA+AnB6wo",
-"C7wWCdKqDEMZA0coBj0AD6FUBANMKAF/BQc/AgxrAAKoAQRyAA+7KAUDqQEMHgADtygDfwEMLSAD7h8DJQAM+BYBQ3IFPQAB",
-"Nx0IPQADQw0DJQAMBQEENoMDzQEMHgADEiYCqwEMmAAEAB4DeCUMn0oEiSUCPQAMmAADqw0EIFIH9CcAxQUEFR4K5AcABwAN",
-"/wcD4QcPsXMABHuqHjMjOQTSkBcyGwABmQALiToLQQoCYhoKwggKDJYB4gcJzAALLHgDRrMP6MIDCPWbBH8RCjKWARALCWAA",
-"C2GdAaUJD3T2AQAoAQ+N9gIAJgEPF2gFAqEKAo0KAhkKAS8gDR2OAhgBAXAVB1oAABYAD3IAAQASAg+LAAEBpQIPiwAFArYN",
-"AscfAhUNBRFND4s6AQ9wuwADMzsEizoI1xcAOBUP1xcUCGgWBFZJD6FLAgSgC081NyszB9MLAuMNAflJCKUCBJOzAh8AC383",
-"BWYDBPc9BUtDBRoAA5sFA4cDAb4DD/NJAAEDZwP+Tg+3KQcTNbM6CWEAAvMEA0URAn1eD2EAAQQiSwEgDQ6hQQTBAD83KzOJ",
-"RAoF/JgM1wEDHQQPcRcAAwVABDoAD89OAwQyVQK7MgnhAAl5BQJWgA/hAAAD0E4E2mUMXwAFDkAOQgEDPigDnQUCuaEPYQAB",
-"BEIBCxDeBUcABDdAA5bQCWMAA54jA6goAXUED2MAAgNXHQtBZQVHAAZeQAKlAQlkAANqAgPMKQ9qAgUBOwACIwAKIwUPWd4M",
-"f3ByZXNzdXIVHRUPLwADDxcdBA8tAAMPGR0UDz0ACg8bHQoPOgAKDx0dAw/OSgIJhd4CAQUvPDWO9QEPzkoCHzLOSgUIWkoP",
-"IgELDCAdCNBKDx8BCw8GFAYPJAETDCQdAAUEDyQdAgADBA8kHQMAvQUPJB0JApwYArwYCFKEDiQdAy83CgoIFjPwmg+XSm0E",
-"iwAPl0pyAY0FD81FAAOiJw/mvgEDcxwCbgAPCAcDA3gSDzadAwSmGwYSow9IFQYPfhYKA/sSD9cAAwK8CQ/LExsDoAAEtUoP",
-"IfgDD5NKIQmBAAP+Eg9NFAkEIgEP5vcDBx9wD3VKCwQxEwyCAAQKEw+CAAgEBAEG0TMPdUoRAN0LDz8aBgODKQLIGwgYAAMj",
-"JAPiNAroFR8zjUoFBqA7D41KCgNzCA/mGAIH0UoPjUoKA1cKBTsXA6QBAkUbD41KCQtWOgK/SgL5HQPyEAWNSgFkAAAhAA+N",
-"SgYHGR4IUgEPbwEHA40oDOQdArcAD00eAR8zpUoFAewBD6VKAQPbXQMhAQ0xJwRDfwYfAA+JAAEEewgfM6VKGQWrKQ+lSgQC",
-"5xcP1xgABH4KBr4KDvUhBGYLDCIKAxkrAAUAD74KAwUQKwPj+Qc3RgMLIgEGAA/5FgICOQsPcsQBBDgLD6TwAQNbLwIhAA9q",
-"RgMF+QwMXB8ChQoBkgAPD1cBAUACArgABPgqDzlFAw8nSwcCHCEGISEMYwACSwECYwADQysMITkC5B0DzZYPfQIBAQgADpoC",
-"BCktD4pKAAJiGAlZkgyKSgbk0QrUFxgzikodM4pKAoAIDx0eAgHdAQ/iOQACHxsG4TkKQxcD/wQOLQIFFwEPikoZAwctA08C",
-"Dl0uAx4tBR8ABukAD4pKAwVfnQ+KSg0PogEABJpXApIADwhIAwQCxQH0HQeIAwP1KwE3Ag/CAwIFhCsUMV5JCDkiAxYiAQYA",
-"DwkcAgKQEg9bxQEExRIPW70BA2YnAiEAD5cAAwT2FQ0oAwLUDgGSAA9FSAYCtwADVi8P9EYDBHNJDkkjAkFIAWQDAPyLDF9I",
-"AqMDAWIAAzxhCxsFBPMBBaSDD25KBwLIBA8CFAEDeQICIgEPQQUCBPqnAvtJB/MBApgxAfMBD1pGAwWfiwDzAQWaAAQdAALa",
-"AAHzAQEvSA62AAKKHQ8zTQECJwkEGpIJ0QAD0TkCIQAP2UkDBPMBDHE5D+/JEgK3AAIgBQ9pCwIEp0QeNlM5AhEgAdkBD+nJ",
-"BgJhAANJSA8ICgMFVwEPUUoDAhxKDzQfAQMYSgMQHg+hHAMEhEUM4QMCmxwB7gEEn0QLOgAG7gEMCCEC0wACzBoP6wECA/pI",
-"D0Y5AA/6SBoOlAAEGpANigEG6wEPz6QHArcABvwcDr8ZD4tIDQJXGQ7rAQOOSAJUGAKGAA/rAQMFxKIPNEoGAtsDDxHnAAOg",
-"nwPtAQ/bAwIEooICZCkH7QECbxoCxhoPuRoDB9sDDO8BA/gaAe8BBTEZCrUABWQhDe8BAtoDACEADe8BCNoDD+kxAwTDGwJB",
-"SAiOAQbvAQGbcQ9YCQIDuAAGGB4PrxsGHzfPxQEG0SoPVKIBAlgJA6wcA9obDp0LBBQ1DxpKAgVMNQ8aSgEJfQgPGkoCAh4Y",
-"D9coARgzGkoRM70oC2EhARQBD5V5CgoxDgooKBMzc2AOSEgHMg4PCXkKArgEATQFCT5GA/EQDi0CAzWaBDkAD10DAgQZGAI1",
-"mg9vSQkPb0oLArUBAdkECYMAAoADBB8AD4MAAwRvSgZFtgyh6wbMOQ9wAQgKoEgPcAEHBqYQD4dKCgimSA5FAAZiLw+HSgsD",
-"fAEP+xkCBA7ND4dKDgLiAQb+RwMYBQVpSQ9CSgkBkxQHQkoCWRwDdCYL7g8CVmUAIwAPYDoBARABCAPdBYgBDxUDFQjNSQII",
-"EwQ+RgpkSSAzX9sDDzQFAAMpmQ9ZDQIJzT0BbwYKIAACigIEPkYLzC4GjwAGAwQBvHMPXEoUBUKRD1xKAgK6Cg8GPwEMDBYC",
-"VEsOAwcFy6cPXEoDAghKBGZfDyWaGwTXQw/SGQMFSkYNHUEDFCACzAUP7QUAA/kBAxYbAi0AD+JUAwZyRg8EQQADmaMCRgAP",
-"rA8AA8E6A2cAAigAAQfTB1QBCz0+AfEABJ2GD0UCAQEIAA5iAgJCAgEIAAu7DwOW3wSTvgyjSQJxAAM6Aw4tSQBrAgmxAAu/",
-"DwLZFg2jSQJaGAIYEALDLQqjSQKPHxYxo0kMwhQCIQUOTQIBOQQPSYYBBJtIA0QDDiIBArkIACcADuQPCmVGB9sbEjPwJg6P",
-"FwW1Eg++SQIBXwIAJAAPTkcMHTPvKATpEwWxqh84JxAFAm1JACkADVgDAioCACEADVgDAgYBBFgDD6FzBAQoSQ00QgORHwLQ",
-"AgC7AQ9YAwIDe0YDLQAPWAMFBNlGDx1CAAMoKQJGAA8zJgACWAMEZwACswkKWAMBgCMOpRgFVgEPBkkEAh8zDwZJAQzTEgJZ",
-"MQ64AQXfER847A8FAtJID3lLAQTNSAAiAA17CgLIRgbwQw9IHwMECiAtMTBSTwOHBAI0AQ9kCwAGFj4GLQAPvAEFBVZEDz9P",
-"AA1SSQ+9AQIDaAADPyALvQEKFnsEvQEGcwMPTkgDAmkWD3UDAQwgFAL+dA69AQpNlQ26AQMxSA/CSgEFkJwAIwAOvAEDCQ8E",
-"vAEP60kEBW5FDlQBAi4BAjMBD2kGAQK8AQPzSQNpBg+8AQMGkUoPFUgAAgchA5sBD+ADAQK8AQNoAAY+CQe8AQ8dLgIGzwQP",
-"jUcFAVMAACcADb0BDAsNBcJVC70BBfEOD4BMBQSMRw8LSgIDQAcPjEcKBL8BD2tHAwV5Ow4tRwMydQI2AQ/QBAECVi4DeAED",
-"0AQPvwEEBeEDD02hBgNHAA/jAwEBvwEEaAAD4wMKvwEFCJALOAcBCAAM1Q4GrggP1Q4AAjkAA70KDo8HA81GAAgABc1GDJYO",
-"ASrBBxMID81GBQMjoh8zzUYJAm11Ay43D9scAgHEKgM/AA/HJQoD85wCQJ0KZQACEwMD2XUBwwEM+EoCkysDsgADcBwEmTsK",
-"uDQGUTYC2TQOfi4GFaANXwECLgYEqgAPciAEC12dD3UrAQNAJg85JgQAOQACIQAMlisE4DgHwB4MhC0DEAMENkgBBwABLQoJ",
-"SAACrQID6QAPakoNBJidDmpKBlydD8oABgUHcwkACg/ScA1PdmlzY9clFA4rAA/TJQQOKQAPzyUUDzkABg3LJQD5AA82AA4I",
-"yHAPMQASHzMxAB0fNCkmAh81RkMALzMxKSYAGDPl1QP8Ak88MTA4FSYDAc0RD2QBDwFsAwgRJhYwESYPYQEHD8IDAAG+FQ9l",
-"AQ8J3RIEOwAPqwASDNpwAcAKD0WQAg9DJgYBeQcPRZAJARkHBymAD0MmBgRyXQo3EBQ0tcoOuCUPRjsDD3n/FANZFARCQA9H",
-"kDAHpUEPxSsLAnoACUQABLYBBr8TB0I+Bxx2AGAEACUAD5ISBRAzsAUJHQAJXyYCZAoPrY8GA5oACywkEjPgEBEzCBENWCcT",
-"NI+4Dg8BD7MlFA8IhjULVRIE740PQ3ADByeGDzFDCwSROwuDAAd00w+DAAcCYwADnOoPziUAAo8BDDhNCF0iDYsBDd8BBx0A",
-"EDKJFg8dAAcMqK4N9iUfNEiGBgZAcA/3JQoK2yYKjAgEQgAKfSgIhAkEqlwJ24UHygcGyDQPdT4KByV6DxgFAQdzQA8ZAgIG",
-"O4YPL1ALA84nDB9DA8MAAaQAe0MyM0Q3MEHZEgT5AQzXFgK9GQFgDArVFgRVogI5AAvVFgOviQirMyNlcd4GA+5EA+6JAAwC",
-"BCAHAzfuGHj/PQC7AAEyAAF8jQChEwQuAACRAhtwq4gBiQIBcwIPLAQCETIRYg2HGhM0c9MOWAUFFwENuSkDXRkCbwEK0wwE",
-"uCkE+SoPo4YDASIBA0nyCfQXAgsnAnsGD94AIAi1MwW4AQ0aGwTzAAq4pQNcCwO2AQhvPQRHDgf3yQQbAAgZBAu1dARmAwTR",
-"FgU5dQx4EQTPHgvkCgMJEwMJNw90EQAC5hcC90EPAj0NBS3ZEzRiDg8hFAcPaMYAAooAA1AzAEsEC1gfABkAAsEdAiMABvxD",
-"BSY9AlA5AR8AD9gBOAqCGwXYAQvckgL4HQ4cOQNLGAPEBAW0AAdnPQNDOA9nPQAKQBoQNMwdDbs8GDQakhE0OyYIqRoCprQP",
-"P5MEC9G0C0ENAxSJAhwAC/aQBZe0A0IAAJoAB2w9EzInagHGEw6yAAftJhE0cJIJWgAC0xAFkwAMkQICBw8BLwEPbT0PBYkA",
-"A1AAB1AoETQOHwyihgMQAgOyOgavAQWuAQfQAQVPHAdvPQO+FA9vPQkNcEMIbz0I1bULooYMOTsEV10CogMMHQACSQMCHQAB",
-"Gi0O3EEApwANbzAD0SgCbQQP1jUDBLFBBcaeD9ASBA2nYQOhEgUotA9aXgADIRQCiyUPcQQOBKtbHzRhtwYEm0kPuWEAA0Jc",
-"BSa0D3MRAAKMAQIpAAJ3BAINMwgvLAIRCgASAg0vLAMWGgJSAQ/CAAMEPAwRNfYIC44CAgQRAi4BATcMB8gjAzISAq0oDzsA",
-"AAM2AAO3EgSsIwUfAAP/EQPhAA5aFAMyBQQpAA3gYQsuAARpaAMuAA87HwEMWwUGiAMBkZULDjwD6B8HhwULARsEtQoPQC8E",
-"D1MIAQNmhQL9Ag5ALwPKFQOAWwefAA9rkwIF4lYjMDawGQ2BCAKHCQX0BQd1IAJYNQLhFA8nGgITNOzVCT4IA0MkBIy4CIUC",
-"A0AkAxq8CfUAA94cAtwADxsWAwXveQskngUgAA+71wQDrAQI6xMMQgMCeAcCMicPSKsPBG5qEzUUJw8iAAAPJrEGBO05ApQA",
-"AQ8UC2pFAvwbAnofAx0UBvhEDGtFAjkDDwcaAgWdAQtqRQIDGQCBAQtqRQGMAwTjQg8ECAIC30MPqpoAC8UYETREIg9TBwAK",
-"2gYBbB8IBwgAaAsPBwgGCcaIDQ9kA3aQAiMADzBfBQNCAACcAAgHCAMHmwEUNQ+0AAAJuggFxZIFXAABPQAGlQAPikMCAjQB",
-"DwkIEASLAAMHAAe8GACJAA4KCAKyXwM3AAIm5w95RQICQBsPCggAAvoCD/eaCg95RQoI9bAPe0ULBEyJA/p5DMgJA9d5Ax4A",
-"D+8yBA++kQEE4j8CBgAPeQwDBBN6AvAyDyAAAARjLgx+BwUxNQIHAA7xCwoWrw89BBAEE60EGjMPIgAAD1OfBwsTrQ/5YQAH",
-"Q18FQAQBmDQJTgEDWgkPlX8BAggIBDEyD6EAAgQUXwLA8AyNXAHIAQIVAQHDMQgOCAP8MwKmMQ8RXxIIIwID1iQEmZsOdBkE",
-"DwgEKQAHGRQPCggDBCkAAXEAETMzDQc+BQ9RBwIFXx4PpucCA3jfD8MnAAO/jgW9FQ6YRB80tpQABBUlBI1ECIQwA9MJA0O5",
-"CS8VA0whAQYAD0gzAwWTXgJJMw8gAAAEXHcLhAIE8hoDxh0P7h0BAZ4CA5AcDGQJD2kAAAQjfg/31QcPf8IGA5AcBFheDh0L",
-"AmEKAicABC0ACOYXAwcFAikDA44KD9VFAgWdAQpOBwMmaAAGAQrMAgLBHANqCg9OBwICBgMC0CEKTgcKE9sAewAAQAAOmgYB",
-"iU8HJQALTgcC0ZIPTgcEA5+RAzTdDJgNAw+CAiMADNINBd2ZAgcAAHUGCU4HAx8AABQBD7QAAAnTBgF7RwlcAAGYAwPuIQ5b",
-"AgKINAI0AQ9OBxEDiwAC7QMHS8ABiQAOTgcC+zIDNwAGu8gGTgcDSAcC9QEOTgcCQwkE0wEPTgcEAcoUASoAE3CxBwdOBwIq",
-"fAGJAAtOBwuRTAIwzAQxAAKJFwgeAAISAwMeAAy8GANcSQT9mgk7BAJ+DAOQNQ+YKgMFYTQPdcAEBM+0DU4HA/yjA5dUD4I0",
-"ABIxzVADKQAPPQQQBc9QD3PABgQWNA9OBwAC/zIBIgABSwAPjwAAAo8BAxLaA1UrDN5GA+U3D+a6AQMWSwJOBw/yIgQEzy4C",
-"PU0LkgICCTQDoQAE5hkEHQACSFACtgQPTgcAA5VPAkMAHDGQfBMxawoD4wAPk3wABE4HAykAAnECD04HCQQpAAE3AAtOBwE4",
-"JQ/JDgEBCAAL4ksDehoEQygL4ksCvDMFnRoNpdsBDQ8JfAAJ6pUFBkAPa3wUBCP4DbhUA9YBA+4bD2QbAwR9Ag9RfAMF4oEP",
-"4jEMAzc3ATE3CYwbAsgDAx8AD4MAAwQ8Bw9QfAECr0ACqRwEPh0MIBgPPx0EBJU5D1F8FAQeNwtFAAaEHQ/wYAoEL2gJRyQF",
-"RQAPUXwbBIk2CpYbCffODwEcAwO8US85NAEcBAMJDQKbUQ8CHAgHFpgPAxwDC8SVDvEABrkCDwJjCwMeAg/USwIFyOIPSRwM",
-"BRA3C3sCBfBoBnsCBwwBA2yWAiTbD2ocAwL5GgGDgAprHAKaZAJWHAS2CAQbAAKSEgJ1EwEUJghsHAJ7CwNRAAtsHAMmjgNH",
-"CwhtHAA3FQ1uHAFyFAI1ABFwyCEIcRwB2ysRcJshDTfbMDM0X4wHD/ETAAFmbg8VOwIDJDYEen0K6QYHCkkArwEROHYCDTj4",
-"AsQTD+iiAgKjNgBAAA14AAOEMgNsNQ8gNgIEuxYCozYEDgkEJiABQQAAIwABejEIPxUCUCMEyB8M0AoCIwEJSTcDQiwPGxQA",
-"A8A2BM41D0UHAwRs3QLm0A8gAAAEmTkLBAgD2Q8DXasPid0AEjGPOQOWQg+RCA8EojkfOBwUBRAy0AkPzgwDA0QQA89UD8U5",
-"AAJsEAOFQwKOCALNqwrODAKpCAItAAHVEg+aAQcMrhYDmgEK5QwHSvML36IDu0QD+QQP5QwAAp0IAry9CuUMCsLaAHsAAEQC",
-"DjEMB2XbASUACuUMEzLNIA/lDAISMkBWASQAA3NnCB4MAj5WA+z1AtP6CB4AAgwMBEMAAXYgBuYMEzNuOwEsLQ+1AAAJgAgB",
-"SOYJXAACJBEBQwAPTe4AEjJsIgI2AQ/nDA8FjAACwBYAbQ4HfAAAFg4L6RUCiFYDNwAGBPUG5wwDJaACUxUFfRYG6AwC3Q4E",
-"1gEP6AwDAW8XAioAE3BLDQgwrwKgEgCKAAroDAIBZAgsAQIRFAIxAAK5SAceAAMaHwMeAA8cBAIUMuI2AacIC2oBA+I2AjAd",
-"D98DDxQyGiADTgwMTgADBRQCcAIDDQAMyxQDlzsA6wQNNTwJiS8PuogDFDJZNBw43KESMhQYAs0SETJYNA8+AAAEvWoB0QUL",
-"GQIDLRYDXBgBTh8HcAwSMi0WA4UEALwACz8AA5ceBEYACzMtFDJgGQIYAQEfFg9xDAIEKQACDgAPcQwIBVIAAggNAphbD+sE",
-"AQcPAwD2DwvFGwImJwZxCA0h3AUGCw5dBwVBCw1dBwLOBwTVBw2TNwN0MQAnAAnHGwFD5w6HBwWRNB83xxsEA6KbBHQBD7o7",
-"AABEAA1VOAMpFAIDCAu9xAtXSwPEhAoDCAJpKAAjAAEDCA3r3AA7AQLoxQ4YOwQP6wmRAAOUCAOUHg+AEAIVMh3UD4AQAx8y",
-"HdQFApkUAR8AAUYADsEDAuARD/jwFRUyvX4PfhAFFDJubQ8HSwADohcCbAMPOxoAA+JHAScABC0ABuEZBj62AQQDAi0ABRBs",
-"DaQsAoQBCtcHB3XxCskDCFmQD9cHAwKgGgAoAA20tg0PCw9dIwMA6AUH9gIEX9wFOAEMC2AI1wcDWX4CEyEB7I4IZwQIsqgc",
-"MrKoEjKYNwRDAAF0CAnXBwIFHQHHIA61AAGy6QfDAAvXBwIXIgJ6AAGXAAxeAgHGAQI2AQ/XBxECjAADe2MBH1QHigAO1wcD",
-"chcCNwABLBAL1wcCjBwDYxUP1wcAAlsdBNYBD9cHAwSd3QXM3gnXBwJ6CgGKAArXBwyTHRIyGQoDMQABkxcJHgAD3h4CHgAP",
-"hhoCFDIPIA/XBwEDAZoCqAgPyQMQBOQ/D9cHAwNKfgImIAOLAwIejA5Whg9EygEEuz0C9wQPN4YDFDIzIAL6hQgNAQJtAwPX",
-"Bw9xnwQEGCwP1wcCAzMfAkgAETK2AQjXBwIXHwNClA/XBwACWx8FRgAMygECXR8EJQEPjX4ABNcHAykAA5MZD9cHCAQpAAJ2",
-"FQrBBx806soCBkiCAfQFDR0HAqcHDzQxAgJnPgBBAA0dBwOOCQMdBw/hEwMEiwYHTbUGHQcCWwAEPYoNzeAAzwAC5M8OLIYA",
-"swANHQcCTQgILIYPCgIAA7IPAs6FDyAAAA/M8QQCthUBHwABRgAOBwMD2QQCdgUPTdQOFDLIEgTahQ8iAAAP5voGBBWDArIC",
-"AWZVCo0AAwzAAvMmAy0ABvIEBh0HAUoCAi0ABR0HDC0WA4QBCh0HBE+VDQ8DCG6VDx0HBAIALAOZDgkdBw1dFQ8lGwMIojcA",
-"JQALHQcAggsPHQcGArYNASQAAylNCK0DA7IPAzIBC7YTEzI2IARDAAAxAQkdBwMfAA/hKwMA+gMHtQAA8BcJXAACFQ0CsgEO",
-"ux8SMi8NAjYBDx0HEQOMAANfIwoxAQBYJAzdJANNDAKcAQeQHQW2AQEhAALYAQ8dBwEEugAPHQcJAaQFAioAE3BEAAcdBwNy",
-"dgrFvAExAAzDCAMOmwIxAAJrwAgeAAIWAwIeAA8wmAMVMidTD88GAAPFQgJtIQ/JAxAFKiAPHQcCAgkgASUABYsDAeoaD/pB",
-"AQDWBA/6QSMVMgR/AvpBCREBAv4PAzUBD/RDAhQyRCAPIQcCAhMJA0gAFTLOmgUfAAJtBAJYCg8hBwACRR8ERgANkQoD0ZoD",
-"KQEBU1EPIQcDBCkAAuUeDyEHCAQpAAImHQshBwWH7gtrDgEIAAxpGwGaCAX3UAppGwOjKggeGgpu4AGvDgl8AAMzIw09GRIy",
-"USAmMjeHug30PRIyYRwSMoT7KDQxkgIMyT4GyzgCJBkPyT4GAk8OD/XwARMy8QYF1xwABwAPbFADFTLxHg8AAwADU1ME4QAC",
-"VQAN+5cGBN4CkgACgHUPpz0AETAG2gBXAA9rAAADaAICsgAHtmkPsgAAD6gSCgJLUwS0AANXAALYHg+TAAIDOj4QMn0XB+4B",
-"DyiBDG9hZHZlY3Q8PhQPLQABDz4+BA8rAAEPQD4UDzsACA8NZAoPOAAIDwtkBAiwrgJ2AS88MSeBABgzx80DLAIRPAo+Dx/w",
-"AQc0PQ8FAQkBWQMH4T0WNOA9DwEBCQ9rAwEINa8PBQEJBHMABNNND6g9BA+nPQYPpj0MAUkLAUIDD6M9Cg+iPQITNUKUDqI9",
-"D08eAgbmeA+gPQoDFSAPchsCA5AAAb8oB81kAwY5DXIABopQD5ZDDAL3CwxbBwMYGw5ZBwRQBwIHAA84DgIDLAwPiB4CB9qr",
-"AB8ACeI8AVMAA1cGD1kAAgPUAA9WcAACOQsBUQcBwAQPdQQDAkS2BEIBAy4DAlwFC/cdBQbQhjIxMzkwOTUwkE0HfSkBkwEA",
-"/TIIJQAInQECbjkPQz4CFTVvYgr8DQRIOAJtaQiTAALlKQAqSQ+UAAgCJQAA5CIIJQAN9zwGfgAJngEFfyEHwD0HyhEBKgEB",
-"JwYP1WEBEDWONw3DCyc1X98FETXyNg+aAQYP4kkDBDeEBgwPBhxAA+I2D3MzBwGqkA+XOwEDAgEPKwAADzrAAAIv1AEnNQ7g",
-"AAfSNy81X+f0AQWQIgJkZgzgQAK0EgAFAAQPVQ68AArXHAO8AA9IAQYPzh4DBO7QD4QAAQNSKgtIAQ0lYA81ASQGHwEPZ5cC",
-"BfMCD24nBQTXQA93CAECxiYBBQAD2DIP/AMEA28IBAY7A/4DAl4aDfYhAlctDNsDD0w9BQxsAwqRDxI17TEPgBkABF8TAyFu",
-"CIEAAnwhDMgDC4EAAn8iAPMbC4EACmkaB4EACZgCBZUGAol+DMUxAhoBAAUABGpKCoUZETV5Mw8RAwAIKCcAJQAP8wMEA5EB",
-"D1wxBAkbAQz3AwMrPQ+txAgDmyMEbnwM/gQCEQEIMAAENoEPyAIAAqkAFXLQ0w5jAA8EAQAH4DMAEgEPFwQABSwlAzCwC5MD",
-"Az4eAAUAC24hC9wADZkIAnoSD3IBBw/AUgMDpgQIcgEIjgADPDQPcgEWDO4GDnIBA5FBD3IBCQStAw1jAAdbAQFSBgtkOAI+",
-"AwMx+A5AOQS9CQ+tjgYBhAgBFQQ0dG9tHwA1bWluMyYEvAEDSNoJkQAPwQwMb2VycnN1bcEMFA8tAAEPwQwEDysAAQ/BDBQP",
-"OwAID8EMCg84AAgPzbsFDzMACA/NuwMP/nAAD/IMAQj8SgHHAQD8cAgpAAQHDQHP2g/nSgEA0wEPTAERDAgNFjkIDQ9IAQkP",
-"cxADD3QAEw9p3gQAGQkPWAERC0cNAUohD/BKAgBfAwdJDQoN+QHpAgLQIAFOIweXAwdnDQgHEgVCDQYZFQpfDQIiAANCFwrH",
-"BBM2a0IPowMLDCcMA/oBBOhIHzJFcQkAuQgPRXESBIsAASANA9sABL8ABQoBCQMOCrSFAjMABVAsAluoCIAqAWwMAjQTBWUq",
-"DD6NAIsIAVoXB2EBAqYIASC3A3AlBvKHBtwOASYAFnBTGAWDAQLxKgIKDwPHAARBAQGcBQ8dAQQKSwUfNjZvBAdLlw9wkwoD",
-"yAEAnwAHIFsCthUL/IgCHSwD+moBxQ0G3ysCqCIAI4wCYRgOTAkDFyIAkSsEGQACvoUEHioLRAYFFSwFjkoPHAEQCqcLEjbm",
-"bgc4AgJrLBIxOAIIGAACZiwNShUC8AYCiwAPFhACAytAD3SQAQMcFwJgAQtaDAJFAQe5DB82Em8RCsMPBSQVABoBBBwAAoPN",
-"Ae42AewWBzQBBgcADPhcA04DA4THD8UAAQhebwM0AAojJAPjAwS9AQIjHQOELQ3GDBg2W20SNt7YCh92ES2yBAejAwLrCwFm",
-"AghpggIzAAKKZARcHQ1qDgMjAw68AQPzAw+ZXgADzScCvAEMp1QE75gC4jIGyAAPc10DA60BEzERXQ2wAQLVDwuwAQJpRgWw",
-"AQ9QDgIEvQwXMTwmCVoABdA2CVoAAbIPBGEABBp8CloABIoKBZYuCVcAAppHDFcAAcYRBV4AD8UeAgRTDAOPMQxZAAcKDg66",
-"AgNgAAFfKA+MAQABQMoLngUG1gIP51cAAzsgBHwFDTQOGDa8ZhE2Nw8PCgcFBIgZDx8EAgJoAA+9XwADSSgDPQABjwQGMQwA",
-"JQABvQUCXdgB75QGjQABs0QP4QoIX2NoZWNr4AoUDywAAA/fCgQPKgAAD94KFA86AAcP3QoKDzcABwncCg+jABIJ4lUPZAAS",
-"HzRkAB4fNTIAHh82lgAeHzcsAR4fOMkYAwiXfAPDCxcyllYFwwsfM8MLAQHzGA+qVg0PMAIIDMILBwSCDywCCA/BCw4PMQII",
-"CsALA64ACL8LDzsCCApGFwTwBA95ABMKeDYIYhYPUAIQDzwAAgidVw9aAggPtQADD/IAEw+9VAMA/BcPbwIQD+sYCQcpBQ/+",
-"V0YCpxkBwAcP/1cNAisAD14aAhM3k7IPNQsKC55cBGUBBU0VD0F+CQDFPw/9DBIEigAPlQwBANABBW1QA38AANkfD1oAAgkl",
-"AAF1CAKEfg2bGB03jpYD8FMEjGcOnzcAGwAIOT8DlwkCBhIDVlIMgAAPpQAGC58SDfIMEzfWCwceCgFpAAPl3AUlFAR2AgPI",
-"PQZCBxE3bAsPugEABVnuBBobBRoAAfQIBDcBDNX4BwMJAj8ABw2EBMYIAdwIBEgADLKtBCUABJwbEzQoVglCAAI5AgNJAAy3",
-"rQQlAAT1DRc03xsL9QEESQALBAwD5QwP9DAABEEBAIsNBY0cCHkBAAYAFS1kCQtgeQc+pwqdDRg3BQwRNwUMCwIOApQND56Z",
-"BQOnAg5zCQIHAg8xaQEDrSECBgAJEQIAuwsPfQ0NBGQBBVr+D2EBBARoAQ1IAQN/AAiaAAl+DglVmAZHAQLdDAYHAQrdDBg3",
-"qQoRN6kKCf4CA3U0D0sGAQWm+AQTEQ9eGQABkxoPIQsBEzeT4wFumxFuyQsCOAATZmefAegFBFMlBDwBAh8MBCIBCN5AB78E",
-"BikACAQlAHEACskYBCYLAtyGAs4EBAU0A24FAjYMA1UAD0/uAgLbBAJKHgToWAYuUwG7EQEkAAG0mQ7uFxE3aWwNgBgZN4QZ",
-"ACUADJgBAOlPkDYwNzE4MjQxOHgoMTE3NJljB48XBeEAAiSIA6cRD3IBAQIXFAE1Dw8gAQAATwQCVwEPtjEBA2IGB7oACt1t",
-"AytQB3r0DH4AAp0PD34ADwmqAgGQlQ/GDAgva2Xp8RUNKgAPwgwEDSgAD8AMFA84AAUPvgwKDzUABQ+YFwUPMAAFCLoMDzAA",
-"EQ+bYgMHxgsFuCQPAwwBB5TyBu4LABgMD+4LAQgDCw9cAQYPtiQID1gBBg+zJA0PXAEGD7kKAgjbiA9mAQYPOgACCJIYD3AB",
-"BgzdFwAzBA/PCgIARwMPzwoDAM0JD81iCQKBAwIMAA9IFgAGKiUE6TgKpAQROCMGD0BfCwXpGwmsCwDDBg12MQFpAA/tEAEC",
-"hQQPp2oBAi8LD1RhAAKdBgYYDAyjHQUSKgIwYQ8EEwUNh8oB+hIEWRMPAyUGDQSkBswgBPoADGeiBKMSDwCkBg5rEgKqQQ3s",
-"owFlWQ8AGgARcuQSDQgMETjHIw2FAw//owsCuxgABQAEggsKagAP/wsBA2kABwEGAi0AC/+jHzhqIwIFUx8P/qMEAxkaDpV0",
-"AqcvBWwfB9FIArA4AAUAAL0GD5QBAAQWWw+WAQMCWSMP1xkAAbsKBlYJCmQMETjZXA1uAQ/7owsB4AkB/AgMMCABAQMDaBQK",
-"BgsDaQANbQ0L+6MROLglDYIFBUEiAv4BCzwEAjkKAuEIApMJA0IBD50PAgLyAwHAAgi8AwPVOw/hLwADhS0DTwsK/gcFSiAR",
-"MRElAoUPD3oABQJgDA/nRAIEww8PoxcGBJ0MDCwgACsAB28dAYsAAIcICVQBDyRrDH9yZW9yZGVyhggUDy4AAg+KCAQPLAAC",
-"D44IFA88AAkPkggKDzkACQ+WCAUPNAAJD5oIBQ80AAkJVhUPNAAUCVgVDzQAFAhaFQ80ABUPXBUFDzQACQ9eFQQPCWwAD/7c",
-"AQcwkgVuCR80BmwEAcHpD0ACEgxyCQBCBQ89AhIP5CAOD0ICCg8jIQMI6xQPTQIKDz8AAwiCCQ9YAgoPPwADCC0VD2MCCg8/",
-"AAMIzxYPbgIKDz8AAwizCg95AgoPPwADCLgKD4QCCg9zFQ8MkAYPpAoFAesND7STAw+kCgwCJQ4EDlcPpAoJBN8ICqQKFjlP",
-"EA/IAAIDJAoEgg4PkQoTAy4jD5wfBgRWAAqPEweAFAZnHw/UCQIE5kwHIjEASTgPrU4OAjPsDb6wBVUADK8ACT5DBBiyCh8K",
-"ETkl8w7GAAQDWwN9oAT8BhE5Y/sNLgAD2xIGFkwHT0UAfQABbQcBrkcNNwoUOaUjB5cVAYEIBjQADwaRAAMVIgt6EgEzAA8f",
-"rwEBsAEPA9sDBJYACsgJEjlfCQ5sAQHPAA80xwEEDGkCbAEMawAPgQAMBl8BAM8UD+CQEwVHZAeFKgvArwKKEwRhJAQ4AAB5",
-"MgPbqwupIwZLnwP9MAgcAAFNAA9mjwEErpQOjH8PR48LATcAB0ePCqcVETmuFwaPAQtHjwJ7JQ+QIgICWiMFdi0L7iEAJAAL",
-"iAECY2MBojsNJxUEnwIOCgICbQIPX48ABAS6AgoCDSgCA0dAA84VD4cAAgb3AAp3LwS8DQayagIcIg+kIAIF3wQI/QEBzG0D",
-"/QEM/TkDcQMBPQAK0TEEPQAD2gQAeAAPyAwBAu8NAnoLDHgAAGtRB8WuCHgAApcBArYBD1ZBAwTqAgZWQQzHrgNMhQx2AAfr",
-"AgHoDQicAgI4AAJ9AA/JBQIEg0MEGWwMeQACbQICoQYLeQAAXEMFeQAFMAMJ5wEBfwABfnAPHgIAAAcAD1OJGgMFzAIjAA/J",
-"LQIYOe8yANYCC1kWA+S2D+2vAwQ3LS8yNqh0DQOvQg+VDQICbhYAAAEJXhEEPAAEWkoAZQAP+zYKBdi2C3QOA1veAymTCQkH",
-"AwoHAp4ABM10Dx4nAgIQ3w96AAUE0xoMegAD00UPqxIBAlgBBLS2D3ShBBMzk6AMPQADTlgD8QAPAEsDA7gABOtED7gAAgOx",
-"CAySJgUxdA+dAAsDq/wPSRMJBJoRD9sAAQO+MA8lNgIEOggEZAMPfgABA0AAA1sTD8eaAgOYCQEUCAg0bAOFBQ8zbAACLAID",
-"OQALR0cExgMEFHUPxJsKA88QD+YpAgIqcg8vCAICMgIEPucBUQIOBhERNP89GHL5ZQDxCg+RvgwPfhAZDy0AAQ+RvgUPfBAn",
-"DzsACA+RvgsPehAfDzMACA95EAUPMwAID3gQBQ8zAAgfNdsPDgXIDwgUAATIDwH8MA/IDw0PiwEJD4UjDg9VAQkPUg4DD3sA",
-"FA+MDwQJur8Piw8eCEgQD3YBCQ/NDg8MgT0PzQ5+LzQwzQ4MAi0ED9VRAgLQFA+TLAEDjgoDpwQKEiwLsw4CmyAPsw4VA5sY",
-"D60ABQdQCA6uAALGDQ+zDgADOy0DPQADYjIJyggvNDCzDgUFQSUIsw4ALwAPsw4ICFU7D7MOAA/qGAEApwEPsw4JDJM+AzO9",
-"D7MOCQNPGAgcDgFRAA8RnwMElgAJsw4vNDCzDgQGmYQNbAEDzggCBgALjgwPgQANBl8BD7MOHwJkJA+zDjMFFgsPsw4ABX8O",
-"DZ8wA55PCIKaAzQAApYOD1MjBAUdAA+zDgEACwEIGAEPsw4DCwolD7MOJQPwCw+zDgAFnwIP1xIEABABD9gSBQIGAAVHAQrR",
-"DgAlAAyzDgWHAAb3AA+zDgoUMgeeD7MOOQKpHA+zDgoAeAAPsw5hAuHJD7MOXhQytNcPsw40AucBD7MOAwQeAgkkmAyBAw+z",
-"DgcCIwAPsw4BAEwCCFkCAbMODyEVDA/PFQIDlTYPAgUBDiIVD9Y8AQOMHAmNAASFC1AKCn0KCg"
+"IAADq1EJoxAcMaQQB7sgALEQD2IZB49zcGhfZmlsbF8ZEA8rAAMPXBkADykAAw9ZGQAMYogPOQAKMDFbM3KmDiQXDzYACg9h",
+"iAMYNokfAt4BPzwxOCk5AB8yVNYCETH5kg8OFwIEExYPBAELBNUTBdgcLzgsAQEQC9cTAa1IDwsUAgHmSA8MFAMBxUgPDRQJ",
+"ATwAA10AAC8AD7AeCQL9SA2yHiA4X2OkA3gAA+IAA58dA1ceD8YXAAEXAxUyXyYPXBMIA1sDAkQAInYy2wAQe44AAjA4FDCv",
+"rTIyKzJk1QgBAQBTUglCAAkNGAI2AAXvCQ/AEwgDQgUJ/wEEqmsvKzlwGAQEeRQ0KzEwSgkPYC4CA+oAA2ASCf8QAc8KD9cf",
+"AgLdLw/ahgEDURQPJgwAA2EtA3AAA74FA+wWA6oOBEYtEiu+TA4xBQVbyQX3EAM6AAIqBQKMWQQEsglcAAUPAQMBxwaxpgPd",
+"sgE6AAPwEwxe0AKGCAGnCAEeAApe0AGzBgMB3w7T+w507gLEuwAfAg/jFgECv50N8AEEH28Dy9cLagAC8CEB5QcPbAACA9JL",
+"CrsFA2oACMUmAi4AAIv9B00UAtOfDFEBBEB8IjIrQUsOhg4ETagDRmMGrgEDW80BKwgMEawDgbEBGwAF7kELjgECtjgDtBYM",
+"jgEBCgIBfgkLJAEBswIDze0NpGQCPZoPZQUABXcBBoMyC632At0nDeQBAm8ADz0TAQNsAAl4AQMKBQx5AQP+kQqUAAV79yIr",
+"OFHACpUAArQUACUADMYFAdTID0MRASE4X/cnCpMAAv4DAJoAAQQUDwcFAgMbZiUxNAcFD2raBAQVWjIyKzEvAg94FwsLz20C",
+"7MQCnwIGVZQGDH4CjQUAHgAFdUwEbYgDDgEDNokBW2QOUQELXQMIegAGWwAP4QMAAt4kAiMABgYKBQMCAeiIAXcAD4wGAwRm",
+"cg+jBQwDahgJuwAKFhQK5QkCb5wJ+QECxQAPYQcAAhoAAgYAD3nzAgU2CwBaAQivZQLjiQIc5AS2VwycBwDHLw0TGAQwAQI7",
+"AgXZkwQeAAJUAQO3AQ96FwIE6TMPWqIBDeozDhkLBD4DAp6DCHsAAgcBA58AC2twAqTDBSUAD5RoAgP46AAqAA1CZgI+Ewey",
+"Gg8rHAYCc4IMh14FpwsAwgAPsGECBG8BCLpnBt4LAzcADhFgASQABYsdB0OJAvwLA1QDCU4CAi1cBIYADFUGAk9VD2YdBA/m",
+"ZAIDKRwPnS8ACBcRD90zAwBNDwA2AQS9HwseAAT8rQyCBgImBgJwMQh2ZAIfAAN00wIlAAygwQ7cFASrKA/X0gUEKlQNCQcC",
+"8w8De9MIUBgDHwABKAcDJQACBgAC4AQCwwMCJgACUowDLAAEpA0M3QYCP1sMXQsCVQUBH1kA0goDPAAMrQYAaQ8NxQMDPAIC",
+"PAAPEyoBAh8eApbJDx0eAQMKFQwLAgMpGg/xZgEDPAMCBgAK9ScBmgIBPAMB1rEBnAIGDgUQMUeaCMsDA/IAAAcACikAAWNU",
+"Bz8DApO1Dz8DBAKtxQIlAAXmAAsjAw/j9wMDVhwDixAOU2IERAMOSgIEQ7MPaAIDA8cGA9i8CGgCAqRJAVsJDy27AAMuxwIl",
+"AAx7uQ5nAAO2EAR81A5ZFwQQWA3wAgLhZgIeZw8ovwAExfUGBgAC/2YL8AIBqAACLAAE8AIKDnwTOL1cDPACAjgGDPACCoJh",
+"EzjE+AzwAgLPAg/wAggCXQABKxsJtwICwwQDlCAM8AIEDTUPuzUAAwIfA8McBYoyA5AAAhpUBWECDgoDEjRE/BAxVLoG4gIB",
+"0vcPCwMRAfdcCQsDD0oGCQLhyAIlAA8LAwcB+AULCwMDQwMDHgAOr18PCwMGBNhnDwsDAwQoDgRFvQiEAgEGAwPM1wgTGQMf",
+"AAFdDAMlAAw9ug5oAAR+BgCiuA8hAAIEgQYODAMBXgYDq9cOgwYEAtcHBgAIqZcDDAMDk/QBBgAExFYKCmgTOGtZDGklArEB",
+"CwwDCqz5ADwAD/wFAgg4Bg8MAwEDGyENGt0EgzQDLxwMDAMDsxsPQ4IAA1sgB8I0CQwDAqoIBGICDwwDAAHcNAApAAnjAg8X",
+"BhUBeloP0wIDClEAAK4NB6+gAh7TAy4DCEoKAcoGAksDAkjQBHULAmIJA01hASgABNUBD+sJAgZ6AAHxCw9NZwMBrgANEDkD",
+"zDEPXFIBApMEAzk6D3hkAwSwgw/0AgMB880PdgkBBI/MAc8CD1PKAAiUwAHo+w98AwoAmg4ChgAPeAkEAY7ID30DAwQBzQF+",
+"AwGIEQuKAAEGBASq9gEGAAiuKAR+AwKwAAVRSg3j+jAyOF+2Cg5+AwhOBgZ+Awy2CQOA+Qt+AwjGBg9+AwIDigYNlyQDciQP",
+"igYDBPnnD+hnAQiKBgEFEw9kAwATNXAGASPADxMCDA+qAQ0G2QIBkvYPpAMRGjN2QgTHAQTRSx0wEwkDXswDjAIPgAUAAhkA",
+"AiECDMPZDhAfBFmHBDmBB2oAAlbAA2wCD0LBAAQs+QYGAAZQZwdsAgGGAgNv2w+gXwIaOLf2BWwCAwYEC2wCDHIKAFILDmwC",
+"Ax8QD2wCBgL6IQJnZgkzAgMtAg/qBQMDnSEBPJAMOQAI6gUBARQI/gEDYQ8AbgEP9wgEEzXrBQ+nsAMPhwImDQIGD4cCBQuv",
+"pQPiAQStNQQ1gwgeAgLrHANL0wDaAQseAgL4AQEmAA2k2w5qAASkKRMwkQgIagADrRwCiAIOBgwCbGUDd90CBgAIMRIEiAIC",
+"GgABLAAEiAIMfgsHdvkHiAIPfgsCCt/9ADwAD34LAQQLdw+IAgcC5QIFz9YFTwIDkCEDIU8MiAIEcCEPiAIAA7cLAiEAC1dg",
+"AplgB1oHD4gCABM5iAIP+R0DD4gCJAGv9g+IAhEBhfYOHgIEHR8TMBmjBx4CA4hlBIkCDp0NBchlA+g/DBjQD8sjAAaFjgJp",
+"ewlvAAIpIAMX0Q9o+QICGgMDKQAEBwAG/hUGkwIDFCQIAhELymEgOF92Kg6CLwNQBAqUAgtMcyA4X3IKDpQCDwIRDQLfJwId",
+"YQkIGwJPBwP+JwyUAgM36A/9ZwID/BACIQAMgEADcREAlAIKOCEFlAISNoeUAa1kBysCAN0ZD1QCEg0wCwaOBQ86FgAEtAMD",
+"QxEDWwENYQwHO0oA1goLYwADhRgItSEGFBUEhgMBBgAETRsLPmUDcr0PShwLB4EAANgpB+wUAd7UCcMdBZ4CBAmJA6wcCdwC",
+"A/ohA8ECD+scAQYQGQ2QHANu4QNb3wGRxg8FGwAJHPwPlRwBA6cDBUERB5oBAhMcAjJDATQBDLUKAM0cDigZBFTqD4QcBQGB",
+"AgJICgLezwtIAQAdAANxAAzqCgJxAAiXIgMxAAMrcwaiARM12gQLjgEE16EPjRwFAeFmDwwMAwnn/A914gEBdAkERfwFICQL",
+"jwEE+SQESB8MjwECDAIP0foCAeQCACEAC2kXETIogAxJAQOCEQQxNAwECgA0CQ+7AQAFrgIPyBwCAncVApcJAtgmDXIAAYwJ",
+"AHEADDkKAnEACbsBAjEAHTW7AQlHHgUyNgX1Hw/OHAIC9xUBJgADLRUKEv4A4gMOggACEhAAiQAPvBwHA30yBcfgBNcCD4IB",
+"AQ7tQQWAIR8yBz8LA+0FDMoKAgQRAeYCD9EcAQNXvwR+BAjSHAI/BgFBAAF8GwSuRwpWAQWEng7THAJiBgFcAA/THAACsBQC",
+"JAAWMXmcBIYgAAgdBHkAA3wuCxkBBWoCFTI8kA+1NAgEUm4LRQAGLh4CsAIPYEELAdMWDWIFBV4dCkQJEDVkBgfkAQJTbwJD",
+"2AsfCAIiAgIhAALS4QxTIAGMAQGa3gseHQO5nQEkHQG9FQByIA2bBgKjnApYCAIHEwOeAg44AgLlIQMEAg+SUwICGG0BKgAM",
+"jRYDGG0ElQIPTHICBHwBAkkFCXwAASYEBBsCDZoAA3cAAiUAD+81AgK3aQEqAAyaAAQcawOaAA+ANgMEUWoHfgYGrAECuiIB",
+"hQABEAIAcQEM2AYCcQEI1xYCFREHNwAI1xYCLwEBJAAPIR0AAqkBACQADaQFAm8rBIYADWoiBU8KCoJeAk0CDw03AAqVZQ8H",
+"bAMEUgwGlWUKXQABPAAAJQAMCxQEpewPfh0AAyJsA2YDD4vuAwGnhgGWAQ+FEwQF980NdwcDUgcCixMBfSALAgwDXysEKQAM",
+"tNYPbAAABA59DVFWBSIACnMrCJAAA3QrA3UrAeIfC5AAA7ZSAykABDAABWQ3BpIMBEPmAkY2A1cMHDSrBwAlAw50BAM0FgMU",
+"KQCGAAA8AAx2BwD/Cw07BAPGewI8AA+TDAEC2G0CjOMJ6QECIA8D920MkwwHkG0NIgIDJxYCIQAKj20FeAwRN4pFEHLVAwaH",
+"BRw2iCwES7sCaiMHKQAA2hMJ3QcDXgMPXB0CAoYEAJUDAy4IHDQuCAJ+Aw1AAwRQGg/PdQYC7h0AJwAMQgMDudMAIQAMIAED",
+"29MDQgMBZeEOlAIFP4YPq/QDAWwfD0IDAgM26wX46w+yAgADiQIDKQAPQBIOAbMYAowAD0IDBQVxzw9CAwACkwwET+sOYxIF",
+"wesDKQADBwAPZxIAAyXpA2vcBEIDDC0SAB8eDkIDAuU8DEIDDBEQAP4GDkIDAbABD0IDCAIHHREx4AwJ6QED4gEP8RQDBGLV",
+"D/EUAANi1QMhAAqdTwVCAxI41hQKwBoQNmwUD0IDEgDVDg9CAwMPkx0AAkUEAEIDA7QPHDUPEQ9CAwUEbRcH1WoKDEwBZgQA",
+"JwANQgMDCUwPYgQAAjz/BUIDDzU2AwHkQgEtAA+0AgMEx6wNQgMD2+0DCO4JkJcEIgACXQMEKQAPlhoOAYgRAowAD0IDBQTq",
+"xQ9CAwAE4u0CtwMPBO4CAl0DBCkAAwcAD50aAAmQ7ARCAxw1gBEBUwIMQgMCtxcMQgMcNb8KAVsgDUIDCDwAD0IDAgIFCgH4",
+"KwjpAQIpEgMfAA1CAwEZGQIlAA05AAJ0AwJCAwEzfw9CAwAROZfFEHKjBgdeKw+EBhUfN4QGBwmTAxA34g4IAh4CCBkCWQoH",
+"LAsCag8DqQsBhzYLAh4COAABKAAD6Q8fNcwKAw1lAwFOfwKhAA7kQQlICgFBAAa7AAAXDQ3UAwCSAwHUAwI9Ww5uAAFSAAS4",
+"AwmxAQLYBAAhAA2xAQNkTgLTAw+U2AMFFxAfOSMXBASuhQ7TAwM1NQOxAw/HCQADqlYEVO4P4CcOAeXuAowAD9MDBQQSHw/T",
+"AwACTjgEA+wPGPABAyD/AykABAcAD+onAAR07wEwAAXTAwxfDABmCA7TAwGPAQ3TAw2ZLgEuFQzTAwg8AA/TAwEBLhoAKAAM",
+"6QECvAUCHwAO0wMC6gMAJQAOhCADjh4CIgAKY9cF1AMhMTAW3BFym4QPIgIMD7MBDQcJAwVfeg8VBAwQOI0ZDjIDBYE4D0kK",
+"BQJJGQEpAAw1AwLwfgMjAA4VAQIxAwSrRQE0GQ+tAgAFFyEGHEQEGwACVwYE9eEPXgYACgPzAAcADxsDDQViHwMruQlwAALF",
+"CQT7Ag5lHwV68wIpAAQHAA/pJAADmPIDXOYE+wIMFg0AQAkO+wICbyMM+wIMGAwA4SEO+wIIjg0P+lQCA8Q2AXEyCq4BAgEF",
+"AyEADf4CAiUYAygADusBA6AjAyMAD+4qBCIxMO8qATAgDwEDNhw47QYPAQMGA9AVCgEDAI8HBAEDDwgKAwK7GAEpAA4BAwIV",
+"BAEjAA0WAQRyVQQBAw/3AAMAwQoBgQAD3KoHkQIDFAkDAQMPDuYABKT1AykAAAcADwEDDATmNBQxhyQJcAACsQUDAQMPZvIB",
+"BJb1AikABAcABZcLBwEDAhwDAx81BAEDDBENAM+JDgEDDxENAhw1EQ0AXAsOAQMIPQMPAQMCA0A+AUYvCq4BA8wEA9QTDQED",
+"Bf9WD3oSAAKR+wUBAwsKPgYBAxExAz0vcjkLBQMPAQMlD1kNFRA4WQ0OAQMEH1cjMzQNJA4CAwJ7LwAqAA0CAwSCVw/8RQED",
+"PDMGOlgP+gYDBHiyJjExy44EGwACPwwEAgMPow8ACrr3AAcADwIDDQTyBhMxr7sIcAAEY/QDAgMPVyAABAH2A38gAgcAAXIh",
+"CwIDBCIACVUTHDadDgALAg0CAwIwFwwCAx02SzwFGJoIAgMCixkPAgMJAicWDSKJAyw0BCEADgIDBC7KD6rYAQI9FAUCAwvq",
+"xwYCAxIyeCcARgsHADYAJR0PwgIRHDkCDQKbBQU/DAvwGAQ7GgL+DA3yAwRgDAAIAAGbAgBlAQ02Dgm6Kh05Wg0CMg0EL0kK",
+"5RcCAiEEshkDoBAdNr4eCmIAAKYGCL80AbQUD8s+AQHoFA/lPgIBIBUH5T4KzD4DVhUCRRUCRgAAZgAPeBwFAo8FJDE2/fYG",
+"Oz4laW5UAALqAASMIQE4Aw3kGwaEHAIEPguXAALViQRKAAPGGh83cBsCBYMUNTIrMjmKD7YbAwN6BALsSwnNAgPoCA/LAgED",
+"CwkFPQAP5xIEIzEyvicBFhwJDwEJFhcBBjUM7gACdwECKQAP7gANBV8cEjKdhA/uAAYDbwUNQG0DhisHIgAP0wAGAv0WFDFt",
+"GwvDAQX9HgMEAgzxAgkpLAEOMwDyAgzzDQGzjg/pAAABw4wPuEIPD2IdCgPGBwLHJA/ouAMFzyYSMYboALEACYMDA1wQCvwA",
+"BCc0APwAB5UgBvwACbMOATCbAPwADLMOAgBCD/wAAARxWQ/8ACgEcAoM7hUDGSsCIgABZxEPGQEEANQbAgcCAhAoAbghBxkB",
+"D9SpCAC3AH9kZW5zaXR5MUUUDy4AAg80RQQPLAACDzdFFA88AAkCOkUPL34DD9B1AQEDqAwJRQ8efgEfNXG5BASeWQ/VAA4E",
+"2yEPCEUBD9IACgoMBgD5AQ8JRQMPCEUGAMkHDwdFAwOGMwFnAgOEPQf4CAMIAwO8CAAGAAMABAq4CCA5X+svCgNFA3caD3c+",
+"AgUjSQ8aRA0CRAAEE0MOG+MPGkQCApwHA78QD39FBh8xaAYMA/0ID7BZAwSFNg7iFAJoBgQ9AAoVDASOAQPqBgF4WAyjLAZq",
+"AQK3jwjZRAK8Bg/YRAcCBgAB+CAAulID3goAMBwJQAsIHQAD0goCfJ4IGAACEwsOGAACtgsOGAACQRQBGAANUEQTOUVaD9Vd",
+"AwKMAQ8LRwoDTT8AbAEP2l0DAkQAAnwZD8NACwmPBwf+9ALhNhQ4EgkC/M4HU+wAHgAAJACvMGYzNTg2MzdCREkABAJoDBQ4",
+"/PoNg88DdwMEHgACOAkAzQEDagAC9zMCRQANwygE9QIEwAUfOWVZAwP2NQ+VdQcH5EIOnwIEuCUBug0P+0AFD4UeAAfe4Qyh",
+"AgTb4QIGAA81EQIAmhwAdwAN4HQDHwAPd0cEAjopAjqbD9H/AANmNQNfKQ8JAwAFriYFZicLeAAFaMQPeRcEBOEzD40eAQGV",
+"AAHGDgEhFgxIGwGVAAJRAwIrAA2+FgEwAQO6Ag+CEwQD5i8FKw0Grg4DNxwC2AIDuSgMmAMCqw4EMVcDmQACAxIATQEEPlAD",
+"GQADlBUCDAMKAgQCoTQ0M0Y4XQEJgw8BhAAD1g8HZwkDqQADcxICQQAFngENIUcQOWZXhwlicmEudW5pFgAH6QkROVtXB7gD",
+"A840A2wQD/k0BAJ7ADE0MDR7AAAMABdDJQIHiCsCmRADKDUA5AIOjQAH3hsCPdoHQAAD0TUCdAABJkkHqQADWxABIgAAXAEI",
+"5E8DeAAHfFECltkKnwECxpoEPhEGEQIVdMETBr8BCPEbBN0QCIYBBccBCTDFAMsCBpG+CHBQAookAIIABmIDBO1GD8kBAAGs",
+"SA49AQf5bwAkAAvLAQMPEgKsAQKiAQtEAQNiAgGLAAUuVAMcAALnFwIcAAHbEQ15MgIjAAEdAAeQBQh1MgkaAQkZAgMAMga3",
+"BQ7dAAH6fAbrAATooxBnjloCggEFowAKaAAHZwcNCkQNyHEDaAAJ+wAC+AEB4AEMdgIC9QEBBgABBh0P1QAAAh0AB9EQAGMA",
+"BNtyCv8HAwcAASwQDy9SAAGrBAItUgltMALeLgPMJgt+AQOhCAIkAAN3Dwg8AAKJHAMPJww8AAO6AQOdAAQtCgU8AAveMw8A",
+"NAACOgEDfQAEBwAEVAcFZwADnAADHwAJjwQB7FIOYwcEH1sE/AcFexIBuAcCvQcO/BICpgsDBkgDUE0aMX4UGDkMUwB4CQn3",
+"DgSOBwQTDg99EAwEvOgBEgwPLkcAD7o9BgQ5AAqvKQVyEASwGw8ACwACqhcDAQsESU4EaQEDzjINfQoCK0EFfQoLBEoTOUNA",
+"DgcBBn4KDwNRCgM+GARGZAtFAAV/Cg8oLgwDEwEPDxICBEGXMjErMm0gD81vDAltLgd8CgMpMjgxMTPHCg5vAAQyHT8rMjB3",
+"CwkDAhkC6nYHDAsCZwUBXsIPDgsNAkYZAGMrDxALCwVGAQ0QCwLsWAVIAAFwLg/eDBUPMQIQBywDBK4HCjRKA3wXD1BLAARb",
+"FwIlAQ/qSwIFtX8FvOoOFKEP3GMEAuYDD6omAAOWRQGl0AuTAAPXQgNsAg9KegMFa04CTHoPIAAABNEKC88KA5IfBRItDy0t",
+"AAEZAgIoAA25HwmaUA9tCwQFHC0E4nkP/CkAD0U1BgM5IAVELQ2gAAJnXAInAAMtAAGfEAnBBAkZJAHVAQ9TFQEBAFoCg00L",
+"dQsCggMCawACNRwOJ00TOceeCdYBA5kWD70WAQPhFQOQHA8ELwIEuFQDbxsK0QsCsyAB/SAKMgoCojcDAiEF1vYFawEBMA0P",
+"0wsDA54eAl8uApFBCtQLAngMAeI3C9ULC65NETkOpw8wCQEJSwsBAacIvgcDUSwC0gkPSB8BAwX8AYIAD9wLEALuSQWoLACo",
+"BQ+UAAAHQS4AogAMlAADfwUCegAMcAgCJS0EOgEAbgEJyFsDGAAKlAQACiQLhQ0DBzgCMAABL1YL5wsCKwUC1gECwgIK6QsE",
+"MwEP6gsJAQgDBELZAksMBu0LAzIgAVipCe4LBHIbDeMBAe4ADk8BAehKByUAC08BAkxhBMIBD/ILAQM3KwNqOgE9KwkeAAGQ",
+"AQQeAAHHCAinJwMhDwSBKwvXCQNzwgAmAA/4CwYCA0wEKwABKQEP5gAACdMBAQBLDPoLAjoFDZMBCbQGDPgrDjlMA2sACnUC",
+"AloAAi0CDZICASQCBJICBdtjCd0ABB4ACfoCEDJYCgtwAwJVBwNBJQMZAQT+GgvFBQU1CQVjEgUaAAHdAgNhAgEtCQ8SkAcR",
+"MQgJDIYAA7YBAuYFA+gHD2cmAAJ+SwQoAANTAwqpAQ9cJAIFuxYM1DgCtAoDMRoPvAsAAwIjATgGD2OsAwCDCAmBAACRCA9V",
+"CQIDggklMzlVCQYKxwThAAPFKQQrAA+IFwIFqSciKzHnaw8FXAUDIjAE7TcFZAADRQECQQYPZwEBAhFkBIYAA80NBh9kBCYA",
+"A5oQA10qDxYoBwNkDQShKg3eSwO0JgOFFwqzIwU/AhE0syYDaAAJhwAD2S4DzwAPEQ4AA94CBM8AD1YoBgNUQg9VKAEPkAAB",
+"A0dhETE3XAmSAAOLAAMQAw+8IgAD3QQDeg8DmQAElGkL7gEEJAgQKxMeD+4BCALZCgGNAAnbGAN5CgOYRA9eAQQChkkD2yYN",
+"Jj8EwT8AewwMsgIH+SaNMGYwREEyNDLwDwKyWwUdJwWmJgHUawJqAwOpywMMEg37Cw9CEQALsE4TOfFPOXJjcDIEAYwBAfAz",
+"BykAD2APAQSYXDUxKzFmhw/6cgIC9AkNiDADgkgDHwAPaQEGAi+DETExLQeJGw/QHQs/c291o8cTDy0ABQ/OHQQPKwABD80d",
+"FA87AAgOBmMPcwATD116AQ8zAAwPW3oED7fXARg4M3oC/gUnPDZPYwVceg9knAIfM+6CBQgqIQ9PAQkMRx4ATgcPTAERD4ca",
+"AQjBYw9QAQkPSBADBBZ5D1sBDQSyAAR2AADoBQ/CHgEBswsPwh4CAfUKD8IeAwOlIQIGAAL8HQi+LQjDHgMrAASWDQj2AyMz",
+"MOWqD+p1DAvvKAPqAQRqjgOk4gF8AB9uLYIlBYsADk8fDz8SBAbZBQ9PHxAEdHYOTx8C9CQPsnUDADsBD1AfAgRQ4TIxKzFr",
+"Kg9JZAoCVDIOzhAPf1YCAy8cD80QCQjLEAk8AAUsHw88AAYEfnME7nwKHgAFtL0PiRAEBNNyA3QwD1sJCA9nIAsMWwkPP1MA",
+"AHsBDH0SCuoIC2+6CmQeA026Cg8DA/ABAQ8DCyIHAbq8D1ITDA9QHAIlMzDqSA95CAUP5x8LA80AD6sKAwUzIg/nHwsCwBEL",
+"AQkDEAEF9xQCZRQNmz4BDgELdV8C7x4DKgEBqhMGXCUDROcBBQAAtQAHdzcC8R4BUQMHTQACkUoD9q0AQwEA2w8DngABkgED",
+"IQALhAAD5+YCkCoJHkIBZgAAHwAPHUIBAYIAA2NJDMQBD5sTBQKnLAG4AAy3GyIzMOZ0D7NTAA8KGAEDSF0CBgACIhIIejUB",
+"FwAP9k4AAnk6BcpzD58ABgPyCCEzMGUdD4X4DARjAQQpMQ/zewQC4QoPELUBBEZSD1dzAQJqBAMhAA0eAAhFMAEeAA5qBAkG",
+"dAehEALNCwE8Bg+qcgMANQUBOgAMZzUDXzgBOgAPbSECBE84BD5zCDwAAsEUAQUADzgFAgVDcg5vNQLBDQGjCwzkDQMWFgJd",
+"AA7hDQLgDQLyAAK+AA+keQMF7TUCWQsP/Q8CCOgVApUOAOoDNHUzMiUEAyUuC2YDA1wCAgQCDrk6BBkWAggADG5UBLcCBAgA",
+"C1RkAqkDAAYAD5H6AQEzAASqAwysZwDiAgjvAgEhYAqrOwGTAANEsQxZZwSVBQkpLQKkAAN+AwwdAQOJQwh0AAR8FQouAwK3",
+"AA8EJwED9QMCBgAMpQ8DEVMDJAAK5gEEqQMEIB0P4NcDAzC6D7syAAM0UwAhAA0kJwiDJAGiHgkeAAPcDgYeAA9jFwYSNh1l",
+"DPprAtoCC0mMAiEABA82AoS6DkYXAAUABC8PCzoABD80AwxDCDwAAmcDATwAD1gEAgB7BAJ2AA48AAGNAwKPFgsFEQPaagIc",
+"AA4xIwKUMwLyAAOTbA8BNAIE9mQRNX0IC0QAAj4AApkUAnMRAaYDCPIGASQCAosCAbgfCawBA8QBA5IDDGACA6RSBCl3D2EC",
+"AwTMAQ8dNQMC9C4FtbUIHFMC1QIAIQANYQIIhikG+gcEHgAITzkPxboDAKICAZUADDM1A3A0AX8QDycCAgXfZQ1dpQIvEQE6",
+"AA8lAgIEwTEeNjk1AqxjAWECAQRMDjwABKdLD1ZmAAHXAQF9AAF6QAdhAgPqYwFdAAluywMfAAJmEQKzAAJBAA9UAwIF4mMB",
+"/AYLQWEBPgAE5GMBZwILkAUC1AwCYAIG0tkEqwECcScDZwIOYAICZAQDZwIPYAIDBBUNBtm5CslHAYwEBMIdCelIAogEACEA",
+"DGACA4q3AgYAAYJLCR4ACPEMC6BLBBcBAyYCHDcvCAIMFwFgAgBRQw86AAAEYUsMWVwDmRQBOgAPJAICAJI0AnQADn5iAksE",
+"ATwAD0QEAgS5YhM3hA0IPAAC3RoBPAALNBUDtmIBXQABpSgLESoCrQACOwABvgAPE0kDBbk5AbofDyVgCAJQAAthYQLWDgNg",
+"AgxsBgPUTAQKTwxgAgr6uA9gAgQEywEPKUoEAXkAACUADWACD0lLDgNgAgwVAwQTygYeAA+jKwYDk8IM62ACLwEPJgICBGUr",
+"HTcjXwIfBgE6AA8kAgIAVSoCdAAOYWEC9h4BPAAPQwQCBDJfFDdl1QwxXwHnAQEvXwgzJwLIAAIsKA5LQwKFKQOxYQG+AA8a",
+"PAMAlkQBfQABiwwPyAoCA3JdAlEABcNZAuMBA6cKAugBD28aAAKETAJODgIWCgltQADUCQjhCQBnHg1zDwBKAwNzDw8nJgoD",
+"YkwBSAMJU0kDcBIPUkkAAq0EBDkADyYxChI4rgQKvxAHlQ8BtyAMQd8AQxMPkTYDBbNjD/UlDQLOBwSwAgtFAAZ0MA+wJQsD",
+"VUoPthMCBdlGDzomDQKYAwQAAwtFAAXUEBUx1RAPRQACA0suDwM4AQTRDQ8YEQUCcSgGJc4DNgACYBABhAEC7Q0GGREClxIC",
+"hyQB7Q0HGhEE1BILTgABKgECOAABzhIHGhED+DwCIgAMhgAFjjANHBEBoAAAIAAPHBEAAtMUB/BYBHoDDf0SDGErIzMwjm4K",
+"/g0DzAUD8AENGjEDuwcP1gcAAh5LBnACBixrAGoAABIhD9wQDAS6AAXcEAaCFiNlcR4AAjoqASQADUMgCfwaAHQAD1tNAwWA",
+"Ex8zFzIDAjVLBLxlCesRBlZLDP0AA1NLA+ICAWoFCR8AA4IJArwCD9dlAwRRYAK7Ag7VLQGuBQG/Rw4zAQCvLQE8AAzSDQTr",
+"KwEFAAHwXw89AAADcQEeOZ4IA1osBF8sDz8AAwNDBB452g0DvV0DlywMli0Cm10FvSwPAyEABJddCTotAaVdCykAAisJA4gy",
+"AzYAAbtJBw0CAgegCCEQA/QTAaEsCJIGAg8QAQYADd5TBSEDAwgABQLLDQcDAwgABiEAA14AAm4EBAp4C0ERAoQpBNADDQMs",
+"AUoDCdcAADQUC0URAxiSBkcRCrUnBVIGCdgDA84AA9gDDCkBA4cgClIBBDQmDzNNAA/pFwEE5zsDdxIMymEEIDwCNgEBHwAO",
+"bAIJmegMGgQC/gEPFh8ACsUlALsADxjSAwWUXwUVhg+gTQAEOhUPoE0cAxkEDRg1Ay0CAxkED2UkAwSRXx05gkQCDgUDGAMP",
+"GwQDBOF6At8HCT0ABxsED1mEBASMBR85jkQAA50nAj8AD89YBAQbBA8pYAEHGwQFka0FHQADdioDXgAPoisGBGhgBC4uDxsE",
+"BwMaKg8bBAIMBMcE4ZQEBjgMqgIDDgoDPgQPkgsCBYB4BqyUB6oCAdcAACMADaoCDKgYAnxzDqoCCd94DqoCAW4CAXX6DKoC",
+"A2kCDyhOCASrAg0ZFgJrTQWsAg9vAgQFViYNiwYCzyIDqgEPPgADBFB6AI5ODD4AB64CBMWBDD4ABRtqD4sGAAObjwJAAA+v",
+"AgMFgTsfMH9KAAKtKgKwAgFUKwl/KAKwAgRzKw+tVwECegIE4DMCzQABHxsPsAICBCEAD7ACAQFPdAmRAgNfIwO3Ag2wAgLr",
+"DgRnrg+wAgMETKsGPUIHsAIC9g4MCC8N4HgAnAAEHz0LsAIEEzsCQSEOxUwBnAAExGwKxUwDnhIAIwAOswIC2wAECaEBoggK",
+"IQADzRgDfAYPwwgEAVeaAi8ADPcBArorA44BD7UCAwWFNAKzIAk+AAe1Ag/arwQFyxsTMGO7CUAAB7UCD7N7AwaCKh4wAhsD",
+"FSoDUicMtQIE/lYEaCoP2DsAAyUoA14JA4gpD7UCBwPdJw+1AgIFnEgFmwECGgcEdLAPlwIDBVr5Ar4GC5gCAd4AACQADZgC",
+"DDoaAjk1CoAAAwgjA/YcD/YyAgR6GAAdUA+5AgMCagUPgvEAD35PEwS5Ag1tBQQypQRFAA97AgQFL0wNbgUCfBwDswEPPgAD",
+"BDwdD91PAAOYKgEFAA+xIgQFbQ8EzMQJQAAHuQIP6DEDASsrA34AD0AAAAe5AgFAHQ/eKgAEZSsPuQIABKgqA6YrAs0ADzRT",
+"AQO5AgneKgu5AguqawKtGQMzHAv8DwKqGQIcAAbFUgMcAAIqAgIcAAyxHQIWAAIGAA9lagACFQsKJhIKp3sBkAsJtwAJJ0gI",
+"cy0DiisVNSFCD3MtAAOdKgM8CQ+UMgADDAQDRSMEUwAPoBAAA6H7AqDRDuovAKoAD3RIBAQ3Ew/lKw0H/FANRQMD/gUE8VwJ",
+"9yUF7AAHu0MAZwAOqgIE8WkSMY/BDLgsAqsCAhEBBHVSCSgTBSoAB644DPECBCpQAuwfASECAIcSBR8AA2IBDz11AAw3AQaN",
+"Ew+zKwoF/1ABXgsKNwEDlgQIBRIOFgEE5RsSMVuoCD8CCodQAbMaCR8ACiwBACkOCxo0BIY9A0gAD68nAgZrCiUrMQuXD7E6",
+"AwNtBQYghQUaAANmBQMiAALvEg+nMQACGVAAmAAPigACBO4LAEsDD4c6CgnyTQqKAAPKCAMiAA+KAAcDYS8BVQELojMEbykH",
+"WwMAow8HRwID2YIPeV8ADNIABg08D0YCCwRY7g2gfAbWTQYQFA9GAgEEaQAC5AMJJwIDKjECJwIK3WoFJAAGUwMBvQMMSAID",
+"3zADSgAKNBYFqQAPSAIVBKMQDaJ3A1R1BSIAD74BBhQzSAIMHzEC3R0F7AAPqQADBZrcD2cCDQRnog1Z7AZWUg9nAgwTM2cC",
+"B2hmAV4CD5MvCx9iNvcVDy0ABQ+TLwQPKwABD5MvFA87AAgPmZIKDzgACA+bkgMfMtP1AQFpTQtgLx811PUBD2AvAQHtkg9f",
+"LwEI6y4PGwEJAVEDB18vADkADxgBEQ99AgEJ1C8PHQEJBHUABwwwDyIvAwCKAg8iLwMAtgcP65IIAxsvAcICCe9mCCEvAioA",
+"BCwJCXMIEzGmDg9cLgUDkQwLtgoDqgEEIxQDkFsPIC8sBIsADiAvAbsADsIuA9sADxEHAgdATA8NQQoEzvMPJC8CDwv0IwPx",
+"AgThCAUL9AmtBQRKJQ8yNQEANwEHQooO3AAGNS0fMA0KCQSVEwyiBQR4qAMfAA+tbwIEylQINIwKFZIBKDwPMC4BBMgBDtEw",
+"BrMFAhsdDRUBBdkAD10vCgXXiwtmDgYq8gzrBQMZAAM4AA+tIAIEVy8LjAoCtwkBygIKLFcE/AsEsgANbncCsAkC7CQAKAEP",
+"3HUAB6CLD9p1AAIdAAHlAAp/AQLzAw0ecAGuwQsTAAJKIA+vSQESM43+DVEFBdEAD4t3AgIxLwAFAASCNwlqAANjBAoJEwNp",
+"AAjfHQTbKgfHdQAnAA+BdwAE2vMfMYB3BQSyMQ6tJgZ2DwU1cgQbAAYpKQEEJw+bAQEBJgkBaAkPmwEAAh0ACGGFAyABAgYf",
+"Dw2TAywzMUkxAk0ABbYJD0J3AgLuDgAFAAEHDQrvAQWQxwoADwNpAA2JHxw3cgEKISIDdwIFhQMPN3cCAsMOBInmB2QfAOoS",
+"D2EyBgQTZwHrCQcYAAQyZw0YAAMnFA0YAAPEEQ0YAAPXEwPIVApXDxExqUAPYSAAABYBD8d3BgIfBRQzxXcEEQMO1gQGHgwP",
+"gZQKAn8PAXkUB4kAAokWABEDD653AQJ+HwNQAgl+lAHLBAG8DAQnkw3JAwvKAwd1AAJ0RAFtvg9gEQAB+AACIwAD/2sHe5QA",
+"vH0DdQAB7k0PPjgDD0EMEAPxFA//IgIGykgP+jYLBJCtCSYHD/5TFwNNKA/wSAUDJgAHXz0PAAIDBjIND24/CwNVMw/FPQMF",
+"QT0PYw4LA28sCbQCA6gABhUID1wHAgSnfA/iEgADRGEBBQAMmj0GGwABAE8J7yUCjAAPj1QAA0s+AutfBm4EAWBOCDFIAp4G",
+"CG9HCfofAyLzD6QCAQLWHwMZAwk9lgAZAwIgAAIhog7zHhMxSRwA5wAHRusC8QIC/QILrxQC/jEDdAMP0zcDAhQHD9M3AQO4",
+"LgItAQ8UJwIEhSMCtDgIeAABAQEDiwMPTC8ID8TLAwLLJQAoAA2UAAiNNQHKJQ6oJwQIrg/PWAEDQAQB5wEB50cOrh0IZQEP",
+"/TgAADwADJYAA4UvA+MCDIkTA6HqAjcEAR4ADlsAAkwmD60kAAObigAhAA3gLwP9DwIhAAwvHAMuLgY7QQfOAgpJRARHCgR6",
+"Lw88HAgMqTcOPBwTMSySDhkrBMAsFDKW9QbxCAJyGgLALADmAA/eLAECJAANvhwP9SsGAkoxCGUAAfsIAplXDvA1AvsdAiQA",
+"AyoABQcXB01LAiAAASwABHM6C6UaBAEBC/NKApwYAbIMCt0SA891AR8AAR8uA0kHBotHApoAAu0FCrlKDDwJD7lKAQAXAAdT",
+"GAAlAAR0+QMxAQHPZg9WSwMD7IsDggALfAUCowYBBQALCBMCPFYDPQAMPFYDCasAagAPqwAAB6kSALkAC7BWAigCBY4ACygC",
+"Ap0BASkBD2BLEAKIAANTAAZOVAGFAA7LVgPWCQIKAQb4BQbESgKWAALHAQf3BQQfAALmAQPFAQ/jSgMBvhYCKgATcMpNBuNK",
+"BhKNCuJKDL1UAp4tAi4ADOAgA8AtAhwADHlVBeEDDksHA5VVAT0ADoI1A9oKAiUAA/NXDMOzA0gABMlPEzMDBAuqLgE9AQNn",
+"iwwaKgx0AALnAAJ0AA+gHAkEjykPlzMBCmdXAh0BD8AeAgWZKRU2qDsFGgADCSMCOAEAtwcLvBYEzlUCJQEMPgACuwAGPQAP",
+"8FUEAzopAX8FBz8CDGsAAqgBBHIAD6kpBQOpAQweAAOlKQN/AQyCIANDIAMlAAz4FgIj7QQ9AAGfTQg9AANDDQMlAAwFAQRl",
+"hgPNAQweAAPaJgKrAQyYAAQbHgNAJgxQTARRJgI9AAyYAAOrDQTRUweSKQDFBQvpIARpNw9DggED4QcCnvwPpAcBAAcAD6EH",
+"BAAHAAUbAAGZAAOfCAAGAA9BCgAC7BoKwggKpJYB4gcJzAAL+2oDpC4JRQ0G8WEFoQoGfxEKa5UBEAsJYAABKE8H4A8J+hUH",
+"GAAAKAEP2McCACYBD0xqBQKhCgKNCgIZCgFKIA1bjAIYAQFwFQdaAAAWAA9yAAEAEgIPiwABAaUCD4sABQMZ7wKfAQFwCwXC",
+"TgqvOQKBDw+vOQADEDwEn7MI1xcAOBUP1xcUCGgWBM+PD6VCCk81NyszkA4KBeuUC6UCBGhAAh8AD4g8AwVfKgI2DwA/AAUa",
+"AAObBQOHAw85SgUBImkDr1APfyoHBA78CWEAAvMEA0URAsxfD2EAAQTRTAQecAonAQTYJgAnAQ80RgoFppMM1wEDHQQPfD4I",
+"AzoADxssAwTjVgICNAnhAAl5BQJZgw/hAAADgVAE3mYMXwAEBwIOVq8EyygDnQUC074PYQABBEIBC1uvBUcABcD7AlIZCWMA",
+"A7kjAzUpAXUED2MAAgKfyAJXHw8YKgcjNTbREAlkAANqAgNaKg9qAgUBOwACIwAKIwUPpK8Mf3ByZXNzdXIVHRUPLwADDxcd",
+"BA8tAAMPGR0UDz0ACg8bHQoPOgAKDx0dAw99TAIfN2nPAQ9qzwEPfUwCAQJrDx4dDQ8iAQsMIB0If0wPHwELDwYUBg8kARMP",
+"JB1KA9JxDyUdEQMrAA8mHQITMpklD0ZMcASLAA9GTF4P+BIDBDoBDYwbBVk8DYwbA3ccAnAADwwHAwN8Eg80aAMEqhsGu2cP",
+"TBUGD4IWCgP/Eg98CAICLwkPjAoBD9ATCQOhAARlTA9xyQMPQ0whCYEAAwMTD1IUCQQjAQYpLAwkTALtAgtGGQBhCw/DGQYD",
+"BykCTBsIGAADpyMDYDUKbBUfMjxMBQerJA+fHwkD7AAPBx8CB4BMDzxMCgNRFArbCQMoAQWtGA8kOwMC7RoLDhYCFiADQgEB",
+"ARAHPEwCMgABBQAAtQAHIjsCQjMMeI8CcRYDNwAADQMNPEwCIQAMkhYCKT4OIDsCGwsAHwAPPEwFAW1mD9wBAA/5AQcDmygL",
+"8h0D/UgA0AANXB4eMlRMBGBWDwAuAQJ9FQOoAQE8CQk8LgEYAA85LgICMwADJQIEu2oNoAAEoQgfMlVMGQSsIAbNWgqtSAKd",
+"DA/xxgADUFcDYxcP6AkCBEQrHDU99AM/KwAFAA/kCgMFNisNaCoIeUcBby0OswACpBgPCTUAB1WfDGQBA3ILA8EMDx0SAgS2",
+"IQ3qTAPzKgGSAA/kWAEBWAICuAAEHisPkkYDD9dMBwJCIQZHIQxjAAJLAQJjAANpKwDEAAwdSwMEGApkAwbeSwMJHQ+1AgEF",
+"CAANHDsFUywDCAALWTsCqQMABgAPPEwGBKoDDVIhGDI8TB8yPEweA5UFCWUDA5gqDzxMAwLMAgf+GB8yPEwKDxIcAAPADQPG",
+"DQ88TAQDhA8P20kDBKTADzxMCg+wBwAEPEwCBgAP2g0CBGQiAgDBB48DAyIsAT4CD/sCAgSxKwIQSwhiIgM/IgEGAA86CQID",
+"WAIPOwkAB8edDa0aA7c2AiEAD4syAgQFLA26GQP/KwGSAA+hSQYCtwADfy8P+0cDBARJD79HAAFdAAFnAwFVeQu/SQKmAwFi",
+"AAMWYwGMAw3wHAJvAgE0JQ8FFAAEIEwPIBwEBUnDD0UCAgU7Fw9FAgICnRQPMR0BAwVMBL0UDxgBAgRMkQx9EAIXMgFFAg/p",
+"lAMAGkgGMxwIoCACLAEBRQIBiEkOsgACBR4PT2gABO5KD/IcAQPLOwIhAA+HSwMEKQEM9EcCVqwBvgEPW6wABE+sAQYAAnUF",
+"D+ALAgSDRh8230cABkQCARscC50aAl0CAlocAoYABd4AA+MBAgkEAsoBDCQCAwyYBORLDR8AA3kDAxcuD0MCAwPtBgIrmA2R",
+"AQLOSwAlAAxDAgPKSwPkHg84DAIELHUCyksHQwICbx0BQwIBUB0OOgADQwIcN+MiCW+qD0MCAgK3SgSpWQlVSgOsAA/EDQAD",
+"15UCQwIPDmQDBMNGAhgpDQ4dAlMiDkMCAxAdArcABs8dDpIaBOZJDk4/AmYcAioaDkMCA+lJAicZAoYAC0MCAqEOA0MCDHAY",
+"BGpLA/4wDUMCA8sKAwMxD0MCAgSgDh83WgoDApNLACUADEMCAw+WA5cBDxcBAwNDAgbzJQQZAAZDAg9PQgMEXYYCrUsNuBwE",
+"LqgPsgABAvFJALIADEMCAyxKBIaxCc0AAhADAyEAD+ocCgMsSgfiAQZDAgERdA9ZCgIDuAAGPx8P1hwGHzhijAAMZ0YPWQoC",
+"A9MdAwEdC0cCA+EHAa4BBnSPDNkpAt4ND8UpARgyzEsRMqspC08iAdsADwd8CgqbDwoWKRYyAbMKWA8HTEsPIUwLAxcKAREc",
+"CPUBA9snD/QBAANENwM5AA+oegMEIUwP4FwBBeFJA/s5D+0ACArfSQ/tAAcGRRAPOUwLA7sADyEaAgWbjw85TA0CHgQEjgIJ",
+"ixAE/E8PixAFAv08BO8RCoAABSWuD3RMDAPaNwaSSQN7AAcTEgL7Gwf0SwNtAQEcAABbAQj0SwKpCQvSEAPhJQZkHA70SwIi",
+"AAx3BQJtMQ/0SwECNgADtbIMVDsCpg0H0aQFEQIPGwMYCzBLEzLYugnRDQQ6OQPFAQH+LQ4OTA9ziQIEuj4DRQIHKCMSMs11",
+"Dw5MFAStAgMzOwteJgJVCw8CQAEMzhYC7EwOmgYEYAAfMfVHBAIHAg+SHQAC6kgBIQAM/QACKkgFfAIPOEsEBNZHDhtHBkUQ",
+"AvUgC4oFA8kBA9obAi0AD9lWAwb+Rw8dQgADjKcCRgAPShAAA4U7A2cAAigAAWefB1QBDlVLBG7TDDhcBTcXACMADC0CBGgC",
+"AwgADh87Bf6LA8kLDHkGAs8DCdLCB1VLAtoWAzADDhFLAJECCdcAD14QAAM6hwdVSwz2FQJuBQ9VSwAEHwMMVUsDdAsHuSYW",
+"Mh1yCoUCA3YED1VLBwJmAw1fSgSyOgKJAA9fSgMETWIPVUsDAWsCACMAD6tIDB0yvykEQ0MEmogPYAMEARkFACUADWADA9QA",
+"D+FVAAMMlwRgAw+MNgIGvEoNL68DXSAC2AIAzwEPYAMCA9RHAy0AD2ADBQTiSg56VQNjIANgAw//JgACYAMEZwACWAkKYAMN",
+"TCQPmkowBOYVD5pKAwImNA+aSgEMjxMCYDIO7wEE+xsPmkoDA2VKD0VNAQVgSgAjAA0BBAPNlwQpBA/LUAQEDyEtMTBFUQPI",
+"BAJtAQ9CCwAGGz8GLQAP9QEFBS9IDzJRAA3mSg/2AQIDaAADRCEL9gEFSJAE1wEDxTcD/QEP4EkhBAcSD+BJAwKDFw/lAwEM",
+"RhUC73cO9gEEVQIP4EkFAocZD6WWAgOkQwAjAA72AQN1DwT2AQ8FIwMGNkwO1qMCaAECbQEP5AYBAvYBAoQDAy0AD/YBBAZe",
+"TA8hhQECMwQCRwAPUwQBAvYBA2gABokJB/YBBTuyBf0AA2MfA00ID9gBAgVDCwKhSAzZAQFwAAHerAzZAQx5DQITUgqAAAO/",
+"GgO2Dg8hSQMFFQEP3wUDA+lID9pLAgTjSA/+9wEE8ZYFu0MP8k0EBZpFDfADA114AnEBD34FAQGFAQNhJgMtAA/6AQUFghoP",
+"8AMBAsAtAkcAD1gEAQH6AQRoAANYBAr6AQupswMISAMxCQtDGQIvBwJPAw9+SAMCHAALPR0CeQkDHAAIZy4EIwkBUgcHZw4O",
+"qkcAnQgJtwAJMnIIYkgDmaYfM2JICQKzeAJiCgRgugriDQXBBw+QbQ0E4JgCzAcJZQACaQMDH3kBTAEM4kwCKC0DsgAD9x0K",
+"IIEFKwAG24AMthYMSaQNDEUFiJgDqwUPzksEBYwMD4mhBQROLQ/OJwQAOQACIQAMKy0EdToH0SAMGS8DKwMEy0kBBwABxREJ",
+"SAACyAID6QAPGkwOD8OhAQJkAQWooQ/KAAYFS3YJzx4PFnQNT3Zpc2NsJxQOKwAPaCcEDikAD2QnFA85AAYNYCcA+QAPNgAO",
+"CAx0DzEAEghx8A8xABIfNL4nAh81bZIALzMxvicAGDSK1wP8AjA8MTDxRA8Q0gEECe0PZAELAWwDCMZEB+8sD2EBBw/CAwAB",
+"KRYPZQEPAHAADTsAD6sAEg306wBdBA/gkgIAPwMP4JIDAEkED9gnAwOLXgFKBAdwgw/YJwEDKwADqCIKChEgM19bJA9zRAIP",
+"6RMCBx5JD00nEATl6Q5NJwXGTw5NJwCvAA/lEwIEi6oPAgYNAkMKCkcGBLoBBnYlB9s/B2R5AGQEACUADzcTBRAzBwkJHQAJ",
+"9CcCOwEPypIGA5oACzlAEjO1EREz3REN7ygTM3zQD01ECA9HJwsPLUQfD2bsEQTjCw8eOwED4gEABgANOBsCGAIPCAEDDVwB",
+"Bx0AEDI0Fw8dAAcMwbINiCcWM60MC0cBD4knFAJlEApqPwsrPA+6FgUGZTMNRwgEOQAKySkIPwkE6F4J+4gHhQcDpjUPtYgG",
+"BBsMBTwDD9MEAgfDQQkfAA9FKwAPf1ELAqILAp9CBw4iA8QAAaUAe0MyM0Q3MEG3HgeqBAE9AAfrmQFAAQJYHgtSKAI9Mwx0",
+"YwFFAAI1AATfNgS2AgIRBQVmAAm00wK1KAtZ0APG4AEzAATL3wB6AgQPBwP41xh4gz8A7gABMgABT5AM4gIBzAIPAgQCETJT",
+"FwzRNALgAA3EJBMzEukIXgMDWiwDqwIPuAMDBJwrBcLoCnGhAegAD2YYAAG5AwJBLgK8BQ/WAC0DORUKeg4E1QAK/54DLgsP",
+"zOkABDQOD6fsAAgpJA+aCgQEdBcPMooGBGMfC7YKA6QTAkULD5MXAQKJGAEnAA/low8E8BsPHIoHBPsMDndfA44XAgQEAaoN",
+"C+wfABkAAgEeAiMABmNFBY0+Ai87AR8AD9gBOAouDgXYAQuSlQI4Hg6DOgPuGAPbBAW0AAbOPgNnNA7NPgr2HBAzQx4NID4X",
+"M86UACMACsk+Aw65D/OVBAs5uQsRDQMqjAIcAAtfjgX/uANCAACaAAfRPhMyFGwBJhQOsgAHGBgRMySVCVoAAr4QBZMADI8C",
+"AtcOAS4BD9I+DwWJAANQAAdqKREzhR8MuIkDDgIDFzwGrQEErAEEyAEB5QgHbRAEHwADhhUP1D4JBM9EBXZHCRTmBz26C7iJ",
+"AcwdCJpfA3kRAqADDB0AAkcDAh0AATk/D8iMAA/gGwADXtEDjzAPVF4EBKZLD+MDBAS7Eg6zFAJpAgVuuA9MYAADRxQCdSYP",
+"bwQOBEVdHzTJuwYE5AsPRbUBAssBBWy4D0MRAAKMAQIpAAJ1BA3w7gTP8g8VIwAD3DEE4fMP4hUDBPoKAt4xC48CAtUQAi8B",
+"BfJUBR0AAhkjAAUABI1rDv8RBECLDEM+BNARA+IADkYUAzEFBCkADdNjCy4ABL1qAy4AD60fAQxaBQaJAwFGmAtEHAOsUgf+",
+"QwqwHAIgAAQIDg8gCwIGYAABq0gPYUYEHzPm9gYCewgL3NIHpjYBRAoBGg8NewgCYwkFnTYH4SADGgAIDAkLcBwSM51EDw56",
+"AQ8f8gEDDkcP3/QCCBwqD/d4AwHgEwGAAg8a3QMFuhMMOAgDqAQItxMMPgMCcgcCwCcPIq8PBI91HzQg3QUF1V8OOwgETjsC",
+"lAAJue8DIQACkRwCFyAD6RMGWwIGzEYBNQMDPAUPHhwCBZ0BC8tGAiUZAIEBC8tGAlIAAn8GD/4HAgNMHQ9anQALoxoRM+kh",
+"D08HAAjaQAAlAAsDCADTBQ8DCAYJ1osN/WUDiJMCIwAPrGAFA0IAAIQECAMIA7edAT8DD7QAAAc2IwDCAAsFCAfhfg/iGAED",
+"27YPE54UBYsAAwcACnwEAKMYCzwFAi5hAzcAArOpCwYIAvRGAmIbDwYIAAJAAA+nnQoE1EYBBgAC7hIHBggH8bQLBggM/xYD",
+"XIwD4HwMxAkDvXwDHgAMNhEDw0APP/YCD/g0DwEMjACQAwL5NA8gAAAPkcAFBYQ2AgcADusLCvCyDz0EEATLsB81kMAGBGw1",
+"DwkIAAvLsA91YwAHpGAFQAQBpBoPgIIAD/r2AgNxCQPzKw8gKwIFdmACKoIM710CeTUBegAFTTEFHQACqQIBTwEPCwgAD3Ng",
+"AAgkAgN0JQRKng5BGQQLCAQpAAfiEw8GCAMEKQABcQARMy4NBz8FAIIkCDcBA+kHDzYBAAP1BgI9AQvBMgv0ORE1vBMNiAcB",
+"ggkGa4oGiAcDxp0CvCgDiAcKY44ARggC9r4IiAcEkTIOiAcFyzIP9fUACCoUD4x/AwUuYAJ9NA8gAAAEf3kLvgIE+BoD5x0P",
+"Dx4BAdgCA5YcDJkJD2kAAAUWgA9LAwUEx60OiAcDlhwE818OUwsClgoCJwAELQAI6xcDQQUCNQgDwwoP0EcCBZ0BCogHAxZq",
+"BKkqBxkAAgUBA7wTD4gHAQLXAwIrIgqIBwvrRxEzDVEP1AYACEVyACUAC4gHAh2WD4gHBAPrlAOv4gzODQM0hQIjAAwLHgUp",
+"nQIHAAAnAwmIBwMfAA88CAMB7CQHwgALiAcCoH8CrwEP4wkAAvo1AjQBD4gHEQOLAAImBACQfQd7AAAbJAu5BAIbNAM3AALM",
+"5QqIBwPP/gL1AQ6IBwOhBwzNTwpiTgBdAAIqABNwLBQHiAcCo34BiQALZE4MDgkDTDUCMQABYToJHgACEgMDHgAMZC8DYdgE",
+"SZ4JOwQP8TgPAcxoAbIDD8MLBAXBuAz5BgPmpgMyVg+iNQAC6e8EKQAPPQQQBG4wHzXFCwYE3TQPiAcAAsczAs3VAEsAD48A",
+"AAKPAQNL3wIQAwKUUggtNwPWCA9eKQAEZv8CIgAPqIMDFDFFMAJEhguTAgLSNAOiAASvJgQdAALkUQK3BA+IBwADMVECQwAC",
+"At8IJAIDpgoD5AAPt34ABIgHAykAAnICD4gHCQQpAAE3AAuIBwa2bgNJBwGEAgNWDwvKOQKzDwN4RQ/FawADRwcCJgADNAUN",
+"vAwK7gMK5NMEnwEGBhwPrDIKBEJODd8BAicDBAHZDzEIAgTdAQ/ZrwICEhABRgAER04M1BcPwRwEBJ8HD3oyDgPKOQ90SwIH",
+"82cPC2IKAysuDyy2AgbVHg8pfgkE8HELgAAGGRsPejILA1s5DwYcAQYMRA8HHAcDElMUOQ/yDAccA/4MAvFSDwgcCAXDvw8J",
+"HAULyZgO8QAHfGMPWGQKArsJBAA7CkUABEQ9D08cDQU3hgzpLgKvAgMfAAyqEwNxmQLU3w9vHAMCTDQCox4BHw4GbxwCMC0B",
+"dAIBdFYH/ZADTyEKSwACGgUELV8LwUQBBQED4KgB6DAHcRwCYB8AIwAPcRwAAlwEACMADHIcAf5VDHMcAX8AAjUAEXBpAA1t",
+"3SMzM/XkCY8fAywnDzIcCQR5QAKUhQ0cAwFCAA8UXAMCQDsPlEABAz87A5UDC0A7BHgABJA5B8RHCwPdACMAAeMxCCwVAXUA",
+"BAMBDAILAgMBDzqGAADIAAyEDAQ6hgOFAg9ZMAMEGOICNzoPIAAABAc8C7sHA8oPA/6tDzXiABIxujkDwkMPSAgPBM05BPeF",
+"DSIAEDKHCQ+FDAMDNRADIVYP8DkAAl0QA7FEAkUIAm6uCoUMA5miAS0AAcYSD5kBBgwgDAOZAQqbDAeP+AvhpQE2AQMfcQLO",
+"VQubDAMHGA+bDAAKk90AewAAGQAP5wsACXMbETPnCwdzIgPNIA+bDAISMpFXAnK/AsRoCNQLAo9XAx37AXetCR4AAsILBEMA",
+"AP0AB5wMEzOYOwEhgQ61AACBBAczCAS96gVcAAITEQFDAA+d8wACYNwDNgEPnQwPBYwAArAWACMOBzEBAMwNC9kVAtlXAzcA",
+"Bkn6Bp0MAqAKAtgBBgOmBp4MAigKBNYBD54MAwHbDAIqABJwNwwJ0LECkBIAigAKngwBLA0JLAECARQCMQAC/EkHHgADBB8D",
+"HgAPKi4CFDJvNw/TkwATMm83Av0cD94DDwGsvQcEDAxOAAP1EwJwAgMNAAy7FAPrig9B/gEDWT8DtAcPWj8DFDLeNANTwQgN",
+"AQKoAwO3GA9YNgMEjTMfMqsTABMy/hUD2BcFIfgFHwACQgwC/QEAvAALPwADgx4ERgAL8BUUMlAZAhgBARQkDyYMAgQpAAIO",
+"AA8mDAgFUgACvQwMovwF6gQHDgMAqw8PkpQDBhKxBrAbCdxiBLgED1cLAgZiAA8yuQIDmkAPgYMBAyoUA807CiIjCy9GHzIq",
+"FAICwwwFeREKeAACryUPSkYAA/dABLmJCtgVBHgAA1ULCCSLC8HfAAYAAfsHABoBDG0iAKgaC5M/AukIALMADOYHA40/A+YH",
+"D8mNAxUySdgBCgEPIAAABKMjC1kHAkkUAR8AAUYADrsDAnERDyL2FRQyRR0TOCB+DyIAAASRCA4sTAOMFwJmAw8lGgADBEkB",
+"JwAELQAGyxkG5gcCJwABBgAE3FscM3kjA4QBCtEHB6D2CsMDCNuSD9EHAwK0MAAoAA1OuQ3oCg9AGwMBiO0HJQAL0QcNVmEI",
+"0QcD+X8C+SABFpEIYQQIrqscMq6rEjIVCQRDAAEjDAnRBwNBHQAcAg+1AAAHZjMAwwAL0QcC/SECegABlwAMXgIBxgECNgEP",
+"0QcRAowAA8ZkAWhVB4oADtEHAyIXAjcAAaYNC9EHAl8eAxMVD9EHAAJgHATWAQ/RBwMBJREF9+EM0QcCMwgBigAK0QcMqpsS",
+"Mj0IAzEAAQkQCR4AAhYDAx4ADzYUAhUyP0sPgwcAA9acAjUXD8kDEARISQ/RBwMDsH8DagMDWwAMlCQDaEQA0AMN0QcD1gwC",
+"0QcPZJIDFDIdIAJqRAgNAQKXAQPRBw9nogQFCOUP0QcBAx0fAkgAFTIdEwUfAALwEwLXBw/RBwACRR8FRgALORYSMkcfBCUB",
+"D/N/AATRBwMpAANDGQ/RBwgEKQACJhUK9xMRM3pGCHgBBnE+DXgBA2QJAlQGC6CTC0JLHzg9tQICURMFszUKHz8CZRAPXUsA",
+"BHKOAn8AC1OOBJcIA/8NAxeOClYHA69EBMqdDV3jAHAIAujtCJU/A2UrA5lECZEAAucHA1YHDyyUAxQyb0MfOaykAxQyeGAN",
+"gSsD3gEDBwAONBsTMhIFAq8FD4fYDhQy9hIWOfekDCIABJqWDoQrAkICAnUSETIeswqNAAP1wgEnAAQtAAYrBQva4gItAAWx",
+"dAxKIwOEAQpWBwSylw1IAwjRlw9WBwQB8QIAKAANVgcMjhYBxQMOoQYAtDcGLAMRNIYKB1YHALULD1YHBgLpDQEkAAPZTQjm",
+"AwPlDwMyAQyfDQNZIARDAAFsWAhWBwMfAA8ALAMIRjgAwwALVgcDdBECsgEO3R8SMmINAjYBD1YHEQOMAAOCIwp8AADWFwwA",
+"JQOADAK5LQd5HQW2AQEaAQLYAQ9WBwICOgAMohAKVgcBTSMBKgARcG8CCVYHA/Z3Cpi/ASsADF0NA8WdAjEAAj7DCB4AAhYD",
+"Ah4AD5KaAxQyflQPVgcBA31DAo8hD8kDEAQTIA9WBwMC8h8BJQAFiwMBCDwJ1QQDKwwPWhwAA9qPA1YHAQxOD4MAAAS5/gzl",
+"aRIyyAcDVgcLI+oFJAAEb+8PVgcBAkgJA0gAETJHCwhWBwJFCwJCBA9WBwECKh8ERgANxgoDL50DJQEBolEPVgcDBCkAAsoe",
+"D1YHCAQpAAILHQpWBwz08gNBcgZeIggcAAJJFgIcAAUQAweVeQEYBwmFGgpb4wEgDwl+AA8RhwUSMjggJjI32b0N4T0SMkcc",
+"EDLgFkgwZjQxkAILmEwGDHYCTxkP6BgEBd5GDrQCA+wGBbocAAcAD0RKAxUyVlQP+wIAA1dUBN4AAlUAAZEDCeECA0AIA2xC",
+"D2NlBBM58cIPaP4AEzJ+cQOvAAcyaw+vAAAP0xIKAvNTBLEAA1cAArkeD5IAAQMgPhEyqNwG5wEA5Q0PID4Ib2FkdmVjdCI+",
+"FA8tAAEPJD4EDysAAQ8mPhQPOwAID4hlCg84AAgPhmUEB+6xA3UBLzwxooIAGDNI0AMoAhE88D0Pxj0ACBo9DwUBCQFSAwfH",
+"PRY0xj0PAQEJD2QDAQDyBQ8FAREEcwAErEQPjj0ED409Bg+MPQcB5AoBnQQBggQPiD0FAosTD4Y9ARM0hJYOhj0JfEIHFGID",
+"VQQPhD0KAsUDDwpfAgHBDAN/MQfjAATWfA7IBAVyAA98QwsCRxYNwWADWxMOUQcD/ykCNwAP1kUDBMfVD60eAQasHgEIAQnE",
+"PAFTAAN7KA9ZAAIEPpgPfAQAAEoEAkwHAb8ED3QEAwHz+QFodgHJAgJCAQJYBQvpHQWG0oYyMTM5MDk1MA5VB14pAZMBAFMO",
+"CCUACJ0BAm4iDyU+Ahw0jPkLTFQC6GoIkwABIAEBzjQPlAAIAiUAACI+CCUADVw9Bn4ACZ4BBbFFAmw6DKQKASoBASYGD0Fj",
+"ARA0pDcNugsnNF/fBRE0CDcPmgEGD4k1AwSyhQYDDwb+PwP4Ng+IMwcBXZIPuDoBAwIBDysAAA9mwwACydcBFSQO4AAHNhgp",
+"NF/yIwPCAAXJPQLbZwzCQALkEgAFAAFYHA+8AAIKVQ4DvAAPSAEGDwZJAwTITw+EAAEDMioLSAENwjwPNQEkBh8BA72BC5oA",
+"BXDbD04nBAR9lg92CAECpSYBBQAD8jIP/AMEA28IBBo7CJA+ARUACVk+Af8EAS4SD2wDCALeAwCUBQtsAwrdGBM0TTMN6wME",
+"ghgE3nAIgQAChiYMyAMLgQAB+wkBHRwLgQAK2hcHgQAJmAIFlQYC4zgM3zECGgEABQADsYMLcVYfNKozAxk04p4AJQAP8wME",
+"A5EBDykuAwU5+QabAAilwgNUMQ/4AwgCHAEDWwwLOjcEEQEIMAAEsYIPyAIAAqkAAzhpD2MAAg8EAQAHsDwAEgEPFwQABUMm",
+"AksnDJMDA2geAAUAC5chC9wADZkIArs1D3IBBw8WIwMFQN8HDQIHjgADVjQPcgEWDO4GDnIBA4hBD3IBCQStAw1jAAdbAQFS",
+"Bg9/OAIGi2YLfDgEvQkPFJEGAYQIARUECMvcBoPfBVFOA+LdCZEAD2SPDG9lcnJzdW3BDBQPLQABD8EMBA8rAAEPwQwUDzsA",
+"CA/BDAoPOAAID/e+BQ8zAAgP974DD3lyAA/yDAEIvY8BxwEAd3IIKQAEBw0BUN0PzUoBANMBD0wBEQwIDRY5CA0PSAEJD6QL",
+"AQGTBw9NAREJSgsGN08PPgATDdZKALgGD9ZKAgBfAwdJDQr75QHpAgGBAwLuRQeXAwdnDQwgRgJJBw9fDQQCIgADORcKxwQT",
+"NX9CD6MDCwwnDAP6AQVzXA++cgkAuQgPvnISBIsAASANA9sABL8ABQoBCQMODyxfAQtX0ABUFwRNBAFsDAIwEwVXKgy5jgCL",
+"CAwUUgKmCACMAAIbAAhtiQbcDgEmABZwShgFgwECByoCCg8DxwAEQQEBnAUPHQEECksFHzUtcQQH/FEP65QKA8gBDCZIARcA",
+"C1MUAkIsA5i8AcUNBgIsBexGEi1YGA5MCQPxGgCDKwXOKwF5AQRHKgtEBgI8AQMcAA8cARUKpwsXNVJwBvQGARQDBRgeBn4I",
+"AUgDC89tAvAGAosADxYQAgNohw/vkQEDICYCYAELWgwCRQEHuQwfNWdwEQrDDwUeFQAaAQQcAALHOAHONgHnFgc0AQYHAAHu",
+"AQgpBAXIAgQ4AAzFAAiebQM0AAJYHQ/HugQC5yQGx7oKxgwYNYtuEjWo2wfOBABhjQGyBAejAwLrCwFmAgh9VQP8JQJ+AgPg",
+"rQ1qDgMjAw68AQPzAw+aQQADJiACvAEMjVQE9JoRNi8CBsgACoDtBhkRAa0BNDErLbYvCrABAtUPC7ABAiJABbABD1AOAgS9",
+"DBMx04MNWgAFsDYJWgABsg8EYQAPs+0DBIoKAfUeDVcAAeERBDIBBVcAAcYRBV4ADwwiAgRTDAO0MQxZAAcKDg66AgNgAAZq",
+"rAqMAQGDTA/vdAMD3wEL1QUCEScFfAUNNA4YNUlnETU3Dw/lZQsFuoUKYwICaAAOg4IK3WMCdIYGMQwAJQABvQUCNhgBapYG",
+"jQAByEQP4QoIX2NoZWNr4AoUDywAAA/fCgQPKgAAD94KFA86AAcP3QoKDzcABwncCg+jABIJyFUPZAASHzRkAB4fNTIAHh82",
+"lgAeHzcsAR4fOMkYAwgSfgPDCx8yt8oBHzPDCwEB8xgPkFYNDzACCAzCCweQVg8sAggPwQsODzECCArACwOuAAi/Cw87AggK",
+"RhcE8AQPeQATCp02CGIWD1ACEA88AAIIg1cPWgIID7UAAw/yABMEG0AKawEA/BcPbwIQD+sYCQcpBQ/kV0UD/vICBi4C7QkP",
+"XBoGAisAD14aAhM2/LQPNQsKC/MvBGUBBU0VD7p/CQClPw/9DBIEigAPlQwBBOBRCB4LALgnD1oAAgklAAF1CAL9fw2bGB02",
+"CZgDZ+ATMewJCdwLAmoBCDt8BpcJAgYSHjDDCwCAAA+lAAYLnxIN8gwTNtYLBx4KAWkAA4lTBSUUBHYCA7A3BkIHETZsCw+6",
+"AQAEVRIFGhsFGgAB9AgENwEBUgIPPwAABPIbA9qeCcYIAdwIBEgADLyvBCUABJwbEzRTVglCAAI5AgNJAAzArwQlAAT1DRc0",
+"3xsL9QEESQALBAwD5QwP9jAABEEBAIsNBY0cCHkBAAYAFS1kCQuQegG5kg+dDQEYNgUMFjaQegYCDgNWRQ9FDAQDpwIOcwkC",
+"BwIfNXQJAAO/MQIGAAkRAgC7Cw99DQ0EZAEEThoFsuMMVgMDaAENSAEDfwAImgAJfg4J0JkGRwEC3QwGBwEK3QwYNqkKETap",
+"Cgn+AgPOLA9LBgEEUTwEsvUPXhkBAZMaDyELARM2XeYB6ZwRbskLAjgAE2blMgHoBQROJQQ8AQIfDAQiAQi9QAe/BAYpAAj/",
+"JABxAArJGAQmCwJXiALOBAM3FwRuBQI2DANVAA/P8AIC2wQCSh4BEwMJPksBuxEBJAABL5sO7hcRNvpsDYAYGTaEGQAlAAyY",
+"AQAQUJA2MDcxODI0MThvKDExNzTdjwePFwXhAAKfiQOnEQ9yAQECFxQBNQ8PIAEAAE8EAlcBDylVAQNiBge6AAuzQQIdAQN0",
+"PQ9+AAECnQ8PfgAPCaoCAY1ND8YMCC9rZWr0FQ0qAA/CDAQNKAAPwAwUDzgABQ++DAoPNQAFD5gXBQ8wAAUIugwPMAARD4Fi",
+"AwgVigK2AQ8DDAMHqGIG7gsAGAwP7gsBCAMLD1wBBg+2JAgPWAEGD7MkDQ9cAQYPuQoCCFaKD2YBBg86AAIIkhgPcAEGDN0X",
+"ADMED88KAgBHAw/PCgMAzQkPJyUIA54EAgwAD0gWAAYqJQT4OAqkBBE3IwYPpV8LBekbCawLAMMGDW0xAWkAD+0QAQKFBA+i",
+"bAECLwsPNmEAAp0GBhgMDKMdBapFAq9hDwQTBQ310AH6EgRZEw8DJQYNf6UGzCAE+gAM4qMEoxIPe6UGDmsSATEBDnqlAXtZ",
+"DwAaAAKBXw0IDBE3xyMNhQMPeqULArsYAAUABIILCmoAD/8LAQNpAAcBBgItAAt6pR83aiMCBVMfD3mlBAMZGg48ewGpBwJ5",
+"NwqTAQfLdQQaZQuUAQT6XA+WAQMCWSMP1xkAAbsKBlYJCmQMETfvXA1uAQ92pQsB4AkB/AgMMCABAQMDaBQKBgsDaQANbQ0L",
+"dqURN7glDYIFBUEiA2A+CjwEAjkKAuEIApMJA0IBDwRsAwGGAwyheARGbg9hbgADlTwDTwsK/gcFSiARMRElAoUPD3oABQJg",
+"DA8UPQIEww8PoxcGBJ0MDCwgACsAB28dAYsAAIcICVQBDwprDH9yZW9yZGVyhggUDy4AAg+KCAQPLAACD44IFA88AAkPkggK",
+"DzkACQ+WCAUPNAAJD5oIBQ80AAkJVhUPNAAUCVgVDzQAFAhaFQ80ABUPXBUFDzQACQ9eFQQPyrAADyjgAC81NG4JAC80OJaT",
+"BAhuCQ9AAgoMcgkAQgUPPQISD+QgDg9CAgoPIyEDCOsUD00CCg8/AAMIggkPWAIKDz8AAwgtFQ9jAgoPPwADCM8WD24CCg8/",
+"AAMIswoPeQIKDz8AAwi4Cg+EAgoPcxUPDJAGD6QKBQHrDQ8vlQMPpAoMBgpoCAxnD1OyAg+kCgIWOE8QD9BOCAHIBw+RChcD",
+"LiMPnB8GBFYACo8TB4AUBmcfD9QJAgDYqgonAQGWRg/STg4FZGMKObIFVQAMrwAJGDwEbZYKHwoROO31DsYABTjCAiUeBPwG",
+"ETgt/g7vPAhPCwNKEQhLCgFtBwHYRw03ChQ4pSMHlxUC6FAFNAAIOBYCFmEEBj0LehICWD0PmrAAAbABDFSSAn9gBJYACsgJ",
+"EjhfCQ5sAQHPAAAdAQxsAQROYwJsAQxrAA+BAAwGXwEAzxQPNZITBV1kB4UqCzuxAooTBGEkBDgAAHkyA1atDPw3AZEAAgYA",
+"BsmzCMMAAAYADOwhBCSWHTbsIQPDYgT5rg/sIQEErgENpxUROK4XBo8BHzoc4QAN040C9zMABQABGkQP7iEBBK6UC30DAxyB",
+"DScVBJ8CDgoCAm0CAnesCiUECC8WDc4VA3bjBGgWD4cAAgb3AAp3LwS8DQWW4wMcIg+kIAIF3wQI/QEB5VAD/QELTRYCpHAC",
+"hQAPdvkDBCZQAHgAD8gMAQLvDQJ6Cwx4AACSXAdAsAh4AAKXAQK2AQ8HjQME6gIGansMQrACqUgNdgAH6wIME5MDeYsGAkIO",
+"1QQEGpoEiEALeQACbQICoQYLeQAAYTsFeQAFMAMJ5wECRzsMHQ0ElOUeN5ciBoEDD5ciAAM0hwIjAA/JLQIYOO8yANYCC1kW",
+"BE++CU4RBR0ABJ1KHzaMdA0Dr0MPlQ0CAm4WBJJ8DWUABHR0AGUAD/s2CgVTuAt0DgSIfw4iQwVKfQI5AA/hYAMDxAYEMmcP",
+"egACBNMaDHoAA60+D6sSAQJYAQQCdAFsGA/iLwADP3oMPQAEHTwPuAAIBB50AR0DD7yyCw2SJgM5nQTbsg+dAAUDhDwPSRMJ",
+"BJoRD9sAAQO+MA8lNgIEOggEZAMPfgABA0AAA1sTD++yCALlFA61cA9JbAECLAIDOQALd0cExgMEwHEPjQIJBK1sD+YpAgLq",
+"RQ8vCAICMgIEZOoBUQIOBhERNKDvAfFaB7sDAM8aDwzACQ9+EBkPLQABDwzABQ98ECcPOwAIDwzACw96EB8PMwAID3kQBQ8z",
+"AAgPeBAFDzMACB812w8OBcgPCBQABMgPAfwwD8gPDQ+LAQkPhSMOD1UBCQ9SDgMPewAUD4wPBAk1wQ+LDx4ISBAPdgEJD80O",
+"DwyBPQ/NDn8fOc0ODAItBA+vSgIC0BQPkywBA44KA6cED3daAgUubgZ2Xg+zDhADmxgPrQAFB1AIDq4AAsYNDytTAQNOBQIH",
+"AANiMgrKCB85sw4FBUElCbMOHzmzDgoIVTsPsw4AD+oYAh85sw4LDJM+A66+D7MOCQNPGAgcDgFRAAFMAA5IDgOWAAqzDh85",
+"sw4EAq0QAB0BDWwBA84IAgYAC44MD4EADQZfAQ+zDh8CZCQPsw4zBRYLD7MOAAV/Dg2fMAN4SAgvXQM0AAKWDg9TIwQFHQAP",
+"sw4CGDmzDh85sw4ECwolD7MOJQPwCw+zDgEEnwIP1xIEABABD9gSBQIGAAVHAQrRDgAlAAyzDgWHAAb3AA+zDgovMjWzDkAC",
+"qRwPsw4KAHgAD7MOYQLOVw+zDl4UMtLUD7MONALnAQ+zDgMEHgIAIgYMsw4FgQMPsw4HAiMAD7MOAhg5sw4A1gIPTTEHBCEV",
+"D88VAgOVNg8CBQEOIhUP1jwBA4wcCY0ABIULUAoKfQoK"
 };
-static const cq__ptx_module cq__ptx_2d_f32 = { cq__ptx_2d_f32_lz, 140311, 521416, 0x4f446e63u };
-/* PTX module 2d_f64: sha256 904d01a7a3ceb940297f2ede112f8b7fbab17c888e718fd4744cb7bc4621049c, nvrtc 12.0, PTX ISA 8.0, 545680 bytes, fnv1a 0x3fca08ea, lz 143936 bytes */
+static const cq__ptx_module cq__ptx_2d_f32 = { cq__ptx_2d_f32_lz, 137481, 509838, 0x29d5a61au };
+/* PTX module 2d_f64: sha256 3a38788f379bf8044f01e39ef4d4251c425f88add593c9ef4d47e1b878926478, nvrtc 12.0, PTX ISA 8.0, 534635 bytes, fnv1a 0x50ff9745, lz 141378 bytes */
 static const char cq__ptx_2d_f64_lz[][CQ__PTX_ROW + 1] = {
 "8hkvLwovLyBHZW5lcmF0ZWQgYnkgTlZJRElBIE5WVk0gQ29tcGlsZXIKKAAEDwDxByBCdWlsZCBJRDogQ0wtMzE5NjgwMjQi",
 "AFF1ZGEgYycA8A1hdGlvbiB0b29scywgcmVsZWFzZSAxMi4wLCBWBwAwLjc2MgCCQmFzZWQgb25xAFA3LjAuMW4AYAoudmVy",
@@ -27043,400 +26949,364 @@ static const char cq__ptx_2d_f64_lz[][CQ__PTX_ROW + 1] = {
 "X6kDnQANUKMDul4D1AABpQUI1AAF4F4MNwAGF0AENwAJ1AADfR0CkwABewMJPgAJox0FZ/sPv14GDdQAA1gAA50ABLNUCJsI",
 "B9wdANoFA2RHClNDEzdQ8QloVQFZAg9nVQMDmw4DWkYJJwED5AYCJT4IPOoDsE0DowEAJwACnX4PxRYABLVCBPICBRkAAzkC",
 "A+ABD4s2BAO0oAEN+g7MCgT+5gaFdAQtRwJmCw8KQAMDgh4D+SQI8QADNK0DfFEI8QAClAEEmccCFx8Pp1QEBMGjDqE2B/jr",
-"A4xfD/MAAgSgNgEBUw9/DwwHDgIAii8Hih8DZg8Pih8DA6ZNCYkPHDGKDweNHwCXDw80GAePc3BoX2NvdW7pLxEPLAAEDzAY",
-"AA8qAAQPLhgADHSJDzoAC28xWzQwMF3FFQIYNhY2A8UVGDGxFQTKAT88MTCxkwEQNloeD8cVAAARSgGREg/UAAwEjhIFfRsv",
-"NSzRABELSSwPSx0FAfJJD3wsAw9NHQwBOgACWQAXcqTjD1AdAB85UR0CIDhf9UYDcwAE3AADTwoPuBYCBHgPPysxOPtzCgSP",
-"Bw/JDgACrA4Pxw4BBXqTDewcA+MKA1RZCeERAhoABvcqDrYUBMRPLCsxGVwEIgAExigM2gwD/goCYwQPWwABBAUdIysxftgN",
-"dDsCTQUDmhEOhdYDXDQEHwALB9QCfwACmEQKC0QBIAQNyvQBi8MNFAACwDYBYhINxRQCap0NGAMEvh0iKzGkSgt/AAKlBAAF",
-"AAGpBw1tAANsAgq4BANrAAiUJAO8ZQLaDwTTBAJnnw58FgOlATwxKzFMaAWICgPHAQ9WcQADNwsCUQEEfQIFHgAIayoBPgYP",
-"rAECBG5ID60BAwPWVw+FZgABpAMP/XAFAlOaDYEBBrQCA1VKClMABOYSKyVyxZMCjcUEbjAKKREDawAJgQEEvjAKgQEDEpIK",
-"KwUE1AciKzGBSA9rZwEAJQAL9gQB6cMMlAICtA4CQcANGw8TOFXvCakAAjEAALAAAQYSBZ4ACLvgAWZLNHIxMGq5Bb8CD0Eb",
-"AwEiABIyqxEPtRYLBWgnA44AAduvAr8CBu9yBq98A3EDAw5fDDSFA0AAAUtICVUEBVscBENNBL8ACHsAAZIAAVwADz4IAAJA",
-"BQIjAAIQsAB8AAWJAQGziAF4AAPTIg8XHAAP3QUQA6gXCYcBBX0MBEMAAFYBBlECBUH3CYsVAg4OCrIGAugBA0YxDwVJAAOj",
-"MQNPAwhpYANihwHgAAQwUwzuBgZ07gj1MQHRAAQ+AgtfmAJPzQW5AQ/1MQMC0wYAKgANtxkDLxQCMwEPLQsDBfJzDOwBAXyw",
-"BdABBQsjBB4AAu4BAyUAD5kAAwM7AA+qdAEDFRICmQAPGBkDBF5yApg6C6FZAvQAAq8BA1sGC4NcBG8BCHRiA78BBjcADx0M",
-"AAQpLgv5eQMbCwJJKwpOBALnAASGAAx3BgKzUw+rMwUEbEsI8XQDchkPtRkGAwIDD887BARoDA2FBgMjBgIGAA8iLQAL+t0P",
-"Ii0XBEMCD50VAASCrwJTAAAjAQydFQNoEwNJLwMHAAaFgRNlKgAC4IsFMAAEllsMzgYAAQcNEQUEvp0TOTAFCdEEAgwCAAcA",
-"CYQGEDEGCAkpAAPmAQ8v/QMCwloDOw4OL1wEBgIPkxcHBKjPCaUyBcknD6UyDAbOMg+CMhwTNmlzD4tYAANbAA9gMgcKilgJ",
-"y+MEswECUQIEVboDGgEJou0AagEHsfEGswEDTAYPswEaADgID7MBAwXKBQezAQIBHAN5dg6TWA+zAQgECVEDvJUJPQEItAsB",
-"ogMNPrgCGwAG2RQPJxUVBAdUA6pyCZ4VA5cUAgYAD8YUAAV0dggHAAZNnAazAQXs0QizAQoA/wAaAQdg/wYVDALBBg+zARoB",
-"y/0PswEDB2YQAIsBCpZ7AhNRA8MFBz8ACRcGArFAA8AHAq0FBJONBKAyAN0ADzYGAgZ6AAA/EQ9bOAUArgANvgUD7B4PLQ4A",
-"AwQWAiAAD3kzBANFDA2OXgRtVAKfAQ/mGgAEohcDyBcPMX4XBRFRDxl4BwIGAA94ZQAPGHgDCAoQBFgCA0QAAzUWA3sBDSsH",
-"D74FAQNGCA9YAhsDxA0PKhgEBIu1DyxXAQKoAA+oZQAEZlUPKFcMD6AXAAOnDwQctQ/EdwADlxYATAIPw3cOAYsAD2IBAArs",
-"Fw+TVgITOEhWDGIBA2MiD2IBGgCcHA/sAAADfggfNxwFAARD0gKhAA8WeAEKzDQPgQgXAbbtAXYADhwFA5AYBOA0Dzx2AAPR",
-"AQO4GAMHAA+CCAADR30EMAADYgEMzwYIl/4MUpAPYgEbALkdD14uAAMxCBM3uJwJiRgIMQgPwXcCAgcBBEQZDyFHGAMxCBM3",
-"bZ0JdgAIMQgBdXcMdgAD+hgDgh8DBwAPMQgAAx0HBFAZD2VWAhM4emULYgEDxvoPYgEaAaBWD34GAAOFZQ13EgPhBgIlAAPk",
-"DQuiXwAxBgljAAQV/AtKEAhzGQbWDAN/JwPzDQNRDAvgWALqtAesEA+uEgEAShoJdRQJsAEIpAgEVBwLQAAPWRQIDjnjD68S",
-"AQQO4w9cFAQD6wMC3xkLZwEBaQ0BxD4DAQEMJwYAYQYOuRAEBQQPNhQGAbgBAmIjAQgEDCYSAB0AA3IADFcMAnIACMgBAzEA",
-"AxESB5ABAECEDVABBO4aBT4UCJABBIHVAhIBDB4UA3waAxwaDx4UBQjFbg9vAQAELh0P1gIBAckAACEADNgOADFcDBQAAmUg",
-"ETEkXA14/AD/AAH+BAybAQR0fA9QFAUC5CgCzyECtB0NcwABzgQAcgANrRMMDIoEMQADXWAHmwEDUQUK7xIHVBgPWRQCA8AW",
-"BLIDDWT6AMUYDVoWAhAgAYoADzAUBwPkDBQxoeEFuQIPhQEBD80sAwJEFB85ajQJAzcmDEQUA+0QAMcCD0QUAQKaFQU9FQhF",
-"FALRIAJE3gUZlA1XAQfOEw1GFALVIAFdAA9GFAACIgUDJAACyTsHRxQAWAQERxQEnCkLGQEFegAvMzBIFAkCqAsE6nILRAAF",
-"sQISMrECD7YqCwQRLQv1Aw+NFAMBP/wH4wECdyUSMd3ECo4UAhUqAyEABjqOB9wXARsAACEADI8UA+WTAZUUAdgiAPsXDEoG",
-"AC8EDZAUBCMNAsoXDEwHA1BuAwQCD/BXAgN5ngAqAA/VQwQDlAIPA0gCCs9zCXsAAT0ABBkCDWE+AuURAiUAAVgGDpkAAyMA",
-"D0m0AQJaEwOZAA/ibAIFSHQCwQUKugcC6SoCCWQBhQUAbwEMuAYCbwEIkBQC6xMHNwAIkBQCOWQBJAAPkBQAAocIACQADbgF",
-"AcEBBYYADMwGAGEFDx0BAQKLAA8RrAECkx0DMAMP62YCAfRpAe0CD9uNAwNPBASKbA9VdAEPMA8ABFV0A2UDD1Z0BATaLA36",
-"CwNXIQP7Bg9wDAAFUXQFBwAPEnQVCxNCCXYACHAMAclzDKM5AhoJAygABAcAD3AMAAWmJAIiAAPPAQxyBwBJDQ2/BQJmLAE9",
-"Bg0OCwIIZAEHAAr3HAC6CAkpAANIAg/yFAICSAkAfQEDFgccNBYHAmgCDysCAATKGwOLLg5PLgLwBA/1iQEHjaANLQIOay4O",
-"uQEAqSMBuQENbB8EGN0CcwEPOw0ABDrsAwQmDzsNFwRH7B80GR4AAxnNA1sADzsNAApG7AQHAA87DQAD8iYDMAAELQIKaHAh",
-"OF+/Qg0tAgOTDA8tAhoATAkPLQIDD2wVAAIJLAAtAgNsFRw1UhQPLQIFBeYIBJz6DS0CA5IcA8gVD4YvAAAiAA0tAgPIPQMt",
-"Ag8tKwMElu0OLi8E6d4CcwEP5hUABIjtA5UBD+YVFwDEdAJ0AA4tAgNxzgItAgEB3AwjcAPuIQIoAAMHAAFX7QstAgMPDAMw",
-"AASuHwzKDgBzCw0tAgJZLQ8tAhscNQUPBi0CCeYVEDXMDgjmFQJyDwW10QVEDwI/AAP6AQ/mFQADrJ8AKAADBgcfNYwHAw5P",
-"AgPDAA8YNAADQGkDrTIHOD86OF81bxQFvQINJvMKbAACFQcPPYoCA2YADxUHAANVLwS7Ag8VBwMAlc4AegACVi8JRQIISBYP",
-"yt0BBUJzBQcAD7sCFQPwCh81FQcABLngAlQAD0kWAAX5cgkHAA9JFgAE5OUCMAAEuwIN5AgP5xQBArMPD7sCHArnFAXaAQYb",
-"8g/EBgMCzA4BKAAM3AEHBqMN3AEJxAYBCg8PaAEABO8uDcQGBM7fAiIBD8MWAAPN0QMoAAAHAA/cARQBqSgBdAAO3AEEhtIC",
-"VAAPwxYAClJyBAcAD8MWAAP4EwMwAATcAQzxDwBzEg7cAQbAAQ/cARcKYRUF3AEGas8PcwYDAuExASgADdwBA3EyD5IyAQlz",
-"Bg+EdAUE4HYNcwYEDOMCIgEPzQoABB/xA0QBD80KFwXvcQ9zBgAD69QDswEPzQoABQPxAikABAcAD84KAAR2FAMxAATeAQyi",
-"CAC6DQ7eAQ+iCCAQNmcPD94BAARc+BM3tJQO3wEDQCUPA2wAA8wxACIADd8BAyQqA98BD7VHBASrcQ5bcwSHcQOfIQ/T1QEE",
-"6PEFKwAACAAPhnEWBSUyD6UhAAM/cQRfAA+ICgAG1/ECKwAGCAAPjAoABFvcAzQABBtSDPQJAM0UDesBA+0QD+sBGwvjLgNg",
-"CAXGBws1EQceAABGCA/nBwMBZQAEugAMOBEA5RgHfwAAAy8O/hMAygAP5BcAAkh0BPURBGIADawqB9IxAGEUCboUBKoABQIU",
-"EjPLAg+2VwUCwA8CbBcI1TcCiQYEeq0IBAECiAYEOQABBwMFkTABSgMBQwMRM2ykArTqDp4ABYwnEjODGA+eAAUD0jYNiAEC",
-"MAUFPnUPhAAEAvCkAZEWBzABAMsOD5UwCE9maWxslDAUDisAD5MwBA4pAA+SMBQPOQAGD5EwCQ/UuQAvMTlXRgEvMTiRMAEv",
-"MTVo0QQBZysP0wAPBKYWCCIvD9AADwuoEgEKBg9VQwIBDCkPVkMDAfwED1dDCQSGKwLgFgbEKQwoXAAFAAF72w0qLiA5X+oG",
-"D5YwAg/qAgIGzisPiAMLA1OgD88rBQIuBA+vMAMFftsP+SkCD8PKAQLCAwRzAAmgFg7pKxwzC3oFIwAEqJwHy6MKBi4FvyoB",
-"PzgHlzYAJBMDeBYKsxISOW9OD1pHAw8xBBAFALgLzwQEnI0OzwQP/FwADg0BBa4XEjPyFw8NAQAEO58CnSML1wUJDysAINsE",
-"jwQROYFCAOUFCuwIAQrCiAlicmEudW5pfQIHywQCBMMPiUcDAysBAboBDxdFCw9vLQMFUS8PtgILBdK3D9gVAgJtAw8QXAYD",
-"PQAPT4wDAT13AVIXBIAACfoCAz0sD4BDAgGlKwI7AANOjwfapQE4AAPqKwQ/AAvfGQVhMhIzzhcP8nALA6gYC0QAD68CFAQD",
-"Rg9yGAQEHwAPIgEDBHYyBaYACSIBAuUVC2E5BTsABPxcBBXUBiIBAnAEBIFIDwEbAwZBIA+NLwoFY80PHgICArcLD98QAATS",
-"Fw8kJwUEH1sJ+hwE1AYH6R8PUjUGBHUVDUgnBPr2A8GJBM/nD1g1FwS96AI/AAXfIAuQHwNiEwHBPA//IAECHgAP/hwAAdQB",
-"AtI7CtUZD6EfAQONMAOCFwopDwLnww3pBAbaIQ8lIQICHiEABQAEgHsKbQADlCMK7BcDawAJggsBLgADXR4GzgQJ2jMFLAEG",
-"bwEPWzUFABkRAc8BD/9DAAS0PQIHAA3yPQOfLAIeAASeVQ2vAQSiJA+vAQMDnz0GKl8K8zIG6gYM4gUCZUMNZQkGhAEPDiEB",
-"ATYDAVkABCiECAUCIyVyGCQKFyUEbAAJhQEC5QgMhQEBID4OCCEH9zMPCCEBA1EFBB5EADEtCtENEzkxFg+JDQEE/IgPCCED",
-"A8gEBDbrDwghAgFxGQ+qBAEEQKEPTDUNA1IEDFQOA4UhALACDwghAQNoLAAfAA1NNQL5CABBAAGOIAtJBQRgAAftAQ1ONQOm",
-"GwRrYwtxAQgNJgP9HwdPNQCgDgR6AArfCQQZAQZXAw/DBQoDaxYPwyACBSgHCMMgEjlUPgieAQNFAQ9tCwADujQD6yIGhUkG",
-"5wAF8i0NUjUAYQEF2L0DdAIMTAoAggUOwyADrAIDYzMMKiADfA8BBgAPCE8DAk0cASoADYhJCMMgAVNDDXwHBYdJDsMgCNQB",
-"DQkMAztpAyUAD2tLAwO2AA/zCwAD1BoDmQAPpY0DCgBKCsIKA8QyAR0BAZsADscyBG8BCcMgAZIABzcACVM1AssABLypCxcc",
-"A9KtD0k8AAKFEQWGAAxvBg98jwUDNgAPcQgAAxYBD7kTAAOyEwRxGQ9/BgMEDgkP7mcEBOa4DW4IBW6iAgcADyocAAUoKQUH",
-"AA+EIBUE+AQPlpQGAH0FDzUHBANVKAVsQw+YAAAEUSgJBwAFrykH5TMDihkDeDADsgENCQcCOAILHAQCIAoCtoEPhjMDEzkZ",
-"jA0dDAQ7AA8eGwMEQBsMwBUCDw8AJQANOQADsQwCIQABjwUObhIRNfvWAZgCBw0FDAsfAtAAAQcACngHAIc6CDsDAigUDzsD",
-"BARrKQltFgsfAw+aIQIE2icGsSgLwDMEQAMPTCMHDzumBATBly8xMEAxAARNIwOpKg+llwcEKQAPgZcfLTEwGKoEIwAEgpcP",
-"7AIAA51FD4KXCQPUIQT9IQIpAAHNZwrsAgMgTwMwAARBNAo4Hxk5xjIGz1UGFQIF7AILezQhOV+3uQ3sAgPOHg7sAgKKBgM1",
-"HA3sAgaLGg05AAN7DgIhAAzZOwM1kgRdAg8GAwADdBUBDAYHvAAPBwMUAZwzCQcDAnEADwcDBQOKKggsDg0HAw90IgADTQcA",
-"PwAEbwEM5xMPBwMFBD6YDwcDBARcDi8xMOUyAAWjIwIHAA/TIxIPSSQVBYYGBnTODCMABQkzDgcDCpMiD2KSAQIiAwQpAAMH",
-"AAg9zQQHAwOEHwIwAAQHAwqEHxM5h4kMBwMCwAgKBwMM1AkCQzMNBwMCWxMOBwMGlRsPBwMBAgoGBAcCCWIYA4YQAiEAC/Kp",
-"EzEdlQRdAg97GAABPKkAKQAJ3gIPDgYVBpeJDc4CBxUjAKUCCxUjAugUDj0KB00GFzHVbQb7OAN2CgNQBgB5AQ/eCQIGegAP",
-"+zgCB6EbDGYJB9rADWYJCEQqC7ZLBYACBNIID0+3BQQIBg1nCQQU9gNNKQGslwzdAgN8IgMjJQ86HRcEk5YEgiYPmAABD3YD",
-"BwNOIwQs/w+YlggEeCMDBwAPHjUBAxYjAjAABMQBDRwLB/siBncDAkUFCncDDKQJAuUyDWUUD34GBAP1kAMrHAx3AwftwQ05",
-"AAh+BgGXKw/YGwwPCwIOD5MBDgfUAgzlKg+fAwUfM+A4AwTmlxQxO9MJ7QED4yAEhwIPxpcHBO8kDxkoFwCtIwN5AA5GOgPY",
-"IwRmAg+29gEDfJYEAiQHJCQMZgIDwyEK5AgMlgsBoB4NWRsCegoJZgILo54gOV/HLQ9mAgAP3QUEA5qQA5UfDWYCA1AED90F",
-"AAMEjgNmAgzdBQMQAwNKIA+BAgETN94FDwB2BQ+BAiYM9wUPgQIFAScyDwgCAASTEQQ61gkIAgPdJwOBAh853ycAA3eXBJQl",
-"D98nFwBSJAN5AA5rLwN9JAWBAg/+CwAFNZYJBwAP4icABE6ZAjAAA4ECC2c5IDlfr1QOgQIPZQsACz85IDlftBEOgQICVZAO",
-"gQIEU5ACwAYMgQICLpABJQANOQACIAUDIQAMuwoCJkAGRgcPgQIAAeLaACoAD4ECOx80qAsVHzREPwMFiUsEOdkKSiQD+yME",
-"ggIPbg0AB46WBggAD8ckFgboiQ4kJwUhJQOHAgL+Hw1/AAMlAwVOJQQIAA+SKAAEt5MDNAAEjQIMSQwIVy8GjQIC2RQKjQIM",
-"JQsBSCwOjQIEJgsMVAICOwcDb5INjQICJQUAJQANOQADpxsCIQAAmAYIAgIDuAUAjQIBdwgPjQIAAXtUACoACSICDHFFD0sC",
-"Bg0uMAbKJQ+TOgYEEQsEdjkNRiAHaT0AuwoPBCYDCLBHB2k9AxoWAmgAD1s6AwDnFg8gDgMJXhwGgwAB5y4OOVAERCEPjD0C",
-"BVgnBFGmAWhLDpEcBqU6DpIcAnUgBlHgAZ37D+9RAwQYAwOJYw2XHAQgAAX8EAwIOwFJfwybGQ8UAAED0AcExD4MpgoBQicN",
-"LhkEG9EPwz0GAbEBAs0VAjtaDXMAAcIVAHIADN4KAnIACa4CAjEADSAbBM4vDMgBBp0AD6ccBQWXIA8KDAAFxpcGO5gMyAED",
-"J1IEyAEEO3EOyAEEmYcGLVIL7z0DEA0GWGgNXzsGoOQcM9wJAKcWDzkeAAeVUw+2HAEC1B8CRxUCQVsLIwID2z0AlzQNORwN",
-"QB4DMQALnFMAKgAPvBwBBtAhD7wcAwNSNgTn5QCDAAxQCAF2IwqDAANjFg/0UQoDqwQvMza8HAkA9QsPvBwCAGMAAjYAD8Q9",
-"CwOMZgHLMwm5BQNmAw8JUgQEmGUPClIAA1ItASVSAhTQD70cAQT7eg+9HAEDfSAAXQAPvRwAAxA7AiQAAjO/CMU9AO0mBHoA",
-"D14jAgQINQ/FPQ0DrWcBDjUORQAGGx4Pxj0LA9MbCeYBBXsFBQojCkgJGzVVUgNwBglvNQQNAQKrOwIhAANo0wouAQFGAgAh",
-"AA3HPQAMBAS60AN9IRw0qAYBHKMMBB0Es1QDWwAM5RUCrgMDJAAP3CUCASsRAioADGscAU0RBZcCGjjPEQQQAQTolA1YUgO1",
-"PgMcAgzUAgO1AgTaPg+aAAIDp0UPpTUAAT8RBpoAD1lSAgTmGB84WVIBBtg6AxwuDts6BHEBCMQWBo49BFMuCMk9Am4IBIk4",
-"C6kWAs8GAX48DDgEAlUABIYADNIGAMgJDx4BAQFuAAB/AQ3JPQMdAQM0Aw9HXgIEhbECDo4OXQACHwEP/RMAAdMQAiEADP0T",
-"AfUQBmcDD1IPBASBIh84qccEFDHaUg3/EwbUsANuEwEHWQz4CwTfUgUtAA/hUhgE4lIfOLDHBgXpIQ/7BwEE5VIE31IPCVMB",
-"ApcgBy0ABTUADxs+AQNJAASxaQOPRRw0ywcAhxsNjwQC2hYBlgYFyp8LkTsTOZldDeO1BDsAC+IBAVASBB8AAsFiBxsCAUwS",
-"AiUADJkMAjxeA2kpAT02D34MABI5aTAI5C8AoQAL8QsC0AABBwAJMwgQNsoTCSkAA1cDDz4dAgIjHgCOAwMqCAsXOwR3Aw05",
-"AwRbPi8xNRM4BAItXwAnAAw7AwGUEQIhAAw7AwHPNQU7AwEvEQ98AgAEW3ECRQgPIQABD1dQBQIwQwMiAAJLAA+bAgEDWAMF",
-"LQAPj84YBLsMHzn/pQcEYwcPOwMCA5MMA/0WAtoYDaAABA8DBC0ABAgAD0E6AQMcCwSJUwM7Axw1JxIABEAOOwMDziQJOwMM",
-"DhAAIGYPOwMAAqwJDjsDAjgFAh8ADjsDAjsFACUADDsDA+MwBDwDAXgIDjwDIjEwyRQBzwAHowAPPQMUHDe7PQY9Aw90HQAC",
-"kh4APQMD6gsLmTsPPQMHBCQPA/7FDpxhAtcxACgADD4DAhMyAyMADt4jA6sIAkEDAhISD4MCAAVoQBswGM8GIgAEeE8NowIF",
-"f6UDwQUPgVUBB1K9BggAD0MDFQVrLhMwfzsPJAABBXlRDkQDA5trBC+oAn6nDaEAA2EDBS0ABAgAD4oaAANVKwQ0AAVEAwyj",
-"EQA9Hg5EAwN8EQlEAw28LA9/BgICiBMPRQMAA4YyBCEADUcDA0ddAigADkkDAnwDBEMACjJ/B0oDEjdKAwCbAAepAA9KAxUP",
-"hwYHCfAdEDfiDgjwHQMdDAXNCQQXAALnCQKADgJJcgrwHQMwHwAoAARmAQ/ICgMPbQMAAhkTAKIADkQKA0oDA1gDACsSB70A",
-"ABUNDd4DBUMdBu9uC3AAAvMsDy0/AAPIMQIjAA5VHgOXNQOTAA8coAUFxw4PWh4GBAa2D90DAANbBgRjHgHMDgw8AwQ8VgQt",
-"AA/+rgYPewAABcAsD2EeCATJDg/dAwEE0KwD70MfMSWKARMxOFYFLQAFCAAP0ScABKk9AzQABd0DDH8MAKMeDt0DBv4CBt0D",
-"DJYKADEOD90DAAPxLA7dAwUKhANgIA0kAgQAAgNKQwo9AAMIJQMjAAFvFg/dAwACxpobcjIODyECAw+iAQ4GEQMcOJs8Dx8E",
-"BR846LkDBY4ND9CwBQPlLAApAA48AwLYBAEjAA48AwJ4CAU8AQ9pHwQEXXASMW+ECnsCAwcGBBwDAaEQDXsCA0gGBC0AAAgA",
-"DxwDFgVuHw9ZvwAUMa4WBfoCD3AfAALOJgctAAUIAA/YJAAEuD4DNAAE+gILuT4gOV/ZHw36AgMYIwn6Ahw2PAwAdA8P+gIB",
-"BBUCDKUBBKHaA4JqDfoCBKbaBKckCj0AAi8DBBIRD+keBCIxMtUqAa4gD/oCOQ3wBg/6AgUKAfoEJDMEkQkIF3QK+gIC4icA",
-"KQAN+gIDbJgBIwAN+gIEQpcEJAAP8wMEACcPAiEBDhmfA981BfoCAeg1DHsCBGoMBC0AAWRVD/oCFAVuFx8yENEAAoQHB/oC",
-"AXAXDX8AA3EDBC0ABQgABbkLB/oCBKsAAy41BPoCDBUNALZFDvoCDxUNAAvRQCA5X5QiD/oCAAQGZQ76AgO8BAPWOw76AgO/",
-"BAS+vAo9AAP1JwMjAAF/Fg/6AgEROfoCAS8jD/oCOB85XQ0VHznGuAME+wEvNTSjRAUDsh0AKgAN+wIEpZcPGdkBAzpLBmKL",
-"Cjs6BjsCBeB+DWMiArUuCPsCD5EPAQRECAQtAAAIAA/7AhYFvnMP/ZYAAlk4CPsCD2IgAQM9dAUtAAQIAAGXRQz7AgQ0IwpL",
-"Exw2ug4AfBEO+wICfwsK+wIMBg0AHLsP+wIAAydVDvsCBE+CAzaCDfsCBNGWBF1KCj0AAjADBCMAD18nBADCHAJCAgmQAgz0",
-"Zg+5AgYN9QwDmA0POV0DAwAXA/EMDVSNBFIMAAgABXNFDREOCZsqHDldBgKtGwDHBA9zRQECtRYDoRkDIR4dNpMeCmIAAXvf",
-"DCJcD61CAQG/AA/HQgIBLhIHx0IKrkIDSk8DUxIDVUoNji8DSUwALQAPH0IBBT8ADx0AAgMgHARJTAoeGwfeGw8CQAsDSxoD",
-"/AwCRhwEGwAEo1UEukwCTO4CPDEItAIExYIAMAANtAID1lMFaAALHZgETwEFDgoCHpgO0QAER3syMSszezcP8BsGA3ICBRJ7",
-"Cl4FA2U3AHQBDf8OBDpSBUMAD2IDBRQ0JjEKZW8FSAAFVxwPP0ALArEKATEADYsABC8BBCIADzcBBATnAR801okDBukIIisz",
-"XSIPFJEGA8UBAe4ICsMDA8IBBZJ/DxYBBQNCNRgxSJcAcEUPsEcLf2RlbnNpdHmzRxQPLgACD7ZHBA8sAAIPuUcUDzwACQ+8",
-"RwgfMo6WABczn64ExgY/PDE3kZYBHzgTjgQEnIsP1gAOBJ4gBZwDFji8Rw/TAAoK3gQAfQIPvUcDD7xHBgAdAg+7RwoBkwYB",
-"CwAIjCcDxgUCJAAABQAEam8IwQUjMzA3Mg+2RwAPAEUCB5k9Dx89CgPaAg8jHwICtAUC0gQPF0gyD+NHBQ/hRxwEJAAGo0QP",
-"EAUKCFJHCGQAAxcAAwcAD+YfAgRmRAsN4wMeAAb/4wVqHwwK7AJRHAzGCgP2Cw8RGwAF5UcEykcA8AEJeAoPub8PA207Ag8K",
-"CRoACSkKChoABHAKD8h4ASMzMJ+MDoMBB+cFD6pHCQOiSA8sBgIH7kcC3iQPh4sPDr4mBEMABGMUD/FEAwRuDAQYAAMDFABV",
-"Af8BM0VCMEM2RjdBMEI1RUQ4REcAAQVwAgWnOQvqQwVzAw73fwFqAAJ/DgZhFxIzvfIOFwMCcQsPiaQBApEIA1ABDz1IAwRi",
-"YA/y4QMD1EgPXA0ABNVIDzrmAQOPAwIhAA9lGgME7iUCidQOIAAE9CQO2CwDrjEEoDcPVzIABFwoBQcADwYDBgjASA/yNAQF",
-"wuYPkRYFBF9YD/FzAQIXDgVvNQ9qGgECpQAEiB0CKQAP6SMCAuoMANMBDyGbAwPWLAttCAAjAACeAALeDwMsogvYLQJ8AAMH",
-"AAMIKQzSAwKfUgsligiHewyKsQTiFAI1AweIDAN2AASBEQFPAyxGRZ4BDJ17IDMwL4oMIkwhMzAq8AYjAAMgAwWcAQJzDwRs",
-"AA9rWQYChwBINDAwOIcAABQAH0M5AgAIpyoDLUcEpVkAmwEOpAAGrCEAsQAMBNMAPgsABAEcRmkACuEVBLYYB80ACesAAnEB",
-"Ax4ADd+GAyk3BEcAAU5aCXvDBMkABq1NALkABw7SA7gBBJojD7kBBQsIAgPkNQRfAAfd3BR0UgAJKgIIpSsElRAJcQANJgEJ",
-"3fgCcg0ABQACBRwHn4QDQyQBgCoNEAQEAXwNwz4A/AIAZgAO1QEGtQsBJAALegIEM8wDWQIZMVkCC5wBBKo0A440DLsBBB3M",
-"BK00CxoCCkPMAR8ACEwGBwtZDz8BAgrOAgmRNABDAQ74AAEnrwYGAQQiAhZnIY4E8wEPcgAFCX8ID5+rCAkrGwR6AAs8Aw/X",
-"AAUPnBkCBH8ZDDwDBDM4BN+JDB8ABNMZA2MBBJ8FDDcBBSEABo0xAbYADzo8AgGVBw/OBQEDEzoE7DcLzwEGzxMEiAMBEicP",
-"IocAAxaIBUsLBc4AAvMEBVInDGEAA68UAycAA/4JCEAAAxEaBJonDUAABO40A0AADdovDCZbDxY1BwQnNwSKMQRrDwYNAQvU",
-"FAC3NAd6AQMPcAwEEAemCwdeEgZ97w+ASgEFHQAAQQADcw0JCxsAngkJfQABrAkG8Q0BpgkPIw4AAbwXDzwOAQH1Fw8xEwUD",
-"+D4CFTQBKwIElJYJ9RIBCwkDadYINwMAeScPFQkGBUM1HzEMDxwEOAADdgoPTFEDBGF3ADBCDytSCgK2Cg1ejgMOUQDaAAw8",
-"EwQ+aQM6AA/qDgIEgKoAgAAP4REKA6UTARUgCiEjAhgAAh8AC+aqBe0UBKQkDwoOAwTJUgaxpAfaDwFZAAN4CwR4UAa5AQOL",
-"BAFdAQoaAANxBgEaAA1wgQASEAVeiAgkNw/hASIDejcPoQ0CBeF3HzZQVAwExJcPrg8CBL4ULzc2rzANAmYMDzkxAwSwHwCM",
-"AB83jAAKA7k/A/4cC/hNBLMCBrUpC2cABG8mTzYrMjjZDgkEccQP1zYCBfPKDo+SA/47ASsHD3sOEQXbeQTTfg6dDgQHAwRr",
-"fwhXBQzdeQ8+BBUH/QQB5QoNIhIBOAIPQdQBBOuXAxMCD40vAgSccgKd2g9A1AMFo94PXGYBD8RgAA9bZhADYAIPeTwEAB0m",
-"AU0GD/u0BQQpNw5jewOUCAQ1zwFnOA2nLwODAQPcCw8uIgUInQMEvXQPli8BBHFhDyZNBgUpVw/NDgAEPQkGic8OsQAOtXoC",
-"xgAPlgEBAicXAA4CDAIJBFmoAw8vCwkvACUAAV0FAlQYBzlWB4hNAqQAA48AAUQGDRSFABMFAjg/DsuWD8GXAQRBJALEAw/M",
-"lgQFYBgCPScPwPMEADkFDPaSA+oBAiIAAm7kCnkNA6EPACkADzIPBQpvhQCIAw+QDgMBZoIHJQALvAwEFjIDwicP0CECA0Ey",
-"Ao4ADzkPIQMVPwqD4w+rAAAGiRwBuQANPQ8B5RQPAQwOBKELAkoFAdIACvIAA34OBCElDMmVBU4zBEoAAQUKCUEPBdEACZIQ",
-"AuhOC0MPAp4CD8oBBg3VwgpLRQLA8gpEDwPAAAQ/AgizPAQiAANPFAN1AA9HDwsBlQEFdFQMSg8ETSMBqFQPSw8CBLoeCtVN",
-"AHIDAM0DDuYBB0VQASUADJECCTIBD04PDAS+MQNSAwaYdQYhAAItAQUhAAF0EAm3EwzjMQQMBAYiAAO2AgAqAA9XDw8Db08E",
-"NgABUgcPBQEACUAMAQ6EDFoPAwoCD8UBBgqnBw9LQgUNlFIEfQALmw8PZgAFClsDBOgNAuQADlsDBCkOBP0EDT4PBFISBcg1",
-"D0ABBgbqNQkqAQ8WFwICBSEPXwYBAwBCA18GD0IWAQRNCwQgKQSAAAG6RA+0MwgC9gUK3QADsgEEUgIPrg8EAlRCATAAD48A",
-"AQQfFgJNAAQ7CAETQw0sAAQ6NwMsAARTQQozAQ+kbwMJ2lUIGw8FlAwPGw8BBWkBA6hXDblUAREKCX8ABAQVBOsOD08iBAGA",
-"Aw8cDwIPTSIJBLKXAQYAAa4HBMimChwPAeEJAh4ECBUNHzMVDSQCKQoCRukHqgAJ6B0HGAAAfgAPMx4CAE8BDygjBgLKCgFy",
-"AQIPKwHKKg5eEgOsJA+XTgADWBIDQjAOHBsEpxwjNzJUSQnPAgbXMwQIAA8RDQEFIYMyMisygQwPVGIFA5AuD3gNAgGhJwNH",
-"AA58uw1FNA8OAwIFl9wFzBwDEAAMZRUHEDQECAAPTwABA04DBHASBQ8BDMglA4FRBKKgCnUpBfYDETVFMwRtAAqPAASCNAjx",
-"Dw2PAATOAATeAAMgBQE/Cg9xVgMGNAAECAAK4jMHnAAGA9IMAxQF3DEEdRAB5RsPCTIFBKoUBTQCD4dkAgU3Wk8yKzIwGRIJ",
-"BcVSDNoCArENANcDDSgfAlgOAzoAD0edBhMx8AAC8g4I8AAERd8DqTbeMUE1NkUxRkMyRjhGM+EUBFEyBLwBBqKICJi2Ag4B",
-"BJcBAQcRCr8HDxoXCArFWABSBQGGLzpyY3AMBgJFAgB/Agd9BQRECwXyBAdBmw/yBBoCCg0AAzYOzwEFcFs/NCsy/bUKBF9t",
-"DM0TBDVRAx8AD7QBBQRwzQFMOQf+Ig9EJQs/c291tf0TDy0ABQ9CJQQPKwABD0ElFA87AAgCQCUIh7MPcwATD7qzAQ8zAAwP",
-"uLMED2JtAAE1bQ5hbQ+5swEvMTRhbQQFAbIPPAENDKclAK0FDzkBEQmaAgZUCA90ABEPNrEEBHSyD0gBDQSyAAR2AAA5Bg/m",
-"FxELGRgPIiYIA/0XAgkYCMwtDSMmAf8IDSQmEzGVWA+AFxAO8woEhjsUM4Y3AHwAHG52uw95jwYNNCQEjQAOsSYEgIILiAEG",
-"jUcPsSYQBNKvCQAKAiwsDz4JAQmraQ9CGAZPMSsxOUEYCgI5FAG5BAhzFAPXAA/N8yQEtWIBegAJPQADwxYPPQAJBMnED3Qj",
-"BAUo9A8fFAULvX8PcBcGD+YnDQWNfg+uFQICIS8PJRYGBD0AD/mjAwgkFg6gAAY9Jg8EKAoFFxYPFBYDBB8AD4IAAgptfAqT",
-"AwKTDAEvDQ3uBw+tJxIF/xkE2U0LRQMEOvELWwkGBYgPeCcKA40LD7gbAgaYag94JwsDcjELY0kCoyYDty8HEv0BrgICFgEB",
-"1RIHl20BawECvg0DnhIEQkgCzxcE0zMMQUgBNwAHhU8JPAEPPhcHA5AAAqgAD4AkARIxr64OxxYE1QENxhYDqhwDEgEPXi8C",
-"AukwD3izAgiHPwEgDQ+nAAEE8ggRMVYk/wMucHJhZ21hICJub3Vucm9sbCJ+HAkvMTOKfwMCtAwAJgAMPA4DK2EAIQANLhkD",
-"ZCgCIQAFuJ0EHgACCgEDOhcPUgYEBMp9DnkYAioLA1MGD4kZAwQ5Ph415G4DMwMCDhEPGAUDBnOsD/cYAANaFQIGAA/2FwQE",
-"qnwPlD4AClisDHoiBDEZA18ADz82AARbrAMgGATZGA+IAAMFLjYBhwAPRxIEBIkTBN0SC6wDAl0CAyCSD9ICAgEIAA7vAgMg",
-"GQAIAAugQQOlUgQ9UAMtCASzAwFwAgSzAwwidQDbAgjoAgDiJwcRQgNM/wuvEgGTAwJcBAZ6KAUMQgKGHAMNOwwrcARFBQ4X",
-"AwUXAQysAwN5DgOrAw3CNgMWNAAmAARIDw9EYAAAWQANCiQCTwMD9TkOjgEDzw4AVwUHticRMZQlDvcDBQ3wPzArLUU8AwJs",
-"DQ+ngQEH4F4NXA8DEi8CIQANHAEFvC4EHgAOtgIEczMC1O8JMmoDhzgBBgABWhYPPgAABLIcDZk8AwZxAkQAD0CCBASqEgSQ",
-"7wlAAAhSKQSjEgxAAARCfw+aPAADFiYDjhgMVSYEB2sDlxkPshEABAdrA8EAA0gADzFOAwX/fEIzOSstcA8MABICRwAKY2sC",
-"/QMOLAIFA94TMJHUD8AmBQ+DSAAHpl4NLAICsgIDLAINmBcDXgkGHgAP6AAABFcQDuGMBZ8vAScADz4AAwTuAQ1ygAOqaQMk",
-"AQ/sAQME8mkfN+mMAQhpLAuUrgUkAAQaog92gAAOKY0ILAIEr2kDzxEPtmkBA7oAA0EAAs4AAZyxD3svAAWw5xM5CgQMTQAC",
-"RgAKCmoBgAQOKgIEHT0GoRUKhhkCOhgPQu4BAzAXD0AwAANJXgMhAAwZEgN3EgN9Eg9eMAQEgRYNHmIDamgD2wAP6QEDAOAk",
-"AT4ADhmNA5YVAj4AD+cBAwV3aA/A8wADSGgCJwIBxQsP+jAHHzdfhgAO9ooIJwIDhj4DZQAP+WUIBG9pA7UuD0QBAwWpSAKn",
-"JgxKAAJDAAQaiQNYAAofCQQkAgWrOh8wuEUEAsRdD8/vAgNrJg9zCgAD4l0DJgIMcwoD5RsDJgIPqgEDBKWJHjdoAQIaAQOP",
-"MQ8+AAQE6AEOgmcDXQUCPgAP5gEDBNNDAW/wC0AAA48sAlsBD5FBBASFiB83cwoADoWICcArA1gAA2MrDy5DAANLLgTUMAOo",
-"Kw8sAwMFCmMTM9YED3UKBAqmLgF/MA8mCQEBCAAG+KkEHgAFdT0ANhEPsAoGD24/AAEkAgIiAAPuCQnqPgAtCQg6CQOySwr7",
-"DgaZWg+yKgsCURwDZI4IDVYD8hEOsSoCVlgEOQAEc1kKPgMEoTUfOJEUAwR+NA+wPA0CcEACS2kJgwACvwkEHwAPNj0EA4MA",
-"BiRYBtQQApIcAk0TAxktClwgEzFooQ67AAZmgA8pKgsC/QEEhwMLRQAGVDgP4ikKAz1IBNlHC0UABRgSD20qCwNhOgTTAwtF",
-"AAbAXAK29A9FAAUD9QEL7FkDFpYDll0HJBEEsakBxAIB6BUHJhECqhQCIgAB2wEHKBEDYScDaRQLKBEBOQAE+V4PihIXAxIC",
-"BFSQD6gxARIx7R8O5gUDMFcfMzwOAAT6FAKlAQHzBA4/AALRFg+UlwEEUUECKQICoDEPrQABBukDARswDzARDAUSAQVm/Qau",
-"xyNlcR8AAhowAiUAD20jBgquGxMxmasNaAMFWhYCucQOAgEBJgEENkIJGlUCMgkAIQAM4QMCalcEuwIB7wUJHwADvw0CgQEB",
-"HwAPxioBBGLTDv5JA4CLA2YRAThmD0EAAQNEAR05kQkFg2YDQQAPggAFA5MMHzkDSgEDOGQDSQAENmQNQwADKwQfOZkJAAW2",
-"+wNDAA0AKAWnKwMCIA+vKwkGlIwEkgAPZCQCBIEfAgcABDwAABYKB6gCC4ZGAswCAAYADQ8QBDlEAAgADmEDAyIDAAgAC50R",
-"A6ZiAyKgDJ0RApMtByJjC1gwAEsDCbEAAIkUB6ERBG5iC7QHAXQAArgEBx4fBaMRAnYtACYAA2MEC7srBFQGDiMDATAKACAB",
-"DiUEA9srAyUEDyouAgJ5WAA/AA5CAQNIAwOjBAdvHhIxlyoPcgIABBIGAm0YDDkEA/kBDx9TBQ7QKxMxOnoOOQQFogQFg/UK",
-"1wACgBMPxj0AB1NZDfAsA1NZBDoEDmdWAhkABDsEDyIvBAUsuBEw1QQKyz0JPAQPHb8EAcpSAkIADfUPBLgrAz0EAWcCD0IA",
-"AQWQMwP0PwpEAAk+BARtuw1EAAUdJw//DwAEoysEzAMOPywM7iwP9V4CAwMEBWIvBJMADz8ECQU1KQ8/BAIKg1YEPQAEI10k",
-"MTQLBQubAgJ5AA9EsQYNbbIAkQMLIbAEmwIFdxQfM7VTBQKzWg8/rgEFsVoAIwAOoAIJ2gYCOgYKIQAJ3AYPWwYGBZ6jHjDe",
-"BgROsgNlAQ+iAgQEUl4SMZ9lCkIACaICC+rpBiYABaICD+AGAQQ4LANEAA/5XgUFogIP4QYBBDfGA0QADaICBTdeBNosD6IC",
-"AQTDJQSNswUhLQ+iAggELAAEPAAKogIBzbAPogIABYIUFDRcdAujAgPIEQ8TMwUNH4MAbAAEl0QLowIFbAAHrvkLowIBVwYA",
-"KQAOowID9xgAIwAOggIChhAFowINt0oC7VkGowIPeFQEBbQbHjAslQQlyQNmAQ+jAgQFFmoCXCcKQgAJowIPX+gEBVVdLzEw",
-"NpUBAxopBD0pD6MCBAULEh8wxFYBBOg2A0QADaMCBVJaA6MCD39aCwQRAQSTAA+jAgkE3TEPowIDCo5YBaMCBUtMFDSGdguj",
-"AgKnAA/XtAYNU4QAbAAEzqsLowIFZxUfMwdTBgKZOgAqAA2kAgQbXA/35wEESVoEpAIFET4GIQADjxUDpAIPpwcFBrxbDTcV",
-"BBIpA5MBD9siBQXHCALjAApCAAmkAg+IHQQBgT8DhAAPJFkBCaQCD+mgBAdoWQ9zUwEDNh0DpAIOKDQFY1kE8EIPpAIBBHoy",
-"BXpcBJMAD6QCCQPwBwQ8AAukAguFUgYoDA8VEwACyjYDFw8PKAsGAAgADooTBetPAI9KAykhCpOGARALCZwAAz56C94tCJYi",
-"CdsSBCIABniqD/4tAARQWAMeAQ+BLAEEIS4ENSMFe1gFFB4HfocCRD8DB0gOITMTMVFNDjpNBiuMD7csCwR8XQN2XQmfAwLl",
-"Fg+fWQEFtlwEPQAJBRMGDgEFBhQP7tIFAVRTAtcCAbAWDyFZBAQ0AQQ8HQH3HAkBAwTJRQQxAAFfFidheCEAAyQZACkAD+dW",
-"BQxEAQaAEw8p4gsEfcYGx4oEGgALHVwFKQENBwEEawACCiUKVAIDvAMGsVcMIgAFE00FJwEPrzcABZpDA08AAbwsDvUABhWu",
-"FTL0kw/iPgMDeQUBfgoK9QADqwMFmwUPzC8EITEyNWoBnAAPjAADB61MD8E+CgQvXA0fTwScWgUiAA+MAAcDmUQCXwEMBzcD",
-"CSoHdwMAri4IYAIEIrIPcRMFD94AAAUkFg9fAgwGSFsMowMDRVsPowMBA2VNBj0AD6R6BQSkAwZrTQYcAAMBBgR7XAHmpQ7n",
-"AwStbwTnAw16AgSfMgRPAA88KwIGTgoPegINBCJbAVUKCvUAA3oCBCIAAr8nD+4BABUzegIMASEC03gI9QAPrgAED5wCFQYL",
-"Wg2uAARRPgS+Ag+uAAYEnAIHX20BkwIPTzALP2Jmb08wFw8tAAEPTzAEDysAAQ9PMBQPOwAIDk8wBxwwDzgACB8ywlUWLzUw",
-"HDABCDIwBRwwHzZ2/AQF2eIPCAENAUwDBxswADkADwUBEQ9sAgEFD+MPCgENBHUACI84D94vAgCJAw/eLwMJ8zgP3i8AAhoq",
-"Al0qCLptDt4vBIYJCbEIFjJAiw+FGgIDPBEPSAsDBOOPGDIfEg3eLw+7SwkKrxUEjQAO3i8PNbMEA90AD4AvAgUbEA9tRQwE",
-"A50EcykKNFMBWAkPDvkBA7IPAz0AD5APAwRFCAVymQqoBQW1Xw+5CgECOwED2yUPSRwCBo2cLzI4IkkKA6AVD45XAg+NnCoE",
-"p3AD8mAKPgwCkwIGRM0KpBYE6wEOsjEFowoDZB0NNwEGw6MDHH4P+AAFArwCAoxtCBpKAt4FD6QHAAMxAAMHAA/4DQMEOjAM",
-"8g0EC2EBBgAKywkFaQwFuAAOkH4O0LoPsroCAyAAAPECD33QBgEVCAuNAQImBA0udwQxvAgTAALDEgQddQu1AQuiHwNeHgXY",
-"AA+BfgIBbwECZB4PawABA5cECoUTA2oACAsaAo8rCdx8ACcADzq8AgaXmQ92fgUEozIPYycACM8pAeMnCagBCKctAYoID6gB",
-"AgOCJwVVgA940AEGv7QLypwGNAMK9xEcMrgxAhoBD3jQDAHCBAFYAAGnDAr9AQV30AqbDwNqAAh/AQEtAAp20AAnAA9afgAG",
-"mAQPWX4DAkMPB3bQBfQEArpKDyoGAAomAAQRHQTQAAYaAAjYPAr/RQTuEw4aAATPFA4aAAQaFAMMAwrqDxIytcAJJAECPxsE",
-"WX4FGAEH/H4DPVAfMe7QDgUxKQ+imwwDzAQFgBEDkgMCKxkESr0EBUYI1CEBElMBHAAM69ABvTwEks8N7AMM7QMHdgACfCIB",
-"yvgPTRIAAtYhAp8iAqIED+jQAwSRcAsQAQacDQ+MDAoDIxEPvyMCDw04FQVeuQ+1BwIERAAP1AcDBLcBDOAFAxEED5pNFQbp",
-"EAoEBwV6NgbJvg85QQoInlAORQAGsb0P8A4KA1A3CWYJBKkABsMIDxABAwTdgwS+EwmIKgOVAwIGAA1NPwMYAAEGAAHEKgmQ",
-"JgKUAA8H9gYAxAEH+hQTMl9VCC+bAa0CDxE7AQITCQJwBg/KAgEClSAPz9IBAEADAiAAAtqeDpwfFzLb0AbLCwJzCARTiAvM",
-"AwO2JQEiAA8KOQMCHAAPOecBAssIAwo5D3YrAgQMNA14nQZE6wN4AAgcAALWLwIiAA85CwICfjkJ5DMElAADHjYClAAPc50C",
-"BZ/oBtIbB58BAmYEAtImA+A4C2YeCGUBCpYABegpD05XBAPrAgyAGwRlQAYeAA5bAAL9BQ+AuwEEJjoP6TAAA08pAiEADDoh",
-"A9RAAz8AB+8SEjLwIw+dCgAEuTAGgikOCx0PbT0ICwsdEzK1zg/VLAAEgtETMxswCEIJAycbA4UuD3IXAAOBLgcN0Q9YlBUE",
-"RF8NOxoDjx4DYS4PlEUAAwx9BIjRAy8ABeMXBxRQAyIAA7lOD4EbAgQZAQy5TwSi0A+5TwAKxNAGSXMWdLVLA6IAAekjD7lP",
-"BAynCQ+5TwIZMlkZACUACw5PAFIrD7JLDgTXLQMPAQy+RASOkwIGAAwCFwSzkwNEAACmAAkFTwObHQHdKg+/AAAK7AIBiUQI",
-"XQADTTAGmQAPdTADAkoBD3VQIQSfAANpAAdaOACdAB063QEERbgDOAAHZ0EGWE8JnxsI+wsEIQADIQID/wEPeU8LAccYAjMA",
-"EXAEAgl5TwezuA94TwMO7VsCkgMDOQAFDBEFHwADJDADHwAN+VwDCCQExygMHwAINTUBIDANjR8DHAACKQAFSF0PAB4DBEsw",
-"LzY0lzQDC9W3D50kBQ2EAAMDAQOEAAS6HQ/1MgMEALgCcg0MgQADCjEC6wEEPAEPsyEEAJEBAUoADc9XBfSRBCEJALYADMsX",
-"BUMqA0IBDUQAA8gAB0MADUVdA+kxBLoqATEZD4ECAA17AAPXAQbGKg19AAQFKwTYAQ0hAAPbFwMpAALMhAnrIQTfSgQpAA5x",
-"KwMODgRDAAFbDA8uIgAFCAABkisPtCsDBPsBDYoKBLArA9kBDqcABHkOBL8nDs0KBIIBA0MADacABKIOBAgACD9hAG8GBLgf",
-"ATAABuq1HzbLCAADrQgfNRsAAAJwCAHHhQyzHwRCSQnPHwYkCgbrPQsPCwIRIgqQCQscYwCwCAnOAAshgwZ5WQcCSwVgAAVv",
-"CwaXEgswVADeCwlgAAtrqQGNCg93FwABHwsPkBcBAVILD11PBQKVLAJ1CwJhCwHGCg2emQOcLAtaAAAuAQ9yAAEA9wEPiwAB",
-"AVMCD4sABQINMgKwDgIaNQU3Uw88PgAALgANhjsDdj4DXzkIIhkAfRYPIhkUCLEXBFugD75NAwPuBE81OCszseALArkODTZx",
-"A3lZAx8ABGgVDFUFBWJtBUiNBhsABNkFBF0FARIBD9hOAASRHA8tLAYEIGIDQyQKZgAEKiYFoysPZgAFBT5PD77nAwSPIQAx",
-"AQ9HSAoII1EPjUMAAI4CD31QCw9wQwQF7M8CM0MK5gALngUPzB8FBcBQDzF/BQTxDQQZQwpmAARdBQPBBQLwCA+KUAoEdLgM",
-"aAAEX3AUNc3YCWkABGFWBMYFASYJD2kAAwJVXA/rKwkEggIEwdgKagAEhQIFKCsPagAGETLTmgMTLAfjBA9D7Ax/cHJlc3N1",
-"cm0eFQ8vAAMPbx4EDy0AAw9xHhQPPQAKD3MeCg86AAoPdR4DD5FOAR82N3QDCK7sAyADMDwxMxYAD3YeAQgdTg8PAQsMeB4I",
-"k04PDAELDxcWBg8RARMMfB4A5gMPfB4CACEED3weAwDXAw98HgkCwBkC4BkF0gwPfB4CBAtnCbcHFjO1pg9aTh8EuBIPWk4L",
-"ACYAD3weEwSNAA9aTnIBVggPWkkAA5oWD53LAQPlHQJuAA//BAQDVhMPhGIEBNocBvZhCy8WDw8kFAPaEw/ZAAMCzQkP9fwG",
-"AzwAD3UNAwR4TgSXTgufAA9VTv8oAGUIDwJ2EAPUCAFjCA3RHx8zVU4sAxYWD1VOKgPQCAxVTgJxHA9VTgkLLz0CxicCNB8D",
-"ehEFLT0C7gQPLT0DATIACDztD2IBEwSAPAgPHwrRFh8zVU4eAwuEAxIBBNIOD1VOFARAhAZSCg8JAgcPwQABBKcIHzNvThkF",
-"OoYFCREPb04BDwlvAARvTgPNCg+KIwMExQoN9gkOfkkPyCMHEjHGwAjZDw+ttAAOuwACLhkPkD0ADxzJDwLRBQ/OSQwOGskE",
-"XCwBBgABJg0PyS0EA8AABYwsDz8BAwRPSQ8JyQEOUUkNawACYRIEawAIMy4HpwMDgtwDBRAPzQIBAQgADuoCBFEsCMvtA1MA",
-"ARQCCq/bC1BOBK4DDYIiGDNQThEzaCIIWgAEeQMLVAQDTEEBWgAA0gEIg04CCgkPqR8BBONoB10RA+E8AoUcBuA8CocYA3QF",
-"Du8PASsGAEsBDWhNAzgPAgYADF0PBL8sACYAD4ROAwKvAA91EgECwAcCqQENpVsE9SwEXRIGWAEPhE4DBcmJBHpKDooAA0kg",
-"D/8SBgMFEw+jSwQJKBsIDwQD/iMD4CMP4UsLNDEyOEVNCSMkBP0jAgcADx8dAgK/Ew/G0gEES8sPye4BA3QoAiEAD0sPAwU9",
-"TA87TAUDEwQPbzQADD5MDxIECgS6mR82oTcAA0kzAgYADxfYCANqAAV4MwpuAQQMAgTXCQAMAg9kTgQBtgIAKQAPK04EAwwC",
-"DxYLAwUETAXPIgUaAAgMAg8ETAwBDAIFqwIFHgAD4gACCwIBAl8NvgAD+0wP1zwAD/tMGg+bAAAEeUoOn0wICwIBX0wMQRsC",
-"CwIEvwACLwAPJ04EBdKLD4hMAQgKAg9pTAkDKBwDMwIPqSACBVg6ETLuBg5IAQISBA/2FgAD+6kCBgAPyAEEBMZMHTcSBANN",
-"HAKpAA/rkgQFo0gCkSoJrRwJRx0B0UoOuwACDgQPNzwAB5+qDQMCCA4EBGRzDJgABAMCDpoBCAMCAaAdDMUaAgMCCt1LBDOk",
-"C2cAABgcAmcAD2VMAAgDAgFzRwxpAANaAQO2GwMsAg8DAgMFZwEfOSJOBQILBA+hBgADPUsDBQIPCwQDAMgcAGAAAjAuCAUC",
-"AxYcA8sbD+NMDBMyBwEJBB0KlRwPBwICAgFMDwVRAQQBTA8KBAADV6QDIQAPrhwLAlekCZ4BCAcCD6zUAgMoCgTAAAO/Gg94",
-"FwQEzRwfOFc7AQOjHAQuHA+VCgIDixwE7hsDmAANTDUDqAgBCAAOfDoFYjUAciMLcQkGZgoPBk4FAiIAA3AJCnAhGDMGThUz",
-"IvkFvwAAVwgP5g0CC4ojBRw8D3UPDwRxVATRpAqFKhMz0WUPhgATCIcUAYMWD4gUFgkVEwVoOAl9NgQfAAUPUhAyGWoPCE8K",
-"AowDAVMFCe0CA8QpDwhPAAIOBQQ5AA//dQMECE8PhhEDBcNNAJ8ADwpPCwJkAgEcBQiFAAOwowQfAA+FAAMDBQEfOYkRAQIq",
-"HQL9EwPWAQoaTQjWAQawAQ84FhkKsAEDiz0EEEQKEQEEvAU/MTI0YE8MBNNID6MRAgRoUgFHAA9iTwsCgwwBRR8ORwAF+gsf",
-"NGRPDQKGAgYcBAMjBgKxMw8fTwwBrRYHH08CgB4CIgABUQAI8hECUwYDvicMED4Cag0DrKwPhwMXD+ADAwdMEQTqqQ8aTgIh",
-"M19FDQ5CBgLFTQ87TwID45QEfgEP/hQCAuVNDztPAgRFNAMEAgRxfA2uAAYeBQHZfg87TxUElgMSM/1JC7koA50QDyFDCQxa",
-"GAJcUA5CCAX6Xg+IWAMCGEwAJgANAksCfAQAIQAMjwYDjqQEkgIP5BwFAxwHHzkWSgAIrhECPSIMGgcEKAIEBB0DLAAEDDsN",
-"bQAE3aYPQEUBAwMfBJseD7MRAQQaPARvAAO0EQG17QdkAQoVEQIGAgSayw9+AgEBCAAOmwIDGj0Jm4oDrwcBfQMABgAPdU4C",
-"Ao8QA34DDv9NAIUCCbEAC8YRA7niDi0EAwcYAt0hANABCKpOBpoDCEsAAgYjAqYiBfMHB6pOAi8iA8EJDhguBfQFDZICAQIB",
-"AFUBDZQDBHlNA5QDDhSXA6kHACgAD88RAgObTQRzYAo9AANYCgO5AQgygxIzUioPQhoABKUxAq6LDy5MBA8POggLyC0dM4As",
-"BC4jBZtcHzIhEgUEL0wDZroPL0wfBD0BD/8hDA/MSwEE/iEDPQMP8igBA9ADBKKpBDIAD9ADBgVGyA+0SwEEOiwDTAAPHmQA",
-"BNEDBXAAAwgACtEDAWYmD3gbAAVuAQTXCw9ZLgIPnqcGDlkuEzM9NQ7ZAQX9QB8y7hEFA69ND6ZQAQmypg7ZAQLCBQXZAQ/w",
-"IgUEjAYfMDSvAAgvDQ+dTwMEQRQEjQEDMgAP2QEFBfGSHzDJqwIJMw0BkCIP2QEEBHAABMQiC9kBCuKGBdkBBrADDz5NBAKv",
-"Dg+YNwYOGi8TMy1/DtoBBSdeD5hKBAIETQ/fTwMD7w0AIwAO+0YDBgUE1wEP+yMFBQW9Dh5SBI8jA0MBDxEHAgPXAQM4AwQy",
-"AA/XAQYFRkcPBlIBBPkwA0wADyAEAgPXAQRwAAcnCgfXAQ8GMgMGHgUfM3JMBAJWAAAoAA/XAQYM+g4FnVsL1wEElhMEVdoO",
-"2QECUDUPFU8CA1RMASMADtkBA4IGBCQAD9wQAwUsrw9QTAEE7wQDRQEPGQUCAloBBKknBDIAD9kBBgUXqQ/jEAEE5TEDTAAP",
-"IAQCAtkBBXAABCAECtkBBakIDMwHAAgADJ8rBngJD8VLAQFXAwOhCw7XCwMKBwHnaAQhQgxkEAFO0AeoCApdKwGLKQ9YJAAB",
-"sCAPXSsCD9IqCQZHNQNCAALF+A5WAgN3LA/TKgAF5EkAIwAM1SoBkQUPSA8jBP2nCtHgBdkBBnbvHziHegIChQIDOAQPEHsD",
-"BlUILzE4NnIMCidMD44AAAXvBB84oHsCBIgACEgMDcZTAwUMBFwGBcKuD3ZIAwWhFwABAQ0BFQ9RrwMK8QMD5x0E2wAB8AYP",
-"hAMABbcGAz6FD+4vAgSbKg9fSgUVMVR7DRAwBc4vB0wHD0BSDgQqpgUYugYqAARXKgP5AASNOwzXAAW3BR8xs6wCBZEyAwgA",
-"ARAND9kAAgUHKwG2xQfgJg8zKgtPdmlzYy8qFA4rAA8rKgQOKQAPJyoUDzkABg0jKgD6AA82AA4I43gPMQASHzMxAB0fNIEq",
-"Ah819kgALzQxgSoAJzMxlyoHgSofNoEqAwEpBA9lAQ8BhQMIfSoWMP0ED2IBBwqvBQGOAw+CgAIPOSoGAckDD7WeCQM5PAEG",
-"AA85KgoFRJEJkwYUNMLaDqwpD1gFAgbJTA+sKRIEfkUPrCkfDnoABlDcD74vCwJ6AA9jPwMF+0ADvscCIDML6ioAJgAPbxQO",
-"EDNCCw+iGAMIZioCFQgPSZ4GA60ADEcoEzPcNBEzYjUNYSsTNPLHDiQBD7kpFAgV5AmvAA8wGAYEQiwDOQAPtSkJAuV0D+Yr",
-"CA+1KQsIM0IIggAHteMPggAGBNcqD7UpDwn/HQIdCw+LAQUPJ3gRHzLDZQYN3ikXNBeSD2UADw4cCANGAQwVCAPMBg8WQxUG",
-"G0oPrpAEBa0BDwVpAwbspg+EVQsDYysP5wgCCgBECfgjAc0AA+mJYzg0N0FFMQUAG0IsFAPVAQyiGALNNQHXCgqgGATrsAE4",
-"AAufGAO62gicNyNlcWwGA/dJA5EVALwBBJkGA/YmGHi+QgDAAAEyAAEUmwDyFAQuAABsAhFw9TsP7wMAETJBIgiyNgGbAgNN",
-"DApHDh40ceMDLgAGowAJTFMPrQYXBTYAC19TC2ILBaMUEDIYCw/EVAsEWSgMGkgB+gAPbAUoDkMGD4orBQNvLgSLAAR4lAvC",
-"BATYLwG7Ig7/uQFcAAgdAgNcBAJPAgJnBw9dHgEPrQERDxMBNQoWEAL1AARimQhLQwTgEw+hLwYCEQULHi8FhwQEsewFoy8N",
-"IQAEXZUMgAsEkiAECAAPSxABA4s8AzUlD9VCFgX8kxM0+AsPPRoIDy7XAQKSAAkiywxjIwEbAAixQQeuzAb6QgPcIQLHBA+Z",
-"HgEEEgIN4KECfAAAegANlJADbwACBwAFdAAH9kIE8DwP9kIICv4cEDSGIQ02Qhg0PqERNFgqCWkdAnlrD6aODQVLZQNuDQTy",
-"CQYhAAgJJAJ9DwogAAPmDgVJAAFMBQf7QhQyYqEBxhEOxgAH+0IRNFihD0c+AQeeAA1cagR5Fg/8QiQGoAAE5hYH0S8RNPQi",
-"DxEEBQ6jtwK/CAAcAA0YAgOzGARuAAUzGwcyQwk8AgWqRQcyQwjrAA+rkg4AjAAInEkJMkMFPJMAmAAPrJIEDhdAAygQAzwA",
-"DitlBNsCA3oDDM0EBFASD841AAKCCAL+BQ9g5QQFGVwFo64P8xYFDhynBrnEAwgAD0oCAQvmxA/RBBgEe1UfNPrHBwS2FQ8O",
-"pwIE9RYDHAIBuSINngADsQEE4dsDDgAN/zwDDBQA/wENYzEDDCECbAEPzAAFBHCAAb0KDMcCA61mBCoBBIMdBiAAA8ImAQYA",
-"APEDDUEAA4IBBfWMDXIEBKsTBPEAD8NgAgQGQwQtAA8ubAYNOQAE7BIEZgAPDZQEBgIEAcOkCAMECAsxC7xBA28jAQUABPge",
-"CuMdCFkMCRcYD/oJHwW+ZA+KDwIFQwcANMAP+gkMBHAaD5GaCg/bTAAEFpoDQAAGiTYEWQADW1YDcGMHVAEPgqICBbMaIzM0",
-"DR0NYgUCOQoFHAUHmSQBPAQDPEMPhB0CEzQm6AkuAwMrJg/EwgADJkACYAkP5n4EBYRdGzXbrgYhAA+PzAUFfD8IHhYNkRYC",
-"EQQEFh0PG7wYBDMWEzU3aw8jAAEPkeAHBZtqBV0WD2BMAANVIwPvLAQyAAbpSw1hTANzNg9HHQIFnQEMYUwDxx8ATQMMYUwD",
-"VRwDjAQPawkBA3QHD0yrCAv3GxE0aSYPpggACKiVACUADW+bD5QHBQ/vZwEEIhcNd0oE9RYF+xYNIAAD7QAFSQABdDUIbgkF",
-"s6cAUAIPyAAACTUKBY+gBhUCA9MSBqAADwgYBAJVAQ9wCSEEogAFVJwKbgUAAwoOAr4CdAUO+hoFmysCjwUMbgYDEpgEdAAC",
-"LgcPqEwDA2kCD3YJAAP3Dw9oqxIPqEwLCejCD6pMFAaknQQNBA0hAAOmAwQhAA11OQTYDw/+IwAEE0UCBgAPRg4EBHtAAhJF",
-"DyEAAAWqhA3bCAVcaAPvBw/KaQILBMEP6AQZBOFnBElFDyMAAQT8Ng96CQAN/8AAIAENnwADtQEE+MAErgAP3ToED1DCAgPe",
-"OgMoBw/hCgQEX2AC3zoNObAC5wEEqgAEs1MGIAADqAIDbDYPB2UBA4UBBchnDbsbBRc7A/MAD0o7AQV8CQQtAAROog/7dwEF",
-"cAkFLQADDDAAtw8H9gMPFzkCBT9yHzMNCAMCfz0PpiwAAyfsBcQYDqJLHzTkogADG0oAVwAPRzoEAm4ED4VJBQQ1PB82m+gG",
-"D2HRBQSNCgQrPA9WPAIEIiMDIwYP52cIDXgAA4UIHzae6AgE84EOJQMEFh8FRWcPFgYAA8YIAysABTIABm8FDOShAzEAAw0I",
-"C99MBZ0BCw0IAw8JAaBEC9wCA/8eBHQfDw0IAAMYAwMtqA8NCAIK/O0AhwAAiAEORQcIZ58AJQANFzMP01IFCXwEBD2fBOOG",
-"DU8PA2GGAxQCAY44CiAAA4kEBYafAPcACg0IA4kBATE5D8gAAAcvHwDWAAwNCAOwOgQ5AQ+UAgEDzgMBVQEPDQgiBCsCBIck",
-"B3sjAKEADw0IAgLrCwH4AwkNCAX4MQ8NCAMDhjsEdAAHqwoF7AcDBggEeAsODQgDdQoERgIPDQgMAWIYATMAE3B7CAgNCATO",
-"4QCYAA8NCAQNHGoDozsEPAAOr50DezsFIQAMIBADPI0BLQEN7hwCzw0CDQgPK4oEATybAU0EDwTTBQSHOw4NCASHOwSjeQ9g",
-"8AEUMSVdAy0AD+gEGQelWQ/oBAUEt7gPDQgBA5w7BbXGD8A7AQKgxAYtAATrBAEpOg8ajgAF1vgJaAECYgECDQgPdD8EEDH1",
-"NQGqAAFbDgzMAgNHFAR+AATqTgYgAAO7AwIvAg8NCAEE4rcEkRQN01gC2cUI8wAP4AcCBEcABNwBAyEDDw0ICgUtAAPRBQoN",
-"CAHmKQ9HEAEBCAAFch4IkRUFI4kLq1MFHQAF4TgKC+8BixAJfAAEgqMGnBEHDbAPnBEYA3QLAe4hDigWAgoiDQgaA+cAAB8A",
-"D9QRAgWJQS8xNmw4DAVWQQx7AgN1AgR6Jg+DQAMEnK0PDMQDBEf3AYYAD1M4CgMR6wG7BgnMHwKFBAMfAA+GAAQErK8GbGkM",
-"q/ACZiAAxQoNqvAFfiEKYh0HurMPYh0YBV8pD28cAgJMNw8pAQIF3TcfMMuHEwQJQAtHAAViOh8w+moMA6oABPM/C0cABVBA",
-"HzDPhxMKwaAExQMFB3gOKXQEk5UPkLEWBZiVAJMADw7ABAUnSQfR9gvZAAWIPgAgAQ/7bAoDeAIPMokCBTr3AEcADy8hCgOK",
-"QAG/Bgm9QA+3LwgDk3QEOwAPUysCBTtMEzJFLwhdAQMlDwIg0A9wIQsDlbcEcmgGciECIgkCXSEEkAoEGwACVQkCwBYB1xcI",
-"dCECag0DWAkLdCEDxJoDyEgIdSEA5BcNdiEBIhgCNQARcL4mCHkhAR4YEXAUGA2W7zAzNF/vCA9IQAEF8AAMuA0DY4wEKosK",
-"OAgH9lEAdgEROLcNDOADA3BwD+hKAgKmQABAAA14AAPLLwM7PQpLCQR4AAqlQAOJCgQIJQLxEgQamAhuIga/AQ1m7gUjAQlf",
-"PgPgNQ/kFgADWT4Ev4sPiggEBJOPAueMDyEAAQ/23AUED3gE8xMPdPQBEzECQwTIlQ/wCRgEPT0fOOUWBwTiQg/YDgAE9BEE",
-"gwwP8o8BBDVMAiMABTIABWsIBy3CAyMAAzEAD7UBCwwTGgO1AQvvDgOFEQGRSAwWswLfCQMiAAGyOQzwDgRiDw/wDggKLu8A",
-"iAAAtwAOKA4H0e8BJQAM8A4CiykP8A4NBK68BEW/DXAKA2xDBCp+AZ5DCS0OBAzyBUoAAKgECvEOAwQTAX4AD8kAAAnsCQE1",
-"+wqCAAMcMwMTIg+fDAED0UQCVwEP8g4iBN8AA8oNAV/dB6IADm1jFDJJRAM7AAGnFQu5DgOyDgQRAgXtIga6DgMiEQQQAg+6",
-"DgsB+RkCMwATcCgPCTLCA/UZAJkAD7oOAw1lMBMymWEEPAAFo1EGIQADghcEIQAPjgQDFDLxjA/MmQETMhVhASUAD00EGxQy",
-"CiUDGg4NWgADJxgDESUDCwQSMgjgDs1DD18PAQPOQwTokA9tFwMUMh0lAtBDCSIBAxoiA0wXHzL6NwQUMlqKAlHLDE0CBFyK",
-"BGciDenAFDJRtwNEAQDtBA1FAAP/AAVNAA3OAQR9aQQ4AQ8VPAEEPQ4GLQADVQ8PPQ4JBi0AA+IQAiPxD2wFAQdXAwBJEgus",
-"HwM+DAmZBQz/JQ9EDAAAmgcPRAwfBc82D+ILAgZ6fC8zMioMDQU9QA+dLwICYesPCwkCA50KA0AADedFBAV8ACgACawfAQ79",
-"Dr4IBVlCHzWsHwQDiKkPhncCAlRGAEQADKcAAyXqCPKSDqAOBFpCBj1DB9DwAg0KEzA6CQ1K8gDWAQKh2gjtQgKfAQ/LCQED",
-"Q5ILxkUNdAMEwegPFhMEFDInjQ0kCQP6FAEhAAJKAA9+BAADpRwEq1APmyQXFDJsjx85FBMGFDKTPQ8kCQAD4BUBIwACTgAO",
-"nQADwBYDKwAEMgAD/RwJJAkD9x4DMQABJAkNZvMGnwELDgkErlEPdSkAAykXAyIADw4JAgMxHwKivw9XywQNbgwPrWsBIDRf",
-"2wYHHgMMFUsQMuoNDw4JDhQycB4EbSYM1h0TMmoWBGfgAUAWCiEABO8dBEoADHopFDNSBwFHFg7JAAp5Hxwz7rwTMnciA4IA",
-"D9hSARMyzhkCVwEPDgkgBqMAA+MIASdBB6IADw4JAAMBJwQ7AAFdEgsOCQNHIQQRAg8OCQADSSEEEAIPDgkLBFrzBYr0Cg4J",
-"BAVvD+lDAwKb8w29AQTXAQTZAwwhAAMgJwUhAA8zHgMUMjkGDw4JAgQCjQOVJw83BBkEklYPDgkEA+4MAScAB/UDAlamCFgF",
-"A3wOD/BZAAthlw/uCQQEQCUCYZcKIgED8woDKQEPv3wFBAolDw4JAwPiJARNABEy5hoJDgkDpyIEtQQPDgkBBBMjBU0ADFgf",
-"FDLxIwQ4AQETOw8OCQUELQADJAIPDgkLBVoAAoQAC0sXHzQ94AIGbggPQjECA10VD2AIAgMwSg8xYAADMEoEuQcP+jUDBKZJ",
-"AgYHC7kHAlsABHCXDcT2AM8AAlTlCGECAlATALMADZEAAvEIBLkHD0EDBASFPB85VSwEFTJyxwwcBwOhGgEhAAJKAA8pAwAE",
-"aAQDRAUP8+kXFDJpQh85VCwGFDL+jg8lMQEDkwIEFCQBggQLnQADsHQDKwAFMgAPtR8AA+IhAzEABbkHDEsZA58BC7kHA08b",
-"AU4bDAXRAjsBAyIAD7kHAwNMLgNVBw+5BwIN+hcA7QAP8AYACdcKHDRw0hIyPGUPuQcNBHAEAxcHAblVCewDA8YkBLkHDfm/",
-"EzLKFQVKAAFQAQq5BwS5KA+4HwMA7jMHyQAALxsKbgQD70QHogANmAIIVwEPuQciA6MAA2wAFzKs3QGiAA+5BwAD4hMEOwAH",
-"jHYGlwcDswADEQIPuQcAAzUBBBACD7kHCwGLAQIzABNwHsQIuQcExQ8PJxADATsADZcJBAUmAzwAAckXCiEAA3IDAyEAD0JY",
-"BBQy7CUPuQcCA6ElASUADzcEHARkhQ+5BwQDAyYBJwAH9QMNNbwFbE0PAZsCA6QNA9QOD4sABQA1JQFnBgLimgkmAQP/gwQD",
-"AwtFqQYnAAN9BQ+9BwME5EsDTQARMgmECb0HA+1GBLkED70HAQPXJAZNAA2sCQSiDQQ8AQFVHQ+9BwUELQAEB5APvQcKBS0A",
-"DwgfAhA0CysPow8BAQgADAgfAe4GBclRCggfBvKiBS8dCsv2AecPCXwABFA2D0hGAg8IHxgE9DMP8RoCETLUqQ+cQg8PGhwC",
-"ETKApg8KQw8EfAILfksBrwgPc2oABlRNA7UKDnkABHRgAPlFAqNACjACBN4BAf05PzQwMrcDAAsAEgD0FARSABIyz50PrDEG",
-"BHQxD28IAQPyDASDAAWWAg9wHAMVMo/6BcJGD4QDAAQXrQ+qBAIEVCUDgw8FgQANnqwGffUEwAAPqUYFEzC7vhEyDh8NcQAE",
-"pwME4gADbQEPaAUFBPYeDxAFBAOCIgbAAANfAAH8Hg+eAAMEbkYRMrn2BjIDDwyPDG9hZHZlY3RwRhQPLQABD3JGBA8rAAEP",
-"dEYUDzsACA+ZcAoPOAAID5dwBAjijgKCAy88MgyPAgD/RQwVRh8yJr8ECBNGDwYBCQGhAwfLBBY0yQQPAgEJD6kDAQiYvw8G",
-"AQkEcwAEG0wPUkYEAH0CD1FGAgCdBA9QRggBogQBUAMPTUYKD0xGAhM1LaMOTEYPNiICBZeHD0pGCwNvJA+TFgIHaQUINEcD",
-"nyAOE1sFcgAPEUwLA2kODUUlAsYWD4IhAAN4BAORBg8vBAIEwI4PcQYCBVVHAisFCXlFAVUABFUlD1sAAgS/cQ+GBAEBUAQD",
-"jg0BBgAPiJMEA6N3BEoBBtgkBRcAAbYhITY0tiEFf/nyBTIsIDkyMTg4Njg0MzcyMjc0MDUzB3gENy8BSQACbeUBNgAPLwAD",
-"CL4BAtYBBHwlC2ICDI6lBKgAA40fAqS/CaoAAx0GHzSqABQD2QAfNS8ABQ3QRQaUAA9iRQQCOCQMJhQCWAECagYPqG4BEDWF",
-"Pw2iDSc1X2oOEjUt4A/NAQYPb1cFBysBA+EDBRQPAywtD8HjCganAQMmDwqtDwMQAQkFBAMcjw9T1AACkOsfZIvSAgJKAAb6",
-"AA+gjgEGn44DPVgL0kkDVA0BBgAB6BYPwgACCq4gA8IAD1kBBw/OIgQEbugPiAABBJw/D1kBBA2QbA9GAQEEZ4wPRgEHBzcI",
-"FDVRjgymAAN0CQ9ywgYFn+YP1wgCA1sgAgYABJo5D1MEBATPCATiXgVVBAKKBAFaLAmrAwNIHB84qwMUAwEMHzmrAwgKwBES",
-"NaU4D0AEAASpGgMWAQmXAAUh6w+XABQGHRQPlwAGCg0eB5cACt0CBSIHApspDD44A7QfAQYAA3yQC+BDETVeOg9ZAwAImywA",
-"JQAPSAQEBMIBD743BAMBCwS1oQtMBAT5Qw9D2QoGsgcHg4oMYQUCHwEIDAMBChsPDAMEArUAA2qXD2UAAw8RAQAHvjoAHwEP",
-"bAQBBh6SAy6jC+QDA2ZDApEBCyKSC+IADTkJAuAUD4MBCA8LYQQE+AYHgwEIkgAEzTsPgwEeDHgHD4MBAAMElQ+DAQoPmgkA",
-"AmUAB2wBBfLmB3M/Ad0ZAXpBD+tAAgRqCg9rmQsBYQQ0dG9tHwA1bWlu7AoFb5kCEPIJkQAPbw0Mb2VycnN1bW8NFA8tAAEP",
-"bw0EDysAAQ9vDRQPOwAID28NCg84AAgPyswFDzMACA/KzAMPOH4AFzPLUwWhDR8yoQ0CD27yBAHAAQ85AREMog0HaxIPNQEJ",
-"D0sRAw90ABMPHvYEAHcJD0UBEQvhDQEtBw+21BEJBpECqg0G0wMHOAAAEwQETwAI5hMF3A0IgyoI+Q0CIgADN4YKwQQTNs5K",
-"DwBOBg8aDRAF/KcAewANfn4PX1EICqsEBIsAAboNBpUcAb8ABQoBBJgABegNDGACBirwAyUyB88uAecNAVYMD9OSAQJeLQCh",
-"eAaUxwM5AAKHAACwDgNoKQYvlgZ3DwEmABVwejwGhAECQC8CpQ8DyAAF5g0Pk60ICjkFHzZbfAQF8bEP8qEMBMgNCshlAq8X",
-"BRSFAxUAAqxGAlMCAQgGBi4wAsAlAIKaEjJuPggSMAHpAAMiFQDgLwQZAAJfJgT/KAsyBgVkMAzAUw8cAQkK9wsSNhp8BzkC",
-"ArowA2hnCBgAArUwDSoXAXADA+8wD7EQAgPFRw8FnwEDFRkCYAELqgwCRQEHDQ0fNg58EQzRCwJWMwnFGARyGgbICwgSBAWw",
-"AgTIKQytAAjtZgM0AAojJwPMAwSlAQKHHwO7MQ3zDBg2J3oSNlnwCkKDES2bBAeLAwECDAIOKAgHkAIzAAKEcARnGg2oDgML",
-"Aw6kAQPbAw8l4wYDpAEMA4gE32cArjIHiA0bNph5DboJFDH5eApzQQmaAQ9xDgQDIAwAQwAFOBIFHQADyw8DQgAPwgsEBJYS",
-"AUcbCT8AA0wuA0YAD+MgBAQ2DQP+Pw9cAgAE40QBQR0OLgEBWGAF0RcMeAIPhGEAA0EiBAYFDeMNGDZYchE2BA8PlQYFA1QT",
-"BIAeCgUCAmgADwQCAAOkDgM9AAEZBA/MFwAB/PMC50YGjQAB70sPWQoIX2NoZWNrWAoUDywAAA9XCgQPKgAAD1YKFA86AAcP",
-"VQoKDzcABwlUCg+jABIPPF4FDzIABx80ZAAeHzUyAB4fNpYAHh83LAEeHzjvGAMI214DTgsQMtCnDQVfD04LAQEEGQ8DXw0P",
-"MAIIDE0LB7r9DywCCA9MCw4PMQIICksLA64ACEoLDzsCCA9qFwMPeQATCyueA3kACCGpD1ACCA88AAII6KgPWgIID7UAAw/y",
-"ABMPeF0DCMseD28CCA8QGQkHKQUPzWBGAvYXAWIHD85gDQIrAA+DGgITN+nBD78KCg/XagUOSxENhwwAJQAPiAwTBIoADx8M",
-"AQDQAQTQIAUvGA8nEwkFJQADmTID3UYKKBMdN2qkA9FcEzGOCQ54OwQxVQs5CQKZOgO6tgyAAA9JEg0BcQsPfAwBEzdgCwfA",
-"CQLnEQIjDATVDAjTGQAHAAZCBxE39goPugEABe7KDcYIA0VGA145D0QTBAU0wA/GCAADGDgEFzgPBwkDBL8bBDm7CUIABNE2",
-"AgcAD44kBAVOwA/jkAAE2isEcy0LZw0CbwwPsqAABEEBBDe2CDUAAuIBRTQsIC1kCQvOhQeZtQonDRg3pwsRN6cLC4wNAh4N",
-"D3unBQOnAg5zCQIHAg91gAAEwxsCBgAJEQIAXAsPBw0UBUhuDZeAClxKDmizA38ADholAwgOCRymBkcBAn8MBgcBCn8MGDep",
-"ChU3AX0LMxEDeAsKSwYFuEAFnhAKgAECIAUGZw0KIgsTN9X5AU2pAdkZAzgAA8ufArM2DMwmAxoxBCMjDydLAAOyDAMxDAcB",
-"MgBxAA9gGAMBtxoDzwQEQzcDbwUDhCMDRQwGdksGCwYC3AQBJwEFaXoGo1oBRhEBJAABfKcOdBcRN9F2DQoYGTcbGQAlAAyZ",
-"AQBxVpA2MDcxODI0MTjdKjIxNzQDXg8JFwgBbAAPcgEBAqMTAdgODyABAAUdlQHsNg+sAAAHDh4AugAKT1gDs1YHU1wMfgAC",
-"QA8PfgAPCasCATGjD8cMCCtrZc3kD8UMBg0qAA/DDAQNKAAPwQwUDzgABQ+/DAoPNQAFDxEXBQ8wAAUIuwwPMAARD/ZqAwjH",
-"CwTwCw/1agEP9GoDD+qzBAkFCw9dAQYP3SQID1kBBg/aJA0PXQEGD7sKAgiilQ9nAQYPOgACCB8YD3EBBgxqFwA0BA/RCgIA",
-"SAMP0QoDAM8JD55rCQKCAwIMAA/UFQAGUSUEKDwKpQQROCUGD1eBBgFbBAVAfgmuCwDFBg1+MwFpAA/vEAEChgQPsioBAjEL",
-"DvMkAicjA4IfCXoqBTMGBUMXBbSzC5IHBGkgBGEXBBgAA48HAnsEDy8lCg/+sQAIoSAEBQENVLAFgCAP+rEHDnsSApNFDeax",
-"AeddD+ccAQH0Eg0YDBE4wiMNkwMP+bEMAlYYAAUAD9UeAg+ZJAIDagAHEQYDOPAKerAfOFkjAwbtHg/4sQUDPBQPvXUAAwIw",
-"BggfCApDA1ILAQYAANYGD6EBAQWwYg+jAQMDTSMPfhkAAdgKBnMJCoEMETjYZA17AQ/1sQwB/gkBGQkL0x8CXg0DhhQKJAsD",
-"agANiw0L9bEROMElDZ4FBhkpAgwCC1kEAlgKAv8IArEJA0cBD910AwGjAwxMQgSCxA7pbQTaJwNuCwocCAGiAAGcAAEKJQKk",
-"Dw96AAUCfwwP30gCBOIPD7UMAAMjLwO8DAzDHwArAAcZHQGLAAClCAlVAQ+dcwx/cmVvcmRlcqQIFA8uAAIPqAgEDywAAg+s",
-"CBQPPAAJD7AICg85AAkPtAgFDzQACQ+4CAUPNAAJCXUVDzQAFAl3FQ80ABQIeRUPNAAVD3sVBQ80AAkPfRUED3i9AQftngWN",
-"CQ92vQEvNDgAnwQIjAkPQQIKDJAJAEoFDz4CEg+PIA4PQwIKD84gAwgLFQ9OAgoPPwADCKAJD1kCCg8/AAMITRUPZAIKDz8A",
-"AwjvFg9vAgoPPwADCNEKD3oCCg8/AAMI1goPhQIKD5MVDwySBg/CCgUBCg4PmaADD8IKDAPa9wIMAA/CCgoE7wgKwgoWOW4Q",
-"D8gAAgTFNQ+vChoD2SIOPgYEUFMEGioJuAgHoBQGDx8P5AkCA45QBycBAcg5D9dSDgLLLgyuAANDAQ+iEwAJAEYEVcAKLwov",
-"OV9CzwMEnmASMyNHBP0GKjlfOs0DLgAEO/AHJCgJWgoBbgcBOEsNRgoUOVAjB7cVAYIIBjQACSrsAp4IA78hC5kSATMADym9",
-"AQGwAQK4SwcWAAHmAQSWAArLCRI5YQkObAEBzwAPjdYBBPBwAmwBDGsAD4EADAZfAQDvFA+GnRMEhVEHerUMyb0CqRMECyQE",
-"OAAAvjIDwbkLUyMGPawD/kgIHAABTQAABgAMriED+gAABwAFFQEDNAACyQEEZrsPriEBBK4BDccVETnOFwaPAQsl6gIlJQ9S",
-"IgICBCMBOyoPsCEAACQAC4gBAgxqAWY9DUcVBJ8CDgoCAm0CD75BAAQvyQIKAg0oAgNtQgPuFQ+HAAIG9wAKZC8EzA0FvqIE",
-"0rUPxCABBd8ECP0BAPZEBP0BDFsjA3EDAT0ACtsxBD0ABCxuEzc4Swt4AAL+DQJ7Cwx4AAC2IgesvAh4AAKXAQK2AQ98QwME",
-"6gIGfEMMrbwDF5AMdgAH6wIB7A0InAICOAACfQAPyQUCBEWlIjQ3L4UMeQACbQICoQYLeQAAm0MFeQAFMAMJ5wEBfwABeUMP",
-"HgIAAAcADdqvBYEDD7ciAANe2wIjAA9jLQIYOe0yANYCC3gWBEN3D+Y7AgRpVi8yNpd9DQPVRA+WDQICjRYAAAEPI1wCBBxN",
-"AGUAD0A3CgOijgLjAwhefAV1Dg0JBwMKBwKeAAS8fQyoGwPFBgHGBg97AAUE9BoMewADE0gPyhIBAlkBCKvED4gvAQSmrAw+",
-"AAIRAgTzAA/ETQQDugABIAMPugAFA7QIDFcmBQ99D58ACwRxJA9pEwoEqxEP3wABBGgwDzU2Awx8+A+CAAEEQgADdhMPkacC",
-"A6AJARwICMBzA40FDo8QA2PfAzkAC8e2BM4DBUb3D2ABCARk0w+YKQICNnoPNwgCAjkCBOv3AVgCDg8RETRZPhhyJYQA+QoP",
-"w8wMD4cQGQ8tAAEPw8wFD4UQJw87AAgPw8wLD4MQHw8zAAgPghAFDzMACA+BEAUPMwAIHzXkDxcPYv0BAa8wD9APDQ+LAQkP",
-"rSMOD1UBCQ9aDgMPewAUD5QPBAn/zQ+TDx4IUBAPdgEJD9UODws0NA/VDn8vNDDVDgwCLQQPn1QCA9o0D/kUAASBRQbBBg+7",
-"DgYCwyAPuw4VA7MYD60ABQdYCA6uAALODQ+7DgADBS0DPQAETLgLJgEPuw4EBWklCLsOAC8AD7sOCAhxNw+7DgAPARkBAKcB",
-"D7sOCQXVPgS7DgLOIQ+7DgkDWhgIJA4BUQABTAAOUA4DlgAJuw4vNDC7DgQCtRAAHQENbAED1QgCBgALlgwPgQANBl8BD7sO",
-"HwfykA+7Di4FHgsPuw4ABYcODWkwA+VRCGFgAzQAAp4OD3sjBAUdAA+7DgEACwEIGAEPuw4DD5UuAg+7Dh8D+AsPuw4ABZ8C",
-"D98SBAAQAQ/gEgUCBgAMppgD2Q4ElzEPhwACBvcAD7sOCi8yNbsOQALAHA+7DgoAeAAPuw5hHzJSBQEPuw5PLzI1uw47AucB",
-"D7sOAwQeAgAiBgy7DgWBAw+7DgcCIwAPuw4BAEwCCFkCAbsODykVDA/XFQIDRzYPAgUBDioVD4YLAAJz2wfNOwGpB8A6Cgly",
-"ZXQ7Cgp9Cgo"
+"A4xfD/MAAgSgNgEBUw9/DwwHDgIAii8Hih8DZg8Pih8DA6ZNCYkPHDGKDweNHwCXDw80GAePc3BoX2ZpbGwxGBAPKwADDy4Y",
+"AA8pAAMPKxgADHGJDzkACl8xWzQwMHGJAQ82AAoPcIkDFzZbHgXyFQFHHg1tNh843pMBETEJlA/1FQIE+hQPBQELBLwSBasb",
+"LzgsAgEQC74SAT+qD/ISAgGJRQ/zEgMBh0UP9BIJATwAA10AAC8AD4MdCQK/RQ2FHSA4X/mkA3gAA+IAA3IcAyodD60WAAEY",
+"AyEzMhsBD0MSCwOkCAJEAAiZ3AGKqTRyMTD3rjIyKzNBSQgBAQDATglCAAn0FgI2AAJJJg+nEgsDNAUJ/wEEq2YiKzEiQg8Z",
+"FwMCIgAfOBl1CQQmbgNIEQnnDwFfCg+rHgID/9cP2W0AAzkTD4YLAANDKwNwAAOTCgrUFQFx3QK1AAw4XQQjAAEDvwUsBgm/",
+"CQN/JwOOVQScswpiAAYWAQOj2QibBwKxBgM1CAPjEg0v1QNsCAGOCA8v1QADWQ4PTwUAAZgCA63zCScCAgADAaZQDdkVAn6e",
+"Df8BBBBuIisxdwILawAC0yABzgcPbQACA6RICswFA2sACKglAi4AA0lxBOcFAnugDVoBBW3+LCsxYGkIcQkH9gYJNgkEbQkP",
+"qwkECCYqActnD5sBAgNVCQSwlQubAQIgAgFzCQswAQHOAgZn9worCQJpmw+BBQAGhAEGgTALx/4CzSYN8gECcAAPQRIBA20A",
+"CYUBAycFDIYBAyuTCpUABZf/Iisxm0kPhWgBASYADOQFAbjMD6gQASE4X+gmCpQAAhsEAJsAAQkTDyUFAgPVYQII4giuAg/K",
+"GgMBIgASMq4SD34WCwt2lwIvyAKuAgbycwayfQKsBQAeAAVWSQekgwNAAAFOSQNTDQtTAQxtAwh7AAZcAA/yAwAC0SMCIwAG",
+"jocFBgIBtokBeAAPrAYDBJ1zD8IFDANxFwm8AAUODwRDAABWAQY7AgVE+AYjCwHVAQ6CBwIaAAIGAA8J+wIFRAsAXAEIbGED",
+"ZYgB4AAEM1QMvQcAKS4NGxcEMQECPgILfGsCBOkFuQEPghYCBOsxDxR1AQ3sMQ47CwkjdAl7AAIHAQOfAAFYgAjUKgIKAQRM",
+"AQ++GQID0zMPMzEBAr4SB7oZDzMbBgIsogykWgXJCwDCAA/NXQIEbwEId2MGAAwDNwAOLlwBJAAFkxwHsPsCHgwDVgMJTgIC",
+"SlgEhgAMZgYCzFEPbhwED6NgAgMxGw9HLgAIEREPFzIEAEgPADcBD/J1BAUW2A2SBgMvBgSODw9oYAADZhUDKQAPHlgXBO8O",
+"D/B1BgUg2A4pBwN+DgUZDw+XAAADPBYDKQADBwAC+wQC3AMCKgACJY0FMAAE4Q0M/QYC11cMmQsCcgUBt1UADgsDPAAMzAYB",
+"/f8M4AMDVwICPAAPIikBA7qHBX2+DEAdA9UUDCYCA0wZAFOKDDkAA1cDAgYACgQnAbUCAVcDAg/9CC4cAMEACjAPBPIAAAcA",
+"CikAAWFRB1oDAqa2D1oDBAJvyAIlAAXmAAs+Aw+K/wMDeRsDtBAOi14EXwMPcxAID3MCBAPmBgSlvgl0AgOLEgOTEA9zYwcE",
+"KQAPT2MfBOzYDiIABQbaDgwDA2oRD09jCQOlEwMpAAOaEQKriwoMAwK6AAMwAAQMAwlA8ABcAQaG9AcMAwJvBgwMAwrWXSE4",
+"XyD2DQwDAusCDwwDCAJdAAGrIAnTAgL6BAPTHw06HAPWMwMqeQ9BHgADOhwFtTEEzwgFhQUK4EEFJgMRNF65ACkACP4CAYX/",
+"DycDEQGrWQknAw+BBgkCw8sCJQAPJwMHBZ5SBycDA18DAx4ADmNcDycDBwQtZA8nAwQEfg4E574JjwIDSRYDIBQPFxkACgfc",
+"AAcADycDFAQU3BY5YZoMIgAEyAYPJwMAA6IVA3dED09eAQOrFQMpAAMHAAgqmQMnAwPGfwMwAAT5Uwp5ZBM4oFYMwyQCzAEL",
+"JwMcMhMKABkQDicDCG8GDycDAQN1IA3u4QTJMwMBHAwnAwOdGwPhWQ8JNAAHCDQJJwMC/AgEfQIPJwMAASI0ACkACf4CD04G",
+"FQGvVw/uAgMKUQAABA4HoIAC4dYDSQMInAoBAQcDhooH5DkFpYAEGwADt3oAmQEPPQoCBnoAAUMMD7xjAwGuAA0MOAMSMQ+k",
+"TwECrgQDBTkPUE4EAzMJBU0oDBcSBEkGDb0GBYPPA3hODzIJAApNwgAHAA/nYRUEYVwPDWoGARjLD5gDBAUD0AKZAw+nYggE",
+"yWIDBwAIISgEmQMDwwADxRsDxAEMewsAIwsOmQMIhAYGmQMMCAoBDVYNmQMI/AYPmQMCA8AGDQwkA+cjD8AGAwf4kgyZAwPn",
+"HwKZAwGFEw9/AwATNaYGAbLBDy0CDQ+1AQ4G9gIBh/0PwQMRGjPnQAXPAQTDZQFZ9gwPAgPgIASpAg/3YwcEGWQPyEIFDnkA",
+"AJIDA3kAAy5DB3kAA9bBBIgCD+fCAQOtYgMqAAMHAAZUZAeIAgKjAgQC4A8MXQIaOJf9BYgCAz0EC4gCDOAKAMALDogCA6gQ",
+"D4gCBgIDIgJtYwlPAgNJAg8hBgMDviEAJQANiAIIIQYBkhQIGAID6g8AdwEPSQkEEzUiBg8ZsgUPowImDTsGD6MCBQ9rpwMA",
+"62MDKgIO4ggE3dMEqNYPYCUABzPhAwcAD6MCFQRHKRMw5AgJeQADLU0EowIPgwwABYhiCQcACNMSBKMCAxsAA0ciA2cCDOsL",
+"AjT/DKMCD+sLAhwy6wsGZ/wHowIEbHMPowIHAgADBXTaBWoCAy4iAuAODaMCBA4iD6MCAAMkDAIhAAveXQIgXgesBw+jAgAT",
+"OaMCD4wpBA+jAiUBM/0PowIRAQL9DyoCAATSHxMwrqUJUkUEftUEpAIPFg4ABwNjBggAD8JiFgRtOBMwa6YKfgADaCoEEtQB",
+"txwNfwADRwMFhf8ECAAGvRYGrgID1hoDNAAErwIMzwwAPSoOSS8DhgQKrwILKHAgOF/fCg6vAg+mEQ0CBigCv14J5xsCoQcD",
+"JSgMrwIH8JYMrwIDVGUDTCcMM0ADFRIArwIB/wgOrwIjNjOvAgcBRADdAA9tAhUNnQsGxAUP+RYABM8DA+cRA1sBDc4MB/xI",
+"AEMLC2MAA0cZCIIiBtMVBKEDAQYABB4cC+BiA+q+DycdDAeCAAAAKgesFQH81wmkHgalAgSWigSMHQroAgJpCgWR3AG+Hw5u",
+"HQY7GQ5vHQTo5QT7rAFHyA8e9QIF4OUDMzANdB0ExwMF2REHqAEC8RwC80IBQgEMFQsArB0O9xkEOoUPYx0GAZACAqkKAmfS",
+"C1YBAB0AA3IADEsLAnIACIcjAzEAAxZwBrABEzUCBQycAQRsiw9sHQcBlWQPeQwEBURkBrlkDJwBA+dTBJwBBLk9DpwBBSnl",
+"BEEgDJwBAyECBtY0B0QBAf8CACIAC0MYETK/fAxVAQMlEgQTNAxVCgCFCQ/IAQAGxwIPpx0CAjcWAukJAq0nDXMAAd4JAHIA",
+"DIsKAnIACcgBAjEAHTXIAQkzHwUVNgbvIA+tHQIDrZ0ESn0AgwAMpwgAa20LgwACnBAAigAPmx0HA2EyBdzkBeYCD4UBAQ6+",
+"QQV+Ii8yOdg+CgMLBgweCwKPEQH1Ag+wHQED7cAEmwQIsR0CXQYBQQABWRwEZUcKWAEEQisPsh0BAoEGAV0AD7IdAAJXFQIk",
+"ABYxFZ0EdiEA5x0EegADwi4LGgEFbgIvMzCPmAoDBwcJNgUFRQAGDh8CswIPMkELBAIoC3sFBT4eCn0JEDWEBgfmAQKvbAI8",
+"2ws/CAIlAgIhAALJ5Qw3IQGOAQHslgv9HQNWngEDHgFlFgBWIQ27BgIqnQp4CAKUEwOhAg46AgLVIgMGAg9zUgIC2moBKgAM",
+"NRcD2moElwIPqG8CBH0BApEDCXwAASoEBBwCDZoAA3cAAiUAD9Y1AgJ5ZwEqAAyaAATeaAOaAA9nNgMEE2gHjwYGrAECqiMB",
+"hQABEQIAcQEM6gYCcQEIfxcChxEHNwAIfxcCLwEBJAAPAB4AAqkBACQADakFAkgsBIYADU4jBW8KCtpcAk0CD/Q2AApcug/J",
+"aQMEjAwCA0QOXQABPAAAJQANMGkCRQMAIQAMygoD5GkDZwMPrvMEAUSDAZcBD5M2BQWtzw6HBwReBwMJFAFhIQwtDAR+lwUt",
+"AA+tTBcBAyECnAAPoBQGBUfPDycIAAS0lwSmUgHWIAygAASF4gQtAAU1AAVkNwbNDAVa6gNbNgOSDBw0ywcAQAMOjwQD3BYD",
+"LyoAjAAAPAAMlQcAOgwNVgQD3XgCPAAPzgwBArVrAlDnCQQCAnYPA9RrDM4MB21rDM4MA21rAkMCC2xrBbMMETfFLRBy8AMG",
+"ogUcNqQtBHa9AmUkBykAAGUUCfsHA3kDDzseAgKhBACwAwNMCBw0TAgCmQMNWwMEEhsPRnMGAs0eACcADF0DA6vVACEADF0D",
+"A83VA10DAcLkD54CAAX3gg9VmwUFUdEOvQIDeQoGc/APvQIBBJECBC0AD1ubGATdDAEK1Q8jAAQEJnEPXQMBA9UMBbTvD1+b",
+"AQUx8AQtAAQIAA/YEgAETu0EJ3kEXQMMnhIA/x4OXQMCAj0MXQMMZxAANAcOXQMBywEPXQMIAuUdETEnDQkEAgP9AQ99FQME",
+"btcPfRUAA27XAyEACiMxBV0DEjhiFQqDGxA29hQPXQMSACoPD10DAw9xHgACYAQAXQMDChAcNWURD10DBQQSGAfwNgoVTAGB",
+"BAAnAA1dAwMSTA9SGwABIRgGXQMP62EEBFNUHzi/AgUEmTgOXQMFZXID/QUBxhYMvQIGOIoGCAAPXQMVBPxTHzgGPAYB8HQP",
+"XQMFBVHyA+ADD3byAwN6AwUtAAQIAA9gGwAL2PAEXQMcNfERAW4CDF0DAl4YDF0DHDUQCwFUIQ1dAwg8AA9dAwICVgoBMy0I",
+"BAICmhIDHwANXQMBwxkCJQANOQACjwMCXQMB4HwPXQMAETn4xxBy2QYHkiwPugYVHze6BgcJrgMQNzcPCOAeAq8ZAqoKB30L",
+"Ar8PA/oLAbE3C+AeA7CtACgAAz8QHzUdCwMNgAMB+3wCoQAOHEIJmQoBQQAGuwAAaA0N7wMArQMB7wMCpVoObgABUgAAJgAM",
+"7gMCtxQBIQANBSkDiE4C7gMPotoEBW0QArIPDyEAAAT9gg/uAwADhgYESx8Pd+QBBTD1BXzyDxApFwEh8wKcAA/uAwYEASAP",
+"7gMBBMZ5BeHhD+QfAAEVEAgtAAUIAA8aKQAFufMCNAAF7gMMywwAtwgO7gMBqgEN7gMN6C8BuhUM7gMIPAAP7gMBAdgaACgA",
+"DAQCAvIFAh8ADu4DAgUEACUADO4DAgQZBe8DChuYBe8DEDERNwGaAg88AhAPvgEOByYDBY94DzIEDBA4NBoOTwMF3DkPnAoF",
+"AusZASkADbVSAq0TAiMADpQiAk4DBABGAcgZD7oCAQUCIg5RjgTuDAWl5A+FBgEMdfcACAAPNwMWBU8gD8ifAAVe9wUWAw9R",
+"IAAG/PcDLQAFCAAP/SUABPz2BIDpBBYDDIINAJEJDhYDAoMkDBYDDIQMANwiDhYDCPoND1RVAgNLOAHcMwrHAQI3BQMhAA0Z",
+"AwLIGAMoAA4bAwO0JAMjAA85LAQiMTA6LAEPIQ8cAzgcOCUHDxwDBgNdFgocAwDHBwQcAw9bCgMCWBkBKQAOHAMCMgQBIwAN",
+"HAMEzlUEHAMP+QAEABULAYIAArUlCZ0CBFAJBBwDD/LoAQUo+gQtAAAIAA8cAxUEbDYUMZwlCn8AA+EFBBwDD5X2AgUW+gMt",
+"AAUIAAUBDAccAwM4AwSpNgQcAwx9DQBl5g4cAw99DQIcNX0NAMgLDhwDCFgDDxwDAgO7PwHCMArHAQMABQN2FA0cAwV0VwSP",
+"uwk9AAM8KQMjAA+UHQQhMTGbxy9yOT8FBA8cAyYPxw0VEDjHDQ4cAwSWVyMzNK2mDh0DAuMwACoADR0DBPlXD+dGAQO/NAax",
+"WA8yBwQE46AtMTFsjAXH+wUdAw8bEAEMO/wACAAPHQMWBDgHHzFRqAAGk/gEHQMPQyEBBWD6BG8hAwgAAWgiCx0DBSQACvcT",
+"HDYkDwAmAg0dAwLtFwwdAx02CD4FcZcIHQMCShoPHQMJAuQWDTuHA8g1BCEADh0DBC6uACgADR0DBBy+AiMAC7fKBh0DEjKn",
+"KACyCwecNwDzHQ/bAhEcOW4NAs8FBasMC60ZBPkaAmoNDQ0EBMwMAAgABHmyHTaiDgkELB05xg0Cng0EM0oKohgC3yEEbxoD",
+"JxEdNo0fCmIAANoGCFs2AVYVD4hAAQGKFQ+iQAIBwhUHokAKiUAD+BUC5xUCRgAAZgAPOB0FAqoFJDE2KfsG+D8laW5UAALq",
+"AARpIgE+Aw2jHAZDHQPBPwuYAAIoiARLAAOEGx83LxwCBSUVMjIrMxhPD3UcBgOUBALxTAnOAgMfCQ/MAgEDQgkFPQAPbxME",
+"IzEy0igB1RwJEAEJuRcBijYM7gACeAECKQAP7gANBR4dEjNUIg/uAAYDiQUN32wDtiwHIgAP0wAGAqAXFDErHAvEAQW/HwMF",
+"AgzyAglZLQF2NADzAgxFDgHNjA/pAAABn0sPd0QPDyEeCgPiBwKlJQ8tugMFxycSMYrrALEACYQDA8kQCvwABJY1APwAB1ch",
+"BvwACQUPBQFPDAUPAr5DD/wAAAQWWg/8ACgEpQoMdhYDLSwCIgAB1BEPGQEEAJIcAgcCAgkpAXsiBxkBAFsID+1GCH9kZW5z",
+"aXR58EYUDy4AAg/zRgQPLAACD/ZGFA88AAkC+UYPMn0DDzZlAB8zNH0CHzc5ZQEfNzV9BAREWg/WAA4EnCIPx0YBD9MACgoO",
+"BgD6AQ/IRgMPx0YGAMsHD8ZGAwOTKAFoAgMiPwf8CAMJAwEKCAIqAAMBBAq6CCA5XxwxCsJGAxsbDxZAAgXPSg/YRQ0CRAAP",
+"x9kCAY4ABPaODyRHBh8xTwYMA+UIDzxaAwOXtA+7VAACTwYEPQAKGAwEdAED0QYChHoLgy0GUAEC+L8IfUYCowYPfEYHAgYA",
+"AZ0hCLyNACcKD+KNDwPoPQIsCgkaAAn8CgoaAARDCwP8AQpRCRM5yFoPWF4DAoMBD6dICgPIQABjAQ9dXgMCRAACzCIPP0IL",
+"D8ApAgQBBQWWFQ9NRwIFwbkEGAADNhUAVQH/ATNFQjBDNkY3QTBCNUVEOERHAAEF7QAMv9IDVwoF8QIL60gEQAAF6QADHsgI",
+"TU0BigAClA8H1gYfOQdaAwKCMg+1AgEDKggHgEQOtQIJouQPlUIFDyUfAAdh5A3yPgLEBgO4Ag9nEQMAXR8AeAAPfXQFAIQf",
+"D9cXAwPGMwT8OQ9vNAAEJyoFBwAPUp0HBLIABlAsDIgABL9CDyw3BgDqHQ/jFwUDmzcCWgIBuPQNzhsCpQADMw8DMAAPvUoC",
+"BhjlD2ppAwISAwuz9AHhAAGkGAEMCAONVQroDgTwHAIHAAOyKQzyAwLkDgtuWAUDvA/TfwAEGRYCVQMHawkDdgAElhIBbwMs",
+"RkWeAQ3QSBA5eFiHCWJyYS51bmkWAAkgAwEmKAizgAJmEARsAA8sAgAEjxAAhwBINDAwOIcAABQAH0M5AgAIciwDXhYDaQAB",
+"jfkOpAAHbxwCL90JbgUAjRcABAEcRmkAChgXBAkaB80ACesAAnEBBQMaDB8ABAYXA4wCAD8ACcSRBMkAB8oOAtjcC7gBBDkl",
+"D7kBBQsIAgP8NwRfAAcmqxV0hRQIKgIIBh0EiBEJcQANJgEJJscAhwECK6kCayIH6FIEBT4P4RsCBEdJDtw9ETlmWg/VAQAH",
+"RnEAJAALegIEfJoDWQIZMVkCC5wBBKA2A4Q2DLsBBGaaBKM2CxoCCoyaAR8ACEwGBFM2AYAnDz8BAArOAgmHNgBDAQ74AAFw",
+"fQYGAQQiAhZnalwE8wEPcgAFCZ8ID+h5CApKFgN6AAs8Aw/XAAUP0xoCBLYaDDwDBEs6BChYDB8ABAobA2MBBJ8FDDcBBSEA",
+"B2ZCALYAD7UHAQbEmQzOBQODNALPBQEqRwjPAQbCFASIAwqlJwEoAAGPBgMXtQ0V+ANCOAXxKAxhAAOiFQMnAAMeCghAAANI",
+"GwQ5KQ1AAATCNgNAAA2lMQO/NgMhAA/qNgkEHTkESTME5ygGDQELxxUAizYHegEAaxQO8ggEa1oEdgkJGA0DZQcOiRQCMQ0D",
+"wwsDWzEaMQsWGDlXVgAmCwu2NADxAA/GDQABZAkP3w0BAb8JDwQUBQM0QQJIGQJDFQT8UQ4iKgK0pAg5AwAmEA8XCQYF9zYf",
+"Na8OHAQ4AAKYEw8oMAMEwF0vNjQLEwwF5NcLegoDUUkA2gAO/BwCMwADOgAKVCIEAAIEeQsG/RIH+A4CtxcC0hMEWDMGNQED",
+"CQQBzS0KGgAD7wUBGgAONE4UOSFEBxV0ADIAD/UBAAHnCQ8OAgEBtSYPDgIFAhQBAwqgAsQCBDAOBfYrHzHNASMLipgLzQEE",
+"ipgfMBVWDAOuGwHHSg5GAAUkMA88Mg0CVAwERV8LRgAENy5PMCszN4wACgJxDwqGMwTLAQfSAAo/DgVnAASjoU8wKzI45w4J",
+"A2wcCnMzBWcACRcxCYcOA+I9ARkHD4kOEQiRAA+LDgID8QIvNzCMDgYE33sAIwANjg4Em50CZAUBeSQPSwQSBwoFAfQKDy9o",
+"Aw8T8QEPL2gKBcgWArMAAi5oD5iiAwX7rA/rZwEPriYAB3hHDNQOBH17A2YoD1YxBACnGgGVAA9WMQUEAzkOB1gDowgEjZ0B",
+"MhwNVTEDgwED6wsPdCMFCL4DASUAD4wAAwV9hA9nMQgP0k8HBEwJBuGdD9l9DgQyAA97EwICKDEADgIN1RwJKSgC4yMO4Q4S",
+"MTbSA5BoCuIOBFywAo8AAYQEDmlSEznsoA/MaAEPMh8BAxsAA1EgD9diBARRlgIuHw8YwgQAPAAMTmED6gECIgACxrIKiA0D",
+"sA8BIzwPQQ8EC8RSETmhqA/SCwEJoA4BlKgKVjsDn0cCjQAP9CICA+8zAo4AD0gPIQP4QArbsQ+rAAAHdDIAuQANTA8BFBUP",
+"EAwOBLALAmsFAdIACvIAA40OBGcmDCFkBfw0BEoAARIKCVAPBdEACaEQARWpDFIPAp4CD8oBBg0tkQMPCwR0aQbQRgUzDwPA",
+"AAQ/AghhPgQiAANeFAN1AA9WDwsCMNsDoN8CHAsHWQ8EcSQAmAAPWg8DBJofC55LITlfSRcO5gEBdVAHJQAMkQIJMgEPXQ8M",
+"BEozBG4/AXMACiEAAi0BBSEAAXAKCcYTDG8zBAwEBiIAA7YCACoAD2YPDwP6UQQ2AAHgBg8FAQAJTQwBrFAMaQ8DCgIPxQEG",
+"CqcHDy5EBQ73UQN9AAuqDw9mAAUKWwME9w0C5AAOWwMEOA4E/QQNTQ8EYRIESgANwQ4FQAEFIgAJ9g0fMiUXAgMUow9fBgAD",
+"caMIMDkM3gQD3gsEZioEgAAPXDkFBfOwBVQXBhsAA7IBBFICD70PBBM3oPgCgkwNjwAELhYCTQAEOwgBzGYNLAAE6DgDLAAE",
+"AUMKMwEPiykCBWTRDI0+AwFBAlEBDyoPAAGQFgIlAAWitw3MEQkXBQFjUAj6DgA9AA8SDwEAggMPKw8CAKIBDysPBgJEJAKR",
+"JALmDwRsXwkrDwIbAAEgBAgFDx83BQ8kArcIAYUhCaBAD9sABABVAg/lHQIATwEPCiQGAqAZAoopAy46D14JAQOSIwQWpw/b",
+"RgADE6YOTRsEcDUUNgHyCdECBks1BAgADzQNAQQICUI2NisypAwPPGQFAswYDwZjAwEZIgNHAA7WiQ25NQ8QAwIF8aoF/RwD",
+"EAAMdhUHhTUECAAPTwABA1ADBIESBQ8BDOowB460AXUBD/gDAwICUARtAAqPAAT3NQiEEA2PAATOAATeAATWMg8IXAEELAAM",
+"CAAPboEEEDVQHQQrAA2eAANpAAQIEQGHGg9sMwUEuxQFNAIPlUICBJpjADQCHzALHgkFDU8L2gIDB08A1wMMvQsDB08EOgAK",
+"SSUG8gAEFpoC9A4I8AAEn60DHTjeMUE1NkUxRkMyRjhGM/IUBLUzBLwBB5ZCB/KEAg4BBJcBAUt2CsEHDysXCAvNVhM5KVg6",
+"cmNwDgYCRQIBTDsHKwADfQUFEwQfOfIEJAO0Fg/PAQMFokIvKzJXhAoFOU4MtAEDEzgDHwAPtAEFAekcAesACeQAD/YkDD9z",
+"b3UPzBMPLQAFD/QkBA8rAAEP8yQUDzsACA7raw9zABMPFIIBDzMADA8SggQPkPUAFzZCJQRxAj88MTiNogIfNbWaBAXZgA88",
+"AQ0MWSUAgAQPOQERD50GAgRTfw8LAQ0EdQAPjQgOAF4ED5clAgHyCw+XJQMDbyoCrxcCiggIzTQImCUDKwADEzoJahYjMzA7",
+"sA9gBwUPUxMCBK8BBbuQAzsjAX0AHG6ViQAmAA+WiRIFjQAOJiYP8wUDBCjUDyYmEwEiBQ9R4AIBajsOYhIDHAAPQSYEBRQ3",
+"PysxOZcYCQPxEQGABA4wew/z0gIIyCULe74FmwUDegEFfhUFPQAIzjUPPQAECQC+D9cBAARcAA/oEwUE9wEG2tIPvwkDD1wn",
+"DQi+CQ1/AQNtQA8qRwAKHAkBMw4NjQwEXCcGRmYLeoEDFQMPmRkBDzabEiUzMJVQD4gIAw/WJg0DUwgPXAICBdc1D9YmDAIp",
+"AgRxeQobBQSODQTFFw81zAIBUQ4I3TAFoj4DHAAIcOcCNgwBBQAAsgEHsj4CwiUMsT4GydoAIgADmhIEnhoBFQACIQALhAAD",
+"kBoCXzEJqkkFrxoPqUkBAYIAA5glD9MBEwdpBQLWDAXNSQvpAQLpXw4rCg+8AwADpT8EmgEM9gMCswIDgF4P5XoADwZEAAMO",
+"QAQwAg7ANgRTAATMAg3TAAPXCCEzMEwkD9riEwV0uhU1760KngMCfxcP6ScAB8lXDUcLA4YpAiEADJ0zCua7DyEXAwX4eg4a",
+"2gIPCwNzBg9FKAMEgT8CdHoJPgADagsC9RAKfEsFJAAEsnoP/9kBA0EVAgYAD+gRAwRh2h81MskACpd6DHAiBS3aA5QRDzoZ",
+"AAOvEQMHGATAGA+IAAMEXC0Cin0PvRIFA3ATBMQSANQAAEMENHUzMn8EAzcfC78DA3gCBhkhDx8DAQQIAAypXATtAgUIAAvk",
+"YQIDBAAGAA/14gEBIwMEBAQMdXAA/wIIDAMBy2gKQEMC1AIFPUMJ8j0E8AUJfAMC5gMPtkYAA+4ZA+kDDDgBAzcACI4ABEUZ",
+"CoYRAlcFD7GFAAN/WAIUBAJsNA/XvQMABgANMiQCXAEDcBIPnC4CBXZGD7fmAwKxIQSFagkfEgOTAA+eLgEI1wgB7CEJHgAI",
+"uAgPGL4EBGs9HTZNOgM8PQToFw8+AAMFIRANPgADhhACPgAPxTsDALECAnwAD9dzAAhMKQH0BQ9AAAAE0A4PF3QBA2kcAkAA",
+"DE8mBJxtA4IZD5sRAAScbQPBAANIAAr4bwXHEQREAQHYBQzkEQJCAArzbQL8AwihBwGrAQLGAgbCWgTIAQSJJgLAAwyWDwOX",
+"uQODAgyd+QNgAAT+Ew/RPwMCYSIFsrsIqU4DDAcPooIAA7YXAgYAAQwTCR4ABVMxB7oiDDkBAz8CHTcDQwN9bgJ9AgtQAwUk",
+"AARAUQ1uYANwbAN6AQ89AgMEr1MfNwJDAAOObAJ9AgsofQUkAATrIg9coQAEvoIF6hEJfQIEdmwDCRIPzM8HBIJvAs4AAQs3",
+"D8YvAASDAwG/BwxJAAJCAArNbAXRKAR8AgJOCgKqBQxCCAPLUgQBVQx8AgqzvA98AgMF2iIPBVAEAXkAACUADXwCA/IFD5K8",
+"BwN8Ag21AAj3CAEeAA84AQAEPgIN9wgDZWsDNAEPPgIDAJQAAT4ADfwBBNPOAj4ADzwCAwRzax839wgAA0RrAnwCBFA8C0AA",
+"BJoxAXK9C0AAA3sxA2QuDDYVAxlAA2UAD9NoCARqbANVLw+CAwMExmgRN8kpDEkAAkIAAY1PBlcAC/gEAg0RA3wCDLoIBAVS",
+"A+AIDHwCAwlSA4MCD3wCBAQHUg+X4wMCQVAAJQAMfAIHYlANJE8CkAACfAIBU2kJHgADhRAGHgAPOAEABAFSDSyxA8UwA4Uy",
+"Dz4CAwQBzAKgEQk+AANeBgI+AA88AgME0WcfOCLjAAOFLQKyAQ8DaQQEHkYfOGXFAANyLwIGAAG6Qw9kLwAEC2gP5h0AA0Ev",
+"BMoxA54sD4IDAwT2ZQLhUw9yCwQKmS8BcjENVwsCfQIPploBAX8EA/5AAr8KCXVIAGMKCHAKDaPTAGYDD+ErDgFOMg84FRQJ",
+"xRMEFY8BBxMN7xAFME4vNDPkKwwFDlIMAgMDzjQPRVMAA+40AzkADw15AgS3JhY4W54GLhIHEhEBvS45QCVw/iAAthQCrWkI",
+"KQEAbQoPKQEhBanyDxgSAgXhai81MUArDQIRAQQYAwtHAATyOABHAA/7KgsCPgEBwzAORwAFRrUfMYgrDANHRAQgRwtHAAVr",
+"EDUxKzKsEg+MOwgBjgMM8BIEng8ARgAP8hIEAtgfBofUAzkAAjoSAlkDAdYdB0z1ApUgAjgAAbMlBvQSAwRdC/QSAn8VAjgA",
+"AakPB/QSA6FFAiIADIYABTk5DfYSAkwAAzg5C/YSAZ8BACIADvYSD9ADBQwpMyMzMMF4CagSD+ESCANfKQMaAgziEgfzsA47",
+"AAP+BgKcAgGMAwk7AAMhDgLiBgasBAGYMQ+3EgwF+AAFBwIC5g0DLwECHwAClTECJQAP2yQGCRodAH4AD9NWAwZGEQ/ElgMC",
+"r1IE3G8JXAECiwQAIQAMIgED4FAELwMMKwoD4VAEBwMP8VYEBBzNHjmIrwP4zAPtEgGJaQ9BAAEDRAEfORFnAAPdIANBAA/X",
+"LAUDPhAfOW71AQNUZwNJAARSZw1DAAQLdg82CgAFfMsDQwANbikFFS0DbiEPHS0JBBQBBq9qD2E0AQWP2QIHAAQ8AAHeUgcq",
+"AgKlqQjsEQPkcQXs0Qm+GwIGAA2OXQVjAwTD0w5GEwNJAwMIAAwrggIzBAAGAA8mEwECMhYENQQNfTIBcQMJ1wAANhYLKhMD",
+"ypsGLBMKHS0FFAcJiDMCtwIEvt8JGwADng8GB7QJRAED5gAKlgAPKPYCA+hTDzYaAQTKmgMdDgVnKQ9JUwEAQAAMNhMEO0oD",
+"Pg4PPQMFBKg+Bi9GB38EAz8CD5sFCAqELQDoAA8n2QMEuWkC4uEPyAAAAVIBACYADZsUBPRTACMADaMFA0JSBPhLAeIDCiEA",
+"A40BA6gIDwMEBQQtMC4xMGO9BHZpA0wDD0kBBAXKBQJjZgpCAAmHBAFQPg9CAAEFujUPPwwABDouA0oAAb01D0QAAQXVKA9D",
+"DAAEWy0EFgQO9y0Mpi4PW2ICBFo5BBEBBJMAD4kECQXtKg+JBAIM/84LlJ0M/xIEVYAD9QcPQA8DBZmDD1kHAgK0AAAkAA/a",
+"AgYMVhsCZ34O2gIEaAAPWAcDA8xUACYADtoCA2QxACMADrkCCVwHAjYGCiEACV4HAiEADxICAAQ6hS4xMGAHBF21A50BD9oC",
+"BATOYRIxpyYKQgAJ2gILMroGJgAF2gIPYgcBBCguA0QAD9oCBAUhHh8wYwcBBH+WA0QADdoCBbNhBMouD9oCAQSxJwMXAQYR",
+"Lw/aAggELAAEPAAK2gIBWn8JuwIC8wEE4QIN2gIDGA4D4QIP2gIEBHq2BsUiB9oCA2ETDz01BQ0RhACmAATwRgvaAgS25w88",
+"RQMDcVYEh3cK5R0E4jYP2xYABOJUBaxRDQtMA6wuBNoCD3IFBQQJYRMx5J8IEAIEpJkDnQEPQgAFBY9WDecWBRgrA0IAD9oC",
+"BAR5GhQxVMsKRAAJ2gIPvrYEAfsqA4YAD0QAAQnaAgI3tA+bKgEFKGEPB14KBBEBBJMAD9oCCQQENA/aAgMFZ1IFtgEDjwUH",
+"qUUPvAIABGsjAhNqDL0CAsQAACUAD70CBgzmHAJ6PAqKAANeAwNsAwr9AQTdAgQPJQJUxQ/eAgACuAUDkEsK3gIDuAUPTJoB",
+"BJtUBd4CDuFXCrgFC1wVBrMBBd4CDrgFAzEfA80BDwAgBAVxbxIxh64KQgAJ3gIP8DkFBAMgLzExuAUBBPg4A0QAD94CBAUP",
+"XR8xuAUBA7AfA94CDok2BQpdA94CAXwlDXVXBDEzBBEBBJMAD94CCQQAQg/eAgMLd3YC2gwC2QsMQxECQSICHAAG1isDHAAB",
+"DQIDHAAMeSAHVAAGoFcHaDICIxUJyhMK/IYBVwwJtwAPFlIBAVdYDz4rEQEIAwk+FR82PhUkA+8NBPDlC+cwBAwMMzE0NXMx",
+"DvQ9BTyyHzULMQEEg1wDzAEPji8BBC4xBLIvBa5cAc4DCpYSA6vvBmuSCjA2AFkBBQ5QBh0BB+xQDx0BGgRZOw9JUAMF6E8v",
+"NDcYMAwE0FgDylgJOVYCYgcPDxMBBTFWBD0ACeQUBmIBBV9sEzfPew/bAwAFRAUfMp0fAQR2XQSKAQS2IAJlJggFBAQ9SQQx",
+"AAHdGCdheCEAA/gbACkAD05bBQxIAQVm4B83kS8MBkxXDbgQBIn0BSIAD9UGAwFmMwIJAQ21oQehUAMIAA3kBAWpUAUpAQ8W",
+"OwAFEEcDTwABRSMP9wAABbpqMjcrMl0DD/cABgNaEAbQKAUaAAM0EAUiAA/PMwQDg1UBngAPjgACBFw1AY4AAsgDD7RCBgOQ",
+"AgF5KQmOAAUvVwiyAg+OAAECKlcEYwELcjoErS0H0wMLFzIBCwYP0gMiAy8BAg06CLgCAxCQAAIDD7cCFAY84x85twINBRxc",
+"DJwpAts1D/8DAwNaDAY9AA+2BwQEsvMDynoKsAIDXwcD3gARMVh1DkMEBHZ3AMsAAkMEDdQCA/gDBVEAD1xaAwUgCwAUAQ/U",
+"AgsEHfMNayECJwsIIgABmSoPRgIBBdQCDNkkAhFbCPkAD7AAAwSUIQGwAA/2AgsECkQG840FGgAD9gIEIgAPsAAGFDT2AgEG",
+"cAftAg8SNAsfYib7AA8SNAYPLQABDxI0BA8rAAEPEjQUDzsACA/9nwoPOAAID/+fAw83WQEfNb7+Ahg1G7YDmwEvPDbeMwUI",
+"/J8PCAEJDGkJADkADwUBEQ9uAgEJUzQPCgEJBHUACFI8D94zAgCNAw/eMwMJtjwOO6AD1zMBYQgJC3MEZwkBygoBHgAEzwoJ",
+"ZwkTMYkQD04dBQPrFQ+sDAMEUZYUMvgUD9wzAg+PTwkKEhgEjQAO3DMFYkEKv1QD3QAPMx4CBvZXD1NJCwRSHARRLQqsVgE5",
+"Cg8rywEDcg4DPQAPUA4DBKMIBcKfCq4FBXxkD28LAQI7AQO1KQ+3CgIEqKsA4QAPtAoJBDtXDwFbAgO9gw+6ygYDPQAP+foE",
+"A5QhAx+JCksNApMCAD0KDxozAQTrAQ/LTQYFLyANNwEEnioUMY+DD+xNIw9VNQECGQADBwAPGDULDFYPBNJlAQYACikKBR8N",
+"BbgADgOEBLYIAj8AAG4BD2SCAQXzmAQgAApiggN9AAUEIAvXnwIq6AheBAESzQsTAAKUHgNkQQqQFxIx5jIMhAUG2AAPIIQC",
+"An84AAUAATohDGsAA5cECiAVA2oACP0gBHkvB0+CACcADxaEAQRJKx8xFYQHBJ82D+wqAAipLQFsKwmoAQI/CQTJKg+oAQUD",
+"CysFyIUKqAECRAABxkEMm2YA5QAGNAMKeBMcMU42AhoBBsU1D9eDAgLSEAAFAAs2QgMHew8JJgEDagANtCIcN38BAPEIDZMH",
+"BphfD8yDAgE6BQR98QmQIgKgTg8qBgAKJgAEVUAE0AAGGgAIm0AKxEkEjBUOGgAEbRYOGgAEuBUDDAMKoBARMWlID6AjAAAq",
+"AQ9vhAYCTwUUM22EBTMDDgcFBO8mDwiiDAPMBAxWNwKOJAOvpAXKSQgRJAHmVgEcAAcFogG0BQGAQASsoA3sAwztAwd2AAKN",
+"FgHnyg9aEwAB+gACIwADV3gHAqIAg4oDdgAEyuILEAEF5gIPjgwLA8UZA5AHC0QABXM6Dws8CwVSmg+1BwIERAAP1AcDBLcB",
+"DOAFAxEED4BRFQWqAAx+UQSqBgUEBw/8RAwCPwkEnD0LRQAFhjoP9g4LA3YzD7USAgbDCA8QAQMEfIkA6joMFAEDcF8EKSQN",
+"GR8HHgAB+C0JsykClAAPJMgGAMQBB80qEzEzWQcDRwLoBgikbQn8IgPr/A/KAgEC2CIDQAMJ6aMAQAMCIAAC4K8OrSETMdMe",
+"AOoADEBlA6WODMwDAmAoApsDBI8GD4U+AA/1UgICywgDwi0KxQsLpCYChT0IeAACBRcCmgAFWQADHAAH3jMPctcDAo8WACgA",
+"DZQAAqMDA5QAD09XAwTzUgZHIAefAQJmBAHnAQEsIQ44IAhlAQqWAAJYKQji7wQ4BAKWAAPrAgzKEASyNgYeAA5bAAL9BQ/M",
+"JwAH4ZcN7zYDVi8CIQAMLzADATUDPwAHSRMSMUcmD50KAASBNgYwZg6mHg9rQQgLph4TMaufD7MvAASOcj0zKy1CCQSF+wMS",
+"Cw9KMQADSxsPNx8MD3cAAAToWQ19HgTd+wKZCQ9XSQADXYIDKAAELwAFmRgH2VMDIgADflIPAh0CBBkBDWP8ApsIAQ8ODxPV",
+"AwMiAAaHQxZ0ek8DogAB+iUPflMEDKcJD35TAQAXAAeXEgAlAAvJLwBMLw93Tw4EtTADDwEMgUgEepkCBgAMYBcEn5kDRAAB",
+"C0AIylIDOR8BKXgPvwAACuwCBMYnBV0AA4IzBpkAD6ozAwJKAQ86VCEEnwADaQAHFDwAnQAdOt0BAWKABjgAAvHWCz9TA68A",
+"AgcACPsLBCEAAyECA/8BDz5TCwHqHgIzABFwBAIKS/wDkjIPnlECASz1DPIACtaaBQwRBR8AA34yAx8ADc1gA9olBB4rDB8A",
+"CL44AQ0uDSshAxwAAikABRxhD2QfAwQpMyM2NHwEDHUzAnUCBCszD28mBQ2EAAMDAQOEAAQeHw9+GgMEDPwCcg0MgQAD6DMC",
+"6wEEPAEPii0FCcf6CqMsBLwoA1cBALYADM8XBZosA0IBDUQAA8gAB0MADRlhA8c0BBEtATkZD4ECAA17AAPXAQYdLQ19AANs",
+"GAMqAA1BNQT4lAQpAAEhAAqJIwMhAAQIAA/ILQADDg4EQwABWwwPzCMABQgAAektDwsuAwT7AQ2KCgQHLgPZAQ6nAAR5DgTM",
+"KQ7NCgSCAQNDAA2nAASiDgQIAAcTZQFvBgv6IwQKUg+FLAAErQgPmFQABEVhBNp2D24IAAHakQyxMgIyDgmdlwbNswEvCwqQ",
+"CQrwZgGwCAnOAAvZdwPZMgk5DgbnbgVvCwaXEgr1VwHeCwlgAAHeVwfqEAlFFwcYAAAPAQ9G1QIADAEPIFMFAiYaAnULAmEL",
+"AcYKDRaaAicAAfQCB1oAAC4BD3IAAQD3AQ+jYQIAWQEPo2EGATkBArAOAvteBfxWDxpmAQ+rUwEC4BUEOcEIIhkAfRYPIhkU",
+"CLEXBIedD7JPAwPuBE81OCszhA8KA+Q2DfgwBOlGAh8ABGgVDFUFBTdxAuq8CFdZBGAvBPgRAjtxD/VPAAFEmw86LgkE9GUD",
+"hSgKZgAEyCcFsC0PZgAFBQFTBF4uCzEBBGYAPzgrM0NMCgR/UgxsNQMgMgCOAg1AVAOGRwM6AA+ffQQEFWERNZIqCuYAC54F",
+"AtqzD+YAAAEXggT+Lg9kAAEDTwcTNTlDCmYABF0FA8EFAvAID2YAAQZMAQ+IgQQE6SMvNTeUYgAFJloExgULrnwIaQACGmAP",
+"wC0JBIICAIUhDmoABIUCBf0sD2oABhEyN4AD6C0H4wQPYL4Mf3ByZXNzdXJtHhUPLwADD28eBA8tAAMPcR4UDz0ACg9zHgoP",
+"OgAKD3UeAw9UUgEfN3UeAh83VFICHzN2HhEPDwELDHgeAMYCDwwBEw/DFAIIWCgPEQELD3weSgI/Qw99HhIDKwAPfh4CEzLl",
+"Jw++FAUDfRwPqksEBLoSBNeED34eAgAmAA9+HhMEjQAPWlIAD4AdAgUtLA9aUhME1BsOWlIP21ACAVsBBEeRCU8SA1AAD78c",
+"AAPDLwIgAA83JwQDNAEERNYP3hwEA9QGDvQABqJ2D4cXCgPeEw+vFAMC0isfOBfPAA8bFAgEogAFeVIPoAADBScYD1ZSDANz",
+"Ew/LEwMCMj0P6I4ABI6rB7ETDhUfA/kFDwtsAQPwAQERAwxvGgH9nw97eQ8DWQgFip8LwwIPcFIEBasCD3BSCwOAAQ97BAIH",
+"tFIPcFIKA1UICpQhAxsBBdUaD34/BAIaAQt+DAKEIQM2AQF7EAdwUgIWAAEFAADMAQd8PwJRKQFdAwi6FgHCAQfdbg1wUgIh",
+"AA+nUgIPej8BAjUAAz8LD3BSAgfBoQ/tARMDjwACrQ0ELYEK4hYfMnBSAAO5Nw+BKAEC9w0DmgENuygC1QIEPUAPw1ICDDJD",
+"AxWnD8NSBQNuNAO+BA/UAAMP1wIGBOUIHzKLUhkF44sPi1IEAo8YD+lOAARNqgIGAA9UTgQEAwsNNAoOlk0PBiQHB+qSBRsA",
+"BOAjAgcAD44EAgKmCwC7AAwKBgfxqgzzAQMoUwKHAQ/mTQwOKFME+CwBBgABZA0PZy4EA8AABSgtDz8BAwQWTQ8VUwEOGE0N",
+"awACnxIEawAI0S4MNFEClAIL8gMDcwIGeR4PGwMBBQgADgotA7wvBAgADKU/AtMFCXDBDG1SAwEEDeUiGDJtUh8ybVIeA+0F",
+"D1NSAA82CAAEUEMPbVIDAv4CBzAdHzJtUgoPF34ABOyqAgYABP8SD21SAQ+fdgECXAECvQAPbVIEBNoaD21SCg9cAAED2gMC",
+"XAAPO08ECTcbCOADAw0kA+8jD3lPCwKVGgktJAQHJAIHAA8pHQICyRMEg4IJmxEDEAEPpdoBA34oAiEAD1UPAwV0rg/OTwUD",
+"3wMP3TUADNFPD94DCgQchh82azYAA6hPAgYAD15kAQMqNANqAASFaAxFsgNPTQJOAw16AgLrBARNUg07TwPhEgO/Aw/cSQIE",
+"XSICc1ANowECM1IAJQAMXQIDMlICXQIPFFIEBZhPAfIICF0CA5NOAgMBD5hPDQ0iKgPKTgVJuw+6AAICnggPfVYAA4ROACEA",
+"DF0CA4BOAtsAD5cABQTxTw26QQR9QAKWAA9dAgAEZoEDvwACLwAPDFIEBGceHzedQQAERR4BBgAP+U8JA4QcA4UCC1RJA0IV",
+"Ah8IDQ1SA88EA8cwDVsCAqEDBLKmD1sCAwRJdQXfGQqhAQXBFQ1bAgJ1AANbAg83UQQJ81EIWwIDAh0CAgEBF6APPgAABFsC",
+"DVNsCvsdAWZODboAAsxQBFi/CWhNAooDCdLBBBsAAlUCAx4KDzADAwUOUA0fPg4OUAx5GwJbAgpvTw9RowQE4EwfOAA+AAOB",
+"HAQUHQ9pAAADWQEDahwDhAILWwIGjHYAZwIMCgED8wYDGzQMWwIDk1EDYgIPWwIDBIAQHzjzCgMCuFEPIiUBAkmhA1sCAd4B",
+"Dx8BAAR2oA3zCgMhHQPWHA/MUAwN8goLnR0PWwIDAqYjD5hGAAPDTwAhAA1bAgjyCg8rUgUEWwIN8goE/RwClgAP8DwCAx0c",
+"A8AAA8cbD4AYBATVHR843UoCCCouD5MdAwP0CgTstwTdHQthAgZiWwBtAg6aGwI4DwKkEw/mKwEYMu9RHjLvUQHPrA+lDgEL",
+"WSQFTz4PvxAPBMlYAcYHDVQrFDISyQ+GABIJSDgAtw8PVxUWCeITBgSPD/YQAQVOUS8yOXdSDAVIogu0AgNFog9FDwACUaEF",
+"OQAP+AoCBMoaEjnyJApPEgWoEgatPgq3TwhRAQYrAQf6NA8rARsFMDoPcTMCBDMELzEzeVIOAnMBBD0EC0cABZKYD3lSDQQD",
+"Two5GwMdBQUREA/rUQcCuR4PzAADBZ6iD7dSDgLfAQGIuwj9BQfrEwIEHgcyUgGTAwMyUgDUAwgyUgMdFQtOAAL+HgZtHg4y",
+"UgIiAAueDgOLrw+4EgECZAUEZmQLnD8C5w0HHTIPjgMTD+cDBgsxURQyS8sO8lAPQDsICPJQD05SAQ+8oAEE5fwDcQIMUAYE",
+"vzUCawYGCwUBZ4MPTlIVBd8RD/VKAgMbEQ9eRQkMFBkCa1MO8AcFaQAPTlIEAgcgD/0PAQPaogAiAA70SgLVAwPIAgKQBg+j",
+"HQEFOMECL2kJ40wIMBIC/SIM0gYEEgIExB0DLAAPxWEEBcEfJDEwN2wJcAAINRICwh8NcAADjCYEcAADNxIAkQIH5wEAYRQL",
+"DBEDrisMOcYCygMD0AMNkmQF4j0DUAIN1UAEiAIDCAANjVECqwcEOjIMjVECOREDjwMOSVEAsAIJ1wAPShIAA3+WB41RDDoY",
+"AioGD41RAQNZAwxyUQR3Awl7AA83EgIDalAPUhkBBGlAA4UHAQ6bD0AAAAVOBQ1yUQP0GgSyTQ+tIQMEokECHhYPmE4ED6c6",
+"CAtgLh0yGC0E90UDJQMG7DALyAABNAEAJgAOowMDIgIAIwAOpAMDWAIEpAMPNgMFBYOlD+OQAAiFKQ9gswMDpAMEh68EMgAP",
+"pAMGBafCD1m7AgPOLANMAA+QaAAEpAMFcAADCAAKpAMCpXwPwk8ABHTKCQ4CA7EYBCgBDFcND+RQAA9iHAAJXVAPRS8DD8Gt",
+"Bg5FLxMyKTYOLQIEn1MPsKcFAW0ED59TAwQvAw+UpAgFLQIPDCMEBbgGD5SkAARzIwOZAQ8QDQEEGhUE4QEDMgAPLQIFBWNH",
+"D4WkAgQGtQJEAA9o6wEELQIEcAAErCMLLQIFCaAE8QEDEDYE3hcNEQIDdggDGAIPEQIEBD4EAlNoDz9NAg+7OAYOPTATMhWE",
+"DhECCT5TDhECAggGD9ZSAgihpA4RAgOqBQMRAg/RJgUEsyQEJ04JoQEJRywPQbQCBBECA8YDBDIADxECBgUMTg81VQEEGzID",
+"TAAPrgQCAxECBHAAB3MKBxECBfTCBQ0BA+sBA/kBD/IBAwU+DAKpTgzzAQJzAAF7vQ/zAQUMag8C61gKigADgwADPAgLTFQE",
+"FAIFUE4PEVIFAiYEDxFSAgMmBAAjAA6USgomBA8yJwYE5QUCOCAKpQEDewEDgQEP4wUCApYBBAcpBDIADxUCBgXUSQ8mBAID",
+"IjEDTAAPlgQCAhUCBXAABJYEChUCC33EAw9OBpseCBwAAZ4BBxXBCBwAAcEBAxwADNIJApcBAhwAD+k9AANi6Am8DwsCTQBO",
+"CQm3AARUewRMHw9LLAQBpRsP6iUBAUMdD0ssBQM2TwJTEAIADg9LLAIDoUoALwANcQIFRqIDcQIJdxAASgIPohEkAxsJBG6a",
+"C2I6BfFKHzK4TgIDP38DjwQP5hEDBrFXLzI1q3cMBOhNBfopDI4ABDsEFDJpTwqOAASIAAgBDQ0UVwO9DATtBgQeIQQRVQxz",
+"AAQyEQABAQE3Aw/NNAEKArYKDAQDHwcF2wAPpysEBYU9DjrPB5Y/AwgADwwsBAA8AAMiAA2JMQVHMQfdBw9XVQ4EjKwBJigJ",
+"TwAF2z8D+QAPonoEAaUtA5sADy5TAQSsKwNwAAJZZw/ZAAIFgCwA1hEHuQMPKX4MT3Zpc2OoKxQOKwAPpCsEDikAD6ArFA85",
+"AAYNnCsA+gAPNgAOCB9+DzEAEh8zMQAdHzT6KwIvNTFOfgAHg0oE3wE4PDMxKgADEgM/PDEy+isEAWMND2UBDwGFAwhuSgf2",
+"Kw9iAQcKrwUBqggPvoUCANEDD6OjAwB9Aw9p6gkDsj0BBgAFlgYPZuoCBLoTCZMGIDNfMikPIysBBELiClgFBwtEDyMrEA9t",
+"lgICuBAPigYBAkYVD/5JBAUVBg/PBQwDDgoJFgYEHAIAkxQCRAAHKWYIXoMB7QMAJgAPEhUOEDO1Dg9MGQMOcREPtqMGB6YM",
+"Cl0AA4IZBYfRDLUBD1ipAwWrBg8tKwwFduIMrwAPHygGD+D9EQ5mDwsoKwENAQxaAAP8Dw8JAQUPjAERHzL1hAYKJgAPsxUI",
+"CjwTFjPRDQthAQaOLA93KwoC1hwLtUQDtwMGtEQPxhgDBng3DhkIAzsADBIIA8kGD4xEFQaRSw+QSwMHoqUJIAAFBgEGzUQP",
+"XFcLA+4vD3dFEAllJQHOAAMlj2M4NDdBRTEFABtC6yEG3QQBeggH4KoBRQEBVQILjxkDy+YLVhkBFAACNAAEGTsE1QICVBoF",
+"ZQAJReYBYQAMz+IDZfMCph0DfvIAiAIEygYDg2cYeGhEAPMAATIAAZKgDQIDAuQCDyUEBBEyTCIMFgwB4wANYigTMw77DQqX",
+"AynbDQAMBCQpA84mDYAADygFKAgFBAMYMgI3AwwBYwfwMgAyAgUMVArCAAJdBA/8GgABYQQDmeUPKQEBAz8XCuAPBCkBD/EM",
+"Bg/0Bw8FNgAP7QwCCzMUAacMBlEmBMMNAsoBAAUABYjRD38BNQmCMgMHHg82UAADnTICBgAPJF8FAM4WAZsBBDAEDSEABMma",
+"DI0LBBAhBAgAD3MQAQPoAgNfJg9bRBYFR5kTNBEkDwQbCA/fewAEaBoFKj4PNSQAARsAAikACIw+C4BEAzZAAtYEDyYhAQRt",
+"Ag06pwJ8AATVMAgaAAMJDQOdAAV0AAZ8RAN5DQIUBg97RAIKWSAQMzsiDbpDFzOWpgAjAAxRIgJUbw/vkw0F3GgDeQ0E/QkG",
+"IQAIgiQCyxgKIAAD8Q4FSQAARwEIf0QUMnDgAZcYDsYAB39EETOwpg/LPwEHngANN24EFRcPgEQkBqAABIIXB54eFTOpIwbp",
+"EwdydQ9qBBcFNBYKhyED5AYFGLkfM2oECwUe9A+GvgACYAUPWGwCAxq3DakCA78GBAEBBW4kB0lFBGMDAioAB1sTBCEABDUB",
+"D0lFEQStSwV6TglJRQUYmQCYAA+ImAQEshwGNAAETQMDiQQMIAAFzGsDCwQMXgUEIwEPoVQBAnILAiMGD0FkBQTMEg8xngYE",
+"6RcPKswAA9UCBY1pD94CAQtPzA9jBRgEk1cPHp4IBHAWD/qsAgTrFwPgAwFzOg2eAAOyAQMtAAQOAAyiNAQvYw9vHQEDhzgD",
+"kAoPZGUFBNwOAoo4DMkCA5tqBCsBBDIgBiAAA9MnAQYABAR2CUEAA4MBBdGSDQcFBEsUBPIAD5JjAgQrBwQtAA9YcAYNOQAE",
+"VgAEZgAP65kEBpcEArCqCJgEAOkHD5gEHwUKHw8CCQEG6cMPAgkBA3bnAZgECw84A6d3CvkLAlADAoklD8ElAgvgQwf/IAM0",
+"FQgpnQlrIQIgAAGkAw5uIQMyDgY7AQ/QqQICviUAbAUOUCIHAQsLw4cHvT0BKQEB8yANoQUC+QAFtD0H/CUDGgAHFQwL/iAS",
+"M19MCk8DA4wLDxo0AARRIwKsAA+ZKwMF5cwfNJzyBAXkFg0TCgW1QQjeFg1RFwOYSwNnHg89wxgEww8fNKLyBgVPyg8WCgAF",
+"qW4FHRcPmU4AA80kA3QuBDIACKmRBNkGAxUdAjEABJpOCm4gBZ0BDJpOA2whAJACDJpOA1cAA6wEDx4KAAQTTw9ZsQgL5B4R",
+"M8UmD1sJAAgJSAAlAA1toQ+2BwUPjGsBBOIXDbBMBLUXBbsXDSAAA+0ABUkAAfgPCCMKBNNNAcQ+D8gAAAc0jQDWAAwlCgPL",
+"GAPcAQ+pBgEEjYwPJ7IlBaIABVKiCo4FAOUcDrkPAt48AfgDDyseAQAgAA+YCQEDEJ4EdAACTwcLmAkDuwkDaQIPmAkAA4EQ",
+"D3WxEgTbTgEGAAKqFgiYCQgsyg+YCQQODxoDCwcDPAAF1ZwGIQADpgMEIQANcDsDZSYAnAANcTsCFA8CuwYPXYoEAbVmACoE",
+"AnKSDyEAAAW9ig38CAVLawSXAg9nbQELJsgP6AQZBGggAZKbDyMABAQmOQ+bCQANIcgAIAENnwADtQEEGsgErgANaAEEhxwP",
+"QjQABPSNAosBD4iLBAG8agHOAAH9Bg1HtgLoAQSrAAQUJAYgAANoIAK9Aw+dCQEG57oDCAANbQIFEz0D9AAPRj0BBZ0JBC0A",
+"BE2oAcgXD5EJBQUtAAT1FwclIAD+BQsvJwRFjw6lFwQhfAJSAQuTjAuyQQLBfg1PBAFvCQZUmAZGCANoBAKPCQOVGAoELhMz",
+"AWIPrEoAAFcADXpDCPkXD6tKBQVpPg+1lgQFYmkNRggE5goEXz4Pij4CBHIkA1wGD2FqCA14AATXkQYOlw0jAASONw5eAwQP",
+"IAW7aQ9PBgAD/wgDKwAFMgAGqAUMbbcDMQADRggLsU8FnQELRggDSAkBG2MLFAMD+B8EbSAPRggAA/ADA4WuD0YIAgvYTxEz",
+"yFkPfgcAB82nASUADbo0D0VVBQm1BAR0pQTejA2qDwNgjAMUAgGkOgogAAPCBAW9pQCuAApGCAQ8AABQAg/IAAAJ2BEB6yoK",
+"RgQDVQEGoAANlAIDBgQBVQEPRggiBPICBIwECU8EAVEpDkYIAsoYDGGHB+BwD0YIAwPuPQR0AAfkCgUlCAN1BQSxCw5GCANg",
+"CARGAg8nVwwA5QICMwATcO0XCEYIBLPpD/6XAwE1AA1aCgO1PQQ8AA7kowORPQUhAA2RTwS3GA+wMgAEkKACBgAPLA0EBCnb",
+"ArhDDyEAAQ/J/wUFGn4DAfkB0aANUwIEl18E6XMP6AQYBLA9BOpDDyMAAQ//rwcTMbI9Be7ND9Y9ARMxlVkELQAE6wQB5zsP",
+"2lIAAY0CDU8fA6kCAxxAD84ABQnhlAzNAgMePQR/AAQcKAYgAAO8AwIwAg9GCAEEKb4ESL0NRlsUMfI8BfQAD/QoAAVGCAQt",
+"AARXQA9GCAoFLQAD0gUKRggGaXoDBwgBtAIC0xAB7AgNDBYDC04F0BgHIFYCQikCJgAD5wUNLQ4HRTIAHBEPdQQBA7wiDboM",
+"A8YIBHyzCoESD3cjGgU2AAPHKAGeGQ3PHgRlCD8xMDcSOgwEUlcMeQkEoVcEgBcPBGECBMQDD/rFAgLXNwAFAARxVwyQHALz",
+"IQomGAf4OQ8mGBgE7RsAxgAO6BcBCgYJCikF/gAF19EPiIwUCr7pBUcABct6D+hsDQPEDg+izAIFiSQfMQ86BwKzCg+3VgIE",
+"TEUBhQAPDzoLAi8BAUcsDiohBswADMYgBJ2bD6K3FgahGQ+ZIQYGdtYEYm4O2QAIRgAPJ28LAnsLD4mnAwQEzQFHAA/lIQoF",
+"f5cLyAMEMq8PcYYBA1cgBDsACfAlBewABbp9DyMiAAMYDwI11w8lIgsG2RoC8mAGLBYCGU4BqwIAGgAI2qACVSIKSQAD3L0C",
+"BgAEDQkHrkwEIgACGxgHJyICNSUAIwAPJyIAAokFACMADCgiAThgDCkiAX8AAjUAEnDQAAs/LgSdDQoK9SMzM+T8DyXUBQ2F",
+"BQMyBQQNrgmyJQNdLAP3CA/PmQQJO+oNmwMBQwAP/WYDAq5GD6rIAQRcQwIXBARE0Qt4AARXFgdqZgvZ9AAjAAGWOQ08AQBR",
+"AQ3r9AU8AQneAgO+Dg+mAAECGAEDOAQP3JcEAV31AagAD1cJBQTPRA72nANUCQSQwg/U/AETMcJEBBacD/IJGASZkQS6lw8j",
+"AAEE3AEO8gkELxIErsQPRJUBBGtOAiMABTIABRsMB3XIA8YAAzEAD7QBCgxpDgO0AQvwDgO+EQH5MQxOuQJ2CQMiAAGEGQzx",
+"DgMpEAIAdQ/xDgMKg/UAiAAAGQAPKQ4ACZMgFDNqGwZkAQ8PDQUJYAsE9cIEjMUNcAoD10QEAYIBCUUJLg4EJ/oFSgABCwUJ",
+"8g4D5hUBfgAOyQAACwUH6gkByyAJggADMTQDACMPoAwBAzxGAlcBD/MOIgS9AAPLDQF31AeiAA7gZQKW9gY7AAGBEgu6DgOJ",
+"DAQRAggKCwQiAAOZAg+7DhIBAg8CMwATcDzECXnIAy8aARv0D7sOAgFeDwq9AQN/DwM8AAGkFQohAAO8FwQhAA/dRwMUMruR",
+"ATQFDM4aA4hjASUAD0wEGxQy9yUDGw4NWgAEWgIDvgIErQAMhxADOksAbQUNJUgJ9TYB6c0PiAABAxUJBmSbBRsAA3YiA4YX",
+"HzJcOwQUMtqOAqSBDE0CBNyOBMMiDTDHAi3WBsoEAOwEDUUAA/8ABU0ADc4BBC8cBDgBD/Q9AQUwKgUtAANWDw89DgkGLQAD",
+"4xACU2UPawUAB1YDC5NjAQYRD6Q2AQCQAA+9NgIL9TAKvTYBBQgDrDcCNh8AkwAHpAkI1/gG1AkCThgF1AkI1g4BIwICIAAP",
+"bFQCBJREDgAgCB1vAbsBDa74BKANBh4BD2C6AgJJTQBNAQw1CAQlKgI8CAtJTQvVUB8yuxcCA+HRD3JWAgKmTQ+8bwEDtkwD",
+"UwkLRZ8EeAAEZUsHskgL0fgABgABUwkAGgEM3SgAyDUL9ksCQgoAswANkQACCQEDPgkP6U4EFDKqQAKfng8hAAEPcSoFAxYV",
+"ASEAAkoAD5kEAAPZHAQvUw8RJRcUMgqUBLyeDyMAAAQ5Pw8+CQAD/BUBIwACTgAOnQAD3BYDKwAEMgADM2wKPgkDKgADegcE",
+"nwEM+CkDnwELKQkEMlQPfSoAA0UXAyIADykJAgMLHwL1xQ+50QQNoQwASQAPYAgAClgDDM3BEDJMDg8pCQ4UMsUeBOMmDCse",
+"EzI0IQQA6AEQHwohAAREHgRKAAyEKhQzjgcBRxcPyQAACZETHDOG0hMyxxkDggAPXFUBEzJxGQJXAQ8pCSAGowAD/ggKrxgQ",
+"M+ArDJcGA3cnBDsAAugPCikJA7UhBBECDykJAAOWIQQQAg8pCQsB6yEFZ/sNKQkEk3EP30UDATUADToHBGk+BK1xDCgLEzKV",
+"JwUhAA+qFwMZMjbyDfcjA7kHAwooDzcEGQXvzA8pCQMDigoBJwAH9QMNwDUDCFIAqwINKQkDsQ4CKQkPuKMEFDI+Dx04QlQT",
+"MsEZBCkJD01/BQWlBg8pCQIDNyUETQAVMmKGBiIACrUEDykJAQRoIwVNAAysHxQyRiQEOAEBKDwPKQkFBC0AAyQCDykJCwVa",
+"AAKEAAtmFxEzucUO31IA0AUMRhEE31IC8AYPo6IDBGxWAt9SDfIHApcIDwaCAgIi8wBAAAxhBwOdUARBTQqRAgSUKQOjBhc5",
+"SbUGeoACCCkWMPIHCgf9AAwJDlugA0cyD4MIAAM1UQTgng8BIgMUMtM9AjdRDyEAAQ8KIAUEq5AE8fABPCYMYgMDPyYEvVgP",
+"4PEXFDLekRY5YmUNIwAPCiAHA5sbASMAAk4ADp0AA3d3AysABTIADwogAAPVJQMxAATyBwqD/AafAQvyBwOkGwF8Cgyg1wI7",
+"AQMiAA/yBwMCwQAAKgAP8gcGDCUaAagFDikHAKEBBlQDFDQh0wZPAQ8MIBEUMqkEA1AHAcxXCSUEA1QlBPIHDYXGEzJlFgVK",
+"AAFQAQryBwRHKQ8NIAMAowEHyQAMosgUMuKzB6IADZgCAngEAlcBD/IHIgRZAgTuBAmxBBA0mRsNPioEMg4D0wEGmRMG0AcD",
+"jC8DEQIP8gcBCLkAD/IHDgEcKAEzABNwXgII8gcEGRAPexADATUADQMGBJMmAzwAARoQCiEABLwBAiEAD1VaBBQyeSYP8gcC",
+"Ay4mASUADzcEHAQriA/yBwQDkCYBJwAH9QMC4pQIWAUDSg0PQFkAA1b3BM9UD0oNBACNDgG/BAWDUgYbAAM1EgN8AASekA1C",
+"AAQd4A/yBwIEE04DTQARMsyGCfIHA1JIBLUED/IHAQMoJQZNAAzFIRQy1w0EOAEBexwP8gcFBC0ABCqTD/IHCgUtAA9YHwIb",
+"NOOWAi85AyazC0EaA7RzARwAAYUGC1gfA/y8CAYeCmv9AVgQCX4AAUUMCRMeBzZZDyAfGAMtLAqqgwVdAQHNrw/oQw8PsxwC",
+"ETLE4Q9WRA8EfgIPmaMBDzFPAgMNIgTh9g55AAXjHSMwOe9BCjICA/gFACcAAFsFHzK1AwAKFB0FQ1hfMDkrMjBbHQkF7acP",
+"2gMAAyYNBIAABuA9CYgdBi8ABnmgD0OWBhUyYrMPSwQBBKQlA7cPBYEAAXcdCTEEAxMKBC0hAVMHDhdHEznbkR8yBs0BEzIl",
+"JQbfAANHAw9gBQUA7hsPCAUIA84iBr0AA18AAf0bD50AAgSzRxcy0e8B50QPs0cLb2FkdmVjdLVHFA8tAAEPt0cEDysAAQ+5",
+"RxQPOwAID1dzCg84AAgPVXMECKCRAnsDLzwyVXMCBxbrBVpHEDI+AA9ZRwAIWEcPBgEJAZoDB8QEB/s6DwIBCQ+iAwEATAIP",
+"BgERBHMABIoWD6IWBAuhFgYZAAAiAw+VRwgCKRYABQAPkkcKD5FHAhM0/KcOkUcPXF0CBoBvD49HCgLTAwRAGgocFgdiBQh5",
+"SAMcfA4GBQVyAA9WTQsCoAUBTjcJWSAC7w4PFCIAA3YEA4oGDy4EAgR+kQ9qBgIFEnECJwUIXAADbyIPWwAJBMKpD4UEAQFQ",
+"BAOFDQEGAAHWAA59BANheg21JgP7CAQXIiE2NBciBUf38gUyLCA5MjE4ODY4NDM3MjI3NDA1M8V6BIMvAUkAAh/sATYADy8A",
+"Awi+AQLWAQMcHwobHxU0U3IMswEEuPMBPwEJqgADnhgfNKoAFAPZAB81LwAFDXFHBpQAD6pGBAK6GwxkDAJYAQJpBg9VcQEQ",
+"NL9ADZkNJzRfmA0SNL/mD80BBg+TPQQEDxwGIBEGRkoDvikPU+oKBqcBAx0PCk8aAxABCQUEAy5cD9baAALc8gJ0Zg7tAAe2",
+"GyM0X2aID/BHBAR2qwsXSwNLDQEGAAEYFw/CAAIKZhADwgAPWQEHD5AMAwSRQweAlAaIAANWKw+j1ggKYhAPRgEBBCWPD0YB",
+"Bwc3CBQ0D5EMpgADcAkPWUQHBPWnD9YIAgOmIAIGAAQfOg9TBAQEzwgEGEgFVQQDuCANqwMDywsfOKsDFAPFJR85qwMICtAb",
+"EzSQOg5ABATZGgMWAQmXAAVR8Q+XABQDHRUfMZcACArIGgeXAArdAgUiBwJrKgzDOAP/HwEGAAM6kwvcYh80+joDGTQxsQAl",
+"AA9IBAQEwgEP4zQEAwALBLVqC0wEBDNFD8bfCgayBwdBjQxhBQIfAQgMAwE6Gw8MAwQCtQAHUfIOZQAPEQEABy1GAB8BD2wE",
+"AQbclAMuqgvkAwPsQwKRAQTzSg/iAAMNOQkCKD0PgwEID4wnBAWw+gciAgeSAARSPA+DAR4MeAcPgwEAA8KXD4MBCg+aCQAC",
+"ZQAHbAEFhO0M+D8BH0IP9j8CBGoKDymcCwFhBAhF+Af9+gUtnAJc+QmRAA85nwxvZXJyc3Vtbw0UDy0AAQ9vDQQPKwABD28N",
+"FA87AAgPbw0KDzgACA9L0wUPMwAID0vTAw/2gAAfM/xUAR8yoQ0CHzL6VAQAwAEPOQERDKINB0eGDzUBCQ8+DAEB4AcPOgER",
+"CeMLBrwwDz4AEwyF0wEtBw832xEJxJMCqg0G0wMHOAAAEwQETwAPkVACCM0qCPkNAiIAA9ZTCsEEFjWcTw+nWgMPGg0QBfyu",
+"AHsADTqBDwBTCAqrBASLAAG6DQPbAAS/AAUKAQSYAAXoDQ3cTgXrBQYAxwR/NAHnDQLpLQUVLwxqngA1HQyGXQJICACNAAIb",
+"AAjtmAZ3DwEmABVwDFAGhAECdy4CpQ8DyAAF5g0P7LEICjkFHzWUfwQFvLYPsKQMBMgNC5lSAqAmC+8AAjswAlMCAQgGBusm",
+"Ac8OACEAIi0y8j4ImlIB6QADFRgAQTAFjDACozADSikLMgYCPAEDHAAPHAEVCvcLFzXHfgPDAAFWAAO1cggYAAJrPgcBaAIY",
+"AAJXNgKLAA+xEAIDwZYPw6EBAw0qAmABC6oMAkUBBw0NHzWOfhEM0QsC9lUJwBgEaRoGyAsIEgQFsAIFDRgLrQAdMAIBA2My",
+"BGEfA8wDBKUBAucnAAQND/MMARg1gnwSNev2B7cEAJBqAZsEB4sDAgo4AU4CCNdgA/woAmYCA7ARDagOAwsDDqQBA9sDD6jp",
+"BgOkAQXvAgQVAQOdIAA5jgeIDRE1elAPugkIPzErLf+JAAqaAQ9xDgQDIAwAQwAFOBIFHQADyw8DQgAPwgsEBJYSAS0hCT8A",
+"BJM5AgcAD1QkBAQ2DQPnNA9cAgAESZQBOB0OLgEBeDwFzRcMeAIFJyALsJ8GBgUN4w0YNUd0ETUEDw+VBgUELBgPqQMCAmgA",
+"DwQCAAOkDgM9AAEZBA9/XwAEaBgJ0gIBlEwPWQoIX2NoZWNrWAoUDywAAA9XCgQPKgAAD1YKFA86AAcPVQoKDzcABwlUCg+j",
+"ABIPgV8FDzIABx80ZAAeHzUyAB4fNpYAHh83LAEeHzjvGAMAEAsM7xgAHmANSmAPTgsBAQQZD0hgDQ8wAggMTQsH0TwPLAII",
+"D0wLDg8xAggKSwsDrgAISgsPOwIID2oXAw95ABMPZ/ICATsTD1ACEA88AAIIpqsPWgIID7UAAw/yABMEaUYKawEIxB4PbwII",
+"DxAZCQcpBQ8SYkYC9hcCVz8CdwkPgRoGAisAD4MaAhM2/sYPvwoKD15qBQ5LEQ2HDAAlAA+IDBMEigAPHwwBANABBMkgBS8Y",
+"DycTCQUlAAPkMgMpRwooEx02KKcDMV4EfdgJZgsCagEIK4oGOQkCP0ED8UoMgAAPSRINAXELD3wMARM2YAsHwAkC5xECIwwE",
+"1QwI0xkABwAGQgcRNvYKD7oBAAUfsg3GCAJqFgSXQw/QOgUEPwAPxggAA2M4BKU3DwcJAwXPuA/JkwAES1EEFzEPeywEBUIA",
+"DqGTBAosBKMtC2cNAm8MD3CjAARBAQAVDQtjCQMhQ0U0LCAtZAkLKYgBmqEPJw0BGDanCxY2KYgGjA0CHg0POaoFA6cCDnMJ",
+"AgcCDyD1AQPDGwIGAAkRAgBcCw8HDRQF5G8NWIcKqEoPvcgAA/ELDe4MAwgOCdqoBkcBAn8MBgcBCn8MGDapChU2R1sLMxEK",
+"9UMDKwUFY2wFnhAKgAECIAUGZw0KIgsSNuFEAZMtAtkZAzgAA4miEXLpBQzHJgNKMQQiIw9zSwADsgwDMQwHFEsAcQAPYBgD",
+"A7m0B2TvBQ8sA4MjA0UMBsJLBgsGAtwEAr1AARQDCbJRAUYRASQAATqqDnQXETaoeA0KGBk2GxkAJQAMmQHQMywgNDYwNzE4",
+"MjQxONQqMjE3NDtfDwkXCAFsAA9yAQECoxMB2A4PIAEABduXATBBD6wAAAcOHgC6AAspRwIdAQO9QQ9+AAECQA8PfgAPCasC",
+"AWBUD8cMCCtrZU7rD8UMBg0qAA/DDAQNKAAPwQwUDzgABQ+/DAoPNQAFDxEXBQ8wAAUIuwwPMAARDztsAwjHCwTwCwckbAXw",
+"CwkZDAXwCw84bAUIBQsPXQEGD90kCA9ZAQYP2iQND10BBg+7CgIA4BAPZwEODzoAAggfGA9xAQYMahcANAQP0QoCAEgDD9EK",
+"AwDPCQ/jbAkCggMCDAAP1BUABlElAXUFDc8KETclBg+qaQsEXh8OciUNdTMBaQAP7xABBGlGDqsqAjELDvMkAicjA4IfD3sr",
+"AwVDFwVytguSBwRpIARhFwQYAAOPBwJ7BA8vJQoPvLQACKEgBAUBDRKzBYAgD7i0Bw57EgE/AQ63tAGMXg/nHAEB9BINGAwR",
+"N8IjDZMDD7e0DAJWGAAFAA/VHgIPmSQCA2oABxEGAi0AC7e0HzdZIwMG7R4PtrQFAzwUD/fIAAP5LwYIHwhVQwNSCwEGAASv",
+"YwyhAQUkZg+jAQMDTSMPfhkAAdgKBnMJCoEMETcSZg17AQ+ztAwB/gkBGQkL0x8CXg0DhhQKJAsDagANiw0Ls7QRN8ElDZ4F",
+"BhkpAgwCC1kEAlgKAv8IArEJA0cBD7wPAgIPBA4eUwEXAAO+ewnuCgQJTgIHAAocCAGiAAGcAAEKJQKkDw/bvgYBQgAP1T8C",
+"BOIPD7UMAAMoSQO8DAzDHwArAAcZHQGLAAClCAlVAQ/idAx/cmVvcmRlcqQIFA8uAAIPqAgEDywAAg+sCBQPPAAJD7AICg85",
+"AAkPtAgFDzQACQ+4CAUPNAAJCXUVDzQAFAl3FQ80ABQIeRUPNAAVD3sVBQ80AAkPfRUEDzbAAQeroQWNCQ80wAEQND70D76h",
+"AQiMCQ9BAgoMkAkIMDMPPgIKD48gDg9DAgoPziADCAsVD04CCg8/AAMIoAkPWQIKDz8AAwhNFQ9kAgoPPwADCO8WD28CCg8/",
+"AAMI0QoPegIKDz8AAwjWCg+FAgoPkxUPDJIGD8IKBQEKDg9XowMPwgoMBihyCKJwD9PBAg/CCgIWOG4QD25TCAHLBw+vChcD",
+"2SIPi0YAA4MvBBoqCbgIB6AUBg8fD+QJAgABugonAQG/OQ9pUw4Ff2sKt8EFVQAMrwAJPj4ElaQKLwovOF+b0wwgKy0kAwT9",
+"BiA4X7AQDhU/CGoLA2kRCFoKApBIAycfCkYKFDhQIwe3FQGCCAY0AAhYFgInaATUOQuZEgJ+Pw/nvwABsAECA0wHFgAB5gEE",
+"lgAKywkSOGEJDmwBAiRJAKQRC2wBBEhrAmwBDGsAD4EADAZfAQDvFA8GoBMEP4IHOLgMh8ACqRMECyQEOAAAvjIDf7wLUyMG",
+"+64Eq1MHHAABTQAABgAMriED+gAABwAFFQEDNAACyQEP6osEAu05BumLCscVETjOFwaPAR86YPUAAh4CDNofAgQjATsqD7Ah",
+"AAS+ogt9AwPcbw1HFQSfAg4KAgJtAg/miwAEsEoCCgINKAIDbUQD7hUPhwACBvcACmQvBMwNBa/4BJC4D8QgAQXfBAj9AQFN",
+"VQP9AQxbIwNxAwE9AArbMQQ9AATSbhI3FQQMeAAC/g0CewsMeAAAtiIHar8IeAAClwECtgEKRyIEPQAE6gIGk4gMa78Ca0sN",
+"dgAH6wIG7aADnAICOAAGKEQO1QQEW3AvNyvuAAECwgwCH3YMeQAA6zwFeQAL6zwD5wEBfwAGw5IKHgIABwANmLIFgQMPtyIA",
+"A2CTAiMAD2MtAhg47TIA1gILeBYEitAP3zsCBFOOLzI23H4NA9VFD5YNAgKNFgS+hw1lAATGfgBlAA9ANwoDOn4C4wMIo30F",
+"dQ4NCQcDCgcCngAPOtgECUHgD2fHCwLisAh7AANRQA/KEgECWQEIaccPiC8BBGSvDD4AAhECBPMADwJGBAO6AAEgAw+6AAUD",
+"tAgMVyYFAMIPnwALBHEkD2kTCgSrEQ/fAAEEaDAPNTYDBEEIBAdGD4IAAQRCAAN2Ew9ErQgCCxUOxXkPjxAABGGsAjkAC8V5",
+"BM4DBF57D5UCCQTKdA+YKQICGEgPNwgCAjkCAz4AArlGDg8RITQ1DxEIaoUA+QoPgc8MD4cQGQ8tAAEPgc8FD4UQJw87AAgP",
+"gc8LD4MQHw8zAAgPghAFDzMACA+BEAUPMwAIHzXkDxcIFAAE0A8BrzAP0A8ND4sBCQ+tIw4PVQEJD1oOAw97ABQPlA8ECb3Q",
+"D5MPHghQEA92AQkP1Q4PCzQ0D9UOgB851Q4MAi0ED91MAgPaNA/5FAADlgoDpwQPAW0DBJcwBohjD7sOEAOzGA+tAAUHWAgO",
+"rgACzg0Puw4AAwUtAz0AD+uFAh85uw4FBWklCbsOHzm7DgoIcTcPuw4ADwEZAh85uw4LBdU+BLsOAs4hD7sOCQNaGAgkDgLh",
+"Vwu0AgNQDgOWAAq7Dh85uw4EAzyRDx4JAAQSjQIGAAuWDA+BAA0GXwEPuw4fA1qND7sOMgUeCw+7DgAFhw4NaTADI0oIq2AD",
+"NAACng4PeyMEBR0AD7sOAhg5uw4fObsOBA+VLgIPuw4fA/gLD7sOAQSfAg/fEgQAEAEP4BIFAgYABUcBCtkOBJcxD4cAAgb3",
+"AA+7DgovMjW7DkACwBwPuw4KAHgAD7sOYQKYWg+7Dl4AJJEPuw45AucBD7sOAwQeAgAiBgy7DgWBAw+7DgcCIwAPuw4CGDm7",
+"DgDWAg91MQcF9OQPKRUHDwIFAg4qFQ+GCwATMpUcCY0ABIULUAoKfQoK"
 };
-static const cq__ptx_module cq__ptx_2d_f64 = { cq__ptx_2d_f64_lz, 143936, 545680, 0x3fca08eau };
-/* PTX module 3d_f32: sha256 d840ca355b0cfd29f3b7b9f7c9b4959c3cf505b7e6ce19b72b5821b495132581, nvrtc 12.0, PTX ISA 8.0, 764578 bytes, fnv1a 0x1182c8be, lz 213808 bytes */
+static const cq__ptx_module cq__ptx_2d_f64 = { cq__ptx_2d_f64_lz, 141378, 534635, 0x50ff9745u };
+/* PTX module 3d_f32: sha256 21b2299e95633e2d4e142e0dfea4f328de385ede1b3a6ff1f6714e1fc8015951, nvrtc 12.0, PTX ISA 8.0, 750640 bytes, fnv1a 0x5a66de2b, lz 210294 bytes */
 static const char cq__ptx_3d_f32_lz[][CQ__PTX_ROW + 1] = {
 "8hkvLwovLyBHZW5lcmF0ZWQgYnkgTlZJRElBIE5WVk0gQ29tcGlsZXIKKAAEDwDxByBCdWlsZCBJRDogQ0wtMzE5NjgwMjQi",
 "AFF1ZGEgYycA8A1hdGlvbiB0b29scywgcmVsZWFzZSAxMi4wLCBWBwAwLjc2MgCCQmFzZWQgb25xAFA3LjAuMW4AYAoudmVy",
@@ -30008,409 +29878,360 @@ static const char cq__ptx_3d_f32_lz[][CQ__PTX_ROW + 1] = {
 "BQKnDQKeHgCEIwMXAAJtBgIaBQKBIw9rUAIEi0gGWIsDGAACUgYBqwEC2GMOyjYDtKMP5mgCBElIETZlAQnGfgLAIwO2mgwF",
 "AQIGFAP5Sg81QgADyQgFtksDOg4BAQMDCy4GBQECKi4DPLkAIwAfcBtAAwQYEATqfQYHAQMpswJ0QgH6BQ8HAQADLkEPz38E",
 "BFWpDgkBAsMkAzKCDAkBAgkVAwMlDwkBAAOODABdAwgJAQEOAgHBFAkJAQI9DwKRLQIOAg8REAIFhLMNI0EDyM8BEAIBaA8P",
-"CQECAiUeD4t+AwocFgffAwCeTAf9JQMDFgMMkAz9JQWdAwYmFhwxRREH/iUANBYPpR4Hj3NwaF9jb3VuXDkRDywABA+hHgAP",
-"KgAED58eAAyMjA86AAtvMVszMjBd15YDB0FJBDYcLzE1wkAAKDE5XG8DtQQRPCoADzNvAgQoGw/UAAwEKxkF7iEvNSzRABEM",
-"YRkPvSMFAgDHD2MZAwESAg9kGQkDLIgDQ24G4qoPPm4DD8kjAiE5X7eqA3kABOQAA1oODx0dAgTVFT8rMTBhbwoD2hMP6JQG",
-"DwYkAgWllg5cVgUOFAEnAAlNDwlADjwxKzYKIwP4BQOJGAUBFQX/DQEcAAUURglVAARdIy4rN8PUAREEAAUAA1cYQi5ybWnJ",
-"BAY2DQPGDQEeABF6jJcDHgAB0GkDwKoKCQQCPAUGhpUFDlgH2KIFFAACHBkBiHsNRBsC1aAN+wIEESQmKziHbwZ+AAKmBgAF",
-"AAEDCw1sAANGAgrAGgNqAAjoKgIuAAPClAS0BALpogxkAQQDDj8xKzadrwME3TIDyFwHvrsBvgYCfw0FIg4DGwAC3wYBGwAF",
-"ID8LoAEGXQ0PoAEACH0ICSIBAXUDAEsVD36VAQJRnQ10AQSzSCYrOJ04BlIABA8ZAnleDPQBBaE5Cg0GA2oACXQBBPE5CnQB",
-"A/+UCnQBBccDAjaUD8kVBQPzDgh0AQFxBwKPNQS4mgdyCQR0AQMnGw10AQN9CQ90AQMEY78FrzoLc5QBIAAPMBQCAMgED3kB",
-"AQUbSRIrD/oLVgADPwMCVhoDLRQKjAsTOQY3CWgBAzAAA2EUC7StBDMAB5oAA5sUBdYBAsYAByIABIcuBQYbArQFACkAAWMA",
-"DdcABFonA9cACTwAAxMEDDsAInYyPgAQe54fA2ouBG3GBA0ECKYAAAAOAw4SDyAjAAIDBgKxAw/MOgsLm2cCsswCIQQG3pgH",
-"Y3kFHgAF9AoD4wcDopwB/DgBoXkPGQEBBVNuA9IACH8JAvUAAFsAD3cFAAFdAAQYAQXdVwfrCgOTjRNwAwoP9SMADxcHEAOH",
-"HwlYAQMbAwXTAQhFChI5JA4M1wcCpwAEJgIPTQoAAhoAAe05ODsKCXh0AtmPAkKPBHwhCy1ZIDlfCxIMmx0D3owDpfACer8I",
-"8J4C1wEHImkSOQELByUAAmI8AkTFDNMAAnkGAiEAArUwC9MAAxoLD9IAAAA1AAVQjw86CwIgOV+vMguIAgWOCwNxCwuKHgSM",
-"AAP3AAQQWQUfAAJoAwOUAg9yPQMDCyMPrx4AA+o+A7ghCiMWBC0BBLlrBdeZBXsAAooHA6wCBZorBB4AAkIDAyUAD2cJAgOI",
-"PwAqAA+KPwQDmQAPiT8DBBZsB8wGBsgBARcBA0VrA0hlHDGsBQKNAQh0dwOYnAY3AA4ejgEkAAWgHgf4jgLpAAMaBgmTAgIa",
-"AASGAAzZBQDpIw8dAQECiQ0AJgQPcCIDB0sjDmcOBAy8CzYHA6/EBcwPCt+3A84PAh8ADCbFD9QPDQhmAAGXBwLTDwiOHAMe",
-"AAIlDwIZCQIGAA85EQIBRycGKw8IYAAG/AcPls0ABEMPBwYACJMMAiYAAqeQAywABOcOCmdtITlf/CIMGQYDawMAlwYBOAYI",
-"9AICvoIBBwAJewcdMlkHAxMCCpoQBHoLAoUCA8ARAFALCn41BDMCDjIBBBMSA6xxBzMBA/XABT0QCjMBAtkeAiQAAAYAD/kB",
-"CwBpHgNnAAxgAgKgHgIFAAgoOQMeAAIYAgIfAAIGAA+WGgIFMsMD64kIYQABEAsCSAAI2z4DHgAB7wECJAADBgAFzB4G+wEC",
-"4QICLAAD+wEcMo8OAFgCDfsBAzMID/sBGwvodgf7AQV/Bgf7AQJ/BgPpOwCZAAziDA/7AQQA3xkDMwEMjgMDisMB9AAIsTkC",
-"HgACvRkCJAABjnIP+wEKBbbDA22IB2cAAvAbAdYBD8LcAAJLHASE+gEGAA9hAAMErrwDQocIYQABOAQB+wEPqNwAAlQcAyQA",
-"AgYACPApBPsBAj8AASwABPsBDDoNAJQCDvsBAoYHD/sBGh8z9gMHB0ETANMBCh2jAkbSDYKlAjDSA50GHzHtrwEDDAgH768f",
-"MvMGAgZ6AAEZCQ+iRQQArgANewYDahsCewYPpxwCBNLEAW4bCL8BAuoWAYABCEckAx4AAYECAiQAAAYAD4cCCwB3HQFkAA17",
-"BgInGgFtAg/Y3QACbh0CJAACBgABsx0OYAAD2wYDhiMIYAACQQIBQQAO2wYCKB0CJAADBgAIZAoEhQICegQCLAADqAENFQgB",
-"4iIMhQIC+wEPhQIbAP0iDuEAA1wHHjcqBgPtxAGdAA5dBwLSGgIkAAEdDQ+oAQsDkQYBemAKZwADk+kBSAAOkQYCcBsDMPEC",
-"fEMPQCICAO4LAmEADSoGAmIdAYUBDy3RAALEHAMX/AIGAAYFDgaqAQGWAgIsAASqARw5cxIBkQULqgEDFGsPqgEaEDQHBA7i",
-"AAMMBx432QUDAsIBowAODAcCxB0CJAANf/oOZwADQAYeN9kFAtcdAiQBDkAGAjkdAiQAAwYAD2EhAgTVxB432QUC4h0BZQEP",
-"A+sAAw37ASQAAwYAApIPCaoBAsIIAzvhAxwUDNQHAFchDqoBD9QHIBA01AcO4gADuwYQNxbAC+IAAuMTAaMADrsGA+PvASQA",
-"AAYAD6oBCwBbHgP8BAzzAgOi4wFIAA5jBQItHgIkAAMGAA/BBQIAXB4DYQAMcgIC3yQBqgEBVh4KYQADrtYCxRYC7QAI8U0E",
-"qgEBoAACLAAEqgEM5QgAuwUOqgECAg8PqgEaEDX0Eg6DBwEHAAbmKAZjAAMZEAKoBwPOFhwzxA8AVAoHYwAN5gcCpwcI0WkG",
-"mA4CJTADTggEMBcdM0UUCmIAABkEB2IAAhAjAVYRD2IAAQPiAAS7EwyNDgEYAAHaBQB6AA1mFARfCgrUGAXOEgLVGAgTAgKD",
-"FQHUAQOnDwk7AAbhFQy6GAL/JQH8AgHw1Q+nFQAD8P4DLjIMpxUChgYCMSILyAEBKQcEvRMJThQPoA8AArCOETGtAgAUAQwH",
-"DgAtAQ7jEwSRlg/BGAUBJw4CfxgCHf0NcgABd2sAcQAMUwYCcQAJ4AICMQADTRUHGwIDigQKrgEF5xcCGBUIrgEGIgQMItcC",
-"CSMCcQEFGBcKjwEDedkFaBoLqhgCpCgFnQUHqxgBDgcEBhQArRgM0Q4ApwIOYwEE3gcPsBgEAsowA16VBE9RCOkBAB0AA3EA",
-"DAwGAnEACWMBAjEAA14EB2MBAGurDGMBACiPCLgYCMkbBs4GDGTYAvLZAWMBAV7YD2MBAQI5AAUrGgtjAQEzAwF52AwMAQF1",
-"BAAgAAzeAgB1AAwUAAKMkxExZwAAHgEMeBUBVUUOjwEFzAMPxRgCAiAyA/+XDLKMAnIAAacIAHEADPEFAnEACI8BAzEAHDaP",
-"ARs2DQUCpN0CMAAPpBgCBCGXD6QYAAIflwH6AQ+kGAcDUAUrMzikGA+4OQMBIQAfMmpACgPjNQ3eDQNYEgk5vgddmwP+BgN+",
-"HQnWlQIbAAG+DwHJiwN6IgqSGASedg+SGAACk5QBXAAP8hYAAucyAyQABg+eBF8BAGwlBHkAD6sfAgVvjSUrMsSDD9k2CApP",
-"GQREAAbsGQILBA/7NgwJHRkEAAkP2RgDEDbUNgsGGAJmMwNbAgZvCgcUAQIVAgFL2gsHGANRngAhAAKxnQDwAgxTBgFz5Qzr",
-"FwKCBBIxvQYRMUTmCUMDAWADACILB70AAHwjCKNXAtkDBzSUBtQAAV4AAyEAAQkSDP8dARsAACEADNMAA/KcAuQBAyYHHjXB",
-"IQ3EAwKhBQPplQQCKwfbGAOHbwOSNgZkTgQfAALxAALeAgF3TQ6JNwLPAAmHwQSqIQI/IgJuAwt8eAQuAQReUwUHaQV7AAF1",
-"AAT0Agw9SwOlbwMlAAR+Hg+feAIfNZkAAAJEIgOZAA/mOwIEcAkCoHgL4QkCoZ4EbZgDjgEMwgUDjgEI3BgCtAIHOAAJ+JYD",
-"ZgED954LlxQCvzAAJAANSgYBxwAFhwAM2AUAiQIPHgEBAW4AAH8BDdA5ArYBAgwED8s7BQRRBAJYrw1dAAOeAQDOBA/BUQQD",
-"JwQPwlEDAMTdAX0BDMYNAyrhAYMHDnAPBP36BAYAD8YNCwCr3QJlAA3DEgIC3gErCAEf+wpnAALn2gMlAAMGAA/SMAMAEdED",
-"YwANPSEDzu4B0AABvNgMZQAD+jECRSEFKvwOzg0EGPECdQ4DBgINjCIPIxEBAp4yAZ8IDc8NASkJAgcACkMiDf0HA38CD0gZ",
-"AgIoDQC2AgMGChw1aA0CnwIPYgIABG8GA9xrDw0+Bg+3kQEEOHUDZAIPnQEEBNkiDpsBBiwQHzGU+AIChgIEUP0PMBAOAVjS",
-"AmsADrkkAtPiA+0BDjMQBTzvArwVBAcADyWNBARwWgBv3wtoAAOAZAE/AAHuHwtoAAQgbAL3AASyJg8+EAAEX+ICCRID1wEM",
-"xQ4A/RAOcAICVwcPcAIbALQkD3ACAw+9GQACkCMAcAIEDwUM2Q0PcAIFBNAWBDptD3E+BQAoAA1wAgRzPgNwAg9GjwMGbFMN",
-"mwEGwQ8Cw+wMmwECaQIDJwAABwAPcAIMBNQlBL4+CW0AAqEbAksADl4WBWXxA+YBAwcAD+FUAwQAJAQFPwhoAAKSLgOzAA5f",
-"FgRS8QUZ2QIpAAUVCQZwAgQB2wLPEgPzJQy+DgD/Bg1wAgOBEQ9wAhofOOAEBwkyGhA4tAoIMhoC2DgFxPEEPwAIKwgXMcp+",
-"BTIaAy4jACgAAwwOHzZKCAQPSEAFAKIADMUHA5Y1BipAB7oAALEKDwEDAATcNgE2Gg5sAAOnAA+BkwEDl0AEtkAPhDEDBAGU",
-"AphACSoCAo0CAuYBDigYBAbzAycAATTXD/8CCwSGLx80KCoAAj0wA0sADkMIBPTyBPnjAwcAD1pAAwRXDR80HCkAArgYA7oA",
-"D0QIAAQD4QPVOAMHAAF1MAv/AgKsAAIwAAT/Ag3lCQFMEQz/AgJRCg//AhsDaxEMHQIEnjgD7xsOHwICbAAAKAAOHwICrBwE",
-"HwIPiVgECahBCdorApkGAgYBDykJAAP94wMnAAAHAA8fAgwFB8wDaToJbQABawUDUgAP+wcAAynkAyDkBAcAD9I5AwSYsASE",
-"QAloAAJnHQI/AA/2BwADMiAD5JIEBwAFaBUHHwIDgwACWhgDHwIMLxcAZhIOHwIDtyYPHwIZHzmbiAIB2OkDHwIPPQcDA84P",
-"ACgADh8CA8ovAx8CD9oIAwQ7EQI4QwhKAQNRXAEFAAEbEQtKAQNakwMnAAAHAA8fAgwExbAEukIJbQAGVyUC+fAMbQADSS4C",
-"2QEEBwAPEQUDBGewBGlCCWgAB1stD57zAQPKHwNuPQQHAA9kJQADCeECMAAEHwIMrQkAvgwOHwIPrQkgHzlm0AIBW+0DHwIG",
-"fVQKIAID7CsJKFsEIAICxQYEIAIPhR4CBS8MAsdACEsBA3HlAgcBD4gIAAPjXAMnAAAHAA8gAgwEk7ATNI6JCW0ABn0lArLx",
-"DG0AAtMBAyg+BAcAD4IlAgVVAxM0ZIsJaAAGhCUC7usMaAADGjkDuzADBwAPiSUAAznjAjAABCACDDQLAaAODSECAgKrDyEC",
-"GywxMKsbAl8JBcQICxETAx8WA4QJD3s+BAHHLQPnExw3FBMAuhoIgAAN3wkCWBEJhoQF6BEGC6sHnRodN6sXC2MABQOFA2MA",
-"BFOhDy0cAwJJqwZEFwzeEQIYAAWTMA23FwTQDAquFQXPDCUrMkdnD4YuAgLtEQIN6AjxPwKWLA8yZwADSEMEOQAKMDoBtgAB",
-"6wMRM3SoETEOPg6eAATTmiIrMhDDD54ABQI6CAG5AgmEAAN/KwMfAA+EAAUBvDsCZBkIoAEPLTkMT2ZpbGwsORQOKwAPKzkE",
-"DikADyo5FA85AAYPKTkJD2+oAC8yNwNxAB8yAtACLzE0TVUFBRNUD9MACwHiBQcpOQC6DQ/QAA8L+AIB9QsPilIDAPYBDyg5",
-"AwGvCw+MUgoKyi8IUAkDjwMCjgMCHwADkA0JcwMxMzBfEv0PKDkBBL4vCzkZBUMdD4sDCwTokwxCDgUNsABeAA9BOQMBOAwO",
-"RSgD5gADaSEIQQME4W0DcwAPrhoCBzUaBW8bC9kHBBQaAqm+DO4RAn4AAxcxBIAfBKYCBEYbDM42IjMwel0P01UDDzQEEATD",
-"bgHcAQ5ymw/SBAAPcpsADQ0BBG3bAA0BDxFQBAURvgiAXgXmBQQzKgIHAAb0NQDwAAL7QRk3ohoRM77NDFI2AX4CBp9cACUA",
-"Dw9SAQUsIh8yMMgEB88AD5QCCgQJVQQ6Gg9FVRMEB1QDPQAK/woF8wkIYBkNTgEFHpIFf1ELQgYFwAAPkMkEBOUNDy8CDQS6",
-"VA3EAAJjBgQfAA/EAAMEeWwPs98KBGAYDqMABQ8dDyo2CwWD2A+XFAgPKCwGBD0AD48dAQTZKA8pPQYEbyAMdQ0J2SgJch4E",
-"gQoEWQANcyQD3OwBOgAPGjoEA8QoDxo6BAI2Kg8YOgUPIBsBA6I7CRQAAp0EDyFPAhIztM4NBAQGaTkPbSQBAW4BAXEFAQE2",
-"DWwAAGACDFM6BGoACZAKAS4AGTV0IQAoAA8CIwAGVyEPLj0EBvEpDKkMA8YpAlMVBN0DBBwABo8TAb4JD6IBAALQRwH5kA+i",
-"AQACbA4PzgsAAsYLBfgFDPAED7g7AwV3IA+BJAIC8BcABQAMZicDKbUCawAJ0gwFawAJeAEBLwADhyIGeAEBsjsNeQEFCwIP",
-"Mz0EBIa4DtoPApZIBG8qC3kBBhsDATwqD3kBAQNBKg81PQQCxksG8ykNUWoBd1EDazUJQxcA6wALeAcE1wYFgAEPciQBBNwM",
-"A6IjA1sACYUNAFsADRVABDEADzk9AwQzAAecAAs5PQPJAAciAAAJBwAUATR1MzI6BQKuEwKAZgiHHwIBKgKBAASWQgk3AAI7",
-"BQQHSwQ3AAEWAAIgCg9iWgkDcQUPZiMNDK05Ave2AdkAD+k9AwYJAwxFJQSX2QOqJQY7AAlFJQOCCB856T0HEDLZHgP1EAqr",
-"Bga6JA/pPQsEpREMIzsDbJIA3QQPWiUBBBdKAzwnCYq3AnEBAEEAAf0iBOJJC1olBt0/Dew9AgYLAFwAD1olAANtPAN7IQIh",
-"AAftPQA1AAR5AAlbKwUZAQV5AA8FRQwCDAkEtFkJTwQFIAwHFiUA0gIAqA4LngwD6EUDLAIP6AMBA9kGA2QrCR09APcCBSM9",
-"D5A7ATAzMF9NEgu9KAILOQptAwCPBgg5AgOQAAieIASRAALJLQNYJQ+yAAEBmAIEtTsJsQAANQACIAACM8wAsQAMygUAHBAN",
-"1iQDNiQDHAkBLisJjgIDqy4C3zsEDU8IFiUDdQIDJAQFplsEHwABhgEEmgIPn1wCBFglDzBdAA8uGwoEOwoEDhkCUUsN+SQE",
-"sQIFEhMEHgACaBcDJQAPiz4CA6oZACoADZoAD6kZCQSaAAT+FAbzDQbmDAOwlwH8AAGrGQ06OwWyAQkXJQEDAgc3AAnCyQNn",
-"AQQqlgrxHwJZPwir3AW4AgHNAAWGAAyTBgB5JA+pGAYAfwEODLQCExMEygMPuTEKDKmtBB8ABJEJCxYICbcxD9YxAAGSCQMl",
-"AA/gGg4EbvYEZrUOIQAF0DQNSjAD7S8BBgAO/hoCXwgDJQACBgAP+hoCBNy9BM6HDiEABZU2DCAJBOAuAQYADjcdAR29AyUA",
-"AysADzMdAAJFPwIsAATFOwm1FTEzMF9i5AytBAP8OwHgJQKM4Q0APAA7AA8PgQICxxoRMpQBCVUDAhAIA+YaAYsICLxZA6If",
-"D01eAANEWQM/AAE6BQ/kFAABMvQB5wIGnwUbMoIWA9EAAQcACikAAWO0B4oDAjC/D4oDBAWkFgiamQtuAw9OPwMDtgYDHgAN",
-"8jsPjwMHA8oED5ADAwQYYAKRAwL/Gg7mJwSfOA+JAgIAoRgBqgIuNDSHOQMJMAJNAg7tGwHzAAQlAA+UIw4AkCgFagALMBAE",
-"IwAGVzYMigABGgwE3ygOigAChCgCJQACBgAPsCMDAAECBIUAAq45D7QoBw+WHAAEhSgDHCYPbR0AD7UoAR85RCYAAoFCAy8A",
-"BKMDDAgUAJoHDqMDAr0LC6MDDMcIAMUTDqMDArQYDqMDA+0YA9MYDKMDBPEYDwwZAQKCAgKjAwGNPAgUAwLaGQUUAw+9AwAB",
-"VFMAKQAJlQMALzwPvgMSAKwhCb4DAY8AD74DBgNpGgPWXg++AwMPEUEBA2kvA/DrDSs9D74DCQIzDQ++AwMDCCwEvgMPpSkL",
-"D78DAwF8KQLRAg92QQAFqCkDISsPKB0AARj8BikADzQsDgGAKQVxAA/dBgMBsikPyAMDAaEpCNQpD38nAAMHKAMQJwMwAA8d",
-"AQMFL08UNKxBD3YoBw/PAwAEUCgDDCgPrx4ADnkoAaIAD9ADAAM1KAEwAAQmAgzgEQG1OQ3QAwEBBwzQAwzmCwBiIw/QAwAC",
-"5woO0AMJHxwN0AMDNh4PvpoACo5cDA0xAgcxBSYDD9ADAAEbVgApAAnfFw+OBxUBC0IPlwMDCSEEGzPK5QH9IATyAwc/AAJB",
-"CAQHMQh7DQN7KAQ3qgNOSQDrGg+tCwIGegAB+A0M5wMDBU8ArgAO5wMD7QwDLh4PGisECR9qDSAAFTJsQg3CAgG/AwEgAA/O",
-"KhYPOysNBGcRBnoYC44ABGsiD98DAAOGWQOqYA/2KhsPMikHEzFfKA+LAAAFM0AOgCgCWwcDKSQPVykTAaAADt0DA1y7AylK",
-"AykCDFANAWQqDU0dAog9Ct0DHDOLCwAuEg7dAwJMZQ7dAwSCZQOlDgvdAwO7ZQHC0Qw5AAKLAgLdAwJ5Tg7DAxM2uCAPQQkD",
-"CooCDxsCDg+xAQ0HxhsLJT8PJAQGEDRAIw8rAgAECAceM8cKA8UqBCYDD/UqEw9iKw0EBwceM1dEA80qBAYDD/0qGw5rAAQL",
-"ES4xM2FEA/UpBOYCDx4qEwGAAA/mAgADKQAIkwoKFkEAfwEB6QgM5gICDxIL5gIM4gwBieoO5gIEPAAMrQICvAYDZF8N5gIC",
-"4QYBvNMMOQAC3gYD5gIFu18EEwYDEi8EDRUPAQMAEjcBAw+VJgMPAQNHDCFdDwEDBgq+LgXnAQT1EB8zCAoAAqcrBAEDD9cr",
-"Ew9ELA0EvB0eM65FA68rBAEDD98rGw5rAAV8Fx4zuEUD1yoEAQMPACsTAYAADwEDAAO8KgJTAwPGAgyUDQBHCA4BAw+UDQEK",
-"UkMAOwAPlA0CAmcqDwEDAAIZEQIfAA0BAwJ8KAElAA33HgIgBgI4AAHcHAkBAwIOCQABAw8CBgQRN9aqACoADwEDWw/2DRUa",
-"NKIvBecBBMoQHjP8RgOJLAQBAw+5LBMPJi0NBbQJDgVHA5EsBAEDD8EsGw9rAAAHkwkOcisDcwkDUAAP4SsSAYAADwEDAAM1",
-"Kwg4FAqeRQARCwdLLwYBAwTFAgkBAwwADQJLVwwBAwJkKg4BAwI+EAMfAA4BAwIZBgGS1ww5AAI7BgMBAwXkFwQBAwOaKwSj",
-"bg8BAwAB14cAKgAIdwIMAkcPoAIGHDX/KgLGDAEHAA/wRwEGPQwArAwDOwENAA4J9CQdNSkNAowACG9lBpUYAnwcA4IaBPIh",
-"Cv9EAdMaCWIAAGYGB2IAAm4KAVcbD2IAAQMYFQTCHQyKIAEYAAGAag0IRQHoGwl4HwW3AgYMXw/GYAQFI08NFAMKZi4JMh0D",
-"JAAE+v8Pz2ABAhdPAxAJAXwrDzNfAgNVLg8aSAQCi0YRMeZIC/MBAylFA7lBCYAeDi9IETKcEQAbAAM/AQw+DA+4Rg4PriMB",
-"AylFAbgBDLhGA3IABbhGDAQKDbhGBDEACrhGASoAD3BfAQCAEAPZAQ9BEgQE2EgPYg4AAxdfAgRQETGjEAi7AQPTTwO7AQ+O",
-"YgUDnAEBkgIP40YGAthbDDgBAXcEBORGAB4BDOcKD7hGDg9HSAIB/gMPuEYDARUCB7hGDJIIDbhGBDEACrhGASoAD/9gAgbZ",
-"Yw9DEwQAOQ4PZg8EAphQASIAAUsADI8BCEoDAZfdD48BAgJKAwHiAA+PAQEC8wEDEN0KOAECeQIOUUsRMjxaDEkBAqYGAeMP",
-"AEoBDKEJAcgwDbsBDL1HDIMAAm0BAeMEBZS3CnIABHm5HDRMBwJxAAm7AQExAABzAAu7AQuQBREyQhUCMAAPc0gDBf8pDnNI",
-"AzYUDWkjCC4jA6s+HDUuIw0BIgTrJQ9zSA0DwYkBq0QIuwYE5xAEvCMLGiMCPhwBHwAMGiMDUywBmJUBF0YPuSwCBO/iD3RI",
-"AQNEAQirbQfZAQLTAQLUBgb/kANYAAExMwR5AA8IYQIEJVEPdEgNAziKAfImDkUABYQuD3VIDAIRDwEZJw3rBgULAgpgIxA2",
-"uU0LyQkCMxUDXgIPwygBBEMaD68iAAFbDAWpRwPbLgyuBgG6QQxwIgQePgOQAQvKKBIyPRUALigHvQAEUXkEkAECSBAJnBcE",
-"swAC4jQDoTsPgiMAAsYaBFtGCdMAAS0kAxTmAyMWHDWBBQM3agnVAgf1PgFIIAtgIwKLEwQpYgGcTwk/AAGRAATgAg9gIwIE",
-"mAIPYCMAAq81BXEDD6htAgC+IAAUAg0UAwKzBQX3AgwpGwM0OwIlAAVQSQq/jgINCgAqAA2aAANCIgM2HApiEQSaAAM3AxY4",
-"P4QHeEgC1CoBcwUEygoKUkUGkAEJ8SgCeisGOAAJeEgDaAEPYSMDAi4ZACQADN0FAnQDBYcADN0FABkADx8BAQIVAg8eAQAH",
-"AoABKAAPHgECBAsOD6VAAwLlAgGmCwwWDQJYLQQpBAGVAg/qBwAEfQEE1IgMIAAEmQkNCAgDpAcClwkB2S4Lhg4CpVcFKQAP",
-"510OFDG9LRM4pj4PIgAABXpZDScKA8QtAuctHzHTVwACzRoGKQADBwAPiwAEBNmzA8k+DyIAAA/xLAYSMfIsASIAAUsAD4sA",
-"AAI2AQQpAAMHAA+tOgAD9goDZFcDwygcNWcPASkFDQUFAlwFA4hlBLZGDGcOAbkbDaIPAhsuAjgJCVMCA2sVA40VC6IPAlcD",
-"ASUADYwCAtwSAgYAAeYkD4cPABE44s8RctpBB6EACwgJBKHWAmUgBykADDEJBK4DD6EjAgKFCACyAAMcCgpgRQXOAw2QAwVA",
-"Iw8YQgUCmg8BCDwMBgEC6eIEkgMBPCoPWQIAA/EDFDnqigsgAAUqWQx3AgJNJwLEUgBHAA53AgJQJwUpAA8ZQA8EE04TOZNK",
-"DyIAAAWAWg2SAwJVJwKjIQBLAA+QAAACIgMEKQADBwAPPEADBCYGFjkW/QwiAA8bHAcCXicCVT0ASwAOiwACWycFKQADBwAP",
-"fkIBAj0BAjAABJIDHDbiEAApBw2SAwOkWQqSAwr7RgDIAgFtDwySAwGUJQ+SAwACdz4DHwANkgMBqyUCJQANjAICHgYDmAMB",
-"ewQOkgMSORkTB088AaEAD5IDFBw44xsGkgMPdSMAAiIJAQXnAxoBDIcQD5IDBQR3Cw+LQwUBH08BJwAOkgMDggcDkgMPjxgD",
-"BHhXHzmTIwQJcScIdwICe1cBIAABRwAPdwIAAh0DBCkAD+lHDwQoUB85bxcFFDF3Jw+SAwACTycBIgABSwAPkAAAAiIDBCkA",
-"AwcADzsIAwCEJwOLAA+tHwQEfScOkgMSMlInAlMVAEsADYsAEjJLJwUpAAN3Aw8uSwEC6xcCMAAFkgMMphEBFkENkgMCGQ8L",
-"kgMM7wsAOwkPkgMAB1wQCVMCA1MDA5AcC5IDAkpRAiYADToiAeUABku+Af8ODpUDIjEwsBkBxEQHpQAPlgMVDygHBwnnAxA4",
-"LQ4IdCMC8hACTQsHIQwCmRoD3jQJpjgDdCMDQgwAKAAE70sPwQsEDk8nAdUBAqMADT0LBwWGAisACb4ACoJkBBwQAPoPAUQB",
-"AiI7D3EAAAKoDQEiEA6gAQN/KwPIJwBPVw/2AgEEIggCHzMOIQAPVAsFEjK3JwEgAAFIAA8VAwAC2B0DKQAABwAPL20MBfEA",
-"HTA7rgWPAA+FKwYCWBQCIgABTAAPkQAAA6wAAyIAAwcADx9uBATLDBMwt6gPjAAAD1YLBhMydHgCOxQCMxALjAADe+QDKQAD",
-"BwABcigMMgQCpwACMAAFMgQMzw0ALl0OMgQE9gMJMgQMkQsBeewNMgQCP1MPMwQAAo4pBSEADzUEAAOnBgAoAA6WAgIIAwQ2",
-"BArGfQc2BAOrJw9JUwMKlQIPJQIOD7oBDQaJAxs5/0YPmAQGGjmKZgWyAwQ1Ah80KOMGArwSAQcADrQDBIGeBGIBD5AnAhUy",
-"WCoDn+kIeAICHyMDlQMPNCoAEzJveQMpAAAHAA+VAwwFwnYELuoJcAAC4QIEpAIOpQcTMgQoAykABAcAD6UHAhQyCYIAawAO",
-"UwMCtyQDUwMBlCcLawAEZYECKQAEBwAPtE8BAhsAAjAABVMDDG4OAGEJDVMDAkEGC1MDHDePDQCuCA9TAwADNs0OUwMFvDQD",
-"PScMUwMFpykP5S4AA11+BFMDAsSXD1MDABMxzi4PVQIED1MDRgzCBw9TAwYKM2gEUwMGRS0DNVcOUwMDVTkBrKcOHgEDTAME",
-"zy4P7gUDBCKDHTEvJxMy83MDUwMBvAEMeAICTAMDKQAB9ngPUwMLBTPkBM/pCXAAAjYHA1MDCWPmBCIAAgMDAykABAcAD+AH",
-"AwVzYQR+6QlrAALUAANTAwm7kgQiAAMqAwP9AAMHAA9qDgACrEADMAAEUwMK7ksBOwkPaw4BA2MhC1QDDGsOAHcLD1QDAQLY",
-"NQ9UAwADcgkHt6IKVAMEMQMP3DUAA3d7BVQDD941BCIxMt81Ap0vD1QDWA/VDhUjMTAgQQxVAwWYMQS15g5WAwOPAQ+22AID",
-"G3wFVgMPYOkDFTLHRgIaeQh7AgK1LARWAwlLlAQiAAJPAwMpAAAHAA9tdw0FQaUDWjkJcAADrgoCVgMJApQEIgACSAMDKQAE",
-"BwAP2QEDAFInBGsADVYDAqgkBFYDATYoDGsAA/YAA40AAwcADx9SAAL4FQMwAAVWAw7xSg+6MQECgyQMVgMMag4DZ2MNVwMD",
-"azkOVwME2N0DnEoNVwME2rgAKAAONwIDuxADIwAB8gAPVwMBAxpOB3fdAqsAD/cCFgxgDgNUQgSbDQtiGwNzHgNcDgVYMgy8",
-"DQEwYQTJUA14DwbllAIkDgyCAAGsAARrXws5GgPM+gNtLASsAQ0BIAtjAAw4dwPNiQFbCg9kAAADATsEmh8MDCACmAoBijAA",
-"fQANDSAGMH4C5koM8kMAMgUPEE4BAawbDypOAgEpGAcqTgoRTgKwAAZ7bAEHAAbM+gQmAAOwDwMoeg3IAgMrQAHYHw7lAgNj",
-"AA/cHgIIYU0PhUsKA0RNADEAAXYBAAMgBBsAA4a6A4cAA3IAEXAIHwpXzwNtFwAwAA6kMwNtBQRoAAsTegVPAQWKLw9awAQG",
-"VSYSMrQmD+SqBgPkAwEnBQ4aBgM/ZAB0AQ3oEAQ/ZAVDAA/kAwUTM+QDAf0aD6wAAAafIA8gTAoDOEUAMQANiwAELwEEIgAP",
-"NwEEBcczDy6kAwcXahIygyQPQyIGA8UBBl9FBRoABFoeBOcBDxYBBRI0DPwBmFMIbgMPOuoIALdRf2RlbnNpdHkXUxQPLgAC",
-"DxpTBA8sAAIPHVMUDzwACQ8gUwgJgOgCMgc4PDIxV6gCugEnPDJLxAZrqA97+wQEgqEP1QAOAQ4JCEiMFjgfUw/SAAoK3gQP",
-"9gQGABIED0eMBA8eUwwCrBsCGgcHLAgD4AUCJAABSAYCwwUKfQsTMXU9DhdTCqSLBRwABlBsDzpHCgPaAgTMKA/b+gIOx0MD",
-"rAAPtEcCBqKFD5FTDAK/AA9CpgMPr+ccC4IABp1QDykFCgSnUw0AVwIXAAMHAApDCgTtAQROmQr6CwWOBwIeAAIw6AyTOwLB",
-"BwKvBwtJBgNhCQ98CQACGQACrgEBwQ0ACQIF7RQMtA4HHQAD+RwQMrMWChgAA0AVDRgAA2YVDRgAAkwODRgAAp4cAhgADBuN",
-"LTMx+EwE6gAHIQYEQLsPUaYID+MHAghDVQ9lBgkCQQYKelQTdgEqFXv2RBQyjCgEUA0D4QABxAsAJACvMGYzNTg2MzdCREkA",
-"BQIrABY01SgASwAAxgEDSwABigEDJgAHABkRMaRUDgQDA+sJDwJUAAKXCAMcAQ+DJQIEmT4CHMMO2FICbwQPOSABD0LCEAVB",
-"bA/TKwMEFhwOuzgB+gACBgEPYGwFAylpD9ICAQTbAANLJw54AARzbA+bRwUERhwOtxECUBUE6kMPykAAA902BgYAD5RsDQ+d",
-"RwUBZxoChQAOmGABXwAFCEQPbTMAARoAA0Y0AiYADK0IA/ciBhsCD2sfAQKmCA8EJAAD2y4CEQMDLjIM0QMCqxgEWaMDmgAD",
-"rzAHyZkDGQAC1QEC9AEEZAcFCwEBvxY0M0Y45gEJSCEC4AADOyUHEQ0DqwADYiUCQgAFKAIMKZAgMzGQow0CUScxX5wOETGF",
-"owhaLgKyQgMxHw82bAEDRiUAfQAxNDA0fQAADAAXQ7ECCK+PA6wBAiUBASEODpEAB2IdITFf9nIIkQABQgADkQAFl5wEHQAD",
-"zSICXgAA1gEI3ZkEfQAJ8QAA/w0LqQED/GwDLwAGJBQUdHEBA7gwAcwQB4UPAx4AA4EmC9EBAAopBfAqAT0NACgAEnAsEQxm",
-"mQGDAAb2AwFrDQ/TAQMBYm0OQwEHYQ8AJAALRAEDWgQDtQECqwELSgED4QMC3gEN6pIDcwMDHgABBAEILkECIAEF90MK+wUC",
-"yRYCJgAJIgEJKAIDQwADKAYP5AACB/OQAPIABmUtFHWKAQJQJAyKAQnLBwyCOw3EVQNoAAr/AAO3JAAGAAGCCAgcAAPnJQLA",
-"AA/YAAQDHgAJwQABkpEPCZoAAoH3AX0JCWgAA1cXAUoABLoGBWcAA2MBAqEBAT0gCTwAA/8WAR4ADJ8BAg4JBNFCDDt8Am4W",
-"BDwABI8HBTwAA9kABPklCx8AA+8lBPYlC5dWBqZCAwcAD9ZCBgo0bg/ejAACQhIFiQADBwAFBBQFrwAJeCYAYwEHjwEPGR0D",
-"BIFoBNAIBBYTA9AvD/xTAwUdAAM7kQ4WVxcxaJsBKwoPbl0CB29dD2tcCgKzEAH1EA/uxgAPlyYABIVcAzkAD9x5AgfJEA8+",
-"EAoIRlwKMh8CGAADHwAKvxoFRjIErCAPTgwDBed0D04MAAOUHAMWLwwYDAKAFgyzCwXTIQ0YAAPyIQP6BwtpWCAxX/IVDyQB",
-"AQVsDgMvXg+mVQsKLV0PBFcAD4wyCwOyOwMCCg8wVgUvMjmKAAoCRg4KMFYHygsC0RMA0UIIFQwObwAGfGIfMMUMCQPjHQXi",
-"eQNwAQN+qAIcGQ9cDAwFakMPXgwHAyX+BWpDDyUOGA8qAikHwAMEtggKLRACixgPzA8ACmJQATg/D+ATAALvAAKbPg0DFgPL",
-"FA+lEAIDHAAP9GoBBPgaAnkADxg/AwSkjwz60AUgAA/mDAQE1ccDjgEP+SgAA5mPASgAAAYAD+kMBgMXMg98AAAEG3EG/WAM",
-"IgAP6wwGAiOMBiRDDz5AAAGSBgNLjAMuAA/uDAMEcAMTNM0MDyIAAA/uDAYEosgEQUMNiAADYIwBJwAELQANmxUEsBYGQwIP",
-"mBUBA60WD58lAAIVCgPTPQQhPwqnlwD5BAKiGwhaVAZPMw3xFwMbAAP1Aw86AQIEfmwCajMLTQ0C/D0BGz4KpAsDlowDWgIM",
-"Tg0BlssPTg0EA9wxAnIEAdg8C04NAvoKAvGMCk8NHTEBDgBHAQ+ZCgAJwQwRMUI3CCeeA7YAAtUBD1QNAAKmQgKCAA9UDQ8E",
-"zisDVwABZgEPlAAAB98xAKIADJQAA/cBApQADFcNArVDBDoBC1cNBYAACVcNEDHaHwtYDQI8QwMwAAaxPwZYDQIyDAN0bg9a",
-"DQACWQwEmwEPWw0DDX5cCF4NAmepAYkACl4NBA4dDeMBAXgLDk8BCKdcACUAC08BAzIED2ENCQPOAwLDCgE7QQkeAAMdAgIe",
-"AAxhDQOkrQV/QQvXCgUyQQ9hDQcE2i0EQgMPYg0DAYFYB/QAD2MNAAKtCw2TAQkiBwzZBQ2AlwRrAAoDAQInAgFgAAHaRQkd",
-"AAIzBgKSAgJ1zQ3dAAQeAAlmDQGzWA6dBQUsQQXwNwUaAALmDQI5AgIwBA+H4AYCYjoMrCsDpgECKQEDWC8PDSUAA+ARAygA",
-"A4cvD40sAQOLAAIoAAeuCA+1LAICKwIF0C8JpAMBllkOaAgFMCwM5AwFYQsP5AwBAqMVAn4LA4g/C0RfABcJCX8AA2JLDuIJ",
-"A4p7FjYsoAcc6wOYAQQSQQMrAA8FCwMG1j0FNgkPN6ACAisUAdk+CWQAA+kRD7UBBgVTQQPSDgMOAAzZDgMddQQtAA+nSAAD",
-"0TkDig4E3AAMQw0EOVgCrwACviYOjQISNS/1AmgACYcAA14AA88ADxs2AAQ9OgPPAAO3AA/UNgACJicEMAAENwAKYjgHkQAD",
-"1asC+DkIkwADOToEkwAOxwIEMjoEkwACKAEBMGgKKQAE3TkKaDoKfU4IkgADgOwBXGgJkgAD6AsE+wEPkgAAAhsAA8YQA5kA",
-"AUc6DYECBlxHEjG+TQ+AcgUCtgkBBwYJ8QECsg8DHwALbR8GzgACINEC9DoNeEQHOUIFAhkFHAADvhUCiVFWREEyNDK/sgQk",
-"AANZAQPXFAcyCQUFBgK5EQQpAASRIwSJBAD5DwwABgutYSAxX9gaWQoJcmNwcy0DWAAJNgQJomoFQQEGJKoFj9cPaQECApIK",
-"AX0ICWkBAlMDAx8AD2kBBgOMEwHWaQePHg/UIAs9c291z/kP0yAGDy0AAQ/SIAQPKwABD9EgFA87AAgC0CAIhMkPcwATD7fJ",
-"AQ8zAAwPtckED1Z0ARgzQXQCjwYnPDVqdAQPswh87gZpdB8ySNIFBP3HD08BDQxLIQASDw9MAREJFAQDdAAEsMgPUAEND2gR",
-"AgFrDw9bAREEsgAEdgAAvgMPxiEBAcglD8YhAgEkLQ/GIQgD7qMCkCgIUA4NxyEFXLAJ9AMTMnhfD0cUBQOLAws4MwPoAQQJ",
-"FASyNAB7AB9uhdElBYsADlMiDwsVBAZYCA9TIhABWRAPUyIGD0QUCBIx0iwP7KgKAUMUDvIRAmwWD/ERAQMvIgk7FAsNCwPK",
-"EAYqjQflEwV5AA88AAMFitoPBBECBPF+D9g+BQbK2Q8gAAMEiBIPjT4FBOl+BnIeCxAKBkEXD5EjCgOPEw9yaQQCThMPxRMA",
-"A7MiAz0AD+EWAgQgAQ9MdAMEUJ8PryMNBetlDIIABMgKD4IACASEAQY9dgw2ygAFAAwzFQ3ugggdAAPHMQVVUQtcAws4TwRy",
-"BwYdJQ/3IgoDAgkP4AsCABALA0QAD/ciCgKZAQFqWAjQDAKzDALPDDRtYXgYAAHAAQILAQE2IAbgRgJuIgLdLAN4EATdRgNb",
-"ag8wqAMBMgABdRAPOgEAD/QUBQLNAQNUAQr3HRIyWsMNmwICdVYPa48BA+cwAwkBDs8uAhYEA2wBBOMWDIkABPMIETKVH/8D",
-"LnByYWdtYSAibm91bnJvbGwibwICBKMBHzLCjwMC2woPumMCA/VkAroABvVkChsLAiQAD+u+AwRKBQLywAdBEQLXFQK6Pg9F",
-"NgIEzhUcNTMWA6QVAAUADBfJAyEABN6IDvSFAmQTAgUAD7AAAgBaBAJ2AA48AAJtIAE8AAteDgPDgwJYAA5bDgNoowHyAAOO",
-"pQ+IFQIE/VYEGMAIMxUBPQAClhMPLwECBIgDEzViPA1kFwKLEA/ZFgACBRMHZhcPd4MDBch/AoAzD0c2AgglFwLaNQfsAwLE",
-"AgHEjw8CNAUACAAOOAMDWioJtRkDUwAB8gMABgAGUE8WbghICPMDDXx8GDJ1IxEydSMH9D8DzmAKbwACn24CnAQBLSkL7z8B",
-"GQAWM+0/D4UFAQ5+AwE3AAAXAQ36KQQpDQ48zAQ6MwMuBA3oHQRRMwUfAAbpAA8fQAIFOE9PMjQrLRo5AwImUQApAA4mBAMN",
-"EQJuAAysAAS+YQYeAA+BGAYcNoQ8AhwVAsACDxkbAgQ1FBw1DIYDehQBOgAP9RgDBJQaDoo8AlAQAswCD20DAgRpUR41F4YC",
-"phQBAgMCLbEHD3sCFgACygMOPhED+KQCSQMC8hQPowQCBMp7HjbYPAOmewEFAA8vAQIEJjgeNWiGAv8SASYED9RMAAOoewJb",
-"AAKdAA93PQIFQlQjMjNJAgsjEgGSAQjGpAIoBA6SAgSUGgCSAg//PgMC01cAKQAOs68INyoBiAEJHgADoRsGHgAOyAAEKhwM",
-"wo4DRjcBxgAP0DcCBI5UHTZ4pQK0EgE6AA88AQMExB0Oy44CJRIBIQIPRqQDBD1THjavOAJIegG3AAIYEgeFoALdEQFdAA83",
-"SwADVqQCOwABvgABMzUNfQAE2ZkeNhyPAs9yATcCD99KAwRHSx42/TgCqSUCeAAO+BUElXIBBgACJQAPygECBZ+hAJICARwB",
-"C0gAAc4CCO9yBEY0C5ECBac5D44CBAIYBg8/RQED4WMDjgIM5wUD4WMDjgIPGgICBAtRHTYkmQZGCQH6dg06AATCSRw2gAkD",
-"m0kABQABCisOOgAEcLIPM5kABkYJARgoDjwABKMEDoIJAnEtArUsC0YJA/RwAlgADkYJA+5wAfIAA6lxD9kFAgVYLQ+JmQEG",
-"RwkBekkOeQ8EMy0fNsmPAAL3GQLHAw/HmQkCjxYDEnEP8GkDBOxuEjGWMQxJAANkAAMtKwLkAgpJAASWAgXeAgOxCg6YAgFG",
-"CAAoAA6YAgOZLQJ6AgxFCAOWYwOYAg9hLgQEswQNi40DEUcCwQAPXkwDBGBvDTelBDRvAj0AD0EBAwT/mB82mo0ADf+YDz8A",
-"AASzBA+mmQAIYL4PdysFBLtvD8EZAAN7KwRvcAP/KA9KTAMEbScfNviNAAJbKQNGKg9CAQMF7cYPBJoBAXkAA8QrD8gpAQPq",
-"KQPIKQOnAA9+JAMF0kITMpsGD/4LAgvxbAEMSQ+1CgEBCAAB0gAPtAoBAQgABh4AAsYCBjwMD3I9AQQcAAI0EQ16gxgyiy0p",
-"Ml+pXwXaMwcLEQ/HEAkDcmYCpaIIpGMDaBQPo2MAAtcABDkAD8E1AwR2Xg/e3wMG4VwP9ykLAw5kBghkBBgAAmIGBB8AD4MA",
-"AwTPUg/YKQECNz0CMBUDOUAKPSATMsK1DxpcCQ+OKQsCbQQPGlwND0kpCwNpQwoaXAVFAA/UpBQDbw4ETFoKRQAF9Hs/KzE5",
-"TzgKAg8CDGI+BJiBDfASAzsoAkMIAckXB/ISAqY5AiIAAYMRB/QSAm8SACMAD/QSAAE5AAAiAAz0Eg9LFAIDCQIDNWYDSgMK",
-"PyATMsFkDWUGAwlbDxikAASnQQOcAQGkCQogAAKWAgMBAgyHpQaOAAbBAwEXLg/7EgwEugQFRgwG1wIjZXEeAAIVLgEkAA0c",
-"IwocHRYym80KNgMFKCwCFo0OGAEBnwEAJgAOpVoCGAQDbwIGTJwEHwADehMDSQIPPAsCAVwBAH8AA2ljCN02B38HDzm2AwWT",
-"QB44pZsHfwcPctkDBSSNHjgoEwOvLAPOJg8zKgQDfwcfON7FAQd/BwFnEQh/BwIeJwUSLQ9/BwAD22wE53ADWSoPfwcDBNQL",
-"Hjg1EwMYKwOcJQ9CAQMEhBofOBScAALSKgKMAA/XKgcDZgAFACsP9EwAA8dwA203AvALAZa6B5wCC7GwAVoCAb6dD40DBA+d",
-"wAIGbkUIRqcDUwABhwIABgAPaRMBAjQtBGkEDqwvALMDCbEAC9V2BJKoC/QHAXQAAvgEA66FCW8TAjEtACYAA6wECykrBJQG",
-"DpUDAVMAACABDgMBAy4rA40EDsIIAzILA80ECUIUAdEpDSUCBjsJBiYdB4IEAk4QD54nAQzDGQE+Kg+CBAAFqUgPJ18EAl8U",
-"D1w7AQPUXASCBAyRCQPVXASCBA8DAwMEphcDMGYIPzoCPycCtwIPYg4CBchuHjjpmwLnAwI9AA9jDgIBESsCegAOQwQDnrwC",
-"PwAPaW4EBP9fD/qbAQFqDgPlLQx9NQXpbgIHAA/bAwAEd24D/AADhwAPbw4DBLcXHzjCCwACjhcDSSoPQgEDBBdsHzj7WwAD",
-"jRcCPwAPKQUABMIqA2AEAyMpDsk1BD1LA64qAs0oC4IED6hwAgX6QBQyowEL/QIC5yUMy1UA/QIMbBsCG8IO/QIFYgAPlF4F",
-"An9fACgADgJbAsUDBP8CBTmIBB8AA6YfA/8CD78BBANBBgKzXgl+AQeBBwzs2AQjAAM/Bh05VHED+msCPQAPgQcDBCnZBKFe",
-"CD8AAssnBJ0pDz8AAwOBBx85NqYAAqgWA/QnDIEHBBgpAp0AAaIWDEgpA1gCAzktBE8pD4cAAwVAAQ9wawAHgQcBSCkPPwAA",
-"BUIBDz8AAAeBBw9JuwAFMSkEYSkCBwAPgQcGA0J7AjYAC/8CAXDEDv8CBZsRBNwDC/8CAkoDDKd8DcfIAGEAD8moAwQDBQD/",
-"Ag+1GQMCHl8AKAAO/wIJgAoBYD8JHwAJgAoBHwAOgAEEJkodOUQCAlUqAv8CC1AVBSMABGNhDYAKA7BkAj0AD/4FAwSnZB85",
-"gAoAAicpA7ABD/4FAwSXDh85gAoAB9e7AmspCYopA9A8A4opD1gCAASGYgP8AAOHAA8/BAMEJIofOYAKAAKzYgJoAA/aFgMG",
-"pWIPgAoAAjo/Av8CD4JiAgMbAAKnAASrYg/+BQcDxzwP/gUBD9AvAwawUQQXUgwAAwIKFg+aKgALqo4WMus5CwADBZMXD22i",
-"BgLtYQqU/QTiAgOZDgMBAwzsCQMhYQQBAw9IAgMEXGoCIWEJgAEHAAYPPAkEBLdjAtQQCT0ABwAGC/gVBCMAAL4GAnoAD+5g",
-"AAcABg9sZQQEumEfOX5EAAIURgIBAwH5AwgBAwS4YQKdAA8riQAC33UFui4DywAPSmEFBUABDsICAg8YAgEDD6BiBQVCAQ8/",
-"AAAHAAYPRUUABYFhAqcAAi4ADxpiAQMBAwLHfgM2AAwBAwugUQaBDQ+uFAACkTcD2BAPgQwGAazKDiMVApMLAQgABS81DO0U",
-"CPs2AAQND+IxBAWQMgVWPA7iMQRaOwMEBA8cMAAD21QDfyYH4zIMjBID+5EDLkcOfzQTMlNMDXMTBOQBD8AvDQV+Ygw1AQRc",
-"YgNiFAPKBgmhLwYtYANSfg7NBwTXsQCEYg9NAgACNAYCDQECWkUCe1MOagAGnz4OcV0DZAIDpDcBVyomYXgfAAJeAQ3MLw5v",
-"TQTWRw+LLw0D9WECQ2ILNgEDrBcDIgAP7B4DBj5eAoQrCDsCBNsOAz0MCwwhBDteBCwBAM0CCqs4ASxeB0gAD90xAgYVij8r",
-"MTVQUQoGaWAN6gADcwMDIgAB6gAPYDYBETAugQOZXg+KAAAGqAICxyIPigAGAokCAtkaCYoABLJfAyIAD4oABhExKloDVQEM",
-"MzgDSS0HVwMAGTkIRwICeAcPQmMAC9IABkbXD0YCDAZyXg3SAANGAgMiAA9GAgUFWFwORgICDAME618PUwMCBl5QAr0DC0gC",
-"BMpfA0oAD9gXAgbFWg9IAg0J/F0K7AADSAIEoHQPvgEGA0gCBWxQBakAA+ADA+wAD6kABA9nAhUGk1wNRgYDZwIEdBkPqQAF",
-"ApFcAqdeB1ACAOwPD2szCD9iZm9rMxcPLQABD2szBA8rAAEPazMUDzsACA5rMwc4Mw84AAgfMm5UAw/t/AAPjqcCGDVhMwGY",
-"AQ84MwQQNj0AD8/dAQRD7g8bAQ0BUQMIoacWMjczDxgBCQ99AgEJFKgPHQEJBHUABK0AAP4DD/oyAQHrFw/6MgIBSwcP+jII",
-"AospA/+QCDtODfoyBBaYCpMWHzP6MgsDqh4MCGEDqgEE/aUEtg0P+jIrBIsADvoyBXFKCi5RA9sAD/BUAwYtpQ8FRgoElhsE",
-"gyMK7FEBygQP8FQBAxMWAz0ADxQiBATC2AoBMgUfAAbNHQ0MOQGECwT3ug9mUwMHPwkPgEkKA90TDNYTBeWmD8IAAQt7KAKo",
-"wAu/CwJ4AgYVfwqnFwTMAQ5SNAaSCQVUqAsYAQXaAA94MgoEcKcBtQUOsPsPgSAAAxkAAzgADy1nAwJ7AA4KIwZfJgXrZQm2",
-"AA9agggDZGoBPAAGDuMMLOMCXAABOQgPLuMHCGwtCM8xDi/jAMYWD9AeAgHARA3FMRIzxTENXQUE1gAPUIICAVIQAnkED2oA",
-"AQMuMgrDEwNpAA0kDgoq4wAnAA+3gAEGmKMPRoIEBLU1D8wkAAarJwKtJAmjAQFiCwOjAQAhAQ+jAQIDgiQPsoAFAh4ABUpE",
-"C6SnBjLjCtQRHDOTNAJOAA8y4wsBlwQBVwABlxMK9wEFMeMKEA8DaQAIegEBLQAKMOMAJwAPegECBZEADzGCBAQPNw+AJQAG",
-"UC0VMRRKBR0ABpQrAqEJD3oBAQSiJQXbgwuQzQPpHgGLJAopAQGnBQF8RA+tIwEcM3fOBAMkDzbjCwJOIgKHIgNUBwoeIhMz",
-"X1kIbAEDLwAP+6UEAzIAB5gACgliA8MAByEAC7ZjAj0xACcADzHjIwAMAg8ZggYCeSMvNDAXgg0Fqy4PMaUMAl8fAeQfCOce",
-"Aj0fBB6nBI9HBMgIAakGAB4AAucBDBjjAeS4BdXhDAABBhNODxfjBAQlIAykEgGUAAIjAAEoTg8W4wUBCQIPIj0DD00NEAJH",
-"CARdIQtEAA8xrSAP5xIBDqtOC6kGAm4IAVaiD/dOAgMnAAY+Jg8WPgQGIQAP6EQLAnoID3dQBA9yDxQCag4PYaYCBBgrB8oS",
-"C9MED+4TBgQ7IwJ2BAscAAYvLgKmIgkqIALTAB44qDQDQywSMBoACYMmDBZ/CB0ABOciBB6DBRgAAiIPDhgAAmUSDhgAAjwS",
-"DhgAAn0SDhgAA+8UDRgAApMPDhgAAuUXDhgAAmwQDhgAAvIyDRgAA9mOABgAB+wEAbGhC9cMAogjATkDDwLmAgLtCAN2Bwlh",
-"pwDzAAIgAAJYqQ5nHxMzAkQIgQUCCgwHr2cxM18xoFoHpUABUAcGx00HrgACKwkBIAADys4KrgAByAAEFBYJrgAAeAAFSEwP",
-"6RYCFzPfIwYdDgKpJAJlAwZiRAMOBQIdAQEiAAFnYQo7AAI1PgIlAAZS/AMcAALIBgNNIA80DQECriQPgcwBA69nAv4FDwOo",
-"AwQKIA0DqALQPgOJBQz9OAL4LAIiAASvAw//pwAAKAANlAACjgADlAAKFAwHr0IBlAAH8LUG2gECYggC1BcEiRgMZggPfyUE",
-"ArIAADwADQozAqsMA94EDP4YBIv2Bh4ADlsAAlwZD4vMAQMSNg+2PwQDaZoDrwQHQRkfM9wiBASrOwMgNgvaHAHnAwAjAA3a",
-"HAwyCQzaHAWLBQQZMBMyRzcHWwoE3JYClQQP0lMGAtI7D+S+DwXM4hMyIDUIawAD8gUCwTwPawAAAmUbASYABCwAD51TBASw",
-"MQ0B3wMnJQKvAA+fPAUBJQAFLVQHkQIDcwECLAsElP0D7Q0L4kgEbgEM4VICKh8AHQ0L4VICgDYDcioFYC0mZ3R1SQL5AAPl",
-"TwnjEQ1vEg/fTwERM9xQBmwCAUofD0ZTFQVaJgIiAQzxTALMBgOtJgSzBAUdAAO+JgcjJwhPUgOlmAFlAw+0AAAHKKAAwgAM",
-"yFIBFQECGQIPcFYAAqwHAjQBD1pTEASLAAMMKAovAQAiBwzhUgOTBwJ+DQYaFAXBUgKXXALWAQUzRwbgUgKAdQ24UQngUgHS",
-"BgIqABJwRfkIqfoH75YK4VIFdAYFKgADngECrAAL+gAGvpYCXQMMHgADEQECHgAMph8DyT8D1TMMHQACJgMBBQAPucIABGCX",
-"BOZWArQID4zDBAQWQC82Me87AgsnUw0TBQx6AAKxAATNlAIWCQ86KQUEIgUfMdc5AgwXwwPrLw/gHwAEGwADdQACYwoE7UQM",
-"dQAELAUPBR4ADLCTA2EBDw8FAwS/JwLsEwlhJwN4LwEGAAG+JwviAgMIUwMoAAw2AgOfkgY+AAyeJwPoKQPwJgxgBAxsAANA",
-"JwNzAAzBAgXOkgPeAQwfAANcJwNtBATKRQXuAQNZJwNdAAwkEQRhiwTBAQw+AAKpAQMZBAHiJwk+AAPhAAc/Kwk+AANcAgMF",
-"KAy6AAQdKAO+AgxlAQp7UQ3ZAAIWBwMHAAL/Jgk+AAMbJgN4Ag3ZAAK1DAOQXQGeGwk+AAMYAAM+AA3ZAANVKwN4Jg9bUQMF",
-"2QANmwACGAADJgAOsgECIA0DQZwM1LgFFicHSywJPgACsQgDfAYFydcFPgACLgIEPgAN2QAC2QUDP5wBdNIH2AcEFxIKSgoP",
-"M5ABBEcKD/8vAARRpA/8ewEEi6QJJkcBmwADBwsBdgoO5AwCVTEKKgsL/qwAZAoJzgALjHUDg/kP7nUDA/1NAoQNBPgIDGwV",
-"CsENAb9RB2AAAg0ZAZDJD2AAAAJTCwNoEwt3FQEWAAHjMw4qrADBDgxODgBEAQ/vGwIBhAUPIRwAAREGBjocCQgcAv1FApBV",
-"Av45AXICD1ymAwVYVg/OqAAFb7QIOaoCKQwAIQABgQMHQh0AjwEPQh0UCNMbBKmqD9caAgQmV081Nisz7xIKCCdXCJ8CCpdW",
-"DzQuBARIORU1V04FGgAE5QcCXQMPRVYGA+VUD84qBAPUBgFsVgthAAJLQgThBwFoKg+mVgoP8ioFBOpwDnFiAvSuBc8HATI3",
-"D3dWCgpA5QWnAQRiAD82KzP8TwoIMFYESRAEGwADfgQAikwN5lQDeg8DPgAPFykDBBVDAjZLCeUAA4IFBLcrD+UABAOOVgHB",
-"NA+2KgcEIUsJYQADZwUDfSoP4FgFADoAAiIAD+AIAwTcKgTLSgljAANtAgOpAQ9tAgUAOgACIgAPbwIDBAIrIzU1lBUIZAAD",
-"EbYDgwcCrboPZAACETEldwOkjA8oKwcAKgABMBUJZQAJqgcBKysPZQAEA5xcDy5DAwFUKwMqAAIUHwllAAPyAQN4Kw/yAQYA",
-"OwACIwAP9QEDBGsrACoADfYBAgYrBNkHAW4rD2UABAP3AQ9xcAQErSkAKgAN+AECZCsEAAgC0YwPZQADA/kBD6NDAwVdjSM1",
-"NSWnB2UABIMqAy4IAjQPD2UAAhIz+QERMvDOB78fD94kC39wcmVzc3Vy4CQVDy8AAw/iJAQPLQADD+QkFA89AAoP5iQKDzoA",
-"Cg/oJAMPIFgCLzQz6CQAHzQgWBUfMWt5BAmsVw8iAQsBSg0PIlgEDx8BCw/FGgYPJAETBHkABLMAAEYDD+lXAgD6Ag/pVwMA",
-"rwIP6VcJAuYJAlAXD2oXAQAZAAIqAAMECgqAEhY0JrcP6VdtBIsAD+lXYQ4xFgM4AQ2nbQNnCQ9OIwADOiQCbgAPmgYDAzkX",
-"D3W5AwRsIwN5Nw44MwUgAA9BVwQGwRsPXR0KA9wXD/cAAwG/AA9AVwEPrBgIA6AABGwiD6tEAwWSOQ/fVw0HexgJgQAD3xcP",
-"LhkJD8FXWg+CAAIPwVcjAD4nD/McBgPnLgU8zwUYAANhMQ0YAAIXCAU28QtkAw/xVysDqwwPFy4CD/FXFQJTBA3xVwIJDw/x",
-"VwkL/0QCI1gC8CUDiRUF8VcCGQ8P/UQDBfwaD2oBAQ+HAQcCbwECKyUObwEFGAAEoA4CzwAPXCYBHzQhWB4EazEGWAwKHwAD",
-"nhAHdwwPiQAABMsIHzQhWBkEFwIfMEU3AwOsJg/8ewAD6gwE1AwPMAQBBHhHAshXB6sJAik5AXABD1EOAwQeOSIxMEtfB7Qh",
-"AXQGB0TDDrMAAZMAALMADq5UA74qArQADy0LAgRZOQKzSAeGEgx/8wtLFgImAgOeAANKAg9hAAMEZ1gOfzcDIn8BQwAPrhYA",
-"AqECA2MAAyowDzRQAwTrUw4cNwyX8gxjAAIaAAJjAAM2MQycQwFvAgHEiA/GAgQBCAAO4wIDKjIACAAPzx4DBKqnD8xXAgbS",
-"zApCExg0zFcdNMxXAhkJCm8AAjsuAncED11EAALaEgeo4w9gBQEOdgICxAAPpOMBA1ASHzfMVwAE/JQCIgAOHwAIFh8AHwAG",
-"6QAPzFcDBYaXHzXMVwYBVAUAKQANAxUC3wgD0QMPlwMDBTlXC9EDAptRAqACD41SCgAHlwaaAAQdAAFwAgT1xQ+2AAED8FUP",
-"y0QBDvBVDn0ABNBSD/vDAwJ4AA7UAwP6wwKdAA/TAwkFaIAOglUDXg8BQwAP2FIGAh8AAioAD9IDAwXZUg4rVQN0UgG5Aw9T",
-"nAADx8MD9FMDxDoE5cwLPgIEwQkAPgIPUlIEAg8GD1wXAQgPBg++WAMGcoANhRAC6FICjgEBkTgPPQAABZ4ACBZYBR4AAr8Q",
-"BTdTD70AAgIZBg8RRAEDiVUDRQIPRhEDBfFSDbQ9A/BRAnsAD19sAATXMAOkAAEuAA+7xQUGwlQPky8PDH5SA4IAA3ksAS4A",
-"D4RUBAUEUw8+PQANBFMMZwADZAEDZwACKQABFFUOUgIEHysfMCRNAwOhVA86JQADoFQDTwIPchIDBOMrAnorCE8CArkuA/su",
-"D2kBAwXfLQ2/OgxNwA9vJAICIlUPgVoCA7W4A0wCDycOAwS4OB03AEYD+i0CewAP5QEABIR9AqQABHBTD+YBAwRawB836kUA",
-"A22WAkYAD+YBAAP1RARoAAMPAg8qFQMEejQfNyDsAQGLAQI/AA+UvggEaAADVDAPlyYCBVwsEzC9Fg2WAQJqUwAoAAxQAgOl",
-"UwJQAg+WRAQEFk8C8C8IUAIN5ukOPQAGSQsHjlcFHQADICUCrgEFi9AKvAACWwUPr0IBAwa4AsMADxZFBARmNB83VU8EA4IA",
-"D/QhAANgTgVYTwKkAA8jAQMEIwYfN/xPAQIoDQJGAA4xJgO/CgVoAAJ2AA9z6wQE6wEfN55PBgPvJQ5uBQPECgVoAAJgAgYF",
-"+gt7CQEIAA5vQQUEPwmwVgKrAQYCCw/kQQAFBwoPklYEGDSSVhE0ezILQygCcScP8WcJAk0XDRgQA6hCBBgQCpQpEzTiKw4d",
-"VQY3OA//VgsD3DwBeywI/1YDQRQP/1YAAsQFBDkAD3E3AgX/Vg/yEgMGulUP/1YLAw2wAU0OCIMAAp1UBR8AD4MAAwPUAhY4",
-"9DcG0xEB5wUH/1YPiAEgCvgpD4gBBgTgHA8vVw0EgVAJzUIFRQAGY2sPL1cLAxgBDwgdAgVa0g8vVw0DWCsLzg0Ex/0P6lYL",
-"AcoWB+pWASwCD+pWBQLXBQ+6sAMDJzMHCbcFoAEPdRMJD70BEQimIAI3FQRvUgpeKhI0ZiEO1AUDgN4PDw8CAjcDBIkBDptC",
-"A5IKA+4BDH8hBY8ABksEASE1DxxXEwVl4xIwvUgLxCwCSBsMHWsO3VMWNNW8C6oHBcV4BWkyD5pSAAAmAA+aUgYDXAIPP08E",
-"BINWDhS9AvYFAQUAD9FQAgLfAQQbJgENAA+pVgQEDyAPJ1IBA+hoAkYAD1QHAANeAgNnAAPgFQ/NKAQEfwQPyFEBASUHA54o",
-"D1MHAAR5nwIhAAYXFgcVAgygSAFYAQAGAA6+EQQNRQ+QlwEFREUIXAkDUwABwwIABgAPIVYCAnEAA58DDqtVALgCCbEAC8IR",
-"A0xxDIUSAvYaAhsSCF8yA8QRArIFACYABLIDDCYXA/AyDZoCAlokD6QVAAPOsQSRAw6sEQLuBgAnAA4cAAM8AAPtAwqiAQrK",
-"EQPbAQZCAwZpGAw/Uw1INQ7YMxI0K38OogMFHzgvMDgqEgUCJVMAKQAP1LEFBCFND0ADBA8hUwwDpQMPwgkAAqUDA8EhA05T",
-"D6UDBQQHTA8MUwAC6SoDpQMPB0wAA2WiA2cAAxAGD6UDAwdzUw5uUgHJAAKlAw93KwADpQMDZwADa3sKpQMB238ObhsFpQUE",
-"6GIPRVIBACYAD0VSDBI0azAPBQIABS8UHzjxEQUDRlIP2bMCAu4VDydSCwVtVA3qUQmuLA9DBQACBQIDMiICLQAPBQIFAHwS",
-"AmUAD9JUAAeWDAHFLA8FAgIEZwADQwUPBQIEBNECD3RRAALwLAMFAg/TAgACBQIEZwAC0wILBQIK8owDOQAE5lcABQIPSlQC",
-"AVIAASU8D0pRCxM0PIYOBQIFWBMPBwQEAk4bD0dXAgJDDQQCAg/LDQMFqVUN8vcDqC0CEwEPoAMAAgICA50vAzJsDwICBATE",
-"Yx857PcAA1OmAUYAAb1jDwICAgNnAAWApg9nAAMEzgIPImgAAp0tB7otDwICAgRnAAbzHQcCAgoRggM5AAR7BAACAg9NUwMB",
-"TgIBIMAMAwIMew4FqmMLAwIFpxMPb6wFAjFTD01WAwmxCQ+uUQQEx2QOLVMHG20Cxn8PBQICBOd/AqADDwUCBQZSUg4FAgaI",
-"FwJ/Lg8FAgIEZwADoAMPBQIEBNECDwa7AQJTBgJGAA9zBgEBBQIEZwAGgwwHBQIFAi4LWQgBCAAMixAGzwkPixAAA6o5AisM",
-"DtIJApQIAkKuD8g5AwCdCAmcAAn9fwhqPwP6Vh84M4QJAhYdAgUSBOQrCnkOB/BRD4ArCgjwUQliAAJMAgN/HQ8NqAAFfbkD",
-"BxkDMAAJfSQFKwAHGZwNywACrhQE6FQOPhICIAkDqAAPKyQEBeW+AldSCEcCC5m5Dy8pBAMUtQPkKgigAAOjVQMJAQHIAgyq",
-"VQNGLAMJAQNiKgwUMgOjtwPoAA/jBwQEwyovMTCECQADElYF87cPygAGBFUsDBpuBLm3BMwAD3dZAAPIVQTMAAOTKwxkMgPm",
-"twTMAA/FKgQGlAEN3QMGuLcCBwAPlgEHA74sAYMqBz4DD6mCDE92aXNjXCoUDisAD1gqBA4pAA9UKhQPOQAGDVAqAPkADzYA",
-"Dgifgg8xABIfMzEAHR80rioWPjE3Nq4qCCkABZoqEDevKg8uRwEAkwcPYwEPATYED4BPBA9gAQcPjAQAASR3D2QBDwlCFQQ7",
-"AAjLKg9uAQcPOwACAAEFD3gBDwTmAAdKSA/R9wQPsaQGALIDD8/3CgEGAAIMAAaMPQ8CKwABEzkNAisTNURiDbWTATMABIwA",
-"BKUBA84ID6AGAQEFUQAIAA+ZRg0CRAAPhR4CCHcqDmEAA0sFHzIBBwwDeAsDcQsJtgEEoHgUMrHWAtQ1Brg+AYEID+2TAQhM",
-"CwkdAAkZpAOeKQ8ZpAUDmgAErxQKhAsDgYoIGAAHlwsNLywWNb0QCycBA+kJHzLapQ0DmwoB1DAOJPgPPdwADyT4AwswGATl",
-"UA/oqQMECRwfMoUqDAh09wiDAAP3ogMfAA+DAAMEVKMGDwwM2voCWR8MkRkCWgAPowEED0EMAAo1ExM1jJ0O8wAFtwIPXCoL",
-"CIX3DXAJBEMACrtIB2UKA3x6BKvNBbAoA0EAAfcHACQAD8xJCgZhAw8vBQMFHwAPb/gEBXoCD5JcCwJhAgGeHAejAAHKCAIU",
-"yI8zQzIzRDcwQSMEAQNBGQ+HFQADWyAESAEEC08PZgMYBI8IFDVS+g8MGwMCmCAOJbUFSwwPcisBA7bwDxIrARM1i/ULLjcH",
-"bO0Nhy8DpAMPqrgAA6IvAsgCAfYvDckJBJ5kBYytCx8AD73CBQHiCQQ29w1qCgOAPQN0IQ9eRQ0E9A4TM78TDiEAD6HtBgKC",
-"GQLuDg8VDwADbT0DCiIBJQAPgCsDA6oEEzM8Eg4hAA9Z4ggBVwABcwMBNx0M/kUBfAADPyIBJQAFB1IHyckBHwACKwAPvCkB",
-"BBYCDMSlAykgDpRAAlEAAR8AAu6QC5VFAwkZDpRFCgwTEDWEHw3eRBg1+qQRNWEpB0UDAjnID49FAwiULAFvJAiwLAbaJgGz",
-"HQgbAAjQKwDuAAgupQKQFgFcHQ6pAAc0PhE1Q6UHVgACVhADSj8NuQEDqQ8Pg0UUA4YAAlMAAd/HBoMADYBFA34PA19CD39F",
-"AAJ6DQK7GAeuEAMeAAM7Qw99RQkAWgABKAABj6UIekUG0vAKeEUL3UEI630MP0MDDX4DWwMLHAACAQECHAANFzQCqgcDlAUP",
-"jwQCBLA6AtWLDh8ABHl8C4UDDRgrCz4qAvQpAxEoD48EDQSnDw//iwYFun0PuX0EBAnvDogAAtEoB5UEDxt+BATrTA9BjAUG",
-"F6sP5SoEDxirCAJ9AwOjDwNRKwtTBgQ+sw/4CQAD/TQP+TMCBWMABH00AS4NDLWoAYwBA+EpBF4ABR0AA9EEAbgEDzwAAAM3",
-"AANeBgxqRQSuqQPiAA9EJwADEUQCKQAD4RAP6hYABCAIAygAA/E/DucGBDAIAygAAtADCEq0ALgFC6YUA5oIAAcACx8eAosK",
-"Af+gD6MUAALeHQWuCg5cISc1X3NKAIIKD8N7AQTEGACBCg+XCQkPezYGAhoLAx8AD/cLBAS+AgSGvQuDAAMfAB8yqiQMD8ZB",
-"BgJBAQRdmA+DAAIE1zEGm1oMgKUC8xUA+QIOriEPTw0GBNc1HzJ6JAwFQPEPAAEBBKkaHzKeXQwDF2QEMTQLRQAGnwsPfKUL",
-"A6UwD0kMAQTGKQ9KDAgFoX8fOEwMBQNRAwJYnQ9ODAcEX40PTwwFBJUpABUBDzYCAgT+iAAhAA/TYwoDXg8PJzsCBGkfD5UM",
-"DQ9+lwUDvmQDHwAC+iQHDAEDlwQCWg0PtwwIAyDuDwIzAAMBfwRAAgm+CARsqQttAwQbCwExBwyIDAfMqQ6ZLQMcAA9TLgAC",
-"hgADgQILHXMEeAAFWkwGYwMMv/4Ew9sOzCITNap3C+YMBKIyD5I2AQOTSAPRAgEIHw56BgXxgg857wMFrmcMzwwD/CoFbPIP",
-"zC8AAeoFA1IrDzbvEARJMw827wUBHTAP1AwDA85PCJeuDI0AAu4kAi8hAy4ADxEBBAYviQ9KCAMF3y8O2gwDiSEI3i8KiAAC",
-"nUQCJwAELQAFcFcHsaUC2QsCdRgD6ykLZiQEEAIL4AwCYUUBtyQKCggDIZADpgcG7D8G4QwD1F8BxH8LHqUNcQ8PiqQBGTUQ",
-"SgAlAAt2UgClAg92UgYJ5YMMRaoD9a0ERvANRVoEWC4CBwAAPQAI7wwDDCAPK1MCGTWHHADDAAxRsQIzAgJXAQ+yMgECEw0B",
-"NgEP9QwQA4wABAcyCq8EABcOC8AJAysxAjcABq98B1mlAqojAigkCK4mBCAAAq8yA9YBD1mlBACwAggXWQl5UgNp+QpReQEr",
-"AAxbTwSwhQJsAw0eAAMuLwOKAwweAAOlMQIeAA/WHAMEpmUBSQgMNRAEADEPbwQUBF8HA5IMDE4AA2swAlcBApsAD3SABQS4",
-"BAIOBAxJAAOfCwLBIQL9AQ1lZQPgNgD8Ag3EBQNKMAKkBw/veAQECzUCjosJHTICIjMDzgAPrjQDBRNfAeMFC4ACBVjuAgcA",
-"BOowBR8AApgCAtYED1URAASPgANGAAwQUQRL7gIlAQ977gEEDFED2wMChwAPgAwIBCkAA6kMD4EMBwQpAAOqDAqCDAW8yApl",
-"CAAHAAyCDAJcLg+lTwMGHQAGOAsKBiEApAgIegAEricOVwoE930UM1cKDzsgAAR/VwGyJTc0MTL+AgrWCQRuJgDWCQ+xQQoC",
-"twkP16QBBHDtBJIBAAcAD/Y+AwFNVg+3AwUErFYD3gADVQAMwQwEyu8DRgoBowQOHh8SNsShD8LtAwNIAgOvAAH9AQ9AfQUP",
-"GgQKBFhaA/spA/MSAf0BD5IAAQR7IA/JLQAFClcDlAABUgAP2FUEBRBXD2UEAgMOVwSUAAfULQ+UAAMDCEsArwEHewIA/g4P",
-"QyAIb2FkdmVjdEUgFA8tAAEPRyAEDysAAQ9JIBQPOwAID5tKCg84AAgPgW8ED+/DAQ+YSgAQNG5KDqSiD+ofAwh5Hw8FAQkB",
-"5gMH6x8WNOofDwEBCQ/ODQIPcwATDHpKAKECD3cfAQCPAw92HwIA8gQPdR8IAccDAdIGBmkXD3IfAAShYQkyBRg2TmIEZQ4C",
-"3xAP6gQCA9wGD1YfDAPoBA9CAAEPOCYVAUIADw9UAgOJEg+iDQAD2CgC4wcPFw0EB0YQD9gcBARGJgnIGgKxBg9aAAkDQBAP",
-"KZIAAkgEAQUAAyYHD0sEAwHp+gErYAGgAgPiAQK2DAtnNQNDEgDiCHYxMzkwOTUwWzEG6xsFjSEJJQAHWQIASQgFViEDEwAC",
-"4RMDJg0KNQ8VNrFIC4sPBFESATcBCKcAAmccAHE4D6cACAOzNwslAA3UHgZ+AAq5EQS2AQP19AqwCwKLJgFQCQ/tHAEQNkka",
-"DcYMGDbJFBE2thkPrwEGD+M7AwQdEwf+EwUZDgVcGQ/cjQUBbwsPkToBAwIBDysAAA/BtAACV8oBYwoO4AAHKQ0UNl8eD30f",
-"ASIxK75MDJsiBqovBGo5DrwACkEcA7wAD0gBBg+LCwQMSAEHhAADRAsOCyEKQhwPNQEkBh8BD973AwUOFA9eEQQDKgUPipMC",
-"B0gtAgsAD8pTBAA9AAHGCAoTBAPQYgtsAwML0AzuAwtsAwE9CwArAAxsAwpJCxI2oH4O6wMG9yQCJAUIgQABXA0BBdIPgQAI",
-"AZ4FACsADIEACnw7B4EACjQlBe4DBmgzB54PAjgLAAUABCctCqMYETYHOQ8RAwAI+4wAJQAP8wMEA5EBDyqCBAkbAQz3AwNd",
-"Hw/pOgEHjgUDsgMOoRIEEQELj1IPyAIFAqkAAoZSD2MAAw8EAQAJ9wIE178JfwEFaS0DdEsLkwMC4AYCDCEP3AAKDIUIAtwA",
-"D3IBCA/ICwME3yUHcgEIjgADTCMPcgEWDO4GDnIBBPXxD3IBCAFJJA9jAAEHWwEPhI4CBGlEDwbIBQQizANJFQstIAZTBAKr",
-"MAqnAAdQAQKuDAQ0PQRTBAI2HwvSAwJzXgAcAA/SAwkDJj4MjAgIBAEDTqQO/BQfNjWGBQaPGQIyRgiWAAEwCAAhAA+WAAoB",
-"jgQALAAMaQQLczcHgwAJ6wIFz0ACpxwPCBQCAXYBAB8PDsU1HzZMaAMZNhG5ACUAD2oEBQKoAQ9cWQMKHQENagQDrTIP+AII",
-"AYYFBOUJC+9qBBEBCDAAA6V0D/gCAgK44QEOEw9jAAMPBAEABysPABIBD9V1AQUFUwNvpAzdAwIgIgHyAg/eAAsMRAkDX2oP",
-"dAEHD+ELAwQjkgh1AQiQAALgPQ+bvwgLlwAMcQcOdQEDcm8PdQEJDH4JBWMAB14BAcwGCxkMAdkDAZU8A+gLDCcHAhYOD7aA",
-"BgEJDQGCCDR0b20fADVtaW4kQgSoBwIL6Ae9WwBbAA8aEQtvZXJyc3VtGhEUDy0AAQ8aEQQPKwABDxoRFA87AAgPGhEKDzgA",
-"CA8GtAUPMwAIDwa0Aw83MQAPNTEAFzNfEQbjWwgpAARgEQFj1Q9KMQEIZDAPTAEJDGERFjlhEQ9IAQkPLRABCb4xD00BCQ+y",
-"HwIB7Q8PWAERC6ARAcsDDxgxAgBfAweiEQpD9wHpAgNZHwo4AACICARPAAh+RQWbEQEREA+4EQADIS4PuREBEzeRKQ+jAwUE",
-"QSUKywQD+gEEhREIzAQNLFwAqgoPLFwSBIsAAYQZA9sABL8ABQoBCVwSCld3AjMABdxIArOdCFxYAa4EAtAHDxcYAAElAQHt",
-"GQxLdALFQQCMAAIbAAiZeQEwEwKyDAAmAB9wrTIAA3dUAAYABNUJBEEBAMEMDx0BBQriCB835VkEBi5+DyKGCwPIAQF0KgZr",
-"QwLtDQukegKboQNIVQFHEgbRRwHWEQAhACItMoisCLkNAekAEjfZLTx4b3IACh80h/gDCBwADxwBFQp7CRI3fVkHOAICRA4S",
-"MTgCCBgAAa8BFzKwQwIYAAVODgR5Cw0tFAXFAQxkIgMeRANgAQxJBwFFAQcmER83qVkRCkgUBQsaABoBBBwAAnfGAWQtAfkb",
-"BzQBBgcADENFA04DA1DAD8UAAQ7MJwK8AQAGAA/rRQEC1UcAWh8PMxEBGDepVxI36tIKdw4RLbIEB6MDAlgQAWYCBQ0hBuRF",
-"An4CAxVKDdcSAyMDDrwBA/MDD+RGAANySQK8AQyRSQSLsAKSrwbIAA++RQIESwsEGnENsAECQhQLsAECuBEFsAEPvRICBLwS",
-"BPpwDVoAAk0eDFoAAdgKBGEAD1KmAwSEEQVyJQlXAAK/QgxXAAEUDAVeAA/7LAIE0xIDdiwMWQADvXUPugIDA2AAAXcOD4wB",
-"AAGOfgueBQbWAg8RPwACNg8FfAUNoRIYN5xPETekEw8KBwUHthcOYwICaAAPCEgAA0YYAz0AC0E8ACUAAb0FAiMdAUMdBo0A",
-"AXIrD+EKCF9jaGVja+AKFA8sAAAP3woEDyoAAA/eChQPOgAHD90KCg83AAcJ3AoPowASCUQ8D2QAEh80ZAAeHzUyAB4fNpYA",
-"Hh83LAEeHzgNPQMIfmcDwwsXMtq/BcMLHzPDCwEQMRUAD8MLAQimZw8wAggMwgsHD+EPLAIID8ELDg8xAggKwAsDrgAIvwsP",
-"OwIICssbBPAED3kAEwp4LAR5AAAUBg9QAhAPPAACCH2ND1oCCA+1AAMP8gATD9YuAwCwEg9vAhAPawoIAzcHC7cQAYoGDw4N",
-"AgDABg8mPgMANgUPsR4EAsQjAcAHB4rRD7UeAgIrAAAdBg3+DBM4t3IPNQsKCzwTBGUBDz0TAA4oaQA9Ew/9DBIEigAPlQwB",
-"ANABBF8dBH8AAUsTD1oAAQklAAF1CAJraQ0IHR04LIkDZS0E108J3AsCagEEtjkKlwkBHAsAPQAMwwsBexIPpQAFBAcKBrmI",
-"CvIMEzjWCwceCgIHHgKZDAUgFwR2AgO/VwZCBxE4bAsPugEABH4YBpReBBoAAfQIBDcBBICUDD8ABar1B+1wBMYIAdwIBEgA",
-"BNWTC0EABSWmGDRmcAQdAAI5AgNJAAyUWQQlAAT1DRg03m8K9QEESQALBAwD5QwPLS8ABEEBAIsNCz9jAnkBAAYAFS1kCQuu",
-"YwfsmQqdDRg4BQwROAUMCwIOApQNDzyMBQOnAg5zCQIHAh81dAkAA50pAgYACRECALsLD30NDQRkAQS7HgaWcwtWAwNoAQ1I",
-"AQN/AAiaAAl+DgROMAtHAQLdDAYHAQrdDBg4qQoROKkKCf4CAqsEA5ALCksGBZufBBMRD8sdAAFNOA8hCwETOAJAAZOMEW7J",
-"CwI4ABNmGZIB6AUEYCoEPAECHwwEIgEIATcHvwQGKQAI38kAcQAKzBgEJgsCw3EDLMoCNxcEbgUCNgwDVQAP4+gCAtsEAsoi",
-"BG1YBmotAbsRASQAAUA6DlscETgSKg2DGBk48R0AJQAMmAEACViQNjA3MTgyNDE46C0yMTc0rPsGjxcF4QADjxcCuQ8PcgEB",
-"AhcUC/gjBj8AA3p0AgmTD6wAAAePIgC6AAwU8QQjAQBAAQ9+AAED9R8PfgAOCaoCAdmID8YMCC9rZX3sFQ0qAA/CDAQNKAAP",
-"wAwUDzgABQ++DAoPNQAFD5gXBQ8wAAUIugwPMAARD/1IAw+SmAAfMcnLABgzE+0F7gsAKQAP7gsND1wBBgzsCweOcw9YAQYP",
-"GigFD1wBDg+5CgIIWBgPZgEGDzoAAgjh7Q9wAQYM3RcPzwo7D84KFw/NCgcWOasFDwspBw03CQEWAABTBQ1zNwFqAA86KRsC",
-"4CgKOikDnAwCjwIF8l4CKUcP7RIFDDtWAkJABEITD3EpBg2YlgYiJQAyAQ93kwACTFUEHAAPkJYABeRCB+V/AQcFDXuWAJ0F",
-"DBMAAjIFA1MGCvELETkdKA1uAw+OlgsCpBgABQAEawsKagAP6AsBA2kACOoFBK4SCBSVHznAJwIFqSMPjJYEBPfqDkFABVcf",
-"DHE0ApwvAAUAABgBD4WWAgEiAABMAQ+DlgcOHAEBpAoGPwkKTQwROepDDW4BD4KWCwGKAwGVAwuGJAKIBwNRFArvCgNpAAhu",
-"AQEtAAuClhE5DioNyQIFHwMPgZYEBVvtDi9BB3FADce8BykoDwgDBAdF6w90AQADtAEPDAMAAwMKDfoCDxQYBhM55RsPphEC",
-"AosBCSgjCB0LA3gEDGosAhYADzYLAgRuAA3RGATlDgaQAQFuFQjkMwFfABV7htkGOacCmgMKwQUCVw0D6RoCIQQBVjUKJQAC",
-"AAwGLhwC/3QPHiELDNNCA+oLDyVJAAOK4AM4AAsmCgX0IRExKCsCQA8PsT8LDzYvAwMlGw9NGQYERw4M1iEAKwAH+hkBiwAA",
-"MQoKhQEP7jIMf3Jlb3JkZXIxChQPLgACDzUKBA8sAAIPOQoUDzwACQ89CgoPOQAJD0EKBQ80AAkPRQoFDzQACQkBFw80ABQJ",
-"AxcPNAAUCAUXDzQAFQ8HFwUPNAAJDwkXBAi4IgLzBB884tYBB8J+BRkLHzQZCwQBSSkPQAISDB0LAMkEDz0CEg+PIg4PQgIK",
-"D84iAwiWFg9NAgoPPwADCGcLD1gCCg8/AAMI2BYPYwIKDz8AAwiMDA9uAgoPPwADCGo1D3kCCg8/AAMInQwPhAIKDx4XDwxS",
-"CAAXAA9GgAIA7wUPRoADD0RVDAbJLwAsAA9PDAkBbh0MTwwvNDBPDAsCVxcCbREPOwwYAsIQD0chBgRWAAo6FQcrFgYSIQ+W",
-"CwIAr14KJwEETp0PF2sLBTMJChulBVUADK8AA1JTA5YeA3gLCeELITQwYu4OxgAEN0cDocoD/QYALwAPF0UBBFJQBvIACvdT",
-"AW4HAVtHDPkLAMEBAlAlB0IXAUgJBjQAD2B9AAPAIwslFAEzAAhgfQSfAAGwAQFMAAgWAAHmAQSWAAmKCyI0MCELDmwBAc8A",
-"D6i9AQOkSQNsAQxrAA+BAAwGXwEAehYPIn0TBFBIBw2ZDBGkAjUVBAwmBxcMBCyfC1QlBtPGAxoKCBwAAU0AD197AQS9Sg6j",
-"vw9AewsBigkHQHsJgwsACwEIGAEAiQwIQHsCJicPOyQCA6IvD5kjBAAkAAuIAQJMfgH6PQycCwWfAg4KAgJtAg9WSAAEtMAC",
-"CgINKAIDziMDeRcPhwACBvcACo81BEwMBW6CBImZD08iAQXfBAj9AQGqegP9AQv4FwKupwNYfwrpNwQ9AAXx7QSWmQp4AAKQ",
-"LQIaEgx4AAA/dAN4AAtZAgOEOQK2AQoCJAQ9AAXN7Q91AAACbw0Dp28MdgAH6wIBew0InAICOAACfQAPyQUCB7ztD+4AAQLC",
-"DAPxawt5AAGdagiQogd5AAPnAQF/AAEVRg8eAgABHbgP3nMZA3nCAiMAD+EzAQBMAghZAgL99wdjEwSHwwkQEwUdAAR8NB82",
-"8oYNAhoHD4/+BAT0Mx82ED0MCCqrC7RKBH9aD5j9CAKDAA+Z/QMEf1cPfgAKA6IOBPBQCgRZBSYDDoAAAvgDCNaqD3gxAQMI",
-"jww9AAJ/AQP6AA+9AAMEdT0PDE8JAzeJDScoBZSkD50ACwMhYg/1FAkEgDYP2wABA8A2Dyc8AgQkCAROAw9+AAEDQAAPYigC",
-"BVP/A1YSD4AAAgLAAA9LRAIEpDoExVMPgAACAkAAD3YQCAPkWQLvXwjEUwVhKw+HVQQEv4kKbzMEMAQFA+EP2wEIBCdUD/sr",
-"AgNJog+ZCAEC6xAEpuEK6mQFcRESNNE3AB8AByUED+kQDB9i6BAZDy0AAQ9YswUP5hAnDzsACA9YswsP5BAfDzMACA/jEAUP",
-"MwAID+IQBQ8zAAgfNUUQDgUyEAgUAAQyEAERMw8yEA0PiwEJD5olDg9VAQkPvA4DD3sAFA/2DwQINRAPawEJDz4AAwm/tA/0",
-"DwwPNw8LBNZCDzcPhwS//g/IAAUDIxsPHQ8CAuAkD1sVAAP4Cgc/Bw8dDwYCsCIPHQ8VA8caD4RUCw/0LAQCMA4PHQ8ABE4F",
-"AgcAA3c0CjQJAn/9Dx0PAAVWJwkdDx8xHQ8KCNdBDx0PAA8WGwEApwEPHQ8JDClFA3mnDx0PCQN7GgiGDgFRAA+9iwMElgAK",
-"HQ8fMR0PBAbYbQ1sAQNvFwIGAAv4DA+BAA0GXwEPHQ8fAnkmDx0PMwWACw8dDwAF6Q4NtDIDn08ImoYDNAACAA8PaCUEBR0A",
-"Dx0PAhgxHQ8fMR0PBAsfJw8dDyUDWgwPHQ8BBJ8CD0ETBA/mqQEEQhMCBgAMF38DOw8AJQAMHQ8FhwAG9wAPHQ8KFDJqig8d",
-"DzkC1R4PHQ8KAHgADx0PYQLu0w8dD14UMtl0Dx0PNALnAQ8dDwMEHgIJGYMMgQMPHQ8HAiMADx0PAhgxHQ8A1gIPYjMHBIsV",
-"DzkWAgOqOA8CBQEOjBUP6z4BAvccBm4cAakHwDoKCXJldDsKCn0KCg"
+"CQECAiUeD4t+AwocFgffAwCeTAf9JQMDFgMMkAz9JQWdAwYmFhwxRREH/iUANBYPpR4Hj3NwaF9maWxsoh4QDysAAw+fHgAP",
+"KQADD5weAAyJjA85AAowMVszUqgOZxwPNgAKD4iMAxg3OxwC3gE/PDI3BzgAETKdpA3iJAGLbw9RHAEFVhsPBAELBFgZBRsi",
+"LzgsAQEQDHQZD+kjBQIZxg+PGQMBAQMPkBkKAVkCAl0AAC8AD/MjCRExEAQN9SMhOV8WxAN5AAPjAAM1DwNlDg8KHQABGAMV",
+"Mo0sD+AYCAN7DAJEACJ2MtwAEHuPAAICGCMyOBvBRTIrMjhsAQSEAwAkrAlCAAlRHQI2AALGjQ9EGQsDrw0JAAIE3BkvKzm0",
+"HQQEezY/KzEwdnAJBNVbBORFCDsWAf8DDxslAgVXhg8AGQQEVgAD+AQDYhAC/wIA8wcCmgAcNiAkAyEABA6wBRgWAxgAAu49",
+"AXUFBDt6CVoABVYBHDc0xwPJsAE6AAMuGUIucm1p5AUDIwABdAUByQoBHgAReqeYAx4AAbkmEWavCgskBQFtAgC2Dgz8AQNc",
+"BwN0XApLHALcoQ3UAQSbZRIrSwILagACGCcB0wgPbAACD8cbAgNqAAjyBQIuABI2ixIEuwUC8KMMUQEFUXwvKzaksAMFn7ID",
+"0F0Hmj8BDggDcPcF8gwDHAACng4BGwAFXEgKjgEDwPYFR0AKjgEBqwEBoAsLJAEBlwIAojQPh5YBAlqeDkoFBeUAFjinOQZT",
+"AAFyAQLkGQ3kAQJvAA9dGAEDbAAJeAECNAMcMHkBAwuWCnkBBSQDAkKVDnkBBCQDAjwICHkBAioTASYDBowMAxwABgcDAWkM",
+"D3kBAQJcAQ8HAwQDW8EDiXkOgZUBIAAPPhUCAKoFD34BAgXJBAId+wtWAAFnBQJ2AAKMdA1rbhM5FDgJawEDMAADbxULwq4E",
+"MwAHmgADqRUF2QECxgAHIgAElS8FYgAG7wABYwAN1wAEp2gD1wAIcC8BTQIBDwIKOwAIYAYDGCAlMzNgBg5fBgTEjQ+0IgMC",
+"/AUCuAMPgx4LBUgpA6AAA5aaACgEBuyZB3F6BR4ABQIMBK16A7UAAPcGAa96DxkBAQQNpATSAAhWAQM0BQBcbw4LAgI3AQIt",
+"CAIWNQB7AAfsIAOhjhNwEQsPiSMADxAHEAN1HwMBEgmVAwVSBwhTCxI5Mg8MuQgDU1gCfB0Ck4IPV1gCAAAbODsKCYZ1AueQ",
+"AlCQBIoiCztaIDlfGRMLtAICrywHyzwSOe4LCCUAA7wBBZEAB7IAAnwBAkUAATgaDLIAAhYCA3QCCbEAAG4DBT2QDycMAiA5",
+"X5wzDVofArPiAgfPAA0BDIkCAj8BAiYABajPB0AAA4ghAygAASYjCUAAAu8AA5YCD1hxAwNCAA9ndgADBWIDJQMPTHICBPqq",
+"A+KACHsACa4CBTI3BPQEApYPAyUAD5hAAwJzBgAqAAyZAAPxPQdBIg6ZAAS6PAdJCAbrAQEvAQNFjARhAgyuBQKwAQiEeAIT",
+"IAc3AA5pjgEkAAU8AgcIkAGsAAAkAAxDBwJ3AgWGAAzbBQDTAQ90IQEDhQAPgAoAAmgaArsBD4w4AwAwEwAcAQyaYwMeAATS",
+"CAtXBwN/ywE8BwFGEwoOuQPH8AIlAAzo4w5lAARlYw8SuwQEdoEOVwkD9vEBhgcPiPoBAsM5AiUAAgYAD4QRAgT1gAM2ZQ4g",
+"AARREg1fCANxywL8Ggj0NwMfAAKdGgElAAScywdtBAImAAIYkgMsAATYDQrYbiE5X20kDaYEAjIDAzmkAZUDADwAHDk8AAFr",
+"CAstBAK0IgM8AA8KMgEExAIMWRgKhqoNkDsDcDsPhqoHB4wmD2C5ABEzvTYBAwMGuQUQMpIICBoHAy17A7EUBykAAJkICGmj",
+"AvrED6YDBAJSyAIlAAXmAAuKAwohEwTmDANHFANIFADRDAoGOA+rAwYCBxAPrAMDAwIQA64DAgIQDgwdBAW9D6kCAgA5zQAe",
+"ADMxMjSVdAisAgFFDAL/zQEJ1gusAgFGAwMlAAwO2Q5qAAUaTgSKVQ4jAAQ/wA23AwMJ6AGeAw8t2AAD+ucCJQACBgAPyTsD",
+"ALkBBIUAAkR4DyQAAAWUDQy8AwVD2gF5Ax8xrOMDAhsAAykAAjsBCKtHA8IDBGPlAqwVAxMCDJwRAEYJDmcrA4kVCsMDHDLh",
+"CAANAg7DAwIKCA/DAwgCCggBaR4JigMDECUCnhANwwMDLwYPW60HA8MDBSYnA5AAAvH5BTQDD90DAAEecwApAAm1AwAmFQ/e",
+"AxIBXbsI3gMPhAcJAnzPAiUAD94DBwUfQgfeAwOACQNQKwCPAQxGEA/eAwYC2gcP3gMDAm4BBN4DD2wfAwAHDQ/fAwcBb78C",
+"8QIEYI4J0AICjxkDEdAPCOkCApoZBCkADCLiD3EAAAQRggVFjQ8kAAAFHgcNkgAEE+oC0RkPZcMBBVfdCAcAD1XHBASKIACN",
+"AAUyoQwkAAVPGQ3vAwRD3QLUAw/azwEEQd0DKQADBwAG9Q0G8AMDGwAC1RgDJQIMXxEAcAkO8AMCRRgM8AMMIAwBAAcN8AMI",
+"PAAP8AMBA0kLBa7VBW8kAtwjA4IrDPADBAOwD0AuAAPZKgOjIwxRDALC/QVGAw7wAyM0M/ADBxYZANwAD/ADFBwzZxAGtwMK",
+"UQAAcw4HQ6kCK9sDEgQIaAwCngMCQhcDMpQJSKkDgUsAKAADuQ0fMgkMAgZ6AAFSDg1ILAOYBQ8VfwEJpIUPGisEBb+fD9MG",
+"AwGsyg+VCwEDs98EzMoPB9sCAvMSBNzfAO8eDwEECwU7hA1xLQSOAATRlg//AwAEyNoC/wMPJtICAv8DBYfHAikADxEnAgLj",
+"GQKLAA+KBAMBEswP/QMEA0cdBDTMD/0DAAWfzQkHAA/9AwECPQEDnx0DKAINqw0BiBkM/QMG6QII/QMM7AsAIQ8O/QMIPAAP",
+"/QMCA+YTDbwuA+xCBiY8Cf0DAgsIATmZDDkAAwgIAiEACngdBuMDAXcdAO0CD6sCDw88Ag4P0gENB3kDACcWD0QEEgDiKg9M",
+"AgAESQcBVc0MLAIDyR4DlQIPSAcABAMCAkgHAX6vD0cDCwZZiQMuCwlwAALgHgRJJw8mBwAEmc8DIgADBwAPJgcDBO0QETEC",
+"zAtrAAIKLQQHAwlfSwQiAAMsJwLzCgQHAALcFAoHAwKGAAIwAAQHAwx7DgA0Bg5uNQIPFAsHAxwzQw0AtikOBwMI8w4PBwMC",
+"AyoSDWgqA7wxA3orCwcDBP4qD9pKAAL2mAMHAwFURwhUBgJXAALsBQ8iAwMCgcYAKgAPIgNaHTQ9Bw8iAwQQND4HD0cCAATf",
+"ggHUzAxHAgL5CAMiAw9o4gEDutMDsdMABwAPIgMMBC6gAHAADb4FAqMpBCIDD6LsAQNV0wN9ggQHAA8uKgMEjnYRMYHLC2sA",
+"A4jjAyIDAWRtC2sAAxSCAzJLAwcAAdgsCyIDA/2EAjAAAyIDHDMWDgCICA4iAw8WDgIdMzcdDxYOAQLLAg8iAwgCci0WMcsC",
+"BOkCA4QtA+oCDCIDA0AGDzsuAQPfNwIhAAxAGQJAAwEiAw8nCgQCgckAKgAPIgNbD3gOFRA0eA4PRwIABG0REDDtygxHAgIe",
+"CAMiAwFFEwxHAgM6LAJ3CA3i/Q9wAAAFFwoDb64JcAAC+wkDIgMPOuQBBNICArsGBAcAD1kRAwRUAQBrAA39AwLUAAUiAw/W",
+"CQADn0wD/QAEBAEIZxkEIgMCbQYDU9UD5gIMbQ8AOQUOIgMI/BAGIgMMhA0AngAOIgMP+xQNAjwtAurbCekCAhIJA1stDSID",
+"A1sGD4E2AAOBMgMiAwsLhQJJ3gIiAwEuGA4iAwKBzAAqAAmYAgDrsg/BAhEdNXINAwIBA6TDDFshA2gOAm4NA+IUHTOjDgmM",
+"AB01Ex4CjAADUyoLdBkCehIEgBsDyR4dMyMfCmIAAKgGB2IAAm8BATQcD2IAAQMrHwSZHgysIAEYAATXUx0zRB8BtwgNUSMF",
+"9qIPrCMFAVsCD5sNAgNG1wOKMATqBAlfAAT2ww+xIwADot8ELwMEtAILrSAELOEBgwUPryAAA7PWAc8vDPMBAYsBAUxUCyoB",
+"AcqMDBQAAyEqBGQjDMEMAGIAB+AABNAjBZEkD9EjAwHQAQM4oAtzJwNyAAEsMABxAAxnCgJxAAh/AgMxAANhWQdGAgPMBQvZ",
+"AQSDiQ/aIwUB8+AP5g4EA7PYA6rYDYjfA2L9A7sBA+E+DbsBAyLYAeIAD7sBAQI/AgPvUArlIwIyAQNdJwDnIwxJCwB1AA+P",
+"AQAGeiAP6SMBAjQSA9ugDD8DAsYSAdGgAHEADNQIAnEACY8BAjEAAyAiB48BAMMEDY8BAN8vAwoDD+cTBADsLg/qDwQEKwEC",
+"cQEBG6IJjwEISgMBwgAPjwECAkoDAfkAD48BAQLsAQMMoQo4AQHvCAHI6As1AQHSjAxJAQKgBAE+CgBKAQziCQHEUQ67AQQ1",
+"kA8mJAMCthMDqKMBVDINcgAB2ScAcQAMbQcCcQAJuwECMQAcObsBGzaQBQKP3gIwAA8FJAIFyqIOBSQCyKIBJgIPBSQHAvEF",
+"OzE2MAUkDoUxBlAqD9lMCwL1DQFVAwiQBwJNOgFDBA/yIwED3xMBsswBHgAHRqICOQgBw10BOZgJ8ikE9CMG3wIN9CMCIaAB",
+"XAAP6wMBAUYDAiQAAtoCCPUjAKwmBXkACREqBRkBBXkAFTI0kA/hQggEV6ULRQAFxwESMTkEDzJPCwGpNQ3rBgXnJgo9JBA2",
+"RkML6gkCwBIDXgID1X0KFgEDeAIDJdgIjCMDw6oAIQACI6oA8wIMrgYB5fEMJQoCoqACvQUAXAAMRgMBjAIILXowOV82UAwI",
+"FWQCZQkCnVwL1AABPwACIQAC9AUMZykBeAAAIQAM0wADZKkC5gEEbSkOBy4MxwMCEAUD1wAFZuwI10MCfSQCJwAGwesFHwAC",
+"ewID4AIPpCMCBEIAHjWkIwI+AAVxAw+tMgIF5iEFwMEFfAABAgIE9wIFXAAEHgADlAACJQAEQzcKmgAC2BcAKgANmgACzAsE",
+"mgAPM30CADsiAZoAASc5C2kKAt8OBP+jA5ABDMcFA5ABCEAkAs+mBzgACWyjA9QADwfEAwLADAGrPwxjBgGDAQWHAAzdBQD4",
+"AQ8fAQEBWgEAgAENREYCExAEEAQPREYCBD0jBt13Cl0AAugAAAgMDBYNAqynBSkED+WWAwSMqh834B8EBYTgDQgIApcJBKsH",
+"DzQSAAPX3QQpAACfBw+CDwsE4C0fNw0ZBRAx6C0PJwoEA+ctA6LgAa45DJAAAroIBCkAAwcAD4sABAMuAx83DRkFAZrxDyMJ",
+"BANA4AO53wEXLQyLAAI2AQQpAAMHAAUsDgbCDwPYDAMC/wMRCh01ai4PBxYBAlISAg/nADwyAzwADTouDwcWAQI7AgM8AA/D",
+"DwEC4KsCPgEJdAICywICHwANww8CPqkBJQANrQICCwMCBgAChwYOqA8RN443EHIKJgfSLgwbDwQOKQI/JAcpAAxSCQTPAw+F",
+"JAICdhMABgQE0EcMQA8C7wMNsQMEQyQEjp4NswMCiKkAJwAOswMDcT4DKAEPPhIDBOqqAscODiAABHMoDbMDA7HhA2HiDxv8",
+"AQNV4QQpAAyw7g9sAAADrggfNx8UBQFS9A+zAwQDAOID9+EP9uEBA/XhBCkAAwcAD+46BATKBAOSAw8iAAAPwBwHAzH0A3Lv",
+"AUYoC4sAA1rzBCkAAwcABaIMB7MDAs4DAjAABbMDDAMRABIxDrMDAp8KDLMDDFIJAHqEDrMDAlYLD7MDCAL1BgEaBQl0AgJ2",
+"EwIfAA6zAwJ2EwAlAAytAgJYrQSzAwGHCQ6zAxI4WxMKkyQcN4OfD7MDBgyIHAazAw9aJAACwgwACAID7BQcNckQD7MDBQ//",
+"fQAKnVsBXQEAJwANswMC8wkEswMLgP0FPQIEaH8PcA8ECXcoCJgCA6v1A1X2ATv0DJgCAj4DBCkADG/8D2wAAASwfg3KUQUi",
+"AAXbBg2zAwO58wO79QE4KAyQAAJDAwQpAAMHAA+KIQMAiigDiwAPcyAEBIMoDrMDA/z1BCT2ATcoCosAA/31BSkAAtUEHzko",
+"FwACRBIDMAAEswMcNugRAHgEDbMDA80OC7MDHDYyDAAYAg6zAwK7GQ+zAwcDwgwGHs0EdAIDyioPSxoDAScFAiUADTkAA60g",
+"AiEAATkAD7MDAAIwGgA6KgaKAx84ZgcVHzhmBwcJViQQOIwOCFYkAh0IAqwLB4AMAhkIArkAGTGgDgNWJAK3SgEoAANWJB82",
+"IAwEDtcDAtsOBOXLCZsLA5ExA5wLABIGB7wAAIsODUYEBz8oD0YEBAJjDQAnAA5HBAJoBQRHBA+jIwIBrDQBogEPTjADBjHs",
+"DSwDAi8bAq0LAqfzDCwDAnMeAykAAUw8D0cECgHjFwKMAA8ZHAUF4OwNRwQD8vgDsOwCizMMkAADqwADIgADBwAPEQkCAfv4",
+"A4sAD0cEBAXlOw5HBAIUKQWz7Q9HBAADzqgDKQADBwAJ1jQERwQCrCECMAAFRwQNJg4BvhUMRwQC9RIMRwQM6QsB+goNRwQI",
+"6QsPRwQBA4GxAU8KCHQCAnSxAx8ADUcEAm8sASUADfcyA7UkAiEAD3ceBBM5nigPtQEECawCDz0CDg/TAQ0HnAMAkiQPqQQS",
+"AxwXDMUDBZMrD5SnBQNINgApAA4RNAOKEQIhAQ/3BgMBJvsBIgEBixEJjQICQgIDqAMPRCsAAx37BCkAAAcAD6gDDAVFlwNg",
+"TAlvAAL1AgOHAwnJqgQiAAMbAAIpAAQHAA/XAAQE5zMDzEsJagAChCUDZgMBgigLagAEy0UCKQAEBwAPzzMAAmIYAzAABWYD",
+"DNcOARQrDWYDBA8YCmYDDNkNAa0KDWYDCDwAD2YDAgOjBgw4SAMV+wIfAA5mAwJnBgAlAA1MAgITBgNmAwFwBA9mAwAD9C8B",
+"kAQPZgNXHTnmBw9mAwQfOdabAgGYLgRmAw8tBwMDVvkBKgAP5ysAArsEBBlmD/wCBAT6QiExMFRRCJECA0BIA2oDAYgqDJEC",
+"AmMDAykAAXF2D2oDCwWyqBMwmYkJcAADoUcCUAMJ4qoEIgACHAMDKQAEBwAP+CkDAapfA2sADWwDA8pHA2wDCTpXBCIAAl4D",
+"AykABAcAD8wOAASvAAEwAAVsAwzMDh85zA4BAvYUDWwDDMwOAWYKDWwDA5gJD2wDBgOW8QLE2woZAgQSAg9ANwMDbvECKAAO",
+"VgICvgUEIwAPRDcEIjEwRTcCuzAPdANYDzYPFR859uQCAXExBHQDBg5pC3UDAsUED21eAgVP8gRjAQ/qWQMEpzwiMTDQFwea",
+"AgKyJwR1AwnpWAQiAAJuAwMpAAAHAA91AwwE1iEjMTByWQlwAAP3CgLGAgmgWAQiAAJnAwMpAAQHAA8pJwMEbeMAawANdQMC",
+"M1YEdQMBGikMawAD9gADjQADBwAIiEgEdQMCngMCMAAFdQMMyxAQMfr7DXYDCbkVBXYDHDfLDgExBQ53AwizAw93AwMCwgwB",
+"sUMKGwIDvwwDC/QNdwMEA2wAKAANWAIDHhoDdwMLpo0GdwMDHPQaMbgkLDEwfiUPFwMFLTEwxA4DdgsP5dkDBFITA4EODyEO",
+"BgAICgP9HB03+A8H8ncBiA4M1R8FqhwPZSUAA5PAA+gcA3YaHTfEIAtjAAWLmgPWAQTNsQPKFgxkAANeAARdIAyJHQI1FAEg",
+"BwB9AA3QIALzGgeJSwHRCA+9SwEBCAkP10sCARsJB9dLCr5LAlMLAiUAA0YAAGYACPceCMcgArEUJjE4xyAELEslaW5UAANU",
+"AQPfKAG8FA5URQv1SguXAAJmEQNKAALEFgCsAAlKAAXhAgYZIALaJg8yIQYDWwUClrEJQQMDPiwPPwMBBP4dBD0AD7gGBRMx",
+"uAYBZBEJDwEJGAsCt1ML7gACdwEDhxEP7gAMBf1EEjJgJA/uAAYEHR4NXAMEiGAFIgAP0wAGAiAzArIXDsMBBRhHAwQCDP0C",
+"CeYqAXURAOUCDHYPAeoGD+oAAQUtag+rTwsPBAEJBC+EAekJD9LABAFuGAK6BwLtMAFBDQj0Awl2JwVXAwZ+TgiDJgb+AAkh",
+"HAF9VAD+AAxKDQP0Tg/+AAAEvF0P/gAoAxcGBUO4BgICA1EGBc2oDxsBBARaFyIxMQkNAewlCBsBDx2wCAC4AH9kZW5zaXR5",
+"J1IUDy4AAg8qUgQPLAACDy1SFA88AAkCMFIP65IDCGOuAncIODwyMTpuAjYBJzwyLooGd64Aq5sPDycABGVnD9UADgEmBQ/+",
+"UQQP0gAKChAGAPoBDygGAgAtAg/+UQMA4wYP/VEDAv4GAn8IAukCCHM4AwoDA9MxAW4HAgYDCcgHMDMwX0oJCvhRA4EOD/hR",
+"AgXWOQ8PUQ0CRAAEtSoOSfQPD1ECA7UEAu8WD3RSBh8xbAYMBFmtAe0FD5atAw/0ugECbAYPlq0KBdJeBXQEDOXAApQBDOQG",
+"A8dRD7cYAAI7EQIuAQEpBQFUYwNYCwDqDQklDAcdAANBHhEym/8JGAADURYNGAADdxYNGAAClAsNGAAC5h0CGAAMeVEjMzBD",
+"ig6kAQSKDQ8YVAwC/gYK2FIMd00ATv4Pd00JAkoHBO5EBTAJAcEAFXtDRxMyLgkCMeAG0CsBBBEAJACvMGYzNTg2MzdCREkA",
+"BQIrABQ0SQAFixcJTAQEHCEDVAkA5QEDagABqQEDRQAE4wEENQADBTgF2QUhMzAQbA63AgOPMA/iiQYDUQEP3K0KAn/zDlwA",
+"AiUID4q9AgKsBgOgAg+JEwIEdR0Noq0DHwAPhVQEAzSbAhwBDp8VA14dAh0eDwcDAQTbAAYbVgt4AAQhCQ/FGQUEoh0PCx4A",
+"AqsBARgDAY4LDAxDA704BgYAACcSDmIABUJGHzK+GQUBzBEGEREKmDUBXwAFakYPLDUAARoAAicAAy0ADLQkAr4BAygDCiR5",
+"BmcVAmcKD6IlAAN5MAJGAwNAMQwGBAI5HgTzaAOaAANNMgdjXwMZAALVAQL0AQQbBwULAQHxFzQzRjjmAQnFIgLgAAPZJgfx",
+"CQOrAANMJgJCAAUoAgy6VCAzMCppDMdSEjPF7AYjAAOAAwWZAAKwAANjAA8bRQYBfQAxNDA0fQAADAAXQ7ECB08AAxQkBEpF",
+"AFEADpEABpQdAJ4ADJEAAUIAA5EABTFiBB0AA0okAl4AANYBCHdfBH0ACfEAAFQTC6kBAqQcBC8ABj8VFHRxAQJmAAHEAAi5",
+"HgToEQiPAQXRAQpyzwFT0QQPxw4AXwGDAAb2AwG3zg/TAQMBVhEOQwEGSAwBJAALRAEDWgQDtQECqwELSgED4QMC3gEGpmYE",
+"HgAFcwIBKwALsAILEEYEDzgFHwACIQEBkuMIIgEJKAIDQwADPgYP5AACB39VAPIABgMvFHWKAQLNJQyKAQkACAxiPTlAJXCS",
+"EwRoAAr/AAM0JgAGAAFaEQgcAANkJwLAAA/YAAQDHgAJwQABHlYPo18AAhu9AZMJCWgAA8MXAUoABLoGBWcAA2MBAqEBAeQS",
+"CTwAAxoYAR4ADJ8BAkMJBPNEAYEPCTwAA2QYAR4ABI8HBTwAA9kABHYnCx8AA2wnBHMnAa8QB1sABchEAwcAD/hEBgeIRQE3",
+"AA8pAAACoAADiQADBwAG0cYErwAJ9ScAYwEHjwEK4D8EcgcEuLYE5ggEjwwCywgCpwgOcxQEylUBbQYD8RMKAocA+wgJfwAP",
+"GXUCBYQXD4MRDATydwGLAAikTAWVQQ4FGAIaAAM5AA8BDAMJYUcMbA0HbQ0C+PUIzAsCdBsMZwsFlyINGAADtiIDeQcKLK8A",
+"tw0Bwj8OHwEENRgPEl8MBE11D2kNAgXCQQ+pMw0DTAEPxgsCBKBYTzErMjmKAAoCHA0E+o0NfgsBl0QBUUQIyQsObwAEmgE/",
+"KzIweQwJA24UAccYB3oDA5dtApcZDxAMDAXqRA8SDAwFAQENEgwDXcMESAAP+A0ZD0kCKQdcAwRUCA+PeQAPHA8BBLiwAzYC",
+"D8VXAgWesAXvbAlhGQJVFg89WAIDqBMAxxcMlQME/HcDagIP6jEDBRj/D+oxBAQcAgyEDAQNjQOOAQ/zKQACzBoCKAAABgAP",
+"hwwGBkNcDHwAA4gMDnh4BSIAD4kMBgLJbgaiRA+bQQABMAYCKAAELgAPjAwDBCm7BN94DyIAAA+MDAYE2o0D8gYOjAwCzDEC",
+"JwAELQAMjAwKn+4CYXIP9xYAA9JDD4QmAAKzCQM3MgGfBQ3RWwAYBQGoYQmpSgPQEg9hGAEDhRcDojEP9R4CBOvhApbuC+sM",
+"Ajg/AVc/CkILAisvA1c/AQpBCHQJAc6QD+wMBAMOPgKRBAEUPgvsDAKYCgBhAAztDB0xnw0ARwEPNwoACV8METHLdQeFCASe",
+"BALVAQ/yDAACA0QCggAP8gwPBMgsA1cAARBMD5QAAAbdFgGiAAyUAAP3AQKUAAz1DAISRQQ6AQv1DAWAAAn1DBAxJCcL9gwC",
+"mUQDMAAG7UAG9gwC0AsC1gECpHMK+AwC9wsEmwEP+QwDA9hsACoAAtBqCPwMAp9uAYkACvwMBIcdDeMBARYLDk8BAbpZByUA",
+"C08BAzIED/8MCQPOAwJhCgF3QgkeAAMdAgIeAAz/DAPccgW7Qgt1CgVuQg//DAcE1C4EQgMPAA0DADIVB+YAAXaWCwENAksL",
+"DZMBCSIHDNkFDUdbBGsACgMBAicCAWAAASM8CR0AAjMGApICAq2SDd0ABB4ACQQNGjJWJgVQAAQXJQXDEwUaAAKEDQI5AgIw",
+"BA+/pQYRMToDDJAsA6YBAikBA1IwD8YlAAN+EQMoAAOBMA9wLQEDiwACKAAHrggPmC0CAisCBcowCaQDEzJMZwtoCAVjSAyC",
+"DAHpBQODRg+CDAACPSECnwsDAD0K8lwBGQkJgQADDi8OAwoDEkUlNjEDCgdWsAOaAQRQQgMrAAMgCAq3CgR1ByMxK6j8D/OT",
+"CwFKVQlkAAOJEQ+3AQYFkUIDcg4DDgAMeQ4CSSQFLQAPBkoAAw87AyoOBNwADKYmCmmUAnSADo8CA2mUAmgACYcAA14AA88A",
+"Dzg3AAR7OwPPAAO3AA/xNwACM2kEMAAENwAKbCoHkQADD3EC+DkIkwADdzsEkwAOyQIEcDsEkwACKAEB2jIKKQAEGzsDWBID",
+"BwAK/U8IkgADurEBGjIJkgAD6gsE+wEPkgAAAhsAA2YQA5kAAYU7DoECBTgNA9wxD4ECBQIrCQHpBAnxAQPLKwIfAAI1nQ/O",
+"AAACwxECqS8NtkUEcTwAvA0MRQMHcjyGMGYwREEyNDL5dwQkAANZAQN3FAc0CQUHBgJZEQQpAAFACAcCBgD7DwwCBgqZXwAN",
+"BAEMKjlyY3BGLgNYAAk2BAmKagRBAQSNTjUxKzHJnA/OhwICrwoBNAYJnxwCUwMDHwAPaQEFETWbMACYAAmSAA8rIAw/c291",
+"R9ATDy0ABQ8pIAQPKwABDyggFA87AAgOV3IPcwATD/GOAQ8zAAwP744ED//hAC8yMxnPABc2FAAESXgItrMHn3IAQo8PgpcB",
+"CIgjD08BCQyiIAAUDw9MAREPyhwBCBJzD1ABCQ+JEQcPWwERBLIABHYAANYEDx0hAQEwLg8dIQIBFR0PHSEDAxB5AgYAAlcg",
+"CAUuCB4hAysABHFpCfYDIDFfhUUPZRQHA/YED+d8AwQ8aARUKwB8AB9uwZYlBYsADqohCjsTBZwABO4zD6ohEgFdEA+qIQIK",
+"InIFXgAGCCICcS0PenMKAbgRDu4hAdwRAH8BDvcRA4YhAlwGD1oRAwPQEAVvuwU8AAM2AA88AAgFyJ8PChECBCOHA+wwDSAA",
+"BgifDyAAAwSOEgYXFAogAASQhgYbPAuTBwbEFQ/oIgoDR4kBiQ4OXQEB1gIPU0cBBNdbAz4ACsQ2Cs0gAoOpCzUDAxYCATUD",
+"C0gHAZpqD7kUBQMGMgS6EQrJDisxX2tOB3cIAwwBD1AiCgN3CgosKQREAAUKAw9QIgsDGAEPbm8BBZYyA8wVDYJAAQ4BC59s",
+"AlghAyoBAfkUBt4nAxb7AQUAAHEABy88AuVaAoZ9Bk0AApcYAjcAAdUYALwQA54AAZIBAyEAC4QAA7n6BuD9BY3xAWYAAB8A",
+"DyhIAAEbAgjUUQjEAQ8EFQUDk/ED3BkKph0SMaOICZcTAjkKD4kZAQOurAOQAQy1kAI4AA9WNgAEB2kDDAILwE4GnwAEGAkR",
+"MVof/wMucHJhZ21hICJub3Vucm9sbCIRAwEFWBkC/0wNbwMCd0sAJgANzAQDsgkDtjMN1wkIrgQP6lsDBGwFHDVzWgL+FQFI",
+"Bg8aFwME9RUCeYcIOgAC1QwABQAP9hQDBIQEEzXlBAg8AAF/DAIFAA/ENQIAewQCdgAOPAACMiABPAALgw4DN88CWAAOgA4C",
+"nBMC8gACvgAPdYYDBIFYEzVeBQhaFQE9AAK9Ew8vAQIAqgEDuQANPAACMRMBBQAPABcAAiwTB40XD5uJAwRozSExMj4dDyc3",
+"AghMFwK2MABtBDR1MzKoBAMpbQvpAwPfAgEGAAWW4AxSAwQIAAzjXgQ6AwQIAAvETQNbVQNydwTJCAQtBAJpBgMtBAzBdwBl",
+"AwhyAwGJaQvmQAOiBATjQA8YBgEJMTACxAADAQQMHQECNQQH4RYSMauMDbEDAscGDwgqAQhGBA7KWQicBA+R+AMEjxofNSsE",
+"BALxAA/3CAEDIFoDKwQMaw8DRVoDnwAPozYCBK0YAlqHCMACAn0HAVsCD7Y+AgRhFALShw6QGAE6AA9yAwIFDIgDVj4HPAAC",
+"ehAC0QIPcgMCBHFTHjXjNgLSFAEHAwLVVweGfAIWAALPAw5oEQKcEgObGQIeFQ+oBAIEyFYTNak7CH0AAT0AAgUADy8BAgTr",
+"OB41MTcCKRMBKwQPPE4AAx99AlsAAp0AD3Q+AgQzfAJGjAtJEgGOAQLTEgNTNwbaswOEAgFKAgIOAwanVARJAgJDBwPpAgGO",
+"IQmULAJ0HQPqAgv/4gTkAgTTjQ9zzQMDiAQPSEABA4yPAgYADZsAA4uGApoAD2CNAwUqTwJ8lgZ5AQJSEwE3AgF+Ew46AASx",
+"SwxJBwMwEwE6AA+OAQMEQh4EcdsHPAACuAYBPAAPlAMCAHUSAnYADjwAAn48ATwAC9QaAstMA4V8Dt8UAshMAvIAAr4AAdw0",
+"DX0ABFr3EzbhjAd9AAJrdQGJAg94TAMF4EwOSwcCxSUCeAAOdBYEMnUBBgACJQAPygECBNhMETbaCwtEAAEcAwiIdQbfSwOD",
+"AgIMCwJOBQyIFgPMiAPqAg7jAgPGBQNeIA/jAgIE7WMChA0O4wIBeQAAJQAO4wIIxwUObokIxwULOFQE/QAEEyAMeAEDlS8B",
+"FQEP8pADBLVyDMcFA2hLAAUAAXsrDjoABBlbDscFAmsqAnYqD0oFAgQELh42xwUC4i0CJi0L8gkDx3MCWAAPzXMAAQICAwN3",
+"Ai4uD4AGAgXJLQ7HBQOrLQJDKQ88IgMF5nMOyQUDfS0CHAQPgi0BBOVzAmAXA+VzD4NsAwWfcQ/PBQAEtCsEf3ECOAMLJHMC",
+"EhED7gIMwAkCK1UE9QIN7gIDL1UETFcP7gIDBCkED9EFAwIyPAAlAA7aUQjRBQ6ETwjRBQEeAA8dAQADXgUcN9IFA1wtAxEs",
+"D5RnAwTWRgIOKAk9AAJNGgI9AA+XAQMEtIIeN9gFA8cqA8IrD4MSAwQQNB432wUDPywCIgIPPiwFBMRyD+gaAANCLAR4cwPG",
+"KQ9tTgMEligeN+UFAyIqAw0rD0IBAwTeRh436AUDOCoDiywPjyoBA7EqA48qA6cAD95TAwS0RAKRVw/9DAIL128BYUkN5QwC",
+"BQMCU7QL2D4E1AsF3KwJ0UMADAwIGQwJQ2AFmjQGwjQPYSoKAmQ6At6QCVdSAhsMD9gQAAOIUgQ5AA+rMwMEUgIGMloGehMH",
+"UBIBUgIMxuoAJBYP0DsDBIQIDxcqDgM/DQ/8NwIEnlUP0ikOA+gAD0CCAgTDVQ9cKg4CJgcE1ggLRQAEGzslKzGQEw9FAAID",
+"ATMP5hgBBmYVD9MTAwKrLAbFfAM2AAIbEwGEAQJ5FQbUEwNIcQEJBQKFJAbVEwJ1FQzVEwI2HQI4AAH0EAfVEwIpJwMiAAyG",
+"AAayNQzXEwGgAAAgAA/XEwABDgEE8GMPuBUKDQQwEzHHpAo2EAM/JwPwAQFhGQj2OAMZBg8bbwAE1HgEcAIGkVEAagAAriQP",
+"lxMMBFQEBZhQBjADI2VxHgACdC4BJAAN3yMK3R0WMZaTCxYHBZ8+D4fxAwIkQQAmAA73UAONBwPIAgxIEAPLUgSiAg9XCQIB",
+"JgEAfwAcOE9NA0hyAhkHD2HzBAQ6cgMiPwg9AAcZBw/VNwMBOHICegAPHzcABxkHD4HkBABRAgJ8AA8/AAAHGQcBDRgIGQcC",
+"4ScF9C0PGQcAAxlwBElzAxwrDxkHAwT5Kx44uE0D2ysDXyYPQgEDBOUOEzg9Vwk/AAcZBw+aKwcDZgAFwysPiE4AAylzAkoA",
+"A9IVASZ8B5wCAgu4COgSBPboBU8WAyEHBfYZACMADXUDA7ADBBXED5YDBgMIAAYhAANeAAL9BAneZAYIFAIdLgdPaAu0MADZ",
+"AwnXAAB+FwsMFANPlgYOFAvgKwThBg968QAEZwQMKQECaAMIECkWMV8qCs0DA6QFD2Q7AANHDgIXAQ0xRwNJhgMIBQEfAA1N",
+"AgT9CAdKhgepBAK6EA+IKAEMJxsBKCsOqQQEuxYChjsO2wABmwAAJQAOqAQD2y8DqAQMSQ8EvlUDqAQPXS4LAr5VCcY6Aigo",
+"At0CD/4LAwSJBwOSaAg9AAINBAI9AA8iBQMEbBgErFUJPwAC6xcCPwAPkwoDBF8cHjj1DgMOLAPOLgwENgUvcQIHAA8BBAAE",
+"vXAD/AADhwAPhQ4DBL4BBOdVCUwrAUEAAzIrD0IBAwQ8bh84Ag8AA08YAj8AD08FAASrKwOGBAMMKg5QNgTATAOXKwE2AAyo",
+"BAVWcAQYAwP6GgNFPgxbSwSLNQPLBA/nUQMEZKwGfa0HNwMCCScM0lcANwMMfxwCBocONwMEDMYFHkAKEFUBmwAAJQAOD1UD",
+"VjACNwMBY0YJHwAC3AADNwMBHwAPuAEAA58GAoEKCbYBB98HD+oXAwVYbhw53BsEV24CPQAP3wcDBIKfHzm5DgAC6igEvCoP",
+"PwADBOdVDuIbAz9tAxMpDa8qA1cAAp0AAZcXDGcqA5ACA1ouBG4qD4cAAwVAAQ/NbQAH3wcPZRMDBQFmHjnvGwOJKgKMAAE1",
+"Kg+HKgQEgCoCBwAP3wcGAyN+AjYACzcDAXuICRgDAyMzAz4DDTcDA1QjA14LDzcDAwSMNQYeSQc3AwK9AwzDfw1ujgCcAA9W",
+"YAMEcQQC7O0ONwMBwQAAJQAONwMJFgsBThQJHwAJFgsPbRQDBU1nDWVYA6wrAjcDD2wSBARMbh05uQIDRWcCPQAPegAED3JY",
+"BwN+KgPoAQ9uBgMAARACfAAPPwAAB24GBr2gBB0AA8c9A+EqD5ACAAT6ZAP8AAOHAA9uBgMEPg8PzlgAAydlAmgAD/JhBAQZ",
+"ZR85FgsAAjFAAjcDD/ZkAgMbAAKnAAQfZQ9uBgcCXwMCNgAMNwMMmeoDh1gEAcwPGAMCBNcMAsAQDBgDAqsWDwwsAArWjwB9",
+"AA0NDwMMWQQo8Qp+AAQ3AwSvjg+IRQMCMVkAJQAONwMDhgkDNwMOpVIDggoDOAMP9QUDBI5sEjEhOwm4AQdwBg/ACgMFck4d",
+"OeQJAxMwAj0AD3sAAwSxTSMxMAc5CEAAAqlHAgwCDyoHBARGZB855wkAAlpHAjoDAahECDoDBERkAp4AD72MAAKFUQVKMAPM",
+"AA/WYwUGQgEO/AICzxgCOwMBzxgPQAAABUQBDz8AAAdyBg92RgAFDmQCqAACLgAPp2QBAzsDAvmBAzYADDsDC8B8ApIgAioN",
+"DKMSApMgAhwABpIgAxwAArECAhwADJAiAhYAAgYABc45B44zAqwVCc0UCreSAagNCbcACQxQB44zBT40BSM+Do4zBAg9A1kE",
+"D8gxAAMjVwOnKAeRNAxHEwMtewOGkw4tNhMxVE0OPU0EbRoPbTENBORZAnYaCuoDA0EHAyIABEYWCVExBcJiADYpAGcADiAI",
+"AFgYAsoCASEADGwCAo0GAhEBAqpGFDJbiwtqAAYUFgxVBAZQYgIHAAGQJyZheB8AAmIBDXwxDzcBAAVKPw87MQsD5FkAMQAN",
+"NwED+xADIgAPqh8DBb9gA+FZCD8CBKMPAwYNC5IiBL1gBCwBBMwVCCoyAoACBEgAD40zAgajYSIrMe4nD+oABgMRBgHYGgnq",
+"AAiQWAWWFQ8SOAARMb9qAxxhD+tUAAarAgKfHw9JQgYDqwINK8sH81UPigAMBLQyAEIADOU5A/cuB1sDALsRCEcCArYHD9dl",
+"AAzSAAbWQg9GAgsFdlYNRycFtVUPwxkCBZIABcboDkYCAgwDBG5iD1MDAgZjUQK9AwtIAgROYgNKAA9lGQIF0xsPSAIOBI1U",
+"AdwbCgwUA0gCAyIAD74BBgCLMwE4BQzlOgPfqATsAA+pAAMFyGAPZwINBU5WDWcCA11RBCIAD6kABwNnAghuTwBeAg8bNQsf",
+"YiT0AA8bNQYPLQABDxs1BA8rAAEPGzUUDzsACA9ypwoPOAAID3SnAwGVNA90pxEYNRE1AZgBD+g0BBA2PQAP5zQAAXuKDxsB",
+"EQFRAwfnNAD1AQ8YAREPfQIBCVw1Dx0BCQR1AAStAABpAg+qNAEB/QsPqjQCAUsHD8SnCAI3DAOtLwiLTwipNAIqAAOwXApc",
+"Fx8yqDQLBITdC9YOA6oBBDsWBNAND6g0KwSLAA6oNAXBSwr9RQPbAA/zVQMGRUgP1kcKBLEYBGIkD5yeAQ+angYEPQAPxVEE",
+"BOKBCq0zBR8ABlofDbw6AaMLA0tPCj8JBbgABz8JDxEKCQQkFQz5IwXmSg/CAAELjywC5BQLhwsCeAIGbaQKbxgEzAEO/zUG",
+"tz4CXxwOGAEF2gAPxDQKBRScCzweBOUSD12QAAIZAAM4AA+waQMCewAOkyMGPicRMY8KDLYABRMgDkiFA/tsATwABAfzDf2B",
+"BJPvAKQDD/alAQIeAAHsAAqHAQHVAA7XnwAMEAwTAAJcEwM8YwrnFhIyZjMNXQUE1gAPPoUCAcsIAnkED2oAAQObDQoZFANp",
+"AAgLDgJJAgnrgQAnAA+lgwEEj1YfMTSFBQRhNw9VJQAGiigCNiUJowEBYgsDowEE5WMNowEDCyUAKgQPoIMBAh4ABSw6C5in",
+"A2ekDacwHDK/NgJOAAU2Ng8phQICAg8ABQALJYACmS0D8kUKFA8DaQAIegEBLQADEr0GegEPH4UCBZoKDx+FBQS7OA8JJgAG",
+"1i4VMcZLBR0ABsgsAkoKD3oBAQQrJgXJhgsarAPYHwBgAQspAQVnEAN8AQpvDxwydYkEQSMFWwoP7IQCAdcKAqAQAbADDfMi",
+"EzLkWghsAQMvAA8QqQMEMgAHmAAK2IEDwwAHIQAL0mQGiREPDakDBQ4HDg2pAjoADwypCQP9ZgQ+ZAQPBA7cBQZuDw/2qAoC",
+"BA0B0yAImyQBkgYADwQPAoUBAp0OAB4AAucBBgGFAmcMAD4AACMAArGnDbMlBXYGDvOoBVkAD/pFAQISKALRJQJ+BQfyqAAV",
+"HwR2AA8oCgIGW1APTQ0LA4AWCZIRBUQABXoDD449CwVDnwvFAQTrEg58UAupBgJuCAAmAA/IUAMDJwAGvz0Pxj8EBiEAD5hG",
+"CwJ6CAR/OApFAAQXIA9yDw0DW0QJfQEFSAgNyhIL0wQP8hMGBCokAnYECxwABg4vApUjCfMgAtMAHziy1gUA9AAMQkQBo4kP",
+"+jwFBNYjBJI6BRgAAiIPDhgAAmUSDhgAAjwSDhgAAn0SDhgAA/MUDRgAApMPDhgAAgYYDhgAAmwQDhgAAnw0DRgAA+iRB7Bk",
+"AOwEAMYkDNcMAXgIAvYEAw26CrkDAu0ID92rAQDzAAIgAAIkug71HxMyskUIgQUCCgwHbigxMl8x8FsLiEICzxYMrgACKwkC",
+"YikPpwYAAoQFBN6JCa4AAHgABfpND+0WAhMy2iQApQIGHQ4CHjwCZQMMfhcCZEkDJZUA7wgKOwACqioCJQAGMTADHAACyAYC",
+"cwUEOwAKP0ACeQAPP0ABAnoLAv4FAU4FDugaBPRSAj66B3gAAiIBAokFBVkAAxwAAuoqAiIABK8DDx6fAAAoAA2UAAKOAAOU",
+"AAoUDAcsRAGUAA+8YwEC0hcDpIAEak8MZggGoAEKlgACegcP+awAA48xA94EDQc0AkgBAjUGBUBOClsAAnwZD0Y3CANLNA3+",
+"NAIXDgOvBAdFGRIypSMOcgsJ+bwMGB0B5wMAIwANGB0MMgkFllgLRQ8FglU/Mistlz0DA4ZVD19LAAOEVQEmAAAGAA8Pmg0G",
+"bzcCYuwIawAD8gUCTD4PawAAAoQbAu06AywAD/ImBAQdNgy7IwNJJQOZVQ8qPgUBJQAF31UHkQIDcwECLAsEfsQD7Q0LkkoE",
+"bgEMk1QCgx8AHQ0Lk1QBDgYEQFUFHy4mZ3QlSwL5AAOXUQnjEQ1vEg+RUQERMo5SBmwCAaMfD/hUFQUjJwIiAQyhTgLMBgN2",
+"JwSzBAUdAAOHJwfsJwgBVAPVmwFlAw+0AAAGdXEBwgAMelQCNDcFlQAM6CsCywEBNAEPDFUQBIsAA9UoCi8BACIHDJNUA5MH",
+"An4NBhoUBXNUAuddAtYBCGcdBB8AA04BD5JUCQHSBgIqABJwL8AIk8EH/pkKk1QFdAYFKgADngECrAAL+gAGzZkCXQMMHgAD",
+"EQECHgAMxh8DVEEDXjQMHQACJgMBBQABOgALzRwDwQAEmFgCtAgPoEEDAQApAdcDEzGoBA8uKQQEzikLjgQMegACsQAEu5cC",
+"FgkPAyoFBCIFEzG3BAx6AAMRJwMJKgPaMA//HwAEGwADdQACYwoPWUQDBpyWAUYMDHIAA74AAz8BA2EBDw8FAwRQKAYsOwUa",
+"AANnMAEGAAFPKAviAgO6VAMoAAw2AgONlQY+AAwvKAOxKgOBJwxgBAxsAAPRJwNzAAzBAgW8lQPeAQwfAAPtJwNtBAG3BQfv",
+"HgO2CwPxKwH7Pwk+AAJIAQM+AAGRAQk+AAKpAQMZBAYIyAQ+AAPhAAcILAk+AANcAgOWKAy6AASuKAO+AgxlAQorUw3ZAAIW",
+"BwMHAAJYJwk+AAN0JgN4Ag3ZAAK1DANhXwGZPwk+AAMYAAM+AA3ZAAPjKwPRJg8LUwMF2QANmwACGAADJgAOsgECIA0DUJ8M",
+"5bsFbycHFC0JPgACsQgDfAYBdxwJPgACLgIEPgAN2QAC2QUDTp8BNIsH2AcL2yYEmscPzoUABEcKA5GdDyQKAAAHAA5ACgIi",
+"CgAHAAzI6gPWIwmAnQanvwPRIwgqCwqErAFkCgnOAAvdewKFDQqplgZGbwVEDQblFgpLqwGzDQlgAAtKiwINGQApBQ9gAAEC",
+"UwsDaBMLdxUBFgAERLcKmakBwQ4MTg4ARAEPn+cDAIMAD9DnAQBDAwY6HAkIHALUNwItSgIcSwFyAgyXOAKzQAG/Bg0wDALu",
+"QAX9NwhioAIpDAAhAAS0TQUbAB83Qh0WCNMbA7ujBBAGC/kRBB5EPzYrM+8SCgQ+VgxpEQM0SwR0pw+tBwME1ToC3koAPwAF",
+"GgAE5QcCXQMP9VcEETV2ew8nKwcEgkUD5S4IYQACf0ME4QcBwSoPYQACBFZYD0srBQRQcgOCLgljAAI4BQPPBwGiQw9jAAMD",
+"J1gEQzgKigEE4TAAigEPqVEKBF9WBKAFBwXVAyhGAHoCAd0UCakBA3oPAz4ADzcpAwRJRALMRgnlAAOCBQQQLA/lAAQDL1oB",
+"L2kP2CoHBGjSCWEAA2cFA54qDxwiBAE6AAIiAA/gCAME/SoEzdEJYwADbQIDqQEPbQIFBdBZD7lDAwUjKyM1NZQVCGQAA+O5",
+"A4MHASUrD2QAAxExR3kDUI8PSCsHACoADj3NCaoHC/2ICWUABETNDyYvAwB0KwMqAAIUHwllAAPyAQOYKw/yAQYAOwACIwAP",
+"9QEDBIsrACoADfYBAiUrBNkHAY0rD2UABAP3AQ/BcQQEsCsAKgAN+AECgysEAAgLxoYJZQAD+QEPgkQDBQmQIzU1VaoHZQAE",
+"hyoDLggCNA8PZQACEjP5AREyPIEHvx8P3iQLf3ByZXNzdXLgJBUPLwADD+IkBA8tAAMP5CQUDz0ACg/mJAoPOgAKD+gkAw/Q",
+"WQIJR8wCYQcnPDfU6A/QWQsPUvEGCFxZDyIBCwFKDQ/SWQQPHwELD8UaBg8kARMEeQAEswAAEAQPmVkCAMQDD5lZAwB5Aw+Z",
+"WQQCOwoC8SACYiAF+RcMmVkDaC0P8SQBEzNkLQ+ZWXAEiwAPmVleDwQKAgI7IA8DCgAC/x0PhHoBA8QbA3AAD54GAwM9Fw9Y",
+"tgQEHgAPEVkEC5T4DygcCQ9hHQoD4BcPHRgDAb8AAPkAD7EYGQOhAARxIg946wMArAYDhBwPkFkLB4AYCYEAA+QXDzMZCQ9x",
+"WQ8CDQMLahsN3EIJHQADeisE5wwFGAACTQYEiRoK8yUfM4lZLAPsAA+JWSoDMhkPiVkCBYwfD7ZFAwaZDggdIAJqIwYcAAiJ",
+"WQIWAAEFAAC1AAe0RQK4PAFnAw1fDgM3AAAtAw2JWQIhAAyRUQK+KQ+yRQACNQADAikPiVkCAy8hD/kBDgOGAAOnQQC4AA0j",
+"Jh8ziVkaBJ9FA40NC1IEBpK6DjkAAuwCAw0CDIpZBqAAD68CHATZCB8zulkZBDUiEjF29w+6WQQfMglWAALGBQPiDA9CFQIE",
+"E0kNgw4CkDkB5QoPXw4DBcNIDbggDSLHDrMAAq8nD9gRAQOJDQLMBQ8XswMEwDkCFuEHlBIDjzkBeAAP2GkAAogBA54AApcT",
+"BMEwC2EABFhVDlVNA7WAAUMAD7wWAAIDAgNjAAMPAg8hUQMEf1UP11IABkk7D+2eAAOHMwNjAANEMQQMKAhIWAJIAQv8AwYB",
+"RQAiAA8uAwQFCAABaRkPFgMABQgABSEAA14AAukFCTslDGdZAwsEDZIpGDNnWR8zZ1keA/YFCd4DAsYAA94DDB8BAsIAB05N",
+"HzNnWQQFMgENXgMIIwQBORAJHgAIegQLVxAHVC8GVhAOegABPAAPAZsBBA0TAgYAD8MCAwXUWAvYAwKPUgJuGw+BUwoCZ00H",
+"1wMDw1ICThwP1wMDAYkFALIADq8VCKMJD+zkBATAUwyINwMDOwF4AA7XAwO9xwKdAA/WAwkFyYEOwjsDbw8BQwAPyFMGAh8A",
+"A8wFD9UDAgXJUw9dOwACyDoB1gMPEJ8AA4rHA+RUA/Q6BgdTAzACAgIDAkgDDSwXA+wFA5oDDa0hA3oBA9oDD7tPAgTjJwJN",
+"Gw3eAQPoBw9KqgECYBMDEAMPVBEDBSmCDewQAi9UAuQBAdY6Dz0AAAn4WAilGAx6VA+5AAIBmQAAuQAOlwIDOjECugAPqRED",
+"BIw6HTYChAPcUgJ7AA44AgU6MQOkAAEuAA/QyQUEOwIPS8YGB/YvDGpTA4IAA9wsAS4AD0I/BAQgOh82JcYBAYgBAwQtD8ci",
+"AASkgwNnAAIpAAbgOwNEAgGbBAKkAg1sFQTP8QKrAg6kAgLXBATs6g+kAgMEKAEPgkADAkhWACUADKQCA0NWA6QCDyQOAwSf",
+"LALgUwikAgLYBwO3Lw/CAQMEmy4CcywJXS4CBwIEY1QPKiUCAp9WARiTDKQCDp9WD30AAAR4qA7SwQLWFQJ7AA89AgAEj38C",
+"pAAEt1QPPgIDBIfEDy5WAQOTmQJGAA8+AgAEOMgDaAADZwIPzgADBDU1D9BVAQLePgI/AA+gwggEaAAC3BQGCTsCbwECMRAD",
+"pgIMuxkD8VcEH68MpgIDDqsDrQIPpgIDBBAQAhBYDu0BAXkAACUADaYCA04IAuwBD4ZWBATuVg0AFwJMUAJpAQ8XUQwdN+gg",
+"BLJQAgICARkODrkAAuMoD4ZNAQOrqAOmAg+OFgMEygweN41QByYhAUs1D7sLAgZWUQKkAA8+AgMEVwkfNxNNAANUmAJGAA5A",
+"JwPACwVoAALrBAti5AVMAAS1WA+1TAAC8ycD/iYOGgYDxQsFaAAC3gAM+2gDpwsCLQIPrysAAhUQAokUD2szARgzLVgRM1Ez",
+"CfItDIsoCzYpAmQoD58RCAQKmg0YAAP+LQ/tMgIXM9UsD4oABgg2FgG0Bg83FhYJxBQD7n8CzgYNzREFDlgfMSpZDQNOqwJI",
+"qwjOpwMmFQ/NpwAD3ioDYRAKqQIEDTMEY1QPl/sBA7oRAAYABB4uCqsqCEgBCYqWDysBJAL1BAWhWworAQRyDz8xMTOAWQ0C",
+"NgUPzB0DBEcdAUcAD4JZCwJOBAFQHQ9FMwYvMTNEEwQDGC4P9gECBNwPAD4AD8FZCwNAQAz2qAhjugLOeAdBWQGNAwNBWQAD",
+"AQhBWQK4CwwWXwHxBQMZLgBqAA5BWQIiAAvkIgJaLQ9BWQICpAUDyc0M+kUB1AAAIwANtQMPhAMBD+oDHAuVWBIz6CILQxAD",
+"OAcD4QEBKBAOc1kAwgEOlBMDkgcDYwIHKBwSM4k2D3NZEwWCFRYxPRkHLC4C6wAMJ24ODlYTM1FaDv0HBCUWBj5DD8tUAAAm",
+"AA/LVAUEegIPRgcDBIh3Dm9UA+MoAQUADwJTCASDJwK8AQ9yDQMEdyEPWFQBA9trAkYAD60HAARLoAIhAAItAA+C2wMFryoP",
+"+VMCASQHAwYqD6wHAAMhSgNnAALZBwc92QGhAQ54WAMtFgELCwhsBwF6AQPWAwylPgb0mgOgAQ+bAgYDCAANeFgCqwcE9vcM",
+"eFgC+hkDlQMONFgA3gIJ1wAPHRMAAiwECHhYDBYZAi8GD3hYAARsAwx4WALoCggLJxYza4MK0gIFrgYPeFgFA7MDDf4/AukC",
+"BA0ED5YNAgTyDQ94WAMB7QoNvDYOTDUTMwvcDa4DBE4DD3hYBANBVQ9h3gIC/gcDrQMPIlUNDuVUBz0QCQf1Ca0DAzEjA09V",
+"D60DBQYIVA6tAwLlIQJGAA+WTQACrQMEZwADKSsPrQMDBXRVD29UAQJHAAFGAA/nLAADrQMDZwADi34KrQMG6twEHQIDYAEC",
+"QwIPfVciBBx+D31XAwEzBAAjAA9GVAwSMxYyDzwCAASIHw99VwQBlAMPtFoCA0ZUBDwCDzMTAwWlVg+jVgQDai0PggUBAm8w",
+"Aw4uA4IFDzwCAwBADAJlAA8KVwAHLg0BcRQPPAICBGcAA4IFDzwCBAQIAw+aPwACly4DPAIPCgMBArMWA2cAAwoDCjwCBbyj",
+"BB0CAs8KD4JWKQUjVg+CVgIBjQABBz4PalMLEzPQiQ48AgS5WQ+CVgQC4SsPuVkCA2QGAzwCDxtYDAxHawSJLwJNAQ8RBAEB",
+"8AEDfjEE8KYPPAIDBONvHjk2awOTLwRaLw88AgUDZwADLQAPPAIEBDBvHzniagACfi8Hmy8PPAICBGcAAwoDCjwCBQnzBGAB",
+"Ao4GD4dVCgULBQ9DCgIBowIBUXQMHQIMoQ8CkzkJSwgDClUPiFULBVqpBbNHCyyqAfkCD8FYAgR5UQQfTQHCFQ91AQAFMq0N",
+"UxQHbXAClIMPQgICBLWDAxcED0ICBAWQVA9TFAACgTADQwIPGAQBAYMABGgAAxgED84ABAWF1g9TFAAHxXAPm1gBA0QCBGgA",
+"AxIDCkQCDCIwAmUwBicgCBwAAtoDAiEwD6xUAwIcAAuAIQKcCgMcAAYihAa9PQfCCgVRPgx8EQedpAETCgo6PgGYBw8oJwAB",
+"+wAPQScBATAIDx6oBQOHMQIcCgJ4Dg/5JAID8VEALwAM8yUFJlIAIwAM+C8BXxkP7hAjBU1TCaIjCKZCA49aFTgfiS8wN6FB",
+"AAJGIAJxFQukaQVrAAcFrQ9qgAsHAK8MZwACcQMDtCAPIBUABY2/AzkcAlsKBG4uCnBCBHogAJEABgx8BR4AAjgXBE1YDP0W",
+"BqFUBKwAD3swBAXjig43vQNaAQN6MA92LAQAOQABIQAFah4FQAACeQQEDQEAdgEMEVkDjS8DDQED3ywMWzUDlr0D6gABLS4O",
+"yAAECi4vMTBxvQEDni0DCi4BvQIPygACBJwvDEByBKy9BMwADx84AAMuWQTMAAcQLglIAAm2AQ8MLgUGlAEOJK8Fq70CBwAP",
+"lgEHBG36ANMGB0oED6CHDE92aXNjoy0UDisAD58tBA4pAA+bLRQPOQAGDZctAPkADzYADgiWhw8xABIfMzEAHR809S0WGDFm",
+"+gT1LQgpAAbJUgDahw8F9QUPYwEPATgECMdSB3oWD2ABBw+QBAAB8XsPZAEPAHAADTsACBIuD24BBw87AAIABQUPeAEPBOYA",
+"B5FLD/76BA//qAYAZgQPOFMEA6sHAQYAAbAJAoafDzlTAQIrAARGCgnVBxM0G2YNBRcCOQAL+wYD/AkP5hcCBy70D+NJCwJE",
+"AA+rUgICARcDywcOYgAFf64PCwcLAgAdD3zzAgfi0AcVTQcojQGsCQ/qmAEItgwK+BoIFBMDKyoP6agFA5oABPBOCu4MA3yP",
+"CBgABwENDXgvFjSUEgsnAQYcrw8oqgsHGxEJKi8D2wsPxuoACVQRC/xuCsotB25TC8otAz9eDAEeAlMADyABBA8NDQAKoRQT",
+"NKShDm4wBXXRD6n9DAPUDwl5AgSAAARDAAqDSwfxCQPKfhQ5mrILGAkBLAgB2tQPlEwJBZayC5RMBHUEBR8ABH+4C+oABiEA",
+"D11fCgOgDgtNCAFLCALKzYwzQzIzRDcwQcICAr0CBCkBA/0BCf4FBWwBA1izDlkOADwAA6s9COcEAo8aCxItDxcDEQRECBQ0",
+"ePwLJR0Jd3oN5AQCPQUFVkQLeC4CF5sBlgANSC4TNIf6Cys6BAgdBFeICFYDAzUMD+DxAQOTAQIGAA9/CQIE9GcCXZ4OHwAE",
+"GyEMZQoBmAkERP0NIAoDfUADtiMPW0gNBNQPEzPVGQ4hAAR5Iw+FJgABggABgAoP9A8AA2pAA0wkASUAD9QUAgRBaBMz8BkO",
+"IQAE3SIP+iMAAVcAAagDAWAiDPtIAXwAA4EkASUABQRVBwHMAR8AAisAD4YsAQQWAgwRqgLjCw6TSAjEqgKblQuSSAOeGg6R",
+"SAonFBA0qyEN20cYNEepEjSgLAZGAwIDzg+MSAMIgy8CkDAHny8GcCkBlT0IGwADFgABBgABwB4He6kCHRgBkx8OqQAHJhoR",
+"NJCpB1YAAjMRAkMBDrIlA2oPD4BIFAOGAAJTAABdMAZ2AA4QnQM4DwNcRQ98SAACMA0CRBoHUhEDHgACVQ0PekgKAFoAASgA",
+"AdypCHdIBqD3CnVIC9pECCCCDDxGA0KCA1sDCxwAAgEBAhwADI8EBO7uD48ECAStPQ8RNwQFhoELhQMNBC4LKi0C4CwDqyoP",
+"jwQNBF0PD3c3BgWWgQ+VgQQEuPUOiAACaysHlQQP94EEBtyiD48EAwZkrw/RLQQPZa8IAn0DA1kPAz0uC1MGBNqhD3XTAAMF",
+"kgJZBg95dAQEVC0CB5IMAq0BjAEDeywEXgAFHQAD0QQBuAQPPAAAAzcAA14GDGdIBPutA+IAD4YpAAMORwIpAAOXEA8GGAAE",
+"IQgDKAACcQMPINYCA1MCAigAA8hHB3xMALgFDHNGA+srD6syAwOxCAJjMQ9NFQABQgMCHwAETBUK3SInNF92TQC9Cg+LfwEE",
+"GnYPb7sNCAmTCQUCA4A2CrIJCiIJBBdSD3k5AQNXDgIaFg/GIgIPhAwGBC85HzLxJQwDK+8PMDkEBa7fDx5gCwNQNARaTApF",
+"AAWiHw9xfw0Dog0J2AoDQQIGUg0PAgwGBaqCHzgEDAUD1AICiqEPBgwHBIbuDwcMBQQGKwAVAQ8IDAIFC3kPCqoNApEKBFR3",
+"C0UABWYAD00MCwg3RQnqFQNkNAPUCgubBgOCKwLjsA9vDAUDvQIDHAsPbwwBBWQCD28MBAKkGgJyMgdsAw+4yAMELQYErgIJ",
+"KgwCWCYFCwkKtzQBfgIAQAAPxTUEA58CC3iOBHgABMhDB4EDBkgEAncABBjiDtwjEzQQewuHDARIjw8iOQIEei4ClQAP7RUD",
+"BHdaAgA2DyAAAASiLgvXBgOLLAWc+A8HMgACmCICtB8PRvUQBK05D3QMBQXXag51DANsUgiFsgyNAAIkJgEoAAQuAA/KFwMF",
+"pwEPegwFBcExDnsMA7ciCMExCogAAjtHAicABC0ACBVCA1EKAnAHA+tOA5YOC6glBBACC4EMAv9HAQUuCqsHA0qUA0cHBvRZ",
+"BoIMA3JiASGDC26pDRIPAEAADtwLCK5MACUACxRVAKUDDxRVBgkPhw39owL8UwMGLwU0WQUeAATnLwIHAAA9AAiQDAPJIA/J",
+"VQIZNOocAMMADD+1AjMCAlcBD+00AQK0DAE2AQ+WDBADjAAE6jMJDg0BNCcLYQkDDjMCNwAGCYgHqakCnSQCViUBVQEKnAwD",
+"kTQD1gEPqakEALACCLVbCRdVAsbMAYoAC6qpDPlRBNqIAmwDDR4AA70wA4oDDB4AA4gzAh4ADy0cAwREaAFBBQzWDwSPMg9v",
+"BBQEfQcDMwwMTgAD+jECVwECmwAPAYQFCmfpDEkAA0ALAn4iAv0BDQNoA7yPAOUCDU0WA6IVA8IHDxgBAwQQFAIROwmsMwIF",
+"NQPOAA8nNAMFsWEBwAALgAIFJvQCBwAEeTIFHwACmAIC1gQP9hAABByEA0YADK5TBBn0AiUBD0n0AQSqUwPbAwKHAA8hDAgE",
+"KQADSgwPIgwHBCkAA0sMCiMMDN9/A6IIBAU6DCMMAnUZAQYAD3AhBgpcCwpvIQCqCAiAAAHiKA97CgIEZIEWMxnJDZofBCNa",
+"AXQmNzQxMgQDCvoJBiIZANtwD+lECAJiDg9/pwEEI/MEmAEABwAPdpcDAfFYD70DBQRQWQPeAANVAAyNJwQcVAObGgFrAQ57",
+"HhM2RB8PdfMCA04CA68AAlomDxgnAwRcCw8gBAME/FwDLysDmhIBnwUPkgABBNgfDwUvAAWuWQOUAAJVJw/RLwQFh+EPslkI",
+"BJQABxAvD5QAAwOsTQCvAQd7AgCfDg+gHwhvYWR2ZWN0oh8UDy0AAQ+kHwQPKwABD6YfFA87AAgPP00KDzgACA8lcgQPmscB",
+"HjNHHxc0PE0H+KYPRx8DCNYeDwUBCQHmAwdIHwdHHw8BAQkP8g0CD3MAEwweTQChAg/UHgEArgMP0x4CAPIEDwpyCALrMAAF",
+"AAYQFw8HcgAERWQJMgUYNfJkBIkOAkYOD+oEAgPiBg+wHgwCZQcP1mgCBspMD5AeCgLJBw+vTAIDKhIPe8QBATUAA8EmDx0N",
+"BAdqEA+0HAQEOGgJbxoBVAAExCYPVAkDA2gZDlEEAkgEAQUAAywHD0sEAwNtdgSgAgPiAQK8DAtzNgNnEgCkJ3YxMzkwOTUw",
+"rzoGkxsF6SAJJQAHWQIBbpsLEwACoRMDLA0KOw8VNelLC5EPBHUTATcBCKcAAg8cAMAbD6cACALjHgABIAglAA2wHgZ+AArd",
+"EQS2AQOo+gq2CwLoJQFWCQ+UHAEQNfAZDcwMGDVqFBE1XRkPrwEGD0kwAwSYHgciFAUfDgUDGQ+NSwUBdQsPXzwBAwIBDysA",
+"AA8XuQACHc8BaQoO4AAHLw0UNQceD1kfASMxK0KkC/QhBqcwC5ceB7wACugbA7wAD0gBBg/yPQQMSAEHhAADSgsO5yAK6RsP",
+"NQEkBh8BD/5mAgT8Eg835gYECDMP9ggBB84tAgsAD25WBAA9AAHGCAoTBAN0ZQtsAwamzA9sAwkCSSIAIA0LbAMKSQsSNUiB",
+"DusDBF2LA/gACYEAAbQTACEAD4EACQGeBQArAAyBAAptPQeBAAqNJAXuAwYlMgekDwI4CwAFAAQhDApEGBE1QzoPEQMACGiQ",
+"ACUAD/MDBAORAQ/qCgMK8hYM9wMDBB8Jp7kOjgUDsgMOpxIEEQEHMAAEhfQPyAIBAqkAA0SqD2MAAg8EAQAJ9wIEy8MJfwEF",
+"0lEHfBUHkwMC4AYCsyAP3AAKDIUIAtwAD3IBCA/ICwMFzhYHDQIHjgAD9CIPcgEWDO4GDnIBA1duD3IBCQEqLA9jAAEHWwEK",
+"k9wEzgAGafkPUwQCBMzQA8BOC9QfBlMEAi8xCqcAB1ABAq4MBDgkCLhSARUACNIDA5dSAK46D9IDCALlBwAsAA9nCAYCfdoP",
+"AhUAHTX/awQzAAVNGQJPTQiWAAEwCAAhAA+WAAoCa0YMewgObDgHgwAJ6wIFznIZNAt2BFwCAhgdAAUAAB8PDoc2HzXwagMZ",
+"NWe9ACUAD2oEBQKoAQ8AXAMKHQENagQCAgIPA88IAwijBBEXDHsFAhEBCDAAA0l3D/gCAgJ12AIdJw9jAAIPBAEABysPABIB",
+"D3l4AQXGcwOeTgzdAwLHIQHyAg/eAAsMRAkDA20PdAEHD+ELAwR3ggh1AQiQAAGLAA2QlQ+XAAcMcQcOdQEE9PsPdQEIDH4J",
+"BWMAB14BBTSXBxkMAlUoAyT+DihuBBYODwOEBgEJDQGCCAiK2AZF2wUAdwOm3gmRAAD+BA8aEQhvZXJyc3VtGhEUDy0AAQ8a",
+"EQQPKwABDxoRFA87AAgPGhEKDzgACA9auAUPMwAID1q4Aw+UMAAPkjAAFzNfEQaHXggpAARgEQEO2Q+nMAEIwS8PTAEJDGER",
+"FjlhEQ9IAQkPLRABCRsxD00BCQnPDwinAg8+ABEMV7gBywMPnN8DCqIRCjHiAekCAYEDBgQwA14HB8ARB+8WAvgOAWMHD7gR",
+"BAIiAASfCAmjAxM2OCkP/YYGAqwQC8ckA/oBBdbrD85eCQCqCg/OXhIEiwABihkD2wAEvwAMDjECOgQKdiICMwAL+8oA0xwD",
+"KAEDqXsBUgAGoGkKkIIBy5sMwTkCucEAjAACGwAIPXwCFDoEMw0vJXAJMgAC2AgBRAAE1QkEQQEAwQwPHQEFCuIIHzYdXQQG",
+"0oAPxogLA8gBC9tIAu0NC8w6AhxhA9W1CyhJAlglAChYEjJ3jwi5DQHpAAO/SDx4b3IACgNM8gtEBgXuDQQEgg8cAREKewkX",
+"NlpcA8MAAhkiAjgCCBgAAa8BFzJfewIYAAVODgR5Cw0tFAXFAQ0pRQIRHANgAQxJBwFFAQcmER82P1wRCkgUBQsaABoBBBwA",
+"Au8uAQstAf8bBzQBBgcABV7SBCkEBcgCBfxTC8UACOXZAzQAAuMHD4GzBAFPAQGBSg8zEQEYNhpaEjbe1gp3DhEtsgQHowMC",
+"WBABZgIIuhsCMwACOE8AJAADhRMKkwkDIwMOvAED8wMPkPQAA0AcArwBDI19A5DdACUABwoJETbOLQ7XCQOtAQS+cw2wAQJC",
+"FAuwAQK4EQWwAQ+9EgIEvBIEnnMNWgACUx4MWgAB2AoEYQAP9lgDBIQRATA0DVcAAYkKBDIBBVcAARQMBV4AD4BDAwWxAA+w",
+"AAIDYXgPugIDA2AABtIdCowBATKBD99gAwPfAQvVBQI2DwV8BQ2hEhg2alERNqQTD7QnCwXrLQpjAgJoAA63fwTljgM9AAue",
+"OwAlAAG9BQKkxAGaNwaNAAEZKw/hCghfY2hlY2vgChQPLAAAD98KBA8qAAAP3goUDzoABw/dCgoPNwAHCdwKD6MAEgmhOw9k",
+"ABIfNGQAHh81MgAeHzaWAB4fNywBHh84ajwDCCJqA8MLHzIaxAEfM8MLARAxFQAPwwsBADkEDzACEAzCCwf2QQ8sAggPwQsO",
+"DzECCArACwOuAAi/Cw87AggKyxsE8AQPeQATCpwsBHkACHFrD1ACCA88AAIIIZAPWgIID7UAAw/yABMBQioNawEAsBIPbwIQ",
+"D2sKCAM3Bwu3EAGKBg8ODQIAwAYPgz0DADYFD4M9CgHABwfg1Q+DPQgD0nUK/gwTN1t1DzULCgs8EwRlAQ89EwAOymsAPRMP",
+"/QwSBIoAD5UMAQGu9QseCwFLEw9aAAEJJQABdQgCcToNCB0dN9CLAyPbBGSKCdwLAmoBCCtoBpcJAslYAKRzD4AAAA+lAAYE",
+"BwoGXYsK8gwTN9YLBx4KAgceApkMBSAXBHYCA9hEBkIHETdsCw+6AQAEfhgG0WAEGgAB9AgENwEMjWIHAwkCPwAHkXMExggB",
+"3AgESAAEeZYLQQAFeZYYNApzBB0AAjkCA0kADClbBCUABPUNGDSCcgr1AQRJAAsEDAPlDA8zLwAEQQEAiw0LBlMDNG8A44sF",
+"ZAkLH2YEfIYNnQ0YNwUMFjcfZgYCDgKUDQ/gjgUDpwIPfUgABMkADXQJAzk0AgYACRECALsLD30NDQRkAQS7HgY6dgtWAwNo",
+"AQ1IAQN/AAiaAAl+DgRUMAtHAQLdDAYHAQrdDBg3qQoVNxNcC6gRCRZJBEYFBAIXBK0xD8sdAQH0Nw8hCwETN94/ATePEW7J",
+"CwI4ABNmvZQB6AUEZioEPAECHwwEIgEIqDYHvwQGKQAIM84AcQAKzBgEJgsCZ3QCzgQDNxcEbgUCNgwDVQAPjewCAtsEAsoi",
+"ARMDCXAtAbsRASQAAec5DlscETcSKg2DGBk38R0AJQAMmAEAcj+QNjA3MTgyNDE47i0xMTc0vUoHjxcF4QADjxcCuQ8PcgEB",
+"AhcUC/gjBj8AAx53Aq2VD6wAAAePIgC6AAw39QQjAQBAAQ9+AAED9R8PfgAOCaoCAX2LD8YMCC9rZSjwFQ0qAA/CDAQNKAAP",
+"wAwUDzgABQ++DAoPNQAFD5gXBQ8wAAUIugwPMAARD1pIAw82mwAfMR3QABgzvvAF7gsPWEgFCO4LD1wBBgzsCwcydg9YAQYP",
+"GigFD1wBDg+5CgIIWBgPZgEGDzoAAgiM8Q9wAQYM3RcPzwo7D84KFw/NCgcWOKsFDwspBw03CQEWAASHbgl5NwFqAA86KRsC",
+"4CgKOikDnAwCjwIFR5MCH0cP7RIFDCBwAuk/BEITD3EpBg08mQYiJQAyAQ8blgABPBME/gAPNJkBBYtCB4mCAQcFDR+ZAJ0F",
+"DBMAAjIFA1MGCvELETgdKA1uAw8ymQsCpBgABQAEawsKagAP6AsBA2kACOoFBK4SCLiXHzjAJwIFqSMPMJkEAwIaDm9xAgki",
+"AAUADHc0ApwvAAUAABgBDymZAgEiAABMAQ8nmQcOHAEBpAoGPwkKTQwROJFDDW4BDyaZCwGKAwGVAwuGJAOfdQ/vCgEDaQAI",
+"bgEBLQALJpkROA4qDckCBR8DDyWZBATuGQ9uvwAHGEAN9L8HKSgPCAMEBznvD3QBAAO0AQ8MAwADAwoN+gIPFBgGEzjlGw+m",
+"EQICiwEJKCMIHQsDeAQMaiwCFgAPNgsCBG4ADdEYBOUOBpABAW4VCOQzAV8AFHv+GxYy4akD+vwKEvcCZBgC6RoCIQQBXDUK",
+"JQACAAwGLhwCgdEPHiELDHpCA+oLD5s2AAUKZgIHAAqoCQX0IQLzpgJADw96AAUCCg4PNi8DAyUbD00ZBgRHDgzWIQArAAf6",
+"GQGLAAAxCgqFAQ/uMgx/cmVvcmRlcjEKFA8uAAIPNQoEDywAAg85ChQPPAAJDz0KCg85AAkPQQoFDzQACQ9FCgUPNAAJCQEX",
+"DzQAFAkDFw80ABQIBRcPNAAVDwcXBQ80AAkPCRcECLgiAvMEHzwZCwABrvsMGQsfNBkLBAFJKQ9AAhIMHQsAyQQPPQISD48i",
+"Dg9CAgoPziIDCJYWD00CCg8/AAMIZwsPWAIKDz8AAwjYFg9jAgoPPwADCIwMD24CCg8/AAMIajUPeQIKDz8AAwidDA+EAgoP",
+"HhcPDFIIABcAD+qCAgDvBQ/qggMPoVQIB4cGAgwAD6BUBgEeAATSKgk8Bx85TwwLBVpnDzsMGwLCEA9HIQYEVgAKOhUHKxYG",
+"EiEPlgsCANvSCicBBPKfD+MXBQcuBw7GRAVVAAyvAAMuUwOWHgN4CwrhCxE5VPIOxgAFn2IC0B8E/QYROX77DS4ABPlPBvIA",
+"CtNTAW4HAXOXDfkLFDlQJQdCFwFICQY0AAjjFwKZbAAiAA+mIwABMwABiZUKXgEDO44LjgwDRY4PKzUCEjkhCw5sAQHPAAAd",
+"AQxsAQO+ggNsAQxrAA+BAAwGXwEAehYPuH8TBHRIB7GbDLWmAjUVBAwmBxcMBNChDHxuAZEAAgYABkupCMMAAVdsD/oAAwkM",
+"nQM0AALJAQ+YagQBigkErgENgwsROVkZBo8BHzoE3AAGfdYDFgABfgEDoi8PmSMEBEmCC30DA5drDZwLBJ8CDgoCAm0CD5Vq",
+"AQkKAg0oAgPOIwN5Fw+HAAIG9wAKjzUETAwFDYUELZwPTyIBBd8ECP0BAYHbA/0BC/gXArhVA6ioCuk3BD0ABP6mFDY6nAp4",
+"AAKQLQIaEgx4AABukgN4AAtZAgOEOQK2AQ+VeQME6gIHhzMLS00CeTINdgAH6wIMok0DpHcCfQAPyQUCBRLyBCBQC3kAAm0C",
+"AqEGC3kAAQjQCDSlB3kAA+cBAX8ABndxCh4CAAcADEIkBoEDD0IkAAMUcgIjAA/hMwIYOQc5ANYCCwQYBNvGCRATBR0ABHw0",
+"HzaUiQ0CGgcEaa0LRgAE9DMfNhA9DAjOrQu6SgRiWg/XEwEDdA4CgwAPqmUEA6kGD34ACgOiDgSXUAqOrwUmAw6AAAL4Awh6",
+"rQ94MQEDrJEMPQACfwED+gAPvQADBHU9DzBPCQRGWAwnKAU4pw+dAAsDfmEP9RQJBIA2D9sAAQPANg8nPAIEJAgETgMPfgAB",
+"A0AAD2IoAgSmrwTLIA+AAAICwAAPS0QCBKQ6BGxTD4AAAgJAAA92EAgDJowCS18Ia1MFYSsN0wMCsgIEX4wKbzMEMAQFU+UP",
+"2wEIA7NTD+F9AwPtpA+ZCAED/VECPgAClvMOcRESNNE3AB8AByUED+kQDB9i6BAZDy0AAQ/8tQUP5hAnDzsACA/8tQsP5BAf",
+"DzMACA/jEAUPMwAID+IQBQ8zAAgfNUUQDgUyEAgUAAQyEAERMw8yEA0PiwEJD5olDg9VAQkPvA4DD3sAFA/2DwQINRAPawEJ",
+"Dz4AAwljtw/0DwwPNw8LBNZCDzcPhi80MDcPDAMjGw8dDwIC4CQPWxUAA/gKBz8HDx0PBgKwIg8dDxUDxxoPmVULD/QsBAIw",
+"Dg+0zgEDTgUCBwADdzQJNAkvNDAdDwUFVicIHQ8ALwAPHQ8ICNdBDx0PAA8WGwEApwEPHQ8JDClFAx2qDx0PCQN7GgiGDgFR",
+"AALYmg2yDgOWAAkdDy80MB0PBAMmqg8qjgAEP+UCBgAL+AwPgQANBl8BDx0PHwJ5Jg8dDzMFgAsPHQ8ABekODbQyAvoAAAcA",
+"DB0PAgAPD2glBAUdAA8dDwEACwEIGAEPHQ8DCx8nDx0PJQNaDA8dDwAFnwIPQRMED4qsAQRCEwIGAAyxeQM7DwAlAAwdDwWH",
+"AAb3AA8dDwovMjUdD0AC1R4PHQ8KAHgADx0PYQIy6Q8dD14UMurLDx0PNALnAQ8dDwMEHgIAIgYMHQ8FgQMPHQ8HAiMADx0P",
+"AQBMAghZAgEdDw+LFQwPORYCA6o4DwIFAQ6MFQ/rPgEC9xwGbhwBqQfAOgoJcmV0OwoKfQoK"
 };
-static const cq__ptx_module cq__ptx_3d_f32 = { cq__ptx_3d_f32_lz, 213808, 764578, 0x1182c8beu };
-/* PTX module 3d_f64: sha256 d7174590f372418f96d8d857f4e02c7b92d82f4e0985433633e84c40429dac8b, nvrtc 12.0, PTX ISA 8.0, 787144 bytes, fnv1a 0x6efb9343, lz 213759 bytes */
+static const cq__ptx_module cq__ptx_3d_f32 = { cq__ptx_3d_f32_lz, 210294, 750640, 0x5a66de2bu };
+/* PTX module 3d_f64: sha256 c1182bd7229f64fe381054cbc301bca97d9c26d8438051f90c3f7aff5eab0614, nvrtc 12.0, PTX ISA 8.0, 771628 bytes, fnv1a 0xe7cc71c1, lz 209848 bytes */
 static const char cq__ptx_3d_f64_lz[][CQ__PTX_ROW + 1] = {
 "8hkvLwovLyBHZW5lcmF0ZWQgYnkgTlZJRElBIE5WVk0gQ29tcGlsZXIKKAAEDwDxByBCdWlsZCBJRDogQ0wtMzE5NjgwMjQi",
 "AFF1ZGEgYycA8A1hdGlvbiB0b29scywgcmVsZWFzZSAxMi4wLCBWBwAwLjc2MgCCQmFzZWQgb25xAFA3LjAuMW4AYAoudmVy",
@@ -32967,422 +32788,368 @@ static const char cq__ptx_3d_f64_lz[][CQ__PTX_ROW + 1] = {
 "BgwrGgNybAQfAASBaAX1RgHQAw9jYAMDuhID0GAIyAEF/7kNmUYF7LkCCAAC6WYB6CEOLgQFIKYEawQFGQAChAIFprkPmxoD",
 "A3U7C9OlC99DETZTAQjyAASkjA/zAAMCoRIDj0YJ8wADdjQCOqMJ8wADdiYDGwMBKQAfcPI8BAVnpg5UPQRg1wNOBA+QGwQF",
 "eKcBpYcOfBMET6IO9wACOSMDK30M9wACkhMDeSMJ9wAEJD4CGSwH9wAFdLoCCAABKQAMJn4FLAAElwAPZj0ABPrIAzMED2dG",
-"BAZJpwFapg+VFAwHqwMAEkgHYyQDfBQDhIsMYyQFaQMGnxQcMb4PB2QkAK0UDwsdB49zcGhfY291blg2EQ8sAAQPBx0ADyoA",
-"BA8FHQAMBIgPOgALbzFbNDAwXU+SAwggaAScGhcwsRoEywE/PDE1HCMBHzaGnwUFr4cP1QAMBKUXBVUgLzUs0gARDNsXDyQi",
-"BQK/uQ/dFwMBEwIP3hcJA7eRA1tnAoKxD1ZnBw8wIgIhOF/bugN5AATkAANiDQ+XGwIETxQ/KzE4eWgKA1QSBFSSD5WNAA/E",
-"OwEEMzIDHxIPPA4BBKo6Iisxt1IPeSIGAvEUDaZQAysFD1sAAQSyIT8rMTVIwQABOAADMgQDdhQwcm1pIQAGJQAEnQYEIAAR",
-"evmSAyAAAWpjBLRCCv8DAiIFBvSQBAQCAOEJDRQAAt8UAe+vDbMZAuObDfACBG0iNisxNpVoBn8AAnsGAAUAAckKDW0AAzwC",
-"CjAZA2sACEUpAi4AAzGQBKsEAuCdDnM2Bm4BAlItDyMjBgPfDQk4CQjLLwHbAgmsAQNIFQIeAAOyGQ6tAQfNOw+tAQAE8jsO",
-"LgEBdwMAjZIP+ZAAEjLMmA2BAQTMiCIrMRN0C1MABIwXAmNZDAICBbU2ChEGA2sACYEBAS4AAwMSBoEBA3uQC4EBBssDAniQ",
-"DyEPAASBAQ9oUwAIyCMNcN8DuUQDggEDrhkOggEHLWcPggEABZuvBdA3C/yPASEAD0gTAgDYBA+HAQEF52gyKzE2VQIKVwAC",
-"5hoCN3gEiWwKagsTOCg0CXYBBV81AXoTfGJyYS51bmkzAAebAAO0EwXkAQLHAAciAAT/LARiAALVdQEpAAFjAA3YAATSJQTY",
-"AAmfAAMwBAw8ACJ2Mj8AEHsqHgPjLBMxPcEFKgQIqAAAUwsDixEPrSEAATYAEjJieg/wNwsLgmICybkCPgQGapQHenIFHgAF",
-"CgoHKIADQAAAwAAE3IkKGwEFDGgE0wAIlAkDWAEIhgwGDgIBXgAEGgEFZlMH8AoDqIgTcJETD4MiAA8rBxADFR4JWQEEIgMF",
-"1wEAVgEHIAIABg4M7AcDT1ECBwAPtwQAAwggAepVODsKCaVtAqmGA5KIA1EDC7dUIDhf8BEKEAIBERABOJoHmwAA7QUHJQAD",
-"coUD61MKsgACdwYCIQACEC8LsgADDwsPsQAAAuoMACAAAvAMDi8LIDhf8TAO2xwDGiEEDQEMiwICVAkD2XsELRAIRVwDrwAC",
-"KAAG3IcEHwACbQMDmAIPmjoDA4IAD0AdAAMSPANJIAqKFQRQAQWnaQznAwPJZQOvAgUYKgQeAAJGAwMlAA/rKwIDsDwAKgAP",
-"sjwEA5kAD7E8AwoLaAppbAKEBAMwZgQunAyzBQKwAQijcAMomAY3AAlXDgJlAQG4egdYDgRyAALpAAB6GQvGBAITeQWGAAzf",
-"BQDQGg8dAQECoQ0PrlQBAvcUB9whD/sbAATfrwxHBwTWrwIvBw9HFgALJTsPMy0FD40eBwPwDwl1AAljLAA9AQx1AAQGOgkH",
-"AA9LEQMFkq8PFW8BCCUID28dCASRHQMHAAjKDAIqAAK8iwafHQO8AQp0aCE4X68hDD8GBFOeBJ8HCBYDAl95AQcACaMHEDKB",
-"BwiKAgPGgA+KAgMCPsACJQAF+hYLbgIK/RAE9wsDrQUDHgAAzgsKWDQPjwIGA5AAD48CAQNsFwOMGg+1PQQFbBcDO4cJTzsD",
-"XxECcgEPah4HAygAAAcAD5QCFAR5HhQ11oYPtW0BAgYAD1YeBwu0bQ/TOAQEEBkEiIUJagADfxcCQQAPdGsAA2nFBPc4AwcA",
-"BaceBpcCA5cDAzAAA5cCHDJkDwD6Ag2XAgP1CA+XAhsAnx4JxHUPIQUJAl7BAiUAD5cCBwl1fAObAAIJBgA/AAP6DRwy+w0P",
-"lwIEA5AAD5cCAgieHQFoGQ+2AQADRAYjNTmqhA9SbgADcgEPODkAD1FuLiM1OWmDCcEcAz0dAjMCAKoBDHcAAxsAA0gaAwcA",
-"D2oABANSDSM1ORuCDysdAQIGAA8qHQcEKAADBwAI2SkElwIDRAAD+TkDxAEMqQ4AOwMOlwIC4AgPlwIaHTOvDAVeAgezFAA1",
-"AgoHoAI+yQ1sogImxwPWAh8xd6wBA2YJB3msHzJNCAIGegABlgoPJEQEAK4ADa8CCEUFDyxABASAHgGwHAnJAQO4DgKFAQ/7",
-"cAED1DsDnh4PQyQXBPtiA0IkD5IeAAN0Pw+RHgcDKAAEkR4PTCADBJEeBCEkCWkAA10CAkcADz4IAATmOwMiAAMHAAatgAan",
-"AgM3BQMwAAPKAQ2RCQF9IwynAgIdAg+nAhsAmCMP7AAABMpVDwsHAATR1gKhAA8aHwcEEx8PEGcFD+4eBw8KBwEDqx4DywEP",
-"gQcACtMeBNoeD+sHAwCcHAJpAA4JBwn1xQ8mzwEF4B4JBwAIzA0EywEDCR0D7QEDywEcOTEUATYGC8sBA69nD8sBGhA0SgQP",
-"7AAAA/YHBMWLD3QfAAM6AQ/1BwAEdh8DQScPbqYFD3YAAAO2BgSDigl2AAgKQw+08QEFbR8JBwAPsCIDBDWJBDSJD34fAAND",
-"Hw+nBgADVx8DKAAEBwACUhEJywED3gkELWUD+xUM1AgAyiIOywEP1AggEDTUCA/sAAAEWVsDUaQJ7AADuhUCqAAPKQcABe0f",
-"BQcAD8sBFAWiiAOK0Q8LIAADRwEP1gUAA+QfAygABAcADzwGAwUTiABPyQtpAAPjHgOKHg/KBQAEvPUDyxgDCAEI9kwEywEE",
-"xx4JywEMzAkALQYOywEC4RAPywEaEDXZFA4ICAEHAAbkKQZjAAMbEgMcEAOeAAzGEQB3CwdjAA1rCAOqEQjBEwb0MQJbAAJo",
-"AAQxGR0zKxYKYgAAWwQHYgAC1iQBNxMPYgABAvoNBaAVDGwQARgAATkGAHoADUsWARAFDuMaBrIUDpttBLnGAtoBD18pAgbZ",
-"Fw7IGgNNIANwIgX8GAuaFwRm6QOqMgyaFwTH3gVwogfVAQGZBwEJBww+FgeauAUUAAI/AQFSIAAhAQzRDwA6AQ7TFQB1Bw/P",
-"GgoBawwCCA8CLPgNcwAB8GgAcgAMowYCcgAJ7gIDSAAMVRkTNbkEC7wBBuoZAtcaCbwBCEMEAdvlCZsBA/0FAh4ABRUZC5sB",
-"BEL5BYQcC7caCM0gC7gaAY0CARNNA7oaDG0QAGwIDm8BBEIID70aBQJUMQIzFQJazgv2AQAdAANyAAxHBgJyAAlvAQIxAAM1",
-"cAdvAQD0qA5KLAbRGQLFGgnxHQgUBw579QOVBwIeAAMMNA5vAQM+AAVGHAtvAQJPAwL8xwsXAQENBwAhAAv2AgEMxw0KAwNt",
-"GANxDxw0fhcB10UOmwEG6wMP0BoCArYyAsYlAmjODXMAAQsJAHIADBcGAnIACZsBAjEAA6cZBpsBGzYzBQLfyQIwAA+vGgIA",
-"FwUPrxoFA1UYAAcCD68aBwN3BSwzOK8aD1A6AwKbGh8570AJAl0qDosOAz0UBD0bCyYHAiAzAR8ADJwaAuiRAUEAASQaBMFJ",
-"Cp0aBKNzD50aAQNtkQBdAA8dGQACgDMDJAAGZpoEYgEA0hoEegAPyiECBaaIPyszMJ8aCQNyNwpbGwREAAb4GwIaBA+UNwwJ",
-"KBsFNwkP5BoDEDZuNwsyGgI4NANfAga8CgcVAQIYAgAhAAwzGgFtDwTjmQORBxw0cAYBYdMM9BkCTJACWtkAXAALRwMBZgQQ",
-"cnMLB70AAJ0lCNRWA/onCAUPBLMAAV4AAyEAAdcSDBwgARsAACEADNMAA/KYAuUBA+RPHjXhIw3IAwKxBQLXAAWw+QfkGgMc",
-"bQMsNwZTTgQfAAFVBAPgAgGYTQ4jOALPAAnAvgMMAgPhOwJwAwtMvAQuAQNxBgZLvAV7AAF1AAT1AgzESwM6bQMlAA97JAIE",
-"3nUfNZkAAAJ9JAOZAA/rJwIEmQkC3XULCwoCoZoBOioRcjkqAI4BDMcFA44BCMQVArQCBzgACMQVAnaRASQAD+UaAAIXMgAk",
-"AA2VAgJVAASHAAzcBQA4Cg8eAQEBbgAAfwEPXWEKD2U8BQRSBALxrA1dAAOeAQBRgg18AQM7MAIoBA+BUQQAJM0BfgENWAkE",
-"hM8CjAcP3A8ABCQ2A+0HD9wPFwSWzx8zRxsAAw8xAkcIAQ8vDRRhAqwJBH3/AwcAD31gBADFKwNrAA/XdgEIzAgCCywNbgAD",
-"DyUF7d4ECAAP5Q8ABqroAj0OAygCDcwkD7ERAQOunABfAAwbDgLnzwIHAAqCJA0jCAOhAg8YGwICdA0A2AIDOAocNbQNAsEC",
-"D4QCAAanYg8degQCIgYAKAAOhgIC/AMEhgIPqAEFBBYlDpYmBBPQA1wBD5oQAAUP4gV19A+dEBcQMYTQAnoADxInAAM50AQE",
-"Ag+gEAAG++QDoBYFCAAPomoEBHdaFDOdiAlxAAPtKANJAg8ZjgIG8eQKCAABttAMkgIDaxUDNAAEkgIMMw8AeREOkgICARsP",
-"kgIbABUnD5ICAw8TGwACvhoAkgIEUwUMOQ4PkgIFBLMXBKFlD08/BQAoAA4JdQKLAgSSAg+tFwMBAiwAYwAO4RUFH+YDXAEP",
-"rhcABhXmBMoBD2U+BQ96AAEEij0PE4wABCHmA5ICD87rAgUI5gT9AQQIAA/GkAQEaSYF71QJcQADVI8EyAAPORcABfXlBbXQ",
-"AwgAA8WrCZICBFjvAzQAA5ICHDY1DwBlBw2SAgNBJA+SAhofOCQFBwlHGxA4GgsIRxsCfjoF+fYEPwAIkQgDjdwKRxsC+zsB",
-"KAADRxsfNrAIBA9IQQUAogANDyMCJiQGKkEHugAAFwsPIwMABKsiD7MFAwOPCgAmAA4hAwMyLgIhAw/Z1wUELpACmUEKNAID",
-"nwID6wEPBBkABW7mBSzTD2lYFwEvJgJ6AA8hAwADUl0EVwAPuAgABaXnBdi9BAgAD+4yAwG9JQNwAA8hAwEDeBwDRAAPswgB",
-"BbjSAywGBQgAAcQ4CyEDA7oAAzQABCEDDW0KAeQRDCEDAtwnDyEDGwMDEgw/AgQT2A9oxwUDpg8AKAAOQQIC4x0EQQIPVwEE",
-"BPRdDlJCBdPlAwsBD5kJAQQU5QQrAAAIAA9BAhUF8MkPE0IABFnoBF8AD3AIAQSZXASE6AUIAA8mNgMBWhEDcAAPQQIABFA9",
-"A0QAD2UIAQSnIQSYXAUIAAUtFgdBAgSNAAM6GQNBAgwDGAB9Ew5BAgLcFw9BAhofOUyGAgFa5gNBAg+jBwMDeBAAKAAOQQID",
-"rTIDQQIPSwkEBOgRArNECVQBBEbpAgYAAcoRDFQBBUXpBCUADwcoFwGEDwJ6AA9BAgADvT8DQQIPGdkCBTvpA/UBBQgAD2wF",
-"BARKhAVdRApxAAk3MA8rhAEFwugErOkFCAAPFygABML1AzQABEECDDUKAHMNDkECDzUKIB85a84CAWvoA0ECBtBVCkICAj0S",
-"ACkADkICAisHBEICD05XBAWmsA1IZQX86QMMAQ/4CAEF7+kDKwAACAAPQgIVACAIAnoAD0ICAARdkgNXAA9ABwEEbA4EJOoF",
-"CAAPuycDBY8DFDTZtwpxAAi9JwLL6Q1xAAMWAgUC6gQIAA/CJwAEyuQE4j0DQgIM3gsBcg8NQwIDbKcPQwIaLDEwwxwC5wkF",
-"TAkL/xMDEBcDDAoMWUEEXT0Ek80AsDIMAhQAxhsIgAANZwoCKAoP4RwDAmmnA58UBKgbHTeeGAtjAAWGgwNjAAN8MACYFQ9k",
-"AAECowoFNhgMzBICGAAFkDMNqRgCzRIHpjkAmQgPpjkYBDYAAn4vAs1BCJ8zCYk5CBkAAH0BD9c5AgEaCQfXOQq+OQN4CwIg",
-"PwJGAABmAA/LTAADrjAEIawKfhcEWg5CNjIrM3cED2IyBQK9EwLY6AixQwPxAA9WUAADcUYEOgAKCD8B5gAAegAhNTNppREx",
-"a/QOoAAEmAkyMiszyB4PoAAFA6wsDTMqA1ovAx8AD4UABQGePQI7GwiEAg8gPQxPZmlsbB89FA4rAA8ePQQOKQAPHT0UDzkA",
-"Bg8cPQkPZaUBCFjPBBAFPzwyN6LcAS8xNLpXBQWAVg/UAAsB6QYHdgMAKA8P0QAPCyoDAV0ND/dUAwD3AQ8bPQMBBg0P+VQK",
-"CqYzCHsKA3QEAnwDAh8AA/0OClgEQjlfMTBUyg0bPQSaMwsNGwUnHw+OAwsFIMEMojMCBwYCIgUPlc0CBjzzCscqA+YAD4wP",
-"AATlbgNzAA+DHAIHCRwFRB0L4AgE6BsCd8wMfRMCfgAD8zQEbyEEpwIAByUDbyAK1wsSOdRfD0BYAwKPAA81BAoFvcAL1QQD",
-"N5EEBLUIDQEDyxwDOQAPLTgCBIJPAA0BD35SBAWdngjaYAXLBgS1LAIHAAfWORE5P1QAwAYKdRwBKs0NNDoAfgIH+V4CJc4O",
-"blgGKwEP/h4DB88AD5QCCgR2VwQNHA+yVxMEdFYDPQAKEQwF+goIMxsNTgEE6hsDjJUORAYFwAAFJT4L4gAEyYEPLwIMBCdX",
-"D3oaBAQfAA/EAAMEHZEPf3EDBBUcA35xDqMABhMkDwk6CgXX1w8mFggPqi4GBD0AD2MfAgQYKw81QQgESiINoA4LFysJTCAF",
-"cgsFXwAOcSYExT0CPwAPCz4FBPkqDws+BAOHLA8JPgUPAR0AAMImDRQAA1EhAykLClQaAi7ODRIEB1k9D2smAQF9AQGABQHs",
-"OQ1tAACtAQ1EPgNrAAlbIwEuABo1WiMFNNALMSEGNCIPOkEFBiosDbINBPorA9UWBPIDBR8ACBAVAaZLD68BAQWrSw+vAQMD",
-"jg8PzgwAAaYCBhMGDAsFD7Y/AwVmIg+AJgMCmxkABQAMOgwBxygTcrUMCtMNBGwACYUBAS8AA7UkBoUBAbA/DoYBBhoCDz9B",
-"BQCFIwKGAQ9EVQADcA4EqiwMhwEINgMBbSwPhwECBHIsD0FBBAPSSQYbLA3UbAS6JA7TbBM5E3kOIwcGjgEPcyYBBGSrA6Il",
-"A1wACpQOEzmvTA5nKQBeAA9FQQIDMwAHnQALRUEDygAHIgAAMwcAFgE0dTMyZAUCDxUCBGkJSDcBQgwCgQADOVwKNwACZQUB",
-"bAgHNwABFgACSgoP+VwJA5sFD2QlDQyzPQJvJwZ8Jg2KAQcYAwxGJwQu2QRTQQ9GJwMDrQgfOfVBCAFS8AMZEgrXBga7Jg/1",
-"QQsE2BIARQAJriMDowAD9QQMVwoEA04DQCkMr74DQQAB/CQE5U0LWycH7EMN+EEDuCcJNy4GewABYAADJAACmHII+UEANQAE",
-"egAJgC0FGgEGegAPJUkLAjkJBE5cCmAEBU4MCBcnEjn3SwvMDAMJSgMwAg/tAwED+QYDDj8JSkEA+wIFUEEPmj8CIDlfZhMP",
-"lBEBALE+B5sAAK4GCDsCA5AACH8iBJEAAToDBMI/D7IAAQKdFQ+xAAEANQACIAACPssAsQAM3AUASxAN1yYDNyYE0ykMhkQD",
-"ZxwCJgABqygMFycDdwIDKAQFQV4EHwAC0hoDJQAPOl8CBFknD8tfAA/JHAoEaQoEhhoCY08N+iYEsgIM7TsDvxgDJQAPlUIC",
-"AyMbACoADyIbGgSaAAQjFgYhDgYUDQNGlwH8AAEgGw7oPgSyAQkYJwEDAgc3AAgYJwJ7DAEkAA8YJwACY0MIRdwFuAIBzQAF",
-"hgAMlwYBM7gPABoFAH8BDnaIAkQTBMsDD+4zCwwFrAUgAASvCQwmCAvqMw8MNAEJ4zMABwAP1xcUAMwiApQAD45eBQTv+A9F",
-"CgAFIDICBwAPeRwABU1SCQcAD5tSBAZukA+QXgUAuwQPSwkFBRIxAgcAD9YeAAXiUQgHAAGAMQsOGANuQwMwAAT9PgruFiE5",
-"XyLkDNMEA6itAfMnAkzhDjg/IDlfbBIO3hECRBwCcfcJewMCOggDYxwBtQgIC10DYyEEx8AIOhUCrQMDPwAKApIGORUBRvYB",
-"DQMGxQUbMrsXA9EAAQcACikAAVCyB7ADA3u8D7ADAwU0NgjYfguUAw8jQwMGiDYEtQMKpSgPtQMGA/AED7YDAwTZYgK3AwJc",
-"HA/+KQAEPDsPlQIDAcdeAk4ADzw8AAQ6MgNTAg9cHQAD9fcEKQAPeCUXBKj6AHkABVfZDCQABss4DZoAAl0MBRUrD5oAAAOr",
-"KgMpAAMHAA+VJQQAGwIEjgAM1WUGJQAFkg4P3SoHBMhWArIqD98qFAKzWQvHAwRdKQIzAATIAwyBFADlBw7IAwNYIArIAwwS",
-"CQA+FA7IAwIvGQ7IAwdozQ/IAwAEbBkPsxQAA0nIAsgDAWw/CDkDA9XCBDkDD+IDAAGRjAApAAm6AwAIPw/jAxIAcCMJ4wMB",
-"jwAP4wMGApQHACUAD+MDBw9vRAEDBTgA4CUPBEACD+MDCAKCDQ/jAwMDVC4E4wMPzysMDwb7BQRM/BAxXoUPdysABNArBFEt",
-"D5EeAQQ9/AUtAA+BLhcBpSsEgAAFAN4NJQAFHwcPhykAA/MfBv4rD4kpAQQiKgQQKQQ1AA82AQQFvlMRNLT4DyUABA9GQggG",
-"byoEICoPOyABD5wqAQKvAA/1AwAETCoCNAAESwIMYxIBUDwN9QMDfjcK9QMMVgwANCUP9QMAAw8vDfUDCb4cDfUDAtQHAREi",
-"DDkAAu8DA/UDDH4zAngzBUsDD/UDAAL+whgx4p8AvAAP9QMUAStFD7wDAwlGBBsz1OUBoSIEFwQHPwACiwgEeDMI6w0DhioE",
-"r6kDpkgAiRsPHQwCBnoAAWgODRJLA24OD6QlAQWpeQJTAQ9HLQUJK20OIQAVMn5FDs0CAuEDASIAAksAD+0sFA9pLRYE7BEP",
-"CJQGFDIhJA8EBAEEdbwDeUYPHC0gD1YrCA81lAgUMhQ0DwMEAgNRKwElAAJRAA9+KxQCrgAOAwQDu0IENAAEt1gM5g0BlSwN",
-"ER4DsCMJAwQcM/sLAMYSD6chAARMAwyeIwJxAgMqaQwDBAcy0QwDBAM7YQIDBAH+IQ/pAwATNn4hD5gJBAqvAg8xAg8PvgEP",
-"B44cC+pBD04EBhA07SQPPAIBBtiWDjoLBOYsBU8DDxstFg+XLRYG8JYOf0cE9CwFLgMPKS0fD3MAAAS9ES8xM4lHAAQbLAUL",
-"Aw9ILBYCiwAPCwMABCwACQMLC/xDIDlf+QwOCwMDnC0KCwMMdw0B3uoOCwMEPAAM0gICBwcDsCYNCwMCLAcAJQANCwMCKQcD",
-"CwMFZGQEXgYDWSYEyRUPJgMAEjcmAw9uKAQPJgNKDAJiDyYDBgoYMQbxAQSkER8zewoBA8stBSYDDwAuFg98LhYEuR4fM9pI",
-"AATZLQUmAw8OLh8PcwAABVUYHzPkSAAEAC0FJgMPLS0WAosADyYDAATdLAN/AwPrAgwpDgC3CA4mAw8pDgELXUYgOV/PKw8m",
-"AwADfCwNJgMC0xEDuNQMJgMH89MMJgMCJioDJgMN1lgCgA4CHAkPJgMDETdMqwAqAA8mA18Pjw4VGjT/MQbxAQSHER8zLEoA",
-"BLAuBSYDD+UuFg9hLxYFNwoPNUoABL4uBSYDD/MuHw9zAAEHDgoPky0ABO0JBFYADxEuFQKLAA8mAwAEUC0JFxULzkghOV9r",
-"vw0mAwTqAgkmAwyVDQJcXAwmAwJ8LA4mAwL4EAQm1g0mAwJjBgAlAA0mAwKFBgMmAwUmDAQmAwOHLATRcg8mAwABZIsAKgAI",
-"mAIMMkoPwQIGHDUXLQJbDQEHAA8sIQADqRoDgA0EdgENlQ4JJyYdNb4NAowACHRqBpoZAoMdA4cbBBcjCxZIANgbCWIAAKwG",
-"B2IAAt0KAVwcD2IAAQP3FQTLHg+DRgMDgiALHkgA7RwJgiAGvQIGkkgPBWYGBcNSDiADDJAwCT8eBCcABAJ3Dw5mAwO0UgRm",
-"CQG7LA9lZAMEfDAPS0sEA7BJETEkTAsBAgNCSAOxSQmVHw5gSxEyXRIAGwADTQEMuwwP3UkPD+EkAQNCSAHHAQzdSQNzAAXd",
-"SQxdCg3dSQQxAAvdSQAqAA+iZAIEKuAP6iQIAXVbD/cOBQNDkQK+WwFQAAzIAQRrUwTIAQ/aZwYEqAEBrAIPCUoHFjEdUwdE",
-"AQGSBAQKSgAqAQxMCw/eSQ8PeUsCARoED95JAwEjAgfeSQzTCA3eSQQxAAveSQAqAA8+ZgMGOQIPACUFAeIwD/4PBgMsVAIH",
-"MQFRAA2dAQplAwFr3A+dAQMDZQMFRDEMnQEDCAID0dsKRQECkwIOKWARMm1fDFYBAs8GAX0QAFcBDO8JAQkzDckBDfBKDIQA",
-"AnsBAQ0FBVm4CnMABD66HDR2BwJyAAnJAQExAAB0AAvJAQu6BREyEhYCMAAPp0sDBVwrD6dLAAP2FA9WZgoCyhQtMTVhJA0z",
-"IwQrJw+nSw0Deo0B3UcI5wYEghEPQ2YEAkkdAR8ADE0kA7ItAYmYAUlJDxguAgT84g+oSwIDRwEPRWYDAhcVA0RKBrmUA1kA",
-"AXY1BHoAD0dmAgSTVA+oSw0D8o0BLCgORQAF5C8PqUsMAogPAVEoDhIHBQ8CCpMkETaWXgr3CQL2FQNiAg8JKgEEKxsP4iMA",
-"Aa4MBd1KAzwwDM4GAbVEDKMjBOxAA5EBCw8qEjIAFgBsKQe9AAStfQSRAQLAEAlhGASzAAFeAAOSSQEqBgzUAAEbAASPSQnT",
-"AAFgJQEgAAKC5ADTAAyTBQOLbwnXAgJ+NwN5AA6TJARDNgLgDQHsUgk/AAGRAATiAg+TJAIEmQIPkyQAAvU3BXMDCjYXBC8B",
-"BHPbDBUDAr0FBfgCDBEcBMVuASUABYRMCnqSA/w2D5MkAAN+3gOaAAR+NguaAAM4AwJ93guXCgNhSAJUOQRdbQzMBQOQAQko",
-"KgLALAY4AAmsSwNoAQ+UJAMC8RkPBVUAEjJ1AwWHAAzhBQAZAA8fAQECFQIPHgEAB9CDASgADx4BAgRCDgEfCw5dAALKAg8l",
-"SQEDAt8DKgQLA3cGkgcEfgEEo4wNIQAEtwkOGAgErQcDtQkBNDAMvw4Eb8AFLQAP7mEXATNYApwAD60QBRAxWw4PVQoFBCIv",
-"A0kvAttqDaAAA90IBS0ABAgAD5QABQMQFxQ4d0EPJAABD08uCBMxUC4CTlkBUQAPlgABA1MBBS0ABAgADxk9AAQ0CwT3WgMc",
-"Khw1uw8BTwUNKwUCggUEZmsDOwAMuw4BohwN9g8Chi8CYwkJeQIDCRYDKxYL9g8DH+AAJQAM9g8CZQ4DZS0BHyYP2w8AETgw",
-"0BFyrEQHoQALMgkE+dUK+loABQEM/NYD1AMP1CQCAq0IALIAA0cKC1RIBPQDDbYDBXEkHzfqRAQC7g8AJwANuAMB1CYFuAMB",
-"lSsPZAIBAxgEFDnfjgwhAAW5XA2CAgSaewPyfBExMQYMggIEpXsFLQAPykIYBH5RFjmP/Q0jAAU2Xg64AwRHewRBWwEZBQ2g",
-"AAM/AwUtAAQIAA/uQgQEZgYXOWL+DSQADwQdCQTmegMbWgIjEQyWAATxegUtAAQIAA9URQEDWgEDNAAEuAMcNlwRAHUHDbgD",
-"AkkIC7gDCxVKIDlf2gEOuAMCR0AOuAMBaFkEHwANuAMB/SYCJQAMuAMC+RIDuAMCYlkOuAMSOZMTASNGB6EAD7gDFBw4yBwG",
-"uAMPqSQAAm4JAKoBA40TC+tID7gDBwTECwOYAg64AwJ6NA84aQEC+UEFuAMPOBkEBAhbHznHJAUJyygJggIDCFsCB0IBSwAP",
-"ggIBAzUDBS0ADwRLGAS4Ux85HRgGFDHRKA+4AwEDpygBJAACTwAPoAABAz8DBS0ABAgAD6AIBADhKAOUAA+8IAYE2CgPuAMB",
-"EzKrKALsFQFRAA6WAAIERAgtAAScAw9uTgEDqBgDNAAFuAMMKxIBzkMNuAMCjg8LuAMMYQwArQkPuAMAB9MQCXkCA3kDA3od",
-"C7gDAtxUAiYADLkDAsgpBou3AXMPDrsDIjEwdRoBnkcHpQAPvAMVD3QHBwkNBBA4nw4IqSQCaBECvwsHkwwCXhsDhzYJazoD",
-"qSQDtAwAKAAEL08PMwwEDqkoAw5GDzWRAQPpMAWznQjIQjo5Xzi1aASQEABtEAFEAQIYHg9xAAACGg4AKAAPUsEAA/4sAyIp",
-"APVaDwEDAgRvCAJ5EA8iAAAPxgsGEzIQKQEiAAJMAA8gAwEDwh4ELQAACAAP33IVBQIBHzA0rAcEhgwPVwQAAu8UAyQAAlAA",
-"D6EAAQS+AAQlAAQIAA/ncwUEVw0fMECsBxUyaz0PWAQBBGh+A9MUAsUQDJcAA64pBS0ABAgAAdspDFgEA7MAAzQABVgEDGcO",
-"AJxcDlgEBBwECVgEDAMMADIGDlgEAuNWD1kEAAIHKwUhAA9bBAAD8wYBvQINPQACLgMEXAQBxTEPXAQBAwYpD9xWBAq6Ag87",
-"Ag8PxwEPBrMDGznhSQ/CBAYaOcZqBdwDBWjkD77iBgJYEwEHAA8IvQADuBEEZgEP7ygDFTLDKwOo6AmGAgM2JAS+Aw+dKwEU",
-"Mmd/BC0AAAgAD74DFQWxfATkwwp/AAP9AgW8Ag/zBwAUMnQpBC0ABQgAD/MHAxUyccMFcsMKdAAD9SUEeQMPw+UCBEgpBC0A",
-"BQgADx5TAQMcAAM0AAV5AwwGDwDTCQ15AwNaTAp5Axw3Jw4ACwkPeQMAA73ODnkDBa02A5goDHkDBSgrD4swAANvhAR5AwJQ",
-"nA95AwACBb0AnAIPeQNfDBIID3kDBgp0bAR5AwbVLgNhWw55AwNKOwEhAQ55AwNyAwR5MA8lBgQEKokfMYYCAATveQR5AwHE",
-"AQ2GAgNxAwQtAA8gtQYPfQABBMUXBHXpCn8AA5EHBHkDDwi0AgSeKQQtAAUIAA9HCAQFg2UFXOkKdAAD6wAEeQMPwbMCBJMp",
-"BC0ABQgADwIPAAPbQgQ0AAR5AwsYTwCtCQ8DDwEDdSILegMMAw8A7wsPegMBAsk3D3oDAAPkCQdWpwp6AwRXAw/NNwADnYEF",
-"egMPzzcEIjEy0DcCSjEPegNcD3EPFSMxME1DDHsDBWYzBCvnDnwDA5MBD9nZAgNEggV8Aw966QYFijsOAbcDPi4FfAMPv7UB",
-"FDKpKwQtAAAIAA+SfRYF9KkPxbYAEzLfegV8AwGiVw1/AANsAwQtAAUIAA/0AQQEE/UAcwAPfAMAA9olBXwDAZcpDXQABBAB",
-"BJkABAgAD5FVAAPoFgQ0AAV8Aw5cTQ+HMwECuyUMfAMMAg8DpWcNfQMDgjsOfQMEHd8DB00NfQMESbwFgf8JPQADeREDIwAB",
-"9AAPfQMBAoZQAfUFCO8CDHczDxkDBwz4DgOVRAQzDgtsHAOAHwP0DgUlNAS2AARUDgAIAAUZVA0QEAdLmgG8DgyCAAGsAASH",
-"YwtDGwK3cQMvHQR1JB03ECELYwALJO4DtwMBOA0PZAABAxg9BKggDBohAgYLATcyAH0ADRshB5qEAVFNDDNGAFgFD3tQAQG2",
-"HA+VUAIBDhkP2VMGArAAAiUAA0YAAGYADGkQA0gQA9hrDcgCA2hCAeQgDuUCA2MAD+cfAgjMTw/wTQoDr08D2zACDyEEGwAD",
-"9b0DhwADcgARcBMgCTYDBAC9ADAADTYDAwK9BWgAC6d/BU8BBRUxD8nDBAaGJxIzZiQPqa8GA+QDATYFDjwGBGx0DyRRAAQU",
-"SAZDAA/kAwUTM+QDAfIbD6wAAAaqIQ+LTgoDeEcDMi8KiwAELwEEIgAPNwEEBXo1DwapAwdXbhIzvSgPTyMGA8UBBp5HBRoA",
-"BGQfBOcBDxYBBSM0MhYBCbgSLzEwbOsIACJUf2RlbnNpdHmDVRQPLgACD4ZVBA8sAAIPiVUUDzwACQ+MVQgfMtnpAQe8kgRM",
-"Bwq9kgWLVRA3FQAPOCYABFumD9YADgExCQinkhY4i1UP0wAKCt8ED/cEBgATBA+mkgQPilUMApEcAhsHBy8IA+EFAiQAAUkG",
-"AsQFCaQLIzMwaD8Og1UKHJIFHAAGEksPeUkKA9sCBO0pD1L6Ag4FRgOsAA/zSQIG7YsP/VUMAr8ADxurAw/16BwLggAGCVMP",
-"KgUKBBNWDGQAAxcAAwcAD4BIAgQgDwvUIQUwKQIeAAJ26QxhPQHCBwLgAAFaGwiyVQKABQ9XoQACGQACrgEB6g0ACQIETAMB",
-"xBkPHqQOApZABKEZChoABNQaDhoAA/YdDxoAAASFGg4aAARyGgOpKQkyDi0zME5PBP0ABzUGAccDDz2rCw/3BwIIwlcPeQYJ",
-"AlUGCvlWBcAABEMABPwND45MAwSaDQQYAAPvCwCJAf8BM0VCMEM2RjdBMEI1RUQ4REcAAQWkAgL1OQ0gAAduUwAgAAAMAgQb",
-"AAJ5AQKZAQZkCyEzMFdXDksDA4EiD7VWAALfCANQAQ/VJgIEuEAC08YOi1UCtgQPZSEBDvnFDpQNBKsdD7lFBgNsAQ8wPQAB",
-"/QAFtpoPt0UABBw9BQcADyADBgV1VgMlSw+IAAAEulcPIUoGBNkdD0oSAAMUFgXiRg+sAAADSgMEqDoCKQAPQxIDBEAfBXPF",
-"DyMAAAMEAw89cQIDYUcClA4BgHENDzUChgAE/zUCKQABcgQPJHMDAFoCBW4pA0sBA2EkAvwBC68gACMAAJ8AAmYkAizDDGY1",
-"AnwAA4oAA+4zDEUEAqUZDKjoBGQyD4vaBwPgDwdjDQN2AASoJgHCAyxGRSsCDOCWIDMwUakMnlM5MzBfkwMA5g0Jyi8KvnIP",
-"nHACBCEnAIkASDQwMDiJAAAUAB9DyAIACXKWA1wfBR9IAGMBDqgABmweALUAC6mpA0coPDNGRmsACqIoBJooA4cjDVYyAxUg",
-"BOEwAbgOCSAABE0yA0kAAWMACPyeBs4ABiUQAL0AB8P9A8ABBLVBD8EBBQwQAgSoRgRhAAZAFRR0UwAEyjICwhEHexADIAAE",
-"YigPKwEEABMrBfksATwOADEAEnAtEgfGnwO+FgGSAA6nBAF0DgNKBwwVCgFscg7bAQZrEAEkAA2EAgTRKAJiAhkxYgINogEE",
-"2wEDpAANwwEEIUcEIQABlRUJE0QDYQEGf0cL0QYJHnMPSgECCuACBC4AAggAAE8BDgMBB2mYABEBBpgvBVitBtgAD3MAAwnT",
-"CA8s0AgJxhoEegAKPwAA3Q8PTQMPBMorA7YXD00DAARwAgIpAASVBQYgAATFKgRpAQ0iAAQ7AQUiAAkFBAFtmQ3nBQJ3QA/n",
-"BQEDrEADFyMKgB4BcwABhwYDM6IBSQsKOQIEvRkCjAAEOhEGrQADCQUEGQcBpygKQgAD9BUE/kENQgAD4wMEzgYFOTAGQgAE",
-"shkCIQAExggGQgADAwQEjQYBCIQKIgADdQEFCAAO6AADtwEGu0kPE0cBAz8ABQVKBAgAD0BHCgueAAEzAgqeAATGKQSEAAob",
-"BA93HwMEm48EeQoFshUECQIP3TMAAt8OA9gMA+wWCkhbAKEKCX0ABLhaBftCHzmrDxwEOAADgQIPNTQCBP+SLzY4F2ENAs0C",
-"D7HMBQ+WKQAEaWADOQAPkQwCBOuuAH8AD4ASCgSezAWMVwMYAAU0WgllAAuxAQQtDA+1ZAMEAJcDp3kLeBAChhcDLzQL+AQK",
-"1CcKGgAEwScOGgAEPikD/w0K8lwAyhAFRFkFqT4HTKQP+gEZBOE+D9eBAgR8WiQ3NDNjD31aGQVGAAQuKh80MTYNA4Q/D5MQ",
-"AgSZQQCMAB83jAAKAuAQAZtBDjQOBtIACpwOBWcABPUtMjQrMog0Dz04CwqKgwVnAAXzAAzkDgfhkw/mDhQHkQAP6A4DBIHO",
-"FDcnJgi/BAznkw/4ECIPxQIuB7MEAScLDQ8TAoEaD+KBAAp5UQvEQgVROQIBAQLS1g3mGAKuFw+ADQID44MPSXECAzYXA5QC",
-"D4lJBAUeuA+NLAUETxENSA4ENEMEalAPqiABBAhKB2eTD4QPDgAjOg88LQQFErgDkiIPIwABBeKqDYYPA/OTAqsZBClKDaNH",
-"A1EKCQcAGzEaEQYuAARPdAQUfg8kAAEE+W0PPpQBBPAPAxcID+YeAQQzlAIrAAUyAARjCAr3TwKCBw9A+wAECyACXAQC/W4O",
-"kQ8C3KsEJVkKkg8EawsCjwABKgUNGaEA2gUCyx4I3VEDpRYPpbYABJ03AosED5TRBQTbBgJYKwwb1gMLEwD/Agx51QJQCQQk",
-"cw/wDwADYgkCqpQP8Q8DHTF2EABbAQ9tDAAKRwsBSTsIAgoELXgDzgEPH0oIAo4AD/YPIQToLwVYSgDHAQ+rAAAK0QQECR4F",
-"RwAAtyAPqwwQBEgMBEQBDI4ABFmcBOgQDRULBEpHBEoAAXAhCfkPBdEACl0BAYpXC/oPA54CD/oPFQMfmwRiAAZxRAb6DwOs",
-"CwQ/Ag/8DwADdAsEdQAP/Q8LDVxiD7PTAQLHYw8AEAIFiVUNcgMAWQEO5gEHj2IBJQAMkQIFigIPAhARA38HBEx2BeK+BiEA",
-"A4cDBCEAAUMLD/tJAAQpAAIiAAmoDAj4SQ8CEA8E5DIEN5oPAxADAWJeBxMBDwQQAANJDQ/FAQYKbggPnpoFDYGhBH0AC1sD",
-"AXFOD1sDDgQzAwR2AQ1uAQR8AwONBQ3lDwOmCQVKAAWZig1AAQUiAAoqAQ9IGAIDgiIPXwYAAsYhBF8GBJAhDAsHBapLBWg9",
-"BRsAA3JLBQcDCtcnAScAASMKBOLvD9SbAQXMCQQ02AOWJg8giAEFEgoELAADyiYPbV0CAwFeBSwACEUbD+Y0BAMTSQRnAQiQ",
-"dQElBw91DwIE/hoNoWcCzCUfM3YPAwLdGQMnIwOLAg2REgmSFhQy6xUFfQ0HrXQPfQ0aAz8aCzofAYcVDzofAAG7KQ9THwIA",
-"xAAPSSQGAkEkA/ckAQYAD5MeAgL3NQ/F+gEFdbcPgr8EBUNLIzcwAlUKnAIEjRgDnQIKI0sEDAEHRAASMukMD+F3BQOECQ9p",
-"SwIFwIEjNzAaVQqLAANXAgOGCQ/bAgIGZksDsAAERRMBdksKTwADlQUGHHwPTwABBI07BCUABE8ADLEjBJt4A1koCvUZBcMD",
-"EzWb2QJtAAqPAARoAwTeAA+NAwEEiYYF3gADwQQPG54BB6lKCggAAR1ED50AAgUr9Q3+vAJZRAczTQ8ABAEFwUkFnwAEQRgP",
-"NTIABIJABfVJBAgAAecDD54AAgXj9A1mvQRDSgW4Dg+C3AEERkoFqxQEpwABrgEO1AIE4yxPMCsyMDoTCQXBXQt6AwO+XR8z",
-"Bb8AAiEcBDkAD5ABBQEjHATNSgrvAASPAgIyGd0xQTU2RTFGQzJGOEYz2L4CDLIHvAEH/UoHidcCHgIFlwEEoU8G3QUPpVwF",
-"DcVpAGYFAdhyOnJjcCAGAokAAEIoB5EFBIQLBZEFB7R9D5EFGgLuDwGLcg3OAQQWwE83Misy7tYKBapbDO0XA9oDAh8AD7QB",
-"BQKKWwHrAAnkAA8DJwxvc291cmNlAicUDy0AAQ8BJwQPKwABDwAnFA87AAgC/yYIeNQPcwATD6vUAQ8zAAwPqdQED/F8AAj2",
-"uQRxAj88MjPwfAIQM5EnDyndAQTx0g88AQ0MZicAZhcPOQERDyMXAgSZvw8LAQ0EdQAErQAABAQPUQgBAacrD6QnAgGvEg+k",
-"JwgDFLACby4IQjoNpScFmrwJ+AMTMUlnD2MYBQNLGA+JOQMEoTAUM6Q7AHwAHG4q3AAmAA8r3BIFjQAOMygEVpQLiAEGTJ4P",
-"MygQAfVvDzMoBg8IGQZPMSsxOQcZCgJdAATDBQrwFAEACg/iZgEDmisD7hQPQRQEA64TBkqXBD0AAzcADz0ACQTVbw+pJAQE",
-"ChQPj0UGBe/ODyEABQTphQ89RQcEJxYH+SMPZBgDD3kpDQPxaw+YcQQCSAsPyxYGBD0AD8sWAgQmAQ+gAAQG4CcPlykKBett",
-"DIIAAjUIBB8AD4IAAgSJAQaRfgz31AAFAATXhAXeAQ+5rwYJJgAFldADbwMKHRQrMV9WVgTsCAYQKw/XKAoDQAsDgAILRAAF",
-"lCgP1ygLAqQBAUsVCEIOAj4NAkEONG1heBgAAcsBAhYBBLQhAxoAAhooAt8lA8sSBNtNAtEVD2u0BAEyAAHpFw88AQEP/hcH",
-"AnYAApxdA8MyCmwlEjG9zg70FgIzAA/zFgAD3IADEgEPMRcDBBICDkM3AzcAAgYABC8CDKcABN8IETE+Jf8DLnByYWdtYSAi",
-"bm91bnJvbGwioQICBMoBETIlAw6UAAKVAQ/lBAEDYg0CrgQPIoYFA00XD/k9AwXerw2MGAT2XwEGAA/U0wQK+cwJPgADWAsC",
-"PgAPuSgDBOgbHzWdGQAE5xsCBgAPLDwDBePMD/6PAATjzAJAAAwxEw9n6hYFms0CBwAP9xkDBIsDHzXTGQICQgADDxUP0hgE",
-"BUcBD1KuBwP7Ew8RGgEDGwAJkBkPZ88EBMENITEycxMNSTwJ4xYDWQAC6DwHPQQC7gIABgAOTTgDwRkACAAOgAMDFRQJ3bkD",
-"UwABQwQABgAGoVYWbjFPCEQEDCyFAGwDCHkDC9FGA7poCm8AAiF3AlgDBgcaBsxGARkAA6UODAyBBNYFDqgDAfwAABcBDYkD",
-"AqAGAzwEDdg0Awc2ACYABEonD71rAABZAA1uJQJwEwObBA0oIgPuhQAmAAeIvCEzMfwmDogEBfR2PzkrLeI/AwLqDQApAA7o",
-"uQKFBAIGAAGxEA8qDgADeBMPBgMEBITJDYiWCnfxD00WAwQzsB82MbAFA3MeD8MDAwTCWB82ipYACgTPD7wAAwTMWx82vDwA",
-"A4gRAosEDw3PBQTPzg+kEQAD2RADBQEE17APEwUDBKY+HzbilgEEGM8CBgAPRwEDAHElA8kAD5eBAAPwFgJBAA/uEgADpygD",
-"aQAElCgP3AwDBac3QjI4Ky1sAAxOAAIzAQqUgwKOBA69AgQVHgC9Ag8YRgMC9hUAKQAOvQIISAcBhAEP1CgAA70CD0gHAwQO",
-"XB42NQEDRgUCxQAPPgAEBCOTDUgHBIVUAj4AD0oBBASTIQ9IBwADBYMCgwIEuloLQAAEtlIfNkgHAAMKLQKKAQWLWAUeAAPW",
-"AAJlAAFrWAvEAQNsFgRtsALOAA8wUgQEoFIfNkgHAQ6brQ9BAAAFRwEPQQABA9odAkEAD9kWAATpzQMiAAOrAA+VewQEvA4A",
-"vQIBNQEMwTEC/AIFd3sC/wAPblgCBoZAAgX+D20rAwAmAA64AgO1NAKaAgxZBgMwaQO4Ag/wAwMFAs4NOZUDSjMCBgABUDMP",
-"PgAABPcEDTgCBBNRAj4AD7kyBASIKQ87lQADATMCRgAPxG8EBPkyHzbyoQADaBsDOTMMAAoEwnkCZQAPnqQKAwABA4kAD/gj",
-"BATAeR82lZUCBHHUAhIBAaMZD0QAAQVMAQ9EAAIIBgoCvzENsgAEHQADwxcFdXcP/RAEBSROAgQrDU8ABL0vBLgAA640Ck4A",
-"BMQCBMkPLzI5lksEAhscACgADqSLCKsRBp9rBB4ACIwRDyJaBQQIeA/jagADrTAEFQEPr3MEBM6jETcMEg+sMAICBgABXzEP",
-"QQABBO8bDwIIAAS6LQORAQ+DRgQBDS4ChAAPQwABAn8BBAMuDrYuBM4tBCIADwlUAQaRMQMlAATVAA85VQQEFkwfNw4IAQKX",
-"RwXYAg8JdQYFWgEP5nQCA5cJAkQAD+TDAQIGQwZvAAWKdQHdHg9xAAEFSUYDGAQP5gwEBi11BBwCD5oLBQEIAAEkAQ9fCwEB",
-"CAABRwwPJA0CD59EAQQcAAJ4EgwDjQChCwiuCwn/ZwXaGQffkA8AEgkF8WsLihsD7msPCGwBAu8IC0ktCvADBb16D9gTAweX",
-"Yw/iLgoCDEQCICIJgwACeAEEHwAPgwADBC4DD9kTAQIjIAJ8FgN6MAqOIxMxeMINuwAFjoQPIi4NA9E4D50TAgSzhB8x2y0M",
-"A7xKDyKYAwTprQ+XZA0D+T4EVQkLRQAFJwISMhwFD0UABQJmBQZDmwPYBQVJAQspFAOFLAJTCwEXGQcrFALSQAIiAAFRAAgt",
-"FAEXAAAjAA8tFAAC6Q4HFbQFtAMPjxUKBIYTAbkCBFaNCvMiEzEvbQ2YBgOyZA8jKwEFqusCGwEEcwUKPwAD5gAPOkUBAytG",
-"AykCCwORBq0ABukDAXwzDzUUDAXnBAUkeAKyBgNJAQIfAAJ7MwIlAA+fJgYKoB4WMSXbCmgDBnV0D/E9AwJzYAAmAA4OYwNI",
-"PgOhAgxBBQOWYAR7Ag+EBgQEcS4PzHEABPhOA8cFD4EGBAQmLh443lsE+y0CBgALcLEGJgADiQMfOFqsAQOAawNTBg9qTAQF",
-"9S0fOMRbAQ+ppAAPOSsBBuJ4D9sHAQQ9KwRqeQXWLg9XAQQE2xsfOG8KAgN7LAR5AA9aAQQEGwIfOM6iAwnbBw+OdgoECXcF",
-"jnYP5lABBFR6BFEAA6AMB0eYAcUCD6G8AQAGAA2sFAWjSQ/B+QAFvQMACAAMrBQCjxQJmo8GrBQC2TEExAQO7DQA5gMJsQAL",
-"WEwDDKMOcgUD2zEBrwQBshYH5RQEjbQKqQACxhwCOAADqY8J5xQCCzIAJgADMwULvS8EJAcO8wMCqAUPr1sBBNtKA/UED7Ud",
-"AgKIYwA/AA53AQIoFATUUQrbAQpfpAUYAgUmSwZbRQcJBQI0Aw8bzgYO0i8SMRAvDwkFAAVKdw+DUQMCRGQAJgAOp2ADHRUC",
-"cgIBTQ8JHwAD9gACJgAPbA8EBcp3HjmoqwTHdwMaAw9vDwMBtS0BQQAPCHgAA+oDA0EAD1p3BQTQYw+wqwEEeS0DQwAP8ysM",
-"HzknDQEDdRkD5wQBbhkKECgEoAADkSUP9SsBBcImBa54BBgmD1cBBAR9GR85FawCA08ZBesoD0QABAVaAQ+VpQgEqykPvgUB",
-"BXkpBL0oBbMpDwkFBwQIDQM8AAwJBQ8QegMFCUkUM8QBCzADA0oCD5wdBQAwAwyIHQJZ0A4wAwVrAAOS9A4yAwLNBA9PGAED",
-"32QEMgMNHwACpAwEMgMPDxQDBf50AjVxCpQBCTsIDx7IBAEfKgFBAA7arARKKgIGAA+zzQQFCHQfOQZGAQlhyAXHpA1DAANH",
-"AR855KwBBAV0A0MADTsIBfxzBCIAD30CAQUMKQOGBwUlKw87CAQEK1cfOU9GAgStnANEAA9aAQQE9XMfOUqtAgRN5wJEAAH1",
-"EQy1AAQlNAVnRAS1AA87CAgE+Q8DPAALMgMB19IPMgMABeh/BSEECzMDA+EXDwwqCAp+1wBsAA8QtQMEogUAMwMPghsDAvFm",
-"ACgADjMDA08LAzMDDFQPA7JkBDMDD6AFBARXEB45SasDGjIDeAELzBYGJgAECwUOrQIEfm0DQQAPZQYEBDwQHzlRqwEDiysE",
-"yAEPxQAFBGUGD7ELAQOCawQRMw1lBgT8RQT2Kw9YlAEGNUMEigAD2wALbnEGMAAFVwEP52oCCWUGD3MYBAE6LgPWAA9EAAEJ",
-"ZQYBbg4NtQAEj0IDtQAFCUIPZQYJCstCDDMDCjOwBD0ABUhaFTPBhgszAwJ6AA/VDwYNZ5kAbAAEPXgLMwMFYYAfMhxbBgKO",
-"ZwAqAA/uZQAD5Q8DDQwNT38DnWYEOAMPThcGBaeVHjBeCQMGGgM0Agsi6AUmAAAXCwJCAA6EFgN0lQMGAA+gbgUEHU0vMTBe",
-"CQEDAE0D/QELr+cGJgAEtgcfMIYWAQOzTATxNA1wBgWHagQiAA+PagIEVAIDuwUE3QAPv2sGBlsBD/oCAQPNGQR6AA9eAQMF",
-"sGoA2AAPsmoHA8sFD2kyAQcAQAMlAAS3AA9yBggERgME7GoLPwML/A0GrQ4PNRYAAhw9AzcSD3gNBgAIAA6qFgQ5/QHUIgNO",
-"Jwrc2wFgDQmcAAnByQRtAwBZBQ/WLhEJFhYGQgEHtBYPIgACBkV5Duw0BQhpBFsBDyshAAQBXgSXKQTjlAFtvgtsFAJHNgRe",
-"QA6wORMxX1UOSFUGxwAPBTMLBUpqAa8bCsVnBX4XDQM/BQBoBD0ACZotBg4BBQ5SD6tBBQcFag9eIQEEejIENAEFb2oBCjMJ",
-"HAMEtDgDMQAB9gMnYXghAAQSAw+s1QgMRAEGesgPezIKBNJoD50ZAALhXAciAA9SZAQE2xslMTBgHwYcAANVIgUkagwPCAEJ",
-"aAkfAQ9IUAAG5WcETwAPjBcCBWUcMjErMgEDD35GBgOOBgFtHAn1AAulZgL1AA91MwAhMTF5WgGcAA+MAAMGxQICbAMPjAAG",
-"A4gCBl4SBRoAAsUCBSIAD4wABwPjNwJfAQyWPQOVMAd3AwD9NAhgAgOVDg+eiwkM3gAGMn8PXwILBHJCAutPCXVkD6s2BgaQ",
-"ZAQ9AA90BgQGyGkPegIAArAGBihqD+cDAwUEPAPnAw16AgOcAwVPAA/7XgQPegIVBAgJBrzjBRoAA3oCBCIAAhXAD+4BABUy",
-"egIMGFAGEmoE9QAPrgAED5wCFQa8Yg2uAAOcAgQiAA+uAAcEnAIIBkMAkwIPnjYLP2Jmb542Fw8tAAEPnjYEDysAAQ+eNhQP",
-"OwAIDp42B2s2DzgACB8y0F0DCKZdAhkIJzw1fzYE7wEpPDKi8AObAT88NjZqNgMBCC8PCAERAUwDCFuzFjJqNg8FAQkPbAIB",
-"Cc6zDwoBCQR1AAStAAAOAw9qNgEBawkPajYCAdVHD2o2CAKlCQNAnAWxCA9qNgEEoqMKWhgfMmo2CwMKAw+IagQFkQcTMklM",
-"D2s2AwEnAA9sNhMEjwAObDYF91EKO1gD3wAPQl4DBe4ID8VMCwNjLg9c6AQCQhkOdxgEFrMDPQAPVhAEBGQkBVWLCqsFBppw",
-"D6k/AQM+AQPyDASGJAvlAAYx0ALtHA80OAUCHhkFhqcPgFsBD9tbAALABQM9AA88YwMERisD95UKgQwCnwIG2RoKNxkE7wEO",
-"5zcGzQUFDJ0LOgEGGAkDjCYP+QAFAsMCAiBaCJBRD04LBgMxAAMHAA8hCgQCfQAOUZMEzgkCtAEE+SULsgwFugAPCI0AAzwK",
-"BJIlAHMBDxnzAwQiAAAZAw8b8wgIc0gIXzUOMtUBBT8LEwABwAEBBzQNTDUSMkw1DZIFBd0AD/6MAgF2AQXGJA1rAANoDgr7",
-"FANqAAj1DgJYAgmQiQAnAA9YiwIE9SMP9IwIBFg5D0QnBwSHJw9EJwUIQicPsAEDA8EQATUKDx7zBwb4cguSswYf8wrlEhwy",
-"MDgCIgEPH/MMAdYEAVgABKBABwUCBR7zCu4PA2oACIcBAS0ACh3zACcAD4cBAwYYPA/fjAUEvjoPOSgIA6wUDScKBFydBIgB",
-"BIpkDYgBBpSdD4gBAwQeRQ8/7wEB8wUHpx8K/Q8cMn7cBHUmDyPzDAXBJAYi8wqIJBMy62INUCAPIfMFBDIAB5kACqlrA8QA",
-"ByEAC1ZtA1YSBLAgDdMADx7zDgAbAg/HjAYC7SUvNDDFjA4F5y4PErEMA8wFC4F8AuIgACwEDw+xAgJSIAOuYQ4F8wETxgXA",
-"8Q3WEgzmkQd4AAKKIABaAA9rSQEBlQACIwADT1APA/MDAQwCDhIBBgQRD5UNCgKXCA9NWAQPoj8UAzxrBMojCtADBZoBD9oI",
-"AwSnAAzgBgPVMA/5VRUHB/UPIQICBzOzDzBJCgPaPwSXPwtFAAY1KQ/5DwoCug8KmlcGygkNWxMMAAUKyBQKriUDXwYDvQQN",
-"3AQIHgANcbsDdBAPbywBA80xAFYCDO1nAVFyD60+DwNmJREyBQIJGgAD/lAPGgABAwQJDxoAAATTFg4aAAMOEw8aAAAEwxUO",
-"GgADXxMPGgAAA9oQDxoAAASUGg4aAAMWEQ8aAAAHBAEHMwUBr60Lbw0Cwi0CcBcFzXMMCLUAIAAAaQEJhbMA5gACIAACfrUO",
-"NSETMg5ICMgFAp4MB6g5MTJfMSxkB61EAaUHAQI5DK4AAo0JAlEhAgUFCq4AAcgAAdchDK4AAHgABY5SDxwYAhcyCSYGtQ4C",
-"wS4CgkMB6UkIrwUCHQEBIgABdBsKOwACM0ICJQAG31wDHAACDwcCuAUPdCsCAjgAD6baAQOLQgJDBgsHJQRnAQQE0AFjBAh4",
-"AAIiAQLNBQvzJwNEJwIiAA9tTgICtgAAKAANlAACvwUDlAAPJUMDCfBZDNoBAqoIAQYAAedrDqsYCKABDw9aAARZPAiWAAPy",
-"OAMHBQ06NgJIAQK6AAU+PwpbAAWXAA6WNgJuGgOVQw16AAOBIAUeAAfvAg+0JAMENCYH/goHSx4D4TgP91sFDv5QHTJLHga8",
-"BQSSNhQzkzoIuAoFS6IDrAQPhisBA4YfAyk7D0jMGAQNCAB7AA26DAT5JgPlKw/6GgAE5FcKwe4P/isHBFMBDmw9CpMrD8Ad",
-"AAR6WgIpAAUwAAgcSQOcAQPICwMxAASwVgp4LgSOAQ3IWQIrBgFyJwzIWQKAAQMiAAYNBRZ0rRIDBgEDXlUPyFkBCzhnETKT",
-"Iw99CwAArRIGogICCFUIwlUD+V4PwlUMBIBVAzUHDnpRAxoHBAgtDc1PBYShBEkAAAQCCBxZBHl6Ar0pD8gAAAYmrAHWAA3/",
-"VwPwOAagAA2tLQhVAQ+PWiAGogADSAMH/9YBoQAfOpdZAAT9BwO9OwYXFQV1WQTqWQJBAQWGAgaWWQPnNQQNAg+WWQsBQgcC",
-"MwARcKgUCZZZCbZYD5dZAwXuBgY0AANJJAM8AAG1KgohAAT2AQMhAA00CgV/ogMhAA29VwWw8gIoAA5BAAl2CgFhAAwOHgTa",
-"AAU/KwNDCQ/JKwUFl9gfMr4/BA1KoA/K8wYNiwAE3ysEiwADtAkP/dEFBaLUHzKMPQMHZ6AJUQAPElMCBYykBd5VBDwoD/w7",
-"BAW3QgELDA8tVQUF4SsExTAPmQUEBcdCAXIqCswpAzsABJgAAJAADDADDOBUDWwCBLRUB0QAD7JUBgT3Ug/iBAUNfQAEyioE",
-"hQAOk1QDgQEEKgAB0gEPsSoDBKsBBFw2BqABA5IMBCwyAtyfD9xTAQVEAAx/bAXwDASKBALaUwlEAAT9AAS2LQzTBQZODQQ2",
-"Kw7MAAQaAATuAA1sKAyplw7uAAVfgAOQAA2Txgb5KgREAA7uAAOqDQUmXA0gBAxNKw7uAATUDQVJXA2EBATFlwTuAA7oBAz3",
-"lw/cAQADIA4FJGANTQUE3vIFRAAO7gADngkEMgcNPsYGBpgE6QIO7gADdwYEPDAAeUMHqgYFtyUBMAAGv60fNWgLAANKCx80",
-"GwAAAicLAAcAD05HBQAHAA1+SQV5Cw+SEgAC9x4KLQwK2rkBZwsJzgALdoACiA4ACAcGYAAGqngFRw4GSxgK/7kBtg4JYAAL",
-"S+ICgRoEkjUMYAAH5SYCJQkMMjkEak8KBrkBxA8MUQ8AGQMPih0CAYUFD7wdAAH7BQbVHQmjHQPwDAF8EgJ3UAE3Ag+U1AMF",
-"2AQKyUMCXA4PkVwAA/1YBIz+CN0eAMwBD90eFAhqHQhIWQ4lEwNlBk81NyszNhQKAyq/AWUDCJ8CBLO7Ah8ADzO2BQTKLQIa",
-"GwBAAAYbAAVeCANhAw8qcAQTNUwiHzG7RgQF6y0TNfIqCWYAA+stBVEIAuvJD2YAAQXmWwTQPQxoAATSPRQ1gyoKaQAEYgUD",
-"QAUBBy4PaQADBbFbD7A9AwULTj83KzMWVQoD/bwCilADXREEGwADjwQxMSwgpwUJugEDjhADPgAPhC8EBK8uAhZQCusABKMF",
-"A3cGAa4uD+sAAQXoAA+dMwQEzy4E/k8KZgAEgQUDIQcB0C4PZgACBroBD1IJBASFmgWeTwppAARgBwS6AQ+JAgUBPgADJAAP",
-"jAIEBBVIIzU24xYJagADEkgFygcBHDkPagADETImjg/pLQkGclACghYKagAL8AcBUTgPagADFDNgAw8PLgYFCgID1iAKagAE",
-"DQIE7y0PDQIGAD4AAyQADxACBAQOSAAsAA4RAgNZLgUaCAFZLg9qAAQEEgIPUC4GBhICD+ECAASiYwRACAHfLQ9qAAMF5AIP",
-"dS4EBUmZFDUIvghqAARzZAVmCAKtwQ9qAAITNhICAZouB1wHD6YmDH9wcmVzc3VyqCYVDy8AAw+qJgQPLQADD6wmFA89AAoP",
-"riYKDzoACg+wJgMPG10BLzYysCYBHzSwJgE/MTUwG10EAGsgDw8BEwHNDQ8dXQQPDAELD0sdBg8RARMEeQAEswAA1QIPIV0C",
-"AIQCDyFdAwCjBw8hXQkCEwoCgBgPmhgBABkAAioAAzEKCnoTFjMvxA8hXR8ERzgPIV0LACYAD7UmEwSNAA8hXWEOYxcDOgEN",
-"7yQDPBcP7yQAAxomAm4AD5cJBANsGA+MxgQEDiUDepYP3TUABSEAD3VcBQUeHQ/XHgsDEhkP+wADAcMAD6snAAN4iwM8AA+1",
-"BgMEAiQEqsALnwAGC4YPFF0LA2QAD4MaAwIXHA/uGQADUhkDPQAKtgIEUgMDoAAEa5ILoAAGsIQPFF0LBkIZCuIJBLQLD4IA",
-"CATVBwbWJQ8UXRIP/e4GCiYAA4EPAmAlCRoABfQuD0IoAR0zlCQCmCkPplwKBEMQBDIAAjccARsAA9sVCnlIACEAD6ZcBg95",
-"SAEP9AAKCZoOD6ZcAhMzplwIf4oAXhYP/QUWCYoEBYQvD9QxAwULQxAyVeIPOi8LAiYCBQuUC0oABSyKAEoAD2BeCga9lQ+P",
-"KgIFUV0N60MEQo8DQAAFyQwP/FwAD5BdAQSCjQPJAAGNEA+HAiEPxwEBBGEJHzPGXRkF6MsPhToDA/hKHjAKAQSTDQ+SDQkE",
-"lkwOsAoDrzwD/hgPMAwDBUpMAhMFCcQjAroLBUvRD7sAAgHUBAHKkAyHAQPaWgMPEA8rGAME11UeNV1WA2MLAnwAD40XAQOr",
-"AQSmAATTAQ8NCAME/1UfNfc9AATAPAJIAA/+VQAEMAIEawADMAAPp5oEBO47HzWMPQED2DoDSQAA7wENbAADrwEDIwAFFjML",
-"6hMFDzoNvEgEPQMACAAOWgMDGwMACAAMUwACIBQPvEgEBR0AAxwJCjkUGDNoXREzoSsIWgAE6QMLrAUD51ABWgAA4wMIm10C",
-"FgoKogACpy4DNgAPtUgAAgUUB5XzD0QGAQpvBQdEgA9vBRwE4VEPR4ACBSx7AGlSD28FDQPVOQ+jjAMG8cUASgAPbwULBfM0",
-"D+MwAgMrXg+aSQADK14FyGINLV4DswgAKAAPvhQDAoIpD7ZJAAOtFgSbAA39XQRQ0gAoAAgcFh8ziF4EBTnSHzWIXgYCOiQP",
-"/QIAA3AXA8wAD3hYBATwWg2TDwOKPgOMHw9NBQMFZT8kNDT6HAhRBQP6PgiIjA6/AAIMBg/5FwIDhDICwAAP+FgED2xcBgOf",
-"PwLGAA9YjAgEpQAPUAULBWBZD9/9AQMmEQJIAA8CPwAEY1kDagAEpzgPcRQEBJ4/D/tbAgQSigNlEg8GcgIE8NIEJAAEiTsK",
-"bRIHijUFYgIPLV4EAvQGD7cZAQOwCAKiAQ8sNAUJGVsJYBIDxz4DyBIPXqgEB1nRFzQFAwYfAAMzEgX0WQ+mDAICAVwPr2EC",
-"A6p1A2gCD9daBQT0ng66wwQwigN/AA+/fAEF7TQErAACMwAPlhMFBYJZDy77Ag6LMw3cWAMdAARvAAMzAA+zWwUFwlYPLfsC",
-"BHI8A0sAD29bAQSIUAVwAATSAQqVDgtaNRIxBdwNqwECBFsAJgAMcAIDAFsDsCcPYEYEBPA8AuRVCXACA60yBPUyD+pZDAPQ",
-"MQltAgR5WQajzw/CAAIClAUPmkgBA0tYAskADzlIBQUoWg/yzAADZwICBgAPJVoaD2mlBAVjPAQ4hQpwAAPXFgNLAA/+AQEE",
-"RdcFcAAEYAEPSBcEBOMpBdSECnEAA1pBA0wAD3Z3AQXB0wRxAASENA/1bAMFAq0fNZBdBQKEBg/PBwADAFoDcQIPsQUEBKw4",
-"At9YCXECA6BDAxEBDyuDBgSsDhc0WPgGHgAEVigEyCgETSAPgHwADxphAgM7WgNzAg+mBQQEaggfN5RVAAO/AAN/AA8DAgAE",
-"nAwGrAAE8gAPBFYFBNeGD0dWAgOUDgNLAA+AJwAEoQwGcAADgAABCgoPcAABBL4FD+JVAwJQAgNzAg9xVQIE0gQFcQADgwIB",
-"dREPPAoBAQgADn5GBE/cAAgADShdBeQMD/NGAAcNIA8oXQIYMyhdETOsNgnpDwEi4w+8EQELRCwC2AAP3RISBNFHAn07CRoA",
-"A6MGARoADVE2FzPxLw+gAA8JwAwAqgYPwAwjBS1EDy8SAgQ7Hy8xMYP0DQPsvgI/HwhXugMbFw9WugACegADOQAPhL4DBIIH",
-"AoS+DZ8ABbpcAJ8AD0ZeCgLDWwe8XAQYAAKWAgQfAA+FAAMEmVkHvfEFEA8BPwkKRl4KSy4I1gEGsAEP3BkZCrABAykDCgxE",
-"BecABaOtD3iMDQRSWwWoAwMVBgJiMg/NXQwBwxkHzV0BSQUPzV0FAmEKD9S/AwOVNwc8xg/5AhMPbAMdB8ITA2/LBM9YCmou",
-"EjOZJAqtAQ+JGxoJrQEJEaMO0w8Fxg4fM2yODgW8Sw/WFQMGHNUPKo4PA+UPATkRDS8HA2jMDzMSAgPKRgNBAA+4WQkP7F4C",
-"BNaMA8sAATsPD5gBAgauBQGnOg/tXhQF9/QCNBkMAzIDDgIPB3kIC4VbFjM9zQs4CQVesgXZDw/kWQAAJgAP5FkGAwIBD25Y",
-"BQSLug4mUA+lLRAFhasDJAAD6SEPTJ0EBttYD21ZAgnlCg9ZcgEFgQMEbwADMgAPKF8FDwZZEgR0KQ/iCAEE0F8EcAADFAkI",
-"H0oAugEPY88BAeRwD9YCBQAIAA7zAgOzAgnW6QOVCAJGEwPs8A3iXQKiFAc5TgxEHgvpAgsqFQPJXQ/iXQACVRwBWAQBdy8I",
-"4l0G2gQISwACbigBOAAJ9jcDLRUCvAYAJgAEEwUMcxsPwAYAAC8ADxMFIwN/HgIW7g/JBAAFXQMfMBMFDgN6FQqy9QYfAAR6",
-"FQBKAA8TBQwEmgQPtQ4CAnpdAD0CDc8DBN8FAooAAdokCkACAxkAAyMSDlsAATMHBE8VCjsAApwdBJwAAam0Bi8CChUVBB0D",
-"Bj0BBvBmDbdbACUAD7dbFBIzEYwOAwUFQj0UNNtuDtsAAnECD+ezAQORvwQGBQ/mMAUE5FcPgNIACVkSDxiPAQQGBQSzJwQe",
-"dA8GBQYGzr4PQVsAA+MEA0sAD8KJAQRwUgTOLwTIJw8GBQQES3QFPb8KcAACagAELC8P5QUBBJqzBHAAA+UFCgYFAbuMD/sg",
-"AAUpBwQ+WQ+sWgIPvzQDD6xaAhIzAjcPKAIABacXHzhFFQUCkloPEmEDAgMDBCgCD0AnBARXdQ+OWgAEZzADJQEPvwYCA84X",
-"BFMyBL8GDygCBAQI+g95WgIEBLIDSwAPvgYBBPgQBG8AAzIADygCBgboWg8oAgEJnw8P1VwCAygCBXAAAwcDCygCCs+bBD0A",
-"BBoIACgCD9VcAwJWAAFTQw+iWRMTM+uTDikCBW4XD04EAwSfWQ+nFgEFn1kDIwsPPjsFBLd2DzxZAQRlMwMnAQ/jAwID2zgE",
-"3TIE4wMPKgIEBZmvDyRZAgReXgNMAA/ICQICYQAFcAAEyAkP3gAEBextD7xYAgRYMwRNAA8LAwEEeJcEJAADCwMLLAIKho4E",
-"PQAEBWEALAIPzlsDAosUASXSDywCBQy5EQV+bQssAgfqtg/evQUBCwIPAl8CA9jBBi4CD4oTBAWe+h4wS2UPpV4ADy4CBARk",
-"NwMyAA8uAgcFx48PN2UBBAoxA0wAD0xaCAVwAATwBg8uAgUFDAMP0mQCDwBfAA8uAgQEcQAERzELLgIF1woEfgENV7UPpgsC",
-"D+gTAAIDJAMlDg5cDgMuCQAIAAW9WgxeEwjFoADWCgskSQCyAQ/2KgABLCcPDysBAXQAD4GQBQLoAAQFNAEGAA9wDwIDpVcP",
-"8TMBBYfAACMADPMzATobD4ILIwUMWQk4Cwb8AQW5BB84pVABAwYkA1oHD5ZwAwUT7gBEAA+5hwsE5loCnhwPjgAABdcEAEAh",
-"Do4ABIgACOYODdRgAxUXA0sjBZUXBHYyDHMABRNbEzhmMApzAANVGQbpzA1iBANTDgTbAA8PdgUGD2APDM4ABGwyBAoyD2Iw",
-"BAA8AAMiAA06OgX1zAg7Bg1pXwWkMwMdAQTTMA2bOQTfygXCrw/MBAQFZM8fMI3KAgSdMQQPMgFBPw/ZAAIFtzMPRGAABNMB",
-"B/kKDtsABKIBBNsACBgyCk8AC9QBD2ZgDw+5CwIE9JUGTMsP3AAHBSo0CCugAFsuD64xC092aXNjqjEUDisAD6YxBA4pAA+i",
-"MRQPOQAGDZ4xAPsADzYADgjojg8xABIfMzEAHR80/DEWCBQABOABTzwxNzH8MQAfOBaPBAGtIA9kAQ8BYQQPqlgED2EBBwqL",
-"BgFFBg8llwIAIAMPeLYDABUDD3i2CQEgCQKeBgZVVA+zMQEB3wQNszETNPNrDZqiATMAC5QGBBcVD00GAQSGHx8yvk4NAkQA",
-"DyMsAggmMQ5hAAOtBh8yqwYMAs4FBFuCCjUGBNEPFDLo6QKzPAtkMgGJ4g9wtQ4B5+APkhwCCPO1Az0wD/O1BQOtAAQfPQZd",
-"AAQKDg4aAAUSQQ/1MgEWNAsSCz4BAy4HHzK4tw0D9REMRF8EQCkOIBwDWXsEOQAK/w8ExgIEkloPx7sDBHEtHzIoMQwD53MB",
-"IQcIgwAEEFkDYQ4PgwACA58CBw9ZCygxAgJgDKcBA7M0D6cBBQ+VdwgKnxUTNDmuDvwABdcCD3gqCwQZWQ8NCQMDRAAMBgkF",
-"hxgP11ETBcMDD86nBQarAA/IAQMFZQIPTmULAkwCBAg2CmQAA9ANBzVtBb0DAc0AA/tHYzg0N0FFMQUAH0JNBAEDIx0Px00A",
-"A9IeBFIBBGtXD30DHAQNCC80X/KdAwSOHgRuAwpfBQJgBQVBDQu/MgI5GAB/BQ2GMhE0FrINKT4FICAPZDYABPssDoUEBEtU",
-"AgYAD7oTAwQjcAWDvwwgAAQ/JA1oCQPsDgOCDg89LwAFqLAFBwAPY00UBLYREzPgEw8iAAAP2dwIAksLBYyID5gAAAQtKAgH",
-"AA+wggQELogUM34TDyMAAAQuJA8wJgICXQACKQsBJUUND04ChgAEwyYCKQAI6wcDvQYEVCQCJwMP9y8BBDwCDVi3BB4kDwpI",
-"AANWAAMiAAV2AAahTQTiGw+gTQcKXRQQNOojDdZMGDSxthE0Ti4IegMAKREPm00OA7yIBO5vDD8MCS4RDS1wA30zBACJAFwA",
-"CbCmBJVMAAMBDr0ABx0METS+tghbAANWEgQvHQ9wAgAEUkoPj00kBJ0AA2kAAHoSBo4AAEslDXveBn8EC/ABBA5xBPJLBaIE",
-"BqZNBDhNAQcACHOPAyAABH8BD6RNEQBuAQExAAEEtwmhTQfPNA+fTQMNwgEJijMNMEsEDYoE3AMMHwACPAEEHwAM5ggDqlgD",
-"MwYPKgUDBJ9CAoWYDyAAAA9wrQUKW4oPGt0BCoSKDyoFGARfQg+9mAcFh70PGjAADgExDJgAA2AxCTEFD24xBQ8GmQ8EH9sP",
-"OzABA/0PBPcwD0cDAAX4vAgqBQJQ3QcPBwNTNQADAw10PQIJBwIwBw+SPAQECEICgDcNdroIMSsBsC4KMTAEhSoBBwAAAAkN",
-"QQADgAMExKYBY4oKMDAJhzECGRcN+E0E0S4DRAMDzQMPM3gDBNQvAywAAzsAAYxNDSwAA1sBBCwABCkJCXEEAZK6D0IoAQ7E",
-"NgJ0CwAGAAgfNgl1JgaXCw4HJic0XwpTAGILD+sEAAOFygsFAgMzhwAdAAH+TAigoR802Q8ZBDUAAjoCBBSQCwc+BN+GAIX7",
-"DxgLCQioPgmYAgmKPg9EhwQEDVkPiz4LAIQAD6q2Cw+MPhIPhAADBI1FD4w+AQPyCgFcAwDhBA7KJQS8DgiNAQC0Bw+NAR8C",
-"pAABxAcPa/UDDw8XAgTQJS83OdMiDAQzSw9GAAMEiS4fOftnDAQasQ/tEAIFK6gfOZi2DQNsPA8XDgIEcIUCWIkJGQ4DnyUC",
-"VwkPGw4RBNMxBDkcDiIABj8BBZFCC9UABAgLABsBD2Q5CgMdEQ+PKQIFuaYfObmmKwAKAg0KJAMzAA9yTQEF6AAEWgwDfAwI",
-"VwED14UAIwAPpQ4TAp8mABYDDaUOAlIEBGwCCWEKAXApDgIEBFvpAZoGDPkCAl0/BRULD85OAABAAA3EOAL3CAOsAgsbfwR4",
-"AAS1Bwa+iAfPYwJwAwSv8A5jJxM0pIML0A4EhJgPqj4BA25RA/sCD21/BQTdGgIYWw8hAAEEjwIMaggE3VgJkjcNEzcD1QsD",
-"7zMPTG0FD3gAAQYfXA+TCQQGBJEOlAkEujEEtjcPsDcJBBkyBCsAD683DAVqmA8kAAEE3gMPmgkABN8kBgrCDpMAA/5NAysA",
-"BDIAAk7CCscOBGGRAzEABCYeDU8TAqv+C8oOA8tOAUEpC1sJBACeA3grBuRcBssOA9QMBAhcDzS2Ag2OEQCAAQ4RDggdPQAl",
-"AAxsXAKMRA9sXA0F+r8EmQAMDQoHfn0CMAANIQAFXDYDCAAABAIJ2Q4EfiUPyQAFB44fANcADG1cBBltA/kKD44KAQTSAQFX",
-"AQ/fDiEFowADHQsIlSsAogAPblwABOE4AzsABjSJBwW2A0EnAxECBYsCBwW2Al4BDxheBgoFtgBqAQh9YwpvXAh6OQ8GtgQN",
-"ulgDdV8EPAAF+CoGIQAEcgME8AMNIQAEMgEEeAMP3gMDBL0ZD/1bAgtkkw/rBBkEDUEDXA4NWgAF9zYJqAQLF5wGLwAEOQUD",
-"hAQPWDkFBIM5BF85DAEIA1lAAF4BDZYZAwwgAoEIDyGcBAUyOQ/aWwAEYioE4ToPMzkNAX0GDL0CBaY3AwACAS8hCpk5CiUF",
-"D7kTAQV5vARNAARzGwYiAAMUBAQ4AQ+HfQEFSw4FLQADlAAPTA4KBS0ABKonD00OCQUtAASSKQpODgVy3QOjAQMZCQAHAAxO",
-"DgLgNA9PWQMGHQAGgAwKeiQAWAkIegABmCsJGg4HwFcPjQwXAkwKD2r4AwFEXg99Hg8PbHMECcN/D34fBw89AAQIdNUP7B8H",
-"BOECD+I+AA9rGAAFNbYPjrUFBCIaIzc3gh0KkQIEEgIB1CxONDAyNGMECg0MBanfTzcrMjBTDAkCBUICwaANYRcEAAMF3hkC",
-"CAAKIvsGLwAE8RgfN7B/BgVPkQ+oBAIFG5EDoQQEgAANnNgD9p0DvAABgRgPlbEBBEmzAeUGDW0ABP8DBN0AA6MDDwRhBQQM",
-"Lg+zBQQEtVUF55EDXwACRL0PnQABBR8kAdcQDVAABF8EBJ8ABAsXD1IGBAQWLw8EBgUEhloFoAAEzAEBBQYPoAACBeMjAKkz",
-"B/8DAE4SD+MjCG9hZHZlY3TlIxQPLQABD+cjBA8rAAEP6SMUDzsACA+JVQoPOAAIDzd8BAhhIwOLIw8H2gMIMNoD1gIvPDOF",
-"VQQIn7IPBgEJATgEB5gFB7ETDwIBCQ9NEAIPcwATDHxVAEQDD8gjAQB9Ag/HIwIA4gMPxiMIAeEDAXQICHtpDcMjBNNtCbcG",
-"GDWAbgPXAAK2Dw+NFAIFIXIPpyMLAy8FD0IAAQYoVQ+IIwoDhRMPQAYBA9oVD9sPAANEMgKFCQ8DBAQI7SAPCiEFBPBxCe0e",
-"AkYFD1wACgPcEQE0BwxLLQIlBAIGAATfCQ9VBAMEJrcLqAIE3ToEej0hNjR6PQi8H/ICOTIxODg2ODQzNzIyNzQwNTNjAAQj",
-"IAFJAAJk2gE2AA8vAAMHeAIEz80IEwABHQIETOIKjREVNbZ4DJITBBsiAVUBCb0ABF03D70AFAO8ER80LwAFDTojBpQAD60i",
-"AiIxK0sUC7sNCBI7Az0YCroPEDVxHg3wDhg1UhgSNYjUD+ABBg/+RgQEJiMHBRcFYhAGPB0PiVQNAeeWDypDAQMQAQnvAwO6",
-"cg/3xwACtOAC/9QO7QAHVhQUNcciD/MjAiMxKxzzDDInAl8HA1sRD8IABgqHIAPCAA9ZAQcPdw0ECIQCDIgABHkMD5AlBwqG",
-"IA9GAQEDLlEPRgEIB/cjFDVQewymAArBJA8hAAAECbgPYQkCA68IAwUJAxQJD2YEBARaCQSnJAVoBAJmAgHxLgmrAwMJJB83",
-"qwMUAy8AHzirAwgKQg0SNXmMD0AEAQM0CwTbYwiXAATAVh85lwAUA3AoHzCXAAgK20MHlwALDyoFQwQGYTkH/hED2jUBBgAE",
-"rnMKgRwRNX1AD1kDAAgZnAAlAA9IBAQEwgEP8GIFCTUBDEwEBTnVD00EEAEzBgEhWA5MFQQfAQnqKwOIgA8MAwECtQAE/IMP",
-"ZQACDxEBAAdcCwAfAQ9sBAEGHX8CoyoM5AMDQAcDKyUP4gAKDCMJAuIAD4MBCQ+AlAUOgwEIkgAE7DUPgwEeDHgHD4MBAAM/",
-"BQ+DAQoM3AcFZQAHbAEPbJ0DBpIDD/QXBQTGTQQWGAuqBAndPQNPHA+iDgQBQgABIgABDwoIRi8DSSANFAQDoxMPVggVA4YI",
-"ADcADxQJDwOvQQ7OFx41mpQEqAAF1gUDeWYJrQACLhQAJAAPrQATA/YtHzbCBAgLuz0HmgAKNAMFin0DGZsPwRYCAxgjD+w7",
-"Ah81LnUDGTVlzAAlAA/DBAUE2wEPUBADBS3lCJw8CMUEAzoCD8PhCga4AQa5CgsKeAQhAQlCAwAaBQ9CAwUEENEBCRoPZgAD",
-"DxQBAAkBCAS5PwuCDAcChweaCgfzAAKfBwSVGw/lAAoM+wkDYXcPiAEJD9sMBARRXgmJAQiWAAOLOg/I0woPpAACDAQID4kB",
-"AAAgBQ+JAQ4M0gUFZgAHcgEBSQcKMS0DOMoDMYIOlngEIA8P8TAFAk8IAS0JNHRvbR8ANG1pbq8OBAgFEjLU4gldBQGeOg8l",
-"EghvZXJyc3VtJRIUDy0AAQ8lEgQPKwABDyUSFA87AAgPJRIKDzgACA/6xAUPMwAID/rEAw/iNQAXM0ISBlcSAHiODFcSEDII",
-"aA/hNQEAxAcPOQERDFgSB7s7DzUBCQ8kEQEJVTYPOgEJCcUQBT4ACD+PD0UBCQuXEgHEAw+FzREJwn8CYBIDiSILhAMHtxII",
-"fk4FkhIF3gYLrxIDUjMPsBIBEzaFLg8WXQYDDREPxgQCBHwSCJAJDSRoD8nRCAp3CQSLAAHDGAPbAAS/AAUKAQSYAAKaEgmv",
-"AQa3FALwBQazsgc7BAEhAAsBXwh4NAHjIgx1gQKlEQEpwAPA1AYIhwFuCAFUAAEmAB9w9jcAAv9PAUQADWGED7M0CAoOCR82",
-"88IED2+WFQPJAQsqYAKjCgWNPQjsBQNFYAGvCQZLSwGxEwAhACItMnC9B7VQAicKEjduGjV4b3IZAAL9TgAfAA/OUAACPAED",
-"HAAPHAEVCpAJEjYMZgc5AgLqNwPnaAgYAAGvAQg2ZQIYAAFwAwNrawT3eAolFQXFAQyLKQMxDwNgAQt2EQJFAQfZER82+mQR",
-"DWQRDSFwBP38BLAZCxIEBbACDLpNBK0ACD1LAzQAARoAAAYAD5tNAQE3AQFWoA+/EQEYNsFiEjaI6Qe3BAD8jAGbBAeLAwHO",
-"EAKmOAjNjQNfTQJmAgPfQQ10EwMLAw6kAQPbAw+V2wYDpAEMfEAEeZcAEGQHKSQbNkZhDVMUFDGnYAkNIAqaAQ89EwQEmzcT",
-"MQpMCUIABoAyBHASD44QCAVjyQhLDgdGAA8dMQMFRgkDiTAPXAIACEYODy4BAAAHAAx0WAZ4Ag+MRAAB8gEGBgUNrxIYNnRY",
-"FDYpMw+VBgIHNhgOBQICaAAPBAIAA8gYAz0AARkED2ZAAAO/HQhcDACZBg9ZCgtfY2hlY2tYChQPLAAAD1cKBA8qAAAPVgoU",
-"DzoABw9VCgoPNwAHCVQKD6MAEg9nQAUPMgAHHzRkAB4fNTIAHh82lgAeHzcsAR4fODBBAwcYcwWlHR83TgsAHzNOCwEfMduZ",
-"BAGMBA8wAhAMTQsHPCMPLAIID0wLDg8xAggKSwsDrgAISgsPOwIID0wcAw95ABMLA48DeQAA+BAPUAIQDzwAAgjJmg9aAggP",
-"tQADD/IAEw8mMgMIUSQPbwIID/UJCAPZBgsyEAFaBg+ZDAIAJwcP+UIDADYFDzMfBALLJQLZMwJ3CQ+tdAYCKwAD8lsKiQwT",
-"N2h+D78KCg8xKQUOFxYOYZsPVu4ICogMBIoADx8MAQDQAQTmFQR/AA8+oQYJJQADS04DNSAK9BceN6FxApQfBLuUCWYLAmoB",
-"BPAlCjkJAaYKBEspDIAAD0oSDgahbAp8DBM3YAsHwAkCEz8CIwwE1QwLTDMHmxERN/YKD9EXBx4x1nsDLS8D4SQPEBgEBbtV",
-"D8YIAATISQPNCA+HEwofMRHpAQMCKQNJAATQcQxCAAXwUQ+bfAADvgAESQALpgsDbwwP6DEABEEBD9dhAAJ5AQAGABUtZAkL",
-"aG4EjJANJw0YN6cLETenCwuMDQIeDQ9GmQUDpwIPj00ABMkADXQJA8ErAgYACRECAFwLD6VcFQT3HgUl7wxWAwNoAQ1IAQN/",
-"AAiaAAkIDgQJMwtHAQJ/DAYHAQp/DBg3qQoVNx1jCzMRCa4oBEYFBI0WFTKeEAqAAQIgBQZnDQoiCxM3tkQBkZkB+xkDOAAD",
-"2lsCVUgMyaQDfy0DIwEP5joABHaPBGgzCN0AAcU5DycLAAPefgLB7wK8FgRvBQPcLgTiMA8LBgAC3AQCizQE+WAGuS8BRhEB",
-"JAABVD4OQBwRNxosDRAYGTfnHQAlAAyZAQCkLJA2MDcxODI0MTj3MDExNzQxoA/VGwkBbAAPcgEBAqMTD3QkBAaPggF0Lg+s",
-"AAAH2iIAugAKylwEs/4CbQYPfgABAkAPD34ADwmrAgGOlQ/HDAgra2X93A/FDAYNKgAPwwwEDSgAD8EMFA84AAUPvwwKDzUA",
-"BQ8RFwUPMAAFCLsMDzAAEQ8hTQMPzKUAFzOpKQXwCxcxBQwG8AsAFQAP8AsND10BBgzuCweLYw9ZAQYPnigFD10BDg+7CgII",
-"5RcPZwEGDzoAAggJLw9xAQYMahcP0Qo7D9AKFw/PCgcWOKwFD48pBw05CQEWAABUBQ0wOgFqAA++KRsC3CcKvikKngwGn50F",
-"e6ULewcEqEsEShcEGAAIGVkJgU4FmwkFWwAOv6MIViUAtQAPg6ABA19KBB4AD7ejAQKKFwqmiwEWBQ2iowEWZwsTAAJBBQNi",
-"BgoBDBE4dygNfAMPtaMMAj8YAAUABHwLCmsAD/kLAQNqAAj6BQS/Egguoh84DigDBqIjD7OjBQQtSg9NRAAH9h4NyTYDOwsF",
-"SSAPrKMDBuAeD6qjCA4oAQHBCgZcCQpqDBE4eUgNewEPqaMMAaYDAbEDDLYeAf4CA28UCg0LA2oACHsBAS0AC6mjETh2Kg7f",
-"AgY7Aw+oowUEvRcPLFoCBLgxA5sODIEBCXgoDyMDBQSSVw8lAwQExgEPJwMAAy0KDRUDD+EXBhM4mxsP0RECA5kBCbUnCEkL",
-"A6IECx0lAnAYBAdTCmILBG8ADZ8YBBEPBp4BAZoVBZcABz+jBFktDD+jCuwFAoQNA6AaAj4EAclICiUAAi0MBuUbAh6BD7h/",
-"BgFyBQE0BgiZWgNDPw6zUQPM7QR5sgrUCQHPAAHBAAGOKwJtDw/EQgsP5S8DA9waD20OAAIcGQR0Dgx7IQArAAfJGQGLAABd",
-"CgqGAQ+eMwx/cmVvcmRlcl0KFA8uAAIPYQoEDywAAg9lChQPPAAJD2kKCg85AAkPbQoFDzQACQ9xCgUPNAAJCS4XDzQAFAkw",
-"Fw80ABQIMhcPNAAVDzQXBQ80AAkPNhcECLI0A0YLHzXbNAEPRQsBHzRFCwQB/RoPQQISDEkLAMsEDz4CEg9IIg4PQwIKD4ci",
-"AwjEFg9OAgoPPwADCJMLD1kCCg8/AAMIBhcPZAIKDz8AAwi4DA9vAgoPPwADCBo2D3oCCg8/AAMIyQwPhQIKD0wXDwxiCAAX",
-"AA/4iwIA8AUP+IsDAPAFD/iLCQM3LAEGAA9FWgoBnB0NewwfOXsMCwVXhg9nDBsC7xAOPwYEMDADVgAKaBUHWRYGyCAPtAsC",
-"AOB2CicBBHWqDxEYBQcvBw2uAANDAQ9bFQADPFgDxB4PdzUCLzlfRMQDBExKEjOWaQT+Bi85XwBIAgSJVAbyAArhWAFvBwFv",
-"Sg0WDBQ5CSUHcBcBSgkGNAAIERgCkEwAIgAPXiMAATMAAen3Cl4BA3aXC6sMA3tjD6M1AhI5MQsObAEBzwAAHQENKU0I/hUC",
-"ZFwPgQAXBl8BAKgWDyuIEwRiSwILfg8lDAECXw0ClgwHUqwAF6oDUqwLDCUCkQACBgABGwoIHAABTQABlWUP+gADCUqnAzQA",
-"AskBA2YMD2cjAgSuAQ2GCxE5hxkGjwELkOMC3iYPCyQCAr0kAfUrD2kjAAAkAAuIAQJ1hgGWPg2eCwSfAg4KAgJtAg8/SwAE",
-"NboCCgINKAIGsi8L8igGhwAG9wAK6TUETgwFD+sE5aUPfSIBBd8ECP0BAL1DBP0BDBQlA3EDAT0ACmA4BD0ABEZTEzarbQt4",
-"AAE4AgLbWg14AABvJAN4AAtZAgItWwJ+AAugkQQ9AATqAgloMAlhFwNgeAx2AAfrAgYFvwOcAgI4AAJ9AA/JBQIEgpAiNDZF",
-"agx5AAJtAgKhBgt5AACbQAm2rwd5AAPnAQF/AAG0SA8eAgAABwAM/GgGgQMP/GgBAe4BAyMAD+gzAhg5cjkA1gILMRgEXIgJ",
-"PBMFHQAEjDQfNqKSDQIaBw+hiAMEvEYARgAPwD0KDJu4B51NBGlfDwMUAQN1DgKDAA9IawUDqgYPfwAKBCk8D24HAQYnAw6B",
-"AAL5AwM/AAJ9uw8vMQAEqvgMPgACgQEPWrkDC8UUDyRSCgPslA36JwONXQQLlQ+fAAUDlTYP204DBctgA2UTD98AAQTXNg+k",
-"PAMEKwgE9FcPggABBEIAD1AoAwVeugRsEg+FAAIEFRoP14ADBAk7Be5XD4cAAgREAA+HEAgDx14CAGUI61cFKSsPz1kEBH+V",
-"CjMzBEAEBB+VAfEoDy9VBQPiKQ/DKwIDO68PqQgBAvwQBJ3yCj1FBYIRETQrmhhywP8AawsPz8AMD/kQGQ8tAAEPz8AFD/cQ",
-"Jw87AAgPz8ALD/UQHw8zAAgP9BAFDzMACA/zEAUPMwAIHzVWEBcPHEUBAdoyD0IQDQ+LAQkP2CUOD1UBCQ/MDgMPewAUDwYQ",
-"BAhFEA9rAQkPPgADCUnCDwQQDA9HDwsMBjoPRw9+LzQwRw8MA18bDy0PAgIeJQ9sFQADCAsHTgcPLQ8GAu4iDy0PFQP1Gg/D",
-"VwsPMi0EAkAODy0PAAROBQIHAANANAlECS80MC0PBQWUJwgtDwAvAA8tDwgIaD4PLQ8AD0MbAQCnAQ8tDwkF30UELQ8CzBcP",
-"LQ8JA5waCJYOAVEAAh6uDcIOA5YACS0PLzQwLQ8EA3S0D3iXAAR/kgIGAAsIDQ+BAA0GXwEPLQ8fB3p2Dy0PLgWQCw8tDwAF",
-"+Q4NlDIGLj4MLQ8CEA8PpiUEBR0ADy0PAQALAQgYAQ8tDwMPwDACDy0PHwNqDA8tDwAFnwIPURMED9i2AQRSEwIGAAxPlANL",
-"DwTCMw+HAAIG9wAPLQ8KFDIHlA8tDzkCAh8PLQ8KAHgADy0PYR8yUgUBDy0PTxMyKo4PLQ81AucBDy0PAwQeAgkvjAyBAw8t",
-"DwcCIwAPLQ8BAEwCCFkCAS0PD5sVDA9JFgIDcjgPAgUBDpwVD4YLABIyCB0GfxwBqQfAOgoJcmV0OwoKfQoK"
+"BAZJpwFapg+VFAwHqwMAEkgHYyQDfBQDhIsMYyQFaQMGnxQcMb4PB2QkAK0UDwsdB49zcGhfZmlsbAgdEA8rAAMPBR0ADykA",
+"Aw8CHQAMAYgPOQAKMDFbNOuwDs0aDzYACg8AiAMXN7UaBckaAYifDn6SD7OfARExo2gPyxoBBdAZDwUBCwTSFwWCIC84LAIB",
+"EAzuFw9QIgUC9rYPCRgDAbctDwoYCgFaAgJdAAAvAA9aIgkRMRkVDVwiMDhfMebEA3kAA+MAAz0OAxIED4QbAAEZAxIzymAP",
+"WhcLA+ULAkQAInYy3AAQe48AAnwWIzI42btFMiszNmwBBIUDAL+nCUIACcsbAjYAArorD74XCwP/DAkAAgRWGCIrMd2MD/Ab",
+"AwIiAB84j2kJBRuFD7YUAAL2SQ+FBwEDvAEPexcGBFYAAwEFCmsPBP11MjIrMedTDzsLAARUpQ1zEgOICgNTEgMLKwpgAAVe",
+"AS0xNcoiBFutAj8AA7QXQC5ybWkiAA2OCgP2FzEucnoulAMgAAEuJQONCgs0BQF8AgAvDgwLAgNKBwNqVwrUGgIEnQ3jAQSk",
+"XyIrMVsCC2sAAo8lAbAID20AAg9RGgIDawAIAwYCLgASNqMRBMwFAgGfDVoBAOkKA5QAArkCDroBBEZ1A9QHD44LAARf8AzY",
+"DARbsQaNCw+bAQEFkgsPmwEDA5YSBr8TBol6AOcAAPYSDxySABIy75kOZgUG8AACN3ULVAABfwECexgN8gECcAAP9BYBA20A",
+"CYUBAlADHDCGAQOhkQuGAQZAAwKekQ+GAQAEQAMPKxUBAzkMD34MBQgiAwFeDA+HAQIDaQEPIgMEBIqsA81yDiSRASEAD3AU",
+"AgDUBQ+MAQIG8wQSNlsCClcAAZIFAngAAs9tDTxoEzhQNQl5AQMwAAOiFHxicmEudW5pMwAHmwAD3BQF5wECxwAHIgAEJy4F",
+"YgAG8AABYwAN2AAEsGQE2AAIAy4BXAIBHgIKPAAIjAYDvh4UM3THBTEECKgAAGYAD4wGAwVNAhIyinsPKh0LBdwnA6EAAyRz",
+"AEUEBpKVB6JzBR4ABTILB7x+A0AAADMLBASLChsBBOAyBdMACFkBA1MFHzO9CgICOQECWwgC+zIAfAAHlB8D0IkTcLkUDzEi",
+"AA89BxADHR4D/xEKpgMFgAcAVgEHIAIALg8M6AgD91MCJRwCdnwP+1MCAG+YODsKCc1uAtGHA7qJA1EDC99VIDhfGBMLuAIC",
+"RSsHCzoSOB4MCCUAA74BBZEAB7IAAn0BAkUAAWYzDLIAAhgCA3YCCbEAAhIOACAAAhgODlcMIDhfGTINAx4C/+8Cz70ADQEM",
+"iwICPwECJgABZxoLQAADMSADKAABJRoJQAAC7wADmAIPqx0CBBpdD65vAAMbXQMnAw99oQMETgYN5wMDgaYDrwIL6JoC+MAF",
+"JQAP2D0DAoUGACoADSJcAiMYB+ogDpkABD84B2gIBusBAS8BAgQjAYkhALABDLMFArABCMtxArweBzcACH8PBNFcA8YZBWF4",
+"A3IAAawAAfDfDMYEASIBBYYADN8FANMBDx0gAQOFAA+uCgACnxkCuwEPijYEBCp7D7FeBAVSuAxnBwTO6AMIEQ+PFwAF0hEF",
+"BwAPZhgUABISAZMAD7UdBQUWuA6FCQSt2gNpHA/9GAAFdBEJBwAPwhEEBGzWD7YdBgAKEQ+KCAUEeukDiRQPeDYABQgRCAcA",
+"AYHWBJEEAioAAkmNBTAABC0OCgFqIThfPCMNzAQCWAMDB6ABuwMAPAAcOTwAAZYIC1MEA5aGAjwAD8YwAQTqAg1kOQMcJQKt",
+"Dg2cOQN8OQAMcA9cJQQCBgAKeTUBJwMByQMBeTUBKQMG3wUQMrwICEEHA5p0A9MUBykAAMMICDefAiHCD8wDBAKdtwIlAAXm",
+"AAuwAwpnEwQsDQN7FAN8FAAXDQrCNg/RAwYCXBAP0gMDA1cQBNdTD0VuBABnEwW2Aw8fAAAFCjEByb8MtwICgwwEqxMA9QAM",
+"twICXgMEKQAPIyMFD3kAAAQbJREypMIPJAADCjYVCZoABN0ZAgcADzcbAAR16QQxGQIHAA+hdQUFQHYB8MEPJQAEC84UD/YZ",
+"AQaszQ8HBQAGeM0KLhcC+RgK5wMFZtoGjDIAOAIMFhIAkgkOWyoD9BUK6AMcMiwJADICDugDAlUID+gDCAJVCAFNHgmvAwM8",
+"JAIXEQ3oAwN6BgBxXAw5AAPOXAIGAAUaJgQLCQJeBwRZAw8CBAABbG4AKQAJ2gMAoRUPAwQSAHUiCQMED88HCQKyuwIlAA8D",
+"BAcJS4ADkwEDywkDRCoAjwEMsBAPAwQGAiUIDwMEAwJuAQQDBA9aTQQFt7sP2QIFBJM0FDKB8QrbAgTpGALlAw+QzwMEo7sF",
+"LQAPMaQFD4AAAQXxVgGsuA8lAAQFXwcOogAFT2QEthgPYQcABjHQAy0ABTUADzYBBAUJVxQyYvAPJQABBMwaDxQEAQUVTwP3",
+"AwEQGw2XAANhGgUtAAQIAAZlDgYVBAQcAANLJwNKAgziEQDgCQ4VBALlGAwVBAyQDAFKBw0VBAg8AA8VBAEDuQsFBdYFFiQC",
+"myMDmyoMFQQHTJUMFQQD8ikDeiMMwQwCof0FawMOFQQjNDMVBAe2GQDcAA8VBBQcM9sQBtwDClEAAOMOB1ulAlrLAzcECNgM",
+"AsMDAuEXA92OCWClAzFJACgAAykOHzJ5DAIGegABwg4NYSsDvQUPWnkBCcpbD9FABAFh0QH0Ag9QSAUE/2cP7QIAA9gpBbbN",
+"D5QHAAZ70gMuBAFjHw8mBBQFAnwDeiwPngAABFQkDyQEAQT7ewXCzA/GKQAFl9IFV70EzQAPZjsEBQp7BAJCD5UAAQTgvA8j",
+"BAEDA74FYf8PK+sBBXLRBTC+BAgADyMEAQNaAQTPLANOAg1BDgFNGgwjBAYPAwgjBAxcDAC3Dw4jBAg8AA8jBAIDgBQN+y0D",
+"GEIGUjsJIwQDNz0E5o0IOQADUwgCIQAKplsGCQQCjoYCmcAP0AIND1ICDw/fAQ8HowMA0xYPbgQSALMqD10CAQSXBwRjlQo6",
+"AgNmLARwAwEADA06AgQOAgOWBw/HqwYPfwABBiRdDrFKBG3UBU8DDwjiAgWIvwQlAAQIAA9zBwQEnxEA3oMNf30EwNEFLAMP",
+"W3wBBQPRBO3RBQgAApcVCiwDA48ABFzyA/ACDBAPAH8GDtI0AsoUCywDHDPYDQDwKQ4sAwiIDw8sAwID5RINiioDIDEDbCsL",
+"LAMECCsEOpYIOQAD4DUCIQAFhCoDkAACVwABNwYPZQsEETWfswAqAA9HA14dNIwHD0cDBBA0jQcPVQIBBG5gBIKTClUCA0sJ",
+"BEcDDzfvAQUg1gRM1g//4wYPfwABBEqlBEmSCn8AAswCBUcDD+fjAgQz1gRuSgUIAA/dYAQEe3IUMQSRCXMABNTzBEcDD5T0",
+"AQY61gMRBwQIAAEdLQtHAwSH1wQs2wMLAwyrDgD4CA5HAw+rDgIdMzceD6sOAQLwAg9HAwgCuS0CC9AJDgMDyy0DDwMMRwMD",
+"igYEEZYIOQADaDcCIQAMIhoDJZcBfgkPRwMEAcwkACoAD0cDXw8RDxUQNBEPD1UCAQQqEhMwZq4KVQIDbwgFCtcPLBIABgnY",
+"A9AIAAgAD66GFgWaCgOo2wp/AAN9CgXE1w99CgEF8QIDFQcFCAAPFRIEBG4BAHMADjkEBODcBVYAD1AKAQXp1wMXAQYp2A9H",
+"AwADugYECfYDCwMMJxAAgwUORwMIthEGRwMMGQ4ApAAORwMP2hUNAkAuAkjVCQ4DAoEJA18uDUcDA6UGBOiVCDojAscGA0cD",
+"CxOBAqbYAkcDATMZDkcDETaCywAqAAm5AgCYrw/iAhEdNQcOAwIBA/G/DH8iA/0OAgMOA8EVHTM4DwmMAB01HB8CjAADVCsL",
+"eRoCNBMEhRwD0h8dMy0gCmIAAO4GB2IAAm8BATkdD2IAAQM0IASiHwzDIQEYAASqUh0zTSABAQkOfiQA8QQAkAEP3yQIAV4C",
+"DzEOAwSO2gUu+QMVBQplAAQMNw/kJAIEl9oFOwMEvwIMxSEGkNoD/z0MxyEEx+kCfNoLAQIBmQEBLVMLOAEB4ocMFAADVCsE",
+"liQMPg0AYgAH6AAEAyUGyyUPBCUDAd8BAjkDAt74DXMAAT8xAHIADMAKAnIACI4CAzEAA7VXB1UCA/wFDOgBBImGDw0lBwGi",
+"2w97DwUFUusDKwUB8HQJyAEDfwEFyAEDpz4OyAEEveoB7QAPyAEBA1UCA6VQChglAj4BA6woABolDK4LAHgAD5wBAAecIQ8c",
+"JQEC5RICai8CTzILIwIAHQADcgAMFQkCcgAJnAECMQADRSMHnAEA3wQPPF4ABoQDDyMlBQFf2g+CEAYFMgEDfAEOn9oDUDMF",
+"M/8PZQMGBAHsAQUBD50BAQMAAgPbmwpFAQE9CQAiAAxRAwGdiAxWAQLJBAGOCgBXAQwwCgGIUQ7JAQQptw9ZJQQCdRQCuJ4C",
+"gTMNcwABKSkAcgAMlwcCcgAJyQECMQAcOckBGza6BQI1zwIwAA84JQIE05wPOCUBAtGcATUCDzglBwIcBiQxNtT3BWUEDrIy",
+"BYcELzI5oEwKAmsOAWYDCLwHA5SfAGAEDyUlAQOgFAETyQEeAAf6sQJlCAE0XAGxkglRKwQnJQfuAg0nJQKmmgFdAA/9AwEB",
+"VwMCJAAC5AIIKCUA5ScFegAJaysFGgEFegAvMzD1lQoCag8EVqALRQAFygESMkoED/pOCwHaNg4SBwUfKApwJRA2IkMLGAoD",
+"cKUCYgIDrHoKFwEDfAIC6zQJvyQB2QoEl6UDuWEcNM4GARXfDFMKAgibAtUFAFwADEoDAY8CCAR3MDhfNp8MCIhiApMJAp5b",
+"C9QAAT8AAiEAAggGDKwqAXgAACEADNMAA6akAucBBLIqDmkvDMsDAhwFA9cAASAiDLNDArAlAicAAr4GCT8AAnwCA+ICD9ck",
+"AgRCAB411yQCPgAFcwMP9zQCBQcjBZu+BXwAAQICBPgCBVwABB4AA5QAAiUAD2+RAgIcAAEqAA2aAAL6CwSaAA8KegIEj50C",
+"6dYLlwoCMg8BeSMRcnzqAJABDMwFA5ABCHMlApehBzgACKQdAuadASQAD3MlAALuDAAkAA1oBgGDAQWHAAzhBQD4AQ8fAQEB",
+"WgEAgAENcRkCZhAEEQQPuDUCBFYkAqhSDl0AAugAAEMNDF4AA4KkBCoED5Y+AwG2AQBgAB831CAFAUFHD58LAgRm4AW1Bw+a",
+"EgEEeYAFLQAPdmAXAabdApwAD4GWBgWm4A9VCgAERS8EluAPFOsCBLTdBS0ABAgAD5QABQNIAx830BkHAaHgD04JBgTv3wTG",
+"4AF1Lg2WAANTAQUtAAQIAAV+DgYWEAQmDQM0AAGfFACfAg3WLw+lFgED26gDNEgBoxcAPAANpS8PpRYBA8ukAjwADxcQAQHe",
+"MAAoAAyaAgLxAgIfAA0XEAIMpAElAAwXEAOdpQIGAAKtBg78DxE3520QckMnBz0wDG8PBGcqAnIlBykADHwJBPUDD7glAgLv",
+"EwAsBATSRwyUDwIVBA3XAwR1JQR3xg3ZAwJKpAAnAA7ZAwPJPwMoAQ+cEgQENeICzqUPIQAABM0pDqMCBMU7BFbiAfcFDKMC",
+"BNA7BS0ADy9YBQ97AAED5ggfN1qaBwTYKQ/ZAwEEcjsEJeIPpvoCBH07BS0ABAgAD1oVAwXo4R83YpoIBI0FD9kDAgQROwQP",
+"4gGbKQyWAAQcOwUtAAQIAAXxDAfZAwP1AwM0AAXZAwx9EQCZMg7ZAwLsCgzZAwyeCQCdgQ7ZAwKkCw/ZAwgCQQcBUQUJmgIC",
+"8BMCHwAO2QMC8BMAJQAM2QMBagIF2QMKE3sF2QMCIekacsclHDfXmg/ZAwYMbR0G2QMPjiUAAhENABQCA2YVHDU0EQ/ZAwUE",
+"hhYDK2cN2QMCM6YAJwAN2QMDtqcD2QMBIfQPhQIABDM9ArenDyEAAQjRKQmjAgQd4QTy4w+59wIEvOMFLQAPuWMXASjhApwA",
+"D9kDBgXF4w/ZAwAEv+MEteMBjSkNoAADYAMFLQAECAAPsiIEBJbjHziumgcBsSsP2QMFBITjBb3jD6rjAQRB4wYtAAMXBQKI",
+"QwrZAwPMEgQ0AATZAxw2bRIAqwQN2QMDQQ8L2QMcNqQMAD4CDtkDAoAaD9kDBwM0DQ0MvAcQqg/ZAwADdqkAJQANOQADvCEC",
+"IQABOQAP2QMAAvUaAKQrBrADHziyBxUfOLIHBwmLJRA4/g4IiyUCaQgCHgwH8gwCZQgCuQACUeoLiyUCk0sBKAADiyUfNpIM",
+"BA79AwJNDwQyyQkNDAM2MwMODAA+Bge8AAD9Dg1sBAeXKQ9sBAQC1Q0AJwAObQQCjgUEbQQPPm4FBCSsD/MxBB8yHwwGBLLl",
+"ASIAAksADzcDAQNdHwQtAAEoPg+wTxQAlBgCnAAP7RwGBN4MD20EAAQz5gEkAAJPAA+gAAEEvQAEJQAECAAPdgkDATLmA5QA",
+"D20EBgXRPQ9tBAEEKPoDKhUCQuYMlgADqSoFLQAECAAJnzYEbQQDuyIDNAAFbQQNvg4BaBYMbQQCjxMMbQQMWwwBbAsNbQQI",
+"WwwPbQQBAdgIACgAC5oCAbkyBB8ADW0EAu8tASUADG0EAvUpA20EAQ5ED20EABM5+SkPwgEFCdECD1MCDw/gAQ8HxgMAxyUP",
+"0wQSA8oXDO8DBQYtDzijBQMXOAApAA7gNQMmEgIlAQ8uBwQFVegdOZ1TBE7oBdEDD60sAQSB5QUtAAAIAA/RAxUFOpQPYFMA",
+"BFToBa8DAVh0DX4ABB0AAy0ABQgAD+4ABQS0NQ9IUwEEwucFjAMPN6YCBDYqBC0ABQgAD5o1AAMoGQQ0AAWMAwxvDwGVLA2M",
+"AwTSGAqMAwxxDgEfCw2MAwg8AA+MAwID7wYMJUoBXQkEHwAOjAMCswYAJQANjAMCXwYDjAMBmAQPjAMAA5oxAbgED4wDWx05",
+"NggPjAMEHznhmAIBLDAEjAMPfQcDA0z4ASoAD2wtAALlBASkZg8TAwUEH0UtMTCRlgQL6gWQAw8S6gEEQuoFLQAPrXUGD30A",
+"AQUYJw9VlgAEuOkFkQMPlXQCBIQqBC0ABQgAD24rBAQcWABzAA+SAwAERXQEkgMPTnQCBHkqBC0ABQgAD2QPAAW9AAI0AAWS",
+"AwxkDwAkUA6SAw9kDwIcNmQPAdgKDZIDAwoKD5IDBgMf+gKD2Qo7AgQ0Ag8xOQMGIPoPMzkABOT0BCMAAVAUDpkDIjEwNjkC",
+"ZDIPmgNcD9IPFR85WeICAR8zBJoDBr9pC5sDAu8EDzFfAgKpNAebAw/mWgQEwz4iMTC5GAioAgPxKAWbAw9rdgEUMq4sBC0A",
+"AAgAD5sDFQT1IiMxMK5aCn8ABHsLA94CAZZADX8AA4sDBC0ABQgAD3soBAS/tQBzAA+bAwABQSQHmwMBeyoNdAAEEAEEmQAE",
+"CAAI8koEmwMDxwMEpKgEmwMMiREBeU8NnAMJnRYFnAMcN2MPAXkFDp0DCNkDD50DAwJaDQH0RQo9AgNXDQIhAA6dAwTWbAAo",
+"AA2dAwMoGwOdAwLtoQ+dAwARMVqVAL8CCpBFDLYmDzkDBS0xMFwPA+gLD8rXAwQQFAMZDw+5DgYAvCYDBx4dN5AQB/13ASAP",
+"DOMgBbQdD50mAAK4EATyHQOAGx030yELYwAFbJgD1gEEF64DrhcMZAADXgAEayEMkx4C8xQBZAcAfQAN3iEC/RsH9U0BHQkP",
+"KU4BAVQJD0NOAgFnCQdDTgoqTgLBCwIlAANGAABmAAgCIAjUIQJvFSYxONQhBJhNJWluVAADVAEDFyoBehUOlUcMYU0LmAAC",
+"/xEDSwAClRcArQAJSwAF4gIGJSECjSQPPyIGA34FAka7CUIDA5wtD0ADAQQJHwQ9AA/fBgUTMd8GAf0RCRABCWULAvFVC+4A",
+"AngBAyASD+4ADAU8RxIzmygP7gAGBCgfDV0DBKdhBSIAD9MABgLINAJ3GA7EAQVaSQMFAgz+AgkfLAEOEgDmAgzpDwENBw/q",
+"AAEFFGsPGVILDwQBCQStgwEbCg9DvAQBMBkC3QcCcDIBlA0I9QMJoCgFWAMG61AIoCcG/gAJBh0BalQA/gAMlw0DYVEP/gAA",
+"BJBsD/4AKAMYBgVWtAYCAgNSBgUhpg8bAQQEGBgiMTFWDQH8JggbAQ9erQgAuAB/ZGVuc2l0eZVUFA8uAAIPmFQEDywAAg+b",
+"VBQPPAAJAp5UD5yRAw/LqwEHzrwEkgg/PDIwtXcBEDeuiQ8gKAAETWgP1gAOAScFD2xUBA/TAAoKEgYA+wEPKgYCAC4CD2xU",
+"AwDlBg9rVAMDVEkBaQIC6gIIHjoDCwMD6wcBcAcCBwMKygcgOV9MCQpmVAPLDg9mVAIFlDsPfFMNAkQABNcrDrjxD+xoAgO3",
+"CAvIYgziVB8xbQYMBfnZD09KAgM0GQ+eqQACNgADPQAPfVgCBO8GAk0TC0w7BmoBDeUGAzRUD8tiAAKJEQIuAQIUAQfKZAHs",
+"Gg+SZQ4CqgcEyRoKGgAE/BsOGgADPx8PGgAABK0bDhoABJobA0knCrEJEznViQ63AQTBDQ+ZVgwCEgcKWFUMy08yMSszEisP",
+"tk4LCb8HBcAABEMABMMOD9VOAgI/3g+VmgH/AzBkM0VCMEM2RjdBMEI1RUQ4REcAAQXtAAxC3wO1AwU/AwvdVgRAAAXpAA5B",
+"WwKZAQK5AQ12LgRVAwQiBhE5QG0O/wIDICoPqYkGA4YBD3mrCgJM8Q5cAAJuCA/muQIC9QYD6AIPHxQDBPEGD0CrBQ8IHwcD",
+"VUcDBwAPNxMABPweAygfD9K7CgOyAAAPEA/JSAQEQAsPqBoGBDcfDxQfAQKKAAVGSQ+sAAAEezoIBwABikkPaQAABKgxD58a",
+"BwC3DAeYEQtGNwJdAAKSDwE4Yw3QNgKGAANIBAMwAAFNDQ+LTgMAWgIMRQ8C/AECmwMCmWoG8AoAIwABOxYB5AgDFLoLJzcC",
+"fAADigAD8zIMewQCWx8MUqoEBDQPNZwHA94QB0QKA3YABIYnAfgDLEZFKwINZ1cQOftqDWVVAgfrBiMAA5MDBYYAAzMgBG0A",
+"D0JKCAGJAEg0MDA4iQAAFAAfQ8gCAAhjAAbDYQMIAABLAg6oAAegHgJB6gn7BQLnKTwzRkZrAApCKgQ6KgMGJQ32MwNzIQSB",
+"MgwqZQVMSwRJAAFjAAimYAbOAAcCEQLt6QvAAQTZQw/BAQUMEAIE7EgEYQAGXRYUdFMAA4ICAjMCCEkgBOISCXIADSsBCg/M",
+"ARzOBJTDCXBhA9sXAZIADqcEAUjLA4AHDMsJAWISDtsBB1MNACQADYQCBJ0qAmICGTFiAg2iAQTbAQOkAA3DAQRlSQQhAAzj",
+"ZQ2WSQEiAAjnBgFVEAQqAA9KAQIK4AIELgACCAAATwEOAwEI61gCnOoDZQQFAm8G2AAPcwADCQkJD9aRCArPFAN6AAo/AACA",
+"Ew9NAw8Eai0DVFwPTQMABHACAikABJUFBiAABGUsBGkBDSIABDsBBSIACQUEAe9ZD6IuBA/nBQED/9MCBgACQl4P32MAA9Zk",
+"AWALCjkCBNoaAowABA0SBq0AAwkFBBkHBZcxBkIAA/IWBAFEDUIAA+MDBM4GASJUCkIABM8aAiEABMYIBkIABLtLBYUqDSIA",
+"A3UBBQgADugAA7cBBv9LDzdJAQM/AAVJTAQIAA9kSQoLngABMwIKngAERSsEhAAKGwQKUEME9QkD7wgMaTIDcwoCDgIOZRYD",
+"+VkC9RoD7BcLx4kYOWNlAD8MA3YGCFE+D2UPGgQ4AAOsFw8AWwIEjnMvNTjFEwwFx1QLzA0EwVQPjRsBAhoAAzkAD7gzAgX1",
+"nA+uygEDDFsCRA4E4gsFFwYJsCgKGgAEnSgOGgAEGioDsw0LVq8UORNSB3YBAGUaD3YBIQTa2AqwFAQ1AQQSCx82GGQMBM14",
+"D4EVAgSzGi82Nk83DQJpDAQvRQtGAATMHDI2KzNOLw+PhgwJ0gAEWwEEAHIWNhMdC2cABHkLMjYrMsFCD2cABQNRAglwEQVn",
+"AAT1DAGpAAhJBAdaww+aDhQEgy8fNpwOBAakAQ+dDgUEyo8AIwANnw4FVsMDBwAPzRAiD+YCLgdQBAHGCg9PewMPABIBD097",
+"CgWQOgIBAQKtSg1HHAI6GQ8fDQIDC3sPKC4BBAx7AgcAD+56BAHaSwF7AA8oLgUEv0sN5w0ElEQDOSECLkQNOUwCAQkDLAAA",
+"BwAPIw8OAQOSD4wAAwVbeQ85LgcE+0sPJQ8AA81zASMAAk4ADyRJAQPwCQkHABsxBl4GLgAMeJEPJAABBaQyDisPBLRCA1Yf",
+"AhlgC5MABNNzAisABTIABAIID7lRAQ+JvAAKru8LgJAFMA8CJW0EFrMKMQ8ECgsCjwABUAIOOmEhOV96/wp8TwNwGw/udwAE",
+"sBoCrAQPQUcEBBd1EjFCIQxklwPAEgDSAAzClgLvCAQ6dQ+PDwADAQkAKQAPkA8FHTEVEABbAQ8MDAAK5goBP3oJ+6QCJwME",
+"75QPoEsIAo4AD5UPIQTlMAXZSwC3Ag+rAAAK0QQA5w4KSgwBjikPSgwOBOcLBEQBDI4ABH6VBIcQDbQKA9ghBUoAAVkHCZgP",
+"BdEACl0BAPkqDJkPA54CD5kPFQNIdwRiAAawRQaZDwNLCwQ/Ag+bDwADEwsEdQAPnA8LAr/oBM1jDJ8PA350AZgAD58PAwQ1",
+"IQuAWyE5XygLDuYBAX9fByUADJECBYoCD6EPEQN/BwRtNgUrgAYhAAOHAwQhAAGAEA9bSwAEKQAG5FcGIgADtgIAKgAPoQ8P",
+"BOEzBFvLD6IPAwq8FgHRXwyjDwPoDA/FAQYKbggPzX4FDj1hA30AC1sDAfJPD1sDDgQzAwR2AQ1uAQR8AwONBQ2EDwPHCQVK",
+"AAH9BA9AAQIFIgAKKgEP5xcCBOMjDzu0AAlHPgHzNw8LBwAFCk0F6hcFGwAD0kwFBwMP6Q8EETfeNwEwAA+IMQED2gcEfZkF",
+"ZjUPLAABAwEEBCwAA2cnD3BfAgMEYAUsAAgaGw/jNQQDUkoEZwERMuszByUHDxQPAgXXKgwVDwFXAQN/IA8VDwAFfQoDMoUO",
+"jmMAuAoJgQALKEMB2BQPQx4AAXEgD4YkAw+FJAkCsxkClwACsg8B2A0N9hEDDSQPtoAAArYKACEABL8cCNGAD0oOIgKjAgQc",
+"fwvGGwSETBQ2plYKngIELhgDnwIKZEwFugoESQ4yMCsyDA0Pp3IFAvcIBEl+DIsABDEKBL5WCosAA1kCA4gJD90CAganTAOw",
+"AATmEgG3TApPAAOXBQUyAA8LEgEEcUsE4REFDwEMdiwDUlYD4AACH0cP5poAA9fPAm0ACo8ABGoDBN4AD48DAQVlTQTeAAPD",
+"BAGbEQ0tAAR6FwRjQgQ9AApuMAedAAV2tg1JfgE4SAefAA8CBAIFAksFnwAE4hcPCjMABMNBBTZLBAgACtEaCJ4ABS62DbF+",
+"BIRLBboOD82dAQSHSwVMFASnAAQSRgrUAgVLVE8wKzIwJB8JBTZYC8oDBjNYDfhRAi0GBDkADy0CBBE1ijUEDkwK7wAEjwIC",
+"0xjdMUE1NkUxRkMyRjhGMyOAAqRGB7wBBz5MB9SYAh4CBZcBBHRIBt8FD2peBQ6OZyA5XxMPWgoJcmNwIgYCiQAAFiwHkQUE",
+"hgsF5wQfNecEJAJMDQrpdQWlAQRbBD80KzI5mAoFvVYMtAEC2gMEHwAPtAEFEzePFwr7Fx8yXCYMP3NvdbnTEw8tAAUPWiYE",
+"DysAAQ9ZJhQPOwAIDvZ6D3MAEw/2lQEPMwAMD/SVBA+h4wAXNqgmBHECODwyM1V7A8oBMDwxNBYAD3SeAQimKQ88AQkMvyYA",
+"wA4POQERDzwHAgR0kw8LAQ0EdQAErQAA7wIPoQgBAUQ0D/0mAgGtIg/9JgMDPjcCagkCTBEIDzQI/iYEaTcP/yYAMDMwXzES",
+"D/8HBwPBLw/mEgMEjxYUNE81AH0AHG53nQAmAA94nRIFjQAOjCcEjRQLigEGTSQPjCcQAVkMD4wnAgTISwteAASTMj8rMTko",
+"GQkDEhIP0CcDAR0AAIEBDvUUA28nBuYSD4cMAANgAQZ7GgQ9AAIkEwN7AA8NOgQDPQAP7hMEBnKND6EUBAQ+kA/zNAYEOZEE",
+"bDoOIgAEIAIHg0YLZAEESAwP0igMBfL5D2UBAgHLCQBlAQ0EBgOHRQM+AA/SFgIEDxsPkBoBAx4CAT8DDF8HD+zeBgyeIzsz",
+"MF9lVQeICAP9AA8YKAoDwgYPjQQCBA0MDxgoDQPwOgoNDAMBAQWEAQP2GA0eRwEAAQu6dALsJgMcAQGXAQa7LQLtJgIaHQC8",
+"CgelQgJFYga8hQMWAAKuDwE3AAHsFgAEEwOfAAGEAQMhAAuEAAJLXwNjMwgRTwJURAAfAA8QTwACkwMCA6gP0wEUB5MFAu8N",
+"AcEADAMlIjMw/o8JVAoDQxsPURYAA/FpA5oBDFcOAp8MAx5pCVIAD38dBwR4+QYRCQ+hogAD3DwP0wACAwEJITMwASX/Ay5w",
+"cmFnbWEgIm5vdW5yb2xsIkADAQW6NwZyqwmeAwKBCQHvcg2fAwj9KwZdYArBCQMeMw9xFwMFhY4NszgEm2EBBgAPUxoEBWaO",
+"De4YBAoWAj4AD3woAwQMHB81sjgABAscAgYAD7wABARQjg8BGgAEUI4CQAAMVRMP1KsWBQePAgcADxsaAwSHBB81BzkBA3MN",
+"AzMVD0cBAwVPjg84GgIDvBUCBgAPNRoBAxsACbQZD3ZlBAAxAgJsAgFdCQ0pPQNLAAOuAAWjPQPUBDR1MzIQBQRB8wpQBAMJ",
+"AwJWBA1HOwOwAwQIAAyqZgR+AwUIAAsqWAKUBASCXAQsCQSVBAElAwSVBAxWgACQAwidAwHBcQvERwMKBQTBRw+BBgEJDQQC",
+"ewMDDQQJGgAFBy0ATAAMOAEDNwAIjgAEQBoK9gMCHwYPZy0ABCZhAgYABD8nCm0TAiUGD2MlAQLEBANqIQolAgSQBASXAw/v",
+"zgMD3gEPQkgBA0GMA9ATDcNhA20JBh4AD6ACAARaIQ2EZgrosg8NagMEkpAC04oIPgAEChICPgAPxwMDBMlaHzaF5AAKdZAP",
+"xgMDBTNdA9+SCUAAAjoAAo8ED36QBQRAkA/KEQAD/xADBQEDzgALq/kFLAAFRAEPTgQABImQAgYAD0cBAwT0XBQ23pIIQQAD",
+"6icDsgAPFBMAA24oA2kABFsoDzM/AwWtVQ+AwwEDbRwKGYUCjQQIwwgBbgMCVwMOcwIDJQMDMTcN8Y4DBwMDrzQPmH4DBBQh",
+"BUmVCg4DAn8AD19HAQPOKAMOAww/FQMn+gMOAw+JAQMAsBkBfAANi7kDLhoDGwEPvwwDBXVWDY4CBD1WAj4AD5sBBAT4AAOk",
+"MAlAAAM/BwJAAA+MMQMFTVQDDkUIQAADIi0C4AECUzsHDgMDVCoEgpEP9BYAA+MWBLXWAs4AD8dTBAU3VAThMAmJAAPHAgJB",
+"AA9HAQMFjloE8ukJQQADUx4CQQAPUBcABKuPAyIAA6sADxAJAwUOfgFnAAzVMQJJAwUPfgL7AAtReAKbJAINAw1atgSB/gOj",
+"IQwNAwN9VwMUAw8NAwMEJmwCHFoONBwB7AIAJQAOo1YIGwYNTlAKx1cPyQEDBN0zHjdzfAiqCgG9Mw8+AAAEYVYNGwYE3lIC",
+"PgAPJjMEBORZDxsGAANuMwJGAA8tfAQEZjMfNxsGAAM2HAOmMwyqCgSTfAJlAAHcPw3gMQIaAgS9NAOJAA/GJAQEkXwfNx0G",
+"AQWIlgISAQFvGg9EAAEFTAEPRAACCLAKAiwyDbIABB0AA48YBSZ6DwwmBATYTx83JwYBDkd6Axo1AZYhBhwDAooTAxwDDHwK",
+"A6f9BNseDRwDA7YJDykGCQRMEx83KQYDAt9HACUADhwDCCkGDd5HAyVXAxwDDwZzBAQJTgKy/gqQAQM2RQMdAQ+WdgQFA9IO",
+"cDYEbzECBgAPA9IFBNk6HzcwBgAEfS4D5wEP5JUEBahHHzczBgAEky4Exi4OeS8EkS4EIgAPKlYBBlQyAyUABNUADxZxBAQO",
+"Th83PQYBAog/BS4DD/B3BgVaAQ/NdwIDkwoCRAABcTwNWCkDuwEEZNIEmDQLhwIGMAAFTFsP4w0IBhF4BBkCD8sNAgIvAwLr",
+"uwsDRgRiDAXatAkiSwDXDAjkDADHJQkrEg/cSAYIZhgBdSkPZxgUCfQWAzuEAmUpDfQTBJwILzEziEMNBM//DOocA5lZD0QS",
+"AAMSVwQ5AA8FPgoSOI0GCjMVBxcUASkDDKvvAOUXAkBMCCkBAN4EDykBIQSzLAThEQspAQSMPC80MHYvDQO7Mw9ZHgIEa2QB",
+"RwAPMS8LA+o5D9IcAgSKCQBHAA++LwsDPEMBkQkORwAErxUARwAFsRUPB0AID0FFAgXdGADKvQ/3FQMCuzIG3oYDOQAF0hgD",
+"HAAH+BUD8XoCOAAASwEH+RUCshgM+RUCfyECOAABZCIH+RUCoiUDIgAMhgAFaj0N+xUCTAAEqSMK+xUCKRgHw24P0AMPDNI2",
+"IzMwuK0JUAMD3DsP5hUBA7AKAxoCAcshCBlBAhkHAGwBDjsAAhwABJwCDVRBAz4VAlhiBqwEAcY0D7wVDAVuBQXbAgbSQSNl",
+"cR8AAsM0AiUAD0ooBglJIAB+AATwlAtfCAXN+g/pVQQB8wIAJgAO6FUCxwIDFQMGGAkEHwACzAQD7QIBHwAPVgYBBBlVD9h7",
+"BwNRBg8IBwQE0S8dObhSBaYvAgYAAcAYD0EAAQSJVg9SxgAEkHsDYggPsk4EBaAvHzm/UgAEqnkFpy8MYggF0nkEIgAPYggB",
+"BOgsBSh8BNUAD2IIBARfEB85ncYBBCYuBHkAD1oBBASWDR85YOkCA4d5A/cHD7p5CgQ1egW6eQ9NUwEE0gAEUQADfQ0BQYQH",
+"xQICUcEI+xQEvO4FMgcDaQgD2AQABgABthYP/gMCBO0dDlUWA+QDAwgABh/MA14AAhgWBOxuCzUWAtIZBNAEDd42AQwECdcA",
+"ANYZCzkWA/ugBjsWCicxBa8HD4vKAAN6BAobAAOOAwZLzQlEAQMHAQqWAAFQJA0RBAV8HQw0AQS0sgIXBQHzDg4+AAWmBgxC",
+"FgTasgKQBQ82WgYCkwIC18oMFgUCQQMAJAAPFgUGDAEeAcgwDhYFBHsZAr7tDsYAAS8BACUADhUFA/0FAxUFDXNcA8ZEAxUF",
+"D1NnBAQFCB05PhsF3noDJgMPWBADAdcCAUEAD7gDAAP2AwNBAA+CAAUDzQgfOUQbAAUwLwNDAA8wDAQEWgYfOYh1AgLCBgPz",
+"BAEBGwrFKQSgAANGJw+sLQEFdygFxXsEzScPYRAEBBAbHzlRGwEE1ScFoCoPRAAEBVoBD0QAAgNQFwNEAA/KBQEFLisEcioE",
+"cQAP5VwBBLJVBBwFAjwADBUFBW56BEsDAs4DBO87DOlNBKO1A7AeD4ZVBAQrtgLlAAtqAwOFAg9EYQUAagMMgh8CB5IOagMD",
+"fgcGxO0KagMBTQQAJQAOagMDukcDagMOIVUDGAYDawMP5QYEBC14LjEwy30DSiwDZgIBExsPQgAABHKqHjkkEQQ5LAIGAAsX",
+"GwYmAAW6hwN/bgpEAAmCCA/gGgQBtysChQAPQwABCYIIBfZxBiAAA4MCBTosD7gCAQX8KgPNBwUVLQ+CCAQEuVkA1gAP7HcB",
+"CYMIC5NwBSYABPyeHzkpEQIEiaoCRAAB/m0MtgAEGDYF+UUEtgAPgwgIBOSIAzwAC24DAamTCU8DAtMFBHUDDW4DA4MMA3UD",
+"D24DBAnazQxuAwOVGQ83LAgKzJkApgAPNWoDBAIFHzMoSwMDLV4AJgAPrloAA0IIA9oPAcYVCiEAA4wXA84UD+cVBQREeC0x",
+"MDQXBEo0A7UBAYcYD0IAAQWrQA41DATucANCAA/fBgQANhUDhAAP0HEBCeAGDxwVBQT4bi8xMDkMAQPTbgRENQ3hBgTORwQn",
+"Lg+smAEGB0UEiwAD3QAPsmsFBO9uANcADzluAQniBg8uGgQBbDAE2AAPRQABCeMGAVIRDbcABGNEA7cABd1DD+MGCQqfRAx1",
+"AwzP8QR8XgReAw9XAwMGOl0PMAoCApcAAVBND1gDBQywIQKWQgqKAAP5AwMHBAqbAQR4AwXhYA/nBgMDKF4B6YUOeQMDNAoE",
+"eQMNu1cDA1wFeQMPkgUEBeJ1AoUxCtYBCesGD6VpBAXfVg+KXgABFlYGeQMP7w8FBY9yHzCNFwEDDk8DNwILZ6sGJgAFTQEP",
+"nQoBA8FOBGA3De0GBfNtBCIAD8ICAQQ1PAQ2cQTdAAFhTg+TAAEGWwEPNAMBA24bBHoADwNrBQZeAQ8ebggDDQYP1jQBB29C",
+"AyUABLcAD+4GCARKugRYbgt5AwushwIaKAIvDgw0FAIYKAIcAAGXNQgcAALICQIcAAwTGAdUAAJTNQucOAIUGAm7FgqHngGt",
+"Dgm3AA+eWQEBxyMPXjERAaMDCS8YB0kzDy8YGgPUDgo1RgavAQSvBRczeZoKJAAFMowUMw6aCM0CBc5sBMwBD+MjAAR+YQQR",
+"ZQTGmQKSYwqHFQK7DwGw2Q+QPAEAWQEFlFcGHQEHl0cPHQEaAxIgCsZGBR8ABOFsPzEzNjc2DAfrYAv1EAToYA8AFgEFEPAE",
+"XUUP1TkCAThuBIcAArSND7oDAQV95wHGAQ2XAwJOBASKAQWLbgEYMgnjAwTqOwMxAAG9BCdheCEABNkDD26+CAtIAQQbVQFI",
+"AQ+xNQoE8V4eMTTnBfBeBCIAD4EIAwEgbgIJAQ0gug1MbgGuAQoiAAODBAUhAQ8fUwAG8GsETwAPSDsCBj+WAPcAAl0DDxRf",
+"MA9TOQQDFF8BngAPjgADCM0CBaNHD6BdCgGiWgmOAATgBwUiAA+OAAUTMhH5AmMBC9JABM0zB9MDCzc4AbAVD9IDIgMvAQEH",
+"IQm4AgMxEA+tkAkLMgEFz5YvMzi3Ag0DxFoCsZYJ/wMDxRkP/wMBBDXiBT0AD3EUBQX6cg/SAgAC0QcGi24P5wUDBZQ/IzM4",
+"QwQN1AID+AMFUQAPEwUDBCKpARQBD9QCCwM0WR0x1+IGRWUEIgAKyEcHRgIF1AIMS1MGe24E+QAPsAAEBfYCHzj2Ag0DMacC",
+"JkkJsAAEX+EFIgAPsAAFFDP2AgecRgHtAg8yOgsfYk79AA8yOgYPLQABDzI6BA8rAAEPMjoUDzsACA8otQoPOAAIDyq1Ax8y",
+"888AFzUTOgTxATc8MjfTYAX/OR82/jkEAUFLDwgBEQxpCQD1Aw8FAREPbgIBCXM6DwoBCQR1AAStAAB1Bg/+OQEBPxUP/jkC",
+"AdcJD2a1CAJ5FQMFNQVnCQ9jtQEExI8KHxofMfw5CwSbHg/ADwQAPQgAEQMUMlUoD/05AgEnAA/+ORMEjwAO/jkFLFUKyU4D",
+"3wAPCwcCBjBfD3xQCwRFHwSyPw8TrAEPx+YAAwoPAz0AD9YmDAUqkAqxBQZ7Cg89QwEDPgEDGQ4E+CYL5QAFQQASMq+TD8pT",
+"BQOjFg/uhgIDpJ8PaBsAAyUkAj0AD3EQAwWl4gYDzwvGtAGMBw8WOQEE7wEOOFIFeDsDJiMOOgEFAAoEh5EP+QAFA5kHDEQ3",
+"BmmpDLEHAzEAAwcAD1N3BAJ9AA5omAQsCgK0AQRrKAtqDQW6AA/dkQADmgoEBCgAcwEPd44CCV+jD6OzAQMfAA+CRwAB2gAO",
+"f60BmUILEwABwAEBRzgN6jgSMeo4DZIFBd0AD9ORAgF2AQKvBA9rAAEDdA8KZBYDagAI5A8CWAIJZY4AJwAPLZACBT1xD8mR",
+"BwToPA+2KQcE+SkPtikFCLQpD7ABAwPoEQS/7A0nkAMfAABJBAs0AQJfIA9QtQMsMzFaPAIiAQbROw++kQIC6BAABQAENEQH",
+"BQIFsu4K+hADagAIhwEBLQAD/8kGhwEPtJEDBIoqHzG0kQcETj4PqyoIAw0WDSkKBLWiBIgBBHVnDYgBBu2iD4gBAwSySAZn",
+"ogY2AQVaEgOKAQqzEBwxM5YExSYF5D0PgZEDAV0cApQSAe8DDW8mEzFWZgh6AQMvAA/YtgMEMgAHmQAKQUsDxAAHIQALWXAG",
+"fRMP1bYDB6JlAdMABzsAAlc4ABsCD5yRBgOFcgTGbwUsBA4IBgSHDA++tgwDzAUMWigFYxoPl5EBAo4RAB4AARsrB5aRAhki",
+"AD4AACMAAne1DT0pBnhCDru2BVoAD0QCAATstQFjAALlUwe6tgCywgR3AA98CgIFWZ8Plw0MAwQcD4laAwaKAw80QwoEpKwP",
+"lVkCBZoBD9oIAwSnAAzgBgP2Mw+wWRUG3ggPuNoDBfWfD8RMDQJGCgTFRAtFAAXMAQ//DwsDjT4JBhIGygkFyQkP6wkEB+pB",
+"DfUHBFJXA70EDdwECB4ADZY8A5gaABJ1DIMPA3kxAFYCBP1zBcIIAAYCD4taDwNRJxEyBQIJGgADlFQPGgABAwQJDxoAAAT6",
+"Fw4aAANsEw8aAAAEeRYOGgADvRMPGgAAA94QDxoAAAT1Gw4aAAMaEQ8aAAAHBAEHMwUAISgMbw0B2ggCPQUBCwgM/QMCUAkP",
+"6LkBAOYAAiAAAkLIDtkiEzGiSwjIBQKeDAe3QTExXzFhZwt0SAIKGQyuAAKNCQEgAAEaAwyuAAHIAAS4lgmuAAB4AAUkVg8o",
+"GQIUMeQvCYd4AmBNArMvDLkZAlU/A1CiBGgJBjsAAh8pAiUABv40AxwAAg8HArgFBDsACiFGAkouD7KSAAN3KQJDBgvmJgRn",
+"AQMxBQK4CAh4AAIiAQLNBQVZAAMcAAK2LgIiAATTAwqUAAKoLg9klAAD3EcDlAAKgwwHGEoBlAAGNiUH2gECqggBBgABmBMO",
+"YRkIoAEKlgACXBsfOHo/AAKQAAMHBQ0PPAJIAQK6AA+mRwQFlwAPeT8FA6ZHDXoAAogOA88ECocDCliEBdILBIo6D48fAgP+",
+"Ow8l1QgKklQALgEBjx8PAC0BBBBgPzMrLfxCAANALwSSGQ9xLQED5yADlz4PJCAFD3sAAQQoPz4zKy1BXgUDLQLtAA96AAEC",
+"8wQH8F4CkAAPbgAED5xABgWsXgOkCw/iQwAC3wULqV4BawULuV0DyAsDMQAERloKYzAEjgENXl0CKwYBUSkMXl0CgAEDIgAG",
+"DQUWdK0SAwYBA/RYD15dAQptagCHAABqAA59CwjdLAAlAAyzXAOwYg9YWQwEFlkDNQcODlUDGgcE8y4NYVMFeqYESQABkDMH",
+"slwErH4CnCsPyAAABo19AdYADZVbA7g7BqAADZgvCFUBDyVeIAaiAANIAwFbrAehAB86LV0ABP0HA9o+BhcVBQtdBIBdAkEB",
+"CAkgBCEAA7ACDwFbBQksXQFCBwIzABNwB2gHLF0JTFwPLV0DBe4GBjQAA6wlAzwAAr/yCSEABPYBAyEADTQKBXWnAyEADVNb",
+"BCDWBEk6DSAACXYKAWEADG4eBNoABR4tA0MJD6gtBQUXpRQyKwUNsywEqywEswIPpQoFDYsABL4tBIsAA7QJD5XZBAVdLQCL",
+"AAE7BQ+VWAYERQMDKAEPplYBBYKpBXJZAxwLD29JBAVcpB82xR8BBzKkCU4AAoFYD04AAQSZBQ04HAVAWASYAACQAAwwAwx0",
+"WA1sAgRIWAdEAA9GWAYDuwAC9P8POQMADX0ABG4sBIUADidYA4EBBCoAAdIBD1UsAwSrAQHRAwjuIAX+rQhKLApEAANsAQVE",
+"AAy0bwXwDASKBAJuVwlEAAT9AASVLwzTBQZODQTaLA7MAAQaAATuAA3PKQx+nA7uAAWShAOQAA2LywacLAREAA7uAAOqDQW8",
+"Xw0gBAzwLA7uAATUDQXfXw2EBASanATuAA7oBAzMnA/cAQAEIjAEKgANTQUDZkUGRAAO7gADngkEMgcNNssG25wE6QIO7gAD",
+"dwYEGzIBh5gHsQgLVyoDTQsABwAN7goDSgsfNBsAAAInCwAHAA5DCwIlCwAHAAYcAAbBDAIGAA+SEgACoCAKLQwKIrsBZwsJ",
+"zgAL0IgCiA4KhaQGFXwFRw4GSxgK6bkBtg4JYAAL2ZgCgRoAkwUPYAABArEMA7IUC88WARYABFLGChG4AcQPDFEPABkDD0P1",
+"AwCDAA909QEA/wIG1R0Jox0D8AwBfBIColQBNwIMZj0CvkkF2AQPCE0ABcw8D/LgBwjdHgDMAQ/dHhQIah0EL1sPaRwCBbre",
+"PzcrMzYUCgWvtQufAgNbXQMfAA/CTAQFLy8CGhsAQAAGGwAFXggDYQMBxgsP0FsAAUeDATEAD2QABATLAANOLwlmAANOLwVR",
+"CAu6mwdmAAV6XwFRLw8GLQEEVlEE3i4KaQAEYgUDQAUBai8PaQADBUVfBI1BCpsBBX1RPzcrM6dYCgUDtAddEQQbAAOPBD0x",
+"LCDcSAOkUwQ+AA/pMAQEEjACSlMK6wAEowUDdwYBEDAP6wABBegADyMlAwUxMAQwUwpmAASBBQMhBwubmQdmAAa6AQ/ALgUG",
+"mFMPugEBBGAHBLoBD4kCBQbI2Q/oLgYEMksUNZFwCWoAAzNLBcoHANGWD2oABBEyI6IPEC8JBI4CEzaCFgpqAAvwBwGFSg9q",
+"AAMUM2ADDzYvBgYNVALWIApqAAQNAgQWLw8NAgYAPgADJAAPEAIEBNZKACwADhECA4AvBRoIAYAvD2oABAQSAg93LwYGEgIP",
+"4QIABDhnBEAIAn/hD2oAAgXkAg8nOAUE3J0UNYHDCGoABAloBWYIAkbHD2oAAhM2EgIBwS8HXAcPpiYMf3ByZXNzdXKoJhUP",
+"LwADD6omBA8tAAMPrCYUDz0ACg+uJgoPOgAKD7AmAw+vYAEvNzCwJgEfNLAmAT8xMjevYAQI2NsPDwELAc0NCLFgB9YHDwwB",
+"Cw/1GwIIkzAPEQELBHkABLMAAKkDD7VgAgBYAw+1YAMACAMPtWAEAmgKAoQiAvQhBSkZDLVgAisABA4ZCbwJEzIgMA/wGwUD",
+"siQPZggDBOw5BM/vD7gmAwAmAA+3JhMEjQAOtyYKPB0IjhwPgR0RAjIJAdlID7VgAw8zCgICwiEPMgoABHrGD/MkAANQOQIg",
+"AA/XBQQDNAEPavAFBB8ADytgBQWq8A8JYAYGN4YP2x4KAxYZD+cZAwIvNA+9GAAPUxkJBKMABe9gD6AAAw+pYDgPYtQAD6lg",
+"MwIzAwzCHABeHA/sHQ8E/jsC5SQJGgAFfy4PxycBHzLdYCwDmgEPtwQCD91gFQO7DA/dYAIFqyAP5koEBvoOCMUhAiMlBhwA",
+"CN1gAhYAAQUAAOYBB+RKAsFgAZkDDcAOAzcABIQTBjEnBSEADxRhAg/iSgECNQAD+ioP3WACA9giDwcCFwOPAAPStwDBAA3z",
+"Jx8y3WAaAz0sA5oBDI0EBprJDdkOBUsxDd5gA0MxBJAMDFMAAsAEA4ypD9QAAw/xAiAEOwkfMhJhGQVHzQ/XRQMDEmEP31wA",
+"BG0NAgYAD6gEAwT+Tw6KCgPsPQPYGA8KDAMAeQ4CnAAFiEsFGwAClAsF3NYPuwACAdEBALsADs1hAxQtArwADwUYAwSRTwI2",
+"7QhCEwR6bgJ8AA9nFwEDlgEEpgAEvgEPswsDBGxPHzW/WQEDBiICSAAP9VgABBsCBGsAAzAABHczDGsAAyAgHzVhWQICJg4D",
+"SQAA7wENbAADrwEDIwAF8jIPfF8AAyYfCicEA98CAQYAAegsD4cDAQUIAAG/Gg9VAwAGCAALXgACWQYJRicMtWADbQQNuisY",
+"MrVgHzK1YB4DWQYPm2AAA+QDCRoAAn0CA1EEDDkBAlADBzogHzK1YAQCwAUPzagABJJzAt0CD0gvAgPgYQ+4FQECFAMCvQAL",
+"fl8H6zEBxhkPmloDA/MFD1wAAQjBIgQ+uQuiAgRPPw5SDgNwPgNLHg8yBAMFdo4NuiYD2z4Id44OugAC7AQPyf0CAz4xArsA",
+"D3paBAWzgQxaAwOAPwLBAA9HjggEpQAPMAQLBXjXD3nXBwPmAA/jPgAE5VoDagAEZTcPKxMEBZutD1XXAwNiPQLdAA9UdAIE",
+"Q9cEJAAEoToL9xcDK1oCpAMNfAEDjQID7TYNzyMCTwMErPcKrRAEswIEMwEP5EUDAiFgACUADLMCA6ZaA7MCD+lbBQQGWA5E",
+"EgONPgPYEQGiWw9BAAEE5B0B0AEJzxkLalsCNaINwQACLlsBv9cMPgED8LUD1wMPJUUEBCA1DzvIAARxjAN/AA9TAgAG+TME",
+"rAACMwAPohIFBQBbDyRGAQ+XMgANWloDHQAEbwADMwAPh10FBO09Hze7RQIEhjsDSwAPQ10BBH9RBXAABM4BC4AGAus7AsUC",
+"BuItBIcBAxEKA2I6DXpcA0obA4k6D8UCAwRVtg+qCQMCWF0AJQANxQIIqgkP/0cFBB0+AjRYCcUCAxIyA/cAD8FbDg2tCQVP",
+"WwZg1A/BAAICsAkPV1UBDrddD4EAAAb+Ww3mAQRMMQIGAA/7WxoBMD4PbgABBFcCD7VFAQTf0wNLAA9WAgEEHVwFcAAEXwEP",
+"1RAEBB0OD9xcBAMeQQNMAA8pCgAFUYYFcQAE6DML5mUCkhIDxwINSwICzBsDzgINxwIDS7YDzgIPxwIDBFQSAkBfDQYCAs5b",
+"ACUADHwAAwlcAyEJD8oEBARnOAKhtQnHAgPWRQNoAQ98hgYE4rUO5zgFrdIEgCgEBSAKwQACwSsPCVMBA8qzA/4NDw0GBART",
+"OAJxEwnmAQp+Lw9ZpgIEnF8FrAAE7wAPp1cFBDW2D1M2AQPxKQRLAA84JwAEfwwGcAADgAAP8OAEBQoqHzg8NQIEb6YDTAAP",
+"o0cBBH4FBXEAA9cCAQxZDWwMAscCDzQuAQI2EQLeFQ9FNgEYMlVfHjJVXwBpAg+jEAILwysCnwAP1xISBHdIAvw6DPJbBRoA",
+"DdA1FzJwLw+gAA8IqhcBNAUPqxcWCTYWBhqhDw4TAQUxTS8xOfdfDQKdBgIEHQinXAIqBw/3XwEDQA0DOQAPImQCBfdfBjcX",
+"BoEUBdoUBjxJCkUtCFEBBisBB4k/DysBGwWlRA8VHwIGVqMfMflfDQJzAQFcHQ1HAAWITABHAA/5XwoInVwPLjYGHzKFFAYC",
+"zgAKXTQFhQAFma8FET0PhQAFAgUFAYkNCH0GBx0WAl2FB7JfAa0DA7JfAPwECLJfA08XC04AASMCA5AxBDlHBCICAqcFAiIA",
+"C8oJAlowD7JfAgIsMQTrdAsrSgFZAQAjAA3bAw+OAwoPAQQgC8teEjKXJA+stQEP8RQCA84OAwkCDa1fA6cGA7YVCjsAAn8H",
+"BIsCAT8eD+hfAAIhtgY/BQG3OQ/oXxQFBxcfMmhXAgMKAQ+pewgLWlwTMgVhDooIBdO1D2lXBAI5Ag/QtQgExgIP9h8EBFgY",
+"DtC1D7UsEQXIrgMkAAP5IA8f7AQGylkPwbUABfmDA0sADzoIAQR9AgRvAAMyAA8jYAUF9VkPvrUBBJUsBIQoDzoIAQTLYARw",
+"AANsCAiJSQC6AQ7dXgMOhQatpwPxBwE1BAM7BA4pSgKZAgX7AgzRAQb9SAPaAQzdXgIwCANDPg3dXgEIAgT6Aw6ZXgABAwnX",
+"AA9hFAACkQQI3V4MvRoClQYP3V4BA6oDDMJeBMgDCXsAD04UAgKjXQ/uGwEE32cCdQEPTqADAsJdD80cAQMIFgRqBA+6DQME",
+"2Q4CWl4PWFsDACQAD1hbFBMyI+0N8AMEdYUG2DoPWFsBD5/vAgNzAgPvAw+rLwUEIV4O9loEby4D7AIPfFIJBKYsBLwlD+8D",
+"BQRLXg/eWgIDzAMDSwAPCS8ABO8DBeEtBMElD+8DBASydQ92WgMDeS8EJS0PzgQBBOW1BHAAA84ECu8DAkqOCX0bAjoCA1EG",
+"ClwCA38bA6ECAu8yCCAAAsoDCPNdD0ofAANtBgJsXQ9mWgMPEDMDD2ZaAhIyUzUPfAIACaZhDXwCBGZaD6+4AwPDEwTpAA8S",
+"AgQEFXcPA1oBBLguA30BDwAGAgNgFwSkMAQABg9uAAUHE1kPgQIACToODz1dAQSBAgVwAAMyAA+BAgYFn1oPyBMCA9MwBIIC",
+"D2EDAQOCAgVxAANhAwuCAgUcswRGAgIxBgS3VA5mAgOoDANtAg8uAQMKZFwPdFkDAeFBD3RZExMyD5YOZgIEOmABIQEPZgIA",
+"AcYADztgAgS0WQVmAg/UCAQEsngDt1kJhQEE8jEDYQEPdwQCA2g3BGoxBHcED2YCBASGzi8xMNYIAQSOXgNMAA9FCQIJpjkG",
+"wF4PZgIEBoldD9cIAgPlMQRNAA9HAwEEm5kEJAADRwMLZgIADzgKfgEDZwIDTgIPDwEDBFdhLzEwGgsCAtETAQrbD0gCBQzk",
+"EAJbPQqKAAJfDwSLVgvTOwcFSQKKAAWzGAtqAgJGMA82XwIDUiEFagIPYi8FBUQQDodiD9NeAA9qAgQELTYDMgAPagIHBGAE",
+"BMHqCnAACFgbAtEvD2oCBAVwAATABw9qAgUESAMFneoJcQAPLF8AD2oCBARxAAQQMAtqAgwBMwJEMwZoIggcAAHzAQIcAAw/",
+"4wPJWgIcAAwcCwI5CQIcAA8XSgAC8R4KcREL5T8AmAoJtwAEuI0EGSMAzQEP2ikAAf0AD/MpAQEfHw9JkwUDZjQCCBICtQ8P",
+"ER4CA+1WAC8ADRYkBQBXAx0ACSwSANMFD1cTJAOHDARmGQucRQSqMT8xMTWJTwEDECMD7QcEJBcKpBEGPsEvMTUuigwGEVoJ",
+"SgAGbwAEBgQvMTUtRgEF7GAIug4NGWEDQRYDVSIFwRYK33IGLwAFV1oTNUovCnMAA9UYBoHQDX0EA8kHBdsAD04aBAUaYAL9",
+"1QqdAwRQMQTuMA9GLwQAPAADIgANHjkFjdAIkgYNdF8FiDIDHQEEty8NfzgEVs4FEbIP5wQEBVL4BCTPCdkADX/OARsSD9kA",
+"AgWbMg9PYAAE0wEH5AsO2wAEogEE2wAEewAN0jgFeWAE2wAPcWANHzFcGAIEbpgGw84P3AAHBQ4zB6WiAT0tD5IwC092aXNj",
+"jjAUDisAD4owBA4pAA+GMBQPOQAGDYIwAPsADzYADghgkQ8xABIfMzEAHR804DAWCBQABOABTzwxNzHgMAAQOIy4D+xOAQgZ",
+"kQ9kAQcBYQQIjlcWNNkFD2EBBwqLBgGyFA/tmQIAIAMPSbgDABUDD05XCAMJcQIMAAWKFg9OVwEBQiENlTATM3tsDRSlATMA",
+"C5QGA34OCZAFBRwABn3jD6JNCwJEAA+6VgIC1xcPHFcFBca9D6sGCwe2Ew4CTgU34QM9iwKXOwtGMQHRiA+/tw4BwXIP9xsC",
+"CAYXA3pID0K4BQOtAATSUgZdAASbDgQdPAYaAAX2Pw/XMQEWM/ISCz4BBnq+D4W5CwPgEgG0PghgFAN0JQ99EQADehQCOQAL",
+"5QoKBTASM4Z2DwUwAAFEAAxaAAX4Gw8jAQMPypAWEzPOrw+0VwYfMu4vDAiRVw6JCANEAAyCCAXXFw83UBMGcuIPPlgDBf7B",
+"CwxlBaQABYADDxBkCwPUDQ+NXwIFQwANTwkDmRACIkNjODQ3QUUxBQAcQpQdA0Y0AzMBD1scAQYn5QPJwg40DgA9AAPsqQgN",
+"BQKOGw8tAyMEvQcvM18coAMDYQEWOKQCC6AwAjAKAH4ADWYwETPEsw5GBQJwJQWCVwe9PATJoR42UQwD+g8EABgJbAMDvgEC",
+"BgAPsAoDBFtwAi5vDyAAAAQ9Jg0YCQO3DgNNDg/3LQAFcbIFBwAP90sUBL0REzMjJQ8iAAAEyoIPCigBAW8ABZOKD5gAAAS1",
+"JwgHAA874AQE34kUMz4lDyMAAAR5hg9gJQICXQAC2QoBuUMNo0wChgAE8yUCKQAImwcDbQYEMCMCWwMPjC4BBFcCDSG5BPoi",
+"D55GAANWAAMiAAV2AAY1TARmGw80TAcKYxQQM/8iDWpLFzN6uAAjAAsVIwD0EA8vTA4DbYoE5W8M7wsJ+RANJHADNzIEsYoA",
+"XAAJ2qgEKUsAAwEOvQAHzQsRM4e4CFsAAyESBLMcD3ACAATmSA8jTCQEnQADaQABOt4GmwAD6BwJb0MBXQcBSAQL8AEEBXEE",
+"hkoPOkwABMxLAQcAAuxLCTlMBH8BDzhMEQCIAAExAAHNuAk1TAeJMw8zTAMNwgEDogEEEi4MHwAJzzIN7UsDBA4EHwAMPAgD",
+"TjsDjBcP2DMEBJuvD3XlBAVo4AwFBAoQjA9i4AEKOYwPKgUYBDgjBOg7DyIAAA9s5QcP2zAADJgAAnQBBNYPAzAtD4sABATc",
+"XA9k5QcGRt4OKgUDrQ8E0TAPRwMABcG+CCoFAUUQCQM8AlEIBCfoCeUBA0ApAmQLD+gQAwScQALolw0/vAgKKgE4LgkpKgQj",
+"cAIvAQTqgw/XMAAESQACkxsKuC8JYTECLC4NjEwEWS4DRAMDzQMPa3gDBFwvAywAAzsAASBMDSwAA1sBBCwABCkJCXEEAVu8",
+"D8MJAAMHAAZ+NQmFCQKjLQ/jFQABeQMCHwAE4hUKoyQnM1+iOACcCw/xBAADCOsLCwID0uIEu+IIjw8AYggPjw8XBDUAA6Us",
+"Dx4VAgRnfi83MLgoDAOOVwbthQQYAALjDQMfAAusLgS2FgOdAg8SVwIGvA8EEFcNvA8PdgoCAnwtDT0BA6klA3b+CT0BB8Jx",
+"Dz0BFwPYAAQ/YgmwBgW/AQ+TPgYvNzTkKAwIlD4P20kGLzc0RWYMA0YXBJw+C6o9BCgwHzSZuA0Drg8JzgwEZgMEWw8O7zAE",
+"2SQCDQkPBQ4RB5EADwcOAwSVLhQ38nIPwz4GARsBD1dsCgPnPA+nAQIEQB4ARgAPl6gLAo0MAqqmDhM9BNVBCXoXAtoBBDoA",
+"D98XAgSOPAT9kQhXAQMMhgAjAA+PDg8CIwYDTQIPWtECBpECD5AOBQK1JAP1WgiQDgTnAgfOBA+o2gMFkeUDSgEKSCsCxBMP",
+"ExMCBJldD31BAAMnDgN3PQoLFwR4AARRPAZuIAdOYgJ3AATO9A6sJhMzAYQLuw4EMz0PTz0CAwwuAzADDx8lBAB9IAGXAA8z",
+"yAQFBzcNpA4EXFcJBTcNhjYDwAsDCjMPy2sFD3gAAQQzSQ8kyAYG9ZEOfwkEgTAEKTcPIzcJBOAwBCsADyI3DB81KsgHBcYb",
+"D68OAQRlJQa+ww6TAAN9TAMrAAQyAAIvdgqyDgRSkgMxAATfBw1uEwIDPQu1DgNKTQGCMQtGCQTxnwPnKgZjWwa2DgO/DASH",
+"Wg9JuAINlBEAgAEO/A0IuFEAJQAM61oCc0IP61oNBa7BBJkADPgJB0F9AjAADSEABXc1AwgAAAQCCcQOBKwlD8kABQcpHwDX",
+"AAzsWgSYawPkCg95CgEE0gEBVwEPyg4hBaMAAwgLCN4qAKIAD+1aAAT8NwM7AAbokgcauANvJwMRAgWLAgcauAJeAQ+XXAYK",
+"GrgAagEI/GEK7loIlTgPG7gEDTlXA/RdBDwAAWIOCiEABHIDBPADDSEABDIBBHgDD94DAwReOA98WgIEKzgD/FsP6wQZBLAZ",
+"A0cODVoAAysMA504BVw1DwwmBASjgwQJDg9zOAUEnjgEejgB5XkIl7QGESQNMRkDjwwEBD4PiQAEBFlaDcdnBPY3BLQ3D/c3",
+"DRExGAEMvQIFbTYDAAIF0oQGIgAKJQUPpBMBBY6+BE0ADUJaA3xhBTgBD7x8AQU2DgUtAAOUAA83DgoFLQAEnCcPOA4JBS0A",
+"BL8pCjkODFuJA20JAwcAARA2CDkOAi4JAQYADxwkBgMiJA8bJAIAXgkIgAABJCwJyAwHuZYPyAwXAq4ABE+FC90ZASMMD7Ee",
+"Dw+sCwIC5YsPHx8PDz0ABAjm1g+NHwcPsQoCAy/6D/e3AAKZCQAgAA/wAAMEv2wUNyMdCpcCBBgCAQgtTjQwMjRpBApIDAS/",
+"iRA3mBoPUksKAg4MD8S1AQZvvwXPGQIIAAQqXwzEAAQdDh8ylX4GBb+RD64EAgWLkQOnBASAAAG8CAmUBAMPQgO8AAHOBA89",
+"ywAB59wDCmIObQAEBQQE3QADqQMPiV8FBJgQD7kFBAQ6VAVXkgNfAAJfvw+dAAEFwCMBoE4NUAAEZQQEnwAE/BYPgQUEBaS5",
+"DwoGBAQLWQWgAATMAQ89AQYGhCMADBAH/wMAORIPhCMIb2FkdmVjdIYjFA8tAAEPiCMEDysAAQ+KIxQPOwAIDw5UCg84AAgP",
+"vHoECAIjAywjD3nbAwii2wPWAiA8MzZUDysjAAAzCA8GAREBOAQHmAUHKyMPAgEJD4gQAg9zABMMAVQARAMPaSMBAH0CD2gj",
+"AgDiAw9nIwgC1zQABQAIAGgNZCMEWGwJtwYYNAVtA9cAAswID0kjAgb7Tw9IIwoDBwkPQgABBixxDykjCgMQFA+BHwcPgzIB",
+"Ai0HA+YPDwMEBAgSIQ8vIQUEdXAJ3h4CiQcPXAAKBEoiD1sEAAVxIQOEAAEvAA9VBAMD87oMCBUEUjoE6zshNjTrOwSmTwAf",
+"APICOTIxODg2ODQzNzIyNzQwNTNjAAQvIAFJAAJU3AE2AA8vAAMHeAIAWgkLJiYEIeUP4CMBFTS4UgzNEwRVIQFVAQm9AAPn",
+"Kh8zvQAUAoYBADYADy8AAw1fIwaUAA/SIgIiMSuGFAvBDQiHOgPnOArADxA0Yh4N9g4YND0YEjRC1g/gAQYPWEMEBEsjB3QX",
+"BWgQBi0dD3ZSDQFKlw8wQgEDEAEJ7wMDP3EPEsoAAkHjAv6kDu0AB6geFDS4Ig8YJAIoMSvHjQfTJgJfBwNhEQ/CAAYKeCAD",
+"wgAPWQEHDwYOBAiEAgyIAAR/DA+1JQcKdyAPRgEBA8d4D0YBCAfoIxQ01XkMpgAK5iQPIQAABAk4D2EJAgOvCAMFCQMUCQ9m",
+"BAQEWgkEmCQJElACFwAKqwMCWhUAHwAPqwMSAy8AHzirAwgKQg0SNAqMD0AEAQM0CwRgYgiXAARThx85lwAUA0MoHzCXAAgK",
+"ZkMHlwALsCkFQwQGvkMHBBID0jUBBgAEMw4KbBwRNPI/D1kDAAhjnAAlAA9IBAQEwgEPdWEFCTUBDEwEBfPWD00EEAEzBgTX",
+"6gtSFQQfAQmLKwMNfw8MAwECtQAEgYIPZQACDxEBAAdcCwAfAQ9sBAEGon0Cy4sM5AMDQAcDHCUP4gAKDCMJAuIAD4MBCQ+e",
+"MQQE0IMHgwEIkgAEqDUPgwEeDHgHD4MBAAM/BQ+DAQoM3AcFZQAHbAEKQfEF2gAFkgMP+hcFBOdMBJ9cC6oECWk+A4ocCrAA",
+"B2UBBGQNBHFYBcEsAzogDRQEA1JAD1YIFQOGCAA3AA8UCQ8Db0UO1BcdNNR0D38uAAK3TgmtAAPrQR81rQAVBEQuD8IECAvv",
+"PQeaAAo0AwUPfANung/HFgIDCSMP4zsCHzSzcwMYNIDOASUAD8MEBQTbAQ9QEAMES4wFTD0MxQQDOgIPfeMKBrgBB/1gDOQF",
+"BrTYCJUuD0IDBgQr0wEPGg9mAAMPFAEACQEIASEUDoIMB4eFCIXtBvMAAp8HBJsbD+UACgz7CQPmdQ+IAQkP2wwEBL6hCYkB",
+"CJYAA0c6D+PVCg+kAAIMBAgPiQEAA7BED4kBCwzSBQVmAAdyAQWsowY9LQOhzAZxWQsbdwQgDw+SMAsBLQkIdO0GL/AECAUT",
+"Msj6CZEAAF0FDyUSCG9lcnJzdW0lEhQPLQABDyUSBA8rAAEPJRIUDzsACA8lEgoPOAAIDxPHBQ8zAAgPE8cDD4M1ABczQhIG",
+"VxIPEccBHzLP7QQBxAcPOQERDFgSB4qRDzUBCQ8kEQEJ9jUPOgEJCcUQBT4ACMSND0UBCQuXEgHEAw/uzxEKCfcB1gICAywM",
+"DQUHtxIHaxkKVDMPrxIBAiIAANIDDbASFjXNMA8+kQMDDREPxgQCBUlLD6dmCQ/k0wgKdwkEiwABwxgD2wAEvwAFCgEEmAAC",
+"mhIP4SMABvqFBtZYBzsEA/nRAuPoCpQaAuIEADInDOo+AqURAI0AAhsACI2FAj0/AukJAD4eD5c3AAEOCQLLAA3mgg/YNAgK",
+"DgkfNcVkBAXVlg9YkgwDyQELQU8CowoL9T8C7AUELOoBJBUFjk8C6ykAbV8SMr2aByZPAicKA24aNXhvchkAAz5kAxk3CzIG",
+"AjwBAxwADxwBFQqQCRc1+GMDwwABVgADTlYIGAABrwEI12ICGAABcAMDqsoP7EoCAtMKABQBDOxKAzEPA2ABC3YRAkUBB9kR",
+"HzWlYxENZBENYlwEw5oEsBkLEgQFsAIEsR4MrQAdMAIBAqQBAAYAD+pMAQE3AQRv7Q2/ERg1R2ESNULrB7cEAD5NAZsEB4sD",
+"Ac4QAjE5CB8eAjMAAqZVACQAAy0UCnkJAwsDDqQBA9sDD7DdBgOkAQwdQASpUwC/dQcvJBE16TIPUxQIFDEmfAkTIAqaAQ9P",
+"RwUGQwAOGHAGcTIEcBIPjhAIAfsgCT8AA2wbBD8/D04OChMyIIkPXAIACEYODy4BAAF9TgtBUwZ4AgWaMgudjAYGBQ2vEhg1",
+"elcUNRozD8wqCAVFMgoFAgJoAA8EAgADyBgDPQABGQQPB0AAA07VCFwMAJkGD1kKC19jaGVja1gKFA8sAAAPVwoEDyoAAA9W",
+"ChQPOgAHD1UKCg83AAcJVAoPowASDwhABQ8yAAcfNGQAHh81MgAeHzaWAB4fNywBHh840UADABALDKUdAIVxDE4LD1/SAw9g",
+"mAQBjAQPMAIQDE0LB6txDywCCA9MCw4PMQIICksLA64ACEoLDzsCCA9MHAMPeQATDzbnAgFKHA9QAhAPPAACCE6ZD1oCCA+1",
+"AAMP8gATAfssDWsBCFEkD28CCA/1CQgH1TMIgAwA4QUPmQwCACcHD5pCAwA2BQ8zHwQCyyUFuy4DagwPNx8CAisAA6VvCokM",
+"EzbtfA+/CgoPNykFDhcWDuaZDxDwCAqIDASKAA8fDAEA0AEMkz4Py58GCSUAA0NOAzUgCvQXHTa6lAKoCQVAkwlmCwJqAQhc",
+"bwY5CQGmCgA9AAxNCwCAAA9KEg4GOpQKfAwTNmALB8AJAh8/AiMMBNUMBXYCA4UeBkIHETb2Cg/RFwcCbUkJxggDMy8D4SQP",
+"EBgEBbK5D8YIAARpSQPNCA+HEwoFO0gJQgACOQIDSQAB3RcPQgAABaW8DyB7AAO+AARJAAumCwNvDA/uMQAEQQEAFQ0LYwkD",
+"mXYAvpQFZAkL7mwEEY8NJw0YNqcLFjbubAaMDQIeDQ/LlwUDpwIPME0ABMkADXQJAlwXA4cECRECAFwLDxpcFQT3HgVk1gxW",
+"AwNoAQ1IAQN/AAiaAAkIDgQPMwtHAQJ/DAYHAQp/DBg2qQoVNiNiCzMRCll3AysFBa1fBZ4QCoABAiAFBmcNCiILEzbbRAEW",
+"mAH7GQM4AANPWwL2RwxSowOFLQMjAQ/XOgAE+40EbjMI3QABsDkPJwsAA2N9Ac8EA7wWBG8FA+IuBOgwDwsGAALcBAKRNAEU",
+"Awm/LwFGEQEkAAFFPg5AHBE2GiwNEBgZNucdACUADJkBAGREkDYwNzE4MjQxOP0wMTE3NLaeD9UbCQFsAA9yAQECoxMPdCQE",
+"BhSBAXouD6wAAAfaIgC6AAqvUQMlNgMvJA9+AAECQA8PfgAPCasCAROUD8cMCCtrZRbfD8UMBg0qAA/DDAQNKAAPwQwUDzgA",
+"BQ+/DAoPNQAFDxEXBQ8wAAUIuwwPMAARD8JMAw9RpAAXM6kpBfALFzEFDAbwCw+ffQQJ8AsPXQEGDO4LB/I7D1kBBg+eKAUP",
+"XQEOD7sKAgjlFw9nAQYPOgACCAkvD3EBBgxqFw/RCjsP0AoXD88KBxY3rAUPjykHDTkJARYAD2Q9AQIQBA++KRsC3CcKvikK",
+"ngwGJJwFAKQLewcEwVoEShcEGAADeAcCZAQP+ikKD0SiAAhWJQC1AA8InwEDhEoPBJ8DAlAJAooXCiuKARYFDSeiAYdlCxMA",
+"AkEFA2IGCgEMETd3KA18Aw86ogwCPxgABQAEfAsKawAP+QsBA2oACPoFBL8SCLOgHzcOKAMGoiMPOKIFBB5KDz5EAAf2Hg3P",
+"NgM7CwVJIA8xogMG4B4PL6IIDigBAcEKBlwJCmoMETdqSA17AQ8uogwBpgMBsQMMth4C7FcPDQsBA2oACHsBAS0ACy6iETd2",
+"Kg7fAgY7Aw8togUEvRcPgLgCBLgxA5sODIEBCXgoDyMDBQQzVw8lAwQExgEPJwMAAy0KDRUDD+EXBhM3mxsP0RECA5kBCbUn",
+"CEkLA6IECx0lAnAYBKhSCmILBG8ADZ8YBBEPBp4BAZoVBZcAB8ShBFktDMShCuwFAoQNA6AaAj4EAbpICiUAAi0MBuUbAjPg",
+"Dz5ZBgFyBQwjaQMXDAOQxAmmDAOFLQMmDQrUCQHPAAHBAAGOKwJtDw96AAUCNw4P5S8DA9waD20OAAIcGQR0Dgx7IQArAAfJ",
+"GQGLAABdCgqGAQ+eMwx/cmVvcmRlcl0KFA8uAAIPYQoEDywAAg9lChQPPAAJD2kKCg85AAkPbQoFDzQACQ9xCgUPNAAJCS4X",
+"DzQAFAkwFw80ABQIMhcPNAAVDzQXBQ80AAkPNhcECLI0A0YLHzXbNAEPRQsBHzTkiAUIShYPQQIKDEkLAMsEDz4CEg9IIg4P",
+"QwIKD4ciAwjEFg9OAgoPPwADCJMLD1kCCg8/AAMIBhcPZAIKDz8AAwi4DA9vAgoPPwADCBo2D3oCCg8/AAMIyQwPhQIKD0wX",
+"DwxiCAAXAA99igIA8AUPfYoDAPAFD3sMCAQ3LAEGAA/mWQoBnB0NewwfOHsMCwXKtw9nDBsC7xAOPwYEMDADVgAPF4gDBLAr",
+"DzgLAQLuAB01GjUE+qgPERgFBy8HDsRHBVUADxUNAwTEHg93NQIvOF8yxAwgKy0kAwT+Bi84XwZIAgR6VAbyAAoFWQFvBwGS",
+"bw0WDBQ4CSUHcBcBSgkGNAAIERgCt3IAIgAPXiMAATMAAQT6Cl4BA/uVC6sMAwWWD6M1AhI4MQsObAEBzwAAHQEMbAEEWs4C",
+"bAEMawAPgQAMBl8BAKgWD9aGEwSdSwcq0gzarwZrTgjXqgCcqAPXqgwXewGRAAIGAAaStwjDAAAGAAxnIwP6AAnPpQM0AALJ",
+"AQ9RcAQBiwkErgENhgsROIcZBo8BHzq36gACHgIMkyECvSQB9SsPaSMABKiJC30DA1BxDZ4LBJ8CDgoCAm0CD05wAARmcQIK",
+"Ag0oAgayLwvyKAaHAAb3AArpNQRODAVK7gRqpA99IgEF3wQI/QEAw0ME/QEMFCUDcQMBPQAKYDgEPQAEN1MSNhUEDHgAATgC",
+"AiVsDXgAAG8kA3gAC1kCA3LjArYBD+xLAgQjrQdMUAyWUQI/Wg12AAfrAgztUQMDfgJ9AA/JBQIExX0/NDYr7gABAsMMAsRT",
+"DHkAAJtACTuuB3kAA+cBAX8ABpV3Ch4CAAcABkCsDIEDD3AkAAMyeAIjAA/oMwIYOHI5ANYCCzEYBD10CTwTBR0ABIw0HzYl",
+"kQ0DQk0P21ACBMJGAEYAD8A9CgwgtwejTQSUXw8DFAEDdQ4CgwAPBGsFA6oGD38ACgQpPA9uBwEGJwMOgQAC+QMEjXEBpwEP",
+"LzEABDRDDD4AAoEBD9+3AwvFFA9fUgoEZl0M+icEY10CHwAPnwAGBP+9DyMVCgR+IA/fAAEE1zYPpDwDBWDQD0IABwBLXQUw",
+"FQ5CAAXjuARsEg+FAAIEFRoPpH8DBAk7Bd9XD4cAAgREAA+HEAgDl7ECoWQI3FcFKSsN4wMCwgIDOQALyvUEQAQEoJMB8SgP",
+"R1QFA+IpD8MrAgPArQ+pCAED1VUCPgALPUUFghERNNZpAYR8BzUED/oQDB9i+RAZDy0AAQ9UvwUP9xAnDzsACA9UvwsP9RAf",
+"DzMACA/0EAUPMwAID/MQBQ8zAAgfNVYQFw8cRQEB2jIPQhAND4sBCQ/YJQ4PVQEJD8wOAw97ABQPBhAECEUQD2sBCQ8+AAMJ",
+"zsAPBBAMD0cPCwwGOg9HD38fOUcPDANfGw8tDwICHiUPbBUAAwgLB04HDy0PBgLuIg8tDxUD9RoP01gLDzItBAJADg8tDwAE",
+"TgUCBwADQDQKRAkfOS0PBQWUJwktDx85LQ8KCGg+Dy0PAA9DGwIfOS0PCwXfRQQtDwLMFw8tDwkDnBoIlg4BUQACo6wNwg4D",
+"lgAKLQ8fOS0PBANacg908gAE/5ICBgALCA0PgQANBl8BDy0PHwK3Jg8tDzMFkAsPLQ8ABfkODZQyBi4+DC0PAhAPD6YlBAUd",
+"AA8tDwIYOS0PHzktDwQPwDACDy0PHwNqDA8tDwEEnwIPURMED121AQRSEwIGAAzTgASpgAPCMw+HAAIG9wAPLQ8KLzI1LQ9A",
+"AgIfDy0PCgB4AA8tD2EC8IMPLQ9eLzI1LQ87AucBDy0PAwQeAgAiBgwtDwWBAw8tDwcCIwAPLQ8CGDktDwDWAg+gMwcEmxUP",
+"SRYCA3I4DwIFAQ6cFQ+GCwASMggdB38cAKkHwDoKCXJldDsKCn0KCg"
 };
-static const cq__ptx_module cq__ptx_3d_f64 = { cq__ptx_3d_f64_lz, 213759, 787144, 0x6efb9343u };
+static const cq__ptx_module cq__ptx_3d_f64 = { cq__ptx_3d_f64_lz, 209848, 771628, 0xe7cc71c1u };
 
 /* the PTX module of a dimension and precision (NULL if the header was generated without it) */
 static const cq__ptx_module *cq__cuda_ptx(int dim, int prec)

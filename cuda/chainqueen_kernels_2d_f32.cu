@@ -1530,13 +1530,14 @@ typedef struct cq__sph_f32 {
     const int *bobj;                /* body id (>= 0 dynamic), CQ__BODY_WALL, or -2 - id (static) */
     const int *bstart, *border;
     int *foff, *fnb, *boff, *bnb;   /* per fluid particle: its fluid neighbours fnb[foff[i] ..
-                                       fend[i]) (itself included) and boundary neighbours */
+                                       fend[i]) (itself included) and boundary neighbours (the
+                                       CPU's; the GPU's: below) */
     int *fend, *bend;               /* the lists' ends (the CPU's chunks, world.j2 >>world_near, leave
-                                       room after each chunk; the GPU's lists follow one another, but a
-                                       list that does not fit ends where it starts) */
-    int fcap, bcap;                 /* the GPU's: the room in fnb, bnb (entries).  A particle whose list
-                                       would pass it gets empty lists, and the step is run again with
-                                       room (world.j2 >>world_fluid_step) */
+                                       room after each chunk) */
+    int fcap, bcap;                 /* the GPU's lists: particle i's k-th entry at i + k nf (a warp's
+                                       threads read one row at a time), k < fend[i] (up to fcap,
+                                       bcap: the room a particle; a step whose lists need more runs
+                                       again with it, world.j2 >>world_fluid_step); foff, boff unused */
     float *fgw, *bgw;                 /* per entry of fnb: the pair's W'(r)/r (grad W = it times
                                        x_i - x_j); of bnb: V_b W'(r)/r; sph_density writes them and
                                        the solvers' passes read them (nothing moves during them); 0
@@ -1562,11 +1563,9 @@ CQ_HD int cq__sph_cell_2d_f32(const float *glo, float inv_h, const int *nc, cons
    (so in the same order whatever the threads and however the lists are laid out): the fluid ones
    into fl and the boundary ones into bl where all of them fit in fcap and bcap entries (where they
    do not, what is there is not the list: the callers then size them anew); their numbers (all of
-   them) into *nf and *nb.  The GPU's two passes (cq__sph_neighbours_): count, only the numbers, into
-   foff[i] and boff[i] (then scanned on the device into the exclusive prefix sums, foff[nf] the
-   total: world.j2 >>world_fluid_step); else the lists at foff[i], boff[i] where they fit in the
-   room s->fcap, s->bcap, their ends into fend[i], bend[i]; the CPU's one pass: world.j2 >>world_near. */
-CQ_HD void cq__sph_near_lists_2d_f32(const cq__sph_f32 *s, int i, int *fl, int fcap, int *bl, int bcap, int *nf, int *nb)
+   them) into *nf and *nb.  The k-th entries at fl[k st], bl[k st].  The CPU's lists in one pass: world.j2 >>world_near; the
+   GPU's: cq__sph_fill_ below. */
+CQ_HD void cq__sph_near_lists_2d_f32(const cq__sph_f32 *s, int i, int *fl, int fcap, int *bl, int bcap, int *nf, int *nb, int st)
 {
     const float *xi = s->x + (long)i * 2;
     int cf = 0, cb = 0;
@@ -1589,10 +1588,10 @@ CQ_HD void cq__sph_near_lists_2d_f32(const cq__sph_f32 *s, int i, int *fl, int f
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->x[(long)j * 2 + a]; r2 += d[a] * d[a]; }
 #if defined(__CUDA_ARCH__)
                         if (r2 >= s->h2) continue;   /* a GPU: a store a neighbour, not a candidate */
-                        if (cf < fcap) fl[cf] = j;
+                        if (cf < fcap) fl[cf * st] = j;
                         ++cf;
 #else
-                        if (cf < fcap) fl[cf] = j;   /* kept or written over by the next (no branch on r2) */
+                        if (cf < fcap) fl[cf * st] = j;   /* kept or written over by the next (no branch on r2) */
                         cf += !(r2 >= s->h2);
 #endif
 
@@ -1617,10 +1616,10 @@ CQ_HD void cq__sph_near_lists_2d_f32(const cq__sph_f32 *s, int i, int *fl, int f
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->xb[(long)b * 2 + a]; r2 += d[a] * d[a]; }
 #if defined(__CUDA_ARCH__)
                         if (r2 >= s->h2) continue;
-                        if (cb < bcap) bl[cb] = b;
+                        if (cb < bcap) bl[cb * st] = b;
                         ++cb;
 #else
-                        if (cb < bcap) bl[cb] = b;
+                        if (cb < bcap) bl[cb * st] = b;
                         cb += !(r2 >= s->h2);
 #endif
 
@@ -1629,16 +1628,15 @@ CQ_HD void cq__sph_near_lists_2d_f32(const cq__sph_f32 *s, int i, int *fl, int f
         }
     }    *nf = cf; *nb = cb;
 }
-CQ_HD void cq__sph_neighbours_2d_f32(const cq__sph_f32 *s, int i, int count)
+/* >>sph_fill: the GPU's lists of particle i in one pass: its k-th entries at i + k nf for k < fcap
+   (bcap), the lists' ends (as entries) into fend[i], bend[i]; the numbers it needed into c[0], c[1]
+   (more than fcap, bcap: the step runs again with room, world.j2 >>world_fluid_step) */
+CQ_HD void cq__sph_fill_2d_f32(const cq__sph_f32 *s, int i, int *c)
 {
     int nf, nb;
-    if (count) { cq__sph_near_lists_2d_f32(s, i, 0, 0, 0, 0, &nf, &nb); s->foff[i] = nf; s->boff[i] = nb; }
-    else {   /* (within the room, or empty: the step runs again) */
-        const int fit = s->foff[i + 1] <= s->fcap && s->boff[i + 1] <= s->bcap;
-        if (fit) cq__sph_near_lists_2d_f32(s, i, s->fnb + s->foff[i], s->foff[i + 1] - s->foff[i], s->bnb + s->boff[i],
-                                            s->boff[i + 1] - s->boff[i], &nf, &nb);
-        s->fend[i] = fit ? s->foff[i + 1] : s->foff[i]; s->bend[i] = fit ? s->boff[i + 1] : s->boff[i];
-    }
+    cq__sph_near_lists_2d_f32(s, i, s->fnb + i, s->fcap, s->bnb + i, s->bcap, &nf, &nb, s->nf);
+    s->fend[i] = i + (nf < s->fcap ? nf : s->fcap) * s->nf; s->bend[i] = i + (nb < s->bcap ? nb : s->bcap) * s->nf;
+    c[0] = nf; c[1] = nb;
 }
 
 /* W(r) and W'(r) / r of the cubic spline (support h; sigma = 8/(pi h^3) in 3D, 40/(7 pi h^2) in
@@ -1674,7 +1672,7 @@ CQ_HD void cq__sph_density_2d_f32(const cq__sph_f32 *s, int i)
     const float *xi = s->x + (long)i * 2;
     float wf = 0, wb = 0, s2 = 0, gf[2], gb[2], d[2], gw[2];
     CQ__UNROLL for (int a = 0; a < 2; ++a) { gf[a] = 0; gb[a] = 0; }
-for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
+    for (int k_ = i; k_ < s->fend[i]; k_ += s->nf) {   /* (k_: the entry, for fgw; the GPU's rows) */
         const int j = s->fnb[k_];
                         float r2 = 0, f;
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->x[(long)j * 2 + a]; r2 += d[a] * d[a]; }
@@ -1685,7 +1683,7 @@ for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw)
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { gw[a] = f * d[a]; gf[a] += gw[a]; }
                         s2 += gw[0] * gw[0] + gw[1] * gw[1];
 
-    }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
+    }    for (int k_ = i; k_ < s->bend[i]; k_ += s->nf) {   /* (k_: the entry, for bgw; the GPU's rows) */
         const int b = s->bnb[k_];
                         float r2 = 0, f;
                         CQ__UNROLL for (int a = 0; a < 2; ++a) { d[a] = xi[a] - s->xb[(long)b * 2 + a]; r2 += d[a] * d[a]; }
@@ -1716,13 +1714,13 @@ CQ_HD void cq__sph_source_2d_f32(const cq__sph_f32 *s, int i, int mode)
     CQ__UNROLL for (int a = 0; a < 2; ++a) { xi[a] = s->x[(long)i * 2 + a]; vi[a] = s->v[(long)i * 2 + a]; }
     float df = 0, db = 0, div, e;   /* (a pair of W'(r)/r = 0 adds +-0 (positions and velocities are finite), which
                                        is never -0: nothing) */
-for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
+    for (int k_ = i; k_ < s->fend[i]; k_ += s->nf) {   /* (k_: the entry, for fgw; the GPU's rows) */
         const int j = s->fnb[k_];
                         const float f = s->fgw[k_];   /* 0 for i itself: no branch, it adds +0 */
                         const float *xj = s->x + (long)j * 2, *vj = s->v + (long)j * 2;
                         df += f * ((vi[0] - vj[0]) * (xi[0] - xj[0]) + (vi[1] - vj[1]) * (xi[1] - xj[1]));
 
-    }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
+    }    for (int k_ = i; k_ < s->bend[i]; k_ += s->nf) {   /* (k_: the entry, for bgw; the GPU's rows) */
         const int b = s->bnb[k_];
                         const float f = s->bgw[k_];
                         const float *xj = s->xb + (long)b * 2, *vj = s->vb + (long)b * 2;
@@ -1750,13 +1748,13 @@ CQ_HD void cq__sph_pressure_2d_f32(const cq__sph_f32 *s, int i)
     const float ki = s->kappa[i];
     float af[2], ab[2];   /* (as in sph_source, a pair with c or f = 0 adds +-0 (positions are finite): nothing) */
     CQ__UNROLL for (int a = 0; a < 2; ++a) { af[a] = 0; ab[a] = 0; }
-for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
+    for (int k_ = i; k_ < s->fend[i]; k_ += s->nf) {   /* (k_: the entry, for fgw; the GPU's rows) */
         const int j = s->fnb[k_];
                         const float c = s->fgw[k_] * (ki + s->kappa[j]);   /* no branch on it: often 0, at random */
                         CQ__UNROLL for (int a = 0; a < 2; ++a) af[a] += c * (xi[a] - s->x[(long)j * 2 + a]);
 
     }    if (ki != 0) {
-for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
+    for (int k_ = i; k_ < s->bend[i]; k_ += s->nf) {   /* (k_: the entry, for bgw; the GPU's rows) */
         const int b = s->bnb[k_];
                         const float f = s->bgw[k_];
                         if (f == 0) continue;
@@ -1822,7 +1820,7 @@ CQ_HD void cq__sph_viscosity_2d_f32(const cq__sph_f32 *s, int i, const float *gr
     float acc[2], d[2], gw[2];
     CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] = 0;
     if (s->visc > 0) {
-for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw) */
+    for (int k_ = i; k_ < s->fend[i]; k_ += s->nf) {   /* (k_: the entry, for fgw; the GPU's rows) */
         const int j = s->fnb[k_];
                         float r2 = 0, vd = 0;
                         if (j == i) continue;
@@ -1833,7 +1831,7 @@ for (int k_ = s->foff[i]; k_ < s->fend[i]; ++k_) {   /* (k_: the entry, for fgw)
                         vd *= s->m / s->rho[j] / (r2 + (float)0.01 * s->h2);
                         CQ__UNROLL for (int a = 0; a < 2; ++a) acc[a] += vd * gw[a];
 
-    }for (int k_ = s->boff[i]; k_ < s->bend[i]; ++k_) {   /* (k_: the entry, for bgw) */
+    }    for (int k_ = i; k_ < s->bend[i]; k_ += s->nf) {   /* (k_: the entry, for bgw; the GPU's rows) */
         const int b = s->bnb[k_];
                         float r2 = 0, vd = 0;
                         if (s->bobj[b] >= 0) continue;   /* walls and static bodies only */
@@ -2758,16 +2756,10 @@ __global__ void cq__cable_x_adj_2d_f32_kernel(int nr, const int * row, const int
    check, one thread, adds errsum's chunk sums in order (the CPU's order: the same bits) and
    leaves in sol the error, whether the solve is done and its iterations; source, errsum, bforce
    and pressure do nothing once it is, so the host queues iterations without reading each back */
-__global__ void cq__sph_count_2d_f32_kernel(int n, cq__sph_f32 s)
+__global__ void cq__sph_fill_2d_f32_kernel(int n, cq__sph_f32 s, int * need)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) cq__sph_neighbours_2d_f32(&s, i, 1);
-}
-
-__global__ void cq__sph_fill_2d_f32_kernel(int n, cq__sph_f32 s)
-{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) cq__sph_neighbours_2d_f32(&s, i, 0);
+    if (i < n) { int c_[2]; cq__sph_fill_2d_f32(&s, i, c_); if (c_[0] > s.fcap) atomicMax(&need[0], c_[0]); if (c_[1] > s.bcap) atomicMax(&need[1], c_[1]); };
 }
 
 __global__ void cq__sph_density_2d_f32_kernel(int n, cq__sph_f32 s)
@@ -2870,8 +2862,7 @@ static void cq__cable_mass_adj_2d_f32_kernel_emu(void **a) { cq__cable_mass_adj_
 static void cq__cable_dot_2d_f32_kernel_emu(void **a) { cq__cable_dot_2d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const int * *)a[2], *(const float * *)a[3], *(const float * *)a[4], *(const float * *)a[5], *(const double * *)a[6], *(const double * *)a[7], *(double *)a[8], *(double * *)a[9]); }
 static void cq__cable_grad_2d_f32_kernel_emu(void **a) { cq__cable_grad_2d_f32_kernel(*(int *)a[0], *(const double * *)a[1], *(const double * *)a[2], *(const double * *)a[3], *(const double * *)a[4], *(double * *)a[5]); }
 static void cq__cable_x_adj_2d_f32_kernel_emu(void **a) { cq__cable_x_adj_2d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const int * *)a[2], *(const int * *)a[3], *(const int * *)a[4], *(const float * *)a[5], *(const float * *)a[6], *(const float * *)a[7], *(const double * *)a[8], *(const double * *)a[9], *(const double * *)a[10], *(const double * *)a[11], *(double *)a[12], *(float * *)a[13]); }
-static void cq__sph_count_2d_f32_kernel_emu(void **a) { cq__sph_count_2d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1]); }
-static void cq__sph_fill_2d_f32_kernel_emu(void **a) { cq__sph_fill_2d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1]); }
+static void cq__sph_fill_2d_f32_kernel_emu(void **a) { cq__sph_fill_2d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1], *(int * *)a[2]); }
 static void cq__sph_density_2d_f32_kernel_emu(void **a) { cq__sph_density_2d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1]); }
 static void cq__sph_source_2d_f32_kernel_emu(void **a) { cq__sph_source_2d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1], *(int *)a[2], *(const double * *)a[3]); }
 static void cq__sph_bforce_2d_f32_kernel_emu(void **a) { cq__sph_bforce_2d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1], *(const double * *)a[2]); }
@@ -2911,7 +2902,6 @@ const cq__emu_kernel cq__emu_kernels_2d_f32[] = {
     {"cq__cable_dot_2d_f32_kernel", cq__cable_dot_2d_f32_kernel_emu, 0},
     {"cq__cable_grad_2d_f32_kernel", cq__cable_grad_2d_f32_kernel_emu, 0},
     {"cq__cable_x_adj_2d_f32_kernel", cq__cable_x_adj_2d_f32_kernel_emu, 0},
-    {"cq__sph_count_2d_f32_kernel", cq__sph_count_2d_f32_kernel_emu, 0},
     {"cq__sph_fill_2d_f32_kernel", cq__sph_fill_2d_f32_kernel_emu, 0},
     {"cq__sph_density_2d_f32_kernel", cq__sph_density_2d_f32_kernel_emu, 0},
     {"cq__sph_source_2d_f32_kernel", cq__sph_source_2d_f32_kernel_emu, 0},

@@ -362,13 +362,14 @@ TEST(steps_move_no_fluid_arrays)
     cq_world_destroy(w);
 }
 
-/* a sheet of water one particle thick falls onto the floor: its neighbour lists grow past the room
-   the last steps made (filled within it, on the device, without reading their sizes back first),
-   and such a step runs again with room (world.j2 >>world_fluid_step; it says so in the log): the
-   fluid as on the CPU, bitwise on the mock (float64; within 1e-12 of the scale on a GPU) */
+/* a block of water squeezed to 1.5 r apart in x and y (2 r at rest): its particles have more
+   neighbours than the lists' least room a particle (world.j2 cq__world_lists), which they fill on
+   the device without reading anything back first, so the first step runs again with room
+   (world.j2 >>world_fluid_step; it says so in the log); then 100 steps: the fluid as on the CPU,
+   bitwise on the mock (float64; within 1e-12 of the scale on a GPU) */
 static int g_outgrew;
 static void outgrew_logger(cq_log_level l, const char *m, void *u) { (void)l; (void)u; if (strstr(m, "outgrew their room")) ++g_outgrew; }
-static cq_world *sheet(int dim, cq_backend be)
+static cq_world *squeezed(int dim, cq_backend be)
 {
     cq_world_desc d;
     cq_world *w = NULL;
@@ -379,24 +380,25 @@ static cq_world *sheet(int dim, cq_backend be)
     d.dim = dim; d.particle_radius = r; d.dt = 1e-3; d.gravity[1] = -9.81; d.precision = CQ_PRECISION_F64; d.backend = be;
     d.domain_hi[0] = 0.4; d.domain_hi[1] = 0.3; d.domain_hi[2] = dim == 3 ? 0.1 : 0; d.logger.func = outgrew_logger;
     if (cq_world_create(&d, &w) != CQ_SUCCESS) return NULL;
-    for (int k = 0; k < (dim == 3 ? 10 : 1); ++k)
-        for (int i = 0; i < 39; ++i) {
-            x[dim * n] = r + i * 2 * r; x[dim * n + 1] = 0.05; v[dim * n] = 0; v[dim * n + 1] = -1;
-            if (dim == 3) { x[dim * n + 2] = r + k * 2 * r; v[dim * n + 2] = 0; }
-            ++n;
-        }
+    for (int k = 0; k < (dim == 3 ? 4 : 1); ++k)
+        for (int j = 0; j < 8; ++j)
+            for (int i = 0; i < 12; ++i) {
+                x[dim * n] = 0.01 + i * 1.5 * r; x[dim * n + 1] = 0.01 + j * 1.5 * r; v[dim * n] = v[dim * n + 1] = 0;
+                if (dim == 3) { x[dim * n + 2] = r + k * 2 * r; v[dim * n + 2] = 0; }
+                ++n;
+            }
     if (cq_world_add_fluid(w, n, x, v) != CQ_SUCCESS) { cq_world_destroy(w); return NULL; }
     return w;
 }
 TEST(lists_outgrow_their_room)
 {
     for (int dim = 2; dim <= 3; ++dim) {
-        cq_world *c = sheet(dim, CQ_BACKEND_CPU), *g;
+        cq_world *c = squeezed(dim, CQ_BACKEND_CPU), *g;
         static double xc[3 * 400], xg[3 * 400];
         double m = 0;
         int n, grew;
         g_outgrew = 0;
-        g = sheet(dim, CQ_BACKEND_CUDA);
+        g = squeezed(dim, CQ_BACKEND_CUDA);
         CHECK(c && g, "create");
         if (!c || !g) { cq_world_destroy(c); cq_world_destroy(g); return; }
         CHECK_OK(cq_world_step(c, 100));
@@ -406,7 +408,7 @@ TEST(lists_outgrow_their_room)
         CHECK_OK(cq_world_get_fluid(c, CQ_FIELD_X, xc));
         CHECK_OK(cq_world_get_fluid(g, CQ_FIELD_X, xg));
         for (int i = 0; i < n * dim; ++i) if (fabs(xc[i] - xg[i]) > m) m = fabs(xc[i] - xg[i]);
-        printf("    %dD sheet, %d particles, 100 steps: the lists outgrew their room %d times; fluid x differs by %.3g m\n", dim, n, grew, m);
+        printf("    %dD squeezed block, %d particles, 100 steps: the lists outgrew their room %d times; fluid x differs by %.3g m\n", dim, n, grew, m);
         CHECK(grew >= 1, "%dD: the lists never outgrew their room (the case is not tested)", dim);
         if (mock_sym("cq_mock_launches")) CHECK(!memcmp(xc, xg, sizeof(double) * (size_t)(n * dim)), "%dD: CPU and CUDA (the mock) differ", dim);
         else CHECK(m < 1e-12 * 0.4, "%dD: CPU and CUDA differ by %g", dim, m);
@@ -473,17 +475,17 @@ static int fault(const char *mode)
         w = make(2, CQ_PRECISION_F32, CQ_BACKEND_DEFAULT);
         EXPECT(w != NULL && cq_world_step(w, 2) == CQ_SUCCESS, "DEFAULT (the CPU) failed");
         cq_world_destroy(w);
-    } else if (!strncmp(mode, "oom_after=", 10) || !strncmp(mode, "launch_after=", 13) || !strncmp(mode, "sheet_", 6)) {
-        /* sheet_MODE: the falling sheet of lists_outgrow_their_room (3D, 100 steps), whose lists grow
-           in a step run again (its device allocations 36 and 38: the boundary lists at steps 35 and 51) */
-        const int sh = !strncmp(mode, "sheet_", 6);
+    } else if (!strncmp(mode, "oom_after=", 10) || !strncmp(mode, "launch_after=", 13) || !strncmp(mode, "squeezed_", 9)) {
+        /* squeezed_MODE: the squeezed block of lists_outgrow_their_room (3D, 100 steps), whose first
+           step runs again with more room (its device allocations 36-39) */
+        const int sh = !strncmp(mode, "squeezed_", 9);
         static double x0[3 * 400], x1[3 * 400];
         cq_body_state s0, s1;
         int steps0, failures = 0;
         memset(&s0, 0, sizeof s0); memset(&s1, 0, sizeof s1);
-        if (sh) mode += 6;
+        if (sh) mode += 9;
         setenv("CQ_MOCK_FAIL", "", 1);
-        w = sh ? sheet(3, CQ_BACKEND_CUDA) : make(2, CQ_PRECISION_F32, CQ_BACKEND_CUDA);
+        w = sh ? squeezed(3, CQ_BACKEND_CUDA) : make(2, CQ_PRECISION_F32, CQ_BACKEND_CUDA);
         if (!w) { printf("    create failed without a fault\n"); return 1; }
         setenv("CQ_MOCK_FAIL", mode, 1);
         for (int n = 0; n < (sh ? 100 : 40); ++n) {

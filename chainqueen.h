@@ -254,11 +254,13 @@
      contact, joints and all derivatives stay on the host, so a step moves the bodies' boundary
      particles up and reads back each solve's state once a few iterations (its convergence
      test runs on the device: the error's chunk sums in the CPU's order, so a world's solver
-     stops at the same iteration on either backend), then in one copy the failure word, the
-     neighbour lists' sizes and the bodies' boundary forces: three read backs a step where
-     each solve takes about as many iterations as the last step's (the lists fill the room
-     the last steps made; a step whose lists outgrow it runs again, and the log says so at
-     CQ_LOG_INFO); cq_world_get_fluid reads the fluid back (once after a step).  A
+     stops at the same iteration on either backend), then in one copy the failure word, what
+     the neighbour lists needed where they outgrew their room and the bodies' boundary
+     forces: three read backs a step where each solve takes about as many iterations as the
+     last step's.  The device's lists have room for a number of neighbours a particle, at
+     least 48 fluid and 32 boundary ones in 3D (20 and 12 in 2D: ~640 bytes a particle in
+     float32 in 3D); a step whose lists outgrow it runs again with more (the log says so at
+     CQ_LOG_INFO).  cq_world_get_fluid reads the fluid back (once after a step).  A
      driver failure returns CQ_ERROR_DEVICE with the world at its last completed step; it is
      sticky (only cq_world_destroy is useful after it, and cq_world_get_fluid then fails if
      that step's fluid was never read back).

@@ -20811,15 +20811,16 @@ static int cq__world_solve_2d_f32(cq_world *w, cq__wtask *t, int mode, double *e
 #if CQ__HAS_CUDA
     if (w->gpu) {   /* the same iterations queued a few at a time, the test on the device (>>sph_solver_check):
                        a read back a batch, not an iteration.  The first batch: as many as the last step's
-                       solve took (at least min_it) and the test after them; then 2 at a time.  Those
-                       queued past the end do nothing. */
+                       solve took (at least min_it) and the test after them; then 2 at a time, or half as
+                       many as so far (a long solve reads back a few times).  Those queued past the end
+                       do nothing. */
         double sol[3] = {0, 0, 0};
         const int nch = (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK, one = 1;
         const int last = mode ? w->stats.density_iterations : w->stats.divergence_iterations;
         double rho0 = w->desc.rest_density;
         cq__dev_zero(&w->cu.d, w->cu.sol, sizeof sol);
         for (int k = 0; k < w->desc.max_iterations && !w->cu.d.failed;) {
-            for (int e = k + (k ? 2 : (last > min_it ? last : min_it) + 1); k < e && k < w->desc.max_iterations; ++k) {
+            for (int e = k + (k ? (k / 2 > 2 ? k / 2 : 2) : (last > min_it ? last : min_it) + 1); k < e && k < w->desc.max_iterations; ++k) {
                 void *a[9];
                 a[0] = (void *)&one; a[1] = (void *)t->s; a[2] = &w->cu.part; a[3] = (void *)&nch; a[4] = &rho0; a[5] = &k;
                 a[6] = (void *)&min_it; a[7] = (void *)&eta; a[8] = &w->cu.sol;
@@ -21212,15 +21213,16 @@ static int cq__world_solve_2d_f64(cq_world *w, cq__wtask *t, int mode, double *e
 #if CQ__HAS_CUDA
     if (w->gpu) {   /* the same iterations queued a few at a time, the test on the device (>>sph_solver_check):
                        a read back a batch, not an iteration.  The first batch: as many as the last step's
-                       solve took (at least min_it) and the test after them; then 2 at a time.  Those
-                       queued past the end do nothing. */
+                       solve took (at least min_it) and the test after them; then 2 at a time, or half as
+                       many as so far (a long solve reads back a few times).  Those queued past the end
+                       do nothing. */
         double sol[3] = {0, 0, 0};
         const int nch = (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK, one = 1;
         const int last = mode ? w->stats.density_iterations : w->stats.divergence_iterations;
         double rho0 = w->desc.rest_density;
         cq__dev_zero(&w->cu.d, w->cu.sol, sizeof sol);
         for (int k = 0; k < w->desc.max_iterations && !w->cu.d.failed;) {
-            for (int e = k + (k ? 2 : (last > min_it ? last : min_it) + 1); k < e && k < w->desc.max_iterations; ++k) {
+            for (int e = k + (k ? (k / 2 > 2 ? k / 2 : 2) : (last > min_it ? last : min_it) + 1); k < e && k < w->desc.max_iterations; ++k) {
                 void *a[9];
                 a[0] = (void *)&one; a[1] = (void *)t->s; a[2] = &w->cu.part; a[3] = (void *)&nch; a[4] = &rho0; a[5] = &k;
                 a[6] = (void *)&min_it; a[7] = (void *)&eta; a[8] = &w->cu.sol;
@@ -21613,15 +21615,16 @@ static int cq__world_solve_3d_f32(cq_world *w, cq__wtask *t, int mode, double *e
 #if CQ__HAS_CUDA
     if (w->gpu) {   /* the same iterations queued a few at a time, the test on the device (>>sph_solver_check):
                        a read back a batch, not an iteration.  The first batch: as many as the last step's
-                       solve took (at least min_it) and the test after them; then 2 at a time.  Those
-                       queued past the end do nothing. */
+                       solve took (at least min_it) and the test after them; then 2 at a time, or half as
+                       many as so far (a long solve reads back a few times).  Those queued past the end
+                       do nothing. */
         double sol[3] = {0, 0, 0};
         const int nch = (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK, one = 1;
         const int last = mode ? w->stats.density_iterations : w->stats.divergence_iterations;
         double rho0 = w->desc.rest_density;
         cq__dev_zero(&w->cu.d, w->cu.sol, sizeof sol);
         for (int k = 0; k < w->desc.max_iterations && !w->cu.d.failed;) {
-            for (int e = k + (k ? 2 : (last > min_it ? last : min_it) + 1); k < e && k < w->desc.max_iterations; ++k) {
+            for (int e = k + (k ? (k / 2 > 2 ? k / 2 : 2) : (last > min_it ? last : min_it) + 1); k < e && k < w->desc.max_iterations; ++k) {
                 void *a[9];
                 a[0] = (void *)&one; a[1] = (void *)t->s; a[2] = &w->cu.part; a[3] = (void *)&nch; a[4] = &rho0; a[5] = &k;
                 a[6] = (void *)&min_it; a[7] = (void *)&eta; a[8] = &w->cu.sol;
@@ -22014,15 +22017,16 @@ static int cq__world_solve_3d_f64(cq_world *w, cq__wtask *t, int mode, double *e
 #if CQ__HAS_CUDA
     if (w->gpu) {   /* the same iterations queued a few at a time, the test on the device (>>sph_solver_check):
                        a read back a batch, not an iteration.  The first batch: as many as the last step's
-                       solve took (at least min_it) and the test after them; then 2 at a time.  Those
-                       queued past the end do nothing. */
+                       solve took (at least min_it) and the test after them; then 2 at a time, or half as
+                       many as so far (a long solve reads back a few times).  Those queued past the end
+                       do nothing. */
         double sol[3] = {0, 0, 0};
         const int nch = (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK, one = 1;
         const int last = mode ? w->stats.density_iterations : w->stats.divergence_iterations;
         double rho0 = w->desc.rest_density;
         cq__dev_zero(&w->cu.d, w->cu.sol, sizeof sol);
         for (int k = 0; k < w->desc.max_iterations && !w->cu.d.failed;) {
-            for (int e = k + (k ? 2 : (last > min_it ? last : min_it) + 1); k < e && k < w->desc.max_iterations; ++k) {
+            for (int e = k + (k ? (k / 2 > 2 ? k / 2 : 2) : (last > min_it ? last : min_it) + 1); k < e && k < w->desc.max_iterations; ++k) {
                 void *a[9];
                 a[0] = (void *)&one; a[1] = (void *)t->s; a[2] = &w->cu.part; a[3] = (void *)&nch; a[4] = &rho0; a[5] = &k;
                 a[6] = (void *)&min_it; a[7] = (void *)&eta; a[8] = &w->cu.sol;

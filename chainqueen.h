@@ -20937,10 +20937,10 @@ static int cq__world_fluid_step_cuda_2d_f32(cq_world *w, float *grav, int sized)
                      "boundary entries, room for %d and %d): the fluid's step ran again with room for them", w->steps, tot[0], tot[1],
                      w->cu.fk, w->cu.bk);
             cq__dev_pop(dev);
+            w->stats.divergence_iterations = dit; w->stats.density_iterations = pit;
             if (sized) return -3;   /* (cannot be: sized, the lists were made for these numbers) */
             if (!cq__world_lists(w, tot[0], tot[1])) return -2;
             cq__world_fluid_restore(w);
-            w->stats.divergence_iterations = dit; w->stats.density_iterations = pit;
             return cq__world_fluid_step_cuda_2d_f32(w, grav, 1);
         }
         memcpy((char *)w->Fb + nw * d * T, hb + 4 * sizeof(int), fb);   /* the bodies' alone */
@@ -21339,10 +21339,10 @@ static int cq__world_fluid_step_cuda_2d_f64(cq_world *w, double *grav, int sized
                      "boundary entries, room for %d and %d): the fluid's step ran again with room for them", w->steps, tot[0], tot[1],
                      w->cu.fk, w->cu.bk);
             cq__dev_pop(dev);
+            w->stats.divergence_iterations = dit; w->stats.density_iterations = pit;
             if (sized) return -3;   /* (cannot be: sized, the lists were made for these numbers) */
             if (!cq__world_lists(w, tot[0], tot[1])) return -2;
             cq__world_fluid_restore(w);
-            w->stats.divergence_iterations = dit; w->stats.density_iterations = pit;
             return cq__world_fluid_step_cuda_2d_f64(w, grav, 1);
         }
         memcpy((char *)w->Fb + nw * d * T, hb + 4 * sizeof(int), fb);   /* the bodies' alone */
@@ -21741,10 +21741,10 @@ static int cq__world_fluid_step_cuda_3d_f32(cq_world *w, float *grav, int sized)
                      "boundary entries, room for %d and %d): the fluid's step ran again with room for them", w->steps, tot[0], tot[1],
                      w->cu.fk, w->cu.bk);
             cq__dev_pop(dev);
+            w->stats.divergence_iterations = dit; w->stats.density_iterations = pit;
             if (sized) return -3;   /* (cannot be: sized, the lists were made for these numbers) */
             if (!cq__world_lists(w, tot[0], tot[1])) return -2;
             cq__world_fluid_restore(w);
-            w->stats.divergence_iterations = dit; w->stats.density_iterations = pit;
             return cq__world_fluid_step_cuda_3d_f32(w, grav, 1);
         }
         memcpy((char *)w->Fb + nw * d * T, hb + 4 * sizeof(int), fb);   /* the bodies' alone */
@@ -22143,10 +22143,10 @@ static int cq__world_fluid_step_cuda_3d_f64(cq_world *w, double *grav, int sized
                      "boundary entries, room for %d and %d): the fluid's step ran again with room for them", w->steps, tot[0], tot[1],
                      w->cu.fk, w->cu.bk);
             cq__dev_pop(dev);
+            w->stats.divergence_iterations = dit; w->stats.density_iterations = pit;
             if (sized) return -3;   /* (cannot be: sized, the lists were made for these numbers) */
             if (!cq__world_lists(w, tot[0], tot[1])) return -2;
             cq__world_fluid_restore(w);
-            w->stats.divergence_iterations = dit; w->stats.density_iterations = pit;
             return cq__world_fluid_step_cuda_3d_f64(w, grav, 1);
         }
         memcpy((char *)w->Fb + nw * d * T, hb + 4 * sizeof(int), fb);   /* the bodies' alone */

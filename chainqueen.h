@@ -20263,10 +20263,13 @@ struct cq_world {
         cq__CUfunction k[CQ__SPH_KERNELS];
         void *x, *v, *vt, *rho, *khat, *g, *kappa, *err, *xb, *vb, *Vb, *Fb, *Gb, *xprev, *vprev;
         int *bobj, *fstart, *bstart, *border, *fend, *bend, *fnb, *bnb;   /* (the lists: sph.j2's fcap) */
-        int *bad;                   /* what a step reads back, in one copy: the lowest failing slot, the
-                                       most entries a particle's lists needed where they passed the
-                                       room (else 0: fluid, boundary), a spare int, then the bodies' Fb
-                                       and Gb (their boundary particles'); hback: its host side */
+        int *bad;                   /* what a step reads back, in one copy: ints, the lowest failing
+                                       slot, the most entries a particle's lists needed where they
+                                       passed the room (else 0: fluid, boundary), the two solves' fin
+                                       words, a 1 (the divergence solve's gate), two spare; at
+                                       CQ__WBACK - 48 the solves' states (sol's copy); at CQ__WBACK the
+                                       bodies' Fb and Gb (their boundary particles'); hback: its host
+                                       side (>>world_fluid_step) */
         void *hback;
         size_t nback;               /* its bytes */
         int *perm, *permtmp, *permprev, *keys, *otmp, *stmp;   /* the user's indices; the sorts' keys and order,
@@ -20278,7 +20281,8 @@ struct cq_world {
         int bsorted;                /* as the world's bsorted, for the device's bstart, border */
         void *fgw, *bgw;
         double *part;               /* the error's chunk sums (the host's: the world's part) */
-        double *sol;                /* a solve's state on the device: error, done, iterations (>>sph_solver_check) */
+        double *sol;                /* the solves' states on the device: error, done, iterations (>>sph_solver_check),
+                                       the divergence's then the density's */
         int fk, bk;                 /* the lists' room a particle (sph.j2 fcap, bcap; cq__world_lists) */
     } cu;
 #endif
@@ -20347,6 +20351,7 @@ static int cq__world_device_failed(const cq_world *w)
 
 #if CQ__HAS_CUDA
 #define CQ__WORLD_CUDA_BLOCK 128
+#define CQ__WBACK 80                /* cu.bad's ints and the solves' states, in bytes */
 static void cq__world_launch(cq_world *w, int pass, int n, void **args)
 {
     static const char *const what[CQ__SPH_KERNELS] = {"SPH neighbour lists", "SPH density",
@@ -20409,9 +20414,9 @@ static int cq__world_cuda_alloc(cq_world *w)
     w->cu.fstart = (int *)cq__dev_alloc(dev, nc * sizeof(int));
     w->cu.bstart = (int *)cq__dev_alloc(dev, nc * sizeof(int)); w->cu.border = (int *)cq__dev_alloc(dev, nb * sizeof(int));
     w->cu.fend = (int *)cq__dev_alloc(dev, nf * sizeof(int)); w->cu.bend = (int *)cq__dev_alloc(dev, nf * sizeof(int));
-    w->cu.nback = 4 * sizeof(int) + (size_t)(w->nb - w->nwall) * (d + d * d) * T;
+    w->cu.nback = CQ__WBACK + (size_t)(w->nb - w->nwall) * (d + d * d) * T;
     w->cu.bad = (int *)cq__dev_alloc(dev, w->cu.nback); w->cu.hback = cq__walloc_w(w, w->cu.nback);
-    w->cu.sol = (double *)cq__dev_alloc(dev, 3 * sizeof(double)); w->cu.part = (double *)cq__dev_alloc(dev, nch * sizeof(double));
+    w->cu.sol = (double *)cq__dev_alloc(dev, 6 * sizeof(double));   /* the two solves' states */ w->cu.part = (double *)cq__dev_alloc(dev, nch * sizeof(double));
     w->cu.xprev = cq__dev_alloc(dev, nf * d * T); w->cu.vprev = cq__dev_alloc(dev, nf * d * T);
     w->cu.perm = (int *)cq__dev_alloc(dev, nf * sizeof(int)); w->cu.permtmp = (int *)cq__dev_alloc(dev, nf * sizeof(int));
     w->cu.permprev = (int *)cq__dev_alloc(dev, nf * sizeof(int));
@@ -20589,7 +20594,8 @@ static double cq__lattice_gamma(int dim, int layers)
    One step of the fluid (CPU drivers of sph.j2): sort by cell, densities and DFSPH factors,
    the divergence solver, viscosity and gravity, the density solver, advection.  The boundary
    particles' positions and velocities were set from the bodies' states before. */
-typedef struct cq__wtask { const void *s; int mode, bad; const void *grav; double *part; } cq__wtask;
+typedef struct cq__wtask { const void *s; int mode, bad; const void *grav; double *part;
+                           const int *gate; int *fin; double *sol; } cq__wtask;   /* (the last three: CUDA's) */
 typedef struct cq__wsort { const cq_world *w; const void *x, *v; void *nx, *nv; } cq__wsort;   /* (>>world_fluid_step's sort) */
 #define CQ__WNEAR 256               /* fluid particles a chunk of the CPU's neighbour lists (>>world_near) */
 typedef struct cq__wnear { const void *s; int *chunk; } cq__wnear;   /* ("near" is a macro of <windows.h>) */
@@ -20770,15 +20776,16 @@ static void cq__world_pass_2d_f32(cq_world *w, int pass, cq__wtask *t)
     if (w->gpu) {
         const float *g = (const float *)t->grav;
         float g0 = g ? g[0] : 0, g1 = g ? g[1] : 0, g2 = g ? g[2] : 0;
-        void *a[5];
+        void *a[6];
         int na = 2, *need = w->cu.bad + 1;
         a[0] = (void *)&n; a[1] = (void *)t->s;
         if (pass == CQ__SPH_FILL) a[na++] = &need;
         if (pass == CQ__SPH_SOURCE) a[na++] = &t->mode;
-        if (pass == CQ__SPH_SOURCE || pass == CQ__SPH_BFORCE || pass == CQ__SPH_PRESSURE) a[na++] = &w->cu.sol;
         if (pass == CQ__SPH_VISC) { a[na++] = &g0; a[na++] = &g1; a[na++] = &g2; }
         if (pass == CQ__SPH_ADVECT) a[na++] = &w->cu.bad;
-        if (pass == CQ__SPH_ERRSUM) { a[na++] = &w->cu.part; a[na++] = &w->cu.sol; }
+        if (pass == CQ__SPH_ERRSUM) a[na++] = &w->cu.part;
+        if (pass == CQ__SPH_SOURCE || pass == CQ__SPH_BFORCE || pass == CQ__SPH_PRESSURE || pass == CQ__SPH_ERRSUM) a[na++] = &t->sol;
+        if (pass >= CQ__SPH_SOURCE && pass <= CQ__SPH_ERRSUM) a[na++] = &t->gate;   /* (>>world_fluid_step) */
         cq__world_launch(w, pass, n, a);
         return;
     }
@@ -20799,7 +20806,8 @@ static double cq__world_err_2d_f32(cq_world *w, cq__wtask *t)
     return w->nf ? sum / w->nf / w->desc.rest_density : 0;
 }
 
-/* one solver: mode 0 divergence, 1 density; returns the iterations */
+/* one solver on the CPU (CUDA's: cq__world_queue_ below): mode 0 divergence, 1 density; returns the
+   iterations */
 static int cq__world_solve_2d_f32(cq_world *w, cq__wtask *t, int mode, double *err_out)
 {
     const double eta = mode ? w->desc.max_density_error : w->desc.max_divergence_error;
@@ -20808,35 +20816,6 @@ static int cq__world_solve_2d_f32(cq_world *w, cq__wtask *t, int mode, double *e
     double err = 0;
     t->mode = mode;
     if (w->nf == 0) { *err_out = 0; return 0; }
-#if CQ__HAS_CUDA
-    if (w->gpu) {   /* the same iterations queued a few at a time, the test on the device (>>sph_solver_check):
-                       a read back a batch, not an iteration.  The first batch: as many as the last step's
-                       solve took (at least min_it) and the test after them; then 2 at a time, or half as
-                       many as so far (a long solve reads back a few times).  Those queued past the end
-                       do nothing. */
-        double sol[3] = {0, 0, 0};
-        const int nch = (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK, one = 1;
-        const int last = mode ? w->stats.density_iterations : w->stats.divergence_iterations;
-        double rho0 = w->desc.rest_density;
-        cq__dev_zero(&w->cu.d, w->cu.sol, sizeof sol);
-        for (int k = 0; k < w->desc.max_iterations && !w->cu.d.failed;) {
-            for (int e = k + (k ? (k / 2 > 2 ? k / 2 : 2) : (last > min_it ? last : min_it) + 1); k < e && k < w->desc.max_iterations; ++k) {
-                void *a[9];
-                a[0] = (void *)&one; a[1] = (void *)t->s; a[2] = &w->cu.part; a[3] = (void *)&nch; a[4] = &rho0; a[5] = &k;
-                a[6] = (void *)&min_it; a[7] = (void *)&eta; a[8] = &w->cu.sol;
-                cq__world_pass_2d_f32(w, CQ__SPH_SOURCE, t);
-                cq__world_pass_2d_f32(w, CQ__SPH_ERRSUM, t);
-                cq__world_launch(w, CQ__SPH_CHECK, 1, a);
-                cq__world_pass_2d_f32(w, CQ__SPH_BFORCE, t);
-                cq__world_pass_2d_f32(w, CQ__SPH_PRESSURE, t);
-            }
-            cq__dev_get(&w->cu.d, sol, w->cu.sol, 0, sizeof sol);
-            if (sol[1] != 0) break;
-        }
-        *err_out = w->cu.d.failed ? 0 : sol[0];
-        return w->cu.d.failed ? 0 : (int)sol[2];
-    }
-#endif
     while (it < w->desc.max_iterations) {
         cq__world_pass_2d_f32(w, CQ__SPH_SOURCE, t);
         err = cq__world_err_2d_f32(w, t);
@@ -20851,6 +20830,57 @@ static int cq__world_solve_2d_f32(cq_world *w, cq__wtask *t, int mode, double *e
 }
 
 #if CQ__HAS_CUDA
+/* >>sph_solver_check's host side: queues iterations k0 .. k1 - 1 of solve mode (0 divergence, 1
+   density) on the device, each its source, error sum, test, boundary force and pressure passes.
+   They run only while the solve's gate is up (the divergence's: a 1; the density's: the
+   divergence's fin word) and it is not done; its test raises its fin word when it is done, and
+   where k1 is max_iterations the solve ends there: its fin word goes up after the last. */
+static void cq__world_queue_2d_f32(cq_world *w, cq__wtask *t, int mode, int k0, int k1)
+{
+    double eta = mode ? w->desc.max_density_error : w->desc.max_divergence_error, rho0 = w->desc.rest_density;
+    int min_it = mode ? w->desc.min_iterations : 1, nch = (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK, one = 1;
+    t->mode = mode; t->gate = w->cu.bad + (mode ? 3 : 5); t->fin = w->cu.bad + 3 + mode; t->sol = w->cu.sol + 3 * mode;
+    for (int k = k0; k < k1; ++k) {
+        void *a[11];
+        a[0] = &one; a[1] = (void *)t->s; a[2] = &w->cu.part; a[3] = &nch; a[4] = &rho0; a[5] = &k; a[6] = &min_it; a[7] = &eta;
+        a[8] = &t->sol; a[9] = &t->gate; a[10] = &t->fin;
+        cq__world_pass_2d_f32(w, CQ__SPH_SOURCE, t);
+        cq__world_pass_2d_f32(w, CQ__SPH_ERRSUM, t);
+        cq__world_launch(w, CQ__SPH_CHECK, 1, a);
+        cq__world_pass_2d_f32(w, CQ__SPH_BFORCE, t);
+        cq__world_pass_2d_f32(w, CQ__SPH_PRESSURE, t);
+    }
+    if (k1 >= w->desc.max_iterations && !w->cu.d.failed)
+        cq__dev_check(&w->cu.d, CQ__CU(MemsetD32)(CQ__DPTR(t->fin), 1u, 1), "cuMemsetD32");
+}
+/* solve mode on the device from iteration k until it is done or has run max_iterations: batch
+   iterations, then 2 at a time or half as many as so far (a long solve reads back a few times),
+   each batch then a read back of the solve's state */
+static void cq__world_solve_on_2d_f32(cq_world *w, cq__wtask *t, int mode, int k, int batch)
+{
+    double sol[3] = {0, 0, 0};
+    while (k < w->desc.max_iterations && !w->cu.d.failed) {
+        const int e = k + batch < w->desc.max_iterations ? k + batch : w->desc.max_iterations;
+        cq__world_queue_2d_f32(w, t, mode, k, e);
+        k = e;
+        cq__dev_get(&w->cu.d, sol, w->cu.sol, 3 * (size_t)mode * sizeof(double), sizeof sol);
+        if (sol[1] != 0) return;
+        batch = k / 2 > 2 ? k / 2 : 2;
+    }
+}
+/* the step's one read back (>>world_fluid_step): cu.bad's ints, the solves' states and the bodies'
+   Fb and Gb, copied beside them on the device, into hback */
+static void cq__world_read_back_2d_f32(cq_world *w)
+{
+    cq__cudev *dev = &w->cu.d;
+    const size_t T = w->tsize, d = (size_t)w->dim, nb = (size_t)w->nb, nw = (size_t)w->nwall, fb = (nb - nw) * d * T;
+    char *back = (char *)w->cu.bad;
+    cq__dev_copy(dev, back + CQ__WBACK - 6 * sizeof(double), w->cu.sol, 6 * sizeof(double));
+    cq__dev_copy(dev, back + CQ__WBACK, (char *)w->cu.Fb + nw * d * T, fb);
+    cq__dev_copy(dev, back + CQ__WBACK + fb, (char *)w->cu.Gb + nw * d * d * T, fb * d);
+    cq__dev_get(dev, w->cu.hback, w->cu.bad, 0, w->cu.nback);
+}
+
 /* the counting sort of n points p (the fluid's x or the boundary's xb) on the device, as
    cq__world_sort_: start (the device's fstart or bstart, ncells + 2 ints) gets 0 then the cells'
    starts, the counts and cursors in start + 1 (after the fill, cell c's end: c + 1's start);
@@ -20877,7 +20907,7 @@ static int cq__world_fluid_step_cuda_2d_f32(cq_world *w, float *grav, int sized)
     int bad = INT_MAX, user = -1, *cnt, tot[2] = {0, 0};
     const int dit = w->stats.divergence_iterations, pit = w->stats.density_iterations;   /* (the last step's) */
     dv = cq__world_dview_2d_f32(w, &s);
-    t.s = &dv; t.mode = 0; t.bad = INT_MAX; t.grav = grav; t.part = NULL;
+    t.s = &dv; t.mode = 0; t.bad = INT_MAX; t.grav = grav; t.part = NULL; t.gate = NULL; t.fin = NULL; t.sol = NULL;
     cq__dev_push(dev);
     cq__world_dev_sync(w);   /* (cq_world_step's save did it already) */
     if (!w->cu.statics) {   /* once a prepare: the walls don't move, the volumes and objects stay */
@@ -20912,26 +20942,71 @@ static int cq__world_fluid_step_cuda_2d_f32(cq_world *w, float *grav, int sized)
        particle; at the first, cq__world_lists' least).  A particle whose lists need more raises
        bad[1], bad[2] to their numbers, which come back with the failure word at the step's end, and
        the step runs again with room (sized). */
+    if (dev->failed) { cq__dev_pop(dev); return -3; }
     if (!w->cu.fnb && !cq__world_lists(w, 0, 0)) { cq__dev_pop(dev); return -2; }
     dv = cq__world_dview_2d_f32(w, &s);
     cq__dev_zero(dev, w->cu.bad + 1, 2 * sizeof(int));
     cq__world_pass_2d_f32(w, CQ__SPH_FILL, &t);
     cq__world_pass_2d_f32(w, CQ__SPH_DENSITY, &t);
-    w->stats.divergence_iterations = cq__world_solve_2d_f32(w, &t, 0, &w->stats.divergence_error);
-    cq__world_pass_2d_f32(w, CQ__SPH_VISC, &t);
-    tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
-    dv.v = (float *)w->cu.v; dv.vt = (float *)w->cu.vt;
-    w->stats.density_iterations = cq__world_solve_2d_f32(w, &t, 1, &w->stats.density_error);
-    cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");   /* (no host copy:
-                                                                                                 that would wait) */
-    cq__world_pass_2d_f32(w, CQ__SPH_ADVECT, &t);
-    {   /* one read back: the failure word, the lists' needs, the bodies' Fb and Gb (copied beside them) */
-        char *back = (char *)w->cu.bad + 4 * sizeof(int), *hb = (char *)w->cu.hback;
+    /* the solves, viscosity and advection, gated on the device (>>sph_solver_check): where each solve
+       takes what the last step's did (at least its least; first batches pd, pp with its test after
+       them, short of max_iterations), all of it is queued at once and the step reads back once, at
+       its end; where a solve needs more, it goes on from there, reading its state back a batch
+       (cq__world_solve_on_), and the passes after it again (those queued ran nothing: their gate was
+       down).  The fin words down, the divergence's gate up, the failure word INT_MAX. */
+    {
+        const int maxit = w->desc.max_iterations, ld = w->stats.divergence_iterations, lp = w->stats.density_iterations;
+        const int pd = (ld > 1 ? ld : 1) + 1, pp = (lp > w->desc.min_iterations ? lp : w->desc.min_iterations) + 1;
+        const char *hb = (const char *)w->cu.hback;
+        int fin[2] = {1, 1};
+        cq__dev_zero(dev, w->cu.sol, 6 * sizeof(double));
+        cq__dev_zero(dev, w->cu.bad + 3, 2 * sizeof(int));
+        cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad + 5), 1u, 1), "cuMemsetD32");
+        cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");
+        if (n == 0) {   /* (no solve: 0 iterations, error 0, as on the CPU) */
+            cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad + 3), 1u, 2), "cuMemsetD32");
+            cq__world_read_back_2d_f32(w);
+        } else if (pd < maxit && pp < maxit) {
+            cq__world_queue_2d_f32(w, &t, 0, 0, pd);
+            t.gate = w->cu.bad + 3;
+            cq__world_pass_2d_f32(w, CQ__SPH_VISC, &t);
+            tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
+            dv.v = (float *)w->cu.v; dv.vt = (float *)w->cu.vt;
+            cq__world_queue_2d_f32(w, &t, 1, 0, pp);
+            t.gate = w->cu.bad + 4;
+            cq__world_pass_2d_f32(w, CQ__SPH_ADVECT, &t);
+            cq__world_read_back_2d_f32(w);
+            if (dev->failed) { cq__dev_pop(dev); return -3; }
+            memcpy(fin, hb + 3 * sizeof(int), sizeof fin);
+            memcpy(tot, hb + sizeof(int), sizeof tot);
+        } else fin[0] = fin[1] = 0;
+        if (!fin[0] && !tot[0] && !tot[1]) {   /* the divergence solve, then all after it, as they come */
+            if (n && pd < maxit && pp < maxit) {   /* (viscosity's new velocities were never written) */
+                tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
+                dv.v = (float *)w->cu.v; dv.vt = (float *)w->cu.vt;
+                cq__world_solve_on_2d_f32(w, &t, 0, pd < maxit ? pd : maxit, 2);
+            } else cq__world_solve_on_2d_f32(w, &t, 0, 0, pd);
+            t.gate = w->cu.bad + 3;
+            cq__world_pass_2d_f32(w, CQ__SPH_VISC, &t);
+            tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
+            dv.v = (float *)w->cu.v; dv.vt = (float *)w->cu.vt;
+            cq__world_solve_on_2d_f32(w, &t, 1, 0, pp);
+        } else if (!fin[1] && !tot[0] && !tot[1]) cq__world_solve_on_2d_f32(w, &t, 1, pp, 2);   /* the density solve goes on */
+        if ((!fin[0] || !fin[1]) && !tot[0] && !tot[1]) {
+            t.gate = w->cu.bad + 4;
+            cq__world_pass_2d_f32(w, CQ__SPH_ADVECT, &t);
+            cq__world_read_back_2d_f32(w);
+        }
+    }
+    {   /* the read back: the failure word, the lists' needs, the solves' states, the bodies' Fb and Gb */
+        const char *hb = (const char *)w->cu.hback;
         const size_t fb = (nb - nw) * d * T, gb = (nb - nw) * d * d * T;
-        cq__dev_copy(dev, back, (char *)w->cu.Fb + nw * d * T, fb); cq__dev_copy(dev, back + fb, (char *)w->cu.Gb + nw * d * d * T, gb);
-        cq__dev_get(dev, hb, w->cu.bad, 0, w->cu.nback);
+        double sol[6];
         if (dev->failed) { cq__dev_pop(dev); return -3; }
         memcpy(&bad, hb, sizeof bad); memcpy(tot, hb + sizeof(int), sizeof tot);
+        memcpy(sol, hb + CQ__WBACK - sizeof sol, sizeof sol);
+        w->stats.divergence_iterations = (int)sol[2]; w->stats.divergence_error = sol[0];
+        w->stats.density_iterations = (int)sol[5]; w->stats.density_error = sol[3];
         if (tot[0] || tot[1]) {   /* a list did not fit: again, with room */
             cq__wlog(w, CQ_LOG_INFO, "cq_world_step: step %d: the neighbour lists outgrew their room (a particle's: %d fluid, %d "
                      "boundary entries, room for %d and %d): the fluid's step ran again with room for them", w->steps, tot[0], tot[1],
@@ -20943,8 +21018,8 @@ static int cq__world_fluid_step_cuda_2d_f32(cq_world *w, float *grav, int sized)
             cq__world_fluid_restore(w);
             return cq__world_fluid_step_cuda_2d_f32(w, grav, 1);
         }
-        memcpy((char *)w->Fb + nw * d * T, hb + 4 * sizeof(int), fb);   /* the bodies' alone */
-        memcpy((char *)w->Gb + nw * d * d * T, hb + 4 * sizeof(int) + fb, gb);
+        memcpy((char *)w->Fb + nw * d * T, hb + CQ__WBACK, fb);   /* the bodies' alone */
+        memcpy((char *)w->Gb + nw * d * d * T, hb + CQ__WBACK + fb, gb);
     }
     if (bad != INT_MAX) cq__dev_get(dev, &user, w->cu.perm, (size_t)bad * sizeof(int), sizeof(int));
     w->cu.hstale = n > 0;
@@ -21172,15 +21247,16 @@ static void cq__world_pass_2d_f64(cq_world *w, int pass, cq__wtask *t)
     if (w->gpu) {
         const double *g = (const double *)t->grav;
         double g0 = g ? g[0] : 0, g1 = g ? g[1] : 0, g2 = g ? g[2] : 0;
-        void *a[5];
+        void *a[6];
         int na = 2, *need = w->cu.bad + 1;
         a[0] = (void *)&n; a[1] = (void *)t->s;
         if (pass == CQ__SPH_FILL) a[na++] = &need;
         if (pass == CQ__SPH_SOURCE) a[na++] = &t->mode;
-        if (pass == CQ__SPH_SOURCE || pass == CQ__SPH_BFORCE || pass == CQ__SPH_PRESSURE) a[na++] = &w->cu.sol;
         if (pass == CQ__SPH_VISC) { a[na++] = &g0; a[na++] = &g1; a[na++] = &g2; }
         if (pass == CQ__SPH_ADVECT) a[na++] = &w->cu.bad;
-        if (pass == CQ__SPH_ERRSUM) { a[na++] = &w->cu.part; a[na++] = &w->cu.sol; }
+        if (pass == CQ__SPH_ERRSUM) a[na++] = &w->cu.part;
+        if (pass == CQ__SPH_SOURCE || pass == CQ__SPH_BFORCE || pass == CQ__SPH_PRESSURE || pass == CQ__SPH_ERRSUM) a[na++] = &t->sol;
+        if (pass >= CQ__SPH_SOURCE && pass <= CQ__SPH_ERRSUM) a[na++] = &t->gate;   /* (>>world_fluid_step) */
         cq__world_launch(w, pass, n, a);
         return;
     }
@@ -21201,7 +21277,8 @@ static double cq__world_err_2d_f64(cq_world *w, cq__wtask *t)
     return w->nf ? sum / w->nf / w->desc.rest_density : 0;
 }
 
-/* one solver: mode 0 divergence, 1 density; returns the iterations */
+/* one solver on the CPU (CUDA's: cq__world_queue_ below): mode 0 divergence, 1 density; returns the
+   iterations */
 static int cq__world_solve_2d_f64(cq_world *w, cq__wtask *t, int mode, double *err_out)
 {
     const double eta = mode ? w->desc.max_density_error : w->desc.max_divergence_error;
@@ -21210,35 +21287,6 @@ static int cq__world_solve_2d_f64(cq_world *w, cq__wtask *t, int mode, double *e
     double err = 0;
     t->mode = mode;
     if (w->nf == 0) { *err_out = 0; return 0; }
-#if CQ__HAS_CUDA
-    if (w->gpu) {   /* the same iterations queued a few at a time, the test on the device (>>sph_solver_check):
-                       a read back a batch, not an iteration.  The first batch: as many as the last step's
-                       solve took (at least min_it) and the test after them; then 2 at a time, or half as
-                       many as so far (a long solve reads back a few times).  Those queued past the end
-                       do nothing. */
-        double sol[3] = {0, 0, 0};
-        const int nch = (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK, one = 1;
-        const int last = mode ? w->stats.density_iterations : w->stats.divergence_iterations;
-        double rho0 = w->desc.rest_density;
-        cq__dev_zero(&w->cu.d, w->cu.sol, sizeof sol);
-        for (int k = 0; k < w->desc.max_iterations && !w->cu.d.failed;) {
-            for (int e = k + (k ? (k / 2 > 2 ? k / 2 : 2) : (last > min_it ? last : min_it) + 1); k < e && k < w->desc.max_iterations; ++k) {
-                void *a[9];
-                a[0] = (void *)&one; a[1] = (void *)t->s; a[2] = &w->cu.part; a[3] = (void *)&nch; a[4] = &rho0; a[5] = &k;
-                a[6] = (void *)&min_it; a[7] = (void *)&eta; a[8] = &w->cu.sol;
-                cq__world_pass_2d_f64(w, CQ__SPH_SOURCE, t);
-                cq__world_pass_2d_f64(w, CQ__SPH_ERRSUM, t);
-                cq__world_launch(w, CQ__SPH_CHECK, 1, a);
-                cq__world_pass_2d_f64(w, CQ__SPH_BFORCE, t);
-                cq__world_pass_2d_f64(w, CQ__SPH_PRESSURE, t);
-            }
-            cq__dev_get(&w->cu.d, sol, w->cu.sol, 0, sizeof sol);
-            if (sol[1] != 0) break;
-        }
-        *err_out = w->cu.d.failed ? 0 : sol[0];
-        return w->cu.d.failed ? 0 : (int)sol[2];
-    }
-#endif
     while (it < w->desc.max_iterations) {
         cq__world_pass_2d_f64(w, CQ__SPH_SOURCE, t);
         err = cq__world_err_2d_f64(w, t);
@@ -21253,6 +21301,57 @@ static int cq__world_solve_2d_f64(cq_world *w, cq__wtask *t, int mode, double *e
 }
 
 #if CQ__HAS_CUDA
+/* >>sph_solver_check's host side: queues iterations k0 .. k1 - 1 of solve mode (0 divergence, 1
+   density) on the device, each its source, error sum, test, boundary force and pressure passes.
+   They run only while the solve's gate is up (the divergence's: a 1; the density's: the
+   divergence's fin word) and it is not done; its test raises its fin word when it is done, and
+   where k1 is max_iterations the solve ends there: its fin word goes up after the last. */
+static void cq__world_queue_2d_f64(cq_world *w, cq__wtask *t, int mode, int k0, int k1)
+{
+    double eta = mode ? w->desc.max_density_error : w->desc.max_divergence_error, rho0 = w->desc.rest_density;
+    int min_it = mode ? w->desc.min_iterations : 1, nch = (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK, one = 1;
+    t->mode = mode; t->gate = w->cu.bad + (mode ? 3 : 5); t->fin = w->cu.bad + 3 + mode; t->sol = w->cu.sol + 3 * mode;
+    for (int k = k0; k < k1; ++k) {
+        void *a[11];
+        a[0] = &one; a[1] = (void *)t->s; a[2] = &w->cu.part; a[3] = &nch; a[4] = &rho0; a[5] = &k; a[6] = &min_it; a[7] = &eta;
+        a[8] = &t->sol; a[9] = &t->gate; a[10] = &t->fin;
+        cq__world_pass_2d_f64(w, CQ__SPH_SOURCE, t);
+        cq__world_pass_2d_f64(w, CQ__SPH_ERRSUM, t);
+        cq__world_launch(w, CQ__SPH_CHECK, 1, a);
+        cq__world_pass_2d_f64(w, CQ__SPH_BFORCE, t);
+        cq__world_pass_2d_f64(w, CQ__SPH_PRESSURE, t);
+    }
+    if (k1 >= w->desc.max_iterations && !w->cu.d.failed)
+        cq__dev_check(&w->cu.d, CQ__CU(MemsetD32)(CQ__DPTR(t->fin), 1u, 1), "cuMemsetD32");
+}
+/* solve mode on the device from iteration k until it is done or has run max_iterations: batch
+   iterations, then 2 at a time or half as many as so far (a long solve reads back a few times),
+   each batch then a read back of the solve's state */
+static void cq__world_solve_on_2d_f64(cq_world *w, cq__wtask *t, int mode, int k, int batch)
+{
+    double sol[3] = {0, 0, 0};
+    while (k < w->desc.max_iterations && !w->cu.d.failed) {
+        const int e = k + batch < w->desc.max_iterations ? k + batch : w->desc.max_iterations;
+        cq__world_queue_2d_f64(w, t, mode, k, e);
+        k = e;
+        cq__dev_get(&w->cu.d, sol, w->cu.sol, 3 * (size_t)mode * sizeof(double), sizeof sol);
+        if (sol[1] != 0) return;
+        batch = k / 2 > 2 ? k / 2 : 2;
+    }
+}
+/* the step's one read back (>>world_fluid_step): cu.bad's ints, the solves' states and the bodies'
+   Fb and Gb, copied beside them on the device, into hback */
+static void cq__world_read_back_2d_f64(cq_world *w)
+{
+    cq__cudev *dev = &w->cu.d;
+    const size_t T = w->tsize, d = (size_t)w->dim, nb = (size_t)w->nb, nw = (size_t)w->nwall, fb = (nb - nw) * d * T;
+    char *back = (char *)w->cu.bad;
+    cq__dev_copy(dev, back + CQ__WBACK - 6 * sizeof(double), w->cu.sol, 6 * sizeof(double));
+    cq__dev_copy(dev, back + CQ__WBACK, (char *)w->cu.Fb + nw * d * T, fb);
+    cq__dev_copy(dev, back + CQ__WBACK + fb, (char *)w->cu.Gb + nw * d * d * T, fb * d);
+    cq__dev_get(dev, w->cu.hback, w->cu.bad, 0, w->cu.nback);
+}
+
 /* the counting sort of n points p (the fluid's x or the boundary's xb) on the device, as
    cq__world_sort_: start (the device's fstart or bstart, ncells + 2 ints) gets 0 then the cells'
    starts, the counts and cursors in start + 1 (after the fill, cell c's end: c + 1's start);
@@ -21279,7 +21378,7 @@ static int cq__world_fluid_step_cuda_2d_f64(cq_world *w, double *grav, int sized
     int bad = INT_MAX, user = -1, *cnt, tot[2] = {0, 0};
     const int dit = w->stats.divergence_iterations, pit = w->stats.density_iterations;   /* (the last step's) */
     dv = cq__world_dview_2d_f64(w, &s);
-    t.s = &dv; t.mode = 0; t.bad = INT_MAX; t.grav = grav; t.part = NULL;
+    t.s = &dv; t.mode = 0; t.bad = INT_MAX; t.grav = grav; t.part = NULL; t.gate = NULL; t.fin = NULL; t.sol = NULL;
     cq__dev_push(dev);
     cq__world_dev_sync(w);   /* (cq_world_step's save did it already) */
     if (!w->cu.statics) {   /* once a prepare: the walls don't move, the volumes and objects stay */
@@ -21314,26 +21413,71 @@ static int cq__world_fluid_step_cuda_2d_f64(cq_world *w, double *grav, int sized
        particle; at the first, cq__world_lists' least).  A particle whose lists need more raises
        bad[1], bad[2] to their numbers, which come back with the failure word at the step's end, and
        the step runs again with room (sized). */
+    if (dev->failed) { cq__dev_pop(dev); return -3; }
     if (!w->cu.fnb && !cq__world_lists(w, 0, 0)) { cq__dev_pop(dev); return -2; }
     dv = cq__world_dview_2d_f64(w, &s);
     cq__dev_zero(dev, w->cu.bad + 1, 2 * sizeof(int));
     cq__world_pass_2d_f64(w, CQ__SPH_FILL, &t);
     cq__world_pass_2d_f64(w, CQ__SPH_DENSITY, &t);
-    w->stats.divergence_iterations = cq__world_solve_2d_f64(w, &t, 0, &w->stats.divergence_error);
-    cq__world_pass_2d_f64(w, CQ__SPH_VISC, &t);
-    tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
-    dv.v = (double *)w->cu.v; dv.vt = (double *)w->cu.vt;
-    w->stats.density_iterations = cq__world_solve_2d_f64(w, &t, 1, &w->stats.density_error);
-    cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");   /* (no host copy:
-                                                                                                 that would wait) */
-    cq__world_pass_2d_f64(w, CQ__SPH_ADVECT, &t);
-    {   /* one read back: the failure word, the lists' needs, the bodies' Fb and Gb (copied beside them) */
-        char *back = (char *)w->cu.bad + 4 * sizeof(int), *hb = (char *)w->cu.hback;
+    /* the solves, viscosity and advection, gated on the device (>>sph_solver_check): where each solve
+       takes what the last step's did (at least its least; first batches pd, pp with its test after
+       them, short of max_iterations), all of it is queued at once and the step reads back once, at
+       its end; where a solve needs more, it goes on from there, reading its state back a batch
+       (cq__world_solve_on_), and the passes after it again (those queued ran nothing: their gate was
+       down).  The fin words down, the divergence's gate up, the failure word INT_MAX. */
+    {
+        const int maxit = w->desc.max_iterations, ld = w->stats.divergence_iterations, lp = w->stats.density_iterations;
+        const int pd = (ld > 1 ? ld : 1) + 1, pp = (lp > w->desc.min_iterations ? lp : w->desc.min_iterations) + 1;
+        const char *hb = (const char *)w->cu.hback;
+        int fin[2] = {1, 1};
+        cq__dev_zero(dev, w->cu.sol, 6 * sizeof(double));
+        cq__dev_zero(dev, w->cu.bad + 3, 2 * sizeof(int));
+        cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad + 5), 1u, 1), "cuMemsetD32");
+        cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");
+        if (n == 0) {   /* (no solve: 0 iterations, error 0, as on the CPU) */
+            cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad + 3), 1u, 2), "cuMemsetD32");
+            cq__world_read_back_2d_f64(w);
+        } else if (pd < maxit && pp < maxit) {
+            cq__world_queue_2d_f64(w, &t, 0, 0, pd);
+            t.gate = w->cu.bad + 3;
+            cq__world_pass_2d_f64(w, CQ__SPH_VISC, &t);
+            tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
+            dv.v = (double *)w->cu.v; dv.vt = (double *)w->cu.vt;
+            cq__world_queue_2d_f64(w, &t, 1, 0, pp);
+            t.gate = w->cu.bad + 4;
+            cq__world_pass_2d_f64(w, CQ__SPH_ADVECT, &t);
+            cq__world_read_back_2d_f64(w);
+            if (dev->failed) { cq__dev_pop(dev); return -3; }
+            memcpy(fin, hb + 3 * sizeof(int), sizeof fin);
+            memcpy(tot, hb + sizeof(int), sizeof tot);
+        } else fin[0] = fin[1] = 0;
+        if (!fin[0] && !tot[0] && !tot[1]) {   /* the divergence solve, then all after it, as they come */
+            if (n && pd < maxit && pp < maxit) {   /* (viscosity's new velocities were never written) */
+                tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
+                dv.v = (double *)w->cu.v; dv.vt = (double *)w->cu.vt;
+                cq__world_solve_on_2d_f64(w, &t, 0, pd < maxit ? pd : maxit, 2);
+            } else cq__world_solve_on_2d_f64(w, &t, 0, 0, pd);
+            t.gate = w->cu.bad + 3;
+            cq__world_pass_2d_f64(w, CQ__SPH_VISC, &t);
+            tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
+            dv.v = (double *)w->cu.v; dv.vt = (double *)w->cu.vt;
+            cq__world_solve_on_2d_f64(w, &t, 1, 0, pp);
+        } else if (!fin[1] && !tot[0] && !tot[1]) cq__world_solve_on_2d_f64(w, &t, 1, pp, 2);   /* the density solve goes on */
+        if ((!fin[0] || !fin[1]) && !tot[0] && !tot[1]) {
+            t.gate = w->cu.bad + 4;
+            cq__world_pass_2d_f64(w, CQ__SPH_ADVECT, &t);
+            cq__world_read_back_2d_f64(w);
+        }
+    }
+    {   /* the read back: the failure word, the lists' needs, the solves' states, the bodies' Fb and Gb */
+        const char *hb = (const char *)w->cu.hback;
         const size_t fb = (nb - nw) * d * T, gb = (nb - nw) * d * d * T;
-        cq__dev_copy(dev, back, (char *)w->cu.Fb + nw * d * T, fb); cq__dev_copy(dev, back + fb, (char *)w->cu.Gb + nw * d * d * T, gb);
-        cq__dev_get(dev, hb, w->cu.bad, 0, w->cu.nback);
+        double sol[6];
         if (dev->failed) { cq__dev_pop(dev); return -3; }
         memcpy(&bad, hb, sizeof bad); memcpy(tot, hb + sizeof(int), sizeof tot);
+        memcpy(sol, hb + CQ__WBACK - sizeof sol, sizeof sol);
+        w->stats.divergence_iterations = (int)sol[2]; w->stats.divergence_error = sol[0];
+        w->stats.density_iterations = (int)sol[5]; w->stats.density_error = sol[3];
         if (tot[0] || tot[1]) {   /* a list did not fit: again, with room */
             cq__wlog(w, CQ_LOG_INFO, "cq_world_step: step %d: the neighbour lists outgrew their room (a particle's: %d fluid, %d "
                      "boundary entries, room for %d and %d): the fluid's step ran again with room for them", w->steps, tot[0], tot[1],
@@ -21345,8 +21489,8 @@ static int cq__world_fluid_step_cuda_2d_f64(cq_world *w, double *grav, int sized
             cq__world_fluid_restore(w);
             return cq__world_fluid_step_cuda_2d_f64(w, grav, 1);
         }
-        memcpy((char *)w->Fb + nw * d * T, hb + 4 * sizeof(int), fb);   /* the bodies' alone */
-        memcpy((char *)w->Gb + nw * d * d * T, hb + 4 * sizeof(int) + fb, gb);
+        memcpy((char *)w->Fb + nw * d * T, hb + CQ__WBACK, fb);   /* the bodies' alone */
+        memcpy((char *)w->Gb + nw * d * d * T, hb + CQ__WBACK + fb, gb);
     }
     if (bad != INT_MAX) cq__dev_get(dev, &user, w->cu.perm, (size_t)bad * sizeof(int), sizeof(int));
     w->cu.hstale = n > 0;
@@ -21574,15 +21718,16 @@ static void cq__world_pass_3d_f32(cq_world *w, int pass, cq__wtask *t)
     if (w->gpu) {
         const float *g = (const float *)t->grav;
         float g0 = g ? g[0] : 0, g1 = g ? g[1] : 0, g2 = g ? g[2] : 0;
-        void *a[5];
+        void *a[6];
         int na = 2, *need = w->cu.bad + 1;
         a[0] = (void *)&n; a[1] = (void *)t->s;
         if (pass == CQ__SPH_FILL) a[na++] = &need;
         if (pass == CQ__SPH_SOURCE) a[na++] = &t->mode;
-        if (pass == CQ__SPH_SOURCE || pass == CQ__SPH_BFORCE || pass == CQ__SPH_PRESSURE) a[na++] = &w->cu.sol;
         if (pass == CQ__SPH_VISC) { a[na++] = &g0; a[na++] = &g1; a[na++] = &g2; }
         if (pass == CQ__SPH_ADVECT) a[na++] = &w->cu.bad;
-        if (pass == CQ__SPH_ERRSUM) { a[na++] = &w->cu.part; a[na++] = &w->cu.sol; }
+        if (pass == CQ__SPH_ERRSUM) a[na++] = &w->cu.part;
+        if (pass == CQ__SPH_SOURCE || pass == CQ__SPH_BFORCE || pass == CQ__SPH_PRESSURE || pass == CQ__SPH_ERRSUM) a[na++] = &t->sol;
+        if (pass >= CQ__SPH_SOURCE && pass <= CQ__SPH_ERRSUM) a[na++] = &t->gate;   /* (>>world_fluid_step) */
         cq__world_launch(w, pass, n, a);
         return;
     }
@@ -21603,7 +21748,8 @@ static double cq__world_err_3d_f32(cq_world *w, cq__wtask *t)
     return w->nf ? sum / w->nf / w->desc.rest_density : 0;
 }
 
-/* one solver: mode 0 divergence, 1 density; returns the iterations */
+/* one solver on the CPU (CUDA's: cq__world_queue_ below): mode 0 divergence, 1 density; returns the
+   iterations */
 static int cq__world_solve_3d_f32(cq_world *w, cq__wtask *t, int mode, double *err_out)
 {
     const double eta = mode ? w->desc.max_density_error : w->desc.max_divergence_error;
@@ -21612,35 +21758,6 @@ static int cq__world_solve_3d_f32(cq_world *w, cq__wtask *t, int mode, double *e
     double err = 0;
     t->mode = mode;
     if (w->nf == 0) { *err_out = 0; return 0; }
-#if CQ__HAS_CUDA
-    if (w->gpu) {   /* the same iterations queued a few at a time, the test on the device (>>sph_solver_check):
-                       a read back a batch, not an iteration.  The first batch: as many as the last step's
-                       solve took (at least min_it) and the test after them; then 2 at a time, or half as
-                       many as so far (a long solve reads back a few times).  Those queued past the end
-                       do nothing. */
-        double sol[3] = {0, 0, 0};
-        const int nch = (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK, one = 1;
-        const int last = mode ? w->stats.density_iterations : w->stats.divergence_iterations;
-        double rho0 = w->desc.rest_density;
-        cq__dev_zero(&w->cu.d, w->cu.sol, sizeof sol);
-        for (int k = 0; k < w->desc.max_iterations && !w->cu.d.failed;) {
-            for (int e = k + (k ? (k / 2 > 2 ? k / 2 : 2) : (last > min_it ? last : min_it) + 1); k < e && k < w->desc.max_iterations; ++k) {
-                void *a[9];
-                a[0] = (void *)&one; a[1] = (void *)t->s; a[2] = &w->cu.part; a[3] = (void *)&nch; a[4] = &rho0; a[5] = &k;
-                a[6] = (void *)&min_it; a[7] = (void *)&eta; a[8] = &w->cu.sol;
-                cq__world_pass_3d_f32(w, CQ__SPH_SOURCE, t);
-                cq__world_pass_3d_f32(w, CQ__SPH_ERRSUM, t);
-                cq__world_launch(w, CQ__SPH_CHECK, 1, a);
-                cq__world_pass_3d_f32(w, CQ__SPH_BFORCE, t);
-                cq__world_pass_3d_f32(w, CQ__SPH_PRESSURE, t);
-            }
-            cq__dev_get(&w->cu.d, sol, w->cu.sol, 0, sizeof sol);
-            if (sol[1] != 0) break;
-        }
-        *err_out = w->cu.d.failed ? 0 : sol[0];
-        return w->cu.d.failed ? 0 : (int)sol[2];
-    }
-#endif
     while (it < w->desc.max_iterations) {
         cq__world_pass_3d_f32(w, CQ__SPH_SOURCE, t);
         err = cq__world_err_3d_f32(w, t);
@@ -21655,6 +21772,57 @@ static int cq__world_solve_3d_f32(cq_world *w, cq__wtask *t, int mode, double *e
 }
 
 #if CQ__HAS_CUDA
+/* >>sph_solver_check's host side: queues iterations k0 .. k1 - 1 of solve mode (0 divergence, 1
+   density) on the device, each its source, error sum, test, boundary force and pressure passes.
+   They run only while the solve's gate is up (the divergence's: a 1; the density's: the
+   divergence's fin word) and it is not done; its test raises its fin word when it is done, and
+   where k1 is max_iterations the solve ends there: its fin word goes up after the last. */
+static void cq__world_queue_3d_f32(cq_world *w, cq__wtask *t, int mode, int k0, int k1)
+{
+    double eta = mode ? w->desc.max_density_error : w->desc.max_divergence_error, rho0 = w->desc.rest_density;
+    int min_it = mode ? w->desc.min_iterations : 1, nch = (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK, one = 1;
+    t->mode = mode; t->gate = w->cu.bad + (mode ? 3 : 5); t->fin = w->cu.bad + 3 + mode; t->sol = w->cu.sol + 3 * mode;
+    for (int k = k0; k < k1; ++k) {
+        void *a[11];
+        a[0] = &one; a[1] = (void *)t->s; a[2] = &w->cu.part; a[3] = &nch; a[4] = &rho0; a[5] = &k; a[6] = &min_it; a[7] = &eta;
+        a[8] = &t->sol; a[9] = &t->gate; a[10] = &t->fin;
+        cq__world_pass_3d_f32(w, CQ__SPH_SOURCE, t);
+        cq__world_pass_3d_f32(w, CQ__SPH_ERRSUM, t);
+        cq__world_launch(w, CQ__SPH_CHECK, 1, a);
+        cq__world_pass_3d_f32(w, CQ__SPH_BFORCE, t);
+        cq__world_pass_3d_f32(w, CQ__SPH_PRESSURE, t);
+    }
+    if (k1 >= w->desc.max_iterations && !w->cu.d.failed)
+        cq__dev_check(&w->cu.d, CQ__CU(MemsetD32)(CQ__DPTR(t->fin), 1u, 1), "cuMemsetD32");
+}
+/* solve mode on the device from iteration k until it is done or has run max_iterations: batch
+   iterations, then 2 at a time or half as many as so far (a long solve reads back a few times),
+   each batch then a read back of the solve's state */
+static void cq__world_solve_on_3d_f32(cq_world *w, cq__wtask *t, int mode, int k, int batch)
+{
+    double sol[3] = {0, 0, 0};
+    while (k < w->desc.max_iterations && !w->cu.d.failed) {
+        const int e = k + batch < w->desc.max_iterations ? k + batch : w->desc.max_iterations;
+        cq__world_queue_3d_f32(w, t, mode, k, e);
+        k = e;
+        cq__dev_get(&w->cu.d, sol, w->cu.sol, 3 * (size_t)mode * sizeof(double), sizeof sol);
+        if (sol[1] != 0) return;
+        batch = k / 2 > 2 ? k / 2 : 2;
+    }
+}
+/* the step's one read back (>>world_fluid_step): cu.bad's ints, the solves' states and the bodies'
+   Fb and Gb, copied beside them on the device, into hback */
+static void cq__world_read_back_3d_f32(cq_world *w)
+{
+    cq__cudev *dev = &w->cu.d;
+    const size_t T = w->tsize, d = (size_t)w->dim, nb = (size_t)w->nb, nw = (size_t)w->nwall, fb = (nb - nw) * d * T;
+    char *back = (char *)w->cu.bad;
+    cq__dev_copy(dev, back + CQ__WBACK - 6 * sizeof(double), w->cu.sol, 6 * sizeof(double));
+    cq__dev_copy(dev, back + CQ__WBACK, (char *)w->cu.Fb + nw * d * T, fb);
+    cq__dev_copy(dev, back + CQ__WBACK + fb, (char *)w->cu.Gb + nw * d * d * T, fb * d);
+    cq__dev_get(dev, w->cu.hback, w->cu.bad, 0, w->cu.nback);
+}
+
 /* the counting sort of n points p (the fluid's x or the boundary's xb) on the device, as
    cq__world_sort_: start (the device's fstart or bstart, ncells + 2 ints) gets 0 then the cells'
    starts, the counts and cursors in start + 1 (after the fill, cell c's end: c + 1's start);
@@ -21681,7 +21849,7 @@ static int cq__world_fluid_step_cuda_3d_f32(cq_world *w, float *grav, int sized)
     int bad = INT_MAX, user = -1, *cnt, tot[2] = {0, 0};
     const int dit = w->stats.divergence_iterations, pit = w->stats.density_iterations;   /* (the last step's) */
     dv = cq__world_dview_3d_f32(w, &s);
-    t.s = &dv; t.mode = 0; t.bad = INT_MAX; t.grav = grav; t.part = NULL;
+    t.s = &dv; t.mode = 0; t.bad = INT_MAX; t.grav = grav; t.part = NULL; t.gate = NULL; t.fin = NULL; t.sol = NULL;
     cq__dev_push(dev);
     cq__world_dev_sync(w);   /* (cq_world_step's save did it already) */
     if (!w->cu.statics) {   /* once a prepare: the walls don't move, the volumes and objects stay */
@@ -21716,26 +21884,71 @@ static int cq__world_fluid_step_cuda_3d_f32(cq_world *w, float *grav, int sized)
        particle; at the first, cq__world_lists' least).  A particle whose lists need more raises
        bad[1], bad[2] to their numbers, which come back with the failure word at the step's end, and
        the step runs again with room (sized). */
+    if (dev->failed) { cq__dev_pop(dev); return -3; }
     if (!w->cu.fnb && !cq__world_lists(w, 0, 0)) { cq__dev_pop(dev); return -2; }
     dv = cq__world_dview_3d_f32(w, &s);
     cq__dev_zero(dev, w->cu.bad + 1, 2 * sizeof(int));
     cq__world_pass_3d_f32(w, CQ__SPH_FILL, &t);
     cq__world_pass_3d_f32(w, CQ__SPH_DENSITY, &t);
-    w->stats.divergence_iterations = cq__world_solve_3d_f32(w, &t, 0, &w->stats.divergence_error);
-    cq__world_pass_3d_f32(w, CQ__SPH_VISC, &t);
-    tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
-    dv.v = (float *)w->cu.v; dv.vt = (float *)w->cu.vt;
-    w->stats.density_iterations = cq__world_solve_3d_f32(w, &t, 1, &w->stats.density_error);
-    cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");   /* (no host copy:
-                                                                                                 that would wait) */
-    cq__world_pass_3d_f32(w, CQ__SPH_ADVECT, &t);
-    {   /* one read back: the failure word, the lists' needs, the bodies' Fb and Gb (copied beside them) */
-        char *back = (char *)w->cu.bad + 4 * sizeof(int), *hb = (char *)w->cu.hback;
+    /* the solves, viscosity and advection, gated on the device (>>sph_solver_check): where each solve
+       takes what the last step's did (at least its least; first batches pd, pp with its test after
+       them, short of max_iterations), all of it is queued at once and the step reads back once, at
+       its end; where a solve needs more, it goes on from there, reading its state back a batch
+       (cq__world_solve_on_), and the passes after it again (those queued ran nothing: their gate was
+       down).  The fin words down, the divergence's gate up, the failure word INT_MAX. */
+    {
+        const int maxit = w->desc.max_iterations, ld = w->stats.divergence_iterations, lp = w->stats.density_iterations;
+        const int pd = (ld > 1 ? ld : 1) + 1, pp = (lp > w->desc.min_iterations ? lp : w->desc.min_iterations) + 1;
+        const char *hb = (const char *)w->cu.hback;
+        int fin[2] = {1, 1};
+        cq__dev_zero(dev, w->cu.sol, 6 * sizeof(double));
+        cq__dev_zero(dev, w->cu.bad + 3, 2 * sizeof(int));
+        cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad + 5), 1u, 1), "cuMemsetD32");
+        cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");
+        if (n == 0) {   /* (no solve: 0 iterations, error 0, as on the CPU) */
+            cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad + 3), 1u, 2), "cuMemsetD32");
+            cq__world_read_back_3d_f32(w);
+        } else if (pd < maxit && pp < maxit) {
+            cq__world_queue_3d_f32(w, &t, 0, 0, pd);
+            t.gate = w->cu.bad + 3;
+            cq__world_pass_3d_f32(w, CQ__SPH_VISC, &t);
+            tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
+            dv.v = (float *)w->cu.v; dv.vt = (float *)w->cu.vt;
+            cq__world_queue_3d_f32(w, &t, 1, 0, pp);
+            t.gate = w->cu.bad + 4;
+            cq__world_pass_3d_f32(w, CQ__SPH_ADVECT, &t);
+            cq__world_read_back_3d_f32(w);
+            if (dev->failed) { cq__dev_pop(dev); return -3; }
+            memcpy(fin, hb + 3 * sizeof(int), sizeof fin);
+            memcpy(tot, hb + sizeof(int), sizeof tot);
+        } else fin[0] = fin[1] = 0;
+        if (!fin[0] && !tot[0] && !tot[1]) {   /* the divergence solve, then all after it, as they come */
+            if (n && pd < maxit && pp < maxit) {   /* (viscosity's new velocities were never written) */
+                tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
+                dv.v = (float *)w->cu.v; dv.vt = (float *)w->cu.vt;
+                cq__world_solve_on_3d_f32(w, &t, 0, pd < maxit ? pd : maxit, 2);
+            } else cq__world_solve_on_3d_f32(w, &t, 0, 0, pd);
+            t.gate = w->cu.bad + 3;
+            cq__world_pass_3d_f32(w, CQ__SPH_VISC, &t);
+            tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
+            dv.v = (float *)w->cu.v; dv.vt = (float *)w->cu.vt;
+            cq__world_solve_on_3d_f32(w, &t, 1, 0, pp);
+        } else if (!fin[1] && !tot[0] && !tot[1]) cq__world_solve_on_3d_f32(w, &t, 1, pp, 2);   /* the density solve goes on */
+        if ((!fin[0] || !fin[1]) && !tot[0] && !tot[1]) {
+            t.gate = w->cu.bad + 4;
+            cq__world_pass_3d_f32(w, CQ__SPH_ADVECT, &t);
+            cq__world_read_back_3d_f32(w);
+        }
+    }
+    {   /* the read back: the failure word, the lists' needs, the solves' states, the bodies' Fb and Gb */
+        const char *hb = (const char *)w->cu.hback;
         const size_t fb = (nb - nw) * d * T, gb = (nb - nw) * d * d * T;
-        cq__dev_copy(dev, back, (char *)w->cu.Fb + nw * d * T, fb); cq__dev_copy(dev, back + fb, (char *)w->cu.Gb + nw * d * d * T, gb);
-        cq__dev_get(dev, hb, w->cu.bad, 0, w->cu.nback);
+        double sol[6];
         if (dev->failed) { cq__dev_pop(dev); return -3; }
         memcpy(&bad, hb, sizeof bad); memcpy(tot, hb + sizeof(int), sizeof tot);
+        memcpy(sol, hb + CQ__WBACK - sizeof sol, sizeof sol);
+        w->stats.divergence_iterations = (int)sol[2]; w->stats.divergence_error = sol[0];
+        w->stats.density_iterations = (int)sol[5]; w->stats.density_error = sol[3];
         if (tot[0] || tot[1]) {   /* a list did not fit: again, with room */
             cq__wlog(w, CQ_LOG_INFO, "cq_world_step: step %d: the neighbour lists outgrew their room (a particle's: %d fluid, %d "
                      "boundary entries, room for %d and %d): the fluid's step ran again with room for them", w->steps, tot[0], tot[1],
@@ -21747,8 +21960,8 @@ static int cq__world_fluid_step_cuda_3d_f32(cq_world *w, float *grav, int sized)
             cq__world_fluid_restore(w);
             return cq__world_fluid_step_cuda_3d_f32(w, grav, 1);
         }
-        memcpy((char *)w->Fb + nw * d * T, hb + 4 * sizeof(int), fb);   /* the bodies' alone */
-        memcpy((char *)w->Gb + nw * d * d * T, hb + 4 * sizeof(int) + fb, gb);
+        memcpy((char *)w->Fb + nw * d * T, hb + CQ__WBACK, fb);   /* the bodies' alone */
+        memcpy((char *)w->Gb + nw * d * d * T, hb + CQ__WBACK + fb, gb);
     }
     if (bad != INT_MAX) cq__dev_get(dev, &user, w->cu.perm, (size_t)bad * sizeof(int), sizeof(int));
     w->cu.hstale = n > 0;
@@ -21976,15 +22189,16 @@ static void cq__world_pass_3d_f64(cq_world *w, int pass, cq__wtask *t)
     if (w->gpu) {
         const double *g = (const double *)t->grav;
         double g0 = g ? g[0] : 0, g1 = g ? g[1] : 0, g2 = g ? g[2] : 0;
-        void *a[5];
+        void *a[6];
         int na = 2, *need = w->cu.bad + 1;
         a[0] = (void *)&n; a[1] = (void *)t->s;
         if (pass == CQ__SPH_FILL) a[na++] = &need;
         if (pass == CQ__SPH_SOURCE) a[na++] = &t->mode;
-        if (pass == CQ__SPH_SOURCE || pass == CQ__SPH_BFORCE || pass == CQ__SPH_PRESSURE) a[na++] = &w->cu.sol;
         if (pass == CQ__SPH_VISC) { a[na++] = &g0; a[na++] = &g1; a[na++] = &g2; }
         if (pass == CQ__SPH_ADVECT) a[na++] = &w->cu.bad;
-        if (pass == CQ__SPH_ERRSUM) { a[na++] = &w->cu.part; a[na++] = &w->cu.sol; }
+        if (pass == CQ__SPH_ERRSUM) a[na++] = &w->cu.part;
+        if (pass == CQ__SPH_SOURCE || pass == CQ__SPH_BFORCE || pass == CQ__SPH_PRESSURE || pass == CQ__SPH_ERRSUM) a[na++] = &t->sol;
+        if (pass >= CQ__SPH_SOURCE && pass <= CQ__SPH_ERRSUM) a[na++] = &t->gate;   /* (>>world_fluid_step) */
         cq__world_launch(w, pass, n, a);
         return;
     }
@@ -22005,7 +22219,8 @@ static double cq__world_err_3d_f64(cq_world *w, cq__wtask *t)
     return w->nf ? sum / w->nf / w->desc.rest_density : 0;
 }
 
-/* one solver: mode 0 divergence, 1 density; returns the iterations */
+/* one solver on the CPU (CUDA's: cq__world_queue_ below): mode 0 divergence, 1 density; returns the
+   iterations */
 static int cq__world_solve_3d_f64(cq_world *w, cq__wtask *t, int mode, double *err_out)
 {
     const double eta = mode ? w->desc.max_density_error : w->desc.max_divergence_error;
@@ -22014,35 +22229,6 @@ static int cq__world_solve_3d_f64(cq_world *w, cq__wtask *t, int mode, double *e
     double err = 0;
     t->mode = mode;
     if (w->nf == 0) { *err_out = 0; return 0; }
-#if CQ__HAS_CUDA
-    if (w->gpu) {   /* the same iterations queued a few at a time, the test on the device (>>sph_solver_check):
-                       a read back a batch, not an iteration.  The first batch: as many as the last step's
-                       solve took (at least min_it) and the test after them; then 2 at a time, or half as
-                       many as so far (a long solve reads back a few times).  Those queued past the end
-                       do nothing. */
-        double sol[3] = {0, 0, 0};
-        const int nch = (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK, one = 1;
-        const int last = mode ? w->stats.density_iterations : w->stats.divergence_iterations;
-        double rho0 = w->desc.rest_density;
-        cq__dev_zero(&w->cu.d, w->cu.sol, sizeof sol);
-        for (int k = 0; k < w->desc.max_iterations && !w->cu.d.failed;) {
-            for (int e = k + (k ? (k / 2 > 2 ? k / 2 : 2) : (last > min_it ? last : min_it) + 1); k < e && k < w->desc.max_iterations; ++k) {
-                void *a[9];
-                a[0] = (void *)&one; a[1] = (void *)t->s; a[2] = &w->cu.part; a[3] = (void *)&nch; a[4] = &rho0; a[5] = &k;
-                a[6] = (void *)&min_it; a[7] = (void *)&eta; a[8] = &w->cu.sol;
-                cq__world_pass_3d_f64(w, CQ__SPH_SOURCE, t);
-                cq__world_pass_3d_f64(w, CQ__SPH_ERRSUM, t);
-                cq__world_launch(w, CQ__SPH_CHECK, 1, a);
-                cq__world_pass_3d_f64(w, CQ__SPH_BFORCE, t);
-                cq__world_pass_3d_f64(w, CQ__SPH_PRESSURE, t);
-            }
-            cq__dev_get(&w->cu.d, sol, w->cu.sol, 0, sizeof sol);
-            if (sol[1] != 0) break;
-        }
-        *err_out = w->cu.d.failed ? 0 : sol[0];
-        return w->cu.d.failed ? 0 : (int)sol[2];
-    }
-#endif
     while (it < w->desc.max_iterations) {
         cq__world_pass_3d_f64(w, CQ__SPH_SOURCE, t);
         err = cq__world_err_3d_f64(w, t);
@@ -22057,6 +22243,57 @@ static int cq__world_solve_3d_f64(cq_world *w, cq__wtask *t, int mode, double *e
 }
 
 #if CQ__HAS_CUDA
+/* >>sph_solver_check's host side: queues iterations k0 .. k1 - 1 of solve mode (0 divergence, 1
+   density) on the device, each its source, error sum, test, boundary force and pressure passes.
+   They run only while the solve's gate is up (the divergence's: a 1; the density's: the
+   divergence's fin word) and it is not done; its test raises its fin word when it is done, and
+   where k1 is max_iterations the solve ends there: its fin word goes up after the last. */
+static void cq__world_queue_3d_f64(cq_world *w, cq__wtask *t, int mode, int k0, int k1)
+{
+    double eta = mode ? w->desc.max_density_error : w->desc.max_divergence_error, rho0 = w->desc.rest_density;
+    int min_it = mode ? w->desc.min_iterations : 1, nch = (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK, one = 1;
+    t->mode = mode; t->gate = w->cu.bad + (mode ? 3 : 5); t->fin = w->cu.bad + 3 + mode; t->sol = w->cu.sol + 3 * mode;
+    for (int k = k0; k < k1; ++k) {
+        void *a[11];
+        a[0] = &one; a[1] = (void *)t->s; a[2] = &w->cu.part; a[3] = &nch; a[4] = &rho0; a[5] = &k; a[6] = &min_it; a[7] = &eta;
+        a[8] = &t->sol; a[9] = &t->gate; a[10] = &t->fin;
+        cq__world_pass_3d_f64(w, CQ__SPH_SOURCE, t);
+        cq__world_pass_3d_f64(w, CQ__SPH_ERRSUM, t);
+        cq__world_launch(w, CQ__SPH_CHECK, 1, a);
+        cq__world_pass_3d_f64(w, CQ__SPH_BFORCE, t);
+        cq__world_pass_3d_f64(w, CQ__SPH_PRESSURE, t);
+    }
+    if (k1 >= w->desc.max_iterations && !w->cu.d.failed)
+        cq__dev_check(&w->cu.d, CQ__CU(MemsetD32)(CQ__DPTR(t->fin), 1u, 1), "cuMemsetD32");
+}
+/* solve mode on the device from iteration k until it is done or has run max_iterations: batch
+   iterations, then 2 at a time or half as many as so far (a long solve reads back a few times),
+   each batch then a read back of the solve's state */
+static void cq__world_solve_on_3d_f64(cq_world *w, cq__wtask *t, int mode, int k, int batch)
+{
+    double sol[3] = {0, 0, 0};
+    while (k < w->desc.max_iterations && !w->cu.d.failed) {
+        const int e = k + batch < w->desc.max_iterations ? k + batch : w->desc.max_iterations;
+        cq__world_queue_3d_f64(w, t, mode, k, e);
+        k = e;
+        cq__dev_get(&w->cu.d, sol, w->cu.sol, 3 * (size_t)mode * sizeof(double), sizeof sol);
+        if (sol[1] != 0) return;
+        batch = k / 2 > 2 ? k / 2 : 2;
+    }
+}
+/* the step's one read back (>>world_fluid_step): cu.bad's ints, the solves' states and the bodies'
+   Fb and Gb, copied beside them on the device, into hback */
+static void cq__world_read_back_3d_f64(cq_world *w)
+{
+    cq__cudev *dev = &w->cu.d;
+    const size_t T = w->tsize, d = (size_t)w->dim, nb = (size_t)w->nb, nw = (size_t)w->nwall, fb = (nb - nw) * d * T;
+    char *back = (char *)w->cu.bad;
+    cq__dev_copy(dev, back + CQ__WBACK - 6 * sizeof(double), w->cu.sol, 6 * sizeof(double));
+    cq__dev_copy(dev, back + CQ__WBACK, (char *)w->cu.Fb + nw * d * T, fb);
+    cq__dev_copy(dev, back + CQ__WBACK + fb, (char *)w->cu.Gb + nw * d * d * T, fb * d);
+    cq__dev_get(dev, w->cu.hback, w->cu.bad, 0, w->cu.nback);
+}
+
 /* the counting sort of n points p (the fluid's x or the boundary's xb) on the device, as
    cq__world_sort_: start (the device's fstart or bstart, ncells + 2 ints) gets 0 then the cells'
    starts, the counts and cursors in start + 1 (after the fill, cell c's end: c + 1's start);
@@ -22083,7 +22320,7 @@ static int cq__world_fluid_step_cuda_3d_f64(cq_world *w, double *grav, int sized
     int bad = INT_MAX, user = -1, *cnt, tot[2] = {0, 0};
     const int dit = w->stats.divergence_iterations, pit = w->stats.density_iterations;   /* (the last step's) */
     dv = cq__world_dview_3d_f64(w, &s);
-    t.s = &dv; t.mode = 0; t.bad = INT_MAX; t.grav = grav; t.part = NULL;
+    t.s = &dv; t.mode = 0; t.bad = INT_MAX; t.grav = grav; t.part = NULL; t.gate = NULL; t.fin = NULL; t.sol = NULL;
     cq__dev_push(dev);
     cq__world_dev_sync(w);   /* (cq_world_step's save did it already) */
     if (!w->cu.statics) {   /* once a prepare: the walls don't move, the volumes and objects stay */
@@ -22118,26 +22355,71 @@ static int cq__world_fluid_step_cuda_3d_f64(cq_world *w, double *grav, int sized
        particle; at the first, cq__world_lists' least).  A particle whose lists need more raises
        bad[1], bad[2] to their numbers, which come back with the failure word at the step's end, and
        the step runs again with room (sized). */
+    if (dev->failed) { cq__dev_pop(dev); return -3; }
     if (!w->cu.fnb && !cq__world_lists(w, 0, 0)) { cq__dev_pop(dev); return -2; }
     dv = cq__world_dview_3d_f64(w, &s);
     cq__dev_zero(dev, w->cu.bad + 1, 2 * sizeof(int));
     cq__world_pass_3d_f64(w, CQ__SPH_FILL, &t);
     cq__world_pass_3d_f64(w, CQ__SPH_DENSITY, &t);
-    w->stats.divergence_iterations = cq__world_solve_3d_f64(w, &t, 0, &w->stats.divergence_error);
-    cq__world_pass_3d_f64(w, CQ__SPH_VISC, &t);
-    tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
-    dv.v = (double *)w->cu.v; dv.vt = (double *)w->cu.vt;
-    w->stats.density_iterations = cq__world_solve_3d_f64(w, &t, 1, &w->stats.density_error);
-    cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");   /* (no host copy:
-                                                                                                 that would wait) */
-    cq__world_pass_3d_f64(w, CQ__SPH_ADVECT, &t);
-    {   /* one read back: the failure word, the lists' needs, the bodies' Fb and Gb (copied beside them) */
-        char *back = (char *)w->cu.bad + 4 * sizeof(int), *hb = (char *)w->cu.hback;
+    /* the solves, viscosity and advection, gated on the device (>>sph_solver_check): where each solve
+       takes what the last step's did (at least its least; first batches pd, pp with its test after
+       them, short of max_iterations), all of it is queued at once and the step reads back once, at
+       its end; where a solve needs more, it goes on from there, reading its state back a batch
+       (cq__world_solve_on_), and the passes after it again (those queued ran nothing: their gate was
+       down).  The fin words down, the divergence's gate up, the failure word INT_MAX. */
+    {
+        const int maxit = w->desc.max_iterations, ld = w->stats.divergence_iterations, lp = w->stats.density_iterations;
+        const int pd = (ld > 1 ? ld : 1) + 1, pp = (lp > w->desc.min_iterations ? lp : w->desc.min_iterations) + 1;
+        const char *hb = (const char *)w->cu.hback;
+        int fin[2] = {1, 1};
+        cq__dev_zero(dev, w->cu.sol, 6 * sizeof(double));
+        cq__dev_zero(dev, w->cu.bad + 3, 2 * sizeof(int));
+        cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad + 5), 1u, 1), "cuMemsetD32");
+        cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");
+        if (n == 0) {   /* (no solve: 0 iterations, error 0, as on the CPU) */
+            cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad + 3), 1u, 2), "cuMemsetD32");
+            cq__world_read_back_3d_f64(w);
+        } else if (pd < maxit && pp < maxit) {
+            cq__world_queue_3d_f64(w, &t, 0, 0, pd);
+            t.gate = w->cu.bad + 3;
+            cq__world_pass_3d_f64(w, CQ__SPH_VISC, &t);
+            tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
+            dv.v = (double *)w->cu.v; dv.vt = (double *)w->cu.vt;
+            cq__world_queue_3d_f64(w, &t, 1, 0, pp);
+            t.gate = w->cu.bad + 4;
+            cq__world_pass_3d_f64(w, CQ__SPH_ADVECT, &t);
+            cq__world_read_back_3d_f64(w);
+            if (dev->failed) { cq__dev_pop(dev); return -3; }
+            memcpy(fin, hb + 3 * sizeof(int), sizeof fin);
+            memcpy(tot, hb + sizeof(int), sizeof tot);
+        } else fin[0] = fin[1] = 0;
+        if (!fin[0] && !tot[0] && !tot[1]) {   /* the divergence solve, then all after it, as they come */
+            if (n && pd < maxit && pp < maxit) {   /* (viscosity's new velocities were never written) */
+                tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
+                dv.v = (double *)w->cu.v; dv.vt = (double *)w->cu.vt;
+                cq__world_solve_on_3d_f64(w, &t, 0, pd < maxit ? pd : maxit, 2);
+            } else cq__world_solve_on_3d_f64(w, &t, 0, 0, pd);
+            t.gate = w->cu.bad + 3;
+            cq__world_pass_3d_f64(w, CQ__SPH_VISC, &t);
+            tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
+            dv.v = (double *)w->cu.v; dv.vt = (double *)w->cu.vt;
+            cq__world_solve_on_3d_f64(w, &t, 1, 0, pp);
+        } else if (!fin[1] && !tot[0] && !tot[1]) cq__world_solve_on_3d_f64(w, &t, 1, pp, 2);   /* the density solve goes on */
+        if ((!fin[0] || !fin[1]) && !tot[0] && !tot[1]) {
+            t.gate = w->cu.bad + 4;
+            cq__world_pass_3d_f64(w, CQ__SPH_ADVECT, &t);
+            cq__world_read_back_3d_f64(w);
+        }
+    }
+    {   /* the read back: the failure word, the lists' needs, the solves' states, the bodies' Fb and Gb */
+        const char *hb = (const char *)w->cu.hback;
         const size_t fb = (nb - nw) * d * T, gb = (nb - nw) * d * d * T;
-        cq__dev_copy(dev, back, (char *)w->cu.Fb + nw * d * T, fb); cq__dev_copy(dev, back + fb, (char *)w->cu.Gb + nw * d * d * T, gb);
-        cq__dev_get(dev, hb, w->cu.bad, 0, w->cu.nback);
+        double sol[6];
         if (dev->failed) { cq__dev_pop(dev); return -3; }
         memcpy(&bad, hb, sizeof bad); memcpy(tot, hb + sizeof(int), sizeof tot);
+        memcpy(sol, hb + CQ__WBACK - sizeof sol, sizeof sol);
+        w->stats.divergence_iterations = (int)sol[2]; w->stats.divergence_error = sol[0];
+        w->stats.density_iterations = (int)sol[5]; w->stats.density_error = sol[3];
         if (tot[0] || tot[1]) {   /* a list did not fit: again, with room */
             cq__wlog(w, CQ_LOG_INFO, "cq_world_step: step %d: the neighbour lists outgrew their room (a particle's: %d fluid, %d "
                      "boundary entries, room for %d and %d): the fluid's step ran again with room for them", w->steps, tot[0], tot[1],
@@ -22149,8 +22431,8 @@ static int cq__world_fluid_step_cuda_3d_f64(cq_world *w, double *grav, int sized
             cq__world_fluid_restore(w);
             return cq__world_fluid_step_cuda_3d_f64(w, grav, 1);
         }
-        memcpy((char *)w->Fb + nw * d * T, hb + 4 * sizeof(int), fb);   /* the bodies' alone */
-        memcpy((char *)w->Gb + nw * d * d * T, hb + 4 * sizeof(int) + fb, gb);
+        memcpy((char *)w->Fb + nw * d * T, hb + CQ__WBACK, fb);   /* the bodies' alone */
+        memcpy((char *)w->Gb + nw * d * d * T, hb + CQ__WBACK + fb, gb);
     }
     if (bad != INT_MAX) cq__dev_get(dev, &user, w->cu.perm, (size_t)bad * sizeof(int), sizeof(int));
     w->cu.hstale = n > 0;
@@ -23430,7 +23712,7 @@ cq_result cq_world_control_grad_feedback(const cq_world *w, const double *dL_dst
 #if CQ__HAS_CUDA
 /* ---- BEGIN GENERATED: embedded PTX (base64 rows; the readable code ends above) from templates/ptx.j2.
    DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
-/* PTX module 2d_f32: sha256 d7d2177a5ffc05148ed68aa351e99bb4685f5cd09237908e7d7aa60779129382, nvrtc 12.0, PTX ISA 8.0, 509838 bytes, fnv1a 0x29d5a61a, lz 137481 bytes */
+/* PTX module 2d_f32: sha256 b74e958025a9f2cea097c72d03dd7f0838097d7443aa644013ea6d115c81ddbe, nvrtc 12.0, PTX ISA 8.0, 511706 bytes, fnv1a 0x440442b3, lz 137851 bytes */
 static const char cq__ptx_2d_f32_lz[][CQ__PTX_ROW + 1] = {
 "8hkvLwovLyBHZW5lcmF0ZWQgYnkgTlZJRElBIE5WVk0gQ29tcGlsZXIKKAAEDwDxByBCdWlsZCBJRDogQ0wtMzE5NjgwMjQi",
 "AFF1ZGEgYycA8A1hdGlvbiB0b29scywgcmVsZWFzZSAxMi4wLCBWBwAwLjc2MgCCQmFzZWQgb25xAFA3LjAuMW4AYAoudmVy",
@@ -25106,245 +25388,250 @@ static const char cq__ptx_2d_f32_lz[][CQ__PTX_ROW + 1] = {
 "A0dhETE3XAmSAAOLAAMQAw+8IgAD3QQDeg8DmQAElGkL7gEEJAgQKxMeD+4BCALZCgGNAAnbGAN5CgOYRA9eAQQChkkD2yYN",
 "Jj8EwT8AewwMsgIH+SaNMGYwREEyNDLwDwKyWwUdJwWmJgHUawJqAwOpywMMEg37Cw9CEQALsE4TOfFPOXJjcDIEAYwBAfAz",
 "BykAD2APAQSYXDUxKzFmhw/6cgIC9AkNiDADgkgDHwAPaQEGAi+DETExLQeJGw/QHQs/c291o8cTDy0ABQ/OHQQPKwABD80d",
-"FA87AAgOBmMPcwATD116AQ8zAAwPW3oED7fXARg4M3oC/gUnPDZPYwVceg9knAIfM+6CBQgqIQ9PAQkMRx4ATgcPTAERD4ca",
-"AQjBYw9QAQkPSBADBBZ5D1sBDQSyAAR2AADoBQ/CHgEBswsPwh4CAfUKD8IeAwOlIQIGAAL8HQi+LQjDHgMrAASWDQj2AyMz",
-"MOWqD+p1DAvvKAPqAQRqjgOk4gF8AB9uLYIlBYsADk8fDz8SBAbZBQ9PHxAEdHYOTx8C9CQPsnUDADsBD1AfAgRQ4TIxKzFr",
-"Kg9JZAoCVDIOzhAPf1YCAy8cD80QCQjLEAk8AAUsHw88AAYEfnME7nwKHgAFtL0PiRAEBNNyA3QwD1sJCA9nIAsMWwkPP1MA",
-"AHsBDH0SCuoIC2+6CmQeA026Cg8DA/ABAQ8DCyIHAbq8D1ITDA9QHAIlMzDqSA95CAUP5x8LA80AD6sKAwUzIg/nHwsCwBEL",
-"AQkDEAEF9xQCZRQNmz4BDgELdV8C7x4DKgEBqhMGXCUDROcBBQAAtQAHdzcC8R4BUQMHTQACkUoD9q0AQwEA2w8DngABkgED",
-"IQALhAAD5+YCkCoJHkIBZgAAHwAPHUIBAYIAA2NJDMQBD5sTBQKnLAG4AAy3GyIzMOZ0D7NTAA8KGAEDSF0CBgACIhIIejUB",
-"FwAP9k4AAnk6BcpzD58ABgPyCCEzMGUdD4X4DARjAQQpMQ/zewQC4QoPELUBBEZSD1dzAQJqBAMhAA0eAAhFMAEeAA5qBAkG",
-"dAehEALNCwE8Bg+qcgMANQUBOgAMZzUDXzgBOgAPbSECBE84BD5zCDwAAsEUAQUADzgFAgVDcg5vNQLBDQGjCwzkDQMWFgJd",
-"AA7hDQLgDQLyAAK+AA+keQMF7TUCWQsP/Q8CCOgVApUOAOoDNHUzMiUEAyUuC2YDA1wCAgQCDrk6BBkWAggADG5UBLcCBAgA",
-"C1RkAqkDAAYAD5H6AQEzAASqAwysZwDiAgjvAgEhYAqrOwGTAANEsQxZZwSVBQkpLQKkAAN+AwwdAQOJQwh0AAR8FQouAwK3",
-"AA8EJwED9QMCBgAMpQ8DEVMDJAAK5gEEqQMEIB0P4NcDAzC6D7syAAM0UwAhAA0kJwiDJAGiHgkeAAPcDgYeAA9jFwYSNh1l",
-"DPprAtoCC0mMAiEABA82AoS6DkYXAAUABC8PCzoABD80AwxDCDwAAmcDATwAD1gEAgB7BAJ2AA48AAGNAwKPFgsFEQPaagIc",
-"AA4xIwKUMwLyAAOTbA8BNAIE9mQRNX0IC0QAAj4AApkUAnMRAaYDCPIGASQCAosCAbgfCawBA8QBA5IDDGACA6RSBCl3D2EC",
-"AwTMAQ8dNQMC9C4FtbUIHFMC1QIAIQANYQIIhikG+gcEHgAITzkPxboDAKICAZUADDM1A3A0AX8QDycCAgXfZQ1dpQIvEQE6",
-"AA8lAgIEwTEeNjk1AqxjAWECAQRMDjwABKdLD1ZmAAHXAQF9AAF6QAdhAgPqYwFdAAluywMfAAJmEQKzAAJBAA9UAwIF4mMB",
-"/AYLQWEBPgAE5GMBZwILkAUC1AwCYAIG0tkEqwECcScDZwIOYAICZAQDZwIPYAIDBBUNBtm5CslHAYwEBMIdCelIAogEACEA",
-"DGACA4q3AgYAAYJLCR4ACPEMC6BLBBcBAyYCHDcvCAIMFwFgAgBRQw86AAAEYUsMWVwDmRQBOgAPJAICAJI0AnQADn5iAksE",
-"ATwAD0QEAgS5YhM3hA0IPAAC3RoBPAALNBUDtmIBXQABpSgLESoCrQACOwABvgAPE0kDBbk5AbofDyVgCAJQAAthYQLWDgNg",
-"AgxsBgPUTAQKTwxgAgr6uA9gAgQEywEPKUoEAXkAACUADWACD0lLDgNgAgwVAwQTygYeAA+jKwYDk8IM62ACLwEPJgICBGUr",
-"HTcjXwIfBgE6AA8kAgIAVSoCdAAOYWEC9h4BPAAPQwQCBDJfFDdl1QwxXwHnAQEvXwgzJwLIAAIsKA5LQwKFKQOxYQG+AA8a",
-"PAMAlkQBfQABiwwPyAoCA3JdAlEABcNZAuMBA6cKAugBD28aAAKETAJODgIWCgltQADUCQjhCQBnHg1zDwBKAwNzDw8nJgoD",
-"YkwBSAMJU0kDcBIPUkkAAq0EBDkADyYxChI4rgQKvxAHlQ8BtyAMQd8AQxMPkTYDBbNjD/UlDQLOBwSwAgtFAAZ0MA+wJQsD",
-"VUoPthMCBdlGDzomDQKYAwQAAwtFAAXUEBUx1RAPRQACA0suDwM4AQTRDQ8YEQUCcSgGJc4DNgACYBABhAEC7Q0GGREClxIC",
-"hyQB7Q0HGhEE1BILTgABKgECOAABzhIHGhED+DwCIgAMhgAFjjANHBEBoAAAIAAPHBEAAtMUB/BYBHoDDf0SDGErIzMwjm4K",
-"/g0DzAUD8AENGjEDuwcP1gcAAh5LBnACBixrAGoAABIhD9wQDAS6AAXcEAaCFiNlcR4AAjoqASQADUMgCfwaAHQAD1tNAwWA",
-"Ex8zFzIDAjVLBLxlCesRBlZLDP0AA1NLA+ICAWoFCR8AA4IJArwCD9dlAwRRYAK7Ag7VLQGuBQG/Rw4zAQCvLQE8AAzSDQTr",
-"KwEFAAHwXw89AAADcQEeOZ4IA1osBF8sDz8AAwNDBB452g0DvV0DlywMli0Cm10FvSwPAyEABJddCTotAaVdCykAAisJA4gy",
-"AzYAAbtJBw0CAgegCCEQA/QTAaEsCJIGAg8QAQYADd5TBSEDAwgABQLLDQcDAwgABiEAA14AAm4EBAp4C0ERAoQpBNADDQMs",
-"AUoDCdcAADQUC0URAxiSBkcRCrUnBVIGCdgDA84AA9gDDCkBA4cgClIBBDQmDzNNAA/pFwEE5zsDdxIMymEEIDwCNgEBHwAO",
-"bAIJmegMGgQC/gEPFh8ACsUlALsADxjSAwWUXwUVhg+gTQAEOhUPoE0cAxkEDRg1Ay0CAxkED2UkAwSRXx05gkQCDgUDGAMP",
-"GwQDBOF6At8HCT0ABxsED1mEBASMBR85jkQAA50nAj8AD89YBAQbBA8pYAEHGwQFka0FHQADdioDXgAPoisGBGhgBC4uDxsE",
-"BwMaKg8bBAIMBMcE4ZQEBjgMqgIDDgoDPgQPkgsCBYB4BqyUB6oCAdcAACMADaoCDKgYAnxzDqoCCd94DqoCAW4CAXX6DKoC",
-"A2kCDyhOCASrAg0ZFgJrTQWsAg9vAgQFViYNiwYCzyIDqgEPPgADBFB6AI5ODD4AB64CBMWBDD4ABRtqD4sGAAObjwJAAA+v",
-"AgMFgTsfMH9KAAKtKgKwAgFUKwl/KAKwAgRzKw+tVwECegIE4DMCzQABHxsPsAICBCEAD7ACAQFPdAmRAgNfIwO3Ag2wAgLr",
-"DgRnrg+wAgMETKsGPUIHsAIC9g4MCC8N4HgAnAAEHz0LsAIEEzsCQSEOxUwBnAAExGwKxUwDnhIAIwAOswIC2wAECaEBoggK",
-"IQADzRgDfAYPwwgEAVeaAi8ADPcBArorA44BD7UCAwWFNAKzIAk+AAe1Ag/arwQFyxsTMGO7CUAAB7UCD7N7AwaCKh4wAhsD",
-"FSoDUicMtQIE/lYEaCoP2DsAAyUoA14JA4gpD7UCBwPdJw+1AgIFnEgFmwECGgcEdLAPlwIDBVr5Ar4GC5gCAd4AACQADZgC",
-"DDoaAjk1CoAAAwgjA/YcD/YyAgR6GAAdUA+5AgMCagUPgvEAD35PEwS5Ag1tBQQypQRFAA97AgQFL0wNbgUCfBwDswEPPgAD",
-"BDwdD91PAAOYKgEFAA+xIgQFbQ8EzMQJQAAHuQIP6DEDASsrA34AD0AAAAe5AgFAHQ/eKgAEZSsPuQIABKgqA6YrAs0ADzRT",
-"AQO5AgneKgu5AguqawKtGQMzHAv8DwKqGQIcAAbFUgMcAAIqAgIcAAyxHQIWAAIGAA9lagACFQsKJhIKp3sBkAsJtwAJJ0gI",
-"cy0DiisVNSFCD3MtAAOdKgM8CQ+UMgADDAQDRSMEUwAPoBAAA6H7AqDRDuovAKoAD3RIBAQ3Ew/lKw0H/FANRQMD/gUE8VwJ",
-"9yUF7AAHu0MAZwAOqgIE8WkSMY/BDLgsAqsCAhEBBHVSCSgTBSoAB644DPECBCpQAuwfASECAIcSBR8AA2IBDz11AAw3AQaN",
-"Ew+zKwoF/1ABXgsKNwEDlgQIBRIOFgEE5RsSMVuoCD8CCodQAbMaCR8ACiwBACkOCxo0BIY9A0gAD68nAgZrCiUrMQuXD7E6",
-"AwNtBQYghQUaAANmBQMiAALvEg+nMQACGVAAmAAPigACBO4LAEsDD4c6CgnyTQqKAAPKCAMiAA+KAAcDYS8BVQELojMEbykH",
-"WwMAow8HRwID2YIPeV8ADNIABg08D0YCCwRY7g2gfAbWTQYQFA9GAgEEaQAC5AMJJwIDKjECJwIK3WoFJAAGUwMBvQMMSAID",
-"3zADSgAKNBYFqQAPSAIVBKMQDaJ3A1R1BSIAD74BBhQzSAIMHzEC3R0F7AAPqQADBZrcD2cCDQRnog1Z7AZWUg9nAgwTM2cC",
-"B2hmAV4CD5MvCx9iNvcVDy0ABQ+TLwQPKwABD5MvFA87AAgPmZIKDzgACA+bkgMfMtP1AQFpTQtgLx811PUBD2AvAQHtkg9f",
-"LwEI6y4PGwEJAVEDB18vADkADxgBEQ99AgEJ1C8PHQEJBHUABwwwDyIvAwCKAg8iLwMAtgcP65IIAxsvAcICCe9mCCEvAioA",
-"BCwJCXMIEzGmDg9cLgUDkQwLtgoDqgEEIxQDkFsPIC8sBIsADiAvAbsADsIuA9sADxEHAgdATA8NQQoEzvMPJC8CDwv0IwPx",
-"AgThCAUL9AmtBQRKJQ8yNQEANwEHQooO3AAGNS0fMA0KCQSVEwyiBQR4qAMfAA+tbwIEylQINIwKFZIBKDwPMC4BBMgBDtEw",
-"BrMFAhsdDRUBBdkAD10vCgXXiwtmDgYq8gzrBQMZAAM4AA+tIAIEVy8LjAoCtwkBygIKLFcE/AsEsgANbncCsAkC7CQAKAEP",
-"3HUAB6CLD9p1AAIdAAHlAAp/AQLzAw0ecAGuwQsTAAJKIA+vSQESM43+DVEFBdEAD4t3AgIxLwAFAASCNwlqAANjBAoJEwNp",
-"AAjfHQTbKgfHdQAnAA+BdwAE2vMfMYB3BQSyMQ6tJgZ2DwU1cgQbAAYpKQEEJw+bAQEBJgkBaAkPmwEAAh0ACGGFAyABAgYf",
-"Dw2TAywzMUkxAk0ABbYJD0J3AgLuDgAFAAEHDQrvAQWQxwoADwNpAA2JHxw3cgEKISIDdwIFhQMPN3cCAsMOBInmB2QfAOoS",
-"D2EyBgQTZwHrCQcYAAQyZw0YAAMnFA0YAAPEEQ0YAAPXEwPIVApXDxExqUAPYSAAABYBD8d3BgIfBRQzxXcEEQMO1gQGHgwP",
-"gZQKAn8PAXkUB4kAAokWABEDD653AQJ+HwNQAgl+lAHLBAG8DAQnkw3JAwvKAwd1AAJ0RAFtvg9gEQAB+AACIwAD/2sHe5QA",
-"vH0DdQAB7k0PPjgDD0EMEAPxFA//IgIGykgP+jYLBJCtCSYHD/5TFwNNKA/wSAUDJgAHXz0PAAIDBjIND24/CwNVMw/FPQMF",
-"QT0PYw4LA28sCbQCA6gABhUID1wHAgSnfA/iEgADRGEBBQAMmj0GGwABAE8J7yUCjAAPj1QAA0s+AutfBm4EAWBOCDFIAp4G",
-"CG9HCfofAyLzD6QCAQLWHwMZAwk9lgAZAwIgAAIhog7zHhMxSRwA5wAHRusC8QIC/QILrxQC/jEDdAMP0zcDAhQHD9M3AQO4",
-"LgItAQ8UJwIEhSMCtDgIeAABAQEDiwMPTC8ID8TLAwLLJQAoAA2UAAiNNQHKJQ6oJwQIrg/PWAEDQAQB5wEB50cOrh0IZQEP",
-"/TgAADwADJYAA4UvA+MCDIkTA6HqAjcEAR4ADlsAAkwmD60kAAObigAhAA3gLwP9DwIhAAwvHAMuLgY7QQfOAgpJRARHCgR6",
-"Lw88HAgMqTcOPBwTMSySDhkrBMAsFDKW9QbxCAJyGgLALADmAA/eLAECJAANvhwP9SsGAkoxCGUAAfsIAplXDvA1AvsdAiQA",
-"AyoABQcXB01LAiAAASwABHM6C6UaBAEBC/NKApwYAbIMCt0SA891AR8AAR8uA0kHBotHApoAAu0FCrlKDDwJD7lKAQAXAAdT",
-"GAAlAAR0+QMxAQHPZg9WSwMD7IsDggALfAUCowYBBQALCBMCPFYDPQAMPFYDCasAagAPqwAAB6kSALkAC7BWAigCBY4ACygC",
-"Ap0BASkBD2BLEAKIAANTAAZOVAGFAA7LVgPWCQIKAQb4BQbESgKWAALHAQf3BQQfAALmAQPFAQ/jSgMBvhYCKgATcMpNBuNK",
-"BhKNCuJKDL1UAp4tAi4ADOAgA8AtAhwADHlVBeEDDksHA5VVAT0ADoI1A9oKAiUAA/NXDMOzA0gABMlPEzMDBAuqLgE9AQNn",
-"iwwaKgx0AALnAAJ0AA+gHAkEjykPlzMBCmdXAh0BD8AeAgWZKRU2qDsFGgADCSMCOAEAtwcLvBYEzlUCJQEMPgACuwAGPQAP",
-"8FUEAzopAX8FBz8CDGsAAqgBBHIAD6kpBQOpAQweAAOlKQN/AQyCIANDIAMlAAz4FgIj7QQ9AAGfTQg9AANDDQMlAAwFAQRl",
-"hgPNAQweAAPaJgKrAQyYAAQbHgNAJgxQTARRJgI9AAyYAAOrDQTRUweSKQDFBQvpIARpNw9DggED4QcCnvwPpAcBAAcAD6EH",
-"BAAHAAUbAAGZAAOfCAAGAA9BCgAC7BoKwggKpJYB4gcJzAAL+2oDpC4JRQ0G8WEFoQoGfxEKa5UBEAsJYAABKE8H4A8J+hUH",
-"GAAAKAEP2McCACYBD0xqBQKhCgKNCgIZCgFKIA1bjAIYAQFwFQdaAAAWAA9yAAEAEgIPiwABAaUCD4sABQMZ7wKfAQFwCwXC",
-"TgqvOQKBDw+vOQADEDwEn7MI1xcAOBUP1xcUCGgWBM+PD6VCCk81NyszkA4KBeuUC6UCBGhAAh8AD4g8AwVfKgI2DwA/AAUa",
-"AAObBQOHAw85SgUBImkDr1APfyoHBA78CWEAAvMEA0URAsxfD2EAAQTRTAQecAonAQTYJgAnAQ80RgoFppMM1wEDHQQPfD4I",
-"AzoADxssAwTjVgICNAnhAAl5BQJZgw/hAAADgVAE3mYMXwAEBwIOVq8EyygDnQUC074PYQABBEIBC1uvBUcABcD7AlIZCWMA",
-"A7kjAzUpAXUED2MAAgKfyAJXHw8YKgcjNTbREAlkAANqAgNaKg9qAgUBOwACIwAKIwUPpK8Mf3ByZXNzdXIVHRUPLwADDxcd",
-"BA8tAAMPGR0UDz0ACg8bHQoPOgAKDx0dAw99TAIfN2nPAQ9qzwEPfUwCAQJrDx4dDQ8iAQsMIB0If0wPHwELDwYUBg8kARMP",
-"JB1KA9JxDyUdEQMrAA8mHQITMpklD0ZMcASLAA9GTF4P+BIDBDoBDYwbBVk8DYwbA3ccAnAADwwHAwN8Eg80aAMEqhsGu2cP",
-"TBUGD4IWCgP/Eg98CAICLwkPjAoBD9ATCQOhAARlTA9xyQMPQ0whCYEAAwMTD1IUCQQjAQYpLAwkTALtAgtGGQBhCw/DGQYD",
-"BykCTBsIGAADpyMDYDUKbBUfMjxMBQerJA+fHwkD7AAPBx8CB4BMDzxMCgNRFArbCQMoAQWtGA8kOwMC7RoLDhYCFiADQgEB",
-"ARAHPEwCMgABBQAAtQAHIjsCQjMMeI8CcRYDNwAADQMNPEwCIQAMkhYCKT4OIDsCGwsAHwAPPEwFAW1mD9wBAA/5AQcDmygL",
-"8h0D/UgA0AANXB4eMlRMBGBWDwAuAQJ9FQOoAQE8CQk8LgEYAA85LgICMwADJQIEu2oNoAAEoQgfMlVMGQSsIAbNWgqtSAKd",
-"DA/xxgADUFcDYxcP6AkCBEQrHDU99AM/KwAFAA/kCgMFNisNaCoIeUcBby0OswACpBgPCTUAB1WfDGQBA3ILA8EMDx0SAgS2",
-"IQ3qTAPzKgGSAA/kWAEBWAICuAAEHisPkkYDD9dMBwJCIQZHIQxjAAJLAQJjAANpKwDEAAwdSwMEGApkAwbeSwMJHQ+1AgEF",
-"CAANHDsFUywDCAALWTsCqQMABgAPPEwGBKoDDVIhGDI8TB8yPEweA5UFCWUDA5gqDzxMAwLMAgf+GB8yPEwKDxIcAAPADQPG",
-"DQ88TAQDhA8P20kDBKTADzxMCg+wBwAEPEwCBgAP2g0CBGQiAgDBB48DAyIsAT4CD/sCAgSxKwIQSwhiIgM/IgEGAA86CQID",
-"WAIPOwkAB8edDa0aA7c2AiEAD4syAgQFLA26GQP/KwGSAA+hSQYCtwADfy8P+0cDBARJD79HAAFdAAFnAwFVeQu/SQKmAwFi",
-"AAMWYwGMAw3wHAJvAgE0JQ8FFAAEIEwPIBwEBUnDD0UCAgU7Fw9FAgICnRQPMR0BAwVMBL0UDxgBAgRMkQx9EAIXMgFFAg/p",
-"lAMAGkgGMxwIoCACLAEBRQIBiEkOsgACBR4PT2gABO5KD/IcAQPLOwIhAA+HSwMEKQEM9EcCVqwBvgEPW6wABE+sAQYAAnUF",
-"D+ALAgSDRh8230cABkQCARscC50aAl0CAlocAoYABd4AA+MBAgkEAsoBDCQCAwyYBORLDR8AA3kDAxcuD0MCAwPtBgIrmA2R",
-"AQLOSwAlAAxDAgPKSwPkHg84DAIELHUCyksHQwICbx0BQwIBUB0OOgADQwIcN+MiCW+qD0MCAgK3SgSpWQlVSgOsAA/EDQAD",
-"15UCQwIPDmQDBMNGAhgpDQ4dAlMiDkMCAxAdArcABs8dDpIaBOZJDk4/AmYcAioaDkMCA+lJAicZAoYAC0MCAqEOA0MCDHAY",
-"BGpLA/4wDUMCA8sKAwMxD0MCAgSgDh83WgoDApNLACUADEMCAw+WA5cBDxcBAwNDAgbzJQQZAAZDAg9PQgMEXYYCrUsNuBwE",
-"LqgPsgABAvFJALIADEMCAyxKBIaxCc0AAhADAyEAD+ocCgMsSgfiAQZDAgERdA9ZCgIDuAAGPx8P1hwGHzhijAAMZ0YPWQoC",
-"A9MdAwEdC0cCA+EHAa4BBnSPDNkpAt4ND8UpARgyzEsRMqspC08iAdsADwd8CgqbDwoWKRYyAbMKWA8HTEsPIUwLAxcKAREc",
-"CPUBA9snD/QBAANENwM5AA+oegMEIUwP4FwBBeFJA/s5D+0ACArfSQ/tAAcGRRAPOUwLA7sADyEaAgWbjw85TA0CHgQEjgIJ",
-"ixAE/E8PixAFAv08BO8RCoAABSWuD3RMDAPaNwaSSQN7AAcTEgL7Gwf0SwNtAQEcAABbAQj0SwKpCQvSEAPhJQZkHA70SwIi",
-"AAx3BQJtMQ/0SwECNgADtbIMVDsCpg0H0aQFEQIPGwMYCzBLEzLYugnRDQQ6OQPFAQH+LQ4OTA9ziQIEuj4DRQIHKCMSMs11",
-"Dw5MFAStAgMzOwteJgJVCw8CQAEMzhYC7EwOmgYEYAAfMfVHBAIHAg+SHQAC6kgBIQAM/QACKkgFfAIPOEsEBNZHDhtHBkUQ",
-"AvUgC4oFA8kBA9obAi0AD9lWAwb+Rw8dQgADjKcCRgAPShAAA4U7A2cAAigAAWefB1QBDlVLBG7TDDhcBTcXACMADC0CBGgC",
-"AwgADh87Bf6LA8kLDHkGAs8DCdLCB1VLAtoWAzADDhFLAJECCdcAD14QAAM6hwdVSwz2FQJuBQ9VSwAEHwMMVUsDdAsHuSYW",
-"Mh1yCoUCA3YED1VLBwJmAw1fSgSyOgKJAA9fSgMETWIPVUsDAWsCACMAD6tIDB0yvykEQ0MEmogPYAMEARkFACUADWADA9QA",
-"D+FVAAMMlwRgAw+MNgIGvEoNL68DXSAC2AIAzwEPYAMCA9RHAy0AD2ADBQTiSg56VQNjIANgAw//JgACYAMEZwACWAkKYAMN",
-"TCQPmkowBOYVD5pKAwImNA+aSgEMjxMCYDIO7wEE+xsPmkoDA2VKD0VNAQVgSgAjAA0BBAPNlwQpBA/LUAQEDyEtMTBFUQPI",
-"BAJtAQ9CCwAGGz8GLQAP9QEFBS9IDzJRAA3mSg/2AQIDaAADRCEL9gEFSJAE1wEDxTcD/QEP4EkhBAcSD+BJAwKDFw/lAwEM",
-"RhUC73cO9gEEVQIP4EkFAocZD6WWAgOkQwAjAA72AQN1DwT2AQ8FIwMGNkwO1qMCaAECbQEP5AYBAvYBAoQDAy0AD/YBBAZe",
-"TA8hhQECMwQCRwAPUwQBAvYBA2gABokJB/YBBTuyBf0AA2MfA00ID9gBAgVDCwKhSAzZAQFwAAHerAzZAQx5DQITUgqAAAO/",
-"GgO2Dg8hSQMFFQEP3wUDA+lID9pLAgTjSA/+9wEE8ZYFu0MP8k0EBZpFDfADA114AnEBD34FAQGFAQNhJgMtAA/6AQUFghoP",
-"8AMBAsAtAkcAD1gEAQH6AQRoAANYBAr6AQupswMISAMxCQtDGQIvBwJPAw9+SAMCHAALPR0CeQkDHAAIZy4EIwkBUgcHZw4O",
-"qkcAnQgJtwAJMnIIYkgDmaYfM2JICQKzeAJiCgRgugriDQXBBw+QbQ0E4JgCzAcJZQACaQMDH3kBTAEM4kwCKC0DsgAD9x0K",
-"IIEFKwAG24AMthYMSaQNDEUFiJgDqwUPzksEBYwMD4mhBQROLQ/OJwQAOQACIQAMKy0EdToH0SAMGS8DKwMEy0kBBwABxREJ",
-"SAACyAID6QAPGkwOD8OhAQJkAQWooQ/KAAYFS3YJzx4PFnQNT3Zpc2NsJxQOKwAPaCcEDikAD2QnFA85AAYNYCcA+QAPNgAO",
-"CAx0DzEAEghx8A8xABIfNL4nAh81bZIALzMxvicAGDSK1wP8AjA8MTDxRA8Q0gEECe0PZAELAWwDCMZEB+8sD2EBBw/CAwAB",
-"KRYPZQEPAHAADTsAD6sAEg306wBdBA/gkgIAPwMP4JIDAEkED9gnAwOLXgFKBAdwgw/YJwEDKwADqCIKChEgM19bJA9zRAIP",
-"6RMCBx5JD00nEATl6Q5NJwXGTw5NJwCvAA/lEwIEi6oPAgYNAkMKCkcGBLoBBnYlB9s/B2R5AGQEACUADzcTBRAzBwkJHQAJ",
-"9CcCOwEPypIGA5oACzlAEjO1EREz3REN7ygTM3zQD01ECA9HJwsPLUQfD2bsEQTjCw8eOwED4gEABgANOBsCGAIPCAEDDVwB",
-"Bx0AEDI0Fw8dAAcMwbINiCcWM60MC0cBD4knFAJlEApqPwsrPA+6FgUGZTMNRwgEOQAKySkIPwkE6F4J+4gHhQcDpjUPtYgG",
-"BBsMBTwDD9MEAgfDQQkfAA9FKwAPf1ELAqILAp9CBw4iA8QAAaUAe0MyM0Q3MEG3HgeqBAE9AAfrmQFAAQJYHgtSKAI9Mwx0",
-"YwFFAAI1AATfNgS2AgIRBQVmAAm00wK1KAtZ0APG4AEzAATL3wB6AgQPBwP41xh4gz8A7gABMgABT5AM4gIBzAIPAgQCETJT",
-"FwzRNALgAA3EJBMzEukIXgMDWiwDqwIPuAMDBJwrBcLoCnGhAegAD2YYAAG5AwJBLgK8BQ/WAC0DORUKeg4E1QAK/54DLgsP",
-"zOkABDQOD6fsAAgpJA+aCgQEdBcPMooGBGMfC7YKA6QTAkULD5MXAQKJGAEnAA/low8E8BsPHIoHBPsMDndfA44XAgQEAaoN",
-"C+wfABkAAgEeAiMABmNFBY0+Ai87AR8AD9gBOAouDgXYAQuSlQI4Hg6DOgPuGAPbBAW0AAbOPgNnNA7NPgr2HBAzQx4NID4X",
-"M86UACMACsk+Aw65D/OVBAs5uQsRDQMqjAIcAAtfjgX/uANCAACaAAfRPhMyFGwBJhQOsgAHGBgRMySVCVoAAr4QBZMADI8C",
-"AtcOAS4BD9I+DwWJAANQAAdqKREzhR8MuIkDDgIDFzwGrQEErAEEyAEB5QgHbRAEHwADhhUP1D4JBM9EBXZHCRTmBz26C7iJ",
-"AcwdCJpfA3kRAqADDB0AAkcDAh0AATk/D8iMAA/gGwADXtEDjzAPVF4EBKZLD+MDBAS7Eg6zFAJpAgVuuA9MYAADRxQCdSYP",
-"bwQOBEVdHzTJuwYE5AsPRbUBAssBBWy4D0MRAAKMAQIpAAJ1BA3w7gTP8g8VIwAD3DEE4fMP4hUDBPoKAt4xC48CAtUQAi8B",
-"BfJUBR0AAhkjAAUABI1rDv8RBECLDEM+BNARA+IADkYUAzEFBCkADdNjCy4ABL1qAy4AD60fAQxaBQaJAwFGmAtEHAOsUgf+",
-"QwqwHAIgAAQIDg8gCwIGYAABq0gPYUYEHzPm9gYCewgL3NIHpjYBRAoBGg8NewgCYwkFnTYH4SADGgAIDAkLcBwSM51EDw56",
-"AQ8f8gEDDkcP3/QCCBwqD/d4AwHgEwGAAg8a3QMFuhMMOAgDqAQItxMMPgMCcgcCwCcPIq8PBI91HzQg3QUF1V8OOwgETjsC",
-"lAAJue8DIQACkRwCFyAD6RMGWwIGzEYBNQMDPAUPHhwCBZ0BC8tGAiUZAIEBC8tGAlIAAn8GD/4HAgNMHQ9anQALoxoRM+kh",
-"D08HAAjaQAAlAAsDCADTBQ8DCAYJ1osN/WUDiJMCIwAPrGAFA0IAAIQECAMIA7edAT8DD7QAAAc2IwDCAAsFCAfhfg/iGAED",
-"27YPE54UBYsAAwcACnwEAKMYCzwFAi5hAzcAArOpCwYIAvRGAmIbDwYIAAJAAA+nnQoE1EYBBgAC7hIHBggH8bQLBggM/xYD",
-"XIwD4HwMxAkDvXwDHgAMNhEDw0APP/YCD/g0DwEMjACQAwL5NA8gAAAPkcAFBYQ2AgcADusLCvCyDz0EEATLsB81kMAGBGw1",
-"DwkIAAvLsA91YwAHpGAFQAQBpBoPgIIAD/r2AgNxCQPzKw8gKwIFdmACKoIM710CeTUBegAFTTEFHQACqQIBTwEPCwgAD3Ng",
-"AAgkAgN0JQRKng5BGQQLCAQpAAfiEw8GCAMEKQABcQARMy4NBz8FAIIkCDcBA+kHDzYBAAP1BgI9AQvBMgv0ORE1vBMNiAcB",
-"ggkGa4oGiAcDxp0CvCgDiAcKY44ARggC9r4IiAcEkTIOiAcFyzIP9fUACCoUD4x/AwUuYAJ9NA8gAAAEf3kLvgIE+BoD5x0P",
-"Dx4BAdgCA5YcDJkJD2kAAAUWgA9LAwUEx60OiAcDlhwE818OUwsClgoCJwAELQAI6xcDQQUCNQgDwwoP0EcCBZ0BCogHAxZq",
-"BKkqBxkAAgUBA7wTD4gHAQLXAwIrIgqIBwvrRxEzDVEP1AYACEVyACUAC4gHAh2WD4gHBAPrlAOv4gzODQM0hQIjAAwLHgUp",
-"nQIHAAAnAwmIBwMfAA88CAMB7CQHwgALiAcCoH8CrwEP4wkAAvo1AjQBD4gHEQOLAAImBACQfQd7AAAbJAu5BAIbNAM3AALM",
-"5QqIBwPP/gL1AQ6IBwOhBwzNTwpiTgBdAAIqABNwLBQHiAcCo34BiQALZE4MDgkDTDUCMQABYToJHgACEgMDHgAMZC8DYdgE",
-"SZ4JOwQP8TgPAcxoAbIDD8MLBAXBuAz5BgPmpgMyVg+iNQAC6e8EKQAPPQQQBG4wHzXFCwYE3TQPiAcAAsczAs3VAEsAD48A",
-"AAKPAQNL3wIQAwKUUggtNwPWCA9eKQAEZv8CIgAPqIMDFDFFMAJEhguTAgLSNAOiAASvJgQdAALkUQK3BA+IBwADMVECQwAC",
-"At8IJAIDpgoD5AAPt34ABIgHAykAAnICD4gHCQQpAAE3AAuIBwa2bgNJBwGEAgNWDwvKOQKzDwN4RQ/FawADRwcCJgADNAUN",
-"vAwK7gMK5NMEnwEGBhwPrDIKBEJODd8BAicDBAHZDzEIAgTdAQ/ZrwICEhABRgAER04M1BcPwRwEBJ8HD3oyDgPKOQ90SwIH",
-"82cPC2IKAysuDyy2AgbVHg8pfgkE8HELgAAGGRsPejILA1s5DwYcAQYMRA8HHAcDElMUOQ/yDAccA/4MAvFSDwgcCAXDvw8J",
-"HAULyZgO8QAHfGMPWGQKArsJBAA7CkUABEQ9D08cDQU3hgzpLgKvAgMfAAyqEwNxmQLU3w9vHAMCTDQCox4BHw4GbxwCMC0B",
-"dAIBdFYH/ZADTyEKSwACGgUELV8LwUQBBQED4KgB6DAHcRwCYB8AIwAPcRwAAlwEACMADHIcAf5VDHMcAX8AAjUAEXBpAA1t",
-"3SMzM/XkCY8fAywnDzIcCQR5QAKUhQ0cAwFCAA8UXAMCQDsPlEABAz87A5UDC0A7BHgABJA5B8RHCwPdACMAAeMxCCwVAXUA",
-"BAMBDAILAgMBDzqGAADIAAyEDAQ6hgOFAg9ZMAMEGOICNzoPIAAABAc8C7sHA8oPA/6tDzXiABIxujkDwkMPSAgPBM05BPeF",
-"DSIAEDKHCQ+FDAMDNRADIVYP8DkAAl0QA7FEAkUIAm6uCoUMA5miAS0AAcYSD5kBBgwgDAOZAQqbDAeP+AvhpQE2AQMfcQLO",
-"VQubDAMHGA+bDAAKk90AewAAGQAP5wsACXMbETPnCwdzIgPNIA+bDAISMpFXAnK/AsRoCNQLAo9XAx37AXetCR4AAsILBEMA",
-"AP0AB5wMEzOYOwEhgQ61AACBBAczCAS96gVcAAITEQFDAA+d8wACYNwDNgEPnQwPBYwAArAWACMOBzEBAMwNC9kVAtlXAzcA",
-"Bkn6Bp0MAqAKAtgBBgOmBp4MAigKBNYBD54MAwHbDAIqABJwNwwJ0LECkBIAigAKngwBLA0JLAECARQCMQAC/EkHHgADBB8D",
-"HgAPKi4CFDJvNw/TkwATMm83Av0cD94DDwGsvQcEDAxOAAP1EwJwAgMNAAy7FAPrig9B/gEDWT8DtAcPWj8DFDLeNANTwQgN",
-"AQKoAwO3GA9YNgMEjTMfMqsTABMy/hUD2BcFIfgFHwACQgwC/QEAvAALPwADgx4ERgAL8BUUMlAZAhgBARQkDyYMAgQpAAIO",
-"AA8mDAgFUgACvQwMovwF6gQHDgMAqw8PkpQDBhKxBrAbCdxiBLgED1cLAgZiAA8yuQIDmkAPgYMBAyoUA807CiIjCy9GHzIq",
-"FAICwwwFeREKeAACryUPSkYAA/dABLmJCtgVBHgAA1ULCCSLC8HfAAYAAfsHABoBDG0iAKgaC5M/AukIALMADOYHA40/A+YH",
-"D8mNAxUySdgBCgEPIAAABKMjC1kHAkkUAR8AAUYADrsDAnERDyL2FRQyRR0TOCB+DyIAAASRCA4sTAOMFwJmAw8lGgADBEkB",
-"JwAELQAGyxkG5gcCJwABBgAE3FscM3kjA4QBCtEHB6D2CsMDCNuSD9EHAwK0MAAoAA1OuQ3oCg9AGwMBiO0HJQAL0QcNVmEI",
-"0QcD+X8C+SABFpEIYQQIrqscMq6rEjIVCQRDAAEjDAnRBwNBHQAcAg+1AAAHZjMAwwAL0QcC/SECegABlwAMXgIBxgECNgEP",
-"0QcRAowAA8ZkAWhVB4oADtEHAyIXAjcAAaYNC9EHAl8eAxMVD9EHAAJgHATWAQ/RBwMBJREF9+EM0QcCMwgBigAK0QcMqpsS",
-"Mj0IAzEAAQkQCR4AAhYDAx4ADzYUAhUyP0sPgwcAA9acAjUXD8kDEARISQ/RBwMDsH8DagMDWwAMlCQDaEQA0AMN0QcD1gwC",
-"0QcPZJIDFDIdIAJqRAgNAQKXAQPRBw9nogQFCOUP0QcBAx0fAkgAFTIdEwUfAALwEwLXBw/RBwACRR8FRgALORYSMkcfBCUB",
-"D/N/AATRBwMpAANDGQ/RBwgEKQACJhUK9xMRM3pGCHgBBnE+DXgBA2QJAlQGC6CTC0JLHzg9tQICURMFszUKHz8CZRAPXUsA",
-"BHKOAn8AC1OOBJcIA/8NAxeOClYHA69EBMqdDV3jAHAIAujtCJU/A2UrA5lECZEAAucHA1YHDyyUAxQyb0MfOaykAxQyeGAN",
-"gSsD3gEDBwAONBsTMhIFAq8FD4fYDhQy9hIWOfekDCIABJqWDoQrAkICAnUSETIeswqNAAP1wgEnAAQtAAYrBQva4gItAAWx",
-"dAxKIwOEAQpWBwSylw1IAwjRlw9WBwQB8QIAKAANVgcMjhYBxQMOoQYAtDcGLAMRNIYKB1YHALULD1YHBgLpDQEkAAPZTQjm",
-"AwPlDwMyAQyfDQNZIARDAAFsWAhWBwMfAA8ALAMIRjgAwwALVgcDdBECsgEO3R8SMmINAjYBD1YHEQOMAAOCIwp8AADWFwwA",
-"JQOADAK5LQd5HQW2AQEaAQLYAQ9WBwICOgAMohAKVgcBTSMBKgARcG8CCVYHA/Z3Cpi/ASsADF0NA8WdAjEAAj7DCB4AAhYD",
-"Ah4AD5KaAxQyflQPVgcBA31DAo8hD8kDEAQTIA9WBwMC8h8BJQAFiwMBCDwJ1QQDKwwPWhwAA9qPA1YHAQxOD4MAAAS5/gzl",
-"aRIyyAcDVgcLI+oFJAAEb+8PVgcBAkgJA0gAETJHCwhWBwJFCwJCBA9WBwECKh8ERgANxgoDL50DJQEBolEPVgcDBCkAAsoe",
-"D1YHCAQpAAILHQpWBwz08gNBcgZeIggcAAJJFgIcAAUQAweVeQEYBwmFGgpb4wEgDwl+AA8RhwUSMjggJjI32b0N4T0SMkcc",
-"EDLgFkgwZjQxkAILmEwGDHYCTxkP6BgEBd5GDrQCA+wGBbocAAcAD0RKAxUyVlQP+wIAA1dUBN4AAlUAAZEDCeECA0AIA2xC",
-"D2NlBBM58cIPaP4AEzJ+cQOvAAcyaw+vAAAP0xIKAvNTBLEAA1cAArkeD5IAAQMgPhEyqNwG5wEA5Q0PID4Ib2FkdmVjdCI+",
-"FA8tAAEPJD4EDysAAQ8mPhQPOwAID4hlCg84AAgPhmUEB+6xA3UBLzwxooIAGDNI0AMoAhE88D0Pxj0ACBo9DwUBCQFSAwfH",
-"PRY0xj0PAQEJD2QDAQDyBQ8FAREEcwAErEQPjj0ED409Bg+MPQcB5AoBnQQBggQPiD0FAosTD4Y9ARM0hJYOhj0JfEIHFGID",
-"VQQPhD0KAsUDDwpfAgHBDAN/MQfjAATWfA7IBAVyAA98QwsCRxYNwWADWxMOUQcD/ykCNwAP1kUDBMfVD60eAQasHgEIAQnE",
-"PAFTAAN7KA9ZAAIEPpgPfAQAAEoEAkwHAb8ED3QEAwHz+QFodgHJAgJCAQJYBQvpHQWG0oYyMTM5MDk1MA5VB14pAZMBAFMO",
-"CCUACJ0BAm4iDyU+Ahw0jPkLTFQC6GoIkwABIAEBzjQPlAAIAiUAACI+CCUADVw9Bn4ACZ4BBbFFAmw6DKQKASoBASYGD0Fj",
-"ARA0pDcNugsnNF/fBRE0CDcPmgEGD4k1AwSyhQYDDwb+PwP4Ng+IMwcBXZIPuDoBAwIBDysAAA9mwwACydcBFSQO4AAHNhgp",
-"NF/yIwPCAAXJPQLbZwzCQALkEgAFAAFYHA+8AAIKVQ4DvAAPSAEGDwZJAwTITw+EAAEDMioLSAENwjwPNQEkBh8BA72BC5oA",
-"BXDbD04nBAR9lg92CAECpSYBBQAD8jIP/AMEA28IBBo7CJA+ARUACVk+Af8EAS4SD2wDCALeAwCUBQtsAwrdGBM0TTMN6wME",
-"ghgE3nAIgQAChiYMyAMLgQAB+wkBHRwLgQAK2hcHgQAJmAIFlQYC4zgM3zECGgEABQADsYMLcVYfNKozAxk04p4AJQAP8wME",
-"A5EBDykuAwU5+QabAAilwgNUMQ/4AwgCHAEDWwwLOjcEEQEIMAAEsYIPyAIAAqkAAzhpD2MAAg8EAQAHsDwAEgEPFwQABUMm",
-"AksnDJMDA2geAAUAC5chC9wADZkIArs1D3IBBw8WIwMFQN8HDQIHjgADVjQPcgEWDO4GDnIBA4hBD3IBCQStAw1jAAdbAQFS",
-"Bg9/OAIGi2YLfDgEvQkPFJEGAYQIARUECMvcBoPfBVFOA+LdCZEAD2SPDG9lcnJzdW3BDBQPLQABD8EMBA8rAAEPwQwUDzsA",
-"CA/BDAoPOAAID/e+BQ8zAAgP974DD3lyAA/yDAEIvY8BxwEAd3IIKQAEBw0BUN0PzUoBANMBD0wBEQwIDRY5CA0PSAEJD6QL",
-"AQGTBw9NAREJSgsGN08PPgATDdZKALgGD9ZKAgBfAwdJDQr75QHpAgGBAwLuRQeXAwdnDQwgRgJJBw9fDQQCIgADORcKxwQT",
-"NX9CD6MDCwwnDAP6AQVzXA++cgkAuQgPvnISBIsAASANA9sABL8ABQoBCQMODyxfAQtX0ABUFwRNBAFsDAIwEwVXKgy5jgCL",
-"CAwUUgKmCACMAAIbAAhtiQbcDgEmABZwShgFgwECByoCCg8DxwAEQQEBnAUPHQEECksFHzUtcQQH/FEP65QKA8gBDCZIARcA",
-"C1MUAkIsA5i8AcUNBgIsBexGEi1YGA5MCQPxGgCDKwXOKwF5AQRHKgtEBgI8AQMcAA8cARUKpwsXNVJwBvQGARQDBRgeBn4I",
-"AUgDC89tAvAGAosADxYQAgNohw/vkQEDICYCYAELWgwCRQEHuQwfNWdwEQrDDwUeFQAaAQQcAALHOAHONgHnFgc0AQYHAAHu",
-"AQgpBAXIAgQ4AAzFAAiebQM0AAJYHQ/HugQC5yQGx7oKxgwYNYtuEjWo2wfOBABhjQGyBAejAwLrCwFmAgh9VQP8JQJ+AgPg",
-"rQ1qDgMjAw68AQPzAw+aQQADJiACvAEMjVQE9JoRNi8CBsgACoDtBhkRAa0BNDErLbYvCrABAtUPC7ABAiJABbABD1AOAgS9",
-"DBMx04MNWgAFsDYJWgABsg8EYQAPs+0DBIoKAfUeDVcAAeERBDIBBVcAAcYRBV4ADwwiAgRTDAO0MQxZAAcKDg66AgNgAAZq",
-"rAqMAQGDTA/vdAMD3wEL1QUCEScFfAUNNA4YNUlnETU3Dw/lZQsFuoUKYwICaAAOg4IK3WMCdIYGMQwAJQABvQUCNhgBapYG",
-"jQAByEQP4QoIX2NoZWNr4AoUDywAAA/fCgQPKgAAD94KFA86AAcP3QoKDzcABwncCg+jABIJyFUPZAASHzRkAB4fNTIAHh82",
-"lgAeHzcsAR4fOMkYAwgSfgPDCx8yt8oBHzPDCwEB8xgPkFYNDzACCAzCCweQVg8sAggPwQsODzECCArACwOuAAi/Cw87AggK",
-"RhcE8AQPeQATCp02CGIWD1ACEA88AAIIg1cPWgIID7UAAw/yABMEG0AKawEA/BcPbwIQD+sYCQcpBQ/kV0UD/vICBi4C7QkP",
-"XBoGAisAD14aAhM2/LQPNQsKC/MvBGUBBU0VD7p/CQClPw/9DBIEigAPlQwBBOBRCB4LALgnD1oAAgklAAF1CAL9fw2bGB02",
-"CZgDZ+ATMewJCdwLAmoBCDt8BpcJAgYSHjDDCwCAAA+lAAYLnxIN8gwTNtYLBx4KAWkAA4lTBSUUBHYCA7A3BkIHETZsCw+6",
-"AQAEVRIFGhsFGgAB9AgENwEBUgIPPwAABPIbA9qeCcYIAdwIBEgADLyvBCUABJwbEzRTVglCAAI5AgNJAAzArwQlAAT1DRc0",
-"3xsL9QEESQALBAwD5QwP9jAABEEBAIsNBY0cCHkBAAYAFS1kCQuQegG5kg+dDQEYNgUMFjaQegYCDgNWRQ9FDAQDpwIOcwkC",
-"BwIfNXQJAAO/MQIGAAkRAgC7Cw99DQ0EZAEEThoFsuMMVgMDaAENSAEDfwAImgAJfg4J0JkGRwEC3QwGBwEK3QwYNqkKETap",
-"Cgn+AgPOLA9LBgEEUTwEsvUPXhkBAZMaDyELARM2XeYB6ZwRbskLAjgAE2blMgHoBQROJQQ8AQIfDAQiAQi9QAe/BAYpAAj/",
-"JABxAArJGAQmCwJXiALOBAM3FwRuBQI2DANVAA/P8AIC2wQCSh4BEwMJPksBuxEBJAABL5sO7hcRNvpsDYAYGTaEGQAlAAyY",
-"AQAQUJA2MDcxODI0MThvKDExNzTdjwePFwXhAAKfiQOnEQ9yAQECFxQBNQ8PIAEAAE8EAlcBDylVAQNiBge6AAuzQQIdAQN0",
-"PQ9+AAECnQ8PfgAPCaoCAY1ND8YMCC9rZWr0FQ0qAA/CDAQNKAAPwAwUDzgABQ++DAoPNQAFD5gXBQ8wAAUIugwPMAARD4Fi",
-"AwgVigK2AQ8DDAMHqGIG7gsAGAwP7gsBCAMLD1wBBg+2JAgPWAEGD7MkDQ9cAQYPuQoCCFaKD2YBBg86AAIIkhgPcAEGDN0X",
-"ADMED88KAgBHAw/PCgMAzQkPJyUIA54EAgwAD0gWAAYqJQT4OAqkBBE3IwYPpV8LBekbCawLAMMGDW0xAWkAD+0QAQKFBA+i",
-"bAECLwsPNmEAAp0GBhgMDKMdBapFAq9hDwQTBQ310AH6EgRZEw8DJQYNf6UGzCAE+gAM4qMEoxIPe6UGDmsSATEBDnqlAXtZ",
-"DwAaAAKBXw0IDBE3xyMNhQMPeqULArsYAAUABIILCmoAD/8LAQNpAAcBBgItAAt6pR83aiMCBVMfD3mlBAMZGg48ewGpBwJ5",
-"NwqTAQfLdQQaZQuUAQT6XA+WAQMCWSMP1xkAAbsKBlYJCmQMETfvXA1uAQ92pQsB4AkB/AgMMCABAQMDaBQKBgsDaQANbQ0L",
-"dqURN7glDYIFBUEiA2A+CjwEAjkKAuEIApMJA0IBDwRsAwGGAwyheARGbg9hbgADlTwDTwsK/gcFSiARMRElAoUPD3oABQJg",
-"DA8UPQIEww8PoxcGBJ0MDCwgACsAB28dAYsAAIcICVQBDwprDH9yZW9yZGVyhggUDy4AAg+KCAQPLAACD44IFA88AAkPkggK",
-"DzkACQ+WCAUPNAAJD5oIBQ80AAkJVhUPNAAUCVgVDzQAFAhaFQ80ABUPXBUFDzQACQ9eFQQPyrAADyjgAC81NG4JAC80OJaT",
-"BAhuCQ9AAgoMcgkAQgUPPQISD+QgDg9CAgoPIyEDCOsUD00CCg8/AAMIggkPWAIKDz8AAwgtFQ9jAgoPPwADCM8WD24CCg8/",
-"AAMIswoPeQIKDz8AAwi4Cg+EAgoPcxUPDJAGD6QKBQHrDQ8vlQMPpAoMBgpoCAxnD1OyAg+kCgIWOE8QD9BOCAHIBw+RChcD",
-"LiMPnB8GBFYACo8TB4AUBmcfD9QJAgDYqgonAQGWRg/STg4FZGMKObIFVQAMrwAJGDwEbZYKHwoROO31DsYABTjCAiUeBPwG",
-"ETgt/g7vPAhPCwNKEQhLCgFtBwHYRw03ChQ4pSMHlxUC6FAFNAAIOBYCFmEEBj0LehICWD0PmrAAAbABDFSSAn9gBJYACsgJ",
-"EjhfCQ5sAQHPAAAdAQxsAQROYwJsAQxrAA+BAAwGXwEAzxQPNZITBV1kB4UqCzuxAooTBGEkBDgAAHkyA1atDPw3AZEAAgYA",
-"BsmzCMMAAAYADOwhBCSWHTbsIQPDYgT5rg/sIQEErgENpxUROK4XBo8BHzoc4QAN040C9zMABQABGkQP7iEBBK6UC30DAxyB",
-"DScVBJ8CDgoCAm0CAnesCiUECC8WDc4VA3bjBGgWD4cAAgb3AAp3LwS8DQWW4wMcIg+kIAIF3wQI/QEB5VAD/QELTRYCpHAC",
-"hQAPdvkDBCZQAHgAD8gMAQLvDQJ6Cwx4AACSXAdAsAh4AAKXAQK2AQ8HjQME6gIGansMQrACqUgNdgAH6wIME5MDeYsGAkIO",
-"1QQEGpoEiEALeQACbQICoQYLeQAAYTsFeQAFMAMJ5wECRzsMHQ0ElOUeN5ciBoEDD5ciAAM0hwIjAA/JLQIYOO8yANYCC1kW",
-"BE++CU4RBR0ABJ1KHzaMdA0Dr0MPlQ0CAm4WBJJ8DWUABHR0AGUAD/s2CgVTuAt0DgSIfw4iQwVKfQI5AA/hYAMDxAYEMmcP",
-"egACBNMaDHoAA60+D6sSAQJYAQQCdAFsGA/iLwADP3oMPQAEHTwPuAAIBB50AR0DD7yyCw2SJgM5nQTbsg+dAAUDhDwPSRMJ",
-"BJoRD9sAAQO+MA8lNgIEOggEZAMPfgABA0AAA1sTD++yCALlFA61cA9JbAECLAIDOQALd0cExgMEwHEPjQIJBK1sD+YpAgLq",
-"RQ8vCAICMgIEZOoBUQIOBhERNKDvAfFaB7sDAM8aDwzACQ9+EBkPLQABDwzABQ98ECcPOwAIDwzACw96EB8PMwAID3kQBQ8z",
-"AAgPeBAFDzMACB812w8OBcgPCBQABMgPAfwwD8gPDQ+LAQkPhSMOD1UBCQ9SDgMPewAUD4wPBAk1wQ+LDx4ISBAPdgEJD80O",
-"DwyBPQ/NDn8fOc0ODAItBA+vSgIC0BQPkywBA44KA6cED3daAgUubgZ2Xg+zDhADmxgPrQAFB1AIDq4AAsYNDytTAQNOBQIH",
-"AANiMgrKCB85sw4FBUElCbMOHzmzDgoIVTsPsw4AD+oYAh85sw4LDJM+A66+D7MOCQNPGAgcDgFRAAFMAA5IDgOWAAqzDh85",
-"sw4EAq0QAB0BDWwBA84IAgYAC44MD4EADQZfAQ+zDh8CZCQPsw4zBRYLD7MOAAV/Dg2fMAN4SAgvXQM0AAKWDg9TIwQFHQAP",
-"sw4CGDmzDh85sw4ECwolD7MOJQPwCw+zDgEEnwIP1xIEABABD9gSBQIGAAVHAQrRDgAlAAyzDgWHAAb3AA+zDgovMjWzDkAC",
-"qRwPsw4KAHgAD7MOYQLOVw+zDl4UMtLUD7MONALnAQ+zDgMEHgIAIgYMsw4FgQMPsw4HAiMAD7MOAhg5sw4A1gIPTTEHBCEV",
-"D88VAgOVNg8CBQEOIhUP1jwBA4wcCY0ABIULUAoKfQoK"
+"FA87AAgOBmMPcwATD116AQ8zAAwPZ3wBDzMADA/p1wMYMn7GAjwCODwxOGZ6AjEGJzw2DIMFj3oPl5wCEDS4Hg8hgwEIXSEP",
+"ggEJDHoeAIEHD38BEQ+6GgEI9GMPgwEJD3sQAwRJeQ+OAQ0PuRAHD5kBEQTwAAS0AABZBg8zHwEBJAwPMx8CAWYLDzMfAwMK",
+"JALrBwJtHggvLgg0HwMrAAQHDghnBCMzMLa5D30TBQL3GQukbASeAARYEAawQgtf6QAiAATfBA93ABoD3gUL1ykDnwIEUo8E",
+"4FcAeQAWbk9xAZ0FDxWDCQkYDAWLAA43IA8nEwMEu+EPNyATAb8yDzcgAgENNQ5yEQWyAQ84IAIAdAgDfQACUysPMWUKAVV1",
+"D+APAAE14gy2CAIzAAO2AA/jPgMDFxEB9gAJPAAIvDkPPAADBGZ0BFh9Ch4ABs7/D3ERAwS7cwPKnA4XAQa7FA9PIQoF71MP",
+"ewECBcw2DGUTBIwIAz4AD09fAwOjAAaohQsZyAOGAwsKCAGivQ86FAwEOB0JwBojMzBlcw75BwZcIg/QIAoD4AcJIgkFHAAG",
+"IgkP0CAKAqkSBOtyCqMFBekJAk4VDYQ/AQ8BC1JOAr4fAysBAYgKBkUmAr8fAlgEAZwcBmA4AmRLDF84A5nnATcAAVkPAMQQ",
+"A54AAQkDBEn5CzcAAhwAAnkrCQdDAWYABNjmDC88AYIAA6hGDMUBD4QUBQJILAQhQwnSJyIzMB5lCahPA78XD54TAAOpBQOQ",
+"AQ2FOAEXAA/fTwACFzsFDAIEngINnwAD2wkhMzDbHg9u+QwEYwEE2A0fM8QhAwJaCgQYtg8YUxsCCQEGGFMEHgACAAEDPwAD",
+"KxkLawQE73QMWhYCtgwB/gsPk3MDAJUGA/MKC/QVAv4MAToAD1YiAgQ4OQTNcwg8AAKqFQEFAA8qFwIFLHMD/AQIPAACRR8B",
+"PAALzQ4D/xYCXQAOyg4CyQ4C8gACvgAPjXoDBdY2AuMHD+YQAgjRFgJ+DwDqAzR1MzIlBAPqYAtIZANcAgKjAwxDDwTPAgQI",
+"AAxXVQS3AgQIAAs9ZQKpAwAGAA96+wEBJAIEqgMMA2gA4gII7wIAWw0LlDwBcwADBQQMgdsFlgUJEy4DAQECzgIMHgEDDCUI",
+"dQAPxloCAoI0ADEBDfYCA1cxAgYADI4wA8JTAxoED8kJAgT6GwKQdQ16AAKiUQ87swEHw1ENDigDZyUCIQAMOSwDw1ECqQMB",
+"HgAPTRgGHDa/OQP8OAF2AgszjQIhAAQBBxw2glgDsQ8ABQAE9wYLOgAEKTUOxTkC9A8B8gIBJwUOPAAEHCYDNhoIPAABjgMC",
+"eRcL7xEDxGsCHAAOGyQCfjQC8gADfW0P6zQCBOBlAhR3C0QAAj4AAoMVAl0SAacDCPMGAUICAosCBlFTBKwBA08FA5MDDKwD",
+"AzS7A2cCD450AwQ7BQKdCQ5hAgGdAgT9YQlhAgIeAwQQCwl4AAOSJgIhAAz2AgMatQNhAg/QBQIAtgIBlQAGrJwDGQABaQEB",
+"YQIB+xEOOgAEJwINYGQCGRIBOgAPJQICBKsyEzYkZwg8AAKzBQE8AA+6BgIGkUwOPAAB1wEBfQAFVwwEGwAB+AED82QPJBQA",
+"AlASArMAAkEAD1QDAgXMZAH9BgsrYgE+AATOZAFnAguRBQJIHgJgAg1p7QPzTATTvQxgAgMWuANnAg9gAgMEYQcCEk0NYAIC",
+"9UsE9gwP9UsbAmACAYcVCR4ACPMMDxJMAwBVAAGVAAwwCAL2FwFgAgA7RA86AAAJS0wNtGMCbwEPJAICAHw1AnQADmhjAksE",
+"ATwAD0QEAgSjYwQ1TAg8AALHGwE8AAseFgOgYwFdAAGPKQv7KgKtAAI7AAG+AA/9SQMEozoRNy0iDw9hCAJQAAtLYgJzIAMK",
+"8AFHHAirAQL7BgRaTw1gAgOBBwJnAg9gAgQDhQkGpFYKYAIBiwQEsWMJYAIDegsPjiwAAy5LA2ACDOIIAzFLA2ACD6wsAwRh",
+"RwIobQzVYQIvAQ8mAgIETywDazUHOgACHwYBOgAPJAICAD8rAnQADktiAuAfATwAD0MEAgQcYB44IT4CzSoB5wEBGWAIHSgC",
+"yAACFikONUQCbyoDm2IBvgAPBD0DAIBFAcIBAYwMD8kKAgNcXgJRAAXwAwLjAQOoCgJhAgbwFwoBcQMWOgIXCgkVHQDUCQjh",
+"CQFWKg11DwQEAw8SJw0FZEsLbQIDXksPXUsHBDkAChUCCxEyHzgSMgEHlw8BoiEM8ikmMzCgaAvVAAabEQ/gJgsCpgMEdwIL",
+"RQAGLCYPmyYLAswDBB5LC0UABnoaDyUnCwJZCATFAgtFAAY1NAXXEA9FAAIDNi8PsToBBvEcDxoRAwJcKQxZVAPyVAEnAQI1",
+"HAYbEQPiZgLnBgDCBAccEQMKUAscEQLtEgI4AAWUIwd8MQUiAAyGAAKfNQ8eEQEBoAAPJFQEApMpACMADB8RDQETDU8qADAD",
+"Adg5CQIOBIfVA/IBAR4iCAcyA38MD5oMAAJbHQZyAgYGXgBqAABUIA/gEAwEuwAFKlEGRCojZXEeAAOI1wAkAA3eAAyCFwJZ",
+"cA2RAwXIEwK4Jw12BgILTAQgzgnvEQL9AAAhAAz9AAIXSwTkAgEsBQkfAAOFCQIiAQ9LBQQE+G4NazICwi4BsQUBrEgOMwEA",
+"nC4BPAANlEcD2CwBBQAB3WAPPQAAA3EBHjmhCANHLQRMLQ8/AAMD8CEfOaJHAAKqXgOELQyDLgKIXgWqLQ/wIQAEhF4JJy4B",
+"kl4LKQACLgkDdTMDNgABqEoHDQIC9KAIJBAD9B4Bji0IlQYCyhABBgANiVEFIQMDCAAF78sNBwMDCAAGIQADXgACcAQDvlwM",
+"RRECbAQE0QMNXigBSgMJ1wABU3IKSRED0jwGSxEKsiUFVAYJ2AMD9g0D9gIMKQEDhDgKUgEEtScKPgMFTwUNnjYJHwQBkTAI",
+"HwAEDT0DehIPXCQDCYbpDBoEAkgCDwMgAAqvdAAAAQTiFwsaBASmQA8ZBAQCEgIPV0gAA4JMACEADfoDA98PAxkEDFAPA6VM",
+"BBkED39SAwR+YBw5Ug8DVGADGAMPGwQDBM57HTkjZQNQLgEFAA9GhQQEjAUeOVgPA7UtAx0nD7xZBAQbBA5bDwN2WQKyAwV+",
+"rgUdAANjKwNeAA+PLAYEVWEEGy8PGwQHAwcrDxsEAQa1cgSLAgMYBATzOAyqAgMvGAMBBA+VCwIFbXkGmZUHqgICSQwP9CcB",
+"DKwYAD4ED6oCAQRQOQXLOgsCSwGcAATpFwoCSwORDQAjAA28BAQgTgO1AgExBgohAAPoBgO3Ag9SBgQGSCcNkAYCwSMDrwEP",
+"sgIDBEJ7LDEwaRQEhCsBBQAEt4IMPgAFDWsPkAYAA42QAkAAD7QCAwVzPB4wcRQDnysCtQIBRiwJcSkCtQIEZSwPn1gBAn8C",
+"BNI0As0AAWtID7UCAgQhAA+1AgIFWkcElgIDUSQDvAINtQIDxQwDwAkPtQIDBD6sBi9DB7UCAfsAACMADbUCDOoXAgEvDrUC",
+"CX/hD7UCAAGjAAAmAA61AgOmEgAjAA61AgPXLwS1Ag32GAPuTgW1Ag9cBgMBSZsCLwAM9wECrCwDjgEPtQIDBXc1HzAFWAUC",
+"oggPtQIDBQzSHzDkSgACgSwEsSwPQAADBbUCD/VXBgNEKAy1AgTwVwRaKw/KPAADFykDYwkCzQAByxsPtQIDA88oD7UCAgUM",
+"agWbAQMJIwMVFA+XAgMFTPoJESMEmAIBwQAAJAANmAIMQxoCqnYKgAAE8CgPgAABBLgCBV0BDxgIAwM4UAAnAA25AgTmpQ/P",
+"rwEFwk4DuQIOeL0EiE0EjTQPPQIEBSFNDpJTB7kCD0QdAwV9VgP5Igk+AAe5Ag9wNAQEwhMvMTGgUwEHuQIP+yIEAH4PA34A",
+"D0AAAAe5AgF/Dw/QKwAEVywPuQIABJorA5gsAs0ADyZUAQO5AgnQKwu5Ags5bAI1HAIXCwwDEALRGQIcAAY2HAMcAAHKAQMc",
+"AAsgIQNxDAIGAAX6MQdlLgVIIwYtEgokMAGVCwm3AAnCKghlLgN8LBU1E0MPZS4AA48rA0EJD4YzAAMMBANPIwRTAA+nEAEC",
+"IC8CktIOHS8AqgAER20KFxIF/mMP1ywNA/JQA8biCkUDA/4FAyIABKYTC7ssB61EAGcADqoCBQYEAtgwDKotAqsCAhEBBGdT",
+"D5ltAQHyUANqAA5AVAPYLAL1HwE9AgCOEgUfAANiAQ8vdgAMNwEGlBMPpSwKB0NQDDcBCD1QDt0UBJMABO0bHjHyLQp5UQHS",
+"AgkfAAosAQBfAAsMNQR4PgNIAA+5JwIGLQolKzH9lw+jOwMDbQUGL3sFGgADZgUDIgALJWEBjgAC4wAB4HAAmAAPigADBqsC",
+"ApDaD4oABgOrAg3MfwPRewUiAA+KAAcEo5IAVQELlDQEeSkHWwMAqA8HRwIDy4MPa2AADNIABasCD0YCDAauTg0NEQNGAgMi",
+"AA9GAgUF01QORgIDHDICJwIKz2sFJAAGUwMBvQMMSAID0TEDSgAPxRYCBsAJD0gCDQWxTg1IAgTKogMiAA++AQYUM0gCDBEy",
+"AuUdBewAD6kABA9nAhUESbgB2z4KqQADZwIDIgAPqQAHA2cCB1pnAV4CD4UwCx9iKPgVDy0ABQ+FMAQPKwABD4UwFA87AAgP",
+"i5MKDzgACA+FMAUPMwAID+CqAwm4qgIJAiE8MY5OC1IwGDXgTgHLAQ9SMAQBezAPUTABCN0vD04BCQGEAwdRMAA5AA9LAREP",
+"sAIBCcYwD1ABCQN2Bws+AAQZqg9bAQ0EswAHPDEPFDADAFwDDxQwAwANAw9OlAgDDTAB5AMJUmgE5AgBmAkC6AgPEjABEzEX",
+"Dw/XLgUDgSkPRBwCBVFUBkQcDBIwAK87DxIwAQ93AA0D2hULngsDXwIEkXUfNhIwMgSLAA4SMAEyAQ1YDQLHFg/qTwUP50IU",
+"BNkWD4hBAgOAfg+R8wYEPQAPBqEDDLTBCZUGBDomDww3AQA3AQccjA/DRQkC8w4Pw0UQDwsSAQPsEQ/tcAIFZTICNA4KawwC",
+"6wIGZTIKQBcEyAEPdEUIAwoeDRUBBeYdD08wCgXEiwtODwS+iw9mMQACGQADOAAPYyECBEkwC3QLAp8KAYwKCgZZBOQMBLIA",
+"DUh5ApgKAtwlBI4yC7Z3B3qND7R3AAIdAA/2IAACfTQN+HEBdsYLEwACOiEEc18LpwEPc5QCBdEAD2V5AgIiMAAFAARcOQlq",
+"AAPaBArxEwNpAAjOHgTMKwehdwAnAA9beQAEtPUfMVp5BQSkMg6dJwZeEAUPdAQbAAYZKgH0Jw+bAQEBDgoBUAoPmwEAAh0A",
+"CDuHAyABAvUfBRkDCmISHTE7MgJOAAWrBA8deQIC1w8ABQABpAQK8AEFa8kK6Q8EagANeiAcN3QBCxMjAwQCBcsyDxR5AgEW",
+"BQAkAASjUgS5BADVEw9WMwYE8GgB1goHGAAED2kNGAADEhUNGAADrxINGAADwhQD7QIKQhATMR5BDVMhABcBD6R5BgM06QfP",
+"Uw9elgMGVEkPXpYLA4AEC/URAo8FABQDD4t5AQI9FAFkxwEdAAdclgLJMQDrIAUuwA3KAQVzBQ5blgEVBQBZAA+yQAECrwgB",
+"IwACaAUIWpYAm38EdgAP1gkCBD5rDy4NDQOxBQ/zIwIFtxQP8TcMBcSOC8UBBMwSD91VDANCKQ/PSgUDJgAHPj8PAgICBSYV",
+"D01BDQJ0BwQuFQtFAAXsBA9QDwsDEDcJZxADqAAFNAEFpxIKCw8GRTkMrwYDI2MBBQAMeT8GGwAB31AJ4yYCjAAPHzEAAwou",
+"AohWB3EEAelFBxBKAgwlCHOICewgAwH1DwcHAASOXw8cmAAAuAICIAAC+6IO5R8TMTsdAOcAByXtAaIDAzuCDNc2AloVAnUD",
+"BG4WCso4Ai8DD8o4AQOtLwITAQ/ECwIEdyQCqzkIeAAB7wEDiwMFvBoDHAAHQTAPo80DAmsmDwb2AgiDNgu09AScAQTnrwLy",
+"GgufAQE6AAKvcwEfFA6gHghlAQ/0OQAAPAAMlgADejAH8zkJHgACMQQCBgAFMUMKWwACQxcPnyUAD2OMCAPmLgPRMwzKLAMj",
+"LwLRAgAeAAfOAgOnRQtMCgRvMALsGw8pHQIMnzgOKR0TMUeUDg4sBAgxFDR19wb2CAJfGwK1LQDmAA/TLQECJAANqx0OaAAE",
+"xwANZQABwwACeFkO5jYC6B4CJAADKgAF9BcMR5UCLAAEajsLkhsEAQEL0kwCiRkBsg0KyhMDrncBHwABvC0DSwcLakkBG/UM",
+"mEwNQAkPOxUBGTFAGQAlAART+wMxAQGuaA81TQMDy40C9gAL7RYDHFgBBQAL9RMCG1gDPQAMG1gD6KwAagAOqwAIjiUAuQAL",
+"j1gCKAIFjgALKAICvQEBKQEPP00QAogAA1MAB8g3AIUADqpYA9gJA5gdB/IIBKYBCMcBB/cFAx8AAyIiA8UBD8JMAwFrSQIq",
+"ABJwOrgHwkwG8Y4KwUwFUWAEKAACGS8CSwMLXxwDtS4CHAAMWFcCXwMDtygLHAACZRYBPQAOdzYD3AoCJQAD0lkMorUDSAAE",
+"qFETNQMEC58vAT0BA0aNDAwrDHQAAucAAnQAD40dCQSBKg+MNAEKRlkCHQEPrR8CBYsqHTb/SwPAKQeMKgupFwStVwIlAQw+",
+"AAK7AAY9AA/PVwQDLCoBfwUHPwIMawACqAEEcgAPmyoFA6kBDB4AA5cqA38BDG8hAzAhAyUADOUXAgLvBD0AAXsLCD0AA0UN",
+"AyUADSyIA94AA80BDB4AA8wnAqsBDJgABAgfAzInDC9OBEMnAj0ADJgAA60NBLBVBvWZAcUFC9YhBF44D4iDAAThBw9ECQAE",
+"JfQeNfK4A6EHAAcACzUfAw+KBLGRCkEKAtEbCsIICuqWAeIHCcwAC7FsA5gvCA2ABkJoA6WeAuEKBGAADPQUCywBAdNhB+QP",
+"AD0AD57JAQANAQ+3yQILwRYJqRYCiEQCpwoCkwoB+AkNOo4CJwAM4hEALgEPcgABAPQBD4sAAgBZAQ+LAAUC/iwCvA0CfUUB",
+"6QQNzwkDAjQPpDoBA6E4A3ArCJEYALUTD5EYFAhtFgSzPQ+bQwpPNTkrM5AOCgR1lAwqDQReQQIfAA99PQMFUSsCFrYAPwAF",
+"GgADmwUDhwMPGEwFA01ODyPjAwVxKwQ5tQlhAALzBANHEQKrYQ9hAAEEsE4E/XELJwEEYgA/OSszK0cKBBSTDJZwAzOTAIQC",
+"D3E/BQM6AA8NLQMEwlgG5bQFGgAJeQUCOIUP4QAAArjJAvIgD7sqBxM1sywIYQADuCkDnQUCeAgPYQABBEIBCzqxBUcABGoC",
+"AEfyDGMAA6YkAyIqAXUED2MAAgPGAAuFaAVHAAUKtgPREAlkAANqAgNHKw9qAgUBOwACIwAJ4Q8BxScPAB4If3ByZXNzdXIC",
+"HhUPLwADDwQeBA8tAAMPBh4UDz0ACg8IHgoPOgAKDwoeBQ81AAoPDB4ED15OAR83fdEBB+CxD15OCxAyPgAPDR4ND1cBCwwP",
+"HghgTg9UAQsP9xMCCCVOD1kBCw+MFQcPZAETDxUeSgM/cA8WHhEDKwAPFx4CBH/5DylOIglc2Q8XHhoPdwANAxcrDylOUQSL",
+"AA8pTl4PUBMDBLEBDI8IBJpfD5lfBgr6FQuRBQNoEw+WXwMEmxwGGF8POBYGD24XCgPrEwSvDA+8FAAA2QAPvBQZA6EABEhO",
+"D77LAw8mTiEJgQADZBYDHwAPAiEDA4IABnECDAdOAmQDCzQaAGYID7EaBgPgKgI9HAgYAAOAJQM+NwpYFh8yH04FACoMBJsX",
+"D5EgCQPcFA/FVwIHY04PH04KA9oVDxEaAQYYIQ8FPQMBbAEGqCcDNQACahwCQwEEdioEHAACvCsBBQAAMwkIH04B3gsBSAMI",
+"tBYCBSMDRRwPH04BAiEADCYbAgkMDwE9AAFmAAAfAA8fTgYDa5gM3QEP+gEHA3UqCwINA+BKA31nCusWHzI3TgADpgQPkngB",
+"AosWA6gBAcYJCc8yARgAD4OAAgOjDAY5AA+gAAIEjgkfMjhOGQWrLw/HMAMCuQwAJgANmAsCUCIDKAQPcgoCBRcMAhi9Bm4K",
+"AxktAAUAD5fCAwUQLQ0oIwhbSQGfSQ6zAAI1GQ/nNgAEZlkPTsQBA/MkAiEAD5QAAwQFDAzMMwPNLAGSAA+wWwEBWAICuAAE",
+"+CwPdEgDD7pOBwI0IgY5IgxjAAJLAQJjAANDLQDHAgz/TAKNDgxjMAJBAgL2Hg5+LASsKwMIAAwnGQYtLgRJNQteAAIPBARD",
+"5g8fTgIGFZwKDBkYMh9OHzIfTh4ElgUJZgMC6AEDZgMMIAEDHQAIdQAPH04JDw12AQK3BgetDgkeAAIkAQMCBA8fTgMENAMP",
+"H04KD2eXAQJ5BAMwEw9lDgIEVyMcNpn6A/0tAT8CDwYWAgSMLQcHxAMZAAMyIwEGAAR7FA/MEQEPPQkAA5hOBMwRD9wTAAM2",
+"EQ+TAAMEDRcNLAMC6w8BkgAPhEsGArcAA1oxD95JAwSFSw+iSQABXQABaAMBInwLoksCpwMBYgAD42UBjQMN3h0CbwIOr08D",
+"pgQDPy8MGQkDLRUEA04Pwx0CBIohArUXDpMBAn8ADx8eAAPoTQNFAg9sEQIFBK8MpxAC8jMBRQIPpEsEBIOQDIYgCf+uD0UC",
+"AwI5CAO3Awn1SQKYBARlmAjNAANmSgJFAgGpAQ6TAATemQzXSQIjrwG+AQ8orwAEHK8BBgACdgUPNkoDA0QCHzfCSQAGRAIB",
+"CR0LixsCXQICSB0ChgALMkICjQ0CQwIGXCQE+gADOQMD7S8MQwIDiU0DSgIPQwIDBFENAh1JDZEBArFNA+ghCl0ACDoMDzlN",
+"AwT5dwKtTQdDAgJdHgFDAgE+Hg46AANDAhU3LjwEGQACKwECjRwPQwICAppMBERtD2uYGwNDAg8QAwIEL0kfN+2rBAGSAA5D",
+"AgP+HQK3AAa9Hg6AGwSIAQ4uQQJUHQIYGw5DAgPMSwIVGgKGAAtDAgK9DgNDAgwUTQRNTQL7AA1DAgR/mAPeMg9DAgMEZ04P",
+"WwoDAnZND0UkAQTRlgKOBw88DwIE3qocOMkUAoccAt4cD9EcAwNDAgP/hAymHQT7qg+yAAICIxkP7EMAD2yXDwLTAA/rNAME",
+"2B0DDkwH4gEGQwIBBkQPWgoCA7gABi0gD8QdBh44qVANR0gPWgoCA8EeA+8dDLxGB0cCD7CgAQJHDgLfDQ+3KgEYMq9NALQJ",
+"BOcJBj4jASwDD9V+CgqeDwoHKhMyrIAOYEwGpBAPBE4LA/hKAfsrCPYBA4gTD/UBAAMgOQM5AA9CPgIFBE4Pxl4BBsRLA9g7",
+"D+4ACAvCSw/vAAYFMLAPHk4NA7lGDxIbAgBLBANFAA8eTgsCHAEBRlAMjxAGuxIPjxADAksMCusoBYAABpVhD1lOCgOwDAyt",
+"AgbyEgTsHAfZTQNuAQEcAACpAwjZTQKsCQvWEANqLwZVHQ7ZTQIiAAsACgMusw/YEAECWAcfONlNAwKqDQe1pwUSAg8dAxgL",
+"E00SMndxC/YNA/cFAsUBAcACD/FNAA9DjAkELE4JTQ0QMSYaD/FNFAR9Kx8yLUcCAuUOD+BBAQzTFgLPTg6dBgSaEx8yLkcD",
+"Ap1NBDcoD2WYGwR8Ag9TRAMFuUkO2YAGSRAC5iELjQUDyQEDyxwCLQAPv1gDBuFJD3uqAQZNEALyIQxnAAPjPwIhAAIoAAE3",
+"ogdUAQ84TQADIRAMH14CjRMDNyoNLQIDSQIEQlAPTgIGCF+FCF4AAs8DBC/GDDhNAtMXAzADDvRMAJECCdcAD2IQAAKDKwg4",
+"TQz7FQJuBQ84TQAEHwMMKQEDlgsK9gYPaBACAkNMD6AXAQQ4TQOrBQwBDARiPQOFBQ+5CgIF7TUPOE0CAs8mDImRDu4rHTKw",
+"KgTbLAnzxA7bAAINLA8nWgAPo5kQBGEDD91MBAU4Rw1MQQNQIQLaAgDRAQ9iAwIDtEkDLQAPYgMFBQFGD4SVAAPvKwJHAA/z",
+"JwACYwMEaAACXgkKYwMNQCUPgEwwACQAAfIBD1MFAgKUFQ+ATAEMlhMCVjMO8gEJTMYN8gEDSEwPK08BBUJMACMADvUBAw0S",
+"BIIUD1dOBAUVmg6OAQZHCw8OTgIG/EAGLQAP9gEFBRBKDxhTAA3HTA/2AQIDaAADOCIL9gEFmpIE1wEDtjkD/QEPwUshBKg0",
+"D8FLAwGDAgAjAA8pSQwWMlR/C/YBBHZOD8FLBQEUBw92TgMDhUUAIwAO9gEDew8E9gEP+SMDBhdODcpQDRdOD/YBAwKEAwMt",
+"AA/2AQQGP04PtFAAAjojA9UBD1QEAQL2AQNoAAaMCQf2AQXltAX9AANrHwP6Ag/YAQIFn2wCgkoM2QEBxwIBsa8PQ3gKAH8A",
+"DgAKBON+An4CDwJLBARmNgJE6A76AQJKCw+7TQIPh5kRBWxGD5NPDAJ9rA6RTwP6AQ9+BQEBhQEDVScDLQAP+gEFBFYEBKOp",
+"CWgAAkovAkcAD1gEAQH6AQRoAANYBAr6AQv2mQPpSQM0CQrsCANfSgJKCQ9fSgMCHAAM/WcCFgACBgAFei8MqHgHaw4Oi0kA",
+"oAgJtwADhJoNdzcEbKkfM0NKCQKGewO5OQ9lDgIGXQcPe28MB7maDGUAAmkDA/J7Ad4BDMNOAhwuA7IAA/4dCvODBSsABikQ",
+"AQUCDgcxBkWnDc4CAw0KA6oADwsiBAU8OQKA8g/+LQEDySgPwigEADkAAiEADB8uBGs7B9kgDA0wAysDAwoBA4MwDPAxBIM7",
+"AzIqD/tNDQ8qBQAEl00H5DAPygADBR55CZ8LAbRID2QoCE92aXNjYCgUDisAD1woBA4pAA9YKBQPOQAGDVQoAPkADzYADghQ",
+"KA8xABII3XYPMQASD0HzAQ8xAAoPFfoDFzVxKAP4AT88MzGuKAAfNBj6Ah8wh/EFCPRFD5UBBwGdAwilRgdwlQ+SAQcP8wMA",
+"AWAWD5YBDwBwAA07AA+rABIPcvEEBLjvD3oBCwTnAAebPQ8glgMArAMPIJYDALYED8QoAwPgYAIGAAIWBgWRNQvEKAMrAAA0",
+"BQ3EKBMz39UPTSgFA6kMD4hEAgT9EQqbDgN6AAFWCARRhg3EKAR3AA9QRgAPcT4DBsQ9DzkoEAFWRQ85KAIP53QEBCYBAyAj",
+"C3wAD2F2FAIxEATWwQptAgbyRge1QQYbfQK/FwzfCwceFBAzawoJHQAP+IsAD4GWBgOaAAstJxIznBIRM8QSDdspIDNfb1MP",
+"DwEBBm9RDwpGPATH0QM5AA+uGgIEvQ4P9jwBBccBAsMYCSgbAlwCDwgBAw1cAQcdABAyGRoPHQAHDHi2DXQoHzPljAYPdCgU",
+"A70YDzVlAQaumQ+hFwMCADUPGkcBBU4DCrUqCCMKBLJhCbKMB2kIBvA3D51BCgcEVA+GBQEGQQoEiaUPMSwGD0RUCwKoBAwO",
+"CQMRGwIqhntDMjNENzBBoR8HIQUBkwkHPikBVAACGCMKZxgC5xQGDSsDkgUBLwACNQAEIjkHsi8DIQACehUNa9cJZuMGfeQC",
+"1ykDghgAegIEwgcDHS4YeFtBAOUCATIAG3ChjwHiAgHMAg8CBAIRMjMbDKk2AuAADa8lEzPIkgheAwNGLQOrAg+4AwMEDEgP",
+"SxoDAngcAs1ECUcGAvQqBpAAD9YALgMgFgpeDwTVAAq2ogMSDA+D7QAEGA8PXvAACBMlDzlZBARbGA3C8QMgAAQKRAzMXAOI",
+"FANIOg+6EgACRToBJwAPnKcPBNkcD2J8BgWiFQ7YXAN1GAOPNgBtBQvWIAAZAALrHgIjAAY9RwVlQAKPPAEfAA/YATgKEg8F",
+"2AELSZkCIh8OWzwD1RkD2wQFtAAHpkACHAADgY0JsBEK3x0QMy8fDfo/FzNKlwAjAAqjQAPHvA+smQQL8rwL9w0DSRICHAAE",
+"MU8FHQAD9jYDQgABCy4Gq0ATMuNuD1dBAhIznikGwAALC4wJSmQPkgIAAr4PATABD61ADwWKAANQAAcuLQCIAA9zjQADEgID",
+"8z0GsQEFsAEH0gEFqx0Hco0DBhYPsEAJBKtGBVJJCc/pB/i9C3ONDHo+BBJiAqQDDB0AAksDAh0ADMgdBD71D4YTAAM+9QMB",
+"Mg8dYQQEewUP7KwEBKMTDkS8AmsCBSm8DxVjAAMvFQJjJw9zBA4EDmAEqvQPIgAAD4S/BwPFYAUnvA8rEgACjAECKQACeQQN",
+"q/IEGfYP74EBAwMSA0sID8oWAwQNDALOMguPAgK9EQIvAQEIDAfyJAPrEgLYKg87AAADNgADcBMMH0AEuBID4gAOLhUDNQUE",
+"KQANoWYLLgADyAQELgAPmCABDF4FB4oDAPUaCy8dAwRVB9pFCpsdAiAABIMODyQLAgZgAARwkA89SAAAjwAN/i4CjwcDizQP",
+"M1MDCaH6DX8IAqMABTRQB8whAoEJAjYlAxAJC1sdEjN5Rg/ffAEP2vUBBIEfD5r4AATUbALTAw9DAwMFrH8PEcAEBKIUDDwI",
+"A6gECJ8UDD4DAnYHAq4oD92yDwSaCx81DsAGBYJ4DcwDBCo9ApQACXTzAyEAAnkdAgIhA9EUCIZMBL8FAsAdAjQDDwYdAgWd",
+"AQunSAINGgCBAQunSAJRHwKABg8CCAMCHEcPFaEAC4sbETPUIg9RBwEK7QIEdMgFNwEM/0QJnBUCJwQCoxUNxmgDQ5cCIwAP",
+"dWMFA0IAAJwACAUIA3KhAfcED7QAAAeNfwDCAAsGCAezgQ/KGQEDlroPzqEUBYsAAwcACnwEDl+hA/djAzcABkUMBwYIAiEA",
+"AkocDwYIAAL6Ag9ioQoEsEgBBgACnxkHBggHrLgLuEgMnxcDF5ADsX8MxgkDjn8DHgANGTUDkgwP+vkBD+c1DwHHjwGyAwTV",
+"FAwgAA9MxAUFczcCBwAO7wsKq7YPPQQQBIa0EzV6Zg8iAAAPvqUHC4a0Dz5mAAdtYwVABA7NQgKqDQ+1+gIDvwUCqwUPeTID",
+"BT9jAvyEDLhgAckBAhYBAeYzCAoIAyc2AskzDzxjEggkAgNfJgQFog4pGgQLCAQpAAfmEw8GCAMEKQABcQAaM/ALAZxMCTcB",
+"AnIKDwzcAQNbCQOLAg8HEAMEvwYBoAYNiAcCvBMFyBYHThYCIRACpykDiAcKkuAARggNvZsEQGYEBEgIyAAEuTMPiAcAA70j",
+"AsgAD2xEAwprNQ8gAAAEdn4LvgIE4BsDzx4P9x4BAuwhAn4dDJkJD2kAAAXngg9LAwUEgrEOiAcDfh0EvGIOUwsClgoCJwAE",
+"LQAIZhgDQQUCYwMDwwoPrEkCBZ0BCogHA99sAAYBCgUDAq8dA58KD4gHAgI/AwITIwqIBwvHSR8z5ZoCABcAB21ZACUAC4gH",
+"AtiZD4gHBAOmmANq5gzODQMGiAIjAAwIDgXkoAIHAAHCLAiIBwMfAAAUAQ+0AAAJDQcBfiYJXAAB0QMDMiMOWwIC6DYCNAEP",
+"iAcRA4sAAiYEAGGAB3sAAAMlC7kEAgk1AzcAAofpCogHA4IHAvUBDogHAn0JBNMBD4gHBAA9AAIqABNw6wcHiAcCdIEBiQAL",
+"iAcLCFAC6rcEMQACEhgIHgACEgMDHgAMwhgDn9kEBKIJcBkCwwsCQAYP3zkDAZVrAdsGD8MLBAV8vAz5BgOhqgMOWA+QNgAC",
+"pPMEKQAPPQQQBUZUD8ULBgTLNQ+IBwACtTQCiNkASwAPjwAAAo8BAwbjAhADAnBUCE4BA9YID9CGAQRwKAJPAQ/XCAMExH4C",
+"FYkLkwICwDUDogAElycEHQACwFMCtwQPiAcAAw1TAkMAAr3iCCQCA6YKA+QAD4iBAASIBwMpAAJyAg+IBwkEKQACSDMKiAcG",
+"f3EDSQcBpAYDVg8FEQ8CHAACsw8DCJUPjm4AA0cHAiYAAzQFDbwMB/tOAKAPD52BAQS6hw+ZMw0EHlANxzoCngcDHwAPOBgD",
+"BN0BD/AbAQLBLQIDEwTDTwzYFw/FHAQENgcPZTMOAiYIBAGIC0UABsMbD+xjCgQZQg/EGwEGz18P+YAJD4AlAwT8PA9lMw4C",
+"lQQEXDsKoBsFmh4PCxwHA+5UFDnK9QwLHAP+DALNVA8MHAgGI0UPDRwEC4ScDvEAByEADzlmCgJTBAQO1QtFAAbPHw9THAoF",
+"CIkM1C8DGAAD8ysLWQYDLJ0Cj+MPcxwDAsgSAtA5AVUEB9CTAaoBAXQCAVBYB7BFAkIcC3McAhoFBAthC7BFAaEAAyIABEgH",
+"BHUcArMqACMAD3UcAAMARgO9Egh2HACuAg13HAF/AAI1ABFwaQANzd8jMzPs6AmTHwMUKA82HAkEZ0ECwWUNHAMCxQAPDEoC",
+"Ai48D4JBAQMtPAOVAwsuPAR4AAS+Cwe0SAYH2wITHgMK+wksFQHTAARPIQwCCwPv6Q4LiQDIAAyEDAQLiQO7Aw9DMQME0+UF",
+"+2IMIAAE9TwLuwcDyg8DubEP8OUAEjGoOgOxRA9ICA8FuzoPjbUFEDKHCQ+FDAMDNRAD/VcP3joAAl0QA6BFAkUIAimyCoUM",
+"A30XAS0AAcYSD5kBBgwgDAOZAQqbDAdK/AucqQE2AQPocwKqVwubDALqCAIfxQqbDArd4AB7AABCAg7nCwgGcgAlAAqbDAEJ",
+"ww+bDAUSMm1ZAi3DAqVqCNQLAmtZA9j+ATKxCR4AAsILBEMAAP0AB5wMEzOGPAHvgw+1AAAJMwgBa3AJXAACExEBQwAPWPcA",
+"AhvgAzYBD50MDwWMAAKwFgAjDgd8AADMDQvZFQK1WQM3AAYE/gadDAIICgLYAQbzYgaeDAMCpw+eDAoBtw4CKgAScCWnCYu1",
+"ApASAIoACp4MDEEOEzICHwIxAALrSgceAAMIHwMeAA+eEgIUMlo4ATkFC2oBA1o4AhwdD94DDwFnwQcEDAxOAAP1EwJwAgMN",
+"AAy7FAO8jQDqBA2FPQMWMwNEIg+xLAIUMmouAklACQ0BApcBA7cYDwIdAhQydTQfMiMMABMyHRYDTBgF3PsFHwACQgwCHQIE",
+"YwcHPwADgx4ERgAL1y0UMlAZAhgBAQ8WDyYMAgQpAAIOAA8mDAgFUgACvQwCxV4P6gQABw4DAKsPD2OXAwbNtAawGwm4ZAS4",
+"BA9XCwIGYgABSMcPiEEED0+GAQNgFQO4PAomIwsdRwI4cQ37BwI/CQ9mZAIC5kEPOEcBA+VBDxd5AwR4AAWGQQ/7BwECGgkT",
+"OfsHABoBDHEiAqXsCfwCAukIALMADeYHA4cBAh4DD2CQAxUyBNwBxwcPIAAABKcjC1kHAkkUAR8AAUYADrsDApARD935FRQy",
+"KSATOMUHDyIAAAQ4CQ4bTQOMFwJmAw8lGgAD8kkBJwAELQAGyxkGk7wB9wICLQAB5gcAcikMeyMDhAEK0QcHW/oKwwMIrJUP",
+"0QcDAqkcACgADQm9DegKAJMCDxwHAAowAwRL6gU4AQwyYwjRBwPCggL5IAHUDAhhBAhprxwyaa8SMsY4BEMAAW4ICdEHAu8c",
+"ATsMD7UAAApHBAtVsRIy/SECegABlwAMXgIBxgECNgEP0QcRAowAA6JmAa89B4oADtEHAyIXAjcAAdwOC9EHAkAcAxMVD9EH",
+"AAKWHATWAQ/RBwMBJRECKgATcOWSB9EHAukJAYoACtEHDMKsEjJdCAMxAAFDFwkeAAPIHgIeAA9JgwME+R8P0QcBA6ifAjUX",
+"D8kDEAV8mg/RBwIDeYICECADiwMCr7IOVUUA0AMN0QcD1gwD0QcPzwADBB0gAldFCA0BArcBA9EHD8A0AxUyw+gP0QcBAx0f",
+"AkgAFTLVQwUfAALwEwLXBw/RBwACRR8FRgALRx8SMkcfBCUBD7yCAATRBwMpAANDGQ/RBwgEKQACJhUK9xMB1vEJdz8DGA4P",
+"7dwBA2QJA4ojCvsBCzBMETnEEQ1WBwIZFASaAwoKQAKBEA9LTAAEQJEC9wELIZEEeAAK5ZAKVgcDmkUEnKANEOUACAECqfwI",
+"CQECvx0ECfsJkQACAgEDVgcBJUoPQwIABEXcD3+nAxQyekQNhSsD3gEDBwAONBsTMhIFAq8FD0LcDhQy9hIWOcqnDCIABKJL",
+"DogrAkICAnUSETJ0VgqNAAOwxgISJwMtAAYrBQZWBwF8AgItAAVWBwxKIwOEAQpWBwSDmg1IAwiimg9WBwQB+AIAKAANVgcM",
+"jhYBUAUOoQYKGyIBrvIIVgcAtQsPVgcGAukNASQAA8dOCOYDA+UPAzIBC+QTEzJZIARDAAAxAQlWBwMfAA8LCAMBbvQHwwAL",
+"VgcDdBECsgEO3R8SMmINAjYBD1YHEQOMAAOCIweqOQCKAA5WBwJXIAM3AAJPmQtWBwMaAAErAg9WBwEBQQAE1gEPVgcDAd4A",
+"AioAEXBCAwlWBwPXeQpTwwHbMAzeCAOWoAIxAAL5xggeAAIWAwIeAA9jnQMVMmxVDwgHAANmRAKPIQ/JAxAEEyAPVgcDAvIf",
+"ASUABYsDARIZCdUEAysMD1ocAAOokgNWBwG0Ew+DAAADJQgcOcFrEjLIBwNWBw8zVAMUMtAYD1YHAgJICQNIABEyRwsIVgcC",
+"RQsCQgQPVgcBAiofBEYADcYKAwCgAyUBAXQXD1YHAwQpAALKHg9WBwgEKQACCx0LVgcLE4oC0DEDy5wM1jMCag4CHAAItR4D",
+"vQYCtSkJhRoKSuUBIA8JfgAP2okFEjI4ICYyN5TBDck+EjJHHBAyRiBIMGY0MZACC4NNBxh3Dy0ZCQXJRw60AgPsBgW6HAAH",
+"AA+vUQMVMtUeD/sCAANFVQTeAAJVAAGRAwnGKwPekgOQAA9etQUiMTDIthEydAYMagADZgICsQAHEG0PsQAAD9USCgLjVASz",
+"AANXAAK7Hg+TAAIDCz8YMjqbAOQ6Dws/C29hZHZlY3QNPxQPLQABDw8/BA8rAAEPET8UDzsACA9nZwoPOAAID2VnBQ8zAAgP",
+"Y2cDFzFahQOpAQkUAAS0PhczboUGtD4A6bUPsz4ACAc+DzgBCQGIAwe0PhY0sz4PNAEJD5oDAQAoBg84AREPBB0CCINnD0IB",
+"CQSwAAQHRg98PgQAuAQPez4CAPEED1OFCAHwBAFoCw92PgUCGAUPdD4BEzTFmQ8iYwoPDiAJBg0gC3A+D28+BQRyAA5vPglJ",
+"RAd0OwM6BQ9tPgoDRxQPLg0BAncdA2UyB1YBBJp/D0xFAAV0AA9LRQsDLiMMzygF+eIOOggDMgADBwAPsVkDA/kHD5YfAQZ0",
+"HwEMAQmxPQKxBQ9ZAAgE9ZsPYwUAADAFAjUIAaYFD1sFAwJviwRFAQRdfwLiBwvTHgMXfwABAXYxMzkwOTUwKOkGJwICFR8A",
+"mQEIJQAHogEH/WQNFD8WNEFmCpgCBZvTASIBCJUAAaYOAZXTD5UACAIlAAAcGQglAA1MPgd/AAmiAQWoVQd2oQaRCwJ6EgER",
+"Bw8dZQEQNJM4DacMFzS90QAjAACGEA+eAQUP6U0EBxIBAx8EBfoNAxU6D3U0BwEQFQ+pOwEEAwEPLAAADw/IAAJy3AEDJQ7h",
+"AAgTChE0EtIPvD4GArppDLVBAqwKAAUAAe4TD74AAgpEDwS+AA9LAQYPai4DBA3dD4UAAQP6OAtLAQ22PQ84ASUGIQEEjYQL",
+"nAAFHeAPQCgEBHdOD2YJAQKXJwEFAAIOBA9gCQQAPQABWAwKBwQD5MgMTz8B6AQBZtoPcgMIAj4nAFE5C3IDCs8ZEzQ/NA3x",
+"AwRUOQP4AAmBAAJ4JwzOAwxZNgEhBgAsAAyCAAtJPAeDAAmdAgXsSgJGPgzTMgaAMAS2NgyEBw+eNAIZNKSiACUAD/oDBAOT",
+"AQ+HDgIErR0EF5gL/gMD3jsPiMwIA9e4A7AhCy44BBEBCMsCBIKFD8sCAAKpAAMbaw9jAAIPBAEAB30YABIBDxwEAAU3JwNo",
+"aAuXAwLRAgKbGA/cAAoMqAgDrzYPcgEHD5c6AwqPAg2OAALwIw92uQgLlgAN9wYNcgEDgEIPcgEJC6c/BmMAB1sBBW7VDHM5",
+"BGomDnA5Dz4KDAOXUAEXBAh64QYy5AWUnAKoAAfXLgBbAA+yDQtvZXJyc3Vtsg0UDy0AAQ+yDQQPKwABD7INFA87AAgPsg0K",
+"DzgACA+yDQUPMwAID6bDBQ8zAAgPpsMDHzFIdQAP5A0BCHuTAfsBAEZ1CCkABPkNAaWTD6xMAQiNdA+AAQkM+g0WOfoND3wB",
+"CQ/mCwIAywcPgQERD/sNAgFUCQ+MAREPPgADCDZ2D5cBCQs6DgGmIQ+3TAIARQcHPA4KHOsBWwMBZwcBLzkIPAQHWg4MikcC",
+"5zUPUg4EAiIAA58YCs8GEzXpQw9RlwYDBA0PVQ4BBXniBpwaDIt1Bo0ECrAFD3cADQNjOAvFHAOvAgWHBA+LdQkA0g4Pi3US",
+"BIsAARUOA1IBAqkqAnl/DvsOD48uAQvv1QAxGQQ2BQE1AAKcBQWhAQx3kgB2CQz1VAKRCQCMAAIbAAgnjQZGEAEmABhw8SEE",
+"YBUEPgACT48B4BkDQQEBsjsPHQEECjQGHzX6cwUHwlQPkpkKAz0PAREpBwhKAVcCCwFWA5YsAjkCC7xiAdsQACEAEi02Gg44",
+"CgPPHABhLQWsLQIVAx81bWICAjI5AxwADx0BFQqWDBc1H3MG3gcBjAMF9h8GaAkBwAMLnHACTgsGvTkODxECRRcPRWgABFNg",
+"AmABDDMIARcABzIIHzU0cxEKuBACmWIA6h40ZjY0HAACEQQBrDgBxRgHNAEGBwABjwwIoQQFyQIEOAAMxQAI4AADNAACuQQP",
+"d78EAqQuBne/CrQNGDVYcRE1WHEIRgUAHZEBiQMHpAMCiQEBmyEFlxMGJWEBGAAAJAAPBEsCBCQDDr0BAqcAD70BAAPBJwO9",
+"AQzeYAScnxE4MAIGyQAAzCMOkBcEexokKy2VMQqxAQKKFwuxAQJfSAWxAQ8/DwIFKyIDjocNWgAFjzgJWgABWQ8EYQAPTfMD",
+"BHULBVRECVcAApFJDFcAAf0YBV4ADxwjAgQ+DQM0DwxZAAJxKgR1BAu7AgNgAAYXsQqMAQFKTgugBQbXAgV+BQxPlAV+BQ0h",
+"Dxg1FmoAQgICayoPBjUIBXaJCs6ZAR0MA6sGCbkAAqwGAz0AC+vyAf0AASwBAhQaAUboB44AADgvD80LCF9jaGVja8wLFA8s",
+"AAAPywsEDyoAAA/KCxQPOgAHD8kLCg83AAcJyAsPowASCZBYD2QAEgmRWA9kABIfNTIAHh82lgAeHzcsAR4fODIAHh85MgAe",
+"LzEw8wwDD3hZAC8yOeAMAB8z4AwCADEND4xZDQ+VAggM3wwHjFkPygAID2IMDg+WAggKnwwDrgAI3AwPoAIICqIYBFYFCFcN",
+"D6sCCA95AAIPtQATCz9/AzwACH9aD78CCA+1AAMP8gATBPUtCmsBCIFaD9QCCA8JDgMPLgETBNlCD4QOCA/qAgkPxBoJBo0N",
+"CE8OD6McBQ8fWyIDefkCyQoBWgsPH1sGAysAD6scAhM2iroPWA4MD2wpAgWfVw9YDgYB8bYPWA4BD3cADAMEJA9WDgIGkhcP",
+"4YMJANxCD1cOEgSKAA/vDQEEG1UIdwwA7yoPWgACCSUAAc0JAiSEDeYaHjYgnQOe2wRGCwk2DQK9AQOKVQvxCgJaDgMcAAyB",
+"AA+mAAYLVRYNTQ4TNjANB3gLAmcCAqgNDW0PA3A6BpoIETbGDA+7AQAEVRYGtHkEGgABTQoEOAEBygIPPwAABHACCJyKBB8K",
+"ATUKBEgADL21BCUABOsdEziPWQlCAAHSFgRJAAzBtQQlAASLHBc4Lh4L9gEESQALXg0DXA4PeJAABEEBAG5xBdweCHkBAAYA",
+"FS29Cgu3fgdHhwr3Dhg2Xw0WNrd+BqQDApIABlQgCp8NBKgCDjANAgwRHjfNCgQDCwIGAAcrJBE2FQ0P2A4NBGUBBJgcAaIF",
+"D2IBAARpAQ1JAQN/AB05wQ8CRgMBUw4Ppw4ABR0AD5MdAhg2AwwAFQEEqA4HYxEDJyENQAcEehMUNXASD6YbAAHdHA98DAET",
+"NibxAQSiEW4kDQI4ABNmHzYBlwUEiCgEPQECeg0EIwEI90MHwgQGKQAIJh4AcQAKDxsFgAwCfwwD8zkDcOUCcQUCrSAEVgAP",
+"xfcCAt4EAhIGARYDCX9WARkTASQAAkegDjYaETYhcQ3IGhk2zBsAJQAMmgEAmzeQNjA3MTgyNDE4qysxMTc09ZQH1xkF4wAC",
+"t44DpREPdAEBAq4BAZMQDyIBAABTBAJZAQB9BA/UdgsC3lgK5YsBOQEP8ucAATTgAjtcDwEBAAcQDgAPAQtERQJRFgPREQ/T",
+"AAEC+gILlx4P0wAAB+AQAHUAD3cOCy9rZbb7FQ0qAA9zDgQNKAAPcQ4UDzgABQ9vDgoPNQAFDzUaBQ8wAAUPMhoFDzAABQ8v",
+"GgMPEygBCE2PBE8NDxMoAgCKjw86DQEIIQsPXAEGDDgNBxEoD1gBBg8OKA0PXAEGD4wLAggLKA9mAQYPOgACCPsaD3ABBgwI",
+"GgCDBA+gCwIAogQPoAsDAGEDD0UoCAP0BAIMAAYjMg9IKAAF+gQJ+QQRN09dDzpjCwQ1Ig73Jw3+NAFpAA+eEgEC2gQPG3EB",
+"AokLD8tkAAL0BgkeDAP/DQKmAgWFRgJEZQ+2FAUN6dMBrBQECxUPqycGDfGqBmsjBPoADFSpBFUUD+2qBg4dFALjGA3ZqgQu",
+"GwwrHAI78w3sDCs3X5KsAjMAD+yqCwFgAQK5FA9qAAIPywwBA2kABwEGAi0AC+yqIzdfYOgJWwEF8CEP66oEBAtpDv+BAD0B",
+"Ago7CpMBB0d6AxIHDJQBBL1eD5YBAwKBRAVQCAucDQb2CgpeDR83WqwDD+eqCwHCCQFTCQvNIgK3FQMaFgomDQNpAAhvBwEt",
+"AAvmqho3WqwH8w8I/gELPAQCmQsCYysC6gkPVAgJAvIDAcACDt9jD9pyAQPVDwenEA95CAEBsicCVhAP/x0LDxIbAwOUEA/v",
+"DAADGEkDPB4MySIAKwAHmh8BiwAAhwgJVAEPeDAMf3Jlb3JkZXKGCBQPLgACD4oIBA8sAAIPjggUDzwACQ+SCAoPOQAJD5YI",
+"BQ80AAkPmggFDzQACQ+YbwUPNAAJCQkXDzQAFAgLFw80ABUPDRcFDzQACR84qhYOBG8JD0HnABc1nSMFbgkBSnAPzpgBCG4J",
+"D0ACCgxyCQBCBQ89AhIPyRQOD0ICCg9OIw8PTQIKDz8AAwiCCQ9YAgoPPwADCHkWD2MCCg8/AAMIGxgPbgIKDz8AAwizCg95",
+"AgoPPwADCLgKD4QCCg9EFg8MkAYPpAoFAXUSDyeaAw+kCgwGUCwECg4PpAoFBN8ICqQKHzgjJAwDJAoEgg4PkQoTA1klD08h",
+"AAKSCgRWAA8MYwMEYR4PWQkBAu4AAEWwCicBASdKD2NSDgLUFw3dHQVVAAyvAAOWHgI9AARlmwofChE4Of0OxgAF0XwC1x8E",
+"/AYjOF+uKwouAAS/yAbyAAXBAQKmSAAFAAFpSw03ChQ4tS8H8BUCDjoFNAAIkRYDbbUDyCMP6TEBBDCyB14BA3StC8wKAy+t",
+"A5YACsgJEjhfCQ5sAQKTJA8KlgADK2gDbAEMawAPgQAMBl8BD7WWFwbuZw9TCgUDvRcEFSYEOAAWOcOyDMqHAZEAAgYAAUgS",
+"CBwAAU0AAAYADJ8jA/oACYpKAzQAAskBCd+zC0AWBK4BDUAWGDhAFhE4xwoNYJkNUpICFTcABQABYjQLsBgFECQLiAEC3mEB",
+"bj8NhxYEnwIOCgICbQIPB0sABH9LAgoCDSgCA2k+A8ynD4cAAgb3AArNIwS8DQQlaRM3ziML/QECYkwF3wQI/QEBk1QD/QEL",
+"pRYCtFQDI+cPNEwDA9oEAHgAD8gMAQLvDQJ6Cwx4AAAjYAN4AAtZAgMHlAK2AQ+nVAMOjLEHuX0C2yIP6wICAGRHBa61BbQj",
+"A5wCAjgAAn0AD8kFAgRVRQGo9A95AAACbQICoQYLeQAAHUcJJ7YHeQAD5wEBfwAB9EgPHgIAAZu2DCo/BYEDD0kkAAOwiwIj",
+"AA/GFgIYOEgYANYCC64WBGHFCU4RBR0ABOJPHzYheA0DsyYPlQ0CAsMWBAWDDWUABKxZAGUAD6U5CgMIhALjAwj7dgV0Dgyz",
+"RgXDgQI5AA/qXAMDxAYEbyYPegACAzYODFlCA1R3AOEADasSAlgBBKSED1yoBARQxAw9AAIPAgTxAA+4AAIJs3cPLKMLDYrg",
+"BM2iAxgBD50ABRU5JzoPSRMGBJoRD9sAAQNbMw/JOAIEOggEZAMPfgABA0AAA1sTD0ChAgOYCQz9XgOaog/abwECLAIDOQAL",
+"CEsExgME3aEPjQIJBK10BMVGD1uiAA8vCAICMgIEH/EBUQIOBhERNOz2ARlDB7sDD3gnDB9ifhAZDy0AAQ9mxgUPfBAnDzsA",
+"CA9mxgsPehAfDzMACA95EAUPMwAID3gQBQ8zAAgPEoADD4UmARg1FAAEyA8BZTMPyA8ND4sBCQ/RJA4PVQEJD9IkDw9gAQkP",
+"yw8PD2sBCQ8RJQ8PdgEJDxElHg/NDoAfOWczEgSJSQ8WIQAPsw4ABCxxA6cED5VVAgVGiAaVVQ+zDhADmxgPrQAFB1AID/Qu",
+"BA+zDgEEqjACBwADjTQKyggfObMOBQWbJQmzDh85sw4KCPY9D7MOAA/qGAIfObMOCww6QQMzfw+zDgkDTxgIHA4BUQAMH/MD",
+"SA4DlgAKsw4fObMOBAKtEAAdAQ1sAQPOCAIGAAuODA+BAA0GXwEPsw4fAr0kD7MOMwUWCw+zDgAFfw4NUjID3lAI7nQDNAAC",
+"lg4EfmAPsw4CD/MkBRg5sw4fObMOBAtjJQ+zDiUD8AsPsw4BBJ8CD9cSBAAQAQ/YEgUCBgAFRwEK0Q4AJQAMsw4FhwAG9wAP",
+"sw4KLzI1sw5AAqkcD7MOCgB4AA+zDmEHl8wPsw5ZFDLknA+zDjQC5wEPsw4DBB4CACIGDLMOBYEDD7MOBwIjAA+zDgIYObMO",
+"ANYCD/4yBwQhFQ/PFQID7bgPAgUBDiIVD3M/AQOMHAmNAASFC1AKCn0KCg"
 };
-static const cq__ptx_module cq__ptx_2d_f32 = { cq__ptx_2d_f32_lz, 137481, 509838, 0x29d5a61au };
-/* PTX module 2d_f64: sha256 3a38788f379bf8044f01e39ef4d4251c425f88add593c9ef4d47e1b878926478, nvrtc 12.0, PTX ISA 8.0, 534635 bytes, fnv1a 0x50ff9745, lz 141378 bytes */
+static const cq__ptx_module cq__ptx_2d_f32 = { cq__ptx_2d_f32_lz, 137851, 511706, 0x440442b3u };
+/* PTX module 2d_f64: sha256 ac90ba9fd7277db8f8d09e13aac4027e40ef09c1b8b05e0b31c1c5fb70ef1d98, nvrtc 12.0, PTX ISA 8.0, 536501 bytes, fnv1a 0x2060356d, lz 141726 bytes */
 static const char cq__ptx_2d_f64_lz[][CQ__PTX_ROW + 1] = {
 "8hkvLwovLyBHZW5lcmF0ZWQgYnkgTlZJRElBIE5WVk0gQ29tcGlsZXIKKAAEDwDxByBCdWlsZCBJRDogQ0wtMzE5NjgwMjQi",
 "AFF1ZGEgYycA8A1hdGlvbiB0b29scywgcmVsZWFzZSAxMi4wLCBWBwAwLjc2MgCCQmFzZWQgb25xAFA3LjAuMW4AYAoudmVy",
@@ -27062,257 +27349,262 @@ static const char cq__ptx_2d_f64_lz[][CQ__PTX_ROW + 1] = {
 "CAAPboEEEDVQHQQrAA2eAANpAAQIEQGHGg9sMwUEuxQFNAIPlUICBJpjADQCHzALHgkFDU8L2gIDB08A1wMMvQsDB08EOgAK",
 "SSUG8gAEFpoC9A4I8AAEn60DHTjeMUE1NkUxRkMyRjhGM/IUBLUzBLwBB5ZCB/KEAg4BBJcBAUt2CsEHDysXCAvNVhM5KVg6",
 "cmNwDgYCRQIBTDsHKwADfQUFEwQfOfIEJAO0Fg/PAQMFokIvKzJXhAoFOU4MtAEDEzgDHwAPtAEFAekcAesACeQAD/YkDD9z",
-"b3UPzBMPLQAFD/QkBA8rAAEP8yQUDzsACA7raw9zABMPFIIBDzMADA8SggQPkPUAFzZCJQRxAj88MTiNogIfNbWaBAXZgA88",
-"AQ0MWSUAgAQPOQERD50GAgRTfw8LAQ0EdQAPjQgOAF4ED5clAgHyCw+XJQMDbyoCrxcCiggIzTQImCUDKwADEzoJahYjMzA7",
-"sA9gBwUPUxMCBK8BBbuQAzsjAX0AHG6ViQAmAA+WiRIFjQAOJiYP8wUDBCjUDyYmEwEiBQ9R4AIBajsOYhIDHAAPQSYEBRQ3",
-"PysxOZcYCQPxEQGABA4wew/z0gIIyCULe74FmwUDegEFfhUFPQAIzjUPPQAECQC+D9cBAARcAA/oEwUE9wEG2tIPvwkDD1wn",
-"DQi+CQ1/AQNtQA8qRwAKHAkBMw4NjQwEXCcGRmYLeoEDFQMPmRkBDzabEiUzMJVQD4gIAw/WJg0DUwgPXAICBdc1D9YmDAIp",
-"AgRxeQobBQSODQTFFw81zAIBUQ4I3TAFoj4DHAAIcOcCNgwBBQAAsgEHsj4CwiUMsT4GydoAIgADmhIEnhoBFQACIQALhAAD",
-"kBoCXzEJqkkFrxoPqUkBAYIAA5glD9MBEwdpBQLWDAXNSQvpAQLpXw4rCg+8AwADpT8EmgEM9gMCswIDgF4P5XoADwZEAAMO",
-"QAQwAg7ANgRTAATMAg3TAAPXCCEzMEwkD9riEwV0uhU1760KngMCfxcP6ScAB8lXDUcLA4YpAiEADJ0zCua7DyEXAwX4eg4a",
-"2gIPCwNzBg9FKAMEgT8CdHoJPgADagsC9RAKfEsFJAAEsnoP/9kBA0EVAgYAD+gRAwRh2h81MskACpd6DHAiBS3aA5QRDzoZ",
-"AAOvEQMHGATAGA+IAAMEXC0Cin0PvRIFA3ATBMQSANQAAEMENHUzMn8EAzcfC78DA3gCBhkhDx8DAQQIAAypXATtAgUIAAvk",
-"YQIDBAAGAA/14gEBIwMEBAQMdXAA/wIIDAMBy2gKQEMC1AIFPUMJ8j0E8AUJfAMC5gMPtkYAA+4ZA+kDDDgBAzcACI4ABEUZ",
-"CoYRAlcFD7GFAAN/WAIUBAJsNA/XvQMABgANMiQCXAEDcBIPnC4CBXZGD7fmAwKxIQSFagkfEgOTAA+eLgEI1wgB7CEJHgAI",
-"uAgPGL4EBGs9HTZNOgM8PQToFw8+AAMFIRANPgADhhACPgAPxTsDALECAnwAD9dzAAhMKQH0BQ9AAAAE0A4PF3QBA2kcAkAA",
-"DE8mBJxtA4IZD5sRAAScbQPBAANIAAr4bwXHEQREAQHYBQzkEQJCAArzbQL8AwihBwGrAQLGAgbCWgTIAQSJJgLAAwyWDwOX",
-"uQODAgyd+QNgAAT+Ew/RPwMCYSIFsrsIqU4DDAcPooIAA7YXAgYAAQwTCR4ABVMxB7oiDDkBAz8CHTcDQwN9bgJ9AgtQAwUk",
-"AARAUQ1uYANwbAN6AQ89AgMEr1MfNwJDAAOObAJ9AgsofQUkAATrIg9coQAEvoIF6hEJfQIEdmwDCRIPzM8HBIJvAs4AAQs3",
-"D8YvAASDAwG/BwxJAAJCAArNbAXRKAR8AgJOCgKqBQxCCAPLUgQBVQx8AgqzvA98AgMF2iIPBVAEAXkAACUADXwCA/IFD5K8",
-"BwN8Ag21AAj3CAEeAA84AQAEPgIN9wgDZWsDNAEPPgIDAJQAAT4ADfwBBNPOAj4ADzwCAwRzax839wgAA0RrAnwCBFA8C0AA",
-"BJoxAXK9C0AAA3sxA2QuDDYVAxlAA2UAD9NoCARqbANVLw+CAwMExmgRN8kpDEkAAkIAAY1PBlcAC/gEAg0RA3wCDLoIBAVS",
-"A+AIDHwCAwlSA4MCD3wCBAQHUg+X4wMCQVAAJQAMfAIHYlANJE8CkAACfAIBU2kJHgADhRAGHgAPOAEABAFSDSyxA8UwA4Uy",
-"Dz4CAwQBzAKgEQk+AANeBgI+AA88AgME0WcfOCLjAAOFLQKyAQ8DaQQEHkYfOGXFAANyLwIGAAG6Qw9kLwAEC2gP5h0AA0Ev",
-"BMoxA54sD4IDAwT2ZQLhUw9yCwQKmS8BcjENVwsCfQIPploBAX8EA/5AAr8KCXVIAGMKCHAKDaPTAGYDD+ErDgFOMg84FRQJ",
-"xRMEFY8BBxMN7xAFME4vNDPkKwwFDlIMAgMDzjQPRVMAA+40AzkADw15AgS3JhY4W54GLhIHEhEBvS45QCVw/iAAthQCrWkI",
-"KQEAbQoPKQEhBanyDxgSAgXhai81MUArDQIRAQQYAwtHAATyOABHAA/7KgsCPgEBwzAORwAFRrUfMYgrDANHRAQgRwtHAAVr",
-"EDUxKzKsEg+MOwgBjgMM8BIEng8ARgAP8hIEAtgfBofUAzkAAjoSAlkDAdYdB0z1ApUgAjgAAbMlBvQSAwRdC/QSAn8VAjgA",
-"AakPB/QSA6FFAiIADIYABTk5DfYSAkwAAzg5C/YSAZ8BACIADvYSD9ADBQwpMyMzMMF4CagSD+ESCANfKQMaAgziEgfzsA47",
-"AAP+BgKcAgGMAwk7AAMhDgLiBgasBAGYMQ+3EgwF+AAFBwIC5g0DLwECHwAClTECJQAP2yQGCRodAH4AD9NWAwZGEQ/ElgMC",
-"r1IE3G8JXAECiwQAIQAMIgED4FAELwMMKwoD4VAEBwMP8VYEBBzNHjmIrwP4zAPtEgGJaQ9BAAEDRAEfORFnAAPdIANBAA/X",
-"LAUDPhAfOW71AQNUZwNJAARSZw1DAAQLdg82CgAFfMsDQwANbikFFS0DbiEPHS0JBBQBBq9qD2E0AQWP2QIHAAQ8AAHeUgcq",
-"AgKlqQjsEQPkcQXs0Qm+GwIGAA2OXQVjAwTD0w5GEwNJAwMIAAwrggIzBAAGAA8mEwECMhYENQQNfTIBcQMJ1wAANhYLKhMD",
-"ypsGLBMKHS0FFAcJiDMCtwIEvt8JGwADng8GB7QJRAED5gAKlgAPKPYCA+hTDzYaAQTKmgMdDgVnKQ9JUwEAQAAMNhMEO0oD",
-"Pg4PPQMFBKg+Bi9GB38EAz8CD5sFCAqELQDoAA8n2QMEuWkC4uEPyAAAAVIBACYADZsUBPRTACMADaMFA0JSBPhLAeIDCiEA",
-"A40BA6gIDwMEBQQtMC4xMGO9BHZpA0wDD0kBBAXKBQJjZgpCAAmHBAFQPg9CAAEFujUPPwwABDouA0oAAb01D0QAAQXVKA9D",
-"DAAEWy0EFgQO9y0Mpi4PW2ICBFo5BBEBBJMAD4kECQXtKg+JBAIM/84LlJ0M/xIEVYAD9QcPQA8DBZmDD1kHAgK0AAAkAA/a",
-"AgYMVhsCZ34O2gIEaAAPWAcDA8xUACYADtoCA2QxACMADrkCCVwHAjYGCiEACV4HAiEADxICAAQ6hS4xMGAHBF21A50BD9oC",
-"BATOYRIxpyYKQgAJ2gILMroGJgAF2gIPYgcBBCguA0QAD9oCBAUhHh8wYwcBBH+WA0QADdoCBbNhBMouD9oCAQSxJwMXAQYR",
-"Lw/aAggELAAEPAAK2gIBWn8JuwIC8wEE4QIN2gIDGA4D4QIP2gIEBHq2BsUiB9oCA2ETDz01BQ0RhACmAATwRgvaAgS25w88",
-"RQMDcVYEh3cK5R0E4jYP2xYABOJUBaxRDQtMA6wuBNoCD3IFBQQJYRMx5J8IEAIEpJkDnQEPQgAFBY9WDecWBRgrA0IAD9oC",
-"BAR5GhQxVMsKRAAJ2gIPvrYEAfsqA4YAD0QAAQnaAgI3tA+bKgEFKGEPB14KBBEBBJMAD9oCCQQENA/aAgMFZ1IFtgEDjwUH",
-"qUUPvAIABGsjAhNqDL0CAsQAACUAD70CBgzmHAJ6PAqKAANeAwNsAwr9AQTdAgQPJQJUxQ/eAgACuAUDkEsK3gIDuAUPTJoB",
-"BJtUBd4CDuFXCrgFC1wVBrMBBd4CDrgFAzEfA80BDwAgBAVxbxIxh64KQgAJ3gIP8DkFBAMgLzExuAUBBPg4A0QAD94CBAUP",
-"XR8xuAUBA7AfA94CDok2BQpdA94CAXwlDXVXBDEzBBEBBJMAD94CCQQAQg/eAgMLd3YC2gwC2QsMQxECQSICHAAG1isDHAAB",
-"DQIDHAAMeSAHVAAGoFcHaDICIxUJyhMK/IYBVwwJtwAPFlIBAVdYDz4rEQEIAwk+FR82PhUkA+8NBPDlC+cwBAwMMzE0NXMx",
-"DvQ9BTyyHzULMQEEg1wDzAEPji8BBC4xBLIvBa5cAc4DCpYSA6vvBmuSCjA2AFkBBQ5QBh0BB+xQDx0BGgRZOw9JUAMF6E8v",
-"NDcYMAwE0FgDylgJOVYCYgcPDxMBBTFWBD0ACeQUBmIBBV9sEzfPew/bAwAFRAUfMp0fAQR2XQSKAQS2IAJlJggFBAQ9SQQx",
-"AAHdGCdheCEAA/gbACkAD05bBQxIAQVm4B83kS8MBkxXDbgQBIn0BSIAD9UGAwFmMwIJAQ21oQehUAMIAA3kBAWpUAUpAQ8W",
-"OwAFEEcDTwABRSMP9wAABbpqMjcrMl0DD/cABgNaEAbQKAUaAAM0EAUiAA/PMwQDg1UBngAPjgACBFw1AY4AAsgDD7RCBgOQ",
-"AgF5KQmOAAUvVwiyAg+OAAECKlcEYwELcjoErS0H0wMLFzIBCwYP0gMiAy8BAg06CLgCAxCQAAIDD7cCFAY84x85twINBRxc",
-"DJwpAts1D/8DAwNaDAY9AA+2BwQEsvMDynoKsAIDXwcD3gARMVh1DkMEBHZ3AMsAAkMEDdQCA/gDBVEAD1xaAwUgCwAUAQ/U",
-"AgsEHfMNayECJwsIIgABmSoPRgIBBdQCDNkkAhFbCPkAD7AAAwSUIQGwAA/2AgsECkQG840FGgAD9gIEIgAPsAAGFDT2AgEG",
-"cAftAg8SNAsfYib7AA8SNAYPLQABDxI0BA8rAAEPEjQUDzsACA/9nwoPOAAID/+fAw83WQEfNb7+Ahg1G7YDmwEvPDbeMwUI",
-"/J8PCAEJDGkJADkADwUBEQ9uAgEJUzQPCgEJBHUACFI8D94zAgCNAw/eMwMJtjwOO6AD1zMBYQgJC3MEZwkBygoBHgAEzwoJ",
-"ZwkTMYkQD04dBQPrFQ+sDAMEUZYUMvgUD9wzAg+PTwkKEhgEjQAO3DMFYkEKv1QD3QAPMx4CBvZXD1NJCwRSHARRLQqsVgE5",
-"Cg8rywEDcg4DPQAPUA4DBKMIBcKfCq4FBXxkD28LAQI7AQO1KQ+3CgIEqKsA4QAPtAoJBDtXDwFbAgO9gw+6ygYDPQAP+foE",
-"A5QhAx+JCksNApMCAD0KDxozAQTrAQ/LTQYFLyANNwEEnioUMY+DD+xNIw9VNQECGQADBwAPGDULDFYPBNJlAQYACikKBR8N",
-"BbgADgOEBLYIAj8AAG4BD2SCAQXzmAQgAApiggN9AAUEIAvXnwIq6AheBAESzQsTAAKUHgNkQQqQFxIx5jIMhAUG2AAPIIQC",
-"An84AAUAATohDGsAA5cECiAVA2oACP0gBHkvB0+CACcADxaEAQRJKx8xFYQHBJ82D+wqAAipLQFsKwmoAQI/CQTJKg+oAQUD",
-"CysFyIUKqAECRAABxkEMm2YA5QAGNAMKeBMcMU42AhoBBsU1D9eDAgLSEAAFAAs2QgMHew8JJgEDagANtCIcN38BAPEIDZMH",
-"BphfD8yDAgE6BQR98QmQIgKgTg8qBgAKJgAEVUAE0AAGGgAIm0AKxEkEjBUOGgAEbRYOGgAEuBUDDAMKoBARMWlID6AjAAAq",
-"AQ9vhAYCTwUUM22EBTMDDgcFBO8mDwiiDAPMBAxWNwKOJAOvpAXKSQgRJAHmVgEcAAcFogG0BQGAQASsoA3sAwztAwd2AAKN",
-"FgHnyg9aEwAB+gACIwADV3gHAqIAg4oDdgAEyuILEAEF5gIPjgwLA8UZA5AHC0QABXM6Dws8CwVSmg+1BwIERAAP1AcDBLcB",
-"DOAFAxEED4BRFQWqAAx+UQSqBgUEBw/8RAwCPwkEnD0LRQAFhjoP9g4LA3YzD7USAgbDCA8QAQMEfIkA6joMFAEDcF8EKSQN",
-"GR8HHgAB+C0JsykClAAPJMgGAMQBB80qEzEzWQcDRwLoBgikbQn8IgPr/A/KAgEC2CIDQAMJ6aMAQAMCIAAC4K8OrSETMdMe",
-"AOoADEBlA6WODMwDAmAoApsDBI8GD4U+AA/1UgICywgDwi0KxQsLpCYChT0IeAACBRcCmgAFWQADHAAH3jMPctcDAo8WACgA",
-"DZQAAqMDA5QAD09XAwTzUgZHIAefAQJmBAHnAQEsIQ44IAhlAQqWAAJYKQji7wQ4BAKWAAPrAgzKEASyNgYeAA5bAAL9BQ/M",
-"JwAH4ZcN7zYDVi8CIQAMLzADATUDPwAHSRMSMUcmD50KAASBNgYwZg6mHg9rQQgLph4TMaufD7MvAASOcj0zKy1CCQSF+wMS",
-"Cw9KMQADSxsPNx8MD3cAAAToWQ19HgTd+wKZCQ9XSQADXYIDKAAELwAFmRgH2VMDIgADflIPAh0CBBkBDWP8ApsIAQ8ODxPV",
-"AwMiAAaHQxZ0ek8DogAB+iUPflMEDKcJD35TAQAXAAeXEgAlAAvJLwBMLw93Tw4EtTADDwEMgUgEepkCBgAMYBcEn5kDRAAB",
-"C0AIylIDOR8BKXgPvwAACuwCBMYnBV0AA4IzBpkAD6ozAwJKAQ86VCEEnwADaQAHFDwAnQAdOt0BAWKABjgAAvHWCz9TA68A",
-"AgcACPsLBCEAAyECA/8BDz5TCwHqHgIzABFwBAIKS/wDkjIPnlECASz1DPIACtaaBQwRBR8AA34yAx8ADc1gA9olBB4rDB8A",
-"CL44AQ0uDSshAxwAAikABRxhD2QfAwQpMyM2NHwEDHUzAnUCBCszD28mBQ2EAAMDAQOEAAQeHw9+GgMEDPwCcg0MgQAD6DMC",
-"6wEEPAEPii0FCcf6CqMsBLwoA1cBALYADM8XBZosA0IBDUQAA8gAB0MADRlhA8c0BBEtATkZD4ECAA17AAPXAQYdLQ19AANs",
-"GAMqAA1BNQT4lAQpAAEhAAqJIwMhAAQIAA/ILQADDg4EQwABWwwPzCMABQgAAektDwsuAwT7AQ2KCgQHLgPZAQ6nAAR5DgTM",
-"KQ7NCgSCAQNDAA2nAASiDgQIAAcTZQFvBgv6IwQKUg+FLAAErQgPmFQABEVhBNp2D24IAAHakQyxMgIyDgmdlwbNswEvCwqQ",
-"CQrwZgGwCAnOAAvZdwPZMgk5DgbnbgVvCwaXEgr1VwHeCwlgAAHeVwfqEAlFFwcYAAAPAQ9G1QIADAEPIFMFAiYaAnULAmEL",
-"AcYKDRaaAicAAfQCB1oAAC4BD3IAAQD3AQ+jYQIAWQEPo2EGATkBArAOAvteBfxWDxpmAQ+rUwEC4BUEOcEIIhkAfRYPIhkU",
-"CLEXBIedD7JPAwPuBE81OCszhA8KA+Q2DfgwBOlGAh8ABGgVDFUFBTdxAuq8CFdZBGAvBPgRAjtxD/VPAAFEmw86LgkE9GUD",
-"hSgKZgAEyCcFsC0PZgAFBQFTBF4uCzEBBGYAPzgrM0NMCgR/UgxsNQMgMgCOAg1AVAOGRwM6AA+ffQQEFWERNZIqCuYAC54F",
-"AtqzD+YAAAEXggT+Lg9kAAEDTwcTNTlDCmYABF0FA8EFAvAID2YAAQZMAQ+IgQQE6SMvNTeUYgAFJloExgULrnwIaQACGmAP",
-"wC0JBIICAIUhDmoABIUCBf0sD2oABhEyN4AD6C0H4wQPYL4Mf3ByZXNzdXJtHhUPLwADD28eBA8tAAMPcR4UDz0ACg9zHgoP",
-"OgAKD3UeAw9UUgEfN3UeAh83VFICHzN2HhEPDwELDHgeAMYCDwwBEw/DFAIIWCgPEQELD3weSgI/Qw99HhIDKwAPfh4CEzLl",
-"Jw++FAUDfRwPqksEBLoSBNeED34eAgAmAA9+HhMEjQAPWlIAD4AdAgUtLA9aUhME1BsOWlIP21ACAVsBBEeRCU8SA1AAD78c",
-"AAPDLwIgAA83JwQDNAEERNYP3hwEA9QGDvQABqJ2D4cXCgPeEw+vFAMC0isfOBfPAA8bFAgEogAFeVIPoAADBScYD1ZSDANz",
-"Ew/LEwMCMj0P6I4ABI6rB7ETDhUfA/kFDwtsAQPwAQERAwxvGgH9nw97eQ8DWQgFip8LwwIPcFIEBasCD3BSCwOAAQ97BAIH",
-"tFIPcFIKA1UICpQhAxsBBdUaD34/BAIaAQt+DAKEIQM2AQF7EAdwUgIWAAEFAADMAQd8PwJRKQFdAwi6FgHCAQfdbg1wUgIh",
-"AA+nUgIPej8BAjUAAz8LD3BSAgfBoQ/tARMDjwACrQ0ELYEK4hYfMnBSAAO5Nw+BKAEC9w0DmgENuygC1QIEPUAPw1ICDDJD",
-"AxWnD8NSBQNuNAO+BA/UAAMP1wIGBOUIHzKLUhkF44sPi1IEAo8YD+lOAARNqgIGAA9UTgQEAwsNNAoOlk0PBiQHB+qSBRsA",
-"BOAjAgcAD44EAgKmCwC7AAwKBgfxqgzzAQMoUwKHAQ/mTQwOKFME+CwBBgABZA0PZy4EA8AABSgtDz8BAwQWTQ8VUwEOGE0N",
-"awACnxIEawAI0S4MNFEClAIL8gMDcwIGeR4PGwMBBQgADgotA7wvBAgADKU/AtMFCXDBDG1SAwEEDeUiGDJtUh8ybVIeA+0F",
-"D1NSAA82CAAEUEMPbVIDAv4CBzAdHzJtUgoPF34ABOyqAgYABP8SD21SAQ+fdgECXAECvQAPbVIEBNoaD21SCg9cAAED2gMC",
-"XAAPO08ECTcbCOADAw0kA+8jD3lPCwKVGgktJAQHJAIHAA8pHQICyRMEg4IJmxEDEAEPpdoBA34oAiEAD1UPAwV0rg/OTwUD",
-"3wMP3TUADNFPD94DCgQchh82azYAA6hPAgYAD15kAQMqNANqAASFaAxFsgNPTQJOAw16AgLrBARNUg07TwPhEgO/Aw/cSQIE",
-"XSICc1ANowECM1IAJQAMXQIDMlICXQIPFFIEBZhPAfIICF0CA5NOAgMBD5hPDQ0iKgPKTgVJuw+6AAICnggPfVYAA4ROACEA",
-"DF0CA4BOAtsAD5cABQTxTw26QQR9QAKWAA9dAgAEZoEDvwACLwAPDFIEBGceHzedQQAERR4BBgAP+U8JA4QcA4UCC1RJA0IV",
-"Ah8IDQ1SA88EA8cwDVsCAqEDBLKmD1sCAwRJdQXfGQqhAQXBFQ1bAgJ1AANbAg83UQQJ81EIWwIDAh0CAgEBF6APPgAABFsC",
-"DVNsCvsdAWZODboAAsxQBFi/CWhNAooDCdLBBBsAAlUCAx4KDzADAwUOUA0fPg4OUAx5GwJbAgpvTw9RowQE4EwfOAA+AAOB",
-"HAQUHQ9pAAADWQEDahwDhAILWwIGjHYAZwIMCgED8wYDGzQMWwIDk1EDYgIPWwIDBIAQHzjzCgMCuFEPIiUBAkmhA1sCAd4B",
-"Dx8BAAR2oA3zCgMhHQPWHA/MUAwN8goLnR0PWwIDAqYjD5hGAAPDTwAhAA1bAgjyCg8rUgUEWwIN8goE/RwClgAP8DwCAx0c",
-"A8AAA8cbD4AYBATVHR843UoCCCouD5MdAwP0CgTstwTdHQthAgZiWwBtAg6aGwI4DwKkEw/mKwEYMu9RHjLvUQHPrA+lDgEL",
-"WSQFTz4PvxAPBMlYAcYHDVQrFDISyQ+GABIJSDgAtw8PVxUWCeITBgSPD/YQAQVOUS8yOXdSDAVIogu0AgNFog9FDwACUaEF",
-"OQAP+AoCBMoaEjnyJApPEgWoEgatPgq3TwhRAQYrAQf6NA8rARsFMDoPcTMCBDMELzEzeVIOAnMBBD0EC0cABZKYD3lSDQQD",
-"Two5GwMdBQUREA/rUQcCuR4PzAADBZ6iD7dSDgLfAQGIuwj9BQfrEwIEHgcyUgGTAwMyUgDUAwgyUgMdFQtOAAL+HgZtHg4y",
-"UgIiAAueDgOLrw+4EgECZAUEZmQLnD8C5w0HHTIPjgMTD+cDBgsxURQyS8sO8lAPQDsICPJQD05SAQ+8oAEE5fwDcQIMUAYE",
-"vzUCawYGCwUBZ4MPTlIVBd8RD/VKAgMbEQ9eRQkMFBkCa1MO8AcFaQAPTlIEAgcgD/0PAQPaogAiAA70SgLVAwPIAgKQBg+j",
-"HQEFOMECL2kJ40wIMBIC/SIM0gYEEgIExB0DLAAPxWEEBcEfJDEwN2wJcAAINRICwh8NcAADjCYEcAADNxIAkQIH5wEAYRQL",
-"DBEDrisMOcYCygMD0AMNkmQF4j0DUAIN1UAEiAIDCAANjVECqwcEOjIMjVECOREDjwMOSVEAsAIJ1wAPShIAA3+WB41RDDoY",
-"AioGD41RAQNZAwxyUQR3Awl7AA83EgIDalAPUhkBBGlAA4UHAQ6bD0AAAAVOBQ1yUQP0GgSyTQ+tIQMEokECHhYPmE4ED6c6",
-"CAtgLh0yGC0E90UDJQMG7DALyAABNAEAJgAOowMDIgIAIwAOpAMDWAIEpAMPNgMFBYOlD+OQAAiFKQ9gswMDpAMEh68EMgAP",
-"pAMGBafCD1m7AgPOLANMAA+QaAAEpAMFcAADCAAKpAMCpXwPwk8ABHTKCQ4CA7EYBCgBDFcND+RQAA9iHAAJXVAPRS8DD8Gt",
-"Bg5FLxMyKTYOLQIEn1MPsKcFAW0ED59TAwQvAw+UpAgFLQIPDCMEBbgGD5SkAARzIwOZAQ8QDQEEGhUE4QEDMgAPLQIFBWNH",
-"D4WkAgQGtQJEAA9o6wEELQIEcAAErCMLLQIFCaAE8QEDEDYE3hcNEQIDdggDGAIPEQIEBD4EAlNoDz9NAg+7OAYOPTATMhWE",
-"DhECCT5TDhECAggGD9ZSAgihpA4RAgOqBQMRAg/RJgUEsyQEJ04JoQEJRywPQbQCBBECA8YDBDIADxECBgUMTg81VQEEGzID",
-"TAAPrgQCAxECBHAAB3MKBxECBfTCBQ0BA+sBA/kBD/IBAwU+DAKpTgzzAQJzAAF7vQ/zAQUMag8C61gKigADgwADPAgLTFQE",
-"FAIFUE4PEVIFAiYEDxFSAgMmBAAjAA6USgomBA8yJwYE5QUCOCAKpQEDewEDgQEP4wUCApYBBAcpBDIADxUCBgXUSQ8mBAID",
-"IjEDTAAPlgQCAhUCBXAABJYEChUCC33EAw9OBpseCBwAAZ4BBxXBCBwAAcEBAxwADNIJApcBAhwAD+k9AANi6Am8DwsCTQBO",
-"CQm3AARUewRMHw9LLAQBpRsP6iUBAUMdD0ssBQM2TwJTEAIADg9LLAIDoUoALwANcQIFRqIDcQIJdxAASgIPohEkAxsJBG6a",
-"C2I6BfFKHzK4TgIDP38DjwQP5hEDBrFXLzI1q3cMBOhNBfopDI4ABDsEFDJpTwqOAASIAAgBDQ0UVwO9DATtBgQeIQQRVQxz",
-"AAQyEQABAQE3Aw/NNAEKArYKDAQDHwcF2wAPpysEBYU9DjrPB5Y/AwgADwwsBAA8AAMiAA2JMQVHMQfdBw9XVQ4EjKwBJigJ",
-"TwAF2z8D+QAPonoEAaUtA5sADy5TAQSsKwNwAAJZZw/ZAAIFgCwA1hEHuQMPKX4MT3Zpc2OoKxQOKwAPpCsEDikAD6ArFA85",
-"AAYNnCsA+gAPNgAOCB9+DzEAEh8zMQAdHzT6KwIvNTFOfgAHg0oE3wE4PDMxKgADEgM/PDEy+isEAWMND2UBDwGFAwhuSgf2",
-"Kw9iAQcKrwUBqggPvoUCANEDD6OjAwB9Aw9p6gkDsj0BBgAFlgYPZuoCBLoTCZMGIDNfMikPIysBBELiClgFBwtEDyMrEA9t",
-"lgICuBAPigYBAkYVD/5JBAUVBg/PBQwDDgoJFgYEHAIAkxQCRAAHKWYIXoMB7QMAJgAPEhUOEDO1Dg9MGQMOcREPtqMGB6YM",
-"Cl0AA4IZBYfRDLUBD1ipAwWrBg8tKwwFduIMrwAPHygGD+D9EQ5mDwsoKwENAQxaAAP8Dw8JAQUPjAERHzL1hAYKJgAPsxUI",
-"CjwTFjPRDQthAQaOLA93KwoC1hwLtUQDtwMGtEQPxhgDBng3DhkIAzsADBIIA8kGD4xEFQaRSw+QSwMHoqUJIAAFBgEGzUQP",
-"XFcLA+4vD3dFEAllJQHOAAMlj2M4NDdBRTEFABtC6yEG3QQBeggH4KoBRQEBVQILjxkDy+YLVhkBFAACNAAEGTsE1QICVBoF",
-"ZQAJReYBYQAMz+IDZfMCph0DfvIAiAIEygYDg2cYeGhEAPMAATIAAZKgDQIDAuQCDyUEBBEyTCIMFgwB4wANYigTMw77DQqX",
-"AynbDQAMBCQpA84mDYAADygFKAgFBAMYMgI3AwwBYwfwMgAyAgUMVArCAAJdBA/8GgABYQQDmeUPKQEBAz8XCuAPBCkBD/EM",
-"Bg/0Bw8FNgAP7QwCCzMUAacMBlEmBMMNAsoBAAUABYjRD38BNQmCMgMHHg82UAADnTICBgAPJF8FAM4WAZsBBDAEDSEABMma",
-"DI0LBBAhBAgAD3MQAQPoAgNfJg9bRBYFR5kTNBEkDwQbCA/fewAEaBoFKj4PNSQAARsAAikACIw+C4BEAzZAAtYEDyYhAQRt",
-"Ag06pwJ8AATVMAgaAAMJDQOdAAV0AAZ8RAN5DQIUBg97RAIKWSAQMzsiDbpDFzOWpgAjAAxRIgJUbw/vkw0F3GgDeQ0E/QkG",
-"IQAIgiQCyxgKIAAD8Q4FSQAARwEIf0QUMnDgAZcYDsYAB39EETOwpg/LPwEHngANN24EFRcPgEQkBqAABIIXB54eFTOpIwbp",
-"EwdydQ9qBBcFNBYKhyED5AYFGLkfM2oECwUe9A+GvgACYAUPWGwCAxq3DakCA78GBAEBBW4kB0lFBGMDAioAB1sTBCEABDUB",
-"D0lFEQStSwV6TglJRQUYmQCYAA+ImAQEshwGNAAETQMDiQQMIAAFzGsDCwQMXgUEIwEPoVQBAnILAiMGD0FkBQTMEg8xngYE",
-"6RcPKswAA9UCBY1pD94CAQtPzA9jBRgEk1cPHp4IBHAWD/qsAgTrFwPgAwFzOg2eAAOyAQMtAAQOAAyiNAQvYw9vHQEDhzgD",
-"kAoPZGUFBNwOAoo4DMkCA5tqBCsBBDIgBiAAA9MnAQYABAR2CUEAA4MBBdGSDQcFBEsUBPIAD5JjAgQrBwQtAA9YcAYNOQAE",
-"VgAEZgAP65kEBpcEArCqCJgEAOkHD5gEHwUKHw8CCQEG6cMPAgkBA3bnAZgECw84A6d3CvkLAlADAoklD8ElAgvgQwf/IAM0",
-"FQgpnQlrIQIgAAGkAw5uIQMyDgY7AQ/QqQICviUAbAUOUCIHAQsLw4cHvT0BKQEB8yANoQUC+QAFtD0H/CUDGgAHFQwL/iAS",
-"M19MCk8DA4wLDxo0AARRIwKsAA+ZKwMF5cwfNJzyBAXkFg0TCgW1QQjeFg1RFwOYSwNnHg89wxgEww8fNKLyBgVPyg8WCgAF",
-"qW4FHRcPmU4AA80kA3QuBDIACKmRBNkGAxUdAjEABJpOCm4gBZ0BDJpOA2whAJACDJpOA1cAA6wEDx4KAAQTTw9ZsQgL5B4R",
-"M8UmD1sJAAgJSAAlAA1toQ+2BwUPjGsBBOIXDbBMBLUXBbsXDSAAA+0ABUkAAfgPCCMKBNNNAcQ+D8gAAAc0jQDWAAwlCgPL",
-"GAPcAQ+pBgEEjYwPJ7IlBaIABVKiCo4FAOUcDrkPAt48AfgDDyseAQAgAA+YCQEDEJ4EdAACTwcLmAkDuwkDaQIPmAkAA4EQ",
-"D3WxEgTbTgEGAAKqFgiYCQgsyg+YCQQODxoDCwcDPAAF1ZwGIQADpgMEIQANcDsDZSYAnAANcTsCFA8CuwYPXYoEAbVmACoE",
-"AnKSDyEAAAW9ig38CAVLawSXAg9nbQELJsgP6AQZBGggAZKbDyMABAQmOQ+bCQANIcgAIAENnwADtQEEGsgErgANaAEEhxwP",
-"QjQABPSNAosBD4iLBAG8agHOAAH9Bg1HtgLoAQSrAAQUJAYgAANoIAK9Aw+dCQEG57oDCAANbQIFEz0D9AAPRj0BBZ0JBC0A",
-"BE2oAcgXD5EJBQUtAAT1FwclIAD+BQsvJwRFjw6lFwQhfAJSAQuTjAuyQQLBfg1PBAFvCQZUmAZGCANoBAKPCQOVGAoELhMz",
-"AWIPrEoAAFcADXpDCPkXD6tKBQVpPg+1lgQFYmkNRggE5goEXz4Pij4CBHIkA1wGD2FqCA14AATXkQYOlw0jAASONw5eAwQP",
-"IAW7aQ9PBgAD/wgDKwAFMgAGqAUMbbcDMQADRggLsU8FnQELRggDSAkBG2MLFAMD+B8EbSAPRggAA/ADA4WuD0YIAgvYTxEz",
-"yFkPfgcAB82nASUADbo0D0VVBQm1BAR0pQTejA2qDwNgjAMUAgGkOgogAAPCBAW9pQCuAApGCAQ8AABQAg/IAAAJ2BEB6yoK",
-"RgQDVQEGoAANlAIDBgQBVQEPRggiBPICBIwECU8EAVEpDkYIAsoYDGGHB+BwD0YIAwPuPQR0AAfkCgUlCAN1BQSxCw5GCANg",
-"CARGAg8nVwwA5QICMwATcO0XCEYIBLPpD/6XAwE1AA1aCgO1PQQ8AA7kowORPQUhAA2RTwS3GA+wMgAEkKACBgAPLA0EBCnb",
-"ArhDDyEAAQ/J/wUFGn4DAfkB0aANUwIEl18E6XMP6AQYBLA9BOpDDyMAAQ//rwcTMbI9Be7ND9Y9ARMxlVkELQAE6wQB5zsP",
-"2lIAAY0CDU8fA6kCAxxAD84ABQnhlAzNAgMePQR/AAQcKAYgAAO8AwIwAg9GCAEEKb4ESL0NRlsUMfI8BfQAD/QoAAVGCAQt",
-"AARXQA9GCAoFLQAD0gUKRggGaXoDBwgBtAIC0xAB7AgNDBYDC04F0BgHIFYCQikCJgAD5wUNLQ4HRTIAHBEPdQQBA7wiDboM",
-"A8YIBHyzCoESD3cjGgU2AAPHKAGeGQ3PHgRlCD8xMDcSOgwEUlcMeQkEoVcEgBcPBGECBMQDD/rFAgLXNwAFAARxVwyQHALz",
-"IQomGAf4OQ8mGBgE7RsAxgAO6BcBCgYJCikF/gAF19EPiIwUCr7pBUcABct6D+hsDQPEDg+izAIFiSQfMQ86BwKzCg+3VgIE",
-"TEUBhQAPDzoLAi8BAUcsDiohBswADMYgBJ2bD6K3FgahGQ+ZIQYGdtYEYm4O2QAIRgAPJ28LAnsLD4mnAwQEzQFHAA/lIQoF",
-"f5cLyAMEMq8PcYYBA1cgBDsACfAlBewABbp9DyMiAAMYDwI11w8lIgsG2RoC8mAGLBYCGU4BqwIAGgAI2qACVSIKSQAD3L0C",
-"BgAEDQkHrkwEIgACGxgHJyICNSUAIwAPJyIAAokFACMADCgiAThgDCkiAX8AAjUAEnDQAAs/LgSdDQoK9SMzM+T8DyXUBQ2F",
-"BQMyBQQNrgmyJQNdLAP3CA/PmQQJO+oNmwMBQwAP/WYDAq5GD6rIAQRcQwIXBARE0Qt4AARXFgdqZgvZ9AAjAAGWOQ08AQBR",
-"AQ3r9AU8AQneAgO+Dg+mAAECGAEDOAQP3JcEAV31AagAD1cJBQTPRA72nANUCQSQwg/U/AETMcJEBBacD/IJGASZkQS6lw8j",
-"AAEE3AEO8gkELxIErsQPRJUBBGtOAiMABTIABRsMB3XIA8YAAzEAD7QBCgxpDgO0AQvwDgO+EQH5MQxOuQJ2CQMiAAGEGQzx",
-"DgMpEAIAdQ/xDgMKg/UAiAAAGQAPKQ4ACZMgFDNqGwZkAQ8PDQUJYAsE9cIEjMUNcAoD10QEAYIBCUUJLg4EJ/oFSgABCwUJ",
-"8g4D5hUBfgAOyQAACwUH6gkByyAJggADMTQDACMPoAwBAzxGAlcBD/MOIgS9AAPLDQF31AeiAA7gZQKW9gY7AAGBEgu6DgOJ",
-"DAQRAggKCwQiAAOZAg+7DhIBAg8CMwATcDzECXnIAy8aARv0D7sOAgFeDwq9AQN/DwM8AAGkFQohAAO8FwQhAA/dRwMUMruR",
-"ATQFDM4aA4hjASUAD0wEGxQy9yUDGw4NWgAEWgIDvgIErQAMhxADOksAbQUNJUgJ9TYB6c0PiAABAxUJBmSbBRsAA3YiA4YX",
-"HzJcOwQUMtqOAqSBDE0CBNyOBMMiDTDHAi3WBsoEAOwEDUUAA/8ABU0ADc4BBC8cBDgBD/Q9AQUwKgUtAANWDw89DgkGLQAD",
-"4xACU2UPawUAB1YDC5NjAQYRD6Q2AQCQAA+9NgIL9TAKvTYBBQgDrDcCNh8AkwAHpAkI1/gG1AkCThgF1AkI1g4BIwICIAAP",
-"bFQCBJREDgAgCB1vAbsBDa74BKANBh4BD2C6AgJJTQBNAQw1CAQlKgI8CAtJTQvVUB8yuxcCA+HRD3JWAgKmTQ+8bwEDtkwD",
-"UwkLRZ8EeAAEZUsHskgL0fgABgABUwkAGgEM3SgAyDUL9ksCQgoAswANkQACCQEDPgkP6U4EFDKqQAKfng8hAAEPcSoFAxYV",
-"ASEAAkoAD5kEAAPZHAQvUw8RJRcUMgqUBLyeDyMAAAQ5Pw8+CQAD/BUBIwACTgAOnQAD3BYDKwAEMgADM2wKPgkDKgADegcE",
-"nwEM+CkDnwELKQkEMlQPfSoAA0UXAyIADykJAgMLHwL1xQ+50QQNoQwASQAPYAgAClgDDM3BEDJMDg8pCQ4UMsUeBOMmDCse",
-"EzI0IQQA6AEQHwohAAREHgRKAAyEKhQzjgcBRxcPyQAACZETHDOG0hMyxxkDggAPXFUBEzJxGQJXAQ8pCSAGowAD/ggKrxgQ",
-"M+ArDJcGA3cnBDsAAugPCikJA7UhBBECDykJAAOWIQQQAg8pCQsB6yEFZ/sNKQkEk3EP30UDATUADToHBGk+BK1xDCgLEzKV",
-"JwUhAA+qFwMZMjbyDfcjA7kHAwooDzcEGQXvzA8pCQMDigoBJwAH9QMNwDUDCFIAqwINKQkDsQ4CKQkPuKMEFDI+Dx04QlQT",
-"MsEZBCkJD01/BQWlBg8pCQIDNyUETQAVMmKGBiIACrUEDykJAQRoIwVNAAysHxQyRiQEOAEBKDwPKQkFBC0AAyQCDykJCwVa",
-"AAKEAAtmFxEzucUO31IA0AUMRhEE31IC8AYPo6IDBGxWAt9SDfIHApcIDwaCAgIi8wBAAAxhBwOdUARBTQqRAgSUKQOjBhc5",
-"SbUGeoACCCkWMPIHCgf9AAwJDlugA0cyD4MIAAM1UQTgng8BIgMUMtM9AjdRDyEAAQ8KIAUEq5AE8fABPCYMYgMDPyYEvVgP",
-"4PEXFDLekRY5YmUNIwAPCiAHA5sbASMAAk4ADp0AA3d3AysABTIADwogAAPVJQMxAATyBwqD/AafAQvyBwOkGwF8Cgyg1wI7",
-"AQMiAA/yBwMCwQAAKgAP8gcGDCUaAagFDikHAKEBBlQDFDQh0wZPAQ8MIBEUMqkEA1AHAcxXCSUEA1QlBPIHDYXGEzJlFgVK",
-"AAFQAQryBwRHKQ8NIAMAowEHyQAMosgUMuKzB6IADZgCAngEAlcBD/IHIgRZAgTuBAmxBBA0mRsNPioEMg4D0wEGmRMG0AcD",
-"jC8DEQIP8gcBCLkAD/IHDgEcKAEzABNwXgII8gcEGRAPexADATUADQMGBJMmAzwAARoQCiEABLwBAiEAD1VaBBQyeSYP8gcC",
-"Ay4mASUADzcEHAQriA/yBwQDkCYBJwAH9QMC4pQIWAUDSg0PQFkAA1b3BM9UD0oNBACNDgG/BAWDUgYbAAM1EgN8AASekA1C",
-"AAQd4A/yBwIEE04DTQARMsyGCfIHA1JIBLUED/IHAQMoJQZNAAzFIRQy1w0EOAEBexwP8gcFBC0ABCqTD/IHCgUtAA9YHwIb",
-"NOOWAi85AyazC0EaA7RzARwAAYUGC1gfA/y8CAYeCmv9AVgQCX4AAUUMCRMeBzZZDyAfGAMtLAqqgwVdAQHNrw/oQw8PsxwC",
-"ETLE4Q9WRA8EfgIPmaMBDzFPAgMNIgTh9g55AAXjHSMwOe9BCjICA/gFACcAAFsFHzK1AwAKFB0FQ1hfMDkrMjBbHQkF7acP",
-"2gMAAyYNBIAABuA9CYgdBi8ABnmgD0OWBhUyYrMPSwQBBKQlA7cPBYEAAXcdCTEEAxMKBC0hAVMHDhdHEznbkR8yBs0BEzIl",
-"JQbfAANHAw9gBQUA7hsPCAUIA84iBr0AA18AAf0bD50AAgSzRxcy0e8B50QPs0cLb2FkdmVjdLVHFA8tAAEPt0cEDysAAQ+5",
-"RxQPOwAID1dzCg84AAgPVXMECKCRAnsDLzwyVXMCBxbrBVpHEDI+AA9ZRwAIWEcPBgEJAZoDB8QEB/s6DwIBCQ+iAwEATAIP",
-"BgERBHMABIoWD6IWBAuhFgYZAAAiAw+VRwgCKRYABQAPkkcKD5FHAhM0/KcOkUcPXF0CBoBvD49HCgLTAwRAGgocFgdiBQh5",
-"SAMcfA4GBQVyAA9WTQsCoAUBTjcJWSAC7w4PFCIAA3YEA4oGDy4EAgR+kQ9qBgIFEnECJwUIXAADbyIPWwAJBMKpD4UEAQFQ",
-"BAOFDQEGAAHWAA59BANheg21JgP7CAQXIiE2NBciBUf38gUyLCA5MjE4ODY4NDM3MjI3NDA1M8V6BIMvAUkAAh/sATYADy8A",
-"Awi+AQLWAQMcHwobHxU0U3IMswEEuPMBPwEJqgADnhgfNKoAFAPZAB81LwAFDXFHBpQAD6pGBAK6GwxkDAJYAQJpBg9VcQEQ",
-"NL9ADZkNJzRfmA0SNL/mD80BBg+TPQQEDxwGIBEGRkoDvikPU+oKBqcBAx0PCk8aAxABCQUEAy5cD9baAALc8gJ0Zg7tAAe2",
-"GyM0X2aID/BHBAR2qwsXSwNLDQEGAAEYFw/CAAIKZhADwgAPWQEHD5AMAwSRQweAlAaIAANWKw+j1ggKYhAPRgEBBCWPD0YB",
-"Bwc3CBQ0D5EMpgADcAkPWUQHBPWnD9YIAgOmIAIGAAQfOg9TBAQEzwgEGEgFVQQDuCANqwMDywsfOKsDFAPFJR85qwMICtAb",
-"EzSQOg5ABATZGgMWAQmXAAVR8Q+XABQDHRUfMZcACArIGgeXAArdAgUiBwJrKgzDOAP/HwEGAAM6kwvcYh80+joDGTQxsQAl",
-"AA9IBAQEwgEP4zQEAwALBLVqC0wEBDNFD8bfCgayBwdBjQxhBQIfAQgMAwE6Gw8MAwQCtQAHUfIOZQAPEQEABy1GAB8BD2wE",
-"AQbclAMuqgvkAwPsQwKRAQTzSg/iAAMNOQkCKD0PgwEID4wnBAWw+gciAgeSAARSPA+DAR4MeAcPgwEAA8KXD4MBCg+aCQAC",
-"ZQAHbAEFhO0M+D8BH0IP9j8CBGoKDymcCwFhBAhF+Af9+gUtnAJc+QmRAA85nwxvZXJyc3Vtbw0UDy0AAQ9vDQQPKwABD28N",
-"FA87AAgPbw0KDzgACA9L0wUPMwAID0vTAw/2gAAfM/xUAR8yoQ0CHzL6VAQAwAEPOQERDKINB0eGDzUBCQ8+DAEB4AcPOgER",
-"CeMLBrwwDz4AEwyF0wEtBw832xEJxJMCqg0G0wMHOAAAEwQETwAPkVACCM0qCPkNAiIAA9ZTCsEEFjWcTw+nWgMPGg0QBfyu",
-"AHsADTqBDwBTCAqrBASLAAG6DQPbAAS/AAUKAQSYAAXoDQ3cTgXrBQYAxwR/NAHnDQLpLQUVLwxqngA1HQyGXQJICACNAAIb",
-"AAjtmAZ3DwEmABVwDFAGhAECdy4CpQ8DyAAF5g0P7LEICjkFHzWUfwQFvLYPsKQMBMgNC5lSAqAmC+8AAjswAlMCAQgGBusm",
-"Ac8OACEAIi0y8j4ImlIB6QADFRgAQTAFjDACozADSikLMgYCPAEDHAAPHAEVCvcLFzXHfgPDAAFWAAO1cggYAAJrPgcBaAIY",
-"AAJXNgKLAA+xEAIDwZYPw6EBAw0qAmABC6oMAkUBBw0NHzWOfhEM0QsC9lUJwBgEaRoGyAsIEgQFsAIFDRgLrQAdMAIBA2My",
-"BGEfA8wDBKUBAucnAAQND/MMARg1gnwSNev2B7cEAJBqAZsEB4sDAgo4AU4CCNdgA/woAmYCA7ARDagOAwsDDqQBA9sDD6jp",
-"BgOkAQXvAgQVAQOdIAA5jgeIDRE1elAPugkIPzErLf+JAAqaAQ9xDgQDIAwAQwAFOBIFHQADyw8DQgAPwgsEBJYSAS0hCT8A",
-"BJM5AgcAD1QkBAQ2DQPnNA9cAgAESZQBOB0OLgEBeDwFzRcMeAIFJyALsJ8GBgUN4w0YNUd0ETUEDw+VBgUELBgPqQMCAmgA",
-"DwQCAAOkDgM9AAEZBA9/XwAEaBgJ0gIBlEwPWQoIX2NoZWNrWAoUDywAAA9XCgQPKgAAD1YKFA86AAcPVQoKDzcABwlUCg+j",
-"ABIPgV8FDzIABx80ZAAeHzUyAB4fNpYAHh83LAEeHzjvGAMAEAsM7xgAHmANSmAPTgsBAQQZD0hgDQ8wAggMTQsH0TwPLAII",
-"D0wLDg8xAggKSwsDrgAISgsPOwIID2oXAw95ABMPZ/ICATsTD1ACEA88AAIIpqsPWgIID7UAAw/yABMEaUYKawEIxB4PbwII",
-"DxAZCQcpBQ8SYkYC9hcCVz8CdwkPgRoGAisAD4MaAhM2/sYPvwoKD15qBQ5LEQ2HDAAlAA+IDBMEigAPHwwBANABBMkgBS8Y",
-"DycTCQUlAAPkMgMpRwooEx02KKcDMV4EfdgJZgsCagEIK4oGOQkCP0ED8UoMgAAPSRINAXELD3wMARM2YAsHwAkC5xECIwwE",
-"1QwI0xkABwAGQgcRNvYKD7oBAAUfsg3GCAJqFgSXQw/QOgUEPwAPxggAA2M4BKU3DwcJAwXPuA/JkwAES1EEFzEPeywEBUIA",
-"DqGTBAosBKMtC2cNAm8MD3CjAARBAQAVDQtjCQMhQ0U0LCAtZAkLKYgBmqEPJw0BGDanCxY2KYgGjA0CHg0POaoFA6cCDnMJ",
-"AgcCDyD1AQPDGwIGAAkRAgBcCw8HDRQF5G8NWIcKqEoPvcgAA/ELDe4MAwgOCdqoBkcBAn8MBgcBCn8MGDapChU2R1sLMxEK",
-"9UMDKwUFY2wFnhAKgAECIAUGZw0KIgsSNuFEAZMtAtkZAzgAA4miEXLpBQzHJgNKMQQiIw9zSwADsgwDMQwHFEsAcQAPYBgD",
-"A7m0B2TvBQ8sA4MjA0UMBsJLBgsGAtwEAr1AARQDCbJRAUYRASQAATqqDnQXETaoeA0KGBk2GxkAJQAMmQHQMywgNDYwNzE4",
-"MjQxONQqMjE3NDtfDwkXCAFsAA9yAQECoxMB2A4PIAEABduXATBBD6wAAAcOHgC6AAspRwIdAQO9QQ9+AAECQA8PfgAPCasC",
-"AWBUD8cMCCtrZU7rD8UMBg0qAA/DDAQNKAAPwQwUDzgABQ+/DAoPNQAFDxEXBQ8wAAUIuwwPMAARDztsAwjHCwTwCwckbAXw",
-"CwkZDAXwCw84bAUIBQsPXQEGD90kCA9ZAQYP2iQND10BBg+7CgIA4BAPZwEODzoAAggfGA9xAQYMahcANAQP0QoCAEgDD9EK",
-"AwDPCQ/jbAkCggMCDAAP1BUABlElAXUFDc8KETclBg+qaQsEXh8OciUNdTMBaQAP7xABBGlGDqsqAjELDvMkAicjA4IfD3sr",
-"AwVDFwVytguSBwRpIARhFwQYAAOPBwJ7BA8vJQoPvLQACKEgBAUBDRKzBYAgD7i0Bw57EgE/AQ63tAGMXg/nHAEB9BINGAwR",
-"N8IjDZMDD7e0DAJWGAAFAA/VHgIPmSQCA2oABxEGAi0AC7e0HzdZIwMG7R4PtrQFAzwUD/fIAAP5LwYIHwhVQwNSCwEGAASv",
-"YwyhAQUkZg+jAQMDTSMPfhkAAdgKBnMJCoEMETcSZg17AQ+ztAwB/gkBGQkL0x8CXg0DhhQKJAsDagANiw0Ls7QRN8ElDZ4F",
-"BhkpAgwCC1kEAlgKAv8IArEJA0cBD7wPAgIPBA4eUwEXAAO+ewnuCgQJTgIHAAocCAGiAAGcAAEKJQKkDw/bvgYBQgAP1T8C",
-"BOIPD7UMAAMoSQO8DAzDHwArAAcZHQGLAAClCAlVAQ/idAx/cmVvcmRlcqQIFA8uAAIPqAgEDywAAg+sCBQPPAAJD7AICg85",
-"AAkPtAgFDzQACQ+4CAUPNAAJCXUVDzQAFAl3FQ80ABQIeRUPNAAVD3sVBQ80AAkPfRUEDzbAAQeroQWNCQ80wAEQND70D76h",
-"AQiMCQ9BAgoMkAkIMDMPPgIKD48gDg9DAgoPziADCAsVD04CCg8/AAMIoAkPWQIKDz8AAwhNFQ9kAgoPPwADCO8WD28CCg8/",
-"AAMI0QoPegIKDz8AAwjWCg+FAgoPkxUPDJIGD8IKBQEKDg9XowMPwgoMBihyCKJwD9PBAg/CCgIWOG4QD25TCAHLBw+vChcD",
-"2SIPi0YAA4MvBBoqCbgIB6AUBg8fD+QJAgABugonAQG/OQ9pUw4Ff2sKt8EFVQAMrwAJPj4ElaQKLwovOF+b0wwgKy0kAwT9",
-"BiA4X7AQDhU/CGoLA2kRCFoKApBIAycfCkYKFDhQIwe3FQGCCAY0AAhYFgInaATUOQuZEgJ+Pw/nvwABsAECA0wHFgAB5gEE",
-"lgAKywkSOGEJDmwBAiRJAKQRC2wBBEhrAmwBDGsAD4EADAZfAQDvFA8GoBMEP4IHOLgMh8ACqRMECyQEOAAAvjIDf7wLUyMG",
-"+64Eq1MHHAABTQAABgAMriED+gAABwAFFQEDNAACyQEP6osEAu05BumLCscVETjOFwaPAR86YPUAAh4CDNofAgQjATsqD7Ah",
-"AAS+ogt9AwPcbw1HFQSfAg4KAgJtAg/miwAEsEoCCgINKAIDbUQD7hUPhwACBvcACmQvBMwNBa/4BJC4D8QgAQXfBAj9AQFN",
-"VQP9AQxbIwNxAwE9AArbMQQ9AATSbhI3FQQMeAAC/g0CewsMeAAAtiIHar8IeAAClwECtgEKRyIEPQAE6gIGk4gMa78Ca0sN",
-"dgAH6wIG7aADnAICOAAGKEQO1QQEW3AvNyvuAAECwgwCH3YMeQAA6zwFeQAL6zwD5wEBfwAGw5IKHgIABwANmLIFgQMPtyIA",
-"A2CTAiMAD2MtAhg47TIA1gILeBYEitAP3zsCBFOOLzI23H4NA9VFD5YNAgKNFgS+hw1lAATGfgBlAA9ANwoDOn4C4wMIo30F",
-"dQ4NCQcDCgcCngAPOtgECUHgD2fHCwLisAh7AANRQA/KEgECWQEIaccPiC8BBGSvDD4AAhECBPMADwJGBAO6AAEgAw+6AAUD",
-"tAgMVyYFAMIPnwALBHEkD2kTCgSrEQ/fAAEEaDAPNTYDBEEIBAdGD4IAAQRCAAN2Ew9ErQgCCxUOxXkPjxAABGGsAjkAC8V5",
-"BM4DBF57D5UCCQTKdA+YKQICGEgPNwgCAjkCAz4AArlGDg8RITQ1DxEIaoUA+QoPgc8MD4cQGQ8tAAEPgc8FD4UQJw87AAgP",
-"gc8LD4MQHw8zAAgPghAFDzMACA+BEAUPMwAIHzXkDxcIFAAE0A8BrzAP0A8ND4sBCQ+tIw4PVQEJD1oOAw97ABQPlA8ECb3Q",
-"D5MPHghQEA92AQkP1Q4PCzQ0D9UOgB851Q4MAi0ED91MAgPaNA/5FAADlgoDpwQPAW0DBJcwBohjD7sOEAOzGA+tAAUHWAgO",
-"rgACzg0Puw4AAwUtAz0AD+uFAh85uw4FBWklCbsOHzm7DgoIcTcPuw4ADwEZAh85uw4LBdU+BLsOAs4hD7sOCQNaGAgkDgLh",
-"Vwu0AgNQDgOWAAq7Dh85uw4EAzyRDx4JAAQSjQIGAAuWDA+BAA0GXwEPuw4fA1qND7sOMgUeCw+7DgAFhw4NaTADI0oIq2AD",
-"NAACng4PeyMEBR0AD7sOAhg5uw4fObsOBA+VLgIPuw4fA/gLD7sOAQSfAg/fEgQAEAEP4BIFAgYABUcBCtkOBJcxD4cAAgb3",
-"AA+7DgovMjW7DkACwBwPuw4KAHgAD7sOYQKYWg+7Dl4AJJEPuw45AucBD7sOAwQeAgAiBgy7DgWBAw+7DgcCIwAPuw4CGDm7",
-"DgDWAg91MQcF9OQPKRUHDwIFAg4qFQ+GCwATMpUcCY0ABIULUAoKfQoK"
+"b3UPzBMPLQAFD/QkBA8rAAEP8yQUDzsACA7raw9zABMPFIIBDzMADA8ehAEPMwAMD1TgAxcy/soFwYoPUmwDD8CiAh81xYoF",
+"CHAoD28BCQyMJQCzBA9sAREP0AYCBIZ/Dz4BDQ9CFAIBODgPSQERBLMAD/4IDgDPBA8IJgIBYwwPCCYDAr4qBlC9AyYYDwkm",
+"AQMrAAOEOgnbFiMzMEa+D9EHBQMxEw//RAIEKQsCK5ELnT4CtQkDEMcMhSQPdwAOAy0SD/sSAwWjkQSBNgB6ABZuiwUCxQYA",
+"JgAPcZkSBY0ADg4nD9sGAwV/Nw8OJxIBgTcPOeECAlwKDUoTAdMBALQBDyknAgT21E8xKzE5fxkJA9kSDCd2BBJbDxMTAAMX",
+"WQO2AA+/PwQDegENJnYE+gkPPQAJBNKTDxVlBA+Dew4E9wEGwmQLpAYPRCgUBMbdD8kUAgL7PgB/AQ1EKANvCAM+AA9FKAIE",
+"RCgPeOIBARwBA4wDD4EaAQ+tAgUJSSMjMzA3ew7+AA+/JxQDPAkPvycCBLhOD78nDQIcDQTieQrRBQQ0FQSuGA8ezQIMT/4C",
+"jyYDHQEBnwoGEy0CkCYCUAQBA3gGmz8CMhsGWDIHhBsDNwABMiUAgxMEhxsBFQACTQALhAADsf4CSDIJk0oDkhsPkkoCAq4D",
+"Ahq2D9QBFAfhBQOgMgS5NwvqAQKxWggUCwJ5AQ8AtAADrzoEmgEM9wMCngMDaV8PN3oAD+9EAAMXPghgvA9+jwADpwQP0wAC",
+"A8AJITMw2SUPw+MTBT67HzWMhAMDlrwDRywJygADYQoP0igAA5QhAtoEBlnXBB4ACDg1BDkzDJwEBPkZAgdrCEkZAvgLAhsM",
+"D8yYBARqQAOxMQg+AANTDALeEQpmBwUkAARyHwMSKwlAAAMqFgIGAA/REgMEStsfNpQ6AAqAewxZIwUW2wN9Eg8jGgADmBID",
+"8BgEqRkPiAADBEUuAsJYD6YTBQNZFAStEwDUAABDBDR1MzJ/BARCIAq/AwN4AgMpFA8fAwQECAAMBAIE7QIFCAALzWICAwQA",
+"BgAP3uMBAVQABAQEDMtwAP8CCAwDBpUnBSlEAYQDA9UDOUAlcJ8+BfEFCX0DAsYAD6BHAAPYGgPqAww5AQMdAAiPAA9TYwID",
+"7wAfM85QAAMFBwJtBASNFwo9AALpBh8zHCUAAzcAAgYAA4IGCwAEBGgOBdeyClwAAmccD/0dAANcvAPORQp3AAjZCA2FOAOa",
+"uAP0Ig+7AgMEWggdNkyhAyY+BNIYDz4AAwQLEQ1/AwN6dAJEAAtSCAUkAARUWQ/n3gAEFn4CQAAKUQEFJAAGug8OQAADUx0C",
+"QAAMOScEhm4DbBoPhRIABIZuA8EAA0gACuJwBbESBEQBAdkFDM4SAkIACt1uAv0DCKIHAv0FAeoBAe5SCQkYAuUFA6ECAbQa",
+"CR8AAuYFA4MCDIf6A2AABYshD30CAgJrGATgag/QURsCfQIG0QAEHgACjwAD6xIPwAUDBJhvHTcerQNnbwJ9AguJfgUkAAkq",
+"Ugk+AAMiFQI+AA89AgMEmVQfNxTfAAN4bQJ9AgsSfgUkAAsMUglAAAPfHAXUEgl9AgRgbQPzEg9nbQEDugADQQACzgAB9TcP",
+"sDAABEQBAcAHDEkAAkIACrdtBbspA/4BA+8iAqsFDYUaA5AFA/43DXwCA3gFAxgjD3wCAgQkCAL7JA58AgH7AgAlAA18AgPc",
+"CQ/4CAADClEDfAIM9AYDDVEDfAIP6DEEBBJNDfgIA09sAzQBDz4CAwAXAQE+AA34CAS9zwI+AA88AgMEXWwE61AJQAADJggC",
+"QAAPcQQDBIQyHzj4CAADZTIDTi8MIBYDA0EDZQAPvWkIBFRtAz8wD4IDAwSwaRE3UBwMSQACQgABd1AGVwAL+AQDAuQBRgIG",
+"Pm8ExwED3wED4QgMfAID71ADgwIPfAIEA2IKHziWQgMCFFEEsWwJDlACvwQAIQANfAII/jYBsDAJHgADhxAGHgAPOAEABD4C",
+"DaxCA68xAqYBDx5KBATrzB4482gDXgYCPgAPPAIDBLtoHzirQgADby4CsgEP7WkEBAhHHzh7JQADXDACBgABpEQPTjAABPVo",
+"D9AeAAMrMAS0MgOILQ+CAwME4GYROE8JD3MLBAqDMAasAQhYCwN9AgYKNApwegIlAANgQQmOIABjCghwCgJrMQkoDw9mqgkF",
+"2AoAqgwP8BUUCcgTBAmPBJ3RCvEQBCYCPzE0Nc8sDAPTUAEwAglaDwO0LA/TUAACYAUDOQALKQILdToWOV95Cwd7A6ZAA1sB",
+"CYgfJDMw13gIKQEAMAoPKQEhA98SHzEaEgMF2UkvNTMrLA0CbgsEfUcLRwAEIUkARwAP5isLAzcBCdYeBUcABSYQHzNzLAwD",
+"MkUEHwMLRwAE7xIARwAFrhIPdzwIBOdQCfISBQ8WLzUz9BIFAsMgDL9dBuoVAxwACDf2AsQuAjgAAe41BvYSA1VZCwAPAr8V",
+"AjgABZQoByc6BSIADIYAAWkBA+lFCvgSAkwAD4pdAwKsLwAjAA75Eg/RAwUNdDEAEAQCt3MIUgMP5RIIA0RDAxwCDOYSB+Cx",
+"DjsAAwEHA54CAfokCDsAA68GAnZKB68EAI8kD7sSDAX5AAXdAgaXGCNlcR8ABcndD+oVCAp3MAB+AAF3MA02BAXpFh819zsD",
+"AphRACYADLEHB5RRDSIBA5RRBDIDDSMRAtVQBQsDD4BNBAQLzi0xMDMKBOjNA/QSAXlqD0IAAQUNbg7CTQTFagNCAA/ILQUF",
+"JDIPOwoABEZoA0oABERoDUQABT8lD8tNAQRvzANEAA1hKgUILgNhIg8QLgkEFwEGomsPVDUBBYLaAgcABDwAAdFTBzACApiq",
+"CPURA7AYBd/SCUAcAgYADSRbBWkDAwgADQp6BU8DAwgADB6DAjsEAAYADzATAQLXBAQ8BA3MLQF3AwnXAAHofAo0EwPlRQY2",
+"EwovLQUcBwl7NAQLAQ/vfwACqQoEOwQMRAEEHgQJlgAEai0L4FAPQRoGBL2bA1wBAY9KD0AAAANAFw+p4gADxTACxAMP/gIG",
+"BJs/BiJHB4UEA2MCD6IFCQxwGgJEfA6FBARbPw+qEwMD/VIAJgANpBQIIFMOhwQDbAEDTA8BoAMKIQADcwIDTg8PwQMFBCAx",
+"ACpTDL8DBGlqA0wDD4kEBAXQBR8wx0AACYkEAUM/D0IAAQWJBA/zTgEDLS8DSgABsDYPRAABBYkED1VrAgmJBAWbhAYgAAyZ",
+"Lw9OYwIETToEEQEEkwAPiQQJBeArD4kEAQacfQS8AgLzAQRWgwxxBARIgQN0NQ9JDwMFjIQCjwEL2gIDkBAP710FDSqCAKYA",
+"ARdBDtoCBM/lD4MaAwPCVASgdQ/CVB4F2gINYgcEX54E2gIPYwcEBC2GEjGlogrtLgnaAgTGjQ1CAAaoVA5CAAnaAgsluwYm",
+"AATaAgTvyApEAAnaAgTnRQ1EAATaAg8uVQIEcpcDRAAN2gIFpmIEvS8P2gIBBKQoAxcBBgQwD9oCCAQsAAQ8AAvaAgUBUQS7",
+"AgNCHQPhAg3aAgPZQwPhAg/aAgQEbbcPOQoCAuEAAp0wD9oCBAxyGgIMNQ7aAgTpoQ84CgMDnVUAJgAN2gIImFUO2gIDeQsD",
+"2gIBDwUKIQACHgEE2gIPMAUFBPxhHzEKxAEJ2gILH+oGJgAF2gIN8BYFCywDQgAPhAAFBdoCD/QWAAQyLARVLA/3XgUF2gIP",
+"+BYABKsrBGwrDdoCBc1eA9oCD/peCwQRAQSTAA/aAgkE9zQP2gIDBbV0BbYBA7UCA8MCD7wCBARDEQNdfAu9AgOrEw/+vggK",
+"8YQAiQABEw4KigADZQMDBwAPjyYCBb0iBrkxC94CArgFD11XAgO4BQS17Al9AAPXAgZ9VQ0hAAq4BQEhAA8WAgAE4xcAg1UM",
+"FAIDOx8DzQEPCiAEBWRwEjHiIwpCAAneAg/jOgUEDSAvMTK4BQEE6zkDRAAP3gIEBQJeHzK4BQEDuh8D3gIOfDcF/V0D3gIB",
+"LTANaFgEJDQEEQEEkwAP3gIJBPNCD94CAwsHdwK5DALZCwxLEQL2DAIcAAbCWgMcAAEqAgMcAAtCJANODQIcAAXYNwdbMwIs",
+"FQnSEwq8NQFXDAm3AA9xkQEBSx0PMSwRAQgDCUYVB8JQD0YVGgPvDQ/aMQQEuHYzMTQ3ZjIO5z4FL7MfN/4xAQR2XQPMAQ+B",
+"MAEEITIEpTAFoV0FlRYMjIcAKAEEZQQNOhUCCmMJOhUfMB0BJAM9BAT/HwplFAUqVz8xNDkLMQwPLFcPDxUTAQ8sVwIPpAEA",
+"BVJtEznCfA/bAwAFRSgfMqYfAQRpXgSKAQS/IALOLwgFBAQwSgQxAAHrDidheCEAAwEcACkAD0FcBQxIAQT6KgBIAQ/btAsP",
+"hlccDwkBAQXZ6AXHYAYcAAPCBAYNXQwiAAWcUQUpAQ8JPAAFA0gDTwABpFgP9wAABWVyMjkrMl0DD35WDQ1xggMIgAciAA+A",
+"MQQkMTPDNAEAHw8kVwAIzQICyAMPjgAGA5ACDVPzBvdbCLICD44AAgHJXwRjAQtlOwS4LQfTAwsKMwFWBA8MGSIDLwECE5gI",
+"uAIDA5EAugAPtwIUBVAKLzUxtwINAyUMAlcKCf8DBk2QDf8DBDHzBT0AD7otBASl9BIxZQwKsAIDXwcD3gARMV0jDkMEBGl4",
+"AMsAAkMEDdQCBFE3BFEAD09bAwRpIwEUAQ/UAgsE1/MB2AoJ+QAEZ0QFIgAPjjsEEjE/jgGeAA35AAOHBAX5AA+wAAMAhwgF",
+"sAAP9gILBHCsDWqsA2V4BiIAD7AABwT2AgpFKwHM4A8FNQgfYhn8AA8FNQYPLQABDwU1BA8rAAEPBTUUDzsACA/woAoPOAAI",
+"DwU1BQ8zAAgPF7cDCAO3BNI0FzXMzwQkAjg8MTVBtwPOAQL9NA/RNAEIIqEPOwEJDJwJADkADzgBEQ+hAgEJRjUPPQEJCZsJ",
+"BT4ABFG2D0gBDQSzAAi2PQ/RNAIA6gIP0TQDCRo+Dp+hA8o0Ak4gCAtGBNgJATsLAR4ABEALCdgJEzH6EA/HHQUDhxAPeyoC",
+"BeRfBgJaDM80BrIYCrEYD3cADQPTFg+UDQMELJgUMuAVD880Ag9qUQkK+hgEjQAOzzQFPUMKmlYDVAEPsR8CBaQTDy5LDASe",
+"/g/TNAIDKYsP0hgAA1oPAz0ADzgPAwSLCQVsWAqWBgVXZg9XDAECOwEDpioP21wCBXMSIisyk3QPz04FAiEaAXsQDkMBBEQB",
+"DfMZBNEWAgcACgECC0c3B7EZCyWgB0c3Cp0ZBOsBDtYABckzAx8hDTcBBI8rFDFqhQ/4AAUDBBIMkwgPkggHA/MAAzgADws2",
+"Cww+EAStZwEGAAoRCwUHDgW4AA7ehQSeCQI/AACrAQ8/hAEFzpoEIAAKPYQDfQAF9CALXqEH6zMEASIOj34CMA8BLg8N2DMf",
+"MduhAwbYAA/7hQIBTwECCCgPawABAw4FCggWA2oACO0hBGswByqEACcAD/GFAQQ6LB8x8IUHBJI3D90rAAiaLgFdLAmoAQh3",
+"MgF0CQ+oAQID/CsFo4cKqAECRAABvBELLAEC2x4FNAMKYBQdMUE3AhsBBekED7OFAwK7EQAFAAsSRAJWIwMjSQrNEQRrAA2m",
+"Ixw3gQEBFicNEgIGowMPqoUCAVYFACUADdBSAn5QDy0GAAomAAQzQgTSAAYaAAh5QgqiSwR3Fg4aAARYFw4aAASjFgPnNgqL",
+"ERMxrkgNkyQAKwEPTYYGBCxTAxNpBTYDDgoFBZA4D+ajCwO/GQ8UOAIANgMPNIYBAtEbAezSAR0AB+SjAjUpACYOBajMDd8B",
+"BmADDuOjAnMrHzcjrQMCBgkBIwAD7FYH4qMAY4wEdwAP9VMDBTEHD3sNCwPBBQ8DPQMGmwIPAz0KA6QNBMk9C7oHBEQAD+lh",
+"AwTvEQzlBQMWBA9gUxUHAAIPIQICBdwND9xGDQK3DQQkugtFAAZPYg/jDwoD9ywPohMCBsgIDxABAwRciwDhOwwUAQNQYQQY",
+"JQ0GIAceAAHuLgiwBwJ9CQDfAA+aYAMAxAEHlBYSMZlZCONIAygoD68LAAGxBgPL/g88LAAEnmsPyaUAAN4CAiAAAs+wDpoi",
+"EzHAHwDqAA9LVwMGDS8DHAACVSkCnAME7TgPfT8AACgADdVUAg8DA7AzD5tYAgSXJwLcugh4AALyFwKxAwtfLQjUNA9S2QMD",
+"tAcP0P8BArsBA5QAD9svAgWcvAZBBgxRowJHgAEZIg4lIQhlAQqWAAIIGR8w5jcAApYAA+sCDW47AhgAAk4BBX21CuQ7AZEA",
+"D78oAQW6Pw/lNwACUgADEgEMhh8D9zUDIzwKewcANCcPogoABHc3Aj4kD5MfAw9jQggLkx8TMcehD6kwAAQdPD01Ky1HCQRl",
+"/QMXCw9AMgADOBwD/iIPyHkXBfhkDWofBL39Ap4JDzdLAAM9hAMoAAQvAAXfAw3gogMwAADdAg7vHQQZAQ1D/gKdCAFRDg/z",
+"1gMDIgAG9kQcdFpRAjz/D15VBA2rCQCMAgxjFhkxjxsAJQALvjAApTIPV1EOBKsxAzEBDGFKBFqbAgYADE0YBH+bA0QAAG4D",
+"CapUAyYgAQl6Dr8AB4xTAc0ADGJlA3g0BpkAD6A0AwJKAQ8aViEEnwADaQAGOFABnQAdOt0BAVAxBjgAAtHYCx9VCQACCAAM",
+"AyEAA5QmBP8BDx5VCwG2HwIzABJwWMUJK/4DiDMPflMCATkADAJTCracAcUSCR8AA3QzAx8ADa1iAigBBKgkDE8BBE1kAkQA",
+"D9NOAQOHCwRQZA9RIAsEHzQjNjZ8BAxrNAJ1AgQhNA9cJwUNhAADAwEDhAAECyAPQCIDBOz9Al38DIEAA940AusBBDwBD+IY",
+"BAWn/A7hGAR8mQQhCQC2AAy8GAWHLQNCAQ1EAAPIAAdDAA35YgO9NQT+LQEmGg+BAgANewAD1wEGCi4NfQAESS4E2AENIQAD",
+"yhgDKQABIQAKdiQDIQAECAAPtS4AAxAOBEMAAQIRD7kkAAUIAAHWLg/4LgME+wENigoE9C4D2QEOpwAEew4EuSoOzQoEggED",
+"QwANpwAEpA4ECAAH82YBbwYL5yQE+E4fOMsIAAOtCA+NLQAEIFQA+IwMZh4E6EAAiw0LgwoG3AgP2Q0AAic0CpAJCnVZAbAI",
+"Cc4AC5B5A84zCI6NBiB1AwWtAq8LBGAADD0WB7v7AZwPCuwLAQcLDw3XAQDzAA8m1wILDBgJ9BcCVA0CGRsCewsBpzcN9psD",
+"gToLWgAALgEPcgABACACD4sAAgBZAQ+DYwYCdBAC0g8BZwoCw1EPi1UDDwVAAQuLVQmTUQe9Yw/cGQwJklECHxcPix8DBVZC",
+"PzArM4QPCghhUwimAgpGUw8/QAQFRGACkEcAQAAGGwAE2QUEXQUBEgEPiVMIDycvBgTUZwNyKQpmAAS1KAWdLg9mAAUF4VQE",
+"Sy8LMQEE7QY/MCszO00KCMNSCX4MAykEPTQsICBWA1oMAzoAD1U8AwXVtQInwwrmAAueBQK6tQ8hUwgLyj0GSQADTwcTNS9E",
+"CmYABF0FA8EFAWUED2YAAgZMAQ+FLgUDbQcUNbyvCWkABAZcBMYFC45+CGkAAvphD60uCQSCAgSvrwpqAASFAgXqLQ9qAAYU",
+"MlgfB5xdAUMZD1gfC39wcmVzc3VyWh8VDy8AAw9cHwQPLQADD14fFA89AAoPYB8KDzoACg9iHwUPNQAKD2QfBA82VAAfN2Qf",
+"Ah83NlQCHzNlHxEPRAELDGcfAPsCD0EBEw88FQYPRgETD20UAwi6KQ9RAQsPbR9KAvVID24fEgMrAA9vHwITMkcpD/4VEw9v",
+"HwMCAmgPbx8aD3cADQNuHQ+NTQQE9+sE2egPbx8CACYAD28fEwSNAA8+VAAPcR4CBcQtDz5UEwSOOA4+VA9mewcPc5oBBHew",
+"D7AdAAMVIQIgAA8QKQQDNAEEktgPzx0EA8AHDvQABbVUD3MYCwPKFA/4aQMC1hsfOePRAA8HFQgEogAFXVQPoAADBXwXDzpU",
+"DAKRCQ+3FAQFLwMNOlQCXAEEjc4PTVcDA+UGD5zWAQXVAQ86VAAByaIPR3wPA0UJBFaiCkoXHzJUVAYFrAIPVFQLAxwXD6xB",
+"AgeYVA9UVAoDOwkKqUEDHAEGnB0PYEEDAQECASsUBwsNAlYiAzcBAe0OBl9BApIiAmYEAVITB1RUAtlABbgWAxYAAnUkA3Md",
+"D1RUAQIhAA+LVAMPXEEAAg0YD+a8AwIYQgeipA/uARMEHjACPwAAwQANfCAfMlRUAAP6HA9bKgEC2AEDmgENlSoCzwIDMjMP",
+"p1QDDvsrAxsPAlMADGILA6BtA+hiD9QAAw/YAgYE0gkfMm9UGQUVKw9vVAQCfBkPHBsABAOtAgYADzdQBATwCw2KCw55Tw/4",
+"JAcDfiEIBBEPJ74ADrsAAqwCD6Y6AAQmqw8hnQADDFUDyg4POhgDBclPDcY0BNIuAQYAAT4AD0EwBAPAAAUCLw9pNAMFkb4P",
+"qzQADvtODWsAAowTBGsACKswDBdTAhsHDM0zAnMCAhEcDQBBBW4tAwgADFUdBOkCBQgADH9BAtQFBMvED1FUAgMBBA3XIxgy",
+"UVQfMlFUHgTuBQ83VAAPYWYAA65AA+YDDDoBA3UbCI8AD1FUCQ8fpQEDfxACBgAPcxEDAiwBD/1pAANpEwOmEw9RVAME/lYP",
+"UVQKD1wAAQP3BAJcAA/fUAQJJRwI4QMDACUD4iQPXVELAoMbCSAlBPokAgcADxceAgK3FAR6wAngAwKNEAAhAAzgAwOiUAPg",
+"Aw8hCwMFtFENZDgEFW8ClgAPuDcADLVRD98DCgTqiASrdQngTwgPOQ8sZwEDBTYDagAEU2sME7UDr1ECTwMMtBEEElQDjy8M",
+"GFYDWWwEMVQK0xEEXQIEKwEFpSIPtmwBD1kWAAMWVAO/Ag8XEwMEfFECulMIXQIDd1ACAwEPfFEMA+mNCEAjAzQBAl0CAfGM",
+"DroAAvcEDxAEAAecpA1dAgIyAwI4AQ/VUQwCDVEP01EAAl0CAdNRDIscAl0CBL8AAi8AD/BTBARVHx83eEMABDMfAQYAD91R",
+"CQNyHQOFAgXuAAgwFgJbAgHZJgkKAQMDIQOiMg0fAAKhAwS7bg9bAgIF1HcFzRoKlFECqRYPfyEAA9dTAlsCD+OkBASTUgLX",
+"UwhbAgPwHQICAQHlog8+AAAEWwIN7tcK6R4BSlAOugAB9gAAugAMWwIHmqMMWwIDl6MDHwoPMAMDBfJRDVYsDvJRDGccAlsC",
+"ClNRDzwBBAC6HQJnAA/bUQAIWwIBaYAMaQADWQEDWB0DhAILWwICNxEDWwINtlUDNAQD9jUMWwIDd1MDYgIPWwIEBJ1SD/QK",
+"AwKcUwAlAA1bAgj0Cg/howQEm08CTS8IWwIDDx4DxB0PsFIMDfMKC4seD1sCAwLEGQ9zSAAHmKIMWwIDp1ECWwIPz1MFBMeg",
+"DfMKBOsdApYAD8s+AgMLHQPAAAO1HA9oAAMFwx4fOblMAggdLw+BHgMD9QoEuroEyx4LYQID1QoCCBwPiBwAAjkPASUAA/cT",
+"Ci0jGDLTUwBPCgzTUwG7Cg+nDgELSCUCDQEPKGMJBlMAA+oNAUwJDUUsFzLRjg+GAA8JJDoAhA8PERYWCeUTBVU7DxMqAgYL",
+"nR8xW1QMAu6jAwwfCLUCBfQ9DEcPBJijAzkAD/kKAgVbVA/RjgEDvlECLR4E2xUKm1EIUwEGLQEHXVQPLQEcBPY4D4pTAwWj",
+"pA9fVA4C2gQB/FEORwAEKRIARwAPX1QKBOZQA8UECW8SBaIVHzPRUwcCIh4P8RICBC0EAD8AD51UDAN1BAt6DgPlsALNBAFL",
+"HgcYVAH6AQMYVABLAQgYVALoCgu6EgOLMgZeHw4YVAIiAAyGBgEGBA8YVAIBGgAAIAAPvBIAAp0uCKKxD5ADEw/pAwYLFVMS",
+"MvB8D9ZSAQ8ePQgI1VIPMlQBD42jAQPiNARxAgF3Hg8yVAACOjcHDgUATxwPMlQVBSsCD/lJAgPqBQ88RwkMGRkCT1UO8wcF",
+"b5cPHEcEAt1TBPzECucTA6cKD7KkCQPKAg+ypAYFvC4PsqQACZ4uAvAjDNcGBBQCBLceAywABK49DW4ABS6/D6OkAQO3IARP",
+"IA88EgEEvz4EcAADPRIAkwIH6QEAZxQMKVIDYA8MP2YBRAICBgAN7rEGwj8DrAIObRIDigIDCAANbVMCsAcELzMMbVMCLhoD",
+"kQMOKVMAsgIJ1wAPUBIAArsuCG1TDEEYAiwGD21TAQM2AgwpAQN1GgebJRMyXisPSlIED1kZAQRrmgPuCgU3JwtAAAM9Fg+A",
+"OgADvgIDQkAPS1IEBaE5BtZtDnhQD587CAtTLx0yCy4EQDADWgwG3zELyAABcgQAJgAOpAMDIgIAIwAOpAMDWAIEpAMPOiIF",
+"BVaoDzQDAAOBAwMQAw95KgEDpAMEWrIEMgAPpAMGBXrFD5hmAAQPIwSkAw+LogEDpAMFcAADCAAKpAMC+88PolEABEfNCQ4C",
+"Ca07DqBRD8RSAA9pHAAEpVIJRj4ELQID+DgPpVIJDOwVAh43Di0CBGgAD4OqBALiCQ9/VQIEOf0AIwANLQIEwPADBQEPHFUG",
+"BfZNDbDHBWYkA5kBDxUNAQQfFQThAQMyAA8tAgUFHpoUMbUfCSpSCRgNDzvuAQQtAgRwAASfJAstAgVbogTxAQPIGgO5Qw4R",
+"AgJ2Awj7UQ8RAgAEPgQPSTICAwgaDz4ECQy+FwKMjA4RAgS2VA9BZgMDpFEPtlQCBU3+D5BXAQMFUAURAg+jAQUEdAcOZMwF",
+"pCUDfQEPcgcCAxECA8YDBDIADxECBgSsBB8xuJcCA4sEA0wAD64EAgMRAgRwAAd1CgcRAgWexQUNAQPyAQMHAA/yAQMFUjgD",
+"OIgL8wECVQgBTsAP0IMSAIkABsg9BYoAA/QKBIAaCswXBBQCBScBBasTChUCAvoGD/FTAgTOUAAjAA50TAomBA+7JwYE5QUe",
+"MiYEBLkFA4EBD+MFAgKWAQT6KQQyAA8VAgYFtEsPJgQCAmQEBEwAD5YEAgIVAgVwAASWBAoVAgsGqgPvTwahHggcAAEoAgIc",
+"AAYSfQMcAAGWBwMcAAs3IAMqCgIcAAUCMwykgwu/DwwSEQdtiQGhCQuDwQDlAA9PJgABlB0PaCYBATYeDz4tBQJtHgJZHgJE",
+"Hg/LGwMDgUwALwAOcQIDxgkAIwAMQS0B3AEPeRAjBepND7tQAwVlPx8ymFACAxKCA48EDx+DAwZPWS8yN5Z5DATITwVYWQyO",
+"AAQ7BBQySVEKjgAEiAAIAQ0N9FgDvQwE7QYEJCEEfkQMcwAFElQTN3o8D8A1AQrVuAoMBAODBAXbAA8yLAQFFVcfMu21AAWL",
+"QAMIAA//LAQAPAADIgANfDIFOjIH3QcPN1cOBF+vAWgXCU8ABdBAA/kAD418BAYcTAXARwmMMgX9NAMIAAGiDQ/ZAAIFcy0A",
+"ihEHuQMAFQ0PnywIT3Zpc2ObLBQOKwAPlywEDikAD5MsFA85AAYNjywA+gAPNgAOCIssDzEAEgjwgA8xABIfNO0sBA8xAAYf",
+"NeksAi81Mh+BAAfTLAQQAjc8MzH/LAbpLB8y6SwEAZQND5YBDwG2AwhMTAcuBQ+TAQcPzAQBAW5SDwUBDwRxAAd1Qg/+iAMA",
+"HAQP46YDAOoDD6ntCQFWBAMJlAXkOQ+m7QIEKRQJAAcTM0HoD9dIBQOpEQ83CQIE3QwCckoPmywBAZQTD5ssAQR3AA4OLAqA",
+"BgWIAAV/Sg8OLBEBcQoPDiwCD5dKAgK2EQ/aSwQFawYPswYMA90MCUQABM8CBXAXBJbSAnA2C0wtACYAD/gVDhAzwxAPNBoD",
+"CFUSAnwPD22nBgSiDw1dAAJgBhUzj9IMtQELk0kEbwAGvCoPGCwKBSXkDK8ADwkpBgs7DgotIQoTLAc5DgsTLAJzKgxdIAJu",
+"Ag8JAQUPjAERHzKsiAYKJgAPmRYICiAUFjO1Dg9QMQACYQEPYSwKAsISC4xGA60DBpyqD6wZAwImCwk7AAWfBwM7AAz2CAOt",
+"Bw9jRhUFJi0LY0YFEQ4G5QAJIAAJFjICQQAPIFoLA38uCYYKBGUACk5HCU4mAc4AA9ySYzg0N0FFMQUAG0LUIgZUBQEPCQcw",
+"LQF6AAFVAgBTAgd1GgNi4Qs8GgEuAAI0AAAbAAdzGgMLbwVlAA786QkZ9gYc9wKPHgOPGgCIAgR9BwMmMhh4P0YABQMBMgAc",
+"cDufAQIDAuQCDyUEBBEyfSQM+gwB4wANTCkTM9aiDcGaA4SeDeQMA2oRAB8ADMsvAYAADygFKAgFBAMDMwNZGAuBZQc5NAAy",
+"AgK/hw6ltgFwAQJfSgkBBwJtLwLCAQ8pAQEDIxgKxBAEKQEP1Q0GD6cICg/RDRALFxUBiw0CEAQIWA8CygEABQAC21kPfwE4",
+"CW0zA+0eDxJSAAOIMwKgAQ+JnAYEHDUPiZwGBICeDHEMBPkhBAgAD1cRAQPoAgNIJw8yRhYF/pwPcpwJBLYmD3cnAAKSAAn+",
+"1QweJQEbAAgORQde1wZXRgNDIwLWBA8OIgEEbQIN8aoCfAAAegANlpkDbwACBwAFdAAHU0YETUAPU0YICkEhEDMmIw2TRRcz",
+"eqgAIwAMOyMCIHIPqJcNBaJrA18ODIVEBH8ZBB8ADVBCBRBsBEkAAWR0B1hGFDIp5AF9GQ7GAAFELgbUAA11nAk4EQ8KJwAG",
+"bWwPWkYkBqEABGkYB4cfAKAADA1eAPMAD24EHwUcFwpxIgNuBAWYGB81bgQMAL4ADkHCASUGAmQFDyBvAgPHQQ2tAgPDBgQC",
+"AQVaJQckRwnRAgWcSQdCnAh/AQ9CnA4AyAECMwACVVAJJEcF05wAmAAPQ5wEDglEA64RAzwADt9rBHADAw8EDGIFBCMBD8mM",
+"AQgMDA/FZgUERW0CrU0P0RgID88YBwVVbA/fAgELCtAPZwUYBA1sHzSYyAcEWBcP/RgCBNMYA+IDAf0HDZ4AA7IBAy0ABA4A",
+"DIoCBPdlD1ceAQN2OQSUCg9VHgQEvmIPL2ADA2NtBCsBBD4XBiAAA8AoAQYABLwkCUEAA4MBBYyWDQkFBDMVBPIAD1pmAgQv",
+"BwQtAA8gcwYNOQAEVgAEZgAPpp0EB5gEAVCsCJgEAEQAD5gEHwXyHw8GCQEFuaIfMAYJAQM22AGICwv9OAN3egr9CwJsAwK4",
+"CwupGA+7RQIH5yED8AoGG1ILUyICIAABySYOViIDNg4GOwEESqAPiVAAAGwFDjgjBwULAbQ7DgQLBXgoDwQLAgKkAAViTgfm",
+"JgITAQUuAQ7mIRIzOk4KGDkDaCIPobgBCIYsD0iIBAWg0B81mdQFBMwXDRcKBZBDCMYXDTkYAjIEBE8fD/jGGATbFwFlmg8j",
+"AAQE+TEOswQFcXEFBRgPdFAAA7UlA2EvBDIACPOUBNkGA8YAA1w5D1YhAgWdAQx1UANUIgDsBAx1UANUHgOsBA8iCgEDlgcP",
+"FLUIC8wfETOvJw9dCQEK+AIEPt0FTQEAnBgPzaEQBXQYA5kADeMYAiQBBaMYDSAAA+0ABUkAAfwPCCUKBK5PAcIDD8gAAAfB",
+"ZADWAAwmCgOzGQPcAQ+pBgEEX48P4rUlBaIABQ2mCo4FAM0dDr0PAYcDAvgDDxMfAgOiEAyOBgPLoQR0AAY9DweYCQNkEANp",
+"Ag+YCQADpx4PMLUSBLZQAQYAAioNCJgJCOfND75QBAwwAQZdpwQNBA0hAAOmAwQhAAzIHQPtQAEtAQw0CASLSgIGAA8sKgQE",
+"rCoCRZUPIQAABY6NDfwIBRNuBJcCDy9wAQvhyw/oBBkEZCMTNVgqDyMAAQQTOg+bCQAN3MsAIAENnwADtQEE1csErgANaAEE",
+"bx0PLzUABMaQA+k9D9RDBAR5ZALbSw0CugOoIgN/AAT5BwYgAAOpAgOJOQ8NagEDhgEFKG0NZB0FAT4D9AAPND4BBZ0JBC0A",
+"BAisAcwXD5EJBQUtAAT5Fwl2DwEIVQ+yQAAP+/EBBHwrAksBD6kXAwRJAQF4Bw1PBALmDQXEGgdLGgJkEwKPCQNOGgzGGg7W",
+"rAScfw+lWgADh0wDRggPhkwEBFc/AoZMDyEAAQPmAg1GCATmCgRNPw94PwIEWiUDXAYPKW0IDXgAA74IBLtMDyMAAQR7OA5e",
+"AwT3IAWDbA9PBgAD/wgDKwAFMgAGqAUM1qsDMQADRggLjFEFnQELRggDSAkB6lsLFAMD4CAEVSEPRggAA1ADA0CyD0YIAguz",
+"UR8ziKsCABcAB10tACUADaY1DyBXBQm1BAQvqQSvjw2qDwMxjwMUAgGROwogAAPCBAV4qQD3AApGCAQ8AA/IAAQHECEA1gAM",
+"RggDBT4EOQEPlAIBAwYEAVUBD0YIIgTyAgSMBAlPBAE5Kg5GCAI+DAH4AwlGCAMdFgAgAA9GCAED2z4EdAAH5AoG4VgDwQID",
+"gwcORggDrgoERgIPRggMAEcAAjMAE3C0CAhGCARu7Q/QmgMBNQANWG8Doj4EPAAOn6cDfj4FIQAMehADpEQBLQEPpUQEAuQG",
+"D6VEBAEspQGIBw8sDQUFvPwNpwcEij4DvPwBjKQNUwIEcmEEsXYP6AQYBfJdDy4NBwWj0g9GCAADnz4FqdEPwz4BEzFwWwQt",
+"AATrBAHUPA+1VAABjQINaAEDqQICiwEPIVQFAIUUAasAAa8JDM0CAws+BH8ABIRBBiAAA7wDAjACD0YIAQTkwQQDwQ0hXRQx",
+"3z0F9AAP3CkABUYIBC0ABERBD0YICgUtAAPSBQpGCAYxfQMHCAF+BwLTEAGXAg0MFgOvow8begACBQgDJgAD5wUNLQ4J4RYB",
+"nSwPW9IFDHQEBO+0BEOsChkXB/h4D4ESGAOvKQvcZgQ8AgVNMh85/joMBC1ZDRlGArMABIBDD7qSAwTEAw8jIQED/cYABQAE",
+"7FgMlBwC9yEKDQEH4joPJhgYBPEbBF9IDynaAQ8oAQIFSDEPWI8UAXdFDkcABVzVHzPIbgwDOC4L5qkDACAFzxgP+ToHAuMd",
+"D/QBAgSfzwGFAA/5OgsCwgUEvUMLLiEFPYEFs0cFGwADlAwPXbsWBfg4AJMAD50hAwbEGRMzASwO2QAFl4IAXgEPB3EKAk8F",
+"D269AwSFmAFHAA/pIQoFUJoLyAMEHewPOYkBA1cIBDsACWc9BewAB8kADSciAxgPAvDaDykiCwJTIwUKAgitowJwAwAFAABi",
+"AghYTwI5JwpJAAOXwQJLAADuAAhXTwKPIgZxAggrIgKUMwAjAA8rIgADp08DYAkILCIA4gINLSIBfwACNQAScNAACycvBJ0N",
+"Cmr3MDMzX9gID/oJAQUxIgqFBQMyBQAfAA22JQNFLQPcDQt2WQvMSgXaPgqbAwITAQ/QRwMBTQUPrb0BBElEApwAAesIDngA",
+"BHYNB0VoBr7yAhYkBOuNDTwBA4hQCkT4BTwBCd4CA74ODx8XAATKmgM4BA9iLgQFtpcPlswEFDG8RQ3aDgSpfQRLxgGgQwxU",
+"CQOvRQTnng/yCRgE95QEi5oPIwABBO5JDvIJBC8SBGnIDxWYAQRZTwIjAAUyAAUbDAcwzAO/AAMxAA+0AQoMaQ4DtAEL8A4D",
+"vhEB50sMCb0CdgkDIgABPhoM8Q4DmwoC4HYP8Q4DCsz4AIgAALYADikOCA9+ACUADPEOAokqD/EODQSwxgRHyQ1wCgPERQTJ",
+"hAG/QQkuDgTi/QVKAAELBQnyDgMHFgF+AA/JAAAJ6gkB+XsKggACvQEDggAPmqEBEzEpRwJXAQ/zDiIEvQADyw0BMtgHogAO",
+"u2cCUfoGOwAC31MKug4EUREDEQII3DQEIgAIuQAPuw4NAVARAjMAE3DNuAk0zAMvGgHW9w+7DgINzxACUNwGPAABpBUKIQAD",
+"vBcEIQAPXhUDFDKFlA/XZgETMmNlASUAD0wEGxQy+yUDGw4NWgAEWgIDvgIErQAMzRgDJ0wP+A0BA1KeA8wIAV8OD4gAAQNb",
+"CQY1ngUbAAN2IgOGFx8yyI4EFDKikR8yOg4BFDKkkQTDIg3rygLo2QbKBAQ/CAlFAAP/AAVNAA3OAQTAPwQ4AQ/cPgEFNCoF",
+"LQADVg8PPQ4JBi0AA+MQAi5nD2sFAAdWAwtuZQHQFQ9XMQABAxYPcDEBAXAFD6U3BgKqOAKUOAJ+OAukCQeqOAfUCQJqGAXU",
+"CQjEOAGjCQfI/A9xqAMC/mEKACAI+HABZAMA6AUPoA0CBh4BAZnfDfVLAYQAAE0BDDUIBG0rAuIICzZOC8JRAvV9DVMJATIB",
+"BWs2DxahAA+XcQEDo00DUwkLRU8EeAAEPgMHnkkLEfwABgABUwkAGgEM4SgBxxwK0QMDqD0PFxgAA26hAz4JDzGhBBQykkEC",
+"cKEPIQABD3UqBQMWFQEhAAJKAA+ZBAAD+hwEHFQPESUXFDLiLwSNoQ8jAAAEIUAPPgkAA/wVASMAAk4ADp0AA9wWAysABDIA",
+"A1IdCT4JA5AeAzEAAT4JAO4wDPopA58BCykJBB9VD4EqAANFFwMiAA8pCQIDxx8CsMkPdNUEDaEMAMMAD2AIAApYAwQbPAZP",
+"AQ+FKhEUMsUeBOMmDCseEzKGFgS76wFcFgohAAREHgRKAAyGKhQzjgcBYxYPyQAACj8FAQu7CWEAAjQBA4IAD0lWARMy6hkC",
+"VwEPKQkgBqMAA/4ICCaaAKIADykJAAN3JwQ7AAEIEQspCQN0IQQRAg8pCQADviEEEAIPKQkLAcshAjMAE3DGowgpCQRucw/H",
+"RgMBNQAOvQEE1wEE2QMMIQADlScFIQAPkBwDGTLx9Q33IwO5BwMKKA83BBkFqtAPKQkDA3gMAScAB/UDAqd4CFgFAj8GAKsC",
+"DSkJA7EOAykJD+AABQMJCh04L1UUMuwKAykBD0+UBBQyXyUPKQkDAzclBE0AFTKOVgYiAAPfBAO1BA8pCQEEaCMFTQAMrB8U",
+"MkYkBDgBAYY0DykJBQQtAAMkAg8pCQsFWgAChAALZhcRNDvHDsxTD0YRAQTMUwN2KAoZAgtZVwLMUw3yBwErBwUywApXoQID",
+"KQ9qKAADiVEEK04KKhkEeAAEb/QHHLgG54MCCCkWMfIHCp/+AAgBDimjAg4UALMADZEAAgIBBKyhD6MMBAS7PgIjUg8hAAEP",
+"CiAFBHOTBKz0AVMEDGIDAz8mBKpZD5v1FxQyppQWOVFmDSMADwogBwObGwEjAAJOAA6dAANSeQMrAAUyAA8KIAADRgADMQAF",
+"8gcMUSgDnwEL8gcDpBsBRA0MW9sCOwEDIgAP8gcDA54tA44HD/IHAgwlGg+KJwQIVEAAJQAM8gcC8GgP8gcNBKkEA1AHAVML",
+"CSUEA1QlBPIHDUDKEzJlFgVKAAFQAQryBwO2AQGnBA/JAAAJGykUNC7KBskAAjQBCKIADZgCAngEAlcBD/IHIgRZAgTuBAqx",
+"BACZGw0+KgQyDgNOAgaZEwbQBwOXAAMRAg/yBwEE1QAP8gcRAWIBAjMAE3BNAAjyBwQZEA97EAMBPzkOvQED0g4DPAABhxUK",
+"IQAEvAECIQAPQlsEFDJ5Jg/yBwIDLiYBJQAPNwQcBAuKD/IHBAOQJgEnAAf1AwJhRwhYBQNKDQNFtwlYBQNKDQLyBwSFVgyI",
+"AAChIAG/BA1CzBMyoogE/wIE23MNQgAE2OMP8gcCBPtOA00AFTIMtQYiAAKqAQS1BA/yBwEDKCUGTQAMHywUMtcNBDgBAQVj",
+"D/IHBQQtAATylQ/yBwoFLQAPWB8CGzSrmQJOOQP3tQXzBwhFEQOergWPVgeziQECBwImAAMGHgo//wFYEAl+AAxQxwGqNg8T",
+"HiADLSwBoEkNihsRMp6yD9BEDw+zHAIRMn/lDz5FDwR+Ag9hpgEPRlICAw0iACIADy1IAhYyrx4E80EKMgID+AUBblRPZDQw",
+"MrUDAAoUHQUtWRAx/T4PWx0JBbuqD9oDAAMmDQSAAAbkPQ/2PwIWMtAdB22FDIMDBK4dD6UEAgSkJQO3DwWBAAGyHQmEMgM2",
+"qwO+AAIhVw8ASAETMKWUHzLD0AETMiclBuEAA0kDD2IFBQDeIg8KBQgD0CIGvwADXwABDWQPngADBJ5IFzKP8wHuRA+eSAtv",
+"YWR2ZWN0oEgUDy0AAQ+iSAQPKwABD6RIFA87AAgPNXUKDzgACA8zdQUPMwAIDzF1Axcx3u4ESEgfMjF1AggpAANsAj88MjdG",
+"SAMIRUgPOQEJAdADB/oEBwsjDzUBCQ/YAwEAgAIPOQERD3AhAgDbCw9DAREEsAAE/RYPuk4FD4RIBQAmBA+DSAgCLxcABQAP",
+"gEgKD39IAhM0N6sP7XAKD00uAgQoNQUmDgt7SA96SAUEcgAOekgPcl8CBqfFD3hICgPEFg9JBgMHSAYHVgEAmQ8PFAICBZKr",
+"DyVPDgM6BwygBgaQKA39IgIaAAMHAA9WQQME6hcPUwcCBZsADtvIAnYAA8AFD1sAAwRzrQ9sBQEBNgUDbg4BBgAB/icOZAUT",
+"M2AFC4QDB4PrAQAjITY0ACMDI98BHwDyAjkyMTg4Njg0MzcyMjc0MDUziX0EPAIBSQABi0kCNgAPLwADB8EBBJDUDytJARY0",
+"K3QMtgEEP5cBQAEJqwADfSgfNqsAFAPlJB83LwAFDV9IB5UACtYBBZlHA4K8Ck8NA84MAlIHDy5zARA0rEENhA4XNLXsACMA",
+"AJ8SD88BBg/hQwQE+hwGCxIGNUsDeB8P+e4KBqkBA6YBCjobBBEBCQwEAy0AD33fAAKD9wK48w7uAAjqQRE0AO0P4UgHKDEw",
+"mPcF0wADbwgBBgABSBYPxAACClMRBMQAD1wBBw/XNAQEJfgPiQABAwUsD0zbCApQEQ9JAQIDggUPSQEIB88MAEIAD2GMAgSl",
+"YAOsVg8hAAAE0VkPxAkCA5YhAgYAA2UEAQANDy8BAAS8CQHiDQgnUAOoHwyxAwVl9Q+xAxQDBxcfMbEDCArAHBM0gDsORgQG",
+"V/wCiAUJlwACxAQAIwAPlwASBHCvHzOYAAgLtEUHmQAK4gIFwXoCXSsMtTkDaA8BBgADC5YLuGQfNOw7Axk067QAJQAPTwQE",
+"BMQBD3MQAwRpsgjUfAhq3gTGNw9UBA8DvCgDAiYLkj8EHwEIDwMBqjoPDwMEArUAA+n1D2UAAw8RAQAKPgMA4hMNjwEGEXoD",
+"gF4L6AMDEgMCkQEE6UsP4gADDEYJAxo+D4MBCA/rQgQFXf8HIgIHkgADYigPwXkQC6EADYEHDoMBAyp2D4MBCgt4BQZlAAds",
+"AQUP8A3qQAdKqQwkBw/pCgoDHVgBYwQI8vwHqv8EmAkCAuYHtDYAWwAPXg4Lb2VycnN1bV4OFA8tAAEPXg4EDysAAQ9eDhQP",
+"OwAID14OCg84AAgPXg4FDzMACA/41wUPMwAID/jXAx8xwoMAHzPZVgEfMpEOAgAqAA/XVgEAwAMPbQERDJIOB/XXD2kBCQ9+",
+"DAIIcRMPbgEJD5MOAgGyCQ95AREPPgADCLCED4QBCQvSDgE0Iw9W4BEJA5cCmw4CpC8LdCYAFwUETwAP+VECCDEsCOoOAiIA",
+"Az5VCtoGFjUEUQ/WqAMDnA0P7Q4BBdljCVtnCO8OB3oECqoFD3cADQNGDA9hFwMF98MPBIQJD99UCAqUBQSLAAGtDgNSAQKY",
+"FgJzaA6TDw9+MwEGUvwCezMAehsEWjYBNgABigUPR5kBAmk6AIoPDGVgAxL/AAZmA44rBqScBt8QASYAGHD8HAQ+FwQ+AALh",
+"ngkyHA+PtggKIgYfNV6CBQUeuw9UqQwD1g8BHCQHeVQCfCgL8AAClScCOgIBnhwGxygBhg4AIQAiLTLOQAh6VALnEQJZEAAd",
+"MgVoMgIWAwNmTAuhAgLZPwMcAA8dARUK5gwXNZGBA8MAAVYAAy2lCBgAAsAAB8VqAhgAAq0PBmRADqgRAsUoD9B1AATGYwJg",
+"AQTiAQSiKAyfKh81WIERDL0MAvljCZwaBEUcBrQMCIoEBbECBSo0C60ADgIBAz80BD0hA80DBKUBAvoyAyL+DeENGDVMfxE1",
+"TH8ILwUAVG0BcQMHjAMCcQEBFiQFGBQGK20BGAAAJAAPB1UCBAwDDqUBAqcAD6UBAAO/KgOlAQzwdwRNPhI4a5IGygAAdyYP",
+"pQoIPzMrLbeNAAqbAQ9gDwQE6BETMzSWCUIAA2EPA0IAD60MBATyCQH1BQk/AARwOwIHAA9RJQQE4Q8DGQ8PXQIABEVHARUf",
+"Di4BAVU+C0kcBnkCBQgFDGqjBQgFDdAOGDURdwDkAQKbOw+AOQgPRvEDA145D6oDAANNHANqDwrtCwWiDBQyRBoHoRIAnAYP",
+"RQsLX2NoZWNrRAsUDywAAA9DCwQPKgAAD0ILFA86AAcPQQsKDzcABwlACw+jABIPR2IFDzIABwlIYg9kABIfNTIAHh82lgAe",
+"HzcsAR4fODIAHh85MgAeLzEwawwDHzP8GgAPY+QBHzNrDAIAqQwPQmMND5UCCAxqDAeVUQ/KAAgP7QsOD5YCCAoqDAOuAAhn",
+"DA+gAggPxBgDCOIMD6sCCA95AAIPtQATBCkoCjwACH6wD78CCA+1AAMP8gATBJQwCmsBCAchD9QCCA+UDQMPLgETBCVJDw8O",
+"CA/qAgkP5xoJBhgNCNoND8YcBQ9LZSMCBEECUwoB5AoPTGUHAisAD84cAhM2iswP4w0MD3ArAgWgYQ/jDQYHAxgK4w0PdwAM",
+"A4UlD2QIAwpIFg/hDQMAJQAP4g0TBIoAD3kNAQAMAgT+IwV5Gg9qFQkFJQADGTYDXkoKaxUeNjysA2thBOgKCcAMAr0BA3NP",
+"C5MKAuQNAxwADIEAD40UDgZ8sArXDRM2ugwHGgsCZwICMg0N+A4DaD4GmggRNlAMD7sBAATdFQ5eCgIbGwTNRg+IFQQEcAID",
+"WHYJHwoDmTsE2zoPYAoDBAweHzjamAAEgVQETTQPQgADBHgcHziymAAEQC8E2TALwQ4C5g0P0y0ABEEBAHd9C7wKA/4NAIM/",
+"Bb0KC02MB0yVCoEOGDYBDRY2TYwGpAMCkgAGdyAKQQ0EqAIO0gwClhAPO58ABAMLAgYAB30nETa2DA9iDhQFA3QNTZsK300O",
+"T3sDfwAIEHoG7w0D9Q0PSQ4ABR0AD3MdAhg2AwwAFQEESg4EdgACsB8PrlkBBR19BUVeC4IBAssTBgkTCn0MEjYZSAHLMAIh",
+"HAM4AAOcpxFymAUM/ykDgjQEWCYPq04AAw0OBDMdCd4AAP49D4EMAQP1HgVMmAfx/APdMQOhDQb7TgaGBgLfBAITBgEXAwmD",
+"XgGkEgEkAAJPrw68GRE2ynwNUhoZNmMbACUADJsBADM5kDYwNzE4MjQxOA4uMjE3NHliD1EZCAHdDg90AQECrgEP6CcEFTLw",
+"nAEGSg9RBwUEr0kLjAUD0kQHlwAAGQABPAIRN5YAAe0CDwEBAAcRDgAPAQu4SgLdFQN0EQ/TAAEC+wIPXx4EB9MAB7obAHUA",
+"D3gOCytrZZjyD3YOBg0qAA90DgQNKAAPcg4UDzgABQ9wDgoPNQAFD64ZBQ8wAAUPqxkFDzAABQ+oGQMPOCgWCKlwBDwNHzE4",
+"KAQJIwsPXQEGDDoNBzYoD1kBBg8zKA0PXQEGD44LAggwKA9nAQYPOgACCIgaD3EBBgyVGQCEBA+iCwIAowQPogsDAGIDD+1w",
+"CQL1BAIMAAXCCQ/tcAIE+wQJ+gQRN1VmDz1tCwWDHwl/DA+wTAECjQAPoBIBAtsEDzouAQKLCw6ZJwIaDAO7CAkCLgWKBgX3",
+"GAKIug7qBwQIIwQVGQQYAAPnBwJ7BA/VJwoPK7oACEAjBAUBDYG4BR8jDye6Bw4tFAJ9GA0TugTJGg9pJwYKzQYrN1/auwOn",
+"FAXTAA8mugIBbwECyhQPawACD9wMAQNqAAcRBgItAAsmuiM3X2f+CmQBBoohDyW6BQRNcw8vjwAEZxsPAWYBA6sLAQYAAysH",
+"DaEBBeZmD6MBAwMyUgVsCAu5DQYTCwp7DR83obsDDyG6DAHgCQFwCQ9wIgIDOBYKRA0DagAIjAcBLQALILoaN6G7BxEQCQwC",
+"C1kEArgLAuchAggKD3IICQIPBA7zXgEXAANGgglGCwTyUAIHAArvCAaXCAGrJwJ1EA+pHQsPuxoDA7MQDw4NAAMwTQPmHQxg",
+"IgArAAdEHwGLAAClCAlVAQ+7MAx/cmVvcmRlcqQIFA8uAAIPqAgEDywAAg+sCBQPPAAJD7AICg85AAkPtAgFDzQACQ+4CAUP",
+"NAAJD255BQ80AAkJKBcPNAAUCCoXDzQAFQ8sFwUPNAAJHzjJFhYfNTQjAQ9YxgEvNDjzpgQIjAkPQQIKDJAJCN9VDz4CCg/p",
+"FA4PQwIKD/kiDw9OAgoPPwADCKAJD1kCCg8/AAMImRYPZAIKDz8AAwg7GA9vAgoPPwADCNEKD3oCCg8/AAMI1goPhQIKD2QW",
+"DwySBg/CCgUBlRIPTKgDD8IKDAMzZQIMAA/CCgoE7wgKwgofOM4jDANCCgShDg+vChMDBCUPGkoAArAKBFYADxtqAwRTKw9o",
+"CQEC7gAA4LEKJwEBTj0P+FYOAvQXDf0dBVUADK8AA7YeA5YtBB9aC0ABDyeKBAVFLhAtJAME/QYjOF9XKwouAAQf2gbyAAXB",
+"AQGEAALpSwSuSwzBAQKvLwcQFgKWOwU0AAixFgO2xASS+ArwEgEzAARXwQdeAQJzbgKSTwcWAAHmAQSWAArLCRI4YQkObAEC",
+"PSQP4fQAAz1wA2wBDGsAD4EADAZfAQ+DpBcEtoYCiXAPVQoBA90XBL8lBDgAFjnpwQsGJQNAwwLzCwuzTQMF6AAwIg/6AAMA",
+"BwAFFQEDNAACyQEJBsMLYBYErgENYBYYOGAWETjJCg1tpwIeAgzRIwLLJQHrIArQGAXSIwuIAQKOTgH0Zw2nFgSfAg4KAgJt",
+"Ag/HTQAEP04CCgINKAIDCkADOqIPhwACBvcACo4jBMwNBDerFDf6vQr9AQIiTwXfBAj9AQH5WAP9AQwOJQNxAwE9AA/0TgME",
+"YXISNxUED+4iAwJ7Cwx4AACSdAN4AAtZAgNsoQK2AQ/aOAIEbE8WNNw4B9OIAvsiD+sCAgDASAXUxAXUIwOcAgI4AAJ9AA/J",
+"BQIEeUcAedgPeQABAm0CAqEGC3kAACFHCU3FB3kAA+cBAX8ADe3RAx4CAcHFC5MpBoEDD2kkAAPZlwIjAA/lFgIYOGgYANYC",
+"C80WBI6HD24/AgSpaC8yNm+CDQN1Jg+WDQIC4hYESo4NZQAERl4AZQAP6DkKAyKUAuMDCDaBBXUODQkHAwoHAp4AD5HeBARG",
+"kwTTcQ97AAIDOA4Md2QDkIEEwCcJfAACWQEEJZIPKj8EFDOgiAw+AAIRAgTzAA+6AAMJ8YEPugAFA7QIDM6kAjRSBazfD58A",
+"BQM/tg+AAAMELAgEqxEP3wABBAUzD9k4AwVg4g9CAAcFW7YDdhMPwrECA6AJARwICJB2A40FDo8QA/F+AzkAC+++BM4DBAWw",
+"D5UCCQS7fQTTZgpsdAVcBQ0PBgI5AgQlyAFYAg4PERE0CrkBqUQHwwMPoCcMH2KHEBkPLQABD9jVBQ+FECcPOwAID9jVCw+D",
+"EB8PMwAID4IQBQ8zAAgPgRAFDzMACA/xiQMP5A8CCBQABNAPARgzD9APDQ+LAQkP+SQOD1UBCQ/6JA8PYAEJD9MPDw9rAQkP",
+"OSUPD3YBCQ85JR4P1Q6AHzkaMxIERksPPiEAD7sOAAT4PwOnBA9dWAIFnekGXVgPuw4QA7MYD60ABQdYCA++LgQPuw4BBFww",
+"AgcAA0A0CtIIHzm7DgUFwyUJuw4fObsOCggOOg+7DgAPARkCHzm7DgsFe0EEuw4DbDEPuw4IBxb1BJ8AAulaC7QCA1AOD9VA",
+"Ah85uw4EA8bmD/BaAQPVCAIGAAuWDA+BAA0GXwEPuw4fAuUkD7sOMwUeCw+7DgAFhw4NHDIDClMIOmQDNAACng4PifIEBR0A",
+"D7sOAhg5uw4fObsOBAxHMA+7DiQD+AsPuw4BBJ8CD98SBAAQAQ/gEgUCBgAFRwEK2Q4AJQAMuw4FhwAG9wAPuw4KFTK1zA+7",
+"DjgCwBwPuw4KAHgAD7sOYQcc3A+7DlkvMjW7DjsC5wEPuw4DBB4CD73GAAaBAw+7DgcCIwAPuw4CGDm7DgDWAg8mMwcFS+sP",
+"KRUHDwIFAg4qFQ+GCwATMpUcCY0ABIULUAoKfQoK"
 };
-static const cq__ptx_module cq__ptx_2d_f64 = { cq__ptx_2d_f64_lz, 141378, 534635, 0x50ff9745u };
-/* PTX module 3d_f32: sha256 21b2299e95633e2d4e142e0dfea4f328de385ede1b3a6ff1f6714e1fc8015951, nvrtc 12.0, PTX ISA 8.0, 750640 bytes, fnv1a 0x5a66de2b, lz 210294 bytes */
+static const cq__ptx_module cq__ptx_2d_f64 = { cq__ptx_2d_f64_lz, 141726, 536501, 0x2060356du };
+/* PTX module 3d_f32: sha256 35065ab6c5eb4988b58946d9e823ccabb5c1b4c31ea82ce851e1b2d2c3eb07cc, nvrtc 12.0, PTX ISA 8.0, 752504 bytes, fnv1a 0x699ad1fe, lz 210675 bytes */
 static const char cq__ptx_3d_f32_lz[][CQ__PTX_ROW + 1] = {
 "8hkvLwovLyBHZW5lcmF0ZWQgYnkgTlZJRElBIE5WVk0gQ29tcGlsZXIKKAAEDwDxByBCdWlsZCBJRDogQ0wtMzE5NjgwMjQi",
 "AFF1ZGEgYycA8A1hdGlvbiB0b29scywgcmVsZWFzZSAxMi4wLCBWBwAwLjc2MgCCQmFzZWQgb25xAFA3LjAuMW4AYAoudmVy",
@@ -30004,240 +30296,246 @@ static const char cq__ptx_3d_f32_lz[][CQ__PTX_ROW + 1] = {
 "BwAK/U8IkgADurEBGjIJkgAD6gsE+wEPkgAAAhsAA2YQA5kAAYU7DoECBTgNA9wxD4ECBQIrCQHpBAnxAQPLKwIfAAI1nQ/O",
 "AAACwxECqS8NtkUEcTwAvA0MRQMHcjyGMGYwREEyNDL5dwQkAANZAQN3FAc0CQUHBgJZEQQpAAFACAcCBgD7DwwCBgqZXwAN",
 "BAEMKjlyY3BGLgNYAAk2BAmKagRBAQSNTjUxKzHJnA/OhwICrwoBNAYJnxwCUwMDHwAPaQEFETWbMACYAAmSAA8rIAw/c291",
-"R9ATDy0ABQ8pIAQPKwABDyggFA87AAgOV3IPcwATD/GOAQ8zAAwP744ED//hAC8yMxnPABc2FAAESXgItrMHn3IAQo8PgpcB",
-"CIgjD08BCQyiIAAUDw9MAREPyhwBCBJzD1ABCQ+JEQcPWwERBLIABHYAANYEDx0hAQEwLg8dIQIBFR0PHSEDAxB5AgYAAlcg",
-"CAUuCB4hAysABHFpCfYDIDFfhUUPZRQHA/YED+d8AwQ8aARUKwB8AB9uwZYlBYsADqohCjsTBZwABO4zD6ohEgFdEA+qIQIK",
-"InIFXgAGCCICcS0PenMKAbgRDu4hAdwRAH8BDvcRA4YhAlwGD1oRAwPQEAVvuwU8AAM2AA88AAgFyJ8PChECBCOHA+wwDSAA",
-"BgifDyAAAwSOEgYXFAogAASQhgYbPAuTBwbEFQ/oIgoDR4kBiQ4OXQEB1gIPU0cBBNdbAz4ACsQ2Cs0gAoOpCzUDAxYCATUD",
-"C0gHAZpqD7kUBQMGMgS6EQrJDisxX2tOB3cIAwwBD1AiCgN3CgosKQREAAUKAw9QIgsDGAEPbm8BBZYyA8wVDYJAAQ4BC59s",
-"AlghAyoBAfkUBt4nAxb7AQUAAHEABy88AuVaAoZ9Bk0AApcYAjcAAdUYALwQA54AAZIBAyEAC4QAA7n6BuD9BY3xAWYAAB8A",
-"DyhIAAEbAgjUUQjEAQ8EFQUDk/ED3BkKph0SMaOICZcTAjkKD4kZAQOurAOQAQy1kAI4AA9WNgAEB2kDDAILwE4GnwAEGAkR",
-"MVof/wMucHJhZ21hICJub3Vucm9sbCIRAwEFWBkC/0wNbwMCd0sAJgANzAQDsgkDtjMN1wkIrgQP6lsDBGwFHDVzWgL+FQFI",
-"Bg8aFwME9RUCeYcIOgAC1QwABQAP9hQDBIQEEzXlBAg8AAF/DAIFAA/ENQIAewQCdgAOPAACMiABPAALgw4DN88CWAAOgA4C",
-"nBMC8gACvgAPdYYDBIFYEzVeBQhaFQE9AAK9Ew8vAQIAqgEDuQANPAACMRMBBQAPABcAAiwTB40XD5uJAwRozSExMj4dDyc3",
-"AghMFwK2MABtBDR1MzKoBAMpbQvpAwPfAgEGAAWW4AxSAwQIAAzjXgQ6AwQIAAvETQNbVQNydwTJCAQtBAJpBgMtBAzBdwBl",
-"AwhyAwGJaQvmQAOiBATjQA8YBgEJMTACxAADAQQMHQECNQQH4RYSMauMDbEDAscGDwgqAQhGBA7KWQicBA+R+AMEjxofNSsE",
-"BALxAA/3CAEDIFoDKwQMaw8DRVoDnwAPozYCBK0YAlqHCMACAn0HAVsCD7Y+AgRhFALShw6QGAE6AA9yAwIFDIgDVj4HPAAC",
-"ehAC0QIPcgMCBHFTHjXjNgLSFAEHAwLVVweGfAIWAALPAw5oEQKcEgObGQIeFQ+oBAIEyFYTNak7CH0AAT0AAgUADy8BAgTr",
-"OB41MTcCKRMBKwQPPE4AAx99AlsAAp0AD3Q+AgQzfAJGjAtJEgGOAQLTEgNTNwbaswOEAgFKAgIOAwanVARJAgJDBwPpAgGO",
-"IQmULAJ0HQPqAgv/4gTkAgTTjQ9zzQMDiAQPSEABA4yPAgYADZsAA4uGApoAD2CNAwUqTwJ8lgZ5AQJSEwE3AgF+Ew46AASx",
-"SwxJBwMwEwE6AA+OAQMEQh4EcdsHPAACuAYBPAAPlAMCAHUSAnYADjwAAn48ATwAC9QaAstMA4V8Dt8UAshMAvIAAr4AAdw0",
-"DX0ABFr3EzbhjAd9AAJrdQGJAg94TAMF4EwOSwcCxSUCeAAOdBYEMnUBBgACJQAPygECBNhMETbaCwtEAAEcAwiIdQbfSwOD",
-"AgIMCwJOBQyIFgPMiAPqAg7jAgPGBQNeIA/jAgIE7WMChA0O4wIBeQAAJQAO4wIIxwUObokIxwULOFQE/QAEEyAMeAEDlS8B",
-"FQEP8pADBLVyDMcFA2hLAAUAAXsrDjoABBlbDscFAmsqAnYqD0oFAgQELh42xwUC4i0CJi0L8gkDx3MCWAAPzXMAAQICAwN3",
-"Ai4uD4AGAgXJLQ7HBQOrLQJDKQ88IgMF5nMOyQUDfS0CHAQPgi0BBOVzAmAXA+VzD4NsAwWfcQ/PBQAEtCsEf3ECOAMLJHMC",
-"EhED7gIMwAkCK1UE9QIN7gIDL1UETFcP7gIDBCkED9EFAwIyPAAlAA7aUQjRBQ6ETwjRBQEeAA8dAQADXgUcN9IFA1wtAxEs",
-"D5RnAwTWRgIOKAk9AAJNGgI9AA+XAQMEtIIeN9gFA8cqA8IrD4MSAwQQNB432wUDPywCIgIPPiwFBMRyD+gaAANCLAR4cwPG",
-"KQ9tTgMEligeN+UFAyIqAw0rD0IBAwTeRh436AUDOCoDiywPjyoBA7EqA48qA6cAD95TAwS0RAKRVw/9DAIL128BYUkN5QwC",
-"BQMCU7QL2D4E1AsF3KwJ0UMADAwIGQwJQ2AFmjQGwjQPYSoKAmQ6At6QCVdSAhsMD9gQAAOIUgQ5AA+rMwMEUgIGMloGehMH",
-"UBIBUgIMxuoAJBYP0DsDBIQIDxcqDgM/DQ/8NwIEnlUP0ikOA+gAD0CCAgTDVQ9cKg4CJgcE1ggLRQAEGzslKzGQEw9FAAID",
-"ATMP5hgBBmYVD9MTAwKrLAbFfAM2AAIbEwGEAQJ5FQbUEwNIcQEJBQKFJAbVEwJ1FQzVEwI2HQI4AAH0EAfVEwIpJwMiAAyG",
-"AAayNQzXEwGgAAAgAA/XEwABDgEE8GMPuBUKDQQwEzHHpAo2EAM/JwPwAQFhGQj2OAMZBg8bbwAE1HgEcAIGkVEAagAAriQP",
-"lxMMBFQEBZhQBjADI2VxHgACdC4BJAAN3yMK3R0WMZaTCxYHBZ8+D4fxAwIkQQAmAA73UAONBwPIAgxIEAPLUgSiAg9XCQIB",
-"JgEAfwAcOE9NA0hyAhkHD2HzBAQ6cgMiPwg9AAcZBw/VNwMBOHICegAPHzcABxkHD4HkBABRAgJ8AA8/AAAHGQcBDRgIGQcC",
-"4ScF9C0PGQcAAxlwBElzAxwrDxkHAwT5Kx44uE0D2ysDXyYPQgEDBOUOEzg9Vwk/AAcZBw+aKwcDZgAFwysPiE4AAylzAkoA",
-"A9IVASZ8B5wCAgu4COgSBPboBU8WAyEHBfYZACMADXUDA7ADBBXED5YDBgMIAAYhAANeAAL9BAneZAYIFAIdLgdPaAu0MADZ",
-"AwnXAAB+FwsMFANPlgYOFAvgKwThBg968QAEZwQMKQECaAMIECkWMV8qCs0DA6QFD2Q7AANHDgIXAQ0xRwNJhgMIBQEfAA1N",
-"AgT9CAdKhgepBAK6EA+IKAEMJxsBKCsOqQQEuxYChjsO2wABmwAAJQAOqAQD2y8DqAQMSQ8EvlUDqAQPXS4LAr5VCcY6Aigo",
-"At0CD/4LAwSJBwOSaAg9AAINBAI9AA8iBQMEbBgErFUJPwAC6xcCPwAPkwoDBF8cHjj1DgMOLAPOLgwENgUvcQIHAA8BBAAE",
-"vXAD/AADhwAPhQ4DBL4BBOdVCUwrAUEAAzIrD0IBAwQ8bh84Ag8AA08YAj8AD08FAASrKwOGBAMMKg5QNgTATAOXKwE2AAyo",
-"BAVWcAQYAwP6GgNFPgxbSwSLNQPLBA/nUQMEZKwGfa0HNwMCCScM0lcANwMMfxwCBocONwMEDMYFHkAKEFUBmwAAJQAOD1UD",
-"VjACNwMBY0YJHwAC3AADNwMBHwAPuAEAA58GAoEKCbYBB98HD+oXAwVYbhw53BsEV24CPQAP3wcDBIKfHzm5DgAC6igEvCoP",
-"PwADBOdVDuIbAz9tAxMpDa8qA1cAAp0AAZcXDGcqA5ACA1ouBG4qD4cAAwVAAQ/NbQAH3wcPZRMDBQFmHjnvGwOJKgKMAAE1",
-"Kg+HKgQEgCoCBwAP3wcGAyN+AjYACzcDAXuICRgDAyMzAz4DDTcDA1QjA14LDzcDAwSMNQYeSQc3AwK9AwzDfw1ujgCcAA9W",
-"YAMEcQQC7O0ONwMBwQAAJQAONwMJFgsBThQJHwAJFgsPbRQDBU1nDWVYA6wrAjcDD2wSBARMbh05uQIDRWcCPQAPegAED3JY",
-"BwN+KgPoAQ9uBgMAARACfAAPPwAAB24GBr2gBB0AA8c9A+EqD5ACAAT6ZAP8AAOHAA9uBgMEPg8PzlgAAydlAmgAD/JhBAQZ",
-"ZR85FgsAAjFAAjcDD/ZkAgMbAAKnAAQfZQ9uBgcCXwMCNgAMNwMMmeoDh1gEAcwPGAMCBNcMAsAQDBgDAqsWDwwsAArWjwB9",
-"AA0NDwMMWQQo8Qp+AAQ3AwSvjg+IRQMCMVkAJQAONwMDhgkDNwMOpVIDggoDOAMP9QUDBI5sEjEhOwm4AQdwBg/ACgMFck4d",
-"OeQJAxMwAj0AD3sAAwSxTSMxMAc5CEAAAqlHAgwCDyoHBARGZB855wkAAlpHAjoDAahECDoDBERkAp4AD72MAAKFUQVKMAPM",
-"AA/WYwUGQgEO/AICzxgCOwMBzxgPQAAABUQBDz8AAAdyBg92RgAFDmQCqAACLgAPp2QBAzsDAvmBAzYADDsDC8B8ApIgAioN",
-"DKMSApMgAhwABpIgAxwAArECAhwADJAiAhYAAgYABc45B44zAqwVCc0UCreSAagNCbcACQxQB44zBT40BSM+Do4zBAg9A1kE",
-"D8gxAAMjVwOnKAeRNAxHEwMtewOGkw4tNhMxVE0OPU0EbRoPbTENBORZAnYaCuoDA0EHAyIABEYWCVExBcJiADYpAGcADiAI",
-"AFgYAsoCASEADGwCAo0GAhEBAqpGFDJbiwtqAAYUFgxVBAZQYgIHAAGQJyZheB8AAmIBDXwxDzcBAAVKPw87MQsD5FkAMQAN",
-"NwED+xADIgAPqh8DBb9gA+FZCD8CBKMPAwYNC5IiBL1gBCwBBMwVCCoyAoACBEgAD40zAgajYSIrMe4nD+oABgMRBgHYGgnq",
-"AAiQWAWWFQ8SOAARMb9qAxxhD+tUAAarAgKfHw9JQgYDqwINK8sH81UPigAMBLQyAEIADOU5A/cuB1sDALsRCEcCArYHD9dl",
-"AAzSAAbWQg9GAgsFdlYNRycFtVUPwxkCBZIABcboDkYCAgwDBG5iD1MDAgZjUQK9AwtIAgROYgNKAA9lGQIF0xsPSAIOBI1U",
-"AdwbCgwUA0gCAyIAD74BBgCLMwE4BQzlOgPfqATsAA+pAAMFyGAPZwINBU5WDWcCA11RBCIAD6kABwNnAghuTwBeAg8bNQsf",
-"YiT0AA8bNQYPLQABDxs1BA8rAAEPGzUUDzsACA9ypwoPOAAID3SnAwGVNA90pxEYNRE1AZgBD+g0BBA2PQAP5zQAAXuKDxsB",
-"EQFRAwfnNAD1AQ8YAREPfQIBCVw1Dx0BCQR1AAStAABpAg+qNAEB/QsPqjQCAUsHD8SnCAI3DAOtLwiLTwipNAIqAAOwXApc",
-"Fx8yqDQLBITdC9YOA6oBBDsWBNAND6g0KwSLAA6oNAXBSwr9RQPbAA/zVQMGRUgP1kcKBLEYBGIkD5yeAQ+angYEPQAPxVEE",
-"BOKBCq0zBR8ABlofDbw6AaMLA0tPCj8JBbgABz8JDxEKCQQkFQz5IwXmSg/CAAELjywC5BQLhwsCeAIGbaQKbxgEzAEO/zUG",
-"tz4CXxwOGAEF2gAPxDQKBRScCzweBOUSD12QAAIZAAM4AA+waQMCewAOkyMGPicRMY8KDLYABRMgDkiFA/tsATwABAfzDf2B",
-"BJPvAKQDD/alAQIeAAHsAAqHAQHVAA7XnwAMEAwTAAJcEwM8YwrnFhIyZjMNXQUE1gAPPoUCAcsIAnkED2oAAQObDQoZFANp",
-"AAgLDgJJAgnrgQAnAA+lgwEEj1YfMTSFBQRhNw9VJQAGiigCNiUJowEBYgsDowEE5WMNowEDCyUAKgQPoIMBAh4ABSw6C5in",
-"A2ekDacwHDK/NgJOAAU2Ng8phQICAg8ABQALJYACmS0D8kUKFA8DaQAIegEBLQADEr0GegEPH4UCBZoKDx+FBQS7OA8JJgAG",
-"1i4VMcZLBR0ABsgsAkoKD3oBAQQrJgXJhgsarAPYHwBgAQspAQVnEAN8AQpvDxwydYkEQSMFWwoP7IQCAdcKAqAQAbADDfMi",
-"EzLkWghsAQMvAA8QqQMEMgAHmAAK2IEDwwAHIQAL0mQGiREPDakDBQ4HDg2pAjoADwypCQP9ZgQ+ZAQPBA7cBQZuDw/2qAoC",
-"BA0B0yAImyQBkgYADwQPAoUBAp0OAB4AAucBBgGFAmcMAD4AACMAArGnDbMlBXYGDvOoBVkAD/pFAQISKALRJQJ+BQfyqAAV",
-"HwR2AA8oCgIGW1APTQ0LA4AWCZIRBUQABXoDD449CwVDnwvFAQTrEg58UAupBgJuCAAmAA/IUAMDJwAGvz0Pxj8EBiEAD5hG",
-"CwJ6CAR/OApFAAQXIA9yDw0DW0QJfQEFSAgNyhIL0wQP8hMGBCokAnYECxwABg4vApUjCfMgAtMAHziy1gUA9AAMQkQBo4kP",
-"+jwFBNYjBJI6BRgAAiIPDhgAAmUSDhgAAjwSDhgAAn0SDhgAA/MUDRgAApMPDhgAAgYYDhgAAmwQDhgAAnw0DRgAA+iRB7Bk",
-"AOwEAMYkDNcMAXgIAvYEAw26CrkDAu0ID92rAQDzAAIgAAIkug71HxMyskUIgQUCCgwHbigxMl8x8FsLiEICzxYMrgACKwkC",
-"YikPpwYAAoQFBN6JCa4AAHgABfpND+0WAhMy2iQApQIGHQ4CHjwCZQMMfhcCZEkDJZUA7wgKOwACqioCJQAGMTADHAACyAYC",
-"cwUEOwAKP0ACeQAPP0ABAnoLAv4FAU4FDugaBPRSAj66B3gAAiIBAokFBVkAAxwAAuoqAiIABK8DDx6fAAAoAA2UAAKOAAOU",
-"AAoUDAcsRAGUAA+8YwEC0hcDpIAEak8MZggGoAEKlgACegcP+awAA48xA94EDQc0AkgBAjUGBUBOClsAAnwZD0Y3CANLNA3+",
-"NAIXDgOvBAdFGRIypSMOcgsJ+bwMGB0B5wMAIwANGB0MMgkFllgLRQ8FglU/Mistlz0DA4ZVD19LAAOEVQEmAAAGAA8Pmg0G",
-"bzcCYuwIawAD8gUCTD4PawAAAoQbAu06AywAD/ImBAQdNgy7IwNJJQOZVQ8qPgUBJQAF31UHkQIDcwECLAsEfsQD7Q0LkkoE",
-"bgEMk1QCgx8AHQ0Lk1QBDgYEQFUFHy4mZ3QlSwL5AAOXUQnjEQ1vEg+RUQERMo5SBmwCAaMfD/hUFQUjJwIiAQyhTgLMBgN2",
-"JwSzBAUdAAOHJwfsJwgBVAPVmwFlAw+0AAAGdXEBwgAMelQCNDcFlQAM6CsCywEBNAEPDFUQBIsAA9UoCi8BACIHDJNUA5MH",
-"An4NBhoUBXNUAuddAtYBCGcdBB8AA04BD5JUCQHSBgIqABJwL8AIk8EH/pkKk1QFdAYFKgADngECrAAL+gAGzZkCXQMMHgAD",
-"EQECHgAMxh8DVEEDXjQMHQACJgMBBQABOgALzRwDwQAEmFgCtAgPoEEDAQApAdcDEzGoBA8uKQQEzikLjgQMegACsQAEu5cC",
-"FgkPAyoFBCIFEzG3BAx6AAMRJwMJKgPaMA//HwAEGwADdQACYwoPWUQDBpyWAUYMDHIAA74AAz8BA2EBDw8FAwRQKAYsOwUa",
-"AANnMAEGAAFPKAviAgO6VAMoAAw2AgONlQY+AAwvKAOxKgOBJwxgBAxsAAPRJwNzAAzBAgW8lQPeAQwfAAPtJwNtBAG3BQfv",
-"HgO2CwPxKwH7Pwk+AAJIAQM+AAGRAQk+AAKpAQMZBAYIyAQ+AAPhAAcILAk+AANcAgOWKAy6AASuKAO+AgxlAQorUw3ZAAIW",
-"BwMHAAJYJwk+AAN0JgN4Ag3ZAAK1DANhXwGZPwk+AAMYAAM+AA3ZAAPjKwPRJg8LUwMF2QANmwACGAADJgAOsgECIA0DUJ8M",
-"5bsFbycHFC0JPgACsQgDfAYBdxwJPgACLgIEPgAN2QAC2QUDTp8BNIsH2AcL2yYEmscPzoUABEcKA5GdDyQKAAAHAA5ACgIi",
-"CgAHAAzI6gPWIwmAnQanvwPRIwgqCwqErAFkCgnOAAvdewKFDQqplgZGbwVEDQblFgpLqwGzDQlgAAtKiwINGQApBQ9gAAEC",
-"UwsDaBMLdxUBFgAERLcKmakBwQ4MTg4ARAEPn+cDAIMAD9DnAQBDAwY6HAkIHALUNwItSgIcSwFyAgyXOAKzQAG/Bg0wDALu",
-"QAX9NwhioAIpDAAhAAS0TQUbAB83Qh0WCNMbA7ujBBAGC/kRBB5EPzYrM+8SCgQ+VgxpEQM0SwR0pw+tBwME1ToC3koAPwAF",
-"GgAE5QcCXQMP9VcEETV2ew8nKwcEgkUD5S4IYQACf0ME4QcBwSoPYQACBFZYD0srBQRQcgOCLgljAAI4BQPPBwGiQw9jAAMD",
-"J1gEQzgKigEE4TAAigEPqVEKBF9WBKAFBwXVAyhGAHoCAd0UCakBA3oPAz4ADzcpAwRJRALMRgnlAAOCBQQQLA/lAAQDL1oB",
-"L2kP2CoHBGjSCWEAA2cFA54qDxwiBAE6AAIiAA/gCAME/SoEzdEJYwADbQIDqQEPbQIFBdBZD7lDAwUjKyM1NZQVCGQAA+O5",
-"A4MHASUrD2QAAxExR3kDUI8PSCsHACoADj3NCaoHC/2ICWUABETNDyYvAwB0KwMqAAIUHwllAAPyAQOYKw/yAQYAOwACIwAP",
-"9QEDBIsrACoADfYBAiUrBNkHAY0rD2UABAP3AQ/BcQQEsCsAKgAN+AECgysEAAgLxoYJZQAD+QEPgkQDBQmQIzU1VaoHZQAE",
-"hyoDLggCNA8PZQACEjP5AREyPIEHvx8P3iQLf3ByZXNzdXLgJBUPLwADD+IkBA8tAAMP5CQUDz0ACg/mJAoPOgAKD+gkAw/Q",
-"WQIJR8wCYQcnPDfU6A/QWQsPUvEGCFxZDyIBCwFKDQ/SWQQPHwELD8UaBg8kARMEeQAEswAAEAQPmVkCAMQDD5lZAwB5Aw+Z",
-"WQQCOwoC8SACYiAF+RcMmVkDaC0P8SQBEzNkLQ+ZWXAEiwAPmVleDwQKAgI7IA8DCgAC/x0PhHoBA8QbA3AAD54GAwM9Fw9Y",
-"tgQEHgAPEVkEC5T4DygcCQ9hHQoD4BcPHRgDAb8AAPkAD7EYGQOhAARxIg946wMArAYDhBwPkFkLB4AYCYEAA+QXDzMZCQ9x",
-"WQ8CDQMLahsN3EIJHQADeisE5wwFGAACTQYEiRoK8yUfM4lZLAPsAA+JWSoDMhkPiVkCBYwfD7ZFAwaZDggdIAJqIwYcAAiJ",
-"WQIWAAEFAAC1AAe0RQK4PAFnAw1fDgM3AAAtAw2JWQIhAAyRUQK+KQ+yRQACNQADAikPiVkCAy8hD/kBDgOGAAOnQQC4AA0j",
-"Jh8ziVkaBJ9FA40NC1IEBpK6DjkAAuwCAw0CDIpZBqAAD68CHATZCB8zulkZBDUiEjF29w+6WQQfMglWAALGBQPiDA9CFQIE",
-"E0kNgw4CkDkB5QoPXw4DBcNIDbggDSLHDrMAAq8nD9gRAQOJDQLMBQ8XswMEwDkCFuEHlBIDjzkBeAAP2GkAAogBA54AApcT",
-"BMEwC2EABFhVDlVNA7WAAUMAD7wWAAIDAgNjAAMPAg8hUQMEf1UP11IABkk7D+2eAAOHMwNjAANEMQQMKAhIWAJIAQv8AwYB",
-"RQAiAA8uAwQFCAABaRkPFgMABQgABSEAA14AAukFCTslDGdZAwsEDZIpGDNnWR8zZ1keA/YFCd4DAsYAA94DDB8BAsIAB05N",
-"HzNnWQQFMgENXgMIIwQBORAJHgAIegQLVxAHVC8GVhAOegABPAAPAZsBBA0TAgYAD8MCAwXUWAvYAwKPUgJuGw+BUwoCZ00H",
-"1wMDw1ICThwP1wMDAYkFALIADq8VCKMJD+zkBATAUwyINwMDOwF4AA7XAwO9xwKdAA/WAwkFyYEOwjsDbw8BQwAPyFMGAh8A",
-"A8wFD9UDAgXJUw9dOwACyDoB1gMPEJ8AA4rHA+RUA/Q6BgdTAzACAgIDAkgDDSwXA+wFA5oDDa0hA3oBA9oDD7tPAgTjJwJN",
-"Gw3eAQPoBw9KqgECYBMDEAMPVBEDBSmCDewQAi9UAuQBAdY6Dz0AAAn4WAilGAx6VA+5AAIBmQAAuQAOlwIDOjECugAPqRED",
-"BIw6HTYChAPcUgJ7AA44AgU6MQOkAAEuAA/QyQUEOwIPS8YGB/YvDGpTA4IAA9wsAS4AD0I/BAQgOh82JcYBAYgBAwQtD8ci",
-"AASkgwNnAAIpAAbgOwNEAgGbBAKkAg1sFQTP8QKrAg6kAgLXBATs6g+kAgMEKAEPgkADAkhWACUADKQCA0NWA6QCDyQOAwSf",
-"LALgUwikAgLYBwO3Lw/CAQMEmy4CcywJXS4CBwIEY1QPKiUCAp9WARiTDKQCDp9WD30AAAR4qA7SwQLWFQJ7AA89AgAEj38C",
-"pAAEt1QPPgIDBIfEDy5WAQOTmQJGAA8+AgAEOMgDaAADZwIPzgADBDU1D9BVAQLePgI/AA+gwggEaAAC3BQGCTsCbwECMRAD",
-"pgIMuxkD8VcEH68MpgIDDqsDrQIPpgIDBBAQAhBYDu0BAXkAACUADaYCA04IAuwBD4ZWBATuVg0AFwJMUAJpAQ8XUQwdN+gg",
-"BLJQAgICARkODrkAAuMoD4ZNAQOrqAOmAg+OFgMEygweN41QByYhAUs1D7sLAgZWUQKkAA8+AgMEVwkfNxNNAANUmAJGAA5A",
-"JwPACwVoAALrBAti5AVMAAS1WA+1TAAC8ycD/iYOGgYDxQsFaAAC3gAM+2gDpwsCLQIPrysAAhUQAokUD2szARgzLVgRM1Ez",
-"CfItDIsoCzYpAmQoD58RCAQKmg0YAAP+LQ/tMgIXM9UsD4oABgg2FgG0Bg83FhYJxBQD7n8CzgYNzREFDlgfMSpZDQNOqwJI",
-"qwjOpwMmFQ/NpwAD3ioDYRAKqQIEDTMEY1QPl/sBA7oRAAYABB4uCqsqCEgBCYqWDysBJAL1BAWhWworAQRyDz8xMTOAWQ0C",
-"NgUPzB0DBEcdAUcAD4JZCwJOBAFQHQ9FMwYvMTNEEwQDGC4P9gECBNwPAD4AD8FZCwNAQAz2qAhjugLOeAdBWQGNAwNBWQAD",
-"AQhBWQK4CwwWXwHxBQMZLgBqAA5BWQIiAAvkIgJaLQ9BWQICpAUDyc0M+kUB1AAAIwANtQMPhAMBD+oDHAuVWBIz6CILQxAD",
-"OAcD4QEBKBAOc1kAwgEOlBMDkgcDYwIHKBwSM4k2D3NZEwWCFRYxPRkHLC4C6wAMJ24ODlYTM1FaDv0HBCUWBj5DD8tUAAAm",
-"AA/LVAUEegIPRgcDBIh3Dm9UA+MoAQUADwJTCASDJwK8AQ9yDQMEdyEPWFQBA9trAkYAD60HAARLoAIhAAItAA+C2wMFryoP",
-"+VMCASQHAwYqD6wHAAMhSgNnAALZBwc92QGhAQ54WAMtFgELCwhsBwF6AQPWAwylPgb0mgOgAQ+bAgYDCAANeFgCqwcE9vcM",
-"eFgC+hkDlQMONFgA3gIJ1wAPHRMAAiwECHhYDBYZAi8GD3hYAARsAwx4WALoCggLJxYza4MK0gIFrgYPeFgFA7MDDf4/AukC",
-"BA0ED5YNAgTyDQ94WAMB7QoNvDYOTDUTMwvcDa4DBE4DD3hYBANBVQ9h3gIC/gcDrQMPIlUNDuVUBz0QCQf1Ca0DAzEjA09V",
-"D60DBQYIVA6tAwLlIQJGAA+WTQACrQMEZwADKSsPrQMDBXRVD29UAQJHAAFGAA/nLAADrQMDZwADi34KrQMG6twEHQIDYAEC",
-"QwIPfVciBBx+D31XAwEzBAAjAA9GVAwSMxYyDzwCAASIHw99VwQBlAMPtFoCA0ZUBDwCDzMTAwWlVg+jVgQDai0PggUBAm8w",
-"Aw4uA4IFDzwCAwBADAJlAA8KVwAHLg0BcRQPPAICBGcAA4IFDzwCBAQIAw+aPwACly4DPAIPCgMBArMWA2cAAwoDCjwCBbyj",
-"BB0CAs8KD4JWKQUjVg+CVgIBjQABBz4PalMLEzPQiQ48AgS5WQ+CVgQC4SsPuVkCA2QGAzwCDxtYDAxHawSJLwJNAQ8RBAEB",
-"8AEDfjEE8KYPPAIDBONvHjk2awOTLwRaLw88AgUDZwADLQAPPAIEBDBvHzniagACfi8Hmy8PPAICBGcAAwoDCjwCBQnzBGAB",
-"Ao4GD4dVCgULBQ9DCgIBowIBUXQMHQIMoQ8CkzkJSwgDClUPiFULBVqpBbNHCyyqAfkCD8FYAgR5UQQfTQHCFQ91AQAFMq0N",
-"UxQHbXAClIMPQgICBLWDAxcED0ICBAWQVA9TFAACgTADQwIPGAQBAYMABGgAAxgED84ABAWF1g9TFAAHxXAPm1gBA0QCBGgA",
-"AxIDCkQCDCIwAmUwBicgCBwAAtoDAiEwD6xUAwIcAAuAIQKcCgMcAAYihAa9PQfCCgVRPgx8EQedpAETCgo6PgGYBw8oJwAB",
-"+wAPQScBATAIDx6oBQOHMQIcCgJ4Dg/5JAID8VEALwAM8yUFJlIAIwAM+C8BXxkP7hAjBU1TCaIjCKZCA49aFTgfiS8wN6FB",
-"AAJGIAJxFQukaQVrAAcFrQ9qgAsHAK8MZwACcQMDtCAPIBUABY2/AzkcAlsKBG4uCnBCBHogAJEABgx8BR4AAjgXBE1YDP0W",
-"BqFUBKwAD3swBAXjig43vQNaAQN6MA92LAQAOQABIQAFah4FQAACeQQEDQEAdgEMEVkDjS8DDQED3ywMWzUDlr0D6gABLS4O",
-"yAAECi4vMTBxvQEDni0DCi4BvQIPygACBJwvDEByBKy9BMwADx84AAMuWQTMAAcQLglIAAm2AQ8MLgUGlAEOJK8Fq70CBwAP",
-"lgEHBG36ANMGB0oED6CHDE92aXNjoy0UDisAD58tBA4pAA+bLRQPOQAGDZctAPkADzYADgiWhw8xABIfMzEAHR809S0WGDFm",
-"+gT1LQgpAAbJUgDahw8F9QUPYwEPATgECMdSB3oWD2ABBw+QBAAB8XsPZAEPAHAADTsACBIuD24BBw87AAIABQUPeAEPBOYA",
-"B5FLD/76BA//qAYAZgQPOFMEA6sHAQYAAbAJAoafDzlTAQIrAARGCgnVBxM0G2YNBRcCOQAL+wYD/AkP5hcCBy70D+NJCwJE",
-"AA+rUgICARcDywcOYgAFf64PCwcLAgAdD3zzAgfi0AcVTQcojQGsCQ/qmAEItgwK+BoIFBMDKyoP6agFA5oABPBOCu4MA3yP",
-"CBgABwENDXgvFjSUEgsnAQYcrw8oqgsHGxEJKi8D2wsPxuoACVQRC/xuCsotB25TC8otAz9eDAEeAlMADyABBA8NDQAKoRQT",
-"NKShDm4wBXXRD6n9DAPUDwl5AgSAAARDAAqDSwfxCQPKfhQ5mrILGAkBLAgB2tQPlEwJBZayC5RMBHUEBR8ABH+4C+oABiEA",
-"D11fCgOgDgtNCAFLCALKzYwzQzIzRDcwQcICAr0CBCkBA/0BCf4FBWwBA1izDlkOADwAA6s9COcEAo8aCxItDxcDEQRECBQ0",
-"ePwLJR0Jd3oN5AQCPQUFVkQLeC4CF5sBlgANSC4TNIf6Cys6BAgdBFeICFYDAzUMD+DxAQOTAQIGAA9/CQIE9GcCXZ4OHwAE",
-"GyEMZQoBmAkERP0NIAoDfUADtiMPW0gNBNQPEzPVGQ4hAAR5Iw+FJgABggABgAoP9A8AA2pAA0wkASUAD9QUAgRBaBMz8BkO",
-"IQAE3SIP+iMAAVcAAagDAWAiDPtIAXwAA4EkASUABQRVBwHMAR8AAisAD4YsAQQWAgwRqgLjCw6TSAjEqgKblQuSSAOeGg6R",
-"SAonFBA0qyEN20cYNEepEjSgLAZGAwIDzg+MSAMIgy8CkDAHny8GcCkBlT0IGwADFgABBgABwB4He6kCHRgBkx8OqQAHJhoR",
-"NJCpB1YAAjMRAkMBDrIlA2oPD4BIFAOGAAJTAABdMAZ2AA4QnQM4DwNcRQ98SAACMA0CRBoHUhEDHgACVQ0PekgKAFoAASgA",
-"AdypCHdIBqD3CnVIC9pECCCCDDxGA0KCA1sDCxwAAgEBAhwADI8EBO7uD48ECAStPQ8RNwQFhoELhQMNBC4LKi0C4CwDqyoP",
-"jwQNBF0PD3c3BgWWgQ+VgQQEuPUOiAACaysHlQQP94EEBtyiD48EAwZkrw/RLQQPZa8IAn0DA1kPAz0uC1MGBNqhD3XTAAMF",
-"kgJZBg95dAQEVC0CB5IMAq0BjAEDeywEXgAFHQAD0QQBuAQPPAAAAzcAA14GDGdIBPutA+IAD4YpAAMORwIpAAOXEA8GGAAE",
-"IQgDKAACcQMPINYCA1MCAigAA8hHB3xMALgFDHNGA+srD6syAwOxCAJjMQ9NFQABQgMCHwAETBUK3SInNF92TQC9Cg+LfwEE",
-"GnYPb7sNCAmTCQUCA4A2CrIJCiIJBBdSD3k5AQNXDgIaFg/GIgIPhAwGBC85HzLxJQwDK+8PMDkEBa7fDx5gCwNQNARaTApF",
-"AAWiHw9xfw0Dog0J2AoDQQIGUg0PAgwGBaqCHzgEDAUD1AICiqEPBgwHBIbuDwcMBQQGKwAVAQ8IDAIFC3kPCqoNApEKBFR3",
-"C0UABWYAD00MCwg3RQnqFQNkNAPUCgubBgOCKwLjsA9vDAUDvQIDHAsPbwwBBWQCD28MBAKkGgJyMgdsAw+4yAMELQYErgIJ",
-"KgwCWCYFCwkKtzQBfgIAQAAPxTUEA58CC3iOBHgABMhDB4EDBkgEAncABBjiDtwjEzQQewuHDARIjw8iOQIEei4ClQAP7RUD",
-"BHdaAgA2DyAAAASiLgvXBgOLLAWc+A8HMgACmCICtB8PRvUQBK05D3QMBQXXag51DANsUgiFsgyNAAIkJgEoAAQuAA/KFwMF",
-"pwEPegwFBcExDnsMA7ciCMExCogAAjtHAicABC0ACBVCA1EKAnAHA+tOA5YOC6glBBACC4EMAv9HAQUuCqsHA0qUA0cHBvRZ",
-"BoIMA3JiASGDC26pDRIPAEAADtwLCK5MACUACxRVAKUDDxRVBgkPhw39owL8UwMGLwU0WQUeAATnLwIHAAA9AAiQDAPJIA/J",
-"VQIZNOocAMMADD+1AjMCAlcBD+00AQK0DAE2AQ+WDBADjAAE6jMJDg0BNCcLYQkDDjMCNwAGCYgHqakCnSQCViUBVQEKnAwD",
-"kTQD1gEPqakEALACCLVbCRdVAsbMAYoAC6qpDPlRBNqIAmwDDR4AA70wA4oDDB4AA4gzAh4ADy0cAwREaAFBBQzWDwSPMg9v",
-"BBQEfQcDMwwMTgAD+jECVwECmwAPAYQFCmfpDEkAA0ALAn4iAv0BDQNoA7yPAOUCDU0WA6IVA8IHDxgBAwQQFAIROwmsMwIF",
-"NQPOAA8nNAMFsWEBwAALgAIFJvQCBwAEeTIFHwACmAIC1gQP9hAABByEA0YADK5TBBn0AiUBD0n0AQSqUwPbAwKHAA8hDAgE",
-"KQADSgwPIgwHBCkAA0sMCiMMDN9/A6IIBAU6DCMMAnUZAQYAD3AhBgpcCwpvIQCqCAiAAAHiKA97CgIEZIEWMxnJDZofBCNa",
-"AXQmNzQxMgQDCvoJBiIZANtwD+lECAJiDg9/pwEEI/MEmAEABwAPdpcDAfFYD70DBQRQWQPeAANVAAyNJwQcVAObGgFrAQ57",
-"HhM2RB8PdfMCA04CA68AAlomDxgnAwRcCw8gBAME/FwDLysDmhIBnwUPkgABBNgfDwUvAAWuWQOUAAJVJw/RLwQFh+EPslkI",
-"BJQABxAvD5QAAwOsTQCvAQd7AgCfDg+gHwhvYWR2ZWN0oh8UDy0AAQ+kHwQPKwABD6YfFA87AAgPP00KDzgACA8lcgQPmscB",
-"HjNHHxc0PE0H+KYPRx8DCNYeDwUBCQHmAwdIHwdHHw8BAQkP8g0CD3MAEwweTQChAg/UHgEArgMP0x4CAPIEDwpyCALrMAAF",
-"AAYQFw8HcgAERWQJMgUYNfJkBIkOAkYOD+oEAgPiBg+wHgwCZQcP1mgCBspMD5AeCgLJBw+vTAIDKhIPe8QBATUAA8EmDx0N",
-"BAdqEA+0HAQEOGgJbxoBVAAExCYPVAkDA2gZDlEEAkgEAQUAAywHD0sEAwNtdgSgAgPiAQK8DAtzNgNnEgCkJ3YxMzkwOTUw",
-"rzoGkxsF6SAJJQAHWQIBbpsLEwACoRMDLA0KOw8VNelLC5EPBHUTATcBCKcAAg8cAMAbD6cACALjHgABIAglAA2wHgZ+AArd",
-"EQS2AQOo+gq2CwLoJQFWCQ+UHAEQNfAZDcwMGDVqFBE1XRkPrwEGD0kwAwSYHgciFAUfDgUDGQ+NSwUBdQsPXzwBAwIBDysA",
-"AA8XuQACHc8BaQoO4AAHLw0UNQceD1kfASMxK0KkC/QhBqcwC5ceB7wACugbA7wAD0gBBg/yPQQMSAEHhAADSgsO5yAK6RsP",
-"NQEkBh8BD/5mAgT8Eg835gYECDMP9ggBB84tAgsAD25WBAA9AAHGCAoTBAN0ZQtsAwamzA9sAwkCSSIAIA0LbAMKSQsSNUiB",
-"DusDBF2LA/gACYEAAbQTACEAD4EACQGeBQArAAyBAAptPQeBAAqNJAXuAwYlMgekDwI4CwAFAAQhDApEGBE1QzoPEQMACGiQ",
-"ACUAD/MDBAORAQ/qCgMK8hYM9wMDBB8Jp7kOjgUDsgMOpxIEEQEHMAAEhfQPyAIBAqkAA0SqD2MAAg8EAQAJ9wIEy8MJfwEF",
-"0lEHfBUHkwMC4AYCsyAP3AAKDIUIAtwAD3IBCA/ICwMFzhYHDQIHjgAD9CIPcgEWDO4GDnIBA1duD3IBCQEqLA9jAAEHWwEK",
-"k9wEzgAGafkPUwQCBMzQA8BOC9QfBlMEAi8xCqcAB1ABAq4MBDgkCLhSARUACNIDA5dSAK46D9IDCALlBwAsAA9nCAYCfdoP",
-"AhUAHTX/awQzAAVNGQJPTQiWAAEwCAAhAA+WAAoCa0YMewgObDgHgwAJ6wIFznIZNAt2BFwCAhgdAAUAAB8PDoc2HzXwagMZ",
-"NWe9ACUAD2oEBQKoAQ8AXAMKHQENagQCAgIPA88IAwijBBEXDHsFAhEBCDAAA0l3D/gCAgJ12AIdJw9jAAIPBAEABysPABIB",
-"D3l4AQXGcwOeTgzdAwLHIQHyAg/eAAsMRAkDA20PdAEHD+ELAwR3ggh1AQiQAAGLAA2QlQ+XAAcMcQcOdQEE9PsPdQEIDH4J",
-"BWMAB14BBTSXBxkMAlUoAyT+DihuBBYODwOEBgEJDQGCCAiK2AZF2wUAdwOm3gmRAAD+BA8aEQhvZXJyc3VtGhEUDy0AAQ8a",
-"EQQPKwABDxoRFA87AAgPGhEKDzgACA9auAUPMwAID1q4Aw+UMAAPkjAAFzNfEQaHXggpAARgEQEO2Q+nMAEIwS8PTAEJDGER",
-"FjlhEQ9IAQkPLRABCRsxD00BCQnPDwinAg8+ABEMV7gBywMPnN8DCqIRCjHiAekCAYEDBgQwA14HB8ARB+8WAvgOAWMHD7gR",
-"BAIiAASfCAmjAxM2OCkP/YYGAqwQC8ckA/oBBdbrD85eCQCqCg/OXhIEiwABihkD2wAEvwAMDjECOgQKdiICMwAL+8oA0xwD",
-"KAEDqXsBUgAGoGkKkIIBy5sMwTkCucEAjAACGwAIPXwCFDoEMw0vJXAJMgAC2AgBRAAE1QkEQQEAwQwPHQEFCuIIHzYdXQQG",
-"0oAPxogLA8gBC9tIAu0NC8w6AhxhA9W1CyhJAlglAChYEjJ3jwi5DQHpAAO/SDx4b3IACgNM8gtEBgXuDQQEgg8cAREKewkX",
-"NlpcA8MAAhkiAjgCCBgAAa8BFzJfewIYAAVODgR5Cw0tFAXFAQ0pRQIRHANgAQxJBwFFAQcmER82P1wRCkgUBQsaABoBBBwA",
-"Au8uAQstAf8bBzQBBgcABV7SBCkEBcgCBfxTC8UACOXZAzQAAuMHD4GzBAFPAQGBSg8zEQEYNhpaEjbe1gp3DhEtsgQHowMC",
-"WBABZgIIuhsCMwACOE8AJAADhRMKkwkDIwMOvAED8wMPkPQAA0AcArwBDI19A5DdACUABwoJETbOLQ7XCQOtAQS+cw2wAQJC",
-"FAuwAQK4EQWwAQ+9EgIEvBIEnnMNWgACUx4MWgAB2AoEYQAP9lgDBIQRATA0DVcAAYkKBDIBBVcAARQMBV4AD4BDAwWxAA+w",
-"AAIDYXgPugIDA2AABtIdCowBATKBD99gAwPfAQvVBQI2DwV8BQ2hEhg2alERNqQTD7QnCwXrLQpjAgJoAA63fwTljgM9AAue",
-"OwAlAAG9BQKkxAGaNwaNAAEZKw/hCghfY2hlY2vgChQPLAAAD98KBA8qAAAP3goUDzoABw/dCgoPNwAHCdwKD6MAEgmhOw9k",
-"ABIfNGQAHh81MgAeHzaWAB4fNywBHh84ajwDCCJqA8MLHzIaxAEfM8MLARAxFQAPwwsBADkEDzACEAzCCwf2QQ8sAggPwQsO",
-"DzECCArACwOuAAi/Cw87AggKyxsE8AQPeQATCpwsBHkACHFrD1ACCA88AAIIIZAPWgIID7UAAw/yABMBQioNawEAsBIPbwIQ",
-"D2sKCAM3Bwu3EAGKBg8ODQIAwAYPgz0DADYFD4M9CgHABwfg1Q+DPQgD0nUK/gwTN1t1DzULCgs8EwRlAQ89EwAOymsAPRMP",
-"/QwSBIoAD5UMAQGu9QseCwFLEw9aAAEJJQABdQgCcToNCB0dN9CLAyPbBGSKCdwLAmoBCCtoBpcJAslYAKRzD4AAAA+lAAYE",
-"BwoGXYsK8gwTN9YLBx4KAgceApkMBSAXBHYCA9hEBkIHETdsCw+6AQAEfhgG0WAEGgAB9AgENwEMjWIHAwkCPwAHkXMExggB",
-"3AgESAAEeZYLQQAFeZYYNApzBB0AAjkCA0kADClbBCUABPUNGDSCcgr1AQRJAAsEDAPlDA8zLwAEQQEAiw0LBlMDNG8A44sF",
-"ZAkLH2YEfIYNnQ0YNwUMFjcfZgYCDgKUDQ/gjgUDpwIPfUgABMkADXQJAzk0AgYACRECALsLD30NDQRkAQS7HgY6dgtWAwNo",
-"AQ1IAQN/AAiaAAl+DgRUMAtHAQLdDAYHAQrdDBg3qQoVNxNcC6gRCRZJBEYFBAIXBK0xD8sdAQH0Nw8hCwETN94/ATePEW7J",
-"CwI4ABNmvZQB6AUEZioEPAECHwwEIgEIqDYHvwQGKQAIM84AcQAKzBgEJgsCZ3QCzgQDNxcEbgUCNgwDVQAPjewCAtsEAsoi",
-"ARMDCXAtAbsRASQAAec5DlscETcSKg2DGBk38R0AJQAMmAEAcj+QNjA3MTgyNDE47i0xMTc0vUoHjxcF4QADjxcCuQ8PcgEB",
-"AhcUC/gjBj8AAx53Aq2VD6wAAAePIgC6AAw39QQjAQBAAQ9+AAED9R8PfgAOCaoCAX2LD8YMCC9rZSjwFQ0qAA/CDAQNKAAP",
-"wAwUDzgABQ++DAoPNQAFD5gXBQ8wAAUIugwPMAARD1pIAw82mwAfMR3QABgzvvAF7gsPWEgFCO4LD1wBBgzsCwcydg9YAQYP",
-"GigFD1wBDg+5CgIIWBgPZgEGDzoAAgiM8Q9wAQYM3RcPzwo7D84KFw/NCgcWOKsFDwspBw03CQEWAASHbgl5NwFqAA86KRsC",
-"4CgKOikDnAwCjwIFR5MCH0cP7RIFDCBwAuk/BEITD3EpBg08mQYiJQAyAQ8blgABPBME/gAPNJkBBYtCB4mCAQcFDR+ZAJ0F",
-"DBMAAjIFA1MGCvELETgdKA1uAw8ymQsCpBgABQAEawsKagAP6AsBA2kACOoFBK4SCLiXHzjAJwIFqSMPMJkEAwIaDm9xAgki",
-"AAUADHc0ApwvAAUAABgBDymZAgEiAABMAQ8nmQcOHAEBpAoGPwkKTQwROJFDDW4BDyaZCwGKAwGVAwuGJAOfdQ/vCgEDaQAI",
-"bgEBLQALJpkROA4qDckCBR8DDyWZBATuGQ9uvwAHGEAN9L8HKSgPCAMEBznvD3QBAAO0AQ8MAwADAwoN+gIPFBgGEzjlGw+m",
-"EQICiwEJKCMIHQsDeAQMaiwCFgAPNgsCBG4ADdEYBOUOBpABAW4VCOQzAV8AFHv+GxYy4akD+vwKEvcCZBgC6RoCIQQBXDUK",
-"JQACAAwGLhwCgdEPHiELDHpCA+oLD5s2AAUKZgIHAAqoCQX0IQLzpgJADw96AAUCCg4PNi8DAyUbD00ZBgRHDgzWIQArAAf6",
-"GQGLAAAxCgqFAQ/uMgx/cmVvcmRlcjEKFA8uAAIPNQoEDywAAg85ChQPPAAJDz0KCg85AAkPQQoFDzQACQ9FCgUPNAAJCQEX",
-"DzQAFAkDFw80ABQIBRcPNAAVDwcXBQ80AAkPCRcECLgiAvMEHzwZCwABrvsMGQsfNBkLBAFJKQ9AAhIMHQsAyQQPPQISD48i",
-"Dg9CAgoPziIDCJYWD00CCg8/AAMIZwsPWAIKDz8AAwjYFg9jAgoPPwADCIwMD24CCg8/AAMIajUPeQIKDz8AAwidDA+EAgoP",
-"HhcPDFIIABcAD+qCAgDvBQ/qggMPoVQIB4cGAgwAD6BUBgEeAATSKgk8Bx85TwwLBVpnDzsMGwLCEA9HIQYEVgAKOhUHKxYG",
-"EiEPlgsCANvSCicBBPKfD+MXBQcuBw7GRAVVAAyvAAMuUwOWHgN4CwrhCxE5VPIOxgAFn2IC0B8E/QYROX77DS4ABPlPBvIA",
-"CtNTAW4HAXOXDfkLFDlQJQdCFwFICQY0AAjjFwKZbAAiAA+mIwABMwABiZUKXgEDO44LjgwDRY4PKzUCEjkhCw5sAQHPAAAd",
-"AQxsAQO+ggNsAQxrAA+BAAwGXwEAehYPuH8TBHRIB7GbDLWmAjUVBAwmBxcMBNChDHxuAZEAAgYABkupCMMAAVdsD/oAAwkM",
-"nQM0AALJAQ+YagQBigkErgENgwsROVkZBo8BHzoE3AAGfdYDFgABfgEDoi8PmSMEBEmCC30DA5drDZwLBJ8CDgoCAm0CD5Vq",
-"AQkKAg0oAgPOIwN5Fw+HAAIG9wAKjzUETAwFDYUELZwPTyIBBd8ECP0BAYHbA/0BC/gXArhVA6ioCuk3BD0ABP6mFDY6nAp4",
-"AAKQLQIaEgx4AABukgN4AAtZAgOEOQK2AQ+VeQME6gIHhzMLS00CeTINdgAH6wIMok0DpHcCfQAPyQUCBRLyBCBQC3kAAm0C",
-"AqEGC3kAAQjQCDSlB3kAA+cBAX8ABndxCh4CAAcADEIkBoEDD0IkAAMUcgIjAA/hMwIYOQc5ANYCCwQYBNvGCRATBR0ABHw0",
-"HzaUiQ0CGgcEaa0LRgAE9DMfNhA9DAjOrQu6SgRiWg/XEwEDdA4CgwAPqmUEA6kGD34ACgOiDgSXUAqOrwUmAw6AAAL4Awh6",
-"rQ94MQEDrJEMPQACfwED+gAPvQADBHU9DzBPCQRGWAwnKAU4pw+dAAsDfmEP9RQJBIA2D9sAAQPANg8nPAIEJAgETgMPfgAB",
-"A0AAD2IoAgSmrwTLIA+AAAICwAAPS0QCBKQ6BGxTD4AAAgJAAA92EAgDJowCS18Ia1MFYSsN0wMCsgIEX4wKbzMEMAQFU+UP",
-"2wEIA7NTD+F9AwPtpA+ZCAED/VECPgAClvMOcRESNNE3AB8AByUED+kQDB9i6BAZDy0AAQ/8tQUP5hAnDzsACA/8tQsP5BAf",
-"DzMACA/jEAUPMwAID+IQBQ8zAAgfNUUQDgUyEAgUAAQyEAERMw8yEA0PiwEJD5olDg9VAQkPvA4DD3sAFA/2DwQINRAPawEJ",
-"Dz4AAwljtw/0DwwPNw8LBNZCDzcPhi80MDcPDAMjGw8dDwIC4CQPWxUAA/gKBz8HDx0PBgKwIg8dDxUDxxoPmVULD/QsBAIw",
-"Dg+0zgEDTgUCBwADdzQJNAkvNDAdDwUFVicIHQ8ALwAPHQ8ICNdBDx0PAA8WGwEApwEPHQ8JDClFAx2qDx0PCQN7GgiGDgFR",
-"AALYmg2yDgOWAAkdDy80MB0PBAMmqg8qjgAEP+UCBgAL+AwPgQANBl8BDx0PHwJ5Jg8dDzMFgAsPHQ8ABekODbQyAvoAAAcA",
-"DB0PAgAPD2glBAUdAA8dDwEACwEIGAEPHQ8DCx8nDx0PJQNaDA8dDwAFnwIPQRMED4qsAQRCEwIGAAyxeQM7DwAlAAwdDwWH",
-"AAb3AA8dDwovMjUdD0AC1R4PHQ8KAHgADx0PYQIy6Q8dD14UMurLDx0PNALnAQ8dDwMEHgIAIgYMHQ8FgQMPHQ8HAiMADx0P",
-"AQBMAghZAgEdDw+LFQwPORYCA6o4DwIFAQ6MFQ/rPgEC9xwGbhwBqQfAOgoJcmV0OwoKfQoK"
+"R9ATDy0ABQ8pIAQPKwABDyggFA87AAgOV3IPcwATD/GOAQ8zAAwP+5ABDzMADA8x4gMXMg6PAzwCPzwyM0zPABg2S48B+wEo",
+"ZmTpswbScg8z4gUJuyMPggEJDNUgAEcPD38BEQ/9HAEIRXMPgwEJD7wRBw+OAREPPgADBNyND5kBDQTwAAS0AABHBQ+OIQEB",
+"oS4PjiECAYYdD44hAwOBMQJ+CALIIAh2LgiPIQSsMQ+QIQETMcFdD9YUBQKIEQ+BEQMEOy8CgRELQjwCmRUD+kMN0B8PdwAN",
+"AuUFDBZVA58CBCRpA+YcAXkAFm7mhAHoBg+plwkK0wwEiwAOkiIKIxQFmQYGWAUPkiIQAZcQD5IiAgTCRQteAASFJSIrMVku",
+"D2J0CgFCEA7WIgF7AAD2AQ7fEgMoCQbdCQ77CwO4EQKKeQg8AAN0AA88AAgEnIgPehIDBViKD5oSBATxhw2WqwMgAAR2EwM8",
+"gQ0gAAR4hwN7Pg5cAQYiFg/QIwoFiFwPXQECAXkIAF0BDLQUA4ZcBD4ADzMDAwOjAAa5AgdrSQesAwswCAGCaw+hFQUD7jIE",
+"ohIKrxwdMb9xB0gJAw0BDzkjCgNgCw+cbwIGYwgPOSMLA7A1CpEMAxEBBCQ4A7UWDWtBAQ8BC8BlAiYiAysBAVwJBscoA7Nb",
+"AQUAAQB9Bhg9AmoZBo5+AxYAASwAA8H5AFADAKURA54AAS4DA+NYC4QAAl1qA24uCXbyAWYABKr6DFhBAYIAAjuiDcUBD+0V",
+"BQNU9AOSEQlVKiIzMbB0DyJcAA9yGgEDvCMDkAEBCgwIQTcBFwAPPzcABBJmAgwCATgAD58AAgQBChEx1CD/Ay5wcmFnbWEg",
+"Im5vdW5yb2xsIhIDAQX8GQKk3Q1wAwK2SgAmAA3NBAOiCgOfNA0eAAivBA+xWQMEChccNQkXAucWAYkNDwMYAwSnBQLqhwg6",
+"AAK+DQAFAA/fFQMEjFkTNeYECDwAAWgNAgUAD602AgTBBAQ8hwg8AAIbIQE8AAtsDwMg0AJYAA5pDwKFFALyAAK+AA9ehwME",
+"MQQTNV8FCEMWAT0AAqYUDy8BAgCTAgO5AA08AAIaFAEFAA/pFwACFRQHdhgPhIoDBFHOEjFzJg8QOAIINRgCnzEAbQQ0dTMy",
+"qAQD920L9XED3wIChwIM+D0EUgMECAAMzF8EOgMECAALrU4DVvYEXa8DyggELQQBMwAELQQMmXcAZQMIcgMABA4Lz0EBkwAD",
+"iAQMf3cFGQYJGzEDAQECAgQMHgED+CcIdQAA1BYOsgMC5QQPFtYAA39dA0cEDEwBA61aAyQACus+BC0EA+MHAmseDnoAAYIH",
+"ACUADiwECFkoAZYUCRYrAvYbAywED2ICAwT1TwzRXAIyFgLGAg+gPwIESxUWNaSxAxkAAh4QAToAD3MDAgT2iBM2zBsHPAAC",
+"ZBEC0gIPcwMCBFtUEzWQKAg8AALZBAG0AwRBCgQbAAIWAALQAw5SEgKGEwOFGgIIFg+pBAIEslcTNv0bCH0AAT0AAgUADy8B",
+"AgTVORQ13wsHPAAC4xUBPAAOJxoDCX4CWwACnQAPXj8CBB19AkyKCzMTAY4BAr0TAz04BsS0A4QCAmUCAgcKDV8tA00RA/YD",
+"DOMCAxiQA+oCC+njBOQCBPUBBUEsCqZQAngID2zsAQNQhwJkAAGZAQkeAAiSOw+3AQMFFFAMTkECPBQBNwIBaBQOOgAEm0wM",
+"bAIDGhQBOgAPjgEDBCwfDlVBAosTAXMCCyLQBCEABB88DkwHAg99AbcAAn4TBuQCArVNA299DskVArJNAvIAAr4AAcY1DX0A",
+"BET4HjakQQJVdgGJAg9iTQMFyk0OTAcCryYCeAAOXhcEHHYBBgACJQAPZggCBMJNGTaawQMcAAEcAwhydgbJTAJlAgIFIQLj",
+"AgY8cQRIAgLcAgPqAg7jAgPGBQKGAg/jAgMEPgkfNscFAwLwPgAlAA7jAgjHBQFdFwgeAAOnUwPjAg/HBQIEADYCpVMHeAED",
+"fzABFQEP3JEDBLUADMcFA1JMAAUAAWUsDjoABNpPDscFAlUrAmArD5MDAgTuLh42xwUCzC4CEC4L8wkDsXQCWAAPt3QAAQIC",
+"A+13Ab4AD1EuAwSzLgS7UwhzHQK1HgItKg8mIwMF0HQOyQUDZy4CHAQPbC4BBM90AkoYA890D21tAwWJcg/PBQAEniwEaXIC",
+"OAMLyg0DIHsBuAINRiIDf1MD9QIN7gIDpVMEnFcP7gIDBP8BD9EFAwI3PAAlAA7EUgjRBQGXGQkeAAjRBQEeAA8dAQADXgUc",
+"N9IFA0YuArsCD39AAwXARx03sTADJ3MCPQAPlwEDBJ6DHjfYBQOxKwOsLA/HJAME+jQeN9sFAyktAiICDygtBQSucw/SGwAD",
+"LC0EYnQDsCoPV08DBIApHjflBQMMKwP3Kw9CAQMEyEceN+gFAyIrA3UtD3krAQObKwN5KwOnAA/IVAMEnkUCoioP/gwCC8Fw",
+"AUtKDeYMAwUDAewZCs0eAZMFAiUAA2gSCrEgJzFfUCMAXAwPkxoBB3gbD0wrCgNBUwIZ/whCUwOOFg/0VgADvBADOQAP/1kC",
+"BVMCBt+tBn0TB1ISAVMCDZUuEzGQGw3VAAQkVg8CKw4CQwQETQgLRQAF9xUPvSoMAuEABPUHC0UABtwfD0crCwJHAQSbCAtF",
+"AAXRKxUxkhMPRQACA+wzCtErA/IEBdArD9UTAwKWLQbteQM2AAI4DgEnAQEcAAfWEwJVFQKWKQHgEAfXEwSSFQtOAAJFCAJO",
+"AADeBgfXEwIUKAMiAAyGAAIcKg/ZEwEBoAAAIAAP2RMAAs0tACMADNoTDbwVDokuIDFfQAQMOhADtz0H0wIJ4zkCFgYASwEO",
+"rxMDPisCcgIILR4SMeYuD5sTDARXBAWFUQYyAyNlcR4AAn4uASQADd4ADGMaApKmDZEDBT8WD+VRBQFxAQAmAA7kUQOQBwPK",
+"AgyXBwJkQQWkAg81BQQEd1EMXUcDNXMCHAcPTvQEBLgWHzgkcwQDbQUPHAcDBFQwHjhpRwN+LgN+KA/jKwQD6AMfOEs4AQcc",
+"BwESGAgcBwLOKAXhLg8cBwADBnEENnQDCSwPHAcDBI0RHjjERwPILANMJw9CAQMEqSwfOIw4AAKCLAKMAA+HLAcDZgAFsCwP",
+"dU8AAxZ0A7s4AuMLARN9B5wCAvi4COsSA0IXAVcyCCQHApETAQYADZRwBbADBMM6D5YDBgMIAAYhAANeAAL/BARZZgsMFAL7",
+"BARgBA6JLADZAwnXAAGCfgoQFAL3BAS9bQ7dKQTjBg9n8gAEZwQMKQEChwMI/SkWMeArD7JVAA84GwEEOQEDIAcM1Q0DNocE",
+"+gYPnU8DDjeHB6kEAr8kD3UpAQwsGwKAhA6pBAR1Rg/w3wMCcVYAJQAOxVIDvQADqAQMHxYDN1QEqAQPSA0DBC4PHDl6TwSw",
+"cwLdAg8vWwMEfQweOYhxAg0EAj0ADz4MAwRwGB45hk8DXi0CRAAPnHEFA4UQHjn4DgP7LAO7LwzxNgUccgIHAA8BBAAEqnED",
+"/AADhwAPQAEDBH0YHjnhTwOYLAJoAA+GvgQEKW8fOQUPAANTGAI/AA9PBQAEmCwDhgQD+SoOPTcErU0DUwcCoyoKqAQGWoYE",
+"GAMDpQQDbwQNNwMCIAgDPgMPiQYDBD1BA1x2CzcDAoYADL9YDSSMAJwABPxrCzcDBfPqDzcDAgIWVwAlAA43AwLaGwM3AwEN",
+"PgkfAAL0DgM3AwEfAA+4AQADnwYdOXwCAkYuA5QBD50GAwRFbxw54BsERG8CPQAP3wcDBG+gHzm8DgAC1ykEqSsPPwADBNRW",
+"DuYbAyxuAwAqDZwrA1cAAp0AAeMVDFQrA5ACA0cvBFsrD4cAAwVAAQ+6bgAH3wcLimgFIwAFQgEPPwAAB98HAacTD3QrBARt",
+"KwIHAA/fBwYDEH8CNgAMNwMFJ04EGAMDEDQDPgMNNwMCWwIEZMoPNwMDBPgkBgtKBzcDAg8aDLCADauNAJwABE2WCzcDBfDt",
+"DzcDAwIWCw8RHwEDGVcENwMNpVoJFgsPqogEBDpoHTkWCwKZLAI3AwEyFg89AAAELAUNFgsDMmgCPQAPbgYDBCloHzkWCwAC",
+"aysD6AEPuQAEBG4GD9JoAQduBgaqoQQdAAO0PgLPAgFpDQuQAgTnZQP8AAOHAA9uBgMEyg8fORYLAAIUZgJoAA/fYgQEfw8f",
+"OVplAQduBg/jZQIDGwACpwAEDGYPbgYHAl8DAjYADDcDBW+eBDwCA3sRA5IUDxgDAgTXDBk5ECgEGAMBbgAAIwANGAMMmR4C",
+"f4oJfgADECgD8SEP3xECBKEdHzmlCQMDBVkAJgAPBFkHA6ILDdhEBARXBEtND8NnBQWuPQ2tfQMmSQJyAQ8yBQMFn2wNY1kE",
+"BTECPgAPdQYDBKNOIzEwjWQIQAACm0gCEQIBnk4PQAAABbSED+0JAAJNSAJAAwFvBwhAAwQ3ZQKfAA+wjQACeFIFPTEDzQAP",
+"yWQFBkQBDgIDAtgYAkEDAdgYD0AAAAZGAQ9AAAAHeQYPakcABQJlAqkAAi4AD5tlAQNCAwLtggM2AAxCAwtjWAL0HQIxDQys",
+"EgK4IAIcAAEKIAgcAAJdDAIcAAu6GAOLDgIGAA/bmQAC0AIK1hQLaTYArw0JtwAJTDAHgjQFMjUFFz8OgjQE/D0DYAQPvDIA",
+"AxdYA7MoB4U1DVATAj01A3qUDjo1IDFf3icPwBQAAeUZA6AAD2EyCgfAWg3uAwNIBwMiAARPFglFMgW2YwBBKQBnAA4nCABi",
+"GAKLAgkT3gQeAAKUBgIRAQKeRxQyT4wLagAGqykMxg0GRGMCBwABVXImYXgfAAJiAQ1wMg83AQAErQAPLzIMBJhYAkpICjcB",
+"BB4FAiIAC4YXBZMABWkEBakFBRsAAmcgAnk9FjIErgQfAAosAQBFAwpROwGiYQdIAA+BNAIFmhpPMSsxNVVVCwMWBgXA8gXq",
+"AASOxQMiAAKdFQ8GOQARMWVUAxBiD4oAAAarAgJXJA+KAAYDqwIFOkYGigACBRwEIgAPigAHAgI3AlUBDNk6AwMvB1sDAMIR",
+"CEcCAmseD8tmAAzSAAbeNQ9GAgsPsVYIA0YCCPkWD0YCAAW66Q5GAgIMAwRiYw9TAwIGV1ICvQMLSAIEQmMDSgAP/SwCAUob",
+"D0gCEgS2/wZQFAUaAANIAgMiAA++AQYCrVYAmAAL7AAD06kE7AAPqQAED2cCFQQS/wJCVwmpAANnAgMiAA+pAAcDZwIIYlAA",
+"XgIPDzYLH2IY9QAPDzYGDy0AAQ8PNgQPKwABDw82FA87AAgPZqgKDzgACA8PNgUPMwAID/7EAwFbqA+bqBEYNgU2AcsBD9w1",
+"BB82oeAEAaKLD04BEQGEAwfbNQDZAg9LAREPsAIBCVA2D1ABCQN2Bws+AAQ3xA9bAQ0EswAE6wAAiwMPnjUBAXUMD541AgG8",
+"Bw8pqQgDIzACWh8I8FAE5AgBmAkBHgADFV4KORsfMiU1CwRk3QpICwScAAQmUwY7VgucNQHqig+cNQEPdwANA/QXC8UPA18C",
+"BIJSBL8OD5w1KwSLAA6cNQWdTQrZRwNSAQ/PVwMF4ggPskkLBPMYDztIAgPfnw/dnwYEPQAPEyUEBDoSCg+ABR8ABQ0zDpg8",
+"AYsMAydRCicKBLgABU+PPysyMPkKCQQaFgzCGgovnQ+goAQEKtsCGBUKbwwBHAYAIgADzAEKXhkEzAEP/ksPDhgBBa4HD7g1",
+"CgS3nQFrAwiDTQKyAg83IgAD7RMDOAAPhWUDAnsADoUkBjAoETF3Cwy2AAV1Bw4khwPXbgE8AATj9A3ZgwRv8QCnAQ/SpwEC",
+"HgAPqyMAAhM6DXN9Af5ECxMAAQABAbYuDVk0HzJ1qQMF1gAPGocCAWkBAl4ED2oAAQODDgoIFQNpAAjzDgJJAgnHgwAnAA+B",
+"hQEGQwsPEIcEBFU4D0cmAAZ8KQJZCwmjAQFKDAOjAQTBZQ2jAQP9JQBBAQ98hQECHgAFlzsLHqkGKQMKARMfMnKpBAW/BA8G",
+"hwIC6w8ABQALAoIDjzEPtSUBBGoACHwBAS4AA/C+BnwBCtAlBQABBZMAD/6GBASyOQ/+JgAGyy8VMaVNBR0ABr0tAhsnD30B",
+"AQQgJwWoiAv5rQP2JgBjAQsrAQVSEQN/AQpaEB0ya1wD0wcFXwUPy4YCAgEkAowRAbQDDucjEzKMtwhvAQMwAA/xqgMEMgAH",
+"mgAKuYMDxQAHIQALJ7QGdhIP7qoDBRI7Du6qAlYSD+iGCQInLhY0k0YP5oYEBTGTD9eqDAOHBQsBEwKfKwAUBA/jhgECgg8A",
+"HgAC6QEG4oYCSA4APgAApwACWtsNqSYLzwQHdwACpCYBZxkP7QEAAgkpAgABAg4mB9OqALkuBHYAD2QnAgT7Ig86Dg0DuAYJ",
+"fxIFRAAPGWEUBOXfCaMGD11SCguuBgJzCAAmAA+pUgMDJwAGjwAPJNkEBtk+D3lICwJ/CATPIAtFAAbKDg9fEAoCOxAE1iAL",
+"TQgNtxML1QQP3xQGBB4lAngECxwAApAHAiwBDY8mAo8AHzCT2AUA9AAMI0YBhIsP8z0FBMokBDOLBRgAAg8QDhgAAlITDhgA",
+"AikTDhgAAmoTDhgAA+AVDRgAAoAQDhgAAvYYDhgAAlkRDhgAAnM1DRgAA8mTB5FmAOwEALolDFMNAcQKBBaTD7kDAALyCA+B",
+"iQAPDa0PKDMyvGQDYAUB2wEBvikGmAABTFAL+EMCvBcMrgACMAkBIAACsuILrgAByAAEv4sJrgAAeAACIAAGq08M3QcCziUA",
+"pQIGmQ4CND0Co1IMaxgC4UEDdJQBgSsJOwACoCsCJQAGKDEDHAACyAYCcwUPOEEDAjgADzhBAQL4BQPOMA/ODgIECTkChMsI",
+"eAACIgECiQUL0y4D4CsCIgAPKUMDAh4sD0SuAANfSgOUAA/lYgIEPyoCicsM2gECZAgCxRgEoAEMaAgGoAEKlgACDhofOQOK",
+"AAPRKwKWAA2ZNQKuAAIkAAEeAA5bAAWXAA89OAUDqwQMqSYDsr8DrwQJhwMBmSQOdwsExjgJgBACHQADHUsAIwAPBUsMEzIM",
+"Hg99KgdPNjQrLY8+AwNnVw6EGgRlVwJVPg8aGQAMawAGZjgCQ+4IawAD8gUB0AQPDU8AA8kqASYABCwADzBXBASfgQ+VVwQD",
+"elcPIj8FASUABcBXB5ECBHMBAoMABOwHA24BDHASA/mpC3RWAncgABQFC3RWAqs4A1UsBRUvJmd0Bk0ClwADeFMJ6QEMdBIB",
+"cQQOAAsIclMAJQAEBswENgEPxWMJBBcoAiIBDIJQAswGA2ooBO4EBR0AA3soB+AoCOJVA7adARkED7QAAAfUUQDCAAxbVgIr",
+"OAWVAAzcLAc0AQ/tVhAEiwADySkHhB4AiQAPdFYAA5MHAoANBpYUBVRWAq15AtYBBbQGBnNWAm0lDUtVCXNWAZoUAioAE3AH",
+"0gd0wwffmwp0VgFaaQ8IKgECrAAL+gAGrpsCXQMMHgADEQECHgAMtCADTEICYAANOwACJgMBBQABOgALuh0DwQAEeVoCtAgP",
+"mEIDAfQpAdcDEzOoBA8iKgQDaQIMEwUMegACsQAEnJkCFgkP9yoFBCIFEzO3BAx6AAMFKAP9KgJNAQ+RAgAEGp4EdQACYwoP",
+"JKIDBn2YASAUDHIAA74AAz8BA2EBDw8FAwREKQYjPAUaAANbMQEGAAFDKQviAgObVgMoAAw2AgNulwY+AAwjKQOlKwN1KAxg",
+"BAxsAAPFKANzAAxHBAWdlwPeAQwfAAPhKANtBAG3BQfcHwO2CwPlLAHyQAk+AAJIAQM+AAGRAQk+AAKpAQMZBAbpyQQ+AAPh",
+"AAf8LAk+AANcAgOKKQy6AASiKQO+AgxlAQoMVQ3ZAAIWBwMHAAJMKAk+AANoJwN4Ag3ZAAK1DANCYQGQQAk+AAMYAAM+AA3Z",
+"AALbDAPaBQ/sVAQF2QANmwACGAADJgAOsgEDNC0DJgAM0AQEYygDYwIN2QACsQgDfAYB/jgJPgACLgIEPgAN2QAC2QUDL6EB",
+"FY0H2AcLzycExT8PjwsABEcKDx2VAQIkCgAHAA5ACgIiCgAHAAyp7APDJAjMyAeIwQO+JAgqCwrMrAFkCgnOAAvLjAPsjQmr",
+"EQYncQVEDQbqFgoEqwGzDQlgAAv4hALbGQAwBQ9gAAECrgsDaBMLexUBFgAEJbkKPqsBwQ4MTg4A+QIPgOkDAFEDD50cAAGc",
+"BQa2HAmEHAPtCwI/EwLDAARMGAiNOQLVOwWcBAqKQQEoDgXzOAjH1AJXEgAhAAGBAwf8HQDMAQ/8HRQI2BsEs6IPak4KTzU4",
+"KzPvEgoPzlYTD3ovBARQRALWSwA/AAUaAATlBwJdAw//IAQDDVcPGywGBMUAA9kvCGEAAnZEBOEHAbUrD2EAAgQ3Wg8/LAUE",
+"MXQDdi8JYwACOAUDzwcB/jsPYwADAwhaC9s7BEkBBGfSPzgrM6JSCgWHpwdJEAQbAAN+BADwtAwAJASzpAM+AA8rKwQEhQAF",
+"D9IFGgADggUEBC0P5QAEEzfjAA9LLgMEyCsTNYouCWEAA2cFA40rCuVwB2EABakBD+AIAwTtKxM1Jy4JYwADbQIDqQEPbQIF",
+"ADoAAiIAD28CAwQSLCM1N5QVCGQAA8S7A4MHARQsD2QAAwPDJgIxkQ83LAcAKgAOHs8JqgcL3ooJZQAEJc8PGjADAGIsAyoA",
+"AhkfCWUAA/IBA4YsD/IBBgA7AAIjAA/1AQMEeSwAKgAN9gECEiwE2QcBeywPZQAEA/cBD6JzBASeLAAqAA34AQJwLAQACAun",
+"iAllAAP5AQ95RQMF6pEjNTc2rAdlAAR0KwMuCAI0Dw9lAAITM3QmAR2DB8QfD8slC39wcmVzc3VyzSUVDy8AAw/PJQQPLQAD",
+"D9ElFA89AAoP0yUKDzoACg/VJQUPNQAKD9clBA+zWwEJXc4ClgcoPDecfAN4Iw+zWwMBxnwPs1sBCD9bD1cBCwF/DQ+1WwQP",
+"VAELD7YaAgh6Ww9ZAQsPSxwHD2QBEwS5AATzAACFBA9+WwIAOQQPflsDAO4DD35bBAKwCgLWIAIxFwVuGAx+WwPKLg/iJQET",
+"M8YuD35bIgSLIw9+WwcG4x4KbhMPdwANA24zD35bUQSLAA9+W14P8AoCAdABBcygDtRrD1F9AAOwHAq2HAv2BQMpGA8kIQML",
+"5PsOVjUFIAAP1loEBhQdD00eCgPMGATxDg+dGQAA+QAPnRkZA6EABGIjD8ftAwbwYw91WwwD1hgN8GMDkhgDHwAPHxoCD1Zb",
+"DwKEAwtWHA28RAkdAANTLQHEDwgYAAI5BwRTdArkJh8zblstA70ZD25bKgNBCwqhLwMpAQWKIQ+ZRwMCSQ8LFxwC4g4DQwEB",
+"hRIGmEcCDykCbgQAsAgIblsBIg4BaAMITA8BSQMCNwABGQ8NblsCIQALhAADRSsPlUcAAiwmD7/IAwL6JAM/HQ/6AQ4DhgAD",
+"iEMAuAANFScfM25bGgNPOAOQAQE8EAlAjwEYAA8OngAE+zACDQINb1sGoAAPsAIcBMYJHzOfWxkEXgQGCWwPn1sBA5+xD3IP",
+"AQIGAA82VAMJMOMHpgoCcTsB0gsPTA8DBTBLArD3CK8iAfoNB/DJDrMAAjMCD3hAAQN2DgLNBQG6Dg56AATAWwxSTwNwOwF4",
+"AA+mbAACiAEDngAChBQEmzILYQAE5VsOOU8Dg4MBQwAPqRcAAgMCA2MAAw8CD0APAgQeVAQr4ghjAAYqPQ+7oQADYTUDYwAD",
+"HjME/igILFoDTR4KxQMG4kYDEC8PLgMBBQgADS0zBTM0AwgAC4MgAwGwCSgmDExbBnuwCmIUGDNMWx8zTFseBPcFCd8DAr4D",
+"A98DDCABAx0ACHUAD0xbAwK4AA+MFQAKLlsNRhEJewQPwCACBCIwAkQRDnoAAqMFDwYWAQK5BAPZAw+fAwMFuVoL2QMCdFQC",
+"XBwPZlUKB6vjAxkAAXQCBKfMD60UBwCyAA6dFgilCQ9G5wMEpVUCMlcHEgMD3zwBeAAO2AMDjMoCnQAP1wMJBZiEDp89A10Q",
+"AUMAD61VBgIfAAPNBQ/WAwIFYYQPOT0AAqM8AdcDD9+hAANZygPJVgPPPAbsVAMwAgIDAwORAg/+FwME2VoMjwIDORgDlgIL",
+"vwAEkAIJOxwO3gECNwQPrCMAA8wYBLcYD4ILAgX4hA2kEgIUVgLkAQGxPA89AAAJ3VoIkxkMX1YPuQACAjgBD+OcAQLpWASX",
+"Ag/UhQQEOAIO1AEC6hkCewAOOAIFLTIDpAABLgAPn8wFBDsCA6mdD+kwCgxPVQOCAAPMLQEuAA+rVwQE+zsTNqqaCWcAB2NA",
+"D/LIAgNkAQNnAAIpAAE7WAikAgK1BAERAgZILARuAQLXDgOrAg2kAgM9WgOrAg+kAgMFpSMPZEIDAi1YD/vTAQMoWAKkAg89",
+"RQQEjS0CTC8IpAIC2QcDqjAPwgEDBIsvAthaCU0vAgcCBEhWBFYcD4RYAQ9qUQEOhFgPfQAABChaDT0CA6UvAnsADz0CAARe",
+"ggKkAAScVg8+AgMEVscPE1gBA2KcAkYADz4CAAQHywNoAANnAg+IAQMED4wPtVcBArlAAj8AD2/FCARoAAMCMgxjVAKpBgKm",
+"AgxqJwPWWQOtAg6mAgMDKAKtAg+mAgQEKQEBowoO7QEBkQQAJQANpgIDgxsCYwAPkAQDBPlSHTe/FgIuUgJpAQ/5UgwOEzUE",
+"lFICAgIBfTYOuQAF0i8OEFQDfjcCugAPEBkDBTdTDmzGBxQiATVTD7wLAgY4UwKkAA8+AgMEzjYfOPVOAAMjmwJGAA4uKAPB",
+"CwVoAALrBAvgOQVMAAR+Uw+XTgAC4SgD7CcOGgYDxgsFaAAC3gAMcw8DcQcCIysPuR8AAhYQASUAA9wUCuAeGDMSWgAiCwq7",
+"JwHdnAmEDwslKgROAg+iEQYE2pwNGAAD7S4P3jMCFzPELQ+KAAYI8BYBeQYP8RYWCccUCUaYDc8RBsMOHzMPWwwDGK0B8x0J",
+"nqoCYAAPexAABNaqAzkACrYFBPwzBA8DBk42DAjdAoUEBTpGCpwrCEoBBi0BHzYtASYCdgQFSl0LLQEEqTQvMTVnWw0CgwoE",
+"2h0LRwAEjRQARwAPaVsLAgsFBKtJDzY0Ay8xNUgTBAMJLw9BHwIEfQ8APgAPqFsLA9OXAYgPCD8GB9MUAs8VByhbAUYBAyhb",
+"AHcCCChbArsLC5ETAlkVA9wvBFNFBCMCAhcIAiIABRRCAzgAAvowD5MTAQJ4Lx84KFsDAhQZB3W+D4YDCg/sAxwLeloSM9kj",
+"CkcQBCmZA+EBDOoXBJNDD16fAgOVBwNjAgebLBIzejcPWFsTBLoZEzHPRwspTQLTAAwQcA7zVxMzNlwOAAgEbRYGHEUPsFYA",
+"ACYAD7BWBQR6Ag9aKgQE6E0NSQcD1CkBBQAP51QIBHQoArwBD79TBAQGUw9IBwADxG0CRgAPsAcABB2jAiEAA+Q0D68HAwTP",
+"Ig/eVQIBJwcD9yoPrwcAA/9LA2cAAtwHCElHAKEBD11aAAOAAguIAwLQAwIGAA2+JAbemwOgAQ+bAgYDCAANXVoCrgcfOF1a",
+"BAITGwOVAw4ZWgDeAgnXAA8hEwACWjUIXVoMGxkCLwYPXVoABGwDDCkBAxIGCkcIDycTAgJIWQ/AGgEKRl8BxSIIHwAEXVoC",
+"iQAP5CIDBGo5D11aAwIkAg/LMgALPTYTMxnfDa4DBJ9YD11aBAMmVw8NaQEDJlcDFAIPB1cNDspWB0AQCdn3Ca0DAyIkAzRX",
+"D60DBQbtVQ6tAwLWIgJGAA90TwACrQMEZwADGiwPrQMDBVlXD1RWAQJHAAFGAA/YLQADrQMDZwADXYEKrQMBk98JHQIC2xkP",
+"YlkpBP4cD2JZAwLXDw/qBQEMnxYCDoYOPAIDJQUPYlkFAUIDD5lcAwJIDgQ8Ag9VEAMFilgOs74IRi8PggUBAfABA8okA82x",
+"DzwCBABxEQJlAA/vWAAHMQ0BXS8PPAICBGcAA4IFDzwCBAQIAw+JxwEHMA0Pi4QAAzwCBGcAAwoDCjwCBSumBB0CA5wLA0MC",
+"D2dYIQU/Ww9nWAIBhgAAIwAPT1UMFjO6kQs8AgRfAA9nWAQC2CwPnlsCAxEDAzwCDwVbBAQTBAwvbQR6MAJNAQ8RBAEB8AED",
+"bzIEwqkPPAIDBMtxHjkebQOEMAI8AgFlhQ88AgIDZwADLQAPPAIEBBhxHznKbAACbzAHjDAPPAICBGcAAwoDCjwCBd7RBM0H",
+"AqtWD21XCwQMBRIxzEgMHwIBgRIBJs0PaYoLEzOGOgqAAAPaBANgBg9vVwMFo68PAK0FAT4AD6haAgRZUwTWCAE5Fw93AQAF",
+"YwAO3QECwhACVQEPGQQBAfgBBImGAxkED0QCBAVxVg9YFAACdDEDRQIPGgQBAYMABGgAAxoED0UCBAWZVg9YFAAHr3IPgloB",
+"A0YCBGgAAxQDCkYCDBUxAlgxBi0gCBwAAq4wAh4GD4xWAwIcAAwTEgKeCgIcAAgcOARICgfECgU2EAyAEQrQCQFsMQjeIABs",
+"AQ+mJwABsgcPvycBARQBD/KqBQLFHASqzwEGAAQvNAqtAgIyDwAvAAwQDgYGVANrwwrwEB8w8BAlBC1VBABvDplDA3ZcFThg",
+"RS8wOZRCAAJMIAJ2FQ8XbAMGTbsAQQAPtC8KBvpWDLs0CWHCAksDDH5cAh8HArYABDMVCocRBSsABRlXEzlsLQlrAAI9FwQu",
+"Wg0hVAWBVgOsAA/HFwQF6qkCDU0JB1oDWgEDbTEPzVIFFDBnLQzfNgPrWgQNAQCAAAzyWgIzBAQNAQPSLQxONgNqwAPqAA/B",
+"CwQE/S4vMTCdGwADWlsFusAPygAGBI8wDCp0BIDABMwADxI5AAMOWwTMAAcDLwlIAAm2AQ//LgUGlAEO+LEFf8ACBwAPlgEH",
+"BEH9ANMGB0oEABoOD5ouCE92aXNjli4UDisAD5IuBA4pAA+OLhQPOQAGDYouAPkADzYADgiGLg8xABIIaIoPMQASHzToLgQP",
+"MQAGHzXkLhYYMWv9BVerBykABqdUD1T9BQAMCQ+UAQ8BaQQIpVQH2hcPkQEHD8EEAAFrYA+VAQ8AcAANOwAIAS8PnwEHDzsA",
+"Agj8Lg+pAQcJOwAFSxYPsgASAjAcCw2sDz/+Aw9ArAYA0wQPFFUEAxgIAQYAAVUHAseiDxVVAQIrAASzCglCCBM0b2gPn1QM",
+"CtIOBJ4ABImyAtEODzQvAATgpw00Lwd3AArrFwKwAAvfBwPYDQ/5GQIEhSsP0vYNA34LD4dUAgJtEwOvCA5iAAWtsQ/vBwsD",
+"7igP314BB5rUB+5OBuCQAboGAZyCDzCsBQCcDQrgGwj6EwL+CA+hrAYDmgAL5SoGWD4MGAAH5w0NYzAWNHoTC00yBtaxD1hU",
+"CwICCg/boQUP1sEACv4PD9uhAwS7EQZKVQu1LgMDYQykHwJTAA8gAQQP8Q0ACocVHDQy3AXlAAVl2Q+iLgsETVUP2QkCBEMA",
+"CoUEB9UKA5iBFDlStgv8CQJWAgGNmg9rTggFTrYLa04EKAUFHwAEN7wL6gAGgAMPIWIKB30zB6MAAS8JAoLRjDNDMjNENzBB",
+"wgIDowEDKQED/QEJsQYFmdYDELcOPQ8APAADVS0IXgUCdRsPFwMgBCgJETTeqQ4ZBQRnfgENKg3kBAIbBQ+nYwACbxwCBgAP",
+"Mi8CFzTMpwcCPAQbHwS4LwhWAwMZDQ+vVwEDGBECBgAPnRoCBL9qD5uhBATKEQ3dagF8CgIwAQ/x0gADVEIDnyQPMkoNBLgQ",
+"D4OhBgUT0w9uJwABggABZAsP2BAAA0FCAzUlASUADzsRAgQMaw99oQYEjRAPpWoAAgQBAagDAQMkDNJKAXwAA2olASUABeBW",
+"B3i9AR8AAisAD3AtAQQWAgzJrQLHDA5qSgh8rgJTmQtpSgJ2DA9oSgAKDRUQNJQiDbJJGDS8qxI0iS0GRgMCu9EPY0oDCG0w",
+"AnoxB4kwBlkqAWw/CBsAAxYAAQYAAO4ACDOtAgMZAbo+DqkACGeXETSBqwdXAAIYEgMfRA26AQNPEA9YShQDhwACUwAASDEG",
+"dgAByiMKoAEDHhADNUcPVUoAA/NJAAYABfQJBlRKA/wZD1NKCQF8AwEpABJwAAIGUUoGW/sLw6AL0wAI8oQNHAABoQAExKsL",
+"HAACBAECHAAP/zcEArAID5MEAwSIPw8AOAQFWIQLiQMN8S4LFy4BXwIEsy0PkwQNBEUQD2Y4BgVohA9nhAQEdPkOiAACWCwH",
+"mQQPyYQEBJimD6HQBQYgsw++LgQPIbMIAoEDA0EQAjgBAZWbCMI5BnIGDcQBAy4lApMKD4wWAwRBLgK8Vgy+sAGMAQNoLQRe",
+"AAUdAAPVBAG8BA88AAADNwADYgYMQkoEt7ED4gAPcyoAA+lIAikAA38RD/AYAAQlCAMoAAPJRA+7EgADNQgDKAACmwMBFtkH",
+"vAUMTkgDjDIPmTMDBBS+AdMIDzUWAAJCDQJ7OA/HIwIYNDCzAMEKD1yCAQSseA8rvw0I3ZUJBQID/wEKtgkKJgkE8lMPaDoB",
+"AyQJAnEWD7AjAg+IDAYEsCMfMtsmDAUZ8A/WCgEFRyAP/mEMA2gnBO14C0UABV7BD0KCDAOmDQncCgNBAgZ9Dg8GDAYFfIUf",
+"OAgMBQPUAgJGpQ8KDAcE82IPCwwFBPMrABUBDwwMAgQFHQAhAA8baQoDSjUPE0cKD1EMDQgSRwnSFgN3LQNFBgstCANvLAKf",
+"tA9zDAUDQgADIAsPcwwBBfUMD3MMBAKMGwJ44AdsAw8SpQMJlDIN3oMCCgMPaTACA5pZD3dMAAQcNAMkAQ/zQAIE5TACHTYM",
+"Cl4B4QUAIwAB4yQOxiQTNN99C4sMBBqSDyYhAQPrNgTvAg8PJwMEUlwC7TYPIAAABJ2HC9cGA3gtBVj8D/QyAAKCIwKeIA8C",
+"+RAEwzYP+60GBAATDnkMA0dUCEG2DI0AAuokAiA6Ay4AD7IYAwUfAg/7rQYFrjIN7AcDoSMIrjIKiAACFkkCJwAELQAIe0MD",
+"UwoD3WMCtBgAMwgOkiYEEAILhQwC2kkBOkIKqwcDHZcDRwcF9aMHhgwCIwEBc2AMKq0NFg8AlAAP4AsAB4lOACUAC+9WAKUD",
+"D+9WBgnhiQ25pwKLVwPzLwUPWwUeAATUMAIHAAA9AAiUDAOzIQHMVQ+1AAAH0h0AwwAM+7gCMwICVwEPORwAAu5jAjYBD5kM",
+"EAOMAATXNAp8AA9lrQAD+zMCNwAGyTAHZa0ChyUCQCYFiTAHZa0BjAIE1gEPnwwEAI4ACJBdCfJWAoLQAYoAC6MMDJZTBKyL",
+"AmwDDPJTBJeFA4oDDB4AA3U0A5IoD3kDAgB4FQVtDAzaDwM/CwJbAw9vBA8EfQcDMwwMTgACRwoD3icCmwAP0IYFCiPtDEkA",
+"A0ALAmgjAv0BAo6mCI9QA2glD94LAASKkgOkCg+2MwQE/wwMiggDRlwEzgAPKCcDBeFkAcAAC4ACBeL3AgcABFMhBR8AApgC",
+"AtYED/oQAATrhgNGAAyJVQTV9wIlAQ8F+AEEhVUD2wMChwAPIQwIBCkAA0oMDyIMBwQpAANLDAkjDA2uggOiCATyOgwjDALw",
+"GQEGAAZOqQtYIgpcCwpXIgCqCAmAAACjDA97CgIEM4QWM9XMDYIgBP5bAV4nNzQxMgQDCvoJB2LsAmEKD9dFBQJiDg+TgQEE",
+"3/YEmAEABwAPSJoDAcxaD70DBQQrWwPeAANVAA0jYALJCAQpmAG/Vg5jHxM2jk8PMfcCA04CA68AAkQnD6VRAwSSDA8gBAME",
+"114DGSwDnRIBnwUPkgABBMAgD+8vAAWJWwOUAAI/KA+BIAMFj1sPawQCA41bBJQAB/ovD5QAAwMgIgCvAQd7AgCfDg+IIAhv",
+"YWR2ZWN0iiAUDy0AAQ+MIAQPKwABD44gFA87AAgPGk8KDzgACA8YTwUPMwAIDxZPBAfZTgOoAT48MjMxIBg0nMsD7wIvPDGI",
+"ywQIDh8POAEJARkEBzIgBzEgDzQBCQ8lDgIPcwATD/dOAwg1IA9CAQkEsAAGsBAPvx8CAB4ED74fAgCeBQ/RdAgBQwcBQwQP",
+"zWYBAaQFAAUAAxtLCsUREzUAMg+1SgoPzzwCBF0+BfQNC7MfA630DbIfBHIADltOD5A5AwPEBw+WHwwCLg4Pk2sCB1l8D2Yn",
+"CwNSKATaCgr7GwI+Dw8cyQECNgADPQAPew0EB1ARD54dBAT5agmwHgFUAAN5Gw9aAAMErx4ONwUCLgUBBQADEggPMQUDAyqw",
+"BFMDA1gCATMAAesAB0M4BiUigTIxMzkwOTUw2ggL/gEC8Q8A8wkIJQAHzwIDuNYJEwAChxQDrBwKIRAWNb5NC3gQBOERATgB",
+"CKgAAvocAMcgD6gACALOHwAPvAglAA2bHwd/AArFEgS4AQNM/wqeDAYiMQN4NQpqDhA13BoNtA0YNVIVEjXJxQ+xAQUPEBcD",
+"CBIBAwkEBQcPBe0ZD2NNBQCFAQMDAQqOLgQDAQ8sAAAPvL0AAsLTAQgNDuEACCobFDX1Hg9HIAEiMSs3UQziIgFOCALzDw++",
+"AAYK1hwEvgAPSwEGD8o/BAxLAQeFAAN5QA7WIQrYHA84ASUGIQEE4XMMMAkMzBULIAAE3zQP4wkBB6MvAgsADzZZBATUXAS6",
+"TgMaBAM8aAtyAwNtVQz1AwtyAwI6IwBCIAtyAwo2DBI1/YQO8QMEA0QD+AAJgQABAAcAIQAPgQAJA37GHjaCAAtGPweDAAqA",
+"JQX1Awb+MweTEAJ4CwAFAAQQDQxuBwFuAQ8XAwAHtTwAJQAP+gMEA5MBD35dBAkdAQz+AwNDFAlSvg6XBQO4Aw6WEwQRAQcw",
+"AABiDg/LAgUCqQADBq4PYwACDwQBAAr6Agn3xwPkAAUoUwKRGQyXAwMbwgAFAAtudwvcAAySCALcAA9yAQgPtwwDBb0XBw0C",
+"B44AAzgyD3IBFg33Bg1yAQMhcQ9yAQkP+QAGB1sBAFkGDwYuAATOAA8eFgMEWIMD5TkLxiAGVQQCBjMKpwAHUAECnQ0EGAII",
+"lVQBFQAI1AMCqCcAHAAP1AMKAe0HACwAD3AIBQFBSQ/xFQIdNcluBDcBBmv+DGoEAv81ACEAD5YACgGQBAAsAA1qBAyeBgWD",
+"AAnrAgWaVgfXHAz9FAF2AQM0CQtgOB81um0DEjXtHAclAA9qBAUCqAEPyl4DBn/+D2oEAQOmhQ+u0wgDyaYDugALXXAEEQEI",
+"xQIDMlsP+AICAiDdAsnJD2MAAg8EAQAHV1IAEgEPRXsBBTUMA1qsDN0DApoiAfICD94ACgvZNwTeAA90AQgPe6MDBEyZCHUB",
+"CJAAAncDD5zICAuXAAxzBw51AQOZfg91AQkEHAgNYwAHXgEF8poHIA4B2QMALgAEIg4PlQ4aA6YoAYQICDXdBvDfBfoVA6Lt",
+"CZEADwW9DG9lcnJzdW0JEhQPLQABDwkSBA8rAAEPCRIUDzsACA8JEgoPOAAIDwkSBQ8zAAgPBb0FDzMACA8FvQMfMW4yAA9s",
+"MgAQMyYSDVBhCCkABFASHzJQEgQBoQcPgAERDFESBytpD3wBCQ9uEAYPgQERD1ISAgEqEA+MAREPPgADCEBiD5cBCQuREgHN",
+"BA+55AMKkxIKTucBWwMCBBgL6AkILjoHUBgCGhABpwgPqRIEAy0gD6oSARM2nSoPFQQLCycRBJAABM4FBtYvDJVhB40ED3cA",
+"GgOYUgvAGgOvAgS9EgRbPALgRQuVYQBHCw+VYRIEiwABYhsDUgEBvQAWM6h8ClITCpMkAjMAC4/QAKseA58BBznHAsobCu8Z",
+"AeoAACQAHDKdPAJbIgCMAAIbAAjwfwLwPAQeDiYlcIYqBfoBA3IAAAYABMYHBEEBANENDx0BBQrLCR825F8FBk2BD2eNCwPI",
+"EwFUdgaeSwLZDgt0VwJhZAOBugvrSwEyFQAhACItMqg9CKUOAeoAEjddLzt4b3LqCgAfAA+cSwAF2g4BagAPHQEUCmUKFzYh",
+"XwPDAAFWABIxOQIIGAACwAAHE38CGAACuw8CiwAP+zQCA/EKD79SAAQTpwJgAQuoCQJFAQcyCB82Bl8RCjsVFTLtTTRmNjQc",
+"AAIRBAHoLgHYHQc0AQYHAAa5kQlPAwB0JA/FAAQI4AADNAACuQQPLbgEAU8BAU/UDyESARg24VwRNuFcC2EPES2JAwekAwKJ",
+"AQEvFQiTHQIzAAL+UQAkAAN2FAp9CgQkAw69AQKnAA+9AQADBScErR8MFgEDdQURODACBskACnn2BpEWAa4BBHN3DbEBAuw8",
+"C7EBAqUSBbEBD6wTAgStDQRTdw1aAAItIAxaAAFEDQRhAA+9WwMEUBUBOAYNVwAB/wsEMgEFVwABigsFXgAPREYDBbEAD7AA",
+"AgJCDQR1BAu7AgNgAA22kgOMAQAHAAafVgzXAgV+BQt3hwZ+BQ2OExg2MVQAQgICPE0PDQcCA6sYD0IZAgLKKAOrBgm5AAM7",
+"GQPxJws6EAAlAAEsAQEc7wAGAQmOAAC8DQ/NCwhfY2hlY2vMCxQPLAAAD8sLBA8qAAAPygsUDzoABw/JCwoPNwAHCcgLD6MA",
+"EglkPg9kABIJZT4PZAASHzUyAB4fNpYAHh83LAEeHzgyAB4fOTIAHi8xMPMMAw8bHwAJMJQE4AwfM+AMAg/jyQQB7xkPlQIQ",
+"DN8MB7bqD8oACA9iDA4PlgIICp8MA64ACNwMD6ACCAolHQRWBQhXDQ+rAggPeQACD7UAEwspawM8AAj2lA+/AggPtQADD/IA",
+"EwFDHw1rAQABFA/UAhAPCQ4DDy4BEwSr5w+EDggP6gIJD0wfCQaNDQhPDgDCBg9oDgIAoQcPuUADAEcHD/wgBALBMgLJCgLy",
+"HQb+KwsAIQIrAAD+Bg1YDhM38XkPWA4MCpUTByAPD1gOCwAiAA9YDgIPdwAMAnEJC38VBFcCD4AVAA7rbwCAFQ9XDhIEigAP",
+"7w0BAZz8C3cMARkUD1oAAQklAAHNCQKQPg1THx434ZADkNUERgsJNg0CvQEDQJYL8QoCWg4DHAAMgQAPpgAGC1AZDU0OEzcw",
+"DQd4CwJnAgKoDQ1tDwMlMQaaCBE3xgwPuwEACZMqCTcKAU0KBDgBDK1mB1wKAj8AB594BB8KATUKBEgABHScC0EABTD+GDgY",
+"eAQdAAE/GwRJAAxJXwQlAAT4IBg4kHcK9gEESQALXg0DXA4CzTIPZgwBAAcAAXoQCDUAAnQOACuRBb0KC0BqB1FzCvcOGDdf",
+"DRY3QGoGpAMCkgAGOiAKnw0EqAIOMA0CDBEeN80KBAMLAgYAB/0qETcVDQ/YDg0EZQEEBSEBogUPYgEABGkBDUkBA38AHTnB",
+"DwJGAwFTDg+nDgAFHQAPACICGDcDDAAVAQSoDgdjEQ1+JQMiBQR6EwSUXQ8TIAEBKTsPfAwBEzcXQwFJlBFuJA0COAATZlFG",
+"AZcFBJstBD0BAnoNBCMBCN05B8IEBikACJMiAHEAChIbBYAMAn8MBs/8AIrfAnEFAoFABFYAD3/zAgLeBAISBgEWAwmmMAEZ",
+"EwEkAAIePQ6jHhE3SS0NyxoZNzkgACUADJoBANM1kDYwNzE4MjQxOCUxMTE3NMllB9cZBeMAA9cZAgwPD3QBAQKuAQtJJgY/",
+"AAMwfALCLA+zNwsCzj0HiwUEJ4IPDOIAARZ+AvuODwEBAAcQDgAPAQwB/QR5AQBdAA/TAAEC+gILok0P0wAAB+AQAHUAD3cO",
+"Cy9rZXD3FQ0qAA9zDgQNKAAPcQ4UDzgABQ9vDgoPNQAFDzUaBQ8wAAUPMhoFDzAABQ8vGgMICtcCtgEvPDEy1wAfM2osAg9C",
+"oQQJOg0PXAEGDDgNB2R7D1gBBg8oLA0PXAEGD4wLAgjBGg9mAQYPOgACCNT4D3ABBgwIGg+gCzsPnwsXD54LBx84fxkLAu8G",
+"BVQWCX4MBAFzCQU7AWoAD8AWAgGfEg/hKwEJhisDBwwD6A0CjwIF4L8Cr0oPnxQFDZTQAZUUBPQUDxcsBg2VaQbBJwAyAQ+E",
+"mwAB7hQE/gAPoJ4BBRtGB/CHAQcFDYueAPIFDBMAA2QWD9UMASQ4XzyzCW4DD56eCwI7KAAFAATECwpqAA+0DAEDaQAN4AgL",
+"np4jOF8pPQlbAQVGJg+cngQDthsONV8CckQABQAMAzgCKDMABQAD+wYOlZ4BIgAATAEPk54HD3QbBA+7oQUfOAygAw+RngsB",
+"igMBlQMLKiYDvtUPDw0BA2kACG4BAhQ2DG4BDwygAgUfAw+OngQEaisPPmAAB6RDDVLGB8gqDwgDBAeB9g90AQADtAEPDAMA",
+"A1oKDfoCAQtnD2gMAR84G6AED5yeDAJ1PwJ4BAwQLwIWAA+WDAIEbgAI4RcDRQAMkAEKIKAHJJ4Cbw8WMjWwApoDC1r+Apkd",
+"AjQrAiEEAeg4CiUABZ8cBVYAAF8KD2QxCwwGRgO5rQ8nOgAFrWsCBwAKewoGIwoC6CMEPtQPqR8IBJ47CvwFAr4AD/9AAASu",
+"7APmHwxzJAArAAdMEAGLAAAxCgqFAQ+kGAx/cmVvcmRlcjEKFA8uAAIPNQoEDywAAg85ChQPPAAJDz0KCg85AAkPQQoFDzQA",
+"CQ9FCgUPNAAJDxdXBQ80AAkJtBgPNAAUCLYYDzQAFQ+4GAUPNAAJHzhVGA4EGgsPGQsAFzVIJQUZCx80GQsEASojD0ACEgwd",
+"Cwh0XQ89AgoPdBYOD0ICCg/5JA8PTQIKDz8AAwhnCw9YAgoPPwADCCQYD2MCCg8/AAMIjAwPbgIKDz8AAwjDOA95AgoPPwAD",
+"CJ0MD4QCCg/vFw8MUggAFwAP3IcCAO8FD9yHAw+oWAgHhwYCDAAPp1gGAR4ABEkRCTwHHznOJQwDiBQELRAPOwwUAhcRD/oi",
+"AAOoRgNWAAqTFQTyAAQMIA8bCwEC7gAAO30KJwEBYWYPyyQICH8ZDYgfBVUADK8AA0EgAj0ABBqJCuELETmc+Q7GAAW2ZgKC",
+"IQT9Bio5X8fuAy4ABEq/BvIABcEBAYQAAW4HAdVJDfkLFDnNNQebFwFICQY0AAg8GANnoANzJQ8BOAEB8JoKXgED6p8LjgwD",
+"uJMDlgAKigsSOSELDmwBAj4mD4eDAAPBhwNsAQxrAA+BAAwGXwEPMoQXBABMAhCIDxUMAQNoGQTAJwcXDAQ3pwsHJwKRAAIG",
+"AAEaCggcAAFNAAAGAAxKJQQb7giBAgM0AALJAQQrSg/rFwEErgENgwsYOesXETmJDA31hgWB8gQ2CwKHLgAFAAlhRgNbGgW7",
+"JQuIAQOsowMBDwqcCwSfAg4KAgJtAg8ofwAExLUCCgINKAICgQoAJQALZCsGhwAG9wAKeCUETAwEJFEUNpShCv0BAjkPBd8E",
+"CP0BAY6FA/0BC1AYAgczAoUABD/8C3gABGesFDahoQ95JAECGhIMeAAALN4DeAAMqogClwECtgEPsoAKFzQkNgsQrAJvPA12",
+"AAfrAgwuUQl82Q/JBQIFWvkErFMLeQACbQICoQYLeQABPHsIEasHeQAD5wEBfwABp0kPHgIAAAcADPQlBoEDD/QlAAOKdgIj",
+"AA9xGAIYOfMZANYCC1kYBEHhCRATBR0ABBk3HzYPjg0DXigD7hwLRgAEkTYfNrk/DATrbwSFRwdGTgTpbQ/XEwEDdA4CgwAP",
+"HmoEA6kGD34ACgOiDgQjVAr6tAUmAw6AAANYUAM3Ww/PRAQTMyPzDD0AAxBTA1pQD70AAgQbQA+8UgkDPuINQdkF45APnQAL",
+"A/JlD/UUCQQdOQ/bAAEDXTkPyz4CBCQIBE4DD34AAQNAAA8UKgIDfQQUMyUhD4AAAgLAAA/XRwIEQz0E+FYPgAACAkAAD3YQ",
+"CAU2XQvxEAMzXQ/2VgECsgIDOQABNTgOawQEfZABYHIPUlUFCHEtDaliD5kIBwLrEATwrQoZGwVxERI0bjoAHwAHJQQP6RAM",
+"H2LoEBkPLQABD1C8BQ/mECcPOwAID1C8Cw/kEB8PMwAID+MQBQ8zAAgP4hAFDzMACA/7ZwMPmigBGDUUAAQyEAF6NQ8yEA0P",
+"iwEJD38OAgjmJg9VAQkPvA4DD3sAFA8uNRAPawEJDz4AAwmEvQ/0DwwPJicaDzcPfy80MHw1Eg8ehAIDgXoPWxUAA/gKBz8H",
+"Dx0PBh8xtQwBDx0PBgPHGg8lWQsP50cEAjAODx0PAAROBQIHAAOiNgk0CS80MB0PBQWwJwgdDwAvAA8dDwgIeEQPHQ8ADxYb",
+"AQCnAQ8dDwkMz0cCPgoPHQ8KA3saCIYOAVEAArqpDbIOA5YACR0PLzQwHQ8EAhcRAB0BDWwBA28XAgYAC/gMD4EADQZfAQ8d",
+"Dx8C0iYPHQ8zBYALDx0PAAXpDg1nNAMDUB40HQ8CAA8EM7gPHQ8CDwgnBAALAQgYAQ8dDwMLeCcPHQ8lA1oMDx0PAAWfAg9B",
+"EwQAEAEPQhMFAgYADJWJBGvBA8K1D4cAAgb3AA8dDwovMjUdD0AC1R4PHQ8KAHgADx0PYQeBwg8dD1kUMj6VDx0PNALnAQ8d",
+"DwMEHgIAIgYMHQ8FgQMPHQ8HAiMADx0PAQBMAghZAg8TNQkEixUPORYCApcHDwIFAg6MFQ+IQQEM30ABqQfAOgoJcmV0OwoK",
+"fQoK"
 };
-static const cq__ptx_module cq__ptx_3d_f32 = { cq__ptx_3d_f32_lz, 210294, 750640, 0x5a66de2bu };
-/* PTX module 3d_f64: sha256 c1182bd7229f64fe381054cbc301bca97d9c26d8438051f90c3f7aff5eab0614, nvrtc 12.0, PTX ISA 8.0, 771628 bytes, fnv1a 0xe7cc71c1, lz 209848 bytes */
+static const cq__ptx_module cq__ptx_3d_f32 = { cq__ptx_3d_f32_lz, 210675, 752504, 0x699ad1feu };
+/* PTX module 3d_f64: sha256 024458d065a62fbbbc4f1157bcb4baa25baf084d3a6e7b73d54b1736f38d9286, nvrtc 12.0, PTX ISA 8.0, 773496 bytes, fnv1a 0x154ddcee, lz 210232 bytes */
 static const char cq__ptx_3d_f64_lz[][CQ__PTX_ROW + 1] = {
 "8hkvLwovLyBHZW5lcmF0ZWQgYnkgTlZJRElBIE5WVk0gQ29tcGlsZXIKKAAEDwDxByBCdWlsZCBJRDogQ0wtMzE5NjgwMjQi",
 "AFF1ZGEgYycA8A1hdGlvbiB0b29scywgcmVsZWFzZSAxMi4wLCBWBwAwLjc2MgCCQmFzZWQgb25xAFA3LjAuMW4AYAoudmVy",
@@ -32917,245 +33215,250 @@ static const char cq__ptx_3d_f64_lz[][CQ__PTX_ROW + 1] = {
 "BIRLBboOD82dAQSHSwVMFASnAAQSRgrUAgVLVE8wKzIwJB8JBTZYC8oDBjNYDfhRAi0GBDkADy0CBBE1ijUEDkwK7wAEjwIC",
 "0xjdMUE1NkUxRkMyRjhGMyOAAqRGB7wBBz5MB9SYAh4CBZcBBHRIBt8FD2peBQ6OZyA5XxMPWgoJcmNwIgYCiQAAFiwHkQUE",
 "hgsF5wQfNecEJAJMDQrpdQWlAQRbBD80KzI5mAoFvVYMtAEC2gMEHwAPtAEFEzePFwr7Fx8yXCYMP3NvdbnTEw8tAAUPWiYE",
-"DysAAQ9ZJhQPOwAIDvZ6D3MAEw/2lQEPMwAMD/SVBA+h4wAXNqgmBHECODwyM1V7A8oBMDwxNBYAD3SeAQimKQ88AQkMvyYA",
-"wA4POQERDzwHAgR0kw8LAQ0EdQAErQAA7wIPoQgBAUQ0D/0mAgGtIg/9JgMDPjcCagkCTBEIDzQI/iYEaTcP/yYAMDMwXzES",
-"D/8HBwPBLw/mEgMEjxYUNE81AH0AHG53nQAmAA94nRIFjQAOjCcEjRQLigEGTSQPjCcQAVkMD4wnAgTISwteAASTMj8rMTko",
-"GQkDEhIP0CcDAR0AAIEBDvUUA28nBuYSD4cMAANgAQZ7GgQ9AAIkEwN7AA8NOgQDPQAP7hMEBnKND6EUBAQ+kA/zNAYEOZEE",
-"bDoOIgAEIAIHg0YLZAEESAwP0igMBfL5D2UBAgHLCQBlAQ0EBgOHRQM+AA/SFgIEDxsPkBoBAx4CAT8DDF8HD+zeBgyeIzsz",
-"MF9lVQeICAP9AA8YKAoDwgYPjQQCBA0MDxgoDQPwOgoNDAMBAQWEAQP2GA0eRwEAAQu6dALsJgMcAQGXAQa7LQLtJgIaHQC8",
-"CgelQgJFYga8hQMWAAKuDwE3AAHsFgAEEwOfAAGEAQMhAAuEAAJLXwNjMwgRTwJURAAfAA8QTwACkwMCA6gP0wEUB5MFAu8N",
-"AcEADAMlIjMw/o8JVAoDQxsPURYAA/FpA5oBDFcOAp8MAx5pCVIAD38dBwR4+QYRCQ+hogAD3DwP0wACAwEJITMwASX/Ay5w",
-"cmFnbWEgIm5vdW5yb2xsIkADAQW6NwZyqwmeAwKBCQHvcg2fAwj9KwZdYArBCQMeMw9xFwMFhY4NszgEm2EBBgAPUxoEBWaO",
-"De4YBAoWAj4AD3woAwQMHB81sjgABAscAgYAD7wABARQjg8BGgAEUI4CQAAMVRMP1KsWBQePAgcADxsaAwSHBB81BzkBA3MN",
-"AzMVD0cBAwVPjg84GgIDvBUCBgAPNRoBAxsACbQZD3ZlBAAxAgJsAgFdCQ0pPQNLAAOuAAWjPQPUBDR1MzIQBQRB8wpQBAMJ",
-"AwJWBA1HOwOwAwQIAAyqZgR+AwUIAAsqWAKUBASCXAQsCQSVBAElAwSVBAxWgACQAwidAwHBcQvERwMKBQTBRw+BBgEJDQQC",
-"ewMDDQQJGgAFBy0ATAAMOAEDNwAIjgAEQBoK9gMCHwYPZy0ABCZhAgYABD8nCm0TAiUGD2MlAQLEBANqIQolAgSQBASXAw/v",
-"zgMD3gEPQkgBA0GMA9ATDcNhA20JBh4AD6ACAARaIQ2EZgrosg8NagMEkpAC04oIPgAEChICPgAPxwMDBMlaHzaF5AAKdZAP",
-"xgMDBTNdA9+SCUAAAjoAAo8ED36QBQRAkA/KEQAD/xADBQEDzgALq/kFLAAFRAEPTgQABImQAgYAD0cBAwT0XBQ23pIIQQAD",
-"6icDsgAPFBMAA24oA2kABFsoDzM/AwWtVQ+AwwEDbRwKGYUCjQQIwwgBbgMCVwMOcwIDJQMDMTcN8Y4DBwMDrzQPmH4DBBQh",
-"BUmVCg4DAn8AD19HAQPOKAMOAww/FQMn+gMOAw+JAQMAsBkBfAANi7kDLhoDGwEPvwwDBXVWDY4CBD1WAj4AD5sBBAT4AAOk",
-"MAlAAAM/BwJAAA+MMQMFTVQDDkUIQAADIi0C4AECUzsHDgMDVCoEgpEP9BYAA+MWBLXWAs4AD8dTBAU3VAThMAmJAAPHAgJB",
-"AA9HAQMFjloE8ukJQQADUx4CQQAPUBcABKuPAyIAA6sADxAJAwUOfgFnAAzVMQJJAwUPfgL7AAtReAKbJAINAw1atgSB/gOj",
-"IQwNAwN9VwMUAw8NAwMEJmwCHFoONBwB7AIAJQAOo1YIGwYNTlAKx1cPyQEDBN0zHjdzfAiqCgG9Mw8+AAAEYVYNGwYE3lIC",
-"PgAPJjMEBORZDxsGAANuMwJGAA8tfAQEZjMfNxsGAAM2HAOmMwyqCgSTfAJlAAHcPw3gMQIaAgS9NAOJAA/GJAQEkXwfNx0G",
-"AQWIlgISAQFvGg9EAAEFTAEPRAACCLAKAiwyDbIABB0AA48YBSZ6DwwmBATYTx83JwYBDkd6Axo1AZYhBhwDAooTAxwDDHwK",
-"A6f9BNseDRwDA7YJDykGCQRMEx83KQYDAt9HACUADhwDCCkGDd5HAyVXAxwDDwZzBAQJTgKy/gqQAQM2RQMdAQ+WdgQFA9IO",
-"cDYEbzECBgAPA9IFBNk6HzcwBgAEfS4D5wEP5JUEBahHHzczBgAEky4Exi4OeS8EkS4EIgAPKlYBBlQyAyUABNUADxZxBAQO",
-"Th83PQYBAog/BS4DD/B3BgVaAQ/NdwIDkwoCRAABcTwNWCkDuwEEZNIEmDQLhwIGMAAFTFsP4w0IBhF4BBkCD8sNAgIvAwLr",
-"uwsDRgRiDAXatAkiSwDXDAjkDADHJQkrEg/cSAYIZhgBdSkPZxgUCfQWAzuEAmUpDfQTBJwILzEziEMNBM//DOocA5lZD0QS",
-"AAMSVwQ5AA8FPgoSOI0GCjMVBxcUASkDDKvvAOUXAkBMCCkBAN4EDykBIQSzLAThEQspAQSMPC80MHYvDQO7Mw9ZHgIEa2QB",
-"RwAPMS8LA+o5D9IcAgSKCQBHAA++LwsDPEMBkQkORwAErxUARwAFsRUPB0AID0FFAgXdGADKvQ/3FQMCuzIG3oYDOQAF0hgD",
-"HAAH+BUD8XoCOAAASwEH+RUCshgM+RUCfyECOAABZCIH+RUCoiUDIgAMhgAFaj0N+xUCTAAEqSMK+xUCKRgHw24P0AMPDNI2",
-"IzMwuK0JUAMD3DsP5hUBA7AKAxoCAcshCBlBAhkHAGwBDjsAAhwABJwCDVRBAz4VAlhiBqwEAcY0D7wVDAVuBQXbAgbSQSNl",
-"cR8AAsM0AiUAD0ooBglJIAB+AATwlAtfCAXN+g/pVQQB8wIAJgAO6FUCxwIDFQMGGAkEHwACzAQD7QIBHwAPVgYBBBlVD9h7",
-"BwNRBg8IBwQE0S8dObhSBaYvAgYAAcAYD0EAAQSJVg9SxgAEkHsDYggPsk4EBaAvHzm/UgAEqnkFpy8MYggF0nkEIgAPYggB",
-"BOgsBSh8BNUAD2IIBARfEB85ncYBBCYuBHkAD1oBBASWDR85YOkCA4d5A/cHD7p5CgQ1egW6eQ9NUwEE0gAEUQADfQ0BQYQH",
-"xQICUcEI+xQEvO4FMgcDaQgD2AQABgABthYP/gMCBO0dDlUWA+QDAwgABh/MA14AAhgWBOxuCzUWAtIZBNAEDd42AQwECdcA",
-"ANYZCzkWA/ugBjsWCicxBa8HD4vKAAN6BAobAAOOAwZLzQlEAQMHAQqWAAFQJA0RBAV8HQw0AQS0sgIXBQHzDg4+AAWmBgxC",
-"FgTasgKQBQ82WgYCkwIC18oMFgUCQQMAJAAPFgUGDAEeAcgwDhYFBHsZAr7tDsYAAS8BACUADhUFA/0FAxUFDXNcA8ZEAxUF",
-"D1NnBAQFCB05PhsF3noDJgMPWBADAdcCAUEAD7gDAAP2AwNBAA+CAAUDzQgfOUQbAAUwLwNDAA8wDAQEWgYfOYh1AgLCBgPz",
-"BAEBGwrFKQSgAANGJw+sLQEFdygFxXsEzScPYRAEBBAbHzlRGwEE1ScFoCoPRAAEBVoBD0QAAgNQFwNEAA/KBQEFLisEcioE",
-"cQAP5VwBBLJVBBwFAjwADBUFBW56BEsDAs4DBO87DOlNBKO1A7AeD4ZVBAQrtgLlAAtqAwOFAg9EYQUAagMMgh8CB5IOagMD",
-"fgcGxO0KagMBTQQAJQAOagMDukcDagMOIVUDGAYDawMP5QYEBC14LjEwy30DSiwDZgIBExsPQgAABHKqHjkkEQQ5LAIGAAsX",
-"GwYmAAW6hwN/bgpEAAmCCA/gGgQBtysChQAPQwABCYIIBfZxBiAAA4MCBTosD7gCAQX8KgPNBwUVLQ+CCAQEuVkA1gAP7HcB",
-"CYMIC5NwBSYABPyeHzkpEQIEiaoCRAAB/m0MtgAEGDYF+UUEtgAPgwgIBOSIAzwAC24DAamTCU8DAtMFBHUDDW4DA4MMA3UD",
-"D24DBAnazQxuAwOVGQ83LAgKzJkApgAPNWoDBAIFHzMoSwMDLV4AJgAPrloAA0IIA9oPAcYVCiEAA4wXA84UD+cVBQREeC0x",
-"MDQXBEo0A7UBAYcYD0IAAQWrQA41DATucANCAA/fBgQANhUDhAAP0HEBCeAGDxwVBQT4bi8xMDkMAQPTbgRENQ3hBgTORwQn",
-"Lg+smAEGB0UEiwAD3QAPsmsFBO9uANcADzluAQniBg8uGgQBbDAE2AAPRQABCeMGAVIRDbcABGNEA7cABd1DD+MGCQqfRAx1",
-"AwzP8QR8XgReAw9XAwMGOl0PMAoCApcAAVBND1gDBQywIQKWQgqKAAP5AwMHBAqbAQR4AwXhYA/nBgMDKF4B6YUOeQMDNAoE",
-"eQMNu1cDA1wFeQMPkgUEBeJ1AoUxCtYBCesGD6VpBAXfVg+KXgABFlYGeQMP7w8FBY9yHzCNFwEDDk8DNwILZ6sGJgAFTQEP",
-"nQoBA8FOBGA3De0GBfNtBCIAD8ICAQQ1PAQ2cQTdAAFhTg+TAAEGWwEPNAMBA24bBHoADwNrBQZeAQ8ebggDDQYP1jQBB29C",
-"AyUABLcAD+4GCARKugRYbgt5AwushwIaKAIvDgw0FAIYKAIcAAGXNQgcAALICQIcAAwTGAdUAAJTNQucOAIUGAm7FgqHngGt",
-"Dgm3AA+eWQEBxyMPXjERAaMDCS8YB0kzDy8YGgPUDgo1RgavAQSvBRczeZoKJAAFMowUMw6aCM0CBc5sBMwBD+MjAAR+YQQR",
-"ZQTGmQKSYwqHFQK7DwGw2Q+QPAEAWQEFlFcGHQEHl0cPHQEaAxIgCsZGBR8ABOFsPzEzNjc2DAfrYAv1EAToYA8AFgEFEPAE",
-"XUUP1TkCAThuBIcAArSND7oDAQV95wHGAQ2XAwJOBASKAQWLbgEYMgnjAwTqOwMxAAG9BCdheCEABNkDD26+CAtIAQQbVQFI",
-"AQ+xNQoE8V4eMTTnBfBeBCIAD4EIAwEgbgIJAQ0gug1MbgGuAQoiAAODBAUhAQ8fUwAG8GsETwAPSDsCBj+WAPcAAl0DDxRf",
-"MA9TOQQDFF8BngAPjgADCM0CBaNHD6BdCgGiWgmOAATgBwUiAA+OAAUTMhH5AmMBC9JABM0zB9MDCzc4AbAVD9IDIgMvAQEH",
-"IQm4AgMxEA+tkAkLMgEFz5YvMzi3Ag0DxFoCsZYJ/wMDxRkP/wMBBDXiBT0AD3EUBQX6cg/SAgAC0QcGi24P5wUDBZQ/IzM4",
-"QwQN1AID+AMFUQAPEwUDBCKpARQBD9QCCwM0WR0x1+IGRWUEIgAKyEcHRgIF1AIMS1MGe24E+QAPsAAEBfYCHzj2Ag0DMacC",
-"JkkJsAAEX+EFIgAPsAAFFDP2AgecRgHtAg8yOgsfYk79AA8yOgYPLQABDzI6BA8rAAEPMjoUDzsACA8otQoPOAAIDyq1Ax8y",
-"888AFzUTOgTxATc8MjfTYAX/OR82/jkEAUFLDwgBEQxpCQD1Aw8FAREPbgIBCXM6DwoBCQR1AAStAAB1Bg/+OQEBPxUP/jkC",
-"AdcJD2a1CAJ5FQMFNQVnCQ9jtQEExI8KHxofMfw5CwSbHg/ADwQAPQgAEQMUMlUoD/05AgEnAA/+ORMEjwAO/jkFLFUKyU4D",
-"3wAPCwcCBjBfD3xQCwRFHwSyPw8TrAEPx+YAAwoPAz0AD9YmDAUqkAqxBQZ7Cg89QwEDPgEDGQ4E+CYL5QAFQQASMq+TD8pT",
-"BQOjFg/uhgIDpJ8PaBsAAyUkAj0AD3EQAwWl4gYDzwvGtAGMBw8WOQEE7wEOOFIFeDsDJiMOOgEFAAoEh5EP+QAFA5kHDEQ3",
-"BmmpDLEHAzEAAwcAD1N3BAJ9AA5omAQsCgK0AQRrKAtqDQW6AA/dkQADmgoEBCgAcwEPd44CCV+jD6OzAQMfAA+CRwAB2gAO",
-"f60BmUILEwABwAEBRzgN6jgSMeo4DZIFBd0AD9ORAgF2AQKvBA9rAAEDdA8KZBYDagAI5A8CWAIJZY4AJwAPLZACBT1xD8mR",
-"BwToPA+2KQcE+SkPtikFCLQpD7ABAwPoEQS/7A0nkAMfAABJBAs0AQJfIA9QtQMsMzFaPAIiAQbROw++kQIC6BAABQAENEQH",
-"BQIFsu4K+hADagAIhwEBLQAD/8kGhwEPtJEDBIoqHzG0kQcETj4PqyoIAw0WDSkKBLWiBIgBBHVnDYgBBu2iD4gBAwSySAZn",
-"ogY2AQVaEgOKAQqzEBwxM5YExSYF5D0PgZEDAV0cApQSAe8DDW8mEzFWZgh6AQMvAA/YtgMEMgAHmQAKQUsDxAAHIQALWXAG",
-"fRMP1bYDB6JlAdMABzsAAlc4ABsCD5yRBgOFcgTGbwUsBA4IBgSHDA++tgwDzAUMWigFYxoPl5EBAo4RAB4AARsrB5aRAhki",
-"AD4AACMAAne1DT0pBnhCDru2BVoAD0QCAATstQFjAALlUwe6tgCywgR3AA98CgIFWZ8Plw0MAwQcD4laAwaKAw80QwoEpKwP",
-"lVkCBZoBD9oIAwSnAAzgBgP2Mw+wWRUG3ggPuNoDBfWfD8RMDQJGCgTFRAtFAAXMAQ//DwsDjT4JBhIGygkFyQkP6wkEB+pB",
-"DfUHBFJXA70EDdwECB4ADZY8A5gaABJ1DIMPA3kxAFYCBP1zBcIIAAYCD4taDwNRJxEyBQIJGgADlFQPGgABAwQJDxoAAAT6",
-"Fw4aAANsEw8aAAAEeRYOGgADvRMPGgAAA94QDxoAAAT1Gw4aAAMaEQ8aAAAHBAEHMwUAISgMbw0B2ggCPQUBCwgM/QMCUAkP",
-"6LkBAOYAAiAAAkLIDtkiEzGiSwjIBQKeDAe3QTExXzFhZwt0SAIKGQyuAAKNCQEgAAEaAwyuAAHIAAS4lgmuAAB4AAUkVg8o",
-"GQIUMeQvCYd4AmBNArMvDLkZAlU/A1CiBGgJBjsAAh8pAiUABv40AxwAAg8HArgFBDsACiFGAkouD7KSAAN3KQJDBgvmJgRn",
-"AQMxBQK4CAh4AAIiAQLNBQVZAAMcAAK2LgIiAATTAwqUAAKoLg9klAAD3EcDlAAKgwwHGEoBlAAGNiUH2gECqggBBgABmBMO",
-"YRkIoAEKlgACXBsfOHo/AAKQAAMHBQ0PPAJIAQK6AA+mRwQFlwAPeT8FA6ZHDXoAAogOA88ECocDCliEBdILBIo6D48fAgP+",
-"Ow8l1QgKklQALgEBjx8PAC0BBBBgPzMrLfxCAANALwSSGQ9xLQED5yADlz4PJCAFD3sAAQQoPz4zKy1BXgUDLQLtAA96AAEC",
-"8wQH8F4CkAAPbgAED5xABgWsXgOkCw/iQwAC3wULqV4BawULuV0DyAsDMQAERloKYzAEjgENXl0CKwYBUSkMXl0CgAEDIgAG",
-"DQUWdK0SAwYBA/RYD15dAQptagCHAABqAA59CwjdLAAlAAyzXAOwYg9YWQwEFlkDNQcODlUDGgcE8y4NYVMFeqYESQABkDMH",
-"slwErH4CnCsPyAAABo19AdYADZVbA7g7BqAADZgvCFUBDyVeIAaiAANIAwFbrAehAB86LV0ABP0HA9o+BhcVBQtdBIBdAkEB",
-"CAkgBCEAA7ACDwFbBQksXQFCBwIzABNwB2gHLF0JTFwPLV0DBe4GBjQAA6wlAzwAAr/yCSEABPYBAyEADTQKBXWnAyEADVNb",
-"BCDWBEk6DSAACXYKAWEADG4eBNoABR4tA0MJD6gtBQUXpRQyKwUNsywEqywEswIPpQoFDYsABL4tBIsAA7QJD5XZBAVdLQCL",
-"AAE7BQ+VWAYERQMDKAEPplYBBYKpBXJZAxwLD29JBAVcpB82xR8BBzKkCU4AAoFYD04AAQSZBQ04HAVAWASYAACQAAwwAwx0",
-"WA1sAgRIWAdEAA9GWAYDuwAC9P8POQMADX0ABG4sBIUADidYA4EBBCoAAdIBD1UsAwSrAQHRAwjuIAX+rQhKLApEAANsAQVE",
-"AAy0bwXwDASKBAJuVwlEAAT9AASVLwzTBQZODQTaLA7MAAQaAATuAA3PKQx+nA7uAAWShAOQAA2LywacLAREAA7uAAOqDQW8",
-"Xw0gBAzwLA7uAATUDQXfXw2EBASanATuAA7oBAzMnA/cAQAEIjAEKgANTQUDZkUGRAAO7gADngkEMgcNNssG25wE6QIO7gAD",
-"dwYEGzIBh5gHsQgLVyoDTQsABwAN7goDSgsfNBsAAAInCwAHAA5DCwIlCwAHAAYcAAbBDAIGAA+SEgACoCAKLQwKIrsBZwsJ",
-"zgAL0IgCiA4KhaQGFXwFRw4GSxgK6bkBtg4JYAAL2ZgCgRoAkwUPYAABArEMA7IUC88WARYABFLGChG4AcQPDFEPABkDD0P1",
-"AwCDAA909QEA/wIG1R0Jox0D8AwBfBIColQBNwIMZj0CvkkF2AQPCE0ABcw8D/LgBwjdHgDMAQ/dHhQIah0EL1sPaRwCBbre",
-"PzcrMzYUCgWvtQufAgNbXQMfAA/CTAQFLy8CGhsAQAAGGwAFXggDYQMBxgsP0FsAAUeDATEAD2QABATLAANOLwlmAANOLwVR",
-"CAu6mwdmAAV6XwFRLw8GLQEEVlEE3i4KaQAEYgUDQAUBai8PaQADBUVfBI1BCpsBBX1RPzcrM6dYCgUDtAddEQQbAAOPBD0x",
-"LCDcSAOkUwQ+AA/pMAQEEjACSlMK6wAEowUDdwYBEDAP6wABBegADyMlAwUxMAQwUwpmAASBBQMhBwubmQdmAAa6AQ/ALgUG",
-"mFMPugEBBGAHBLoBD4kCBQbI2Q/oLgYEMksUNZFwCWoAAzNLBcoHANGWD2oABBEyI6IPEC8JBI4CEzaCFgpqAAvwBwGFSg9q",
-"AAMUM2ADDzYvBgYNVALWIApqAAQNAgQWLw8NAgYAPgADJAAPEAIEBNZKACwADhECA4AvBRoIAYAvD2oABAQSAg93LwYGEgIP",
-"4QIABDhnBEAIAn/hD2oAAgXkAg8nOAUE3J0UNYHDCGoABAloBWYIAkbHD2oAAhM2EgIBwS8HXAcPpiYMf3ByZXNzdXKoJhUP",
-"LwADD6omBA8tAAMPrCYUDz0ACg+uJgoPOgAKD7AmAw+vYAEvNzCwJgEfNLAmAT8xMjevYAQI2NsPDwELAc0NCLFgB9YHDwwB",
-"Cw/1GwIIkzAPEQELBHkABLMAAKkDD7VgAgBYAw+1YAMACAMPtWAEAmgKAoQiAvQhBSkZDLVgAisABA4ZCbwJEzIgMA/wGwUD",
-"siQPZggDBOw5BM/vD7gmAwAmAA+3JhMEjQAOtyYKPB0IjhwPgR0RAjIJAdlID7VgAw8zCgICwiEPMgoABHrGD/MkAANQOQIg",
-"AA/XBQQDNAEPavAFBB8ADytgBQWq8A8JYAYGN4YP2x4KAxYZD+cZAwIvNA+9GAAPUxkJBKMABe9gD6AAAw+pYDgPYtQAD6lg",
-"MwIzAwzCHABeHA/sHQ8E/jsC5SQJGgAFfy4PxycBHzLdYCwDmgEPtwQCD91gFQO7DA/dYAIFqyAP5koEBvoOCMUhAiMlBhwA",
-"CN1gAhYAAQUAAOYBB+RKAsFgAZkDDcAOAzcABIQTBjEnBSEADxRhAg/iSgECNQAD+ioP3WACA9giDwcCFwOPAAPStwDBAA3z",
-"Jx8y3WAaAz0sA5oBDI0EBprJDdkOBUsxDd5gA0MxBJAMDFMAAsAEA4ypD9QAAw/xAiAEOwkfMhJhGQVHzQ/XRQMDEmEP31wA",
-"BG0NAgYAD6gEAwT+Tw6KCgPsPQPYGA8KDAMAeQ4CnAAFiEsFGwAClAsF3NYPuwACAdEBALsADs1hAxQtArwADwUYAwSRTwI2",
-"7QhCEwR6bgJ8AA9nFwEDlgEEpgAEvgEPswsDBGxPHzW/WQEDBiICSAAP9VgABBsCBGsAAzAABHczDGsAAyAgHzVhWQICJg4D",
-"SQAA7wENbAADrwEDIwAF8jIPfF8AAyYfCicEA98CAQYAAegsD4cDAQUIAAG/Gg9VAwAGCAALXgACWQYJRicMtWADbQQNuisY",
-"MrVgHzK1YB4DWQYPm2AAA+QDCRoAAn0CA1EEDDkBAlADBzogHzK1YAQCwAUPzagABJJzAt0CD0gvAgPgYQ+4FQECFAMCvQAL",
-"fl8H6zEBxhkPmloDA/MFD1wAAQjBIgQ+uQuiAgRPPw5SDgNwPgNLHg8yBAMFdo4NuiYD2z4Id44OugAC7AQPyf0CAz4xArsA",
-"D3paBAWzgQxaAwOAPwLBAA9HjggEpQAPMAQLBXjXD3nXBwPmAA/jPgAE5VoDagAEZTcPKxMEBZutD1XXAwNiPQLdAA9UdAIE",
-"Q9cEJAAEoToL9xcDK1oCpAMNfAEDjQID7TYNzyMCTwMErPcKrRAEswIEMwEP5EUDAiFgACUADLMCA6ZaA7MCD+lbBQQGWA5E",
-"EgONPgPYEQGiWw9BAAEE5B0B0AEJzxkLalsCNaINwQACLlsBv9cMPgED8LUD1wMPJUUEBCA1DzvIAARxjAN/AA9TAgAG+TME",
-"rAACMwAPohIFBQBbDyRGAQ+XMgANWloDHQAEbwADMwAPh10FBO09Hze7RQIEhjsDSwAPQ10BBH9RBXAABM4BC4AGAus7AsUC",
-"BuItBIcBAxEKA2I6DXpcA0obA4k6D8UCAwRVtg+qCQMCWF0AJQANxQIIqgkP/0cFBB0+AjRYCcUCAxIyA/cAD8FbDg2tCQVP",
-"WwZg1A/BAAICsAkPV1UBDrddD4EAAAb+Ww3mAQRMMQIGAA/7WxoBMD4PbgABBFcCD7VFAQTf0wNLAA9WAgEEHVwFcAAEXwEP",
-"1RAEBB0OD9xcBAMeQQNMAA8pCgAFUYYFcQAE6DML5mUCkhIDxwINSwICzBsDzgINxwIDS7YDzgIPxwIDBFQSAkBfDQYCAs5b",
-"ACUADHwAAwlcAyEJD8oEBARnOAKhtQnHAgPWRQNoAQ98hgYE4rUO5zgFrdIEgCgEBSAKwQACwSsPCVMBA8qzA/4NDw0GBART",
-"OAJxEwnmAQp+Lw9ZpgIEnF8FrAAE7wAPp1cFBDW2D1M2AQPxKQRLAA84JwAEfwwGcAADgAAP8OAEBQoqHzg8NQIEb6YDTAAP",
-"o0cBBH4FBXEAA9cCAQxZDWwMAscCDzQuAQI2EQLeFQ9FNgEYMlVfHjJVXwBpAg+jEAILwysCnwAP1xISBHdIAvw6DPJbBRoA",
-"DdA1FzJwLw+gAA8IqhcBNAUPqxcWCTYWBhqhDw4TAQUxTS8xOfdfDQKdBgIEHQinXAIqBw/3XwEDQA0DOQAPImQCBfdfBjcX",
-"BoEUBdoUBjxJCkUtCFEBBisBB4k/DysBGwWlRA8VHwIGVqMfMflfDQJzAQFcHQ1HAAWITABHAA/5XwoInVwPLjYGHzKFFAYC",
-"zgAKXTQFhQAFma8FET0PhQAFAgUFAYkNCH0GBx0WAl2FB7JfAa0DA7JfAPwECLJfA08XC04AASMCA5AxBDlHBCICAqcFAiIA",
-"C8oJAlowD7JfAgIsMQTrdAsrSgFZAQAjAA3bAw+OAwoPAQQgC8teEjKXJA+stQEP8RQCA84OAwkCDa1fA6cGA7YVCjsAAn8H",
-"BIsCAT8eD+hfAAIhtgY/BQG3OQ/oXxQFBxcfMmhXAgMKAQ+pewgLWlwTMgVhDooIBdO1D2lXBAI5Ag/QtQgExgIP9h8EBFgY",
-"DtC1D7UsEQXIrgMkAAP5IA8f7AQGylkPwbUABfmDA0sADzoIAQR9AgRvAAMyAA8jYAUF9VkPvrUBBJUsBIQoDzoIAQTLYARw",
-"AANsCAiJSQC6AQ7dXgMOhQatpwPxBwE1BAM7BA4pSgKZAgX7AgzRAQb9SAPaAQzdXgIwCANDPg3dXgEIAgT6Aw6ZXgABAwnX",
-"AA9hFAACkQQI3V4MvRoClQYP3V4BA6oDDMJeBMgDCXsAD04UAgKjXQ/uGwEE32cCdQEPTqADAsJdD80cAQMIFgRqBA+6DQME",
-"2Q4CWl4PWFsDACQAD1hbFBMyI+0N8AMEdYUG2DoPWFsBD5/vAgNzAgPvAw+rLwUEIV4O9loEby4D7AIPfFIJBKYsBLwlD+8D",
-"BQRLXg/eWgIDzAMDSwAPCS8ABO8DBeEtBMElD+8DBASydQ92WgMDeS8EJS0PzgQBBOW1BHAAA84ECu8DAkqOCX0bAjoCA1EG",
-"ClwCA38bA6ECAu8yCCAAAsoDCPNdD0ofAANtBgJsXQ9mWgMPEDMDD2ZaAhIyUzUPfAIACaZhDXwCBGZaD6+4AwPDEwTpAA8S",
-"AgQEFXcPA1oBBLguA30BDwAGAgNgFwSkMAQABg9uAAUHE1kPgQIACToODz1dAQSBAgVwAAMyAA+BAgYFn1oPyBMCA9MwBIIC",
-"D2EDAQOCAgVxAANhAwuCAgUcswRGAgIxBgS3VA5mAgOoDANtAg8uAQMKZFwPdFkDAeFBD3RZExMyD5YOZgIEOmABIQEPZgIA",
-"AcYADztgAgS0WQVmAg/UCAQEsngDt1kJhQEE8jEDYQEPdwQCA2g3BGoxBHcED2YCBASGzi8xMNYIAQSOXgNMAA9FCQIJpjkG",
-"wF4PZgIEBoldD9cIAgPlMQRNAA9HAwEEm5kEJAADRwMLZgIADzgKfgEDZwIDTgIPDwEDBFdhLzEwGgsCAtETAQrbD0gCBQzk",
-"EAJbPQqKAAJfDwSLVgvTOwcFSQKKAAWzGAtqAgJGMA82XwIDUiEFagIPYi8FBUQQDodiD9NeAA9qAgQELTYDMgAPagIHBGAE",
-"BMHqCnAACFgbAtEvD2oCBAVwAATABw9qAgUESAMFneoJcQAPLF8AD2oCBARxAAQQMAtqAgwBMwJEMwZoIggcAAHzAQIcAAw/",
-"4wPJWgIcAAwcCwI5CQIcAA8XSgAC8R4KcREL5T8AmAoJtwAEuI0EGSMAzQEP2ikAAf0AD/MpAQEfHw9JkwUDZjQCCBICtQ8P",
-"ER4CA+1WAC8ADRYkBQBXAx0ACSwSANMFD1cTJAOHDARmGQucRQSqMT8xMTWJTwEDECMD7QcEJBcKpBEGPsEvMTUuigwGEVoJ",
-"SgAGbwAEBgQvMTUtRgEF7GAIug4NGWEDQRYDVSIFwRYK33IGLwAFV1oTNUovCnMAA9UYBoHQDX0EA8kHBdsAD04aBAUaYAL9",
-"1QqdAwRQMQTuMA9GLwQAPAADIgANHjkFjdAIkgYNdF8FiDIDHQEEty8NfzgEVs4FEbIP5wQEBVL4BCTPCdkADX/OARsSD9kA",
-"AgWbMg9PYAAE0wEH5AsO2wAEogEE2wAEewAN0jgFeWAE2wAPcWANHzFcGAIEbpgGw84P3AAHBQ4zB6WiAT0tD5IwC092aXNj",
-"jjAUDisAD4owBA4pAA+GMBQPOQAGDYIwAPsADzYADghgkQ8xABIfMzEAHR804DAWCBQABOABTzwxNzHgMAAQOIy4D+xOAQgZ",
-"kQ9kAQcBYQQIjlcWNNkFD2EBBwqLBgGyFA/tmQIAIAMPSbgDABUDD05XCAMJcQIMAAWKFg9OVwEBQiENlTATM3tsDRSlATMA",
-"C5QGA34OCZAFBRwABn3jD6JNCwJEAA+6VgIC1xcPHFcFBca9D6sGCwe2Ew4CTgU34QM9iwKXOwtGMQHRiA+/tw4BwXIP9xsC",
-"CAYXA3pID0K4BQOtAATSUgZdAASbDgQdPAYaAAX2Pw/XMQEWM/ISCz4BBnq+D4W5CwPgEgG0PghgFAN0JQ99EQADehQCOQAL",
-"5QoKBTASM4Z2DwUwAAFEAAxaAAX4Gw8jAQMPypAWEzPOrw+0VwYfMu4vDAiRVw6JCANEAAyCCAXXFw83UBMGcuIPPlgDBf7B",
-"CwxlBaQABYADDxBkCwPUDQ+NXwIFQwANTwkDmRACIkNjODQ3QUUxBQAcQpQdA0Y0AzMBD1scAQYn5QPJwg40DgA9AAPsqQgN",
-"BQKOGw8tAyMEvQcvM18coAMDYQEWOKQCC6AwAjAKAH4ADWYwETPEsw5GBQJwJQWCVwe9PATJoR42UQwD+g8EABgJbAMDvgEC",
-"BgAPsAoDBFtwAi5vDyAAAAQ9Jg0YCQO3DgNNDg/3LQAFcbIFBwAP90sUBL0REzMjJQ8iAAAEyoIPCigBAW8ABZOKD5gAAAS1",
-"JwgHAA874AQE34kUMz4lDyMAAAR5hg9gJQICXQAC2QoBuUMNo0wChgAE8yUCKQAImwcDbQYEMCMCWwMPjC4BBFcCDSG5BPoi",
-"D55GAANWAAMiAAV2AAY1TARmGw80TAcKYxQQM/8iDWpLFzN6uAAjAAsVIwD0EA8vTA4DbYoE5W8M7wsJ+RANJHADNzIEsYoA",
-"XAAJ2qgEKUsAAwEOvQAHzQsRM4e4CFsAAyESBLMcD3ACAATmSA8jTCQEnQADaQABOt4GmwAD6BwJb0MBXQcBSAQL8AEEBXEE",
-"hkoPOkwABMxLAQcAAuxLCTlMBH8BDzhMEQCIAAExAAHNuAk1TAeJMw8zTAMNwgEDogEEEi4MHwAJzzIN7UsDBA4EHwAMPAgD",
-"TjsDjBcP2DMEBJuvD3XlBAVo4AwFBAoQjA9i4AEKOYwPKgUYBDgjBOg7DyIAAA9s5QcP2zAADJgAAnQBBNYPAzAtD4sABATc",
-"XA9k5QcGRt4OKgUDrQ8E0TAPRwMABcG+CCoFAUUQCQM8AlEIBCfoCeUBA0ApAmQLD+gQAwScQALolw0/vAgKKgE4LgkpKgQj",
-"cAIvAQTqgw/XMAAESQACkxsKuC8JYTECLC4NjEwEWS4DRAMDzQMPa3gDBFwvAywAAzsAASBMDSwAA1sBBCwABCkJCXEEAVu8",
-"D8MJAAMHAAZ+NQmFCQKjLQ/jFQABeQMCHwAE4hUKoyQnM1+iOACcCw/xBAADCOsLCwID0uIEu+IIjw8AYggPjw8XBDUAA6Us",
-"Dx4VAgRnfi83MLgoDAOOVwbthQQYAALjDQMfAAusLgS2FgOdAg8SVwIGvA8EEFcNvA8PdgoCAnwtDT0BA6klA3b+CT0BB8Jx",
-"Dz0BFwPYAAQ/YgmwBgW/AQ+TPgYvNzTkKAwIlD4P20kGLzc0RWYMA0YXBJw+C6o9BCgwHzSZuA0Drg8JzgwEZgMEWw8O7zAE",
-"2SQCDQkPBQ4RB5EADwcOAwSVLhQ38nIPwz4GARsBD1dsCgPnPA+nAQIEQB4ARgAPl6gLAo0MAqqmDhM9BNVBCXoXAtoBBDoA",
-"D98XAgSOPAT9kQhXAQMMhgAjAA+PDg8CIwYDTQIPWtECBpECD5AOBQK1JAP1WgiQDgTnAgfOBA+o2gMFkeUDSgEKSCsCxBMP",
-"ExMCBJldD31BAAMnDgN3PQoLFwR4AARRPAZuIAdOYgJ3AATO9A6sJhMzAYQLuw4EMz0PTz0CAwwuAzADDx8lBAB9IAGXAA8z",
-"yAQFBzcNpA4EXFcJBTcNhjYDwAsDCjMPy2sFD3gAAQQzSQ8kyAYG9ZEOfwkEgTAEKTcPIzcJBOAwBCsADyI3DB81KsgHBcYb",
-"D68OAQRlJQa+ww6TAAN9TAMrAAQyAAIvdgqyDgRSkgMxAATfBw1uEwIDPQu1DgNKTQGCMQtGCQTxnwPnKgZjWwa2DgO/DASH",
-"Wg9JuAINlBEAgAEO/A0IuFEAJQAM61oCc0IP61oNBa7BBJkADPgJB0F9AjAADSEABXc1AwgAAAQCCcQOBKwlD8kABQcpHwDX",
-"AAzsWgSYawPkCg95CgEE0gEBVwEPyg4hBaMAAwgLCN4qAKIAD+1aAAT8NwM7AAbokgcauANvJwMRAgWLAgcauAJeAQ+XXAYK",
-"GrgAagEI/GEK7loIlTgPG7gEDTlXA/RdBDwAAWIOCiEABHIDBPADDSEABDIBBHgDD94DAwReOA98WgIEKzgD/FsP6wQZBLAZ",
-"A0cODVoAAysMA504BVw1DwwmBASjgwQJDg9zOAUEnjgEejgB5XkIl7QGESQNMRkDjwwEBD4PiQAEBFlaDcdnBPY3BLQ3D/c3",
-"DRExGAEMvQIFbTYDAAIF0oQGIgAKJQUPpBMBBY6+BE0ADUJaA3xhBTgBD7x8AQU2DgUtAAOUAA83DgoFLQAEnCcPOA4JBS0A",
-"BL8pCjkODFuJA20JAwcAARA2CDkOAi4JAQYADxwkBgMiJA8bJAIAXgkIgAABJCwJyAwHuZYPyAwXAq4ABE+FC90ZASMMD7Ee",
-"Dw+sCwIC5YsPHx8PDz0ABAjm1g+NHwcPsQoCAy/6D/e3AAKZCQAgAA/wAAMEv2wUNyMdCpcCBBgCAQgtTjQwMjRpBApIDAS/",
-"iRA3mBoPUksKAg4MD8S1AQZvvwXPGQIIAAQqXwzEAAQdDh8ylX4GBb+RD64EAgWLkQOnBASAAAG8CAmUBAMPQgO8AAHOBA89",
-"ywAB59wDCmIObQAEBQQE3QADqQMPiV8FBJgQD7kFBAQ6VAVXkgNfAAJfvw+dAAEFwCMBoE4NUAAEZQQEnwAE/BYPgQUEBaS5",
-"DwoGBAQLWQWgAATMAQ89AQYGhCMADBAH/wMAORIPhCMIb2FkdmVjdIYjFA8tAAEPiCMEDysAAQ+KIxQPOwAIDw5UCg84AAgP",
-"vHoECAIjAywjD3nbAwii2wPWAiA8MzZUDysjAAAzCA8GAREBOAQHmAUHKyMPAgEJD4gQAg9zABMMAVQARAMPaSMBAH0CD2gj",
-"AgDiAw9nIwgC1zQABQAIAGgNZCMEWGwJtwYYNAVtA9cAAswID0kjAgb7Tw9IIwoDBwkPQgABBixxDykjCgMQFA+BHwcPgzIB",
-"Ai0HA+YPDwMEBAgSIQ8vIQUEdXAJ3h4CiQcPXAAKBEoiD1sEAAVxIQOEAAEvAA9VBAMD87oMCBUEUjoE6zshNjTrOwSmTwAf",
-"APICOTIxODg2ODQzNzIyNzQwNTNjAAQvIAFJAAJU3AE2AA8vAAMHeAIAWgkLJiYEIeUP4CMBFTS4UgzNEwRVIQFVAQm9AAPn",
-"Kh8zvQAUAoYBADYADy8AAw1fIwaUAA/SIgIiMSuGFAvBDQiHOgPnOArADxA0Yh4N9g4YND0YEjRC1g/gAQYPWEMEBEsjB3QX",
-"BWgQBi0dD3ZSDQFKlw8wQgEDEAEJ7wMDP3EPEsoAAkHjAv6kDu0AB6geFDS4Ig8YJAIoMSvHjQfTJgJfBwNhEQ/CAAYKeCAD",
-"wgAPWQEHDwYOBAiEAgyIAAR/DA+1JQcKdyAPRgEBA8d4D0YBCAfoIxQ01XkMpgAK5iQPIQAABAk4D2EJAgOvCAMFCQMUCQ9m",
-"BAQEWgkEmCQJElACFwAKqwMCWhUAHwAPqwMSAy8AHzirAwgKQg0SNAqMD0AEAQM0CwRgYgiXAARThx85lwAUA0MoHzCXAAgK",
-"ZkMHlwALsCkFQwQGvkMHBBID0jUBBgAEMw4KbBwRNPI/D1kDAAhjnAAlAA9IBAQEwgEPdWEFCTUBDEwEBfPWD00EEAEzBgTX",
-"6gtSFQQfAQmLKwMNfw8MAwECtQAEgYIPZQACDxEBAAdcCwAfAQ9sBAEGon0Cy4sM5AMDQAcDHCUP4gAKDCMJAuIAD4MBCQ+e",
-"MQQE0IMHgwEIkgAEqDUPgwEeDHgHD4MBAAM/BQ+DAQoM3AcFZQAHbAEKQfEF2gAFkgMP+hcFBOdMBJ9cC6oECWk+A4ocCrAA",
-"B2UBBGQNBHFYBcEsAzogDRQEA1JAD1YIFQOGCAA3AA8UCQ8Db0UO1BcdNNR0D38uAAK3TgmtAAPrQR81rQAVBEQuD8IECAvv",
-"PQeaAAo0AwUPfANung/HFgIDCSMP4zsCHzSzcwMYNIDOASUAD8MEBQTbAQ9QEAMES4wFTD0MxQQDOgIPfeMKBrgBB/1gDOQF",
-"BrTYCJUuD0IDBgQr0wEPGg9mAAMPFAEACQEIASEUDoIMB4eFCIXtBvMAAp8HBJsbD+UACgz7CQPmdQ+IAQkP2wwEBL6hCYkB",
-"CJYAA0c6D+PVCg+kAAIMBAgPiQEAA7BED4kBCwzSBQVmAAdyAQWsowY9LQOhzAZxWQsbdwQgDw+SMAsBLQkIdO0GL/AECAUT",
-"Msj6CZEAAF0FDyUSCG9lcnJzdW0lEhQPLQABDyUSBA8rAAEPJRIUDzsACA8lEgoPOAAIDxPHBQ8zAAgPE8cDD4M1ABczQhIG",
-"VxIPEccBHzLP7QQBxAcPOQERDFgSB4qRDzUBCQ8kEQEJ9jUPOgEJCcUQBT4ACMSND0UBCQuXEgHEAw/uzxEKCfcB1gICAywM",
-"DQUHtxIHaxkKVDMPrxIBAiIAANIDDbASFjXNMA8+kQMDDREPxgQCBUlLD6dmCQ/k0wgKdwkEiwABwxgD2wAEvwAFCgEEmAAC",
-"mhIP4SMABvqFBtZYBzsEA/nRAuPoCpQaAuIEADInDOo+AqURAI0AAhsACI2FAj0/AukJAD4eD5c3AAEOCQLLAA3mgg/YNAgK",
-"DgkfNcVkBAXVlg9YkgwDyQELQU8CowoL9T8C7AUELOoBJBUFjk8C6ykAbV8SMr2aByZPAicKA24aNXhvchkAAz5kAxk3CzIG",
-"AjwBAxwADxwBFQqQCRc1+GMDwwABVgADTlYIGAABrwEI12ICGAABcAMDqsoP7EoCAtMKABQBDOxKAzEPA2ABC3YRAkUBB9kR",
-"HzWlYxENZBENYlwEw5oEsBkLEgQFsAIEsR4MrQAdMAIBAqQBAAYAD+pMAQE3AQRv7Q2/ERg1R2ESNULrB7cEAD5NAZsEB4sD",
-"Ac4QAjE5CB8eAjMAAqZVACQAAy0UCnkJAwsDDqQBA9sDD7DdBgOkAQwdQASpUwC/dQcvJBE16TIPUxQIFDEmfAkTIAqaAQ9P",
-"RwUGQwAOGHAGcTIEcBIPjhAIAfsgCT8AA2wbBD8/D04OChMyIIkPXAIACEYODy4BAAF9TgtBUwZ4AgWaMgudjAYGBQ2vEhg1",
-"elcUNRozD8wqCAVFMgoFAgJoAA8EAgADyBgDPQABGQQPB0AAA07VCFwMAJkGD1kKC19jaGVja1gKFA8sAAAPVwoEDyoAAA9W",
-"ChQPOgAHD1UKCg83AAcJVAoPowASDwhABQ8yAAcfNGQAHh81MgAeHzaWAB4fNywBHh840UADABALDKUdAIVxDE4LD1/SAw9g",
-"mAQBjAQPMAIQDE0LB6txDywCCA9MCw4PMQIICksLA64ACEoLDzsCCA9MHAMPeQATDzbnAgFKHA9QAhAPPAACCE6ZD1oCCA+1",
-"AAMP8gATAfssDWsBCFEkD28CCA/1CQgH1TMIgAwA4QUPmQwCACcHD5pCAwA2BQ8zHwQCyyUFuy4DagwPNx8CAisAA6VvCokM",
-"EzbtfA+/CgoPNykFDhcWDuaZDxDwCAqIDASKAA8fDAEA0AEMkz4Py58GCSUAA0NOAzUgCvQXHTa6lAKoCQVAkwlmCwJqAQhc",
-"bwY5CQGmCgA9AAxNCwCAAA9KEg4GOpQKfAwTNmALB8AJAh8/AiMMBNUMBXYCA4UeBkIHETb2Cg/RFwcCbUkJxggDMy8D4SQP",
-"EBgEBbK5D8YIAARpSQPNCA+HEwoFO0gJQgACOQIDSQAB3RcPQgAABaW8DyB7AAO+AARJAAumCwNvDA/uMQAEQQEAFQ0LYwkD",
-"mXYAvpQFZAkL7mwEEY8NJw0YNqcLFjbubAaMDQIeDQ/LlwUDpwIPME0ABMkADXQJAlwXA4cECRECAFwLDxpcFQT3HgVk1gxW",
-"AwNoAQ1IAQN/AAiaAAkIDgQPMwtHAQJ/DAYHAQp/DBg2qQoVNiNiCzMRCll3AysFBa1fBZ4QCoABAiAFBmcNCiILEzbbRAEW",
-"mAH7GQM4AANPWwL2RwxSowOFLQMjAQ/XOgAE+40EbjMI3QABsDkPJwsAA2N9Ac8EA7wWBG8FA+IuBOgwDwsGAALcBAKRNAEU",
-"Awm/LwFGEQEkAAFFPg5AHBE2GiwNEBgZNucdACUADJkBAGREkDYwNzE4MjQxOP0wMTE3NLaeD9UbCQFsAA9yAQECoxMPdCQE",
-"BhSBAXouD6wAAAfaIgC6AAqvUQMlNgMvJA9+AAECQA8PfgAPCasCAROUD8cMCCtrZRbfD8UMBg0qAA/DDAQNKAAPwQwUDzgA",
-"BQ+/DAoPNQAFDxEXBQ8wAAUIuwwPMAARD8JMAw9RpAAXM6kpBfALFzEFDAbwCw+ffQQJ8AsPXQEGDO4LB/I7D1kBBg+eKAUP",
-"XQEOD7sKAgjlFw9nAQYPOgACCAkvD3EBBgxqFw/RCjsP0AoXD88KBxY3rAUPjykHDTkJARYAD2Q9AQIQBA++KRsC3CcKvikK",
-"ngwGJJwFAKQLewcEwVoEShcEGAADeAcCZAQP+ikKD0SiAAhWJQC1AA8InwEDhEoPBJ8DAlAJAooXCiuKARYFDSeiAYdlCxMA",
-"AkEFA2IGCgEMETd3KA18Aw86ogwCPxgABQAEfAsKawAP+QsBA2oACPoFBL8SCLOgHzcOKAMGoiMPOKIFBB5KDz5EAAf2Hg3P",
-"NgM7CwVJIA8xogMG4B4PL6IIDigBAcEKBlwJCmoMETdqSA17AQ8uogwBpgMBsQMMth4C7FcPDQsBA2oACHsBAS0ACy6iETd2",
-"Kg7fAgY7Aw8togUEvRcPgLgCBLgxA5sODIEBCXgoDyMDBQQzVw8lAwQExgEPJwMAAy0KDRUDD+EXBhM3mxsP0RECA5kBCbUn",
-"CEkLA6IECx0lAnAYBKhSCmILBG8ADZ8YBBEPBp4BAZoVBZcAB8ShBFktDMShCuwFAoQNA6AaAj4EAbpICiUAAi0MBuUbAjPg",
-"Dz5ZBgFyBQwjaQMXDAOQxAmmDAOFLQMmDQrUCQHPAAHBAAGOKwJtDw96AAUCNw4P5S8DA9waD20OAAIcGQR0Dgx7IQArAAfJ",
-"GQGLAABdCgqGAQ+eMwx/cmVvcmRlcl0KFA8uAAIPYQoEDywAAg9lChQPPAAJD2kKCg85AAkPbQoFDzQACQ9xCgUPNAAJCS4X",
-"DzQAFAkwFw80ABQIMhcPNAAVDzQXBQ80AAkPNhcECLI0A0YLHzXbNAEPRQsBHzTkiAUIShYPQQIKDEkLAMsEDz4CEg9IIg4P",
-"QwIKD4ciAwjEFg9OAgoPPwADCJMLD1kCCg8/AAMIBhcPZAIKDz8AAwi4DA9vAgoPPwADCBo2D3oCCg8/AAMIyQwPhQIKD0wX",
-"DwxiCAAXAA99igIA8AUPfYoDAPAFD3sMCAQ3LAEGAA/mWQoBnB0NewwfOHsMCwXKtw9nDBsC7xAOPwYEMDADVgAPF4gDBLAr",
-"DzgLAQLuAB01GjUE+qgPERgFBy8HDsRHBVUADxUNAwTEHg93NQIvOF8yxAwgKy0kAwT+Bi84XwZIAgR6VAbyAAoFWQFvBwGS",
-"bw0WDBQ4CSUHcBcBSgkGNAAIERgCt3IAIgAPXiMAATMAAQT6Cl4BA/uVC6sMAwWWD6M1AhI4MQsObAEBzwAAHQEMbAEEWs4C",
-"bAEMawAPgQAMBl8BAKgWD9aGEwSdSwcq0gzarwZrTgjXqgCcqAPXqgwXewGRAAIGAAaStwjDAAAGAAxnIwP6AAnPpQM0AALJ",
-"AQ9RcAQBiwkErgENhgsROIcZBo8BHzq36gACHgIMkyECvSQB9SsPaSMABKiJC30DA1BxDZ4LBJ8CDgoCAm0CD05wAARmcQIK",
-"Ag0oAgayLwvyKAaHAAb3AArpNQRODAVK7gRqpA99IgEF3wQI/QEAw0ME/QEMFCUDcQMBPQAKYDgEPQAEN1MSNhUEDHgAATgC",
-"AiVsDXgAAG8kA3gAC1kCA3LjArYBD+xLAgQjrQdMUAyWUQI/Wg12AAfrAgztUQMDfgJ9AA/JBQIExX0/NDYr7gABAsMMAsRT",
-"DHkAAJtACTuuB3kAA+cBAX8ABpV3Ch4CAAcABkCsDIEDD3AkAAMyeAIjAA/oMwIYOHI5ANYCCzEYBD10CTwTBR0ABIw0HzYl",
-"kQ0DQk0P21ACBMJGAEYAD8A9CgwgtwejTQSUXw8DFAEDdQ4CgwAPBGsFA6oGD38ACgQpPA9uBwEGJwMOgQAC+QMEjXEBpwEP",
-"LzEABDRDDD4AAoEBD9+3AwvFFA9fUgoEZl0M+icEY10CHwAPnwAGBP+9DyMVCgR+IA/fAAEE1zYPpDwDBWDQD0IABwBLXQUw",
-"FQ5CAAXjuARsEg+FAAIEFRoPpH8DBAk7Bd9XD4cAAgREAA+HEAgDl7ECoWQI3FcFKSsN4wMCwgIDOQALyvUEQAQEoJMB8SgP",
-"R1QFA+IpD8MrAgPArQ+pCAED1VUCPgALPUUFghERNNZpAYR8BzUED/oQDB9i+RAZDy0AAQ9UvwUP9xAnDzsACA9UvwsP9RAf",
-"DzMACA/0EAUPMwAID/MQBQ8zAAgfNVYQFw8cRQEB2jIPQhAND4sBCQ/YJQ4PVQEJD8wOAw97ABQPBhAECEUQD2sBCQ8+AAMJ",
-"zsAPBBAMD0cPCwwGOg9HD38fOUcPDANfGw8tDwICHiUPbBUAAwgLB04HDy0PBgLuIg8tDxUD9RoP01gLDzItBAJADg8tDwAE",
-"TgUCBwADQDQKRAkfOS0PBQWUJwktDx85LQ8KCGg+Dy0PAA9DGwIfOS0PCwXfRQQtDwLMFw8tDwkDnBoIlg4BUQACo6wNwg4D",
-"lgAKLQ8fOS0PBANacg908gAE/5ICBgALCA0PgQANBl8BDy0PHwK3Jg8tDzMFkAsPLQ8ABfkODZQyBi4+DC0PAhAPD6YlBAUd",
-"AA8tDwIYOS0PHzktDwQPwDACDy0PHwNqDA8tDwEEnwIPURMED121AQRSEwIGAAzTgASpgAPCMw+HAAIG9wAPLQ8KLzI1LQ9A",
-"AgIfDy0PCgB4AA8tD2EC8IMPLQ9eLzI1LQ87AucBDy0PAwQeAgAiBgwtDwWBAw8tDwcCIwAPLQ8CGDktDwDWAg+gMwcEmxUP",
-"SRYCA3I4DwIFAQ6cFQ+GCwASMggdB38cAKkHwDoKCXJldDsKCn0KCg"
+"DysAAQ9ZJhQPOwAIDvZ6D3MAEw/2lQEPMwAMDwCYAQ8zAAwP0+MDCVTAA/EmAfyVDfEmGDOIewP9ATA8MTQHJw+nngEI2SkP",
+"bwEJDPImAPMOD2wBEQ9vBwIEp5MPPgEND0kVAgFqFQ9JAREEswAE6wAAYAMPEgkBAbU0D24nAgEeIw9uJwMDxewC2wkCvREI",
+"gDQIbycDKwAEAXIIawQjMzBwZQ9wCAUPBBQCBJ4ACQIUC+JCAokZA+ZKDJ0lD3cADgNtEg/OEwMEdxcTNPqHAXoAFm6LBQIK",
+"BwAmAA/rrhIFjQAOdCgEdRULAQIFVCUPdCgRAfIOD3QoAg+bGAME1BZPMSsxORAaCQf6Eg7OEwG0EwD4AQ7dFQNRJQlICgxv",
+"DQNgAQ2LhwTq+Q89AAkEXo4PaBUEBPgUDwaPBgQmkQP4OA/WEwAFQgAPOhUFBCACBFbdDmQBBTYqD7opCwXvYA9lAQECfwgP",
+"l04BBFn5A2I+Dz0DAwP3Gw+tlgEBYAEDtgMMRwgP1N8GDAIkLTMw3nkHPwkD/gAPASkKA6sHD/wqAgQQCA8BKQ0D2TsKIgoD",
+"AgEEbz4E3xkNB0gBAQELkG0CuicEw/EBFwUGAuwCMg4BBQAAswEHjkMCDiYBcgMHTQAC/V8CNwABCiYA7RMDnwABowMDHmAL",
+"hAACUh0DTDQI+k8CfQ4AHwAP+U8BAYIAB2t1D9QBDwcLBgLyDgHBAAzmfCIzMOZ8D0RgAA89CwADTGsEmgENdD0BFwADB2oP",
+"4IsAD2geAQMolAMwAgGHBg6KowPFPQ/TAAID6gkhMzCSJv8DLnByYWdtYSAibm91bnJvbGwiQQMBBVZjAsIDDp8DASMCACYA",
+"DQQFA5EfA6YDDIsOAzheA9QADylmAwVujw3XsgSEYgEGAA88GwQFT48NahoE8xYCPgAPZSkDBCEGEzXwKQlAAANzFgIGAA8W",
+"GQMFOY8DYgUJQAADDTkCQAAMPhQPvawWBfCPAgcADwQbAwS9rBQ1LSoPcxsAAxwWD0cBAwU4jwToBQlBAAOlFgIGAA8eGwED",
+"GwAJnRoPX2YEAPwCAmwCAXYiDRI+A0sAA64ABYw+A9QENHUzMhAFBCL1ClAEAwkDAlYEDK9EBLADBAgADJNnBH4DBQgACxNZ",
+"ApQEAAYABhFZFm5kPgiVBAwhgACQAwidAwbXKAWtSAJlAwWqSAnYPgWCBgkOBAJHBAMOBAkaAAXxLQBNAAw5AQMdAAiPAADN",
+"GQ4aFAHNBQBMAQz2AwPQlAP+BA+NMQIDLAEPpxYABM6MAgYAD40xAgUOIgWzLw9hVwAAJQAOyYUD6zECXQANHgACdQADng8P",
+"akQDBCFfApchCQgDA0cWApsCD84EAwR8kQK9Vwg+AAT0EgI+AA/IAwMEs1sEeiIJQAADCQQCzQMPxwMDBR1eD/eYAQI6AAKQ",
+"BA9okQUEKpEPtBIAA+kRAwUBA84AC5X6BSwABogjDk8EBHORAgYAD0cBAwTeXR82NpkCAwIYAkEAD/4TAANYKQNpAARFKQ9k",
+"CwMFl1YBog4MSQACLgEKA4YCjgQIxAgBBAcCVwMBWQEJcwIDhxUDejUN248DVCkCFAMPo+sDBPCWAndZD7cpBAAlAA9ZWAUD",
+"DgMM7wQD1lUDDgMPkgIDAJoaAfQZDdVEAxgbAxsBD0wDAwRfVwKzWAk+AAMJFAI+AA+bAQQD1gofN9REAAPKhQLUAgHcPw5A",
+"AAUu+g9n6wADDC4C4AECPTwHDgMDPisEbJIP3hcAA80XBJ/XAs4AD7FUBASWPR83KUUBA5kWAg4DCwiRBSQABUcBD0EAAQM9",
+"HwJBAA86GAAElZADIgADqwAPEQkDBfh+ATEBDL8yAkkDBfl+AvsACzt5AmslAg0DBgF6BHICA4oCA3IiDA0DA1BYAxQDDw0D",
+"AwQvCgPgPg0eHQHOAgGGdg0NAwgbBg6A/AgbBg/PAgQExzQCWygIhQEDoTQCBgABpzQPPgAABEtXDRsGBMhTAj4ADxA0BATO",
+"Wg9BfQEIqwoPF30EBFA0HzcbBgADIB0C0wIBLDQIDQMEfX0CZQABxkANyjICGgIEpzUDiQAPsCUEBHt9Bb9XCXcfBHKXAhIB",
+"AVkbD0QAAQVMAQ9EAAIIsQoCFjMNsgAEHQADeRkFEHsP9iYEBMJQHzcnBgEOMXsCXgABnz4IHAMC1A4B/gIBkRMJgQIDlwkC",
+"oAIOHAMCFQMDIwMPHAMEBBYBDykGAwJnQgAlAA5jUggpBgFcQgkeAAgpBgR6Qg0iAQOuBR04KgYEWjIEawEPgHcEBLeMDxNu",
+"AARZMgIGAA/t0gUF88oPMAYABGcvA+cBD86WBAWSSB84MwYABH0vBLAvDmMwBHsvBCIADxRXAQY+MwMlAATVAA9AFAQE+E4f",
+"OKThAgPDTgf0Lw9EAAEEXj0fOEAGAQQoeQMRAwFbPQ1CKgO7AQRO0wSCNQuHAgYwAASJAg9HBgEE5A0G+3gEGQIPzA0CAy8D",
+"D4gwAAESAwIlAAP7WQn9IwDXDAjkDAUGjQWJAA/HSQYIHhkBIXQPHxkUCfcWBGqqD/EuAwBjCAEIDy8zNK4wDAPLVwJDmQjM",
+"VwJgAA9GEgAE5lcDOQAPrjADBC0DD/E+AQcZFAEqAwz9NCMzMFcdCSkBAFoEDykBIQQlLQSlEQspAQUxEA95lA0DgUUBBAkO",
+"RwAE2CMARwAPHDALA9U6D1MYAgblYw/4Zw0DJ0QEr1cLRwAFAvk1MisysxUP8kAIAPRVDfcVBT4ZAPssD/kVAwKmMwbhgwM5",
+"AAJBFQJaAwHIBAb6FQLxGAKyLgH3Egf7FQLyGAz7FQLLGAI4AAHpEgf7FQKNJgMiAAyGAALbQg/9FQECTAAP9mUDAowzACMA",
+"Df4VD9EDBg2iNAAQBALEdgixFQPmMw/qFQEDswoCHAIC4poIBkICjAMAbgEOOwAD9i0DngIBdioIOwACHwABBPkJrwQA/icP",
+"wBUMBXEFBXDRBppnI2VxHwACfDQCJQAPHQEGDMscAsKvDTYEBIoiEjFByQ1jCALzVwG2egxjCAPzVwMXAwH0VwkfAANCAQLv",
+"AgshnAZZBgQGVg9EfQAJZQgPiUAEBb4wEjnGrQm/PwllCAGZMA9BAAEEdlcPSf0BA1dvA2UID59PBAWNMBQ5dR0JQwAJZQgB",
+"ajYP0S0BBhx9D2UIAQTVLQUVfQTVAA9lCAQE0TQfOVr3AQQTLwR5AA9aAQQEqXoUOXulCnosCWUID6d6CgQiewWneg86VAEE",
+"0gAEUQADgA0BLoUHxQICPsII/hQD6iQBsC0IbAgD2gQBvwIN2UkE/gME8h0M3AIF5AME9MwFvgsDXgACHBYEFXALORYCbAUE",
+"0QQN0DEBDAQJ1wAB54gKPRYCaAUEaHcNMzEFsQcPeMsAA3oEChsAApMHBNAEDEQBBLMECZYABG4xChEEBWoGDDQBBKGzAhcF",
+"AbYODj4ABX0fDEoQBF0JA5AFD0AfBAQikgZKTAcWBQOoJw8zBgkMBh4CTo8OFgUDFAQCq+4OxgACVgIPIWgBA5dZBBUFDEAb",
+"A5tZBBUFD24LBAT3DR05QhsFy3sDJgMPWxADAQ8ZAUEADo8EBCowA0EAD8JoBAQIGx85SBsABR0wA0MAD8UABQMSCR85SxsA",
+"BPQtA/MEBUQgBiAABKAAAzMoD5kuAQVkKQWyfAS6KA9kEAQEFBsfOVUbAQTCKAWNKw9EAAQFWgEPRAACA1MXA0QAD8oFAQUb",
+"LARfKwVVLA8VBQcEng0DPAALFQUGUZEESwMD4B4CkAMBvB8JHwADrR4DbgwPc1YEBBi3AuUAC2oDAyoWDzFiBQ1LlwCmAAT1",
+"dQtqAwQV8gU+rQ/JWwEAJgAPyFsGBL9PAh00CSEAA/UEA6sXDwsSBQQeeS4xMDt/AzstA2oCAd8sD0IAAARjqw8rXAAFKy0C",
+"BgABXBsPQgABBayID8bPAATBLARkKw+HCAQAERoDhgAPRAABCYgIBelyBiAAA4kCBS0tD74CAQXvKwPTBwUILg+ICAQErFoA",
+"1wAP33gBCYkIC4ZxBSYABO+fD5lcAwR1QwN1AwHybgy3AAQMNwXtRgS3AA+KCAgE2IkDPAAMdQMFRVcEVgMCSggEfAMNdQMD",
+"U0kDfAMPdQMECc7ODHUDAiYBATcoD3UDBQyiHgI3Og51AwTdAw9XFAMD5lwBZIMOdQMD1wsEdQMNHg0D5lwFdQMPSQUEBDh5",
+"AO9cDdIBCeUGAZEYD0IAAQWfQQ48DATicQNCAA/mBgQAohUDhAAPxHIBCecGAQxeD0QAAQWIgg9ADAEDx28DUwMFxHUGIAAE",
+"ogAEDDIPvgIBBftFBIsAA90AD6ZsBQTjbwDXAA8tbwEJ6QYPOBoEAWAxBNgAD0UAAQnqBgFcRQ23AAMsBAUrcARyAA/qBgkE",
+"NAAP6gYDBTiqBW0CA1ADA14DD1cDAwYuXg/NBgICawABRE4PWAMFDLshAtmVCooAAwAEAwcAD9goAgV0PQK3Xg95AwAByAAA",
+"JwAPeQMAAzsKBHkDDYw+BN+9BHkDD04FBAXxEgPXRAnWAQnuBg+ZagQF01cuMTCgCgP6mgMGAAFXEQ9CAAEE7gYEL5AKRAAJ",
+"7gYPOhAFBNtPLzEwpAoBA7VPA3kDAbxPCqk5A40CBWpvD8ICAQQpPQQqcgTdAA+eDAQBlzgE1wAPNAMAA3gbBHoAD/drBQZe",
+"AQ8SbwgDggkPyjUBB2NDAyUABLcAD+4GCAQ+uwRMbwt5AwsYYgJAKAI2Dgw9FAJBKAIcAAZAKAMcAAHEAgMcAAs5KgOrDwIc",
+"AAVafAeQOQIeGAnEFgodPAG0Dgm3AAm4pgRaKQ/hMBQCjx4JOBgHbkcPOBgaA0wQD51GAwXobTYxMzZtmwokAAXQKS8zNr44",
+"AAXCbQTMAQ/tIwAEcmIEBWYEupoChmQLkBUCLhgDVVMN9zoAWQECq4gJHQEPdDIXCh0BAxwgD08wAwbsZy8zOCs3DAJVTgEz",
+"AAv8EASUXg8HFgEECHwFPQAJsxgGYgEFbegTOKiOD7oDAQVx6AGRCA2XAwNpBgSCAQQIAAEULAnjAwTePAMxAATQFwYhAATZ",
+"Aw9ivwgMSAEHwQAPpTYLAvYcATMADS0BAzYTBSIADzwIAwEUbwIJAQ2TPg1AbwFTUAoiAAODBAUhAQ8TVAAG5GwETwAPPDwC",
+"BW0dAfcAAl0DD/cABgJgBwJ0HQn3AARzBwUiAAHEGA+XzwATMkg/BdGUC44ABVJqAI4ABZdID5JfCw27FAOgWgUiAA+OAAcD",
+"5DkCYwELxkEE2TMH0wMLKzkBrxUP/hsiAy8BAeEtCbgCA6ITD6GRCQwyAQURGx8wtwINBPTiAToJCf8DA5EZD/8DAQNJWQY9",
+"AA94FAUF7nMP0gIAA5kNBYAUD9JaAgEgbwTLAAJDBA3UAgP4AwVRAA+xHAIG+5UAFAEP1AILA8tZAj0ZCfkAA4+nBiIAAYYE",
+"D0YCABUz1AIMP1QGb28E+QAPsAADBTiWALAAD/YCCwOmFgI9lgqwAAP2AgQiAA+wAAcE9gIHkEcB7QIPJjsLH2JC/gAPJjsG",
+"Dy0AAQ8mOwQPKwABDyY7FA87AAgPHLYKDzgACA8mOwUPMwAIDxrRAwEQtgzzOgcHOwQkAjc8Mjf6YQXzOh828joEASsCDzsB",
+"EQycCQANBQ84AREPoQIBCWc7Dz0BCQmbCQU+AART0A9IAQ0EswAE6wAAyQIP8joBAeoCD/I6AgGyFQ/LtggDezUClCYF2AkP",
+"yLYBBCmRCiUeHzF5OgsEF+gPfiICBSOvBn4iC/A6AfYFD/A6AQ93AA0DnBoPqBAEACUJAXkABEcpD/E6AgEnAA/yOhMEjwAO",
+"8joFCFcKpVADVgEP8wcCBVRxD1hSDAPIawKOiQ9WrQQPNBsAA/IPAz0AD8gnDAWH6AqZBgW8ox8xGUUBAz4BAwEPBFQQCuUA",
+"BeEFIisyi5UPplUFArwFBfbnCkcBBEgBDVccBKgYAgcACgcCC18yBxgcC3K1AfI8Dwo6AQTvAQ8HVQYUMRckDjoBBegKBGOT",
+"D/kABQOBCAxQOAQtEg+xxwACGQADOAAPexQDBE08DWgQBBQLArQBBF0pC1IOBboAD7mTAAOCCwT2KACwAQ9TkAIJO6UPf7UB",
+"Ax8AD15JAAFMBA5brwD7EgwTAAEMAQFMGw3dOR8xMLcDBt0AD6+TAgFWAQKUBA9rAAEDXBAKTBcDagAIzBACWAIJQZAAJwAP",
+"CZICBRlzD6WTBwTcPQ+oKgcE6yoPqCoFCKYqD7ABAwPQEgSb7g0DkgMfAABwAgyIcADtAAZEAwoRFR8xLLcEBf0ED5uTAwLR",
+"EQAFAAQRRgcGAgWP8ArjEQRrAAiJAQEuAAPdywaJAQEeKg+KAQAGWj0Pk5MFBEU/D6ArCAP4Fg0UCwSUpASLAQRUaQ2LAQbM",
+"pA+LAQMEFx4GRqQLVbYAIQADjQEKnhEdMdxnAyMIBaYFD2CTAwI/FgKAEwHzAw5jJxMxTMUIfQEDMAAPubgDBDIAB5sACiJN",
+"A8YAByEACxvCBmoUD7a4AweDZwHVAAc7AAKmEAAeAg99kwYCqw4jNDGncQUxBA4NBgU2Ag+fuAsD/hsL2xQCECsAMQQPeJMB",
+"AgQ+AW9JAR0ABneTAnEQATZaBbbnDTMqDO0EB3gAArkQAFoAD0YCAAO15wICAQKiBQebuACTxAR3AA9bEQIExDYfMYQODAPD",
+"Bg8tRAMGQAcPLUQKBamqD8oGAQR1Ew8ragQEhAQM5QYD7TQPkVsVBu4AD5ncAwT8Wx8xpU4NAsgOAf4uDz1FCA/sEAsCNwgK",
+"hZUGzwkFzgkPEQEDBggED5NPAAQzWQO/BA3eBAgeAAFjDAi1CAMBRQA7Ag3MfgIbAAAaLATedQXHCABcAw9sXA8DRSgRMlwD",
+"CRoAA3VWDxoAAQMJCQ8aAAAE5xgOGgADWRQPGgAABGYXDhoAA6oUDxoAAAPLEQ8aAAAE4hwOGgADBxIPGgAABwQBBzMFABUp",
+"DOsNAsIfAi0ZBeF5DBi7AZ5VDxi7HigzMYhwA6cFApxSBxI/FjEDWQjkSQL3GQyuAAKSCQEgAALt7guuAAHIAASZmAmuAAB4",
+"AAIgAAXLVwsVGhQx2jAJaHoCJ08CWQQMphoCLUADeqEEbQkGOwACbC8CJQAG9TUDHAACDwcCuAUPf0gDAj4ADyPaAQIrBQJD",
+"BguZJwRnAQUR9wvqBQMqmALNBQvOPAOsLwIiAA98DQICHAAAKAANlAAC1AMDlAAPpDYCBXPYBlUIDNW4A/+gBKABDLAIBqAB",
+"CpYABTwADXFAA1o3ApYADN02BN1iBh4ADgBFAhkHD2I9AQNwQAP4AAxTJgMIUALPBAHtowbGAANwCgzXCwSBOw98IAEDLgoA",
+"JAAP/1ATAGgABAd4DOgPBbhjPzUrLfRDAAOuQAR/Gg9lLgED1CEDjj8PESEFD3sAAQQfQD41Ky0iYAX3LQLtAA96AAEC8wQH",
+"0WACkAAPbgAED5NBBgWNYAOmCw/aRAAC3wULimABawULml8ERjcCMQAEJ1wMMhMD47cMP18DsDoAQAUMP18CgAEDIgAFag0m",
+"Z3QuUwOcAAPVWg8/XwEKrlwAhwAAVgEOfQsHqVsBJQAMlF4DkWQPOVsMBPdaAzUHDu9WAxoHBOcvDUJVBVuoBEkAAK4ACJNe",
+"BI2AApAsD8gAAAZnWQHWAA12XQOvPAagAA2MMAPOAQFVAQ8GYCAGogADSAMBPK4HoQAfOg5fAAT9BwI7AAHpSwsOXwMyOQMO",
+"AgWGAgYNXwOGKAQNAg8NXwsBohUCMwATcNNaBw1fCS1eDw5fAwEJQwpaAQOZJgM8AAKg9AkhAAT2AQMhAA00CgVWqQMhAA00",
+"XQQB2ARAOw0gAAl2CgFhAAxbHwTaAAUSLgNDCQ+cLgUF+KYUNCsFDactBJ8tBLMCD6UKBQ2LAASyLgSLAAO0CQ922wQFUS4A",
+"iwAPXTsBBx2nCVEAD4dYAgVjqwVTWwMcCw9nSgQFPaYCoBEPoloFBbQuA8sBD2nYBAEWLAFOAA6KXgQtRwSYAACQAAwwAwxV",
+"Wg1sAgQpWgdEAA8nWgYDuwABv0kPOQMBDX0ABF0tBIUADghaA4EBBCoAAdIBD0MtAwSrAQHRAwjbIQXfrwg4LQpEAANsAQVE",
+"AAyVcQXwDASKBAJPWQlEAAT9AASJMAzTBQZODQTILQ7MAAQaAATuAA28Kgxfng7uAAVzhgOQAA1szQaJLQREAA7uAAOqDQWd",
+"YQ0gBAzdLQ7uAATUDQXAYQ2EBAR7ngTuAA7oBAytng/cAQADIA4Fm2UNqBUDXUYGRAAO7gAEWjEEKgANkQUFvJ4E6QIO7gAD",
+"dwYEDzMBaJoHsQgLRCsE0EgPlDUABEoLHzYbAAACJwsABwAOQwsCJQsABwAGHAAGwQwCBgAP5w0AAuobCi0MCmq7AWcLCc4A",
+"C1qaA3ubCfISBvZ9BUcOBlAYCny5AbYOCWAACzeSAnIbABAFD2AAAQL6KAOyFAvTFgEWAAQzyAq2uQHEDwxRDwDVAg8k9wMA",
+"MwMPOB4AAZ0FBlEeCR8eA0sNAocUAsMABNUZCFw+AntBDzMNAwL/TQXCPQ8M4wgIb10fMJcfFghvHQUl4w8lEwEHG1EfMzYU",
+"CgRqVgxMIgRhtAIfAA95TQQFHDARNWMAAEAABhsABV4IA2EDAcYLD7FdAAEOoQExAA9kAAQE2N8D9RkJZgADOzAFUQgLm50H",
+"ZgAFW2EBPjAP8y0BBDMBBNMYCmkABGIFA0AFAVcwD2kAAwUmYQQZSwubAQZ+Ux8zoFkKA3A6BUoMBzzlAwxfAIsCDQubBC10",
+"Az4AD90JBAT/MAJCVArrAASjBQN3BgH9MA/rAAEFUgEPOEoDBR4xBChUCmYABIEFAyEHC3ybB2YABroBD1IJBATlQgXHUwpp",
+"AARgBwS6AQ+JAgUBPgADJAAPFzAFBIwCAJsoDWoAAypMBcoHAb5CD2oAAxQy9gIP/S8GBI4CEziCFgpqAAvwBwF8Sw9qAAMR",
+"M4iIDyMwCQYFVQLbIApqAAQNAgQDMA8NAgYAPgADJAAPEAIEBM1LACwADhECA20wBRoIAW0wD2oABAQSAg9kMAYGEgICsroK",
+"agAEmwQDQAgCYOMPagACAu+4D4kwBwW9nyM1OKm6CGoABOppBWYIAifJD2oAAhM2EgIBrjAGXAcPkycNf3ByZXNzdXKVJxUP",
+"LwADD5cnBA8tAAMPmScUDz0ACg+bJwoPOgAKD50nBQ81AAoPnycED5JiAC83MZ8nAR80nycBD+/dBgnu3Q9EAQsBAg4IlGIH",
+"hokPQQELD24cBg9GARMPnxsDCPUxD1EBCwS5AATzAAAeBA+aYgIAzQMPmmIDAH0DD5piBALdCgJoIgJhGAWeGQyaYgIrAATq",
+"MgkxChMygjEPMB0TD7AXBAKrPA+aYgEGWyAKaBQPdwANA6MlD3lUBAtndg+pJwMAJgAPqCcTBI0ADqgnCp55CHodD20eEQLF",
+"AAHFFA+aYgMPHwsCAdIBBdauDijyD0+KAAO0WgNwAA9ZBgQDNAEEz/oLHwAEAyYDvzoP+zgABSEAD+5hBQU/Hw/HHwsDAhoP",
+"L3kDAh0kD6kZAA8/GgkEowAF1GIPoAADD45iOB85jmJFAqoDDK4dAEQdD9geDwRMQQLWJQkaAAVYMA+4KAEfMsJiLQNFCw+3",
+"KgIPwmIVAqwLD8JiAwb9JQ/JTAMCqg8Lex0CQw8DUQEB2BIGyEwCBysCogQAaQIIwmIBwAEGEFkDFgAB9wECNwABeg8NwmIC",
+"IQAP+WIDD8VMAALyJw8u2AMCsyYDox4PCAIXBJU4Aj8AAMEADeUoHzLCYhoDLy0DmgEMcioGaMwMqAQPw2IIA/ktAzECDcNi",
+"AkMDA1qsD9QAAw/yAiAEKAofMvdiGQUw1Q9ORAMDhREPw14ABFoOAgYAD6kEAwR+Wg5YDgPGPwPFGQ/3DAMFH1IdMh6AC4HZ",
+"D6MfAgITEQGK1w1vEwMGLgK8AA99BwMF068N9D0ESHECfAAPVBgBA5YBBKYABL4BD6AMAwVStg+jWwED8yICSAAP2VoABBsC",
+"BGsAAzAABFE1DGsABER/D0VbAgITDwNJAADvAQ1sAAOvAQMjAAXMNA9gYQACwwcMsDwC3wIBBgANCyUEhwMFCAAMSSAGcjYE",
+"CAALXgACWgYJMygMmmIGLL8KJRUYMppiHzKaYh4EWgYPgGIAA+UDCRoAAwZRD5piAwL+AAevJB8ymmIEAqIHD2G5AQOnEwIG",
+"AA8cAwIDI2QfNaYWAAK6AQRTEg80BAIEgBsPf1wDA+ABD1wAAQivIw83YQQEKkEC/SEIMwQDS0ADOR8PMwQDBUWRBcVnBRoA",
+"ArUCCEaRDroAAuUBD6EXAgMxMgK7AA/uBAMEX0EDLCwHWwMDW0ECwQAPFpEIBKUADzEECwVH2g8nTAAEzhACSAAPvkAABMpc",
+"A2oABEA5D+9FBAVqsA+8SwIDJkEEMDQP3B0ABRLaBCQABHw8C+UYAyxfAqUDDEU9AtwIBVz6DCFOA+FhA7kCCwBaBLMCBPkE",
+"AX9DDfkBAgZiACUADLMCA4tcArMCD098BQWKXQ6cEwNoQAPGEg/aRwUELD8CJGIJvRoLT10CBKUOwQACnQkPWbsCAhgBAsgA",
+"DxlIBQQTNh43GzMEQI8DfwAPUwIABuw0BKwAAjMAD5ATBQRwKx83uTECDoozDT9cAx0ABG8AAzMAD2xfBQTXlR83njADApsB",
+"BH4wDyhfAQRhUwVwAATOAQuBBgJ8hwLFAgYL5ASHAQP2BAM9PA0fAAOECgNkPA/FAgIE/C0CPWEOBAICkygfMMUCAAirCQ+W",
+"SQUE/IcCsFwJxQIDBTMETTMPpl0MAllaCcUCBDRdBi/XD8EAAgIEKg85VwEOnF8PgQAABuNdDeYBBDwyAgYAD+BdGgELQA9u",
+"AAEEbLIPkEcBBK7WA0sAD1YCAQQCXgVwAARfAQ/3VwUEQLIPwV4DA/lCA0wADz19AQQgiQVxAATbNAz9KgINBQLHAg8HYQQD",
+"zgINxwIDFLgE9LsPxwIDBaNgD8cCAgKyXQAlAAzHAgPtXQNuKg/KBAQAvA4BXgAOkhkDsUcDaAEPS4kGCbG4CccCBXzVBG4p",
+"BPMgCsEAAaEAAMEADscCAhgBA/8ND3QHBASTDR84hlgAA7wAA38AD1cCAAR7DAasAATvAA+JWQUEBLkPzpkCA14OA0sADyYo",
+"AASADAZwAAOAAA+/4wQF+CofOPpkAgQ+qQNMAA9+SQEEfgUFcQAD1wIMVnMDhwoBcgEPIi8BAjcRASUADzphAhgyOmEA4QsM",
+"OmEAagIPpRACC7IsAm8DD9oSEgRTSgGcAgoaAAMXBwEaAA3BNhcyXzAPoAAPCGQYAfcED2UYFgk5FgQ2TQRaAgoQEwVsYC8y",
+"MdxhDQMPDQF4GwjcYQIrBw9fEQADpF4EOQAKyQME5zYEpFwPipICA/0SAAYABRlLCjYuCFMBBi0BHzQtASYCxTQCa0UNLQEF",
+"DaUvMjPgYQ0CFQEEX2kLRwAFMREfM+BhDAiCXg8fNwYvMjNSYQYB+wEPrGIDBoLnHzMeYg0CCAUBRR4IgAYHIhYCGS0HmWEB",
+"sAMDmWEBEy0HmWECPgwL0hQDqTEClAUAFwcOmWECIgAMhgACnzMP1BQBAh0yBBEUCwlMApYPB/fND5ADEw8DBCALsGASMogl",
+"Cs1hAjIHD/UUAgPRDgMJAgwCSATNYQOmQQo7AAIdEAQkZAHGHg/NYQAC87gHQgUATC8PzWEUBO0IAyVADIBSA/EgD5N9CAs/",
+"XhMy6mIOjQgFoqkPYFIDAn5dACYADrhcAgcBBMYCD+ErBQPbAx05d7EPpi0RBZqxAyQAA/kAD/HuBAavWw9nsQAFy4YDSwAP",
+"PQgBBH0CBG8AAzIADwhiBQXaWw9jsQEEhi0EdSkPPQgBBLBiBHAAA28IAaYcB7oBD8JgAAMQDAWpJgP0BwGTAgIGAA2JNAn6",
+"rw/CYAIF20oD2gEMwmACMwgfOMJgBAJTEwP6Aw5+YAABAwnXAA9lFAACZDgIwmAMwhoClQYPwmABA6oDDCkBAzIdB3sxEjK4",
+"kA7rAgVJGg1QRAN6EQN8BgT5LAo+AAV7AQ1zRQL7BgRqBA93CwMEoTQCP2APPV0DACQADz1dFBMyMfAN8AMEjwMGyTsPPV0C",
+"DwW5CQRGTg8cXQYGFbgOFAMJTREPfZMBBZJSBJstBLEmD/MDBQVNWQ/CXAID0QMDTAAP/y8ABPQDBdcuBLcmD94ABASfdw9a",
+"XAQDcDAEHC4P1AQBBL24BHEAA9QECvUDAsrwCYcbAncBA1cGCmICA+cGBJkBDSAAA/wbAokCD0oBBATXHwJXXw9KXAMPBzQD",
+"D0pcAhMydpEOggIEKWMPaH4DBEpcDz8OAQVKXATpAA8EDwQEA3kP51sBBK8vA30BDwYGAgNpFwSbMQQGBg+CAgQET9gPz1sD",
+"BGG3A0wADwYGAQSYDwRwAAMyAA+CAgYFYAMP0RMCA8oxBIICD2MDAQOCAgVxAANjAwuCAgWRtQRGAgPvHQNoFg5mAgI2BgjP",
+"Xg6+AAW9YQ+lagID8DUPhcAFDlhbEzLing5mAgRoAA+kagMDBlwPJWIECdkID1K6BQE9MgKIAQ7bCATpMgNhAQ94BAICHQAE",
+"LjYDMgAPZgIGBF7RD0O6AgVyYANMAA9LCQIDpDsF0TIPZgILBm1fD90IAgPcMgRNAA9HAwEEc5wEJAADRwMLZgIFx+IFfgEC",
+"nggPFl0DBF0ABj5jDyALAgLRAgGPWA8klhIAiQAGrUkEigAE8aEEkB0KQhIHAUoBigACHF0OagIGrEUOagIDCSEFmFUP/AEF",
+"BGIEAiG9CokBA8UDA2UBD2AEAgIdAAQkNwMyAA9qAgcEYAQfMVhkAQTKMANMAA/CBwICaQAFcAAEwgcPagIFBEgDHzHxYwIP",
+"EGEAD2oCBARxAAQHMQtqAgz4MwICBAZyIggcAAKRMwEcAAG+IggcAAKzMwIcAAyudAJ6CwIcAAibOwQkCwegCwV4EQzLEgiG",
+"VADxCgoTQwEvCA9cKgABDx8PdSoBARYBDyGWBQIkIgSH4AEGAA+yUAID0VgALwAMBiQJ8rYMzjMB8hgPMhIjBTpaCZspBhcC",
+"BUC3HzeFUAEDGiMD7QcE92IKqhEFGhsARAAPHowLBvVbCfQRBm8AB0oADyRHAAXQYgjADg39YgNKFgNfIgXKFgRRMgxzAAU7",
+"XBM3QTAKcwAD3hgGWdMNfQQD2AQF2wAPERgEBv5hD50DAARHMgTlMQ89MAQAPAADIgANFToFZdMIkgYNWGEFfzMDHQEErjAN",
+"djkELtEF6bQP5wQEBagTHzHc0AIEeDEE6jEBxSIP2QACBZIzDzNiAATTAQfkCw7bAASiAQTbAAjzMQpPAAvUAQ9VYg8PZRgC",
+"BEabBpvRD9wABwW4AQd9pQFILQ+JMQtPdmlzY4UxFA4rAA+BMQQOKQAPfTEUDzkABg15MQD7AA82AA4IdTEPMQASCDaUDzEA",
+"Eh801zEEDzEABh810zEWCBQABBECKDwx6TEF0zEvODXSMQMBvyAPlQEPAZIECHBZBzwYD5IBBw+oBQEBHrgPBAEPBHEAB71Q",
+"DzKdAwCNAw+OuwMAggMPLlkIAq8JAtEJBqJUDy5ZAQG4IQ2EMRMz024Pt1gMD8hJAgQPVAIMKg+EMQEBNSwPhDEBB3cACcYY",
+"AqoAC3gHA5IKD6cZAgShLR8yEDEMA/ESD+UgAgLiEw/8WAUF+MAPjwcLA9UTDxoIAgbz5AOf8QJyPQs1MgGY5A97uw4A2w8P",
+"4xwDCPAXAgAJD/67BgOtAAzQGApe5woaAAXRQQ/GMgEWM9wTC/I0BjjBD/kwCgMyFQKNtw7xdQ9hEgEEOhICBwAPCQ0CCQB1",
+"D/QwAQI6LwybIwJSAA8jAQUPnpMWHDPV7AXtAAXt6Q/cMAsIcVkObQkDRAAMZgkFwRgPElITBi7mDx5aAwW6xQvUZwWkAAWA",
+"Aw/YZgsEQg8PZAABBQ8BDTMKAo8CAzZIYzg0N0FFMQUAHELHIQMPAgMzAQ9FHQEF6wAEhcYOghEAPQADWI4IhAUCeBwPLQMj",
+"BKEIETPjuA5EBQTsIQllFwOkAgJaHQIGAA9UMQETM+y1DVeVArEAD5g+AASFpQ87MQACKycBIgAN5DUDdhACBgAPlAsDBCRz",
+"AvkMDyAAAARO4A38CQObDwMxDw/lLgAFLbYFBwAP0k0UBKESHzT/4wYEZ40PwRIBAt8LBWWND5gAAASiKAgHAA/34wQEsYwf",
+"NPbjBwUZ5A9NJgICXQACvQsBlEUNfk4ChgAE4CYCKQAIEggDbQYEjSQCWwMPei8BBFcCDd28BOcjD3lIAANWDAMiAAV2AAYQ",
+"TgR9SQ8PTgcKRxUQM+wjDUVNFzNbugAjAAsBJADYAg8KTg4DP40ErXIM0wwJ3REN7HIDJTMEg40AXAAJlqwEBE0AAwEOvQAB",
+"kzAGywALAU4DBhMEnh0PcQIACEUBDwWuIQSwTwJpAAH34QecAAPUHQ+B5QAPvGoABM9zBGNMDxdOAANhAQNlFQd7EgMgAARP",
+"Gw8VThEB/QMBMgAScMUSBxNOB3o0Dx+tBAwJAQP9EAT7pg0fAAnBMw3MTQPsDgQfAAxACANBPAN0GA/KNAQPW7MMBRY0DAkE",
+"CuaODyLkAQoPjw8uBRgE8iQPQrMHBcsxD+UwAA7MMQyYAAMmMgk1BQ80MgUEvV4PPLMHBgbiDi4FA5UQBMIxD0oDAAWBwggu",
+"BQ1yIwPnWgAFAw0TBwNONQJoCw/1GwMEe0IC+goN/78I+yoBgx8JGisE73IDHAwPQQABA4IDBK6sAZWOCqkwCVIyAi4YDWtO",
+"BEovA0UDA88DDzh7AwM8BgQsAAM7AAH/TQ0sAANbAQQsAAQtCQp0BAVH0gNXAQQcigObJwUwIgmJCQEGAAXaBgfLFgKtBAKT",
+"Ow+RJQIXMx3DAaALD/MEAALYLgHDBg575gAdAAQhOgUbAAdgig9GEAoI1A4EwuoPdA4CBPmAHzf3zw0DbVkGLFkEGAADmAIC",
+"HwALnS8EhRcDnQIP8VgCAr4PAAUABO9YDcAPD3oKAgOX8Qs9AQOiLgAdAA09AQeOdA89ARcD2AAA/gQNsgYFvwEPhj8GHzcT",
+"vA0Ihz8PuksGEDdmuw/LcwoDiDsPjAACBHMgAEYAD1m8CwOyDwnSDARmAwSdEA7gMQTHJQIRCQ8JDhEEyjINrLsFIgAG+QAF",
+"5QsL1QAE1zMPgbwOA9k9D7c/CgBGAA9XrAsDYQEMtwUDBT4ACgINKSkDdzMDOgAJk40F6AAGmwENkQ4D34gAIwAPkw4PAxwx",
+"AxotCgcCAq4CBzLsD5QOBALlGgOohgiUDgKxGwnOBA85sgMEpDIEZQIKNiwCsAMPEUMCBA5fD3BCAAMrDgNGAQ9TMgIEKXID",
+"QKELLWQB4AUAIwABtycOmicTM9SGC78OBCU+D4ojAQXLmgEHAA+iggUAryMBNwgBCSYPIQABBHwFDFUIBDtZCfY3DXc3A8ML",
+"A/szD69tBQ94AAEEQjoGA2QNIwAE7gMOfwkEcjEEGjgPFDgJBNExBCsADxM4DBQ2VSYPJAABBBMED4UJAARNJgZ+xw6TAANc",
+"TgMrAAQyAALCxwq2DgNGDAQxAATfBwxyEwI2Agy5DgMpTwFKSAtGCQTIogPVKwZCXQa6DgS4agP0Aw8JvAINmBEASQAPAA4A",
+"Cv4IBEgfBlABAZMyD8pcDQVuxQMUAQ0IVgRKawMZCg3jDgZDawRKAAAEAgnIDgSUJgFPNg/JAAAHexsA1wAMy1wEfG0D5AoP",
+"eQoBBPqWAVcBD80OIQWjAAMICwiOjACiAA/MXAAE7TgDOwAGhDQH2rsDVygDEQIFiwIH2rsDezkPlFkFCrgOAHIACNtjCs1c",
+"CIY5D7wOBA3UWANvYQQ8AAFUFQohAARyAwTwAw0hAAQyAQR4Aw/eAwMETzkPW1wCBBw5A/xdD+sEGQRb0wNgBw1aAAMrDAOO",
+"OQVNNg9cSgQEAhoECQ4PZDkFBI85BGs5DAJGA8w+DyyTAQUHoQJbBg8OOgUEOFwFb40FGwAE0SsDmQEP6DgNETEYAQy9AgVe",
+"NwMAAgVfeAYiAANTAwNuAA+oEwEFTsIETQABHyMJrAADFAQEOAEPiH8BBTYOBS0AA5QADzcOCgUtAASEKA84DgkFLQAEpyoJ",
+"OwUNLowEYPADjisMOQ4CLgkBBgAPF3AACB8AD99lAwBeCQmAAAGqzAjIDAeOmQ/IDBcCrgAE2YcL4RkB1ZQPmR8PD6wLAgK4",
+"jg8HIA8PPQAECKbaD3UgBw+xCgIDSiYPYVkAAnsLBF5ODnYABP90Izc0Jx0KlwIEGAIB8C1ONDAyNGkECkgMBEmMXzc0KzIw",
+"REwKAwhAD1YXAgQGAwXTGQIIAAQJYQzEAARjDh80YYEGBZKUD64EAgVelAOnBASAAA2YnwTxXAO8AAG5CA/9zgADbrcCx34N",
+"bQAEBQQE3QADqQMPaGEFBIc4D7kFBAQZVgUqlQNfAAKYbw+dAAEFqCQBOTgNUAAEZQQEnwAE/xYPWAYEBWS9DwoGBATqWgWg",
+"AATMAQ+GfQQRNtcKAyQACn8EADkSD2wkCG9hZHZlY3RuJBQPLQABD3AkBA8rAAEPciQUDzsACA/tVQoPOAAID+tVBQ8zAAgP",
+"6VUEAC3fDBYkAOsjDnu4DxUkAB8za98ECKMjDzkBCQFrBAfLBQcVJA81AQkPuxACD3MAEw9LHwMAvgIPQwERBLAABsgTD1Qk",
+"AgDtAg9TJAIAUgQPUiQIAVgEAUUPD+RuAQUYFAM6HApgFRM0DTcPaVEKCnAOA5UACR4eD0okAABoNg9JJAEEcgAJqCsCvhMP",
+"ZAEBBjd3Dy4kCgPtFQ9CAAEHLnsPnysMAjQKBLcMC7wsA0gBDrfcAjYAAz0AD2oKBAj8IQ8ZIgUEOnMJNCMBVgAEHC0PxgoE",
+"Aj8AD1CmAQVbIgOEAAEvAA87BQMEv4ILWwME8IYEvz0hNjS/PQTlywAfAPICOTIxODg2ODQzNzIyNzQwNTNjAAQTAgFJAAEx",
+"JQI2AA8vAAMH7gIAoAwFeAkDEwABZQEELrsKeRIWNJFUD88VAAV2AQq+AAO2LB81vgAUA+0AHzYvAAUNSiQHlQAPviMCIzEr",
+"YEcKqQ4C3wYDig8PQCIBEDROHw3eDxg0JRkSNLvYD+IBBg/vNgQENyQHXBgFUBEGFx4PUFQNAWvyDwlEAQQRAQn2AwPnOw+7",
+"zgAC6ucC/EYO7gAIlR8UNKYjDwYlAiQxK783C8EnCFE3C6kVB8QACmYhBMQAD1wBBw/xDgQEyCQPiQABBOIID6QmBwpmIQ9J",
+"AQIDUHUPSQEIBw0JAEIADzNyAgUwAw/QFAYE3jkPTgoCA5wJA/IJAwEKD20EBARHCgSJJQVvBAPvNQyxAwQLix85sQMUAjIF",
+"ADYAD7EDBgovDhI0w48PRgQABD2LAxYBCpcAA4IQHzGXABQEK5MfMpgACAtDRQeZAAriAgaAegYQHAfzEgMZOAEGAAQiDwz7",
+"BwGfAQ9fAwAHlxMAJQAPTwQEBMQBD0NkBQk3AQxTBAVg2w9UBBABPAYFkV4NaQUNTggEsXcPDwMBArUAA5wsD2UAAw8RAQAH",
+"wyQAHwEPcQQBBndaA2A3C+gDBHHTAQYAC3iAC+IADDAJAuIAD4MBCQ+OTgQF6ikHIgIHkgAEDjcPgwEeDYEHDoMBA/fVD4MB",
+"CgToNQ1lAAdsAQDMBg+dMgEE2gAP6RgFBMdOBESkC6wECUJAA3kdCrAAB2UBBFMOAZYVCI0wA3UkDRYEBIMvDxYEFQPdLQ9f",
+"CAYIJQEDY2wOwxgdNKJ3D3IvAAIQVgmtAAPIQx83rQAVA90AHzjDBAkMOAcFmgAKNAMFZF8XOWUvDLYXA/gjD7o9Ah80gXYD",
+"EjTsIAclAA/DBAUE2wEPPxEDAXdkBzkBDMUEBAj+DyzoCga4AQbCCgtdeQQhAQhCAwRc6A9CAwIE2tcCPE8PZgACDxQBAAee",
+"WQAiAQ+nhAIHWogINPIMYNMEihwP5QAJCx49BOUAD4gBCg+SsQQGhAcHiQEIlgADwwMPktoKD6QAAgwGCA6JAQFySg+JAQ0F",
+"djANZgAHcgEFbqcHKg8C0DAHdTMPnw8aA0wxAS8JCCPyBt70BbqmA0D4CZEAD8LLDG9lcnJzdW0UExQPLQABDxQTBA8rAAEP",
+"FBMUDzsACA8UEwoPOAAIDxQTBQ8zAAgPwssFDzMACA/CywMfMV03AB8zs/ICD8HLAQHd8g9cNwEA8AUPbQERDEgTB0uZD2kB",
+"CQ9lEQYPbgERD0kTAgEgEQ95AREPPgADCB5qD4QBCQuIEwHMBA8P1REKKvwBSAMCNBkEEggGvjQFqBMHzBoCOyMB6QMPoBME",
+"A10jD6ETARY1MjIPu5QDDxwSAQSQAATOBQ+rMgECUxEGbZsKdgoPdwANBO89D68FAgUplg9yaQkPfNkICmAKBIsAAZsaA1IB",
+"Ab0AA1BjDkkUCgYoBlwWAtkGArglAKAhByQFA5HXAsrlCmwcAssFAPsTDMZBAv8NAI0AAhsACESJAhlCAtIKABYgBm4vBfsB",
+"A3IAAAYADZ2GD7Q2CAr3CR81kGcFBqOKD/2WCwPAFABEBgcIUgOl2AvwAAELAQOAyQtVUgEqFgAhACItMtFCB+1RAmxiA0XE",
+"NXhvchkAAwlnA0zgC6ECAUIBBBwADx0BFQp6Chc1w2YDwwABVgAD1JIIGAACwAAHeU0F5hYENQAPizoDAhALABQBDLNNBB0Q",
+"AmABC5h3AkUBB5QjHzVwZhENUhINLF8EaJ8EiRsLigQFsQIF9E8LrQAOAgECpAEABgAPsU8BATcBAS61D60SARg1EmQRNRJk",
+"CC8FAAVQAXEDB4wDAnEBAZUMCPgfAjMAAnBYACQAA8AJCmMKBAwDDqUBAqcAD6UBAANfKgOlAQyKWwRxVhI4QIoGygAAqyQP",
+"RRUIFDPffwntIQqbAQ8sFAQEP/4TM5d/CUIABk40BF0TD3kRCAH1BQk/AANGHQQBQg85DwoTMuUTD10CAAgxDw8uAQABnPkF",
+"YzMMeQIFCAULWJAGCAUNnBMYNUVaAOQBAgQwD9pXCA/EGQMCRRQPhmkABIVZBDYUDwkQAxEyQwsABgEJjgAASA0PRQsIX2No",
+"ZWNrRAsUDywAAA9DCwQPKgAAD0ILFA86AAcPQQsKDzcABwlACw+jABIPy0IFDzIABwnMQg9kABIfNTIAHh82lgAeHzcsAR4f",
+"ODIAHh85MgAeLzEwawwDDx7/AQ8t2AEPLNgCAfJDD2sMAQiGnA+VAggMagwH0UkPygAID+0LDg+WAggKKgwDrgAIZwwPoAII",
+"D6YdAwjiDA+rAggPeQACD7UAEwRucwo8AAgnng+/AggPtQADD/IAEwHFHw1rAQiRJg/UAggPlA0DDy4BEwTH+w8PDggP6gIJ",
+"D84fCQYYDQjaDQDCBg/zDQIAxwkP0EUDAC8HD34hBAVwMQX1PwZZiwuCIQIrAAD+Bg3jDRM2h4EP4w0MChsTB6sOD+MNCwAi",
+"AA/jDQIPdwAMAhMJD2ksBQ5aGA78ng8C9wgK4g0EigAPeQ0BAAwCDMlBD8mlBgklAANdUgP3Igo3Gh42z5kCBQgFUpgJwAwC",
+"vQEEIykKkwoC5A0DHAAMgQAPjhQOBo3bCtcNEza6DAcaCwJnAgIyDQ34DgLHCgffExE2UAwPFRoHArIsCR8KA2YyA5obD1Qa",
+"BARwAg+BgAAEUywEEkwPyxUKHzFagAEDOywEWBcPXhADBOUuHzEygAEDvgAESQALAA0D5g0PRbwABEEBAGdDC7wKA/4NAAua",
+"Bb0KCxNxB7p6CoEOGDYBDRY2E3EGpAMCkgAG8VwKQQ0EqAIO0gwClhAPPYcABAMLAgYABwQtETa2DA88YBUEQSEBogUPYgEA",
+"BGkBDUkBA38ACMRcBu8NA/UND0kOAAUdAA8/IgIYNgMMABUBBEoOBHYAAkMbCgAmAyIFBAUTFTX7EQqCAQLLEwYJEwp9DBM2",
+"FEgBLJ0BQRwDOAADcl8CpksMU6kDujADJAEPDD4ABA+TBKM2Cd4AAKwqD4EMAQPBIwW6fQf78ANBMAQeNA+GBgAC3wQCEwYB",
+"FwMJ9TIBpBIBJAACfEEOiB4RNlEvDVgaGTYvIAAlAAybAQCPOJA2MDcxODI0MTg0NDExNzTRow8dHgkGK6ALdAECrgEPxSYE",
+"BJEZAwc0D8w6CwImQg5bHQeXAAAZAAE8AgGVLQKVlw8BAQAHEQ4ADwEKI1YDyusDdBEP0wABAvsCD3MtBAfTAAeGIAB1AA94",
+"Dgsra2Vi5g92DgYNKgAPdA4EDSgAD3IOFA84AAUPcA4KDzUABQ+uGQUPMAAFD6sZBQ8wAAUPqBkDADeqDKcZD9eCAS8xN9aC",
+"AQAVAA88DQ0PXQEGDDoNB7YyD1kBBg+sLA0PXQEGD44LAghOGg9nAQYPOgACCJUyD3EBBgyVGQ+iCzsPoQsXD6ALBx83DBkL",
+"AvEGBeAVCYAMAKsFDcI9AWoAD0wWAgIKQQ9lLAAJCCwJPDMFcwYGuR8PvicEBM1eBP4YBBgAA9AHAmQED6AsCg+0pwAI9ScA",
+"tQAPdaQBAxROD3GkAwKpCQI+GQqWjwEWBQ2XpwSPHwtIFgNe4g3lDCQ3X4u+CXwDD6qnDAKKJAAFAAykJAirRArFDANqAA3x",
+"CAuqpyM3X/U/CmQBBj8mD6inBQROqw/KRwAHkyENWzoDlAsF5iIPoacDBn0hD5+nCA8bGwQP4qoFHzclqQMPnacMAaYDAbED",
+"DCUnCO03Ci0NA2oACHsBAjk4DHsBDyWpAwY7Aw+apwUEcBkPksoDA2sZA/UODIEBCRcrDyMDBQSnWw8lAwQExgEPJwMAA4QK",
+"DRUDBEAkDZMMHzc1qQQPqKcNATUJA6IECzoJAgeDBDgKCsIMBG8ACA0YA0UADJ4BCjqpBy+nAyYjHDIvpwrsBQJmHANw5gI+",
+"BAGWIwolAAVWHAVXAACLCg8TMgsMVXEEcmEPtIIAA6wRB34SD08KAQEvLgJslA9hHwsPJmoCAsoGAMoADX0NA9gwA54fDBgk",
+"ACsAB3kQAYsAAF0KCoYBD9EYDH9yZW9yZGVyXQoUDy4AAg9hCgQPLAACD2UKFA88AAkPaQoKDzkACQ9tCgUPNAAJD3EKBQ80",
+"AAkPq1sFDzQACQnhGA80ABQI4xgPNAAVD+UYBQ80AAkfOIIYFh817SQBD0ULAR80RQsEAa8cD0ECEgxJCwDLBA8+AhIPohYO",
+"D0MCCg+yJA8PTgIKDz8AAwiTCw9ZAgoPPwADCFIYD2QCCg8/AAMIuAwPbwIKDz8AAwhzOQ96AgoPPwADCMkMD4UCCg8dGA8M",
+"YggAFwAPc48CAPAFD3OPAwDwBQ97DAgDiAYCDAAP7V0KAXYeDXsMHziHJQwDthQEWhAPZwwUBPE/Dcs4A2YzA1YAD4VOAgQL",
+"RAgfLAu0Cx01wDcBjWsPgyQICK0ZDbYfBVUADxUNAwM9AASdMAr/Cy84X0BuBAXRCRAtJAME/gYjOF/cMQouAAS3ygbyAAXB",
+"AQGEAAFvBwEbTQ0WDBQ4NDYHyRcBSgkGNAAIahgDLqkE6+0KqRQBMwAAIgAL6wkCPFABTAAIFgAB5gEElgAKmwsSODELDmwB",
+"AvYlD6npAATx6gJsAQxrAA+BAAwGXwEPVIsXBClPAoOQDyUMAQOWGQR4JwcnDARCsAyUfwGRAAIGAAEbCggcAAFNAAAGAAwa",
+"JQP6AAAHAAUVAQM0AALJAQQUTQ8ZGAEErgENhgsYOBkYETiZDA1YjgIeAgyKJQKEJwGkIgqJGgWLJQuIAQNzrAMfDwqeCwSf",
+"Ag4KAgJtAg+bqwAEOYoCCgINKAIG/DILHSsGhwAG9wAKRyUETgwEXpIUNtWpCv0BAlYPBd8ECP0BAE9HBP0BDMcmA3EDAT0A",
+"CgQ7BD0ABMNWEjYVBA+nJAMCRhIMeAAWNngAC1kCA5WHArYBD0k/AgRXhwJdrQt1AAPiXg/rAgIAFkMFLbMFjSUDnAICOAAC",
+"fQAPyQUCBADnPzQ2K+4AAQLDDALHggx5AAAnRAV5AAUwAwnnAQF/AAFGTA8eAgAABwAGq7EMgQMPIiYAA6x8AiMAD54YAhg4",
+"IRoA1gILhhgIEI0NVAgFITUfNqSVDQQtNQ9GAAIElTYfNmlADAQ/vQSqXAcvUQSIeA8DFAEDdQ4CgwAPeG8FA6oGD38ACgSM",
+"Pw9uBwEGJwMOgQAC+QMEx2MBpwEPzDMAEzXKMww+AAKBAQP8AA+/AAQEy0AP61UJA9RxDSbIBIzPAh8AD58ABgMyOQ9MQQME",
+"FggE2CAP3wABBHQ5D0g/AwW/1g9CAAcFfp8PAioDA4YEFTPsNA+FAAIEFRoPIYQDBKg9BWtbD4cAAgREAA+HEAgFY2ILAhED",
+"YGIPAhEAAwSaAzkADwuaAwSWSAILmg/WmQsP6lQDAuhbD6kIAgL8EAQl/QpWGwWCERE0G54BsIAHNQQP+hAMH2L5EBkPLQAB",
+"D6zFBQ/3ECcPOwAID6zFCw/1EB8PMwAID/QQBQ8zAAgP8xAFDzMACA+gbAMPVhACD3VIAQFDNQ9CEA0PiwEJD48OAggkJw9V",
+"AQkPzA4DD3sAFA/3NBAPawEJDz4AAwnzxg8EEAwPZCcaD0cPgB85RTUSBJAHD2kjAA8tDwADcyIE8hUKzQULLQ8fMcUMAQ8t",
+"DwYD9RoPX1wLD6dIBAJADg8tDwAETgUCBwADazYKRAkfOS0PBQXuJwktDx85LQ8KCAVBDy0PAA9DGwIfOS0PCwWFSAQtDwOX",
+"Mw8tDwgH3OcEnwABUQACDrINwg4PzEcCHzktDwQCJxEAHQENbAEDgBcCBgALCA0PgQANBl8BDy0PHwIQJw8tDzMFkAsPLQ8A",
+"BfkODUc0A85THjQtDwIQDw+65AQFHQAPLQ8CGDktDx85LQ8EDHIyDy0PJANqDA8tDwEEnwIPURMEABABD1ITBQIGAAVHAQpL",
+"DwAlAAwtDwWHAAb3AA8tDwoVMgK5Dy0POAICHw8tDwoAeAAPLQ9hB/DLDy0PWS8yNS0POwLnAQ8tDwMEHgIAIgYMLQ8FgQMP",
+"LQ8HAiMADy0PAhg5LQ8A1gIPUTUHBJsVD0kWAgKXBw8CBQIOnBUPhgsAAirUCJVAAKkHwDoKCXJldDsKCn0KCg"
 };
-static const cq__ptx_module cq__ptx_3d_f64 = { cq__ptx_3d_f64_lz, 209848, 771628, 0xe7cc71c1u };
+static const cq__ptx_module cq__ptx_3d_f64 = { cq__ptx_3d_f64_lz, 210232, 773496, 0x154ddceeu };
 
 /* the PTX module of a dimension and precision (NULL if the header was generated without it) */
 static const cq__ptx_module *cq__cuda_ptx(int dim, int prec)

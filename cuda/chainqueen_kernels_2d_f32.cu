@@ -2754,8 +2754,11 @@ __global__ void cq__cable_x_adj_2d_f32_kernel(int nr, const int * row, const int
    reorder moves the fluid's x, v and user index, and border writes the boundary's order.
    >>sph_solver_check: the solvers' convergence test on the device (world.j2 cq__world_solve_):
    check, one thread, adds errsum's chunk sums in order (the CPU's order: the same bits) and
-   leaves in sol the error, whether the solve is done and its iterations; source, errsum, bforce
-   and pressure do nothing once it is, so the host queues iterations without reading each back */
+   leaves in sol the error, whether the solve is done and its iterations, and raises its fin word
+   when it is; source, errsum, bforce and pressure do nothing once it is, nor while their gate (the
+   solve before's fin word) is down, and viscosity and advection wait on a gate too, so the host
+   queues a whole step's iterations and passes without reading anything back (world.j2
+   >>world_fluid_step) */
 __global__ void cq__sph_fill_2d_f32_kernel(int n, cq__sph_f32 s, int * need)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -2768,46 +2771,46 @@ __global__ void cq__sph_density_2d_f32_kernel(int n, cq__sph_f32 s)
     if (i < n) cq__sph_density_2d_f32(&s, i);
 }
 
-__global__ void cq__sph_source_2d_f32_kernel(int n, cq__sph_f32 s, int mode, const double * sol)
+__global__ void cq__sph_source_2d_f32_kernel(int n, cq__sph_f32 s, int mode, const double * sol, const int * gate)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) { if (sol[1] == 0) cq__sph_source_2d_f32(&s, i, mode); };
+    if (i < n) { if (*gate && sol[1] == 0) cq__sph_source_2d_f32(&s, i, mode); };
 }
 
-__global__ void cq__sph_bforce_2d_f32_kernel(int n, cq__sph_f32 s, const double * sol)
+__global__ void cq__sph_bforce_2d_f32_kernel(int n, cq__sph_f32 s, const double * sol, const int * gate)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) { if (sol[1] == 0) cq__sph_boundary_force_2d_f32(&s, i); };
+    if (i < n) { if (*gate && sol[1] == 0) cq__sph_boundary_force_2d_f32(&s, i); };
 }
 
-__global__ void cq__sph_pressure_2d_f32_kernel(int n, cq__sph_f32 s, const double * sol)
+__global__ void cq__sph_pressure_2d_f32_kernel(int n, cq__sph_f32 s, const double * sol, const int * gate)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) { if (sol[1] == 0) cq__sph_pressure_2d_f32(&s, i); };
+    if (i < n) { if (*gate && sol[1] == 0) cq__sph_pressure_2d_f32(&s, i); };
 }
 
-__global__ void cq__sph_visc_2d_f32_kernel(int n, cq__sph_f32 s, float g0, float g1, float g2)
+__global__ void cq__sph_visc_2d_f32_kernel(int n, cq__sph_f32 s, float g0, float g1, float g2, const int * gate)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) { const float grav[3] = {g0, g1, g2}; cq__sph_viscosity_2d_f32(&s, i, grav); };
+    if (i < n) { const float grav[3] = {g0, g1, g2}; if (*gate) cq__sph_viscosity_2d_f32(&s, i, grav); };
 }
 
-__global__ void cq__sph_advect_2d_f32_kernel(int n, cq__sph_f32 s, int * bad)
+__global__ void cq__sph_advect_2d_f32_kernel(int n, cq__sph_f32 s, int * bad, const int * gate)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) { if (cq__sph_advect_2d_f32(&s, i) != CQ__OK) atomicMin(bad, i); };
+    if (i < n) { if (*gate && cq__sph_advect_2d_f32(&s, i) != CQ__OK) atomicMin(bad, i); };
 }
 
-__global__ void cq__sph_errsum_2d_f32_kernel(int n, cq__sph_f32 s, double * out, const double * sol)
+__global__ void cq__sph_errsum_2d_f32_kernel(int n, cq__sph_f32 s, double * out, const double * sol, const int * gate)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) { if (sol[1] == 0) out[i] = cq__sph_err_chunk_2d_f32(&s, i); };
+    if (i < n) { if (*gate && sol[1] == 0) out[i] = cq__sph_err_chunk_2d_f32(&s, i); };
 }
 
-__global__ void cq__sph_check_2d_f32_kernel(int n, cq__sph_f32 s, const double * part, int nch, double rho0, int k, int min_it, double eta, double * sol)
+__global__ void cq__sph_check_2d_f32_kernel(int n, cq__sph_f32 s, const double * part, int nch, double rho0, int k, int min_it, double eta, double * sol, const int * gate, int * fin)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) { double sum_ = 0, err_; if (sol[1] != 0) return; for (int c_ = 0; c_ < nch; ++c_) sum_ += part[c_]; err_ = s.nf ? sum_ / s.nf / rho0 : 0; sol[0] = err_; if (k >= min_it && err_ <= eta) { sol[1] = 1; sol[2] = k; } else sol[2] = k + 1; };
+    if (i < n) { double sum_ = 0, err_; if (!*gate || sol[1] != 0) return; for (int c_ = 0; c_ < nch; ++c_) sum_ += part[c_]; err_ = s.nf ? sum_ / s.nf / rho0 : 0; sol[0] = err_; if (k >= min_it && err_ <= eta) { sol[1] = 1; sol[2] = k; *fin = 1; } else sol[2] = k + 1; };
 }
 
 __global__ void cq__sph_key_2d_f32_kernel(int n, cq__sph_f32 s, const float * px, int * keys, int * cnt)
@@ -2864,13 +2867,13 @@ static void cq__cable_grad_2d_f32_kernel_emu(void **a) { cq__cable_grad_2d_f32_k
 static void cq__cable_x_adj_2d_f32_kernel_emu(void **a) { cq__cable_x_adj_2d_f32_kernel(*(int *)a[0], *(const int * *)a[1], *(const int * *)a[2], *(const int * *)a[3], *(const int * *)a[4], *(const float * *)a[5], *(const float * *)a[6], *(const float * *)a[7], *(const double * *)a[8], *(const double * *)a[9], *(const double * *)a[10], *(const double * *)a[11], *(double *)a[12], *(float * *)a[13]); }
 static void cq__sph_fill_2d_f32_kernel_emu(void **a) { cq__sph_fill_2d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1], *(int * *)a[2]); }
 static void cq__sph_density_2d_f32_kernel_emu(void **a) { cq__sph_density_2d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1]); }
-static void cq__sph_source_2d_f32_kernel_emu(void **a) { cq__sph_source_2d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1], *(int *)a[2], *(const double * *)a[3]); }
-static void cq__sph_bforce_2d_f32_kernel_emu(void **a) { cq__sph_bforce_2d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1], *(const double * *)a[2]); }
-static void cq__sph_pressure_2d_f32_kernel_emu(void **a) { cq__sph_pressure_2d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1], *(const double * *)a[2]); }
-static void cq__sph_visc_2d_f32_kernel_emu(void **a) { cq__sph_visc_2d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1], *(float *)a[2], *(float *)a[3], *(float *)a[4]); }
-static void cq__sph_advect_2d_f32_kernel_emu(void **a) { cq__sph_advect_2d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1], *(int * *)a[2]); }
-static void cq__sph_errsum_2d_f32_kernel_emu(void **a) { cq__sph_errsum_2d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1], *(double * *)a[2], *(const double * *)a[3]); }
-static void cq__sph_check_2d_f32_kernel_emu(void **a) { cq__sph_check_2d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1], *(const double * *)a[2], *(int *)a[3], *(double *)a[4], *(int *)a[5], *(int *)a[6], *(double *)a[7], *(double * *)a[8]); }
+static void cq__sph_source_2d_f32_kernel_emu(void **a) { cq__sph_source_2d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1], *(int *)a[2], *(const double * *)a[3], *(const int * *)a[4]); }
+static void cq__sph_bforce_2d_f32_kernel_emu(void **a) { cq__sph_bforce_2d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1], *(const double * *)a[2], *(const int * *)a[3]); }
+static void cq__sph_pressure_2d_f32_kernel_emu(void **a) { cq__sph_pressure_2d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1], *(const double * *)a[2], *(const int * *)a[3]); }
+static void cq__sph_visc_2d_f32_kernel_emu(void **a) { cq__sph_visc_2d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1], *(float *)a[2], *(float *)a[3], *(float *)a[4], *(const int * *)a[5]); }
+static void cq__sph_advect_2d_f32_kernel_emu(void **a) { cq__sph_advect_2d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1], *(int * *)a[2], *(const int * *)a[3]); }
+static void cq__sph_errsum_2d_f32_kernel_emu(void **a) { cq__sph_errsum_2d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1], *(double * *)a[2], *(const double * *)a[3], *(const int * *)a[4]); }
+static void cq__sph_check_2d_f32_kernel_emu(void **a) { cq__sph_check_2d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1], *(const double * *)a[2], *(int *)a[3], *(double *)a[4], *(int *)a[5], *(int *)a[6], *(double *)a[7], *(double * *)a[8], *(const int * *)a[9], *(int * *)a[10]); }
 static void cq__sph_key_2d_f32_kernel_emu(void **a) { cq__sph_key_2d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1], *(const float * *)a[2], *(int * *)a[3], *(int * *)a[4]); }
 static void cq__sph_reorder_2d_f32_kernel_emu(void **a) { cq__sph_reorder_2d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1], *(const int * *)a[2], *(const int * *)a[3], *(const int * *)a[4], *(const int * *)a[5], *(float * *)a[6], *(float * *)a[7], *(int * *)a[8]); }
 static void cq__sph_border_2d_f32_kernel_emu(void **a) { cq__sph_border_2d_f32_kernel(*(int *)a[0], *(cq__sph_f32 *)a[1], *(const int * *)a[2], *(const int * *)a[3], *(const int * *)a[4], *(int * *)a[5]); }

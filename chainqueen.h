@@ -252,15 +252,17 @@
      passes and its counting sorts run as CUDA kernels (the same functions and integers;
      DEFAULT stays on the CPU) and the fluid stays on the device between steps; the bodies,
      contact, joints and all derivatives stay on the host, so a step moves the bodies' boundary
-     particles up and reads back each solve's state once a few iterations (its convergence
-     test runs on the device: the error's chunk sums in the CPU's order, so a world's solver
-     stops at the same iteration on either backend), then in one copy the failure word, what
-     the neighbour lists needed where they outgrew their room and the bodies' boundary
-     forces: three read backs a step where each solve takes about as many iterations as the
-     last step's.  The device's lists have room for a number of neighbours a particle, at
-     least 48 fluid and 32 boundary ones in 3D (20 and 12 in 2D: ~640 bytes a particle in
-     float32 in 3D); a step whose lists outgrow it runs again with more (the log says so at
-     CQ_LOG_INFO).  cq_world_get_fluid reads the fluid back (once after a step).  A
+     particles up and reads back, in one copy at its end, the failure word, what the neighbour
+     lists needed where they outgrew their room, the solves' states and the bodies' boundary
+     forces.  The solvers' convergence test runs on the device (the error's chunk sums in the
+     CPU's order, so a world's solver stops at the same iteration on either backend), and the
+     step queues each solve's iterations as many as the last step's took, with viscosity and
+     advection waiting on the device for the solves to end: one read back a step where no
+     solve takes more, and where one does, the step goes on from there, reading its state back
+     once a few iterations.  The device's lists have room for a number of neighbours a
+     particle, at least 48 fluid and 32 boundary ones in 3D (20 and 12 in 2D: ~640 bytes a
+     particle in float32 in 3D); a step whose lists outgrow it runs again with more (the log
+     says so at CQ_LOG_INFO).  cq_world_get_fluid reads the fluid back (once after a step).  A
      driver failure returns CQ_ERROR_DEVICE with the world at its last completed step; it is
      sticky (only cq_world_destroy is useful after it, and cq_world_get_fluid then fails if
      that step's fluid was never read back).
@@ -21036,9 +21038,10 @@ static int cq__world_fluid_step_cuda_2d_f32(cq_world *w, float *grav, int sized)
    (kernels.cu.j2 >>sph_sort), the lists in one pass, in the room the last steps made (sph.j2
    >>sph_fill; a step whose lists outgrew it runs again, sized), the passes.
    What crosses a step: the bodies' boundary particles up (the walls', the volumes and the objects
-   once a prepare); back, each solve's state once a few iterations (>>sph_solver_check) and at the
-   end one copy: the failure word, what the lists needed where they outgrew their room, the bodies'
-   boundary forces and their derivatives. */
+   once a prepare); back, one copy at the end: the failure word, what the lists needed where they
+   outgrew their room, the solves' states, the bodies' boundary forces and their derivatives (and a
+   solve's state once a few iterations where it takes more than the last step's: >>sph_solver_check,
+   cq__world_queue_). */
 static int cq__world_fluid_step_2d_f32(cq_world *w)
 {
     cq__sph_f32 s;
@@ -21507,9 +21510,10 @@ static int cq__world_fluid_step_cuda_2d_f64(cq_world *w, double *grav, int sized
    (kernels.cu.j2 >>sph_sort), the lists in one pass, in the room the last steps made (sph.j2
    >>sph_fill; a step whose lists outgrew it runs again, sized), the passes.
    What crosses a step: the bodies' boundary particles up (the walls', the volumes and the objects
-   once a prepare); back, each solve's state once a few iterations (>>sph_solver_check) and at the
-   end one copy: the failure word, what the lists needed where they outgrew their room, the bodies'
-   boundary forces and their derivatives. */
+   once a prepare); back, one copy at the end: the failure word, what the lists needed where they
+   outgrew their room, the solves' states, the bodies' boundary forces and their derivatives (and a
+   solve's state once a few iterations where it takes more than the last step's: >>sph_solver_check,
+   cq__world_queue_). */
 static int cq__world_fluid_step_2d_f64(cq_world *w)
 {
     cq__sph_f64 s;
@@ -21978,9 +21982,10 @@ static int cq__world_fluid_step_cuda_3d_f32(cq_world *w, float *grav, int sized)
    (kernels.cu.j2 >>sph_sort), the lists in one pass, in the room the last steps made (sph.j2
    >>sph_fill; a step whose lists outgrew it runs again, sized), the passes.
    What crosses a step: the bodies' boundary particles up (the walls', the volumes and the objects
-   once a prepare); back, each solve's state once a few iterations (>>sph_solver_check) and at the
-   end one copy: the failure word, what the lists needed where they outgrew their room, the bodies'
-   boundary forces and their derivatives. */
+   once a prepare); back, one copy at the end: the failure word, what the lists needed where they
+   outgrew their room, the solves' states, the bodies' boundary forces and their derivatives (and a
+   solve's state once a few iterations where it takes more than the last step's: >>sph_solver_check,
+   cq__world_queue_). */
 static int cq__world_fluid_step_3d_f32(cq_world *w)
 {
     cq__sph_f32 s;
@@ -22449,9 +22454,10 @@ static int cq__world_fluid_step_cuda_3d_f64(cq_world *w, double *grav, int sized
    (kernels.cu.j2 >>sph_sort), the lists in one pass, in the room the last steps made (sph.j2
    >>sph_fill; a step whose lists outgrew it runs again, sized), the passes.
    What crosses a step: the bodies' boundary particles up (the walls', the volumes and the objects
-   once a prepare); back, each solve's state once a few iterations (>>sph_solver_check) and at the
-   end one copy: the failure word, what the lists needed where they outgrew their room, the bodies'
-   boundary forces and their derivatives. */
+   once a prepare); back, one copy at the end: the failure word, what the lists needed where they
+   outgrew their room, the solves' states, the bodies' boundary forces and their derivatives (and a
+   solve's state once a few iterations where it takes more than the last step's: >>sph_solver_check,
+   cq__world_queue_). */
 static int cq__world_fluid_step_3d_f64(cq_world *w)
 {
     cq__sph_f64 s;

@@ -306,7 +306,8 @@
                                                   >>step >>reverse (the state machine) >>cable_api
      fluid-rigid world ...... world_api.h.j2      cq_world_desc, cq_body_desc, cq_world_*
                               sph.j2              >>sph >>sph_x86 (the search with AVX-512)
-                                                  >>sph_neighbours >>sph_density (DFSPH factor)
+                                                  >>sph_neighbours >>sph_fill (the GPU's lists)
+                                                  >>sph_density (DFSPH factor)
                                                   >>sph_source (divergence / density solver source)
                                                   >>sph_pressure >>sph_boundary_force (coupling and its
                                                   localized derivative) >>sph_viscosity >>sph_advect
@@ -20709,8 +20710,8 @@ static cq__sph_f32 cq__world_dview_2d_f32(const cq_world *w, const cq__sph_f32 *
 }
 #endif
 
-/* >>world_near: the CPU's neighbour lists in one pass over the fluid (the GPU's: a counting pass,
-   the prefix sums, a filling pass, sph.j2 >>sph_neighbours).  The particles in chunks of
+/* >>world_near: the CPU's neighbour lists in one pass over the fluid (the GPU's: one pass too, in
+   rows, sph.j2 >>sph_fill).  The particles in chunks of
    CQ__WNEAR; chunk c writes its particles' lists one after another into its own regions of fnb
    and bnb (foff[i] .. fend[i], boff[i] .. bend[i]), each as large as what the chunk needed at the
    step before, a quarter more and 4 entries a particle (the counts change little from step to
@@ -21181,8 +21182,8 @@ static cq__sph_f64 cq__world_dview_2d_f64(const cq_world *w, const cq__sph_f64 *
 }
 #endif
 
-/* >>world_near: the CPU's neighbour lists in one pass over the fluid (the GPU's: a counting pass,
-   the prefix sums, a filling pass, sph.j2 >>sph_neighbours).  The particles in chunks of
+/* >>world_near: the CPU's neighbour lists in one pass over the fluid (the GPU's: one pass too, in
+   rows, sph.j2 >>sph_fill).  The particles in chunks of
    CQ__WNEAR; chunk c writes its particles' lists one after another into its own regions of fnb
    and bnb (foff[i] .. fend[i], boff[i] .. bend[i]), each as large as what the chunk needed at the
    step before, a quarter more and 4 entries a particle (the counts change little from step to
@@ -21653,8 +21654,8 @@ static cq__sph_f32 cq__world_dview_3d_f32(const cq_world *w, const cq__sph_f32 *
 }
 #endif
 
-/* >>world_near: the CPU's neighbour lists in one pass over the fluid (the GPU's: a counting pass,
-   the prefix sums, a filling pass, sph.j2 >>sph_neighbours).  The particles in chunks of
+/* >>world_near: the CPU's neighbour lists in one pass over the fluid (the GPU's: one pass too, in
+   rows, sph.j2 >>sph_fill).  The particles in chunks of
    CQ__WNEAR; chunk c writes its particles' lists one after another into its own regions of fnb
    and bnb (foff[i] .. fend[i], boff[i] .. bend[i]), each as large as what the chunk needed at the
    step before, a quarter more and 4 entries a particle (the counts change little from step to
@@ -22125,8 +22126,8 @@ static cq__sph_f64 cq__world_dview_3d_f64(const cq_world *w, const cq__sph_f64 *
 }
 #endif
 
-/* >>world_near: the CPU's neighbour lists in one pass over the fluid (the GPU's: a counting pass,
-   the prefix sums, a filling pass, sph.j2 >>sph_neighbours).  The particles in chunks of
+/* >>world_near: the CPU's neighbour lists in one pass over the fluid (the GPU's: one pass too, in
+   rows, sph.j2 >>sph_fill).  The particles in chunks of
    CQ__WNEAR; chunk c writes its particles' lists one after another into its own regions of fnb
    and bnb (foff[i] .. fend[i], boff[i] .. bend[i]), each as large as what the chunk needed at the
    step before, a quarter more and 4 entries a particle (the counts change little from step to
@@ -23718,7 +23719,7 @@ cq_result cq_world_control_grad_feedback(const cq_world *w, const double *dL_dst
 #if CQ__HAS_CUDA
 /* ---- BEGIN GENERATED: embedded PTX (base64 rows; the readable code ends above) from templates/ptx.j2.
    DO NOT EDIT: change the template or generator/ and run `make regen`. ---- */
-/* PTX module 2d_f32: sha256 b74e958025a9f2cea097c72d03dd7f0838097d7443aa644013ea6d115c81ddbe, nvrtc 12.0, PTX ISA 8.0, 511706 bytes, fnv1a 0x440442b3, lz 137851 bytes */
+/* PTX module 2d_f32: sha256 ef4ddbd211de8bac055232361d920624b4ecf2d5904731e221b80fb6fa20c327, nvrtc 12.0, PTX ISA 8.0, 511706 bytes, fnv1a 0x440442b3, lz 137851 bytes */
 static const char cq__ptx_2d_f32_lz[][CQ__PTX_ROW + 1] = {
 "8hkvLwovLyBHZW5lcmF0ZWQgYnkgTlZJRElBIE5WVk0gQ29tcGlsZXIKKAAEDwDxByBCdWlsZCBJRDogQ0wtMzE5NjgwMjQi",
 "AFF1ZGEgYycA8A1hdGlvbiB0b29scywgcmVsZWFzZSAxMi4wLCBWBwAwLjc2MgCCQmFzZWQgb25xAFA3LjAuMW4AYAoudmVy",
@@ -25637,7 +25638,7 @@ static const char cq__ptx_2d_f32_lz[][CQ__PTX_ROW + 1] = {
 "ANYCD/4yBwQhFQ/PFQID7bgPAgUBDiIVD3M/AQOMHAmNAASFC1AKCn0KCg"
 };
 static const cq__ptx_module cq__ptx_2d_f32 = { cq__ptx_2d_f32_lz, 137851, 511706, 0x440442b3u };
-/* PTX module 2d_f64: sha256 ac90ba9fd7277db8f8d09e13aac4027e40ef09c1b8b05e0b31c1c5fb70ef1d98, nvrtc 12.0, PTX ISA 8.0, 536501 bytes, fnv1a 0x2060356d, lz 141726 bytes */
+/* PTX module 2d_f64: sha256 59c63a70e46cc16663d1fb44877933c195cc71f6c4446f37addcbe09f1a0f05d, nvrtc 12.0, PTX ISA 8.0, 536501 bytes, fnv1a 0x2060356d, lz 141726 bytes */
 static const char cq__ptx_2d_f64_lz[][CQ__PTX_ROW + 1] = {
 "8hkvLwovLyBHZW5lcmF0ZWQgYnkgTlZJRElBIE5WVk0gQ29tcGlsZXIKKAAEDwDxByBCdWlsZCBJRDogQ0wtMzE5NjgwMjQi",
 "AFF1ZGEgYycA8A1hdGlvbiB0b29scywgcmVsZWFzZSAxMi4wLCBWBwAwLjc2MgCCQmFzZWQgb25xAFA3LjAuMW4AYAoudmVy",
@@ -27610,7 +27611,7 @@ static const char cq__ptx_2d_f64_lz[][CQ__PTX_ROW + 1] = {
 "KRUHDwIFAg4qFQ+GCwATMpUcCY0ABIULUAoKfQoK"
 };
 static const cq__ptx_module cq__ptx_2d_f64 = { cq__ptx_2d_f64_lz, 141726, 536501, 0x2060356du };
-/* PTX module 3d_f32: sha256 35065ab6c5eb4988b58946d9e823ccabb5c1b4c31ea82ce851e1b2d2c3eb07cc, nvrtc 12.0, PTX ISA 8.0, 752504 bytes, fnv1a 0x699ad1fe, lz 210675 bytes */
+/* PTX module 3d_f32: sha256 5cddb88b3c4cdc2b3c16c1c5e68ed896851873b034cbd0abe23d7bc30373a60a, nvrtc 12.0, PTX ISA 8.0, 752504 bytes, fnv1a 0x699ad1fe, lz 210675 bytes */
 static const char cq__ptx_3d_f32_lz[][CQ__PTX_ROW + 1] = {
 "8hkvLwovLyBHZW5lcmF0ZWQgYnkgTlZJRElBIE5WVk0gQ29tcGlsZXIKKAAEDwDxByBCdWlsZCBJRDogQ0wtMzE5NjgwMjQi",
 "AFF1ZGEgYycA8A1hdGlvbiB0b29scywgcmVsZWFzZSAxMi4wLCBWBwAwLjc2MgCCQmFzZWQgb25xAFA3LjAuMW4AYAoudmVy",
@@ -30541,7 +30542,7 @@ static const char cq__ptx_3d_f32_lz[][CQ__PTX_ROW + 1] = {
 "fQoK"
 };
 static const cq__ptx_module cq__ptx_3d_f32 = { cq__ptx_3d_f32_lz, 210675, 752504, 0x699ad1feu };
-/* PTX module 3d_f64: sha256 024458d065a62fbbbc4f1157bcb4baa25baf084d3a6e7b73d54b1736f38d9286, nvrtc 12.0, PTX ISA 8.0, 773496 bytes, fnv1a 0x154ddcee, lz 210232 bytes */
+/* PTX module 3d_f64: sha256 e2559e5595eedf2987c6b00849e852c1717acb356a0a589fa2882bd06f504702, nvrtc 12.0, PTX ISA 8.0, 773496 bytes, fnv1a 0x154ddcee, lz 210232 bytes */
 static const char cq__ptx_3d_f64_lz[][CQ__PTX_ROW + 1] = {
 "8hkvLwovLyBHZW5lcmF0ZWQgYnkgTlZJRElBIE5WVk0gQ29tcGlsZXIKKAAEDwDxByBCdWlsZCBJRDogQ0wtMzE5NjgwMjQi",
 "AFF1ZGEgYycA8A1hdGlvbiB0b29scywgcmVsZWFzZSAxMi4wLCBWBwAwLjc2MgCCQmFzZWQgb25xAFA3LjAuMW4AYAoudmVy",

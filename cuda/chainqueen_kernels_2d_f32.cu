@@ -2752,7 +2752,7 @@ __global__ void cq__cable_x_adj_2d_f32_kernel(int nr, const int * row, const int
    sph.j2 >>sph_cell, counted), the scan, cell_fill (>>cuda_sort), then each particle's slot among
    its cell's in index order (cq__sort_slot_: stable, whichever thread won a cursor), where
    reorder moves the fluid's x, v and user index, and border writes the boundary's order.
-   >>sph_solver_check: the solvers' convergence test on the device (world.j2 cq__world_solve_):
+   >>sph_solver_check: the solvers' convergence test on the device (world.j2 cq__world_queue_):
    check, one thread, adds errsum's chunk sums in order (the CPU's order: the same bits) and
    leaves in sol the error, whether the solve is done and its iterations, and raises its fin word
    when it is; source, errsum, bforce and pressure do nothing once it is, nor while their gate (the

@@ -20961,6 +20961,7 @@ static int cq__world_fluid_step_cuda_2d_f32(cq_world *w, float *grav, int sized)
         const int maxit = w->desc.max_iterations, ld = w->stats.divergence_iterations, lp = w->stats.density_iterations;
         const int pd = (ld > 1 ? ld : 1) + 1, pp = (lp > w->desc.min_iterations ? lp : w->desc.min_iterations) + 1;
         const char *hb = (const char *)w->cu.hback;
+        const int spec = n > 0 && pd < maxit && pp < maxit;   /* the whole step queued at once */
         int fin[2] = {1, 1};
         cq__dev_zero(dev, w->cu.sol, 6 * sizeof(double));
         cq__dev_zero(dev, w->cu.bad + 3, 2 * sizeof(int));
@@ -20969,7 +20970,7 @@ static int cq__world_fluid_step_cuda_2d_f32(cq_world *w, float *grav, int sized)
         if (n == 0) {   /* (no solve: 0 iterations, error 0, as on the CPU) */
             cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad + 3), 1u, 2), "cuMemsetD32");
             cq__world_read_back_2d_f32(w);
-        } else if (pd < maxit && pp < maxit) {
+        } else if (spec) {
             cq__world_queue_2d_f32(w, &t, 0, 0, pd);
             t.gate = w->cu.bad + 3;
             cq__world_pass_2d_f32(w, CQ__SPH_VISC, &t);
@@ -20984,10 +20985,10 @@ static int cq__world_fluid_step_cuda_2d_f32(cq_world *w, float *grav, int sized)
             memcpy(tot, hb + sizeof(int), sizeof tot);
         } else fin[0] = fin[1] = 0;
         if (!fin[0] && !tot[0] && !tot[1]) {   /* the divergence solve, then all after it, as they come */
-            if (n && pd < maxit && pp < maxit) {   /* (viscosity's new velocities were never written) */
+            if (spec) {   /* (viscosity's new velocities were never written) */
                 tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
                 dv.v = (float *)w->cu.v; dv.vt = (float *)w->cu.vt;
-                cq__world_solve_on_2d_f32(w, &t, 0, pd < maxit ? pd : maxit, 2);
+                cq__world_solve_on_2d_f32(w, &t, 0, pd, 2);
             } else cq__world_solve_on_2d_f32(w, &t, 0, 0, pd);
             t.gate = w->cu.bad + 3;
             cq__world_pass_2d_f32(w, CQ__SPH_VISC, &t);
@@ -21433,6 +21434,7 @@ static int cq__world_fluid_step_cuda_2d_f64(cq_world *w, double *grav, int sized
         const int maxit = w->desc.max_iterations, ld = w->stats.divergence_iterations, lp = w->stats.density_iterations;
         const int pd = (ld > 1 ? ld : 1) + 1, pp = (lp > w->desc.min_iterations ? lp : w->desc.min_iterations) + 1;
         const char *hb = (const char *)w->cu.hback;
+        const int spec = n > 0 && pd < maxit && pp < maxit;   /* the whole step queued at once */
         int fin[2] = {1, 1};
         cq__dev_zero(dev, w->cu.sol, 6 * sizeof(double));
         cq__dev_zero(dev, w->cu.bad + 3, 2 * sizeof(int));
@@ -21441,7 +21443,7 @@ static int cq__world_fluid_step_cuda_2d_f64(cq_world *w, double *grav, int sized
         if (n == 0) {   /* (no solve: 0 iterations, error 0, as on the CPU) */
             cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad + 3), 1u, 2), "cuMemsetD32");
             cq__world_read_back_2d_f64(w);
-        } else if (pd < maxit && pp < maxit) {
+        } else if (spec) {
             cq__world_queue_2d_f64(w, &t, 0, 0, pd);
             t.gate = w->cu.bad + 3;
             cq__world_pass_2d_f64(w, CQ__SPH_VISC, &t);
@@ -21456,10 +21458,10 @@ static int cq__world_fluid_step_cuda_2d_f64(cq_world *w, double *grav, int sized
             memcpy(tot, hb + sizeof(int), sizeof tot);
         } else fin[0] = fin[1] = 0;
         if (!fin[0] && !tot[0] && !tot[1]) {   /* the divergence solve, then all after it, as they come */
-            if (n && pd < maxit && pp < maxit) {   /* (viscosity's new velocities were never written) */
+            if (spec) {   /* (viscosity's new velocities were never written) */
                 tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
                 dv.v = (double *)w->cu.v; dv.vt = (double *)w->cu.vt;
-                cq__world_solve_on_2d_f64(w, &t, 0, pd < maxit ? pd : maxit, 2);
+                cq__world_solve_on_2d_f64(w, &t, 0, pd, 2);
             } else cq__world_solve_on_2d_f64(w, &t, 0, 0, pd);
             t.gate = w->cu.bad + 3;
             cq__world_pass_2d_f64(w, CQ__SPH_VISC, &t);
@@ -21905,6 +21907,7 @@ static int cq__world_fluid_step_cuda_3d_f32(cq_world *w, float *grav, int sized)
         const int maxit = w->desc.max_iterations, ld = w->stats.divergence_iterations, lp = w->stats.density_iterations;
         const int pd = (ld > 1 ? ld : 1) + 1, pp = (lp > w->desc.min_iterations ? lp : w->desc.min_iterations) + 1;
         const char *hb = (const char *)w->cu.hback;
+        const int spec = n > 0 && pd < maxit && pp < maxit;   /* the whole step queued at once */
         int fin[2] = {1, 1};
         cq__dev_zero(dev, w->cu.sol, 6 * sizeof(double));
         cq__dev_zero(dev, w->cu.bad + 3, 2 * sizeof(int));
@@ -21913,7 +21916,7 @@ static int cq__world_fluid_step_cuda_3d_f32(cq_world *w, float *grav, int sized)
         if (n == 0) {   /* (no solve: 0 iterations, error 0, as on the CPU) */
             cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad + 3), 1u, 2), "cuMemsetD32");
             cq__world_read_back_3d_f32(w);
-        } else if (pd < maxit && pp < maxit) {
+        } else if (spec) {
             cq__world_queue_3d_f32(w, &t, 0, 0, pd);
             t.gate = w->cu.bad + 3;
             cq__world_pass_3d_f32(w, CQ__SPH_VISC, &t);
@@ -21928,10 +21931,10 @@ static int cq__world_fluid_step_cuda_3d_f32(cq_world *w, float *grav, int sized)
             memcpy(tot, hb + sizeof(int), sizeof tot);
         } else fin[0] = fin[1] = 0;
         if (!fin[0] && !tot[0] && !tot[1]) {   /* the divergence solve, then all after it, as they come */
-            if (n && pd < maxit && pp < maxit) {   /* (viscosity's new velocities were never written) */
+            if (spec) {   /* (viscosity's new velocities were never written) */
                 tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
                 dv.v = (float *)w->cu.v; dv.vt = (float *)w->cu.vt;
-                cq__world_solve_on_3d_f32(w, &t, 0, pd < maxit ? pd : maxit, 2);
+                cq__world_solve_on_3d_f32(w, &t, 0, pd, 2);
             } else cq__world_solve_on_3d_f32(w, &t, 0, 0, pd);
             t.gate = w->cu.bad + 3;
             cq__world_pass_3d_f32(w, CQ__SPH_VISC, &t);
@@ -22377,6 +22380,7 @@ static int cq__world_fluid_step_cuda_3d_f64(cq_world *w, double *grav, int sized
         const int maxit = w->desc.max_iterations, ld = w->stats.divergence_iterations, lp = w->stats.density_iterations;
         const int pd = (ld > 1 ? ld : 1) + 1, pp = (lp > w->desc.min_iterations ? lp : w->desc.min_iterations) + 1;
         const char *hb = (const char *)w->cu.hback;
+        const int spec = n > 0 && pd < maxit && pp < maxit;   /* the whole step queued at once */
         int fin[2] = {1, 1};
         cq__dev_zero(dev, w->cu.sol, 6 * sizeof(double));
         cq__dev_zero(dev, w->cu.bad + 3, 2 * sizeof(int));
@@ -22385,7 +22389,7 @@ static int cq__world_fluid_step_cuda_3d_f64(cq_world *w, double *grav, int sized
         if (n == 0) {   /* (no solve: 0 iterations, error 0, as on the CPU) */
             cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad + 3), 1u, 2), "cuMemsetD32");
             cq__world_read_back_3d_f64(w);
-        } else if (pd < maxit && pp < maxit) {
+        } else if (spec) {
             cq__world_queue_3d_f64(w, &t, 0, 0, pd);
             t.gate = w->cu.bad + 3;
             cq__world_pass_3d_f64(w, CQ__SPH_VISC, &t);
@@ -22400,10 +22404,10 @@ static int cq__world_fluid_step_cuda_3d_f64(cq_world *w, double *grav, int sized
             memcpy(tot, hb + sizeof(int), sizeof tot);
         } else fin[0] = fin[1] = 0;
         if (!fin[0] && !tot[0] && !tot[1]) {   /* the divergence solve, then all after it, as they come */
-            if (n && pd < maxit && pp < maxit) {   /* (viscosity's new velocities were never written) */
+            if (spec) {   /* (viscosity's new velocities were never written) */
                 tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
                 dv.v = (double *)w->cu.v; dv.vt = (double *)w->cu.vt;
-                cq__world_solve_on_3d_f64(w, &t, 0, pd < maxit ? pd : maxit, 2);
+                cq__world_solve_on_3d_f64(w, &t, 0, pd, 2);
             } else cq__world_solve_on_3d_f64(w, &t, 0, 0, pd);
             t.gate = w->cu.bad + 3;
             cq__world_pass_3d_f64(w, CQ__SPH_VISC, &t);

@@ -20266,13 +20266,13 @@ struct cq_world {
         cq__CUfunction k[CQ__SPH_KERNELS];
         void *x, *v, *vt, *rho, *khat, *g, *kappa, *err, *xb, *vb, *Vb, *Fb, *Gb, *xprev, *vprev;
         int *bobj, *fstart, *bstart, *border, *fend, *bend, *fnb, *bnb;   /* (the lists: sph.j2's fcap) */
-        int *bad;                   /* what a step reads back, in one copy: ints, the lowest failing
-                                       slot, the most entries a particle's lists needed where they
-                                       passed the room (else 0: fluid, boundary), the two solves' fin
-                                       words, a 1 (the divergence solve's gate), two spare; at
-                                       CQ__WBACK - 48 the solves' states (sol's copy); at CQ__WBACK the
-                                       bodies' Fb and Gb (their boundary particles'); hback: its host
-                                       side (>>world_fluid_step) */
+        int *bad;                   /* what a step reads back, in one copy (CQ__WB_*): ints, the lowest
+                                       failing slot, a 1 (the divergence solve's gate), the most
+                                       entries a particle's lists needed where they passed the room
+                                       (else 0: fluid, boundary), the two solves' fin words, two
+                                       spare; then the solves' states (sol); at CQ__WBACK the bodies'
+                                       Fb and Gb (their boundary particles'); hback: its host side
+                                       (>>world_fluid_step) */
         void *hback;
         size_t nback;               /* its bytes */
         int *perm, *permtmp, *permprev, *keys, *otmp, *stmp;   /* the user's indices; the sorts' keys and order,
@@ -20284,8 +20284,8 @@ struct cq_world {
         int bsorted;                /* as the world's bsorted, for the device's bstart, border */
         void *fgw, *bgw;
         double *part;               /* the error's chunk sums (the host's: the world's part) */
-        double *sol;                /* the solves' states on the device: error, done, iterations (>>sph_solver_check),
-                                       the divergence's then the density's */
+        double *sol;                /* the solves' states on the device, in bad: error, done, iterations
+                                       (>>sph_solver_check), the divergence's then the density's */
         int fk, bk;                 /* the lists' room a particle (sph.j2 fcap, bcap; cq__world_lists) */
     } cu;
 #endif
@@ -20354,7 +20354,8 @@ static int cq__world_device_failed(const cq_world *w)
 
 #if CQ__HAS_CUDA
 #define CQ__WORLD_CUDA_BLOCK 128
-#define CQ__WBACK 80                /* cu.bad's ints and the solves' states, in bytes */
+enum { CQ__WB_FAIL, CQ__WB_ONE, CQ__WB_NEED, CQ__WB_FIN = 4,   /* cu.bad's ints (2 and 3, 4 and 5: fluid, boundary; */
+       CQ__WB_SOL = 32, CQ__WBACK = 80 };                     /* divergence, density), then bytes: the solves' states, Fb */
 static void cq__world_launch(cq_world *w, int pass, int n, void **args)
 {
     static const char *const what[CQ__SPH_KERNELS] = {"SPH neighbour lists", "SPH density",
@@ -20392,7 +20393,7 @@ static void cq__world_cuda_free(cq_world *w)
     void **p[] = {&w->cu.x, &w->cu.v, &w->cu.vt, &w->cu.rho, &w->cu.khat, &w->cu.g, &w->cu.kappa, &w->cu.err, &w->cu.xb,
                   &w->cu.vb, &w->cu.Vb, &w->cu.Fb, &w->cu.Gb, (void **)&w->cu.bobj, (void **)&w->cu.fstart,
                   (void **)&w->cu.bstart, (void **)&w->cu.border,
-                  (void **)&w->cu.fend, (void **)&w->cu.bend, (void **)&w->cu.fnb, (void **)&w->cu.bnb, (void **)&w->cu.bad, (void **)&w->cu.part, (void **)&w->cu.sol,
+                  (void **)&w->cu.fend, (void **)&w->cu.bend, (void **)&w->cu.fnb, (void **)&w->cu.bnb, (void **)&w->cu.bad, (void **)&w->cu.part,
                   &w->cu.fgw, &w->cu.bgw, &w->cu.xprev, &w->cu.vprev, (void **)&w->cu.perm, (void **)&w->cu.permtmp,
                   (void **)&w->cu.permprev, (void **)&w->cu.keys, (void **)&w->cu.otmp, (void **)&w->cu.stmp};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; ++i) { cq__dev_free(&w->cu.d, *p[i]); *p[i] = NULL; }
@@ -20419,7 +20420,7 @@ static int cq__world_cuda_alloc(cq_world *w)
     w->cu.fend = (int *)cq__dev_alloc(dev, nf * sizeof(int)); w->cu.bend = (int *)cq__dev_alloc(dev, nf * sizeof(int));
     w->cu.nback = CQ__WBACK + (size_t)(w->nb - w->nwall) * (d + d * d) * T;
     w->cu.bad = (int *)cq__dev_alloc(dev, w->cu.nback); w->cu.hback = cq__walloc_w(w, w->cu.nback);
-    w->cu.sol = (double *)cq__dev_alloc(dev, 6 * sizeof(double));   /* the two solves' states */ w->cu.part = (double *)cq__dev_alloc(dev, nch * sizeof(double));
+    w->cu.sol = w->cu.bad ? (double *)((char *)w->cu.bad + CQ__WB_SOL) : NULL; w->cu.part = (double *)cq__dev_alloc(dev, nch * sizeof(double));
     w->cu.xprev = cq__dev_alloc(dev, nf * d * T); w->cu.vprev = cq__dev_alloc(dev, nf * d * T);
     w->cu.perm = (int *)cq__dev_alloc(dev, nf * sizeof(int)); w->cu.permtmp = (int *)cq__dev_alloc(dev, nf * sizeof(int));
     w->cu.permprev = (int *)cq__dev_alloc(dev, nf * sizeof(int));
@@ -20603,6 +20604,20 @@ typedef struct cq__wsort { const cq_world *w; const void *x, *v; void *nx, *nv; 
 #define CQ__WNEAR 256               /* fluid particles a chunk of the CPU's neighbour lists (>>world_near) */
 typedef struct cq__wnear { const void *s; int *chunk; } cq__wnear;   /* ("near" is a macro of <windows.h>) */
 
+#if CQ__HAS_CUDA
+/* the step's one read back (>>world_fluid_step): cu.bad's ints, the solves' states and the bodies'
+   Fb and Gb, copied beside them on the device, into hback */
+static void cq__world_read_back(cq_world *w)
+{
+    cq__cudev *dev = &w->cu.d;
+    const size_t T = w->tsize, d = (size_t)w->dim, nb = (size_t)w->nb, nw = (size_t)w->nwall, fb = (nb - nw) * d * T;
+    char *back = (char *)w->cu.bad;
+    cq__dev_copy(dev, back + CQ__WBACK, (char *)w->cu.Fb + nw * d * T, fb);
+    cq__dev_copy(dev, back + CQ__WBACK + fb, (char *)w->cu.Gb + nw * d * d * T, fb * d);
+    cq__dev_get(dev, w->cu.hback, w->cu.bad, 0, w->cu.nback);
+}
+#endif
+
 /* whether a body moves (else the boundary's particles, and so their sort, stay as they are) */
 static int cq__world_moving(const cq_world *w)
 {
@@ -20780,7 +20795,7 @@ static void cq__world_pass_2d_f32(cq_world *w, int pass, cq__wtask *t)
         const float *g = (const float *)t->grav;
         float g0 = g ? g[0] : 0, g1 = g ? g[1] : 0, g2 = g ? g[2] : 0;
         void *a[6];
-        int na = 2, *need = w->cu.bad + 1;
+        int na = 2, *need = w->cu.bad + CQ__WB_NEED;
         a[0] = (void *)&n; a[1] = (void *)t->s;
         if (pass == CQ__SPH_FILL) a[na++] = &need;
         if (pass == CQ__SPH_SOURCE) a[na++] = &t->mode;
@@ -20842,7 +20857,8 @@ static void cq__world_queue_2d_f32(cq_world *w, cq__wtask *t, int mode, int k0, 
 {
     double eta = mode ? w->desc.max_density_error : w->desc.max_divergence_error, rho0 = w->desc.rest_density;
     int min_it = mode ? w->desc.min_iterations : 1, nch = (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK, one = 1;
-    t->mode = mode; t->gate = w->cu.bad + (mode ? 3 : 5); t->fin = w->cu.bad + 3 + mode; t->sol = w->cu.sol + 3 * mode;
+    t->mode = mode; t->gate = w->cu.bad + (mode ? CQ__WB_FIN : CQ__WB_ONE); t->fin = w->cu.bad + CQ__WB_FIN + mode;
+    t->sol = w->cu.sol + 3 * mode;
     for (int k = k0; k < k1; ++k) {
         void *a[11];
         a[0] = &one; a[1] = (void *)t->s; a[2] = &w->cu.part; a[3] = &nch; a[4] = &rho0; a[5] = &k; a[6] = &min_it; a[7] = &eta;
@@ -20871,17 +20887,12 @@ static void cq__world_solve_on_2d_f32(cq_world *w, cq__wtask *t, int mode, int k
         batch = k / 2 > 2 ? k / 2 : 2;
     }
 }
-/* the step's one read back (>>world_fluid_step): cu.bad's ints, the solves' states and the bodies'
-   Fb and Gb, copied beside them on the device, into hback */
-static void cq__world_read_back_2d_f32(cq_world *w)
+/* viscosity's new velocities (vt) become v, on the device and in the view dv */
+static void cq__world_swap_v_2d_f32(cq_world *w, cq__sph_f32 *dv)
 {
-    cq__cudev *dev = &w->cu.d;
-    const size_t T = w->tsize, d = (size_t)w->dim, nb = (size_t)w->nb, nw = (size_t)w->nwall, fb = (nb - nw) * d * T;
-    char *back = (char *)w->cu.bad;
-    cq__dev_copy(dev, back + CQ__WBACK - 6 * sizeof(double), w->cu.sol, 6 * sizeof(double));
-    cq__dev_copy(dev, back + CQ__WBACK, (char *)w->cu.Fb + nw * d * T, fb);
-    cq__dev_copy(dev, back + CQ__WBACK + fb, (char *)w->cu.Gb + nw * d * d * T, fb * d);
-    cq__dev_get(dev, w->cu.hback, w->cu.bad, 0, w->cu.nback);
+    void *tmp = w->cu.v;
+    w->cu.v = w->cu.vt; w->cu.vt = tmp;
+    dv->v = (float *)w->cu.v; dv->vt = (float *)w->cu.vt;
 }
 
 /* the counting sort of n points p (the fluid's x or the boundary's xb) on the device, as
@@ -20944,11 +20955,14 @@ static int cq__world_fluid_step_cuda_2d_f32(cq_world *w, float *grav, int sized)
     /* the lists in one pass (sph.j2 >>sph_fill), in the room the last steps made (fcap, bcap entries a
        particle; at the first, cq__world_lists' least).  A particle whose lists need more raises
        bad[1], bad[2] to their numbers, which come back with the failure word at the step's end, and
-       the step runs again with room (sized). */
+       the step runs again with room (sized).  cu.bad's ints first: the failure word INT_MAX, the
+       divergence solve's gate up, the needs and the fin words 0, the solves' states 0. */
     if (dev->failed) { cq__dev_pop(dev); return -3; }
     if (!w->cu.fnb && !cq__world_lists(w, 0, 0)) { cq__dev_pop(dev); return -2; }
     dv = cq__world_dview_2d_f32(w, &s);
-    cq__dev_zero(dev, w->cu.bad + 1, 2 * sizeof(int));
+    cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad + CQ__WB_FAIL), (unsigned)INT_MAX, 1), "cuMemsetD32");
+    cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad + CQ__WB_ONE), 1u, 1), "cuMemsetD32");
+    cq__dev_zero(dev, w->cu.bad + CQ__WB_NEED, CQ__WBACK - CQ__WB_NEED * sizeof(int));
     cq__world_pass_2d_f32(w, CQ__SPH_FILL, &t);
     cq__world_pass_2d_f32(w, CQ__SPH_DENSITY, &t);
     /* the solves, viscosity and advection, gated on the device (>>sph_solver_check): where each solve
@@ -20956,50 +20970,43 @@ static int cq__world_fluid_step_cuda_2d_f32(cq_world *w, float *grav, int sized)
        them, short of max_iterations), all of it is queued at once and the step reads back once, at
        its end; where a solve needs more, it goes on from there, reading its state back a batch
        (cq__world_solve_on_), and the passes after it again (those queued ran nothing: their gate was
-       down).  The fin words down, the divergence's gate up, the failure word INT_MAX. */
+       down). */
     {
         const int maxit = w->desc.max_iterations, ld = w->stats.divergence_iterations, lp = w->stats.density_iterations;
         const int pd = (ld > 1 ? ld : 1) + 1, pp = (lp > w->desc.min_iterations ? lp : w->desc.min_iterations) + 1;
         const char *hb = (const char *)w->cu.hback;
         const int spec = n > 0 && pd < maxit && pp < maxit;   /* the whole step queued at once */
         int fin[2] = {1, 1};
-        cq__dev_zero(dev, w->cu.sol, 6 * sizeof(double));
-        cq__dev_zero(dev, w->cu.bad + 3, 2 * sizeof(int));
-        cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad + 5), 1u, 1), "cuMemsetD32");
-        cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");
         if (n == 0) {   /* (no solve: 0 iterations, error 0, as on the CPU) */
-            cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad + 3), 1u, 2), "cuMemsetD32");
-            cq__world_read_back_2d_f32(w);
+            cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad + CQ__WB_FIN), 1u, 2), "cuMemsetD32");
+            cq__world_read_back(w);
         } else if (spec) {
             cq__world_queue_2d_f32(w, &t, 0, 0, pd);
-            t.gate = w->cu.bad + 3;
+            t.gate = w->cu.bad + CQ__WB_FIN;
             cq__world_pass_2d_f32(w, CQ__SPH_VISC, &t);
-            tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
-            dv.v = (float *)w->cu.v; dv.vt = (float *)w->cu.vt;
+            cq__world_swap_v_2d_f32(w, &dv);
             cq__world_queue_2d_f32(w, &t, 1, 0, pp);
-            t.gate = w->cu.bad + 4;
+            t.gate = w->cu.bad + CQ__WB_FIN + 1;
             cq__world_pass_2d_f32(w, CQ__SPH_ADVECT, &t);
-            cq__world_read_back_2d_f32(w);
+            cq__world_read_back(w);
             if (dev->failed) { cq__dev_pop(dev); return -3; }
-            memcpy(fin, hb + 3 * sizeof(int), sizeof fin);
-            memcpy(tot, hb + sizeof(int), sizeof tot);
+            memcpy(fin, hb + CQ__WB_FIN * sizeof(int), sizeof fin);
+            memcpy(tot, hb + CQ__WB_NEED * sizeof(int), sizeof tot);
         } else fin[0] = fin[1] = 0;
         if (!fin[0] && !tot[0] && !tot[1]) {   /* the divergence solve, then all after it, as they come */
             if (spec) {   /* (viscosity's new velocities were never written) */
-                tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
-                dv.v = (float *)w->cu.v; dv.vt = (float *)w->cu.vt;
+                cq__world_swap_v_2d_f32(w, &dv);   /* (back) */
                 cq__world_solve_on_2d_f32(w, &t, 0, pd, 2);
             } else cq__world_solve_on_2d_f32(w, &t, 0, 0, pd);
-            t.gate = w->cu.bad + 3;
+            t.gate = w->cu.bad + CQ__WB_FIN;
             cq__world_pass_2d_f32(w, CQ__SPH_VISC, &t);
-            tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
-            dv.v = (float *)w->cu.v; dv.vt = (float *)w->cu.vt;
+            cq__world_swap_v_2d_f32(w, &dv);
             cq__world_solve_on_2d_f32(w, &t, 1, 0, pp);
         } else if (!fin[1] && !tot[0] && !tot[1]) cq__world_solve_on_2d_f32(w, &t, 1, pp, 2);   /* the density solve goes on */
         if ((!fin[0] || !fin[1]) && !tot[0] && !tot[1]) {
-            t.gate = w->cu.bad + 4;
+            t.gate = w->cu.bad + CQ__WB_FIN + 1;
             cq__world_pass_2d_f32(w, CQ__SPH_ADVECT, &t);
-            cq__world_read_back_2d_f32(w);
+            cq__world_read_back(w);
         }
     }
     {   /* the read back: the failure word, the lists' needs, the solves' states, the bodies' Fb and Gb */
@@ -21007,8 +21014,8 @@ static int cq__world_fluid_step_cuda_2d_f32(cq_world *w, float *grav, int sized)
         const size_t fb = (nb - nw) * d * T, gb = (nb - nw) * d * d * T;
         double sol[6];
         if (dev->failed) { cq__dev_pop(dev); return -3; }
-        memcpy(&bad, hb, sizeof bad); memcpy(tot, hb + sizeof(int), sizeof tot);
-        memcpy(sol, hb + CQ__WBACK - sizeof sol, sizeof sol);
+        memcpy(&bad, hb + CQ__WB_FAIL * sizeof(int), sizeof bad); memcpy(tot, hb + CQ__WB_NEED * sizeof(int), sizeof tot);
+        memcpy(sol, hb + CQ__WB_SOL, sizeof sol);
         w->stats.divergence_iterations = (int)sol[2]; w->stats.divergence_error = sol[0];
         w->stats.density_iterations = (int)sol[5]; w->stats.density_error = sol[3];
         if (tot[0] || tot[1]) {   /* a list did not fit: again, with room */
@@ -21253,7 +21260,7 @@ static void cq__world_pass_2d_f64(cq_world *w, int pass, cq__wtask *t)
         const double *g = (const double *)t->grav;
         double g0 = g ? g[0] : 0, g1 = g ? g[1] : 0, g2 = g ? g[2] : 0;
         void *a[6];
-        int na = 2, *need = w->cu.bad + 1;
+        int na = 2, *need = w->cu.bad + CQ__WB_NEED;
         a[0] = (void *)&n; a[1] = (void *)t->s;
         if (pass == CQ__SPH_FILL) a[na++] = &need;
         if (pass == CQ__SPH_SOURCE) a[na++] = &t->mode;
@@ -21315,7 +21322,8 @@ static void cq__world_queue_2d_f64(cq_world *w, cq__wtask *t, int mode, int k0, 
 {
     double eta = mode ? w->desc.max_density_error : w->desc.max_divergence_error, rho0 = w->desc.rest_density;
     int min_it = mode ? w->desc.min_iterations : 1, nch = (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK, one = 1;
-    t->mode = mode; t->gate = w->cu.bad + (mode ? 3 : 5); t->fin = w->cu.bad + 3 + mode; t->sol = w->cu.sol + 3 * mode;
+    t->mode = mode; t->gate = w->cu.bad + (mode ? CQ__WB_FIN : CQ__WB_ONE); t->fin = w->cu.bad + CQ__WB_FIN + mode;
+    t->sol = w->cu.sol + 3 * mode;
     for (int k = k0; k < k1; ++k) {
         void *a[11];
         a[0] = &one; a[1] = (void *)t->s; a[2] = &w->cu.part; a[3] = &nch; a[4] = &rho0; a[5] = &k; a[6] = &min_it; a[7] = &eta;
@@ -21344,17 +21352,12 @@ static void cq__world_solve_on_2d_f64(cq_world *w, cq__wtask *t, int mode, int k
         batch = k / 2 > 2 ? k / 2 : 2;
     }
 }
-/* the step's one read back (>>world_fluid_step): cu.bad's ints, the solves' states and the bodies'
-   Fb and Gb, copied beside them on the device, into hback */
-static void cq__world_read_back_2d_f64(cq_world *w)
+/* viscosity's new velocities (vt) become v, on the device and in the view dv */
+static void cq__world_swap_v_2d_f64(cq_world *w, cq__sph_f64 *dv)
 {
-    cq__cudev *dev = &w->cu.d;
-    const size_t T = w->tsize, d = (size_t)w->dim, nb = (size_t)w->nb, nw = (size_t)w->nwall, fb = (nb - nw) * d * T;
-    char *back = (char *)w->cu.bad;
-    cq__dev_copy(dev, back + CQ__WBACK - 6 * sizeof(double), w->cu.sol, 6 * sizeof(double));
-    cq__dev_copy(dev, back + CQ__WBACK, (char *)w->cu.Fb + nw * d * T, fb);
-    cq__dev_copy(dev, back + CQ__WBACK + fb, (char *)w->cu.Gb + nw * d * d * T, fb * d);
-    cq__dev_get(dev, w->cu.hback, w->cu.bad, 0, w->cu.nback);
+    void *tmp = w->cu.v;
+    w->cu.v = w->cu.vt; w->cu.vt = tmp;
+    dv->v = (double *)w->cu.v; dv->vt = (double *)w->cu.vt;
 }
 
 /* the counting sort of n points p (the fluid's x or the boundary's xb) on the device, as
@@ -21417,11 +21420,14 @@ static int cq__world_fluid_step_cuda_2d_f64(cq_world *w, double *grav, int sized
     /* the lists in one pass (sph.j2 >>sph_fill), in the room the last steps made (fcap, bcap entries a
        particle; at the first, cq__world_lists' least).  A particle whose lists need more raises
        bad[1], bad[2] to their numbers, which come back with the failure word at the step's end, and
-       the step runs again with room (sized). */
+       the step runs again with room (sized).  cu.bad's ints first: the failure word INT_MAX, the
+       divergence solve's gate up, the needs and the fin words 0, the solves' states 0. */
     if (dev->failed) { cq__dev_pop(dev); return -3; }
     if (!w->cu.fnb && !cq__world_lists(w, 0, 0)) { cq__dev_pop(dev); return -2; }
     dv = cq__world_dview_2d_f64(w, &s);
-    cq__dev_zero(dev, w->cu.bad + 1, 2 * sizeof(int));
+    cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad + CQ__WB_FAIL), (unsigned)INT_MAX, 1), "cuMemsetD32");
+    cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad + CQ__WB_ONE), 1u, 1), "cuMemsetD32");
+    cq__dev_zero(dev, w->cu.bad + CQ__WB_NEED, CQ__WBACK - CQ__WB_NEED * sizeof(int));
     cq__world_pass_2d_f64(w, CQ__SPH_FILL, &t);
     cq__world_pass_2d_f64(w, CQ__SPH_DENSITY, &t);
     /* the solves, viscosity and advection, gated on the device (>>sph_solver_check): where each solve
@@ -21429,50 +21435,43 @@ static int cq__world_fluid_step_cuda_2d_f64(cq_world *w, double *grav, int sized
        them, short of max_iterations), all of it is queued at once and the step reads back once, at
        its end; where a solve needs more, it goes on from there, reading its state back a batch
        (cq__world_solve_on_), and the passes after it again (those queued ran nothing: their gate was
-       down).  The fin words down, the divergence's gate up, the failure word INT_MAX. */
+       down). */
     {
         const int maxit = w->desc.max_iterations, ld = w->stats.divergence_iterations, lp = w->stats.density_iterations;
         const int pd = (ld > 1 ? ld : 1) + 1, pp = (lp > w->desc.min_iterations ? lp : w->desc.min_iterations) + 1;
         const char *hb = (const char *)w->cu.hback;
         const int spec = n > 0 && pd < maxit && pp < maxit;   /* the whole step queued at once */
         int fin[2] = {1, 1};
-        cq__dev_zero(dev, w->cu.sol, 6 * sizeof(double));
-        cq__dev_zero(dev, w->cu.bad + 3, 2 * sizeof(int));
-        cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad + 5), 1u, 1), "cuMemsetD32");
-        cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");
         if (n == 0) {   /* (no solve: 0 iterations, error 0, as on the CPU) */
-            cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad + 3), 1u, 2), "cuMemsetD32");
-            cq__world_read_back_2d_f64(w);
+            cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad + CQ__WB_FIN), 1u, 2), "cuMemsetD32");
+            cq__world_read_back(w);
         } else if (spec) {
             cq__world_queue_2d_f64(w, &t, 0, 0, pd);
-            t.gate = w->cu.bad + 3;
+            t.gate = w->cu.bad + CQ__WB_FIN;
             cq__world_pass_2d_f64(w, CQ__SPH_VISC, &t);
-            tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
-            dv.v = (double *)w->cu.v; dv.vt = (double *)w->cu.vt;
+            cq__world_swap_v_2d_f64(w, &dv);
             cq__world_queue_2d_f64(w, &t, 1, 0, pp);
-            t.gate = w->cu.bad + 4;
+            t.gate = w->cu.bad + CQ__WB_FIN + 1;
             cq__world_pass_2d_f64(w, CQ__SPH_ADVECT, &t);
-            cq__world_read_back_2d_f64(w);
+            cq__world_read_back(w);
             if (dev->failed) { cq__dev_pop(dev); return -3; }
-            memcpy(fin, hb + 3 * sizeof(int), sizeof fin);
-            memcpy(tot, hb + sizeof(int), sizeof tot);
+            memcpy(fin, hb + CQ__WB_FIN * sizeof(int), sizeof fin);
+            memcpy(tot, hb + CQ__WB_NEED * sizeof(int), sizeof tot);
         } else fin[0] = fin[1] = 0;
         if (!fin[0] && !tot[0] && !tot[1]) {   /* the divergence solve, then all after it, as they come */
             if (spec) {   /* (viscosity's new velocities were never written) */
-                tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
-                dv.v = (double *)w->cu.v; dv.vt = (double *)w->cu.vt;
+                cq__world_swap_v_2d_f64(w, &dv);   /* (back) */
                 cq__world_solve_on_2d_f64(w, &t, 0, pd, 2);
             } else cq__world_solve_on_2d_f64(w, &t, 0, 0, pd);
-            t.gate = w->cu.bad + 3;
+            t.gate = w->cu.bad + CQ__WB_FIN;
             cq__world_pass_2d_f64(w, CQ__SPH_VISC, &t);
-            tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
-            dv.v = (double *)w->cu.v; dv.vt = (double *)w->cu.vt;
+            cq__world_swap_v_2d_f64(w, &dv);
             cq__world_solve_on_2d_f64(w, &t, 1, 0, pp);
         } else if (!fin[1] && !tot[0] && !tot[1]) cq__world_solve_on_2d_f64(w, &t, 1, pp, 2);   /* the density solve goes on */
         if ((!fin[0] || !fin[1]) && !tot[0] && !tot[1]) {
-            t.gate = w->cu.bad + 4;
+            t.gate = w->cu.bad + CQ__WB_FIN + 1;
             cq__world_pass_2d_f64(w, CQ__SPH_ADVECT, &t);
-            cq__world_read_back_2d_f64(w);
+            cq__world_read_back(w);
         }
     }
     {   /* the read back: the failure word, the lists' needs, the solves' states, the bodies' Fb and Gb */
@@ -21480,8 +21479,8 @@ static int cq__world_fluid_step_cuda_2d_f64(cq_world *w, double *grav, int sized
         const size_t fb = (nb - nw) * d * T, gb = (nb - nw) * d * d * T;
         double sol[6];
         if (dev->failed) { cq__dev_pop(dev); return -3; }
-        memcpy(&bad, hb, sizeof bad); memcpy(tot, hb + sizeof(int), sizeof tot);
-        memcpy(sol, hb + CQ__WBACK - sizeof sol, sizeof sol);
+        memcpy(&bad, hb + CQ__WB_FAIL * sizeof(int), sizeof bad); memcpy(tot, hb + CQ__WB_NEED * sizeof(int), sizeof tot);
+        memcpy(sol, hb + CQ__WB_SOL, sizeof sol);
         w->stats.divergence_iterations = (int)sol[2]; w->stats.divergence_error = sol[0];
         w->stats.density_iterations = (int)sol[5]; w->stats.density_error = sol[3];
         if (tot[0] || tot[1]) {   /* a list did not fit: again, with room */
@@ -21726,7 +21725,7 @@ static void cq__world_pass_3d_f32(cq_world *w, int pass, cq__wtask *t)
         const float *g = (const float *)t->grav;
         float g0 = g ? g[0] : 0, g1 = g ? g[1] : 0, g2 = g ? g[2] : 0;
         void *a[6];
-        int na = 2, *need = w->cu.bad + 1;
+        int na = 2, *need = w->cu.bad + CQ__WB_NEED;
         a[0] = (void *)&n; a[1] = (void *)t->s;
         if (pass == CQ__SPH_FILL) a[na++] = &need;
         if (pass == CQ__SPH_SOURCE) a[na++] = &t->mode;
@@ -21788,7 +21787,8 @@ static void cq__world_queue_3d_f32(cq_world *w, cq__wtask *t, int mode, int k0, 
 {
     double eta = mode ? w->desc.max_density_error : w->desc.max_divergence_error, rho0 = w->desc.rest_density;
     int min_it = mode ? w->desc.min_iterations : 1, nch = (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK, one = 1;
-    t->mode = mode; t->gate = w->cu.bad + (mode ? 3 : 5); t->fin = w->cu.bad + 3 + mode; t->sol = w->cu.sol + 3 * mode;
+    t->mode = mode; t->gate = w->cu.bad + (mode ? CQ__WB_FIN : CQ__WB_ONE); t->fin = w->cu.bad + CQ__WB_FIN + mode;
+    t->sol = w->cu.sol + 3 * mode;
     for (int k = k0; k < k1; ++k) {
         void *a[11];
         a[0] = &one; a[1] = (void *)t->s; a[2] = &w->cu.part; a[3] = &nch; a[4] = &rho0; a[5] = &k; a[6] = &min_it; a[7] = &eta;
@@ -21817,17 +21817,12 @@ static void cq__world_solve_on_3d_f32(cq_world *w, cq__wtask *t, int mode, int k
         batch = k / 2 > 2 ? k / 2 : 2;
     }
 }
-/* the step's one read back (>>world_fluid_step): cu.bad's ints, the solves' states and the bodies'
-   Fb and Gb, copied beside them on the device, into hback */
-static void cq__world_read_back_3d_f32(cq_world *w)
+/* viscosity's new velocities (vt) become v, on the device and in the view dv */
+static void cq__world_swap_v_3d_f32(cq_world *w, cq__sph_f32 *dv)
 {
-    cq__cudev *dev = &w->cu.d;
-    const size_t T = w->tsize, d = (size_t)w->dim, nb = (size_t)w->nb, nw = (size_t)w->nwall, fb = (nb - nw) * d * T;
-    char *back = (char *)w->cu.bad;
-    cq__dev_copy(dev, back + CQ__WBACK - 6 * sizeof(double), w->cu.sol, 6 * sizeof(double));
-    cq__dev_copy(dev, back + CQ__WBACK, (char *)w->cu.Fb + nw * d * T, fb);
-    cq__dev_copy(dev, back + CQ__WBACK + fb, (char *)w->cu.Gb + nw * d * d * T, fb * d);
-    cq__dev_get(dev, w->cu.hback, w->cu.bad, 0, w->cu.nback);
+    void *tmp = w->cu.v;
+    w->cu.v = w->cu.vt; w->cu.vt = tmp;
+    dv->v = (float *)w->cu.v; dv->vt = (float *)w->cu.vt;
 }
 
 /* the counting sort of n points p (the fluid's x or the boundary's xb) on the device, as
@@ -21890,11 +21885,14 @@ static int cq__world_fluid_step_cuda_3d_f32(cq_world *w, float *grav, int sized)
     /* the lists in one pass (sph.j2 >>sph_fill), in the room the last steps made (fcap, bcap entries a
        particle; at the first, cq__world_lists' least).  A particle whose lists need more raises
        bad[1], bad[2] to their numbers, which come back with the failure word at the step's end, and
-       the step runs again with room (sized). */
+       the step runs again with room (sized).  cu.bad's ints first: the failure word INT_MAX, the
+       divergence solve's gate up, the needs and the fin words 0, the solves' states 0. */
     if (dev->failed) { cq__dev_pop(dev); return -3; }
     if (!w->cu.fnb && !cq__world_lists(w, 0, 0)) { cq__dev_pop(dev); return -2; }
     dv = cq__world_dview_3d_f32(w, &s);
-    cq__dev_zero(dev, w->cu.bad + 1, 2 * sizeof(int));
+    cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad + CQ__WB_FAIL), (unsigned)INT_MAX, 1), "cuMemsetD32");
+    cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad + CQ__WB_ONE), 1u, 1), "cuMemsetD32");
+    cq__dev_zero(dev, w->cu.bad + CQ__WB_NEED, CQ__WBACK - CQ__WB_NEED * sizeof(int));
     cq__world_pass_3d_f32(w, CQ__SPH_FILL, &t);
     cq__world_pass_3d_f32(w, CQ__SPH_DENSITY, &t);
     /* the solves, viscosity and advection, gated on the device (>>sph_solver_check): where each solve
@@ -21902,50 +21900,43 @@ static int cq__world_fluid_step_cuda_3d_f32(cq_world *w, float *grav, int sized)
        them, short of max_iterations), all of it is queued at once and the step reads back once, at
        its end; where a solve needs more, it goes on from there, reading its state back a batch
        (cq__world_solve_on_), and the passes after it again (those queued ran nothing: their gate was
-       down).  The fin words down, the divergence's gate up, the failure word INT_MAX. */
+       down). */
     {
         const int maxit = w->desc.max_iterations, ld = w->stats.divergence_iterations, lp = w->stats.density_iterations;
         const int pd = (ld > 1 ? ld : 1) + 1, pp = (lp > w->desc.min_iterations ? lp : w->desc.min_iterations) + 1;
         const char *hb = (const char *)w->cu.hback;
         const int spec = n > 0 && pd < maxit && pp < maxit;   /* the whole step queued at once */
         int fin[2] = {1, 1};
-        cq__dev_zero(dev, w->cu.sol, 6 * sizeof(double));
-        cq__dev_zero(dev, w->cu.bad + 3, 2 * sizeof(int));
-        cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad + 5), 1u, 1), "cuMemsetD32");
-        cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");
         if (n == 0) {   /* (no solve: 0 iterations, error 0, as on the CPU) */
-            cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad + 3), 1u, 2), "cuMemsetD32");
-            cq__world_read_back_3d_f32(w);
+            cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad + CQ__WB_FIN), 1u, 2), "cuMemsetD32");
+            cq__world_read_back(w);
         } else if (spec) {
             cq__world_queue_3d_f32(w, &t, 0, 0, pd);
-            t.gate = w->cu.bad + 3;
+            t.gate = w->cu.bad + CQ__WB_FIN;
             cq__world_pass_3d_f32(w, CQ__SPH_VISC, &t);
-            tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
-            dv.v = (float *)w->cu.v; dv.vt = (float *)w->cu.vt;
+            cq__world_swap_v_3d_f32(w, &dv);
             cq__world_queue_3d_f32(w, &t, 1, 0, pp);
-            t.gate = w->cu.bad + 4;
+            t.gate = w->cu.bad + CQ__WB_FIN + 1;
             cq__world_pass_3d_f32(w, CQ__SPH_ADVECT, &t);
-            cq__world_read_back_3d_f32(w);
+            cq__world_read_back(w);
             if (dev->failed) { cq__dev_pop(dev); return -3; }
-            memcpy(fin, hb + 3 * sizeof(int), sizeof fin);
-            memcpy(tot, hb + sizeof(int), sizeof tot);
+            memcpy(fin, hb + CQ__WB_FIN * sizeof(int), sizeof fin);
+            memcpy(tot, hb + CQ__WB_NEED * sizeof(int), sizeof tot);
         } else fin[0] = fin[1] = 0;
         if (!fin[0] && !tot[0] && !tot[1]) {   /* the divergence solve, then all after it, as they come */
             if (spec) {   /* (viscosity's new velocities were never written) */
-                tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
-                dv.v = (float *)w->cu.v; dv.vt = (float *)w->cu.vt;
+                cq__world_swap_v_3d_f32(w, &dv);   /* (back) */
                 cq__world_solve_on_3d_f32(w, &t, 0, pd, 2);
             } else cq__world_solve_on_3d_f32(w, &t, 0, 0, pd);
-            t.gate = w->cu.bad + 3;
+            t.gate = w->cu.bad + CQ__WB_FIN;
             cq__world_pass_3d_f32(w, CQ__SPH_VISC, &t);
-            tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
-            dv.v = (float *)w->cu.v; dv.vt = (float *)w->cu.vt;
+            cq__world_swap_v_3d_f32(w, &dv);
             cq__world_solve_on_3d_f32(w, &t, 1, 0, pp);
         } else if (!fin[1] && !tot[0] && !tot[1]) cq__world_solve_on_3d_f32(w, &t, 1, pp, 2);   /* the density solve goes on */
         if ((!fin[0] || !fin[1]) && !tot[0] && !tot[1]) {
-            t.gate = w->cu.bad + 4;
+            t.gate = w->cu.bad + CQ__WB_FIN + 1;
             cq__world_pass_3d_f32(w, CQ__SPH_ADVECT, &t);
-            cq__world_read_back_3d_f32(w);
+            cq__world_read_back(w);
         }
     }
     {   /* the read back: the failure word, the lists' needs, the solves' states, the bodies' Fb and Gb */
@@ -21953,8 +21944,8 @@ static int cq__world_fluid_step_cuda_3d_f32(cq_world *w, float *grav, int sized)
         const size_t fb = (nb - nw) * d * T, gb = (nb - nw) * d * d * T;
         double sol[6];
         if (dev->failed) { cq__dev_pop(dev); return -3; }
-        memcpy(&bad, hb, sizeof bad); memcpy(tot, hb + sizeof(int), sizeof tot);
-        memcpy(sol, hb + CQ__WBACK - sizeof sol, sizeof sol);
+        memcpy(&bad, hb + CQ__WB_FAIL * sizeof(int), sizeof bad); memcpy(tot, hb + CQ__WB_NEED * sizeof(int), sizeof tot);
+        memcpy(sol, hb + CQ__WB_SOL, sizeof sol);
         w->stats.divergence_iterations = (int)sol[2]; w->stats.divergence_error = sol[0];
         w->stats.density_iterations = (int)sol[5]; w->stats.density_error = sol[3];
         if (tot[0] || tot[1]) {   /* a list did not fit: again, with room */
@@ -22199,7 +22190,7 @@ static void cq__world_pass_3d_f64(cq_world *w, int pass, cq__wtask *t)
         const double *g = (const double *)t->grav;
         double g0 = g ? g[0] : 0, g1 = g ? g[1] : 0, g2 = g ? g[2] : 0;
         void *a[6];
-        int na = 2, *need = w->cu.bad + 1;
+        int na = 2, *need = w->cu.bad + CQ__WB_NEED;
         a[0] = (void *)&n; a[1] = (void *)t->s;
         if (pass == CQ__SPH_FILL) a[na++] = &need;
         if (pass == CQ__SPH_SOURCE) a[na++] = &t->mode;
@@ -22261,7 +22252,8 @@ static void cq__world_queue_3d_f64(cq_world *w, cq__wtask *t, int mode, int k0, 
 {
     double eta = mode ? w->desc.max_density_error : w->desc.max_divergence_error, rho0 = w->desc.rest_density;
     int min_it = mode ? w->desc.min_iterations : 1, nch = (w->nf + CQ__SPH_CHUNK - 1) / CQ__SPH_CHUNK, one = 1;
-    t->mode = mode; t->gate = w->cu.bad + (mode ? 3 : 5); t->fin = w->cu.bad + 3 + mode; t->sol = w->cu.sol + 3 * mode;
+    t->mode = mode; t->gate = w->cu.bad + (mode ? CQ__WB_FIN : CQ__WB_ONE); t->fin = w->cu.bad + CQ__WB_FIN + mode;
+    t->sol = w->cu.sol + 3 * mode;
     for (int k = k0; k < k1; ++k) {
         void *a[11];
         a[0] = &one; a[1] = (void *)t->s; a[2] = &w->cu.part; a[3] = &nch; a[4] = &rho0; a[5] = &k; a[6] = &min_it; a[7] = &eta;
@@ -22290,17 +22282,12 @@ static void cq__world_solve_on_3d_f64(cq_world *w, cq__wtask *t, int mode, int k
         batch = k / 2 > 2 ? k / 2 : 2;
     }
 }
-/* the step's one read back (>>world_fluid_step): cu.bad's ints, the solves' states and the bodies'
-   Fb and Gb, copied beside them on the device, into hback */
-static void cq__world_read_back_3d_f64(cq_world *w)
+/* viscosity's new velocities (vt) become v, on the device and in the view dv */
+static void cq__world_swap_v_3d_f64(cq_world *w, cq__sph_f64 *dv)
 {
-    cq__cudev *dev = &w->cu.d;
-    const size_t T = w->tsize, d = (size_t)w->dim, nb = (size_t)w->nb, nw = (size_t)w->nwall, fb = (nb - nw) * d * T;
-    char *back = (char *)w->cu.bad;
-    cq__dev_copy(dev, back + CQ__WBACK - 6 * sizeof(double), w->cu.sol, 6 * sizeof(double));
-    cq__dev_copy(dev, back + CQ__WBACK, (char *)w->cu.Fb + nw * d * T, fb);
-    cq__dev_copy(dev, back + CQ__WBACK + fb, (char *)w->cu.Gb + nw * d * d * T, fb * d);
-    cq__dev_get(dev, w->cu.hback, w->cu.bad, 0, w->cu.nback);
+    void *tmp = w->cu.v;
+    w->cu.v = w->cu.vt; w->cu.vt = tmp;
+    dv->v = (double *)w->cu.v; dv->vt = (double *)w->cu.vt;
 }
 
 /* the counting sort of n points p (the fluid's x or the boundary's xb) on the device, as
@@ -22363,11 +22350,14 @@ static int cq__world_fluid_step_cuda_3d_f64(cq_world *w, double *grav, int sized
     /* the lists in one pass (sph.j2 >>sph_fill), in the room the last steps made (fcap, bcap entries a
        particle; at the first, cq__world_lists' least).  A particle whose lists need more raises
        bad[1], bad[2] to their numbers, which come back with the failure word at the step's end, and
-       the step runs again with room (sized). */
+       the step runs again with room (sized).  cu.bad's ints first: the failure word INT_MAX, the
+       divergence solve's gate up, the needs and the fin words 0, the solves' states 0. */
     if (dev->failed) { cq__dev_pop(dev); return -3; }
     if (!w->cu.fnb && !cq__world_lists(w, 0, 0)) { cq__dev_pop(dev); return -2; }
     dv = cq__world_dview_3d_f64(w, &s);
-    cq__dev_zero(dev, w->cu.bad + 1, 2 * sizeof(int));
+    cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad + CQ__WB_FAIL), (unsigned)INT_MAX, 1), "cuMemsetD32");
+    cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad + CQ__WB_ONE), 1u, 1), "cuMemsetD32");
+    cq__dev_zero(dev, w->cu.bad + CQ__WB_NEED, CQ__WBACK - CQ__WB_NEED * sizeof(int));
     cq__world_pass_3d_f64(w, CQ__SPH_FILL, &t);
     cq__world_pass_3d_f64(w, CQ__SPH_DENSITY, &t);
     /* the solves, viscosity and advection, gated on the device (>>sph_solver_check): where each solve
@@ -22375,50 +22365,43 @@ static int cq__world_fluid_step_cuda_3d_f64(cq_world *w, double *grav, int sized
        them, short of max_iterations), all of it is queued at once and the step reads back once, at
        its end; where a solve needs more, it goes on from there, reading its state back a batch
        (cq__world_solve_on_), and the passes after it again (those queued ran nothing: their gate was
-       down).  The fin words down, the divergence's gate up, the failure word INT_MAX. */
+       down). */
     {
         const int maxit = w->desc.max_iterations, ld = w->stats.divergence_iterations, lp = w->stats.density_iterations;
         const int pd = (ld > 1 ? ld : 1) + 1, pp = (lp > w->desc.min_iterations ? lp : w->desc.min_iterations) + 1;
         const char *hb = (const char *)w->cu.hback;
         const int spec = n > 0 && pd < maxit && pp < maxit;   /* the whole step queued at once */
         int fin[2] = {1, 1};
-        cq__dev_zero(dev, w->cu.sol, 6 * sizeof(double));
-        cq__dev_zero(dev, w->cu.bad + 3, 2 * sizeof(int));
-        cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad + 5), 1u, 1), "cuMemsetD32");
-        cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad), (unsigned)INT_MAX, 1), "cuMemsetD32");
         if (n == 0) {   /* (no solve: 0 iterations, error 0, as on the CPU) */
-            cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad + 3), 1u, 2), "cuMemsetD32");
-            cq__world_read_back_3d_f64(w);
+            cq__dev_check(dev, CQ__CU(MemsetD32)(CQ__DPTR(w->cu.bad + CQ__WB_FIN), 1u, 2), "cuMemsetD32");
+            cq__world_read_back(w);
         } else if (spec) {
             cq__world_queue_3d_f64(w, &t, 0, 0, pd);
-            t.gate = w->cu.bad + 3;
+            t.gate = w->cu.bad + CQ__WB_FIN;
             cq__world_pass_3d_f64(w, CQ__SPH_VISC, &t);
-            tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
-            dv.v = (double *)w->cu.v; dv.vt = (double *)w->cu.vt;
+            cq__world_swap_v_3d_f64(w, &dv);
             cq__world_queue_3d_f64(w, &t, 1, 0, pp);
-            t.gate = w->cu.bad + 4;
+            t.gate = w->cu.bad + CQ__WB_FIN + 1;
             cq__world_pass_3d_f64(w, CQ__SPH_ADVECT, &t);
-            cq__world_read_back_3d_f64(w);
+            cq__world_read_back(w);
             if (dev->failed) { cq__dev_pop(dev); return -3; }
-            memcpy(fin, hb + 3 * sizeof(int), sizeof fin);
-            memcpy(tot, hb + sizeof(int), sizeof tot);
+            memcpy(fin, hb + CQ__WB_FIN * sizeof(int), sizeof fin);
+            memcpy(tot, hb + CQ__WB_NEED * sizeof(int), sizeof tot);
         } else fin[0] = fin[1] = 0;
         if (!fin[0] && !tot[0] && !tot[1]) {   /* the divergence solve, then all after it, as they come */
             if (spec) {   /* (viscosity's new velocities were never written) */
-                tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
-                dv.v = (double *)w->cu.v; dv.vt = (double *)w->cu.vt;
+                cq__world_swap_v_3d_f64(w, &dv);   /* (back) */
                 cq__world_solve_on_3d_f64(w, &t, 0, pd, 2);
             } else cq__world_solve_on_3d_f64(w, &t, 0, 0, pd);
-            t.gate = w->cu.bad + 3;
+            t.gate = w->cu.bad + CQ__WB_FIN;
             cq__world_pass_3d_f64(w, CQ__SPH_VISC, &t);
-            tmp = w->cu.v; w->cu.v = w->cu.vt; w->cu.vt = tmp;
-            dv.v = (double *)w->cu.v; dv.vt = (double *)w->cu.vt;
+            cq__world_swap_v_3d_f64(w, &dv);
             cq__world_solve_on_3d_f64(w, &t, 1, 0, pp);
         } else if (!fin[1] && !tot[0] && !tot[1]) cq__world_solve_on_3d_f64(w, &t, 1, pp, 2);   /* the density solve goes on */
         if ((!fin[0] || !fin[1]) && !tot[0] && !tot[1]) {
-            t.gate = w->cu.bad + 4;
+            t.gate = w->cu.bad + CQ__WB_FIN + 1;
             cq__world_pass_3d_f64(w, CQ__SPH_ADVECT, &t);
-            cq__world_read_back_3d_f64(w);
+            cq__world_read_back(w);
         }
     }
     {   /* the read back: the failure word, the lists' needs, the solves' states, the bodies' Fb and Gb */
@@ -22426,8 +22409,8 @@ static int cq__world_fluid_step_cuda_3d_f64(cq_world *w, double *grav, int sized
         const size_t fb = (nb - nw) * d * T, gb = (nb - nw) * d * d * T;
         double sol[6];
         if (dev->failed) { cq__dev_pop(dev); return -3; }
-        memcpy(&bad, hb, sizeof bad); memcpy(tot, hb + sizeof(int), sizeof tot);
-        memcpy(sol, hb + CQ__WBACK - sizeof sol, sizeof sol);
+        memcpy(&bad, hb + CQ__WB_FAIL * sizeof(int), sizeof bad); memcpy(tot, hb + CQ__WB_NEED * sizeof(int), sizeof tot);
+        memcpy(sol, hb + CQ__WB_SOL, sizeof sol);
         w->stats.divergence_iterations = (int)sol[2]; w->stats.divergence_error = sol[0];
         w->stats.density_iterations = (int)sol[5]; w->stats.density_error = sol[3];
         if (tot[0] || tot[1]) {   /* a list did not fit: again, with room */

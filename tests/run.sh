@@ -289,12 +289,12 @@ c_linked_world() {
     item test_world_physics ./$B/test_world physics
     item test_world_cuda_build sh -c "$(lk test_world_cuda test_world_cuda)"
     item test_world_cuda_on_mock env CQ_CUDA_LIBRARY=$MOCK ./$B/test_world_cuda
-    # (the device allocations after the create: 10 and 29, the solver's arrays; 30-33, the first
+    # (the device allocations after the create: 10 and 28, the solver's arrays; 29-32, the first
     # step's neighbour lists and the kernel values beside them, fluid then boundary; squeezed_: a
-    # squeezed block of water, whose first step runs again with more room for its lists: 34-37
+    # squeezed block of water, whose first step runs again with more room for its lists: 33-36
     # their growth, launch 40 the sort of the step run again; launch 5: the first scan)
-    for f in init ptx oom_after=10 oom_after=29 oom_after=30 oom_after=31 oom_after=32 oom_after=33 squeezed_oom_after=34 \
-             squeezed_oom_after=36 launch_after=5 launch_after=300 squeezed_launch_after=40; do
+    for f in init ptx oom_after=10 oom_after=28 oom_after=29 oom_after=30 oom_after=31 oom_after=32 squeezed_oom_after=33 \
+             squeezed_oom_after=35 launch_after=5 launch_after=300 squeezed_launch_after=40; do
         item test_world_cuda_fault_$(echo $f | tr = _) env CQ_CUDA_LIBRARY=$MOCK CQ_MOCK_QUIET=1 ./$B/test_world_cuda fault:$f
     done
 }

@@ -541,7 +541,7 @@ static int fault(const char *mode)
         cq_world_destroy(w);
     } else if (!strncmp(mode, "oom_after=", 10) || !strncmp(mode, "launch_after=", 13) || !strncmp(mode, "squeezed_", 9)) {
         /* squeezed_MODE: the squeezed block of lists_outgrow_their_room (3D, 100 steps), whose first
-           step runs again with more room (its device allocations 34-37) */
+           step runs again with more room (its device allocations 33-36) */
         const int sh = !strncmp(mode, "squeezed_", 9);
         static double x0[3 * 400], x1[3 * 400];
         cq_body_state s0, s1;
